@@ -1,0 +1,271 @@
+package standin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+)
+
+// MotoVersion is the pinned moto release the stand-in runs.
+const MotoVersion = "5.2.5"
+
+// DefaultAddr is LocalStack's edge port, used by `make local`.
+const DefaultAddr = "127.0.0.1:4566"
+
+// Region is the region every local client uses.
+const Region = "us-east-1"
+
+// Options say where and how to run the stand-in.
+type Options struct {
+	// Addr is host:port to listen on; "127.0.0.1:0" picks a free port.
+	Addr string
+	// VenvDir is the virtual environment holding moto; empty means
+	// <repo root>/.venv.
+	VenvDir string
+	// Log receives the server's own output; nil discards it.
+	Log io.Writer
+	// Reuse lets Start return an already running endpoint at Addr instead of
+	// failing (LocalStack or a stand-in from an earlier `make local-up`).
+	Reuse bool
+}
+
+// Server is a running (or reused) stand-in.
+type Server struct {
+	endpoint string
+	cmd      *exec.Cmd
+	done     chan error
+	reused   bool
+}
+
+// Endpoint is the base URL clients use, for example http://127.0.0.1:4566.
+func (s *Server) Endpoint() string { return s.endpoint }
+
+// Reused reports whether Start found something already answering at Addr.
+func (s *Server) Reused() bool { return s.reused }
+
+// Start installs moto if needed, starts it and waits until it answers.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	host, port, err := net.SplitHostPort(opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("standin: address %q: %w", opts.Addr, err)
+	}
+	if host != "127.0.0.1" && host != "localhost" {
+		return nil, fmt.Errorf("standin: address %q: only 127.0.0.1 or localhost is allowed", opts.Addr)
+	}
+	if port != "0" {
+		endpoint := "http://" + opts.Addr
+		if Answers(ctx, endpoint) {
+			if opts.Reuse {
+				return &Server{endpoint: endpoint, reused: true}, nil
+			}
+			return nil, fmt.Errorf("standin: %s is already in use", opts.Addr)
+		}
+	} else {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		port = strconv.Itoa(p)
+	}
+	bin, err := Install(ctx, opts.VenvDir, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "-H", host, "-p", port)
+	out := opts.Log
+	if out == nil {
+		out = io.Discard
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Own process group so Stop also ends werkzeug's workers.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("standin: start %s: %w", bin, err)
+	}
+	s := &Server{endpoint: "http://" + net.JoinHostPort(host, port), cmd: cmd, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if Answers(ctx, s.endpoint) {
+			return s, nil
+		}
+		select {
+		case err := <-s.done:
+			return nil, fmt.Errorf("standin: moto exited before answering on %s: %v", s.endpoint, err)
+		case <-ctx.Done():
+			_ = s.Stop()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = s.Stop()
+			return nil, fmt.Errorf("standin: moto did not answer on %s within 30s", s.endpoint)
+		}
+	}
+}
+
+// Stop ends a stand-in this process started; a reused one is left running.
+func (s *Server) Stop() error {
+	if s == nil || s.cmd == nil || s.cmd.Process == nil {
+		return nil
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+	s.cmd = nil
+	return nil
+}
+
+// Answers reports whether an AWS stand-in (moto or LocalStack) answers at endpoint.
+func Answers(ctx context.Context, endpoint string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for _, path := range []string{"/moto-api/data.json", "/_localstack/health"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+path, nil)
+		if err != nil {
+			return false
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return true
+		}
+	}
+	return false
+}
+
+// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("standin: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Install makes sure moto_server is in venvDir (default <repo>/.venv) and
+// returns its path. It holds a file lock so parallel test binaries install once.
+func Install(ctx context.Context, venvDir string, log io.Writer) (string, error) {
+	if venvDir == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			return "", err
+		}
+		venvDir = filepath.Join(root, ".venv")
+	}
+	bin := filepath.Join(venvDir, "bin", "moto_server")
+	marker := filepath.Join(venvDir, ".moto-"+MotoVersion)
+	if fileExists(bin) && fileExists(marker) {
+		return bin, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(venvDir), 0o755); err != nil {
+		return "", fmt.Errorf("standin: %w", err)
+	}
+	lock, err := os.OpenFile(venvDir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("standin: lock: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("standin: lock: %w", err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if fileExists(bin) && fileExists(marker) {
+		return bin, nil
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		return "", fmt.Errorf("standin: python3 not found on PATH: install Python 3 to run the local AWS stand-in (moto): %w", err)
+	}
+	steps := [][]string{
+		{python, "-m", "venv", venvDir},
+		{filepath.Join(venvDir, "bin", "pip"), "install", "--disable-pip-version-check", "-q", "moto[server]==" + MotoVersion},
+	}
+	for _, s := range steps {
+		fmt.Fprintf(log, "standin: %v\n", s)
+		cmd := exec.CommandContext(ctx, s[0], s[1:]...)
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("standin: installing moto (%v): %w", s, err)
+		}
+	}
+	if err := os.WriteFile(marker, []byte(MotoVersion+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("standin: %w", err)
+	}
+	return bin, nil
+}
+
+// RepoRoot walks up from the working directory to the directory whose go.mod
+// declares the tributary module.
+func RepoRoot() (string, error) {
+	if r := os.Getenv("TRIBUTARY_ROOT"); r != "" {
+		return r, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && containsModule(b) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("standin: repository root not found (no go.mod for github.com/tributary-dev/tributary above the working directory); set TRIBUTARY_ROOT")
+		}
+		dir = parent
+	}
+}
+
+func containsModule(gomod []byte) bool {
+	const want = "module github.com/tributary-dev/tributary\n"
+	return len(gomod) >= len(want) && string(gomod[:len(want)]) == want
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// Config is an aws.Config for the stand-in at endpoint: static test
+// credentials, region us-east-1, every service pointed at endpoint.
+func Config(ctx context.Context, endpoint string) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithRegion(Region),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithBaseEndpoint(endpoint),
+		config.WithRetryMaxAttempts(3),
+	)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("standin: aws config for %s: %w", endpoint, err)
+	}
+	return cfg, nil
+}

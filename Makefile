@@ -1,0 +1,80 @@
+# Tributary — the two commands that matter are `make local` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+GO        ?= go
+ROOT      := $(CURDIR)
+FUNCTIONS := $(notdir $(wildcard functions/*))
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+RIE       := .tools/bin/aws-lambda-rie
+MOTO      := .venv/bin/moto_server
+MOTO_VERSION := 5.2.5
+CDK_OUT   := infra/cdk.out/Tributary.template.json
+GO_SOURCES := $(shell find functions pkg -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
+INFRA_SOURCES := $(shell find infra -maxdepth 1 -name '*.go' -not -name '*_test.go' 2>/dev/null) infra/go.mod infra/go.sum infra/cdk.json
+export CDK_DISABLE_CLI_TELEMETRY := true
+export TRIBUTARY_ROOT := $(ROOT)
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+## ---- the two commands -------------------------------------------------------
+
+.PHONY: local
+local: deps functions-local synth ## run the whole topology locally, send sample traffic, print results, exit
+	$(GO) run ./cmd/local run
+
+.PHONY: test
+test: deps functions-local synth ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions)
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 15m ./...
+	cd infra && $(GO) test -count=1 -timeout 10m ./...
+
+## ---- more ------------------------------------------------------------------
+
+.PHONY: local-up
+local-up: deps functions-local synth ## keep the local topology running until Ctrl-C, for exploring
+	$(GO) run ./cmd/local up
+
+.PHONY: logs
+logs: ## print the functions' logs and metrics from the running local stand-in
+	$(GO) run ./cmd/local logs
+
+.PHONY: synth
+synth: $(CDK_OUT) ## synthesize the CDK app into infra/cdk.out (offline)
+
+$(CDK_OUT): $(INFRA_SOURCES) infra/node_modules/.installed $(foreach f,$(FUNCTIONS),.build/lambda/$(f)/bootstrap)
+	cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null
+	@touch $@
+
+.PHONY: functions
+functions: $(foreach f,$(FUNCTIONS),.build/lambda/$(f)/bootstrap) ## build every function for AWS (linux/arm64 bootstrap)
+
+.build/lambda/%/bootstrap: $(GO_SOURCES)
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
+
+.PHONY: functions-local
+functions-local: $(foreach f,$(FUNCTIONS),.build/local/$(f)/bootstrap) ## build every function for this machine (run under RIE)
+
+.build/local/%/bootstrap: $(GO_SOURCES)
+	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $@ ./functions/$*
+
+.PHONY: deps
+deps: $(RIE) $(MOTO) infra/node_modules/.installed ## install what local runs and tests need (RIE, moto venv, CDK CLI)
+
+$(RIE):
+	GOBIN=$(ROOT)/.tools/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+$(MOTO):
+	python3 -m venv .venv
+	.venv/bin/pip install --disable-pip-version-check -q 'moto[server]==$(MOTO_VERSION)'
+	@echo $(MOTO_VERSION) > .venv/.moto-$(MOTO_VERSION)
+
+infra/node_modules/.installed: infra/package.json infra/package-lock.json
+	cd infra && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+.PHONY: clean
+clean: ## remove build outputs (keeps the installed tools)
+	rm -rf .build infra/cdk.out

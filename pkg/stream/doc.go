@@ -1,0 +1,20 @@
+// Package stream is the event envelope every Tributary stage reads and writes,
+// and the decoders that pull envelopes out of the records Lambda hands a
+// function: Kinesis records, SQS messages and DynamoDB stream records.
+//
+// An envelope carries three clocks. occurredAt and sentAt are read from the
+// producer's (device's) clock, receivedAt from the server's clock when ingest
+// accepted the event. Devices' clocks are wrong, sometimes by hours, but the
+// time between "occurred" and "sent" is measured on one clock and so is right;
+// EventTime shifts it onto the server's clock:
+//
+//	event time = occurredAt + (receivedAt − sentAt)
+//
+// Errors a producer can cause are *FieldError (which field and why); a record
+// that cannot be decoded is a *PoisonRecordError naming the record (sequence
+// number, message id or event id) and the field.
+//
+// Decoding goes through Unmarshal, which fills a caller-owned *Envelope so a
+// faster, allocation-free decoder can replace encoding/json without changing
+// any caller.
+package stream

@@ -1,0 +1,175 @@
+package stream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on envelope fields. MaxKeyLength is Kinesis' partition key limit:
+// the key becomes the record's partition key.
+const (
+	MaxIDLength   = 256
+	MaxTypeLength = 256
+	MaxKeyLength  = 256
+)
+
+// Envelope is one event as producers send it and every stage passes it on.
+// Times are RFC 3339 with an optional fraction; ReceivedAt is stamped by
+// ingest from the server's clock (producers' values are overwritten).
+type Envelope struct {
+	// ID is the producer's idempotency key.
+	ID string `json:"id"`
+	// Type names the kind of event, for example "page_view".
+	Type string `json:"type"`
+	// Key is the entity the event is about; it is the Kinesis partition key,
+	// so all events of one key are in one shard, in order.
+	Key string `json:"key"`
+	// OccurredAt is when the event happened, by the producer's clock.
+	OccurredAt time.Time `json:"occurredAt"`
+	// SentAt is when the producer sent it, by the same producer clock.
+	SentAt time.Time `json:"sentAt"`
+	// ReceivedAt is when ingest accepted it, by the server's clock.
+	ReceivedAt time.Time `json:"receivedAt,omitzero"`
+	// Data is the event's payload, any JSON value.
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// FieldError says which field of an envelope is wrong and why.
+type FieldError struct {
+	Field  string // JSON name, for example "occurredAt"; "" means the whole document
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+// EventTime is the time the event happened on the server's clock:
+// OccurredAt + (ReceivedAt − SentAt). The producer's clock offset cancels out
+// because OccurredAt and SentAt come from the same clock. Without ReceivedAt
+// or SentAt there is nothing to correct with and EventTime is OccurredAt.
+func (e *Envelope) EventTime() time.Time {
+	if e.ReceivedAt.IsZero() || e.SentAt.IsZero() {
+		return e.OccurredAt
+	}
+	return e.OccurredAt.Add(e.ReceivedAt.Sub(e.SentAt))
+}
+
+// Validate checks what a producer must send. It does not require ReceivedAt,
+// which ingest stamps after validating. The error is a *FieldError.
+func (e *Envelope) Validate() error {
+	if err := checkString("id", e.ID, MaxIDLength); err != nil {
+		return err
+	}
+	if err := checkString("type", e.Type, MaxTypeLength); err != nil {
+		return err
+	}
+	if err := checkString("key", e.Key, MaxKeyLength); err != nil {
+		return err
+	}
+	if e.OccurredAt.IsZero() {
+		return &FieldError{Field: "occurredAt", Reason: "is required"}
+	}
+	if e.SentAt.IsZero() {
+		return &FieldError{Field: "sentAt", Reason: "is required"}
+	}
+	if e.SentAt.Before(e.OccurredAt) {
+		return &FieldError{Field: "sentAt", Reason: fmt.Sprintf("%s is before occurredAt %s; both are read from the producer's clock, so an event cannot be sent before it occurred",
+			e.SentAt.Format(time.RFC3339Nano), e.OccurredAt.Format(time.RFC3339Nano))}
+	}
+	return nil
+}
+
+func checkString(field, v string, max int) error {
+	switch {
+	case v == "":
+		return &FieldError{Field: field, Reason: "is required"}
+	case !utf8.ValidString(v):
+		return &FieldError{Field: field, Reason: "is not valid UTF-8"}
+	case utf8.RuneCountInString(v) > max:
+		return &FieldError{Field: field, Reason: fmt.Sprintf("is %d characters long; at most %d are allowed", utf8.RuneCountInString(v), max)}
+	}
+	return nil
+}
+
+// wire is the JSON shape with times as text, so a bad time names its field.
+type wire struct {
+	ID         string          `json:"id"`
+	Type       string          `json:"type"`
+	Key        string          `json:"key"`
+	OccurredAt *string         `json:"occurredAt"`
+	SentAt     *string         `json:"sentAt"`
+	ReceivedAt *string         `json:"receivedAt"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// Unmarshal decodes one JSON envelope into e, replacing its contents. Errors
+// are *FieldError naming the field (the JSON is well-formed but a field has
+// the wrong type or a time is not RFC 3339) or the document (not JSON, not an
+// object). Unmarshal does not Validate.
+func Unmarshal(data []byte, e *Envelope) error {
+	var w wire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return jsonFieldError(err)
+	}
+	*e = Envelope{ID: w.ID, Type: w.Type, Key: w.Key}
+	var err error
+	if e.OccurredAt, err = parseTime("occurredAt", w.OccurredAt); err != nil {
+		return err
+	}
+	if e.SentAt, err = parseTime("sentAt", w.SentAt); err != nil {
+		return err
+	}
+	if e.ReceivedAt, err = parseTime("receivedAt", w.ReceivedAt); err != nil {
+		return err
+	}
+	if len(w.Data) > 0 && !bytes.Equal(w.Data, []byte("null")) {
+		e.Data = w.Data
+	}
+	return nil
+}
+
+// UnmarshalJSON makes Envelope usable with encoding/json; see Unmarshal.
+func (e *Envelope) UnmarshalJSON(data []byte) error { return Unmarshal(data, e) }
+
+func parseTime(field string, s *string) (time.Time, error) {
+	if s == nil || *s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		return time.Time{}, &FieldError{Field: field, Reason: fmt.Sprintf("%q is not an RFC 3339 time such as 2026-11-29T10:41:07.250Z", *s)}
+	}
+	return t, nil
+}
+
+func jsonFieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return &FieldError{Reason: fmt.Sprintf("must be a JSON object, not %s", te.Value)}
+		}
+		return &FieldError{Field: te.Field, Reason: fmt.Sprintf("must be a %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)}
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return &FieldError{Reason: fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, se)}
+	}
+	return &FieldError{Reason: "not valid JSON: " + err.Error()}
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string", "ptr":
+		return "string"
+	default:
+		return goKind
+	}
+}

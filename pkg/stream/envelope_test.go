@@ -1,0 +1,179 @@
+package stream
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const valid = `{"id":"e-1","type":"page_view","key":"user-42","occurredAt":"2026-11-29T10:41:07.250Z","sentAt":"2026-11-29T10:41:08Z","data":{"path":"/"}}`
+
+func TestUnmarshalAndValidate(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        string
+		wantField string // "" with wantErr means the whole document
+		wantErr   bool
+		reason    string // substring of the reason
+	}{
+		{name: "valid", in: valid},
+		{name: "valid without data", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`},
+		{name: "offset times", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T12:41:07+02:00","sentAt":"2026-11-29T10:41:07Z"}`},
+		{name: "not json", in: `{"id":`, wantErr: true, reason: "not valid JSON"},
+		{name: "array", in: `[]`, wantErr: true, reason: "JSON object"},
+		{name: "id missing", in: `{"type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "id", reason: "required"},
+		{name: "id a number", in: `{"id":7,"type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "id", reason: "must be a string"},
+		{name: "type missing", in: `{"id":"e","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "type"},
+		{name: "key missing", in: `{"id":"e","type":"t","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "key"},
+		{name: "key too long", in: `{"id":"e","type":"t","key":"` + strings.Repeat("k", 257) + `","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "key", reason: "at most 256"},
+		{name: "key of 256 multibyte runes", in: `{"id":"e","type":"t","key":"` + strings.Repeat("é", 256) + `","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`},
+		{name: "occurredAt missing", in: `{"id":"e","type":"t","key":"k","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt", reason: "required"},
+		{name: "occurredAt not RFC 3339", in: `{"id":"e","type":"t","key":"k","occurredAt":"29/11/2026 10:41","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt", reason: "RFC 3339"},
+		{name: "occurredAt a number", in: `{"id":"e","type":"t","key":"k","occurredAt":1764412867,"sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt", reason: "must be a string"},
+		{name: "sentAt missing", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "sentAt"},
+		{name: "sentAt before occurredAt", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:06Z"}`, wantErr: true, wantField: "sentAt", reason: "before occurredAt"},
+		{name: "receivedAt bad", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z","receivedAt":"yesterday"}`, wantErr: true, wantField: "receivedAt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var e Envelope
+			err := Unmarshal([]byte(tt.in), &e)
+			if err == nil {
+				err = e.Validate()
+			}
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v (%T) is not a *FieldError", err, err)
+			}
+			if fe.Field != tt.wantField {
+				t.Errorf("field = %q, want %q (error %v)", fe.Field, tt.wantField, err)
+			}
+			if !strings.Contains(fe.Reason, tt.reason) {
+				t.Errorf("reason %q does not mention %q", fe.Reason, tt.reason)
+			}
+		})
+	}
+}
+
+func TestUnmarshalFields(t *testing.T) {
+	var e Envelope
+	if err := Unmarshal([]byte(valid), &e); err != nil {
+		t.Fatal(err)
+	}
+	want := Envelope{ID: "e-1", Type: "page_view", Key: "user-42",
+		OccurredAt: time.Date(2026, 11, 29, 10, 41, 7, 250e6, time.UTC),
+		SentAt:     time.Date(2026, 11, 29, 10, 41, 8, 0, time.UTC)}
+	if e.ID != want.ID || e.Type != want.Type || e.Key != want.Key || !e.OccurredAt.Equal(want.OccurredAt) || !e.SentAt.Equal(want.SentAt) || !e.ReceivedAt.IsZero() {
+		t.Errorf("got %+v, want %+v", e, want)
+	}
+	if string(e.Data) != `{"path":"/"}` {
+		t.Errorf("data = %s", e.Data)
+	}
+	// Unmarshal replaces what was there.
+	if err := Unmarshal([]byte(`{"id":"x"}`), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Key != "" || e.Data != nil || !e.OccurredAt.IsZero() {
+		t.Errorf("Unmarshal kept old fields: %+v", e)
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	var e Envelope
+	if err := Unmarshal([]byte(valid), &e); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(&e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "receivedAt") {
+		t.Errorf("zero receivedAt was written: %s", b)
+	}
+	e.ReceivedAt = time.Date(2026, 11, 29, 10, 41, 9, 123456789, time.UTC)
+	b, _ = json.Marshal(&e)
+	if !strings.Contains(string(b), `"receivedAt":"2026-11-29T10:41:09.123456789Z"`) {
+		t.Errorf("receivedAt not RFC3339Nano UTC: %s", b)
+	}
+	var back Envelope
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.ReceivedAt.Equal(e.ReceivedAt) || back.ID != e.ID || string(back.Data) != string(e.Data) {
+		t.Errorf("round trip: got %+v, want %+v", back, e)
+	}
+}
+
+func TestEventTime(t *testing.T) {
+	server := func(h, m, s, ms int) time.Time { return time.Date(2026, 11, 29, h, m, s, ms*1e6, time.UTC) }
+	tests := []struct {
+		name                     string
+		occurred, sent, received time.Time
+		want                     time.Time
+	}{
+		{
+			name:     "device clock right",
+			occurred: server(10, 41, 7, 0), sent: server(10, 41, 9, 0), received: server(10, 41, 9, 300),
+			want: server(10, 41, 7, 300),
+		},
+		{
+			// The phone thinks it is 07:41 while it is 10:41: without the
+			// correction the event would land three hours early.
+			name:     "device clock three hours behind",
+			occurred: server(7, 41, 7, 0), sent: server(7, 41, 10, 0), received: server(10, 41, 10, 500),
+			want: server(10, 41, 7, 500),
+		},
+		{
+			// Sent from a queue on the device an hour after it happened,
+			// with the device clock two hours ahead.
+			name:     "offline for an hour, clock two hours ahead",
+			occurred: server(11, 0, 0, 0), sent: server(12, 0, 0, 0), received: server(10, 0, 1, 0),
+			want: server(9, 0, 1, 0),
+		},
+		{
+			name:     "device clock in another zone",
+			occurred: time.Date(2026, 11, 29, 12, 41, 7, 0, time.FixedZone("EET", 2*3600)), sent: time.Date(2026, 11, 29, 12, 41, 7, 0, time.FixedZone("EET", 2*3600)), received: server(10, 41, 7, 0),
+			want: server(10, 41, 7, 0),
+		},
+		{
+			name:     "no receivedAt yet",
+			occurred: server(7, 41, 7, 0), sent: server(7, 41, 10, 0),
+			want: server(7, 41, 7, 0),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Envelope{OccurredAt: tt.occurred, SentAt: tt.sent, ReceivedAt: tt.received}
+			if got := e.EventTime(); !got.Equal(tt.want) {
+				t.Errorf("EventTime() = %s, want %s", got.UTC().Format(time.RFC3339Nano), tt.want.Format(time.RFC3339Nano))
+			}
+		})
+	}
+}
+
+func TestCompareSequenceNumbers(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"1", "1", 0},
+		{"9", "10", -1},
+		{"10", "9", 1},
+		{"49601189658422359378836298521827638475320189012309704722", "49601189658422359378836298522902373528957594348623495186", -1},
+		{"800000000003126276362", "49601189658422359378836298521827638475320189012309704722", -1},
+		{"007", "7", 0},
+	}
+	for _, tt := range tests {
+		if got := CompareSequenceNumbers(tt.a, tt.b); got != tt.want {
+			t.Errorf("CompareSequenceNumbers(%s, %s) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package stream
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// PoisonRecordError is a record that cannot become a valid envelope. It names
+// the record (Kinesis sequence number, SQS message id or DynamoDB stream event
+// id) and the field; Err is the cause, usually a *FieldError.
+type PoisonRecordError struct {
+	RecordID string
+	Field    string
+	Err      error
+}
+
+func (e *PoisonRecordError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("record %s: %v", e.RecordID, e.Err)
+	}
+	var fe *FieldError
+	if errors.As(e.Err, &fe) && fe.Field == e.Field {
+		return fmt.Sprintf("record %s: field %s: %s", e.RecordID, e.Field, fe.Reason)
+	}
+	return fmt.Sprintf("record %s: field %s: %v", e.RecordID, e.Field, e.Err)
+}
+
+func (e *PoisonRecordError) Unwrap() error { return e.Err }
+
+func poison(id, prefix string, err error) error {
+	pe := &PoisonRecordError{RecordID: id, Err: err}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		pe.Field = fe.Field
+		if prefix != "" {
+			pe.Field = joinField(prefix, fe.Field)
+		}
+	} else {
+		pe.Field = prefix
+	}
+	return pe
+}
+
+func joinField(prefix, field string) string {
+	if field == "" {
+		return prefix
+	}
+	return prefix + "." + field
+}
+
+// decodeValid unmarshals and validates data, and fills ReceivedAt from
+// arrival when the envelope has none (an event written straight to the
+// stream or queue, not through ingest): the service's arrival time is then
+// the closest server clock reading there is.
+func decodeValid(data []byte, arrival time.Time, e *Envelope) error {
+	if err := Unmarshal(data, e); err != nil {
+		return err
+	}
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if e.ReceivedAt.IsZero() && !arrival.IsZero() {
+		e.ReceivedAt = arrival.UTC()
+	}
+	return nil
+}
+
+// DecodeKinesis decodes and validates the envelope in a Kinesis record (whose
+// data aws-lambda-go has already base64-decoded) into e. An envelope without
+// receivedAt gets the record's approximate arrival time. A failure is a
+// *PoisonRecordError with RecordID = the sequence number and Field the
+// envelope field ("" for the whole data).
+func DecodeKinesis(rec *events.KinesisEventRecord, e *Envelope) error {
+	if err := decodeValid(rec.Kinesis.Data, rec.Kinesis.ApproximateArrivalTimestamp.Time, e); err != nil {
+		return poison(rec.Kinesis.SequenceNumber, "", err)
+	}
+	return nil
+}
+
+// DecodeSQS decodes and validates the envelope in an SQS message body into e.
+// An envelope without receivedAt gets the message's SentTimestamp (when SQS
+// accepted it). A failure is a *PoisonRecordError with RecordID = message id.
+func DecodeSQS(msg *events.SQSMessage, e *Envelope) error {
+	var arrival time.Time
+	if ms, err := strconv.ParseInt(msg.Attributes["SentTimestamp"], 10, 64); err == nil {
+		arrival = time.UnixMilli(ms)
+	}
+	if err := decodeValid([]byte(msg.Body), arrival, e); err != nil {
+		return poison(msg.MessageId, "", err)
+	}
+	return nil
+}
+
+// DecodeDynamoDB decodes and validates the envelope held in a DynamoDB stream
+// record's NewImage into e: id, type, key and the times are S attributes;
+// data is either an S attribute holding JSON text or any other attribute
+// type, converted to JSON (M → object, L → array, N → number, BOOL, NULL,
+// sets → arrays, B → base64 string). An envelope without receivedAt gets the
+// record's ApproximateCreationDateTime. A record without NewImage (REMOVE, or
+// a KEYS_ONLY / OLD_IMAGE stream) is poison for this decoder: filter such
+// records out before decoding. A failure is a *PoisonRecordError with
+// RecordID = the event id and Field prefixed "dynamodb.NewImage".
+func DecodeDynamoDB(rec *events.DynamoDBEventRecord, e *Envelope) error {
+	const prefix = "dynamodb.NewImage"
+	img := rec.Change.NewImage
+	if img == nil {
+		return &PoisonRecordError{RecordID: rec.EventID, Field: prefix,
+			Err: &FieldError{Field: prefix, Reason: fmt.Sprintf("is missing (eventName %s, StreamViewType %s): the stream must carry new images", rec.EventName, rec.Change.StreamViewType)}}
+	}
+	w := map[string]any{}
+	for name, av := range img {
+		switch name {
+		case "id", "type", "key", "occurredAt", "sentAt", "receivedAt":
+			if av.DataType() != events.DataTypeString {
+				return &PoisonRecordError{RecordID: rec.EventID, Field: joinField(prefix, name),
+					Err: &FieldError{Field: name, Reason: "must be an S (string) attribute"}}
+			}
+			w[name] = av.String()
+		case "data":
+			if av.DataType() == events.DataTypeString {
+				w[name] = json.RawMessage(av.String())
+				if !json.Valid([]byte(av.String())) {
+					return &PoisonRecordError{RecordID: rec.EventID, Field: joinField(prefix, name),
+						Err: &FieldError{Field: name, Reason: "is an S attribute that does not hold JSON text"}}
+				}
+				continue
+			}
+			v, err := attributeJSON(av)
+			if err != nil {
+				return &PoisonRecordError{RecordID: rec.EventID, Field: joinField(prefix, name), Err: &FieldError{Field: name, Reason: err.Error()}}
+			}
+			w[name] = v
+		}
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return poison(rec.EventID, prefix, err)
+	}
+	if err := decodeValid(b, rec.Change.ApproximateCreationDateTime.Time, e); err != nil {
+		return poison(rec.EventID, prefix, err)
+	}
+	return nil
+}
+
+// attributeJSON converts a DynamoDB attribute value to a value encoding/json
+// marshals the way the data field should read.
+func attributeJSON(av events.DynamoDBAttributeValue) (any, error) {
+	switch av.DataType() {
+	case events.DataTypeString:
+		return av.String(), nil
+	case events.DataTypeNumber:
+		return json.Number(av.Number()), nil
+	case events.DataTypeBoolean:
+		return av.Boolean(), nil
+	case events.DataTypeNull:
+		return nil, nil
+	case events.DataTypeBinary:
+		return av.Binary(), nil
+	case events.DataTypeStringSet:
+		return av.StringSet(), nil
+	case events.DataTypeNumberSet:
+		ns := av.NumberSet()
+		out := make([]json.Number, len(ns))
+		for i, n := range ns {
+			out[i] = json.Number(n)
+		}
+		return out, nil
+	case events.DataTypeBinarySet:
+		return av.BinarySet(), nil
+	case events.DataTypeList:
+		l := av.List()
+		out := make([]any, len(l))
+		for i, v := range l {
+			x, err := attributeJSON(v)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = x
+		}
+		return out, nil
+	case events.DataTypeMap:
+		m := av.Map()
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			x, err := attributeJSON(v)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = x
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("has an attribute type this decoder does not know (%d)", av.DataType())
+}

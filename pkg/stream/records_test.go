@@ -1,0 +1,199 @@
+package stream
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+func kinesisRecord(seq, data string) events.KinesisEventRecord {
+	return events.KinesisEventRecord{Kinesis: events.KinesisRecord{
+		SequenceNumber:              seq,
+		Data:                        []byte(data),
+		ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: time.Date(2026, 11, 29, 10, 41, 30, 0, time.UTC)},
+	}}
+}
+
+func TestDecodeKinesis(t *testing.T) {
+	withReceived := `{"id":"e-1","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z","receivedAt":"2026-11-29T10:41:09Z"}`
+	withoutReceived := `{"id":"e-1","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`
+	tests := []struct {
+		name      string
+		data      string
+		wantField string
+		wantErr   bool
+		wantEvent time.Time
+	}{
+		{name: "through ingest", data: withReceived, wantEvent: time.Date(2026, 11, 29, 10, 41, 8, 0, time.UTC)},
+		{name: "straight to the stream: arrival time is receivedAt", data: withoutReceived, wantEvent: time.Date(2026, 11, 29, 10, 41, 29, 0, time.UTC)},
+		{name: "not JSON", data: "\x00\x01binary", wantErr: true, wantField: ""},
+		{name: "bad occurredAt", data: `{"id":"e","type":"t","key":"k","occurredAt":"soon","sentAt":"2026-11-29T07:41:08Z"}`, wantErr: true, wantField: "occurredAt"},
+		{name: "missing key", data: `{"id":"e","type":"t","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`, wantErr: true, wantField: "key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := kinesisRecord("49601189658422359378836298521827638475320189012309704722", tt.data)
+			var e Envelope
+			err := DecodeKinesis(&rec, &e)
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := e.EventTime(); !got.Equal(tt.wantEvent) {
+					t.Errorf("EventTime = %s, want %s", got, tt.wantEvent)
+				}
+				return
+			}
+			var pe *PoisonRecordError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v (%T) is not a *PoisonRecordError", err, err)
+			}
+			if pe.RecordID != rec.Kinesis.SequenceNumber {
+				t.Errorf("RecordID = %q, want the sequence number", pe.RecordID)
+			}
+			if pe.Field != tt.wantField {
+				t.Errorf("Field = %q, want %q (%v)", pe.Field, tt.wantField, err)
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Errorf("cause is not a *FieldError: %v", err)
+			}
+		})
+	}
+}
+
+func TestPoisonRecordErrorMessage(t *testing.T) {
+	rec := kinesisRecord("4960", `{"id":"e","type":"t","key":"k","occurredAt":"soon","sentAt":"2026-11-29T07:41:08Z"}`)
+	var e Envelope
+	err := DecodeKinesis(&rec, &e)
+	want := `record 4960: field occurredAt: "soon" is not an RFC 3339 time such as 2026-11-29T10:41:07.250Z`
+	if err == nil || err.Error() != want {
+		t.Errorf("error = %v\nwant    %s", err, want)
+	}
+}
+
+func TestDecodeSQS(t *testing.T) {
+	tests := []struct {
+		name      string
+		msg       events.SQSMessage
+		wantErr   bool
+		wantField string
+		wantRecv  time.Time
+	}{
+		{
+			name: "SentTimestamp becomes receivedAt",
+			msg: events.SQSMessage{MessageId: "m-1", Body: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`,
+				Attributes: map[string]string{"SentTimestamp": "1764412869000"}},
+			wantRecv: time.UnixMilli(1764412869000).UTC(),
+		},
+		{
+			name: "receivedAt in the body wins",
+			msg: events.SQSMessage{MessageId: "m-1", Body: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z","receivedAt":"2026-11-29T10:00:00Z"}`,
+				Attributes: map[string]string{"SentTimestamp": "1764412869000"}},
+			wantRecv: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
+		},
+		{
+			name:    "bad body",
+			msg:     events.SQSMessage{MessageId: "m-2", Body: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z"}`},
+			wantErr: true, wantField: "sentAt",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var e Envelope
+			err := DecodeSQS(&tt.msg, &e)
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !e.ReceivedAt.Equal(tt.wantRecv) {
+					t.Errorf("ReceivedAt = %s, want %s", e.ReceivedAt, tt.wantRecv)
+				}
+				return
+			}
+			var pe *PoisonRecordError
+			if !errors.As(err, &pe) || pe.RecordID != tt.msg.MessageId || pe.Field != tt.wantField {
+				t.Errorf("error = %#v, want poison record %s field %s", err, tt.msg.MessageId, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestDecodeDynamoDB(t *testing.T) {
+	s := events.NewStringAttribute
+	base := func() map[string]events.DynamoDBAttributeValue {
+		return map[string]events.DynamoDBAttributeValue{
+			"id": s("e-1"), "type": s("profile_changed"), "key": s("user-42"),
+			"occurredAt": s("2026-11-29T07:41:07Z"), "sentAt": s("2026-11-29T07:41:08Z"),
+		}
+	}
+	created := events.SecondsEpochTime{Time: time.Date(2026, 11, 29, 10, 41, 9, 0, time.UTC)}
+	tests := []struct {
+		name      string
+		image     func() map[string]events.DynamoDBAttributeValue
+		wantErr   bool
+		wantField string
+		wantData  string
+	}{
+		{name: "no data", image: base},
+		{name: "data as JSON text", image: func() map[string]events.DynamoDBAttributeValue {
+			m := base()
+			m["data"] = s(`{"plan":"pro"}`)
+			return m
+		}, wantData: `{"plan":"pro"}`},
+		{name: "data as a map", image: func() map[string]events.DynamoDBAttributeValue {
+			m := base()
+			m["data"] = events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{
+				"plan":  s("pro"),
+				"seats": events.NewNumberAttribute("12"),
+				"tags":  events.NewListAttribute([]events.DynamoDBAttributeValue{s("a"), events.NewBooleanAttribute(true), events.NewNullAttribute()}),
+			})
+			return m
+		}, wantData: `{"plan":"pro","seats":12,"tags":["a",true,null]}`},
+		{name: "data S not JSON", image: func() map[string]events.DynamoDBAttributeValue {
+			m := base()
+			m["data"] = s(`plan=pro`)
+			return m
+		}, wantErr: true, wantField: "dynamodb.NewImage.data"},
+		{name: "key is a number", image: func() map[string]events.DynamoDBAttributeValue {
+			m := base()
+			m["key"] = events.NewNumberAttribute("42")
+			return m
+		}, wantErr: true, wantField: "dynamodb.NewImage.key"},
+		{name: "sentAt missing", image: func() map[string]events.DynamoDBAttributeValue {
+			m := base()
+			delete(m, "sentAt")
+			return m
+		}, wantErr: true, wantField: "dynamodb.NewImage.sentAt"},
+		{name: "no new image", image: func() map[string]events.DynamoDBAttributeValue { return nil }, wantErr: true, wantField: "dynamodb.NewImage"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := events.DynamoDBEventRecord{EventID: "c81e728d9d4c2f636f067f89cc14862c", EventName: "INSERT",
+				Change: events.DynamoDBStreamRecord{NewImage: tt.image(), ApproximateCreationDateTime: created, SequenceNumber: "111"}}
+			var e Envelope
+			err := DecodeDynamoDB(&rec, &e)
+			if !tt.wantErr {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e.Key != "user-42" || !e.ReceivedAt.Equal(created.Time) {
+					t.Errorf("got %+v", e)
+				}
+				if string(e.Data) != tt.wantData {
+					t.Errorf("data = %s, want %s", e.Data, tt.wantData)
+				}
+				return
+			}
+			var pe *PoisonRecordError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *PoisonRecordError", err)
+			}
+			if pe.RecordID != rec.EventID || pe.Field != tt.wantField {
+				t.Errorf("got record %q field %q, want %q %q (%v)", pe.RecordID, pe.Field, rec.EventID, tt.wantField, err)
+			}
+		})
+	}
+}

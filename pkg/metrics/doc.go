@@ -1,0 +1,10 @@
+// Package metrics writes CloudWatch metrics in the Embedded Metric Format
+// (EMF): one JSON log line per Flush on the function's stdout. Lambda sends
+// stdout to CloudWatch Logs, which extracts the metrics asynchronously, so a
+// handler publishes metrics without a PutMetricData call on its hot path (and
+// the local runner turns the same lines into metrics on the stand-in).
+//
+// Every metric is in namespace "Tributary" with the single dimension
+// Function (the function's logical name, e.g. "aggregate"), so dashboards and
+// alarms do not depend on the deployed function's physical name.
+package metrics

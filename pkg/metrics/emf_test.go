@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-var at = time.Date(2026, 11, 29, 10, 41, 7, 250e6, time.UTC) // 1764412867250 ms
+var at = time.Date(2026, 11, 29, 10, 41, 7, 250e6, time.UTC) // 1795948867250 ms since the epoch
 
 func TestFlushWritesOneEMFLine(t *testing.T) {
 	var out bytes.Buffer
@@ -22,7 +22,7 @@ func TestFlushWritesOneEMFLine(t *testing.T) {
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"_aws":{"Timestamp":1764412867250,"CloudWatchMetrics":[{"Namespace":"Tributary","Dimensions":[["Function"]],"Metrics":[{"Name":"RecordsIn","Unit":"Count"},{"Name":"PoisonRecords","Unit":"Count"},{"Name":"BatchLatency","Unit":"Milliseconds"}]}]},"Function":"aggregate","RecordsIn":5,"PoisonRecords":0,"BatchLatency":[12.5,7]}` + "\n"
+	want := `{"_aws":{"Timestamp":1795948867250,"CloudWatchMetrics":[{"Namespace":"Tributary","Dimensions":[["Function"]],"Metrics":[{"Name":"RecordsIn","Unit":"Count"},{"Name":"PoisonRecords","Unit":"Count"},{"Name":"BatchLatency","Unit":"Milliseconds"}]}]},"Function":"aggregate","RecordsIn":5,"PoisonRecords":0,"BatchLatency":[12.5,7]}` + "\n"
 	if out.String() != want {
 		t.Errorf("got  %s\nwant %s", out.String(), want)
 	}

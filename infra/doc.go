@@ -1,0 +1,20 @@
+// Command infra is the Tributary CDK app: it defines the deployable topology
+// (stack Tributary) and synthesizes it to cdk.out for `cdk deploy` and for
+// the local runner, which reads cdk.out/Tributary.template.json.
+//
+// It is its own Go module so that jsii and the CDK never enter the function
+// binaries. The functions' code is taken from prebuilt bootstrap binaries in
+// the asset dir (context tributary:assetDir, default ../.build/lambda), one
+// directory per function; every function resource carries CloudFormation
+// Metadata "tributary:function" naming its binary.
+//
+// The building blocks are reusable for further pipelines: GoFunction (a Go
+// bootstrap on provided.al2023/arm64 with its own log group and least
+// privilege role), StreamFunction (a consumer of a Kinesis stream or a
+// DynamoDB table's stream with bounded retries, bisection, batch item
+// failures and an on-failure queue) and QueueFunction (an SQS consumer with
+// batch item failures behind a queue with a DLQ; see NewQueueWithDLQ).
+//
+// cdk-nag's AwsSolutions checks run on every synth; a finding that is
+// accepted is suppressed on its resource with the reason.
+package main

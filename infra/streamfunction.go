@@ -18,16 +18,16 @@ import (
 // are always bounded: a poison record must reach the on-failure destination
 // instead of blocking its shard until the record expires.
 const (
-	DefaultStreamBatchSize      = 100
-	DefaultStreamRetryAttempts  = 3
-	DefaultStreamMaxRecordAge   = time.Hour
-	DefaultStreamStartingPos    = awslambda.StartingPosition_TRIM_HORIZON
-	maxStreamRetryAttempts      = 10000
-	minStreamMaxRecordAge       = time.Minute
-	maxStreamMaxRecordAge       = 7 * 24 * time.Hour
-	maxStreamTumblingWindow     = 15 * time.Minute
-	maxStreamParallelization    = 10
-	maxStreamMaxBatchingWindow  = 5 * time.Minute
+	DefaultStreamBatchSize     = 100
+	DefaultStreamRetryAttempts = 3
+	DefaultStreamMaxRecordAge  = time.Hour
+	DefaultStreamStartingPos   = awslambda.StartingPosition_TRIM_HORIZON
+	maxStreamRetryAttempts     = 10000
+	minStreamMaxRecordAge      = time.Minute
+	maxStreamMaxRecordAge      = 7 * 24 * time.Hour
+	maxStreamTumblingWindow    = 15 * time.Minute
+	maxStreamParallelization   = 10
+	maxStreamMaxBatchingWindow = 5 * time.Minute
 )
 
 // StreamFunctionProps configures a Lambda function consuming a Kinesis stream

@@ -1,0 +1,12 @@
+// Package template deploys what `cdk synth` produced onto a local AWS
+// stand-in: it loads a cdk.out <Stack>.template.json, creates the template's
+// Kinesis streams, DynamoDB tables and SQS queues on an endpoint (idempotently,
+// so a second run reuses them), resolves CloudFormation intrinsics (Ref,
+// Fn::GetAtt, Fn::Join, Fn::Sub, Fn::Select, Fn::If, pseudo parameters)
+// against what it created, and gives the local runner the functions, event
+// source mappings and function URLs of the template as plain Go values.
+//
+// Resources it does not emulate (IAM, Lambda permissions, log groups, KMS,
+// custom resources, CDK metadata, ...) are listed by Deployment.Skipped so the
+// runner can say what a local run leaves out.
+package template

@@ -1,0 +1,313 @@
+package quarantine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kinesistypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// shardReader is what the handler needs of Kinesis.
+type shardReader interface {
+	GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, optFns ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
+}
+
+var _ shardReader = (*kinesis.Client)(nil)
+
+// streamReader is what the handler needs of DynamoDB Streams.
+type streamReader interface {
+	GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
+}
+
+var _ streamReader = (*dynamodbstreams.Client)(nil)
+
+// fetched is one failed record read back from its stream.
+type fetched struct {
+	seq          string
+	data         []byte
+	partitionKey string    // Kinesis
+	eventID      string    // DynamoDB Streams
+	eventName    string    // DynamoDB Streams
+	arrival      time.Time // approximate arrival (Kinesis) or creation (DynamoDB)
+}
+
+// fetchResult is what could be read of a batch. missing is "" when every
+// record of the batch was found, else why not.
+type fetchResult struct {
+	records []fetched
+	missing string
+}
+
+// maxEmptyReads ends a read of a shard that keeps answering nothing.
+const maxEmptyReads = 3
+
+// errGone marks errors meaning the records cannot be read any more.
+var errGone = errors.New("records are no longer readable")
+
+// goneError wraps err with errGone when it says the stream, shard or
+// position does not exist (any more).
+func goneError(err error) error {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "ResourceNotFoundException", "InvalidArgumentException", "TrimmedDataAccessException", "ValidationException":
+			return fmt.Errorf("%w: %w", errGone, err)
+		}
+	}
+	return err
+}
+
+// collect keeps the records of page within [start, end] and says whether the
+// end of the batch was passed.
+type collector struct {
+	info  *BatchInfo
+	out   []fetched
+	done  bool
+	empty int
+}
+
+func (c *collector) add(f fetched) {
+	if stream.CompareSequenceNumbers(f.seq, c.info.EndSequenceNumber) > 0 {
+		c.done = true
+		return
+	}
+	if stream.CompareSequenceNumbers(f.seq, c.info.StartSequenceNumber) >= 0 {
+		c.out = append(c.out, f)
+	}
+	if f.seq == c.info.EndSequenceNumber {
+		c.done = true
+	}
+}
+
+func (c *collector) last() string {
+	if len(c.out) == 0 {
+		return ""
+	}
+	return c.out[len(c.out)-1].seq
+}
+
+func (c *collector) result(readErr error) fetchResult {
+	r := fetchResult{records: c.out}
+	complete := len(c.out) > 0 && c.out[0].seq == c.info.StartSequenceNumber && c.last() == c.info.EndSequenceNumber
+	if !complete {
+		r.missing = fmt.Sprintf("found %d of the batch's %d records between sequence numbers %s and %s; the others are no longer in the stream",
+			len(c.out), c.info.BatchSize, c.info.StartSequenceNumber, c.info.EndSequenceNumber)
+		if readErr != nil {
+			r.missing += " (" + readErr.Error() + ")"
+		}
+	}
+	return r
+}
+
+// fetchKinesis reads the batch's records from its Kinesis shard. It returns
+// an error only for failures worth retrying (throttling, network); a stream,
+// shard or position that no longer exists is a fetchResult with missing set.
+func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResult, error) {
+	c := &collector{info: info}
+	iterator := func(typ kinesistypes.ShardIteratorType, seq string) (*string, error) {
+		out, err := h.kinesis.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{
+			StreamARN:              aws.String(info.StreamArn),
+			ShardId:                aws.String(info.ShardID),
+			ShardIteratorType:      typ,
+			StartingSequenceNumber: aws.String(seq),
+		})
+		if err != nil {
+			return nil, goneError(fmt.Errorf("GetShardIterator %s %s: %w", typ, seq, err))
+		}
+		return out.ShardIterator, nil
+	}
+	it, err := iterator(kinesistypes.ShardIteratorTypeAtSequenceNumber, info.StartSequenceNumber)
+	if errors.Is(err, errGone) {
+		return c.result(err), nil
+	} else if err != nil {
+		return fetchResult{}, err
+	}
+	limit := int32(min(max(info.BatchSize, 1), 10000))
+	for calls := 0; it != nil && !c.done && calls < h.maxReads; calls++ {
+		// StreamARN is optional here for Kinesis, but moto needs it when the
+		// iterator was asked for by ARN.
+		out, err := h.kinesis.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(limit), StreamARN: aws.String(info.StreamArn)})
+		var expired *kinesistypes.ExpiredIteratorException
+		if errors.As(err, &expired) {
+			if last := c.last(); last != "" {
+				it, err = iterator(kinesistypes.ShardIteratorTypeAfterSequenceNumber, last)
+			} else {
+				it, err = iterator(kinesistypes.ShardIteratorTypeAtSequenceNumber, info.StartSequenceNumber)
+			}
+			if err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			err = goneError(err)
+			if errors.Is(err, errGone) {
+				return c.result(err), nil
+			}
+			return fetchResult{}, fmt.Errorf("GetRecords: %w", err)
+		}
+		for _, r := range out.Records {
+			c.add(fetched{seq: aws.ToString(r.SequenceNumber), data: r.Data, partitionKey: aws.ToString(r.PartitionKey), arrival: aws.ToTime(r.ApproximateArrivalTimestamp)})
+			if c.done {
+				break
+			}
+		}
+		if len(out.Records) == 0 {
+			c.empty++
+			if aws.ToInt64(out.MillisBehindLatest) == 0 || c.empty >= maxEmptyReads {
+				break // at the tip of the shard: the rest is not there
+			}
+		} else {
+			c.empty = 0
+		}
+		it = out.NextShardIterator // nil: the shard is closed
+	}
+	return c.result(nil), nil
+}
+
+// fetchDynamoDB reads the batch's records from its DynamoDB stream shard.
+// Each record's data is the JSON of the record as Lambda delivers it
+// (events.DynamoDBEventRecord), so it can be replayed into the consumer.
+func (h *Handler) fetchDynamoDB(ctx context.Context, info *BatchInfo) (fetchResult, error) {
+	c := &collector{info: info}
+	if h.streams == nil {
+		return fetchResult{missing: "records not fetched: the function has no DynamoDB Streams client"}, nil
+	}
+	iterator := func(typ streamtypes.ShardIteratorType, seq string) (*string, error) {
+		out, err := h.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+			StreamArn:         aws.String(info.StreamArn),
+			ShardId:           aws.String(info.ShardID),
+			ShardIteratorType: typ,
+			SequenceNumber:    aws.String(seq),
+		})
+		if err != nil {
+			return nil, goneError(fmt.Errorf("GetShardIterator %s %s: %w", typ, seq, err))
+		}
+		return out.ShardIterator, nil
+	}
+	it, err := iterator(streamtypes.ShardIteratorTypeAtSequenceNumber, info.StartSequenceNumber)
+	if errors.Is(err, errGone) {
+		return c.result(err), nil
+	} else if err != nil {
+		return fetchResult{}, err
+	}
+	limit := int32(min(max(info.BatchSize, 1), 1000))
+	for calls := 0; it != nil && !c.done && calls < h.maxReads; calls++ {
+		out, err := h.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(limit)})
+		var expired *streamtypes.ExpiredIteratorException
+		if errors.As(err, &expired) {
+			if last := c.last(); last != "" {
+				it, err = iterator(streamtypes.ShardIteratorTypeAfterSequenceNumber, last)
+			} else {
+				it, err = iterator(streamtypes.ShardIteratorTypeAtSequenceNumber, info.StartSequenceNumber)
+			}
+			if err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			err = goneError(err)
+			if errors.Is(err, errGone) {
+				return c.result(err), nil
+			}
+			return fetchResult{}, fmt.Errorf("GetRecords: %w", err)
+		}
+		for _, r := range out.Records {
+			if r.Dynamodb == nil {
+				continue
+			}
+			data, err := json.Marshal(lambdaRecord(&r, info.StreamArn))
+			if err != nil {
+				return fetchResult{}, fmt.Errorf("encoding stream record %s: %w", aws.ToString(r.EventID), err)
+			}
+			c.add(fetched{seq: aws.ToString(r.Dynamodb.SequenceNumber), data: data, eventID: aws.ToString(r.EventID),
+				eventName: string(r.EventName), arrival: aws.ToTime(r.Dynamodb.ApproximateCreationDateTime)})
+			if c.done {
+				break
+			}
+		}
+		if len(out.Records) == 0 {
+			c.empty++
+			if c.empty >= maxEmptyReads {
+				break
+			}
+		} else {
+			c.empty = 0
+		}
+		it = out.NextShardIterator
+	}
+	return c.result(nil), nil
+}
+
+// lambdaRecord is r in the shape Lambda hands a DynamoDB Streams consumer.
+func lambdaRecord(r *streamtypes.Record, streamArn string) events.DynamoDBEventRecord {
+	d := r.Dynamodb
+	return events.DynamoDBEventRecord{
+		AWSRegion:      aws.ToString(r.AwsRegion),
+		EventID:        aws.ToString(r.EventID),
+		EventName:      string(r.EventName),
+		EventSource:    aws.ToString(r.EventSource),
+		EventVersion:   aws.ToString(r.EventVersion),
+		EventSourceArn: streamArn,
+		Change: events.DynamoDBStreamRecord{
+			ApproximateCreationDateTime: events.SecondsEpochTime{Time: aws.ToTime(d.ApproximateCreationDateTime)},
+			Keys:                        attrMap(d.Keys),
+			NewImage:                    attrMap(d.NewImage),
+			OldImage:                    attrMap(d.OldImage),
+			SequenceNumber:              aws.ToString(d.SequenceNumber),
+			SizeBytes:                   aws.ToInt64(d.SizeBytes),
+			StreamViewType:              string(d.StreamViewType),
+		},
+	}
+}
+
+func attrMap(m map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]events.DynamoDBAttributeValue, len(m))
+	for k, v := range m {
+		out[k] = attr(v)
+	}
+	return out
+}
+
+func attr(v streamtypes.AttributeValue) events.DynamoDBAttributeValue {
+	switch v := v.(type) {
+	case *streamtypes.AttributeValueMemberS:
+		return events.NewStringAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberN:
+		return events.NewNumberAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberB:
+		return events.NewBinaryAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberBOOL:
+		return events.NewBooleanAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberSS:
+		return events.NewStringSetAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberNS:
+		return events.NewNumberSetAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberBS:
+		return events.NewBinarySetAttribute(v.Value)
+	case *streamtypes.AttributeValueMemberL:
+		l := make([]events.DynamoDBAttributeValue, len(v.Value))
+		for i, x := range v.Value {
+			l[i] = attr(x)
+		}
+		return events.NewListAttribute(l)
+	case *streamtypes.AttributeValueMemberM:
+		return events.NewMapAttribute(attrMap(v.Value))
+	}
+	return events.NewNullAttribute()
+}

@@ -1,0 +1,277 @@
+package quarantine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+var now = time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+
+type env struct {
+	kin     *kinesis.Client
+	db      *dynamodb.Client
+	streams *dynamodbstreams.Client
+}
+
+func setup(t *testing.T) env {
+	t.Helper()
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	e := env{kinesis.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg)}
+	createTable(t, e.db, "quarantine", "source", "sequenceNumber", nil)
+	return e
+}
+
+func createTable(t *testing.T, db *dynamodb.Client, name, hash, rng string, spec *types.StreamSpecification) *dynamodb.CreateTableOutput {
+	t.Helper()
+	in := &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(hash), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(hash), KeyType: types.KeyTypeHash}},
+		StreamSpecification:  spec,
+	}
+	if rng != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(rng), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(rng), KeyType: types.KeyTypeRange})
+	}
+	out, err := db.CreateTable(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func scan(t *testing.T, db *dynamodb.Client) []Item {
+	t.Helper()
+	out, err := db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String("quarantine")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []Item
+	if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].SequenceNumber < items[j].SequenceNumber })
+	return items
+}
+
+func onFailure(kind, streamArn, shard, start, end string, size int) string {
+	return fmt.Sprintf(`{"requestContext":{"requestId":"req-1","functionArn":"arn:aws:lambda:us-east-1:123456789012:function:aggregate","condition":"RetryAttemptsExhausted","approximateInvokeCount":4},
+"responseContext":{"statusCode":200,"executedVersion":"$LATEST","functionError":"Unhandled"},"version":"1.0","timestamp":"2026-11-29T10:43:06.021Z",
+%q:{"shardId":%q,"startSequenceNumber":%q,"endSequenceNumber":%q,"approximateArrivalOfFirstRecord":"2026-11-29T10:41:04.835Z","approximateArrivalOfLastRecord":"2026-11-29T10:41:05.580Z","batchSize":%d,"streamArn":%q}}`,
+		kind, shard, start, end, size, streamArn)
+}
+
+func failedIDs(r events.SQSEventResponse) []string {
+	var out []string
+	for _, f := range r.BatchItemFailures {
+		out = append(out, f.ItemIdentifier)
+	}
+	return out
+}
+
+func TestHandleQuarantinesKinesisRecords(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("events")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := aws.ToString(desc.StreamDescriptionSummary.StreamARN)
+	var seqs []string
+	shard := ""
+	for i := range 5 {
+		out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("events"), PartitionKey: aws.String(fmt.Sprintf("user-%d", i)), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, aws.ToString(out.SequenceNumber))
+		shard = aws.ToString(out.ShardId)
+	}
+
+	h := New(e.kin, e.db, "quarantine", WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams))
+	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-good", Body: onFailure("KinesisBatchInfo", arn, shard, seqs[1], seqs[3], 3)},
+		{MessageId: "m-junk", Body: `{"hello":"world"}`},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := failedIDs(resp); fmt.Sprint(got) != "[m-junk]" {
+		t.Errorf("batch item failures %v, want [m-junk]", got)
+	}
+	items := scan(t, e.db)
+	if len(items) != 3 {
+		t.Fatalf("%d items, want 3 (records 1..3): %+v", len(items), items)
+	}
+	for i, it := range items {
+		n := i + 1
+		if it.Kind != "record" || it.SequenceNumber != seqs[n] || string(it.Data) != fmt.Sprintf(`{"n":%d}`, n) || it.PartitionKey != fmt.Sprintf("user-%d", n) {
+			t.Errorf("item %d = %+v", i, it)
+		}
+		if it.Source != arn+"/"+shard || it.Condition != "RetryAttemptsExhausted" || it.FunctionError != "Unhandled" ||
+			it.FunctionArn != "arn:aws:lambda:us-east-1:123456789012:function:aggregate" || it.FailedAt != "2026-11-29T10:43:06.021Z" || it.RequestID != "req-1" {
+			t.Errorf("item %d metadata = %+v", i, it)
+		}
+		if it.ExpiresAt != now.Add(14*24*time.Hour).Unix() {
+			t.Errorf("expiresAt %d, want 14 days from now", it.ExpiresAt)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, it.ApproximateArrival); err != nil {
+			t.Errorf("approximateArrival %q: %v", it.ApproximateArrival, err)
+		}
+	}
+
+	// Redelivery of the same message writes the same items again, no more.
+	if resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-good", Body: onFailure("KinesisBatchInfo", arn, shard, seqs[1], seqs[3], 3)}}}); len(resp.BatchItemFailures) != 0 {
+		t.Errorf("redelivery failed: %v", resp)
+	}
+	if n := len(scan(t, e.db)); n != 3 {
+		t.Errorf("%d items after redelivery, want 3", n)
+	}
+}
+
+func TestHandleNotesMissingRecords(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	desc, _ := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("events")})
+	arn := aws.ToString(desc.StreamDescriptionSummary.StreamARN)
+	out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("events"), PartitionKey: aws.String("k"), Data: []byte("only")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, shard := aws.ToString(out.SequenceNumber), aws.ToString(out.ShardId)
+	n, _ := strconv.Atoi(seq) // moto numbers records 1, 2, ...; a real stream's are longer
+	later := strconv.Itoa(n + 5)
+
+	tests := []struct {
+		name        string
+		body        string
+		wantRecords int
+		wantFound   int
+		wantSource  string
+	}{
+		{
+			name:        "end of the batch is not in the shard",
+			body:        onFailure("KinesisBatchInfo", arn, shard, seq, later, 3),
+			wantRecords: 1, wantFound: 1, wantSource: arn + "/" + shard,
+		},
+		{
+			name:        "stream deleted",
+			body:        onFailure("KinesisBatchInfo", "arn:aws:kinesis:us-east-1:123456789012:stream/deleted", "shardId-000000000000", "1", "2", 2),
+			wantRecords: 0, wantFound: 0, wantSource: "arn:aws:kinesis:us-east-1:123456789012:stream/deleted/shardId-000000000000",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := New(e.kin, e.db, "quarantine", WithClock(func() time.Time { return now }))
+			resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: tt.body}}})
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("Handle = %v, %v; want success (the marker is the outcome)", resp, err)
+			}
+			var records, markers []Item
+			for _, it := range scan(t, e.db) {
+				if it.Source != tt.wantSource {
+					continue
+				}
+				if it.Kind == "missing" {
+					markers = append(markers, it)
+				} else {
+					records = append(records, it)
+				}
+			}
+			if len(records) != tt.wantRecords || len(markers) != 1 {
+				t.Fatalf("%d records and %d markers, want %d and 1", len(records), len(markers), tt.wantRecords)
+			}
+			m := markers[0]
+			if m.RecordsFound == nil || *m.RecordsFound != tt.wantFound || m.Reason == "" || m.StartSequenceNumber == "" || m.EndSequenceNumber == "" ||
+				m.SequenceNumber != m.StartSequenceNumber+"-"+m.EndSequenceNumber || m.ApproximateArrivalOfFirstRecord == "" || m.Condition != "RetryAttemptsExhausted" || m.ExpiresAt == 0 {
+				t.Errorf("marker %+v", m)
+			}
+		})
+	}
+}
+
+func TestHandleQuarantinesDynamoDBStreamRecords(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	tbl := createTable(t, e.db, "profiles", "id", "", &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages})
+	streamArn := aws.ToString(tbl.TableDescription.LatestStreamArn)
+	for i := range 3 {
+		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("profiles"), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: fmt.Sprintf("user-%d", i)}, "plan": &types.AttributeValueMemberS{Value: "pro"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := e.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamArn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := d.StreamDescription.Shards[0]
+	it, err := e.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(streamArn), ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+	if err != nil || len(recs.Records) != 3 {
+		t.Fatalf("stream records %d, %v", len(recs.Records), err)
+	}
+	first, last := aws.ToString(recs.Records[0].Dynamodb.SequenceNumber), aws.ToString(recs.Records[2].Dynamodb.SequenceNumber)
+
+	h := New(e.kin, e.db, "quarantine", WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams))
+	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-ddb", Body: onFailure("DDBStreamBatchInfo", streamArn, aws.ToString(sh.ShardId), first, last, 3)}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v", resp, err)
+	}
+	items := scan(t, e.db)
+	if len(items) != 3 {
+		t.Fatalf("%d items, want 3: %+v", len(items), items)
+	}
+	for _, it := range items {
+		var rec events.DynamoDBEventRecord
+		if err := jsonUnmarshal(it.Data, &rec); err != nil {
+			t.Fatalf("data is not a Lambda DynamoDB stream record: %v: %s", err, it.Data)
+		}
+		if it.Kind != "record" || it.EventName != "INSERT" || rec.EventName != "INSERT" || rec.Change.SequenceNumber != it.SequenceNumber ||
+			rec.Change.NewImage["plan"].String() != "pro" || rec.Change.Keys["id"].String() == "" || it.Source != streamArn+"/"+aws.ToString(sh.ShardId) {
+			t.Errorf("item %+v, record %+v", it, rec)
+		}
+	}
+}
+
+func TestHandleReportsWriteFailures(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	h := New(kinesis.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), "no-such-table")
+	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-1", Body: onFailure("KinesisBatchInfo", "arn:aws:kinesis:us-east-1:123456789012:stream/gone", "shardId-000000000000", "1", "2", 2)},
+	}})
+	if got := failedIDs(resp); fmt.Sprint(got) != "[m-1]" {
+		t.Errorf("failures %v, want [m-1]: a batch that could not be written must come back", got)
+	}
+}
+
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

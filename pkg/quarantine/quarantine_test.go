@@ -273,5 +273,4 @@ func TestHandleReportsWriteFailures(t *testing.T) {
 	}
 }
 
-
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

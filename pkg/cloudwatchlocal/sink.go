@@ -1,0 +1,332 @@
+package cloudwatchlocal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/schemas"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
+	"github.com/aws/smithy-go/transport/http/protocol/awsquery"
+)
+
+// PutLogEvents and PutMetricData limits.
+const (
+	maxEventsPerPut  = 10000
+	maxBytesPerPut   = 1048576
+	eventOverhead    = 26 // bytes CloudWatch Logs counts per event
+	maxEventBytes    = 256*1024 - eventOverhead
+	maxDatumsPerPut  = 500
+	defaultFlushTick = time.Second
+)
+
+// logsAPI is what the sink needs of CloudWatch Logs.
+type logsAPI interface {
+	CreateLogGroup(ctx context.Context, in *cloudwatchlogs.CreateLogGroupInput, opts ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.CreateLogGroupOutput, error)
+	CreateLogStream(ctx context.Context, in *cloudwatchlogs.CreateLogStreamInput, opts ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.CreateLogStreamOutput, error)
+	PutLogEvents(ctx context.Context, in *cloudwatchlogs.PutLogEventsInput, opts ...func(*cloudwatchlogs.Options)) (*cloudwatchlogs.PutLogEventsOutput, error)
+}
+
+// metricPutter is what the sink needs of CloudWatch.
+type metricPutter interface {
+	PutMetricData(ctx context.Context, in *cloudwatch.PutMetricDataInput, opts ...func(*cloudwatch.Options)) (*cloudwatch.PutMetricDataOutput, error)
+}
+
+var (
+	_ logsAPI      = (*cloudwatchlogs.Client)(nil)
+	_ metricPutter = (*cloudwatch.Client)(nil)
+)
+
+// SinkOptions configure a Sink.
+type SinkOptions struct {
+	// RunID ends every log stream name ("2026/11/29/[$LATEST]<RunID>"), as
+	// Lambda ends it with an execution environment id. Empty means 32
+	// random hex digits.
+	RunID string
+	// FlushInterval is how often buffered lines and metrics are sent;
+	// 0 means one second.
+	FlushInterval time.Duration
+	// OnError, when set, is told about every failed send and every EMF
+	// document that gives no metrics (an *EMFError), as they happen.
+	// Close returns them too.
+	OnError func(error)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Sink forwards function log lines to CloudWatch Logs and EMF metrics to
+// CloudWatch, in batches. It is safe for concurrent use.
+type Sink struct {
+	logs    logsAPI
+	metrics metricPutter
+	opts    SinkOptions
+	date    string // log stream date prefix, fixed at start
+
+	mu      sync.Mutex
+	streams map[string]*logStream // by function name
+	pending map[string][]cwtypes.MetricDatum
+	errs    []error
+	closed  bool
+
+	sendMu sync.Mutex // one flush at a time keeps each stream's events in order
+	kick   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// logStream is one function's log stream and its unsent events.
+type logStream struct {
+	group, name string
+	created     bool
+	events      []types.InputLogEvent
+	bytes       int
+	lastMillis  int64
+}
+
+// NewSink starts a sink that sends to the endpoint cfg points at.
+func NewSink(ctx context.Context, cfg aws.Config, opts SinkOptions) (*Sink, error) {
+	if opts.RunID == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("cloudwatchlocal: run id: %w", err)
+		}
+		opts.RunID = hex.EncodeToString(b[:])
+	}
+	if strings.ContainsAny(opts.RunID, ":*") {
+		return nil, fmt.Errorf("cloudwatchlocal: SinkOptions.RunID %q: a log stream name cannot contain ':' or '*'", opts.RunID)
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = defaultFlushTick
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Sink{
+		logs:    cloudwatchlogs.NewFromConfig(cfg),
+		metrics: CloudWatchClient(cfg),
+		opts:    opts,
+		date:    opts.Now().UTC().Format("2006/01/02"),
+		streams: map[string]*logStream{},
+		pending: map[string][]cwtypes.MetricDatum{},
+		kick:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go s.loop(context.WithoutCancel(ctx))
+	return s, nil
+}
+
+// CloudWatchClient returns a CloudWatch client that speaks the awsQuery
+// protocol. The SDK's default since 2025, Smithy RPC v2 CBOR, is not served
+// by moto 5.2.5 (it answers 404); CloudWatch on AWS and LocalStack serve
+// awsQuery as well, so this client works everywhere.
+func CloudWatchClient(cfg aws.Config) *cloudwatch.Client {
+	return cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
+		o.Protocol = awsquery.New(schemas.GraniteServiceVersion20100801)
+	})
+}
+
+// LogGroup is the log group of a function, as Lambda names it.
+func LogGroup(function string) string { return "/aws/lambda/" + function }
+
+// LogStream is the name of the log stream the sink writes function's lines
+// to: "<yyyy/mm/dd>/[$LATEST]<run id>".
+func (s *Sink) LogStream() string { return s.date + "/[$LATEST]" + s.opts.RunID }
+
+// Line buffers one line of function's output for /aws/lambda/<function>.
+// A line that is an EMF document also becomes metric data. Empty lines are
+// dropped, as CloudWatch Logs does not store empty events; lines longer than
+// a log event may be are cut to fit.
+func (s *Sink) Line(function, line string) {
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" || function == "" {
+		return
+	}
+	var batch emfBatch
+	var emfErr error
+	if isEMF(line) {
+		if batch, emfErr = parseEMF(line); emfErr != nil {
+			emfErr = &EMFError{Function: function, Line: line, Reason: emfErr.Error()}
+		}
+	}
+	if len(line) > maxEventBytes {
+		cut := maxEventBytes
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line = line[:cut]
+	}
+	now := s.opts.Now().UnixMilli()
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	st := s.streams[function]
+	if st == nil {
+		st = &logStream{group: LogGroup(function), name: s.LogStream()}
+		s.streams[function] = st
+	}
+	// Events of one PutLogEvents call must be in time order; a clock that
+	// steps back must not reorder lines.
+	if now < st.lastMillis {
+		now = st.lastMillis
+	}
+	st.lastMillis = now
+	st.events = append(st.events, types.InputLogEvent{Message: aws.String(line), Timestamp: aws.Int64(now)})
+	st.bytes += len(line) + eventOverhead
+	full := len(st.events) >= maxEventsPerPut || st.bytes >= maxBytesPerPut
+	for ns, ds := range batch {
+		s.pending[ns] = append(s.pending[ns], ds...)
+	}
+	if emfErr != nil {
+		s.errs = append(s.errs, emfErr)
+	}
+	s.mu.Unlock()
+
+	if emfErr != nil && s.opts.OnError != nil {
+		s.opts.OnError(emfErr)
+	}
+	if full {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Flush sends everything buffered so far.
+func (s *Sink) Flush(ctx context.Context) error {
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	return s.send(ctx)
+}
+
+// Close flushes everything and stops the sink. It returns every send error
+// and EMF problem seen since the start.
+func (s *Sink) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true // later lines are dropped
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+	err := s.Flush(ctx)
+	s.mu.Lock()
+	errs := append(s.errs, err)
+	s.errs = nil
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+func (s *Sink) loop(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTicker(s.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		if err := s.Flush(ctx); err != nil {
+			s.mu.Lock()
+			s.errs = append(s.errs, err)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// send takes what is buffered and sends it; callers hold sendMu.
+func (s *Sink) send(ctx context.Context) error {
+	type work struct {
+		st     *logStream
+		events []types.InputLogEvent
+	}
+	s.mu.Lock()
+	var todo []work
+	for _, st := range s.streams {
+		if len(st.events) > 0 {
+			todo = append(todo, work{st, st.events})
+			st.events, st.bytes = nil, 0
+		}
+	}
+	metrics := s.pending
+	s.pending = map[string][]cwtypes.MetricDatum{}
+	s.mu.Unlock()
+
+	var errs []error
+	report := func(err error) {
+		errs = append(errs, err)
+		if s.opts.OnError != nil {
+			s.opts.OnError(err)
+		}
+	}
+	for _, w := range todo {
+		if err := s.putEvents(ctx, w.st, w.events); err != nil {
+			report(err)
+		}
+	}
+	for ns, data := range metrics {
+		for len(data) > 0 {
+			n := min(len(data), maxDatumsPerPut)
+			if _, err := s.metrics.PutMetricData(ctx, &cloudwatch.PutMetricDataInput{Namespace: aws.String(ns), MetricData: data[:n]}); err != nil {
+				report(fmt.Errorf("cloudwatchlocal: put %d metric data to namespace %s: %w", n, ns, err))
+			}
+			data = data[n:]
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// putEvents creates st's group and stream on first use, then sends events
+// in batches within PutLogEvents' limits.
+func (s *Sink) putEvents(ctx context.Context, st *logStream, events []types.InputLogEvent) error {
+	if !st.created {
+		_, err := s.logs.CreateLogGroup(ctx, &cloudwatchlogs.CreateLogGroupInput{LogGroupName: aws.String(st.group)})
+		var exists *types.ResourceAlreadyExistsException
+		if err != nil && !errors.As(err, &exists) {
+			return fmt.Errorf("cloudwatchlocal: create log group %s: %w", st.group, err)
+		}
+		_, err = s.logs.CreateLogStream(ctx, &cloudwatchlogs.CreateLogStreamInput{LogGroupName: aws.String(st.group), LogStreamName: aws.String(st.name)})
+		if err != nil && !errors.As(err, &exists) {
+			return fmt.Errorf("cloudwatchlocal: create log stream %s in %s: %w", st.name, st.group, err)
+		}
+		st.created = true
+	}
+	for len(events) > 0 {
+		n, size := 0, 0
+		for n < len(events) && n < maxEventsPerPut {
+			sz := len(aws.ToString(events[n].Message)) + eventOverhead
+			if n > 0 && size+sz > maxBytesPerPut {
+				break
+			}
+			size += sz
+			n++
+		}
+		if _, err := s.logs.PutLogEvents(ctx, &cloudwatchlogs.PutLogEventsInput{
+			LogGroupName:  aws.String(st.group),
+			LogStreamName: aws.String(st.name),
+			LogEvents:     events[:n],
+		}); err != nil {
+			return fmt.Errorf("cloudwatchlocal: put %d log events to %s: %w", n, st.group, err)
+		}
+		events = events[n:]
+	}
+	return nil
+}

@@ -94,7 +94,6 @@ func TestKinesisConformance(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PutRecords: %v", err)
 	}
-	afterPut := time.Now()
 	// want[shardID] is the shard's records in put order.
 	want := map[string][]putRecord{}
 
@@ -177,7 +176,6 @@ func TestKinesisConformance(t *testing.T) {
 				}
 			}
 		}
-		_ = afterPut
 	})
 
 	t.Run("AT_ and AFTER_SEQUENCE_NUMBER start at or after the record", func(t *testing.T) {

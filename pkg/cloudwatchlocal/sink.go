@@ -62,6 +62,10 @@ type SinkOptions struct {
 	OnError func(error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// LogGroups maps a function name to the log group its lines go to, for
+	// functions whose LoggingConfig names one (template.FunctionSpec.LogGroup);
+	// other functions log to /aws/lambda/<function>, as on Lambda.
+	LogGroups map[string]string
 }
 
 // Sink forwards function log lines to CloudWatch Logs and EMF metrics to
@@ -143,7 +147,8 @@ func LogGroup(function string) string { return "/aws/lambda/" + function }
 // to: "<yyyy/mm/dd>/[$LATEST]<run id>".
 func (s *Sink) LogStream() string { return s.date + "/[$LATEST]" + s.opts.RunID }
 
-// Line buffers one line of function's output for /aws/lambda/<function>.
+// Line buffers one line of function's output for its log group
+// (/aws/lambda/<function> unless SinkOptions.LogGroups says otherwise).
 // A line that is an EMF document also becomes metric data. Empty lines are
 // dropped, as CloudWatch Logs does not store empty events; lines longer than
 // a log event may be are cut to fit.
@@ -175,7 +180,11 @@ func (s *Sink) Line(function, line string) {
 	}
 	st := s.streams[function]
 	if st == nil {
-		st = &logStream{group: LogGroup(function), name: s.LogStream()}
+		group := s.opts.LogGroups[function]
+		if group == "" {
+			group = LogGroup(function)
+		}
+		st = &logStream{group: group, name: s.LogStream()}
 		s.streams[function] = st
 	}
 	// Events of one PutLogEvents call must be in time order; a clock that

@@ -26,7 +26,7 @@ func TestSink(t *testing.T) {
 	start := time.Now().Add(-time.Second)
 
 	t.Run("lines land in the function's log group in order", func(t *testing.T) {
-		s, err := NewSink(ctx, cfg, SinkOptions{RunID: "run1", FlushInterval: time.Hour})
+		s, err := NewSink(ctx, cfg, SinkOptions{RunID: "run1", FlushInterval: time.Hour, LogGroups: map[string]string{"other": "Tributary-OtherLogGroupA1B2C3D4"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,9 +69,10 @@ func TestSink(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("got %d events %q…, want %d in order", len(got), got[:min(3, len(got))], len(want))
 		}
-		other, err := ReadEvents(ctx, cfg, "/aws/lambda/other", start)
+		// A function with its own log group (LoggingConfig.LogGroup) logs there.
+		other, err := ReadEvents(ctx, cfg, "Tributary-OtherLogGroupA1B2C3D4", start)
 		if err != nil || len(other) != 100 {
-			t.Errorf("other function: %d events, %v; want 100", len(other), err)
+			t.Errorf("other function: %d events, %v; want 100 in its own log group", len(other), err)
 		}
 	})
 

@@ -148,6 +148,7 @@ func TestFunctions(t *testing.T) {
 			},
 			Timeout: time.Minute, MemoryMB: 512, Architecture: "arm64", ReservedConcurrency: &four,
 			Runtime: "provided.al2023", Handler: "bootstrap",
+			LogGroup: "/aws/lambda/Dev-Aggregate9C3D1E2F", LogFormat: "Text",
 		},
 		{
 			LogicalID: "Ingest6A2A8F0C", Binary: "ingest", FunctionName: "Dev-Ingest6A2A8F0C",
@@ -156,6 +157,8 @@ func TestFunctions(t *testing.T) {
 			Timeout: 10 * time.Second, MemoryMB: 256, Architecture: "arm64",
 			Runtime: "provided.al2023", Handler: "bootstrap",
 			AssetPath: "asset.3f1b5c0f8e2d4a6b9c7e1f0a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c",
+			// LoggingConfig.LogGroup: a log group of the stack, not /aws/lambda/<name>.
+			LogGroup: "Dev-IngestLogGroupD4E5F6A7", LogFormat: "JSON",
 		},
 		{
 			LogicalID: "QuarantineFn3B4C5D6E", Binary: "quarantine", FunctionName: "Dev-QuarantineFn3B4C5D6E",
@@ -171,6 +174,7 @@ func TestFunctions(t *testing.T) {
 			// AWS defaults: 128 MB, x86_64.
 			Timeout: 30 * time.Second, MemoryMB: 128, Architecture: "x86_64",
 			Runtime: "provided.al2023", Handler: "bootstrap",
+			LogGroup: "/aws/lambda/Dev-QuarantineFn3B4C5D6E", LogFormat: "Text",
 		},
 	}
 	if !reflect.DeepEqual(fns, want) {

@@ -35,6 +35,11 @@ type FunctionSpec struct {
 	Handler             string
 	// AssetPath is CDK's Metadata "aws:asset:path" (relative to cdk.out), if any.
 	AssetPath string
+	// LogGroup is where Lambda writes the function's logs:
+	// LoggingConfig.LogGroup, or /aws/lambda/<FunctionName>.
+	LogGroup string
+	// LogFormat is LoggingConfig.LogFormat: "Text" (the default) or "JSON".
+	LogFormat string
 }
 
 // Functions returns the template's Lambda functions in logical id order.
@@ -95,6 +100,22 @@ func (d *Deployment) Functions() ([]FunctionSpec, error) {
 		}
 		if f.Handler, err = pr.str("Handler"); err != nil {
 			return nil, err
+		}
+		lc, err := pr.obj("LoggingConfig")
+		if err != nil {
+			return nil, err
+		}
+		if f.LogGroup, err = lc.str("LogGroup"); err != nil {
+			return nil, err
+		}
+		if f.LogGroup == "" {
+			f.LogGroup = "/aws/lambda/" + f.FunctionName
+		}
+		if f.LogFormat, err = lc.str("LogFormat"); err != nil {
+			return nil, err
+		}
+		if f.LogFormat == "" {
+			f.LogFormat = "Text"
 		}
 		out = append(out, f)
 	}

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -154,4 +155,17 @@ func SQS(ctx context.Context, msgs []events.SQSMessage, fn func(ctx context.Cont
 		}
 	}
 	return out, errs
+}
+
+// Reserve returns a context that ends margin before ctx's deadline (the
+// invoke deadline), so that a handler which stops when it ends still has
+// time to answer with its batch response instead of being cut off by the
+// timeout, which would redeliver the whole batch. Without a deadline it is
+// ctx with a cancel func.
+func Reserve(ctx context.Context, margin time.Duration) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, dl.Add(-margin))
 }

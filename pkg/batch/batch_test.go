@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -184,5 +185,21 @@ func TestSQS(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestReserveEndsBeforeTheDeadline(t *testing.T) {
+	dl := time.Now().Add(time.Hour)
+	parent, cancel := context.WithDeadline(context.Background(), dl)
+	defer cancel()
+	ctx, cancel2 := Reserve(parent, time.Second)
+	defer cancel2()
+	if got, _ := ctx.Deadline(); !got.Equal(dl.Add(-time.Second)) {
+		t.Errorf("deadline %s, want %s", got, dl.Add(-time.Second))
+	}
+	ctx3, cancel3 := Reserve(context.Background(), time.Second)
+	defer cancel3()
+	if _, ok := ctx3.Deadline(); ok {
+		t.Error("a context without deadline got one")
 	}
 }

@@ -85,6 +85,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.KinesisEvent) (events.Ki
 			h.log.Error("metrics flush", "err", err)
 		}
 	}()
+	// Stop half a second before the invoke deadline: what is not written by
+	// then is reported as failed and redelivered, and the answer gets out.
+	ctx, cancel := batch.Reserve(ctx, 500*time.Millisecond)
+	defer cancel()
 	recs := ev.Records
 	h.metrics.Add("RecordsIn", metrics.Count, float64(len(recs)))
 	h.metrics.Add("PoisonRecords", metrics.Count, 0)

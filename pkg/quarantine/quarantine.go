@@ -113,6 +113,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			h.log.Error("metrics flush", "err", err)
 		}
 	}()
+	// Stop half a second before the invoke deadline: the messages not done
+	// by then are reported as failed and come back after their visibility
+	// timeout, and the answer gets out.
+	ctx, cancel := batch.Reserve(ctx, 500*time.Millisecond)
+	defer cancel()
 	h.metrics.Add("MessagesIn", metrics.Count, float64(len(ev.Records)))
 	h.metrics.Add("RecordsQuarantined", metrics.Count, 0)
 	h.metrics.Add("RecordsMissing", metrics.Count, 0)

@@ -48,6 +48,7 @@ type Server struct {
 	cmd      *exec.Cmd
 	done     chan error
 	reused   bool
+	front    *http.Server // the serializer clients talk to
 }
 
 // Endpoint is the base URL clients use, for example http://127.0.0.1:4566.
@@ -76,18 +77,23 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			}
 			return nil, fmt.Errorf("standin: %s is already in use", opts.Addr)
 		}
-	} else {
-		p, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		port = strconv.Itoa(p)
+	}
+	// Clients talk to the serializer on Addr; moto listens on a private port behind it.
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return nil, fmt.Errorf("standin: listen on %s: %w", opts.Addr, err)
+	}
+	motoPort, err := FreePort()
+	if err != nil {
+		ln.Close()
+		return nil, err
 	}
 	bin, err := Install(ctx, opts.VenvDir, opts.Log)
 	if err != nil {
+		ln.Close()
 		return nil, err
 	}
-	cmd := exec.Command(bin, "-H", host, "-p", port)
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(motoPort))
 	out := opts.Log
 	if out == nil {
 		out = io.Discard
@@ -96,33 +102,51 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	// Own process group so Stop also ends werkzeug's workers.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
+		ln.Close()
 		return nil, fmt.Errorf("standin: start %s: %w", bin, err)
 	}
-	s := &Server{endpoint: "http://" + net.JoinHostPort(host, port), cmd: cmd, done: make(chan error, 1)}
+	backend := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(motoPort))
+	s := &Server{endpoint: "http://" + ln.Addr().String(), cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if Answers(ctx, s.endpoint) {
-			return s, nil
-		}
+	for !Answers(ctx, backend) {
 		select {
 		case err := <-s.done:
-			return nil, fmt.Errorf("standin: moto exited before answering on %s: %v", s.endpoint, err)
+			ln.Close()
+			s.cmd = nil
+			return nil, fmt.Errorf("standin: moto exited before answering on %s: %v", backend, err)
 		case <-ctx.Done():
+			ln.Close()
 			_ = s.Stop()
 			return nil, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
+			ln.Close()
 			_ = s.Stop()
-			return nil, fmt.Errorf("standin: moto did not answer on %s within 30s", s.endpoint)
+			return nil, fmt.Errorf("standin: moto did not answer on %s within 30s", backend)
 		}
 	}
+	if s.front, err = serve(ln, backend); err != nil {
+		ln.Close()
+		_ = s.Stop()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Stop ends a stand-in this process started; a reused one is left running.
 func (s *Server) Stop() error {
-	if s == nil || s.cmd == nil || s.cmd.Process == nil {
+	if s == nil {
+		return nil
+	}
+	if s.front != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.front.Shutdown(ctx)
+		cancel()
+		s.front = nil
+	}
+	if s.cmd == nil || s.cmd.Process == nil {
 		return nil
 	}
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)

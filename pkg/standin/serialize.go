@@ -1,0 +1,144 @@
+package standin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// serializer sits in front of moto and lets one request through at a time.
+//
+// moto 5.2.5 serves requests on threads without locking its in-memory
+// backends: concurrent PutRecords hand out the same Kinesis sequence number
+// twice and lose records, and concurrent UpdateItem ADDs lose updates (the
+// stand-in conformance tests found 78 of 8,000 records and 1 of 1,600 updates
+// lost). Real AWS does neither, and the exactly-once guarantees are tested
+// against this endpoint, so requests are serialized here. moto is effectively
+// single-threaded anyway (8 concurrent clients were no faster than one).
+//
+// An SQS long poll must not hold the lock for up to 20 s: ReceiveMessage is
+// forwarded with WaitTimeSeconds 0 and repeated every pollInterval, without
+// the lock in between, until a message arrives or the wait is over.
+type serializer struct {
+	mu      sync.Mutex
+	backend *url.URL
+	proxy   *httputil.ReverseProxy
+	client  *http.Client
+}
+
+const pollInterval = 50 * time.Millisecond
+
+func newSerializer(backend string) (*serializer, error) {
+	u, err := url.Parse(backend)
+	if err != nil {
+		return nil, fmt.Errorf("standin: backend %q: %w", backend, err)
+	}
+	transport := &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}
+	return &serializer{
+		backend: u,
+		proxy:   &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.Host = r.In.Host }, Transport: transport},
+		client:  &http.Client{Transport: transport},
+	}, nil
+}
+
+func (s *serializer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-Amz-Target") == "AmazonSQS.ReceiveMessage" {
+		s.receiveMessage(w, r)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proxy.ServeHTTP(w, r)
+}
+
+// receiveMessage turns a long poll into short polls taken one at a time.
+func (s *serializer) receiveMessage(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var in map[string]any
+	if err := json.Unmarshal(body, &in); err != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.proxy.ServeHTTP(w, r)
+		return
+	}
+	wait := time.Duration(0)
+	if v, ok := in["WaitTimeSeconds"].(float64); ok {
+		wait = time.Duration(v * float64(time.Second))
+	}
+	in["WaitTimeSeconds"] = 0
+	short, _ := json.Marshal(in)
+	deadline := time.Now().Add(wait)
+	for {
+		status, header, out, err := s.forward(r.Context(), r, short)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		if status != http.StatusOK || hasMessages(out) || !time.Now().Add(pollInterval).Before(deadline) {
+			for k, v := range header {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length")
+			w.WriteHeader(status)
+			_, _ = w.Write(out)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+func (s *serializer) forward(ctx context.Context, r *http.Request, body []byte) (int, http.Header, []byte, error) {
+	u := *s.backend
+	u.Path, u.RawQuery = r.URL.Path, r.URL.RawQuery
+	req, err := http.NewRequestWithContext(ctx, r.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req.Header = r.Header.Clone()
+	req.Header.Del("Content-Length")
+	req.Host = r.Host
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, out, err
+}
+
+func hasMessages(out []byte) bool {
+	var resp struct {
+		Messages []json.RawMessage `json:"Messages"`
+	}
+	return json.Unmarshal(out, &resp) == nil && len(resp.Messages) > 0
+}
+
+// serve starts the serializer on ln in front of backend.
+func serve(ln net.Listener, backend string) (*http.Server, error) {
+	h, err := newSerializer(backend)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
+}

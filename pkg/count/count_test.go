@@ -81,9 +81,16 @@ func failureIDs(r events.KinesisEventResponse) []string {
 	return out
 }
 
-func TestHandleCountsPerKeyPerEventTimeMinute(t *testing.T) {
+// TestAgainstStandIn runs the tests that need DynamoDB on one stand-in
+// (starting moto costs a second or two on a busy machine).
+func TestAgainstStandIn(t *testing.T) {
 	srv := standintest.Start(t)
 	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	t.Run("CountsPerKeyPerEventTimeMinute", func(t *testing.T) { testCountsPerKeyPerEventTimeMinute(t, db) })
+	t.Run("ReportsUnwrittenWindows", func(t *testing.T) { testReportsUnwrittenWindows(t, db) })
+}
+
+func testCountsPerKeyPerEventTimeMinute(t *testing.T, db *dynamodb.Client) {
 	ctx := context.Background()
 
 	tests := []struct {
@@ -167,9 +174,7 @@ func TestHandleCountsPerKeyPerEventTimeMinute(t *testing.T) {
 
 // A write the table refuses (here: the table does not exist) fails the batch
 // from the first record of the window that was not written.
-func TestHandleReportsUnwrittenWindows(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+func testReportsUnwrittenWindows(t *testing.T, db *dynamodb.Client) {
 	h := New(db, "no-such-table")
 	recs := []events.KinesisEventRecord{
 		record(1, "e-1", "user-1", "2026-11-29T07:41:50Z", "2026-11-29T07:41:51Z", "2026-11-29T10:41:51Z"),

@@ -22,19 +22,38 @@ import (
 
 var now = time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
 
+// env is one test's view of the shared stand-in: its own quarantine table
+// and stream names (prefix), so tests do not see each other's items.
 type env struct {
 	kin     *kinesis.Client
 	db      *dynamodb.Client
 	streams *dynamodbstreams.Client
+	table   string
+	prefix  string
 }
 
-func setup(t *testing.T) env {
-	t.Helper()
+// TestAgainstStandIn runs the tests that need AWS on one stand-in (starting
+// moto costs a second or two on a busy machine).
+func TestAgainstStandIn(t *testing.T) {
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
-	e := env{kinesis.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg)}
-	createTable(t, e.db, "quarantine", "source", "sequenceNumber", nil)
-	return e
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, e env)
+	}{
+		{"QuarantinesKinesisRecords", testQuarantinesKinesisRecords},
+		{"NotesMissingRecords", testNotesMissingRecords},
+		{"QuarantinesDynamoDBStreamRecords", testQuarantinesDynamoDBStreamRecords},
+		{"ReportsWriteFailures", testReportsWriteFailures},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := env{kinesis.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg),
+				fmt.Sprintf("quarantine%d", i), fmt.Sprintf("t%d-", i)}
+			createTable(t, e.db, e.table, "source", "sequenceNumber", nil)
+			tt.fn(t, e)
+		})
+	}
 }
 
 func createTable(t *testing.T, db *dynamodb.Client, name, hash, rng string, spec *types.StreamSpecification) *dynamodb.CreateTableOutput {
@@ -57,9 +76,9 @@ func createTable(t *testing.T, db *dynamodb.Client, name, hash, rng string, spec
 	return out
 }
 
-func scan(t *testing.T, db *dynamodb.Client) []Item {
+func scan(t *testing.T, e env) []Item {
 	t.Helper()
-	out, err := db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String("quarantine")})
+	out, err := e.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(e.table)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,13 +105,12 @@ func failedIDs(r events.SQSEventResponse) []string {
 	return out
 }
 
-func TestHandleQuarantinesKinesisRecords(t *testing.T) {
-	e := setup(t)
+func testQuarantinesKinesisRecords(t *testing.T, e env) {
 	ctx := context.Background()
-	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.prefix+"events"), ShardCount: aws.Int32(1)}); err != nil {
 		t.Fatal(err)
 	}
-	desc, err := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("events")})
+	desc, err := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(e.prefix+"events")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +118,7 @@ func TestHandleQuarantinesKinesisRecords(t *testing.T) {
 	var seqs []string
 	shard := ""
 	for i := range 5 {
-		out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("events"), PartitionKey: aws.String(fmt.Sprintf("user-%d", i)), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+		out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(e.prefix+"events"), PartitionKey: aws.String(fmt.Sprintf("user-%d", i)), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +126,7 @@ func TestHandleQuarantinesKinesisRecords(t *testing.T) {
 		shard = aws.ToString(out.ShardId)
 	}
 
-	h := New(e.kin, e.db, "quarantine", WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams))
+	h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams))
 	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m-good", Body: onFailure("KinesisBatchInfo", arn, shard, seqs[1], seqs[3], 3)},
 		{MessageId: "m-junk", Body: `{"hello":"world"}`},
@@ -119,7 +137,7 @@ func TestHandleQuarantinesKinesisRecords(t *testing.T) {
 	if got := failedIDs(resp); fmt.Sprint(got) != "[m-junk]" {
 		t.Errorf("batch item failures %v, want [m-junk]", got)
 	}
-	items := scan(t, e.db)
+	items := scan(t, e)
 	if len(items) != 3 {
 		t.Fatalf("%d items, want 3 (records 1..3): %+v", len(items), items)
 	}
@@ -144,20 +162,19 @@ func TestHandleQuarantinesKinesisRecords(t *testing.T) {
 	if resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-good", Body: onFailure("KinesisBatchInfo", arn, shard, seqs[1], seqs[3], 3)}}}); len(resp.BatchItemFailures) != 0 {
 		t.Errorf("redelivery failed: %v", resp)
 	}
-	if n := len(scan(t, e.db)); n != 3 {
+	if n := len(scan(t, e)); n != 3 {
 		t.Errorf("%d items after redelivery, want 3", n)
 	}
 }
 
-func TestHandleNotesMissingRecords(t *testing.T) {
-	e := setup(t)
+func testNotesMissingRecords(t *testing.T, e env) {
 	ctx := context.Background()
-	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.prefix+"events"), ShardCount: aws.Int32(1)}); err != nil {
 		t.Fatal(err)
 	}
-	desc, _ := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("events")})
+	desc, _ := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(e.prefix+"events")})
 	arn := aws.ToString(desc.StreamDescriptionSummary.StreamARN)
-	out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("events"), PartitionKey: aws.String("k"), Data: []byte("only")})
+	out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(e.prefix+"events"), PartitionKey: aws.String("k"), Data: []byte("only")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +202,13 @@ func TestHandleNotesMissingRecords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := New(e.kin, e.db, "quarantine", WithClock(func() time.Time { return now }))
+			h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }))
 			resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: tt.body}}})
 			if err != nil || len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("Handle = %v, %v; want success (the marker is the outcome)", resp, err)
 			}
 			var records, markers []Item
-			for _, it := range scan(t, e.db) {
+			for _, it := range scan(t, e) {
 				if it.Source != tt.wantSource {
 					continue
 				}
@@ -213,13 +230,12 @@ func TestHandleNotesMissingRecords(t *testing.T) {
 	}
 }
 
-func TestHandleQuarantinesDynamoDBStreamRecords(t *testing.T) {
-	e := setup(t)
+func testQuarantinesDynamoDBStreamRecords(t *testing.T, e env) {
 	ctx := context.Background()
-	tbl := createTable(t, e.db, "profiles", "id", "", &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages})
+	tbl := createTable(t, e.db, e.prefix+"profiles", "id", "", &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages})
 	streamArn := aws.ToString(tbl.TableDescription.LatestStreamArn)
 	for i := range 3 {
-		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("profiles"), Item: map[string]types.AttributeValue{
+		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.prefix+"profiles"), Item: map[string]types.AttributeValue{
 			"id": &types.AttributeValueMemberS{Value: fmt.Sprintf("user-%d", i)}, "plan": &types.AttributeValueMemberS{Value: "pro"},
 		}}); err != nil {
 			t.Fatal(err)
@@ -240,12 +256,12 @@ func TestHandleQuarantinesDynamoDBStreamRecords(t *testing.T) {
 	}
 	first, last := aws.ToString(recs.Records[0].Dynamodb.SequenceNumber), aws.ToString(recs.Records[2].Dynamodb.SequenceNumber)
 
-	h := New(e.kin, e.db, "quarantine", WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams))
+	h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams))
 	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-ddb", Body: onFailure("DDBStreamBatchInfo", streamArn, aws.ToString(sh.ShardId), first, last, 3)}}})
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle = %v, %v", resp, err)
 	}
-	items := scan(t, e.db)
+	items := scan(t, e)
 	if len(items) != 3 {
 		t.Fatalf("%d items, want 3: %+v", len(items), items)
 	}
@@ -261,10 +277,8 @@ func TestHandleQuarantinesDynamoDBStreamRecords(t *testing.T) {
 	}
 }
 
-func TestHandleReportsWriteFailures(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
-	h := New(kinesis.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), "no-such-table")
+func testReportsWriteFailures(t *testing.T, e env) {
+	h := New(e.kin, e.db, "no-such-table")
 	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m-1", Body: onFailure("KinesisBatchInfo", "arn:aws:kinesis:us-east-1:123456789012:stream/gone", "shardId-000000000000", "1", "2", 2)},
 	}})

@@ -107,10 +107,10 @@ func failedIDs(r events.SQSEventResponse) []string {
 
 func testQuarantinesKinesisRecords(t *testing.T, e env) {
 	ctx := context.Background()
-	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.prefix+"events"), ShardCount: aws.Int32(1)}); err != nil {
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.prefix + "events"), ShardCount: aws.Int32(1)}); err != nil {
 		t.Fatal(err)
 	}
-	desc, err := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(e.prefix+"events")})
+	desc, err := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(e.prefix + "events")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func testQuarantinesKinesisRecords(t *testing.T, e env) {
 	var seqs []string
 	shard := ""
 	for i := range 5 {
-		out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(e.prefix+"events"), PartitionKey: aws.String(fmt.Sprintf("user-%d", i)), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+		out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(e.prefix + "events"), PartitionKey: aws.String(fmt.Sprintf("user-%d", i)), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,12 +169,12 @@ func testQuarantinesKinesisRecords(t *testing.T, e env) {
 
 func testNotesMissingRecords(t *testing.T, e env) {
 	ctx := context.Background()
-	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.prefix+"events"), ShardCount: aws.Int32(1)}); err != nil {
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.prefix + "events"), ShardCount: aws.Int32(1)}); err != nil {
 		t.Fatal(err)
 	}
-	desc, _ := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(e.prefix+"events")})
+	desc, _ := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(e.prefix + "events")})
 	arn := aws.ToString(desc.StreamDescriptionSummary.StreamARN)
-	out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(e.prefix+"events"), PartitionKey: aws.String("k"), Data: []byte("only")})
+	out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(e.prefix + "events"), PartitionKey: aws.String("k"), Data: []byte("only")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func testQuarantinesDynamoDBStreamRecords(t *testing.T, e env) {
 	tbl := createTable(t, e.db, e.prefix+"profiles", "id", "", &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages})
 	streamArn := aws.ToString(tbl.TableDescription.LatestStreamArn)
 	for i := range 3 {
-		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.prefix+"profiles"), Item: map[string]types.AttributeValue{
+		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.prefix + "profiles"), Item: map[string]types.AttributeValue{
 			"id": &types.AttributeValueMemberS{Value: fmt.Sprintf("user-%d", i)}, "plan": &types.AttributeValueMemberS{Value: "pro"},
 		}}); err != nil {
 			t.Fatal(err)

@@ -13,4 +13,8 @@
 // producer resends those ids. Nothing is dropped silently: every event of the
 // request is in the results, accepted with its sequence number and shard or
 // failed with the reason.
+//
+// A retried entry lands on the stream after entries of the same key that got
+// through on an earlier try, so stream order is arrival order, not request
+// order. Consumers place events by event time, not by stream position.
 package ingest

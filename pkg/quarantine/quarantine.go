@@ -88,7 +88,7 @@ type Item struct {
 	EventName          string `dynamodbav:"eventName,omitempty"`
 	ApproximateArrival string `dynamodbav:"approximateArrival,omitempty"`
 	Condition          string `dynamodbav:"condition"`
-	FunctionError      string `dynamodbav:"functionError"`
+	FunctionError      string `dynamodbav:"functionError,omitempty"` // absent when the function answered with batch item failures
 	FunctionArn        string `dynamodbav:"functionArn"`
 	RequestID          string `dynamodbav:"requestId"`
 	FailedAt           string `dynamodbav:"failedAt"`

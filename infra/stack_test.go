@@ -1,0 +1,754 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+// The Tributary stack is synthesized once per test binary (jsii startup and
+// synthesis take seconds); the tests read its template.
+var fx *fixture
+
+type fixture struct {
+	stack    *TributaryStack
+	tmpl     cfnTemplate
+	outdir   string
+	nagError []string // unsuppressed AwsSolutions errors
+	nagWarn  []string // unsuppressed AwsSolutions warnings
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	defer jsii.Close()
+	tmp, err := os.MkdirTemp("", "tributary-infra-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+
+	assetDir := filepath.Join(tmp, "assets")
+	writeDummyAssets(assetDir)
+	outdir := filepath.Join(tmp, "cdk.out")
+	app := newTestApp(outdir, nil)
+	stack, err := NewTributaryStack(app, StackID, &TributaryStackProps{AssetDir: assetDir})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "NewTributaryStack:", err)
+		return 1
+	}
+	addNag(app)
+	fx = &fixture{
+		stack:  stack,
+		tmpl:   templateOf(stack.Stack),
+		outdir: outdir,
+	}
+	fx.nagError, fx.nagWarn = nagFindings(stack.Stack)
+	return m.Run()
+}
+
+// writeDummyAssets gives every function a bootstrap whose content is its
+// name, so that a test can tell which directory a function's code came from.
+func writeDummyAssets(dir string) {
+	for _, name := range FunctionNames {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			panic(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "bootstrap"), []byte("dummy "+name), 0o755); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// newTestApp is an App writing to outdir with cdk.json's context (feature
+// flags included, so the template is the one cdk synth writes) plus extra.
+func newTestApp(outdir string, extra map[string]any) awscdk.App {
+	raw, err := os.ReadFile("cdk.json")
+	if err != nil {
+		panic(err)
+	}
+	var cfg struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		panic(fmt.Sprintf("cdk.json: %v", err))
+	}
+	// What the cdk CLI adds: the local runner finds a function's staged
+	// code by its aws:asset:path metadata.
+	cfg.Context["aws:cdk:enable-path-metadata"] = true
+	cfg.Context["aws:cdk:enable-asset-metadata"] = true
+	// cdk synth fails on an error annotation (a cdk-nag finding); here it
+	// stays an annotation, so that the template can still be inspected and
+	// the nag test lists the findings.
+	cfg.Context["@aws-cdk/core:annotationsInValidationReport"] = false
+	for k, v := range extra {
+		cfg.Context[k] = v
+	}
+	return awscdk.NewApp(&awscdk.AppProps{Context: &cfg.Context, Outdir: jsii.String(outdir)})
+}
+
+func addNag(app awscdk.App) {
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+}
+
+// nagFindings lists the unsuppressed AwsSolutions errors and warnings.
+func nagFindings(stack awscdk.Stack) (errs, warns []string) {
+	a := assertions.Annotations_FromStack(stack)
+	rule := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
+	for _, m := range *a.FindError(jsii.String("*"), rule) {
+		errs = append(errs, fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data))
+	}
+	for _, m := range *a.FindWarning(jsii.String("*"), rule) {
+		warns = append(warns, fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data))
+	}
+	return errs, warns
+}
+
+// cfnTemplate is the part of a CloudFormation template the tests read.
+type cfnTemplate struct {
+	Resources map[string]cfnResource `json:"Resources"`
+	Outputs   map[string]struct {
+		Value any `json:"Value"`
+	} `json:"Outputs"`
+}
+
+type cfnResource struct {
+	Type       string         `json:"Type"`
+	Properties map[string]any `json:"Properties"`
+	Metadata   map[string]any `json:"Metadata"`
+}
+
+func templateOf(stack awscdk.Stack) cfnTemplate {
+	raw, err := json.Marshal(assertions.Template_FromStack(stack, nil).ToJSON())
+	if err != nil {
+		panic(err)
+	}
+	var t cfnTemplate
+	if err := json.Unmarshal(raw, &t); err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func (t cfnTemplate) ofType(typ string) map[string]cfnResource {
+	out := map[string]cfnResource{}
+	for id, r := range t.Resources {
+		if r.Type == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// function returns the logical id and resource of the function whose
+// "tributary:function" metadata is name.
+func (t cfnTemplate) function(tb testing.TB, name string) (string, cfnResource) {
+	tb.Helper()
+	for id, r := range t.ofType("AWS::Lambda::Function") {
+		if r.Metadata[FunctionMetadataKey] == name {
+			return id, r
+		}
+	}
+	tb.Fatalf("no AWS::Lambda::Function with Metadata %s=%s", FunctionMetadataKey, name)
+	return "", cfnResource{}
+}
+
+// mappingOf returns the event source mapping of the function with logical id fnID.
+func (t cfnTemplate) mappingOf(tb testing.TB, fnID string) cfnResource {
+	tb.Helper()
+	var found []cfnResource
+	for _, r := range t.ofType("AWS::Lambda::EventSourceMapping") {
+		if reflect.DeepEqual(r.Properties["FunctionName"], ref(fnID)) {
+			found = append(found, r)
+		}
+	}
+	if len(found) != 1 {
+		tb.Fatalf("function %s has %d event source mappings, want 1", fnID, len(found))
+	}
+	return found[0]
+}
+
+// grants lists the "action resource" pairs the IAM policies attached to
+// role roleID allow, resources written as "<logicalId>.<attr>", "<logicalId>"
+// or the literal string.
+func (t cfnTemplate) grants(roleID string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range t.ofType("AWS::IAM::Policy") {
+		if !slices.ContainsFunc(asList(p.Properties["Roles"]), func(r any) bool { return reflect.DeepEqual(r, ref(roleID)) }) {
+			continue
+		}
+		doc := p.Properties["PolicyDocument"].(map[string]any)
+		for _, st := range asList(doc["Statement"]) {
+			st := st.(map[string]any)
+			if st["Effect"] != "Allow" {
+				continue
+			}
+			for _, a := range asList(st["Action"]) {
+				for _, r := range asList(st["Resource"]) {
+					out[fmt.Sprintf("%s %s", a, resourceName(r))] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+func resourceName(r any) string {
+	switch v := r.(type) {
+	case string:
+		return v
+	case map[string]any:
+		if ga, ok := v["Fn::GetAtt"].([]any); ok {
+			return fmt.Sprintf("%v.%v", ga[0], ga[1])
+		}
+		if id, ok := v["Ref"]; ok {
+			return fmt.Sprint(id)
+		}
+	}
+	raw, _ := json.Marshal(r)
+	return string(raw)
+}
+
+func asList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	if v == nil {
+		return nil
+	}
+	return []any{v}
+}
+
+func ref(id string) any { return map[string]any{"Ref": id} }
+
+func getAtt(id, attr string) any { return map[string]any{"Fn::GetAtt": []any{id, attr}} }
+
+// logicalID is the logical id of the L2 construct c's CloudFormation resource.
+func logicalID(stack awscdk.Stack, c constructs.IConstruct) string {
+	return *stack.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
+}
+
+func assertProps(t *testing.T, what string, got map[string]any, want map[string]any) {
+	t.Helper()
+	for k, w := range want {
+		g, ok := got[k]
+		if w == nil {
+			if ok {
+				t.Errorf("%s: %s = %v, want it absent", what, k, g)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(g, w) {
+			gj, _ := json.Marshal(g)
+			wj, _ := json.Marshal(w)
+			t.Errorf("%s: %s = %s, want %s", what, k, gj, wj)
+		}
+	}
+}
+
+func TestFunctions(t *testing.T) {
+	s := fx.stack
+	tests := []struct {
+		name    string
+		fn      *GoFunction
+		timeout float64
+		env     map[string]any
+	}{
+		{FunctionIngest, s.Ingest, 10, map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events))}},
+		{FunctionAggregate, s.Aggregate.GoFunction, 30, map[string]any{"COUNTS_TABLE_NAME": ref(logicalID(s.Stack, s.Counts))}},
+		{FunctionQuarantine, s.Quarantiner.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine))}},
+	}
+	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
+		t.Errorf("template has %d functions, want %d", got, len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id, fn := fx.tmpl.function(t, tt.name)
+			if want := logicalID(s.Stack, tt.fn.Function); id != want {
+				t.Errorf("function with metadata %s is %s, want %s", tt.name, id, want)
+			}
+			assertProps(t, id, fn.Properties, map[string]any{
+				"Runtime":       "provided.al2023",
+				"Architectures": []any{"arm64"},
+				"Handler":       "bootstrap",
+				"Timeout":       tt.timeout,
+				"MemorySize":    256.0,
+				"Environment":   map[string]any{"Variables": tt.env},
+				"LoggingConfig": map[string]any{"LogGroup": ref(logicalID(s.Stack, tt.fn.LogGroup))},
+				"Role":          getAtt(logicalID(s.Stack, tt.fn.Role), "Arn"),
+				"TracingConfig": nil,
+			})
+			logGroup := fx.tmpl.Resources[logicalID(s.Stack, tt.fn.LogGroup)]
+			if got := logGroup.Properties["RetentionInDays"]; got != 14.0 {
+				t.Errorf("log group RetentionInDays = %v, want 14", got)
+			}
+
+			// The code is the function's own <assetDir>/<name>/bootstrap.
+			assetPath, _ := fn.Metadata["aws:asset:path"].(string)
+			code, err := os.ReadFile(filepath.Join(fx.outdir, assetPath, "bootstrap"))
+			if err != nil {
+				t.Fatalf("staged code of %s: %v", tt.name, err)
+			}
+			if got, want := string(code), "dummy "+tt.name; got != want {
+				t.Errorf("staged bootstrap of %s holds %q, want %q (from its own asset dir)", tt.name, got, want)
+			}
+		})
+	}
+}
+
+func TestRolesHaveNoManagedPolicies(t *testing.T) {
+	for id, r := range fx.tmpl.ofType("AWS::IAM::Role") {
+		if mp := r.Properties["ManagedPolicyArns"]; mp != nil {
+			t.Errorf("role %s has managed policies %v; functions get least-privilege inline grants only", id, mp)
+		}
+	}
+}
+
+func TestStreamMappings(t *testing.T) {
+	s := fx.stack
+	events := logicalID(s.Stack, s.Events)
+	failures := logicalID(s.Stack, s.Failures)
+	aggregateID, _ := fx.tmpl.function(t, FunctionAggregate)
+	quarantineID, _ := fx.tmpl.function(t, FunctionQuarantine)
+
+	tests := []struct {
+		name  string
+		fnID  string
+		props map[string]any
+	}{
+		{
+			name: "aggregate on events",
+			fnID: aggregateID,
+			props: map[string]any{
+				"EventSourceArn":                 getAtt(events, "Arn"),
+				"BatchSize":                      500.0,
+				"MaximumBatchingWindowInSeconds": 5.0,
+				"StartingPosition":               "TRIM_HORIZON",
+				"FunctionResponseTypes":          []any{"ReportBatchItemFailures"},
+				"BisectBatchOnFunctionError":     true,
+				"MaximumRetryAttempts":           3.0,
+				"MaximumRecordAgeInSeconds":      3600.0,
+				"DestinationConfig":              map[string]any{"OnFailure": map[string]any{"Destination": getAtt(failures, "Arn")}},
+				"ParallelizationFactor":          nil,
+				"TumblingWindowInSeconds":        nil,
+				"FilterCriteria":                 nil,
+			},
+		},
+		{
+			name: "quarantine on failures",
+			fnID: quarantineID,
+			props: map[string]any{
+				"EventSourceArn":        getAtt(failures, "Arn"),
+				"BatchSize":             10.0,
+				"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
+				"ScalingConfig":         map[string]any{"MaximumConcurrency": 2.0},
+				// SQS mappings have no on-failure destination: the queue's
+				// redrive policy moves a message to the DLQ.
+				"DestinationConfig": nil,
+				"StartingPosition":  nil,
+			},
+		},
+	}
+	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests) {
+		t.Errorf("template has %d event source mappings, want %d", got, len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := fx.tmpl.mappingOf(t, tt.fnID)
+			assertProps(t, tt.name, m.Properties, tt.props)
+		})
+	}
+}
+
+// TestEveryStreamMappingIsBounded holds for every Kinesis or DynamoDB
+// Streams mapping in the stack, including those of pipelines added later: a
+// poison record must end on the Failures queue instead of blocking its shard.
+func TestEveryStreamMappingIsBounded(t *testing.T) {
+	s := fx.stack
+	failures := getAtt(logicalID(s.Stack, s.Failures), "Arn")
+	n := 0
+	for id, m := range fx.tmpl.ofType("AWS::Lambda::EventSourceMapping") {
+		if _, stream := m.Properties["StartingPosition"]; !stream {
+			continue // SQS
+		}
+		n++
+		p := m.Properties
+		if !slices.Contains(asList(p["FunctionResponseTypes"]), any("ReportBatchItemFailures")) {
+			t.Errorf("%s: FunctionResponseTypes %v lacks ReportBatchItemFailures", id, p["FunctionResponseTypes"])
+		}
+		if p["BisectBatchOnFunctionError"] != true {
+			t.Errorf("%s: BisectBatchOnFunctionError = %v, want true", id, p["BisectBatchOnFunctionError"])
+		}
+		if r, ok := p["MaximumRetryAttempts"].(float64); !ok || r < 0 || r > 10 {
+			t.Errorf("%s: MaximumRetryAttempts = %v, want 0-10", id, p["MaximumRetryAttempts"])
+		}
+		if a, ok := p["MaximumRecordAgeInSeconds"].(float64); !ok || a < 60 || a > 86400 {
+			t.Errorf("%s: MaximumRecordAgeInSeconds = %v, want 60-86400", id, p["MaximumRecordAgeInSeconds"])
+		}
+		want := map[string]any{"OnFailure": map[string]any{"Destination": failures}}
+		if !reflect.DeepEqual(p["DestinationConfig"], want) {
+			t.Errorf("%s: DestinationConfig = %v, want on-failure to the Failures queue", id, p["DestinationConfig"])
+		}
+	}
+	if n == 0 {
+		t.Fatal("no stream mappings in the stack")
+	}
+}
+
+func TestGrants(t *testing.T) {
+	s := fx.stack
+	events := logicalID(s.Stack, s.Events) + ".Arn"
+	counts := logicalID(s.Stack, s.Counts) + ".Arn"
+	quarantine := logicalID(s.Stack, s.Quarantine) + ".Arn"
+	failures := logicalID(s.Stack, s.Failures) + ".Arn"
+	dlq := logicalID(s.Stack, s.FailuresDLQ) + ".Arn"
+
+	tests := []struct {
+		name   string
+		fn     *GoFunction
+		allow  []string
+		forbid []string
+	}{
+		{
+			name: FunctionIngest,
+			fn:   s.Ingest,
+			allow: []string{
+				"kinesis:PutRecords " + events,
+			},
+			forbid: []string{
+				"kinesis:GetRecords " + events,
+				"dynamodb:UpdateItem " + counts,
+				"dynamodb:PutItem " + quarantine,
+				"sqs:SendMessage " + failures,
+			},
+		},
+		{
+			name: FunctionAggregate,
+			fn:   s.Aggregate.GoFunction,
+			allow: []string{
+				"kinesis:GetRecords " + events,
+				"kinesis:GetShardIterator " + events,
+				"kinesis:DescribeStream " + events,
+				"kinesis:ListShards " + events,
+				"sqs:SendMessage " + failures,
+				"dynamodb:UpdateItem " + counts,
+			},
+			forbid: []string{
+				"kinesis:PutRecords " + events,
+				"dynamodb:PutItem " + quarantine,
+				"dynamodb:UpdateItem " + quarantine,
+				"sqs:ReceiveMessage " + failures,
+				"sqs:SendMessage " + dlq,
+			},
+		},
+		{
+			name: FunctionQuarantine,
+			fn:   s.Quarantiner.GoFunction,
+			allow: []string{
+				"sqs:ReceiveMessage " + failures,
+				"sqs:DeleteMessage " + failures,
+				"sqs:ChangeMessageVisibility " + failures,
+				"sqs:GetQueueAttributes " + failures,
+				"kinesis:GetShardIterator " + events,
+				"kinesis:GetRecords " + events,
+				"kinesis:DescribeStream " + events,
+				"dynamodb:PutItem " + quarantine,
+				"dynamodb:BatchWriteItem " + quarantine,
+			},
+			forbid: []string{
+				"kinesis:PutRecords " + events,
+				"dynamodb:UpdateItem " + counts,
+				"dynamodb:PutItem " + counts,
+				"sqs:SendMessage " + failures,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := fx.tmpl.grants(logicalID(s.Stack, tt.fn.Role))
+			logs := logicalID(s.Stack, tt.fn.LogGroup) + ".Arn"
+			for _, g := range append(tt.allow, "logs:CreateLogStream "+logs, "logs:PutLogEvents "+logs) {
+				if !got[g] {
+					t.Errorf("role lacks %s", g)
+				}
+			}
+			for _, g := range tt.forbid {
+				if got[g] {
+					t.Errorf("role allows %s, which %s does not need", g, tt.name)
+				}
+			}
+			for g := range got {
+				if action, resource, _ := strings.Cut(g, " "); strings.Contains(action, "*") || resource == "*" {
+					t.Errorf("role has wildcard grant %s", g)
+				}
+			}
+		})
+	}
+}
+
+func TestQueues(t *testing.T) {
+	s := fx.stack
+	failuresID := logicalID(s.Stack, s.Failures)
+	dlqID := logicalID(s.Stack, s.FailuresDLQ)
+	_, quarantine := fx.tmpl.function(t, FunctionQuarantine)
+
+	failures := fx.tmpl.Resources[failuresID].Properties
+	vis, _ := failures["VisibilityTimeout"].(float64)
+	timeout, _ := quarantine.Properties["Timeout"].(float64)
+	if timeout == 0 || vis < 6*timeout {
+		t.Errorf("Failures VisibilityTimeout = %v, want >= 6 x quarantine timeout %v", vis, timeout)
+	}
+	want := map[string]any{"deadLetterTargetArn": getAtt(dlqID, "Arn"), "maxReceiveCount": 5.0}
+	if !reflect.DeepEqual(failures["RedrivePolicy"], want) {
+		t.Errorf("Failures RedrivePolicy = %v, want %v", failures["RedrivePolicy"], want)
+	}
+
+	for _, id := range []string{failuresID, dlqID} {
+		q := fx.tmpl.Resources[id].Properties
+		assertProps(t, id, q, map[string]any{
+			"SqsManagedSseEnabled":   true,
+			"MessageRetentionPeriod": 1209600.0,
+		})
+		if !deniesInsecureTransport(id) {
+			t.Errorf("queue %s has no policy denying requests without TLS", id)
+		}
+	}
+}
+
+func deniesInsecureTransport(queueID string) bool {
+	for _, p := range fx.tmpl.ofType("AWS::SQS::QueuePolicy") {
+		if !reflect.DeepEqual(p.Properties["Queues"], []any{ref(queueID)}) {
+			continue
+		}
+		doc := p.Properties["PolicyDocument"].(map[string]any)
+		for _, st := range asList(doc["Statement"]) {
+			st := st.(map[string]any)
+			cond, _ := json.Marshal(st["Condition"])
+			if st["Effect"] == "Deny" && string(cond) == `{"Bool":{"aws:SecureTransport":"false"}}` {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestTables(t *testing.T) {
+	s := fx.stack
+	tests := []struct {
+		name      string
+		id        string
+		hash, rng string
+		ttl       any
+	}{
+		{"Counts", logicalID(s.Stack, s.Counts), "key", "window", nil},
+		{"Quarantine", logicalID(s.Stack, s.Quarantine), "source", "sequenceNumber",
+			map[string]any{"AttributeName": "expiresAt", "Enabled": true}},
+	}
+	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests) {
+		t.Errorf("template has %d tables, want %d", got, len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertProps(t, tt.name, fx.tmpl.Resources[tt.id].Properties, map[string]any{
+				"KeySchema": []any{
+					map[string]any{"AttributeName": tt.hash, "KeyType": "HASH"},
+					map[string]any{"AttributeName": tt.rng, "KeyType": "RANGE"},
+				},
+				"AttributeDefinitions": []any{
+					map[string]any{"AttributeName": tt.hash, "AttributeType": "S"},
+					map[string]any{"AttributeName": tt.rng, "AttributeType": "S"},
+				},
+				"BillingMode":                      "PAY_PER_REQUEST",
+				"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+				"TimeToLiveSpecification":          tt.ttl,
+			})
+		})
+	}
+}
+
+func TestEventsStream(t *testing.T) {
+	streams := fx.tmpl.ofType("AWS::Kinesis::Stream")
+	if len(streams) != 1 {
+		t.Fatalf("template has %d streams, want 1", len(streams))
+	}
+	assertProps(t, "Events", fx.tmpl.Resources[logicalID(fx.stack.Stack, fx.stack.Events)].Properties, map[string]any{
+		"ShardCount":        2.0,
+		"StreamModeDetails": map[string]any{"StreamMode": "PROVISIONED"},
+		"StreamEncryption":  map[string]any{"EncryptionType": "KMS", "KeyId": "alias/aws/kinesis"},
+	})
+}
+
+func TestIngestURLDefaultsToIAM(t *testing.T) {
+	ingestID, _ := fx.tmpl.function(t, FunctionIngest)
+	urls := fx.tmpl.ofType("AWS::Lambda::Url")
+	if len(urls) != 1 {
+		t.Fatalf("template has %d function URLs, want 1", len(urls))
+	}
+	for id, u := range urls {
+		assertProps(t, id, u.Properties, map[string]any{
+			"AuthType":          "AWS_IAM",
+			"TargetFunctionArn": getAtt(ingestID, "Arn"),
+		})
+	}
+	for id, p := range fx.tmpl.ofType("AWS::Lambda::Permission") {
+		if p.Properties["Principal"] == "*" {
+			t.Errorf("permission %s lets anyone invoke %v", id, p.Properties["FunctionName"])
+		}
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	s := fx.stack
+	urlID := *s.Stack.GetLogicalId(s.IngestURL.Node().DefaultChild().(awscdk.CfnElement))
+	want := map[string]any{
+		"IngestUrl":           getAtt(urlID, "FunctionUrl"),
+		"EventsStreamName":    ref(logicalID(s.Stack, s.Events)),
+		"CountsTableName":     ref(logicalID(s.Stack, s.Counts)),
+		"QuarantineTableName": ref(logicalID(s.Stack, s.Quarantine)),
+		"FailuresQueueUrl":    ref(logicalID(s.Stack, s.Failures)),
+		"FailuresDlqUrl":      ref(logicalID(s.Stack, s.FailuresDLQ)),
+	}
+	for name, w := range want {
+		o, ok := fx.tmpl.Outputs[name]
+		if !ok {
+			t.Errorf("output %s missing", name)
+			continue
+		}
+		if !reflect.DeepEqual(o.Value, w) {
+			t.Errorf("output %s = %v, want %v", name, o.Value, w)
+		}
+	}
+}
+
+func TestNagAwsSolutionsClean(t *testing.T) {
+	for _, e := range fx.nagError {
+		t.Errorf("cdk-nag error: %s", e)
+	}
+	for _, w := range fx.nagWarn {
+		t.Errorf("cdk-nag warning: %s", w)
+	}
+	// Every suppression carries its own reason.
+	for id, r := range fx.tmpl.Resources {
+		for _, s := range nagSuppressions(r) {
+			if len(s.Reason) < 40 {
+				t.Errorf("%s: suppression of %s has no specific reason: %q", id, s.ID, s.Reason)
+			}
+		}
+	}
+}
+
+type nagSuppression struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+func nagSuppressions(r cfnResource) []nagSuppression {
+	raw, _ := json.Marshal(r.Metadata["cdk_nag"])
+	var md struct {
+		Rules []nagSuppression `json:"rules_to_suppress"`
+	}
+	_ = json.Unmarshal(raw, &md)
+	return md.Rules
+}
+
+// TestNagCatchesFindings shows the nag test above can fail: a queue without
+// TLS enforcement and a traced function (wildcard X-Ray grant) in a stack of
+// their own. The queue's finding must surface; the function's is suppressed
+// with a reason.
+func TestNagCatchesFindings(t *testing.T) {
+	outdir := t.TempDir()
+	app := newTestApp(outdir, nil)
+	stack := awscdk.NewStack(app, jsii.String("NagProbe"), nil)
+	awssqs.NewQueue(stack, jsii.String("PlainHTTPQueue"), &awssqs.QueueProps{Encryption: awssqs.QueueEncryption_SQS_MANAGED})
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	fn := NewGoFunction(stack, "Traced", GoFunctionProps{Name: FunctionIngest, AssetDir: assets, Tracing: true})
+	addNag(app)
+
+	errs, _ := nagFindings(stack)
+	if !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, "AwsSolutions-SQS4") }) {
+		t.Errorf("nag errors %v lack AwsSolutions-SQS4 for a queue without enforceSSL", errs)
+	}
+	for _, e := range errs {
+		if strings.Contains(e, "AwsSolutions-IAM5") {
+			t.Errorf("traced function's X-Ray grant is not suppressed: %s", e)
+		}
+	}
+	policy := fn.Role.Node().FindChild(jsii.String("DefaultPolicy")).Node().DefaultChild().(awscdk.CfnResource)
+	sups := nagSuppressions(cfnResource{Metadata: map[string]any{"cdk_nag": policy.GetMetadata(jsii.String("cdk_nag"))}})
+	if len(sups) != 1 || sups[0].ID != "AwsSolutions-IAM5" || !strings.Contains(sups[0].Reason, "X-Ray") {
+		t.Errorf("traced function's policy suppressions = %+v, want one AwsSolutions-IAM5 naming X-Ray", sups)
+	}
+}
+
+func TestIngestAuthAndAssetDirFromContext(t *testing.T) {
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	outdir := t.TempDir()
+	app := newTestApp(outdir, map[string]any{ContextIngestAuth: "NONE", ContextAssetDir: assets})
+	stack, err := NewTributaryStack(app, StackID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addNag(app)
+	tmpl := templateOf(stack.Stack)
+	for id, u := range tmpl.ofType("AWS::Lambda::Url") {
+		if got := u.Properties["AuthType"]; got != "NONE" {
+			t.Errorf("%s AuthType = %v, want NONE from context", id, got)
+		}
+	}
+	if stack.AssetDirUsed != assets {
+		t.Errorf("asset dir = %s, want %s from context", stack.AssetDirUsed, assets)
+	}
+	errs, warns := nagFindings(stack.Stack)
+	for _, e := range append(errs, warns...) {
+		t.Errorf("cdk-nag with a public URL: %s", e)
+	}
+}
+
+func TestNewTributaryStackRejects(t *testing.T) {
+	complete := t.TempDir()
+	writeDummyAssets(complete)
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	if err := os.Remove(filepath.Join(assets, FunctionAggregate, "bootstrap")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		context map[string]any
+		props   *TributaryStackProps
+		want    string
+	}{
+		{"missing bootstrap", nil, &TributaryStackProps{AssetDir: assets},
+			filepath.Join(assets, FunctionAggregate, "bootstrap") + " does not exist"},
+		{"unknown auth type", map[string]any{ContextIngestAuth: "COGNITO", ContextAssetDir: complete}, nil,
+			`tributary:ingestAuth "COGNITO": want AWS_IAM or NONE`},
+		{"non-string context", map[string]any{ContextAssetDir: 42.0}, nil,
+			"context tributary:assetDir: got 42 (float64), want a string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := newTestApp(t.TempDir(), tt.context)
+			_, err := NewTributaryStack(app, StackID, tt.props)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("NewTributaryStack error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -44,6 +44,7 @@ func (p *progressLog) count(prefix string) int {
 }
 
 func TestProvision(t *testing.T) {
+	t.Parallel()
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
 	ctx := context.Background()
@@ -202,6 +203,7 @@ func TestProvision(t *testing.T) {
 }
 
 func TestProvisionMapsWhatDiffersLocally(t *testing.T) {
+	t.Parallel()
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
 	ctx := context.Background()

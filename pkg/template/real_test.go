@@ -19,6 +19,7 @@ import (
 const realTemplate = "testdata/cdk.out/Tributary.template.json"
 
 func TestRealTemplateProvisions(t *testing.T) {
+	t.Parallel()
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
 	ctx := context.Background()

@@ -51,9 +51,11 @@ func (d *Deployment) Functions() ([]FunctionSpec, error) {
 		if err != nil {
 			return nil, err
 		}
+		d.mu.Lock()
 		ph := d.res[id]
 		f := FunctionSpec{LogicalID: id, FunctionName: ph.name, Env: map[string]string{}, Architecture: "x86_64"}
 		f.ARN = ph.attrs["Arn"]
+		d.mu.Unlock()
 		if b, ok := r.Metadata[FunctionMetadataKey].(string); ok {
 			f.Binary = b
 		}
@@ -491,8 +493,10 @@ func (d *Deployment) functionOf(raw any, pr props, key string) (string, error) {
 		return "", err
 	}
 	for _, id := range d.idsOfType("AWS::Lambda::Function") {
+		d.mu.Lock()
 		ph := d.res[id]
 		arn := ph.attrs["Arn"]
+		d.mu.Unlock()
 		if v == ph.name || v == arn || strings.HasPrefix(v, arn+":") {
 			return id, nil
 		}

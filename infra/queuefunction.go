@@ -119,12 +119,17 @@ func NewQueueFunction(scope constructs.Construct, id string, props QueueFunction
 		batch = DefaultQueueBatchSize
 	}
 
-	fn := NewGoFunction(scope, id, props.Function)
-	want := VisibilityTimeoutFor(fn.Timeout, props.MaxBatchingWindow)
+	timeout := props.Function.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	want := VisibilityTimeoutFor(timeout, props.MaxBatchingWindow)
 	if got := queueVisibility(props.Queue); got < want {
 		panic(fmt.Sprintf("QueueFunction %q: queue %s has visibility timeout %v, want at least %v (6 x timeout %v + batching window %v)",
-			id, *props.Queue.Node().Path(), got, want, fn.Timeout, props.MaxBatchingWindow))
+			id, *props.Queue.Node().Path(), got, want, timeout, props.MaxBatchingWindow))
 	}
+
+	fn := NewGoFunction(scope, id, props.Function)
 
 	// SqsEventSource grants the function ReceiveMessage, DeleteMessage,
 	// ChangeMessageVisibility, GetQueueAttributes and GetQueueUrl on the queue.

@@ -239,7 +239,7 @@ func CheckAssets(assetDir string, names []string) error {
 		info, err := os.Stat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			errs = append(errs, fmt.Errorf("function %s: %s does not exist (build the functions first: make build)", name, p))
+			errs = append(errs, fmt.Errorf("function %s: %s does not exist (build the function binaries first, see the Makefile)", name, p))
 		case err != nil:
 			errs = append(errs, fmt.Errorf("function %s: %w", name, err))
 		case info.IsDir():

@@ -134,3 +134,28 @@ func TestSQSEventShape(t *testing.T) {
 		t.Errorf("stats = %+v, want the message deleted", p.Stats())
 	}
 }
+
+func TestRunFailsForAMissingSource(t *testing.T) {
+	needStandin(t)
+	t.Parallel()
+	var c capture
+	for name, mk := range map[string]func() (*eventsource.Poller, error){
+		"kinesis": func() (*eventsource.Poller, error) {
+			return eventsource.NewKinesis(awsCfg, eventsource.Settings{FunctionName: "f", SourceARN: "arn:aws:kinesis:us-east-1:123456789012:stream/nope", Enabled: true}, &c, nil)
+		},
+		"sqs": func() (*eventsource.Poller, error) {
+			return eventsource.NewSQS(awsCfg, eventsource.Settings{FunctionName: "f", SourceARN: "arn:aws:sqs:us-east-1:123456789012:nope", Enabled: true}, &c, nil)
+		},
+	} {
+		p, err := mk()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = p.Run(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "nope") {
+			t.Errorf("%s: Run on a missing source = %v, want an error naming it", name, err)
+		}
+	}
+}

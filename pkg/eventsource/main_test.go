@@ -78,12 +78,12 @@ func needStandin(t testing.TB) {
 
 // invocation is the line faultyfn logs for every event it is given.
 type invocation struct {
-	Source          string            `json:"source"`
-	Size            int               `json:"size"`
-	First           string            `json:"first"`
-	Last            string            `json:"last"`
-	IDs             []string          `json:"ids"`
-	Poison          []string          `json:"poison"`
+	Source          string   `json:"source"`
+	Size            int      `json:"size"`
+	First           string   `json:"first"`
+	Last            string   `json:"last"`
+	IDs             []string `json:"ids"`
+	Poison          []string `json:"poison"`
 	Window          *struct{ Start, End string }
 	State           map[string]string `json:"state"`
 	Final           bool              `json:"final"`

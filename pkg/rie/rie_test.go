@@ -306,4 +306,3 @@ func BenchmarkInvokeWarm(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	}
 }
-

@@ -277,3 +277,50 @@ func TestKinesisParallelizationFactorKeepsOrderPerKey(t *testing.T) {
 		t.Errorf("delivered %d records, want 20", got)
 	}
 }
+
+func TestKinesisStartingPositionAtTimestamp(t *testing.T) {
+	needStandin(t)
+	t.Parallel()
+	stream := uniqueName(t, "")
+	arn := createStream(t, stream, 1)
+	fn, log := startFunction(t, "", nil)
+	old := putRecords(t, stream, "k", `{"n":0}`)
+	time.Sleep(100 * time.Millisecond)
+	at := time.Now()
+	time.Sleep(100 * time.Millisecond)
+	fresh := putRecords(t, stream, "k", `{"n":1}`)
+	p, err := eventsource.NewKinesis(awsCfg, eventsource.Settings{FunctionName: "faulty", SourceARN: arn,
+		StartingPosition: eventsource.AtTimestamp, StartingPositionTimestamp: at, Enabled: true}, fn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, p)
+	waitIdle(t, p, 20*time.Second)
+	got := log.deliveries()
+	if got[old[0]] != 0 || got[fresh[0]] != 1 {
+		t.Errorf("AT_TIMESTAMP: record before the timestamp delivered %d times (want 0), after %d times (want 1)", got[old[0]], got[fresh[0]])
+	}
+}
+
+func TestKinesisBatchingWindowGathersRecords(t *testing.T) {
+	needStandin(t)
+	t.Parallel()
+	stream := uniqueName(t, "")
+	arn := createStream(t, stream, 1)
+	fn, log := startFunction(t, "", nil)
+	p, err := eventsource.NewKinesis(awsCfg, eventsource.Settings{FunctionName: "faulty", SourceARN: arn, BatchSize: 10,
+		MaximumBatchingWindow: 800 * time.Millisecond, Enabled: true}, fn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, p)
+	waitIdle(t, p, 20*time.Second)
+	seqs := putRecords(t, stream, "k", `{"n":0}`)
+	time.Sleep(200 * time.Millisecond)
+	seqs = append(seqs, putRecords(t, stream, "k", `{"n":1}`)...)
+	waitIdle(t, p, 20*time.Second)
+	invs := log.invocations()
+	if len(invs) != 1 || !slices.Equal(invs[0].IDs, seqs) {
+		t.Errorf("invocations = %+v, want one batch with both records gathered in the batching window", invs)
+	}
+}

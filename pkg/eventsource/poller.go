@@ -99,7 +99,9 @@ func (p *Poller) Idle() bool {
 // WaitIdle waits until every record present in the source when it was
 // called has been processed: delivered successfully, given up on (on-failure
 // destination, DLQ) or filtered out. A record that keeps failing with
-// infinite retries keeps the mapping busy, so bound ctx.
+// infinite retries keeps the mapping busy, and an open tumbling window
+// keeps it busy until the window's final invocation, so bound ctx. SQS
+// messages waiting out a visibility timeout count as present.
 func (p *Poller) WaitIdle(ctx context.Context) error {
 	since := time.Now()
 	select {

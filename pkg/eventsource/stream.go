@@ -523,7 +523,7 @@ func (l *lane) process(ctx context.Context, recs []*record) {
 		}
 		transportFailures = 0
 		out := l.evaluate(res, a)
-		if l.win != nil && out.state != nil {
+		if l.win != nil && out.state != nil && !out.whole {
 			l.win.state = out.state
 		}
 		switch {

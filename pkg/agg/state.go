@@ -1,0 +1,363 @@
+package agg
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/DataDog/sketches-go/ddsketch/mapping"
+	"github.com/DataDog/sketches-go/ddsketch/store"
+	"github.com/axiomhq/hyperloglog"
+)
+
+// quantileMapping is the DDSketch index mapping of every State. It is
+// immutable and shared, and is not written into encodings.
+var quantileMapping = func() mapping.IndexMapping {
+	m, err := mapping.NewLogarithmicMapping(RelativeAccuracy)
+	if err != nil {
+		panic(err) // a constant accuracy in (0, 1)
+	}
+	return m
+}()
+
+// State is one window's aggregates for one key. Make it with Spec.New or
+// Spec.Decode; a State is not safe for concurrent use.
+type State struct {
+	spec     *Spec
+	count    uint64
+	sum      float64
+	min, max float64
+	distinct *hyperloglog.Sketch // nil until the first distinct value
+	quant    *ddsketch.DDSketch  // nil until the first value
+}
+
+// New returns an empty State for s. s must be valid (NewSpec, Validate).
+func (s *Spec) New() *State { return &State{spec: s} }
+
+// Spec is the Spec the state was made for.
+func (st *State) Spec() *Spec { return st.spec }
+
+// Count is the number of values added (over all merges).
+func (st *State) Count() uint64 { return st.count }
+
+// Reset empties st for reuse.
+func (st *State) Reset() { *st = State{spec: st.spec} }
+
+// Add adds one record: its value (ignored unless an aggregate needs it) and
+// its distinct value (ignored unless distinct is on; not retained). value
+// must be finite. For count, sum, min, max and mean Add does not allocate.
+func (st *State) Add(value float64, distinct []byte) {
+	a := st.spec.Aggregates
+	if a.keepsExtremes() {
+		if st.count == 0 || value < st.min {
+			st.min = value
+		}
+		if st.count == 0 || value > st.max {
+			st.max = value
+		}
+	}
+	st.count++
+	if a.keepsSum() {
+		st.sum += value
+	}
+	if a&Distinct != 0 {
+		if st.distinct == nil {
+			st.distinct = st.newDistinct()
+		}
+		st.distinct.Insert(distinct)
+	}
+	if a&Quantiles != 0 {
+		if st.quant == nil {
+			st.quant = newQuantiles()
+		}
+		// Only NaN and magnitudes beyond ~1e308 fail; they are not finite
+		// JSON numbers and pipeline.Extract refuses them.
+		_ = st.quant.Add(value)
+	}
+}
+
+func (st *State) newDistinct() *hyperloglog.Sketch {
+	sk, err := hyperloglog.NewSketch(st.spec.DistinctPrecision, true)
+	if err != nil {
+		panic(fmt.Sprintf("agg: spec not validated: %v", err))
+	}
+	return sk
+}
+
+func newQuantiles() *ddsketch.DDSketch {
+	return ddsketch.NewDDSketchFromStoreProvider(quantileMapping, store.BufferedPaginatedStoreConstructor)
+}
+
+// ErrSpecMismatch is wrapped by Merge and decoding when two states or a state
+// and an encoding were made for different aggregates.
+var ErrSpecMismatch = errors.New("agg: states have different aggregates")
+
+// Merge adds everything in o to st, as if o's values had been added to st.
+// Merge is associative and commutative (the sum up to floating-point
+// rounding; exactly for integers below 2^53). o is not changed.
+func (st *State) Merge(o *State) error {
+	if st.spec.Aggregates != o.spec.Aggregates {
+		return fmt.Errorf("%w: %s and %s", ErrSpecMismatch, st.spec.Aggregates, o.spec.Aggregates)
+	}
+	if o.count == 0 {
+		return nil
+	}
+	if st.count == 0 || o.min < st.min {
+		st.min = o.min
+	}
+	if st.count == 0 || o.max > st.max {
+		st.max = o.max
+	}
+	st.count += o.count
+	st.sum += o.sum
+	if o.distinct != nil {
+		if st.distinct == nil {
+			st.distinct = o.distinct.Clone()
+		} else if err := st.distinct.Merge(o.distinct); err != nil {
+			return fmt.Errorf("agg: distinct: %w", err)
+		}
+	}
+	if o.quant != nil {
+		if st.quant == nil {
+			st.quant = newQuantiles()
+		}
+		if err := st.quant.MergeWith(o.quant); err != nil {
+			return fmt.Errorf("agg: quantiles: %w", err)
+		}
+	}
+	return nil
+}
+
+// Clone returns an independent copy of st.
+func (st *State) Clone() *State {
+	c := *st
+	if st.distinct != nil {
+		c.distinct = st.distinct.Clone()
+	}
+	if st.quant != nil {
+		c.quant = st.quant.Copy()
+	}
+	return &c
+}
+
+// encodingVersion is the first byte of every encoding.
+const encodingVersion = 1
+
+// AppendBinary appends st's encoding to dst:
+//
+//	byte      version (1)
+//	uvarint   aggregates (bit set)
+//	uvarint   count
+//	8 bytes   sum, little-endian IEEE 754           (sum or mean)
+//	8+8 bytes min, max                              (min, max or quantiles; only when count > 0)
+//	uvarint n, n bytes  HyperLogLog sketch          (distinct; n = 0 when empty)
+//	uvarint n, n bytes  DDSketch, mapping omitted   (quantiles; n = 0 when empty)
+func (st *State) AppendBinary(dst []byte) ([]byte, error) {
+	a := st.spec.Aggregates
+	dst = append(dst, encodingVersion)
+	dst = binary.AppendUvarint(dst, uint64(a))
+	dst = binary.AppendUvarint(dst, st.count)
+	if a.keepsSum() {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(st.sum))
+	}
+	if a.keepsExtremes() && st.count > 0 {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(st.min))
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(st.max))
+	}
+	if a&Distinct != 0 {
+		if st.distinct == nil {
+			dst = append(dst, 0)
+		} else {
+			// Estimate folds the sketch's unsorted insert buffer into its
+			// compressed list, which is smaller on the wire.
+			st.distinct.Estimate()
+			var err error
+			if dst, err = appendFramed(dst, st.distinct.AppendBinary); err != nil {
+				return nil, fmt.Errorf("agg: distinct: %w", err)
+			}
+		}
+	}
+	if a&Quantiles != 0 {
+		if st.quant == nil {
+			dst = append(dst, 0)
+		} else {
+			dst, _ = appendFramed(dst, func(b []byte) ([]byte, error) {
+				st.quant.Encode(&b, true)
+				return b, nil
+			})
+		}
+	}
+	return dst, nil
+}
+
+// appendFramed appends a uvarint length and what enc appends.
+func appendFramed(dst []byte, enc func([]byte) ([]byte, error)) ([]byte, error) {
+	body, err := enc(nil)
+	if err != nil {
+		return nil, err
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(body)))
+	return append(dst, body...), nil
+}
+
+// MarshalBinary is AppendBinary(nil).
+func (st *State) MarshalBinary() ([]byte, error) { return st.AppendBinary(nil) }
+
+// UnmarshalBinary replaces st's contents with an encoding made for the same
+// aggregates as st's Spec.
+func (st *State) UnmarshalBinary(b []byte) error {
+	v, err := st.spec.Decode(b)
+	if err != nil {
+		return err
+	}
+	*st = *v
+	return nil
+}
+
+// MarshalText is the encoding in standard base64, for string-valued state
+// such as Lambda's tumbling-window state.
+func (st *State) MarshalText() ([]byte, error) {
+	b, err := st.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return base64.StdEncoding.AppendEncode(nil, b), nil
+}
+
+// UnmarshalText decodes MarshalText's form.
+func (st *State) UnmarshalText(text []byte) error {
+	b, err := base64.StdEncoding.AppendDecode(nil, text)
+	if err != nil {
+		return fmt.Errorf("agg: state is not base64: %w", err)
+	}
+	return st.UnmarshalBinary(b)
+}
+
+// String is MarshalText as a string.
+func (st *State) String() string {
+	b, err := st.MarshalText()
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return string(b)
+}
+
+// DecodeString decodes MarshalText's form into a new State for s.
+func (s *Spec) DecodeString(text string) (*State, error) {
+	st := s.New()
+	if err := st.UnmarshalText([]byte(text)); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// ErrCorrupt is wrapped by decoding errors for encodings that are not
+// well-formed.
+var ErrCorrupt = errors.New("agg: corrupt state encoding")
+
+// Decode decodes an encoding (AppendBinary) into a new State for s. The
+// encoding must have been made for s's aggregates (ErrSpecMismatch).
+func (s *Spec) Decode(b []byte) (*State, error) {
+	r := reader{b: b}
+	if v := r.byte(); v != encodingVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, encodingVersion)
+	}
+	a := Aggregate(r.uvarint())
+	if r.err != nil {
+		return nil, r.err
+	}
+	if a != s.Aggregates {
+		return nil, fmt.Errorf("%w: the state holds %s, the spec wants %s", ErrSpecMismatch, a, s.Aggregates)
+	}
+	st := &State{spec: s, count: r.uvarint()}
+	if a.keepsSum() {
+		st.sum = r.float()
+	}
+	if a.keepsExtremes() && st.count > 0 {
+		st.min, st.max = r.float(), r.float()
+	}
+	if a&Distinct != 0 {
+		if body := r.framed(); len(body) > 0 {
+			st.distinct = new(hyperloglog.Sketch)
+			if err := st.distinct.UnmarshalBinary(body); err != nil {
+				return nil, fmt.Errorf("%w: distinct: %v", ErrCorrupt, err)
+			}
+		}
+	}
+	if a&Quantiles != 0 {
+		if body := r.framed(); len(body) > 0 {
+			q, err := ddsketch.DecodeDDSketch(body, store.BufferedPaginatedStoreConstructor, quantileMapping)
+			if err != nil {
+				return nil, fmt.Errorf("%w: quantiles: %v", ErrCorrupt, err)
+			}
+			st.quant = q
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if len(r.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(r.b))
+	}
+	return st, nil
+}
+
+// reader reads an encoding; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: truncated %s", ErrCorrupt, what)
+	}
+	r.b = nil
+}
+
+func (r *reader) byte() byte {
+	if len(r.b) < 1 {
+		r.fail("header")
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) float() float64 {
+	if len(r.b) < 8 {
+		r.fail("number")
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return v
+}
+
+func (r *reader) framed() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if uint64(len(r.b)) < n {
+		r.fail("sketch")
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}

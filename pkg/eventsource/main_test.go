@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -340,11 +341,13 @@ func seqLess(a, b string) bool {
 	return x.Cmp(y) < 0
 }
 
-// uniqueName makes resource names unique per test.
+var nameSeq atomic.Int64
+
+// uniqueName makes resource names unique per test (and per run, with -count).
 func uniqueName(t *testing.T, suffix string) string {
 	n := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())
-	if len(n) > 60 {
-		n = n[len(n)-60:]
+	if len(n) > 50 {
+		n = n[len(n)-50:]
 	}
-	return strings.Trim(n, "-") + suffix
+	return fmt.Sprintf("%s-%d%s", strings.Trim(n, "-"), nameSeq.Add(1), suffix)
 }

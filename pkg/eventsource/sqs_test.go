@@ -80,8 +80,10 @@ func TestSQSFunctionErrorDeletesNothing(t *testing.T) {
 	fn, log := startFunction(t, "error", nil)
 	ids := send(t, url, `{"n":0}`, `{"n":1,"poison":true}`)
 	// Without ReportBatchItemFailures a failed invocation fails every message.
+	// One poller, so both messages always travel in one batch (two pollers may
+	// split them, and the good one alone would succeed).
 	p, err := eventsource.NewSQS(awsCfg, eventsource.Settings{FunctionName: "faulty", SourceARN: arn, BatchSize: 10,
-		MaximumBatchingWindow: 300 * time.Millisecond, Enabled: true}, fn, nil)
+		MaximumBatchingWindow: 300 * time.Millisecond, MaximumConcurrency: 1, Enabled: true}, fn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

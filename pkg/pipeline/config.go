@@ -1,0 +1,644 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/window"
+)
+
+// EnvVar is the environment variable Load reads the config from.
+const EnvVar = "PIPELINE_CONFIG"
+
+// Defaults for fields a config leaves out.
+const (
+	DefaultIdleTimeout = time.Minute
+	// MaxParallelizationFactor is Lambda's limit for Kinesis and DynamoDB
+	// Streams event source mappings.
+	MaxParallelizationFactor = 10
+)
+
+// WindowKind is one of the four kinds of windows.
+type WindowKind uint8
+
+// The window kinds.
+const (
+	Tumbling WindowKind = iota + 1
+	Hopping
+	Sliding
+	Session
+)
+
+var kindNames = [...]string{Tumbling: "tumbling", Hopping: "hopping", Sliding: "sliding", Session: "session"}
+
+// String is the kind's name in a config.
+func (k WindowKind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "WindowKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// WindowSpec is one declared window. Only the durations of its kind are set:
+// Size and Offset (tumbling), Size, Advance and Offset (hopping), Difference
+// (sliding), Gap (session).
+type WindowSpec struct {
+	Kind       WindowKind
+	Size       time.Duration
+	Advance    time.Duration
+	Difference time.Duration
+	Gap        time.Duration
+	Offset     time.Duration
+}
+
+// Tumbling is the assigner of a tumbling spec.
+func (w WindowSpec) Tumbling() window.Tumbling {
+	return window.Tumbling{Size: w.Size, Offset: w.Offset}
+}
+
+// Hopping is the assigner of a hopping spec.
+func (w WindowSpec) Hopping() window.Hopping {
+	return window.Hopping{Size: w.Size, Advance: w.Advance, Offset: w.Offset}
+}
+
+// Sliding is the assigner of a sliding spec.
+func (w WindowSpec) Sliding() window.Sliding { return window.Sliding{Difference: w.Difference} }
+
+// Session is the assigner of a session spec.
+func (w WindowSpec) Session() window.Session { return window.Session{Gap: w.Gap} }
+
+// ID names the spec, for keeping the windows of several specs apart (a sort
+// key prefix, a metric dimension): "tumbling:1m0s", "hopping:5m0s:1m0s",
+// "sliding:10s", "session:30m0s"; a non-zero offset is appended as "+1h0m0s".
+func (w WindowSpec) ID() string {
+	var s string
+	switch w.Kind {
+	case Tumbling:
+		s = "tumbling:" + w.Size.String()
+	case Hopping:
+		s = "hopping:" + w.Size.String() + ":" + w.Advance.String()
+	case Sliding:
+		return "sliding:" + w.Difference.String()
+	case Session:
+		return "session:" + w.Gap.String()
+	default:
+		return w.Kind.String()
+	}
+	if w.Offset != 0 {
+		s += "+" + w.Offset.String()
+	}
+	return s
+}
+
+// Outputs says where window results go.
+type Outputs struct {
+	Table  bool // the results table in DynamoDB, queryable
+	Stream bool // the output stream
+}
+
+// Config is a parsed, validated pipeline.
+type Config struct {
+	Name string
+	// EventTypes the pipeline reads; empty means all.
+	EventTypes []string
+	// Key is the grouping key; Value the number aggregated (unset when no
+	// aggregate needs one); Distinct what distinct counts (unset unless the
+	// distinct aggregate is on).
+	Key, Value, Distinct Path
+	Windows              []WindowSpec
+	Aggregates           *agg.Spec
+	// OutOfOrderness is the watermark's allowance; IdleTimeout how long a
+	// shard may see no progress before processing time advances it.
+	OutOfOrderness time.Duration
+	IdleTimeout    time.Duration
+	Late           window.LateRule
+	Outputs        Outputs
+	// PartitionKeyIsGroupingKey says producers put the grouping key in the
+	// envelope's key (the Kinesis partition key), so one group's records
+	// share a shard and arrive in order.
+	PartitionKeyIsGroupingKey bool
+	ParallelizationFactor     int
+}
+
+// Matches reports whether the pipeline reads events of type t.
+func (c *Config) Matches(t string) bool {
+	return len(c.EventTypes) == 0 || slices.Contains(c.EventTypes, t)
+}
+
+// NewWatermark returns a fresh shard watermark with the pipeline's
+// out-of-orderness.
+func (c *Config) NewWatermark() *window.Watermark { return window.NewWatermark(c.OutOfOrderness) }
+
+// Extract reads a record's grouping key, value (0 when the pipeline needs
+// none) and distinct value (nil when it needs none; it may share memory
+// with env and must not be modified). An error is a
+// *stream.PoisonRecordError naming the record's id and the field, for
+// example "record evt-42: field data.amount: must be a number, not a string".
+func (c *Config) Extract(env *stream.Envelope) (key string, value float64, distinct []byte, err error) {
+	if key, err = c.Key.str(env); err != nil {
+		return "", 0, nil, err
+	}
+	if !c.Value.IsZero() {
+		if value, err = c.Value.number(env); err != nil {
+			return "", 0, nil, err
+		}
+	}
+	if !c.Distinct.IsZero() {
+		if distinct, err = c.Distinct.bytes(env); err != nil {
+			return "", 0, nil, err
+		}
+	}
+	return key, value, distinct, nil
+}
+
+// ConfigError is a config Parse refuses: Field is the path of the offending
+// field ("windows[1].advance"; "" for the whole document).
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+func cfgErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Load reads and parses the config in the PIPELINE_CONFIG environment
+// variable. Errors start with the variable's name.
+func Load() (*Config, error) { return FromEnv(os.LookupEnv) }
+
+// FromEnv is Load with a given environment lookup (os.LookupEnv).
+func FromEnv(lookup func(string) (string, bool)) (*Config, error) {
+	v, ok := lookup(EnvVar)
+	if !ok || v == "" {
+		return nil, fmt.Errorf("%s: not set: want the pipeline's JSON config", EnvVar)
+	}
+	c, err := Parse([]byte(v))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvVar, err)
+	}
+	return c, nil
+}
+
+var (
+	topFields      = []string{"name", "eventTypes", "key", "value", "distinct", "windows", "aggregates", "quantiles", "distinctPrecision", "outOfOrderness", "idleTimeout", "latePolicy", "allowedLateness", "outputs", "partitionKeyIsGroupingKey", "parallelizationFactor"}
+	windowFields   = []string{"kind", "size", "advance", "difference", "gap", "offset"}
+	outputFields   = []string{"table", "stream"}
+	durationFields = []string{"outOfOrderness", "idleTimeout", "allowedLateness", "size", "advance", "difference", "gap", "offset"}
+	namePattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+)
+
+// Parse parses and validates a JSON pipeline config. Fields:
+//
+//	name                       required; letters, digits, - and _, at most 64
+//	eventTypes                 event types read; empty or absent: all
+//	key                        grouping key path: "key" (default), "type" or "data.<field>..."
+//	value                      "data.<field>...", a number; required by sum, min, max, mean, quantiles
+//	distinct                   path of what distinct counts; required by distinct
+//	windows                    [{kind, size, advance, difference, gap, offset}], at least one:
+//	                             tumbling {size, offset?}, hopping {size, advance, offset?},
+//	                             sliding {difference}, session {gap}; Go durations ("90s", "5m")
+//	aggregates                 count, sum, min, max, mean, distinct, quantiles; default [count]
+//	quantiles                  e.g. [0.5, 0.99]; default [0.5, 0.9, 0.99] with the quantiles aggregate
+//	distinctPrecision          HyperLogLog precision 4–18; default 12
+//	outOfOrderness             watermark allowance; default 0
+//	idleTimeout                default 1m
+//	latePolicy                 "drop" (default) or "correct"
+//	allowedLateness            required with "correct", refused with "drop"
+//	outputs                    {table, stream}; default {table: true}; at least one true
+//	partitionKeyIsGroupingKey  producers set key to the grouping key; default false
+//	parallelizationFactor      1 (default) to 10
+//
+// Unknown fields are refused. Errors are *ConfigError.
+func Parse(doc []byte) (*Config, error) {
+	top, err := object("", doc, topFields)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{}
+	var raw struct {
+		name, key, value, distinct, ooo, idle, late, lateness string
+		eventTypes, aggregates                                []string
+		quantiles                                             []float64
+		precision                                             *int
+		outputs                                               map[string]json.RawMessage
+		pkIsGroupingKey                                       bool
+		pf                                                    *int
+	}
+	for _, f := range []struct {
+		name string
+		dst  any
+	}{
+		{"name", &raw.name}, {"key", &raw.key}, {"value", &raw.value},
+		{"distinct", &raw.distinct}, {"distinctPrecision", &raw.precision}, {"outOfOrderness", &raw.ooo}, {"idleTimeout", &raw.idle},
+		{"latePolicy", &raw.late}, {"allowedLateness", &raw.lateness},
+		{"partitionKeyIsGroupingKey", &raw.pkIsGroupingKey}, {"parallelizationFactor", &raw.pf},
+	} {
+		if err := field(top, f.name, f.name, f.dst); err != nil {
+			return nil, err
+		}
+	}
+
+	if raw.eventTypes, err = list[string](top, "eventTypes"); err != nil {
+		return nil, err
+	}
+	if raw.aggregates, err = list[string](top, "aggregates"); err != nil {
+		return nil, err
+	}
+	if raw.quantiles, err = list[float64](top, "quantiles"); err != nil {
+		return nil, err
+	}
+
+	switch {
+	case raw.name == "":
+		return nil, cfgErr("name", "required")
+	case !namePattern.MatchString(raw.name):
+		return nil, cfgErr("name", "%q must be 1 to 64 letters, digits, '-' or '_'", raw.name)
+	}
+	c.Name = raw.name
+
+	for i, t := range raw.eventTypes {
+		if t == "" {
+			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "is empty")
+		}
+		if slices.Contains(raw.eventTypes[:i], t) {
+			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "%q is listed twice", t)
+		}
+	}
+	c.EventTypes = raw.eventTypes
+
+	spec, err := agg.NewSpec(raw.aggregates, raw.quantiles)
+	if raw.precision != nil && err == nil {
+		if *raw.precision < 4 || *raw.precision > 18 {
+			return nil, cfgErr("distinctPrecision", "%d is not between 4 and 18", *raw.precision)
+		}
+		if !spec.Aggregates.Has(agg.Distinct) {
+			return nil, cfgErr("distinctPrecision", "set but the distinct aggregate is off")
+		}
+		spec.DistinctPrecision = uint8(*raw.precision)
+	}
+	if err != nil {
+		// agg names the field: "aggregates[2]: ..." or "quantiles[0]: ...".
+		f, reason, _ := strings.Cut(err.Error(), ": ")
+		return nil, &ConfigError{Field: f, Reason: reason}
+	}
+	c.Aggregates = spec
+
+	if raw.key == "" {
+		raw.key = "key"
+	}
+	if c.Key, err = ParsePath(raw.key); err != nil {
+		return nil, cfgErr("key", "%v", err)
+	}
+	if c.Key.src == fromID {
+		return nil, cfgErr("key", "grouping by id puts every event in a group of its own; group by key, type or a data field")
+	}
+	if c.Value, err = optionalPath("value", raw.value, raw.aggregates, spec.Aggregates.NeedsValue(), isValueAggregate); err != nil {
+		return nil, err
+	}
+	if !c.Value.IsZero() && c.Value.src != fromData {
+		return nil, cfgErr("value", "%q is not in data: want \"data.<field>\", a number", raw.value)
+	}
+	if c.Distinct, err = optionalPath("distinct", raw.distinct, raw.aggregates, spec.Aggregates.Has(agg.Distinct), func(n string) bool { return n == "distinct" }); err != nil {
+		return nil, err
+	}
+
+	if c.Windows, err = parseWindows(top); err != nil {
+		return nil, err
+	}
+
+	if c.OutOfOrderness, err = duration("outOfOrderness", raw.ooo, 0, true); err != nil {
+		return nil, err
+	}
+	if c.IdleTimeout, err = duration("idleTimeout", raw.idle, DefaultIdleTimeout, false); err != nil {
+		return nil, err
+	}
+
+	if raw.late == "" {
+		raw.late = "drop"
+	}
+	if c.Late.Policy, err = window.ParseLatePolicy(raw.late); err != nil {
+		return nil, cfgErr("latePolicy", "%v", err)
+	}
+	switch {
+	case c.Late.Policy == window.Drop && raw.lateness != "":
+		return nil, cfgErr("allowedLateness", "only applies to latePolicy \"correct\"; late records are dropped under \"drop\"")
+	case c.Late.Policy == window.Correct && raw.lateness == "":
+		return nil, cfgErr("allowedLateness", "required when latePolicy is \"correct\": how long after a window is final a correction is still accepted")
+	case c.Late.Policy == window.Correct:
+		if c.Late.AllowedLateness, err = duration("allowedLateness", raw.lateness, 0, false); err != nil {
+			return nil, err
+		}
+	}
+
+	if c.Outputs, err = parseOutputs(top); err != nil {
+		return nil, err
+	}
+
+	c.PartitionKeyIsGroupingKey = raw.pkIsGroupingKey
+	c.ParallelizationFactor = 1
+	if raw.pf != nil {
+		c.ParallelizationFactor = *raw.pf
+	}
+	if c.ParallelizationFactor < 1 || c.ParallelizationFactor > MaxParallelizationFactor {
+		return nil, cfgErr("parallelizationFactor", "%d is not between 1 and %d", c.ParallelizationFactor, MaxParallelizationFactor)
+	}
+	if c.ParallelizationFactor > 1 && !c.Key.IsPartitionKey() && !c.PartitionKeyIsGroupingKey {
+		return nil, cfgErr("key", "grouping by %s with parallelizationFactor %d needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1", c.Key, c.ParallelizationFactor)
+	}
+	return c, nil
+}
+
+func isValueAggregate(n string) bool {
+	a, err := agg.ParseAggregate(n)
+	return err == nil && a.NeedsValue()
+}
+
+// optionalPath parses a path that is required when an aggregate needs it and
+// refused otherwise.
+func optionalPath(name, s string, aggregates []string, needed bool, needs func(string) bool) (Path, error) {
+	if !needed {
+		if s != "" {
+			return Path{}, cfgErr(name, "set but no aggregate uses it")
+		}
+		return Path{}, nil
+	}
+	if s == "" {
+		i := slices.IndexFunc(aggregates, needs)
+		return Path{}, cfgErr(name, "required when aggregates include %q", aggregates[i])
+	}
+	p, err := ParsePath(s)
+	if err != nil {
+		return Path{}, cfgErr(name, "%v", err)
+	}
+	return p, nil
+}
+
+func parseWindows(top map[string]json.RawMessage) ([]WindowSpec, error) {
+	var raws []json.RawMessage
+	if err := field(top, "windows", "windows", &raws); err != nil {
+		return nil, err
+	}
+	if len(raws) == 0 {
+		return nil, cfgErr("windows", "at least one window is required, for example [{\"kind\": \"tumbling\", \"size\": \"1m\"}]")
+	}
+	specs := make([]WindowSpec, 0, len(raws))
+	for i, r := range raws {
+		path := fmt.Sprintf("windows[%d]", i)
+		w, err := parseWindow(path, r)
+		if err != nil {
+			return nil, err
+		}
+		if j := slices.Index(specs, w); j >= 0 {
+			return nil, cfgErr(path, "is the same window as windows[%d]", j)
+		}
+		specs = append(specs, w)
+	}
+	return specs, nil
+}
+
+func parseWindow(path string, doc []byte) (WindowSpec, error) {
+	m, err := object(path, doc, windowFields)
+	if err != nil {
+		return WindowSpec{}, err
+	}
+	var kind string
+	raw := map[string]string{}
+	for _, name := range windowFields {
+		var s string
+		if err := field(m, name, path+"."+name, &s); err != nil {
+			return WindowSpec{}, err
+		}
+		raw[name] = s
+	}
+	kind = raw["kind"]
+	var w WindowSpec
+	var uses []string
+	switch kind {
+	case "tumbling":
+		w.Kind, uses = Tumbling, []string{"size", "offset"}
+	case "hopping":
+		w.Kind, uses = Hopping, []string{"size", "advance", "offset"}
+	case "sliding":
+		w.Kind, uses = Sliding, []string{"difference"}
+	case "session":
+		w.Kind, uses = Session, []string{"gap"}
+	case "":
+		return w, cfgErr(path+".kind", "required: tumbling, hopping, sliding or session")
+	default:
+		return w, cfgErr(path+".kind", "%q is not a window kind: want tumbling, hopping, sliding or session", kind)
+	}
+	for _, name := range windowFields[1:] {
+		if raw[name] != "" && !slices.Contains(uses, name) {
+			return w, cfgErr(path+"."+name, "a %s window has no %s (it takes %s)", kind, name, joinOr(uses))
+		}
+	}
+	dst := map[string]*time.Duration{"size": &w.Size, "advance": &w.Advance, "difference": &w.Difference, "gap": &w.Gap}
+	for _, name := range uses {
+		if name == "offset" {
+			continue
+		}
+		if raw[name] == "" {
+			return w, cfgErr(path+"."+name, "required for a %s window", kind)
+		}
+		if *dst[name], err = duration(path+"."+name, raw[name], 0, false); err != nil {
+			return w, err
+		}
+	}
+	if raw["offset"] != "" {
+		d, err := time.ParseDuration(raw["offset"])
+		if err != nil {
+			return w, cfgErr(path+".offset", "%q is not a duration such as \"90s\", \"5m\" or \"-5h\"", raw["offset"])
+		}
+		if d%window.Resolution != 0 {
+			return w, cfgErr(path+".offset", "%s is not a whole number of milliseconds", raw["offset"])
+		}
+		w.Offset = d
+	}
+	if w.Kind == Hopping {
+		switch {
+		case w.Advance > w.Size:
+			return w, cfgErr(path+".advance", "%s is longer than size %s: records between windows would be in none", raw["advance"], raw["size"])
+		case w.Size%w.Advance != 0:
+			return w, cfgErr(path+".advance", "%s does not divide size %s", raw["advance"], raw["size"])
+		}
+	}
+	// The window package's own checks, in case they are stricter.
+	var verr error
+	switch w.Kind {
+	case Tumbling:
+		verr = w.Tumbling().Validate()
+	case Hopping:
+		verr = w.Hopping().Validate()
+	case Sliding:
+		verr = w.Sliding().Validate()
+	case Session:
+		verr = w.Session().Validate()
+	}
+	if verr != nil {
+		return w, cfgErr(path, "%v", verr)
+	}
+	return w, nil
+}
+
+func parseOutputs(top map[string]json.RawMessage) (Outputs, error) {
+	if _, ok := top["outputs"]; !ok {
+		return Outputs{Table: true}, nil
+	}
+	var doc json.RawMessage
+	if err := field(top, "outputs", "outputs", &doc); err != nil {
+		return Outputs{}, err
+	}
+	m, err := object("outputs", doc, outputFields)
+	if err != nil {
+		return Outputs{}, err
+	}
+	var o Outputs
+	if err := field(m, "table", "outputs.table", &o.Table); err != nil {
+		return o, err
+	}
+	if err := field(m, "stream", "outputs.stream", &o.Stream); err != nil {
+		return o, err
+	}
+	if !o.Table && !o.Stream {
+		return o, cfgErr("outputs", "at least one of table and stream must be true")
+	}
+	return o, nil
+}
+
+// duration parses a Go duration that must be positive (or, with zeroOK,
+// not negative) and a whole number of milliseconds; "" gives def.
+func duration(path, s string, def time.Duration, zeroOK bool) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, cfgErr(path, "%q is not a duration such as \"90s\", \"5m\" or \"1h30m\"", s)
+	}
+	switch {
+	case d < 0 || (d == 0 && !zeroOK):
+		return 0, cfgErr(path, "%s must be positive", s)
+	case d%window.Resolution != 0:
+		return 0, cfgErr(path, "%s is not a whole number of milliseconds", s)
+	}
+	return d, nil
+}
+
+// object decodes a JSON object and refuses fields not in known.
+func object(path string, doc []byte, known []string) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, cfgErr(path, "not valid JSON at byte %d: %v", se.Offset, se)
+		}
+		return nil, cfgErr(path, "must be a JSON object, not %s", kind(bytes.TrimSpace(doc)))
+	}
+	var unknown []string
+	for k := range m {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		p := unknown[0]
+		if path != "" {
+			p = path + "." + p
+		}
+		return nil, cfgErr(p, "unknown field (known: %s)", joinAnd(known))
+	}
+	return m, nil
+}
+
+// list decodes the array m[name] element by element, so an error names the
+// element ("eventTypes[2]").
+func list[T any](m map[string]json.RawMessage, name string) ([]T, error) {
+	var raws []json.RawMessage
+	if err := field(m, name, name, &raws); err != nil {
+		return nil, err
+	}
+	out := make([]T, len(raws))
+	for i, r := range raws {
+		if err := field(map[string]json.RawMessage{"": r}, "", fmt.Sprintf("%s[%d]", name, i), &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// field decodes m[name] into dst if present and not null.
+func field(m map[string]json.RawMessage, name, path string, dst any) error {
+	v, ok := m[name]
+	if !ok || string(v) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			want := goKind(te.Type.String())
+			if slices.Contains(durationFields, name) {
+				want = "a duration string such as \"90s\" or \"5m\""
+			}
+			return cfgErr(path, "must be %s, not %s", want, kind(bytes.TrimSpace(v)))
+		}
+		return cfgErr(path, "%v", err)
+	}
+	return nil
+}
+
+func goKind(t string) string {
+	switch t {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "int", "*int", "uint8":
+		return "a whole number"
+	case "float64":
+		return "a number"
+	case "[]json.RawMessage":
+		return "an array"
+	case "map[string]json.RawMessage":
+		return "an object"
+	}
+	return t
+}
+
+func joinOr(xs []string) string {
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	return fmt.Sprintf("%s or %s", joinComma(xs[:len(xs)-1]), xs[len(xs)-1])
+}
+
+func joinAnd(xs []string) string { return joinComma(xs) }
+
+func joinComma(xs []string) string {
+	b := []byte{}
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, x...)
+	}
+	return string(b)
+}

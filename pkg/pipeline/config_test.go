@@ -1,0 +1,279 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/window"
+)
+
+// base is a valid config; each error case changes one thing.
+func base() map[string]any {
+	return map[string]any{
+		"name":       "orders-per-region",
+		"eventTypes": []any{"order_placed"},
+		"key":        "data.region",
+		"value":      "data.total",
+		"distinct":   "data.customer",
+		"windows": []any{
+			map[string]any{"kind": "tumbling", "size": "1m"},
+			map[string]any{"kind": "hopping", "size": "5m", "advance": "1m"},
+		},
+		"aggregates":            []any{"count", "sum", "distinct", "quantiles"},
+		"outOfOrderness":        "5s",
+		"idleTimeout":           "30s",
+		"latePolicy":            "correct",
+		"allowedLateness":       "10m",
+		"outputs":               map[string]any{"table": true, "stream": true},
+		"parallelizationFactor": 1,
+	}
+}
+
+func with(changes map[string]any) []byte {
+	m := base()
+	for k, v := range changes {
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func windows(ws ...map[string]any) []any {
+	out := make([]any, len(ws))
+	for i, w := range ws {
+		out[i] = w
+	}
+	return out
+}
+
+type w = map[string]any
+
+func TestParseValid(t *testing.T) {
+	c, err := Parse(with(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "orders-per-region" || c.Key.String() != "data.region" || c.Value.String() != "data.total" || c.Distinct.String() != "data.customer" {
+		t.Errorf("names and paths: %+v", c)
+	}
+	wantWindows := []WindowSpec{{Kind: Tumbling, Size: time.Minute}, {Kind: Hopping, Size: 5 * time.Minute, Advance: time.Minute}}
+	if !slices.Equal(c.Windows, wantWindows) {
+		t.Errorf("windows = %+v", c.Windows)
+	}
+	if c.Windows[1].ID() != "hopping:5m0s:1m0s" || c.Windows[1].Hopping().PaneCount() != 5 {
+		t.Errorf("hopping spec: %s, %d panes", c.Windows[1].ID(), c.Windows[1].Hopping().PaneCount())
+	}
+	if c.Aggregates.Aggregates != agg.Count|agg.Sum|agg.Distinct|agg.Quantiles || !slices.Equal(c.Aggregates.Quantiles, agg.DefaultQuantiles) {
+		t.Errorf("aggregates = %+v", c.Aggregates)
+	}
+	if c.OutOfOrderness != 5*time.Second || c.IdleTimeout != 30*time.Second {
+		t.Errorf("durations: %s %s", c.OutOfOrderness, c.IdleTimeout)
+	}
+	if c.Late != (window.LateRule{Policy: window.Correct, AllowedLateness: 10 * time.Minute}) {
+		t.Errorf("late = %+v", c.Late)
+	}
+	if c.Outputs != (Outputs{Table: true, Stream: true}) || c.ParallelizationFactor != 1 {
+		t.Errorf("outputs %+v, pf %d", c.Outputs, c.ParallelizationFactor)
+	}
+	if !c.Matches("order_placed") || c.Matches("page_view") {
+		t.Error("eventTypes filter")
+	}
+	if c.NewWatermark().OutOfOrderness != 5*time.Second {
+		t.Error("watermark out-of-orderness")
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	c, err := Parse([]byte(`{"name": "n", "windows": [{"kind": "session", "gap": "30m"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Key.IsPartitionKey() || !c.Value.IsZero() || !c.Distinct.IsZero() {
+		t.Errorf("paths: key %q value %q distinct %q", c.Key, c.Value, c.Distinct)
+	}
+	if c.Aggregates.Aggregates != agg.Count {
+		t.Errorf("aggregates = %s, want count", c.Aggregates.Aggregates)
+	}
+	if c.IdleTimeout != DefaultIdleTimeout || c.OutOfOrderness != 0 {
+		t.Errorf("idle %s, ooo %s", c.IdleTimeout, c.OutOfOrderness)
+	}
+	if c.Late != (window.LateRule{Policy: window.Drop}) || c.Outputs != (Outputs{Table: true}) || c.ParallelizationFactor != 1 {
+		t.Errorf("late %+v outputs %+v pf %d", c.Late, c.Outputs, c.ParallelizationFactor)
+	}
+	if !c.Matches("anything") {
+		t.Error("no eventTypes means all")
+	}
+	// Grouping by the partition key is fine at any parallelization factor,
+	// and so is any key the producers promise is the partition key.
+	for _, doc := range []string{
+		`{"name": "n", "parallelizationFactor": 10, "windows": [{"kind": "tumbling", "size": "1m"}]}`,
+		`{"name": "n", "key": "data.region", "partitionKeyIsGroupingKey": true, "parallelizationFactor": 4, "windows": [{"kind": "tumbling", "size": "1m"}]}`,
+		`{"name": "n", "key": "data.region", "parallelizationFactor": 1, "windows": [{"kind": "tumbling", "size": "1m"}]}`,
+		`{"name": "n", "windows": [{"kind": "tumbling", "size": "24h", "offset": "-5h"}]}`,
+	} {
+		if _, err := Parse([]byte(doc)); err != nil {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  []byte
+		want string
+	}{
+		// The document.
+		{"not JSON", []byte(`{"name":`), "not valid JSON at byte 8: unexpected end of JSON input"},
+		{"not an object", []byte(`[]`), "must be a JSON object, not an array"},
+		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field (known: name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor)"},
+		// name
+		{"name missing", with(w{"name": nil}), "name: required"},
+		{"name not a string", with(w{"name": 5}), "name: must be a string, not a number"},
+		{"name with spaces", with(w{"name": "orders per region"}), `name: "orders per region" must be 1 to 64 letters, digits, '-' or '_'`},
+		// eventTypes
+		{"eventTypes not an array", with(w{"eventTypes": "order_placed"}), "eventTypes: must be an array, not a string"},
+		{"eventTypes element not a string", with(w{"eventTypes": []any{"a", 1}}), "eventTypes[1]: must be a string, not a number"},
+		{"eventTypes empty element", with(w{"eventTypes": []any{"a", ""}}), "eventTypes[1]: is empty"},
+		{"eventTypes duplicate", with(w{"eventTypes": []any{"a", "a"}}), `eventTypes[1]: "a" is listed twice`},
+		// aggregates and quantiles
+		{"unknown aggregate", with(w{"aggregates": []any{"count", "median"}}), `aggregates[1]: "median" is not an aggregate: want one of count, sum, min, max, mean, distinct, quantiles`},
+		{"aggregate twice", with(w{"aggregates": []any{"sum", "sum"}}), `aggregates[1]: "sum" is listed twice`},
+		{"aggregate not a string", with(w{"aggregates": []any{"sum", true}}), `aggregates[1]: must be a string, not a boolean`},
+		{"quantile out of range", with(w{"quantiles": []any{0.5, 99}}), `quantiles[1]: 99 is not between 0 and 1 (exclusive); use min and max for the ends`},
+		{"quantiles without the aggregate", with(w{"aggregates": []any{"count"}, "value": nil, "distinct": nil, "quantiles": []any{0.5}}), `quantiles: listed but the quantiles aggregate is off`},
+		{"distinctPrecision out of range", with(w{"distinctPrecision": 20}), "distinctPrecision: 20 is not between 4 and 18"},
+		{"distinctPrecision not whole", with(w{"distinctPrecision": 12.5}), "distinctPrecision: must be a whole number, not a number"},
+		{"distinctPrecision without distinct", with(w{"aggregates": []any{"sum"}, "distinct": nil, "distinctPrecision": 12}), "distinctPrecision: set but the distinct aggregate is off"},
+		// key, value, distinct
+		{"key not a path", with(w{"key": "region"}), `key: "region" is not a path: want "key", "type", "id" or "data.<field>"`},
+		{"key with an empty field", with(w{"key": "data..region"}), `key: "data..region" has an empty field name`},
+		{"key is id", with(w{"key": "id"}), "key: grouping by id puts every event in a group of its own; group by key, type or a data field"},
+		{"value required by sum", with(w{"value": nil}), `value: required when aggregates include "sum"`},
+		{"value required by the first that needs it", with(w{"value": nil, "aggregates": []any{"count", "max", "mean"}, "distinct": nil}), `value: required when aggregates include "max"`},
+		{"value not in data", with(w{"value": "key"}), `value: "key" is not in data: want "data.<field>", a number`},
+		{"value unused", with(w{"aggregates": []any{"count", "distinct"}}), "value: set but no aggregate uses it"},
+		{"distinct required", with(w{"distinct": nil}), `distinct: required when aggregates include "distinct"`},
+		{"distinct unused", with(w{"aggregates": []any{"sum"}}), "distinct: set but no aggregate uses it"},
+		{"distinct not a path", with(w{"distinct": "customer"}), `distinct: "customer" is not a path: want "key", "type", "id" or "data.<field>"`},
+		// windows
+		{"windows missing", with(w{"windows": nil}), `windows: at least one window is required, for example [{"kind": "tumbling", "size": "1m"}]`},
+		{"windows empty", with(w{"windows": []any{}}), `windows: at least one window is required, for example [{"kind": "tumbling", "size": "1m"}]`},
+		{"windows not an array", with(w{"windows": w{}}), "windows: must be an array, not an object"},
+		{"window not an object", with(w{"windows": []any{"1m"}}), "windows[0]: must be a JSON object, not a string"},
+		{"window kind missing", with(w{"windows": windows(w{"size": "1m"})}), "windows[0].kind: required: tumbling, hopping, sliding or session"},
+		{"window kind unknown", with(w{"windows": windows(w{"kind": "rolling", "size": "1m"})}), `windows[0].kind: "rolling" is not a window kind: want tumbling, hopping, sliding or session`},
+		{"window unknown field", with(w{"windows": windows(w{"kind": "tumbling", "sise": "1m"})}), "windows[0].sise: unknown field (known: kind, size, advance, difference, gap, offset)"},
+		{"tumbling size missing", with(w{"windows": windows(w{"kind": "tumbling"})}), "windows[0].size: required for a tumbling window"},
+		{"size not a duration", with(w{"windows": windows(w{"kind": "tumbling", "size": "1 minute"})}), `windows[0].size: "1 minute" is not a duration such as "90s", "5m" or "1h30m"`},
+		{"size a number", with(w{"windows": windows(w{"kind": "tumbling", "size": 60})}), `windows[0].size: must be a duration string such as "90s" or "5m", not a number`},
+		{"size zero", with(w{"windows": windows(w{"kind": "tumbling", "size": "0s"})}), "windows[0].size: 0s must be positive"},
+		{"size negative", with(w{"windows": windows(w{"kind": "tumbling", "size": "-1m"})}), "windows[0].size: -1m must be positive"},
+		{"size below milliseconds", with(w{"windows": windows(w{"kind": "tumbling", "size": "1500us"})}), "windows[0].size: 1500us is not a whole number of milliseconds"},
+		{"tumbling with advance", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m", "advance": "30s"})}), "windows[0].advance: a tumbling window has no advance (it takes size or offset)"},
+		{"offset not a duration", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m", "offset": "soon"})}), `windows[0].offset: "soon" is not a duration such as "90s", "5m" or "-5h"`},
+		{"offset below milliseconds", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m", "offset": "1us"})}), "windows[0].offset: 1us is not a whole number of milliseconds"},
+		{"hopping advance does not divide size", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m"}, w{"kind": "hopping", "size": "2m", "advance": "45s"})}), "windows[1].advance: 45s does not divide size 2m"},
+		{"hopping advance longer than size", with(w{"windows": windows(w{"kind": "hopping", "size": "1m", "advance": "2m"})}), "windows[0].advance: 2m is longer than size 1m: records between windows would be in none"},
+		{"hopping advance missing", with(w{"windows": windows(w{"kind": "hopping", "size": "1m"})}), "windows[0].advance: required for a hopping window"},
+		{"sliding difference missing", with(w{"windows": windows(w{"kind": "sliding"})}), "windows[0].difference: required for a sliding window"},
+		{"sliding with size", with(w{"windows": windows(w{"kind": "sliding", "difference": "10s", "size": "10s"})}), "windows[0].size: a sliding window has no size (it takes difference)"},
+		{"session gap missing", with(w{"windows": windows(w{"kind": "session"})}), "windows[0].gap: required for a session window"},
+		{"session with offset", with(w{"windows": windows(w{"kind": "session", "gap": "30m", "offset": "1m"})}), "windows[0].offset: a session window has no offset (it takes gap)"},
+		{"same window twice", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m"}, w{"kind": "tumbling", "size": "60s"})}), "windows[1]: is the same window as windows[0]"},
+		// durations
+		{"outOfOrderness negative", with(w{"outOfOrderness": "-5s"}), "outOfOrderness: -5s must be positive"},
+		{"outOfOrderness a number", with(w{"outOfOrderness": 5}), `outOfOrderness: must be a duration string such as "90s" or "5m", not a number`},
+		{"idleTimeout zero", with(w{"idleTimeout": "0s"}), "idleTimeout: 0s must be positive"},
+		// late policy
+		{"latePolicy unknown", with(w{"latePolicy": "ignore"}), `latePolicy: "ignore" is not a late policy: want "drop" or "correct"`},
+		{"allowedLateness with drop", with(w{"latePolicy": "drop"}), `allowedLateness: only applies to latePolicy "correct"; late records are dropped under "drop"`},
+		{"allowedLateness missing with correct", with(w{"allowedLateness": nil}), `allowedLateness: required when latePolicy is "correct": how long after a window is final a correction is still accepted`},
+		{"allowedLateness not a duration", with(w{"allowedLateness": "forever"}), `allowedLateness: "forever" is not a duration such as "90s", "5m" or "1h30m"`},
+		// outputs
+		{"outputs none", with(w{"outputs": w{"table": false}}), "outputs: at least one of table and stream must be true"},
+		{"outputs unknown", with(w{"outputs": w{"table": true, "topic": true}}), "outputs.topic: unknown field (known: table, stream)"},
+		{"outputs not bool", with(w{"outputs": w{"table": "yes"}}), "outputs.table: must be true or false, not a string"},
+		{"outputs not an object", with(w{"outputs": []any{}}), "outputs: must be a JSON object, not an array"},
+		// parallelization
+		{"parallelizationFactor zero", with(w{"parallelizationFactor": 0}), "parallelizationFactor: 0 is not between 1 and 10"},
+		{"parallelizationFactor too big", with(w{"parallelizationFactor": 11}), "parallelizationFactor: 11 is not between 1 and 10"},
+		{"partitionKeyIsGroupingKey not bool", with(w{"partitionKeyIsGroupingKey": "yes"}), "partitionKeyIsGroupingKey: must be true or false, not a string"},
+		{"grouping key is not the partition key", with(w{"parallelizationFactor": 4}), "key: grouping by data.region with parallelizationFactor 4 needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1"},
+		{"grouping by type", with(w{"key": "type", "parallelizationFactor": 2}), "key: grouping by type with parallelizationFactor 2 needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(tt.doc)
+			if err == nil {
+				t.Fatalf("Parse(%s) accepted: %+v", tt.doc, c)
+			}
+			if err.Error() != tt.want {
+				t.Fatalf("Parse(%s)\n  error %q\n  want  %q", tt.doc, err, tt.want)
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is %T, want *ConfigError", err)
+			}
+			documentLevel := tt.name == "not JSON" || tt.name == "not an object"
+			if documentLevel != (ce.Field == "") || (ce.Field != "" && !strings.HasPrefix(tt.want, ce.Field+": ")) {
+				t.Fatalf("Field = %q for %q", ce.Field, tt.want)
+			}
+		})
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	if _, err := FromEnv(env(nil)); err == nil || err.Error() != "PIPELINE_CONFIG: not set: want the pipeline's JSON config" {
+		t.Errorf("unset: %v", err)
+	}
+	_, err := FromEnv(env(map[string]string{EnvVar: string(with(w{"latePolicy": "later"}))}))
+	if err == nil || err.Error() != `PIPELINE_CONFIG: latePolicy: "later" is not a late policy: want "drop" or "correct"` {
+		t.Errorf("bad config: %v", err)
+	}
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "latePolicy" {
+		t.Errorf("error does not unwrap to the ConfigError: %v", err)
+	}
+	c, err := FromEnv(env(map[string]string{EnvVar: string(with(nil))}))
+	if err != nil || c.Name != "orders-per-region" {
+		t.Errorf("good config: %v", err)
+	}
+	t.Setenv(EnvVar, string(with(nil)))
+	if c, err := Load(); err != nil || c.Name != "orders-per-region" {
+		t.Errorf("Load: %v", err)
+	}
+}
+
+func TestWindowSpecIDsAreDistinct(t *testing.T) {
+	specs := []WindowSpec{
+		{Kind: Tumbling, Size: time.Minute},
+		{Kind: Tumbling, Size: time.Minute, Offset: time.Second},
+		{Kind: Hopping, Size: time.Minute, Advance: time.Second},
+		{Kind: Sliding, Difference: time.Minute},
+		{Kind: Session, Gap: time.Minute},
+	}
+	ids := map[string]bool{}
+	for _, s := range specs {
+		ids[s.ID()] = true
+	}
+	if len(ids) != len(specs) {
+		t.Fatalf("IDs collide: %v", slices.Collect(maps.Keys(ids)))
+	}
+}

@@ -1,0 +1,22 @@
+// Package pipeline is the declared form of a windowed aggregation: which
+// events, grouped by what, over which windows, computing which aggregates,
+// and what to do with late records. Pipelines are declared, not coded: a
+// function reads one JSON document at init from the PIPELINE_CONFIG
+// environment variable (the CDK stack sets it) with Load, and everything it
+// needs at run time comes from the resulting Config.
+//
+// Parse refuses a config it cannot honour with an error naming the field
+// path, for example
+//
+//	windows[1].advance: 45s does not divide size 2m
+//	value: required when aggregates include "sum"
+//
+// including a grouping key that is not the stream's partition key while
+// Lambda processes a shard with a parallelization factor above 1: records of
+// one group would be spread over concurrent batches with no order among
+// them, so the config is refused rather than the exactly-once guarantee
+// weakened (repartition the stream by the grouping key instead).
+//
+// Config.Extract reads a record's grouping key, value and distinct value
+// from its envelope without decoding the whole payload.
+package pipeline

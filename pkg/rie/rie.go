@@ -74,6 +74,9 @@ type Result struct {
 	FunctionError string
 	// Duration is the wall time of the invocation as the caller saw it.
 	Duration time.Duration
+	// RequestID is the invocation's request id (the function sees it in its
+	// context, RIE prints it in the START/END/REPORT lines).
+	RequestID string
 }
 
 // Function is a running function: a pool of RIE processes.
@@ -476,7 +479,7 @@ func (in *instance) invoke(ctx context.Context, payload []byte) (res Result, err
 		return Result{}, fmt.Errorf("rie: function %s: reading the response: %w", f.cfg.Name, err), false
 	}
 	res, err = classify(resp.StatusCode, body, reqID)
-	res.Duration = dur
+	res.Duration, res.RequestID = dur, reqID
 	if err != nil {
 		return res, fmt.Errorf("rie: function %s: %w (emulator log: %s)", f.cfg.Name, err, in.lastLines()), false
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -310,15 +311,24 @@ func skipSpace(data []byte, i int) int {
 
 // skipString returns the index after the string token starting at data[i].
 func skipString(data []byte, i int) (int, error) {
-	for j := i + 1; j < len(data); j++ {
-		switch data[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, nil
+	j := i + 1
+	for {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return 0, errSyntax
 		}
+		q := j + k
+		// The quote ends the string unless an odd number of backslashes
+		// escape it.
+		n := 0
+		for p := q - 1; p > i && data[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
 	}
-	return 0, errSyntax
 }
 
 // skipValue returns the index after the value starting at data[i].

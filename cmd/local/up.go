@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+func up(ctx context.Context, o *options) (err error) {
+	srv, stack, err := startStack(ctx, o, o.urlPort)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Println("\n▸ stopping functions, mappings and the stand-in")
+		err = errors.Join(err, stack.Close(), srv.Stop())
+	}()
+	topo, err := findTopology(stack)
+	if err != nil {
+		return err
+	}
+	fmt.Printf(`
+Tributary is running locally. Ctrl-C stops it.
+
+  AWS endpoint      %s   (export AWS_ENDPOINT_URL=%s AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1)
+  ingest URL        %s
+  events stream     %s
+  counts table      %s
+  quarantine table  %s
+
+Send an event:
+  curl -s -X POST %s -H 'content-type: application/json' \
+    -d '{"id":"e1","type":"page_view","key":"user-1","occurredAt":"'$(date -u +%%FT%%TZ)'","sentAt":"'$(date -u +%%FT%%TZ)'","data":{"page":"/"}}'
+See the counts:
+  aws dynamodb scan --table-name %s --endpoint-url %s
+Logs and metrics (another terminal):
+  make logs
+`, srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.eventsName, topo.countsTable, topo.quarantine, topo.ingestURL, topo.countsTable, srv.Endpoint())
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-stack.Errors():
+		return err
+	}
+}

@@ -1,0 +1,261 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// WindowKey names one per-key, per-minute count.
+type WindowKey struct {
+	Key    string
+	Window string // RFC3339 minute start, UTC
+}
+
+// Counts maps each (key, minute) to a count.
+type Counts map[WindowKey]int
+
+// Total is the sum of all counts.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// Traffic describes the sample events `make local` sends.
+type Traffic struct {
+	Keys    int       // distinct entity keys
+	Minutes int       // event-time minutes, ending at the minute before Now
+	Max     int       // at most this many events per key and minute
+	Seed    uint64    // same seed, same events
+	Now     time.Time // server time the events are generated against
+	// SkewedKeys get a device clock this far off, to show clock correction.
+	Skew time.Duration
+}
+
+// Generate returns the envelopes to send and the counts the pipeline must end with.
+// Events sit in the middle of their minute so that network delay cannot move
+// them across a minute boundary; a quarter of the keys come from devices whose
+// clock is off by Skew, which the event-time correction must undo.
+func (t Traffic) Generate() ([]stream.Envelope, Counts) {
+	rng := rand.New(rand.NewPCG(t.Seed, t.Seed^0x9e3779b97f4a7c15))
+	start := t.Now.UTC().Truncate(time.Minute).Add(-time.Duration(t.Minutes) * time.Minute)
+	want := Counts{}
+	var out []stream.Envelope
+	for k := 0; k < t.Keys; k++ {
+		key := fmt.Sprintf("user-%02d", k)
+		skew := time.Duration(0)
+		if k%4 == 3 {
+			skew = t.Skew
+		}
+		for m := 0; m < t.Minutes; m++ {
+			minute := start.Add(time.Duration(m) * time.Minute)
+			n := 1 + rng.IntN(t.Max)
+			want[WindowKey{key, minute.Format(time.RFC3339)}] += n
+			for i := 0; i < n; i++ {
+				trueTime := minute.Add(15*time.Second + time.Duration(rng.IntN(30_000))*time.Millisecond)
+				out = append(out, stream.Envelope{
+					ID:         fmt.Sprintf("%s-%d-%d", key, m, i),
+					Type:       "page_view",
+					Key:        key,
+					OccurredAt: trueTime.Add(skew),
+					// sentAt is stamped by the device clock just before sending; see Send.
+					SentAt: t.Now.Add(skew),
+					Data:   json.RawMessage(fmt.Sprintf(`{"page":"/p/%d","deviceClockOffsetSeconds":%d}`, rng.IntN(20), int(skew.Seconds()))),
+				})
+			}
+		}
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out, want
+}
+
+// Send posts envelopes to the ingest function URL in batches and returns how
+// many were accepted. Generate stamps sentAt for "now"; send right after it.
+func Send(ctx context.Context, url string, evs []stream.Envelope, batch int, progress io.Writer) (int, error) {
+	accepted := 0
+	for i := 0; i < len(evs); i += batch {
+		chunk := evs[i:min(i+batch, len(evs))]
+		body, err := json.Marshal(chunk)
+		if err != nil {
+			return accepted, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return accepted, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return accepted, fmt.Errorf("posting events %d..%d to %s: %w", i, i+len(chunk)-1, url, err)
+		}
+		respBody, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			return accepted, fmt.Errorf("posting events %d..%d: ingest answered %d: %s", i, i+len(chunk)-1, resp.StatusCode, strings.TrimSpace(string(respBody)))
+		}
+		var r struct {
+			Accepted int `json:"accepted"`
+		}
+		if err := json.Unmarshal(respBody, &r); err != nil {
+			return accepted, fmt.Errorf("ingest response: %w: %s", err, respBody)
+		}
+		accepted += r.Accepted
+		fmt.Fprintf(progress, "\r    sent %d/%d events", accepted, len(evs))
+	}
+	fmt.Fprintln(progress)
+	return accepted, nil
+}
+
+// ReadCounts scans the counts table.
+func ReadCounts(ctx context.Context, cfg aws.Config, table string) (Counts, error) {
+	client := dynamodb.NewFromConfig(cfg)
+	got := Counts{}
+	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("scanning %s: %w", table, err)
+		}
+		var rows []struct {
+			Key    string `dynamodbav:"key"`
+			Window string `dynamodbav:"window"`
+			Count  int    `dynamodbav:"count"`
+		}
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &rows); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", table, err)
+		}
+		for _, r := range rows {
+			got[WindowKey{r.Key, r.Window}] += r.Count
+		}
+	}
+	return got, nil
+}
+
+// WaitCounts polls the counts table until it holds want (or more), or ctx ends.
+func WaitCounts(ctx context.Context, cfg aws.Config, table string, want Counts, progress io.Writer) (Counts, error) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	last := -1
+	for {
+		got, err := ReadCounts(ctx, cfg, table)
+		if err != nil {
+			return nil, err
+		}
+		if got.Total() != last {
+			fmt.Fprintf(progress, "\r    counted %d/%d events", got.Total(), want.Total())
+			last = got.Total()
+		}
+		if got.Total() >= want.Total() {
+			fmt.Fprintln(progress)
+			return got, nil
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(progress)
+			return got, fmt.Errorf("waiting for counts in %s: %w", table, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// PutRaw writes data straight onto a stream, as a producer that bypasses
+// ingest would, and returns the record's sequence number.
+func PutRaw(ctx context.Context, cfg aws.Config, streamName, partitionKey string, data []byte) (string, error) {
+	out, err := kinesis.NewFromConfig(cfg).PutRecord(ctx, &kinesis.PutRecordInput{
+		StreamName: aws.String(streamName), PartitionKey: aws.String(partitionKey), Data: data,
+	})
+	if err != nil {
+		return "", fmt.Errorf("putting a raw record on %s: %w", streamName, err)
+	}
+	return aws.ToString(out.SequenceNumber), nil
+}
+
+// QuarantinedRecord is one item of the quarantine table.
+type QuarantinedRecord struct {
+	Source         string `dynamodbav:"source"`
+	SequenceNumber string `dynamodbav:"sequenceNumber"`
+	Data           []byte `dynamodbav:"data"`
+	Condition      string `dynamodbav:"condition"`
+	FunctionError  string `dynamodbav:"functionError"`
+}
+
+// WaitQuarantined polls the quarantine table until it holds the record with sequence number seq.
+func WaitQuarantined(ctx context.Context, cfg aws.Config, table, seq string) ([]QuarantinedRecord, error) {
+	client := dynamodb.NewFromConfig(cfg)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		out, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, fmt.Errorf("scanning %s: %w", table, err)
+		}
+		var recs []QuarantinedRecord
+		if err := attributevalue.UnmarshalListOfMaps(out.Items, &recs); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", table, err)
+		}
+		for _, r := range recs {
+			if r.SequenceNumber == seq {
+				return recs, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return recs, fmt.Errorf("waiting for record %s in %s: %w", seq, table, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// PrintCounts writes want against got as a table and returns the number of
+// (key, minute) rows that differ.
+func PrintCounts(w io.Writer, want, got Counts) int {
+	keys := map[WindowKey]bool{}
+	for k := range want {
+		keys[k] = true
+	}
+	for k := range got {
+		keys[k] = true
+	}
+	ordered := make([]WindowKey, 0, len(keys))
+	for k := range keys {
+		ordered = append(ordered, k)
+	}
+	sort.Slice(ordered, func(i, j int) bool {
+		if ordered[i].Key != ordered[j].Key {
+			return ordered[i].Key < ordered[j].Key
+		}
+		return ordered[i].Window < ordered[j].Window
+	})
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tMINUTE (event time)\tSENT\tCOUNTED\t")
+	bad := 0
+	for _, k := range ordered {
+		mark := "ok"
+		if want[k] != got[k] {
+			mark = "MISMATCH"
+			bad++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", k.Key, k.Window, want[k], got[k], mark)
+	}
+	fmt.Fprintf(tw, "total\t\t%d\t%d\t\n", want.Total(), got.Total())
+	_ = tw.Flush()
+	return bad
+}

@@ -1,0 +1,345 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/tributary-dev/tributary/pkg/cloudwatchlocal"
+	"github.com/tributary-dev/tributary/pkg/eventsource"
+	"github.com/tributary-dev/tributary/pkg/rie"
+	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/pkg/template"
+)
+
+// Options say what to run and where.
+type Options struct {
+	// Template is the synthesized stack template (infra/cdk.out/Tributary.template.json).
+	Template string
+	// Functions is the directory holding <binary>/bootstrap built for this
+	// machine (.build/local).
+	Functions string
+	// Endpoint is the AWS stand-in's URL.
+	Endpoint string
+	// Stack prefixes the physical names of resources the template leaves unnamed.
+	Stack string
+	// URLPort, when not 0, is the first port function URLs listen on
+	// (127.0.0.1:URLPort, URLPort+1, ...); 0 picks free ports.
+	URLPort int
+	// Progress receives one line per step; nil discards.
+	Progress io.Writer
+	// Logs, when set, also receives every function log line.
+	Logs func(function, line string)
+}
+
+// Stack is the topology running locally.
+type Stack struct {
+	cfg        aws.Config
+	deployment *template.Deployment
+	functions  map[string]*rie.Function // by binary name
+	urls       map[string]*functionURL  // by binary name
+	sink       *cloudwatchlocal.Sink
+	stats      *Stats
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	errs       chan error
+	progress   io.Writer
+}
+
+// Up deploys the template onto the stand-in and starts functions, mappings and
+// function URLs. Close stops them all.
+func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	if opts.Stack == "" {
+		opts.Stack = "Tributary"
+	}
+	cfg, err := standin.Config(ctx, opts.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := template.Load(opts.Template)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w (run `make synth` to produce it)", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s := &Stack{
+		cfg:       cfg,
+		functions: map[string]*rie.Function{},
+		urls:      map[string]*functionURL{},
+		stats:     newStats(),
+		cancel:    cancel,
+		errs:      make(chan error, 64),
+		progress:  progress,
+	}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+		}
+	}()
+
+	step := s.step("deploying template onto " + opts.Endpoint)
+	s.deployment, err = template.Provision(ctx, cfg, tpl, template.ProvisionOptions{
+		Stack:    opts.Stack,
+		Progress: func(msg string) { fmt.Fprintf(progress, "    %s\n", msg) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	step()
+
+	specs, err := s.deployment.Functions()
+	if err != nil {
+		return nil, err
+	}
+	groups := map[string]string{}
+	for _, f := range specs {
+		groups[f.FunctionName] = f.LogGroup
+	}
+	s.sink, err = cloudwatchlocal.NewSink(ctx, cfg, cloudwatchlocal.SinkOptions{
+		LogGroups: groups,
+		OnError:   func(err error) { fmt.Fprintf(progress, "    cloudwatch: %v\n", err) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	logLine := func(function, line string) {
+		s.sink.Line(function, line)
+		if opts.Logs != nil {
+			opts.Logs(function, line)
+		}
+	}
+
+	step = s.step(fmt.Sprintf("starting %d functions under aws-lambda-rie", len(specs)))
+	byLogical := map[string]*rie.Function{}
+	for _, f := range specs {
+		bootstrap := filepath.Join(opts.Functions, f.Binary, "bootstrap")
+		if _, statErr := os.Stat(bootstrap); statErr != nil {
+			return nil, fmt.Errorf("local: function %s (%s): %w (run `make functions-local`)", f.LogicalID, f.Binary, statErr)
+		}
+		env := map[string]string{}
+		for k, v := range f.Env {
+			env[k] = v
+		}
+		// What Lambda's execution environment provides, pointed at the stand-in.
+		env["AWS_ENDPOINT_URL"] = opts.Endpoint
+		env["AWS_REGION"] = standin.Region
+		env["AWS_DEFAULT_REGION"] = standin.Region
+		env["AWS_ACCESS_KEY_ID"] = "test"
+		env["AWS_SECRET_ACCESS_KEY"] = "test"
+		fn, startErr := rie.Start(ctx, rie.Config{
+			Name:      f.FunctionName,
+			Bootstrap: bootstrap,
+			Env:       env,
+			Timeout:   f.Timeout,
+			MemoryMB:  f.MemoryMB,
+			Instances: instancesFor(f.Binary, specs),
+			Logs:      logLine,
+		})
+		if startErr != nil {
+			return nil, fmt.Errorf("local: starting %s: %w", f.Binary, startErr)
+		}
+		s.functions[f.Binary] = fn
+		byLogical[f.LogicalID] = fn
+		fmt.Fprintf(progress, "    %-12s %s\n", f.Binary, f.FunctionName)
+	}
+	step()
+
+	mappings, err := s.deployment.Mappings()
+	if err != nil {
+		return nil, err
+	}
+	step = s.step(fmt.Sprintf("starting %d event source mappings", len(mappings)))
+	for _, m := range mappings {
+		fn, ok := byLogical[m.FunctionLogicalID]
+		if !ok {
+			return nil, fmt.Errorf("local: event source mapping on %s targets function %s, which the template does not define", m.SourceARN, m.FunctionLogicalID)
+		}
+		binary := binaryOf(m.FunctionLogicalID, specs)
+		settings := toSettings(m, specs)
+		obs := s.stats.observer(binary)
+		var p *eventsource.Poller
+		switch m.SourceKind {
+		case template.SourceKinesis:
+			p, err = eventsource.NewKinesis(cfg, settings, fn, obs)
+		case template.SourceDynamoDB:
+			p, err = eventsource.NewDynamoDBStreams(cfg, settings, fn, obs)
+		case template.SourceSQS:
+			p, err = eventsource.NewSQS(cfg, settings, fn, obs)
+		default:
+			err = fmt.Errorf("local: event source mapping for %s: source kind %q is not emulated", binary, m.SourceKind)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if runErr := p.Run(runCtx); runErr != nil && !errors.Is(runErr, context.Canceled) {
+				s.errs <- fmt.Errorf("mapping %s → %s: %w", m.SourceARN, binary, runErr)
+			}
+		}()
+		fmt.Fprintf(progress, "    %-12s ← %s (batch %d)\n", binary, shortARN(m.SourceARN), settings.BatchSize)
+	}
+	step()
+
+	urls, err := s.deployment.URLs()
+	if err != nil {
+		return nil, err
+	}
+	for i, u := range urls {
+		fn, ok := byLogical[u.FunctionLogicalID]
+		if !ok {
+			return nil, fmt.Errorf("local: function URL targets %s, which the template does not define", u.FunctionLogicalID)
+		}
+		binary := binaryOf(u.FunctionLogicalID, specs)
+		addr := "127.0.0.1:0"
+		if opts.URLPort != 0 {
+			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.URLPort+i))
+		}
+		fu, urlErr := newFunctionURL(binary, fn, addr)
+		if urlErr != nil {
+			return nil, urlErr
+		}
+		s.urls[binary] = fu
+		if err := s.deployment.SetAttribute(u.LogicalID, "FunctionUrl", fu.URL()); err != nil {
+			return nil, err
+		}
+		note := ""
+		if u.AuthType == "AWS_IAM" {
+			note = " (AuthType AWS_IAM is not enforced locally)"
+		}
+		fmt.Fprintf(progress, "    function URL %-12s %s%s\n", binary, fu.URL(), note)
+	}
+	return s, nil
+}
+
+// URL is the function URL of the function built from binary, or "".
+func (s *Stack) URL(binary string) string {
+	if u, ok := s.urls[binary]; ok {
+		return u.URL()
+	}
+	return ""
+}
+
+// Deployment is what was provisioned (names, ARNs, outputs).
+func (s *Stack) Deployment() *template.Deployment { return s.deployment }
+
+// Config is the aws.Config pointed at the stand-in.
+func (s *Stack) Config() aws.Config { return s.cfg }
+
+// Stats are the mappings' counters so far.
+func (s *Stack) Stats() *Stats { return s.stats }
+
+// Errors reports mapping failures (a poller that stopped); nil channel reads block.
+func (s *Stack) Errors() <-chan error { return s.errs }
+
+// Close stops mappings, function URLs and functions, and flushes logs.
+func (s *Stack) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var errs []error
+	for _, u := range s.urls {
+		errs = append(errs, u.close(ctx))
+	}
+	for _, f := range s.functions {
+		errs = append(errs, f.Stop())
+	}
+	if s.sink != nil {
+		errs = append(errs, s.sink.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Stack) step(msg string) func() {
+	start := time.Now()
+	fmt.Fprintf(s.progress, "▸ %s\n", msg)
+	return func() {
+		fmt.Fprintf(s.progress, "  done in %s\n", time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// instancesFor sizes a function's pool of execution environments: one per
+// concurrent batch its mappings can send, so mappings never wait on each other.
+func instancesFor(binary string, specs []template.FunctionSpec) int {
+	for _, f := range specs {
+		if f.Binary == binary && f.ReservedConcurrency != nil && *f.ReservedConcurrency > 0 {
+			return min(*f.ReservedConcurrency, 4)
+		}
+	}
+	return 2
+}
+
+func binaryOf(logicalID string, specs []template.FunctionSpec) string {
+	for _, f := range specs {
+		if f.LogicalID == logicalID {
+			return f.Binary
+		}
+	}
+	return logicalID
+}
+
+func functionOf(logicalID string, specs []template.FunctionSpec) template.FunctionSpec {
+	for _, f := range specs {
+		if f.LogicalID == logicalID {
+			return f
+		}
+	}
+	return template.FunctionSpec{}
+}
+
+func toSettings(m template.MappingSpec, specs []template.FunctionSpec) eventsource.Settings {
+	f := functionOf(m.FunctionLogicalID, specs)
+	return eventsource.Settings{
+		FunctionName:               f.FunctionName,
+		FunctionARN:                f.ARN,
+		SourceARN:                  m.SourceARN,
+		BatchSize:                  m.BatchSize,
+		MaximumBatchingWindow:      m.MaxBatchingWindow,
+		StartingPosition:           m.StartingPosition,
+		StartingPositionTimestamp:  m.StartingPositionTimestamp,
+		ReportBatchItemFailures:    m.ReportBatchItemFailures,
+		BisectBatchOnFunctionError: m.BisectBatchOnFunctionError,
+		MaximumRetryAttempts:       m.MaximumRetryAttempts,
+		MaximumRecordAge:           m.MaximumRecordAge,
+		OnFailureARN:               m.OnFailureARN,
+		TumblingWindow:             m.TumblingWindow,
+		ParallelizationFactor:      m.ParallelizationFactor,
+		FilterPatterns:             m.FilterPatterns,
+		MaximumConcurrency:         m.MaximumConcurrency,
+		Enabled:                    m.Enabled,
+	}
+}
+
+func shortARN(arn string) string {
+	for i := len(arn) - 1; i >= 0; i-- {
+		if arn[i] == ':' {
+			return arn[i+1:]
+		}
+	}
+	return arn
+}
+
+// sortedKeys returns m's keys in order, for stable printing.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

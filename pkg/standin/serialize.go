@@ -44,7 +44,16 @@ func newSerializer(backend string) (*serializer, error) {
 	transport := &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}
 	return &serializer{
 		backend: u,
-		proxy:   &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.Host = r.In.Host }, Transport: transport},
+		proxy: &httputil.ReverseProxy{
+			Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(u); r.Out.Host = r.In.Host },
+			Transport: transport,
+			// A client that gives up (a poller shutting down) is not an error worth a log line.
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				if r.Context().Err() == nil {
+					http.Error(w, "standin: "+err.Error(), http.StatusBadGateway)
+				}
+			},
+		},
 		client:  &http.Client{Transport: transport},
 	}, nil
 }

@@ -54,7 +54,7 @@ func newSerializer(backend string) (*serializer, error) {
 				}
 			},
 		},
-		client:  &http.Client{Transport: transport},
+		client: &http.Client{Transport: transport},
 	}, nil
 }
 

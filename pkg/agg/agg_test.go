@@ -285,6 +285,9 @@ func TestDecodeErrors(t *testing.T) {
 	if _, err := mustSpec(t, "count").DecodeString("not base64!"); err == nil {
 		t.Fatal("bad base64 decoded")
 	}
+	if err := new(State).UnmarshalBinary(b); err == nil {
+		t.Fatal("a State without a Spec decoded")
+	}
 	// A corrupt sketch is an error, not a panic.
 	d := mustSpec(t, "distinct").New()
 	d.Add(0, []byte("x"))

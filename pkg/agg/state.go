@@ -209,6 +209,9 @@ func (st *State) MarshalBinary() ([]byte, error) { return st.AppendBinary(nil) }
 // UnmarshalBinary replaces st's contents with an encoding made for the same
 // aggregates as st's Spec.
 func (st *State) UnmarshalBinary(b []byte) error {
+	if st.spec == nil {
+		return errNoSpec
+	}
 	v, err := st.spec.Decode(b)
 	if err != nil {
 		return err
@@ -216,6 +219,8 @@ func (st *State) UnmarshalBinary(b []byte) error {
 	*st = *v
 	return nil
 }
+
+var errNoSpec = errors.New("agg: decoding into a State without a Spec: use Spec.New or Spec.Decode")
 
 // MarshalText is the encoding in standard base64, for string-valued state
 // such as Lambda's tumbling-window state.

@@ -4,6 +4,7 @@ package standintest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
@@ -45,4 +46,29 @@ func Config(t testing.TB, srv *standin.Server) aws.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// Main runs a package's tests against one stand-in shared by all of them:
+// call it from TestMain as os.Exit(standintest.Main(m, setup)). setup gets an
+// aws.Config pointed at it before any test runs. Without Python 3 it fails
+// the package, saying why.
+func Main(m *testing.M, setup func(aws.Config)) int {
+	if _, err := exec.LookPath("python3"); err != nil {
+		fmt.Fprintln(os.Stderr, "standintest: python3 is not installed, so the moto stand-in cannot be installed; install Python 3")
+		return 1
+	}
+	ctx := context.Background()
+	srv, err := standin.Start(ctx, standin.Options{Addr: "127.0.0.1:0"})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "standintest: %v\n", err)
+		return 1
+	}
+	defer srv.Stop()
+	cfg, err := standin.Config(ctx, srv.Endpoint())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "standintest: %v\n", err)
+		return 1
+	}
+	setup(cfg)
+	return m.Run()
 }

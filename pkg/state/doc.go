@@ -1,0 +1,28 @@
+// Package state keeps window results in DynamoDB with exactly-once effects
+// under Lambda's at-least-once delivery.
+//
+// One item per (pipeline, key, window kind, window). A batch adds its
+// contribution to an item with ONE conditional UpdateItem — ADD count, append
+// the batch's partial aggregate to the item's list of parts — fenced by the
+// shard's sequence numbers: the item remembers, per shard, the highest
+// sequence number it has applied (f_<shardId>, zero-padded so DynamoDB's
+// string comparison is numeric comparison), and the write applies only if
+// every record it carries is above that fence. No read happens on the normal
+// path. When the condition fails (a retried, bisected, resized or concurrent
+// duplicate batch), DynamoDB returns the item as it was
+// (ReturnValuesOnConditionCheckFailure ALL_OLD), and the store re-sends only
+// the records above the fence, conditioned on the fence it saw. Records of
+// one key on one shard arrive in order, so "applied" is always a prefix of the
+// shard's records for that item, and a fence is enough to know which.
+//
+// With a per-interval partial (Lambda's tumbling-window state as the
+// accumulator) the same write carries a whole interval's partial and its
+// sequence range; it is either entirely applied or entirely new.
+//
+// An item's parts are merged when read, and compacted into one when the list
+// grows (the write returns the list, so compaction needs no read). Finalize
+// merges the parts, marks the window final (revision 1) and takes it off the
+// open-windows index; a late record under the correct policy applies to a
+// final window, bumps its revision and returns the previous and current value
+// for the correction.
+package state

@@ -1,0 +1,173 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/window"
+)
+
+// Ref names one window item.
+type Ref struct{ PK, SK string }
+
+// OpenWindows lists the windows under openIn that end at or before until:
+// the ones a watermark at until makes final.
+func (v *Views) OpenWindows(ctx context.Context, openIn string, until time.Time) ([]Ref, error) {
+	kc := expression.Key(attrOpenIn).Equal(expression.Value(openIn)).
+		And(expression.Key(attrOpenUntil).LessThanEqual(expression.Value(until.UTC().Format(TimeLayout))))
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, err
+	}
+	var refs []Ref
+	p := dynamodb.NewQueryPaginator(v.db, &dynamodb.QueryInput{
+		TableName: aws.String(v.table), IndexName: aws.String(OpenIndex),
+		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("state: open windows of %s: %w", openIn, err)
+		}
+		for _, it := range page.Items {
+			refs = append(refs, Ref{PK: stringAttr(it, attrPK), SK: stringAttr(it, attrSK)})
+		}
+	}
+	return refs, nil
+}
+
+// View is a window result as stored.
+type View struct {
+	Pipeline, Key, Kind string
+	Window              window.Window
+	Final               bool
+	Revision            int
+	Result              agg.Result
+	UpdatedAt           string
+}
+
+// Finalize makes a window final: merges its parts into one, sets revision 1,
+// and takes it off the open-windows index. Finalizing a final window changes
+// nothing and reports already=true, so the ticker and the handler may race.
+func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool, err error) {
+	key := itemKey(ref.PK, ref.SK)
+	for attempt := 0; attempt < v.attempts; attempt++ {
+		out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(v.table), Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return View{}, false, fmt.Errorf("state: finalize %s %s: %w", ref.PK, ref.SK, err)
+		}
+		if len(out.Item) == 0 {
+			return View{}, false, fmt.Errorf("state: finalize %s %s: no such window", ref.PK, ref.SK)
+		}
+		if stringAttr(out.Item, attrStatus) == statusFinal {
+			view, err := v.view(out.Item)
+			return view, true, err
+		}
+		merged, err := v.merged(out.Item)
+		if err != nil {
+			return View{}, false, err
+		}
+		blob, err := merged.MarshalBinary()
+		if err != nil {
+			return View{}, false, err
+		}
+		ver := intAttr(out.Item, attrVersion)
+		ex, err := expression.NewBuilder().
+			WithUpdate(expression.Set(expression.Name(attrStatus), expression.Value(statusFinal)).
+				Set(expression.Name(attrRevision), expression.Value(1)).
+				Set(expression.Name(attrParts), expression.Value([]any{blob})).
+				Set(expression.Name(attrNParts), expression.Value(1)).
+				Set(expression.Name(attrVersion), expression.Value(ver+1)).
+				Set(expression.Name(attrFinalAt), expression.Value(v.now().UTC().Format(TimeLayout))).
+				Remove(expression.Name(attrOpenIn)).
+				Remove(expression.Name(attrOpenUntil))).
+			WithCondition(expression.Equal(expression.Name(attrVersion), expression.Value(ver))).
+			Build()
+		if err != nil {
+			return View{}, false, err
+		}
+		_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(v.table), Key: key,
+			UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			continue // a write landed in between: read again
+		}
+		if err != nil {
+			return View{}, false, fmt.Errorf("state: finalize %s %s: %w", ref.PK, ref.SK, err)
+		}
+		view, err := v.view(out.Item)
+		view.Final, view.Revision, view.Result = true, 1, merged.Result()
+		return view, false, err
+	}
+	return View{}, false, ErrConflict
+}
+
+// Query returns key's windows of one kind that start in [from, to), merged.
+func (v *Views) Query(ctx context.Context, pipeline, key, kind string, from, to time.Time) ([]View, error) {
+	lo := kind + "|" + from.UTC().Format(TimeLayout)
+	hi := kind + "|" + to.UTC().Format(TimeLayout)
+	kc := expression.Key(attrPK).Equal(expression.Value(PartitionKey(pipeline, key))).
+		And(expression.Key(attrSK).Between(expression.Value(lo), expression.Value(hi)))
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	if err != nil {
+		return nil, err
+	}
+	var views []View
+	p := dynamodb.NewQueryPaginator(v.db, &dynamodb.QueryInput{
+		TableName: aws.String(v.table), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("state: query %s/%s: %w", pipeline, key, err)
+		}
+		for _, it := range page.Items {
+			if stringAttr(it, attrSK) >= hi {
+				continue // Between is inclusive; [from, to) is not
+			}
+			view, err := v.view(it)
+			if err != nil {
+				return nil, err
+			}
+			views = append(views, view)
+		}
+	}
+	return views, nil
+}
+
+func (v *Views) view(item map[string]types.AttributeValue) (View, error) {
+	merged, err := v.merged(item)
+	if err != nil {
+		return View{}, err
+	}
+	start, err := time.Parse(TimeLayout, stringAttr(item, attrStart))
+	if err != nil {
+		return View{}, fmt.Errorf("state: item %s %s: windowStart: %w", stringAttr(item, attrPK), stringAttr(item, attrSK), err)
+	}
+	end, err := time.Parse(TimeLayout, stringAttr(item, attrEnd))
+	if err != nil {
+		return View{}, fmt.Errorf("state: item %s %s: windowEnd: %w", stringAttr(item, attrPK), stringAttr(item, attrSK), err)
+	}
+	return View{
+		Pipeline:  stringAttr(item, attrPipeline),
+		Key:       stringAttr(item, attrKey),
+		Kind:      stringAttr(item, attrKind),
+		Window:    window.Window{Start: start, End: end},
+		Final:     stringAttr(item, attrStatus) == statusFinal,
+		Revision:  intAttr(item, attrRevision),
+		Result:    merged.Result(),
+		UpdatedAt: stringAttr(item, attrUpdatedAt),
+	}, nil
+}

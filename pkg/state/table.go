@@ -1,0 +1,48 @@
+package state
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// tableCreator is what CreateTable needs.
+type tableCreator interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+}
+
+// CreateTable creates a views table with the schema Views expects — the one
+// the CDK stack declares: keys pk/sk (S), the sparse KEYS_ONLY index
+// OpenIndex on openIn/openUntil, on-demand billing. For tests and tools.
+func CreateTable(ctx context.Context, db tableCreator, name string) error {
+	s := types.ScalarAttributeTypeS
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
+		},
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(attrPK), AttributeType: s},
+			{AttributeName: aws.String(attrSK), AttributeType: s},
+			{AttributeName: aws.String(attrOpenIn), AttributeType: s},
+			{AttributeName: aws.String(attrOpenUntil), AttributeType: s},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(OpenIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrOpenIn), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrOpenUntil), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("state: creating table %s: %w", name, err)
+	}
+	return nil
+}

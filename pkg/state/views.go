@@ -1,0 +1,446 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/window"
+)
+
+// itemStore is what Views needs of DynamoDB.
+type itemStore interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ itemStore = (*dynamodb.Client)(nil)
+
+// Item attribute names. The table's keys are pk (S) and sk (S); the sparse
+// index OpenIndex (openIn, openUntil) lists windows not yet final.
+const (
+	attrPK        = "pk"
+	attrSK        = "sk"
+	attrPipeline  = "pipeline"
+	attrKey       = "key"
+	attrKind      = "kind"
+	attrStart     = "windowStart"
+	attrEnd       = "windowEnd"
+	attrCount     = "count"
+	attrParts     = "parts"
+	attrNParts    = "nparts"
+	attrVersion   = "ver"
+	attrStatus    = "status"
+	attrRevision  = "revision"
+	attrOpenIn    = "openIn"
+	attrOpenUntil = "openUntil"
+	attrUpdatedAt = "updatedAt"
+	attrFinalAt   = "finalAt"
+	attrExpiresAt = "expiresAt"
+
+	statusOpen  = "open"
+	statusFinal = "final"
+
+	// OpenIndex is the name of the sparse global secondary index of open windows.
+	OpenIndex = "open"
+)
+
+// TimeLayout formats window bounds in items: sortable, millisecond, UTC.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// Views is the exactly-once store of window results. Safe for concurrent use.
+type Views struct {
+	db        itemStore
+	table     string
+	spec      *agg.Spec
+	retention time.Duration
+	compactAt int
+	attempts  int
+	now       func() time.Time
+}
+
+// Option configures Views.
+type Option func(*Views)
+
+// WithRetention expires items this long after their window ends (TTL attribute
+// expiresAt); 0 keeps them.
+func WithRetention(d time.Duration) Option { return func(v *Views) { v.retention = d } }
+
+// WithCompactAt compacts an item's parts once its list reaches n (default 16).
+func WithCompactAt(n int) Option { return func(v *Views) { v.compactAt = n } }
+
+// WithClock sets the clock used for updatedAt.
+func WithClock(now func() time.Time) Option { return func(v *Views) { v.now = now } }
+
+// NewViews returns a store over table for aggregates of spec.
+func NewViews(db itemStore, table string, spec *agg.Spec, opts ...Option) *Views {
+	v := &Views{db: db, table: table, spec: spec, compactAt: 16, attempts: 8, now: time.Now}
+	for _, o := range opts {
+		o(v)
+	}
+	return v
+}
+
+// Entry is one record's input to an aggregate.
+type Entry struct {
+	Seq      string // the record's sequence number in its shard
+	Value    float64
+	Distinct []byte
+}
+
+// Update is one batch's (or one interval's) contribution to one window of one key.
+type Update struct {
+	Pipeline, Key string
+	Kind          string // the window spec's ID, e.g. "tumbling:1m0s"
+	Window        window.Window
+	// OpenIn is the open-windows index partition this window is listed
+	// under until final (typically "<pipeline>#<shard>").
+	OpenIn string
+
+	// Entries, in ascending sequence order: the per-batch path.
+	Entries []Entry
+	// Partial with its sequence range: the per-interval path (Entries empty).
+	Partial        *agg.State
+	MinSeq, MaxSeq string
+
+	// CorrectIfFinal applies the update to a final window as a correction
+	// (late policy correct, within the allowed lateness); otherwise an update
+	// that meets a final window is dropped as late.
+	CorrectIfFinal bool
+}
+
+// Outcome says what Apply did.
+type Outcome uint8
+
+const (
+	// Applied: every record was new and is now counted.
+	Applied Outcome = iota + 1
+	// Duplicate: every record had been applied before; nothing changed.
+	Duplicate
+	// PartlyApplied: some records had been applied before; the rest are now.
+	PartlyApplied
+	// Corrected: the window was final; the update applied as a correction.
+	Corrected
+	// LateDropped: the window was final and the update was not a correction.
+	LateDropped
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Applied:
+		return "applied"
+	case Duplicate:
+		return "duplicate"
+	case PartlyApplied:
+		return "partly-applied"
+	case Corrected:
+		return "corrected"
+	case LateDropped:
+		return "late-dropped"
+	}
+	return "unknown"
+}
+
+// Result is what one Apply did.
+type Result struct {
+	Outcome Outcome
+	// Applied and Skipped count records (per batch) or partial counts (per interval).
+	Applied, Skipped int
+	// Revision of the window after a correction.
+	Revision int
+	// Previous and Current values, set for Corrected.
+	Previous, Current *agg.Result
+	// Writes counts the UpdateItem requests made (compaction included).
+	Writes int
+}
+
+// SortKey is the item's sort key: window kind, then window id, so one key's
+// windows of one kind are contiguous and ordered by start.
+func SortKey(kind string, w window.Window) string { return kind + "|" + w.ID() }
+
+// PartitionKey is the item's partition key.
+func PartitionKey(pipeline, key string) string { return pipeline + "#" + key }
+
+// Apply adds u to its item exactly once, whatever Lambda redelivered before.
+func (v *Views) Apply(ctx context.Context, shard string, u *Update) (Result, error) {
+	res, err := v.apply(ctx, shard, u)
+	if err != nil {
+		return res, &WriteError{Pipeline: u.Pipeline, Key: u.Key, Window: SortKey(u.Kind, u.Window), Err: err}
+	}
+	return res, nil
+}
+
+func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, error) {
+	var res Result
+	perInterval := len(u.Entries) == 0
+	if perInterval && u.Partial == nil {
+		return res, errors.New("update has neither entries nor a partial")
+	}
+	minSeq, maxSeq := u.MinSeq, u.MaxSeq
+	if !perInterval {
+		minSeq, maxSeq = u.Entries[0].Seq, u.Entries[len(u.Entries)-1].Seq
+	}
+	minF, err := Fence(minSeq)
+	if err != nil {
+		return res, err
+	}
+	maxF, err := Fence(maxSeq)
+	if err != nil {
+		return res, err
+	}
+	total := len(u.Entries)
+	if perInterval {
+		total = int(u.Partial.Count())
+	}
+
+	entries := u.Entries
+	knownFence, fenceKnown := "", false // fence seen on the item (retry path)
+	correction, revision := false, 0
+	for attempt := 0; attempt < v.attempts; attempt++ {
+		partial := u.Partial
+		if !perInterval {
+			if fenceKnown {
+				entries = after(entries, knownFence)
+				if len(entries) == 0 {
+					res.Outcome, res.Skipped = Duplicate, total
+					return res, nil
+				}
+				if minF, err = Fence(entries[0].Seq); err != nil {
+					return res, err
+				}
+			}
+			partial = v.spec.New()
+			for i := range entries {
+				partial.Add(entries[i].Value, entries[i].Distinct)
+			}
+		}
+		blob, err := partial.MarshalBinary()
+		if err != nil {
+			return res, err
+		}
+		in, err := v.updateInput(shard, u, blob, int(partial.Count()), minF, maxF, knownFence, fenceKnown, correction, revision)
+		if err != nil {
+			return res, err
+		}
+		out, err := v.db.UpdateItem(ctx, in)
+		res.Writes++
+		if err == nil {
+			applied := len(entries)
+			if perInterval {
+				applied = total
+			}
+			res.Applied, res.Skipped = applied, total-applied
+			res.Outcome = Applied
+			if res.Skipped > 0 {
+				res.Outcome = PartlyApplied
+			}
+			if correction {
+				res.Outcome, res.Revision = Corrected, revision+1
+				prev, err := v.merged(out.Attributes)
+				if err != nil {
+					return res, err
+				}
+				cur := prev.Clone()
+				if err := cur.Merge(partial); err != nil {
+					return res, err
+				}
+				p, c := prev.Result(), cur.Result()
+				res.Previous, res.Current = &p, &c
+				return res, nil
+			}
+			res.Writes += v.maybeCompact(ctx, in.Key, out.Attributes)
+			return res, nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return res, err
+		}
+		// The retry path: DynamoDB handed back the item as it was.
+		old := ccf.Item
+		fence := stringAttr(old, fenceAttr(shard))
+		if fence != "" && fence >= maxF {
+			res.Outcome, res.Skipped = Duplicate, total
+			return res, nil
+		}
+		if perInterval && fence != "" && fence >= minF {
+			return res, ErrPartialOverlap
+		}
+		knownFence, fenceKnown = fence, true
+		if stringAttr(old, attrStatus) == statusFinal {
+			if !u.CorrectIfFinal {
+				res.Outcome = LateDropped
+				return res, nil
+			}
+			correction = true
+			revision = intAttr(old, attrRevision)
+		} else {
+			correction = false
+		}
+	}
+	return res, ErrConflict
+}
+
+// after returns the entries above fence.
+func after(entries []Entry, fence string) []Entry {
+	if fence == "" {
+		return entries
+	}
+	for i := range entries {
+		f, err := Fence(entries[i].Seq)
+		if err == nil && f > fence {
+			return entries[i:]
+		}
+	}
+	return nil
+}
+
+func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown, correction bool, revision int) (*dynamodb.UpdateItemInput, error) {
+	f := expression.Name(fenceAttr(shard))
+	now := v.now().UTC().Format(TimeLayout)
+	upd := expression.Set(f, expression.Value(maxF)).
+		Set(expression.Name(attrPipeline), expression.Value(u.Pipeline)).
+		Set(expression.Name(attrKey), expression.Value(u.Key)).
+		Set(expression.Name(attrKind), expression.Value(u.Kind)).
+		Set(expression.Name(attrStart), expression.Value(u.Window.Start.UTC().Format(TimeLayout))).
+		Set(expression.Name(attrEnd), expression.Value(u.Window.End.UTC().Format(TimeLayout))).
+		Set(expression.Name(attrUpdatedAt), expression.Value(now)).
+		Set(expression.Name(attrParts), expression.ListAppend(
+			expression.IfNotExists(expression.Name(attrParts), expression.Value([]any{})),
+			expression.Value([]any{blob}))).
+		Add(expression.Name(attrCount), expression.Value(n)).
+		Add(expression.Name(attrNParts), expression.Value(1)).
+		Add(expression.Name(attrVersion), expression.Value(1))
+	if v.retention > 0 {
+		upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(u.Window.End.Add(v.retention).Unix()))
+	}
+
+	var fenceCond expression.ConditionBuilder
+	switch {
+	case !fenceKnown:
+		fenceCond = expression.AttributeNotExists(f).Or(expression.LessThan(f, expression.Value(minF)))
+	case knownFence == "":
+		fenceCond = expression.AttributeNotExists(f)
+	default:
+		fenceCond = expression.Equal(f, expression.Value(knownFence))
+	}
+	status := expression.Name(attrStatus)
+	var cond expression.ConditionBuilder
+	if correction {
+		cond = fenceCond.And(expression.Equal(status, expression.Value(statusFinal))).
+			And(expression.Equal(expression.Name(attrRevision), expression.Value(revision)))
+		upd = upd.Set(expression.Name(attrRevision), expression.Value(revision+1))
+	} else {
+		cond = fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
+		upd = upd.Set(status, expression.Value(statusOpen)).
+			Set(expression.Name(attrRevision), expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)))
+		if u.OpenIn != "" {
+			upd = upd.Set(expression.Name(attrOpenIn), expression.Value(u.OpenIn)).
+				Set(expression.Name(attrOpenUntil), expression.Value(u.Window.End.UTC().Format(TimeLayout)))
+		}
+	}
+	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return nil, fmt.Errorf("building update: %w", err)
+	}
+	returnValues := types.ReturnValueUpdatedNew
+	if correction {
+		returnValues = types.ReturnValueAllOld
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(v.table),
+		Key:                                 itemKey(PartitionKey(u.Pipeline, u.Key), SortKey(u.Kind, u.Window)),
+		UpdateExpression:                    ex.Update(),
+		ConditionExpression:                 ex.Condition(),
+		ExpressionAttributeNames:            ex.Names(),
+		ExpressionAttributeValues:           ex.Values(),
+		ReturnValues:                        returnValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, nil
+}
+
+// maybeCompact replaces a long parts list with its merge, conditioned on the
+// version the write just produced, so a concurrent write is never lost; if
+// the condition fails the next write tries again. It returns writes made.
+func (v *Views) maybeCompact(ctx context.Context, key map[string]types.AttributeValue, attrs map[string]types.AttributeValue) int {
+	if v.compactAt <= 0 || intAttr(attrs, attrNParts) < v.compactAt {
+		return 0
+	}
+	merged, err := v.merged(attrs)
+	if err != nil {
+		return 0
+	}
+	blob, err := merged.MarshalBinary()
+	if err != nil {
+		return 0
+	}
+	ver := intAttr(attrs, attrVersion)
+	ex, err := expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name(attrParts), expression.Value([]any{blob})).
+			Set(expression.Name(attrNParts), expression.Value(1)).
+			Set(expression.Name(attrVersion), expression.Value(ver+1))).
+		WithCondition(expression.Equal(expression.Name(attrVersion), expression.Value(ver))).
+		Build()
+	if err != nil {
+		return 0
+	}
+	_, _ = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(v.table), Key: key,
+		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	})
+	return 1
+}
+
+// merged merges an item's parts.
+func (v *Views) merged(item map[string]types.AttributeValue) (*agg.State, error) {
+	st := v.spec.New()
+	list, _ := item[attrParts].(*types.AttributeValueMemberL)
+	if list == nil {
+		return st, nil
+	}
+	for i, p := range list.Value {
+		b, ok := p.(*types.AttributeValueMemberB)
+		if !ok {
+			return nil, fmt.Errorf("state: item part %d is not binary", i)
+		}
+		part, err := v.spec.Decode(b.Value)
+		if err != nil {
+			return nil, fmt.Errorf("state: item part %d: %w", i, err)
+		}
+		if err := st.Merge(part); err != nil {
+			return nil, fmt.Errorf("state: item part %d: %w", i, err)
+		}
+	}
+	return st, nil
+}
+
+func itemKey(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: pk},
+		attrSK: &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+func stringAttr(item map[string]types.AttributeValue, name string) string {
+	if s, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+func intAttr(item map[string]types.AttributeValue, name string) int {
+	if n, ok := item[name].(*types.AttributeValueMemberN); ok {
+		i, _ := strconv.Atoi(n.Value)
+		return i
+	}
+	return 0
+}

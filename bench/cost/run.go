@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// cost is what one run consumed.
+type cost struct {
+	writeRequests int
+	readRequests  int
+	wcu           int
+	elapsed       time.Duration
+}
+
+func (c cost) per1k(n, events int) float64 { return float64(n) * 1000 / float64(events) }
+
+// run starts a counting stand-in and measures every workload and batch size.
+func run(ctx context.Context, cfg config, out, log io.Writer) error {
+	root, err := standin.RepoRoot()
+	if err != nil {
+		return err
+	}
+	peer, err := preparePowertools(ctx, root, log)
+	if err != nil {
+		return err
+	}
+	srv, counter, err := standin.StartCounting(ctx, standin.Options{Addr: "127.0.0.1:0"})
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	awsCfg, err := standin.Config(ctx, srv.Endpoint())
+	if err != nil {
+		return err
+	}
+	db := dynamodb.NewFromConfig(awsCfg)
+	dir, err := os.MkdirTemp("", "tributary-bench-cost-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	for _, n := range cfg.events {
+		evs := generate(n, cfg.keys, workloadWindow)
+		file := filepath.Join(dir, fmt.Sprintf("events-%d.jsonl", n))
+		if err := writeJSONL(file, evs); err != nil {
+			return err
+		}
+		want := expectedCounts(evs)
+		for _, batch := range cfg.batches {
+			cfg.logf(log, "powertools: %d events, batch %d", n, batch)
+			pt, err := runPowertools(ctx, db, counter, srv.Endpoint(), peer, file, batch, want)
+			if err != nil {
+				return fmt.Errorf("powertools, %d events, batch %d: %w", n, batch, err)
+			}
+			fmt.Fprintf(out, "BENCH cost_powertools events=%d batch=%d write_requests=%d wcu=%d write_requests_per_1k=%.1f wcu_per_1k=%.1f read_requests=%d elapsed_ms=%d\n",
+				n, batch, pt.writeRequests, pt.wcu, pt.per1k(pt.writeRequests, n), pt.per1k(pt.wcu, n), pt.readRequests, pt.elapsed.Milliseconds())
+			for _, mode := range strings.Split(cfg.modes, ",") {
+				cfg.logf(log, "tributary %s: %d events, batch %d", mode, n, batch)
+				tr, err := measure(ctx, db, counter, func() error { return runTributary(ctx, srv.Endpoint(), evs, batch, mode) })
+				if errors.Is(err, errNotWired) {
+					cfg.logf(log, "%v: no Tributary numbers", err)
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("tributary %s, %d events, batch %d: %w", mode, n, batch, err)
+				}
+				fmt.Fprintf(out, "BENCH cost_tributary events=%d batch=%d mode=%s write_requests=%d wcu=%d write_requests_per_1k=%.1f wcu_per_1k=%.1f read_requests=%d elapsed_ms=%d\n",
+					n, batch, mode, tr.writeRequests, tr.wcu, tr.per1k(tr.writeRequests, n), tr.per1k(tr.wcu, n), tr.readRequests, tr.elapsed.Milliseconds())
+				fmt.Fprintf(out, "BENCH cost_ratio events=%d batch=%d mode=%s powertools_per_tributary=%s wcu_powertools_per_tributary=%s\n",
+					n, batch, mode, ratio(pt.writeRequests, tr.writeRequests), ratio(pt.wcu, tr.wcu))
+			}
+		}
+	}
+	return nil
+}
+
+func ratio(a, b int) string {
+	if b == 0 {
+		return "inf"
+	}
+	return fmt.Sprintf("%.1f", float64(a)/float64(b))
+}
+
+// measure runs f with the counter reset and returns the DynamoDB requests
+// and write units it caused.
+func measure(ctx context.Context, db *dynamodb.Client, counter *standin.Counter, f func() error) (cost, error) {
+	counter.Reset()
+	start := time.Now()
+	if err := f(); err != nil {
+		return cost{}, err
+	}
+	elapsed := time.Since(start)
+	snap := counter.Snapshot()
+	wu, err := snap.WriteUnits(ctx, db)
+	if err != nil {
+		return cost{}, err
+	}
+	reads := 0
+	for _, op := range []string{"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"} {
+		reads += snap.Operation(op).Requests
+	}
+	return cost{writeRequests: snap.WriteRequests(), readRequests: reads, wcu: wu.Total, elapsed: elapsed}, nil
+}
+
+// powertoolsPeer is the Node program of scripts/bench/powertools.
+type powertoolsPeer struct {
+	node   string
+	script string
+}
+
+// preparePowertools finds node and installs the peer's pinned packages
+// (npm ci) when they are missing.
+func preparePowertools(ctx context.Context, root string, log io.Writer) (powertoolsPeer, error) {
+	dir := filepath.Join(root, "scripts", "bench", "powertools")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return powertoolsPeer{}, fmt.Errorf("node is not on PATH: the Powertools peer is a Node program (Node 20 or later): %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
+		npm, err := exec.LookPath("npm")
+		if err != nil {
+			return powertoolsPeer{}, fmt.Errorf("npm is not on PATH: it installs the Powertools peer's packages in %s: %w", dir, err)
+		}
+		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, log, log
+		if err := cmd.Run(); err != nil {
+			return powertoolsPeer{}, fmt.Errorf("npm ci in %s: %w", dir, err)
+		}
+	}
+	return powertoolsPeer{node: node, script: filepath.Join(dir, "run.mjs")}, nil
+}
+
+// peerResult is what run.mjs prints.
+type peerResult struct {
+	Events    int            `json:"events"`
+	Batches   int            `json:"batches"`
+	Processed int            `json:"processed"`
+	Applied   int            `json:"applied"`
+	ElapsedMs float64        `json:"elapsedMs"`
+	Counts    map[string]int `json:"counts"`
+}
+
+var tableRun int
+
+// runPowertools runs the peer on the events in file against fresh tables and
+// checks that the counts table ends up as want.
+func runPowertools(ctx context.Context, db *dynamodb.Client, counter *standin.Counter, endpoint string, peer powertoolsPeer, file string, batch int, want map[string]int) (cost, error) {
+	tableRun++
+	idem, counts := fmt.Sprintf("pt-idempotency-%d", tableRun), fmt.Sprintf("pt-counts-%d", tableRun)
+	if err := createPowertoolsTables(ctx, db, idem, counts); err != nil {
+		return cost{}, err
+	}
+	var res peerResult
+	c, err := measure(ctx, db, counter, func() error {
+		cmd := exec.CommandContext(ctx, peer.node, peer.script, "--events", file, "--batch", fmt.Sprint(batch),
+			"--counts-table", counts, "--idempotency-table", idem)
+		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION="+standin.Region,
+			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w\n%s", peer.script, err, stderr.String())
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			return fmt.Errorf("%s printed %q, not its JSON result: %w", peer.script, stdout.String(), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return cost{}, err
+	}
+	if err := sameCounts("the peer's own report", res.Counts, want); err != nil {
+		return cost{}, err
+	}
+	got, err := scanCounts(ctx, db, counts)
+	if err != nil {
+		return cost{}, err
+	}
+	if err := sameCounts("table "+counts, got, want); err != nil {
+		return cost{}, err
+	}
+	return c, nil
+}
+
+func createPowertoolsTables(ctx context.Context, db *dynamodb.Client, idem, counts string) error {
+	// Powertools' documented schema: partition key "id", TTL on "expiration".
+	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(idem),
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: ddbtypes.KeyTypeHash}},
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+	}); err != nil {
+		return fmt.Errorf("create table %s: %w", idem, err)
+	}
+	if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(idem),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String("expiration"), Enabled: aws.Bool(true)},
+	}); err != nil {
+		return fmt.Errorf("enable TTL on %s: %w", idem, err)
+	}
+	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   aws.String(counts),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		KeySchema: []ddbtypes.KeySchemaElement{
+			{AttributeName: aws.String("key"), KeyType: ddbtypes.KeyTypeHash},
+			{AttributeName: aws.String("window"), KeyType: ddbtypes.KeyTypeRange},
+		},
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			{AttributeName: aws.String("key"), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String("window"), AttributeType: ddbtypes.ScalarAttributeTypeS},
+		},
+	}); err != nil {
+		return fmt.Errorf("create table %s: %w", counts, err)
+	}
+	return nil
+}
+
+// scanCounts reads the counts table as "<key>|<window>" → count.
+func scanCounts(ctx context.Context, db *dynamodb.Client, table string) (map[string]int, error) {
+	out := map[string]int{}
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", table, err)
+		}
+		for _, item := range page.Items {
+			k, _ := item["key"].(*ddbtypes.AttributeValueMemberS)
+			w, _ := item["window"].(*ddbtypes.AttributeValueMemberS)
+			n, _ := item["count"].(*ddbtypes.AttributeValueMemberN)
+			if k == nil || w == nil || n == nil {
+				return nil, fmt.Errorf("scan %s: item %v lacks key, window or count", table, item)
+			}
+			var c int
+			if _, err := fmt.Sscan(n.Value, &c); err != nil {
+				return nil, fmt.Errorf("scan %s: count %q of %s|%s: %w", table, n.Value, k.Value, w.Value, err)
+			}
+			out[k.Value+"|"+w.Value] = c
+		}
+	}
+	return out, nil
+}
+
+// sameCounts says how got differs from want, naming the first differences.
+func sameCounts(what string, got, want map[string]int) error {
+	var diffs []string
+	for k, w := range want {
+		if got[k] != w {
+			diffs = append(diffs, fmt.Sprintf("%s = %d, want %d", k, got[k], w))
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s = %d, want none", k, g))
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	if len(diffs) > 5 {
+		diffs = append(diffs[:5], fmt.Sprintf("and %d more", len(diffs)-5))
+	}
+	return fmt.Errorf("%s: counts differ from the expected ones: %s", what, strings.Join(diffs, "; "))
+}
+
+// writeJSONL writes one envelope per line.
+func writeJSONL(file string, evs []stream.Envelope) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for i := range evs {
+		if err := enc.Encode(&evs[i]); err != nil {
+			return fmt.Errorf("encode record %s: %w", evs[i].ID, err)
+		}
+	}
+	return os.WriteFile(file, b.Bytes(), 0o644)
+}

@@ -54,9 +54,11 @@ type View struct {
 	UpdatedAt           string
 }
 
-// Finalize makes a window final: merges its parts into one, sets revision 1,
-// and takes it off the open-windows index. Finalizing a final window changes
-// nothing and reports already=true, so the ticker and the handler may race.
+// Finalize makes a window final: merges its parts into one and sets revision
+// 1. The window stays listed in the open-windows index until Unlist, so a
+// caller that fails to emit the final result finds it again on retry.
+// Finalizing a final window changes nothing and reports already=true, so the
+// ticker and the handler may race.
 func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool, err error) {
 	key := itemKey(ref.PK, ref.SK)
 	for attempt := 0; attempt < v.attempts; attempt++ {
@@ -86,9 +88,7 @@ func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool,
 				Set(expression.Name(attrParts), expression.Value([]any{blob})).
 				Set(expression.Name(attrNParts), expression.Value(1)).
 				Set(expression.Name(attrVersion), expression.Value(ver+1)).
-				Set(expression.Name(attrFinalAt), expression.Value(v.now().UTC().Format(TimeLayout))).
-				Remove(expression.Name(attrOpenIn)).
-				Remove(expression.Name(attrOpenUntil))).
+				Set(expression.Name(attrFinalAt), expression.Value(v.now().UTC().Format(TimeLayout)))).
 			WithCondition(expression.Equal(expression.Name(attrVersion), expression.Value(ver))).
 			Build()
 		if err != nil {
@@ -111,6 +111,27 @@ func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool,
 		return view, false, err
 	}
 	return View{}, false, ErrConflict
+}
+
+// Unlist takes a final window off the open-windows index, once its final
+// result has been emitted.
+func (v *Views) Unlist(ctx context.Context, ref Ref) error {
+	ex, err := expression.NewBuilder().
+		WithUpdate(expression.Remove(expression.Name(attrOpenIn)).Remove(expression.Name(attrOpenUntil))).
+		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal))).
+		Build()
+	if err != nil {
+		return err
+	}
+	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(v.table), Key: itemKey(ref.PK, ref.SK),
+		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	})
+	if err != nil {
+		return fmt.Errorf("state: unlist %s %s: %w", ref.PK, ref.SK, err)
+	}
+	return nil
 }
 
 // Query returns key's windows of one kind that start in [from, to), merged.

@@ -189,8 +189,15 @@ func TestFinalizeThenLateRecords(t *testing.T) {
 	if _, already, _ := f.views.Finalize(ctx, refs[0]); !already {
 		t.Fatal("second Finalize must report already final")
 	}
+	// Listed until its result is emitted and it is unlisted.
+	if refs, _ := f.views.OpenWindows(ctx, "p#shard-0", minute.End); len(refs) != 1 {
+		t.Fatalf("final window not listed before Unlist: %v", refs)
+	}
+	if err := f.views.Unlist(ctx, refs[0]); err != nil {
+		t.Fatal(err)
+	}
 	if refs, _ := f.views.OpenWindows(ctx, "p#shard-0", minute.End); len(refs) != 0 {
-		t.Fatalf("final window still listed open: %v", refs)
+		t.Fatalf("final window still listed after Unlist: %v", refs)
 	}
 
 	// Drop policy: a late record leaves the final window alone.

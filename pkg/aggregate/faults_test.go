@@ -1,0 +1,342 @@
+package aggregate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/window"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+var (
+	db        *dynamodb.Client
+	tableSeq  atomic.Int64
+	soakSeeds = flag.Int("fault.seeds", 6, "fault-injection scenarios to run (make soak runs many more)")
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(standintest.Main(m, func(cfg aws.Config) { db = dynamodb.NewFromConfig(cfg) }))
+}
+
+const faultConfig = `{
+  "name": "faults",
+  "key": "key",
+  "value": "data.ms",
+  "windows": [{"kind": "tumbling", "size": "1m"}, {"kind": "hopping", "size": "2m", "advance": "1m"}],
+  "aggregates": ["count", "sum", "min", "max"],
+  "outOfOrderness": "5s",
+  "idleTimeout": "30s",
+  "latePolicy": "correct",
+  "allowedLateness": "24h",
+  "partitionKeyIsGroupingKey": true
+}`
+
+// crashingStore makes the n-th and later writes fail, as a process that dies
+// between two writes would leave them: the earlier ones applied, the later not.
+type crashingStore struct {
+	*dynamodb.Client
+	budget atomic.Int64 // writes left before the "crash"; < 0 means no crash armed
+}
+
+var errCrash = errors.New("injected crash between two writes")
+
+func (c *crashingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if c.budget.Load() >= 0 && c.budget.Add(-1) < 0 {
+		return nil, errCrash
+	}
+	return c.Client.UpdateItem(ctx, in, opts...)
+}
+
+// record is one generated input record.
+type record struct {
+	shard string
+	seq   int
+	env   stream.Envelope
+}
+
+// scenario is a seeded run: records per shard and the reference views.
+type scenario struct {
+	rng     *rand.Rand
+	cfg     *pipeline.Config
+	records map[string][]record
+}
+
+func newScenario(t *testing.T, seed uint64) *scenario {
+	cfg, err := pipeline.Parse([]byte(faultConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, seed*7919))
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	s := &scenario{rng: rng, cfg: cfg, records: map[string][]record{}}
+	for _, shard := range []string{"shardId-000000000000", "shardId-000000000001"} {
+		n := 30 + rng.IntN(40)
+		seq := 1 + rng.IntN(5) // sequence numbers of growing length: 9 → 10 → 100 crossings
+		clock := base
+		for i := 0; i < n; i++ {
+			clock = clock.Add(time.Duration(rng.IntN(4000)) * time.Millisecond)
+			et := clock.Add(-time.Duration(rng.IntN(4000)) * time.Millisecond) // out of order, within outOfOrderness
+			if rng.IntN(15) == 0 {
+				et = clock.Add(-time.Duration(2+rng.IntN(3)) * time.Minute) // late: its windows are final or nearly so
+			}
+			key := fmt.Sprintf("%s-k%d", shard[len(shard)-1:], rng.IntN(4))
+			s.records[shard] = append(s.records[shard], record{shard: shard, seq: seq, env: stream.Envelope{
+				ID: fmt.Sprintf("%s-%d", shard, seq), Type: "view", Key: key,
+				OccurredAt: et, SentAt: et, ReceivedAt: et,
+				Data: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 1+rng.IntN(1000))),
+			}})
+			seq += 1 + rng.IntN(3)
+		}
+	}
+	return s
+}
+
+// cell is one expected (or stored) window value.
+type cell struct {
+	count         uint64
+	sum, min, max float64
+}
+
+// reference applies every record exactly once, in memory.
+func (s *scenario) reference() map[string]cell {
+	ref := map[string]cell{}
+	for _, recs := range s.records {
+		for _, r := range recs {
+			var d struct{ Ms float64 }
+			_ = json.Unmarshal(r.env.Data, &d)
+			for _, ws := range s.cfg.Windows {
+				var wins []window.Window
+				switch ws.Kind {
+				case pipeline.Tumbling:
+					wins = ws.Tumbling().AppendWindows(nil, r.env.EventTime())
+				case pipeline.Hopping:
+					wins = ws.Hopping().AppendWindows(nil, r.env.EventTime())
+				}
+				for _, w := range wins {
+					k := r.env.Key + " " + state.SortKey(ws.ID(), w)
+					c, ok := ref[k]
+					if !ok {
+						c = cell{min: d.Ms, max: d.Ms}
+					}
+					c.count++
+					c.sum += d.Ms
+					c.min, c.max = min(c.min, d.Ms), max(c.max, d.Ms)
+					ref[k] = c
+				}
+			}
+		}
+	}
+	return ref
+}
+
+func kinesisEvent(recs []record) events.KinesisEvent {
+	var ev events.KinesisEvent
+	for _, r := range recs {
+		data, _ := json.Marshal(r.env)
+		seq := strconv.Itoa(r.seq)
+		ev.Records = append(ev.Records, events.KinesisEventRecord{
+			EventID: r.shard + ":" + seq, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
+			Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: r.env.Key, Data: data,
+				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: r.env.ReceivedAt}},
+		})
+	}
+	return ev
+}
+
+// lambda plays one shard's event source mapping against the processor with
+// randomized faults: whole-batch redelivery, bisected retries, checkpointed
+// retries after item failures, retried batches of a different size, crashes
+// after k of n writes, concurrent duplicate invocations, and cold starts.
+type lambda struct {
+	t     *testing.T
+	rng   *rand.Rand
+	store *crashingStore
+	table string
+	cfg   *pipeline.Config
+	proc  *aggregate.Processor
+	log   []string
+}
+
+func (l *lambda) coldStart() {
+	views := state.NewViews(l.store, l.table, l.cfg.Aggregates, state.WithCompactAt(4))
+	l.proc = aggregate.New(l.cfg, views, nil, "", aggregate.WithLogger(quiet))
+}
+
+// invoke runs one batch, maybe with a crash armed; it returns the index into
+// recs to resume from (len(recs) when all done) and whether it "crashed".
+func (l *lambda) invoke(recs []record) (resume int, crashed bool) {
+	budget := int64(-1)
+	if l.rng.IntN(4) == 0 {
+		budget = int64(l.rng.IntN(6))
+	}
+	l.store.budget.Store(budget)
+	defer l.store.budget.Store(-1)
+	resp, err := l.proc.HandleBatch(context.Background(), kinesisEvent(recs))
+	if err != nil {
+		return 0, true
+	}
+	if budget >= 0 && l.rng.IntN(3) == 0 {
+		// The process died after the writes but before Lambda got the response.
+		return 0, true
+	}
+	if len(resp.BatchItemFailures) == 0 {
+		return len(recs), false
+	}
+	lowest := resp.BatchItemFailures[0].ItemIdentifier
+	for i, r := range recs {
+		if strconv.Itoa(r.seq) == lowest {
+			return i, false
+		}
+	}
+	l.t.Fatalf("item failure %s is not in the batch", lowest)
+	return 0, false
+}
+
+func (l *lambda) run(recs []record) {
+	for pos := 0; pos < len(recs); {
+		if l.rng.IntN(10) == 0 {
+			l.coldStart()
+		}
+		size := 1 + l.rng.IntN(25)
+		b := recs[pos:min(pos+size, len(recs))]
+		switch l.rng.IntN(6) {
+		case 0: // a concurrent duplicate invocation of the same batch
+			var wg sync.WaitGroup
+			for i := 0; i < 2; i++ {
+				wg.Add(1)
+				go func() { defer wg.Done(); _, _ = l.proc.HandleBatch(context.Background(), kinesisEvent(b)) }()
+			}
+			wg.Wait()
+			l.log = append(l.log, fmt.Sprintf("dup %d+%d", pos, len(b)))
+		case 1: // the whole batch redelivered (response lost)
+			_, _ = l.proc.HandleBatch(context.Background(), kinesisEvent(b))
+			l.log = append(l.log, fmt.Sprintf("redeliver %d+%d", pos, len(b)))
+		}
+		resume, crashed := l.invoke(b)
+		if crashed {
+			l.log = append(l.log, fmt.Sprintf("crash %d+%d", pos, len(b)))
+			if len(b) > 1 && l.rng.IntN(2) == 0 {
+				// Bisect: retry the first half alone; the loop then goes on
+				// from wherever that leaves the checkpoint, with a new size.
+				half := b[:len(b)/2]
+				r, c := l.invoke(half)
+				if !c {
+					pos += r
+				}
+				l.log = append(l.log, fmt.Sprintf("bisect %d+%d", pos, len(half)))
+			}
+			continue // retried from the same checkpoint, maybe with another batch size
+		}
+		pos += resume
+		if resume < len(b) {
+			l.log = append(l.log, fmt.Sprintf("checkpoint at %d", pos))
+		}
+	}
+}
+
+func TestFaultInjectionViewsEqualReference(t *testing.T) {
+	for seed := 1; seed <= *soakSeeds; seed++ {
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			t.Parallel()
+			s := newScenario(t, uint64(seed))
+			table := fmt.Sprintf("faults-%d", tableSeq.Add(1))
+			if err := state.CreateTable(context.Background(), db, table); err != nil {
+				t.Fatal(err)
+			}
+			store := &crashingStore{Client: db}
+			store.budget.Store(-1)
+			var wg sync.WaitGroup
+			lambdas := map[string]*lambda{}
+			for shard, recs := range s.records {
+				l := &lambda{t: t, rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), store: store, table: table, cfg: s.cfg}
+				l.coldStart()
+				lambdas[shard] = l
+				wg.Add(1)
+				go func() { defer wg.Done(); l.run(recs) }()
+			}
+			wg.Wait()
+			// Close every window: a tick long after the last event.
+			views := state.NewViews(db, table, s.cfg.Aggregates)
+			p := aggregate.New(s.cfg, views, nil, "", aggregate.WithLogger(quiet))
+			if _, err := p.Tick(context.Background(), time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Tick(context.Background(), time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)); err != nil {
+				t.Fatal(err)
+			}
+			got := readAll(t, views, s)
+			want := s.reference()
+			var bad []string
+			for k, w := range want {
+				g, ok := got[k]
+				if !ok || g.count != w.count || g.sum != w.sum || g.min != w.min || g.max != w.max {
+					bad = append(bad, fmt.Sprintf("%s: got %+v want %+v", k, g, w))
+				}
+			}
+			for k := range got {
+				if _, ok := want[k]; !ok {
+					bad = append(bad, fmt.Sprintf("%s: unexpected window %+v", k, got[k]))
+				}
+			}
+			if len(bad) > 0 {
+				sort.Strings(bad)
+				for shard, l := range lambdas {
+					t.Logf("%s pattern: %v", shard, l.log)
+				}
+				t.Fatalf("%d of %d windows differ from applying each record once:\n%v", len(bad), len(want), bad)
+			}
+		})
+	}
+}
+
+// readAll queries every key's windows and checks they are all final.
+func readAll(t *testing.T, views *state.Views, s *scenario) map[string]cell {
+	t.Helper()
+	keys := map[string]bool{}
+	for _, recs := range s.records {
+		for _, r := range recs {
+			keys[r.env.Key] = true
+		}
+	}
+	got := map[string]cell{}
+	from, to := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for key := range keys {
+		for _, ws := range s.cfg.Windows {
+			vs, err := views.Query(context.Background(), s.cfg.Name, key, ws.ID(), from, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vs {
+				if !v.Final {
+					t.Errorf("%s %s %s is not final after the closing tick", key, ws.ID(), v.Window.ID())
+				}
+				got[key+" "+state.SortKey(ws.ID(), v.Window)] = cell{count: v.Result.Count, sum: v.Result.Sum, min: v.Result.Min, max: v.Result.Max}
+			}
+		}
+	}
+	return got
+}

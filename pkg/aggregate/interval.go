@@ -1,0 +1,195 @@
+package aggregate
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math/big"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/window"
+)
+
+// Keys of the tumbling-window state (Lambda carries map[string]string).
+const (
+	stateWatermark = "wm"  // the interval's working watermark
+	stateSeq       = "seq" // the last record accumulated: the state's own fence
+	statePartial   = "p|"  // p|<kind>|<window id>|<key> → "<minSeq> <maxSeq> <base64 partial>"
+)
+
+// partial is one (key, window)'s accumulated aggregate in the state.
+type partial struct {
+	st             *agg.State
+	minSeq, maxSeq string
+}
+
+// HandleInterval is the per-interval path: partial aggregates live in the
+// tumbling-window state Lambda carries between invocations; the final
+// invocation of each interval writes one update per (key, window).
+func (p *Processor) HandleInterval(ctx context.Context, ev events.KinesisTimeWindowEvent) (events.KinesisTimeWindowEventResponse, error) {
+	defer p.flushMetrics()
+	shard := ev.ShardID
+	if shard == "" && len(ev.Records) > 0 {
+		shard = shardOf(ev.Records[0].EventID)
+	}
+	committed, err := p.watermark(ctx, shard)
+	if err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err
+	}
+	wm := *committed
+	if s, ok := ev.State[stateWatermark]; ok {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: window state %q: %w", stateWatermark, err)
+		}
+		if err := wm.UnmarshalBinary(b); err != nil {
+			return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: window state %q: %w", stateWatermark, err)
+		}
+	}
+	partials, err := p.decodePartials(ev.State)
+	if err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err
+	}
+	lastSeq := ev.State[stateSeq]
+
+	c := p.newCollector(shard, &wm)
+	c.onOpen = func(k upKey, seq string, value float64, distinct []byte) {
+		pt, ok := partials[k]
+		if !ok {
+			pt = &partial{st: p.cfg.Aggregates.New(), minSeq: seq}
+			partials[k] = pt
+		}
+		pt.st.Add(value, distinct)
+		pt.maxSeq = seq
+	}
+	c.onCorrected = c.onOpen // late records join the partial; the flush corrects a final window
+	accumulated := lastSeq
+	for i := range ev.Records {
+		rec := &ev.Records[i]
+		seq := rec.Kinesis.SequenceNumber
+		if lastSeq != "" && seqLE(seq, lastSeq) {
+			continue // already in the state (a redelivery after a partial failure)
+		}
+		before := c.failures.Len()
+		c.record(rec)
+		if c.failures.Len() > before {
+			break // stop at the first poison record: the rest is redelivered after it
+		}
+		accumulated = seq
+	}
+	p.count(c)
+
+	if !ev.IsFinalInvokeForWindow {
+		out := p.encodeState(partials, &wm, accumulated)
+		resp := c.failures.Kinesis()
+		return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: out}, BatchItemFailures: resp.BatchItemFailures}, nil
+	}
+	// The interval is over: flush one write per (key, window).
+	if err := p.flush(ctx, shard, partials); err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err // Lambda retries the final invocation with the same state
+	}
+	if c.failures.Len() == 0 {
+		if err := p.commit(ctx, shard, &wm); err != nil {
+			return events.KinesisTimeWindowEventResponse{}, err
+		}
+	}
+	resp := c.failures.Kinesis()
+	return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: map[string]string{}}, BatchItemFailures: resp.BatchItemFailures}, nil
+}
+
+func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		sem      = make(chan struct{}, p.concurrency)
+	)
+	for k, pt := range partials {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, err := p.views.Apply(ctx, shard, &state.Update{
+				Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win, OpenIn: p.openIn(shard),
+				Partial: pt.st, MinSeq: pt.minSeq, MaxSeq: pt.maxSeq,
+				CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			switch res.Outcome {
+			case state.Duplicate:
+				p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
+			case state.LateDropped:
+				p.metrics.Add("LateDropped", metrics.Count, float64(pt.st.Count()))
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+func (p *Processor) decodePartials(st map[string]string) (map[upKey]*partial, error) {
+	out := map[upKey]*partial{}
+	for k, v := range st {
+		if !strings.HasPrefix(k, statePartial) {
+			continue
+		}
+		parts := strings.SplitN(k[len(statePartial):], "|", 3)
+		fields := strings.SplitN(v, " ", 3)
+		if len(parts) != 3 || len(fields) != 3 {
+			return nil, fmt.Errorf("aggregate: window state entry %q is malformed", k)
+		}
+		w, err := window.ParseID(parts[1])
+		if err != nil {
+			return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
+		}
+		s, err := p.cfg.Aggregates.DecodeString(fields[2])
+		if err != nil {
+			return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
+		}
+		out[upKey{key: parts[2], kind: parts[0], win: w}] = &partial{st: s, minSeq: fields[0], maxSeq: fields[1]}
+	}
+	return out, nil
+}
+
+func (p *Processor) encodeState(partials map[upKey]*partial, wm *window.Watermark, seq string) map[string]string {
+	out := make(map[string]string, len(partials)+2)
+	if b, err := wm.MarshalBinary(); err == nil {
+		out[stateWatermark] = base64.StdEncoding.EncodeToString(b)
+	}
+	if seq != "" {
+		out[stateSeq] = seq
+	}
+	for k, pt := range partials {
+		text, err := pt.st.MarshalText()
+		if err != nil {
+			continue
+		}
+		out[statePartial+k.kind+"|"+k.win.ID()+"|"+k.key] = pt.minSeq + " " + pt.maxSeq + " " + string(text)
+	}
+	return out
+}
+
+// seqLE compares sequence numbers as numbers.
+func seqLE(a, b string) bool {
+	x, okx := new(big.Int).SetString(a, 10)
+	y, oky := new(big.Int).SetString(b, 10)
+	if !okx || !oky {
+		return a <= b
+	}
+	return x.Cmp(y) <= 0
+}

@@ -1,0 +1,435 @@
+package aggregate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/batch"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/window"
+)
+
+// Processor runs one declared pipeline. Build it with New; it is safe for
+// concurrent use (Lambda may run one per shard in a process only with
+// ParallelizationFactor, but tests do).
+type Processor struct {
+	cfg         *pipeline.Config
+	views       *state.Views
+	out         RecordPutter
+	streamName  string
+	metrics     *metrics.Logger
+	log         *slog.Logger
+	now         func() time.Time
+	concurrency int
+
+	mu     sync.Mutex
+	marks  map[string]*window.Watermark // per shard: the last fully processed batch's watermark
+	loaded bool
+}
+
+// Option configures a Processor.
+type Option func(*Processor)
+
+// WithMetrics sets where EMF metrics go (nil: nowhere).
+func WithMetrics(m *metrics.Logger) Option { return func(p *Processor) { p.metrics = m } }
+
+// WithLogger sets the structured logger.
+func WithLogger(l *slog.Logger) Option { return func(p *Processor) { p.log = l } }
+
+// WithClock sets processing time (the ticker's idle advance uses it).
+func WithClock(now func() time.Time) Option { return func(p *Processor) { p.now = now } }
+
+// WithConcurrency bounds concurrent DynamoDB writes (default 16).
+func WithConcurrency(n int) Option { return func(p *Processor) { p.concurrency = max(1, n) } }
+
+// CheckSupported refuses window kinds the store does not keep yet, naming the window.
+func CheckSupported(cfg *pipeline.Config) error {
+	for i, w := range cfg.Windows {
+		if w.Kind != pipeline.Tumbling && w.Kind != pipeline.Hopping {
+			return fmt.Errorf("windows[%d].kind: %s windows are computed by package window but not yet kept by the aggregate function; use tumbling or hopping", i, w.Kind)
+		}
+	}
+	return nil
+}
+
+// New returns a processor for cfg writing to views and, when out is not nil,
+// emitting final results and corrections to the stream named streamName.
+func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName string, opts ...Option) *Processor {
+	p := &Processor{
+		cfg: cfg, views: views, out: out, streamName: streamName,
+		log: slog.Default(), now: time.Now, concurrency: 16,
+		marks: map[string]*window.Watermark{},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// Handle is the Lambda entry point: a Kinesis event (per-batch path) or a
+// Kinesis tumbling-window event (per-interval path), told apart by its window.
+func (p *Processor) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	var probe struct {
+		Window json.RawMessage `json:"window"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("aggregate: event is not JSON: %w", err)
+	}
+	if len(probe.Window) > 0 && string(probe.Window) != "null" {
+		var ev events.KinesisTimeWindowEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("aggregate: tumbling-window event: %w", err)
+		}
+		return p.HandleInterval(ctx, ev)
+	}
+	var ev events.KinesisEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, fmt.Errorf("aggregate: Kinesis event: %w", err)
+	}
+	return p.HandleBatch(ctx, ev)
+}
+
+// upKey identifies one (key, window kind, window) within a batch.
+type upKey struct {
+	key, kind string
+	win       window.Window
+}
+
+// collector sorts a batch's records into per-(key, window) updates.
+type collector struct {
+	p           *Processor
+	shard       string
+	wm          *window.Watermark
+	updates     map[upKey]*state.Update
+	order       []upKey
+	failures    batch.StreamFailures
+	firstSeq    map[upKey]string
+	dropped     int
+	poison      int
+	filtered    int
+	in          int
+	env         stream.Envelope
+	wins        []window.Window
+	decision    window.Decision
+	maxSeq      string
+	onOpen      func(k upKey, seq string, value float64, distinct []byte)
+	onCorrected func(k upKey, seq string, value float64, distinct []byte)
+}
+
+func (p *Processor) newCollector(shard string, wm *window.Watermark) *collector {
+	c := &collector{p: p, shard: shard, wm: wm, updates: map[upKey]*state.Update{}, firstSeq: map[upKey]string{}}
+	c.onOpen = c.addEntry
+	// A record for a final window (correct policy) joins the same update as
+	// the item's on-time records: one write per item per batch keeps the
+	// fence's "applied is a prefix" invariant, and the store applies the
+	// whole update as a correction if it finds the window final.
+	c.onCorrected = c.addEntry
+	return c
+}
+
+func (c *collector) addEntry(k upKey, seq string, value float64, distinct []byte) {
+	u, ok := c.updates[k]
+	if !ok {
+		u = &state.Update{
+			Pipeline: c.p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win,
+			OpenIn:         c.p.openIn(c.shard),
+			CorrectIfFinal: c.p.cfg.Late.Policy == window.Correct,
+		}
+		c.updates[k] = u
+		c.order = append(c.order, k)
+		c.firstSeq[k] = seq
+	}
+	u.Entries = append(u.Entries, state.Entry{Seq: seq, Value: value, Distinct: distinct})
+}
+
+// record decodes one Kinesis record and routes it; false means poison.
+func (c *collector) record(rec *events.KinesisEventRecord) {
+	seq := rec.Kinesis.SequenceNumber
+	c.maxSeq = seq
+	if err := stream.DecodeKinesis(rec, &c.env); err != nil {
+		c.poisoned(seq, err)
+		return
+	}
+	if !c.p.cfg.Matches(c.env.Type) {
+		c.filtered++
+		return
+	}
+	key, value, distinct, err := c.p.cfg.Extract(&c.env)
+	if err != nil {
+		c.poisoned(seq, err)
+		return
+	}
+	if distinct != nil {
+		distinct = append([]byte(nil), distinct...) // Extract's bytes share the reused envelope
+	}
+	c.in++
+	et := c.env.EventTime()
+	for _, ws := range c.p.cfg.Windows {
+		c.wins = c.wins[:0]
+		switch ws.Kind {
+		case pipeline.Tumbling:
+			c.wins = ws.Tumbling().AppendWindows(c.wins, et)
+		case pipeline.Hopping:
+			c.wins = ws.Hopping().AppendWindows(c.wins, et)
+		}
+		c.p.cfg.Late.Decide(&c.decision, c.wm, c.wins)
+		kind := ws.ID()
+		for _, w := range c.decision.Open {
+			c.onOpen(upKey{key, kind, w}, seq, value, distinct)
+		}
+		for _, w := range c.decision.Corrected {
+			c.onCorrected(upKey{key, kind, w}, seq, value, distinct)
+		}
+		c.dropped += len(c.decision.Dropped)
+	}
+	c.wm.Observe(et)
+}
+
+func (c *collector) poisoned(seq string, err error) {
+	c.poison++
+	c.failures.Add(seq)
+	var pe *stream.PoisonRecordError
+	field := ""
+	if errors.As(err, &pe) {
+		field = pe.Field
+	}
+	c.p.log.Warn("poison record: reported as a batch item failure", "shard", c.shard, "sequenceNumber", seq, "field", field, "error", err.Error())
+}
+
+func (p *Processor) openIn(shard string) string { return p.cfg.Name + "#" + shard }
+
+// shardOf reads the shard id from a Kinesis eventID ("shardId-000000000000:4959...").
+func shardOf(eventID string) string {
+	shard, _, _ := strings.Cut(eventID, ":")
+	return shard
+}
+
+// HandleBatch is the per-batch path: one conditional write per (key, window).
+func (p *Processor) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	defer p.flushMetrics()
+	if len(ev.Records) == 0 {
+		return events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}, nil
+	}
+	shard := shardOf(ev.Records[0].EventID)
+	committed, err := p.watermark(ctx, shard)
+	if err != nil {
+		return events.KinesisEventResponse{}, err
+	}
+	wm := *committed // work on a copy: commit only if the whole batch succeeds
+	c := p.newCollector(shard, &wm)
+	for i := range ev.Records {
+		c.record(&ev.Records[i])
+	}
+	failedWrites := p.applyAll(ctx, c)
+	for _, k := range failedWrites {
+		c.failures.Add(c.firstSeq[k])
+	}
+	p.count(c)
+	if c.failures.Len() == 0 {
+		if err := p.commit(ctx, shard, &wm); err != nil {
+			return events.KinesisEventResponse{}, err
+		}
+	}
+	return c.failures.Kinesis(), nil
+}
+
+// applyAll writes a collector's updates with bounded concurrency and returns
+// the keys whose write failed.
+func (p *Processor) applyAll(ctx context.Context, c *collector) []upKey {
+	var (
+		mu     sync.Mutex
+		failed []upKey
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, p.concurrency)
+		outs   []Output
+	)
+	for _, k := range c.order {
+		u := c.updates[k]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			res, err := p.views.Apply(ctx, c.shard, u)
+			mu.Lock()
+			defer mu.Unlock()
+			p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
+			if err != nil {
+				p.log.Error("window write failed: its records will be retried", "shard", c.shard, "error", err.Error())
+				failed = append(failed, k)
+				return
+			}
+			p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
+			switch res.Outcome {
+			case state.LateDropped:
+				p.metrics.Add("LateDropped", metrics.Count, float64(len(u.Entries)))
+			case state.Corrected:
+				p.metrics.Add("Corrections", metrics.Count, 1)
+				outs = append(outs, Output{
+					ID:   fmt.Sprintf("%s/%s/%s/%s/r%d", u.Pipeline, u.Key, u.Kind, u.Window.ID(), res.Revision),
+					Kind: "correction", Pipeline: u.Pipeline, Key: u.Key, Window: u.Kind,
+					Start: u.Window.Start, End: u.Window.End, Revision: res.Revision, Result: *res.Current, Previous: res.Previous,
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	if err := p.emit(ctx, outs); err != nil {
+		// The corrections are applied; emitting them again on retry is safe
+		// (same ids), so fail the batch's first records to get the retry.
+		p.log.Error("emitting corrections failed", "error", err.Error())
+		if len(c.order) > 0 {
+			failed = append(failed, c.order[0])
+		}
+	}
+	return failed
+}
+
+func (p *Processor) count(c *collector) {
+	p.metrics.Add("RecordsIn", metrics.Count, float64(c.in))
+	p.metrics.Add("PoisonRecords", metrics.Count, float64(c.poison))
+	p.metrics.Add("LateDropped", metrics.Count, float64(c.dropped))
+	p.metrics.Add("Filtered", metrics.Count, float64(c.filtered))
+}
+
+// watermark returns shard's committed watermark, loading every shard's from
+// the store on first use (a cold start's one read).
+func (p *Processor) watermark(ctx context.Context, shard string) (*window.Watermark, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.loaded {
+		marks, err := p.views.Watermarks(ctx, p.cfg.Name)
+		if err != nil {
+			return nil, err
+		}
+		for s, wm := range marks {
+			p.marks[s] = wm
+		}
+		p.loaded = true
+	}
+	wm, ok := p.marks[shard]
+	if !ok {
+		wm = p.cfg.NewWatermark()
+		p.marks[shard] = wm
+	}
+	c := *wm
+	return &c, nil
+}
+
+// commit stores a fully processed batch's watermark and closes the windows
+// it makes final.
+func (p *Processor) commit(ctx context.Context, shard string, wm *window.Watermark) error {
+	p.mu.Lock()
+	prev := *p.marks[shard]
+	p.mu.Unlock()
+	if wm.Current().After(prev.Current()) || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
+		stored, err := p.views.SaveWatermark(ctx, p.cfg.Name, shard, wm)
+		if err != nil {
+			return err
+		}
+		if !stored {
+			// The ticker (or a duplicate invocation) stored a later one: take it.
+			marks, err := p.views.Watermarks(ctx, p.cfg.Name)
+			if err != nil {
+				return err
+			}
+			if m, ok := marks[shard]; ok {
+				wm.Merge(m)
+			}
+		}
+		p.mu.Lock()
+		p.marks[shard] = wm
+		p.mu.Unlock()
+	}
+	if !wm.Current().IsZero() {
+		p.metrics.Observe("WatermarkLagMs", metrics.Milliseconds, float64(p.now().Sub(wm.Current()).Milliseconds()))
+	}
+	if wm.Current().After(prev.Current()) {
+		return p.finalize(ctx, shard, wm.Current())
+	}
+	return nil
+}
+
+// finalize makes shard's windows that end by until final and emits them.
+func (p *Processor) finalize(ctx context.Context, shard string, until time.Time) error {
+	refs, err := p.views.OpenWindows(ctx, p.openIn(shard), until)
+	if err != nil {
+		return err
+	}
+	var outs []Output
+	for _, ref := range refs {
+		view, _, err := p.views.Finalize(ctx, ref)
+		if err != nil {
+			return err
+		}
+		outs = append(outs, finalOutput(view))
+	}
+	if err := p.emit(ctx, outs); err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		if err := p.views.Unlist(ctx, ref); err != nil {
+			return err
+		}
+	}
+	p.metrics.Add("WindowsFinalized", metrics.Count, float64(len(refs)))
+	return nil
+}
+
+// TickResult is what one tick did.
+type TickResult struct {
+	Shards    int `json:"shards"`
+	Advanced  int `json:"advanced"`  // idle shards whose watermark moved by processing time
+	Finalized int `json:"finalized"` // windows made final
+}
+
+// Tick is the ticker's work: advance idle shards' watermarks by processing
+// time and finalize the windows every shard's watermark has passed.
+func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error) {
+	defer p.flushMetrics()
+	var res TickResult
+	marks, err := p.views.Watermarks(ctx, p.cfg.Name)
+	if err != nil {
+		return res, err
+	}
+	for shard, wm := range marks {
+		res.Shards++
+		before := wm.Current()
+		moved := wm.AdvanceIdle(now, p.cfg.IdleTimeout)
+		// Save the idle clock even when the value did not move yet.
+		if _, err := p.views.SaveWatermark(ctx, p.cfg.Name, shard, wm); err != nil {
+			return res, err
+		}
+		if moved {
+			res.Advanced++
+		}
+		refs, err := p.views.OpenWindows(ctx, p.openIn(shard), wm.Current())
+		if err != nil {
+			return res, err
+		}
+		if len(refs) > 0 || wm.Current().After(before) {
+			if err := p.finalize(ctx, shard, wm.Current()); err != nil {
+				return res, err
+			}
+			res.Finalized += len(refs)
+		}
+	}
+	return res, nil
+}
+
+func (p *Processor) flushMetrics() {
+	if err := p.metrics.Flush(); err != nil {
+		p.log.Warn("writing metrics failed", "error", err.Error())
+	}
+}

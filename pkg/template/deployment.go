@@ -46,6 +46,7 @@ type Deployment struct {
 	evaluating                        map[string]bool
 	skipped                           []Skipped
 	notes                             []string
+	playedRules                       map[string]bool // scheduled rules the runner plays (Schedules)
 }
 
 // physicalResource is what one logical resource became.
@@ -137,16 +138,17 @@ func Plan(t *Template, opts ProvisionOptions) (*Deployment, error) {
 		return nil, fmt.Errorf("template: ProvisionOptions.Stack %q: a stack name starts with a letter and has only letters, digits and hyphens (at most 128)", stack)
 	}
 	d := &Deployment{
-		t:          t,
-		stack:      stack,
-		region:     opts.Region,
-		account:    opts.AccountID,
-		partition:  "aws",
-		urlSuffix:  "amazonaws.com",
-		progress:   opts.Progress,
-		res:        map[string]*physicalResource{},
-		conds:      map[string]bool{},
-		evaluating: map[string]bool{},
+		t:           t,
+		stack:       stack,
+		region:      opts.Region,
+		account:     opts.AccountID,
+		partition:   "aws",
+		urlSuffix:   "amazonaws.com",
+		progress:    opts.Progress,
+		res:         map[string]*physicalResource{},
+		conds:       map[string]bool{},
+		evaluating:  map[string]bool{},
+		playedRules: map[string]bool{},
 	}
 	if d.region == "" {
 		d.region = DefaultRegion
@@ -186,6 +188,14 @@ func Plan(t *Template, opts ProvisionOptions) (*Deployment, error) {
 		d.mu.Unlock()
 		if !provisionable(ph.typ) {
 			reason, byRunner := skipReason(ph.typ)
+			if ph.typ == "AWS::Events::Rule" {
+				rp := d.classifyRule(id)
+				reason, byRunner = rp.reason, rp.played
+				d.playedRules[id] = rp.played
+				for _, n := range rp.notes {
+					d.note(n)
+				}
+			}
 			d.skipped = append(d.skipped, Skipped{LogicalID: id, Type: ph.typ, Reason: reason, RunByRunner: byRunner})
 		}
 	}
@@ -210,6 +220,8 @@ func skipReason(typ string) (string, bool) {
 		return "played by the local runner's event source mappings", true
 	case typ == "AWS::Lambda::Url":
 		return "served by the local runner over HTTP", true
+	case typ == "AWS::Lambda::EventInvokeConfig":
+		return "asynchronous invoke settings are not emulated: the runner invokes schedule targets once, synchronously", false
 	case typ == "AWS::CDK::Metadata":
 		return "CDK metadata, nothing to run", false
 	case strings.HasPrefix(typ, "AWS::IAM::"), typ == "AWS::Lambda::Permission",

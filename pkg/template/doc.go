@@ -4,7 +4,8 @@
 // so a second run reuses them), resolves CloudFormation intrinsics (Ref,
 // Fn::GetAtt, Fn::Join, Fn::Sub, Fn::Select, Fn::If, pseudo parameters)
 // against what it created, and gives the local runner the functions, event
-// source mappings and function URLs of the template as plain Go values.
+// source mappings, function URLs and scheduled EventBridge rules (rate
+// expressions with Lambda targets) of the template as plain Go values.
 //
 // Resources it does not emulate (IAM, Lambda permissions, log groups, KMS,
 // custom resources, CDK metadata, ...) are listed by Deployment.Skipped so the

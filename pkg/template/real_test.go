@@ -152,4 +152,20 @@ func TestLiveSynthOutputPlans(t *testing.T) {
 	if _, err := d.URLs(); err != nil {
 		t.Error(err)
 	}
+	// Every scheduled rule the runner plays invokes a function it runs.
+	schedules, err := d.Schedules()
+	if err != nil {
+		t.Error(err)
+	}
+	byID := map[string]FunctionSpec{}
+	for _, f := range fns {
+		byID[f.LogicalID] = f
+	}
+	for _, s := range schedules {
+		for _, tg := range s.Targets {
+			if byID[tg.FunctionLogicalID].Binary == "" {
+				t.Errorf("schedule %s targets %s, which has no binary", s.LogicalID, tg.FunctionLogicalID)
+			}
+		}
+	}
 }

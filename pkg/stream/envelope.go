@@ -115,6 +115,11 @@ type wire struct {
 // the wrong type or a time is not RFC 3339) or the document (not JSON, not an
 // object). Unmarshal does not Validate.
 func Unmarshal(data []byte, e *Envelope) error {
+	// The fast path (fastdecode.go) decodes well-formed envelopes exactly as
+	// below; it leaves anything else to encoding/json.
+	if done, err := decodeFast(data, e); done {
+		return err
+	}
 	var w wire
 	if err := json.Unmarshal(data, &w); err != nil {
 		return jsonFieldError(err)

@@ -211,11 +211,22 @@ func (s *scanned) scan(d []byte) bool {
 }
 
 // lookupField maps a key (the bytes between its quotes) to its field as
-// encoding/json does: exact name first, then ASCII case-insensitively.
-// ok=false for keys it cannot decide without unescaping or Unicode folding:
-// escaped keys, and keys containing U+017F (ſ) or U+212A (K), the only
-// non-ASCII runes that fold to ASCII letters.
+// encoding/json does: by the unescaped name, exactly first, then
+// case-insensitively. ok=false for keys containing U+017F (ſ) or U+212A
+// (K), the only non-ASCII runes that fold to ASCII letters: those are left
+// to encoding/json's Unicode folding.
 func lookupField(k []byte, flags uint8) (field int, ok bool) {
+	if flags&strEscape != 0 {
+		var scratch [64]byte
+		k = appendUnquoted(scratch[:0], k)
+		flags = 0
+		for _, c := range k {
+			if c >= utf8.RuneSelf {
+				flags = strNonASCII
+				break
+			}
+		}
+	}
 	switch string(k) {
 	case "id":
 		return fieldID, true
@@ -231,9 +242,6 @@ func lookupField(k []byte, flags uint8) (field int, ok bool) {
 		return fieldReceivedAt, true
 	case "data":
 		return fieldData, true
-	}
-	if flags&strEscape != 0 {
-		return 0, false
 	}
 	if flags&strNonASCII != 0 {
 		if bytes.Contains(k, []byte("\u017f")) || bytes.Contains(k, []byte("\u212a")) {

@@ -8,10 +8,16 @@
 //	ingest/function-url-post.json      one envelope            → 202, accepted 1, the record is on the stream
 //	ingest/function-url-batch.json     three envelopes         → 202, accepted 3
 //	ingest/function-url-invalid.json   second has a bad time   → 400 naming event 1 (id "evt-0006"), field occurredAt; nothing written
-//	aggregate/kinesis-batch.json       three valid records     → no batch item failures; counts user-42 10:41 = 2, user-7 10:41 = 1
-//	                                   (user-42's device clock is three hours behind: event time corrects it)
+//	aggregate/kinesis-batch.json       three valid records     → no batch item failures; the tumbling 1m window 10:41 holds
+//	                                   user-42: count 2, sum 2000 ms; user-7: count 1, sum 300 ms (open: the watermark is
+//	                                   not past 10:42). user-42's device clock is three hours behind: event time corrects it
 //	aggregate/kinesis-poison.json      the second record is poison (occurredAt "yesterday")
-//	                                   → exactly its sequenceNumber ...4723 as the failure; only the first record counted
+//	                                   → exactly its sequenceNumber ...4722 as the failure; only the first record counted
+//	aggregate/kinesis-tumbling-window.json  the same three records in a tumbling-window invocation (per-interval path)
+//	                                   → no writes yet; the returned state carries the partial aggregates and the watermark
+//	ticker/eventbridge-scheduled.json  the ticker rule's Scheduled Event (10:50) → after aggregate/kinesis-batch.json, a tick
+//	                                   at 10:50 starts the idle shard's clock (nothing final); the next, at 10:51, moves the
+//	                                   watermark to 10:50:25 and finalizes and emits all 12 windows
 //	quarantine/sqs-on-failure.json     Lambda's on-failure record for a Kinesis batch
 //	                                   → no failure; against an empty stand-in the records are not in any stream, so
 //	                                     one "missing" item with the batch's coordinates is written

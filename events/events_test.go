@@ -21,10 +21,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/tributary-dev/tributary/pkg/count"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/ingest"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/quarantine"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/state"
 )
 
 // env is what a case gets: clients on the shared stand-in and a name prefix
@@ -41,15 +43,17 @@ var cases = map[string]func(t *testing.T, e env, raw []byte){
 	"ingest/function-url-post.json":    ingestCase(http.StatusAccepted, 1, ""),
 	"ingest/function-url-batch.json":   ingestCase(http.StatusAccepted, 3, ""),
 	"ingest/function-url-invalid.json": ingestCase(http.StatusBadRequest, 0, `event 1 (id "evt-0006"): occurredAt:`),
-	"aggregate/kinesis-batch.json": aggregateCase(nil, map[string]int{
-		"user-42 2026-11-29T10:41:00Z": 2,
-		"user-7 2026-11-29T10:41:00Z":  1,
+	"aggregate/kinesis-batch.json": aggregateCase(nil, map[string]string{
+		"user-42": "count 2 sum 2000",
+		"user-7":  "count 1 sum 300",
 	}),
-	"aggregate/kinesis-poison.json": aggregateCase([]string{"49601189658422359378836298521827638475320189012309704723"}, map[string]int{
-		"user-42 2026-11-29T10:41:00Z": 1,
+	"aggregate/kinesis-poison.json": aggregateCase([]string{"49601189658422359378836298521827638475320189012309704722"}, map[string]string{
+		"user-42": "count 1 sum 1200",
 	}),
-	"quarantine/sqs-on-failure.json":  quarantineOnFailure,
-	"quarantine/sqs-unparseable.json": quarantineUnparseable,
+	"aggregate/kinesis-tumbling-window.json": aggregateWindowCase,
+	"quarantine/sqs-on-failure.json":         quarantineOnFailure,
+	"quarantine/sqs-unparseable.json":        quarantineUnparseable,
+	"ticker/eventbridge-scheduled.json":      tickerScheduled,
 }
 
 func TestEverySample(t *testing.T) {
@@ -187,15 +191,52 @@ func str(item map[string]ddbtypes.AttributeValue, name string) string {
 	return ""
 }
 
-func aggregateCase(wantFailures []string, wantCounts map[string]int) func(t *testing.T, e env, raw []byte) {
+// stackPipeline is the pipeline the CDK stack deploys (infra/pipeline.json).
+func stackPipeline(t *testing.T) *pipeline.Config {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "infra", "pipeline.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pipeline.Parse(raw)
+	if err != nil {
+		t.Fatalf("infra/pipeline.json: %v", err)
+	}
+	return cfg
+}
+
+func aggregateProcessor(t *testing.T, e env) (*aggregate.Processor, *state.Views, *pipeline.Config) {
+	t.Helper()
+	cfg := stackPipeline(t)
+	if err := state.CreateTable(context.Background(), e.db, e.name); err != nil {
+		t.Fatal(err)
+	}
+	views := state.NewViews(e.db, e.name, cfg.Aggregates)
+	return aggregate.New(cfg, views, nil, ""), views, cfg
+}
+
+// minute1041 reads the tumbling 1m window 10:41 of key.
+func minute1041(t *testing.T, views *state.Views, cfg *pipeline.Config, key string) string {
+	t.Helper()
+	from := time.Date(2026, 11, 29, 10, 41, 0, 0, time.UTC)
+	vs, err := views.Query(context.Background(), cfg.Name, key, cfg.Windows[0].ID(), from, from.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 {
+		return fmt.Sprintf("%d windows", len(vs))
+	}
+	return fmt.Sprintf("count %d sum %v", vs[0].Result.Count, vs[0].Result.Sum)
+}
+
+func aggregateCase(wantFailures []string, want map[string]string) func(t *testing.T, e env, raw []byte) {
 	return func(t *testing.T, e env, raw []byte) {
-		var ev lambdaevents.KinesisEvent
-		decode(t, raw, &ev)
-		createTable(t, e, "key", "window")
-		resp, err := count.New(e.db, e.name, count.WithClock(func() time.Time { return time.Date(2026, 11, 29, 10, 45, 0, 0, time.UTC) })).Handle(context.Background(), ev)
+		p, views, cfg := aggregateProcessor(t, e)
+		out, err := p.Handle(context.Background(), json.RawMessage(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
+		resp := out.(lambdaevents.KinesisEventResponse)
 		var got []string
 		for _, f := range resp.BatchItemFailures {
 			got = append(got, f.ItemIdentifier)
@@ -203,14 +244,36 @@ func aggregateCase(wantFailures []string, wantCounts map[string]int) func(t *tes
 		if fmt.Sprint(got) != fmt.Sprint(wantFailures) {
 			t.Errorf("batch item failures %v, want %v", got, wantFailures)
 		}
-		counts := map[string]int{}
-		for _, it := range scan(t, e) {
-			n, _ := strconv.Atoi(str(it, "count"))
-			counts[str(it, "key")+" "+str(it, "window")] = n
+		for key, w := range want {
+			if g := minute1041(t, views, cfg, key); g != w {
+				t.Errorf("%s window 10:41: %s, want %s", key, g, w)
+			}
 		}
-		if fmt.Sprint(counts) != fmt.Sprint(wantCounts) {
-			t.Errorf("counts %v, want %v", counts, wantCounts)
+	}
+}
+
+func aggregateWindowCase(t *testing.T, e env, raw []byte) {
+	p, views, cfg := aggregateProcessor(t, e)
+	out, err := p.Handle(context.Background(), json.RawMessage(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := out.(lambdaevents.KinesisTimeWindowEventResponse)
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("batch item failures %v, want none", resp.BatchItemFailures)
+	}
+	partials := 0
+	for k := range resp.State {
+		if strings.HasPrefix(k, "p|") {
+			partials++
 		}
+	}
+	// Two keys × (1 tumbling + 5 hopping windows) each.
+	if partials != 12 || resp.State["wm"] == "" {
+		t.Errorf("state has %d partials (want 12) and watermark %q: %v", partials, resp.State["wm"], resp.State)
+	}
+	if g := minute1041(t, views, cfg, "user-42"); g != "0 windows" {
+		t.Errorf("a non-final invocation wrote to the table: user-42 %s", g)
 	}
 }
 
@@ -250,5 +313,86 @@ func quarantineUnparseable(t *testing.T, e env, raw []byte) {
 	}
 	if n := len(scan(t, e)); n != 0 {
 		t.Errorf("%d items written for an unparseable message", n)
+	}
+}
+
+// tickerScheduled plays the ticker after the aggregate sample's batch (three
+// records, event time 10:41, one shard): a tick at the sample's scheduled
+// time starts the idle shard's clock and finalizes nothing (the watermark,
+// 10:41:35, has passed no window); the next scheduled tick, a minute later
+// (over the 30s idleTimeout), advances the watermark to 10:51 − 30s − 5s and
+// finalizes all 12 windows (2 keys × tumbling 1m and five 5m hopping windows),
+// each emitted once to the results stream as a "final" revision 1. The
+// ticker's handler calls Tick at processing time; here the ticks run at the
+// sample's time so that the outcome does not depend on the clock.
+func tickerScheduled(t *testing.T, e env, raw []byte) {
+	var ev lambdaevents.EventBridgeEvent
+	decode(t, raw, &ev)
+	if ev.DetailType != "Scheduled Event" || ev.Source != "aws.events" || len(ev.Resources) != 1 || ev.Time.IsZero() {
+		t.Fatalf("sample is not a scheduled event: %+v", ev)
+	}
+	ctx := context.Background()
+	cfg := stackPipeline(t)
+	if err := state.CreateTable(ctx, e.db, e.name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.name), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	views := state.NewViews(e.db, e.name, cfg.Aggregates)
+	p := aggregate.New(cfg, views, e.kin, e.name)
+	batch, err := os.ReadFile(filepath.Join("aggregate", "kinesis-batch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Handle(ctx, batch)
+	if err != nil || len(out.(lambdaevents.KinesisEventResponse).BatchItemFailures) != 0 {
+		t.Fatalf("aggregate batch: %+v, %v", out, err)
+	}
+
+	ticks := []struct {
+		at   time.Time
+		want aggregate.TickResult
+	}{
+		{ev.Time, aggregate.TickResult{Shards: 1}},
+		{ev.Time.Add(time.Minute), aggregate.TickResult{Shards: 1, Advanced: 1, Finalized: 12}},
+	}
+	for i, tk := range ticks {
+		got, err := p.Tick(ctx, tk.at)
+		if err != nil {
+			t.Fatalf("tick %d at %s: %v", i, tk.at.Format(time.RFC3339), err)
+		}
+		if got != tk.want {
+			t.Errorf("tick %d at %s: %+v, want %+v", i, tk.at.Format(time.RFC3339), got, tk.want)
+		}
+	}
+
+	it, err := e.kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(e.name), ShardId: aws.String("shardId-000000000000"), ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs.Records) != 12 {
+		t.Errorf("%d results on the stream, want 12", len(recs.Records))
+	}
+	tumbling := map[string]string{}
+	for _, r := range recs.Records {
+		var o aggregate.Output
+		if err := json.Unmarshal(r.Data, &o); err != nil {
+			t.Fatalf("result %s: %v", r.Data, err)
+		}
+		if o.Kind != "final" || o.Revision != 1 || o.Pipeline != cfg.Name {
+			t.Errorf("result %s, want a final revision 1 of %s", r.Data, cfg.Name)
+		}
+		if o.Window == cfg.Windows[0].ID() {
+			tumbling[o.Key] = fmt.Sprintf("%s count %d sum %v", o.Start.Format("15:04"), o.Result.Count, o.Result.Sum)
+		}
+	}
+	want := map[string]string{"user-42": "10:41 count 2 sum 2000", "user-7": "10:41 count 1 sum 300"}
+	if fmt.Sprint(tumbling) != fmt.Sprint(want) {
+		t.Errorf("final tumbling results %v, want %v", tumbling, want)
 	}
 }

@@ -15,6 +15,14 @@
 // failures and an on-failure queue) and QueueFunction (an SQS consumer with
 // batch item failures behind a queue with a DLQ; see NewQueueWithDLQ).
 //
+// The windowed pipeline that aggregate and the scheduled ticker run is
+// declared in pipeline.json (embedded; see PipelineConfig) and handed to both
+// as PIPELINE_CONFIG; the root module's tests parse that file with
+// pipeline.Parse, so a config the functions would refuse fails `make test`.
+// Context tributary:flushIntervalSeconds (default 0) switches aggregate from
+// one write per (key, window) per batch to one per flush interval, carried
+// in the mapping's tumbling-window state.
+//
 // cdk-nag's AwsSolutions checks run on every synth; a finding that is
 // accepted is suppressed on its resource with the reason.
 package main

@@ -6,10 +6,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -29,6 +33,12 @@ const (
 	// ContextIngestAuth is the ingest Function URL's auth type: AWS_IAM
 	// (default) or NONE.
 	ContextIngestAuth = "tributary:ingestAuth"
+	// ContextFlushInterval is how often, in whole seconds, aggregate writes
+	// its partial aggregates: 0 (default) writes once per batch; above 0 the
+	// Kinesis mapping gets a tumbling window of that length (up to 900) and
+	// Lambda carries the partials between invocations, so that writes follow
+	// keys x windows per interval instead of per batch.
+	ContextFlushInterval = "tributary:flushIntervalSeconds"
 )
 
 // DefaultAssetDir is where the Makefile puts the linux/arm64 bootstraps.
@@ -40,10 +50,42 @@ const (
 	FunctionIngest     = "ingest"
 	FunctionAggregate  = "aggregate"
 	FunctionQuarantine = "quarantine"
+	FunctionTicker     = "ticker"
 )
 
 // FunctionNames lists every function the stack deploys.
-var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine}
+var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker}
+
+// Environment variables of the windowed pipeline's functions (aggregate and
+// ticker), read by package pipeline and the functions' mains.
+const (
+	EnvPipelineConfig   = "PIPELINE_CONFIG"
+	EnvViewsTableName   = "VIEWS_TABLE_NAME"
+	EnvOutputStreamName = "OUTPUT_STREAM_NAME"
+)
+
+// The Views table's schema, as package state declares it (state.CreateTable):
+// keys pk/sk, and the sparse index of windows not yet final, which the
+// ticker queries to finalize them.
+const (
+	ViewsOpenIndex      = "open"
+	viewsTTLAttribute   = "expiresAt"
+	maxFlushIntervalSec = 900
+)
+
+// viewsActions are the DynamoDB calls package state makes on the Views table
+// (its itemStore interface: UpdateItem, GetItem, Query); the index is only
+// queried. Keep them in step with state.itemStore: a call missing here works
+// locally, where permissions are not enforced, and fails in AWS.
+var (
+	viewsTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+	viewsIndexActions = []string{"dynamodb:Query"}
+)
+
+// TickerRate is how often the ticker runs: it advances the watermark of
+// shards that saw no records for the pipeline's idleTimeout, finalizes the
+// windows the watermark passed and emits their results.
+const TickerRate = time.Minute
 
 // Function timeouts. The Failures queue's visibility timeout follows from
 // quarantine's (see VisibilityTimeoutFor).
@@ -51,7 +93,9 @@ const (
 	ingestTimeout     = 10 * time.Second
 	aggregateTimeout  = 30 * time.Second
 	quarantineTimeout = 30 * time.Second
-	functionMemoryMB  = 256
+	// tickerTimeout stays under TickerRate so that ticks do not overlap.
+	tickerTimeout    = 50 * time.Second
+	functionMemoryMB = 256
 )
 
 // TributaryStackProps configures NewTributaryStack.
@@ -63,28 +107,47 @@ type TributaryStackProps struct {
 	// IngestAuth is the ingest Function URL's auth type. If empty, context
 	// ContextIngestAuth, else AWS_IAM.
 	IngestAuth awslambda.FunctionUrlAuthType
+	// Pipeline is the windowed pipeline aggregate and ticker run. If nil,
+	// DefaultPipeline (pipeline.json).
+	Pipeline *PipelineConfig
+	// FlushInterval is aggregate's write interval (see ContextFlushInterval);
+	// if zero, the context value, else per batch.
+	FlushInterval time.Duration
 }
 
 // TributaryStack is the deployable topology: producers POST events to ingest,
-// which puts them on the Events stream; aggregate counts them per key and
-// event-time minute into Counts; batches that keep failing are described on
-// the Failures queue, from which quarantine copies the failed records into
-// Quarantine.
+// which puts them on the Events stream; aggregate runs the declared pipeline
+// over them — event-time windows per key into the Views table, final results
+// and corrections onto the WindowResults stream — and the ticker, on a
+// schedule, advances idle shards and closes their windows; batches that keep
+// failing are described on the Failures queue, from which quarantine copies
+// the failed records into Quarantine.
 type TributaryStack struct {
 	awscdk.Stack
 
-	Events      awskinesis.Stream
-	Counts      awsdynamodb.Table
-	Quarantine  awsdynamodb.Table
-	Failures    awssqs.Queue
-	FailuresDLQ awssqs.IQueue
+	Events awskinesis.Stream
+	// Views holds the pipeline's window results (package state's schema).
+	Views awsdynamodb.Table
+	// WindowResults receives final results and corrections; nil when the
+	// pipeline's outputs.stream is false.
+	WindowResults awskinesis.Stream
+	Quarantine    awsdynamodb.Table
+	Failures      awssqs.Queue
+	FailuresDLQ   awssqs.IQueue
 
-	Ingest       *GoFunction
-	IngestURL    awslambda.FunctionUrl
-	Aggregate    *StreamFunction
-	Quarantiner  *QueueFunction
+	Ingest      *GoFunction
+	IngestURL   awslambda.FunctionUrl
+	Aggregate   *StreamFunction
+	Ticker      *GoFunction
+	TickerRule  awsevents.Rule
+	Quarantiner *QueueFunction
+
 	IngestAuth   awslambda.FunctionUrlAuthType
 	AssetDirUsed string
+	// Pipeline is the pipeline aggregate and ticker run.
+	Pipeline PipelineConfig
+	// FlushInterval is aggregate's mapping tumbling window; 0 per batch.
+	FlushInterval time.Duration
 }
 
 // NewTributaryStack creates the Tributary stack in scope. It fails if the
@@ -111,16 +174,35 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	if err != nil {
 		return nil, err
 	}
+	flush := props.FlushInterval
+	if flush == 0 {
+		if flush, err = contextSeconds(node, ContextFlushInterval, 0, maxFlushIntervalSec); err != nil {
+			return nil, err
+		}
+	}
+	var pipe PipelineConfig
+	if props.Pipeline != nil {
+		pipe = *props.Pipeline
+		if err := pipe.Validate(); err != nil {
+			return nil, err
+		}
+	} else if pipe, err = DefaultPipeline(); err != nil {
+		return nil, err
+	}
+	pipelineEnv, err := pipe.JSON()
+	if err != nil {
+		return nil, err
+	}
 	if err := CheckAssets(assetDir, FunctionNames); err != nil {
 		return nil, err
 	}
 
 	sp := props.StackProps
 	if sp.Description == nil {
-		sp.Description = jsii.String("Tributary: serverless stream processing in Go (ingest -> Kinesis -> aggregate -> DynamoDB, failures -> quarantine)")
+		sp.Description = jsii.String("Tributary: serverless stream processing in Go (ingest -> Kinesis -> windowed aggregate -> DynamoDB views and a results stream, failures -> quarantine)")
 	}
 	stack := awscdk.NewStack(scope, jsii.String(id), &sp)
-	s := &TributaryStack{Stack: stack, IngestAuth: auth, AssetDirUsed: assetDir}
+	s := &TributaryStack{Stack: stack, IngestAuth: auth, AssetDirUsed: assetDir, Pipeline: pipe, FlushInterval: flush}
 
 	s.Events = awskinesis.NewStream(stack, jsii.String("Events"), &awskinesis.StreamProps{
 		StreamMode: awskinesis.StreamMode_PROVISIONED,
@@ -128,14 +210,41 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		Encryption: awskinesis.StreamEncryption_MANAGED,
 	})
 
-	s.Counts = awsdynamodb.NewTable(stack, jsii.String("Counts"), &awsdynamodb.TableProps{
-		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("key"), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:      &awsdynamodb.Attribute{Name: jsii.String("window"), Type: awsdynamodb.AttributeType_STRING},
+	s.Views = awsdynamodb.NewTable(stack, jsii.String("Views"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:      &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
+		TimeToLiveAttribute: jsii.String(viewsTTLAttribute),
 	})
+	// Sparse: only windows not yet final carry openIn/openUntil, so the
+	// ticker's query reads the open windows and nothing else.
+	s.Views.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:      jsii.String(ViewsOpenIndex),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String("openIn"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String("openUntil"), Type: awsdynamodb.AttributeType_STRING},
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
+	})
+
+	if pipe.Output().Stream {
+		s.WindowResults = awskinesis.NewStream(stack, jsii.String("WindowResults"), &awskinesis.StreamProps{
+			StreamMode: awskinesis.StreamMode_PROVISIONED,
+			ShardCount: jsii.Number(1),
+			Encryption: awskinesis.StreamEncryption_MANAGED,
+		})
+	}
+	windowEnv := func() map[string]*string {
+		env := map[string]*string{
+			EnvPipelineConfig: jsii.String(pipelineEnv),
+			EnvViewsTableName: s.Views.TableName(),
+		}
+		if s.WindowResults != nil {
+			env[EnvOutputStreamName] = s.WindowResults.StreamName()
+		}
+		return env
+	}
 
 	s.Quarantine = awsdynamodb.NewTable(stack, jsii.String("Quarantine"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("source"), Type: awsdynamodb.AttributeType_STRING},
@@ -175,22 +284,54 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		Function: GoFunctionProps{
 			Name:        FunctionAggregate,
 			AssetDir:    assetDir,
-			Description: "Counts events per key and event-time minute into the counts table",
-			Environment: map[string]*string{"COUNTS_TABLE_NAME": s.Counts.TableName()},
+			Description: fmt.Sprintf("Event-time windowed aggregation of pipeline %s into the views table", pipe.Name),
+			Environment: windowEnv(),
 			Timeout:     aggregateTimeout,
 			MemoryMB:    functionMemoryMB,
 		},
 		Stream:    s.Events,
 		OnFailure: s.Failures,
-		// Large batches: aggregate writes once per (key, minute) per batch,
-		// so its cost follows keys x minutes, not events.
+		// Large batches: aggregate writes once per (key, window) per batch
+		// (or per flush interval), so its cost follows keys x windows, not
+		// events.
 		BatchSize:         500,
 		MaxBatchingWindow: 5 * time.Second,
 		StartingPosition:  awslambda.StartingPosition_TRIM_HORIZON,
 		RetryAttempts:     3,
 		MaxRecordAge:      time.Hour,
+		// pipeline.Parse refuses a factor above 1 unless records of one
+		// group share a partition key; 1 leaves the property unset.
+		ParallelizationFactor: parallelization(pipe.ParallelizationFactor),
+		TumblingWindow:        flush,
 	})
-	s.Counts.GrantWriteData(s.Aggregate.Function)
+	s.grantWindows(s.Aggregate.GoFunction)
+
+	s.Ticker = NewGoFunction(stack, "TickerFn", GoFunctionProps{
+		Name:        FunctionTicker,
+		AssetDir:    assetDir,
+		Description: fmt.Sprintf("Advances idle shards of pipeline %s, finalizes its windows and emits their results", pipe.Name),
+		Environment: windowEnv(),
+		Timeout:     tickerTimeout,
+		MemoryMB:    functionMemoryMB,
+	})
+	s.grantWindows(s.Ticker)
+	// A failed tick is not retried: the next one, a minute later, does the
+	// same work from the state in DynamoDB, and a retried tick would only
+	// overlap it.
+	s.Ticker.Function.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		RetryAttempts: jsii.Number(0),
+		MaxEventAge:   seconds(TickerRate),
+	})
+	s.TickerRule = awsevents.NewRule(stack, jsii.String("TickerSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Runs the ticker: idle shards advance, windows close"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(TickerRate.Minutes()))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Ticker.Function, &awseventstargets.LambdaFunctionProps{
+			// EventBridge's own retries (of a throttled invoke) end when the
+			// next tick is due.
+			MaxEventAge:   seconds(TickerRate),
+			RetryAttempts: jsii.Number(2),
+		})},
+	})
 
 	s.Quarantiner = NewQueueFunction(stack, "QuarantineFn", QueueFunctionProps{
 		Function: GoFunctionProps{
@@ -216,11 +357,41 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 
 	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")
 	output(stack, "EventsStreamName", s.Events.StreamName(), "Kinesis stream of ingested events")
-	output(stack, "CountsTableName", s.Counts.TableName(), "DynamoDB table of per-key, per-minute counts")
+	output(stack, "ViewsTableName", s.Views.TableName(), "DynamoDB table of the pipeline's window results (pk = <pipeline>#<key>)")
+	if s.WindowResults != nil {
+		output(stack, "WindowResultsStreamName", s.WindowResults.StreamName(), "Kinesis stream of final window results and corrections")
+	}
 	output(stack, "QuarantineTableName", s.Quarantine.TableName(), "DynamoDB table of records from failed batches")
 	output(stack, "FailuresQueueUrl", s.Failures.QueueUrl(), "SQS queue of on-failure records of the stream mappings")
 	output(stack, "FailuresDlqUrl", s.FailuresDLQ.QueueUrl(), "SQS dead-letter queue of failure records quarantine could not handle")
 	return s, nil
+}
+
+// grantWindows lets fn do what the windowed pipeline's functions do: read
+// and write the Views table as package state does, query its open-windows
+// index, and put results on WindowResults.
+func (s *TributaryStack) grantWindows(fn *GoFunction) {
+	index := awscdk.Fn_Join(jsii.String(""), &[]*string{s.Views.TableArn(), jsii.String("/index/" + ViewsOpenIndex)})
+	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(viewsTableActions...),
+		Resources: &[]*string{s.Views.TableArn()},
+	}))
+	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(viewsIndexActions...),
+		Resources: &[]*string{index},
+	}))
+	if s.WindowResults != nil {
+		s.WindowResults.Grant(fn.Role, jsii.String("kinesis:PutRecords"))
+	}
+}
+
+// parallelization is the mapping's ParallelizationFactor for a pipeline's:
+// 0 (unset, Lambda's 1) for 0 or 1.
+func parallelization(n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return n
 }
 
 func output(stack awscdk.Stack, id string, value *string, description string) {
@@ -263,6 +434,34 @@ func ingestAuth(prop awslambda.FunctionUrlAuthType, fromContext string) (awslamb
 		return awslambda.FunctionUrlAuthType(v), nil
 	}
 	return "", fmt.Errorf("%s %q: want AWS_IAM or NONE", ContextIngestAuth, v)
+}
+
+// contextSeconds is the context value key as a whole number of seconds
+// between 0 and max: a number (cdk.json) or a numeric string (cdk synth -c);
+// def if unset.
+func contextSeconds(node constructs.Node, key string, def time.Duration, max int) (time.Duration, error) {
+	var n float64
+	switch v := node.TryGetContext(jsii.String(key)).(type) {
+	case nil:
+		return def, nil
+	case float64:
+		n = v
+	case string:
+		if v == "" {
+			return def, nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("context %s: %q is not a number of seconds", key, v)
+		}
+		n = f
+	default:
+		return 0, fmt.Errorf("context %s: got %v (%T), want a number of seconds", key, v, v)
+	}
+	if n != float64(int(n)) || n < 0 || n > float64(max) {
+		return 0, fmt.Errorf("context %s: %v is not a whole number of seconds between 0 and %d", key, n, max)
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // contextString is the string context value key, or def if unset or empty.

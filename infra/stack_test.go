@@ -216,6 +216,13 @@ func resourceName(r any) string {
 		if ga, ok := v["Fn::GetAtt"].([]any); ok {
 			return fmt.Sprintf("%v.%v", ga[0], ga[1])
 		}
+		if j, ok := v["Fn::Join"].([]any); ok && len(j) == 2 && j[0] == "" {
+			var b strings.Builder
+			for _, part := range asList(j[1]) {
+				b.WriteString(resourceName(part))
+			}
+			return b.String()
+		}
 		if id, ok := v["Ref"]; ok {
 			return fmt.Sprint(id)
 		}
@@ -270,8 +277,9 @@ func TestFunctions(t *testing.T) {
 		env     map[string]any
 	}{
 		{FunctionIngest, s.Ingest, 10, map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events))}},
-		{FunctionAggregate, s.Aggregate.GoFunction, 30, map[string]any{"COUNTS_TABLE_NAME": ref(logicalID(s.Stack, s.Counts))}},
+		{FunctionAggregate, s.Aggregate.GoFunction, 30, windowEnv(s)},
 		{FunctionQuarantine, s.Quarantiner.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine))}},
+		{FunctionTicker, s.Ticker, 50, windowEnv(s)},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
 		t.Errorf("template has %d functions, want %d", got, len(tests))
@@ -309,6 +317,46 @@ func TestFunctions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// windowEnv is the environment of the windowed pipeline's functions: the
+// pipeline exactly as pipeline.json declares it, the views table and the
+// results stream.
+func windowEnv(s *TributaryStack) map[string]any {
+	return map[string]any{
+		EnvPipelineConfig:   pipelineFileJSON(),
+		EnvViewsTableName:   ref(logicalID(s.Stack, s.Views)),
+		EnvOutputStreamName: ref(logicalID(s.Stack, s.WindowResults)),
+	}
+}
+
+// pipelineFileJSON is pipeline.json as compact JSON with fields in
+// PipelineConfig's order — what PIPELINE_CONFIG must hold if no field of
+// the file was dropped or changed on the way.
+func pipelineFileJSON() string {
+	raw, err := os.ReadFile("pipeline.json")
+	if err != nil {
+		panic(err)
+	}
+	c, err := ParsePipeline(raw)
+	if err != nil {
+		panic(err)
+	}
+	out, err := c.JSON()
+	if err != nil {
+		panic(err)
+	}
+	var fromFile, fromStruct any
+	if err := json.Unmarshal(raw, &fromFile); err != nil {
+		panic(err)
+	}
+	if err := json.Unmarshal([]byte(out), &fromStruct); err != nil {
+		panic(err)
+	}
+	if !reflect.DeepEqual(fromFile, fromStruct) {
+		panic(fmt.Sprintf("PipelineConfig does not round-trip pipeline.json:\n file   %v\n struct %v", fromFile, fromStruct))
+	}
+	return out
 }
 
 func TestRolesHaveNoManagedPolicies(t *testing.T) {
@@ -413,7 +461,9 @@ func TestEveryStreamMappingIsBounded(t *testing.T) {
 func TestGrants(t *testing.T) {
 	s := fx.stack
 	events := logicalID(s.Stack, s.Events) + ".Arn"
-	counts := logicalID(s.Stack, s.Counts) + ".Arn"
+	views := logicalID(s.Stack, s.Views) + ".Arn"
+	openIndex := views + "/index/" + ViewsOpenIndex
+	results := logicalID(s.Stack, s.WindowResults) + ".Arn"
 	quarantine := logicalID(s.Stack, s.Quarantine) + ".Arn"
 	failures := logicalID(s.Stack, s.Failures) + ".Arn"
 	dlq := logicalID(s.Stack, s.FailuresDLQ) + ".Arn"
@@ -432,9 +482,10 @@ func TestGrants(t *testing.T) {
 			},
 			forbid: []string{
 				"kinesis:GetRecords " + events,
-				"dynamodb:UpdateItem " + counts,
+				"dynamodb:UpdateItem " + views,
 				"dynamodb:PutItem " + quarantine,
 				"sqs:SendMessage " + failures,
+				"kinesis:PutRecords " + results,
 			},
 		},
 		{
@@ -446,10 +497,18 @@ func TestGrants(t *testing.T) {
 				"kinesis:DescribeStream " + events,
 				"kinesis:ListShards " + events,
 				"sqs:SendMessage " + failures,
-				"dynamodb:UpdateItem " + counts,
+				"dynamodb:GetItem " + views,
+				"dynamodb:UpdateItem " + views,
+				"dynamodb:Query " + views,
+				"dynamodb:Query " + openIndex,
+				"kinesis:PutRecords " + results,
 			},
 			forbid: []string{
 				"kinesis:PutRecords " + events,
+				"kinesis:GetRecords " + results,
+				"dynamodb:DeleteItem " + views,
+				"dynamodb:Scan " + views,
+				"dynamodb:UpdateItem " + openIndex,
 				"dynamodb:PutItem " + quarantine,
 				"dynamodb:UpdateItem " + quarantine,
 				"sqs:ReceiveMessage " + failures,
@@ -472,9 +531,30 @@ func TestGrants(t *testing.T) {
 			},
 			forbid: []string{
 				"kinesis:PutRecords " + events,
-				"dynamodb:UpdateItem " + counts,
-				"dynamodb:PutItem " + counts,
+				"dynamodb:UpdateItem " + views,
+				"dynamodb:PutItem " + views,
 				"sqs:SendMessage " + failures,
+				"kinesis:PutRecords " + results,
+			},
+		},
+		{
+			// The ticker finalizes windows and emits them; it reads no
+			// stream and has no failure queue.
+			name: FunctionTicker,
+			fn:   s.Ticker,
+			allow: []string{
+				"dynamodb:GetItem " + views,
+				"dynamodb:UpdateItem " + views,
+				"dynamodb:Query " + views,
+				"dynamodb:Query " + openIndex,
+				"kinesis:PutRecords " + results,
+			},
+			forbid: []string{
+				"kinesis:GetRecords " + events,
+				"kinesis:PutRecords " + events,
+				"sqs:SendMessage " + failures,
+				"dynamodb:DeleteItem " + views,
+				"dynamodb:PutItem " + quarantine,
 			},
 		},
 	}
@@ -549,48 +629,79 @@ func deniesInsecureTransport(queueID string) bool {
 
 func TestTables(t *testing.T) {
 	s := fx.stack
-	tests := []struct {
-		name      string
-		id        string
-		hash, rng string
-		ttl       any
-	}{
-		{"Counts", logicalID(s.Stack, s.Counts), "key", "window", nil},
-		{"Quarantine", logicalID(s.Stack, s.Quarantine), "source", "sequenceNumber",
-			map[string]any{"AttributeName": "expiresAt", "Enabled": true}},
+	attr := func(name string) any { return map[string]any{"AttributeName": name, "AttributeType": "S"} }
+	keys := func(hash, rng string) any {
+		return []any{
+			map[string]any{"AttributeName": hash, "KeyType": "HASH"},
+			map[string]any{"AttributeName": rng, "KeyType": "RANGE"},
+		}
 	}
+	ttl := map[string]any{"AttributeName": "expiresAt", "Enabled": true}
+	tests := []struct {
+		name  string
+		id    string
+		props map[string]any
+	}{
+		{
+			// package state's schema (state.CreateTable): the sparse index
+			// of open windows is what the ticker finalizes from.
+			name: "Views",
+			id:   logicalID(s.Stack, s.Views),
+			props: map[string]any{
+				"KeySchema":            keys("pk", "sk"),
+				"AttributeDefinitions": []any{attr("pk"), attr("sk"), attr("openIn"), attr("openUntil")},
+				"GlobalSecondaryIndexes": []any{map[string]any{
+					"IndexName":  "open",
+					"KeySchema":  keys("openIn", "openUntil"),
+					"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
+				}},
+				"TimeToLiveSpecification": ttl,
+			},
+		},
+		{
+			name: "Quarantine",
+			id:   logicalID(s.Stack, s.Quarantine),
+			props: map[string]any{
+				"KeySchema":               keys("source", "sequenceNumber"),
+				"AttributeDefinitions":    []any{attr("source"), attr("sequenceNumber")},
+				"GlobalSecondaryIndexes":  nil,
+				"TimeToLiveSpecification": ttl,
+			},
+		},
+	}
+	// The per-minute Counts table of the first pipeline is gone with it.
 	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests) {
-		t.Errorf("template has %d tables, want %d", got, len(tests))
+		t.Errorf("template has %d tables, want %d (Views and Quarantine)", got, len(tests))
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assertProps(t, tt.name, fx.tmpl.Resources[tt.id].Properties, map[string]any{
-				"KeySchema": []any{
-					map[string]any{"AttributeName": tt.hash, "KeyType": "HASH"},
-					map[string]any{"AttributeName": tt.rng, "KeyType": "RANGE"},
-				},
-				"AttributeDefinitions": []any{
-					map[string]any{"AttributeName": tt.hash, "AttributeType": "S"},
-					map[string]any{"AttributeName": tt.rng, "AttributeType": "S"},
-				},
-				"BillingMode":                      "PAY_PER_REQUEST",
-				"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
-				"TimeToLiveSpecification":          tt.ttl,
-			})
+			tt.props["BillingMode"] = "PAY_PER_REQUEST"
+			tt.props["PointInTimeRecoverySpecification"] = map[string]any{"PointInTimeRecoveryEnabled": true}
+			assertProps(t, tt.name, fx.tmpl.Resources[tt.id].Properties, tt.props)
 		})
 	}
 }
 
-func TestEventsStream(t *testing.T) {
-	streams := fx.tmpl.ofType("AWS::Kinesis::Stream")
-	if len(streams) != 1 {
-		t.Fatalf("template has %d streams, want 1", len(streams))
+func TestStreams(t *testing.T) {
+	s := fx.stack
+	tests := []struct {
+		name   string
+		id     string
+		shards float64
+	}{
+		{"Events", logicalID(s.Stack, s.Events), 2},
+		{"WindowResults", logicalID(s.Stack, s.WindowResults), 1},
 	}
-	assertProps(t, "Events", fx.tmpl.Resources[logicalID(fx.stack.Stack, fx.stack.Events)].Properties, map[string]any{
-		"ShardCount":        2.0,
-		"StreamModeDetails": map[string]any{"StreamMode": "PROVISIONED"},
-		"StreamEncryption":  map[string]any{"EncryptionType": "KMS", "KeyId": "alias/aws/kinesis"},
-	})
+	if got := len(fx.tmpl.ofType("AWS::Kinesis::Stream")); got != len(tests) {
+		t.Errorf("template has %d streams, want %d", got, len(tests))
+	}
+	for _, tt := range tests {
+		assertProps(t, tt.name, fx.tmpl.Resources[tt.id].Properties, map[string]any{
+			"ShardCount":        tt.shards,
+			"StreamModeDetails": map[string]any{"StreamMode": "PROVISIONED"},
+			"StreamEncryption":  map[string]any{"EncryptionType": "KMS", "KeyId": "alias/aws/kinesis"},
+		})
+	}
 }
 
 func TestIngestURLDefaultsToIAM(t *testing.T) {
@@ -616,12 +727,16 @@ func TestOutputs(t *testing.T) {
 	s := fx.stack
 	urlID := *s.Stack.GetLogicalId(s.IngestURL.Node().DefaultChild().(awscdk.CfnElement))
 	want := map[string]any{
-		"IngestUrl":           getAtt(urlID, "FunctionUrl"),
-		"EventsStreamName":    ref(logicalID(s.Stack, s.Events)),
-		"CountsTableName":     ref(logicalID(s.Stack, s.Counts)),
-		"QuarantineTableName": ref(logicalID(s.Stack, s.Quarantine)),
-		"FailuresQueueUrl":    ref(logicalID(s.Stack, s.Failures)),
-		"FailuresDlqUrl":      ref(logicalID(s.Stack, s.FailuresDLQ)),
+		"IngestUrl":               getAtt(urlID, "FunctionUrl"),
+		"EventsStreamName":        ref(logicalID(s.Stack, s.Events)),
+		"ViewsTableName":          ref(logicalID(s.Stack, s.Views)),
+		"WindowResultsStreamName": ref(logicalID(s.Stack, s.WindowResults)),
+		"QuarantineTableName":     ref(logicalID(s.Stack, s.Quarantine)),
+		"FailuresQueueUrl":        ref(logicalID(s.Stack, s.Failures)),
+		"FailuresDlqUrl":          ref(logicalID(s.Stack, s.FailuresDLQ)),
+	}
+	if _, ok := fx.tmpl.Outputs["CountsTableName"]; ok {
+		t.Error("output CountsTableName is still there; the Counts table is gone")
 	}
 	for name, w := range want {
 		o, ok := fx.tmpl.Outputs[name]
@@ -741,6 +856,14 @@ func TestNewTributaryStackRejects(t *testing.T) {
 			`tributary:ingestAuth "COGNITO": want AWS_IAM or NONE`},
 		{"non-string context", map[string]any{ContextAssetDir: 42.0}, nil,
 			"context tributary:assetDir: got 42 (float64), want a string"},
+		{"flush interval not a number", map[string]any{ContextFlushInterval: "1m", ContextAssetDir: complete}, nil,
+			`context tributary:flushIntervalSeconds: "1m" is not a number of seconds`},
+		{"flush interval above Lambda's 15 minutes", map[string]any{ContextFlushInterval: 901.0, ContextAssetDir: complete}, nil,
+			"context tributary:flushIntervalSeconds: 901 is not a whole number of seconds between 0 and 900"},
+		{"fractional flush interval", map[string]any{ContextFlushInterval: "1.5", ContextAssetDir: complete}, nil,
+			"context tributary:flushIntervalSeconds: 1.5 is not a whole number"},
+		{"pipeline without windows", nil, &TributaryStackProps{AssetDir: complete, Pipeline: &PipelineConfig{Name: "p"}},
+			"pipeline config p: windows: at least one is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

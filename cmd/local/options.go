@@ -22,6 +22,8 @@ type options struct {
 	timeout  time.Duration
 	verbose  bool
 	since    time.Duration
+
+	scheduleEvery time.Duration
 }
 
 func bindOptions(fs *flag.FlagSet) *options {
@@ -41,6 +43,7 @@ func bindOptions(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "run: give up waiting for results after this long")
 	fs.BoolVar(&o.verbose, "v", false, "echo every function log line")
 	fs.DurationVar(&o.since, "since", time.Hour, "logs: how far back to print")
+	fs.DurationVar(&o.scheduleEvery, "schedule-every", 5*time.Second, "fire EventBridge schedules this often instead of their rate (0 = their rate)")
 	return o
 }
 

@@ -8,17 +8,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary-dev/tributary/pkg/cloudwatchlocal"
 	"github.com/tributary-dev/tributary/pkg/local"
 	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // topology is what the demo needs to find in the deployed template, read
 // from the functions' environment so it follows the CDK app.
 type topology struct {
-	ingestURL   string
-	eventsName  string
-	countsTable string
-	quarantine  string
+	ingestURL  string
+	eventsName string
+	quarantine string
+	windows    *local.Windows
 }
 
 func findTopology(s *local.Stack) (topology, error) {
@@ -31,16 +34,17 @@ func findTopology(s *local.Stack) (topology, error) {
 		switch f.Binary {
 		case "ingest":
 			t.eventsName = f.Env["EVENTS_STREAM_NAME"]
-		case "aggregate":
-			t.countsTable = f.Env["COUNTS_TABLE_NAME"]
 		case "quarantine":
 			t.quarantine = f.Env["QUARANTINE_TABLE_NAME"]
 		}
 	}
 	t.ingestURL = s.URL("ingest")
+	if t.windows, err = s.FindWindows(); err != nil {
+		return t, err
+	}
 	var missing []string
 	for name, v := range map[string]string{"ingest function URL": t.ingestURL, "ingest EVENTS_STREAM_NAME": t.eventsName,
-		"aggregate COUNTS_TABLE_NAME": t.countsTable, "quarantine QUARANTINE_TABLE_NAME": t.quarantine} {
+		"quarantine QUARANTINE_TABLE_NAME": t.quarantine} {
 		if v == "" {
 			missing = append(missing, name)
 		}
@@ -73,13 +77,14 @@ func startStack(ctx context.Context, o *options, urlPort int) (*standin.Server, 
 		logf = func(fn, line string) { fmt.Printf("    [%s] %s\n", fn, line) }
 	}
 	stack, err := local.Up(ctx, local.Options{
-		Template:  o.template,
-		Functions: o.bin,
-		Endpoint:  srv.Endpoint(),
-		Stack:     stackName,
-		URLPort:   urlPort,
-		Progress:  os.Stdout,
-		Logs:      logf,
+		Template:      o.template,
+		Functions:     o.bin,
+		Endpoint:      srv.Endpoint(),
+		Stack:         stackName,
+		URLPort:       urlPort,
+		Progress:      os.Stdout,
+		Logs:          logf,
+		ScheduleEvery: o.scheduleEvery,
 	})
 	if err != nil {
 		_ = srv.Stop()
@@ -105,55 +110,100 @@ func run(ctx context.Context, o *options) (err error) {
 	cfg := stack.Config()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	w := topo.windows
+	now := time.Now().UTC()
+	from, to := now.Truncate(time.Minute).Add(-time.Duration(o.minutes+1)*time.Minute), now.Add(time.Hour)
 
-	traffic := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: o.max, Seed: o.seed, Now: time.Now(), Skew: -3 * time.Hour}
+	traffic := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: o.max, Seed: o.seed, Now: now, Skew: -3 * time.Hour}
 	evs, want := traffic.Generate()
+	fmt.Printf("▸ pipeline %q: %s windows by key, value data.ms, late policy %s (declared in infra/pipeline.json)\n", w.Pipeline.Name, w.Kind(), w.Pipeline.Late.Policy)
 	fmt.Printf("▸ sending %d events for %d keys over %d event-time minutes to ingest %s\n", len(evs), o.keys, o.minutes, topo.ingestURL)
 	fmt.Printf("  (every 4th key's device clock is 3h behind: occurredAt + (receivedAt − sentAt) puts it back)\n")
 	if _, err := local.Send(ctx, topo.ingestURL, evs, 100, os.Stdout); err != nil {
 		return err
 	}
-	fmt.Println("▸ waiting for aggregate to count them per key and minute")
-	if _, err := local.WaitCounts(ctx, cfg, topo.countsTable, want, os.Stdout); err != nil {
+	fmt.Println("▸ waiting for aggregate to apply them (one conditional write per key and window per batch)")
+	if _, err := w.Wait(ctx, want, from, to, nil, os.Stdout); err != nil {
 		return err
 	}
 
-	fmt.Println("▸ a producer that bypasses ingest writes a malformed record onto the events stream")
-	seq, err := local.PutRaw(ctx, cfg, topo.eventsName, "user-00", []byte(`{"id":"broken-1","key":"user-00","occurredAt":"yesterday"}`))
+	// A malformed record followed, in the same batch, by valid ones: the
+	// batch fails at the malformed record and is retried from it, so the
+	// valid ones after it are delivered again and again — and applied once.
+	followers := local.FollowerEvents(now, 5)
+	for _, e := range followers {
+		want[local.WindowKey{Key: e.Key, Window: e.OccurredAt.Truncate(time.Minute).Format(time.RFC3339)}]++
+	}
+	fmt.Println("▸ a producer that bypasses ingest writes a malformed record and 5 valid ones after it, in one PutRecords")
+	seq, err := local.PutPoisonAndFollowers(ctx, cfg, topo.eventsName, followers)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  sequence number %s: aggregate reports it as a batch item failure, the mapping retries,\n", seq)
-	fmt.Println("  then sends the batch's metadata to the failures queue; quarantine fetches and keeps the record")
+	fmt.Printf("  the batch fails at sequence number %s and is retried from it: the 5 valid records come again\n", seq)
+	fmt.Println("  each retry (the fence skips what was applied); after 3 retries the batch goes to the failures queue")
 	recs, err := local.WaitQuarantined(ctx, cfg, topo.quarantine, seq)
 	if err != nil {
 		return err
 	}
 	for _, r := range recs {
-		fmt.Printf("    quarantined %s seq %s condition=%s data=%q\n", r.Source[strings.LastIndex(r.Source, "/")+1:], r.SequenceNumber, r.Condition, truncate(string(r.Data), 60))
+		if r.SequenceNumber == seq {
+			fmt.Printf("    quarantined seq %s condition=%s data=%q\n", r.SequenceNumber, r.Condition, truncate(string(r.Data), 60))
+		}
 	}
 
-	second := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: 5, Seed: o.seed + 1, Now: time.Now(), Skew: -3 * time.Hour}
-	evs2, want2 := second.Generate()
-	for k, v := range want2 {
-		want[k] += v
-	}
-	fmt.Printf("▸ the shard moved on: sending %d more events\n", len(evs2))
-	if _, err := local.Send(ctx, topo.ingestURL, evs2, 100, os.Stdout); err != nil {
+	late := local.LateEvent(traffic, now)
+	want[local.WindowKey{Key: late.Key, Window: late.OccurredAt.Truncate(time.Minute).Format(time.RFC3339)}]++
+	fmt.Printf("▸ a late event for %s at %s: its window is final, so under the correct policy it is applied\n", late.Key, late.OccurredAt.Format("15:04:05"))
+	fmt.Println("  as a correction: the window's revision goes up and a correction with the previous value is emitted")
+	if _, err := local.Send(ctx, topo.ingestURL, []stream.Envelope{late}, 1, os.Stdout); err != nil {
 		return err
 	}
-	got, err := local.WaitCounts(ctx, cfg, topo.countsTable, want, os.Stdout)
+	corrected := func(vs []state.View) bool {
+		for _, v := range vs {
+			if v.Key == late.Key && v.Window.Start.Equal(late.OccurredAt.Truncate(time.Minute)) {
+				return v.Revision >= 2
+			}
+		}
+		return false
+	}
+	vs, err := w.Wait(ctx, want, from, to, corrected, os.Stdout)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("▸ per-key counts in DynamoDB table %s\n", topo.countsTable)
-	bad := local.PrintCounts(os.Stdout, want, got)
+	fmt.Printf("▸ windows in DynamoDB table %s (a window is final once the shard's watermark passes its end)\n", w.Table)
+	bad := local.PrintWindows(os.Stdout, w.Kind(), want, vs)
 	fmt.Println("▸ event source mappings")
 	stack.Stats().Print(os.Stdout)
-	if bad > 0 {
-		return fmt.Errorf("%d (key, minute) counts differ from what was sent", bad)
+	if outs, err := w.ReadOutputs(ctx); err == nil && len(outs) > 0 {
+		finals, corrections := 0, 0
+		var sample string
+		for _, o := range outs {
+			if strings.Contains(o, `"type":"correction"`) {
+				corrections++
+				sample = o
+			} else {
+				finals++
+			}
+		}
+		fmt.Printf("▸ output stream %s: %d final results, %d corrections\n", w.Output, finals, corrections)
+		if sample != "" {
+			fmt.Printf("    %s\n", truncate(sample, 300))
+		}
 	}
-	fmt.Printf("▸ all %d events counted exactly; malformed record quarantined; total %s\n", want.Total(), time.Since(began).Round(time.Millisecond))
+	if err := stack.FlushLogs(ctx); err == nil {
+		if ms, err := cloudwatchlocal.Metrics(ctx, cfg, "Tributary", began.Add(-time.Minute)); err == nil {
+			fmt.Println("▸ metrics (CloudWatch, namespace Tributary)")
+			for _, m := range ms {
+				if m.Dimensions["Function"] == "aggregate" {
+					fmt.Printf("    %s\n", m)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d windows differ from what was sent", bad)
+	}
+	fmt.Printf("▸ every event counted exactly once; malformed record quarantined; late event corrected; total %s\n", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 

@@ -25,17 +25,18 @@ Tributary is running locally. Ctrl-C stops it.
   AWS endpoint      %s   (export AWS_ENDPOINT_URL=%s AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1)
   ingest URL        %s
   events stream     %s
-  counts table      %s
+  views table       %s   (pipeline %s)
+  output stream     %s
   quarantine table  %s
 
 Send an event:
   curl -s -X POST %s -H 'content-type: application/json' \
-    -d '{"id":"e1","type":"page_view","key":"user-1","occurredAt":"'$(date -u +%%FT%%TZ)'","sentAt":"'$(date -u +%%FT%%TZ)'","data":{"page":"/"}}'
-See the counts:
+    -d '{"id":"e1","type":"page_view","key":"user-1","occurredAt":"'$(date -u +%%FT%%TZ)'","sentAt":"'$(date -u +%%FT%%TZ)'","data":{"page":"/","ms":420}}'
+See the windows:
   aws dynamodb scan --table-name %s --endpoint-url %s
 Logs and metrics (another terminal):
   make logs
-`, srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.eventsName, topo.countsTable, topo.quarantine, topo.ingestURL, topo.countsTable, srv.Endpoint())
+`, srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.eventsName, topo.windows.Table, topo.windows.Pipeline.Name, topo.windows.Output, topo.quarantine, topo.ingestURL, topo.windows.Table, srv.Endpoint())
 	select {
 	case <-ctx.Done():
 		return nil

@@ -8,15 +8,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -78,7 +77,8 @@ func (t Traffic) Generate() ([]stream.Envelope, Counts) {
 					OccurredAt: trueTime.Add(skew),
 					// sentAt is stamped by the device clock just before sending; see Send.
 					SentAt: t.Now.Add(skew),
-					Data:   json.RawMessage(fmt.Sprintf(`{"page":"/p/%d","deviceClockOffsetSeconds":%d}`, rng.IntN(20), int(skew.Seconds()))),
+					Data: json.RawMessage(fmt.Sprintf(`{"page":"/p/%d","ms":%d,"deviceClockOffsetSeconds":%d}`,
+						rng.IntN(20), 50+rng.IntN(2000), int(skew.Seconds()))),
 				})
 			}
 		}
@@ -122,58 +122,6 @@ func Send(ctx context.Context, url string, evs []stream.Envelope, batch int, pro
 	}
 	fmt.Fprintln(progress)
 	return accepted, nil
-}
-
-// ReadCounts scans the counts table.
-func ReadCounts(ctx context.Context, cfg aws.Config, table string) (Counts, error) {
-	client := dynamodb.NewFromConfig(cfg)
-	got := Counts{}
-	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("scanning %s: %w", table, err)
-		}
-		var rows []struct {
-			Key    string `dynamodbav:"key"`
-			Window string `dynamodbav:"window"`
-			Count  int    `dynamodbav:"count"`
-		}
-		if err := attributevalue.UnmarshalListOfMaps(page.Items, &rows); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", table, err)
-		}
-		for _, r := range rows {
-			got[WindowKey{r.Key, r.Window}] += r.Count
-		}
-	}
-	return got, nil
-}
-
-// WaitCounts polls the counts table until it holds want (or more), or ctx ends.
-func WaitCounts(ctx context.Context, cfg aws.Config, table string, want Counts, progress io.Writer) (Counts, error) {
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	last := -1
-	for {
-		got, err := ReadCounts(ctx, cfg, table)
-		if err != nil {
-			return nil, err
-		}
-		if got.Total() != last {
-			fmt.Fprintf(progress, "\r    counted %d/%d events", got.Total(), want.Total())
-			last = got.Total()
-		}
-		if got.Total() >= want.Total() {
-			fmt.Fprintln(progress)
-			return got, nil
-		}
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(progress)
-			return got, fmt.Errorf("waiting for counts in %s: %w", table, ctx.Err())
-		case <-tick.C:
-		}
-	}
 }
 
 // PutRaw writes data straight onto a stream, as a producer that bypasses
@@ -224,38 +172,46 @@ func WaitQuarantined(ctx context.Context, cfg aws.Config, table, seq string) ([]
 	}
 }
 
-// PrintCounts writes want against got as a table and returns the number of
-// (key, minute) rows that differ.
-func PrintCounts(w io.Writer, want, got Counts) int {
-	keys := map[WindowKey]bool{}
-	for k := range want {
-		keys[k] = true
+// FollowerEvents are valid events in the current minute for user-00.
+func FollowerEvents(now time.Time, n int) []stream.Envelope {
+	var out []stream.Envelope
+	for i := 0; i < n; i++ {
+		t := now.Add(-time.Duration(i+1) * time.Second)
+		out = append(out, stream.Envelope{ID: fmt.Sprintf("follower-%d", i), Type: "page_view", Key: "user-00",
+			OccurredAt: t, SentAt: t, ReceivedAt: t, Data: json.RawMessage(fmt.Sprintf(`{"page":"/f","ms":%d}`, 100+i))})
 	}
-	for k := range got {
-		keys[k] = true
-	}
-	ordered := make([]WindowKey, 0, len(keys))
-	for k := range keys {
-		ordered = append(ordered, k)
-	}
-	sort.Slice(ordered, func(i, j int) bool {
-		if ordered[i].Key != ordered[j].Key {
-			return ordered[i].Key < ordered[j].Key
+	return out
+}
+
+// LateEvent is an on-time-looking event whose window closed minutes ago.
+func LateEvent(t Traffic, now time.Time) stream.Envelope {
+	at := now.Truncate(time.Minute).Add(-time.Duration(t.Minutes)*time.Minute + 20*time.Second)
+	return stream.Envelope{ID: "late-1", Type: "page_view", Key: "user-01", OccurredAt: at, SentAt: now, Data: json.RawMessage(`{"page":"/late","ms":999}`)}
+}
+
+// PutPoisonAndFollowers writes, in one PutRecords, a malformed record and
+// then followers, as a producer that bypasses ingest would, and returns the
+// malformed record's sequence number.
+func PutPoisonAndFollowers(ctx context.Context, cfg aws.Config, streamName string, followers []stream.Envelope) (string, error) {
+	entries := []ktypes.PutRecordsRequestEntry{{
+		Data:         []byte(`{"id":"broken-1","key":"user-00","occurredAt":"yesterday"}`),
+		PartitionKey: aws.String("user-00"),
+	}}
+	for _, e := range followers {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return "", err
 		}
-		return ordered[i].Window < ordered[j].Window
-	})
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tMINUTE (event time)\tSENT\tCOUNTED\t")
-	bad := 0
-	for _, k := range ordered {
-		mark := "ok"
-		if want[k] != got[k] {
-			mark = "MISMATCH"
-			bad++
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", k.Key, k.Window, want[k], got[k], mark)
+		entries = append(entries, ktypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(e.Key)})
 	}
-	fmt.Fprintf(tw, "total\t\t%d\t%d\t\n", want.Total(), got.Total())
-	_ = tw.Flush()
-	return bad
+	out, err := kinesis.NewFromConfig(cfg).PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(streamName), Records: entries})
+	if err != nil {
+		return "", fmt.Errorf("putting records on %s: %w", streamName, err)
+	}
+	for _, r := range out.Records {
+		if r.ErrorCode != nil {
+			return "", fmt.Errorf("putting records on %s: %s", streamName, aws.ToString(r.ErrorMessage))
+		}
+	}
+	return aws.ToString(out.Records[0].SequenceNumber), nil
 }

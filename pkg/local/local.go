@@ -40,6 +40,9 @@ type Options struct {
 	Progress io.Writer
 	// Logs, when set, also receives every function log line.
 	Logs func(function, line string)
+	// ScheduleEvery, when > 0, fires the template's EventBridge schedules
+	// this often instead of at their rate (make local shortens a minute).
+	ScheduleEvery time.Duration
 }
 
 // Stack is the topology running locally.
@@ -51,6 +54,7 @@ type Stack struct {
 	sink       *cloudwatchlocal.Sink
 	stats      *Stats
 	cancel     context.CancelFunc
+	stopTicks  func()
 	wg         sync.WaitGroup
 	errs       chan error
 	progress   io.Writer
@@ -195,6 +199,18 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	step()
 
+	schedules, err := s.deployment.Schedules()
+	if err != nil {
+		return nil, err
+	}
+	if len(schedules) > 0 {
+		var every func(time.Duration) time.Duration
+		if opts.ScheduleEvery > 0 {
+			every = func(time.Duration) time.Duration { return opts.ScheduleEvery }
+		}
+		s.stopTicks = startSchedules(runCtx, schedules, invokeByLogicalID(runCtx, byLogical), every, progress)
+	}
+
 	urls, err := s.deployment.URLs()
 	if err != nil {
 		return nil, err
@@ -234,6 +250,16 @@ func (s *Stack) URL(binary string) string {
 	return ""
 }
 
+// Invoke calls the function built from binary with payload, as the
+// console's Test tab (or a schedule) would.
+func (s *Stack) Invoke(ctx context.Context, binary string, payload []byte) (rie.Result, error) {
+	f, ok := s.functions[binary]
+	if !ok {
+		return rie.Result{}, fmt.Errorf("local: no function %s in the template", binary)
+	}
+	return f.Invoke(ctx, payload)
+}
+
 // Deployment is what was provisioned (names, ARNs, outputs).
 func (s *Stack) Deployment() *template.Deployment { return s.deployment }
 
@@ -246,8 +272,14 @@ func (s *Stack) Stats() *Stats { return s.stats }
 // Errors reports mapping failures (a poller that stopped); nil channel reads block.
 func (s *Stack) Errors() <-chan error { return s.errs }
 
+// FlushLogs sends buffered log lines and metrics to the stand-in's CloudWatch now.
+func (s *Stack) FlushLogs(ctx context.Context) error { return s.sink.Flush(ctx) }
+
 // Close stops mappings, function URLs and functions, and flushes logs.
 func (s *Stack) Close() error {
+	if s.stopTicks != nil {
+		s.stopTicks()
+	}
 	s.cancel()
 	s.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -16,6 +16,8 @@ import (
 	"github.com/tributary-dev/tributary/pkg/local"
 	"github.com/tributary-dev/tributary/pkg/standin"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // The end-to-end test deploys the real synthesized template (infra/cdk.out)
@@ -73,31 +75,42 @@ func env(t *testing.T, s *local.Stack, binary, name string) string {
 	return ""
 }
 
-func TestPipelineCountsEveryEventAndQuarantinesPoison(t *testing.T) {
+func TestPipelineAppliesEveryEventOnceClosesWindowsAndQuarantinesPoison(t *testing.T) {
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := stack.Config()
 	url := stack.URL("ingest")
 	if url == "" {
 		t.Fatal("no function URL for ingest")
 	}
-	counts := env(t, stack, "aggregate", "COUNTS_TABLE_NAME")
 	quarantine := env(t, stack, "quarantine", "QUARANTINE_TABLE_NAME")
 	streamName := env(t, stack, "ingest", "EVENTS_STREAM_NAME")
-
-	evs, want := local.Traffic{Keys: 5, Minutes: 2, Max: 12, Seed: 7, Now: time.Now(), Skew: -5 * time.Hour}.Generate()
-	if n, err := local.Send(ctx, url, evs, 50, io.Discard); err != nil || n != len(evs) {
-		t.Fatalf("Send: accepted %d of %d: %v", n, len(evs), err)
-	}
-	got, err := local.WaitCounts(ctx, cfg, counts, want, io.Discard)
+	w, err := stack.FindWindows()
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertCounts(t, want, got)
+	now := time.Now().UTC()
+	from, to := now.Truncate(time.Minute).Add(-5*time.Minute), now.Add(time.Hour)
 
-	poison := []byte(`{"id":"bad","key":"user-00","occurredAt":"not a time"}`)
-	seq, err := local.PutRaw(ctx, cfg, streamName, "user-00", poison)
+	traffic := local.Traffic{Keys: 5, Minutes: 2, Max: 12, Seed: 7, Now: now, Skew: -5 * time.Hour}
+	evs, want := traffic.Generate()
+	if n, err := local.Send(ctx, url, evs, 50, io.Discard); err != nil || n != len(evs) {
+		t.Fatalf("Send: accepted %d of %d: %v", n, len(evs), err)
+	}
+	vs, err := w.Wait(ctx, want, from, to, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertWindows(t, w, want, vs)
+
+	// A malformed record and valid ones after it in one batch: retried from
+	// the malformed one until given up on; the valid ones count once.
+	followers := local.FollowerEvents(now, 4)
+	for _, e := range followers {
+		want[local.WindowKey{Key: e.Key, Window: e.OccurredAt.Truncate(time.Minute).Format(time.RFC3339)}]++
+	}
+	seq, err := local.PutPoisonAndFollowers(ctx, cfg, streamName, followers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,42 +118,56 @@ func TestPipelineCountsEveryEventAndQuarantinesPoison(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found bool
 	for _, r := range recs {
-		if r.SequenceNumber == seq {
-			found = true
-			if !bytes.Equal(r.Data, poison) {
-				t.Errorf("quarantined data = %q, want %q", r.Data, poison)
-			}
-			if r.Condition != "RetryAttemptsExhausted" {
-				t.Errorf("quarantined condition = %q, want RetryAttemptsExhausted", r.Condition)
-			}
+		if r.SequenceNumber == seq && (r.Condition != "RetryAttemptsExhausted" || !bytes.Contains(r.Data, []byte("yesterday"))) {
+			t.Errorf("quarantined %s: condition %q data %q", seq, r.Condition, r.Data)
 		}
 	}
-	if !found {
-		t.Fatalf("record %s not in quarantine", seq)
+	if st := stack.Stats().Of("aggregate"); st.Retries == 0 || st.ItemFailures == 0 {
+		t.Errorf("aggregate mapping stats %+v: want item failures and retries for the malformed record", st)
 	}
 
-	// The shard moved on past the poison record: later events are counted.
-	evs2, want2 := local.Traffic{Keys: 5, Minutes: 2, Max: 3, Seed: 8, Now: time.Now(), Skew: 2 * time.Hour}.Generate()
-	for k, v := range want2 {
-		want[k] += v
-	}
-	if _, err := local.Send(ctx, url, evs2, 50, io.Discard); err != nil {
+	// A late event for a window made final by later events: a correction.
+	late := local.LateEvent(traffic, now)
+	want[local.WindowKey{Key: late.Key, Window: late.OccurredAt.Truncate(time.Minute).Format(time.RFC3339)}]++
+	if _, err := local.Send(ctx, url, []stream.Envelope{late}, 1, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	got, err = local.WaitCounts(ctx, cfg, counts, want, io.Discard)
+	vs, err = w.Wait(ctx, want, from, to, func(vs []state.View) bool {
+		for _, v := range vs {
+			if v.Key == late.Key && v.Window.Start.Equal(late.OccurredAt.Truncate(time.Minute)) {
+				return v.Final && v.Revision >= 2
+			}
+		}
+		return false
+	}, io.Discard)
+	if err != nil {
+		t.Fatalf("late event did not correct its final window: %v", err)
+	}
+	assertWindows(t, w, want, vs)
+	outs, err := w.ReadOutputs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertCounts(t, want, got)
+	var finals, corrections int
+	for _, o := range outs {
+		switch {
+		case strings.Contains(o, `"type":"correction"`) && strings.Contains(o, `"previous"`) && strings.Contains(o, `"window":"`+w.Kind()+`"`):
+			corrections++
+		case strings.Contains(o, `"type":"final"`):
+			finals++
+		}
+	}
+	if finals == 0 || corrections != 1 {
+		t.Fatalf("output stream has %d final results and %d corrections, want some and 1 for the late event's %s window:\n%s", finals, corrections, w.Kind(), strings.Join(outs, "\n"))
+	}
 }
 
-func assertCounts(t *testing.T, want, got local.Counts) {
+func assertWindows(t *testing.T, w *local.Windows, want local.Counts, vs []state.View) {
 	t.Helper()
 	var buf bytes.Buffer
-	if bad := local.PrintCounts(&buf, want, got); bad > 0 {
-		t.Fatalf("%d (key, minute) counts differ from what was sent:\n%s", bad, buf.String())
+	if bad := local.PrintWindows(&buf, w.Kind(), want, vs); bad > 0 {
+		t.Fatalf("%d windows differ from what was sent:\n%s", bad, buf.String())
 	}
 }
 

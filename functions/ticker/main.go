@@ -1,0 +1,60 @@
+// Command ticker runs on a schedule (an EventBridge rule, rate(1 minute)) for
+// the windowed pipeline in PIPELINE_CONFIG: it advances the watermark of
+// shards that saw no records for the pipeline's idleTimeout, finalizes the
+// windows every watermark has passed in the DynamoDB table named by
+// VIEWS_TABLE_NAME, and emits their results to the Kinesis stream named by
+// OUTPUT_STREAM_NAME (optional). It reads the same configuration as the
+// aggregate function; the logic is in package aggregate.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+)
+
+func main() {
+	// AWS_ENDPOINT_URL, when set (the local runner), points every client at the stand-in.
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		fail("loading the AWS configuration: %v", err)
+	}
+	p, err := aggregate.FromEnv(cfg, os.LookupEnv, "ticker", os.Stdout, os.Stderr)
+	if err != nil {
+		fail("%v", err)
+	}
+	t := &ticker{tick: p.Tick, now: time.Now, log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
+	lambda.Start(t.Handle)
+}
+
+// ticker handles EventBridge's scheduled events.
+type ticker struct {
+	tick func(ctx context.Context, now time.Time) (aggregate.TickResult, error)
+	now  func() time.Time
+	log  *slog.Logger
+}
+
+// Handle runs one tick at processing time, not at the event's scheduled
+// time: a tick delivered late still closes what is due now. An error fails
+// the invocation; the stack allows no retry, the next tick does the work.
+func (t *ticker) Handle(ctx context.Context, ev events.EventBridgeEvent) (aggregate.TickResult, error) {
+	res, err := t.tick(ctx, t.now())
+	if err != nil {
+		return res, fmt.Errorf("tick for %v scheduled at %s: %w", ev.Resources, ev.Time.Format(time.RFC3339), err)
+	}
+	t.log.Info("tick", "rule", ev.Resources, "shards", res.Shards, "advanced", res.Advanced, "finalized", res.Finalized)
+	return res, nil
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "ticker: "+format+"\n", args...)
+	os.Exit(1)
+}

@@ -11,7 +11,7 @@ MOTO      := .venv/bin/moto_server
 MOTO_VERSION := 5.2.5
 CDK_OUT   := infra/cdk.out/Tributary.template.json
 GO_SOURCES := $(shell find functions pkg -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
-INFRA_SOURCES := $(shell find infra -maxdepth 1 -name '*.go' -not -name '*_test.go' 2>/dev/null) infra/go.mod infra/go.sum infra/cdk.json
+INFRA_SOURCES := $(shell find infra -maxdepth 1 -name '*.go' -not -name '*_test.go' 2>/dev/null) infra/go.mod infra/go.sum infra/cdk.json infra/pipeline.json
 export CDK_DISABLE_CLI_TELEMETRY := true
 # jsii prints a banner on Node versions it no longer lists; the app works on them.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
@@ -42,6 +42,20 @@ local-up: deps functions-local synth ## keep the local topology running until Ct
 .PHONY: logs
 logs: ## print the functions' logs and metrics from the running local stand-in
 	$(GO) run ./cmd/local logs
+
+.PHONY: bench
+bench: deps ## cost and throughput against their peers, measured side by side (BENCH lines, about 2 min)
+	$(GO) run ./bench/cost -events 1000 -batches 100,1000
+	$(GO) run ./bench/throughput
+
+.PHONY: bench-full
+bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 10 min on moto)
+	$(GO) run ./bench/cost
+	$(GO) run ./bench/throughput
+
+.PHONY: soak
+soak: deps ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)
+	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=60
 
 .PHONY: synth
 synth: $(CDK_OUT) ## synthesize the CDK app into infra/cdk.out (offline)

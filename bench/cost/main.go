@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -64,6 +63,3 @@ func (c config) logf(w io.Writer, format string, args ...any) {
 		fmt.Fprintf(w, "cost: "+format+"\n", args...)
 	}
 }
-
-// errNotWired is what runTributary returns until the integrator wires it.
-var errNotWired = errors.New("not wired")

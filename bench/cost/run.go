@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -75,10 +74,6 @@ func run(ctx context.Context, cfg config, out, log io.Writer) error {
 			for _, mode := range strings.Split(cfg.modes, ",") {
 				cfg.logf(log, "tributary %s: %d events, batch %d", mode, n, batch)
 				tr, err := measure(ctx, db, counter, func() error { return runTributary(ctx, srv.Endpoint(), evs, batch, mode) })
-				if errors.Is(err, errNotWired) {
-					cfg.logf(log, "%v: no Tributary numbers", err)
-					continue
-				}
 				if err != nil {
 					return fmt.Errorf("tributary %s, %d events, batch %d: %w", mode, n, batch, err)
 				}

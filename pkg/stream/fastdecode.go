@@ -2,7 +2,9 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"time"
 	"unicode"
 	"unicode/utf16"
@@ -91,7 +93,8 @@ func decodeFast(data []byte, e *Envelope) (done bool, err error) {
 		return true, err
 	}
 	if raw := data[s.dataStart:s.dataEnd]; len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
-		e.Data = append(json.RawMessage(nil), raw...)
+		e.Data = make(json.RawMessage, len(raw))
+		copy(e.Data, raw)
 	}
 	return true, nil
 }
@@ -305,12 +308,19 @@ var plainStringByte = func() (t [256]bool) {
 func scanString(d []byte, i int) (int, uint8) {
 	var flags uint8
 	for i < len(d) {
-		c := d[i]
-		if plainStringByte[c] {
+		// Skip plain bytes, eight at a time where there are eight.
+		if i+8 <= len(d) {
+			m := specialBytes(binary.LittleEndian.Uint64(d[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8
+		} else if plainStringByte[d[i]] {
 			i++
 			continue
 		}
-		switch {
+		switch c := d[i]; {
 		case c == '"':
 			return i + 1, flags
 		case c == '\\':
@@ -337,6 +347,16 @@ func scanString(d []byte, i int) (int, uint8) {
 		}
 	}
 	return -1, 0
+}
+
+// specialBytes has the high bit set in each byte of x that is not a plain
+// string byte, exact up to and including the lowest such byte (which is all
+// scanString needs): a quote, a backslash, below 0x20 or from 0x80.
+func specialBytes(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := x ^ (ones * '"')
+	backslash := x ^ (ones * '\\')
+	return ((quote-ones)&^quote | (backslash-ones)&^backslash | (x - ones*0x20) | x) & highs
 }
 
 func isHex(c byte) bool {
@@ -606,8 +626,9 @@ func parseRFC3339(s []byte) (t time.Time, ok bool) {
 		s = s[n:]
 	}
 
+	unix := daysSinceEpoch(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
 	if len(s) == 1 && s[0] == 'Z' {
-		return time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC), true
+		return time.Unix(unix, int64(nsec)).UTC(), true
 	}
 	if len(s) != len("-07:00") || (s[0] != '+' && s[0] != '-') || s[3] != ':' {
 		return time.Time{}, false
@@ -621,7 +642,7 @@ func parseRFC3339(s []byte) (t time.Time, ok bool) {
 	if s[0] == '-' {
 		offset = -offset
 	}
-	t = time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC).Add(-time.Duration(offset) * time.Second)
+	t = time.Unix(unix-int64(offset), int64(nsec)).UTC()
 	if local := t.In(time.Local); zoneOffset(local) == offset {
 		return local, true
 	}
@@ -637,6 +658,21 @@ func zoneOffset(t time.Time) int {
 func num2(s []byte, i int) (int, bool) {
 	a, b := s[i]-'0', s[i+1]-'0'
 	return int(a)*10 + int(b), a <= 9 && b <= 9
+}
+
+// daysSinceEpoch is the number of days from 1970-01-01 to the date
+// (negative before), in the proleptic Gregorian calendar; year >= 0.
+func daysSinceEpoch(year, month, day int) int64 {
+	// Howard Hinnant's days_from_civil, with years starting in March.
+	if month <= 2 {
+		year--
+	}
+	era := (year+400)/400 - 1 // floor(year/400) for year >= -1
+	yoe := year - era*400
+	mp := (month + 9) % 12
+	doy := (153*mp+2)/5 + day - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 func daysIn(month, year int) int {

@@ -2,8 +2,10 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -317,6 +319,48 @@ func TestFastDecodeDataOwnsItsBytes(t *testing.T) {
 	_ = append(e.Data, "zzzzzzzzzzzzzzz"...)
 	if string(e.Data) != "[1]" || e.ID != "abc" {
 		t.Errorf("envelope changed with its input: Data %q, ID %q", e.Data, e.ID)
+	}
+}
+
+// TestSpecialBytes: the word-at-a-time check finds the first byte that is
+// not a plain string byte, whatever the bytes around it.
+func TestSpecialBytes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	firstSpecial := func(w []byte) int {
+		for i, c := range w {
+			if !plainStringByte[c] {
+				return i
+			}
+		}
+		return 8
+	}
+	check := func(w []byte) {
+		m := specialBytes(binary.LittleEndian.Uint64(w))
+		got := 8
+		if m != 0 {
+			got = bits.TrailingZeros64(m) / 8
+		}
+		if want := firstSpecial(w); got != want {
+			t.Fatalf("% x: first special byte at %d, want %d", w, got, want)
+		}
+	}
+	w := make([]byte, 8)
+	for pos := range 8 {
+		for c := range 256 {
+			for range 20 {
+				for i := range w {
+					w[i] = byte(rng.IntN(256))
+					if i < pos {
+						w[i] = byte(0x20 + rng.IntN(0x60))
+						for w[i] == '"' || w[i] == '\\' {
+							w[i] = byte(0x20 + rng.IntN(0x60))
+						}
+					}
+				}
+				w[pos] = byte(c)
+				check(w)
+			}
+		}
 	}
 }
 

@@ -258,7 +258,78 @@ func (l *lambda) run(recs []record) {
 	}
 }
 
+// runIntervals plays the mapping with TumblingWindowInSeconds: records in
+// intervals, each interval's batches carrying state, then the final
+// invocation that flushes. Faults: a non-final invocation redelivered with
+// the same state (response lost), a final invocation crashing after k of n
+// writes and retried with the same state, a duplicate final invocation
+// running concurrently, a final invocation whose response was lost and
+// that is retried after it succeeded, and cold starts.
+func (l *lambda) runIntervals(recs []record) {
+	ctx := context.Background()
+	for pos := 0; pos < len(recs); {
+		end := min(pos+5+l.rng.IntN(40), len(recs))
+		st := map[string]string{}
+		shard := recs[pos].shard
+		win := events.TimeWindowProperties{ShardID: shard}
+		for b := pos; b < end; {
+			if l.rng.IntN(8) == 0 {
+				l.coldStart()
+			}
+			size := 1 + l.rng.IntN(10)
+			ev := events.KinesisTimeWindowEvent{KinesisEvent: kinesisEvent(recs[b:min(b+size, end)]), TimeWindowProperties: win}
+			ev.State = st
+			if l.rng.IntN(5) == 0 {
+				_, _ = l.proc.HandleInterval(ctx, ev) // response lost: Lambda sends the same batch and state again
+				l.log = append(l.log, fmt.Sprintf("redeliver %d+%d", b, size))
+			}
+			resp, err := l.proc.HandleInterval(ctx, ev)
+			if err != nil {
+				l.t.Fatalf("interval batch at %d: %v", b, err)
+			}
+			if len(resp.BatchItemFailures) > 0 {
+				l.t.Fatalf("interval batch at %d: failures %v", b, resp.BatchItemFailures)
+			}
+			st = resp.State
+			b += size
+		}
+		final := events.KinesisTimeWindowEvent{TimeWindowProperties: win}
+		final.State, final.IsFinalInvokeForWindow = st, true
+		if l.rng.IntN(4) == 0 {
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); _, _ = l.proc.HandleInterval(ctx, final) }()
+			defer wg.Wait()
+			l.log = append(l.log, fmt.Sprintf("dup-final %d..%d", pos, end))
+		}
+		for attempt := 0; ; attempt++ {
+			budget := int64(-1)
+			if attempt < 3 && l.rng.IntN(3) == 0 {
+				budget = int64(l.rng.IntN(5))
+			}
+			l.store.budget.Store(budget)
+			_, err := l.proc.HandleInterval(ctx, final)
+			l.store.budget.Store(-1)
+			if err == nil {
+				break
+			}
+			l.log = append(l.log, fmt.Sprintf("crash-final %d..%d", pos, end))
+		}
+		if l.rng.IntN(4) == 0 {
+			_, _ = l.proc.HandleInterval(ctx, final) // response lost after success: retried
+			l.log = append(l.log, fmt.Sprintf("refinal %d..%d", pos, end))
+		}
+		pos = end
+	}
+}
+
 func TestFaultInjectionViewsEqualReference(t *testing.T) {
+	for _, mode := range []string{"per-batch", "per-interval"} {
+		t.Run(mode, func(t *testing.T) { faultScenarios(t, mode) })
+	}
+}
+
+func faultScenarios(t *testing.T, mode string) {
 	for seed := 1; seed <= *soakSeeds; seed++ {
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 			t.Parallel()
@@ -276,7 +347,14 @@ func TestFaultInjectionViewsEqualReference(t *testing.T) {
 				l.coldStart()
 				lambdas[shard] = l
 				wg.Add(1)
-				go func() { defer wg.Done(); l.run(recs) }()
+				go func() {
+					defer wg.Done()
+					if mode == "per-interval" {
+						l.runIntervals(recs)
+					} else {
+						l.run(recs)
+					}
+				}()
 			}
 			wg.Wait()
 			// Close every window: a tick long after the last event.

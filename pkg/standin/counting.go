@@ -9,15 +9,10 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
-	"os/exec"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -634,75 +629,4 @@ func StartCounting(ctx context.Context, opts Options) (*Server, *Counter, error)
 		return nil, nil, err
 	}
 	return s, c, nil
-}
-
-// startWrapped is Start with wrap applied to the serializer's handler. It
-// repeats Start's steps (Start's file is not changed for this).
-func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) http.Handler) (*Server, error) {
-	if opts.Addr == "" {
-		opts.Addr = DefaultAddr
-	}
-	host, port, err := net.SplitHostPort(opts.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("standin: address %q: %w", opts.Addr, err)
-	}
-	if host != "127.0.0.1" && host != "localhost" {
-		return nil, fmt.Errorf("standin: address %q: only 127.0.0.1 or localhost is allowed", opts.Addr)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return nil, fmt.Errorf("standin: listen on %s: %w", opts.Addr, err)
-	}
-	motoPort, err := FreePort()
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	bin, err := Install(ctx, opts.VenvDir, opts.Log)
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(motoPort))
-	out := opts.Log
-	if out == nil {
-		out = io.Discard
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("standin: start %s: %w", bin, err)
-	}
-	backend := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(motoPort))
-	s := &Server{endpoint: "http://" + ln.Addr().String(), cmd: cmd, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !Answers(ctx, backend) {
-		select {
-		case err := <-s.done:
-			ln.Close()
-			s.cmd = nil
-			return nil, fmt.Errorf("standin: moto exited before answering on %s: %v", backend, err)
-		case <-ctx.Done():
-			ln.Close()
-			_ = s.Stop()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			ln.Close()
-			_ = s.Stop()
-			return nil, fmt.Errorf("standin: moto did not answer on %s within 30s", backend)
-		}
-	}
-	ser, err := newSerializer(backend)
-	if err != nil {
-		ln.Close()
-		_ = s.Stop()
-		return nil, err
-	}
-	s.front = &http.Server{Handler: wrap(ser), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.front.Serve(ln) }()
-	return s, nil
 }

@@ -141,11 +141,15 @@ func hasMessages(out []byte) bool {
 	return json.Unmarshal(out, &resp) == nil && len(resp.Messages) > 0
 }
 
-// serve starts the serializer on ln in front of backend.
-func serve(ln net.Listener, backend string) (*http.Server, error) {
-	h, err := newSerializer(backend)
+// serve starts the serializer on ln in front of backend, wrapped by wrap when set.
+func serve(ln net.Listener, backend string, wrap func(http.Handler) http.Handler) (*http.Server, error) {
+	ser, err := newSerializer(backend)
 	if err != nil {
 		return nil, err
+	}
+	var h http.Handler = ser
+	if wrap != nil {
+		h = wrap(ser)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()

@@ -59,6 +59,12 @@ func (s *Server) Reused() bool { return s.reused }
 
 // Start installs moto if needed, starts it and waits until it answers.
 func Start(ctx context.Context, opts Options) (*Server, error) {
+	return startWrapped(ctx, opts, nil)
+}
+
+// startWrapped is Start with wrap (when not nil) around the serializer's
+// handler, for StartCounting.
+func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) http.Handler) (*Server, error) {
 	if opts.Addr == "" {
 		opts.Addr = DefaultAddr
 	}
@@ -127,7 +133,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("standin: moto did not answer on %s within 30s", backend)
 		}
 	}
-	if s.front, err = serve(ln, backend); err != nil {
+	if s.front, err = serve(ln, backend, wrap); err != nil {
 		ln.Close()
 		_ = s.Stop()
 		return nil, err

@@ -70,7 +70,8 @@ func decodeFast(data []byte, e *Envelope) (done bool, err error) {
 		return false, nil
 	}
 
-	// ID, Type and Key share one allocation.
+	// ID, Type and Key share one allocation (so holding on to one keeps the
+	// others' bytes alive: a few dozen bytes, not the record).
 	var scratch [256]byte
 	b := scratch[:0]
 	var ends [3]int

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tributary-dev/tributary/pkg/onfailure"
 	"github.com/tributary-dev/tributary/pkg/rie"
 )
 
@@ -792,38 +793,8 @@ func (l *lane) giveUp(ctx context.Context, a *attempt, recs []*record, condition
 	st.emit(ev)
 }
 
-// onFailureRecord is the invocation record Lambda sends to a stream
-// mapping's on-failure destination.
-type onFailureRecord struct {
-	RequestContext struct {
-		RequestID              string `json:"requestId"`
-		FunctionArn            string `json:"functionArn"`
-		Condition              string `json:"condition"`
-		ApproximateInvokeCount int    `json:"approximateInvokeCount"`
-	} `json:"requestContext"`
-	ResponseContext struct {
-		StatusCode      int    `json:"statusCode"`
-		ExecutedVersion string `json:"executedVersion"`
-		FunctionError   string `json:"functionError,omitempty"`
-	} `json:"responseContext"`
-	Version            string     `json:"version"`
-	Timestamp          string     `json:"timestamp"`
-	KinesisBatchInfo   *batchInfo `json:"KinesisBatchInfo,omitempty"`
-	DDBStreamBatchInfo *batchInfo `json:"DDBStreamBatchInfo,omitempty"`
-}
-
-type batchInfo struct {
-	ShardID                         string `json:"shardId"`
-	StartSequenceNumber             string `json:"startSequenceNumber"`
-	EndSequenceNumber               string `json:"endSequenceNumber"`
-	ApproximateArrivalOfFirstRecord string `json:"approximateArrivalOfFirstRecord"`
-	ApproximateArrivalOfLastRecord  string `json:"approximateArrivalOfLastRecord"`
-	BatchSize                       int    `json:"batchSize"`
-	StreamArn                       string `json:"streamArn"`
-}
-
 func (st *stream) onFailureRecord(shard string, a *attempt, recs []*record, condition string) ([]byte, error) {
-	var r onFailureRecord
+	var r onfailure.Record
 	r.RequestContext.RequestID = a.last.RequestID
 	if r.RequestContext.RequestID == "" {
 		r.RequestContext.RequestID = newUUID()
@@ -838,7 +809,7 @@ func (st *stream) onFailureRecord(shard string, a *attempt, recs []*record, cond
 	r.ResponseContext.ExecutedVersion = "$LATEST"
 	r.Version = "1.0"
 	r.Timestamp = time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
-	info := &batchInfo{
+	info := &onfailure.BatchInfo{
 		ShardID:                         shard,
 		StartSequenceNumber:             recs[0].seq,
 		EndSequenceNumber:               recs[len(recs)-1].seq,

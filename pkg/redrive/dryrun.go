@@ -1,0 +1,131 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// DryRun prints to w each message in dlqURL (id, ApproximateReceiveCount,
+// SentTimestamp, MessageGroupId if any, message attributes and the body cut
+// at BodyLimit bytes), up to limit messages (0: all), then a count, and
+// returns how many it printed. The DLQ is left as it was: messages are
+// received with VisibilityTimeout so each is listed once, then made visible
+// again at once (also when ctx is cancelled).
+//
+// On a FIFO DLQ, SQS does not return a message group's later messages while
+// earlier ones are in flight, so a dry run lists about one receive's worth
+// (up to 10) per group.
+func (r *Redriver) DryRun(ctx context.Context, dlqURL string, limit int, w io.Writer) (int, error) {
+	approx, err := r.ApproximateCount(ctx, dlqURL)
+	if err != nil {
+		return 0, err
+	}
+	seen := map[string]bool{}
+	var handles []string
+	count, empty := 0, 0
+	var runErr error
+	for limit == 0 || count < limit {
+		if err := ctx.Err(); err != nil {
+			runErr = err
+			break
+		}
+		n := 10
+		if limit > 0 {
+			n = min(n, limit-count)
+		}
+		msgs, err := r.receive(ctx, dlqURL, n)
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			runErr = err
+			break
+		}
+		fresh := 0
+		for _, m := range msgs {
+			handles = append(handles, aws.ToString(m.ReceiptHandle))
+			id := aws.ToString(m.MessageId)
+			if seen[id] || (limit > 0 && count >= limit) {
+				continue
+			}
+			seen[id] = true
+			fresh++
+			count++
+			r.printMessage(w, m)
+		}
+		if fresh == 0 {
+			empty++
+			if empty >= r.EmptyReceives {
+				break
+			}
+			continue
+		}
+		empty = 0
+	}
+	if err := r.release(ctx, dlqURL, handles); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	fmt.Fprintf(w, "%d messages listed (≈%d in the DLQ); nothing was moved\n", count, approx)
+	if strings.HasSuffix(dlqURL, ".fifo") && count < approx {
+		fmt.Fprintln(w, "note: a FIFO queue hides a message group's later messages while earlier ones are in flight, so a dry run lists about 10 per group")
+	}
+	return count, runErr
+}
+
+func (r *Redriver) printMessage(w io.Writer, m types.Message) {
+	a := m.Attributes
+	fmt.Fprintf(w, "message %s  receives=%s  sent=%s", aws.ToString(m.MessageId),
+		a[string(types.MessageSystemAttributeNameApproximateReceiveCount)],
+		formatMillis(a[string(types.MessageSystemAttributeNameSentTimestamp)]))
+	if g := a[string(types.MessageSystemAttributeNameMessageGroupId)]; g != "" {
+		fmt.Fprintf(w, "  group=%s", g)
+	}
+	fmt.Fprintln(w)
+	names := make([]string, 0, len(m.MessageAttributes))
+	for name := range m.MessageAttributes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := m.MessageAttributes[name]
+		val := strconv.Quote(aws.ToString(v.StringValue))
+		if v.BinaryValue != nil {
+			val = fmt.Sprintf("<%d bytes>", len(v.BinaryValue))
+		}
+		fmt.Fprintf(w, "  attribute %s (%s) = %s\n", name, aws.ToString(v.DataType), val)
+	}
+	body := aws.ToString(m.Body)
+	fmt.Fprintf(w, "  body (%d bytes): %s\n", len(body), truncate(body, r.BodyLimit))
+}
+
+// formatMillis turns SQS's epoch-milliseconds attribute into RFC 3339 UTC,
+// or returns it unchanged if it is not a number.
+func formatMillis(ms string) string {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return ms
+	}
+	return time.UnixMilli(n).UTC().Format(time.RFC3339Nano)
+}
+
+// truncate cuts s to at most limit bytes on a rune boundary, marking the cut.
+func truncate(s string, limit int) string {
+	if limit <= 0 || len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d more bytes)", len(s)-cut)
+}

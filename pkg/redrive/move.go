@@ -1,0 +1,258 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Move moves messages from dlqURL to sourceURL until the DLQ is drained
+// (EmptyReceives empty receives in a row) or limit messages (0: no limit) have
+// been tried, and returns what it did.
+//
+// Each batch of up to 10 is sent with SendMessageBatch, keeping body and
+// message attributes (and, for a FIFO source, the MessageGroupId, with the
+// DLQ message id as MessageDeduplicationId); then only the entries the send
+// accepted are deleted from the DLQ. Entries the source refused are reported
+// in Result.Failed and stay in the DLQ: they stay hidden for VisibilityTimeout
+// so the run does not spin on them, and are made visible again when Move
+// returns. Nothing is lost whenever the run stops; at worst a message that was
+// sent but not yet deleted is sent again by the next run, which idempotent
+// consumers absorb.
+//
+// Cancelling ctx stops Move between batches (a batch in progress is
+// finished); it then returns the result so far and ctx's error.
+func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int) (Result, error) {
+	var res Result
+	approx, err := r.ApproximateCount(ctx, dlqURL)
+	if err != nil {
+		return res, err
+	}
+	total := approx
+	if limit > 0 {
+		total = min(total, limit)
+	}
+	fifo := strings.HasSuffix(sourceURL, ".fifo")
+	// Refused messages by id, in the order first refused; a message refused
+	// and later accepted (the run outlasted its visibility) is dropped again.
+	refusedByID := map[string]refused{}
+	var refusedOrder []string
+	ordered := map[string]bool{}
+	empty := 0
+	var runErr error
+	for {
+		if err := ctx.Err(); err != nil {
+			runErr = err
+			break
+		}
+		n := 10
+		if limit > 0 {
+			left := limit - res.Moved - len(res.Failed)
+			if left <= 0 {
+				break
+			}
+			n = min(n, left)
+		}
+		msgs, err := r.receive(ctx, dlqURL, n)
+		if err != nil {
+			if ctx.Err() != nil {
+				runErr = ctx.Err()
+			} else {
+				runErr = err
+			}
+			break
+		}
+		if len(msgs) == 0 {
+			empty++
+			if empty >= r.EmptyReceives {
+				break
+			}
+			continue
+		}
+		empty = 0
+		b, err := r.moveBatch(context.WithoutCancel(ctx), dlqURL, sourceURL, fifo, msgs)
+		res.Moved += b.moved
+		res.NotDeleted = append(res.NotDeleted, b.notDeleted...)
+		for _, id := range b.movedIDs {
+			delete(refusedByID, id)
+		}
+		for _, f := range b.failed {
+			if !ordered[f.failure.MessageID] {
+				ordered[f.failure.MessageID] = true
+				refusedOrder = append(refusedOrder, f.failure.MessageID)
+			}
+			refusedByID[f.failure.MessageID] = f
+		}
+		res.Failed = nil
+		for _, id := range refusedOrder {
+			if f, ok := refusedByID[id]; ok {
+				res.Failed = append(res.Failed, f.failure)
+			}
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+		if r.Progress != nil {
+			fmt.Fprintf(r.Progress, "moved %d/≈%d\n", res.Moved, max(total, res.Moved+len(res.Failed)))
+		}
+		if r.AfterBatch != nil {
+			r.AfterBatch(res)
+		}
+	}
+	if len(refusedByID) > 0 {
+		handles := make([]string, 0, len(refusedByID))
+		for _, f := range refusedByID {
+			handles = append(handles, f.handle)
+		}
+		if err := r.release(ctx, dlqURL, handles); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	return res, runErr
+}
+
+type refused struct {
+	failure Failure
+	handle  string
+}
+
+type batchResult struct {
+	moved      int
+	movedIDs   []string
+	failed     []refused
+	notDeleted []string
+}
+
+// moveBatch sends msgs to sourceURL in as few SendMessageBatch calls as the
+// size limit allows, then deletes from dlqURL what was accepted. An error
+// means a call failed as a whole; the messages it covered were not deleted
+// and are made visible again.
+func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, fifo bool, msgs []types.Message) (batchResult, error) {
+	var b batchResult
+	entries := make([]types.SendMessageBatchRequestEntry, 0, len(msgs))
+	byEntry := map[string]types.Message{}
+	for i, m := range msgs {
+		id := "m" + strconv.Itoa(i)
+		e := types.SendMessageBatchRequestEntry{
+			Id:                aws.String(id),
+			MessageBody:       m.Body,
+			MessageAttributes: m.MessageAttributes,
+		}
+		if fifo {
+			g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+			if g == "" {
+				b.failed = append(b.failed, refused{
+					failure: Failure{MessageID: aws.ToString(m.MessageId), Code: "MissingMessageGroupId",
+						Reason: "the source is a FIFO queue but the message has no MessageGroupId (is the DLQ a standard queue?)"},
+					handle: aws.ToString(m.ReceiptHandle),
+				})
+				continue
+			}
+			e.MessageGroupId = aws.String(g)
+			// The DLQ message id, not the original MessageDeduplicationId: a
+			// message that reached the DLQ within 5 minutes of being sent would
+			// otherwise be accepted by the source but dropped as a duplicate of
+			// itself, and then deleted from the DLQ — lost. The message id is
+			// stable across runs, so a re-send after an interrupted run within
+			// the deduplication interval is still dropped.
+			e.MessageDeduplicationId = m.MessageId
+		}
+		entries = append(entries, e)
+		byEntry[id] = m
+	}
+	var toDelete []types.DeleteMessageBatchRequestEntry
+	var unsent []string // receipt handles of messages whose send failed as a whole
+	var sendErr error
+	for _, chunk := range chunkBySize(entries) {
+		if sendErr != nil {
+			for _, e := range chunk {
+				unsent = append(unsent, aws.ToString(byEntry[aws.ToString(e.Id)].ReceiptHandle))
+			}
+			continue
+		}
+		out, err := r.Client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(sourceURL), Entries: chunk})
+		if err != nil {
+			sendErr = fmt.Errorf("sending %d messages to %s (none deleted from the DLQ): %w", len(chunk), sourceURL, err)
+			for _, e := range chunk {
+				unsent = append(unsent, aws.ToString(byEntry[aws.ToString(e.Id)].ReceiptHandle))
+			}
+			continue
+		}
+		for _, ok := range out.Successful {
+			m := byEntry[aws.ToString(ok.Id)]
+			toDelete = append(toDelete, types.DeleteMessageBatchRequestEntry{Id: ok.Id, ReceiptHandle: m.ReceiptHandle})
+		}
+		for _, f := range out.Failed {
+			m := byEntry[aws.ToString(f.Id)]
+			b.failed = append(b.failed, refused{
+				failure: Failure{MessageID: aws.ToString(m.MessageId), Code: aws.ToString(f.Code), Reason: aws.ToString(f.Message)},
+				handle:  aws.ToString(m.ReceiptHandle),
+			})
+		}
+	}
+	if len(toDelete) > 0 {
+		out, err := r.Client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(dlqURL), Entries: toDelete})
+		if err != nil {
+			for _, d := range toDelete {
+				b.notDeleted = append(b.notDeleted, aws.ToString(byEntry[aws.ToString(d.Id)].MessageId))
+			}
+			sendErr = errors.Join(sendErr, fmt.Errorf("deleting %d sent messages from %s (they stay there and will be sent again): %w", len(toDelete), dlqURL, err))
+		} else {
+			notDeleted := map[string]bool{}
+			for _, f := range out.Failed {
+				id := aws.ToString(byEntry[aws.ToString(f.Id)].MessageId)
+				notDeleted[aws.ToString(f.Id)] = true
+				b.notDeleted = append(b.notDeleted, id)
+			}
+			for _, d := range toDelete {
+				if !notDeleted[aws.ToString(d.Id)] {
+					b.moved++
+					b.movedIDs = append(b.movedIDs, aws.ToString(byEntry[aws.ToString(d.Id)].MessageId))
+				}
+			}
+		}
+	}
+	if len(unsent) > 0 {
+		if err := r.release(ctx, dlqURL, unsent); err != nil {
+			sendErr = errors.Join(sendErr, err)
+		}
+	}
+	return b, sendErr
+}
+
+// chunkBySize splits entries into runs that each fit in one SendMessageBatch.
+func chunkBySize(entries []types.SendMessageBatchRequestEntry) [][]types.SendMessageBatchRequestEntry {
+	var chunks [][]types.SendMessageBatchRequestEntry
+	var cur []types.SendMessageBatchRequestEntry
+	size := 0
+	for _, e := range entries {
+		s := entrySize(e)
+		if len(cur) > 0 && size+s > maxBatchBytes {
+			chunks = append(chunks, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, e)
+		size += s
+	}
+	if len(cur) > 0 {
+		chunks = append(chunks, cur)
+	}
+	return chunks
+}
+
+// entrySize is the size SQS counts for an entry: body plus each attribute's
+// name, data type and value.
+func entrySize(e types.SendMessageBatchRequestEntry) int {
+	n := len(aws.ToString(e.MessageBody))
+	for name, v := range e.MessageAttributes {
+		n += len(name) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+	}
+	return n
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,7 +121,11 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	logLine := func(function, line string) {
-		s.sink.Line(function, line)
+		// RIE's own "(rapid)" lines are the emulator talking; CloudWatch on
+		// AWS shows START/END/REPORT and the function's output only.
+		if !strings.Contains(line, "] (rapid) ") {
+			s.sink.Line(function, line)
+		}
 		if opts.Logs != nil {
 			opts.Logs(function, line)
 		}

@@ -1,0 +1,291 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/idempotency"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+func body(taskID, input string, rounds int) string {
+	return fmt.Sprintf(`{"id":"evt-%s","type":"task","key":"%s","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:01Z","data":{"taskId":%q,"input":%q,"rounds":%d}}`,
+		taskID, taskID, taskID, input, rounds)
+}
+
+func message(id, body, group string) events.SQSMessage {
+	m := events.SQSMessage{MessageId: id, Body: body, Attributes: map[string]string{"SentTimestamp": "1795946401000"}}
+	if group != "" {
+		m.Attributes["MessageGroupId"] = group
+	}
+	return m
+}
+
+// fixture is a handler on fresh tables of the shared stand-in.
+type fixture struct {
+	db      *dynamodb.Client
+	results string
+	store   *idempotency.Store
+	h       *Handler
+	emf     *bytes.Buffer
+	logs    *bytes.Buffer
+}
+
+var tableSeq atomic.Int64
+
+func newFixture(t *testing.T, db *dynamodb.Client) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	n := tableSeq.Add(1)
+	idemTable, results := fmt.Sprintf("idem%d", n), fmt.Sprintf("results%d", n)
+	if err := idempotency.CreateTable(ctx, db, idemTable); err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateResultsTable(ctx, db, results); err != nil {
+		t.Fatal(err)
+	}
+	store, err := idempotency.New(db, idemTable, IdempotencyConfig("worker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{db: db, results: results, store: store, emf: &bytes.Buffer{}, logs: &bytes.Buffer{}}
+	f.h = New(store, db, results, WithMetrics(metrics.New(f.emf, "worker")),
+		WithLogger(slog.New(slog.NewJSONHandler(f.logs, nil))))
+	return f
+}
+
+func (f *fixture) handle(t *testing.T, msgs ...events.SQSMessage) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := f.h.Handle(ctx, events.SQSEvent{Records: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.BatchItemFailures == nil {
+		t.Fatal("BatchItemFailures is nil; Lambda wants an empty list for success")
+	}
+	var ids []string
+	for _, b := range resp.BatchItemFailures {
+		ids = append(ids, b.ItemIdentifier)
+	}
+	return ids
+}
+
+// executions is how often task's side effect ran (0: never).
+func (f *fixture) executions(t *testing.T, task string) int {
+	t.Helper()
+	out, err := f.db.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(f.results), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{AttrTaskID: &types.AttributeValueMemberS{Value: task}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := out.Item[AttrExecutions].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	var v int
+	fmt.Sscan(n.Value, &v)
+	return v
+}
+
+// metric sums name over the EMF documents written so far.
+func (f *fixture) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	var sum float64
+	for _, line := range strings.Split(strings.TrimSpace(f.emf.String()), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("EMF line %q: %v", line, err)
+		}
+		v, _ := doc[name].(float64)
+		sum += v
+	}
+	return sum
+}
+
+func TestHandler(t *testing.T) {
+	srv := standintest.Start(t)
+	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	cases := []struct {
+		name string
+		run  func(t *testing.T, f *fixture)
+	}{
+		{"duplicate task runs once", testDuplicateRunsOnce},
+		{"redelivered batch runs nothing again", testRedeliveryRunsNothingAgain},
+		{"poison messages are reported and logged", testPoison},
+		{"task in progress elsewhere is reported failed", testInProgress},
+		{"task id reused with other data is refused", testTaskIDReused},
+		{"FIFO failure fails the rest of its group", testFIFO},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, newFixture(t, db)) })
+	}
+}
+
+func testDuplicateRunsOnce(t *testing.T, f *fixture) {
+	b := body("t-1", "hello", 1000)
+	if fails := f.handle(t, message("m1", b, ""), message("m2", b, ""), message("m3", body("t-2", "x", 1), "")); len(fails) != 0 {
+		t.Fatalf("failures %v, want none", fails)
+	}
+	if n := f.executions(t, "t-1"); n != 1 {
+		t.Errorf("t-1's side effect ran %d times, want 1", n)
+	}
+	if n := f.executions(t, "t-2"); n != 1 {
+		t.Errorf("t-2's side effect ran %d times, want 1", n)
+	}
+	for name, want := range map[string]float64{"MessagesIn": 3, "Processed": 2, "Duplicates": 1, "InProgress": 0, "Failures": 0} {
+		if got := f.metric(t, name); got != want {
+			t.Errorf("metric %s = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func testRedeliveryRunsNothingAgain(t *testing.T, f *fixture) {
+	msgs := []events.SQSMessage{message("m1", body("t-1", "a", 10), ""), message("m2", body("t-2", "b", 10), "")}
+	for range 3 {
+		if fails := f.handle(t, msgs...); len(fails) != 0 {
+			t.Fatalf("failures %v", fails)
+		}
+	}
+	if a, b := f.executions(t, "t-1"), f.executions(t, "t-2"); a != 1 || b != 1 {
+		t.Errorf("executions %d, %d after three deliveries; want 1, 1", a, b)
+	}
+	if got := f.metric(t, "Duplicates"); got != 4 {
+		t.Errorf("Duplicates = %v, want 4", got)
+	}
+}
+
+func testPoison(t *testing.T, f *fixture) {
+	fails := f.handle(t,
+		message("bad-json", "{not json", ""),
+		message("bad-type", strings.Replace(body("t-3", "a", 1), `"type":"task"`, `"type":"page_view"`, 1), ""),
+		message("bad-rounds", body("t-4", "a", 0), ""),
+		message("good", body("t-5", "a", 1), ""),
+	)
+	if want := []string{"bad-json", "bad-type", "bad-rounds"}; !slices.Equal(fails, want) {
+		t.Fatalf("failures %v, want %v", fails, want)
+	}
+	logs := f.logs.String()
+	for _, want := range []string{`"messageId":"bad-json"`, `field type`, `field data.rounds`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs do not mention %s:\n%s", want, logs)
+		}
+	}
+	if f.executions(t, "t-5") != 1 || f.executions(t, "t-3") != 0 {
+		t.Error("the good message did not run once, or a poison one ran")
+	}
+	if got := f.metric(t, "Failures"); got != 3 {
+		t.Errorf("Failures = %v, want 3", got)
+	}
+}
+
+func testInProgress(t *testing.T, f *fixture) {
+	b := body("t-6", "a", 1)
+	// Another invocation holds t-6: its record is INPROGRESS until a minute
+	// from now.
+	release := make(chan struct{})
+	started := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, err := f.store.Do(context.Background(), []byte(b), func(context.Context) ([]byte, error) {
+			close(started)
+			<-release
+			return []byte(`{}`), nil
+		})
+		done <- err
+	}()
+	<-started
+	fails := f.handle(t, message("m1", b, ""))
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(fails, []string{"m1"}) {
+		t.Fatalf("failures %v, want [m1]", fails)
+	}
+	if f.executions(t, "t-6") != 0 {
+		t.Error("the worker ran a task another invocation holds")
+	}
+	if got := f.metric(t, "InProgress"); got != 1 {
+		t.Errorf("InProgress = %v, want 1", got)
+	}
+}
+
+func testTaskIDReused(t *testing.T, f *fixture) {
+	if fails := f.handle(t, message("m1", body("t-7", "first", 1), "")); len(fails) != 0 {
+		t.Fatal(fails)
+	}
+	fails := f.handle(t, message("m2", body("t-7", "second", 1), ""))
+	if !slices.Equal(fails, []string{"m2"}) {
+		t.Fatalf("failures %v, want [m2]", fails)
+	}
+	if !strings.Contains(f.logs.String(), "message m2: task t-7") {
+		t.Errorf("the refusal does not name the message and task:\n%s", f.logs.String())
+	}
+	if f.executions(t, "t-7") != 1 {
+		t.Error("the reused task id ran again")
+	}
+}
+
+func testFIFO(t *testing.T, f *fixture) {
+	fails := f.handle(t,
+		message("a1", body("fa-1", "x", 1), "A"),
+		message("b1", body("fb-1", "x", 1), "B"),
+		message("a2", "{poison", "A"),
+		message("b2", body("fb-2", "x", 1), "B"),
+		message("a3", body("fa-3", "x", 1), "A"),
+	)
+	if want := []string{"a2", "a3"}; !slices.Equal(fails, want) {
+		t.Fatalf("failures %v, want %v", fails, want)
+	}
+	for task, want := range map[string]int{"fa-1": 1, "fb-1": 1, "fb-2": 1, "fa-3": 0} {
+		if got := f.executions(t, task); got != want {
+			t.Errorf("%s ran %d times, want %d", task, got, want)
+		}
+	}
+}
+
+func TestDecodeTask(t *testing.T) {
+	tests := []struct {
+		name, data, typ, field string
+	}{
+		{"ok", `{"taskId":"t","input":"x","rounds":3}`, "task", ""},
+		{"wrong type", `{"taskId":"t","rounds":3}`, "other", "type"},
+		{"no data", ``, "task", "data"},
+		{"data not an object", `[1]`, "task", "data"},
+		{"no task id", `{"rounds":3}`, "task", "data.taskId"},
+		{"too many rounds", `{"taskId":"t","rounds":9000000}`, "task", "data.rounds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := stream.Envelope{Type: tt.typ, Data: json.RawMessage(tt.data)}
+			_, err := DecodeTask("m-9", &env)
+			var te *TaskError
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("err %v, want none", err)
+			case tt.field != "" && (!errors.As(err, &te) || te.Field != tt.field || te.MessageID != "m-9"):
+				t.Errorf("err %v, want a TaskError for field %s of message m-9", err, tt.field)
+			}
+		})
+	}
+}

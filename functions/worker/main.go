@@ -1,0 +1,58 @@
+// Command worker consumes the tasks queues (standard and FIFO): it runs each
+// task once per task id, keeping idempotency records in the DynamoDB table
+// named by IDEMPOTENCY_TABLE_NAME and results in RESULTS_TABLE_NAME. The
+// logic is in package worker.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/idempotency"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/worker"
+)
+
+func main() {
+	idemTable := requireEnv("IDEMPOTENCY_TABLE_NAME", "the DynamoDB table of idempotency records")
+	results := requireEnv("RESULTS_TABLE_NAME", "the DynamoDB table task results are written to")
+	// Keys are prefixed with the function's name, as Powertools does.
+	function := os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
+	if function == "" {
+		function = "worker"
+	}
+	// AWS_ENDPOINT_URL, when set (the local runner), points every client at the stand-in.
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		fail("loading the AWS configuration: %v", err)
+	}
+	db := dynamodb.NewFromConfig(cfg)
+	store, err := idempotency.New(db, idemTable, worker.IdempotencyConfig(function))
+	if err != nil {
+		fail("%v", err)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	h := worker.New(store, db, results,
+		worker.WithMetrics(metrics.New(os.Stdout, "worker")),
+		worker.WithLogger(log))
+	lambda.Start(h.Handle)
+}
+
+func requireEnv(name, what string) string {
+	v := os.Getenv(name)
+	if v == "" {
+		fail("environment variable %s is not set (%s)", name, what)
+	}
+	return v
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "worker: "+format+"\n", args...)
+	os.Exit(1)
+}

@@ -22,11 +22,13 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/ingest"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/quarantine"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/worker"
 )
 
 // env is what a case gets: clients on the shared stand-in and a name prefix
@@ -54,6 +56,9 @@ var cases = map[string]func(t *testing.T, e env, raw []byte){
 	"quarantine/sqs-on-failure.json":         quarantineOnFailure,
 	"quarantine/sqs-unparseable.json":        quarantineUnparseable,
 	"ticker/eventbridge-scheduled.json":      tickerScheduled,
+	"worker/sqs-tasks.json":                  workerCase(nil, map[string]int{"task-1001": 1}),
+	"worker/sqs-fifo.json": workerCase([]string{"0b7e4c1a-3333-4d2e-9f3a-5b6c7d8e9f03", "0b7e4c1a-4444-4d2e-9f3a-5b6c7d8e9f04"},
+		map[string]int{"task-2001": 1, "task-3001": 1, "task-2002": 0, "task-2003": 0}),
 }
 
 func TestEverySample(t *testing.T) {
@@ -394,5 +399,60 @@ func tickerScheduled(t *testing.T, e env, raw []byte) {
 	want := map[string]string{"user-42": "10:41 count 2 sum 2000", "user-7": "10:41 count 1 sum 300"}
 	if fmt.Sprint(tumbling) != fmt.Sprint(want) {
 		t.Errorf("final tumbling results %v, want %v", tumbling, want)
+	}
+}
+
+// workerCase runs an SQS sample through the worker twice (the second time as
+// SQS redelivering the whole batch) and checks the failed message ids and how
+// often each task's side effect ran: once per task id, however often it was
+// delivered; never for a message that failed or was blocked behind one.
+func workerCase(wantFailures []string, wantExecutions map[string]int) func(t *testing.T, e env, raw []byte) {
+	return func(t *testing.T, e env, raw []byte) {
+		var ev lambdaevents.SQSEvent
+		decode(t, raw, &ev)
+		ctx := context.Background()
+		idemTable, results := e.name+"-idempotency", e.name+"-results"
+		if err := idempotency.CreateTable(ctx, e.db, idemTable); err != nil {
+			t.Fatal(err)
+		}
+		if err := worker.CreateResultsTable(ctx, e.db, results); err != nil {
+			t.Fatal(err)
+		}
+		store, err := idempotency.New(e.db, idemTable, worker.IdempotencyConfig("worker"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := worker.New(store, e.db, results)
+		for delivery := 1; delivery <= 2; delivery++ {
+			resp, err := h.Handle(ctx, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range resp.BatchItemFailures {
+				got = append(got, f.ItemIdentifier)
+			}
+			if strings.Join(got, ",") != strings.Join(wantFailures, ",") {
+				t.Errorf("delivery %d: failures %v, want %v", delivery, got, wantFailures)
+			}
+		}
+		for task, want := range wantExecutions {
+			out, err := e.db.GetItem(ctx, &dynamodb.GetItemInput{
+				TableName: aws.String(results), ConsistentRead: aws.Bool(true),
+				Key: map[string]ddbtypes.AttributeValue{worker.AttrTaskID: &ddbtypes.AttributeValueMemberS{Value: task}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			if n := str(out.Item, worker.AttrExecutions); n != "" {
+				if got, err = strconv.Atoi(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got != want {
+				t.Errorf("task %s: side effect ran %d times, want %d", task, got, want)
+			}
+		}
 	}
 }

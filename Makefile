@@ -77,7 +77,7 @@ functions-local: $(foreach f,$(FUNCTIONS),.build/local/$(f)/bootstrap) ## build 
 	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $@ ./functions/$*
 
 .PHONY: deps
-deps: $(RIE) $(MOTO) infra/node_modules/.installed ## install what local runs and tests need (RIE, moto venv, CDK CLI)
+deps: $(RIE) $(MOTO) infra/node_modules/.installed scripts/bench/powertools/node_modules/.installed ## install what local runs and tests need (RIE, moto venv, CDK CLI, the Powertools benchmark peer)
 
 $(RIE):
 	GOBIN=$(ROOT)/.tools/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
@@ -89,6 +89,10 @@ $(MOTO):
 
 infra/node_modules/.installed: infra/package.json infra/package-lock.json
 	cd infra && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+scripts/bench/powertools/node_modules/.installed: scripts/bench/powertools/package.json scripts/bench/powertools/package-lock.json
+	cd scripts/bench/powertools && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 .PHONY: clean

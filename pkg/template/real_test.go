@@ -123,13 +123,13 @@ func TestRealTemplateProvisions(t *testing.T) {
 	}
 }
 
-// TestLiveSynthOutputPlans checks the template `cdk synth` last wrote, when
-// there is one, so that a change in the stack that the runner cannot follow
+// TestLiveSynthOutputPlans checks the template `cdk synth` last wrote (make
+// test synthesizes first), so that a change in the stack that the runner cannot follow
 // shows up here before `make local` trips on it.
 func TestLiveSynthOutputPlans(t *testing.T) {
 	path := filepath.Join("..", "..", "infra", "cdk.out", "Tributary.template.json")
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("no synthesized template at %s (run cdk synth in infra/ to check it): %v", path, err)
+		t.Fatalf("no synthesized template at %s: run `make synth` first (`make test` does): %v", path, err)
 	}
 	d, err := Plan(mustLoad(t, path), ProvisionOptions{})
 	if err != nil {

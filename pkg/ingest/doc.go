@@ -6,13 +6,27 @@
 // envelope's key as partition key.
 //
 // PutRecords can fail for some entries and not others (throttling, internal
-// failures). Only the failed entries are retried, a bounded number of times
-// with jittered exponential backoff, and never past the invoke deadline. If
-// some still fail, the answer says which, per event, with 429 when all that
-// failed was throttling (backpressure: slow down) and 503 otherwise; the
-// producer resends those ids. Nothing is dropped silently: every event of the
-// request is in the results, accepted with its sequence number and shard or
-// failed with the reason.
+// failures). Only the failed entries are retried, with full-jitter
+// exponential backoff, never past the invoke deadline. What happens when
+// producers send faster than the stream takes is chosen per route — the
+// Function URL path — among the three options of a messaging system
+// (INGEST_ROUTES, default {"/": "backpressure"}; other paths get 404):
+//
+//   - backpressure: a bounded number of tries; then 429 with Retry-After
+//     when all that failed was throttling (slow down), 503 otherwise, and
+//     per-event results: the producer resends only the events not accepted.
+//   - buffer: the stream is the buffer; failed entries are retried until the
+//     invoke deadline minus a margin, and only then the answer is 503 with
+//     per-event results.
+//   - drop: throttled entries are dropped at once, counted in the Dropped
+//     metric, 1 in INGEST_DROP_SAMPLE logged, and marked dropped in a 202;
+//     other failures are answered as backpressure does.
+//
+// Nothing is lost silently: every event of the request is in the results,
+// accepted with its sequence number and shard, dropped (drop routes only),
+// or failed with the reason. EMF metrics: Accepted, Dropped, Throttles
+// (throttled entry tries), Retries (entries resent), EventsIn,
+// EventsRejected, EventsFailed.
 //
 // A retried entry lands on the stream after entries of the same key that got
 // through on an earlier try, so stream order is arrival order, not request

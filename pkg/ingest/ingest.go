@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -59,7 +60,19 @@ type Handler struct {
 	maxDelay    time.Duration
 	metrics     *metrics.Logger
 	log         *slog.Logger
+	routes      map[string]Policy
+	dropSample  int
+	dropSeq     atomic.Uint64 // dropped events seen, for 1-in-N logging
+	// mono is the clock retry budgets are measured with (time.Now; tests
+	// advance a fake one in sleep).
+	mono func() time.Time
+	// bufferWait bounds Buffer's retries when ctx has no deadline (outside
+	// Lambda).
+	bufferWait time.Duration
 }
+
+// deadlineMargin is the time kept before the invoke deadline to answer.
+const deadlineMargin = 500 * time.Millisecond
 
 // Option configures a Handler.
 type Option func(*Handler)
@@ -83,8 +96,15 @@ func WithMetrics(m *metrics.Logger) Option { return func(h *Handler) { h.metrics
 // WithLogger sets the structured logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
+// WithBufferWait bounds how long the Buffer policy retries when the
+// request's context has no deadline (default 10s). In Lambda the invoke
+// deadline minus a 500ms margin bounds it.
+func WithBufferWait(d time.Duration) Option { return func(h *Handler) { h.bufferWait = d } }
+
 // New returns a handler writing to the Kinesis stream named streamName.
-// By default an entry is tried 4 times with backoff base 50ms, cap 1s.
+// By default an entry is tried 4 times with backoff base 50ms, cap 1s
+// (Backpressure and Drop), every path but "/" is unknown, "/" gets
+// Backpressure, and 1 in 100 dropped events is logged.
 func New(client recordPutter, streamName string, opts ...Option) *Handler {
 	h := &Handler{
 		stream:      streamName,
@@ -96,6 +116,10 @@ func New(client recordPutter, streamName string, opts ...Option) *Handler {
 		baseDelay:   50 * time.Millisecond,
 		maxDelay:    time.Second,
 		log:         slog.Default(),
+		routes:      DefaultRoutes(),
+		dropSample:  defaultDropSample,
+		mono:        time.Now,
+		bufferWait:  10 * time.Second,
 	}
 	for _, o := range opts {
 		o(h)
@@ -107,16 +131,20 @@ func New(client recordPutter, streamName string, opts ...Option) *Handler {
 // the request, in request order.
 type Response struct {
 	Accepted int      `json:"accepted"`
+	Dropped  int      `json:"dropped,omitempty"`
 	Results  []Result `json:"results"`
 }
 
 // Result is one event's outcome: SequenceNumber and ShardID when it is on
-// the stream, Error when it is not (resend it).
+// the stream; Error when it is not and should be resent; Dropped when the
+// route's policy is Drop and the event was dropped under throttling (do not
+// resend it).
 type Result struct {
 	ID             string `json:"id"`
 	SequenceNumber string `json:"sequenceNumber,omitempty"`
 	ShardID        string `json:"shardId,omitempty"`
 	Error          string `json:"error,omitempty"`
+	Dropped        bool   `json:"dropped,omitempty"`
 }
 
 // ErrorResponse is the body of a 4xx answer for a request nothing of which
@@ -152,6 +180,17 @@ func (h *Handler) Handle(ctx context.Context, req events.LambdaFunctionURLReques
 			h.log.Error("metrics flush", "err", err)
 		}
 	}()
+	path := req.RawPath
+	if path == "" {
+		path = req.RequestContext.HTTP.Path
+	}
+	if path == "" {
+		path = "/"
+	}
+	policy, ok := h.routes[path]
+	if !ok {
+		return reply(http.StatusNotFound, ErrorResponse{Error: fmt.Sprintf("path %q is not a route; known routes: %s", path, routeList(h.routes))}), nil
+	}
 	if m := req.RequestContext.HTTP.Method; m != "" && m != http.MethodPost {
 		r := reply(http.StatusMethodNotAllowed, ErrorResponse{Error: fmt.Sprintf("method %s: only POST is accepted", m)})
 		r.Headers["Allow"] = http.MethodPost
@@ -193,24 +232,28 @@ func (h *Handler) Handle(ctx context.Context, req events.LambdaFunctionURLReques
 		return reply(http.StatusRequestEntityTooLarge, ErrorResponse{Error: tooBig[0].String(), Errors: tooBig}), nil
 	}
 
-	results, throttledOnly := h.put(ctx, envs, entries)
+	results, throttledOnly := h.put(ctx, policy, envs, entries)
 	resp := Response{Results: results}
 	for _, r := range results {
-		if r.Error == "" {
+		switch {
+		case r.Dropped:
+			resp.Dropped++
+		case r.Error == "":
 			resp.Accepted++
 		}
 	}
-	failed := len(results) - resp.Accepted
-	h.metrics.Add("EventsAccepted", metrics.Count, float64(resp.Accepted))
+	failed := len(results) - resp.Accepted - resp.Dropped
+	h.metrics.Add("Accepted", metrics.Count, float64(resp.Accepted))
+	h.metrics.Add("Dropped", metrics.Count, float64(resp.Dropped))
 	h.metrics.Add("EventsFailed", metrics.Count, float64(failed))
 	if failed == 0 {
 		return reply(http.StatusAccepted, resp), nil
 	}
 	status := http.StatusServiceUnavailable
-	if throttledOnly {
+	if throttledOnly && policy != Buffer {
 		status = http.StatusTooManyRequests
 	}
-	h.log.Warn("events not written", "failed", failed, "accepted", resp.Accepted, "status", status)
+	h.log.Warn("events not written", "route", path, "policy", string(policy), "failed", failed, "accepted", resp.Accepted, "dropped", resp.Dropped, "status", status)
 	r := reply(status, resp)
 	r.Headers["Retry-After"] = "1"
 	return r, nil
@@ -276,9 +319,15 @@ type failure struct {
 	retryable     bool
 }
 
-// put writes entries, retrying failed ones, and returns one result per
-// entry and whether every remaining failure was throttling.
-func (h *Handler) put(ctx context.Context, envs []stream.Envelope, entries []types.PutRecordsRequestEntry) ([]Result, bool) {
+// put writes entries, retrying failed ones as policy says, and returns one
+// result per entry and whether every failure left (not dropped) was
+// throttling.
+//
+// Backpressure and Drop try an entry at most maxAttempts times; Buffer tries
+// until the retry budget runs out: the context's deadline minus
+// deadlineMargin, or bufferWait when there is no deadline. No policy sleeps
+// past that budget. Drop does not retry a throttled entry: it drops it.
+func (h *Handler) put(ctx context.Context, policy Policy, envs []stream.Envelope, entries []types.PutRecordsRequestEntry) ([]Result, bool) {
 	results := make([]Result, len(entries))
 	for i := range envs {
 		results[i].ID = envs[i].ID
@@ -287,7 +336,14 @@ func (h *Handler) put(ctx context.Context, envs []stream.Envelope, entries []typ
 	for i := range pending {
 		pending[i] = i
 	}
+	budgetEnd, bounded := time.Time{}, false
+	if dl, ok := ctx.Deadline(); ok {
+		budgetEnd, bounded = h.mono().Add(time.Until(dl)-deadlineMargin), true
+	} else if policy == Buffer {
+		budgetEnd, bounded = h.mono().Add(h.bufferWait), true
+	}
 	failures := map[int]failure{}
+	throttles, retries := 0, 0
 	for attempt := 1; ; attempt++ {
 		var retry []int
 		for _, idx := range pending {
@@ -295,6 +351,13 @@ func (h *Handler) put(ctx context.Context, envs []stream.Envelope, entries []typ
 		}
 		for _, chunk := range chunks(pending, entries) {
 			for idx, f := range h.putChunk(ctx, chunk, entries, results) {
+				if throttled(f.code) {
+					throttles++
+					if policy == Drop {
+						h.drop(&envs[idx], &results[idx], f)
+						continue
+					}
+				}
 				failures[idx] = f
 				if f.retryable {
 					retry = append(retry, idx)
@@ -302,27 +365,44 @@ func (h *Handler) put(ctx context.Context, envs []stream.Envelope, entries []typ
 			}
 		}
 		slices.Sort(retry) // resend in request order
-		if len(retry) == 0 || attempt >= h.maxAttempts {
+		if len(retry) == 0 || (policy != Buffer && attempt >= h.maxAttempts) {
 			break
 		}
 		d := h.backoff(attempt)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d+500*time.Millisecond {
+		if bounded && budgetEnd.Sub(h.mono()) < d {
 			break // no time left to try again: answer with what we have
 		}
 		if err := h.sleep(ctx, d); err != nil {
 			break
 		}
-		h.metrics.Add("PutRecordsRetries", metrics.Count, float64(len(retry)))
+		retries += len(retry)
 		pending = retry
 	}
+	h.metrics.Add("Throttles", metrics.Count, float64(throttles))
+	h.metrics.Add("Retries", metrics.Count, float64(retries))
 	throttledOnly := len(failures) > 0
 	for idx, f := range failures {
 		results[idx].Error = f.code + ": " + f.message
-		if f.code != codeThroughput {
+		if !throttled(f.code) {
 			throttledOnly = false
 		}
 	}
 	return results, throttledOnly
+}
+
+// drop marks the event dropped and logs 1 in dropSample dropped events.
+func (h *Handler) drop(e *stream.Envelope, r *Result, f failure) {
+	r.Dropped = true
+	if (h.dropSeq.Add(1)-1)%uint64(h.dropSample) == 0 {
+		h.log.Warn("event dropped", "id", e.ID, "key", e.Key, "type", e.Type,
+			"reason", f.code+": "+f.message, "sampledOneIn", h.dropSample)
+	}
+}
+
+// throttled reports whether an error code says Kinesis (or KMS for an
+// encrypted stream) is throttling.
+func throttled(code string) bool {
+	return code == codeThroughput || strings.Contains(code, "Throttl")
 }
 
 // putChunk sends one PutRecords call for the entries at idxs, fills results

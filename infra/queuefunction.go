@@ -40,6 +40,11 @@ type QueueWithDLQProps struct {
 	// MaxReceiveCount is how many receives a message gets before it moves to
 	// the DLQ; DefaultQueueMaxReceiveCount if zero.
 	MaxReceiveCount int
+	// FIFO makes the queue and its dead-letter queue FIFO queues (SQS wants
+	// a FIFO queue's DLQ to be FIFO too; CDK gives both names ending in
+	// .fifo), with content-based deduplication for producers that send no
+	// MessageDeduplicationId.
+	FIFO bool
 }
 
 // NewQueueWithDLQ creates queue <id> and its dead-letter queue <id>Dlq in
@@ -54,16 +59,23 @@ func NewQueueWithDLQ(scope constructs.Construct, id string, props QueueWithDLQPr
 	if receives == 0 {
 		receives = DefaultQueueMaxReceiveCount
 	}
+	var fifo, dedup *bool
+	if props.FIFO {
+		fifo, dedup = jsii.Bool(true), jsii.Bool(true)
+	}
 	dlq := awssqs.NewQueue(scope, jsii.String(id+"Dlq"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: seconds(maxQueueRetention),
+		Fifo:            fifo,
 	})
 	return awssqs.NewQueue(scope, jsii.String(id), &awssqs.QueueProps{
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		RetentionPeriod:   seconds(maxQueueRetention),
-		VisibilityTimeout: seconds(VisibilityTimeoutFor(props.ConsumerTimeout, props.ConsumerBatchingWindow)),
+		Encryption:                awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:                jsii.Bool(true),
+		RetentionPeriod:           seconds(maxQueueRetention),
+		VisibilityTimeout:         seconds(VisibilityTimeoutFor(props.ConsumerTimeout, props.ConsumerBatchingWindow)),
+		Fifo:                      fifo,
+		ContentBasedDeduplication: dedup,
 		DeadLetterQueue: &awssqs.DeadLetterQueue{
 			Queue:           dlq,
 			MaxReceiveCount: jsii.Number(float64(receives)),
@@ -103,8 +115,58 @@ type QueueFunction struct {
 	Source awslambda.IEventSource
 }
 
+// QueueSourceProps configures one more queue of a QueueFunction (AddQueue).
+type QueueSourceProps struct {
+	// Queue is the queue to consume, with a dead-letter queue and a
+	// visibility timeout as QueueFunctionProps.Queue. Required.
+	Queue awssqs.Queue
+	// BatchSize is DefaultQueueBatchSize if zero (at most 10 on a FIFO queue).
+	BatchSize int
+	// MaxBatchingWindow as in QueueFunctionProps; not allowed on a FIFO queue.
+	MaxBatchingWindow time.Duration
+	// MaxConcurrency as in QueueFunctionProps.
+	MaxConcurrency int
+}
+
 // NewQueueFunction creates a QueueFunction under scope.
 func NewQueueFunction(scope constructs.Construct, id string, props QueueFunctionProps) *QueueFunction {
+	if props.Queue == nil {
+		panic(fmt.Sprintf("QueueFunction %q: Queue is required", id))
+	}
+	src := QueueSourceProps{Queue: props.Queue, BatchSize: props.BatchSize, MaxBatchingWindow: props.MaxBatchingWindow, MaxConcurrency: props.MaxConcurrency}
+	timeout := props.Function.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	checkQueueSource(id, timeout, src)
+	fn := NewGoFunction(scope, id, props.Function)
+	q := &QueueFunction{GoFunction: fn, Queue: props.Queue}
+	q.Source = q.AddQueue(src)
+	return q
+}
+
+// AddQueue makes the function consume one more queue, with its own event
+// source mapping (ReportBatchItemFailures, as the first), and returns the
+// event source. It panics on the same misconfigurations as NewQueueFunction.
+func (q *QueueFunction) AddQueue(props QueueSourceProps) awslambda.IEventSource {
+	checkQueueSource(*q.Node().Id(), q.Timeout, props)
+	batch := props.BatchSize
+	if batch == 0 {
+		batch = DefaultQueueBatchSize
+	}
+	// SqsEventSource grants the function ReceiveMessage, DeleteMessage,
+	// ChangeMessageVisibility, GetQueueAttributes and GetQueueUrl on the queue.
+	src := awslambdaeventsources.NewSqsEventSource(props.Queue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(float64(batch)),
+		MaxBatchingWindow:       seconds(props.MaxBatchingWindow),
+		MaxConcurrency:          optionalNumber(props.MaxConcurrency),
+		ReportBatchItemFailures: jsii.Bool(true),
+	})
+	q.Function.AddEventSource(src)
+	return src
+}
+
+func checkQueueSource(id string, timeout time.Duration, props QueueSourceProps) {
 	if props.Queue == nil {
 		panic(fmt.Sprintf("QueueFunction %q: Queue is required", id))
 	}
@@ -114,33 +176,19 @@ func NewQueueFunction(scope constructs.Construct, id string, props QueueFunction
 	if props.MaxConcurrency != 0 && (props.MaxConcurrency < 2 || props.MaxConcurrency > 1000) {
 		panic(fmt.Sprintf("QueueFunction %q: MaxConcurrency %d is outside 2-1000", id, props.MaxConcurrency))
 	}
-	batch := props.BatchSize
-	if batch == 0 {
-		batch = DefaultQueueBatchSize
-	}
-
-	timeout := props.Function.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
+	if props.Queue.Fifo() != nil && *props.Queue.Fifo() {
+		if props.BatchSize > 10 {
+			panic(fmt.Sprintf("QueueFunction %q: BatchSize %d on FIFO queue %s; Lambda allows at most 10", id, props.BatchSize, *props.Queue.Node().Path()))
+		}
+		if props.MaxBatchingWindow != 0 {
+			panic(fmt.Sprintf("QueueFunction %q: FIFO queue %s cannot have a MaxBatchingWindow (Lambda does not support one)", id, *props.Queue.Node().Path()))
+		}
 	}
 	want := VisibilityTimeoutFor(timeout, props.MaxBatchingWindow)
 	if got := queueVisibility(props.Queue); got < want {
 		panic(fmt.Sprintf("QueueFunction %q: queue %s has visibility timeout %v, want at least %v (6 x timeout %v + batching window %v)",
 			id, *props.Queue.Node().Path(), got, want, timeout, props.MaxBatchingWindow))
 	}
-
-	fn := NewGoFunction(scope, id, props.Function)
-
-	// SqsEventSource grants the function ReceiveMessage, DeleteMessage,
-	// ChangeMessageVisibility, GetQueueAttributes and GetQueueUrl on the queue.
-	src := awslambdaeventsources.NewSqsEventSource(props.Queue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(float64(batch)),
-		MaxBatchingWindow:       seconds(props.MaxBatchingWindow),
-		MaxConcurrency:          optionalNumber(props.MaxConcurrency),
-		ReportBatchItemFailures: jsii.Bool(true),
-	})
-	fn.Function.AddEventSource(src)
-	return &QueueFunction{GoFunction: fn, Queue: props.Queue, Source: src}
 }
 
 // queueVisibility reads the visibility timeout q was created with.

@@ -54,7 +54,7 @@ const (
 )
 
 // FunctionNames lists every function the stack deploys.
-var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker}
+var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker}
 
 // Environment variables of the windowed pipeline's functions (aggregate and
 // ticker), read by package pipeline and the functions' mains.
@@ -141,6 +141,8 @@ type TributaryStack struct {
 	Ticker      *GoFunction
 	TickerRule  awsevents.Rule
 	Quarantiner *QueueFunction
+	// Work is the tasks queues, the worker and its tables (worker.go).
+	Work *WorkerResources
 
 	IngestAuth   awslambda.FunctionUrlAuthType
 	AssetDirUsed string
@@ -354,6 +356,8 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		jsii.String("kinesis:DescribeStream"),
 		jsii.String("kinesis:GetShardIterator"),
 		jsii.String("kinesis:GetRecords"))
+
+	s.addWorker(assetDir)
 
 	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")
 	output(stack, "EventsStreamName", s.Events.StreamName(), "Kinesis stream of ingested events")

@@ -280,6 +280,10 @@ func TestFunctions(t *testing.T) {
 		{FunctionAggregate, s.Aggregate.GoFunction, 30, windowEnv(s)},
 		{FunctionQuarantine, s.Quarantiner.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine))}},
 		{FunctionTicker, s.Ticker, 50, windowEnv(s)},
+		{FunctionWorker, s.Work.Worker.GoFunction, 60, map[string]any{
+			EnvIdempotencyTableName: ref(logicalID(s.Stack, s.Work.Idempotency)),
+			EnvResultsTableName:     ref(logicalID(s.Stack, s.Work.Results)),
+		}},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
 		t.Errorf("template has %d functions, want %d", got, len(tests))
@@ -295,7 +299,7 @@ func TestFunctions(t *testing.T) {
 				"Architectures": []any{"arm64"},
 				"Handler":       "bootstrap",
 				"Timeout":       tt.timeout,
-				"MemorySize":    256.0,
+				"MemorySize":    memoryOf(tt.name),
 				"Environment":   map[string]any{"Variables": tt.env},
 				"LoggingConfig": map[string]any{"LogGroup": ref(logicalID(s.Stack, tt.fn.LogGroup))},
 				"Role":          getAtt(logicalID(s.Stack, tt.fn.Role), "Arn"),
@@ -412,8 +416,9 @@ func TestStreamMappings(t *testing.T) {
 			},
 		},
 	}
-	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests) {
-		t.Errorf("template has %d event source mappings, want %d", got, len(tests))
+	// The worker's two mappings (Tasks, TasksFifo) are TestWorkerMappings'.
+	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+2 {
+		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+2)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -669,9 +674,10 @@ func TestTables(t *testing.T) {
 			},
 		},
 	}
+	tests = append(tests, workerTables(s)...)
 	// The per-minute Counts table of the first pipeline is gone with it.
 	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests) {
-		t.Errorf("template has %d tables, want %d (Views and Quarantine)", got, len(tests))
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency and Results)", got, len(tests))
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

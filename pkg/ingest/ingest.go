@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -350,7 +351,9 @@ func (h *Handler) put(ctx context.Context, policy Policy, envs []stream.Envelope
 			delete(failures, idx)
 		}
 		for _, chunk := range chunks(pending, entries) {
-			for idx, f := range h.putChunk(ctx, chunk, entries, results) {
+			failed := h.putChunk(ctx, chunk, entries, results)
+			for _, idx := range slices.Sorted(maps.Keys(failed)) { // request order
+				f := failed[idx]
 				if throttled(f.code) {
 					throttles++
 					if policy == Drop {

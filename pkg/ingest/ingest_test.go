@@ -180,10 +180,11 @@ func TestHandleRefusesInvalidRequests(t *testing.T) {
 // whose event ids are in fail[n] with the given code. It is the one fake in
 // these tests: a real endpoint cannot be made to throttle some entries.
 type scriptedPutter struct {
-	mu    sync.Mutex
-	fail  []map[string]string // per call: event id -> error code
-	calls [][]string          // event ids sent per call
-	err   []error             // per call: whole-call error
+	mu     sync.Mutex
+	fail   []map[string]string // per call: event id -> error code
+	always map[string]string   // every call after those in fail
+	calls  [][]string          // event ids sent per call
+	err    []error             // per call: whole-call error
 }
 
 func (p *scriptedPutter) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
@@ -197,8 +198,12 @@ func (p *scriptedPutter) PutRecords(_ context.Context, in *kinesis.PutRecordsInp
 		_ = stream.Unmarshal(e.Data, &env)
 		ids = append(ids, env.ID)
 		var r types.PutRecordsResultEntry
-		if n < len(p.fail) && p.fail[n][env.ID] != "" {
-			r.ErrorCode = aws.String(p.fail[n][env.ID])
+		script := p.always
+		if n < len(p.fail) {
+			script = p.fail[n]
+		}
+		if script[env.ID] != "" {
+			r.ErrorCode = aws.String(script[env.ID])
 			r.ErrorMessage = aws.String("scripted failure")
 			out.FailedRecordCount = aws.Int32(aws.ToInt32(out.FailedRecordCount) + 1)
 		} else {

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// DryRun prints to w each message in dlqURL (id, ApproximateReceiveCount,
-// SentTimestamp, MessageGroupId if any, message attributes and the body cut
+// DryRun prints to w each message in dlqURL (id, ApproximateReceiveCount —
+// which counts the dry run's own receive —, SentTimestamp, MessageGroupId if any, message attributes and the body cut
 // at BodyLimit bytes), up to limit messages (0: all), then a count, and
 // returns how many it printed. The DLQ is left as it was: messages are
 // received with VisibilityTimeout so each is listed once, then made visible

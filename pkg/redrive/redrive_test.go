@@ -1,0 +1,631 @@
+package redrive
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+// client talks to one moto shared by every test of the package; each test
+// makes its own queues.
+var client *sqs.Client
+
+func TestMain(m *testing.M) {
+	os.Exit(standintest.Main(m, func(cfg aws.Config) { client = sqs.NewFromConfig(cfg) }))
+}
+
+var queueSeq atomic.Int64
+
+// newQueue creates a queue with a name unique to this run; fifo adds ".fifo".
+func newQueue(t *testing.T, fifo bool, attrs map[string]string) string {
+	t.Helper()
+	name := fmt.Sprintf("q%d", queueSeq.Add(1))
+	a := map[string]string{}
+	for k, v := range attrs {
+		a[k] = v
+	}
+	if fifo {
+		name += ".fifo"
+		a["FifoQueue"] = "true"
+	}
+	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: a})
+	if err != nil {
+		t.Fatalf("creating queue %s: %v", name, err)
+	}
+	return aws.ToString(out.QueueUrl)
+}
+
+func queueArn(t *testing.T, url string) string {
+	t.Helper()
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Attributes[string(types.QueueAttributeNameQueueArn)]
+}
+
+// sourceWithDLQ creates a DLQ and a source queue whose redrive policy sends a
+// message there after one receive.
+func sourceWithDLQ(t *testing.T, fifo bool) (source, dlq string) {
+	t.Helper()
+	dlq = newQueue(t, fifo, nil)
+	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": queueArn(t, dlq), "maxReceiveCount": 1})
+	source = newQueue(t, fifo, map[string]string{"RedrivePolicy": string(policy)})
+	return source, dlq
+}
+
+// msg is a message as a test sends it and expects it back.
+type msg struct {
+	body  string
+	group string
+	attrs map[string]types.MessageAttributeValue
+}
+
+func attrsFor(i int) map[string]types.MessageAttributeValue {
+	return map[string]types.MessageAttributeValue{
+		"orderId":  {DataType: aws.String("String"), StringValue: aws.String("order-" + strconv.Itoa(i))},
+		"attempt":  {DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(i % 3))},
+		"checksum": {DataType: aws.String("Binary"), BinaryValue: []byte{byte(i), 0xff, 0x00}},
+	}
+}
+
+func sendAll(t *testing.T, url string, msgs []msg) {
+	t.Helper()
+	for i, m := range msgs {
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(m.body), MessageAttributes: m.attrs}
+		if m.group != "" {
+			in.MessageGroupId = aws.String(m.group)
+			in.MessageDeduplicationId = aws.String("orig-" + strconv.Itoa(i))
+		}
+		if _, err := client.SendMessage(context.Background(), in); err != nil {
+			t.Fatalf("sending %q: %v", m.body, err)
+		}
+	}
+}
+
+// failIntoDLQ sends msgs to source and receives them without deleting until
+// the redrive policy (maxReceiveCount 1) has moved every one to dlq.
+func failIntoDLQ(t *testing.T, source, dlq string, msgs []msg) {
+	t.Helper()
+	sendAll(t, source, msgs)
+	deadline := time.Now().Add(10 * time.Second)
+	for counts(t, dlq).visible < len(msgs) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d messages reached the DLQ", counts(t, dlq).visible, len(msgs))
+		}
+		// A consumer that fails: receive, then give the messages back at once
+		// (a zero VisibilityTimeout on the receive itself is not sent by the SDK).
+		out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(source), MaxNumberOfMessages: 10,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var handles []string
+		for _, m := range out.Messages {
+			handles = append(handles, aws.ToString(m.ReceiptHandle))
+		}
+		if err := testRedriver(client).release(context.Background(), source, handles); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type queueCounts struct{ visible, hidden int }
+
+func (c queueCounts) total() int { return c.visible + c.hidden }
+
+func counts(t *testing.T, url string) queueCounts {
+	t.Helper()
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	h, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return queueCounts{visible: v, hidden: h}
+}
+
+// drain receives and deletes every visible message of url, in the order
+// received.
+func drain(t *testing.T, url string) []types.Message {
+	t.Helper()
+	var all []types.Message
+	for {
+		out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 30,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 0 {
+			return all
+		}
+		for _, m := range out.Messages {
+			all = append(all, m)
+			if _, err := client.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// testRedriver is a Redriver with short polls so a drained queue is noticed at once.
+func testRedriver(c Client) *Redriver {
+	r := New(c)
+	r.WaitTime = 0
+	return r
+}
+
+func numbered(n int, prefix string) []msg {
+	msgs := make([]msg, n)
+	for i := range msgs {
+		msgs[i] = msg{body: fmt.Sprintf(`{"id":"%s-%d"}`, prefix, i), attrs: attrsFor(i)}
+	}
+	return msgs
+}
+
+func bodies(msgs []types.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = aws.ToString(m.Body)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func wantBodies(msgs []msg) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.body
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sameAttrs(got, want map[string]types.MessageAttributeValue) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok || aws.ToString(g.DataType) != aws.ToString(w.DataType) ||
+			aws.ToString(g.StringValue) != aws.ToString(w.StringValue) || !bytes.Equal(g.BinaryValue, w.BinaryValue) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestMoveReturnsEveryMessageWithBodyAndAttributes(t *testing.T) {
+	t.Parallel()
+	source, dlq := sourceWithDLQ(t, false)
+	sent := numbered(25, "move")
+	failIntoDLQ(t, source, dlq, sent)
+
+	var progress bytes.Buffer
+	r := testRedriver(client)
+	r.Progress = &progress
+	res, err := r.Move(context.Background(), dlq, source, 0)
+	if err != nil {
+		t.Fatalf("Move: %v", err)
+	}
+	if res.Moved != 25 || len(res.Failed) != 0 || len(res.NotDeleted) != 0 {
+		t.Errorf("Move = %+v, want 25 moved, none failed", res)
+	}
+	if got := res.String(); got != "moved 25, failed 0" {
+		t.Errorf("summary = %q", got)
+	}
+	if !strings.Contains(progress.String(), "moved 10/≈25\n") || !strings.HasSuffix(progress.String(), "moved 25/≈25\n") {
+		t.Errorf("progress = %q, want lines like moved 10/≈25 ending at moved 25/≈25", progress.String())
+	}
+	if c := counts(t, dlq); c.total() != 0 {
+		t.Errorf("DLQ still holds %+v messages", c)
+	}
+	got := drain(t, source)
+	if g, w := bodies(got), wantBodies(sent); strings.Join(g, "\n") != strings.Join(w, "\n") {
+		t.Fatalf("source bodies = %v, want %v", g, w)
+	}
+	want := map[string]msg{}
+	for _, m := range sent {
+		want[m.body] = m
+	}
+	for _, m := range got {
+		if w := want[aws.ToString(m.Body)]; !sameAttrs(m.MessageAttributes, w.attrs) {
+			t.Errorf("message %s attributes = %v, want %v", aws.ToString(m.Body), m.MessageAttributes, w.attrs)
+		}
+	}
+}
+
+func TestMoveStopsAfterMax(t *testing.T) {
+	t.Parallel()
+	source, dlq := newQueue(t, false, nil), newQueue(t, false, nil)
+	sendAll(t, dlq, numbered(23, "max"))
+	res, err := testRedriver(client).Move(context.Background(), dlq, source, 13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Moved != 13 {
+		t.Errorf("moved %d, want 13", res.Moved)
+	}
+	if s, d := counts(t, source).total(), counts(t, dlq).visible; s != 13 || d != 10 {
+		t.Errorf("source has %d, DLQ has %d visible; want 13 and 10", s, d)
+	}
+}
+
+func TestMoveSplitsBatchesOverTheSizeLimit(t *testing.T) {
+	t.Parallel()
+	source, dlq := newQueue(t, false, nil), newQueue(t, false, nil)
+	big := make([]msg, 10) // 10 × 60 KiB: one receive, too big for one SendMessageBatch
+	for i := range big {
+		big[i] = msg{body: fmt.Sprintf("%02d", i) + strings.Repeat("x", 60*1024)}
+	}
+	sendAll(t, dlq, big)
+	res, err := testRedriver(client).Move(context.Background(), dlq, source, 0)
+	if err != nil || res.Moved != 10 {
+		t.Fatalf("Move = %+v, %v; want 10 moved", res, err)
+	}
+	if g, w := bodies(drain(t, source)), wantBodies(big); strings.Join(g, "") != strings.Join(w, "") {
+		t.Errorf("bodies changed on the way (got %d messages)", len(g))
+	}
+}
+
+func TestMoveFIFOKeepsGroupOrder(t *testing.T) {
+	t.Parallel()
+	source, dlq := sourceWithDLQ(t, true)
+	var sent []msg
+	for i := range 8 {
+		for _, g := range []string{"a", "b", "c"} {
+			sent = append(sent, msg{body: fmt.Sprintf("%s-%d", g, i), group: g, attrs: attrsFor(i)})
+		}
+	}
+	failIntoDLQ(t, source, dlq, sent)
+
+	res, err := testRedriver(client).Move(context.Background(), dlq, source, 0)
+	if err != nil || res.Moved != len(sent) {
+		t.Fatalf("Move = %+v, %v; want %d moved", res, err, len(sent))
+	}
+	next := map[string]int{}
+	got := drain(t, source)
+	for _, m := range got {
+		g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		want := fmt.Sprintf("%s-%d", g, next[g])
+		if aws.ToString(m.Body) != want {
+			t.Errorf("group %q: got %s, want %s next", g, aws.ToString(m.Body), want)
+		}
+		next[g]++
+	}
+	if len(got) != len(sent) {
+		t.Errorf("source received %d messages, want %d", len(got), len(sent))
+	}
+}
+
+func TestMoveInterruptedBetweenBatchesLosesNothing(t *testing.T) {
+	t.Parallel()
+	source, dlq := sourceWithDLQ(t, false)
+	sent := numbered(35, "cancel")
+	failIntoDLQ(t, source, dlq, sent)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := testRedriver(client)
+	r.AfterBatch = func(Result) { cancel() } // Ctrl-C right after the first batch
+	res, err := r.Move(ctx, dlq, source, 0)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Move err = %v, want context.Canceled", err)
+	}
+	if res.Moved != 10 {
+		t.Errorf("moved %d before stopping, want one batch of 10", res.Moved)
+	}
+	if s, d := counts(t, source).total(), counts(t, dlq).total(); s+d != len(sent) || s != 10 {
+		t.Errorf("source %d + DLQ %d, want 10 + 25", s, d)
+	}
+
+	// The next run moves the rest.
+	res, err = testRedriver(client).Move(context.Background(), dlq, source, 0)
+	if err != nil || res.Moved != 25 {
+		t.Fatalf("second Move = %+v, %v; want 25 moved", res, err)
+	}
+	if g, w := bodies(drain(t, source)), wantBodies(sent); strings.Join(g, "\n") != strings.Join(w, "\n") {
+		t.Errorf("after two runs source holds %v, want %v", g, w)
+	}
+}
+
+// failDeletes is a real client whose DeleteMessageBatch fails, as if the tool
+// died between sending a batch and deleting it.
+type failDeletes struct{ Client }
+
+func (failDeletes) DeleteMessageBatch(context.Context, *sqs.DeleteMessageBatchInput, ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	return nil, errors.New("connection reset")
+}
+
+func TestMoveCrashAfterSendSendsAgainButLosesNothing(t *testing.T) {
+	t.Parallel()
+	source, dlq := newQueue(t, false, nil), newQueue(t, false, nil)
+	sent := numbered(15, "crash")
+	sendAll(t, dlq, sent)
+
+	r := testRedriver(failDeletes{client})
+	r.VisibilityTimeout = time.Second
+	res, err := r.Move(context.Background(), dlq, source, 0)
+	if err == nil || !strings.Contains(err.Error(), "will be sent again") {
+		t.Fatalf("Move err = %v, want the failed delete reported", err)
+	}
+	if res.Moved != 0 || len(res.NotDeleted) != 10 {
+		t.Errorf("Move = %+v, want 0 moved and the 10 sent ids in NotDeleted", res)
+	}
+	if d := counts(t, dlq).total(); d != len(sent) {
+		t.Errorf("DLQ holds %d, want all %d still there", d, len(sent))
+	}
+
+	time.Sleep(1100 * time.Millisecond) // the crashed batch becomes visible again
+	res, err = testRedriver(client).Move(context.Background(), dlq, source, 0)
+	if err != nil || res.Moved != 15 {
+		t.Fatalf("second Move = %+v, %v; want 15 moved", res, err)
+	}
+	got := bodies(drain(t, source))
+	seen := map[string]int{}
+	for _, b := range got {
+		seen[b]++
+	}
+	for _, m := range sent {
+		if seen[m.body] == 0 {
+			t.Errorf("%s lost", m.body)
+		}
+	}
+	if len(got) != 25 { // the first batch twice: at-least-once, as documented
+		t.Errorf("source holds %d messages, want 15 + 10 duplicates", len(got))
+	}
+}
+
+// refuseBodies is a real client that makes moto refuse chosen entries of a
+// SendMessageBatch (an out-of-range DelaySeconds is the per-entry failure
+// moto reports), so a partial failure comes from the endpoint itself.
+type refuseBodies struct {
+	Client
+	refuse map[string]bool
+}
+
+func (c refuseBodies) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	for i, e := range in.Entries {
+		if c.refuse[aws.ToString(e.MessageBody)] {
+			in.Entries[i].DelaySeconds = 901
+		}
+	}
+	return c.Client.SendMessageBatch(ctx, in, opts...)
+}
+
+func TestMovePartialFailureLeavesRefusedMessagesInTheDLQ(t *testing.T) {
+	t.Parallel()
+	source, dlq := sourceWithDLQ(t, false)
+	sent := numbered(12, "partial")
+	failIntoDLQ(t, source, dlq, sent)
+	refuse := map[string]bool{sent[3].body: true, sent[8].body: true}
+
+	res, err := testRedriver(refuseBodies{client, refuse}).Move(context.Background(), dlq, source, 0)
+	if err != nil {
+		t.Fatalf("Move: %v", err)
+	}
+	if res.Moved != 10 || len(res.Failed) != 2 {
+		t.Fatalf("Move = %+v, want 10 moved and 2 failed", res)
+	}
+	if got := res.String(); got != "moved 10, failed 2" {
+		t.Errorf("summary = %q", got)
+	}
+	for _, f := range res.Failed {
+		if f.MessageID == "" || f.Code == "" {
+			t.Errorf("failure %+v does not name the message and the reason", f)
+		}
+	}
+	// The refused messages are back in the DLQ and visible at once.
+	left := drain(t, dlq)
+	if g := bodies(left); len(g) != 2 || !refuse[g[0]] || !refuse[g[1]] {
+		t.Errorf("DLQ holds %v, want the 2 refused messages", g)
+	}
+	ids := map[string]bool{}
+	for _, m := range left {
+		ids[aws.ToString(m.MessageId)] = true
+	}
+	for _, f := range res.Failed {
+		if !ids[f.MessageID] {
+			t.Errorf("reported failure %s is not one of the messages left in the DLQ", f.MessageID)
+		}
+	}
+	if s := counts(t, source).total(); s != 10 {
+		t.Errorf("source holds %d, want 10", s)
+	}
+}
+
+func TestDryRunPrintsAndLeavesTheDLQ(t *testing.T) {
+	t.Parallel()
+	source, dlq := sourceWithDLQ(t, false)
+	sent := numbered(12, "dry")
+	sent[0].body = `{"id":"dry-long","pad":"` + strings.Repeat("é", 300) + `"}`
+	failIntoDLQ(t, source, dlq, sent)
+
+	var out bytes.Buffer
+	n, err := testRedriver(client).DryRun(context.Background(), dlq, 0, &out)
+	if err != nil || n != 12 {
+		t.Fatalf("DryRun = %d, %v; want 12", n, err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"receives=2", // ApproximateReceiveCount: the failed receive, then the dry run's own
+		"sent=" + time.Now().UTC().Format("2006-01-02"), // SentTimestamp as a date
+		`attribute orderId (String) = "order-5"`,
+		"attribute checksum (Binary) = <3 bytes>",
+		`body (15 bytes): {"id":"dry-11"}`,
+		"more bytes)", // the long body is cut
+		"12 messages listed (≈12 in the DLQ); nothing was moved",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("dry-run output lacks %q:\n%s", want, text)
+		}
+	}
+	if c := strings.Count(text, "\nmessage ") + strings.Count(text[:min(len(text), 8)], "message "); c != 12 {
+		t.Errorf("printed %d messages, want 12", c)
+	}
+	// Visible again at once: nothing moved, nothing hidden.
+	if c := counts(t, dlq); c.visible != 12 || c.hidden != 0 {
+		t.Errorf("DLQ after dry run = %+v, want 12 visible", c)
+	}
+	if s := counts(t, source).total(); s != 0 {
+		t.Errorf("source holds %d after a dry run", s)
+	}
+
+	out.Reset()
+	if n, err := testRedriver(client).DryRun(context.Background(), dlq, 5, &out); err != nil || n != 5 {
+		t.Errorf("DryRun with max 5 = %d, %v", n, err)
+	}
+	if c := counts(t, dlq); c.visible != 12 {
+		t.Errorf("DLQ after dry run with max = %+v, want 12 visible", c)
+	}
+}
+
+func TestSourceQueue(t *testing.T) {
+	t.Parallel()
+	oneSource, oneDLQ := sourceWithDLQ(t, false)
+
+	sharedDLQ := newQueue(t, false, nil)
+	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": queueArn(t, sharedDLQ), "maxReceiveCount": 3})
+	a := newQueue(t, false, map[string]string{"RedrivePolicy": string(policy)})
+	b := newQueue(t, false, map[string]string{"RedrivePolicy": string(policy)})
+
+	orphan := newQueue(t, false, nil)
+
+	tests := []struct {
+		name       string
+		dlq        string
+		want       string
+		candidates []string
+		wantErr    error
+	}{
+		{name: "one source", dlq: oneDLQ, want: oneSource},
+		{name: "two sources", dlq: sharedDLQ, candidates: []string{a, b}},
+		{name: "no source", dlq: orphan, wantErr: ErrNoSourceQueue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := testRedriver(client).SourceQueue(context.Background(), tt.dlq)
+			var amb *AmbiguousSourceError
+			switch {
+			case tt.candidates != nil:
+				if !errors.As(err, &amb) {
+					t.Fatalf("SourceQueue = %q, %v; want an AmbiguousSourceError", got, err)
+				}
+				sort.Strings(amb.Candidates)
+				sort.Strings(tt.candidates)
+				if strings.Join(amb.Candidates, " ") != strings.Join(tt.candidates, " ") {
+					t.Errorf("candidates = %v, want %v", amb.Candidates, tt.candidates)
+				}
+				for _, c := range tt.candidates {
+					if !strings.Contains(err.Error(), c) {
+						t.Errorf("error %q does not name %s", err, c)
+					}
+				}
+			case tt.wantErr != nil:
+				if !errors.Is(err, tt.wantErr) {
+					t.Errorf("SourceQueue = %q, %v; want %v", got, err, tt.wantErr)
+				}
+			default:
+				if err != nil || got != tt.want {
+					t.Errorf("SourceQueue = %q, %v; want %q", got, err, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestQueueURL(t *testing.T) {
+	t.Parallel()
+	url := newQueue(t, false, nil)
+	name := url[strings.LastIndex(url, "/")+1:]
+	r := testRedriver(client)
+	if got, err := r.QueueURL(context.Background(), name); err != nil || got != url {
+		t.Errorf("QueueURL(%q) = %q, %v; want %q", name, got, err, url)
+	}
+	if got, err := r.QueueURL(context.Background(), url); err != nil || got != url {
+		t.Errorf("QueueURL(url) = %q, %v", got, err)
+	}
+	if _, err := r.QueueURL(context.Background(), "no-such-queue"); err == nil || !strings.Contains(err.Error(), `"no-such-queue" does not exist`) {
+		t.Errorf("QueueURL(missing) err = %v, want it to name the queue", err)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in    string
+		limit int
+		want  string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"0123456789abc", 10, "0123456789… (3 more bytes)"},
+		{"ééééé", 3, "é… (8 more bytes)"}, // never cuts inside a rune
+		{"anything", 0, "anything"},
+	}
+	for _, tt := range tests {
+		if got := truncate(tt.in, tt.limit); got != tt.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tt.in, tt.limit, got, tt.want)
+		}
+	}
+}
+
+func TestChunkBySize(t *testing.T) {
+	t.Parallel()
+	entry := func(n int) types.SendMessageBatchRequestEntry {
+		return types.SendMessageBatchRequestEntry{MessageBody: aws.String(strings.Repeat("x", n))}
+	}
+	tests := []struct {
+		name  string
+		sizes []int
+		want  []int // entries per chunk
+	}{
+		{"small ones share a call", []int{10, 10, 10}, []int{3}},
+		{"split at the limit", []int{100 * 1024, 100 * 1024, 100 * 1024}, []int{2, 1}},
+		{"exactly the limit fits", []int{128 * 1024, 128 * 1024}, []int{2}},
+		{"an oversized one goes alone", []int{10, 300 * 1024, 10}, []int{1, 1, 1}},
+		{"nothing", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var entries []types.SendMessageBatchRequestEntry
+			for _, s := range tt.sizes {
+				entries = append(entries, entry(s))
+			}
+			var got []int
+			for _, c := range chunkBySize(entries) {
+				got = append(got, len(c))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("chunks = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -50,11 +51,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	toArg := fs.String("to", "", "queue to move the messages to, name or URL (default: the DLQ's one source queue)")
 	dryRun := fs.Bool("dry-run", false, "print the messages and leave them in the DLQ")
 	limit := fs.Int("max", 0, "move (or print) at most this many messages; 0 for all")
+	wait := fs.Duration("wait", 2*time.Second, "long-poll time of each receive (whole seconds, at most 20s); the DLQ counts as drained after 3 empty receives")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *dlqArg == "" || fs.NArg() > 0 || *limit < 0 {
-		fmt.Fprintln(stderr, "usage: redrive -dlq <queue name or URL> [-to <queue name or URL>] [-dry-run] [-max N]")
+	if *dlqArg == "" || fs.NArg() > 0 || *limit < 0 || *wait < 0 || *wait > 20*time.Second {
+		fmt.Fprintln(stderr, "usage: redrive -dlq <queue name or URL> [-to <queue name or URL>] [-dry-run] [-max N] [-wait 2s]")
 		return 2
 	}
 
@@ -69,6 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	r := redrive.New(sqs.NewFromConfig(cfg))
 	r.Progress = stderr
+	r.WaitTime = *wait
 
 	dlq, err := r.QueueURL(ctx, *dlqArg)
 	if err != nil {

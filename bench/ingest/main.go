@@ -103,15 +103,38 @@ func run(ctx context.Context, cfg config) error {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 
-	in, err := load(ctx, cfg.requests, cfg.concurrency, func(ctx context.Context, i int) (int, error) { return post(ctx, hc, url, bodies[i]) })
-	if err != nil {
-		return fmt.Errorf("ingest: %w", err)
-	}
-	peer, err := load(ctx, cfg.requests, cfg.concurrency, func(ctx context.Context, i int) (int, error) {
-		return putDirect(ctx, client, "peer-bench", batches[i])
-	})
-	if err != nil {
-		return fmt.Errorf("peer: %w", err)
+	// The two sides alternate in rounds, ingest first then peer first
+	// (ABBA), so that the stand-in's drift over the run (its memory, its
+	// warming up, other work on the machine) weighs on both alike.
+	var in, peer result
+	const rounds = 4
+	for r := range rounds {
+		lo, hi := r*cfg.requests/rounds, (r+1)*cfg.requests/rounds
+		if lo == hi {
+			continue
+		}
+		sides := []func() error{
+			func() error {
+				res, err := load(ctx, hi-lo, cfg.concurrency, func(ctx context.Context, i int) (int, error) { return post(ctx, hc, url, bodies[lo+i]) })
+				in.add(res)
+				return err
+			},
+			func() error {
+				res, err := load(ctx, hi-lo, cfg.concurrency, func(ctx context.Context, i int) (int, error) {
+					return putDirect(ctx, client, "peer-bench", batches[lo+i])
+				})
+				peer.add(res)
+				return err
+			},
+		}
+		if r%2 == 1 {
+			sides[0], sides[1] = sides[1], sides[0]
+		}
+		for _, side := range sides {
+			if err := side(); err != nil {
+				return err
+			}
+		}
 	}
 	fmt.Printf("BENCH ingest_throughput events_per_s=%.0f p50_ms=%.1f p99_ms=%.1f requests=%d events_per_request=%d concurrency=%d policy=%s accepted=%d not_accepted=%d\n",
 		in.rate(), in.pct(50), in.pct(99), cfg.requests, cfg.perRequest, cfg.concurrency, cfg.policy, in.accepted, cfg.requests*cfg.perRequest-in.accepted)
@@ -158,6 +181,12 @@ type result struct {
 	wall      time.Duration
 	latencies []time.Duration
 	accepted  int
+}
+
+func (r *result) add(o result) {
+	r.wall += o.wall
+	r.latencies = append(r.latencies, o.latencies...)
+	r.accepted += o.accepted
 }
 
 func (r result) rate() float64 { return float64(r.accepted) / r.wall.Seconds() }

@@ -4,6 +4,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
 )
 
 // memoryOf is the memory size the stack gives function name.
@@ -190,5 +194,43 @@ func TestWorkerOutputs(t *testing.T) {
 		if !reflect.DeepEqual(o.Value, v) {
 			t.Errorf("output %s = %v, want %v", name, o.Value, v)
 		}
+	}
+}
+
+// TestAddQueueRejectsWhatFIFOMappingsCannotDo: Lambda refuses a batching
+// window or a batch above 10 on a FIFO queue, and AddQueue holds a second
+// queue to the same safety checks as the first.
+func TestAddQueueRejectsWhatFIFOMappingsCannotDo(t *testing.T) {
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	app := newTestApp(t.TempDir(), nil)
+	stack := awscdk.NewStack(app, jsii.String("FifoChecks"), nil)
+	timeout := 30 * time.Second
+	std := NewQueueWithDLQ(stack, "Std", QueueWithDLQProps{ConsumerTimeout: timeout})
+	fifo := NewQueueWithDLQ(stack, "Ordered", QueueWithDLQProps{ConsumerTimeout: timeout, FIFO: true})
+	short := NewQueueWithDLQ(stack, "Short", QueueWithDLQProps{ConsumerTimeout: time.Second})
+	fn := NewQueueFunction(stack, "Consumer", QueueFunctionProps{
+		Function: GoFunctionProps{Name: FunctionWorker, AssetDir: assets, Timeout: timeout},
+		Queue:    std,
+	})
+	tests := []struct {
+		name  string
+		props QueueSourceProps
+		want  string
+	}{
+		{"batching window on FIFO", QueueSourceProps{Queue: fifo, MaxBatchingWindow: time.Second}, "cannot have a MaxBatchingWindow"},
+		{"batch above 10 on FIFO", QueueSourceProps{Queue: fifo, BatchSize: 11}, "at most 10"},
+		{"second queue with short visibility", QueueSourceProps{Queue: short}, "want at least 3m0s"},
+		{"concurrency outside 2-1000", QueueSourceProps{Queue: fifo, MaxConcurrency: 1}, "outside 2-1000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if msg := panicMessage(func() { fn.AddQueue(tt.props) }); !strings.Contains(msg, tt.want) {
+				t.Errorf("AddQueue panic = %q, want one containing %q", msg, tt.want)
+			}
+		})
+	}
+	if msg := panicMessage(func() { fn.AddQueue(QueueSourceProps{Queue: fifo, BatchSize: 10, MaxConcurrency: 2}) }); msg != "" {
+		t.Errorf("a valid FIFO source panicked: %s", msg)
 	}
 }

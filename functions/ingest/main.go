@@ -1,6 +1,8 @@
 // Command ingest is the Lambda behind the events Function URL: it validates
 // envelopes and writes them to the Kinesis stream named by
-// EVENTS_STREAM_NAME. The logic is in package ingest.
+// EVENTS_STREAM_NAME, under the load policy its route declares in
+// INGEST_ROUTES (buffer, backpressure or drop; default: backpressure on /).
+// The logic is in package ingest.
 package main
 
 import (
@@ -24,10 +26,13 @@ func main() {
 	if err != nil {
 		fail("loading the AWS configuration: %v", err)
 	}
+	opts, err := ingest.EnvOptions(os.Getenv)
+	if err != nil {
+		fail("%v", err)
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	h := ingest.New(kinesis.NewFromConfig(cfg), streamName,
-		ingest.WithMetrics(metrics.New(os.Stdout, "ingest")),
-		ingest.WithLogger(log))
+		append(opts, ingest.WithMetrics(metrics.New(os.Stdout, "ingest")), ingest.WithLogger(log))...)
 	lambda.Start(h.Handle)
 }
 

@@ -36,6 +36,10 @@ const (
 	DefaultInProgress = 15 * time.Minute
 )
 
+// completionTimeout bounds the COMPLETED mark and the delete after a failed
+// fn, which run even when ctx has ended: both are single small writes.
+const completionTimeout = 2 * time.Second
+
 // ErrInProgress means another invocation holds the key: it is running the
 // function for the same payload now, and its INPROGRESS record has not
 // expired. Report the message failed; its redelivery finds the result.
@@ -232,7 +236,7 @@ func (s *Store) Do(ctx context.Context, payload []byte, fn func(ctx context.Cont
 	if fnErr != nil {
 		// Delete with a context that outlives a cancelled ctx: a record left
 		// behind would lock the key until its deadline for nothing.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completionTimeout)
 		defer cancel()
 		if _, err := s.db.DeleteItem(dctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(s.table),
@@ -255,7 +259,11 @@ func (s *Store) Do(ctx context.Context, payload []byte, fn func(ctx context.Cont
 		update += ", #data = :data"
 	}
 	update += " REMOVE #ipexp"
-	if _, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	// The side effect happened: mark it even if ctx ended meanwhile (the
+	// invoke deadline's margin), or a retry would run fn again.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completionTimeout)
+	defer cancel()
+	if _, err := s.db.UpdateItem(cctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: key}},
 		UpdateExpression:          aws.String(update),

@@ -34,6 +34,7 @@ func TestStore(t *testing.T) {
 		{"payload mismatch", testPayloadMismatch},
 		{"function error deletes the record", testFunctionErrorDeletesTheRecord},
 		{"missing key", testMissingKey},
+		{"completion is marked after the context ends", testCompletionAfterContextEnds},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -309,5 +310,25 @@ func testMissingKey(t *testing.T, db *dynamodb.Client, table string) {
 func TestNewRequiresAFunctionName(t *testing.T) {
 	if _, err := New(nil, "t", Config{}); err == nil || !strings.Contains(err.Error(), "FunctionName") {
 		t.Errorf("New without FunctionName: %v", err)
+	}
+}
+
+// testCompletionAfterContextEnds: the deadline passes while fn runs (its
+// side effect done); the COMPLETED mark is still written, so a redelivery
+// gets the result instead of running fn again.
+func testCompletionAfterContextEnds(t *testing.T, db *dynamodb.Client, table string) {
+	s := newStore(t, db, table, Config{})
+	payload := []byte(`{"task":"late"}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := s.Do(ctx, payload, func(context.Context) ([]byte, error) {
+		cancel()
+		return []byte(`"done"`), nil
+	})
+	if err != nil || string(r) != `"done"` {
+		t.Fatalf("Do = %s, %v; want the result", r, err)
+	}
+	var c counter
+	if r, err := s.Do(context.Background(), payload, c.fn); err != nil || string(r) != `"done"` || c.n.Load() != 0 {
+		t.Errorf("redelivery: %s, %v, runs %d; want the stored result and no run", r, err, c.n.Load())
 	}
 }

@@ -43,11 +43,9 @@ func (r *Redriver) DryRun(ctx context.Context, dlqURL string, limit int, w io.Wr
 		if limit > 0 {
 			n = min(n, limit-count)
 		}
-		msgs, err := r.receive(ctx, dlqURL, n)
+		// Not cancelled with ctx, so that what a receive got is released below.
+		msgs, err := r.receive(context.WithoutCancel(ctx), dlqURL, n)
 		if err != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
 			runErr = err
 			break
 		}

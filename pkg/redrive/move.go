@@ -26,8 +26,8 @@ import (
 // sent but not yet deleted is sent again by the next run, which idempotent
 // consumers absorb.
 //
-// Cancelling ctx stops Move between batches (a batch in progress is
-// finished); it then returns the result so far and ctx's error.
+// Cancelling ctx stops Move between batches (a receive or batch in progress
+// is finished first); it then returns the result so far and ctx's error.
 func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int) (Result, error) {
 	var res Result
 	approx, err := r.ApproximateCount(ctx, dlqURL)
@@ -59,13 +59,12 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 			}
 			n = min(n, left)
 		}
-		msgs, err := r.receive(ctx, dlqURL, n)
+		// The receive is not cancelled with ctx: messages it got after a
+		// cancelled request would stay hidden for VisibilityTimeout. Ctrl-C
+		// during a long poll waits for it (WaitTime) and moves what it got.
+		msgs, err := r.receive(context.WithoutCancel(ctx), dlqURL, n)
 		if err != nil {
-			if ctx.Err() != nil {
-				runErr = ctx.Err()
-			} else {
-				runErr = err
-			}
+			runErr = err
 			break
 		}
 		if len(msgs) == 0 {

@@ -18,6 +18,10 @@
 //	ticker/eventbridge-scheduled.json  the ticker rule's Scheduled Event (10:50) → after aggregate/kinesis-batch.json, a tick
 //	                                   at 10:50 starts the idle shard's clock (nothing final); the next, at 10:51, moves the
 //	                                   watermark to 10:50:25 and finalizes and emits all 12 windows
+//	worker/sqs-tasks.json              two copies of task-1001 → no failures; its side effect runs once (executions 1),
+//	                                   also when the batch is redelivered
+//	worker/sqs-fifo.json               group customer-1's second message is poison (rounds 0) → it and the group's later
+//	                                   message fail; task-2001 and task-3001 run once
 //	quarantine/sqs-on-failure.json     Lambda's on-failure record for a Kinesis batch
 //	                                   → no failure; against an empty stand-in the records are not in any stream, so
 //	                                     one "missing" item with the batch's coordinates is written

@@ -155,6 +155,12 @@ type TributaryStack struct {
 // NewTributaryStack creates the Tributary stack in scope. It fails if the
 // ingest auth type is not AWS_IAM or NONE, or if a function's bootstrap is
 // missing from the asset dir.
+
+// IngestRoutes is ingest's load policy per function URL path (INGEST_ROUTES):
+// "/" buffers in Kinesis, "/orders" pushes back with 429, "/metrics" drops
+// under throttling (counted in the Dropped metric).
+const IngestRoutes = `{"/": "buffer", "/orders": "backpressure", "/metrics": "drop"}`
+
 func NewTributaryStack(scope constructs.Construct, id string, props *TributaryStackProps) (*TributaryStack, error) {
 	if props == nil {
 		props = &TributaryStackProps{}
@@ -270,9 +276,15 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		Name:        FunctionIngest,
 		AssetDir:    assetDir,
 		Description: "Validates producer events, stamps receivedAt and puts them on the events stream",
-		Environment: map[string]*string{"EVENTS_STREAM_NAME": s.Events.StreamName()},
-		Timeout:     ingestTimeout,
-		MemoryMB:    functionMemoryMB,
+		Environment: map[string]*string{
+			"EVENTS_STREAM_NAME": s.Events.StreamName(),
+			// The notes' three answers to producers outpacing consumers, per
+			// route: buffer in Kinesis, push back with 429, or drop (counted).
+			"INGEST_ROUTES":      jsii.String(IngestRoutes),
+			"INGEST_DROP_SAMPLE": jsii.String("100"),
+		},
+		Timeout:  ingestTimeout,
+		MemoryMB: functionMemoryMB,
 	})
 	s.Events.GrantWrite(s.Ingest.Function)
 	// The Function URL is IAM-authenticated by default: anyone who can reach

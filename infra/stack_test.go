@@ -276,7 +276,7 @@ func TestFunctions(t *testing.T) {
 		timeout float64
 		env     map[string]any
 	}{
-		{FunctionIngest, s.Ingest, 10, map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events))}},
+		{FunctionIngest, s.Ingest, 10, map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events)), "INGEST_ROUTES": IngestRoutes, "INGEST_DROP_SAMPLE": "100"}},
 		{FunctionAggregate, s.Aggregate.GoFunction, 30, windowEnv(s)},
 		{FunctionQuarantine, s.Quarantiner.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine))}},
 		{FunctionTicker, s.Ticker, 50, windowEnv(s)},

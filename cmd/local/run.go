@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -170,6 +171,9 @@ func run(ctx context.Context, o *options) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := demoWork(ctx, stack); err != nil {
+		return err
+	}
 	fmt.Printf("▸ windows in DynamoDB table %s (a window is final once the shard's watermark passes its end)\n", w.Table)
 	bad := local.PrintWindows(os.Stdout, w.Kind(), want, vs)
 	fmt.Println("▸ event source mappings")
@@ -204,6 +208,47 @@ func run(ctx context.Context, o *options) (err error) {
 		return fmt.Errorf("%d windows differ from what was sent", bad)
 	}
 	fmt.Printf("▸ every event counted exactly once; malformed record quarantined; late event corrected; total %s\n", time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// demoWork shows load balancing with idempotent side effects: tasks on the
+// Tasks queue go each to one worker; the same tasks sent again are not run again.
+func demoWork(ctx context.Context, stack *local.Stack) error {
+	work, err := stack.FindWork()
+	if err != nil {
+		return err
+	}
+	cfg := stack.Config()
+	fmt.Println("▸ 30 tasks on the Tasks queue: load balancing, each message to one worker invocation")
+	ids, err := work.SendTasks(ctx, cfg, 1, 30)
+	if err != nil {
+		return err
+	}
+	if _, err := work.WaitExecutions(ctx, cfg, ids, os.Stdout); err != nil {
+		return err
+	}
+	fmt.Println("▸ a producer retries: tasks 1–10 sent again; the idempotency record returns their stored result")
+	if _, err := work.SendTasks(ctx, cfg, 1, 10); err != nil {
+		return err
+	}
+	if err := work.WaitDrained(ctx, cfg); err != nil {
+		return err
+	}
+	runs, err := work.WaitExecutions(ctx, cfg, ids, io.Discard)
+	if err != nil {
+		return err
+	}
+	twice := 0
+	for _, id := range ids {
+		if runs[id] != 1 {
+			twice++
+			fmt.Printf("    %s ran %d times\n", id, runs[id])
+		}
+	}
+	if twice > 0 {
+		return fmt.Errorf("%d tasks' side effects ran more than once", twice)
+	}
+	fmt.Printf("    40 messages, 30 tasks, each task's side effect ran exactly once (table %s)\n", work.Results)
 	return nil
 }
 

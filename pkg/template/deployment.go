@@ -206,7 +206,7 @@ func Plan(t *Template, opts ProvisionOptions) (*Deployment, error) {
 // provisionable reports whether Provision creates resources of type typ.
 func provisionable(typ string) bool {
 	switch typ {
-	case "AWS::Kinesis::Stream", "AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable", "AWS::SQS::Queue":
+	case "AWS::Kinesis::Stream", "AWS::Kinesis::StreamConsumer", "AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable", "AWS::SQS::Queue":
 		return true
 	}
 	return false
@@ -306,6 +306,10 @@ func (d *Deployment) plan(id string) (*physicalResource, error) {
 	case "AWS::Kinesis::Stream":
 		ph.ref = n
 		ph.attrs["Arn"] = fmt.Sprintf("arn:%s:kinesis:%s:%s:stream/%s", p, rg, a, n)
+	case "AWS::Kinesis::StreamConsumer":
+		if err := d.planConsumer(id, ph); err != nil {
+			return nil, err
+		}
 	case "AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable":
 		ph.ref = n
 		ph.attrs["Arn"] = fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", p, rg, a, n)

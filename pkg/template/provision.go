@@ -31,11 +31,12 @@ func Provision(ctx context.Context, cfg aws.Config, t *Template, opts ProvisionO
 	}
 	p := &provisioner{
 		d:        d,
-		kinesis:  kinesis.NewFromConfig(cfg),
 		dynamodb: dynamodb.NewFromConfig(cfg),
 		sqs:      sqs.NewFromConfig(cfg),
 		poll:     20 * time.Millisecond,
 	}
+	kc := kinesis.NewFromConfig(cfg)
+	p.kinesis, p.consumers = kc, kc
 	for _, level := range d.levels() {
 		if err := p.run(ctx, level); err != nil {
 			return nil, err
@@ -46,11 +47,12 @@ func Provision(ctx context.Context, cfg aws.Config, t *Template, opts ProvisionO
 
 // provisioner creates resources of the supported types.
 type provisioner struct {
-	d        *Deployment
-	kinesis  kinesisAPI
-	dynamodb dynamodbAPI
-	sqs      sqsAPI
-	poll     time.Duration // how often to look whether a resource is ACTIVE
+	d         *Deployment
+	kinesis   kinesisAPI
+	consumers consumerAPI
+	dynamodb  dynamodbAPI
+	sqs       sqsAPI
+	poll      time.Duration // how often to look whether a resource is ACTIVE
 }
 
 // run provisions the resources of one dependency level concurrently.
@@ -74,6 +76,8 @@ func (p *provisioner) provision(ctx context.Context, id string) error {
 	switch ph.typ {
 	case "AWS::Kinesis::Stream":
 		err = p.stream(ctx, id, ph)
+	case "AWS::Kinesis::StreamConsumer":
+		err = p.consumer(ctx, id, ph)
 	case "AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable":
 		err = p.table(ctx, id, ph)
 	case "AWS::SQS::Queue":

@@ -145,6 +145,11 @@ type MappingSpec struct {
 	SourceLogicalID string
 	SourceARN       string
 	SourceKind      SourceKind
+	// ConsumerARN is the enhanced fan-out consumer the mapping reads
+	// through when its EventSourceArn is an AWS::Kinesis::StreamConsumer
+	// (SourceARN is then the consumer's stream); "" otherwise. Locally the
+	// runner polls the stream's shards as for any Kinesis mapping.
+	ConsumerARN string
 	// BatchSize defaults to 100 for streams and 10 for SQS.
 	BatchSize         int
 	MaxBatchingWindow time.Duration
@@ -194,6 +199,9 @@ func (d *Deployment) Mappings() ([]MappingSpec, error) {
 		}
 		if refs := d.t.refsOf(raw["EventSourceArn"]); len(refs) == 1 {
 			m.SourceLogicalID = refs[0]
+		}
+		if stream, streamID, ok := d.consumerStream(m.SourceARN); ok {
+			m.ConsumerARN, m.SourceARN, m.SourceLogicalID = m.SourceARN, stream, streamID
 		}
 		switch {
 		case strings.HasPrefix(m.SourceARN, "arn:") && strings.Contains(m.SourceARN, ":kinesis:"):

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -41,6 +42,14 @@ func TestStreamFunctionEnhancedFanOut(t *testing.T) {
 		OnFailure:      failures,
 		EnhancedFanOut: true,
 	})
+	// The same id in another scope must not register the same consumer
+	// name on the stream (CloudFormation would fail the deploy).
+	sameID := NewStreamFunction(constructs.NewConstruct(stack, jsii.String("Other")), "Detect", StreamFunctionProps{
+		Function:       fnProps(FunctionWorker),
+		Stream:         stream,
+		OnFailure:      failures,
+		EnhancedFanOut: true,
+	})
 	shared := NewStreamFunction(stack, "Plain", StreamFunctionProps{
 		Function:  fnProps(FunctionQuarantine),
 		Stream:    stream,
@@ -51,8 +60,15 @@ func TestStreamFunctionEnhancedFanOut(t *testing.T) {
 	streamID := logicalID(stack, stream)
 
 	consumers := tmpl.ofType("AWS::Kinesis::StreamConsumer")
-	if len(consumers) != 2 {
-		t.Fatalf("%d AWS::Kinesis::StreamConsumer resources, want 2 (one per EnhancedFanOut function)", len(consumers))
+	if len(consumers) != 3 {
+		t.Fatalf("%d AWS::Kinesis::StreamConsumer resources, want 3 (one per EnhancedFanOut function)", len(consumers))
+	}
+	names := map[any]string{}
+	for id, c := range consumers {
+		if other, dup := names[c.Properties["ConsumerName"]]; dup {
+			t.Errorf("consumers %s and %s both named %v on one stream", id, other, c.Properties["ConsumerName"])
+		}
+		names[c.Properties["ConsumerName"]] = id
 	}
 	if shared.Consumer != nil {
 		t.Error("a function without EnhancedFanOut has a Consumer")
@@ -61,10 +77,11 @@ func TestStreamFunctionEnhancedFanOut(t *testing.T) {
 	tests := []struct {
 		name         string
 		fn           *StreamFunction
-		consumerName string
+		consumerName string // prefix if it ends in "*"
 	}{
 		{"explicit consumer name", named, "aggregate-efo"},
-		{"consumer named after the construct", defaulted, "Detect"},
+		{"consumer named after the construct path", defaulted, "FanOutDetect*"},
+		{"same id in another scope", sameID, "FanOutOtherDetect*"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,10 +93,15 @@ func TestStreamFunctionEnhancedFanOut(t *testing.T) {
 			if !ok {
 				t.Fatalf("no AWS::Kinesis::StreamConsumer %s", consumerID)
 			}
-			assertProps(t, "consumer", c.Properties, map[string]any{
-				"ConsumerName": tt.consumerName,
-				"StreamARN":    getAtt(streamID, "Arn"),
-			})
+			assertProps(t, "consumer", c.Properties, map[string]any{"StreamARN": getAtt(streamID, "Arn")})
+			name, _ := c.Properties["ConsumerName"].(string)
+			if prefix, ok := strings.CutSuffix(tt.consumerName, "*"); ok {
+				if !strings.HasPrefix(name, prefix) || !consumerNameRE.MatchString(name) {
+					t.Errorf("ConsumerName = %q, want a valid name starting %q", name, prefix)
+				}
+			} else if name != tt.consumerName {
+				t.Errorf("ConsumerName = %q, want %q", name, tt.consumerName)
+			}
 			fnID := logicalID(stack, tt.fn.Function)
 			m := tmpl.mappingOf(t, fnID)
 			assertProps(t, "mapping", m.Properties, map[string]any{

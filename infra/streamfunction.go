@@ -78,7 +78,9 @@ type StreamFunctionProps struct {
 	// when several functions fan out from one stream. Kinesis streams only.
 	EnhancedFanOut bool
 	// ConsumerName names the stream consumer (at most 128 characters of
-	// letters, digits, '_', '.' and '-'); the construct id if empty.
+	// letters, digits, '_', '.' and '-'; unique among the stream's
+	// consumers). If empty, a name unique in the app is derived from the
+	// construct path (for example "TributaryAggregate1A2B3C4D").
 	// Only with EnhancedFanOut.
 	ConsumerName string
 }
@@ -122,7 +124,7 @@ func NewStreamFunction(scope constructs.Construct, id string, props StreamFuncti
 	case props.EnhancedFanOut:
 		s.Consumer = awskinesis.NewStreamConsumer(fn.Construct, jsii.String("Consumer"), &awskinesis.StreamConsumerProps{
 			Stream:             props.Stream,
-			StreamConsumerName: jsii.String(props.consumerName(id)),
+			StreamConsumerName: jsii.String(props.consumerName(fn.Construct)),
 		})
 		s.Source = awslambdaeventsources.NewKinesisConsumerEventSource(s.Consumer, props.kinesisProps(onFailure))
 	case props.Stream != nil:
@@ -164,12 +166,14 @@ func (p StreamFunctionProps) kinesisProps(onFailure awslambda.IEventSourceDlq) *
 	}
 }
 
-// consumerName is ConsumerName, or the construct id.
-func (p StreamFunctionProps) consumerName(id string) string {
-	if p.ConsumerName == "" {
-		return id
+// consumerName is ConsumerName, or a name unique in the app derived from
+// the path of c: two functions with the same id in different scopes must
+// not register the same consumer name on one stream.
+func (p StreamFunctionProps) consumerName(c constructs.IConstruct) string {
+	if p.ConsumerName != "" {
+		return p.ConsumerName
 	}
-	return p.ConsumerName
+	return *awscdk.Names_UniqueResourceName(c, &awscdk.UniqueResourceNameOptions{MaxLength: jsii.Number(128)})
 }
 
 var consumerNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)

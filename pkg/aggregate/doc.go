@@ -21,7 +21,13 @@
 // records are dropped (counted) or, under the correct policy, applied to the
 // final window as a correction that carries the previous value.
 //
-// Window kinds through the store: tumbling and hopping. Sliding and session
-// windows are computed by package window but not yet kept here; a pipeline
-// declaring them is refused at init with a message naming the window.
+// Tumbling and hopping windows are window items updated in place. Session
+// and sliding windows are defined by the records themselves (a late record
+// can merge two sessions or create sliding windows), so each key's recent
+// records are kept in one keyed state item per window kind, folded in with
+// one fenced write per key per batch; finalization recomputes the key's
+// windows, writes the final ones, corrects changed ones and retracts merged
+// sessions (keyed.go). They need each key's records on one shard
+// (partitionKeyIsGroupingKey), and are folded per invocation on the
+// per-interval path too.
 package aggregate

@@ -46,7 +46,8 @@ const faultConfig = `{
   "name": "faults",
   "key": "key",
   "value": "data.ms",
-  "windows": [{"kind": "tumbling", "size": "1m"}, {"kind": "hopping", "size": "2m", "advance": "1m"}],
+  "windows": [{"kind": "tumbling", "size": "1m"}, {"kind": "hopping", "size": "2m", "advance": "1m"},
+              {"kind": "session", "gap": "20s"}, {"kind": "sliding", "difference": "15s"}],
   "aggregates": ["count", "sum", "min", "max"],
   "outOfOrderness": "5s",
   "idleTimeout": "30s",
@@ -121,9 +122,39 @@ type cell struct {
 	sum, min, max float64
 }
 
-// reference applies every record exactly once, in memory.
+// reference applies every record exactly once, in memory: tumbling and
+// hopping windows record by record, session and sliding windows from each
+// key's whole set of records.
 func (s *scenario) reference() map[string]cell {
 	ref := map[string]cell{}
+	byKey := map[string][]time.Time{}
+	for _, recs := range s.records {
+		for _, r := range recs {
+			byKey[r.env.Key] = append(byKey[r.env.Key], r.env.EventTime().Truncate(time.Millisecond))
+		}
+	}
+	keyedWins := map[string]map[string][]window.Window{} // key → kind → windows
+	for key, times := range byKey {
+		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+		keyedWins[key] = map[string][]window.Window{}
+		for _, ws := range s.cfg.Windows {
+			switch ws.Kind {
+			case pipeline.Sliding:
+				keyedWins[key][ws.ID()] = ws.Sliding().Windows(times)
+			case pipeline.Session:
+				var wins []window.Window
+				start, last := times[0], times[0]
+				for _, t := range times[1:] {
+					if t.Sub(last) >= ws.Gap {
+						wins = append(wins, window.Window{Start: start.UTC(), End: last.Add(ws.Gap).UTC()})
+						start = t
+					}
+					last = t
+				}
+				keyedWins[key][ws.ID()] = append(wins, window.Window{Start: start.UTC(), End: last.Add(ws.Gap).UTC()})
+			}
+		}
+	}
 	for _, recs := range s.records {
 		for _, r := range recs {
 			var d struct{ Ms float64 }
@@ -135,6 +166,13 @@ func (s *scenario) reference() map[string]cell {
 					wins = ws.Tumbling().AppendWindows(nil, r.env.EventTime())
 				case pipeline.Hopping:
 					wins = ws.Hopping().AppendWindows(nil, r.env.EventTime())
+				default:
+					t := r.env.EventTime().Truncate(time.Millisecond)
+					for _, w := range keyedWins[r.env.Key][ws.ID()] {
+						if !t.Before(w.Start) && t.Before(w.End) {
+							wins = append(wins, w)
+						}
+					}
 				}
 				for _, w := range wins {
 					k := r.env.Key + " " + state.SortKey(ws.ID(), w)

@@ -83,6 +83,11 @@ func (p *Processor) HandleInterval(ctx context.Context, ev events.KinesisTimeWin
 		}
 		accumulated = seq
 	}
+	// Session and sliding windows keep their own per-key state (keyed.go),
+	// folded per invocation rather than carried in the window state.
+	for _, seq := range p.applyKeyed(ctx, c) {
+		c.failures.Add(seq)
+	}
 	p.count(c)
 
 	if !ev.IsFinalInvokeForWindow {
@@ -95,7 +100,7 @@ func (p *Processor) HandleInterval(ctx context.Context, ev events.KinesisTimeWin
 		return events.KinesisTimeWindowEventResponse{}, err // Lambda retries the final invocation with the same state
 	}
 	if c.failures.Len() == 0 {
-		if err := p.commit(ctx, shard, &wm); err != nil {
+		if err := p.commit(ctx, shard, &wm, true); err != nil {
 			return events.KinesisTimeWindowEventResponse{}, err
 		}
 	}

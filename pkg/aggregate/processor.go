@@ -36,6 +36,7 @@ type Processor struct {
 	mu     sync.Mutex
 	marks  map[string]*window.Watermark // per shard: the last fully processed batch's watermark
 	loaded bool
+	keyed  map[string]cachedKeyed // warm copies of keyed window states
 }
 
 // Option configures a Processor.
@@ -53,11 +54,14 @@ func WithClock(now func() time.Time) Option { return func(p *Processor) { p.now 
 // WithConcurrency bounds concurrent DynamoDB writes (default 16).
 func WithConcurrency(n int) Option { return func(p *Processor) { p.concurrency = max(1, n) } }
 
-// CheckSupported refuses window kinds the store does not keep yet, naming the window.
+// CheckSupported refuses what the aggregate function cannot keep exactly
+// once, naming the window: session and sliding windows are computed from
+// each key's buffered records, which needs every record of a key on one
+// shard.
 func CheckSupported(cfg *pipeline.Config) error {
 	for i, w := range cfg.Windows {
-		if w.Kind != pipeline.Tumbling && w.Kind != pipeline.Hopping {
-			return fmt.Errorf("windows[%d].kind: %s windows are computed by package window but not yet kept by the aggregate function; use tumbling or hopping", i, w.Kind)
+		if isKeyedKind(w.Kind) && !cfg.PartitionKeyIsGroupingKey {
+			return fmt.Errorf("windows[%d].kind: %s windows need each key's records on one shard: set partitionKeyIsGroupingKey (producers put the grouping key in the envelope key)", i, w.Kind)
 		}
 	}
 	return nil
@@ -70,6 +74,7 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 		cfg: cfg, views: views, out: out, streamName: streamName,
 		log: slog.Default(), now: time.Now, concurrency: 16,
 		marks: map[string]*window.Watermark{},
+		keyed: map[string]cachedKeyed{},
 	}
 	for _, o := range opts {
 		o(p)
@@ -125,6 +130,7 @@ type collector struct {
 	maxSeq      string
 	onOpen      func(k upKey, seq string, value float64, distinct []byte)
 	onCorrected func(k upKey, seq string, value float64, distinct []byte)
+	keyed       map[keyedKey][]point // session and sliding windows' records, per key and kind
 }
 
 func (p *Processor) newCollector(shard string, wm *window.Watermark) *collector {
@@ -176,6 +182,10 @@ func (c *collector) record(rec *events.KinesisEventRecord) {
 	c.in++
 	et := c.env.EventTime()
 	for _, ws := range c.p.cfg.Windows {
+		if isKeyedKind(ws.Kind) {
+			c.collectKeyed(ws, key, seq, et, value, distinct)
+			continue
+		}
 		c.wins = c.wins[:0]
 		switch ws.Kind {
 		case pipeline.Tumbling:
@@ -235,9 +245,12 @@ func (p *Processor) HandleBatch(ctx context.Context, ev events.KinesisEvent) (ev
 	for _, k := range failedWrites {
 		c.failures.Add(c.firstSeq[k])
 	}
+	for _, seq := range p.applyKeyed(ctx, c) {
+		c.failures.Add(seq)
+	}
 	p.count(c)
 	if c.failures.Len() == 0 {
-		if err := p.commit(ctx, shard, &wm); err != nil {
+		if err := p.commit(ctx, shard, &wm, len(c.keyed) > 0); err != nil {
 			return events.KinesisEventResponse{}, err
 		}
 	}
@@ -328,8 +341,9 @@ func (p *Processor) watermark(ctx context.Context, shard string) (*window.Waterm
 }
 
 // commit stores a fully processed batch's watermark and closes the windows
-// it makes final.
-func (p *Processor) commit(ctx context.Context, shard string, wm *window.Watermark) error {
+// it makes final (also when it did not move but keyed states changed: a late
+// record may correct a final session or sliding window).
+func (p *Processor) commit(ctx context.Context, shard string, wm *window.Watermark, keyedChanged bool) error {
 	p.mu.Lock()
 	prev := *p.marks[shard]
 	p.mu.Unlock()
@@ -355,7 +369,7 @@ func (p *Processor) commit(ctx context.Context, shard string, wm *window.Waterma
 	if !wm.Current().IsZero() {
 		p.metrics.Observe("WatermarkLagMs", metrics.Milliseconds, float64(p.now().Sub(wm.Current()).Milliseconds()))
 	}
-	if wm.Current().After(prev.Current()) {
+	if wm.Current().After(prev.Current()) || (keyedChanged && !wm.Current().IsZero()) {
 		return p.finalize(ctx, shard, wm.Current())
 	}
 	return nil
@@ -368,17 +382,25 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time)
 		return err
 	}
 	var outs []Output
+	var panes []state.Ref
 	for _, ref := range refs {
+		if _, ok := state.IsKeyed(ref); ok {
+			if _, err := p.finalizeKeyed(ctx, shard, ref, until); err != nil {
+				return err
+			}
+			continue
+		}
 		view, _, err := p.views.Finalize(ctx, ref)
 		if err != nil {
 			return err
 		}
 		outs = append(outs, finalOutput(view))
+		panes = append(panes, ref)
 	}
 	if err := p.emit(ctx, outs); err != nil {
 		return err
 	}
-	for _, ref := range refs {
+	for _, ref := range panes {
 		if err := p.views.Unlist(ctx, ref); err != nil {
 			return err
 		}

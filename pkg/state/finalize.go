@@ -155,8 +155,8 @@ func (v *Views) Query(ctx context.Context, pipeline, key, kind string, from, to 
 			return nil, fmt.Errorf("state: query %s/%s: %w", pipeline, key, err)
 		}
 		for _, it := range page.Items {
-			if stringAttr(it, attrSK) >= hi {
-				continue // Between is inclusive; [from, to) is not
+			if stringAttr(it, attrSK) >= hi || stringAttr(it, attrStatus) == statusRetracted {
+				continue // Between is inclusive, [from, to) is not; a retracted session is no result
 			}
 			view, err := v.view(it)
 			if err != nil {

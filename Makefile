@@ -44,14 +44,18 @@ logs: ## print the functions' logs and metrics from the running local stand-in
 	$(GO) run ./cmd/local logs
 
 .PHONY: bench
-bench: deps ## cost and throughput against their peers, measured side by side (BENCH lines, about 2 min)
+bench: deps ## cost, throughput, worker idempotency and ingest against their peers, side by side (BENCH lines, about 3 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
 	$(GO) run ./bench/throughput
+	$(GO) run ./bench/worker
+	$(GO) run ./bench/ingest
 
 .PHONY: bench-full
-bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 10 min on moto)
+bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 12 min on moto)
 	$(GO) run ./bench/cost
 	$(GO) run ./bench/throughput
+	$(GO) run ./bench/worker
+	$(GO) run ./bench/ingest
 
 .PHONY: soak
 soak: deps ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)

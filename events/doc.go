@@ -17,7 +17,7 @@
 //	                                   → no writes yet; the returned state carries the partial aggregates and the watermark
 //	ticker/eventbridge-scheduled.json  the ticker rule's Scheduled Event (10:50) → after aggregate/kinesis-batch.json, a tick
 //	                                   at 10:50 starts the idle shard's clock (nothing final); the next, at 10:51, moves the
-//	                                   watermark to 10:50:25 and finalizes and emits all 12 windows
+//	                                   watermark to 10:50:25 and finalizes and emits all 12 tumbling and hopping windows and the 2 sessions
 //	worker/sqs-tasks.json              two copies of task-1001 → no failures; its side effect runs once (executions 1),
 //	                                   also when the batch is redelivered
 //	worker/sqs-fifo.json               group customer-1's second message is poison (rounds 0) → it and the group's later

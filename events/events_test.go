@@ -360,7 +360,8 @@ func tickerScheduled(t *testing.T, e env, raw []byte) {
 		want aggregate.TickResult
 	}{
 		{ev.Time, aggregate.TickResult{Shards: 1}},
-		{ev.Time.Add(time.Minute), aggregate.TickResult{Shards: 1, Advanced: 1, Finalized: 12}},
+		// 12 tumbling and hopping windows, and the two keys' session states.
+		{ev.Time.Add(time.Minute), aggregate.TickResult{Shards: 1, Advanced: 1, Finalized: 14}},
 	}
 	for i, tk := range ticks {
 		got, err := p.Tick(ctx, tk.at)
@@ -380,8 +381,9 @@ func tickerScheduled(t *testing.T, e env, raw []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs.Records) != 12 {
-		t.Errorf("%d results on the stream, want 12", len(recs.Records))
+	// 2 keys × (1 tumbling + 5 hopping windows) + 1 session each.
+	if len(recs.Records) != 14 {
+		t.Errorf("%d results on the stream, want 14", len(recs.Records))
 	}
 	tumbling := map[string]string{}
 	for _, r := range recs.Records {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -179,19 +181,30 @@ func run(ctx context.Context, o *options) (err error) {
 	fmt.Println("▸ event source mappings")
 	stack.Stats().Print(os.Stdout)
 	if outs, err := w.ReadOutputs(ctx); err == nil && len(outs) > 0 {
-		finals, corrections := 0, 0
-		var sample string
+		counts := map[string]int{}
+		var correction, session string
 		for _, o := range outs {
-			if strings.Contains(o, `"type":"correction"`) {
-				corrections++
-				sample = o
-			} else {
-				finals++
+			var out struct{ Type, Window string }
+			if json.Unmarshal([]byte(o), &out) != nil {
+				continue
+			}
+			kind, _, _ := strings.Cut(out.Window, ":")
+			counts[out.Type+" "+kind]++
+			if out.Type == "correction" && correction == "" {
+				correction = o
+			}
+			if kind == "session" && out.Type == "final" && session == "" {
+				session = o
 			}
 		}
-		fmt.Printf("▸ output stream %s: %d final results, %d corrections\n", w.Output, finals, corrections)
-		if sample != "" {
-			fmt.Printf("    %s\n", truncate(sample, 300))
+		fmt.Printf("▸ output stream %s: %d records\n", w.Output, len(outs))
+		for _, k := range sortedKeys(counts) {
+			fmt.Printf("    %-22s %d\n", k, counts[k])
+		}
+		for _, o := range []string{session, correction} {
+			if o != "" {
+				fmt.Printf("    %s\n", truncate(o, 260))
+			}
 		}
 	}
 	if err := stack.FlushLogs(ctx); err == nil {
@@ -250,6 +263,15 @@ func demoWork(ctx context.Context, stack *local.Stack) error {
 	}
 	fmt.Printf("    40 messages, 30 tasks, each task's side effect ran exactly once (table %s)\n", work.Results)
 	return nil
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func truncate(s string, n int) string {

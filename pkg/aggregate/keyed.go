@@ -285,6 +285,14 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 		if err := p.emit(ctx, outs); err != nil {
 			return 0, err
 		}
+		for _, o := range outs {
+			switch o.Kind {
+			case "correction":
+				p.metrics.Add("Corrections", metrics.Count, 1)
+			case "retraction":
+				p.metrics.Add("Retractions", metrics.Count, 1)
+			}
+		}
 		pruneKeyed(ws, p.cfg.Late, buf, wm)
 		blob, err := json.Marshal(buf)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary-dev/tributary/internal/nodepeer"
 	"github.com/tributary-dev/tributary/pkg/standin"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -115,32 +116,11 @@ func measure(ctx context.Context, db *dynamodb.Client, counter *standin.Counter,
 	return cost{writeRequests: snap.WriteRequests(), readRequests: reads, wcu: wu.Total, elapsed: elapsed}, nil
 }
 
-// powertoolsPeer is the Node program of scripts/bench/powertools.
-type powertoolsPeer struct {
-	node   string
-	script string
-}
+// powertoolsPeer is the Powertools peer's run.mjs and the node to run it.
+type powertoolsPeer = nodepeer.Peer
 
-// preparePowertools finds node and installs the peer's pinned packages
-// (npm ci) when they are missing.
 func preparePowertools(ctx context.Context, root string, log io.Writer) (powertoolsPeer, error) {
-	dir := filepath.Join(root, "scripts", "bench", "powertools")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return powertoolsPeer{}, fmt.Errorf("node is not on PATH: the Powertools peer is a Node program (Node 20 or later): %w", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			return powertoolsPeer{}, fmt.Errorf("npm is not on PATH: it installs the Powertools peer's packages in %s: %w", dir, err)
-		}
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, log, log
-		if err := cmd.Run(); err != nil {
-			return powertoolsPeer{}, fmt.Errorf("npm ci in %s: %w", dir, err)
-		}
-	}
-	return powertoolsPeer{node: node, script: filepath.Join(dir, "run.mjs")}, nil
+	return nodepeer.Prepare(ctx, root, "run.mjs", log)
 }
 
 // peerResult is what run.mjs prints.
@@ -165,17 +145,17 @@ func runPowertools(ctx context.Context, db *dynamodb.Client, counter *standin.Co
 	}
 	var res peerResult
 	c, err := measure(ctx, db, counter, func() error {
-		cmd := exec.CommandContext(ctx, peer.node, peer.script, "--events", file, "--batch", fmt.Sprint(batch),
+		cmd := exec.CommandContext(ctx, peer.Node, peer.Script, "--events", file, "--batch", fmt.Sprint(batch),
 			"--counts-table", counts, "--idempotency-table", idem)
 		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION="+standin.Region,
 			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w\n%s", peer.script, err, stderr.String())
+			return fmt.Errorf("%s: %w\n%s", peer.Script, err, stderr.String())
 		}
 		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-			return fmt.Errorf("%s printed %q, not its JSON result: %w", peer.script, stdout.String(), err)
+			return fmt.Errorf("%s printed %q, not its JSON result: %w", peer.Script, stdout.String(), err)
 		}
 		return nil
 	})

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary-dev/tributary/internal/nodepeer"
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/standin"
 	"github.com/tributary-dev/tributary/pkg/worker"
@@ -198,32 +198,11 @@ func runGo(ctx context.Context, db *dynamodb.Client, layer doer, results string,
 	return result{latencies: t.latencies}, nil
 }
 
-// powertoolsPeer is scripts/bench/powertools/worker.mjs and the node to run it.
-type powertoolsPeer struct {
-	node   string
-	script string
-}
+// powertoolsPeer is the Powertools peer's worker.mjs and the node to run it.
+type powertoolsPeer = nodepeer.Peer
 
-// preparePowertools finds node and installs the peer's pinned packages
-// (npm ci) when they are missing.
 func preparePowertools(ctx context.Context, root string, log io.Writer) (powertoolsPeer, error) {
-	dir := filepath.Join(root, "scripts", "bench", "powertools")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return powertoolsPeer{}, fmt.Errorf("node is not on PATH: the Powertools peer is a Node program (Node 20 or later): %w", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			return powertoolsPeer{}, fmt.Errorf("npm is not on PATH: it installs the Powertools peer's packages in %s: %w", dir, err)
-		}
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, log, log
-		if err := cmd.Run(); err != nil {
-			return powertoolsPeer{}, fmt.Errorf("npm ci in %s: %w", dir, err)
-		}
-	}
-	return powertoolsPeer{node: node, script: filepath.Join(dir, "worker.mjs")}, nil
+	return nodepeer.Prepare(ctx, root, "worker.mjs", log)
 }
 
 // peerReport is what worker.mjs prints.
@@ -241,22 +220,22 @@ func runPowertools(ctx context.Context, peer powertoolsPeer, endpoint, idem, res
 		in.WriteString(t.body)
 		in.WriteByte('\n')
 	}
-	cmd := exec.CommandContext(ctx, peer.node, peer.script, "--batch", fmt.Sprint(batch),
+	cmd := exec.CommandContext(ctx, peer.Node, peer.Script, "--batch", fmt.Sprint(batch),
 		"--results-table", results, "--idempotency-table", idem)
 	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION="+standin.Region,
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = &in, &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return result{}, fmt.Errorf("%s: %w\n%s", peer.script, err, stderr.String())
+		return result{}, fmt.Errorf("%s: %w\n%s", peer.Script, err, stderr.String())
 	}
 	var rep peerReport
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
-		return result{}, fmt.Errorf("%s printed %q, not its JSON report: %w", peer.script, stdout.String(), err)
+		return result{}, fmt.Errorf("%s printed %q, not its JSON report: %w", peer.Script, stdout.String(), err)
 	}
 	if rep.Messages != len(tasks) || rep.Applied != len(tasks) || len(rep.LatenciesMs) != len(tasks) {
 		return result{}, fmt.Errorf("%s handled %d messages, applied %d, timed %d; want %d of each",
-			peer.script, rep.Messages, rep.Applied, len(rep.LatenciesMs), len(tasks))
+			peer.Script, rep.Messages, rep.Applied, len(rep.LatenciesMs), len(tasks))
 	}
 	r := result{latencies: make([]time.Duration, len(rep.LatenciesMs))}
 	for i, l := range rep.LatenciesMs {

@@ -6,27 +6,19 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 )
 
 func main() {
-	// AWS_ENDPOINT_URL, when set (the local runner), points every client at the stand-in.
-	cfg, err := config.LoadDefaultConfig(context.Background())
+	m := lambdamain.Main{Function: "aggregate"}
+	p, err := aggregate.FromEnv(m.AWSConfig(), os.LookupEnv, "aggregate", os.Stdout, os.Stderr)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "aggregate: loading the AWS configuration: %v\n", err)
-		os.Exit(1)
-	}
-	p, err := aggregate.FromEnv(cfg, os.LookupEnv, "aggregate", os.Stdout, os.Stderr)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "aggregate: %v\n", err)
-		os.Exit(1)
+		m.Fail("%v", err)
 	}
 	lambda.Start(p.Handle)
 }

@@ -16,20 +16,17 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 )
 
 func main() {
-	// AWS_ENDPOINT_URL, when set (the local runner), points every client at the stand-in.
-	cfg, err := config.LoadDefaultConfig(context.Background())
-	if err != nil {
-		fail("loading the AWS configuration: %v", err)
-	}
+	m := lambdamain.Main{Function: "ticker"}
+	cfg := m.AWSConfig()
 	p, err := aggregate.FromEnv(cfg, os.LookupEnv, "ticker", os.Stdout, os.Stderr)
 	if err != nil {
-		fail("%v", err)
+		m.Fail("%v", err)
 	}
 	t := &ticker{tick: p.Tick, now: time.Now, log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
 	lambda.Start(t.Handle)
@@ -52,9 +49,4 @@ func (t *ticker) Handle(ctx context.Context, ev events.EventBridgeEvent) (aggreg
 	}
 	t.log.Info("tick", "rule", ev.Resources, "shards", res.Shards, "advanced", res.Advanced, "finalized", res.Finalized)
 	return res, nil
-}
-
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "ticker: "+format+"\n", args...)
-	os.Exit(1)
 }

@@ -5,54 +5,36 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/worker"
 )
 
 func main() {
-	idemTable := requireEnv("IDEMPOTENCY_TABLE_NAME", "the DynamoDB table of idempotency records")
-	results := requireEnv("RESULTS_TABLE_NAME", "the DynamoDB table task results are written to")
+	m := lambdamain.Main{Function: "worker"}
+	idemTable := m.RequireEnv("IDEMPOTENCY_TABLE_NAME", "the DynamoDB table of idempotency records")
+	results := m.RequireEnv("RESULTS_TABLE_NAME", "the DynamoDB table task results are written to")
 	// Keys are prefixed with the function's name, as Powertools does.
 	function := os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
 	if function == "" {
 		function = "worker"
 	}
-	// AWS_ENDPOINT_URL, when set (the local runner), points every client at the stand-in.
-	cfg, err := config.LoadDefaultConfig(context.Background())
-	if err != nil {
-		fail("loading the AWS configuration: %v", err)
-	}
+	cfg := m.AWSConfig()
 	db := dynamodb.NewFromConfig(cfg)
 	store, err := idempotency.New(db, idemTable, worker.IdempotencyConfig(function))
 	if err != nil {
-		fail("%v", err)
+		m.Fail("%v", err)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	h := worker.New(store, db, results,
 		worker.WithMetrics(metrics.New(os.Stdout, "worker")),
 		worker.WithLogger(log))
 	lambda.Start(h.Handle)
-}
-
-func requireEnv(name, what string) string {
-	v := os.Getenv(name)
-	if v == "" {
-		fail("environment variable %s is not set (%s)", name, what)
-	}
-	return v
-}
-
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "worker: "+format+"\n", args...)
-	os.Exit(1)
 }

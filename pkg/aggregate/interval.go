@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/window"
@@ -38,6 +39,8 @@ func (p *Processor) HandleInterval(ctx context.Context, ev events.KinesisTimeWin
 	if shard == "" && len(ev.Records) > 0 {
 		shard = shardOf(ev.Records[0].EventID)
 	}
+	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
+	defer cancel()
 	committed, err := p.watermark(ctx, shard)
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err

@@ -225,6 +225,9 @@ func shardOf(eventID string) string {
 	return shard
 }
 
+// deadlineMargin is how long before the invoke deadline the handler stops writing.
+const deadlineMargin = 500 * time.Millisecond
+
 // HandleBatch is the per-batch path: one conditional write per (key, window).
 func (p *Processor) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	defer p.flushMetrics()
@@ -232,6 +235,10 @@ func (p *Processor) HandleBatch(ctx context.Context, ev events.KinesisEvent) (ev
 		return events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}, nil
 	}
 	shard := shardOf(ev.Records[0].EventID)
+	// Stop before Lambda's deadline: writes cut short are reported as item
+	// failures (their records come again, fenced) instead of a timeout.
+	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
+	defer cancel()
 	committed, err := p.watermark(ctx, shard)
 	if err != nil {
 		return events.KinesisEventResponse{}, err

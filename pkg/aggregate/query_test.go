@@ -74,3 +74,57 @@ func TestSessionRunningThenFinalThenMerged(t *testing.T) {
 		t.Fatalf("after the bridging late record: %s", got)
 	}
 }
+
+// Near the invoke deadline the handler stops writing and answers with item
+// failures (not a timeout, which would redeliver the whole batch); the
+// retry from the reported record counts every record once.
+func TestDeadlineReportsItemFailuresThenRetryCountsOnce(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"d","key":"key","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count"],"partitionKeyIsGroupingKey":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	table := fmt.Sprintf("deadline-%d", tableSeq.Add(1))
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	views := state.NewViews(db, table, cfg.Aggregates)
+	p := aggregate.New(cfg, views, nil, "", aggregate.WithLogger(quiet))
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	var recs []record
+	for i := 1; i <= 6; i++ {
+		at := base.Add(time.Duration(i) * time.Second)
+		recs = append(recs, record{shard: "shardId-000000000000", seq: i, env: stream.Envelope{
+			ID: fmt.Sprint(i), Type: "v", Key: fmt.Sprintf("k%d", i%3), OccurredAt: at, SentAt: at, ReceivedAt: at, Data: json.RawMessage(`{}`)}})
+	}
+	// Warm: the first record, so the shard's watermark is cached.
+	if _, err := p.HandleBatch(ctx, kinesisEvent(recs[:1])); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond) // less than the handler's margin
+	defer cancel()
+	resp, err := p.HandleBatch(short, kinesisEvent(recs[1:]))
+	if err != nil {
+		t.Fatalf("near the deadline: error %v, want item failures", err)
+	}
+	if len(resp.BatchItemFailures) == 0 || resp.BatchItemFailures[0].ItemIdentifier != "2" {
+		t.Fatalf("near the deadline: failures %v, want the batch's first record (2) first", resp.BatchItemFailures)
+	}
+	// Lambda retries from record 2.
+	if resp, err := p.HandleBatch(ctx, kinesisEvent(recs[1:])); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("retry: %v %v", resp, err)
+	}
+	total := uint64(0)
+	for _, k := range []string{"k0", "k1", "k2"} {
+		vs, err := views.Query(ctx, "d", k, cfg.Windows[0].ID(), base.Add(-time.Minute), base.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			total += v.Result.Count
+		}
+	}
+	if total != 6 {
+		t.Fatalf("counted %d records, want 6", total)
+	}
+}

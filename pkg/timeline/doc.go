@@ -1,0 +1,71 @@
+// Package timeline maintains a materialized view of a table–table join:
+// the timelines of a Twitter-like service, Tweets ⋈ Follows, kept up to date
+// from both tables' DynamoDB streams by one handler.
+//
+// The sources are the Tweets table (partition key authorId, sort key
+// tweetId; attributes createdAt and text) and the Follows table (partition
+// key followerId, sort key followeeId) with a global secondary index on
+// followeeId listing a user's followers. The view is the Timelines table:
+// partition key userId, sort key "<createdAt>#<tweetId>", one item per tweet
+// a user sees. The view is defined as
+//
+//	timeline(U) = {tweets by U} ∪ {tweets by A : U follows A}
+//
+// over the tables' current contents.
+//
+// # Records
+//
+// A tweet change (INSERT, MODIFY or REMOVE of tweet t by A) touches the
+// entry (U, t) of A and of every user U the followers index lists for A. A
+// follow change (F follows or unfollows A) touches the entries (F, t) of A's
+// latest MaxFanIn tweets in Tweets and of every tweet by A already in F's
+// timeline (a consistent query of the view).
+//
+// # One entry: re-check, write, re-check
+//
+// The handler never trusts the record's image to decide an entry. For each
+// touched entry (U, t by A) it reads the sources at processing time with
+// consistent reads — GetItem of tweet (A, t) and of follow (U, A) — computes
+// want = "t exists and (U = A or U follows A)", writes the deterministic
+// item (PutItem of the tweet's current content, or DeleteItem), then reads
+// the sources again; if want changed in between it writes again, until a
+// read after its last write agrees with it (a few rounds, then the record
+// fails and is retried). Every write is idempotent, so redelivery, bisected
+// batches and duplicate invocations only repeat writes of the same value.
+//
+// # Why the view converges in any interleaving of the two streams
+//
+// The two streams are separate shards: a tweet and a follow can be
+// processed in either order, and concurrently. Take one entry (U, t by A)
+// after every record was processed, and the last write W to it. Its writer
+// read the sources after W (the loop above) and that read agreed with W. If
+// the sources changed after that read so that the entry should now differ,
+// a change c to tweet t or to follow (U, A) happened after W, and c's
+// record was processed after c, so after W:
+//
+//   - t was removed (entry present, should not be): the REMOVE touches U if
+//     U still follows A when it is processed; if U had unfollowed in the
+//     meantime, that unfollow's record touches every tweet by A in U's
+//     timeline, which includes t (W was the last write).
+//   - U unfollowed A: the unfollow touches t via U's timeline, as above.
+//   - t was inserted or U followed A (entry absent, should be present): of
+//     the tweet INSERT and the follow INSERT, the one processed later reads
+//     both as present and touches (U, t): the tweet through the followers
+//     index, the follow through A's tweets.
+//
+// In each case some processing touched (U, t) after W and wrote again,
+// contradicting that W was last. So the final view equals the join of the
+// final tables, whatever the interleaving, redelivery or duplication.
+//
+// Two assumptions bound the argument, and a user should know them: the
+// followers index is a GSI, so a follow made a moment before a tweet may be
+// missing from it for the index's propagation delay (usually well under a
+// second); and a follow back-fills only A's latest MaxFanIn tweets (by
+// tweetId, descending), so older tweets do not enter a new follower's
+// timeline. A tweet's createdAt is taken as immutable (it is part of the
+// view's sort key): a MODIFY that changes it leaves the old entry behind.
+//
+// Failures are reported by sequence number (the first record that failed;
+// Lambda resumes there), and the handler emits EMF metrics TweetsIn,
+// FollowsIn, ViewWrites and RecordsFailed.
+package timeline

@@ -1,0 +1,324 @@
+package cdc_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/cdc"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+func TestImageJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		av   events.DynamoDBAttributeValue
+		want string
+	}{
+		{"S", events.NewStringAttribute("ada"), `"ada"`},
+		{"N keeps its digits", events.NewNumberAttribute("12345678901234567890.5"), `12345678901234567890.5`},
+		{"BOOL", events.NewBooleanAttribute(true), `true`},
+		{"NULL", events.NewNullAttribute(), `null`},
+		{"B is base64", events.NewBinaryAttribute([]byte("hi")), `"aGk="`},
+		{"SS", events.NewStringSetAttribute([]string{"a", "b"}), `["a","b"]`},
+		{"NS", events.NewNumberSetAttribute([]string{"1", "2.5"}), `[1,2.5]`},
+		{"BS", events.NewBinarySetAttribute([][]byte{[]byte("hi")}), `["aGk="]`},
+		{"L", events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewStringAttribute("x"), events.NewNumberAttribute("3")}), `["x",3]`},
+		{"M", events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"city": events.NewStringAttribute("Oslo"),
+			"tags": events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewBooleanAttribute(false)})}), `{"city":"Oslo","tags":[false]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := cdc.ImageJSON(map[string]events.DynamoDBAttributeValue{"a": tt.av})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := `{"a":` + tt.want + `}`; string(b) != want {
+				t.Errorf("got %s, want %s", b, want)
+			}
+		})
+	}
+	if got, err := cdc.ImageJSON(nil); err != nil || got != nil {
+		t.Errorf("ImageJSON(nil) = %v, %v; want nil (a tombstone's image is null)", got, err)
+	}
+}
+
+// changelog is one record read back from the Kinesis stream.
+type changelog struct {
+	partitionKey string
+	env          stream.Envelope
+	data         cdc.Data
+}
+
+func TestHandleWritesChangelogInOrder(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	streamArn := createProfiles(t, db, "profiles")
+	createKinesis(t, kin, "events", 2)
+
+	put := func(item map[string]ddbtypes.AttributeValue) {
+		t.Helper()
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("profiles"), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	n := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberN{Value: v} }
+	put(map[string]ddbtypes.AttributeValue{"userId": s("u-1"), "version": n("1"), "plan": s("free")})
+	put(map[string]ddbtypes.AttributeValue{"userId": s("u-2"), "plan": s("pro"), "seats": n("3")}) // no version attribute
+	put(map[string]ddbtypes.AttributeValue{"userId": s("u-1"), "version": n("2"), "plan": s("pro")})
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("profiles"), Key: map[string]ddbtypes.AttributeValue{"userId": s("u-1")}}); err != nil {
+		t.Fatal(err)
+	}
+
+	ev := streamEvent(t, streams, streamArn)
+	if len(ev.Records) != 4 {
+		t.Fatalf("%d stream records, want 4", len(ev.Records))
+	}
+	resp, err := cdc.New(kin, "events").Handle(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("batch item failures %v, want none", resp.BatchItemFailures)
+	}
+
+	got := readKinesis(t, kin, "events")
+	if len(got) != 4 {
+		t.Fatalf("%d changelog records, want 4", len(got))
+	}
+	// Per entity key, the records are in one shard in table order.
+	var u1 []changelog
+	var u2 changelog
+	for _, c := range got {
+		if c.partitionKey != c.env.Key || c.data.Key != c.env.Key {
+			t.Errorf("record %s: partition key %q, envelope key %q, data key %q: want all the entity key", c.env.ID, c.partitionKey, c.env.Key, c.data.Key)
+		}
+		switch c.env.Key {
+		case "u-1":
+			u1 = append(u1, c)
+		case "u-2":
+			u2 = c
+		default:
+			t.Errorf("unexpected key %q", c.env.Key)
+		}
+	}
+	if len(u1) != 3 {
+		t.Fatalf("u-1 has %d records, want 3", len(u1))
+	}
+	want := []struct {
+		id, typ, version string
+		image            map[string]any
+	}{
+		{"profiles/u-1/1", cdc.TypeChanged, "1", map[string]any{"userId": "u-1", "version": json.Number("1"), "plan": "free"}},
+		{"profiles/u-1/2", cdc.TypeChanged, "2", map[string]any{"userId": "u-1", "version": json.Number("2"), "plan": "pro"}},
+		{"profiles/u-1/3", cdc.TypeDeleted, "3", nil},
+	}
+	for i, w := range want {
+		c := u1[i]
+		if c.env.ID != w.id || c.env.Type != w.typ || c.data.Version.String() != w.version {
+			t.Errorf("u-1 record %d = id %s type %s version %s; want %s %s %s", i, c.env.ID, c.env.Type, c.data.Version, w.id, w.typ, w.version)
+		}
+		if !reflect.DeepEqual(c.data.Image, w.image) {
+			t.Errorf("u-1 record %d image = %#v, want %#v", i, c.data.Image, w.image)
+		}
+		if c.data.SequenceNumber != ev.Records[[]int{0, 2, 3}[i]].Change.SequenceNumber {
+			t.Errorf("u-1 record %d sequenceNumber %s, want the stream record's", i, c.data.SequenceNumber)
+		}
+		if c.env.OccurredAt.IsZero() || !c.env.SentAt.Equal(c.env.OccurredAt) || !c.env.ReceivedAt.Equal(c.env.OccurredAt) {
+			t.Errorf("u-1 record %d times %v %v %v, want all the change's time", i, c.env.OccurredAt, c.env.SentAt, c.env.ReceivedAt)
+		}
+	}
+	// Without a version attribute the version is the stream sequence number.
+	seq := ev.Records[1].Change.SequenceNumber
+	if u2.data.Version.String() != seq || u2.env.ID != "profiles/u-2/"+seq {
+		t.Errorf("u-2 version %s id %s, want the sequence number %s", u2.data.Version, u2.env.ID, seq)
+	}
+	if u2.data.Image["seats"] != json.Number("3") {
+		t.Errorf("u-2 image %v: seats should be the number 3", u2.data.Image)
+	}
+}
+
+func createProfiles(t *testing.T, db *dynamodb.Client, name string) string {
+	t.Helper()
+	out, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("userId"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("userId"), KeyType: ddbtypes.KeyTypeHash}},
+		BillingMode:          ddbtypes.BillingModePayPerRequest,
+		StreamSpecification:  &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewTypeNewAndOldImages},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(out.TableDescription.LatestStreamArn)
+}
+
+func createKinesis(t *testing.T, kin *kinesis.Client, name string, shards int32) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(shards)}); err != nil {
+		t.Fatal(err)
+	}
+	w := kinesis.NewStreamExistsWaiter(kin, func(o *kinesis.StreamExistsWaiterOptions) { o.MinDelay = 100 * time.Millisecond })
+	if err := w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(name)}, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readKinesis reads every record of every shard, each shard in order.
+func readKinesis(t *testing.T, kin *kinesis.Client, name string) []changelog {
+	t.Helper()
+	ctx := context.Background()
+	shards, err := kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []changelog
+	for _, sh := range shards.Shards {
+		it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(name), ShardId: sh.ShardId, ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs.Records {
+			c := changelog{partitionKey: aws.ToString(r.PartitionKey)}
+			if err := json.Unmarshal(r.Data, &c.env); err != nil {
+				t.Fatalf("record %s: %v", aws.ToString(r.SequenceNumber), err)
+			}
+			dec := json.NewDecoder(bytesReader(c.env.Data))
+			dec.UseNumber()
+			if err := dec.Decode(&c.data); err != nil {
+				t.Fatalf("record %s data: %v", c.env.ID, err)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// streamEvent reads every record of the table's stream and hands them over
+// as Lambda does.
+func streamEvent(t *testing.T, streams *dynamodbstreams.Client, arn string) events.DynamoDBEvent {
+	t.Helper()
+	ctx := context.Background()
+	d, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.DynamoDBEvent
+	for _, sh := range d.StreamDescription.Shards {
+		it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range out.Records {
+			ev.Records = append(ev.Records, lambdaRecord(&out.Records[i], arn))
+		}
+	}
+	return ev
+}
+
+// fakePutter fails the entries at the given indexes of each PutRecords call,
+// or the whole call with err.
+type fakePutter struct {
+	failAt map[int]bool
+	err    error
+	got    [][]byte
+}
+
+func (f *fakePutter) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := &kinesis.PutRecordsOutput{}
+	failed := int32(0)
+	for i, e := range in.Records {
+		if f.failAt[i] {
+			failed++
+			out.Records = append(out.Records, kintypes.PutRecordsResultEntry{ErrorCode: aws.String("ProvisionedThroughputExceededException"), ErrorMessage: aws.String("slow down")})
+			continue
+		}
+		f.got = append(f.got, e.Data)
+		out.Records = append(out.Records, kintypes.PutRecordsResultEntry{SequenceNumber: aws.String("1"), ShardId: aws.String("shardId-000000000000")})
+	}
+	out.FailedRecordCount = aws.Int32(failed)
+	return out, nil
+}
+
+func TestHandleReportsLowestFailedRecord(t *testing.T) {
+	rec := func(seq, user string) events.DynamoDBEventRecord {
+		img := map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute(user), "version": events.NewNumberAttribute(seq)}
+		return events.DynamoDBEventRecord{EventID: "ev-" + seq, EventName: "MODIFY",
+			EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/profiles/stream/2026-11-29T00:00:00.000",
+			Change: events.DynamoDBStreamRecord{ApproximateCreationDateTime: events.SecondsEpochTime{Time: time.Unix(1795000000, 0)},
+				Keys: map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute(user)}, NewImage: img,
+				SequenceNumber: seq, StreamViewType: "NEW_AND_OLD_IMAGES"}}
+	}
+	batch := func() events.DynamoDBEvent {
+		return events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec("100", "a"), rec("200", "b"), rec("300", "a"), rec("400", "c")}}
+	}
+	noKey := batch()
+	noKey.Records[2].Change.Keys = nil
+	noKey.Records[2].Change.NewImage = map[string]events.DynamoDBAttributeValue{"email": events.NewStringAttribute("x@example.com")}
+
+	tests := []struct {
+		name    string
+		put     *fakePutter
+		ev      events.DynamoDBEvent
+		want    string // the reported sequence number, "" for none
+		written int
+	}{
+		{"all written", &fakePutter{}, batch(), "", 4},
+		{"lowest of two failed entries", &fakePutter{failAt: map[int]bool{1: true, 3: true}}, batch(), "200", 2},
+		{"whole call failed", &fakePutter{err: errors.New("connection reset")}, batch(), "100", 0},
+		{"record without the entity key stops the batch there", &fakePutter{}, noKey, "300", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := cdc.New(tt.put, "events").Handle(context.Background(), tt.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			if len(resp.BatchItemFailures) > 1 {
+				t.Fatalf("failures %v: want at most one, the lowest", resp.BatchItemFailures)
+			}
+			if len(resp.BatchItemFailures) == 1 {
+				got = resp.BatchItemFailures[0].ItemIdentifier
+			}
+			if got != tt.want {
+				t.Errorf("reported %q, want %q", got, tt.want)
+			}
+			if len(tt.put.got) != tt.written {
+				t.Errorf("%d records written, want %d", len(tt.put.got), tt.written)
+			}
+		})
+	}
+}

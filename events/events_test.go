@@ -22,6 +22,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/ingest"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -59,6 +60,9 @@ var cases = map[string]func(t *testing.T, e env, raw []byte){
 	"worker/sqs-tasks.json":                  workerCase(nil, map[string]int{"task-1001": 1}),
 	"worker/sqs-fifo.json": workerCase([]string{"0b7e4c1a-3333-4d2e-9f3a-5b6c7d8e9f03", "0b7e4c1a-4444-4d2e-9f3a-5b6c7d8e9f04"},
 		map[string]int{"task-2001": 1, "task-3001": 1, "task-2002": 0, "task-2003": 0}),
+	"cdc/dynamodb-insert.json": cdcCase("profiles/user-42/1", cdc.TypeChanged, `{"country":"NO","marketingOptIn":false,"plan":"free","userId":"user-42","version":1}`),
+	"cdc/dynamodb-modify.json": cdcCase("profiles/user-42/2", cdc.TypeChanged, `{"country":"NO","marketingOptIn":true,"plan":"pro","seats":5,"tags":["beta","eu"],"userId":"user-42","version":2}`),
+	"cdc/dynamodb-remove.json": cdcCase("profiles/user-42/3", cdc.TypeDeleted, `null`),
 }
 
 func TestEverySample(t *testing.T) {
@@ -455,6 +459,62 @@ func workerCase(wantFailures []string, wantExecutions map[string]int) func(t *te
 			if got != want {
 				t.Errorf("task %s: side effect ran %d times, want %d", task, got, want)
 			}
+		}
+	}
+}
+
+// cdcCase: the change becomes one changelog record on the events stream,
+// partitioned by the entity key, with the table version in its id and the
+// new image as plain JSON (null for a deletion: a tombstone at the deleted
+// version + 1).
+func cdcCase(wantID, wantType, wantImage string) func(t *testing.T, e env, raw []byte) {
+	return func(t *testing.T, e env, raw []byte) {
+		var ev lambdaevents.DynamoDBEvent
+		decode(t, raw, &ev)
+		ctx := context.Background()
+		if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.name), ShardCount: aws.Int32(1)}); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := cdc.New(e.kin, e.name).Handle(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("batch item failures %v, want none", resp.BatchItemFailures)
+		}
+		it, err := e.kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(e.name), ShardId: aws.String("shardId-000000000000"), ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Records) != 1 {
+			t.Fatalf("%d records on the stream, want 1", len(out.Records))
+		}
+		r := out.Records[0]
+		var got struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+			Key  string `json:"key"`
+			Data struct {
+				Image          json.RawMessage `json:"image"`
+				SequenceNumber string          `json:"sequenceNumber"`
+			} `json:"data"`
+		}
+		decode(t, r.Data, &got)
+		if aws.ToString(r.PartitionKey) != "user-42" || got.Key != "user-42" {
+			t.Errorf("partition key %q, key %q; want user-42", aws.ToString(r.PartitionKey), got.Key)
+		}
+		if got.ID != wantID || got.Type != wantType {
+			t.Errorf("id %q type %q, want %q %q", got.ID, got.Type, wantID, wantType)
+		}
+		if string(got.Data.Image) != wantImage {
+			t.Errorf("image %s, want %s", got.Data.Image, wantImage)
+		}
+		if got.Data.SequenceNumber != ev.Records[0].Change.SequenceNumber {
+			t.Errorf("sequenceNumber %q, want the stream record's %q", got.Data.SequenceNumber, ev.Records[0].Change.SequenceNumber)
 		}
 	}
 }

@@ -1,0 +1,276 @@
+package cdc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// TableScanner is what Snapshot needs of DynamoDB.
+type TableScanner interface {
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// StreamReader is what Snapshot needs of DynamoDB Streams.
+type StreamReader interface {
+	DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error)
+	GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, optFns ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
+}
+
+var (
+	_ TableScanner = (*dynamodb.Client)(nil)
+	_ StreamReader = (*dynamodbstreams.Client)(nil)
+)
+
+// maxEmptyReads is how many empty GetRecords pages in a row mark the tip of
+// an open shard (a page can come back empty before the tip).
+const maxEmptyReads = 3
+
+// putAttempts bounds the retries of snapshot records Kinesis failed.
+const putAttempts = 5
+
+// Snapshot publishes every item of table to the handler's stream as a
+// TypeSnapshot changelog record tied to the stream position it returns, and
+// returns how many it published.
+//
+// The position is taken before the scan: for each shard of the table's
+// stream, the sequence number of its last record (closed shards: their
+// ending sequence number; open shards: read from TRIM_HORIZON to the tip).
+// Changes after the position are those the cdc function writes after the
+// snapshot's records' versions; a consumer applies the snapshot, then a
+// change only if its version is higher than the version it holds for the
+// key. The scan is not a point-in-time read: an item written during it can
+// appear at a version after the position, which the version rule makes
+// harmless (the change of that version is skipped, later ones applied), so
+// there is no gap and nothing is applied twice.
+//
+// An item without a version attribute gets the highest sequence number of
+// the position as its version (a change after the position has a higher
+// one), or 0 when the stream held no record.
+func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamReader, table string) (*Position, int, error) {
+	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, 0, fmt.Errorf("snapshot of table %s: describing the table: %w", table, err)
+	}
+	arn := aws.ToString(d.Table.LatestStreamArn)
+	if arn == "" {
+		return nil, 0, fmt.Errorf("snapshot of table %s: the table has no stream: enable NEW_AND_OLD_IMAGES", table)
+	}
+	pos, err := position(ctx, streams, arn)
+	if err != nil {
+		return nil, 0, fmt.Errorf("snapshot of table %s: %w", table, err)
+	}
+	fallback := json.Number("0")
+	for _, seq := range pos.Shards {
+		if seq != "" && (fallback == "0" || stream.CompareSequenceNumbers(seq, fallback.String()) > 0) {
+			fallback = json.Number(seq)
+		}
+	}
+
+	now := time.Now().UTC()
+	published := 0
+	var start map[string]ddbtypes.AttributeValue
+	for {
+		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return pos, published, fmt.Errorf("snapshot of table %s: scanning: %w", table, err)
+		}
+		entries := make([]kintypes.PutRecordsRequestEntry, 0, len(page.Items))
+		for _, item := range page.Items {
+			e, err := h.snapshotEntry(table, item, pos, fallback, now)
+			if err != nil {
+				return pos, published, fmt.Errorf("snapshot of table %s: %w", table, err)
+			}
+			entries = append(entries, e)
+		}
+		for len(entries) > 0 {
+			n := min(maxPutRecords, len(entries))
+			if err := h.putAll(ctx, entries[:n]); err != nil {
+				return pos, published, fmt.Errorf("snapshot of table %s: %w", table, err)
+			}
+			published += n
+			entries = entries[n:]
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return pos, published, nil
+		}
+		start = page.LastEvaluatedKey
+	}
+}
+
+// putAll writes entries, retrying the ones Kinesis failed: snapshot records
+// of different keys need no order among themselves.
+func (h *Handler) putAll(ctx context.Context, entries []kintypes.PutRecordsRequestEntry) error {
+	for attempt := 1; ; attempt++ {
+		out, err := h.kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(h.stream), Records: entries})
+		if err != nil {
+			return fmt.Errorf("putting %d snapshot records on stream %s: %w", len(entries), h.stream, err)
+		}
+		if aws.ToInt32(out.FailedRecordCount) == 0 {
+			return nil
+		}
+		var failed []kintypes.PutRecordsRequestEntry
+		lastErr := ""
+		for i, r := range out.Records {
+			if r.ErrorCode != nil {
+				failed = append(failed, entries[i])
+				lastErr = aws.ToString(r.ErrorCode) + ": " + aws.ToString(r.ErrorMessage)
+			}
+		}
+		if attempt == putAttempts {
+			return fmt.Errorf("stream %s: %d snapshot records still failed after %d attempts (last error %s)",
+				h.stream, len(failed), attempt, lastErr)
+		}
+		entries = failed
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		}
+	}
+}
+
+func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.AttributeValue, pos *Position, fallback json.Number, now time.Time) (kintypes.PutRecordsRequestEntry, error) {
+	img := itemAttributes(item)
+	var key string
+	switch av, ok := img[h.keyAttr]; {
+	case ok && av.DataType() == events.DataTypeString && av.String() != "":
+		key = av.String()
+	case ok && av.DataType() == events.DataTypeNumber:
+		key = av.Number()
+	default:
+		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("an item has no S or N entity key attribute %q (ENTITY_KEY_ATTRIBUTE)", h.keyAttr)
+	}
+	version := fallback
+	if av, ok := img[VersionAttribute]; ok {
+		v, err := itemVersion(av)
+		if err != nil {
+			return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %s: %w", key, VersionAttribute, err)
+		}
+		version = json.Number(v.String())
+	}
+	image, err := ImageJSON(img)
+	if err != nil {
+		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %w", key, err)
+	}
+	data, err := json.Marshal(Data{Key: key, Version: version, Image: image, SnapshotOf: pos})
+	if err != nil {
+		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: encoding data: %w", key, err)
+	}
+	env := stream.Envelope{ID: table + "/" + key + "/" + version.String(), Type: TypeSnapshot, Key: key,
+		OccurredAt: now, SentAt: now, ReceivedAt: now, Data: data}
+	if err := env.Validate(); err != nil {
+		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %w", key, err)
+	}
+	b, err := json.Marshal(&env)
+	if err != nil {
+		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %w", key, err)
+	}
+	return kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(key)}, nil
+}
+
+// position is the last sequence number of every shard of the stream.
+func position(ctx context.Context, streams StreamReader, arn string) (*Position, error) {
+	pos := &Position{StreamArn: arn, Shards: map[string]string{}}
+	var after *string
+	for {
+		d, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn), ExclusiveStartShardId: after})
+		if err != nil {
+			return nil, fmt.Errorf("describing stream %s: %w", arn, err)
+		}
+		for _, sh := range d.StreamDescription.Shards {
+			id := aws.ToString(sh.ShardId)
+			if r := sh.SequenceNumberRange; r != nil && r.EndingSequenceNumber != nil {
+				pos.Shards[id] = aws.ToString(r.EndingSequenceNumber)
+				continue
+			}
+			last, err := lastSequenceNumber(ctx, streams, arn, id)
+			if err != nil {
+				return nil, err
+			}
+			pos.Shards[id] = last
+		}
+		after = d.StreamDescription.LastEvaluatedShardId
+		if after == nil {
+			return pos, nil
+		}
+	}
+}
+
+// lastSequenceNumber reads an open shard to its tip; "" if it is empty.
+func lastSequenceNumber(ctx context.Context, streams StreamReader, arn, shard string) (string, error) {
+	it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: aws.String(shard),
+		ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+	if err != nil {
+		return "", fmt.Errorf("stream %s shard %s: %w", arn, shard, err)
+	}
+	last, empty := "", 0
+	for iter := it.ShardIterator; iter != nil && empty < maxEmptyReads; {
+		out, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+		if err != nil {
+			return "", fmt.Errorf("stream %s shard %s: reading to the tip: %w", arn, shard, err)
+		}
+		if len(out.Records) == 0 {
+			empty++
+		} else {
+			empty = 0
+			last = aws.ToString(out.Records[len(out.Records)-1].Dynamodb.SequenceNumber)
+		}
+		iter = out.NextShardIterator
+	}
+	return last, nil
+}
+
+// itemAttributes converts a DynamoDB item to stream-image attributes.
+func itemAttributes(item map[string]ddbtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
+	if item == nil {
+		return nil
+	}
+	out := make(map[string]events.DynamoDBAttributeValue, len(item))
+	for k, v := range item {
+		out[k] = itemAttribute(v)
+	}
+	return out
+}
+
+func itemAttribute(v ddbtypes.AttributeValue) events.DynamoDBAttributeValue {
+	switch v := v.(type) {
+	case *ddbtypes.AttributeValueMemberS:
+		return events.NewStringAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberN:
+		return events.NewNumberAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberB:
+		return events.NewBinaryAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberBOOL:
+		return events.NewBooleanAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberSS:
+		return events.NewStringSetAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberNS:
+		return events.NewNumberSetAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberBS:
+		return events.NewBinarySetAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberL:
+		l := make([]events.DynamoDBAttributeValue, len(v.Value))
+		for i, x := range v.Value {
+			l[i] = itemAttribute(x)
+		}
+		return events.NewListAttribute(l)
+	case *ddbtypes.AttributeValueMemberM:
+		return events.NewMapAttribute(itemAttributes(v.Value))
+	}
+	return events.NewNullAttribute()
+}

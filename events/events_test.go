@@ -29,6 +29,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/quarantine"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/timeline"
 	"github.com/tributary-dev/tributary/pkg/worker"
 )
 
@@ -60,9 +61,11 @@ var cases = map[string]func(t *testing.T, e env, raw []byte){
 	"worker/sqs-tasks.json":                  workerCase(nil, map[string]int{"task-1001": 1}),
 	"worker/sqs-fifo.json": workerCase([]string{"0b7e4c1a-3333-4d2e-9f3a-5b6c7d8e9f03", "0b7e4c1a-4444-4d2e-9f3a-5b6c7d8e9f04"},
 		map[string]int{"task-2001": 1, "task-3001": 1, "task-2002": 0, "task-2003": 0}),
-	"cdc/dynamodb-insert.json": cdcCase("profiles/user-42/1", cdc.TypeChanged, `{"country":"NO","marketingOptIn":false,"plan":"free","userId":"user-42","version":1}`),
-	"cdc/dynamodb-modify.json": cdcCase("profiles/user-42/2", cdc.TypeChanged, `{"country":"NO","marketingOptIn":true,"plan":"pro","seats":5,"tags":["beta","eu"],"userId":"user-42","version":2}`),
-	"cdc/dynamodb-remove.json": cdcCase("profiles/user-42/3", cdc.TypeDeleted, `null`),
+	"cdc/dynamodb-insert.json":             cdcCase("profiles/user-42/1", cdc.TypeChanged, `{"country":"NO","marketingOptIn":false,"plan":"free","userId":"user-42","version":1}`),
+	"cdc/dynamodb-modify.json":             cdcCase("profiles/user-42/2", cdc.TypeChanged, `{"country":"NO","marketingOptIn":true,"plan":"pro","seats":5,"tags":["beta","eu"],"userId":"user-42","version":2}`),
+	"cdc/dynamodb-remove.json":             cdcCase("profiles/user-42/3", cdc.TypeDeleted, `null`),
+	"timeline/dynamodb-tweet-insert.json":  timelineTweetInsert,
+	"timeline/dynamodb-follow-remove.json": timelineFollowRemove,
 }
 
 func TestEverySample(t *testing.T) {
@@ -516,5 +519,109 @@ func cdcCase(wantID, wantType, wantImage string) func(t *testing.T, e env, raw [
 		if got.Data.SequenceNumber != ev.Records[0].Change.SequenceNumber {
 			t.Errorf("sequenceNumber %q, want the stream record's %q", got.Data.SequenceNumber, ev.Records[0].Change.SequenceNumber)
 		}
+	}
+}
+
+// timelineTables creates the timeline function's tables (and the followers
+// index) named after e.name, with the given items in them.
+func timelineTables(t *testing.T, e env, items map[string][]map[string]string) timeline.Tables {
+	t.Helper()
+	ctx := context.Background()
+	tb := timeline.Tables{Tweets: e.name + "-tweets", Follows: e.name + "-follows", Followers: "followers", Timelines: e.name + "-timelines"}
+	for _, d := range []struct {
+		name, pk, sk string
+		index        bool
+	}{
+		{tb.Tweets, "authorId", "tweetId", false},
+		{tb.Follows, "followerId", "followeeId", true},
+		{tb.Timelines, "userId", "sk", false},
+	} {
+		keySchema := func(pk, sk string) []ddbtypes.KeySchemaElement {
+			return []ddbtypes.KeySchemaElement{{AttributeName: aws.String(pk), KeyType: ddbtypes.KeyTypeHash}, {AttributeName: aws.String(sk), KeyType: ddbtypes.KeyTypeRange}}
+		}
+		in := &dynamodb.CreateTableInput{
+			TableName:   aws.String(d.name),
+			BillingMode: ddbtypes.BillingModePayPerRequest,
+			AttributeDefinitions: []ddbtypes.AttributeDefinition{
+				{AttributeName: aws.String(d.pk), AttributeType: ddbtypes.ScalarAttributeTypeS},
+				{AttributeName: aws.String(d.sk), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			},
+			KeySchema: keySchema(d.pk, d.sk),
+		}
+		if d.index {
+			in.GlobalSecondaryIndexes = []ddbtypes.GlobalSecondaryIndex{{IndexName: aws.String(tb.Followers),
+				KeySchema: keySchema(d.sk, d.pk), Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly}}}
+		}
+		if _, err := e.db.CreateTable(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items[d.name] {
+			item := map[string]ddbtypes.AttributeValue{}
+			for k, v := range it {
+				item[k] = &ddbtypes.AttributeValueMemberS{Value: v}
+			}
+			if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(d.name), Item: item}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return tb
+}
+
+// timelineRun runs the sample through the timeline handler twice (a
+// redelivery) and returns the view as "userId sk" lines.
+func timelineRun(t *testing.T, e env, raw []byte, tb timeline.Tables) []string {
+	t.Helper()
+	var ev lambdaevents.DynamoDBEvent
+	decode(t, raw, &ev)
+	h := timeline.New(e.db, tb)
+	for range 2 {
+		resp, err := h.Handle(context.Background(), ev)
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("Handle = %v, %v; want no failures", resp, err)
+		}
+	}
+	out, err := e.db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(tb.Timelines)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var view []string
+	for _, it := range out.Items {
+		view = append(view, str(it, "userId")+" "+str(it, "sk"))
+	}
+	sort.Strings(view)
+	return view
+}
+
+var timelineTweet = map[string]string{"authorId": "ann", "tweetId": "tw-1001", "createdAt": "2026-11-29T10:41:05Z", "text": "Streams are tables in motion"}
+
+// timelineTweetInsert: ann's new tweet enters her own timeline and that of
+// bob, who follows her; cat, who follows only bob, does not get it.
+func timelineTweetInsert(t *testing.T, e env, raw []byte) {
+	tb := timelineTables(t, e, map[string][]map[string]string{
+		e.name + "-tweets":  {timelineTweet},
+		e.name + "-follows": {{"followerId": "bob", "followeeId": "ann"}, {"followerId": "cat", "followeeId": "bob"}},
+	})
+	got := timelineRun(t, e, raw, tb)
+	want := []string{"ann 2026-11-29T10:41:05Z#tw-1001", "bob 2026-11-29T10:41:05Z#tw-1001"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("timelines %v, want %v", got, want)
+	}
+}
+
+// timelineFollowRemove: bob unfollowed ann, so her tweet leaves his
+// timeline and stays in hers.
+func timelineFollowRemove(t *testing.T, e env, raw []byte) {
+	entry := func(user string) map[string]string {
+		return map[string]string{"userId": user, "sk": "2026-11-29T10:41:05Z#tw-1001", "authorId": "ann", "tweetId": "tw-1001",
+			"createdAt": "2026-11-29T10:41:05Z", "text": timelineTweet["text"]}
+	}
+	tb := timelineTables(t, e, map[string][]map[string]string{
+		e.name + "-tweets":    {timelineTweet},
+		e.name + "-timelines": {entry("ann"), entry("bob")},
+	})
+	got := timelineRun(t, e, raw, tb)
+	if want := []string{"ann 2026-11-29T10:41:05Z#tw-1001"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("timelines %v, want %v", got, want)
 	}
 }

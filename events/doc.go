@@ -22,6 +22,10 @@
 //	                                   also when the batch is redelivered
 //	worker/sqs-fifo.json               group customer-1's second message is poison (rounds 0) → it and the group's later
 //	                                   message fail; task-2001 and task-3001 run once
+//	cdc/dynamodb-insert.json           INSERT of user-42 (version 1) → one profile_changed record, partition key user-42,
+//	                                   id profiles/user-42/1, image = the item
+//	cdc/dynamodb-modify.json           MODIFY to version 2 → profile_changed, id profiles/user-42/2, image = the new image
+//	cdc/dynamodb-remove.json           REMOVE of version 2 → profile_deleted tombstone, id profiles/user-42/3, image null
 //	quarantine/sqs-on-failure.json     Lambda's on-failure record for a Kinesis batch
 //	                                   → no failure; against an empty stand-in the records are not in any stream, so
 //	                                     one "missing" item with the batch's coordinates is written

@@ -54,7 +54,7 @@ const (
 )
 
 // FunctionNames lists every function the stack deploys.
-var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker}
+var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC}
 
 // Environment variables of the windowed pipeline's functions (aggregate and
 // ticker), read by package pipeline and the functions' mains.
@@ -143,6 +143,9 @@ type TributaryStack struct {
 	Quarantiner *QueueFunction
 	// Work is the tasks queues, the worker and its tables (worker.go).
 	Work *WorkerResources
+	// Profiles is the CDC source: a table whose changes the cdc function
+	// republishes on the events stream, keyed like the activity events.
+	Profiles *ProfilesCDC
 
 	IngestAuth   awslambda.FunctionUrlAuthType
 	AssetDirUsed string
@@ -271,6 +274,11 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		MaxReceiveCount: DefaultQueueMaxReceiveCount,
 	})
 	s.FailuresDLQ = s.Failures.DeadLetterQueue().Queue
+	s.Profiles = NewProfilesCDC(stack, "ProfilesCDC", ProfilesCDCProps{
+		AssetDir:  assetDir,
+		Events:    s.Events,
+		OnFailure: s.Failures,
+	})
 
 	s.Ingest = NewGoFunction(stack, "IngestFn", GoFunctionProps{
 		Name:        FunctionIngest,

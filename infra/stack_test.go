@@ -284,6 +284,7 @@ func TestFunctions(t *testing.T) {
 			EnvIdempotencyTableName: ref(logicalID(s.Stack, s.Work.Idempotency)),
 			EnvResultsTableName:     ref(logicalID(s.Stack, s.Work.Results)),
 		}},
+		{FunctionCDC, s.Profiles.Function.GoFunction, 30, cdcEnv(s)},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
 		t.Errorf("template has %d functions, want %d", got, len(tests))
@@ -416,9 +417,10 @@ func TestStreamMappings(t *testing.T) {
 			},
 		},
 	}
-	// The worker's two mappings (Tasks, TasksFifo) are TestWorkerMappings'.
-	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+2 {
-		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+2)
+	// The worker's two mappings (Tasks, TasksFifo) are TestWorkerMappings';
+	// the cdc mapping on the profiles table's stream is TestProfilesCDC's.
+	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+3 {
+		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+3)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -675,9 +677,10 @@ func TestTables(t *testing.T) {
 		},
 	}
 	tests = append(tests, workerTables(s)...)
-	// The per-minute Counts table of the first pipeline is gone with it.
-	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests) {
-		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency and Results)", got, len(tests))
+	// The per-minute Counts table of the first pipeline is gone with it; the
+	// profiles table (CDC source) is TestProfilesCDC's.
+	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+1 {
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results and Profiles)", got, len(tests)+1)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -880,4 +883,8 @@ func TestNewTributaryStackRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+func cdcEnv(s *TributaryStack) map[string]any {
+	return map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events)), "ENTITY_KEY_ATTRIBUTE": ProfilesPartitionKey}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,6 +188,23 @@ func view(t *testing.T, db *dynamodb.Client, table string) []string {
 	return out
 }
 
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // TestRandomHistoriesConverge changes the tables at random while the
 // handler consumes the two streams in random interleavings (each stream in
 // order, batches of random size, some batches redelivered, processing
@@ -195,39 +213,69 @@ func view(t *testing.T, db *dynamodb.Client, table string) []string {
 func TestRandomHistoriesConverge(t *testing.T) {
 	srv := standintest.Start(t)
 	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
-	for seed := range uint64(4) {
+	for seed := range uint64(6) {
 		t.Run("seed"+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			tb := createTables(t, db, "hist"+strconv.FormatUint(seed, 10))
 			rng := rand.New(rand.NewPCG(seed, 0x7133))
 			h := &history{t: t, db: db, tb: tb, rng: rng, users: []string{"ann", "bob", "cat", "dan"},
 				tweets: map[[2]string]bool{}, follows: map[[2]string]bool{}}
-			var out bytes.Buffer
+			var out lockedBuffer // the two streams' handlers flush concurrently
 			handler := New(db, tb, WithMetrics(metrics.New(&out, "timeline")))
 			var cursor [2]int
-			redelivered := 0
-			deliver := func(table int) {
+			redelivered, raced := 0, 0
+			// next picks the table's next batch (a copy) and whether Lambda
+			// will redeliver it; advance moves the checkpoint past it.
+			next := func(table int) ([]events.DynamoDBEventRecord, bool) {
 				recs := h.recs[table][cursor[table]:]
+				if len(recs) == 0 {
+					return nil, false
+				}
+				n := 1 + rng.IntN(min(len(recs), 4))
+				return slices.Clone(recs[:n]), rng.IntN(5) == 0
+			}
+			run := func(recs []events.DynamoDBEventRecord) {
 				if len(recs) == 0 {
 					return
 				}
-				n := 1 + rng.IntN(min(len(recs), 4))
-				resp, err := handler.Handle(context.Background(), events.DynamoDBEvent{Records: slices.Clone(recs[:n])})
+				resp, err := handler.Handle(context.Background(), events.DynamoDBEvent{Records: recs})
 				if err != nil || len(resp.BatchItemFailures) != 0 {
-					t.Fatalf("batch failed: %v %v", resp, err)
+					t.Errorf("batch failed: %v %v", resp, err)
 				}
-				if rng.IntN(5) == 0 { // Lambda redelivers from an earlier checkpoint
+			}
+			advance := func(table int, recs []events.DynamoDBEventRecord, again bool) {
+				if again { // Lambda redelivers from the same checkpoint
 					redelivered++
 					return
 				}
-				cursor[table] += n
+				cursor[table] += len(recs)
+			}
+			deliver := func(table int) {
+				recs, again := next(table)
+				run(recs)
+				advance(table, recs, again)
 			}
 			const changes = 40
 			for done := 0; done < changes; {
-				if rng.IntN(3) > 0 {
+				switch rng.IntN(4) {
+				case 0:
+					deliver(rng.IntN(2))
+				case 1:
+					// Both streams' batches run concurrently with a change
+					// to the tables, as separate shards' invocations do.
+					raced++
+					r0, a0 := next(0)
+					r1, a1 := next(1)
+					var wg sync.WaitGroup
+					wg.Go(func() { run(r0) })
+					wg.Go(func() { run(r1) })
 					h.step()
 					done++
-				} else {
-					deliver(rng.IntN(2))
+					wg.Wait()
+					advance(0, r0, a0)
+					advance(1, r1, a1)
+				default:
+					h.step()
+					done++
 				}
 			}
 			for cursor[0] < len(h.recs[0]) || cursor[1] < len(h.recs[1]) {
@@ -243,7 +291,7 @@ func TestRandomHistoriesConverge(t *testing.T) {
 			if !strings.Contains(out.String(), `"ViewWrites"`) || !strings.Contains(out.String(), `"TweetsIn"`) {
 				t.Errorf("metrics missing: %s", out.String())
 			}
-			t.Logf("%d tweet and %d follow records, %d batches redelivered, %d view items", len(h.recs[0]), len(h.recs[1]), redelivered, len(got))
+			t.Logf("%d tweet and %d follow records, %d batches redelivered, %d races, %d view items", len(h.recs[0]), len(h.recs[1]), redelivered, raced, len(got))
 		})
 	}
 }
@@ -293,5 +341,66 @@ func TestBadRecordsAreReportedBySequenceNumber(t *testing.T) {
 				t.Errorf("view %v, want ann's tweet from the record before the bad one", got)
 			}
 		})
+	}
+}
+
+// raceOnPut calls before, once, ahead of the first PutItem for user's
+// timeline: a change that lands between the handler's read of the sources
+// and its write.
+type raceOnPut struct {
+	*dynamodb.Client
+	user   string
+	before func()
+}
+
+func (r *raceOnPut) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if r.before != nil && str(in.Item, AttrUserID) == r.user {
+		f := r.before
+		r.before = nil
+		f()
+	}
+	return r.Client.PutItem(ctx, in, opts...)
+}
+
+// TestStaleWriteIsUndone: while ann's tweet is being fanned out to bob, bob
+// unfollows ann and the unfollow's record is processed in full (it finds
+// nothing to remove yet); then the fan-out's write lands. The tweet must not
+// stay in bob's timeline.
+func TestStaleWriteIsUndone(t *testing.T) {
+	srv := standintest.Start(t)
+	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	tb := createTables(t, db, "race")
+	ctx := context.Background()
+	tweet := map[string]types.AttributeValue{AttrAuthorID: s("ann"), AttrTweetID: s("ann-t1"), AttrCreatedAt: s("2026-11-01T00:00:01Z"), AttrText: s("hello from ann")}
+	follow := map[string]types.AttributeValue{AttrFollowerID: s("bob"), AttrFolloweeID: s("ann")}
+	for table, item := range map[string]map[string]types.AttributeValue{tb.Tweets: tweet, tb.Follows: follow} {
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	followKeys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("bob"), AttrFolloweeID: sattr("ann")}
+	unfollow := events.DynamoDBEventRecord{EventName: "REMOVE", Change: events.DynamoDBStreamRecord{SequenceNumber: "200", Keys: followKeys, OldImage: followKeys}}
+	insert := events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{SequenceNumber: "100",
+		Keys:     map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr("ann"), AttrTweetID: sattr("ann-t1")},
+		NewImage: map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr("ann"), AttrTweetID: sattr("ann-t1"), AttrCreatedAt: sattr("2026-11-01T00:00:01Z")}}}
+
+	other := New(db, tb)
+	race := &raceOnPut{Client: db, user: "bob", before: func() {
+		if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &tb.Follows, Key: follow}); err != nil {
+			t.Error(err)
+		}
+		if resp, err := other.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{unfollow}}); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Errorf("unfollow: %v %v", resp, err)
+		}
+	}}
+	resp, err := New(race, tb).Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{insert}})
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("insert: %v %v", resp, err)
+	}
+	if race.before != nil {
+		t.Fatal("the unfollow never ran between the read and the write: the test shows nothing")
+	}
+	if got, want := view(t, db, tb.Timelines), []string{"ann|2026-11-01T00:00:01Z#ann-t1"}; !slices.Equal(got, want) {
+		t.Errorf("view %v, want %v: the stale write to bob's timeline stayed", got, want)
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -36,6 +38,10 @@ const MaxFanIn = 100
 // changing under the handler and the record is retried later.
 const maxRounds = 5
 
+// deadlineMargin is the time Handle keeps before the invoke deadline to
+// answer with its batch response.
+const deadlineMargin = 500 * time.Millisecond
+
 // ErrUnknownRecord is the reason a stream record whose keys are neither a
 // tweet's nor a follow's is reported as failed.
 var ErrUnknownRecord = errors.New("timeline: record keys are neither a tweet (authorId, tweetId) nor a follow (followerId, followeeId)")
@@ -49,6 +55,16 @@ type store interface {
 }
 
 var _ store = (*dynamodb.Client)(nil)
+
+// followerProjection reads only a follow's key: GetItem of a follow asks
+// whether it exists.
+var followerProjection = func() expression.Expression {
+	e, err := expression.NewBuilder().WithProjection(expression.NamesList(expression.Name(AttrFollowerID))).Build()
+	if err != nil {
+		panic(err) // a constant expression: fails in every test if wrong
+	}
+	return e
+}()
 
 // Tables names the tables and the index the handler uses.
 type Tables struct {
@@ -86,8 +102,12 @@ func New(db store, t Tables, opts ...Option) *Handler {
 
 // Handle applies a batch of either table's stream records in order and
 // reports the first record it could not apply, so Lambda redelivers it and
-// the records after it.
+// the records after it. It stops a moment before the invoke deadline and
+// reports the record it was on, rather than be cut off and have the whole
+// batch redelivered.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
+	defer cancel()
 	h.metrics.Add("TweetsIn", metrics.Count, 0)
 	h.metrics.Add("FollowsIn", metrics.Count, 0)
 	h.metrics.Add("ViewWrites", metrics.Count, 0)
@@ -167,11 +187,16 @@ func (h *Handler) follow(ctx context.Context, follower, followee string) error {
 			refs = append(refs, ref{id, createdAt})
 		}
 	}
+	byAuthor, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(AttrAuthorID).Equal(expression.Value(followee))).Build()
+	if err != nil {
+		return fmt.Errorf("building the query of %s's tweets: %w", followee, err)
+	}
 	out, err := h.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 &h.t.Tweets,
-		KeyConditionExpression:    aws.String("#a = :a"),
-		ExpressionAttributeNames:  map[string]string{"#a": AttrAuthorID},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":a": s(followee)},
+		KeyConditionExpression:    byAuthor.KeyCondition(),
+		ExpressionAttributeNames:  byAuthor.Names(),
+		ExpressionAttributeValues: byAuthor.Values(),
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(MaxFanIn),
 		ConsistentRead:            aws.Bool(true),
@@ -183,14 +208,20 @@ func (h *Handler) follow(ctx context.Context, follower, followee string) error {
 		add(str(it, AttrTweetID), str(it, AttrCreatedAt))
 	}
 	if follower != followee {
+		ofAuthor, err := expression.NewBuilder().
+			WithKeyCondition(expression.Key(AttrUserID).Equal(expression.Value(follower))).
+			WithFilter(expression.Name(AttrAuthorID).Equal(expression.Value(followee))).Build()
+		if err != nil {
+			return fmt.Errorf("building the query of %s's timeline: %w", follower, err)
+		}
 		var start map[string]types.AttributeValue
 		for {
 			out, err := h.db.Query(ctx, &dynamodb.QueryInput{
 				TableName:                 &h.t.Timelines,
-				KeyConditionExpression:    aws.String("#u = :u"),
-				FilterExpression:          aws.String("#a = :a"),
-				ExpressionAttributeNames:  map[string]string{"#u": AttrUserID, "#a": AttrAuthorID},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":u": s(follower), ":a": s(followee)},
+				KeyConditionExpression:    ofAuthor.KeyCondition(),
+				FilterExpression:          ofAuthor.Filter(),
+				ExpressionAttributeNames:  ofAuthor.Names(),
+				ExpressionAttributeValues: ofAuthor.Values(),
 				ConsistentRead:            aws.Bool(true),
 				ExclusiveStartKey:         start,
 			})
@@ -216,15 +247,20 @@ func (h *Handler) follow(ctx context.Context, follower, followee string) error {
 
 // followers lists the users following author, from the followers index.
 func (h *Handler) followers(ctx context.Context, author string) ([]string, error) {
+	of, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(AttrFolloweeID).Equal(expression.Value(author))).Build()
+	if err != nil {
+		return nil, fmt.Errorf("building the query of %s's followers: %w", author, err)
+	}
 	var users []string
 	var start map[string]types.AttributeValue
 	for {
 		out, err := h.db.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 &h.t.Follows,
 			IndexName:                 &h.t.Followers,
-			KeyConditionExpression:    aws.String("#e = :e"),
-			ExpressionAttributeNames:  map[string]string{"#e": AttrFolloweeID},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":e": s(author)},
+			KeyConditionExpression:    of.KeyCondition(),
+			ExpressionAttributeNames:  of.Names(),
+			ExpressionAttributeValues: of.Values(),
 			ExclusiveStartKey:         start,
 		})
 		if err != nil {
@@ -287,8 +323,8 @@ func (h *Handler) wanted(ctx context.Context, user, author, id string) (map[stri
 		TableName:                &h.t.Follows,
 		Key:                      map[string]types.AttributeValue{AttrFollowerID: s(user), AttrFolloweeID: s(author)},
 		ConsistentRead:           aws.Bool(true),
-		ProjectionExpression:     aws.String("#f"),
-		ExpressionAttributeNames: map[string]string{"#f": AttrFollowerID},
+		ProjectionExpression:     followerProjection.Projection(),
+		ExpressionAttributeNames: followerProjection.Names(),
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("reading follow %s->%s: %w", user, author, err)

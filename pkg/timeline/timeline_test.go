@@ -404,3 +404,23 @@ func TestStaleWriteIsUndone(t *testing.T) {
 		t.Errorf("view %v, want %v: the stale write to bob's timeline stayed", got, want)
 	}
 }
+
+// TestStopsBeforeTheDeadline: with less time left than the margin, nothing
+// is applied and the first record is reported, so Lambda redelivers the
+// batch from it instead of timing the invocation out.
+func TestStopsBeforeTheDeadline(t *testing.T) {
+	srv := standintest.Start(t)
+	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	tb := createTables(t, db, "deadline")
+	keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("bob"), AttrFolloweeID: sattr("ann")}
+	recs := []events.DynamoDBEventRecord{
+		{EventName: "INSERT", Change: events.DynamoDBStreamRecord{SequenceNumber: "300", Keys: keys, NewImage: keys}},
+		{EventName: "REMOVE", Change: events.DynamoDBStreamRecord{SequenceNumber: "400", Keys: keys, OldImage: keys}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadlineMargin/2)
+	defer cancel()
+	resp, err := New(db, tb).Handle(ctx, events.DynamoDBEvent{Records: recs})
+	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "300" {
+		t.Errorf("Handle = %v, %v; want the first record, 300, reported", resp, err)
+	}
+}

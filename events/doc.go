@@ -26,6 +26,9 @@
 //	                                   id profiles/user-42/1, image = the item
 //	cdc/dynamodb-modify.json           MODIFY to version 2 → profile_changed, id profiles/user-42/2, image = the new image
 //	cdc/dynamodb-remove.json           REMOVE of version 2 → profile_deleted tombstone, id profiles/user-42/3, image null
+//	timeline/dynamodb-tweet-insert.json  ann's new tweet (bob follows ann, cat follows bob) → in ann's and bob's
+//	                                   timelines, not cat's; delivered twice = the same view
+//	timeline/dynamodb-follow-remove.json bob unfollows ann → ann's tweet leaves bob's timeline, stays in ann's
 //	quarantine/sqs-on-failure.json     Lambda's on-failure record for a Kinesis batch
 //	                                   → no failure; against an empty stand-in the records are not in any stream, so
 //	                                     one "missing" item with the batch's coordinates is written

@@ -54,7 +54,7 @@ const (
 )
 
 // FunctionNames lists every function the stack deploys.
-var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC}
+var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline}
 
 // Environment variables of the windowed pipeline's functions (aggregate and
 // ticker), read by package pipeline and the functions' mains.
@@ -146,6 +146,8 @@ type TributaryStack struct {
 	// Profiles is the CDC source: a table whose changes the cdc function
 	// republishes on the events stream, keyed like the activity events.
 	Profiles *ProfilesCDC
+	// Timelines is the table–table join: tweets ⋈ follows → timelines.
+	Timelines *Timelines
 
 	IngestAuth   awslambda.FunctionUrlAuthType
 	AssetDirUsed string
@@ -279,6 +281,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		Events:    s.Events,
 		OnFailure: s.Failures,
 	})
+	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures})
 
 	s.Ingest = NewGoFunction(stack, "IngestFn", GoFunctionProps{
 		Name:        FunctionIngest,
@@ -386,6 +389,10 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		output(stack, "WindowResultsStreamName", s.WindowResults.StreamName(), "Kinesis stream of final window results and corrections")
 	}
 	output(stack, "QuarantineTableName", s.Quarantine.TableName(), "DynamoDB table of records from failed batches")
+	output(stack, "ProfilesTableName", s.Profiles.Table.TableName(), "DynamoDB table of profiles; the cdc function republishes its changes on the events stream")
+	output(stack, "TweetsTableName", s.Timelines.Tweets.TableName(), "DynamoDB table of tweets (authorId, tweetId; createdAt, text)")
+	output(stack, "FollowsTableName", s.Timelines.Follows.TableName(), "DynamoDB table of follows (followerId, followeeId; index followers)")
+	output(stack, "TimelinesTableName", s.Timelines.View.TableName(), "DynamoDB table of timelines (userId, sk = <createdAt>#<tweetId>): tweets joined with follows")
 	output(stack, "FailuresQueueUrl", s.Failures.QueueUrl(), "SQS queue of on-failure records of the stream mappings")
 	output(stack, "FailuresDlqUrl", s.FailuresDLQ.QueueUrl(), "SQS dead-letter queue of failure records quarantine could not handle")
 	return s, nil

@@ -285,6 +285,12 @@ func TestFunctions(t *testing.T) {
 			EnvResultsTableName:     ref(logicalID(s.Stack, s.Work.Results)),
 		}},
 		{FunctionCDC, s.Profiles.Function.GoFunction, 30, cdcEnv(s)},
+		{FunctionTimeline, s.Timelines.Function.GoFunction, 30, map[string]any{
+			EnvTweetsTableName:    ref(logicalID(s.Stack, s.Timelines.Tweets)),
+			EnvFollowsTableName:   ref(logicalID(s.Stack, s.Timelines.Follows)),
+			EnvFollowersIndexName: "followers",
+			EnvTimelinesTableName: ref(logicalID(s.Stack, s.Timelines.View)),
+		}},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
 		t.Errorf("template has %d functions, want %d", got, len(tests))
@@ -418,9 +424,10 @@ func TestStreamMappings(t *testing.T) {
 		},
 	}
 	// The worker's two mappings (Tasks, TasksFifo) are TestWorkerMappings';
-	// the cdc mapping on the profiles table's stream is TestProfilesCDC's.
-	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+3 {
-		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+3)
+	// the cdc mapping on the profiles table's stream is TestProfilesCDC's and
+	// timeline's two (tweets, follows) are TestTimelines'.
+	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+5 {
+		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+5)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -679,8 +686,8 @@ func TestTables(t *testing.T) {
 	tests = append(tests, workerTables(s)...)
 	// The per-minute Counts table of the first pipeline is gone with it; the
 	// profiles table (CDC source) is TestProfilesCDC's.
-	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+1 {
-		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results and Profiles)", got, len(tests)+1)
+	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+4 {
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines)", got, len(tests)+4)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

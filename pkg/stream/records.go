@@ -130,7 +130,7 @@ func DecodeDynamoDB(rec *events.DynamoDBEventRecord, e *Envelope) error {
 				}
 				continue
 			}
-			v, err := attributeJSON(av)
+			v, err := AttributeJSON(av)
 			if err != nil {
 				return &PoisonRecordError{RecordID: rec.EventID, Field: joinField(prefix, name), Err: &FieldError{Field: name, Reason: err.Error()}}
 			}
@@ -145,55 +145,4 @@ func DecodeDynamoDB(rec *events.DynamoDBEventRecord, e *Envelope) error {
 		return poison(rec.EventID, prefix, err)
 	}
 	return nil
-}
-
-// attributeJSON converts a DynamoDB attribute value to a value encoding/json
-// marshals the way the data field should read.
-func attributeJSON(av events.DynamoDBAttributeValue) (any, error) {
-	switch av.DataType() {
-	case events.DataTypeString:
-		return av.String(), nil
-	case events.DataTypeNumber:
-		return json.Number(av.Number()), nil
-	case events.DataTypeBoolean:
-		return av.Boolean(), nil
-	case events.DataTypeNull:
-		return nil, nil
-	case events.DataTypeBinary:
-		return av.Binary(), nil
-	case events.DataTypeStringSet:
-		return av.StringSet(), nil
-	case events.DataTypeNumberSet:
-		ns := av.NumberSet()
-		out := make([]json.Number, len(ns))
-		for i, n := range ns {
-			out[i] = json.Number(n)
-		}
-		return out, nil
-	case events.DataTypeBinarySet:
-		return av.BinarySet(), nil
-	case events.DataTypeList:
-		l := av.List()
-		out := make([]any, len(l))
-		for i, v := range l {
-			x, err := attributeJSON(v)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = x
-		}
-		return out, nil
-	case events.DataTypeMap:
-		m := av.Map()
-		out := make(map[string]any, len(m))
-		for k, v := range m {
-			x, err := attributeJSON(v)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = x
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("has an attribute type this decoder does not know (%d)", av.DataType())
 }

@@ -145,7 +145,7 @@ func (h *Handler) putAll(ctx context.Context, entries []kintypes.PutRecordsReque
 }
 
 func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.AttributeValue, pos *Position, fallback json.Number, now time.Time) (kintypes.PutRecordsRequestEntry, error) {
-	img := itemAttributes(item)
+	img := stream.FromItem(item)
 	var key string
 	switch av, ok := img[h.keyAttr]; {
 	case ok && av.DataType() == events.DataTypeString && av.String() != "":
@@ -233,44 +233,4 @@ func lastSequenceNumber(ctx context.Context, streams StreamReader, arn, shard st
 		iter = out.NextShardIterator
 	}
 	return last, nil
-}
-
-// itemAttributes converts a DynamoDB item to stream-image attributes.
-func itemAttributes(item map[string]ddbtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
-	if item == nil {
-		return nil
-	}
-	out := make(map[string]events.DynamoDBAttributeValue, len(item))
-	for k, v := range item {
-		out[k] = itemAttribute(v)
-	}
-	return out
-}
-
-func itemAttribute(v ddbtypes.AttributeValue) events.DynamoDBAttributeValue {
-	switch v := v.(type) {
-	case *ddbtypes.AttributeValueMemberS:
-		return events.NewStringAttribute(v.Value)
-	case *ddbtypes.AttributeValueMemberN:
-		return events.NewNumberAttribute(v.Value)
-	case *ddbtypes.AttributeValueMemberB:
-		return events.NewBinaryAttribute(v.Value)
-	case *ddbtypes.AttributeValueMemberBOOL:
-		return events.NewBooleanAttribute(v.Value)
-	case *ddbtypes.AttributeValueMemberSS:
-		return events.NewStringSetAttribute(v.Value)
-	case *ddbtypes.AttributeValueMemberNS:
-		return events.NewNumberSetAttribute(v.Value)
-	case *ddbtypes.AttributeValueMemberBS:
-		return events.NewBinarySetAttribute(v.Value)
-	case *ddbtypes.AttributeValueMemberL:
-		l := make([]events.DynamoDBAttributeValue, len(v.Value))
-		for i, x := range v.Value {
-			l[i] = itemAttribute(x)
-		}
-		return events.NewListAttribute(l)
-	case *ddbtypes.AttributeValueMemberM:
-		return events.NewMapAttribute(itemAttributes(v.Value))
-	}
-	return events.NewNullAttribute()
 }

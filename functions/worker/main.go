@@ -1,7 +1,8 @@
 // Command worker consumes the tasks queues (standard and FIFO): it runs each
 // task once per task id, keeping idempotency records in the DynamoDB table
-// named by IDEMPOTENCY_TABLE_NAME and results in RESULTS_TABLE_NAME. The
-// logic is in package worker.
+// named by IDEMPOTENCY_TABLE_NAME and results in RESULTS_TABLE_NAME, and
+// sends tasks that fail permanently to their queue's dead-letter queue with
+// the reason. The logic is in package worker.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/idempotency"
@@ -35,6 +37,10 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	h := worker.New(store, db, results,
 		worker.WithMetrics(metrics.New(os.Stdout, "worker")),
-		worker.WithLogger(log))
+		worker.WithLogger(log),
+		// Permanent failures go to the source queue's DLQ with their reason.
+		worker.WithDeadLetters(worker.NewDeadLetters(sqs.NewFromConfig(cfg), function)),
+		// One log stream per execution environment, as Lambda names them.
+		worker.WithEnvironment(os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME")))
 	lambda.Start(h.Handle)
 }

@@ -89,6 +89,12 @@ func (r *Redriver) printMessage(w io.Writer, m types.Message) {
 		fmt.Fprintf(w, "  group=%s", g)
 	}
 	fmt.Fprintln(w)
+	if reason := m.MessageAttributes[AttrReason].StringValue; reason != nil {
+		// Dead-lettered by a consumer that said why (package worker).
+		fmt.Fprintf(w, "  reason: %s\n", aws.ToString(reason))
+	} else {
+		fmt.Fprintln(w, "  reason: not recorded (SQS moved it after maxReceiveCount receives; see the function's logs)")
+	}
 	names := make([]string, 0, len(m.MessageAttributes))
 	for name := range m.MessageAttributes {
 		names = append(names, name)

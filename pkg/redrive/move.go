@@ -18,7 +18,8 @@ import (
 //
 // Each batch of up to 10 is sent with SendMessageBatch, keeping body and
 // message attributes (and, for a FIFO source, the MessageGroupId, with the
-// DLQ message id as MessageDeduplicationId); then only the entries the send
+// DLQ message id as MessageDeduplicationId) but without the dead-letter
+// attributes (AttrPrefix) a consumer added; then only the entries the send
 // accepted are deleted from the DLQ. Entries the source refused are reported
 // in Result.Failed and stay in the DLQ: they stay hidden for VisibilityTimeout
 // so the run does not spin on them, and are made visible again when Move
@@ -142,7 +143,7 @@ func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, fifo
 		e := types.SendMessageBatchRequestEntry{
 			Id:                aws.String(id),
 			MessageBody:       m.Body,
-			MessageAttributes: m.MessageAttributes,
+			MessageAttributes: withoutDeadLetterAttributes(m.MessageAttributes),
 		}
 		if fifo {
 			g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]

@@ -629,3 +629,41 @@ func TestChunkBySize(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadLetterReasonShownThenDroppedOnMove: a message a consumer
+// dead-lettered with its reason shows the reason in a dry run; moved back,
+// it carries the producer's attributes but none of the dead-letter ones.
+func TestDeadLetterReasonShownThenDroppedOnMove(t *testing.T) {
+	t.Parallel()
+	source, dlq := sourceWithDLQ(t, false)
+	attrs := attrsFor(1)
+	attrs[AttrReason] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("message m-1: task t-1: field data.after: task t-0 has no result")}
+	attrs[AttrSourceQueue] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(queueArn(t, source))}
+	attrs[AttrReceiveCount] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String("1")}
+	sendAll(t, dlq, []msg{{body: `{"id":"dl-1"}`, attrs: attrs}, {body: `{"id":"dl-2"}`, attrs: attrsFor(2)}})
+
+	var out bytes.Buffer
+	if n, err := testRedriver(client).DryRun(context.Background(), dlq, 0, &out); err != nil || n != 2 {
+		t.Fatalf("DryRun = %d, %v; want 2", n, err)
+	}
+	for _, want := range []string{
+		"reason: message m-1: task t-1: field data.after: task t-0 has no result",
+		"reason: not recorded (SQS moved it after maxReceiveCount receives",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dry run lacks %q:\n%s", want, out.String())
+		}
+	}
+	if res, err := testRedriver(client).Move(context.Background(), dlq, source, 0); err != nil || res.Moved != 2 {
+		t.Fatalf("Move = %v, %v; want 2 moved", res, err)
+	}
+	for _, m := range drain(t, source) {
+		want := attrsFor(2)
+		if aws.ToString(m.Body) == `{"id":"dl-1"}` {
+			want = attrsFor(1)
+		}
+		if !sameAttrs(m.MessageAttributes, want) {
+			t.Errorf("message %s came back with attributes %v, want the producer's only: %v", aws.ToString(m.Body), m.MessageAttributes, want)
+		}
+	}
+}

@@ -39,6 +39,10 @@ const (
 	// unless an invocation died between the write and the idempotency
 	// record's COMPLETED mark (see package idempotency).
 	AttrExecutions = "executions"
+	// AttrEnvironment is the execution environment that ran the side effect
+	// (its AWS_LAMBDA_LOG_STREAM_NAME, one per environment in Lambda), so
+	// the spread of the work over environments can be seen.
+	AttrEnvironment = "environment"
 )
 
 // Task is the data of a "task" envelope: hash Input Rounds times with
@@ -47,6 +51,10 @@ type Task struct {
 	TaskID string `json:"taskId"`
 	Input  string `json:"input"`
 	Rounds int    `json:"rounds"`
+	// After, if set, is the id of a task whose result must exist before
+	// this one runs (this task builds on it). A missing one is an error
+	// the operator fixes — run that task — before redriving this one.
+	After string `json:"after,omitempty"`
 }
 
 // Result is a task's outcome, stored in the idempotency record and returned
@@ -57,6 +65,8 @@ type Result struct {
 	Rounds int    `json:"rounds"`
 	// MessageID is the message whose processing produced the result.
 	MessageID string `json:"messageId"`
+	// Environment is the execution environment that produced it.
+	Environment string `json:"environment,omitempty"`
 }
 
 // IdempotencyConfig is the idempotency configuration of the worker named
@@ -84,6 +94,32 @@ func (e *TaskError) Error() string {
 	return fmt.Sprintf("message %s: field %s: %s", e.MessageID, e.Field, e.Reason)
 }
 
+// DependencyError is a task whose data.after names a task with no result:
+// retrying cannot help until an operator runs that task; then the message
+// is redriven from the dead-letter queue.
+type DependencyError struct {
+	MessageID, TaskID string
+	// Missing is the task id data.after names.
+	Missing string
+	Table   string
+}
+
+func (e *DependencyError) Error() string {
+	return fmt.Sprintf("message %s: task %s: field data.after: task %s has no result in table %s; run it, then redrive this message",
+		e.MessageID, e.TaskID, e.Missing, e.Table)
+}
+
+// Permanent reports whether err is a failure no redelivery can fix: a
+// message that is not a task, a task id reused with other data, or a task
+// whose dependency is missing.
+func Permanent(err error) bool {
+	var pe *stream.PoisonRecordError
+	var te *TaskError
+	var pm *idempotency.PayloadMismatchError
+	var de *DependencyError
+	return errors.As(err, &pe) || errors.As(err, &te) || errors.As(err, &pm) || errors.As(err, &de)
+}
+
 // idempotent is what the handler needs of an *idempotency.Store.
 type idempotent interface {
 	Do(ctx context.Context, payload []byte, fn func(ctx context.Context) ([]byte, error)) ([]byte, error)
@@ -91,21 +127,32 @@ type idempotent interface {
 
 var _ idempotent = (*idempotency.Store)(nil)
 
-// resultWriter is what the handler needs of DynamoDB.
-type resultWriter interface {
+// resultStore is what the handler needs of DynamoDB: it writes results and
+// reads the result a task depends on.
+type resultStore interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
-var _ resultWriter = (*dynamodb.Client)(nil)
+var _ resultStore = (*dynamodb.Client)(nil)
+
+// deadLetterer is what the handler needs of *DeadLetters.
+type deadLetterer interface {
+	Send(ctx context.Context, msg *events.SQSMessage, reason error) (string, error)
+}
+
+var _ deadLetterer = (*DeadLetters)(nil)
 
 // Handler is the worker function's handler. Build it with New.
 type Handler struct {
-	idem    idempotent
-	db      resultWriter
-	table   string
-	now     func() time.Time
-	metrics *metrics.Logger
-	log     *slog.Logger
+	idem        idempotent
+	db          resultStore
+	table       string
+	now         func() time.Time
+	metrics     *metrics.Logger
+	log         *slog.Logger
+	deadLetters deadLetterer
+	environment string
 }
 
 // Option configures a Handler.
@@ -117,12 +164,22 @@ func WithMetrics(m *metrics.Logger) Option { return func(h *Handler) { h.metrics
 // WithLogger sets the structured logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
+// WithDeadLetters makes the handler send messages that fail permanently
+// (see Permanent) to their queue's dead-letter queue at once, with the
+// reason, and report them processed. Without it they are reported failed
+// like any other and reach the dead-letter queue after maxReceiveCount.
+func WithDeadLetters(d *DeadLetters) Option { return func(h *Handler) { h.deadLetters = d } }
+
+// WithEnvironment names the execution environment (Lambda's
+// AWS_LAMBDA_LOG_STREAM_NAME) recorded in each result the handler writes.
+func WithEnvironment(name string) Option { return func(h *Handler) { h.environment = name } }
+
 // WithClock sets the clock completedAt is stamped with.
 func WithClock(now func() time.Time) Option { return func(h *Handler) { h.now = now } }
 
 // New returns a handler that runs tasks through idem and writes their
 // results to the DynamoDB table resultsTable.
-func New(idem idempotent, db resultWriter, resultsTable string, opts ...Option) *Handler {
+func New(idem idempotent, db resultStore, resultsTable string, opts ...Option) *Handler {
 	h := &Handler{idem: idem, db: db, table: resultsTable, now: time.Now, log: slog.Default()}
 	for _, o := range opts {
 		o(h)
@@ -136,13 +193,16 @@ type outcome int
 const (
 	ran outcome = iota
 	duplicate
+	deadLettered
 )
 
 // Handle runs each task of the batch once per task id and reports the
-// messages that failed by id: poison ones, tasks another invocation is
-// running (idempotency.ErrInProgress: they come back after the visibility
-// timeout and find the result), task ids reused with other data, and tasks
-// whose work or write failed.
+// messages that failed by id: tasks another invocation is running
+// (idempotency.ErrInProgress: they come back after the visibility timeout
+// and find the result) and tasks whose work or write failed, which SQS
+// redelivers until maxReceiveCount. Permanent failures (see Permanent) go
+// to the dead-letter queue at once with their reason when the handler has
+// WithDeadLetters, and are reported failed otherwise.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer func() {
 		if err := h.metrics.Flush(); err != nil {
@@ -154,28 +214,34 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	ctx, cancel := batch.Reserve(ctx, 500*time.Millisecond)
 	defer cancel()
 	h.metrics.Add("MessagesIn", metrics.Count, float64(len(ev.Records)))
-	for _, name := range []string{"Processed", "Duplicates", "InProgress", "Failures", "Poison"} {
+	for _, name := range []string{"Processed", "Duplicates", "InProgress", "Failures", "Poison", "DeadLettered", "Retries"} {
 		h.metrics.Add(name, metrics.Count, 0)
 	}
 	resp, errs := batch.SQS(ctx, ev.Records, func(ctx context.Context, msg *events.SQSMessage) error {
+		if n, _ := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"]); n > 1 {
+			// A redelivery: an earlier receive failed or timed out.
+			h.metrics.Add("Retries", metrics.Count, 1)
+		}
 		o, err := h.handleMessage(ctx, msg)
+		if err != nil && Permanent(err) && h.deadLetters != nil {
+			o, err = h.deadLetter(ctx, msg, err)
+		}
 		if err != nil {
 			return err
 		}
-		if o == duplicate {
+		switch o {
+		case duplicate:
 			h.metrics.Add("Duplicates", metrics.Count, 1)
-		} else {
+		case deadLettered:
+		default:
 			h.metrics.Add("Processed", metrics.Count, 1)
 		}
 		return nil
 	})
 	for _, e := range errs {
 		h.metrics.Add("Failures", metrics.Count, 1)
-		var pe *stream.PoisonRecordError
-		var te *TaskError
-		var pm *idempotency.PayloadMismatchError
 		switch {
-		case errors.As(e.Err, &pe), errors.As(e.Err, &te), errors.As(e.Err, &pm):
+		case Permanent(e.Err):
 			h.metrics.Add("Poison", metrics.Count, 1)
 			h.log.Error("poison message: reported failed until it reaches the dead-letter queue", "messageId", e.MessageID, "err", e.Err.Error())
 		case errors.Is(e.Err, idempotency.ErrInProgress):
@@ -190,6 +256,20 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	return resp, nil
 }
 
+// deadLetter sends msg, which failed permanently with cause, to its
+// dead-letter queue; if that fails, the message is reported failed as before.
+func (h *Handler) deadLetter(ctx context.Context, msg *events.SQSMessage, cause error) (outcome, error) {
+	h.metrics.Add("Poison", metrics.Count, 1)
+	dlq, err := h.deadLetters.Send(ctx, msg, cause)
+	if err != nil {
+		h.log.Error("could not dead-letter a message that failed permanently: reported failed instead", "messageId", msg.MessageId, "cause", cause.Error(), "err", err.Error())
+		return 0, cause
+	}
+	h.metrics.Add("DeadLettered", metrics.Count, 1)
+	h.log.Error("message failed permanently: sent to the dead-letter queue with the reason", "messageId", msg.MessageId, "deadLetterQueue", dlq, "reason", cause.Error())
+	return deadLettered, nil
+}
+
 func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) (outcome, error) {
 	var env stream.Envelope
 	if err := stream.DecodeSQS(msg, &env); err != nil {
@@ -198,6 +278,11 @@ func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) (ou
 	task, err := DecodeTask(msg.MessageId, &env)
 	if err != nil {
 		return 0, err
+	}
+	if task.After != "" {
+		if err := h.requireResult(ctx, msg.MessageId, task); err != nil {
+			return 0, err
+		}
 	}
 	executed := false
 	out, err := h.idem.Do(ctx, []byte(msg.Body), func(ctx context.Context) ([]byte, error) {
@@ -241,8 +326,30 @@ func DecodeTask(messageID string, env *stream.Envelope) (Task, error) {
 		return t, &TaskError{MessageID: messageID, Field: "data.taskId", Reason: "longer than 256 bytes"}
 	case t.Rounds < 1 || t.Rounds > MaxRounds:
 		return t, &TaskError{MessageID: messageID, Field: "data.rounds", Reason: fmt.Sprintf("%d, want 1 to %d", t.Rounds, MaxRounds)}
+	case len(t.After) > 256:
+		return t, &TaskError{MessageID: messageID, Field: "data.after", Reason: "longer than 256 bytes"}
+	case t.After != "" && t.After == t.TaskID:
+		return t, &TaskError{MessageID: messageID, Field: "data.after", Reason: "names the task itself"}
 	}
 	return t, nil
+}
+
+// requireResult returns a *DependencyError if t.After has no result.
+func (h *Handler) requireResult(ctx context.Context, messageID string, t Task) error {
+	out, err := h.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(h.table),
+		Key:                      map[string]types.AttributeValue{AttrTaskID: &types.AttributeValueMemberS{Value: t.After}},
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#k"),
+		ExpressionAttributeNames: map[string]string{"#k": AttrTaskID},
+	})
+	if err != nil {
+		return fmt.Errorf("task %s: reading the result of task %s it depends on: %w", t.TaskID, t.After, err)
+	}
+	if len(out.Item) == 0 {
+		return &DependencyError{MessageID: messageID, TaskID: t.TaskID, Missing: t.After, Table: h.table}
+	}
+	return nil
 }
 
 // run does the work and the side effect: the task's item in the results
@@ -257,21 +364,29 @@ func (h *Handler) run(ctx context.Context, messageID string, t Task) ([]byte, er
 		}
 		sum = sha256.Sum256(sum[:])
 	}
-	r := Result{TaskID: t.TaskID, Digest: hex.EncodeToString(sum[:]), Rounds: t.Rounds, MessageID: messageID}
+	r := Result{TaskID: t.TaskID, Digest: hex.EncodeToString(sum[:]), Rounds: t.Rounds, MessageID: messageID, Environment: h.environment}
+	set := "SET #d = :d, #r = :r, #m = :m, #c = :c"
+	names := map[string]string{
+		"#d": AttrDigest, "#r": AttrRounds, "#m": AttrMessageID, "#c": AttrCompletedAt, "#x": AttrExecutions,
+	}
+	values := map[string]types.AttributeValue{
+		":d":   &types.AttributeValueMemberS{Value: r.Digest},
+		":r":   &types.AttributeValueMemberN{Value: strconv.Itoa(r.Rounds)},
+		":m":   &types.AttributeValueMemberS{Value: messageID},
+		":c":   &types.AttributeValueMemberS{Value: h.now().UTC().Format(time.RFC3339Nano)},
+		":one": &types.AttributeValueMemberN{Value: "1"},
+	}
+	if h.environment != "" {
+		set += ", #e = :e"
+		names["#e"] = AttrEnvironment
+		values[":e"] = &types.AttributeValueMemberS{Value: h.environment}
+	}
 	_, err := h.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(h.table),
-		Key:              map[string]types.AttributeValue{AttrTaskID: &types.AttributeValueMemberS{Value: t.TaskID}},
-		UpdateExpression: aws.String("SET #d = :d, #r = :r, #m = :m, #c = :c ADD #x :one"),
-		ExpressionAttributeNames: map[string]string{
-			"#d": AttrDigest, "#r": AttrRounds, "#m": AttrMessageID, "#c": AttrCompletedAt, "#x": AttrExecutions,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":d":   &types.AttributeValueMemberS{Value: r.Digest},
-			":r":   &types.AttributeValueMemberN{Value: strconv.Itoa(r.Rounds)},
-			":m":   &types.AttributeValueMemberS{Value: messageID},
-			":c":   &types.AttributeValueMemberS{Value: h.now().UTC().Format(time.RFC3339Nano)},
-			":one": &types.AttributeValueMemberN{Value: "1"},
-		},
+		TableName:                 aws.String(h.table),
+		Key:                       map[string]types.AttributeValue{AttrTaskID: &types.AttributeValueMemberS{Value: t.TaskID}},
+		UpdateExpression:          aws.String(set + " ADD #x :one"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("task %s: writing its result to table %s: %w", t.TaskID, h.table, err)

@@ -1,0 +1,270 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/tributary-dev/tributary/pkg/redrive"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+// queuePair is a source queue whose RedrivePolicy names a dead-letter queue.
+type queuePair struct {
+	src, srcARN, dlq string
+}
+
+func newQueuePair(t *testing.T, client *sqs.Client, name string, fifo bool) queuePair {
+	t.Helper()
+	ctx := context.Background()
+	suffix, attrs := "", map[string]string{}
+	if fifo {
+		suffix, attrs = ".fifo", map[string]string{"FifoQueue": "true"}
+	}
+	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq" + suffix), Attributes: attrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlqARN := queueARN(t, client, aws.ToString(dlq.QueueUrl))
+	srcAttrs := map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)}
+	for k, v := range attrs {
+		srcAttrs[k] = v
+	}
+	src, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + suffix), Attributes: srcAttrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return queuePair{src: aws.ToString(src.QueueUrl), srcARN: queueARN(t, client, aws.ToString(src.QueueUrl)), dlq: aws.ToString(dlq.QueueUrl)}
+}
+
+func queueARN(t *testing.T, client *sqs.Client, url string) string {
+	t.Helper()
+	out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Attributes["QueueArn"]
+}
+
+// receive takes up to 10 messages from url and turns them into the event
+// records Lambda would pass, as the mapping does.
+func receive(t *testing.T, client *sqs.Client, url, arn string) []events.SQSMessage {
+	t.Helper()
+	out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
+		WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"},
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []events.SQSMessage
+	for _, m := range out.Messages {
+		em := events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+			Attributes: m.Attributes, MessageAttributes: map[string]events.SQSMessageAttribute{}, EventSourceARN: arn, EventSource: "aws:sqs"}
+		for k, v := range m.MessageAttributes {
+			em.MessageAttributes[k] = events.SQSMessageAttribute{StringValue: v.StringValue, BinaryValue: v.BinaryValue, DataType: aws.ToString(v.DataType)}
+		}
+		msgs = append(msgs, em)
+	}
+	return msgs
+}
+
+func send(t *testing.T, client *sqs.Client, url, body, group string) {
+	t.Helper()
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body),
+		MessageAttributes: map[string]sqstypes.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}}}
+	if group != "" {
+		in.MessageGroupId, in.MessageDeduplicationId = aws.String(group), aws.String(fmt.Sprint(time.Now().UnixNano()))
+	}
+	if _, err := client.SendMessage(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// settle deletes from url the messages the handler did not report failed,
+// as the event source mapping does.
+func settle(t *testing.T, client *sqs.Client, url string, msgs []events.SQSMessage, failed []string) {
+	t.Helper()
+	for _, m := range msgs {
+		if slices.Contains(failed, m.MessageId) {
+			continue
+		}
+		if _, err := client.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(m.ReceiptHandle)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func attr(m sqstypes.Message, name string) string {
+	return aws.ToString(m.MessageAttributes[name].StringValue)
+}
+
+// TestPermanentFailureDeadLetteredWithReasonThenRedriven: a task whose
+// dependency has no result goes to the DLQ on its first receive with the
+// reason, the source queue and the receive count; a transient failure does
+// not; once the dependency has run, a redrive brings the task back without
+// the dead-letter attributes and it runs exactly once.
+func TestPermanentFailureDeadLetteredWithReasonThenRedriven(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	db, client := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	for _, fifo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "standard", true: "FIFO"}[fifo], func(t *testing.T) {
+			f := newFixture(t, db)
+			f.h.deadLetters = NewDeadLetters(client, "worker-test")
+			f.h.environment = "2026/11/29/[$LATEST]env-a"
+			q := newQueuePair(t, client, fmt.Sprintf("tasks%d", tableSeq.Add(1)), fifo)
+			group := map[bool]string{true: "g1"}[fifo]
+			dependent := strings.Replace(body("t-20", "x", 1), `"rounds":1`, `"rounds":1,"after":"t-19"`, 1)
+			send(t, client, q.src, dependent, group)
+			send(t, client, q.src, body("t-21", "y", 1), group)
+
+			msgs := receive(t, client, q.src, q.srcARN)
+			if len(msgs) != 2 {
+				t.Fatalf("received %d messages, want 2", len(msgs))
+			}
+			failed := f.handle(t, msgs...)
+			if len(failed) != 0 {
+				t.Fatalf("failures %v: a dead-lettered message is reported processed so Lambda deletes it", failed)
+			}
+			settle(t, client, q.src, msgs, failed)
+			if f.executions(t, "t-20") != 0 || f.executions(t, "t-21") != 1 {
+				t.Fatalf("executions t-20 %d, t-21 %d; want 0 and 1 (the next message of the group is not held up)", f.executions(t, "t-20"), f.executions(t, "t-21"))
+			}
+			for name, want := range map[string]float64{"Poison": 1, "DeadLettered": 1, "Processed": 1, "Failures": 0} {
+				if got := f.metric(t, name); got != want {
+					t.Errorf("metric %s = %v, want %v", name, got, want)
+				}
+			}
+
+			out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.dlq), WaitTimeSeconds: 1,
+				VisibilityTimeout: 1, MessageAttributeNames: []string{"All"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Messages) != 1 {
+				t.Fatalf("DLQ holds %d messages, want the dependent task", len(out.Messages))
+			}
+			dl := out.Messages[0]
+			if aws.ToString(dl.Body) != dependent {
+				t.Errorf("DLQ body %s, want the message as sent", aws.ToString(dl.Body))
+			}
+			reason := attr(dl, redrive.AttrReason)
+			for _, want := range []string{"message " + msgs[0].MessageId, "task t-20", "field data.after", "task t-19 has no result"} {
+				if !strings.Contains(reason, want) {
+					t.Errorf("reason %q does not say %q", reason, want)
+				}
+			}
+			if got := attr(dl, redrive.AttrSourceQueue); got != q.srcARN {
+				t.Errorf("source queue attribute %q, want %q", got, q.srcARN)
+			}
+			if got := attr(dl, redrive.AttrReceiveCount); got != "1" {
+				t.Errorf("receive count attribute %q, want 1", got)
+			}
+			if got := attr(dl, "tenant"); got != "acme" {
+				t.Errorf("the producer's attribute tenant = %q in the DLQ, want acme", got)
+			}
+
+			// The operator runs the missing task, then redrives.
+			dep := []events.SQSMessage{message("dep", body("t-19", "z", 1), group)}
+			if failed := f.handle(t, dep...); len(failed) != 0 {
+				t.Fatal(failed)
+			}
+			r := redrive.New(client)
+			r.WaitTime, r.EmptyReceives = time.Second, 2
+			time.Sleep(1100 * time.Millisecond) // the DLQ message's visibility ends
+			res, err := r.Move(context.Background(), q.dlq, q.src, 0)
+			if err != nil || res.Moved != 1 {
+				t.Fatalf("redrive: %v, %v; want 1 moved", res, err)
+			}
+			back := receive(t, client, q.src, q.srcARN)
+			if len(back) != 1 {
+				t.Fatalf("source holds %d messages after the redrive, want 1", len(back))
+			}
+			for name := range back[0].MessageAttributes {
+				if strings.HasPrefix(name, redrive.AttrPrefix) {
+					t.Errorf("redriven message still carries %s", name)
+				}
+			}
+			if failed := f.handle(t, back...); len(failed) != 0 {
+				t.Fatalf("redriven task failed: %v", failed)
+			}
+			if n := f.executions(t, "t-20"); n != 1 {
+				t.Errorf("t-20 ran %d times after the redrive, want 1", n)
+			}
+			got, err := f.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(f.results), ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{AttrTaskID: &types.AttributeValueMemberS{Value: "t-20"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, _ := got.Item[AttrEnvironment].(*types.AttributeValueMemberS); e == nil || e.Value != f.h.environment {
+				t.Errorf("result item environment %v, want %s", got.Item[AttrEnvironment], f.h.environment)
+			}
+		})
+	}
+}
+
+// TestTransientFailureIsRetriedNotDeadLettered: a task whose result write
+// fails (its table is missing) is reported failed for SQS to redeliver, and
+// nothing is sent to the DLQ.
+func TestTransientFailureIsRetriedNotDeadLettered(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	db, client := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	f := newFixture(t, db)
+	f.h.table = "no-such-table"
+	f.h.deadLetters = NewDeadLetters(client, "worker-test")
+	q := newQueuePair(t, client, fmt.Sprintf("tasks%d", tableSeq.Add(1)), false)
+	send(t, client, q.src, body("t-30", "x", 1), "")
+	msgs := receive(t, client, q.src, q.srcARN)
+	msgs[0].Attributes["ApproximateReceiveCount"] = "2"
+	if failed := f.handle(t, msgs...); !slices.Equal(failed, []string{msgs[0].MessageId}) {
+		t.Fatalf("failures %v, want the message reported for redelivery", failed)
+	}
+	attrs, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.dlq),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := attrs.Attributes["ApproximateNumberOfMessages"]; n != "0" {
+		t.Errorf("DLQ holds %s messages after a transient failure, want 0", n)
+	}
+	for name, want := range map[string]float64{"Failures": 1, "Retries": 1, "DeadLettered": 0, "Poison": 0} {
+		if got := f.metric(t, name); got != want {
+			t.Errorf("metric %s = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestDeadLettersWithoutRedrivePolicy: a source queue with no DLQ cannot take
+// the message; it is reported failed instead, so nothing is lost.
+func TestDeadLettersWithoutRedrivePolicy(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	db, client := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	f := newFixture(t, db)
+	f.h.deadLetters = NewDeadLetters(client, "worker-test")
+	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("plain%d", tableSeq.Add(1)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := aws.ToString(out.QueueUrl)
+	send(t, client, url, "{poison", "")
+	msgs := receive(t, client, url, queueARN(t, client, url))
+	if failed := f.handle(t, msgs...); !slices.Equal(failed, []string{msgs[0].MessageId}) {
+		t.Fatalf("failures %v, want the poison message reported failed", failed)
+	}
+	if !strings.Contains(f.logs.String(), "has no dead-letter queue") {
+		t.Errorf("logs do not say why the message was not dead-lettered:\n%s", f.logs.String())
+	}
+}

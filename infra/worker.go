@@ -36,14 +36,19 @@ const (
 	workerMaxConcurrency = 10
 )
 
-// The DynamoDB calls the worker makes: package idempotency's recordStore
-// (PutItem, UpdateItem, DeleteItem, GetItem) on the idempotency table and
-// package worker's resultWriter (UpdateItem) on the results table. Keep them
-// in step with those interfaces: a missing action works locally, where
-// permissions are not enforced, and fails in AWS.
+// The calls the worker makes: package idempotency's recordStore (PutItem,
+// UpdateItem, DeleteItem, GetItem) on the idempotency table; package
+// worker's resultStore (UpdateItem, and GetItem for a task's data.after) on
+// the results table; and package worker's deadLetterAPI, which reads a
+// source queue's RedrivePolicy (GetQueueUrl, GetQueueAttributes) and sends
+// permanent failures to its dead-letter queue (GetQueueUrl, SendMessage).
+// Keep them in step with those interfaces: a missing action works locally,
+// where permissions are not enforced, and fails in AWS.
 var (
 	idempotencyTableActions = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:GetItem"}
-	resultsTableActions     = []string{"dynamodb:UpdateItem"}
+	resultsTableActions     = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
+	sourceQueueActions      = []string{"sqs:GetQueueUrl", "sqs:GetQueueAttributes"}
+	deadLetterQueueActions  = []string{"sqs:GetQueueUrl", "sqs:SendMessage"}
 )
 
 // WorkerResources is the tasks part of the topology: the Tasks queue and its
@@ -114,6 +119,14 @@ func (s *TributaryStack) addWorker(assetDir string) {
 	w.Worker.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(resultsTableActions...),
 		Resources: &[]*string{w.Results.TableArn()},
+	}))
+	w.Worker.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(sourceQueueActions...),
+		Resources: &[]*string{w.Tasks.QueueArn(), w.TasksFifo.QueueArn()},
+	}))
+	w.Worker.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(deadLetterQueueActions...),
+		Resources: &[]*string{w.TasksDLQ.QueueArn(), w.TasksFifoDLQ.QueueArn()},
 	}))
 
 	output(stack, "TasksQueueUrl", w.Tasks.QueueUrl(), "SQS queue of tasks for the worker")

@@ -151,7 +151,17 @@ func TestWorkerGrants(t *testing.T) {
 		for _, a := range []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} {
 			want = append(want, a+" "+q+".Arn")
 		}
+		// Finding the DLQ from the RedrivePolicy.
+		for _, a := range sourceQueueActions {
+			want = append(want, a+" "+q+".Arn")
+		}
 	}
+	dlqs := []string{logicalID(s.Stack, w.TasksDLQ) + ".Arn", logicalID(s.Stack, w.TasksFifoDLQ) + ".Arn"}
+	// Permanent failures are sent to the DLQ by the worker itself.
+	for _, q := range dlqs {
+		want = append(want, "sqs:SendMessage "+q, "sqs:GetQueueUrl "+q)
+	}
+	want = append(want, "dynamodb:GetItem "+results)
 	for _, g := range want {
 		if !got[g] {
 			t.Errorf("worker role lacks %s", g)
@@ -164,6 +174,15 @@ func TestWorkerGrants(t *testing.T) {
 		}
 		if strings.HasPrefix(g, "dynamodb:*") {
 			t.Errorf("worker role has a wildcard grant %s", g)
+		}
+	}
+	// The worker only sends to its DLQs: it never consumes or purges them
+	// (redrive is an operator's tool with its own credentials).
+	for _, q := range dlqs {
+		for _, a := range []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:PurgeQueue", "sqs:*"} {
+			if got[a+" "+q] {
+				t.Errorf("worker role has %s on its DLQ %s", a, q)
+			}
 		}
 	}
 	// Scan, Query and BatchWriteItem are not needed on the idempotency table.

@@ -1,0 +1,468 @@
+package enrich
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/batch"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+)
+
+// recordPutter is the Kinesis call the handler makes.
+type recordPutter interface {
+	PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error)
+}
+
+var _ recordPutter = (*kinesis.Client)(nil)
+
+// Defaults of the tail and cache bounds. The tail is rewritten by every
+// batch that applies a change and DynamoDB charges an update by the item's
+// size, so it is kept well under the 400 KB item limit.
+const (
+	DefaultTailEntries  = 256
+	DefaultTailBytes    = 96 << 10
+	DefaultMaxCacheKeys = 200_000
+)
+
+// writeParallelism bounds the concurrent UpdateItem calls of a batch.
+const writeParallelism = 16
+
+// Handler is the enrich function: batches of the events stream in, one
+// enriched record per activity event out. It keeps a cache of histories
+// across invocations; it is safe for concurrent use.
+type Handler struct {
+	db        tableAPI
+	kin       recordPutter
+	table     string
+	outStream string
+
+	metrics      *metrics.Logger
+	log          *slog.Logger
+	tailEntries  int
+	tailBytes    int
+	maxCacheKeys int
+	backoff      func(attempt int) time.Duration
+
+	mu    sync.Mutex
+	cache map[string]*shardCache
+
+	stats counters
+}
+
+// shardCache is what an instance knows of one shard: every applied change
+// up to pos for the keys it holds (an empty history: the key had none), and
+// enough history to answer "as of" any position at or after floor.
+type shardCache struct {
+	floor, pos string // fenced
+	keys       map[string]history
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithMetrics emits the batch's counters (see Stats) as EMF after each batch.
+func WithMetrics(m *metrics.Logger) Option { return func(h *Handler) { h.metrics = m } }
+
+// WithLogger logs bad records and failed writes.
+func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
+
+// WithTailLimits bounds the shard tail item: at most entries changes and
+// about bytes bytes.
+func WithTailLimits(entries, bytes int) Option {
+	return func(h *Handler) { h.tailEntries, h.tailBytes = entries, bytes }
+}
+
+// WithMaxCacheKeys bounds the keys an instance caches per shard; beyond it
+// the shard's cache starts afresh.
+func WithMaxCacheKeys(n int) Option { return func(h *Handler) { h.maxCacheKeys = n } }
+
+// WithBackoff sets the wait before retry attempt+1 of unprocessed reads and
+// failed output records (tests make it short).
+func WithBackoff(f func(attempt int) time.Duration) Option { return func(h *Handler) { h.backoff = f } }
+
+// New returns a Handler keeping its state in the DynamoDB table named table
+// (partition key "pk", a string) and writing enriched records to the
+// Kinesis stream named outStream.
+func New(db tableAPI, kin recordPutter, table, outStream string, opts ...Option) *Handler {
+	h := &Handler{db: db, kin: kin, table: table, outStream: outStream,
+		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		tailEntries: DefaultTailEntries, tailBytes: DefaultTailBytes, maxCacheKeys: DefaultMaxCacheKeys,
+		backoff: func(attempt int) time.Duration { return time.Duration(25<<min(attempt, 6)) * time.Millisecond },
+		cache:   map[string]*shardCache{}}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+func (h *Handler) sleep(ctx context.Context, attempt int) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(h.backoff(attempt)):
+		return nil
+	}
+}
+
+// Stats are a Handler's counters since it was built, the same values it
+// emits as metrics per batch.
+type Stats struct {
+	RecordsIn      int64 // records received
+	BadRecords     int64 // records reported as failed because they cannot be read
+	ChangesApplied int64 // changelog records that raised a key's version
+	ChangesSkipped int64 // changelog records at or below the version held (duplicates, late retries)
+	Enriched       int64 // enriched records written
+	CacheHits      int64 // keys of a batch served from the cache
+	CacheMisses    int64 // keys of a batch read from the table
+	ReadRoundTrips int64 // BatchGetItem round trips (concurrent chunks count once)
+	// ExtraReadRoundTrips counts the second round trip of a batch whose
+	// cache was older than the shard's tail reaches back.
+	ExtraReadRoundTrips int64
+	ReadRequests        int64 // BatchGetItem calls, chunks and retries included
+	ItemsRead           int64 // items BatchGetItem returned
+	TailCatchUps        int64 // batches whose cache caught up from the tail
+	KeyWrites           int64 // UpdateItem calls on key items
+	TailWrites          int64 // UpdateItem calls on tail items
+	OutputRetries       int64 // PutRecords retries of failed entries
+	Superseded          int64 // batches refused because a later batch already wrote
+	FailedBatches       int64 // batches that reported a failure other than a bad record
+}
+
+type counters struct {
+	RecordsIn, BadRecords, ChangesApplied, ChangesSkipped, Enriched, CacheHits, CacheMisses, ReadRoundTrips,
+	ExtraReadRoundTrips, ReadRequests, ItemsRead, TailCatchUps, KeyWrites, TailWrites, OutputRetries, Superseded,
+	FailedBatches atomic.Int64
+}
+
+// Stats returns the counters so far.
+func (h *Handler) Stats() Stats {
+	c := &h.stats
+	return Stats{c.RecordsIn.Load(), c.BadRecords.Load(), c.ChangesApplied.Load(), c.ChangesSkipped.Load(),
+		c.Enriched.Load(), c.CacheHits.Load(), c.CacheMisses.Load(), c.ReadRoundTrips.Load(),
+		c.ExtraReadRoundTrips.Load(), c.ReadRequests.Load(), c.ItemsRead.Load(), c.TailCatchUps.Load(),
+		c.KeyWrites.Load(), c.TailWrites.Load(), c.OutputRetries.Load(), c.Superseded.Load(), c.FailedBatches.Load()}
+}
+
+func (s Stats) sub(o Stats) Stats {
+	return Stats{s.RecordsIn - o.RecordsIn, s.BadRecords - o.BadRecords, s.ChangesApplied - o.ChangesApplied,
+		s.ChangesSkipped - o.ChangesSkipped, s.Enriched - o.Enriched, s.CacheHits - o.CacheHits,
+		s.CacheMisses - o.CacheMisses, s.ReadRoundTrips - o.ReadRoundTrips, s.ExtraReadRoundTrips - o.ExtraReadRoundTrips,
+		s.ReadRequests - o.ReadRequests, s.ItemsRead - o.ItemsRead, s.TailCatchUps - o.TailCatchUps,
+		s.KeyWrites - o.KeyWrites, s.TailWrites - o.TailWrites, s.OutputRetries - o.OutputRetries,
+		s.Superseded - o.Superseded, s.FailedBatches - o.FailedBatches}
+}
+
+// Handle joins one batch of one shard. Records are taken in order up to the
+// first that cannot be read (it is reported as the batch item failure, with
+// the field and the reason logged); changelog records update the key's
+// profile by the version rule, and every other record is activity, written
+// to the output stream joined with the profile as of its position. A failed
+// read or state write reports the first record (the whole batch is
+// redelivered); failed output records report the lowest of them.
+func (h *Handler) Handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	before := h.Stats()
+	var failures batch.StreamFailures
+	if i := h.handle(ctx, ev.Records); i < len(ev.Records) {
+		failures.Add(ev.Records[i].Kinesis.SequenceNumber)
+	}
+	h.emit(h.Stats().sub(before))
+	return failures.Kinesis(), nil
+}
+
+// handle processes recs and returns the index of the record to report as
+// failed, len(recs) when none.
+func (h *Handler) handle(ctx context.Context, recs []events.KinesisEventRecord) int {
+	if len(recs) == 0 {
+		return 0
+	}
+	h.stats.RecordsIn.Add(int64(len(recs)))
+	shard, err := shardOf(&recs[0])
+	if err != nil {
+		h.bad(ctx, err)
+		return 0
+	}
+	ps := make([]parsed, 0, len(recs))
+	stop := len(recs)
+	for i := range recs {
+		p, err := parse(&recs[i])
+		if err == nil {
+			if s, _ := shardOf(&recs[i]); s != shard {
+				err = &RecordError{SequenceNumber: recs[i].Kinesis.SequenceNumber, Field: "eventID",
+					Reason: "is in shard " + s + " but the batch started in shard " + shard + ": a batch is one shard's"}
+			}
+		}
+		if err != nil {
+			h.bad(ctx, err)
+			stop = i
+			break
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return stop
+	}
+	ctx, cancel := batch.Reserve(ctx, time.Second)
+	defer cancel()
+	if i, ok := h.join(ctx, shard, ps); !ok {
+		h.stats.FailedBatches.Add(1)
+		return i
+	}
+	return stop
+}
+
+func (h *Handler) bad(ctx context.Context, err error) {
+	h.stats.BadRecords.Add(1)
+	h.log.ErrorContext(ctx, "record cannot be joined", "error", err)
+}
+
+// curState is a key's profile while a batch is walked.
+type curState struct {
+	c     change
+	found bool
+}
+
+// join runs the read, the join, the state writes and the output of ps. It
+// returns ok, or the index of the record to report.
+func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, bool) {
+	first, last := ps[0].seq, ps[len(ps)-1].seq
+	sc := h.takeCache(shard)
+	if sc != nil && sc.floor > first {
+		sc = nil // a redelivery from before what the cache can answer
+	}
+	var keys []string
+	seenKey := map[string]bool{}
+	for i := range ps {
+		if !seenKey[ps[i].key] {
+			seenKey[ps[i].key] = true
+			keys = append(keys, ps[i].key)
+		}
+	}
+	var need, fromCache []string
+	for _, k := range keys {
+		if sc != nil {
+			if _, ok := sc.keys[k]; ok {
+				fromCache = append(fromCache, k)
+				continue
+			}
+		}
+		need = append(need, k)
+	}
+	rr, err := h.countedRead(ctx, shard, need, true)
+	if err != nil {
+		h.log.ErrorContext(ctx, "reading the join state", "shard", shard, "error", err)
+		h.putCache(shard, sc)
+		return 0, false
+	}
+	if sc != nil && sc.pos < first {
+		if rr.tail.from > sc.pos {
+			// The cache is older than the tail reaches back: read the
+			// keys it would have served.
+			h.stats.ExtraReadRoundTrips.Add(1)
+			sc = nil
+			more, err := h.countedRead(ctx, shard, fromCache, false)
+			if err != nil {
+				h.log.ErrorContext(ctx, "reading the join state", "shard", shard, "error", err)
+				return 0, false
+			}
+			for k, v := range more.keys {
+				rr.keys[k] = v
+			}
+			need, fromCache = keys, nil
+		} else {
+			h.stats.TailCatchUps.Add(1)
+			for _, c := range rr.tail.changes {
+				if c.seq <= sc.pos || c.seq >= first {
+					continue
+				}
+				if hist, ok := sc.keys[c.key]; ok {
+					hist.add(c.change)
+					sc.keys[c.key] = hist
+				}
+			}
+		}
+	}
+	for k, it := range rr.keys {
+		if it.floor > first {
+			h.stats.Superseded.Add(1)
+			h.log.ErrorContext(ctx, "stale delivery", "shard", shard, "key", k, "firstSequenceNumber", ps[0].rawSeq, "error", ErrSuperseded)
+			return 0, false
+		}
+	}
+	h.stats.CacheHits.Add(int64(len(fromCache)))
+	h.stats.CacheMisses.Add(int64(len(need)))
+	if sc == nil {
+		sc = &shardCache{keys: make(map[string]history, len(keys))}
+	}
+	for k, it := range rr.keys {
+		sc.keys[k] = it.hist
+	}
+
+	// Walk the batch in order.
+	cur := make(map[string]curState, len(keys))
+	added := map[string][]change{}
+	var tailAdded []tailChange
+	entries := make([]kintypes.PutRecordsRequestEntry, 0, len(ps))
+	entryRec := make([]int, 0, len(ps))
+	for i := range ps {
+		p := &ps[i]
+		st, ok := cur[p.key]
+		if !ok {
+			st.c, st.found = sc.keys[p.key].asOf(first)
+		}
+		if p.isChange {
+			if !st.found || newer(p.ch.version, st.c.version) {
+				st = curState{c: p.ch, found: true}
+				added[p.key] = append(added[p.key], p.ch)
+				tailAdded = append(tailAdded, tailChange{key: p.key, change: p.ch})
+				h.stats.ChangesApplied.Add(1)
+			} else {
+				h.stats.ChangesSkipped.Add(1)
+			}
+			cur[p.key] = st
+			continue
+		}
+		cur[p.key] = st
+		e, err := enrichedRecord(shard, p, st.c, st.found)
+		if err != nil {
+			h.log.ErrorContext(ctx, "enriching a record", "error", err)
+			h.putCache(shard, nil)
+			return i, false
+		}
+		entries = append(entries, e)
+		entryRec = append(entryRec, i)
+	}
+
+	// State first: a crash after it is recomputed the same from the table.
+	dropped := map[string][]string{}
+	for k, chs := range added {
+		hist := sc.keys[k]
+		for _, c := range chs {
+			hist.add(c)
+		}
+		dropped[k] = hist.prune(first)
+		sc.keys[k] = hist
+	}
+	sc.floor, sc.pos = first, last
+	h.putCache(shard, sc)
+	if err := h.writeState(ctx, shard, first, last, rr.tail, added, dropped, tailAdded); err != nil {
+		if errors.Is(err, ErrSuperseded) {
+			h.stats.Superseded.Add(1)
+		}
+		h.log.ErrorContext(ctx, "writing the join state", "shard", shard, "error", err)
+		return 0, false
+	}
+	lowest, retries, err := h.put(ctx, entries)
+	h.stats.OutputRetries.Add(int64(retries))
+	if err != nil {
+		h.log.ErrorContext(ctx, "writing enriched records", "stream", h.outStream, "error", err)
+		h.stats.Enriched.Add(int64(lowest)) // a lower bound: entries before the lowest failed
+		return entryRec[lowest], false
+	}
+	h.stats.Enriched.Add(int64(len(entries)))
+	return len(ps), true
+}
+
+// countedRead is read, counted.
+func (h *Handler) countedRead(ctx context.Context, shard string, keys []string, withTail bool) (readResult, error) {
+	if len(keys) == 0 && !withTail {
+		return readResult{keys: map[string]keyItem{}}, nil
+	}
+	h.stats.ReadRoundTrips.Add(1)
+	n := len(keys)
+	if withTail {
+		n++
+	}
+	rr, err := h.read(ctx, shard, keys, withTail)
+	h.stats.ReadRequests.Add(int64((n+maxBatchGet-1)/maxBatchGet + rr.retries))
+	h.stats.ItemsRead.Add(int64(rr.items))
+	return rr, err
+}
+
+// writeState writes the keys' applied changes (concurrently) and the
+// shard's tail.
+func (h *Handler) writeState(ctx context.Context, shard, first, last string, t tail, added map[string][]change, dropped map[string][]string, tailAdded []tailChange) error {
+	if len(added) == 0 {
+		return nil
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		sem      = make(chan struct{}, writeParallelism)
+	)
+	for k, chs := range added {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			n, err := h.writeKey(ctx, k, first, chs, dropped[k])
+			h.stats.KeyWrites.Add(int64(n))
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	h.stats.TailWrites.Add(1)
+	_, err := h.writeTail(ctx, shard, h.extendTail(t, tailAdded, last))
+	return err
+}
+
+// takeCache removes and returns the shard's cache (nil when none), so a
+// concurrent invocation on the same shard does not share it.
+func (h *Handler) takeCache(shard string) *shardCache {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	sc := h.cache[shard]
+	delete(h.cache, shard)
+	return sc
+}
+
+// putCache stores the shard's cache (nil forgets it), starting afresh when
+// it holds more keys than allowed.
+func (h *Handler) putCache(shard string, sc *shardCache) {
+	if sc == nil || len(sc.keys) > h.maxCacheKeys {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cache[shard] = sc
+}
+
+func (h *Handler) emit(s Stats) {
+	if h.metrics == nil {
+		return
+	}
+	for _, m := range []struct {
+		name string
+		v    int64
+	}{
+		{"RecordsIn", s.RecordsIn}, {"BadRecords", s.BadRecords}, {"ChangesApplied", s.ChangesApplied},
+		{"ChangesSkipped", s.ChangesSkipped}, {"Enriched", s.Enriched}, {"CacheHits", s.CacheHits},
+		{"CacheMisses", s.CacheMisses}, {"ReadRoundTrips", s.ReadRoundTrips}, {"ExtraReadRoundTrips", s.ExtraReadRoundTrips},
+		{"ReadRequests", s.ReadRequests}, {"ItemsRead", s.ItemsRead}, {"TailCatchUps", s.TailCatchUps},
+		{"KeyWrites", s.KeyWrites}, {"TailWrites", s.TailWrites}, {"OutputRetries", s.OutputRetries},
+		{"Superseded", s.Superseded}, {"FailedBatches", s.FailedBatches},
+	} {
+		h.metrics.Add(m.name, metrics.Count, float64(m.v))
+	}
+	if err := h.metrics.Flush(); err != nil {
+		h.log.Warn("flushing metrics", "error", err)
+	}
+}

@@ -1,0 +1,92 @@
+package enrich
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func fence(n string) string { return strings.Repeat("0", 64-len(n)) + n }
+
+func TestHistoryAsOfAndPrune(t *testing.T) {
+	img := func(s string) json.RawMessage { return json.RawMessage(`{"plan":"` + s + `"}`) }
+	var h history
+	for _, c := range []change{
+		{seq: fence("30"), version: "3", image: img("team")},
+		{seq: fence("10"), version: "1", image: img("free")},
+		{seq: fence("20"), version: "10", image: img("pro")}, // 10 > 3 as numbers, not as strings
+		{seq: fence("40"), version: "11", image: nil},
+	} {
+		h.add(c)
+	}
+	if h.add(change{seq: fence("10"), version: "1"}) {
+		t.Error("add of a sequence number already held = true, want false")
+	}
+	tests := []struct {
+		at          string
+		wantVersion string
+		wantFound   bool
+	}{
+		{"5", "", false},
+		{"10", "", false}, // strictly before the position
+		{"11", "1", true},
+		{"21", "10", true},
+		{"31", "10", true}, // version 3 after 10 never regresses
+		{"41", "11", true},
+	}
+	for _, tc := range tests {
+		c, ok := h.asOf(fence(tc.at))
+		if ok != tc.wantFound || c.version != tc.wantVersion {
+			t.Errorf("asOf(%s) = %q, %v; want %q, %v", tc.at, c.version, ok, tc.wantVersion, tc.wantFound)
+		}
+	}
+	dropped := h.prune(fence("35"))
+	if len(dropped) != 2 || dropped[0] != fence("10") || dropped[1] != fence("30") {
+		t.Errorf("prune dropped %v, want sequences 10 and 30 (20 is the best before 35, 40 is after it)", dropped)
+	}
+	for _, at := range []string{"35", "41"} {
+		before, _ := h.asOf(fence(at))
+		if at == "35" && before.version != "10" || at == "41" && before.version != "11" {
+			t.Errorf("after prune asOf(%s) = %q", at, before.version)
+		}
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	tests := []struct {
+		raw, want, err string
+	}{
+		{`7`, "7", ""},
+		{`"0042"`, "42", ""},
+		{`0`, "0", ""},
+		{`null`, "", "is required"},
+		{``, "", "is required"},
+		{`-1`, "", "not a non-negative integer"},
+		{`1.5`, "", "not a non-negative integer"},
+	}
+	for _, tc := range tests {
+		got, err := parseVersion(json.RawMessage(tc.raw))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("parseVersion(%s) error %v, want %q", tc.raw, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("parseVersion(%s) = %q, %v; want %q", tc.raw, got, err, tc.want)
+		}
+	}
+}
+
+func TestExtendTailBounds(t *testing.T) {
+	h := New(nil, nil, "t", "s", WithTailLimits(3, 1<<20))
+	var add []tailChange
+	for _, s := range []string{"1", "2", "3", "4", "5"} {
+		add = append(add, tailChange{key: "k", change: change{seq: fence(s), version: s}})
+	}
+	got := h.extendTail(tail{}, add, fence("6"))
+	if len(got.changes) != 3 || got.changes[0].seq != fence("3") || got.from != fence("2") || got.last != fence("6") {
+		t.Errorf("tail = from %s last %s, %d changes starting %s; want the newest 3, from 2, last 6",
+			got.from, got.last, len(got.changes), got.changes[0].seq)
+	}
+}

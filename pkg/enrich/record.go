@@ -1,0 +1,151 @@
+package enrich
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/cdc"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// RecordError is a record of the batch that can be neither applied nor
+// enriched: it names the record (its Kinesis sequence number) and the field.
+type RecordError struct {
+	SequenceNumber string
+	Field          string
+	Reason         string
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("record %s: field %s: %s", e.SequenceNumber, e.Field, e.Reason)
+}
+
+// parsed is one record of a batch, decoded.
+type parsed struct {
+	seq    string // fenced
+	rawSeq string
+	key    string
+	env    stream.Envelope
+	// isChange marks a changelog record; ch is then its change.
+	isChange bool
+	ch       change
+}
+
+// isChangelog reports whether an envelope type is a cdc changelog record.
+func isChangelog(typ string) bool {
+	return typ == cdc.TypeChanged || typ == cdc.TypeDeleted || typ == cdc.TypeSnapshot
+}
+
+// changelogData is the part of cdc.Data the join reads; the image stays raw
+// so the enriched record carries it byte for byte (compacted).
+type changelogData struct {
+	Key     *string         `json:"key"`
+	Version json.RawMessage `json:"version"`
+	Image   json.RawMessage `json:"image"`
+}
+
+// parse decodes one Kinesis record. Errors are *RecordError.
+func parse(rec *events.KinesisEventRecord) (parsed, error) {
+	seq := rec.Kinesis.SequenceNumber
+	fenced, err := state.Fence(seq)
+	if err != nil {
+		return parsed{}, &RecordError{SequenceNumber: seq, Field: "kinesis.sequenceNumber", Reason: err.Error()}
+	}
+	p := parsed{seq: fenced, rawSeq: seq}
+	if err := stream.DecodeKinesis(rec, &p.env); err != nil {
+		pe, ok := err.(*stream.PoisonRecordError)
+		field, reason := "data", err.Error()
+		if ok {
+			if pe.Field != "" {
+				field = pe.Field
+			}
+			var fe *stream.FieldError
+			if fe, ok = pe.Err.(*stream.FieldError); ok {
+				reason = fe.Reason
+			} else {
+				reason = pe.Err.Error()
+			}
+		}
+		return parsed{}, &RecordError{SequenceNumber: seq, Field: field, Reason: reason}
+	}
+	p.key = p.env.Key
+	if !isChangelog(p.env.Type) {
+		return p, nil
+	}
+	bad := func(field, format string, args ...any) error {
+		return &RecordError{SequenceNumber: seq, Field: field, Reason: fmt.Sprintf("%s record: ", p.env.Type) + fmt.Sprintf(format, args...)}
+	}
+	var d changelogData
+	if err := json.Unmarshal(p.env.Data, &d); err != nil {
+		return parsed{}, bad("data", "not a changelog data object: %v", err)
+	}
+	switch {
+	case d.Key == nil || *d.Key == "":
+		return parsed{}, bad("data.key", "is required")
+	case *d.Key != p.env.Key:
+		return parsed{}, bad("data.key", "%q differs from the envelope key %q", *d.Key, p.env.Key)
+	}
+	version, err := parseVersion(d.Version)
+	if err != nil {
+		return parsed{}, bad("data.version", "%v", err)
+	}
+	var image json.RawMessage
+	if t := bytes.TrimSpace(d.Image); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		if t[0] != '{' {
+			return parsed{}, bad("data.image", "must be an object or null")
+		}
+		var b bytes.Buffer
+		if err := json.Compact(&b, t); err != nil {
+			return parsed{}, bad("data.image", "%v", err)
+		}
+		image = b.Bytes()
+	}
+	if p.env.Type == cdc.TypeDeleted && image != nil {
+		return parsed{}, bad("data.image", "a deletion must carry a null image")
+	}
+	if p.env.Type != cdc.TypeDeleted && image == nil {
+		return parsed{}, bad("data.image", "is required (null only in %s records)", cdc.TypeDeleted)
+	}
+	p.isChange = true
+	p.ch = change{seq: fenced, version: version, image: image}
+	return p, nil
+}
+
+// parseVersion accepts a non-negative integer as a JSON number or string
+// and returns it in decimal without leading zeros.
+func parseVersion(raw json.RawMessage) (string, error) {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return "", fmt.Errorf("is required")
+	}
+	if strings.HasPrefix(t, `"`) {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("%s is not a valid string", t)
+		}
+		t = s
+	}
+	if t == "" || len(t) > 64 || strings.Trim(t, "0123456789") != "" {
+		return "", fmt.Errorf("%s is not a non-negative integer (at most 64 digits)", t)
+	}
+	if t = strings.TrimLeft(t, "0"); t == "" {
+		t = "0"
+	}
+	return t, nil
+}
+
+// shardOf is the shard of a Lambda Kinesis record: its eventID is
+// "<shardId>:<sequenceNumber>".
+func shardOf(rec *events.KinesisEventRecord) (string, error) {
+	shard, _, ok := strings.Cut(rec.EventID, ":")
+	if !ok || shard == "" {
+		return "", &RecordError{SequenceNumber: rec.Kinesis.SequenceNumber, Field: "eventID",
+			Reason: fmt.Sprintf("%q is not <shardId>:<sequenceNumber> as Lambda sends it", rec.EventID)}
+	}
+	return shard, nil
+}

@@ -1,14 +1,19 @@
 package aggregate
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -17,16 +22,28 @@ import (
 
 // Environment variables the aggregate and ticker functions read.
 const (
-	EnvViewsTable   = "VIEWS_TABLE_NAME"
+	EnvViewsTable = "VIEWS_TABLE_NAME"
+	// EnvViewsParameter, when set, names the SSM String parameter holding
+	// the current views table (the "current views" registry a replay
+	// swaps); it takes precedence over EnvViewsTable.
+	EnvViewsParameter = "VIEWS_PARAMETER_NAME"
+	// EnvViewsRefresh is how many seconds a resolved parameter value is
+	// used before it is read again (default 30).
+	EnvViewsRefresh = "VIEWS_REFRESH_SECONDS"
 	EnvOutputStream = "OUTPUT_STREAM_NAME" // optional
 )
+
+// DefaultViewsRefresh is how long a warm instance keeps the views table it
+// read from the parameter before reading it again.
+const DefaultViewsRefresh = 30 * time.Second
 
 // Retention is how long window items are kept after their window ends (TTL).
 const Retention = 30 * 24 * time.Hour
 
 // FromEnv builds the processor a function runs: the pipeline from
-// PIPELINE_CONFIG, the views table, the optional output stream. Errors name
-// the variable (and, for the config, the field).
+// PIPELINE_CONFIG, the views table (VIEWS_PARAMETER_NAME, else
+// VIEWS_TABLE_NAME), the optional output stream. Errors name the variable
+// (and, for the config, the field).
 func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function string, stdout, stderr io.Writer) (*Processor, error) {
 	cfg, err := pipeline.FromEnv(lookup)
 	if err != nil {
@@ -35,17 +52,182 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 	if err := CheckSupported(cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", pipeline.EnvVar, err)
 	}
-	table, ok := lookup(EnvViewsTable)
-	if !ok || table == "" {
-		return nil, fmt.Errorf("environment variable %s is not set (the DynamoDB table window results are kept in)", EnvViewsTable)
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	table, err := ViewsTableFromEnv(context.Background(), awsCfg, lookup, log)
+	if err != nil {
+		return nil, err
 	}
 	streamName, _ := lookup(EnvOutputStream)
 	var out RecordPutter
 	if streamName != "" {
 		out = kinesis.NewFromConfig(awsCfg)
 	}
-	views := state.NewViews(dynamodb.NewFromConfig(awsCfg), table, cfg.Aggregates, state.WithRetention(Retention))
+	db := RoutedStore(dynamodb.NewFromConfig(awsCfg), table)
+	views := state.NewViews(db, table.Current(context.Background()), cfg.Aggregates, state.WithRetention(Retention))
 	return New(cfg, views, out, streamName,
 		WithMetrics(metrics.New(stdout, function)),
-		WithLogger(slog.New(slog.NewJSONHandler(stderr, nil)))), nil
+		WithLogger(log)), nil
+}
+
+// parameterGetter is what ViewsTable needs of SSM.
+type parameterGetter interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+var _ parameterGetter = (*ssm.Client)(nil)
+
+// ViewsTable is the name of the views table a function uses: fixed, or the
+// value of an SSM parameter read again at most every refresh interval, so a
+// replay's swap to a new version reaches warm instances within it. Safe for
+// concurrent use.
+type ViewsTable struct {
+	ssm       parameterGetter
+	parameter string // "" for a fixed table
+	refresh   time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+
+	mu    sync.Mutex
+	table string
+	next  time.Time // when to read the parameter again
+}
+
+// FixedViewsTable is a views table that never changes.
+func FixedViewsTable(table string) *ViewsTable { return &ViewsTable{table: table} }
+
+// NewViewsTable resolves the views table from the SSM parameter named
+// parameter, re-reading it at most every refresh (DefaultViewsRefresh if
+// 0); now is the clock (nil: time.Now), log receives refresh failures (nil:
+// discarded). Resolve it once before use.
+func NewViewsTable(client parameterGetter, parameter string, refresh time.Duration, now func() time.Time, log *slog.Logger) *ViewsTable {
+	if refresh <= 0 {
+		refresh = DefaultViewsRefresh
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &ViewsTable{ssm: client, parameter: parameter, refresh: refresh, now: now, log: log}
+}
+
+// ViewsTableFromEnv reads VIEWS_PARAMETER_NAME (resolving it now, so a
+// missing or empty parameter fails at init) or else VIEWS_TABLE_NAME, and
+// VIEWS_REFRESH_SECONDS. Errors name the variable.
+func ViewsTableFromEnv(ctx context.Context, awsCfg aws.Config, lookup func(string) (string, bool), log *slog.Logger) (*ViewsTable, error) {
+	param, _ := lookup(EnvViewsParameter)
+	if param == "" {
+		table, ok := lookup(EnvViewsTable)
+		if !ok || table == "" {
+			return nil, fmt.Errorf("environment variable %s (or %s) is not set (the DynamoDB table window results are kept in)", EnvViewsTable, EnvViewsParameter)
+		}
+		return FixedViewsTable(table), nil
+	}
+	refresh := DefaultViewsRefresh
+	if s, ok := lookup(EnvViewsRefresh); ok && s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("environment variable %s: %q is not a positive whole number of seconds", EnvViewsRefresh, s)
+		}
+		refresh = time.Duration(n) * time.Second
+	}
+	vt := NewViewsTable(ssm.NewFromConfig(awsCfg), param, refresh, nil, log)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := vt.Resolve(ctx); err != nil {
+		return nil, fmt.Errorf("environment variable %s: %w", EnvViewsParameter, err)
+	}
+	return vt, nil
+}
+
+// ErrNoViewsTable is returned when the views parameter holds no table name.
+var ErrNoViewsTable = errors.New("the parameter holds no views table name")
+
+// Resolve reads the parameter now (a fixed table: does nothing).
+func (v *ViewsTable) Resolve(ctx context.Context) error {
+	if v.parameter == "" {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.resolveLocked(ctx)
+}
+
+func (v *ViewsTable) resolveLocked(ctx context.Context) error {
+	out, err := v.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(v.parameter)})
+	if err != nil {
+		return fmt.Errorf("reading SSM parameter %s: %w", v.parameter, err)
+	}
+	table := ""
+	if out.Parameter != nil {
+		table = aws.ToString(out.Parameter.Value)
+	}
+	if table == "" {
+		return fmt.Errorf("SSM parameter %s: %w", v.parameter, ErrNoViewsTable)
+	}
+	if v.table != "" && v.table != table {
+		v.log.Info("views table changed", "parameter", v.parameter, "from", v.table, "to", table)
+	}
+	v.table = table
+	v.next = v.now().Add(v.refresh)
+	return nil
+}
+
+// Current returns the views table, reading the parameter again when the
+// refresh interval has passed; concurrent callers wait for that read, so
+// the writes after it all go to the table it returned. A failed read keeps
+// the table last read (and is logged); the next read is tried an interval
+// later.
+func (v *ViewsTable) Current(ctx context.Context) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.parameter == "" || v.now().Before(v.next) {
+		return v.table
+	}
+	if err := v.resolveLocked(ctx); err != nil {
+		v.next = v.now().Add(v.refresh)
+		v.log.Warn("refreshing the views table failed: keeping the current one", "parameter", v.parameter, "table", v.table, "error", err.Error())
+	}
+	return v.table
+}
+
+// itemStore is what package state's Views calls.
+type itemStore interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ itemStore = (*dynamodb.Client)(nil)
+
+// RoutedStore returns db with every request sent to table's current name,
+// whatever table the caller named: a state.Views built over it follows
+// the views table across a swap. The fences live in the items, so a
+// request that races a swap is as safe as any retry.
+func RoutedStore(db itemStore, table *ViewsTable) itemStore {
+	return &routedStore{db: db, table: table}
+}
+
+type routedStore struct {
+	db    itemStore
+	table *ViewsTable
+}
+
+func (r *routedStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c := *in
+	c.TableName = aws.String(r.table.Current(ctx))
+	return r.db.UpdateItem(ctx, &c, opts...)
+}
+
+func (r *routedStore) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c := *in
+	c.TableName = aws.String(r.table.Current(ctx))
+	return r.db.GetItem(ctx, &c, opts...)
+}
+
+func (r *routedStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	c := *in
+	c.TableName = aws.String(r.table.Current(ctx))
+	return r.db.Query(ctx, &c, opts...)
 }

@@ -1,0 +1,36 @@
+// Package replay rebuilds a view by replaying the events stream into a new
+// version of its table, then moves the readers to it; and it bootstraps a new
+// consumer from a snapshot of a CDC table (Bootstrap).
+//
+// A rebuild (Run) is the notes' "replaying old messages" done without dual
+// writes: the current views table is named by an SSM String parameter (the
+// "current views" registry; the aggregate and ticker functions read it via
+// VIEWS_PARAMETER_NAME and re-read it every VIEWS_REFRESH_SECONDS). Run
+//
+//  1. creates the next version of that table (<base>-v2, -v3, …) with the
+//     current one's key schema, indexes, TTL and stream settings;
+//  2. reads every shard of the events stream from a timestamp
+//     (AT_TIMESTAMP; a closed parent shard before its children), turns each
+//     GetRecords page into a Lambda-shaped KinesisEvent and hands it to the
+//     same aggregate Processor the function runs, writing to the new
+//     version, retrying from the lowest failed record as Lambda does;
+//  3. when every shard has caught up (an empty page at MillisBehindLatest 0,
+//     closed shards read to their end), writes the new table's name into the parameter;
+//  4. keeps following the stream for a handover period at least as long as
+//     the readers' refresh interval, so the records the live function
+//     consumed while it still wrote the old version are in the new one too.
+//
+// During the handover both the replay and the live function write the new
+// version. That is safe because every window item carries a per-shard
+// sequence fence (package state): a record the other writer already
+// applied is skipped, so each record is counted once whichever writer gets
+// there first, and a batch both write concurrently is resolved by the
+// items' conditional writes.
+//
+// The old version is left as it was; DeleteVersion removes it when the user
+// says so, and refuses to delete the version the parameter names.
+//
+// Tables created here are outside CloudFormation: the stack's grants must
+// cover <base>-v* (infra's NewViewsRegistry does), and a later stack update
+// does not know them.
+package replay

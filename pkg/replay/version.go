@@ -1,0 +1,188 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// TableAdmin is what creating and deleting view versions needs of DynamoDB.
+type TableAdmin interface {
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+var _ TableAdmin = (*dynamodb.Client)(nil)
+
+// ErrDeleteCurrent is returned by DeleteVersion for the version the
+// registry names.
+var ErrDeleteCurrent = errors.New("replay: refusing to delete the current views table")
+
+var versionSuffix = regexp.MustCompile(`^(.*)-v([0-9]+)$`)
+
+// NextVersion is the name of the version after table: <base>-v2 for a
+// table without a version suffix, <base>-v(n+1) for <base>-vn.
+func NextVersion(table string) string {
+	if m := versionSuffix.FindStringSubmatch(table); m != nil {
+		n, err := strconv.Atoi(m[2])
+		if err == nil {
+			return m[1] + "-v" + strconv.Itoa(n+1)
+		}
+	}
+	return table + "-v2"
+}
+
+// VersionPlan is the table a new version is created as.
+type VersionPlan struct {
+	From, Name string
+	Input      *dynamodb.CreateTableInput
+	// TTLAttribute is the time-to-live attribute to enable ("" if none).
+	TTLAttribute string
+}
+
+// PlanVersion reads table's definition and returns the creation of a copy
+// named name: key schema, attribute definitions, billing (provisioned
+// capacity included), global and local secondary indexes, stream
+// specification, table class, deletion protection, and TTL. Items, tags,
+// backups and alarms are not copied.
+func PlanVersion(ctx context.Context, db TableAdmin, table, name string) (*VersionPlan, error) {
+	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, fmt.Errorf("replay: describing views table %s: %w", table, err)
+	}
+	t := d.Table
+	in := &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		KeySchema:            t.KeySchema,
+		AttributeDefinitions: t.AttributeDefinitions,
+		BillingMode:          types.BillingModeProvisioned,
+		StreamSpecification:  t.StreamSpecification,
+	}
+	if t.BillingModeSummary != nil && t.BillingModeSummary.BillingMode == types.BillingModePayPerRequest {
+		in.BillingMode = types.BillingModePayPerRequest
+	} else if t.BillingModeSummary == nil && (t.ProvisionedThroughput == nil || aws.ToInt64(t.ProvisionedThroughput.ReadCapacityUnits) == 0) {
+		in.BillingMode = types.BillingModePayPerRequest
+	}
+	provisioned := in.BillingMode == types.BillingModeProvisioned
+	if provisioned {
+		in.ProvisionedThroughput = throughput(t.ProvisionedThroughput)
+	}
+	if t.TableClassSummary != nil && t.TableClassSummary.TableClass != "" {
+		in.TableClass = t.TableClassSummary.TableClass
+	}
+	if t.DeletionProtectionEnabled != nil {
+		in.DeletionProtectionEnabled = t.DeletionProtectionEnabled
+	}
+	for _, g := range t.GlobalSecondaryIndexes {
+		gi := types.GlobalSecondaryIndex{IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection}
+		if provisioned {
+			gi.ProvisionedThroughput = throughput(g.ProvisionedThroughput)
+		}
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, gi)
+	}
+	for _, l := range t.LocalSecondaryIndexes {
+		in.LocalSecondaryIndexes = append(in.LocalSecondaryIndexes, types.LocalSecondaryIndex{IndexName: l.IndexName, KeySchema: l.KeySchema, Projection: l.Projection})
+	}
+	if in.StreamSpecification != nil && !aws.ToBool(in.StreamSpecification.StreamEnabled) {
+		in.StreamSpecification = nil
+	}
+	plan := &VersionPlan{From: table, Name: name, Input: in}
+	ttl, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, fmt.Errorf("replay: describing time to live of %s: %w", table, err)
+	}
+	if s := ttl.TimeToLiveDescription; s != nil && (s.TimeToLiveStatus == types.TimeToLiveStatusEnabled || s.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
+		plan.TTLAttribute = aws.ToString(s.AttributeName)
+	}
+	return plan, nil
+}
+
+func throughput(d *types.ProvisionedThroughputDescription) *types.ProvisionedThroughput {
+	if d == nil {
+		return &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(1), WriteCapacityUnits: aws.Int64(1)}
+	}
+	return &types.ProvisionedThroughput{ReadCapacityUnits: d.ReadCapacityUnits, WriteCapacityUnits: d.WriteCapacityUnits}
+}
+
+// Describe says in one line per setting what the plan creates.
+func (p *VersionPlan) Describe() []string {
+	in := p.Input
+	keys := ""
+	for _, k := range in.KeySchema {
+		keys += fmt.Sprintf(" %s(%s)", aws.ToString(k.AttributeName), k.KeyType)
+	}
+	lines := []string{fmt.Sprintf("create table %s as a copy of %s: keys%s, billing %s", p.Name, p.From, keys, in.BillingMode)}
+	for _, g := range in.GlobalSecondaryIndexes {
+		lines = append(lines, fmt.Sprintf("  global index %s (%s)", aws.ToString(g.IndexName), g.Projection.ProjectionType))
+	}
+	for _, l := range in.LocalSecondaryIndexes {
+		lines = append(lines, fmt.Sprintf("  local index %s", aws.ToString(l.IndexName)))
+	}
+	if s := in.StreamSpecification; s != nil {
+		lines = append(lines, fmt.Sprintf("  stream %s", s.StreamViewType))
+	}
+	if p.TTLAttribute != "" {
+		lines = append(lines, fmt.Sprintf("  time to live on %s", p.TTLAttribute))
+	}
+	return lines
+}
+
+// Create creates the table, waits until it is ACTIVE and enables its TTL.
+func (p *VersionPlan) Create(ctx context.Context, db TableAdmin) error {
+	if _, err := db.CreateTable(ctx, p.Input); err != nil {
+		return fmt.Errorf("replay: creating views table %s: %w", p.Name, err)
+	}
+	for {
+		d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(p.Name)})
+		if err != nil {
+			return fmt.Errorf("replay: waiting for views table %s: %w", p.Name, err)
+		}
+		if d.Table.TableStatus == types.TableStatusActive {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replay: waiting for views table %s: %w", p.Name, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if p.TTLAttribute != "" {
+		if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(p.Name),
+			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(p.TTLAttribute), Enabled: aws.Bool(true)}}); err != nil {
+			return fmt.Errorf("replay: enabling time to live on %s of views table %s: %w", p.TTLAttribute, p.Name, err)
+		}
+	}
+	return nil
+}
+
+// DeleteVersion deletes a views table version the registry does not name
+// (ErrDeleteCurrent for the one it names). With dryRun it only checks.
+func DeleteVersion(ctx context.Context, db TableAdmin, reg *Registry, table string, dryRun bool) error {
+	current, _, err := reg.Current(ctx)
+	if err != nil {
+		return err
+	}
+	if current == table {
+		return fmt.Errorf("table %s is named by parameter %s: %w", table, reg.Name(), ErrDeleteCurrent)
+	}
+	if _, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
+		return fmt.Errorf("replay: describing views table %s: %w", table, err)
+	}
+	if dryRun {
+		return nil
+	}
+	if _, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
+		return fmt.Errorf("replay: deleting views table %s: %w", table, err)
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package eventsource_test
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,10 +25,18 @@ func TestKinesisItemFailureResumesFromLowestFailedRecord(t *testing.T) {
 	}
 	seqs := putRecords(t, stream, "k", data...)
 
+	var batchesMu sync.Mutex
+	var batches [][]string
 	p, err := eventsource.NewKinesis(awsCfg, eventsource.Settings{
 		FunctionName: "faulty", SourceARN: arn, BatchSize: 10, StartingPosition: eventsource.TrimHorizon,
 		ReportBatchItemFailures: true, MaximumRetryAttempts: 1, OnFailureARN: failARN, Enabled: true,
-	}, fn, nil)
+	}, fn, eventsource.ObserverFunc(func(e eventsource.Event) {
+		if e.Type == eventsource.EventBatch {
+			batchesMu.Lock()
+			batches = append(batches, e.Records)
+			batchesMu.Unlock()
+		}
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +44,13 @@ func TestKinesisItemFailureResumesFromLowestFailedRecord(t *testing.T) {
 	waitIdle(t, p, 20*time.Second)
 
 	invs := log.invocations()
+	// Observers see which records each batch carried (the local runner's
+	// fan-out check counts them per mapping).
+	batchesMu.Lock()
+	if len(batches) != 2 || !slices.Equal(batches[0], seqs) || !slices.Equal(batches[1], seqs[4:]) {
+		t.Errorf("observed batch records %v, want %v then %v", batches, seqs, seqs[4:])
+	}
+	batchesMu.Unlock()
 	if len(invs) != 2 {
 		t.Fatalf("function was invoked %d times, want 2 (the batch, then the retry from the lowest failure): %+v", len(invs), invs)
 	}

@@ -52,6 +52,9 @@ type Event struct {
 	Attempt int
 	// Failed lists the item identifiers the function reported.
 	Failed []string
+	// Records lists, for EventBatch, the identifiers of the records the
+	// function was invoked with (sequence numbers or message ids), in order.
+	Records []string
 	// Condition is RetryAttemptsExhausted or RecordAgeExceeded.
 	Condition   string
 	Destination string

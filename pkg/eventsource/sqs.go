@@ -243,7 +243,11 @@ func (q *queue) handle(ctx context.Context, msgs []types.Message) {
 		}
 		return
 	}
-	q.emit(Event{Type: EventBatch, Size: len(keep), First: first, Last: last, Duration: res.Duration, FunctionError: res.FunctionError, Attempt: attempt})
+	ids := make([]string, len(keep))
+	for i, m := range keep {
+		ids[i] = aws.ToString(m.MessageId)
+	}
+	q.emit(Event{Type: EventBatch, Size: len(keep), First: first, Last: last, Duration: res.Duration, FunctionError: res.FunctionError, Attempt: attempt, Records: ids})
 	if res.FunctionError != "" {
 		// Nothing is deleted; the queue's visibility timeout and redrive
 		// policy take it from here.

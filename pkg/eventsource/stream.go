@@ -589,8 +589,12 @@ func (l *lane) invoke(ctx context.Context, a *attempt) (rie.Result, error) {
 	a.invokes++
 	a.invoked = true
 	a.last = res
+	ids := make([]string, len(a.recs))
+	for i, r := range a.recs {
+		ids[i] = r.seq
+	}
 	l.st.emit(Event{Type: EventBatch, Shard: l.shard.info.id, Size: len(a.recs), First: a.recs[0].seq, Last: a.recs[len(a.recs)-1].seq,
-		Duration: res.Duration, FunctionError: res.FunctionError, Attempt: a.invokes})
+		Duration: res.Duration, FunctionError: res.FunctionError, Attempt: a.invokes, Records: ids})
 	return res, nil
 }
 

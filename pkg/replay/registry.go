@@ -34,7 +34,9 @@ type Registry struct {
 }
 
 // NewRegistry returns the registry kept in the SSM parameter name.
-func NewRegistry(client ParameterStore, name string) *Registry { return &Registry{ssm: client, name: name} }
+func NewRegistry(client ParameterStore, name string) *Registry {
+	return &Registry{ssm: client, name: name}
+}
 
 // Name is the parameter's name.
 func (r *Registry) Name() string { return r.name }

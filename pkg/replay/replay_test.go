@@ -364,3 +364,94 @@ func TestReplayFromTimestampSwapsAfterCatchUp(t *testing.T) {
 		t.Errorf("the old version still exists after delete-version")
 	}
 }
+
+// TestReplayFromStartEqualsLiveTable: a dry run describes the rebuild and
+// changes nothing; a replay from before the first record rebuilds exactly
+// the table the live function wrote, into a copy with its index and TTL.
+func TestReplayFromStartEqualsLiveTable(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := context.Background()
+	live := f.liveProcessor()
+	start := time.Now().Add(-time.Second)
+	f.send("a", 50, 0)
+	f.send("b", 50, 3)
+	f.live(ctx, live)
+	v1 := f.windows(ctx, f.table)
+	if len(v1) == 0 {
+		t.Fatal("the live function wrote no windows")
+	}
+	handler := func(table string) (replay.BatchHandler, error) {
+		return aggregate.New(f.cfg, state.NewViews(f.db, table, f.cfg.Aggregates), nil, ""), nil
+	}
+	r := replay.New(f.kin, f.db, replay.NewRegistry(f.ps, f.param))
+	target := f.table + "-v2"
+
+	var dry bytes.Buffer
+	res, err := r.Run(ctx, replay.Options{Stream: f.stream, From: start, DryRun: true, Progress: &dry}, handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"dry run: create table " + target + " as a copy of " + f.table, "global index open", "time to live on expiresAt",
+		"write " + target + " into parameter " + f.param} {
+		if !strings.Contains(dry.String(), want) {
+			t.Errorf("dry run output lacks %q:\n%s", want, dry.String())
+		}
+	}
+	if _, err := f.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(target)}); err == nil {
+		t.Errorf("the dry run created %s", target)
+	}
+	if res.Swapped {
+		t.Errorf("the dry run swapped")
+	}
+
+	res, err = r.Run(ctx, replay.Options{Stream: f.stream, From: start, Handover: 100 * time.Millisecond, Poll: 20 * time.Millisecond}, handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Read != 100 || !res.Swapped {
+		t.Errorf("read %d swapped %v, want 100 and a swap", res.Read, res.Swapped)
+	}
+	if d := diff(f.windows(ctx, target), v1); d != "" {
+		t.Errorf("replaying from the start into %s differs from the live table:\n%s", target, d)
+	}
+	d, err := f.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(target)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Table.GlobalSecondaryIndexes) != 1 || aws.ToString(d.Table.GlobalSecondaryIndexes[0].IndexName) != state.OpenIndex {
+		t.Errorf("%s indexes %+v, want the open-windows index copied", target, d.Table.GlobalSecondaryIndexes)
+	}
+	ttl, err := f.db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(target)})
+	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "expiresAt" {
+		t.Errorf("%s time to live %+v %v, want enabled on expiresAt", target, ttl, err)
+	}
+
+	// The next rebuild goes to -v3, from the version now current.
+	res, err = r.Run(ctx, replay.Options{Stream: f.stream, From: start, DryRun: true}, handler)
+	if err != nil || res.Current != target || res.Target != f.table+"-v3" {
+		t.Errorf("next rebuild %+v %v: want %s → %s-v3", res, err, target, f.table)
+	}
+}
+
+func TestNextVersion(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"views", "views-v2"},
+		{"views-v2", "views-v3"},
+		{"Stack-Views1A2B-XYZ-v9", "Stack-Views1A2B-XYZ-v10"},
+		{"views-vx", "views-vx-v2"},
+	} {
+		if got := replay.NextVersion(c.in); got != c.want {
+			t.Errorf("NextVersion(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// A deployed function whose parameter is missing fails at init naming
+// VIEWS_PARAMETER_NAME.
+func TestMissingViewsParameterFailsAtInit(t *testing.T) {
+	env := map[string]string{pipeline.EnvVar: pipelineJSON, aggregate.EnvViewsParameter: "/tributary/nope"}
+	_, err := aggregate.FromEnv(awsCfg, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, "aggregate", &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), aggregate.EnvViewsParameter) || !strings.Contains(err.Error(), "/tributary/nope") {
+		t.Errorf("err %v, want one naming %s and the parameter", err, aggregate.EnvViewsParameter)
+	}
+}

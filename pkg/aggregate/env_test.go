@@ -1,0 +1,46 @@
+package aggregate_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+)
+
+// Configuration errors name the variable; a fixed table needs no AWS call.
+// (Resolving the parameter and following a swap is tested against the
+// stand-in in package replay.)
+func TestViewsTableFromEnv(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		env     map[string]string
+		table   string
+		wantErr string
+	}{
+		{"fixed table", map[string]string{aggregate.EnvViewsTable: "views"}, "views", ""},
+		{"neither", map[string]string{}, "", aggregate.EnvViewsTable},
+		{"empty table", map[string]string{aggregate.EnvViewsTable: ""}, "", aggregate.EnvViewsTable},
+		{"refresh not a number", map[string]string{aggregate.EnvViewsParameter: "/p", aggregate.EnvViewsRefresh: "soon"}, "", aggregate.EnvViewsRefresh},
+		{"refresh zero", map[string]string{aggregate.EnvViewsParameter: "/p", aggregate.EnvViewsRefresh: "0"}, "", aggregate.EnvViewsRefresh},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lookup := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }
+			vt, err := aggregate.ViewsTableFromEnv(context.Background(), aws.Config{}, lookup, nil)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err %v, want one naming %s", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := vt.Current(context.Background()); got != c.table {
+				t.Errorf("table %q, want %q", got, c.table)
+			}
+		})
+	}
+}

@@ -1,0 +1,187 @@
+package enrich_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/enrich"
+)
+
+// TestJoinAsOfPosition: activity is joined with the profile as of its place
+// in the shard — the old version before a change, the new one after it — and
+// a duplicate older change never regresses the profile.
+func TestJoinAsOfPosition(t *testing.T) {
+	t.Parallel()
+	in, out := newStream(t, "events"), newStream(t, "enriched")
+	put(t, in,
+		profile("u-1", 1, "free"),
+		activity("a1", "u-1"),
+		profile("u-1", 2, "pro"),
+		activity("a2", "u-1"),
+		profile("u-1", 1, "free"), // cdc redelivered an old change
+		activity("a3", "u-1"),
+		activity("b1", "u-2"),
+		tombstone("u-1", 3),
+		activity("a4", "u-1"),
+	)
+	h := enrich.New(db, kin, joinTable(t), out, fastBackoff)
+	if f := handle(t, h, shardRecords(t, in)); f != "" {
+		t.Fatalf("failure reported at %s", f)
+	}
+	got := byID(t, output(t, out))
+	tests := []struct {
+		id, plan, version string
+		deleted           bool
+	}{
+		{"a1", "free", "1", false},
+		{"a2", "pro", "2", false},
+		{"a3", "pro", "2", false},
+		{"b1", "-", "-", false},
+		{"a4", "-", "3", true},
+	}
+	for _, tc := range tests {
+		e, ok := got[tc.id]
+		if !ok {
+			t.Errorf("%s: not enriched", tc.id)
+			continue
+		}
+		if plan(e) != tc.plan || version(e) != tc.version || e.data.ProfileDeleted != tc.deleted {
+			t.Errorf("%s joined plan %s version %s deleted %v; want plan %s version %s deleted %v",
+				tc.id, plan(e), version(e), e.data.ProfileDeleted, tc.plan, tc.version, tc.deleted)
+		}
+		if e.env.Type != "page_view" || string(e.data.Event) != `{"path":"/`+tc.id+`"}` {
+			t.Errorf("%s: type %q event %s; want the original event", tc.id, e.env.Type, e.data.Event)
+		}
+	}
+	if len(got) != len(tests) {
+		t.Errorf("%d enriched records, want %d (changelog records are not enriched)", len(got), len(tests))
+	}
+	st := h.Stats()
+	if st.ChangesApplied != 3 || st.ChangesSkipped != 1 || st.Enriched != 5 || st.ReadRoundTrips != 1 {
+		t.Errorf("stats %+v: want 3 changes applied, 1 skipped, 5 enriched, 1 read round trip", st)
+	}
+	p, err := h.Lookup(context.Background(), "u-1")
+	if err != nil || !p.Deleted || p.Version != "3" {
+		t.Errorf("Lookup(u-1) = %+v, %v; want deleted at version 3", p, err)
+	}
+}
+
+// TestBadInput: a record that is not a valid envelope, or a changelog
+// record without key or version, is reported as the batch item failure
+// with its sequence number and field logged; the records before it are
+// enriched.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, field string
+		bad         []byte
+	}{
+		{"activity without occurredAt", "occurredAt", []byte(`{"id":"x1","type":"page_view","key":"u-1","sentAt":"2026-11-29T10:00:00Z"}`)},
+		{"activity not JSON", "data", []byte(`not json`)},
+		{"changelog without version", "data.version", []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","image":{"plan":"pro"}}}`)},
+		{"changelog without key", "data.key", []byte(`{"id":"p/u-1/9","type":"profile_deleted","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"version":9,"image":null}}`)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in, out := newStream(t, "events"), newStream(t, "enriched")
+			put(t, in, profile("u-1", 1, "free"), activity("a1", "u-1"), tc.bad, activity("a2", "u-1"))
+			var logs bytes.Buffer
+			h := enrich.New(db, kin, joinTable(t), out, fastBackoff, enrich.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			recs := shardRecords(t, in)
+			badSeq := recs[2].Kinesis.SequenceNumber
+			if f := handle(t, h, recs); f != badSeq {
+				t.Fatalf("failure reported at %q, want the bad record %s", f, badSeq)
+			}
+			if !strings.Contains(logs.String(), "record "+badSeq+": field "+tc.field+":") {
+				t.Errorf("log does not name record %s and field %s:\n%s", badSeq, tc.field, logs.String())
+			}
+			got := byID(t, output(t, out))
+			if _, ok := got["a1"]; !ok || len(got) != 1 {
+				t.Errorf("enriched %v, want only a1 (the record before the bad one)", sortedKeys(got))
+			}
+			if st := h.Stats(); st.BadRecords != 1 {
+				t.Errorf("BadRecords = %d, want 1", st.BadRecords)
+			}
+		})
+	}
+}
+
+// TestWarmCacheNeverStale: two instances alternate the batches of one
+// shard; a profile changed in a batch the other instance ran is seen by the
+// next batch, from the cache caught up with the shard's tail, in one read
+// round trip.
+func TestWarmCacheNeverStale(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		tailLimit int
+		wantExtra int64
+	}{
+		{"tail covers the gap", enrich.DefaultTailEntries, 0},
+		{"tail too short: one extra read, still fresh", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in, out := newStream(t, "events"), newStream(t, "enriched")
+			put(t, in,
+				// batch 1 on A
+				profile("u-1", 1, "free"), profile("u-2", 1, "free"), activity("a1", "u-1"), activity("b1", "u-2"),
+				// batch 2 on B: both profiles change
+				profile("u-1", 2, "pro"), profile("u-2", 2, "team"), activity("b2", "u-2"),
+				// batch 3 on A, whose cache still holds version 1
+				activity("a3", "u-1"), activity("b3", "u-2"),
+				// batch 4 on B
+				profile("u-1", 3, "team"), activity("b4", "u-2"),
+				// batch 5 on A
+				activity("a5", "u-1"),
+			)
+			recs := shardRecords(t, in)
+			table := joinTable(t)
+			opts := []enrich.Option{fastBackoff, enrich.WithTailLimits(tc.tailLimit, 1<<20)}
+			a, b := enrich.New(db, kin, table, out, opts...), enrich.New(db, kin, table, out, opts...)
+			bounds := []int{0, 4, 7, 9, 11, 12}
+			for i := 0; i+1 < len(bounds); i++ {
+				h := a
+				if i%2 == 1 {
+					h = b
+				}
+				before := h.Stats()
+				if f := handle(t, h, recs[bounds[i]:bounds[i+1]]); f != "" {
+					t.Fatalf("batch %d: failure at %s", i+1, f)
+				}
+				if d := h.Stats(); d.ReadRoundTrips-before.ReadRoundTrips > 1+tc.wantExtra {
+					t.Errorf("batch %d: %d read round trips", i+1, d.ReadRoundTrips-before.ReadRoundTrips)
+				}
+			}
+			got := byID(t, output(t, out))
+			want := map[string]string{"a1": "free", "b1": "free", "b2": "team", "a3": "pro", "b3": "team", "b4": "team", "a5": "team"}
+			for id, p := range want {
+				if plan(got[id]) != p {
+					t.Errorf("%s joined plan %q, want %q", id, plan(got[id]), p)
+				}
+			}
+			if v := version(got["a5"]); v != "3" {
+				t.Errorf("a5 joined version %s, want 3", v)
+			}
+			sa := a.Stats()
+			if sa.CacheHits == 0 {
+				t.Errorf("instance A never hit its cache: %+v", sa)
+			}
+			if sa.ExtraReadRoundTrips != tc.wantExtra {
+				t.Errorf("instance A: %d extra read round trips, want %d", sa.ExtraReadRoundTrips, tc.wantExtra)
+			}
+			if tc.wantExtra == 0 && sa.TailCatchUps != 2 {
+				t.Errorf("instance A caught up from the tail %d times, want 2 (batches 3 and 5)", sa.TailCatchUps)
+			}
+		})
+	}
+}
+
+// batchOf is a Lambda event of recs.
+func batchOf(recs []events.KinesisEventRecord) events.KinesisEvent { return events.KinesisEvent{Records: recs} }

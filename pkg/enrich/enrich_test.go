@@ -184,4 +184,6 @@ func TestWarmCacheNeverStale(t *testing.T) {
 }
 
 // batchOf is a Lambda event of recs.
-func batchOf(recs []events.KinesisEventRecord) events.KinesisEvent { return events.KinesisEvent{Records: recs} }
+func batchOf(recs []events.KinesisEventRecord) events.KinesisEvent {
+	return events.KinesisEvent{Records: recs}
+}

@@ -1,0 +1,167 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/pkg/cdc"
+)
+
+// DefaultClockSkew is how far before the snapshot's start a new consumer
+// is told to begin: Kinesis stamps arrival with its own clock, the
+// snapshot's start is read from ours. Starting earlier only repeats
+// changes, which the version rule skips.
+const DefaultClockSkew = 5 * time.Second
+
+// recordPutter is the Kinesis call a snapshot makes.
+type recordPutter interface {
+	PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error)
+}
+
+var _ recordPutter = (*kinesis.Client)(nil)
+
+// SnapshotRequest is the snapshot function's input (the console's Test
+// event): the CDC table to snapshot; empty means the function's default.
+type SnapshotRequest struct {
+	Table string `json:"table"`
+}
+
+// SnapshotResult says what a snapshot published and where a new consumer
+// of the events stream starts so that snapshot + later changes leave no gap.
+type SnapshotResult struct {
+	Table  string `json:"table"`
+	Stream string `json:"stream"`
+	// Position is the table's DynamoDB stream position the snapshot is tied
+	// to: changes after it are the cdc function's later records.
+	Position *cdc.Position `json:"position"`
+	// Published is how many snapshot records were put on the stream.
+	Published int `json:"published"`
+	// StartingPosition and StartAt are where a new consumer of the events
+	// stream starts (an event source mapping's StartingPosition and
+	// StartingPositionTimestamp, or GetShardIterator AT_TIMESTAMP): before
+	// the position was taken, so every change after it and every snapshot
+	// record is read; what comes earlier is older than the snapshot's
+	// versions and skipped by the version rule.
+	StartingPosition string    `json:"startingPosition"`
+	StartAt          time.Time `json:"startAt"`
+	Took             string    `json:"took"`
+}
+
+// Snapshotter runs cdc's Snapshot for a bootstrap and works out the
+// consumer's start.
+type Snapshotter struct {
+	db       cdc.TableScanner
+	streams  cdc.StreamReader
+	kin      recordPutter
+	stream   string
+	table    string
+	opts     []cdc.Option
+	skew     time.Duration
+	now      func() time.Time
+	progress func(published, total int)
+}
+
+// SnapshotOption configures a Snapshotter.
+type SnapshotOption func(*Snapshotter)
+
+// WithDefaultTable is the table snapshotted when a request names none.
+func WithDefaultTable(table string) SnapshotOption { return func(s *Snapshotter) { s.table = table } }
+
+// WithCDCOptions are the cdc handler's options (the entity key attribute).
+func WithCDCOptions(opts ...cdc.Option) SnapshotOption {
+	return func(s *Snapshotter) { s.opts = append(s.opts, opts...) }
+}
+
+// WithClockSkew sets how far before the snapshot's start StartAt is
+// (default DefaultClockSkew).
+func WithClockSkew(d time.Duration) SnapshotOption { return func(s *Snapshotter) { s.skew = d } }
+
+// WithSnapshotClock sets the clock StartAt is read from.
+func WithSnapshotClock(now func() time.Time) SnapshotOption { return func(s *Snapshotter) { s.now = now } }
+
+// WithProgress is called after each PutRecords with the records published
+// so far and the table's approximate item count (DescribeTable ItemCount,
+// refreshed by DynamoDB about every six hours, so it can be off).
+func WithProgress(f func(published, total int)) SnapshotOption {
+	return func(s *Snapshotter) { s.progress = f }
+}
+
+// NewSnapshotter returns a Snapshotter publishing to the events stream
+// named stream.
+func NewSnapshotter(db cdc.TableScanner, streams cdc.StreamReader, kin recordPutter, stream string, opts ...SnapshotOption) *Snapshotter {
+	s := &Snapshotter{db: db, streams: streams, kin: kin, stream: stream, skew: DefaultClockSkew, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Handle is the snapshot function's entry point.
+func (s *Snapshotter) Handle(ctx context.Context, req SnapshotRequest) (*SnapshotResult, error) {
+	return s.Snapshot(ctx, req.Table)
+}
+
+// Snapshot publishes table (or the default table) as snapshot records tied
+// to its stream position and returns where a new consumer starts.
+//
+// Why a timestamp taken before the scan: a change after the position
+// enters the table's stream after the position was read, so the cdc
+// function puts it on the events stream after this timestamp; the snapshot
+// records are put after it too. A change at or before the position may
+// reach the events stream late (the cdc function lags), even after the
+// snapshot's records: its version is not above the snapshot's, so a
+// consumer applying by version skips it. Starting later, for example where
+// the stream ended when the snapshot finished, loses the changes the cdc
+// function put during the scan.
+func (s *Snapshotter) Snapshot(ctx context.Context, table string) (*SnapshotResult, error) {
+	if table == "" {
+		table = s.table
+	}
+	if table == "" {
+		return nil, errors.New(`snapshot: input field "table" is empty and no default table is configured (PROFILES_TABLE_NAME)`)
+	}
+	start := s.now()
+	res := &SnapshotResult{Table: table, Stream: s.stream, StartingPosition: "AT_TIMESTAMP",
+		StartAt: start.Add(-s.skew).UTC().Truncate(time.Millisecond)}
+	total := 0
+	if d, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err == nil {
+		total = int(aws.ToInt64(d.Table.ItemCount))
+	}
+	put := &countingPutter{kin: s.kin, progress: s.progress, total: total}
+	h := cdc.New(put, s.stream, s.opts...)
+	pos, n, err := h.Snapshot(ctx, s.db, s.streams, table)
+	res.Position, res.Published, res.Took = pos, n, time.Since(start).Round(time.Millisecond).String()
+	if err != nil {
+		return res, fmt.Errorf("snapshot: %w (published %d records before it stopped; running it again is safe)", err, n)
+	}
+	return res, nil
+}
+
+// countingPutter reports the records Kinesis accepted.
+type countingPutter struct {
+	kin      recordPutter
+	progress func(published, total int)
+	total    int
+	mu       sync.Mutex
+	done     int
+}
+
+func (c *countingPutter) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	out, err := c.kin.PutRecords(ctx, in, optFns...)
+	if err != nil || c.progress == nil {
+		return out, err
+	}
+	c.mu.Lock()
+	c.done += len(in.Records) - int(aws.ToInt32(out.FailedRecordCount))
+	done, total := c.done, max(c.total, c.done)
+	c.mu.Unlock()
+	c.progress(done, total)
+	return out, nil
+}

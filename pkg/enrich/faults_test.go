@@ -150,6 +150,16 @@ func TestDeterministicReplay(t *testing.T) {
 			handleOK(t, h, recs[i:j])
 			handleOK(t, h, recs[j:])
 		}},
+		{"two crashes during the output, each retry from the checkpoint on a new instance", func(t *testing.T, table, out string) {
+			i := 0
+			for _, keep := range []int{5, 9} {
+				f := handle(t, enrich.New(db, &crashingKinesis{Client: kin, keep: keep}, table, out, fastBackoff), recs[i:])
+				if i = index(recs, f); i <= 0 {
+					t.Fatalf("failure at %q, want a record of the batch", f)
+				}
+			}
+			handleOK(t, enrich.New(db, kin, table, out, fastBackoff), recs[i:])
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,35 @@
+// Command snapshot bootstraps a consumer of the profiles changelog: invoked
+// by hand (the console's Test tab) or by the deploy, with
+// {"table": "<profiles table>"} or {} for PROFILES_TABLE_NAME, it publishes
+// every item of the table to the Kinesis stream EVENTS_STREAM_NAME as a
+// snapshot record tied to the table's stream position (keyed by
+// ENTITY_KEY_ATTRIBUTE, default userId), and returns the position, the
+// number published and where a new consumer starts (AT_TIMESTAMP startAt).
+// The logic is in package replay; the snapshot itself in package cdc.
+package main
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/internal/lambdamain"
+	"github.com/tributary-dev/tributary/pkg/cdc"
+	"github.com/tributary-dev/tributary/pkg/replay"
+)
+
+func main() {
+	m := lambdamain.Main{Function: "snapshot"}
+	streamName := m.RequireEnv("EVENTS_STREAM_NAME", "the Kinesis stream snapshot records are written to")
+	cfg := m.AWSConfig()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	s := replay.NewSnapshotter(dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg), streamName,
+		replay.WithDefaultTable(os.Getenv("PROFILES_TABLE_NAME")),
+		replay.WithCDCOptions(cdc.EnvOptions(os.Getenv)...),
+		replay.WithProgress(func(published, total int) { log.Info("snapshot progress", "published", published, "approxTotal", total) }))
+	lambda.Start(s.Handle)
+}

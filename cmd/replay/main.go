@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	dryRun := fs.Bool("dry-run", false, "print what would be done, change nothing")
 	var (
 		streamName, from, pipelineFile, toTable, outStream, table *string
-		handover                                                    *time.Duration
+		handover                                                  *time.Duration
 	)
 	switch cmd {
 	case "rebuild":

@@ -30,6 +30,8 @@ func main() {
 	s := replay.NewSnapshotter(dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg), streamName,
 		replay.WithDefaultTable(os.Getenv("PROFILES_TABLE_NAME")),
 		replay.WithCDCOptions(cdc.EnvOptions(os.Getenv)...),
-		replay.WithProgress(func(published, total int) { log.Info("snapshot progress", "published", published, "approxTotal", total) }))
+		replay.WithProgress(func(published, total int) {
+			log.Info("snapshot progress", "published", published, "approxTotal", total)
+		}))
 	lambda.Start(s.Handle)
 }

@@ -66,6 +66,7 @@ var cases = map[string]func(t *testing.T, e env, raw []byte){
 	"cdc/dynamodb-remove.json":             cdcCase("profiles/user-42/3", cdc.TypeDeleted, `null`),
 	"timeline/dynamodb-tweet-insert.json":  timelineTweetInsert,
 	"timeline/dynamodb-follow-remove.json": timelineFollowRemove,
+	"snapshot/console-test.json":           snapshotConsoleTest,
 }
 
 func TestEverySample(t *testing.T) {

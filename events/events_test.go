@@ -23,6 +23,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/cdc"
+	"github.com/tributary-dev/tributary/pkg/enrich"
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/ingest"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -66,6 +67,8 @@ var cases = map[string]func(t *testing.T, e env, raw []byte){
 	"cdc/dynamodb-remove.json":             cdcCase("profiles/user-42/3", cdc.TypeDeleted, `null`),
 	"timeline/dynamodb-tweet-insert.json":  timelineTweetInsert,
 	"timeline/dynamodb-follow-remove.json": timelineFollowRemove,
+	"enrich/kinesis-profile-change.json":   enrichCase(map[string]string{"evt-0100": "-@-", "evt-0101": "pro@2"}),
+	"enrich/kinesis-tombstone.json":        enrichCase(map[string]string{"evt-0201": "free@1", "evt-0202": "-@2 deleted"}),
 	"snapshot/console-test.json":           snapshotConsoleTest,
 }
 
@@ -624,5 +627,74 @@ func timelineFollowRemove(t *testing.T, e env, raw []byte) {
 	got := timelineRun(t, e, raw, tb)
 	if want := []string{"ann 2026-11-29T10:41:05Z#tw-1001"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("timelines %v, want %v", got, want)
+	}
+}
+
+// enrichCase: the batch through the enrich handler, delivered twice (a
+// redelivery). Each activity event becomes an enriched record per delivery,
+// byte-identical, joined with the profile as of its place in the shard: want
+// maps an event id to "plan@version" ("-@-": no profile; "-@N deleted": a
+// tombstone at version N). Changelog records are not enriched.
+func enrichCase(want map[string]string) func(t *testing.T, e env, raw []byte) {
+	return func(t *testing.T, e env, raw []byte) {
+		var ev lambdaevents.KinesisEvent
+		decode(t, raw, &ev)
+		ctx := context.Background()
+		if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.name), ShardCount: aws.Int32(1)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String(e.name), BillingMode: ddbtypes.BillingModePayPerRequest,
+			AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+			KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}}}); err != nil {
+			t.Fatal(err)
+		}
+		h := enrich.New(e.db, e.kin, e.name, e.name)
+		for range 2 {
+			resp, err := h.Handle(ctx, ev)
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("Handle = %v, %v; want no failures", resp.BatchItemFailures, err)
+			}
+		}
+		it, err := e.kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(e.name), ShardId: aws.String("shardId-000000000000"), ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := e.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies := map[string][][]byte{}
+		got := map[string]string{}
+		for _, r := range out.Records {
+			var rec struct {
+				ID   string      `json:"id"`
+				Data enrich.Data `json:"data"`
+			}
+			decode(t, r.Data, &rec)
+			copies[rec.ID] = append(copies[rec.ID], r.Data)
+			var prof struct{ Plan string }
+			if len(rec.Data.Profile) > 0 && string(rec.Data.Profile) != "null" {
+				decode(t, rec.Data.Profile, &prof)
+			}
+			s := "-@-"
+			if v := rec.Data.ProfileVersion; v != nil {
+				s = map[bool]string{true: prof.Plan, false: "-"}[prof.Plan != ""] + "@" + v.String()
+			}
+			if rec.Data.ProfileDeleted {
+				s += " deleted"
+			}
+			got[rec.ID] = s
+		}
+		for id, w := range want {
+			if got[id] != w {
+				t.Errorf("%s joined %q, want %q", id, got[id], w)
+			}
+			if c := copies[id]; len(c) != 2 || string(c[0]) != string(c[1]) {
+				t.Errorf("%s: %d enriched records, want 2 byte-identical ones (one per delivery)", id, len(c))
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("enriched %v, want only %v", got, want)
+		}
 	}
 }

@@ -1,0 +1,31 @@
+// Command enrich is the Lambda on the events Kinesis stream that joins
+// activity events with the profiles changelog cdc writes to the same stream
+// (the stream–table join): it writes one enriched record per activity event
+// to the Kinesis stream named by ENRICHED_STREAM_NAME and keeps the join's
+// copy of the profiles in the DynamoDB table named by JOIN_TABLE_NAME
+// (partition key "pk", a string). The logic is in package enrich.
+package main
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/internal/lambdamain"
+	"github.com/tributary-dev/tributary/pkg/enrich"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+)
+
+func main() {
+	m := lambdamain.Main{Function: "enrich"}
+	out := m.RequireEnv("ENRICHED_STREAM_NAME", "the Kinesis stream enriched records are written to")
+	table := m.RequireEnv("JOIN_TABLE_NAME", "the DynamoDB table (partition key pk, a string) holding the join's copy of the profiles")
+	cfg := m.AWSConfig()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	h := enrich.New(dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg), table, out,
+		enrich.WithMetrics(metrics.New(os.Stdout, "enrich")), enrich.WithLogger(log))
+	lambda.Start(h.Handle)
+}

@@ -206,7 +206,8 @@ func Plan(t *Template, opts ProvisionOptions) (*Deployment, error) {
 // provisionable reports whether Provision creates resources of type typ.
 func provisionable(typ string) bool {
 	switch typ {
-	case "AWS::Kinesis::Stream", "AWS::Kinesis::StreamConsumer", "AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable", "AWS::SQS::Queue":
+	case "AWS::Kinesis::Stream", "AWS::Kinesis::StreamConsumer", "AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable", "AWS::SQS::Queue",
+		"AWS::SSM::Parameter":
 		return true
 	}
 	return false
@@ -259,6 +260,7 @@ var nameRules = map[string]nameRule{
 	"AWS::IAM::Policy":           {"PolicyName", 128},
 	"AWS::Logs::LogGroup":        {"LogGroupName", 512},
 	"AWS::Events::Rule":          {"Name", 64},
+	"AWS::SSM::Parameter":        {"Name", 2048},
 }
 
 // generatedName is <stack>-<logicalID> within max characters (suffix, e.g.
@@ -355,6 +357,8 @@ func (d *Deployment) plan(id string) (*physicalResource, error) {
 		ph.attrs["Arn"] = fmt.Sprintf("arn:%s:events:%s:%s:rule/%s", p, rg, a, n)
 	case "AWS::SQS::QueuePolicy":
 		ph.ref = generatedName(d.stack, id, 128, "")
+	case "AWS::SSM::Parameter":
+		ph.ref = n // Type and Value: known after Provision (ssm.go)
 	}
 	return ph, nil
 }

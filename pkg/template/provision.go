@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
 // Provision creates the template's Kinesis streams, DynamoDB tables and SQS
@@ -33,6 +34,7 @@ func Provision(ctx context.Context, cfg aws.Config, t *Template, opts ProvisionO
 		d:        d,
 		dynamodb: dynamodb.NewFromConfig(cfg),
 		sqs:      sqs.NewFromConfig(cfg),
+		ssm:      ssm.NewFromConfig(cfg),
 		poll:     20 * time.Millisecond,
 	}
 	kc := kinesis.NewFromConfig(cfg)
@@ -52,6 +54,7 @@ type provisioner struct {
 	consumers consumerAPI
 	dynamodb  dynamodbAPI
 	sqs       sqsAPI
+	ssm       ssmAPI
 	poll      time.Duration // how often to look whether a resource is ACTIVE
 }
 
@@ -82,6 +85,8 @@ func (p *provisioner) provision(ctx context.Context, id string) error {
 		err = p.table(ctx, id, ph)
 	case "AWS::SQS::Queue":
 		err = p.queue(ctx, id, ph)
+	case "AWS::SSM::Parameter":
+		err = p.parameter(ctx, id, ph)
 	default:
 		return nil
 	}

@@ -173,7 +173,7 @@ func run(ctx context.Context, o *options) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := demoWork(ctx, stack); err != nil {
+	if err := demoWork(ctx, stack, topo.eventsName); err != nil {
 		return err
 	}
 	fmt.Printf("▸ windows in DynamoDB table %s (a window is final once the shard's watermark passes its end)\n", w.Table)
@@ -211,7 +211,7 @@ func run(ctx context.Context, o *options) (err error) {
 		if ms, err := cloudwatchlocal.Metrics(ctx, cfg, "Tributary", began.Add(-time.Minute)); err == nil {
 			fmt.Println("▸ metrics (CloudWatch, namespace Tributary)")
 			for _, m := range ms {
-				if m.Dimensions["Function"] == "aggregate" {
+				if f := m.Dimensions["Function"]; f == "aggregate" || f == "worker" {
 					fmt.Printf("    %s\n", m)
 				}
 			}
@@ -220,13 +220,16 @@ func run(ctx context.Context, o *options) (err error) {
 	if bad > 0 {
 		return fmt.Errorf("%d windows differ from what was sent", bad)
 	}
-	fmt.Printf("▸ every event counted exactly once; malformed record quarantined; late event corrected; total %s\n", time.Since(began).Round(time.Millisecond))
+	fmt.Printf("▸ every event counted exactly once; malformed record quarantined; late event corrected;\n  tasks load-balanced, events fanned out, poison task dead-lettered with its reason and redriven; total %s\n", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
-// demoWork shows load balancing with idempotent side effects: tasks on the
-// Tasks queue go each to one worker; the same tasks sent again are not run again.
-func demoWork(ctx context.Context, stack *local.Stack) error {
+// demoWork shows load balancing with idempotent side effects — tasks on the
+// Tasks queue go each to one worker environment, the same tasks sent again
+// are not run again — next to fan-out, where every subscriber of the events
+// stream gets every event; then a task that fails permanently reaches the
+// DLQ with its reason, the cause is fixed, and a redrive runs it once.
+func demoWork(ctx context.Context, stack *local.Stack, eventsStream string) error {
 	work, err := stack.FindWork()
 	if err != nil {
 		return err
@@ -262,6 +265,128 @@ func demoWork(ctx context.Context, stack *local.Stack) error {
 		return fmt.Errorf("%d tasks' side effects ran more than once", twice)
 	}
 	fmt.Printf("    40 messages, 30 tasks, each task's side effect ran exactly once (table %s)\n", work.Results)
+	envs, err := work.Environments(ctx, cfg, ids)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  load balancing: %s; each side effect once\n", describeEnvironments(len(ids), envs))
+	fan, err := stack.FanOut(ctx, eventsStream, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Print("  ")
+	fan.Print(os.Stdout)
+	if !fan.Complete() {
+		return fmt.Errorf("fan-out: a subscriber of %s missed records: %+v", eventsStream, fan.Subscribers)
+	}
+	return demoDeadLetter(ctx, stack, work)
+}
+
+// describeEnvironments is "30 tasks over 3 worker environments: 1a2b3c 11 ·
+// 4d5e6f 10 · 7a8b9c 9", each environment named by the end of its log stream.
+func describeEnvironments(tasks int, envs map[string]int) string {
+	names := make([]string, 0, len(envs))
+	for e := range envs {
+		names = append(names, e)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if envs[names[i]] != envs[names[j]] {
+			return envs[names[i]] > envs[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, e := range names {
+		short := e
+		if _, id, ok := strings.Cut(e, "]"); ok && len(id) >= 6 {
+			short = id[:6]
+		}
+		if e == "" {
+			short = "(unrecorded)"
+		}
+		parts[i] = fmt.Sprintf("%s %d", short, envs[e])
+	}
+	return fmt.Sprintf("%d tasks over %d worker environments: %s", tasks, len(envs), strings.Join(parts, " · "))
+}
+
+// demoDeadLetter sends a task that needs a task never sent: the worker
+// dead-letters it at once with the reason; the DLQ depth metric shows it;
+// the operator runs the missing task and redrives; the task runs once.
+func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work) error {
+	cfg := stack.Config()
+	since := time.Now().Add(-time.Second)
+	const task, missing = 31, 99
+	fmt.Printf("▸ poison: %s needs the result of %s (data.after), which nobody sent — no retry can fix that\n", local.TaskID(task), local.TaskID(missing))
+	if _, err := work.SendTask(ctx, cfg, task, missing); err != nil {
+		return err
+	}
+	if err := work.WaitDeadLettered(ctx, cfg, 1); err != nil {
+		return err
+	}
+	fmt.Printf("  the worker sent it to the DLQ %s on its first receive, with the reason (redrive -dry-run):\n", work.DLQName)
+	var listing strings.Builder
+	if _, err := work.ShowDeadLetters(ctx, cfg, &listing); err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimRight(listing.String(), "\n"), "\n") {
+		fmt.Printf("    %s\n", truncate(line, 220))
+	}
+	if err := printDLQDepth(ctx, stack, work, since, 1); err != nil {
+		return err
+	}
+	fmt.Printf("▸ the operator fixes the cause: %s is sent and runs\n", local.TaskID(missing))
+	dep, err := work.SendTask(ctx, cfg, missing, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := work.WaitExecutions(ctx, cfg, []string{dep}, io.Discard); err != nil {
+		return err
+	}
+	res, err := work.Redrive(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("▸ redrive %s → Tasks: %s (the dead-letter attributes are dropped on the way back)\n", work.DLQName, res)
+	if res.Moved != 1 {
+		return fmt.Errorf("redrive moved %d messages, want 1", res.Moved)
+	}
+	runs, err := work.WaitExecutions(ctx, cfg, []string{local.TaskID(task)}, io.Discard)
+	if err != nil {
+		return err
+	}
+	if err := work.WaitDrained(ctx, cfg); err != nil {
+		return err
+	}
+	if n := runs[local.TaskID(task)]; n != 1 {
+		return fmt.Errorf("%s ran %d times after the redrive, want 1", local.TaskID(task), n)
+	}
+	fmt.Printf("    %s ran exactly once\n", local.TaskID(task))
+	return printDLQDepth(ctx, stack, work, since, 0)
+}
+
+// printDLQDepth publishes the queues' AWS/SQS metrics (as SQS does every
+// minute on AWS) and prints the DLQ's depth read back from CloudWatch — what
+// the DLQ alarm watches.
+func printDLQDepth(ctx context.Context, stack *local.Stack, work *local.Work, since time.Time, want float64) error {
+	if err := stack.PublishQueueMetrics(ctx); err != nil {
+		return err
+	}
+	v, _, ok, err := cloudwatchlocal.LatestQueueMetric(ctx, stack.Config(), cloudwatchlocal.MetricMessagesVisible, work.DLQName, since)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no %s %s data for %s in CloudWatch", cloudwatchlocal.SQSNamespace, cloudwatchlocal.MetricMessagesVisible, work.DLQName)
+	}
+	state := "OK"
+	if v >= 1 {
+		state = "ALARM"
+	}
+	fmt.Printf("  DLQ depth (CloudWatch %s %s{QueueName=%s}): %g → its alarm would be %s\n",
+		cloudwatchlocal.SQSNamespace, cloudwatchlocal.MetricMessagesVisible, work.DLQName, v, state)
+	if v != want {
+		return fmt.Errorf("DLQ depth metric %g, want %g", v, want)
+	}
 	return nil
 }
 

@@ -44,6 +44,10 @@ type Options struct {
 	// ScheduleEvery, when > 0, fires the template's EventBridge schedules
 	// this often instead of at their rate (make local shortens a minute).
 	ScheduleEvery time.Duration
+	// QueueMetricsEvery is how often every queue's AWS/SQS depth metrics are
+	// published to the stand-in's CloudWatch (AWS: every minute); 0 means
+	// every 5 seconds.
+	QueueMetricsEvery time.Duration
 }
 
 // Stack is the topology running locally.
@@ -53,6 +57,7 @@ type Stack struct {
 	functions  map[string]*rie.Function // by binary name
 	urls       map[string]*functionURL  // by binary name
 	sink       *cloudwatchlocal.Sink
+	queueStats *cloudwatchlocal.QueueMetrics
 	stats      *Stats
 	cancel     context.CancelFunc
 	stopTicks  func()
@@ -120,6 +125,15 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	queues := map[string]string{}
+	for _, q := range s.deployment.Queues() {
+		queues[q.Name] = q.URL
+	}
+	every := opts.QueueMetricsEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	s.queueStats = cloudwatchlocal.StartQueueMetrics(ctx, cfg, queues, every, func(err error) { fmt.Fprintf(progress, "    cloudwatch: %v\n", err) })
 	logLine := func(function, line string) {
 		// RIE's own "(rapid)" lines are the emulator talking; CloudWatch on
 		// AWS shows START/END/REPORT and the function's output only.
@@ -131,6 +145,10 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 	}
 
+	mappings, err := s.deployment.Mappings()
+	if err != nil {
+		return nil, err
+	}
 	step = s.step(fmt.Sprintf("starting %d functions under aws-lambda-rie", len(specs)))
 	byLogical := map[string]*rie.Function{}
 	for _, f := range specs {
@@ -154,7 +172,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 			Env:       env,
 			Timeout:   f.Timeout,
 			MemoryMB:  f.MemoryMB,
-			Instances: instancesFor(f.Binary, specs),
+			Instances: instancesFor(f, mappings),
 			Logs:      logLine,
 		})
 		if startErr != nil {
@@ -162,14 +180,10 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		s.functions[f.Binary] = fn
 		byLogical[f.LogicalID] = fn
-		fmt.Fprintf(progress, "    %-12s %s\n", f.Binary, f.FunctionName)
+		fmt.Fprintf(progress, "    %-12s %s (%d execution environments)\n", f.Binary, f.FunctionName, instancesFor(f, mappings))
 	}
 	step()
 
-	mappings, err := s.deployment.Mappings()
-	if err != nil {
-		return nil, err
-	}
 	step = s.step(fmt.Sprintf("starting %d event source mappings", len(mappings)))
 	for _, m := range mappings {
 		fn, ok := byLogical[m.FunctionLogicalID]
@@ -178,7 +192,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		binary := binaryOf(m.FunctionLogicalID, specs)
 		settings := toSettings(m, specs)
-		obs := s.stats.observer(binary)
+		obs := s.stats.observer(binary, m)
 		var p *eventsource.Poller
 		switch m.SourceKind {
 		case template.SourceKinesis:
@@ -277,6 +291,10 @@ func (s *Stack) Stats() *Stats { return s.stats }
 // Errors reports mapping failures (a poller that stopped); nil channel reads block.
 func (s *Stack) Errors() <-chan error { return s.errs }
 
+// PublishQueueMetrics puts every queue's AWS/SQS depth metrics to the
+// stand-in's CloudWatch now, without waiting for the next interval.
+func (s *Stack) PublishQueueMetrics(ctx context.Context) error { return s.queueStats.Publish(ctx) }
+
 // FlushLogs sends buffered log lines and metrics to the stand-in's CloudWatch now.
 func (s *Stack) FlushLogs(ctx context.Context) error { return s.sink.Flush(ctx) }
 
@@ -287,6 +305,9 @@ func (s *Stack) Close() error {
 	}
 	s.cancel()
 	s.wg.Wait()
+	if s.queueStats != nil {
+		s.queueStats.Stop()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var errs []error
@@ -310,15 +331,32 @@ func (s *Stack) step(msg string) func() {
 	}
 }
 
-// instancesFor sizes a function's pool of execution environments: one per
-// concurrent batch its mappings can send, so mappings never wait on each other.
-func instancesFor(binary string, specs []template.FunctionSpec) int {
-	for _, f := range specs {
-		if f.Binary == binary && f.ReservedConcurrency != nil && *f.ReservedConcurrency > 0 {
-			return min(*f.ReservedConcurrency, 4)
+// maxEnvironments caps a function's execution environments locally (the
+// machine runs every function at once).
+const maxEnvironments = 3
+
+// instancesFor sizes a function's pool of execution environments as Lambda
+// would scale it, within maxEnvironments: up to its reserved concurrency, and
+// for a function on SQS up to its mappings' MaximumConcurrency (Lambda
+// scales queue consumers out to it), else 2.
+func instancesFor(f template.FunctionSpec, mappings []template.MappingSpec) int {
+	if f.ReservedConcurrency != nil && *f.ReservedConcurrency > 0 {
+		return min(*f.ReservedConcurrency, maxEnvironments)
+	}
+	n := 0
+	for _, m := range mappings {
+		if m.FunctionLogicalID == f.LogicalID && m.SourceKind == template.SourceSQS {
+			c := m.MaximumConcurrency
+			if c <= 0 {
+				c = maxEnvironments
+			}
+			n = max(n, c)
 		}
 	}
-	return 2
+	if n == 0 {
+		return 2
+	}
+	return min(n, maxEnvironments)
 }
 
 func binaryOf(logicalID string, specs []template.FunctionSpec) string {

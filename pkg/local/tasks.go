@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,22 +15,31 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/tributary-dev/tributary/pkg/redrive"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/worker"
 )
 
-// Work is the deployed work queue and its worker's results table.
+// Work is the deployed work queue, its dead-letter queue and its worker's
+// results table.
 type Work struct {
 	QueueURL, Results string
+	// DLQURL and DLQName are the Tasks queue's dead-letter queue.
+	DLQURL, DLQName string
 }
 
-// FindWork finds the standard Tasks queue (not its FIFO twin or a DLQ) and
+// FindWork finds the standard Tasks queue (not its FIFO twin), its DLQ and
 // the worker's results table in the deployment.
 func (s *Stack) FindWork() (*Work, error) {
 	w := &Work{}
 	for _, q := range s.deployment.Queues() {
 		id := q.LogicalID
-		if strings.HasPrefix(id, "Tasks") && !strings.HasPrefix(id, "TasksFifo") && !strings.Contains(id, "Dlq") {
+		if !strings.HasPrefix(id, "Tasks") || strings.HasPrefix(id, "TasksFifo") {
+			continue
+		}
+		if strings.HasPrefix(id, "TasksDlq") {
+			w.DLQURL, w.DLQName = q.URL, q.Name
+		} else {
 			w.QueueURL = q.URL
 		}
 	}
@@ -42,8 +52,8 @@ func (s *Stack) FindWork() (*Work, error) {
 			w.Results = f.Env["RESULTS_TABLE_NAME"]
 		}
 	}
-	if w.QueueURL == "" || w.Results == "" {
-		return nil, fmt.Errorf("the template has no Tasks queue or worker RESULTS_TABLE_NAME")
+	if w.QueueURL == "" || w.DLQURL == "" || w.Results == "" {
+		return nil, fmt.Errorf("the template has no Tasks queue, TasksDlq queue or worker RESULTS_TABLE_NAME")
 	}
 	return w, nil
 }
@@ -56,12 +66,9 @@ func (w *Work) SendTasks(ctx context.Context, cfg aws.Config, first, last int) (
 	var entries []sqstypes.SendMessageBatchRequestEntry
 	now := time.Now().UTC()
 	for task := first; task <= last; task++ {
-		id := fmt.Sprintf("task-%03d", task)
+		id := TaskID(task)
 		ids = append(ids, id)
-		env := stream.Envelope{ID: fmt.Sprintf("msg-%s-%d", id, now.UnixNano()), Type: worker.TaskType, Key: fmt.Sprintf("customer-%d", task%5),
-			OccurredAt: now, SentAt: now,
-			Data: json.RawMessage(fmt.Sprintf(`{"taskId":%q,"input":"invoice-%03d","rounds":2000}`, id, task))}
-		body, err := json.Marshal(env)
+		body, err := taskBody(worker.Task{TaskID: id, Input: fmt.Sprintf("invoice-%03d", task), Rounds: 2000}, task, now)
 		if err != nil {
 			return nil, err
 		}
@@ -78,6 +85,121 @@ func (w *Work) SendTasks(ctx context.Context, cfg aws.Config, first, last int) (
 		}
 	}
 	return ids, nil
+}
+
+// TaskID is the id SendTasks gives task number n.
+func TaskID(n int) string { return fmt.Sprintf("task-%03d", n) }
+
+func taskBody(t worker.Task, n int, now time.Time) (string, error) {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return "", err
+	}
+	env := stream.Envelope{ID: fmt.Sprintf("msg-%s-%d", t.TaskID, now.UnixNano()), Type: worker.TaskType, Key: fmt.Sprintf("customer-%d", n%5),
+		OccurredAt: now, SentAt: now, Data: data}
+	body, err := json.Marshal(env)
+	return string(body), err
+}
+
+// SendTask sends task number n; after, if not 0, is the number of the task
+// whose result it needs first (data.after).
+func (w *Work) SendTask(ctx context.Context, cfg aws.Config, n, after int) (string, error) {
+	t := worker.Task{TaskID: TaskID(n), Input: fmt.Sprintf("invoice-%03d", n), Rounds: 2000}
+	if after != 0 {
+		t.After = TaskID(after)
+	}
+	body, err := taskBody(t, n, time.Now().UTC())
+	if err != nil {
+		return "", err
+	}
+	if _, err := sqs.NewFromConfig(cfg).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(w.QueueURL), MessageBody: aws.String(body)}); err != nil {
+		return "", fmt.Errorf("sending %s: %w", t.TaskID, err)
+	}
+	return t.TaskID, nil
+}
+
+// Environments returns, for the given task ids, how many each worker
+// execution environment ran (by its log stream name, which the worker
+// records with each result).
+func (w *Work) Environments(ctx context.Context, cfg aws.Config, ids []string) (map[string]int, error) {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	rows, err := w.results(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	by := map[string]int{}
+	for _, r := range rows {
+		if want[r.TaskID] {
+			by[r.Environment]++
+		}
+	}
+	return by, nil
+}
+
+type resultRow struct {
+	TaskID      string `dynamodbav:"taskId"`
+	Executions  int    `dynamodbav:"executions"`
+	Environment string `dynamodbav:"environment"`
+}
+
+func (w *Work) results(ctx context.Context, cfg aws.Config) ([]resultRow, error) {
+	var rows []resultRow
+	p := dynamodb.NewScanPaginator(dynamodb.NewFromConfig(cfg), &dynamodb.ScanInput{TableName: aws.String(w.Results), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("scanning %s: %w", w.Results, err)
+		}
+		var part []resultRow
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &part); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", w.Results, err)
+		}
+		rows = append(rows, part...)
+	}
+	return rows, nil
+}
+
+// WaitDeadLettered waits until the Tasks DLQ holds at least n visible messages.
+func (w *Work) WaitDeadLettered(ctx context.Context, cfg aws.Config, n int) error {
+	client := sqs.NewFromConfig(cfg)
+	for {
+		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.DLQURL),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", w.DLQURL, err)
+		}
+		if got, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]); got >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d messages in %s: %w", n, w.DLQURL, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// redriver is package redrive's Redriver tuned for a local queue: short
+// polls, two empty receives to call the DLQ drained.
+func redriver(cfg aws.Config) *redrive.Redriver {
+	r := redrive.New(sqs.NewFromConfig(cfg))
+	r.WaitTime, r.EmptyReceives = 0, 2
+	return r
+}
+
+// ShowDeadLetters prints the Tasks DLQ's messages, reasons included, as
+// `redrive -dry-run` does, leaving them there.
+func (w *Work) ShowDeadLetters(ctx context.Context, cfg aws.Config, out io.Writer) (int, error) {
+	return redriver(cfg).DryRun(ctx, w.DLQURL, 0, out)
+}
+
+// Redrive moves the Tasks DLQ's messages back to the Tasks queue, as
+// `redrive -dlq` does.
+func (w *Work) Redrive(ctx context.Context, cfg aws.Config) (redrive.Result, error) {
+	return redriver(cfg).Move(ctx, w.DLQURL, w.QueueURL, 0)
 }
 
 // WaitDrained waits until the queue holds no message, visible or in flight.
@@ -104,31 +226,29 @@ func (w *Work) WaitDrained(ctx context.Context, cfg aws.Config) error {
 // WaitExecutions polls the results table until every id has run, and
 // returns how many times each task's side effect ran.
 func (w *Work) WaitExecutions(ctx context.Context, cfg aws.Config, ids []string, progress io.Writer) (map[string]int, error) {
-	client := dynamodb.NewFromConfig(cfg)
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	last := -1
 	for {
-		out, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(w.Results), ConsistentRead: aws.Bool(true)})
+		rows, err := w.results(ctx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("scanning %s: %w", w.Results, err)
-		}
-		var rows []struct {
-			TaskID     string `dynamodbav:"taskId"`
-			Executions int    `dynamodbav:"executions"`
-		}
-		if err := attributevalue.UnmarshalListOfMaps(out.Items, &rows); err != nil {
 			return nil, err
 		}
 		got := map[string]int{}
+		done := 0
 		for _, r := range rows {
 			got[r.TaskID] = r.Executions
 		}
-		if len(got) != last {
-			fmt.Fprintf(progress, "\r    %d/%d tasks done", len(got), len(ids))
-			last = len(got)
+		for _, id := range ids {
+			if got[id] > 0 {
+				done++
+			}
 		}
-		if len(got) >= len(ids) {
+		if done != last {
+			fmt.Fprintf(progress, "\r    %d/%d tasks done", done, len(ids))
+			last = done
+		}
+		if done >= len(ids) {
 			fmt.Fprintln(progress)
 			return got, nil
 		}

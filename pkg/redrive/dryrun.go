@@ -97,7 +97,9 @@ func (r *Redriver) printMessage(w io.Writer, m types.Message) {
 	}
 	names := make([]string, 0, len(m.MessageAttributes))
 	for name := range m.MessageAttributes {
-		names = append(names, name)
+		if name != AttrReason { // printed above
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	for _, name := range names {

@@ -62,6 +62,7 @@ var cases = map[string]func(t *testing.T, e env, raw []byte){
 	"worker/sqs-tasks.json":                  workerCase(nil, map[string]int{"task-1001": 1}),
 	"worker/sqs-fifo.json": workerCase([]string{"0b7e4c1a-3333-4d2e-9f3a-5b6c7d8e9f03", "0b7e4c1a-4444-4d2e-9f3a-5b6c7d8e9f04"},
 		map[string]int{"task-2001": 1, "task-3001": 1, "task-2002": 0, "task-2003": 0}),
+	"worker/sqs-after-missing.json":        workerCase([]string{"5d2e8a41-7c3b-4f6a-9e1d-0b2c3d4e5f60"}, map[string]int{"task-4002": 0}),
 	"cdc/dynamodb-insert.json":             cdcCase("profiles/user-42/1", cdc.TypeChanged, `{"country":"NO","marketingOptIn":false,"plan":"free","userId":"user-42","version":1}`),
 	"cdc/dynamodb-modify.json":             cdcCase("profiles/user-42/2", cdc.TypeChanged, `{"country":"NO","marketingOptIn":true,"plan":"pro","seats":5,"tags":["beta","eu"],"userId":"user-42","version":2}`),
 	"cdc/dynamodb-remove.json":             cdcCase("profiles/user-42/3", cdc.TypeDeleted, `null`),

@@ -44,7 +44,7 @@ func (p *provisioner) parameter(ctx context.Context, id string, ph *physicalReso
 	case value == "":
 		return fmt.Errorf("%s: a parameter needs a non-empty value", pr.at("Value"))
 	}
-	if pr.has("Tier") || pr.has("Policies") || pr.has("AllowedPattern") {
+	if tier, _ := pr.str("Tier"); (tier != "" && tier != "Standard") || pr.has("Policies") || pr.has("AllowedPattern") {
 		p.d.note(fmt.Sprintf("%s: Tier, Policies and AllowedPattern of parameter %s are not applied locally", id, ph.name))
 	}
 	out, err := p.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(ph.name)})

@@ -121,3 +121,49 @@ func TestReplayReadsClosedParentsFirst(t *testing.T) {
 		}
 	}
 }
+
+// failing reports some records as batch item failures, as the aggregate
+// processor reports poison records and failed writes.
+type failing struct {
+	recorder
+	always map[string]bool // sequence numbers that always fail
+	once   map[string]bool // sequence numbers that fail the first time
+}
+
+func (f *failing) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, rec := range ev.Records {
+		seq := rec.Kinesis.SequenceNumber
+		if f.always[seq] || f.once[seq] {
+			delete(f.once, seq)
+			return events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{{ItemIdentifier: seq}}}, nil
+		}
+		f.order = append(f.order, seq)
+	}
+	return events.KinesisEventResponse{}, nil
+}
+
+// A record reported failed once is retried and applied; one that keeps
+// failing is skipped after MaxAttempts, counted and named in the progress.
+func TestReplayRetriesThenSkipsFailedRecords(t *testing.T) {
+	f := newFixture(t, 1)
+	h := &failing{always: map[string]bool{"101": true}, once: map[string]bool{"200": true}}
+	var progress syncBuffer
+	r := replay.New(newResharded(), f.db, replay.NewRegistry(f.ps, f.param))
+	res, err := r.Run(context.Background(), replay.Options{Stream: "resharded", From: time.Now().Add(-time.Hour), Handover: 50 * time.Millisecond,
+		Poll: 10 * time.Millisecond, MaxAttempts: 3, Progress: &progress},
+		func(string) (replay.BatchHandler, error) { return h, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Read != 7 || res.Applied != 6 || res.Skipped != 1 {
+		t.Errorf("read %d applied %d skipped %d, want 7, 6, 1", res.Read, res.Applied, res.Skipped)
+	}
+	if got := strings.Join(h.order, " "); !strings.Contains(got, "200") || strings.Contains(got, "101") {
+		t.Errorf("applied %s: want 200 (failed once) applied and 101 (always failing) not", got)
+	}
+	if !strings.Contains(progress.String(), "record 101 still failed after 3 attempts: skipped") {
+		t.Errorf("progress does not name the skipped record:\n%s", progress.String())
+	}
+}

@@ -25,11 +25,14 @@ type recordPutter interface {
 var _ recordPutter = (*kinesis.Client)(nil)
 
 // Defaults of the tail and cache bounds. The tail is rewritten by every
-// batch that applies a change and DynamoDB charges an update by the item's
-// size, so it is kept well under the 400 KB item limit.
+// batch that applies a change, and DynamoDB charges an update by the item's
+// size (1 WCU per KB), so it is kept small: it only has to cover the changes
+// a warm instance missed while other instances ran the shard's batches. A
+// tail too short for that costs a second read round trip, counted in
+// ExtraReadRoundTrips: raise the bounds with WithTailLimits when it grows.
 const (
-	DefaultTailEntries  = 256
-	DefaultTailBytes    = 96 << 10
+	DefaultTailEntries  = 64
+	DefaultTailBytes    = 16 << 10
 	DefaultMaxCacheKeys = 200_000
 )
 
@@ -212,11 +215,11 @@ func (h *Handler) handle(ctx context.Context, recs []events.KinesisEventRecord) 
 	}
 	ctx, cancel := batch.Reserve(ctx, time.Second)
 	defer cancel()
-	if i, ok := h.join(ctx, shard, ps); !ok {
+	i, ok := h.join(ctx, shard, ps)
+	if !ok {
 		h.stats.FailedBatches.Add(1)
-		return i
 	}
-	return stop
+	return min(i, stop)
 }
 
 func (h *Handler) bad(ctx context.Context, err error) {
@@ -231,7 +234,8 @@ type curState struct {
 }
 
 // join runs the read, the join, the state writes and the output of ps. It
-// returns ok, or the index of the record to report.
+// returns the index of the record to report (len(ps) when none) and false
+// when that is for a failed read or write rather than a bad record.
 func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, bool) {
 	first, last := ps[0].seq, ps[len(ps)-1].seq
 	sc := h.takeCache(shard)
@@ -285,6 +289,7 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 				}
 				if hist, ok := sc.keys[c.key]; ok {
 					hist.add(c.change)
+					hist.prune(first)
 					sc.keys[c.key] = hist
 				}
 			}
@@ -312,6 +317,7 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 	var tailAdded []tailChange
 	entries := make([]kintypes.PutRecordsRequestEntry, 0, len(ps))
 	entryRec := make([]int, 0, len(ps))
+	stopAt := len(ps)
 	for i := range ps {
 		p := &ps[i]
 		st, ok := cur[p.key]
@@ -333,13 +339,20 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 		cur[p.key] = st
 		e, err := enrichedRecord(shard, p, st.c, st.found)
 		if err != nil {
-			h.log.ErrorContext(ctx, "enriching a record", "error", err)
-			h.putCache(shard, nil)
-			return i, false
+			// Too big for Kinesis with its profile: the records before it
+			// go on, it is reported.
+			h.bad(ctx, err)
+			stopAt = i
+			break
 		}
 		entries = append(entries, e)
 		entryRec = append(entryRec, i)
 	}
+	if stopAt == 0 {
+		h.putCache(shard, sc) // unchanged but for the histories read
+		return 0, true
+	}
+	last = ps[stopAt-1].seq
 
 	// State first: a crash after it is recomputed the same from the table.
 	dropped := map[string][]string{}
@@ -368,7 +381,7 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 		return entryRec[lowest], false
 	}
 	h.stats.Enriched.Add(int64(len(entries)))
-	return len(ps), true
+	return stopAt, true
 }
 
 // countedRead is read, counted.

@@ -3,6 +3,7 @@ package enrich_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -186,4 +187,63 @@ func TestWarmCacheNeverStale(t *testing.T) {
 // batchOf is a Lambda event of recs.
 func batchOf(recs []events.KinesisEventRecord) events.KinesisEvent {
 	return events.KinesisEvent{Records: recs}
+}
+
+// synthetic is docs as one shard's Lambda records with made-up sequence
+// numbers, for inputs no stream needs to hold.
+func synthetic(docs ...[]byte) []events.KinesisEventRecord {
+	var recs []events.KinesisEventRecord
+	for i, d := range docs {
+		seq := fmt.Sprintf("4960118965842235937883629852%028d", i+1)
+		recs = append(recs, events.KinesisEventRecord{EventID: "shardId-000000000000:" + seq,
+			Kinesis: events.KinesisRecord{Data: d, SequenceNumber: seq, PartitionKey: "p"}})
+	}
+	return recs
+}
+
+// TestOversizeEnrichedRecord: an activity event that would exceed Kinesis'
+// record limit once joined with its profile is reported by sequence number
+// and field; the records before it are enriched.
+func TestOversizeEnrichedRecord(t *testing.T) {
+	t.Parallel()
+	out := newStream(t, "enriched")
+	big := strings.Repeat("x", 800<<10)
+	recs := synthetic(profile("u-1", 1, big[:300<<10]), activity("a1", "u-2"), activity("a2", "u-1"), activity("a3", "u-2"))
+	var logs bytes.Buffer
+	h := enrich.New(db, kin, joinTable(t), out, fastBackoff, enrich.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	recs[2].Kinesis.Data = bytes.Replace(recs[2].Kinesis.Data, []byte(`"/a2"`), []byte(`"/`+big+`"`), 1)
+	if f := handle(t, h, recs); f != recs[2].Kinesis.SequenceNumber {
+		t.Fatalf("failure at %q, want the oversize record %s", f, recs[2].Kinesis.SequenceNumber)
+	}
+	if !strings.Contains(logs.String(), "record "+recs[2].Kinesis.SequenceNumber+": field data: the enriched record would be") {
+		t.Errorf("log does not name the record and field:\n%.300s", logs.String())
+	}
+	if got := byID(t, output(t, out)); len(got) != 1 || got["a1"].env.ID != "a1" {
+		t.Errorf("enriched %v, want only a1", sortedKeys(got))
+	}
+}
+
+// TestStaleDuplicateIsFenced: a duplicate of an earlier batch arriving after
+// a later batch wrote the same keys (an invocation Lambda gave up on) is
+// refused: it writes neither state nor output.
+func TestStaleDuplicateIsFenced(t *testing.T) {
+	t.Parallel()
+	out := newStream(t, "enriched")
+	recs := synthetic(profile("u-1", 1, "free"), activity("a1", "u-1"), profile("u-1", 2, "pro"), activity("a2", "u-1"))
+	table := joinTable(t)
+	handleOK(t, enrich.New(db, kin, table, out, fastBackoff), recs[:2])
+	handleOK(t, enrich.New(db, kin, table, out, fastBackoff), recs[2:])
+	stale := enrich.New(db, kin, table, out, fastBackoff)
+	if f := handle(t, stale, recs[:2]); f != recs[0].Kinesis.SequenceNumber {
+		t.Fatalf("stale duplicate: failure at %q, want its first record", f)
+	}
+	if st := stale.Stats(); st.Superseded != 1 || st.KeyWrites != 0 || st.Enriched != 0 {
+		t.Errorf("stale duplicate stats %+v: want superseded, no writes, nothing enriched", st)
+	}
+	if got := output(t, out); len(got) != 2 {
+		t.Errorf("output enriches %d records, want 2 (a1 and a2 once each)", len(got))
+	}
+	if p, err := stale.Lookup(context.Background(), "u-1"); err != nil || p.Version != "2" {
+		t.Errorf("Lookup(u-1) = %+v, %v; want version 2", p, err)
+	}
 }

@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/enrich"
 )
@@ -190,5 +192,55 @@ func handleOK(t *testing.T, h *enrich.Handler, recs []events.KinesisEventRecord)
 	}
 	if f := handle(t, h, recs); f != "" {
 		t.Fatalf("failure reported at %s", f)
+	}
+}
+
+// throttlingKinesis fails every other entry of the first PutRecords call
+// with ProvisionedThroughputExceededException and writes the rest.
+type throttlingKinesis struct {
+	*kinesis.Client
+	calls atomic.Int64
+}
+
+func (k *throttlingKinesis) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	if k.calls.Add(1) > 1 {
+		return k.Client.PutRecords(ctx, in, opts...)
+	}
+	pass := *in
+	pass.Records = nil
+	for i, r := range in.Records {
+		if i%2 == 1 {
+			pass.Records = append(pass.Records, r)
+		}
+	}
+	if _, err := k.Client.PutRecords(ctx, &pass, opts...); err != nil {
+		return nil, err
+	}
+	out := &kinesis.PutRecordsOutput{Records: make([]kintypes.PutRecordsResultEntry, len(in.Records))}
+	for i := range in.Records {
+		if i%2 == 0 {
+			out.Records[i] = kintypes.PutRecordsResultEntry{ErrorCode: aws.String("ProvisionedThroughputExceededException"), ErrorMessage: aws.String("Rate exceeded")}
+			out.FailedRecordCount = aws.Int32(aws.ToInt32(out.FailedRecordCount) + 1)
+		} else {
+			out.Records[i] = kintypes.PutRecordsResultEntry{SequenceNumber: aws.String("1"), ShardId: aws.String("shardId-000000000000")}
+		}
+	}
+	return out, nil
+}
+
+// TestOutputRetriesOnlyFailedEntries: entries Kinesis throttled are retried
+// alone, so every activity event is enriched exactly once.
+func TestOutputRetriesOnlyFailedEntries(t *testing.T) {
+	t.Parallel()
+	out := newStream(t, "enriched")
+	recs := synthetic(profile("u-1", 1, "free"), activity("a1", "u-1"), activity("a2", "u-1"), activity("a3", "u-2"), activity("a4", "u-1"))
+	h := enrich.New(db, &throttlingKinesis{Client: kin}, joinTable(t), out, fastBackoff)
+	handleOK(t, h, recs)
+	got := byID(t, output(t, out))
+	if len(got) != 4 {
+		t.Errorf("enriched %v, want a1..a4 once each", sortedKeys(got))
+	}
+	if st := h.Stats(); st.OutputRetries != 1 || st.Enriched != 4 {
+		t.Errorf("stats %+v: want 1 output retry, 4 enriched", st)
 	}
 }

@@ -61,11 +61,39 @@ func enrichedRecord(shard string, p *parsed, prof change, found bool) (kintypes.
 	if err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("record %s: encoding the enriched record: %w", p.rawSeq, err)
 	}
+	if n := len(b) + len(p.key); n > maxRecordBytes {
+		return kintypes.PutRecordsRequestEntry{}, &RecordError{SequenceNumber: p.rawSeq, Field: "data",
+			Reason: fmt.Sprintf("the enriched record would be %d bytes with its profile; Kinesis accepts at most %d", n, maxRecordBytes)}
+	}
 	return kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(p.key)}, nil
 }
 
-// maxPutRecords is Kinesis' limit of records per PutRecords call.
-const maxPutRecords = 500
+// Kinesis limits: records per PutRecords call, bytes per call (data and
+// partition keys), bytes per record.
+const (
+	maxPutRecords  = 500
+	maxPutBytes    = 5 << 20
+	maxRecordBytes = 1 << 20
+)
+
+// chunks splits entries into PutRecords calls within Kinesis' limits and
+// returns each call's [start, end).
+func chunks(entries []kintypes.PutRecordsRequestEntry) [][2]int {
+	var out [][2]int
+	start, size := 0, 0
+	for i, e := range entries {
+		n := len(e.Data) + len(aws.ToString(e.PartitionKey))
+		if i > start && (i-start == maxPutRecords || size+n > maxPutBytes) {
+			out = append(out, [2]int{start, i})
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(entries) {
+		out = append(out, [2]int{start, len(entries)})
+	}
+	return out
+}
 
 // putAttempts bounds the PutRecords attempts for entries Kinesis failed.
 const putAttempts = 5
@@ -77,8 +105,8 @@ const putAttempts = 5
 // stream; each carries its source sequence number to order by.
 func (h *Handler) put(ctx context.Context, entries []kintypes.PutRecordsRequestEntry) (lowest, retries int, err error) {
 	lowest = -1
-	for start := 0; start < len(entries); start += maxPutRecords {
-		chunk := entries[start:min(start+maxPutRecords, len(entries))]
+	for _, c := range chunks(entries) {
+		start, chunk := c[0], entries[c[0]:c[1]]
 		idx := make([]int, len(chunk))
 		for i := range idx {
 			idx[i] = start + i

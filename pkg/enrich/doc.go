@@ -33,4 +33,34 @@
 // tail plus the keys not in the cache); the one corner that needs a second
 // round trip — a cache older than the tail reaches back — is counted in the
 // metric ExtraReadRoundTrips.
+//
+// Writes at the end of a batch are idempotent (an entry is keyed by its
+// sequence number) and fenced: a key item refuses a batch that starts before
+// the batch that last wrote it (ErrSuperseded: a stale duplicate), and the
+// tail refuses a batch that ends before the one that last wrote it (it holds
+// that batch's changes already). State is written before the enriched
+// records, so a crash between the writes is replayed from the table to the
+// same bytes.
+//
+// Enriched records. The activity event's envelope is kept (id, type, key,
+// times) and its data becomes Data: the original data under "event", the
+// profile image (null when none or deleted), "profileVersion" (null when
+// none) and the source shard and sequence number. The id is the producer's,
+// so downstream deduplicates as upstream does; the sequence number tells
+// copies of one event apart from two events a producer sent with one id.
+// PutRecords retries only the entries Kinesis failed, so on the output
+// stream records of one key can be out of order after a retry: order by
+// sequenceNumber.
+//
+// Starting from a snapshot (cdc.Handler.Snapshot). The snapshot is tied to a
+// position of the table's stream taken before its scan, but cdc keeps
+// running: a change made during the scan can reach the events stream before
+// the snapshot's own records. A consumer that starts at the first snapshot
+// record misses it (its snapshot record may carry the older image). Start the
+// consumer at a Kinesis position taken before calling Snapshot (the shards'
+// latest sequence numbers, or AT_TIMESTAMP of that moment): every change
+// after the snapshot's position is then read, and records the snapshot
+// covers are skipped by the version rule. Items deleted before the snapshot
+// are absent from it, so such a consumer has no tombstone for them (the
+// same outcome for a join: no profile).
 package enrich

@@ -84,7 +84,9 @@ func WithCDCOptions(opts ...cdc.Option) SnapshotOption {
 func WithClockSkew(d time.Duration) SnapshotOption { return func(s *Snapshotter) { s.skew = d } }
 
 // WithSnapshotClock sets the clock StartAt is read from.
-func WithSnapshotClock(now func() time.Time) SnapshotOption { return func(s *Snapshotter) { s.now = now } }
+func WithSnapshotClock(now func() time.Time) SnapshotOption {
+	return func(s *Snapshotter) { s.now = now }
+}
 
 // WithProgress is called after each PutRecords with the records published
 // so far and the table's approximate item count (DescribeTable ItemCount,
@@ -139,7 +141,7 @@ func (s *Snapshotter) Snapshot(ctx context.Context, table string) (*SnapshotResu
 	pos, n, err := h.Snapshot(ctx, s.db, s.streams, table)
 	res.Position, res.Published, res.Took = pos, n, time.Since(start).Round(time.Millisecond).String()
 	if err != nil {
-		return res, fmt.Errorf("snapshot: %w (published %d records before it stopped; running it again is safe)", err, n)
+		return res, fmt.Errorf("%w (published %d records before it stopped; running it again is safe)", err, n)
 	}
 	return res, nil
 }

@@ -42,6 +42,10 @@
 // records, so a crash between the writes is replayed from the table to the
 // same bytes.
 //
+// The event source mapping must keep ParallelizationFactor at 1 (the
+// default): the tail and the cache follow a shard's batches in order, which
+// concurrent batches of one shard would break.
+//
 // Enriched records. The activity event's envelope is kept (id, type, key,
 // times) and its data becomes Data: the original data under "event", the
 // profile image (null when none or deleted), "profileVersion" (null when

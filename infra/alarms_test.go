@@ -44,6 +44,7 @@ func dlqAlarms(t *testing.T, tmpl cfnTemplate) map[string]map[string]any {
 // adds nothing; actions are attached.
 func TestAlarmOnDeadLetterQueues(t *testing.T) {
 	app := newTestApp(t.TempDir(), nil)
+	addNag(app)
 	stack := awscdk.NewStack(app, jsii.String("AlarmsTest"), nil)
 	tasks := NewQueueWithDLQ(stack, "Jobs", QueueWithDLQProps{ConsumerTimeout: time.Minute})
 	nested := constructs.NewConstruct(stack, jsii.String("Team"))
@@ -69,6 +70,12 @@ func TestAlarmOnDeadLetterQueues(t *testing.T) {
 	if !reflect.DeepEqual(ids, want) {
 		t.Fatalf("alarms on queues %v, want the DLQs %v (not %s, %s or %s)", ids, want,
 			logicalID(stack, tasks), logicalID(stack, fifo), logicalID(stack, plain))
+	}
+	errs, warns := nagFindings(stack)
+	for _, f := range append(errs, warns...) {
+		if strings.Contains(f, "DepthAlarm") {
+			t.Errorf("cdk-nag finding on a depth alarm: %s", f)
+		}
 	}
 	for id, p := range got {
 		t.Run(id, func(t *testing.T) {

@@ -22,10 +22,17 @@
 //	                                   also when the batch is redelivered
 //	worker/sqs-fifo.json               group customer-1's second message is poison (rounds 0) → it and the group's later
 //	                                   message fail; task-2001 and task-3001 run once
+//	worker/sqs-after-missing.json      task-4002 needs task-4001's result (data.after), which does not exist → reported by its
+//	                                   messageId, never run; the deployed worker instead sends it to the Tasks DLQ with the reason
 //	cdc/dynamodb-insert.json           INSERT of user-42 (version 1) → one profile_changed record, partition key user-42,
 //	                                   id profiles/user-42/1, image = the item
 //	cdc/dynamodb-modify.json           MODIFY to version 2 → profile_changed, id profiles/user-42/2, image = the new image
 //	cdc/dynamodb-remove.json           REMOVE of version 2 → profile_deleted tombstone, id profiles/user-42/3, image null
+//	enrich/kinesis-profile-change.json activity, profile_changed user-42 v2 (pro), activity → evt-0100 gets no profile
+//	                                   (profile and profileVersion null), evt-0101 gets pro at version 2; delivered twice,
+//	                                   the two outputs are byte-identical
+//	enrich/kinesis-tombstone.json      user-7 v1 (free), activity, profile_deleted v2, activity → evt-0201 gets free at 1,
+//	                                   evt-0202 gets profile null, profileVersion 2, profileDeleted true
 //	timeline/dynamodb-tweet-insert.json  ann's new tweet (bob follows ann, cat follows bob) → in ann's and bob's
 //	                                   timelines, not cat's; delivered twice = the same view
 //	timeline/dynamodb-follow-remove.json bob unfollows ann → ann's tweet leaves bob's timeline, stays in ann's

@@ -25,7 +25,7 @@ const (
 // table (the compacted changelog): one BatchGetItem per batch, then its
 // fenced writes. Keep them in step with the package: a missing action works
 // locally, where permissions are not enforced, and fails in AWS.
-var enrichJoinActions = []string{"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+var enrichJoinActions = []string{"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}
 
 // EnrichmentProps configures NewEnrichment.
 type EnrichmentProps struct {

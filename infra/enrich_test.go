@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,12 +18,6 @@ import (
 func TestEnrichment(t *testing.T) {
 	assets := t.TempDir()
 	writeDummyAssets(assets)
-	if err := os.MkdirAll(filepath.Join(assets, FunctionEnrich), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(assets, FunctionEnrich, "bootstrap"), []byte("dummy enrich"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	app := newTestApp(t.TempDir(), nil)
 	stack := awscdk.NewStack(app, jsii.String("Enrich"), nil)
 	events := awskinesis.NewStream(stack, jsii.String("Events"), &awskinesis.StreamProps{
@@ -91,6 +83,7 @@ func TestEnrichment(t *testing.T) {
 		"kinesis:PutRecords " + streamID + ".Arn",
 		"dynamodb:Scan " + tableID + ".Arn",
 		"dynamodb:DeleteItem " + tableID + ".Arn",
+		"dynamodb:PutItem " + tableID + ".Arn",
 	} {
 		if grants[g] {
 			t.Errorf("role may %s: more than the join needs", g)

@@ -54,7 +54,7 @@ const (
 )
 
 // FunctionNames lists every function the stack deploys.
-var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline}
+var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich}
 
 // Environment variables of the windowed pipeline's functions (aggregate and
 // ticker), read by package pipeline and the functions' mains.
@@ -148,6 +148,9 @@ type TributaryStack struct {
 	Profiles *ProfilesCDC
 	// Timelines is the table–table join: tweets ⋈ follows → timelines.
 	Timelines *Timelines
+	// Enrichment is the stream–table join: activity on the events stream
+	// joined with the profile version before it → the enriched stream.
+	Enrichment *Enrichment
 
 	IngestAuth   awslambda.FunctionUrlAuthType
 	AssetDirUsed string
@@ -282,6 +285,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		OnFailure: s.Failures,
 	})
 	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures})
+	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures})
 
 	s.Ingest = NewGoFunction(stack, "IngestFn", GoFunctionProps{
 		Name:        FunctionIngest,
@@ -382,6 +386,9 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 
 	s.addWorker(assetDir)
 
+	// Every DLQ alarms on its depth (AWS/SQS ApproximateNumberOfMessagesVisible).
+	AlarmOnDeadLetterQueues(s.Stack)
+
 	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")
 	output(stack, "EventsStreamName", s.Events.StreamName(), "Kinesis stream of ingested events")
 	output(stack, "ViewsTableName", s.Views.TableName(), "DynamoDB table of the pipeline's window results (pk = <pipeline>#<key>)")
@@ -390,6 +397,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	}
 	output(stack, "QuarantineTableName", s.Quarantine.TableName(), "DynamoDB table of records from failed batches")
 	output(stack, "ProfilesTableName", s.Profiles.Table.TableName(), "DynamoDB table of profiles; the cdc function republishes its changes on the events stream")
+	output(stack, "EnrichedStreamName", s.Enrichment.Enriched.StreamName(), "Kinesis stream of activity events joined with the profile version they follow")
 	output(stack, "TweetsTableName", s.Timelines.Tweets.TableName(), "DynamoDB table of tweets (authorId, tweetId; createdAt, text)")
 	output(stack, "FollowsTableName", s.Timelines.Follows.TableName(), "DynamoDB table of follows (followerId, followeeId; index followers)")
 	output(stack, "TimelinesTableName", s.Timelines.View.TableName(), "DynamoDB table of timelines (userId, sk = <createdAt>#<tweetId>): tweets joined with follows")

@@ -291,6 +291,10 @@ func TestFunctions(t *testing.T) {
 			EnvFollowersIndexName: "followers",
 			EnvTimelinesTableName: ref(logicalID(s.Stack, s.Timelines.View)),
 		}},
+		{FunctionEnrich, s.Enrichment.Function.GoFunction, 30, map[string]any{
+			EnvEnrichedStreamName: ref(logicalID(s.Stack, s.Enrichment.Enriched)),
+			EnvJoinTableName:      ref(logicalID(s.Stack, s.Enrichment.JoinTable)),
+		}},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
 		t.Errorf("template has %d functions, want %d", got, len(tests))
@@ -425,9 +429,10 @@ func TestStreamMappings(t *testing.T) {
 	}
 	// The worker's two mappings (Tasks, TasksFifo) are TestWorkerMappings';
 	// the cdc mapping on the profiles table's stream is TestProfilesCDC's and
-	// timeline's two (tweets, follows) are TestTimelines'.
-	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+5 {
-		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+5)
+	// timeline's two (tweets, follows) are TestTimelines'; enrich's (through
+	// its enhanced fan-out consumer) is TestEnrichment's.
+	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+6 {
+		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+6)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -685,9 +690,10 @@ func TestTables(t *testing.T) {
 	}
 	tests = append(tests, workerTables(s)...)
 	// The per-minute Counts table of the first pipeline is gone with it; the
-	// profiles table (CDC source) is TestProfilesCDC's.
-	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+4 {
-		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines)", got, len(tests)+4)
+	// profiles table (CDC source) is TestProfilesCDC's, the timelines
+	// tables TestTimelines' and the join table TestEnrichment's.
+	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+5 {
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines, JoinState)", got, len(tests)+5)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -707,6 +713,7 @@ func TestStreams(t *testing.T) {
 	}{
 		{"Events", logicalID(s.Stack, s.Events), 2},
 		{"WindowResults", logicalID(s.Stack, s.WindowResults), 1},
+		{"Enriched", logicalID(s.Stack, s.Enrichment.Enriched), 1},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Kinesis::Stream")); got != len(tests) {
 		t.Errorf("template has %d streams, want %d", got, len(tests))

@@ -363,6 +363,13 @@ func TestReplayFromTimestampSwapsAfterCatchUp(t *testing.T) {
 	if _, err := f.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(f.table)}); err == nil {
 		t.Errorf("the old version still exists after delete-version")
 	}
+
+	// The ticker, started now (FromEnv as its main does), works on the new
+	// version: the old one is gone, so reading it would fail.
+	tick, err := f.liveProcessor().Tick(ctx, time.Now())
+	if err != nil || tick.Shards != 2 {
+		t.Errorf("tick after the swap: %+v, %v; want the new version's 2 shard watermarks", tick, err)
+	}
 }
 
 // TestReplayFromStartEqualsLiveTable: a dry run describes the rebuild and

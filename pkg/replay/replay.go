@@ -205,6 +205,7 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 			}
 		}
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, len(run.shards))
@@ -248,8 +249,8 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 		return res, err
 	}
 	select {
-	case <-ctx.Done():
-		return finish(ctx.Err())
+	case <-ctx.Done(): // interrupted (parent's error), or a follower failed (its error, from errc)
+		return finish(parent.Err())
 	case <-run.caughtUp:
 	}
 	res.CaughtUp = time.Since(started)
@@ -264,8 +265,10 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 	case <-ctx.Done():
 	case <-time.After(opts.Handover):
 	}
-	res, err = finish(nil)
-	if err == nil {
+	res, err = finish(parent.Err())
+	if err != nil {
+		err = fmt.Errorf("replay: swapped to %s, but the handover was cut short: records the live function wrote to %s just before it switched may be missing from %s: %w", target, current, target, err)
+	} else {
 		fmt.Fprintf(opts.Progress, "replay: %s is unchanged and no longer current; delete it when done with: replay delete-version %s\n", current, current)
 	}
 	return res, err

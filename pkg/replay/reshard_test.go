@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -165,5 +166,30 @@ func TestReplayRetriesThenSkipsFailedRecords(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "record 101 still failed after 3 attempts: skipped") {
 		t.Errorf("progress does not name the skipped record:\n%s", progress.String())
+	}
+}
+
+// broken fails every batch, as a handler whose table is unreachable does.
+type broken struct{}
+
+func (broken) HandleBatch(context.Context, events.KinesisEvent) (events.KinesisEventResponse, error) {
+	return events.KinesisEventResponse{}, errors.New("table unreachable")
+}
+
+// A handler that keeps failing stops the replay with its error, and the
+// parameter is not swapped.
+func TestReplayStopsWithoutSwapWhenTheHandlerFails(t *testing.T) {
+	f := newFixture(t, 1)
+	reg := replay.NewRegistry(f.ps, f.param)
+	res, err := replay.New(newResharded(), f.db, reg).Run(context.Background(), replay.Options{Stream: "resharded", From: time.Now().Add(-time.Hour), MaxAttempts: 2, Poll: 10 * time.Millisecond},
+		func(string) (replay.BatchHandler, error) { return broken{}, nil })
+	if err == nil || !strings.Contains(err.Error(), "table unreachable") || errors.Is(err, context.Canceled) {
+		t.Errorf("err %v: want the handler's error, not an interruption", err)
+	}
+	if res == nil || res.Swapped {
+		t.Errorf("result %+v: want no swap", res)
+	}
+	if cur, _, err := reg.Current(context.Background()); err != nil || cur != f.table {
+		t.Errorf("parameter names %q (%v), want still %s", cur, err, f.table)
 	}
 }

@@ -81,6 +81,10 @@ func newFixture(t *testing.T, shards int32) *fixture {
 		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String("expiresAt"), Enabled: aws.Bool(true)}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := f.db.UpdateContinuousBackups(ctx, &dynamodb.UpdateContinuousBackupsInput{TableName: aws.String(f.table),
+		PointInTimeRecoverySpecification: &ddbtypes.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(true)}}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.ps.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(f.param), Value: aws.String(f.table), Type: ssmtypes.ParameterTypeString}); err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +402,7 @@ func TestReplayFromStartEqualsLiveTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"dry run: create table " + target + " as a copy of " + f.table, "global index open", "time to live on expiresAt",
+	for _, want := range []string{"dry run: create table " + target + " as a copy of " + f.table, "global index open", "time to live on expiresAt", "point-in-time recovery",
 		"write " + target + " into parameter " + f.param} {
 		if !strings.Contains(dry.String(), want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, dry.String())
@@ -431,6 +435,12 @@ func TestReplayFromStartEqualsLiveTable(t *testing.T) {
 	ttl, err := f.db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(target)})
 	if err != nil || ttl.TimeToLiveDescription.TimeToLiveStatus != ddbtypes.TimeToLiveStatusEnabled || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "expiresAt" {
 		t.Errorf("%s time to live %+v %v, want enabled on expiresAt", target, ttl, err)
+	}
+
+	cb, err := f.db.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(target)})
+	if err != nil || cb.ContinuousBackupsDescription.PointInTimeRecoveryDescription == nil ||
+		cb.ContinuousBackupsDescription.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus != ddbtypes.PointInTimeRecoveryStatusEnabled {
+		t.Errorf("%s point-in-time recovery %+v %v, want enabled as on %s", target, cb, err, f.table)
 	}
 
 	// The next rebuild goes to -v3, from the version now current.

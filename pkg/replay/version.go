@@ -20,6 +20,8 @@ type TableAdmin interface {
 	DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+	DescribeContinuousBackups(ctx context.Context, in *dynamodb.DescribeContinuousBackupsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeContinuousBackupsOutput, error)
+	UpdateContinuousBackups(ctx context.Context, in *dynamodb.UpdateContinuousBackupsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateContinuousBackupsOutput, error)
 }
 
 var _ TableAdmin = (*dynamodb.Client)(nil)
@@ -48,13 +50,15 @@ type VersionPlan struct {
 	Input      *dynamodb.CreateTableInput
 	// TTLAttribute is the time-to-live attribute to enable ("" if none).
 	TTLAttribute string
+	// PointInTimeRecovery is enabled on the copy when the table has it.
+	PointInTimeRecovery bool
 }
 
 // PlanVersion reads table's definition and returns the creation of a copy
 // named name: key schema, attribute definitions, billing (provisioned
 // capacity included), global and local secondary indexes, stream
-// specification, table class, deletion protection, and TTL. Items, tags,
-// backups and alarms are not copied.
+// specification, table class, deletion protection, TTL and point-in-time
+// recovery. Items, tags, backups and alarms are not copied.
 func PlanVersion(ctx context.Context, db TableAdmin, table, name string) (*VersionPlan, error) {
 	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
@@ -104,6 +108,14 @@ func PlanVersion(ctx context.Context, db TableAdmin, table, name string) (*Versi
 	if s := ttl.TimeToLiveDescription; s != nil && (s.TimeToLiveStatus == types.TimeToLiveStatusEnabled || s.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
 		plan.TTLAttribute = aws.ToString(s.AttributeName)
 	}
+	cb, err := db.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(table)})
+	if err != nil {
+		return nil, fmt.Errorf("replay: describing point-in-time recovery of %s: %w", table, err)
+	}
+	if d := cb.ContinuousBackupsDescription; d != nil && d.PointInTimeRecoveryDescription != nil &&
+		d.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus == types.PointInTimeRecoveryStatusEnabled {
+		plan.PointInTimeRecovery = true
+	}
 	return plan, nil
 }
 
@@ -134,6 +146,9 @@ func (p *VersionPlan) Describe() []string {
 	if p.TTLAttribute != "" {
 		lines = append(lines, fmt.Sprintf("  time to live on %s", p.TTLAttribute))
 	}
+	if p.PointInTimeRecovery {
+		lines = append(lines, "  point-in-time recovery")
+	}
 	return lines
 }
 
@@ -160,6 +175,12 @@ func (p *VersionPlan) Create(ctx context.Context, db TableAdmin) error {
 		if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(p.Name),
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(p.TTLAttribute), Enabled: aws.Bool(true)}}); err != nil {
 			return fmt.Errorf("replay: enabling time to live on %s of views table %s: %w", p.TTLAttribute, p.Name, err)
+		}
+	}
+	if p.PointInTimeRecovery {
+		if _, err := db.UpdateContinuousBackups(ctx, &dynamodb.UpdateContinuousBackupsInput{TableName: aws.String(p.Name),
+			PointInTimeRecoverySpecification: &types.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(true)}}); err != nil {
+			return fmt.Errorf("replay: enabling point-in-time recovery of views table %s: %w", p.Name, err)
 		}
 	}
 	return nil

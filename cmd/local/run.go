@@ -173,6 +173,9 @@ func run(ctx context.Context, o *options) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := demoJoins(ctx, stack, topo.ingestURL); err != nil {
+		return err
+	}
 	if err := demoWork(ctx, stack, topo.eventsName); err != nil {
 		return err
 	}
@@ -211,7 +214,7 @@ func run(ctx context.Context, o *options) (err error) {
 		if ms, err := cloudwatchlocal.Metrics(ctx, cfg, "Tributary", began.Add(-time.Minute)); err == nil {
 			fmt.Println("▸ metrics (CloudWatch, namespace Tributary)")
 			for _, m := range ms {
-				if f := m.Dimensions["Function"]; f == "aggregate" || f == "worker" {
+				if f := m.Dimensions["Function"]; f == "aggregate" || f == "worker" || f == "enrich" {
 					fmt.Printf("    %s\n", m)
 				}
 			}
@@ -220,8 +223,29 @@ func run(ctx context.Context, o *options) (err error) {
 	if bad > 0 {
 		return fmt.Errorf("%d windows differ from what was sent", bad)
 	}
-	fmt.Printf("▸ every event counted exactly once; malformed record quarantined; late event corrected;\n  tasks load-balanced, events fanned out, poison task dead-lettered with its reason and redriven; total %s\n", time.Since(began).Round(time.Millisecond))
+	fmt.Printf("▸ every event counted exactly once; malformed record quarantined; late event corrected;\n  profile change joined by stream position; timeline kept equal to the join;\n  tasks load-balanced, events fanned out, poison task dead-lettered with its reason and redriven; total %s\n", time.Since(began).Round(time.Millisecond))
 	return nil
+}
+
+// demoJoins shows the two joins on live tables: a profile change flowing
+// through cdc into the enriched events after it (stream–table), and a
+// timeline following tweets, follows and unfollows (table–table).
+func demoJoins(ctx context.Context, stack *local.Stack, ingestURL string) error {
+	enr, err := stack.FindEnrichment()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("▸ stream–table join: profiles table %s ─cdc─► events ─enrich─► %s\n", enr.Profiles, enr.Enriched)
+	fmt.Println("  (a change's changelog record and the activity after it share the key's shard, so the join is by stream position)")
+	if err := enr.Demo(ctx, ingestURL, os.Stdout); err != nil {
+		return err
+	}
+	tl, err := stack.FindTimelines()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("▸ table–table join: tweets ⋈ follows ─timeline─► %s, after each change\n", tl.View)
+	return tl.Demo(ctx, os.Stdout)
 }
 
 // demoWork shows load balancing with idempotent side effects — tasks on the

@@ -33,6 +33,8 @@
 //	                                   the two outputs are byte-identical
 //	enrich/kinesis-tombstone.json      user-7 v1 (free), activity, profile_deleted v2, activity → evt-0201 gets free at 1,
 //	                                   evt-0202 gets profile null, profileVersion 2, profileDeleted true
+//	snapshot/console-test.json         {"table":"profiles"} → 2 published, the table's stream position, startingPosition
+//	                                   AT_TIMESTAMP, startAt no later than the invocation (start the new consumer there)
 //	timeline/dynamodb-tweet-insert.json  ann's new tweet (bob follows ann, cat follows bob) → in ann's and bob's
 //	                                   timelines, not cat's; delivered twice = the same view
 //	timeline/dynamodb-follow-remove.json bob unfollows ann → ann's tweet leaves bob's timeline, stays in ann's

@@ -18,6 +18,10 @@ const FunctionSnapshot = "snapshot"
 // A table too large for it is snapshotted with cmd/snapshot instead.
 const snapshotTimeout = 15 * time.Minute
 
+// snapshotMemoryMB is more than the other functions get: a snapshot holds
+// a page of the scan and its PutRecords batches at once.
+const snapshotMemoryMB = 512
+
 // SnapshotProps configures NewSnapshot.
 type SnapshotProps struct {
 	// AssetDir holds the functions' bootstrap binaries. Required.
@@ -64,7 +68,7 @@ func NewSnapshot(scope constructs.Construct, id string, props SnapshotProps) *Sn
 			"ENTITY_KEY_ATTRIBUTE": jsii.String(key),
 		},
 		Timeout:  snapshotTimeout,
-		MemoryMB: 512,
+		MemoryMB: snapshotMemoryMB,
 	})
 	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("dynamodb:DescribeTable", "dynamodb:Scan"),

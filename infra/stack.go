@@ -54,7 +54,7 @@ const (
 )
 
 // FunctionNames lists every function the stack deploys.
-var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich}
+var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich, FunctionSnapshot}
 
 // Environment variables of the windowed pipeline's functions (aggregate and
 // ticker), read by package pipeline and the functions' mains.
@@ -151,6 +151,12 @@ type TributaryStack struct {
 	// Enrichment is the stream–table join: activity on the events stream
 	// joined with the profile version before it → the enriched stream.
 	Enrichment *Enrichment
+	// ViewsRegistry is the SSM parameter naming the current version of the
+	// views table, which aggregate and ticker follow and cmd/replay swaps.
+	ViewsRegistry *ViewsRegistry
+	// Snapshot is the bootstrap that publishes the profiles table's
+	// contents as changelog records tied to a stream position.
+	Snapshot *Snapshot
 
 	IngestAuth   awslambda.FunctionUrlAuthType
 	AssetDirUsed string
@@ -385,6 +391,8 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		jsii.String("kinesis:GetRecords"))
 
 	s.addWorker(assetDir)
+	s.ViewsRegistry = NewViewsRegistry(stack, "ViewsRegistry", s.Views, s.Aggregate.GoFunction, s.Ticker)
+	s.Snapshot = NewSnapshot(stack, "Snapshot", SnapshotProps{AssetDir: assetDir, Table: s.Profiles.Table, Events: s.Events})
 
 	// Every DLQ alarms on its depth (AWS/SQS ApproximateNumberOfMessagesVisible).
 	AlarmOnDeadLetterQueues(s.Stack)
@@ -398,6 +406,8 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	output(stack, "QuarantineTableName", s.Quarantine.TableName(), "DynamoDB table of records from failed batches")
 	output(stack, "ProfilesTableName", s.Profiles.Table.TableName(), "DynamoDB table of profiles; the cdc function republishes its changes on the events stream")
 	output(stack, "EnrichedStreamName", s.Enrichment.Enriched.StreamName(), "Kinesis stream of activity events joined with the profile version they follow")
+	output(stack, "ViewsParameterName", s.ViewsRegistry.Parameter.ParameterName(), "SSM parameter naming the current views table (cmd/replay swaps it)")
+	output(stack, "SnapshotFunctionName", s.Snapshot.Function.Function.FunctionName(), "invoke with {\"table\": \"<profiles table>\"} to bootstrap a consumer of the changelog")
 	output(stack, "TweetsTableName", s.Timelines.Tweets.TableName(), "DynamoDB table of tweets (authorId, tweetId; createdAt, text)")
 	output(stack, "FollowsTableName", s.Timelines.Follows.TableName(), "DynamoDB table of follows (followerId, followeeId; index followers)")
 	output(stack, "TimelinesTableName", s.Timelines.View.TableName(), "DynamoDB table of timelines (userId, sk = <createdAt>#<tweetId>): tweets joined with follows")

@@ -295,6 +295,11 @@ func TestFunctions(t *testing.T) {
 			EnvEnrichedStreamName: ref(logicalID(s.Stack, s.Enrichment.Enriched)),
 			EnvJoinTableName:      ref(logicalID(s.Stack, s.Enrichment.JoinTable)),
 		}},
+		{FunctionSnapshot, s.Snapshot.Function, 900, map[string]any{
+			"EVENTS_STREAM_NAME":   ref(logicalID(s.Stack, s.Events)),
+			"PROFILES_TABLE_NAME":  ref(logicalID(s.Stack, s.Profiles.Table)),
+			"ENTITY_KEY_ATTRIBUTE": ProfilesPartitionKey,
+		}},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
 		t.Errorf("template has %d functions, want %d", got, len(tests))
@@ -335,13 +340,16 @@ func TestFunctions(t *testing.T) {
 }
 
 // windowEnv is the environment of the windowed pipeline's functions: the
-// pipeline exactly as pipeline.json declares it, the views table and the
+// pipeline exactly as pipeline.json declares it, the views table (and the
+// parameter naming its current version, which cmd/replay swaps) and the
 // results stream.
 func windowEnv(s *TributaryStack) map[string]any {
 	return map[string]any{
-		EnvPipelineConfig:   pipelineFileJSON(),
-		EnvViewsTableName:   ref(logicalID(s.Stack, s.Views)),
-		EnvOutputStreamName: ref(logicalID(s.Stack, s.WindowResults)),
+		EnvPipelineConfig:     pipelineFileJSON(),
+		EnvViewsTableName:     ref(logicalID(s.Stack, s.Views)),
+		EnvViewsParameterName: ref(*s.Stack.GetLogicalId(s.ViewsRegistry.Parameter.Node().DefaultChild().(awscdk.CfnElement))),
+		EnvViewsRefresh:       fmt.Sprint(ViewsRefreshSeconds),
+		EnvOutputStreamName:   ref(logicalID(s.Stack, s.WindowResults)),
 	}
 }
 

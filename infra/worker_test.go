@@ -12,8 +12,11 @@ import (
 
 // memoryOf is the memory size the stack gives function name.
 func memoryOf(name string) float64 {
-	if name == FunctionWorker {
+	switch name {
+	case FunctionWorker:
 		return workerMemoryMB
+	case FunctionSnapshot:
+		return snapshotMemoryMB
 	}
 	return functionMemoryMB
 }

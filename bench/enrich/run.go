@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -33,9 +34,13 @@ func (c config) logf(w io.Writer, format string, args ...any) {
 
 // result is what one mode measured.
 type result struct {
-	mode                  string
-	activity, batches     int
-	elapsed               time.Duration
+	mode              string
+	activity, batches int
+	elapsed           time.Duration
+	// cpu is this process's CPU time over the run: the handler, the SDK
+	// and the stand-in's in-process proxy (moto itself is another
+	// process), so an upper bound on the handler's own CPU.
+	cpu                   time.Duration
 	readRequests, updates int
 	stats                 enrich.Stats
 }
@@ -43,10 +48,11 @@ type result struct {
 func (r result) per1k(n int64) float64 { return float64(n) * 1000 / float64(max(r.stats.Enriched, 1)) }
 
 func (r result) line(cfg config) string {
-	return fmt.Sprintf("BENCH enrich mode=%s events=%d keys=%d enriched=%d batches=%d enriched_per_s=%.0f read_requests_per_1k=%.1f items_read_per_1k=%.1f read_round_trips_per_batch=%.2f extra_read_round_trips=%d update_requests_per_1k=%.1f cache_hits=%d elapsed_ms=%d",
+	return fmt.Sprintf("BENCH enrich mode=%s events=%d keys=%d enriched=%d batches=%d enriched_per_s=%.0f read_requests_per_1k=%.1f items_read_per_1k=%.1f read_round_trips_per_batch=%.2f extra_read_round_trips=%d update_requests_per_1k=%.1f cache_hits=%d elapsed_ms=%d cpu_ms_per_1k_upper_bound=%.1f",
 		r.mode, cfg.events, cfg.keys, r.stats.Enriched, r.batches, float64(r.stats.Enriched)/r.elapsed.Seconds(),
 		r.per1k(int64(r.readRequests)), r.per1k(r.stats.ItemsRead), float64(r.stats.ReadRoundTrips)/float64(r.batches),
-		r.stats.ExtraReadRoundTrips, r.per1k(int64(r.updates)), r.stats.CacheHits, r.elapsed.Milliseconds())
+		r.stats.ExtraReadRoundTrips, r.per1k(int64(r.updates)), r.stats.CacheHits, r.elapsed.Milliseconds(),
+		float64(r.cpu.Microseconds())/1000*1000/float64(max(r.stats.Enriched, 1)))
 }
 
 func run(ctx context.Context, cfg config, out, log io.Writer) error {
@@ -73,7 +79,7 @@ func run(ctx context.Context, cfg config, out, log io.Writer) error {
 		r := result{mode: mode, activity: activity}
 		var total enrich.Stats
 		h := enrich.New(db, kin, table, stream)
-		start := time.Now()
+		start, cpuStart := time.Now(), processCPU()
 		for i := 0; i < len(recs); i += cfg.batch {
 			if mode == "cold" {
 				h = enrich.New(db, kin, table, stream)
@@ -86,7 +92,7 @@ func run(ctx context.Context, cfg config, out, log io.Writer) error {
 			total = add(total, h.Stats(), before)
 			r.batches++
 		}
-		r.elapsed = time.Since(start)
+		r.elapsed, r.cpu = time.Since(start), processCPU()-cpuStart
 		r.stats = total
 		c := counter.Snapshot()
 		r.readRequests = c.Operation("BatchGetItem").Requests
@@ -171,4 +177,13 @@ func workload(cfg config) ([]events.KinesisEventRecord, int) {
 		activity++
 	}
 	return recs, activity
+}
+
+// processCPU is the user + system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -261,13 +261,7 @@ func (h *Handler) writeKey(ctx context.Context, key, first string, added []chang
 			return requests, fmt.Errorf("key %s: building the update: %w", key, err)
 		}
 		requests++
-		_, err = h.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(h.table),
-			Key:                       map[string]ddbtypes.AttributeValue{attrPK: &ddbtypes.AttributeValueMemberS{Value: keyPrefix + key}},
-			UpdateExpression:          expr.Update(),
-			ConditionExpression:       expr.Condition(),
-			ExpressionAttributeNames:  expr.Names(),
-			ExpressionAttributeValues: expr.Values()})
-		if err != nil {
+		if err := h.updateItem(ctx, keyPrefix+key, expr); err != nil {
 			var ccf *ddbtypes.ConditionalCheckFailedException
 			if errors.As(err, &ccf) {
 				return requests, fmt.Errorf("key %s: %w", key, ErrSuperseded)
@@ -298,13 +292,7 @@ func (h *Handler) writeTail(ctx context.Context, shard string, t tail) (applied 
 	if err != nil {
 		return false, fmt.Errorf("shard %s: building the tail update: %w", shard, err)
 	}
-	_, err = h.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(h.table),
-		Key:                       map[string]ddbtypes.AttributeValue{attrPK: &ddbtypes.AttributeValueMemberS{Value: tailPrefix + shard}},
-		UpdateExpression:          expr.Update(),
-		ConditionExpression:       expr.Condition(),
-		ExpressionAttributeNames:  expr.Names(),
-		ExpressionAttributeValues: expr.Values()})
-	if err != nil {
+	if err := h.updateItem(ctx, tailPrefix+shard, expr); err != nil {
 		var ccf *ddbtypes.ConditionalCheckFailedException
 		if errors.As(err, &ccf) {
 			return false, nil
@@ -373,4 +361,15 @@ func (h *Handler) Lookup(ctx context.Context, key string) (Profile, error) {
 		return Profile{}, nil
 	}
 	return Profile{Image: c.image, Version: c.version, Deleted: c.image == nil}, nil
+}
+
+// updateItem applies a built conditional update to the join table's item pk.
+func (h *Handler) updateItem(ctx context.Context, pk string, expr expression.Expression) error {
+	_, err := h.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(h.table),
+		Key:                       map[string]ddbtypes.AttributeValue{attrPK: &ddbtypes.AttributeValueMemberS{Value: pk}},
+		UpdateExpression:          expr.Update(),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values()})
+	return err
 }

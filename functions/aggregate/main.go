@@ -1,8 +1,10 @@
 // Command aggregate is the declared, event-time windowed aggregation: a
 // Kinesis consumer (per-batch path) or, when its mapping has a tumbling
 // window, a consumer that carries partial aggregates in Lambda's window
-// state (per-interval path). Config: PIPELINE_CONFIG, VIEWS_TABLE_NAME,
-// OUTPUT_STREAM_NAME. The logic is in package aggregate.
+// state (per-interval path). Config: PIPELINE_CONFIG, VIEWS_TABLE_NAME (or
+// VIEWS_PARAMETER_NAME, the SSM parameter naming the current views table,
+// re-read every VIEWS_REFRESH_SECONDS so a cmd/replay swap reaches warm
+// instances), OUTPUT_STREAM_NAME. The logic is in package aggregate.
 package main
 
 import (

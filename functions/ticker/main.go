@@ -2,7 +2,8 @@
 // the windowed pipeline in PIPELINE_CONFIG: it advances the watermark of
 // shards that saw no records for the pipeline's idleTimeout, finalizes the
 // windows every watermark has passed in the DynamoDB table named by
-// VIEWS_TABLE_NAME, and emits their results to the Kinesis stream named by
+// VIEWS_TABLE_NAME (or by the SSM parameter VIEWS_PARAMETER_NAME, as for
+// aggregate), and emits their results to the Kinesis stream named by
 // OUTPUT_STREAM_NAME (optional). It reads the same configuration as the
 // aggregate function; the logic is in package aggregate.
 package main

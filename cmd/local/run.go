@@ -25,6 +25,9 @@ type topology struct {
 	eventsName string
 	quarantine string
 	windows    *local.Windows
+	// viewsParameter names the SSM parameter holding the current views
+	// table (aggregate's VIEWS_PARAMETER_NAME); "" if the stack has none.
+	viewsParameter string
 }
 
 func findTopology(s *local.Stack) (topology, error) {
@@ -39,6 +42,8 @@ func findTopology(s *local.Stack) (topology, error) {
 			t.eventsName = f.Env["EVENTS_STREAM_NAME"]
 		case "quarantine":
 			t.quarantine = f.Env["QUARANTINE_TABLE_NAME"]
+		case "aggregate":
+			t.viewsParameter = f.Env["VIEWS_PARAMETER_NAME"]
 		}
 	}
 	t.ingestURL = s.URL("ingest")

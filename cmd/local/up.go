@@ -34,9 +34,13 @@ Send an event:
     -d '{"id":"e1","type":"page_view","key":"user-1","occurredAt":"'$(date -u +%%FT%%TZ)'","sentAt":"'$(date -u +%%FT%%TZ)'","data":{"page":"/","ms":420}}'
 See the windows:
   aws dynamodb scan --table-name %s --endpoint-url %s
+Rebuild the views from 10 minutes ago into a new version, then swap readers to it
+(with the AWS_* variables above exported):
+  go run ./cmd/replay rebuild -pipeline infra/pipeline.json -stream %s -parameter %s -from 10m
 Logs and metrics (another terminal):
   make logs
-`, srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.eventsName, topo.windows.Table, topo.windows.Pipeline.Name, topo.windows.Output, topo.quarantine, topo.ingestURL, topo.windows.Table, srv.Endpoint())
+`, srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.eventsName, topo.windows.Table, topo.windows.Pipeline.Name, topo.windows.Output, topo.quarantine, topo.ingestURL, topo.windows.Table, srv.Endpoint(),
+		topo.eventsName, topo.viewsParameter)
 	select {
 	case <-ctx.Done():
 		return nil

@@ -269,7 +269,7 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 	if err != nil {
 		err = fmt.Errorf("replay: swapped to %s, but the handover was cut short: records the live function wrote to %s just before it switched may be missing from %s: %w", target, current, target, err)
 	} else {
-		fmt.Fprintf(opts.Progress, "replay: %s is unchanged and no longer current; delete it when done with: replay delete-version %s\n", current, current)
+		fmt.Fprintf(opts.Progress, "replay: %s is unchanged and no longer current; delete it when done with: replay delete-version -parameter %s -table %s\n", current, r.reg.Name(), current)
 	}
 	return res, err
 }

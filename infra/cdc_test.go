@@ -1,14 +1,11 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -19,19 +16,9 @@ import (
 func TestProfilesCDC(t *testing.T) {
 	assets := t.TempDir()
 	writeDummyAssets(assets)
-	if err := os.MkdirAll(filepath.Join(assets, FunctionCDC), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(assets, FunctionCDC, "bootstrap"), []byte("dummy cdc"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	app := newTestApp(t.TempDir(), nil)
 	stack := awscdk.NewStack(app, jsii.String("CDC"), nil)
-	events := awskinesis.NewStream(stack, jsii.String("Events"), &awskinesis.StreamProps{
-		StreamMode: awskinesis.StreamMode_PROVISIONED,
-		ShardCount: jsii.Number(2),
-		Encryption: awskinesis.StreamEncryption_MANAGED,
-	})
+	events := testEventsStream(stack)
 	failures := NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})
 	p := NewProfilesCDC(stack, "Profiles", ProfilesCDCProps{AssetDir: assets, Events: events, OnFailure: failures})
 	addNag(app)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -20,11 +19,7 @@ func TestEnrichment(t *testing.T) {
 	writeDummyAssets(assets)
 	app := newTestApp(t.TempDir(), nil)
 	stack := awscdk.NewStack(app, jsii.String("Enrich"), nil)
-	events := awskinesis.NewStream(stack, jsii.String("Events"), &awskinesis.StreamProps{
-		StreamMode: awskinesis.StreamMode_PROVISIONED,
-		ShardCount: jsii.Number(2),
-		Encryption: awskinesis.StreamEncryption_MANAGED,
-	})
+	events := testEventsStream(stack)
 	failures := NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})
 	e := NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assets, Events: events, OnFailure: failures})
 	addNag(app)

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -18,19 +15,9 @@ import (
 func TestSnapshot(t *testing.T) {
 	assets := t.TempDir()
 	writeDummyAssets(assets)
-	if err := os.MkdirAll(filepath.Join(assets, FunctionSnapshot), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(assets, FunctionSnapshot, "bootstrap"), []byte("dummy snapshot"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	app := newTestApp(t.TempDir(), nil)
 	stack := awscdk.NewStack(app, jsii.String("Snap"), nil)
-	events := awskinesis.NewStream(stack, jsii.String("Events"), &awskinesis.StreamProps{
-		StreamMode: awskinesis.StreamMode_PROVISIONED,
-		ShardCount: jsii.Number(2),
-		Encryption: awskinesis.StreamEncryption_MANAGED,
-	})
+	events := testEventsStream(stack)
 	profiles := awsdynamodb.NewTable(stack, jsii.String("Profiles"), &awsdynamodb.TableProps{
 		PartitionKey:                     &awsdynamodb.Attribute{Name: jsii.String("userId"), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:                      awsdynamodb.BillingMode_PAY_PER_REQUEST,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -73,6 +74,16 @@ func writeDummyAssets(dir string) {
 			panic(err)
 		}
 	}
+}
+
+// testEventsStream is an events stream like the stack's (two shards,
+// managed encryption), for tests of the constructs that read or write it.
+func testEventsStream(stack awscdk.Stack) awskinesis.Stream {
+	return awskinesis.NewStream(stack, jsii.String("Events"), &awskinesis.StreamProps{
+		StreamMode: awskinesis.StreamMode_PROVISIONED,
+		ShardCount: jsii.Number(2),
+		Encryption: awskinesis.StreamEncryption_MANAGED,
+	})
 }
 
 // newTestApp is an App writing to outdir with cdk.json's context (feature

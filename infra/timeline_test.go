@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,12 +18,6 @@ import (
 func TestTimelines(t *testing.T) {
 	assets := t.TempDir()
 	writeDummyAssets(assets)
-	if err := os.MkdirAll(filepath.Join(assets, FunctionTimeline), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(assets, FunctionTimeline, "bootstrap"), []byte("dummy timeline"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	app := newTestApp(t.TempDir(), nil)
 	stack := awscdk.NewStack(app, jsii.String("Timelines"), nil)
 	failures := NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})

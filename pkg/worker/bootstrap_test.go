@@ -23,9 +23,6 @@ import (
 // id, delivered twice, runs the task's side effect once; without its
 // configuration the function fails at init naming the variable.
 func TestBootstrapUnderRIE(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds functions/worker and starts aws-lambda-rie; run without -short")
-	}
 	ctx := context.Background()
 	dir := t.TempDir()
 	bootstrap := filepath.Join(dir, "bootstrap")

@@ -157,7 +157,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	res, err := r.Run(ctx, replay.Options{Stream: *streamName, From: start, Target: *toTable, Handover: *handover, Progress: stderr, DryRun: *dryRun},
 		func(table string) (replay.BatchHandler, error) {
 			views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(aggregate.Retention))
-			return aggregate.New(pcfg, views, out, *outStream, aggregate.WithLogger(log)), nil
+			return aggregate.New(pcfg, views, out, *outStream, aggregate.WithLogger(log),
+				aggregate.WithDedupe(aggregate.NewLedger(db, table, pcfg))), nil
 		})
 	if err != nil {
 		if res != nil && res.Target != "" && !res.Swapped && !*dryRun {

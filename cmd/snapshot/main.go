@@ -127,7 +127,7 @@ func fail(stderr io.Writer, err error) int {
 	var usage *cli.UsageError
 	switch {
 	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "snapshot: %v (snapshot -h for help)\n", err)
+		fmt.Fprintf(stderr, "snapshot: %v; see snapshot -h\n", err)
 		return cli.ExitUsage
 	case errors.Is(err, cli.ErrNoRegion):
 		fmt.Fprintf(stderr, "snapshot: %v\n", err)

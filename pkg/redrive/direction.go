@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -28,16 +29,25 @@ type DirectionError struct {
 }
 
 func (e *DirectionError) Error() string {
+	dlq, src := queueName(e.DLQ), queueName(e.Source)
 	switch {
 	case e.DLQ == e.Source:
-		return fmt.Sprintf("-dlq and -to are the same queue, %s", e.DLQ)
+		return fmt.Sprintf("-dlq and -to are the same queue, %s", dlq)
 	case e.Reversed:
-		return fmt.Sprintf("the wrong way round: %s sends its failures to %s (its redrive policy), so %s is the dead-letter queue; swap -dlq and -to", e.DLQ, e.Source, e.Source)
+		return fmt.Sprintf("the wrong way round: %s sends its failures to %s (its redrive policy), so %s is the dead-letter queue; swap -dlq and -to", dlq, src, src)
 	case e.Names == "":
-		return fmt.Sprintf("%s has no redrive policy, so %s is not its dead-letter queue: redrive moves messages only back to the queue whose redrive policy names the DLQ", e.Source, e.DLQ)
+		return fmt.Sprintf("%s has no redrive policy, so %s is not its dead-letter queue: redrive moves messages only back to the queue whose redrive policy names the DLQ", src, dlq)
 	default:
-		return fmt.Sprintf("%s's redrive policy names %s as its dead-letter queue, not %s: redrive moves messages only back to the queue they came from", e.Source, e.Names, e.DLQ)
+		return fmt.Sprintf("%s's redrive policy names %s as its dead-letter queue, not %s: redrive moves messages only back to the queue they came from", src, queueName(e.Names), dlq)
 	}
+}
+
+// queueName is the name at the end of a queue URL or ARN.
+func queueName(urlOrARN string) string {
+	if i := strings.LastIndexAny(urlOrARN, "/:"); i >= 0 {
+		return urlOrARN[i+1:]
+	}
+	return urlOrARN
 }
 
 // Is makes errors.Is(err, ErrRefused) hold.
@@ -49,7 +59,7 @@ func (e *DirectionError) Is(target error) bool { return target == ErrRefused }
 type NotADLQError struct{ Queue, Names string }
 
 func (e *NotADLQError) Error() string {
-	return fmt.Sprintf("%s is no queue's dead-letter queue but a source with a redrive policy (to %s): listing it would count as a receive of each message, towards its maxReceiveCount; give its DLQ", e.Queue, e.Names)
+	return fmt.Sprintf("%s is no queue's dead-letter queue but a source with a redrive policy (to %s): listing it would count as a receive of each message, towards its maxReceiveCount; give its DLQ, %s", queueName(e.Queue), queueName(e.Names), queueName(e.Names))
 }
 
 // Is makes errors.Is(err, ErrRefused) hold.

@@ -20,7 +20,12 @@ var ErrRefused = errors.New("refused")
 type RefusedError struct {
 	Field  string
 	Reason string
+	// Err, when set, is the domain error behind the refusal (ErrNoRegistry).
+	Err error
 }
+
+// Unwrap returns Err.
+func (e *RefusedError) Unwrap() error { return e.Err }
 
 func (e *RefusedError) Error() string {
 	if e.Field == "" {

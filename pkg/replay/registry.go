@@ -53,14 +53,11 @@ func (r *Registry) Name() string { return r.name }
 func (r *Registry) Current(ctx context.Context) (table string, version int64, err error) {
 	out, err := r.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(r.name)})
 	var nf *ssmtypes.ParameterNotFound
-	if errors.As(err, &nf) {
-		return "", 0, fmt.Errorf("parameter %s: %w", r.name, ErrNoRegistry)
+	if errors.As(err, &nf) || (err == nil && (out.Parameter == nil || aws.ToString(out.Parameter.Value) == "")) {
+		return "", 0, r.missing()
 	}
 	if err != nil {
 		return "", 0, fmt.Errorf("reading parameter %s: %w", r.name, err)
-	}
-	if out.Parameter == nil || aws.ToString(out.Parameter.Value) == "" {
-		return "", 0, fmt.Errorf("parameter %s: %w", r.name, ErrNoRegistry)
 	}
 	return aws.ToString(out.Parameter.Value), out.Parameter.Version, nil
 }
@@ -81,7 +78,7 @@ func (r *Registry) History(ctx context.Context) ([]Change, error) {
 		page, err := p.NextPage(ctx)
 		var nf *ssmtypes.ParameterNotFound
 		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("parameter %s: %w", r.name, ErrNoRegistry)
+			return nil, r.missing()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading the history of parameter %s: %w", r.name, err)
@@ -103,7 +100,7 @@ func (r *Registry) Previous(ctx context.Context) (Change, error) {
 		return Change{}, err
 	}
 	if len(h) == 0 {
-		return Change{}, fmt.Errorf("parameter %s: %w", r.name, ErrNoRegistry)
+		return Change{}, r.missing()
 	}
 	current := h[len(h)-1].Table
 	for i := len(h) - 2; i >= 0; i-- {
@@ -111,7 +108,12 @@ func (r *Registry) Previous(ctx context.Context) (Change, error) {
 			return h[i], nil
 		}
 	}
-	return Change{}, refuse("", "parameter %s has named only %s in its history (%d versions): there is no previous version to roll back to", r.name, current, len(h))
+	return Change{}, refuse("", "parameter %s has named only %s in its history: there is no previous version to roll back to", r.name, current)
+}
+
+// missing is the refusal of a parameter that does not exist or is empty.
+func (r *Registry) missing() error {
+	return &RefusedError{Field: "parameter", Reason: fmt.Sprintf("parameter %s does not exist or is empty (it names the current views table: the stack's ViewsParameterName output)", r.name), Err: ErrNoRegistry}
 }
 
 // Swap points the parameter at table, provided it is still at version

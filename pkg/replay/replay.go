@@ -283,7 +283,7 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 		return nil, err
 	}
 	if oldest := now.Add(-st.retention); opts.From.Before(oldest) {
-		return nil, refuse("from", "%s is older than stream %s keeps records (RetentionPeriodHours %d: nothing that arrived before %s is left), so a rebuild from there would silently miss them; give -from %s or later",
+		return nil, refuse("from", "%s is older than stream %s keeps records (RetentionPeriodHours %d: nothing that arrived before %s is left), so a rebuild from there would silently miss them; give a -from within the last %s",
 			stamp(opts.From), st.name, int(st.retention/time.Hour), stamp(oldest), hours(st.retention))
 	}
 	res.Plan = append(plan.Describe(),
@@ -558,7 +558,9 @@ func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor 
 }
 
 // nextFree is the version after the highest of current's family that
-// exists (a refused or interrupted rebuild leaves its table behind).
+// exists (a refused or interrupted rebuild leaves its table behind) or was
+// ever current: a name is never reused, so the parameter's history means
+// one table per name.
 func (r *Replayer) nextFree(ctx context.Context, current string) (string, error) {
 	base := baseOf(current)
 	n := 1
@@ -568,6 +570,13 @@ func (r *Replayer) nextFree(ctx context.Context, current string) (string, error)
 	tables, err := r.listTables(ctx, base+"-v")
 	if err != nil {
 		return "", err
+	}
+	hist, err := r.reg.History(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range hist {
+		tables = append(tables, c.Table)
 	}
 	for _, t := range tables {
 		if v, ok := versionNumber(base, t); ok && v > n {
@@ -630,6 +639,7 @@ func (r *Replayer) summarize(ctx context.Context, opts Options, j *job) {
 	} else {
 		res.Summary = append(res.Summary, fmt.Sprintf("  %s and %s each hold the windows of the records since they started (a rebuild's -from, or the stack's deployment), until their time to live removes them;", j.target, j.current))
 	}
+	res.Summary = append(res.Summary, fmt.Sprintf("  records that arrived after the live functions switched to %s (at most their refresh interval after the swap) are in %s only;", j.target, j.target))
 	res.Summary = append(res.Summary,
 		"  a session merged by a record that bridges two stays as an item marked retracted, and whether a session was written before it merged,",
 		"  or a window was final before a late record corrected it (a new revision), depends on where batches ended — which differs between",

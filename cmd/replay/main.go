@@ -157,10 +157,10 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		catchUp()
 	case "use-version", "rollback":
 		if c.name == "use-version" {
-			c.synopsis = "replay use-version: catch a version up from where it got to, then point the readers at it"
+			c.synopsis = "replay use-version: catch a version up from where it got to (read from its items' fences: one full read of the table), then point the readers at it"
 			table = fs.String("table", "", "the version to use: a table replay rebuild created for this parameter, or one the parameter named before (replay versions lists them)")
 		} else {
-			c.synopsis = "replay rollback: point the readers back at the table the parameter named before the current one, caught up first (rolling back twice returns)"
+			c.synopsis = "replay rollback: point the readers back at the table the parameter named before the current one, caught up first from where it got to (one full read of the table); rolling back twice returns"
 		}
 		stream(true)
 		margin = fs.Duration("margin", time.Minute, fmt.Sprintf("start each shard this long before the newest record the version holds of it (records already in it are skipped): from 1s to %s", maxMargin))

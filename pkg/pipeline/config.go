@@ -36,6 +36,13 @@ const (
 	MaxParallelizationFactor = 10
 )
 
+// MaxStateBytes bounds the encoding of one window's aggregates
+// (agg.Spec.MaxEncodedBytes): a window item holds its merged state and
+// one more batch's part before it is compacted, within 300 KB (DynamoDB's
+// 400 KB as local stand-ins count binary data, in base64) with room for its
+// other attributes.
+const MaxStateBytes = (300<<10 - 8<<10) / 2
+
 // WindowKind is one of the four kinds of windows.
 type WindowKind uint8
 
@@ -313,6 +320,14 @@ func Parse(doc []byte) (*Config, error) {
 		// agg names the field: "aggregates[2]: ..." or "quantiles[0]: ...".
 		f, reason, _ := strings.Cut(err.Error(), ": ")
 		return nil, &ConfigError{Field: f, Reason: reason}
+	}
+	if n := spec.MaxEncodedBytes(); n > MaxStateBytes {
+		field := "aggregates"
+		if spec.Aggregates.Has(agg.Distinct) {
+			field = "distinctPrecision"
+		}
+		return nil, cfgErr(field, "a window's aggregates would take up to %d bytes (distinct precision %d%s); a window item holds its merged state and one batch's part in 300 KB, so at most %d: lower distinctPrecision",
+			n, spec.DistinctPrecision, map[bool]string{true: ", quantiles on", false: ""}[spec.Aggregates.Has(agg.Quantiles)], MaxStateBytes)
 	}
 	c.Aggregates = spec
 

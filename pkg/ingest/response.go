@@ -1,11 +1,12 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
-	"unicode/utf8"
+	"unicode"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -136,33 +137,48 @@ func problem(status int, format string, args ...any) events.LambdaFunctionURLRes
 }
 
 // encodeResponse encodes r within maxBytes, cutting the list of failures
-// (and counting the cut ones) when it would not fit.
+// when it would not fit. FailuresOmitted is set to the failures counted
+// (Dropped + Failed) but not listed.
 func encodeResponse(r Response, maxBytes int) []byte {
-	b, err := json.Marshal(r)
-	if err == nil && len(b) <= maxBytes {
+	all := r.Failures
+	enc := func(n int) []byte {
+		r.Failures = all[:n]
+		if n == 0 {
+			r.Failures = nil
+		}
+		r.FailuresOmitted = max(r.Dropped+r.Failed-n, 0)
+		b, _ := marshal(r) // ints and valid UTF-8 strings: always encodes
 		return b
 	}
-	all := r.Failures
-	lo, hi := 0, len(all) // the most failures that fit is in [lo, hi)
+	if b := enc(len(all)); len(b) <= maxBytes {
+		return b
+	}
+	lo, hi := 0, len(all) // the most failures that fit is in [lo, hi]
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		r.Failures, r.FailuresOmitted = all[:mid], len(all)-mid
-		if b, err := json.Marshal(r); err == nil && len(b) <= maxBytes {
+		if len(enc(mid)) <= maxBytes {
 			lo = mid
 		} else {
 			hi = mid - 1
 		}
 	}
-	r.Failures, r.FailuresOmitted = all[:lo], len(all)-lo
-	if lo == 0 {
-		r.Failures = nil
+	return enc(lo)
+}
+
+// marshal encodes v as JSON without escaping <, > and & (the answers are not
+// HTML), so that an error text costs what it holds.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
 	}
-	b, _ = json.Marshal(r) // a Response of ints and bounded strings always encodes
-	return b
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 func reply(status int, body any) events.LambdaFunctionURLResponse {
-	b, err := json.Marshal(body)
+	b, err := marshal(body)
 	if err != nil {
 		b = []byte(`{"error":"encoding the response failed"}`)
 		status = http.StatusInternalServerError
@@ -178,15 +194,19 @@ func rawReply(status int, body []byte) events.LambdaFunctionURLResponse {
 	}
 }
 
-// errorText is a failure's error text: code and message, valid UTF-8, cut to
-// MaxErrorTextBytes.
+// errorText is a failure's error text: code and message, valid UTF-8 with
+// control characters as spaces (so that JSON escapes do not inflate it), cut
+// to MaxErrorTextBytes.
 func errorText(code, message string) string {
 	s := code
 	if message != "" {
 		s += ": " + message
 	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 	return cutText(s, MaxErrorTextBytes)
 }

@@ -97,7 +97,10 @@ func (c *signatureCheck) verify(ctx context.Context, headers map[string]string, 
 	}
 	ts = strings.TrimSpace(ts)
 	secs, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil || len(ts) > 12 || secs < 0 || ts[0] == '+' {
+	if err == nil && len(ts) >= 13 && ts[0] != '+' && ts[0] != '-' {
+		return "", &authError{HeaderTimestamp, fmt.Sprintf("%q looks like milliseconds; send the Unix time in whole seconds", cutText(ts, 32))}
+	}
+	if err != nil || secs < 0 || ts[0] == '+' {
 		return "", &authError{HeaderTimestamp, fmt.Sprintf("%q is not a Unix time in whole seconds", cutText(ts, 32))}
 	}
 	if skew := c.now().Sub(time.Unix(secs, 0)); skew > MaxClockSkew || skew < -MaxClockSkew {

@@ -46,7 +46,7 @@ const testVectorSignature = "3dda751373176301fab5750bff4d01654938556907a11128280
 // no Secrets Manager.
 type staticSecrets [][]byte
 
-func (s staticSecrets) Secrets(context.Context) ([][]byte, error)        { return s, nil }
+func (s staticSecrets) Secrets(context.Context) ([][]byte, error)       { return s, nil }
 func (s staticSecrets) Refresh(context.Context) ([][]byte, bool, error) { return s, false, nil }
 
 func signed(secret string, at time.Time, path, key, body string) events.LambdaFunctionURLRequest {

@@ -1,0 +1,132 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/local"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// TestIngestIdempotencyKeyEndToEnd sends one request twice with the same
+// Idempotency-Key through the function URL of the real ingest binary under
+// aws-lambda-rie, with its records table from the synthesized template on
+// moto: the second answer is the first, byte for byte; the stream holds one
+// set of records; aggregate's windows count each event once; the same key
+// with another body is refused.
+func TestIngestIdempotencyKeyEndToEnd(t *testing.T) {
+	stack, _ := startTopology(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := stack.URL("ingest")
+	streamName := env(t, stack, "ingest", "EVENTS_STREAM_NAME")
+	if env(t, stack, "ingest", "INGEST_IDEMPOTENCY_TABLE") == "" {
+		t.Fatal("ingest has no INGEST_IDEMPOTENCY_TABLE")
+	}
+	w, err := stack.FindWindows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	traffic := local.Traffic{Keys: 3, Minutes: 1, Max: 6, Seed: 11, Now: now}
+	evs, want := traffic.Generate()
+	body, err := json.Marshal(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = `"5f0c9a7e-ingest-e2e-0001"`
+
+	send := func(body []byte) (int, http.Header, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	status1, h1, body1 := send(body)
+	if status1 != http.StatusAccepted {
+		t.Fatalf("first: %d %s", status1, body1)
+	}
+	status2, h2, body2 := send(body)
+	if status2 != status1 || body2 != body1 || h2.Get("Content-Type") != h1.Get("Content-Type") {
+		t.Errorf("resent: %d %q %q, want the first answer %d %q %q", status2, h2.Get("Content-Type"), body2, status1, h1.Get("Content-Type"), body1)
+	}
+	if h2.Get("Idempotency-Replayed") != "true" || h1.Get("Idempotency-Replayed") != "" {
+		t.Errorf("Idempotency-Replayed: first %q, resent %q; want only the resent one marked", h1.Get("Idempotency-Replayed"), h2.Get("Idempotency-Replayed"))
+	}
+	other, _ := json.Marshal(evs[:1])
+	if status, _, b := send(other); status != http.StatusUnprocessableEntity || !strings.Contains(b, "different body") {
+		t.Errorf("the key with another body: %d %s, want 422", status, b)
+	}
+
+	// One set of records on the stream.
+	counts := map[string]int{}
+	for _, e := range readEvents(t, ctx, stack.Config(), streamName) {
+		counts[e.ID]++
+	}
+	for _, e := range evs {
+		if counts[e.ID] != 1 {
+			t.Errorf("event %s is on the stream %d times, want 1", e.ID, counts[e.ID])
+		}
+	}
+	// And aggregate counted each once.
+	from, to := now.Truncate(time.Minute).Add(-2*time.Minute), now.Add(time.Hour)
+	vs, err := w.Wait(ctx, want, from, to, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertWindows(t, w, want, vs)
+}
+
+// readEvents reads every envelope on the stream, all shards.
+func readEvents(t *testing.T, ctx context.Context, cfg aws.Config, name string) []stream.Envelope {
+	t.Helper()
+	kc := kinesis.NewFromConfig(cfg)
+	shards, err := kc.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []stream.Envelope
+	for _, sh := range shards.Shards {
+		it, err := kc.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(name), ShardId: sh.ShardId, ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for iter := it.ShardIterator; iter != nil; {
+			recs, err := kc.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: iter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs.Records {
+				var e stream.Envelope
+				if stream.Unmarshal(r.Data, &e) == nil {
+					out = append(out, e)
+				}
+			}
+			if len(recs.Records) == 0 {
+				break
+			}
+			iter = recs.NextShardIterator
+		}
+	}
+	return out
+}

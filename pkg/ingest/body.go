@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -241,41 +242,60 @@ func (s *scanner) object() bool {
 }
 
 // keySet holds the keys of one open object. Objects in events are small and
-// a linear search is fastest; past smallObject keys a map takes over, so that
-// a body of one object with a million keys costs linear time, not quadratic.
+// a linear search is fastest; past smallObject keys a hash index takes over
+// (64-bit hashes of the keys, no allocation per key), so that a body of one
+// object with half a million keys costs linear time, not quadratic.
 type keySet struct {
-	list [][]byte
-	m    map[string]struct{}
+	list  [][]byte
+	index map[uint64]int32 // hash → position in list of the first key with it
+	seed  maphash.Seed
 }
 
 const smallObject = 32
 
 func (k *keySet) reset() {
 	k.list = k.list[:0]
-	k.m = nil
+	k.index = nil
 }
 
 // add adds key and reports whether it was new.
 func (k *keySet) add(key []byte) bool {
-	if k.m != nil {
-		if _, dup := k.m[string(key)]; dup {
-			return false
+	if k.index == nil {
+		for _, x := range k.list {
+			if bytes.Equal(x, key) {
+				return false
+			}
 		}
-		k.m[string(key)] = struct{}{}
+		k.list = append(k.list, key)
+		if len(k.list) > smallObject {
+			if k.seed == (maphash.Seed{}) {
+				k.seed = maphash.MakeSeed()
+			}
+			k.index = make(map[uint64]int32, 4*len(k.list))
+			for i, x := range k.list {
+				if _, ok := k.index[maphash.Bytes(k.seed, x)]; !ok {
+					k.index[maphash.Bytes(k.seed, x)] = int32(i)
+				}
+			}
+		}
 		return true
 	}
-	for _, x := range k.list {
-		if bytes.Equal(x, key) {
+	h := maphash.Bytes(k.seed, key)
+	if i, ok := k.index[h]; ok {
+		if bytes.Equal(k.list[i], key) {
 			return false
 		}
+		// Two keys with one hash (about 1 in 2^64 per pair): compare with
+		// every key.
+		for _, x := range k.list {
+			if bytes.Equal(x, key) {
+				return false
+			}
+		}
+	} else {
+		k.index[h] = int32(len(k.list))
 	}
 	k.list = append(k.list, key)
-	if len(k.list) > smallObject {
-		k.m = make(map[string]struct{}, 2*len(k.list))
-		for _, x := range k.list {
-			k.m[string(x)] = struct{}{}
-		}
-	}
 	return true
 }
 

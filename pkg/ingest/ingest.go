@@ -318,7 +318,11 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 			if !got.lockedUntil.IsZero() {
 				until = " (its lock ends by " + got.lockedUntil.UTC().Format(time.RFC3339) + ")"
 			}
-			r := problem(http.StatusConflict, "%s %q: a request with this key is still being processed%s; nothing was written: retry after it has been answered to get its answer", HeaderIdempotencyKey, cutText(idemKey, 64), until)
+			what := fmt.Sprintf("%s %q: a request with this key", HeaderIdempotencyKey, cutText(idemKey, 64))
+			if idemKey == "" {
+				what = "a request with this signature"
+			}
+			r := problem(http.StatusConflict, "%s is still being processed%s; nothing was written: retry after it has been answered to get its answer", what, until)
 			r.Headers["Retry-After"] = "1"
 			return r
 		case claimMismatch:
@@ -334,7 +338,9 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 	}
 	var prev Response
 	if c != nil && c.kind == claimResume {
-		pending = c.pending
+		// The same body (its fingerprint matched), so the same events;
+		// an index past them would be a damaged record.
+		pending = slices.DeleteFunc(slices.Clone(c.pending), func(i int) bool { return i >= len(entries) })
 		if err := json.Unmarshal([]byte(c.stored.Body), &prev); err != nil {
 			h.log.Error("stored partial answer does not decode; counting from scratch", "err", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -30,8 +31,8 @@ const (
 	// ContextAssetDir is the directory holding <name>/bootstrap for every
 	// function, relative to infra/; DefaultAssetDir if unset.
 	ContextAssetDir = "tributary:assetDir"
-	// ContextIngestAuth is the ingest Function URL's auth type: AWS_IAM
-	// (default) or NONE.
+	// ContextIngestAuth is how producers authenticate to ingest: AWS_IAM
+	// (default) or HMAC (signed requests; see ingest.go).
 	ContextIngestAuth = "tributary:ingestAuth"
 	// ContextFlushInterval is how often, in whole seconds, aggregate writes
 	// its partial aggregates: 0 (default) writes once per batch; above 0 the
@@ -109,9 +110,9 @@ type TributaryStackProps struct {
 	// AssetDir holds <name>/bootstrap for each of FunctionNames. If empty,
 	// context ContextAssetDir, else DefaultAssetDir.
 	AssetDir string
-	// IngestAuth is the ingest Function URL's auth type. If empty, context
-	// ContextIngestAuth, else AWS_IAM.
-	IngestAuth awslambda.FunctionUrlAuthType
+	// IngestAuth is how producers authenticate to ingest. If empty,
+	// context ContextIngestAuth, else AWS_IAM.
+	IngestAuth IngestAuthMode
 	// Pipeline is the windowed pipeline aggregate and ticker run. If nil,
 	// DefaultPipeline (pipeline.json).
 	Pipeline *PipelineConfig
@@ -163,7 +164,7 @@ type TributaryStack struct {
 	// contents as changelog records tied to a stream position.
 	Snapshot *Snapshot
 
-	IngestAuth   awslambda.FunctionUrlAuthType
+	IngestAuth   IngestAuthMode
 	AssetDirUsed string
 	// Pipeline is the pipeline aggregate and ticker run.
 	Pipeline PipelineConfig
@@ -175,10 +176,15 @@ type TributaryStack struct {
 	// Ops is the alarm topic, the alarms and the operational settings
 	// (operations.go).
 	Ops *Operations
+
+	// IngestRequests holds ingest's Idempotency-Key records; IngestSecret
+	// is the signing secret (nil unless IngestAuth is HMAC). See ingest.go.
+	IngestRequests awsdynamodb.Table
+	IngestSecret   awssecretsmanager.Secret
 }
 
 // NewTributaryStack creates the Tributary stack in scope. It fails if the
-// ingest auth type is not AWS_IAM or NONE, if a function's bootstrap is
+// ingest auth mode is not AWS_IAM or HMAC, if a function's bootstrap is
 // missing from the asset dir, or if an operational context value (alarms,
 // retention, reserved concurrency: OpsSettingsFromContext) is wrong.
 
@@ -312,27 +318,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures})
 	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures})
 
-	s.Ingest = NewGoFunction(stack, "IngestFn", GoFunctionProps{
-		Name:        FunctionIngest,
-		AssetDir:    assetDir,
-		Description: "Validates producer events, stamps receivedAt and puts them on the events stream",
-		Environment: map[string]*string{
-			"EVENTS_STREAM_NAME": s.Events.StreamName(),
-			// The notes' three answers to producers outpacing consumers, per
-			// route: buffer in Kinesis, push back with 429, or drop (counted).
-			"INGEST_ROUTES":      jsii.String(IngestRoutes),
-			"INGEST_DROP_SAMPLE": jsii.String("100"),
-		},
-		Timeout:  ingestTimeout,
-		MemoryMB: functionMemoryMB,
-	})
-	s.Events.GrantWrite(s.Ingest.Function)
-	// The Function URL is IAM-authenticated by default: anyone who can reach
-	// it could otherwise write to the stream (and run up the bill). Producers
-	// sign requests with SigV4 and need lambda:InvokeFunctionUrl. For a demo
-	// without signing, synthesize with -c tributary:ingestAuth=NONE, which
-	// makes the URL public.
-	s.IngestURL = s.Ingest.Function.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: auth})
+	s.addIngest(assetDir)
 
 	s.Aggregate = NewStreamFunction(stack, "AggregateFn", StreamFunctionProps{
 		Function: GoFunctionProps{
@@ -485,22 +471,6 @@ func CheckAssets(assetDir string, names []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// ingestAuth resolves the Function URL auth type from the prop, else the
-// context value, else AWS_IAM.
-func ingestAuth(prop awslambda.FunctionUrlAuthType, fromContext string) (awslambda.FunctionUrlAuthType, error) {
-	v := string(prop)
-	if v == "" {
-		v = fromContext
-	}
-	switch awslambda.FunctionUrlAuthType(v) {
-	case "":
-		return awslambda.FunctionUrlAuthType_AWS_IAM, nil
-	case awslambda.FunctionUrlAuthType_AWS_IAM, awslambda.FunctionUrlAuthType_NONE:
-		return awslambda.FunctionUrlAuthType(v), nil
-	}
-	return "", fmt.Errorf("%s %q: want AWS_IAM or NONE", ContextIngestAuth, v)
 }
 
 // contextSeconds is the context value key as a whole number of seconds

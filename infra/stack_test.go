@@ -289,7 +289,7 @@ func TestFunctions(t *testing.T) {
 		timeout float64
 		env     map[string]any
 	}{
-		{FunctionIngest, s.Ingest, 10, map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events)), "INGEST_ROUTES": IngestRoutes, "INGEST_DROP_SAMPLE": "100"}},
+		{FunctionIngest, s.Ingest, 10, ingestEnv(s)},
 		{FunctionAggregate, s.Aggregate.GoFunction, 30, windowEnv(s)},
 		{FunctionQuarantine, s.Quarantiner.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine))}},
 		{FunctionTicker, s.Ticker, 50, windowEnv(s)},
@@ -714,11 +714,12 @@ func TestTables(t *testing.T) {
 		},
 	}
 	tests = append(tests, workerTables(s)...)
+	tests = append(tests, ingestTables(s)...)
 	// The per-minute Counts table of the first pipeline is gone with it; the
 	// profiles table (CDC source) is TestProfilesCDC's, the timelines
 	// tables TestTimelines' and the join table TestEnrichment's.
 	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+5 {
-		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines, JoinState)", got, len(tests)+5)
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState)", got, len(tests)+5)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -859,31 +860,6 @@ func TestNagCatchesFindings(t *testing.T) {
 	}
 }
 
-func TestIngestAuthAndAssetDirFromContext(t *testing.T) {
-	assets := t.TempDir()
-	writeDummyAssets(assets)
-	outdir := t.TempDir()
-	app := newTestApp(outdir, map[string]any{ContextIngestAuth: "NONE", ContextAssetDir: assets})
-	stack, err := NewTributaryStack(app, StackID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addNag(app)
-	tmpl := templateOf(stack.Stack)
-	for id, u := range tmpl.ofType("AWS::Lambda::Url") {
-		if got := u.Properties["AuthType"]; got != "NONE" {
-			t.Errorf("%s AuthType = %v, want NONE from context", id, got)
-		}
-	}
-	if stack.AssetDirUsed != assets {
-		t.Errorf("asset dir = %s, want %s from context", stack.AssetDirUsed, assets)
-	}
-	errs, warns := nagFindings(stack.Stack)
-	for _, e := range append(errs, warns...) {
-		t.Errorf("cdk-nag with a public URL: %s", e)
-	}
-}
-
 func TestNewTributaryStackRejects(t *testing.T) {
 	complete := t.TempDir()
 	writeDummyAssets(complete)
@@ -901,7 +877,7 @@ func TestNewTributaryStackRejects(t *testing.T) {
 		{"missing bootstrap", nil, &TributaryStackProps{AssetDir: assets},
 			filepath.Join(assets, FunctionAggregate, "bootstrap") + " does not exist"},
 		{"unknown auth type", map[string]any{ContextIngestAuth: "COGNITO", ContextAssetDir: complete}, nil,
-			`tributary:ingestAuth "COGNITO": want AWS_IAM or NONE`},
+			`tributary:ingestAuth "COGNITO": want AWS_IAM or HMAC`},
 		{"non-string context", map[string]any{ContextAssetDir: 42.0}, nil,
 			"context tributary:assetDir: got 42 (float64), want a string"},
 		{"flush interval not a number", map[string]any{ContextFlushInterval: "1m", ContextAssetDir: complete}, nil,

@@ -19,7 +19,7 @@ func ingestEnv(s *TributaryStack) map[string]any {
 		EnvIngestRoutes:           IngestRoutes,
 		EnvIngestDropSample:       "100",
 		EnvIngestIdempotencyTable: ref(logicalID(s.Stack, s.IngestRequests)),
-		EnvIngestMaxEventAge:      "24h",
+		EnvIngestMaxEventAge:      "168h", // the events stream keeps records 7 days by default (tributary:eventsRetentionHours)
 		EnvIngestAuth:             "AWS_IAM",
 	}
 }
@@ -63,9 +63,10 @@ func TestIngestRequestsTable(t *testing.T) {
 	if got := fx.tmpl.Outputs["IngestRequestsTableName"].Value; !reflect.DeepEqual(got, ref(id)) {
 		t.Errorf("output IngestRequestsTableName = %v, want the table", got)
 	}
-	cfn := s.IngestRequests.Node().DefaultChild().(awscdk.CfnResource)
-	if got := cfn.CfnOptions().DeletionPolicy(); got != awscdk.CfnDeletionPolicy_DELETE {
-		t.Errorf("DeletionPolicy %q, want Delete (records live a day)", got)
+	// Like every table (ProtectState), it is kept on destroy: a producer
+	// retrying against a redeployed stack still gets its first answer.
+	if r.DeletionPolicy != "Retain" || r.Properties["DeletionProtectionEnabled"] != true {
+		t.Errorf("DeletionPolicy %q, DeletionProtectionEnabled %v; want Retain and true", r.DeletionPolicy, r.Properties["DeletionProtectionEnabled"])
 	}
 }
 

@@ -216,8 +216,12 @@ const (
 	numTexts          = txtKinesis + 4
 )
 
-// span is a string in KinesisBatch.text.
-type span struct{ off, end int }
+// span is a string in KinesisBatch.text. plain says its bytes are a JSON
+// string's contents as they are (printable ASCII, no quote or backslash).
+type span struct {
+	off, end int
+	plain    bool
+}
 
 type recordSpans [numTexts]span
 
@@ -327,11 +331,21 @@ func memberKey(d []byte, i int, names []string) (int, int) {
 		return -1, 0
 	}
 	ks := i + 1
-	i, flags := scanString(d, ks)
-	if i < 0 {
-		return -1, 0
+	field := -1
+	// Keys as Lambda writes them are a name and its closing quote.
+	for f, name := range names {
+		if e := ks + len(name); e < len(d) && d[e] == '"' && string(d[ks:e]) == name {
+			field, i = f, e+1
+			break
+		}
 	}
-	field := lookupName(d[ks:i-1], flags, names)
+	if field < 0 {
+		var flags uint8
+		if i, flags = scanString(d, ks); i < 0 {
+			return -1, 0
+		}
+		field = lookupName(d[ks:i-1], flags, names)
+	}
 	if i = skipSpace(d, i); i >= len(d) || d[i] != ':' {
 		return -1, 0
 	}
@@ -550,23 +564,26 @@ func (b *KinesisBatch) textValue(d []byte, i int, sp *span, prev span) (int, boo
 	switch d[i] {
 	case '"':
 		s := i + 1
+		// The same plain text as the previous record's, then the closing
+		// quote: a JSON string with that value, no need to scan it.
+		if prev.plain {
+			if e := s + prev.end - prev.off; e < len(d) && d[e] == '"' && bytes.Equal(d[s:e], b.text[prev.off:prev.end]) {
+				*sp = prev
+				return e + 1, true
+			}
+		}
 		e, flags := scanString(d, s)
 		if e < 0 {
 			return i, false
 		}
-		raw := d[s : e-1]
-		if flags == 0 && bytes.Equal(raw, b.text[prev.off:prev.end]) {
-			*sp = prev
-			return e, true
-		}
 		off := len(b.text)
 		b.text = appendText(b.text, d, rawText{start: s, end: e - 1, flags: flags})
-		if flags != 0 && bytes.Equal(b.text[off:], b.text[prev.off:prev.end]) {
+		if bytes.Equal(b.text[off:], b.text[prev.off:prev.end]) {
 			b.text = b.text[:off]
 			*sp = prev
 			return e, true
 		}
-		*sp = span{off, len(b.text)}
+		*sp = span{off, len(b.text), flags == 0}
 		return e, true
 	case 'n':
 		if hasLiteral(d, i, "null") {
@@ -591,6 +608,17 @@ func (b *KinesisBatch) scanData(d []byte, i int, data *[]byte) int {
 		return -1 // an array of numbers also decodes into []byte: encoding/json's business
 	}
 	s := i + 1
+	// Base64 text needs no scan as a JSON string: it ends at the first
+	// quote, and if the bytes before it decode, they are all of the base64
+	// alphabet (no escape, no control byte) or a raw CR or LF, which
+	// base64 skips but JSON refuses.
+	if q := bytes.IndexByte(d[s:], '"'); q >= 0 {
+		if src := d[s : s+q]; bytes.IndexByte(src, '\n') < 0 && bytes.IndexByte(src, '\r') < 0 {
+			if e := b.decodeData(src, data); e {
+				return s + q + 1
+			}
+		}
+	}
 	e, flags := scanString(d, s)
 	if e < 0 {
 		return -1
@@ -600,21 +628,31 @@ func (b *KinesisBatch) scanData(d []byte, i int, data *[]byte) int {
 		var scratch [256]byte
 		src = appendUnquoted(scratch[:0], src)
 	}
+	if !b.decodeData(src, data) {
+		return -1
+	}
+	return e
+}
+
+// decodeData base64-decodes src into the arena as *data; false if src is
+// not base64 (the arena is as it was).
+func (b *KinesisBatch) decodeData(src []byte, data *[]byte) bool {
 	if len(src) == 0 {
 		*data = emptyData
-		return e
+		return true
 	}
 	// The arena only grows: records already decoded keep the bytes they
 	// point to if it moves.
 	off := len(b.data)
-	b.data = slices.Grow(b.data, base64.StdEncoding.DecodedLen(len(src)))
-	n, err := base64.StdEncoding.Decode(b.data[off:off+base64.StdEncoding.DecodedLen(len(src))], src)
+	max := base64.StdEncoding.DecodedLen(len(src))
+	b.data = slices.Grow(b.data, max)
+	n, err := base64.StdEncoding.Decode(b.data[off:off+max], src)
 	if err != nil {
-		return -1
+		return false
 	}
 	b.data = b.data[:off+n]
 	*data = b.data[off : off+n : off+n]
-	return e
+	return true
 }
 
 // scanArrival reads approximateArrivalTimestamp at d[i] as
@@ -729,7 +767,7 @@ func (b *KinesisBatch) scanState(d []byte, i int, top *topScan) int {
 		}
 		off := len(b.text)
 		b.text = appendText(b.text, d, rawText{start: ks, end: ke - 1, flags: kflags})
-		entry := stateEntry{key: span{off, len(b.text)}}
+		entry := stateEntry{key: span{off: off, end: len(b.text)}}
 		var ok bool
 		if i, ok = b.textValue(d, i, &entry.value, span{}); !ok {
 			top.propsBad = true

@@ -136,6 +136,11 @@ var kinesisTable = []struct {
 	{"data escaped slash", `{"Records":[{"kinesis":{"data":"YWJj\/w=="}}]}`},
 	{"data newline", `{"Records":[{"kinesis":{"data":"YWJj\nZGVm"}}]}`},
 	{"data empty", `{"Records":[{"kinesis":{"data":""}}]}`},
+	{"data raw newline", "{\"Records\":[{\"kinesis\":{\"data\":\"YWJj\nZGVm\"}}]}"},
+	{"data raw carriage return", "{\"Records\":[{\"kinesis\":{\"data\":\"YWJj\rZGVm\"}}]}"},
+	{"data escaped quote", `{"Records":[{"kinesis":{"data":"YW\"Jj"}}]}`},
+	{"data unterminated", `{"Records":[{"kinesis":{"data":"YWJj`},
+	{"text like the previous record's", `{"Records":[{"awsRegion":"eu-west-1","eventSource":"aws:kinesis"},{"awsRegion":"eu-west-1x","eventSource":"aws:kinesis\u0000"},{"awsRegion":"eu-west-1","eventSource":"aws\u003akinesis"},{"awsRegion":"eu-west-1"}]}`},
 	{"data null", `{"Records":[{"kinesis":{"data":"YQ==","data":null}}]}`},
 	{"data bad base64", `{"Records":[{"kinesis":{"data":"!!!!"}}]}`},
 	{"data unpadded", `{"Records":[{"kinesis":{"data":"YQ"}}]}`},
@@ -195,6 +200,7 @@ func TestKinesisBatchFastPath(t *testing.T) {
 	fast := []string{"plain", "pretty", "window", "window first", "window null", "state twice merges", "state reset by null",
 		"state escapes", "shard id number plain", "folded keys", "unicode folded keys", "escaped keys", "exact beats folded",
 		"escapes in strings", "invalid utf-8", "data escaped slash", "data newline", "data empty", "data null",
+		"text like the previous record's",
 		"arrival null", "arrival negative", "arrival exponent", "kinesis twice merges", "record null", "unknown members"}
 	inputs := map[string]string{}
 	for _, tt := range kinesisTable {

@@ -30,8 +30,7 @@ type KinesisBatch struct {
 	TimeWindow bool
 	events.TimeWindowProperties
 
-	data  []byte            // arena: the records' decoded data
-	text  []byte            // the batch's strings, converted to one string at the end
+	text  []byte            // the batch's strings and the records' data; the strings become one string at the end
 	spans []recordSpans     // where each record's strings are in text
 	state []stateEntry      // the window state's entries, in document order
 	own   map[string]string // State's map, reused
@@ -41,10 +40,11 @@ type KinesisBatch struct {
 // KinesisRecord is one record of a KinesisBatch: aws-lambda-go's
 // events.KinesisEventRecord flattened, with the same values.
 //
-// The strings of a batch share one allocation, so holding on to one keeps
-// the batch's text (not its data) alive. Data lives in the batch's arena:
-// it is valid until the next Decode on the same batch; copy what must
-// outlive it.
+// The strings of a batch share one allocation (with a copy of the batch's
+// data, for DecodeEnvelope), so holding on to one keeps all of that alive:
+// clone a string kept for long. Data lives in a buffer the batch reuses: it
+// is valid until the next Decode on the same batch and must not be
+// modified; copy what must outlive it.
 type KinesisRecord struct {
 	EventID        string // "shardId-000000000000:<sequence number>"
 	EventSourceARN string
@@ -62,6 +62,8 @@ type KinesisRecord struct {
 	EventSource                 string
 	EventVersion                string
 	InvokeIdentityARN           string
+
+	dataText string // Data's bytes as a string ("" when not decoded by the single pass)
 }
 
 // KinesisEventError is a Lambda Kinesis event that cannot be decoded. It
@@ -103,6 +105,11 @@ func (e *KinesisEventError) Unwrap() error { return e.Err }
 // raw is not kept.
 func (b *KinesisBatch) Decode(raw []byte) error {
 	b.reset()
+	// The strings and data of an event take less room than its JSON (but
+	// for invalid UTF-8, which may grow; text then moves, harmlessly).
+	if cap(b.text) < len(raw) {
+		b.text = make([]byte, 0, len(raw))
+	}
 	var err error
 	if !b.decodeFast(raw) {
 		b.dirty = max(b.dirty, len(b.Records))
@@ -120,7 +127,6 @@ func (b *KinesisBatch) reset() {
 	b.Records = b.Records[:0]
 	b.TimeWindow = false
 	b.TimeWindowProperties = events.TimeWindowProperties{}
-	b.data = b.data[:0]
 	b.text = b.text[:0]
 	b.spans = b.spans[:0]
 	b.state = b.state[:0]
@@ -165,17 +171,6 @@ func (r *KinesisRecord) setFrom(ev *events.KinesisEventRecord) {
 	}
 }
 
-// DecodeEnvelope decodes and validates the envelope in r's data into e,
-// exactly as DecodeKinesis does for aws-lambda-go's record: an envelope
-// without receivedAt gets the record's arrival time, and a failure is a
-// *PoisonRecordError naming the sequence number and the field.
-func (r *KinesisRecord) DecodeEnvelope(e *Envelope) error {
-	if err := decodeValid(r.Data, r.ApproximateArrivalTimestamp, e); err != nil {
-		return poison(r.SequenceNumber, "", err)
-	}
-	return nil
-}
-
 // ---- the single pass ------------------------------------------------------
 
 // JSON names of the event's fields, as aws-lambda-go's struct tags spell
@@ -212,8 +207,9 @@ const (
 const (
 	txtEventID        = 1
 	txtEventSourceARN = 4
-	txtKinesis        = 7 // + index in kinesisNames - kinText
-	numTexts          = txtKinesis + 4
+	txtKinesis        = 7              // + index in kinesisNames - kinText
+	txtData           = txtKinesis + 4 // the record's data, decoded
+	numTexts          = txtData + 1
 )
 
 // span is a string in KinesisBatch.text. plain says its bytes are a JSON
@@ -537,7 +533,7 @@ func (b *KinesisBatch) scanKinesis(d []byte, i int, rec *KinesisRecord, sp, prev
 		case field == kinTime:
 			i = scanArrival(d, i, &rec.ApproximateArrivalTimestamp)
 		case field == kinData:
-			i = b.scanData(d, i, &rec.Data)
+			i = b.scanData(d, i, &rec.Data, &sp[txtData])
 		case field < len(kinesisNames):
 			t := txtKinesis + field - kinText
 			var ok bool
@@ -597,11 +593,11 @@ func (b *KinesisBatch) textValue(d []byte, i int, sp *span, prev span) (int, boo
 // encoding/json decodes it.
 var emptyData = []byte{}
 
-// scanData reads a record's data at d[i]: base64 text (decoded into the
-// arena, as encoding/json decodes a []byte) or null (nil).
-func (b *KinesisBatch) scanData(d []byte, i int, data *[]byte) int {
+// scanData reads a record's data at d[i]: base64 text (decoded into text,
+// as encoding/json decodes a []byte, *sp saying where) or null (nil).
+func (b *KinesisBatch) scanData(d []byte, i int, data *[]byte, sp *span) int {
 	if hasLiteral(d, i, "null") {
-		*data = nil
+		*data, *sp = nil, span{}
 		return i + len("null")
 	}
 	if d[i] != '"' {
@@ -614,7 +610,7 @@ func (b *KinesisBatch) scanData(d []byte, i int, data *[]byte) int {
 	// base64 skips but JSON refuses.
 	if q := bytes.IndexByte(d[s:], '"'); q >= 0 {
 		if src := d[s : s+q]; bytes.IndexByte(src, '\n') < 0 && bytes.IndexByte(src, '\r') < 0 {
-			if e := b.decodeData(src, data); e {
+			if e := b.decodeData(src, data, sp); e {
 				return s + q + 1
 			}
 		}
@@ -628,30 +624,31 @@ func (b *KinesisBatch) scanData(d []byte, i int, data *[]byte) int {
 		var scratch [256]byte
 		src = appendUnquoted(scratch[:0], src)
 	}
-	if !b.decodeData(src, data) {
+	if !b.decodeData(src, data, sp) {
 		return -1
 	}
 	return e
 }
 
-// decodeData base64-decodes src into the arena as *data; false if src is
-// not base64 (the arena is as it was).
-func (b *KinesisBatch) decodeData(src []byte, data *[]byte) bool {
+// decodeData base64-decodes src onto text as *data (*sp says where); false
+// if src is not base64 (text is as it was).
+func (b *KinesisBatch) decodeData(src []byte, data *[]byte, sp *span) bool {
 	if len(src) == 0 {
-		*data = emptyData
+		*data, *sp = emptyData, span{}
 		return true
 	}
-	// The arena only grows: records already decoded keep the bytes they
-	// point to if it moves.
-	off := len(b.data)
+	// text only grows within a batch: records already decoded keep the
+	// bytes they point to if it moves.
+	off := len(b.text)
 	max := base64.StdEncoding.DecodedLen(len(src))
-	b.data = slices.Grow(b.data, max)
-	n, err := base64.StdEncoding.Decode(b.data[off:off+max], src)
+	b.text = slices.Grow(b.text, max)
+	n, err := base64.StdEncoding.Decode(b.text[off:off+max], src)
 	if err != nil {
 		return false
 	}
-	b.data = b.data[:off+n]
-	*data = b.data[off : off+n : off+n]
+	b.text = b.text[:off+n]
+	*data = b.text[off : off+n : off+n]
+	*sp = span{off: off, end: off + n}
 	return true
 }
 
@@ -795,6 +792,7 @@ func (b *KinesisBatch) finish(top *topScan) {
 		r.InvokeIdentityARN = str(sp[6])
 		r.EncryptionType, r.PartitionKey = str(sp[txtKinesis]), str(sp[txtKinesis+1])
 		r.SequenceNumber, r.KinesisSchemaVersion = str(sp[txtKinesis+2]), str(sp[txtKinesis+3])
+		r.dataText = str(sp[txtData])
 	}
 	if !b.TimeWindow {
 		b.TimeWindowProperties = events.TimeWindowProperties{}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -63,8 +64,23 @@ func compareKinesis(b *KinesisBatch, in []byte) string {
 		if got := b.Records[i].EventRecord(); !reflect.DeepEqual(got, want.Records[i]) {
 			return fmt.Sprintf("record %d:\n got %+v\nwant %+v", i, got, want.Records[i])
 		}
+		if diff := compareEnvelopes(&b.Records[i], &want.Records[i]); diff != "" {
+			return fmt.Sprintf("record %d's envelope: %s", i, diff)
+		}
 	}
 	return ""
+}
+
+// compareEnvelopes decodes r's envelope with DecodeEnvelope and want's with
+// DecodeKinesis and describes the first difference ("" if none).
+func compareEnvelopes(r *KinesisRecord, want *events.KinesisEventRecord) string {
+	gotEnv, wantEnv := prefilled(), prefilled()
+	gotErr := r.DecodeEnvelope(&gotEnv)
+	wantErr := DecodeKinesis(want, &wantEnv)
+	if !reflect.DeepEqual(gotErr, wantErr) {
+		return fmt.Sprintf("error %v, DecodeKinesis %v", gotErr, wantErr)
+	}
+	return envelopeDiff(&gotEnv, &wantEnv)
 }
 
 func sampleEvents(t testing.TB) map[string][]byte {
@@ -406,6 +422,59 @@ func TestKinesisBatchAllocs(t *testing.T) {
 	}
 }
 
+// TestDecodeEnvelopeSlowPathRecords: records the single pass did not decode
+// (and so have no shared text) decode their envelopes as DecodeKinesis does.
+func TestDecodeEnvelopeSlowPathRecords(t *testing.T) {
+	for name, in := range sampleEvents(t) {
+		ev, _, err := decodeKinesisStd(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range ev.Records {
+			var r KinesisRecord
+			r.setFrom(&ev.Records[i])
+			if diff := compareEnvelopes(&r, &ev.Records[i]); diff != "" {
+				t.Errorf("%s record %d: %s", name, i, diff)
+			}
+		}
+	}
+}
+
+// TestDecodeEnvelopeShares: the envelope's strings and data come from the
+// batch without copying (no allocation), the strings stay as they were
+// after the next Decode, and the data is the record's.
+func TestDecodeEnvelopeShares(t *testing.T) {
+	var b KinesisBatch
+	in := sampleEvents(t)["kinesis-batch.json"]
+	if err := b.Decode(in); err != nil {
+		t.Fatal(err)
+	}
+	var e Envelope
+	allocs := testing.AllocsPerRun(100, func() {
+		for i := range b.Records {
+			if err := b.Records[i].DecodeEnvelope(&e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("DecodeEnvelope allocates %.1f times per batch of %d", allocs, len(b.Records))
+	}
+	if err := b.Records[0].DecodeEnvelope(&e); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b.Records[0].Data, e.Data) || &e.Data[0] != &b.Records[0].Data[bytes.Index(b.Records[0].Data, e.Data)] {
+		t.Errorf("envelope data %q is not the record's bytes", e.Data)
+	}
+	id, key := e.ID, e.Key
+	if err := b.Decode([]byte(`{"Records":[{"kinesis":{"data":"` + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("z"), 600)) + `"}}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if id != "evt-0001" || key != "user-42" {
+		t.Errorf("strings changed with the next batch: %q %q", id, key)
+	}
+}
+
 func FuzzKinesisEvent(f *testing.F) {
 	for _, tt := range kinesisTable {
 		f.Add([]byte(tt.in))
@@ -466,6 +535,15 @@ func randomKinesisValue(rng *rand.Rand, name string) string {
 	}
 	switch name {
 	case "data":
+		if rng.IntN(2) == 0 {
+			env := randomEnvelope(rng)
+			if rng.IntN(4) != 0 { // mostly valid: every field a producer must send
+				env = []byte(fmt.Sprintf(`{"id":%s,"type":"t","key":%s,"occurredAt":%s,"sentAt":"2099-01-01T00:00:00Z","data":%s}`,
+					pick(rng, `"e-1"`, `"e\u002d2"`, randomStringLiteral(rng)), pick(rng, `"k"`, `"日本"`, randomStringLiteral(rng)),
+					randomTimeLiteral(rng), randomValue(rng, 1)))
+			}
+			return `"` + base64.StdEncoding.EncodeToString(env) + `"`
+		}
 		return randomBase64(rng)
 	case "approximateArrivalTimestamp":
 		if rng.IntN(50) == 0 {

@@ -63,6 +63,22 @@ bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 a
 soak: deps ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)
 	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=60
 
+FUZZTIME  ?= 30s
+FUZZFLAGS ?=
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target (each func Fuzz* in a *_test.go) for FUZZTIME each (default 30s)
+	@targets=$$(for d in $$($(GO) list -f '{{.Dir}}' ./...); do \
+		grep -hoE '^func Fuzz[A-Za-z0-9_]*' "$$d"/*_test.go 2>/dev/null | sed "s|^func |./$${d#$(ROOT)/} |"; \
+	done); \
+	if [ -z "$$targets" ]; then echo "fuzz: no fuzz targets found"; exit 1; fi; \
+	failed=""; \
+	while read -r pkg name; do \
+		echo "== $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) "$$pkg" || failed="$$failed $$pkg:$$name"; \
+	done <<< "$$targets"; \
+	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (inputs saved under each package's testdata/fuzz)"; exit 1; fi
+
 .PHONY: synth
 synth: $(CDK_OUT) ## synthesize the CDK app into infra/cdk.out (offline)
 

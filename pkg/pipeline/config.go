@@ -606,6 +606,9 @@ func object(path string, doc []byte, known []string) (map[string]json.RawMessage
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		p := unknown[0]
+		if p == "" {
+			p = `""` // a field with an empty name: name it as written
+		}
 		if path != "" {
 			p = path + "." + p
 		}

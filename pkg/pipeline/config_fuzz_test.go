@@ -43,7 +43,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"name": "n", "windows": [{"kind": "session", "gap": "30m"}]}`,
 		`{"name": "n", "key": "data.region", "partitionKeyIsGroupingKey": true, "parallelizationFactor": 4, "windows": [{"kind": "tumbling", "size": "1m"}]}`,
-		`{"name":`, `[]`, `null`, `{}`, `{"name":"n","windows":[{"kind":"tumbling","size":"1500us"}]}`,
+		`{"name":`, `[]`, `null`, `{}`, `{"":0}`, `{"windows":[{"":1}]}`, `{"name":"n","windows":[{"kind":"tumbling","size":"1500us"}]}`,
 		`{"name":"n","windows":[{"kind":"tumbling","size":"1m"}],"quantiles":[0.5]}`,
 		`{"name":"n","windows":[{"kind":"tumbling","size":"1m"},{"kind":"tumbling","size":"60s"}]}`,
 		`{"name":"n","windows":[{"kind":"tumbling","size":"9223372036s"}],"outOfOrderness":"2562047h"}`,

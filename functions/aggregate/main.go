@@ -22,5 +22,5 @@ func main() {
 	if err != nil {
 		m.Fail("%v", err)
 	}
-	lambda.Start(p.Handle)
+	lambda.Start(p)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"math/big"
 	"strings"
 	"sync"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -34,11 +34,16 @@ type partial struct {
 // tumbling-window state Lambda carries between invocations; the final
 // invocation of each interval writes one update per (key, window).
 func (p *Processor) HandleInterval(ctx context.Context, ev events.KinesisTimeWindowEvent) (events.KinesisTimeWindowEventResponse, error) {
+	return p.handleInterval(ctx, records(ev.Records), &ev.TimeWindowProperties)
+}
+
+func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRecord, ev *events.TimeWindowProperties) (events.KinesisTimeWindowEventResponse, error) {
 	defer p.flushMetrics()
 	shard := ev.ShardID
-	if shard == "" && len(ev.Records) > 0 {
-		shard = shardOf(ev.Records[0].EventID)
+	if shard == "" && len(recs) > 0 {
+		shard = shardOf(recs[0].EventID)
 	}
+	shard = strings.Clone(shard) // the batch's strings are reused by the next batch
 	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
 	defer cancel()
 	committed, err := p.watermark(ctx, shard)
@@ -73,10 +78,10 @@ func (p *Processor) HandleInterval(ctx context.Context, ev events.KinesisTimeWin
 	}
 	c.onCorrected = c.onOpen // late records join the partial; the flush corrects a final window
 	accumulated := lastSeq
-	for i := range ev.Records {
-		rec := &ev.Records[i]
-		seq := rec.Kinesis.SequenceNumber
-		if lastSeq != "" && seqLE(seq, lastSeq) {
+	for i := range recs {
+		rec := &recs[i]
+		seq := rec.SequenceNumber
+		if lastSeq != "" && stream.CompareSequence(seq, lastSeq) <= 0 {
 			continue // already in the state (a redelivery after a partial failure)
 		}
 		before := c.failures.Len()
@@ -200,12 +205,3 @@ func (p *Processor) encodeState(partials map[upKey]*partial, wm *window.Watermar
 	return out
 }
 
-// seqLE compares sequence numbers as numbers.
-func seqLE(a, b string) bool {
-	x, okx := new(big.Int).SetString(a, 10)
-	y, oky := new(big.Int).SetString(b, 10)
-	if !okx || !oky {
-		return a <= b
-	}
-	return x.Cmp(y) <= 0
-}

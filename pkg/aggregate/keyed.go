@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -141,7 +143,7 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		}
 		var fresh []point
 		for _, pt := range pts {
-			if ks.Fence == "" || !seqLE(pt.Seq, ks.Fence) {
+			if ks.Fence == "" || stream.CompareSequence(pt.Seq, ks.Fence) > 0 {
 				fresh = append(fresh, pt)
 			}
 		}
@@ -171,7 +173,10 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		}
 		p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(len(pts)-len(fresh)))
 		ks2.Version++
-		ks2.Fence = fresh[len(fresh)-1].Seq
+		ks2.Fence = strings.Clone(fresh[len(fresh)-1].Seq)
+		for i := range buf.Points {
+			buf.Points[i].Seq = "" // not stored; and it shares the batch's reused buffer
+		}
 		p.rememberKeyed(ref, shard, ks2, buf)
 		return nil
 	}

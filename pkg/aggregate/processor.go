@@ -40,6 +40,8 @@ type Processor struct {
 	keyed  map[string]cachedKeyed // warm copies of keyed window states
 
 	ledger *dedupe.Ledger // claims of event ids; nil: no suppression by id
+
+	batches sync.Pool // *stream.KinesisBatch, reused across invocations
 }
 
 // Option configures a Processor.
@@ -84,33 +86,51 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 		marks: map[string]*window.Watermark{},
 		keyed: map[string]cachedKeyed{},
 	}
+	p.batches.New = func() any { return new(stream.KinesisBatch) }
 	for _, o := range opts {
 		o(p)
 	}
 	return p
 }
 
-// Handle is the Lambda entry point: a Kinesis event (per-batch path) or a
-// Kinesis tumbling-window event (per-interval path), told apart by its window.
-func (p *Processor) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
-	var probe struct {
-		Window json.RawMessage `json:"window"`
+// Handle decodes a raw Lambda event and handles it (see Invoke); it returns
+// the encoded response.
+func (p *Processor) Handle(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+	return p.Invoke(ctx, raw)
+}
+
+// Invoke is the Lambda entry point, as lambda.Start(p) calls it with the
+// bytes the runtime received: a Kinesis event (per-batch path) or a Kinesis
+// tumbling-window event (per-interval path), told apart by its window,
+// decoded in one pass into a reused batch; the response is encoded as the
+// runtime would encode it.
+func (p *Processor) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	b := p.batches.Get().(*stream.KinesisBatch)
+	defer p.batches.Put(b)
+	if err := b.Decode(payload); err != nil {
+		return nil, fmt.Errorf("aggregate: %w", err)
 	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, fmt.Errorf("aggregate: event is not JSON: %w", err)
-	}
-	if len(probe.Window) > 0 && string(probe.Window) != "null" {
-		var ev events.KinesisTimeWindowEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return nil, fmt.Errorf("aggregate: tumbling-window event: %w", err)
+	if b.TimeWindow {
+		resp, err := p.handleInterval(ctx, b.Records, &b.TimeWindowProperties)
+		if err != nil {
+			return nil, err
 		}
-		return p.HandleInterval(ctx, ev)
+		return stream.AppendKinesisTimeWindowEventResponse(nil, &resp), nil
 	}
-	var ev events.KinesisEvent
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return nil, fmt.Errorf("aggregate: Kinesis event: %w", err)
+	resp, err := p.handleBatch(ctx, b.Records)
+	if err != nil {
+		return nil, err
 	}
-	return p.HandleBatch(ctx, ev)
+	return stream.AppendKinesisEventResponse(nil, &resp), nil
+}
+
+// records converts aws-lambda-go's records for the handlers.
+func records(evs []events.KinesisEventRecord) []stream.KinesisRecord {
+	out := make([]stream.KinesisRecord, len(evs))
+	for i := range evs {
+		out[i] = stream.RecordFromEvent(&evs[i])
+	}
+	return out
 }
 
 // upKey identifies one (key, window kind, window) within a batch.
@@ -185,10 +205,10 @@ type decoded struct {
 
 // decode decodes one Kinesis record and keeps what routing needs; poison is
 // reported, other event types are filtered.
-func (c *collector) decode(rec *events.KinesisEventRecord) {
-	seq := rec.Kinesis.SequenceNumber
+func (c *collector) decode(rec *stream.KinesisRecord) {
+	seq := rec.SequenceNumber
 	c.maxSeq = seq
-	if err := stream.DecodeKinesis(rec, &c.env); err != nil {
+	if err := rec.DecodeEnvelope(&c.env); err != nil {
 		c.poisoned(seq, err)
 		return
 	}
@@ -277,11 +297,16 @@ const deadlineMargin = 500 * time.Millisecond
 
 // HandleBatch is the per-batch path: one conditional write per (key, window).
 func (p *Processor) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	return p.handleBatch(ctx, records(ev.Records))
+}
+
+func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord) (events.KinesisEventResponse, error) {
 	defer p.flushMetrics()
-	if len(ev.Records) == 0 {
+	if len(recs) == 0 {
 		return events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}, nil
 	}
-	shard := shardOf(ev.Records[0].EventID)
+	// A clone: the batch's strings share one buffer, reused by the next batch.
+	shard := strings.Clone(shardOf(recs[0].EventID))
 	// Stop before Lambda's deadline: writes cut short are reported as item
 	// failures (their records come again, fenced) instead of a timeout.
 	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
@@ -292,8 +317,8 @@ func (p *Processor) HandleBatch(ctx context.Context, ev events.KinesisEvent) (ev
 	}
 	wm := *committed // work on a copy: commit only if the whole batch succeeds
 	c := p.newCollector(shard, &wm)
-	for i := range ev.Records {
-		c.decode(&ev.Records[i])
+	for i := range recs {
+		c.decode(&recs[i])
 	}
 	if err := p.judgeBatch(ctx, c); err != nil {
 		return events.KinesisEventResponse{}, err

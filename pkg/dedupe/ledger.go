@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -898,9 +899,12 @@ func (l *Ledger) install(key string, kl *keyLedger, tag string) {
 
 // put replaces key's cached ledger. l.mu held.
 func (l *Ledger) put(key string, kl *keyLedger, tag string) {
-	if old := l.cache[key]; old != nil {
+	if old, ok := l.cache[key]; ok {
 		l.entries -= old.size()
 	}
+	// Callers' keys may share a buffer the next batch reuses (a map
+	// assignment stores the key given, even over an existing entry).
+	key = strings.Clone(key)
 	l.clock++
 	kl.tag, kl.lastUse = tag, l.clock
 	l.cache[key] = kl

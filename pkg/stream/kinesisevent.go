@@ -844,3 +844,11 @@ func (b *KinesisBatch) decodeSlow(raw []byte) error {
 	}
 	return nil
 }
+
+// RecordFromEvent returns aws-lambda-go's record as a KinesisRecord (sharing
+// its data), for handlers that take events.KinesisEvent values.
+func RecordFromEvent(ev *events.KinesisEventRecord) KinesisRecord {
+	var r KinesisRecord
+	r.setFrom(ev)
+	return r
+}

@@ -276,6 +276,8 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
 		TimeToLiveAttribute: jsii.String("expiresAt"),
+		// The records set aside and the failed batches outlive the stack.
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 
 	// Failures is the on-failure destination of every stream mapping and the
@@ -285,13 +287,17 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		MaxReceiveCount: DefaultQueueMaxReceiveCount,
 	})
 	s.FailuresDLQ = s.Failures.DeadLetterQueue().Queue
+	// Failure records not yet quarantined survive cdk destroy too.
+	s.Failures.ApplyRemovalPolicy(awscdk.RemovalPolicy_RETAIN)
+	s.FailuresDLQ.ApplyRemovalPolicy(awscdk.RemovalPolicy_RETAIN)
 	s.Profiles = NewProfilesCDC(stack, "ProfilesCDC", ProfilesCDCProps{
-		AssetDir:  assetDir,
-		Events:    s.Events,
-		OnFailure: s.Failures,
+		AssetDir:   assetDir,
+		Events:     s.Events,
+		OnFailure:  s.Failures,
+		Quarantine: s.Quarantine,
 	})
-	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures})
-	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures})
+	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures, Quarantine: s.Quarantine})
+	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures, Quarantine: s.Quarantine})
 
 	s.Ingest = NewGoFunction(stack, "IngestFn", GoFunctionProps{
 		Name:        FunctionIngest,
@@ -326,6 +332,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		},
 		Stream:    s.Events,
 		OnFailure: s.Failures,
+		SetAside:  s.Quarantine,
 		// Large batches: aggregate writes once per (key, window) per batch
 		// (or per flush interval), so its cost follows keys x windows, not
 		// events.
@@ -373,7 +380,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 			Name:        FunctionQuarantine,
 			AssetDir:    assetDir,
 			Description: "Copies the records of failed stream batches into the quarantine table",
-			Environment: map[string]*string{"QUARANTINE_TABLE_NAME": s.Quarantine.TableName()},
+			Environment: map[string]*string{EnvQuarantineTableName: s.Quarantine.TableName()},
 			Timeout:     quarantineTimeout,
 			MemoryMB:    functionMemoryMB,
 		},
@@ -381,7 +388,10 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		BatchSize:      10,
 		MaxConcurrency: 2,
 	})
-	s.Quarantine.GrantWriteData(s.Quarantiner.Function)
+	// What package setaside calls: BatchWriteItem, and PutItem for the
+	// records of failed ranges (conditional, never replacing a record its
+	// function set aside).
+	GrantSetAside(s.Quarantiner.GoFunction, s.Quarantine, "dynamodb:PutItem")
 	// quarantine re-reads a failed batch from the stream by sequence number
 	// (GetShardIterator AT_SEQUENCE_NUMBER, then GetRecords); it needs no
 	// other read (no ListShards, no consumers).

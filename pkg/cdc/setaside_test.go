@@ -15,6 +15,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/limits"
@@ -242,5 +243,51 @@ func TestHandleRetriesThrottledWrites(t *testing.T) {
 				t.Errorf("quarantined %d records: want only record 100 (no NewImage), never a throttled one", len(items))
 			}
 		})
+	}
+}
+
+// callSizes records the bytes of each PutRecords call.
+type callSizes struct{ calls []int }
+
+func (c *callSizes) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	n := 0
+	out := &kinesis.PutRecordsOutput{FailedRecordCount: aws.Int32(0)}
+	for _, e := range in.Records {
+		n += len(e.Data) + len(aws.ToString(e.PartitionKey))
+		out.Records = append(out.Records, kintypes.PutRecordsResultEntry{SequenceNumber: aws.String("1"), ShardId: aws.String("shardId-000000000000")})
+	}
+	c.calls = append(c.calls, n)
+	return out, nil
+}
+
+// TestHandleKeepsCallsWithinFiveMiB: six changelog records of about 900 KB
+// each go out in calls of at most 5 MiB (Kinesis refuses a bigger call as a
+// whole, which no retry would fix).
+func TestHandleKeepsCallsWithinFiveMiB(t *testing.T) {
+	var ev events.DynamoDBEvent
+	for i := range 6 {
+		user := fmt.Sprintf("u-%d", i)
+		img := map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute(user), "version": events.NewNumberAttribute("1"),
+			"bio": events.NewStringAttribute(strings.Repeat("b", 900_000))}
+		ev.Records = append(ev.Records, events.DynamoDBEventRecord{EventID: "ev-" + user, EventName: "INSERT",
+			EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/profiles/stream/x",
+			Change: events.DynamoDBStreamRecord{ApproximateCreationDateTime: events.SecondsEpochTime{Time: time.Unix(1795000000, 0)},
+				Keys: map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute(user)}, NewImage: img,
+				SequenceNumber: fmt.Sprint(100 + i)}})
+	}
+	put := &callSizes{}
+	resp, err := cdc.New(put, "events").Handle(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v", resp.BatchItemFailures, err)
+	}
+	total := 0
+	for _, n := range put.calls {
+		if n > limits.KinesisPutRecordsBytes {
+			t.Errorf("a PutRecords call of %d bytes, over 5 MiB", n)
+		}
+		total += n
+	}
+	if len(put.calls) != 2 || total < 6*900_000 {
+		t.Errorf("calls %v: want the six records in two calls", put.calls)
 	}
 }

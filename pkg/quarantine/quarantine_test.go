@@ -388,3 +388,22 @@ func testLeavesRecordsSetAside(t *testing.T, e env) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// throttledWriter fails every BatchWriteItem as DynamoDB does under
+// throttling (after the SDK's own retries).
+type throttledWriter struct{ *dynamodb.Client }
+
+func (throttledWriter) BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
+}
+
+func TestThrottledTableIsRetried(t *testing.T) {
+	h := New(nil, throttledWriter{}, "quarantine")
+	resp, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-junk", Body: "junk", EventSourceARN: failuresArn}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := failedIDs(resp); fmt.Sprint(got) != "[m-junk]" {
+		t.Errorf("failures %v, want [m-junk]: a message that could not be set aside comes back, it is not dropped", got)
+	}
+}

@@ -23,6 +23,16 @@
 // one write per (key, window) per batch to one per flush interval, carried
 // in the mapping's tumbling-window state.
 //
+// Every failure reaches a person and state outlives the stack
+// (operations.go, alarms.go, protect.go): the last step of the stack walks
+// what it holds and alarms on every function (errors, throttles), stream
+// consumer (iterator age, records set aside) and failure queue (depth), all
+// notifying one encrypted SNS topic; it retains and deletion-protects
+// every table, retains every failure queue, and lets quarantine read back
+// the failed range of every stream that reports to Failures. Thresholds,
+// the events stream's retention and reserved concurrency come from context
+// (OpsSettingsFromContext; the README's deploy section lists the keys).
+//
 // cdk-nag's AwsSolutions checks run on every synth; a finding that is
 // accepted is suppressed on its resource with the reason.
 package main

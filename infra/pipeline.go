@@ -38,6 +38,7 @@ type PipelineConfig struct {
 	Outputs                   *PipelineOutputs `json:"outputs,omitempty"`
 	PartitionKeyIsGroupingKey bool             `json:"partitionKeyIsGroupingKey,omitempty"`
 	ParallelizationFactor     int              `json:"parallelizationFactor,omitempty"`
+	DedupeHorizon             string           `json:"dedupeHorizon,omitempty"`
 }
 
 // PipelineWindow is one declared window: tumbling {size, offset},

@@ -82,6 +82,12 @@ var (
 	viewsIndexActions = []string{"dynamodb:Query"}
 )
 
+// quarantineTableActions are the calls package quarantine makes on the
+// quarantine table through package setaside (BatchWriteItem of put
+// requests, and conditional PutItem of a failed range's records): it never
+// reads, updates or deletes an item.
+var quarantineTableActions = []string{"dynamodb:PutItem", "dynamodb:BatchWriteItem"}
+
 // TickerRate is how often the ticker runs: it advances the watermark of
 // shards that saw no records for the pipeline's idleTimeout, finalizes the
 // windows the watermark passed and emits their results.
@@ -164,11 +170,18 @@ type TributaryStack struct {
 	Pipeline PipelineConfig
 	// FlushInterval is aggregate's mapping tumbling window; 0 per batch.
 	FlushInterval time.Duration
+	// TickerFailures receives the ticks that failed after their retries
+	// (and schedule events EventBridge could not deliver).
+	TickerFailures awssqs.Queue
+	// Ops is the alarm topic, the alarms and the operational settings
+	// (operations.go).
+	Ops *Operations
 }
 
 // NewTributaryStack creates the Tributary stack in scope. It fails if the
-// ingest auth type is not AWS_IAM or NONE, or if a function's bootstrap is
-// missing from the asset dir.
+// ingest auth type is not AWS_IAM or NONE, if a function's bootstrap is
+// missing from the asset dir, or if an operational context value (alarms,
+// retention, reserved concurrency: OpsSettingsFromContext) is wrong.
 
 // IngestRoutes is ingest's load policy per function URL path (INGEST_ROUTES):
 // "/" buffers in Kinesis, "/orders" pushes back with 429, "/metrics" drops
@@ -218,6 +231,10 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	if err := CheckAssets(assetDir, FunctionNames); err != nil {
 		return nil, err
 	}
+	ops, err := OpsSettingsFromContext(node)
+	if err != nil {
+		return nil, err
+	}
 
 	sp := props.StackProps
 	if sp.Description == nil {
@@ -230,6 +247,9 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		StreamMode: awskinesis.StreamMode_PROVISIONED,
 		ShardCount: jsii.Number(2),
 		Encryption: awskinesis.StreamEncryption_MANAGED,
+		// Quarantine reads a failed record back from here: the retention
+		// is how long a failure can wait for it (ContextEventsRetentionHours).
+		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(ops.EventsRetention.Hours())),
 	})
 
 	s.Views = awsdynamodb.NewTable(stack, jsii.String("Views"), &awsdynamodb.TableProps{
@@ -276,8 +296,6 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
 		TimeToLiveAttribute: jsii.String("expiresAt"),
-		// The records set aside and the failed batches outlive the stack.
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 
 	// Failures is the on-failure destination of every stream mapping and the
@@ -287,9 +305,6 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		MaxReceiveCount: DefaultQueueMaxReceiveCount,
 	})
 	s.FailuresDLQ = s.Failures.DeadLetterQueue().Queue
-	// Failure records not yet quarantined survive cdk destroy too.
-	s.Failures.ApplyRemovalPolicy(awscdk.RemovalPolicy_RETAIN)
-	s.FailuresDLQ.ApplyRemovalPolicy(awscdk.RemovalPolicy_RETAIN)
 	s.Profiles = NewProfilesCDC(stack, "ProfilesCDC", ProfilesCDCProps{
 		AssetDir:   assetDir,
 		Events:     s.Events,
@@ -357,21 +372,17 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		MemoryMB:    functionMemoryMB,
 	})
 	s.grantWindows(s.Ticker)
-	// A failed tick is not retried: the next one, a minute later, does the
-	// same work from the state in DynamoDB, and a retried tick would only
-	// overlap it.
-	s.Ticker.Function.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
-		RetryAttempts: jsii.Number(0),
-		MaxEventAge:   seconds(TickerRate),
-	})
+	// Retries, and an on-failure destination that alarms (operations.go).
+	s.addTickerFailureDestination()
 	s.TickerRule = awsevents.NewRule(stack, jsii.String("TickerSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Runs the ticker: idle shards advance, windows close"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(TickerRate.Minutes()))),
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Ticker.Function, &awseventstargets.LambdaFunctionProps{
 			// EventBridge's own retries (of a throttled invoke) end when the
 			// next tick is due.
-			MaxEventAge:   seconds(TickerRate),
-			RetryAttempts: jsii.Number(2),
+			MaxEventAge:     seconds(TickerRate),
+			RetryAttempts:   jsii.Number(2),
+			DeadLetterQueue: s.TickerFailures,
 		})},
 	})
 
@@ -388,24 +399,19 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		BatchSize:      10,
 		MaxConcurrency: 2,
 	})
-	// What package setaside calls: BatchWriteItem, and PutItem for the
-	// records of failed ranges (conditional, never replacing a record its
-	// function set aside).
-	GrantSetAside(s.Quarantiner.GoFunction, s.Quarantine, "dynamodb:PutItem")
-	// quarantine re-reads a failed batch from the stream by sequence number
-	// (GetShardIterator AT_SEQUENCE_NUMBER, then GetRecords); it needs no
-	// other read (no ListShards, no consumers).
-	s.Events.Grant(s.Quarantiner.Function,
-		jsii.String("kinesis:DescribeStream"),
-		jsii.String("kinesis:GetShardIterator"),
-		jsii.String("kinesis:GetRecords"))
+	// quarantine only puts items (package setaside's Sink: BatchWriteItem,
+	// and a conditional PutItem for the records of failed ranges, which never
+	// replaces a record its function set aside); its reads of the failed
+	// ranges are granted last, over every stream that reports to Failures
+	// (GrantFailedRangeReads in addOperations).
+	s.Quarantiner.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(quarantineTableActions...),
+		Resources: &[]*string{s.Quarantine.TableArn()},
+	}))
 
 	s.addWorker(assetDir)
 	s.ViewsRegistry = NewViewsRegistry(stack, "ViewsRegistry", s.Views, s.Aggregate.GoFunction, s.Ticker)
 	s.Snapshot = NewSnapshot(stack, "Snapshot", SnapshotProps{AssetDir: assetDir, Table: s.Profiles.Table, Events: s.Events})
-
-	// Every DLQ alarms on its depth (AWS/SQS ApproximateNumberOfMessagesVisible).
-	AlarmOnDeadLetterQueues(s.Stack)
 
 	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")
 	output(stack, "EventsStreamName", s.Events.StreamName(), "Kinesis stream of ingested events")
@@ -423,6 +429,13 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	output(stack, "TimelinesTableName", s.Timelines.View.TableName(), "DynamoDB table of timelines (userId, sk = <createdAt>#<tweetId>): tweets joined with follows")
 	output(stack, "FailuresQueueUrl", s.Failures.QueueUrl(), "SQS queue of on-failure records of the stream mappings")
 	output(stack, "FailuresDlqUrl", s.FailuresDLQ.QueueUrl(), "SQS dead-letter queue of failure records quarantine could not handle")
+
+	// Last, over everything above: retention of state, reserved
+	// concurrency, quarantine's reads of failed ranges, the alarm topic and
+	// every alarm. Add resources before this call.
+	if s.Ops, err = s.addOperations(ops); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -10,7 +10,9 @@ import (
 
 // TestTickerSchedule: an EventBridge rule invokes the ticker every minute
 // (the local runner plays it from this rule), Lambda lets only that rule
-// invoke it, and a failed tick is left to the next one instead of retried.
+// invoke it, and a failed tick is retried and then described on
+// TickerFailures (TestTickerFailureDestination), as is a schedule event
+// EventBridge could not deliver.
 func TestTickerSchedule(t *testing.T) {
 	s := fx.stack
 	tickerID, _ := fx.tmpl.function(t, FunctionTicker)
@@ -31,6 +33,7 @@ func TestTickerSchedule(t *testing.T) {
 				"MaximumEventAgeInSeconds": 60.0,
 				"MaximumRetryAttempts":     2.0,
 			},
+			"DeadLetterConfig": map[string]any{"Arn": getAtt(logicalID(s.Stack, s.TickerFailures), "Arn")},
 		}},
 	})
 
@@ -54,8 +57,8 @@ func TestTickerSchedule(t *testing.T) {
 		if reflect.DeepEqual(c.Properties["FunctionName"], ref(tickerID)) {
 			configs++
 			assertProps(t, id, c.Properties, map[string]any{
-				"MaximumRetryAttempts":     0.0,
-				"MaximumEventAgeInSeconds": 60.0,
+				"MaximumRetryAttempts":     float64(tickerRetryAttempts),
+				"MaximumEventAgeInSeconds": tickerMaxEventAge.Seconds(),
 			})
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"time"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -75,8 +74,9 @@ func (s *TributaryStack) addWorker(assetDir string) {
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
 		TimeToLiveAttribute: jsii.String(idempotencyTTLAttribute),
-		// Records only suppress duplicates for an hour: nothing to keep.
-		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		// Retained and deletion-protected like every table (ProtectState):
+		// its records stop a task's side effect from running twice for an
+		// hour, across a redeploy too.
 	})
 	w.Results = awsdynamodb.NewTable(stack, jsii.String("Results"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(resultsKeyAttribute), Type: awsdynamodb.AttributeType_STRING},

@@ -69,11 +69,34 @@ func TestExpectedCountsCountsEachIDOnce(t *testing.T) {
 	}
 }
 
+func TestWithDuplicates(t *testing.T) {
+	evs := generate(200, 5, workloadWindow)
+	got := withDuplicates(evs, 5)
+	if len(got) != 210 {
+		t.Fatalf("%d records, want 200 + 10 copies", len(got))
+	}
+	if err := sameCounts("distinct", expectedCounts(got), expectedCounts(evs)); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i := range got {
+		if j, ok := seen[got[i].ID]; ok {
+			if !got[i].ReceivedAt.After(got[j].ReceivedAt) || got[i].SentAt != got[j].SentAt || string(got[i].Data) != string(got[j].Data) {
+				t.Fatalf("copy of %s: not the same bytes arriving later", got[i].ID)
+			}
+			continue
+		}
+		seen[got[i].ID] = i
+	}
+}
+
 // The whole driver on a small workload: the Powertools peer really runs
 // against the counting stand-in, its counts are checked, and it makes one
-// idempotency put, one aggregate update and one idempotency update per event.
-// Tributary's two paths run on the same events: per interval, one write per
-// (key, window) plus the shard's watermark; per batch, fewer than Powertools.
+// idempotency put, one aggregate update and one idempotency update per event
+// (and one failed put per copy). Tributary's two paths run on the same
+// events, with and without suppression by event id, windows closed by the
+// ticker: per interval, one write per (key, window) and per key's ledger,
+// plus the finalization and the watermarks.
 func TestDriverMeasuresPowertools(t *testing.T) {
 	for _, tool := range []string{"node", "python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -81,46 +104,53 @@ func TestDriverMeasuresPowertools(t *testing.T) {
 		}
 	}
 	var out, log bytes.Buffer
-	cfg := config{events: []int{60}, batches: []int{25}, keys: 6, modes: "per-batch,per-interval", verbose: true}
+	cfg := config{events: []int{60}, batches: []int{25}, dupPcts: []int{0, 10}, keys: 6, paths: []string{"per-batch", "per-interval"}, verbose: true}
 	if err := run(context.Background(), cfg, &out, &log); err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 5 {
-		t.Fatalf("printed %q, want 5 BENCH lines (Powertools, and Tributary and ratio per mode)", out.String())
+	// Per duplicate share: Powertools, then 2 paths × 2 settings, plus a
+	// cost line per path at 0 %.
+	if len(lines) != 2*(1+4)+2 {
+		t.Fatalf("printed %d lines, want 12:\n%s", len(lines), out.String())
 	}
-	writes := func(line string) int {
-		m := regexp.MustCompile(` write_requests=(\d+) `).FindStringSubmatch(line)
+	field := func(line, name string) int {
+		m := regexp.MustCompile(` ` + name + `=(\d+)`).FindStringSubmatch(line)
 		if m == nil {
-			t.Fatalf("line %q has no write_requests", line)
+			t.Fatalf("line %q has no %s", line, name)
 		}
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}
-	for _, l := range lines[1:] {
+	for _, l := range lines {
 		switch {
-		case strings.HasPrefix(l, "BENCH cost_tributary") && strings.Contains(l, "mode=per-interval"):
-			// 6 keys in one minute: 6 window writes and 1 watermark write.
-			if w := writes(l); w != 7 {
-				t.Errorf("per-interval write_requests = %d, want 7: %s", w, l)
+		case strings.HasPrefix(l, "BENCH powertools") && strings.Contains(l, "dup_pct=0 "):
+			// 3 writes of small items per event.
+			if w, u := field(l, "writes"), field(l, "wcu"); w != 180 || u != 180 {
+				t.Errorf("powertools writes %d, wcu %d; want 180 and 180: %s", w, u, l)
 			}
-		case strings.HasPrefix(l, "BENCH cost_tributary"):
-			if w := writes(l); w >= 180/3 {
-				t.Errorf("per-batch write_requests = %d, want well under Powertools' 180: %s", w, l)
+		case strings.HasPrefix(l, "BENCH powertools"):
+			// 6 copies: each a failed conditional put.
+			if w := field(l, "writes"); w != 186 {
+				t.Errorf("powertools with copies: writes %d, want 186: %s", w, l)
 			}
-		case !strings.HasPrefix(l, "BENCH cost_ratio"):
+		case strings.HasPrefix(l, "BENCH dedupe path=per-interval") && strings.Contains(l, "suppression=on"):
+			// 6 window flushes, 6 ledger heads, 1 watermark at the flush,
+			// then the ticks: 6 finalizations, 6 unlists and the
+			// watermark saved by each of the 2 ticks.
+			if w := field(l, "writes"); w != 6+6+1+6+6+2 {
+				t.Errorf("per-interval writes = %d, want 27: %s", w, l)
+			}
+		case strings.HasPrefix(l, "BENCH dedupe path=per-interval"):
+			if w := field(l, "writes"); w != 6+1+6+6+2 {
+				t.Errorf("per-interval without suppression: writes = %d, want 21: %s", w, l)
+			}
+		case strings.HasPrefix(l, "BENCH dedupe"), strings.HasPrefix(l, "BENCH cost"):
+			if w := field(l, "writes"); w >= 180/2 {
+				t.Errorf("writes = %d, want well under Powertools' 180: %s", w, l)
+			}
+		default:
 			t.Errorf("unexpected line %q", l)
 		}
-	}
-	m := regexp.MustCompile(`^BENCH cost_powertools events=60 batch=25 write_requests=(\d+) wcu=(\d+) write_requests_per_1k=3000\.0 `).FindStringSubmatch(lines[0])
-	if m == nil {
-		t.Fatalf("line %q: want cost_powertools for 60 events, batch 25, 3 writes per event", lines[0])
-	}
-	if reqs, _ := strconv.Atoi(m[1]); reqs != 180 {
-		t.Errorf("write_requests = %d, want 180", reqs)
-	}
-	// Every item is under 1 KB: one unit per write.
-	if wcu, _ := strconv.Atoi(m[2]); wcu != 180 {
-		t.Errorf("wcu = %d, want 180", wcu)
 	}
 }

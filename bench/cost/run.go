@@ -26,12 +26,14 @@ type cost struct {
 	writeRequests int
 	readRequests  int
 	wcu           int
+	rcu           float64
 	elapsed       time.Duration
 }
 
-func (c cost) per1k(n, events int) float64 { return float64(n) * 1000 / float64(events) }
+func per1k(n float64, events int) float64 { return n * 1000 / float64(events) }
 
-// run starts a counting stand-in and measures every workload and batch size.
+// run starts a counting stand-in and measures every workload, duplicate
+// share, batch size and path.
 func run(ctx context.Context, cfg config, out, log io.Writer) error {
 	root, err := standin.RepoRoot()
 	if err != nil {
@@ -58,34 +60,72 @@ func run(ctx context.Context, cfg config, out, log io.Writer) error {
 	defer os.RemoveAll(dir)
 
 	for _, n := range cfg.events {
-		evs := generate(n, cfg.keys, workloadWindow)
-		file := filepath.Join(dir, fmt.Sprintf("events-%d.jsonl", n))
-		if err := writeJSONL(file, evs); err != nil {
-			return err
-		}
-		want := expectedCounts(evs)
-		for _, batch := range cfg.batches {
-			cfg.logf(log, "powertools: %d events, batch %d", n, batch)
-			pt, err := runPowertools(ctx, db, counter, srv.Endpoint(), peer, file, batch, want)
-			if err != nil {
-				return fmt.Errorf("powertools, %d events, batch %d: %w", n, batch, err)
+		for _, pct := range cfg.dupPcts {
+			evs := withDuplicates(generate(n, cfg.keys, workloadWindow), pct)
+			file := filepath.Join(dir, fmt.Sprintf("events-%d-%d.jsonl", n, pct))
+			if err := writeJSONL(file, evs); err != nil {
+				return err
 			}
-			fmt.Fprintf(out, "BENCH cost_powertools events=%d batch=%d write_requests=%d wcu=%d write_requests_per_1k=%.1f wcu_per_1k=%.1f read_requests=%d elapsed_ms=%d\n",
-				n, batch, pt.writeRequests, pt.wcu, pt.per1k(pt.writeRequests, n), pt.per1k(pt.wcu, n), pt.readRequests, pt.elapsed.Milliseconds())
-			for _, mode := range strings.Split(cfg.modes, ",") {
-				cfg.logf(log, "tributary %s: %d events, batch %d", mode, n, batch)
-				tr, err := measure(ctx, db, counter, func() error { return runTributary(ctx, srv.Endpoint(), evs, batch, mode) })
+			want, withCopies := expectedCounts(evs), countsWithCopies(evs)
+			keys := keysOf(evs)
+			for _, batch := range cfg.batches {
+				cfg.logf(log, "powertools: %d records (%d%% copies), batch %d", len(evs), pct, batch)
+				pt, err := runPowertools(ctx, db, counter, srv.Endpoint(), peer, file, batch, want)
 				if err != nil {
-					return fmt.Errorf("tributary %s, %d events, batch %d: %w", mode, n, batch, err)
+					return fmt.Errorf("powertools, %d events, batch %d: %w", n, batch, err)
 				}
-				fmt.Fprintf(out, "BENCH cost_tributary events=%d batch=%d mode=%s write_requests=%d wcu=%d write_requests_per_1k=%.1f wcu_per_1k=%.1f read_requests=%d elapsed_ms=%d\n",
-					n, batch, mode, tr.writeRequests, tr.wcu, tr.per1k(tr.writeRequests, n), tr.per1k(tr.wcu, n), tr.readRequests, tr.elapsed.Milliseconds())
-				fmt.Fprintf(out, "BENCH cost_ratio events=%d batch=%d mode=%s powertools_per_tributary=%s wcu_powertools_per_tributary=%s\n",
-					n, batch, mode, ratio(pt.writeRequests, tr.writeRequests), ratio(pt.wcu, tr.wcu))
+				fmt.Fprintf(out, "BENCH powertools batch=%d dup_pct=%d events=%d writes=%d wcu=%d reads=%d rcu=%.1f wcu_per_1k=%.1f\n",
+					batch, pct, len(evs), pt.writeRequests, pt.wcu, pt.readRequests, pt.rcu, per1k(float64(pt.wcu), len(evs)))
+				for _, path := range cfg.paths {
+					for _, suppress := range []bool{true, false} {
+						cfg.logf(log, "tributary %s, suppression %v: %d records, batch %d", path, suppress, len(evs), batch)
+						tr, err := prepareTributary(ctx, db, evs, suppress)
+						if err != nil {
+							return err
+						}
+						c, err := measure(ctx, db, counter, func() error { return tr.process(ctx, batch, path) })
+						if err != nil {
+							return fmt.Errorf("tributary %s, %d events, batch %d: %w", path, n, batch, err)
+						}
+						expect := want
+						if !suppress {
+							expect = withCopies
+						}
+						if err := tr.check(ctx, keys, expect); err != nil {
+							return fmt.Errorf("tributary %s, %d events, batch %d, suppression %v: %w", path, n, batch, suppress, err)
+						}
+						fmt.Fprintf(out, "BENCH dedupe path=%s batch=%d dup_pct=%d suppression=%s events=%d writes=%d wcu=%d reads=%d rcu=%.1f writes_per_1k=%.1f wcu_per_1k=%.1f powertools_wcu_per_1k=%.1f ratio_wcu=%s\n",
+							path, batch, pct, onOff(suppress), len(evs), c.writeRequests, c.wcu, c.readRequests, c.rcu,
+							per1k(float64(c.writeRequests), len(evs)), per1k(float64(c.wcu), len(evs)), per1k(float64(pt.wcu), len(evs)), ratio(pt.wcu, c.wcu))
+						if pct == 0 && suppress {
+							fmt.Fprintf(out, "BENCH cost path=%s batch=%d events=%d writes=%d wcu=%d reads=%d rcu=%.1f powertools_writes=%d powertools_wcu=%d ratio_wcu=%s\n",
+								path, batch, len(evs), c.writeRequests, c.wcu, c.readRequests, c.rcu, pt.writeRequests, pt.wcu, ratio(pt.wcu, c.wcu))
+						}
+					}
+				}
 			}
 		}
 	}
 	return nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func keysOf(evs []stream.Envelope) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for i := range evs {
+		if !seen[evs[i].Key] {
+			seen[evs[i].Key] = true
+			keys = append(keys, evs[i].Key)
+		}
+	}
+	return keys
 }
 
 func ratio(a, b int) string {
@@ -96,7 +136,7 @@ func ratio(a, b int) string {
 }
 
 // measure runs f with the counter reset and returns the DynamoDB requests
-// and write units it caused.
+// and capacity units it caused.
 func measure(ctx context.Context, db *dynamodb.Client, counter *standin.Counter, f func() error) (cost, error) {
 	counter.Reset()
 	start := time.Now()
@@ -113,7 +153,7 @@ func measure(ctx context.Context, db *dynamodb.Client, counter *standin.Counter,
 	for _, op := range []string{"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"} {
 		reads += snap.Operation(op).Requests
 	}
-	return cost{writeRequests: snap.WriteRequests(), readRequests: reads, wcu: wu.Total, elapsed: elapsed}, nil
+	return cost{writeRequests: snap.WriteRequests(), readRequests: reads, wcu: wu.Total, rcu: snap.ReadUnits(), elapsed: elapsed}, nil
 }
 
 // powertoolsPeer is the Powertools peer's run.mjs and the node to run it.

@@ -14,52 +14,64 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
-	"github.com/tributary-dev/tributary/pkg/standin"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // benchPipeline is the same computation the Powertools peer does: a count
-// per key per event-time minute.
+// per key per event-time minute. %s is the dedupe horizon ("0s": off).
 const benchPipeline = `{"name":"bench","key":"key","windows":[{"kind":"tumbling","size":"1m"}],
-  "aggregates":["count"],"outOfOrderness":"5s","partitionKeyIsGroupingKey":true}`
+  "aggregates":["count"],"outOfOrderness":"5s","idleTimeout":"30s","partitionKeyIsGroupingKey":true,"dedupeHorizon":%q}`
 
 var tableSeq atomic.Int64
 
-// runTributary processes evs with Tributary's exactly-once windowed count
-// against the stand-in at endpoint, in batches of batch records delivered
-// one after the other as one shard's event source mapping would, in mode:
+// tributaryRun is one prepared run of Tributary's handler: a fresh table,
+// the processor, the records. process is what is measured; check verifies
+// the views afterwards, outside the measured span.
+type tributaryRun struct {
+	cfg     *pipeline.Config
+	views   *state.Views
+	proc    *aggregate.Processor
+	records []events.KinesisEventRecord
+}
+
+// prepareTributary creates a table and a processor for evs with suppression
+// by event id on or off.
+func prepareTributary(ctx context.Context, db *dynamodb.Client, evs []stream.Envelope, suppress bool) (*tributaryRun, error) {
+	horizon := "0s"
+	if suppress {
+		horizon = "1h"
+	}
+	cfg, err := pipeline.Parse([]byte(fmt.Sprintf(benchPipeline, horizon)))
+	if err != nil {
+		return nil, err
+	}
+	table := fmt.Sprintf("tributary-bench-%d-%d", time.Now().UnixNano(), tableSeq.Add(1))
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		return nil, err
+	}
+	views := state.NewViews(db, table, cfg.Aggregates)
+	p := aggregate.New(cfg, views, nil, "", aggregate.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		aggregate.WithDedupe(aggregate.NewLedger(db, table, cfg)))
+	return &tributaryRun{cfg: cfg, views: views, proc: p, records: kinesisRecords(evs)}, nil
+}
+
+// process delivers the records in batches of batch as one shard's event
+// source mapping would, on path:
 //
 //   - "per-batch": one fenced conditional write per (key, window) per batch;
 //   - "per-interval": Lambda's tumbling-window state as the accumulator
-//     (one flush interval covering the run, as Lambda's TumblingWindowInSeconds
-//     would for a run shorter than it), flushed once: one write per (key, window).
+//     (one flush interval covering the run, as TumblingWindowInSeconds would
+//     for a run shorter than it), flushed once: one write per (key, window);
 //
-// It creates a fresh table and returns an error unless the view holds
-// exactly the expected count per (key, window).
-func runTributary(ctx context.Context, endpoint string, evs []stream.Envelope, batch int, mode string) error {
-	cfg, err := pipeline.Parse([]byte(benchPipeline))
-	if err != nil {
-		return err
-	}
-	awsCfg, err := standin.Config(ctx, endpoint)
-	if err != nil {
-		return err
-	}
-	db := dynamodb.NewFromConfig(awsCfg)
-	table := fmt.Sprintf("tributary-bench-%d-%d", time.Now().UnixNano(), tableSeq.Add(1))
-	if err := state.CreateTable(ctx, db, table); err != nil {
-		return err
-	}
-	views := state.NewViews(db, table, cfg.Aggregates)
-	p := aggregate.New(cfg, views, nil, "", aggregate.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	records := kinesisRecords(evs)
-
-	switch mode {
+// then closes every window as the deployed ticker does (a tick, and one
+// more after the idle timeout), so the writes that finalize them count too.
+func (r *tributaryRun) process(ctx context.Context, batch int, path string) error {
+	switch path {
 	case "per-batch":
-		for start := 0; start < len(records); start += batch {
-			ev := events.KinesisEvent{Records: records[start:min(start+batch, len(records))]}
-			resp, err := p.HandleBatch(ctx, ev)
+		for start := 0; start < len(r.records); start += batch {
+			ev := events.KinesisEvent{Records: r.records[start:min(start+batch, len(r.records))]}
+			resp, err := r.proc.HandleBatch(ctx, ev)
 			if err != nil {
 				return err
 			}
@@ -71,10 +83,10 @@ func runTributary(ctx context.Context, endpoint string, evs []stream.Envelope, b
 		st := map[string]string{}
 		now := time.Now()
 		win := events.TimeWindowProperties{Window: events.Window{Start: events.RFC3339EpochTime{Time: now}, End: events.RFC3339EpochTime{Time: now.Add(time.Minute)}}, ShardID: "shardId-000000000000"}
-		for start := 0; start < len(records); start += batch {
-			ev := events.KinesisTimeWindowEvent{KinesisEvent: events.KinesisEvent{Records: records[start:min(start+batch, len(records))]}, TimeWindowProperties: win}
+		for start := 0; start < len(r.records); start += batch {
+			ev := events.KinesisTimeWindowEvent{KinesisEvent: events.KinesisEvent{Records: r.records[start:min(start+batch, len(r.records))]}, TimeWindowProperties: win}
 			ev.State = st
-			resp, err := p.HandleInterval(ctx, ev)
+			resp, err := r.proc.HandleInterval(ctx, ev)
 			if err != nil {
 				return err
 			}
@@ -82,13 +94,21 @@ func runTributary(ctx context.Context, endpoint string, evs []stream.Envelope, b
 		}
 		final := events.KinesisTimeWindowEvent{TimeWindowProperties: win}
 		final.State, final.IsFinalInvokeForWindow = st, true
-		if _, err := p.HandleInterval(ctx, final); err != nil {
+		if _, err := r.proc.HandleInterval(ctx, final); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("tributary: unknown mode %q (per-batch or per-interval)", mode)
+		return fmt.Errorf("tributary: unknown path %q (per-batch or per-interval)", path)
 	}
-	return checkTributary(ctx, views, cfg, evs)
+	// The ticker: the shard is idle after the run; one tick notes it, the
+	// next (past the idle timeout) advances the watermark and finalizes.
+	tick := workloadWindow.Add(2 * time.Minute)
+	for _, at := range []time.Time{tick, tick.Add(r.cfg.IdleTimeout + time.Second)} {
+		if _, err := r.proc.Tick(ctx, at); err != nil {
+			return fmt.Errorf("tributary: tick at %s: %w", at.Format(time.RFC3339), err)
+		}
+	}
+	return nil
 }
 
 // kinesisRecords turns envelopes into one shard's records, as Lambda delivers them.
@@ -100,36 +120,28 @@ func kinesisRecords(evs []stream.Envelope) []events.KinesisEventRecord {
 		s := base + fmt.Sprintf("%013d", i+1)
 		out = append(out, events.KinesisEventRecord{
 			EventID: "shardId-000000000000:" + s, EventSource: "aws:kinesis",
-			Kinesis: events.KinesisRecord{SequenceNumber: s, PartitionKey: evs[i].Key, Data: data},
+			Kinesis: events.KinesisRecord{SequenceNumber: s, PartitionKey: evs[i].Key, Data: data,
+				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: evs[i].ReceivedAt}},
 		})
 	}
 	return out
 }
 
-func checkTributary(ctx context.Context, views *state.Views, cfg *pipeline.Config, evs []stream.Envelope) error {
-	want := expectedCounts(evs)
-	keys := map[string]bool{}
-	for i := range evs {
-		keys[evs[i].Key] = true
-	}
+// check verifies that every window is final and holds want.
+func (r *tributaryRun) check(ctx context.Context, keys []string, want map[string]int) error {
 	got := map[string]int{}
 	from, to := time.Unix(0, 0), time.Now().Add(24*time.Hour)
-	for key := range keys {
-		vs, err := views.Query(ctx, cfg.Name, key, cfg.Windows[0].ID(), from, to)
+	for _, key := range keys {
+		vs, err := r.views.Query(ctx, r.cfg.Name, key, r.cfg.Windows[0].ID(), from, to)
 		if err != nil {
 			return err
 		}
 		for _, v := range vs {
+			if !v.Final {
+				return fmt.Errorf("tributary: window %s|%s is not final after the ticks", key, v.Window.Start.UTC().Format(time.RFC3339))
+			}
 			got[key+"|"+v.Window.Start.UTC().Format(time.RFC3339)] += int(v.Result.Count)
 		}
 	}
-	for k, n := range want {
-		if got[k] != n {
-			return fmt.Errorf("tributary: window %s holds %d, want %d", k, got[k], n)
-		}
-	}
-	if len(got) != len(want) {
-		return fmt.Errorf("tributary: %d windows, want %d", len(got), len(want))
-	}
-	return nil
+	return sameCounts("tributary views", got, want)
 }

@@ -44,9 +44,41 @@ func generate(n, keys int, window time.Time) []stream.Envelope {
 	return evs
 }
 
+// withDuplicates returns evs with pct % of them sent again later by their
+// producer, as a client does after a timeout or a 429: the same bytes
+// (same id, content and sentAt) arriving a few to a few hundred records
+// after the original, so the copy's receivedAt — and so its event time — is
+// later. The same input gives the same output.
+func withDuplicates(evs []stream.Envelope, pct int) []stream.Envelope {
+	if pct <= 0 {
+		return evs
+	}
+	rng := rand.New(rand.NewPCG(uint64(len(evs)), uint64(pct)))
+	out := append([]stream.Envelope(nil), evs...)
+	copies := len(evs) * pct / 100
+	for c := 0; c < copies; c++ {
+		i := rng.IntN(len(evs))
+		cp := evs[i]
+		cp.ReceivedAt = cp.ReceivedAt.Add(time.Duration(100+rng.IntN(2000)) * time.Millisecond)
+		at := min(len(out), i+1+rng.IntN(300))
+		out = append(out[:at], append([]stream.Envelope{cp}, out[at:]...)...)
+	}
+	return out
+}
+
 // windowOf is the start of the 1-minute window of an event, as RFC 3339 UTC.
 func windowOf(e *stream.Envelope) string {
 	return e.EventTime().UTC().Truncate(time.Minute).Format(time.RFC3339)
+}
+
+// countsWithCopies counts every record of evs, copies too: what a pipeline
+// without suppression by event id ends with.
+func countsWithCopies(evs []stream.Envelope) map[string]int {
+	out := map[string]int{}
+	for i := range evs {
+		out[evs[i].Key+"|"+windowOf(&evs[i])]++
+	}
+	return out
 }
 
 // expectedCounts counts evs per "<key>|<window>", each distinct id once.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+
+	"github.com/tributary-dev/tributary/pkg/local"
 )
 
 func up(ctx context.Context, o *options) (err error) {
@@ -19,28 +22,32 @@ func up(ctx context.Context, o *options) (err error) {
 	if err != nil {
 		return err
 	}
+	res, err := local.FindResources(ctx, stack.Config(), stack.Deployment())
+	if err != nil {
+		return err
+	}
 	fmt.Printf(`
 Tributary is running locally. Ctrl-C stops it.
 
-  AWS endpoint      %s   (export AWS_ENDPOINT_URL=%s AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1)
-  ingest URL        %s
-  events stream     %s
-  views table       %s   (pipeline %s)
-  output stream     %s
-  quarantine table  %s
+  AWS endpoint   %s
+  export AWS_ENDPOINT_URL=%s AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+  ingest URL     %s   (pipeline %s)
 
+`, srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.windows.Pipeline.Name)
+	res.Print(os.Stdout)
+	views := res.CurrentViews
+	if views == "" {
+		views = topo.windows.Table
+	}
+	fmt.Printf(`
 Send an event:
   curl -s -X POST %s -H 'content-type: application/json' \
     -d '{"id":"e1","type":"page_view","key":"user-1","occurredAt":"'$(date -u +%%FT%%TZ)'","sentAt":"'$(date -u +%%FT%%TZ)'","data":{"page":"/","ms":420}}'
 See the windows:
   aws dynamodb scan --table-name %s --endpoint-url %s
-Rebuild the views from 10 minutes ago into a new version, then swap readers to it
-(with the AWS_* variables above exported):
-  go run ./cmd/replay rebuild -pipeline infra/pipeline.json -stream %s -parameter %s -from 10m
 Logs and metrics (another terminal):
   make logs
-`, srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.eventsName, topo.windows.Table, topo.windows.Pipeline.Name, topo.windows.Output, topo.quarantine, topo.ingestURL, topo.windows.Table, srv.Endpoint(),
-		topo.eventsName, topo.viewsParameter)
+`, topo.ingestURL, views, srv.Endpoint())
 	select {
 	case <-ctx.Done():
 		return nil

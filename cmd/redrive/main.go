@@ -6,10 +6,12 @@
 //	go run ./cmd/redrive -dlq tasks-dlq -dry-run        print the messages, move nothing
 //	go run ./cmd/redrive -dlq tasks-dlq -max 50         move at most 50
 //
-// Queues are given by name or URL. The endpoint comes from AWS_ENDPOINT_URL
-// when set (the local stand-in: also export AWS_ACCESS_KEY_ID=test
-// AWS_SECRET_ACCESS_KEY=test); the region from the usual AWS settings, or
-// us-east-1.
+// Queues are given by name or URL. Before anything moves, the direction is
+// checked: the queue messages go to must name the DLQ in its redrive policy
+// (given the wrong way round, the command says so and moves nothing); a dry
+// run refuses a queue that is no DLQ but has a redrive policy of its own,
+// since its receives would count towards maxReceiveCount. The region comes
+// from AWS_REGION (or a profile); without one the command refuses to run.
 //
 // Progress ("moved 120/≈340") and the summary ("moved N, failed M") go to
 // stderr; messages the source refused are listed by id and stay in the DLQ.
@@ -17,7 +19,9 @@
 // a message sent just before an interruption may be sent again by the next
 // run (Tributary's consumers are idempotent). Ctrl-C stops between batches.
 // The exit status is 0 when everything asked for was moved (or listed), 1 on
-// an error or any refused message, 130 when interrupted.
+// an error or any message the source refused, 2 for a wrong command line,
+// 3 when the queues were checked and the command refused (nothing moved),
+// 130 when interrupted.
 package main
 
 import (
@@ -28,12 +32,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/redrive"
 )
 
@@ -44,30 +49,50 @@ func main() {
 	os.Exit(code)
 }
 
+const usage = `usage: redrive -dlq <queue name or URL> [-to <queue name or URL>] [-dry-run] [-max N] [-wait 2s]
+Moves the messages of a dead-letter queue back to the queue whose redrive policy names it
+(or, -dry-run, lists them and leaves them).`
+
+// maxLimit bounds -max (0 means all).
+const maxLimit = 1_000_000
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("redrive", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	dlqArg := fs.String("dlq", "", "dead-letter queue, name or URL (required)")
-	toArg := fs.String("to", "", "queue to move the messages to, name or URL (default: the DLQ's one source queue)")
+	toArg := fs.String("to", "", "queue to move the messages to, name or URL; its redrive policy must name the DLQ (default: the one queue whose redrive policy names it)")
 	dryRun := fs.Bool("dry-run", false, "print the messages and leave them in the DLQ")
-	limit := fs.Int("max", 0, "move (or print) at most this many messages; 0 for all")
-	wait := fs.Duration("wait", 2*time.Second, "long-poll time of each receive (whole seconds, at most 20s); the DLQ counts as drained after 3 empty receives")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	limit := fs.Int("max", 0, fmt.Sprintf("move (or print) at most this many messages, from 1 to %d; 0 for all", maxLimit))
+	wait := fs.Duration("wait", 2*time.Second, "long-poll time of each receive, whole seconds from 0s to 20s; the DLQ counts as drained after 3 empty receives")
+	if err := cli.Parse(fs, args, stdout, usage, "Exit status: 0 done, 1 error or messages refused by the source, 2 usage, 3 refused (nothing moved), 130 interrupted.\n"+cli.RegionHelp); errors.Is(err, flag.ErrHelp) {
+		return cli.ExitOK
+	} else if err != nil {
+		return fail(stderr, err)
 	}
-	if *dlqArg == "" || fs.NArg() > 0 || *limit < 0 || *wait < 0 || *wait > 20*time.Second {
-		fmt.Fprintln(stderr, "usage: redrive -dlq <queue name or URL> [-to <queue name or URL>] [-dry-run] [-max N] [-wait 2s]")
-		return 2
+	for _, err := range []error{
+		cli.Required("dlq", *dlqArg, "the dead-letter queue to move messages from"),
+		queueArg("dlq", *dlqArg),
+		queueArg("to", *toArg),
+		cli.IntIn("max", *limit, 0, maxLimit, "0 for all"),
+		cli.DurationIn("wait", *wait, 0, 20*time.Second, "SQS's long-poll limit"),
+	} {
+		if err != nil {
+			return fail(stderr, err)
+		}
+	}
+	if *wait%time.Second != 0 {
+		return fail(stderr, cli.Usagef("wait", "%s: whole seconds only (SQS waits in seconds)", *wait))
+	}
+	if *dryRun && *toArg != "" {
+		return fail(stderr, cli.Usagef("to", "has no use with -dry-run, which moves nothing; drop one of them"))
+	}
+	if *toArg != "" && *toArg == *dlqArg {
+		return fail(stderr, cli.Usagef("to", "%s is the -dlq queue itself", *toArg))
 	}
 
 	// AWS_ENDPOINT_URL, when set, points the client at the stand-in.
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := cli.LoadAWS(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "redrive: loading AWS configuration: %v\n", err)
-		return 1
-	}
-	if cfg.Region == "" {
-		cfg.Region = "us-east-1"
+		return fail(stderr, err)
 	}
 	r := redrive.New(sqs.NewFromConfig(cfg))
 	r.Progress = stderr
@@ -75,25 +100,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	dlq, err := r.QueueURL(ctx, *dlqArg)
 	if err != nil {
-		fmt.Fprintf(stderr, "redrive: -dlq: %v\n", err)
-		return 1
+		return fail(stderr, fmt.Errorf("-dlq %w", err))
 	}
 	if *dryRun {
 		_, err := r.DryRun(ctx, dlq, *limit, stdout)
-		return exitCode(stderr, err)
+		return fail(stderr, err)
 	}
 	var to string
 	if *toArg != "" {
 		to, err = r.QueueURL(ctx, *toArg)
 		if err != nil {
-			fmt.Fprintf(stderr, "redrive: -to: %v\n", err)
-			return 1
+			return fail(stderr, fmt.Errorf("-to %w", err))
 		}
 	} else if to, err = r.SourceQueue(ctx, dlq); err != nil {
-		fmt.Fprintf(stderr, "redrive: finding the source queue of -dlq: %v\n", err)
-		return 1
+		return fail(stderr, err)
 	}
-	fmt.Fprintf(stderr, "moving messages from %s to %s\n", dlq, to)
+	if err := r.CheckDirection(ctx, dlq, to); err != nil {
+		return fail(stderr, err)
+	}
+	fmt.Fprintf(stderr, "moving messages from %s to %s (its redrive policy names the DLQ)\n", dlq, to)
 	res, err := r.Move(ctx, dlq, to, *limit)
 	for _, f := range res.Failed {
 		fmt.Fprintf(stderr, "failed %s: %s: %s (left in the DLQ)\n", f.MessageID, f.Code, f.Reason)
@@ -102,21 +127,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sent %s but could not delete it from the DLQ: the next run sends it again\n", id)
 	}
 	fmt.Fprintln(stderr, res)
-	if code := exitCode(stderr, err); code != 0 || len(res.Failed) == 0 {
+	if code := fail(stderr, err); code != 0 || len(res.Failed) == 0 {
 		return code
 	}
-	return 1
+	return cli.ExitError
 }
 
-func exitCode(stderr io.Writer, err error) int {
+// queueArg checks a queue given by name or URL.
+func queueArg(flag, v string) error {
+	if v == "" || strings.HasPrefix(v, "https://") || strings.HasPrefix(v, "http://") {
+		return nil
+	}
+	return cli.QueueName.Check(flag, v)
+}
+
+// fail prints err in one line with one prefix and returns the exit status
+// (0 for nil).
+func fail(stderr io.Writer, err error) int {
+	var usage *cli.UsageError
+	var amb *redrive.AmbiguousSourceError
 	switch {
 	case err == nil:
-		return 0
+		return cli.ExitOK
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "redrive: %v; see redrive -h\n", err)
+		return cli.ExitUsage
+	case errors.Is(err, cli.ErrNoRegion):
+		fmt.Fprintf(stderr, "redrive: %v\n", err)
+		return cli.ExitUsage
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(stderr, "redrive: interrupted; stopped between batches, nothing lost")
-		return 130
+		return cli.ExitInterrupted
+	case errors.Is(err, redrive.ErrRefused), errors.Is(err, redrive.ErrNoQueue), errors.Is(err, redrive.ErrNoSourceQueue), errors.As(err, &amb):
+		fmt.Fprintf(stderr, "redrive: refused: %v; nothing was moved\n", err)
+		return cli.ExitRefused
 	default:
 		fmt.Fprintf(stderr, "redrive: %v\n", err)
-		return 1
+		return cli.ExitError
 	}
 }

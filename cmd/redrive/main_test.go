@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,8 +18,9 @@ import (
 )
 
 // TestRun drives the command as a user would: environment pointing at the
-// stand-in (no region set, so the default us-east-1 must be the one the
-// queues are in), queues by name.
+// stand-in, queues by name. Without a region it refuses to run; every bad
+// flag is refused in one line naming it; the wrong direction and a dry run
+// of a source queue are refused with nothing moved.
 func TestRun(t *testing.T) {
 	srv := standintest.Start(t)
 	c := sqs.NewFromConfig(standintest.Config(t, srv))
@@ -26,7 +28,7 @@ func TestRun(t *testing.T) {
 	none := filepath.Join(t.TempDir(), "none")
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
+		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
 		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
 	} {
 		t.Setenv(k, v)
@@ -68,9 +70,23 @@ func TestRun(t *testing.T) {
 		wantStderr string
 		dlqAfter   string
 	}{
-		{name: "no -dlq", args: nil, wantCode: 2, wantStderr: "usage: redrive -dlq"},
-		{name: "unknown dlq", args: []string{"-dlq", "nope"}, wantCode: 1, wantStderr: `-dlq: queue "nope" does not exist`},
-		{name: "no source to find", args: []string{"-dlq", "orphan-dlq"}, wantCode: 1, wantStderr: "give the source with -to"},
+		{name: "no -dlq", args: nil, wantCode: 2, wantStderr: "redrive: -dlq is required"},
+		{name: "negative -max", args: []string{"-dlq", "tasks-dlq", "-max", "-1"}, wantCode: 2, wantStderr: "-max -1: must be from 0 to 1000000", dlqAfter: "3"},
+		{name: "huge -max", args: []string{"-dlq", "tasks-dlq", "-max", "5000000"}, wantCode: 2, wantStderr: "-max 5000000: must be from 0 to 1000000"},
+		{name: "-max not a number", args: []string{"-dlq", "tasks-dlq", "-max", "all"}, wantCode: 2, wantStderr: `invalid value "all" for flag -max`},
+		{name: "-wait over 20s", args: []string{"-dlq", "tasks-dlq", "-wait", "21s"}, wantCode: 2, wantStderr: "-wait 21s: must be from 0s to 20s"},
+		{name: "negative -wait", args: []string{"-dlq", "tasks-dlq", "-wait", "-1s"}, wantCode: 2, wantStderr: "-wait -1s: must be from 0s to 20s"},
+		{name: "-wait not whole seconds", args: []string{"-dlq", "tasks-dlq", "-wait", "1500ms"}, wantCode: 2, wantStderr: "-wait 1.5s: whole seconds only"},
+		{name: "-to with -dry-run", args: []string{"-dlq", "tasks-dlq", "-to", "tasks", "-dry-run"}, wantCode: 2, wantStderr: "-to has no use with -dry-run"},
+		{name: "-to is -dlq", args: []string{"-dlq", "tasks-dlq", "-to", "tasks-dlq"}, wantCode: 2, wantStderr: "-to tasks-dlq is the -dlq queue itself"},
+		{name: "bad queue name", args: []string{"-dlq", "tasks dlq"}, wantCode: 2, wantStderr: `-dlq "tasks dlq": an SQS queue name`},
+		{name: "unknown flag", args: []string{"-dlq", "tasks-dlq", "-force"}, wantCode: 2, wantStderr: "flag provided but not defined: -force"},
+		{name: "stray argument", args: []string{"-dlq", "tasks-dlq", "tasks"}, wantCode: 2, wantStderr: `unexpected argument "tasks"`},
+		{name: "unknown dlq", args: []string{"-dlq", "nope"}, wantCode: 3, wantStderr: `-dlq queue "nope" does not exist`},
+		{name: "no source to find", args: []string{"-dlq", "orphan-dlq"}, wantCode: 3, wantStderr: "give the source with -to"},
+		{name: "the wrong way round", args: []string{"-dlq", "tasks", "-to", "tasks-dlq"}, wantCode: 3, wantStderr: "the wrong way round", dlqAfter: "3"},
+		{name: "to a queue that is not the source", args: []string{"-dlq", "tasks-dlq", "-to", "orphan-dlq"}, wantCode: 3, wantStderr: "orphan-dlq has no redrive policy", dlqAfter: "3"},
+		{name: "dry run of the source queue", args: []string{"-dlq", "tasks", "-dry-run"}, wantCode: 3, wantStderr: "would count as a receive", dlqAfter: "3"},
 		{name: "dry run", args: []string{"-dlq", "tasks-dlq", "-dry-run"}, wantStdout: "3 messages listed (≈3 in the DLQ); nothing was moved", dlqAfter: "3"},
 		{name: "move to the discovered source", args: []string{"-dlq", "tasks-dlq", "-max", "2"}, wantStderr: "moving messages from " + dlq + " to " + tasks, dlqAfter: "1"},
 		{name: "move the rest by URL", args: []string{"-dlq", dlq, "-to", "tasks"}, wantStderr: "moved 1, failed 0\n", dlqAfter: "0"},
@@ -78,7 +94,7 @@ func TestRun(t *testing.T) {
 	for _, s := range steps {
 		var stdout, stderr bytes.Buffer
 		args := s.args
-		if args != nil {
+		if args != nil && !slices.Contains(args, "-wait") {
 			args = append(args, "-wait", "0s") // moto answers short polls fully
 		}
 		code := run(ctx, args, &stdout, &stderr)
@@ -91,6 +107,9 @@ func TestRun(t *testing.T) {
 		if !strings.Contains(stderr.String(), s.wantStderr) {
 			t.Errorf("%s: stderr lacks %q:\n%s", s.name, s.wantStderr, stderr.String())
 		}
+		if s.wantCode >= 2 && (strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 || strings.Count(stderr.String(), "redrive:") != 1) {
+			t.Errorf("%s: want one line with one prefix:\n%s", s.name, stderr.String())
+		}
 		if s.dlqAfter != "" {
 			if got := visible(dlq); got != s.dlqAfter {
 				t.Errorf("%s: DLQ holds %s, want %s", s.name, got, s.dlqAfter)
@@ -102,5 +121,15 @@ func TestRun(t *testing.T) {
 	}
 	if got := visible(orphan); got != "0" {
 		t.Errorf("orphan-dlq holds %s", got)
+	}
+
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, []string{"-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "-wait") || !strings.Contains(stdout.String(), "AWS_REGION") {
+		t.Errorf("-h: exit %d, stdout %q", code, stdout.String())
+	}
+	t.Setenv("AWS_REGION", "")
+	stderr.Reset()
+	if code := run(ctx, []string{"-dlq", "tasks-dlq", "-dry-run"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no AWS region is set") {
+		t.Errorf("no region: exit %d, stderr %q; want 2 naming the region", code, stderr.String())
 	}
 }

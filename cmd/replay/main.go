@@ -1,28 +1,35 @@
 // Command replay rebuilds the windowed views into a new version of the
-// views table by replaying the events stream, then swaps the functions to
-// it; and deletes old versions.
+// views table by replaying the events stream and points the readers at it;
+// points them back at an earlier version; lists the versions; and deletes
+// the ones rebuild made.
 //
 //	go run ./cmd/replay rebuild -stream events -parameter /tributary/current-views -from 2h
-//	go run ./cmd/replay rebuild -stream events -parameter /tributary/current-views -from 2026-11-29T10:00:00Z -dry-run
+//	go run ./cmd/replay versions -parameter /tributary/current-views -stream events
+//	go run ./cmd/replay rollback -stream events -parameter /tributary/current-views
+//	go run ./cmd/replay use-version -stream events -parameter /tributary/current-views -table views-v2
 //	go run ./cmd/replay current -parameter /tributary/current-views
-//	go run ./cmd/replay delete-version -parameter /tributary/current-views -table views
+//	go run ./cmd/replay delete-version -parameter /tributary/current-views -table views-v2 [-yes]
 //
-// rebuild reads the pipeline from PIPELINE_CONFIG (or -pipeline file), the
-// same config the aggregate function runs; creates <current>-v2 (-v3, …)
-// with the current table's keys, indexes, TTL and stream; replays every
-// shard from -from (a time, or a duration ago) through the aggregate
-// processor into it, with a progress line a second on stderr; once every
-// shard is caught up writes the new table into the SSM parameter the
-// functions read (VIEWS_PARAMETER_NAME), then keeps following for -handover
-// (at least the functions' VIEWS_REFRESH_SECONDS) so nothing they wrote to
-// the old version before switching is missing. Final results are not
-// re-emitted to the output stream unless -output-stream is given.
-// delete-version refuses to delete the table the parameter names.
+// rebuild reads the pipeline from -pipeline (or PIPELINE_CONFIG), the same
+// config the aggregate function runs; creates the next version
+// <views>-vN with the current table's keys, indexes, TTL and stream, tagged
+// as rebuild's (tributary:created-by and tributary:views-parameter);
+// replays every shard from -from through the aggregate processor into it;
+// once every shard is caught up, and the version holds items if the current
+// one does (or -allow-empty), writes it into the SSM parameter the functions
+// read (VIEWS_PARAMETER_NAME), then keeps following for -handover so
+// nothing they wrote to the old version before switching is missing. Every
+// swap is a new version of the parameter, so its history records which
+// table was current before: rollback points the readers back at it,
+// use-version at any version, each first catching that version up from
+// where it got to on every shard. delete-version only checks (a dry run)
+// unless given -yes, and deletes only tables rebuild created for this
+// parameter, never the current one.
 //
-// The endpoint comes from AWS_ENDPOINT_URL when set (the local stand-in:
-// also export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test); the region
-// from the usual AWS settings, or us-east-1. Exit status: 0 done, 1 error,
-// 2 usage, 130 interrupted (the new version is left, not current).
+// Exit status: 0 done, 1 error, 2 usage (nothing was read or changed), 3
+// refused (checked, nothing changed, except a rebuild refused after its
+// replay, which leaves the new table in place, not current), 130
+// interrupted.
 package main
 
 import (
@@ -34,14 +41,16 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/replay"
@@ -55,131 +64,292 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage:
-  replay rebuild -stream <events stream> -parameter <SSM parameter> -from <time|duration ago> [-pipeline file] [-to-table name] [-handover 1m] [-output-stream name] [-dry-run]
-  replay current -parameter <SSM parameter>
-  replay delete-version -parameter <SSM parameter> -table <old version> [-dry-run]`
+const commands = `usage:
+  replay rebuild        -stream <events> -parameter <param> -from <time|duration ago> [-pipeline file] [-to-table <views>-vN] [-handover 1m] [-output-stream name] [-allow-empty] [-dry-run]
+  replay use-version    -stream <events> -parameter <param> -table <version> [-pipeline file] [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
+  replay rollback       -stream <events> -parameter <param> [-pipeline file] [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
+  replay versions       -parameter <param> [-stream <events>]
+  replay current        -parameter <param>
+  replay delete-version -parameter <param> -table <version> [-yes]
+replay <command> -h describes a command and its flags.`
+
+const footer = `Exit status: 0 done, 1 error, 2 usage, 3 refused (nothing changed), 130 interrupted.
+` + cli.RegionHelp
+
+// Bounds of the flags.
+const (
+	maxHandover = time.Hour
+	maxMargin   = time.Hour
+)
+
+type command struct {
+	name, synopsis string
+	lookup         func(string) (string, bool)
+	fs             *flag.FlagSet
+	stdout, stderr io.Writer
+}
+
+// fail prints err in one line with one prefix and returns the exit status.
+func (c *command) fail(err error) int {
+	var usage *cli.UsageError
+	var refused *replay.RefusedError
+	switch {
+	case errors.As(err, &usage):
+		fmt.Fprintf(c.stderr, "replay %s: %v; see replay %s -h\n", c.name, err, c.name)
+		return cli.ExitUsage
+	case errors.Is(err, cli.ErrNoRegion):
+		fmt.Fprintf(c.stderr, "replay %s: %v\n", c.name, err)
+		return cli.ExitUsage
+	case errors.As(err, &refused):
+		if refused.Field != "" && c.fs.Lookup(refused.Field) == nil {
+			err = &replay.RefusedError{Reason: refused.Reason} // not a flag of this command
+		}
+		fmt.Fprintf(c.stderr, "replay %s: %v\n", c.name, err)
+		return cli.ExitRefused
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(c.stderr, "replay %s: interrupted\n", c.name)
+		return cli.ExitInterrupted
+	default:
+		fmt.Fprintf(c.stderr, "replay %s: %v\n", c.name, err)
+		return cli.ExitError
+	}
+}
 
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), now time.Time, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
-		return 2
+		fmt.Fprintln(stderr, "replay: a command is required\n"+commands)
+		return cli.ExitUsage
 	}
-	cmd, args := args[0], args[1:]
-	fs := flag.NewFlagSet("replay "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	defParam, _ := lookup(aggregate.EnvViewsParameter)
-	param := fs.String("parameter", defParam, "the SSM parameter naming the current views table (default $VIEWS_PARAMETER_NAME)")
-	dryRun := fs.Bool("dry-run", false, "print what would be done, change nothing")
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stdout, commands+"\n\n"+footer)
+		return cli.ExitOK
+	}
+	c := &command{name: args[0], lookup: lookup, fs: flag.NewFlagSet("replay "+args[0], flag.ContinueOnError), stdout: stdout, stderr: stderr}
+	env := func(k string) string { v, _ := lookup(k); return v }
+	fs := c.fs
+	param := fs.String("parameter", env(aggregate.EnvViewsParameter), "the SSM parameter naming the current views table (default $VIEWS_PARAMETER_NAME; make local-up prints it)")
 	var (
 		streamName, from, pipelineFile, toTable, outStream, table *string
-		handover                                                  *time.Duration
+		handover, margin                                          *time.Duration
+		dryRun, allowEmpty, yes                                   *bool
 	)
-	switch cmd {
+	refresh, refreshErr := refreshInterval(lookup)
+	stream := func(required bool) {
+		what := "the events Kinesis stream"
+		if !required {
+			what += "; with it, each version's position also shows when its record arrived"
+		}
+		streamName = fs.String("stream", env("EVENTS_STREAM_NAME"), what+" (default $EVENTS_STREAM_NAME)")
+	}
+	catchUp := func() {
+		pipelineFile = fs.String("pipeline", "", "the pipeline's JSON config file, as the aggregate function runs it (default $PIPELINE_CONFIG)")
+		handover = fs.Duration("handover", max(time.Minute, refresh), fmt.Sprintf("how long to keep following after the swap: from the functions' refresh interval (%s: $VIEWS_REFRESH_SECONDS, else the stack's 30s) to %s", refresh, maxHandover))
+		allowEmpty = fs.Bool("allow-empty", false, "swap even when the version holds no items while the current one holds some")
+		dryRun = fs.Bool("dry-run", false, "check and print what would be done, change nothing")
+	}
+	switch c.name {
 	case "rebuild":
-		defStream, _ := lookup("EVENTS_STREAM_NAME")
-		streamName = fs.String("stream", defStream, "the events Kinesis stream (default $EVENTS_STREAM_NAME)")
-		from = fs.String("from", "", "where to replay from: an RFC 3339 time, or a duration ago (2h)")
-		pipelineFile = fs.String("pipeline", "", "the pipeline's JSON config file (default $PIPELINE_CONFIG)")
-		toTable = fs.String("to-table", "", "the new version's name (default <current>-v2, -v3, …)")
-		handover = fs.Duration("handover", time.Minute, "how long to keep following after the swap; at least the functions' VIEWS_REFRESH_SECONDS")
-		outStream = fs.String("output-stream", "", "emit final results and corrections to this stream too (default: none)")
-	case "delete-version":
-		table = fs.String("table", "", "the views table version to delete")
+		c.synopsis = "replay rebuild: replay the stream from a time into a new version of the views, then point the readers at it"
+		stream(true)
+		from = fs.String("from", "", "where to replay from: an RFC 3339 time (2026-11-29T10:00:00Z) or a duration ago (2h); not in the future, not older than the stream's retention")
+		toTable = fs.String("to-table", "", "the new version's name, <views>-vN (default: the next free N)")
+		outStream = fs.String("output-stream", "", "also emit final results and corrections to this stream (default: none; never the events stream)")
+		catchUp()
+	case "use-version", "rollback":
+		if c.name == "use-version" {
+			c.synopsis = "replay use-version: catch a version up from where it got to (read from its items' fences: one full read of the table), then point the readers at it"
+			table = fs.String("table", "", "the version to use: a table replay rebuild created for this parameter, or one the parameter named before (replay versions lists them)")
+		} else {
+			c.synopsis = "replay rollback: point the readers back at the table the parameter named before the current one, caught up first from where it got to (one full read of the table); rolling back twice returns"
+		}
+		stream(true)
+		margin = fs.Duration("margin", time.Minute, fmt.Sprintf("start each shard this long before the newest record the version holds of it (records already in it are skipped): from 1s to %s", maxMargin))
+		catchUp()
+	case "versions":
+		c.synopsis = "replay versions: list the versions of the views with their item counts, the position each reached on every shard, and which is current (reads every item of each)"
+		stream(false)
 	case "current":
+		c.synopsis = "replay current: print the views table the parameter names"
+	case "delete-version":
+		c.synopsis = "replay delete-version: delete a version replay rebuild created (never the current one, never another table); without -yes it only checks"
+		table = fs.String("table", "", "the version to delete")
+		yes = fs.Bool("yes", false, "delete it (without -yes: check and print what would be deleted)")
 	default:
-		fmt.Fprintln(stderr, usage)
-		return 2
+		fmt.Fprintf(stderr, "replay: unknown command %q\n%s\n", c.name, commands)
+		return cli.ExitUsage
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if err := cli.Parse(fs, args[1:], stdout, c.synopsis+"\n\n"+commands, footer); errors.Is(err, flag.ErrHelp) {
+		return cli.ExitOK
+	} else if err != nil {
+		return c.fail(err)
 	}
-	if *param == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, usage)
-		return 2
+
+	// Every flag is checked before anything is read.
+	errs := []error{cli.Required("parameter", *param, "the SSM parameter naming the current views table")}
+	if *param != "" {
+		errs = append(errs, cli.ParameterName.Check("parameter", *param))
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	if streamName != nil {
+		if c.name != "versions" {
+			errs = append(errs, cli.Required("stream", *streamName, "the events Kinesis stream"))
+		}
+		if *streamName != "" {
+			errs = append(errs, cli.StreamName.Check("stream", *streamName))
+		}
+	}
+	if table != nil {
+		errs = append(errs, cli.Required("table", *table, "the views table version"))
+		if *table != "" {
+			errs = append(errs, cli.TableName.Check("table", *table))
+		}
+	}
+	var start time.Time
+	if from != nil {
+		if err := cli.Required("from", *from, "an RFC 3339 time or a duration ago"); err != nil {
+			errs = append(errs, err)
+		} else if start, err = parseFrom(*from, now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if toTable != nil && *toTable != "" {
+		errs = append(errs, cli.TableName.Check("to-table", *toTable))
+	}
+	if outStream != nil && *outStream != "" {
+		errs = append(errs, cli.StreamName.Check("output-stream", *outStream))
+		if *outStream == *streamName {
+			errs = append(errs, cli.Usagef("output-stream", "%s is the events stream -stream reads: results written there would be read back as events", *outStream))
+		}
+	}
+	if handover != nil {
+		if refreshErr != nil {
+			errs = append(errs, refreshErr)
+		} else {
+			errs = append(errs, cli.DurationIn("handover", *handover, refresh, maxHandover, "the live functions re-read the parameter every "+refresh.String()+", so a shorter handover can miss what they still write to the old version"))
+		}
+	}
+	if margin != nil {
+		errs = append(errs, cli.DurationIn("margin", *margin, time.Second, maxMargin, ""))
+	}
+	for _, err := range errs {
+		if err != nil {
+			return c.fail(err)
+		}
+	}
+	var pcfg *pipeline.Config
+	if pipelineFile != nil {
+		var err error
+		if pcfg, err = loadPipeline(*pipelineFile, lookup); err != nil {
+			return c.fail(err)
+		}
+	}
+
+	cfg, err := cli.LoadAWS(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "replay: loading AWS configuration: %v\n", err)
-		return 1
-	}
-	if cfg.Region == "" {
-		cfg.Region = "us-east-1"
+		return c.fail(err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
+	kin := kinesis.NewFromConfig(cfg)
 	reg := replay.NewRegistry(ssm.NewFromConfig(cfg), *param)
+	r := replay.New(kin, db, reg)
 
-	switch cmd {
+	switch c.name {
 	case "current":
 		t, v, err := reg.Current(ctx)
 		if err != nil {
-			return exitCode(stderr, err)
+			return c.fail(err)
 		}
 		fmt.Fprintf(stdout, "%s (parameter %s version %d)\n", t, *param, v)
-		return 0
+		return cli.ExitOK
+	case "versions":
+		vs, err := r.Versions(ctx, *streamName)
+		if err != nil {
+			return c.fail(err)
+		}
+		printVersions(stdout, *param, vs)
+		return cli.ExitOK
 	case "delete-version":
-		if *table == "" {
-			fmt.Fprintln(stderr, usage)
-			return 2
+		plan, err := replay.DeleteVersion(ctx, db, reg, *table, *yes)
+		if err != nil {
+			return c.fail(err)
 		}
-		if err := replay.DeleteVersion(ctx, db, reg, *table, *dryRun); err != nil {
-			return exitCode(stderr, err)
+		for _, l := range plan.Checked {
+			fmt.Fprintln(stderr, "checked: "+l)
 		}
-		if *dryRun {
-			fmt.Fprintf(stderr, "dry run: would delete table %s (not the current views table)\n", *table)
+		if plan.Deleted {
+			fmt.Fprintf(stdout, "deleted table %s\n", *table)
 		} else {
-			fmt.Fprintf(stderr, "deleted table %s\n", *table)
+			fmt.Fprintf(stdout, "dry run: nothing deleted; to delete %s: replay delete-version -parameter %s -table %s -yes\n", *table, *param, *table)
 		}
-		return 0
+		return cli.ExitOK
 	}
 
-	if *streamName == "" || *from == "" {
-		fmt.Fprintln(stderr, usage)
-		return 2
-	}
-	start, err := parseFrom(*from, now)
-	if err != nil {
-		fmt.Fprintf(stderr, "replay: -from: %v\n", err)
-		return 2
-	}
-	pcfg, err := loadPipeline(*pipelineFile, lookup)
-	if err != nil {
-		fmt.Fprintf(stderr, "replay: %v\n", err)
-		return 1
-	}
-	kin := kinesis.NewFromConfig(cfg)
 	var out aggregate.RecordPutter
-	if *outStream != "" {
-		out = kin
+	outName := ""
+	if outStream != nil && *outStream != "" {
+		out, outName = kin, *outStream
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r := replay.New(kin, db, reg)
-	res, err := r.Run(ctx, replay.Options{Stream: *streamName, From: start, Target: *toTable, Handover: *handover, Progress: stderr, DryRun: *dryRun},
-		func(table string) (replay.BatchHandler, error) {
-			views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(aggregate.Retention))
-			return aggregate.New(pcfg, views, out, *outStream, aggregate.WithLogger(log)), nil
-		})
+	handler := func(table string) (replay.BatchHandler, error) {
+		views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(aggregate.Retention))
+		return aggregate.New(pcfg, views, out, outName, aggregate.WithLogger(log),
+			aggregate.WithDedupe(aggregate.NewLedger(db, table, pcfg))), nil
+	}
+	opts := replay.Options{Stream: *streamName, Handover: *handover, Progress: stderr, InPlace: isTerminal(stderr),
+		DryRun: *dryRun, AllowEmpty: *allowEmpty, Now: func() time.Time { return now }}
+	var res *replay.Result
+	switch c.name {
+	case "rebuild":
+		opts.From, opts.Target = start, *toTable
+		res, err = r.Run(ctx, opts, handler)
+	case "use-version":
+		opts.Target, opts.Margin = *table, *margin
+		res, err = r.UseVersion(ctx, opts, handler)
+	case "rollback":
+		opts.Margin = *margin
+		res, err = r.Rollback(ctx, opts, handler)
+	}
 	if err != nil {
-		if res != nil && res.Target != "" && !res.Swapped && !*dryRun {
-			fmt.Fprintf(stderr, "replay: %s was not made current; %s still is (delete %s or run again with -to-table)\n", res.Target, res.Current, res.Target)
+		if res != nil && res.Target != "" && !res.Swapped && !*dryRun && c.name == "rebuild" {
+			fmt.Fprintf(stderr, "replay rebuild: %s was not made current; %s still is (%s is left in place: replay use-version can still use it, replay delete-version removes it)\n", res.Target, res.Current, res.Target)
 		}
-		return exitCode(stderr, err)
+		return c.fail(err)
 	}
 	if !*dryRun {
-		fmt.Fprintf(stdout, "%s is current (was %s): read %d, applied %d, skipped %d; caught up after %s\n",
-			res.Target, res.Current, res.Read, res.Applied, res.Skipped, res.CaughtUp.Round(time.Millisecond))
+		fmt.Fprintf(stdout, "%s is current (was %s): read %d, applied %d, skipped %d; caught up after %s; items: %s %d, %s %d\n",
+			res.Target, res.Current, res.Read, res.Applied, res.Skipped, res.CaughtUp.Round(time.Millisecond), res.Current, res.CurrentItems, res.Target, res.TargetItems)
 	}
-	return 0
+	return cli.ExitOK
 }
 
-// parseFrom reads an RFC 3339 time or a duration before now.
+// refreshInterval is the functions' views refresh: $VIEWS_REFRESH_SECONDS
+// when set, else the default the stack deploys.
+func refreshInterval(lookup func(string) (string, bool)) (time.Duration, error) {
+	s, ok := lookup(aggregate.EnvViewsRefresh)
+	if !ok || s == "" {
+		return aggregate.DefaultViewsRefresh, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > 3600 {
+		return 0, &cli.UsageError{Msg: fmt.Sprintf("environment variable %s=%q: want the functions' refresh interval, 1 to 3600 seconds", aggregate.EnvViewsRefresh, s)}
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+// parseFrom reads an RFC 3339 time or a positive duration before now; a
+// time in the future is refused.
 func parseFrom(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		if t.After(now) {
+			return time.Time{}, cli.Usagef("from", "%s is in the future (it is %s now): there is nothing to replay from there yet", s, now.UTC().Format(time.RFC3339))
+		}
 		return t, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-11-29T10:00:00Z) nor a positive duration ago (2h)", s)
+	if err != nil {
+		return time.Time{}, cli.Usagef("from", "%q is neither an RFC 3339 time (2026-11-29T10:00:00Z) nor a duration ago (2h)", s)
+	}
+	if d <= 0 {
+		return time.Time{}, cli.Usagef("from", "%s: a duration ago must be positive (2h means two hours ago)", s)
 	}
 	return now.Add(-d), nil
 }
@@ -189,28 +359,89 @@ func loadPipeline(file string, lookup func(string) (string, bool)) (*pipeline.Co
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, fmt.Errorf("-pipeline: %w", err)
+			return nil, cli.Usagef("pipeline", "%v", err)
 		}
 		if cfg, err = pipeline.Parse(b); err != nil {
-			return nil, fmt.Errorf("-pipeline %s: %w", file, err)
+			return nil, cli.Usagef("pipeline", "%s: %v", file, err)
 		}
 	} else {
 		var err error
 		if cfg, err = pipeline.FromEnv(lookup); err != nil {
-			return nil, fmt.Errorf("%w (or give -pipeline)", err)
+			return nil, cli.Usagef("pipeline", "not given, and %v", err)
 		}
 	}
 	if err := aggregate.CheckSupported(cfg); err != nil {
-		return nil, err
+		return nil, cli.Usagef("pipeline", "%v", err)
 	}
 	return cfg, nil
 }
 
-func exitCode(stderr io.Writer, err error) int {
-	if errors.Is(err, context.Canceled) {
-		fmt.Fprintln(stderr, "replay: interrupted")
-		return 130
+func printVersions(w io.Writer, param string, vs []replay.VersionInfo) {
+	fmt.Fprintf(w, "versions of the views parameter %s names:\n", param)
+	for _, v := range vs {
+		mark := " "
+		if v.Current {
+			mark = "*"
+		}
+		var about []string
+		switch {
+		case v.Rebuilt:
+			about = append(about, "created by replay rebuild from "+fmtTime(v.From))
+		default:
+			about = append(about, "not created by rebuild (the stack's own table)")
+		}
+		if !v.CaughtUpAt.IsZero() {
+			about = append(about, "caught up "+fmtTime(v.CaughtUpAt))
+		}
+		for _, s := range v.Spans {
+			if s.Until.IsZero() {
+				about = append(about, "current since "+fmtTime(s.From))
+			} else {
+				about = append(about, "current "+fmtTime(s.From)+" to "+fmtTime(s.Until))
+			}
+		}
+		if len(v.Spans) == 0 {
+			about = append(about, "never current")
+		}
+		state := fmt.Sprintf("%d items", v.Items)
+		if v.Deleted {
+			state = "deleted"
+		}
+		current := ""
+		if v.Current {
+			current = " (current)"
+		}
+		fmt.Fprintf(w, "%s %s%s: %s; %s\n", mark, v.Table, current, state, strings.Join(about, "; "))
+		for _, p := range v.Positions {
+			at := ""
+			switch {
+			case p.Gone:
+				at = " (no longer in the stream)"
+			case !p.Arrival.IsZero():
+				at = " (arrived " + fmtTime(p.Arrival) + ")"
+			}
+			fmt.Fprintf(w, "    reached %s sequence number %s%s\n", p.Shard, p.Sequence, at)
+		}
+		if !v.Deleted && len(v.Positions) == 0 {
+			fmt.Fprintln(w, "    reached no record yet")
+		}
 	}
-	fmt.Fprintf(stderr, "replay: %v\n", err)
-	return 1
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// isTerminal reports whether w is a terminal, where progress is rewritten
+// in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

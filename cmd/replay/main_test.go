@@ -3,17 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 func TestParseFrom(t *testing.T) {
@@ -21,33 +27,138 @@ func TestParseFrom(t *testing.T) {
 	for _, c := range []struct {
 		in   string
 		want time.Time
-		err  bool
+		err  string
 	}{
-		{"2026-11-29T10:00:00Z", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), false},
-		{"90m", now.Add(-90 * time.Minute), false},
-		{"-1h", time.Time{}, true},
-		{"yesterday", time.Time{}, true},
+		{"2026-11-29T10:00:00Z", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), ""},
+		{"90m", now.Add(-90 * time.Minute), ""},
+		{"-1h", time.Time{}, "must be positive"},
+		{"0s", time.Time{}, "must be positive"},
+		{"yesterday", time.Time{}, "neither an RFC 3339 time"},
+		{"2030-01-01T00:00:00Z", time.Time{}, "in the future"},
 	} {
 		got, err := parseFrom(c.in, now)
-		if (err != nil) != c.err || !got.Equal(c.want) {
-			t.Errorf("parseFrom(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.err)
+		if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) || !got.Equal(c.want) {
+			t.Errorf("parseFrom(%q) = %v, %v; want %v (error %q)", c.in, got, err, c.want, c.err)
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), "-from ") {
+			t.Errorf("parseFrom(%q) error %q does not name -from", c.in, err)
 		}
 	}
 }
 
-// From a terminal: current names the table, delete-version refuses it and
-// deletes an old one, a rebuild dry run prints the plan and changes nothing,
-// and a bad invocation prints the usage.
+const pipelineJSON = `{"name":"p","key":"key","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count"]}`
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func cmd(ctx context.Context, env map[string]string, args ...string) result {
+	var out, errb bytes.Buffer
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	code := run(ctx, args, lookup, time.Now(), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// TestBadCommandLines: every flag out of range or nonsensical is refused
+// with exit 2 and one line naming it, before any AWS call (no endpoint is
+// set up here); -h exits 0 with the flags.
+func TestBadCommandLines(t *testing.T) {
+	ctx := context.Background()
+	env := map[string]string{"PIPELINE_CONFIG": pipelineJSON}
+	base := []string{"-parameter", "/t/views", "-stream", "events"}
+	with := func(cmd string, extra ...string) []string { return append(append([]string{cmd}, base...), extra...) }
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, nil, "a command is required"},
+		{[]string{"rebuild-all"}, nil, `unknown command "rebuild-all"`},
+		{with("rebuild"), nil, "-from is required"},
+		{with("rebuild", "-from", "2030-01-01T00:00:00Z"), nil, "-from 2030-01-01T00:00:00Z is in the future"},
+		{with("rebuild", "-from", "-1h"), nil, "-from -1h: a duration ago must be positive"},
+		{with("rebuild", "-from", "soon"), nil, `-from "soon" is neither`},
+		{with("rebuild", "-from", "1h", "-handover", "-1s"), nil, "-handover -1s: must be from 30s to 1h0m0s"},
+		{with("rebuild", "-from", "1h", "-handover", "1s"), nil, "-handover 1s: must be from 30s to 1h0m0s"},
+		{with("rebuild", "-from", "1h", "-handover", "5s"), map[string]string{"VIEWS_REFRESH_SECONDS": "10"}, "-handover 5s: must be from 10s"},
+		{with("rebuild", "-from", "1h", "-handover", "2h"), nil, "-handover 2h0m0s: must be from 30s to 1h0m0s"},
+		{with("rebuild", "-from", "1h", "-handover", "soon"), nil, `invalid value "soon" for flag -handover`},
+		{with("rebuild", "-from", "1h"), map[string]string{"VIEWS_REFRESH_SECONDS": "-3"}, "VIEWS_REFRESH_SECONDS"},
+		{with("rebuild", "-from", "1h", "-to-table", "a b"), nil, `-to-table "a b": a DynamoDB table name`},
+		{with("rebuild", "-from", "1h", "-output-stream", "events"), nil, "-output-stream events is the events stream"},
+		{with("rebuild", "-from", "1h", "-pipeline", "/no/such/file.json"), nil, "-pipeline open /no/such/file.json"},
+		{with("rebuild", "-from", "1h"), map[string]string{}, "-pipeline not given, and"},
+		{with("rebuild", "-from", "1h", "-nope"), nil, "flag provided but not defined: -nope"},
+		{with("rebuild", "-from", "1h", "stray"), nil, `unexpected argument "stray"`},
+		{[]string{"rebuild", "-stream", "events", "-from", "1h"}, nil, "-parameter is required"},
+		{[]string{"rebuild", "-parameter", "bad name!", "-stream", "events", "-from", "1h"}, nil, `-parameter "bad name!"`},
+		{[]string{"rebuild", "-parameter", "/t/views", "-from", "1h"}, nil, "-stream is required"},
+		{with("use-version"), nil, "-table is required"},
+		{with("use-version", "-table", "views-v2", "-margin", "0s"), nil, "-margin 0s: must be from 1s to 1h0m0s"},
+		{with("rollback", "-margin", "-5m"), nil, "-margin -5m0s: must be from 1s"},
+		{with("rollback", "-table", "x"), nil, "flag provided but not defined: -table"},
+		{[]string{"delete-version", "-parameter", "/t/views"}, nil, "-table is required"},
+		{[]string{"delete-version", "-parameter", "/t/views", "-table", "x", "-dry-run"}, nil, "flag provided but not defined: -dry-run"},
+		{[]string{"versions", "-parameter", "/t/views", "-stream", "bad/stream"}, nil, `-stream "bad/stream"`},
+	} {
+		e := env
+		if c.env != nil {
+			e = c.env
+			if _, ok := e["PIPELINE_CONFIG"]; !ok && len(e) > 0 {
+				e["PIPELINE_CONFIG"] = pipelineJSON
+			}
+		}
+		r := cmd(ctx, e, c.args...)
+		name := strings.Join(c.args, " ")
+		if r.code != 2 {
+			t.Errorf("replay %s: exit %d, want 2; stderr %q", name, r.code, r.stderr)
+		}
+		if !strings.Contains(r.stderr, c.want) {
+			t.Errorf("replay %s: stderr %q, want it to say %q", name, r.stderr, c.want)
+		}
+		if c.args != nil && len(c.args) > 0 && c.args[0] != "rebuild-all" {
+			if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
+				t.Errorf("replay %s: %d lines on stderr, want one:\n%s", name, n+1, r.stderr)
+			}
+			if strings.Count(r.stderr, "replay "+c.args[0]+":") != 1 || strings.Contains(r.stderr, "replay: replay") {
+				t.Errorf("replay %s: prefix repeated: %q", name, r.stderr)
+			}
+		}
+	}
+	for _, c := range []string{"-h", "rebuild -h", "use-version -h", "rollback -h", "versions -h", "current -h", "delete-version -help"} {
+		r := cmd(ctx, env, strings.Fields(c)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "AWS_REGION") {
+			t.Errorf("replay %s: exit %d, stdout %q; want 0 and the help with where the region comes from", c, r.code, r.stdout)
+		}
+	}
+	if r := cmd(ctx, env, "rebuild", "-h"); !strings.Contains(r.stdout, "-handover") || !strings.Contains(r.stdout, "-allow-empty") {
+		t.Errorf("rebuild -h lacks its flags:\n%s", r.stdout)
+	}
+}
+
+// setAWS points the commands at srv, with the region given (or none).
+func setAWS(t *testing.T, endpoint, region string) {
+	none := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION": region, "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none} {
+		t.Setenv(k, v)
+	}
+}
+
+// TestCommands drives the tools as an operator would against the stand-in:
+// no region is refused; delete-version of tables that are not versions is
+// refused (exit 3) and deletes nothing; a rebuild from before the stream's
+// retention creates nothing; a rebuild swaps; rollback to an empty table is
+// refused, then allowed with -allow-empty; versions lists both; a rebuilt
+// version is deleted only with -yes.
 func TestCommands(t *testing.T) {
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
-	t.Setenv("AWS_ENDPOINT_URL", srv.Endpoint())
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_REGION", "us-east-1")
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(cfg)
-	for _, tb := range []string{"views", "views-old"} {
+	kin := kinesis.NewFromConfig(cfg)
+	for _, tb := range []string{"views", "timelines"} {
 		if err := state.CreateTable(ctx, db, tb); err != nil {
 			t.Fatal(err)
 		}
@@ -55,33 +166,73 @@ func TestCommands(t *testing.T) {
 	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/t/views"), Value: aws.String("views"), Type: ssmtypes.ParameterTypeString}); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"PIPELINE_CONFIG": `{"name":"p","key":"key","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count"]}`}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	cmd := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(ctx, args, lookup, time.Now(), &out, &errb)
-		return code, out.String(), errb.String()
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
 	}
-	if code, out, _ := cmd("current", "-parameter", "/t/views"); code != 0 || !strings.HasPrefix(out, "views ") {
-		t.Errorf("current: %d %q", code, out)
+	now := time.Now().UTC()
+	var entries []kintypes.PutRecordsRequestEntry
+	for i := range 12 {
+		e := stream.Envelope{ID: fmt.Sprint("e", i), Type: "click", Key: fmt.Sprint("k", i%3), OccurredAt: now, SentAt: now, ReceivedAt: now, Data: json.RawMessage(`{}`)}
+		b, _ := json.Marshal(&e)
+		entries = append(entries, kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(e.Key)})
 	}
-	if code, _, errs := cmd("delete-version", "-parameter", "/t/views", "-table", "views"); code != 1 || !strings.Contains(errs, "refusing to delete the current views table") {
-		t.Errorf("delete-version of the current table: %d %q", code, errs)
+	if _, err := kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String("events"), Records: entries}); err != nil {
+		t.Fatal(err)
 	}
-	if code, _, errs := cmd("delete-version", "-parameter", "/t/views", "-table", "views-old"); code != 0 || !strings.Contains(errs, "deleted table views-old") {
-		t.Errorf("delete-version of an old table: %d %q", code, errs)
+	env := map[string]string{"PIPELINE_CONFIG": pipelineJSON, "VIEWS_PARAMETER_NAME": "/t/views", "EVENTS_STREAM_NAME": "events", "VIEWS_REFRESH_SECONDS": "1"}
+	exists := func(table string) bool {
+		_, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		return err == nil
 	}
-	if _, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("views-old")}); err == nil {
-		t.Error("views-old still exists")
+
+	setAWS(t, srv.Endpoint(), "")
+	if r := cmd(ctx, env, "current"); r.code != 2 || !strings.Contains(r.stderr, "no AWS region is set") {
+		t.Errorf("current without a region: %+v, want exit 2 naming the region", r)
 	}
-	// The dry run needs the stream to exist to count its shards.
-	if code, _, errs := cmd("rebuild", "-parameter", "/t/views", "-stream", "missing", "-from", "1h", "-dry-run"); code != 1 || !strings.Contains(errs, "missing") {
-		t.Errorf("rebuild of a missing stream: %d %q", code, errs)
+	setAWS(t, srv.Endpoint(), "us-east-1")
+
+	steps := []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{[]string{"current"}, 0, "views (parameter /t/views version 1)", ""},
+		{[]string{"delete-version", "-table", "timelines", "-yes"}, 3, "", "refused -table: timelines is not a version"},
+		{[]string{"delete-version", "-table", "views", "-yes"}, 3, "", "refused -table: views is the current views table"},
+		{[]string{"delete-version", "-table", "views-v4", "-yes"}, 3, "", "views-v4 does not exist"},
+		{[]string{"use-version", "-table", "timelines", "-handover", "1s"}, 3, "", "refused -table: timelines is not a version"},
+		{[]string{"rebuild", "-from", "25h", "-handover", "1s"}, 3, "", "refused -from"},
+		{[]string{"rebuild", "-from", "1h", "-handover", "1s", "-to-table", "timelines"}, 3, "", "refused -to-table: timelines is not named views-vN"},
+		{[]string{"rollback", "-handover", "1s"}, 3, "", "refused: parameter /t/views has named only views"},
+		{[]string{"rebuild", "-from", "1h", "-dry-run"}, 0, "", "dry run: create table views-v2 as a copy of views"},
+		{[]string{"rebuild", "-from", "1h", "-handover", "1s"}, 0, "views-v2 is current (was views): read 12, applied 12", "summary: compared the item counts"},
+		{[]string{"rollback", "-handover", "1s"}, 3, "", "refused: views holds no items while views-v2 (current) holds some"},
+		{[]string{"rollback", "-handover", "1s", "-allow-empty"}, 0, "views is current (was views-v2)", "catch views (0 items) up"},
+		{[]string{"versions"}, 0, "* views (current)", ""},
+		{[]string{"delete-version", "-table", "views-v2"}, 0, "dry run: nothing deleted", "checked: views-v2 was created by replay rebuild"},
 	}
-	if code, _, errs := cmd("rebuild", "-parameter", "/t/views"); code != 2 || !strings.Contains(errs, "usage:") {
-		t.Errorf("rebuild without -stream/-from: %d %q", code, errs)
+	for _, s := range steps {
+		r := cmd(ctx, env, s.args...)
+		name := strings.Join(s.args, " ")
+		if r.code != s.code || !strings.Contains(r.stdout, s.out) || !strings.Contains(r.stderr, s.err) {
+			t.Errorf("replay %s: exit %d (want %d)\nstdout %q (want %q)\nstderr %q (want %q)", name, r.code, s.code, r.stdout, s.out, r.stderr, s.err)
+		}
+		if strings.Contains(r.stderr, "replay: replay") {
+			t.Errorf("replay %s: doubled prefix: %q", name, r.stderr)
+		}
 	}
-	if code, _, errs := cmd("rebuild", "-parameter", "/t/views", "-stream", "s", "-from", "soon"); code != 2 || !strings.Contains(errs, "-from") {
-		t.Errorf("rebuild -from soon: %d %q", code, errs)
+	for _, tb := range []string{"timelines", "views", "views-v2"} {
+		if !exists(tb) {
+			t.Errorf("%s was deleted", tb)
+		}
+	}
+	if exists("views-v3") {
+		t.Errorf("a refused rebuild created views-v3")
+	}
+	if r := cmd(ctx, env, "versions"); !strings.Contains(r.stdout, "views-v2: 4 items; created by replay rebuild") || !strings.Contains(r.stdout, "reached shardId-000000000000 sequence number") {
+		t.Errorf("versions:\n%s", r.stdout)
+	}
+	if r := cmd(ctx, env, "delete-version", "-table", "views-v2", "-yes"); r.code != 0 || exists("views-v2") {
+		t.Errorf("delete-version -yes of a rebuilt version: %+v; exists %v", r, exists("views-v2"))
 	}
 }

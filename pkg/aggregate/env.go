@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
@@ -62,11 +63,14 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 	if streamName != "" {
 		out = kinesis.NewFromConfig(awsCfg)
 	}
-	db := RoutedStore(dynamodb.NewFromConfig(awsCfg), table)
-	views := state.NewViews(db, table.Current(context.Background()), cfg.Aggregates, state.WithRetention(Retention))
+	client := dynamodb.NewFromConfig(awsCfg)
+	db := RoutedStore(client, table)
+	current := table.Current(context.Background())
+	views := state.NewViews(db, current, cfg.Aggregates, state.WithRetention(Retention))
 	return New(cfg, views, out, streamName,
 		WithMetrics(metrics.New(stdout, function)),
-		WithLogger(log)), nil
+		WithLogger(log),
+		WithDedupe(NewLedger(RoutedLedgerStore(client, table), current, cfg))), nil
 }
 
 // parameterGetter is what ViewsTable needs of SSM.
@@ -224,6 +228,73 @@ func (r *routedStore) GetItem(ctx context.Context, in *dynamodb.GetItemInput, op
 	c := *in
 	c.TableName = aws.String(r.table.Current(ctx))
 	return r.db.GetItem(ctx, &c, opts...)
+}
+
+// RoutedLedgerStore is RoutedStore for the dedupe ledger's requests.
+func RoutedLedgerStore(db ledgerStore, table *ViewsTable) ledgerStore {
+	return &routedLedger{db: db, table: table}
+}
+
+type routedLedger struct {
+	db    ledgerStore
+	table *ViewsTable
+}
+
+func (r *routedLedger) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	cur := r.table.Current(ctx)
+	c := *in
+	c.RequestItems = make(map[string]types.KeysAndAttributes, len(in.RequestItems))
+	for _, ka := range in.RequestItems {
+		c.RequestItems[cur] = ka
+	}
+	out, err := r.db.BatchGetItem(ctx, &c, opts...)
+	if err != nil || out == nil {
+		return out, err
+	}
+	// Hand the answer back under the name the caller used.
+	for name := range in.RequestItems {
+		if items, ok := out.Responses[cur]; ok && name != cur {
+			out.Responses = map[string][]map[string]types.AttributeValue{name: items}
+		}
+		if ka, ok := out.UnprocessedKeys[cur]; ok && name != cur {
+			out.UnprocessedKeys = map[string]types.KeysAndAttributes{name: ka}
+		}
+	}
+	return out, nil
+}
+
+func (r *routedLedger) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c := *in
+	c.TableName = aws.String(r.table.Current(ctx))
+	return r.db.PutItem(ctx, &c, opts...)
+}
+
+func (r *routedLedger) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	cur := aws.String(r.table.Current(ctx))
+	c := *in
+	c.TransactItems = make([]types.TransactWriteItem, len(in.TransactItems))
+	for i, it := range in.TransactItems {
+		switch {
+		case it.Put != nil:
+			p := *it.Put
+			p.TableName = cur
+			it.Put = &p
+		case it.Update != nil:
+			u := *it.Update
+			u.TableName = cur
+			it.Update = &u
+		case it.ConditionCheck != nil:
+			cc := *it.ConditionCheck
+			cc.TableName = cur
+			it.ConditionCheck = &cc
+		case it.Delete != nil:
+			d := *it.Delete
+			d.TableName = cur
+			it.Delete = &d
+		}
+		c.TransactItems[i] = it
+	}
+	return r.db.TransactWriteItems(ctx, &c, opts...)
 }
 
 func (r *routedStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {

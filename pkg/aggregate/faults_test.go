@@ -29,7 +29,14 @@ import (
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = slog.New(slog.NewTextHandler(quietOut(), nil))
+
+func quietOut() io.Writer {
+	if os.Getenv("FAULT_LOG") != "" {
+		return os.Stderr
+	}
+	return io.Discard
+}
 
 var (
 	db        *dynamodb.Client
@@ -66,17 +73,39 @@ type crashingStore struct {
 var errCrash = errors.New("injected crash between two writes")
 
 func (c *crashingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if c.budget.Load() >= 0 && c.budget.Add(-1) < 0 {
+	if c.crash() {
 		return nil, errCrash
 	}
 	return c.Client.UpdateItem(ctx, in, opts...)
 }
+
+// The dedupe ledger's writes crash too.
+func (c *crashingStore) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if c.crash() {
+		return nil, errCrash
+	}
+	return c.Client.PutItem(ctx, in, opts...)
+}
+
+func (c *crashingStore) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if c.crash() {
+		return nil, errCrash
+	}
+	return c.Client.TransactWriteItems(ctx, in, opts...)
+}
+
+func (c *crashingStore) crash() bool { return c.budget.Load() >= 0 && c.budget.Add(-1) < 0 }
 
 // record is one generated input record.
 type record struct {
 	shard string
 	seq   int
 	env   stream.Envelope
+	// copyOf is set on a producer's copy of an earlier event (same key and
+	// id): it must have no effect. conflict marks a copy whose content
+	// differs (the id reused for another event): refused.
+	copyOf   string
+	conflict bool
 }
 
 // scenario is a seeded run: records per shard and the reference views.
@@ -84,6 +113,9 @@ type scenario struct {
 	rng     *rand.Rand
 	cfg     *pipeline.Config
 	records map[string][]record
+	// parent maps a child shard to the shard it split from: the child's
+	// records are processed once the parent's are done, as Lambda does.
+	parent map[string]string
 }
 
 func newScenario(t *testing.T, seed uint64) *scenario {
@@ -93,27 +125,85 @@ func newScenario(t *testing.T, seed uint64) *scenario {
 	}
 	rng := rand.New(rand.NewPCG(seed, seed*7919))
 	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	s := &scenario{rng: rng, cfg: cfg, records: map[string][]record{}}
-	for _, shard := range []string{"shardId-000000000000", "shardId-000000000001"} {
+	s := &scenario{rng: rng, cfg: cfg, records: map[string][]record{}, parent: map[string]string{}}
+	// Shard 2 is a child of shard 0 after a split: it carries on with shard
+	// 0's keys (and copies of shard 0's events, resent after the split).
+	const child = "shardId-000000000002"
+	s.parent[child] = "shardId-000000000000"
+	for _, shard := range []string{"shardId-000000000000", "shardId-000000000001", child} {
 		n := 30 + rng.IntN(40)
 		seq := 1 + rng.IntN(5) // sequence numbers of growing length: 9 → 10 → 100 crossings
 		clock := base
+		keyShard := shard
+		var history []record // earlier events a producer may resend
+		if p, ok := s.parent[shard]; ok {
+			keyShard = p
+			clock = base.Add(4 * time.Minute)
+			history = append(history, s.records[p]...)
+		}
 		for i := 0; i < n; i++ {
 			clock = clock.Add(time.Duration(rng.IntN(4000)) * time.Millisecond)
+			if len(history) > 0 && rng.IntN(5) == 0 {
+				// A producer's copy of an earlier event: right away (the
+				// same batch, often), or minutes later; the same bytes
+				// resent (sentAt kept, so its event time moves on) or
+				// re-sent with a fresh sentAt; now and then with other
+				// content under the same id.
+				orig := history[rng.IntN(len(history))]
+				if rng.IntN(2) == 0 {
+					orig = history[len(history)-1]
+				}
+				for orig.copyOf != "" {
+					orig = history[rng.IntN(len(history))]
+				}
+				cp := orig.env
+				cp.ReceivedAt = clock
+				if rng.IntN(2) == 0 {
+					cp.SentAt = clock.Add(-(orig.env.ReceivedAt.Sub(orig.env.SentAt)))
+					if cp.SentAt.Before(cp.OccurredAt) {
+						cp.SentAt = cp.OccurredAt
+					}
+				}
+				r := record{shard: shard, seq: seq, env: cp, copyOf: orig.env.ID}
+				if rng.IntN(6) == 0 {
+					r.conflict = true
+					r.env.Data = json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 2000+rng.IntN(1000)))
+				}
+				s.records[shard] = append(s.records[shard], r)
+				history = append(history, r)
+				seq += 1 + rng.IntN(3)
+				continue
+			}
 			et := clock.Add(-time.Duration(rng.IntN(4000)) * time.Millisecond) // out of order, within outOfOrderness
 			if rng.IntN(15) == 0 {
 				et = clock.Add(-time.Duration(2+rng.IntN(3)) * time.Minute) // late: its windows are final or nearly so
 			}
-			key := fmt.Sprintf("%s-k%d", shard[len(shard)-1:], rng.IntN(4))
-			s.records[shard] = append(s.records[shard], record{shard: shard, seq: seq, env: stream.Envelope{
+			key := fmt.Sprintf("%s-k%d", keyShard[len(keyShard)-1:], rng.IntN(4))
+			r := record{shard: shard, seq: seq, env: stream.Envelope{
 				ID: fmt.Sprintf("%s-%d", shard, seq), Type: "view", Key: key,
 				OccurredAt: et, SentAt: et, ReceivedAt: et,
 				Data: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 1+rng.IntN(1000))),
-			}})
+			}}
+			s.records[shard] = append(s.records[shard], r)
+			history = append(history, r)
 			seq += 1 + rng.IntN(3)
 		}
 	}
 	return s
+}
+
+// distinct returns every shard's records that carry an event's first
+// occurrence: what the views must count, each once.
+func (s *scenario) distinct() []record {
+	var out []record
+	for _, recs := range s.records {
+		for _, r := range recs {
+			if r.copyOf == "" {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // cell is one expected (or stored) window value.
@@ -128,10 +218,8 @@ type cell struct {
 func (s *scenario) reference() map[string]cell {
 	ref := map[string]cell{}
 	byKey := map[string][]time.Time{}
-	for _, recs := range s.records {
-		for _, r := range recs {
-			byKey[r.env.Key] = append(byKey[r.env.Key], r.env.EventTime().Truncate(time.Millisecond))
-		}
+	for _, r := range s.distinct() {
+		byKey[r.env.Key] = append(byKey[r.env.Key], r.env.EventTime().Truncate(time.Millisecond))
 	}
 	keyedWins := map[string]map[string][]window.Window{} // key → kind → windows
 	for key, times := range byKey {
@@ -155,8 +243,8 @@ func (s *scenario) reference() map[string]cell {
 			}
 		}
 	}
-	for _, recs := range s.records {
-		for _, r := range recs {
+	for _, r := range s.distinct() {
+		{
 			var d struct{ Ms float64 }
 			_ = json.Unmarshal(r.env.Data, &d)
 			for _, ws := range s.cfg.Windows {
@@ -221,7 +309,8 @@ type lambda struct {
 
 func (l *lambda) coldStart() {
 	views := state.NewViews(l.store, l.table, l.cfg.Aggregates, state.WithCompactAt(4))
-	l.proc = aggregate.New(l.cfg, views, nil, "", aggregate.WithLogger(quiet))
+	l.proc = aggregate.New(l.cfg, views, nil, "", aggregate.WithLogger(quiet),
+		aggregate.WithDedupe(aggregate.NewLedger(l.store, l.table, l.cfg)))
 }
 
 // invoke runs one batch, maybe with a crash armed; it returns the index into
@@ -376,17 +465,27 @@ func faultScenarios(t *testing.T, mode string) {
 			if err := state.CreateTable(context.Background(), db, table); err != nil {
 				t.Fatal(err)
 			}
-			store := &crashingStore{Client: db}
-			store.budget.Store(-1)
 			var wg sync.WaitGroup
 			lambdas := map[string]*lambda{}
+			done := map[string]chan struct{}{}
+			for shard := range s.records {
+				done[shard] = make(chan struct{})
+			}
 			for shard, recs := range s.records {
+				// Each shard's mapping crashes on its own: a crash armed for
+				// one shard's final invocation never hits another shard's batch.
+				store := &crashingStore{Client: db}
+				store.budget.Store(-1)
 				l := &lambda{t: t, rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), store: store, table: table, cfg: s.cfg}
 				l.coldStart()
 				lambdas[shard] = l
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					defer close(done[shard])
+					if p, ok := s.parent[shard]; ok {
+						<-done[p] // a child shard starts once its parent is done
+					}
 					if mode == "per-interval" {
 						l.runIntervals(recs)
 					} else {
@@ -433,10 +532,8 @@ func faultScenarios(t *testing.T, mode string) {
 func readAll(t *testing.T, views *state.Views, s *scenario) map[string]cell {
 	t.Helper()
 	keys := map[string]bool{}
-	for _, recs := range s.records {
-		for _, r := range recs {
-			keys[r.env.Key] = true
-		}
+	for _, r := range s.distinct() {
+		keys[r.env.Key] = true
 	}
 	got := map[string]cell{}
 	from, to := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)

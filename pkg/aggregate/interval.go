@@ -80,12 +80,17 @@ func (p *Processor) HandleInterval(ctx context.Context, ev events.KinesisTimeWin
 			continue // already in the state (a redelivery after a partial failure)
 		}
 		before := c.failures.Len()
-		c.record(rec)
+		c.decode(rec)
 		if c.failures.Len() > before {
 			break // stop at the first poison record: the rest is redelivered after it
 		}
 		accumulated = seq
 	}
+	dedupeState, err := p.judgeInterval(ctx, c, ev.State, ev.IsFinalInvokeForWindow)
+	if err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err
+	}
+	c.routeAll()
 	// Session and sliding windows keep their own per-key state (keyed.go),
 	// folded per invocation rather than carried in the window state.
 	for _, seq := range p.applyKeyed(ctx, c) {
@@ -95,6 +100,9 @@ func (p *Processor) HandleInterval(ctx context.Context, ev events.KinesisTimeWin
 
 	if !ev.IsFinalInvokeForWindow {
 		out := p.encodeState(partials, &wm, accumulated)
+		for k, v := range dedupeState {
+			out[k] = v
+		}
 		resp := c.failures.Kinesis()
 		return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: out}, BatchItemFailures: resp.BatchItemFailures}, nil
 	}

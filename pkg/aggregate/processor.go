@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/pkg/batch"
+	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -37,6 +38,8 @@ type Processor struct {
 	marks  map[string]*window.Watermark // per shard: the last fully processed batch's watermark
 	loaded bool
 	keyed  map[string]cachedKeyed // warm copies of keyed window states
+
+	ledger *dedupe.Ledger // claims of event ids; nil: no suppression by id
 }
 
 // Option configures a Processor.
@@ -50,6 +53,11 @@ func WithLogger(l *slog.Logger) Option { return func(p *Processor) { p.log = l }
 
 // WithClock sets processing time (the ticker's idle advance uses it).
 func WithClock(now func() time.Time) Option { return func(p *Processor) { p.now = now } }
+
+// WithDedupe suppresses producer duplicates by event id with ledger (see
+// package dedupe); without it only Lambda's redeliveries are deduplicated.
+// NewLedger builds the ledger a pipeline keeps in its views table.
+func WithDedupe(ledger *dedupe.Ledger) Option { return func(p *Processor) { p.ledger = ledger } }
 
 // WithConcurrency bounds concurrent DynamoDB writes (default 16).
 func WithConcurrency(n int) Option { return func(p *Processor) { p.concurrency = max(1, n) } }
@@ -131,6 +139,11 @@ type collector struct {
 	onOpen      func(k upKey, seq string, value float64, distinct []byte)
 	onCorrected func(k upKey, seq string, value float64, distinct []byte)
 	keyed       map[keyedKey][]point // session and sliding windows' records, per key and kind
+
+	decoded  []decoded
+	cands    []dedupe.Candidate // one per decoded record when the pipeline dedupes by id
+	ids      []string           // the event id of each candidate, for logs
+	verdicts []dedupe.Verdict
 }
 
 func (p *Processor) newCollector(shard string, wm *window.Watermark) *collector {
@@ -159,8 +172,20 @@ func (c *collector) addEntry(k upKey, seq string, value float64, distinct []byte
 	u.Entries = append(u.Entries, state.Entry{Seq: seq, Value: value, Distinct: distinct})
 }
 
-// record decodes one Kinesis record and routes it; false means poison.
-func (c *collector) record(rec *events.KinesisEventRecord) {
+// decoded is one record that passed decoding and extraction, waiting for
+// the dedupe verdict before it is routed to its windows.
+type decoded struct {
+	seq      string
+	key      string // grouping key
+	value    float64
+	distinct []byte
+	et       time.Time
+	cand     int // index into collector.cands; -1 without dedupe
+}
+
+// decode decodes one Kinesis record and keeps what routing needs; poison is
+// reported, other event types are filtered.
+func (c *collector) decode(rec *events.KinesisEventRecord) {
 	seq := rec.Kinesis.SequenceNumber
 	c.maxSeq = seq
 	if err := stream.DecodeKinesis(rec, &c.env); err != nil {
@@ -179,8 +204,19 @@ func (c *collector) record(rec *events.KinesisEventRecord) {
 	if distinct != nil {
 		distinct = append([]byte(nil), distinct...) // Extract's bytes share the reused envelope
 	}
+	d := decoded{seq: seq, key: key, value: value, distinct: distinct, et: c.env.EventTime(), cand: -1}
+	if c.p.ledger != nil {
+		d.cand = len(c.cands)
+		c.cands = append(c.cands, candidateOf(c.shard, rec, &c.env))
+		c.ids = append(c.ids, c.env.ID)
+	}
+	c.decoded = append(c.decoded, d)
+}
+
+// route adds a decoded record to its windows.
+func (c *collector) route(d *decoded) {
+	key, seq, et, value, distinct := d.key, d.seq, d.et, d.value, d.distinct
 	c.in++
-	et := c.env.EventTime()
 	for _, ws := range c.p.cfg.Windows {
 		if isKeyedKind(ws.Kind) {
 			c.collectKeyed(ws, key, seq, et, value, distinct)
@@ -204,6 +240,17 @@ func (c *collector) record(rec *events.KinesisEventRecord) {
 		c.dropped += len(c.decision.Dropped)
 	}
 	c.wm.Observe(et)
+}
+
+// routeAll routes every decoded record the dedupe verdicts let through.
+func (c *collector) routeAll() {
+	for i := range c.decoded {
+		d := &c.decoded[i]
+		if d.cand >= 0 && !c.verdicts[d.cand].Applies() {
+			continue
+		}
+		c.route(d)
+	}
 }
 
 func (c *collector) poisoned(seq string, err error) {
@@ -246,8 +293,12 @@ func (p *Processor) HandleBatch(ctx context.Context, ev events.KinesisEvent) (ev
 	wm := *committed // work on a copy: commit only if the whole batch succeeds
 	c := p.newCollector(shard, &wm)
 	for i := range ev.Records {
-		c.record(&ev.Records[i])
+		c.decode(&ev.Records[i])
 	}
+	if err := p.judgeBatch(ctx, c); err != nil {
+		return events.KinesisEventResponse{}, err
+	}
+	c.routeAll()
 	failedWrites := p.applyAll(ctx, c)
 	for _, k := range failedWrites {
 		c.failures.Add(c.firstSeq[k])

@@ -221,3 +221,42 @@ func PutPoisonAndFollowers(ctx context.Context, cfg aws.Config, streamName strin
 	}
 	return aws.ToString(out.Records[0].SequenceNumber), nil
 }
+
+// Resent is what ResendAndCheck saw.
+type Resent struct {
+	Events    int // copies sent
+	Delivered int // records aggregate got, copies included, since before the resend
+}
+
+// ResendAndCheck plays a producer that resends evs (the same bytes: same
+// ids, content and sentAt), as after a timeout: it posts them to ingest,
+// waits until aggregate's mapping has delivered the copies, and then
+// requires that keys' windows still hold exactly want — each copy
+// suppressed by its event id.
+func (w *Windows) ResendAndCheck(ctx context.Context, stats *Stats, url string, evs []stream.Envelope, want Counts, from, to time.Time) (Resent, error) {
+	before := stats.Of("aggregate").Records
+	if _, err := Send(ctx, url, evs, len(evs), io.Discard); err != nil {
+		return Resent{}, err
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for stats.Of("aggregate").Records < before+len(evs) {
+		select {
+		case <-ctx.Done():
+			return Resent{}, fmt.Errorf("waiting for aggregate to receive %d resent events: %w", len(evs), ctx.Err())
+		case <-tick.C:
+		}
+	}
+	// The batch that delivered them has returned; its writes are done.
+	vs, err := w.Read(ctx, want.Keys(), from, to)
+	if err != nil {
+		return Resent{}, err
+	}
+	got := Counted(vs)
+	for k, n := range want {
+		if got[k] != n {
+			return Resent{}, fmt.Errorf("after the resend, %s %s holds %d, want %d: a copy was counted", k.Key, k.Window, got[k], n)
+		}
+	}
+	return Resent{Events: len(evs), Delivered: stats.Of("aggregate").Records - before}, nil
+}

@@ -104,6 +104,15 @@ func TestPipelineAppliesEveryEventOnceClosesWindowsAndQuarantinesPoison(t *testi
 	}
 	assertWindows(t, w, want, vs)
 
+	// The producer resends some of them (the same bytes, new records on the
+	// stream): no window changes.
+	resend := evs[:6]
+	if res, err := w.ResendAndCheck(ctx, stack.Stats(), url, resend, want, from, to); err != nil {
+		t.Fatal(err)
+	} else if res.Delivered < len(resend) {
+		t.Fatalf("aggregate received %d records of the %d resent", res.Delivered, len(resend))
+	}
+
 	// A malformed record and valid ones after it in one batch: retried from
 	// the malformed one until given up on; the valid ones count once.
 	followers := local.FollowerEvents(now, 4)

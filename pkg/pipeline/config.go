@@ -24,6 +24,13 @@ const EnvVar = "PIPELINE_CONFIG"
 // Defaults for fields a config leaves out.
 const (
 	DefaultIdleTimeout = time.Minute
+	// DefaultDedupeHorizon covers producers' retries: SDK retries within
+	// seconds, a 429's Retry-After, a client that timed out and resends a
+	// few minutes later, with a wide margin. Longer costs more ledger
+	// storage and a larger cold read per key; see package dedupe.
+	DefaultDedupeHorizon = time.Hour
+	// MaxDedupeHorizon bounds it: a week of one key's ids.
+	MaxDedupeHorizon = 7 * 24 * time.Hour
 	// MaxParallelizationFactor is Lambda's limit for Kinesis and DynamoDB
 	// Streams event source mappings.
 	MaxParallelizationFactor = 10
@@ -129,6 +136,10 @@ type Config struct {
 	// share a shard and arrive in order.
 	PartitionKeyIsGroupingKey bool
 	ParallelizationFactor     int
+	// DedupeHorizon is how long an accepted event id suppresses copies of
+	// the event (same key and id); 0 turns suppression by id off, leaving
+	// only Lambda's redeliveries deduplicated (by sequence number).
+	DedupeHorizon time.Duration
 }
 
 // Matches reports whether the pipeline reads events of type t.
@@ -198,10 +209,10 @@ func FromEnv(lookup func(string) (string, bool)) (*Config, error) {
 }
 
 var (
-	topFields      = []string{"name", "eventTypes", "key", "value", "distinct", "windows", "aggregates", "quantiles", "distinctPrecision", "outOfOrderness", "idleTimeout", "latePolicy", "allowedLateness", "outputs", "partitionKeyIsGroupingKey", "parallelizationFactor"}
+	topFields      = []string{"name", "eventTypes", "key", "value", "distinct", "windows", "aggregates", "quantiles", "distinctPrecision", "outOfOrderness", "idleTimeout", "latePolicy", "allowedLateness", "outputs", "partitionKeyIsGroupingKey", "parallelizationFactor", "dedupeHorizon"}
 	windowFields   = []string{"kind", "size", "advance", "difference", "gap", "offset"}
 	outputFields   = []string{"table", "stream"}
-	durationFields = []string{"outOfOrderness", "idleTimeout", "allowedLateness", "size", "advance", "difference", "gap", "offset"}
+	durationFields = []string{"outOfOrderness", "idleTimeout", "allowedLateness", "dedupeHorizon", "size", "advance", "difference", "gap", "offset"}
 	namePattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
@@ -225,6 +236,8 @@ var (
 //	outputs                    {table, stream}; default {table: true}; at least one true
 //	partitionKeyIsGroupingKey  producers set key to the grouping key; default false
 //	parallelizationFactor      1 (default) to 10
+//	dedupeHorizon              how long an event id suppresses copies (same key and id); default 1h,
+//	                             at most 168h; "0s" turns suppression by id off
 //
 // Unknown fields are refused. Errors are *ConfigError.
 func Parse(doc []byte) (*Config, error) {
@@ -235,6 +248,7 @@ func Parse(doc []byte) (*Config, error) {
 	c := &Config{}
 	var raw struct {
 		name, key, value, distinct, ooo, idle, late, lateness string
+		dedupe                                                *string
 		eventTypes, aggregates                                []string
 		quantiles                                             []float64
 		precision                                             *int
@@ -250,6 +264,7 @@ func Parse(doc []byte) (*Config, error) {
 		{"distinct", &raw.distinct}, {"distinctPrecision", &raw.precision}, {"outOfOrderness", &raw.ooo}, {"idleTimeout", &raw.idle},
 		{"latePolicy", &raw.late}, {"allowedLateness", &raw.lateness},
 		{"partitionKeyIsGroupingKey", &raw.pkIsGroupingKey}, {"parallelizationFactor", &raw.pf},
+		{"dedupeHorizon", &raw.dedupe},
 	} {
 		if err := field(top, f.name, f.name, f.dst); err != nil {
 			return nil, err
@@ -362,6 +377,21 @@ func Parse(doc []byte) (*Config, error) {
 	}
 	if c.ParallelizationFactor > 1 && !c.Key.IsPartitionKey() && !c.PartitionKeyIsGroupingKey {
 		return nil, cfgErr("key", "grouping by %s with parallelizationFactor %d needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1", c.Key, c.ParallelizationFactor)
+	}
+	c.DedupeHorizon = DefaultDedupeHorizon
+	if raw.dedupe != nil {
+		if *raw.dedupe == "" {
+			return nil, cfgErr("dedupeHorizon", "is empty: want a duration such as \"1h\", or \"0s\" to turn suppression by event id off")
+		}
+		if c.DedupeHorizon, err = duration("dedupeHorizon", *raw.dedupe, DefaultDedupeHorizon, true); err != nil {
+			return nil, err
+		}
+		switch {
+		case c.DedupeHorizon > MaxDedupeHorizon:
+			return nil, cfgErr("dedupeHorizon", "%s is longer than %s", *raw.dedupe, MaxDedupeHorizon)
+		case c.DedupeHorizon%time.Second != 0:
+			return nil, cfgErr("dedupeHorizon", "%s is not a whole number of seconds", *raw.dedupe)
+		}
 	}
 	return c, nil
 }

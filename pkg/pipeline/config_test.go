@@ -116,6 +116,18 @@ func TestParseDefaults(t *testing.T) {
 	if !c.Matches("anything") {
 		t.Error("no eventTypes means all")
 	}
+	if c.DedupeHorizon != DefaultDedupeHorizon {
+		t.Errorf("dedupeHorizon %s, want %s", c.DedupeHorizon, DefaultDedupeHorizon)
+	}
+	for doc, want := range map[string]time.Duration{
+		`{"name": "n", "dedupeHorizon": "0s", "windows": [{"kind": "tumbling", "size": "1m"}]}`:   0,
+		`{"name": "n", "dedupeHorizon": "15m", "windows": [{"kind": "tumbling", "size": "1m"}]}`:  15 * time.Minute,
+		`{"name": "n", "dedupeHorizon": "168h", "windows": [{"kind": "tumbling", "size": "1m"}]}`: MaxDedupeHorizon,
+	} {
+		if c, err := Parse([]byte(doc)); err != nil || c.DedupeHorizon != want {
+			t.Errorf("%s: horizon %v, error %v; want %s", doc, c, err, want)
+		}
+	}
 	// Grouping by the partition key is fine at any parallelization factor,
 	// and so is any key the producers promise is the partition key.
 	for _, doc := range []string{
@@ -139,7 +151,7 @@ func TestParseErrors(t *testing.T) {
 		// The document.
 		{"not JSON", []byte(`{"name":`), "not valid JSON at byte 8: unexpected end of JSON input"},
 		{"not an object", []byte(`[]`), "must be a JSON object, not an array"},
-		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field (known: name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor)"},
+		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field (known: name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor, dedupeHorizon)"},
 		// name
 		{"name missing", with(w{"name": nil}), "name: required"},
 		{"name not a string", with(w{"name": 5}), "name: must be a string, not a number"},
@@ -213,6 +225,12 @@ func TestParseErrors(t *testing.T) {
 		{"parallelizationFactor too big", with(w{"parallelizationFactor": 11}), "parallelizationFactor: 11 is not between 1 and 10"},
 		{"partitionKeyIsGroupingKey not bool", with(w{"partitionKeyIsGroupingKey": "yes"}), "partitionKeyIsGroupingKey: must be true or false, not a string"},
 		{"grouping key is not the partition key", with(w{"parallelizationFactor": 4}), "key: grouping by data.region with parallelizationFactor 4 needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1"},
+		// dedupe horizon
+		{"dedupeHorizon empty", with(w{"dedupeHorizon": ""}), `dedupeHorizon: is empty: want a duration such as "1h", or "0s" to turn suppression by event id off`},
+		{"dedupeHorizon negative", with(w{"dedupeHorizon": "-1h"}), "dedupeHorizon: -1h must be positive"},
+		{"dedupeHorizon too long", with(w{"dedupeHorizon": "169h"}), "dedupeHorizon: 169h is longer than 168h0m0s"},
+		{"dedupeHorizon fraction of a second", with(w{"dedupeHorizon": "1500ms"}), "dedupeHorizon: 1500ms is not a whole number of seconds"},
+		{"dedupeHorizon a number", with(w{"dedupeHorizon": 3600}), `dedupeHorizon: must be a duration string such as "90s" or "5m", not a number`},
 		{"grouping by type", with(w{"key": "type", "parallelizationFactor": 2}), "key: grouping by type with parallelizationFactor 2 needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1"},
 	}
 	for _, tt := range tests {

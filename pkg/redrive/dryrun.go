@@ -25,7 +25,17 @@ import (
 // On a FIFO DLQ, SQS does not return a message group's later messages while
 // earlier ones are in flight, so a dry run lists about one receive's worth
 // (up to 10) per group.
+//
+// It refuses (*NotADLQError) a queue that no queue names as its DLQ but has
+// a redrive policy of its own: there the dry run's receives would count
+// towards each message's maxReceiveCount.
 func (r *Redriver) DryRun(ctx context.Context, dlqURL string, limit int, w io.Writer) (int, error) {
+	if limit < 0 {
+		return 0, fmt.Errorf("limit %d: must be 0 (all) or more", limit)
+	}
+	if err := r.checkListable(ctx, dlqURL); err != nil {
+		return 0, err
+	}
 	approx, err := r.ApproximateCount(ctx, dlqURL)
 	if err != nil {
 		return 0, err

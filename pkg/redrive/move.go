@@ -27,10 +27,20 @@ import (
 // sent but not yet deleted is sent again by the next run, which idempotent
 // consumers absorb.
 //
+// Before receiving anything Move checks the direction: sourceURL's redrive
+// policy must name dlqURL as its dead-letter queue (a *DirectionError
+// otherwise, which says when the two were given the wrong way round).
+//
 // Cancelling ctx stops Move between batches (a receive or batch in progress
 // is finished first); it then returns the result so far and ctx's error.
 func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int) (Result, error) {
 	var res Result
+	if limit < 0 {
+		return res, fmt.Errorf("limit %d: must be 0 (all) or more", limit)
+	}
+	if err := r.CheckDirection(ctx, dlqURL, sourceURL); err != nil {
+		return res, err
+	}
 	approx, err := r.ApproximateCount(ctx, dlqURL)
 	if err != nil {
 		return res, err

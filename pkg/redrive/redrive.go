@@ -32,6 +32,9 @@ var _ Client = (*sqs.Client)(nil)
 // what every region and the local stand-ins accept.
 const maxBatchBytes = 256 * 1024
 
+// ErrNoQueue is returned for a queue that does not exist.
+var ErrNoQueue = errors.New("does not exist (in this account and region)")
+
 // ErrNoSourceQueue is returned by SourceQueue when no queue names the DLQ in
 // its redrive policy.
 var ErrNoSourceQueue = errors.New("no queue has this queue as its dead-letter queue")
@@ -118,7 +121,7 @@ func (r *Redriver) QueueURL(ctx context.Context, nameOrURL string) (string, erro
 	if err != nil {
 		var missing *types.QueueDoesNotExist
 		if errors.As(err, &missing) {
-			return "", fmt.Errorf("queue %q does not exist: %w", nameOrURL, err)
+			return "", fmt.Errorf("queue %q %w", nameOrURL, ErrNoQueue)
 		}
 		return "", fmt.Errorf("looking up queue %q: %w", nameOrURL, err)
 	}

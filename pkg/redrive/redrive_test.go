@@ -264,7 +264,7 @@ func TestMoveReturnsEveryMessageWithBodyAndAttributes(t *testing.T) {
 
 func TestMoveStopsAfterMax(t *testing.T) {
 	t.Parallel()
-	source, dlq := newQueue(t, false, nil), newQueue(t, false, nil)
+	source, dlq := sourceWithDLQ(t, false)
 	sendAll(t, dlq, numbered(23, "max"))
 	res, err := testRedriver(client).Move(context.Background(), dlq, source, 13)
 	if err != nil {
@@ -280,7 +280,7 @@ func TestMoveStopsAfterMax(t *testing.T) {
 
 func TestMoveSplitsBatchesOverTheSizeLimit(t *testing.T) {
 	t.Parallel()
-	source, dlq := newQueue(t, false, nil), newQueue(t, false, nil)
+	source, dlq := sourceWithDLQ(t, false)
 	big := make([]msg, 10) // 10 × 60 KiB: one receive, too big for one SendMessageBatch
 	for i := range big {
 		big[i] = msg{body: fmt.Sprintf("%02d", i) + strings.Repeat("x", 60*1024)}
@@ -366,7 +366,7 @@ func (failDeletes) DeleteMessageBatch(context.Context, *sqs.DeleteMessageBatchIn
 
 func TestMoveCrashAfterSendSendsAgainButLosesNothing(t *testing.T) {
 	t.Parallel()
-	source, dlq := newQueue(t, false, nil), newQueue(t, false, nil)
+	source, dlq := sourceWithDLQ(t, false)
 	sent := numbered(15, "crash")
 	sendAll(t, dlq, sent)
 
@@ -665,5 +665,57 @@ func TestDeadLetterReasonShownThenDroppedOnMove(t *testing.T) {
 		if !sameAttrs(m.MessageAttributes, want) {
 			t.Errorf("message %s came back with attributes %v, want the producer's only: %v", aws.ToString(m.Body), m.MessageAttributes, want)
 		}
+	}
+}
+
+// TestMoveRefusesTheWrongDirection: a redrive whose -to does not name the
+// DLQ in its redrive policy — the two swapped, an unrelated queue, another
+// queue's DLQ, the DLQ itself — is refused before anything is received:
+// both queues keep their messages, none received. A dry run of a source
+// queue (not a DLQ, with a redrive policy) is refused too, since its
+// receives would count towards maxReceiveCount.
+func TestMoveRefusesTheWrongDirection(t *testing.T) {
+	t.Parallel()
+	source, dlq := sourceWithDLQ(t, false)
+	otherSource, _ := sourceWithDLQ(t, false)
+	plain := newQueue(t, false, nil)
+	sendAll(t, dlq, numbered(3, "dead"))
+	sendAll(t, source, numbered(2, "live"))
+	for _, c := range []struct {
+		name, dlq, to string
+		reversed      bool
+		say           string
+	}{
+		{"swapped", source, dlq, true, "the wrong way round"},
+		{"to a queue without a redrive policy", dlq, plain, false, "has no redrive policy"},
+		{"to a queue with another DLQ", dlq, otherSource, false, "as its dead-letter queue, not"},
+		{"to itself", dlq, dlq, false, "the same queue"},
+	} {
+		res, err := testRedriver(client).Move(context.Background(), c.dlq, c.to, 0)
+		var de *DirectionError
+		if !errors.As(err, &de) || !errors.Is(err, ErrRefused) || de.Reversed != c.reversed || !strings.Contains(err.Error(), c.say) {
+			t.Errorf("%s: %+v %v; want a DirectionError (reversed %v) saying %q", c.name, res, err, c.reversed, c.say)
+		}
+		if res.Moved != 0 {
+			t.Errorf("%s: moved %d", c.name, res.Moved)
+		}
+	}
+	var out bytes.Buffer
+	if _, err := testRedriver(client).DryRun(context.Background(), source, 0, &out); !errors.Is(err, ErrRefused) || out.Len() != 0 {
+		t.Errorf("dry run of the source queue: %v %q; want a refusal and nothing listed", err, out.String())
+	}
+	if c := counts(t, dlq); c.visible != 3 || c.hidden != 0 {
+		t.Errorf("DLQ %+v after refused moves, want 3 visible", c)
+	}
+	if c := counts(t, source); c.visible != 2 || c.hidden != 0 {
+		t.Errorf("source %+v after refused moves, want 2 visible", c)
+	}
+	for _, m := range drain(t, source) {
+		if n := m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)]; n != "1" {
+			t.Errorf("source message %s received %s times: a refused command received it", aws.ToString(m.MessageId), n)
+		}
+	}
+	if c := counts(t, plain); c.total() != 0 {
+		t.Errorf("the unrelated queue received %d messages", c.total())
 	}
 }

@@ -7,16 +7,22 @@
 // "current views" registry; the aggregate and ticker functions read it via
 // VIEWS_PARAMETER_NAME and re-read it every VIEWS_REFRESH_SECONDS). Run
 //
-//  1. creates the next version of that table (<base>-v2, -v3, …) with the
-//     current one's key schema, indexes, TTL and stream settings;
-//  2. reads every shard of the events stream from a timestamp
+//  1. checks what it would do: a From in the future or older than the
+//     stream's retention, and a target that exists, is current or is not
+//     named <base>-vN, are refused (ErrRefused) before anything is created;
+//  2. creates the next version of that table (<base>-v2, -v3, …; a name
+//     is never reused) with the current one's key schema, indexes, TTL and
+//     stream settings, tagged as rebuild's (TagCreatedBy, TagParameter);
+//  3. reads every shard of the events stream from a timestamp
 //     (AT_TIMESTAMP; a closed parent shard before its children), turns each
 //     GetRecords page into a Lambda-shaped KinesisEvent and hands it to the
 //     same aggregate Processor the function runs, writing to the new
 //     version, retrying from the lowest failed record as Lambda does;
-//  3. when every shard has caught up (an empty page at MillisBehindLatest 0,
-//     closed shards read to their end), writes the new table's name into the parameter;
-//  4. keeps following the stream for a handover period at least as long as
+//  4. when every shard has caught up (an empty page at MillisBehindLatest 0,
+//     closed shards read to their end), and the new version holds items if
+//     the current one does (or AllowEmpty), writes the new table's name into
+//     the parameter;
+//  5. keeps following the stream for a handover period at least as long as
 //     the readers' refresh interval, so the records the live function
 //     consumed while it still wrote the old version are in the new one too.
 //
@@ -27,8 +33,19 @@
 // there first, and a batch both write concurrently is resolved by the
 // items' conditional writes.
 //
+// Every swap is a new version of the parameter, so the parameter's history
+// says which table was current before which (Registry.History, Previous).
+// UseVersion and Rollback point the readers back at a version with the same
+// checks: it must be a version (tagged by rebuild for this parameter, or
+// named by the parameter before), it is caught up first — replayed from the
+// highest sequence number its items' fences hold on each shard, less a
+// margin, the fences skipping what it has — and it must hold items when the
+// current one does. Versions lists them with their item counts and those
+// positions.
+//
 // The old version is left as it was; DeleteVersion removes it when the user
-// says so, and refuses to delete the version the parameter names.
+// says so, only if rebuild created it for this parameter (its tags and
+// name), never the current one nor any other table.
 //
 // Tables created here are outside CloudFormation: the stack's grants must
 // cover <base>-v* (infra's NewViewsRegistry does), and a later stack update

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 )
@@ -32,36 +33,59 @@ type BatchHandler interface {
 	HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error)
 }
 
-// Options say what to replay and how.
+// Options say what to replay and how. Zero values take the defaults;
+// negative ones are refused.
 type Options struct {
 	// Stream is the events stream's name. Required.
 	Stream string
-	// From is where every shard is read from (AT_TIMESTAMP). Required.
+	// From is where every shard is read from (AT_TIMESTAMP). Required by
+	// Run; it must not be in the future nor older than the stream's
+	// retention.
 	From time.Time
-	// Target names the new version; empty: NextVersion of the current table.
+	// Target is, for Run, the new version's name (empty: NextVersion of the
+	// current table; it must be <base>-vN and not exist); for UseVersion,
+	// the version to point the readers at (required).
 	Target string
 	// Handover is how long to keep following after the swap; at least the
 	// readers' refresh interval (VIEWS_REFRESH_SECONDS). Default 1 minute.
 	Handover time.Duration
-	// BatchSize is the GetRecords limit, so the largest batch (default 500).
+	// BatchSize is the GetRecords limit, so the largest batch (default 500,
+	// at most 10000).
 	BatchSize int32
 	// Poll is the wait after an empty page or at the tip (default 250 ms;
 	// Kinesis allows 5 GetRecords per second per shard).
 	Poll time.Duration
-	// ProgressEvery is how often a progress line is written (default 1 s).
+	// ProgressEvery is how often the progress is shown (default 1 s).
 	ProgressEvery time.Duration
-	// Progress receives progress lines (nil: none).
+	// Progress receives the output (nil: none).
 	Progress io.Writer
+	// InPlace rewrites one progress line in place (a terminal); otherwise a
+	// progress line is written each time it changes.
+	InPlace bool
 	// MaxAttempts bounds the attempts of a record the handler keeps
 	// reporting as failed before it is skipped and counted (default 3), and
 	// of a batch whose handler returns an error before the replay stops.
 	MaxAttempts int
-	// DryRun only describes what Run would do.
+	// DryRun only checks and describes what would be done.
 	DryRun bool
+	// AllowEmpty lets the readers be pointed at a version that holds no
+	// items while the current one holds some; without it that swap is
+	// refused.
+	AllowEmpty bool
+	// Margin is, for UseVersion, how long before the newest record a version
+	// holds of each shard its catch-up starts (default 1 minute). With a
+	// ParallelizationFactor above 1 the live function applies different
+	// keys of a shard concurrently, so records just before that one may not
+	// be in the version; the fences skip the ones that are.
+	Margin time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
 }
 
 // Result is what a replay did.
 type Result struct {
+	// Current is the table current when the command started (after a swap,
+	// the previous one); Target the version built or pointed at.
 	Current, Target string
 	Parameter       string
 	Plan            []string // what was (or, dry run, would be) done
@@ -70,6 +94,11 @@ type Result struct {
 	Skipped         int // records the handler kept failing, skipped after MaxAttempts
 	CaughtUp        time.Duration
 	Swapped         bool
+	// CurrentItems and TargetItems are the two tables' item counts at the
+	// end, read in full (after a swap).
+	CurrentItems, TargetItems int
+	// Summary says what was compared and why the counts may differ.
+	Summary []string
 }
 
 // ShardStats is one shard's progress.
@@ -77,12 +106,15 @@ type ShardStats struct {
 	Shard              string
 	Read, Applied      int
 	Skipped            int
-	MillisBehindLatest int64
+	MillisBehindLatest int64 // of the last page read; meaningful once Started
+	Started            bool  // a page was read
+	LastArrival        time.Time
 	CaughtUp, Done     bool
 	Waiting            bool // for its parent shards to finish
 }
 
-// Replayer rebuilds views into new table versions.
+// Replayer rebuilds views into new table versions and moves the readers
+// between versions.
 type Replayer struct {
 	kin StreamReader
 	db  TableAdmin
@@ -97,101 +129,325 @@ func New(kin StreamReader, db TableAdmin, reg *Registry) *Replayer {
 
 func (o *Options) defaults() error {
 	if o.Stream == "" {
-		return errors.New("replay: Options.Stream: the events stream is required")
+		return errors.New("Options.Stream: the events stream is required")
 	}
-	if o.From.IsZero() {
-		return errors.New("replay: Options.From: the timestamp to replay from is required")
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Handover", o.Handover}, {"Poll", o.Poll}, {"ProgressEvery", o.ProgressEvery}, {"Margin", o.Margin}} {
+		if d.v < 0 {
+			return fmt.Errorf("Options.%s %s: must not be negative", d.name, d.v)
+		}
 	}
-	if o.Handover <= 0 {
+	if o.BatchSize < 0 || o.BatchSize > 10000 {
+		return fmt.Errorf("Options.BatchSize %d: must be from 1 to 10000 (GetRecords' limit), or 0 for 500", o.BatchSize)
+	}
+	if o.MaxAttempts < 0 {
+		return fmt.Errorf("Options.MaxAttempts %d: must not be negative", o.MaxAttempts)
+	}
+	if o.Handover == 0 {
 		o.Handover = time.Minute
 	}
-	if o.BatchSize <= 0 {
+	if o.BatchSize == 0 {
 		o.BatchSize = 500
 	}
-	if o.Poll <= 0 {
+	if o.Poll == 0 {
 		o.Poll = 250 * time.Millisecond
 	}
-	if o.ProgressEvery <= 0 {
+	if o.ProgressEvery == 0 {
 		o.ProgressEvery = time.Second
 	}
-	if o.MaxAttempts <= 0 {
+	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 3
 	}
-	if o.Progress == nil {
-		o.Progress = io.Discard
+	if o.Margin == 0 {
+		o.Margin = time.Minute
 	}
-	o.Progress = &lockedWriter{w: o.Progress}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	return nil
 }
 
-// lockedWriter serializes the progress lines of the shards' followers.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// streamInfo is what a replay reads of the events stream up front.
+type streamInfo struct {
+	name, arn string
+	retention time.Duration
+	created   time.Time
+	shards    []kintypes.Shard
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+func (r *Replayer) describeStream(ctx context.Context, name string) (*streamInfo, error) {
+	sum, err := r.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
+	var nf *kintypes.ResourceNotFoundException
+	if errors.As(err, &nf) {
+		return nil, refuse("stream", "stream %s does not exist", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describing stream %s: %w", name, err)
+	}
+	d := sum.StreamDescriptionSummary
+	st := &streamInfo{name: name, arn: aws.ToString(d.StreamARN), created: aws.ToTime(d.StreamCreationTimestamp),
+		retention: time.Duration(aws.ToInt32(d.RetentionPeriodHours)) * time.Hour}
+	if st.retention <= 0 {
+		st.retention = 24 * time.Hour // Kinesis's minimum and default
+	}
+	in := &kinesis.ListShardsInput{StreamName: aws.String(name)}
+	for {
+		out, err := r.kin.ListShards(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("listing shards of %s: %w", name, err)
+		}
+		st.shards = append(st.shards, out.Shards...)
+		if out.NextToken == nil {
+			return st, nil
+		}
+		in = &kinesis.ListShardsInput{NextToken: out.NextToken}
+	}
 }
 
-// Run replays the stream from opts.From into a new version of the current
-// views table, built by handlerFor(newTable), swaps the registry to it once
-// every shard has caught up, and follows the stream for the handover
-// period (see the package doc). The current table is left in place.
+func hours(d time.Duration) string { return fmt.Sprintf("%dh", int(d/time.Hour)) }
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// job is one replay into a table, and the swap that ends it.
+type job struct {
+	kind    string // "rebuild" or "use-version"
+	field   string // the input an empty result is refused as
+	current string
+	version int64
+	target  string
+	stream  *streamInfo
+	starts  map[string]time.Time
+	tagged  bool // the target is a table rebuild created (and tagged)
+	res     *Result
+	prog    *progress
+}
+
+// Run rebuilds the views: it replays the stream from opts.From into a new
+// version of the current views table (tagged as rebuild's, see TagCreatedBy),
+// built by handlerFor(newTable), swaps the registry to it once every shard
+// has caught up, and follows the stream for the handover period (see the
+// package doc). The current table is left in place.
+//
+// It refuses (ErrRefused), before creating anything, a From in the future
+// or older than the stream's retention, and a Target that is the current
+// table, exists, or is not named <base>-vN; and, after catching up, a swap
+// to a version that holds no items while the current one holds some
+// (unless AllowEmpty): the version is then left in place, not current.
 func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table string) (BatchHandler, error)) (*Result, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
+	}
+	if opts.From.IsZero() {
+		return nil, errors.New("Options.From: the timestamp to replay from is required")
+	}
+	prog := newProgress(opts.Progress, "", opts.InPlace)
+	now := opts.Now()
+	if opts.From.After(now) {
+		return nil, refuse("from", "%s is in the future (it is %s now): there is nothing to replay from there yet", stamp(opts.From), stamp(now))
 	}
 	current, version, err := r.reg.Current(ctx)
 	if err != nil {
 		return nil, err
 	}
+	base := baseOf(current)
 	target := opts.Target
 	if target == "" {
-		target = NextVersion(current)
+		if target, err = r.nextFree(ctx, current); err != nil {
+			return nil, err
+		}
 	}
 	if target == current {
-		return nil, fmt.Errorf("replay: Options.Target: %s is the current views table; replay into a new one", target)
+		return nil, refuse("to-table", "%s is the current views table; a rebuild goes into a new table", target)
+	}
+	if _, ok := versionNumber(base, target); !ok {
+		return nil, refuse("to-table", "%s is not named %s-vN (N from 2): delete-version and rollback recognise versions by that name", target, base)
+	}
+	if _, err := describeTable(ctx, r.db, target); err == nil {
+		return nil, refuse("to-table", "%s already exists; choose another -to-table, or point the readers at it with replay use-version", target)
+	} else if !errors.Is(err, ErrNoTable) {
+		return nil, err
+	}
+	if len(r.reg.Name()) > maxTagValue || len(base) > maxTagValue {
+		return nil, refuse("parameter", "parameter name %s or table name %s is longer than a DynamoDB tag value (%d characters), so the version could not be tagged", r.reg.Name(), base, maxTagValue)
 	}
 	res := &Result{Current: current, Target: target, Parameter: r.reg.Name()}
 	plan, err := PlanVersion(ctx, r.db, current, target)
 	if err != nil {
 		return nil, err
 	}
-	sum, err := r.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(opts.Stream)})
-	if err != nil {
-		return nil, fmt.Errorf("replay: describing stream %s: %w", opts.Stream, err)
-	}
-	arn := aws.ToString(sum.StreamDescriptionSummary.StreamARN)
-	shards, err := r.listShards(ctx, opts.Stream)
+	plan.Input.Tags = rebuildTags(r.reg.Name(), base, opts.From)
+	st, err := r.describeStream(ctx, opts.Stream)
 	if err != nil {
 		return nil, err
 	}
+	if oldest := now.Add(-st.retention); opts.From.Before(oldest) {
+		return nil, refuse("from", "%s is older than stream %s keeps records (RetentionPeriodHours %d: nothing that arrived before %s is left), so a rebuild from there would silently miss them; give a -from within the last %s",
+			stamp(opts.From), st.name, int(st.retention/time.Hour), stamp(oldest), hours(st.retention))
+	}
 	res.Plan = append(plan.Describe(),
-		fmt.Sprintf("replay stream %s (%d shards, closed parents before their children) from %s into %s", opts.Stream, len(shards), opts.From.UTC().Format(time.RFC3339Nano), target),
-		fmt.Sprintf("when every shard is caught up, write %s into parameter %s (now %s)", target, r.reg.Name(), current),
-		fmt.Sprintf("then keep following for %s (the handover), and leave %s in place until deleted", opts.Handover, current))
+		fmt.Sprintf("replay stream %s (%d shards, closed parents before their children) from %s into %s", st.name, len(st.shards), stamp(opts.From), target),
+		fmt.Sprintf("when every shard is caught up, and %s holds items (or -allow-empty), write %s into parameter %s (now %s)", target, target, r.reg.Name(), current),
+		fmt.Sprintf("then keep following for %s (the handover), and leave %s in place", opts.Handover, current))
 	if opts.DryRun {
 		for _, l := range res.Plan {
-			fmt.Fprintln(opts.Progress, "dry run: "+l)
+			prog.printf("dry run: %s", l)
 		}
 		return res, nil
 	}
 	for _, l := range res.Plan[:len(plan.Describe())] {
-		fmt.Fprintln(opts.Progress, "replay: "+l)
+		prog.printf("%s", l)
 	}
 	if err := plan.Create(ctx, r.db); err != nil {
 		return nil, err
 	}
-	h, err := handlerFor(target)
+	return r.follow(ctx, opts, &job{kind: "rebuild", field: "from", tagged: true, current: current, version: version, target: target, stream: st, res: res, prog: prog}, handlerFor)
+}
+
+// UseVersion points the readers at an existing version (opts.Target) with
+// the checks a rebuild's swap has: the version must be one (tagged by
+// rebuild for this parameter, or named by the parameter before), it is
+// first caught up — the stream is replayed into it from where it got to on
+// each shard (its fences; see Margin), so the records the live functions
+// applied while it was not current are in it — and it must hold items if
+// the current one does (unless AllowEmpty). It refuses a version whose gap
+// the stream no longer holds (it stopped being current, or its newest
+// record arrived, longer ago than the stream's retention).
+func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func(table string) (BatchHandler, error)) (*Result, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	target := opts.Target
+	if target == "" {
+		return nil, errors.New("Options.Target: the version to use is required")
+	}
+	prog := newProgress(opts.Progress, "", opts.InPlace)
+	now := opts.Now()
+	current, version, err := r.reg.Current(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if target == current {
+		return nil, refuse("table", "%s is already the current views table (parameter %s names it)", target, r.reg.Name())
+	}
+	hist, err := r.reg.History(ctx)
+	if err != nil {
+		return nil, err
+	}
+	base := baseOf(current)
+	id, err := identify(ctx, r.db, r.reg.Name(), base, target, hist)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !id.Exists:
+		return nil, refuse("table", "%s does not exist", target)
+	case !id.Rebuilt && !id.InHistory:
+		return nil, refuse("table", "%s; use-version points readers only at versions", id.notAVersion(r.reg.Name(), base))
+	case id.Desc.TableStatus != types.TableStatusActive:
+		return nil, refuse("table", "%s is %s, not ACTIVE", target, id.Desc.TableStatus)
+	}
+	st, err := r.describeStream(ctx, opts.Stream)
+	if err != nil {
+		return nil, err
+	}
+	oldest := now.Add(-st.retention)
+	items, fences, err := scanVersion(ctx, r.db, target)
+	if err != nil {
+		return nil, err
+	}
+	if items == 0 && !opts.AllowEmpty {
+		has, err := hasItems(ctx, r.db, current)
+		if err != nil {
+			return nil, err
+		}
+		if has {
+			return nil, refuse("table", "%s holds no items while %s (current) holds some: the readers would see no windows; give -allow-empty if that is what you want", target, current)
+		}
+	}
+	if n := len(id.Spans); n > 0 && id.Spans[n-1].Until.Before(oldest) {
+		return nil, refuse("table", "%s stopped being current at %s, longer ago than stream %s keeps records (%s): what the live functions applied since then can no longer all be replayed into it; rebuild from a time instead",
+			target, stamp(id.Spans[n-1].Until), st.name, hours(st.retention))
+	}
+	// Shards without a fence start where the version starts: the rebuild's
+	// -from, or (the stack's own table) the stream's creation.
+	opts.From = st.created
+	if id.Rebuilt && !id.From.IsZero() {
+		opts.From = id.From
+	}
+	if len(id.Spans) == 0 && opts.From.Before(oldest) {
+		return nil, refuse("table", "%s was never current and starts at %s, longer ago than stream %s keeps records (%s): shards it has no record of cannot be read from there; rebuild from a time instead",
+			target, stamp(opts.From), st.name, hours(st.retention))
+	}
+	starts := map[string]time.Time{}
+	var from []string
+	for _, sh := range st.shards {
+		shard := aws.ToString(sh.ShardId)
+		seq, ok := fences[shard]
+		if !ok {
+			from = append(from, fmt.Sprintf("%s from %s (no record of it in %s yet)", shard, stamp(opts.From), target))
+			continue
+		}
+		at, ok, err := arrivalOf(ctx, r.kin, st.arn, shard, seq)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, refuse("table", "%s got to sequence number %s of shard %s, which stream %s no longer holds (it keeps %s): the records after it may be gone; rebuild from a time instead",
+				target, seq, shard, st.name, hours(st.retention))
+		}
+		starts[shard] = at.Add(-opts.Margin)
+		from = append(from, fmt.Sprintf("%s from %s (its newest record there arrived %s)", shard, stamp(starts[shard]), stamp(at)))
+	}
+	res := &Result{Current: current, Target: target, Parameter: r.reg.Name()}
+	res.Plan = append([]string{fmt.Sprintf("catch %s (%d items) up on stream %s from where it got to; records already in it are skipped by its fences:", target, items, st.name)},
+		prefixed("  ", from)...)
+	res.Plan = append(res.Plan,
+		fmt.Sprintf("when every shard is caught up, write %s into parameter %s (now %s)", target, r.reg.Name(), current),
+		fmt.Sprintf("then keep following for %s (the handover), and leave %s in place", opts.Handover, current))
+	if opts.DryRun {
+		for _, l := range res.Plan {
+			prog.printf("dry run: %s", l)
+		}
+		return res, nil
+	}
+	for _, l := range res.Plan[:len(from)+1] {
+		prog.printf("%s", l)
+	}
+	return r.follow(ctx, opts, &job{kind: "use-version", field: "table", tagged: id.Rebuilt, current: current, version: version, target: target, stream: st, starts: starts, res: res, prog: prog}, handlerFor)
+}
 
-	run := &run{opts: opts, kin: r.kin, h: h, arn: arn, region: regionOf(arn), stop: make(chan struct{}), caughtUp: make(chan struct{})}
-	for _, sh := range shards {
+// Rollback points the readers back at the table the parameter named before
+// the current one (Registry.Previous), with UseVersion's checks.
+func (r *Replayer) Rollback(ctx context.Context, opts Options, handlerFor func(table string) (BatchHandler, error)) (*Result, error) {
+	prev, err := r.reg.Previous(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts.Target = prev.Table
+	return r.UseVersion(ctx, opts, handlerFor)
+}
+
+func prefixed(p string, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = p + l
+	}
+	return out
+}
+
+// follow replays the stream into j.target until every shard is caught up,
+// checks the result is plausible, swaps and follows for the handover.
+func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor func(table string) (BatchHandler, error)) (*Result, error) {
+	res, prog := j.res, j.prog
+	h, err := handlerFor(j.target)
+	if err != nil {
+		return res, err
+	}
+	run := &run{opts: opts, kin: r.kin, h: h, arn: j.stream.arn, region: regionOf(j.stream.arn), starts: j.starts, progress: prog,
+		stop: make(chan struct{}), caughtUp: make(chan struct{})}
+	for _, sh := range j.stream.shards {
 		run.shards = append(run.shards, &shardRun{id: aws.ToString(sh.ShardId), shard: sh, done: make(chan struct{}), stats: ShardStats{Shard: aws.ToString(sh.ShardId), Waiting: true}})
 	}
 	byID := map[string]*shardRun{}
@@ -230,7 +486,7 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				run.report("replay")
+				run.report()
 			}
 		}
 	}()
@@ -245,7 +501,8 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 			err = errors.Join(err, e)
 		}
 		run.fill(res)
-		run.report("replay: done")
+		run.report()
+		prog.end()
 		return res, err
 	}
 	select {
@@ -254,40 +511,139 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 	case <-run.caughtUp:
 	}
 	res.CaughtUp = time.Since(started)
-	run.report(fmt.Sprintf("replay: caught up after %s", res.CaughtUp.Round(time.Millisecond)))
-	if err := r.reg.Swap(ctx, target, version); err != nil {
+	run.report()
+	prog.printf("every shard caught up after %s", res.CaughtUp.Round(time.Millisecond))
+	if j.tagged { // the stack's own table is not tagged by this tool
+		if _, err := r.db.TagResource(ctx, &dynamodb.TagResourceInput{ResourceArn: aws.String(r.arnOf(ctx, j.target)),
+			Tags: []types.Tag{{Key: aws.String(TagCaughtUp), Value: aws.String(opts.Now().UTC().Format(time.RFC3339Nano))}}}); err != nil {
+			prog.printf("note: could not tag %s with %s (versions will not show it): %v", j.target, TagCaughtUp, err)
+		}
+	}
+	if !opts.AllowEmpty {
+		run.fill(res)
+		if err := r.checkNotEmpty(ctx, opts, j); err != nil {
+			return finish(err)
+		}
+	}
+	if err := r.reg.Swap(ctx, j.target, j.version); err != nil {
 		return finish(err)
 	}
 	res.Swapped = true
-	fmt.Fprintf(opts.Progress, "replay: swapped: parameter %s now names %s (was %s); following for %s so the records the live function still wrote to %s reach %s too\n",
-		r.reg.Name(), target, current, opts.Handover, current, target)
+	run.mu.Lock()
+	run.handoverEnd = time.Now().Add(opts.Handover)
+	run.mu.Unlock()
+	prog.printf("swapped: parameter %s now names %s (was %s); following for %s so the records the live functions still wrote to %s reach %s too",
+		r.reg.Name(), j.target, j.current, opts.Handover, j.current, j.target)
 	select {
 	case <-ctx.Done():
 	case <-time.After(opts.Handover):
 	}
 	res, err = finish(parent.Err())
 	if err != nil {
-		err = fmt.Errorf("replay: swapped to %s, but the handover was cut short: records the live function wrote to %s just before it switched may be missing from %s: %w", target, current, target, err)
-	} else {
-		fmt.Fprintf(opts.Progress, "replay: %s is unchanged and no longer current; delete it when done with: replay delete-version -parameter %s -table %s\n", current, r.reg.Name(), current)
+		return res, fmt.Errorf("swapped to %s, but the handover was cut short: records the live functions wrote to %s just before they switched may be missing from %s (replay use-version -table %s catches it up): %w",
+			j.target, j.current, j.target, j.target, err)
 	}
-	return res, err
+	// ctx ended with the followers; the parent's is still live.
+	r.summarize(parent, opts, j)
+	for _, l := range res.Summary {
+		prog.printf("%s", l)
+	}
+	if id, err := identify(parent, r.db, r.reg.Name(), baseOf(j.current), j.current, nil); err == nil && id.Rebuilt {
+		prog.printf("%s is unchanged and no longer current; replay rollback points the readers back at it, and when it is no longer needed: replay delete-version -parameter %s -table %s (checks only; add -yes to delete)",
+			j.current, r.reg.Name(), j.current)
+	} else {
+		prog.printf("%s is unchanged and no longer current; replay rollback points the readers back at it (delete-version leaves it: replay rebuild did not create it)", j.current)
+	}
+	return res, nil
 }
 
-func (r *Replayer) listShards(ctx context.Context, stream string) ([]kintypes.Shard, error) {
-	var shards []kintypes.Shard
-	in := &kinesis.ListShardsInput{StreamName: aws.String(stream)}
-	for {
-		out, err := r.kin.ListShards(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("replay: listing shards of %s: %w", stream, err)
-		}
-		shards = append(shards, out.Shards...)
-		if out.NextToken == nil {
-			return shards, nil
-		}
-		in = &kinesis.ListShardsInput{NextToken: out.NextToken}
+// nextFree is the version after the highest of current's family that
+// exists (a refused or interrupted rebuild leaves its table behind) or was
+// ever current: a name is never reused, so the parameter's history means
+// one table per name.
+func (r *Replayer) nextFree(ctx context.Context, current string) (string, error) {
+	base := baseOf(current)
+	n := 1
+	if v, ok := versionNumber(base, current); ok {
+		n = v
 	}
+	tables, err := r.listTables(ctx, base+"-v")
+	if err != nil {
+		return "", err
+	}
+	hist, err := r.reg.History(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range hist {
+		tables = append(tables, c.Table)
+	}
+	for _, t := range tables {
+		if v, ok := versionNumber(base, t); ok && v > n {
+			n = v
+		}
+	}
+	return fmt.Sprintf("%s-v%d", base, n+1), nil
+}
+
+// arnOf is table's ARN ("" if it cannot be read, which TagResource
+// then refuses).
+func (r *Replayer) arnOf(ctx context.Context, table string) string {
+	d, err := describeTable(ctx, r.db, table)
+	if err != nil {
+		return ""
+	}
+	return aws.ToString(d.TableArn)
+}
+
+// checkNotEmpty refuses a swap to a target that holds no items while the
+// current table holds some.
+func (r *Replayer) checkNotEmpty(ctx context.Context, opts Options, j *job) error {
+	res := j.res
+	has, err := hasItems(ctx, r.db, j.target)
+	if err != nil || has {
+		return err
+	}
+	cur, err := hasItems(ctx, r.db, j.current)
+	if err != nil || !cur {
+		return err
+	}
+	what := fmt.Sprintf("%s holds no items after the replay (read %d records, applied %d)", j.target, res.Read, res.Applied)
+	if j.kind == "rebuild" {
+		what = fmt.Sprintf("nothing since %s became an item of %s (read %d records, applied %d)", stamp(opts.From), j.target, res.Read, res.Applied)
+	}
+	return refuse(j.field, "%s while %s (current) holds items: not swapped, %s stays current and %s is left in place; give -allow-empty to swap anyway", what, j.current, j.current, j.target)
+}
+
+// summarize counts both tables' items (reading them in full) and says what
+// was compared and why the counts may differ.
+func (r *Replayer) summarize(ctx context.Context, opts Options, j *job) {
+	res := j.res
+	what := fmt.Sprintf("summary: replayed stream %s from %s into %s: read %d records, handed %d to the processor, skipped %d (kept failing)", j.stream.name, stamp(opts.From), j.target, res.Read, res.Applied, res.Skipped)
+	if j.kind == "use-version" {
+		what = fmt.Sprintf("summary: caught %s up on stream %s from where it got to: read %d records, handed %d to the processor (those already in it were skipped by its fences), skipped %d (kept failing)", j.target, j.stream.name, res.Read, res.Applied, res.Skipped)
+	}
+	res.Summary = append(res.Summary, what)
+	curItems, _, err1 := scanVersion(ctx, r.db, j.current)
+	tgtItems, _, err2 := scanVersion(ctx, r.db, j.target)
+	if err := errors.Join(err1, err2); err != nil {
+		res.Summary = append(res.Summary, "summary: could not count the items of the two versions: "+err.Error())
+		return
+	}
+	res.CurrentItems, res.TargetItems = curItems, tgtItems
+	res.Summary = append(res.Summary,
+		fmt.Sprintf("summary: compared the item counts of the two versions, each read in full: %s (previous) %d items, %s (current now) %d items", j.current, curItems, j.target, tgtItems),
+		"summary: why they can differ: each holds one item per (key, window) it saw, per-key state for session and sliding windows and one watermark item per shard;")
+	if j.kind == "rebuild" {
+		res.Summary = append(res.Summary, fmt.Sprintf("  %s has only windows of records since %s, %s also older ones until their time to live removes them;", j.target, stamp(opts.From), j.current))
+	} else {
+		res.Summary = append(res.Summary, fmt.Sprintf("  %s and %s each hold the windows of the records since they started (a rebuild's -from, or the stack's deployment), until their time to live removes them;", j.target, j.current))
+	}
+	res.Summary = append(res.Summary, fmt.Sprintf("  records that arrived after the live functions switched to %s (at most their refresh interval after the swap) are in %s only;", j.target, j.target))
+	res.Summary = append(res.Summary,
+		"  a session merged by a record that bridges two stays as an item marked retracted, and whether a session was written before it merged,",
+		"  or a window was final before a late record corrected it (a new revision), depends on where batches ended — which differs between",
+		"  the live functions and a replay — so retracted items and revisions can differ while every record is counted once in each.")
 }
 
 // regionOf reads the region of an ARN (arn:aws:kinesis:REGION:…).
@@ -297,260 +653,4 @@ func regionOf(arn string) string {
 		return parts[3]
 	}
 	return ""
-}
-
-// run is one replay's followers.
-type run struct {
-	opts     Options
-	kin      StreamReader
-	h        BatchHandler
-	arn      string
-	region   string
-	shards   []*shardRun
-	stop     chan struct{} // closed at the end of the handover
-	mu       sync.Mutex
-	caughtUp chan struct{}
-	signaled bool
-}
-
-type shardRun struct {
-	id      string
-	shard   kintypes.Shard
-	parents []*shardRun
-	done    chan struct{} // closed when a closed shard has been read to its end
-	stats   ShardStats    // guarded by run.mu
-}
-
-func (r *run) update(s *shardRun, f func(st *ShardStats)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	f(&s.stats)
-	if r.signaled {
-		return
-	}
-	for _, x := range r.shards {
-		if !x.stats.CaughtUp {
-			return
-		}
-	}
-	r.signaled = true
-	close(r.caughtUp)
-}
-
-func (r *run) stopping() bool {
-	select {
-	case <-r.stop:
-		return true
-	default:
-		return false
-	}
-}
-
-// sleep waits d; false if the run is stopping or ctx ended.
-func (r *run) sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-r.stop:
-		return false
-	case <-time.After(d):
-		return true
-	}
-}
-
-// follow reads one shard from the timestamp and applies its records.
-func (r *run) follow(ctx context.Context, s *shardRun) error {
-	for _, p := range s.parents {
-		select {
-		case <-p.done:
-		case <-r.stop:
-			return nil
-		case <-ctx.Done():
-			return nil
-		}
-	}
-	r.update(s, func(st *ShardStats) { st.Waiting = false })
-	closed := s.shard.SequenceNumberRange != nil && s.shard.SequenceNumberRange.EndingSequenceNumber != nil
-	it, err := r.iterator(ctx, s.id, "")
-	if err != nil {
-		return err
-	}
-	last := ""
-	for !r.stopping() {
-		out, err := r.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(r.opts.BatchSize), StreamARN: aws.String(r.arn)})
-		var expired *kintypes.ExpiredIteratorException
-		var throttled *kintypes.ProvisionedThroughputExceededException
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.As(err, &expired):
-			if it, err = r.iterator(ctx, s.id, last); err != nil {
-				return err
-			}
-			continue
-		case errors.As(err, &throttled):
-			r.sleep(ctx, time.Second)
-			continue
-		case err != nil:
-			return fmt.Errorf("replay: reading shard %s: %w", s.id, err)
-		}
-		if len(out.Records) > 0 {
-			read, applied, skipped, err := r.apply(ctx, s.id, out.Records)
-			r.update(s, func(st *ShardStats) { st.Read += read; st.Applied += applied; st.Skipped += skipped })
-			if err != nil {
-				return err
-			}
-			last = aws.ToString(out.Records[len(out.Records)-1].SequenceNumber)
-		}
-		behind := aws.ToInt64(out.MillisBehindLatest)
-		end := out.NextShardIterator == nil || (closed && len(out.Records) == 0 && behind == 0)
-		r.update(s, func(st *ShardStats) {
-			st.MillisBehindLatest = behind
-			// At the tip: nothing returned and nothing behind. (A page can
-			// say 0 ms behind with records left that arrived in the same
-			// millisecond as its last one.)
-			if (behind == 0 && len(out.Records) == 0) || end {
-				st.CaughtUp = true
-			}
-			st.Done = end
-		})
-		if end {
-			close(s.done)
-			return nil
-		}
-		it = out.NextShardIterator
-		if len(out.Records) == 0 || behind == 0 {
-			r.sleep(ctx, r.opts.Poll)
-		}
-	}
-	return nil
-}
-
-// iterator is the shard's iterator at the timestamp, or after last.
-func (r *run) iterator(ctx context.Context, shard, last string) (*string, error) {
-	in := &kinesis.GetShardIteratorInput{StreamARN: aws.String(r.arn), ShardId: aws.String(shard),
-		ShardIteratorType: kintypes.ShardIteratorTypeAtTimestamp, Timestamp: aws.Time(r.opts.From)}
-	if last != "" {
-		in.ShardIteratorType, in.Timestamp, in.StartingSequenceNumber = kintypes.ShardIteratorTypeAfterSequenceNumber, nil, aws.String(last)
-	}
-	out, err := r.kin.GetShardIterator(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("replay: iterator of shard %s: %w", shard, err)
-	}
-	return out.ShardIterator, nil
-}
-
-// apply hands a page to the handler as Lambda would: retried from the
-// lowest failed record; a record still failing after MaxAttempts is skipped
-// (and counted), as Lambda's retry limit would send it to the on-failure
-// destination.
-func (r *run) apply(ctx context.Context, shard string, recs []kintypes.Record) (read, applied, skipped int, err error) {
-	read = len(recs)
-	pending := r.event(shard, recs)
-	attempts := 0
-	for len(pending) > 0 {
-		resp, err := r.h.HandleBatch(ctx, events.KinesisEvent{Records: pending})
-		if err != nil {
-			attempts++
-			if attempts >= r.opts.MaxAttempts || ctx.Err() != nil {
-				return read, applied, skipped, fmt.Errorf("replay: shard %s: batch from %s failed %d times: %w", shard, pending[0].Kinesis.SequenceNumber, attempts, err)
-			}
-			r.backoff(ctx, attempts)
-			continue
-		}
-		if len(resp.BatchItemFailures) == 0 {
-			return read, applied + len(pending), skipped, nil
-		}
-		failed := map[string]bool{}
-		for _, f := range resp.BatchItemFailures {
-			failed[f.ItemIdentifier] = true
-		}
-		lowest := 0
-		for i, rec := range pending {
-			if failed[rec.Kinesis.SequenceNumber] {
-				lowest = i
-				break
-			}
-		}
-		applied += lowest
-		pending = pending[lowest:]
-		if lowest > 0 {
-			attempts = 0
-		}
-		attempts++
-		if attempts >= r.opts.MaxAttempts {
-			fmt.Fprintf(r.opts.Progress, "replay: shard %s: record %s still failed after %d attempts: skipped (see the handler's log for why)\n", shard, pending[0].Kinesis.SequenceNumber, attempts)
-			skipped++
-			pending = pending[1:]
-			attempts = 0
-			continue
-		}
-		r.backoff(ctx, attempts)
-	}
-	return read, applied, skipped, nil
-}
-
-func (r *run) backoff(ctx context.Context, attempt int) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
-	}
-}
-
-// event shapes GetRecords records as the records of a Lambda Kinesis event.
-func (r *run) event(shard string, recs []kintypes.Record) []events.KinesisEventRecord {
-	out := make([]events.KinesisEventRecord, len(recs))
-	for i, rec := range recs {
-		seq := aws.ToString(rec.SequenceNumber)
-		out[i] = events.KinesisEventRecord{
-			AwsRegion: r.region, EventID: shard + ":" + seq, EventName: "aws:kinesis:record",
-			EventSource: "aws:kinesis", EventSourceArn: r.arn, EventVersion: "1.0",
-			Kinesis: events.KinesisRecord{
-				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: aws.ToTime(rec.ApproximateArrivalTimestamp)},
-				Data:                        rec.Data, EncryptionType: string(rec.EncryptionType),
-				PartitionKey: aws.ToString(rec.PartitionKey), SequenceNumber: seq, KinesisSchemaVersion: "1.0",
-			},
-		}
-	}
-	return out
-}
-
-// report writes one progress line: totals, then each shard.
-func (r *run) report(prefix string) {
-	res := &Result{}
-	r.fill(res)
-	caught := 0
-	var b strings.Builder
-	for _, s := range res.Shards {
-		if s.CaughtUp {
-			caught++
-		}
-		state := fmt.Sprintf("behind %dms", s.MillisBehindLatest)
-		switch {
-		case s.Waiting:
-			state = "waiting for its parents"
-		case s.Done:
-			state = "closed, read to its end"
-		}
-		fmt.Fprintf(&b, " | %s read %d applied %d", s.Shard, s.Read, s.Applied)
-		if s.Skipped > 0 {
-			fmt.Fprintf(&b, " skipped %d", s.Skipped)
-		}
-		b.WriteString(" " + state)
-	}
-	fmt.Fprintf(r.opts.Progress, "%s: %d/%d shards caught up, read %d applied %d skipped %d%s\n",
-		prefix, caught, len(res.Shards), res.Read, res.Applied, res.Skipped, b.String())
-}
-
-func (r *run) fill(res *Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	res.Shards, res.Read, res.Applied, res.Skipped = nil, 0, 0, 0
-	for _, s := range r.shards {
-		res.Shards = append(res.Shards, s.stats)
-		res.Read += s.stats.Read
-		res.Applied += s.stats.Applied
-		res.Skipped += s.stats.Skipped
-	}
-	sort.Slice(res.Shards, func(i, j int) bool { return res.Shards[i].Shard < res.Shards[j].Shard })
 }

@@ -127,7 +127,12 @@ func (s *Snapshotter) Snapshot(ctx context.Context, table string) (*SnapshotResu
 		table = s.table
 	}
 	if table == "" {
-		return nil, errors.New(`snapshot: input field "table" is empty and no default table is configured (PROFILES_TABLE_NAME)`)
+		return nil, errors.New(`input field "table" is empty and no default table is configured (PROFILES_TABLE_NAME)`)
+	}
+	if s.skew < 0 {
+		// A negative skew puts StartAt after the scan began: a consumer
+		// starting there misses the changes (and snapshot records) before it.
+		return nil, fmt.Errorf("clock skew %s: must not be negative (StartAt would come after records the snapshot publishes)", s.skew)
 	}
 	start := s.now()
 	res := &SnapshotResult{Table: table, Stream: s.stream, StartingPosition: "AT_TIMESTAMP",

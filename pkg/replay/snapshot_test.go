@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,5 +239,14 @@ func TestSnapshotStartLeavesNoGap(t *testing.T) {
 	late, _ := consume(t, kin, events, finished)
 	if late["u-002"] != nil {
 		t.Errorf("a consumer starting after the snapshot has u-002 = %v: the test did not publish it during the scan", late["u-002"])
+	}
+}
+
+// A negative clock skew would put StartAt after the scan began (a consumer
+// starting there misses snapshot records): refused before anything is read.
+func TestSnapshotRefusesNegativeClockSkew(t *testing.T) {
+	s := replay.NewSnapshotter(nil, nil, nil, "events", replay.WithClockSkew(-5*time.Second))
+	if res, err := s.Snapshot(context.Background(), "profiles"); err == nil || res != nil || !strings.Contains(err.Error(), "clock skew -5s") {
+		t.Errorf("Snapshot with skew -5s: %+v, %v; want a refusal naming the skew", res, err)
 	}
 }

@@ -2,10 +2,10 @@ package replay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,13 +22,13 @@ type TableAdmin interface {
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 	DescribeContinuousBackups(ctx context.Context, in *dynamodb.DescribeContinuousBackupsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeContinuousBackupsOutput, error)
 	UpdateContinuousBackups(ctx context.Context, in *dynamodb.UpdateContinuousBackupsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateContinuousBackupsOutput, error)
+	TagResource(ctx context.Context, in *dynamodb.TagResourceInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TagResourceOutput, error)
+	ListTagsOfResource(ctx context.Context, in *dynamodb.ListTagsOfResourceInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ListTagsOfResourceOutput, error)
+	ListTables(ctx context.Context, in *dynamodb.ListTablesInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ListTablesOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
 var _ TableAdmin = (*dynamodb.Client)(nil)
-
-// ErrDeleteCurrent is returned by DeleteVersion for the version the
-// registry names.
-var ErrDeleteCurrent = errors.New("replay: refusing to delete the current views table")
 
 var versionSuffix = regexp.MustCompile(`^(.*)-v([0-9]+)$`)
 
@@ -60,11 +60,10 @@ type VersionPlan struct {
 // specification, table class, deletion protection, TTL and point-in-time
 // recovery. Items, tags, backups and alarms are not copied.
 func PlanVersion(ctx context.Context, db TableAdmin, table, name string) (*VersionPlan, error) {
-	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	t, err := describeTable(ctx, db, table)
 	if err != nil {
-		return nil, fmt.Errorf("replay: describing views table %s: %w", table, err)
+		return nil, err
 	}
-	t := d.Table
 	in := &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		KeySchema:            t.KeySchema,
@@ -103,14 +102,14 @@ func PlanVersion(ctx context.Context, db TableAdmin, table, name string) (*Versi
 	plan := &VersionPlan{From: table, Name: name, Input: in}
 	ttl, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
 	if err != nil {
-		return nil, fmt.Errorf("replay: describing time to live of %s: %w", table, err)
+		return nil, fmt.Errorf("describing time to live of %s: %w", table, err)
 	}
 	if s := ttl.TimeToLiveDescription; s != nil && (s.TimeToLiveStatus == types.TimeToLiveStatusEnabled || s.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
 		plan.TTLAttribute = aws.ToString(s.AttributeName)
 	}
 	cb, err := db.DescribeContinuousBackups(ctx, &dynamodb.DescribeContinuousBackupsInput{TableName: aws.String(table)})
 	if err != nil {
-		return nil, fmt.Errorf("replay: describing point-in-time recovery of %s: %w", table, err)
+		return nil, fmt.Errorf("describing point-in-time recovery of %s: %w", table, err)
 	}
 	if d := cb.ContinuousBackupsDescription; d != nil && d.PointInTimeRecoveryDescription != nil &&
 		d.PointInTimeRecoveryDescription.PointInTimeRecoveryStatus == types.PointInTimeRecoveryStatusEnabled {
@@ -149,61 +148,46 @@ func (p *VersionPlan) Describe() []string {
 	if p.PointInTimeRecovery {
 		lines = append(lines, "  point-in-time recovery")
 	}
+	if len(in.Tags) > 0 {
+		var tags []string
+		for _, t := range in.Tags {
+			tags = append(tags, aws.ToString(t.Key)+"="+aws.ToString(t.Value))
+		}
+		lines = append(lines, "  tags "+strings.Join(tags, " "))
+	}
 	return lines
 }
 
 // Create creates the table, waits until it is ACTIVE and enables its TTL.
 func (p *VersionPlan) Create(ctx context.Context, db TableAdmin) error {
 	if _, err := db.CreateTable(ctx, p.Input); err != nil {
-		return fmt.Errorf("replay: creating views table %s: %w", p.Name, err)
+		return fmt.Errorf("creating views table %s: %w", p.Name, err)
 	}
 	for {
 		d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(p.Name)})
 		if err != nil {
-			return fmt.Errorf("replay: waiting for views table %s: %w", p.Name, err)
+			return fmt.Errorf("waiting for views table %s: %w", p.Name, err)
 		}
 		if d.Table.TableStatus == types.TableStatusActive {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("replay: waiting for views table %s: %w", p.Name, ctx.Err())
+			return fmt.Errorf("waiting for views table %s: %w", p.Name, ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 	if p.TTLAttribute != "" {
 		if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(p.Name),
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(p.TTLAttribute), Enabled: aws.Bool(true)}}); err != nil {
-			return fmt.Errorf("replay: enabling time to live on %s of views table %s: %w", p.TTLAttribute, p.Name, err)
+			return fmt.Errorf("enabling time to live on %s of views table %s: %w", p.TTLAttribute, p.Name, err)
 		}
 	}
 	if p.PointInTimeRecovery {
 		if _, err := db.UpdateContinuousBackups(ctx, &dynamodb.UpdateContinuousBackupsInput{TableName: aws.String(p.Name),
 			PointInTimeRecoverySpecification: &types.PointInTimeRecoverySpecification{PointInTimeRecoveryEnabled: aws.Bool(true)}}); err != nil {
-			return fmt.Errorf("replay: enabling point-in-time recovery of views table %s: %w", p.Name, err)
+			return fmt.Errorf("enabling point-in-time recovery of views table %s: %w", p.Name, err)
 		}
-	}
-	return nil
-}
-
-// DeleteVersion deletes a views table version the registry does not name
-// (ErrDeleteCurrent for the one it names). With dryRun it only checks.
-func DeleteVersion(ctx context.Context, db TableAdmin, reg *Registry, table string, dryRun bool) error {
-	current, _, err := reg.Current(ctx)
-	if err != nil {
-		return err
-	}
-	if current == table {
-		return fmt.Errorf("table %s is named by parameter %s: %w", table, reg.Name(), ErrDeleteCurrent)
-	}
-	if _, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
-		return fmt.Errorf("replay: describing views table %s: %w", table, err)
-	}
-	if dryRun {
-		return nil
-	}
-	if _, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
-		return fmt.Errorf("replay: deleting views table %s: %w", table, err)
 	}
 	return nil
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/ddbsize"
 )
 
 // dynamoTargetPrefix starts the X-Amz-Target header of every DynamoDB call.
@@ -49,7 +51,17 @@ type Counts struct {
 	// BatchWriteItem and of a TransactWriteItems. Writes of requests that
 	// failed are included: DynamoDB charges a failed conditional write too.
 	Writes []Write
+	// ReadHalfUnits is the read capacity the reads consumed, in half units
+	// (an eventually consistent read of up to 4 KB costs one half unit), by
+	// DynamoDB's rules applied to the items each response returned: GetItem
+	// and BatchGetItem per item (a missing item still costs the minimum),
+	// Query and Scan per page on the sum of its items' sizes, and
+	// TransactGetItems twice.
+	ReadHalfUnits int
 }
+
+// ReadUnits is ReadHalfUnits in read capacity units.
+func (c Counts) ReadUnits() float64 { return float64(c.ReadHalfUnits) / 2 }
 
 // OpCount is the number of requests of one kind and how many of them failed
 // (answered with a status other than 2xx, for example a
@@ -113,6 +125,7 @@ func (c *Counter) Snapshot() Counts {
 		out.Other[k] = v
 	}
 	out.Writes = append([]Write(nil), c.counts.Writes...)
+	out.ReadHalfUnits = c.counts.ReadHalfUnits
 	return out
 }
 
@@ -144,10 +157,18 @@ func (c *Counter) Wrap(h http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		tables, writes := parseDynamoRequest(op, body)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		if isRead(op) {
+			sw.body = &bytes.Buffer{}
+		}
 		h.ServeHTTP(sw, r)
 		failed := sw.status < 200 || sw.status > 299
+		half := 0
+		if sw.body != nil && !failed {
+			half = readHalfUnits(op, body, sw.body.Bytes())
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.counts.ReadHalfUnits += half
 		c.counts.DynamoDB[op] = c.counts.DynamoDB[op].add(failed)
 		for _, t := range tables {
 			ops := c.counts.Tables[t]
@@ -178,6 +199,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status      int
 	wroteHeader bool
+	body        *bytes.Buffer // a copy of the response, for reads
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -189,7 +211,80 @@ func (s *statusWriter) WriteHeader(code int) {
 
 func (s *statusWriter) Write(b []byte) (int, error) {
 	s.wroteHeader = true
+	if s.body != nil {
+		s.body.Write(b)
+	}
 	return s.ResponseWriter.Write(b)
+}
+
+func isRead(op string) bool {
+	switch op {
+	case "GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems":
+		return true
+	}
+	return false
+}
+
+// readHalfUnits prices one read response in half read units: 4 KB per half
+// unit eventually consistent, per unit strongly consistent.
+func readHalfUnits(op string, req, resp []byte) int {
+	var in struct {
+		ConsistentRead bool
+		RequestItems   map[string]struct {
+			Keys           []json.RawMessage
+			ConsistentRead bool
+		}
+	}
+	_ = json.Unmarshal(req, &in)
+	per := func(size int, consistent bool) int {
+		h := capacityUnits(size, 4096)
+		if consistent {
+			h *= 2
+		}
+		return h
+	}
+	switch op {
+	case "GetItem":
+		var out struct{ Item map[string]wireValue }
+		_ = json.Unmarshal(resp, &out)
+		return per(ItemSize(toItem(out.Item)), in.ConsistentRead)
+	case "BatchGetItem":
+		var out struct {
+			Responses map[string][]map[string]wireValue
+		}
+		_ = json.Unmarshal(resp, &out)
+		n := 0
+		for table, items := range out.Responses {
+			consistent := in.RequestItems[table].ConsistentRead
+			for _, it := range items {
+				n += per(ItemSize(toItem(it)), consistent)
+			}
+			// Keys asked for and not found cost the minimum too.
+			if missing := len(in.RequestItems[table].Keys) - len(items); missing > 0 {
+				n += missing * per(0, consistent)
+			}
+		}
+		return n
+	case "Query", "Scan":
+		var out struct{ Items []map[string]wireValue }
+		_ = json.Unmarshal(resp, &out)
+		size := 0
+		for _, it := range out.Items {
+			size += ItemSize(toItem(it))
+		}
+		return per(size, in.ConsistentRead)
+	case "TransactGetItems":
+		var out struct {
+			Responses []struct{ Item map[string]wireValue }
+		}
+		_ = json.Unmarshal(resp, &out)
+		n := 0
+		for _, r := range out.Responses {
+			n += 2 * per(ItemSize(toItem(r.Item)), true)
+		}
+		return n
+	}
+	return 0
 }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
@@ -373,80 +468,9 @@ func canonicalNumber(n string) string {
 	return f.Text('g', -1)
 }
 
-// ItemSize is the size of an item in bytes by DynamoDB's rules: the UTF-8
-// length of each attribute name plus the size of its value.
-func ItemSize(item map[string]ddbtypes.AttributeValue) int {
-	n := 0
-	for name, v := range item {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-// valueSize follows "DynamoDB item sizes and formats": strings and binaries
-// by their bytes; numbers 1 byte per two significant digits plus 1; null and
-// boolean 1 byte; a list or map 3 bytes plus 1 per element plus the
-// elements (map keys included); sets the sum of their elements.
-func valueSize(v ddbtypes.AttributeValue) int {
-	switch v := v.(type) {
-	case *ddbtypes.AttributeValueMemberS:
-		return len(v.Value)
-	case *ddbtypes.AttributeValueMemberN:
-		return numberSize(v.Value)
-	case *ddbtypes.AttributeValueMemberB:
-		return len(v.Value)
-	case *ddbtypes.AttributeValueMemberBOOL, *ddbtypes.AttributeValueMemberNULL:
-		return 1
-	case *ddbtypes.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += numberSize(s)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *ddbtypes.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 0
-}
-
-func numberSize(n string) int {
-	d := len(significantDigits(n))
-	return (d+1)/2 + 1
-}
-
-// significantDigits strips sign, decimal point, exponent and leading and
-// trailing zeros from a DynamoDB number.
-func significantDigits(n string) string {
-	n = strings.TrimLeft(n, "+-")
-	if i := strings.IndexAny(n, "eE"); i >= 0 {
-		n = n[:i]
-	}
-	n = strings.Replace(n, ".", "", 1)
-	n = strings.Trim(n, "0")
-	return n
-}
+// ItemSize is the size of an item in bytes by DynamoDB's rules (package
+// ddbsize).
+func ItemSize(item map[string]ddbtypes.AttributeValue) int { return ddbsize.Item(item) }
 
 // parseDynamoRequest extracts the tables a DynamoDB request touches and the
 // item writes it makes. A body it cannot parse is counted without tables.

@@ -167,6 +167,70 @@ func TestCountingStandin(t *testing.T) {
 	if wu.Total != 11 || wu.ByTable["dedupe"] != 6 || wu.ByTable["counts"] != 5 || wu.ByOp["TransactWriteItems"] != 4 || wu.Estimated != 0 {
 		t.Errorf("WriteUnits = %+v, want total 11 (dedupe 6, counts 5, TransactWriteItems 4, none estimated)", wu)
 	}
+	// One strongly consistent GetItem of a small item: 1 read unit.
+	if got := c.ReadUnits(); got != 1 {
+		t.Errorf("ReadUnits = %v, want 1", got)
+	}
+}
+
+// TestReadUnits prices reads as DynamoDB does: per 4 KB, half for an
+// eventually consistent read, per item for BatchGetItem (a missing key
+// costs the minimum), per page for a Scan.
+func TestReadUnits(t *testing.T) {
+	ctx := context.Background()
+	srv, counter := startCounting(t)
+	cfg, err := standin.Config(ctx, srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := dynamodb.NewFromConfig(cfg)
+	createKeyedTable(t, db, "r")
+	item := func(pk string, size int) map[string]ddbtypes.AttributeValue {
+		return map[string]ddbtypes.AttributeValue{
+			"pk":  &ddbtypes.AttributeValueMemberS{Value: pk},
+			"pad": &ddbtypes.AttributeValueMemberS{Value: strings.Repeat("x", size-len("pk")-len(pk)-len("pad"))},
+		}
+	}
+	for pk, size := range map[string]int{"a": 5000, "b": 100} {
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("r"), Item: item(pk, size)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(pk string) map[string]ddbtypes.AttributeValue {
+		return map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: pk}}
+	}
+	tests := []struct {
+		name string
+		read func() error
+		want float64
+	}{
+		{"eventually consistent get of 5,000 bytes", func() error {
+			_, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("r"), Key: key("a")})
+			return err
+		}, 1},
+		{"strongly consistent get of 5,000 bytes", func() error {
+			_, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("r"), Key: key("a"), ConsistentRead: aws.Bool(true)})
+			return err
+		}, 2},
+		{"batch get of two items and a missing one, consistent", func() error {
+			_, err := db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]ddbtypes.KeysAndAttributes{
+				"r": {Keys: []map[string]ddbtypes.AttributeValue{key("a"), key("b"), key("zz")}, ConsistentRead: aws.Bool(true)}}})
+			return err
+		}, 4},
+		{"scan of 5,100 bytes", func() error {
+			_, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("r")})
+			return err
+		}, 1},
+	}
+	for _, tt := range tests {
+		counter.Reset()
+		if err := tt.read(); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got := counter.Snapshot().ReadUnits(); got != tt.want {
+			t.Errorf("%s: %v read units, want %v", tt.name, got, tt.want)
+		}
+	}
 }
 
 func startCounting(t *testing.T) (*standin.Server, *standin.Counter) {

@@ -54,63 +54,44 @@ type View struct {
 	UpdatedAt           string
 }
 
-// Finalize makes a window final: merges its parts into one and sets revision
-// 1. The window stays listed in the open-windows index until Unlist, so a
-// caller that fails to emit the final result finds it again on retry.
-// Finalizing a final window changes nothing and reports already=true, so the
-// ticker and the handler may race.
+// Finalize makes a window final and returns its view: one conditional
+// UpdateItem (status final, revision 1), no read — the parts are merged from
+// the item the write returns. The window stays listed in the open-windows
+// index until Unlist, so a caller that fails to emit the final result finds
+// it again on retry. Finalizing a final window changes nothing and reports
+// already=true (with the window as it is), so the ticker and the handler may
+// race.
 func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool, err error) {
-	key := itemKey(ref.PK, ref.SK)
-	for attempt := 0; attempt < v.attempts; attempt++ {
-		out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(v.table), Key: key, ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return View{}, false, fmt.Errorf("state: finalize %s %s: %w", ref.PK, ref.SK, err)
-		}
-		if len(out.Item) == 0 {
+	ex, err := expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name(attrStatus), expression.Value(statusFinal)).
+			Set(expression.Name(attrRevision), expression.Value(1)).
+			Set(expression.Name(attrFinalAt), expression.Value(v.now().UTC().Format(TimeLayout))).
+			Add(expression.Name(attrVersion), expression.Value(1))).
+		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusOpen))).
+		Build()
+	if err != nil {
+		return View{}, false, err
+	}
+	out, err := v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(v.table), Key: itemKey(ref.PK, ref.SK),
+		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if len(ccf.Item) == 0 {
 			return View{}, false, fmt.Errorf("state: finalize %s %s: no such window", ref.PK, ref.SK)
 		}
-		if stringAttr(out.Item, attrStatus) == statusFinal {
-			view, err := v.view(out.Item)
-			return view, true, err
-		}
-		merged, err := v.merged(out.Item)
-		if err != nil {
-			return View{}, false, err
-		}
-		blob, err := merged.MarshalBinary()
-		if err != nil {
-			return View{}, false, err
-		}
-		ver := intAttr(out.Item, attrVersion)
-		ex, err := expression.NewBuilder().
-			WithUpdate(expression.Set(expression.Name(attrStatus), expression.Value(statusFinal)).
-				Set(expression.Name(attrRevision), expression.Value(1)).
-				Set(expression.Name(attrParts), expression.Value([]any{blob})).
-				Set(expression.Name(attrNParts), expression.Value(1)).
-				Set(expression.Name(attrVersion), expression.Value(ver+1)).
-				Set(expression.Name(attrFinalAt), expression.Value(v.now().UTC().Format(TimeLayout)))).
-			WithCondition(expression.Equal(expression.Name(attrVersion), expression.Value(ver))).
-			Build()
-		if err != nil {
-			return View{}, false, err
-		}
-		_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(v.table), Key: key,
-			UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
-		})
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			continue // a write landed in between: read again
-		}
-		if err != nil {
-			return View{}, false, fmt.Errorf("state: finalize %s %s: %w", ref.PK, ref.SK, err)
-		}
-		view, err := v.view(out.Item)
-		view.Final, view.Revision, view.Result = true, 1, merged.Result()
-		return view, false, err
+		view, err := v.view(ccf.Item)
+		return view, true, err
 	}
-	return View{}, false, ErrConflict
+	if err != nil {
+		return View{}, false, fmt.Errorf("state: finalize %s %s: %w", ref.PK, ref.SK, err)
+	}
+	view, err = v.view(out.Attributes)
+	return view, false, err
 }
 
 // Unlist takes a final window off the open-windows index, once its final

@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/dedupe"
 )
 
 // tableCreator is what CreateTable needs.
@@ -45,4 +47,21 @@ func CreateTable(ctx context.Context, db tableCreator, name string) error {
 		return fmt.Errorf("state: creating table %s: %w", name, err)
 	}
 	return nil
+}
+
+// TTLAttribute is the views table's time-to-live attribute.
+const TTLAttribute = attrExpiresAt
+
+// LedgerKey places a pipeline's dedupe ledger in its views table: partition
+// key "dedupe#<pipeline>#<key>", sort key "head" or "seg#<n>", apart from
+// every window item ("<pipeline>#<key>").
+func LedgerKey(pipeline string) dedupe.ItemKey {
+	prefix := "dedupe#" + pipeline + "#"
+	return func(key string, segment int64) map[string]types.AttributeValue {
+		sk := "head"
+		if segment != dedupe.Head {
+			sk = fmt.Sprintf("seg#%012d", segment)
+		}
+		return itemKey(prefix+key, sk)
+	}
 }

@@ -1,0 +1,167 @@
+// Package cli is what the operator commands (cmd/replay, cmd/redrive,
+// cmd/snapshot) share: parsing that names the wrong flag in one line and
+// exits 0 on -h, range checks that say the allowed range, one exit status
+// per outcome, and an AWS configuration that refuses to guess a region.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+)
+
+// Exit statuses, the same for every operator command.
+const (
+	ExitOK = 0
+	// ExitError: something failed while running (AWS answered with an
+	// error, a record kept failing).
+	ExitError = 1
+	// ExitUsage: the command line (or the environment it reads) is wrong;
+	// nothing was read or changed.
+	ExitUsage = 2
+	// ExitRefused: the command checked what it would change and refused
+	// (a table that is not a version, a time outside the stream); nothing
+	// was changed.
+	ExitRefused = 3
+	// ExitInterrupted: Ctrl-C or SIGTERM.
+	ExitInterrupted = 130
+)
+
+// RegionHelp says where the commands take the region and endpoint from; each
+// command's -h prints it.
+const RegionHelp = `AWS settings: the region comes from AWS_REGION (or AWS_DEFAULT_REGION), or from the
+profile AWS_PROFILE names in ~/.aws/config; with none of them set the command refuses to
+run rather than guess one. Credentials come from the usual chain. AWS_ENDPOINT_URL, when
+set, points every call at that endpoint (the local stand-in, with make local-up:
+export AWS_ENDPOINT_URL=http://127.0.0.1:4566 AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test
+AWS_SECRET_ACCESS_KEY=test).`
+
+// UsageError is a command line that cannot run. Flag names the wrong flag
+// ("" when the problem is not one flag's).
+type UsageError struct {
+	Flag string
+	Msg  string
+}
+
+func (e *UsageError) Error() string {
+	if e.Flag == "" {
+		return e.Msg
+	}
+	return "-" + e.Flag + " " + e.Msg
+}
+
+// Usagef returns a *UsageError for flag.
+func Usagef(flag, format string, args ...any) error {
+	return &UsageError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Parse parses args into fs without printing anything. On -h or -help it
+// writes usage (a synopsis), the flags and footer to help and returns
+// flag.ErrHelp; an unknown flag, a value that does not parse or a positional
+// argument comes back as a one-line *UsageError naming it.
+func Parse(fs *flag.FlagSet, args []string, help io.Writer, usage, footer string) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(help, usage)
+		fmt.Fprintln(help, "\nflags:")
+		fs.SetOutput(help)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		if footer != "" {
+			fmt.Fprintln(help, "\n"+footer)
+		}
+		return flag.ErrHelp
+	}
+	if err != nil {
+		return &UsageError{Msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return &UsageError{Msg: fmt.Sprintf("unexpected argument %q (every value is given with a flag)", fs.Arg(0))}
+	}
+	return nil
+}
+
+// Required is a *UsageError when v is empty.
+func Required(flag, v, what string) error {
+	if strings.TrimSpace(v) == "" {
+		return Usagef(flag, "is required: %s", what)
+	}
+	return nil
+}
+
+// DurationIn is a *UsageError when d is outside [lo, hi].
+func DurationIn(flag string, d, lo, hi time.Duration, why string) error {
+	if d < lo || d > hi {
+		msg := fmt.Sprintf("%s: must be from %s to %s", d, lo, hi)
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		return &UsageError{Flag: flag, Msg: msg}
+	}
+	return nil
+}
+
+// IntIn is a *UsageError when n is outside [lo, hi].
+func IntIn(flag string, n, lo, hi int, why string) error {
+	if n < lo || n > hi {
+		msg := fmt.Sprintf("%d: must be from %d to %d", n, lo, hi)
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		return &UsageError{Flag: flag, Msg: msg}
+	}
+	return nil
+}
+
+// NameRule is an AWS naming rule the commands check before calling AWS.
+type NameRule struct {
+	chars    *regexp.Regexp
+	min, max int
+	// Rule says the rule to a user.
+	Rule string
+}
+
+// Check is a *UsageError naming flag when v breaks the rule.
+func (n NameRule) Check(flag, v string) error {
+	if len(v) < n.min || len(v) > n.max || !n.chars.MatchString(v) {
+		return Usagef(flag, "%q: %s", v, n.Rule)
+	}
+	return nil
+}
+
+// AWS naming rules.
+var (
+	TableName     = NameRule{regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`), 3, 255, "a DynamoDB table name is 3 to 255 letters, digits, '_', '-' or '.'"}
+	StreamName    = NameRule{regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`), 1, 128, "a Kinesis stream name is 1 to 128 letters, digits, '_', '-' or '.'"}
+	ParameterName = NameRule{regexp.MustCompile(`^[a-zA-Z0-9_./-]+$`), 1, 2048, "an SSM parameter name is 1 to 2048 letters, digits, '_', '.', '-' or '/'"}
+	// QueueName: SQS, 1 to 80 of [a-zA-Z0-9_-], a FIFO queue's ending in .fifo.
+	QueueName     = NameRule{regexp.MustCompile(`^[a-zA-Z0-9_-]+(\.fifo)?$`), 1, 80, "an SQS queue name is 1 to 80 letters, digits, '_' or '-' (a FIFO queue's ends in .fifo)"}
+	AttributeName = NameRule{regexp.MustCompile(`^.+$`), 1, 255, "a DynamoDB attribute name is 1 to 255 characters"}
+)
+
+// ErrNoRegion is returned by LoadAWS when no region is configured.
+var ErrNoRegion = errors.New("no AWS region is set: set AWS_REGION (or AWS_DEFAULT_REGION), or use a profile (AWS_PROFILE) whose ~/.aws/config entry has a region; the command does not guess one")
+
+// LoadAWS loads the default AWS configuration and refuses one without a
+// region (ErrNoRegion) instead of falling back to a default: an operator
+// tool that picks us-east-1 on its own can act on the wrong deployment.
+func LoadAWS(ctx context.Context) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return cfg, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return cfg, ErrNoRegion
+	}
+	return cfg, nil
+}

@@ -1,0 +1,187 @@
+package aggregate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/dedupe"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// Suppression of producer duplicates by event id (package dedupe): a batch
+// (per-batch path) judges its records against the keys' ledgers and commits
+// their claims, one conditional write per key with new ids, before any
+// window is written; an interval (per-interval path) carries its new claims
+// in Lambda's window state and commits them at the flush, so the ledger
+// costs one write per key per interval, like the windows.
+
+// Keys of the tumbling-window state used by dedupe.
+const (
+	statePending  = "dd" // claims made in the interval, not yet written
+	stateInterval = "di" // a nonce naming the interval (and the generation of its claims)
+)
+
+// pendingStateBudget bounds the claims an interval carries in the window
+// state (Lambda allows 1 MB for the whole state): past it they are written
+// early and the interval goes on with a new generation.
+const pendingStateBudget = 256 << 10
+
+// ledgerStore is what a ledger in the views table needs of DynamoDB.
+type ledgerStore interface {
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// NewLedger returns the dedupe ledger of cfg's pipeline, kept in its views
+// table, or nil when the pipeline does not suppress duplicates by id.
+func NewLedger(db ledgerStore, table string, cfg *pipeline.Config) *dedupe.Ledger {
+	if cfg.DedupeHorizon <= 0 {
+		return nil
+	}
+	return dedupe.NewLedger(db, table, state.LedgerKey(cfg.Name),
+		dedupe.WithHorizon(cfg.DedupeHorizon), dedupe.WithTTLAttribute(state.TTLAttribute))
+}
+
+// candidateOf is a decoded record's identity for the ledger.
+func candidateOf(shard string, rec *events.KinesisEventRecord, env *stream.Envelope) dedupe.Candidate {
+	arrival := rec.Kinesis.ApproximateArrivalTimestamp.Time
+	if arrival.IsZero() {
+		arrival = env.ReceivedAt
+	}
+	if arrival.IsZero() {
+		arrival = time.Now()
+	}
+	return dedupe.Candidate{Key: env.Key, Entry: dedupe.Entry{
+		ID:      dedupe.IdentityOf(env.Key, env.ID),
+		Content: dedupe.ContentOf(env.Type, env.OccurredAt, env.Data),
+		Claim:   dedupe.ClaimOf(shard, rec.Kinesis.SequenceNumber),
+		Arrival: uint32(arrival.Unix()),
+	}}
+}
+
+// judgeBatch judges a batch's records and commits their claims. Records of
+// a key whose commit failed (a transient error) are not routed and are
+// reported failed, so they come again.
+func (p *Processor) judgeBatch(ctx context.Context, c *collector) error {
+	if p.ledger == nil || len(c.cands) == 0 {
+		return nil
+	}
+	before := p.ledger.Stats()
+	s := p.ledger.Begin("", nil)
+	if err := s.Judge(ctx, c.cands); err != nil {
+		return fmt.Errorf("aggregate: dedupe: %w", err)
+	}
+	failed := s.Commit(ctx, p.concurrency)
+	c.verdicts = s.Verdicts()
+	if len(failed) > 0 {
+		bad := map[string]bool{}
+		for _, f := range failed {
+			bad[f.Key] = true
+			p.log.Error("dedupe ledger write failed: the key's records will be retried", "shard", c.shard, "key", f.Key, "error", f.Err.Error())
+		}
+		for i := range c.decoded {
+			d := &c.decoded[i]
+			if d.cand >= 0 && bad[c.cands[d.cand].Key] {
+				c.verdicts[d.cand] = 0 // not judged: neither applied nor suppressed
+				c.failures.Add(d.seq)
+			}
+		}
+	}
+	p.countDedupe(c, before, nil)
+	return nil
+}
+
+// judgeInterval judges one invocation's records of an interval against the
+// ledger and the claims the state carries; the final invocation commits
+// them (an error then fails the invocation: Lambda retries it with the same
+// state). It returns the dedupe entries of the next state; st is not
+// changed (Lambda may send it again).
+func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[string]string, final bool) (map[string]string, error) {
+	next := map[string]string{}
+	if p.ledger == nil {
+		return next, nil
+	}
+	carried, err := dedupe.DecodePending(st[statePending])
+	if err != nil {
+		return nil, fmt.Errorf("aggregate: window state %q: %w", statePending, err)
+	}
+	nonce := st[stateInterval]
+	if nonce == "" {
+		nonce = newNonce()
+	}
+	before := p.ledger.Stats()
+	s := p.ledger.Begin(c.shard+"/"+nonce, carried)
+	if err := s.Judge(ctx, c.cands); err != nil {
+		return nil, fmt.Errorf("aggregate: dedupe: %w", err)
+	}
+	commit := final || dedupe.EncodedPendingSize(s.PendingCount()) > pendingStateBudget
+	if commit {
+		failed := s.Commit(ctx, p.concurrency)
+		if final && len(failed) > 0 {
+			return nil, fmt.Errorf("aggregate: dedupe ledger of key %q: %w (and %d more keys)", failed[0].Key, failed[0].Err, len(failed)-1)
+		}
+		// Written claims were read afresh by no one else yet: a new
+		// generation makes every process read the ledger again.
+		nonce = newNonce()
+	}
+	c.verdicts = s.Verdicts()
+	if pending := dedupe.EncodePending(s.Pending()); pending != "" {
+		next[statePending] = pending
+	}
+	next[stateInterval] = nonce
+	p.countDedupe(c, before, s.Raced)
+	return next, nil
+}
+
+func newNonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// countDedupe publishes what judging did and names each conflict.
+func (p *Processor) countDedupe(c *collector, before dedupe.Stats, raced []dedupe.Candidate) {
+	dups, conflicts := 0, 0
+	for i, v := range c.verdicts {
+		switch v {
+		case dedupe.Duplicate:
+			dups++
+		case dedupe.Conflict:
+			conflicts++
+			p.log.Warn("event id reused with other content: refused, not applied",
+				"shard", c.shard, "sequenceNumber", c.seqOfCand(i), "key", c.cands[i].Key, "id", c.ids[i], "field", "id",
+				"reason", "an event with this key and id was accepted earlier with a different type, occurredAt or data")
+		}
+	}
+	after := p.ledger.Stats()
+	p.metrics.Add("DuplicatesSuppressed", metrics.Count, float64(dups))
+	p.metrics.Add("DuplicateConflicts", metrics.Count, float64(conflicts))
+	p.metrics.Add("LedgerWrites", metrics.Count, float64(after.Writes-before.Writes))
+	p.metrics.Add("LedgerReads", metrics.Count, float64(after.Reads-before.Reads))
+	p.metrics.Add("WriteRequests", metrics.Count, float64(after.Writes-before.Writes))
+	if len(raced) > 0 {
+		p.metrics.Add("DedupeRaces", metrics.Count, float64(len(raced)))
+		p.log.Error("claims carried through an interval were made first by another record: their events may be counted twice",
+			"shard", c.shard, "claims", len(raced), "firstKey", raced[0].Key)
+	}
+}
+
+// seqOfCand is the sequence number of candidate i.
+func (c *collector) seqOfCand(i int) string {
+	for j := range c.decoded {
+		if c.decoded[j].cand == i {
+			return c.decoded[j].seq
+		}
+	}
+	return ""
+}

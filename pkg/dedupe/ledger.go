@@ -1,0 +1,934 @@
+package dedupe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/ddbsize"
+)
+
+// store is what a Ledger needs of DynamoDB.
+type store interface {
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ store = (*dynamodb.Client)(nil)
+
+// ItemKey returns the primary key of one of key's ledger items: the head when
+// segment is Head, otherwise sealed segment number segment. It lets the
+// ledger live in a table of its user (the views table, a join table) under
+// keys that cannot meet the user's own.
+type ItemKey func(key string, segment int64) map[string]types.AttributeValue
+
+// Head is the segment number ItemKey is given for the head item.
+const Head int64 = -1
+
+// Attribute names of ledger items.
+const (
+	attrVersion = "v"  // head: version, bumped by every write
+	attrEntries = "e"  // head and segments: encoded entries
+	attrFirst   = "sf" // head: the first segment that may still hold live claims
+	attrNext    = "sn" // head: the number the next sealed segment gets
+)
+
+// Defaults. A head of 24 entries is under 1 KB, so rewriting it costs one
+// write unit; a segment of 8,000 entries is 288 KB, well within an item.
+const (
+	DefaultHorizon   = time.Hour
+	defaultHeadMax   = 24
+	defaultSegMax    = 8000
+	defaultCacheMax  = 1 << 20 // entries kept in memory across keys
+	ttlSlack         = time.Hour
+	maxBatchGet      = 100
+	maxWriteAttempts = 8
+)
+
+// Ledger is the claims of one scope (a pipeline, a consumer), per key, in a
+// DynamoDB table, with a warm in-memory copy. Safe for concurrent use.
+type Ledger struct {
+	db       store
+	table    string
+	itemKey  ItemKey
+	horizon  time.Duration
+	ttlAttr  string
+	headMax  int
+	segMax   int
+	cacheMax int
+
+	mu      sync.Mutex
+	cache   map[string]*keyLedger
+	entries int    // cached entries across keys
+	clock   uint64 // use counter for eviction
+	stats   Stats
+}
+
+// Stats counts a Ledger's requests, for metrics and benchmarks.
+type Stats struct {
+	Reads, Writes, Conflicts, Seals int
+}
+
+// Option configures a Ledger.
+type Option func(*Ledger)
+
+// WithHorizon sets how long a claim is kept (default DefaultHorizon).
+func WithHorizon(d time.Duration) Option { return func(l *Ledger) { l.horizon = d } }
+
+// WithTTLAttribute names the table's TTL attribute, so expired ledger items
+// are deleted by DynamoDB ("" writes none).
+func WithTTLAttribute(name string) Option { return func(l *Ledger) { l.ttlAttr = name } }
+
+// WithHeadEntries bounds the head item (default 24 entries, under 1 KB).
+func WithHeadEntries(n int) Option { return func(l *Ledger) { l.headMax = max(1, n) } }
+
+// WithSegmentEntries bounds a sealed segment (default 8,000 entries, 288 KB).
+func WithSegmentEntries(n int) Option { return func(l *Ledger) { l.segMax = max(1, n) } }
+
+// WithCacheEntries bounds the in-memory copy (default 1,048,576 entries, about
+// 100 MB); least recently used keys are dropped past it and read again when
+// needed.
+func WithCacheEntries(n int) Option { return func(l *Ledger) { l.cacheMax = max(1, n) } }
+
+// NewLedger returns the ledger kept in table under the keys itemKey gives.
+func NewLedger(db store, table string, itemKey ItemKey, opts ...Option) *Ledger {
+	l := &Ledger{db: db, table: table, itemKey: itemKey, horizon: DefaultHorizon,
+		headMax: defaultHeadMax, segMax: defaultSegMax, cacheMax: defaultCacheMax,
+		cache: map[string]*keyLedger{}}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.segMax*entrySize > ddbsize.MaxItem-4096 {
+		l.segMax = (ddbsize.MaxItem - 4096) / entrySize
+	}
+	return l
+}
+
+// Horizon is how long claims are kept.
+func (l *Ledger) Horizon() time.Duration { return l.horizon }
+
+// Stats returns the requests made so far.
+func (l *Ledger) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// keyLedger is one key's claims as last seen in the table.
+type keyLedger struct {
+	version     int64
+	head        []Entry
+	first, next int64
+	segs        map[int64][]Entry
+	byID        map[Identity]Entry
+	tag         string // the interval this copy was read or written in
+	lastUse     uint64
+}
+
+func (k *keyLedger) size() int {
+	n := len(k.head)
+	for _, s := range k.segs {
+		n += len(s)
+	}
+	return n
+}
+
+func (k *keyLedger) index() {
+	k.byID = make(map[Identity]Entry, k.size())
+	add := func(es []Entry) {
+		for _, e := range es {
+			if old, ok := k.byID[e.ID]; !ok || e.Arrival >= old.Arrival {
+				k.byID[e.ID] = e
+			}
+		}
+	}
+	nums := make([]int64, 0, len(k.segs))
+	for n := range k.segs {
+		nums = append(nums, n)
+	}
+	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+	for _, n := range nums {
+		add(k.segs[n])
+	}
+	add(k.head)
+}
+
+func maxArrival(es []Entry) uint32 {
+	var m uint32
+	for i := range es {
+		m = max(m, es[i].Arrival)
+	}
+	return m
+}
+
+// Verdict is what the ledger says of one record.
+type Verdict uint8
+
+// The verdicts.
+const (
+	// New: no live claim on the identity; the record claims it and has its effect.
+	New Verdict = iota + 1
+	// Redelivered: the record itself claimed the identity before (Lambda
+	// retried it); it goes on, and the fences decide what it still has to do.
+	Redelivered
+	// Duplicate: another record with the same content claimed it: no effect.
+	Duplicate
+	// Conflict: another record with other content claimed it: no effect, and
+	// the record is refused with a reason.
+	Conflict
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case New:
+		return "new"
+	case Redelivered:
+		return "redelivered"
+	case Duplicate:
+		return "duplicate"
+	case Conflict:
+		return "conflict"
+	}
+	return "unknown"
+}
+
+// Applies reports whether a record with this verdict has its effect.
+func (v Verdict) Applies() bool { return v == New || v == Redelivered }
+
+// Candidate is one record to judge.
+type Candidate struct {
+	Key string // the event's key (its partition key)
+	Entry
+}
+
+// Session judges the records of one batch, or of one invocation of an
+// interval, and commits their new claims.
+type Session struct {
+	l       *Ledger
+	tag     string
+	cands   []Candidate
+	verdict []Verdict
+	keys    map[string]*sessionKey
+	// Raced lists claims carried through an interval that another record
+	// made first (see Commit): their effect is already in the interval's
+	// partial aggregates and cannot be taken out.
+	Raced   []Candidate
+	carried map[string][]Entry // not yet settled against the ledger
+}
+
+type sessionKey struct {
+	cands   []int   // indexes into Session.cands, in order
+	carried []Entry // claims made earlier in the interval, not yet written
+	pending []Entry // carried + claims made in this session
+	byID    map[Identity]Entry
+	dirty   bool // has claims the ledger does not hold yet
+}
+
+// Begin starts a session. tag is "" on the per-batch path; on the
+// per-interval path it names the interval (shard and window start, plus a
+// generation bumped by every early commit), and carried holds the claims
+// made earlier in the interval, per key, not yet written (see Pending).
+// Within an interval only the interval's own invocations write a key's
+// ledger, so a copy read in it stays good until the interval commits.
+func (l *Ledger) Begin(tag string, carried map[string][]Entry) *Session {
+	s := &Session{l: l, tag: tag, keys: map[string]*sessionKey{}, carried: carried}
+	return s
+}
+
+func (s *Session) key(key string) *sessionKey {
+	sk, ok := s.keys[key]
+	if !ok {
+		sk = &sessionKey{byID: map[Identity]Entry{}}
+		s.keys[key] = sk
+	}
+	return sk
+}
+
+// Judge loads what it needs of the keys' ledgers and judges cands in order
+// (a later copy in the same batch is a Duplicate of the first). The
+// verdicts of New records are provisional until Commit; Verdicts gives the
+// final ones. The first Judge of a session also settles the claims carried
+// into it: those the ledger already holds are dropped.
+func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
+	base := len(s.cands)
+	s.cands = append(s.cands, cands...)
+	s.verdict = append(s.verdict, make([]Verdict, len(cands))...)
+	var keys []string
+	for key := range s.carried {
+		keys = append(keys, key)
+	}
+	for i := range cands {
+		sk := s.key(cands[i].Key)
+		if len(sk.cands) == 0 {
+			keys = append(keys, cands[i].Key)
+		}
+		sk.cands = append(sk.cands, base+i)
+	}
+	if err := s.l.ensure(ctx, keys, s.tag); err != nil {
+		return err
+	}
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	for key, es := range s.carried {
+		kl, sk := s.l.cache[key], s.key(key)
+		for _, e := range es {
+			s.settle(kl, sk, Candidate{Key: key, Entry: e})
+		}
+	}
+	s.carried = nil
+	for i := base; i < len(s.cands); i++ {
+		c := &s.cands[i]
+		s.verdict[i] = s.judge(s.l.cache[c.Key], s.keys[c.Key], c)
+	}
+	return nil
+}
+
+// settle takes a claim carried from earlier in the interval: still to be
+// written (kept), written already (an earlier commit of this interval that
+// did not hear back: dropped), or made first by another record (Raced).
+// s.l.mu held.
+func (s *Session) settle(kl *keyLedger, sk *sessionKey, c Candidate) {
+	switch s.judge(kl, sk, &c) {
+	case New:
+		sk.carried = append(sk.carried, c.Entry)
+	case Redelivered:
+	default:
+		s.Raced = append(s.Raced, c)
+	}
+}
+
+// judge decides one candidate; s.l.mu held.
+func (s *Session) judge(kl *keyLedger, sk *sessionKey, c *Candidate) Verdict {
+	cutoff := s.l.cutoff(c.Arrival)
+	e, ok := sk.byID[c.ID]
+	if !ok && kl != nil {
+		e, ok = kl.byID[c.ID]
+	}
+	if ok && e.Arrival >= cutoff {
+		switch {
+		case e.Claim == c.Claim:
+			return Redelivered
+		case e.Content == c.Content:
+			return Duplicate
+		default:
+			return Conflict
+		}
+	}
+	sk.pending = append(sk.pending, c.Entry)
+	sk.byID[c.ID] = c.Entry
+	sk.dirty = true
+	return New
+}
+
+func (l *Ledger) cutoff(arrival uint32) uint32 {
+	h := uint32(l.horizon / time.Second)
+	if arrival <= h {
+		return 0
+	}
+	return arrival - h
+}
+
+// Verdicts returns the verdict of every candidate judged, in order.
+func (s *Session) Verdicts() []Verdict { return s.verdict }
+
+// Candidates returns every candidate judged, in order.
+func (s *Session) Candidates() []Candidate { return s.cands }
+
+// Pending returns the claims made in the interval and not yet written, per
+// key: what the per-interval path carries in Lambda's window state.
+func (s *Session) Pending() map[string][]Entry {
+	out := map[string][]Entry{}
+	for key, sk := range s.keys {
+		if sk.dirty && len(sk.pending) > 0 {
+			out[key] = sk.pending
+		}
+	}
+	return out
+}
+
+// PendingCount is the number of claims Pending would return.
+func (s *Session) PendingCount() int {
+	n := 0
+	for _, sk := range s.keys {
+		if sk.dirty {
+			n += len(sk.pending)
+		}
+	}
+	return n
+}
+
+// KeyError is a commit that failed for one key (a transient error: its
+// records must be retried).
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("dedupe ledger of key %q: %v", e.Key, e.Err) }
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// Commit writes the session's new claims, one conditional write per key with
+// new claims (and one more transaction per head that fills up). A key whose
+// ledger changed since it was read is read again and its records judged
+// again, so Verdicts may change from New. It returns the keys whose write
+// failed, with their errors; their records' verdicts are not final and they
+// must be retried. concurrency bounds parallel writes.
+func (s *Session) Commit(ctx context.Context, concurrency int) []*KeyError {
+	var (
+		mu     sync.Mutex
+		failed []*KeyError
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, max(1, concurrency))
+	)
+	keys := make([]string, 0, len(s.keys))
+	for key, sk := range s.keys {
+		if sk.dirty {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := s.commitKey(ctx, key); err != nil {
+				mu.Lock()
+				failed = append(failed, &KeyError{Key: key, Err: err})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(failed, func(i, j int) bool { return failed[i].Key < failed[j].Key })
+	return failed
+}
+
+// ErrConflict is returned when a key's ledger kept changing under a commit.
+var ErrConflict = errors.New("dedupe: the ledger kept changing; giving up for now")
+
+func (s *Session) commitKey(ctx context.Context, key string) error {
+	l := s.l
+	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
+		l.mu.Lock()
+		kl := l.cache[key]
+		sk := s.keys[key]
+		if kl == nil {
+			l.mu.Unlock()
+			if err := l.ensure(ctx, []string{key}, s.tag); err != nil {
+				return err
+			}
+			continue
+		}
+		if !sk.dirty {
+			l.mu.Unlock()
+			return nil
+		}
+		plan := l.plan(key, kl, sk.pending)
+		l.mu.Unlock()
+
+		old, err := l.write(ctx, plan)
+		if err == nil {
+			l.mu.Lock()
+			l.install(key, plan.after, s.tag)
+			sk.dirty = false
+			sk.carried, sk.pending = nil, nil
+			sk.byID = map[Identity]Entry{}
+			l.mu.Unlock()
+			return nil
+		}
+		if !errors.Is(err, errHeadChanged) {
+			return err
+		}
+		// Another writer got there first: take the head it left, read the
+		// segments it sealed, and judge this key's records again.
+		l.count(func(s *Stats) { s.Conflicts++ })
+		if len(old) == 0 {
+			// The store did not hand the head back: read it.
+			if err := l.loadHeads(ctx, []string{key}, s.tag); err != nil {
+				return err
+			}
+			if err := l.loadSegments(ctx, []string{key}); err != nil {
+				return err
+			}
+			l.mu.Lock()
+			s.rejudge(key)
+			l.mu.Unlock()
+			continue
+		}
+		l.mu.Lock()
+		kl2, err := l.fromHead(old)
+		if err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		if prev := l.cache[key]; prev != nil {
+			for n, seg := range prev.segs {
+				if n >= kl2.first && n < kl2.next {
+					kl2.segs[n] = seg
+				}
+			}
+		}
+		l.put(key, kl2, s.tag)
+		l.mu.Unlock()
+		if err := l.loadSegments(ctx, []string{key}); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		s.rejudge(key)
+		l.mu.Unlock()
+	}
+	return ErrConflict
+}
+
+// rejudge judges a key's carried claims and candidates again against a
+// fresher ledger. s.l.mu held.
+func (s *Session) rejudge(key string) {
+	kl := s.l.cache[key]
+	sk := s.keys[key]
+	carried := sk.carried
+	sk.carried, sk.pending, sk.byID, sk.dirty = nil, nil, map[Identity]Entry{}, false
+	for _, e := range carried {
+		s.settle(kl, sk, Candidate{Key: key, Entry: e})
+	}
+	for _, i := range sk.cands {
+		s.verdict[i] = s.judge(kl, sk, &s.cands[i])
+	}
+}
+
+// writePlan is one key's next write.
+type writePlan struct {
+	key      string
+	version  int64 // the head's version it expects
+	after    *keyLedger
+	segments map[int64][]Entry // new sealed segments
+}
+
+// plan computes key's ledger after adding pending: claims past the horizon
+// dropped, the head sealed into segments when it would outgrow its budget.
+// l.mu held.
+func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry) *writePlan {
+	newest := max(maxArrival(kl.head), maxArrival(pending))
+	for _, seg := range kl.segs {
+		newest = max(newest, maxArrival(seg))
+	}
+	cutoff := l.cutoff(newest)
+	replaced := make(map[Identity]bool, len(pending))
+	for _, e := range pending {
+		replaced[e.ID] = true
+	}
+	head := make([]Entry, 0, len(kl.head)+len(pending))
+	for _, e := range kl.head {
+		if e.Arrival >= cutoff && !replaced[e.ID] {
+			head = append(head, e)
+		}
+	}
+	head = append(head, pending...)
+	after := &keyLedger{version: kl.version + 1, first: kl.first, next: kl.next, segs: map[int64][]Entry{}}
+	for n, seg := range kl.segs {
+		after.segs[n] = seg
+	}
+	p := &writePlan{key: key, version: kl.version, after: after}
+	if len(head) > l.headMax {
+		p.segments = map[int64][]Entry{}
+		for start := 0; start < len(head); start += l.segMax {
+			seg := head[start:min(start+l.segMax, len(head))]
+			p.segments[after.next] = seg
+			after.segs[after.next] = seg
+			after.next++
+		}
+		head = nil
+	}
+	after.head = head
+	// Segments whose newest claim is past the horizon are no longer read.
+	for after.first < after.next {
+		seg, ok := after.segs[after.first]
+		if ok && maxArrival(seg) >= cutoff {
+			break
+		}
+		delete(after.segs, after.first)
+		after.first++
+	}
+	return p
+}
+
+var errHeadChanged = errors.New("dedupe: head changed")
+
+// write makes a plan's writes: the head alone with a conditional PutItem, or
+// the new segments and the head in one transaction. On errHeadChanged it
+// returns the head as it is in the table.
+func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.AttributeValue, error) {
+	head, err := l.headItem(p.key, p.after)
+	if err != nil {
+		return nil, err
+	}
+	cond, names, values := versionCondition(p.version)
+	if len(p.segments) == 0 {
+		l.count(func(s *Stats) { s.Writes++ })
+		_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(l.table), Item: head,
+			ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return ccf.Item, errHeadChanged
+		}
+		if err != nil {
+			return nil, fmt.Errorf("writing the ledger head: %w", err)
+		}
+		return nil, nil
+	}
+	items := make([]types.TransactWriteItem, 0, len(p.segments)+1)
+	nums := make([]int64, 0, len(p.segments))
+	for n := range p.segments {
+		nums = append(nums, n)
+	}
+	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+	for _, n := range nums {
+		seg := p.segments[n]
+		item := l.itemKey(p.key, n)
+		item[attrEntries] = &types.AttributeValueMemberB{Value: appendEntries(make([]byte, 0, len(seg)*entrySize), seg)}
+		l.setTTL(item, maxArrival(seg))
+		if err := ddbsize.Check(fmt.Sprintf("dedupe ledger segment %d of key %q", n, p.key), item); err != nil {
+			return nil, err
+		}
+		// A segment number is used once: only the writer whose head
+		// condition holds can add it, in the same transaction.
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(l.table), Item: item}})
+	}
+	items = append(items, types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(l.table), Item: head,
+		ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+	l.count(func(s *Stats) { s.Writes++; s.Seals++ })
+	_, err = l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		reasons := tce.CancellationReasons
+		if n := len(reasons); n > 0 && aws.ToString(reasons[n-1].Code) == "ConditionalCheckFailed" {
+			return reasons[n-1].Item, errHeadChanged
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sealing the ledger head: %w", err)
+	}
+	return nil, nil
+}
+
+func versionCondition(version int64) (string, map[string]string, map[string]types.AttributeValue) {
+	names := map[string]string{"#v": attrVersion}
+	if version == 0 {
+		return "attribute_not_exists(#v)", names, nil
+	}
+	return "#v = :v", names, map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(version, 10)}}
+}
+
+func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.AttributeValue, error) {
+	item := l.itemKey(key, Head)
+	item[attrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kl.version, 10)}
+	item[attrEntries] = &types.AttributeValueMemberB{Value: appendEntries(make([]byte, 0, len(kl.head)*entrySize), kl.head)}
+	item[attrFirst] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kl.first, 10)}
+	item[attrNext] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kl.next, 10)}
+	newest := maxArrival(kl.head)
+	for _, seg := range kl.segs {
+		newest = max(newest, maxArrival(seg))
+	}
+	l.setTTL(item, newest)
+	return item, ddbsize.Check(fmt.Sprintf("dedupe ledger head of key %q", key), item)
+}
+
+func (l *Ledger) setTTL(item map[string]types.AttributeValue, newest uint32) {
+	if l.ttlAttr == "" || newest == 0 {
+		return
+	}
+	exp := int64(newest) + int64((l.horizon+ttlSlack)/time.Second)
+	item[l.ttlAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(exp, 10)}
+}
+
+func (l *Ledger) count(f func(*Stats)) {
+	l.mu.Lock()
+	f(&l.stats)
+	l.mu.Unlock()
+}
+
+// ensure makes the cache hold keys' ledgers, read within tag when tag is set.
+func (l *Ledger) ensure(ctx context.Context, keys []string, tag string) error {
+	l.mu.Lock()
+	var missing []string
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		kl, ok := l.cache[k]
+		if !ok || (tag != "" && kl.tag != tag) {
+			missing = append(missing, k)
+			continue
+		}
+		l.clock++
+		kl.lastUse = l.clock
+	}
+	l.evict()
+	l.mu.Unlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := l.loadHeads(ctx, missing, tag); err != nil {
+		return err
+	}
+	return l.loadSegments(ctx, missing)
+}
+
+// loadHeads reads keys' heads, strongly consistent, and caches them.
+func (l *Ledger) loadHeads(ctx context.Context, keys []string, tag string) error {
+	got, err := l.batchGet(ctx, keys, func(k string) map[string]types.AttributeValue { return l.itemKey(k, Head) })
+	if err != nil {
+		return fmt.Errorf("reading dedupe ledger heads: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		kl, err := l.fromHead(got[k])
+		if err != nil {
+			return fmt.Errorf("dedupe ledger head of key %q: %w", k, err)
+		}
+		if prev := l.cache[k]; prev != nil {
+			for n, seg := range prev.segs { // sealed segments never change
+				if n >= kl.first && n < kl.next {
+					kl.segs[n] = seg
+				}
+			}
+		}
+		l.put(k, kl, tag)
+	}
+	return nil
+}
+
+// loadSegments reads the live segments of keys that the cache lacks.
+func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
+	type ref struct {
+		key string
+		n   int64
+	}
+	l.mu.Lock()
+	var refs []ref
+	for _, k := range keys {
+		kl := l.cache[k]
+		if kl == nil {
+			continue
+		}
+		for n := kl.first; n < kl.next; n++ {
+			if _, ok := kl.segs[n]; !ok {
+				refs = append(refs, ref{k, n})
+			}
+		}
+	}
+	l.mu.Unlock()
+	if len(refs) == 0 {
+		return nil
+	}
+	names := make([]string, len(refs))
+	byName := map[string]ref{}
+	for i, r := range refs {
+		names[i] = r.key + "\x00" + strconv.FormatInt(r.n, 10)
+		byName[names[i]] = r
+	}
+	got, err := l.batchGet(ctx, names, func(name string) map[string]types.AttributeValue {
+		r := byName[name]
+		return l.itemKey(r.key, r.n)
+	})
+	if err != nil {
+		return fmt.Errorf("reading dedupe ledger segments: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	touched := map[string]bool{}
+	for name, r := range byName {
+		kl := l.cache[r.key]
+		if kl == nil {
+			continue
+		}
+		var es []Entry
+		if item := got[name]; item != nil {
+			b, _ := item[attrEntries].(*types.AttributeValueMemberB)
+			if b != nil {
+				if es, err = decodeEntries(nil, b.Value); err != nil {
+					return fmt.Errorf("dedupe ledger segment %d of key %q: %w", r.n, r.key, err)
+				}
+			}
+		}
+		// A segment gone (expired by TTL) holds nothing live.
+		kl.segs[r.n] = es
+		l.entries += len(es)
+		touched[r.key] = true
+	}
+	for k := range touched {
+		l.cache[k].index()
+	}
+	return nil
+}
+
+// batchGet reads the items named by names (keyed by name), strongly
+// consistent, retrying unprocessed keys.
+func (l *Ledger) batchGet(ctx context.Context, names []string, keyOf func(string) map[string]types.AttributeValue) (map[string]map[string]types.AttributeValue, error) {
+	out := map[string]map[string]types.AttributeValue{}
+	for start := 0; start < len(names); start += maxBatchGet {
+		chunk := names[start:min(start+maxBatchGet, len(names))]
+		byKey := map[string]string{}
+		req := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
+		var keyAttrs []string
+		for _, n := range chunk {
+			k := keyOf(n)
+			if keyAttrs == nil {
+				for a := range k {
+					keyAttrs = append(keyAttrs, a)
+				}
+				sort.Strings(keyAttrs)
+			}
+			byKey[keyString(keyAttrs, k)] = n
+			req.Keys = append(req.Keys, k)
+		}
+		pendingReq := map[string]types.KeysAndAttributes{l.table: req}
+		for try := 0; len(pendingReq) > 0; try++ {
+			if try > 0 {
+				if err := sleep(ctx, backoff(try)); err != nil {
+					return nil, err
+				}
+			}
+			l.count(func(s *Stats) { s.Reads++ })
+			res, err := l.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pendingReq})
+			if err != nil {
+				return nil, err
+			}
+			for _, item := range res.Responses[l.table] {
+				if n, ok := byKey[keyString(keyAttrs, item)]; ok {
+					out[n] = item
+				}
+			}
+			pendingReq = res.UnprocessedKeys
+		}
+	}
+	return out, nil
+}
+
+// keyString identifies an item by its key attributes (strings or numbers).
+func keyString(attrs []string, item map[string]types.AttributeValue) string {
+	var b []byte
+	for _, a := range attrs {
+		switch v := item[a].(type) {
+		case *types.AttributeValueMemberS:
+			b = append(b, v.Value...)
+		case *types.AttributeValueMemberN:
+			b = append(b, v.Value...)
+		case *types.AttributeValueMemberB:
+			b = append(b, v.Value...)
+		}
+		b = append(b, 0)
+	}
+	return string(b)
+}
+
+func backoff(try int) time.Duration {
+	return min(time.Duration(1<<min(try, 6))*10*time.Millisecond, time.Second)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// fromHead decodes a head item (nil: no head yet). l.mu held or not needed.
+func (l *Ledger) fromHead(item map[string]types.AttributeValue) (*keyLedger, error) {
+	kl := &keyLedger{segs: map[int64][]Entry{}}
+	if len(item) == 0 {
+		kl.index()
+		return kl, nil
+	}
+	var err error
+	if kl.version, err = numAttr(item, attrVersion); err != nil {
+		return nil, err
+	}
+	if kl.first, err = numAttr(item, attrFirst); err != nil {
+		return nil, err
+	}
+	if kl.next, err = numAttr(item, attrNext); err != nil {
+		return nil, err
+	}
+	if b, ok := item[attrEntries].(*types.AttributeValueMemberB); ok {
+		if kl.head, err = decodeEntries(nil, b.Value); err != nil {
+			return nil, err
+		}
+	}
+	kl.index()
+	return kl, nil
+}
+
+func numAttr(item map[string]types.AttributeValue, name string) (int64, error) {
+	n, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("attribute %s is missing or not a number", name)
+	}
+	return strconv.ParseInt(n.Value, 10, 64)
+}
+
+// install caches a ledger just written. l.mu held.
+func (l *Ledger) install(key string, kl *keyLedger, tag string) {
+	kl.index()
+	l.put(key, kl, tag)
+}
+
+// put replaces key's cached ledger. l.mu held.
+func (l *Ledger) put(key string, kl *keyLedger, tag string) {
+	if old := l.cache[key]; old != nil {
+		l.entries -= old.size()
+	}
+	l.clock++
+	kl.tag, kl.lastUse = tag, l.clock
+	l.cache[key] = kl
+	l.entries += kl.size()
+}
+
+// evict drops least recently used keys while the cache holds too much. l.mu held.
+func (l *Ledger) evict() {
+	if l.entries <= l.cacheMax {
+		return
+	}
+	type use struct {
+		key string
+		at  uint64
+	}
+	uses := make([]use, 0, len(l.cache))
+	for k, kl := range l.cache {
+		uses = append(uses, use{k, kl.lastUse})
+	}
+	sort.Slice(uses, func(i, j int) bool { return uses[i].at < uses[j].at })
+	for _, u := range uses {
+		if l.entries <= l.cacheMax*3/4 {
+			return
+		}
+		l.entries -= l.cache[u.key].size()
+		delete(l.cache, u.key)
+	}
+}
+
+// Table is the table the ledger lives in.
+func (l *Ledger) Table() string { return l.table }

@@ -1,0 +1,351 @@
+package dedupe_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/ddbsize"
+	"github.com/tributary-dev/tributary/pkg/dedupe"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+var (
+	db       *dynamodb.Client
+	tableSeq atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(standintest.Main(m, func(cfg aws.Config) { db = dynamodb.NewFromConfig(cfg) }))
+}
+
+// newTable creates a pk/sk table like the views table.
+func newTable(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("dedupe-%d", tableSeq.Add(1))
+	s := types.ScalarAttributeTypeS
+	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest,
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("pk"), AttributeType: s},
+			{AttributeName: aws.String("sk"), AttributeType: s},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func itemKey(key string, seg int64) map[string]types.AttributeValue {
+	sk := "head"
+	if seg != dedupe.Head {
+		sk = fmt.Sprintf("seg#%012d", seg)
+	}
+	return map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "dedupe#test#" + key},
+		"sk": &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+// base is the arrival time of the first record in these tests.
+var base = uint32(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).Unix())
+
+// cand is event id of key, claimed by record seq, arriving at base+at
+// seconds, with content version v.
+func cand(key, id string, seq, at, v int) dedupe.Candidate {
+	return dedupe.Candidate{Key: key, Entry: dedupe.Entry{
+		ID:      dedupe.IdentityOf(key, id),
+		Content: dedupe.ContentOf("view", time.Unix(int64(base), 0), []byte(fmt.Sprintf(`{"v": %d}`, v))),
+		Claim:   dedupe.ClaimOf("shardId-000000000000", fmt.Sprint(seq)),
+		Arrival: base + uint32(at),
+	}}
+}
+
+// judge runs one per-batch session: judge, commit, verdicts.
+func judge(t *testing.T, l *dedupe.Ledger, cs ...dedupe.Candidate) []dedupe.Verdict {
+	t.Helper()
+	s := l.Begin("", nil)
+	if err := s.Judge(context.Background(), cs); err != nil {
+		t.Fatal(err)
+	}
+	if failed := s.Commit(context.Background(), 4); len(failed) > 0 {
+		t.Fatalf("commit: %v", failed[0])
+	}
+	return s.Verdicts()
+}
+
+func verdicts(vs ...dedupe.Verdict) string { return fmt.Sprint(vs) }
+
+func TestVerdicts(t *testing.T) {
+	l := dedupe.NewLedger(db, newTable(t), itemKey)
+	got := judge(t, l,
+		cand("k1", "a", 1, 0, 1),
+		cand("k1", "b", 2, 0, 1),
+		cand("k1", "a", 3, 1, 1), // a copy in the same batch
+		cand("k2", "a", 4, 1, 1), // the same id under another key is another event
+	)
+	if want := verdicts(dedupe.New, dedupe.New, dedupe.Duplicate, dedupe.New); fmt.Sprint(got) != want {
+		t.Fatalf("first batch: %v, want %v", got, want)
+	}
+	// A new process (cold cache): Lambda redelivers record 1 and 2; a
+	// producer sends a again (record 5) and reuses b for other content.
+	l2 := dedupe.NewLedger(db, l.Table(), itemKey)
+	got = judge(t, l2,
+		cand("k1", "a", 1, 0, 1),
+		cand("k1", "b", 2, 0, 1),
+		cand("k1", "a", 5, 60, 1),
+		cand("k1", "b", 6, 60, 2),
+		cand("k1", "c", 7, 60, 1),
+	)
+	if want := verdicts(dedupe.Redelivered, dedupe.Redelivered, dedupe.Duplicate, dedupe.Conflict, dedupe.New); fmt.Sprint(got) != want {
+		t.Fatalf("second batch: %v, want %v", got, want)
+	}
+}
+
+func TestWhitespaceIsNotContent(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	a := dedupe.ContentOf("view", at, []byte(`{"page": "/a b", "ms": 3}`))
+	b := dedupe.ContentOf("view", at, []byte(`{"page":"/a b","ms":3}`))
+	c := dedupe.ContentOf("view", at, []byte(`{"page":"/ab","ms":3}`))
+	if a != b {
+		t.Error("the same data with other spacing has another fingerprint")
+	}
+	if a == c {
+		t.Error("spaces inside a string were ignored")
+	}
+	if a == dedupe.ContentOf("view", at.Add(time.Millisecond), []byte(`{"page":"/a b","ms":3}`)) {
+		t.Error("occurredAt is not part of the content")
+	}
+}
+
+func TestStaleCacheIsCaughtByTheConditionalWrite(t *testing.T) {
+	table := newTable(t)
+	a := dedupe.NewLedger(db, table, itemKey)
+	b := dedupe.NewLedger(db, table, itemKey)
+	// Both processes know key k (b warms its cache with an unrelated id).
+	judge(t, a, cand("k", "x0", 1, 0, 1))
+	judge(t, b, cand("k", "x0", 1, 0, 1))
+	// a takes the shard for a while and claims id "y".
+	judge(t, a, cand("k", "y", 2, 1, 1))
+	// The shard comes back to b, whose copy of the ledger lacks "y": the
+	// producer's copy of y must still be a duplicate.
+	got := judge(t, b, cand("k", "y", 3, 30, 1), cand("k", "z", 4, 30, 1))
+	if want := verdicts(dedupe.Duplicate, dedupe.New); fmt.Sprint(got) != want {
+		t.Fatalf("verdicts %v, want %v", got, want)
+	}
+	if st := b.Stats(); st.Conflicts == 0 {
+		t.Errorf("b made no conditional write that failed: %+v", st)
+	}
+}
+
+func TestConcurrentSessionsAcceptEachIDOnce(t *testing.T) {
+	table := newTable(t)
+	const writers, ids = 4, 30
+	var mu sync.Mutex
+	accepted := map[string]int{}
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := dedupe.NewLedger(db, table, itemKey, dedupe.WithHeadEntries(8), dedupe.WithSegmentEntries(5))
+			for i := 0; i < ids; i += 3 {
+				var cs []dedupe.Candidate
+				for j := i; j < i+3; j++ {
+					// Every writer sends a copy of the same ids (different records).
+					cs = append(cs, cand("hot", fmt.Sprint("id-", j), 1000*w+j, j, 1))
+				}
+				s := l.Begin("", nil)
+				if err := s.Judge(context.Background(), cs); err != nil {
+					t.Error(err)
+					return
+				}
+				if failed := s.Commit(context.Background(), 1); len(failed) > 0 {
+					t.Error(failed[0])
+					return
+				}
+				mu.Lock()
+				for k, v := range s.Verdicts() {
+					if v == dedupe.New {
+						accepted[fmt.Sprint(cs[k].ID)]++
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(accepted) != ids {
+		t.Errorf("%d ids accepted, want %d", len(accepted), ids)
+	}
+	for id, n := range accepted {
+		if n != 1 {
+			t.Errorf("id %s accepted %d times", id, n)
+		}
+	}
+}
+
+// TestHotKeySpillsIntoSegments: a key with more claims in the horizon than
+// a head holds keeps them all, in items within DynamoDB's limit, and a cold
+// process sees every one.
+func TestHotKeySpillsIntoSegments(t *testing.T) {
+	table := newTable(t)
+	const n = 30000 // 1.08 MB of claims: more than two items could hold
+	l := dedupe.NewLedger(db, table, itemKey)
+	for start := 0; start < n; start += 1000 {
+		var cs []dedupe.Candidate
+		for i := start; i < start+1000; i++ {
+			cs = append(cs, cand("hot", fmt.Sprint("e", i), i+1, i/10, 1))
+		}
+		got := judge(t, l, cs...)
+		for i, v := range got {
+			if v != dedupe.New {
+				t.Fatalf("id e%d: %v, want new", start+i, v)
+			}
+		}
+	}
+	// Every item is within the limit.
+	out, err := db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := out.Items
+	for out.LastEvaluatedKey != nil {
+		out, err = db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: out.LastEvaluatedKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, out.Items...)
+	}
+	if len(items) < 4 {
+		t.Fatalf("%d items hold %d claims: no spill", len(items), n)
+	}
+	for _, it := range items {
+		if sz := ddbsize.Item(it); sz > ddbsize.MaxItem {
+			t.Errorf("item %v is %d bytes", it["sk"], sz)
+		}
+	}
+	// A cold process: every copy is a duplicate, a new id is new.
+	cold := dedupe.NewLedger(db, table, itemKey)
+	var cs []dedupe.Candidate
+	for i := 0; i < n; i += 7 {
+		cs = append(cs, cand("hot", fmt.Sprint("e", i), 100000+i, n/10+1, 1))
+	}
+	cs = append(cs, cand("hot", "fresh", 999999, n/10+1, 1))
+	got := judge(t, cold, cs...)
+	for i, v := range got[:len(got)-1] {
+		if v != dedupe.Duplicate {
+			t.Fatalf("copy of e%d: %v, want duplicate", i*7, v)
+		}
+	}
+	if v := got[len(got)-1]; v != dedupe.New {
+		t.Fatalf("fresh id: %v, want new", v)
+	}
+}
+
+func TestClaimsExpireAfterTheHorizon(t *testing.T) {
+	table := newTable(t)
+	l := dedupe.NewLedger(db, table, itemKey, dedupe.WithHorizon(time.Hour), dedupe.WithHeadEntries(2), dedupe.WithSegmentEntries(2), dedupe.WithTTLAttribute("expiresAt"))
+	judge(t, l, cand("k", "a", 1, 0, 1), cand("k", "b", 2, 0, 1), cand("k", "c", 3, 0, 1))
+	// 59 minutes later: still a duplicate. Two hours later: counted again.
+	if got := judge(t, l, cand("k", "a", 4, 59*60, 1)); got[0] != dedupe.Duplicate {
+		t.Fatalf("within the horizon: %v", got[0])
+	}
+	if got := judge(t, l, cand("k", "b", 5, 2*3600, 1)); got[0] != dedupe.New {
+		t.Fatalf("past the horizon: %v", got[0])
+	}
+	// The expired segment is no longer read by a cold process.
+	cold := dedupe.NewLedger(db, table, itemKey)
+	if got := judge(t, cold, cand("k", "c", 6, 2*3600+1, 1)); got[0] != dedupe.New {
+		t.Fatalf("cold, past the horizon: %v", got[0])
+	}
+	if got := judge(t, cold, cand("k", "b", 7, 2*3600+2, 1)); got[0] != dedupe.Duplicate {
+		t.Fatalf("cold, the renewed claim: %v", got[0])
+	}
+}
+
+// TestIntervalCarriesClaims: on the per-interval path claims ride in the
+// window state until the interval commits; an invocation on another process
+// reads the ledger afresh; a retried final commit writes nothing twice.
+func TestIntervalCarriesClaims(t *testing.T) {
+	table := newTable(t)
+	x := dedupe.NewLedger(db, table, itemKey)
+	y := dedupe.NewLedger(db, table, itemKey)
+	judge(t, x, cand("k", "old", 1, 0, 1))
+
+	tag := "shardId-000000000000/w1/g0"
+	s1 := x.Begin(tag, nil)
+	if err := s1.Judge(context.Background(), []dedupe.Candidate{cand("k", "a", 2, 10, 1), cand("k", "old", 3, 10, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(s1.Verdicts()), verdicts(dedupe.New, dedupe.Duplicate); got != want {
+		t.Fatalf("first invocation: %v, want %v", got, want)
+	}
+	state := dedupe.EncodePending(s1.Pending())
+	carried, err := dedupe.DecodePending(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The next invocation runs on y: a's copy in the same interval is a duplicate.
+	s2 := y.Begin(tag, carried)
+	if err := s2.Judge(context.Background(), []dedupe.Candidate{cand("k", "a", 4, 20, 1), cand("k", "b", 5, 20, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(s2.Verdicts()), verdicts(dedupe.Duplicate, dedupe.New); got != want {
+		t.Fatalf("second invocation: %v, want %v", got, want)
+	}
+	carried, _ = dedupe.DecodePending(dedupe.EncodePending(s2.Pending()))
+	if len(carried["k"]) != 2 {
+		t.Fatalf("carried %d claims, want 2", len(carried["k"]))
+	}
+	// The final invocation commits; its retry (same state) changes nothing.
+	for try := 0; try < 2; try++ {
+		fin := x.Begin(tag, carried)
+		if err := fin.Judge(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if failed := fin.Commit(context.Background(), 2); len(failed) > 0 {
+			t.Fatal(failed[0])
+		}
+		if len(fin.Raced) > 0 {
+			t.Fatalf("try %d: raced %v", try, fin.Raced)
+		}
+	}
+	cold := dedupe.NewLedger(db, table, itemKey)
+	got := judge(t, cold, cand("k", "a", 9, 30, 1), cand("k", "b", 10, 30, 1), cand("k", "c", 11, 30, 1))
+	if want := verdicts(dedupe.Duplicate, dedupe.Duplicate, dedupe.New); fmt.Sprint(got) != want {
+		t.Fatalf("after the interval: %v, want %v", got, want)
+	}
+}
+
+func TestPendingRoundTrip(t *testing.T) {
+	p := map[string][]dedupe.Entry{
+		"a":      {cand("a", "1", 1, 0, 1).Entry, cand("a", "2", 2, 0, 1).Entry},
+		"b\x00c": {cand("b", "1", 3, 5, 2).Entry},
+	}
+	got, err := dedupe.DecodePending(dedupe.EncodePending(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(p) {
+		t.Fatalf("round trip: %v, want %v", got, p)
+	}
+	for _, bad := range []string{"!!", "AQ==", "AWEF"} {
+		if _, err := dedupe.DecodePending(bad); err == nil {
+			t.Errorf("DecodePending(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package dedupe
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"sort"
+)
+
+// EncodePending encodes the claims an interval carries (Session.Pending) for
+// Lambda's window state: per key, its length, the key and its entries,
+// base64. The output is deterministic (keys in order).
+func EncodePending(p map[string][]Entry) string {
+	if len(p) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b []byte
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(p[k])))
+		b = appendEntries(b, p[k])
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// DecodePending decodes what EncodePending wrote.
+func DecodePending(s string) (map[string][]Entry, error) {
+	out := map[string][]Entry{}
+	if s == "" {
+		return out, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("dedupe: pending claims: %w", err)
+	}
+	for len(b) > 0 {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || uint64(len(b)-w) < n {
+			return nil, fmt.Errorf("%w: a key runs past the end", errEntries)
+		}
+		key := string(b[w : w+int(n)])
+		b = b[w+int(n):]
+		cnt, w := binary.Uvarint(b)
+		if w <= 0 || uint64(len(b)-w)/entrySize < cnt {
+			return nil, fmt.Errorf("%w: key %q's entries run past the end", errEntries, key)
+		}
+		b = b[w:]
+		es, err := decodeEntries(nil, b[:int(cnt)*entrySize])
+		if err != nil {
+			return nil, err
+		}
+		out[key] = es
+		b = b[int(cnt)*entrySize:]
+	}
+	return out, nil
+}
+
+// EncodedPendingSize is how many bytes EncodePending uses for n claims,
+// keys aside: what the window state budget counts.
+func EncodedPendingSize(n int) int { return (n*entrySize + 2) / 3 * 4 }

@@ -1,0 +1,336 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+)
+
+// run is one replay's followers.
+type run struct {
+	opts   Options
+	kin    StreamReader
+	h      BatchHandler
+	arn    string
+	region string
+	// starts are where each shard is read from (AT_TIMESTAMP); a shard
+	// missing here is read from opts.From.
+	starts   map[string]time.Time
+	shards   []*shardRun
+	progress *progress
+	stop     chan struct{} // closed at the end of the handover
+	mu       sync.Mutex
+	caughtUp chan struct{}
+	signaled bool
+	// handoverEnd is when the handover ends (zero before the swap).
+	handoverEnd time.Time
+}
+
+type shardRun struct {
+	id      string
+	shard   kintypes.Shard
+	parents []*shardRun
+	done    chan struct{} // closed when a closed shard has been read to its end
+	stats   ShardStats    // guarded by run.mu
+}
+
+func (r *run) update(s *shardRun, f func(st *ShardStats)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(&s.stats)
+	if r.signaled {
+		return
+	}
+	for _, x := range r.shards {
+		if !x.stats.CaughtUp {
+			return
+		}
+	}
+	r.signaled = true
+	close(r.caughtUp)
+}
+
+func (r *run) stopping() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d; false if the run is stopping or ctx ended.
+func (r *run) sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-r.stop:
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// follow reads one shard from the timestamp and applies its records.
+func (r *run) follow(ctx context.Context, s *shardRun) error {
+	for _, p := range s.parents {
+		select {
+		case <-p.done:
+		case <-r.stop:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	r.update(s, func(st *ShardStats) { st.Waiting = false })
+	closed := s.shard.SequenceNumberRange != nil && s.shard.SequenceNumberRange.EndingSequenceNumber != nil
+	it, err := r.iterator(ctx, s.id, "")
+	if err != nil {
+		return err
+	}
+	last := ""
+	for !r.stopping() {
+		out, err := r.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(r.opts.BatchSize), StreamARN: aws.String(r.arn)})
+		var expired *kintypes.ExpiredIteratorException
+		var throttled *kintypes.ProvisionedThroughputExceededException
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.As(err, &expired):
+			if it, err = r.iterator(ctx, s.id, last); err != nil {
+				return err
+			}
+			continue
+		case errors.As(err, &throttled):
+			r.sleep(ctx, time.Second)
+			continue
+		case err != nil:
+			return fmt.Errorf("reading shard %s: %w", s.id, err)
+		}
+		if len(out.Records) > 0 {
+			read, applied, skipped, err := r.apply(ctx, s.id, out.Records)
+			arrival := aws.ToTime(out.Records[len(out.Records)-1].ApproximateArrivalTimestamp)
+			r.update(s, func(st *ShardStats) {
+				st.Read += read
+				st.Applied += applied
+				st.Skipped += skipped
+				st.LastArrival = arrival
+			})
+			if err != nil {
+				return err
+			}
+			last = aws.ToString(out.Records[len(out.Records)-1].SequenceNumber)
+		}
+		behind := aws.ToInt64(out.MillisBehindLatest)
+		end := out.NextShardIterator == nil || (closed && len(out.Records) == 0 && behind == 0)
+		r.update(s, func(st *ShardStats) {
+			st.Started = true
+			st.MillisBehindLatest = behind
+			// At the tip: nothing returned and nothing behind. (A page can
+			// say 0 ms behind with records left that arrived in the same
+			// millisecond as its last one.)
+			if (behind == 0 && len(out.Records) == 0) || end {
+				st.CaughtUp = true
+			}
+			st.Done = end
+		})
+		if end {
+			close(s.done)
+			return nil
+		}
+		it = out.NextShardIterator
+		if len(out.Records) == 0 || behind == 0 {
+			r.sleep(ctx, r.opts.Poll)
+		}
+	}
+	return nil
+}
+
+// iterator is the shard's iterator at its start (starts, or opts.From), or
+// after last.
+func (r *run) iterator(ctx context.Context, shard, last string) (*string, error) {
+	from, ok := r.starts[shard]
+	if !ok {
+		from = r.opts.From
+	}
+	in := &kinesis.GetShardIteratorInput{StreamARN: aws.String(r.arn), ShardId: aws.String(shard),
+		ShardIteratorType: kintypes.ShardIteratorTypeAtTimestamp, Timestamp: aws.Time(from)}
+	if last != "" {
+		in.ShardIteratorType, in.Timestamp, in.StartingSequenceNumber = kintypes.ShardIteratorTypeAfterSequenceNumber, nil, aws.String(last)
+	}
+	out, err := r.kin.GetShardIterator(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("iterator of shard %s: %w", shard, err)
+	}
+	return out.ShardIterator, nil
+}
+
+// apply hands a page to the handler as Lambda would: retried from the
+// lowest failed record; a record still failing after MaxAttempts is skipped
+// (and counted), as Lambda's retry limit would send it to the on-failure
+// destination.
+func (r *run) apply(ctx context.Context, shard string, recs []kintypes.Record) (read, applied, skipped int, err error) {
+	read = len(recs)
+	pending := r.event(shard, recs)
+	attempts := 0
+	for len(pending) > 0 {
+		resp, err := r.h.HandleBatch(ctx, events.KinesisEvent{Records: pending})
+		if err != nil {
+			attempts++
+			if attempts >= r.opts.MaxAttempts || ctx.Err() != nil {
+				return read, applied, skipped, fmt.Errorf("shard %s: batch from %s failed %d times: %w", shard, pending[0].Kinesis.SequenceNumber, attempts, err)
+			}
+			r.backoff(ctx, attempts)
+			continue
+		}
+		if len(resp.BatchItemFailures) == 0 {
+			return read, applied + len(pending), skipped, nil
+		}
+		failed := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		lowest := 0
+		for i, rec := range pending {
+			if failed[rec.Kinesis.SequenceNumber] {
+				lowest = i
+				break
+			}
+		}
+		applied += lowest
+		pending = pending[lowest:]
+		if lowest > 0 {
+			attempts = 0
+		}
+		attempts++
+		if attempts >= r.opts.MaxAttempts {
+			r.progress.printf("shard %s: record %s still failed after %d attempts: skipped (see the processor's log for why)", shard, pending[0].Kinesis.SequenceNumber, attempts)
+			skipped++
+			pending = pending[1:]
+			attempts = 0
+			continue
+		}
+		r.backoff(ctx, attempts)
+	}
+	return read, applied, skipped, nil
+}
+
+func (r *run) backoff(ctx context.Context, attempt int) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
+	}
+}
+
+// event shapes GetRecords records as the records of a Lambda Kinesis event.
+func (r *run) event(shard string, recs []kintypes.Record) []events.KinesisEventRecord {
+	out := make([]events.KinesisEventRecord, len(recs))
+	for i, rec := range recs {
+		seq := aws.ToString(rec.SequenceNumber)
+		out[i] = events.KinesisEventRecord{
+			AwsRegion: r.region, EventID: shard + ":" + seq, EventName: "aws:kinesis:record",
+			EventSource: "aws:kinesis", EventSourceArn: r.arn, EventVersion: "1.0",
+			Kinesis: events.KinesisRecord{
+				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: aws.ToTime(rec.ApproximateArrivalTimestamp)},
+				Data:                        rec.Data, EncryptionType: string(rec.EncryptionType),
+				PartitionKey: aws.ToString(rec.PartitionKey), SequenceNumber: seq, KinesisSchemaVersion: "1.0",
+			},
+		}
+	}
+	return out
+}
+
+// report shows the progress: in place on a terminal (with the handover's
+// countdown), otherwise a line whenever it changed.
+func (r *run) report() {
+	full, compact := r.status()
+	if !r.progress.inPlace {
+		r.progress.status(full, "")
+		return
+	}
+	suffix := ""
+	r.mu.Lock()
+	end := r.handoverEnd
+	r.mu.Unlock()
+	if !end.IsZero() {
+		suffix = fmt.Sprintf(" · handover %s left", max(time.Until(end), 0).Round(time.Second))
+	}
+	r.progress.status(compact, suffix)
+}
+
+// status is the progress as one line with every shard (full) and as a
+// short one with the shard furthest behind (compact, for a terminal).
+func (r *run) status() (full, compact string) {
+	res := &Result{}
+	r.fill(res)
+	caught := 0
+	var b strings.Builder
+	var worst *ShardStats
+	for i, s := range res.Shards {
+		if s.CaughtUp {
+			caught++
+		} else if worst == nil || !s.Started || (worst.Started && s.MillisBehindLatest > worst.MillisBehindLatest) {
+			worst = &res.Shards[i]
+		}
+		fmt.Fprintf(&b, " | %s read %d applied %d", s.Shard, s.Read, s.Applied)
+		if s.Skipped > 0 {
+			fmt.Fprintf(&b, " skipped %d", s.Skipped)
+		}
+		b.WriteString(" " + shardState(s))
+	}
+	head := fmt.Sprintf("%d/%d shards caught up, read %d applied %d", caught, len(res.Shards), res.Read, res.Applied)
+	if res.Skipped > 0 {
+		head += fmt.Sprintf(" skipped %d", res.Skipped)
+	}
+	compact = head
+	if worst != nil {
+		compact += " | furthest behind: " + worst.Shard + " " + shardState(*worst)
+	}
+	return head + b.String(), compact
+}
+
+// shardState says where a shard's follower is. "behind" is Kinesis's
+// MillisBehindLatest of the last page actually read, so it is only shown
+// once a page was read.
+func shardState(s ShardStats) string {
+	last := ""
+	if !s.LastArrival.IsZero() {
+		last = " (last record " + s.LastArrival.UTC().Format("15:04:05") + ")"
+	}
+	switch {
+	case s.Waiting:
+		return "waiting for its parents"
+	case s.Done:
+		return "closed, read to its end" + last
+	case !s.Started:
+		return "not read yet"
+	case s.CaughtUp:
+		return "caught up" + last
+	case s.MillisBehindLatest < 1000:
+		return "behind <1s" + last
+	default:
+		return "behind " + (time.Duration(s.MillisBehindLatest) * time.Millisecond).Round(time.Second).String() + last
+	}
+}
+
+func (r *run) fill(res *Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res.Shards, res.Read, res.Applied, res.Skipped = nil, 0, 0, 0
+	for _, s := range r.shards {
+		res.Shards = append(res.Shards, s.stats)
+		res.Read += s.stats.Read
+		res.Applied += s.stats.Applied
+		res.Skipped += s.stats.Skipped
+	}
+	sort.Slice(res.Shards, func(i, j int) bool { return res.Shards[i].Shard < res.Shards[j].Shard })
+}

@@ -46,7 +46,8 @@
 //	quarantine/sqs-on-failure.json     Lambda's on-failure record for a Kinesis batch
 //	                                   → no failure; against an empty stand-in the records are not in any stream, so
 //	                                     one "missing" item with the batch's coordinates is written
-//	quarantine/sqs-unparseable.json    a message that is not an on-failure record → reported by its messageId
+//	quarantine/sqs-unparseable.json    a message that is not an on-failure record → no failure: set aside in the quarantine
+//	                                   table (kind set-aside, reason "body is not a JSON object", its body as data)
 //
 // Kinesis record data in the samples is base64, as Lambda delivers it; decode
 // it to read the envelopes.

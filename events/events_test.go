@@ -393,11 +393,20 @@ func quarantineUnparseable(t *testing.T, e env, raw []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != ev.Records[0].MessageId {
-		t.Errorf("failures %v, want exactly message %s", resp.BatchItemFailures, ev.Records[0].MessageId)
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("failures %v, want none: the message can never succeed, so it is set aside, not retried", resp.BatchItemFailures)
 	}
-	if n := len(scan(t, e)); n != 0 {
-		t.Errorf("%d items written for an unparseable message", n)
+	items := scan(t, e)
+	if len(items) != 1 {
+		t.Fatalf("%d items, want the message set aside", len(items))
+	}
+	it := items[0]
+	if str(it, "kind") != "set-aside" || str(it, "source") != ev.Records[0].EventSourceARN || str(it, "sequenceNumber") != ev.Records[0].MessageId ||
+		str(it, "field") != "" || str(it, "category") != "unparseable" || !strings.Contains(str(it, "reason"), "body is not a JSON object") {
+		t.Errorf("item %v", it)
+	}
+	if d, ok := it["data"].(*ddbtypes.AttributeValueMemberB); !ok || string(d.Value) != ev.Records[0].Body {
+		t.Errorf("data %v, want the message body", it["data"])
 	}
 }
 

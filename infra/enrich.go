@@ -35,6 +35,9 @@ type EnrichmentProps struct {
 	// profiles' changelog (written by cdc with the same partition key).
 	// Required.
 	Events awskinesis.IStream
+	// Quarantine is the table the function sets aside the records that can
+	// never succeed in (package setaside). Required.
+	Quarantine awsdynamodb.ITable
 	// OnFailure receives Lambda's on-failure record for a batch that
 	// exhausted its retries or aged out. Required.
 	OnFailure awssqs.IQueue
@@ -61,8 +64,8 @@ type Enrichment struct {
 // NewEnrichment creates the enriched stream, the join table and the enrich
 // function under scope.
 func NewEnrichment(scope constructs.Construct, id string, props EnrichmentProps) *Enrichment {
-	if props.Events == nil || props.OnFailure == nil || props.AssetDir == "" {
-		panic(fmt.Sprintf("Enrichment %q: AssetDir, Events and OnFailure are required", id))
+	if props.Events == nil || props.OnFailure == nil || props.Quarantine == nil || props.AssetDir == "" {
+		panic(fmt.Sprintf("Enrichment %q: AssetDir, Events, Quarantine and OnFailure are required", id))
 	}
 	removal := props.RemovalPolicy
 	if removal == "" {
@@ -99,6 +102,7 @@ func NewEnrichment(scope constructs.Construct, id string, props EnrichmentProps)
 		},
 		Stream:    props.Events,
 		OnFailure: props.OnFailure,
+		SetAside:  props.Quarantine,
 		// Fan-out: its own 2 MiB/s per shard, so adding this subscriber
 		// takes no read throughput from aggregate.
 		EnhancedFanOut: true,

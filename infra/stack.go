@@ -84,8 +84,9 @@ var (
 )
 
 // quarantineTableActions are the calls package quarantine makes on the
-// quarantine table (its itemWriter: one PutItem, or BatchWriteItem of put
-// requests): it never reads, updates or deletes an item.
+// quarantine table through package setaside (BatchWriteItem of put
+// requests, and conditional PutItem of a failed range's records): it never
+// reads, updates or deletes an item.
 var quarantineTableActions = []string{"dynamodb:PutItem", "dynamodb:BatchWriteItem"}
 
 // TickerRate is how often the ticker runs: it advances the watermark of
@@ -311,12 +312,13 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	})
 	s.FailuresDLQ = s.Failures.DeadLetterQueue().Queue
 	s.Profiles = NewProfilesCDC(stack, "ProfilesCDC", ProfilesCDCProps{
-		AssetDir:  assetDir,
-		Events:    s.Events,
-		OnFailure: s.Failures,
+		AssetDir:   assetDir,
+		Events:     s.Events,
+		OnFailure:  s.Failures,
+		Quarantine: s.Quarantine,
 	})
-	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures})
-	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures})
+	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures, Quarantine: s.Quarantine})
+	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures, Quarantine: s.Quarantine})
 
 	s.addIngest(assetDir)
 
@@ -331,6 +333,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		},
 		Stream:    s.Events,
 		OnFailure: s.Failures,
+		SetAside:  s.Quarantine,
 		// Large batches: aggregate writes once per (key, window) per batch
 		// (or per flush interval), so its cost follows keys x windows, not
 		// events.
@@ -374,7 +377,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 			Name:        FunctionQuarantine,
 			AssetDir:    assetDir,
 			Description: "Copies the records of failed stream batches into the quarantine table",
-			Environment: map[string]*string{"QUARANTINE_TABLE_NAME": s.Quarantine.TableName()},
+			Environment: map[string]*string{EnvQuarantineTableName: s.Quarantine.TableName()},
 			Timeout:     quarantineTimeout,
 			MemoryMB:    functionMemoryMB,
 		},
@@ -382,9 +385,11 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		BatchSize:      10,
 		MaxConcurrency: 2,
 	})
-	// quarantine only puts items (package quarantine's itemWriter); its
-	// reads of the failed ranges are granted last, over every stream that
-	// reports to Failures (GrantFailedRangeReads in addOperations).
+	// quarantine only puts items (package setaside's Sink: BatchWriteItem,
+	// and a conditional PutItem for the records of failed ranges, which never
+	// replaces a record its function set aside); its reads of the failed
+	// ranges are granted last, over every stream that reports to Failures
+	// (GrantFailedRangeReads in addOperations).
 	s.Quarantiner.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(quarantineTableActions...),
 		Resources: &[]*string{s.Quarantine.TableArn()},

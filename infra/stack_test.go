@@ -290,7 +290,7 @@ func TestFunctions(t *testing.T) {
 		env     map[string]any
 	}{
 		{FunctionIngest, s.Ingest, 10, ingestEnv(s)},
-		{FunctionAggregate, s.Aggregate.GoFunction, 30, windowEnv(s)},
+		{FunctionAggregate, s.Aggregate.GoFunction, 30, withQuarantine(s, windowEnv(s))},
 		{FunctionQuarantine, s.Quarantiner.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine))}},
 		{FunctionTicker, s.Ticker, 50, windowEnv(s)},
 		{FunctionWorker, s.Work.Worker.GoFunction, 60, map[string]any{
@@ -298,16 +298,16 @@ func TestFunctions(t *testing.T) {
 			EnvResultsTableName:     ref(logicalID(s.Stack, s.Work.Results)),
 		}},
 		{FunctionCDC, s.Profiles.Function.GoFunction, 30, cdcEnv(s)},
-		{FunctionTimeline, s.Timelines.Function.GoFunction, 30, map[string]any{
+		{FunctionTimeline, s.Timelines.Function.GoFunction, 30, withQuarantine(s, map[string]any{
 			EnvTweetsTableName:    ref(logicalID(s.Stack, s.Timelines.Tweets)),
 			EnvFollowsTableName:   ref(logicalID(s.Stack, s.Timelines.Follows)),
 			EnvFollowersIndexName: "followers",
 			EnvTimelinesTableName: ref(logicalID(s.Stack, s.Timelines.View)),
-		}},
-		{FunctionEnrich, s.Enrichment.Function.GoFunction, 30, map[string]any{
+		})},
+		{FunctionEnrich, s.Enrichment.Function.GoFunction, 30, withQuarantine(s, map[string]any{
 			EnvEnrichedStreamName: ref(logicalID(s.Stack, s.Enrichment.Enriched)),
 			EnvJoinTableName:      ref(logicalID(s.Stack, s.Enrichment.JoinTable)),
-		}},
+		})},
 		{FunctionSnapshot, s.Snapshot.Function, 900, map[string]any{
 			"EVENTS_STREAM_NAME":   ref(logicalID(s.Stack, s.Events)),
 			"PROFILES_TABLE_NAME":  ref(logicalID(s.Stack, s.Profiles.Table)),
@@ -901,5 +901,12 @@ func TestNewTributaryStackRejects(t *testing.T) {
 }
 
 func cdcEnv(s *TributaryStack) map[string]any {
-	return map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events)), "ENTITY_KEY_ATTRIBUTE": ProfilesPartitionKey}
+	return withQuarantine(s, map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events)), "ENTITY_KEY_ATTRIBUTE": ProfilesPartitionKey})
+}
+
+// withQuarantine is env plus the quarantine table's name, which the
+// functions that set records aside get.
+func withQuarantine(s *TributaryStack, env map[string]any) map[string]any {
+	env[EnvQuarantineTableName] = ref(logicalID(s.Stack, s.Quarantine))
+	return env
 }

@@ -162,7 +162,11 @@ func run(ctx context.Context, o *options) (err error) {
 	}
 	for _, r := range recs {
 		if r.SequenceNumber == seq {
-			fmt.Printf("    quarantined seq %s condition=%s data=%q\n", r.SequenceNumber, r.Condition, truncate(string(r.Data), 60))
+			if r.Kind == "set-aside" {
+				fmt.Printf("    quarantined seq %s set aside by %s: field %s: %s data=%q\n", r.SequenceNumber, r.Function, r.Field, truncate(r.Reason, 60), truncate(string(r.Data), 60))
+			} else {
+				fmt.Printf("    quarantined seq %s condition=%s data=%q\n", r.SequenceNumber, r.Condition, truncate(string(r.Data), 60))
+			}
 		}
 	}
 

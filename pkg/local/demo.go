@@ -136,13 +136,19 @@ func PutRaw(ctx context.Context, cfg aws.Config, streamName, partitionKey string
 	return aws.ToString(out.SequenceNumber), nil
 }
 
-// QuarantinedRecord is one item of the quarantine table.
+// QuarantinedRecord is one item of the quarantine table: a record a
+// function set aside (Kind "set-aside": Function, Field, Reason) or one of
+// a range Lambda gave up on (Kind "record": Condition, FunctionError).
 type QuarantinedRecord struct {
 	Source         string `dynamodbav:"source"`
 	SequenceNumber string `dynamodbav:"sequenceNumber"`
+	Kind           string `dynamodbav:"kind"`
 	Data           []byte `dynamodbav:"data"`
 	Condition      string `dynamodbav:"condition"`
 	FunctionError  string `dynamodbav:"functionError"`
+	Function       string `dynamodbav:"function"`
+	Field          string `dynamodbav:"field"`
+	Reason         string `dynamodbav:"reason"`
 }
 
 // WaitQuarantined polls the quarantine table until it holds the record with sequence number seq.

@@ -128,8 +128,12 @@ func TestPipelineAppliesEveryEventOnceClosesWindowsAndQuarantinesPoison(t *testi
 		t.Fatal(err)
 	}
 	for _, r := range recs {
-		if r.SequenceNumber == seq && (r.Condition != "RetryAttemptsExhausted" || !bytes.Contains(r.Data, []byte("yesterday"))) {
-			t.Errorf("quarantined %s: condition %q data %q", seq, r.Condition, r.Data)
+		// enrich, the stream's other subscriber, sets the record aside
+		// itself (naming the field); a range aggregate gave up on never
+		// replaces that item.
+		ok := r.Condition == "RetryAttemptsExhausted" || (r.Kind == "set-aside" && r.Field == "occurredAt")
+		if r.SequenceNumber == seq && (!ok || !bytes.Contains(r.Data, []byte("yesterday"))) {
+			t.Errorf("quarantined %s: kind %q condition %q field %q data %q", seq, r.Kind, r.Condition, r.Field, r.Data)
 		}
 	}
 	// enrich, the stream's other subscriber, gives up on the same record

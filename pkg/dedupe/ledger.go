@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/pkg/ddbsize"
+	"github.com/tributary-dev/tributary/pkg/limits"
 )
 
 // store is what a Ledger needs of DynamoDB.
@@ -108,8 +108,8 @@ func NewLedger(db store, table string, itemKey ItemKey, opts ...Option) *Ledger 
 	for _, o := range opts {
 		o(l)
 	}
-	if l.segMax*entrySize > ddbsize.MaxItem-4096 {
-		l.segMax = (ddbsize.MaxItem - 4096) / entrySize
+	if l.segMax*entrySize > limits.DynamoDBItemBytes-4096 {
+		l.segMax = (limits.DynamoDBItemBytes - 4096) / entrySize
 	}
 	return l
 }
@@ -601,8 +601,8 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 		item := l.itemKey(p.key, n)
 		item[attrEntries] = &types.AttributeValueMemberB{Value: appendEntries(make([]byte, 0, len(seg)*entrySize), seg)}
 		l.setTTL(item, maxArrival(seg))
-		if err := ddbsize.Check(fmt.Sprintf("dedupe ledger segment %d of key %q", n, p.key), item); err != nil {
-			return nil, err
+		if err := limits.CheckItem(item); err != nil {
+			return nil, fmt.Errorf("dedupe ledger segment %d of key %q: %w", n, p.key, err)
 		}
 		// A segment number is used once: only the writer whose head
 		// condition holds can add it, in the same transaction.
@@ -647,7 +647,10 @@ func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.Attribute
 		newest = max(newest, maxArrival(seg))
 	}
 	l.setTTL(item, newest)
-	return item, ddbsize.Check(fmt.Sprintf("dedupe ledger head of key %q", key), item)
+	if err := limits.CheckItem(item); err != nil {
+		return nil, fmt.Errorf("dedupe ledger head of key %q: %w", key, err)
+	}
+	return item, nil
 }
 
 func (l *Ledger) setTTL(item map[string]types.AttributeValue, newest uint32) {

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/pkg/ddbsize"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
 )
@@ -234,7 +234,7 @@ func TestHotKeySpillsIntoSegments(t *testing.T) {
 		t.Fatalf("%d items hold %d claims: no spill", len(items), n)
 	}
 	for _, it := range items {
-		if sz := ddbsize.Item(it); sz > ddbsize.MaxItem {
+		if sz := limits.ItemSize(it); sz > limits.DynamoDBItemBytes {
 			t.Errorf("item %v is %d bytes", it["sk"], sz)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
-	"github.com/tributary-dev/tributary/pkg/ddbsize"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -390,7 +390,7 @@ func (v *Views) compactBytes() int {
 // WindowItemBudget is the size a window item is kept under: DynamoDB's 400
 // KB counts a binary attribute by its bytes, but local stand-ins (moto)
 // count it by its base64 text, a third more; 300 KB fits both.
-const WindowItemBudget = ddbsize.MaxItem * 3 / 4
+const WindowItemBudget = limits.DynamoDBItemBytes * 3 / 4
 
 // itemOverheadBytes bounds a window item's attributes besides its parts:
 // keys, times, status, the per-shard fences of the shards writing it.

@@ -84,16 +84,30 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		if lastSeq != "" && stream.CompareSequence(seq, lastSeq) <= 0 {
 			continue // already in the state (a redelivery after a partial failure)
 		}
-		before := c.failures.Len()
 		c.decode(rec)
-		if c.failures.Len() > before {
-			break // stop at the first poison record: the rest is redelivered after it
-		}
 		accumulated = seq
 	}
 	dedupeState, err := p.judgeInterval(ctx, c, ev.State, ev.IsFinalInvokeForWindow)
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err
+	}
+	if err := p.screen(ctx, c); err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err
+	}
+	if first := c.failures.Lowest(); first != "" {
+		// A record could not be set aside (a transient error): Lambda
+		// redelivers from it, so nothing from it on may be in the state.
+		accumulated = lastSeq
+		for i := range c.decoded {
+			if stream.CompareSequence(c.decoded[i].seq, first) >= 0 {
+				c.decoded[i].aside = true
+			}
+		}
+		for i := range recs {
+			if seq := recs[i].SequenceNumber; stream.CompareSequence(seq, first) < 0 && (lastSeq == "" || stream.CompareSequence(seq, lastSeq) > 0) {
+				accumulated = seq
+			}
+		}
 	}
 	c.routeAll()
 	// Session and sliding windows keep their own per-key state (keyed.go),
@@ -204,4 +218,3 @@ func (p *Processor) encodeState(partials map[upKey]*partial, wm *window.Watermar
 	}
 	return out
 }
-

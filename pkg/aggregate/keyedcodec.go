@@ -179,7 +179,7 @@ func (r *reader) fail() {
 }
 
 // MaxKeyedStateBytes is the budget of one keyed state's encoding: a window
-// item's budget (state.WindowItemBudget, DynamoDB's 400 KB as stand-ins
-// count binary data) less room for the item's other attributes (keys,
-// version, the per-shard fences, the open-windows listing).
+// item's budget (state.WindowItemBudget, DynamoDB's 400 KB less a margin)
+// less room for the item's other attributes (keys, version, the per-shard
+// fences, the open-windows listing).
 const MaxKeyedStateBytes = state.WindowItemBudget - 8<<10

@@ -3,9 +3,9 @@ package aggregate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +16,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/window"
@@ -39,7 +40,8 @@ type Processor struct {
 	loaded bool
 	keyed  map[string]cachedKeyed // warm copies of keyed window states
 
-	ledger *dedupe.Ledger // claims of event ids; nil: no suppression by id
+	ledger *dedupe.Ledger   // claims of event ids; nil: no suppression by id
+	sink   *setaside.Sink   // where records that can never be applied go
 
 	batches sync.Pool // *stream.KinesisBatch, reused across invocations
 }
@@ -164,6 +166,7 @@ type collector struct {
 	cands    []dedupe.Candidate // one per decoded record when the pipeline dedupes by id
 	ids      []string           // the event id of each candidate, for logs
 	verdicts []dedupe.Verdict
+	aside    []setaside.Record // records that can never be applied
 }
 
 func (p *Processor) newCollector(shard string, wm *window.Watermark) *collector {
@@ -195,12 +198,14 @@ func (c *collector) addEntry(k upKey, seq string, value float64, distinct []byte
 // decoded is one record that passed decoding and extraction, waiting for
 // the dedupe verdict before it is routed to its windows.
 type decoded struct {
+	rec      *stream.KinesisRecord
 	seq      string
 	key      string // grouping key
 	value    float64
 	distinct []byte
 	et       time.Time
-	cand     int // index into collector.cands; -1 without dedupe
+	cand     int  // index into collector.cands; -1 without dedupe
+	aside    bool // set aside: applied nowhere
 }
 
 // decode decodes one Kinesis record and keeps what routing needs; poison is
@@ -209,7 +214,7 @@ func (c *collector) decode(rec *stream.KinesisRecord) {
 	seq := rec.SequenceNumber
 	c.maxSeq = seq
 	if err := rec.DecodeEnvelope(&c.env); err != nil {
-		c.poisoned(seq, err)
+		c.poisoned(rec, err)
 		return
 	}
 	if !c.p.cfg.Matches(c.env.Type) {
@@ -218,13 +223,13 @@ func (c *collector) decode(rec *stream.KinesisRecord) {
 	}
 	key, value, distinct, err := c.p.cfg.Extract(&c.env)
 	if err != nil {
-		c.poisoned(seq, err)
+		c.poisoned(rec, err)
 		return
 	}
 	if distinct != nil {
 		distinct = append([]byte(nil), distinct...) // Extract's bytes share the reused envelope
 	}
-	d := decoded{seq: seq, key: key, value: value, distinct: distinct, et: c.env.EventTime(), cand: -1}
+	d := decoded{rec: rec, seq: seq, key: key, value: value, distinct: distinct, et: c.env.EventTime(), cand: -1}
 	if c.p.ledger != nil {
 		d.cand = len(c.cands)
 		c.cands = append(c.cands, candidateOf(c.shard, rec, &c.env))
@@ -262,26 +267,66 @@ func (c *collector) route(d *decoded) {
 	c.wm.Observe(et)
 }
 
-// routeAll routes every decoded record the dedupe verdicts let through.
+// applies reports whether decoded record i is to be applied: not set
+// aside, and not a duplicate (nor a record whose dedupe verdict is pending).
+func (c *collector) applies(i int) bool {
+	d := &c.decoded[i]
+	return !d.aside && (d.cand < 0 || c.verdicts[d.cand].Applies())
+}
+
+// routeAll routes every decoded record that applies.
 func (c *collector) routeAll() {
 	for i := range c.decoded {
-		d := &c.decoded[i]
-		if d.cand >= 0 && !c.verdicts[d.cand].Applies() {
-			continue
+		if c.applies(i) {
+			c.route(&c.decoded[i])
 		}
-		c.route(d)
 	}
 }
 
-func (c *collector) poisoned(seq string, err error) {
-	c.poison++
-	c.failures.Add(seq)
-	var pe *stream.PoisonRecordError
-	field := ""
-	if errors.As(err, &pe) {
-		field = pe.Field
+// screen sets aside, before any window sees them, the records of keys whose
+// keyed state is full and the reuses of an event id with other content.
+func (p *Processor) screen(ctx context.Context, c *collector) error {
+	for i, v := range c.verdicts {
+		if v == dedupe.Conflict {
+			d := &c.decoded[c.candIndex(i)]
+			d.aside = true
+			c.setAside(d.rec, "id", setaside.KindDuplicateConflict,
+				"event id "+quote(c.ids[i])+" of key "+quote(c.cands[i].Key)+" was accepted earlier with a different type, occurredAt or data; this record is refused, not merged")
+		}
 	}
-	c.p.log.Warn("poison record: reported as a batch item failure", "shard", c.shard, "sequenceNumber", seq, "field", field, "error", err.Error())
+	over, err := p.overBudget(ctx, c)
+	if err != nil {
+		return err
+	}
+	for i := range c.decoded {
+		d := &c.decoded[i]
+		if reason, ok := over[d.key]; ok && c.applies(i) {
+			d.aside = true
+			c.setAside(d.rec, p.cfg.Key.String(), setaside.KindStateBudget, reason)
+			p.metrics.Add("StateBudgetExceeded", metrics.Count, 1)
+		}
+	}
+	p.flushAside(ctx, c)
+	return nil
+}
+
+func quote(s string) string { return strconv.Quote(s) }
+
+// candIndex is the decoded record of candidate i.
+func (c *collector) candIndex(i int) int {
+	for j := range c.decoded {
+		if c.decoded[j].cand == i {
+			return j
+		}
+	}
+	return -1
+}
+
+// poisoned sets aside a record that is not an envelope the pipeline can read.
+func (c *collector) poisoned(rec *stream.KinesisRecord, err error) {
+	c.poison++
+	field, kind := poisonKind(err)
+	c.setAside(rec, field, kind, err.Error())
 }
 
 func (p *Processor) openIn(shard string) string { return p.cfg.Name + "#" + shard }
@@ -321,6 +366,9 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 		c.decode(&recs[i])
 	}
 	if err := p.judgeBatch(ctx, c); err != nil {
+		return events.KinesisEventResponse{}, err
+	}
+	if err := p.screen(ctx, c); err != nil {
 		return events.KinesisEventResponse{}, err
 	}
 	c.routeAll()

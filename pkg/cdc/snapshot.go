@@ -76,7 +76,7 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 	}
 	fallback := json.Number("0")
 	for _, seq := range pos.Shards {
-		if seq != "" && (fallback == "0" || stream.CompareSequenceNumbers(seq, fallback.String()) > 0) {
+		if seq != "" && (fallback == "0" || stream.CompareSequence(seq, fallback.String()) > 0) {
 			fallback = json.Number(seq)
 		}
 	}

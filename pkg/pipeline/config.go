@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
@@ -38,10 +39,9 @@ const (
 
 // MaxStateBytes bounds the encoding of one window's aggregates
 // (agg.Spec.MaxEncodedBytes): a window item holds its merged state and
-// one more batch's part before it is compacted, within 300 KB (DynamoDB's
-// 400 KB as local stand-ins count binary data, in base64) with room for its
-// other attributes.
-const MaxStateBytes = (300<<10 - 8<<10) / 2
+// one more batch's part before it is compacted, within DynamoDB's 400 KB
+// less a margin (state.WindowItemBudget) and room for its other attributes.
+const MaxStateBytes = (limits.DynamoDBItemBytes - 10<<10 - 8<<10) / 2
 
 // WindowKind is one of the four kinds of windows.
 type WindowKind uint8
@@ -326,7 +326,7 @@ func Parse(doc []byte) (*Config, error) {
 		if spec.Aggregates.Has(agg.Distinct) {
 			field = "distinctPrecision"
 		}
-		return nil, cfgErr(field, "a window's aggregates would take up to %d bytes (distinct precision %d%s); a window item holds its merged state and one batch's part in 300 KB, so at most %d: lower distinctPrecision",
+		return nil, cfgErr(field, "a window's aggregates would take up to %d bytes (distinct precision %d%s); a window item holds its merged state and one batch's part in an item, so at most %d: lower distinctPrecision",
 			n, spec.DistinctPrecision, map[bool]string{true: ", quantiles on", false: ""}[spec.Aggregates.Has(agg.Quantiles)], MaxStateBytes)
 	}
 	c.Aggregates = spec

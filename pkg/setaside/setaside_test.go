@@ -42,16 +42,7 @@ const streamArn = "arn:aws:kinesis:us-east-1:123456789012:stream/events"
 func table(t *testing.T) string {
 	t.Helper()
 	name := fmt.Sprintf("quarantine-%d", serial.Add(1))
-	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName: aws.String(name),
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{
-			{AttributeName: aws.String("source"), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sequenceNumber"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
-		KeySchema: []ddbtypes.KeySchemaElement{
-			{AttributeName: aws.String("source"), KeyType: ddbtypes.KeyTypeHash},
-			{AttributeName: aws.String("sequenceNumber"), KeyType: ddbtypes.KeyTypeRange}},
-		BillingMode: ddbtypes.BillingModePayPerRequest,
-	})
+	err := setaside.CreateTable(context.Background(), db, name)
 	if err != nil {
 		t.Fatal(err)
 	}

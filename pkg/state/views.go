@@ -388,9 +388,8 @@ func (v *Views) compactBytes() int {
 }
 
 // WindowItemBudget is the size a window item is kept under: DynamoDB's 400
-// KB counts a binary attribute by its bytes, but local stand-ins (moto)
-// count it by its base64 text, a third more; 300 KB fits both.
-const WindowItemBudget = limits.DynamoDBItemBytes * 3 / 4
+// KB less a margin (the stand-in refuses items a little sooner than AWS).
+const WindowItemBudget = limits.DynamoDBItemBytes - 10<<10
 
 // itemOverheadBytes bounds a window item's attributes besides its parts:
 // keys, times, status, the per-shard fences of the shards writing it.

@@ -305,7 +305,7 @@ func TestBigSketchesCompactBySize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	big.DistinctPrecision = 15 // the largest the pipeline config allows with quantiles
+	big.DistinctPrecision = 16 // the largest the pipeline config allows with quantiles
 	mu.Lock()
 	tables++
 	name := "views-" + strconv.Itoa(tables)

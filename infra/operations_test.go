@@ -189,7 +189,8 @@ func TestLeastPrivilege(t *testing.T) {
 		fn   *GoFunction
 		want []string
 	}{
-		{FunctionAggregate, s.Aggregate.GoFunction, join(kinesisMapping, sendTo(failures), windows, setAside)},
+		{FunctionAggregate, s.Aggregate.GoFunction, join(kinesisMapping, sendTo(failures), windows, setAside,
+			on(views, "dynamodb:BatchGetItem", "dynamodb:PutItem"), on(views+"-v*", "dynamodb:BatchGetItem", "dynamodb:PutItem"))},
 		{FunctionTicker, s.Ticker, join(windows, sendTo(logicalID(s.Stack, s.TickerFailures)+".Arn"))},
 		{FunctionQuarantine, s.Quarantiner.GoFunction, join(
 			sqsMapping(failures),
@@ -203,7 +204,7 @@ func TestLeastPrivilege(t *testing.T) {
 			kinesisMapping, sendTo(failures),
 			on(logicalID(s.Stack, s.Enrichment.Function.Consumer)+".ConsumerARN", "kinesis:DescribeStreamConsumer", "kinesis:SubscribeToShard"),
 			on(arn(s.Enrichment.Enriched), "kinesis:PutRecords"),
-			on(arn(s.Enrichment.JoinTable), "dynamodb:BatchGetItem", "dynamodb:UpdateItem"),
+			on(arn(s.Enrichment.JoinTable), "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"),
 			setAside,
 		)},
 		{FunctionCDC, s.Profiles.Function.GoFunction, join(ddbMapping(profiles), sendTo(failures), on(events, "kinesis:PutRecords"), setAside)},

@@ -81,6 +81,12 @@ const (
 var (
 	viewsTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"}
 	viewsIndexActions = []string{"dynamodb:Query"}
+	// viewsLedgerActions are what aggregate's dedupe ledger (package
+	// dedupe) adds, in the same table: a BatchGetItem of the keys' heads,
+	// a conditional PutItem of a head, and the transaction sealing a full
+	// one (authorized by its PutItems). The ticker reads no records and
+	// does without.
+	viewsLedgerActions = []string{"dynamodb:BatchGetItem", "dynamodb:PutItem"}
 )
 
 // quarantineTableActions are the calls package quarantine makes on the
@@ -318,7 +324,8 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		Quarantine: s.Quarantine,
 	})
 	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures, Quarantine: s.Quarantine})
-	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures, Quarantine: s.Quarantine})
+	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures, Quarantine: s.Quarantine,
+		DedupeHorizon: pipe.DedupeHorizon})
 
 	s.addIngest(assetDir)
 
@@ -397,6 +404,11 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 
 	s.addWorker(assetDir)
 	s.ViewsRegistry = NewViewsRegistry(stack, "ViewsRegistry", s.Views, s.Aggregate.GoFunction, s.Ticker)
+	s.Aggregate.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings(viewsLedgerActions...),
+		Resources: &[]*string{s.Views.TableArn(),
+			awscdk.Fn_Join(jsii.String(""), &[]*string{s.Views.TableArn(), jsii.String("-v*")})},
+	}))
 	s.Snapshot = NewSnapshot(stack, "Snapshot", SnapshotProps{AssetDir: assetDir, Table: s.Profiles.Table, Events: s.Events})
 
 	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")

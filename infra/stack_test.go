@@ -307,6 +307,7 @@ func TestFunctions(t *testing.T) {
 		{FunctionEnrich, s.Enrichment.Function.GoFunction, 30, withQuarantine(s, map[string]any{
 			EnvEnrichedStreamName: ref(logicalID(s.Stack, s.Enrichment.Enriched)),
 			EnvJoinTableName:      ref(logicalID(s.Stack, s.Enrichment.JoinTable)),
+			EnvDedupeHorizon:      "1h",
 		})},
 		{FunctionSnapshot, s.Snapshot.Function, 900, map[string]any{
 			"EVENTS_STREAM_NAME":   ref(logicalID(s.Stack, s.Events)),

@@ -11,6 +11,7 @@ package main
 import (
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -27,6 +28,14 @@ func main() {
 	out := m.RequireEnv("ENRICHED_STREAM_NAME", "the Kinesis stream enriched records are written to")
 	table := m.RequireEnv("JOIN_TABLE_NAME", "the DynamoDB table (partition key pk, a string) holding the join's copy of the profiles")
 	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be joined are set aside in")
+	horizon := time.Hour
+	if v := os.Getenv("DEDUPE_HORIZON"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			m.Fail("environment variable DEDUPE_HORIZON: %q is not a duration such as 1h (0s turns suppression of copies off)", v)
+		}
+		horizon = d
+	}
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	db := dynamodb.NewFromConfig(cfg)
@@ -34,6 +43,7 @@ func main() {
 	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")),
 		setaside.WithMetrics(mt), setaside.WithLogger(log))
 	h := enrich.New(db, kinesis.NewFromConfig(cfg), table, out,
-		enrich.WithMetrics(mt), enrich.WithLogger(log), enrich.WithSetAside(sink))
+		enrich.WithMetrics(mt), enrich.WithLogger(log), enrich.WithSetAside(sink),
+		enrich.WithDedupe(enrich.NewLedger(db, table, horizon)))
 	lambda.Start(h.Handle)
 }

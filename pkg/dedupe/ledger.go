@@ -17,14 +17,14 @@ import (
 	"github.com/tributary-dev/tributary/pkg/limits"
 )
 
-// store is what a Ledger needs of DynamoDB.
-type store interface {
+// Store is what a Ledger needs of DynamoDB.
+type Store interface {
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
-var _ store = (*dynamodb.Client)(nil)
+var _ Store = (*dynamodb.Client)(nil)
 
 // ItemKey returns the primary key of one of key's ledger items: the head when
 // segment is Head, otherwise sealed segment number segment. It lets the
@@ -58,7 +58,7 @@ const (
 // Ledger is the claims of one scope (a pipeline, a consumer), per key, in a
 // DynamoDB table, with a warm in-memory copy. Safe for concurrent use.
 type Ledger struct {
-	db       store
+	db       Store
 	table    string
 	itemKey  ItemKey
 	horizon  time.Duration
@@ -101,7 +101,7 @@ func WithSegmentEntries(n int) Option { return func(l *Ledger) { l.segMax = max(
 func WithCacheEntries(n int) Option { return func(l *Ledger) { l.cacheMax = max(1, n) } }
 
 // NewLedger returns the ledger kept in table under the keys itemKey gives.
-func NewLedger(db store, table string, itemKey ItemKey, opts ...Option) *Ledger {
+func NewLedger(db Store, table string, itemKey ItemKey, opts ...Option) *Ledger {
 	l := &Ledger{db: db, table: table, itemKey: itemKey, horizon: DefaultHorizon,
 		headMax: defaultHeadMax, segMax: defaultSegMax, cacheMax: defaultCacheMax,
 		cache: map[string]*keyLedger{}}

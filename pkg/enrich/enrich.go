@@ -14,6 +14,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/batch"
+	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 )
@@ -68,6 +69,9 @@ type Handler struct {
 	cache map[string]*shardCache
 
 	stats counters
+
+	ledger          *dedupe.Ledger // claims of activity event ids; nil: none suppressed
+	dups, conflicts atomic.Int64
 }
 
 // shardCache is what an instance knows of one shard: every applied change
@@ -195,10 +199,12 @@ func (s Stats) sub(o Stats) Stats {
 // so Lambda resumes from it with a history cut down to what it needs).
 func (h *Handler) Handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	before := h.Stats()
+	dups, conflicts := h.dups.Load(), h.conflicts.Load()
 	var failures batch.StreamFailures
 	if i := h.handle(ctx, ev.Records); i < len(ev.Records) {
 		failures.Add(ev.Records[i].Kinesis.SequenceNumber)
 	}
+	h.emitDedupe(h.dups.Load()-dups, h.conflicts.Load()-conflicts)
 	h.emit(h.Stats().sub(before))
 	return failures.Kinesis(), nil
 }
@@ -249,6 +255,30 @@ func (h *Handler) handle(ctx context.Context, recs []events.KinesisEventRecord) 
 				ps = ps[:j]
 				break
 			}
+		}
+	}
+	ps, conflicts, retryFrom, err := h.screenCopies(ctx, shard, ps)
+	if err != nil {
+		h.log.ErrorContext(ctx, "judging copies failed; the batch will be retried", "error", err)
+		return 0
+	}
+	if retryFrom >= 0 {
+		stop = min(stop, retryFrom)
+	}
+	if err := h.sink.SetAside(ctx, conflicts); err != nil {
+		h.log.ErrorContext(ctx, "records not set aside; they will be retried", "records", len(conflicts), "error", err)
+		for _, c := range conflicts {
+			for i := range recs {
+				if recs[i].Kinesis.SequenceNumber == c.Sequence {
+					stop = min(stop, i)
+				}
+			}
+		}
+	}
+	for j := range ps {
+		if ps[j].idx >= stop {
+			ps = ps[:j]
+			break
 		}
 	}
 	if len(ps) == 0 {

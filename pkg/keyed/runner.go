@@ -66,6 +66,7 @@ type Runner[V any] struct {
 	concurrency  int
 	backoff      func(int) time.Duration
 	maxCacheKeys int
+	onEmit       func(ctx context.Context, recs []emit.Record, resent bool)
 
 	mu     sync.Mutex
 	marks  map[string]*window.Watermark
@@ -98,6 +99,14 @@ type options struct {
 	concurrency  int
 	backoff      func(int) time.Duration
 	maxCacheKeys int
+	onEmit       func(ctx context.Context, recs []emit.Record, resent bool)
+}
+
+// WithEmitHook calls f with the records of every outbox once they are on
+// the stream (resent: a copy of an outbox that may have been sent before).
+// CEP logs each match there.
+func WithEmitHook(f func(ctx context.Context, recs []emit.Record, resent bool)) Option {
+	return func(o *options) { o.onEmit = f }
 }
 
 // WithDedupe suppresses producer copies of folded records with ledger
@@ -152,7 +161,7 @@ func New[V any](set Settings, op Operator[V], views *state.Views, kin emit.Putte
 	}
 	r := &Runner[V]{set: set, op: op, views: views, kin: kin, stream: out,
 		ledger: o.ledger, sink: o.sink, metrics: o.metrics, log: o.log, now: o.now,
-		concurrency: o.concurrency, backoff: o.backoff, maxCacheKeys: o.maxCacheKeys,
+		concurrency: o.concurrency, backoff: o.backoff, maxCacheKeys: o.maxCacheKeys, onEmit: o.onEmit,
 		marks: map[string]*window.Watermark{}, cache: map[string]cached{}}
 	r.batches.New = func() any { return new(stream.KinesisBatch) }
 	return r
@@ -429,7 +438,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		if st.Outbox() > 0 && !c.sent {
 			// The last writer may have died before its outputs reached the
 			// stream: send them again (same ids).
-			n, err := r.emit(ctx, st)
+			n, err := r.emit(ctx, st, true)
 			if err != nil {
 				r.log.ErrorContext(ctx, "re-sending a key's outputs failed: its records will be retried", "shard", shard, "key", key, "error", err.Error())
 				return 0
@@ -501,7 +510,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		r.metric("LateDropped", float64(late))
 		r.remember(ref, shard, cached{version: c.version + 1, fence: last, blob: blob, sent: st.Outbox() == 0})
 		if st.Outbox() > 0 {
-			n, err := r.emit(ctx, st)
+			n, err := r.emit(ctx, st, false)
 			if err != nil {
 				r.log.ErrorContext(ctx, "putting a key's outputs failed: they are in its state and will be sent again", "shard", shard, "key", key, "error", err.Error())
 				return first
@@ -522,15 +531,20 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 }
 
 // emit puts a state's outbox on the output stream.
-func (r *Runner[V]) emit(ctx context.Context, st State[V]) (int, error) {
+func (r *Runner[V]) emit(ctx context.Context, st State[V], resent bool) (int, error) {
 	recs, err := st.Render()
 	if err != nil {
 		return 0, err
 	}
-	if r.kin == nil || r.stream == "" {
-		return len(recs), nil
+	if r.kin != nil && r.stream != "" {
+		if err := emit.Put(ctx, r.kin, r.stream, recs, r.backoff); err != nil {
+			return 0, err
+		}
 	}
-	return len(recs), emit.Put(ctx, r.kin, r.stream, recs, r.backoff)
+	if r.onEmit != nil {
+		r.onEmit(ctx, recs, resent)
+	}
+	return len(recs), nil
 }
 
 // setAside writes records aside (or reports that it could not).
@@ -656,7 +670,7 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 			return 0, fmt.Errorf("%s: state of key %q: %w", r.set.Name, kref.Key, err)
 		}
 		if st.Outbox() > 0 && !r.isSent(kref, shard, ks.Version) {
-			n, err := r.emit(ctx, st)
+			n, err := r.emit(ctx, st, true)
 			if err != nil {
 				return 0, fmt.Errorf("%s: re-sending the outputs of key %q: %w", r.set.Name, kref.Key, err)
 			}
@@ -679,7 +693,7 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 		if st.Outbox() == 0 {
 			return 0, nil
 		}
-		n, err = r.emit(ctx, st)
+		n, err = r.emit(ctx, st, false)
 		if err != nil {
 			// List the key as due at once, so the next batch or tick sends
 			// the outbox again; were that write to fail too, the outbox is

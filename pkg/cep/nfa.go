@@ -69,10 +69,14 @@ type cepState struct {
 // otherwise grow them combinatorially).
 const maxPartialsPerRule = 64
 
-// rules is what processing needs to know of the rules: the definitions,
-// and whether a rule still runs at processing time.
+// rules is what processing needs to know of the rules: the definitions
+// (an event's hits were taken while its rule was active, so they are
+// matched whatever the rule's state now), and whether a rule still runs at
+// processing time: an absence is only trusted, and fired, while its rule
+// still reads the events that would have cancelled it.
 type rules interface {
 	lookup(id string) (*Rule, bool)
+	live(id string) bool
 }
 
 // process matches the buffered events the watermark wm (Unix ms) has passed
@@ -127,7 +131,7 @@ func (st *cepState) fire(rs rules, limit int64) {
 			kept = append(kept, p)
 			continue
 		}
-		if int(p.next) == r.positives && r.absence >= 0 {
+		if int(p.next) == r.positives && r.absence >= 0 && rs.live(r.ID) {
 			st.emit(Match{Rule: r.ID, Kind: r.Kind, Events: p.events, Absent: r.Steps[r.absence].Name})
 			if r.AfterMatch == SkipPastLastEvent {
 				last := p.events[len(p.events)-1]

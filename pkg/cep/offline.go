@@ -30,6 +30,9 @@ type Offline struct {
 	// Late counts events dropped as late; Aside events refused by a key's
 	// state budget.
 	Late, Aside int
+	// beginBefore, when set, keeps events arriving at or after it from
+	// starting a match (Backfill: the live function starts those).
+	beginBefore time.Time
 	matches     []OfflineMatch
 }
 
@@ -38,6 +41,8 @@ type OfflineMatch struct {
 	ID   string    `json:"id"`
 	Key  string    `json:"key"`
 	Data MatchData `json:"data"`
+	// Record is the record as the matches stream gets it.
+	Record []byte `json:"-"`
 }
 
 // NewOffline runs rules (each active from the start) with a watermark of
@@ -75,6 +80,11 @@ func (o *Offline) Add(env *stream.Envelope, arrival time.Time) error {
 	}
 	if sel != keyed.Fold {
 		return nil
+	}
+	if !o.beginBefore.IsZero() && !arrival.Before(o.beginBefore) {
+		for i := range ev.hits {
+			ev.hits[i].mask &^= 1
+		}
 	}
 	ks, ok := o.keys[key]
 	if !ok {
@@ -120,7 +130,7 @@ func (o *Offline) collect(ks *keyState) error {
 		if err := json.Unmarshal(r.Data, &env); err != nil {
 			return err
 		}
-		o.matches = append(o.matches, OfflineMatch(env))
+		o.matches = append(o.matches, OfflineMatch{ID: env.ID, Key: env.Key, Data: env.Data, Record: r.Data})
 	}
 	ks.Compact()
 	return nil

@@ -105,13 +105,19 @@ type keyState struct {
 	now time.Time
 }
 
-// lookup finds a rule that is still live.
+// lookup finds a rule's definition.
 func (s *keyState) lookup(id string) (*Rule, bool) {
 	sr := s.rs.Rule(id)
-	if sr == nil || !sr.LiveAt(s.now) {
+	if sr == nil {
 		return nil, false
 	}
 	return sr.Rule, true
+}
+
+// live reports whether a rule still reads events at processing time.
+func (s *keyState) live(id string) bool {
+	sr := s.rs.Rule(id)
+	return sr != nil && sr.LiveAt(s.now)
 }
 
 func (s *keyState) Compact() { s.st.compact() }

@@ -43,8 +43,9 @@ func (s *StoredRule) ActiveAt(t time.Time) bool {
 }
 
 // LiveAt reports whether the rule still runs at processing time t: it is
-// not disabled or deleted as of t. A rule that is not live emits nothing
-// more: its partial matches are dropped.
+// not disabled or deleted as of t. Events it read while active are still
+// matched, but its absences no longer fire: the events that would cancel
+// them are not read any more.
 func (s *StoredRule) LiveAt(t time.Time) bool {
 	if len(s.Intervals) == 0 {
 		return false

@@ -38,6 +38,10 @@ import (
 // same logic) without a new table: the matches stream is the output, and
 // ids make a rerun harmless.
 
+// ErrNothingToBackfill is a backfill that would start where the rule
+// already applies.
+var ErrNothingToBackfill = errors.New("cep: nothing to backfill")
+
 // backfillKinesis is what Backfill needs of Kinesis.
 type backfillKinesis interface {
 	ListShards(ctx context.Context, in *kinesis.ListShardsInput, opts ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
@@ -88,7 +92,7 @@ func Backfill(ctx context.Context, kin backfillKinesis, sr *StoredRule, opts Bac
 	}
 	activeFrom := sr.Intervals[0].From
 	if !opts.From.Before(activeFrom) {
-		return nil, fmt.Errorf("cep: -from %s is not before the rule's activeFrom %s: the live function covers it", opts.From.Format(time.RFC3339), activeFrom.Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: %s is not before %s, when the rule began to apply (the live function covers it)", ErrNothingToBackfill, opts.From.Format(time.RFC3339), activeFrom.Format(time.RFC3339))
 	}
 	progress := opts.Progress
 	if progress == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -343,4 +344,29 @@ func matchKind(m Match) string {
 		return "sum"
 	}
 	return "sequence"
+}
+
+// LogMatches is an emit hook (keyed.WithEmitHook) that logs each match put
+// on the stream as one JSON line: message "cep match", with the match id,
+// rule, key, kind, count and times (resent: a copy of a match that may have
+// been logged before).
+func LogMatches(log *slog.Logger) func(ctx context.Context, recs []emit.Record, resent bool) {
+	return func(ctx context.Context, recs []emit.Record, resent bool) {
+		for _, r := range recs {
+			var env struct {
+				ID   string    `json:"id"`
+				Key  string    `json:"key"`
+				Data MatchData `json:"data"`
+			}
+			if json.Unmarshal(r.Data, &env) != nil {
+				continue
+			}
+			ids := make([]string, len(env.Data.Events))
+			for i, e := range env.Data.Events {
+				ids[i] = e.ID
+			}
+			log.InfoContext(ctx, "cep match", "matchId", env.ID, "rule", env.Data.Rule, "key", env.Key, "kind", env.Data.Kind,
+				"events", ids, "count", env.Data.Count, "start", env.Data.Start, "end", env.Data.End, "resent", resent)
+		}
+	}
 }

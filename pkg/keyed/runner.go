@@ -866,3 +866,9 @@ func poisonKind(err error) (field, kind string) {
 	}
 	return field, setaside.KindInvalid
 }
+
+// StateExpiry is the TTL the functions give keyed state items
+// (state.WithKeyedExpiry): the events stream's longest default retention
+// (7 days, through which a replay may still need a key's fences) and a
+// day.
+const StateExpiry = 8 * 24 * time.Hour

@@ -35,19 +35,19 @@ Tributary is running locally. Ctrl-C stops it.
 
 `, srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.windows.Pipeline.Name)
 	res.Print(os.Stdout)
-	views := res.CurrentViews
-	if views == "" {
-		views = topo.windows.Table
+	stackVar := ""
+	if res.Stack != "Tributary" {
+		stackVar = " STACK=" + res.Stack
 	}
 	fmt.Printf(`
 Send an event:
   curl -s -X POST %s -H 'content-type: application/json' \
     -d '{"id":"e1","type":"page_view","key":"user-1","occurredAt":"'$(date -u +%%FT%%TZ)'","sentAt":"'$(date -u +%%FT%%TZ)'","data":{"page":"/","ms":420}}'
-See the windows:
-  aws dynamodb scan --table-name %s --endpoint-url %s
+See its windows (another terminal):
+  make results KEY=user-1%s
 Logs and metrics (another terminal):
   make logs
-`, topo.ingestURL, views, srv.Endpoint())
+`, topo.ingestURL, stackVar)
 	select {
 	case <-ctx.Done():
 		return nil

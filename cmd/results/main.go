@@ -37,6 +37,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/results"
+	"github.com/tributary-dev/tributary/pkg/standin"
 )
 
 func main() {
@@ -113,6 +114,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	awsCfg, err := cli.LoadAWS(ctx)
 	if err != nil {
 		return fail(stderr, err)
+	}
+	if f.template != "" {
+		if endpoint, _ := lookup("AWS_ENDPOINT_URL"); !standin.Answers(ctx, endpoint) {
+			return fail(stderr, fmt.Errorf("nothing answers at %s: start the topology with make local-up first (or set TRIBUTARY_STANDIN_ADDR to where it runs)", endpoint))
+		}
 	}
 	if f.follow {
 		err = follow(ctx, kinesis.NewFromConfig(awsCfg), q, stdout, stderr)

@@ -524,6 +524,10 @@ func TestTemplate(t *testing.T) {
 	if !strings.Contains(r.stdout, "pipeline local, key user-1") || !strings.Contains(r.stdout, "(named by Tributary-ViewsRegistryCurrentViews5E6F7A8B)") {
 		t.Errorf("-template: heading does not name the template's pipeline and parameter:\n%s", r.stdout)
 	}
+	// Nothing answering at the endpoint: make local-up is not running.
+	if r := cmd(ctx, map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, base, "-template", "testdata/local.template.json", "-key", "user-1"); r.code != 1 || !strings.Contains(r.stderr, "nothing answers at http://127.0.0.1:1: start the topology with make local-up first") {
+		t.Errorf("-template without a stand-in: %+v", r)
+	}
 	// Another prefix names other resources, which do not exist.
 	if r := cmd(ctx, env, base.Add(time.Minute), "-template", "testdata/local.template.json", "-stack", "Tributary-1", "-key", "user-1"); r.code != 1 || !strings.Contains(r.stderr, "Tributary-1-ViewsRegistryCurrentViews5E6F7A8B") {
 		t.Errorf("-stack Tributary-1: %+v", r)

@@ -75,12 +75,12 @@ const (
 
 // flags are the command's flags, as given.
 type flags struct {
-	key, window, from, to            string
-	follow, asJSON                   bool
-	limit                            int
-	pipeline, parameter, table, strm string
-	template, stack                  string
-	set                              map[string]bool // flags given on the command line
+	key, window, from, to              string
+	follow, asJSON                     bool
+	limit                              int
+	pipeline, parameter, table, stream string
+	template, stack                    string
+	set                                map[string]bool // flags given on the command line
 }
 
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), now func() time.Time, stdout, stderr io.Writer) int {
@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.StringVar(&f.pipeline, "pipeline", "", "the pipeline's JSON config file, as the aggregate function runs it (default $PIPELINE_CONFIG, else "+defaultPipe+")")
 	fs.StringVar(&f.parameter, "parameter", "", "the SSM parameter naming the current views table: the stack output ViewsParameterName (default $VIEWS_PARAMETER_NAME)")
 	fs.StringVar(&f.table, "table", "", "the views table itself, instead of -parameter (default $VIEWS_TABLE_NAME)")
-	fs.StringVar(&f.strm, "stream", "", "with -follow: the WindowResults Kinesis stream, the stack output WindowResultsStreamName (default $OUTPUT_STREAM_NAME)")
+	fs.StringVar(&f.stream, "stream", "", "with -follow: the WindowResults Kinesis stream, the stack output WindowResultsStreamName (default $OUTPUT_STREAM_NAME)")
 	fs.StringVar(&f.template, "template", "", "read the pipeline, parameter and stream from this synthesized template, named as the local runner deploys it (only with AWS_ENDPOINT_URL: the local stand-in)")
 	fs.StringVar(&f.stack, "stack", defaultStack, "with -template: the prefix the local runner gave the names (make local-up prints it)")
 	if err := cli.Parse(fs, args, stdout, usage, footer); errors.Is(err, flag.ErrHelp) {
@@ -177,7 +177,7 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 	}
 	q.parameter = pick("parameter", f.parameter, local.parameter, aggregate.EnvViewsParameter)
 	q.table = pick("table", f.table, local.table, aggregate.EnvViewsTable)
-	q.stream = pick("stream", f.strm, local.stream, aggregate.EnvOutputStream)
+	q.stream = pick("stream", f.stream, local.stream, aggregate.EnvOutputStream)
 
 	var err error
 	switch {
@@ -383,7 +383,11 @@ func typesOf(cfg *pipeline.Config) any {
 func follow(ctx context.Context, kin *kinesis.Client, q *query, stdout, stderr io.Writer) error {
 	f := results.NewFollower(kin, q.stream)
 	f.OnStart = func(shards int, from string) {
-		fmt.Fprintf(stderr, "following %s (%d %s) from %s; Ctrl-C stops\n", q.stream, shards, map[bool]string{true: "shard", false: "shards"}[shards == 1], from)
+		unit := "shards"
+		if shards == 1 {
+			unit = "shard"
+		}
+		fmt.Fprintf(stderr, "following %s (%d %s) from %s; Ctrl-C stops\n", q.stream, shards, unit, from)
 	}
 	f.OnUndecodable = func(e *results.UndecodableError) { fmt.Fprintf(stderr, "results: skipped %v\n", e) }
 	kinds := map[string]bool{}

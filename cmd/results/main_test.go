@@ -86,7 +86,9 @@ func TestBadCommandLines(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	env := map[string]string{"PIPELINE_CONFIG": pipelineJSON}
-	withParam := func(extra ...string) []string { return append([]string{"-parameter", "/t/views", "-key", "k"}, extra...) }
+	withParam := func(extra ...string) []string {
+		return append([]string{"-parameter", "/t/views", "-key", "k"}, extra...)
+	}
 	follow := func(extra ...string) []string { return append([]string{"-follow", "-stream", "results"}, extra...) }
 	for _, c := range []struct {
 		args []string

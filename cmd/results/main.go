@@ -107,7 +107,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 
-	q, err := f.check(lookup, now())
+	// Whole seconds: durations ago give readable times.
+	q, err := f.check(lookup, now().UTC().Truncate(time.Second))
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -285,8 +286,9 @@ func (f *flags) checkTable(q *query, now time.Time) error {
 		return err
 	}
 	if to == "now" {
-		// Windows start in [from, to): one that starts now is shown too.
-		q.to = now.Add(time.Millisecond)
+		// Windows start in [from, to): one that starts this second is
+		// shown too.
+		q.to = now.Add(time.Second)
 	} else if q.to, err = parseTime("to", to, now); err != nil {
 		return err
 	}

@@ -268,7 +268,7 @@ func TestShowsWindowsReadBack(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	t.Logf("table:\n%s", r.stdout)
-	if !strings.Contains(r.stdout, "pipeline pv, key user-1: windows starting from 2026-11-29T09:58:00Z to 2026-11-29T10:03:00.001Z, from views (named by /t/views)") {
+	if !strings.Contains(r.stdout, "pipeline pv, key user-1: windows starting from 2026-11-29T09:58:00Z to 2026-11-29T10:03:01Z, from views (named by /t/views)") {
 		t.Errorf("no heading naming the pipeline, key, range and table:\n%s", r.stdout)
 	}
 	for _, h := range []string{"START", "END", "STATUS", "REV", "COUNT", "SUM", "MEAN", "MIN", "MAX", "P50", "P99", "DISTINCT"} {

@@ -162,6 +162,9 @@ type TributaryStack struct {
 	// Snapshot is the bootstrap that publishes the profiles table's
 	// contents as changelog records tied to a stream position.
 	Snapshot *Snapshot
+	// Dashboards are the dashboard, saved queries and top-keys rule of
+	// each pipeline (dashboard.go, logs.go).
+	Dashboards []*PipelineDashboard
 
 	IngestAuth   awslambda.FunctionUrlAuthType
 	AssetDirUsed string
@@ -175,9 +178,6 @@ type TributaryStack struct {
 	// Ops is the alarm topic, the alarms and the operational settings
 	// (operations.go).
 	Ops *Operations
-	// Dashboards are the dashboard, saved queries and top-keys rule of
-	// each pipeline (dashboard.go, logs.go).
-	Dashboards []*PipelineDashboard
 }
 
 // NewTributaryStack creates the Tributary stack in scope. It fails if the

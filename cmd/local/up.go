@@ -35,19 +35,19 @@ Tributary is running locally. Ctrl-C stops it.
 
 `, srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.windows.Pipeline.Name)
 	res.Print(os.Stdout)
-	stackVar := ""
-	if res.Stack != "Tributary" {
-		stackVar = " STACK=" + res.Stack
+	views := res.CurrentViews
+	if views == "" {
+		views = topo.windows.Table
 	}
 	fmt.Printf(`
 Send an event:
   curl -s -X POST %s -H 'content-type: application/json' \
     -d '{"id":"e1","type":"page_view","key":"user-1","occurredAt":"'$(date -u +%%FT%%TZ)'","sentAt":"'$(date -u +%%FT%%TZ)'","data":{"page":"/","ms":420}}'
-See its windows (another terminal):
-  make results KEY=user-1%s
+See the windows:
+  aws dynamodb scan --table-name %s --endpoint-url %s
 Logs and metrics (another terminal):
   make logs
-`, topo.ingestURL, stackVar)
+`, topo.ingestURL, views, srv.Endpoint())
 	select {
 	case <-ctx.Done():
 		return nil

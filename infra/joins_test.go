@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -226,4 +228,18 @@ func TestDetection(t *testing.T) {
 			t.Errorf("cdk-nag: %s", e)
 		}
 	})
+}
+
+// compactFile is a JSON file of this directory compacted, as the stack
+// passes a declared config to its function.
+func compactFile(name string) string {
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		panic(err)
+	}
+	return b.String()
 }

@@ -194,6 +194,9 @@ func run(ctx context.Context, o *options) (err error) {
 	if err := demoJoins(ctx, stack, topo.ingestURL); err != nil {
 		return err
 	}
+	if err := demoJoinsCEP(ctx, stack, topo.ingestURL); err != nil {
+		return err
+	}
 	if err := demoWork(ctx, stack, topo.eventsName); err != nil {
 		return err
 	}
@@ -305,6 +308,23 @@ func demoJoins(ctx context.Context, stack *local.Stack, ingestURL string) error 
 	}
 	fmt.Printf("▸ table–table join: tweets ⋈ follows ─timeline─► %s, after each change\n", tl.View)
 	return tl.Demo(ctx, os.Stdout)
+}
+
+// demoJoinsCEP shows the stream–stream join (a search with a click joined,
+// one without unmatched after the bound, the click-through rate) and CEP
+// rules added and removed while detect runs.
+func demoJoinsCEP(ctx context.Context, stack *local.Stack, ingestURL string) error {
+	j, err := stack.FindJoinsAndRules()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("▸ stream–stream join %s ⋈ %s by session within %s (%s join, infra/join.json) ─join─► %s\n",
+		j.Join.Left, j.Join.Right, j.Join.Within, j.Join.Kind, j.JoinsStream)
+	if err := j.DemoJoin(ctx, ingestURL, os.Stdout); err != nil {
+		return err
+	}
+	fmt.Printf("▸ CEP: rules in DynamoDB table %s, added and removed at runtime ─detect─► %s\n", j.RulesTable, j.MatchesStream)
+	return j.DemoRules(ctx, ingestURL, os.Stdout)
 }
 
 // demoWork shows load balancing with idempotent side effects — tasks on the

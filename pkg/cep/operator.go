@@ -22,9 +22,9 @@ import (
 // StateKind is the keyed state kind of CEP state items.
 const StateKind = "cep"
 
-// event is what CEP folds of an event: its time, id, type and what each
-// rule made of it when it arrived.
-type event struct {
+// Event is what CEP folds of an event: its time, id, type and what each
+// rule made of it when it arrived (Operator.Select makes it).
+type Event struct {
 	t    int64
 	id   string
 	typ  string
@@ -41,7 +41,7 @@ type Operator struct {
 	scratch  sync.Pool
 }
 
-var _ keyed.Operator[event] = (*Operator)(nil)
+var _ keyed.Operator[Event] = (*Operator)(nil)
 
 // DefaultMaxStateBytes bounds a key's state (buffered events, partial
 // matches, the last fold's matches): an event that would take it past is
@@ -68,7 +68,7 @@ func (o *Operator) Rules() *RuleSet { return o.rules.Load() }
 func (o *Operator) Naive(on bool) { o.naive = on }
 
 // Select folds an event some rule active at its arrival can read.
-func (o *Operator) Select(rec *stream.KinesisRecord, env *stream.Envelope) (string, event, keyed.Selection, error) {
+func (o *Operator) Select(rec *stream.KinesisRecord, env *stream.Envelope) (string, Event, keyed.Selection, error) {
 	rs := o.rules.Load()
 	arrival := rec.ApproximateArrivalTimestamp
 	if arrival.IsZero() {
@@ -82,14 +82,14 @@ func (o *Operator) Select(rec *stream.KinesisRecord, env *stream.Envelope) (stri
 		*buf = rs.hits(*buf, env, env.Key, arrival)
 	}
 	if len(*buf) == 0 {
-		return "", event{}, keyed.Observe, nil
+		return "", Event{}, keyed.Observe, nil
 	}
-	e := event{t: env.EventTime().UnixMilli(), id: strings.Clone(env.ID), typ: strings.Clone(env.Type), hits: append([]hit(nil), *buf...)}
+	e := Event{t: env.EventTime().UnixMilli(), id: strings.Clone(env.ID), typ: strings.Clone(env.Type), hits: append([]hit(nil), *buf...)}
 	return strings.Clone(env.Key), e, keyed.Fold, nil
 }
 
 // NewState decodes a key's state.
-func (o *Operator) NewState(key string, blob []byte) (keyed.State[event], error) {
+func (o *Operator) NewState(key string, blob []byte) (keyed.State[Event], error) {
 	st, err := decodeCEP(blob)
 	if err != nil {
 		return nil, err
@@ -123,9 +123,9 @@ func (s *keyState) live(id string) bool {
 
 func (s *keyState) Compact() { s.st.compact() }
 
-func eventBytes(e *event) int { return 32 + len(e.id) + len(e.typ) + len(e.hits)*(16+8) }
+func eventBytes(e *Event) int { return 32 + len(e.id) + len(e.typ) + len(e.hits)*(16+8) }
 
-func (s *keyState) Add(v event, wm time.Time) (keyed.Fate, *keyed.RecordError) {
+func (s *keyState) Add(v Event, wm time.Time) (keyed.Fate, *keyed.RecordError) {
 	w := wm.UnixMilli()
 	s.st.process(s, w)
 	if v.t < w {
@@ -189,7 +189,7 @@ func (s *keyState) Render() ([]emit.Record, error) {
 // Handler is the CEP function: the keyed runner plus the rules, re-read
 // from the rules table every RefreshInterval before a batch or a tick.
 type Handler struct {
-	*keyed.Runner[event]
+	*keyed.Runner[Event]
 	op      *Operator
 	load    func(ctx context.Context) ([]*StoredRule, error)
 	refresh time.Duration
@@ -205,7 +205,7 @@ func NewHandler(cfg *Config, views *state.Views, kin emit.Putter, out string, lo
 	}
 	op := NewOperator(NewRuleSet(nil, time.Time{}), now)
 	opts = append([]keyed.Option{keyed.WithClock(now)}, opts...)
-	r := keyed.New[event](Settings(cfg), op, views, kin, out, opts...)
+	r := keyed.New[Event](Settings(cfg), op, views, kin, out, opts...)
 	return &Handler{Runner: r, op: op, load: load, refresh: RefreshInterval, now: now}
 }
 

@@ -213,9 +213,6 @@ func (rs *RuleSet) naiveHits(dst []hit, ev *stream.Envelope, key string, arrival
 // hit appends the rule's hit for an event, if it has one.
 func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time) []hit {
 	r := s.Rule
-	if !s.ActiveAt(arrival) {
-		return dst
-	}
 	h := hit{rule: r.ID}
 	relevant := false
 	for i := range r.Steps {
@@ -223,7 +220,12 @@ func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time) []hi
 		if st.Type != "" && st.Type != ev.Type {
 			continue
 		}
-		relevant = true
+		if !relevant {
+			if !s.ActiveAt(arrival) {
+				return dst
+			}
+			relevant = true
+		}
 		if !st.matches(ev) {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -94,6 +95,9 @@ func NewDetection(scope constructs.Construct, id string, props DetectionProps) (
 		ShardCount: jsii.Number(1),
 		Encryption: awskinesis.StreamEncryption_MANAGED,
 	})
+	// Derived, like the joins stream: cmd/rules backfill puts a rule's
+	// matches on it again from the events stream.
+	d.Matches.ApplyRemovalPolicy(awscdk.RemovalPolicy_DESTROY)
 	d.Detect = NewStreamFunction(c, "Detect", StreamFunctionProps{
 		Function: GoFunctionProps{
 			Name:        FunctionDetect,

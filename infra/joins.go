@@ -179,6 +179,8 @@ func NewStreamJoin(scope constructs.Construct, id string, props StreamJoinProps)
 		ShardCount: jsii.Number(1),
 		Encryption: awskinesis.StreamEncryption_MANAGED,
 	})
+	// Derived: replaying the events stream rebuilds it (the ids are stable).
+	j.Joins.ApplyRemovalPolicy(awscdk.RemovalPolicy_DESTROY)
 	j.State = newKeyedStateTable(c, "State")
 	j.Function = NewStreamFunction(c, "Join", StreamFunctionProps{
 		Function: GoFunctionProps{

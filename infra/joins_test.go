@@ -88,6 +88,9 @@ func TestStreamJoin(t *testing.T) {
 
 	stateID, joinsID := logicalID(stack, j.State), logicalID(stack, j.Joins)
 	assertKeyedStateTable(t, "join state table", tmpl.Resources[stateID])
+	if p := tmpl.Resources[joinsID].DeletionPolicy; p != "Delete" {
+		t.Errorf("the joins stream's DeletionPolicy is %q: it is derived, rebuilt by a replay, so Delete", p)
+	}
 	fnID, fn := tmpl.function(t, FunctionJoin)
 	env := fn.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 	var declared, deployed map[string]any
@@ -162,6 +165,9 @@ func TestDetection(t *testing.T) {
 	tmpl := templateOf(stack)
 
 	rulesID, stateID, matchesID := logicalID(stack, d.Rules), logicalID(stack, d.State), logicalID(stack, d.Matches)
+	if p := tmpl.Resources[matchesID].DeletionPolicy; p != "Delete" {
+		t.Errorf("the matches stream's DeletionPolicy is %q, want Delete (derived)", p)
+	}
 	assertKeyedStateTable(t, "CEP state table", tmpl.Resources[stateID])
 	assertProps(t, "rules table", tmpl.Resources[rulesID].Properties, map[string]any{
 		"KeySchema":               []any{map[string]any{"AttributeName": "id", "KeyType": "HASH"}},

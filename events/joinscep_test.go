@@ -193,7 +193,7 @@ func detectBatch(t *testing.T, e env, raw []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := cep.NewHandler(cfg, state.NewViews(e.db, e.name, nil), e.kin, e.name, store.List, func() time.Time { return now })
+	h := cep.NewHandler(cfg, state.NewViews(e.db, e.name, nil), e.kin, e.name, store, func() time.Time { return now })
 	for range 2 {
 		out, err := h.Invoke(ctx, raw)
 		if err != nil || string(out) != `{"batchItemFailures":[]}` {

@@ -38,11 +38,13 @@ const (
 //go:embed cep.json
 var cepJSON []byte
 
-// The calls package cep makes on the rules table: detect scans it (every
-// 5 s per warm instance); the rules function reads, scans and writes it.
+// The calls package cep makes on the rules table: detect reads its version
+// item (every 5 s per warm instance) and scans it when that moved; the
+// rules function reads, scans and writes it (each change a transaction of
+// the rule's put and the version's update, authorized by those actions).
 var (
-	detectRulesActions = []string{"dynamodb:Scan"}
-	adminRulesActions  = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Scan"}
+	detectRulesActions = []string{"dynamodb:GetItem", "dynamodb:Scan"}
+	adminRulesActions  = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Scan"}
 )
 
 // DetectionProps configures NewDetection.

@@ -190,7 +190,7 @@ func TestDetection(t *testing.T) {
 		"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
 	})
 	grants := tmpl.grants(logicalID(stack, d.Detect.Role))
-	for _, g := range []string{"dynamodb:Scan " + rulesID + ".Arn", "kinesis:PutRecords " + matchesID + ".Arn", "dynamodb:UpdateItem " + stateID + ".Arn"} {
+	for _, g := range []string{"dynamodb:GetItem " + rulesID + ".Arn", "dynamodb:Scan " + rulesID + ".Arn", "kinesis:PutRecords " + matchesID + ".Arn", "dynamodb:UpdateItem " + stateID + ".Arn"} {
 		if !grants[g] {
 			t.Errorf("detect lacks %s; it has %v", g, grants)
 		}

@@ -42,7 +42,7 @@ func main() {
 	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")), setaside.WithMetrics(mt), setaside.WithLogger(log))
 	store := cep.NewStore(db, rules, nil).WithLogger(log)
 	views := state.NewViews(db, table, nil, state.WithKeyedExpiry(keyed.StateExpiry))
-	h := cep.NewHandler(cfg, views, kinesis.NewFromConfig(awsCfg), out, store.List, nil,
+	h := cep.NewHandler(cfg, views, kinesis.NewFromConfig(awsCfg), out, store, nil,
 		keyed.WithMetrics(mt), keyed.WithLogger(log), keyed.WithSetAside(sink), keyed.WithEmitHook(cep.LogMatches(log)),
 		keyed.WithDedupe(keyed.NewLedger(db, table, cfg.Name, cfg.DedupeHorizon)))
 	lambda.Start(h)

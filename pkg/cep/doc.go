@@ -59,8 +59,10 @@
 //
 // # Rules at runtime
 //
-// The function re-reads the rules table when its copy is older than
-// RefreshInterval (5 s), before a batch or a tick. A rule applies to the
+// The function checks its copy of the rules when it is older than
+// RefreshInterval (5 s), before a batch or a tick: it reads the rules
+// table's version item, which every change bumps in the same transaction,
+// and scans the rules only when that moved. A rule applies to the
 // events that reach the events stream at or after ActivationDelay (10 s)
 // after it was added or enabled, judged by their arrival time, which every
 // retry carries unchanged; disabled or deleted, it reads no event arriving

@@ -54,13 +54,20 @@ type shardRecord struct {
 	copyOf bool
 }
 
-func staticRules(rules []*Rule) func(context.Context) ([]*StoredRule, error) {
-	stored := make([]*StoredRule, len(rules))
+// staticRules is a RuleSource of rules active from the start that never
+// change.
+type staticRules []*StoredRule
+
+func newStaticRules(rules []*Rule) staticRules {
+	stored := make(staticRules, len(rules))
 	for i, r := range rules {
 		stored[i] = &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: time.Unix(0, 0)}}}
 	}
-	return func(context.Context) ([]*StoredRule, error) { return stored, nil }
+	return stored
 }
+
+func (s staticRules) Version(context.Context) (int64, error)      { return 1, nil }
+func (s staticRules) List(context.Context) ([]*StoredRule, error) { return s, nil }
 
 // TestFaultInjectionMatchesEqualReference plays seeded histories (out of
 // order, late events, producer copies) through the CEP handler under
@@ -72,7 +79,7 @@ func TestFaultInjectionMatchesEqualReference(t *testing.T) {
 	for _, doc := range randomRules {
 		rules = append(rules, rule(t, doc))
 	}
-	rs := NewRuleSet(mustLoad(staticRules(rules)), base)
+	rs := NewRuleSet(newStaticRules(rules), base)
 	cfg := &Config{Name: "faults", OutOfOrderness: 3 * time.Second, IdleTimeout: 10 * time.Second, DedupeHorizon: time.Hour}
 	for seed := 1; seed <= *seeds; seed++ {
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
@@ -115,7 +122,7 @@ func TestFaultInjectionMatchesEqualReference(t *testing.T) {
 				fdb, fkin := &keyedtest.DB{Client: db, B: bd}, &keyedtest.Kinesis{Client: kin, B: bk}
 				m := &keyedtest.Mapping{T: t, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), Budgets: []*keyedtest.Budget{bd, bk}, MaxBatch: 8,
 					New: func() keyedtest.Handler {
-						return NewHandler(cfg, state.NewViews(fdb, table, nil), fkin, out, staticRules(rules), func() time.Time { return base },
+						return NewHandler(cfg, state.NewViews(fdb, table, nil), fkin, out, newStaticRules(rules), func() time.Time { return base },
 							keyed.WithLogger(quiet), keyed.WithSetAside(sink), keyed.WithBackoff(func(int) time.Duration { return time.Millisecond }),
 							keyed.WithDedupe(keyed.NewLedger(fdb, table, cfg.Name, cfg.DedupeHorizon)))
 					}}
@@ -123,7 +130,7 @@ func TestFaultInjectionMatchesEqualReference(t *testing.T) {
 				go func() { defer wg.Done(); m.Run(kinesisRecords(recs)) }()
 			}
 			wg.Wait()
-			h := NewHandler(cfg, state.NewViews(db, table, nil), kin, out, staticRules(rules), func() time.Time { return base }, keyed.WithLogger(quiet))
+			h := NewHandler(cfg, state.NewViews(db, table, nil), kin, out, newStaticRules(rules), func() time.Time { return base }, keyed.WithLogger(quiet))
 			for _, at := range []time.Time{base.Add(24 * time.Hour), base.Add(25 * time.Hour)} {
 				if _, err := h.Tick(ctx, at); err != nil {
 					t.Fatal(err)
@@ -137,11 +144,6 @@ func TestFaultInjectionMatchesEqualReference(t *testing.T) {
 			t.Logf("%d matches", len(want))
 		})
 	}
-}
-
-func mustLoad(f func(context.Context) ([]*StoredRule, error)) []*StoredRule {
-	rs, _ := f(context.Background())
-	return rs
 }
 
 // referenceOfShards is the reference over each shard: a copy of an event

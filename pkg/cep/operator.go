@@ -186,27 +186,40 @@ func (s *keyState) Render() ([]emit.Record, error) {
 	return out, nil
 }
 
-// Handler is the CEP function: the keyed runner plus the rules, re-read
-// from the rules table every RefreshInterval before a batch or a tick.
+// RuleSource is where the handler reads the rules: Version changes with
+// every change to them (a cheap read), List reads them all.
+type RuleSource interface {
+	Version(ctx context.Context) (int64, error)
+	List(ctx context.Context) ([]*StoredRule, error)
+}
+
+var _ RuleSource = (*Store)(nil)
+
+// Handler is the CEP function: the keyed runner plus the rules, checked
+// every RefreshInterval before a batch or a tick (one read of the rules
+// table's version; the rules themselves are read again when it changed).
 type Handler struct {
 	*keyed.Runner[Event]
-	op      *Operator
-	load    func(ctx context.Context) ([]*StoredRule, error)
-	refresh time.Duration
-	now     func() time.Time
-	mu      sync.Mutex
+	op       *Operator
+	src      RuleSource
+	refresh  time.Duration
+	now      func() time.Time
+	mu       sync.Mutex
+	checked  time.Time // when the copy was last known current
+	version  int64
+	haveCopy bool
 }
 
 // NewHandler returns the CEP handler of cfg: state in views' table,
-// matches on the stream named out, rules read with load.
-func NewHandler(cfg *Config, views *state.Views, kin emit.Putter, out string, load func(ctx context.Context) ([]*StoredRule, error), now func() time.Time, opts ...keyed.Option) *Handler {
+// matches on the stream named out, rules read from src.
+func NewHandler(cfg *Config, views *state.Views, kin emit.Putter, out string, src RuleSource, now func() time.Time, opts ...keyed.Option) *Handler {
 	if now == nil {
 		now = time.Now
 	}
 	op := NewOperator(NewRuleSet(nil, time.Time{}), now)
 	opts = append([]keyed.Option{keyed.WithClock(now)}, opts...)
 	r := keyed.New[Event](Settings(cfg), op, views, kin, out, opts...)
-	return &Handler{Runner: r, op: op, load: load, refresh: RefreshInterval, now: now}
+	return &Handler{Runner: r, op: op, src: src, refresh: RefreshInterval, now: now}
 }
 
 // Settings are the runner settings of CEP.
@@ -217,21 +230,31 @@ func Settings(cfg *Config) keyed.Settings {
 // Operator is the handler's operator (for the naive baseline).
 func (h *Handler) Operator() *Operator { return h.op }
 
-// Refresh re-reads the rules if the copy is older than RefreshInterval (or
-// always, with force). A failed read fails the invocation: without the
-// rules no event can be judged.
+// Refresh makes sure the copy of the rules is current if it was last
+// known current more than RefreshInterval ago (or always, with force): it
+// reads the rules table's version, and the rules when the version moved.
+// A failed read fails the invocation: without the rules no event can be
+// judged.
 func (h *Handler) Refresh(ctx context.Context, force bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
-	if rs := h.op.Rules(); !force && !rs.LoadedAt.IsZero() && now.Sub(rs.LoadedAt) < h.refresh {
+	if !force && h.haveCopy && now.Sub(h.checked) < h.refresh {
 		return nil
 	}
-	rules, err := h.load(ctx)
+	v, err := h.src.Version(ctx)
 	if err != nil {
-		return fmt.Errorf("cep: reading the rules: %w", err)
+		return fmt.Errorf("cep: reading the rules' version: %w", err)
 	}
-	h.op.SetRules(NewRuleSet(rules, now))
+	if !h.haveCopy || v != h.version {
+		rules, err := h.src.List(ctx)
+		if err != nil {
+			return fmt.Errorf("cep: reading the rules: %w", err)
+		}
+		h.op.SetRules(NewRuleSet(rules, now))
+		h.version, h.haveCopy = v, true
+	}
+	h.checked = now
 	return nil
 }
 

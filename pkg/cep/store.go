@@ -26,14 +26,17 @@ import (
 //	createdAt, updatedAt
 //	expiresAt   deleted rules only: when DynamoDB's TTL removes the tombstone
 //
+// and one item, id "#version", whose version every change bumps in the same
+// transaction: a running function reads it (one small read) to know whether
+// its copy of the rules is current, and scans the rules only when it moved.
+//
 // A deleted rule stays as a tombstone for TombstoneTTL, so retried batches
 // and replays meet the rule as it was, and its id is not reused meanwhile.
 
 // storeAPI is what Store needs of DynamoDB.
 type storeAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
@@ -87,6 +90,10 @@ func (s *Store) WithLogger(l *slog.Logger) *Store { s.log = l; return s }
 // Table is the table's name.
 func (s *Store) Table() string { return s.table }
 
+// versionID is the id of the item holding the rules' version: not a rule
+// id (those are letters, digits, '-' and '_').
+const versionID = "#version"
+
 const (
 	attrID         = "id"
 	attrDefinition = "definition"
@@ -138,10 +145,9 @@ func (s *Store) Add(ctx context.Context, r *Rule) (*StoredRule, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
+	err = s.write(ctx, &types.Put{TableName: aws.String(s.table), Item: item,
 		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names()})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	if errors.Is(err, errCondition) {
 		return nil, fmt.Errorf("%w: %q (a deleted rule's id is kept for %s)", ErrExists, r.ID, TombstoneTTL)
 	}
 	if err != nil {
@@ -150,8 +156,46 @@ func (s *Store) Add(ctx context.Context, r *Rule) (*StoredRule, error) {
 	return sr, nil
 }
 
+// errCondition is a transaction refused by the rule item's condition.
+var errCondition = errors.New("cep: the rule changed")
+
+// write puts a rule item and bumps the rules' version, in one transaction.
+func (s *Store) write(ctx context.Context, put *types.Put) error {
+	bump, err := expression.NewBuilder().WithUpdate(expression.Add(expression.Name(attrVersion), expression.Value(1))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: put},
+		{Update: &types.Update{TableName: aws.String(s.table), Key: map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: versionID}},
+			UpdateExpression: bump.Update(), ExpressionAttributeNames: bump.Names(), ExpressionAttributeValues: bump.Values()}},
+	}})
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
+		return errCondition
+	}
+	return err
+}
+
+// Version is the rules' version: it changes with every change to a rule.
+func (s *Store) Version(ctx context.Context) (int64, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: versionID}}})
+	if err != nil {
+		return 0, fmt.Errorf("cep: reading the rules' version in %s: %w", s.table, err)
+	}
+	v, ok := out.Item[attrVersion].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, nil
+	}
+	return strconv.ParseInt(v.Value, 10, 64)
+}
+
 // Get reads one rule.
 func (s *Store) Get(ctx context.Context, id string) (*StoredRule, error) {
+	if id == versionID || !idPattern.MatchString(id) {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: id}}})
 	if err != nil {
@@ -174,6 +218,9 @@ func (s *Store) List(ctx context.Context) ([]*StoredRule, error) {
 			return nil, fmt.Errorf("cep: listing the rules in %s: %w", s.table, err)
 		}
 		for _, it := range page.Items {
+			if id, ok := it[attrID].(*types.AttributeValueMemberS); ok && id.Value == versionID {
+				continue
+			}
 			sr, err := fromItem(it)
 			if err != nil {
 				s.log.Error("a stored rule cannot be loaded: left out", "table", s.table, "error", err.Error())
@@ -270,10 +317,9 @@ func (s *Store) change(ctx context.Context, id, what string, f func(sr *StoredRu
 		if err != nil {
 			return nil, err
 		}
-		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
+		err = s.write(ctx, &types.Put{TableName: aws.String(s.table), Item: item,
 			ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(), ExpressionAttributeValues: cond.Values()})
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
+		if errors.Is(err, errCondition) {
 			continue
 		}
 		if err != nil {

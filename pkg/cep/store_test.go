@@ -90,6 +90,11 @@ func TestRulesLifecycle(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Status != StatusDeleted {
 		t.Fatalf("list: %+v %v", list, err)
 	}
+	// Each of the four changes (add, disable, enable, delete) moved the
+	// version the function reads; the refused ones did not.
+	if v, err := s.Version(ctx); v != 4 || err != nil {
+		t.Fatalf("version %d, %v; want 4", v, err)
+	}
 }
 
 // TestRuleAddedAndRemovedAtRuntime runs the CEP handler with its rules in
@@ -107,7 +112,7 @@ func TestRuleAddedAndRemovedAtRuntime(t *testing.T) {
 	}
 	keyedtest.CreateStream(t, kin, out, 1)
 	cfg := &Config{Name: "runtime", IdleTimeout: time.Minute}
-	h := NewHandler(cfg, state.NewViews(db, table, nil), kin, out, store.List, c.now, keyed.WithLogger(quiet))
+	h := NewHandler(cfg, state.NewViews(db, table, nil), kin, out, store, c.now, keyed.WithLogger(quiet))
 	seq := 0
 	send := func(id string, amount int) {
 		t.Helper()
@@ -241,4 +246,55 @@ func TestBackfillRunsARuleOverThePast(t *testing.T) {
 	if strings.Join(got, " ") != "paid:a:o1,p1 paid:b:o2,p2" || res.Records != 6 {
 		t.Fatalf("backfill: %v, %d records read (o3,p3 begin after the rule applies: the live function's)", got, res.Records)
 	}
+}
+
+// countingSource counts the reads a handler makes of its rules.
+type countingSource struct {
+	RuleSource
+	versions, lists int
+}
+
+func (c *countingSource) Version(ctx context.Context) (int64, error) {
+	c.versions++
+	return c.RuleSource.Version(ctx)
+}
+
+func (c *countingSource) List(ctx context.Context) ([]*StoredRule, error) {
+	c.lists++
+	return c.RuleSource.List(ctx)
+}
+
+// TestRefreshScansOnlyWhenTheRulesChanged: a warm handler reads the rules
+// table's version every RefreshInterval and scans the rules only when a
+// change moved it, so a quiet rules table costs one small read per
+// interval, not a scan of every rule.
+func TestRefreshScansOnlyWhenTheRulesChanged(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	store := NewStore(db, newRulesTable(t), c.now)
+	src := &countingSource{RuleSource: store}
+	h := NewHandler(&Config{Name: "refresh", IdleTimeout: time.Minute}, state.NewViews(db, name("unused"), nil), kin, name("unused"), src, c.now, keyed.WithLogger(quiet))
+	step := func(d time.Duration, versions, lists int) {
+		t.Helper()
+		c.add(d)
+		if err := h.Refresh(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		if src.versions != versions || src.lists != lists {
+			t.Fatalf("after %s: %d version reads, %d scans; want %d, %d", d, src.versions, src.lists, versions, lists)
+		}
+	}
+	step(0, 1, 1)               // cold: reads the rules
+	step(time.Second, 1, 1)     // within RefreshInterval: nothing read
+	step(RefreshInterval, 2, 1) // unchanged: the version only
+	step(RefreshInterval, 3, 1) // still unchanged
+	if _, err := store.Add(ctx, rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	step(time.Second, 3, 1)     // not yet due
+	step(RefreshInterval, 4, 2) // the version moved: the rules are read again
+	if got := len(h.Operator().Rules().indexed); got != 1 {
+		t.Fatalf("%d rules indexed after the refresh, want 1", got)
+	}
+	step(RefreshInterval, 5, 2)
 }

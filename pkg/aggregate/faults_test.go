@@ -45,7 +45,7 @@ func quietOut() io.Writer {
 var (
 	db        *dynamodb.Client
 	tableSeq  atomic.Int64
-	soakSeeds = flag.Int("fault.seeds", 6, "fault-injection scenarios to run (make soak runs many more)")
+	soakSeeds = flag.Int("fault.seeds", 4, "fault-injection scenarios to run (make soak runs many more)")
 )
 
 func TestMain(m *testing.M) {
@@ -69,19 +69,19 @@ const faultConfig = `{
 
 // crashingStore makes the n-th and later writes fail, as a process that dies
 // between two writes would leave them: the earlier ones applied, the later not.
-// It also throttles one call in throttleEvery (0: never), as DynamoDB does
-// under load: a transient error the handler must retry, not set aside.
+// It also throttles about one call in throttleEvery (0: never), at random,
+// as DynamoDB does under load: a transient error the handler must retry,
+// not set aside.
 type crashingStore struct {
 	*dynamodb.Client
 	budget        atomic.Int64 // writes left before the "crash"; < 0 means no crash armed
-	throttleEvery int64
-	calls         atomic.Int64
+	throttleEvery int
 }
 
 var errThrottled = &types.ProvisionedThroughputExceededException{Message: aws.String("injected throttle")}
 
 func (c *crashingStore) throttled() bool {
-	return c.throttleEvery > 0 && c.calls.Add(1)%c.throttleEvery == 0
+	return c.throttleEvery > 0 && rand.IntN(c.throttleEvery) == 0
 }
 
 func (c *crashingStore) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
@@ -91,16 +91,16 @@ func (c *crashingStore) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetI
 	return c.Client.BatchGetItem(ctx, in, opts...)
 }
 
-// throttlingSink is the quarantine table's client that fails a write now
-// and then: a failing destination, after which nothing may be lost.
+// throttlingSink is the quarantine table's client that fails about one
+// write in every, at random: a failing destination, after which nothing may
+// be lost.
 type throttlingSink struct {
 	*dynamodb.Client
-	every int64
-	calls atomic.Int64
+	every int
 }
 
 func (c *throttlingSink) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	if c.calls.Add(1)%c.every == 0 {
+	if rand.IntN(c.every) == 0 {
 		return nil, errThrottled
 	}
 	return c.Client.BatchWriteItem(ctx, in, opts...)
@@ -560,7 +560,7 @@ func faultScenarios(t *testing.T, mode string) {
 			for shard, recs := range s.records {
 				// Each shard's mapping crashes on its own: a crash armed for
 				// one shard's final invocation never hits another shard's batch.
-				store := &crashingStore{Client: db, throttleEvery: 13}
+				store := &crashingStore{Client: db, throttleEvery: 40}
 				store.budget.Store(-1)
 				l := &lambda{t: t, rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), store: store, table: table, quarantine: quarantine, cfg: s.cfg}
 				l.coldStart()

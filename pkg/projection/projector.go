@@ -407,6 +407,10 @@ const maxFoldRounds = 5
 func (p *Projector) fold(ctx context.Context, table string, v FoldView, evs []es.Event, fence [2]string) (*ApplyError, error) {
 	agg := evs[0].AggregateID
 	after := evs[0].Version - 1
+	evs, err := p.contiguous(ctx, evs)
+	if err != nil {
+		return nil, err
+	}
 	var failed *ApplyError
 	for range maxFoldRounds {
 		if len(evs) == 0 {
@@ -460,20 +464,50 @@ func (p *Projector) fold(ctx context.Context, table string, v FoldView, evs []es
 			return failed, nil
 		case have >= evs[0].Version: // some applied: the rest
 			evs, after = evs[have-evs[0].Version+1:], have
-		default: // a gap: read the missing versions from the log
-			missing, err := p.log.Events(ctx, agg, have, evs[0].Version-1)
+		default: // a gap before them: read the missing versions from the log
+			missing, err := p.missing(ctx, agg, have, evs[0].Version)
 			if err != nil {
 				return nil, err
-			}
-			p.add(func(s *Stats) { s.GapFills++ })
-			p.metrics.Add("GapFills", metrics.Count, 1)
-			if int64(len(missing)) != evs[0].Version-1-have {
-				return nil, fmt.Errorf("the store holds %d of %s's versions %d to %d", len(missing), agg, have+1, evs[0].Version-1)
 			}
 			evs, after = append(missing, evs...), have
 		}
 	}
 	return nil, fmt.Errorf("%s kept changing under the fold of its events (another writer on the same item)", agg)
+}
+
+// contiguous fills the gaps between evs (ordered) from the log: a batch
+// may hold versions 5 and 7 with 6 still on its way.
+func (p *Projector) contiguous(ctx context.Context, evs []es.Event) ([]es.Event, error) {
+	out := evs[:1:1]
+	for _, e := range evs[1:] {
+		if prev := out[len(out)-1].Version; e.Version > prev+1 {
+			missing, err := p.missing(ctx, e.AggregateID, prev, e.Version)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, missing...)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// missing reads agg's versions after `after` and before `before` from the
+// log (a consistent read: they were appended before any later version).
+func (p *Projector) missing(ctx context.Context, agg string, after, before int64) ([]es.Event, error) {
+	if before <= after+1 {
+		return nil, nil
+	}
+	evs, err := p.log.Events(ctx, agg, after, before-1)
+	if err != nil {
+		return nil, err
+	}
+	p.add(func(s *Stats) { s.GapFills++ })
+	p.metrics.Add("GapFills", metrics.Count, 1)
+	if int64(len(evs)) != before-1-after {
+		return nil, fmt.Errorf("the store holds %d of %s's versions %d to %d", len(evs), agg, after+1, before-1)
+	}
+	return evs, nil
 }
 
 // entities puts each item v sets, the last event's version of each, whole,
@@ -566,5 +600,5 @@ func keyString(item map[string]types.AttributeValue) string {
 		}
 		return ""
 	}
-	return s("pk") + "\x00" + s("sk")
+	return s("pk") + " " + s("sk")
 }

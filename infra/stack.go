@@ -55,7 +55,8 @@ const (
 )
 
 // FunctionNames lists every function the stack deploys.
-var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich, FunctionSnapshot}
+var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich, FunctionSnapshot,
+	FunctionCommands, FunctionPublish, FunctionProject}
 
 // Environment variables of the windowed pipeline's functions (aggregate and
 // ticker), read by package pipeline and the functions' mains.
@@ -170,6 +171,9 @@ type TributaryStack struct {
 	// Snapshot is the bootstrap that publishes the profiles table's
 	// contents as changelog records tied to a stream position.
 	Snapshot *Snapshot
+	// EventSourcing is the event-sourced seat reservations: the event
+	// store, its publication and the views (eventsourcing.go).
+	EventSourcing *EventSourcing
 
 	IngestAuth   IngestAuthMode
 	AssetDirUsed string
@@ -410,6 +414,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 			awscdk.Fn_Join(jsii.String(""), &[]*string{s.Views.TableArn(), jsii.String("-v*")})},
 	}))
 	s.Snapshot = NewSnapshot(stack, "Snapshot", SnapshotProps{AssetDir: assetDir, Table: s.Profiles.Table, Events: s.Events})
+	s.EventSourcing = NewEventSourcing(stack, "EventSourcing", EventSourcingProps{AssetDir: assetDir, Quarantine: s.Quarantine, OnFailure: s.Failures})
 
 	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")
 	output(stack, "EventsStreamName", s.Events.StreamName(), "Kinesis stream of ingested events")

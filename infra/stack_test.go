@@ -314,6 +314,22 @@ func TestFunctions(t *testing.T) {
 			"PROFILES_TABLE_NAME":  ref(logicalID(s.Stack, s.Profiles.Table)),
 			"ENTITY_KEY_ATTRIBUTE": ProfilesPartitionKey,
 		}},
+		{FunctionCommands, s.EventSourcing.CommandsFn, 10, map[string]any{
+			EnvESEventsTable:      ref(logicalID(s.Stack, s.EventSourcing.Events)),
+			EnvESSnapshotsTable:   ref(logicalID(s.Stack, s.EventSourcing.Snapshots)),
+			EnvESCommandsTable:    ref(logicalID(s.Stack, s.EventSourcing.Commands)),
+			EnvESSnapshotEvery:    "25",
+			EnvViewsParameterName: ref(logicalID(s.Stack, s.EventSourcing.ViewsParameter)),
+			EnvViewsRefresh:       "30",
+		}},
+		{FunctionPublish, s.EventSourcing.Publish.GoFunction, 30, withQuarantine(s, map[string]any{
+			EnvESStreamName: ref(logicalID(s.Stack, s.EventSourcing.Stream)),
+		})},
+		{FunctionProject, s.EventSourcing.Project.GoFunction, 30, withQuarantine(s, map[string]any{
+			EnvESEventsTable:      ref(logicalID(s.Stack, s.EventSourcing.Events)),
+			EnvViewsParameterName: ref(logicalID(s.Stack, s.EventSourcing.ViewsParameter)),
+			EnvViewsRefresh:       "30",
+		})},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
 		t.Errorf("template has %d functions, want %d", got, len(tests))
@@ -452,9 +468,10 @@ func TestStreamMappings(t *testing.T) {
 	// The worker's two mappings (Tasks, TasksFifo) are TestWorkerMappings';
 	// the cdc mapping on the profiles table's stream is TestProfilesCDC's and
 	// timeline's two (tweets, follows) are TestTimelines'; enrich's (through
-	// its enhanced fan-out consumer) is TestEnrichment's.
-	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+6 {
-		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+6)
+	// its enhanced fan-out consumer) is TestEnrichment's; publish's and
+	// project's are TestEventSourcing's.
+	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+8 {
+		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+8)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -718,9 +735,10 @@ func TestTables(t *testing.T) {
 	tests = append(tests, ingestTables(s)...)
 	// The per-minute Counts table of the first pipeline is gone with it; the
 	// profiles table (CDC source) is TestProfilesCDC's, the timelines
-	// tables TestTimelines' and the join table TestEnrichment's.
-	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+5 {
-		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState)", got, len(tests)+5)
+	// tables TestTimelines', the join table TestEnrichment's and event
+	// sourcing's four TestEventSourcing's.
+	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+9 {
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState, and event sourcing's four)", got, len(tests)+9)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -741,6 +759,7 @@ func TestStreams(t *testing.T) {
 		{"Events", logicalID(s.Stack, s.Events), 2},
 		{"WindowResults", logicalID(s.Stack, s.WindowResults), 1},
 		{"Enriched", logicalID(s.Stack, s.Enrichment.Enriched), 1},
+		{"ShowEvents", logicalID(s.Stack, s.EventSourcing.Stream), 1},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Kinesis::Stream")); got != len(tests) {
 		t.Errorf("template has %d streams, want %d", got, len(tests))
@@ -757,14 +776,19 @@ func TestStreams(t *testing.T) {
 func TestIngestURLDefaultsToIAM(t *testing.T) {
 	ingestID, _ := fx.tmpl.function(t, FunctionIngest)
 	urls := fx.tmpl.ofType("AWS::Lambda::Url")
-	if len(urls) != 1 {
-		t.Fatalf("template has %d function URLs, want 1", len(urls))
+	commandsID, _ := fx.tmpl.function(t, FunctionCommands)
+	if len(urls) != 2 {
+		t.Fatalf("template has %d function URLs, want 2 (ingest and event sourcing's commands)", len(urls))
 	}
+	targets := map[string]bool{}
 	for id, u := range urls {
-		assertProps(t, id, u.Properties, map[string]any{
-			"AuthType":          "AWS_IAM",
-			"TargetFunctionArn": getAtt(ingestID, "Arn"),
-		})
+		if u.Properties["AuthType"] != "AWS_IAM" {
+			t.Errorf("%s: AuthType %v, want AWS_IAM", id, u.Properties["AuthType"])
+		}
+		targets[resourceName(u.Properties["TargetFunctionArn"])] = true
+	}
+	if !targets[ingestID+".Arn"] || !targets[commandsID+".Arn"] {
+		t.Errorf("function URLs target %v, want ingest and commands", keys(targets))
 	}
 	for id, p := range fx.tmpl.ofType("AWS::Lambda::Permission") {
 		if p.Properties["Principal"] == "*" {

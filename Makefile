@@ -44,12 +44,13 @@ logs: ## print the functions' logs and metrics from the running local stand-in
 	$(GO) run ./cmd/local logs
 
 .PHONY: bench
-bench: deps ## cost, throughput, worker idempotency, ingest and enrichment against their peers, side by side (BENCH lines, about 4 min)
+bench: deps ## cost, throughput, worker idempotency, ingest and enrichment against their peers, side by side, and event-sourced commands (BENCH lines, about 5 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
 	$(GO) run ./bench/throughput
 	$(GO) run ./bench/worker
 	$(GO) run ./bench/ingest
 	$(GO) run ./bench/enrich
+	$(GO) run ./bench/es
 
 .PHONY: bench-full
 bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 12 min on moto)
@@ -58,6 +59,7 @@ bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 a
 	$(GO) run ./bench/worker
 	$(GO) run ./bench/ingest
 	$(GO) run ./bench/enrich
+	$(GO) run ./bench/es
 
 .PHONY: soak
 soak: deps ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)

@@ -171,6 +171,15 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	check("table", table, cli.TableName, "the version to use")
 	check("a", a, cli.TableName, "a views table")
 	check("b", b, cli.TableName, "another views table")
+	for _, f := range []struct {
+		flag string
+		v    *string
+		what string
+	}{{"subject", subject, "whose personal data (a customer id)"}, {"reason", reason, "why: the audit event keeps it"}, {"by", by, "who erases: the audit event names them"}} {
+		if f.v != nil {
+			errs = append(errs, cli.Required(f.flag, *f.v, f.what))
+		}
+	}
 	if toTable != nil && *toTable != "" {
 		errs = append(errs, cli.TableName.Check("to-table", *toTable))
 	}

@@ -211,14 +211,16 @@ func (a *API) waitFor(ctx context.Context, key map[string]types.AttributeValue, 
 	start := time.Now()
 	poll := pollFirst
 	for {
+		// waited is how long before this read began: 0 when the first
+		// read answers.
+		waited := time.Since(start)
 		out, err := a.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(a.table.Current(ctx)), Key: key, ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return nil, 0, time.Since(start), err
+			return nil, 0, waited, err
 		}
 		a.metrics.Add("ViewReads", metrics.Count, 1)
 		v := itemVersion(out.Item)
-		waited := time.Since(start)
-		if v >= f.min || waited+poll > f.wait {
+		if v >= f.min || time.Since(start)+poll > f.wait {
 			return out.Item, v, waited, nil
 		}
 		a.metrics.Add("ViewWaits", metrics.Count, 1)
@@ -278,12 +280,13 @@ func (a *API) perShow(ctx context.Context, req events.LambdaFunctionURLRequest, 
 	}
 	ctx, cancel := reserve(ctx)
 	defer cancel()
+	start := time.Now()
 	item, version, waited, err := a.waitFor(ctx, key, f)
 	if err != nil {
 		return a.unavailable(ctx, err)
 	}
 	if version < f.min {
-		return behind(view, showID, version, f, waited)
+		return behind(view, showID, version, f, time.Since(start))
 	}
 	if len(item) == 0 {
 		return errorAnswer(http.StatusNotFound, "showId", fmt.Sprintf("the %s view has no show %s (not scheduled, or not yet projected: read with minVersion)", view, showID))
@@ -358,6 +361,7 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 	}
 	start, poll := time.Now(), pollFirst
 	for {
+		waited := time.Since(start)
 		out, err := a.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(a.table.Current(ctx)), KeyConditionExpression: e.KeyCondition(),
 			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true), Limit: aws.Int32(maxBookings)})
 		if err != nil {
@@ -374,14 +378,13 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 				version = max(version, b.Version)
 			}
 		}
-		waited := time.Since(start)
 		if version >= f.min {
 			r := jsonAnswer(http.StatusOK, map[string]any{"customerId": customerID, "bookings": list, "more": out.LastEvaluatedKey != nil})
 			r.Headers[HeaderWaited] = strconv.FormatInt(waited.Milliseconds(), 10)
 			return r
 		}
-		if waited+poll > f.wait || ctx.Err() != nil {
-			return behind(ViewBookings, show, version, f, waited)
+		if time.Since(start)+poll > f.wait || ctx.Err() != nil {
+			return behind(ViewBookings, show, version, f, time.Since(start))
 		}
 		a.metrics.Add("ViewWaits", metrics.Count, 1)
 		select {

@@ -318,4 +318,3 @@ func CommandRecordFromItem(item map[string]types.AttributeValue) (*CommandRecord
 	}
 	return r, nil
 }
-

@@ -114,8 +114,9 @@ func WithClock[S any](now func() time.Time) ExecutorOption[S] {
 }
 
 // WithMetrics counts CommandsAccepted, CommandsRefused, CommandsInvalid,
-// CommandConflicts (appends that lost and were decided again, or answered
-// 409) and CommandsReplayed. The caller flushes.
+// CommandConflicts (answered 409), AppendsLost (appends another command
+// beat, decided again or answered 409) and CommandsReplayed. The caller
+// flushes.
 func WithMetrics[S any](m *metrics.Logger) ExecutorOption[S] {
 	return func(x *Executor[S]) { x.metrics = m }
 }
@@ -278,7 +279,7 @@ func (x *Executor[S]) Run(ctx context.Context, cmd Command) (Result, error) {
 		case errors.As(err, &tooLarge):
 			return x.invalid(cmd, &InvalidError{Field: "data", Reason: err.Error()}), nil
 		case errors.As(err, &conflict), errors.Is(err, ErrContended):
-			x.count("CommandConflicts")
+			x.count("AppendsLost")
 			x.log.InfoContext(ctx, "append lost to another command; deciding again", "command", cmd.ID, "aggregate", cmd.AggregateID,
 				"attempt", attempt, "error", err)
 			if cmd.ExpectedVersion != nil && conflict != nil {

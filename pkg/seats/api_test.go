@@ -73,7 +73,9 @@ func (f *fixture) do(t *testing.T, method, path string, query map[string]string,
 	return answer{resp.StatusCode, resp.Body, resp.Headers}
 }
 
-func (f *fixture) command(t *testing.T, body string) answer { return f.do(t, "POST", "/commands", nil, body) }
+func (f *fixture) command(t *testing.T, body string) answer {
+	return f.do(t, "POST", "/commands", nil, body)
+}
 
 // project applies the whole log to the stream-fed views (what the
 // projector function does from the published records).

@@ -124,7 +124,9 @@ func (Decider) AggregateField() string { return aggregateField }
 func (Decider) StateSchema() string { return stateSchema }
 
 // Initial implements es.Decider: a show not yet scheduled.
-func (Decider) Initial() Show { return Show{Seats: map[string]string{}, Reservations: map[string]Reservation{}} }
+func (Decider) Initial() Show {
+	return Show{Seats: map[string]string{}, Reservations: map[string]Reservation{}}
+}
 
 // Evolve implements es.Decider. It refuses events the state cannot take —
 // a seat reserved twice, a reservation cancelled that is not active — which

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -52,7 +51,9 @@ func key(pk, sk string) map[string]types.AttributeValue {
 }
 
 // SeatMapKey is the key of a show's seat map.
-func SeatMapKey(showID string) map[string]types.AttributeValue { return key(showPrefix+showID, skSeatMap) }
+func SeatMapKey(showID string) map[string]types.AttributeValue {
+	return key(showPrefix+showID, skSeatMap)
+}
 
 // AvailabilityKey is the key of a show's availability.
 func AvailabilityKey(showID string) map[string]types.AttributeValue {
@@ -269,18 +270,4 @@ func CreateViewsTable(ctx context.Context, db interface {
 		return fmt.Errorf("seats: creating views table %s: %w", name, err)
 	}
 	return nil
-}
-
-// sortedSeats returns a show's seats in label order (rows, then numbers).
-func sortedSeats(seats []string) []string {
-	out := slices.Clone(seats)
-	slices.SortFunc(out, func(a, b string) int {
-		ra, na, _ := parseSeat(a)
-		rb, nb, _ := parseSeat(b)
-		if ra != rb {
-			return ra - rb
-		}
-		return na - nb
-	})
-	return out
 }

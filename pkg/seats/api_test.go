@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -170,6 +172,55 @@ func TestAPI(t *testing.T) {
 	} {
 		if got := f.do(t, tt.method, tt.path, tt.query, ""); got.status != tt.status {
 			t.Errorf("%s %s %v: %d %s, want %d", tt.method, tt.path, tt.query, got.status, got.body, tt.status)
+		}
+	}
+}
+
+// TestProjectedReadWaitsForItsVersion: a read with minVersion that starts
+// before the projector has run waits (bounded) and answers once the view
+// holds the version, saying it waited; it is not refused.
+func TestProjectedReadWaitsForItsVersion(t *testing.T) {
+	f := newFixture(t)
+	if a := f.command(t, schedule); a.status != 200 {
+		t.Fatalf("schedule: %+v", a)
+	}
+	a := f.command(t, `{"id":"cmd-2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-ada","customerId":"ada","seats":["A1"]}}`)
+	if a.status != 200 || version(t, a.body) != 2 {
+		t.Fatalf("reserve: %+v", a)
+	}
+	type read struct {
+		name string
+		path string
+		q    map[string]string
+		want string
+	}
+	reads := []read{
+		{"availability", "/shows/show-1/availability", map[string]string{"minVersion": "2", "wait": "5s"}, `"free":9`},
+		{"bookings", "/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": "2", "wait": "5s"}, `"seats":["A1"],"status":"reserved","version":2`},
+	}
+	got := make([]chan answer, len(reads))
+	for i, r := range reads {
+		got[i] = make(chan answer, 1)
+		go func() {
+			req := events.LambdaFunctionURLRequest{RawPath: r.path, QueryStringParameters: r.q}
+			req.RequestContext.HTTP.Method = "GET"
+			resp, err := f.api.Handle(context.Background(), req)
+			if err != nil {
+				resp.StatusCode, resp.Body = -1, err.Error()
+			}
+			got[i] <- answer{resp.StatusCode, resp.Body, resp.Headers}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // both reads have found the view behind
+	f.project(t)
+	for i, r := range reads {
+		ans := <-got[i]
+		if ans.status != 200 || !strings.Contains(ans.body, r.want) {
+			t.Errorf("%s: %d %s, want 200 with %s", r.name, ans.status, ans.body, r.want)
+		}
+		// The first read (at 0 ms) found nothing: the one that answered came later.
+		if ms, err := strconv.Atoi(ans.headers[seats.HeaderWaited]); err != nil || ms <= 0 {
+			t.Errorf("%s: %s = %q, want the milliseconds waited (> 0)", r.name, seats.HeaderWaited, ans.headers[seats.HeaderWaited])
 		}
 	}
 }

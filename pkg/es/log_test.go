@@ -109,12 +109,22 @@ func streamRecords(t *testing.T, db *dynamodb.Client, table string) []events.Dyn
 
 func readStream(t *testing.T, kin *kinesis.Client, name string) [][]byte {
 	t.Helper()
+	var out [][]byte
+	for _, r := range readRecords(t, kin, name) {
+		out = append(out, r.Data)
+	}
+	return out
+}
+
+// readRecords is every record of stream name, shard by shard.
+func readRecords(t *testing.T, kin *kinesis.Client, name string) []kintypes.Record {
+	t.Helper()
 	ctx := context.Background()
 	shards, err := kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(name)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out [][]byte
+	var out []kintypes.Record
 	for _, sh := range shards.Shards {
 		it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(name), ShardId: sh.ShardId, ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon})
 		if err != nil {
@@ -124,9 +134,7 @@ func readStream(t *testing.T, kin *kinesis.Client, name string) [][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range recs.Records {
-			out = append(out, r.Data)
-		}
+		out = append(out, recs.Records...)
 	}
 	return out
 }
@@ -161,6 +169,11 @@ func TestPublishAndErase(t *testing.T) {
 	published := readStream(t, kin, name)
 	if len(published) != 2 {
 		t.Fatalf("%d records published, want 2", len(published))
+	}
+	for i, r := range readRecords(t, kin, name) {
+		if aws.ToString(r.PartitionKey) != "a1" {
+			t.Errorf("record %d has partition key %q, want the aggregate id a1", i, aws.ToString(r.PartitionKey))
+		}
 	}
 	for i, b := range published {
 		if strings.Contains(string(b), "Ada") {

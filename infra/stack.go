@@ -174,6 +174,9 @@ type TributaryStack struct {
 	// EventSourcing is the event-sourced seat reservations: the event
 	// store, its publication and the views (eventsourcing.go).
 	EventSourcing *EventSourcing
+	// Dashboards are the dashboard, saved queries and top-keys rule of
+	// each pipeline (dashboard.go, logs.go).
+	Dashboards []*PipelineDashboard
 
 	IngestAuth   IngestAuthMode
 	AssetDirUsed string
@@ -439,6 +442,13 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	if s.Ops, err = s.addOperations(ops); err != nil {
 		return nil, err
 	}
+	// What a person opens to see the pipeline, over everything above.
+	d, err := NewPipelineDashboard(stack, "Pipeline"+exportedName(pipe.Name), PipelineDashboardProps{
+		Pipeline: pipe, Functions: []string{FunctionAggregate, FunctionTicker}})
+	if err != nil {
+		return nil, err
+	}
+	s.Dashboards = append(s.Dashboards, d)
 	return s, nil
 }
 

@@ -46,16 +46,16 @@ func TestEventSourcing(t *testing.T) {
 		// versions sort as numbers; the sparse subject index finds what an
 		// erasure must touch.
 		{"events", eventsID, map[string]any{"KeySchema": keySchema("aggregateId", "version"),
-			"AttributeDefinitions":   []any{attr("aggregateId", "S"), attr("version", "N"), attr("subject", "S")},
-			"StreamSpecification":    map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"},
-			"GlobalSecondaryIndexes": []any{map[string]any{"IndexName": "subject", "KeySchema": keySchema("subject", ""), "Projection": map[string]any{"ProjectionType": "KEYS_ONLY"}}},
+			"AttributeDefinitions":             []any{attr("aggregateId", "S"), attr("version", "N"), attr("subject", "S")},
+			"StreamSpecification":              map[string]any{"StreamViewType": "NEW_AND_OLD_IMAGES"},
+			"GlobalSecondaryIndexes":           []any{map[string]any{"IndexName": "subject", "KeySchema": keySchema("subject", ""), "Projection": map[string]any{"ProjectionType": "KEYS_ONLY"}}},
 			"PointInTimeRecoverySpecification": pitr, "BillingMode": "PAY_PER_REQUEST"}},
 		{"snapshots", snapsID, map[string]any{"KeySchema": keySchema("aggregateId", ""), "StreamSpecification": nil, "PointInTimeRecoverySpecification": pitr}},
 		{"command records", cmdsID, map[string]any{"KeySchema": keySchema("id", ""), "StreamSpecification": nil,
 			"TimeToLiveSpecification": map[string]any{"AttributeName": "expiresAt", "Enabled": true}}},
 		// package seats's views table (seats.CreateViewsTable).
 		{"views", viewsID, map[string]any{"KeySchema": keySchema("pk", "sk"),
-			"GlobalSecondaryIndexes": []any{map[string]any{"IndexName": "byDay", "KeySchema": keySchema("day", "at"), "Projection": map[string]any{"ProjectionType": "ALL"}}},
+			"GlobalSecondaryIndexes":           []any{map[string]any{"IndexName": "byDay", "KeySchema": keySchema("day", "at"), "Projection": map[string]any{"ProjectionType": "ALL"}}},
 			"PointInTimeRecoverySpecification": pitr}},
 	} {
 		r, ok := tmpl.Resources[tt.id]

@@ -1,12 +1,14 @@
 package projection_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/projection"
 	"github.com/tributary-dev/tributary/pkg/seats"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
@@ -318,4 +321,60 @@ func TestUnreadableRecordsAreSetAside(t *testing.T) {
 		t.Fatalf("stats %+v, want %d applied and 1 set aside", st, len(recs))
 	}
 	_ = time.Second
+}
+
+// TestMetricsCountEventsInAndApplied: each batch's EMF line says how many
+// records came in and how many events the views now hold (a redelivered
+// batch counts again: its events are applied, the fences make it a no-op),
+// under Function=project, so the dashboard's project widget has both.
+func TestMetricsCountEventsInAndApplied(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.workload(t, rand.New(rand.NewPCG(5, 5)), []string{"show-m"}, 8, "m")
+	all := f.log(t)
+	recs := records(t, all)
+	table := f.table(t, f.views+"-metrics")
+	quarantine := fmt.Sprintf("quarantine%d", f.n)
+	if err := createQuarantine(ctx, f.db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	p := projection.New(f.db, f.store, projection.FixedTable(table), seats.Views(f.x),
+		projection.WithSetAside(newSink(f.db, quarantine)), projection.WithMetrics(metrics.New(&out, "project")))
+	bad := recs[len(recs)-1]
+	bad.Kinesis.Data = []byte("not an event")
+	bad.Kinesis.SequenceNumber, bad.EventID = "49599999999999999999", "shardId-000000000000:49599999999999999999"
+	for i, batch := range [][]events.KinesisEventRecord{recs, recs} {
+		if i == 1 {
+			batch = append(slices.Clone(recs), bad) // redelivered, with a record that is no event
+		}
+		if resp, err := p.Handle(ctx, events.KinesisEvent{Records: batch}); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("batch %d: %v %v", i, resp.BatchItemFailures, err)
+		}
+	}
+	var lines []struct {
+		Function                string
+		EventsIn, EventsApplied float64
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct {
+			Function                string
+			EventsIn, EventsApplied *float64
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m.EventsIn == nil {
+			continue // ProjectionLag lines and the like
+		}
+		if m.EventsApplied == nil {
+			t.Fatalf("a line with EventsIn but no EventsApplied: %s", l)
+		}
+		lines = append(lines, struct {
+			Function                string
+			EventsIn, EventsApplied float64
+		}{m.Function, *m.EventsIn, *m.EventsApplied})
+	}
+	n := float64(len(recs))
+	if len(lines) != 2 || lines[0].Function != "project" ||
+		lines[0].EventsIn != n || lines[0].EventsApplied != n || lines[1].EventsIn != n+1 || lines[1].EventsApplied != n {
+		t.Fatalf("metric lines %+v, want EventsIn %v then %v, EventsApplied %v both times, Function project:\n%s", lines, n, n+1, n, out.String())
+	}
 }

@@ -150,9 +150,10 @@ func WithoutStateViews() Option { return func(p *Projector) { p.noStates = true 
 // WithSetAside is where records that can never be applied go.
 func WithSetAside(s *setaside.Sink) Option { return func(p *Projector) { p.sink = s } }
 
-// WithMetrics emits EventsIn, ViewWrites, GapFills, RecordsSetAside and
-// ProjectionLag (milliseconds from an event's recording to its views being
-// written) per batch.
+// WithMetrics emits EventsIn, EventsApplied (events whose views are
+// written, or were already: redelivered ones count again), GapFills,
+// RecordsSetAside and ProjectionLag (milliseconds from an event's recording
+// to its views being written) per batch.
 func WithMetrics(m *metrics.Logger) Option { return func(p *Projector) { p.metrics = m } }
 
 // WithLogger sets the logger (default: discard).
@@ -286,6 +287,7 @@ func (p *Projector) Handle(ctx context.Context, ev events.KinesisEvent) (events.
 	p.add(func(s *Stats) { s.EventsApplied += int64(applied) })
 	if p.metrics != nil {
 		p.metrics.Add("EventsIn", metrics.Count, float64(len(ev.Records)))
+		p.metrics.Add("EventsApplied", metrics.Count, float64(applied))
 		p.metrics.Add(setaside.Metric, metrics.Count, 0)
 		if err := p.metrics.Flush(); err != nil {
 			p.logger.WarnContext(ctx, "flushing metrics", "error", err)

@@ -43,6 +43,18 @@
 //	timeline/dynamodb-tweet-insert.json  ann's new tweet (bob follows ann, cat follows bob) → in ann's and bob's
 //	                                   timelines, not cat's; delivered twice = the same view
 //	timeline/dynamodb-follow-remove.json bob unfollows ann → ann's tweet leaves bob's timeline, stays in ann's
+//	commands/function-url-schedule.json  POST /commands ScheduleShow show-1 (2 rows × 5 seats) → 200 accepted, version 1
+//	commands/function-url-reserve.json   after it, ReserveSeats A1 A2 for ada (holder: name, email) → 200, version 2; sent again,
+//	                                   the same answer with Idempotency-Replayed: true and no second event; the holder is kept
+//	                                   in the event's "personal" attribute, apart from its data
+//	commands/function-url-refused.json   after both, ReserveSeats A3 A2 for bob → 422 refused, field data.seats[1] (A2 is taken)
+//	commands/function-url-seatmap.json   after both, GET /shows/show-1?minVersion=2 → the seat map at version 2 at once, 8 free
+//	publish/dynamodb-insert.json       the event store's INSERT of show-1/2 → one record on the stream, key show-1, id show-1/2,
+//	                                   without the holder's name and email
+//	publish/dynamodb-modify-tampered.json a MODIFY that changed an event's data → nothing published; set aside naming
+//	                                   dynamodb.NewImage.data ("events are immutable")
+//	project/kinesis-events.json        show-1's ShowScheduled and SeatsReserved → availability 8 free at version 2, ada's booking
+//	                                   r-ada reserved at version 2; delivered twice, the same views
 //	quarantine/sqs-on-failure.json     Lambda's on-failure record for a Kinesis batch
 //	                                   → no failure; against an empty stand-in the records are not in any stream, so
 //	                                     one "missing" item with the batch's coordinates is written

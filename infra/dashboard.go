@@ -39,6 +39,9 @@ var FunctionFlows = map[string]FunctionFlow{
 	FunctionCDC:        {In: []string{"ChangesIn"}, Out: []string{"ChangelogRecords", "Tombstones"}},
 	FunctionTimeline:   {In: []string{"TweetsIn", "FollowsIn"}, Out: []string{"ViewWrites"}},
 	FunctionEnrich:     {In: []string{"RecordsIn"}, Out: []string{"Enriched", "BadRecords"}},
+	FunctionCommands:   {Out: []string{"CommandsAccepted", "CommandsRefused", "CommandsInvalid", "CommandConflicts", "CommandsReplayed"}},
+	FunctionPublish:    {In: []string{"EventsIn"}, Out: []string{"EventsPublished", "Erasures"}},
+	FunctionProject:    {In: []string{"EventsIn"}, Out: []string{"EventsApplied"}},
 }
 
 // Pipeline metrics of the functions that run a pipeline (package

@@ -151,7 +151,7 @@ func TestIngestAuthModes(t *testing.T) {
 		}
 	}
 	// Every NONE URL is a function that checks signatures itself; the
-	// rules function's stays AWS_IAM.
+	// rules function's and event sourcing's commands URLs stay AWS_IAM.
 	urls := tmpl.ofType("AWS::Lambda::Url")
 	none := 0
 	for id, u := range urls {
@@ -166,8 +166,8 @@ func TestIngestAuthModes(t *testing.T) {
 			t.Errorf("%s: %v, want ingest's URL with AuthType NONE", id, u.Properties)
 		}
 	}
-	if none != 1 || len(urls) != 2 {
-		t.Fatalf("%d function URLs, %d with AuthType NONE; want ingest's NONE and the rules function's AWS_IAM", len(urls), none)
+	if none != 1 || len(urls) != 3 {
+		t.Fatalf("%d function URLs, %d with AuthType NONE; want ingest's NONE and the rules and commands functions' AWS_IAM", len(urls), none)
 	}
 	if got := tmpl.Outputs["IngestSecretArn"].Value; !reflect.DeepEqual(got, ref(secretID)) {
 		t.Errorf("output IngestSecretArn = %v, want the secret", got)

@@ -22,8 +22,8 @@ import (
 func TestStateOutlivesTheStack(t *testing.T) {
 	s := fx.stack
 	tables := fx.tmpl.ofType("AWS::DynamoDB::Table")
-	if len(tables) != 13 {
-		t.Errorf("%d tables, want 13 (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines, JoinState, IngestRequests, the join's State, Rules, the CEP's State)", len(tables))
+	if len(tables) != 17 {
+		t.Errorf("%d tables, want 17 (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines, JoinState, IngestRequests, the join's State, Rules, the CEP's State, and event sourcing's Events, Snapshots, CommandRecords, Views)", len(tables))
 	}
 	for id, r := range tables {
 		if r.DeletionPolicy != "Retain" || r.UpdateReplacePolicy != "Retain" || r.Properties["DeletionProtectionEnabled"] != true {
@@ -183,6 +183,8 @@ func TestLeastPrivilege(t *testing.T) {
 	tasks, tasksFifo := logicalID(s.Stack, s.Work.Tasks)+".Arn", logicalID(s.Stack, s.Work.TasksFifo)+".Arn"
 	// Stream consumers set aside what can never succeed (package setaside).
 	setAside := on(arn(s.Quarantine), setAsideActions...)
+	esEvents, esViews := arn(s.EventSourcing.Events), arn(s.EventSourcing.Views)
+	esParam := resourceName(s.Stack.Resolve(s.EventSourcing.ViewsParameter.ParameterArn()))
 
 	tests := []struct {
 		name string
@@ -199,6 +201,8 @@ func TestLeastPrivilege(t *testing.T) {
 			on(streamOf(profiles), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
 			on(streamOf(tweets), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
 			on(streamOf(follows), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
+			on(streamOf(s.EventSourcing.Events), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
+			on(arn(s.EventSourcing.Stream), "kinesis:GetShardIterator", "kinesis:GetRecords"),
 		)},
 		{FunctionEnrich, s.Enrichment.Function.GoFunction, join(
 			kinesisMapping, sendTo(failures),
@@ -222,6 +226,31 @@ func TestLeastPrivilege(t *testing.T) {
 			on(arn(s.Work.Results), resultsTableActions...),
 			on(logicalID(s.Stack, s.Work.TasksDLQ)+".Arn", deadLetterQueueActions...),
 			on(logicalID(s.Stack, s.Work.TasksFifoDLQ)+".Arn", deadLetterQueueActions...),
+		)},
+		// Event sourcing (packages es, seats, projection; eventsourcing.go):
+		// no role may update or delete an event.
+		{FunctionCommands, s.EventSourcing.CommandsFn, join(
+			on(esEvents, "dynamodb:PutItem", "dynamodb:Query"),
+			on(arn(s.EventSourcing.Snapshots), "dynamodb:GetItem", "dynamodb:PutItem"),
+			on(arn(s.EventSourcing.Commands), "dynamodb:GetItem", "dynamodb:PutItem"),
+			on(esViews, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"),
+			on(esViews+"-v*", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"),
+			on(esViews+"/index/byDay", "dynamodb:Query"),
+			on(esViews+"-v*/index/byDay", "dynamodb:Query"),
+			on(esParam, "ssm:GetParameter"),
+		)},
+		{FunctionPublish, s.EventSourcing.Publish.GoFunction, join(
+			ddbMapping(s.EventSourcing.Events), sendTo(failures), on(arn(s.EventSourcing.Stream), "kinesis:PutRecords"), setAside,
+		)},
+		{FunctionProject, s.EventSourcing.Project.GoFunction, join(
+			on(arn(s.EventSourcing.Stream), "kinesis:DescribeStream", "kinesis:DescribeStreamConsumer", "kinesis:DescribeStreamSummary",
+				"kinesis:GetRecords", "kinesis:GetShardIterator", "kinesis:ListShards", "kinesis:ListStreams", "kinesis:SubscribeToShard"),
+			sendTo(failures),
+			on(esViews, "dynamodb:PutItem", "dynamodb:UpdateItem"),
+			on(esViews+"-v*", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+			on(esEvents, "dynamodb:Query"),
+			on(esParam, "ssm:GetParameter"),
+			setAside,
 		)},
 		{FunctionSnapshot, s.Snapshot.Function, join(
 			on(arn(profiles), "dynamodb:DescribeTable", "dynamodb:Scan"),

@@ -56,7 +56,7 @@ const (
 
 // FunctionNames lists every function the stack deploys.
 var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich, FunctionSnapshot,
-	FunctionJoin, FunctionDetect, FunctionRules}
+	FunctionJoin, FunctionDetect, FunctionRules, FunctionCommands, FunctionPublish, FunctionProject}
 
 // Environment variables of the windowed pipeline's functions (aggregate and
 // ticker), read by package pipeline and the functions' mains.
@@ -175,6 +175,9 @@ type TributaryStack struct {
 	Joins *StreamJoin
 	// Detection is CEP with rules added at runtime (detect.go).
 	Detection *Detection
+	// EventSourcing is the event-sourced seat reservations: the event
+	// store, its publication and the views (eventsourcing.go).
+	EventSourcing *EventSourcing
 	// Dashboards are the dashboard, saved queries and top-keys rule of
 	// each pipeline (dashboard.go, logs.go).
 	Dashboards []*PipelineDashboard
@@ -421,6 +424,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	if err := s.addJoinsAndDetection(assetDir); err != nil {
 		return nil, err
 	}
+	s.EventSourcing = NewEventSourcing(stack, "EventSourcing", EventSourcingProps{AssetDir: assetDir, Quarantine: s.Quarantine, OnFailure: s.Failures})
 
 	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")
 	output(stack, "EventsStreamName", s.Events.StreamName(), "Kinesis stream of ingested events")

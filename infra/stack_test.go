@@ -326,6 +326,22 @@ func TestFunctions(t *testing.T) {
 			EnvMatchesStreamName: ref(logicalID(s.Stack, s.Detection.Matches)),
 		})},
 		{FunctionRules, s.Detection.Admin, 30, map[string]any{EnvRulesTableName: ref(logicalID(s.Stack, s.Detection.Rules))}},
+		{FunctionCommands, s.EventSourcing.CommandsFn, 10, map[string]any{
+			EnvESEventsTable:      ref(logicalID(s.Stack, s.EventSourcing.Events)),
+			EnvESSnapshotsTable:   ref(logicalID(s.Stack, s.EventSourcing.Snapshots)),
+			EnvESCommandsTable:    ref(logicalID(s.Stack, s.EventSourcing.Commands)),
+			EnvESSnapshotEvery:    "25",
+			EnvViewsParameterName: ref(logicalID(s.Stack, s.EventSourcing.ViewsParameter)),
+			EnvViewsRefresh:       "30",
+		}},
+		{FunctionPublish, s.EventSourcing.Publish.GoFunction, 30, withQuarantine(s, map[string]any{
+			EnvESStreamName: ref(logicalID(s.Stack, s.EventSourcing.Stream)),
+		})},
+		{FunctionProject, s.EventSourcing.Project.GoFunction, 30, withQuarantine(s, map[string]any{
+			EnvESEventsTable:      ref(logicalID(s.Stack, s.EventSourcing.Events)),
+			EnvViewsParameterName: ref(logicalID(s.Stack, s.EventSourcing.ViewsParameter)),
+			EnvViewsRefresh:       "30",
+		})},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
 		t.Errorf("template has %d functions, want %d", got, len(tests))
@@ -465,9 +481,10 @@ func TestStreamMappings(t *testing.T) {
 	// the cdc mapping on the profiles table's stream is TestProfilesCDC's and
 	// timeline's two (tweets, follows) are TestTimelines'; enrich's (through
 	// its enhanced fan-out consumer) is TestEnrichment's; join's and
-	// detect's are TestStreamJoin's and TestDetection's.
-	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+8 {
-		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+8)
+	// detect's are TestStreamJoin's and TestDetection's; publish's and
+	// project's are TestEventSourcing's.
+	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+10 {
+		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+10)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -731,11 +748,12 @@ func TestTables(t *testing.T) {
 	tests = append(tests, ingestTables(s)...)
 	// The per-minute Counts table of the first pipeline is gone with it; the
 	// profiles table (CDC source) is TestProfilesCDC's, the timelines
-	// tables TestTimelines' and the join table TestEnrichment's; the
+	// tables TestTimelines', the join table TestEnrichment's; the
 	// stream join's state table and CEP's rules and state tables are
-	// TestStreamJoin's and TestDetection's.
-	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+8 {
-		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState, the join's State, Rules, the CEP's State)", got, len(tests)+8)
+	// TestStreamJoin's and TestDetection's; event sourcing's four
+	// TestEventSourcing's.
+	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+12 {
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState, the join's State, Rules, the CEP's State, and event sourcing's four)", got, len(tests)+12)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -758,6 +776,7 @@ func TestStreams(t *testing.T) {
 		{"Enriched", logicalID(s.Stack, s.Enrichment.Enriched), 1},
 		{"Joins", logicalID(s.Stack, s.Joins.Joins), 1},
 		{"Matches", logicalID(s.Stack, s.Detection.Matches), 1},
+		{"ShowEvents", logicalID(s.Stack, s.EventSourcing.Stream), 1},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Kinesis::Stream")); got != len(tests) {
 		t.Errorf("template has %d streams, want %d", got, len(tests))
@@ -775,8 +794,9 @@ func TestIngestURLDefaultsToIAM(t *testing.T) {
 	ingestID, _ := fx.tmpl.function(t, FunctionIngest)
 	rulesID, _ := fx.tmpl.function(t, FunctionRules)
 	urls := fx.tmpl.ofType("AWS::Lambda::Url")
-	if len(urls) != 2 {
-		t.Fatalf("template has %d function URLs, want 2 (ingest's and the rules function's)", len(urls))
+	commandsID, _ := fx.tmpl.function(t, FunctionCommands)
+	if len(urls) != 3 {
+		t.Fatalf("template has %d function URLs, want 3 (ingest's, the rules function's and event sourcing's commands)", len(urls))
 	}
 	targets := map[string]bool{}
 	for id, u := range urls {
@@ -785,8 +805,8 @@ func TestIngestURLDefaultsToIAM(t *testing.T) {
 		}
 		targets[resourceName(u.Properties["TargetFunctionArn"])] = true
 	}
-	if !targets[ingestID+".Arn"] || !targets[rulesID+".Arn"] {
-		t.Errorf("function URLs target %v, want ingest and rules", targets)
+	if !targets[ingestID+".Arn"] || !targets[rulesID+".Arn"] || !targets[commandsID+".Arn"] {
+		t.Errorf("function URLs target %v, want ingest, rules and commands", keys(targets))
 	}
 	for id, p := range fx.tmpl.ofType("AWS::Lambda::Permission") {
 		if p.Properties["Principal"] == "*" {

@@ -131,8 +131,8 @@ func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 		"ParallelizationFactor":   2.0,
 	})
 
-	if stack.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 4 {
-		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events, Enriched, Joins and Matches)")
+	if stack.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 5 {
+		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events, Enriched, Joins, Matches and ShowEvents)")
 	}
 	if _, ok := tmpl.Outputs["WindowResultsStreamName"]; ok {
 		t.Error("output WindowResultsStreamName without a results stream")

@@ -48,6 +48,16 @@ See the windows:
 Logs and metrics (another terminal):
   make logs
 `, topo.ingestURL, views, srv.Endpoint())
+	if e, err := stack.FindEventSourcing(); err == nil {
+		fmt.Printf(`
+Event sourcing (seat reservations; commands URL %s):
+  curl -s -X POST %scommands -d '{"id":"c1","type":"ScheduleShow","showId":"show-1","data":{"title":"Hamlet","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}}'
+  curl -s -X POST %scommands -d '{"id":"c2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r1","customerId":"ada","seats":["A1"]}}'
+  curl -s '%sshows/show-1/availability?minVersion=2'
+  export ES_VIEWS_PARAMETER=%s ES_STREAM_NAME=%s ES_EVENTS_TABLE=%s
+  go run ./cmd/eventstore rebuild -handover 30s        (rollback, use-version, compare, erase: go run ./cmd/eventstore -h)
+`, e.URL, e.URL, e.URL, e.URL, e.ViewsParameter, e.Stream, e.Events)
+	}
 	select {
 	case <-ctx.Done():
 		return nil

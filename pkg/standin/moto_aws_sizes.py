@@ -6,7 +6,15 @@
 # DynamoDB counts the item as it will be after the update, binary values by
 # their bytes. Without this, an item DynamoDB accepts is refused locally
 # once an attribute of it is rewritten at more than about half the limit.
-# Nothing else of moto is changed.
+#
+# It also keeps a table's stream readable across a cancelled transaction.
+# moto rolls a cancelled TransactWriteItems back by putting deep copies of
+# the tables in place, stream included, while the shard iterators consumers
+# already hold point at the replaced stream object: they never see another
+# record (a DynamoDB Streams consumer stops at the first conflict). Here the
+# live stream object stays the table's, cut back to where it was before the
+# transaction (dropping records of the cancelled writes, as AWS never
+# emits them). Nothing else of moto is changed.
 import base64
 import sys
 
@@ -39,6 +47,34 @@ def setitem(self, key, value):
 
 dynamo_type.DynamoType.size = size
 dynamo_type.LimitedSizeDict.__setitem__ = setitem
+
+from moto.dynamodb.models import DynamoDBBackend
+
+_transact_write_items = DynamoDBBackend.transact_write_items
+
+
+def transact_write_items(self, transact_items):
+    streams = {}
+    for item in transact_items:
+        _, op = next(iter(item.items()))
+        name = op.get("TableName")
+        table = self.tables.get(name) if name else None
+        shard = getattr(table, "stream_shard", None) if table is not None else None
+        if shard is not None and name not in streams:
+            streams[name] = (shard, len(shard.items))
+    try:
+        return _transact_write_items(self, transact_items)
+    except Exception:
+        for name, (shard, length) in streams.items():
+            del shard.items[length:]
+            restored = self.tables.get(name)
+            if restored is not None and restored.stream_shard is not shard:
+                restored.stream_shard = shard
+                shard.table = restored
+        raise
+
+
+DynamoDBBackend.transact_write_items = transact_write_items
 
 if __name__ == "__main__":
     from moto.server import main

@@ -3,6 +3,7 @@ package standin
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -215,7 +216,9 @@ var motoLauncher []byte
 // writeLauncher writes the launcher into venvDir (once per content) and
 // returns its path.
 func writeLauncher(venvDir string) (string, error) {
-	path := filepath.Join(venvDir, "tributary_moto_aws_sizes.py")
+	// Named by its content: checkouts sharing one .venv each run their own.
+	sum := sha256.Sum256(motoLauncher)
+	path := filepath.Join(venvDir, fmt.Sprintf("tributary_moto_%x.py", sum[:6]))
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, motoLauncher) {
 		return path, nil
 	}

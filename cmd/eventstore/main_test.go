@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/projection"
+	"github.com/tributary-dev/tributary/pkg/seats"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func cmd(env map[string]string, args ...string) result {
+	var out, errb bytes.Buffer
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	code := run(context.Background(), args, lookup, time.Now, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// TestUsage: a wrong command line names the flag, exits 2 and reads
+// nothing (no AWS settings are needed to refuse it).
+func TestUsage(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "a command is required"},
+		{[]string{"nope"}, `unknown command "nope"`},
+		{[]string{"rebuild", "-parameter", "/p", "-events-table", "events"}, "-stream is required"},
+		{[]string{"rebuild", "-parameter", "/p", "-stream", "s", "-events-table", "events", "-handover", "10ms"}, "-handover 10ms: must be from 1s to 1h0m0s"},
+		{[]string{"use-version", "-parameter", "/p", "-stream", "s", "-events-table", "events"}, "-table is required"},
+		{[]string{"compare", "-a", "x"}, `-a "x": a DynamoDB table name is 3 to 255`},
+		{[]string{"erase", "-events-table", "events", "-subject", "ada"}, "-reason is required"},
+		{[]string{"rebuild", "extra"}, `unexpected argument "extra"`},
+	} {
+		r := cmd(nil, tt.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, r.code, r.stderr, tt.want)
+		}
+	}
+	if r := cmd(nil, "erase", "-h"); r.code != 0 || !strings.Contains(r.stdout, "-subject") {
+		t.Errorf("erase -h: %d %q", r.code, r.stdout)
+	}
+}
+
+// TestEraseAndCompare against the stand-in: erase lists first, then removes
+// the subject's personal data and names the audit event; compare says when
+// two versions of the views hold the same items and exits 1 when they do
+// not.
+func TestEraseAndCompare(t *testing.T) {
+	srv := standintest.Start(t)
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
+		t.Setenv(k, v)
+	}
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	tables := es.Tables{Events: "events", Snapshots: "snapshots", Commands: "commands"}
+	if err := es.CreateTables(ctx, db, tables); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"views", "views-v2"} {
+		if err := seats.CreateViewsTable(ctx, db, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := es.NewExecutor[seats.Show](es.NewStore(db, tables), seats.Decider{}, es.WithSyncView(seats.SyncView(projection.FixedTable("views"))))
+	for _, body := range []string{
+		`{"id":"c1","type":"ScheduleShow","showId":"show-1","data":{"title":"Hamlet","startsAt":"2026-12-05T19:30:00Z","rows":1,"seatsPerRow":4}}`,
+		`{"id":"c2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r1","customerId":"ada","seats":["A1"],"holder":{"name":"Ada"}}}`,
+	} {
+		if res, err := x.Execute(ctx, []byte(body)); err != nil || res.HTTPStatus != 200 {
+			t.Fatalf("%s: %s %v", body, res.Body, err)
+		}
+	}
+	env := map[string]string{"USER": "ops"}
+	dry := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17")
+	if dry.code != 0 || !strings.Contains(dry.stdout, "dry run: 1 events of ada hold personal data: show-1/2") {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	done := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-yes")
+	if done.code != 0 || !strings.Contains(done.stdout, "erased the personal data of 1 events of ada (show-1/2); audit event erasure:ada/1 (PersonalDataErased)") {
+		t.Fatalf("erase: %+v", done)
+	}
+	if again := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-yes"); again.code != 0 || !strings.Contains(again.stdout, "nothing to erase") {
+		t.Fatalf("erase again: %+v", again)
+	}
+
+	if r := cmd(nil, "compare", "-a", "views", "-b", "views-v2"); r.code != 1 || !strings.Contains(r.stdout, "1 only in views") {
+		t.Fatalf("compare with an empty version: %+v", r)
+	}
+	p := projection.New(db, es.NewStore(db, tables), projection.FixedTable("views-v2"), seats.Views(x))
+	if _, err := es.ScanLog(ctx, db, "events", func(run []es.Event) error { return p.ApplyLog(ctx, "views-v2", run) }); err != nil {
+		t.Fatal(err)
+	}
+	// views-v2 has availability and bookings besides the seat map.
+	if r := cmd(nil, "compare", "-a", "views", "-b", "views-v2"); r.code != 1 || !strings.Contains(r.stdout, "0 only in views") || !strings.Contains(r.stdout, "2 only in views-v2") {
+		t.Fatalf("compare: %+v", r)
+	}
+}

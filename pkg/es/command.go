@@ -1,0 +1,320 @@
+package es
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Bounds of a command as sent.
+const (
+	// MaxCommandBytes bounds a command's JSON: a command is a request, not
+	// a bulk load.
+	MaxCommandBytes = 64 << 10
+	// MaxCommandIDLength bounds a command id (a UUID is 36).
+	MaxCommandIDLength = 128
+)
+
+// Command is a request to change one aggregate: it may still be refused.
+type Command struct {
+	// ID identifies the command: a retry carries the same id and gets the
+	// first answer back. Ids are global (use a UUID).
+	ID   string
+	Type string
+	// AggregateID is the aggregate the command is for.
+	AggregateID string
+	// ExpectedVersion, when set, is the version the sender read: the
+	// command is refused as a conflict if the aggregate has moved on.
+	ExpectedVersion *int64
+	// Data is the command's data (JSON).
+	Data json.RawMessage
+}
+
+// InvalidError is a command that is malformed as sent: a missing or
+// mistyped field, a value out of its bounds. Field is its JSON path, for
+// example "data.seats[2]". It is answered 400 and not remembered.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+// Invalid returns an *InvalidError.
+func Invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Refusal is a well-formed command the aggregate's state does not allow:
+// the seat is taken, the reservation is not active. Field is the command
+// field at fault. It is answered 422 and remembered under the command id.
+type Refusal struct {
+	Field  string
+	Reason string
+}
+
+func (r *Refusal) Error() string {
+	if r.Field == "" {
+		return "refused: " + r.Reason
+	}
+	return "refused: " + r.Field + ": " + r.Reason
+}
+
+// Refuse returns a *Refusal.
+func Refuse(field, format string, args ...any) error {
+	return &Refusal{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// ParseCommand reads a command's JSON: {"id", "type", <aggregateField>,
+// "expectedVersion" (optional), "data"}. Unknown fields, a second copy of a
+// field, and values out of bounds are an *InvalidError naming the field.
+func ParseCommand(body []byte, aggregateField string) (Command, error) {
+	if len(body) > MaxCommandBytes {
+		return Command{}, Invalid("", "the command is %d bytes, more than %d", len(body), MaxCommandBytes)
+	}
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&raw); err != nil {
+		return Command{}, Invalid("", "not a JSON object: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Command{}, Invalid("", "more than one JSON value")
+	}
+	if raw == nil {
+		return Command{}, Invalid("", "not a JSON object")
+	}
+	if err := noDuplicateKeys(body); err != nil {
+		return Command{}, err
+	}
+	var c Command
+	str := func(field string, max int) (string, error) {
+		v, ok := raw[field]
+		if !ok {
+			return "", Invalid(field, "is required")
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", Invalid(field, "must be a string")
+		}
+		if err := checkName(s, max); err != nil {
+			return "", Invalid(field, "%v", err)
+		}
+		return s, nil
+	}
+	var err error
+	if c.ID, err = str("id", MaxCommandIDLength); err != nil {
+		return Command{}, err
+	}
+	if c.Type, err = str("type", MaxTypeLength); err != nil {
+		return Command{}, err
+	}
+	if c.AggregateID, err = str(aggregateField, MaxAggregateIDLength); err != nil {
+		return Command{}, err
+	}
+	if v, ok := raw["expectedVersion"]; ok && string(v) != "null" {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < 0 {
+			return Command{}, Invalid("expectedVersion", "must be a whole number from 0 (0: the aggregate does not exist yet), got %s", v)
+		}
+		c.ExpectedVersion = &n
+	}
+	data, ok := raw["data"]
+	if !ok || string(data) == "null" {
+		data = json.RawMessage("{}")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, data); err != nil {
+		return Command{}, Invalid("data", "is not JSON: %v", err)
+	}
+	c.Data = compact.Bytes()
+	for k := range raw {
+		switch k {
+		case "id", "type", aggregateField, "expectedVersion", "data":
+		default:
+			return Command{}, Invalid(k, "is not a field of a command (id, type, %s, expectedVersion, data)", aggregateField)
+		}
+	}
+	return c, nil
+}
+
+// noDuplicateKeys refuses an object with the same key twice anywhere in
+// body (parsers disagree on which copy wins, so the command would mean
+// different things to different readers). body is known to be valid JSON.
+func noDuplicateKeys(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	return checkValue(dec, "")
+}
+
+// checkValue reads one JSON value from dec, refusing duplicate keys in it.
+func checkValue(dec *json.Decoder, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return Invalid(path, "not JSON: %v", err)
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return Invalid(path, "not JSON: %v", err)
+			}
+			key, _ := kt.(string)
+			field := join(path, key)
+			if seen[key] {
+				return Invalid(field, "the key %q appears twice in one object", key)
+			}
+			seen[key] = true
+			if err := checkValue(dec, field); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // '}'
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if err := checkValue(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token() // ']'
+	}
+	if err != nil {
+		return Invalid(path, "not JSON: %v", err)
+	}
+	return nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// Fingerprint is the SHA-256 of what the command asks for — type,
+// aggregate, expected version and data (compacted) — in hex: a command id
+// sent again with another fingerprint is another command under a reused id.
+func (c *Command) Fingerprint() string {
+	h := sha256.New()
+	expected := "-"
+	if c.ExpectedVersion != nil {
+		expected = strconv.FormatInt(*c.ExpectedVersion, 10)
+	}
+	fmt.Fprintf(h, "%s\n%s\n%s\n", c.Type, c.AggregateID, expected)
+	h.Write(c.Data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Attributes of a command record (the commands table: partition key
+// AttrCommandRecordID, time to live on AttrExpiresAt).
+const (
+	AttrCommandRecordID = "id"
+	AttrFingerprint     = "fingerprint"
+	AttrStatus          = "status"
+	AttrHTTPStatus      = "httpStatus"
+	AttrBody            = "body"
+	AttrExpiresAt       = "expiresAt"
+)
+
+// Outcomes of a command.
+const (
+	StatusAccepted = "accepted"
+	StatusRefused  = "refused"
+	StatusConflict = "conflict"
+	StatusInvalid  = "invalid"
+)
+
+// DefaultCommandHorizon is how long a command id is remembered: a retry
+// within it gets the first answer. Clients retry within seconds or minutes;
+// a day covers a client offline overnight (as ingest's Idempotency-Key).
+const DefaultCommandHorizon = 24 * time.Hour
+
+// CommandRecord is the first answer to a command, kept under its id.
+type CommandRecord struct {
+	ID          string
+	Fingerprint string
+	Status      string
+	HTTPStatus  int
+	// Body is the answer as sent.
+	Body        []byte
+	AggregateID string
+	// Version is the aggregate's version after the command (accepted), or
+	// the version it was refused at.
+	Version    int64
+	RecordedAt time.Time
+	ExpiresAt  time.Time
+}
+
+// Item is the record as an item of the commands table.
+func (r *CommandRecord) Item() map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		AttrCommandRecordID: &types.AttributeValueMemberS{Value: r.ID},
+		AttrFingerprint:     &types.AttributeValueMemberS{Value: r.Fingerprint},
+		AttrStatus:          &types.AttributeValueMemberS{Value: r.Status},
+		AttrHTTPStatus:      &types.AttributeValueMemberN{Value: strconv.Itoa(r.HTTPStatus)},
+		AttrBody:            &types.AttributeValueMemberS{Value: string(r.Body)},
+		AttrAggregateID:     &types.AttributeValueMemberS{Value: r.AggregateID},
+		AttrVersion:         &types.AttributeValueMemberN{Value: strconv.FormatInt(r.Version, 10)},
+		AttrRecordedAt:      &types.AttributeValueMemberS{Value: r.RecordedAt.UTC().Format(time.RFC3339Nano)},
+		AttrExpiresAt:       &types.AttributeValueMemberN{Value: strconv.FormatInt(r.ExpiresAt.Unix(), 10)},
+	}
+}
+
+// CommandRecordFromItem reads a command record. Its error is an *ItemError.
+func CommandRecordFromItem(item map[string]types.AttributeValue) (*CommandRecord, error) {
+	r := &CommandRecord{}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{AttrCommandRecordID, &r.ID}, {AttrFingerprint, &r.Fingerprint}, {AttrStatus, &r.Status}, {AttrAggregateID, &r.AggregateID}} {
+		s, ok := item[f.name].(*types.AttributeValueMemberS)
+		if !ok {
+			return nil, &ItemError{Attr: f.name, Reason: "is missing or not a string (S) attribute"}
+		}
+		*f.dst = s.Value
+	}
+	body, ok := item[AttrBody].(*types.AttributeValueMemberS)
+	if !ok {
+		return nil, &ItemError{Attr: AttrBody, Reason: "is missing or not a string (S) attribute"}
+	}
+	r.Body = []byte(body.Value)
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{AttrHTTPStatus, nil}, {AttrVersion, &r.Version}, {AttrExpiresAt, nil}} {
+		n, ok := item[f.name].(*types.AttributeValueMemberN)
+		if !ok {
+			return nil, &ItemError{Attr: f.name, Reason: "is missing or not a number (N) attribute"}
+		}
+		v, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil {
+			return nil, &ItemError{Attr: f.name, Reason: fmt.Sprintf("%q is not a whole number", n.Value)}
+		}
+		switch f.name {
+		case AttrHTTPStatus:
+			r.HTTPStatus = int(v)
+		case AttrExpiresAt:
+			r.ExpiresAt = time.Unix(v, 0).UTC()
+		default:
+			*f.dst = v
+		}
+	}
+	if s, ok := item[AttrRecordedAt].(*types.AttributeValueMemberS); ok {
+		r.RecordedAt, _ = time.Parse(time.RFC3339Nano, s.Value)
+	}
+	return r, nil
+}

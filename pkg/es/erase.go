@@ -1,0 +1,184 @@
+package es
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The audit trail of erasures: one aggregate per subject.
+const (
+	// ErasureAggregateType is the aggregate type of erasure audit events.
+	ErasureAggregateType = "erasure"
+	// TypePersonalDataErased is the audit event Erase appends.
+	TypePersonalDataErased = "PersonalDataErased"
+	// maxErasureListed bounds the event ids an audit event lists (the rest
+	// are counted), so it stays well under DynamoDB's item limit.
+	maxErasureListed = 2000
+	maxSubjectLength = 64
+	maxReasonLength  = 1000
+)
+
+// eraseAPI is what Erase needs of DynamoDB besides the store's calls.
+type eraseAPI interface {
+	storeAPI
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+var _ eraseAPI = (*dynamodb.Client)(nil)
+
+// Erasure is a request to erase a subject's personal data.
+type Erasure struct {
+	// Subject is whose data (the events' AttrSubject, a customer id).
+	Subject string
+	// Reason says why (a request's reference); it is kept in the audit
+	// event, so it must not itself be personal data.
+	Reason string
+	// By is who erased (an operator).
+	By string
+}
+
+// ErasureResult is what Erase did.
+type ErasureResult struct {
+	// ID marks the erased events (AttrErasure) and names the erasure in
+	// its audit event.
+	ID string
+	// Erased are the events whose personal data was removed now.
+	Erased []string
+	// AlreadyErased counts the subject's events erased before.
+	AlreadyErased int
+	// Audit is the audit event appended (nil in a dry run or when there was
+	// nothing to erase).
+	Audit *Event
+}
+
+// ErasureAggregate is the aggregate holding subject's erasure audit trail.
+func ErasureAggregate(subject string) string { return ErasureAggregateType + ":" + subject }
+
+// Erase removes the personal data of subject from every event that holds
+// some (found by SubjectIndex), and nothing else: each such event loses its
+// AttrPersonal attribute and gains AttrErasedAt and AttrErasure, with an
+// UpdateItem conditioned on the personal data being there. Then it appends
+// a PersonalDataErased event to ErasureAggregate(subject) listing the
+// events, the reason and who asked: the erasure is audited in the log
+// itself. Running it again erases what a crashed run left and appends a new
+// audit event only if it erased something. With dryRun it only lists.
+//
+// It is the one path in this package that changes an event. The stack
+// grants it to no function: an operator runs it (cmd/eventstore erase).
+// The publisher sees each erasure as a MODIFY that only removed personal
+// data, which it does not publish (the published records never held any).
+func Erase(ctx context.Context, db eraseAPI, t Tables, er Erasure, now time.Time, dryRun bool) (*ErasureResult, error) {
+	if err := checkName(er.Subject, maxSubjectLength); err != nil {
+		return nil, Invalid("subject", "%v", err)
+	}
+	if er.Reason == "" || len(er.Reason) > maxReasonLength {
+		return nil, Invalid("reason", "is required (at most %d characters): the audit event keeps it", maxReasonLength)
+	}
+	if er.By == "" {
+		return nil, Invalid("by", "is required: the audit event names who erased")
+	}
+	now = now.UTC()
+	res := &ErasureResult{ID: ErasureAggregate(er.Subject) + "@" + now.Format(time.RFC3339Nano)}
+	keys, err := subjectEvents(ctx, db, t.Events, er.Subject)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		name := k.id + "/" + k.version
+		if dryRun {
+			res.Erased = append(res.Erased, name)
+			continue
+		}
+		upd := expression.Remove(expression.Name(AttrPersonal)).
+			Set(expression.Name(AttrErasedAt), expression.Value(now.Format(time.RFC3339Nano))).
+			Set(expression.Name(AttrErasure), expression.Value(res.ID))
+		e, err := expression.NewBuilder().WithUpdate(upd).WithCondition(expression.AttributeExists(expression.Name(AttrPersonal))).Build()
+		if err != nil {
+			return nil, fmt.Errorf("es: erasure of %s: %w", name, err)
+		}
+		_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.Events),
+			Key: map[string]types.AttributeValue{AttrAggregateID: &types.AttributeValueMemberS{Value: k.id},
+				AttrVersion: &types.AttributeValueMemberN{Value: k.version}},
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+		var ccf *types.ConditionalCheckFailedException
+		switch {
+		case errors.As(err, &ccf):
+			res.AlreadyErased++
+		case err != nil:
+			return res, fmt.Errorf("es: erasing the personal data of event %s (%d of %d erased so far; run it again to finish): %w", name, len(res.Erased), len(keys), err)
+		default:
+			res.Erased = append(res.Erased, name)
+		}
+	}
+	if dryRun || len(res.Erased) == 0 {
+		return res, nil
+	}
+	listed := res.Erased
+	if len(listed) > maxErasureListed {
+		listed = listed[:maxErasureListed]
+	}
+	data, err := marshal(map[string]any{"erasure": res.ID, "subject": er.Subject, "reason": er.Reason, "by": er.By,
+		"events": listed, "eventCount": len(res.Erased)})
+	if err != nil {
+		return res, err
+	}
+	store := NewStore(db, t)
+	agg := ErasureAggregate(er.Subject)
+	for attempt := 0; attempt < DefaultMaxAttempts; attempt++ {
+		v, err := store.Version(ctx, agg)
+		if err != nil {
+			return res, err
+		}
+		ev := Event{AggregateType: ErasureAggregateType, AggregateID: agg, Version: v + 1, Type: TypePersonalDataErased,
+			Data: data, CommandID: res.ID, RecordedAt: now}
+		err = store.Append(ctx, Append{AggregateID: agg, Expected: v, Events: []Event{ev}})
+		var conflict *ConflictError
+		if errors.As(err, &conflict) || errors.Is(err, ErrContended) {
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("es: the personal data is erased, but the audit event was not appended (run it again to append it): %w", err)
+		}
+		res.Audit = &ev
+		return res, nil
+	}
+	return res, fmt.Errorf("es: the personal data is erased, but the audit event kept losing to other appends to %s (run it again)", agg)
+}
+
+type eventKey struct{ id, version string }
+
+// subjectEvents lists the keys of subject's events from SubjectIndex.
+func subjectEvents(ctx context.Context, db storeAPI, table, subject string) ([]eventKey, error) {
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrSubject).Equal(expression.Value(subject))).Build()
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{TableName: aws.String(table), IndexName: aws.String(SubjectIndex),
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}
+	var out []eventKey
+	for {
+		page, err := db.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("es: listing the events of subject %s: %w", subject, err)
+		}
+		for _, it := range page.Items {
+			id, ok1 := it[AttrAggregateID].(*types.AttributeValueMemberS)
+			v, ok2 := it[AttrVersion].(*types.AttributeValueMemberN)
+			if ok1 && ok2 {
+				out = append(out, eventKey{id.Value, v.Value})
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}

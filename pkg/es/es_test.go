@@ -1,0 +1,233 @@
+package es_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+var awsCfg aws.Config
+
+func TestMain(m *testing.M) {
+	os.Exit(standintest.Main(m, func(c aws.Config) { awsCfg = c }))
+}
+
+var tableSeq atomic.Int64
+
+// newStore creates a private set of tables.
+func newStore(t *testing.T) (*dynamodb.Client, *es.Store) {
+	t.Helper()
+	db := dynamodb.NewFromConfig(awsCfg)
+	n := tableSeq.Add(1)
+	tables := es.Tables{Events: fmt.Sprintf("events-%d", n), Snapshots: fmt.Sprintf("snapshots-%d", n), Commands: fmt.Sprintf("commands-%d", n)}
+	if err := es.CreateTables(context.Background(), db, tables); err != nil {
+		t.Fatal(err)
+	}
+	return db, es.NewStore(db, tables)
+}
+
+// account is a test domain: a balance that never goes below zero.
+type account struct {
+	Balance int   `json:"balance"`
+	Ops     []int `json:"ops"` // every amount applied, so a lost or doubled event shows
+}
+
+type ledger struct{}
+
+func (ledger) AggregateType() string  { return "account" }
+func (ledger) AggregateField() string { return "accountId" }
+func (ledger) StateSchema() string    { return "account/v1" }
+func (ledger) Initial() account       { return account{} }
+
+func (ledger) Evolve(s account, e es.Event) (account, error) {
+	var d struct{ Amount int }
+	if err := json.Unmarshal(e.Data, &d); err != nil {
+		return s, err
+	}
+	switch e.Type {
+	case "Deposited":
+		s.Balance += d.Amount
+	case "Withdrawn":
+		if d.Amount > s.Balance {
+			return s, fmt.Errorf("overdraft: %d of %d", d.Amount, s.Balance)
+		}
+		s.Balance -= d.Amount
+	default:
+		return s, fmt.Errorf("unknown event %s", e.Type)
+	}
+	s.Ops = append(append([]int(nil), s.Ops...), d.Amount)
+	return s, nil
+}
+
+func (ledger) Decide(s account, version int64, c es.Command) ([]es.NewEvent, error) {
+	var d struct {
+		Amount int
+		Split  int // deposit in this many events (a multi-event command)
+		Owner  string
+	}
+	if err := json.Unmarshal(c.Data, &d); err != nil || d.Amount <= 0 {
+		return nil, es.Invalid("data.amount", "must be a positive whole number")
+	}
+	switch c.Type {
+	case "Deposit":
+		n := max(d.Split, 1)
+		out := make([]es.NewEvent, n)
+		for i := range out {
+			out[i] = es.NewEvent{Type: "Deposited", Data: map[string]int{"amount": d.Amount}}
+			if d.Owner != "" {
+				out[i].Personal, out[i].Subject = map[string]string{"owner": d.Owner}, "owner-"+c.AggregateID
+			}
+		}
+		return out, nil
+	case "Withdraw":
+		if d.Amount > s.Balance {
+			return nil, es.Refuse("data.amount", "%d is more than the balance %d", d.Amount, s.Balance)
+		}
+		return []es.NewEvent{{Type: "Withdrawn", Data: map[string]int{"amount": d.Amount}}}, nil
+	}
+	return nil, es.Invalid("type", "unknown command %q", c.Type)
+}
+
+func cmd(id, typ, acct string, amount int, extra string) []byte {
+	return []byte(fmt.Sprintf(`{"id":%q,"type":%q,"accountId":%q,"data":{"amount":%d%s}}`, id, typ, acct, amount, extra))
+}
+
+func run(t *testing.T, x *es.Executor[account], body []byte) es.Result {
+	t.Helper()
+	res, err := x.Execute(context.Background(), body)
+	if err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return res
+}
+
+// TestAppendIsConditionalOnTheVersion: two appends decided on the same
+// version cannot both land; the loser learns the current version, and a
+// multi-event append that collides on any version writes none of its events.
+func TestAppendIsConditionalOnTheVersion(t *testing.T) {
+	ctx := context.Background()
+	_, store := newStore(t)
+	ev := func(v int64, cmd string) es.Event {
+		return es.Event{AggregateType: "account", AggregateID: "a1", Version: v, Type: "Deposited", Data: json.RawMessage(`{"amount":1}`), CommandID: cmd}
+	}
+	if err := store.Append(ctx, es.Append{AggregateID: "a1", Expected: 0, Events: []es.Event{ev(1, "c1"), ev(2, "c1")}}); err != nil {
+		t.Fatal(err)
+	}
+	err := store.Append(ctx, es.Append{AggregateID: "a1", Expected: 1, Events: []es.Event{ev(2, "c2"), ev(3, "c2")}})
+	var conflict *es.ConflictError
+	if !errors.As(err, &conflict) || conflict.Current != 2 || conflict.Expected != 1 {
+		t.Fatalf("append at a taken version: %v, want a conflict naming current version 2", err)
+	}
+	evs, err := store.Events(ctx, "a1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[1].CommandID != "c1" {
+		t.Fatalf("log after the lost append: %+v, want versions 1 and 2 of c1 only (version 3 not written)", evs)
+	}
+}
+
+// TestCommandsAreIdempotent: a command sent again gets its first answer byte
+// for byte and appends nothing; so does a refused one, even once the state
+// would now allow it; the same id with another command is refused (422).
+func TestCommandsAreIdempotent(t *testing.T) {
+	ctx := context.Background()
+	_, store := newStore(t)
+	x := es.NewExecutor[account](store, ledger{})
+	first := run(t, x, cmd("c1", "Deposit", "a1", 5, ""))
+	if first.Status != es.StatusAccepted || first.Version != 1 {
+		t.Fatalf("first: %+v", first)
+	}
+	again := run(t, x, cmd("c1", "Deposit", "a1", 5, ""))
+	if !again.Replayed || string(again.Body) != string(first.Body) || again.HTTPStatus != 200 {
+		t.Fatalf("retry: %+v %s, want the first answer replayed: %s", again, again.Body, first.Body)
+	}
+	refused := run(t, x, cmd("c2", "Withdraw", "a1", 9, ""))
+	if refused.Status != es.StatusRefused || refused.HTTPStatus != 422 || !strings.Contains(string(refused.Body), `"field":"data.amount"`) {
+		t.Fatalf("overdraft: %+v %s", refused, refused.Body)
+	}
+	run(t, x, cmd("c3", "Deposit", "a1", 10, ""))
+	retried := run(t, x, cmd("c2", "Withdraw", "a1", 9, ""))
+	if !retried.Replayed || retried.Status != es.StatusRefused || string(retried.Body) != string(refused.Body) {
+		t.Fatalf("refused command retried after the balance grew: %+v %s, want the first refusal", retried, retried.Body)
+	}
+	reused := run(t, x, cmd("c1", "Deposit", "a1", 6, ""))
+	if reused.HTTPStatus != 422 || !strings.Contains(string(reused.Body), `"field":"id"`) {
+		t.Fatalf("id reused: %d %s", reused.HTTPStatus, reused.Body)
+	}
+	evs, _ := store.Events(ctx, "a1", 0, 0)
+	if len(evs) != 2 {
+		t.Fatalf("%d events, want 2 (c1 and c3 once each)", len(evs))
+	}
+}
+
+// TestExpectedVersionConflict: a command decided on a version the
+// aggregate has left is answered 409 with the current version, unless it
+// is the retry of a command that was accepted (then its first answer).
+func TestExpectedVersionConflict(t *testing.T) {
+	_, store := newStore(t)
+	x := es.NewExecutor[account](store, ledger{})
+	run(t, x, cmd("c1", "Deposit", "a1", 5, ""))
+	a := run(t, x, []byte(`{"id":"c2","type":"Deposit","accountId":"a1","expectedVersion":1,"data":{"amount":1}}`))
+	b := run(t, x, []byte(`{"id":"c3","type":"Deposit","accountId":"a1","expectedVersion":1,"data":{"amount":2}}`))
+	if a.Status != es.StatusAccepted || b.Status != es.StatusConflict || b.HTTPStatus != 409 ||
+		!strings.Contains(string(b.Body), `"expectedVersion":1,"currentVersion":2`) {
+		t.Fatalf("a: %s\nb: %d %s", a.Body, b.HTTPStatus, b.Body)
+	}
+	retry := run(t, x, []byte(`{"id":"c2","type":"Deposit","accountId":"a1","expectedVersion":1,"data":{"amount":1}}`))
+	if !retry.Replayed || retry.Status != es.StatusAccepted {
+		t.Fatalf("retry of the accepted command with its stale expectedVersion: %+v %s", retry, retry.Body)
+	}
+}
+
+// TestInvalidCommandsNameTheField: malformed commands are 400s naming the
+// field, and are not remembered.
+func TestInvalidCommandsNameTheField(t *testing.T) {
+	_, store := newStore(t)
+	x := es.NewExecutor[account](store, ledger{})
+	for _, tt := range []struct{ body, field string }{
+		{`{"type":"Deposit","accountId":"a1","data":{"amount":1}}`, "id"},
+		{`{"id":"c 1","type":"Deposit","accountId":"a1","data":{"amount":1}}`, "id"},
+		{`{"id":"c1","type":"Deposit","data":{"amount":1}}`, "accountId"},
+		{`{"id":"c1","type":"Deposit","accountId":"a1","expectedVersion":-1,"data":{"amount":1}}`, "expectedVersion"},
+		{`{"id":"c1","type":"Deposit","accountId":"a1","data":{"amount":0}}`, "data.amount"},
+		{`{"id":"c1","type":"Deposit","accountId":"a1","data":{"amount":1},"extra":1}`, "extra"},
+		{`{"id":"c1","type":"Deposit","accountId":"a1","data":{"amount":1,"amount":2}}`, "data.amount"},
+		{`{"id":"c1","type":"Nope","accountId":"a1","data":{"amount":1}}`, "type"},
+	} {
+		res := run(t, x, []byte(tt.body))
+		if res.HTTPStatus != 400 || !strings.Contains(string(res.Body), fmt.Sprintf(`"field":%q`, tt.field)) {
+			t.Errorf("%s: %d %s, want 400 naming %s", tt.body, res.HTTPStatus, res.Body, tt.field)
+		}
+	}
+	if ok := run(t, x, cmd("c1", "Deposit", "a1", 1, "")); ok.Status != es.StatusAccepted || ok.Replayed {
+		t.Errorf("c1 after its malformed attempts: %+v, want a first execution", ok)
+	}
+}
+
+// TestMultiEventCommandIsAtomic: a command's events land together, at
+// consecutive versions, with one transaction.
+func TestMultiEventCommandIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	_, store := newStore(t)
+	x := es.NewExecutor[account](store, ledger{})
+	res := run(t, x, cmd("c1", "Deposit", "a1", 2, `,"split":3`))
+	if res.Version != 3 || len(res.Events) != 3 || !strings.Contains(string(res.Body), `"events":[{"version":1,"type":"Deposited"},{"version":2`) {
+		t.Fatalf("%+v %s", res, res.Body)
+	}
+	s, v, err := x.Load(ctx, "a1")
+	if err != nil || v != 3 || s.Balance != 6 {
+		t.Fatalf("loaded %+v at %d (%v), want 6 at version 3", s, v, err)
+	}
+}

@@ -1,0 +1,251 @@
+package es_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// TestSnapshotPlusTailEqualsTheWholeLog: for random command sequences, the
+// state loaded from the latest snapshot and the events after it equals the
+// state folded from every event since version 1 — and the load really used
+// a snapshot (it read fewer events than the log holds).
+func TestSnapshotPlusTailEqualsTheWholeLog(t *testing.T) {
+	ctx := context.Background()
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			_, store := newStore(t)
+			every := int(seed) + 2
+			x := es.NewExecutor[account](store, ledger{}, es.WithSnapshotEvery[account](every))
+			rng := rand.New(rand.NewPCG(seed, 99))
+			for i := range 40 {
+				typ, extra := "Deposit", ""
+				switch rng.IntN(4) {
+				case 0:
+					typ = "Withdraw"
+				case 1:
+					extra = fmt.Sprintf(`,"split":%d`, rng.IntN(3)+1)
+				}
+				run(t, x, cmd(fmt.Sprintf("c%d", i), typ, "a1", rng.IntN(9)+1, extra))
+			}
+			snap, tail, err := store.Load(ctx, "a1", ledger{}.StateSchema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := store.Events(ctx, "a1", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap == nil || len(tail) >= len(all) || len(tail) > every+3 {
+				t.Fatalf("snapshot %v, tail of %d events, log of %d: want a snapshot and a tail of at most %d", snap, len(tail), len(all), every+3)
+			}
+			fromSnap, v1, err := x.Fold(snap, tail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fromLog, v2, err := x.Fold(nil, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v1 != v2 || !reflect.DeepEqual(fromSnap, fromLog) {
+				t.Fatalf("snapshot %d + %d events: %+v at %d\nwhole log of %d: %+v at %d", snap.Version, len(tail), fromSnap, v1, len(all), fromLog, v2)
+			}
+			other, _, err := store.Load(ctx, "a1", "account/v2")
+			if err != nil || other != nil {
+				t.Fatalf("a snapshot of another schema: %v %v, want it ignored", other, err)
+			}
+		})
+	}
+}
+
+// streamRecords reads every record of table's DynamoDB stream, as Lambda
+// would hand them over.
+func streamRecords(t *testing.T, db *dynamodb.Client, table string) []events.DynamoDBEventRecord {
+	t.Helper()
+	ctx := context.Background()
+	ds := dynamodbstreams.NewFromConfig(awsCfg)
+	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := d.Table.LatestStreamArn
+	sd, err := ds.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.DynamoDBEventRecord
+	for _, sh := range sd.StreamDescription.Shards {
+		it, err := ds.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: arn, ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := ds.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range recs.Records {
+			out = append(out, stream.FromStreamsRecord(&recs.Records[i], aws.ToString(arn)))
+		}
+	}
+	return out
+}
+
+func readStream(t *testing.T, kin *kinesis.Client, name string) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, r := range readRecords(t, kin, name) {
+		out = append(out, r.Data)
+	}
+	return out
+}
+
+// readRecords is every record of stream name, shard by shard.
+func readRecords(t *testing.T, kin *kinesis.Client, name string) []kintypes.Record {
+	t.Helper()
+	ctx := context.Background()
+	shards, err := kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []kintypes.Record
+	for _, sh := range shards.Shards {
+		it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(name), ShardId: sh.ShardId, ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, recs.Records...)
+	}
+	return out
+}
+
+// TestPublishAndErase: the events table's stream is published without the
+// personal data; an erasure removes only that, is audited in the log, and
+// is not published again; any other change to an event, and a deletion, is
+// set aside naming the attribute.
+func TestPublishAndErase(t *testing.T) {
+	ctx := context.Background()
+	db, store := newStore(t)
+	tables := store.Tables()
+	kin := kinesis.NewFromConfig(awsCfg)
+	name := tables.Events + "-published"
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	quarantine := tables.Events + "-quarantine"
+	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	x := es.NewExecutor[account](store, ledger{})
+	run(t, x, cmd("c1", "Deposit", "a1", 5, `,"owner":"Ada Lovelace"`))
+	run(t, x, cmd("c2", "Deposit", "a1", 7, ""))
+
+	p := es.NewPublisher(kin, name, es.PublishWithSetAside(setaside.New(db, quarantine)))
+	recs := streamRecords(t, db, tables.Events)
+	resp, err := p.Handle(ctx, events.DynamoDBEvent{Records: recs})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("publish: %v %v", resp, err)
+	}
+	published := readStream(t, kin, name)
+	if len(published) != 2 {
+		t.Fatalf("%d records published, want 2", len(published))
+	}
+	for i, r := range readRecords(t, kin, name) {
+		if aws.ToString(r.PartitionKey) != "a1" {
+			t.Errorf("record %d has partition key %q, want the aggregate id a1", i, aws.ToString(r.PartitionKey))
+		}
+	}
+	for i, b := range published {
+		if strings.Contains(string(b), "Ada") {
+			t.Errorf("record %d carries the personal data: %s", i, b)
+		}
+		e, err := es.DecodePublished(b)
+		if err != nil || e.AggregateID != "a1" || e.Version != int64(i+1) || e.Type != "Deposited" {
+			t.Errorf("record %d: %+v %v", i, e, err)
+		}
+	}
+
+	res, err := es.Erase(ctx, db, tables, es.Erasure{Subject: "owner-a1", Reason: "request GDPR-17", By: "ops@example.com"}, time.Now(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Erased) != 1 || res.Erased[0] != "a1/1" || res.Audit == nil || res.Audit.AggregateID != "erasure:owner-a1" {
+		t.Fatalf("erasure: %+v", res)
+	}
+	evs, _ := store.Events(ctx, "a1", 0, 0)
+	if len(evs[0].Personal) != 0 || evs[0].ErasedAt.IsZero() || string(evs[0].Data) != `{"amount":5}` {
+		t.Fatalf("event 1 after the erasure: %+v", evs[0])
+	}
+	again, err := es.Erase(ctx, db, tables, es.Erasure{Subject: "owner-a1", Reason: "request GDPR-17", By: "ops@example.com"}, time.Now(), false)
+	if err != nil || len(again.Erased) != 0 || again.AlreadyErased != 1 || again.Audit != nil {
+		t.Fatalf("second erasure: %+v %v, want nothing erased and no audit event", again, err)
+	}
+
+	// Tampering: a change to an event's data, and a deletion.
+	key := map[string]types.AttributeValue{es.AttrAggregateID: &types.AttributeValueMemberS{Value: "a1"}, es.AttrVersion: &types.AttributeValueMemberN{Value: "2"}}
+	if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tables.Events), Key: key,
+		UpdateExpression: aws.String("SET #d = :d"), ExpressionAttributeNames: map[string]string{"#d": es.AttrData},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": &types.AttributeValueMemberS{Value: `{"amount":700}`}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(tables.Events), Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	all := streamRecords(t, db, tables.Events)
+	later := all[len(recs):]
+	var names []string
+	for _, r := range later {
+		names = append(names, r.EventName)
+	}
+	// the erasure (MODIFY), the audit event (INSERT), the tampering (MODIFY, REMOVE)
+	if strings.Join(names, ",") != "MODIFY,INSERT,MODIFY,REMOVE" {
+		t.Fatalf("stream after the erasure: %v", names)
+	}
+	resp, err = p.Handle(ctx, events.DynamoDBEvent{Records: later})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("publish: %v %v", resp, err)
+	}
+	published = readStream(t, kin, name)
+	if len(published) != 3 || !strings.Contains(string(published[2]), `"type":"PersonalDataErased"`) {
+		t.Fatalf("published after the erasure: %d records, want the audit event only added", len(published))
+	}
+	var audit struct {
+		Data struct{ Data json.RawMessage }
+	}
+	_ = json.Unmarshal(published[2], &audit)
+	if !strings.Contains(string(audit.Data.Data), `"reason":"request GDPR-17"`) || !strings.Contains(string(audit.Data.Data), `"events":["a1/1"]`) {
+		t.Errorf("audit event data: %s", audit.Data.Data)
+	}
+	if item, err := setaside.Load(ctx, db, quarantine, later[0].EventSourceArn, later[0].Change.SequenceNumber); err != nil || item != nil {
+		t.Errorf("the erasure's MODIFY was set aside: %+v %v", item, err)
+	}
+	for i, want := range map[int]string{2: "dynamodb.NewImage.data", 3: "eventName"} {
+		item, err := setaside.Load(ctx, db, quarantine, later[i].EventSourceArn, later[i].Change.SequenceNumber)
+		if err != nil || item == nil {
+			t.Fatalf("record %d (%s) not set aside: %v", i, later[i].EventName, err)
+		}
+		if item.Field != want || !strings.Contains(item.Reason, "events are immutable") {
+			t.Errorf("record %d set aside with field %q reason %q, want %s", i, item.Field, item.Reason, want)
+		}
+	}
+}

@@ -1,0 +1,380 @@
+package projection_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/projection"
+	"github.com/tributary-dev/tributary/pkg/seats"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+var awsCfg aws.Config
+
+func TestMain(m *testing.M) {
+	os.Exit(standintest.Main(m, func(c aws.Config) { awsCfg = c }))
+}
+
+var seq atomic.Int64
+
+type fixture struct {
+	n     int64
+	db    *dynamodb.Client
+	store *es.Store
+	x     *es.Executor[seats.Show]
+	views string
+}
+
+// newFixture is an event store and a views table the commands' seat maps
+// go to (table: where the executor writes the seat map).
+func newFixture(t *testing.T, table projection.Table) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	n := seq.Add(1)
+	f := &fixture{n: n, db: dynamodb.NewFromConfig(awsCfg), views: fmt.Sprintf("views%d", n)}
+	tables := es.Tables{Events: fmt.Sprintf("events%d", n), Snapshots: fmt.Sprintf("snapshots%d", n), Commands: fmt.Sprintf("commands%d", n)}
+	if err := es.CreateTables(ctx, f.db, tables); err != nil {
+		t.Fatal(err)
+	}
+	if err := seats.CreateViewsTable(ctx, f.db, f.views); err != nil {
+		t.Fatal(err)
+	}
+	if table == nil {
+		table = projection.FixedTable(f.views)
+	}
+	f.store = es.NewStore(f.db, tables)
+	f.x = es.NewExecutor[seats.Show](f.store, seats.Decider{}, es.WithSyncView(seats.SyncView(table)), es.WithSnapshotEvery[seats.Show](5))
+	return f
+}
+
+func (f *fixture) table(t *testing.T, name string) string {
+	t.Helper()
+	if err := seats.CreateViewsTable(context.Background(), f.db, name); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// workload sends n random commands on shows (scheduling them first): many
+// reservations, cancellations and moves, some refused.
+func (f *fixture) workload(t *testing.T, rng *rand.Rand, shows []string, n int, prefix string) {
+	t.Helper()
+	ctx := context.Background()
+	for i, s := range shows {
+		body := fmt.Sprintf(`{"id":"%s-sched-%d","type":"ScheduleShow","showId":%q,"data":{"title":"Show %d","startsAt":"2026-12-0%dT20:00:00Z","rows":3,"seatsPerRow":4}}`, prefix, i, s, i, i%3+1)
+		if _, err := f.x.Execute(ctx, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	labels := seats.SeatLabels(3, 4)
+	var active []string
+	for i := range n {
+		show := shows[rng.IntN(len(shows))]
+		seatsJSON := func() string {
+			p := rng.Perm(len(labels))[:rng.IntN(3)+1]
+			out := make([]string, len(p))
+			for j, k := range p {
+				out[j] = labels[k]
+			}
+			b, _ := json.Marshal(out)
+			return string(b)
+		}
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		var body string
+		switch r := rng.IntN(10); {
+		case r < 6 || len(active) == 0:
+			rid := "r" + id
+			body = fmt.Sprintf(`{"id":%q,"type":"ReserveSeats","showId":%q,"data":{"reservationId":%q,"customerId":"cust%d","seats":%s}}`, id, show, rid, rng.IntN(4), seatsJSON())
+			active = append(active, show+"|"+rid)
+		case r < 8:
+			k := rng.IntN(len(active))
+			var s, rid string
+			fmt.Sscanf(replaceBar(active[k]), "%s %s", &s, &rid)
+			body = fmt.Sprintf(`{"id":%q,"type":"CancelReservation","showId":%q,"data":{"reservationId":%q}}`, id, s, rid)
+		default:
+			var s, rid string
+			fmt.Sscanf(replaceBar(active[rng.IntN(len(active))]), "%s %s", &s, &rid)
+			body = fmt.Sprintf(`{"id":%q,"type":"MoveReservation","showId":%q,"data":{"reservationId":%q,"seats":%s}}`, id, s, rid, seatsJSON())
+		}
+		if _, err := f.x.Execute(ctx, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func replaceBar(s string) string {
+	for i := range s {
+		if s[i] == '|' {
+			return s[:i] + " " + s[i+1:]
+		}
+	}
+	return s
+}
+
+// log reads the whole log in order.
+func (f *fixture) log(t *testing.T) []es.Event {
+	t.Helper()
+	var all []es.Event
+	if _, err := es.ScanLog(context.Background(), f.db, f.store.Tables().Events, func(run []es.Event) error {
+		all = append(all, run...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// records are the published records of evs on one shard, sequence numbers
+// increasing, as Lambda delivers them.
+func records(t *testing.T, evs []es.Event) []events.KinesisEventRecord {
+	t.Helper()
+	out := make([]events.KinesisEventRecord, len(evs))
+	for i := range evs {
+		env, err := es.Envelope(&evs[i], evs[i].RecordedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(env)
+		sq := "4960" + fmt.Sprintf("%016d", i*10)
+		out[i] = events.KinesisEventRecord{EventID: "shardId-000000000000:" + sq, EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/show-events",
+			Kinesis: events.KinesisRecord{Data: b, PartitionKey: evs[i].AggregateID, SequenceNumber: sq}}
+	}
+	return out
+}
+
+// TestRedeliveryAndDisorderChangeNothing: the projector is fed the log's
+// records as Lambda and the publisher may deliver them — whole batches
+// again, from an earlier checkpoint, records of an aggregate out of order,
+// records held back and delivered later — and ends with the same views as
+// the log applied once; the folds really filled gaps from the store.
+func TestRedeliveryAndDisorderChangeNothing(t *testing.T) {
+	ctx := context.Background()
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			f := newFixture(t, nil)
+			rng := rand.New(rand.NewPCG(seed, 7))
+			f.workload(t, rng, []string{"show-a", "show-b", "show-c", "show-d"}, 60, "w")
+			all := f.log(t)
+			recs := records(t, all)
+
+			reference := f.table(t, f.views+"-ref")
+			ref := projection.New(f.db, f.store, projection.FixedTable(reference), seats.Views(f.x))
+			for _, e := range all { // one event at a time, in order: the plain case
+				if err := ref.ApplyLog(ctx, reference, []es.Event{e}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			played := f.table(t, f.views+"-played")
+			p := projection.New(f.db, f.store, projection.FixedTable(played), seats.Views(f.x))
+			deliver := func(batch ...events.KinesisEventRecord) {
+				resp, err := p.Handle(ctx, events.KinesisEvent{Records: batch})
+				if err != nil || len(resp.BatchItemFailures) != 0 {
+					t.Fatalf("batch: %v %v", resp.BatchItemFailures, err)
+				}
+			}
+			// A late version of the first show before anything else: the
+			// versions before it must come from the store.
+			deliver(recs[slices.IndexFunc(all, func(e es.Event) bool { return e.AggregateID == all[0].AggregateID && e.Version == 4 })])
+			var held []events.KinesisEventRecord
+			for i := 0; i < len(recs); {
+				n := rng.IntN(8) + 1
+				b := append([]events.KinesisEventRecord(nil), recs[i:min(i+n, len(recs))]...)
+				switch rng.IntN(5) {
+				case 0: // some records held back, delivered with a later batch
+					k := rng.IntN(len(b))
+					held = append(held, b[k])
+					b = append(b[:k], b[k+1:]...)
+				case 1: // shuffled (the publisher's order across a transaction is not promised)
+					rng.Shuffle(len(b), func(x, y int) { b[x], b[y] = b[y], b[x] })
+				case 2: // redelivered from an earlier checkpoint
+					b = append(append([]events.KinesisEventRecord(nil), recs[max(0, i-rng.IntN(10)):i]...), b...)
+				}
+				if len(held) > 0 && rng.IntN(3) == 0 {
+					b, held = append(b, held...), nil
+				}
+				if len(b) > 0 {
+					deliver(b...)
+					if rng.IntN(4) == 0 {
+						deliver(b...) // the whole batch again
+					}
+				}
+				i += n
+			}
+			if len(held) > 0 {
+				deliver(held...)
+			}
+			d, err := projection.Compare(ctx, f.db, reference, played)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !d.Equal() {
+				t.Fatalf("%s", d)
+			}
+			if p.Stats().GapFills == 0 {
+				t.Errorf("no gap was filled from the store: the test did not exercise it (%+v)", p.Stats())
+			}
+			checkViewsMatchTheLog(t, f, reference)
+		})
+	}
+}
+
+// checkViewsMatchTheLog checks table against states folded from the log:
+// each show's free seats and version, its seat map, and one reserved
+// booking per active reservation.
+func checkViewsMatchTheLog(t *testing.T, f *fixture, table string) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := f.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type avail struct {
+		Free, Capacity int
+		Version        int64
+	}
+	got := map[string]avail{}
+	reserved := map[string]int{}
+	maps := map[string]seats.SeatMap{}
+	for _, it := range out.Items {
+		var k struct{ PK, SK string }
+		_ = attributevalue.UnmarshalMap(it, &k)
+		var a struct {
+			Pk, Sk, ShowID, Status string
+			Free, Capacity         int
+			Version                int64
+		}
+		_ = attributevalue.UnmarshalMap(it, &a)
+		switch {
+		case a.Sk == "availability":
+			got[a.ShowID] = avail{a.Free, a.Capacity, a.Version}
+		case a.Sk == "seatmap":
+			var m seats.SeatMap
+			_ = attributevalue.UnmarshalMap(it, &m)
+			maps[m.ShowID] = m
+		case a.Status == seats.StatusReserved:
+			reserved[a.ShowID]++
+		}
+	}
+	byShow := map[string][]es.Event{}
+	for _, e := range f.log(t) {
+		byShow[e.AggregateID] = append(byShow[e.AggregateID], e)
+	}
+	for show, evs := range byShow {
+		s, v, err := f.x.Fold(nil, evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := got[show]; a.Free != s.Free() || a.Capacity != s.Capacity() || a.Version != v {
+			t.Errorf("%s availability %+v, the log says free %d of %d at version %d", show, a, s.Free(), s.Capacity(), v)
+		}
+		if reserved[show] != len(s.Reservations) {
+			t.Errorf("%s: %d bookings reserved, the log has %d active reservations", show, reserved[show], len(s.Reservations))
+		}
+		if m := maps[show]; m.Version != v || m.Free != s.Free() || len(m.Reservations) != len(s.Reservations) {
+			t.Errorf("%s seat map at %d free %d, the log says %d free %d", show, m.Version, m.Free, v, s.Free())
+		}
+	}
+}
+
+// TestUnreadableRecordsAreSetAside: a record that is not a published event
+// is set aside naming the field, and the events around it are applied.
+func TestUnreadableRecordsAreSetAside(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.workload(t, rand.New(rand.NewPCG(5, 5)), []string{"show-x"}, 3, "u")
+	recs := records(t, f.log(t))
+	bad := recs[1]
+	bad.Kinesis.Data = []byte(`{"id":"x","type":"SeatsReserved","key":"show-x","occurredAt":"2026-01-01T00:00:00Z","sentAt":"2026-01-01T00:00:00Z","data":{"aggregateId":"show-x","aggregateType":"show","version":0,"data":{}}}`)
+	bad.Kinesis.SequenceNumber, bad.EventID = "49599999999999999999", "shardId-000000000000:49599999999999999999"
+	quarantine := fmt.Sprintf("quarantine%d", f.n)
+	if err := createQuarantine(ctx, f.db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	sink := newSink(f.db, quarantine)
+	p := projection.New(f.db, f.store, projection.FixedTable(f.views), seats.Views(f.x), projection.WithSetAside(sink))
+	resp, err := p.Handle(ctx, events.KinesisEvent{Records: append([]events.KinesisEventRecord{bad}, recs...)})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	item, err := loadSetAside(ctx, f.db, quarantine, bad)
+	if err != nil || item == nil || item.Field != "data.version" {
+		t.Fatalf("set aside: %+v %v, want field data.version", item, err)
+	}
+	if st := p.Stats(); st.EventsApplied != int64(len(recs)) || st.SetAside != 1 {
+		t.Fatalf("stats %+v, want %d applied and 1 set aside", st, len(recs))
+	}
+	_ = time.Second
+}
+
+// TestMetricsCountEventsInAndApplied: each batch's EMF line says how many
+// records came in and how many events the views now hold (a redelivered
+// batch counts again: its events are applied, the fences make it a no-op),
+// under Function=project, so the dashboard's project widget has both.
+func TestMetricsCountEventsInAndApplied(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.workload(t, rand.New(rand.NewPCG(5, 5)), []string{"show-m"}, 8, "m")
+	all := f.log(t)
+	recs := records(t, all)
+	table := f.table(t, f.views+"-metrics")
+	quarantine := fmt.Sprintf("quarantine%d", f.n)
+	if err := createQuarantine(ctx, f.db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	p := projection.New(f.db, f.store, projection.FixedTable(table), seats.Views(f.x),
+		projection.WithSetAside(newSink(f.db, quarantine)), projection.WithMetrics(metrics.New(&out, "project")))
+	bad := recs[len(recs)-1]
+	bad.Kinesis.Data = []byte("not an event")
+	bad.Kinesis.SequenceNumber, bad.EventID = "49599999999999999999", "shardId-000000000000:49599999999999999999"
+	for i, batch := range [][]events.KinesisEventRecord{recs, recs} {
+		if i == 1 {
+			batch = append(slices.Clone(recs), bad) // redelivered, with a record that is no event
+		}
+		if resp, err := p.Handle(ctx, events.KinesisEvent{Records: batch}); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("batch %d: %v %v", i, resp.BatchItemFailures, err)
+		}
+	}
+	var lines []struct {
+		Function                string
+		EventsIn, EventsApplied float64
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct {
+			Function                string
+			EventsIn, EventsApplied *float64
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m.EventsIn == nil {
+			continue // ProjectionLag lines and the like
+		}
+		if m.EventsApplied == nil {
+			t.Fatalf("a line with EventsIn but no EventsApplied: %s", l)
+		}
+		lines = append(lines, struct {
+			Function                string
+			EventsIn, EventsApplied float64
+		}{m.Function, *m.EventsIn, *m.EventsApplied})
+	}
+	n := float64(len(recs))
+	if len(lines) != 2 || lines[0].Function != "project" ||
+		lines[0].EventsIn != n || lines[0].EventsApplied != n || lines[1].EventsIn != n+1 || lines[1].EventsApplied != n {
+		t.Fatalf("metric lines %+v, want EventsIn %v then %v, EventsApplied %v both times, Function project:\n%s", lines, n, n+1, n, out.String())
+	}
+}

@@ -1,0 +1,606 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/batch"
+	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/limits"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// AttrVersion is the version attribute of every view item: the aggregate
+// version of the last event applied to it.
+const AttrVersion = "version"
+
+// fencePrefix starts the attribute holding the sequence number of the last
+// record of a shard applied to an item (package replay reads it).
+const fencePrefix = "f_"
+
+// FoldView keeps one item per aggregate, to which events apply in order.
+type FoldView interface {
+	// Name names the view in logs and set-aside reasons.
+	Name() string
+	// AggregateType is the type of aggregates the view covers.
+	AggregateType() string
+	// Key is the item of aggregateID.
+	Key(aggregateID string) map[string]types.AttributeValue
+	// Fold is the update applying events — consecutive versions of one
+	// aggregate, following version after held by the item (0: no item
+	// yet) — to the item. The projector adds the version and the fence. An
+	// error is an *ApplyError: the event can never be applied.
+	Fold(after int64, events []es.Event) (expression.UpdateBuilder, error)
+}
+
+// EntityView keeps items each fully determined by the last event that
+// touched it. An item belongs to one aggregate.
+type EntityView interface {
+	Name() string
+	AggregateType() string
+	// Entities are the items e sets, whole (keys included). An error is an
+	// *ApplyError.
+	Entities(e es.Event) ([]map[string]types.AttributeValue, error)
+}
+
+// StateView keeps an aggregate's current state, read from the event store.
+type StateView interface {
+	Name() string
+	AggregateType() string
+	// Current is the view's item of aggregateID as the store has it now
+	// (keys included), and its version; nil when it has none.
+	Current(ctx context.Context, aggregateID string) (map[string]types.AttributeValue, int64, error)
+}
+
+// Views are the views a projector keeps.
+type Views struct {
+	Folds    []FoldView
+	Entities []EntityView
+	States   []StateView
+}
+
+// ApplyError is an event a view can never apply as it is.
+type ApplyError struct {
+	View    string
+	Event   string // <aggregateId>/<version>
+	Field   string // the event's field at fault, for example "data.seats"
+	Reason  string
+	Version int64
+}
+
+func (e *ApplyError) Error() string {
+	return fmt.Sprintf("view %s cannot apply event %s: %s: %s", e.View, e.Event, e.Field, e.Reason)
+}
+
+// Table is where a projector writes: the views table current now.
+type Table interface {
+	Current(ctx context.Context) string
+}
+
+// FixedTable is a Table that never changes.
+type FixedTable string
+
+// Current implements Table.
+func (t FixedTable) Current(context.Context) string { return string(t) }
+
+// viewsAPI is what the projector needs of DynamoDB.
+type viewsAPI interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+var _ viewsAPI = (*dynamodb.Client)(nil)
+
+// eventReader reads events back from the store, to fill gaps.
+type eventReader interface {
+	Events(ctx context.Context, aggregateID string, after, upTo int64) ([]es.Event, error)
+}
+
+var _ eventReader = (*es.Store)(nil)
+
+// Stats are a projector's counters since it was made.
+type Stats struct {
+	EventsApplied int64 // events whose records were applied to every view
+	Writes        int64 // item writes made (conditional writes that failed included)
+	GapFills      int64 // reads of missing versions from the store
+	SetAside      int64
+}
+
+// Projector is the projector function: published events in, views out.
+type Projector struct {
+	db       viewsAPI
+	log      eventReader
+	table    Table
+	views    Views
+	noStates bool
+	sink     *setaside.Sink
+	metrics  *metrics.Logger
+	logger   *slog.Logger
+	now      func() time.Time
+	onLag    func(time.Duration)
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Option configures a Projector.
+type Option func(*Projector)
+
+// WithoutStateViews leaves the StateViews to the commands, which write
+// them in their transactions: the live projector's setting. For (a rebuild
+// or catch-up) writes them again.
+func WithoutStateViews() Option { return func(p *Projector) { p.noStates = true } }
+
+// WithSetAside is where records that can never be applied go.
+func WithSetAside(s *setaside.Sink) Option { return func(p *Projector) { p.sink = s } }
+
+// WithMetrics emits EventsIn, EventsApplied (events whose views are
+// written, or were already: redelivered ones count again), GapFills,
+// RecordsSetAside and ProjectionLag (milliseconds from an event's recording
+// to its views being written) per batch.
+func WithMetrics(m *metrics.Logger) Option { return func(p *Projector) { p.metrics = m } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(p *Projector) { p.logger = l } }
+
+// WithClock sets the clock (time.Now).
+func WithClock(now func() time.Time) Option { return func(p *Projector) { p.now = now } }
+
+// WithLagObserver receives each applied event's lag (benchmarks).
+func WithLagObserver(f func(time.Duration)) Option { return func(p *Projector) { p.onLag = f } }
+
+// New returns a projector keeping views in table, filling gaps from log.
+func New(db viewsAPI, log eventReader, table Table, views Views, opts ...Option) *Projector {
+	p := &Projector{db: db, log: log, table: table, views: views, now: time.Now,
+		logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// For is a projector writing every view (StateViews included) to table,
+// with p's other settings: what a rebuild or a catch-up runs.
+func (p *Projector) For(table string) *Projector {
+	return &Projector{db: p.db, log: p.log, table: FixedTable(table), views: p.views, sink: p.sink, metrics: p.metrics,
+		logger: p.logger, now: p.now, onLag: p.onLag}
+}
+
+// Stats returns the counters so far.
+func (p *Projector) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+func (p *Projector) add(f func(s *Stats)) {
+	p.mu.Lock()
+	f(&p.stats)
+	p.mu.Unlock()
+}
+
+// deadlineMargin is kept before the invoke deadline to answer.
+const deadlineMargin = 500 * time.Millisecond
+
+// record is one decoded record of a batch.
+type record struct {
+	rec   *events.KinesisEventRecord
+	event es.Event
+}
+
+// HandleBatch is Handle: package replay feeds it.
+func (p *Projector) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	return p.Handle(ctx, ev)
+}
+
+// Handle applies a batch of published events to the views. Records that
+// are not published events are set aside; the events of each aggregate are
+// applied together, each view with its fence. It reports the first record
+// of the first aggregate it could not apply (throttling, a timeout), so
+// Lambda redelivers from there.
+func (p *Projector) Handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
+	defer cancel()
+	table := p.table.Current(ctx)
+	var failures batch.StreamFailures
+	var aside []setaside.Record
+	groups := map[string][]record{}
+	var order []string
+	for i := range ev.Records {
+		r := &ev.Records[i]
+		e, err := es.DecodePublished(r.Kinesis.Data)
+		if err != nil {
+			sr := setaside.FromKinesis(r)
+			sr.Kind, sr.Reason = setaside.KindUnparseable, err.Error()
+			var re *es.RecordError
+			if errors.As(err, &re) {
+				sr.Field, sr.Reason, sr.Kind = re.Field, re.Reason, setaside.KindInvalid
+			}
+			aside = append(aside, sr)
+			continue
+		}
+		if _, ok := groups[e.AggregateID]; !ok {
+			order = append(order, e.AggregateID)
+		}
+		groups[e.AggregateID] = append(groups[e.AggregateID], record{rec: r, event: e})
+	}
+	applied := 0
+	for _, agg := range order {
+		g := groups[agg]
+		if err := ctx.Err(); err != nil {
+			failures.Add(g[0].rec.Kinesis.SequenceNumber)
+			continue
+		}
+		fence, err := fenceOf(g[len(g)-1].rec)
+		if err != nil {
+			failures.Add(g[0].rec.Kinesis.SequenceNumber)
+			p.logger.ErrorContext(ctx, "record without a shard sequence number", "error", err)
+			continue
+		}
+		evs := make([]es.Event, len(g))
+		for i := range g {
+			evs[i] = g[i].event
+		}
+		stuck, err := p.apply(ctx, table, evs, fence)
+		if err != nil {
+			failures.Add(g[0].rec.Kinesis.SequenceNumber)
+			p.logger.ErrorContext(ctx, "events not applied to the views; Lambda redelivers them", "aggregate", agg, "error", err)
+			continue
+		}
+		for _, r := range g {
+			if ae, ok := stuck[r.event.Version]; ok {
+				sr := setaside.FromKinesis(r.rec)
+				sr.Kind, sr.Field, sr.Reason = setaside.KindInvalid, ae.Field, ae.Error()
+				aside = append(aside, sr)
+				continue
+			}
+			applied++
+			p.observeLag(r.event)
+		}
+	}
+	if len(aside) > 0 {
+		if err := p.sink.SetAside(ctx, aside); err != nil {
+			p.logger.ErrorContext(ctx, "records not set aside; they will be retried", "records", len(aside), "error", err)
+			for _, a := range aside {
+				failures.Add(a.Sequence)
+			}
+		} else {
+			p.add(func(s *Stats) { s.SetAside += int64(len(aside)) })
+		}
+	}
+	p.add(func(s *Stats) { s.EventsApplied += int64(applied) })
+	if p.metrics != nil {
+		p.metrics.Add("EventsIn", metrics.Count, float64(len(ev.Records)))
+		p.metrics.Add("EventsApplied", metrics.Count, float64(applied))
+		p.metrics.Add(setaside.Metric, metrics.Count, 0)
+		if err := p.metrics.Flush(); err != nil {
+			p.logger.WarnContext(ctx, "flushing metrics", "error", err)
+		}
+	}
+	return failures.Kinesis(), nil
+}
+
+func (p *Projector) observeLag(e es.Event) {
+	if e.RecordedAt.IsZero() {
+		return
+	}
+	lag := p.now().Sub(e.RecordedAt)
+	p.metrics.Observe("ProjectionLag", metrics.Milliseconds, float64(lag.Milliseconds()))
+	if p.onLag != nil {
+		p.onLag(lag)
+	}
+}
+
+// fenceOf is the fence attribute and value of a Kinesis record: f_<shard>
+// and its sequence number zero-padded.
+func fenceOf(r *events.KinesisEventRecord) ([2]string, error) {
+	shard, _, ok := strings.Cut(r.EventID, ":")
+	if !ok || shard == "" {
+		return [2]string{}, fmt.Errorf("eventID %q does not name the shard", r.EventID)
+	}
+	f, err := state.Fence(r.Kinesis.SequenceNumber)
+	if err != nil {
+		return [2]string{}, err
+	}
+	return [2]string{fencePrefix + shard, f}, nil
+}
+
+// ApplyLog applies a run of one aggregate's events read from the store
+// (es.ScanLog) to every view in table, StateViews included: a rebuild's
+// first pass. Events a view can never apply are returned as errors, not
+// set aside (they are not records of the stream).
+func (p *Projector) ApplyLog(ctx context.Context, table string, run []es.Event) error {
+	stuck, err := p.apply(ctx, table, run, [2]string{})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, v := range slices.Sorted(mapsKeys(stuck)) {
+		errs = append(errs, stuck[v])
+	}
+	return errors.Join(errs...)
+}
+
+func mapsKeys(m map[int64]*ApplyError) func(func(int64) bool) {
+	return func(yield func(int64) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// apply applies evs, events of one aggregate in the order received, to
+// every view. stuck maps the versions some view could never apply to why.
+func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fence [2]string) (stuck map[int64]*ApplyError, err error) {
+	stuck = map[int64]*ApplyError{}
+	evs = ordered(evs)
+	typ := evs[0].AggregateType
+	for _, v := range p.views.Folds {
+		if v.AggregateType() != typ {
+			continue
+		}
+		ae, err := p.fold(ctx, table, v, evs, fence)
+		if err != nil {
+			return nil, fmt.Errorf("view %s: %w", v.Name(), err)
+		}
+		if ae != nil {
+			for _, e := range evs {
+				if e.Version >= ae.Version {
+					stuck[e.Version] = ae
+				}
+			}
+		}
+	}
+	for _, v := range p.views.Entities {
+		if v.AggregateType() != typ {
+			continue
+		}
+		if err := p.entities(ctx, table, v, evs, fence, stuck); err != nil {
+			return nil, fmt.Errorf("view %s: %w", v.Name(), err)
+		}
+	}
+	if !p.noStates {
+		for _, v := range p.views.States {
+			if v.AggregateType() != typ {
+				continue
+			}
+			if err := p.state(ctx, table, v, evs[0].AggregateID, evs[len(evs)-1].Version, fence); err != nil {
+				return nil, fmt.Errorf("view %s: %w", v.Name(), err)
+			}
+		}
+	}
+	return stuck, nil
+}
+
+// ordered sorts one aggregate's events by version and drops repeats (a
+// record published twice).
+func ordered(evs []es.Event) []es.Event {
+	out := slices.Clone(evs)
+	slices.SortStableFunc(out, func(a, b es.Event) int { return int(a.Version - b.Version) })
+	return slices.CompactFunc(out, func(a, b es.Event) bool { return a.Version == b.Version })
+}
+
+// maxFoldRounds bounds the rounds of one fold: each round either writes, or
+// learns the item's version and narrows or fills the range.
+const maxFoldRounds = 5
+
+// fold applies evs (ordered) to v's item of their aggregate with one
+// conditional UpdateItem, after dropping what the item holds and filling
+// what it lacks from the store. It returns an *ApplyError when an event can
+// never be applied; the events before it are applied.
+func (p *Projector) fold(ctx context.Context, table string, v FoldView, evs []es.Event, fence [2]string) (*ApplyError, error) {
+	agg := evs[0].AggregateID
+	after := evs[0].Version - 1
+	evs, err := p.contiguous(ctx, evs)
+	if err != nil {
+		return nil, err
+	}
+	var failed *ApplyError
+	for range maxFoldRounds {
+		if len(evs) == 0 {
+			return failed, nil
+		}
+		upd, err := v.Fold(after, evs)
+		if err != nil {
+			var ae *ApplyError
+			if !errors.As(err, &ae) {
+				return nil, err
+			}
+			// Apply what comes before the event it cannot take.
+			failed = ae
+			i := slices.IndexFunc(evs, func(e es.Event) bool { return e.Version >= ae.Version })
+			if i <= 0 {
+				return failed, nil
+			}
+			evs = evs[:i]
+			continue
+		}
+		last := evs[len(evs)-1].Version
+		upd = upd.Set(expression.Name(AttrVersion), expression.Value(last))
+		if fence[0] != "" {
+			upd = upd.Set(expression.Name(fence[0]), expression.Value(fence[1]))
+		}
+		cond := expression.AttributeNotExists(expression.Name(AttrVersion))
+		if after > 0 {
+			cond = expression.Name(AttrVersion).Equal(expression.Value(after))
+		}
+		e, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+		if err != nil {
+			return nil, fmt.Errorf("update of %s: %w", agg, err)
+		}
+		p.add(func(s *Stats) { s.Writes++ })
+		_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: v.Key(agg),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(),
+			ExpressionAttributeValues: e.Values(), ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			if err != nil {
+				return nil, fmt.Errorf("applying %s versions %d to %d: %w", agg, evs[0].Version, last, err)
+			}
+			return failed, nil
+		}
+		have := int64(0)
+		if n, ok := ccf.Item[AttrVersion].(*types.AttributeValueMemberN); ok {
+			have, _ = strconv.ParseInt(n.Value, 10, 64)
+		}
+		switch {
+		case have >= last: // all applied already
+			return failed, nil
+		case have >= evs[0].Version: // some applied: the rest
+			evs, after = evs[have-evs[0].Version+1:], have
+		default: // a gap before them: read the missing versions from the log
+			missing, err := p.missing(ctx, agg, have, evs[0].Version)
+			if err != nil {
+				return nil, err
+			}
+			evs, after = append(missing, evs...), have
+		}
+	}
+	return nil, fmt.Errorf("%s kept changing under the fold of its events (another writer on the same item)", agg)
+}
+
+// contiguous fills the gaps between evs (ordered) from the log: a batch
+// may hold versions 5 and 7 with 6 still on its way.
+func (p *Projector) contiguous(ctx context.Context, evs []es.Event) ([]es.Event, error) {
+	out := evs[:1:1]
+	for _, e := range evs[1:] {
+		if prev := out[len(out)-1].Version; e.Version > prev+1 {
+			missing, err := p.missing(ctx, e.AggregateID, prev, e.Version)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, missing...)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// missing reads agg's versions after `after` and before `before` from the
+// log (a consistent read: they were appended before any later version).
+func (p *Projector) missing(ctx context.Context, agg string, after, before int64) ([]es.Event, error) {
+	if before <= after+1 {
+		return nil, nil
+	}
+	evs, err := p.log.Events(ctx, agg, after, before-1)
+	if err != nil {
+		return nil, err
+	}
+	p.add(func(s *Stats) { s.GapFills++ })
+	p.metrics.Add("GapFills", metrics.Count, 1)
+	if int64(len(evs)) != before-1-after {
+		return nil, fmt.Errorf("the store holds %d of %s's versions %d to %d", len(evs), agg, after+1, before-1)
+	}
+	return evs, nil
+}
+
+// entities puts each item v sets, the last event's version of each, whole,
+// unless the item is at that version or newer.
+func (p *Projector) entities(ctx context.Context, table string, v EntityView, evs []es.Event, fence [2]string, stuck map[int64]*ApplyError) error {
+	type put struct {
+		item    map[string]types.AttributeValue
+		version int64
+	}
+	latest := map[string]put{}
+	var keys []string
+	for _, e := range evs {
+		items, err := v.Entities(e)
+		var ae *ApplyError
+		if errors.As(err, &ae) {
+			stuck[e.Version] = ae
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			k := keyString(it)
+			if _, ok := latest[k]; !ok {
+				keys = append(keys, k)
+			}
+			latest[k] = put{item: it, version: e.Version}
+		}
+	}
+	for _, k := range keys {
+		pt := latest[k]
+		item := make(map[string]types.AttributeValue, len(pt.item)+2)
+		for a, val := range pt.item {
+			item[a] = val
+		}
+		item[AttrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(pt.version, 10)}
+		if fence[0] != "" {
+			item[fence[0]] = &types.AttributeValueMemberS{Value: fence[1]}
+		}
+		if err := p.putNewer(ctx, table, item, pt.version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// state puts v's current item of agg, at least at version atLeast.
+func (p *Projector) state(ctx context.Context, table string, v StateView, agg string, atLeast int64, fence [2]string) error {
+	item, version, err := v.Current(ctx, agg)
+	if err != nil {
+		return err
+	}
+	if item == nil {
+		return nil
+	}
+	if version < atLeast {
+		return fmt.Errorf("the store has %s at version %d, behind the event %d just received", agg, version, atLeast)
+	}
+	if fence[0] != "" {
+		item[fence[0]] = &types.AttributeValueMemberS{Value: fence[1]}
+	}
+	return p.putNewer(ctx, table, item, version)
+}
+
+// putNewer puts item unless the table holds it at version or newer.
+func (p *Projector) putNewer(ctx context.Context, table string, item map[string]types.AttributeValue, version int64) error {
+	if err := limits.CheckItem(item); err != nil {
+		return err
+	}
+	p.add(func(s *Stats) { s.Writes++ })
+	_, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item,
+		ConditionExpression:       aws.String("attribute_not_exists(#v) OR #v < :v"),
+		ExpressionAttributeNames:  map[string]string{"#v": AttrVersion},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(version, 10)}}})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil // as new or newer already
+	}
+	if err != nil {
+		return fmt.Errorf("putting a view item at version %d: %w", version, err)
+	}
+	return nil
+}
+
+// keyString identifies an item by its pk and sk (the views table's keys).
+func keyString(item map[string]types.AttributeValue) string {
+	s := func(name string) string {
+		if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return ""
+	}
+	return s("pk") + " " + s("sk")
+}

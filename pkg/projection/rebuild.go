@@ -1,0 +1,217 @@
+package projection
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/replay"
+)
+
+// scanner reads a whole table.
+type scanner interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+var _ scanner = (*dynamodb.Client)(nil)
+
+// DefaultFromMargin is how long before a rebuild's scan of the log the
+// published stream is followed from: events appended while the scan runs
+// reach the new version through the stream, and the margin covers the
+// difference between this machine's clock and Kinesis' arrival times. What
+// both bring is applied once (the fences).
+const DefaultFromMargin = time.Minute
+
+// Rebuild builds a new version of the views table from the log and points
+// the readers at it (see the package doc): replay.Replayer.Run creates
+// <views>-vN tagged as replay's, this fills it from a consistent Scan of
+// the whole events table (eventsTable) with p's views — StateViews
+// included — and Run then follows the published stream (opts.Stream) from
+// opts.From (default: DefaultFromMargin before now) until it has caught up,
+// swaps the registry and follows for opts.Handover. Refusals (a target that
+// exists, a registry that moved) are replay's.
+func Rebuild(ctx context.Context, r *replay.Replayer, p *Projector, db scanner, eventsTable string, opts replay.Options) (*replay.Result, error) {
+	if opts.From.IsZero() {
+		now := time.Now
+		if opts.Now != nil {
+			now = opts.Now
+		}
+		opts.From = now().Add(-DefaultFromMargin)
+	}
+	out := opts.Progress
+	if out == nil {
+		out = io.Discard
+	}
+	opts.Progress = &viewsOnly{w: out}
+	res, err := r.Run(ctx, opts, func(table string) (replay.BatchHandler, error) {
+		start := time.Now()
+		aggregates := 0
+		n, err := es.ScanLog(ctx, db, eventsTable, func(run []es.Event) error {
+			aggregates++
+			return p.ApplyLog(ctx, table, run)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("filling %s from the log %s: %w", table, eventsTable, err)
+		}
+		fmt.Fprintf(out, "filled %s from the log %s from its start: %d events in %d runs of aggregates, in %s; now following stream %s from %s\n",
+			table, eventsTable, n, aggregates, time.Since(start).Round(time.Millisecond), opts.Stream, opts.From.UTC().Format(time.RFC3339))
+		return p.For(table), nil
+	})
+	if err == nil && res != nil && res.Swapped {
+		fmt.Fprintf(out, "%s is unchanged and no longer current: `eventstore rollback` points the readers back at it; `replay delete-version -parameter %s -table %s` deletes it (checks only; add -yes)\n",
+			res.Current, res.Parameter, res.Current)
+	}
+	return res, err
+}
+
+// viewsOnly passes replay's progress through, without its closing notes
+// about windowed views (why counts of windows differ, and its own rollback
+// command, which runs the windowed pipeline): Rebuild says its own.
+type viewsOnly struct {
+	w        io.Writer
+	dropping bool
+}
+
+func (v *viewsOnly) Write(b []byte) (int, error) {
+	line := string(b)
+	switch {
+	case strings.HasPrefix(line, "summary: why they can differ"), strings.Contains(line, "is unchanged and no longer current"):
+		v.dropping = true
+		return len(b), nil
+	case v.dropping && strings.HasPrefix(line, "  "):
+		return len(b), nil
+	}
+	v.dropping = false
+	return v.w.Write(b)
+}
+
+// CatchUp is the handler replay.Replayer's UseVersion and Rollback feed
+// when the readers go back to an existing version: p writing every view,
+// StateViews included, to that table.
+func CatchUp(p *Projector) func(table string) (replay.BatchHandler, error) {
+	return func(table string) (replay.BatchHandler, error) { return p.For(table), nil }
+}
+
+// Diff is how two versions of a views table differ.
+type Diff struct {
+	A, B           string
+	ItemsA, ItemsB int
+	// OnlyA, OnlyB and Differ list items by key (at most maxListed each).
+	OnlyA, OnlyB, Differ []string
+	// Counts of each (the lists may be cut).
+	NOnlyA, NOnlyB, NDiffer int
+}
+
+const maxListed = 10
+
+// Equal reports whether the two versions hold the same items.
+func (d *Diff) Equal() bool { return d.NOnlyA == 0 && d.NOnlyB == 0 && d.NDiffer == 0 }
+
+func (d *Diff) String() string {
+	if d.Equal() {
+		return fmt.Sprintf("%s and %s hold the same %d items", d.A, d.B, d.ItemsA)
+	}
+	return fmt.Sprintf("%s (%d items) and %s (%d items) differ: %d only in %s %v, %d only in %s %v, %d differ %v",
+		d.A, d.ItemsA, d.B, d.ItemsB, d.NOnlyA, d.A, d.OnlyA, d.NOnlyB, d.B, d.OnlyB, d.NDiffer, d.Differ)
+}
+
+// Compare reads two versions of a views table in full (consistently) and
+// compares their items, all attributes but the stream fences (f_<shard>:
+// where each writer got in the stream, not what the view holds).
+func Compare(ctx context.Context, db scanner, a, b string) (*Diff, error) {
+	ia, err := readAll(ctx, db, a)
+	if err != nil {
+		return nil, err
+	}
+	ib, err := readAll(ctx, db, b)
+	if err != nil {
+		return nil, err
+	}
+	d := &Diff{A: a, B: b, ItemsA: len(ia), ItemsB: len(ib)}
+	for _, k := range slices.Sorted(mapKeys(ia)) {
+		vb, ok := ib[k]
+		switch {
+		case !ok:
+			d.NOnlyA++
+			if len(d.OnlyA) < maxListed {
+				d.OnlyA = append(d.OnlyA, k)
+			}
+		case vb != ia[k]:
+			d.NDiffer++
+			if len(d.Differ) < maxListed {
+				d.Differ = append(d.Differ, fmt.Sprintf("%s: %s ≠ %s", k, ia[k], vb))
+			}
+		}
+	}
+	for _, k := range slices.Sorted(mapKeys(ib)) {
+		if _, ok := ia[k]; !ok {
+			d.NOnlyB++
+			if len(d.OnlyB) < maxListed {
+				d.OnlyB = append(d.OnlyB, k)
+			}
+		}
+	}
+	return d, nil
+}
+
+func mapKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// readAll maps each item's "pk sk" to its attributes as canonical JSON
+// (map keys sorted), fences left out.
+func readAll(ctx context.Context, db scanner, table string) (map[string]string, error) {
+	out := map[string]string{}
+	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
+	for {
+		page, err := db.Scan(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", table, err)
+		}
+		for _, it := range page.Items {
+			k, v, err := canonical(it)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", table, err)
+			}
+			out[k] = v
+		}
+		if page.LastEvaluatedKey == nil {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+func canonical(item map[string]types.AttributeValue) (string, string, error) {
+	clean := map[string]types.AttributeValue{}
+	for k, v := range item {
+		if !strings.HasPrefix(k, fencePrefix) {
+			clean[k] = v
+		}
+	}
+	var m map[string]any
+	if err := attributevalue.UnmarshalMap(clean, &m); err != nil {
+		return "", "", err
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", "", err
+	}
+	return keyString(item), string(b), nil
+}

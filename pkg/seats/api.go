@@ -1,0 +1,433 @@
+package seats
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/projection"
+)
+
+// Headers of the API's answers.
+const (
+	// HeaderReplayed is "true" on the first answer to a command sent again.
+	HeaderReplayed = "Idempotency-Replayed"
+	// HeaderWaited is how long a read with minVersion waited for its view
+	// (milliseconds).
+	HeaderWaited = "X-Tributary-Waited-Ms"
+)
+
+// Bounds of a read's wait for its view to reach minVersion.
+const (
+	DefaultWait  = 2 * time.Second
+	MaxWait      = 5 * time.Second
+	pollFirst    = 20 * time.Millisecond
+	pollMax      = 200 * time.Millisecond
+	maxBookings  = 200 // a customer's bookings listed in one answer
+	maxDayShows  = 200 // shows listed for a day
+	answerMargin = 500 * time.Millisecond
+)
+
+// viewsReader is what the API reads of the views table.
+type viewsReader interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ viewsReader = (*dynamodb.Client)(nil)
+
+// API is the commands function: its function URL takes commands and serves
+// the views.
+//
+//	POST /commands                                 a command (see package es): 200 accepted, 422 refused, 409 conflict, 400 invalid
+//	GET  /shows/{showId}[?minVersion=N&wait=2s]    the seat map (written with each command: never behind its answer)
+//	GET  /shows/{showId}/availability[?minVersion] free seats (from the stream: waits up to wait for minVersion)
+//	GET  /days/{yyyy-mm-dd}/availability           free seats of every show that day (eventually consistent)
+//	GET  /customers/{customerId}/bookings[?show=S&minVersion=N]  the customer's bookings (from the stream)
+//
+// A read with minVersion answers once its view holds that version of the
+// show (or a later one), waiting up to wait (default 2 s, at most 5 s); a
+// view still behind then is a 503 naming the version it holds.
+type API struct {
+	x       *es.Executor[Show]
+	db      viewsReader
+	table   projection.Table
+	metrics *metrics.Logger
+	log     *slog.Logger
+}
+
+// APIOption configures an API.
+type APIOption func(*API)
+
+// APIWithMetrics flushes the executor's metrics (give it the same logger)
+// after each request, with ViewReads and ViewWaits.
+func APIWithMetrics(m *metrics.Logger) APIOption { return func(a *API) { a.metrics = m } }
+
+// APIWithLogger sets the logger (default: discard).
+func APIWithLogger(l *slog.Logger) APIOption { return func(a *API) { a.log = l } }
+
+// NewAPI returns the API running commands with x and reading views from
+// table.
+func NewAPI(x *es.Executor[Show], db viewsReader, table projection.Table, opts ...APIOption) *API {
+	a := &API{x: x, db: db, table: table, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+const routes = "POST /commands, GET /shows/{showId}, GET /shows/{showId}/availability, GET /days/{yyyy-mm-dd}/availability, GET /customers/{customerId}/bookings"
+
+// Handle serves one function URL request.
+func (a *API) Handle(ctx context.Context, req events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	resp := a.route(ctx, req)
+	if a.metrics != nil {
+		if err := a.metrics.Flush(); err != nil {
+			a.log.WarnContext(ctx, "flushing metrics", "error", err)
+		}
+	}
+	return resp, nil
+}
+
+func (a *API) route(ctx context.Context, req events.LambdaFunctionURLRequest) events.LambdaFunctionURLResponse {
+	method := req.RequestContext.HTTP.Method
+	parts := strings.Split(strings.Trim(req.RawPath, "/"), "/")
+	get := func() bool { return method == http.MethodGet }
+	switch {
+	case len(parts) == 1 && parts[0] == "commands":
+		if method != http.MethodPost {
+			return notAllowed(http.MethodPost)
+		}
+		return a.command(ctx, req)
+	case len(parts) == 2 && parts[0] == "shows":
+		if !get() {
+			return notAllowed(http.MethodGet)
+		}
+		return a.seatMap(ctx, req, parts[1])
+	case len(parts) == 3 && parts[0] == "shows" && parts[2] == "availability":
+		if !get() {
+			return notAllowed(http.MethodGet)
+		}
+		return a.availability(ctx, req, parts[1])
+	case len(parts) == 3 && parts[0] == "days" && parts[2] == "availability":
+		if !get() {
+			return notAllowed(http.MethodGet)
+		}
+		return a.day(ctx, parts[1])
+	case len(parts) == 3 && parts[0] == "customers" && parts[2] == "bookings":
+		if !get() {
+			return notAllowed(http.MethodGet)
+		}
+		return a.bookings(ctx, req, parts[1])
+	}
+	return errorAnswer(http.StatusNotFound, "", fmt.Sprintf("%s is not a route (%s)", req.RawPath, routes))
+}
+
+func (a *API) command(ctx context.Context, req events.LambdaFunctionURLRequest) events.LambdaFunctionURLResponse {
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			return errorAnswer(http.StatusBadRequest, "", "the body is not valid base64")
+		}
+		body = b
+	}
+	if len(body) > es.MaxCommandBytes {
+		return errorAnswer(http.StatusRequestEntityTooLarge, "", fmt.Sprintf("the command is %d bytes, more than %d", len(body), es.MaxCommandBytes))
+	}
+	ctx, cancel := reserve(ctx)
+	defer cancel()
+	res, err := a.x.Execute(ctx, body)
+	if err != nil {
+		a.log.ErrorContext(ctx, "command failed; the sender may retry it with the same id", "error", err)
+		r := errorAnswer(http.StatusServiceUnavailable, "", "the command could not be completed now (retry it with the same id: it runs at most once): "+truncate(err.Error(), 300))
+		r.Headers["Retry-After"] = "1"
+		return r
+	}
+	r := events.LambdaFunctionURLResponse{StatusCode: res.HTTPStatus, Body: string(res.Body),
+		Headers: map[string]string{"Content-Type": "application/json"}}
+	if res.Replayed {
+		r.Headers[HeaderReplayed] = "true"
+	}
+	return r
+}
+
+// reserve ends ctx a moment before the invoke deadline, to answer.
+func reserve(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, d.Add(-answerMargin))
+	}
+	return context.WithCancel(ctx)
+}
+
+// freshness is a read's minVersion and wait.
+type freshness struct {
+	min  int64
+	wait time.Duration
+}
+
+func readFreshness(req events.LambdaFunctionURLRequest) (freshness, *events.LambdaFunctionURLResponse) {
+	q := req.QueryStringParameters
+	f := freshness{wait: DefaultWait}
+	if v, ok := q["minVersion"]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf("minVersion: %q is not a version (a whole number from 0)", v))
+			return f, &r
+		}
+		f.min = n
+	}
+	if v, ok := q["wait"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > MaxWait {
+			r := errorAnswer(http.StatusBadRequest, "wait", fmt.Sprintf("wait: %q must be a duration from 0s to %s", v, MaxWait))
+			return f, &r
+		}
+		f.wait = d
+	}
+	return f, nil
+}
+
+// waitFor reads the item at key (consistently) until its version is at
+// least f.min or f.wait has passed.
+func (a *API) waitFor(ctx context.Context, key map[string]types.AttributeValue, f freshness) (map[string]types.AttributeValue, int64, time.Duration, error) {
+	start := time.Now()
+	poll := pollFirst
+	for {
+		// waited is how long before this read began: 0 when the first
+		// read answers.
+		waited := time.Since(start)
+		out, err := a.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(a.table.Current(ctx)), Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, 0, waited, err
+		}
+		a.metrics.Add("ViewReads", metrics.Count, 1)
+		v := itemVersion(out.Item)
+		if v >= f.min || time.Since(start)+poll > f.wait {
+			return out.Item, v, waited, nil
+		}
+		a.metrics.Add("ViewWaits", metrics.Count, 1)
+		select {
+		case <-ctx.Done():
+			return out.Item, v, time.Since(start), nil
+		case <-time.After(poll):
+		}
+		poll = min(2*poll, pollMax)
+	}
+}
+
+func itemVersion(item map[string]types.AttributeValue) int64 {
+	if n, ok := item[projection.AttrVersion].(*types.AttributeValueMemberN); ok {
+		v, _ := strconv.ParseInt(n.Value, 10, 64)
+		return v
+	}
+	return 0
+}
+
+func (a *API) seatMap(ctx context.Context, req events.LambdaFunctionURLRequest, showID string) events.LambdaFunctionURLResponse {
+	return a.perShow(ctx, req, showID, ViewSeatMap, SeatMapKey(showID), func(item map[string]types.AttributeValue) (any, error) {
+		var m SeatMap
+		err := attributevalue.UnmarshalMap(item, &m)
+		return m, err
+	})
+}
+
+// Availability is a show's availability as the API answers it.
+type Availability struct {
+	ShowID   string `dynamodbav:"showId" json:"showId"`
+	Version  int64  `dynamodbav:"version" json:"version"`
+	Title    string `dynamodbav:"title" json:"title"`
+	StartsAt string `dynamodbav:"startsAt" json:"startsAt"`
+	Day      string `dynamodbav:"day" json:"day"`
+	Capacity int    `dynamodbav:"capacity" json:"capacity"`
+	Free     int    `dynamodbav:"free" json:"free"`
+}
+
+func (a *API) availability(ctx context.Context, req events.LambdaFunctionURLRequest, showID string) events.LambdaFunctionURLResponse {
+	return a.perShow(ctx, req, showID, ViewAvailability, AvailabilityKey(showID), func(item map[string]types.AttributeValue) (any, error) {
+		var av Availability
+		err := attributevalue.UnmarshalMap(item, &av)
+		return av, err
+	})
+}
+
+// perShow answers a read of one show's item of a view.
+func (a *API) perShow(ctx context.Context, req events.LambdaFunctionURLRequest, showID, view string, key map[string]types.AttributeValue,
+	decode func(map[string]types.AttributeValue) (any, error)) events.LambdaFunctionURLResponse {
+	if err := es.CheckAggregateID(showID); err != nil {
+		return errorAnswer(http.StatusBadRequest, "showId", "showId: "+err.Error())
+	}
+	f, bad := readFreshness(req)
+	if bad != nil {
+		return *bad
+	}
+	ctx, cancel := reserve(ctx)
+	defer cancel()
+	start := time.Now()
+	item, version, waited, err := a.waitFor(ctx, key, f)
+	if err != nil {
+		return a.unavailable(ctx, err)
+	}
+	if version < f.min {
+		return behind(view, showID, version, f, time.Since(start))
+	}
+	if len(item) == 0 {
+		return errorAnswer(http.StatusNotFound, "showId", fmt.Sprintf("the %s view has no show %s (not scheduled, or not yet projected: read with minVersion)", view, showID))
+	}
+	v, err := decode(item)
+	if err != nil {
+		return a.unavailable(ctx, err)
+	}
+	r := jsonAnswer(http.StatusOK, v)
+	r.Headers[HeaderWaited] = strconv.FormatInt(waited.Milliseconds(), 10)
+	return r
+}
+
+// behind is the 503 of a view that did not reach minVersion in time.
+func behind(view, showID string, version int64, f freshness, waited time.Duration) events.LambdaFunctionURLResponse {
+	r := jsonAnswer(http.StatusServiceUnavailable, map[string]any{
+		"error": fmt.Sprintf("the %s view of show %s is at version %d, behind the %d asked for (minVersion), after waiting %s; read again",
+			view, showID, version, f.min, waited.Round(time.Millisecond)),
+		"view": view, "showId": showID, "version": version, "minVersion": f.min})
+	r.Headers["Retry-After"] = "1"
+	r.Headers[HeaderWaited] = strconv.FormatInt(waited.Milliseconds(), 10)
+	return r
+}
+
+func (a *API) day(ctx context.Context, day string) events.LambdaFunctionURLResponse {
+	if _, err := time.Parse("2006-01-02", day); err != nil {
+		return errorAnswer(http.StatusBadRequest, "day", fmt.Sprintf("day: %q is not a date (yyyy-mm-dd)", day))
+	}
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrDay).Equal(expression.Value(day))).Build()
+	if err != nil {
+		return a.unavailable(ctx, err)
+	}
+	out, err := a.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(a.table.Current(ctx)), IndexName: aws.String(DayIndex),
+		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		Limit: aws.Int32(maxDayShows)})
+	if err != nil {
+		return a.unavailable(ctx, err)
+	}
+	list := []Availability{}
+	if err := attributevalue.UnmarshalListOfMaps(out.Items, &list); err != nil {
+		return a.unavailable(ctx, err)
+	}
+	return jsonAnswer(http.StatusOK, map[string]any{"day": day, "shows": list, "more": out.LastEvaluatedKey != nil})
+}
+
+// Booking is a booking as the API answers it.
+type Booking struct {
+	ShowID        string   `dynamodbav:"showId" json:"showId"`
+	ReservationID string   `dynamodbav:"reservationId" json:"reservationId"`
+	Seats         []string `dynamodbav:"seats" json:"seats"`
+	Status        string   `dynamodbav:"status" json:"status"`
+	Version       int64    `dynamodbav:"version" json:"version"`
+}
+
+func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest, customerID string) events.LambdaFunctionURLResponse {
+	if err := es.CheckAggregateID(customerID); err != nil || len(customerID) > maxIDLength {
+		return errorAnswer(http.StatusBadRequest, "customerId", fmt.Sprintf("customerId: %q: 1 to %d letters, digits, - _ . :", customerID, maxIDLength))
+	}
+	f, bad := readFreshness(req)
+	if bad != nil {
+		return *bad
+	}
+	show := req.QueryStringParameters["show"]
+	if f.min > 0 && show == "" {
+		return errorAnswer(http.StatusBadRequest, "show", "show: minVersion is a version of one show: name it (show=<showId>)")
+	}
+	ctx, cancel := reserve(ctx)
+	defer cancel()
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrPK).Equal(expression.Value(customerPrefix + customerID))).Build()
+	if err != nil {
+		return a.unavailable(ctx, err)
+	}
+	start, poll := time.Now(), pollFirst
+	for {
+		waited := time.Since(start)
+		out, err := a.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(a.table.Current(ctx)), KeyConditionExpression: e.KeyCondition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true), Limit: aws.Int32(maxBookings)})
+		if err != nil {
+			return a.unavailable(ctx, err)
+		}
+		a.metrics.Add("ViewReads", metrics.Count, 1)
+		list := []Booking{}
+		if err := attributevalue.UnmarshalListOfMaps(out.Items, &list); err != nil {
+			return a.unavailable(ctx, err)
+		}
+		version := int64(0)
+		for _, b := range list {
+			if b.ShowID == show {
+				version = max(version, b.Version)
+			}
+		}
+		if version >= f.min {
+			r := jsonAnswer(http.StatusOK, map[string]any{"customerId": customerID, "bookings": list, "more": out.LastEvaluatedKey != nil})
+			r.Headers[HeaderWaited] = strconv.FormatInt(waited.Milliseconds(), 10)
+			return r
+		}
+		if time.Since(start)+poll > f.wait || ctx.Err() != nil {
+			return behind(ViewBookings, show, version, f, time.Since(start))
+		}
+		a.metrics.Add("ViewWaits", metrics.Count, 1)
+		select {
+		case <-ctx.Done():
+		case <-time.After(poll):
+		}
+		poll = min(2*poll, pollMax)
+	}
+}
+
+func (a *API) unavailable(ctx context.Context, err error) events.LambdaFunctionURLResponse {
+	a.log.ErrorContext(ctx, "reading a view failed", "error", err)
+	r := errorAnswer(http.StatusServiceUnavailable, "", "the view could not be read now: "+truncate(err.Error(), 300))
+	r.Headers["Retry-After"] = "1"
+	return r
+}
+
+func notAllowed(allow string) events.LambdaFunctionURLResponse {
+	r := errorAnswer(http.StatusMethodNotAllowed, "", "use "+allow)
+	r.Headers["Allow"] = allow
+	return r
+}
+
+func errorAnswer(status int, field, msg string) events.LambdaFunctionURLResponse {
+	body := map[string]any{"error": msg}
+	if field != "" {
+		body["field"] = field
+	}
+	return jsonAnswer(status, body)
+}
+
+func jsonAnswer(status int, v any) events.LambdaFunctionURLResponse {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"error":"encoding the answer failed"}`)
+		status = http.StatusInternalServerError
+	}
+	return events.LambdaFunctionURLResponse{StatusCode: status, Body: string(b), Headers: map[string]string{"Content-Type": "application/json"}}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

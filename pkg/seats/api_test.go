@@ -1,0 +1,226 @@
+package seats_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/projection"
+	"github.com/tributary-dev/tributary/pkg/seats"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+var awsCfg aws.Config
+
+func TestMain(m *testing.M) {
+	os.Exit(standintest.Main(m, func(c aws.Config) { awsCfg = c }))
+}
+
+var seq atomic.Int64
+
+type fixture struct {
+	db    *dynamodb.Client
+	store *es.Store
+	x     *es.Executor[seats.Show]
+	api   *seats.API
+	views string
+	proj  *projection.Projector
+}
+
+func newFixture(t *testing.T, opts ...es.ExecutorOption[seats.Show]) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	n := seq.Add(1)
+	f := &fixture{db: dynamodb.NewFromConfig(awsCfg), views: fmt.Sprintf("views-%d", n)}
+	tables := es.Tables{Events: fmt.Sprintf("events-%d", n), Snapshots: fmt.Sprintf("snapshots-%d", n), Commands: fmt.Sprintf("commands-%d", n)}
+	if err := es.CreateTables(ctx, f.db, tables); err != nil {
+		t.Fatal(err)
+	}
+	if err := seats.CreateViewsTable(ctx, f.db, f.views); err != nil {
+		t.Fatal(err)
+	}
+	f.store = es.NewStore(f.db, tables)
+	table := projection.FixedTable(f.views)
+	f.x = es.NewExecutor[seats.Show](f.store, seats.Decider{}, append([]es.ExecutorOption[seats.Show]{es.WithSyncView(seats.SyncView(table))}, opts...)...)
+	f.api = seats.NewAPI(f.x, f.db, table)
+	f.proj = projection.New(f.db, f.store, table, seats.Views(f.x), projection.WithoutStateViews())
+	return f
+}
+
+type answer struct {
+	status  int
+	body    string
+	headers map[string]string
+}
+
+func (f *fixture) do(t *testing.T, method, path string, query map[string]string, body string) answer {
+	t.Helper()
+	req := events.LambdaFunctionURLRequest{RawPath: path, QueryStringParameters: query, Body: body}
+	req.RequestContext.HTTP.Method = method
+	resp, err := f.api.Handle(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{resp.StatusCode, resp.Body, resp.Headers}
+}
+
+func (f *fixture) command(t *testing.T, body string) answer {
+	return f.do(t, "POST", "/commands", nil, body)
+}
+
+// project applies the whole log to the stream-fed views (what the
+// projector function does from the published records).
+func (f *fixture) project(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := es.ScanLog(ctx, f.db, f.store.Tables().Events, func(run []es.Event) error { return f.proj.ApplyLog(ctx, f.views, run) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func version(t *testing.T, body string) int64 {
+	t.Helper()
+	var v struct{ Version int64 }
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return v.Version
+}
+
+const schedule = `{"id":"cmd-1","type":"ScheduleShow","showId":"show-1","data":{"title":"Hamlet","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}}`
+
+// TestAPI: commands accepted, refused with the field, a conflict on a
+// stale expectedVersion, a retry answered from the record; the seat map is
+// at the command's version at once, the projected views wait for it.
+func TestAPI(t *testing.T) {
+	f := newFixture(t)
+	if a := f.command(t, schedule); a.status != 200 || version(t, a.body) != 1 {
+		t.Fatalf("schedule: %+v", a)
+	}
+	reserve := `{"id":"cmd-2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-ada","customerId":"ada","seats":["A1","A2"],"holder":{"name":"Ada","email":"ada@example.com"}}}`
+	a := f.command(t, reserve)
+	if a.status != 200 || a.body != `{"id":"cmd-2","status":"accepted","showId":"show-1","version":2,"events":[{"version":2,"type":"SeatsReserved"}]}` {
+		t.Fatalf("reserve: %+v", a)
+	}
+	if again := f.command(t, reserve); again.status != 200 || again.body != a.body || again.headers[seats.HeaderReplayed] != "true" {
+		t.Fatalf("retry: %+v", again)
+	}
+	taken := f.command(t, `{"id":"cmd-3","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-bob","customerId":"bob","seats":["A2"]}}`)
+	if taken.status != 422 || !strings.Contains(taken.body, `"field":"data.seats[0]","reason":"seat A2 is already reserved"`) {
+		t.Fatalf("double booking: %+v", taken)
+	}
+	stale := f.command(t, `{"id":"cmd-4","type":"ReserveSeats","showId":"show-1","expectedVersion":1,"data":{"reservationId":"r-bob","customerId":"bob","seats":["B1"]}}`)
+	if stale.status != 409 || !strings.Contains(stale.body, `"expectedVersion":1,"currentVersion":2`) {
+		t.Fatalf("stale expectedVersion: %+v", stale)
+	}
+	move := f.command(t, `{"id":"cmd-5","type":"MoveReservation","showId":"show-1","data":{"reservationId":"r-ada","seats":["B4","B5"]}}`)
+	if move.status != 200 || version(t, move.body) != 4 {
+		t.Fatalf("move: %+v", move)
+	}
+
+	// The seat map is written with the command: at version 4 at once.
+	sm := f.do(t, "GET", "/shows/show-1", map[string]string{"minVersion": "4"}, "")
+	var m seats.SeatMap
+	if sm.status != 200 || json.Unmarshal([]byte(sm.body), &m) != nil || m.Version != 4 || m.Free != 8 || m.Seats["B4"] != "r-ada" || m.Seats["A1"] != "" {
+		t.Fatalf("seat map: %+v", sm)
+	}
+	if strings.Contains(sm.body, "ada@example.com") {
+		t.Fatalf("the seat map holds personal data: %s", sm.body)
+	}
+	// Availability is projected: nothing yet, so a read for version 4
+	// waits, then says how far behind it is.
+	behind := f.do(t, "GET", "/shows/show-1/availability", map[string]string{"minVersion": "4", "wait": "100ms"}, "")
+	if behind.status != 503 || !strings.Contains(behind.body, "is at version 0, behind the 4 asked for") || behind.headers["Retry-After"] != "1" {
+		t.Fatalf("availability before the projector ran: %+v", behind)
+	}
+	f.project(t)
+	av := f.do(t, "GET", "/shows/show-1/availability", map[string]string{"minVersion": "4"}, "")
+	if av.status != 200 || !strings.Contains(av.body, `"version":4`) || !strings.Contains(av.body, `"free":8`) {
+		t.Fatalf("availability: %+v", av)
+	}
+	b := f.do(t, "GET", "/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": "4"}, "")
+	if b.status != 200 || !strings.Contains(b.body, `"seats":["B4","B5"],"status":"reserved","version":4`) {
+		t.Fatalf("bookings: %+v", b)
+	}
+	day := f.do(t, "GET", "/days/2026-12-05/availability", nil, "")
+	if day.status != 200 || !strings.Contains(day.body, `"showId":"show-1"`) {
+		t.Fatalf("day: %+v", day)
+	}
+	for _, tt := range []struct {
+		method, path string
+		query        map[string]string
+		status       int
+	}{
+		{"GET", "/shows/show-1", map[string]string{"minVersion": "x"}, 400},
+		{"GET", "/shows/show-1", map[string]string{"wait": "1m"}, 400},
+		{"GET", "/shows/nope", nil, 404},
+		{"DELETE", "/shows/show-1", nil, 405},
+		{"GET", "/commands", nil, 405},
+		{"GET", "/elsewhere", nil, 404},
+		{"GET", "/customers/ada/bookings", map[string]string{"minVersion": "3"}, 400},
+	} {
+		if got := f.do(t, tt.method, tt.path, tt.query, ""); got.status != tt.status {
+			t.Errorf("%s %s %v: %d %s, want %d", tt.method, tt.path, tt.query, got.status, got.body, tt.status)
+		}
+	}
+}
+
+// TestProjectedReadWaitsForItsVersion: a read with minVersion that starts
+// before the projector has run waits (bounded) and answers once the view
+// holds the version, saying it waited; it is not refused.
+func TestProjectedReadWaitsForItsVersion(t *testing.T) {
+	f := newFixture(t)
+	if a := f.command(t, schedule); a.status != 200 {
+		t.Fatalf("schedule: %+v", a)
+	}
+	a := f.command(t, `{"id":"cmd-2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-ada","customerId":"ada","seats":["A1"]}}`)
+	if a.status != 200 || version(t, a.body) != 2 {
+		t.Fatalf("reserve: %+v", a)
+	}
+	type read struct {
+		name string
+		path string
+		q    map[string]string
+		want string
+	}
+	reads := []read{
+		{"availability", "/shows/show-1/availability", map[string]string{"minVersion": "2", "wait": "5s"}, `"free":9`},
+		{"bookings", "/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": "2", "wait": "5s"}, `"seats":["A1"],"status":"reserved","version":2`},
+	}
+	got := make([]chan answer, len(reads))
+	for i, r := range reads {
+		got[i] = make(chan answer, 1)
+		go func() {
+			req := events.LambdaFunctionURLRequest{RawPath: r.path, QueryStringParameters: r.q}
+			req.RequestContext.HTTP.Method = "GET"
+			resp, err := f.api.Handle(context.Background(), req)
+			if err != nil {
+				resp.StatusCode, resp.Body = -1, err.Error()
+			}
+			got[i] <- answer{resp.StatusCode, resp.Body, resp.Headers}
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // both reads have found the view behind
+	f.project(t)
+	for i, r := range reads {
+		ans := <-got[i]
+		if ans.status != 200 || !strings.Contains(ans.body, r.want) {
+			t.Errorf("%s: %d %s, want 200 with %s", r.name, ans.status, ans.body, r.want)
+		}
+		// The first read (at 0 ms) found nothing: the one that answered came later.
+		if ms, err := strconv.Atoi(ans.headers[seats.HeaderWaited]); err != nil || ms <= 0 {
+			t.Errorf("%s: %s = %q, want the milliseconds waited (> 0)", r.name, seats.HeaderWaited, ans.headers[seats.HeaderWaited])
+		}
+	}
+}

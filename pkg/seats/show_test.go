@@ -1,0 +1,130 @@
+package seats
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tributary-dev/tributary/pkg/es"
+)
+
+// scheduledShow is a show of rows × seatsPerRow with the given
+// reservations already made.
+func scheduledShow(t *testing.T, rows, perRow int, reservations map[string][]string) (Show, int64) {
+	t.Helper()
+	d := Decider{}
+	s := d.Initial()
+	v := int64(1)
+	s, err := d.Evolve(s, es.Event{Version: v, Type: EvShowScheduled, Data: json.RawMessage(
+		`{"title":"Hamlet","startsAt":"2026-12-05T19:30:00Z","rows":` + itoa(rows) + `,"seatsPerRow":` + itoa(perRow) + `}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rid, seats := range reservations {
+		v++
+		b, _ := json.Marshal(SeatsChanged{ReservationID: rid, CustomerID: "cust-" + rid, Seats: seats})
+		if s, err = d.Evolve(s, es.Event{Version: v, Type: EvSeatsReserved, Data: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, v
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestDecide(t *testing.T) {
+	show, v := scheduledShow(t, 2, 5, map[string][]string{"r1": {"A1", "A2"}})
+	tests := []struct {
+		name    string
+		state   Show
+		typ     string
+		data    string
+		refused string // the refusal's field, or
+		invalid string // the invalid field, or
+		events  []string
+	}{
+		{name: "schedule", state: Decider{}.Initial(), typ: CmdScheduleShow, data: `{"title":"Hamlet","startsAt":"2026-12-05T20:30:00+01:00","rows":2,"seatsPerRow":5}`, events: []string{EvShowScheduled}},
+		{name: "schedule twice", state: show, typ: CmdScheduleShow, data: `{"title":"Hamlet","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}`, refused: "showId"},
+		{name: "schedule without rows", state: Decider{}.Initial(), typ: CmdScheduleShow, data: `{"title":"Hamlet","startsAt":"2026-12-05T19:30:00Z","seatsPerRow":5}`, invalid: "data.rows"},
+		{name: "schedule 27 rows", state: Decider{}.Initial(), typ: CmdScheduleShow, data: `{"title":"Hamlet","startsAt":"2026-12-05T19:30:00Z","rows":27,"seatsPerRow":5}`, invalid: "data.rows"},
+		{name: "schedule bad time", state: Decider{}.Initial(), typ: CmdScheduleShow, data: `{"title":"Hamlet","startsAt":"tonight","rows":2,"seatsPerRow":5}`, invalid: "data.startsAt"},
+		{name: "reserve", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1","B2"]}`, events: []string{EvSeatsReserved}},
+		{name: "reserve a taken seat", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["A3","A2"]}`, refused: "data.seats[1]"},
+		{name: "reserve a seat that does not exist", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["C1"]}`, refused: "data.seats[0]"},
+		{name: "reserve before scheduling", state: Decider{}.Initial(), typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["A1"]}`, refused: "showId"},
+		{name: "reserve an active reservation id", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r1","customerId":"bob","seats":["B1"]}`, refused: "data.reservationId"},
+		{name: "reserve a seat twice in one command", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1","B1"]}`, invalid: "data.seats[1]"},
+		{name: "reserve a malformed seat", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["b1"]}`, invalid: "data.seats[0]"},
+		{name: "reserve eleven seats", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1","B2","B3","B4","B5","A3","A4","A5","A1","A2","C1"]}`, invalid: "data.seats"},
+		{name: "reserve with an unknown field", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1"],"vip":true}`, invalid: "data.vip"},
+		{name: "reserve with seats not a list", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":"B1"}`, invalid: "data.seats"},
+		{name: "cancel", state: show, typ: CmdCancelReservation, data: `{"reservationId":"r1"}`, events: []string{EvReservationCancelled}},
+		{name: "cancel what is not active", state: show, typ: CmdCancelReservation, data: `{"reservationId":"r9"}`, refused: "data.reservationId"},
+		{name: "move", state: show, typ: CmdMoveReservation, data: `{"reservationId":"r1","seats":["A2","A3"]}`, events: []string{EvReservationCancelled, EvSeatsReserved}},
+		{name: "move onto the same seats", state: show, typ: CmdMoveReservation, data: `{"reservationId":"r1","seats":["A2","A1"]}`, refused: "data.seats"},
+		{name: "unknown command", state: show, typ: "BuyPopcorn", data: `{}`, invalid: "type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := Decider{}.Decide(tt.state, v, es.Command{ID: "c", Type: tt.typ, AggregateID: "show-1", Data: json.RawMessage(tt.data)})
+			var r *es.Refusal
+			var ie *es.InvalidError
+			switch {
+			case tt.refused != "":
+				if !errors.As(err, &r) || r.Field != tt.refused {
+					t.Fatalf("got %v, want a refusal naming %s", err, tt.refused)
+				}
+			case tt.invalid != "":
+				if !errors.As(err, &ie) || ie.Field != tt.invalid {
+					t.Fatalf("got %v, want invalid naming %s", err, tt.invalid)
+				}
+			default:
+				if err != nil {
+					t.Fatal(err)
+				}
+				var types []string
+				for _, e := range evs {
+					types = append(types, e.Type)
+				}
+				if strings.Join(types, ",") != strings.Join(tt.events, ",") {
+					t.Fatalf("events %v, want %v", types, tt.events)
+				}
+			}
+		})
+	}
+}
+
+// TestEvolveRefusesADoubleBooking: a log in which a seat is reserved twice
+// cannot even be loaded.
+func TestEvolveRefusesADoubleBooking(t *testing.T) {
+	show, v := scheduledShow(t, 1, 3, map[string][]string{"r1": {"A1"}})
+	b, _ := json.Marshal(SeatsChanged{ReservationID: "r2", CustomerID: "x", Seats: []string{"A2", "A1"}})
+	if _, err := (Decider{}).Evolve(show, es.Event{Version: v + 1, Type: EvSeatsReserved, Data: b}); err == nil || !strings.Contains(err.Error(), "double booking") {
+		t.Fatalf("got %v, want a double booking refused", err)
+	}
+	if show.Seats["A2"] != "" {
+		t.Fatal("Evolve changed the state it was given")
+	}
+}
+
+// TestMoveKeepsTheCustomer: a move is the old seats released and the new
+// ones taken by the same reservation, for the same customer, in one step.
+func TestMoveKeepsTheCustomer(t *testing.T) {
+	d := Decider{}
+	show, v := scheduledShow(t, 1, 4, map[string][]string{"r1": {"A1", "A2"}})
+	evs, err := d.Decide(show, v, es.Command{Type: CmdMoveReservation, AggregateID: "s", Data: json.RawMessage(`{"reservationId":"r1","seats":["A2","A3"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ne := range evs {
+		b, _ := json.Marshal(ne.Data)
+		if show, err = d.Evolve(show, es.Event{Version: v + int64(i) + 1, Type: ne.Type, Data: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := show.Reservations["r1"]
+	if r.CustomerID != "cust-r1" || strings.Join(r.Seats, ",") != "A2,A3" || show.Seats["A1"] != "" || show.Free() != 2 {
+		t.Fatalf("after the move: %+v, free %d", show, show.Free())
+	}
+}

@@ -183,20 +183,24 @@ func (p *Processor) decodePartials(st map[string]string) (map[upKey]*partial, er
 		if !strings.HasPrefix(k, statePartial) {
 			continue
 		}
-		parts := strings.SplitN(k[len(statePartial):], "|", 3)
-		fields := strings.SplitN(v, " ", 3)
-		if len(parts) != 3 || len(fields) != 3 {
+		// <kind>|<window id>|<key> → "<minSeq> <maxSeq> <partial>"; the key
+		// is the rest, "|" and all.
+		kind, rest, ok1 := strings.Cut(k[len(statePartial):], "|")
+		id, key, ok2 := strings.Cut(rest, "|")
+		minSeq, rest, ok3 := strings.Cut(v, " ")
+		maxSeq, text, ok4 := strings.Cut(rest, " ")
+		if !ok1 || !ok2 || !ok3 || !ok4 {
 			return nil, fmt.Errorf("aggregate: window state entry %q is malformed", k)
 		}
-		w, err := window.ParseID(parts[1])
+		w, err := window.ParseID(id)
 		if err != nil {
 			return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
 		}
-		s, err := p.cfg.Aggregates.DecodeString(fields[2])
+		s, err := p.cfg.Aggregates.DecodeString(text)
 		if err != nil {
 			return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
 		}
-		out[upKey{key: parts[2], kind: parts[0], win: w}] = &partial{st: s, minSeq: fields[0], maxSeq: fields[1]}
+		out[upKey{key: key, kind: kind, win: w}] = &partial{st: s, minSeq: minSeq, maxSeq: maxSeq}
 	}
 	return out, nil
 }

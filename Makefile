@@ -44,9 +44,10 @@ logs: ## print the functions' logs and metrics from the running local stand-in
 	$(GO) run ./cmd/local logs
 
 .PHONY: bench
-bench: deps ## cost, throughput, worker idempotency, ingest and enrichment against their peers, side by side (BENCH lines, about 4 min)
+bench: deps ## cost, throughput, binaries, worker idempotency, ingest and enrichment against their peers, side by side (BENCH lines, about 10 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
 	$(GO) run ./bench/throughput
+	$(GO) run ./bench/binary
 	$(GO) run ./bench/worker
 	$(GO) run ./bench/ingest
 	$(GO) run ./bench/enrich
@@ -55,6 +56,7 @@ bench: deps ## cost, throughput, worker idempotency, ingest and enrichment again
 bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 12 min on moto)
 	$(GO) run ./bench/cost
 	$(GO) run ./bench/throughput
+	$(GO) run ./bench/binary
 	$(GO) run ./bench/worker
 	$(GO) run ./bench/ingest
 	$(GO) run ./bench/enrich

@@ -66,7 +66,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	}
 	lastSeq := ev.State[stateSeq]
 
-	c := p.newCollector(shard, &wm)
+	c := p.newCollector(shard, &wm, len(recs))
 	c.onOpen = func(k upKey, seq string, value float64, distinct []byte) {
 		pt, ok := partials[k]
 		if !ok {

@@ -173,8 +173,13 @@ type collector struct {
 	aside    []setaside.Record // records that can never be applied
 }
 
-func (p *Processor) newCollector(shard string, wm *window.Watermark) *collector {
-	c := &collector{p: p, shard: shard, wm: wm, updates: map[upKey]*state.Update{}, firstSeq: map[upKey]string{}}
+func (p *Processor) newCollector(shard string, wm *window.Watermark, records int) *collector {
+	c := &collector{p: p, shard: shard, wm: wm, updates: map[upKey]*state.Update{}, firstSeq: map[upKey]string{},
+		decoded: make([]decoded, 0, records)}
+	if p.ledger != nil {
+		c.cands = make([]dedupe.Candidate, 0, records)
+		c.ids = make([]string, 0, records)
+	}
 	c.onOpen = c.addEntry
 	// A record for a final window (correct policy) joins the same update as
 	// the item's on-time records: one write per item per batch keeps the
@@ -365,7 +370,7 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 		return events.KinesisEventResponse{}, err
 	}
 	wm := *committed // work on a copy: commit only if the whole batch succeeds
-	c := p.newCollector(shard, &wm)
+	c := p.newCollector(shard, &wm, len(recs))
 	for i := range recs {
 		c.decode(&recs[i])
 	}

@@ -213,12 +213,22 @@ func (p *Processor) encodeState(partials map[upKey]*partial, wm *window.Watermar
 	if seq != "" {
 		out[stateSeq] = seq
 	}
+	// One string for each key and each value, built in reused buffers:
+	// the state of every (key, window) is written on every invocation.
+	var bin, key, val []byte
 	for k, pt := range partials {
-		text, err := pt.st.MarshalText()
-		if err != nil {
+		var err error
+		if bin, err = pt.st.AppendBinary(bin[:0]); err != nil {
 			continue
 		}
-		out[statePartial+k.kind+"|"+k.win.ID()+"|"+k.key] = pt.minSeq + " " + pt.maxSeq + " " + string(text)
+		key = append(key[:0], statePartial...)
+		key = append(append(key, k.kind...), '|')
+		key = append(k.win.AppendID(key), '|')
+		key = append(key, k.key...)
+		val = append(val[:0], pt.minSeq...)
+		val = append(append(val, ' '), pt.maxSeq...)
+		val = base64.StdEncoding.AppendEncode(append(val, ' '), bin)
+		out[string(key)] = string(val)
 	}
 	return out
 }

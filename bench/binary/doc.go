@@ -7,7 +7,8 @@
 //   - cold start: the same build for this machine's architecture, run
 //     under aws-lambda-rie (package rie) with the environment it needs, from
 //     the first invocation — the emulator starts the bootstrap then — to its
-//     response, the median of -runs fresh execution environments. The
+//     response, the median of -runs fresh execution environments
+//     (round after round over every function). The
 //     invocation is the cheapest the function answers (an empty batch, a
 //     request it refuses), so the figure is the process start and init,
 //     plus one handler call that does next to nothing. Functions whose init
@@ -19,5 +20,10 @@
 //	BENCH binary fn=<name> mb=<x> hello_ratio=<x> init_ms=<x> init_hello_ratio=<x>
 //
 // and the hello world's own line (fn=hello), with the spread on
-// BENCH binary_spread lines. Run: go run ./bench/binary [-runs 7].
+// BENCH binary_spread lines, which also give the same environment's second
+// (warm) invocation and the difference: the first call of the ticker (a
+// query) and of snapshot (it asks the stand-in for a profiles table that does not
+// exist, and answers with that error)
+// reach the stand-in, so their init_ms holds that round trip too, and
+// cold_extra_ms is the start alone. Run: go run ./bench/binary [-runs 9].
 package main

@@ -20,7 +20,7 @@ import (
 )
 
 func main() {
-	runs := flag.Int("runs", 7, "cold starts per function; the median is printed")
+	runs := flag.Int("runs", 9, "cold starts per function; the median is printed")
 	flag.Parse()
 	if err := run(*runs); err != nil {
 		fmt.Fprintf(os.Stderr, "binary: %v\n", err)
@@ -80,7 +80,8 @@ type result struct {
 	name     string
 	mb       float64
 	initMs   []float64
-	failures int // first responses that were function errors
+	warmMs   []float64 // the second invocation of the same environment
+	failures int       // first responses that were function errors
 }
 
 func run(runs int) error {
@@ -128,19 +129,24 @@ func run(runs int) error {
 			names = append(names, e.Name())
 		}
 	}
-	var results []result
-	for _, name := range names {
+	results := make([]result, len(names))
+	locals := make([]string, len(names))
+	for i, name := range names {
 		pkg := "./functions/" + name
 		if name == "hello" {
 			pkg = "./bench/binary/hello"
 		}
+		if _, ok := payloads[name]; !ok {
+			return fmt.Errorf("function %s: no cheap invocation is known for it: add one to payloads", name)
+		}
 		deployed := filepath.Join(dir, "arm64", name, "bootstrap")
-		local := filepath.Join(dir, runtime.GOARCH, name, "bootstrap")
+		locals[i] = deployed
 		if err := build(root, pkg, deployed, "arm64"); err != nil {
 			return err
 		}
 		if runtime.GOARCH != "arm64" {
-			if err := build(root, pkg, local, runtime.GOARCH); err != nil {
+			locals[i] = filepath.Join(dir, runtime.GOARCH, name, "bootstrap")
+			if err := build(root, pkg, locals[i], runtime.GOARCH); err != nil {
 				return err
 			}
 		}
@@ -148,22 +154,23 @@ func run(runs int) error {
 		if err != nil {
 			return err
 		}
-		r := result{name: name, mb: float64(st.Size()) / 1e6}
-		payload, ok := payloads[name]
-		if !ok {
-			return fmt.Errorf("function %s: no cheap invocation is known for it: add one to payloads", name)
-		}
-		for range runs {
-			ms, failed, err := coldStart(ctx, emulator, name, local, env, []byte(payload))
+		results[i] = result{name: name, mb: float64(st.Size()) / 1e6}
+	}
+	// Round after round over every function, so that whatever else the
+	// machine does weighs on all of them alike.
+	for range runs {
+		for i, name := range names {
+			ms, warm, failed, err := coldStart(ctx, emulator, name, locals[i], env, []byte(payloads[name]))
 			if err != nil {
 				return err
 			}
+			r := &results[i]
 			r.initMs = append(r.initMs, ms)
+			r.warmMs = append(r.warmMs, warm)
 			if failed {
 				r.failures++
 			}
 		}
-		results = append(results, r)
 	}
 	hello := results[0]
 	for _, r := range results {
@@ -174,8 +181,12 @@ func run(runs int) error {
 	for _, r := range results {
 		s := slices.Clone(r.initMs)
 		slices.Sort(s)
-		fmt.Printf("BENCH binary_spread fn=%s runs=%d init_ms_min=%.1f init_ms_max=%.1f error_responses=%d\n",
-			r.name, len(s), s[0], s[len(s)-1], r.failures)
+		var extra []float64
+		for i := range r.initMs {
+			extra = append(extra, r.initMs[i]-r.warmMs[i])
+		}
+		fmt.Printf("BENCH binary_spread fn=%s runs=%d init_ms_min=%.1f init_ms_max=%.1f warm_ms=%.1f cold_extra_ms=%.1f error_responses=%d\n",
+			r.name, len(s), s[0], s[len(s)-1], median(r.warmMs), median(extra), r.failures)
 	}
 	return nil
 }
@@ -190,24 +201,30 @@ func median(xs []float64) float64 {
 }
 
 // coldStart starts a fresh execution environment and times its first
-// invocation: the emulator starts the bootstrap, the runtime initializes
-// and answers. It reports whether the answer was a function error.
-func coldStart(ctx context.Context, emulator, name, bootstrap string, env map[string]string, payload []byte) (float64, bool, error) {
+// invocation — the emulator starts the bootstrap, the runtime initializes
+// and answers — and then a second one, warm. It reports whether the first
+// answer was a function error.
+func coldStart(ctx context.Context, emulator, name, bootstrap string, env map[string]string, payload []byte) (first, warm float64, failed bool, err error) {
 	var logs []string
 	f, err := rie.Start(ctx, rie.Config{Name: name, Bootstrap: bootstrap, RIE: emulator, Env: env, Timeout: 10 * time.Second,
 		Logs: func(_, line string) { logs = append(logs, line) }})
 	if err != nil {
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	defer f.Stop()
 	start := time.Now()
 	res, err := f.Invoke(ctx, payload)
 	elapsed := time.Since(start)
 	if err != nil {
-		return 0, false, fmt.Errorf("%s: first invocation: %w\n%s", name, err, strings.Join(logs, "\n"))
+		return 0, 0, false, fmt.Errorf("%s: first invocation: %w\n%s", name, err, strings.Join(logs, "\n"))
 	}
 	if res.FunctionError != "" && strings.Contains(string(res.Payload), "Runtime.ExitError") {
-		return 0, false, fmt.Errorf("%s: the function did not start: %s\n%s", name, res.Payload, strings.Join(logs, "\n"))
+		return 0, 0, false, fmt.Errorf("%s: the function did not start: %s\n%s", name, res.Payload, strings.Join(logs, "\n"))
 	}
-	return float64(elapsed.Microseconds()) / 1000, res.FunctionError != "", nil
+	start = time.Now()
+	if _, err := f.Invoke(ctx, payload); err != nil {
+		return 0, 0, false, fmt.Errorf("%s: second invocation: %w", name, err)
+	}
+	second := time.Since(start)
+	return float64(elapsed.Microseconds()) / 1000, float64(second.Microseconds()) / 1000, res.FunctionError != "", nil
 }

@@ -477,7 +477,9 @@ func (d *DB) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamo
 		}
 	}
 	if in.Limit != nil && int(*in.Limit) < len(items) {
-		items = items[:*in.Limit]
+		// DynamoDB would answer a page and a LastEvaluatedKey; no caller
+		// asks for pages, so say so rather than drop items.
+		return nil, validation("memdb: Query with a Limit below the result is not supported")
 	}
 	return &dynamodb.QueryOutput{Items: items, Count: int32(len(items))}, nil
 }

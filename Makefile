@@ -43,6 +43,12 @@ local-up: deps functions-local synth ## keep the local topology running until Ct
 logs: ## print the functions' logs and metrics from the running local stand-in
 	$(GO) run ./cmd/local logs
 
+.PHONY: results
+results: ## a key's windows from the running make local-up: make results KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
+	AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
+	  $(GO) run ./cmd/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
+	  $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
+
 .PHONY: bench
 bench: deps ## cost, throughput, binaries, worker idempotency, ingest and enrichment against their peers, side by side (BENCH lines, about 10 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000

@@ -317,11 +317,14 @@ func minute1041(t *testing.T, views *state.Views, cfg *pipeline.Config, key stri
 func aggregateCase(wantFailures []string, want map[string]string) func(t *testing.T, e env, raw []byte) {
 	return func(t *testing.T, e env, raw []byte) {
 		p, views, cfg := aggregateProcessor(t, e)
-		out, err := p.Handle(context.Background(), json.RawMessage(raw))
+		out, err := p.Invoke(context.Background(), raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp := out.(lambdaevents.KinesisEventResponse)
+		var resp lambdaevents.KinesisEventResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatalf("response %s: %v", out, err)
+		}
 		var got []string
 		for _, f := range resp.BatchItemFailures {
 			got = append(got, f.ItemIdentifier)
@@ -339,11 +342,14 @@ func aggregateCase(wantFailures []string, want map[string]string) func(t *testin
 
 func aggregateWindowCase(t *testing.T, e env, raw []byte) {
 	p, views, cfg := aggregateProcessor(t, e)
-	out, err := p.Handle(context.Background(), json.RawMessage(raw))
+	out, err := p.Invoke(context.Background(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := out.(lambdaevents.KinesisTimeWindowEventResponse)
+	var resp lambdaevents.KinesisTimeWindowEventResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatalf("response %s: %v", out, err)
+	}
 	if len(resp.BatchItemFailures) != 0 {
 		t.Errorf("batch item failures %v, want none", resp.BatchItemFailures)
 	}
@@ -439,9 +445,9 @@ func tickerScheduled(t *testing.T, e env, raw []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := p.Handle(ctx, batch)
-	if err != nil || len(out.(lambdaevents.KinesisEventResponse).BatchItemFailures) != 0 {
-		t.Fatalf("aggregate batch: %+v, %v", out, err)
+	out, err := p.Invoke(ctx, batch)
+	if err != nil || !strings.Contains(string(out), `"batchItemFailures":[]`) {
+		t.Fatalf("aggregate batch: %s, %v", out, err)
 	}
 
 	ticks := []struct {

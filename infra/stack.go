@@ -170,6 +170,9 @@ type TributaryStack struct {
 	// Snapshot is the bootstrap that publishes the profiles table's
 	// contents as changelog records tied to a stream position.
 	Snapshot *Snapshot
+	// Dashboards are the dashboard, saved queries and top-keys rule of
+	// each pipeline (dashboard.go, logs.go).
+	Dashboards []*PipelineDashboard
 
 	IngestAuth   IngestAuthMode
 	AssetDirUsed string
@@ -434,6 +437,13 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	if s.Ops, err = s.addOperations(ops); err != nil {
 		return nil, err
 	}
+	// What a person opens to see the pipeline, over everything above.
+	d, err := NewPipelineDashboard(stack, "Pipeline"+exportedName(pipe.Name), PipelineDashboardProps{
+		Pipeline: pipe, Functions: []string{FunctionAggregate, FunctionTicker}})
+	if err != nil {
+		return nil, err
+	}
+	s.Dashboards = append(s.Dashboards, d)
 	return s, nil
 }
 

@@ -94,26 +94,21 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	if err := p.screen(ctx, c); err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err
 	}
-	if first := c.failures.Lowest(); first != "" {
-		// A record could not be set aside (a transient error): Lambda
-		// redelivers from it, so nothing from it on may be in the state.
-		accumulated = lastSeq
-		for i := range c.decoded {
-			if stream.CompareSequence(c.decoded[i].seq, first) >= 0 {
-				c.decoded[i].aside = true
-			}
-		}
-		for i := range recs {
-			if seq := recs[i].SequenceNumber; stream.CompareSequence(seq, first) < 0 && (lastSeq == "" || stream.CompareSequence(seq, lastSeq) > 0) {
-				accumulated = seq
-			}
-		}
+	if c.failures.Len() > 0 {
+		// Records could not be set aside (a transient error). The state
+		// must not claim them accumulated, nor carry what follows them: the
+		// invocation fails and Lambda retries it with the same state.
+		return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: setting %d records aside failed; the batch is retried", len(c.aside))
 	}
 	c.routeAll()
 	// Session and sliding windows keep their own per-key state (keyed.go),
 	// folded per invocation rather than carried in the window state.
-	for _, seq := range p.applyKeyed(ctx, c) {
-		c.failures.Add(seq)
+	if failed := p.applyKeyed(ctx, c); len(failed) > 0 {
+		// A keyed state write failed (a transient error): its points are
+		// not stored, and the state already carries what follows them, so
+		// the invocation fails and Lambda retries it with the same state
+		// (the folds that did succeed are fenced).
+		return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: %d keyed window states could not be written; the batch is retried", len(failed))
 	}
 	p.count(c)
 

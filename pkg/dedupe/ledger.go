@@ -274,10 +274,25 @@ func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
 		}
 		sk.cands = append(sk.cands, base+i)
 	}
-	if err := s.l.ensure(ctx, keys, s.tag); err != nil {
-		return err
+	for attempt := 0; ; attempt++ {
+		if err := s.l.ensure(ctx, keys, s.tag); err != nil {
+			return err
+		}
+		s.l.mu.Lock()
+		loaded := true
+		for _, k := range keys {
+			if s.l.cache[k] == nil {
+				loaded = false // dropped meanwhile by another session's failure
+			}
+		}
+		if loaded {
+			break
+		}
+		s.l.mu.Unlock()
+		if attempt == maxWriteAttempts {
+			return ErrConflict
+		}
 	}
-	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
 	for key, es := range s.carried {
 		kl, sk := s.l.cache[key], s.key(key)
@@ -425,10 +440,17 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 		kl := l.cache[key]
 		sk := s.keys[key]
 		if kl == nil {
+			// Dropped from the cache since it was judged: read it and
+			// judge this key's records again before writing.
 			l.mu.Unlock()
 			if err := l.ensure(ctx, []string{key}, s.tag); err != nil {
 				return err
 			}
+			l.mu.Lock()
+			if l.cache[key] != nil {
+				s.rejudge(key)
+			}
+			l.mu.Unlock()
 			continue
 		}
 		if !sk.dirty {
@@ -457,9 +479,11 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 		if len(old) == 0 {
 			// The store did not hand the head back: read it.
 			if err := l.loadHeads(ctx, []string{key}, s.tag); err != nil {
+				l.forget([]string{key})
 				return err
 			}
 			if err := l.loadSegments(ctx, []string{key}); err != nil {
+				l.forget([]string{key})
 				return err
 			}
 			l.mu.Lock()
@@ -483,6 +507,7 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 		l.put(key, kl2, s.tag)
 		l.mu.Unlock()
 		if err := l.loadSegments(ctx, []string{key}); err != nil {
+			l.forget([]string{key})
 			return err
 		}
 		l.mu.Lock()
@@ -551,10 +576,11 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry) *writePlan {
 		head = nil
 	}
 	after.head = head
-	// Segments whose newest claim is past the horizon are no longer read.
+	// Segments whose newest claim is past the horizon are no longer read
+	// (a segment not loaded is never taken for an expired one).
 	for after.first < after.next {
 		seg, ok := after.segs[after.first]
-		if ok && maxArrival(seg) >= cutoff {
+		if !ok || maxArrival(seg) >= cutoff {
 			break
 		}
 		delete(after.segs, after.first)
@@ -691,9 +717,28 @@ func (l *Ledger) ensure(ctx context.Context, keys []string, tag string) error {
 		return nil
 	}
 	if err := l.loadHeads(ctx, missing, tag); err != nil {
+		l.forget(missing)
 		return err
 	}
-	return l.loadSegments(ctx, missing)
+	if err := l.loadSegments(ctx, missing); err != nil {
+		// A head without its segments would judge a copy new: read both
+		// again next time.
+		l.forget(missing)
+		return err
+	}
+	return nil
+}
+
+// forget drops keys from the cache.
+func (l *Ledger) forget(keys []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		if kl, ok := l.cache[k]; ok {
+			l.entries -= kl.size()
+			delete(l.cache, k)
+		}
+	}
 }
 
 // loadHeads reads keys' heads, strongly consistent, and caches them.
@@ -895,13 +940,12 @@ func numAttr(item map[string]types.AttributeValue, name string) (int64, error) {
 }
 
 // install caches a ledger just written. l.mu held.
-func (l *Ledger) install(key string, kl *keyLedger, tag string) {
-	kl.index()
-	l.put(key, kl, tag)
-}
+func (l *Ledger) install(key string, kl *keyLedger, tag string) { l.put(key, kl, tag) }
 
-// put replaces key's cached ledger. l.mu held.
+// put replaces key's cached ledger, indexing its claims (head and every
+// segment it holds). l.mu held.
 func (l *Ledger) put(key string, kl *keyLedger, tag string) {
+	kl.index()
 	if old, ok := l.cache[key]; ok {
 		l.entries -= old.size()
 	}

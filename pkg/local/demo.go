@@ -260,3 +260,28 @@ func (w *Windows) ResendAndCheck(ctx context.Context, stats *Stats, url string, 
 	}
 	return Resent{Events: len(evs), Delivered: stats.Of("aggregate").Records - before}, nil
 }
+
+// Post sends evs to the ingest function URL in one request, with an
+// Idempotency-Key header when key is not empty, and returns the answer's
+// status and body as they came.
+func Post(ctx context.Context, url string, evs []stream.Envelope, key string) (int, []byte, error) {
+	body, err := json.Marshal(evs)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("posting %d events to %s: %w", len(evs), url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}

@@ -50,9 +50,10 @@ results: ## a key's windows from the running make local-up: make results KEY=use
 	  $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
 
 .PHONY: bench
-bench: deps ## cost, throughput, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 9 min)
+bench: deps ## cost, throughput, binaries, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 20 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
 	$(GO) run ./bench/throughput
+	$(GO) run ./bench/binary
 	$(GO) run ./bench/worker
 	$(GO) run ./bench/ingest
 	$(GO) run ./bench/enrich
@@ -63,6 +64,7 @@ bench: deps ## cost, throughput, worker idempotency, ingest and enrichment, CEP 
 bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 12 min on moto)
 	$(GO) run ./bench/cost
 	$(GO) run ./bench/throughput
+	$(GO) run ./bench/binary
 	$(GO) run ./bench/worker
 	$(GO) run ./bench/ingest
 	$(GO) run ./bench/enrich

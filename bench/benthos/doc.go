@@ -14,5 +14,9 @@
 // from the window's end to the last count out.
 //
 // It lives in its own module so Benthos never enters Tributary's. Run:
-// cd bench/benthos && go run . [-records 10000] [-keys 50] [-runs 3] [-lead 2s]
+// cd bench/benthos && go run . [-records 10000] [-keys 50] [-runs 3] [-lead 2s] [-events lambda-event.json]
+//
+// With -events it reads the records of a Lambda Kinesis event (what
+// bench/throughput hands the aggregate function) and feeds their data, as
+// it is, to the stream: the peer runs on the same events.
 package main

@@ -36,7 +36,15 @@ func main() {
 	policy := flag.String("policy", string(ingest.Backpressure), "policy of the route posted to: buffer, backpressure or drop")
 	timeout := flag.Duration("timeout", 10*time.Second, "per-request deadline, as the function's timeout")
 	limit := flag.Duration("limit", 50*time.Second, "stop the whole run after this long")
+	cpuRequests := flag.Int("cpu-requests", 2000, "requests per run of the handler-CPU measurement (ingest_cpu; 0 skips it)")
+	cpuRuns := flag.Int("cpu-runs", 5, "runs of the handler-CPU measurement")
 	flag.Parse()
+	if *cpuRequests > 0 {
+		if err := measureCPU(*cpuRequests, *perRequest, max(1, *cpuRuns)); err != nil {
+			fmt.Fprintf(os.Stderr, "bench/ingest: handler CPU: %v\n", err)
+			os.Exit(1)
+		}
+	}
 	cfg := config{requests: *requests, perRequest: *perRequest, concurrency: *concurrency,
 		policy: ingest.Policy(*policy), timeout: *timeout}
 	ctx, cancel := context.WithTimeout(context.Background(), *limit)

@@ -333,7 +333,7 @@ func pipelineFile(file string) (*pipeline.Config, error) {
 func show(ctx context.Context, db *dynamodb.Client, params *ssm.Client, q *query, stdout io.Writer) error {
 	table, via := q.table, ""
 	if table == "" {
-		vt := aggregate.NewViewsTable(params, q.parameter, 0, nil, nil)
+		vt := aggregate.NewViewsTable(sdkParameters{params}, q.parameter, 0, nil, nil)
 		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 		err := vt.Resolve(rctx)
 		cancel()

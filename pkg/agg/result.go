@@ -46,10 +46,10 @@ func (st *State) Result() Result {
 	if a&Distinct != 0 && st.distinct != nil {
 		r.Distinct = st.distinct.Estimate()
 	}
-	if a&Quantiles != 0 && st.quant != nil && !st.quant.IsEmpty() {
+	if a&Quantiles != 0 && st.quant != nil && !st.quant.isEmpty() {
 		r.Quantiles = make(map[string]float64, len(st.spec.Quantiles))
 		for _, q := range st.spec.Quantiles {
-			v, err := st.quant.GetValueAtQuantile(q)
+			v, err := st.quant.valueAtQuantile(q)
 			if err != nil {
 				continue // only for an empty sketch or q outside [0, 1], ruled out above
 			}

@@ -7,21 +7,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/DataDog/sketches-go/ddsketch"
-	"github.com/DataDog/sketches-go/ddsketch/mapping"
-	"github.com/DataDog/sketches-go/ddsketch/store"
 	"github.com/axiomhq/hyperloglog"
 )
-
-// quantileMapping is the DDSketch index mapping of every State. It is
-// immutable and shared, and is not written into encodings.
-var quantileMapping = func() mapping.IndexMapping {
-	m, err := mapping.NewLogarithmicMapping(RelativeAccuracy)
-	if err != nil {
-		panic(err) // a constant accuracy in (0, 1)
-	}
-	return m
-}()
 
 // State is one window's aggregates for one key. Make it with Spec.New or
 // Spec.Decode; a State is not safe for concurrent use.
@@ -31,7 +18,7 @@ type State struct {
 	sum      float64
 	min, max float64
 	distinct *hyperloglog.Sketch // nil until the first distinct value
-	quant    *ddsketch.DDSketch  // nil until the first value
+	quant    *sketch             // nil until the first value
 }
 
 // New returns an empty State for s. s must be valid (NewSpec, Validate).
@@ -71,11 +58,11 @@ func (st *State) Add(value float64, distinct []byte) {
 	}
 	if a&Quantiles != 0 {
 		if st.quant == nil {
-			st.quant = newQuantiles()
+			st.quant = newSketch()
 		}
 		// Only NaN and magnitudes beyond ~1e308 fail; they are not finite
 		// JSON numbers and pipeline.Extract refuses them.
-		_ = st.quant.Add(value)
+		_ = st.quant.add(value)
 	}
 }
 
@@ -85,10 +72,6 @@ func (st *State) newDistinct() *hyperloglog.Sketch {
 		panic(fmt.Sprintf("agg: spec not validated: %v", err))
 	}
 	return sk
-}
-
-func newQuantiles() *ddsketch.DDSketch {
-	return ddsketch.NewDDSketchFromStoreProvider(quantileMapping, store.BufferedPaginatedStoreConstructor)
 }
 
 // ErrSpecMismatch is wrapped by Merge and decoding when two states or a state
@@ -122,11 +105,9 @@ func (st *State) Merge(o *State) error {
 	}
 	if o.quant != nil {
 		if st.quant == nil {
-			st.quant = newQuantiles()
+			st.quant = newSketch()
 		}
-		if err := st.quant.MergeWith(o.quant); err != nil {
-			return fmt.Errorf("agg: quantiles: %w", err)
-		}
+		st.quant.mergeWith(o.quant)
 	}
 	return nil
 }
@@ -138,7 +119,7 @@ func (st *State) Clone() *State {
 		c.distinct = st.distinct.Clone()
 	}
 	if st.quant != nil {
-		c.quant = st.quant.Copy()
+		c.quant = st.quant.copy()
 	}
 	return &c
 }
@@ -185,7 +166,7 @@ func (st *State) AppendBinary(dst []byte) ([]byte, error) {
 			dst = append(dst, 0)
 		} else {
 			dst, _ = appendFramed(dst, func(b []byte) ([]byte, error) {
-				st.quant.Encode(&b, true)
+				st.quant.encode(&b)
 				return b, nil
 			})
 		}
@@ -294,7 +275,7 @@ func (s *Spec) Decode(b []byte) (*State, error) {
 	}
 	if a&Quantiles != 0 {
 		if body := r.framed(); len(body) > 0 {
-			q, err := ddsketch.DecodeDDSketch(body, store.BufferedPaginatedStoreConstructor, quantileMapping)
+			q, err := decodeSketch(body)
 			if err != nil {
 				return nil, fmt.Errorf("%w: quantiles: %v", ErrCorrupt, err)
 			}

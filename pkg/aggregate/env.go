@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -80,19 +79,12 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 		WithSetAside(newSink(client, quarantine, function, m, log))), nil
 }
 
-// parameterGetter is what ViewsTable needs of SSM.
-type parameterGetter interface {
-	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
-}
-
-var _ parameterGetter = (*ssm.Client)(nil)
-
 // ViewsTable is the name of the views table a function uses: fixed, or the
 // value of an SSM parameter read again at most every refresh interval, so a
 // replay's swap to a new version reaches warm instances within it. Safe for
 // concurrent use.
 type ViewsTable struct {
-	ssm       parameterGetter
+	ssm       ParameterReader
 	parameter string // "" for a fixed table
 	refresh   time.Duration
 	now       func() time.Time
@@ -110,7 +102,7 @@ func FixedViewsTable(table string) *ViewsTable { return &ViewsTable{table: table
 // parameter, re-reading it at most every refresh (DefaultViewsRefresh if
 // 0); now is the clock (nil: time.Now), log receives refresh failures (nil:
 // discarded). Resolve it once before use.
-func NewViewsTable(client parameterGetter, parameter string, refresh time.Duration, now func() time.Time, log *slog.Logger) *ViewsTable {
+func NewViewsTable(client ParameterReader, parameter string, refresh time.Duration, now func() time.Time, log *slog.Logger) *ViewsTable {
 	if refresh <= 0 {
 		refresh = DefaultViewsRefresh
 	}
@@ -143,7 +135,7 @@ func ViewsTableFromEnv(ctx context.Context, awsCfg aws.Config, lookup func(strin
 		}
 		refresh = time.Duration(n) * time.Second
 	}
-	vt := NewViewsTable(ssm.NewFromConfig(awsCfg), param, refresh, nil, log)
+	vt := NewViewsTable(NewSSMParameters(awsCfg), param, refresh, nil, log)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := vt.Resolve(ctx); err != nil {
@@ -166,13 +158,9 @@ func (v *ViewsTable) Resolve(ctx context.Context) error {
 }
 
 func (v *ViewsTable) resolveLocked(ctx context.Context) error {
-	out, err := v.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(v.parameter)})
+	table, err := v.ssm.Parameter(ctx, v.parameter)
 	if err != nil {
 		return fmt.Errorf("reading SSM parameter %s: %w", v.parameter, err)
-	}
-	table := ""
-	if out.Parameter != nil {
-		table = aws.ToString(out.Parameter.Value)
 	}
 	if table == "" {
 		return fmt.Errorf("SSM parameter %s: %w", v.parameter, ErrNoViewsTable)

@@ -66,7 +66,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	}
 	lastSeq := ev.State[stateSeq]
 
-	c := p.newCollector(shard, &wm)
+	c := p.newCollector(shard, &wm, len(recs))
 	c.onOpen = func(k upKey, seq string, value float64, distinct []byte) {
 		pt, ok := partials[k]
 		if !ok {
@@ -178,20 +178,24 @@ func (p *Processor) decodePartials(st map[string]string) (map[upKey]*partial, er
 		if !strings.HasPrefix(k, statePartial) {
 			continue
 		}
-		parts := strings.SplitN(k[len(statePartial):], "|", 3)
-		fields := strings.SplitN(v, " ", 3)
-		if len(parts) != 3 || len(fields) != 3 {
+		// <kind>|<window id>|<key> → "<minSeq> <maxSeq> <partial>"; the key
+		// is the rest, "|" and all.
+		kind, rest, ok1 := strings.Cut(k[len(statePartial):], "|")
+		id, key, ok2 := strings.Cut(rest, "|")
+		minSeq, rest, ok3 := strings.Cut(v, " ")
+		maxSeq, text, ok4 := strings.Cut(rest, " ")
+		if !ok1 || !ok2 || !ok3 || !ok4 {
 			return nil, fmt.Errorf("aggregate: window state entry %q is malformed", k)
 		}
-		w, err := window.ParseID(parts[1])
+		w, err := window.ParseID(id)
 		if err != nil {
 			return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
 		}
-		s, err := p.cfg.Aggregates.DecodeString(fields[2])
+		s, err := p.cfg.Aggregates.DecodeString(text)
 		if err != nil {
 			return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
 		}
-		out[upKey{key: parts[2], kind: parts[0], win: w}] = &partial{st: s, minSeq: fields[0], maxSeq: fields[1]}
+		out[upKey{key: key, kind: kind, win: w}] = &partial{st: s, minSeq: minSeq, maxSeq: maxSeq}
 	}
 	return out, nil
 }
@@ -204,12 +208,22 @@ func (p *Processor) encodeState(partials map[upKey]*partial, wm *window.Watermar
 	if seq != "" {
 		out[stateSeq] = seq
 	}
+	// One string for each key and each value, built in reused buffers:
+	// the state of every (key, window) is written on every invocation.
+	var bin, key, val []byte
 	for k, pt := range partials {
-		text, err := pt.st.MarshalText()
-		if err != nil {
+		var err error
+		if bin, err = pt.st.AppendBinary(bin[:0]); err != nil {
 			continue
 		}
-		out[statePartial+k.kind+"|"+k.win.ID()+"|"+k.key] = pt.minSeq + " " + pt.maxSeq + " " + string(text)
+		key = append(key[:0], statePartial...)
+		key = append(append(key, k.kind...), '|')
+		key = append(k.win.AppendID(key), '|')
+		key = append(key, k.key...)
+		val = append(val[:0], pt.minSeq...)
+		val = append(append(val, ' '), pt.maxSeq...)
+		val = base64.StdEncoding.AppendEncode(append(val, ' '), bin)
+		out[string(key)] = string(val)
 	}
 	return out
 }

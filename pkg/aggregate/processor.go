@@ -40,10 +40,11 @@ type Processor struct {
 	loaded bool
 	keyed  map[string]cachedKeyed // warm copies of keyed window states
 
-	ledger *dedupe.Ledger   // claims of event ids; nil: no suppression by id
-	sink   *setaside.Sink   // where records that can never be applied go
+	ledger *dedupe.Ledger // claims of event ids; nil: no suppression by id
+	sink   *setaside.Sink // where records that can never be applied go
 
 	batches sync.Pool // *stream.KinesisBatch, reused across invocations
+	kinds   []string  // cfg.Windows[i].ID(), made once: routing needs it per record
 }
 
 // Option configures a Processor.
@@ -89,6 +90,9 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 		keyed: map[string]cachedKeyed{},
 	}
 	p.batches.New = func() any { return new(stream.KinesisBatch) }
+	for _, w := range cfg.Windows {
+		p.kinds = append(p.kinds, w.ID())
+	}
 	for _, o := range opts {
 		o(p)
 	}
@@ -169,8 +173,13 @@ type collector struct {
 	aside    []setaside.Record // records that can never be applied
 }
 
-func (p *Processor) newCollector(shard string, wm *window.Watermark) *collector {
-	c := &collector{p: p, shard: shard, wm: wm, updates: map[upKey]*state.Update{}, firstSeq: map[upKey]string{}}
+func (p *Processor) newCollector(shard string, wm *window.Watermark, records int) *collector {
+	c := &collector{p: p, shard: shard, wm: wm, updates: map[upKey]*state.Update{}, firstSeq: map[upKey]string{},
+		decoded: make([]decoded, 0, records)}
+	if p.ledger != nil {
+		c.cands = make([]dedupe.Candidate, 0, records)
+		c.ids = make([]string, 0, records)
+	}
 	c.onOpen = c.addEntry
 	// A record for a final window (correct policy) joins the same update as
 	// the item's on-time records: one write per item per batch keeps the
@@ -242,7 +251,7 @@ func (c *collector) decode(rec *stream.KinesisRecord) {
 func (c *collector) route(d *decoded) {
 	key, seq, et, value, distinct := d.key, d.seq, d.et, d.value, d.distinct
 	c.in++
-	for _, ws := range c.p.cfg.Windows {
+	for i, ws := range c.p.cfg.Windows {
 		if isKeyedKind(ws.Kind) {
 			c.collectKeyed(ws, key, seq, et, value, distinct)
 			continue
@@ -255,7 +264,7 @@ func (c *collector) route(d *decoded) {
 			c.wins = ws.Hopping().AppendWindows(c.wins, et)
 		}
 		c.p.cfg.Late.Decide(&c.decision, c.wm, c.wins)
-		kind := ws.ID()
+		kind := c.p.kinds[i]
 		for _, w := range c.decision.Open {
 			c.onOpen(upKey{key, kind, w}, seq, value, distinct)
 		}
@@ -361,7 +370,7 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 		return events.KinesisEventResponse{}, err
 	}
 	wm := *committed // work on a copy: commit only if the whole batch succeeds
-	c := p.newCollector(shard, &wm)
+	c := p.newCollector(shard, &wm, len(recs))
 	for i := range recs {
 		c.decode(&recs[i])
 	}

@@ -34,27 +34,33 @@ const entrySize = 16 + 8 + 8 + 4
 
 // IdentityOf returns the identity of the event with key and id.
 func IdentityOf(key, id string) Identity {
-	h := sha256.New()
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(key)))
-	h.Write(n[:])
-	h.Write([]byte(key))
-	h.Write([]byte(id))
-	var sum [sha256.Size]byte
+	// SHA-256(len(key) as 4 bytes big endian ‖ key ‖ id), in a buffer on
+	// the stack when it fits: this runs for every record.
+	var buf [128]byte
+	b := buf[:0]
+	if 4+len(key)+len(id) > len(buf) {
+		b = make([]byte, 0, 4+len(key)+len(id))
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(key)))
+	b = append(append(b, key...), id...)
+	sum := sha256.Sum256(b)
 	var out Identity
-	copy(out[:], h.Sum(sum[:0]))
+	copy(out[:], sum[:])
 	return out
 }
 
 // ClaimOf fingerprints a record's position: its shard and sequence number.
 func ClaimOf(shard, seq string) Fingerprint {
-	h := sha256.New()
-	h.Write([]byte(shard))
-	h.Write([]byte{0})
-	h.Write([]byte(seq))
-	var sum [sha256.Size]byte
+	// SHA-256(shard ‖ 0 ‖ seq).
+	var buf [128]byte
+	b := buf[:0]
+	if len(shard)+1+len(seq) > len(buf) {
+		b = make([]byte, 0, len(shard)+1+len(seq))
+	}
+	b = append(append(append(b, shard...), 0), seq...)
+	sum := sha256.Sum256(b)
 	var out Fingerprint
-	copy(out[:], h.Sum(sum[:0]))
+	copy(out[:], sum[:])
 	return out
 }
 
@@ -64,16 +70,21 @@ func ClaimOf(shard, seq string) Fingerprint {
 // times stamped on the way (sentAt, receivedAt) are not content: a retry
 // changes them.
 func ContentOf(typ string, occurredAt time.Time, data []byte) Fingerprint {
-	h := sha256.New()
-	h.Write([]byte(typ))
+	// SHA-256(type ‖ [1 ‖ occurredAt in Unix ns, 8 bytes big endian, or 9
+	// zero bytes] ‖ data without the whitespace outside strings), hashed
+	// from a buffer on the stack when it fits.
+	var buf [512]byte
+	b := buf[:0]
+	if len(typ)+9+len(data) > len(buf) {
+		b = make([]byte, 0, len(typ)+9+len(data))
+	}
+	b = append(b, typ...)
 	var t [9]byte
 	if !occurredAt.IsZero() {
 		t[0] = 1
 		binary.BigEndian.PutUint64(t[1:], uint64(occurredAt.UnixNano()))
 	}
-	h.Write(t[:])
-	var buf [256]byte
-	out := buf[:0]
+	b = append(b, t[:]...)
 	inString, escaped := false, false
 	for _, c := range data {
 		switch {
@@ -91,16 +102,11 @@ func ContentOf(typ string, occurredAt time.Time, data []byte) Fingerprint {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			continue
 		}
-		out = append(out, c)
-		if len(out) == cap(out) {
-			h.Write(out)
-			out = buf[:0]
-		}
+		b = append(b, c)
 	}
-	h.Write(out)
-	var sum [sha256.Size]byte
+	sum := sha256.Sum256(b)
 	var fp Fingerprint
-	copy(fp[:], h.Sum(sum[:0]))
+	copy(fp[:], sum[:])
 	return fp
 }
 

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"testing"
+)
+
+// BenchmarkInvoke runs the handler as bench/throughput does, without the
+// per-invocation collections, for profiling (-benchtime Nx: the events
+// are made before the timer starts):
+//
+//	go test -run '^$' -bench Invoke -benchtime 20x -cpuprofile cpu.out ./bench/throughput
+func BenchmarkInvoke(b *testing.B) {
+	for _, pl := range []string{"bench", "deployed"} {
+		cfg, err := loadPipeline(pl)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range []int{100, 5000} {
+			b.Run(pl+"/per-batch/"+strconv.Itoa(n), func(b *testing.B) {
+				d := deploy(cfg)
+				w := &workload{keys: 50}
+				ctx := context.Background()
+				if _, err := d.p.Invoke(ctx, w.event(n).JSON()); err != nil {
+					b.Fatal(err)
+				}
+				evs := make([][]byte, b.N)
+				for i := range evs {
+					evs[i] = w.event(n).JSON()
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := d.p.Invoke(ctx, evs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+			})
+			// The first invocation of an interval, each on a new interval
+			// (its state is not carried on: the next is a first again).
+			b.Run(pl+"/interval-first/"+strconv.Itoa(n), func(b *testing.B) {
+				d := deploy(cfg)
+				w := &workload{keys: 50}
+				ctx := context.Background()
+				evs := make([][]byte, b.N+1)
+				for i := range evs {
+					evs[i] = w.windowEvent(n, map[string]string{}, false).JSON()
+				}
+				if _, err := d.p.Invoke(ctx, evs[b.N]); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := d.p.Invoke(ctx, evs[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+			})
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"strings"
+	"testing"
+)
+
+// A short run of every path prints one BENCH throughput line per path with
+// every field, after checking that the views counted each record once.
+func TestRunPrintsEveryPath(t *testing.T) {
+	cfg, err := loadPipeline("bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := capture(t, func() error {
+		return runPipeline(options{keys: 7, runs: 2}, cfg, []int{30}, "throughput", 60, false)
+	})
+	for _, path := range paths {
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "BENCH throughput path="+path+" ") {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Fatalf("no BENCH throughput line for %s in:\n%s", path, out)
+		}
+		for _, f := range []string{"batch=30 ", "payload_mb=", "records_per_s=", "cpu_ms=", "allocs_per_record=", "floor_ratio=", "benthos_ratio_median=n/a"} {
+			if !strings.Contains(line, f) {
+				t.Errorf("%s line lacks %q: %s", path, f, line)
+			}
+		}
+	}
+}
+
+// The deployed pipeline runs through the same paths, session windows and
+// quantiles included.
+func TestDeployedPipelineRuns(t *testing.T) {
+	cfg, err := loadPipeline("deployed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := capture(t, func() error {
+		return runPipeline(options{keys: 5, runs: 1}, cfg, []int{25}, "throughput_deployed", 25, false)
+	})
+	if n := strings.Count(out, "BENCH throughput_deployed path="); n != len(paths) {
+		t.Fatalf("%d lines, want %d:\n%s", n, len(paths), out)
+	}
+}
+
+func capture(t *testing.T, fn func() error) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = w
+	var buf bytes.Buffer
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(&buf, r); close(done) }()
+	runErr := fn()
+	os.Stdout = old
+	w.Close()
+	<-done
+	if runErr != nil {
+		t.Fatalf("%v\n%s", runErr, buf.String())
+	}
+	return buf.String()
+}

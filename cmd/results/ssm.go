@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+)
+
+// parameterGetter is what sdkParameters needs of SSM.
+type parameterGetter interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+var _ parameterGetter = (*ssm.Client)(nil)
+
+// sdkParameters reads the views parameter with the SDK's SSM client: a
+// command run by hand gets the SDK's whole configuration (profiles,
+// per-service endpoints), which the functions' hand-signed reader
+// (aggregate.SSMParameters) leaves out to keep their binaries small.
+type sdkParameters struct{ ssm parameterGetter }
+
+var _ aggregate.ParameterReader = sdkParameters{}
+
+// Parameter returns the parameter's value ("" if SSM returns none).
+func (p sdkParameters) Parameter(ctx context.Context, name string) (string, error) {
+	out, err := p.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)})
+	if err != nil {
+		return "", err
+	}
+	if out.Parameter == nil {
+		return "", nil
+	}
+	return aws.ToString(out.Parameter.Value), nil
+}

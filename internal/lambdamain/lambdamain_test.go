@@ -1,0 +1,66 @@
+package lambdamain
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+func TestConfig(t *testing.T) {
+	lambdaEnv := map[string]string{
+		"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token",
+	}
+	with := func(extra map[string]string, drop ...string) map[string]string {
+		out := map[string]string{}
+		for k, v := range lambdaEnv {
+			out[k] = v
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		for _, k := range drop {
+			delete(out, k)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name     string
+		env      map[string]string
+		region   string
+		endpoint string // "" : none
+		err      string
+	}{
+		{name: "lambda", env: lambdaEnv, region: "eu-west-1"},
+		{name: "local runner", env: with(map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:4566"}), region: "eu-west-1", endpoint: "http://127.0.0.1:4566"},
+		{name: "endpoint ignored", env: with(map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:4566", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"}), region: "eu-west-1"},
+		{name: "default region", env: with(map[string]string{"AWS_DEFAULT_REGION": "us-east-2"}, "AWS_REGION"), region: "us-east-2"},
+		{name: "no region", env: with(nil, "AWS_REGION"), err: "AWS_REGION"},
+		{name: "no key", env: with(nil, "AWS_ACCESS_KEY_ID"), err: "AWS_ACCESS_KEY_ID"},
+		{name: "no secret", env: with(nil, "AWS_SECRET_ACCESS_KEY"), err: "AWS_SECRET_ACCESS_KEY"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Config(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want one naming %s", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Region != c.region {
+				t.Errorf("region %q, want %q", cfg.Region, c.region)
+			}
+			if got := aws.ToString(cfg.BaseEndpoint); got != c.endpoint {
+				t.Errorf("endpoint %q, want %q", got, c.endpoint)
+			}
+			creds, err := cfg.Credentials.Retrieve(context.Background())
+			if err != nil || creds.AccessKeyID != "AKIA" || creds.SecretAccessKey != "secret" || creds.SessionToken != c.env["AWS_SESSION_TOKEN"] {
+				t.Errorf("credentials %+v (%v), want the environment's", creds, err)
+			}
+		})
+	}
+}

@@ -47,9 +47,9 @@ type env struct {
 // cases maps each sample (path under events/) to its check. A sample without
 // an entry fails TestEverySample.
 var cases = map[string]func(t *testing.T, e env, raw []byte){
-	"ingest/function-url-post.json":    ingestCase(http.StatusAccepted, 1, ""),
-	"ingest/function-url-batch.json":   ingestCase(http.StatusAccepted, 3, ""),
-	"ingest/function-url-invalid.json": ingestCase(http.StatusBadRequest, 0, `events[1].occurredAt: "29/11/2026 10:41" is not an RFC 3339 time`),
+	"ingest/function-url-post.json":            ingestCase(http.StatusAccepted, 1, ""),
+	"ingest/function-url-batch.json":           ingestCase(http.StatusAccepted, 3, ""),
+	"ingest/function-url-invalid.json":         ingestCase(http.StatusBadRequest, 0, `events[1].occurredAt: "29/11/2026 10:41" is not an RFC 3339 time`),
 	"ingest/function-url-idempotency-key.json": ingestIdempotencyKey,
 	"ingest/function-url-signed.json":          ingestSigned,
 	"aggregate/kinesis-batch.json": aggregateCase(nil, map[string]string{

@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/internal/sdkparam"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/results"
@@ -333,7 +334,7 @@ func pipelineFile(file string) (*pipeline.Config, error) {
 func show(ctx context.Context, db *dynamodb.Client, params *ssm.Client, q *query, stdout io.Writer) error {
 	table, via := q.table, ""
 	if table == "" {
-		vt := aggregate.NewViewsTable(sdkParameters{params}, q.parameter, 0, nil, nil)
+		vt := aggregate.NewViewsTable(sdkparam.New(params), q.parameter, 0, nil, nil)
 		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
 		err := vt.Resolve(rctx)
 		cancel()

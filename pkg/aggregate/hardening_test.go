@@ -78,7 +78,7 @@ func rawRecord(seq int, key string, data []byte, at time.Time) events.KinesisEve
 	s := strconv.Itoa(seq)
 	return events.KinesisEventRecord{EventID: hardShard + ":" + s, EventSource: "aws:kinesis",
 		EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/events",
-		Kinesis: events.KinesisRecord{SequenceNumber: s, PartitionKey: key, Data: data, ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: at}}}
+		Kinesis:        events.KinesisRecord{SequenceNumber: s, PartitionKey: key, Data: data, ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: at}}}
 }
 
 // view is an envelope whose data is raw JSON.

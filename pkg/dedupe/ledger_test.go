@@ -360,8 +360,8 @@ func TestConflictKeepsSealedClaims(t *testing.T) {
 	a := dedupe.NewLedger(db, table, itemKey, opts...)
 	b := dedupe.NewLedger(db, table, itemKey, opts...)
 	judge(t, a, cand("k", "x1", 1, 0, 1), cand("k", "x2", 2, 0, 1), cand("k", "x3", 3, 0, 1)) // sealed
-	judge(t, b, cand("k", "w", 4, 1, 1))                                                        // b reads the key, segments too
-	judge(t, a, cand("k", "y", 5, 2, 1))                                                        // b's head is now stale
+	judge(t, b, cand("k", "w", 4, 1, 1))                                                      // b reads the key, segments too
+	judge(t, a, cand("k", "y", 5, 2, 1))                                                      // b's head is now stale
 	got := judge(t, b, cand("k", "z", 6, 3, 1), cand("k", "x1", 7, 3, 1))
 	if want := verdicts(dedupe.New, dedupe.Duplicate); fmt.Sprint(got) != want {
 		t.Fatalf("verdicts %v, want %v: a sealed claim was lost in the retry", got, want)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/tributary-dev/tributary/internal/sdkparam"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/eventsource"
@@ -45,7 +46,7 @@ func newPipeline(t *testing.T) *pipeline {
 	n := seq.Add(1)
 	param := fmt.Sprintf("/test/views%d", n)
 	sm := ssm.NewFromConfig(awsCfg)
-	current := aggregate.NewViewsTable(sm, param, 100*time.Millisecond, nil, nil)
+	current := aggregate.NewViewsTable(sdkparam.New(sm), param, 100*time.Millisecond, nil, nil)
 	p := &pipeline{param: param, stream: fmt.Sprintf("show-events%d", n)}
 	p.fixture = newFixture(t, current)
 	if _, err := sm.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(param), Value: aws.String(p.views), Type: ssmtypes.ParameterTypeString}); err != nil {

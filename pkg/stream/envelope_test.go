@@ -158,4 +158,3 @@ func TestEventTime(t *testing.T) {
 		})
 	}
 }
-

@@ -1,4 +1,8 @@
-package main
+// Package sdkparam reads an SSM parameter with the SDK's SSM client, for
+// the command-line tools and tests that hand aggregate.NewViewsTable a
+// ParameterReader. The functions use aggregate.SSMParameters instead (one
+// hand-signed request), which keeps the SSM client out of their binaries.
+package sdkparam
 
 import (
 	"context"
@@ -9,23 +13,26 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 )
 
-// parameterGetter is what sdkParameters needs of SSM.
+// parameterGetter is what Reader needs of SSM.
 type parameterGetter interface {
 	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
 
 var _ parameterGetter = (*ssm.Client)(nil)
 
-// sdkParameters reads the views parameter with the SDK's SSM client: a
-// command run by hand gets the SDK's whole configuration (profiles,
+// Reader reads parameters with the SDK's SSM client: a command run by hand
+// gets the SDK's whole configuration (profiles,
 // per-service endpoints), which the functions' hand-signed reader
 // (aggregate.SSMParameters) leaves out to keep their binaries small.
-type sdkParameters struct{ ssm parameterGetter }
+type Reader struct{ ssm parameterGetter }
 
-var _ aggregate.ParameterReader = sdkParameters{}
+// New reads parameters with c.
+func New(c parameterGetter) Reader { return Reader{ssm: c} }
+
+var _ aggregate.ParameterReader = Reader{}
 
 // Parameter returns the parameter's value ("" if SSM returns none).
-func (p sdkParameters) Parameter(ctx context.Context, name string) (string, error) {
+func (p Reader) Parameter(ctx context.Context, name string) (string, error) {
 	out, err := p.ssm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)})
 	if err != nil {
 		return "", err

@@ -77,8 +77,9 @@ type Sink struct {
 	date    string // log stream date prefix, fixed at start
 
 	mu      sync.Mutex
-	streams map[string]*logStream // by function name
+	streams map[string]*logStream // by function name and log stream
 	pending map[string][]cwtypes.MetricDatum
+	totals  map[string]float64 // sum of every value put, by namespace and series (seriesKey)
 	errs    []error
 	closed  bool
 
@@ -122,6 +123,7 @@ func NewSink(ctx context.Context, cfg aws.Config, opts SinkOptions) (*Sink, erro
 		date:    opts.Now().UTC().Format("2006/01/02"),
 		streams: map[string]*logStream{},
 		pending: map[string][]cwtypes.MetricDatum{},
+		totals:  map[string]float64{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -148,11 +150,22 @@ func LogGroup(function string) string { return "/aws/lambda/" + function }
 func (s *Sink) LogStream() string { return s.date + "/[$LATEST]" + s.opts.RunID }
 
 // Line buffers one line of function's output for its log group
-// (/aws/lambda/<function> unless SinkOptions.LogGroups says otherwise).
-// A line that is an EMF document also becomes metric data. Empty lines are
-// dropped, as CloudWatch Logs does not store empty events; lines longer than
-// a log event may be are cut to fit.
-func (s *Sink) Line(function, line string) {
+// (/aws/lambda/<function> unless SinkOptions.LogGroups says otherwise),
+// in the sink's own log stream (LogStream). A line that is an EMF document
+// also becomes metric data. Empty lines are dropped, as CloudWatch Logs does
+// not store empty events; lines longer than a log event may be are cut to
+// fit.
+func (s *Sink) Line(function, line string) { s.StreamLine(function, "", line) }
+
+// StreamLine is Line for a line an execution environment printed into the
+// log stream named stream (its AWS_LAMBDA_LOG_STREAM_NAME), so that, as on
+// Lambda, each environment's lines sit in a stream of their own. An empty
+// stream, or one CloudWatch Logs would refuse (':' or '*', over 512
+// bytes), means the sink's own stream.
+func (s *Sink) StreamLine(function, stream, line string) {
+	if stream == "" || strings.ContainsAny(stream, ":*") || len(stream) > 512 {
+		stream = s.LogStream()
+	}
 	line = strings.TrimRight(line, "\r\n")
 	if line == "" || function == "" {
 		return
@@ -178,14 +191,14 @@ func (s *Sink) Line(function, line string) {
 		s.mu.Unlock()
 		return
 	}
-	st := s.streams[function]
+	st := s.streams[function+"\x00"+stream]
 	if st == nil {
 		group := s.opts.LogGroups[function]
 		if group == "" {
 			group = LogGroup(function)
 		}
-		st = &logStream{group: group, name: s.LogStream()}
-		s.streams[function] = st
+		st = &logStream{group: group, name: stream}
+		s.streams[function+"\x00"+stream] = st
 	}
 	// Events of one PutLogEvents call must be in time order; a clock that
 	// steps back must not reorder lines.
@@ -198,6 +211,9 @@ func (s *Sink) Line(function, line string) {
 	full := len(st.events) >= maxEventsPerPut || st.bytes >= maxBytesPerPut
 	for ns, ds := range batch {
 		s.pending[ns] = append(s.pending[ns], ds...)
+		for _, d := range ds {
+			s.totals[ns+"/"+seriesKey(cwtypes.Metric{MetricName: d.MetricName, Dimensions: d.Dimensions})] += datumSum(d)
+		}
 	}
 	if emfErr != nil {
 		s.errs = append(s.errs, emfErr)
@@ -213,6 +229,49 @@ func (s *Sink) Line(function, line string) {
 		default:
 		}
 	}
+}
+
+// Put buffers metric data for namespace, sent with the next flush, as if a
+// service published it (the runner publishes AWS/Lambda metrics this way).
+func (s *Sink) Put(namespace string, data ...cwtypes.MetricDatum) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.pending[namespace] = append(s.pending[namespace], data...)
+	for _, d := range data {
+		s.totals[namespace+"/"+seriesKey(cwtypes.Metric{MetricName: d.MetricName, Dimensions: d.Dimensions})] += datumSum(d)
+	}
+}
+
+// Own returns the sum of the values this sink has put to m's series (its
+// namespace, name and dimensions), so that a reader can tell its own data
+// from another run's on a shared endpoint.
+func (s *Sink) Own(m MetricSummary) float64 {
+	dims := make([]cwtypes.Dimension, 0, len(m.Dimensions))
+	for k, v := range m.Dimensions {
+		dims = append(dims, cwtypes.Dimension{Name: aws.String(k), Value: aws.String(v)})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.totals[m.Namespace+"/"+seriesKey(cwtypes.Metric{MetricName: aws.String(m.Name), Dimensions: dims})]
+}
+
+// datumSum is the sum of the values d carries.
+func datumSum(d cwtypes.MetricDatum) float64 {
+	if d.Value != nil {
+		return *d.Value
+	}
+	sum := 0.0
+	for i, v := range d.Values {
+		c := 1.0
+		if i < len(d.Counts) {
+			c = d.Counts[i]
+		}
+		sum += v * c
+	}
+	return sum
 }
 
 // Flush sends everything buffered so far.

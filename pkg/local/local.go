@@ -134,11 +134,12 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		every = 5 * time.Second
 	}
 	s.queueStats = cloudwatchlocal.StartQueueMetrics(ctx, cfg, queues, every, func(err error) { fmt.Fprintf(progress, "    cloudwatch: %v\n", err) })
-	logLine := func(function, line string) {
+	logLine := func(function, logStream, line string) {
 		// RIE's own "(rapid)" lines are the emulator talking; CloudWatch on
-		// AWS shows START/END/REPORT and the function's output only.
+		// AWS shows START/END/REPORT and the function's output only, each
+		// execution environment in its own log stream.
 		if !strings.Contains(line, "] (rapid) ") {
-			s.sink.Line(function, line)
+			s.sink.StreamLine(function, logStream, line)
 		}
 		if opts.Logs != nil {
 			opts.Logs(function, line)
@@ -167,13 +168,13 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		env["AWS_ACCESS_KEY_ID"] = "test"
 		env["AWS_SECRET_ACCESS_KEY"] = "test"
 		fn, startErr := rie.Start(ctx, rie.Config{
-			Name:      f.FunctionName,
-			Bootstrap: bootstrap,
-			Env:       env,
-			Timeout:   f.Timeout,
-			MemoryMB:  f.MemoryMB,
-			Instances: instancesFor(f, mappings),
-			Logs:      logLine,
+			Name:       f.FunctionName,
+			Bootstrap:  bootstrap,
+			Env:        env,
+			Timeout:    f.Timeout,
+			MemoryMB:   f.MemoryMB,
+			Instances:  instancesFor(f, mappings),
+			StreamLogs: logLine,
 		})
 		if startErr != nil {
 			return nil, fmt.Errorf("local: starting %s: %w", f.Binary, startErr)

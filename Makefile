@@ -16,6 +16,17 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # jsii prints a banner on Node versions it no longer lists; the app works on them.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 export TRIBUTARY_ROOT := $(ROOT)
+RUNNER    := .build/bin/tributary-local
+RUNNER_SOURCES := $(GO_SOURCES) $(wildcard cmd/local/*.go)
+
+# `make local` and `make local-up` report where their wall time went: when make
+# started, and each install, build and synth step's duration ("<phase> <ms>" lines
+# in .build/timings/<start>, read and removed by the runner).
+ifneq ($(filter local local-up,$(MAKECMDGOALS)),)
+export TRIBUTARY_MAKE_STARTED := $(shell date +%s%N)
+endif
+# $(call timed,<phase>) starts a recipe line whose duration is recorded under <phase>.
+timed = t0=$$(date +%s%N); trap 'if [ -n "$$TRIBUTARY_MAKE_STARTED" ]; then mkdir -p $(ROOT)/.build/timings; echo "$(1) $$(( ($$(date +%s%N) - t0) / 1000000 ))" >> $(ROOT)/.build/timings/$$TRIBUTARY_MAKE_STARTED; fi' EXIT;
 
 .PHONY: help
 help: ## list the targets
@@ -24,11 +35,16 @@ help: ## list the targets
 ## ---- the two commands -------------------------------------------------------
 
 .PHONY: local
-local: deps functions-local synth ## run the whole topology locally, send sample traffic, print results, exit
-	$(GO) run ./cmd/local run
+local: local-banner deps-local functions-local synth $(RUNNER) ## run the whole topology locally, send sample traffic, print results, exit
+	@$(RUNNER) run
+
+.PHONY: local-banner
+local-banner:
+	@echo "Tributary on this machine: build what changed, start an AWS stand-in (moto) on $${TRIBUTARY_STANDIN_ADDR:-127.0.0.1:4566},"
+	@echo "deploy infra/cdk.out onto it and run every function under aws-lambda-rie; $(if $(filter local-up,$(MAKECMDGOALS)),keep it running until Ctrl-C.,send sample traffic, check every result, stop.)"
 
 .PHONY: test
-test: deps functions-local synth ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions)
+test: deps-local deps-bench functions-local synth ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 	cd infra && $(GO) test -count=1 -timeout 10m ./...
@@ -36,15 +52,22 @@ test: deps functions-local synth ## run every test (Go packages, end-to-end unde
 ## ---- more ------------------------------------------------------------------
 
 .PHONY: local-up
-local-up: deps functions-local synth ## keep the local topology running until Ctrl-C, for exploring
-	$(GO) run ./cmd/local up
+local-up: local-banner deps-local functions-local synth $(RUNNER) ## keep the local topology running until Ctrl-C (exits 0), for exploring
+	@$(RUNNER) up
 
 .PHONY: logs
-logs: ## print the functions' logs and metrics from the running local stand-in
-	$(GO) run ./cmd/local logs
+logs: $(RUNNER) ## print the functions' logs (by execution environment) and metrics from the running local stand-in
+	@$(RUNNER) logs
+
+.PHONY: invoke
+invoke: deps-local functions-local synth $(RUNNER) ## send one event to a function as the console's Test tab does: make invoke FN=ingest EVENT=events/ingest/function-url-post.json
+	@$(RUNNER) invoke -fn '$(FN)' -event '$(EVENT)'
+
+$(RUNNER): $(RUNNER_SOURCES)
+	@$(call timed,builds) echo "▸ go build ./cmd/local → $@" && $(GO) build -o $@ ./cmd/local
 
 .PHONY: bench
-bench: deps ## cost, throughput, worker idempotency, ingest and enrichment against their peers, side by side (BENCH lines, about 4 min)
+bench: deps-local deps-bench ## cost, throughput, worker idempotency, ingest and enrichment against their peers, side by side (BENCH lines, about 4 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
 	$(GO) run ./bench/throughput
 	$(GO) run ./bench/worker
@@ -52,7 +75,7 @@ bench: deps ## cost, throughput, worker idempotency, ingest and enrichment again
 	$(GO) run ./bench/enrich
 
 .PHONY: bench-full
-bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 12 min on moto)
+bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 12 min on moto)
 	$(GO) run ./bench/cost
 	$(GO) run ./bench/throughput
 	$(GO) run ./bench/worker
@@ -60,45 +83,61 @@ bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 a
 	$(GO) run ./bench/enrich
 
 .PHONY: soak
-soak: deps ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)
+soak: deps-local ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)
 	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=60
 
 .PHONY: synth
 synth: $(CDK_OUT) ## synthesize the CDK app into infra/cdk.out (offline)
 
-$(CDK_OUT): $(INFRA_SOURCES) infra/node_modules/.installed $(foreach f,$(FUNCTIONS),.build/lambda/$(f)/bootstrap)
-	cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null
+$(CDK_OUT): $(INFRA_SOURCES) infra/node_modules/.installed .build/lambda/.built
+	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out" && cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null
 	@touch $@
 
+# Each set of functions is built by one go build (its packages in parallel) into
+# .build/<set>/bin/, then moved to .build/<set>/<name>/bootstrap.
 .PHONY: functions
-functions: $(foreach f,$(FUNCTIONS),.build/lambda/$(f)/bootstrap) ## build every function for AWS (linux/arm64 bootstrap)
+functions: .build/lambda/.built ## build every function for AWS (linux/arm64 bootstrap)
 
-.build/lambda/%/bootstrap: $(GO_SOURCES)
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
+.build/lambda/.built: $(GO_SOURCES)
+	@$(call timed,builds) echo "▸ go build: $(words $(FUNCTIONS)) functions for AWS (linux/arm64) → .build/lambda/<name>/bootstrap" && \
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o .build/lambda/bin/ $(addprefix ./functions/,$(FUNCTIONS)) && \
+	for f in $(FUNCTIONS); do mkdir -p .build/lambda/$$f && mv -f .build/lambda/bin/$$f .build/lambda/$$f/bootstrap; done && touch $@
 
 .PHONY: functions-local
-functions-local: $(foreach f,$(FUNCTIONS),.build/local/$(f)/bootstrap) ## build every function for this machine (run under RIE)
+functions-local: .build/local/.built ## build every function for this machine (run under RIE)
 
-.build/local/%/bootstrap: $(GO_SOURCES)
-	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $@ ./functions/$*
+.build/local/.built: $(GO_SOURCES)
+	@$(call timed,builds) echo "▸ go build: $(words $(FUNCTIONS)) functions for this machine → .build/local/<name>/bootstrap" && \
+	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o .build/local/bin/ $(addprefix ./functions/,$(FUNCTIONS)) && \
+	for f in $(FUNCTIONS); do mkdir -p .build/local/$$f && mv -f .build/local/bin/$$f .build/local/$$f/bootstrap; done && touch $@
 
 .PHONY: deps
-deps: $(RIE) $(MOTO) infra/node_modules/.installed scripts/bench/powertools/node_modules/.installed ## install what local runs and tests need (RIE, moto venv, CDK CLI, the Powertools benchmark peer)
+deps: deps-local deps-bench ## install everything the targets below use (deps-local and deps-bench)
+
+.PHONY: deps-local
+deps-local: $(RIE) $(MOTO) infra/node_modules/.installed ## install what make local needs: aws-lambda-rie, the moto venv, the CDK CLI
+
+.PHONY: deps-bench
+deps-bench: scripts/bench/powertools/node_modules/.installed ## install the benchmarks' Powertools peer (make bench, and bench/cost's test in make test)
 
 $(RIE):
+	@$(call timed,installs) echo "▸ installing aws-lambda-rie into .tools/bin (go install)" && \
 	GOBIN=$(ROOT)/.tools/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
 $(MOTO):
-	python3 -m venv .venv
-	.venv/bin/pip install --disable-pip-version-check -q 'moto[server]==$(MOTO_VERSION)'
-	@echo $(MOTO_VERSION) > .venv/.moto-$(MOTO_VERSION)
+	@$(call timed,installs) echo "▸ installing moto $(MOTO_VERSION) into .venv (pip)" && \
+	python3 -m venv .venv && .venv/bin/pip install --disable-pip-version-check -q 'moto[server]==$(MOTO_VERSION)' && \
+	echo $(MOTO_VERSION) > .venv/.moto-$(MOTO_VERSION)
 
+# npm's output goes to a log, shown only when it fails.
 infra/node_modules/.installed: infra/package.json infra/package-lock.json
-	cd infra && npm ci --no-audit --no-fund --loglevel=error
+	@$(call timed,installs) echo "▸ installing the CDK CLI into infra/node_modules (npm ci)" && mkdir -p .build && \
+	(cd infra && npm ci --no-audit --no-fund --loglevel=error) > .build/npm-infra.log 2>&1 || { cat .build/npm-infra.log; exit 1; }
 	@touch $@
 
 scripts/bench/powertools/node_modules/.installed: scripts/bench/powertools/package.json scripts/bench/powertools/package-lock.json
-	cd scripts/bench/powertools && npm ci --no-audit --no-fund --loglevel=error
+	@$(call timed,installs) echo "▸ installing the benchmarks' Powertools peer into scripts/bench/powertools (npm ci)" && mkdir -p .build && \
+	(cd scripts/bench/powertools && npm ci --no-audit --no-fund --loglevel=error) > .build/npm-powertools.log 2>&1 || { cat .build/npm-powertools.log; exit 1; }
 	@touch $@
 
 .PHONY: clean

@@ -63,37 +63,49 @@ func findTopology(s *local.Stack) (topology, error) {
 	return t, nil
 }
 
+// ports are the ports a command serves on (0: any free port).
+type ports struct{ url, lambda, dashboard int }
+
 // startStack starts (or reuses) the stand-in and brings the topology up on it.
-func startStack(ctx context.Context, o *options, urlPort int) (*standin.Server, *local.Stack, error) {
+func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin.Server, *local.Stack, error) {
 	began := time.Now()
-	fmt.Printf("▸ AWS stand-in on %s\n", o.addr)
+	endpoint := "http://" + o.addr
+	stackName := "Tributary"
+	var srv *standin.Server
+	if standin.Answers(ctx, endpoint) {
+		// Something already answers there (LocalStack, another run's
+		// moto): say so, and give this run resources of its own so that
+		// earlier data cannot skew its results.
+		stackName = fmt.Sprintf("Tributary-%d", time.Now().Unix())
+		fmt.Printf("! %s already answers on %s: this run deploys onto it, as stack %s, and leaves its resources there.\n", describeEndpoint(ctx, endpoint), o.addr, stackName)
+		fmt.Printf("  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make %s (or -addr 127.0.0.1:4567).\n", o.command())
+	}
 	srv, err := standin.Start(ctx, standin.Options{Addr: o.addr, Reuse: true, Log: nil})
 	if err != nil {
 		return nil, nil, err
 	}
-	stackName := "Tributary"
-	if srv.Reused() {
-		// Something already answers there (LocalStack, or a `make local-up`):
-		// give this run its own resources so earlier data cannot skew the results.
-		stackName = fmt.Sprintf("Tributary-%d", time.Now().Unix())
-		fmt.Printf("  reusing the endpoint already answering at %s; resources prefixed %s\n", srv.Endpoint(), stackName)
-	} else {
-		fmt.Printf("  moto %s started in %s\n", standin.MotoVersion, time.Since(began).Round(time.Millisecond))
+	if !srv.Reused() {
+		fmt.Printf("▸ started the AWS stand-in, moto %s, on %s in %s\n", standin.MotoVersion, o.addr, roundDuration(time.Since(began)))
 	}
+	tm.since("stand-in", began)
 	var logf func(fn, line string)
 	if o.verbose {
 		logf = func(fn, line string) { fmt.Printf("    [%s] %s\n", fn, line) }
 	}
+	began = time.Now()
 	stack, err := local.Up(ctx, local.Options{
 		Template:      o.template,
 		Functions:     o.bin,
 		Endpoint:      srv.Endpoint(),
 		Stack:         stackName,
-		URLPort:       urlPort,
+		URLPort:       p.url,
+		LambdaPort:    p.lambda,
 		Progress:      os.Stdout,
+		Verbose:       o.verbose,
 		Logs:          logf,
 		ScheduleEvery: o.scheduleEvery,
 	})
+	tm.since("deploy and start", began)
 	if err != nil {
 		_ = srv.Stop()
 		return nil, nil, err
@@ -101,16 +113,69 @@ func startStack(ctx context.Context, o *options, urlPort int) (*standin.Server, 
 	return srv, stack, nil
 }
 
+// command is the make target that runs the current subcommand.
+func (o *options) command() string {
+	if o.cmd == "up" {
+		return "local-up"
+	}
+	return "local"
+}
+
+// outcome is what the run showed, for its summary.
+type outcome struct {
+	sent, sample, followers, late  int
+	windows, resent, corrected     int
+	quarantinedSeq                 string
+	tasks, taskMessages, workerEnv int
+	screenshot                     string
+}
+
 func run(ctx context.Context, o *options) (err error) {
-	began := time.Now()
-	srv, stack, err := startStack(ctx, o, 0)
+	tm := loadTimings(o.root)
+	defer tm.done()
+	srv, stack, err := startStack(ctx, o, tm, ports{o.port("url-port", o.urlPort, false), o.port("lambda-port", o.lambdaPort, false), o.port("dashboard-port", o.dashboardPort, false)})
 	if err != nil {
 		return err
 	}
-	defer func() {
-		fmt.Println("▸ stopping functions, mappings and the stand-in")
-		err = errors.Join(err, stack.Close(), srv.Stop())
-	}()
+	stopped := false
+	stopAll := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		return errors.Join(stack.Close(), srv.Stop())
+	}
+	defer func() { err = errors.Join(err, stopAll()) }()
+
+	demoStart := time.Now()
+	var out outcome
+	if err := demo(ctx, o, stack, &out); err != nil {
+		return err
+	}
+	tm.since("demo", demoStart)
+
+	began := time.Now()
+	if err := stopAll(); err != nil {
+		return err
+	}
+	tm.since("stop", began)
+
+	fmt.Println("▸ summary")
+	fmt.Printf("  ✓ %d events sent (%d sample events through ingest, %d valid records written after a malformed one, %d late event):\n", out.sent, out.sample, out.followers, out.late)
+	fmt.Printf("    each counted exactly once in %d windows; %d resent copies suppressed by event id\n", out.windows, out.resent)
+	fmt.Printf("  ✓ the malformed record (sequence number %s) quarantined once its retries ran out; the late event applied as a correction\n", out.quarantinedSeq)
+	fmt.Println("  ✓ a profile change joined by stream position; the timeline equal to the join after every change")
+	fmt.Printf("  ✓ %d tasks from %d messages over %d worker environments, each side effect once; a poison task dead-lettered and redriven once\n", out.tasks, out.taskMessages, out.workerEnv)
+	if out.screenshot != "" {
+		fmt.Printf("  dashboard screenshot: %s\n", out.screenshot)
+	}
+	fmt.Printf("  %s\n", tm)
+	return nil
+}
+
+// demo sends the sample traffic and checks every outcome.
+func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) error {
+	began := time.Now()
 	topo, err := findTopology(stack)
 	if err != nil {
 		return err
@@ -124,6 +189,7 @@ func run(ctx context.Context, o *options) (err error) {
 
 	traffic := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: o.max, Seed: o.seed, Now: now, Skew: -3 * time.Hour}
 	evs, want := traffic.Generate()
+	out.sample = len(evs)
 	fmt.Printf("▸ pipeline %q: %s windows by key, value data.ms, late policy %s (declared in infra/pipeline.json)\n", w.Pipeline.Name, w.Kind(), w.Pipeline.Late.Policy)
 	fmt.Printf("▸ sending %d events for %d keys over %d event-time minutes to ingest %s\n", len(evs), o.keys, o.minutes, topo.ingestURL)
 	fmt.Printf("  (every 4th key's device clock is 3h behind: occurredAt + (receivedAt − sentAt) puts it back)\n")
@@ -135,17 +201,18 @@ func run(ctx context.Context, o *options) (err error) {
 		return err
 	}
 	resend := evs[:min(25, len(evs))]
+	out.resent = len(resend)
 	fmt.Printf("▸ a producer that timed out resends %d of those events (the same bytes: same ids, new records on the stream)\n", len(resend))
-	res, err := w.ResendAndCheck(ctx, stack.Stats(), topo.ingestURL, resend, want, from, to)
-	if err != nil {
+	if _, err := w.ResendAndCheck(ctx, stack.Stats(), topo.ingestURL, resend, want, from, to); err != nil {
 		return err
 	}
-	fmt.Printf("  aggregate received them (%d records) and suppressed each by its event id: every window unchanged\n", res.Delivered)
+	fmt.Printf("  the %d copies reached aggregate and each was suppressed by its event id: every window unchanged\n", len(resend))
 
 	// A malformed record followed, in the same batch, by valid ones: the
 	// batch fails at the malformed record and is retried from it, so the
 	// valid ones after it are delivered again and again — and applied once.
 	followers := local.FollowerEvents(now, 5)
+	out.followers = len(followers)
 	for _, e := range followers {
 		want[local.WindowKey{Key: e.Key, Window: e.OccurredAt.Truncate(time.Minute).Format(time.RFC3339)}]++
 	}
@@ -154,6 +221,7 @@ func run(ctx context.Context, o *options) (err error) {
 	if err != nil {
 		return err
 	}
+	out.quarantinedSeq = seq
 	fmt.Printf("  the batch fails at sequence number %s and is retried from it: the 5 valid records come again\n", seq)
 	fmt.Println("  each retry (the fence skips what was applied); after 3 retries the batch goes to the failures queue")
 	recs, err := local.WaitQuarantined(ctx, cfg, topo.quarantine, seq)
@@ -167,10 +235,11 @@ func run(ctx context.Context, o *options) (err error) {
 	}
 
 	late := local.LateEvent(traffic, now)
+	out.late = 1
 	want[local.WindowKey{Key: late.Key, Window: late.OccurredAt.Truncate(time.Minute).Format(time.RFC3339)}]++
 	fmt.Printf("▸ a late event for %s at %s: its window is final, so under the correct policy it is applied\n", late.Key, late.OccurredAt.Format("15:04:05"))
 	fmt.Println("  as a correction: the window's revision goes up and a correction with the previous value is emitted")
-	if _, err := local.Send(ctx, topo.ingestURL, []stream.Envelope{late}, 1, os.Stdout); err != nil {
+	if _, err := local.Send(ctx, topo.ingestURL, []stream.Envelope{late}, 1, io.Discard); err != nil {
 		return err
 	}
 	corrected := func(vs []state.View) bool {
@@ -181,6 +250,7 @@ func run(ctx context.Context, o *options) (err error) {
 		}
 		return false
 	}
+	fmt.Printf("  waiting for the %d valid records after the malformed one and the late event to be applied\n", len(followers))
 	vs, err := w.Wait(ctx, want, from, to, corrected, os.Stdout)
 	if err != nil {
 		return err
@@ -188,46 +258,31 @@ func run(ctx context.Context, o *options) (err error) {
 	if err := demoJoins(ctx, stack, topo.ingestURL); err != nil {
 		return err
 	}
-	if err := demoWork(ctx, stack, topo.eventsName); err != nil {
+	if err := demoWork(ctx, stack, topo.eventsName, out); err != nil {
 		return err
 	}
+	out.sent = want.Total()
+	out.windows = len(vs)
 	fmt.Printf("▸ windows in DynamoDB table %s (a window is final once the shard's watermark passes its end)\n", w.Table)
+	fmt.Println("  SENT is what this run sent for the window, COUNT what the table holds; REVISION 0 = open, 1 = final, 2+ = corrected")
 	bad := local.PrintWindows(os.Stdout, w.Kind(), want, vs)
-	fmt.Println("▸ event source mappings")
+	fmt.Println("▸ event source mappings (RECORDS counts every delivery, retried batches included; ITEM FAILURES are records a")
+	fmt.Println("  function reported failed; TO ON-FAILURE are records given up on and described on the failures queue)")
 	stack.Stats().Print(os.Stdout)
 	if outs, err := w.ReadOutputs(ctx); err == nil && len(outs) > 0 {
-		counts := map[string]int{}
-		var correction, session string
-		for _, o := range outs {
-			var out struct{ Type, Window string }
-			if json.Unmarshal([]byte(o), &out) != nil {
-				continue
-			}
-			kind, _, _ := strings.Cut(out.Window, ":")
-			counts[out.Type+" "+kind]++
-			if out.Type == "correction" && correction == "" {
-				correction = o
-			}
-			if kind == "session" && out.Type == "final" && session == "" {
-				session = o
-			}
-		}
-		fmt.Printf("▸ output stream %s: %d records\n", w.Output, len(outs))
-		for _, k := range sortedKeys(counts) {
-			fmt.Printf("    %-22s %d\n", k, counts[k])
-		}
-		for _, o := range []string{session, correction} {
-			if o != "" {
-				fmt.Printf("    %s\n", truncate(o, 260))
-			}
-		}
+		printOutputs(w.Output, outs)
 	}
 	if err := stack.FlushLogs(ctx); err == nil {
-		if ms, err := cloudwatchlocal.Metrics(ctx, cfg, "Tributary", began.Add(-time.Minute)); err == nil {
-			fmt.Println("▸ metrics (CloudWatch, namespace Tributary)")
+		if ms, err := cloudwatchlocal.MetricsBetween(ctx, cfg, "Tributary", began, time.Now()); err == nil {
+			fmt.Println("▸ CloudWatch metrics of this run (namespace Tributary, data points stamped since the run began):")
+			fmt.Println("  sum = total over the run, count = data points (one per invocation that published the metric)")
 			for _, m := range ms {
 				if f := m.Dimensions["Function"]; f == "aggregate" || f == "worker" || f == "enrich" {
-					fmt.Printf("    %s\n", m)
+					note := ""
+					if own := stack.OwnMetric(m); own != m.Sum {
+						note = fmt.Sprintf("   (this run put %g: another run on this endpoint published the rest)", own)
+					}
+					fmt.Printf("    %s%s\n", m, note)
 				}
 			}
 		}
@@ -235,8 +290,35 @@ func run(ctx context.Context, o *options) (err error) {
 	if bad > 0 {
 		return fmt.Errorf("%d windows differ from what was sent", bad)
 	}
-	fmt.Printf("▸ every event counted exactly once, resent copies included; malformed record quarantined; late event corrected;\n  profile change joined by stream position; timeline kept equal to the join;\n  tasks load-balanced, events fanned out, poison task dead-lettered with its reason and redriven; total %s\n", time.Since(began).Round(time.Millisecond))
 	return nil
+}
+
+func printOutputs(stream string, outs []string) {
+	counts := map[string]int{}
+	var correction, session string
+	for _, o := range outs {
+		var out struct{ Type, Window string }
+		if json.Unmarshal([]byte(o), &out) != nil {
+			continue
+		}
+		kind, _, _ := strings.Cut(out.Window, ":")
+		counts[out.Type+" "+kind]++
+		if out.Type == "correction" && correction == "" {
+			correction = o
+		}
+		if kind == "session" && out.Type == "final" && session == "" {
+			session = o
+		}
+	}
+	fmt.Printf("▸ output stream %s: %d records (final results, corrections and retractions, by window kind)\n", stream, len(outs))
+	for _, k := range sortedKeys(counts) {
+		fmt.Printf("    %-22s %d\n", k, counts[k])
+	}
+	for _, o := range []string{session, correction} {
+		if o != "" {
+			fmt.Printf("    %s\n", truncate(o, 260))
+		}
+	}
 }
 
 // demoJoins shows the two joins on live tables: a profile change flowing
@@ -265,7 +347,7 @@ func demoJoins(ctx context.Context, stack *local.Stack, ingestURL string) error 
 // are not run again — next to fan-out, where every subscriber of the events
 // stream gets every event; then a task that fails permanently reaches the
 // DLQ with its reason, the cause is fixed, and a redrive runs it once.
-func demoWork(ctx context.Context, stack *local.Stack, eventsStream string) error {
+func demoWork(ctx context.Context, stack *local.Stack, eventsStream string, out *outcome) error {
 	work, err := stack.FindWork()
 	if err != nil {
 		return err
@@ -300,11 +382,13 @@ func demoWork(ctx context.Context, stack *local.Stack, eventsStream string) erro
 	if twice > 0 {
 		return fmt.Errorf("%d tasks' side effects ran more than once", twice)
 	}
+	out.tasks, out.taskMessages = len(ids), 40
 	fmt.Printf("    40 messages, 30 tasks, each task's side effect ran exactly once (table %s)\n", work.Results)
 	envs, err := work.Environments(ctx, cfg, ids)
 	if err != nil {
 		return err
 	}
+	out.workerEnv = len(envs)
 	fmt.Printf("  load balancing: %s; each side effect once\n", describeEnvironments(len(ids), envs))
 	fan, err := stack.FanOut(ctx, eventsStream, 10*time.Second)
 	if err != nil {
@@ -342,7 +426,7 @@ func describeEnvironments(tasks int, envs map[string]int) string {
 		}
 		parts[i] = fmt.Sprintf("%s %d", short, envs[e])
 	}
-	return fmt.Sprintf("%d tasks over %d worker environments: %s", tasks, len(envs), strings.Join(parts, " · "))
+	return fmt.Sprintf("%d tasks over %d worker environments (by log stream): %s", tasks, len(envs), strings.Join(parts, " · "))
 }
 
 // demoDeadLetter sends a task that needs a task never sent: the worker

@@ -91,6 +91,8 @@ func (t Traffic) Generate() ([]stream.Envelope, Counts) {
 // many were accepted. Generate stamps sentAt for "now"; send right after it.
 func Send(ctx context.Context, url string, evs []stream.Envelope, batch int, progress io.Writer) (int, error) {
 	accepted := 0
+	status := newStatusLine(progress)
+	defer status.Done()
 	for i := 0; i < len(evs); i += batch {
 		chunk := evs[i:min(i+batch, len(evs))]
 		body, err := json.Marshal(chunk)
@@ -118,9 +120,8 @@ func Send(ctx context.Context, url string, evs []stream.Envelope, batch int, pro
 			return accepted, fmt.Errorf("ingest response: %w: %s", err, respBody)
 		}
 		accepted += r.Accepted
-		fmt.Fprintf(progress, "\r    sent %d/%d events", accepted, len(evs))
+		status.Set("    sent %d/%d events", accepted, len(evs))
 	}
-	fmt.Fprintln(progress)
 	return accepted, nil
 }
 

@@ -37,8 +37,15 @@ type Options struct {
 	// URLPort, when not 0, is the first port function URLs listen on
 	// (127.0.0.1:URLPort, URLPort+1, ...); 0 picks free ports.
 	URLPort int
-	// Progress receives one line per step; nil discards.
+	// LambdaPort is the port of the local Lambda Invoke API on 127.0.0.1
+	// (`aws lambda invoke --endpoint-url`); 0 picks a free port, -1 serves
+	// none.
+	LambdaPort int
+	// Progress receives a few lines per step; nil discards.
 	Progress io.Writer
+	// Verbose also lists every resource created, every function with its
+	// physical name and every mapping on Progress.
+	Verbose bool
 	// Logs, when set, also receives every function log line.
 	Logs func(function, line string)
 	// ScheduleEvery, when > 0, fires the template's EventBridge schedules
@@ -54,8 +61,12 @@ type Options struct {
 type Stack struct {
 	cfg        aws.Config
 	deployment *template.Deployment
+	specs      []template.FunctionSpec
 	functions  map[string]*rie.Function // by binary name
-	urls       map[string]*functionURL  // by binary name
+	invokeAPI  *invokeServer
+	invLogs    *invocationLogs
+	runCtx     context.Context         // ends with Close
+	urls       map[string]*functionURL // by binary name
 	sink       *cloudwatchlocal.Sink
 	queueStats *cloudwatchlocal.QueueMetrics
 	stats      *Stats
@@ -90,6 +101,8 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		functions: map[string]*rie.Function{},
 		urls:      map[string]*functionURL{},
 		stats:     newStats(),
+		invLogs:   newInvocationLogs(),
+		runCtx:    runCtx,
 		cancel:    cancel,
 		errs:      make(chan error, 64),
 		progress:  progress,
@@ -100,20 +113,28 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 	}()
 
-	step := s.step("deploying template onto " + opts.Endpoint)
+	began := time.Now()
+	fmt.Fprintf(progress, "▸ deploying %s onto %s as stack %s\n", opts.Template, opts.Endpoint, opts.Stack)
+	report := newDeployReport(tpl)
 	s.deployment, err = template.Provision(ctx, cfg, tpl, template.ProvisionOptions{
-		Stack:    opts.Stack,
-		Progress: func(msg string) { fmt.Fprintf(progress, "    %s\n", msg) },
+		Stack: opts.Stack,
+		Progress: func(msg string) {
+			report.add(msg)
+			if opts.Verbose {
+				fmt.Fprintf(progress, "    %s\n", msg)
+			}
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	step()
+	report.print(progress, s.deployment, time.Since(began))
 
 	specs, err := s.deployment.Functions()
 	if err != nil {
 		return nil, err
 	}
+	s.specs = specs
 	groups := map[string]string{}
 	for _, f := range specs {
 		groups[f.FunctionName] = f.LogGroup
@@ -140,6 +161,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		// execution environment in its own log stream.
 		if !strings.Contains(line, "] (rapid) ") {
 			s.sink.StreamLine(function, logStream, line)
+			s.invLogs.line(logStream, line)
 		}
 		if opts.Logs != nil {
 			opts.Logs(function, line)
@@ -150,7 +172,8 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	step = s.step(fmt.Sprintf("starting %d functions under aws-lambda-rie", len(specs)))
+	began = time.Now()
+	environments := 0
 	byLogical := map[string]*rie.Function{}
 	for _, f := range specs {
 		bootstrap := filepath.Join(opts.Functions, f.Binary, "bootstrap")
@@ -181,11 +204,21 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		s.functions[f.Binary] = fn
 		byLogical[f.LogicalID] = fn
-		fmt.Fprintf(progress, "    %-12s %s (%d execution environments)\n", f.Binary, f.FunctionName, instancesFor(f, mappings))
+		environments += instancesFor(f, mappings)
+		if opts.Verbose {
+			fmt.Fprintf(progress, "    %-12s %s (%d execution environments)\n", f.Binary, f.FunctionName, instancesFor(f, mappings))
+		}
 	}
-	step()
+	binaries := make([]string, 0, len(specs))
+	for _, f := range specs {
+		binaries = append(binaries, f.Binary)
+	}
+	sort.Strings(binaries)
+	fmt.Fprintf(progress, "▸ started %d functions under aws-lambda-rie in %s (%d execution environments): %s\n",
+		len(specs), time.Since(began).Round(100*time.Millisecond), environments, strings.Join(binaries, ", "))
 
-	step = s.step(fmt.Sprintf("starting %d event source mappings", len(mappings)))
+	labels := sourceLabels(s.deployment)
+	var sources []string
 	for _, m := range mappings {
 		fn, ok := byLogical[m.FunctionLogicalID]
 		if !ok {
@@ -215,9 +248,15 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 				s.errs <- fmt.Errorf("mapping %s → %s: %w", m.SourceARN, binary, runErr)
 			}
 		}()
-		fmt.Fprintf(progress, "    %-12s ← %s (batch %d)\n", binary, shortARN(m.SourceARN), settings.BatchSize)
+		label := labels.of(m)
+		sources = append(sources, binary+" ← "+label)
+		if opts.Verbose {
+			fmt.Fprintf(progress, "    %-12s ← %s (batch %d)\n", binary, label, settings.BatchSize)
+		}
 	}
-	step()
+	if len(mappings) > 0 {
+		fmt.Fprintf(progress, "▸ playing %d event source mappings: %s\n", len(mappings), strings.Join(sources, "; "))
+	}
 
 	schedules, err := s.deployment.Schedules()
 	if err != nil {
@@ -257,7 +296,14 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if u.AuthType == "AWS_IAM" {
 			note = " (AuthType AWS_IAM is not enforced locally)"
 		}
-		fmt.Fprintf(progress, "    function URL %-12s %s%s\n", binary, fu.URL(), note)
+		fmt.Fprintf(progress, "    function URL of %s: %s%s\n", binary, fu.URL(), note)
+	}
+	if opts.LambdaPort >= 0 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.LambdaPort))
+		if s.invokeAPI, err = newInvokeServer(s, addr, progress); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "    Lambda Invoke API: %s (aws lambda invoke --endpoint-url %s --function-name <function> …)\n", s.invokeAPI.URL(), s.invokeAPI.URL())
 	}
 	return s, nil
 }
@@ -296,6 +342,11 @@ func (s *Stack) Errors() <-chan error { return s.errs }
 // stand-in's CloudWatch now, without waiting for the next interval.
 func (s *Stack) PublishQueueMetrics(ctx context.Context) error { return s.queueStats.Publish(ctx) }
 
+// OwnMetric is the sum of the values this stack's functions (and the
+// runner's emulated service metrics) put to m's series, to tell them from
+// another run's on a shared endpoint.
+func (s *Stack) OwnMetric(m cloudwatchlocal.MetricSummary) float64 { return s.sink.Own(m) }
+
 // FlushLogs sends buffered log lines and metrics to the stand-in's CloudWatch now.
 func (s *Stack) FlushLogs(ctx context.Context) error { return s.sink.Flush(ctx) }
 
@@ -315,6 +366,9 @@ func (s *Stack) Close() error {
 	for _, u := range s.urls {
 		errs = append(errs, u.close(ctx))
 	}
+	if s.invokeAPI != nil {
+		errs = append(errs, s.invokeAPI.close(ctx))
+	}
 	for _, f := range s.functions {
 		errs = append(errs, f.Stop())
 	}
@@ -322,14 +376,6 @@ func (s *Stack) Close() error {
 		errs = append(errs, s.sink.Close(ctx))
 	}
 	return errors.Join(errs...)
-}
-
-func (s *Stack) step(msg string) func() {
-	start := time.Now()
-	fmt.Fprintf(s.progress, "▸ %s\n", msg)
-	return func() {
-		fmt.Fprintf(s.progress, "  done in %s\n", time.Since(start).Round(time.Millisecond))
-	}
 }
 
 // maxEnvironments caps a function's execution environments locally (the
@@ -401,15 +447,6 @@ func toSettings(m template.MappingSpec, specs []template.FunctionSpec) eventsour
 	}
 }
 
-func shortARN(arn string) string {
-	for i := len(arn) - 1; i >= 0; i-- {
-		if arn[i] == ':' {
-			return arn[i+1:]
-		}
-	}
-	return arn
-}
-
 // sortedKeys returns m's keys in order, for stable printing.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -418,4 +455,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func shortARN(arn string) string {
+	for i := len(arn) - 1; i >= 0; i-- {
+		if arn[i] == ':' {
+			return arn[i+1:]
+		}
+	}
+	return arn
 }

@@ -31,10 +31,10 @@ func paths(t *testing.T) (root, tpl, bin string) {
 	}
 	tpl = filepath.Join(root, "infra", "cdk.out", "Tributary.template.json")
 	bin = filepath.Join(root, ".build", "local")
-	cmd := exec.Command("make", "-s", "-C", root, "deps", "functions-local", "synth")
+	cmd := exec.Command("make", "-s", "-C", root, "deps-local", "functions-local", "synth")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("make deps functions-local synth: %v", err)
+		t.Fatalf("make deps-local functions-local synth: %v", err)
 	}
 	return root, tpl, bin
 }

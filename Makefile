@@ -35,7 +35,7 @@ help: ## list the targets
 ## ---- the two commands -------------------------------------------------------
 
 .PHONY: local
-local: local-banner deps-local functions-local synth $(RUNNER) ## run the whole topology locally, send sample traffic, print results, exit
+local: local-banner deps-local deps-browser functions-local synth $(RUNNER) ## run the whole topology locally, send sample traffic, print results, exit
 	@$(RUNNER) run
 
 .PHONY: local-banner
@@ -44,7 +44,7 @@ local-banner:
 	@echo "deploy infra/cdk.out onto it and run every function under aws-lambda-rie; $(if $(filter local-up,$(MAKECMDGOALS)),keep it running until Ctrl-C.,send sample traffic, check every result, stop.)"
 
 .PHONY: test
-test: deps-local deps-bench functions-local synth ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions)
+test: deps-local deps-bench deps-browser functions-local synth ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 	cd infra && $(GO) test -count=1 -timeout 10m ./...
@@ -112,10 +112,24 @@ functions-local: .build/local/.built ## build every function for this machine (r
 	for f in $(FUNCTIONS); do mkdir -p .build/local/$$f && mv -f .build/local/bin/$$f .build/local/$$f/bootstrap; done && touch $@
 
 .PHONY: deps
-deps: deps-local deps-bench ## install everything the targets below use (deps-local and deps-bench)
+deps: deps-local deps-bench deps-browser ## install everything the targets below use (deps-local, deps-bench, deps-browser)
 
 .PHONY: deps-local
 deps-local: $(RIE) $(MOTO) infra/node_modules/.installed ## install what make local needs: aws-lambda-rie, the moto venv, the CDK CLI
+
+# Debian's chromium, for the dashboard's browser test and make local's screenshot;
+# installed with apt-get when missing and this user may (root, or sudo without a
+# password). When it cannot be, make local takes no screenshot and the browser
+# test skips, each saying why.
+.PHONY: deps-browser
+deps-browser: ## install chromium (apt-get install -y chromium) when /usr/bin/chromium is missing
+	@if [ -z "$$TRIBUTARY_CHROMIUM" ] && [ ! -x /usr/bin/chromium ]; then $(call timed,installs) mkdir -p .build; \
+	  if [ "$$(id -u)" = 0 ]; then apt=apt-get; elif sudo -n true 2>/dev/null; then apt="sudo -n apt-get"; else apt=; fi; \
+	  if [ -z "$$apt" ]; then echo "▸ chromium is missing and this user cannot install it (apt-get install -y chromium as root): no dashboard screenshot, the browser test skips"; exit 0; fi; \
+	  echo "▸ installing chromium (apt-get install -y chromium)"; \
+	  { $$apt install -y -q chromium || { $$apt update -q && $$apt install -y -q chromium; }; } > .build/apt-chromium.log 2>&1 || \
+	    echo "▸ could not install chromium (.build/apt-chromium.log says why): no dashboard screenshot, the browser test skips"; \
+	fi
 
 .PHONY: deps-bench
 deps-bench: scripts/bench/powertools/node_modules/.installed ## install the benchmarks' Powertools peer (make bench, and bench/cost's test in make test)

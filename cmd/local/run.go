@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary-dev/tributary/internal/headless"
 	"github.com/tributary-dev/tributary/pkg/cloudwatchlocal"
 	"github.com/tributary-dev/tributary/pkg/local"
 	"github.com/tributary-dev/tributary/pkg/standin"
@@ -100,6 +101,7 @@ func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin
 		Stack:         stackName,
 		URLPort:       p.url,
 		LambdaPort:    p.lambda,
+		DashboardPort: p.dashboard,
 		Progress:      os.Stdout,
 		Verbose:       o.verbose,
 		Logs:          logf,
@@ -154,6 +156,16 @@ func run(ctx context.Context, o *options) (err error) {
 	}
 	tm.since("demo", demoStart)
 
+	if o.screenshot != "" && stack.DashboardURL() != "" {
+		began := time.Now()
+		if err := headless.Screenshot(ctx, stack.DashboardURL(), o.screenshot, 2*time.Second); err != nil {
+			fmt.Printf("▸ dashboard screenshot not taken: %v\n", err)
+		} else {
+			out.screenshot = o.screenshot
+		}
+		tm.since("screenshot", began)
+	}
+
 	began := time.Now()
 	if err := stopAll(); err != nil {
 		return err
@@ -167,7 +179,7 @@ func run(ctx context.Context, o *options) (err error) {
 	fmt.Println("  ✓ a profile change joined by stream position; the timeline equal to the join after every change")
 	fmt.Printf("  ✓ %d tasks from %d messages over %d worker environments, each side effect once; a poison task dead-lettered and redriven once\n", out.tasks, out.taskMessages, out.workerEnv)
 	if out.screenshot != "" {
-		fmt.Printf("  dashboard screenshot: %s\n", out.screenshot)
+		fmt.Printf("  dashboard screenshot (the stack's dashboards and the results view, as the page showed them): %s\n", out.screenshot)
 	}
 	fmt.Printf("  %s\n", tm)
 	return nil

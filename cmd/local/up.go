@@ -35,8 +35,9 @@ Tributary is running locally (up in %s). Ctrl-C stops it.
   export AWS_ENDPOINT_URL=%s AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
   ingest URL     %s   (pipeline %s)
   Lambda API     %s   (aws lambda invoke --endpoint-url %s --function-name ingest --payload fileb://events/ingest/function-url-post.json out.json)
+  dashboard      %s   (the stack's CloudWatch dashboards and the window results, refreshing every 5s)
 
-`, roundDuration(tm.total()), srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.windows.Pipeline.Name, stack.InvokeURL(), stack.InvokeURL())
+`, roundDuration(tm.total()), srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.windows.Pipeline.Name, stack.InvokeURL(), stack.InvokeURL(), stack.DashboardURL())
 	res.Print(os.Stdout)
 	fmt.Printf(`
 Send an event:

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,8 @@ type Sink struct {
 	streams map[string]*logStream // by function name and log stream
 	pending map[string][]cwtypes.MetricDatum
 	totals  map[string]float64 // sum of every value put, by namespace and series (seriesKey)
+	samples map[string][]Sample // the values put, by namespace and series, for percentiles
+	nsamples int
 	errs    []error
 	closed  bool
 
@@ -124,6 +127,7 @@ func NewSink(ctx context.Context, cfg aws.Config, opts SinkOptions) (*Sink, erro
 		streams: map[string]*logStream{},
 		pending: map[string][]cwtypes.MetricDatum{},
 		totals:  map[string]float64{},
+		samples: map[string][]Sample{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -212,7 +216,7 @@ func (s *Sink) StreamLine(function, stream, line string) {
 	for ns, ds := range batch {
 		s.pending[ns] = append(s.pending[ns], ds...)
 		for _, d := range ds {
-			s.totals[ns+"/"+seriesKey(cwtypes.Metric{MetricName: d.MetricName, Dimensions: d.Dimensions})] += datumSum(d)
+			s.record(ns, d)
 		}
 	}
 	if emfErr != nil {
@@ -241,8 +245,71 @@ func (s *Sink) Put(namespace string, data ...cwtypes.MetricDatum) {
 	}
 	s.pending[namespace] = append(s.pending[namespace], data...)
 	for _, d := range data {
-		s.totals[namespace+"/"+seriesKey(cwtypes.Metric{MetricName: d.MetricName, Dimensions: d.Dimensions})] += datumSum(d)
+		s.record(namespace, d)
 	}
+}
+
+// maxSamples bounds the values kept for percentiles, over all series; the
+// oldest half of a series goes when it is reached.
+const maxSamples = 200_000
+
+// Sample is one value put to a series, observed Count times.
+type Sample struct {
+	At           time.Time
+	Value, Count float64
+}
+
+// record adds d to the totals and samples; callers hold mu.
+func (s *Sink) record(namespace string, d cwtypes.MetricDatum) {
+	k := namespace + "/" + seriesKey(cwtypes.Metric{MetricName: d.MetricName, Dimensions: d.Dimensions})
+	s.totals[k] += datumSum(d)
+	at := aws.ToTime(d.Timestamp)
+	if at.IsZero() {
+		at = s.opts.Now()
+	}
+	add := func(v, c float64) {
+		if s.nsamples >= maxSamples {
+			old := s.samples[k]
+			drop := (len(old) + 1) / 2
+			s.samples[k] = append(old[:0], old[drop:]...)
+			s.nsamples -= drop
+		}
+		s.samples[k] = append(s.samples[k], Sample{At: at, Value: v, Count: c})
+		s.nsamples++
+	}
+	if d.Value != nil {
+		add(*d.Value, 1)
+		return
+	}
+	for i, v := range d.Values {
+		c := 1.0
+		if i < len(d.Counts) {
+			c = d.Counts[i]
+		}
+		add(v, c)
+	}
+}
+
+// Samples returns the values this sink put to the series (namespace, name,
+// dimensions) stamped in [from, to), oldest first. CloudWatch computes
+// percentile statistics (p50, p99) from such values; moto does not, so a
+// local reader computes them from these.
+func (s *Sink) Samples(namespace, name string, dims map[string]string, from, to time.Time) []Sample {
+	ds := make([]cwtypes.Dimension, 0, len(dims))
+	for k, v := range dims {
+		ds = append(ds, cwtypes.Dimension{Name: aws.String(k), Value: aws.String(v)})
+	}
+	k := namespace + "/" + seriesKey(cwtypes.Metric{MetricName: aws.String(name), Dimensions: ds})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Sample
+	for _, x := range s.samples[k] {
+		if !x.At.Before(from) && x.At.Before(to) {
+			out = append(out, x)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
 }
 
 // Own returns the sum of the values this sink has put to m's series (its

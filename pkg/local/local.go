@@ -37,6 +37,10 @@ type Options struct {
 	// URLPort, when not 0, is the first port function URLs listen on
 	// (127.0.0.1:URLPort, URLPort+1, ...); 0 picks free ports.
 	URLPort int
+	// DashboardPort is the port of the dashboard page on 127.0.0.1 (the
+	// stack's CloudWatch dashboards and the results view); 0 picks a free
+	// port, -1 serves none.
+	DashboardPort int
 	// LambdaPort is the port of the local Lambda Invoke API on 127.0.0.1
 	// (`aws lambda invoke --endpoint-url`); 0 picks a free port, -1 serves
 	// none.
@@ -63,7 +67,9 @@ type Stack struct {
 	deployment *template.Deployment
 	specs      []template.FunctionSpec
 	functions  map[string]*rie.Function // by binary name
+	metered    map[string]*meteredFunction // by binary name: invoke through these
 	invokeAPI  *invokeServer
+	dashboard  *dashboardServer
 	invLogs    *invocationLogs
 	runCtx     context.Context         // ends with Close
 	urls       map[string]*functionURL // by binary name
@@ -99,6 +105,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	s := &Stack{
 		cfg:       cfg,
 		functions: map[string]*rie.Function{},
+		metered:   map[string]*meteredFunction{},
 		urls:      map[string]*functionURL{},
 		stats:     newStats(),
 		invLogs:   newInvocationLogs(),
@@ -174,7 +181,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	began = time.Now()
 	environments := 0
-	byLogical := map[string]*rie.Function{}
+	byLogical := map[string]*meteredFunction{}
 	for _, f := range specs {
 		bootstrap := filepath.Join(opts.Functions, f.Binary, "bootstrap")
 		if _, statErr := os.Stat(bootstrap); statErr != nil {
@@ -203,7 +210,8 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 			return nil, fmt.Errorf("local: starting %s: %w", f.Binary, startErr)
 		}
 		s.functions[f.Binary] = fn
-		byLogical[f.LogicalID] = fn
+		s.metered[f.Binary] = newMeteredFunction(fn, f.FunctionName, s.sink)
+		byLogical[f.LogicalID] = s.metered[f.Binary]
 		environments += instancesFor(f, mappings)
 		if opts.Verbose {
 			fmt.Fprintf(progress, "    %-12s %s (%d execution environments)\n", f.Binary, f.FunctionName, instancesFor(f, mappings))
@@ -226,6 +234,11 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		binary := binaryOf(m.FunctionLogicalID, specs)
 		settings := toSettings(m, specs)
+		if envs := instancesFor(functionOf(m.FunctionLogicalID, specs), mappings); settings.MaximumConcurrency > envs {
+			// More pollers than execution environments could only wait for
+			// one, and each idle poller costs the stand-in a poll every 50 ms.
+			settings.MaximumConcurrency = envs
+		}
 		obs := s.stats.observer(binary, m)
 		var p *eventsource.Poller
 		switch m.SourceKind {
@@ -305,6 +318,18 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		fmt.Fprintf(progress, "    Lambda Invoke API: %s (aws lambda invoke --endpoint-url %s --function-name <function> …)\n", s.invokeAPI.URL(), s.invokeAPI.URL())
 	}
+	if opts.DashboardPort >= 0 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.DashboardPort))
+		if s.dashboard, err = newDashboardServer(s, addr); err != nil {
+			return nil, err
+		}
+		names := s.Dashboards()
+		what := "dashboards " + strings.Join(names, ", ")
+		if len(names) == 0 {
+			what = "no dashboard in the template yet"
+		}
+		fmt.Fprintf(progress, "    dashboard: %s (%s, and the results view)\n", s.dashboard.URL(), what)
+	}
 	return s, nil
 }
 
@@ -319,7 +344,7 @@ func (s *Stack) URL(binary string) string {
 // Invoke calls the function built from binary with payload, as the
 // console's Test tab (or a schedule) would.
 func (s *Stack) Invoke(ctx context.Context, binary string, payload []byte) (rie.Result, error) {
-	f, ok := s.functions[binary]
+	f, ok := s.metered[binary]
 	if !ok {
 		return rie.Result{}, fmt.Errorf("local: no function %s in the template", binary)
 	}
@@ -368,6 +393,9 @@ func (s *Stack) Close() error {
 	}
 	if s.invokeAPI != nil {
 		errs = append(errs, s.invokeAPI.close(ctx))
+	}
+	if s.dashboard != nil {
+		errs = append(errs, s.dashboard.close(ctx))
 	}
 	for _, f := range s.functions {
 		errs = append(errs, f.Stop())

@@ -261,6 +261,8 @@ var nameRules = map[string]nameRule{
 	"AWS::Logs::LogGroup":        {"LogGroupName", 512},
 	"AWS::Events::Rule":          {"Name", 64},
 	"AWS::SSM::Parameter":        {"Name", 2048},
+	"AWS::CloudWatch::Alarm":     {"AlarmName", 255},
+	"AWS::CloudWatch::Dashboard": {"DashboardName", 255},
 }
 
 // generatedName is <stack>-<logicalID> within max characters (suffix, e.g.
@@ -359,6 +361,12 @@ func (d *Deployment) plan(id string) (*physicalResource, error) {
 		ph.ref = generatedName(d.stack, id, 128, "")
 	case "AWS::SSM::Parameter":
 		ph.ref = n // Type and Value: known after Provision (ssm.go)
+	case "AWS::CloudWatch::Alarm":
+		// Not created locally, but a dashboard's alarm widget names it.
+		ph.ref = n
+		ph.attrs["Arn"] = fmt.Sprintf("arn:%s:cloudwatch:%s:%s:alarm:%s", p, rg, a, n)
+	case "AWS::CloudWatch::Dashboard":
+		ph.ref = n
 	}
 	return ph, nil
 }

@@ -77,14 +77,14 @@ type Sink struct {
 	opts    SinkOptions
 	date    string // log stream date prefix, fixed at start
 
-	mu      sync.Mutex
-	streams map[string]*logStream // by function name and log stream
-	pending map[string][]cwtypes.MetricDatum
-	totals  map[string]float64 // sum of every value put, by namespace and series (seriesKey)
-	samples map[string][]Sample // the values put, by namespace and series, for percentiles
+	mu       sync.Mutex
+	streams  map[string]*logStream // by function name and log stream
+	pending  map[string][]cwtypes.MetricDatum
+	totals   map[string]float64  // sum of every value put, by namespace and series (seriesKey)
+	samples  map[string][]Sample // the values put, by namespace and series, for percentiles
 	nsamples int
-	errs    []error
-	closed  bool
+	errs     []error
+	closed   bool
 
 	sendMu sync.Mutex // one flush at a time keeps each stream's events in order
 	kick   chan struct{}

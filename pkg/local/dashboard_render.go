@@ -216,7 +216,9 @@ func timeSeriesSVG(series []plotSeries, from, to time.Time) string {
 		hi = lo + 1
 	}
 	span := to.Sub(from).Seconds()
-	x := func(t time.Time) float64 { return left + (w-left-right)*math.Max(0, math.Min(1, t.Sub(from).Seconds()/span)) }
+	x := func(t time.Time) float64 {
+		return left + (w-left-right)*math.Max(0, math.Min(1, t.Sub(from).Seconds()/span))
+	}
 	y := func(v float64) float64 { return top + (h-top-bottom)*(1-(v-lo)/(hi-lo)) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "<svg viewBox=\"0 0 %.0f %.0f\" preserveAspectRatio=\"none\" role=\"img\">", w, h)

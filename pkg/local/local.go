@@ -66,7 +66,7 @@ type Stack struct {
 	cfg        aws.Config
 	deployment *template.Deployment
 	specs      []template.FunctionSpec
-	functions  map[string]*rie.Function // by binary name
+	functions  map[string]*rie.Function    // by binary name
 	metered    map[string]*meteredFunction // by binary name: invoke through these
 	invokeAPI  *invokeServer
 	dashboard  *dashboardServer

@@ -41,6 +41,8 @@ type invokeServer struct {
 	// names maps every accepted function name to a binary: the binary name
 	// (ingest), the template's logical id, the physical name and its ARN.
 	names map[string]string
+	// known lists the binaries, for errors.
+	known []string
 	// aliases maps a local resource's friendly or logical name, as a sample
 	// event may give it, to its physical name (see localizeNames).
 	aliases  map[string]resourceAlias
@@ -72,7 +74,9 @@ func newInvokeServer(s *Stack, addr string, progress io.Writer) (*invokeServer, 
 				v.names[n] = f.Binary
 			}
 		}
+		v.known = append(v.known, f.Binary)
 	}
+	sort.Strings(v.known)
 	v.aliases = resourceAliases(s.deployment)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", v.invoke)
@@ -113,12 +117,7 @@ func (v *invokeServer) binaryFor(name, qualifier string) (string, error) {
 	if b, ok := v.names[n]; ok {
 		return b, nil
 	}
-	known := make([]string, 0, len(v.stack.functions))
-	for b := range v.stack.functions {
-		known = append(known, b)
-	}
-	sort.Strings(known)
-	return "", fmt.Errorf("no function %q here (the local functions are %s, or their logical ids, physical names or ARNs)", n, strings.Join(known, ", "))
+	return "", fmt.Errorf("no function %q here (the local functions are %s, or their logical ids, physical names or ARNs)", n, strings.Join(v.known, ", "))
 }
 
 func (v *invokeServer) invoke(w http.ResponseWriter, r *http.Request) {

@@ -31,6 +31,7 @@ type options struct {
 	screenshot    string
 
 	scheduleEvery time.Duration
+	batchWindow   time.Duration
 	// set records the flags given on the command line, so that a command
 	// can tell a default from a choice (run picks free ports unless told).
 	set map[string]bool
@@ -71,6 +72,7 @@ func bindOptions(fs *flag.FlagSet) *options {
 	fs.StringVar(&o.event, "event", "", "invoke: the JSON event file (for example events/ingest/function-url-post.json)")
 	fs.StringVar(&o.screenshot, "screenshot", filepath.Join(root, ".build", "local-dashboard.png"), "run: save a PNG of the dashboard page here at the end (\"\" = none; needs chromium)")
 	fs.DurationVar(&o.scheduleEvery, "schedule-every", 5*time.Second, "fire EventBridge schedules this often instead of their rate (0 = their rate)")
+	fs.DurationVar(&o.batchWindow, "batching-window", time.Second, "run: shorten mappings' MaximumBatchingWindow to at most this (0 = the template's; up always uses the template's)")
 	return o
 }
 

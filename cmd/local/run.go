@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,6 +107,12 @@ func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin
 		Verbose:       o.verbose,
 		Logs:          logf,
 		ScheduleEvery: o.scheduleEvery,
+		MaxBatchingWindow: func() time.Duration {
+			if o.cmd == "run" {
+				return o.batchWindow
+			}
+			return 0
+		}(),
 	})
 	tm.since("deploy and start", began)
 	if err != nil {
@@ -158,7 +165,7 @@ func run(ctx context.Context, o *options) (err error) {
 
 	if o.screenshot != "" && stack.DashboardURL() != "" {
 		began := time.Now()
-		if err := headless.Screenshot(ctx, stack.DashboardURL(), o.screenshot, 2*time.Second); err != nil {
+		if err := headless.Screenshot(ctx, stack.DashboardURL(), o.screenshot, time.Second); err != nil {
 			fmt.Printf("▸ dashboard screenshot not taken: %v\n", err)
 		} else {
 			out.screenshot = o.screenshot
@@ -198,6 +205,27 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	w := topo.windows
 	now := time.Now().UTC()
 	from, to := now.Truncate(time.Minute).Add(-time.Duration(o.minutes+1)*time.Minute), now.Add(time.Hour)
+
+	// The joins and the queue work do not touch the page views the windows
+	// part counts, so they run alongside it (the stand-in is mostly waited
+	// on); their lines are printed after the windows part's.
+	var side bytes.Buffer
+	sideDone := make(chan error, 1)
+	go func() {
+		err := demoJoins(ctx, stack, topo.ingestURL, &side)
+		if err == nil {
+			err = demoWork(ctx, stack, &side, out)
+		}
+		sideDone <- err
+	}()
+	sideErr := func() error {
+		select {
+		case err := <-sideDone:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 
 	traffic := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: o.max, Seed: o.seed, Now: now, Skew: -3 * time.Hour}
 	evs, want := traffic.Generate()
@@ -267,11 +295,21 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	if err != nil {
 		return err
 	}
-	if err := demoJoins(ctx, stack, topo.ingestURL); err != nil {
+	err = sideErr()
+	_, _ = os.Stdout.Write(side.Bytes())
+	if err != nil {
 		return err
 	}
-	if err := demoWork(ctx, stack, topo.eventsName, out); err != nil {
+	// Fan-out, once nothing more is sent: every subscriber of the events
+	// stream got every record (compare the tasks, each to one worker).
+	fan, err := stack.FanOut(ctx, topo.eventsName, 10*time.Second)
+	if err != nil {
 		return err
+	}
+	fmt.Print("▸ ")
+	fan.Print(os.Stdout)
+	if !fan.Complete() {
+		return fmt.Errorf("fan-out: a subscriber of %s missed records: %+v", topo.eventsName, fan.Subscribers)
 	}
 	out.sent = want.Total()
 	out.windows = len(vs)
@@ -336,44 +374,43 @@ func printOutputs(stream string, outs []string) {
 // demoJoins shows the two joins on live tables: a profile change flowing
 // through cdc into the enriched events after it (stream–table), and a
 // timeline following tweets, follows and unfollows (table–table).
-func demoJoins(ctx context.Context, stack *local.Stack, ingestURL string) error {
+func demoJoins(ctx context.Context, stack *local.Stack, ingestURL string, w io.Writer) error {
 	enr, err := stack.FindEnrichment()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("▸ stream–table join: profiles table %s ─cdc─► events ─enrich─► %s\n", enr.Profiles, enr.Enriched)
-	fmt.Println("  (a change's changelog record and the activity after it share the key's shard, so the join is by stream position)")
-	if err := enr.Demo(ctx, ingestURL, os.Stdout); err != nil {
+	fmt.Fprintf(w, "▸ stream–table join: profiles table %s ─cdc─► events ─enrich─► %s\n", enr.Profiles, enr.Enriched)
+	fmt.Fprintln(w, "  (a change's changelog record and the activity after it share the key's shard, so the join is by stream position)")
+	if err := enr.Demo(ctx, ingestURL, w); err != nil {
 		return err
 	}
 	tl, err := stack.FindTimelines()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("▸ table–table join: tweets ⋈ follows ─timeline─► %s, after each change\n", tl.View)
-	return tl.Demo(ctx, os.Stdout)
+	fmt.Fprintf(w, "▸ table–table join: tweets ⋈ follows ─timeline─► %s, after each change\n", tl.View)
+	return tl.Demo(ctx, w)
 }
 
 // demoWork shows load balancing with idempotent side effects — tasks on the
 // Tasks queue go each to one worker environment, the same tasks sent again
-// are not run again — next to fan-out, where every subscriber of the events
-// stream gets every event; then a task that fails permanently reaches the
-// DLQ with its reason, the cause is fixed, and a redrive runs it once.
-func demoWork(ctx context.Context, stack *local.Stack, eventsStream string, out *outcome) error {
+// are not run again; then a task that fails permanently reaches the DLQ with
+// its reason, the cause is fixed, and a redrive runs it once.
+func demoWork(ctx context.Context, stack *local.Stack, w io.Writer, out *outcome) error {
 	work, err := stack.FindWork()
 	if err != nil {
 		return err
 	}
 	cfg := stack.Config()
-	fmt.Println("▸ 30 tasks on the Tasks queue: load balancing, each message to one worker invocation")
+	fmt.Fprintln(w, "▸ 30 tasks on the Tasks queue: load balancing, each message to one worker invocation")
 	ids, err := work.SendTasks(ctx, cfg, 1, 30)
 	if err != nil {
 		return err
 	}
-	if _, err := work.WaitExecutions(ctx, cfg, ids, os.Stdout); err != nil {
+	if _, err := work.WaitExecutions(ctx, cfg, ids, w); err != nil {
 		return err
 	}
-	fmt.Println("▸ a producer retries: tasks 1–10 sent again; the idempotency record returns their stored result")
+	fmt.Fprintln(w, "▸ a producer retries: tasks 1–10 sent again; the idempotency record returns their stored result")
 	if _, err := work.SendTasks(ctx, cfg, 1, 10); err != nil {
 		return err
 	}
@@ -388,30 +425,21 @@ func demoWork(ctx context.Context, stack *local.Stack, eventsStream string, out 
 	for _, id := range ids {
 		if runs[id] != 1 {
 			twice++
-			fmt.Printf("    %s ran %d times\n", id, runs[id])
+			fmt.Fprintf(w, "    %s ran %d times\n", id, runs[id])
 		}
 	}
 	if twice > 0 {
 		return fmt.Errorf("%d tasks' side effects ran more than once", twice)
 	}
 	out.tasks, out.taskMessages = len(ids), 40
-	fmt.Printf("    40 messages, 30 tasks, each task's side effect ran exactly once (table %s)\n", work.Results)
+	fmt.Fprintf(w, "    40 messages, 30 tasks, each task's side effect ran exactly once (table %s)\n", work.Results)
 	envs, err := work.Environments(ctx, cfg, ids)
 	if err != nil {
 		return err
 	}
 	out.workerEnv = len(envs)
-	fmt.Printf("  load balancing: %s; each side effect once\n", describeEnvironments(len(ids), envs))
-	fan, err := stack.FanOut(ctx, eventsStream, 10*time.Second)
-	if err != nil {
-		return err
-	}
-	fmt.Print("  ")
-	fan.Print(os.Stdout)
-	if !fan.Complete() {
-		return fmt.Errorf("fan-out: a subscriber of %s missed records: %+v", eventsStream, fan.Subscribers)
-	}
-	return demoDeadLetter(ctx, stack, work)
+	fmt.Fprintf(w, "  load balancing: %s; each side effect once\n", describeEnvironments(len(ids), envs))
+	return demoDeadLetter(ctx, stack, work, w)
 }
 
 // describeEnvironments is "30 tasks over 3 worker environments: 1a2b3c 11 ·
@@ -444,29 +472,29 @@ func describeEnvironments(tasks int, envs map[string]int) string {
 // demoDeadLetter sends a task that needs a task never sent: the worker
 // dead-letters it at once with the reason; the DLQ depth metric shows it;
 // the operator runs the missing task and redrives; the task runs once.
-func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work) error {
+func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work, w io.Writer) error {
 	cfg := stack.Config()
 	since := time.Now().Add(-time.Second)
 	const task, missing = 31, 99
-	fmt.Printf("▸ poison: %s needs the result of %s (data.after), which nobody sent — no retry can fix that\n", local.TaskID(task), local.TaskID(missing))
+	fmt.Fprintf(w, "▸ poison: %s needs the result of %s (data.after), which nobody sent — no retry can fix that\n", local.TaskID(task), local.TaskID(missing))
 	if _, err := work.SendTask(ctx, cfg, task, missing); err != nil {
 		return err
 	}
 	if err := work.WaitDeadLettered(ctx, cfg, 1); err != nil {
 		return err
 	}
-	fmt.Printf("  the worker sent it to the DLQ %s on its first receive, with the reason (redrive -dry-run):\n", work.DLQName)
+	fmt.Fprintf(w, "  the worker sent it to the DLQ %s on its first receive, with the reason (redrive -dry-run):\n", work.DLQName)
 	var listing strings.Builder
 	if _, err := work.ShowDeadLetters(ctx, cfg, &listing); err != nil {
 		return err
 	}
 	for _, line := range strings.Split(strings.TrimRight(listing.String(), "\n"), "\n") {
-		fmt.Printf("    %s\n", truncate(line, 220))
+		fmt.Fprintf(w, "    %s\n", truncate(line, 220))
 	}
-	if err := printDLQDepth(ctx, stack, work, since, 1); err != nil {
+	if err := printDLQDepth(ctx, stack, work, since, 1, w); err != nil {
 		return err
 	}
-	fmt.Printf("▸ the operator fixes the cause: %s is sent and runs\n", local.TaskID(missing))
+	fmt.Fprintf(w, "▸ the operator fixes the cause: %s is sent and runs\n", local.TaskID(missing))
 	dep, err := work.SendTask(ctx, cfg, missing, 0)
 	if err != nil {
 		return err
@@ -478,7 +506,7 @@ func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work) e
 	if err != nil {
 		return err
 	}
-	fmt.Printf("▸ redrive %s → Tasks: %s (the dead-letter attributes are dropped on the way back)\n", work.DLQName, res)
+	fmt.Fprintf(w, "▸ redrive %s → Tasks: %s (the dead-letter attributes are dropped on the way back)\n", work.DLQName, res)
 	if res.Moved != 1 {
 		return fmt.Errorf("redrive moved %d messages, want 1", res.Moved)
 	}
@@ -492,14 +520,14 @@ func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work) e
 	if n := runs[local.TaskID(task)]; n != 1 {
 		return fmt.Errorf("%s ran %d times after the redrive, want 1", local.TaskID(task), n)
 	}
-	fmt.Printf("    %s ran exactly once\n", local.TaskID(task))
-	return printDLQDepth(ctx, stack, work, since, 0)
+	fmt.Fprintf(w, "    %s ran exactly once\n", local.TaskID(task))
+	return printDLQDepth(ctx, stack, work, since, 0, w)
 }
 
 // printDLQDepth publishes the queues' AWS/SQS metrics (as SQS does every
 // minute on AWS) and prints the DLQ's depth read back from CloudWatch — what
 // the DLQ alarm watches.
-func printDLQDepth(ctx context.Context, stack *local.Stack, work *local.Work, since time.Time, want float64) error {
+func printDLQDepth(ctx context.Context, stack *local.Stack, work *local.Work, since time.Time, want float64, w io.Writer) error {
 	if err := stack.PublishQueueMetrics(ctx); err != nil {
 		return err
 	}
@@ -514,7 +542,7 @@ func printDLQDepth(ctx context.Context, stack *local.Stack, work *local.Work, si
 	if v >= 1 {
 		state = "ALARM"
 	}
-	fmt.Printf("  DLQ depth (CloudWatch %s %s{QueueName=%s}): %g → its alarm would be %s\n",
+	fmt.Fprintf(w, "  DLQ depth (CloudWatch %s %s{QueueName=%s}): %g → its alarm would be %s\n",
 		cloudwatchlocal.SQSNamespace, cloudwatchlocal.MetricMessagesVisible, work.DLQName, v, state)
 	if v != want {
 		return fmt.Errorf("DLQ depth metric %g, want %g", v, want)

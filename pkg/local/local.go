@@ -55,6 +55,10 @@ type Options struct {
 	// ScheduleEvery, when > 0, fires the template's EventBridge schedules
 	// this often instead of at their rate (make local shortens a minute).
 	ScheduleEvery time.Duration
+	// MaxBatchingWindow, when > 0, caps every mapping's
+	// MaximumBatchingWindow (make local shortens the aggregate mapping's 5 s,
+	// as it shortens the ticker's minute); each capped mapping is reported.
+	MaxBatchingWindow time.Duration
 	// QueueMetricsEvery is how often every queue's AWS/SQS depth metrics are
 	// published to the stand-in's CloudWatch (AWS: every minute); 0 means
 	// every 5 seconds.
@@ -226,7 +230,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		len(specs), time.Since(began).Round(100*time.Millisecond), environments, strings.Join(binaries, ", "))
 
 	labels := sourceLabels(s.deployment)
-	var sources []string
+	var sources, capped []string
 	for _, m := range mappings {
 		fn, ok := byLogical[m.FunctionLogicalID]
 		if !ok {
@@ -238,6 +242,10 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 			// More pollers than execution environments could only wait for
 			// one, and each idle poller costs the stand-in a poll every 50 ms.
 			settings.MaximumConcurrency = envs
+		}
+		if opts.MaxBatchingWindow > 0 && settings.MaximumBatchingWindow > opts.MaxBatchingWindow {
+			capped = append(capped, fmt.Sprintf("%s %s", binary, settings.MaximumBatchingWindow))
+			settings.MaximumBatchingWindow = opts.MaxBatchingWindow
 		}
 		obs := s.stats.observer(binary, m)
 		var p *eventsource.Poller
@@ -269,6 +277,9 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	if len(mappings) > 0 {
 		fmt.Fprintf(progress, "▸ playing %d event source mappings: %s\n", len(mappings), strings.Join(sources, "; "))
+	}
+	if len(capped) > 0 {
+		fmt.Fprintf(progress, "  not as on AWS: batching windows shortened to %s here (the template's: %s)\n", opts.MaxBatchingWindow, strings.Join(capped, ", "))
 	}
 
 	schedules, err := s.deployment.Schedules()

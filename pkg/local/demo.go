@@ -184,10 +184,14 @@ func FollowerEvents(now time.Time, n int) []stream.Envelope {
 	return out
 }
 
-// LateEvent is an on-time-looking event whose window closed minutes ago.
+// LateEvent is an on-time-looking event whose window, the first of t's
+// (t generated at now), closed minutes ago. Its sentAt is the time LateEvent
+// is called, so send it right away: ingest adds receivedAt − sentAt to its
+// occurredAt, and a sentAt from long before the send would move the event
+// into a later window.
 func LateEvent(t Traffic, now time.Time) stream.Envelope {
 	at := now.Truncate(time.Minute).Add(-time.Duration(t.Minutes)*time.Minute + 20*time.Second)
-	return stream.Envelope{ID: "late-1", Type: "page_view", Key: "user-01", OccurredAt: at, SentAt: now, Data: json.RawMessage(`{"page":"/late","ms":999}`)}
+	return stream.Envelope{ID: "late-1", Type: "page_view", Key: "user-01", OccurredAt: at, SentAt: time.Now().UTC(), Data: json.RawMessage(`{"page":"/late","ms":999}`)}
 }
 
 // PutPoisonAndFollowers writes, in one PutRecords, a malformed record and

@@ -93,23 +93,26 @@ $(CDK_OUT): $(INFRA_SOURCES) infra/node_modules/.installed .build/lambda/.built
 	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out" && cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null
 	@touch $@
 
-# Each set of functions is built by one go build (its packages in parallel) into
-# .build/<set>/bin/, then moved to .build/<set>/<name>/bootstrap.
+# Each set of functions is built by one go build (its packages in parallel) into a
+# directory of its own (two makes at once cannot trip on each other), then moved
+# to .build/<set>/<name>/bootstrap.
 .PHONY: functions
 functions: .build/lambda/.built ## build every function for AWS (linux/arm64 bootstrap)
 
 .build/lambda/.built: $(GO_SOURCES)
 	@$(call timed,builds) echo "▸ go build: $(words $(FUNCTIONS)) functions for AWS (linux/arm64) → .build/lambda/<name>/bootstrap" && \
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o .build/lambda/bin/ $(addprefix ./functions/,$(FUNCTIONS)) && \
-	for f in $(FUNCTIONS); do mkdir -p .build/lambda/$$f && mv -f .build/lambda/bin/$$f .build/lambda/$$f/bootstrap; done && touch $@
+	mkdir -p .build && out=$$(mktemp -d .build/lambda-XXXXXX) && \
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $$out/ $(addprefix ./functions/,$(FUNCTIONS)) && \
+	for f in $(FUNCTIONS); do mkdir -p .build/lambda/$$f && mv -f $$out/$$f .build/lambda/$$f/bootstrap; done && rm -rf $$out && touch $@
 
 .PHONY: functions-local
 functions-local: .build/local/.built ## build every function for this machine (run under RIE)
 
 .build/local/.built: $(GO_SOURCES)
 	@$(call timed,builds) echo "▸ go build: $(words $(FUNCTIONS)) functions for this machine → .build/local/<name>/bootstrap" && \
-	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o .build/local/bin/ $(addprefix ./functions/,$(FUNCTIONS)) && \
-	for f in $(FUNCTIONS); do mkdir -p .build/local/$$f && mv -f .build/local/bin/$$f .build/local/$$f/bootstrap; done && touch $@
+	mkdir -p .build && out=$$(mktemp -d .build/local-XXXXXX) && \
+	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $$out/ $(addprefix ./functions/,$(FUNCTIONS)) && \
+	for f in $(FUNCTIONS); do mkdir -p .build/local/$$f && mv -f $$out/$$f .build/local/$$f/bootstrap; done && rm -rf $$out && touch $@
 
 .PHONY: deps
 deps: deps-local deps-bench deps-browser ## install everything the targets below use (deps-local, deps-bench, deps-browser)

@@ -211,7 +211,11 @@ func startTopology(t *testing.T) topology {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("make", "-s", "-C", root, "deps-local", "functions-local", "synth")
+	// flock: test packages run at once, and two cdk synths into one cdk.out fail.
+	if err := os.MkdirAll(filepath.Join(root, ".build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("flock", filepath.Join(root, ".build", "make.lock"), "make", "-s", "-C", root, "deps-local", "functions-local", "synth")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("make deps-local functions-local synth: %v", err)

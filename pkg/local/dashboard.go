@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,8 +44,8 @@ const (
 	defaultRange     = 15 * time.Minute
 	maxRange         = 24 * time.Hour
 	localPeriod      = 60  // seconds: the longest period plotted locally, so a short run has points
-	maxLogLines      = 100 // per log widget
-	defaultLogLines  = 20
+	maxLogLines      = 1000 // rows of a log widget (Logs Insights' limit is 10,000)
+	defaultLogLines  = 1000 // Logs Insights' default limit
 	maxKeysScanned   = 2000 // views items read to list keys
 	defaultResultsHr = 3
 )
@@ -322,28 +321,22 @@ type logLine struct {
 	msg    string
 }
 
-// limitClause reads "| limit N" of a Logs Insights query.
-var limitClause = regexp.MustCompile(`\|\s*limit\s+(\d+)`)
-
-// logLines reads, for a log widget, the latest events of the groups its
-// query names (SOURCE '…'), filtered by its `filter @message like` if it
-// has one. Logs Insights itself runs on AWS only.
-func (d *dashboardServer) logLines(ctx context.Context, query string, from time.Time) ([]logLine, []string) {
-	groups := insightsSources(query)
-	if len(groups) == 0 {
-		return nil, []string{"the query names no log group (SOURCE '…')"}
+// logTable evaluates a log widget's Logs Insights query over the events of
+// the log groups it names (SOURCE '…') since from, as far as insights.go
+// evaluates queries; a query it cannot evaluate shows the groups' latest
+// lines, and the notes say why.
+func (d *dashboardServer) logTable(ctx context.Context, query string, from time.Time) (columns []string, rows [][]string, notes []string) {
+	q, err := parseInsights(query)
+	if err != nil {
+		notes = append(notes, err.Error()+"; showing the latest lines of the query's log groups")
+		q = insightsQuery{sources: insightsSources(query), limit: defaultLogLines}
 	}
-	limit := defaultLogLines
-	if m := limitClause.FindStringSubmatch(query); m != nil {
-		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
-			limit = min(n, maxLogLines)
-		}
+	if len(q.sources) == 0 {
+		return nil, nil, append(notes, "the query names no log group (SOURCE '…')")
 	}
-	re, filtered := insightsFilter(query)
-	var lines []logLine
-	var notes []string
-	for _, g := range groups {
-		events, err := cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, g, from)
+	var events []logLine
+	for _, g := range q.sources {
+		evs, err := cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, g, from)
 		if errors.Is(err, cloudwatchlocal.ErrNoLogGroup) {
 			notes = append(notes, g+": no log events yet")
 			continue
@@ -352,18 +345,12 @@ func (d *dashboardServer) logLines(ctx context.Context, query string, from time.
 			notes = append(notes, err.Error())
 			continue
 		}
-		for _, e := range events {
-			if filtered && !re.MatchString(e.Message) {
-				continue
-			}
-			lines = append(lines, logLine{e.Time, e.Stream, e.Message})
+		for _, e := range evs {
+			events = append(events, logLine{e.Time, e.Stream, e.Message})
 		}
 	}
-	sort.SliceStable(lines, func(i, j int) bool { return lines[i].t.After(lines[j].t) })
-	if len(lines) > limit {
-		lines = lines[:limit]
-	}
-	return lines, notes
+	columns, rows = q.run(events)
+	return columns, rows, notes
 }
 
 // resultKeys lists the pipeline's keys in the views table (at most

@@ -273,21 +273,3 @@ func insightsSources(query string) []string {
 	}
 	return groups
 }
-
-// insightsFilter reads the first `filter @message like /re/` (or like
-// "text") of a query; ok is false when the query has none.
-func insightsFilter(query string) (*regexp.Regexp, bool) {
-	m := regexp.MustCompile(`filter\s+@message\s+like\s+(/((?:[^/\\]|\\.)*)/|"([^"]*)")`).FindStringSubmatch(query)
-	if m == nil {
-		return nil, false
-	}
-	expr := m[2]
-	if m[3] != "" || expr == "" {
-		expr = regexp.QuoteMeta(m[3])
-	}
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return nil, false
-	}
-	return re, true
-}

@@ -34,7 +34,9 @@ header a{color:#fff}main{padding:12px 16px}h2{font-size:16px;margin:18px 0 8px}
 .legend span i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
 .single{display:flex;flex-wrap:wrap;gap:18px;align-items:center;flex:1}.single div{font-size:11px;color:#545b64}.single b{display:block;font-size:28px;color:#16191f}
 .md{overflow:auto}.md h1{font-size:18px;margin:4px 0}.md h2{font-size:15px;margin:4px 0}.md p{margin:4px 0}
-.logs{font:11px/1.35 ui-monospace,Menlo,Consolas,monospace;overflow:auto;flex:1;margin:0;white-space:pre-wrap;word-break:break-all}
+.logs{font:11px/1.35 ui-monospace,Menlo,Consolas,monospace;overflow:auto;flex:1;margin:0}
+table.insights{border-collapse:collapse}table.insights th{text-align:left;position:sticky;top:0;background:#fafafa}
+table.insights td,table.insights th{border-bottom:1px solid #eaeded;padding:1px 6px;vertical-align:top;word-break:break-all}
 .error{color:#d13212}
 #results .controls{display:flex;gap:12px;align-items:center;margin-bottom:6px;flex-wrap:wrap}
 table.windows{border-collapse:collapse;font-size:12px;background:#fff;margin-top:8px}
@@ -157,18 +159,24 @@ func (d *dashboardServer) renderWidget(ctx context.Context, v view, bd board, i 
 		var p logProps
 		_ = json.Unmarshal(w.Properties, &p)
 		title = p.Title
-		lines, notes := d.logLines(ctx, p.Query, v.from)
-		points = len(lines)
+		columns, rows, notes := d.logTable(ctx, p.Query, v.from)
+		points = len(rows)
 		var lb strings.Builder
-		for _, l := range lines {
-			stream := l.stream
-			if _, id, ok := strings.Cut(stream, "]"); ok && len(id) >= 8 {
-				stream = id[:8]
-			}
-			fmt.Fprintf(&lb, "%s %s %s\n", l.t.Format("15:04:05.000"), html.EscapeString(stream), html.EscapeString(l.msg))
+		lb.WriteString("<div class=\"logs\"><table class=\"insights\"><tr>")
+		for _, c := range columns {
+			lb.WriteString("<th>" + html.EscapeString(c) + "</th>")
 		}
-		notes = append([]string{"Logs Insights queries run on AWS; here, the latest matching lines of the query's log groups"}, notes...)
-		body = "<pre class=\"logs\">" + lb.String() + "</pre><p class=\"note\">" + html.EscapeString(strings.Join(notes, " · ")) + "</p>"
+		lb.WriteString("</tr>")
+		for _, r := range rows {
+			lb.WriteString("<tr>")
+			for _, c := range r {
+				lb.WriteString("<td>" + html.EscapeString(truncateString(c, 400)) + "</td>")
+			}
+			lb.WriteString("</tr>")
+		}
+		lb.WriteString("</table></div>")
+		notes = append([]string{fmt.Sprintf("Logs Insights runs on AWS; here its query is evaluated by the runner over the groups' events: %d rows", len(rows))}, notes...)
+		body = lb.String() + "<p class=\"note\">" + html.EscapeString(strings.Join(notes, " · ")) + "</p>"
 	case "alarm":
 		var p alarmProps
 		_ = json.Unmarshal(w.Properties, &p)

@@ -43,7 +43,7 @@ var (
 const (
 	defaultRange     = 15 * time.Minute
 	maxRange         = 24 * time.Hour
-	localPeriod      = 60  // seconds: the longest period plotted locally, so a short run has points
+	localPeriod      = 60   // seconds: the longest period plotted locally, so a short run has points
 	maxLogLines      = 1000 // rows of a log widget (Logs Insights' limit is 10,000)
 	defaultLogLines  = 1000 // Logs Insights' default limit
 	maxKeysScanned   = 2000 // views items read to list keys

@@ -25,6 +25,8 @@ RUNNER_SOURCES := $(GO_SOURCES) $(wildcard cmd/local/*.go)
 ifneq ($(filter local local-up,$(MAKECMDGOALS)),)
 export TRIBUTARY_MAKE_STARTED := $(shell date +%s%N)
 endif
+# go's "go: downloading <module>" lines (dozens on a first run) are left out of the output.
+NO_DOWNLOAD_LINES = 2> >(grep -v '^go: downloading ' >&2)
 # $(call timed,<phase>) starts a recipe line whose duration is recorded under <phase>.
 timed = t0=$$(date +%s%N); trap 'if [ -n "$$TRIBUTARY_MAKE_STARTED" ]; then mkdir -p $(ROOT)/.build/timings; echo "$(1) $$(( ($$(date +%s%N) - t0) / 1000000 ))" >> $(ROOT)/.build/timings/$$TRIBUTARY_MAKE_STARTED; fi' EXIT;
 
@@ -64,7 +66,7 @@ invoke: deps-local functions-local synth $(RUNNER) ## send one event to a functi
 	@$(RUNNER) invoke -fn '$(FN)' -event '$(EVENT)'
 
 $(RUNNER): $(RUNNER_SOURCES)
-	@$(call timed,builds) echo "▸ go build ./cmd/local → $@" && $(GO) build -o $@ ./cmd/local
+	@$(call timed,builds) echo "▸ go build ./cmd/local → $@" && $(GO) build -o $@ ./cmd/local $(NO_DOWNLOAD_LINES)
 
 .PHONY: bench
 bench: deps-local deps-bench ## cost, throughput, worker idempotency, ingest and enrichment against their peers, side by side (BENCH lines, about 4 min)
@@ -90,7 +92,7 @@ soak: deps-local ## the fault-injection harness with many more seeded scenarios 
 synth: $(CDK_OUT) ## synthesize the CDK app into infra/cdk.out (offline)
 
 $(CDK_OUT): $(INFRA_SOURCES) infra/node_modules/.installed .build/lambda/.built
-	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out" && cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null
+	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out" && cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null $(NO_DOWNLOAD_LINES)
 	@touch $@
 
 # Each set of functions is built by one go build (its packages in parallel) into a
@@ -102,7 +104,7 @@ functions: .build/lambda/.built ## build every function for AWS (linux/arm64 boo
 .build/lambda/.built: $(GO_SOURCES)
 	@$(call timed,builds) echo "▸ go build: $(words $(FUNCTIONS)) functions for AWS (linux/arm64) → .build/lambda/<name>/bootstrap" && \
 	mkdir -p .build && out=$$(mktemp -d .build/lambda-XXXXXX) && \
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $$out/ $(addprefix ./functions/,$(FUNCTIONS)) && \
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $$out/ $(addprefix ./functions/,$(FUNCTIONS)) $(NO_DOWNLOAD_LINES) && \
 	for f in $(FUNCTIONS); do mkdir -p .build/lambda/$$f && mv -f $$out/$$f .build/lambda/$$f/bootstrap; done && rm -rf $$out && touch $@
 
 .PHONY: functions-local
@@ -111,7 +113,7 @@ functions-local: .build/local/.built ## build every function for this machine (r
 .build/local/.built: $(GO_SOURCES)
 	@$(call timed,builds) echo "▸ go build: $(words $(FUNCTIONS)) functions for this machine → .build/local/<name>/bootstrap" && \
 	mkdir -p .build && out=$$(mktemp -d .build/local-XXXXXX) && \
-	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $$out/ $(addprefix ./functions/,$(FUNCTIONS)) && \
+	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $$out/ $(addprefix ./functions/,$(FUNCTIONS)) $(NO_DOWNLOAD_LINES) && \
 	for f in $(FUNCTIONS); do mkdir -p .build/local/$$f && mv -f $$out/$$f .build/local/$$f/bootstrap; done && rm -rf $$out && touch $@
 
 .PHONY: deps
@@ -139,7 +141,7 @@ deps-bench: scripts/bench/powertools/node_modules/.installed ## install the benc
 
 $(RIE):
 	@$(call timed,installs) echo "▸ installing aws-lambda-rie into .tools/bin (go install)" && \
-	GOBIN=$(ROOT)/.tools/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+	GOBIN=$(ROOT)/.tools/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION) $(NO_DOWNLOAD_LINES)
 
 $(MOTO):
 	@$(call timed,installs) echo "▸ installing moto $(MOTO_VERSION) into .venv (pip)" && \

@@ -165,7 +165,7 @@ func run(ctx context.Context, o *options) (err error) {
 
 	if o.screenshot != "" && stack.DashboardURL() != "" {
 		began := time.Now()
-		if err := headless.Screenshot(ctx, stack.DashboardURL(), o.screenshot, time.Second); err != nil {
+		if err := headless.Screenshot(ctx, stack.DashboardURL(), o.screenshot, 1400, stack.DashboardHeight()); err != nil {
 			fmt.Printf("▸ dashboard screenshot not taken: %v\n", err)
 		} else {
 			out.screenshot = o.screenshot

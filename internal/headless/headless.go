@@ -1,6 +1,7 @@
-// Package headless drives Debian's chromium, headless, through the Chrome
-// DevTools protocol (chromedp): the local dashboard's browser test and the
-// screenshot `make local` saves. The machine's network is closed, so the
+// Package headless runs Debian's chromium, headless: make local's screenshot
+// of the dashboard page, with the browser's own --screenshot (so the runner
+// does not carry a DevTools client), and, in package devtools, the browser
+// the dashboard's test drives. The machine's network is closed, so the
 // browser is started with everything that would look something up switched
 // off, and with a fresh profile each time.
 package headless
@@ -12,9 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
-
-	"github.com/chromedp/chromedp"
 )
 
 // DefaultPath is where Debian's chromium package installs the browser.
@@ -38,58 +38,45 @@ func Path() (string, error) {
 	return "", ErrNoBrowser
 }
 
-// flags are the command-line switches chromium runs with: headless, and
-// nothing that reaches for the network (quic, component updates, sync,
-// background requests) or for a first-run dialog.
-var flags = []string{"headless", "no-sandbox", "disable-gpu", "disable-quic", "no-first-run",
+// Flags are the command-line switches (without "--") chromium runs with:
+// headless, and nothing that reaches for the network (quic, component
+// updates, sync, background requests) or for a first-run dialog.
+var Flags = []string{"headless", "no-sandbox", "disable-gpu", "disable-quic", "no-first-run",
 	"disable-background-networking", "disable-component-update", "disable-sync"}
 
-// Start launches chromium with a fresh profile under profileDir and returns
-// a browser context; cancel stops the browser.
-func Start(ctx context.Context, profileDir string) (context.Context, context.CancelFunc, error) {
-	path, err := Path()
+// Screenshot loads url in a window of width × height pixels and saves a PNG
+// of it at path.
+func Screenshot(ctx context.Context, url, path string, width, height int) error {
+	bin, err := Path()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(path), chromedp.UserDataDir(profileDir), chromedp.WindowSize(1400, 1000)}
-	for _, f := range flags {
-		opts = append(opts, chromedp.Flag(f, true))
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	// Start the browser now, so that a failure to start is an error here.
-	if err := chromedp.Do(bctx); err != nil {
-		cancelBrowser()
-		cancelAlloc()
-		return nil, nil, fmt.Errorf("headless: starting %s: %w", path, err)
-	}
-	return bctx, func() { cancelBrowser(); cancelAlloc() }, nil
-}
-
-// Screenshot loads url, waits for the page to settle for wait, and saves a
-// PNG of the whole page at path.
-func Screenshot(ctx context.Context, url, path string, wait time.Duration) error {
 	profile, err := os.MkdirTemp("", "tributary-chromium-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(profile)
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	bctx, stop, err := Start(ctx, profile)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	if err := chromedp.Do(bctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("main")), chromedp.Sleep(wait)); err != nil {
-		return fmt.Errorf("headless: loading %s: %w", url, err)
-	}
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		return fmt.Errorf("headless: screenshot of %s: %w", url, err)
-	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, png, 0o644)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	_ = os.Remove(abs)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	args := make([]string, 0, len(Flags)+6)
+	for _, f := range Flags {
+		args = append(args, "--"+f)
+	}
+	args = append(args, "--user-data-dir="+profile, "--hide-scrollbars",
+		"--window-size="+strconv.Itoa(width)+","+strconv.Itoa(height),
+		"--virtual-time-budget=2000", "--screenshot="+abs, url)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	out, err := cmd.CombinedOutput()
+	if _, statErr := os.Stat(abs); err != nil || statErr != nil {
+		return fmt.Errorf("headless: %s --screenshot %s: %v %v (%.300s)", bin, url, err, statErr, out)
+	}
+	return nil
 }

@@ -425,6 +425,24 @@ func (s *Stack) DashboardURL() string {
 	return s.dashboard.URL()
 }
 
+// DashboardHeight estimates the page's height in pixels at 1400 wide, for a
+// screenshot of all of it: the header, each dashboard's grid (its lowest
+// widget's bottom, 42 px a row) and the results view.
+func (s *Stack) DashboardHeight() int {
+	h := 80 + 700
+	if s.dashboard == nil {
+		return h
+	}
+	for _, b := range s.dashboard.boards {
+		rows := 0
+		for _, w := range b.Widgets {
+			rows = max(rows, w.Y+w.Height)
+		}
+		h += 60 + rows*42
+	}
+	return min(h, 16000)
+}
+
 // Dashboards names the template's dashboards the page draws.
 func (s *Stack) Dashboards() []string {
 	if s.dashboard == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tributary-dev/tributary/internal/headless"
+	"github.com/tributary-dev/tributary/internal/headless/devtools"
 	"github.com/tributary-dev/tributary/pkg/local"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
 )
@@ -159,7 +160,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	key := want.Keys()[1]
 
-	bctx, stop, err := headless.Start(ctx, t.TempDir())
+	bctx, stop, err := devtools.Start(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestDashboardInABrowser(t *testing.T) {
 	if keep := os.Getenv("TRIBUTARY_TEST_SCREENSHOT"); keep != "" {
 		png = keep // to look at the page the test saw
 	}
-	if err := headless.Screenshot(ctx, stack.DashboardURL(), png, 500*time.Millisecond); err != nil {
+	if err := headless.Screenshot(ctx, stack.DashboardURL(), png, 1400, stack.DashboardHeight()); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {

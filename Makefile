@@ -37,7 +37,7 @@ help: ## list the targets
 ## ---- the two commands -------------------------------------------------------
 
 .PHONY: local
-local: local-banner deps-local deps-browser functions-local synth $(RUNNER) ## run the whole topology locally, send sample traffic, print results, exit
+local: local-banner deps-local deps-browser functions-local synth-local $(RUNNER) ## run the whole topology locally, send sample traffic, print results, exit
 	@$(RUNNER) run
 
 .PHONY: local-banner
@@ -46,7 +46,7 @@ local-banner:
 	@echo "deploy infra/cdk.out onto it and run every function under aws-lambda-rie; $(if $(filter local-up,$(MAKECMDGOALS)),keep it running until Ctrl-C.,send sample traffic, check every result, stop.)"
 
 .PHONY: test
-test: deps-local deps-bench deps-browser functions-local synth ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions)
+test: deps-local deps-bench deps-browser functions-local synth-local ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 	cd infra && $(GO) test -count=1 -timeout 10m ./...
@@ -54,7 +54,7 @@ test: deps-local deps-bench deps-browser functions-local synth ## run every test
 ## ---- more ------------------------------------------------------------------
 
 .PHONY: local-up
-local-up: local-banner deps-local functions-local synth $(RUNNER) ## keep the local topology running until Ctrl-C (exits 0), for exploring
+local-up: local-banner deps-local functions-local synth-local $(RUNNER) ## keep the local topology running until Ctrl-C (exits 0), for exploring
 	@$(RUNNER) up
 
 .PHONY: logs
@@ -62,7 +62,7 @@ logs: $(RUNNER) ## print the functions' logs (by execution environment) and metr
 	@$(RUNNER) logs
 
 .PHONY: invoke
-invoke: deps-local functions-local synth $(RUNNER) ## send one event to a function as the console's Test tab does: make invoke FN=ingest EVENT=events/ingest/function-url-post.json
+invoke: deps-local functions-local synth-local $(RUNNER) ## send one event to a function as the console's Test tab does: make invoke FN=ingest EVENT=events/ingest/function-url-post.json
 	@$(RUNNER) invoke -fn '$(FN)' -event '$(EVENT)'
 
 $(RUNNER): $(RUNNER_SOURCES)
@@ -89,11 +89,27 @@ soak: deps-local ## the fault-injection harness with many more seeded scenarios 
 	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=60
 
 .PHONY: synth
-synth: $(CDK_OUT) ## synthesize the CDK app into infra/cdk.out (offline)
+synth: .build/synth.lambda ## synthesize the CDK app into infra/cdk.out with the linux/arm64 bootstraps as assets (for deploying)
 
-$(CDK_OUT): $(INFRA_SOURCES) infra/node_modules/.installed .build/lambda/.built
-	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out" && cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null $(NO_DOWNLOAD_LINES)
-	@touch $@
+# The local runner reads the template's resources, never its function assets, so
+# the local targets synthesize with the bootstraps built for this machine as
+# assets, referenced in place (not copied into cdk.out): no linux/arm64 build on
+# the way to make local (minutes on a cold machine), and no new synth when only
+# function code changed. The two write the same infra/cdk.out, which differs
+# only in asset metadata; `cdk deploy` synthesizes again with the arm64 ones.
+.PHONY: synth-local
+synth-local: .build/synth.local ## synthesize infra/cdk.out for the local runner (assets: .build/local)
+
+.build/synth.lambda: $(INFRA_SOURCES) infra/node_modules/.installed .build/lambda/.built
+	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/lambda, linux/arm64)" && \
+	rm -rf infra/cdk.out/asset.* && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null $(NO_DOWNLOAD_LINES)) && \
+	touch $(CDK_OUT) $@
+
+.build/synth.local: $(INFRA_SOURCES) infra/node_modules/.installed | .build/local/.built
+	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/local; the runner reads the template, not the assets)" && \
+	rm -rf infra/cdk.out/asset.* && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out \
+	  --no-staging -c tributary:assetDir=../.build/local >/dev/null $(NO_DOWNLOAD_LINES)) && \
+	touch $(CDK_OUT) $@
 
 # Each set of functions is built by one go build (its packages in parallel) into a
 # directory of its own (two makes at once cannot trip on each other), then moved

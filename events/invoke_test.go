@@ -215,10 +215,10 @@ func startTopology(t *testing.T) topology {
 	if err := os.MkdirAll(filepath.Join(root, ".build"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("flock", filepath.Join(root, ".build", "make.lock"), "make", "-s", "-C", root, "deps-local", "functions-local", "synth")
+	cmd := exec.Command("flock", filepath.Join(root, ".build", "make.lock"), "make", "-s", "-C", root, "deps-local", "functions-local", "synth-local")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("make deps-local functions-local synth: %v", err)
+		t.Fatalf("make deps-local functions-local synth-local: %v", err)
 	}
 	srv := standintest.Start(t)
 	var progress bytes.Buffer

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -232,14 +233,31 @@ func (d *dashboardServer) metricSeries(ctx context.Context, rows []metricRow, fr
 					continue
 				}
 				per := int64(rowPeriod(rows[i]))
+				stat := standardStats[strings.ToLower(rows[i].Stat)]
 				s := byID[rows[i].ID]
 				if s == nil {
 					s = timeSeries{}
 					byID[rows[i].ID] = s
 				}
 				for k, ts := range res.Timestamps {
-					if k < len(res.Values) {
-						s[ts.Unix()-ts.Unix()%per] += res.Values[k]
+					if k >= len(res.Values) {
+						continue
+					}
+					// Points are per period already; should two fall in one
+					// period, combine them as the statistic would.
+					b, v := ts.Unix()-ts.Unix()%per, res.Values[k]
+					old, seen := s[b]
+					switch {
+					case !seen:
+						s[b] = v
+					case stat == "Sum" || stat == "SampleCount":
+						s[b] = old + v
+					case stat == "Minimum":
+						s[b] = math.Min(old, v)
+					case stat == "Maximum":
+						s[b] = math.Max(old, v)
+					default:
+						s[b] = (old + v) / 2
 					}
 				}
 			}

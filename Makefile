@@ -68,6 +68,12 @@ invoke: deps-local functions-local synth-local $(RUNNER) ## send one event to a 
 $(RUNNER): $(RUNNER_SOURCES)
 	@$(call timed,builds) echo "▸ go build ./cmd/local → $@" && $(GO) build -o $@ ./cmd/local $(NO_DOWNLOAD_LINES)
 
+.PHONY: results
+results: ## a key's windows from the running make local-up: make results KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
+	AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
+	  $(GO) run ./cmd/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
+	  $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
+
 .PHONY: bench
 bench: deps-local deps-bench ## cost, throughput, worker idempotency, ingest and enrichment against their peers, side by side (BENCH lines, about 4 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
@@ -87,6 +93,22 @@ bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 eve
 .PHONY: soak
 soak: deps-local ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)
 	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=60
+
+FUZZTIME  ?= 30s
+FUZZFLAGS ?=
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target (each func Fuzz* in a *_test.go) for FUZZTIME each (default 30s)
+	@targets=$$(for d in $$($(GO) list -f '{{.Dir}}' ./...); do \
+		grep -hoE '^func Fuzz[A-Za-z0-9_]*' "$$d"/*_test.go 2>/dev/null | sed "s|^func |./$${d#$(ROOT)/} |"; \
+	done); \
+	if [ -z "$$targets" ]; then echo "fuzz: no fuzz targets found"; exit 1; fi; \
+	failed=""; \
+	while read -r pkg name; do \
+		echo "== $$name in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) "$$pkg" || failed="$$failed $$pkg:$$name"; \
+	done <<< "$$targets"; \
+	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (inputs saved under each package's testdata/fuzz)"; exit 1; fi
 
 .PHONY: synth
 synth: .build/synth.lambda ## synthesize the CDK app into infra/cdk.out with the linux/arm64 bootstraps as assets (for deploying)

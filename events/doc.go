@@ -19,7 +19,12 @@
 //
 //	ingest/function-url-post.json      one envelope            → 202, accepted 1, the record is on the stream
 //	ingest/function-url-batch.json     three envelopes         → 202, accepted 3
-//	ingest/function-url-invalid.json   second has a bad time   → 400 naming event 1 (id "evt-0006"), field occurredAt; nothing written
+//	ingest/function-url-invalid.json   second has a bad time   → 400 naming events[1].occurredAt (id "evt-0006"); nothing written
+//	ingest/function-url-idempotency-key.json  two events with Idempotency-Key "8e03978e-…" → 202, accepted 2; sent again,
+//	                                   the same answer byte for byte with Idempotency-Replayed: true, still 2 records
+//	ingest/function-url-signed.json    one event signed (HMAC-SHA256, secret "tributary-test-secret") at 10:41:09
+//	                                   → 202 at that time; in the console, hours later, 401 naming X-Tributary-Timestamp
+//	                                   (outside the 5-minute window: the replay guard); re-sign it to send it for real
 //	aggregate/kinesis-batch.json       three valid records     → no batch item failures; the tumbling 1m window 10:41 holds
 //	                                   user-42: count 2, sum 2000 ms; user-7: count 1, sum 300 ms (open: the watermark is
 //	                                   not past 10:42). user-42's device clock is three hours behind: event time corrects it
@@ -53,7 +58,8 @@
 //	quarantine/sqs-on-failure.json     Lambda's on-failure record for a Kinesis batch
 //	                                   → no failure; against an empty stand-in the records are not in any stream, so
 //	                                     one "missing" item with the batch's coordinates is written
-//	quarantine/sqs-unparseable.json    a message that is not an on-failure record → reported by its messageId
+//	quarantine/sqs-unparseable.json    a message that is not an on-failure record → no failure: set aside in the quarantine
+//	                                   table (kind set-aside, reason "body is not a JSON object", its body as data)
 //
 // Kinesis record data in the samples is base64, as Lambda delivers it; decode
 // it to read the envelopes.

@@ -27,6 +27,9 @@ type ProfilesCDCProps struct {
 	// by ProfilesPartitionKey so that a change meets the later events of its
 	// entity on one shard. Required.
 	Events awskinesis.IStream
+	// Quarantine is the table the function sets aside the records that can
+	// never succeed in (package setaside). Required.
+	Quarantine awsdynamodb.ITable
 	// OnFailure receives Lambda's on-failure record for a batch of changes
 	// that exhausted its retries or aged out. Required.
 	OnFailure awssqs.IQueue
@@ -50,8 +53,8 @@ type ProfilesCDC struct {
 // NewProfilesCDC creates the profiles table and the cdc function under
 // scope.
 func NewProfilesCDC(scope constructs.Construct, id string, props ProfilesCDCProps) *ProfilesCDC {
-	if props.Events == nil || props.OnFailure == nil || props.AssetDir == "" {
-		panic(fmt.Sprintf("ProfilesCDC %q: AssetDir, Events and OnFailure are required", id))
+	if props.Events == nil || props.OnFailure == nil || props.Quarantine == nil || props.AssetDir == "" {
+		panic(fmt.Sprintf("ProfilesCDC %q: AssetDir, Events, Quarantine and OnFailure are required", id))
 	}
 	removal := props.RemovalPolicy
 	if removal == "" {
@@ -82,6 +85,7 @@ func NewProfilesCDC(scope constructs.Construct, id string, props ProfilesCDCProp
 		},
 		Table:     p.Table,
 		OnFailure: props.OnFailure,
+		SetAside:  props.Quarantine,
 	})
 	// Only PutRecords: the function never reads the events stream.
 	props.Events.Grant(p.Function.Role, jsii.String("kinesis:PutRecords"))

@@ -20,7 +20,8 @@ func TestProfilesCDC(t *testing.T) {
 	stack := awscdk.NewStack(app, jsii.String("CDC"), nil)
 	events := testEventsStream(stack)
 	failures := NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})
-	p := NewProfilesCDC(stack, "Profiles", ProfilesCDCProps{AssetDir: assets, Events: events, OnFailure: failures})
+	quarantine := testQuarantine(stack)
+	p := NewProfilesCDC(stack, "Profiles", ProfilesCDCProps{AssetDir: assets, Events: events, OnFailure: failures, Quarantine: quarantine})
 	addNag(app)
 	tmpl := templateOf(stack)
 
@@ -41,6 +42,7 @@ func TestProfilesCDC(t *testing.T) {
 	assertProps(t, "function environment", env, map[string]any{"Variables": map[string]any{
 		"EVENTS_STREAM_NAME":   ref(logicalID(stack, events)),
 		"ENTITY_KEY_ATTRIBUTE": "userId",
+		EnvQuarantineTableName: ref(logicalID(stack, quarantine)),
 	}})
 
 	m := tmpl.mappingOf(t, fnID)
@@ -72,6 +74,10 @@ func TestProfilesCDC(t *testing.T) {
 			t.Errorf("role may %s: more than change capture needs", g)
 		}
 	}
+
+	// Changes that can never be written are set aside: BatchWriteItem on
+	// the quarantine table, nothing more there.
+	assertSetAsideGrant(t, grants, logicalID(stack, quarantine))
 
 	// The only wildcard is the event source's ListStreams, which has no
 	// resource-level scope (and is suppressed for cdk-nag with that reason).

@@ -19,13 +19,18 @@ const FunctionEnrich = "enrich"
 const (
 	EnvEnrichedStreamName = "ENRICHED_STREAM_NAME"
 	EnvJoinTableName      = "JOIN_TABLE_NAME"
+	// EnvDedupeHorizon is how long an activity event's id suppresses its
+	// copies (a Go duration; "0s": none), the pipeline's dedupeHorizon.
+	EnvDedupeHorizon = "DEDUPE_HORIZON"
 )
 
 // enrichJoinActions are the DynamoDB calls package enrich makes on its join
 // table (the compacted changelog): one BatchGetItem per batch, then its
-// fenced writes. Keep them in step with the package: a missing action works
-// locally, where permissions are not enforced, and fails in AWS.
-var enrichJoinActions = []string{"dynamodb:BatchGetItem", "dynamodb:UpdateItem"}
+// fenced writes; and the dedupe ledger's (package dedupe) conditional puts
+// of a key's head, and the transaction that seals a full head. Keep them in
+// step with the package: a missing action works locally, where permissions
+// are not enforced, and fails in AWS.
+var enrichJoinActions = []string{"dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"}
 
 // EnrichmentProps configures NewEnrichment.
 type EnrichmentProps struct {
@@ -35,12 +40,18 @@ type EnrichmentProps struct {
 	// profiles' changelog (written by cdc with the same partition key).
 	// Required.
 	Events awskinesis.IStream
+	// Quarantine is the table the function sets aside the records that can
+	// never succeed in (package setaside). Required.
+	Quarantine awsdynamodb.ITable
 	// OnFailure receives Lambda's on-failure record for a batch that
 	// exhausted its retries or aged out. Required.
 	OnFailure awssqs.IQueue
 	// RemovalPolicy of the join table and the enriched stream; DESTROY if
 	// empty: both are rebuilt from the changelog (see cmd/snapshot).
 	RemovalPolicy awscdk.RemovalPolicy
+	// DedupeHorizon is how long an activity event's id suppresses its
+	// copies ("1h" if empty; "0s" turns it off).
+	DedupeHorizon string
 }
 
 // Enrichment is the stream–table join of the topology: enrich reads the
@@ -61,8 +72,8 @@ type Enrichment struct {
 // NewEnrichment creates the enriched stream, the join table and the enrich
 // function under scope.
 func NewEnrichment(scope constructs.Construct, id string, props EnrichmentProps) *Enrichment {
-	if props.Events == nil || props.OnFailure == nil || props.AssetDir == "" {
-		panic(fmt.Sprintf("Enrichment %q: AssetDir, Events and OnFailure are required", id))
+	if props.Events == nil || props.OnFailure == nil || props.Quarantine == nil || props.AssetDir == "" {
+		panic(fmt.Sprintf("Enrichment %q: AssetDir, Events, Quarantine and OnFailure are required", id))
 	}
 	removal := props.RemovalPolicy
 	if removal == "" {
@@ -83,7 +94,13 @@ func NewEnrichment(scope constructs.Construct, id string, props EnrichmentProps)
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
 		RemovalPolicy: removal,
+		// The dedupe ledger's items expire; the join's own items set no TTL.
+		TimeToLiveAttribute: jsii.String("expiresAt"),
 	})
+	horizon := props.DedupeHorizon
+	if horizon == "" {
+		horizon = "1h"
+	}
 	// StreamFunction defaults: ReportBatchItemFailures, bisect on error,
 	// bounded retries and record age, TRIM_HORIZON: a new enrich rebuilds
 	// its copy of the table from offset 0 of the changelog.
@@ -95,10 +112,12 @@ func NewEnrichment(scope constructs.Construct, id string, props EnrichmentProps)
 			Environment: map[string]*string{
 				EnvEnrichedStreamName: e.Enriched.StreamName(),
 				EnvJoinTableName:      e.JoinTable.TableName(),
+				EnvDedupeHorizon:      jsii.String(horizon),
 			},
 		},
 		Stream:    props.Events,
 		OnFailure: props.OnFailure,
+		SetAside:  props.Quarantine,
 		// Fan-out: its own 2 MiB/s per shard, so adding this subscriber
 		// takes no read throughput from aggregate.
 		EnhancedFanOut: true,
@@ -108,5 +127,7 @@ func NewEnrichment(scope constructs.Construct, id string, props EnrichmentProps)
 		Actions:   jsii.Strings(enrichJoinActions...),
 		Resources: &[]*string{e.JoinTable.TableArn()},
 	}))
+	// A sealing transaction is authorized by the actions of its items (the
+	// PutItems above); TransactWriteItems itself is not an IAM action.
 	return e
 }

@@ -21,7 +21,8 @@ func TestEnrichment(t *testing.T) {
 	stack := awscdk.NewStack(app, jsii.String("Enrich"), nil)
 	events := testEventsStream(stack)
 	failures := NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})
-	e := NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assets, Events: events, OnFailure: failures})
+	quarantine := testQuarantine(stack)
+	e := NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assets, Events: events, OnFailure: failures, Quarantine: quarantine})
 	addNag(app)
 	tmpl := templateOf(stack)
 
@@ -39,8 +40,10 @@ func TestEnrichment(t *testing.T) {
 	fnID, fn := tmpl.function(t, FunctionEnrich)
 	env, _ := fn.Properties["Environment"].(map[string]any)
 	assertProps(t, "function environment", env, map[string]any{"Variables": map[string]any{
-		EnvEnrichedStreamName: ref(enrichedID),
-		EnvJoinTableName:      ref(tableID),
+		EnvEnrichedStreamName:  ref(enrichedID),
+		EnvJoinTableName:       ref(tableID),
+		EnvDedupeHorizon:       "1h",
+		EnvQuarantineTableName: ref(logicalID(stack, quarantine)),
 	}})
 
 	if e.Function.Consumer == nil {
@@ -78,12 +81,12 @@ func TestEnrichment(t *testing.T) {
 		"kinesis:PutRecords " + streamID + ".Arn",
 		"dynamodb:Scan " + tableID + ".Arn",
 		"dynamodb:DeleteItem " + tableID + ".Arn",
-		"dynamodb:PutItem " + tableID + ".Arn",
 	} {
 		if grants[g] {
 			t.Errorf("role may %s: more than the join needs", g)
 		}
 	}
+	assertSetAsideGrant(t, grants, logicalID(stack, quarantine))
 	for g := range grants {
 		if strings.HasSuffix(g, " *") {
 			t.Errorf("role may %s: a wildcard", g)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -30,8 +31,8 @@ const (
 	// ContextAssetDir is the directory holding <name>/bootstrap for every
 	// function, relative to infra/; DefaultAssetDir if unset.
 	ContextAssetDir = "tributary:assetDir"
-	// ContextIngestAuth is the ingest Function URL's auth type: AWS_IAM
-	// (default) or NONE.
+	// ContextIngestAuth is how producers authenticate to ingest: AWS_IAM
+	// (default) or HMAC (signed requests; see ingest.go).
 	ContextIngestAuth = "tributary:ingestAuth"
 	// ContextFlushInterval is how often, in whole seconds, aggregate writes
 	// its partial aggregates: 0 (default) writes once per batch; above 0 the
@@ -80,11 +81,18 @@ const (
 var (
 	viewsTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"}
 	viewsIndexActions = []string{"dynamodb:Query"}
+	// viewsLedgerActions are what aggregate's dedupe ledger (package
+	// dedupe) adds, in the same table: a BatchGetItem of the keys' heads,
+	// a conditional PutItem of a head, and the transaction sealing a full
+	// one (authorized by its PutItems). The ticker reads no records and
+	// does without.
+	viewsLedgerActions = []string{"dynamodb:BatchGetItem", "dynamodb:PutItem"}
 )
 
 // quarantineTableActions are the calls package quarantine makes on the
-// quarantine table (its itemWriter: one PutItem, or BatchWriteItem of put
-// requests): it never reads, updates or deletes an item.
+// quarantine table through package setaside (BatchWriteItem of put
+// requests, and conditional PutItem of a failed range's records): it never
+// reads, updates or deletes an item.
 var quarantineTableActions = []string{"dynamodb:PutItem", "dynamodb:BatchWriteItem"}
 
 // TickerRate is how often the ticker runs: it advances the watermark of
@@ -109,9 +117,9 @@ type TributaryStackProps struct {
 	// AssetDir holds <name>/bootstrap for each of FunctionNames. If empty,
 	// context ContextAssetDir, else DefaultAssetDir.
 	AssetDir string
-	// IngestAuth is the ingest Function URL's auth type. If empty, context
-	// ContextIngestAuth, else AWS_IAM.
-	IngestAuth awslambda.FunctionUrlAuthType
+	// IngestAuth is how producers authenticate to ingest. If empty,
+	// context ContextIngestAuth, else AWS_IAM.
+	IngestAuth IngestAuthMode
 	// Pipeline is the windowed pipeline aggregate and ticker run. If nil,
 	// DefaultPipeline (pipeline.json).
 	Pipeline *PipelineConfig
@@ -162,8 +170,11 @@ type TributaryStack struct {
 	// Snapshot is the bootstrap that publishes the profiles table's
 	// contents as changelog records tied to a stream position.
 	Snapshot *Snapshot
+	// Dashboards are the dashboard, saved queries and top-keys rule of
+	// each pipeline (dashboard.go, logs.go).
+	Dashboards []*PipelineDashboard
 
-	IngestAuth   awslambda.FunctionUrlAuthType
+	IngestAuth   IngestAuthMode
 	AssetDirUsed string
 	// Pipeline is the pipeline aggregate and ticker run.
 	Pipeline PipelineConfig
@@ -175,10 +186,15 @@ type TributaryStack struct {
 	// Ops is the alarm topic, the alarms and the operational settings
 	// (operations.go).
 	Ops *Operations
+
+	// IngestRequests holds ingest's Idempotency-Key records; IngestSecret
+	// is the signing secret (nil unless IngestAuth is HMAC). See ingest.go.
+	IngestRequests awsdynamodb.Table
+	IngestSecret   awssecretsmanager.Secret
 }
 
 // NewTributaryStack creates the Tributary stack in scope. It fails if the
-// ingest auth type is not AWS_IAM or NONE, if a function's bootstrap is
+// ingest auth mode is not AWS_IAM or HMAC, if a function's bootstrap is
 // missing from the asset dir, or if an operational context value (alarms,
 // retention, reserved concurrency: OpsSettingsFromContext) is wrong.
 
@@ -305,34 +321,16 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	})
 	s.FailuresDLQ = s.Failures.DeadLetterQueue().Queue
 	s.Profiles = NewProfilesCDC(stack, "ProfilesCDC", ProfilesCDCProps{
-		AssetDir:  assetDir,
-		Events:    s.Events,
-		OnFailure: s.Failures,
+		AssetDir:   assetDir,
+		Events:     s.Events,
+		OnFailure:  s.Failures,
+		Quarantine: s.Quarantine,
 	})
-	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures})
-	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures})
+	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures, Quarantine: s.Quarantine})
+	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures, Quarantine: s.Quarantine,
+		DedupeHorizon: pipe.DedupeHorizon})
 
-	s.Ingest = NewGoFunction(stack, "IngestFn", GoFunctionProps{
-		Name:        FunctionIngest,
-		AssetDir:    assetDir,
-		Description: "Validates producer events, stamps receivedAt and puts them on the events stream",
-		Environment: map[string]*string{
-			"EVENTS_STREAM_NAME": s.Events.StreamName(),
-			// The notes' three answers to producers outpacing consumers, per
-			// route: buffer in Kinesis, push back with 429, or drop (counted).
-			"INGEST_ROUTES":      jsii.String(IngestRoutes),
-			"INGEST_DROP_SAMPLE": jsii.String("100"),
-		},
-		Timeout:  ingestTimeout,
-		MemoryMB: functionMemoryMB,
-	})
-	s.Events.GrantWrite(s.Ingest.Function)
-	// The Function URL is IAM-authenticated by default: anyone who can reach
-	// it could otherwise write to the stream (and run up the bill). Producers
-	// sign requests with SigV4 and need lambda:InvokeFunctionUrl. For a demo
-	// without signing, synthesize with -c tributary:ingestAuth=NONE, which
-	// makes the URL public.
-	s.IngestURL = s.Ingest.Function.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: auth})
+	s.addIngest(assetDir)
 
 	s.Aggregate = NewStreamFunction(stack, "AggregateFn", StreamFunctionProps{
 		Function: GoFunctionProps{
@@ -345,6 +343,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		},
 		Stream:    s.Events,
 		OnFailure: s.Failures,
+		SetAside:  s.Quarantine,
 		// Large batches: aggregate writes once per (key, window) per batch
 		// (or per flush interval), so its cost follows keys x windows, not
 		// events.
@@ -388,7 +387,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 			Name:        FunctionQuarantine,
 			AssetDir:    assetDir,
 			Description: "Copies the records of failed stream batches into the quarantine table",
-			Environment: map[string]*string{"QUARANTINE_TABLE_NAME": s.Quarantine.TableName()},
+			Environment: map[string]*string{EnvQuarantineTableName: s.Quarantine.TableName()},
 			Timeout:     quarantineTimeout,
 			MemoryMB:    functionMemoryMB,
 		},
@@ -396,9 +395,11 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		BatchSize:      10,
 		MaxConcurrency: 2,
 	})
-	// quarantine only puts items (package quarantine's itemWriter); its
-	// reads of the failed ranges are granted last, over every stream that
-	// reports to Failures (GrantFailedRangeReads in addOperations).
+	// quarantine only puts items (package setaside's Sink: BatchWriteItem,
+	// and a conditional PutItem for the records of failed ranges, which never
+	// replaces a record its function set aside); its reads of the failed
+	// ranges are granted last, over every stream that reports to Failures
+	// (GrantFailedRangeReads in addOperations).
 	s.Quarantiner.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(quarantineTableActions...),
 		Resources: &[]*string{s.Quarantine.TableArn()},
@@ -406,6 +407,11 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 
 	s.addWorker(assetDir)
 	s.ViewsRegistry = NewViewsRegistry(stack, "ViewsRegistry", s.Views, s.Aggregate.GoFunction, s.Ticker)
+	s.Aggregate.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings(viewsLedgerActions...),
+		Resources: &[]*string{s.Views.TableArn(),
+			awscdk.Fn_Join(jsii.String(""), &[]*string{s.Views.TableArn(), jsii.String("-v*")})},
+	}))
 	s.Snapshot = NewSnapshot(stack, "Snapshot", SnapshotProps{AssetDir: assetDir, Table: s.Profiles.Table, Events: s.Events})
 
 	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")
@@ -431,6 +437,13 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	if s.Ops, err = s.addOperations(ops); err != nil {
 		return nil, err
 	}
+	// What a person opens to see the pipeline, over everything above.
+	d, err := NewPipelineDashboard(stack, "Pipeline"+exportedName(pipe.Name), PipelineDashboardProps{
+		Pipeline: pipe, Functions: []string{FunctionAggregate, FunctionTicker}})
+	if err != nil {
+		return nil, err
+	}
+	s.Dashboards = append(s.Dashboards, d)
 	return s, nil
 }
 
@@ -485,22 +498,6 @@ func CheckAssets(assetDir string, names []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// ingestAuth resolves the Function URL auth type from the prop, else the
-// context value, else AWS_IAM.
-func ingestAuth(prop awslambda.FunctionUrlAuthType, fromContext string) (awslambda.FunctionUrlAuthType, error) {
-	v := string(prop)
-	if v == "" {
-		v = fromContext
-	}
-	switch awslambda.FunctionUrlAuthType(v) {
-	case "":
-		return awslambda.FunctionUrlAuthType_AWS_IAM, nil
-	case awslambda.FunctionUrlAuthType_AWS_IAM, awslambda.FunctionUrlAuthType_NONE:
-		return awslambda.FunctionUrlAuthType(v), nil
-	}
-	return "", fmt.Errorf("%s %q: want AWS_IAM or NONE", ContextIngestAuth, v)
 }
 
 // contextSeconds is the context value key as a whole number of seconds

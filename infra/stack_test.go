@@ -289,8 +289,8 @@ func TestFunctions(t *testing.T) {
 		timeout float64
 		env     map[string]any
 	}{
-		{FunctionIngest, s.Ingest, 10, map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events)), "INGEST_ROUTES": IngestRoutes, "INGEST_DROP_SAMPLE": "100"}},
-		{FunctionAggregate, s.Aggregate.GoFunction, 30, windowEnv(s)},
+		{FunctionIngest, s.Ingest, 10, ingestEnv(s)},
+		{FunctionAggregate, s.Aggregate.GoFunction, 30, withQuarantine(s, windowEnv(s))},
 		{FunctionQuarantine, s.Quarantiner.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine))}},
 		{FunctionTicker, s.Ticker, 50, windowEnv(s)},
 		{FunctionWorker, s.Work.Worker.GoFunction, 60, map[string]any{
@@ -298,16 +298,17 @@ func TestFunctions(t *testing.T) {
 			EnvResultsTableName:     ref(logicalID(s.Stack, s.Work.Results)),
 		}},
 		{FunctionCDC, s.Profiles.Function.GoFunction, 30, cdcEnv(s)},
-		{FunctionTimeline, s.Timelines.Function.GoFunction, 30, map[string]any{
+		{FunctionTimeline, s.Timelines.Function.GoFunction, 30, withQuarantine(s, map[string]any{
 			EnvTweetsTableName:    ref(logicalID(s.Stack, s.Timelines.Tweets)),
 			EnvFollowsTableName:   ref(logicalID(s.Stack, s.Timelines.Follows)),
 			EnvFollowersIndexName: "followers",
 			EnvTimelinesTableName: ref(logicalID(s.Stack, s.Timelines.View)),
-		}},
-		{FunctionEnrich, s.Enrichment.Function.GoFunction, 30, map[string]any{
+		})},
+		{FunctionEnrich, s.Enrichment.Function.GoFunction, 30, withQuarantine(s, map[string]any{
 			EnvEnrichedStreamName: ref(logicalID(s.Stack, s.Enrichment.Enriched)),
 			EnvJoinTableName:      ref(logicalID(s.Stack, s.Enrichment.JoinTable)),
-		}},
+			EnvDedupeHorizon:      "1h",
+		})},
 		{FunctionSnapshot, s.Snapshot.Function, 900, map[string]any{
 			"EVENTS_STREAM_NAME":   ref(logicalID(s.Stack, s.Events)),
 			"PROFILES_TABLE_NAME":  ref(logicalID(s.Stack, s.Profiles.Table)),
@@ -714,11 +715,12 @@ func TestTables(t *testing.T) {
 		},
 	}
 	tests = append(tests, workerTables(s)...)
+	tests = append(tests, ingestTables(s)...)
 	// The per-minute Counts table of the first pipeline is gone with it; the
 	// profiles table (CDC source) is TestProfilesCDC's, the timelines
 	// tables TestTimelines' and the join table TestEnrichment's.
 	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+5 {
-		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines, JoinState)", got, len(tests)+5)
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState)", got, len(tests)+5)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -859,31 +861,6 @@ func TestNagCatchesFindings(t *testing.T) {
 	}
 }
 
-func TestIngestAuthAndAssetDirFromContext(t *testing.T) {
-	assets := t.TempDir()
-	writeDummyAssets(assets)
-	outdir := t.TempDir()
-	app := newTestApp(outdir, map[string]any{ContextIngestAuth: "NONE", ContextAssetDir: assets})
-	stack, err := NewTributaryStack(app, StackID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addNag(app)
-	tmpl := templateOf(stack.Stack)
-	for id, u := range tmpl.ofType("AWS::Lambda::Url") {
-		if got := u.Properties["AuthType"]; got != "NONE" {
-			t.Errorf("%s AuthType = %v, want NONE from context", id, got)
-		}
-	}
-	if stack.AssetDirUsed != assets {
-		t.Errorf("asset dir = %s, want %s from context", stack.AssetDirUsed, assets)
-	}
-	errs, warns := nagFindings(stack.Stack)
-	for _, e := range append(errs, warns...) {
-		t.Errorf("cdk-nag with a public URL: %s", e)
-	}
-}
-
 func TestNewTributaryStackRejects(t *testing.T) {
 	complete := t.TempDir()
 	writeDummyAssets(complete)
@@ -901,7 +878,7 @@ func TestNewTributaryStackRejects(t *testing.T) {
 		{"missing bootstrap", nil, &TributaryStackProps{AssetDir: assets},
 			filepath.Join(assets, FunctionAggregate, "bootstrap") + " does not exist"},
 		{"unknown auth type", map[string]any{ContextIngestAuth: "COGNITO", ContextAssetDir: complete}, nil,
-			`tributary:ingestAuth "COGNITO": want AWS_IAM or NONE`},
+			`tributary:ingestAuth "COGNITO": want AWS_IAM or HMAC`},
 		{"non-string context", map[string]any{ContextAssetDir: 42.0}, nil,
 			"context tributary:assetDir: got 42 (float64), want a string"},
 		{"flush interval not a number", map[string]any{ContextFlushInterval: "1m", ContextAssetDir: complete}, nil,
@@ -925,5 +902,12 @@ func TestNewTributaryStackRejects(t *testing.T) {
 }
 
 func cdcEnv(s *TributaryStack) map[string]any {
-	return map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events)), "ENTITY_KEY_ATTRIBUTE": ProfilesPartitionKey}
+	return withQuarantine(s, map[string]any{"EVENTS_STREAM_NAME": ref(logicalID(s.Stack, s.Events)), "ENTITY_KEY_ATTRIBUTE": ProfilesPartitionKey})
+}
+
+// withQuarantine is env plus the quarantine table's name, which the
+// functions that set records aside get.
+func withQuarantine(s *TributaryStack, env map[string]any) map[string]any {
+	env[EnvQuarantineTableName] = ref(logicalID(s.Stack, s.Quarantine))
+	return env
 }

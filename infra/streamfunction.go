@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
@@ -31,6 +32,30 @@ const (
 	maxStreamMaxBatchingWindow = 5 * time.Minute
 )
 
+// EnvQuarantineTableName names the quarantine table to the functions that
+// write to it: the stream consumers that set records aside (package
+// setaside) and the quarantine function.
+const EnvQuarantineTableName = "QUARANTINE_TABLE_NAME"
+
+// setAsideActions are the DynamoDB calls setting a record aside makes on
+// the quarantine table (setaside.Sink.SetAside writes with BatchWriteItem
+// only). Keep them in step with the package: a missing action works
+// locally, where permissions are not enforced, and fails in AWS.
+var setAsideActions = []string{"dynamodb:BatchWriteItem"}
+
+// GrantSetAside gives fn the quarantine table's name in
+// EnvQuarantineTableName and exactly the calls setting a record aside makes
+// on that table, plus extra actions on it (the quarantine function's
+// PutItem), nothing on anything else.
+func GrantSetAside(fn *GoFunction, quarantine awsdynamodb.ITable, extra ...string) {
+	fn.Function.AddEnvironment(jsii.String(EnvQuarantineTableName), quarantine.TableName(), nil)
+	actions := append(append([]string(nil), setAsideActions...), extra...)
+	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(actions...),
+		Resources: &[]*string{quarantine.TableArn()},
+	}))
+}
+
 // StreamFunctionProps configures a Lambda function consuming a Kinesis stream
 // or a DynamoDB table's stream. Exactly one of Stream and Table is set.
 type StreamFunctionProps struct {
@@ -44,6 +69,11 @@ type StreamFunctionProps struct {
 	// OnFailure receives Lambda's on-failure record (shard, sequence range,
 	// condition) for a batch that exhausted its retries or aged out. Required.
 	OnFailure awssqs.IQueue
+	// SetAside is the quarantine table the function sets aside the records
+	// that can never succeed in (package setaside), so they never reach
+	// OnFailure: the function gets its name (EnvQuarantineTableName) and may
+	// call BatchWriteItem on it (GrantSetAside). Optional.
+	SetAside awsdynamodb.ITable
 
 	// StartingPosition is DefaultStreamStartingPos if empty.
 	StartingPosition awslambda.StartingPosition
@@ -113,6 +143,9 @@ func NewStreamFunction(scope constructs.Construct, id string, props StreamFuncti
 
 	fn := NewGoFunction(scope, id, props.Function)
 	s := &StreamFunction{GoFunction: fn}
+	if props.SetAside != nil {
+		GrantSetAside(fn, props.SetAside)
+	}
 
 	// The event sources grant the function read on the stream (GetRecords,
 	// GetShardIterator, DescribeStream, ListShards, ...) and SqsDlq grants it

@@ -39,6 +39,9 @@ var (
 type TimelinesProps struct {
 	// AssetDir holds the functions' bootstrap binaries. Required.
 	AssetDir string
+	// Quarantine is the table the function sets aside the records that can
+	// never succeed in (package setaside). Required.
+	Quarantine awsdynamodb.ITable
 	// OnFailure receives Lambda's on-failure record for a batch of either
 	// table's changes that exhausted its retries or aged out. Required.
 	OnFailure awssqs.IQueue
@@ -71,8 +74,8 @@ type Timelines struct {
 
 // NewTimelines creates the tables and the timeline function under scope.
 func NewTimelines(scope constructs.Construct, id string, props TimelinesProps) *Timelines {
-	if props.OnFailure == nil || props.AssetDir == "" {
-		panic(fmt.Sprintf("Timelines %q: AssetDir and OnFailure are required", id))
+	if props.OnFailure == nil || props.Quarantine == nil || props.AssetDir == "" {
+		panic(fmt.Sprintf("Timelines %q: AssetDir, Quarantine and OnFailure are required", id))
 	}
 	removal := props.RemovalPolicy
 	if removal == "" {
@@ -121,6 +124,7 @@ func NewTimelines(scope constructs.Construct, id string, props TimelinesProps) *
 		},
 		Table:     t.Tweets,
 		OnFailure: props.OnFailure,
+		SetAside:  props.Quarantine,
 	}
 	t.Function = NewStreamFunction(c, "Timeline", sp)
 	// The second mapping, on Follows' stream, with the same settings as

@@ -21,7 +21,8 @@ func TestTimelines(t *testing.T) {
 	app := newTestApp(t.TempDir(), nil)
 	stack := awscdk.NewStack(app, jsii.String("Timelines"), nil)
 	failures := NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})
-	tl := NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assets, OnFailure: failures})
+	quarantine := testQuarantine(stack)
+	tl := NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assets, OnFailure: failures, Quarantine: quarantine})
 	addNag(app)
 	tmpl := templateOf(stack)
 
@@ -51,10 +52,11 @@ func TestTimelines(t *testing.T) {
 	fnID, fn := tmpl.function(t, FunctionTimeline)
 	env, _ := fn.Properties["Environment"].(map[string]any)
 	assertProps(t, "function environment", env, map[string]any{"Variables": map[string]any{
-		EnvTweetsTableName:    ref(tweetsID),
-		EnvFollowsTableName:   ref(followsID),
-		EnvFollowersIndexName: "followers",
-		EnvTimelinesTableName: ref(viewID),
+		EnvTweetsTableName:     ref(tweetsID),
+		EnvFollowsTableName:    ref(followsID),
+		EnvFollowersIndexName:  "followers",
+		EnvTimelinesTableName:  ref(viewID),
+		EnvQuarantineTableName: ref(logicalID(stack, quarantine)),
 	}})
 
 	mappings := map[string]cfnResource{}
@@ -106,6 +108,7 @@ func TestTimelines(t *testing.T) {
 			t.Errorf("role may %s: more than the join needs", g)
 		}
 	}
+	assertSetAsideGrant(t, grants, logicalID(stack, quarantine))
 	for g := range grants {
 		if strings.HasSuffix(g, " *") && g != "dynamodb:ListStreams *" {
 			t.Errorf("role may %s: a wildcard beyond dynamodb:ListStreams", g)

@@ -4,7 +4,8 @@
 // state (per-interval path). Config: PIPELINE_CONFIG, VIEWS_TABLE_NAME (or
 // VIEWS_PARAMETER_NAME, the SSM parameter naming the current views table,
 // re-read every VIEWS_REFRESH_SECONDS so a cmd/replay swap reaches warm
-// instances), OUTPUT_STREAM_NAME. The logic is in package aggregate.
+// instances), OUTPUT_STREAM_NAME, QUARANTINE_TABLE_NAME (where records that
+// can never be applied are set aside). The logic is in package aggregate.
 package main
 
 import (
@@ -18,9 +19,10 @@ import (
 
 func main() {
 	m := lambdamain.Main{Function: "aggregate"}
+	m.RequireEnv(aggregate.EnvQuarantineTable, "the DynamoDB table records that can never be applied are set aside in")
 	p, err := aggregate.FromEnv(m.AWSConfig(), os.LookupEnv, "aggregate", os.Stdout, os.Stderr)
 	if err != nil {
 		m.Fail("%v", err)
 	}
-	lambda.Start(p.Handle)
+	lambda.Start(p)
 }

@@ -2,15 +2,20 @@
 // envelopes and writes them to the Kinesis stream named by
 // EVENTS_STREAM_NAME, under the load policy its route declares in
 // INGEST_ROUTES (buffer, backpressure or drop; default: backpressure on /).
-// The logic is in package ingest.
+// With INGEST_IDEMPOTENCY_TABLE it honours the Idempotency-Key header; with
+// INGEST_AUTH=HMAC it checks every request's signature against the secret
+// INGEST_SECRET_ARN names. The logic is in package ingest.
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/ingest"
@@ -21,7 +26,10 @@ func main() {
 	m := lambdamain.Main{Function: "ingest"}
 	streamName := m.RequireEnv("EVENTS_STREAM_NAME", "the Kinesis stream events are written to")
 	cfg := m.AWSConfig()
-	opts, err := ingest.EnvOptions(os.Getenv)
+	opts, err := ingest.EnvOptions(context.Background(), os.Getenv, ingest.Clients{
+		DynamoDB:       dynamodb.NewFromConfig(cfg),
+		SecretsManager: secretsmanager.NewFromConfig(cfg),
+	})
 	if err != nil {
 		m.Fail("%v", err)
 	}

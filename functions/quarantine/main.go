@@ -25,6 +25,7 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	h := quarantine.New(kinesis.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), table,
 		quarantine.WithDynamoDBStreams(dynamodbstreams.NewFromConfig(cfg)),
+		quarantine.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")),
 		quarantine.WithMetrics(metrics.New(os.Stdout, "quarantine")),
 		quarantine.WithLogger(log))
 	lambda.Start(h.Handle)

@@ -1,7 +1,9 @@
 // Command timeline consumes the DynamoDB streams of the Tweets table
 // (TWEETS_TABLE_NAME) and of the Follows table (FOLLOWS_TABLE_NAME, with its
 // followers index FOLLOWERS_INDEX_NAME) and maintains their join, the
-// Timelines table (TIMELINES_TABLE_NAME). The logic is in package timeline.
+// Timelines table (TIMELINES_TABLE_NAME). Records that can never be applied
+// are set aside in the quarantine table (QUARANTINE_TABLE_NAME). The logic
+// is in package timeline.
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/timeline"
 )
 
@@ -24,9 +27,13 @@ func main() {
 		Followers: m.RequireEnv("FOLLOWERS_INDEX_NAME", "the index of the follows table by followeeId"),
 		Timelines: m.RequireEnv("TIMELINES_TABLE_NAME", "the DynamoDB table of timelines (userId, sk)"),
 	}
+	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be applied are set aside in")
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	h := timeline.New(dynamodb.NewFromConfig(cfg), tables,
-		timeline.WithMetrics(metrics.New(os.Stdout, "timeline")), timeline.WithLogger(log))
+	db := dynamodb.NewFromConfig(cfg)
+	mt := metrics.New(os.Stdout, "timeline")
+	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")),
+		setaside.WithMetrics(mt), setaside.WithLogger(log))
+	h := timeline.New(db, tables, timeline.WithMetrics(mt), timeline.WithLogger(log), timeline.WithSetAside(sink))
 	lambda.Start(h.Handle)
 }

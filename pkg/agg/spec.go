@@ -170,3 +170,31 @@ func QuantileName(q float64) string {
 	// Round away the binary noise of q*100 (0.29*100 = 28.999999999999996).
 	return "p" + strconv.FormatFloat(math.Round(q*100*1e9)/1e9, 'f', -1, 64)
 }
+
+// Encoded-size bounds, for checking that every item holding a state fits
+// DynamoDB's 400 KB (see Spec.MaxEncodedBytes).
+const (
+	// fixedEncodedBytes bounds the header, count, sum, min and max.
+	fixedEncodedBytes = 64
+	// quantilesEncodedBytes bounds the quantile sketch: values are at most
+	// 2^53 in magnitude (pipeline.MaxValue) and the sketch's bins at 1%
+	// relative accuracy span down to the smallest float64 on both signs;
+	// every bin filled encodes in about 86 KB (TestMaxEncodedBytes).
+	quantilesEncodedBytes = 96 << 10
+	// distinctOverheadBytes is a dense HyperLogLog sketch's size beyond its
+	// 2^p one-byte registers.
+	distinctOverheadBytes = 256
+)
+
+// MaxEncodedBytes bounds the encoding of any State of s, whatever values it
+// is given (values within ±2^53).
+func (s *Spec) MaxEncodedBytes() int {
+	n := fixedEncodedBytes
+	if s.Aggregates.Has(Distinct) {
+		n += 1<<s.DistinctPrecision + distinctOverheadBytes
+	}
+	if s.Aggregates.Has(Quantiles) {
+		n += quantilesEncodedBytes
+	}
+	return n
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary-dev/tributary/pkg/dedupe"
@@ -53,8 +52,8 @@ func NewLedger(db ledgerStore, table string, cfg *pipeline.Config) *dedupe.Ledge
 }
 
 // candidateOf is a decoded record's identity for the ledger.
-func candidateOf(shard string, rec *events.KinesisEventRecord, env *stream.Envelope) dedupe.Candidate {
-	arrival := rec.Kinesis.ApproximateArrivalTimestamp.Time
+func candidateOf(shard string, rec *stream.KinesisRecord, env *stream.Envelope) dedupe.Candidate {
+	arrival := rec.ApproximateArrivalTimestamp
 	if arrival.IsZero() {
 		arrival = env.ReceivedAt
 	}
@@ -64,7 +63,7 @@ func candidateOf(shard string, rec *events.KinesisEventRecord, env *stream.Envel
 	return dedupe.Candidate{Key: env.Key, Entry: dedupe.Entry{
 		ID:      dedupe.IdentityOf(env.Key, env.ID),
 		Content: dedupe.ContentOf(env.Type, env.OccurredAt, env.Data),
-		Claim:   dedupe.ClaimOf(shard, rec.Kinesis.SequenceNumber),
+		Claim:   dedupe.ClaimOf(shard, rec.SequenceNumber),
 		Arrival: uint32(arrival.Unix()),
 	}}
 }

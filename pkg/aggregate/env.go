@@ -18,6 +18,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
@@ -32,6 +33,9 @@ const (
 	// used before it is read again (default 30).
 	EnvViewsRefresh = "VIEWS_REFRESH_SECONDS"
 	EnvOutputStream = "OUTPUT_STREAM_NAME" // optional
+	// EnvQuarantineTable names the table records that can never be
+	// applied are set aside in (package setaside).
+	EnvQuarantineTable = "QUARANTINE_TABLE_NAME"
 )
 
 // DefaultViewsRefresh is how long a warm instance keeps the views table it
@@ -63,14 +67,17 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 	if streamName != "" {
 		out = kinesis.NewFromConfig(awsCfg)
 	}
+	quarantine, _ := lookup(EnvQuarantineTable) // the ticker reads no records
 	client := dynamodb.NewFromConfig(awsCfg)
 	db := RoutedStore(client, table)
 	current := table.Current(context.Background())
 	views := state.NewViews(db, current, cfg.Aggregates, state.WithRetention(Retention))
+	m := metrics.New(stdout, function)
 	return New(cfg, views, out, streamName,
-		WithMetrics(metrics.New(stdout, function)),
+		WithMetrics(m),
 		WithLogger(log),
-		WithDedupe(NewLedger(RoutedLedgerStore(client, table), current, cfg))), nil
+		WithDedupe(NewLedger(RoutedLedgerStore(client, table), current, cfg)),
+		WithSetAside(newSink(client, quarantine, function, m, log))), nil
 }
 
 // parameterGetter is what ViewsTable needs of SSM.
@@ -301,4 +308,13 @@ func (r *routedStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts .
 	c := *in
 	c.TableName = aws.String(r.table.Current(ctx))
 	return r.db.Query(ctx, &c, opts...)
+}
+
+// newSink is the set-aside sink of table, or nil when there is none (the
+// ticker, which reads no records).
+func newSink(db *dynamodb.Client, table, function string, m *metrics.Logger, log *slog.Logger) *setaside.Sink {
+	if table == "" {
+		return nil
+	}
+	return setaside.New(db, table, setaside.WithFunction(function), setaside.WithMetrics(m), setaside.WithLogger(log))
 }

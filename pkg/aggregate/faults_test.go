@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,10 +20,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -41,7 +45,7 @@ func quietOut() io.Writer {
 var (
 	db        *dynamodb.Client
 	tableSeq  atomic.Int64
-	soakSeeds = flag.Int("fault.seeds", 6, "fault-injection scenarios to run (make soak runs many more)")
+	soakSeeds = flag.Int("fault.seeds", 4, "fault-injection scenarios to run (make soak runs many more)")
 )
 
 func TestMain(m *testing.M) {
@@ -65,9 +69,41 @@ const faultConfig = `{
 
 // crashingStore makes the n-th and later writes fail, as a process that dies
 // between two writes would leave them: the earlier ones applied, the later not.
+// It also throttles about one call in throttleEvery (0: never), at random,
+// as DynamoDB does under load: a transient error the handler must retry,
+// not set aside.
 type crashingStore struct {
 	*dynamodb.Client
-	budget atomic.Int64 // writes left before the "crash"; < 0 means no crash armed
+	budget        atomic.Int64 // writes left before the "crash"; < 0 means no crash armed
+	throttleEvery int
+}
+
+var errThrottled = &types.ProvisionedThroughputExceededException{Message: aws.String("injected throttle")}
+
+func (c *crashingStore) throttled() bool {
+	return c.throttleEvery > 0 && rand.IntN(c.throttleEvery) == 0
+}
+
+func (c *crashingStore) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	if c.throttled() {
+		return nil, errThrottled
+	}
+	return c.Client.BatchGetItem(ctx, in, opts...)
+}
+
+// throttlingSink is the quarantine table's client that fails about one
+// write in every, at random: a failing destination, after which nothing may
+// be lost.
+type throttlingSink struct {
+	*dynamodb.Client
+	every int
+}
+
+func (c *throttlingSink) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	if rand.IntN(c.every) == 0 {
+		return nil, errThrottled
+	}
+	return c.Client.BatchWriteItem(ctx, in, opts...)
 }
 
 var errCrash = errors.New("injected crash between two writes")
@@ -76,6 +112,9 @@ func (c *crashingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemI
 	if c.crash() {
 		return nil, errCrash
 	}
+	if c.throttled() {
+		return nil, errThrottled
+	}
 	return c.Client.UpdateItem(ctx, in, opts...)
 }
 
@@ -83,6 +122,9 @@ func (c *crashingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemI
 func (c *crashingStore) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if c.crash() {
 		return nil, errCrash
+	}
+	if c.throttled() {
+		return nil, errThrottled
 	}
 	return c.Client.PutItem(ctx, in, opts...)
 }
@@ -106,6 +148,9 @@ type record struct {
 	// differs (the id reused for another event): refused.
 	copyOf   string
 	conflict bool
+	// overflow marks a value past pipeline.MaxValue: the record can never
+	// be applied and must be set aside.
+	overflow bool
 }
 
 // scenario is a seeded run: records per shard and the reference views.
@@ -164,7 +209,7 @@ func newScenario(t *testing.T, seed uint64) *scenario {
 						cp.SentAt = cp.OccurredAt
 					}
 				}
-				r := record{shard: shard, seq: seq, env: cp, copyOf: orig.env.ID}
+				r := record{shard: shard, seq: seq, env: cp, copyOf: orig.env.ID, overflow: orig.overflow}
 				if rng.IntN(6) == 0 {
 					r.conflict = true
 					r.env.Data = json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 2000+rng.IntN(1000)))
@@ -184,6 +229,10 @@ func newScenario(t *testing.T, seed uint64) *scenario {
 				OccurredAt: et, SentAt: et, ReceivedAt: et,
 				Data: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 1+rng.IntN(1000))),
 			}}
+			if rng.IntN(25) == 0 {
+				// A hostile value: two of them would make a sum infinite.
+				r.env.Data, r.overflow = json.RawMessage(`{"ms":1.7e308}`), true
+			}
 			s.records[shard] = append(s.records[shard], r)
 			history = append(history, r)
 			seq += 1 + rng.IntN(3)
@@ -193,13 +242,28 @@ func newScenario(t *testing.T, seed uint64) *scenario {
 }
 
 // distinct returns every shard's records that carry an event's first
-// occurrence: what the views must count, each once.
+// occurrence and can be applied: what the views must count, each once.
 func (s *scenario) distinct() []record {
 	var out []record
 	for _, recs := range s.records {
 		for _, r := range recs {
-			if r.copyOf == "" {
+			if r.copyOf == "" && !r.overflow {
 				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// mustSetAside returns the records that can never be applied, by shard and
+// sequence number: values past the limit, and ids reused with other
+// content (unless the first occurrence was itself set aside).
+func (s *scenario) mustSetAside() map[string]bool {
+	out := map[string]bool{}
+	for _, recs := range s.records {
+		for _, r := range recs {
+			if r.overflow || (r.conflict && !r.overflow) {
+				out[r.shard+"/"+strconv.Itoa(r.seq)] = true
 			}
 		}
 	}
@@ -286,6 +350,7 @@ func kinesisEvent(recs []record) events.KinesisEvent {
 		seq := strconv.Itoa(r.seq)
 		ev.Records = append(ev.Records, events.KinesisEventRecord{
 			EventID: r.shard + ":" + seq, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
+			EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/events",
 			Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: r.env.Key, Data: data,
 				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: r.env.ReceivedAt}},
 		})
@@ -298,19 +363,22 @@ func kinesisEvent(recs []record) events.KinesisEvent {
 // retries after item failures, retried batches of a different size, crashes
 // after k of n writes, concurrent duplicate invocations, and cold starts.
 type lambda struct {
-	t     *testing.T
-	rng   *rand.Rand
-	store *crashingStore
-	table string
-	cfg   *pipeline.Config
-	proc  *aggregate.Processor
-	log   []string
+	t          *testing.T
+	rng        *rand.Rand
+	store      *crashingStore
+	table      string
+	quarantine string
+	cfg        *pipeline.Config
+	proc       *aggregate.Processor
+	log        []string
 }
 
 func (l *lambda) coldStart() {
 	views := state.NewViews(l.store, l.table, l.cfg.Aggregates, state.WithCompactAt(4))
+	sink := setaside.New(&throttlingSink{Client: db, every: 7}, l.quarantine, setaside.WithBackoff(func(int) time.Duration { return time.Millisecond }))
 	l.proc = aggregate.New(l.cfg, views, nil, "", aggregate.WithLogger(quiet),
-		aggregate.WithDedupe(aggregate.NewLedger(l.store, l.table, l.cfg)))
+		aggregate.WithDedupe(aggregate.NewLedger(l.store, l.table, l.cfg)),
+		aggregate.WithSetAside(sink))
 }
 
 // invoke runs one batch, maybe with a crash armed; it returns the index into
@@ -412,12 +480,26 @@ func (l *lambda) runIntervals(recs []record) {
 			}
 			resp, err := l.proc.HandleInterval(ctx, ev)
 			if err != nil {
-				l.t.Fatalf("interval batch at %d: %v", b, err)
-			}
-			if len(resp.BatchItemFailures) > 0 {
-				l.t.Fatalf("interval batch at %d: failures %v", b, resp.BatchItemFailures)
+				// A transient error (a throttled read): Lambda retries the
+				// batch with the same state.
+				l.log = append(l.log, fmt.Sprintf("error %d+%d", b, size))
+				continue
 			}
 			st = resp.State
+			if len(resp.BatchItemFailures) > 0 {
+				// Retried from the first failed record with the state
+				// the invocation returned.
+				failed := resp.BatchItemFailures[0].ItemIdentifier
+				next := b
+				for i := b; i < min(b+size, end); i++ {
+					if strconv.Itoa(recs[i].seq) == failed {
+						next = i
+					}
+				}
+				l.log = append(l.log, fmt.Sprintf("failed %d+%d at %d", b, size, next))
+				b = next
+				continue
+			}
 			b += size
 		}
 		final := events.KinesisTimeWindowEvent{TimeWindowProperties: win}
@@ -465,6 +547,10 @@ func faultScenarios(t *testing.T, mode string) {
 			if err := state.CreateTable(context.Background(), db, table); err != nil {
 				t.Fatal(err)
 			}
+			quarantine := fmt.Sprintf("faults-quarantine-%d", tableSeq.Add(1))
+			if err := setaside.CreateTable(context.Background(), db, quarantine); err != nil {
+				t.Fatal(err)
+			}
 			var wg sync.WaitGroup
 			lambdas := map[string]*lambda{}
 			done := map[string]chan struct{}{}
@@ -474,9 +560,9 @@ func faultScenarios(t *testing.T, mode string) {
 			for shard, recs := range s.records {
 				// Each shard's mapping crashes on its own: a crash armed for
 				// one shard's final invocation never hits another shard's batch.
-				store := &crashingStore{Client: db}
+				store := &crashingStore{Client: db, throttleEvery: 40}
 				store.budget.Store(-1)
-				l := &lambda{t: t, rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), store: store, table: table, cfg: s.cfg}
+				l := &lambda{t: t, rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), store: store, table: table, quarantine: quarantine, cfg: s.cfg}
 				l.coldStart()
 				lambdas[shard] = l
 				wg.Add(1)
@@ -517,6 +603,21 @@ func faultScenarios(t *testing.T, mode string) {
 					bad = append(bad, fmt.Sprintf("%s: unexpected window %+v", k, got[k]))
 				}
 			}
+			// Every record that can never be applied is set aside, with a
+			// reason naming the field; nothing else is.
+			aside := setAsideRecords(t, quarantine)
+			for k := range s.mustSetAside() {
+				if _, ok := aside[k]; !ok {
+					bad = append(bad, fmt.Sprintf("record %s can never be applied but was not set aside", k))
+				}
+			}
+			for k, it := range aside {
+				if !s.mustSetAside()[k] {
+					bad = append(bad, fmt.Sprintf("record %s was set aside (%s: %s) but can be applied", k, it.Field, it.Reason))
+				} else if it.Field == "" || it.Reason == "" || len(it.Data) == 0 {
+					bad = append(bad, fmt.Sprintf("record %s set aside without its field, reason or data: %+v", k, it))
+				}
+			}
 			if len(bad) > 0 {
 				sort.Strings(bad)
 				for shard, l := range lambdas {
@@ -526,6 +627,32 @@ func faultScenarios(t *testing.T, mode string) {
 			}
 		})
 	}
+}
+
+// setAsideRecords reads the quarantine table: the records set aside, by
+// "<shard>/<sequence number>".
+func setAsideRecords(t *testing.T, table string) map[string]setaside.Item {
+	t.Helper()
+	out := map[string]setaside.Item{}
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range page.Items {
+			var it setaside.Item
+			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+				t.Fatal(err)
+			}
+			if it.Kind != setaside.ItemSetAside {
+				continue
+			}
+			shard := it.Source[strings.LastIndex(it.Source, "/")+1:]
+			out[shard+"/"+it.SequenceNumber] = it
+		}
+	}
+	return out
 }
 
 // readAll queries every key's windows and checks they are all final.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"math/big"
 	"strings"
 	"sync"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -34,11 +34,16 @@ type partial struct {
 // tumbling-window state Lambda carries between invocations; the final
 // invocation of each interval writes one update per (key, window).
 func (p *Processor) HandleInterval(ctx context.Context, ev events.KinesisTimeWindowEvent) (events.KinesisTimeWindowEventResponse, error) {
+	return p.handleInterval(ctx, records(ev.Records), &ev.TimeWindowProperties)
+}
+
+func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRecord, ev *events.TimeWindowProperties) (events.KinesisTimeWindowEventResponse, error) {
 	defer p.flushMetrics()
 	shard := ev.ShardID
-	if shard == "" && len(ev.Records) > 0 {
-		shard = shardOf(ev.Records[0].EventID)
+	if shard == "" && len(recs) > 0 {
+		shard = shardOf(recs[0].EventID)
 	}
+	shard = strings.Clone(shard) // the batch's strings are reused by the next batch
 	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
 	defer cancel()
 	committed, err := p.watermark(ctx, shard)
@@ -73,28 +78,37 @@ func (p *Processor) HandleInterval(ctx context.Context, ev events.KinesisTimeWin
 	}
 	c.onCorrected = c.onOpen // late records join the partial; the flush corrects a final window
 	accumulated := lastSeq
-	for i := range ev.Records {
-		rec := &ev.Records[i]
-		seq := rec.Kinesis.SequenceNumber
-		if lastSeq != "" && seqLE(seq, lastSeq) {
+	for i := range recs {
+		rec := &recs[i]
+		seq := rec.SequenceNumber
+		if lastSeq != "" && stream.CompareSequence(seq, lastSeq) <= 0 {
 			continue // already in the state (a redelivery after a partial failure)
 		}
-		before := c.failures.Len()
 		c.decode(rec)
-		if c.failures.Len() > before {
-			break // stop at the first poison record: the rest is redelivered after it
-		}
 		accumulated = seq
 	}
 	dedupeState, err := p.judgeInterval(ctx, c, ev.State, ev.IsFinalInvokeForWindow)
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err
 	}
+	if err := p.screen(ctx, c); err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err
+	}
+	if c.failures.Len() > 0 {
+		// Records could not be set aside (a transient error). The state
+		// must not claim them accumulated, nor carry what follows them: the
+		// invocation fails and Lambda retries it with the same state.
+		return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: setting %d records aside failed; the batch is retried", len(c.aside))
+	}
 	c.routeAll()
 	// Session and sliding windows keep their own per-key state (keyed.go),
 	// folded per invocation rather than carried in the window state.
-	for _, seq := range p.applyKeyed(ctx, c) {
-		c.failures.Add(seq)
+	if failed := p.applyKeyed(ctx, c); len(failed) > 0 {
+		// A keyed state write failed (a transient error): its points are
+		// not stored, and the state already carries what follows them, so
+		// the invocation fails and Lambda retries it with the same state
+		// (the folds that did succeed are fenced).
+		return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: %d keyed window states could not be written; the batch is retried", len(failed))
 	}
 	p.count(c)
 
@@ -198,14 +212,4 @@ func (p *Processor) encodeState(partials map[upKey]*partial, wm *window.Watermar
 		out[statePartial+k.kind+"|"+k.win.ID()+"|"+k.key] = pt.minSeq + " " + pt.maxSeq + " " + string(text)
 	}
 	return out
-}
-
-// seqLE compares sequence numbers as numbers.
-func seqLE(a, b string) bool {
-	x, okx := new(big.Int).SetString(a, 10)
-	y, oky := new(big.Int).SetString(b, 10)
-	if !okx || !oky {
-		return a <= b
-	}
-	return x.Cmp(y) <= 0
 }

@@ -3,16 +3,18 @@ package aggregate
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -25,12 +27,28 @@ import (
 // them. This needs one shard per key: the config must say the partition key is
 // the grouping key.
 
-// point is one buffered record.
+// point is one buffered record. Seq is the record's sequence number, for
+// folding; it is not stored (the item's per-shard fence says what it holds).
 type point struct {
 	T   int64   `json:"t"` // event time, Unix ms
 	V   float64 `json:"v"`
-	D   []byte  `json:"d,omitempty"`
+	D   []byte  `json:"d,omitempty"` // the distinct value's hash (distinctHash), or nil
 	Seq string  `json:"s"`
+}
+
+// distinctHashBytes is the size of a stored distinct value.
+const distinctHashBytes = 6
+
+// distinctHash is what a keyed point keeps of a distinct value: 48 bits of
+// its SHA-256, which is all a HyperLogLog sketch of at most 2^16 registers
+// needs (among 30,000 values of one key, two collide with probability
+// about 10⁻⁶, which would lower the estimate by one).
+func distinctHash(d []byte) []byte {
+	if d == nil {
+		return nil
+	}
+	sum := sha256.Sum256(d)
+	return sum[:distinctHashBytes]
 }
 
 // emitted is what was last written for a final window.
@@ -81,7 +99,7 @@ func (c *collector) collectKeyed(ws pipeline.WindowSpec, key, seq string, et tim
 		c.keyed = map[keyedKey][]point{}
 	}
 	k := keyedKey{key, ws.ID()}
-	c.keyed[k] = append(c.keyed[k], point{T: et.UnixMilli(), V: value, D: distinct, Seq: seq})
+	c.keyed[k] = append(c.keyed[k], point{T: et.UnixMilli(), V: value, D: distinctHash(distinct), Seq: seq})
 }
 
 // applyKeyed folds a batch's points into their keyed states and returns the
@@ -125,7 +143,7 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		}
 		var fresh []point
 		for _, pt := range pts {
-			if ks.Fence == "" || !seqLE(pt.Seq, ks.Fence) {
+			if ks.Fence == "" || stream.CompareSequence(pt.Seq, ks.Fence) > 0 {
 				fresh = append(fresh, pt)
 			}
 		}
@@ -141,10 +159,7 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 			}
 		}
 		openUntil := keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC())
-		blob, err := json.Marshal(buf)
-		if err != nil {
-			return err
-		}
+		blob := encodeKeyed(nil, buf)
 		ks2 := ks
 		ks2.Blob = blob
 		n, err := p.views.SaveKeyed(ctx, ref, shard, ks2, fresh[len(fresh)-1].Seq, p.openIn(shard), openUntil)
@@ -158,7 +173,10 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		}
 		p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(len(pts)-len(fresh)))
 		ks2.Version++
-		ks2.Fence = fresh[len(fresh)-1].Seq
+		ks2.Fence = strings.Clone(fresh[len(fresh)-1].Seq)
+		for i := range buf.Points {
+			buf.Points[i].Seq = "" // not stored; and it shares the batch's reused buffer
+		}
 		p.rememberKeyed(ref, shard, ks2, buf)
 		return nil
 	}
@@ -294,11 +312,7 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 			}
 		}
 		pruneKeyed(ws, p.cfg.Late, buf, wm)
-		blob, err := json.Marshal(buf)
-		if err != nil {
-			return 0, err
-		}
-		ks.Blob = blob
+		ks.Blob = encodeKeyed(nil, buf)
 		_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), next)
 		if errors.Is(err, state.ErrKeyedConflict) {
 			p.forgetKeyed(kref, shard)
@@ -341,20 +355,6 @@ func mergePoints(have, fresh []point) []point {
 	return out
 }
 
-func decodeKeyed(b []byte) (*keyedBuf, error) {
-	buf := &keyedBuf{Emitted: map[string]emitted{}}
-	if len(b) == 0 {
-		return buf, nil
-	}
-	if err := json.Unmarshal(b, buf); err != nil {
-		return nil, fmt.Errorf("aggregate: keyed window state: %w", err)
-	}
-	if buf.Emitted == nil {
-		buf.Emitted = map[string]emitted{}
-	}
-	return buf, nil
-}
-
 // The warm container's copy of keyed states, so the normal path needs no read.
 type cachedKeyed struct {
 	ks  state.KeyedState
@@ -371,11 +371,7 @@ func (p *Processor) loadKeyed(ctx context.Context, ref state.KeyedRef, shard str
 	p.mu.Unlock()
 	if ok {
 		// A copy: a failed save must not leave the cache changed.
-		b, err := json.Marshal(c.buf)
-		if err != nil {
-			return state.KeyedState{}, nil, err
-		}
-		buf, err := decodeKeyed(b)
+		buf, err := decodeKeyed(encodeKeyed(nil, c.buf))
 		return c.ks, buf, err
 	}
 	ks, err := p.views.LoadKeyed(ctx, ref, shard)

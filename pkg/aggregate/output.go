@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,7 +30,7 @@ var _ RecordPutter = (*kinesis.Client)(nil)
 // for every emission of one revision, so consumers dedupe by it.
 type Output struct {
 	ID       string      `json:"id"`
-	Kind     string      `json:"type"` // "final" or "correction"
+	Kind     string      `json:"type"` // "final", "correction" or "retraction"
 	Pipeline string      `json:"pipeline"`
 	Key      string      `json:"key"`
 	Window   string      `json:"window"` // window kind, e.g. tumbling:1m0s
@@ -46,11 +49,28 @@ func finalOutput(v state.View) Output {
 	}
 }
 
-// emit puts outs on the output stream, retrying entries the stream refused.
+// emit puts outs on the output stream, retrying entries the stream refused,
+// and logs each as one ResultLogMessage line once it is on the stream (or at
+// once, without a stream). A failed emission is retried by the caller, so a
+// result may be logged more than once, like it may be emitted more than
+// once: its id tells the copies apart.
 func (p *Processor) emit(ctx context.Context, outs []Output) error {
-	if p.out == nil || len(outs) == 0 {
+	if len(outs) == 0 {
 		return nil
 	}
+	if p.out != nil {
+		if err := p.put(ctx, outs); err != nil {
+			return err
+		}
+	}
+	for i := range outs {
+		p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&outs[i])...)
+	}
+	return nil
+}
+
+// put writes outs to the output stream.
+func (p *Processor) put(ctx context.Context, outs []Output) error {
 	for start := 0; start < len(outs); start += 500 {
 		chunk := outs[start:min(start+500, len(outs))]
 		entries := make([]types.PutRecordsRequestEntry, 0, len(chunk))
@@ -84,3 +104,98 @@ func (p *Processor) emit(ctx context.Context, outs []Output) error {
 	p.metrics.Add("OutputRecords", metrics.Count, float64(len(outs)))
 	return nil
 }
+
+// ResultLogMessage is the msg of the structured log line (JSON, on the
+// function's stderr, so in its CloudWatch log group) that every window
+// result gets: each final window, correction and retraction, with the key
+// and the values as fields rather than metric dimensions, so a key costs
+// nothing in CloudWatch metrics. The stack's saved Logs Insights queries
+// and its Contributor Insights rule select these lines by it (infra/logs.go).
+//
+// The fields: resultType (final, correction, retraction), id (as on the
+// output stream), pipeline, key, window (the window kind, tumbling:1m0s),
+// start and end (state.TimeLayout: sortable as strings), revision; then the
+// pipeline's aggregates, count, sum, min, max, mean, distinct and one field
+// per quantile (p50, p99, p99_9: a dot would read as a nested field in Logs
+// Insights); a correction and a retraction repeat the value they replace
+// with the prefix previous (previousCount, previousP50, ...); and, when the
+// count aggregate is on, countDelta, what the result adds to the key's count
+// (final: count; correction: count - previousCount; retraction:
+// -previousCount), so that summing countDelta over a key's results counts
+// each event once whatever was corrected or retracted.
+const ResultLogMessage = "window result"
+
+// resultAttrs are the fields of o's ResultLogMessage line.
+func resultAttrs(o *Output) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 24)
+	attrs = append(attrs,
+		slog.String("resultType", o.Kind), slog.String("id", o.ID),
+		slog.String("pipeline", o.Pipeline), slog.String("key", o.Key), slog.String("window", o.Window),
+		slog.String("start", o.Start.UTC().Format(state.TimeLayout)), slog.String("end", o.End.UTC().Format(state.TimeLayout)),
+		slog.Int("revision", o.Revision))
+	attrs = appendResult(attrs, "", o.Result)
+	if o.Previous != nil {
+		attrs = appendResult(attrs, "previous", *o.Previous)
+	}
+	var delta int64
+	counted := false
+	if o.Kind != "retraction" && o.Result.Aggregates.Has(agg.Count) {
+		delta, counted = int64(o.Result.Count), true
+	}
+	if o.Previous != nil && o.Previous.Aggregates.Has(agg.Count) {
+		delta, counted = delta-int64(o.Previous.Count), true
+	}
+	if counted {
+		attrs = append(attrs, slog.Int64("countDelta", delta))
+	}
+	return attrs
+}
+
+// appendResult appends r's aggregates as fields named prefix+Name (count,
+// previousCount); like r's JSON, min, max, mean and the quantiles only when
+// the window counted a record.
+func appendResult(attrs []slog.Attr, prefix string, r agg.Result) []slog.Attr {
+	name := func(n string) string {
+		if prefix == "" {
+			return n
+		}
+		return prefix + strings.ToUpper(n[:1]) + n[1:]
+	}
+	a := r.Aggregates
+	if a.Has(agg.Count) {
+		attrs = append(attrs, slog.Uint64(name("count"), r.Count))
+	}
+	if a.Has(agg.Sum) {
+		attrs = append(attrs, slog.Float64(name("sum"), r.Sum))
+	}
+	if a.Has(agg.Distinct) {
+		attrs = append(attrs, slog.Uint64(name("distinct"), r.Distinct))
+	}
+	if r.Count == 0 {
+		return attrs
+	}
+	if a.Has(agg.Min) {
+		attrs = append(attrs, slog.Float64(name("min"), r.Min))
+	}
+	if a.Has(agg.Max) {
+		attrs = append(attrs, slog.Float64(name("max"), r.Max))
+	}
+	if a.Has(agg.Mean) {
+		attrs = append(attrs, slog.Float64(name("mean"), r.Mean))
+	}
+	if a.Has(agg.Quantiles) {
+		qs := make([]string, 0, len(r.Quantiles))
+		for q := range r.Quantiles {
+			qs = append(qs, q)
+		}
+		slices.Sort(qs)
+		for _, q := range qs {
+			attrs = append(attrs, slog.Float64(name(QuantileField(q)), r.Quantiles[q]))
+		}
+	}
+	return attrs
+}
+
+// QuantileField is the log field of a quantile named as agg.QuantileName
+// names it: p50 stays p50, p99.9 becomes p99_9.
+func QuantileField(name string) string { return strings.ReplaceAll(name, ".", "_") }

@@ -3,9 +3,9 @@ package aggregate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +16,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/window"
@@ -39,7 +40,10 @@ type Processor struct {
 	loaded bool
 	keyed  map[string]cachedKeyed // warm copies of keyed window states
 
-	ledger *dedupe.Ledger // claims of event ids; nil: no suppression by id
+	ledger *dedupe.Ledger   // claims of event ids; nil: no suppression by id
+	sink   *setaside.Sink   // where records that can never be applied go
+
+	batches sync.Pool // *stream.KinesisBatch, reused across invocations
 }
 
 // Option configures a Processor.
@@ -84,33 +88,51 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 		marks: map[string]*window.Watermark{},
 		keyed: map[string]cachedKeyed{},
 	}
+	p.batches.New = func() any { return new(stream.KinesisBatch) }
 	for _, o := range opts {
 		o(p)
 	}
 	return p
 }
 
-// Handle is the Lambda entry point: a Kinesis event (per-batch path) or a
-// Kinesis tumbling-window event (per-interval path), told apart by its window.
-func (p *Processor) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
-	var probe struct {
-		Window json.RawMessage `json:"window"`
+// Handle decodes a raw Lambda event and handles it (see Invoke); it returns
+// the encoded response.
+func (p *Processor) Handle(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+	return p.Invoke(ctx, raw)
+}
+
+// Invoke is the Lambda entry point, as lambda.Start(p) calls it with the
+// bytes the runtime received: a Kinesis event (per-batch path) or a Kinesis
+// tumbling-window event (per-interval path), told apart by its window,
+// decoded in one pass into a reused batch; the response is encoded as the
+// runtime would encode it.
+func (p *Processor) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	b := p.batches.Get().(*stream.KinesisBatch)
+	defer p.batches.Put(b)
+	if err := b.Decode(payload); err != nil {
+		return nil, fmt.Errorf("aggregate: %w", err)
 	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, fmt.Errorf("aggregate: event is not JSON: %w", err)
-	}
-	if len(probe.Window) > 0 && string(probe.Window) != "null" {
-		var ev events.KinesisTimeWindowEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return nil, fmt.Errorf("aggregate: tumbling-window event: %w", err)
+	if b.TimeWindow {
+		resp, err := p.handleInterval(ctx, b.Records, &b.TimeWindowProperties)
+		if err != nil {
+			return nil, err
 		}
-		return p.HandleInterval(ctx, ev)
+		return stream.AppendKinesisTimeWindowEventResponse(nil, &resp), nil
 	}
-	var ev events.KinesisEvent
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return nil, fmt.Errorf("aggregate: Kinesis event: %w", err)
+	resp, err := p.handleBatch(ctx, b.Records)
+	if err != nil {
+		return nil, err
 	}
-	return p.HandleBatch(ctx, ev)
+	return stream.AppendKinesisEventResponse(nil, &resp), nil
+}
+
+// records converts aws-lambda-go's records for the handlers.
+func records(evs []events.KinesisEventRecord) []stream.KinesisRecord {
+	out := make([]stream.KinesisRecord, len(evs))
+	for i := range evs {
+		out[i] = stream.RecordFromEvent(&evs[i])
+	}
+	return out
 }
 
 // upKey identifies one (key, window kind, window) within a batch.
@@ -144,6 +166,7 @@ type collector struct {
 	cands    []dedupe.Candidate // one per decoded record when the pipeline dedupes by id
 	ids      []string           // the event id of each candidate, for logs
 	verdicts []dedupe.Verdict
+	aside    []setaside.Record // records that can never be applied
 }
 
 func (p *Processor) newCollector(shard string, wm *window.Watermark) *collector {
@@ -175,21 +198,23 @@ func (c *collector) addEntry(k upKey, seq string, value float64, distinct []byte
 // decoded is one record that passed decoding and extraction, waiting for
 // the dedupe verdict before it is routed to its windows.
 type decoded struct {
+	rec      *stream.KinesisRecord
 	seq      string
 	key      string // grouping key
 	value    float64
 	distinct []byte
 	et       time.Time
-	cand     int // index into collector.cands; -1 without dedupe
+	cand     int  // index into collector.cands; -1 without dedupe
+	aside    bool // set aside: applied nowhere
 }
 
 // decode decodes one Kinesis record and keeps what routing needs; poison is
 // reported, other event types are filtered.
-func (c *collector) decode(rec *events.KinesisEventRecord) {
-	seq := rec.Kinesis.SequenceNumber
+func (c *collector) decode(rec *stream.KinesisRecord) {
+	seq := rec.SequenceNumber
 	c.maxSeq = seq
-	if err := stream.DecodeKinesis(rec, &c.env); err != nil {
-		c.poisoned(seq, err)
+	if err := rec.DecodeEnvelope(&c.env); err != nil {
+		c.poisoned(rec, err)
 		return
 	}
 	if !c.p.cfg.Matches(c.env.Type) {
@@ -198,13 +223,13 @@ func (c *collector) decode(rec *events.KinesisEventRecord) {
 	}
 	key, value, distinct, err := c.p.cfg.Extract(&c.env)
 	if err != nil {
-		c.poisoned(seq, err)
+		c.poisoned(rec, err)
 		return
 	}
 	if distinct != nil {
 		distinct = append([]byte(nil), distinct...) // Extract's bytes share the reused envelope
 	}
-	d := decoded{seq: seq, key: key, value: value, distinct: distinct, et: c.env.EventTime(), cand: -1}
+	d := decoded{rec: rec, seq: seq, key: key, value: value, distinct: distinct, et: c.env.EventTime(), cand: -1}
 	if c.p.ledger != nil {
 		d.cand = len(c.cands)
 		c.cands = append(c.cands, candidateOf(c.shard, rec, &c.env))
@@ -242,26 +267,66 @@ func (c *collector) route(d *decoded) {
 	c.wm.Observe(et)
 }
 
-// routeAll routes every decoded record the dedupe verdicts let through.
+// applies reports whether decoded record i is to be applied: not set
+// aside, and not a duplicate (nor a record whose dedupe verdict is pending).
+func (c *collector) applies(i int) bool {
+	d := &c.decoded[i]
+	return !d.aside && (d.cand < 0 || c.verdicts[d.cand].Applies())
+}
+
+// routeAll routes every decoded record that applies.
 func (c *collector) routeAll() {
 	for i := range c.decoded {
-		d := &c.decoded[i]
-		if d.cand >= 0 && !c.verdicts[d.cand].Applies() {
-			continue
+		if c.applies(i) {
+			c.route(&c.decoded[i])
 		}
-		c.route(d)
 	}
 }
 
-func (c *collector) poisoned(seq string, err error) {
-	c.poison++
-	c.failures.Add(seq)
-	var pe *stream.PoisonRecordError
-	field := ""
-	if errors.As(err, &pe) {
-		field = pe.Field
+// screen sets aside, before any window sees them, the records of keys whose
+// keyed state is full and the reuses of an event id with other content.
+func (p *Processor) screen(ctx context.Context, c *collector) error {
+	for i, v := range c.verdicts {
+		if v == dedupe.Conflict {
+			d := &c.decoded[c.candIndex(i)]
+			d.aside = true
+			c.setAside(d.rec, "id", setaside.KindDuplicateConflict,
+				"event id "+quote(c.ids[i])+" of key "+quote(c.cands[i].Key)+" was accepted earlier with a different type, occurredAt or data; this record is refused, not merged")
+		}
 	}
-	c.p.log.Warn("poison record: reported as a batch item failure", "shard", c.shard, "sequenceNumber", seq, "field", field, "error", err.Error())
+	over, err := p.overBudget(ctx, c)
+	if err != nil {
+		return err
+	}
+	for i := range c.decoded {
+		d := &c.decoded[i]
+		if reason, ok := over[d.key]; ok && c.applies(i) {
+			d.aside = true
+			c.setAside(d.rec, p.cfg.Key.String(), setaside.KindStateBudget, reason)
+			p.metrics.Add("StateBudgetExceeded", metrics.Count, 1)
+		}
+	}
+	p.flushAside(ctx, c)
+	return nil
+}
+
+func quote(s string) string { return strconv.Quote(s) }
+
+// candIndex is the decoded record of candidate i.
+func (c *collector) candIndex(i int) int {
+	for j := range c.decoded {
+		if c.decoded[j].cand == i {
+			return j
+		}
+	}
+	return -1
+}
+
+// poisoned sets aside a record that is not an envelope the pipeline can read.
+func (c *collector) poisoned(rec *stream.KinesisRecord, err error) {
+	c.poison++
+	field, kind := poisonKind(err)
+	c.setAside(rec, field, kind, err.Error())
 }
 
 func (p *Processor) openIn(shard string) string { return p.cfg.Name + "#" + shard }
@@ -277,11 +342,16 @@ const deadlineMargin = 500 * time.Millisecond
 
 // HandleBatch is the per-batch path: one conditional write per (key, window).
 func (p *Processor) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	return p.handleBatch(ctx, records(ev.Records))
+}
+
+func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord) (events.KinesisEventResponse, error) {
 	defer p.flushMetrics()
-	if len(ev.Records) == 0 {
+	if len(recs) == 0 {
 		return events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}, nil
 	}
-	shard := shardOf(ev.Records[0].EventID)
+	// A clone: the batch's strings share one buffer, reused by the next batch.
+	shard := strings.Clone(shardOf(recs[0].EventID))
 	// Stop before Lambda's deadline: writes cut short are reported as item
 	// failures (their records come again, fenced) instead of a timeout.
 	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
@@ -292,10 +362,13 @@ func (p *Processor) HandleBatch(ctx context.Context, ev events.KinesisEvent) (ev
 	}
 	wm := *committed // work on a copy: commit only if the whole batch succeeds
 	c := p.newCollector(shard, &wm)
-	for i := range ev.Records {
-		c.decode(&ev.Records[i])
+	for i := range recs {
+		c.decode(&recs[i])
 	}
 	if err := p.judgeBatch(ctx, c); err != nil {
+		return events.KinesisEventResponse{}, err
+	}
+	if err := p.screen(ctx, c); err != nil {
 		return events.KinesisEventResponse{}, err
 	}
 	c.routeAll()

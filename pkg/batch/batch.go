@@ -38,7 +38,7 @@ func (f *StreamFailures) Lowest() string {
 
 func (f *StreamFailures) sorted() []string {
 	s := slices.Clone(f.seqs)
-	slices.SortFunc(s, stream.CompareSequenceNumbers)
+	slices.SortFunc(s, stream.CompareSequence)
 	return s
 }
 

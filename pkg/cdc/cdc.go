@@ -16,7 +16,9 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/batch"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -36,7 +38,7 @@ const DefaultEntityKeyAttribute = "userId"
 const VersionAttribute = "version"
 
 // maxPutRecords is Kinesis' limit of records per PutRecords call.
-const maxPutRecords = 500
+const maxPutRecords = limits.KinesisPutRecordsEntries
 
 // recordPutter is the Kinesis call the handler makes.
 type recordPutter interface {
@@ -67,6 +69,7 @@ type Handler struct {
 	kin     recordPutter
 	stream  string
 	keyAttr string
+	sink    *setaside.Sink
 	metrics *metrics.Logger
 	log     *slog.Logger
 }
@@ -77,11 +80,17 @@ type Option func(*Handler)
 // WithEntityKeyAttribute names the item attribute holding the entity key.
 func WithEntityKeyAttribute(name string) Option { return func(h *Handler) { h.keyAttr = name } }
 
-// WithMetrics emits ChangesIn, ChangelogRecords and Tombstones per batch.
+// WithMetrics emits ChangesIn, ChangelogRecords, Tombstones and
+// RecordsSetAside per batch (give the set-aside sink the same logger).
 func WithMetrics(m *metrics.Logger) Option { return func(h *Handler) { h.metrics = m } }
 
 // WithLogger logs records that cannot become changelog records.
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
+
+// WithSetAside is where changes that can never become a changelog record
+// go (the quarantine table). Without it such a change is reported as the
+// batch item failure, as a transient error is, and nothing is lost.
+func WithSetAside(s *setaside.Sink) Option { return func(h *Handler) { h.sink = s } }
 
 // EnvOptions reads ENTITY_KEY_ATTRIBUTE (optional; DefaultEntityKeyAttribute).
 func EnvOptions(getenv func(string) string) []Option {
@@ -101,53 +110,123 @@ func New(kin recordPutter, streamName string, opts ...Option) *Handler {
 	return h
 }
 
-// Handle writes one changelog record per stream record, in order. It
-// reports the first record it could not write (a record without the entity
-// key, or the lowest record Kinesis failed) as the batch item failure, so
-// Lambda redelivers it and the records after it.
+// ChangeError is a change that can never become a changelog record — a
+// missing image or key, a bad version, a record over Kinesis' size limit.
+// It names the stream record and the field.
+type ChangeError struct {
+	EventID        string
+	SequenceNumber string
+	// Field is the stream record's field at fault, for example
+	// "dynamodb.NewImage.bio" or "dynamodb.Keys.userId".
+	Field  string
+	Reason string
+	// Kind is the setaside category (setaside.KindInvalid, ...).
+	Kind string
+}
+
+func (e *ChangeError) Error() string {
+	return fmt.Sprintf("record %s (sequence number %s): %s: %s", e.EventID, e.SequenceNumber, e.Field, e.Reason)
+}
+
+// pending is one change converted, waiting to be written.
+type pending struct {
+	rec     int // index in the batch
+	entry   kintypes.PutRecordsRequestEntry
+	deleted bool
+}
+
+// Handle writes one changelog record per stream record, in order. A change
+// that can never become one (ChangeError) is set aside — kept in the
+// quarantine table with its stream record and the field at fault — and the
+// batch goes on. It reports the first record it could not write (the lowest
+// Kinesis failed, throttled or not; or the first it could not set aside) as
+// the batch item failure, so Lambda redelivers it and the records after it.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	var failures batch.StreamFailures
 	recs := ev.Records
-	entries := make([]kintypes.PutRecordsRequestEntry, 0, len(recs))
-	tombstones := 0
-	stop := len(recs) // first record not converted
+	ready := make([]pending, 0, len(recs))
+	var aside []setaside.Record
+	var asideAt []int
 	for i := range recs {
 		entry, deleted, err := h.Record(&recs[i])
 		if err != nil {
-			h.log.ErrorContext(ctx, "change cannot become a changelog record", "eventID", recs[i].EventID,
-				"sequenceNumber", recs[i].Change.SequenceNumber, "error", err)
-			stop = i
+			r := setaside.FromDynamoDB(&recs[i])
+			r.Field, r.Kind, r.Reason = "", setaside.KindInvalid, err.Error()
+			var ce *ChangeError
+			if errors.As(err, &ce) {
+				r.Field, r.Kind, r.Reason = ce.Field, ce.Kind, ce.Reason
+			}
+			aside, asideAt = append(aside, r), append(asideAt, i)
+			continue
+		}
+		ready = append(ready, pending{rec: i, entry: entry, deleted: deleted})
+	}
+	stop := len(recs) // the first record not done
+	if err := h.sink.SetAside(ctx, aside); err != nil {
+		h.log.ErrorContext(ctx, "changes not set aside; they will be retried", "records", len(aside), "error", err)
+		stop = asideAt[0]
+	}
+	done := ready
+	for i, p := range ready {
+		if p.rec >= stop {
+			done = ready[:i]
 			break
 		}
-		if deleted {
-			tombstones++
-		}
-		entries = append(entries, entry)
 	}
 	written := 0
-	for written < len(entries) {
-		n := min(maxPutRecords, len(entries)-written)
-		failed, err := h.put(ctx, entries[written:written+n])
+	for _, c := range chunks(done) {
+		failed, err := h.put(ctx, done[c[0]:c[1]])
 		if err != nil {
-			h.log.ErrorContext(ctx, "PutRecords failed", "stream", h.stream, "error", err)
+			h.log.ErrorContext(ctx, "PutRecords failed; the batch is retried from the first record not written", "stream", h.stream, "error", err)
 			failed = 0
 		}
 		if err != nil || failed >= 0 {
-			stop = written + failed
+			stop = min(stop, done[c[0]+failed].rec)
+			written += failed
 			break
 		}
-		written += n
+		written += c[1] - c[0]
 	}
 	if stop < len(recs) {
 		failures.Add(recs[stop].Change.SequenceNumber)
 	}
-	h.emit(len(recs), min(stop, len(entries)), tombstones)
+	tombstones := 0
+	for _, p := range done[:written] {
+		if p.deleted {
+			tombstones++
+		}
+	}
+	h.emit(len(recs), written, tombstones)
 	return failures.DynamoDB(), nil
 }
 
+// chunks splits entries into PutRecords calls within Kinesis' limits (500
+// records, 5 MiB) and returns each call's [start, end).
+func chunks(entries []pending) [][2]int {
+	var out [][2]int
+	start, size := 0, 0
+	for i, e := range entries {
+		n := limits.KinesisRecordSize(e.entry.Data, aws.ToString(e.entry.PartitionKey))
+		if i > start && (i-start == limits.KinesisPutRecordsEntries || size+n > limits.KinesisPutRecordsBytes) {
+			out = append(out, [2]int{start, i})
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(entries) {
+		out = append(out, [2]int{start, len(entries)})
+	}
+	return out
+}
+
 // put writes entries with one PutRecords call and returns the index of the
-// lowest failed entry, or -1 when all were written.
-func (h *Handler) put(ctx context.Context, entries []kintypes.PutRecordsRequestEntry) (int, error) {
+// lowest failed entry, or -1 when all were written. Kinesis fails entries
+// only for throttling or an internal error: transient, retried by Lambda.
+func (h *Handler) put(ctx context.Context, ps []pending) (int, error) {
+	entries := make([]kintypes.PutRecordsRequestEntry, len(ps))
+	for i := range ps {
+		entries[i] = ps[i].entry
+	}
 	out, err := h.kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(h.stream), Records: entries})
 	if err != nil {
 		return 0, fmt.Errorf("putting %d changelog records on stream %s: %w", len(entries), h.stream, err)
@@ -172,26 +251,62 @@ func (h *Handler) emit(in, out, tombstones int) {
 	h.metrics.Add("ChangesIn", metrics.Count, float64(in))
 	h.metrics.Add("ChangelogRecords", metrics.Count, float64(out))
 	h.metrics.Add("Tombstones", metrics.Count, float64(tombstones))
+	h.metrics.Add(setaside.Metric, metrics.Count, 0)
 	if err := h.metrics.Flush(); err != nil {
 		h.log.Warn("flushing metrics", "error", err)
 	}
 }
 
 // Record builds the Kinesis entry of one stream record, and says whether it
-// is a tombstone. An error names the record and the field.
+// is a tombstone. Its errors are *ChangeError: the change can never become
+// a changelog record as it is.
 func (h *Handler) Record(rec *events.DynamoDBEventRecord) (kintypes.PutRecordsRequestEntry, bool, error) {
 	env, err := h.Envelope(rec)
 	if err != nil {
 		return kintypes.PutRecordsRequestEntry{}, false, err
 	}
-	b, err := json.Marshal(env)
+	b, err := setaside.MarshalJSON(env)
 	if err != nil {
-		return kintypes.PutRecordsRequestEntry{}, false, fmt.Errorf("record %s: encoding the changelog record: %w", rec.EventID, err)
+		return kintypes.PutRecordsRequestEntry{}, false, h.changeError(rec, "dynamodb", setaside.KindInvalid, "encoding the changelog record: %v", err)
+	}
+	if n := limits.KinesisRecordSize(b, env.Key); n > limits.KinesisRecordBytes {
+		field, reason := "dynamodb.NewImage", ""
+		if name, size := largestAttribute(rec.Change.NewImage); name != "" {
+			field, reason = "dynamodb.NewImage."+name, fmt.Sprintf("; attribute %s is %d bytes as JSON", name, size)
+		}
+		return kintypes.PutRecordsRequestEntry{}, false, h.changeError(rec, field, setaside.KindOutputTooLarge,
+			"the changelog record would be %d bytes (data and partition key), over Kinesis' limit of %d%s", n, limits.KinesisRecordBytes, reason)
 	}
 	return kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(env.Key)}, env.Type == TypeDeleted, nil
 }
 
-// Envelope is the changelog record of one stream record.
+// largestAttribute is the image's attribute that is the biggest as JSON,
+// and that size.
+func largestAttribute(img map[string]events.DynamoDBAttributeValue) (string, int) {
+	best, size := "", -1
+	for name, av := range img {
+		v, err := stream.AttributeJSON(av)
+		if err != nil {
+			continue
+		}
+		b, err := setaside.MarshalJSON(v)
+		if err != nil {
+			continue
+		}
+		if n := len(name) + len(b); n > size || (n == size && name < best) {
+			best, size = name, n
+		}
+	}
+	return best, size
+}
+
+func (h *Handler) changeError(rec *events.DynamoDBEventRecord, field, kind, format string, args ...any) *ChangeError {
+	return &ChangeError{EventID: rec.EventID, SequenceNumber: rec.Change.SequenceNumber, Field: field, Kind: kind,
+		Reason: fmt.Sprintf(format, args...)}
+}
+
+// Envelope is the changelog record of one stream record. Its errors are
+// *ChangeError.
 func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, error) {
 	ch := &rec.Change
 	var img map[string]events.DynamoDBAttributeValue
@@ -200,43 +315,50 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 	case events.DynamoDBOperationTypeInsert, events.DynamoDBOperationTypeModify:
 		img = ch.NewImage
 		if img == nil {
-			return nil, fmt.Errorf("record %s (%s): dynamodb.NewImage is missing (StreamViewType %s): the table's stream must be NEW_AND_OLD_IMAGES", rec.EventID, rec.EventName, ch.StreamViewType)
+			return nil, h.changeError(rec, "dynamodb.NewImage", setaside.KindInvalid,
+				"is missing in a %s record (StreamViewType %s): the table's stream must be NEW_AND_OLD_IMAGES", rec.EventName, ch.StreamViewType)
 		}
 	case events.DynamoDBOperationTypeRemove:
 		typ = TypeDeleted
 	default:
-		return nil, fmt.Errorf("record %s: eventName %q is not INSERT, MODIFY or REMOVE", rec.EventID, rec.EventName)
+		return nil, h.changeError(rec, "eventName", setaside.KindInvalid, "%q is not INSERT, MODIFY or REMOVE", rec.EventName)
 	}
-	key, err := h.key(rec)
+	key, keyField, err := h.key(rec)
 	if err != nil {
 		return nil, err
 	}
-	version, err := recordVersion(rec)
+	version, err := h.recordVersion(rec)
 	if err != nil {
 		return nil, err
 	}
 	image, err := ImageJSON(img)
 	if err != nil {
-		return nil, fmt.Errorf("record %s: dynamodb.NewImage: %w", rec.EventID, err)
+		return nil, h.changeError(rec, "dynamodb.NewImage", setaside.KindInvalid, "%v", err)
 	}
-	data, err := json.Marshal(Data{Key: key, Version: version, Image: image, SequenceNumber: ch.SequenceNumber})
+	data, err := setaside.MarshalJSON(Data{Key: key, Version: version, Image: image, SequenceNumber: ch.SequenceNumber})
 	if err != nil {
-		return nil, fmt.Errorf("record %s: encoding data: %w", rec.EventID, err)
+		return nil, h.changeError(rec, "dynamodb.NewImage", setaside.KindInvalid, "encoding the image as JSON: %v", err)
 	}
 	at := ch.ApproximateCreationDateTime.Time.UTC()
 	if at.IsZero() {
-		return nil, fmt.Errorf("record %s: dynamodb.ApproximateCreationDateTime is missing", rec.EventID)
+		return nil, h.changeError(rec, "dynamodb.ApproximateCreationDateTime", setaside.KindInvalid, "is missing")
 	}
 	env := &stream.Envelope{ID: tableName(rec.EventSourceArn) + "/" + key + "/" + version.String(), Type: typ, Key: key,
 		OccurredAt: at, SentAt: at, ReceivedAt: at, Data: data}
 	if err := env.Validate(); err != nil {
-		return nil, fmt.Errorf("record %s: %w", rec.EventID, err)
+		field := keyField // the id and the key are made of the entity key
+		var fe *stream.FieldError
+		if errors.As(err, &fe) && fe.Field != "id" && fe.Field != "key" {
+			field = "dynamodb"
+		}
+		return nil, h.changeError(rec, field, setaside.KindInvalid, "as the changelog record's %v", err)
 	}
 	return env, nil
 }
 
-// key is the entity key: the key attribute from Keys, else from an image.
-func (h *Handler) key(rec *events.DynamoDBEventRecord) (string, error) {
+// key is the entity key — the key attribute from Keys, else from an image —
+// and the field it came from.
+func (h *Handler) key(rec *events.DynamoDBEventRecord) (string, string, error) {
 	for _, src := range []struct {
 		name string
 		m    map[string]events.DynamoDBAttributeValue
@@ -245,23 +367,25 @@ func (h *Handler) key(rec *events.DynamoDBEventRecord) (string, error) {
 		if !ok {
 			continue
 		}
+		field := "dynamodb." + src.name + "." + h.keyAttr
 		switch av.DataType() {
 		case events.DataTypeString:
 			if av.String() == "" {
-				return "", fmt.Errorf("record %s: dynamodb.%s.%s is empty", rec.EventID, src.name, h.keyAttr)
+				return "", "", h.changeError(rec, field, setaside.KindInvalid, "is empty")
 			}
-			return av.String(), nil
+			return av.String(), field, nil
 		case events.DataTypeNumber:
-			return av.Number(), nil
+			return av.Number(), field, nil
 		default:
-			return "", fmt.Errorf("record %s: dynamodb.%s.%s must be an S or N attribute", rec.EventID, src.name, h.keyAttr)
+			return "", "", h.changeError(rec, field, setaside.KindInvalid, "must be an S or N attribute")
 		}
 	}
-	return "", fmt.Errorf("record %s: the entity key attribute %q (ENTITY_KEY_ATTRIBUTE) is not in dynamodb.Keys, NewImage or OldImage", rec.EventID, h.keyAttr)
+	return "", "", h.changeError(rec, "dynamodb.Keys."+h.keyAttr, setaside.KindInvalid,
+		"the entity key attribute %q (ENTITY_KEY_ATTRIBUTE) is not in dynamodb.Keys, NewImage or OldImage", h.keyAttr)
 }
 
 // recordVersion is the change's version (see the package doc).
-func recordVersion(rec *events.DynamoDBEventRecord) (json.Number, error) {
+func (h *Handler) recordVersion(rec *events.DynamoDBEventRecord) (json.Number, error) {
 	ch := &rec.Change
 	img, field, bump := ch.NewImage, "NewImage", false
 	if events.DynamoDBOperationType(rec.EventName) == events.DynamoDBOperationTypeRemove {
@@ -270,7 +394,7 @@ func recordVersion(rec *events.DynamoDBEventRecord) (json.Number, error) {
 	if av, ok := img[VersionAttribute]; ok {
 		v, err := itemVersion(av)
 		if err != nil {
-			return "", fmt.Errorf("record %s: dynamodb.%s.%s: %w", rec.EventID, field, VersionAttribute, err)
+			return "", h.changeError(rec, "dynamodb."+field+"."+VersionAttribute, setaside.KindInvalid, "%v", err)
 		}
 		if bump {
 			v.Add(v, big.NewInt(1))
@@ -278,7 +402,7 @@ func recordVersion(rec *events.DynamoDBEventRecord) (json.Number, error) {
 		return json.Number(v.String()), nil
 	}
 	if ch.SequenceNumber == "" {
-		return "", fmt.Errorf("record %s: dynamodb.SequenceNumber is missing and the item has no %s attribute", rec.EventID, VersionAttribute)
+		return "", h.changeError(rec, "dynamodb.SequenceNumber", setaside.KindInvalid, "is missing and the item has no %s attribute", VersionAttribute)
 	}
 	return json.Number(ch.SequenceNumber), nil
 }

@@ -19,9 +19,26 @@
 // Without a version attribute the version is the DynamoDB stream sequence
 // number (increasing per item, as the stream orders changes per item).
 //
+// Records are JSON without HTML escaping: a '<' in an attribute stays one
+// byte (encoding/json's default would make it six, "\u003c", and a 390 KB
+// attribute of markup a 2.4 MB record). Each record is checked against
+// Kinesis' limit (1 MiB of data plus partition key) before it is written.
+//
+// Bad changes. A change that can never become a changelog record — no
+// NewImage (the stream is not NEW_AND_OLD_IMAGES), no entity key, a version
+// that is not a non-negative integer, a number that is not a number, a
+// record over 1 MiB (control characters are six bytes each in JSON) — is a
+// *ChangeError naming the stream record's field (for example
+// "dynamodb.NewImage.bio"). The handler sets it aside (package setaside:
+// the stream record as JSON, its sequence number and the reason, in the
+// quarantine table, counted in RecordsSetAside) and goes on with the next
+// change, so the shard never stops on it. Consumers never see that version;
+// the next change of the item carries the full image again.
+//
 // Delivery is at least once. Records are written with PutRecords in stream
-// order; on a partial failure the handler reports the lowest failed record as
-// the batch item failure, so it and every record after it are redelivered,
+// order (calls of at most 500 records and 5 MiB); Kinesis fails entries only
+// for throttling or an internal error, both transient: on a partial failure
+// the handler reports the lowest failed record as the batch item failure, so it and every record after it are redelivered,
 // and records after it that had already been written appear twice. Consumers
 // deduplicate by (key, version) and apply a change only if its version is
 // higher than the one they hold, so a duplicate or a late retry is harmless.

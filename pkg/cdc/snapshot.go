@@ -64,19 +64,19 @@ const putAttempts = 5
 func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamReader, table string) (*Position, int, error) {
 	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
-		return nil, 0, fmt.Errorf("snapshot of table %s: describing the table: %w", table, err)
+		return nil, 0, fmt.Errorf("table %s: describing the table: %w", table, err)
 	}
 	arn := aws.ToString(d.Table.LatestStreamArn)
 	if arn == "" {
-		return nil, 0, fmt.Errorf("snapshot of table %s: the table has no stream: enable NEW_AND_OLD_IMAGES", table)
+		return nil, 0, fmt.Errorf("table %s: the table has no stream: enable NEW_AND_OLD_IMAGES", table)
 	}
 	pos, err := position(ctx, streams, arn)
 	if err != nil {
-		return nil, 0, fmt.Errorf("snapshot of table %s: %w", table, err)
+		return nil, 0, fmt.Errorf("table %s: %w", table, err)
 	}
 	fallback := json.Number("0")
 	for _, seq := range pos.Shards {
-		if seq != "" && (fallback == "0" || stream.CompareSequenceNumbers(seq, fallback.String()) > 0) {
+		if seq != "" && (fallback == "0" || stream.CompareSequence(seq, fallback.String()) > 0) {
 			fallback = json.Number(seq)
 		}
 	}
@@ -87,20 +87,20 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 	for {
 		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return pos, published, fmt.Errorf("snapshot of table %s: scanning: %w", table, err)
+			return pos, published, fmt.Errorf("table %s: scanning: %w", table, err)
 		}
 		entries := make([]kintypes.PutRecordsRequestEntry, 0, len(page.Items))
 		for _, item := range page.Items {
 			e, err := h.snapshotEntry(table, item, pos, fallback, now)
 			if err != nil {
-				return pos, published, fmt.Errorf("snapshot of table %s: %w", table, err)
+				return pos, published, fmt.Errorf("table %s: %w", table, err)
 			}
 			entries = append(entries, e)
 		}
 		for len(entries) > 0 {
 			n := min(maxPutRecords, len(entries))
 			if err := h.putAll(ctx, entries[:n]); err != nil {
-				return pos, published, fmt.Errorf("snapshot of table %s: %w", table, err)
+				return pos, published, fmt.Errorf("table %s: %w", table, err)
 			}
 			published += n
 			entries = entries[n:]

@@ -68,13 +68,13 @@ func TestSnapshotThenChanges(t *testing.T) {
 	// before it, the three later ones after it.
 	var last string
 	for _, seq := range pos.Shards {
-		if last == "" || stream.CompareSequenceNumbers(seq, last) > 0 {
+		if last == "" || stream.CompareSequence(seq, last) > 0 {
 			last = seq
 		}
 	}
 	var after int
 	for _, r := range ev.Records {
-		if stream.CompareSequenceNumbers(r.Change.SequenceNumber, last) > 0 {
+		if stream.CompareSequence(r.Change.SequenceNumber, last) > 0 {
 			after++
 		}
 	}
@@ -101,7 +101,7 @@ func TestSnapshotThenChanges(t *testing.T) {
 			}
 		}
 		cur, ok := state[c.env.Key]
-		if ok && stream.CompareSequenceNumbers(c.data.Version.String(), cur.version) <= 0 {
+		if ok && stream.CompareSequence(c.data.Version.String(), cur.version) <= 0 {
 			continue
 		}
 		state[c.env.Key] = held{c.data.Version.String(), c.data.Image}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,17 +14,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/pkg/ddbsize"
+	"github.com/tributary-dev/tributary/pkg/limits"
 )
 
-// store is what a Ledger needs of DynamoDB.
-type store interface {
+// Store is what a Ledger needs of DynamoDB.
+type Store interface {
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
-var _ store = (*dynamodb.Client)(nil)
+var _ Store = (*dynamodb.Client)(nil)
 
 // ItemKey returns the primary key of one of key's ledger items: the head when
 // segment is Head, otherwise sealed segment number segment. It lets the
@@ -57,7 +58,7 @@ const (
 // Ledger is the claims of one scope (a pipeline, a consumer), per key, in a
 // DynamoDB table, with a warm in-memory copy. Safe for concurrent use.
 type Ledger struct {
-	db       store
+	db       Store
 	table    string
 	itemKey  ItemKey
 	horizon  time.Duration
@@ -100,15 +101,15 @@ func WithSegmentEntries(n int) Option { return func(l *Ledger) { l.segMax = max(
 func WithCacheEntries(n int) Option { return func(l *Ledger) { l.cacheMax = max(1, n) } }
 
 // NewLedger returns the ledger kept in table under the keys itemKey gives.
-func NewLedger(db store, table string, itemKey ItemKey, opts ...Option) *Ledger {
+func NewLedger(db Store, table string, itemKey ItemKey, opts ...Option) *Ledger {
 	l := &Ledger{db: db, table: table, itemKey: itemKey, horizon: DefaultHorizon,
 		headMax: defaultHeadMax, segMax: defaultSegMax, cacheMax: defaultCacheMax,
 		cache: map[string]*keyLedger{}}
 	for _, o := range opts {
 		o(l)
 	}
-	if l.segMax*entrySize > ddbsize.MaxItem-4096 {
-		l.segMax = (ddbsize.MaxItem - 4096) / entrySize
+	if l.segMax*entrySize > limits.DynamoDBItemBytes-4096 {
+		l.segMax = (limits.DynamoDBItemBytes - 4096) / entrySize
 	}
 	return l
 }
@@ -273,10 +274,25 @@ func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
 		}
 		sk.cands = append(sk.cands, base+i)
 	}
-	if err := s.l.ensure(ctx, keys, s.tag); err != nil {
-		return err
+	for attempt := 0; ; attempt++ {
+		if err := s.l.ensure(ctx, keys, s.tag); err != nil {
+			return err
+		}
+		s.l.mu.Lock()
+		loaded := true
+		for _, k := range keys {
+			if s.l.cache[k] == nil {
+				loaded = false // dropped meanwhile by another session's failure
+			}
+		}
+		if loaded {
+			break
+		}
+		s.l.mu.Unlock()
+		if attempt == maxWriteAttempts {
+			return ErrConflict
+		}
 	}
-	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
 	for key, es := range s.carried {
 		kl, sk := s.l.cache[key], s.key(key)
@@ -424,10 +440,17 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 		kl := l.cache[key]
 		sk := s.keys[key]
 		if kl == nil {
+			// Dropped from the cache since it was judged: read it and
+			// judge this key's records again before writing.
 			l.mu.Unlock()
 			if err := l.ensure(ctx, []string{key}, s.tag); err != nil {
 				return err
 			}
+			l.mu.Lock()
+			if l.cache[key] != nil {
+				s.rejudge(key)
+			}
+			l.mu.Unlock()
 			continue
 		}
 		if !sk.dirty {
@@ -456,9 +479,11 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 		if len(old) == 0 {
 			// The store did not hand the head back: read it.
 			if err := l.loadHeads(ctx, []string{key}, s.tag); err != nil {
+				l.forget([]string{key})
 				return err
 			}
 			if err := l.loadSegments(ctx, []string{key}); err != nil {
+				l.forget([]string{key})
 				return err
 			}
 			l.mu.Lock()
@@ -482,6 +507,7 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 		l.put(key, kl2, s.tag)
 		l.mu.Unlock()
 		if err := l.loadSegments(ctx, []string{key}); err != nil {
+			l.forget([]string{key})
 			return err
 		}
 		l.mu.Lock()
@@ -550,10 +576,11 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry) *writePlan {
 		head = nil
 	}
 	after.head = head
-	// Segments whose newest claim is past the horizon are no longer read.
+	// Segments whose newest claim is past the horizon are no longer read
+	// (a segment not loaded is never taken for an expired one).
 	for after.first < after.next {
 		seg, ok := after.segs[after.first]
-		if ok && maxArrival(seg) >= cutoff {
+		if !ok || maxArrival(seg) >= cutoff {
 			break
 		}
 		delete(after.segs, after.first)
@@ -600,8 +627,8 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 		item := l.itemKey(p.key, n)
 		item[attrEntries] = &types.AttributeValueMemberB{Value: appendEntries(make([]byte, 0, len(seg)*entrySize), seg)}
 		l.setTTL(item, maxArrival(seg))
-		if err := ddbsize.Check(fmt.Sprintf("dedupe ledger segment %d of key %q", n, p.key), item); err != nil {
-			return nil, err
+		if err := limits.CheckItem(item); err != nil {
+			return nil, fmt.Errorf("dedupe ledger segment %d of key %q: %w", n, p.key, err)
 		}
 		// A segment number is used once: only the writer whose head
 		// condition holds can add it, in the same transaction.
@@ -646,7 +673,10 @@ func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.Attribute
 		newest = max(newest, maxArrival(seg))
 	}
 	l.setTTL(item, newest)
-	return item, ddbsize.Check(fmt.Sprintf("dedupe ledger head of key %q", key), item)
+	if err := limits.CheckItem(item); err != nil {
+		return nil, fmt.Errorf("dedupe ledger head of key %q: %w", key, err)
+	}
+	return item, nil
 }
 
 func (l *Ledger) setTTL(item map[string]types.AttributeValue, newest uint32) {
@@ -687,9 +717,28 @@ func (l *Ledger) ensure(ctx context.Context, keys []string, tag string) error {
 		return nil
 	}
 	if err := l.loadHeads(ctx, missing, tag); err != nil {
+		l.forget(missing)
 		return err
 	}
-	return l.loadSegments(ctx, missing)
+	if err := l.loadSegments(ctx, missing); err != nil {
+		// A head without its segments would judge a copy new: read both
+		// again next time.
+		l.forget(missing)
+		return err
+	}
+	return nil
+}
+
+// forget drops keys from the cache.
+func (l *Ledger) forget(keys []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range keys {
+		if kl, ok := l.cache[k]; ok {
+			l.entries -= kl.size()
+			delete(l.cache, k)
+		}
+	}
 }
 
 // loadHeads reads keys' heads, strongly consistent, and caches them.
@@ -891,16 +940,18 @@ func numAttr(item map[string]types.AttributeValue, name string) (int64, error) {
 }
 
 // install caches a ledger just written. l.mu held.
-func (l *Ledger) install(key string, kl *keyLedger, tag string) {
-	kl.index()
-	l.put(key, kl, tag)
-}
+func (l *Ledger) install(key string, kl *keyLedger, tag string) { l.put(key, kl, tag) }
 
-// put replaces key's cached ledger. l.mu held.
+// put replaces key's cached ledger, indexing its claims (head and every
+// segment it holds). l.mu held.
 func (l *Ledger) put(key string, kl *keyLedger, tag string) {
-	if old := l.cache[key]; old != nil {
+	kl.index()
+	if old, ok := l.cache[key]; ok {
 		l.entries -= old.size()
 	}
+	// Callers' keys may share a buffer the next batch reuses (a map
+	// assignment stores the key given, even over an existing entry).
+	key = strings.Clone(key)
 	l.clock++
 	kl.tag, kl.lastUse = tag, l.clock
 	l.cache[key] = kl

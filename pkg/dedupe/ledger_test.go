@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/pkg/ddbsize"
 	"github.com/tributary-dev/tributary/pkg/dedupe"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
 )
 
@@ -234,7 +234,7 @@ func TestHotKeySpillsIntoSegments(t *testing.T) {
 		t.Fatalf("%d items hold %d claims: no spill", len(items), n)
 	}
 	for _, it := range items {
-		if sz := ddbsize.Item(it); sz > ddbsize.MaxItem {
+		if sz := limits.ItemSize(it); sz > limits.DynamoDBItemBytes {
 			t.Errorf("item %v is %d bytes", it["sk"], sz)
 		}
 	}
@@ -347,5 +347,23 @@ func TestPendingRoundTrip(t *testing.T) {
 		if _, err := dedupe.DecodePending(bad); err == nil {
 			t.Errorf("DecodePending(%q) accepted", bad)
 		}
+	}
+}
+
+// TestConflictKeepsSealedClaims: a process whose copy of the head is stale
+// writes, loses the condition, and judges its batch again with the head
+// DynamoDB handed back and the segments it already held: claims in those
+// segments still count (a copy of one stays a duplicate).
+func TestConflictKeepsSealedClaims(t *testing.T) {
+	table := newTable(t)
+	opts := []dedupe.Option{dedupe.WithHeadEntries(2), dedupe.WithSegmentEntries(2)}
+	a := dedupe.NewLedger(db, table, itemKey, opts...)
+	b := dedupe.NewLedger(db, table, itemKey, opts...)
+	judge(t, a, cand("k", "x1", 1, 0, 1), cand("k", "x2", 2, 0, 1), cand("k", "x3", 3, 0, 1)) // sealed
+	judge(t, b, cand("k", "w", 4, 1, 1))                                                        // b reads the key, segments too
+	judge(t, a, cand("k", "y", 5, 2, 1))                                                        // b's head is now stale
+	got := judge(t, b, cand("k", "z", 6, 3, 1), cand("k", "x1", 7, 3, 1))
+	if want := verdicts(dedupe.New, dedupe.Duplicate); fmt.Sprint(got) != want {
+		t.Fatalf("verdicts %v, want %v: a sealed claim was lost in the retry", got, want)
 	}
 }

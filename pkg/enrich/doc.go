@@ -42,6 +42,33 @@
 // records, so a crash between the writes is replayed from the table to the
 // same bytes.
 //
+// Size budget of a key item. A key item holds the versions a batch needs
+// (the one before the batch and the batch's own changes of the key), and
+// must fit DynamoDB's 400 KB; it is checked against a budget of 400,000
+// bytes as DynamoDB counts them before each change is applied. A profile
+// image (compact JSON) over MaxImageBytes (128 KiB) is never kept: its
+// changelog record is set aside (kind state-budget, field data.image) and
+// the key keeps its previous version — a rule on the record alone, so
+// replays join the same versions. Three versions of that size fit; when a
+// batch holds more changes of one key than its item can keep, the batch
+// ends before the change that would not fit and reports it (metric
+// KeyBudgetCheckpoints): Lambda checkpoints there and resumes from it, and
+// a batch starting there keeps only the one version before it. Records
+// before the checkpoint are done, so the output is the same bytes as with
+// any other batching; the report does count as one of the mapping's retry
+// attempts, so a batch needing more checkpoints than MaximumRetryAttempts
+// (more than about 2 × (attempts + 1) versions of 128 KiB of one key in one
+// batch) ends at the on-failure destination, whose records quarantine keeps.
+// The shard's tail item is bounded by WithTailLimits (at most 256 KiB).
+//
+// Records that can never be joined — not an envelope, a changelog record
+// without key or version or with an image over MaxImageBytes, an activity
+// whose enriched record would exceed Kinesis' 1 MiB with its profile — are
+// set aside (package setaside: the record's data, its shard and sequence
+// number and a reason naming the field, in the quarantine table, counted in
+// RecordsSetAside) and the batch goes on without them. Throttling, timeouts
+// and other failed reads or writes are transient: reported, retried.
+//
 // The event source mapping must keep ParallelizationFactor at 1 (the
 // default): the tail and the cache follow a shard's batches in order, which
 // concurrent batches of one shard would break.

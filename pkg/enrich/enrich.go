@@ -14,7 +14,9 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/batch"
+	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 
 // recordPutter is the Kinesis call the handler makes.
@@ -34,7 +36,14 @@ const (
 	DefaultTailEntries  = 64
 	DefaultTailBytes    = 16 << 10
 	DefaultMaxCacheKeys = 200_000
+	// maxTailBytes caps WithTailLimits' bytes, so the tail item always
+	// fits in DynamoDB's 400 KB.
+	maxTailBytes = 256 << 10
 )
+
+// keyItemBudget bounds a key item as DynamoDB counts it: below its 400 KB
+// (409,600 bytes) with room to spare, and below what stand-ins accept.
+const keyItemBudget = 400_000
 
 // writeParallelism bounds the concurrent UpdateItem calls of a batch.
 const writeParallelism = 16
@@ -47,6 +56,7 @@ type Handler struct {
 	kin       recordPutter
 	table     string
 	outStream string
+	sink      *setaside.Sink
 
 	metrics      *metrics.Logger
 	log          *slog.Logger
@@ -59,6 +69,9 @@ type Handler struct {
 	cache map[string]*shardCache
 
 	stats counters
+
+	ledger          *dedupe.Ledger // claims of activity event ids; nil: none suppressed
+	dups, conflicts atomic.Int64
 }
 
 // shardCache is what an instance knows of one shard: every applied change
@@ -79,10 +92,15 @@ func WithMetrics(m *metrics.Logger) Option { return func(h *Handler) { h.metrics
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
 // WithTailLimits bounds the shard tail item: at most entries changes and
-// about bytes bytes.
+// about bytes bytes (at most 256 KiB, so the item fits DynamoDB's 400 KB).
 func WithTailLimits(entries, bytes int) Option {
-	return func(h *Handler) { h.tailEntries, h.tailBytes = entries, bytes }
+	return func(h *Handler) { h.tailEntries, h.tailBytes = entries, min(bytes, maxTailBytes) }
 }
+
+// WithSetAside is where records that can never be joined go (the
+// quarantine table). Without it such a record is reported as the batch
+// item failure, as a transient error is, and nothing is lost.
+func WithSetAside(s *setaside.Sink) Option { return func(h *Handler) { h.sink = s } }
 
 // WithMaxCacheKeys bounds the keys an instance caches per shard; beyond it
 // the shard's cache starts afresh.
@@ -120,7 +138,7 @@ func (h *Handler) sleep(ctx context.Context, attempt int) error {
 // emits as metrics per batch.
 type Stats struct {
 	RecordsIn      int64 // records received
-	BadRecords     int64 // records reported as failed because they cannot be read
+	BadRecords     int64 // records that can never be joined: set aside, or reported when they could not be
 	ChangesApplied int64 // changelog records that raised a key's version
 	ChangesSkipped int64 // changelog records at or below the version held (duplicates, late retries)
 	Enriched       int64 // enriched records written
@@ -138,12 +156,15 @@ type Stats struct {
 	OutputRetries       int64 // PutRecords retries of failed entries
 	Superseded          int64 // batches refused because a later batch already wrote
 	FailedBatches       int64 // batches that reported a failure other than a bad record
+	// KeyBudgetCheckpoints counts batches ended early, at a change whose
+	// key item would have outgrown its budget: Lambda resumes there.
+	KeyBudgetCheckpoints int64
 }
 
 type counters struct {
 	RecordsIn, BadRecords, ChangesApplied, ChangesSkipped, Enriched, CacheHits, CacheMisses, ReadRoundTrips,
 	ExtraReadRoundTrips, ReadRequests, ItemsRead, TailCatchUps, KeyWrites, TailWrites, OutputRetries, Superseded,
-	FailedBatches atomic.Int64
+	FailedBatches, KeyBudgetCheckpoints atomic.Int64
 }
 
 // Stats returns the counters so far.
@@ -152,7 +173,8 @@ func (h *Handler) Stats() Stats {
 	return Stats{c.RecordsIn.Load(), c.BadRecords.Load(), c.ChangesApplied.Load(), c.ChangesSkipped.Load(),
 		c.Enriched.Load(), c.CacheHits.Load(), c.CacheMisses.Load(), c.ReadRoundTrips.Load(),
 		c.ExtraReadRoundTrips.Load(), c.ReadRequests.Load(), c.ItemsRead.Load(), c.TailCatchUps.Load(),
-		c.KeyWrites.Load(), c.TailWrites.Load(), c.OutputRetries.Load(), c.Superseded.Load(), c.FailedBatches.Load()}
+		c.KeyWrites.Load(), c.TailWrites.Load(), c.OutputRetries.Load(), c.Superseded.Load(), c.FailedBatches.Load(),
+		c.KeyBudgetCheckpoints.Load()}
 }
 
 func (s Stats) sub(o Stats) Stats {
@@ -161,22 +183,28 @@ func (s Stats) sub(o Stats) Stats {
 		s.CacheMisses - o.CacheMisses, s.ReadRoundTrips - o.ReadRoundTrips, s.ExtraReadRoundTrips - o.ExtraReadRoundTrips,
 		s.ReadRequests - o.ReadRequests, s.ItemsRead - o.ItemsRead, s.TailCatchUps - o.TailCatchUps,
 		s.KeyWrites - o.KeyWrites, s.TailWrites - o.TailWrites, s.OutputRetries - o.OutputRetries,
-		s.Superseded - o.Superseded, s.FailedBatches - o.FailedBatches}
+		s.Superseded - o.Superseded, s.FailedBatches - o.FailedBatches, s.KeyBudgetCheckpoints - o.KeyBudgetCheckpoints}
 }
 
-// Handle joins one batch of one shard. Records are taken in order up to the
-// first that cannot be read (it is reported as the batch item failure, with
-// the field and the reason logged); changelog records update the key's
-// profile by the version rule, and every other record is activity, written
-// to the output stream joined with the profile as of its position. A failed
-// read or state write reports the first record (the whole batch is
-// redelivered); failed output records report the lowest of them.
+// Handle joins one batch of one shard. A record that can never be joined —
+// not an envelope, a changelog record without key or version, a profile
+// image over MaxImageBytes, an enriched record over Kinesis' 1 MiB — is set
+// aside (kept in the quarantine table with the field at fault) and the
+// batch goes on without it; changelog records update the key's profile by
+// the version rule, and every other record is activity, written to the
+// output stream joined with the profile as of its position. A failed read
+// or state write reports the first record (the whole batch is
+// redelivered); failed output records report the lowest of them; a change
+// whose key item would outgrow its budget ends the batch there (reported,
+// so Lambda resumes from it with a history cut down to what it needs).
 func (h *Handler) Handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	before := h.Stats()
+	dups, conflicts := h.dups.Load(), h.conflicts.Load()
 	var failures batch.StreamFailures
 	if i := h.handle(ctx, ev.Records); i < len(ev.Records) {
 		failures.Add(ev.Records[i].Kinesis.SequenceNumber)
 	}
+	h.emitDedupe(h.dups.Load()-dups, h.conflicts.Load()-conflicts)
 	h.emit(h.Stats().sub(before))
 	return failures.Kinesis(), nil
 }
@@ -188,27 +216,70 @@ func (h *Handler) handle(ctx context.Context, recs []events.KinesisEventRecord) 
 		return 0
 	}
 	h.stats.RecordsIn.Add(int64(len(recs)))
-	shard, err := shardOf(&recs[0])
-	if err != nil {
-		h.bad(ctx, err)
-		return 0
+	shard := ""
+	for i := range recs {
+		if s, err := shardOf(&recs[i]); err == nil {
+			shard = s
+			break
+		}
 	}
 	ps := make([]parsed, 0, len(recs))
-	stop := len(recs)
+	var aside []setaside.Record
+	var asideAt []int
 	for i := range recs {
 		p, err := parse(&recs[i])
 		if err == nil {
-			if s, _ := shardOf(&recs[i]); s != shard {
-				err = &RecordError{SequenceNumber: recs[i].Kinesis.SequenceNumber, Field: "eventID",
+			if s, serr := shardOf(&recs[i]); serr != nil {
+				err = serr
+			} else if s != shard {
+				err = &RecordError{SequenceNumber: recs[i].Kinesis.SequenceNumber, Field: "eventID", Kind: setaside.KindInvalid,
 					Reason: "is in shard " + s + " but the batch started in shard " + shard + ": a batch is one shard's"}
 			}
 		}
 		if err != nil {
 			h.bad(ctx, err)
-			stop = i
+			aside, asideAt = append(aside, asideRecord(&recs[i], err)), append(asideAt, i)
+			continue
+		}
+		p.idx = i
+		ps = append(ps, p)
+	}
+	stop := len(recs)
+	if err := h.sink.SetAside(ctx, aside); err != nil {
+		// Transient (or no quarantine table): the first of them is reported
+		// and only the records before it are joined.
+		h.log.ErrorContext(ctx, "records not set aside; they will be retried", "records", len(aside), "error", err)
+		stop = asideAt[0]
+		for j := range ps {
+			if ps[j].idx >= stop {
+				ps = ps[:j]
+				break
+			}
+		}
+	}
+	ps, conflicts, retryFrom, err := h.screenCopies(ctx, shard, ps)
+	if err != nil {
+		h.log.ErrorContext(ctx, "judging copies failed; the batch will be retried", "error", err)
+		return 0
+	}
+	if retryFrom >= 0 {
+		stop = min(stop, retryFrom)
+	}
+	if err := h.sink.SetAside(ctx, conflicts); err != nil {
+		h.log.ErrorContext(ctx, "records not set aside; they will be retried", "records", len(conflicts), "error", err)
+		for _, c := range conflicts {
+			for i := range recs {
+				if recs[i].Kinesis.SequenceNumber == c.Sequence {
+					stop = min(stop, i)
+				}
+			}
+		}
+	}
+	for j := range ps {
+		if ps[j].idx >= stop {
+			ps = ps[:j]
 			break
 		}
-		ps = append(ps, p)
 	}
 	if len(ps) == 0 {
 		return stop
@@ -219,7 +290,25 @@ func (h *Handler) handle(ctx context.Context, recs []events.KinesisEventRecord) 
 	if !ok {
 		h.stats.FailedBatches.Add(1)
 	}
-	return min(i, stop)
+	if i < len(ps) {
+		return min(ps[i].idx, stop)
+	}
+	return stop
+}
+
+// asideRecord is the set-aside record of rec, which err says cannot be
+// joined.
+func asideRecord(rec *events.KinesisEventRecord, err error) setaside.Record {
+	r := setaside.FromKinesis(rec)
+	r.Kind, r.Reason = setaside.KindInvalid, err.Error()
+	var re *RecordError
+	if errors.As(err, &re) {
+		r.Field, r.Reason = re.Field, re.Reason
+		if re.Kind != "" {
+			r.Kind = re.Kind
+		}
+	}
+	return r
 }
 
 func (h *Handler) bad(ctx context.Context, err error) {
@@ -318,6 +407,7 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 	entries := make([]kintypes.PutRecordsRequestEntry, 0, len(ps))
 	entryRec := make([]int, 0, len(ps))
 	stopAt := len(ps)
+	stopFailed := false // stopAt is a record that could not be set aside
 	for i := range ps {
 		p := &ps[i]
 		st, ok := cur[p.key]
@@ -326,6 +416,17 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 		}
 		if p.isChange {
 			if !st.found || newer(p.ch.version, st.c.version) {
+				if n := keyItemBytes(p.key, first, sc.keys[p.key], added[p.key], p.ch); n > keyItemBudget && i > 0 {
+					// The key item cannot hold this change with the ones
+					// before it in the batch: end the batch here. Lambda
+					// resumes from this change, and a batch starting at it
+					// keeps only the one version before it.
+					h.stats.KeyBudgetCheckpoints.Add(1)
+					h.log.InfoContext(ctx, "key item budget reached: the batch ends before this change, Lambda resumes from it",
+						"shard", shard, "key", p.key, "sequenceNumber", p.rawSeq, "keyItemBytes", n, "budget", keyItemBudget)
+					stopAt = i
+					break
+				}
 				st = curState{c: p.ch, found: true}
 				added[p.key] = append(added[p.key], p.ch)
 				tailAdded = append(tailAdded, tailChange{key: p.key, change: p.ch})
@@ -339,18 +440,23 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 		cur[p.key] = st
 		e, err := enrichedRecord(shard, p, st.c, st.found)
 		if err != nil {
-			// Too big for Kinesis with its profile: the records before it
-			// go on, it is reported.
+			// Too big for Kinesis with its profile: set aside, the batch
+			// goes on. If it cannot be set aside, the records before it
+			// go on and it is reported.
 			h.bad(ctx, err)
-			stopAt = i
-			break
+			if serr := h.sink.SetAside(ctx, []setaside.Record{asideRecord(p.rec, err)}); serr != nil {
+				h.log.ErrorContext(ctx, "record not set aside; it will be retried", "sequenceNumber", p.rawSeq, "error", serr)
+				stopAt, stopFailed = i, true
+				break
+			}
+			continue
 		}
 		entries = append(entries, e)
 		entryRec = append(entryRec, i)
 	}
 	if stopAt == 0 {
 		h.putCache(shard, sc) // unchanged but for the histories read
-		return 0, true
+		return 0, !stopFailed
 	}
 	last = ps[stopAt-1].seq
 
@@ -381,7 +487,7 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 		return entryRec[lowest], false
 	}
 	h.stats.Enriched.Add(int64(len(entries)))
-	return stopAt, true
+	return stopAt, !stopFailed
 }
 
 // countedRead is read, counted.
@@ -471,7 +577,8 @@ func (h *Handler) emit(s Stats) {
 		{"CacheMisses", s.CacheMisses}, {"ReadRoundTrips", s.ReadRoundTrips}, {"ExtraReadRoundTrips", s.ExtraReadRoundTrips},
 		{"ReadRequests", s.ReadRequests}, {"ItemsRead", s.ItemsRead}, {"TailCatchUps", s.TailCatchUps},
 		{"KeyWrites", s.KeyWrites}, {"TailWrites", s.TailWrites}, {"OutputRetries", s.OutputRetries},
-		{"Superseded", s.Superseded}, {"FailedBatches", s.FailedBatches},
+		{"Superseded", s.Superseded}, {"FailedBatches", s.FailedBatches}, {"KeyBudgetCheckpoints", s.KeyBudgetCheckpoints},
+		{setaside.Metric, 0}, // declared: the sink adds the records it set aside
 	} {
 		h.metrics.Add(m.name, metrics.Count, float64(m.v))
 	}

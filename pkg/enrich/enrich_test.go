@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/pkg/enrich"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 
 // TestJoinAsOfPosition: activity is joined with the profile as of its place
@@ -73,43 +75,65 @@ func TestJoinAsOfPosition(t *testing.T) {
 }
 
 // TestBadInput: a record that is not a valid envelope, or a changelog
-// record without key or version, is reported as the batch item failure
-// with its sequence number and field logged; the records before it are
-// enriched.
+// record without key or version, or with a profile image over
+// MaxImageBytes, is set aside in the quarantine table with its data and the
+// field at fault, its sequence number and field are logged, and the records
+// after it are enriched in the same batch: nothing is reported. Without a
+// quarantine table it is reported as the batch item failure instead, after
+// the records before it.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name, field string
-		bad         []byte
+		name, field, kind string
+		bad               []byte
 	}{
-		{"activity without occurredAt", "occurredAt", []byte(`{"id":"x1","type":"page_view","key":"u-1","sentAt":"2026-11-29T10:00:00Z"}`)},
-		{"activity not JSON", "data", []byte(`not json`)},
-		{"changelog without version", "data.version", []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","image":{"plan":"pro"}}}`)},
-		{"changelog without key", "data.key", []byte(`{"id":"p/u-1/9","type":"profile_deleted","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"version":9,"image":null}}`)},
+		{"activity without occurredAt", "occurredAt", setaside.KindUnparseable, []byte(`{"id":"x1","type":"page_view","key":"u-1","sentAt":"2026-11-29T10:00:00Z"}`)},
+		{"activity not JSON", "data", setaside.KindUnparseable, []byte(`not json`)},
+		{"changelog without version", "data.version", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","image":{"plan":"pro"}}}`)},
+		{"changelog without key", "data.key", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_deleted","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"version":9,"image":null}}`)},
+		{"profile image over the join's budget", "data.image", setaside.KindStateBudget, profile("u-1", 2, strings.Repeat("x", enrich.MaxImageBytes))},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			in, out := newStream(t, "events"), newStream(t, "enriched")
-			put(t, in, profile("u-1", 1, "free"), activity("a1", "u-1"), tc.bad, activity("a2", "u-1"))
-			var logs bytes.Buffer
-			h := enrich.New(db, kin, joinTable(t), out, fastBackoff, enrich.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-			recs := shardRecords(t, in)
-			badSeq := recs[2].Kinesis.SequenceNumber
-			if f := handle(t, h, recs); f != badSeq {
-				t.Fatalf("failure reported at %q, want the bad record %s", f, badSeq)
-			}
-			if !strings.Contains(logs.String(), "record "+badSeq+": field "+tc.field+":") {
-				t.Errorf("log does not name record %s and field %s:\n%s", badSeq, tc.field, logs.String())
-			}
-			got := byID(t, output(t, out))
-			if _, ok := got["a1"]; !ok || len(got) != 1 {
-				t.Errorf("enriched %v, want only a1 (the record before the bad one)", sortedKeys(got))
-			}
-			if st := h.Stats(); st.BadRecords != 1 {
-				t.Errorf("BadRecords = %d, want 1", st.BadRecords)
-			}
-		})
+		for _, withSink := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/quarantine=%v", tc.name, withSink), func(t *testing.T) {
+				t.Parallel()
+				in, out := newStream(t, "events"), newStream(t, "enriched")
+				put(t, in, profile("u-1", 1, "free"), activity("a1", "u-1"), tc.bad, activity("a2", "u-1"))
+				var logs bytes.Buffer
+				opts := []enrich.Option{fastBackoff, enrich.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
+				q := ""
+				if withSink {
+					q = quarantineTable(t)
+					opts = append(opts, enrich.WithSetAside(setaside.New(db, q)))
+				}
+				h := enrich.New(db, kin, joinTable(t), out, opts...)
+				recs := shardRecords(t, in)
+				badSeq := recs[2].Kinesis.SequenceNumber
+				wantFailure, wantEnriched := "", []string{"a1", "a2"}
+				if !withSink {
+					wantFailure, wantEnriched = badSeq, []string{"a1"}
+				}
+				if f := handle(t, h, recs); f != wantFailure {
+					t.Fatalf("failure reported at %q, want %q", f, wantFailure)
+				}
+				if !strings.Contains(logs.String(), "record "+badSeq+": field "+tc.field+":") {
+					t.Errorf("log does not name record %s and field %s:\n%.2000s", badSeq, tc.field, logs.String())
+				}
+				got := byID(t, output(t, out))
+				if ids := sortedKeys(got); !slices.Equal(ids, wantEnriched) {
+					t.Errorf("enriched %v, want %v", ids, wantEnriched)
+				}
+				if e, ok := got["a2"]; ok && plan(e) != "free" {
+					t.Errorf("a2 joined plan %q, want free (version 1: the bad record changed nothing)", plan(e))
+				}
+				if st := h.Stats(); st.BadRecords != 1 {
+					t.Errorf("BadRecords = %d, want 1", st.BadRecords)
+				}
+				if withSink {
+					assertSetAside(t, q, recs[2], tc.field, tc.kind)
+				}
+			})
+		}
 	}
 }
 
@@ -195,31 +219,51 @@ func synthetic(docs ...[]byte) []events.KinesisEventRecord {
 	var recs []events.KinesisEventRecord
 	for i, d := range docs {
 		seq := fmt.Sprintf("4960118965842235937883629852%028d", i+1)
-		recs = append(recs, events.KinesisEventRecord{EventID: "shardId-000000000000:" + seq,
+		recs = append(recs, events.KinesisEventRecord{EventID: "shardId-000000000000:" + seq, EventSourceArn: syntheticStream,
 			Kinesis: events.KinesisRecord{Data: d, SequenceNumber: seq, PartitionKey: "p"}})
 	}
 	return recs
 }
 
 // TestOversizeEnrichedRecord: an activity event that would exceed Kinesis'
-// record limit once joined with its profile is reported by sequence number
-// and field; the records before it are enriched.
+// record limit once joined with its profile is set aside with its data
+// (1 MB, kept whole) and the field; the records before and after it are
+// enriched. Without a quarantine table it is reported by sequence number
+// and field, after the records before it.
 func TestOversizeEnrichedRecord(t *testing.T) {
 	t.Parallel()
-	out := newStream(t, "enriched")
-	big := strings.Repeat("x", 800<<10)
-	recs := synthetic(profile("u-1", 1, big[:300<<10]), activity("a1", "u-2"), activity("a2", "u-1"), activity("a3", "u-2"))
-	var logs bytes.Buffer
-	h := enrich.New(db, kin, joinTable(t), out, fastBackoff, enrich.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	recs[2].Kinesis.Data = bytes.Replace(recs[2].Kinesis.Data, []byte(`"/a2"`), []byte(`"/`+big+`"`), 1)
-	if f := handle(t, h, recs); f != recs[2].Kinesis.SequenceNumber {
-		t.Fatalf("failure at %q, want the oversize record %s", f, recs[2].Kinesis.SequenceNumber)
-	}
-	if !strings.Contains(logs.String(), "record "+recs[2].Kinesis.SequenceNumber+": field data: the enriched record would be") {
-		t.Errorf("log does not name the record and field:\n%.300s", logs.String())
-	}
-	if got := byID(t, output(t, out)); len(got) != 1 || got["a1"].env.ID != "a1" {
-		t.Errorf("enriched %v, want only a1", sortedKeys(got))
+	for _, withSink := range []bool{true, false} {
+		t.Run(fmt.Sprintf("quarantine=%v", withSink), func(t *testing.T) {
+			t.Parallel()
+			out := newStream(t, "enriched")
+			big := strings.Repeat("x", 950<<10)
+			recs := synthetic(profile("u-1", 1, big[:100<<10]), activity("a1", "u-2"), activity("a2", "u-1"), activity("a3", "u-2"))
+			var logs bytes.Buffer
+			opts := []enrich.Option{fastBackoff, enrich.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
+			q := ""
+			if withSink {
+				q = quarantineTable(t)
+				opts = append(opts, enrich.WithSetAside(setaside.New(db, q)))
+			}
+			h := enrich.New(db, kin, joinTable(t), out, opts...)
+			recs[2].Kinesis.Data = bytes.Replace(recs[2].Kinesis.Data, []byte(`"/a2"`), []byte(`"/`+big+`"`), 1)
+			wantFailure, wantEnriched := "", []string{"a1", "a3"}
+			if !withSink {
+				wantFailure, wantEnriched = recs[2].Kinesis.SequenceNumber, []string{"a1"}
+			}
+			if f := handle(t, h, recs); f != wantFailure {
+				t.Fatalf("failure at %q, want %q", f, wantFailure)
+			}
+			if !strings.Contains(logs.String(), "record "+recs[2].Kinesis.SequenceNumber+": field data: the enriched record would be") {
+				t.Errorf("log does not name the record and field:\n%.300s", logs.String())
+			}
+			if got := sortedKeys(byID(t, output(t, out))); !slices.Equal(got, wantEnriched) {
+				t.Errorf("enriched %v, want %v", got, wantEnriched)
+			}
+			if withSink {
+				assertSetAside(t, q, recs[2], "data", setaside.KindOutputTooLarge)
+			}
+		})
 	}
 }
 

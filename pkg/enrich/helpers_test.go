@@ -1,11 +1,13 @@
 package enrich_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/enrich"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
 )
 
@@ -264,4 +267,42 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// syntheticStream is the event source of synthetic records.
+const syntheticStream = "arn:aws:kinesis:us-east-1:123456789012:stream/synthetic"
+
+// quarantineTable creates a table with the quarantine's schema.
+func quarantineTable(t *testing.T) string {
+	t.Helper()
+	tn := name("quarantine")
+	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName: aws.String(tn),
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			{AttributeName: aws.String("source"), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sequenceNumber"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema: []ddbtypes.KeySchemaElement{
+			{AttributeName: aws.String("source"), KeyType: ddbtypes.KeyTypeHash},
+			{AttributeName: aws.String("sequenceNumber"), KeyType: ddbtypes.KeyTypeRange}},
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tn
+}
+
+// assertSetAside checks that rec is in the quarantine table q, set aside
+// with its data whole, the field and the kind.
+func assertSetAside(t *testing.T, q string, rec events.KinesisEventRecord, field, kind string) {
+	t.Helper()
+	shard, _, _ := strings.Cut(rec.EventID, ":")
+	it, err := setaside.Load(context.Background(), db, q, rec.EventSourceArn+"/"+shard, rec.Kinesis.SequenceNumber)
+	if err != nil || it == nil {
+		t.Fatalf("record %s not in the quarantine table: %v", rec.Kinesis.SequenceNumber, err)
+	}
+	if it.Kind != setaside.ItemSetAside || it.Field != field || it.Category != kind || it.Reason == "" || !bytes.Equal(it.Data, rec.Kinesis.Data) {
+		t.Errorf("quarantined %s: kind %s field %q category %s reason %q, %d data bytes; want field %q, %s, its %d bytes",
+			rec.Kinesis.SequenceNumber, it.Kind, it.Field, it.Category, it.Reason, len(it.Data), field, kind, len(rec.Kinesis.Data))
+	}
 }

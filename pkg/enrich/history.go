@@ -19,7 +19,7 @@ type change struct {
 }
 
 // newer reports whether version a is higher than version b.
-func newer(a, b string) bool { return stream.CompareSequenceNumbers(a, b) > 0 }
+func newer(a, b string) bool { return stream.CompareSequence(a, b) > 0 }
 
 // history is one key's applied changes, ordered by sequence number.
 type history []change

@@ -4,6 +4,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/limits"
 )
 
 func fence(n string) string { return strings.Repeat("0", 64-len(n)) + n }
@@ -88,5 +93,28 @@ func TestExtendTailBounds(t *testing.T) {
 	if len(got.changes) != 3 || got.changes[0].seq != fence("3") || got.from != fence("2") || got.last != fence("6") {
 		t.Errorf("tail = from %s last %s, %d changes starting %s; want the newest 3, from 2, last 6",
 			got.from, got.last, len(got.changes), got.changes[0].seq)
+	}
+}
+
+func TestStoredKeyBytesIsDynamoDBsCount(t *testing.T) {
+	img := json.RawMessage(`{"plan":"pro","bio":"<b>ünïcode</b>"}`)
+	hist := history{
+		{seq: "0000000000000000000000000000000000000000000000000000000000000100", version: "7", image: img},
+		{seq: "0000000000000000000000000000000000000000000000000000000000000200", version: "12345678901234567890"},
+	}
+	first := "0000000000000000000000000000000000000000000000000000000000000150"
+	item := map[string]ddbtypes.AttributeValue{
+		attrPK:    &ddbtypes.AttributeValueMemberS{Value: keyPrefix + "user-42"},
+		attrFloor: &ddbtypes.AttributeValueMemberS{Value: first},
+	}
+	for _, c := range hist {
+		av, err := attributevalue.Marshal(storedEntry{Version: c.version, Image: imagePtr(c.image)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		item[entryPre+c.seq] = av
+	}
+	if got, want := storedKeyBytes("user-42", first, hist), limits.ItemSize(item); got != want {
+		t.Errorf("storedKeyBytes = %d, DynamoDB counts %d", got, want)
 	}
 }

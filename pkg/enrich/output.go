@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/pkg/limits"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -41,7 +43,7 @@ func enrichedRecord(shard string, p *parsed, prof change, found bool) (kintypes.
 	if len(p.env.Data) > 0 {
 		var b bytes.Buffer
 		if err := json.Compact(&b, p.env.Data); err != nil {
-			return kintypes.PutRecordsRequestEntry{}, &RecordError{SequenceNumber: p.rawSeq, Field: "data", Reason: err.Error()}
+			return kintypes.PutRecordsRequestEntry{}, &RecordError{SequenceNumber: p.rawSeq, Field: "data", Reason: err.Error(), Kind: setaside.KindUnparseable}
 		}
 		d.Event = b.Bytes()
 	}
@@ -61,9 +63,10 @@ func enrichedRecord(shard string, p *parsed, prof change, found bool) (kintypes.
 	if err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("record %s: encoding the enriched record: %w", p.rawSeq, err)
 	}
-	if n := len(b) + len(p.key); n > maxRecordBytes {
-		return kintypes.PutRecordsRequestEntry{}, &RecordError{SequenceNumber: p.rawSeq, Field: "data",
-			Reason: fmt.Sprintf("the enriched record would be %d bytes with its profile; Kinesis accepts at most %d", n, maxRecordBytes)}
+	if n := limits.KinesisRecordSize(b, p.key); n > maxRecordBytes {
+		return kintypes.PutRecordsRequestEntry{}, &RecordError{SequenceNumber: p.rawSeq, Field: "data", Kind: setaside.KindOutputTooLarge,
+			Reason: fmt.Sprintf("the enriched record would be %d bytes with its profile (the event's data %d bytes, the profile %d); Kinesis accepts at most %d",
+				n, len(d.Event), len(d.Profile), maxRecordBytes)}
 	}
 	return kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(p.key)}, nil
 }
@@ -71,9 +74,9 @@ func enrichedRecord(shard string, p *parsed, prof change, found bool) (kintypes.
 // Kinesis limits: records per PutRecords call, bytes per call (data and
 // partition keys), bytes per record.
 const (
-	maxPutRecords  = 500
-	maxPutBytes    = 5 << 20
-	maxRecordBytes = 1 << 20
+	maxPutRecords  = limits.KinesisPutRecordsEntries
+	maxPutBytes    = limits.KinesisPutRecordsBytes
+	maxRecordBytes = limits.KinesisRecordBytes
 )
 
 // chunks splits entries into PutRecords calls within Kinesis' limits and

@@ -9,25 +9,38 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/pkg/cdc"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // RecordError is a record of the batch that can be neither applied nor
 // enriched: it names the record (its Kinesis sequence number) and the field.
+// The handler sets such a record aside and goes on.
 type RecordError struct {
 	SequenceNumber string
 	Field          string
 	Reason         string
+	// Kind is the setaside category (setaside.KindUnparseable, ...).
+	Kind string
 }
 
 func (e *RecordError) Error() string {
 	return fmt.Sprintf("record %s: field %s: %s", e.SequenceNumber, e.Field, e.Reason)
 }
 
+// MaxImageBytes bounds a profile image (compact JSON) the join keeps: a
+// changelog record with a bigger one is set aside (kind state-budget) and
+// the key keeps its previous version. Two images of this size and their
+// entries fit in a key item's budget (keyItemBudget), so a batch always
+// makes progress (see the package doc).
+const MaxImageBytes = 128 << 10
+
 // parsed is one record of a batch, decoded.
 type parsed struct {
-	seq    string // fenced
+	rec    *events.KinesisEventRecord // as delivered
+	idx    int                        // in the batch
+	seq    string                     // fenced
 	rawSeq string
 	key    string
 	env    stream.Envelope
@@ -54,9 +67,9 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 	seq := rec.Kinesis.SequenceNumber
 	fenced, err := state.Fence(seq)
 	if err != nil {
-		return parsed{}, &RecordError{SequenceNumber: seq, Field: "kinesis.sequenceNumber", Reason: err.Error()}
+		return parsed{}, &RecordError{SequenceNumber: seq, Field: "kinesis.sequenceNumber", Reason: err.Error(), Kind: setaside.KindInvalid}
 	}
-	p := parsed{seq: fenced, rawSeq: seq}
+	p := parsed{rec: rec, seq: fenced, rawSeq: seq}
 	if err := stream.DecodeKinesis(rec, &p.env); err != nil {
 		pe, ok := err.(*stream.PoisonRecordError)
 		field, reason := "data", err.Error()
@@ -71,14 +84,15 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 				reason = pe.Err.Error()
 			}
 		}
-		return parsed{}, &RecordError{SequenceNumber: seq, Field: field, Reason: reason}
+		return parsed{}, &RecordError{SequenceNumber: seq, Field: field, Reason: reason, Kind: setaside.KindUnparseable}
 	}
 	p.key = p.env.Key
 	if !isChangelog(p.env.Type) {
 		return p, nil
 	}
 	bad := func(field, format string, args ...any) error {
-		return &RecordError{SequenceNumber: seq, Field: field, Reason: fmt.Sprintf("%s record: ", p.env.Type) + fmt.Sprintf(format, args...)}
+		return &RecordError{SequenceNumber: seq, Field: field, Reason: fmt.Sprintf("%s record: ", p.env.Type) + fmt.Sprintf(format, args...),
+			Kind: setaside.KindInvalid}
 	}
 	var d changelogData
 	if err := json.Unmarshal(p.env.Data, &d); err != nil {
@@ -110,6 +124,11 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 	}
 	if p.env.Type != cdc.TypeDeleted && image == nil {
 		return parsed{}, bad("data.image", "is required (null only in %s records)", cdc.TypeDeleted)
+	}
+	if len(image) > MaxImageBytes {
+		return parsed{}, &RecordError{SequenceNumber: seq, Field: "data.image", Kind: setaside.KindStateBudget,
+			Reason: fmt.Sprintf("%s record: the profile image is %d bytes as compact JSON; the join keeps images of at most %d (MaxImageBytes), so key %s keeps its previous version",
+				p.env.Type, len(image), MaxImageBytes, p.key)}
 	}
 	p.isChange = true
 	p.ch = change{seq: fenced, version: version, image: image}
@@ -144,7 +163,7 @@ func parseVersion(raw json.RawMessage) (string, error) {
 func shardOf(rec *events.KinesisEventRecord) (string, error) {
 	shard, _, ok := strings.Cut(rec.EventID, ":")
 	if !ok || shard == "" {
-		return "", &RecordError{SequenceNumber: rec.Kinesis.SequenceNumber, Field: "eventID",
+		return "", &RecordError{SequenceNumber: rec.Kinesis.SequenceNumber, Field: "eventID", Kind: setaside.KindInvalid,
 			Reason: fmt.Sprintf("%q is not <shardId>:<sequenceNumber> as Lambda sends it", rec.EventID)}
 	}
 	return shard, nil

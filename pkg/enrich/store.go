@@ -237,12 +237,15 @@ func (h *Handler) writeKey(ctx context.Context, key, first string, added []chang
 		seq string
 		add *change
 	}
+	// Removals first: when the update takes more than one request, the
+	// item only grows towards its final size (checked against the budget
+	// before the batch was walked), never past it.
 	var clauses []clause
-	for i := range added {
-		clauses = append(clauses, clause{seq: added[i].seq, add: &added[i]})
-	}
 	for _, s := range dropped {
 		clauses = append(clauses, clause{seq: s})
+	}
+	for i := range added {
+		clauses = append(clauses, clause{seq: added[i].seq, add: &added[i]})
 	}
 	cond := expression.Or(expression.AttributeNotExists(expression.Name(attrFloor)),
 		expression.Name(attrFloor).LessThanEqual(expression.Value(first)))
@@ -332,6 +335,34 @@ func (h *Handler) extendTail(t tail, added []tailChange, last string) tail {
 	}
 	out.changes = all
 	return out
+}
+
+// keyItemBytes is the size, as DynamoDB counts it, of key's item after a
+// batch starting at first applies its changes added and then c: the key's
+// history hist with them, pruned to what the batch keeps (the changes at or
+// after first and the best one before it).
+func keyItemBytes(key, first string, hist history, added []change, c change) int {
+	proj := hist.clone()
+	for _, a := range added {
+		proj.add(a)
+	}
+	proj.add(c)
+	proj.prune(first)
+	return storedKeyBytes(key, first, proj)
+}
+
+// storedKeyBytes is the size of the key item holding hist with fence
+// first, by DynamoDB's rules: each attribute's name and value; a map 3 bytes
+// plus, per element, 1 and its name and value.
+func storedKeyBytes(key, first string, hist history) int {
+	n := len(attrPK) + len(keyPrefix) + len(key) + len(attrFloor) + len(first)
+	for _, c := range hist {
+		n += len(entryPre) + len(c.seq) + 3 + 1 + len("v") + len(c.version)
+		if c.image != nil {
+			n += 1 + len("i") + len(c.image)
+		}
+	}
+	return n
 }
 
 // tailChangeSize is a tail element's size in DynamoDB's terms, roughly.

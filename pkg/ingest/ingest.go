@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -70,6 +69,17 @@ type Handler struct {
 	// bufferWait bounds Buffer's retries when ctx has no deadline (outside
 	// Lambda).
 	bufferWait time.Duration
+	// maxEventAge refuses events older than it when sent (0: no limit).
+	maxEventAge time.Duration
+	// maxResponse bounds a 202/429/503 body (MaxResponseBytes).
+	maxResponse int
+	// requests keeps idempotency records; nil: the Idempotency-Key header
+	// is refused.
+	requests   *RequestStore
+	idemExpiry time.Duration
+	// signatures checks signed requests; nil: requests are not signed
+	// (AWS_IAM auth is the function URL's business).
+	signatures *signatureCheck
 }
 
 // deadlineMargin is the time kept before the invoke deadline to answer.
@@ -102,10 +112,48 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // deadline minus a 500ms margin bounds it.
 func WithBufferWait(d time.Duration) Option { return func(h *Handler) { h.bufferWait = d } }
 
+// WithMaxEventAge sets how old an event may be when sent (sentAt −
+// occurredAt) before it is refused; DefaultMaxEventAge by default, 0 for no
+// limit.
+func WithMaxEventAge(d time.Duration) Option { return func(h *Handler) { h.maxEventAge = max(d, 0) } }
+
+// WithIdempotency makes the handler honour the Idempotency-Key header with
+// records in store, each kept for expiry after its request's last answer
+// (DefaultIdempotencyExpiry if zero). Without it a request carrying the
+// header is refused (400), since it could not be honoured.
+func WithIdempotency(store *RequestStore, expiry time.Duration) Option {
+	return func(h *Handler) {
+		if expiry <= 0 {
+			expiry = DefaultIdempotencyExpiry
+		}
+		h.requests, h.idemExpiry = store, expiry
+	}
+}
+
+// SecretSource gives the secrets a request signature may be made with, the
+// current one first; SecretsManagerSecret is the deployed one.
+type SecretSource interface {
+	Secrets(ctx context.Context) ([][]byte, error)
+	// Refresh re-reads the secrets if the last read is older than the
+	// source's minimum interval, and reports whether it did.
+	Refresh(ctx context.Context) ([][]byte, bool, error)
+}
+
+// WithSignedRequests makes the handler refuse (401) every request without a
+// valid X-Tributary-Signature under one of secrets' secrets and a
+// timestamp within MaxClockSkew. With WithIdempotency, a signed request
+// without an Idempotency-Key is deduplicated by its signature for twice
+// MaxClockSkew, so a replay within the window writes nothing.
+func WithSignedRequests(secrets SecretSource) Option {
+	return func(h *Handler) { h.signatures = &signatureCheck{secrets: secrets, now: h.now} }
+}
+
 // New returns a handler writing to the Kinesis stream named streamName.
 // By default an entry is tried 4 times with backoff base 50ms, cap 1s
 // (Backpressure and Drop), every path but "/" is unknown, "/" gets
-// Backpressure, and 1 in 100 dropped events is logged.
+// Backpressure, 1 in 100 dropped events is logged, events older than
+// DefaultMaxEventAge are refused, requests are not signed, and the
+// Idempotency-Key header is refused (no records are kept).
 func New(client recordPutter, streamName string, opts ...Option) *Handler {
 	h := &Handler{
 		stream:      streamName,
@@ -121,57 +169,16 @@ func New(client recordPutter, streamName string, opts ...Option) *Handler {
 		dropSample:  defaultDropSample,
 		mono:        time.Now,
 		bufferWait:  10 * time.Second,
+		maxEventAge: DefaultMaxEventAge,
+		maxResponse: MaxResponseBytes,
 	}
 	for _, o := range opts {
 		o(h)
 	}
+	if h.signatures != nil {
+		h.signatures.now = h.now // WithClock may come after WithSignedRequests
+	}
 	return h
-}
-
-// Response is the body of a 202, 429 or 503 answer: one result per event of
-// the request, in request order.
-type Response struct {
-	Accepted int      `json:"accepted"`
-	Dropped  int      `json:"dropped,omitempty"`
-	Results  []Result `json:"results"`
-}
-
-// Result is one event's outcome: SequenceNumber and ShardID when it is on
-// the stream; Error when it is not and should be resent; Dropped when the
-// route's policy is Drop and the event was dropped under throttling (do not
-// resend it).
-type Result struct {
-	ID             string `json:"id"`
-	SequenceNumber string `json:"sequenceNumber,omitempty"`
-	ShardID        string `json:"shardId,omitempty"`
-	Error          string `json:"error,omitempty"`
-	Dropped        bool   `json:"dropped,omitempty"`
-}
-
-// ErrorResponse is the body of a 4xx answer for a request nothing of which
-// was written.
-type ErrorResponse struct {
-	Error  string       `json:"error"`
-	Errors []EventError `json:"errors,omitempty"`
-}
-
-// EventError says which event of the request is refused and why.
-type EventError struct {
-	Index  int    `json:"index"`
-	ID     string `json:"id,omitempty"`
-	Field  string `json:"field,omitempty"`
-	Reason string `json:"reason"`
-}
-
-func (e EventError) String() string {
-	id := ""
-	if e.ID != "" {
-		id = fmt.Sprintf(" (id %q)", e.ID)
-	}
-	if e.Field == "" {
-		return fmt.Sprintf("event %d%s: %s", e.Index, id, e.Reason)
-	}
-	return fmt.Sprintf("event %d%s: %s: %s", e.Index, id, e.Field, e.Reason)
 }
 
 // Handle answers one Function URL request.
@@ -181,6 +188,10 @@ func (h *Handler) Handle(ctx context.Context, req events.LambdaFunctionURLReques
 			h.log.Error("metrics flush", "err", err)
 		}
 	}()
+	return h.handle(ctx, req), nil
+}
+
+func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLRequest) events.LambdaFunctionURLResponse {
 	path := req.RawPath
 	if path == "" {
 		path = req.RequestContext.HTTP.Path
@@ -188,29 +199,71 @@ func (h *Handler) Handle(ctx context.Context, req events.LambdaFunctionURLReques
 	if path == "" {
 		path = "/"
 	}
-	policy, ok := h.routes[path]
-	if !ok {
-		return reply(http.StatusNotFound, ErrorResponse{Error: fmt.Sprintf("path %q is not a route; known routes: %s", path, routeList(h.routes))}), nil
-	}
-	if m := req.RequestContext.HTTP.Method; m != "" && m != http.MethodPost {
-		r := reply(http.StatusMethodNotAllowed, ErrorResponse{Error: fmt.Sprintf("method %s: only POST is accepted", m)})
-		r.Headers["Allow"] = http.MethodPost
-		return r, nil
+	if n := invocationSize(req); n > MaxRequestBytes {
+		return problem(http.StatusRequestEntityTooLarge, "the request is %d bytes as Lambda receives it (body and headers); Lambda accepts at most %d (6 MB) per invocation: send fewer events per request", n, MaxRequestBytes)
 	}
 	body := []byte(req.Body)
 	if req.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(req.Body)
 		if err != nil {
-			return reply(http.StatusBadRequest, ErrorResponse{Error: "body: marked base64 but is not valid base64"}), nil
+			return problem(http.StatusBadRequest, "body: marked base64 but is not valid base64")
 		}
 		body = b
 	}
-	envs, errs := parseBody(body)
+	rawKey, hasKey := header(req.Headers, HeaderIdempotencyKey)
+	signature := ""
+	if h.signatures != nil {
+		sig, err := h.signatures.verify(ctx, req.Headers, path, rawKey, body)
+		var ae *authError
+		switch {
+		case errors.As(err, &ae):
+			h.metrics.Add("AuthFailures", metrics.Count, 1)
+			h.log.Info("request refused: signature", "reason", ae.Error(), "path", path)
+			return problem(http.StatusUnauthorized, "%s", ae.Error())
+		case err != nil:
+			h.log.Error("signing secret unavailable", "err", err)
+			r := problem(http.StatusServiceUnavailable, "the signing secret cannot be read, so the signature cannot be checked; nothing was written: retry later")
+			r.Headers["Retry-After"] = "1"
+			return r
+		}
+		signature = sig
+	}
+	policy, ok := h.routes[path]
+	if !ok {
+		return problem(http.StatusNotFound, "path %q is not a route; known routes: %s", cutText(path, 128), routeList(h.routes))
+	}
+	if m := req.RequestContext.HTTP.Method; m != "" && m != http.MethodPost {
+		r := problem(http.StatusMethodNotAllowed, "method %s: only POST is accepted", cutText(m, 16))
+		r.Headers["Allow"] = http.MethodPost
+		return r
+	}
+	var idemKey string
+	if hasKey {
+		k, err := parseIdempotencyKey(rawKey)
+		if err != nil {
+			return problem(http.StatusBadRequest, "%s header: %v", HeaderIdempotencyKey, err)
+		}
+		if h.requests == nil {
+			return problem(http.StatusBadRequest, "%s header: this deployment keeps no idempotency records (INGEST_IDEMPOTENCY_TABLE is not set), so the header cannot be honoured; nothing was written", HeaderIdempotencyKey)
+		}
+		idemKey = k
+	}
+
+	raws, berr := splitBody(body, MaxEvents)
+	if berr != nil {
+		h.metrics.Add("EventsRejected", metrics.Count, 1)
+		h.log.Info("request refused", "status", berr.status, "index", berr.elem, "field", berr.field, "reason", cutText(berr.reason, MaxErrorTextBytes))
+		if berr.elem < 0 {
+			return problem(berr.status, "body: %s", berr.reason)
+		}
+		return refuse(berr.status, []EventError{{Index: berr.elem, Field: berr.field, Reason: berr.reason}})
+	}
+	envs, errs := parseEvents(raws, h.maxEventAge)
 	h.metrics.Add("EventsIn", metrics.Count, float64(len(envs)))
 	if len(errs) > 0 {
-		h.metrics.Add("EventsRejected", metrics.Count, float64(max(len(envs), 1)))
-		h.log.Info("request refused", "reason", errs[0].String(), "invalidEvents", len(errs))
-		return reply(http.StatusBadRequest, ErrorResponse{Error: errs[0].String(), Errors: errs}), nil
+		h.metrics.Add("EventsRejected", metrics.Count, float64(len(envs)))
+		h.log.Info("request refused", "reason", errs[0].bounded().String(), "invalidEvents", len(errs))
+		return refuse(http.StatusBadRequest, errs)
 	}
 
 	receivedAt := h.now().UTC()
@@ -220,7 +273,7 @@ func (h *Handler) Handle(ctx context.Context, req events.LambdaFunctionURLReques
 		envs[i].ReceivedAt = receivedAt
 		data, err := json.Marshal(&envs[i])
 		if err != nil { // json.RawMessage data was validated on the way in
-			return reply(http.StatusInternalServerError, ErrorResponse{Error: fmt.Sprintf("event %d: encoding: %v", i, err)}), nil
+			return problem(http.StatusInternalServerError, "events[%d]: encoding: %v", i, err)
 		}
 		if size := len(data) + len(envs[i].Key); size > MaxRecordBytes {
 			tooBig = append(tooBig, EventError{Index: i, ID: envs[i].ID, Field: "data",
@@ -230,73 +283,175 @@ func (h *Handler) Handle(ctx context.Context, req events.LambdaFunctionURLReques
 	}
 	if len(tooBig) > 0 {
 		h.metrics.Add("EventsRejected", metrics.Count, float64(len(envs)))
-		return reply(http.StatusRequestEntityTooLarge, ErrorResponse{Error: tooBig[0].String(), Errors: tooBig}), nil
+		return refuse(http.StatusRequestEntityTooLarge, tooBig)
 	}
 
-	results, throttledOnly := h.put(ctx, policy, envs, entries)
-	resp := Response{Results: results}
-	for _, r := range results {
-		switch {
-		case r.Dropped:
-			resp.Dropped++
-		case r.Error == "":
-			resp.Accepted++
+	// Idempotency: a keyed request (or, when requests are signed, any
+	// request, keyed by its signature) claims its record before writing.
+	var c *claim
+	expires := h.idemExpiry
+	if h.requests != nil && (idemKey != "" || signature != "") {
+		id := recordID(callerOf(req, h.signatures != nil), path, idemKey)
+		if idemKey == "" {
+			id, expires = recordID("signature", path, signature), 2*MaxClockSkew
+		}
+		got, err := h.requests.Claim(ctx, id, fingerprint(body), h.lockUntil(ctx), expires)
+		if err != nil {
+			h.metrics.Add("IdempotencyStoreErrors", metrics.Count, 1)
+			h.log.Error("idempotency record not claimed", "err", err)
+			r := problem(http.StatusServiceUnavailable, "the idempotency record of this request cannot be read or written; nothing was written: retry later with the same %s", HeaderIdempotencyKey)
+			r.Headers["Retry-After"] = "1"
+			return r
+		}
+		switch got.kind {
+		case claimReplay:
+			h.metrics.Add("Replayed", metrics.Count, 1)
+			r := events.LambdaFunctionURLResponse{StatusCode: got.stored.Status, Headers: got.stored.Headers, Body: got.stored.Body}
+			if r.Headers == nil {
+				r.Headers = map[string]string{}
+			}
+			r.Headers[HeaderReplayed] = "true"
+			return r
+		case claimInFlight:
+			h.metrics.Add("IdempotencyConflicts", metrics.Count, 1)
+			until := ""
+			if !got.lockedUntil.IsZero() {
+				until = " (its lock ends by " + got.lockedUntil.UTC().Format(time.RFC3339) + ")"
+			}
+			what := fmt.Sprintf("%s %q: a request with this key", HeaderIdempotencyKey, cutText(idemKey, 64))
+			if idemKey == "" {
+				what = "a request with this signature"
+			}
+			r := problem(http.StatusConflict, "%s is still being processed%s; nothing was written: retry after it has been answered to get its answer", what, until)
+			r.Headers["Retry-After"] = "1"
+			return r
+		case claimMismatch:
+			h.metrics.Add("IdempotencyMismatches", metrics.Count, 1)
+			return problem(http.StatusUnprocessableEntity, "%s %q was used for a request with a different body (its SHA-256 differs); a key belongs to one request: send a new key with a new request. Nothing was written", HeaderIdempotencyKey, cutText(idemKey, 64))
+		}
+		c = &got
+	}
+
+	pending := make([]int, len(entries))
+	for i := range pending {
+		pending[i] = i
+	}
+	var prev Response
+	if c != nil && c.kind == claimResume {
+		// The same body (its fingerprint matched), so the same events;
+		// an index past them would be a damaged record.
+		pending = slices.DeleteFunc(slices.Clone(c.pending), func(i int) bool { return i >= len(entries) })
+		if err := json.Unmarshal([]byte(c.stored.Body), &prev); err != nil {
+			h.log.Error("stored partial answer does not decode; counting from scratch", "err", err)
+		}
+		h.metrics.Add("Resumed", metrics.Count, 1)
+	}
+	outs, throttledOnly := h.put(ctx, policy, envs, entries, pending)
+	resp, left := summarize(len(envs), prev, pending, outs)
+	h.metrics.Add("Accepted", metrics.Count, float64(len(pending)-countDropped(outs, pending)-len(left)))
+	h.metrics.Add("Dropped", metrics.Count, float64(countDropped(outs, pending)))
+	h.metrics.Add("EventsFailed", metrics.Count, float64(len(left)))
+	status := http.StatusAccepted
+	if len(left) > 0 {
+		status = http.StatusServiceUnavailable
+		if throttledOnly && policy != Buffer {
+			status = http.StatusTooManyRequests
+		}
+		h.log.Warn("events not written", "route", path, "policy", string(policy), "failed", len(left), "accepted", resp.Accepted, "dropped", resp.Dropped, "status", status)
+	}
+	r := rawReply(status, encodeResponse(resp, h.maxResponse))
+	if status != http.StatusAccepted {
+		r.Headers["Retry-After"] = "1"
+	}
+	if c != nil {
+		// The events are written: store the answer even if ctx has ended.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completionTimeout)
+		defer cancel()
+		err := h.requests.Complete(sctx, *c, storedResponse{Status: r.StatusCode, Headers: r.Headers, Body: r.Body}, left, expires)
+		if err != nil {
+			// The answer still goes out; a retry finds the key locked until
+			// the lock's deadline and then writes the events again.
+			h.metrics.Add("IdempotencyStoreErrors", metrics.Count, 1)
+			h.log.Error("idempotency answer not stored", "err", err, "record", c.id)
 		}
 	}
-	failed := len(results) - resp.Accepted - resp.Dropped
-	h.metrics.Add("Accepted", metrics.Count, float64(resp.Accepted))
-	h.metrics.Add("Dropped", metrics.Count, float64(resp.Dropped))
-	h.metrics.Add("EventsFailed", metrics.Count, float64(failed))
-	if failed == 0 {
-		return reply(http.StatusAccepted, resp), nil
-	}
-	status := http.StatusServiceUnavailable
-	if throttledOnly && policy != Buffer {
-		status = http.StatusTooManyRequests
-	}
-	h.log.Warn("events not written", "route", path, "policy", string(policy), "failed", failed, "accepted", resp.Accepted, "dropped", resp.Dropped, "status", status)
-	r := reply(status, resp)
-	r.Headers["Retry-After"] = "1"
-	return r, nil
+	return r
 }
 
-// parseBody reads one envelope or an array of them, validating each.
-func parseBody(body []byte) ([]stream.Envelope, []EventError) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
-		return nil, []EventError{{Index: 0, Reason: "the body is empty; send one envelope or a JSON array of envelopes"}}
+// completionTimeout bounds storing an answer after the events are written.
+const completionTimeout = 2 * time.Second
+
+// lockUntil is when a request's hold on its idempotency key ends: its invoke
+// deadline, after which Lambda has stopped it.
+func (h *Handler) lockUntil(ctx context.Context) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl
 	}
-	var raws []json.RawMessage
-	if body[0] == '[' {
-		if err := json.Unmarshal(body, &raws); err != nil {
-			return nil, []EventError{{Index: 0, Reason: "the body is not a valid JSON array: " + err.Error()}}
+	return time.Now().Add(defaultLock)
+}
+
+// callerOf is who sent the request, to scope its idempotency key: the IAM
+// principal under AWS_IAM auth, "signed" for signed requests.
+func callerOf(req events.LambdaFunctionURLRequest, signed bool) string {
+	if a := req.RequestContext.Authorizer; a != nil && a.IAM != nil {
+		if a.IAM.UserARN != "" {
+			return "iam:" + a.IAM.UserARN
 		}
-		if len(raws) == 0 {
-			return nil, []EventError{{Index: 0, Reason: "the array is empty"}}
-		}
-	} else {
-		raws = []json.RawMessage{body}
+		return "iam:" + a.IAM.AccountID + ":" + a.IAM.CallerID
 	}
-	envs := make([]stream.Envelope, len(raws))
-	var errs []EventError
-	for i, raw := range raws {
-		err := stream.Unmarshal(raw, &envs[i])
-		if err == nil {
-			err = envs[i].Validate()
-		}
-		if err != nil {
-			ee := EventError{Index: i, ID: envs[i].ID, Reason: err.Error()}
-			var fe *stream.FieldError
-			if errors.As(err, &fe) {
-				ee.Field, ee.Reason = fe.Field, fe.Reason
-			}
-			if ee.ID == "" {
-				ee.ID = peekID(raw)
-			}
-			errs = append(errs, ee)
+	if signed {
+		return "signed"
+	}
+	return "anonymous"
+}
+
+// invocationSize is how much of Lambda's invocation payload limit a request
+// takes: its body as Lambda hands it over, its headers, and an allowance for
+// the rest of the event.
+func invocationSize(req events.LambdaFunctionURLRequest) int {
+	n := len(req.Body) + len(req.RawQueryString) + requestContextAllowance
+	for k, v := range req.Headers {
+		n += len(k) + len(v) + 6 // "k":"v",
+	}
+	return n
+}
+
+// summarize is the answer for a request of n events after the entries at
+// pending were tried (outs), on top of prev (the stored answer of an
+// earlier try of the same request; zero for a first try), and the indexes
+// still not on the stream.
+func summarize(n int, prev Response, pending []int, outs []outcome) (Response, []int) {
+	r := Response{Events: n, Dropped: prev.Dropped}
+	for _, f := range prev.Failures {
+		if f.Dropped {
+			r.Failures = append(r.Failures, f)
 		}
 	}
-	return envs, errs
+	var left []int
+	for _, idx := range pending {
+		switch o := outs[idx]; {
+		case o.dropped:
+			r.Dropped++
+			r.Failures = append(r.Failures, Failure{Index: idx, Error: o.err, Dropped: true})
+		case o.err != "":
+			left = append(left, idx)
+			r.Failures = append(r.Failures, Failure{Index: idx, Error: o.err})
+		}
+	}
+	slices.SortFunc(r.Failures, func(a, b Failure) int { return a.Index - b.Index })
+	r.Failed = len(left)
+	r.Accepted = n - r.Dropped - r.Failed
+	return r, left
+}
+
+func countDropped(outs []outcome, idxs []int) int {
+	n := 0
+	for _, i := range idxs {
+		if outs[i].dropped {
+			n++
+		}
+	}
+	return n
 }
 
 // peekID finds the id of an event that did not decode, so the error can
@@ -320,23 +475,24 @@ type failure struct {
 	retryable     bool
 }
 
-// put writes entries, retrying failed ones as policy says, and returns one
-// result per entry and whether every failure left (not dropped) was
-// throttling.
+// outcome is what became of one entry: on the stream (neither field set),
+// dropped, or failed with err.
+type outcome struct {
+	err     string
+	dropped bool
+}
+
+// put writes the entries at pending, retrying failed ones as policy says, and
+// returns one outcome per entry (entries not in pending are left zero) and
+// whether every failure left (not dropped) was throttling.
 //
 // Backpressure and Drop try an entry at most maxAttempts times; Buffer tries
 // until the retry budget runs out: the context's deadline minus
 // deadlineMargin, or bufferWait when there is no deadline. No policy sleeps
 // past that budget. Drop does not retry a throttled entry: it drops it.
-func (h *Handler) put(ctx context.Context, policy Policy, envs []stream.Envelope, entries []types.PutRecordsRequestEntry) ([]Result, bool) {
-	results := make([]Result, len(entries))
-	for i := range envs {
-		results[i].ID = envs[i].ID
-	}
-	pending := make([]int, len(entries))
-	for i := range pending {
-		pending[i] = i
-	}
+func (h *Handler) put(ctx context.Context, policy Policy, envs []stream.Envelope, entries []types.PutRecordsRequestEntry, pending []int) ([]outcome, bool) {
+	results := make([]outcome, len(entries))
+	pending = slices.Clone(pending)
 	budgetEnd, bounded := time.Time{}, false
 	if dl, ok := ctx.Deadline(); ok {
 		budgetEnd, bounded = h.mono().Add(time.Until(dl)-deadlineMargin), true
@@ -351,7 +507,7 @@ func (h *Handler) put(ctx context.Context, policy Policy, envs []stream.Envelope
 			delete(failures, idx)
 		}
 		for _, chunk := range chunks(pending, entries) {
-			failed := h.putChunk(ctx, chunk, entries, results)
+			failed := h.putChunk(ctx, chunk, entries)
 			for _, idx := range slices.Sorted(maps.Keys(failed)) { // request order
 				f := failed[idx]
 				if throttled(f.code) {
@@ -385,7 +541,7 @@ func (h *Handler) put(ctx context.Context, policy Policy, envs []stream.Envelope
 	h.metrics.Add("Retries", metrics.Count, float64(retries))
 	throttledOnly := len(failures) > 0
 	for idx, f := range failures {
-		results[idx].Error = f.code + ": " + f.message
+		results[idx].err = errorText(f.code, f.message)
 		if !throttled(f.code) {
 			throttledOnly = false
 		}
@@ -394,8 +550,8 @@ func (h *Handler) put(ctx context.Context, policy Policy, envs []stream.Envelope
 }
 
 // drop marks the event dropped and logs 1 in dropSample dropped events.
-func (h *Handler) drop(e *stream.Envelope, r *Result, f failure) {
-	r.Dropped = true
+func (h *Handler) drop(e *stream.Envelope, r *outcome, f failure) {
+	r.dropped, r.err = true, errorText(f.code, f.message)
 	if (h.dropSeq.Add(1)-1)%uint64(h.dropSample) == 0 {
 		h.log.Warn("event dropped", "id", e.ID, "key", e.Key, "type", e.Type,
 			"reason", f.code+": "+f.message, "sampledOneIn", h.dropSample)
@@ -408,9 +564,9 @@ func throttled(code string) bool {
 	return code == codeThroughput || strings.Contains(code, "Throttl")
 }
 
-// putChunk sends one PutRecords call for the entries at idxs, fills results
-// for those that landed and returns the failures by entry index.
-func (h *Handler) putChunk(ctx context.Context, idxs []int, entries []types.PutRecordsRequestEntry, results []Result) map[int]failure {
+// putChunk sends one PutRecords call for the entries at idxs and returns the
+// failures by entry index.
+func (h *Handler) putChunk(ctx context.Context, idxs []int, entries []types.PutRecordsRequestEntry) map[int]failure {
 	in := &kinesis.PutRecordsInput{StreamName: aws.String(h.stream), Records: make([]types.PutRecordsRequestEntry, len(idxs))}
 	for i, idx := range idxs {
 		in.Records[i] = entries[idx]
@@ -434,8 +590,6 @@ func (h *Handler) putChunk(ctx context.Context, idxs []int, entries []types.PutR
 			failed[idx] = failure{code: *r.ErrorCode, message: aws.ToString(r.ErrorMessage), retryable: true}
 			continue
 		}
-		results[idx].SequenceNumber = aws.ToString(r.SequenceNumber)
-		results[idx].ShardID = aws.ToString(r.ShardId)
 	}
 	return failed
 }
@@ -496,18 +650,5 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-}
-
-func reply(status int, body any) events.LambdaFunctionURLResponse {
-	b, err := json.Marshal(body)
-	if err != nil {
-		b = []byte(`{"error":"encoding the response failed"}`)
-		status = http.StatusInternalServerError
-	}
-	return events.LambdaFunctionURLResponse{
-		StatusCode: status,
-		Headers:    map[string]string{"Content-Type": "application/json"},
-		Body:       string(b),
 	}
 }

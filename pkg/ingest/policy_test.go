@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary-dev/tributary/pkg/metrics"
 )
@@ -194,26 +195,27 @@ func TestPolicies(t *testing.T) {
 			if err := json.Unmarshal([]byte(resp.Body), &got); err != nil {
 				t.Fatal(err)
 			}
-			if got.Accepted != len(tt.wantAccepted) || got.Dropped != len(tt.wantDropped) || len(got.Results) != 3 {
-				t.Errorf("accepted %d dropped %d of %d, want %d and %d of 3: %s", got.Accepted, got.Dropped, len(got.Results), len(tt.wantAccepted), len(tt.wantDropped), resp.Body)
+			if got.Events != 3 || got.Accepted != len(tt.wantAccepted) || got.Dropped != len(tt.wantDropped) || got.Failed != len(tt.wantFailed) {
+				t.Errorf("accepted %d dropped %d failed %d of %d, want %d, %d and %d of 3: %s", got.Accepted, got.Dropped, got.Failed, got.Events, len(tt.wantAccepted), len(tt.wantDropped), len(tt.wantFailed), resp.Body)
 			}
-			byID := map[string]Result{}
-			for _, r := range got.Results {
-				byID[r.ID] = r
+			ids := []string{"a", "b", "c"} // the request's events, by index
+			byID := map[string]Failure{}
+			for _, f := range got.Failures {
+				byID[ids[f.Index]] = f
 			}
 			for _, id := range tt.wantAccepted {
-				if r := byID[id]; r.SequenceNumber == "" || r.Error != "" || r.Dropped {
-					t.Errorf("%s: %+v, want accepted", id, r)
+				if f, listed := byID[id]; listed {
+					t.Errorf("%s: %+v, want accepted (not listed)", id, f)
 				}
 			}
 			for _, id := range tt.wantDropped {
-				if r := byID[id]; !r.Dropped || r.SequenceNumber != "" || r.Error != "" {
-					t.Errorf("%s: %+v, want dropped (and not to be resent)", id, r)
+				if f := byID[id]; !f.Dropped || !strings.Contains(f.Error, throughput) {
+					t.Errorf("%s: %+v, want dropped with the throttling error (and not to be resent)", id, f)
 				}
 			}
 			for id, want := range tt.wantFailed {
-				if r := byID[id]; !strings.Contains(r.Error, want) || r.Dropped {
-					t.Errorf("%s: %+v, want error %q", id, r, want)
+				if f := byID[id]; !strings.Contains(f.Error, want) || f.Dropped {
+					t.Errorf("%s: %+v, want error %q", id, f, want)
 				}
 			}
 			m := emf(t, out.Bytes())
@@ -295,19 +297,30 @@ func TestEnvOptions(t *testing.T) {
 		wantErr    string
 		wantRoutes map[string]Policy
 		wantSample int
+		wantMaxAge time.Duration
+		wantExpiry time.Duration // 0: no idempotency records
 	}{
-		{name: "unset keeps today's behaviour", env: nil, wantRoutes: map[string]Policy{"/": Backpressure}, wantSample: 100},
+		{name: "unset keeps the defaults", env: nil, wantRoutes: map[string]Policy{"/": Backpressure}, wantSample: 100, wantMaxAge: DefaultMaxEventAge},
 		{name: "the three policies", env: map[string]string{EnvRoutes: `{"/": "buffer", "/metrics": "drop", "/orders": "backpressure"}`, EnvDropSample: "10"},
-			wantRoutes: testRoutes, wantSample: 10},
+			wantRoutes: testRoutes, wantSample: 10, wantMaxAge: DefaultMaxEventAge},
+		{name: "idempotency table and a week of event age", env: map[string]string{EnvIdempotencyTable: "requests", EnvMaxEventAge: "168h", EnvAuth: AuthIAM},
+			wantRoutes: map[string]Policy{"/": Backpressure}, wantSample: 100, wantMaxAge: 168 * time.Hour, wantExpiry: DefaultIdempotencyExpiry},
+		{name: "idempotency expiry", env: map[string]string{EnvIdempotencyTable: "requests", EnvIdempotencyExpiry: "2h"},
+			wantRoutes: map[string]Policy{"/": Backpressure}, wantSample: 100, wantMaxAge: DefaultMaxEventAge, wantExpiry: 2 * time.Hour},
 		{name: "not JSON", env: map[string]string{EnvRoutes: `/:buffer`}, wantErr: "INGEST_ROUTES: not a JSON object"},
 		{name: "unknown policy", env: map[string]string{EnvRoutes: `{"/": "queue"}`}, wantErr: `INGEST_ROUTES: route "/": policy "queue" is not one of buffer, backpressure, drop`},
 		{name: "path without slash", env: map[string]string{EnvRoutes: `{"orders": "drop"}`}, wantErr: `INGEST_ROUTES: route "orders": a path starts with /`},
 		{name: "no routes", env: map[string]string{EnvRoutes: `{}`}, wantErr: "INGEST_ROUTES: no routes"},
 		{name: "sample zero", env: map[string]string{EnvDropSample: "0"}, wantErr: `INGEST_DROP_SAMPLE: "0" is not a whole number of at least 1`},
+		{name: "event age not a duration", env: map[string]string{EnvMaxEventAge: "1 day"}, wantErr: `INGEST_MAX_EVENT_AGE: "1 day" is not a duration between 1m0s and 8760h0m0s`},
+		{name: "expiry over a week", env: map[string]string{EnvIdempotencyTable: "requests", EnvIdempotencyExpiry: "200h"}, wantErr: `INGEST_IDEMPOTENCY_EXPIRY: "200h" is not a duration between 1m0s and 168h0m0s`},
+		{name: "the old NONE", env: map[string]string{EnvAuth: "NONE"}, wantErr: `INGEST_AUTH: "NONE" is not AWS_IAM or HMAC`},
+		{name: "HMAC without a secret", env: map[string]string{EnvAuth: AuthHMAC}, wantErr: "environment variable INGEST_SECRET_ARN is not set: INGEST_AUTH=HMAC checks signatures with that secret"},
 	}
+	clients := Clients{DynamoDB: dynamodb.New(dynamodb.Options{Region: "us-east-1"})} // no call is made
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := EnvOptions(func(k string) string { return tt.env[k] })
+			opts, err := EnvOptions(context.Background(), func(k string) string { return tt.env[k] }, clients)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -318,8 +331,14 @@ func TestEnvOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := New(&scriptedPutter{}, "events", opts...)
-			if fmt.Sprint(h.routes) != fmt.Sprint(tt.wantRoutes) || h.dropSample != tt.wantSample {
-				t.Errorf("routes %v sample %d, want %v %d", h.routes, h.dropSample, tt.wantRoutes, tt.wantSample)
+			if fmt.Sprint(h.routes) != fmt.Sprint(tt.wantRoutes) || h.dropSample != tt.wantSample || h.maxEventAge != tt.wantMaxAge {
+				t.Errorf("routes %v sample %d max age %s, want %v %d %s", h.routes, h.dropSample, h.maxEventAge, tt.wantRoutes, tt.wantSample, tt.wantMaxAge)
+			}
+			if (h.requests != nil) != (tt.wantExpiry > 0) || h.idemExpiry != tt.wantExpiry {
+				t.Errorf("idempotency records %v for %s, want them for %s", h.requests != nil, h.idemExpiry, tt.wantExpiry)
+			}
+			if h.signatures != nil {
+				t.Error("requests are checked for signatures without INGEST_AUTH=HMAC")
 			}
 		})
 	}

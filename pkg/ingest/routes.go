@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -26,16 +25,6 @@ const (
 	// 1 in N logged) and answers 202 marking them dropped. Other failures
 	// are retried and answered as Backpressure does.
 	Drop Policy = "drop"
-)
-
-// Environment variables EnvOptions reads; both are optional.
-const (
-	// EnvRoutes is a JSON object from Function URL path to policy, for
-	// example {"/": "buffer", "/metrics": "drop", "/orders": "backpressure"}.
-	// Unset: {"/": "backpressure"}.
-	EnvRoutes = "INGEST_ROUTES"
-	// EnvDropSample is N in "log 1 in N dropped events". Unset: 100.
-	EnvDropSample = "INGEST_DROP_SAMPLE"
 )
 
 // DefaultRoutes is the routing when none is configured: every event posted
@@ -69,28 +58,6 @@ func ParseRoutes(doc string) (map[string]Policy, error) {
 		routes[path] = p
 	}
 	return routes, nil
-}
-
-// EnvOptions reads the optional INGEST_ROUTES and INGEST_DROP_SAMPLE with
-// getenv (os.Getenv in main) and returns the options they set. A malformed
-// value is an error naming the variable; unset variables keep the defaults.
-func EnvOptions(getenv func(string) string) ([]Option, error) {
-	var opts []Option
-	if v := strings.TrimSpace(getenv(EnvRoutes)); v != "" {
-		routes, err := ParseRoutes(v)
-		if err != nil {
-			return nil, fmt.Errorf("environment variable %s: %w", EnvRoutes, err)
-		}
-		opts = append(opts, WithRoutes(routes))
-	}
-	if v := strings.TrimSpace(getenv(EnvDropSample)); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("environment variable %s: %q is not a whole number of at least 1 (log 1 in N dropped events)", EnvDropSample, v)
-		}
-		opts = append(opts, WithDropSample(n))
-	}
-	return opts, nil
 }
 
 // WithRoutes sets which path gets which policy (a copy is kept). Paths

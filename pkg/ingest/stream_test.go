@@ -204,9 +204,9 @@ func TestThrottledIngestLosesNothing(t *testing.T) {
 			t.Fatalf("status %d: %s", resp.StatusCode, resp.Body)
 		}
 		var again []string
-		for _, res := range r.Results {
-			if res.Error != "" {
-				again = append(again, res.ID)
+		for _, f := range r.Failures {
+			if !f.Dropped {
+				again = append(again, send[f.Index])
 			}
 		}
 		switch resp.StatusCode {

@@ -137,13 +137,19 @@ func PutRaw(ctx context.Context, cfg aws.Config, streamName, partitionKey string
 	return aws.ToString(out.SequenceNumber), nil
 }
 
-// QuarantinedRecord is one item of the quarantine table.
+// QuarantinedRecord is one item of the quarantine table: a record a
+// function set aside (Kind "set-aside": Function, Field, Reason) or one of
+// a range Lambda gave up on (Kind "record": Condition, FunctionError).
 type QuarantinedRecord struct {
 	Source         string `dynamodbav:"source"`
 	SequenceNumber string `dynamodbav:"sequenceNumber"`
+	Kind           string `dynamodbav:"kind"`
 	Data           []byte `dynamodbav:"data"`
 	Condition      string `dynamodbav:"condition"`
 	FunctionError  string `dynamodbav:"functionError"`
+	Function       string `dynamodbav:"function"`
+	Field          string `dynamodbav:"field"`
+	Reason         string `dynamodbav:"reason"`
 }
 
 // WaitQuarantined polls the quarantine table until it holds the record with sequence number seq.
@@ -258,4 +264,29 @@ func (w *Windows) ResendAndCheck(ctx context.Context, stats *Stats, url string, 
 		}
 	}
 	return Resent{Events: len(evs), Delivered: stats.Of("aggregate").Records - before}, nil
+}
+
+// Post sends evs to the ingest function URL in one request, with an
+// Idempotency-Key header when key is not empty, and returns the answer's
+// status and body as they came.
+func Post(ctx context.Context, url string, evs []stream.Envelope, key string) (int, []byte, error) {
+	body, err := json.Marshal(evs)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("posting %d events to %s: %w", len(evs), url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }

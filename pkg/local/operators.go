@@ -17,10 +17,10 @@ import (
 	"github.com/tributary-dev/tributary/pkg/template"
 )
 
-// Resources is what an operator's tools (cmd/replay, cmd/redrive,
-// cmd/snapshot) need of a running deployment, by physical name: every
-// stream, table and queue (with the DLQ each sends failures to), the
-// current-views parameter, and which of them each tool takes.
+// Resources is what an operator's tools (cmd/results, cmd/replay,
+// cmd/redrive, cmd/snapshot) need of a running deployment, by physical
+// name: every stream, table and queue (with the DLQ each sends failures
+// to), the current-views parameter, and which of them each tool takes.
 type Resources struct {
 	Streams []Named
 	Tables  []Named
@@ -30,6 +30,11 @@ type Resources struct {
 	ViewsParameter, CurrentViews string
 	// EventsStream is ingest's EVENTS_STREAM_NAME.
 	EventsStream string
+	// ResultsStream is the aggregate function's OUTPUT_STREAM_NAME, the
+	// WindowResults stream ("" when the pipeline emits none).
+	ResultsStream string
+	// Stack is the prefix of the deployment's names (make results STACK=).
+	Stack string
 	// SnapshotTable and SnapshotKey are the snapshot function's
 	// PROFILES_TABLE_NAME and ENTITY_KEY_ATTRIBUTE.
 	SnapshotTable, SnapshotKey string
@@ -55,7 +60,7 @@ func label(logicalID string) string { return cdkHash.ReplaceAllString(logicalID,
 // FindResources reads the deployment and, from the stand-in at cfg, each
 // queue's redrive policy and the views parameter's value.
 func FindResources(ctx context.Context, cfg aws.Config, d *template.Deployment) (*Resources, error) {
-	r := &Resources{}
+	r := &Resources{Stack: d.StackName()}
 	for _, s := range d.Streams() {
 		r.Streams = append(r.Streams, Named{label(s.LogicalID), s.Name})
 	}
@@ -71,7 +76,7 @@ func FindResources(ctx context.Context, cfg aws.Config, d *template.Deployment) 
 		case "ingest":
 			r.EventsStream = f.Env["EVENTS_STREAM_NAME"]
 		case "aggregate":
-			r.ViewsParameter = f.Env["VIEWS_PARAMETER_NAME"]
+			r.ViewsParameter, r.ResultsStream = f.Env["VIEWS_PARAMETER_NAME"], f.Env["OUTPUT_STREAM_NAME"]
 		case "snapshot":
 			r.SnapshotTable, r.SnapshotKey = f.Env["PROFILES_TABLE_NAME"], f.Env["ENTITY_KEY_ATTRIBUTE"]
 		}
@@ -132,8 +137,11 @@ func (r *Resources) Print(w io.Writer) {
 	fmt.Fprintln(w, "  Kinesis streams")
 	for _, s := range r.Streams {
 		note := ""
-		if s.Name == r.EventsStream {
+		switch s.Name {
+		case r.EventsStream:
 			note = "(events: replay -stream, snapshot -stream)"
+		case r.ResultsStream:
+			note = "(window results: results -follow -stream)"
 		}
 		row(s, note)
 	}
@@ -165,7 +173,21 @@ func (r *Resources) Print(w io.Writer) {
 	}
 	if r.ViewsParameter != "" {
 		fmt.Fprintln(w, "  SSM parameter")
-		row(Named{"CurrentViews", r.ViewsParameter}, "(names "+r.CurrentViews+": replay -parameter)")
+		row(Named{"CurrentViews", r.ViewsParameter}, "(names "+r.CurrentViews+": results -parameter, replay -parameter)")
+	}
+
+	if r.ViewsParameter != "" {
+		stack := ""
+		if r.Stack != "Tributary" {
+			stack = " STACK=" + r.Stack
+		}
+		fmt.Fprintln(w, "\nResults (in another terminal; make results needs no exports):")
+		fmt.Fprintf(w, "  a key's windows, open and final (count, sum, mean, min, max, quantiles, revision; FROM=2h TO=now):\n    make results KEY=user-1%s\n", stack)
+		fmt.Fprintf(w, "    go run ./cmd/results -parameter %s -key user-1 -from 1h   (with the AWS_* variables above; -json, -window)\n", r.ViewsParameter)
+		if r.ResultsStream != "" {
+			fmt.Fprintf(w, "  each final result, correction and retraction as it arrives (Ctrl-C stops):\n    make results FOLLOW=1%s   (KEY=user-1 for one key)\n", stack)
+			fmt.Fprintf(w, "    go run ./cmd/results -follow -stream %s\n", r.ResultsStream)
+		}
 	}
 
 	fmt.Fprintln(w, "\nOperator tools (in another terminal, with the AWS_* variables above exported; each takes -h):")

@@ -14,7 +14,8 @@ import (
 // TestResourcesNameWhatEachToolNeeds: deployed onto the stand-in, the
 // banner of `make local-up` names every stream, table, queue (with its
 // DLQ) and the views parameter, and gives a command for replay, redrive
-// (one per DLQ) and snapshot with the deployed names filled in.
+// (one per DLQ) and snapshot with the deployed names filled in, and the
+// results reader's commands (make results, and cmd/results with the names).
 func TestResourcesNameWhatEachToolNeeds(t *testing.T) {
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
@@ -60,12 +61,16 @@ func TestResourcesNameWhatEachToolNeeds(t *testing.T) {
 		t.Fatalf("views parameter %q names %q, want one naming %s", param, res.CurrentViews, views)
 	}
 	for _, want := range []string{
-		"Events " + events + " (events: replay -stream, snapshot -stream)", "WindowResults " + name("WindowResults0D7FBD53"),
+		"Events " + events + " (events: replay -stream, snapshot -stream)",
+		"WindowResults " + name("WindowResults0D7FBD53") + " (window results: results -follow -stream)",
 		"Views " + views + " (the current views table: replay)", "Profiles " + profiles + " (the CDC table: snapshot -table)",
 		"Tasks " + tasks + " (dead letters go to " + tasksDLQ + ")",
 		"TasksDlq " + tasksDLQ + " (DLQ of " + tasks + ": redrive -dlq)",
 		"Failures " + failures + " (dead letters go to " + failuresDLQ + ")", "FailuresDlq " + failuresDLQ,
-		"CurrentViews " + param + " (names " + views + ": replay -parameter)",
+		"CurrentViews " + param + " (names " + views + ": results -parameter, replay -parameter)",
+		"make results KEY=user-1 ", "make results FOLLOW=1 ",
+		"go run ./cmd/results -parameter " + param + " -key user-1 -from 1h",
+		"go run ./cmd/results -follow -stream " + name("WindowResults0D7FBD53"),
 		"go run ./cmd/replay rebuild -pipeline infra/pipeline.json -stream " + events + " -parameter " + param + " -from 10m",
 		"go run ./cmd/replay versions -stream " + events + " -parameter " + param,
 		"go run ./cmd/replay rollback -pipeline infra/pipeline.json -stream " + events + " -parameter " + param,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
@@ -35,6 +36,12 @@ const (
 	// Streams event source mappings.
 	MaxParallelizationFactor = 10
 )
+
+// MaxStateBytes bounds the encoding of one window's aggregates
+// (agg.Spec.MaxEncodedBytes): a window item holds its merged state and
+// one more batch's part before it is compacted, within DynamoDB's 400 KB
+// less a margin (state.WindowItemBudget) and room for its other attributes.
+const MaxStateBytes = (limits.DynamoDBItemBytes - 10<<10 - 8<<10) / 2
 
 // WindowKind is one of the four kinds of windows.
 type WindowKind uint8
@@ -314,6 +321,14 @@ func Parse(doc []byte) (*Config, error) {
 		f, reason, _ := strings.Cut(err.Error(), ": ")
 		return nil, &ConfigError{Field: f, Reason: reason}
 	}
+	if n := spec.MaxEncodedBytes(); n > MaxStateBytes {
+		field := "aggregates"
+		if spec.Aggregates.Has(agg.Distinct) {
+			field = "distinctPrecision"
+		}
+		return nil, cfgErr(field, "a window's aggregates would take up to %d bytes (distinct precision %d%s); a window item holds its merged state and one batch's part in an item, so at most %d: lower distinctPrecision",
+			n, spec.DistinctPrecision, map[bool]string{true: ", quantiles on", false: ""}[spec.Aggregates.Has(agg.Quantiles)], MaxStateBytes)
+	}
 	c.Aggregates = spec
 
 	if raw.key == "" {
@@ -591,6 +606,9 @@ func object(path string, doc []byte, known []string) (map[string]json.RawMessage
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		p := unknown[0]
+		if p == "" {
+			p = `""` // a field with an empty name: name it as written
+		}
 		if path != "" {
 			p = path + "." + p
 		}

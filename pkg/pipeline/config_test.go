@@ -169,6 +169,8 @@ func TestParseErrors(t *testing.T) {
 		{"quantiles without the aggregate", with(w{"aggregates": []any{"count"}, "value": nil, "distinct": nil, "quantiles": []any{0.5}}), `quantiles: listed but the quantiles aggregate is off`},
 		{"distinctPrecision out of range", with(w{"distinctPrecision": 20}), "distinctPrecision: 20 is not between 4 and 18"},
 		{"distinctPrecision not whole", with(w{"distinctPrecision": 12.5}), "distinctPrecision: must be a whole number, not a number"},
+		{"distinctPrecision too large for an item", with(w{"distinctPrecision": 18}), "distinctPrecision: a window's aggregates would take up to 360768 bytes (distinct precision 18, quantiles on); a window item holds its merged state and one batch's part in an item, so at most 195584: lower distinctPrecision"},
+		{"distinctPrecision 17 with quantiles", with(w{"distinctPrecision": 17}), "distinctPrecision: a window's aggregates would take up to 229696 bytes (distinct precision 17, quantiles on); a window item holds its merged state and one batch's part in an item, so at most 195584: lower distinctPrecision"},
 		{"distinctPrecision without distinct", with(w{"aggregates": []any{"sum"}, "distinct": nil, "distinctPrecision": 12}), "distinctPrecision: set but the distinct aggregate is off"},
 		// key, value, distinct
 		{"key not a path", with(w{"key": "region"}), `key: "region" is not a path: want "key", "type", "id" or "data.<field>"`},

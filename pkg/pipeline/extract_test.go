@@ -79,6 +79,8 @@ func TestExtractErrors(t *testing.T) {
 		{"value is a string", `{"region": "eu", "order": {"total": "12.50"}}`, "data.order.total", "record evt-42: field data.order.total: must be a number, not a string"},
 		{"value is null", `{"region": "eu", "order": {"total": null}}`, "data.order.total", "record evt-42: field data.order.total: must be a number, not null"},
 		{"value overflows", `{"region": "eu", "order": {"total": 1e400}}`, "data.order.total", "record evt-42: field data.order.total: 1e400 is not a finite 64-bit number"},
+		{"value would overflow a sum", `{"region": "eu", "order": {"total": 1.7e308}}`, "data.order.total", "record evt-42: field data.order.total: 1.7e308 is outside ±9.007199254740992e+15, the range a window aggregates without overflow"},
+		{"value just past 2^53", `{"region": "eu", "order": {"total": -9007199254740994}}`, "data.order.total", "record evt-42: field data.order.total: -9007199254740994 is outside ±9.007199254740992e+15, the range a window aggregates without overflow"},
 		{"distinct missing", `{"region": "eu", "order": {"total": 1}}`, "data.customer", "record evt-42: field data.customer: is missing"},
 		{"distinct is an array", `{"region": "eu", "order": {"total": 1}, "customer": [1]}`, "data.customer", "record evt-42: field data.customer: must be a string, number or boolean, not an array"},
 		{"truncated JSON", `{"region": "eu", "order": {"total": "1`, "data.order.total", "record evt-42: field data.order.total: cannot be read: malformed JSON"},

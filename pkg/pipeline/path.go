@@ -137,8 +137,18 @@ func (p Path) number(env *stream.Envelope) (float64, error) {
 	if err != nil || math.IsInf(f, 0) {
 		return 0, fieldError(env, p, fmt.Sprintf("%.40s is not a finite 64-bit number", v))
 	}
+	if f > MaxValue || f < -MaxValue {
+		return 0, fieldError(env, p, fmt.Sprintf("%.40s is outside ±%g, the range a window aggregates without overflow", v, MaxValue))
+	}
 	return f, nil
 }
+
+// MaxValue bounds the magnitude of an aggregated value: 2^53, the largest
+// integer a float64 holds exactly. A window's sum of such values stays
+// finite for far more records than a window can hold (2^970 of them), so no
+// producer's value can make an aggregate infinite; a larger one is refused
+// with its field named.
+const MaxValue float64 = 1 << 53
 
 // bytes reads p as the bytes that identify a distinct value: key, type or id;
 // a data string's contents; a number or boolean as written. The result may

@@ -1,18 +1,28 @@
-// Package quarantine keeps the records a stream consumer gave up on. When a
-// Kinesis (or DynamoDB Streams) event source mapping exhausts its retries or
-// the records grow too old, Lambda sends an on-failure invocation record to
-// the failures queue. That record carries only the batch's coordinates
-// (stream, shard, first and last sequence number), not the data, and the
-// stream keeps data for 24 hours by default. The quarantine function reads
-// each such message, fetches the records from the shard while they are still
-// there (GetShardIterator AT_SEQUENCE_NUMBER, GetRecords up to the end
-// sequence number) and writes each one to the quarantine table with why it
-// failed, for 14 days (TTL expiresAt).
+// Package quarantine keeps the records of stream batches Lambda gave up on.
+//
+// Records that can never succeed do not get here by retries: every stream
+// consumer sets them aside itself (package setaside), with their data and a
+// reason naming the field, and moves its shard on. What still reaches a
+// mapping's on-failure destination (the failures queue) is a batch whose
+// transient errors — throttling, timeouts, 5xx — outlasted the mapping's
+// retries or record age. Lambda's on-failure record carries only the
+// batch's coordinates (stream, shard, first and last sequence number), not
+// the data, and the stream keeps data for 24 hours by default. The
+// quarantine function reads each such message, fetches the records from the
+// shard while they are still there (GetShardIterator AT_SEQUENCE_NUMBER,
+// GetRecords up to the end sequence number) and writes each one to the
+// quarantine table (kind "record") with its data, whole, and a reason that
+// says its batch's retries ran out and that it may have been applied
+// already (the range is the whole batch of the last attempt), for 14 days
+// (TTL expiresAt). An item a function set aside (kind "set-aside") is never
+// replaced by such a copy: its reason is the precise one.
 //
 // Nothing is lost without a trace: if some or all records are already gone
-// (trimmed, stream deleted), one marker item says so, with the batch's
-// coordinates. A message that is not an on-failure record is reported by
-// message id; after the queue's maxReceiveCount it lands in the DLQ.
+// (trimmed, stream deleted), one marker item (kind "missing") says so, with
+// the batch's coordinates. A message that is not an on-failure record is
+// set aside itself (its body, the field at fault) and reported processed; a
+// message whose records could not be read or written is reported by message
+// id, retried, and after the queue's maxReceiveCount lands in the DLQ.
 // Writing is idempotent (same source and sequence number, same item), so a
 // redelivered message does no harm.
 package quarantine

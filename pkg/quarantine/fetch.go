@@ -79,11 +79,11 @@ type collector struct {
 }
 
 func (c *collector) add(f fetched) {
-	if stream.CompareSequenceNumbers(f.seq, c.info.EndSequenceNumber) > 0 {
+	if stream.CompareSequence(f.seq, c.info.EndSequenceNumber) > 0 {
 		c.done = true
 		return
 	}
-	if stream.CompareSequenceNumbers(f.seq, c.info.StartSequenceNumber) >= 0 {
+	if stream.CompareSequence(f.seq, c.info.StartSequenceNumber) >= 0 {
 		c.out = append(c.out, f)
 	}
 	if f.seq == c.info.EndSequenceNumber {

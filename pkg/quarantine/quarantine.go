@@ -8,25 +8,18 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 
 // Retention is how long a quarantined record is kept (the TTL in expiresAt).
-const Retention = 14 * 24 * time.Hour
+const Retention = setaside.Retention
 
-// MaxDataBytes is how much of a record's data an item keeps. DynamoDB items
-// hold at most 400 KB and a Kinesis record can be 1 MiB or more: a bigger
-// record is kept truncated, with dataBytes (its full size) and
-// dataTruncated set.
-const MaxDataBytes = 350 << 10
-
-// itemWriter is what the handler needs of DynamoDB.
+// itemWriter is what the handler needs of DynamoDB: the quarantine table is
+// written through a setaside.Sink (PutItem and BatchWriteItem only).
 type itemWriter interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
@@ -36,13 +29,12 @@ var _ itemWriter = (*dynamodb.Client)(nil)
 
 // Handler is the quarantine function's handler. Build it with New.
 type Handler struct {
-	table    string
 	kinesis  shardReader
 	streams  streamReader
-	db       itemWriter
+	sink     *setaside.Sink
+	function string
 	now      func() time.Time
 	maxReads int
-	sleep    func(time.Duration)
 	metrics  *metrics.Logger
 	log      *slog.Logger
 }
@@ -59,6 +51,16 @@ func WithMetrics(m *metrics.Logger) Option { return func(h *Handler) { h.metrics
 // WithLogger sets the structured logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
+// WithFunction names the function (its AWS_LAMBDA_FUNCTION_NAME) in the
+// items of the messages it sets aside ("" keeps "quarantine").
+func WithFunction(name string) Option {
+	return func(h *Handler) {
+		if name != "" {
+			h.function = name
+		}
+	}
+}
+
 // WithDynamoDBStreams lets the handler fetch DynamoDB Streams batches; without
 // it such a batch is kept as one item saying its records were not fetched.
 func WithDynamoDBStreams(s streamReader) Option { return func(h *Handler) { h.streams = s } }
@@ -66,47 +68,25 @@ func WithDynamoDBStreams(s streamReader) Option { return func(h *Handler) { h.st
 // New returns a handler that reads failed batches from Kinesis and writes
 // them to the DynamoDB table named table.
 func New(kin shardReader, db itemWriter, table string, opts ...Option) *Handler {
-	h := &Handler{table: table, kinesis: kin, db: db, now: time.Now, maxReads: 50, sleep: time.Sleep, log: slog.Default()}
+	h := &Handler{kinesis: kin, function: "quarantine", now: time.Now, maxReads: 50, log: slog.Default()}
 	for _, o := range opts {
 		o(h)
 	}
+	h.sink = setaside.New(db, table, setaside.WithFunction(h.function), setaside.WithMetrics(h.metrics),
+		setaside.WithLogger(h.log), setaside.WithClock(h.now))
 	return h
 }
 
-// Item is one row of the quarantine table: a failed record (Kind "record")
-// or a note that some records of a batch could not be read (Kind
-// "missing", sequenceNumber "<start>-<end>", no data).
-type Item struct {
-	Source             string `dynamodbav:"source"`
-	SequenceNumber     string `dynamodbav:"sequenceNumber"`
-	Kind               string `dynamodbav:"kind"`
-	Data               []byte `dynamodbav:"data,omitempty"`
-	DataBytes          int    `dynamodbav:"dataBytes,omitempty"`
-	DataTruncated      bool   `dynamodbav:"dataTruncated,omitempty"`
-	PartitionKey       string `dynamodbav:"partitionKey,omitempty"`
-	EventID            string `dynamodbav:"eventID,omitempty"`
-	EventName          string `dynamodbav:"eventName,omitempty"`
-	ApproximateArrival string `dynamodbav:"approximateArrival,omitempty"`
-	Condition          string `dynamodbav:"condition"`
-	FunctionError      string `dynamodbav:"functionError,omitempty"` // absent when the function answered with batch item failures
-	FunctionArn        string `dynamodbav:"functionArn"`
-	RequestID          string `dynamodbav:"requestId"`
-	FailedAt           string `dynamodbav:"failedAt"`
-	ExpiresAt          int64  `dynamodbav:"expiresAt"`
+// Item is one row of the quarantine table (package setaside describes its
+// kinds).
+type Item = setaside.Item
 
-	// Set on "missing" items.
-	Reason                          string `dynamodbav:"reason,omitempty"`
-	StartSequenceNumber             string `dynamodbav:"startSequenceNumber,omitempty"`
-	EndSequenceNumber               string `dynamodbav:"endSequenceNumber,omitempty"`
-	BatchSize                       int    `dynamodbav:"batchSize,omitempty"`
-	RecordsFound                    *int   `dynamodbav:"recordsFound,omitempty"`
-	ApproximateArrivalOfFirstRecord string `dynamodbav:"approximateArrivalOfFirstRecord,omitempty"`
-	ApproximateArrivalOfLastRecord  string `dynamodbav:"approximateArrivalOfLastRecord,omitempty"`
-}
-
-// Handle quarantines each on-failure record in the SQS batch; messages that
-// cannot be parsed or whose records could not be written are reported as
-// batch item failures by message id.
+// Handle quarantines each on-failure record in the SQS batch. A message
+// that is not an on-failure record can never succeed: it is set aside (its
+// body kept in the quarantine table with the field at fault) and reported
+// processed. A message whose records could not be read or written
+// (throttling, timeouts) is reported as a batch item failure by message id
+// and comes back after its visibility timeout.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer func() {
 		if err := h.metrics.Flush(); err != nil {
@@ -122,14 +102,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	h.metrics.Add("RecordsQuarantined", metrics.Count, 0)
 	h.metrics.Add("RecordsMissing", metrics.Count, 0)
 	h.metrics.Add("UnparseableMessages", metrics.Count, 0)
+	h.metrics.Add(setaside.Metric, metrics.Count, 0)
 	resp, errs := batch.SQS(ctx, ev.Records, h.handleMessage)
 	for _, e := range errs {
-		var pe *ParseError
-		if errors.As(e.Err, &pe) {
-			h.metrics.Add("UnparseableMessages", metrics.Count, 1)
-			h.log.Error("unparseable message: left on the queue for its DLQ", "messageId", e.MessageID, "field", pe.Field, "err", e.Err.Error())
-			continue
-		}
 		h.log.Error("message not quarantined; it will be retried", "messageId", e.MessageID, "err", e.Err.Error())
 	}
 	return resp, nil
@@ -137,6 +112,16 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 
 func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) error {
 	rec, kind, info, err := Parse([]byte(msg.Body))
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		h.metrics.Add("UnparseableMessages", metrics.Count, 1)
+		r := setaside.FromSQS(msg)
+		r.Field, r.Kind, r.Reason = pe.Field, setaside.KindUnparseable, pe.Error()
+		if err := h.sink.SetAside(ctx, []setaside.Record{r}); err != nil {
+			return fmt.Errorf("message %s: %w; setting it aside: %w", msg.MessageId, pe, err)
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("message %s: %w", msg.MessageId, err)
 	}
@@ -151,7 +136,7 @@ func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) err
 		return fmt.Errorf("message %s: reading %s: %w", msg.MessageId, info.Source(), err)
 	}
 	items := h.items(rec, info, res)
-	if err := h.write(ctx, items); err != nil {
+	if err := h.sink.Keep(ctx, items); err != nil {
 		return fmt.Errorf("message %s: writing %d items for %s: %w", msg.MessageId, len(items), info.Source(), err)
 	}
 	h.metrics.Add("RecordsQuarantined", metrics.Count, float64(len(res.records)))
@@ -177,13 +162,10 @@ func (h *Handler) items(rec *OnFailureRecord, info *BatchInfo, res fetchResult) 
 	var items []Item
 	for _, f := range res.records {
 		it := base
-		it.Kind = "record"
+		it.Kind = setaside.ItemRecord
 		it.SequenceNumber = f.seq
 		it.Data = f.data
-		it.DataBytes = len(f.data)
-		if len(f.data) > MaxDataBytes {
-			it.Data, it.DataTruncated = f.data[:MaxDataBytes], true
-		}
+		it.Reason = RangeReason(rec)
 		it.PartitionKey, it.EventID, it.EventName = f.partitionKey, f.eventID, f.eventName
 		if !f.arrival.IsZero() {
 			it.ApproximateArrival = f.arrival.UTC().Format(time.RFC3339Nano)
@@ -193,7 +175,7 @@ func (h *Handler) items(rec *OnFailureRecord, info *BatchInfo, res fetchResult) 
 	if res.missing != "" {
 		it := base
 		found := len(res.records)
-		it.Kind = "missing"
+		it.Kind = setaside.ItemMissing
 		it.SequenceNumber = info.StartSequenceNumber + "-" + info.EndSequenceNumber
 		it.Reason = res.missing
 		it.StartSequenceNumber, it.EndSequenceNumber = info.StartSequenceNumber, info.EndSequenceNumber
@@ -205,42 +187,28 @@ func (h *Handler) items(rec *OnFailureRecord, info *BatchInfo, res fetchResult) 
 	return items
 }
 
-// write puts items: one with PutItem, more with BatchWriteItem in chunks of
-// 25, retrying unprocessed items a few times.
-func (h *Handler) write(ctx context.Context, items []Item) error {
-	avs := make([]map[string]types.AttributeValue, len(items))
-	for i := range items {
-		av, err := attributevalue.MarshalMap(items[i])
-		if err != nil {
-			return fmt.Errorf("encoding item %s: %w", items[i].SequenceNumber, err)
-		}
-		avs[i] = av
+// RangeReason is the reason of each record quarantine copies from a range
+// Lambda gave up on. Functions set aside the records that can never
+// succeed themselves, so what reaches the on-failure destination is a batch
+// whose transient errors outlasted the mapping's retries or record age —
+// and the range is the whole batch of the last attempt, so any of its
+// records may have been applied before the failure.
+func RangeReason(rec *OnFailureRecord) string {
+	cond := rec.RequestContext.Condition
+	if cond == "" {
+		cond = "no condition given"
 	}
-	if len(avs) == 1 {
-		if _, err := h.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(h.table), Item: avs[0]}); err != nil {
-			return fmt.Errorf("PutItem into %s: %w", h.table, err)
-		}
-		return nil
+	why := "batch retries exhausted"
+	if cond == "MaximumRecordAgeExceeded" {
+		why = "records older than the mapping's MaximumRecordAgeInSeconds while their batch was retried"
 	}
-	for start := 0; start < len(avs); start += 25 {
-		reqs := make([]types.WriteRequest, 0, 25)
-		for _, av := range avs[start:min(start+25, len(avs))] {
-			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: av}})
-		}
-		pending := map[string][]types.WriteRequest{h.table: reqs}
-		for attempt := 0; len(pending[h.table]) > 0; attempt++ {
-			if attempt == 5 {
-				return fmt.Errorf("BatchWriteItem into %s: %d items still unprocessed after %d attempts", h.table, len(pending[h.table]), attempt)
-			}
-			if attempt > 0 {
-				h.sleep(time.Duration(50<<attempt) * time.Millisecond)
-			}
-			out, err := h.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
-			if err != nil {
-				return fmt.Errorf("BatchWriteItem into %s: %w", h.table, err)
-			}
-			pending = out.UnprocessedItems
-		}
+	fe := "the function reported batch item failures"
+	if rec.ResponseContext.FunctionError != "" {
+		fe = "function error " + rec.ResponseContext.FunctionError
 	}
-	return nil
+	return fmt.Sprintf("%s (%s; %s): a transient error (throttling, a timeout, a 5xx) outlasted the retries. "+
+		"A record that can never succeed is set aside by its function with its own reason (kind %s), so this one was not found bad. "+
+		"It may have been applied already: the range is the whole batch of the last attempt, records processed before the failure included. "+
+		"Consumers fence a redelivery of the same sequence number, but a record put back on the stream gets a new one: "+
+		"check the consumer's state before putting it back.", why, cond, fe, setaside.ItemSetAside)
 }

@@ -1,11 +1,13 @@
 package quarantine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/standin/standintest"
 )
 
@@ -45,6 +48,8 @@ func TestAgainstStandIn(t *testing.T) {
 		{"NotesMissingRecords", testNotesMissingRecords},
 		{"QuarantinesDynamoDBStreamRecords", testQuarantinesDynamoDBStreamRecords},
 		{"ReportsWriteFailures", testReportsWriteFailures},
+		{"KeepsBigRecordsWhole", testKeepsBigRecordsWhole},
+		{"LeavesRecordsSetAsideByTheirFunction", testLeavesRecordsSetAside},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,18 +131,30 @@ func testQuarantinesKinesisRecords(t *testing.T, e env) {
 		shard = aws.ToString(out.ShardId)
 	}
 
-	h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams))
+	h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams), WithFunction("tributary-quarantine"))
 	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
-		{MessageId: "m-good", Body: onFailure("KinesisBatchInfo", arn, shard, seqs[1], seqs[3], 3)},
-		{MessageId: "m-junk", Body: `{"hello":"world"}`},
+		{MessageId: "m-good", Body: onFailure("KinesisBatchInfo", arn, shard, seqs[1], seqs[3], 3), EventSourceARN: failuresArn},
+		{MessageId: "m-junk", Body: `{"hello":"world"}`, EventSourceARN: failuresArn},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := failedIDs(resp); fmt.Sprint(got) != "[m-junk]" {
-		t.Errorf("batch item failures %v, want [m-junk]", got)
+	if got := failedIDs(resp); len(got) != 0 {
+		t.Errorf("batch item failures %v, want none: the junk message is set aside, not retried", got)
 	}
-	items := scan(t, e)
+	var items []Item
+	var junk *Item
+	for _, it := range scan(t, e) {
+		if it.Source == failuresArn {
+			junk = &it
+			continue
+		}
+		items = append(items, it)
+	}
+	if junk == nil || junk.Kind != "set-aside" || junk.SequenceNumber != "m-junk" || string(junk.Data) != `{"hello":"world"}` ||
+		junk.Field != "KinesisBatchInfo" || junk.Category != "unparseable" || junk.Function != "tributary-quarantine" || !strings.Contains(junk.Reason, "not a Lambda on-failure record") {
+		t.Errorf("junk message item = %+v; want it set aside with its body and the field at fault", junk)
+	}
 	if len(items) != 3 {
 		t.Fatalf("%d items, want 3 (records 1..3): %+v", len(items), items)
 	}
@@ -145,6 +162,9 @@ func testQuarantinesKinesisRecords(t *testing.T, e env) {
 		n := i + 1
 		if it.Kind != "record" || it.SequenceNumber != seqs[n] || string(it.Data) != fmt.Sprintf(`{"n":%d}`, n) || it.PartitionKey != fmt.Sprintf("user-%d", n) {
 			t.Errorf("item %d = %+v", i, it)
+		}
+		if !strings.Contains(it.Reason, "batch retries exhausted (RetryAttemptsExhausted; function error Unhandled)") || !strings.Contains(it.Reason, "may have been applied already") {
+			t.Errorf("item %d reason %q: want it to say the batch's retries ran out and the record may have been applied", i, it.Reason)
 		}
 		if it.Source != arn+"/"+shard || it.Condition != "RetryAttemptsExhausted" || it.FunctionError != "Unhandled" ||
 			it.FunctionArn != "arn:aws:lambda:us-east-1:123456789012:function:aggregate" || it.FailedAt != "2026-11-29T10:43:06.021Z" || it.RequestID != "req-1" {
@@ -162,10 +182,12 @@ func testQuarantinesKinesisRecords(t *testing.T, e env) {
 	if resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-good", Body: onFailure("KinesisBatchInfo", arn, shard, seqs[1], seqs[3], 3)}}}); len(resp.BatchItemFailures) != 0 {
 		t.Errorf("redelivery failed: %v", resp)
 	}
-	if n := len(scan(t, e)); n != 3 {
-		t.Errorf("%d items after redelivery, want 3", n)
+	if n := len(scan(t, e)); n != 4 {
+		t.Errorf("%d items after redelivery, want 4", n)
 	}
 }
+
+const failuresArn = "arn:aws:sqs:us-east-1:123456789012:Tributary-Failures"
 
 func testNotesMissingRecords(t *testing.T, e env) {
 	ctx := context.Background()
@@ -281,10 +303,107 @@ func testReportsWriteFailures(t *testing.T, e env) {
 	h := New(e.kin, e.db, "no-such-table")
 	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "m-1", Body: onFailure("KinesisBatchInfo", "arn:aws:kinesis:us-east-1:123456789012:stream/gone", "shardId-000000000000", "1", "2", 2)},
+		{MessageId: "m-2", Body: "junk", EventSourceARN: failuresArn},
 	}})
-	if got := failedIDs(resp); fmt.Sprint(got) != "[m-1]" {
-		t.Errorf("failures %v, want [m-1]: a batch that could not be written must come back", got)
+	if got := failedIDs(resp); fmt.Sprint(got) != "[m-1 m-2]" {
+		t.Errorf("failures %v, want [m-1 m-2]: a batch or a junk message that could not be written must come back", got)
+	}
+}
+
+// testKeepsBigRecordsWhole: a record of a failed range bigger than a
+// DynamoDB item holds is kept whole, over chunk items.
+func testKeepsBigRecordsWhole(t *testing.T, e env) {
+	ctx := context.Background()
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.prefix + "events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	desc, _ := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(e.prefix + "events")})
+	arn := aws.ToString(desc.StreamDescriptionSummary.StreamARN)
+	big := []byte(strings.Repeat("0123456789abcdef", (1<<20-16)/16)) // 1 MiB with its partition key
+	out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(e.prefix + "events"), PartitionKey: aws.String("k"), Data: big})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, shard := aws.ToString(out.SequenceNumber), aws.ToString(out.ShardId)
+	h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }))
+	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: onFailure("KinesisBatchInfo", arn, shard, seq, seq, 1)}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v", resp, err)
+	}
+	it, err := setaside.Load(ctx, e.db, e.table, arn+"/"+shard, seq)
+	if err != nil || it == nil {
+		t.Fatalf("Load = %v, %v", it, err)
+	}
+	if !bytes.Equal(it.Data, big) || it.DataTruncated || it.DataBytes != len(big) || it.Kind != "record" {
+		t.Errorf("kept %d bytes (truncated %v, dataBytes %d, kind %s), want all %d", len(it.Data), it.DataTruncated, it.DataBytes, it.Kind, len(big))
+	}
+}
+
+// testLeavesRecordsSetAside: the function set its poison record aside
+// itself; when the range reaches the failures queue anyway (a later
+// transient failure, a crash), quarantine keeps the function's item, whose
+// reason is the precise one, and adds the others.
+func testLeavesRecordsSetAside(t *testing.T, e env) {
+	ctx := context.Background()
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(e.prefix + "events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	desc, _ := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(e.prefix + "events")})
+	arn := aws.ToString(desc.StreamDescriptionSummary.StreamARN)
+	var seqs []string
+	var shard string
+	for i := range 3 {
+		out, err := e.kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(e.prefix + "events"), PartitionKey: aws.String("k"), Data: []byte(fmt.Sprint(i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs, shard = append(seqs, aws.ToString(out.SequenceNumber)), aws.ToString(out.ShardId)
+	}
+	rec := setaside.Record{Function: "aggregate", Source: arn, Shard: shard, Sequence: seqs[1], Data: []byte("1"),
+		Field: "data.ms", Kind: setaside.KindOverflow, Reason: "data.ms would make the sum +Inf"}
+	if err := setaside.New(e.db, e.table).SetAside(ctx, []setaside.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	h := New(e.kin, e.db, e.table)
+	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: onFailure("KinesisBatchInfo", arn, shard, seqs[0], seqs[2], 3)}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v", resp, err)
+	}
+	items := scan(t, e)
+	if len(items) != 3 {
+		t.Fatalf("%d items, want 3", len(items))
+	}
+	for i, it := range items {
+		wantKind := "record"
+		if i == 1 {
+			wantKind = "set-aside"
+		}
+		if it.Kind != wantKind || it.SequenceNumber != seqs[i] {
+			t.Errorf("item %d: kind %s seq %s, want %s %s", i, it.Kind, it.SequenceNumber, wantKind, seqs[i])
+		}
+	}
+	if items[1].Reason != rec.Reason || items[1].Field != "data.ms" || items[1].Condition != "" {
+		t.Errorf("the set-aside item was replaced: %+v", items[1])
 	}
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// throttledWriter fails every BatchWriteItem as DynamoDB does under
+// throttling (after the SDK's own retries).
+type throttledWriter struct{ *dynamodb.Client }
+
+func (throttledWriter) BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
+}
+
+func TestThrottledTableIsRetried(t *testing.T) {
+	h := New(nil, throttledWriter{}, "quarantine")
+	resp, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-junk", Body: "junk", EventSourceARN: failuresArn}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := failedIDs(resp); fmt.Sprint(got) != "[m-junk]" {
+		t.Errorf("failures %v, want [m-junk]: a message that could not be set aside comes back, it is not dropped", got)
+	}
+}

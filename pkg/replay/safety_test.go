@@ -443,12 +443,18 @@ func TestVersionsListsCountsPositionsAndCurrent(t *testing.T) {
 		t.Fatalf("versions %+v: want %s and %s-v2", vs, f.table, f.table)
 	}
 	for _, v := range vs {
-		out, err := f.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(v.Table), Select: ddbtypes.SelectCount})
+		out, err := f.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(v.Table)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Items != int(out.Count) || v.Items == 0 {
-			t.Errorf("%s: %d items, the table holds %d", v.Table, v.Items, out.Count)
+		results := 0 // windows, keyed state, watermarks: not the dedupe ledger
+		for _, it := range out.Items {
+			if !state.IsLedgerItem(it) {
+				results++
+			}
+		}
+		if v.Items != results || v.Items == 0 {
+			t.Errorf("%s: %d items, the table holds %d results", v.Table, v.Items, results)
 		}
 		got := map[string]string{}
 		for _, p := range v.Positions {

@@ -114,7 +114,7 @@ func consume(t *testing.T, kin *kinesis.Client, name string, from time.Time) (ma
 					t.Fatal(err)
 				}
 				cur, ok := st[data.Key]
-				if ok && stream.CompareSequenceNumbers(data.Version.String(), cur.version) <= 0 {
+				if ok && stream.CompareSequence(data.Version.String(), cur.version) <= 0 {
 					continue
 				}
 				st[data.Key] = held{data.Version.String(), data.Image}

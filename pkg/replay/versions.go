@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/state"
 )
 
 // Tags `replay rebuild` puts on every table it creates (in CreateTable, so
@@ -172,8 +174,9 @@ type Position struct {
 // width so that string order is numeric order).
 const fencePrefix = "f_"
 
-// scanVersion counts table's items and finds the highest fence per shard,
-// reading every item once (a consistent Scan).
+// scanVersion counts table's items (windows, per-key state, watermarks; not
+// the dedupe ledger's) and finds the highest fence per shard, reading every
+// item once (a consistent Scan).
 func scanVersion(ctx context.Context, db itemScanner, table string) (int, map[string]string, error) {
 	fences := map[string]string{}
 	items := 0
@@ -183,8 +186,11 @@ func scanVersion(ctx context.Context, db itemScanner, table string) (int, map[st
 		if err != nil {
 			return 0, nil, fmt.Errorf("reading the items of %s: %w", table, err)
 		}
-		items += len(out.Items)
 		for _, it := range out.Items {
+			if state.IsLedgerItem(it) {
+				continue // the dedupe ledger: not a result
+			}
+			items++
 			for name, v := range it {
 				s, ok := v.(*types.AttributeValueMemberS)
 				if !ok || !strings.HasPrefix(name, fencePrefix) {

@@ -16,6 +16,7 @@ import (
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -404,6 +405,29 @@ func TestDynamoDBConformance(t *testing.T) {
 	n := func(v string) *ddbtypes.AttributeValueMemberN { return &ddbtypes.AttributeValueMemberN{Value: v} }
 	s := func(v string) *ddbtypes.AttributeValueMemberS { return &ddbtypes.AttributeValueMemberS{Value: v} }
 	const w0 = "2026-11-29T10:41:00Z"
+
+	// DynamoDB sizes an updated item as it will be after the update, a
+	// binary value by its bytes: rewriting a 300 KB attribute is accepted,
+	// an item past 400 KB is not (moto alone would refuse the first).
+	t.Run("item size is the item after the update", func(t *testing.T) {
+		blob := func(n int) *ddbtypes.AttributeValueMemberB {
+			return &ddbtypes.AttributeValueMemberB{Value: make([]byte, n)}
+		}
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item("big", w0, map[string]ddbtypes.AttributeValue{"state": blob(300 << 10)})}); err != nil {
+			t.Fatalf("putting a 300 KB item: %v", err)
+		}
+		if _, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key("big", w0),
+			UpdateExpression: aws.String("SET #s = :b"), ExpressionAttributeNames: map[string]string{"#s": "state"},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":b": blob(300 << 10)}}); err != nil {
+			t.Fatalf("rewriting the 300 KB attribute: %v", err)
+		}
+		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key("big", w0),
+			UpdateExpression: aws.String("SET #o = :b"), ExpressionAttributeNames: map[string]string{"#o": "other"},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":b": blob(120 << 10)}})
+		if err == nil || !strings.Contains(err.Error(), "size") {
+			t.Fatalf("adding 120 KB to a 300 KB item: err = %v, want the item size refused", err)
+		}
+	})
 
 	t.Run("conditional PutItem fails with the old item", func(t *testing.T) {
 		first := item("a", w0, map[string]ddbtypes.AttributeValue{"count": n("1"), "fence": s("100")})

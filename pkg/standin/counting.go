@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/pkg/ddbsize"
+	"github.com/tributary-dev/tributary/pkg/limits"
 )
 
 // dynamoTargetPrefix starts the X-Amz-Target header of every DynamoDB call.
@@ -469,8 +469,8 @@ func canonicalNumber(n string) string {
 }
 
 // ItemSize is the size of an item in bytes by DynamoDB's rules (package
-// ddbsize).
-func ItemSize(item map[string]ddbtypes.AttributeValue) int { return ddbsize.Item(item) }
+// limits).
+func ItemSize(item map[string]ddbtypes.AttributeValue) int { return limits.ItemSize(item) }
 
 // parseDynamoRequest extracts the tables a DynamoDB request touches and the
 // item writes it makes. A body it cannot parse is counted without tables.

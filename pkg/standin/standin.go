@@ -1,7 +1,9 @@
 package standin
 
 import (
+	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -99,7 +101,12 @@ func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) htt
 		ln.Close()
 		return nil, err
 	}
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(motoPort))
+	launcher, err := writeLauncher(filepath.Dir(filepath.Dir(bin)))
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "python3"), launcher, "-H", "127.0.0.1", "-p", strconv.Itoa(motoPort))
 	out := opts.Log
 	if out == nil {
 		out = io.Discard
@@ -196,6 +203,36 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// motoLauncher runs moto's server with DynamoDB's item size rule as AWS
+// applies it (see the file: moto counts a replaced attribute twice and
+// binary values as base64).
+//
+//go:embed moto_aws_sizes.py
+var motoLauncher []byte
+
+// writeLauncher writes the launcher into venvDir (once per content) and
+// returns its path.
+func writeLauncher(venvDir string) (string, error) {
+	path := filepath.Join(venvDir, "tributary_moto_aws_sizes.py")
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, motoLauncher) {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(venvDir, ".launcher-*")
+	if err != nil {
+		return "", fmt.Errorf("standin: writing the moto launcher: %w", err)
+	}
+	if _, err := tmp.Write(motoLauncher); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("standin: writing the moto launcher: %w", err)
+	}
+	tmp.Close()
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", fmt.Errorf("standin: writing the moto launcher: %w", err)
+	}
+	return path, nil
 }
 
 // Install makes sure moto_server is in venvDir (default <repo>/.venv) and

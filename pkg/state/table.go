@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -56,7 +57,7 @@ const TTLAttribute = attrExpiresAt
 // key "dedupe#<pipeline>#<key>", sort key "head" or "seg#<n>", apart from
 // every window item ("<pipeline>#<key>").
 func LedgerKey(pipeline string) dedupe.ItemKey {
-	prefix := "dedupe#" + pipeline + "#"
+	prefix := ledgerPrefix + pipeline + "#"
 	return func(key string, segment int64) map[string]types.AttributeValue {
 		sk := "head"
 		if segment != dedupe.Head {
@@ -65,3 +66,12 @@ func LedgerKey(pipeline string) dedupe.ItemKey {
 		return itemKey(prefix+key, sk)
 	}
 }
+
+// IsLedgerItem reports whether item is a dedupe ledger item (LedgerKey)
+// rather than a window, keyed state or watermark item.
+func IsLedgerItem(item map[string]types.AttributeValue) bool {
+	return strings.HasPrefix(stringAttr(item, attrPK), ledgerPrefix)
+}
+
+// ledgerPrefix starts every ledger item's partition key.
+const ledgerPrefix = "dedupe#"

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -262,6 +265,16 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
+			if isItemTooLarge(err) && attempt < v.attempts-1 {
+				// Concurrent writers grew the item past what compaction
+				// allows for: compact it from a read, then append again.
+				n, cerr := v.compactNow(ctx, in.Key)
+				res.Writes += n
+				if cerr != nil {
+					return res, errors.Join(err, cerr)
+				}
+				continue
+			}
 			return res, err
 		}
 		// The retry path: DynamoDB handed back the item as it was.
@@ -367,13 +380,49 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 	}, nil
 }
 
-// maybeCompact replaces a long parts list with its merge, conditioned on the
-// version the write just produced, so a concurrent write is never lost; if
-// the condition fails the next write tries again. It returns writes made.
-func (v *Views) maybeCompact(ctx context.Context, key map[string]types.AttributeValue, attrs map[string]types.AttributeValue) int {
-	if v.compactAt <= 0 || intAttr(attrs, attrNParts) < v.compactAt {
+// compactBytes is the parts' size past which an item is compacted: with one
+// more part of the largest size the spec can encode, it stays within
+// WindowItemBudget (with room for the item's other attributes).
+func (v *Views) compactBytes() int {
+	return WindowItemBudget - itemOverheadBytes - v.spec.MaxEncodedBytes()
+}
+
+// WindowItemBudget is the size a window item is kept under: DynamoDB's 400
+// KB less a margin (the stand-in refuses items a little sooner than AWS).
+const WindowItemBudget = limits.DynamoDBItemBytes - 10<<10
+
+// itemOverheadBytes bounds a window item's attributes besides its parts:
+// keys, times, status, the per-shard fences of the shards writing it.
+const itemOverheadBytes = 8 << 10
+
+func partsBytes(attrs map[string]types.AttributeValue) int {
+	list, _ := attrs[attrParts].(*types.AttributeValueMemberL)
+	if list == nil {
 		return 0
 	}
+	n := 0
+	for _, p := range list.Value {
+		if b, ok := p.(*types.AttributeValueMemberB); ok {
+			n += len(b.Value)
+		}
+	}
+	return n
+}
+
+// maybeCompact replaces a parts list grown long (compactAt parts) or big
+// (compactBytes) with its merge, conditioned on the version the write just
+// produced, so a concurrent write is never lost; if the condition fails the
+// next write tries again. It returns writes made.
+func (v *Views) maybeCompact(ctx context.Context, key map[string]types.AttributeValue, attrs map[string]types.AttributeValue) int {
+	if (v.compactAt <= 0 || intAttr(attrs, attrNParts) < v.compactAt) && partsBytes(attrs) < v.compactBytes() {
+		return 0
+	}
+	return v.forceCompact(ctx, key, attrs)
+}
+
+// forceCompact replaces the parts of the item attrs describe with their
+// merge, conditioned on its version. It returns writes made.
+func (v *Views) forceCompact(ctx context.Context, key map[string]types.AttributeValue, attrs map[string]types.AttributeValue) int {
 	merged, err := v.merged(attrs)
 	if err != nil {
 		return 0
@@ -398,6 +447,27 @@ func (v *Views) maybeCompact(ctx context.Context, key map[string]types.Attribute
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	})
 	return 1
+}
+
+// isItemTooLarge reports DynamoDB's refusal of an update that would make the
+// item exceed its size limit.
+func isItemTooLarge(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "ValidationException" &&
+		strings.Contains(strings.ToLower(api.ErrorMessage()), "item size")
+}
+
+// compactNow reads an item and replaces its parts with their merge
+// (conditioned on its version). It returns writes made.
+func (v *Views) compactNow(ctx context.Context, key map[string]types.AttributeValue) (int, error) {
+	out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(v.table), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return 0, fmt.Errorf("state: reading an item to compact it: %w", err)
+	}
+	if len(out.Item) == 0 {
+		return 0, nil
+	}
+	return v.forceCompact(ctx, key, out.Item), nil
 }
 
 // merged merges an item's parts.

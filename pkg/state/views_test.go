@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"sync"
@@ -292,5 +293,52 @@ func TestWatermarkNeverGoesBack(t *testing.T) {
 	}
 	if !got["shard-0"].Current().Equal(wm.Current()) {
 		t.Fatalf("stored %v, want %v", got["shard-0"].Current(), wm.Current())
+	}
+}
+
+// TestBigSketchesCompactBySize: every batch of a window with a large
+// distinct sketch and wide-range quantiles adds a part of about 60 KB; the
+// item is compacted by size, so no write ever exceeds the item limit (16
+// parts of that size would be almost 1 MB).
+func TestBigSketchesCompactBySize(t *testing.T) {
+	big, err := agg.NewSpec([]string{"count", "distinct", "quantiles"}, []float64{0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.DistinctPrecision = 16 // the largest the pipeline config allows with quantiles
+	mu.Lock()
+	tables++
+	name := "views-" + strconv.Itoa(tables)
+	mu.Unlock()
+	if err := state.CreateTable(context.Background(), shared, name); err != nil {
+		t.Fatal(err)
+	}
+	views := state.NewViews(shared, name, big)
+	seq, total := 0, uint64(0)
+	for b := 0; b < 8; b++ {
+		var es []state.Entry
+		v := 1e-200
+		for i := 0; i < 40000; i++ {
+			seq++
+			if v *= 1.02; v > 1<<53 {
+				v = 1e-200
+			}
+			es = append(es, state.Entry{Seq: strconv.Itoa(seq), Value: v, Distinct: []byte(fmt.Sprint("u", b, "-", i))})
+		}
+		res, err := views.Apply(context.Background(), "shard-0", &state.Update{Pipeline: "p", Key: "k", Kind: "tumbling:1m0s", Window: minute, OpenIn: "p#shard-0", Entries: es})
+		if err != nil {
+			t.Fatalf("batch %d: %v", b, err)
+		}
+		total += uint64(len(es))
+		if res.Outcome != state.Applied {
+			t.Fatalf("batch %d: %v", b, res.Outcome)
+		}
+	}
+	vs, err := views.Query(context.Background(), "p", "k", "tumbling:1m0s", minute.Start, minute.End)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 || vs[0].Result.Count != total {
+		t.Fatalf("windows %+v, want one holding %d", vs, total)
 	}
 }

@@ -18,4 +18,13 @@
 // single-pass scanner for the envelope's shape (two allocations per record,
 // about 5x faster than encoding/json) and falls back to encoding/json for
 // anything it is not sure of, so results and errors are the same either way.
+//
+// The Lambda Kinesis event itself is decoded the same way: KinesisBatch.Decode
+// reads the bytes the runtime hands over once — records, base64 data, and the
+// tumbling window's properties and state — into buffers it reuses (one
+// allocation per batch), and leaves what it is not sure of to encoding/json
+// and aws-lambda-go's types, with the same result; its errors name the record
+// and field. AppendKinesisEventResponse and
+// AppendKinesisTimeWindowEventResponse write the responses as the runtime
+// would. CompareSequence orders sequence numbers without parsing them.
 package stream

@@ -159,21 +159,3 @@ func TestEventTime(t *testing.T) {
 	}
 }
 
-func TestCompareSequenceNumbers(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"1", "1", 0},
-		{"9", "10", -1},
-		{"10", "9", 1},
-		{"49601189658422359378836298521827638475320189012309704722", "49601189658422359378836298522902373528957594348623495186", -1},
-		{"800000000003126276362", "49601189658422359378836298521827638475320189012309704722", -1},
-		{"007", "7", 0},
-	}
-	for _, tt := range tests {
-		if got := CompareSequenceNumbers(tt.a, tt.b); got != tt.want {
-			t.Errorf("CompareSequenceNumbers(%s, %s) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}

@@ -207,7 +207,7 @@ func Plan(t *Template, opts ProvisionOptions) (*Deployment, error) {
 func provisionable(typ string) bool {
 	switch typ {
 	case "AWS::Kinesis::Stream", "AWS::Kinesis::StreamConsumer", "AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable", "AWS::SQS::Queue",
-		"AWS::SSM::Parameter":
+		"AWS::SSM::Parameter", "AWS::SecretsManager::Secret":
 		return true
 	}
 	return false
@@ -250,19 +250,20 @@ type nameRule struct {
 }
 
 var nameRules = map[string]nameRule{
-	"AWS::Kinesis::Stream":       {"Name", 128},
-	"AWS::DynamoDB::Table":       {"TableName", 255},
-	"AWS::DynamoDB::GlobalTable": {"TableName", 255},
-	"AWS::SQS::Queue":            {"QueueName", 80},
-	"AWS::SNS::Topic":            {"TopicName", 256},
-	"AWS::Lambda::Function":      {"FunctionName", 64},
-	"AWS::IAM::Role":             {"RoleName", 64},
-	"AWS::IAM::Policy":           {"PolicyName", 128},
-	"AWS::Logs::LogGroup":        {"LogGroupName", 512},
-	"AWS::Events::Rule":          {"Name", 64},
-	"AWS::SSM::Parameter":        {"Name", 2048},
-	"AWS::CloudWatch::Alarm":     {"AlarmName", 255},
-	"AWS::CloudWatch::Dashboard": {"DashboardName", 255},
+	"AWS::Kinesis::Stream":        {"Name", 128},
+	"AWS::DynamoDB::Table":        {"TableName", 255},
+	"AWS::DynamoDB::GlobalTable":  {"TableName", 255},
+	"AWS::SQS::Queue":             {"QueueName", 80},
+	"AWS::SNS::Topic":             {"TopicName", 256},
+	"AWS::Lambda::Function":       {"FunctionName", 64},
+	"AWS::IAM::Role":              {"RoleName", 64},
+	"AWS::IAM::Policy":            {"PolicyName", 128},
+	"AWS::Logs::LogGroup":         {"LogGroupName", 512},
+	"AWS::Events::Rule":           {"Name", 64},
+	"AWS::SSM::Parameter":         {"Name", 2048},
+	"AWS::CloudWatch::Alarm":      {"AlarmName", 255},
+	"AWS::CloudWatch::Dashboard":  {"DashboardName", 255},
+	"AWS::SecretsManager::Secret": {"Name", 512},
 }
 
 // generatedName is <stack>-<logicalID> within max characters (suffix, e.g.
@@ -367,6 +368,9 @@ func (d *Deployment) plan(id string) (*physicalResource, error) {
 		ph.attrs["Arn"] = fmt.Sprintf("arn:%s:cloudwatch:%s:%s:alarm:%s", p, rg, a, n)
 	case "AWS::CloudWatch::Dashboard":
 		ph.ref = n
+	case "AWS::SecretsManager::Secret":
+		// Ref and Id are the ARN, whose random suffix the endpoint picks:
+		// known after Provision (secrets.go).
 	}
 	return ph, nil
 }

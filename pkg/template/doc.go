@@ -1,7 +1,9 @@
 // Package template deploys what `cdk synth` produced onto a local AWS
 // stand-in: it loads a cdk.out <Stack>.template.json, creates the template's
 // Kinesis streams (and their enhanced fan-out stream consumers), DynamoDB
-// tables and SQS queues on an endpoint (idempotently,
+// tables, SQS queues, SSM parameters and Secrets Manager secrets (a
+// generated secret gets a random value of the template's shape) on an
+// endpoint (idempotently,
 // so a second run reuses them), resolves CloudFormation intrinsics (Ref,
 // Fn::GetAtt, Fn::Join, Fn::Sub, Fn::Select, Fn::If, pseudo parameters)
 // against what it created, and gives the local runner the functions, event

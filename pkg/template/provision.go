@@ -10,12 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
-// Provision creates the template's Kinesis streams, DynamoDB tables and SQS
-// queues on the endpoint cfg points at, in dependency order (a queue's
+// Provision creates the template's Kinesis streams, DynamoDB tables, SQS
+// queues, SSM parameters and Secrets Manager secrets on the endpoint cfg points at, in dependency order (a queue's
 // dead-letter queue before the queue), and returns the deployment that
 // resolves the template's references to them. It is idempotent: resources
 // that already exist under the same physical name are reused (and their
@@ -35,6 +36,7 @@ func Provision(ctx context.Context, cfg aws.Config, t *Template, opts ProvisionO
 		dynamodb: dynamodb.NewFromConfig(cfg),
 		sqs:      sqs.NewFromConfig(cfg),
 		ssm:      ssm.NewFromConfig(cfg),
+		secrets:  secretsmanager.NewFromConfig(cfg),
 		poll:     20 * time.Millisecond,
 	}
 	kc := kinesis.NewFromConfig(cfg)
@@ -55,6 +57,7 @@ type provisioner struct {
 	dynamodb  dynamodbAPI
 	sqs       sqsAPI
 	ssm       ssmAPI
+	secrets   secretsAPI
 	poll      time.Duration // how often to look whether a resource is ACTIVE
 }
 
@@ -87,6 +90,8 @@ func (p *provisioner) provision(ctx context.Context, id string) error {
 		err = p.queue(ctx, id, ph)
 	case "AWS::SSM::Parameter":
 		err = p.parameter(ctx, id, ph)
+	case "AWS::SecretsManager::Secret":
+		err = p.secret(ctx, id, ph)
 	default:
 		return nil
 	}

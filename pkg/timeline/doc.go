@@ -65,7 +65,24 @@
 // timeline. A tweet's createdAt is taken as immutable (it is part of the
 // view's sort key): a MODIFY that changes it leaves the old entry behind.
 //
-// Failures are reported by sequence number (the first record that failed;
-// Lambda resumes there), and the handler emits EMF metrics TweetsIn,
-// FollowsIn, ViewWrites and RecordsFailed.
+// # Records that can never be applied
+//
+// A record whose keys are neither a tweet's nor a follow's, a tweet without
+// a string createdAt, and a tweet whose timeline item would exceed
+// DynamoDB's limits (400 KB for the item as DynamoDB counts it, 1 KB for the
+// sort key; checked before the write, and a ValidationException about the
+// item's size taken as the same answer) can never be applied as they are.
+// Such a tweet is kept out of every timeline (its entry deleted), so the
+// view is the join of the tweets that fit — still a function of the
+// sources, so the argument above holds. The record is applied as far as it
+// can be, then set aside (package setaside: the stream record as JSON, its
+// sequence number and a reason naming the field, for example
+// "dynamodb.NewImage.text", in the quarantine table, counted in
+// RecordsSetAside), and the batch goes on; a follow that meets such a tweet
+// is set aside naming it, after being applied to the others.
+//
+// Other failures (throttling, timeouts, sources that keep changing) are
+// transient: they are reported by sequence number (the first record that
+// failed; Lambda resumes there). The handler emits EMF metrics TweetsIn,
+// FollowsIn, ViewWrites, RecordsFailed and RecordsSetAside.
 package timeline

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -13,9 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/tributary-dev/tributary/pkg/batch"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 
 // Attribute names of the source tables and of the view.
@@ -43,8 +47,44 @@ const maxRounds = 5
 const deadlineMargin = 500 * time.Millisecond
 
 // ErrUnknownRecord is the reason a stream record whose keys are neither a
-// tweet's nor a follow's is reported as failed.
+// tweet's nor a follow's is set aside.
 var ErrUnknownRecord = errors.New("timeline: record keys are neither a tweet (authorId, tweetId) nor a follow (followerId, followeeId)")
+
+// maxSortKeyBytes is DynamoDB's limit on a sort key value.
+const maxSortKeyBytes = 1024
+
+// RecordError is a stream record that can never be applied as it is: keys
+// that are neither a tweet's nor a follow's, a tweet without createdAt, a
+// tweet whose timeline item would exceed DynamoDB's item size. It names the
+// record and the field. The handler sets such a record aside and goes on.
+type RecordError struct {
+	SequenceNumber string
+	// Field is the stream record's field at fault, for example
+	// "dynamodb.NewImage.text".
+	Field  string
+	Reason string
+	// Kind is the setaside category.
+	Kind string
+	// Err is ErrUnknownRecord for unknown keys, else nil.
+	Err error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("record %s: %s: %s", e.SequenceNumber, e.Field, e.Reason)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// entryTooLarge is a timeline entry left out because its item would
+// exceed DynamoDB's limit.
+type entryTooLarge struct {
+	user, author, id string
+	err              *limits.TooLargeError
+}
+
+func (e *entryTooLarge) Error() string {
+	return fmt.Sprintf("the timeline item of tweet %s/%s for %s: %v", e.author, e.id, e.user, e.err)
+}
 
 // store is what the handler needs of DynamoDB.
 type store interface {
@@ -78,6 +118,7 @@ type Tables struct {
 type Handler struct {
 	db      store
 	t       Tables
+	sink    *setaside.Sink
 	metrics *metrics.Logger
 	log     *slog.Logger
 }
@@ -87,6 +128,11 @@ type Option func(*Handler)
 
 // WithMetrics sets where the handler's EMF metrics go.
 func WithMetrics(m *metrics.Logger) Option { return func(h *Handler) { h.metrics = m } }
+
+// WithSetAside is where records that can never be applied go (the
+// quarantine table). Without it such a record is reported as the batch item
+// failure, as a transient error is, and nothing is lost.
+func WithSetAside(sink *setaside.Sink) Option { return func(h *Handler) { h.sink = sink } }
 
 // WithLogger sets the handler's logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
@@ -100,46 +146,80 @@ func New(db store, t Tables, opts ...Option) *Handler {
 	return h
 }
 
-// Handle applies a batch of either table's stream records in order and
-// reports the first record it could not apply, so Lambda redelivers it and
-// the records after it. It stops a moment before the invoke deadline and
-// reports the record it was on, rather than be cut off and have the whole
-// batch redelivered.
+// Handle applies a batch of either table's stream records in order. A
+// record that can never be applied (*RecordError) is set aside — kept in
+// the quarantine table with the field at fault — and the batch goes on. It
+// reports the first record it could not apply for another reason
+// (throttling, a timeout, sources that kept changing) so Lambda redelivers
+// it and the records after it. It stops a moment before the invoke
+// deadline and reports the record it was on, rather than be cut off and
+// have the whole batch redelivered.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
 	defer cancel()
 	h.metrics.Add("TweetsIn", metrics.Count, 0)
 	h.metrics.Add("FollowsIn", metrics.Count, 0)
 	h.metrics.Add("ViewWrites", metrics.Count, 0)
-	resp, err := batch.DynamoDBInOrder(ctx, ev.Records, h.Record)
-	h.metrics.Add("RecordsFailed", metrics.Count, float64(len(resp.BatchItemFailures)))
-	if err != nil {
-		h.log.ErrorContext(ctx, "record not applied to the timelines", "sequenceNumber", resp.BatchItemFailures[0].ItemIdentifier, "error", err)
+	h.metrics.Add(setaside.Metric, metrics.Count, 0)
+	var failures batch.StreamFailures
+	for i := range ev.Records {
+		rec := &ev.Records[i]
+		err := ctx.Err()
+		if err == nil {
+			err = h.Record(ctx, rec)
+		}
+		var re *RecordError
+		if errors.As(err, &re) {
+			r := setaside.FromDynamoDB(rec)
+			r.Field, r.Kind, r.Reason = re.Field, re.Kind, re.Reason
+			if err = h.sink.SetAside(ctx, []setaside.Record{r}); err == nil {
+				continue
+			}
+			err = fmt.Errorf("%w; setting it aside: %w", re, err)
+		}
+		if err != nil {
+			failures.Add(rec.Change.SequenceNumber)
+			h.log.ErrorContext(ctx, "record not applied to the timelines", "sequenceNumber", rec.Change.SequenceNumber, "error", err)
+			break
+		}
 	}
+	h.metrics.Add("RecordsFailed", metrics.Count, float64(failures.Len()))
 	if ferr := h.metrics.Flush(); ferr != nil {
 		h.log.ErrorContext(ctx, "writing metrics", "error", ferr)
 	}
-	return resp, nil
+	return failures.DynamoDB(), nil
 }
 
-// Record applies one stream record of the Tweets or the Follows table.
+// Record applies one stream record of the Tweets or the Follows table. A
+// record that can never be applied is a *RecordError; it is applied as far
+// as it can be first (a follow to the followee's tweets that fit, a tweet to
+// the timelines it fits).
 func (h *Handler) Record(ctx context.Context, rec *events.DynamoDBEventRecord) error {
 	keys := rec.Change.Keys
 	if a, t, ok := strKeys(keys, AttrAuthorID, AttrTweetID); ok {
 		h.metrics.Add("TweetsIn", metrics.Count, 1)
 		if err := h.tweet(ctx, rec, a, t); err != nil {
+			var re *RecordError
+			if errors.As(err, &re) {
+				return err
+			}
 			return fmt.Errorf("tweet %s/%s (record %s): %w", a, t, rec.Change.SequenceNumber, err)
 		}
 		return nil
 	}
 	if f, a, ok := strKeys(keys, AttrFollowerID, AttrFolloweeID); ok {
 		h.metrics.Add("FollowsIn", metrics.Count, 1)
-		if err := h.follow(ctx, f, a); err != nil {
+		if err := h.follow(ctx, rec, f, a); err != nil {
+			var re *RecordError
+			if errors.As(err, &re) {
+				return err
+			}
 			return fmt.Errorf("follow %s->%s (record %s): %w", f, a, rec.Change.SequenceNumber, err)
 		}
 		return nil
 	}
-	return fmt.Errorf("record %s (event %s): %w", rec.Change.SequenceNumber, rec.EventID, ErrUnknownRecord)
+	return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: "dynamodb.Keys", Kind: setaside.KindInvalid,
+		Reason: fmt.Sprintf("event %s: %v", rec.EventID, ErrUnknownRecord), Err: ErrUnknownRecord}
 }
 
 func strKeys(keys map[string]events.DynamoDBAttributeValue, a, b string) (string, string, bool) {
@@ -154,30 +234,64 @@ func strKeys(keys map[string]events.DynamoDBAttributeValue, a, b string) (string
 // tweet touches the entry of tweet (author, id) in the author's timeline and
 // in those of the author's current followers.
 func (h *Handler) tweet(ctx context.Context, rec *events.DynamoDBEventRecord, author, id string) error {
-	img := rec.Change.NewImage
+	img, imgName := rec.Change.NewImage, "NewImage"
 	if rec.EventName == string(events.DynamoDBOperationTypeRemove) {
-		img = rec.Change.OldImage
+		img, imgName = rec.Change.OldImage, "OldImage"
 	}
 	c, ok := img[AttrCreatedAt]
 	if !ok || c.DataType() != events.DataTypeString || c.String() == "" {
-		return fmt.Errorf("%s: missing or not a string in the %s image", AttrCreatedAt, rec.EventName)
+		return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: "dynamodb." + imgName + "." + AttrCreatedAt, Kind: setaside.KindInvalid,
+			Reason: fmt.Sprintf("tweet %s/%s: missing or not a string in the %s image", author, id, rec.EventName)}
 	}
 	createdAt := c.String()
 	users, err := h.followers(ctx, author)
 	if err != nil {
 		return err
 	}
+	var left []*entryTooLarge
 	for _, u := range append([]string{author}, users...) {
-		if err := h.converge(ctx, u, author, id, createdAt); err != nil {
+		err := h.converge(ctx, u, author, id, createdAt)
+		var tl *entryTooLarge
+		if errors.As(err, &tl) {
+			left = append(left, tl)
+			continue
+		}
+		if err != nil {
 			return err
 		}
+	}
+	if len(left) > 0 {
+		return tooLargeError(rec, "dynamodb."+imgName+".", left)
 	}
 	return nil
 }
 
+// tooLargeError is the RecordError of a record some of whose timeline
+// entries were left out for their size. prefix is the record's image
+// ("dynamodb.NewImage.") when the entries are the record's own tweet, ""
+// when they are other tweets (a follow).
+func tooLargeError(rec *events.DynamoDBEventRecord, prefix string, left []*entryTooLarge) *RecordError {
+	first := left[0]
+	attr := first.err.Field
+	if attr == AttrSortKey {
+		attr = AttrCreatedAt // the sort key is "<createdAt>#<tweetId>"
+	}
+	users := make([]string, 0, min(len(left), 5))
+	for _, l := range left[:min(len(left), 5)] {
+		users = append(users, l.user+"'s (tweet "+l.author+"/"+l.id+")")
+	}
+	more := ""
+	if len(left) > 5 {
+		more = fmt.Sprintf(" and %d more", len(left)-5)
+	}
+	return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: prefix + attr, Kind: setaside.KindOutputTooLarge,
+		Reason: fmt.Sprintf("%v, so the tweet is left out of %s%s timeline; the record was applied to every timeline it fits",
+			first.err, strings.Join(users, ", "), more)}
+}
+
 // follow touches the entries of follower for the followee's latest tweets
 // and for every followee tweet already in the follower's timeline.
-func (h *Handler) follow(ctx context.Context, follower, followee string) error {
+func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, follower, followee string) error {
 	type ref struct{ id, createdAt string }
 	var refs []ref
 	seen := map[string]bool{}
@@ -237,10 +351,20 @@ func (h *Handler) follow(ctx context.Context, follower, followee string) error {
 			start = out.LastEvaluatedKey
 		}
 	}
+	var left []*entryTooLarge
 	for _, r := range refs {
-		if err := h.converge(ctx, follower, followee, r.id, r.createdAt); err != nil {
+		err := h.converge(ctx, follower, followee, r.id, r.createdAt)
+		var tl *entryTooLarge
+		if errors.As(err, &tl) {
+			left = append(left, tl)
+			continue
+		}
+		if err != nil {
 			return err
 		}
+	}
+	if len(left) > 0 {
+		return tooLargeError(rec, "", left)
 	}
 	return nil
 }
@@ -280,14 +404,18 @@ func (h *Handler) followers(ctx context.Context, author string) ([]string, error
 
 // converge makes the entry (user, tweet id by author) agree with the
 // sources: read, write, read again until a read after the last write agrees
-// with it (see the package comment for why that suffices).
+// with it (see the package comment for why that suffices). An entry whose
+// item would exceed DynamoDB's limit is kept out of the timeline (deleted)
+// and reported as *entryTooLarge: the view is the join of the tweets that
+// fit, which is still a function of the sources, so the argument holds.
 func (h *Handler) converge(ctx context.Context, user, author, id, createdAt string) error {
 	tw, want, err := h.wanted(ctx, user, author, id)
 	if err != nil {
 		return err
 	}
 	for range maxRounds {
-		if err := h.write(ctx, user, author, id, createdAt, tw, want); err != nil {
+		tooLarge, err := h.write(ctx, user, author, id, createdAt, tw, want)
+		if err != nil {
 			return err
 		}
 		tw2, want2, err := h.wanted(ctx, user, author, id)
@@ -295,6 +423,9 @@ func (h *Handler) converge(ctx context.Context, user, author, id, createdAt stri
 			return err
 		}
 		if want2 == want && (!want || sameTweet(tw, tw2)) {
+			if tooLarge != nil {
+				return &entryTooLarge{user: user, author: author, id: id, err: tooLarge}
+			}
 			return nil
 		}
 		tw, want = tw2, want2
@@ -332,12 +463,27 @@ func (h *Handler) wanted(ctx context.Context, user, author, id string) (map[stri
 	return out.Item, len(f.Item) > 0, nil
 }
 
-func (h *Handler) write(ctx context.Context, user, author, id, createdAt string, tw map[string]types.AttributeValue, want bool) error {
+// write puts the entry's item when want, else deletes it. An item over
+// DynamoDB's limits (checked before the write; a ValidationException about
+// the item's size is taken as the same answer) is deleted instead, and the
+// size error returned with a nil error.
+func (h *Handler) write(ctx context.Context, user, author, id, createdAt string, tw map[string]types.AttributeValue, want bool) (*limits.TooLargeError, error) {
 	h.metrics.Add("ViewWrites", metrics.Count, 1)
+	var tooLarge *limits.TooLargeError
 	if want {
 		if c := str(tw, AttrCreatedAt); c != "" {
 			createdAt = c
 		}
+	}
+	if sk := SortKey(createdAt, id); len(sk) > maxSortKeyBytes {
+		// No such entry can exist, so there is nothing to delete either.
+		if want {
+			tooLarge = &limits.TooLargeError{What: "the sort key " + AttrSortKey + " (<createdAt>#<tweetId>)", Field: AttrSortKey,
+				Bytes: len(sk), Limit: maxSortKeyBytes, FieldBytes: len(sk)}
+		}
+		return tooLarge, nil
+	}
+	if want {
 		item := map[string]types.AttributeValue{
 			AttrUserID:    s(user),
 			AttrSortKey:   s(SortKey(createdAt, id)),
@@ -348,19 +494,51 @@ func (h *Handler) write(ctx context.Context, user, author, id, createdAt string,
 		if t, ok := tw[AttrText]; ok {
 			item[AttrText] = t
 		}
-		if _, err := h.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &h.t.Timelines, Item: item}); err != nil {
-			return fmt.Errorf("adding tweet %s to the timeline of %s: %w", id, user, err)
+		tooLarge = checkItem(item)
+		if tooLarge == nil {
+			_, err := h.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &h.t.Timelines, Item: item})
+			if err == nil {
+				return nil, nil
+			}
+			if tooLarge = sizeRefused(err, item); tooLarge == nil {
+				return nil, fmt.Errorf("adding tweet %s to the timeline of %s: %w", id, user, err)
+			}
 		}
-		return nil
 	}
 	_, err := h.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: &h.t.Timelines,
 		Key:       map[string]types.AttributeValue{AttrUserID: s(user), AttrSortKey: s(SortKey(createdAt, id))},
 	})
 	if err != nil {
-		return fmt.Errorf("removing tweet %s from the timeline of %s: %w", id, user, err)
+		return nil, fmt.Errorf("removing tweet %s from the timeline of %s: %w", id, user, err)
+	}
+	return tooLarge, nil
+}
+
+// checkItem checks a timeline item against DynamoDB's item size.
+func checkItem(item map[string]types.AttributeValue) *limits.TooLargeError {
+	var tl *limits.TooLargeError
+	if errors.As(limits.CheckItem(item), &tl) {
+		tl.What = "the timeline item"
+		return tl
 	}
 	return nil
+}
+
+// sizeRefused is the size error of a PutItem DynamoDB refused for the
+// item's size (a stand-in may count sizes a little differently), nil for
+// any other error.
+func sizeRefused(err error, item map[string]types.AttributeValue) *limits.TooLargeError {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != "ValidationException" || !strings.Contains(strings.ToLower(ae.ErrorMessage()), "size") {
+		return nil
+	}
+	tl := &limits.TooLargeError{What: "the timeline item (refused by DynamoDB: " + ae.ErrorMessage() + ")",
+		Bytes: limits.ItemSize(item), Limit: limits.DynamoDBItemBytes}
+	if l := limits.Largest(item, 1); len(l) == 1 {
+		tl.Field, tl.FieldBytes = l[0].Name, l[0].Bytes
+	}
+	return tl
 }
 
 // SortKey is the view's sort key of a tweet: "<createdAt>#<tweetId>", so a

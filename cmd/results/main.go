@@ -1,0 +1,440 @@
+// Command results shows a windowed pipeline's results readably: a key's
+// windows over a time range, from the views table (count, sum, mean, min,
+// max, quantiles, distinct; open or final; revision), or, with -follow,
+// every final result, correction and retraction as the WindowResults stream
+// receives it.
+//
+//	go run ./cmd/results -parameter <views parameter> -key user-1 [-from 2h] [-to now] [-window tumbling] [-json]
+//	go run ./cmd/results -stream <window results stream> -follow [-key user-1] [-from 10m]
+//	make results KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]    (the running make local-up)
+//
+// The same binary reads the local stand-in (AWS_ENDPOINT_URL) and AWS (the
+// standard configuration: AWS_REGION or a profile's region, which it
+// requires). In AWS, the stack's outputs ViewsParameterName and
+// WindowResultsStreamName name the parameter and the stream. Locally,
+// -template reads them, and the pipeline, from the synthesized template as
+// the local runner deploys it. Exit status: 0 done (and Ctrl-C while
+// following), 1 error, 2 usage, 130 interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/results"
+	"github.com/tributary-dev/tributary/pkg/standin"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.LookupEnv, time.Now, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage:
+  results -key <key> (-parameter <views parameter> | -table <views table>) [-from 1h] [-to now] [-window <kind>] [-pipeline file] [-json] [-limit 1000]
+  results -follow -stream <window results stream> [-key <key>] [-window <kind>] [-from <time>] [-json] [-limit n]
+  results -template infra/cdk.out/Tributary.template.json ...   (names from the local deployment: make results KEY=...)
+Shows a key's windows over a time range, read from the views table (open and final, with their
+revision and values), or, with -follow, each final result, correction and retraction as the
+WindowResults stream receives it, from every shard.`
+
+const footer = `Times are RFC 3339 (2026-11-29T10:00:00Z) or a duration ago (90m); -to also takes "now".
+Exit status: 0 done (Ctrl-C ends -follow with 0), 1 error, 2 usage, 130 interrupted.
+` + cli.RegionHelp
+
+// Bounds of the flags. Window items expire 30 days after their window
+// ends (aggregate.Retention): a longer range finds nothing more.
+const (
+	maxRange       = aggregate.Retention + 24*time.Hour
+	defaultFrom    = time.Hour
+	defaultLimit   = 1000
+	maxLimit       = 100000
+	maxFollowFrom  = 8760 * time.Hour // Kinesis's longest retention
+	defaultPipe    = "infra/pipeline.json"
+	defaultStack   = "Tributary"
+	maxKeyLength   = 1024 // larger than any key ingest accepts
+	resolveTimeout = 30 * time.Second
+)
+
+// flags are the command's flags, as given.
+type flags struct {
+	key, window, from, to              string
+	follow, asJSON                     bool
+	limit                              int
+	pipeline, parameter, table, stream string
+	template, stack                    string
+	set                                map[string]bool // flags given on the command line
+}
+
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), now func() time.Time, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("results", flag.ContinueOnError)
+	var f flags
+	fs.StringVar(&f.key, "key", "", "the key whose windows to show (required, except with -follow, where it filters)")
+	fs.StringVar(&f.window, "window", "", "one window kind: its id (tumbling:1m0s) or its kind (tumbling); default every window of the pipeline")
+	fs.StringVar(&f.from, "from", "", "windows starting at or after this (default 1h ago); with -follow, where to start reading the stream (default now: LATEST)")
+	fs.StringVar(&f.to, "to", "", "windows starting before this, or now (default now); not with -follow")
+	fs.BoolVar(&f.follow, "follow", false, "tail the WindowResults stream: print each final result, correction and retraction as it arrives, until Ctrl-C")
+	fs.BoolVar(&f.asJSON, "json", false, "JSON lines instead of a table: one window a line (with -follow, each record as it is on the stream)")
+	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("at most this many windows, 1 to %d (default %d); with -follow, stop after this many records (default: no limit)", maxLimit, defaultLimit))
+	fs.StringVar(&f.pipeline, "pipeline", "", "the pipeline's JSON config file, as the aggregate function runs it (default $PIPELINE_CONFIG, else "+defaultPipe+")")
+	fs.StringVar(&f.parameter, "parameter", "", "the SSM parameter naming the current views table: the stack output ViewsParameterName (default $VIEWS_PARAMETER_NAME)")
+	fs.StringVar(&f.table, "table", "", "the views table itself, instead of -parameter (default $VIEWS_TABLE_NAME)")
+	fs.StringVar(&f.stream, "stream", "", "with -follow: the WindowResults Kinesis stream, the stack output WindowResultsStreamName (default $OUTPUT_STREAM_NAME)")
+	fs.StringVar(&f.template, "template", "", "read the pipeline, parameter and stream from this synthesized template, named as the local runner deploys it (only with AWS_ENDPOINT_URL: the local stand-in)")
+	fs.StringVar(&f.stack, "stack", defaultStack, "with -template: the prefix the local runner gave the names (make local-up prints it)")
+	if err := cli.Parse(fs, args, stdout, usage, footer); errors.Is(err, flag.ErrHelp) {
+		return cli.ExitOK
+	} else if err != nil {
+		return fail(stderr, err)
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+
+	// Whole seconds: durations ago give readable times.
+	q, err := f.check(lookup, now().UTC().Truncate(time.Second))
+	if err != nil {
+		return fail(stderr, err)
+	}
+	awsCfg, err := cli.LoadAWS(ctx)
+	if err != nil {
+		return fail(stderr, err)
+	}
+	if f.template != "" {
+		if endpoint, _ := lookup("AWS_ENDPOINT_URL"); !standin.Answers(ctx, endpoint) {
+			return fail(stderr, fmt.Errorf("nothing answers at %s: start the topology with make local-up first (or set TRIBUTARY_STANDIN_ADDR to where it runs)", endpoint))
+		}
+	}
+	if f.follow {
+		err = follow(ctx, kinesis.NewFromConfig(awsCfg), q, stdout, stderr)
+		if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+			return cli.ExitOK // Ctrl-C is how a follow ends
+		}
+		if err != nil {
+			return fail(stderr, err)
+		}
+		return cli.ExitOK
+	}
+	if err := show(ctx, dynamodb.NewFromConfig(awsCfg), ssm.NewFromConfig(awsCfg), q, stdout); err != nil {
+		return fail(stderr, err)
+	}
+	return cli.ExitOK
+}
+
+// query is what the flags ask for, checked.
+type query struct {
+	cfg              *pipeline.Config
+	key              string
+	kinds            []string // the window kinds shown; every one of the pipeline when -window is not given
+	from, to         time.Time
+	follow, asJSON   bool
+	limit            int
+	parameter, table string // one of them, for the table
+	stream           string // for -follow
+}
+
+// check validates every flag before anything is read from AWS, and
+// resolves the names: a flag given, else the template's, else the
+// environment's.
+func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query, error) {
+	env := func(k string) string { v, _ := lookup(k); return v }
+	q := &query{key: f.key, follow: f.follow, asJSON: f.asJSON}
+	local := localNames{}
+	if f.template != "" {
+		if endpoint := env("AWS_ENDPOINT_URL"); endpoint == "" {
+			return nil, cli.Usagef("template", "names resources as the local runner deploys them, but AWS_ENDPOINT_URL is not set; against AWS give -parameter and -stream (the stack outputs ViewsParameterName and WindowResultsStreamName)")
+		}
+		var err error
+		if local, err = readLocalNames(f.template, f.stack); err != nil {
+			return nil, err
+		}
+	} else if f.set["stack"] {
+		return nil, cli.Usagef("stack", "is only read with -template")
+	}
+	pick := func(flagName, flagValue, templateValue, envName string) string {
+		if f.set[flagName] {
+			return flagValue
+		}
+		if templateValue != "" {
+			return templateValue
+		}
+		return env(envName)
+	}
+	q.parameter = pick("parameter", f.parameter, local.parameter, aggregate.EnvViewsParameter)
+	q.table = pick("table", f.table, local.table, aggregate.EnvViewsTable)
+	q.stream = pick("stream", f.stream, local.stream, aggregate.EnvOutputStream)
+
+	var err error
+	switch {
+	case f.set["pipeline"]:
+		q.cfg, err = pipelineFile(f.pipeline)
+	case local.pipeline != "":
+		if q.cfg, err = pipeline.Parse([]byte(local.pipeline)); err != nil {
+			err = cli.Usagef("template", "%s: the aggregate function's %s: %v", f.template, pipeline.EnvVar, err)
+		}
+	case env(pipeline.EnvVar) != "":
+		if q.cfg, err = pipeline.FromEnv(lookup); err != nil {
+			err = cli.Usagef("pipeline", "not given, and %v", err)
+		}
+	default:
+		q.cfg, err = pipelineFile(defaultPipe)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(f.key) > maxKeyLength {
+		return nil, cli.Usagef("key", "is %d bytes long; keys are at most %d", len(f.key), maxKeyLength)
+	}
+	q.kinds = results.Kinds(q.cfg)
+	if f.window != "" {
+		kind, err := results.Kind(q.cfg, f.window)
+		if err != nil {
+			return nil, cli.Usagef("window", "%v", err)
+		}
+		q.kinds = []string{kind}
+	}
+	if f.follow {
+		return q, f.checkFollow(q, now)
+	}
+	return q, f.checkTable(q, now)
+}
+
+func (f *flags) checkFollow(q *query, now time.Time) error {
+	if f.set["to"] {
+		return cli.Usagef("to", "is not read with -follow, which reads until Ctrl-C (or -limit records)")
+	}
+	if err := cli.Required("stream", q.stream, "the WindowResults stream to follow (the stack output WindowResultsStreamName, or $OUTPUT_STREAM_NAME)"); err != nil {
+		return err
+	}
+	if err := cli.StreamName.Check("stream", q.stream); err != nil {
+		return err
+	}
+	if f.set["limit"] {
+		if err := cli.IntIn("limit", f.limit, 1, maxLimit, ""); err != nil {
+			return err
+		}
+		q.limit = f.limit
+	}
+	if f.from != "" {
+		t, err := parseTime("from", f.from, now)
+		if err != nil {
+			return err
+		}
+		if t.After(now) {
+			return cli.Usagef("from", "%s is in the future (it is %s now): nothing has arrived there yet", f.from, now.UTC().Format(time.RFC3339))
+		}
+		if now.Sub(t) > maxFollowFrom {
+			return cli.Usagef("from", "%s is more than %s ago, longer than a Kinesis stream keeps records", f.from, maxFollowFrom)
+		}
+		q.from = t
+	}
+	return nil
+}
+
+func (f *flags) checkTable(q *query, now time.Time) error {
+	if err := cli.Required("key", f.key, "the key whose windows to show (or -follow to tail the stream)"); err != nil {
+		return err
+	}
+	switch {
+	case f.set["table"] && f.set["parameter"]:
+		return cli.Usagef("table", "and -parameter both given: give one (the parameter names the current views table)")
+	case q.table != "" && (f.set["table"] || q.parameter == ""):
+		if err := cli.TableName.Check("table", q.table); err != nil {
+			return err
+		}
+		q.parameter = ""
+	case q.parameter != "":
+		if err := cli.ParameterName.Check("parameter", q.parameter); err != nil {
+			return err
+		}
+		q.table = ""
+	default:
+		return cli.Usagef("parameter", "is required (or -table): the SSM parameter naming the current views table, the stack output ViewsParameterName")
+	}
+	q.limit = defaultLimit
+	if f.set["limit"] {
+		if err := cli.IntIn("limit", f.limit, 1, maxLimit, ""); err != nil {
+			return err
+		}
+		q.limit = f.limit
+	}
+	from, to := f.from, f.to
+	if from == "" {
+		from = defaultFrom.String()
+	}
+	if to == "" {
+		to = "now"
+	}
+	var err error
+	if q.from, err = parseTime("from", from, now); err != nil {
+		return err
+	}
+	if to == "now" {
+		// Windows start in [from, to): one that starts this second is
+		// shown too.
+		q.to = now.Add(time.Second)
+	} else if q.to, err = parseTime("to", to, now); err != nil {
+		return err
+	}
+	if !q.from.Before(q.to) {
+		return cli.Usagef("from", "%s is not before -to %s", q.from.UTC().Format(time.RFC3339Nano), q.to.UTC().Format(time.RFC3339Nano))
+	}
+	if q.to.Sub(q.from) > maxRange {
+		return cli.Usagef("from", "the range %s to %s is longer than %s; windows are kept %s after they end",
+			q.from.UTC().Format(time.RFC3339), q.to.UTC().Format(time.RFC3339), maxRange, aggregate.Retention)
+	}
+	return nil
+}
+
+// parseTime reads an RFC 3339 time or a positive duration before now.
+func parseTime(flagName, s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return time.Time{}, cli.Usagef(flagName, "%q is neither an RFC 3339 time (2026-11-29T10:00:00Z) nor a duration ago (90m)", s)
+	}
+	if d <= 0 {
+		return time.Time{}, cli.Usagef(flagName, "%s: a duration ago must be positive (2h means two hours ago)", s)
+	}
+	return now.Add(-d), nil
+}
+
+func pipelineFile(file string) (*pipeline.Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, cli.Usagef("pipeline", "%v", err)
+	}
+	cfg, err := pipeline.Parse(b)
+	if err != nil {
+		return nil, cli.Usagef("pipeline", "%s: %v", file, err)
+	}
+	return cfg, nil
+}
+
+// show prints the key's windows from the views table.
+func show(ctx context.Context, db *dynamodb.Client, params *ssm.Client, q *query, stdout io.Writer) error {
+	table, via := q.table, ""
+	if table == "" {
+		vt := aggregate.NewViewsTable(params, q.parameter, 0, nil, nil)
+		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+		err := vt.Resolve(rctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("-parameter %s: %w", q.parameter, err)
+		}
+		table, via = vt.Current(ctx), " (named by "+q.parameter+")"
+	}
+	r := results.NewReader(q.cfg, db, table)
+	views, err := r.Windows(ctx, q.key, q.kinds, q.from, q.to)
+	if err != nil {
+		var nf *ddbtypes.ResourceNotFoundException
+		if errors.As(err, &nf) {
+			return fmt.Errorf("views table %s%s does not exist: %w", table, via, err)
+		}
+		return err
+	}
+	more := 0
+	if len(views) > q.limit {
+		more, views = len(views)-q.limit, views[:q.limit]
+	}
+	if q.asJSON {
+		return results.WriteJSON(stdout, views)
+	}
+	fmt.Fprintf(stdout, "pipeline %s, key %s: windows starting from %s to %s, from %s%s\n\n", q.cfg.Name, results.QuoteKey(q.key),
+		q.from.UTC().Format(results.TimeFormat), q.to.UTC().Format(results.TimeFormat), table, via)
+	if len(views) == 0 {
+		fmt.Fprintf(stdout, "no windows of key %s start in that range. Keys are case-sensitive; the pipeline counts events of type %v by their %s.\n",
+			results.QuoteKey(q.key), typesOf(q.cfg), q.cfg.Key)
+		return nil
+	}
+	if err := results.WriteTable(stdout, q.cfg.Aggregates, views); err != nil {
+		return err
+	}
+	if more > 0 {
+		fmt.Fprintf(stdout, "\n… and %d more windows not shown (raise -limit, or narrow -from/-to or -window)\n", more)
+	}
+	return nil
+}
+
+func typesOf(cfg *pipeline.Config) any {
+	if len(cfg.EventTypes) == 0 {
+		return "any"
+	}
+	return cfg.EventTypes
+}
+
+// follow prints the stream's records as they arrive.
+func follow(ctx context.Context, kin *kinesis.Client, q *query, stdout, stderr io.Writer) error {
+	f := results.NewFollower(kin, q.stream)
+	f.OnStart = func(shards int, from string) {
+		unit := "shards"
+		if shards == 1 {
+			unit = "shard"
+		}
+		fmt.Fprintf(stderr, "following %s (%d %s) from %s; Ctrl-C stops\n", q.stream, shards, unit, from)
+	}
+	f.OnUndecodable = func(e *results.UndecodableError) { fmt.Fprintf(stderr, "results: skipped %v\n", e) }
+	kinds := map[string]bool{}
+	for _, k := range q.kinds {
+		kinds[k] = true
+	}
+	errLimit := errors.New("limit reached")
+	n := 0
+	err := f.Follow(ctx, q.from, func(r results.Record) error {
+		if (q.key != "" && r.Output.Key != q.key) || !kinds[r.Output.Window] || r.Output.Pipeline != q.cfg.Name {
+			return nil
+		}
+		if q.asJSON {
+			if _, err := fmt.Fprintf(stdout, "%s\n", r.Data); err != nil {
+				return err
+			}
+		} else if _, err := fmt.Fprintf(stdout, "%s  %s\n", r.Arrived.UTC().Format(time.RFC3339), results.FormatOutput(r.Output)); err != nil {
+			return err
+		}
+		if n++; q.limit > 0 && n >= q.limit {
+			return errLimit
+		}
+		return nil
+	})
+	if errors.Is(err, errLimit) {
+		return nil
+	}
+	return err
+}
+
+// fail prints err in one line with one prefix and returns the exit status.
+func fail(stderr io.Writer, err error) int {
+	var usage *cli.UsageError
+	switch {
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "results: %v; see results -h\n", err)
+		return cli.ExitUsage
+	case errors.Is(err, cli.ErrNoRegion):
+		fmt.Fprintf(stderr, "results: %v\n", err)
+		return cli.ExitUsage
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "results: interrupted")
+		return cli.ExitInterrupted
+	default:
+		fmt.Fprintf(stderr, "results: %v\n", err)
+		return cli.ExitError
+	}
+}

@@ -1,0 +1,80 @@
+package aggregate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// A key's session and sliding windows are computed from its recent points,
+// kept in one keyed state item per window kind (keyed.go). A key that keeps
+// sending without the pause that closes its session (or a flood within a
+// sliding window's reach) would grow that item past DynamoDB's limit, and
+// every batch would then fail on it: the shard would stop. So a batch whose
+// points would take a key's state past MaxKeyedStateBytes has that key's
+// records set aside — in every window kind, so no window counts a record the
+// others do not — with a reason naming the key; the key takes records again
+// once finalization prunes the points its windows no longer need.
+
+// overBudget returns, per grouping key whose keyed state cannot take this
+// batch's records, why. It reads the states the warm cache lacks (the cache
+// then serves the fold). A point is counted at its largest encoding, so the
+// check is conservative by a few kilobytes at most.
+func (p *Processor) overBudget(ctx context.Context, c *collector) (map[string]string, error) {
+	var kinds []string
+	for _, ws := range p.cfg.Windows {
+		if isKeyedKind(ws.Kind) {
+			kinds = append(kinds, ws.ID())
+		}
+	}
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	counts := map[string]int{}
+	for i := range c.decoded {
+		if c.applies(i) {
+			counts[c.decoded[i].key]++
+		}
+	}
+	var over map[string]string
+	for key, n := range counts {
+		for _, kind := range kinds {
+			size, err := p.keyedSize(ctx, state.KeyedRef{Pipeline: p.cfg.Name, Key: key, Kind: kind}, c.shard)
+			if err != nil {
+				return nil, err
+			}
+			if size+n*pointBytesMax <= MaxKeyedStateBytes {
+				continue
+			}
+			if over == nil {
+				over = map[string]string{}
+			}
+			over[key] = fmt.Sprintf("the %s state of key %q holds %d bytes of points; %d more records would take it past its %d-byte budget (one DynamoDB item): the key's records are set aside until its windows close and the points they no longer need are pruned",
+				kind, key, size, n, MaxKeyedStateBytes)
+			break
+		}
+	}
+	return over, nil
+}
+
+// keyedSize is the encoded size of a keyed state: from the warm copy, or
+// read (and kept for the fold).
+func (p *Processor) keyedSize(ctx context.Context, ref state.KeyedRef, shard string) (int, error) {
+	p.mu.Lock()
+	c, ok := p.keyed[keyedCacheKey(ref, shard)]
+	p.mu.Unlock()
+	if ok {
+		return len(c.ks.Blob), nil
+	}
+	ks, err := p.views.LoadKeyed(ctx, ref, shard)
+	if err != nil {
+		return 0, err
+	}
+	buf, err := decodeKeyed(ks.Blob)
+	if err != nil {
+		return 0, err
+	}
+	p.rememberKeyed(ref, shard, ks, buf)
+	return len(ks.Blob), nil
+}

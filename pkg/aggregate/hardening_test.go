@@ -1,0 +1,316 @@
+package aggregate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// hardened is a processor with a quarantine table, over its own tables.
+type hardened struct {
+	cfg        *pipeline.Config
+	views      *state.Views
+	proc       *aggregate.Processor
+	quarantine string
+	store      *throttlingStore
+}
+
+// throttlingStore throttles the next n window writes, as DynamoDB does
+// under load: the only fault a stand-in cannot show on demand.
+type throttlingStore struct {
+	*dynamodb.Client
+	throttle atomic.Int64
+}
+
+func (s *throttlingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if s.throttle.Add(-1) >= 0 {
+		return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("injected throttle")}
+	}
+	return s.Client.UpdateItem(ctx, in, opts...)
+}
+
+func newHardened(t *testing.T, config string, quarantine string) *hardened {
+	t.Helper()
+	cfg, err := pipeline.Parse([]byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	table := fmt.Sprintf("hardened-%d", tableSeq.Add(1))
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	if quarantine == "" {
+		quarantine = fmt.Sprintf("quarantine-%d", tableSeq.Add(1))
+		if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := &throttlingStore{Client: db}
+	views := state.NewViews(store, table, cfg.Aggregates)
+	p := aggregate.New(cfg, views, nil, "", aggregate.WithLogger(quiet),
+		aggregate.WithDedupe(aggregate.NewLedger(db, table, cfg)),
+		aggregate.WithSetAside(setaside.New(db, quarantine, setaside.WithFunction("aggregate"))))
+	return &hardened{cfg: cfg, views: views, proc: p, quarantine: quarantine, store: store}
+}
+
+const hardShard = "shardId-000000000007"
+
+// rawRecord is a Kinesis record holding data as Lambda delivers it.
+func rawRecord(seq int, key string, data []byte, at time.Time) events.KinesisEventRecord {
+	s := strconv.Itoa(seq)
+	return events.KinesisEventRecord{EventID: hardShard + ":" + s, EventSource: "aws:kinesis",
+		EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/events",
+		Kinesis: events.KinesisRecord{SequenceNumber: s, PartitionKey: key, Data: data, ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: at}}}
+}
+
+// view is an envelope whose data is raw JSON.
+func view(id, key string, at time.Time, data string) []byte {
+	ts := at.UTC().Format(time.RFC3339Nano)
+	return []byte(fmt.Sprintf(`{"id":%q,"type":"view","key":%q,"occurredAt":%q,"sentAt":%q,"receivedAt":%q,"data":%s}`, id, key, ts, ts, ts, data))
+}
+
+// quarantined reads what the function set aside, by sequence number (the
+// records here fit one item each, so no chunks to reassemble).
+func (h *hardened) quarantined(t *testing.T) map[string]setaside.Item {
+	t.Helper()
+	got := map[string]setaside.Item{}
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(h.quarantine)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range page.Items {
+			var it setaside.Item
+			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+				t.Fatal(err)
+			}
+			if it.Kind == setaside.ItemSetAside {
+				got[it.SequenceNumber] = it
+			}
+		}
+	}
+	return got
+}
+
+func (h *hardened) window(t *testing.T, key, kind string, from, to time.Time) []state.View {
+	t.Helper()
+	vs, err := h.views.Query(context.Background(), h.cfg.Name, key, kind, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+const sumConfig = `{"name":"hard","key":"key","value":"data.ms","windows":[{"kind":"tumbling","size":"1m"}],
+ "aggregates":["count","sum","max"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true}`
+
+// TestRecordsThatCanNeverBeAppliedAreSetAside: an overflowing value, a
+// malformed record, a field of the wrong type and an id reused with other
+// content are each set aside with their data and a reason naming the field;
+// the other records of the batch are applied, and the shard moves on (no
+// batch item failure) and its windows still close.
+func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
+	h := newHardened(t, sumConfig, "")
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
+		rawRecord(1, "k", view("e1", "k", at, `{"ms":5}`), at),
+		rawRecord(2, "k", view("e2", "k", at, `{"ms":1.7e308}`), at),
+		rawRecord(3, "k", []byte(`{"id":"e3","type":`), at),
+		rawRecord(4, "k", view("e4", "k", at, `{"ms":"fast"}`), at),
+		rawRecord(5, "k", view("e5", "k", at, `{"ms":1.7e308}`), at),
+		rawRecord(6, "k", view("e1", "k", at, `{"ms":6}`), at), // e1 again, other content
+		rawRecord(7, "k", view("e7", "k", at, `{"ms":7}`), at),
+	}}
+	resp, err := h.proc.HandleBatch(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("batch item failures %v: the shard would be held back", resp.BatchItemFailures)
+	}
+	got := h.quarantined(t)
+	want := map[string]struct{ field, kind string }{
+		"2": {"data.ms", setaside.KindOverflow}, "3": {"", setaside.KindUnparseable},
+		"4": {"data.ms", setaside.KindInvalid}, "5": {"data.ms", setaside.KindOverflow},
+		"6": {"id", setaside.KindDuplicateConflict},
+	}
+	for seq, w := range want {
+		it, ok := got[seq]
+		switch {
+		case !ok:
+			t.Errorf("record %s was not set aside", seq)
+		case it.Field != w.field || it.Category != w.kind || it.Reason == "" || string(it.Data) != string(ev.Records[mustAtoi(seq)-1].Kinesis.Data):
+			t.Errorf("record %s set aside as field %q kind %q reason %q data %q; want field %q kind %q with its data", seq, it.Field, it.Category, it.Reason, it.Data, w.field, w.kind)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d records set aside, want %d", len(got), len(want))
+	}
+	if !strings.Contains(got["2"].Reason, "data.ms") || !strings.Contains(got["6"].Reason, `"e1"`) {
+		t.Errorf("reasons do not name the field: %q, %q", got["2"].Reason, got["6"].Reason)
+	}
+	// The windows close, and hold the records that could be applied.
+	if _, err := h.proc.Tick(ctx, at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.proc.Tick(ctx, at.Add(2*time.Hour)); err != nil {
+		t.Fatalf("finalizing: %v", err)
+	}
+	vs := h.window(t, "k", h.cfg.Windows[0].ID(), at.Add(-time.Hour), at.Add(time.Hour))
+	if len(vs) != 1 || !vs[0].Final || vs[0].Result.Count != 2 || vs[0].Result.Sum != 12 {
+		t.Fatalf("windows %+v, want one final window of e1 (5) and e7 (7)", vs)
+	}
+}
+
+func mustAtoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// TestThrottledStoreIsRetriedNotSetAside: a transient error fails the
+// batch from the records it concerns; nothing is set aside, and the retry
+// applies each record once.
+func TestThrottledStoreIsRetriedNotSetAside(t *testing.T) {
+	h := newHardened(t, sumConfig, "")
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
+		rawRecord(1, "a", view("a1", "a", at, `{"ms":1}`), at),
+		rawRecord(2, "b", view("b1", "b", at, `{"ms":2}`), at),
+	}}
+	h.store.throttle.Store(1)
+	resp, err := h.proc.HandleBatch(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) == 0 {
+		t.Fatal("a throttled write was not reported: its record would be lost")
+	}
+	if got := h.quarantined(t); len(got) != 0 {
+		t.Fatalf("a throttled record was set aside: %+v", got)
+	}
+	resp, err = h.proc.HandleBatch(ctx, ev) // Lambda retries
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("retry: %v %v", resp, err)
+	}
+	for _, key := range []string{"a", "b"} {
+		if vs := h.window(t, key, h.cfg.Windows[0].ID(), at.Add(-time.Hour), at.Add(time.Hour)); len(vs) != 1 || vs[0].Result.Count != 1 {
+			t.Fatalf("key %s: %+v, want one window counting 1", key, vs)
+		}
+	}
+}
+
+// TestFailingSetAsideReportsTheRecord: when the quarantine cannot be
+// written, the record is reported failed — never dropped — and the batch's
+// other records are applied.
+func TestFailingSetAsideReportsTheRecord(t *testing.T) {
+	h := newHardened(t, sumConfig, "no-such-quarantine-table")
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
+		rawRecord(1, "k", view("e1", "k", at, `{"ms":1}`), at),
+		rawRecord(2, "k", []byte(`not json`), at),
+		rawRecord(3, "k", view("e3", "k", at, `{"ms":3}`), at),
+	}}
+	resp, err := h.proc.HandleBatch(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "2" {
+		t.Fatalf("failures %v, want the record that could not be set aside (2)", resp.BatchItemFailures)
+	}
+}
+
+// TestHotKeyPastItsBudgetIsSetAside: one key sending without the pause that
+// closes its session fills its keyed state; from then on its records are
+// set aside (in every window kind, so the kinds agree), the shard moves on,
+// and once its session closes the key is taken again.
+func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 40,000 records")
+	}
+	const config = `{"name":"hot","key":"key","value":"data.ms","distinct":"data.user",
+	 "windows":[{"kind":"session","gap":"30s"},{"kind":"tumbling","size":"1h"}],
+	 "aggregates":["count","max","distinct"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`
+	h := newHardened(t, config, "")
+	ctx := context.Background()
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	seq, applied, aside := 0, 0, 0
+	at := start
+	for b := 0; b < 40; b++ {
+		var ev events.KinesisEvent
+		for i := 0; i < 1000; i++ {
+			seq++
+			at = at.Add(100 * time.Millisecond)
+			ev.Records = append(ev.Records, rawRecord(seq, "hot", view(fmt.Sprint("e", seq), "hot", at, fmt.Sprintf(`{"ms":%d,"user":"u%d"}`, seq%3000, seq%5000)), at))
+		}
+		resp, err := h.proc.HandleBatch(ctx, ev)
+		if err != nil {
+			t.Fatalf("batch %d: %v", b, err)
+		}
+		if len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("batch %d: failures %v: the shard is stuck", b, resp.BatchItemFailures)
+		}
+	}
+	got := h.quarantined(t)
+	for _, it := range got {
+		if it.Category != setaside.KindStateBudget || it.Field != "key" || !strings.Contains(it.Reason, `"hot"`) {
+			t.Fatalf("set aside as %q field %q: %s", it.Category, it.Field, it.Reason)
+		}
+	}
+	aside = len(got)
+	applied = seq - aside
+	t.Logf("one key, 100 ms apart, no pause: %d records applied, %d set aside", applied, aside)
+	if aside == 0 || applied < 25_000 {
+		t.Fatalf("%d applied and %d set aside: want the budget reached after at least 25,000", applied, aside)
+	}
+	// The tumbling window agrees with the session: it counts what was applied.
+	var total uint64
+	for _, v := range h.window(t, "hot", "tumbling:1h0m0s", start.Add(-time.Hour), start.Add(2*time.Hour)) {
+		total += v.Result.Count
+	}
+	if total != uint64(applied) {
+		t.Fatalf("tumbling windows count %d, want the %d applied records", total, applied)
+	}
+	// The key goes quiet; the ticker closes its session and prunes its
+	// points; its next record is applied again.
+	for _, tick := range []time.Time{at.Add(time.Hour), at.Add(2 * time.Hour)} {
+		if _, err := h.proc.Tick(ctx, tick); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := at.Add(3 * time.Hour)
+	resp, err := h.proc.HandleBatch(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{
+		rawRecord(seq+1, "hot", view("after", "hot", later, `{"ms":1,"user":"u1"}`), later)}})
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("after the pause: %v %v", resp, err)
+	}
+	if n := len(h.quarantined(t)); n != aside {
+		t.Fatalf("the record after the pause was set aside too (%d, was %d)", n, aside)
+	}
+	_ = errors.New
+	_ = json.Marshal
+}

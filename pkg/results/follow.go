@@ -1,0 +1,301 @@
+package results
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+)
+
+// streamReader is what the follower needs of Kinesis.
+type streamReader interface {
+	ListShards(ctx context.Context, in *kinesis.ListShardsInput, opts ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
+	GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, opts ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error)
+}
+
+var _ streamReader = (*kinesis.Client)(nil)
+
+// Follower defaults. Kinesis allows five GetRecords a second per shard,
+// shared by every reader of the stream: one a second when there is
+// nothing new leaves the rest to others.
+const (
+	DefaultPoll   = time.Second
+	DefaultRelist = 10 * time.Second
+	// getRecordsLimit bounds one read: at most this many records (each at
+	// most 1 MiB, the stream's limit) are held at once per shard.
+	getRecordsLimit = 1000
+	maxBackoff      = 5 * time.Second
+)
+
+// Record is one record of the WindowResults stream.
+type Record struct {
+	Shard, SequenceNumber string
+	// Arrived is when Kinesis accepted it (ApproximateArrivalTimestamp).
+	Arrived time.Time
+	// Output is the record decoded; Data the bytes as they are on the stream.
+	Output aggregate.Output
+	Data   []byte
+}
+
+// item is what a shard's reader hands to Follow: a record, or one that
+// could not be decoded.
+type item struct {
+	rec Record
+	bad *UndecodableError
+}
+
+// UndecodableError describes a record of the stream that is not a window
+// result; Follow reports it to OnUndecodable and goes on.
+type UndecodableError struct {
+	Shard, SequenceNumber string
+	Err                   error
+}
+
+func (e *UndecodableError) Error() string {
+	return fmt.Sprintf("record %s of %s is not a window result: %v", e.SequenceNumber, e.Shard, e.Err)
+}
+
+func (e *UndecodableError) Unwrap() error { return e.Err }
+
+// Follower reads every shard of a WindowResults stream as it grows.
+type Follower struct {
+	kin    streamReader
+	stream string
+	poll   time.Duration
+	relist time.Duration
+
+	// OnStart, if set, is told how many shards the follow started on and
+	// where, once every shard's iterator is open (records put after this
+	// are seen, even from LATEST).
+	OnStart func(shards int, from string)
+	// OnUndecodable, if set, receives the records that are not window
+	// results (they are skipped), from the goroutine that calls fn.
+	OnUndecodable func(*UndecodableError)
+}
+
+// NewFollower returns a follower of the named stream.
+func NewFollower(kin streamReader, stream string) *Follower {
+	return &Follower{kin: kin, stream: stream, poll: DefaultPoll, relist: DefaultRelist}
+}
+
+// WithPoll sets how long a shard's reader waits after a read that found
+// nothing new (DefaultPoll), and how often the shards are listed again to
+// find those a reshard created (DefaultRelist); it returns f.
+func (f *Follower) WithPoll(poll, relist time.Duration) *Follower {
+	f.poll, f.relist = poll, relist
+	return f
+}
+
+// Follow calls fn with every record put on the stream from `from` (the
+// zero time: from now, LATEST) until ctx ends or fn returns an error,
+// reading every shard. fn is called from one goroutine at a time; records
+// of one shard come in order. Shards a reshard creates later are read from
+// their start. It returns nil when ctx ends, fn's error, or the first error
+// reading the stream that retrying does not cure.
+func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	shards, err := f.listShards(ctx)
+	if err != nil {
+		return err
+	}
+	where := "now (LATEST)"
+	if !from.IsZero() {
+		where = formatTime(from) + " (AT_TIMESTAMP)"
+	}
+	recs := make(chan item)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	started := map[string]bool{}
+	start := func(shard string, it string) {
+		started[shard] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f.readShard(ctx, shard, it, recs); err != nil && ctx.Err() == nil {
+				select {
+				case errs <- err:
+				default:
+				}
+				cancel()
+			}
+		}()
+	}
+	opened := 0
+	for _, s := range shards {
+		closed := s.SequenceNumberRange != nil && s.SequenceNumberRange.EndingSequenceNumber != nil
+		if from.IsZero() && closed {
+			started[aws.ToString(s.ShardId)] = true // nothing new will come from it
+			continue
+		}
+		in := &kinesis.GetShardIteratorInput{StreamName: aws.String(f.stream), ShardId: s.ShardId, ShardIteratorType: types.ShardIteratorTypeLatest}
+		if !from.IsZero() {
+			in.ShardIteratorType, in.Timestamp = types.ShardIteratorTypeAtTimestamp, aws.Time(from)
+		}
+		out, err := f.kin.GetShardIterator(ctx, in)
+		if err != nil {
+			return fmt.Errorf("opening shard %s of %s: %w", aws.ToString(s.ShardId), f.stream, err)
+		}
+		start(aws.ToString(s.ShardId), aws.ToString(out.ShardIterator))
+		opened++
+	}
+	if f.OnStart != nil {
+		f.OnStart(opened, where)
+	}
+	relist := time.NewTicker(f.relist)
+	defer relist.Stop()
+	// Shards are added only from here, so waiting for them only when
+	// leaving is safe.
+	defer func() { cancel(); wg.Wait() }()
+	for {
+		select {
+		case <-ctx.Done():
+			select {
+			case err := <-errs:
+				return err
+			default:
+				return nil
+			}
+		case it := <-recs:
+			if it.bad != nil {
+				if f.OnUndecodable != nil {
+					f.OnUndecodable(it.bad)
+				}
+				continue
+			}
+			if err := fn(it.rec); err != nil {
+				return err
+			}
+		case <-relist.C:
+			shards, err := f.listShards(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					continue
+				}
+				return err
+			}
+			for _, s := range shards {
+				id := aws.ToString(s.ShardId)
+				if started[id] {
+					continue
+				}
+				// A shard created since the follow began: all of it is new.
+				out, err := f.kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(f.stream), ShardId: s.ShardId,
+					ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
+				if err != nil {
+					if ctx.Err() != nil {
+						continue
+					}
+					return fmt.Errorf("opening new shard %s of %s: %w", id, f.stream, err)
+				}
+				start(id, aws.ToString(out.ShardIterator))
+			}
+		}
+	}
+}
+
+// listShards lists every shard of the stream (all pages).
+func (f *Follower) listShards(ctx context.Context) ([]types.Shard, error) {
+	var out []types.Shard
+	in := &kinesis.ListShardsInput{StreamName: aws.String(f.stream)}
+	for {
+		page, err := f.kin.ListShards(ctx, in)
+		if err != nil {
+			var nf *types.ResourceNotFoundException
+			if errors.As(err, &nf) {
+				return nil, fmt.Errorf("stream %s does not exist: %w", f.stream, err)
+			}
+			return nil, fmt.Errorf("listing the shards of %s: %w", f.stream, err)
+		}
+		out = append(out, page.Shards...)
+		if page.NextToken == nil {
+			break
+		}
+		in = &kinesis.ListShardsInput{NextToken: page.NextToken}
+	}
+	sort.Slice(out, func(i, j int) bool { return aws.ToString(out[i].ShardId) < aws.ToString(out[j].ShardId) })
+	return out, nil
+}
+
+// readShard reads one shard from iterator it until the shard ends (a
+// reshard closed it and it was read to its end) or ctx does.
+func (f *Follower) readShard(ctx context.Context, shard, it string, recs chan<- item) error {
+	last := ""
+	backoff := f.poll
+	for it != "" {
+		out, err := f.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: aws.String(it), Limit: aws.Int32(getRecordsLimit)})
+		var expired *types.ExpiredIteratorException
+		var throttled *types.ProvisionedThroughputExceededException
+		var limited *types.LimitExceededException
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.As(err, &expired):
+			// Idle for five minutes: start again after the last record read.
+			in := &kinesis.GetShardIteratorInput{StreamName: aws.String(f.stream), ShardId: aws.String(shard), ShardIteratorType: types.ShardIteratorTypeLatest}
+			if last != "" {
+				in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(last)
+			}
+			o, err := f.kin.GetShardIterator(ctx, in)
+			if err != nil {
+				return fmt.Errorf("reopening shard %s of %s: %w", shard, f.stream, err)
+			}
+			it = aws.ToString(o.ShardIterator)
+			continue
+		case errors.As(err, &throttled), errors.As(err, &limited):
+			backoff = min(2*backoff, maxBackoff)
+			if !sleep(ctx, backoff) {
+				return nil
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("reading shard %s of %s: %w", shard, f.stream, err)
+		}
+		backoff = f.poll
+		for _, r := range out.Records {
+			rec := Record{Shard: shard, SequenceNumber: aws.ToString(r.SequenceNumber), Arrived: aws.ToTime(r.ApproximateArrivalTimestamp), Data: r.Data}
+			last = rec.SequenceNumber
+			next := item{rec: rec}
+			if err := json.Unmarshal(r.Data, &next.rec.Output); err != nil || next.rec.Output.ID == "" || next.rec.Output.Kind == "" {
+				if err == nil {
+					err = errors.New("no id or type")
+				}
+				next = item{bad: &UndecodableError{Shard: shard, SequenceNumber: rec.SequenceNumber, Err: err}}
+			}
+			select {
+			case recs <- next:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		it = aws.ToString(out.NextShardIterator)
+		if len(out.Records) == 0 || aws.ToInt64(out.MillisBehindLatest) == 0 {
+			if !sleep(ctx, f.poll) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends, and reports whether it waited d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

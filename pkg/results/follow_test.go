@@ -1,0 +1,186 @@
+package results_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/results"
+)
+
+// reshardingStream is a Kinesis stream that splits its shard as AWS does:
+// the parent closes (its last read returns no next iterator) and new
+// records go to the two children. The stand-in cannot show this (moto keeps
+// routing records to the closed parent), so this is the one fake here.
+type reshardingStream struct {
+	mu     sync.Mutex
+	shards []*fakeShard
+}
+
+type fakeShard struct {
+	id     string
+	parent string
+	recs   []kintypes.Record
+	closed bool
+}
+
+func (s *reshardingStream) open() []*fakeShard {
+	var out []*fakeShard
+	for _, sh := range s.shards {
+		if !sh.closed {
+			out = append(out, sh)
+		}
+	}
+	return out
+}
+
+// put appends one record per key, spread over the open shards.
+func (s *reshardingStream) put(keys ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	open := s.open()
+	for i, k := range keys {
+		sh := open[i%len(open)]
+		b, _ := json.Marshal(aggregate.Output{ID: "p/" + k + "/r1", Kind: "final", Pipeline: "p", Key: k, Window: "tumbling:1m0s", Revision: 1,
+			Result: agg.Result{Aggregates: agg.Count, Count: 1}})
+		sh.recs = append(sh.recs, kintypes.Record{Data: b, PartitionKey: aws.String(k), SequenceNumber: aws.String(fmt.Sprint(len(sh.recs) + 1)),
+			ApproximateArrivalTimestamp: aws.Time(time.Now())})
+	}
+}
+
+func (s *reshardingStream) split() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parent := s.shards[0]
+	parent.closed = true
+	s.shards = append(s.shards, &fakeShard{id: "shardId-000000000001", parent: parent.id}, &fakeShard{id: "shardId-000000000002", parent: parent.id})
+}
+
+func (s *reshardingStream) ListShards(ctx context.Context, in *kinesis.ListShardsInput, opts ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &kinesis.ListShardsOutput{}
+	for _, sh := range s.shards {
+		r := &kintypes.SequenceNumberRange{StartingSequenceNumber: aws.String("1")}
+		if sh.closed {
+			r.EndingSequenceNumber = aws.String(fmt.Sprint(len(sh.recs)))
+		}
+		out.Shards = append(out.Shards, kintypes.Shard{ShardId: aws.String(sh.id), ParentShardId: aws.String(sh.parent), SequenceNumberRange: r})
+	}
+	return out, nil
+}
+
+// Iterators are "<shard>/<next index>".
+func (s *reshardingStream) GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, opts ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, sh := range s.shards {
+		if sh.id != aws.ToString(in.ShardId) {
+			continue
+		}
+		next := 0
+		if in.ShardIteratorType == kintypes.ShardIteratorTypeLatest {
+			next = len(sh.recs)
+		}
+		return &kinesis.GetShardIteratorOutput{ShardIterator: aws.String(fmt.Sprintf("%d/%d", i, next))}, nil
+	}
+	return nil, &kintypes.ResourceNotFoundException{Message: aws.String("no shard")}
+}
+
+func (s *reshardingStream) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var i, next int
+	fmt.Sscanf(aws.ToString(in.ShardIterator), "%d/%d", &i, &next)
+	sh := s.shards[i]
+	out := &kinesis.GetRecordsOutput{Records: append([]kintypes.Record(nil), sh.recs[next:]...), MillisBehindLatest: aws.Int64(0)}
+	if !sh.closed {
+		out.NextShardIterator = aws.String(fmt.Sprintf("%d/%d", i, len(sh.recs)))
+	}
+	return out, nil
+}
+
+// A follow started on one shard keeps up across a split: the parent is
+// read to its end and the children, found when the shards are listed
+// again, from their start, so every record put before and after the split
+// is delivered once.
+func TestFollowAcrossASplit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st := &reshardingStream{shards: []*fakeShard{{id: "shardId-000000000000"}}}
+	f := results.NewFollower(st, "wr").WithPoll(20*time.Millisecond, 50*time.Millisecond)
+	ready := make(chan struct{})
+	f.OnStart = func(shards int, from string) {
+		if shards != 1 || from != "now (LATEST)" {
+			t.Errorf("started on %d shards from %s, want 1 from now (LATEST)", shards, from)
+		}
+		close(ready)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	shards := map[string]bool{}
+	done := make(chan error, 1)
+	go func() {
+		done <- f.Follow(ctx, time.Time{}, func(r results.Record) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[r.Output.Key]++
+			shards[r.Shard] = true
+			return nil
+		})
+	}()
+	<-ready
+	var before, after []string
+	for i := range 10 {
+		before = append(before, fmt.Sprint("before-", i))
+		after = append(after, fmt.Sprint("after-", i))
+	}
+	st.put(before...)
+	st.split()
+	st.put(after...)
+	want := append(before, after...)
+	for {
+		mu.Lock()
+		n := len(seen)
+		mu.Unlock()
+		if n == len(want) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			mu.Lock()
+			t.Fatalf("saw %d of %d keys: %v", len(seen), len(want), seen)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // anything delivered twice would arrive by now
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Follow: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range want {
+		if seen[k] != 1 {
+			t.Errorf("%s delivered %d times, want once", k, seen[k])
+		}
+	}
+	var ids []string
+	for s := range shards {
+		ids = append(ids, s)
+	}
+	sort.Strings(ids)
+	if fmt.Sprint(ids) != "[shardId-000000000000 shardId-000000000001 shardId-000000000002]" {
+		t.Errorf("records came from shards %v, want the parent and both children", ids)
+	}
+}

@@ -1,0 +1,113 @@
+package results
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// itemReader is what the reader needs of DynamoDB: package state's reads
+// (Query for a key's windows, GetItem for its session and sliding state).
+type itemReader interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ itemReader = (*dynamodb.Client)(nil)
+
+// ErrReadOnly is what a write through the reader's store returns: reading
+// results never changes them.
+var ErrReadOnly = errors.New("results: the reader does not write")
+
+// readOnly gives package state the store it asks for, with writes refused.
+type readOnly struct{ itemReader }
+
+func (readOnly) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, ErrReadOnly
+}
+
+// Reader reads one pipeline's windows from its views table.
+type Reader struct {
+	cfg   *pipeline.Config
+	table string
+	proc  *aggregate.Processor
+}
+
+// NewReader returns a reader of cfg's windows in table. cfg must be the
+// configuration the aggregate function runs (its aggregates say how the
+// stored partial results decode).
+func NewReader(cfg *pipeline.Config, db itemReader, table string) *Reader {
+	views := state.NewViews(readOnly{db}, table, cfg.Aggregates)
+	return &Reader{cfg: cfg, table: table, proc: aggregate.New(cfg, views, nil, "")}
+}
+
+// Table is the views table the reader reads.
+func (r *Reader) Table() string { return r.table }
+
+// Kinds lists the pipeline's window kinds (tumbling:1m0s, session:30s, ...)
+// in declaration order.
+func (r *Reader) Kinds() []string { return Kinds(r.cfg) }
+
+// Kinds lists cfg's window kinds (tumbling:1m0s, session:30s, ...) in
+// declaration order.
+func Kinds(cfg *pipeline.Config) []string {
+	out := make([]string, len(cfg.Windows))
+	for i, w := range cfg.Windows {
+		out[i] = w.ID()
+	}
+	return out
+}
+
+// Kind resolves what a person names one of cfg's window kinds by: its id
+// (tumbling:1m0s), or its kind alone (tumbling) when the pipeline has one
+// window of that kind. The error lists the pipeline's kinds.
+func Kind(cfg *pipeline.Config, name string) (string, error) {
+	var matches []string
+	for _, w := range cfg.Windows {
+		id := w.ID()
+		if id == name {
+			return id, nil
+		}
+		if w.Kind.String() == name {
+			matches = append(matches, id)
+		}
+	}
+	if len(matches) == 1 {
+		return matches[0], nil
+	}
+	if len(matches) > 1 {
+		return "", fmt.Errorf("%q: pipeline %s has %d %s windows, name one: %s", name, cfg.Name, len(matches), name, strings.Join(matches, ", "))
+	}
+	return "", fmt.Errorf("%q: pipeline %s has no such window; its windows: %s", name, cfg.Name, strings.Join(Kinds(cfg), ", "))
+}
+
+// Windows returns key's windows of the given kinds that start in [from,
+// to), ordered by kind (as given), then start, then end: final windows as
+// stored (revision 1, more after corrections), open ones with their
+// running value (revision 0).
+func (r *Reader) Windows(ctx context.Context, key string, kinds []string, from, to time.Time) ([]state.View, error) {
+	var out []state.View
+	for _, kind := range kinds {
+		vs, err := r.proc.Windows(ctx, key, kind, from, to)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s windows of key %q from %s: %w", kind, key, r.table, err)
+		}
+		sort.SliceStable(vs, func(i, j int) bool {
+			if !vs[i].Window.Start.Equal(vs[j].Window.Start) {
+				return vs[i].Window.Start.Before(vs[j].Window.Start)
+			}
+			return vs[i].Window.End.Before(vs[j].Window.End)
+		})
+		out = append(out, vs...)
+	}
+	return out, nil
+}

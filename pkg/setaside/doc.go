@@ -1,0 +1,50 @@
+// Package setaside is how a stream consumer gives up on a record that can
+// never succeed — unparseable, a wrong type, a value that would overflow an
+// aggregate, a key over its state budget, an output over a service limit —
+// without stopping its shard. The function writes the record, with its
+// data, its position (source, shard, sequence number) and a reason naming
+// the field, to the quarantine table, counts it in the metric
+// RecordsSetAside (namespace Tributary, dimension Function), logs one
+// structured line per record, and then reports the record processed, so
+// Lambda moves the shard on at once. Only transient errors (throttling,
+// timeouts, 5xx) fail a batch and are retried.
+//
+//	sink := setaside.New(dynamodbClient, os.Getenv("QUARANTINE_TABLE_NAME"),
+//		setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")), setaside.WithMetrics(m))
+//	rec := setaside.FromKinesis(&ev.Records[i])
+//	rec.Field, rec.Kind, rec.Reason = "data.ms", setaside.KindOverflow, "1.7e308 would make the window's sum +Inf"
+//	if err := sink.SetAside(ctx, []setaside.Record{rec}); err != nil {
+//		// transient: report the record as a batch item failure; nothing is lost
+//	}
+//
+// # The quarantine table
+//
+// Items are the ones package quarantine has always written (partition key
+// source = "<stream ARN>/<shard>", sort key sequenceNumber; TTL expiresAt,
+// 14 days), told apart by kind:
+//
+//	set-aside  a record a function gave up on: function, field, category, reason
+//	record     a record of a range Lambda gave up on (on-failure destination),
+//	           written by quarantine: condition, functionError, reason
+//	missing    a note that records of such a range could no longer be read
+//	chunk      a continuation of a record's data (sort key "<sequence>#001", ...)
+//
+// Writing is idempotent: the same record gives the same items, so a retried
+// batch or a redelivered message does no harm. A DynamoDB Streams record
+// has no shard in the Lambda event, so its source is the stream ARN alone.
+//
+// # Records bigger than an item
+//
+// A Kinesis record can be 1 MiB and a DynamoDB stream record as JSON more,
+// but a DynamoDB item holds 400 KB. The data is kept whole, spread over
+// items of at most ChunkBytes each: the first part in the record's own item
+// (dataChunks says how many items hold it, dataBytes its full size), the
+// rest in chunk items under the same source, sort keys "<sequence>#001",
+// "<sequence>#002", .... Chunks are written before the record's item, so a
+// record item is never there without its chunks. Load reassembles a record.
+// ChunkBytes leaves room for the item's other attributes and for stand-ins
+// that count binary data by its base64 length (moto); every item is checked
+// against DynamoDB's limit (limits.CheckItem) before it is written. This
+// keeps everything in the table the stack already has: no bucket, no new
+// permission beyond PutItem and BatchWriteItem on that table.
+package setaside

@@ -1,0 +1,180 @@
+package setaside
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Item kinds (the kind attribute of the quarantine table).
+const (
+	// ItemSetAside is a record a function set aside itself.
+	ItemSetAside = "set-aside"
+	// ItemRecord is a record of a range Lambda gave up on, copied by
+	// quarantine from its stream.
+	ItemRecord = "record"
+	// ItemMissing notes records of such a range that could not be read.
+	ItemMissing = "missing"
+	// ItemChunk holds a part of a record's data beyond the first.
+	ItemChunk = "chunk"
+)
+
+// Retention is how long a record is kept (the TTL in expiresAt).
+const Retention = 14 * 24 * time.Hour
+
+// ChunkBytes is the most data one item holds. It leaves room in
+// DynamoDB's 400 KB for the item's other attributes (bounded below), and
+// fits stand-ins that count binary data by its base64 length (moto refuses
+// items over 405,000 bytes so counted: 256 KiB is 349,528 in base64).
+const ChunkBytes = 256 << 10
+
+// MaxDataBytes bounds the data kept of one record (64 items); the records
+// Lambda delivers are far smaller (a 6 MB invocation payload). Past it the
+// data is kept truncated, with dataTruncated set and dataBytes the full
+// size.
+const MaxDataBytes = 64 * ChunkBytes
+
+// Bounds of the other attributes, so that an item always fits.
+const (
+	maxSourceBytes   = 2048 // DynamoDB's partition key limit
+	maxSequenceBytes = 1000 // DynamoDB's sort key limit is 1024; room for "#001"
+	maxReasonBytes   = 4096
+	maxTextBytes     = 1024 // field, function, partition key, event id, ...
+)
+
+// Item is one row of the quarantine table: a record set aside by a
+// function (kind ItemSetAside), a record of a failed range (ItemRecord), a
+// note that some records of a range could not be read (ItemMissing, sort
+// key "<start>-<end>", no data), or a part of a record's data (ItemChunk).
+type Item struct {
+	Source         string `dynamodbav:"source"`
+	SequenceNumber string `dynamodbav:"sequenceNumber"`
+	Kind           string `dynamodbav:"kind"`
+	// Data is the record's data, or its first ChunkBytes when DataChunks > 1
+	// (Load reassembles it).
+	Data []byte `dynamodbav:"data,omitempty"`
+	// DataBytes is the full size of the record's data.
+	DataBytes int `dynamodbav:"dataBytes,omitempty"`
+	// DataChunks is how many items hold the data (this one and
+	// DataChunks-1 chunk items), when more than one.
+	DataChunks int `dynamodbav:"dataChunks,omitempty"`
+	// DataTruncated is set when the data was over MaxDataBytes (or, in
+	// items written before chunking, over 350 KB) and only its start kept.
+	DataTruncated      bool   `dynamodbav:"dataTruncated,omitempty"`
+	PartitionKey       string `dynamodbav:"partitionKey,omitempty"`
+	EventID            string `dynamodbav:"eventID,omitempty"`
+	EventName          string `dynamodbav:"eventName,omitempty"`
+	ApproximateArrival string `dynamodbav:"approximateArrival,omitempty"`
+
+	// Function is the function that set the record aside (ItemSetAside).
+	Function string `dynamodbav:"function,omitempty"`
+	// Field names the field at fault ("" for the whole record).
+	Field string `dynamodbav:"field,omitempty"`
+	// Category is the record's Kind (KindUnparseable, ...).
+	Category string `dynamodbav:"category,omitempty"`
+	// SetAsideAt is when the function set it aside (RFC 3339).
+	SetAsideAt string `dynamodbav:"setAsideAt,omitempty"`
+
+	// Set on ItemRecord and ItemMissing items, from Lambda's on-failure
+	// record.
+	Condition     string `dynamodbav:"condition,omitempty"`
+	FunctionError string `dynamodbav:"functionError,omitempty"` // absent when the function answered with batch item failures
+	FunctionArn   string `dynamodbav:"functionArn,omitempty"`
+	RequestID     string `dynamodbav:"requestId,omitempty"`
+	FailedAt      string `dynamodbav:"failedAt,omitempty"`
+
+	ExpiresAt int64 `dynamodbav:"expiresAt"`
+
+	// Reason says why the record is here (every kind but ItemChunk).
+	Reason string `dynamodbav:"reason,omitempty"`
+
+	// Set on ItemMissing items.
+	StartSequenceNumber             string `dynamodbav:"startSequenceNumber,omitempty"`
+	EndSequenceNumber               string `dynamodbav:"endSequenceNumber,omitempty"`
+	BatchSize                       int    `dynamodbav:"batchSize,omitempty"`
+	RecordsFound                    *int   `dynamodbav:"recordsFound,omitempty"`
+	ApproximateArrivalOfFirstRecord string `dynamodbav:"approximateArrivalOfFirstRecord,omitempty"`
+	ApproximateArrivalOfLastRecord  string `dynamodbav:"approximateArrivalOfLastRecord,omitempty"`
+}
+
+// ChunkKey is the sort key of the i-th chunk item (1-based) of the record
+// with sort key seq.
+func ChunkKey(seq string, i int) string { return fmt.Sprintf("%s#%03d", seq, i) }
+
+// split returns it with its data cut to ChunkBytes (and its size and chunk
+// count set) and the chunk items holding the rest. Data over MaxDataBytes
+// is truncated first.
+func split(it Item) (Item, []Item) {
+	data := it.Data
+	it.DataBytes = len(data)
+	if len(data) > MaxDataBytes {
+		data, it.DataTruncated = data[:MaxDataBytes], true
+	}
+	if len(data) <= ChunkBytes {
+		it.Data, it.DataChunks = data, 0
+		return it, nil
+	}
+	n := (len(data) + ChunkBytes - 1) / ChunkBytes
+	it.Data, it.DataChunks = data[:ChunkBytes], n
+	chunks := make([]Item, 0, n-1)
+	for i := 1; i < n; i++ {
+		chunks = append(chunks, Item{Source: it.Source, SequenceNumber: ChunkKey(it.SequenceNumber, i), Kind: ItemChunk,
+			Data: data[i*ChunkBytes : min((i+1)*ChunkBytes, len(data))], ExpiresAt: it.ExpiresAt})
+	}
+	return it, chunks
+}
+
+// bound keeps the item's free text within its limits (the keys are checked,
+// not cut: a cut key would merge two records).
+func (it *Item) bound() error {
+	if it.Source == "" {
+		return fmt.Errorf("setaside: the record has no source (event source ARN)")
+	}
+	if it.SequenceNumber == "" {
+		return fmt.Errorf("setaside: record of %s has no sequence number", it.Source)
+	}
+	if len(it.Source) > maxSourceBytes {
+		return fmt.Errorf("setaside: source %.64q... is %d bytes, over %d", it.Source, len(it.Source), maxSourceBytes)
+	}
+	if len(it.SequenceNumber) > maxSequenceBytes {
+		return fmt.Errorf("setaside: sequence number %.64q... is %d bytes, over %d", it.SequenceNumber, len(it.SequenceNumber), maxSequenceBytes)
+	}
+	it.Reason = truncate(it.Reason, maxReasonBytes)
+	for _, s := range []*string{&it.Field, &it.Function, &it.Category, &it.PartitionKey, &it.EventID, &it.EventName,
+		&it.Condition, &it.FunctionError, &it.FunctionArn, &it.RequestID} {
+		*s = truncate(*s, maxTextBytes)
+	}
+	return nil
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…(truncated)"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+// item is the quarantine item of a set-aside record.
+func (r *Record) item(function string, now time.Time) Item {
+	it := Item{Source: r.source(), SequenceNumber: r.Sequence, Kind: ItemSetAside, Data: r.Data,
+		PartitionKey: r.PartitionKey, EventID: r.EventID, EventName: r.EventName,
+		Function: r.Function, Field: r.Field, Category: r.Kind, Reason: r.Reason,
+		SetAsideAt: now.UTC().Format(time.RFC3339Nano), ExpiresAt: now.Add(Retention).Unix()}
+	if it.Function == "" {
+		it.Function = function
+	}
+	if !r.ArrivedAt.IsZero() {
+		it.ApproximateArrival = r.ArrivedAt.UTC().Format(time.RFC3339Nano)
+	}
+	if strings.TrimSpace(it.Reason) == "" {
+		it.Reason = "set aside without a reason"
+	}
+	return it
+}

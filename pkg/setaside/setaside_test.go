@@ -1,0 +1,307 @@
+package setaside_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/limits"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+var (
+	db     *dynamodb.Client
+	serial atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(standintest.Main(m, func(cfg aws.Config) { db = dynamodb.NewFromConfig(cfg) }))
+}
+
+var now = time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+
+const streamArn = "arn:aws:kinesis:us-east-1:123456789012:stream/events"
+
+// table creates a quarantine table (the stack's schema).
+func table(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("quarantine-%d", serial.Add(1))
+	err := setaside.CreateTable(context.Background(), db, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// scan is every item of the table, raw.
+func scan(t *testing.T, tbl string) []map[string]ddbtypes.AttributeValue {
+	t.Helper()
+	var all []map[string]ddbtypes.AttributeValue
+	var start map[string]ddbtypes.AttributeValue
+	for {
+		out, err := db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(tbl), ExclusiveStartKey: start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, out.Items...)
+		if len(out.LastEvaluatedKey) == 0 {
+			return all
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+func kinesisRecord(seq string, data []byte) events.KinesisEventRecord {
+	return events.KinesisEventRecord{EventID: "shardId-000000000001:" + seq, EventSourceArn: streamArn,
+		Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: "user-7", Data: data,
+			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: now.Add(-time.Minute)}}}
+}
+
+func TestSetAsideWritesTheRecordWithItsReason(t *testing.T) {
+	t.Parallel()
+	tbl := table(t)
+	var logs, emf bytes.Buffer
+	m := metrics.New(&emf, "aggregate")
+	sink := setaside.New(db, tbl, setaside.WithFunction("tributary-aggregate"), setaside.WithMetrics(m),
+		setaside.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), setaside.WithClock(func() time.Time { return now }))
+	kr := kinesisRecord("49601189658422359378836298521827638475320189012309704722", []byte(`{"data":{"ms":1.7e308}}`))
+	rec := setaside.FromKinesis(&kr)
+	rec.Field, rec.Kind, rec.Reason = "data.ms", setaside.KindOverflow, "data.ms 1.7e308 would make the window's sum +Inf"
+	if err := sink.SetAside(context.Background(), []setaside.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	it, err := setaside.Load(context.Background(), db, tbl, streamArn+"/shardId-000000000001", kr.Kinesis.SequenceNumber)
+	if err != nil || it == nil {
+		t.Fatalf("Load = %v, %v", it, err)
+	}
+	want := setaside.Item{Source: streamArn + "/shardId-000000000001", SequenceNumber: kr.Kinesis.SequenceNumber, Kind: setaside.ItemSetAside,
+		Data: kr.Kinesis.Data, DataBytes: len(kr.Kinesis.Data), PartitionKey: "user-7", ApproximateArrival: "2026-11-29T10:59:00Z",
+		Function: "tributary-aggregate", Field: "data.ms", Category: "overflow", SetAsideAt: "2026-11-29T11:00:00Z",
+		ExpiresAt: now.Add(14 * 24 * time.Hour).Unix(), Reason: "data.ms 1.7e308 would make the window's sum +Inf"}
+	if fmt.Sprintf("%+v", *it) != fmt.Sprintf("%+v", want) {
+		t.Errorf("item\n %+v\nwant\n %+v", *it, want)
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(emf.Bytes(), &doc); err != nil || doc["RecordsSetAside"] != 1.0 || doc["Function"] != "aggregate" {
+		t.Errorf("EMF %s: want RecordsSetAside 1 for function aggregate", emf.String())
+	}
+	var line map[string]any
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+		t.Fatalf("log %q: %v", logs.String(), err)
+	}
+	for k, v := range map[string]string{"msg": "record set aside", "field": "data.ms", "kind": "overflow", "shard": "shardId-000000000001",
+		"sequenceNumber": kr.Kinesis.SequenceNumber, "reason": want.Reason, "function": "tributary-aggregate"} {
+		if line[k] != v {
+			t.Errorf("log %s = %v, want %q", k, line[k], v)
+		}
+	}
+}
+
+func TestSetAsideKeepsBigRecordsWhole(t *testing.T) {
+	t.Parallel()
+	tbl := table(t)
+	sink := setaside.New(db, tbl, setaside.WithFunction("enrich"))
+	big := bytes.Repeat([]byte("<tag>&</tag>"), (1<<20)/12) // a 1 MiB Kinesis record
+	small := []byte(`{"id":"x"}`)
+	a, b := kinesisRecord("100", big), kinesisRecord("200", small)
+	recs := []setaside.Record{setaside.FromKinesis(&a), setaside.FromKinesis(&b)}
+	for i := range recs {
+		recs[i].Field, recs[i].Kind, recs[i].Reason = "data", setaside.KindOutputTooLarge, "too big"
+	}
+	for range 2 { // idempotent: the second call writes the same items
+		if err := sink.SetAside(context.Background(), recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items := scan(t, tbl)
+	wantItems := 1 + (len(big)+setaside.ChunkBytes-1)/setaside.ChunkBytes
+	if len(items) != wantItems {
+		t.Fatalf("%d items, want %d (the small record, and the big one over %d items)", len(items), wantItems, wantItems-1)
+	}
+	for _, it := range items {
+		if n := limits.ItemSize(it); n > limits.DynamoDBItemBytes {
+			t.Errorf("item %v is %d bytes, over DynamoDB's limit", it["sequenceNumber"], n)
+		}
+	}
+	got, err := setaside.Load(context.Background(), db, tbl, streamArn+"/shardId-000000000001", "100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Data, big) || got.DataBytes != len(big) || got.DataTruncated {
+		t.Errorf("reassembled %d bytes (dataBytes %d, truncated %v), want the %d bytes set aside", len(got.Data), got.DataBytes, got.DataTruncated, len(big))
+	}
+	// The record's own item says how many items hold its data.
+	var head setaside.Item
+	for _, it := range items {
+		if v, _ := it["sequenceNumber"].(*ddbtypes.AttributeValueMemberS); v.Value == "100" {
+			if err := attributevalue.UnmarshalMap(it, &head); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if head.DataChunks != wantItems-1 || len(head.Data) != setaside.ChunkBytes {
+		t.Errorf("head item: dataChunks %d, %d data bytes; want %d and %d", head.DataChunks, len(head.Data), wantItems-1, setaside.ChunkBytes)
+	}
+	if got, _ := setaside.Load(context.Background(), db, tbl, streamArn+"/shardId-000000000001", "200"); got == nil || !bytes.Equal(got.Data, small) {
+		t.Errorf("small record = %+v", got)
+	}
+}
+
+// throttled answers the first BatchWriteItem call with part of its items
+// unprocessed (as DynamoDB does under throttling), or fails every call.
+type throttled struct {
+	*dynamodb.Client
+	calls     atomic.Int64
+	failCalls bool
+}
+
+func (c *throttled) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	n := c.calls.Add(1)
+	if c.failCalls {
+		return nil, &ddbtypes.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
+	}
+	if n > 1 {
+		return c.Client.BatchWriteItem(ctx, in, opts...)
+	}
+	part := map[string][]ddbtypes.WriteRequest{}
+	rest := map[string][]ddbtypes.WriteRequest{}
+	for tbl, reqs := range in.RequestItems {
+		part[tbl], rest[tbl] = reqs[:1], reqs[1:]
+	}
+	if _, err := c.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: part}, opts...); err != nil {
+		return nil, err
+	}
+	return &dynamodb.BatchWriteItemOutput{UnprocessedItems: rest}, nil
+}
+
+func TestSetAsideRetriesUnprocessedItems(t *testing.T) {
+	t.Parallel()
+	tbl := table(t)
+	c := &throttled{Client: db}
+	sink := setaside.New(c, tbl, setaside.WithBackoff(func(int) time.Duration { return time.Millisecond }))
+	var recs []setaside.Record
+	for i := range 5 {
+		kr := kinesisRecord(fmt.Sprint(100+i), []byte("x"))
+		r := setaside.FromKinesis(&kr)
+		r.Reason = "bad"
+		recs = append(recs, r)
+	}
+	if err := sink.SetAside(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(scan(t, tbl)); n != 5 || c.calls.Load() != 2 {
+		t.Errorf("%d items in %d calls, want 5 in 2 (the unprocessed retried)", n, c.calls.Load())
+	}
+}
+
+func TestSetAsideErrors(t *testing.T) {
+	t.Parallel()
+	tbl := table(t)
+	ok := kinesisRecord("1", []byte("x"))
+	noSource := ok
+	noSource.EventSourceArn = ""
+	tests := []struct {
+		name string
+		sink *setaside.Sink
+		rec  events.KinesisEventRecord
+		want string
+	}{
+		{"no sink: the records are reported failed, not lost", nil, ok, "no quarantine table"},
+		{"throttled: a transient error for the caller to report", setaside.New(&throttled{Client: db, failCalls: true}, tbl), ok, "ProvisionedThroughputExceeded"},
+		{"no such table", setaside.New(db, "no-such-table"), ok, "no-such-table"},
+		{"a record without its source cannot be kept apart from others", setaside.New(db, tbl), noSource, "no source"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.sink.SetAside(context.Background(), []setaside.Record{setaside.FromKinesis(&tt.rec)})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("SetAside = %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+	if err := (*setaside.Sink)(nil).SetAside(context.Background(), []setaside.Record{setaside.FromKinesis(&ok)}); !errors.Is(err, setaside.ErrNoSink) {
+		t.Errorf("nil sink: %v, want ErrNoSink", err)
+	}
+}
+
+func TestKeepNeverReplacesASetAsideRecord(t *testing.T) {
+	t.Parallel()
+	tbl := table(t)
+	sink := setaside.New(db, tbl)
+	src := streamArn + "/shardId-000000000001"
+	kr := kinesisRecord("300", []byte("poison"))
+	rec := setaside.FromKinesis(&kr)
+	rec.Field, rec.Reason = "occurredAt", "occurredAt: not a time"
+	if err := sink.SetAside(context.Background(), []setaside.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	ranged := func(seq string) setaside.Item {
+		return setaside.Item{Source: src, SequenceNumber: seq, Kind: setaside.ItemRecord, Data: []byte("from the range"),
+			Condition: "RetryAttemptsExhausted", Reason: "batch retries exhausted", ExpiresAt: now.Unix()}
+	}
+	if err := sink.Keep(context.Background(), []setaside.Item{ranged("300"), ranged("301")}); err != nil {
+		t.Fatal(err)
+	}
+	if it, _ := setaside.Load(context.Background(), db, tbl, src, "300"); it == nil || it.Kind != setaside.ItemSetAside || it.Reason != rec.Reason {
+		t.Errorf("record 300 = %+v; want the set-aside item with its own reason", it)
+	}
+	if it, _ := setaside.Load(context.Background(), db, tbl, src, "301"); it == nil || it.Kind != setaside.ItemRecord || it.Condition != "RetryAttemptsExhausted" {
+		t.Errorf("record 301 = %+v; want the range's record", it)
+	}
+	// The other way round: a function setting aside a record quarantine
+	// kept from a range gives the precise reason.
+	kr = kinesisRecord("301", []byte("from the range"))
+	rec = setaside.FromKinesis(&kr)
+	rec.Reason = "precise"
+	if err := sink.SetAside(context.Background(), []setaside.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	if it, _ := setaside.Load(context.Background(), db, tbl, src, "301"); it == nil || it.Kind != setaside.ItemSetAside || it.Reason != "precise" {
+		t.Errorf("record 301 = %+v; want set aside", it)
+	}
+}
+
+func TestFromDynamoDBKeepsMarkupUnescaped(t *testing.T) {
+	rec := events.DynamoDBEventRecord{EventID: "e1", EventName: "MODIFY",
+		EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/profiles/stream/2026-11-29T00:00:00.000",
+		Change: events.DynamoDBStreamRecord{SequenceNumber: "800000000003126276362",
+			NewImage: map[string]events.DynamoDBAttributeValue{"bio": events.NewStringAttribute(strings.Repeat("<", 1000))}}}
+	r := setaside.FromDynamoDB(&rec)
+	if r.Source != rec.EventSourceArn || r.Shard != "" || r.Sequence != "800000000003126276362" || r.EventID != "e1" || r.EventName != "MODIFY" {
+		t.Errorf("record %+v", r)
+	}
+	if bytes.Contains(r.Data, []byte(`\u003c`)) || len(r.Data) > 1500 {
+		t.Errorf("data is %d bytes with HTML escapes; want '<' kept as one byte", len(r.Data))
+	}
+	var back events.DynamoDBEventRecord
+	if err := json.Unmarshal(r.Data, &back); err != nil || back.Change.NewImage["bio"].String() != strings.Repeat("<", 1000) {
+		t.Errorf("data does not decode back into the Lambda record: %v", err)
+	}
+}
+
+func TestFromSQS(t *testing.T) {
+	r := setaside.FromSQS(&events.SQSMessage{MessageId: "m-1", Body: "hello", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:Failures",
+		Attributes: map[string]string{"SentTimestamp": "1795949000000"}})
+	if r.Source != "arn:aws:sqs:us-east-1:123456789012:Failures" || r.Sequence != "m-1" || string(r.Data) != "hello" || r.ArrivedAt.UnixMilli() != 1795949000000 {
+		t.Errorf("record %+v", r)
+	}
+}

@@ -1,0 +1,191 @@
+package timeline
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+const tweetsStream = "arn:aws:dynamodb:us-east-1:123456789012:table/tweets/stream/2026-11-01T00:00:00.000"
+
+func quarantineTable(t *testing.T, db *dynamodb.Client, name string) {
+	t.Helper()
+	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName: aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("source"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("sequenceNumber"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("source"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sequenceNumber"), KeyType: types.KeyTypeRange}},
+		BillingMode: types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tweetRecord(seq, author, id string, img map[string]events.DynamoDBAttributeValue) events.DynamoDBEventRecord {
+	return events.DynamoDBEventRecord{EventID: "ev-" + seq, EventName: "INSERT", EventSourceArn: tweetsStream,
+		Change: events.DynamoDBStreamRecord{SequenceNumber: seq,
+			Keys:     map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr(author), AttrTweetID: sattr(id)},
+			NewImage: img}}
+}
+
+// TestRecordsThatCanNeverBeAppliedAreSetAside: unknown keys, a tweet
+// without createdAt, and tweets whose timeline item would be over
+// DynamoDB's 400 KB (by this package's size check, and as the stand-in
+// refuses it) are set aside in the quarantine table with the field at
+// fault; the records after them in the same batch are applied and nothing
+// is reported failed, so the shard moves on. A follow is applied to every
+// tweet that fits and set aside naming the one that does not.
+func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
+	srv := standintest.Start(t)
+	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	tb := createTables(t, db, "aside")
+	quarantineTable(t, db, "quarantine")
+	ctx := context.Background()
+	at := "2026-11-01T00:00:01Z"
+	// 404,940 bytes of text: the tweet fits the stand-in's item limit
+	// (405,000 as it counts), its timeline item, 37 bytes more, does not.
+	nearLimit := strings.Repeat("x", 404_940)
+	// A list of 10,000 strings of 40 bytes: 410,003 bytes as DynamoDB
+	// counts (3 per list, 1 per element), 400,000 as the stand-in does, so
+	// only this package's check keeps its timeline item out.
+	var letters []types.AttributeValue
+	for range 10_000 {
+		letters = append(letters, s(strings.Repeat("a", 40)))
+	}
+	tweets := []map[string]types.AttributeValue{
+		{AttrAuthorID: s("ann"), AttrTweetID: s("t1"), AttrCreatedAt: s(at), AttrText: s("hello from ann")},
+		{AttrAuthorID: s("ann"), AttrTweetID: s("t-big"), AttrCreatedAt: s(at), AttrText: s(nearLimit)},
+		{AttrAuthorID: s("ann"), AttrTweetID: s("t-list"), AttrCreatedAt: s(at), AttrText: &types.AttributeValueMemberL{Value: letters}},
+		{AttrAuthorID: s("ann"), AttrTweetID: s("t2"), AttrCreatedAt: s(at), AttrText: s("hello from ann")},
+	}
+	for _, it := range tweets {
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &tb.Tweets, Item: it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &tb.Follows, Item: map[string]types.AttributeValue{
+		AttrFollowerID: s("bob"), AttrFolloweeID: s("ann")}}); err != nil {
+		t.Fatal(err)
+	}
+	img := func(id string) map[string]events.DynamoDBAttributeValue {
+		return map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr("ann"), AttrTweetID: sattr(id), AttrCreatedAt: sattr(at)}
+	}
+	followKeys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("bob"), AttrFolloweeID: sattr("ann")}
+	recs := []events.DynamoDBEventRecord{
+		tweetRecord("100", "ann", "t1", img("t1")),
+		{EventID: "ev-200", EventName: "INSERT", EventSourceArn: tweetsStream, Change: events.DynamoDBStreamRecord{SequenceNumber: "200",
+			Keys: map[string]events.DynamoDBAttributeValue{"id": sattr("x")}}},
+		tweetRecord("300", "ann", "t-nodate", map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr("ann")}),
+		tweetRecord("400", "ann", "t-big", img("t-big")),
+		tweetRecord("500", "ann", "t-list", img("t-list")),
+		{EventID: "ev-600", EventName: "INSERT", EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x",
+			Change: events.DynamoDBStreamRecord{SequenceNumber: "600", Keys: followKeys, NewImage: followKeys}},
+		tweetRecord("700", "ann", "t2", img("t2")),
+	}
+	h := New(db, tb, WithSetAside(setaside.New(db, "quarantine")))
+	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: recs})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v; want no failures: the shard moves on", resp.BatchItemFailures, err)
+	}
+	want := []string{"ann|" + at + "#t1", "ann|" + at + "#t2", "bob|" + at + "#t1", "bob|" + at + "#t2"}
+	if got := view(t, db, tb.Timelines); !slices.Equal(got, want) {
+		t.Errorf("view %v, want %v", got, want)
+	}
+	for _, w := range []struct {
+		source, seq, field, kind, saying string
+	}{
+		{tweetsStream, "200", "dynamodb.Keys", setaside.KindInvalid, "neither a tweet"},
+		{tweetsStream, "300", "dynamodb.NewImage.createdAt", setaside.KindInvalid, "missing or not a string"},
+		{tweetsStream, "400", "dynamodb.NewImage.text", setaside.KindOutputTooLarge, "refused by DynamoDB"},
+		{tweetsStream, "500", "dynamodb.NewImage.text", setaside.KindOutputTooLarge, "the timeline item would be 410"},
+		{"arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x", "600", "text", setaside.KindOutputTooLarge, "bob's (tweet ann/t-big)"},
+	} {
+		it, err := setaside.Load(ctx, db, "quarantine", w.source, w.seq)
+		if err != nil || it == nil {
+			t.Errorf("record %s not quarantined: %v", w.seq, err)
+			continue
+		}
+		if it.Kind != setaside.ItemSetAside || it.Field != w.field || it.Category != w.kind || !strings.Contains(it.Reason, w.saying) {
+			t.Errorf("record %s: field %q kind %s reason %q; want field %q, %s, saying %q", w.seq, it.Field, it.Category, it.Reason, w.field, w.kind, w.saying)
+		}
+		var back events.DynamoDBEventRecord
+		if err := json.Unmarshal(it.Data, &back); err != nil || back.Change.SequenceNumber != w.seq {
+			t.Errorf("record %s: data is not its stream record: %v", w.seq, err)
+		}
+	}
+	if it, _ := setaside.Load(ctx, db, "quarantine", "arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x", "600"); it != nil &&
+		!strings.Contains(it.Reason, "bob's (tweet ann/t-list)") {
+		t.Errorf("the follow's reason %q does not name both tweets left out", it.Reason)
+	}
+}
+
+// throttledTimelines fails every PutItem on the timelines table as
+// DynamoDB does under throttling (after the SDK's own retries).
+type throttledTimelines struct {
+	*dynamodb.Client
+	table string
+}
+
+func (c *throttledTimelines) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if aws.ToString(in.TableName) == c.table {
+		return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("The level of configured provisioned throughput for the table was exceeded")}
+	}
+	return c.Client.PutItem(ctx, in, opts...)
+}
+
+// TestThrottledStoreIsRetriedNotSetAside: a throttled write is transient:
+// the record is the batch item failure (Lambda retries it), the records
+// before it are applied, and nothing is set aside.
+func TestThrottledStoreIsRetriedNotSetAside(t *testing.T) {
+	srv := standintest.Start(t)
+	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	tb := createTables(t, db, "throttle")
+	quarantineTable(t, db, "quarantine")
+	ctx := context.Background()
+	at := "2026-11-01T00:00:01Z"
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &tb.Tweets, Item: map[string]types.AttributeValue{
+		AttrAuthorID: s("ann"), AttrTweetID: s("t1"), AttrCreatedAt: s(at), AttrText: s("hello from ann")}}); err != nil {
+		t.Fatal(err)
+	}
+	img := map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr("ann"), AttrTweetID: sattr("t1"), AttrCreatedAt: sattr(at)}
+	recs := []events.DynamoDBEventRecord{
+		{EventID: "ev-1", EventName: "INSERT", EventSourceArn: tweetsStream, Change: events.DynamoDBStreamRecord{SequenceNumber: "100",
+			Keys: map[string]events.DynamoDBAttributeValue{"id": sattr("x")}}}, // bad: set aside
+		tweetRecord("200", "ann", "t1", img), // throttled: retried
+		tweetRecord("300", "ann", "t1", img),
+	}
+	h := New(&throttledTimelines{Client: db, table: tb.Timelines}, tb, WithSetAside(setaside.New(db, "quarantine")))
+	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: recs})
+	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "200" {
+		t.Fatalf("Handle = %v, %v; want record 200 reported for a retry", resp.BatchItemFailures, err)
+	}
+	out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("quarantine")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Items) != 1 || str(out.Items[0], "sequenceNumber") != "100" {
+		t.Errorf("quarantine holds %d items; want only record 100, never the throttled one", len(out.Items))
+	}
+	// The throttle lifts: the redelivered batch from 200 applies.
+	h = New(db, tb, WithSetAside(setaside.New(db, "quarantine")))
+	if resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: recs[1:]}); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("retry: %v, %v", resp.BatchItemFailures, err)
+	}
+	if got := view(t, db, tb.Timelines); !slices.Equal(got, []string{"ann|" + at + "#t1"}) {
+		t.Errorf("view %v after the retry", got)
+	}
+}

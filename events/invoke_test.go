@@ -41,7 +41,33 @@ type topology struct {
 var invokeCases = map[string]func(t *testing.T, top topology, ans answer){
 	"ingest/function-url-post.json":    urlAnswer(202, `"accepted":1`),
 	"ingest/function-url-batch.json":   urlAnswer(202, `"accepted":3`),
-	"ingest/function-url-invalid.json": urlAnswer(400, `event 1 (id \"evt-0006\"): occurredAt:`),
+	"ingest/function-url-invalid.json": urlAnswer(400, `"index":1,"id":"evt-0006","field":"occurredAt"`),
+	// The console's Test tab run twice with one Idempotency-Key: the second
+	// answer is the first, byte for byte, marked replayed.
+	"ingest/function-url-idempotency-key.json": func(t *testing.T, top topology, ans answer) {
+		urlAnswer(202, `"accepted":2`)(t, top, ans)
+		raw, err := os.ReadFile("ingest/function-url-idempotency-key.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		again := invoke(t, top, "ingest", raw)
+		var first, second struct {
+			StatusCode int
+			Headers    map[string]string
+			Body       string
+		}
+		ans.decode(t, &first)
+		again.decode(t, &second)
+		if second.StatusCode != first.StatusCode || second.Body != first.Body || second.Headers["Idempotency-Replayed"] != "true" {
+			t.Errorf("the same request again answered %d %v %s, want the first answer (%d %s) replayed", second.StatusCode, second.Headers, second.Body, first.StatusCode, first.Body)
+		}
+	},
+	// The local stack is synthesized with the default auth, AWS_IAM: the
+	// function checks no signature (the URL's SigV4 would), so the signed
+	// sample is accepted as on a stack deployed without -c
+	// tributary:ingestAuth=HMAC. pkg/local's TestSignedIngestEndToEnd runs
+	// the HMAC stack, where the sample's old timestamp is a 401.
+	"ingest/function-url-signed.json": urlAnswer(202, `"accepted":1`),
 	"aggregate/kinesis-batch.json": func(t *testing.T, top topology, ans answer) {
 		ans.failures(t)
 		w, err := top.stack.FindWindows()
@@ -58,8 +84,23 @@ var invokeCases = map[string]func(t *testing.T, top topology, ans answer){
 			t.Errorf("views table %s holds %v for 10:41, want user-42 2 and user-7 1", w.Table, got)
 		}
 	},
-	"aggregate/kinesis-poison.json": func(t *testing.T, _ topology, ans answer) {
-		ans.failures(t, "49601189658422359378836298521827638475320189012309704722")
+	// The deployed aggregate has a quarantine table: the record whose
+	// occurredAt is no time is set aside there at once, naming the field, and
+	// the batch succeeds.
+	"aggregate/kinesis-poison.json": func(t *testing.T, top topology, ans answer) {
+		ans.failures(t)
+		const seq = "49601189658422359378836298521827638475320189012309704722"
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		recs, err := local.WaitQuarantined(ctx, top.stack.Config(), tableByPrefix(t, top, "Quarantine"), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.SequenceNumber == seq && (r.Kind != "set-aside" || r.Field != "occurredAt" || len(r.Data) == 0) {
+				t.Errorf("quarantined %+v: want it set aside by aggregate with its data, naming occurredAt", r)
+			}
+		}
 	},
 	"aggregate/kinesis-tumbling-window.json": func(t *testing.T, _ topology, ans answer) {
 		ans.failures(t)
@@ -103,8 +144,22 @@ var invokeCases = map[string]func(t *testing.T, top topology, ans answer){
 	"timeline/dynamodb-tweet-insert.json":  noFailures,
 	"timeline/dynamodb-follow-remove.json": noFailures,
 	"quarantine/sqs-on-failure.json":       noFailures,
-	"quarantine/sqs-unparseable.json": func(t *testing.T, _ topology, ans answer) {
-		ans.failures(t, "2e1424d4-f796-459a-8184-9c92662be6da")
+	// A message that is no on-failure record can never succeed: set aside
+	// in the quarantine table with its body, not retried into the DLQ.
+	"quarantine/sqs-unparseable.json": func(t *testing.T, top topology, ans answer) {
+		ans.failures(t)
+		const id = "2e1424d4-f796-459a-8184-9c92662be6da"
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		recs, err := local.WaitQuarantined(ctx, top.stack.Config(), tableByPrefix(t, top, "Quarantine"), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.SequenceNumber == id && (r.Kind != "set-aside" || !strings.Contains(r.Reason, "not a Lambda on-failure record")) {
+				t.Errorf("quarantined %+v: want the message set aside as not an on-failure record", r)
+			}
+		}
 	},
 	// {"table": "profiles"} names the profiles table by its construct id;
 	// the Invoke API gives the function the local table's name.
@@ -175,6 +230,19 @@ func urlAnswer(status int, body string) func(*testing.T, topology, answer) {
 			t.Errorf("function URL response %d %s, want %d with %s", r.StatusCode, r.Body, status, body)
 		}
 	}
+}
+
+// tableByPrefix is the local name of the table whose logical id starts
+// with logicalPrefix.
+func tableByPrefix(t *testing.T, top topology, logicalPrefix string) string {
+	t.Helper()
+	for _, tb := range top.stack.Deployment().Tables() {
+		if strings.HasPrefix(tb.LogicalID, logicalPrefix) {
+			return tb.Name
+		}
+	}
+	t.Fatalf("no table %s* in the deployment", logicalPrefix)
+	return ""
 }
 
 // profilesTable is the local name of the table cdc follows.

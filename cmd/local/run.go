@@ -307,7 +307,10 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	// The Idempotency-Key check counts aggregate's records exactly, so it
 	// runs once the joins (which send through ingest too) are done.
 	keyedBefore := want.Total()
-	if err := demoIdempotencyKey(ctx, topo.ingestURL, w, stack, now, want, from, to); err != nil {
+	// Its events are stamped now, when they are sent: ingest adds
+	// receivedAt − sentAt to occurredAt, so a sentAt from the start of the
+	// demo would move them into a later window.
+	if err := demoIdempotencyKey(ctx, topo.ingestURL, w, stack, time.Now().UTC(), want, from, to); err != nil {
 		return err
 	}
 	out.keyed = want.Total() - keyedBefore
@@ -387,7 +390,7 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	}
 	// The mapping counts a batch once the function has returned; give the
 	// last one a moment, then any second copy would have arrived too.
-	for i := 0; i < 20 && stack.Stats().Of("aggregate").Records-before < len(evs); i++ {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && stack.Stats().Of("aggregate").Records-before < len(evs); {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second)

@@ -64,6 +64,12 @@ func main() {
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			if cmd == "up" {
+				// Ctrl-C is how up is meant to end, while starting too:
+				// what had started has been stopped.
+				fmt.Fprintln(os.Stderr, "local: interrupted while starting; everything started was stopped")
+				return
+			}
 			fmt.Fprintln(os.Stderr, "local: interrupted")
 			os.Exit(130)
 		}

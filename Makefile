@@ -75,12 +75,13 @@ results: ## a key's windows from the running make local-up: make results KEY=use
 	  $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
 
 .PHONY: bench
-bench: deps-local deps-bench ## cost, throughput, worker idempotency, ingest and enrichment against their peers, side by side (BENCH lines, about 4 min)
+bench: deps-local deps-bench ## cost, throughput, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side (BENCH lines, about 8 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
 	$(GO) run ./bench/throughput
 	$(GO) run ./bench/worker
 	$(GO) run ./bench/ingest
 	$(GO) run ./bench/enrich
+	$(GO) run ./bench/cep
 
 .PHONY: bench-full
 bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 12 min on moto)
@@ -89,6 +90,7 @@ bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 eve
 	$(GO) run ./bench/worker
 	$(GO) run ./bench/ingest
 	$(GO) run ./bench/enrich
+	$(GO) run ./bench/cep
 
 .PHONY: soak
 soak: deps-local ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)

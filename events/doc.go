@@ -60,6 +60,17 @@
 //	                                     one "missing" item with the batch's coordinates is written
 //	quarantine/sqs-unparseable.json    a message that is not an on-failure record → no failure: set aside in the quarantine
 //	                                   table (kind set-aside, reason "body is not a JSON object", its body as data)
+//	join/kinesis-search-click.json     srch-1 and clk-1 (sess-1), srch-2 (sess-2), srch-3 (sess-2, 10:42) under infra/join.json
+//	                                   → joined srch-1 ⋈ clk-1; srch-2 unmatched (the watermark, 10:41:55, passed its 30 s);
+//	                                   delivered twice, nothing more on the joins stream
+//	join/eventbridge-tick.json         after that batch, ticks at 10:50 and 10:51 move the idle shard's watermark to 10:50:35
+//	                                   → srch-3 unmatched; join_rate sess-1 10:41 1/1, sess-2 10:41 0/1 and 10:42 0/1
+//	detect/kinesis-payments.json       with rule fail-then-big (rules/function-url-add.json) in the rules table: acct-1's
+//	                                   failed payment, a page view, a payment of 150 → one match pay-1,pay-2; acct-2's payment
+//	                                   of 500 follows no failure → none; delivered twice, one match
+//	rules/function-url-add.json        POST /rules with fail-then-big → 201, the rule, appliesFrom 10 s later
+//	rules/function-url-add-invalid.json  a where clause with "=>" → 400, part "pattern[0].where"
+//	rules/function-url-test.json       POST /test: the rule over three events offline → 200, one match
 //
 // Kinesis record data in the samples is base64, as Lambda delivers it; decode
 // it to read the envelopes.

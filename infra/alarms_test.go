@@ -70,6 +70,7 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 		FunctionTicker: s.Ticker, FunctionWorker: s.Work.Worker.GoFunction, FunctionCDC: s.Profiles.Function.GoFunction,
 		FunctionTimeline: s.Timelines.Function.GoFunction, FunctionEnrich: s.Enrichment.Function.GoFunction,
 		FunctionSnapshot: s.Snapshot.Function,
+		FunctionJoin:     s.Joins.Function.GoFunction, FunctionDetect: s.Detection.Detect.GoFunction, FunctionRules: s.Detection.Admin,
 	}
 	for _, name := range FunctionNames {
 		dim := "FunctionName=" + logicalID(s.Stack, fns[name].Function)
@@ -80,7 +81,7 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 	// The stream consumers: their mappings' iterator age, and the records
 	// they set aside (metric RecordsSetAside, Function=<name> as each main
 	// passes it to metrics.New).
-	for _, name := range []string{FunctionAggregate, FunctionEnrich, FunctionCDC, FunctionTimeline} {
+	for _, name := range []string{FunctionAggregate, FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionJoin, FunctionDetect} {
 		want = append(want,
 			wantAlarm{"AWS/Lambda IteratorAge FunctionName=" + logicalID(s.Stack, fns[name].Function), AlarmIteratorAge, "Maximum"},
 			wantAlarm{"Tributary RecordsSetAside Function=" + name, AlarmSetAside, "Sum"})

@@ -150,15 +150,24 @@ func TestIngestAuthModes(t *testing.T) {
 			}
 		}
 	}
-	// Every NONE URL is a function that checks signatures itself.
+	// Every NONE URL is a function that checks signatures itself; the
+	// rules function's stays AWS_IAM.
 	urls := tmpl.ofType("AWS::Lambda::Url")
-	if len(urls) != 1 {
-		t.Fatalf("%d function URLs, want 1", len(urls))
-	}
+	none := 0
 	for id, u := range urls {
-		if u.Properties["AuthType"] != "NONE" || !reflect.DeepEqual(u.Properties["TargetFunctionArn"], getAtt(fnID, "Arn")) {
+		if u.Properties["AuthType"] != "NONE" {
+			if u.Properties["AuthType"] != "AWS_IAM" {
+				t.Errorf("%s: AuthType %v", id, u.Properties["AuthType"])
+			}
+			continue
+		}
+		none++
+		if !reflect.DeepEqual(u.Properties["TargetFunctionArn"], getAtt(fnID, "Arn")) {
 			t.Errorf("%s: %v, want ingest's URL with AuthType NONE", id, u.Properties)
 		}
+	}
+	if none != 1 || len(urls) != 2 {
+		t.Fatalf("%d function URLs, %d with AuthType NONE; want ingest's NONE and the rules function's AWS_IAM", len(urls), none)
 	}
 	if got := tmpl.Outputs["IngestSecretArn"].Value; !reflect.DeepEqual(got, ref(secretID)) {
 		t.Errorf("output IngestSecretArn = %v, want the secret", got)

@@ -22,8 +22,8 @@ import (
 func TestStateOutlivesTheStack(t *testing.T) {
 	s := fx.stack
 	tables := fx.tmpl.ofType("AWS::DynamoDB::Table")
-	if len(tables) != 10 {
-		t.Errorf("%d tables, want 10 (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines, JoinState, IngestRequests)", len(tables))
+	if len(tables) != 13 {
+		t.Errorf("%d tables, want 13 (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines, JoinState, IngestRequests, the join's State, Rules, the CEP's State)", len(tables))
 	}
 	for id, r := range tables {
 		if r.DeletionPolicy != "Retain" || r.UpdateReplacePolicy != "Retain" || r.Properties["DeletionProtectionEnabled"] != true {

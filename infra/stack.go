@@ -55,7 +55,8 @@ const (
 )
 
 // FunctionNames lists every function the stack deploys.
-var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich, FunctionSnapshot}
+var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich, FunctionSnapshot,
+	FunctionJoin, FunctionDetect, FunctionRules}
 
 // Environment variables of the windowed pipeline's functions (aggregate and
 // ticker), read by package pipeline and the functions' mains.
@@ -170,6 +171,10 @@ type TributaryStack struct {
 	// Snapshot is the bootstrap that publishes the profiles table's
 	// contents as changelog records tied to a stream position.
 	Snapshot *Snapshot
+	// Joins is the stream–stream join (joins.go): search ⋈ click.
+	Joins *StreamJoin
+	// Detection is CEP with rules added at runtime (detect.go).
+	Detection *Detection
 	// Dashboards are the dashboard, saved queries and top-keys rule of
 	// each pipeline (dashboard.go, logs.go).
 	Dashboards []*PipelineDashboard
@@ -413,6 +418,9 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 			awscdk.Fn_Join(jsii.String(""), &[]*string{s.Views.TableArn(), jsii.String("-v*")})},
 	}))
 	s.Snapshot = NewSnapshot(stack, "Snapshot", SnapshotProps{AssetDir: assetDir, Table: s.Profiles.Table, Events: s.Events})
+	if err := s.addJoinsAndDetection(assetDir); err != nil {
+		return nil, err
+	}
 
 	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")
 	output(stack, "EventsStreamName", s.Events.StreamName(), "Kinesis stream of ingested events")

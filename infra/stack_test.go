@@ -314,6 +314,18 @@ func TestFunctions(t *testing.T) {
 			"PROFILES_TABLE_NAME":  ref(logicalID(s.Stack, s.Profiles.Table)),
 			"ENTITY_KEY_ATTRIBUTE": ProfilesPartitionKey,
 		}},
+		{FunctionJoin, s.Joins.Function.GoFunction, 30, withQuarantine(s, map[string]any{
+			EnvJoinConfig:         compactFile("join.json"),
+			EnvJoinStateTableName: ref(logicalID(s.Stack, s.Joins.State)),
+			EnvJoinsStreamName:    ref(logicalID(s.Stack, s.Joins.Joins)),
+		})},
+		{FunctionDetect, s.Detection.Detect.GoFunction, 30, withQuarantine(s, map[string]any{
+			EnvCEPConfig:         compactFile("cep.json"),
+			EnvCEPStateTableName: ref(logicalID(s.Stack, s.Detection.State)),
+			EnvRulesTableName:    ref(logicalID(s.Stack, s.Detection.Rules)),
+			EnvMatchesStreamName: ref(logicalID(s.Stack, s.Detection.Matches)),
+		})},
+		{FunctionRules, s.Detection.Admin, 30, map[string]any{EnvRulesTableName: ref(logicalID(s.Stack, s.Detection.Rules))}},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
 		t.Errorf("template has %d functions, want %d", got, len(tests))
@@ -452,9 +464,10 @@ func TestStreamMappings(t *testing.T) {
 	// The worker's two mappings (Tasks, TasksFifo) are TestWorkerMappings';
 	// the cdc mapping on the profiles table's stream is TestProfilesCDC's and
 	// timeline's two (tweets, follows) are TestTimelines'; enrich's (through
-	// its enhanced fan-out consumer) is TestEnrichment's.
-	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+6 {
-		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+6)
+	// its enhanced fan-out consumer) is TestEnrichment's; join's and
+	// detect's are TestStreamJoin's and TestDetection's.
+	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+8 {
+		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+8)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -718,9 +731,11 @@ func TestTables(t *testing.T) {
 	tests = append(tests, ingestTables(s)...)
 	// The per-minute Counts table of the first pipeline is gone with it; the
 	// profiles table (CDC source) is TestProfilesCDC's, the timelines
-	// tables TestTimelines' and the join table TestEnrichment's.
-	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+5 {
-		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState)", got, len(tests)+5)
+	// tables TestTimelines' and the join table TestEnrichment's; the
+	// stream join's state table and CEP's rules and state tables are
+	// TestStreamJoin's and TestDetection's.
+	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+8 {
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState, the join's State, Rules, the CEP's State)", got, len(tests)+8)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -741,6 +756,8 @@ func TestStreams(t *testing.T) {
 		{"Events", logicalID(s.Stack, s.Events), 2},
 		{"WindowResults", logicalID(s.Stack, s.WindowResults), 1},
 		{"Enriched", logicalID(s.Stack, s.Enrichment.Enriched), 1},
+		{"Joins", logicalID(s.Stack, s.Joins.Joins), 1},
+		{"Matches", logicalID(s.Stack, s.Detection.Matches), 1},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Kinesis::Stream")); got != len(tests) {
 		t.Errorf("template has %d streams, want %d", got, len(tests))
@@ -756,15 +773,20 @@ func TestStreams(t *testing.T) {
 
 func TestIngestURLDefaultsToIAM(t *testing.T) {
 	ingestID, _ := fx.tmpl.function(t, FunctionIngest)
+	rulesID, _ := fx.tmpl.function(t, FunctionRules)
 	urls := fx.tmpl.ofType("AWS::Lambda::Url")
-	if len(urls) != 1 {
-		t.Fatalf("template has %d function URLs, want 1", len(urls))
+	if len(urls) != 2 {
+		t.Fatalf("template has %d function URLs, want 2 (ingest's and the rules function's)", len(urls))
 	}
+	targets := map[string]bool{}
 	for id, u := range urls {
-		assertProps(t, id, u.Properties, map[string]any{
-			"AuthType":          "AWS_IAM",
-			"TargetFunctionArn": getAtt(ingestID, "Arn"),
-		})
+		if u.Properties["AuthType"] != "AWS_IAM" {
+			t.Errorf("function URL %s has AuthType %v, want AWS_IAM", id, u.Properties["AuthType"])
+		}
+		targets[resourceName(u.Properties["TargetFunctionArn"])] = true
+	}
+	if !targets[ingestID+".Arn"] || !targets[rulesID+".Arn"] {
+		t.Errorf("function URLs target %v, want ingest and rules", targets)
 	}
 	for id, p := range fx.tmpl.ofType("AWS::Lambda::Permission") {
 		if p.Properties["Principal"] == "*" {

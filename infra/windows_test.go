@@ -19,8 +19,8 @@ func TestTickerSchedule(t *testing.T) {
 	ruleID := logicalID(s.Stack, s.TickerRule)
 
 	rules := fx.tmpl.ofType("AWS::Events::Rule")
-	if len(rules) != 1 {
-		t.Fatalf("template has %d rules, want 1", len(rules))
+	if len(rules) != 3 {
+		t.Fatalf("template has %d rules, want 3 (the ticker's, and the join's and detect's ticks: TestStreamJoin, TestDetection)", len(rules))
 	}
 	assertProps(t, ruleID, fx.tmpl.Resources[ruleID].Properties, map[string]any{
 		"ScheduleExpression": "rate(1 minute)",
@@ -131,8 +131,8 @@ func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 		"ParallelizationFactor":   2.0,
 	})
 
-	if stack.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 2 {
-		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events and Enriched)")
+	if stack.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 4 {
+		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events, Enriched, Joins and Matches)")
 	}
 	if _, ok := tmpl.Outputs["WindowResultsStreamName"]; ok {
 		t.Error("output WindowResultsStreamName without a results stream")

@@ -215,6 +215,9 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	go func() {
 		err := demoJoins(ctx, stack, topo.ingestURL, &side)
 		if err == nil {
+			err = demoJoinsCEP(ctx, stack, topo.ingestURL, &side)
+		}
+		if err == nil {
 			err = demoWork(ctx, stack, &side, out)
 		}
 		sideDone <- err
@@ -448,6 +451,23 @@ func demoJoins(ctx context.Context, stack *local.Stack, ingestURL string, w io.W
 	}
 	fmt.Fprintf(w, "▸ table–table join: tweets ⋈ follows ─timeline─► %s, after each change\n", tl.View)
 	return tl.Demo(ctx, w)
+}
+
+// demoJoinsCEP shows the stream–stream join (a search with a click joined,
+// one without unmatched after the bound, the click-through rate) and CEP
+// rules added and removed while detect runs.
+func demoJoinsCEP(ctx context.Context, stack *local.Stack, ingestURL string, w io.Writer) error {
+	j, err := stack.FindJoinsAndRules()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "▸ stream–stream join %s ⋈ %s by session within %s (%s join, infra/join.json) ─join─► %s\n",
+		j.Join.Left, j.Join.Right, j.Join.Within, j.Join.Kind, j.JoinsStream)
+	if err := j.DemoJoin(ctx, ingestURL, w); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "▸ CEP: rules in DynamoDB table %s, added and removed at runtime ─detect─► %s\n", j.RulesTable, j.MatchesStream)
+	return j.DemoRules(ctx, ingestURL, w)
 }
 
 // demoWork shows load balancing with idempotent side effects — tasks on the

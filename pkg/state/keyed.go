@@ -93,6 +93,9 @@ func (v *Views) SaveKeyed(ctx context.Context, ref KeyedRef, shard string, ks Ke
 		Set(expression.Name(attrKind), expression.Value(ref.Kind)).
 		Set(expression.Name(attrVersion), expression.Value(ks.Version+1)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(v.now().UTC().Format(TimeLayout)))
+	if v.keyedExpiry > 0 {
+		upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(v.now().Add(v.keyedExpiry).Unix()))
+	}
 	if fence != "" {
 		f, err := Fence(fence)
 		if err != nil {

@@ -69,6 +69,10 @@ type Views struct {
 	compactAt int
 	attempts  int
 	now       func() time.Time
+
+	// keyedExpiry sets a keyed state item's TTL this long after its last
+	// write (WithKeyedExpiry); 0 keeps it.
+	keyedExpiry time.Duration
 }
 
 // Option configures Views.

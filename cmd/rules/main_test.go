@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/cep"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func cmd(ctx context.Context, now time.Time, env map[string]string, args ...string) result {
+	var out, errb bytes.Buffer
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	code := run(ctx, args, lookup, func() time.Time { return now }, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func setAWS(t *testing.T, endpoint, region string) {
+	none := filepath.Join(t.TempDir(), "none")
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION": region, "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none} {
+		t.Setenv(k, v)
+	}
+}
+
+// TestOfflineAndBadCommandLines needs no AWS: test runs a rule over a file
+// of events; a bad rule is refused naming its part; flags are checked first.
+func TestOfflineAndBadCommandLines(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{[]string{"test", "-rule", "testdata/unpaid.json", "-events", "testdata/events.jsonl"}, 0,
+			"rule unpaid key cust-2: order=o2@10:06:00.000 (no paid within the rule's time)\n4 events, 1 matches, 0 late", ""},
+		{[]string{"test", "-rule", "testdata/bad.json", "-events", "testdata/events.jsonl"}, 3, "", `refused: testdata/bad.json: rule: pattern[0].where: at column 14: expected a value`},
+		{[]string{"test", "-events", "testdata/events.jsonl"}, 2, "", "-rule is required"},
+		{[]string{"add", "-file", "testdata/unpaid.json"}, 2, "", "-table is required"},
+		{[]string{"disable", "-table", "rules"}, 2, "", "-id is required"},
+		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "ev", "-from", "1h"}, 2, "", "-matches ev is the events stream"},
+		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", "tomorrow"}, 2, "", "-from \"tomorrow\""},
+		{[]string{"fly"}, 2, "", `unknown command "fly"`},
+		{[]string{}, 2, "", "a command is required"},
+	} {
+		r := cmd(ctx, now, nil, c.args...)
+		if r.code != c.code || !strings.Contains(r.stdout, c.out) || !strings.Contains(r.stderr, c.err) {
+			t.Errorf("rules %s: exit %d\nstdout %s\nstderr %s\nwant exit %d, stdout with %q, stderr with %q", strings.Join(c.args, " "), r.code, r.stdout, r.stderr, c.code, c.out, c.err)
+		}
+	}
+}
+
+// TestCommands manages rules in a table on the stand-in as an operator
+// would: add, add again (refused), list, disable twice (the second
+// refused), enable, delete, an unknown id (refused).
+func TestCommands(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	if err := cep.CreateRulesTable(ctx, dynamodb.NewFromConfig(cfg), "rules"); err != nil {
+		t.Fatal(err)
+	}
+	setAWS(t, srv.Endpoint(), "us-east-1")
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	env := map[string]string{"RULES_TABLE_NAME": "rules"}
+	for _, c := range []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{[]string{"add", "-file", "testdata/unpaid.json"}, 0, "added rule unpaid: it applies to events reaching the stream from 2026-11-29T12:00:10Z on", ""},
+		{[]string{"add", "-file", "testdata/unpaid.json"}, 3, "", "refused: cep: a rule with this id exists"},
+		{[]string{"list"}, 0, "unpaid                   active, applies from 2026-11-29T12:00:10Z", ""},
+		{[]string{"disable", "-id", "unpaid"}, 0, "disabled rule unpaid: it reads no event reaching the stream from 2026-11-29T12:00:10Z on", ""},
+		{[]string{"disable", "-id", "unpaid"}, 3, "", `rule "unpaid" is disabled: cannot disable it`},
+		{[]string{"enable", "-id", "unpaid"}, 0, "enabled rule unpaid", ""},
+		{[]string{"delete", "-id", "unpaid"}, 0, "deleted rule unpaid", ""},
+		{[]string{"list", "-json"}, 0, `"status": "deleted"`, ""},
+		{[]string{"delete", "-id", "nope"}, 3, "", "no such rule"},
+	} {
+		r := cmd(ctx, now, env, c.args...)
+		if r.code != c.code || !strings.Contains(r.stdout, c.out) || !strings.Contains(r.stderr, c.err) {
+			t.Errorf("rules %s: exit %d\nstdout %s\nstderr %s\nwant exit %d, stdout with %q, stderr with %q", strings.Join(c.args, " "), r.code, r.stdout, r.stderr, c.code, c.out, c.err)
+		}
+	}
+}

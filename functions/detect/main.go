@@ -1,0 +1,49 @@
+// Command detect is complex event processing on the events Kinesis stream:
+// the rules in the DynamoDB table RULES_TABLE_NAME (re-read every 5 s, so
+// rules added at runtime apply without a deploy) run per key over every
+// event; each match goes to the Kinesis stream MATCHES_STREAM_NAME and is
+// logged as one JSON line ("cep match"). Partial matches, watermarks and
+// the dedupe ledger are in CEP_STATE_TABLE_NAME; CEP_CONFIG declares the
+// watermark; records that can never be matched are set aside in
+// QUARANTINE_TABLE_NAME. An EventBridge schedule event runs its tick. The
+// logic is in packages cep and keyed.
+package main
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/internal/lambdamain"
+	"github.com/tributary-dev/tributary/pkg/cep"
+	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+func main() {
+	m := lambdamain.Main{Function: "detect"}
+	cfg, err := cep.LoadConfig()
+	if err != nil {
+		m.Fail("%v", err)
+	}
+	table := m.RequireEnv("CEP_STATE_TABLE_NAME", "the DynamoDB table (keys pk/sk, index open) holding partial matches")
+	rules := m.RequireEnv("RULES_TABLE_NAME", "the DynamoDB table (key id) holding the rules")
+	out := m.RequireEnv("MATCHES_STREAM_NAME", "the Kinesis stream matches are written to")
+	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be matched are set aside in")
+	awsCfg := m.AWSConfig()
+	db := dynamodb.NewFromConfig(awsCfg)
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	mt := metrics.New(os.Stdout, "detect")
+	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")), setaside.WithMetrics(mt), setaside.WithLogger(log))
+	store := cep.NewStore(db, rules, nil).WithLogger(log)
+	views := state.NewViews(db, table, nil, state.WithKeyedExpiry(keyed.StateExpiry))
+	h := cep.NewHandler(cfg, views, kinesis.NewFromConfig(awsCfg), out, store, nil,
+		keyed.WithMetrics(mt), keyed.WithLogger(log), keyed.WithSetAside(sink), keyed.WithEmitHook(cep.LogMatches(log)),
+		keyed.WithDedupe(keyed.NewLedger(db, table, cfg.Name, cfg.DedupeHorizon)))
+	lambda.Start(h)
+}

@@ -1,0 +1,217 @@
+package cep
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// Admin is the rules function behind an IAM-authenticated function URL:
+// the same commands as cmd/rules, over HTTP.
+//
+//	GET    /rules              list (deleted rules too, until their tombstone expires)
+//	GET    /rules/<id>         one rule
+//	POST   /rules              add the rule in the body
+//	POST   /rules/<id>/disable stop it
+//	POST   /rules/<id>/enable  start it again
+//	DELETE /rules/<id>         delete it
+//	POST   /test               {"rules": [<rule>...], "events": [<envelope>...], "outOfOrderness": "5s"}:
+//	                           run rules over events offline and return the matches
+//
+// A refused rule is a 400 naming the part: {"error": "...", "part": "pattern[1].where"}.
+type Admin struct {
+	store *Store
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+// NewAdmin serves store's rules.
+func NewAdmin(store *Store, now func() time.Time, log *slog.Logger) *Admin {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Admin{store: store, now: now, log: log}
+}
+
+// Bounds of a request.
+const (
+	maxAdminBody   = 1 << 20
+	MaxTestEvents  = 10_000
+	maxTestRules   = 100
+	maxOutOfOrder  = time.Hour
+	adminJSONTypes = "application/json"
+)
+
+type apiError struct {
+	Error string `json:"error"`
+	Part  string `json:"part,omitempty"`
+}
+
+func respond(status int, v any) events.LambdaFunctionURLResponse {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the answer failed"}`)
+	}
+	return events.LambdaFunctionURLResponse{StatusCode: status, Headers: map[string]string{"Content-Type": adminJSONTypes}, Body: string(b)}
+}
+
+// Handle serves one function URL request.
+func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			return respond(http.StatusBadRequest, apiError{Error: "the body is not valid base64"}), nil
+		}
+		body = b
+	}
+	if len(body) > maxAdminBody {
+		return respond(http.StatusRequestEntityTooLarge, apiError{Error: fmt.Sprintf("the body is %d bytes; at most %d", len(body), maxAdminBody)}), nil
+	}
+	method := req.RequestContext.HTTP.Method
+	path := strings.Trim(req.RawPath, "/")
+	parts := strings.Split(path, "/")
+	switch {
+	case path == "rules" && method == http.MethodGet:
+		rules, err := a.store.List(ctx)
+		if err != nil {
+			return a.fail(ctx, err), nil
+		}
+		views := make([]RuleView, 0, len(rules))
+		for _, sr := range rules {
+			views = append(views, sr.View(a.now()))
+		}
+		return respond(http.StatusOK, map[string]any{"rules": views}), nil
+	case path == "rules" && method == http.MethodPost:
+		r, err := ParseRule(body)
+		if err != nil {
+			return a.fail(ctx, err), nil
+		}
+		sr, err := a.store.Add(ctx, r)
+		if err != nil {
+			return a.fail(ctx, err), nil
+		}
+		a.log.InfoContext(ctx, "rule added", "rule", r.ID, "appliesFrom", sr.Intervals[0].From)
+		return respond(http.StatusCreated, map[string]any{"rule": sr.View(a.now()), "appliesFrom": sr.Intervals[0].From,
+			"note": fmt.Sprintf("the rule reads events that reach the stream from %s on (%s after it was added)", sr.Intervals[0].From.Format(time.RFC3339), ActivationDelay)}), nil
+	case len(parts) == 2 && parts[0] == "rules" && method == http.MethodGet:
+		sr, err := a.store.Get(ctx, parts[1])
+		if err != nil {
+			return a.fail(ctx, err), nil
+		}
+		return respond(http.StatusOK, map[string]any{"rule": sr.View(a.now())}), nil
+	case len(parts) == 2 && parts[0] == "rules" && method == http.MethodDelete:
+		return a.changed(ctx, "deleted", parts[1], a.store.Delete)
+	case len(parts) == 3 && parts[0] == "rules" && parts[2] == "disable" && method == http.MethodPost:
+		return a.changed(ctx, "disabled", parts[1], a.store.Disable)
+	case len(parts) == 3 && parts[0] == "rules" && parts[2] == "enable" && method == http.MethodPost:
+		return a.changed(ctx, "enabled", parts[1], a.store.Enable)
+	case path == "test" && method == http.MethodPost:
+		return a.test(body), nil
+	}
+	return respond(http.StatusNotFound, apiError{Error: fmt.Sprintf("%s /%s: not a route (GET /rules, GET /rules/<id>, POST /rules, POST /rules/<id>/disable, POST /rules/<id>/enable, DELETE /rules/<id>, POST /test)", method, path)}), nil
+}
+
+func (a *Admin) changed(ctx context.Context, what, id string, f func(context.Context, string) (*StoredRule, error)) (events.LambdaFunctionURLResponse, error) {
+	sr, err := f(ctx, id)
+	if err != nil {
+		return a.fail(ctx, err), nil
+	}
+	a.log.InfoContext(ctx, "rule "+what, "rule", id, "status", sr.Status, "intervals", sr.Intervals)
+	return respond(http.StatusOK, map[string]any{"rule": sr.View(a.now())}), nil
+}
+
+// fail turns an error into its answer.
+func (a *Admin) fail(ctx context.Context, err error) events.LambdaFunctionURLResponse {
+	var re *RuleError
+	var se *StateError
+	switch {
+	case errors.As(err, &re):
+		return respond(http.StatusBadRequest, apiError{Error: err.Error(), Part: re.Part})
+	case errors.Is(err, ErrNotFound):
+		return respond(http.StatusNotFound, apiError{Error: err.Error()})
+	case errors.Is(err, ErrExists), errors.As(err, &se):
+		return respond(http.StatusConflict, apiError{Error: err.Error()})
+	case errors.Is(err, ErrTooMany):
+		return respond(http.StatusUnprocessableEntity, apiError{Error: err.Error()})
+	}
+	a.log.ErrorContext(ctx, "rules request failed", "error", err.Error())
+	return respond(http.StatusServiceUnavailable, apiError{Error: err.Error()})
+}
+
+// TestRequest is the body of POST /test.
+type TestRequest struct {
+	Rules          []json.RawMessage `json:"rules"`
+	Events         []json.RawMessage `json:"events"`
+	OutOfOrderness string            `json:"outOfOrderness,omitempty"`
+}
+
+func (a *Admin) test(body []byte) events.LambdaFunctionURLResponse {
+	var req TestRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return respond(http.StatusBadRequest, apiError{Error: "not a test request: " + err.Error()})
+	}
+	if len(req.Rules) == 0 || len(req.Rules) > maxTestRules {
+		return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("rules: give 1 to %d rules", maxTestRules), Part: "rules"})
+	}
+	if len(req.Events) > MaxTestEvents {
+		return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("events: at most %d", MaxTestEvents), Part: "events"})
+	}
+	var ooo time.Duration
+	if req.OutOfOrderness != "" {
+		d, err := time.ParseDuration(req.OutOfOrderness)
+		if err != nil || d < 0 || d > maxOutOfOrder {
+			return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("outOfOrderness: %q: want a duration from 0s to %s", req.OutOfOrderness, maxOutOfOrder), Part: "outOfOrderness"})
+		}
+		ooo = d
+	}
+	var rules []*Rule
+	for i, raw := range req.Rules {
+		r, err := ParseRule(raw)
+		if err != nil {
+			var re *RuleError
+			errors.As(err, &re)
+			part := fmt.Sprintf("rules[%d]", i)
+			if re != nil && re.Part != "" {
+				part += "." + re.Part
+			}
+			return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("rules[%d]: %v", i, err), Part: part})
+		}
+		rules = append(rules, r)
+	}
+	evs := make([]stream.Envelope, len(req.Events))
+	for i, raw := range req.Events {
+		if err := stream.Unmarshal(raw, &evs[i]); err == nil {
+			err = evs[i].Validate()
+			if err != nil {
+				return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("events[%d].%v", i, err), Part: fmt.Sprintf("events[%d]", i)})
+			}
+		} else {
+			return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("events[%d]: %v", i, err), Part: fmt.Sprintf("events[%d]", i)})
+		}
+		if evs[i].ReceivedAt.IsZero() {
+			evs[i].ReceivedAt = evs[i].SentAt
+		}
+	}
+	ms, o, err := TestRules(rules, evs, ooo)
+	if err != nil {
+		return respond(http.StatusBadRequest, apiError{Error: err.Error()})
+	}
+	if ms == nil {
+		ms = []OfflineMatch{}
+	}
+	return respond(http.StatusOK, map[string]any{"matches": ms, "late": o.Late, "events": len(evs)})
+}

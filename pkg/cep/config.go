@@ -1,0 +1,150 @@
+package cep
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// EnvVar is the environment variable LoadConfig reads the config from.
+const EnvVar = "CEP_CONFIG"
+
+// When a rule takes effect. The function re-reads the rules table whenever
+// its copy is older than RefreshInterval (before a batch or a tick), so a
+// copy is never more than RefreshInterval old when it judges an event. A
+// rule added (or enabled) at time T applies to every event that reaches the
+// events stream at or after T + ActivationDelay — ActivationDelay is
+// RefreshInterval plus ClockSlack for the clocks of the writer, Kinesis and
+// Lambda — and to no event before it; disabled or deleted at T, it reads no
+// event arriving at or after T + ActivationDelay. The rule is judged by the
+// event's arrival time on the stream, which every redelivery carries
+// unchanged, so a retried batch meets the same rules.
+const (
+	RefreshInterval = 5 * time.Second
+	ClockSlack      = 5 * time.Second
+	ActivationDelay = RefreshInterval + ClockSlack
+)
+
+// Config is the CEP function's declared config.
+type Config struct {
+	// Name names its state items and watermarks.
+	Name string
+	// OutOfOrderness is the watermark's allowance: events are matched in
+	// event-time order once the watermark (the newest event time of the
+	// shard minus it) has passed them; an event older than the watermark
+	// when it arrives is late.
+	OutOfOrderness time.Duration
+	// IdleTimeout is how long a shard may see no newer event time before
+	// the tick advances its watermark by processing time.
+	IdleTimeout time.Duration
+	// DedupeHorizon is how long an event id suppresses a producer's copies;
+	// 0 turns it off.
+	DedupeHorizon time.Duration
+}
+
+type configJSON struct {
+	Name           string  `json:"name"`
+	OutOfOrderness string  `json:"outOfOrderness"`
+	IdleTimeout    string  `json:"idleTimeout"`
+	DedupeHorizon  *string `json:"dedupeHorizon"`
+}
+
+// ConfigError names the config field at fault.
+type ConfigError struct{ Field, Reason string }
+
+func (e *ConfigError) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+var configName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// LoadConfig reads CEP_CONFIG.
+func LoadConfig() (*Config, error) { return ConfigFromEnv(os.LookupEnv) }
+
+// ConfigFromEnv is LoadConfig with a given lookup.
+func ConfigFromEnv(lookup func(string) (string, bool)) (*Config, error) {
+	v, ok := lookup(EnvVar)
+	if !ok || v == "" {
+		return nil, fmt.Errorf("%s: not set: want the CEP function's JSON config", EnvVar)
+	}
+	c, err := ParseConfig([]byte(v))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvVar, err)
+	}
+	return c, nil
+}
+
+// ParseConfig parses the CEP config:
+//
+//	name            required; letters, digits, - and _, at most 64
+//	outOfOrderness  watermark allowance (default "0s"), at most 1h
+//	idleTimeout     default "1m"
+//	dedupeHorizon   default "1h", at most 168h; "0s": off
+func ParseConfig(doc []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	var raw configJSON
+	if err := dec.Decode(&raw); err != nil {
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, &ConfigError{strings.Trim(f, `"`), "is not a CEP config field (name, outOfOrderness, idleTimeout, dedupeHorizon)"}
+		}
+		return nil, &ConfigError{"", "not a JSON object: " + err.Error()}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, &ConfigError{"", "more than one JSON value"}
+	}
+	if !configName.MatchString(raw.Name) {
+		return nil, &ConfigError{"name", fmt.Sprintf("%q must be 1 to 64 letters, digits, '-' or '_'", raw.Name)}
+	}
+	c := &Config{Name: raw.Name, IdleTimeout: time.Minute, DedupeHorizon: time.Hour}
+	dur := func(field, s string, def, maxD time.Duration) (time.Duration, error) {
+		if s == "" {
+			return def, nil
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > maxD || d%time.Millisecond != 0 {
+			return 0, &ConfigError{field, fmt.Sprintf("%q: want a whole number of milliseconds from 0s to %s, such as \"5s\"", s, maxD)}
+		}
+		return d, nil
+	}
+	var err error
+	if c.OutOfOrderness, err = dur("outOfOrderness", raw.OutOfOrderness, 0, time.Hour); err != nil {
+		return nil, err
+	}
+	if c.IdleTimeout, err = dur("idleTimeout", raw.IdleTimeout, time.Minute, 24*time.Hour); err != nil {
+		return nil, err
+	}
+	if c.IdleTimeout == 0 {
+		return nil, &ConfigError{"idleTimeout", "must be above zero"}
+	}
+	if raw.DedupeHorizon != nil {
+		if c.DedupeHorizon, err = dur("dedupeHorizon", *raw.DedupeHorizon, 0, 7*24*time.Hour); err != nil {
+			return nil, err
+		}
+		if *raw.DedupeHorizon == "" || c.DedupeHorizon%time.Second != 0 {
+			return nil, &ConfigError{"dedupeHorizon", "want a whole number of seconds such as \"1h\", or \"0s\" to turn suppression of copies off"}
+		}
+	}
+	return c, nil
+}
+
+// hashParts is 32 hex digits of a hash of parts (each length-prefixed, so
+// no two lists of parts hash alike by concatenation).
+func hashParts(parts []string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s|", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}

@@ -1,0 +1,248 @@
+package cep
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+var (
+	db    *dynamodb.Client
+	kin   *kinesis.Client
+	seeds = flag.Int("fault.seeds", 4, "CEP fault-injection scenarios")
+	names atomic.Int64
+	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(standintest.Main(m, func(cfg aws.Config) {
+		db, kin = dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	}))
+}
+
+func name(prefix string) string { return fmt.Sprintf("%s-%d", prefix, names.Add(1)) }
+
+type shardRecord struct {
+	shard  string
+	seq    int
+	env    stream.Envelope
+	copyOf bool
+}
+
+// staticRules is a RuleSource of rules active from the start that never
+// change.
+type staticRules []*StoredRule
+
+func newStaticRules(rules []*Rule) staticRules {
+	stored := make(staticRules, len(rules))
+	for i, r := range rules {
+		stored[i] = &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: time.Unix(0, 0)}}}
+	}
+	return stored
+}
+
+func (s staticRules) Version(context.Context) (int64, error)      { return 1, nil }
+func (s staticRules) List(context.Context) ([]*StoredRule, error) { return s, nil }
+
+// TestFaultInjectionMatchesEqualReference plays seeded histories (out of
+// order, late events, producer copies) through the CEP handler under
+// Lambda's retry patterns against the stand-in, with a rule of every form,
+// and compares the distinct match records on the matches stream with the
+// reference: zero mismatches, and every match id always with one content.
+func TestFaultInjectionMatchesEqualReference(t *testing.T) {
+	var rules []*Rule
+	for _, doc := range randomRules {
+		rules = append(rules, rule(t, doc))
+	}
+	rs := NewRuleSet(newStaticRules(rules), base)
+	cfg := &Config{Name: "faults", OutOfOrderness: 3 * time.Second, IdleTimeout: 10 * time.Second, DedupeHorizon: time.Hour}
+	for seed := 1; seed <= *seeds; seed++ {
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			table, out, quarantine := name("cep-state"), name("matches"), name("quarantine")
+			if err := state.CreateTable(ctx, db, table); err != nil {
+				t.Fatal(err)
+			}
+			if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+				t.Fatal(err)
+			}
+			keyedtest.CreateStream(t, kin, out, 1)
+			rng := rand.New(rand.NewPCG(uint64(seed), 17))
+			shards := map[string][]shardRecord{}
+			for s := 0; s < 2; s++ {
+				shard := fmt.Sprintf("shardId-00000000000%d", s)
+				seq := 1 + rng.IntN(5)
+				evs := randomHistory(rng, 50+rng.IntN(50))
+				var history []stream.Envelope
+				for i, e := range evs {
+					e.ID = fmt.Sprintf("%d-%s", s, e.ID)
+					e.Key = fmt.Sprintf("s%d-%s", s, e.Key)
+					shards[shard] = append(shards[shard], shardRecord{shard: shard, seq: seq, env: e})
+					history = append(history, e)
+					seq += 1 + rng.IntN(3)
+					if rng.IntN(6) == 0 {
+						// A producer resends an earlier event (same bytes, new arrival).
+						cp := history[rng.IntN(len(history))]
+						cp.ReceivedAt = evs[i].ReceivedAt
+						shards[shard] = append(shards[shard], shardRecord{shard: shard, seq: seq, env: cp, copyOf: true})
+						seq += 1 + rng.IntN(3)
+					}
+				}
+			}
+			sink := setaside.New(db, quarantine)
+			var wg sync.WaitGroup
+			for shard, recs := range shards {
+				bd, bk := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
+				fdb, fkin := &keyedtest.DB{Client: db, B: bd}, &keyedtest.Kinesis{Client: kin, B: bk}
+				m := &keyedtest.Mapping{T: t, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), Budgets: []*keyedtest.Budget{bd, bk}, MaxBatch: 8,
+					New: func() keyedtest.Handler {
+						return NewHandler(cfg, state.NewViews(fdb, table, nil), fkin, out, newStaticRules(rules), func() time.Time { return base },
+							keyed.WithLogger(quiet), keyed.WithSetAside(sink), keyed.WithBackoff(func(int) time.Duration { return time.Millisecond }),
+							keyed.WithDedupe(keyed.NewLedger(fdb, table, cfg.Name, cfg.DedupeHorizon)))
+					}}
+				wg.Add(1)
+				go func() { defer wg.Done(); m.Run(kinesisRecords(recs)) }()
+			}
+			wg.Wait()
+			h := NewHandler(cfg, state.NewViews(db, table, nil), kin, out, newStaticRules(rules), func() time.Time { return base }, keyed.WithLogger(quiet))
+			for _, at := range []time.Time{base.Add(24 * time.Hour), base.Add(25 * time.Hour)} {
+				if _, err := h.Tick(ctx, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := describeMatches(t, keyedtest.ReadAll(t, kin, out))
+			want := referenceOfShards(rs, rules, shards, cfg.OutOfOrderness)
+			if d := diff(got, want); d != "" {
+				t.Fatalf("matches differ from the reference (%d got, %d want):\n%s", len(got), len(want), d)
+			}
+			t.Logf("%d matches", len(want))
+		})
+	}
+}
+
+// referenceOfShards is the reference over each shard: a copy of an event
+// some rule reads has no effect; any other record only moves the
+// watermark; events older than the watermark when they arrive are late.
+func referenceOfShards(rs *RuleSet, rules []*Rule, shards map[string][]shardRecord, ooo time.Duration) []string {
+	var want []string
+	for _, recs := range shards {
+		byKey := map[string][]refEvent{}
+		var wm int64
+		seen := false
+		for _, r := range recs {
+			relevant := len(rs.hits(nil, &r.env, r.env.Key, r.env.ReceivedAt)) > 0
+			if r.copyOf && relevant {
+				continue
+			}
+			et := r.env.EventTime().UnixMilli()
+			if !r.copyOf && (!seen || et >= wm) {
+				byKey[r.env.Key] = append(byKey[r.env.Key], refEvent{env: r.env, t: et})
+			}
+			if w := et - ooo.Milliseconds(); !seen || w > wm {
+				wm, seen = w, true
+			}
+		}
+		for key, list := range byKey {
+			sort.SliceStable(list, func(i, j int) bool { return list[i].t < list[j].t })
+			for _, r := range rules {
+				want = append(want, reference(r, key, list)...)
+			}
+		}
+	}
+	sort.Strings(want)
+	return want
+}
+
+func kinesisRecords(recs []shardRecord) []events.KinesisEventRecord {
+	out := make([]events.KinesisEventRecord, len(recs))
+	for i, r := range recs {
+		data, _ := json.Marshal(r.env)
+		seq := strconv.Itoa(r.seq)
+		out[i] = events.KinesisEventRecord{EventID: r.shard + ":" + seq, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
+			EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/events",
+			Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: r.env.Key, Data: data,
+				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: r.env.ReceivedAt}}}
+	}
+	return out
+}
+
+// describeMatches names the distinct matches on the stream "rule:key:ids",
+// failing the test if one id comes with two contents.
+func describeMatches(t *testing.T, recs [][]byte) []string {
+	t.Helper()
+	byID := map[string]string{}
+	var out []string
+	for _, b := range recs {
+		var env stream.Envelope
+		if err := stream.Unmarshal(b, &env); err != nil {
+			t.Fatalf("match record %s: %v", b, err)
+		}
+		if prev, ok := byID[env.ID]; ok {
+			if prev != string(b) {
+				t.Errorf("match id %s emitted with two contents:\n%s\n%s", env.ID, prev, b)
+			}
+			continue
+		}
+		byID[env.ID] = string(b)
+		var d MatchData
+		if err := json.Unmarshal(env.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, e := range d.Events {
+			ids = append(ids, e.ID)
+		}
+		out = append(out, fmt.Sprintf("%s:%s:%s", d.Rule, env.Key, strings.Join(ids, ",")))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func diff(got, want []string) string {
+	count := func(l []string) map[string]int {
+		m := map[string]int{}
+		for _, s := range l {
+			m[s]++
+		}
+		return m
+	}
+	g, w := count(got), count(want)
+	var b strings.Builder
+	for s, n := range w {
+		if g[s] != n {
+			fmt.Fprintf(&b, "  %s: got %d, want %d\n", s, g[s], n)
+		}
+	}
+	for s, n := range g {
+		if _, ok := w[s]; !ok {
+			fmt.Fprintf(&b, "  %s: got %d, want 0\n", s, n)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,201 @@
+package cep
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// Offline runs rules over a list of events without AWS, as the function
+// would if all of them arrived on one shard in the order given (each
+// event's arrival is its receivedAt, or its event time without one): the
+// same index, watermark, matching and match records. It is what
+// `cmd/rules test` and the rules function's /test route run, and what a
+// rule added later runs over the past (Backfill).
+type Offline struct {
+	rs             *RuleSet
+	op             *Operator
+	outOfOrderness time.Duration
+	wm             int64
+	seen           bool
+	keys           map[string]*keyState
+	order          []string
+	// Late counts events dropped as late; Aside events refused by a key's
+	// state budget.
+	Late, Aside int
+	// beginBefore, when set, keeps events arriving at or after it from
+	// starting a match (Backfill: the live function starts those).
+	beginBefore time.Time
+	matches     []OfflineMatch
+}
+
+// OfflineMatch is one match: its record as the matches stream gets it.
+type OfflineMatch struct {
+	ID   string    `json:"id"`
+	Key  string    `json:"key"`
+	Data MatchData `json:"data"`
+	// Record is the record as the matches stream gets it.
+	Record []byte `json:"-"`
+}
+
+// NewOffline runs rules (each active from the start) with a watermark of
+// the newest event time minus outOfOrderness.
+func NewOffline(rules []*Rule, outOfOrderness time.Duration) *Offline {
+	stored := make([]*StoredRule, len(rules))
+	for i, r := range rules {
+		stored[i] = &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: time.Unix(0, 0)}}}
+	}
+	return NewOfflineStored(stored, outOfOrderness, time.Now())
+}
+
+// NewOfflineStored runs stored rules, with their intervals, at processing
+// time now.
+func NewOfflineStored(rules []*StoredRule, outOfOrderness time.Duration, now time.Time) *Offline {
+	rs := NewRuleSet(rules, now)
+	op := NewOperator(rs, func() time.Time { return now })
+	return &Offline{rs: rs, op: op, outOfOrderness: outOfOrderness, keys: map[string]*keyState{}}
+}
+
+// Add runs one event that arrived at arrival.
+func (o *Offline) Add(env *stream.Envelope, arrival time.Time) error {
+	rec := stream.KinesisRecord{ApproximateArrivalTimestamp: arrival}
+	key, ev, sel, err := o.op.Select(&rec, env)
+	if err != nil {
+		return err
+	}
+	wm := int64(-1 << 62)
+	if o.seen {
+		wm = o.wm
+	}
+	t := env.EventTime().UnixMilli()
+	if w := t - o.outOfOrderness.Milliseconds(); !o.seen || w > o.wm {
+		o.wm, o.seen = w, true
+	}
+	if sel != keyed.Fold {
+		return nil
+	}
+	if !o.beginBefore.IsZero() && !arrival.Before(o.beginBefore) {
+		for i := range ev.hits {
+			ev.hits[i].mask &^= 1
+		}
+	}
+	ks, ok := o.keys[key]
+	if !ok {
+		st, _ := o.op.NewState(key, nil)
+		ks = st.(*keyState)
+		o.keys[key] = ks
+		o.order = append(o.order, key)
+	}
+	fate, _ := ks.Add(ev, time.UnixMilli(wm))
+	switch fate {
+	case keyed.Late:
+		o.Late++
+	case keyed.Aside:
+		o.Aside++
+	}
+	return o.collect(ks)
+}
+
+// Finish fires everything still pending, as a watermark far past the last
+// event would, and returns every match in the order they were made.
+func (o *Offline) Finish() ([]OfflineMatch, error) {
+	for _, key := range o.order {
+		ks := o.keys[key]
+		ks.Advance(time.UnixMilli(1 << 60))
+		if err := o.collect(ks); err != nil {
+			return nil, err
+		}
+	}
+	return o.matches, nil
+}
+
+func (o *Offline) collect(ks *keyState) error {
+	recs, err := ks.Render()
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		var env struct {
+			ID   string    `json:"id"`
+			Key  string    `json:"key"`
+			Data MatchData `json:"data"`
+		}
+		if err := json.Unmarshal(r.Data, &env); err != nil {
+			return err
+		}
+		o.matches = append(o.matches, OfflineMatch{ID: env.ID, Key: env.Key, Data: env.Data, Record: r.Data})
+	}
+	ks.Compact()
+	return nil
+}
+
+// ReadEvents reads events for Offline: a JSON array of envelopes, or one
+// envelope per line (JSON Lines). Each is checked as ingest checks it;
+// an error names the event by its position. receivedAt, when absent, is
+// taken to be the event's sentAt.
+func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
+	b, err := io.ReadAll(io.LimitReader(r, 64<<20+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > 64<<20 {
+		return nil, fmt.Errorf("events: more than 64 MiB")
+	}
+	var raws []json.RawMessage
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+		if err := json.Unmarshal(t, &raws); err != nil {
+			return nil, fmt.Errorf("events: %w", err)
+		}
+	} else {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 2<<20)
+		for sc.Scan() {
+			if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+				raws = append(raws, append(json.RawMessage(nil), line...))
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("events: %w", err)
+		}
+	}
+	if len(raws) > max {
+		return nil, fmt.Errorf("events: %d events; at most %d", len(raws), max)
+	}
+	out := make([]stream.Envelope, len(raws))
+	for i, raw := range raws {
+		if err := stream.Unmarshal(raw, &out[i]); err != nil {
+			return nil, fmt.Errorf("events[%d]: %w", i, err)
+		}
+		if err := out[i].Validate(); err != nil {
+			return nil, fmt.Errorf("events[%d].%w", i, err)
+		}
+		if out[i].ReceivedAt.IsZero() {
+			out[i].ReceivedAt = out[i].SentAt
+		}
+	}
+	return out, nil
+}
+
+// TestRules runs rules over events offline, in the order given, and
+// returns the matches sorted by key, then as made.
+func TestRules(rules []*Rule, events []stream.Envelope, outOfOrderness time.Duration) ([]OfflineMatch, *Offline, error) {
+	o := NewOffline(rules, outOfOrderness)
+	for i := range events {
+		if err := o.Add(&events[i], events[i].ReceivedAt); err != nil {
+			return nil, nil, fmt.Errorf("events[%d]: %w", i, err)
+		}
+	}
+	ms, err := o.Finish()
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Key < ms[j].Key })
+	return ms, o, nil
+}

@@ -1,0 +1,395 @@
+package cep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/emit"
+	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// StateKind is the keyed state kind of CEP state items.
+const StateKind = "cep"
+
+// Event is what CEP folds of an event: its time, id, type and what each
+// rule made of it when it arrived (Operator.Select makes it).
+type Event struct {
+	t    int64
+	id   string
+	typ  string
+	hits []hit
+}
+
+// Operator is CEP as a keyed.Operator: it folds, under their key, the
+// events some active rule can read, and only observes the others' time.
+type Operator struct {
+	rules    atomic.Pointer[RuleSet]
+	now      func() time.Time
+	naive    bool
+	maxBytes int
+	scratch  sync.Pool
+}
+
+var _ keyed.Operator[Event] = (*Operator)(nil)
+
+// DefaultMaxStateBytes bounds a key's state (buffered events, partial
+// matches, the last fold's matches): an event that would take it past is
+// set aside.
+const DefaultMaxStateBytes = 160 << 10
+
+// NewOperator returns an operator over rs; now is processing time (a rule
+// disabled by now stops matching).
+func NewOperator(rs *RuleSet, now func() time.Time) *Operator {
+	o := &Operator{now: now, maxBytes: DefaultMaxStateBytes}
+	o.rules.Store(rs)
+	o.scratch.New = func() any { s := make([]hit, 0, 16); return &s }
+	return o
+}
+
+// SetRules replaces the rules (a refresh).
+func (o *Operator) SetRules(rs *RuleSet) { o.rules.Store(rs) }
+
+// Rules is the current rule set.
+func (o *Operator) Rules() *RuleSet { return o.rules.Load() }
+
+// Naive makes the operator evaluate every rule on every event instead of
+// looking rules up in the index: the baseline of make bench.
+func (o *Operator) Naive(on bool) { o.naive = on }
+
+// Select folds an event some rule active at its arrival can read.
+func (o *Operator) Select(rec *stream.KinesisRecord, env *stream.Envelope) (string, Event, keyed.Selection, error) {
+	rs := o.rules.Load()
+	arrival := rec.ApproximateArrivalTimestamp
+	if arrival.IsZero() {
+		arrival = env.ReceivedAt
+	}
+	buf := o.scratch.Get().(*[]hit)
+	defer o.scratch.Put(buf)
+	if o.naive {
+		*buf = rs.naiveHits(*buf, env, env.Key, arrival)
+	} else {
+		*buf = rs.hits(*buf, env, env.Key, arrival)
+	}
+	if len(*buf) == 0 {
+		return "", Event{}, keyed.Observe, nil
+	}
+	e := Event{t: env.EventTime().UnixMilli(), id: strings.Clone(env.ID), typ: strings.Clone(env.Type), hits: append([]hit(nil), *buf...)}
+	return strings.Clone(env.Key), e, keyed.Fold, nil
+}
+
+// NewState decodes a key's state.
+func (o *Operator) NewState(key string, blob []byte) (keyed.State[Event], error) {
+	st, err := decodeCEP(blob)
+	if err != nil {
+		return nil, err
+	}
+	return &keyState{o: o, key: key, st: st, rs: o.rules.Load(), now: o.now()}, nil
+}
+
+// keyState is a key's state as a keyed.State.
+type keyState struct {
+	o   *Operator
+	key string
+	st  *cepState
+	rs  *RuleSet
+	now time.Time
+}
+
+// lookup finds a rule's definition.
+func (s *keyState) lookup(id string) (*Rule, bool) {
+	sr := s.rs.Rule(id)
+	if sr == nil {
+		return nil, false
+	}
+	return sr.Rule, true
+}
+
+// live reports whether a rule still reads events at processing time.
+func (s *keyState) live(id string) bool {
+	sr := s.rs.Rule(id)
+	return sr != nil && sr.LiveAt(s.now)
+}
+
+func (s *keyState) Compact() { s.st.compact() }
+
+func eventBytes(e *Event) int { return 32 + len(e.id) + len(e.typ) + len(e.hits)*(16+8) }
+
+func (s *keyState) Add(v Event, wm time.Time) (keyed.Fate, *keyed.RecordError) {
+	w := wm.UnixMilli()
+	s.st.process(s, w)
+	if v.t < w {
+		return keyed.Late, nil
+	}
+	if n := s.Size(); n+eventBytes(&v) > s.o.maxBytes {
+		return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
+			Reason: fmt.Sprintf("the CEP state of key %q holds %d bytes of buffered events and partial matches; this event would take it past its %d-byte budget (one DynamoDB item): the key takes events again as its matches complete or time out",
+				s.key, n, s.o.maxBytes)}
+	}
+	s.st.buffer(pendingEv{t: v.t, id: v.id, typ: v.typ, hits: v.hits})
+	return keyed.Added, nil
+}
+
+func (s *keyState) Advance(wm time.Time) { s.st.process(s, wm.UnixMilli()) }
+
+func (s *keyState) Outbox() int { return len(s.st.out) }
+
+func (s *keyState) NextDue() time.Time {
+	if due := s.st.nextDue(s); due != 0 {
+		return msTime(due)
+	}
+	return time.Time{}
+}
+
+func (s *keyState) Size() int {
+	n := 16
+	for i := range s.st.pending {
+		e := &s.st.pending[i]
+		n += 24 + len(e.id) + len(e.typ) + len(e.hits)*(len(e.typ)+16)
+	}
+	for _, p := range s.st.partials {
+		n += 16 + len(p.rule) + len(p.events)*48
+		for _, e := range p.events {
+			n += len(e.id)
+		}
+	}
+	for _, m := range s.st.out {
+		n += 16 + len(m.Rule) + len(m.Events)*48
+		for _, e := range m.Events {
+			n += len(e.id)
+		}
+	}
+	return n
+}
+
+func (s *keyState) Encode(dst []byte) []byte { return encodeCEP(dst, s.st) }
+
+func (s *keyState) Render() ([]emit.Record, error) {
+	out := make([]emit.Record, 0, len(s.st.out))
+	for _, m := range s.st.out {
+		b, err := renderMatch(s.key, s.rs.Rule(m.Rule), m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, emit.Record{Data: b, PartitionKey: s.key})
+	}
+	return out, nil
+}
+
+// RuleSource is where the handler reads the rules: Version changes with
+// every change to them (a cheap read), List reads them all.
+type RuleSource interface {
+	Version(ctx context.Context) (int64, error)
+	List(ctx context.Context) ([]*StoredRule, error)
+}
+
+var _ RuleSource = (*Store)(nil)
+
+// Handler is the CEP function: the keyed runner plus the rules, checked
+// every RefreshInterval before a batch or a tick (one read of the rules
+// table's version; the rules themselves are read again when it changed).
+type Handler struct {
+	*keyed.Runner[Event]
+	op       *Operator
+	src      RuleSource
+	refresh  time.Duration
+	now      func() time.Time
+	mu       sync.Mutex
+	checked  time.Time // when the copy was last known current
+	version  int64
+	haveCopy bool
+}
+
+// NewHandler returns the CEP handler of cfg: state in views' table,
+// matches on the stream named out, rules read from src.
+func NewHandler(cfg *Config, views *state.Views, kin emit.Putter, out string, src RuleSource, now func() time.Time, opts ...keyed.Option) *Handler {
+	if now == nil {
+		now = time.Now
+	}
+	op := NewOperator(NewRuleSet(nil, time.Time{}), now)
+	opts = append([]keyed.Option{keyed.WithClock(now)}, opts...)
+	r := keyed.New[Event](Settings(cfg), op, views, kin, out, opts...)
+	return &Handler{Runner: r, op: op, src: src, refresh: RefreshInterval, now: now}
+}
+
+// Settings are the runner settings of CEP.
+func Settings(cfg *Config) keyed.Settings {
+	return keyed.Settings{Name: cfg.Name, Kind: StateKind, OutOfOrderness: cfg.OutOfOrderness, IdleTimeout: cfg.IdleTimeout}
+}
+
+// Operator is the handler's operator (for the naive baseline).
+func (h *Handler) Operator() *Operator { return h.op }
+
+// Refresh makes sure the copy of the rules is current if it was last
+// known current more than RefreshInterval ago (or always, with force): it
+// reads the rules table's version, and the rules when the version moved.
+// A failed read fails the invocation: without the rules no event can be
+// judged.
+func (h *Handler) Refresh(ctx context.Context, force bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.now()
+	if !force && h.haveCopy && now.Sub(h.checked) < h.refresh {
+		return nil
+	}
+	v, err := h.src.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("cep: reading the rules' version: %w", err)
+	}
+	if !h.haveCopy || v != h.version {
+		rules, err := h.src.List(ctx)
+		if err != nil {
+			return fmt.Errorf("cep: reading the rules: %w", err)
+		}
+		h.op.SetRules(NewRuleSet(rules, now))
+		h.version, h.haveCopy = v, true
+	}
+	h.checked = now
+	return nil
+}
+
+// Invoke refreshes the rules and runs the batch or tick.
+func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	if err := h.Refresh(ctx, false); err != nil {
+		return nil, err
+	}
+	return h.Runner.Invoke(ctx, payload)
+}
+
+// HandleBatch refreshes the rules and runs one batch.
+func (h *Handler) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	if err := h.Refresh(ctx, false); err != nil {
+		return events.KinesisEventResponse{}, err
+	}
+	return h.Runner.HandleBatch(ctx, ev)
+}
+
+// Tick refreshes the rules and closes what idle shards' watermarks pass.
+func (h *Handler) Tick(ctx context.Context, now time.Time) (keyed.TickResult, error) {
+	if err := h.Refresh(ctx, false); err != nil {
+		return keyed.TickResult{}, err
+	}
+	return h.Runner.Tick(ctx, now)
+}
+
+// TypeMatch is the type of match records on the matches stream.
+const TypeMatch = "cep_match"
+
+// MatchEvent is one event of a match.
+type MatchEvent struct {
+	Step      string    `json:"step"`
+	ID        string    `json:"id"`
+	Type      string    `json:"type"`
+	EventTime time.Time `json:"eventTime"`
+	Value     *float64  `json:"value,omitempty"`
+}
+
+// MatchData is the data of a match record.
+type MatchData struct {
+	Rule string `json:"rule"`
+	// Kind is filter, sequence, absence, count or sum.
+	Kind  string    `json:"kind"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Events are the matched events (at most MaxListedEvents: the first
+	// and the last half; Count says how many there were).
+	Events []MatchEvent `json:"events"`
+	Count  int          `json:"count"`
+	// Absent names the step that did not happen (absence).
+	Absent string   `json:"absent,omitempty"`
+	Sum    *float64 `json:"sum,omitempty"`
+}
+
+// MaxListedEvents bounds the events a match record lists.
+const MaxListedEvents = 100
+
+// MatchID is a match's stable id: the rule and a hash of the key and the
+// matched events' ids, the same whichever attempt emits it.
+func MatchID(rule, key string, ids []string) string {
+	return rule + ":" + hashParts(append([]string{key}, ids...))
+}
+
+func renderMatch(key string, sr *StoredRule, m Match) ([]byte, error) {
+	ids := make([]string, len(m.Events))
+	for i, e := range m.Events {
+		ids[i] = e.id
+	}
+	d := MatchData{Rule: m.Rule, Kind: matchKind(m), Count: len(m.Events), Absent: m.Absent}
+	if len(m.Events) > 0 {
+		d.Start, d.End = msTime(m.Events[0].t), msTime(m.Events[len(m.Events)-1].t)
+	}
+	listed := m.Events
+	if len(listed) > MaxListedEvents {
+		listed = append(append([]evRef(nil), listed[:MaxListedEvents/2]...), listed[len(listed)-MaxListedEvents/2:]...)
+	}
+	for _, e := range listed {
+		me := MatchEvent{ID: e.id, Type: e.typ, EventTime: msTime(e.t)}
+		if sr != nil && int(e.step) < len(sr.Rule.Steps) {
+			me.Step = sr.Rule.Steps[e.step].Name
+		}
+		if m.Kind == Sum {
+			v := e.v
+			me.Value = &v
+		}
+		d.Events = append(d.Events, me)
+	}
+	if m.Kind == Sum {
+		s := m.Sum
+		d.Sum = &s
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	env := stream.Envelope{ID: MatchID(m.Rule, key, ids), Type: TypeMatch, Key: key, OccurredAt: d.End, SentAt: d.End, Data: data}
+	return json.Marshal(&env)
+}
+
+func matchKind(m Match) string {
+	switch {
+	case m.Absent != "":
+		return "absence"
+	case m.Kind == Filter:
+		return "filter"
+	case m.Kind == Count:
+		return "count"
+	case m.Kind == Sum:
+		return "sum"
+	}
+	return "sequence"
+}
+
+// LogMatches is an emit hook (keyed.WithEmitHook) that logs each match put
+// on the stream as one JSON line: message "cep match", with the match id,
+// rule, key, kind, count and times (resent: a copy of a match that may have
+// been logged before).
+func LogMatches(log *slog.Logger) func(ctx context.Context, recs []emit.Record, resent bool) {
+	return func(ctx context.Context, recs []emit.Record, resent bool) {
+		for _, r := range recs {
+			var env struct {
+				ID   string    `json:"id"`
+				Key  string    `json:"key"`
+				Data MatchData `json:"data"`
+			}
+			if json.Unmarshal(r.Data, &env) != nil {
+				continue
+			}
+			ids := make([]string, len(env.Data.Events))
+			for i, e := range env.Data.Events {
+				ids[i] = e.ID
+			}
+			log.InfoContext(ctx, "cep match", "matchId", env.ID, "rule", env.Data.Rule, "key", env.Key, "kind", env.Data.Kind,
+				"events", ids, "count", env.Data.Count, "start", env.Data.Start, "end", env.Data.End, "resent", resent)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package cep
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+func TestParseRuleRefusesNamingThePart(t *testing.T) {
+	for _, tc := range []struct{ doc, part, reason string }{
+		{`{"pattern":[{"begin":"a","type":"x"}]}`, "id", "required"},
+		{`{"id":"bad id","pattern":[{"begin":"a","type":"x"}]}`, "id", "letters"},
+		{`{"id":"r"}`, "pattern", "required"},
+		{`{"id":"r","pattern":[{"type":"x"}]}`, "pattern[0]", "names no step"},
+		{`{"id":"r","pattern":[{"followedBy":"a","type":"x"}]}`, "pattern[0]", "first step must be"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"begin":"b","type":"y"}],"within":"1m"}`, "pattern[1].begin", "only the first step"},
+		{`{"id":"r","pattern":[{"begin":"a","next":"b","type":"x"}]}`, "pattern[0]", "more than one"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"a","type":"y"}],"within":"1m"}`, "pattern[1]", "used by an earlier step"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"y"}]}`, "within", "required"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"y"}],"within":"25h"}`, "within", "at most 24h"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"y"}],"within":"ten minutes"}`, "within", "not a duration"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"within":"1m"}`, "within", "no time to be within"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"notFollowedBy":"b","type":"y"},{"followedBy":"c","type":"z"}],"within":"1m"}`, "pattern[1].notFollowedBy", "last step"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","where":"data.amount >"}]}`, "pattern[0].where", "at column 14: expected a value"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","where":"data.amount = 5"}]}`, "pattern[0].where", `compare with "=="`},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","where":"data.country == NZ"}]}`, "pattern[0].where", "quote strings"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","where":"data.tier in ('a', 'b'"}]}`, "pattern[0].where", `expected "," or ")"`},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","where":"amount > 5"}]}`, "pattern[0].where", "not a path"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","where":"data.a > true"}]}`, "pattern[0].where", "compares numbers or strings"},
+		{`{"id":"r","pattern":[{"begin":"a"}]}`, "pattern[0]", "matches every event"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":1}],"within":"1m"}`, "pattern[0].timesOrMore", "from 2"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":3},{"followedBy":"b","type":"y"}],"within":"1m"}`, "pattern[0]", "one step only"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","sum":"data.amount"}],"within":"1m"}`, "pattern[0].atLeast", "required with sum"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","sum":"key","atLeast":5}],"within":"1m"}`, "pattern[0].sum", "want a data field"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":3}],"within":"1m","afterMatch":"noSkip"}`, "afterMatch", "threshold"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"afterMatch":"skipToNext"}`, "afterMatch", "want"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":["a"],"keyPrefix":"b"}`, "keyPrefix", "one or the other"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","when":"x"}]}`, "when", "not part of a rule"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":"3"}],"within":"1m"}`, "pattern[].timesOrMore", "must be a JSON number"},
+	} {
+		_, err := ParseRule([]byte(tc.doc))
+		var re *RuleError
+		if !errors.As(err, &re) || re.Part != tc.part || !strings.Contains(re.Reason, tc.reason) {
+			t.Errorf("%s:\n got %v\nwant part %q with %q", tc.doc, err, tc.part, tc.reason)
+		}
+	}
+}
+
+func TestRuleKinds(t *testing.T) {
+	for doc, want := range map[string]Kind{
+		`{"id":"f","pattern":[{"begin":"big","type":"payment","where":"data.amount > 100"}]}`:                                                  Filter,
+		`{"id":"s","pattern":[{"begin":"a","type":"x"},{"next":"b","type":"y"}],"within":"1m"}`:                                                Sequence,
+		`{"id":"n","pattern":[{"begin":"a","type":"order"},{"notFollowedBy":"paid","type":"payment"}],"within":"15m"}`:                         Sequence,
+		`{"id":"c","pattern":[{"begin":"fails","type":"login_failed","timesOrMore":5}],"within":"1m"}`:                                         Count,
+		`{"id":"m","pattern":[{"begin":"spend","type":"payment","sum":"data.amount","atLeast":1000}],"within":"1h"}`:                           Sum,
+		`{"id":"k","pattern":[{"begin":"a","where":"data.x == 1"}],"keys":["k1","k2"],"description":"any type, two keys"}`:                     Filter,
+		`{"id":"p","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"x"}],"within":"1s","keyPrefix":"vip-","afterMatch":"noSkip"}`: Sequence,
+	} {
+		r, err := ParseRule([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if r.Kind != want {
+			t.Errorf("%s: kind %d, want %d", doc, r.Kind, want)
+		}
+	}
+}
+
+func env(typ, data string) *stream.Envelope {
+	return &stream.Envelope{ID: "e", Type: typ, Key: "acct-1", Data: json.RawMessage(data), OccurredAt: time.Unix(0, 0)}
+}
+
+func TestWhereClauses(t *testing.T) {
+	ev := env("payment", `{"amount": 120.5, "country": "NZ", "tier": "gold", "items": [1,2], "coupon": null, "ok": true, "n": {"x": 3}}`)
+	for src, want := range map[string]bool{
+		"data.amount > 100":                                    true,
+		"data.amount >= 120.5 && data.amount <= 120.5":         true,
+		"data.amount < 100":                                    false,
+		"data.amount == 120.5":                                 true,
+		"data.amount != 120.5":                                 false,
+		"data.country == 'NZ'":                                 true,
+		`data.country == "NZ"`:                                 true,
+		"data.country != 'AU'":                                 true,
+		"data.country in ('AU', 'NZ')":                         true,
+		"data.country not in ('AU', 'NZ')":                     false,
+		"data.tier in ('gold','platinum') and key == 'acct-1'": true,
+		"data.missing > 1":                                     false,
+		"data.missing != 1":                                    false,
+		"not (data.missing == 1)":                              true,
+		"exists(data.coupon)":                                  true,
+		"not exists(data.gone)":                                true,
+		"data.coupon == null":                                  true,
+		"data.ok == true":                                      true,
+		"data.n.x >= 3 or data.amount < 0":                     true,
+		"data.country > 'AA'":                                  true,
+		"data.amount > 'A'":                                    false,
+		"type == 'payment' && (data.amount > 1000 || data.country == 'NZ')": true,
+		"data.amount > -5e2": true,
+		"id == 'e'":          true,
+	} {
+		e, err := parseExpr(src)
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if got := e.eval(ev); got != want {
+			t.Errorf("%s: %v, want %v", src, got, want)
+		}
+	}
+}

@@ -1,0 +1,389 @@
+package cep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The rules table: partition key "id" (a string), one item per rule:
+//
+//	id          the rule's id
+//	definition  the rule as submitted (compact JSON)
+//	status      active, disabled or deleted
+//	intervals   JSON [{"from": ..., "until": ...}]: the arrival times the rule reads
+//	version     bumped by every change (changes are conditional on it)
+//	createdAt, updatedAt
+//	expiresAt   deleted rules only: when DynamoDB's TTL removes the tombstone
+//
+// and one item, id "#version", whose version every change bumps in the same
+// transaction: a running function reads it (one small read) to know whether
+// its copy of the rules is current, and scans the rules only when it moved.
+//
+// A deleted rule stays as a tombstone for TombstoneTTL, so retried batches
+// and replays meet the rule as it was, and its id is not reused meanwhile.
+
+// storeAPI is what Store needs of DynamoDB.
+type storeAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+var _ storeAPI = (*dynamodb.Client)(nil)
+
+// Bounds of the rules table.
+const (
+	// MaxRules bounds the rules (tombstones included) a function loads and
+	// indexes on every refresh.
+	MaxRules = 2000
+	// TombstoneTTL is how long a deleted rule is kept: past the events
+	// stream's longest default retention (7 days) and a day.
+	TombstoneTTL = 8 * 24 * time.Hour
+)
+
+// Errors a rules command can meet.
+var (
+	ErrNotFound = errors.New("cep: no such rule")
+	ErrExists   = errors.New("cep: a rule with this id exists")
+	ErrTooMany  = fmt.Errorf("cep: the rules table holds %d rules (deleted ones count until their tombstone expires)", MaxRules)
+)
+
+// StateError is a change the rule's status does not allow (disabling a
+// disabled rule, enabling a deleted one).
+type StateError struct{ ID, Status, Want string }
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("cep: rule %q is %s: cannot %s it", e.ID, e.Status, e.Want)
+}
+
+// Store keeps rules in a DynamoDB table.
+type Store struct {
+	db    storeAPI
+	table string
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+// NewStore returns the store of table; now is the clock changes are stamped
+// with (nil: time.Now).
+func NewStore(db storeAPI, table string, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, table: table, now: now, log: slog.New(slog.DiscardHandler)}
+}
+
+// WithLogger logs rules that cannot be loaded.
+func (s *Store) WithLogger(l *slog.Logger) *Store { s.log = l; return s }
+
+// Table is the table's name.
+func (s *Store) Table() string { return s.table }
+
+// versionID is the id of the item holding the rules' version: not a rule
+// id (those are letters, digits, '-' and '_').
+const versionID = "#version"
+
+const (
+	attrID         = "id"
+	attrDefinition = "definition"
+	attrStatus     = "status"
+	attrIntervals  = "intervals"
+	attrVersion    = "version"
+	attrCreatedAt  = "createdAt"
+	attrUpdatedAt  = "updatedAt"
+	attrExpiresAt  = "expiresAt"
+)
+
+// TTLAttribute is the rules table's time-to-live attribute.
+const TTLAttribute = attrExpiresAt
+
+// CreateRulesTable creates a rules table (for tests and tools; the stack
+// declares it).
+func CreateRulesTable(ctx context.Context, db interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+}, name string) error {
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrID), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrID), AttributeType: types.ScalarAttributeTypeS}},
+	})
+	if err != nil {
+		return fmt.Errorf("cep: creating rules table %s: %w", name, err)
+	}
+	return nil
+}
+
+// Add stores a new rule, active for events arriving from now +
+// ActivationDelay on.
+func (s *Store) Add(ctx context.Context, r *Rule) (*StoredRule, error) {
+	rules, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(rules) >= MaxRules {
+		return nil, ErrTooMany
+	}
+	now := s.now().UTC()
+	sr := &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: now.Add(ActivationDelay)}}, Version: 1, CreatedAt: now, UpdatedAt: now}
+	item, err := itemOf(sr)
+	if err != nil {
+		return nil, err
+	}
+	cond, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(attrID))).Build()
+	if err != nil {
+		return nil, err
+	}
+	err = s.write(ctx, &types.Put{TableName: aws.String(s.table), Item: item,
+		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names()})
+	if errors.Is(err, errCondition) {
+		return nil, fmt.Errorf("%w: %q (a deleted rule's id is kept for %s)", ErrExists, r.ID, TombstoneTTL)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cep: adding rule %q: %w", r.ID, err)
+	}
+	return sr, nil
+}
+
+// errCondition is a transaction refused by the rule item's condition.
+var errCondition = errors.New("cep: the rule changed")
+
+// write puts a rule item and bumps the rules' version, in one transaction.
+func (s *Store) write(ctx context.Context, put *types.Put) error {
+	bump, err := expression.NewBuilder().WithUpdate(expression.Add(expression.Name(attrVersion), expression.Value(1))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: put},
+		{Update: &types.Update{TableName: aws.String(s.table), Key: map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: versionID}},
+			UpdateExpression: bump.Update(), ExpressionAttributeNames: bump.Names(), ExpressionAttributeValues: bump.Values()}},
+	}})
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
+		return errCondition
+	}
+	return err
+}
+
+// Version is the rules' version: it changes with every change to a rule.
+func (s *Store) Version(ctx context.Context) (int64, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: versionID}}})
+	if err != nil {
+		return 0, fmt.Errorf("cep: reading the rules' version in %s: %w", s.table, err)
+	}
+	v, ok := out.Item[attrVersion].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, nil
+	}
+	return strconv.ParseInt(v.Value, 10, 64)
+}
+
+// Get reads one rule.
+func (s *Store) Get(ctx context.Context, id string) (*StoredRule, error) {
+	if id == versionID || !idPattern.MatchString(id) {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: id}}})
+	if err != nil {
+		return nil, fmt.Errorf("cep: reading rule %q: %w", id, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return fromItem(out.Item)
+}
+
+// List reads every rule (a strongly consistent scan), sorted by id. A
+// rule whose stored definition no longer parses is logged and left out.
+func (s *Store) List(ctx context.Context) ([]*StoredRule, error) {
+	var out []*StoredRule
+	var start map[string]types.AttributeValue
+	for {
+		page, err := s.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start})
+		if err != nil {
+			return nil, fmt.Errorf("cep: listing the rules in %s: %w", s.table, err)
+		}
+		for _, it := range page.Items {
+			if id, ok := it[attrID].(*types.AttributeValueMemberS); ok && id.Value == versionID {
+				continue
+			}
+			sr, err := fromItem(it)
+			if err != nil {
+				s.log.Error("a stored rule cannot be loaded: left out", "table", s.table, "error", err.Error())
+				continue
+			}
+			out = append(out, sr)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = page.LastEvaluatedKey
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Rule.ID < out[j].Rule.ID })
+	return out, nil
+}
+
+// Disable stops a rule: it reads no event arriving from now +
+// ActivationDelay on, and emits nothing once that time has passed.
+func (s *Store) Disable(ctx context.Context, id string) (*StoredRule, error) {
+	return s.change(ctx, id, "disable", func(sr *StoredRule, now time.Time) error {
+		if sr.Status != StatusActive {
+			return &StateError{ID: id, Status: sr.Status, Want: "disable"}
+		}
+		sr.Status = StatusDisabled
+		closeInterval(sr, now)
+		return nil
+	})
+}
+
+// Enable starts a disabled rule again, for events arriving from now +
+// ActivationDelay on.
+func (s *Store) Enable(ctx context.Context, id string) (*StoredRule, error) {
+	return s.change(ctx, id, "enable", func(sr *StoredRule, now time.Time) error {
+		if sr.Status != StatusDisabled {
+			return &StateError{ID: id, Status: sr.Status, Want: "enable"}
+		}
+		sr.Status = StatusActive
+		from := now.Add(ActivationDelay)
+		if n := len(sr.Intervals); n > 0 && sr.Intervals[n-1].Until.After(from) {
+			from = sr.Intervals[n-1].Until
+		}
+		sr.Intervals = append(sr.Intervals, Interval{From: from})
+		return nil
+	})
+}
+
+// Delete stops a rule as Disable does and marks it deleted; DynamoDB
+// removes it TombstoneTTL later.
+func (s *Store) Delete(ctx context.Context, id string) (*StoredRule, error) {
+	return s.change(ctx, id, "delete", func(sr *StoredRule, now time.Time) error {
+		if sr.Status == StatusDeleted {
+			return &StateError{ID: id, Status: sr.Status, Want: "delete"}
+		}
+		sr.Status = StatusDeleted
+		closeInterval(sr, now)
+		return nil
+	})
+}
+
+func closeInterval(sr *StoredRule, now time.Time) {
+	n := len(sr.Intervals)
+	if n == 0 || !sr.Intervals[n-1].Until.IsZero() {
+		return
+	}
+	until := now.Add(ActivationDelay)
+	if until.Before(sr.Intervals[n-1].From) {
+		until = sr.Intervals[n-1].From // disabled before it began: an empty interval
+	}
+	sr.Intervals[n-1].Until = until
+}
+
+// change applies f to a rule with a write conditional on its version,
+// reading it again if another change came first.
+func (s *Store) change(ctx context.Context, id, what string, f func(sr *StoredRule, now time.Time) error) (*StoredRule, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		sr, err := s.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		now := s.now().UTC()
+		prev := sr.Version
+		if err := f(sr, now); err != nil {
+			return nil, err
+		}
+		sr.Version, sr.UpdatedAt = prev+1, now
+		item, err := itemOf(sr)
+		if err != nil {
+			return nil, err
+		}
+		if sr.Status == StatusDeleted {
+			item[attrExpiresAt] = &types.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(TombstoneTTL).Unix(), 10)}
+		}
+		cond, err := expression.NewBuilder().WithCondition(expression.Equal(expression.Name(attrVersion), expression.Value(prev))).Build()
+		if err != nil {
+			return nil, err
+		}
+		err = s.write(ctx, &types.Put{TableName: aws.String(s.table), Item: item,
+			ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names(), ExpressionAttributeValues: cond.Values()})
+		if errors.Is(err, errCondition) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cep: %s rule %q: %w", what, id, err)
+		}
+		return sr, nil
+	}
+	return nil, fmt.Errorf("cep: %s rule %q: it kept changing under the write; try again", what, id)
+}
+
+func itemOf(sr *StoredRule) (map[string]types.AttributeValue, error) {
+	iv, err := json.Marshal(sr.Intervals)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]types.AttributeValue{
+		attrID:         &types.AttributeValueMemberS{Value: sr.Rule.ID},
+		attrDefinition: &types.AttributeValueMemberS{Value: string(sr.Rule.Source)},
+		attrStatus:     &types.AttributeValueMemberS{Value: sr.Status},
+		attrIntervals:  &types.AttributeValueMemberS{Value: string(iv)},
+		attrVersion:    &types.AttributeValueMemberN{Value: strconv.Itoa(sr.Version)},
+		attrCreatedAt:  &types.AttributeValueMemberS{Value: sr.CreatedAt.Format(time.RFC3339Nano)},
+		attrUpdatedAt:  &types.AttributeValueMemberS{Value: sr.UpdatedAt.Format(time.RFC3339Nano)},
+	}, nil
+}
+
+func fromItem(it map[string]types.AttributeValue) (*StoredRule, error) {
+	str := func(name string) string {
+		if v, ok := it[name].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return ""
+	}
+	id := str(attrID)
+	r, err := ParseRule([]byte(str(attrDefinition)))
+	if err != nil {
+		return nil, fmt.Errorf("rule %q: %w", id, err)
+	}
+	sr := &StoredRule{Rule: r, Status: str(attrStatus)}
+	if err := json.Unmarshal([]byte(str(attrIntervals)), &sr.Intervals); err != nil {
+		return nil, fmt.Errorf("rule %q: intervals: %w", id, err)
+	}
+	if v, ok := it[attrVersion].(*types.AttributeValueMemberN); ok {
+		sr.Version, _ = strconv.Atoi(v.Value)
+	}
+	sr.CreatedAt, _ = time.Parse(time.RFC3339Nano, str(attrCreatedAt))
+	sr.UpdatedAt, _ = time.Parse(time.RFC3339Nano, str(attrUpdatedAt))
+	return sr, nil
+}
+
+// RuleView is a rule as the management API and cmd/rules show it.
+type RuleView struct {
+	ID         string          `json:"id"`
+	Status     string          `json:"status"`
+	ActiveNow  bool            `json:"activeNow"`
+	Definition json.RawMessage `json:"definition"`
+	Intervals  []Interval      `json:"intervals"`
+	Version    int             `json:"version"`
+	CreatedAt  time.Time       `json:"createdAt"`
+	UpdatedAt  time.Time       `json:"updatedAt"`
+}
+
+// View is sr as shown to a user at now.
+func (sr *StoredRule) View(now time.Time) RuleView {
+	return RuleView{ID: sr.Rule.ID, Status: sr.Status, ActiveNow: sr.ActiveAt(now), Definition: sr.Rule.Source,
+		Intervals: sr.Intervals, Version: sr.Version, CreatedAt: sr.CreatedAt, UpdatedAt: sr.UpdatedAt}
+}

@@ -1,0 +1,300 @@
+package cep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// clock is a settable clock for a test.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+func newRulesTable(t *testing.T) string {
+	t.Helper()
+	n := name("rules")
+	if err := CreateRulesTable(context.Background(), db, n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestRulesLifecycle(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	s := NewStore(db, newRulesTable(t), c.now)
+	r := rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"}]}`)
+	sr, err := s.Add(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from := sr.Intervals[0].From; !from.Equal(base.Add(ActivationDelay)) {
+		t.Fatalf("applies from %s, want %s", from, base.Add(ActivationDelay))
+	}
+	if _, err := s.Add(ctx, r); !errors.Is(err, ErrExists) {
+		t.Fatalf("adding it twice: %v", err)
+	}
+	c.add(time.Minute)
+	if sr, err = s.Disable(ctx, "big"); err != nil || sr.Status != StatusDisabled || !sr.Intervals[0].Until.Equal(c.now().Add(ActivationDelay)) {
+		t.Fatalf("disable: %+v %v", sr, err)
+	}
+	var se *StateError
+	if _, err := s.Disable(ctx, "big"); !errors.As(err, &se) {
+		t.Fatalf("disabling a disabled rule: %v", err)
+	}
+	c.add(time.Minute)
+	if sr, err = s.Enable(ctx, "big"); err != nil || len(sr.Intervals) != 2 || !sr.Intervals[1].Until.IsZero() {
+		t.Fatalf("enable: %+v %v", sr, err)
+	}
+	at := func(d time.Duration) bool { return sr.ActiveAt(base.Add(d)) }
+	if at(0) || !at(ActivationDelay) || !at(time.Minute) || at(time.Minute+ActivationDelay) || at(2*time.Minute) || !at(2*time.Minute+ActivationDelay) {
+		t.Fatalf("intervals %+v", sr.Intervals)
+	}
+	if sr, err = s.Delete(ctx, "big"); err != nil || sr.Status != StatusDeleted {
+		t.Fatalf("delete: %+v %v", sr, err)
+	}
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.Table()), Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "big"}}})
+	if err != nil || out.Item[TTLAttribute] == nil {
+		t.Fatalf("the tombstone has no TTL: %v %v", out.Item, err)
+	}
+	if _, err := s.Enable(ctx, "big"); !errors.As(err, &se) {
+		t.Fatalf("enabling a deleted rule: %v", err)
+	}
+	if _, err := s.Disable(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("disabling an unknown rule: %v", err)
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 1 || list[0].Status != StatusDeleted {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	// Each of the four changes (add, disable, enable, delete) moved the
+	// version the function reads; the refused ones did not.
+	if v, err := s.Version(ctx); v != 4 || err != nil {
+		t.Fatalf("version %d, %v; want 4", v, err)
+	}
+}
+
+// TestRuleAddedAndRemovedAtRuntime runs the CEP handler with its rules in
+// the table: a rule added while it runs is seen by the next batch after
+// RefreshInterval and reads the events that arrive from ActivationDelay
+// after it was added on; deleted, it reads none arriving from
+// ActivationDelay after that.
+func TestRuleAddedAndRemovedAtRuntime(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	store := NewStore(db, newRulesTable(t), c.now)
+	table, out := name("cep-state"), name("matches")
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	keyedtest.CreateStream(t, kin, out, 1)
+	cfg := &Config{Name: "runtime", IdleTimeout: time.Minute}
+	h := NewHandler(cfg, state.NewViews(db, table, nil), kin, out, store, c.now, keyed.WithLogger(quiet))
+	seq := 0
+	send := func(id string, amount int) {
+		t.Helper()
+		seq++
+		e := stream.Envelope{ID: id, Type: "payment", Key: "acct", OccurredAt: c.now(), SentAt: c.now(), ReceivedAt: c.now(),
+			Data: json.RawMessage(fmt.Sprintf(`{"amount":%d}`, amount))}
+		resp, err := h.HandleBatch(ctx, events.KinesisEvent{Records: kinesisRecords([]shardRecord{{shard: "shardId-000000000000", seq: seq, env: e}})})
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("batch: %v %v", resp, err)
+		}
+	}
+	send("before", 1000) // no rules yet
+	if _, err := store.Add(ctx, rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	c.add(ActivationDelay - time.Second)
+	send("too-early", 1000) // arrives before the rule applies
+	c.add(time.Second)
+	send("first", 1000) // the handler's copy is older than RefreshInterval: it reads the rule
+	send("small", 10)
+	if _, err := store.Delete(ctx, "big"); err != nil {
+		t.Fatal(err)
+	}
+	c.add(ActivationDelay - time.Second)
+	send("last", 5000) // still applies
+	c.add(time.Second)
+	send("after", 5000) // arrives once the deletion applies
+	c.add(time.Minute)
+	if _, err := h.Tick(ctx, c.now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Tick(ctx, c.now().Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got := describeMatches(t, keyedtest.ReadAll(t, kin, out))
+	if strings.Join(got, " ") != "big:acct:first big:acct:last" {
+		t.Fatalf("matches %v, want first and last", got)
+	}
+}
+
+func urlRequest(method, path, body string) events.LambdaFunctionURLRequest {
+	var r events.LambdaFunctionURLRequest
+	r.RawPath, r.Body = path, body
+	r.RequestContext.HTTP.Method = method
+	return r
+}
+
+func TestAdminRoutes(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	a := NewAdmin(NewStore(db, newRulesTable(t), c.now), c.now, quiet)
+	call := func(method, path, body string, want int) map[string]any {
+		t.Helper()
+		resp, err := a.Handle(ctx, urlRequest(method, path, body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, resp.Body, want)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(resp.Body), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	bad := call("POST", "/rules", `{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"y","where":"data.amount => 5"}],"within":"1m"}`, http.StatusBadRequest)
+	if bad["part"] != "pattern[1].where" {
+		t.Fatalf("bad rule answer %v", bad)
+	}
+	ok := call("POST", "/rules", `{"id":"unpaid","pattern":[{"begin":"o","type":"order"},{"notFollowedBy":"p","type":"payment"}],"within":"15m"}`, http.StatusCreated)
+	if ok["appliesFrom"] != base.Add(ActivationDelay).Format(time.RFC3339) {
+		t.Fatalf("added: %v", ok)
+	}
+	call("POST", "/rules", `{"id":"unpaid","pattern":[{"begin":"o","type":"order"}]}`, http.StatusConflict)
+	if list := call("GET", "/rules", "", http.StatusOK)["rules"].([]any); len(list) != 1 {
+		t.Fatalf("list %v", list)
+	}
+	call("POST", "/rules/unpaid/disable", "", http.StatusOK)
+	call("POST", "/rules/unpaid/disable", "", http.StatusConflict)
+	call("DELETE", "/rules/unpaid", "", http.StatusOK)
+	call("GET", "/rules/nope", "", http.StatusNotFound)
+	call("PUT", "/rules", "", http.StatusNotFound)
+	test := call("POST", "/test", `{"rules":[{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"}]}],
+		"events":[{"id":"1","type":"payment","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"amount":150}},
+		          {"id":"2","type":"payment","key":"a","occurredAt":"2026-11-29T10:00:01Z","sentAt":"2026-11-29T10:00:01Z","data":{"amount":50}}]}`, http.StatusOK)
+	if ms := test["matches"].([]any); len(ms) != 1 {
+		t.Fatalf("test: %v", test)
+	}
+	badTest := call("POST", "/test", `{"rules":[{"id":"x","pattern":[{"begin":"a","type":"t","where":"data.x >"}]}],"events":[]}`, http.StatusBadRequest)
+	if badTest["part"] != "rules[0].pattern[0].where" {
+		t.Fatalf("bad test: %v", badTest)
+	}
+}
+
+// TestBackfillRunsARuleOverThePast puts events on a stream, then treats a
+// rule as having become active just before the last of them: the backfill
+// emits the matches that begin before that moment, one completed by the
+// event after it included, and starts none there.
+func TestBackfillRunsARuleOverThePast(t *testing.T) {
+	ctx := context.Background()
+	evStream, matches := name("events"), name("matches")
+	keyedtest.CreateStream(t, kin, evStream, 1)
+	keyedtest.CreateStream(t, kin, matches, 1)
+	start := time.Now().UTC()
+	put := func(es ...stream.Envelope) {
+		var entries []kintypes.PutRecordsRequestEntry
+		for _, e := range es {
+			at := time.Now().UTC()
+			e.OccurredAt, e.SentAt, e.ReceivedAt = at, at, time.Time{}
+			b, _ := json.Marshal(e)
+			entries = append(entries, kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(e.Key)})
+		}
+		if _, err := kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(evStream), Records: entries}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(ev("o1", "order", "a", 0, ""), ev("p1", "payment", "a", 0, ""), ev("o2", "order", "b", 0, ""))
+	time.Sleep(1100 * time.Millisecond)
+	activeFrom := time.Now().UTC()
+	time.Sleep(100 * time.Millisecond)
+	put(ev("p2", "payment", "b", 0, ""), ev("o3", "order", "c", 0, ""), ev("p3", "payment", "c", 0, ""))
+	r := rule(t, `{"id":"paid","pattern":[{"begin":"o","type":"order"},{"followedBy":"p","type":"payment"}],"within":"1m"}`)
+	sr := &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: activeFrom}}}
+	res, err := Backfill(ctx, kin, sr, BackfillOptions{Stream: evStream, Matches: matches, From: start.Add(-time.Minute), IdleTimeout: time.Nanosecond,
+		Now: func() time.Time { return time.Now().Add(time.Second) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := describeMatches(t, keyedtest.ReadAll(t, kin, matches))
+	if strings.Join(got, " ") != "paid:a:o1,p1 paid:b:o2,p2" || res.Records != 6 {
+		t.Fatalf("backfill: %v, %d records read (o3,p3 begin after the rule applies: the live function's)", got, res.Records)
+	}
+}
+
+// countingSource counts the reads a handler makes of its rules.
+type countingSource struct {
+	RuleSource
+	versions, lists int
+}
+
+func (c *countingSource) Version(ctx context.Context) (int64, error) {
+	c.versions++
+	return c.RuleSource.Version(ctx)
+}
+
+func (c *countingSource) List(ctx context.Context) ([]*StoredRule, error) {
+	c.lists++
+	return c.RuleSource.List(ctx)
+}
+
+// TestRefreshScansOnlyWhenTheRulesChanged: a warm handler reads the rules
+// table's version every RefreshInterval and scans the rules only when a
+// change moved it, so a quiet rules table costs one small read per
+// interval, not a scan of every rule.
+func TestRefreshScansOnlyWhenTheRulesChanged(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	store := NewStore(db, newRulesTable(t), c.now)
+	src := &countingSource{RuleSource: store}
+	h := NewHandler(&Config{Name: "refresh", IdleTimeout: time.Minute}, state.NewViews(db, name("unused"), nil), kin, name("unused"), src, c.now, keyed.WithLogger(quiet))
+	step := func(d time.Duration, versions, lists int) {
+		t.Helper()
+		c.add(d)
+		if err := h.Refresh(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		if src.versions != versions || src.lists != lists {
+			t.Fatalf("after %s: %d version reads, %d scans; want %d, %d", d, src.versions, src.lists, versions, lists)
+		}
+	}
+	step(0, 1, 1)               // cold: reads the rules
+	step(time.Second, 1, 1)     // within RefreshInterval: nothing read
+	step(RefreshInterval, 2, 1) // unchanged: the version only
+	step(RefreshInterval, 3, 1) // still unchanged
+	if _, err := store.Add(ctx, rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	step(time.Second, 3, 1)     // not yet due
+	step(RefreshInterval, 4, 2) // the version moved: the rules are read again
+	if got := len(h.Operator().Rules().indexed); got != 1 {
+		t.Fatalf("%d rules indexed after the refresh, want 1", got)
+	}
+	step(RefreshInterval, 5, 2)
+}

@@ -1,0 +1,55 @@
+package join
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRefusesNamingTheField(t *testing.T) {
+	for _, tc := range []struct {
+		doc, field, reason string
+	}{
+		{`{"left":"s","right":"c","within":"1m"}`, "name", "required"},
+		{`{"name":"x y","left":"s","right":"c","within":"1m"}`, "name", "letters"},
+		{`{"name":"j","right":"c","within":"1m"}`, "left", "required"},
+		{`{"name":"j","left":"s","within":"1m"}`, "right", "required"},
+		{`{"name":"j","left":"s","right":"s","within":"1m"}`, "right", "self-join"},
+		{`{"name":"j","left":"s","right":"c"}`, "within", "required"},
+		{`{"name":"j","left":"s","right":"c","within":"10 minutes"}`, "within", "not a duration"},
+		{`{"name":"j","left":"s","right":"c","within":"0s"}`, "within", "above zero"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","before":"-1s"}`, "before", "negative"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","kind":"cross"}`, "kind", `"inner", "left" or "outer"`},
+		{`{"name":"j","left":"s","right":"c","within":"20h","allowedLateness":"5h"}`, "within", "at most 24h"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","key":"type"}`, "key", "cannot be a join key"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","key":"session"}`, "key", "not a path"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","key":"data.session"}`, "partitionKeyIsJoinKey", "envelope key"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","rateWindow":"10ms"}`, "rateWindow", "from 1s"},
+		{`{"name":"j","left":"s","right":"c","within":"24h","rateWindow":"1s"}`, "rateWindow", "rate windows open"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","dedupeHorizon":""}`, "dedupeHorizon", "empty"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","dedupeHorizon":"200h"}`, "dedupeHorizon", "longer"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","grace":"1s"}`, "grace", "not a join config field"},
+		{`{"name":"j","left":3,"right":"c","within":"1m"}`, "left", "must be a string"},
+		{`{"name":"j","left":"s","right":"c","within":"1m"} {}`, "", "more than one"},
+	} {
+		_, err := Parse([]byte(tc.doc))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.reason) {
+			t.Errorf("%s: got %v, want field %q with %q", tc.doc, err, tc.field, tc.reason)
+		}
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	c, err := Parse([]byte(`{"name":"search-click","left":"search","right":"click","key":"data.session","partitionKeyIsJoinKey":true,"within":"2m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind != Left || c.Before != 0 || c.AllowedLateness != 0 || c.IdleTimeout != DefaultIdleTimeout || c.DedupeHorizon != time.Hour || c.Key.String() != "data.session" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if _, err := FromEnv(func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), EnvVar) {
+		t.Fatalf("missing env: %v", err)
+	}
+}

@@ -1,0 +1,47 @@
+// Package join is the stream–stream window join of DESIGN.md "Joins": two
+// event types on the events stream (search and click in the notes) with the
+// same join key (the session: the envelope key) are joined when the right
+// record's event time is within [left − before, left + within], in either
+// order of arrival; each matching pair becomes a "joined" record on the
+// joins stream, and — the notes' point — a left record that joined nothing
+// becomes an "unmatched" record once the watermark passes its window (left
+// join; the outer join does the same for right records; the inner join
+// emits pairs only). A derived click-through rate per key and tumbling
+// window of the left records' event time (left records that joined, out of
+// all) is emitted as a "join_rate" record once every left record of the
+// window has closed.
+//
+// Semantics follow Kafka Streams' KStream–KStream join with a grace
+// period (JoinWindows.ofTimeDifferenceAndGrace): the watermark of a shard
+// is its newest event time minus allowedLateness (the grace), a record
+// joins the other side's records still open when it arrives, a record's
+// window closes when the watermark passes its time + within (left) or
+// + before (right), and a record arriving after its own window closed is
+// late: dropped and counted. Non-matches are emitted only after the window
+// closed, never eagerly. engine_test.go replays the table of Kafka
+// Streams' documentation row by row. One difference: a record whose window
+// has closed is out of the join for good (Kafka Streams keeps it in its
+// window store a little longer and may still join it, after having emitted
+// it as unmatched); here a left record ends with joined records or with one
+// unmatched record, never both.
+//
+// Exactly once, bounded state and set-aside records come from package
+// keyed, which runs the join: one state item per join key (its open
+// records of both sides, its open rate windows, and the last fold's
+// outputs by reference), fenced by the shard's sequence numbers, written
+// once per key per batch; producer copies suppressed by event id. A key's
+// state is bounded (Limits): a record whose data is over 16 KiB, or that
+// would take its key's open records over 128 KiB, is set aside (kind
+// state-budget) naming the field — a rule on the record and the key's
+// history only, so replays decide the same.
+//
+// Output ids are stable: "<join>:" and 32 hex digits of a hash of the kind,
+// the key and the records' ids (or the rate window's start), so every
+// emission of one output carries one id and the next stage deduplicates by
+// it. Emission is at least once.
+//
+// The join key must put both sides on one shard: it is the envelope key
+// (the Kinesis partition key) or a data field producers also use as the
+// envelope key (partitionKeyIsJoinKey). Keep the mapping's
+// ParallelizationFactor at 1.
+package join

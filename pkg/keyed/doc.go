@@ -1,0 +1,46 @@
+// Package keyed runs a keyed stateful operator — the stream–stream join
+// (package join), the CEP rules (package cep) — over a Kinesis shard with
+// the guarantees of the windowed aggregation: event time, per-shard
+// watermarks, exactly-once effects on state under every Lambda retry,
+// producer copies suppressed by event id, bounded state, and records that
+// can never succeed set aside.
+//
+// The data's path, per batch:
+//
+//  1. each record is decoded (a record that is not an envelope is set aside,
+//     naming the field) and the Operator selects it: fold it under a key,
+//     only observe its event time, or ignore it;
+//  2. the records to fold are judged against their keys' dedupe ledgers
+//     (package dedupe: one conditional write per key with new ids): a
+//     producer's copy has no effect, an id reused with other content is set
+//     aside;
+//  3. the shard's watermark just before each record is computed from the
+//     records before it — the committed watermark, then each record's
+//     event time in shard order — so every decision (late or not, what is
+//     open when a record arrives, whether a key's state has room) depends
+//     only on the shard's records, never on how Lambda cut the batches;
+//  4. each key's records are folded into its state item (package state's
+//     keyed state: one item per key, a version for optimistic concurrency
+//     and a fence per shard, the highest sequence number folded in, so a
+//     redelivered record is skipped) with one conditional write per key
+//     per batch; the state is then advanced to the batch's end watermark;
+//  5. the outputs of a fold are written in the same item (its outbox)
+//     before they are put on the output stream: a crash between the two
+//     writes leaves them in the state, and whoever next loads the state
+//     without knowing them sent — a cold start, a retry, the tick — sends
+//     them again. Emission is at least once, each output with a stable id;
+//     an output never exists without the state change that made it;
+//  6. the watermark is committed as of Lambda's checkpoint (before the
+//     lowest failed record), and the states of other keys that it made
+//     due (listed in the views table's open index by the time their next
+//     window closes) are advanced and their outputs emitted.
+//
+// Tick, run on a schedule, advances idle shards' watermarks by processing
+// time and closes what they pass, as the ticker does for windows.
+//
+// Bounds: an Operator keeps a key's state within its own limits (records
+// past them are set aside, kind state-budget, deterministically); a fold
+// that makes a key's state reach Settings.FoldBytes ends early and reports
+// the key's next record, so Lambda resumes there (counted in
+// FoldCheckpoints); a blob over Settings.MaxStateBytes is never written.
+package keyed

@@ -1,0 +1,260 @@
+// Package keyedtest is the fault-injection harness of keyed operators (the
+// join, CEP): it plays one shard's event source mapping against a handler
+// with Lambda's retry patterns — whole batches redelivered after a lost
+// response, concurrent duplicate invocations, crashes after k of n writes
+// (DynamoDB or Kinesis), bisected retries, checkpointed retries after item
+// failures, retries with another batch size, cold starts — and reads an
+// output stream back, so a test can compare what came out with a reference
+// computed in memory.
+package keyedtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+)
+
+// ErrCrash is the error an armed fault injects.
+var ErrCrash = errors.New("keyedtest: injected crash between two writes")
+
+// Budget is the writes a faulty client has left before its "crash": the
+// write that spends it fails, the ones before and after succeed, as when a
+// process dies between two writes and Lambda runs the batch again (< 0:
+// none armed).
+type Budget struct {
+	n       atomic.Int64
+	crashes atomic.Int64
+	span    int
+}
+
+// Crashes is how many writes the budget failed so far.
+func (b *Budget) Crashes() int64 { return b.crashes.Load() }
+
+// NewBudget returns a budget with no crash armed; Mapping arms it to fail
+// one of the next span writes of an invocation.
+func NewBudget(span int) *Budget {
+	b := &Budget{span: max(1, span)}
+	b.n.Store(-1)
+	return b
+}
+
+// Arm makes the n+1-th write from now fail (n < 0 disarms).
+func (b *Budget) Arm(n int64) { b.n.Store(n) }
+
+func (b *Budget) crash() bool {
+	if b.n.Load() >= 0 && b.n.Add(-1) < 0 {
+		b.crashes.Add(1)
+		return true
+	}
+	return false
+}
+
+// DB is a DynamoDB client whose writes fail once its budget runs out, as a
+// process that dies between two writes leaves them.
+type DB struct {
+	*dynamodb.Client
+	B *Budget
+}
+
+// UpdateItem fails when the budget is spent.
+func (d *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if d.B.crash() {
+		return nil, ErrCrash
+	}
+	return d.Client.UpdateItem(ctx, in, opts...)
+}
+
+// PutItem fails when the budget is spent.
+func (d *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if d.B.crash() {
+		return nil, ErrCrash
+	}
+	return d.Client.PutItem(ctx, in, opts...)
+}
+
+// TransactWriteItems fails when the budget is spent.
+func (d *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if d.B.crash() {
+		return nil, ErrCrash
+	}
+	return d.Client.TransactWriteItems(ctx, in, opts...)
+}
+
+// Kinesis is a Kinesis client whose PutRecords fails when the budget is
+// spent: the state was written, its outputs were not.
+type Kinesis struct {
+	*kinesis.Client
+	B *Budget
+}
+
+// PutRecords fails when the budget is spent.
+func (k *Kinesis) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	if k.B.crash() {
+		return nil, ErrCrash
+	}
+	return k.Client.PutRecords(ctx, in, opts...)
+}
+
+// Handler is what Play drives.
+type Handler interface {
+	HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error)
+}
+
+// Mapping plays one shard's event source mapping.
+type Mapping struct {
+	T   testing.TB
+	Rng *rand.Rand
+	// Budgets are the faulty clients' budgets (DynamoDB, Kinesis): an
+	// invocation arms at most one of them.
+	Budgets []*Budget
+	// New builds a handler as a cold start does.
+	New func() Handler
+	// MaxBatch bounds batch sizes (default 25).
+	MaxBatch int
+	h        Handler
+	// Log lists what was played, for a failure message.
+	Log []string
+}
+
+// invoke runs one batch, maybe with a crash armed, and returns the index to
+// resume from (len(recs): all done) and whether the invocation "crashed".
+func (m *Mapping) invoke(recs []events.KinesisEventRecord) (int, bool) {
+	budget := int64(-1)
+	var armed *Budget
+	if len(m.Budgets) > 0 && m.Rng.IntN(3) == 0 {
+		armed = m.Budgets[m.Rng.IntN(len(m.Budgets))]
+		budget = int64(m.Rng.IntN(armed.span))
+		armed.Arm(budget)
+		defer armed.Arm(-1)
+	}
+	resp, err := m.h.HandleBatch(context.Background(), events.KinesisEvent{Records: recs})
+	if err != nil {
+		return 0, true
+	}
+	if budget >= 0 && m.Rng.IntN(3) == 0 {
+		return 0, true // died after its writes, before Lambda got the response
+	}
+	if len(resp.BatchItemFailures) == 0 {
+		return len(recs), false
+	}
+	lowest := resp.BatchItemFailures[0].ItemIdentifier
+	for i, r := range recs {
+		if r.Kinesis.SequenceNumber == lowest {
+			return i, false
+		}
+	}
+	m.T.Fatalf("item failure %s is not in the batch", lowest)
+	return 0, false
+}
+
+// Run plays recs (one shard's, in order) to the end.
+func (m *Mapping) Run(recs []events.KinesisEventRecord) {
+	if m.MaxBatch == 0 {
+		m.MaxBatch = 25
+	}
+	m.h = m.New()
+	stuck := 0
+	for pos := 0; pos < len(recs); {
+		if m.Rng.IntN(10) == 0 {
+			m.h = m.New()
+			m.Log = append(m.Log, "cold start")
+		}
+		b := recs[pos:min(pos+1+m.Rng.IntN(m.MaxBatch), len(recs))]
+		switch m.Rng.IntN(6) {
+		case 0:
+			var wg sync.WaitGroup
+			for i := 0; i < 2; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, _ = m.h.HandleBatch(context.Background(), events.KinesisEvent{Records: b})
+				}()
+			}
+			wg.Wait()
+			m.Log = append(m.Log, fmt.Sprintf("dup %d+%d", pos, len(b)))
+		case 1:
+			_, _ = m.h.HandleBatch(context.Background(), events.KinesisEvent{Records: b})
+			m.Log = append(m.Log, fmt.Sprintf("redeliver %d+%d", pos, len(b)))
+		}
+		resume, crashed := m.invoke(b)
+		if crashed {
+			m.Log = append(m.Log, fmt.Sprintf("crash %d+%d", pos, len(b)))
+			if len(b) > 1 && m.Rng.IntN(2) == 0 {
+				half := b[:len(b)/2]
+				if r, c := m.invoke(half); !c {
+					pos += r
+				}
+				m.Log = append(m.Log, fmt.Sprintf("bisect %d+%d", pos, len(half)))
+			}
+			continue
+		}
+		if resume == 0 {
+			if stuck++; stuck > 50 {
+				m.T.Fatalf("the batch at %d keeps failing: %v", pos, m.Log[max(0, len(m.Log)-10):])
+			}
+		} else {
+			stuck = 0
+		}
+		pos += resume
+		if resume < len(b) {
+			m.Log = append(m.Log, fmt.Sprintf("checkpoint at %d", pos))
+		}
+	}
+}
+
+// CreateStream creates a Kinesis stream of n shards and waits for it.
+func CreateStream(t testing.TB, kin *kinesis.Client, name string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(int32(n))}); err != nil {
+		t.Fatal(err)
+	}
+	w := kinesis.NewStreamExistsWaiter(kin, func(o *kinesis.StreamExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond })
+	if err := w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(name)}, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ReadAll reads every record's data from every shard of a stream.
+func ReadAll(t testing.TB, kin *kinesis.Client, name string) [][]byte {
+	t.Helper()
+	ctx := context.Background()
+	shards, err := kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, sh := range shards.Shards {
+		it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(name), ShardId: sh.ShardId,
+			ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		iter := it.ShardIterator
+		for iter != nil {
+			page, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(10000)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Records {
+				out = append(out, r.Data)
+			}
+			if len(page.Records) == 0 || aws.ToInt64(page.MillisBehindLatest) == 0 {
+				break
+			}
+			iter = page.NextShardIterator
+		}
+	}
+	return out
+}

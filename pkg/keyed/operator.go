@@ -1,0 +1,88 @@
+package keyed
+
+import (
+	"time"
+
+	"github.com/tributary-dev/tributary/pkg/emit"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// Selection is what an operator does with a decoded record.
+type Selection uint8
+
+const (
+	// Ignore: not the operator's record; it neither folds nor moves the
+	// watermark (the join ignores other event types, so filtering them out
+	// in the mapping changes nothing).
+	Ignore Selection = iota
+	// Observe: the record only moves its shard's watermark (CEP sees every
+	// event's time, and folds only those some rule reads).
+	Observe
+	// Fold: the record is folded into its key's state (and moves the
+	// watermark). Only these are screened for producer copies.
+	Fold
+)
+
+// RecordError is a record that can never be folded: it is set aside with
+// its data, naming Field, and the shard moves on.
+type RecordError struct {
+	Field  string
+	Kind   string // a setaside kind: setaside.KindInvalid, KindStateBudget, ...
+	Reason string
+}
+
+func (e *RecordError) Error() string { return e.Field + ": " + e.Reason }
+
+// Fate is what State.Add did with a record.
+type Fate uint8
+
+const (
+	// Added: folded in.
+	Added Fate = iota + 1
+	// Late: the watermark had passed what the record could still change;
+	// dropped and counted (LateDropped).
+	Late
+	// Aside: the record can never be folded (the key's state is full); it
+	// is set aside with the RecordError Add returns.
+	Aside
+)
+
+// Operator is the logic of a keyed stateful stage: which records it reads
+// and under which key, and the state of one key. It is pure (no AWS, no
+// clock): the Runner does the I/O, the fences and the retries.
+type Operator[V any] interface {
+	// Select decides what becomes of a decoded record and, for Fold, its
+	// state key and the value folded. rec and env share the batch's
+	// buffers: v must not keep their memory (clone strings and bytes). An
+	// error is a *RecordError: the record is set aside.
+	Select(rec *stream.KinesisRecord, env *stream.Envelope) (key string, v V, sel Selection, err error)
+	// NewState decodes a key's state item (an empty blob is a new key).
+	NewState(key string, blob []byte) (State[V], error)
+}
+
+// State is one key's state. Its outbox holds the outputs of the last fold
+// until the Runner knows they are on the stream.
+type State[V any] interface {
+	// Compact drops the outbox and whatever only it needed: the Runner
+	// calls it once the outbox is on the stream, before a new fold.
+	Compact()
+	// Add folds v in; wm is the shard's watermark just before the record.
+	// It closes first what wm has passed (as Advance), then decides the
+	// record's fate; outputs go to the outbox.
+	Add(v V, wm time.Time) (Fate, *RecordError)
+	// Advance closes what the watermark wm has passed, adding the outputs
+	// (unmatched records, timed-out patterns) to the outbox.
+	Advance(wm time.Time)
+	// Outbox is the number of outputs waiting.
+	Outbox() int
+	// Render encodes the outbox as records for the output stream, the same
+	// bytes every time for the same state.
+	Render() ([]emit.Record, error)
+	// NextDue is the watermark at which the state next has something to
+	// close; zero when nothing is open.
+	NextDue() time.Time
+	// Size is the state's encoded size (an upper bound is fine).
+	Size() int
+	// Encode appends the state's encoding to dst.
+	Encode(dst []byte) []byte
+}

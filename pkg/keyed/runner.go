@@ -1,0 +1,874 @@
+package keyed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/batch"
+	"github.com/tributary-dev/tributary/pkg/dedupe"
+	"github.com/tributary-dev/tributary/pkg/emit"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/window"
+)
+
+// Settings say where a Runner keeps its state and how its watermark moves.
+type Settings struct {
+	// Name names the operator's items: state "<Name>#<key>", watermarks
+	// "watermark#<Name>", the dedupe ledger "dedupe#<Name>#<key>".
+	Name string
+	// Kind is the keyed state kind of its state items ("join", "cep").
+	Kind string
+	// OutOfOrderness is the watermark's allowance: the watermark is the
+	// newest event time of the shard minus it.
+	OutOfOrderness time.Duration
+	// IdleTimeout is how long a shard may see no newer event time before
+	// Tick advances its watermark by processing time.
+	IdleTimeout time.Duration
+	// FoldBytes ends a key's fold early once its state reaches this size
+	// (the rest of the key's records are reported and come again).
+	FoldBytes int
+	// MaxStateBytes is the largest state blob written; the operators'
+	// limits keep below it (a larger one is a bug, reported, not written).
+	MaxStateBytes int
+}
+
+// DefaultMaxStateBytes leaves room in DynamoDB's 400 KB item for the
+// item's other attributes (fences of a few shards, keys, index attributes).
+const DefaultMaxStateBytes = 360_000
+
+// Runner runs an Operator over Kinesis batches: see the package doc. It is
+// safe for concurrent use.
+type Runner[V any] struct {
+	set          Settings
+	op           Operator[V]
+	views        *state.Views
+	kin          emit.Putter
+	stream       string
+	ledger       *dedupe.Ledger
+	sink         *setaside.Sink
+	metrics      *metrics.Logger
+	log          *slog.Logger
+	now          func() time.Time
+	concurrency  int
+	backoff      func(int) time.Duration
+	maxCacheKeys int
+	onEmit       func(ctx context.Context, recs []emit.Record, resent bool)
+
+	mu     sync.Mutex
+	marks  map[string]*window.Watermark
+	loaded bool
+	cache  map[string]cached
+
+	batches sync.Pool
+	stats   counters
+}
+
+// cached is a warm copy of a key's state item, so the normal path needs no
+// read. The blob is decoded afresh for each fold: a failed write must not
+// leave the copy changed.
+type cached struct {
+	version int
+	fence   string
+	blob    []byte
+	sent    bool // the blob's outbox is known to be on the stream
+}
+
+// Option configures a Runner.
+type Option func(*options)
+
+type options struct {
+	ledger       *dedupe.Ledger
+	sink         *setaside.Sink
+	metrics      *metrics.Logger
+	log          *slog.Logger
+	now          func() time.Time
+	concurrency  int
+	backoff      func(int) time.Duration
+	maxCacheKeys int
+	onEmit       func(ctx context.Context, recs []emit.Record, resent bool)
+}
+
+// WithEmitHook calls f with the records of every outbox once they are on
+// the stream (resent: a copy of an outbox that may have been sent before).
+// CEP logs each match there.
+func WithEmitHook(f func(ctx context.Context, recs []emit.Record, resent bool)) Option {
+	return func(o *options) { o.onEmit = f }
+}
+
+// WithDedupe suppresses producer copies of folded records with ledger
+// (NewLedger); without it only Lambda's redeliveries are deduplicated.
+func WithDedupe(l *dedupe.Ledger) Option { return func(o *options) { o.ledger = l } }
+
+// WithSetAside is where records that can never be folded go; without it
+// they are reported as failures, as a transient error is.
+func WithSetAside(s *setaside.Sink) Option { return func(o *options) { o.sink = s } }
+
+// WithMetrics emits EMF metrics after each batch and tick.
+func WithMetrics(m *metrics.Logger) Option { return func(o *options) { o.metrics = m } }
+
+// WithLogger logs failures and records set aside.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClock sets processing time (Tick's idle advance, metrics).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithConcurrency bounds the keys folded at once (default 16).
+func WithConcurrency(n int) Option { return func(o *options) { o.concurrency = max(1, n) } }
+
+// WithBackoff sets the wait before output retry attempt+1 (tests shorten it).
+func WithBackoff(f func(int) time.Duration) Option { return func(o *options) { o.backoff = f } }
+
+// WithMaxCacheKeys bounds the warm copies kept (default 100,000); past it
+// the cache starts afresh.
+func WithMaxCacheKeys(n int) Option { return func(o *options) { o.maxCacheKeys = max(1, n) } }
+
+// NewLedger is the dedupe ledger of operator name in its state table, or
+// nil for a horizon of 0.
+func NewLedger(db dedupe.Store, table, name string, horizon time.Duration) *dedupe.Ledger {
+	if horizon <= 0 {
+		return nil
+	}
+	return dedupe.NewLedger(db, table, state.LedgerKey(name), dedupe.WithHorizon(horizon), dedupe.WithTTLAttribute(state.TTLAttribute))
+}
+
+// New returns a Runner keeping op's state in views and putting its outputs
+// on the Kinesis stream named out (kin nil: outputs are dropped, for
+// tests of the state alone).
+func New[V any](set Settings, op Operator[V], views *state.Views, kin emit.Putter, out string, opts ...Option) *Runner[V] {
+	o := options{log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: time.Now, concurrency: 16, backoff: emit.Backoff, maxCacheKeys: 100_000}
+	for _, f := range opts {
+		f(&o)
+	}
+	if set.MaxStateBytes == 0 {
+		set.MaxStateBytes = DefaultMaxStateBytes
+	}
+	if set.FoldBytes == 0 {
+		set.FoldBytes = set.MaxStateBytes / 2
+	}
+	r := &Runner[V]{set: set, op: op, views: views, kin: kin, stream: out,
+		ledger: o.ledger, sink: o.sink, metrics: o.metrics, log: o.log, now: o.now,
+		concurrency: o.concurrency, backoff: o.backoff, maxCacheKeys: o.maxCacheKeys, onEmit: o.onEmit,
+		marks: map[string]*window.Watermark{}, cache: map[string]cached{}}
+	r.batches.New = func() any { return new(stream.KinesisBatch) }
+	return r
+}
+
+// Stats are a Runner's counters since it was built.
+type Stats struct {
+	RecordsIn, Observed, Late, SetAside, Duplicates, Conflicts    int64
+	Outputs, OutputsResent, StateWrites, FoldCheckpoints, Refolds int64
+}
+
+type counters struct {
+	recordsIn, observed, late, setAside, duplicates, conflicts    atomic.Int64
+	outputs, outputsResent, stateWrites, foldCheckpoints, refolds atomic.Int64
+}
+
+// Stats returns the counters so far.
+func (r *Runner[V]) Stats() Stats {
+	c := &r.stats
+	return Stats{RecordsIn: c.recordsIn.Load(), Observed: c.observed.Load(), Late: c.late.Load(), SetAside: c.setAside.Load(),
+		Duplicates: c.duplicates.Load(), Conflicts: c.conflicts.Load(), Outputs: c.outputs.Load(), OutputsResent: c.outputsResent.Load(),
+		StateWrites: c.stateWrites.Load(), FoldCheckpoints: c.foldCheckpoints.Load(), Refolds: c.refolds.Load()}
+}
+
+// Invoke is the Lambda entry point, as lambda.Start(r) calls it with the
+// runtime's bytes: an EventBridge scheduled event runs Tick; anything else
+// is decoded in one pass as a Kinesis event and handled.
+func (r *Runner[V]) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	if isScheduled(payload) {
+		res, err := r.Tick(ctx, r.now())
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(res)
+	}
+	b := r.batches.Get().(*stream.KinesisBatch)
+	defer r.batches.Put(b)
+	if err := b.Decode(payload); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.set.Name, err)
+	}
+	resp, err := r.handleBatch(ctx, b.Records)
+	if err != nil {
+		return nil, err
+	}
+	return stream.AppendKinesisEventResponse(nil, &resp), nil
+}
+
+// isScheduled reports whether payload is an EventBridge event rather than
+// a Kinesis batch.
+func isScheduled(payload []byte) bool {
+	if bytes.Contains(payload, []byte(`"Records"`)) {
+		return false
+	}
+	var ev struct {
+		DetailType string `json:"detail-type"`
+	}
+	return json.Unmarshal(payload, &ev) == nil && ev.DetailType != ""
+}
+
+// HandleBatch handles one Kinesis batch given as aws-lambda-go's event.
+func (r *Runner[V]) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	recs := make([]stream.KinesisRecord, len(ev.Records))
+	for i := range ev.Records {
+		recs[i] = stream.RecordFromEvent(&ev.Records[i])
+	}
+	return r.handleBatch(ctx, recs)
+}
+
+// item is one record of a batch to fold.
+type item[V any] struct {
+	idx    int
+	rec    *stream.KinesisRecord
+	seq    string
+	key    string
+	v      V
+	wm     time.Time // the shard's watermark just before the record
+	cand   int       // index of its dedupe candidate, -1 without dedupe
+	skip   bool      // a producer's copy or a reused id: no effect
+	failed bool      // its key's ledger write failed: it comes again
+}
+
+// deadlineMargin is how long before the invoke deadline the handler stops.
+const deadlineMargin = 500 * time.Millisecond
+
+func (r *Runner[V]) handleBatch(ctx context.Context, recs []stream.KinesisRecord) (events.KinesisEventResponse, error) {
+	defer r.flushMetrics()
+	if len(recs) == 0 {
+		return events.KinesisEventResponse{BatchItemFailures: []events.KinesisBatchItemFailure{}}, nil
+	}
+	shard := strings.Clone(shardOf(recs[0].EventID))
+	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
+	defer cancel()
+	committed, err := r.watermark(ctx, shard)
+	if err != nil {
+		return events.KinesisEventResponse{}, err
+	}
+
+	var (
+		env      stream.Envelope
+		observe  = make([]time.Time, len(recs)) // zero: the record does not move the watermark
+		items    []*item[V]
+		aside    []setaside.Record
+		cands    []dedupe.Candidate
+		failures batch.StreamFailures
+	)
+	for i := range recs {
+		rec := &recs[i]
+		if err := rec.DecodeEnvelope(&env); err != nil {
+			field, kind := poisonKind(err)
+			aside = append(aside, asideOf(rec, field, kind, err.Error()))
+			continue
+		}
+		key, v, sel, err := r.op.Select(rec, &env)
+		if err != nil {
+			var re *RecordError
+			if !errors.As(err, &re) {
+				re = &RecordError{Kind: setaside.KindInvalid, Reason: err.Error()}
+			}
+			aside = append(aside, asideOf(rec, re.Field, re.Kind, re.Reason))
+			continue
+		}
+		et := env.EventTime().UTC().Truncate(time.Millisecond)
+		switch sel {
+		case Observe:
+			observe[i] = et
+			r.stats.observed.Add(1)
+		case Fold:
+			observe[i] = et
+			it := &item[V]{idx: i, rec: rec, seq: strings.Clone(rec.SequenceNumber), key: key, v: v, cand: -1}
+			if r.ledger != nil {
+				it.cand = len(cands)
+				cands = append(cands, candidateOf(shard, rec, &env))
+			}
+			items = append(items, it)
+		}
+	}
+
+	if len(cands) > 0 {
+		verdicts, failedKeys, err := r.judge(ctx, shard, cands)
+		if err != nil {
+			return events.KinesisEventResponse{}, err
+		}
+		for _, it := range items {
+			c := cands[it.cand]
+			switch {
+			case failedKeys[c.Key]:
+				// Not judged: it still moves the watermark, as it will when
+				// it comes again and applies.
+				it.failed = true
+				failures.Add(it.seq)
+			case verdicts[it.cand] == dedupe.Duplicate:
+				it.skip, observe[it.idx] = true, time.Time{}
+				r.stats.duplicates.Add(1)
+			case verdicts[it.cand] == dedupe.Conflict:
+				it.skip, observe[it.idx] = true, time.Time{}
+				r.stats.conflicts.Add(1)
+				aside = append(aside, asideOf(it.rec, "id", setaside.KindDuplicateConflict,
+					fmt.Sprintf("event id %q of key %q was accepted earlier with a different type, occurredAt or data; this record is refused, not folded", idOf(it.rec), c.Key)))
+			}
+		}
+	}
+	if len(aside) > 0 {
+		if err := r.setAside(ctx, aside); err != nil {
+			for i := range aside {
+				failures.Add(aside[i].Sequence)
+			}
+		}
+	}
+
+	// The watermark just before each record: a function of the records
+	// before it in the shard, whatever the batch boundaries.
+	wm := *committed
+	before := make([]window.Watermark, len(recs))
+	for i := range recs {
+		before[i] = wm
+		if !observe[i].IsZero() {
+			wm.Observe(observe[i])
+		}
+	}
+	end := wm
+
+	byKey := map[string][]*item[V]{}
+	var keys []string
+	for _, it := range items {
+		it.wm = before[it.idx].Current()
+		if it.skip || it.failed {
+			continue
+		}
+		if _, ok := byKey[it.key]; !ok {
+			keys = append(keys, it.key)
+		}
+		byKey[it.key] = append(byKey[it.key], it)
+		r.stats.recordsIn.Add(1)
+	}
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, r.concurrency)
+	)
+	for _, key := range keys {
+		its := byKey[key]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if at := r.fold(ctx, shard, key, its, end.Current()); at >= 0 {
+				mu.Lock()
+				failures.Add(its[at].seq)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Commit the watermark as of Lambda's checkpoint: everything before the
+	// lowest failed record is done.
+	commit := end
+	if failures.Len() > 0 {
+		lowest := failures.Lowest()
+		for i := range recs {
+			if recs[i].SequenceNumber == lowest {
+				commit = before[i]
+				break
+			}
+		}
+	}
+	if err := r.commit(ctx, shard, committed, &commit); err != nil {
+		return events.KinesisEventResponse{}, err
+	}
+	return failures.Kinesis(), nil
+}
+
+// judge screens the batch's records for producer copies and commits the
+// new ids: one conditional write per key with new ids.
+func (r *Runner[V]) judge(ctx context.Context, shard string, cands []dedupe.Candidate) ([]dedupe.Verdict, map[string]bool, error) {
+	s := r.ledger.Begin("", nil)
+	before := r.ledger.Stats()
+	if err := s.Judge(ctx, cands); err != nil {
+		return nil, nil, fmt.Errorf("%s: dedupe: %w", r.set.Name, err)
+	}
+	failed := s.Commit(ctx, r.concurrency)
+	after := r.ledger.Stats()
+	r.metric("LedgerWrites", float64(after.Writes-before.Writes))
+	r.metric("WriteRequests", float64(after.Writes-before.Writes))
+	keys := map[string]bool{}
+	for _, f := range failed {
+		keys[f.Key] = true
+		r.log.ErrorContext(ctx, "dedupe ledger write failed: the key's records will be retried", "shard", shard, "key", f.Key, "error", f.Err.Error())
+	}
+	return s.Verdicts(), keys, nil
+}
+
+// maxFoldAttempts bounds the reloads of a key's state that kept changing
+// under a fold (a concurrent duplicate invocation, the tick).
+const maxFoldAttempts = 8
+
+// fold folds one key's records of the batch into its state item and puts
+// the outputs on the stream. It returns the index in its of the first
+// record that must come again (-1 when all are done).
+func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V], wmEnd time.Time) int {
+	ref := state.KeyedRef{Pipeline: r.set.Name, Key: key, Kind: r.set.Kind}
+	for attempt := 0; attempt < maxFoldAttempts; attempt++ {
+		c, err := r.load(ctx, ref, shard)
+		if err != nil {
+			r.log.ErrorContext(ctx, "loading a key's state failed: its records will be retried", "shard", shard, "key", key, "error", err.Error())
+			return 0
+		}
+		st, err := r.op.NewState(key, c.blob)
+		if err != nil {
+			r.log.ErrorContext(ctx, "a key's state cannot be decoded: its records will be retried", "shard", shard, "key", key, "error", err.Error())
+			return 0
+		}
+		if st.Outbox() > 0 && !c.sent {
+			// The last writer may have died before its outputs reached the
+			// stream: send them again (same ids).
+			n, err := r.emit(ctx, st, true)
+			if err != nil {
+				r.log.ErrorContext(ctx, "re-sending a key's outputs failed: its records will be retried", "shard", shard, "key", key, "error", err.Error())
+				return 0
+			}
+			r.stats.outputsResent.Add(int64(n))
+		}
+		st.Compact()
+		var (
+			aside       []setaside.Record
+			last        string
+			first, stop = -1, len(its)
+			late        int
+		)
+		for i, it := range its {
+			if c.fence != "" && stream.CompareSequence(it.seq, c.fence) <= 0 {
+				continue // folded before: Lambda redelivered it
+			}
+			if first >= 0 && st.Size() >= r.set.FoldBytes {
+				stop = i
+				break
+			}
+			if first < 0 {
+				first = i
+			}
+			fate, rerr := st.Add(it.v, it.wm)
+			switch fate {
+			case Late:
+				late++
+			case Aside:
+				if rerr == nil {
+					rerr = &RecordError{Kind: setaside.KindStateBudget, Reason: "the key's state is full"}
+				}
+				aside = append(aside, asideOf(it.rec, rerr.Field, rerr.Kind, rerr.Reason))
+			}
+			last = it.seq
+		}
+		if first < 0 {
+			r.markSent(ref, shard, c.version)
+			return -1
+		}
+		if stop == len(its) {
+			st.Advance(wmEnd)
+		} else {
+			st.Advance(its[stop].wm)
+		}
+		if len(aside) > 0 {
+			if err := r.setAside(ctx, aside); err != nil {
+				return first
+			}
+		}
+		blob := st.Encode(nil)
+		if len(blob) > r.set.MaxStateBytes {
+			r.log.ErrorContext(ctx, "a key's state outgrew its item: not written, its records will be retried", "shard", shard, "key", key, "bytes", len(blob), "max", r.set.MaxStateBytes)
+			return first
+		}
+		n, err := r.views.SaveKeyed(ctx, ref, shard, state.KeyedState{Blob: blob, Version: c.version}, last, r.openIn(shard), window.Window{End: st.NextDue()})
+		r.stats.stateWrites.Add(int64(n))
+		r.metric("WriteRequests", float64(n))
+		if errors.Is(err, state.ErrKeyedConflict) {
+			r.stats.refolds.Add(1)
+			r.forget(ref, shard)
+			continue
+		}
+		if err != nil {
+			r.log.ErrorContext(ctx, "writing a key's state failed: its records will be retried", "shard", shard, "key", key, "error", err.Error())
+			return first
+		}
+		r.stats.late.Add(int64(late))
+		r.metric("LateDropped", float64(late))
+		r.remember(ref, shard, cached{version: c.version + 1, fence: last, blob: blob, sent: st.Outbox() == 0})
+		if st.Outbox() > 0 {
+			n, err := r.emit(ctx, st, false)
+			if err != nil {
+				r.log.ErrorContext(ctx, "putting a key's outputs failed: they are in its state and will be sent again", "shard", shard, "key", key, "error", err.Error())
+				return first
+			}
+			r.stats.outputs.Add(int64(n))
+			r.metric("Outputs", float64(n))
+			r.markSent(ref, shard, c.version+1)
+		}
+		if stop < len(its) {
+			r.stats.foldCheckpoints.Add(1)
+			r.metric("FoldCheckpoints", 1)
+			return stop
+		}
+		return -1
+	}
+	r.log.ErrorContext(ctx, "a key's state kept changing under the fold: its records will be retried", "shard", shard, "key", key)
+	return 0
+}
+
+// emit puts a state's outbox on the output stream.
+func (r *Runner[V]) emit(ctx context.Context, st State[V], resent bool) (int, error) {
+	recs, err := st.Render()
+	if err != nil {
+		return 0, err
+	}
+	if r.kin != nil && r.stream != "" {
+		if err := emit.Put(ctx, r.kin, r.stream, recs, r.backoff); err != nil {
+			return 0, err
+		}
+	}
+	if r.onEmit != nil {
+		r.onEmit(ctx, recs, resent)
+	}
+	return len(recs), nil
+}
+
+// setAside writes records aside (or reports that it could not).
+func (r *Runner[V]) setAside(ctx context.Context, recs []setaside.Record) error {
+	err := r.sink.SetAside(ctx, recs)
+	if err == nil {
+		r.stats.setAside.Add(int64(len(recs)))
+		for i := range recs {
+			if recs[i].Kind == setaside.KindStateBudget {
+				r.metric("StateBudgetExceeded", 1)
+			}
+		}
+		return nil
+	}
+	if !errors.Is(err, setaside.ErrNoSink) {
+		r.log.ErrorContext(ctx, "setting records aside failed: they will be retried", "records", len(recs), "error", err.Error())
+	}
+	return err
+}
+
+// watermark returns shard's committed watermark (a copy), loading every
+// shard's on first use.
+func (r *Runner[V]) watermark(ctx context.Context, shard string) (*window.Watermark, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.loaded {
+		marks, err := r.views.Watermarks(ctx, r.set.Name)
+		if err != nil {
+			return nil, err
+		}
+		for s, wm := range marks {
+			r.marks[s] = wm
+		}
+		r.loaded = true
+	}
+	wm, ok := r.marks[shard]
+	if !ok {
+		wm = window.NewWatermark(r.set.OutOfOrderness)
+		r.marks[shard] = wm
+	}
+	c := *wm
+	return &c, nil
+}
+
+// commit stores the batch's watermark as of its checkpoint and closes the
+// other keys' windows it passed.
+func (r *Runner[V]) commit(ctx context.Context, shard string, prev, wm *window.Watermark) error {
+	moved := wm.Current().After(prev.Current())
+	if moved || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
+		stored, err := r.views.SaveWatermark(ctx, r.set.Name, shard, wm)
+		if err != nil {
+			return err
+		}
+		if !stored {
+			// The tick (or a duplicate invocation) stored a later one.
+			marks, err := r.views.Watermarks(ctx, r.set.Name)
+			if err != nil {
+				return err
+			}
+			if m, ok := marks[shard]; ok {
+				wm.Merge(m)
+			}
+		}
+		r.mu.Lock()
+		r.marks[shard] = wm
+		r.mu.Unlock()
+	}
+	if !wm.Current().IsZero() {
+		r.observe("WatermarkLagMs", float64(r.now().Sub(wm.Current()).Milliseconds()))
+	}
+	if moved {
+		_, err := r.finalize(ctx, shard, wm.Current())
+		return err
+	}
+	return nil
+}
+
+// finalize closes what the watermark wm passed in the states of shard's
+// keys listed as due by then.
+func (r *Runner[V]) finalize(ctx context.Context, shard string, wm time.Time) (int, error) {
+	refs, err := r.views.OpenWindows(ctx, r.openIn(shard), wm)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		mu    sync.Mutex
+		errs  []error
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, r.concurrency)
+		total int
+	)
+	for _, ref := range refs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			n, err := r.closeKey(ctx, shard, ref, wm)
+			mu.Lock()
+			defer mu.Unlock()
+			total += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return total, errors.Join(errs...)
+}
+
+// closeKey advances one key's state to wm, writes it and sends the outputs.
+func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, wm time.Time) (int, error) {
+	for attempt := 0; attempt < maxFoldAttempts; attempt++ {
+		ks, kref, err := r.views.LoadKeyedRef(ctx, ref, shard)
+		if err != nil {
+			return 0, err
+		}
+		if ks.Version == 0 {
+			return 0, nil // gone (expired)
+		}
+		st, err := r.op.NewState(kref.Key, ks.Blob)
+		if err != nil {
+			return 0, fmt.Errorf("%s: state of key %q: %w", r.set.Name, kref.Key, err)
+		}
+		if st.Outbox() > 0 && !r.isSent(kref, shard, ks.Version) {
+			n, err := r.emit(ctx, st, true)
+			if err != nil {
+				return 0, fmt.Errorf("%s: re-sending the outputs of key %q: %w", r.set.Name, kref.Key, err)
+			}
+			r.stats.outputsResent.Add(int64(n))
+		}
+		st.Compact()
+		st.Advance(wm)
+		blob := st.Encode(nil)
+		n, err := r.views.SaveKeyed(ctx, kref, shard, state.KeyedState{Blob: blob, Version: ks.Version}, "", r.openIn(shard), window.Window{End: st.NextDue()})
+		r.stats.stateWrites.Add(int64(n))
+		r.metric("WriteRequests", float64(n))
+		if errors.Is(err, state.ErrKeyedConflict) {
+			r.forget(kref, shard)
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		r.remember(kref, shard, cached{version: ks.Version + 1, fence: ks.Fence, blob: blob, sent: st.Outbox() == 0})
+		if st.Outbox() == 0 {
+			return 0, nil
+		}
+		n, err = r.emit(ctx, st, false)
+		if err != nil {
+			// List the key as due at once, so the next batch or tick sends
+			// the outbox again; were that write to fail too, the outbox is
+			// sent when the key is next folded or closed.
+			r.forget(kref, shard)
+			_, lerr := r.views.SaveKeyed(ctx, kref, shard, state.KeyedState{Blob: blob, Version: ks.Version + 1}, "", r.openIn(shard), window.Window{End: time.UnixMilli(1)})
+			return 0, errors.Join(fmt.Errorf("%s: putting the outputs of key %q: %w", r.set.Name, kref.Key, err), lerr)
+		}
+		r.stats.outputs.Add(int64(n))
+		r.metric("Outputs", float64(n))
+		r.markSent(kref, shard, ks.Version+1)
+		return n, nil
+	}
+	return 0, state.ErrConflict
+}
+
+// TickResult is what one tick did.
+type TickResult struct {
+	Shards   int `json:"shards"`
+	Advanced int `json:"advanced"` // idle shards whose watermark moved by processing time
+	Outputs  int `json:"outputs"`  // records the closed windows emitted
+}
+
+// Tick advances idle shards' watermarks by processing time (after
+// IdleTimeout without a newer event time) and closes what every shard's
+// watermark has passed.
+func (r *Runner[V]) Tick(ctx context.Context, now time.Time) (TickResult, error) {
+	defer r.flushMetrics()
+	var res TickResult
+	marks, err := r.views.Watermarks(ctx, r.set.Name)
+	if err != nil {
+		return res, err
+	}
+	var errs []error
+	for shard, wm := range marks {
+		res.Shards++
+		if wm.AdvanceIdle(now, r.set.IdleTimeout) {
+			res.Advanced++
+		}
+		if _, err := r.views.SaveWatermark(ctx, r.set.Name, shard, wm); err != nil {
+			return res, err
+		}
+		n, err := r.finalize(ctx, shard, wm.Current())
+		res.Outputs += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+func (r *Runner[V]) openIn(shard string) string { return r.set.Name + "#" + shard }
+
+func cacheKey(ref state.KeyedRef, shard string) string { return ref.Key + "\x00" + shard }
+
+func (r *Runner[V]) load(ctx context.Context, ref state.KeyedRef, shard string) (cached, error) {
+	r.mu.Lock()
+	c, ok := r.cache[cacheKey(ref, shard)]
+	r.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	ks, err := r.views.LoadKeyed(ctx, ref, shard)
+	if err != nil {
+		return cached{}, err
+	}
+	return cached{version: ks.Version, fence: ks.Fence, blob: ks.Blob}, nil
+}
+
+func (r *Runner[V]) remember(ref state.KeyedRef, shard string, c cached) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.cache) >= r.maxCacheKeys {
+		r.cache = map[string]cached{}
+	}
+	r.cache[cacheKey(ref, shard)] = c
+}
+
+func (r *Runner[V]) forget(ref state.KeyedRef, shard string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.cache, cacheKey(ref, shard))
+}
+
+// markSent notes that the cached version's outbox is on the stream.
+func (r *Runner[V]) markSent(ref state.KeyedRef, shard string, version int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := cacheKey(ref, shard)
+	if c, ok := r.cache[k]; ok && c.version == version {
+		c.sent = true
+		r.cache[k] = c
+	}
+}
+
+func (r *Runner[V]) isSent(ref state.KeyedRef, shard string, version int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.cache[cacheKey(ref, shard)]
+	return ok && c.version == version && c.sent
+}
+
+func (r *Runner[V]) metric(name string, v float64) {
+	if r.metrics != nil && v != 0 {
+		r.metrics.Add(name, metrics.Count, v)
+	}
+}
+
+func (r *Runner[V]) observe(name string, v float64) {
+	if r.metrics != nil {
+		r.metrics.Observe(name, metrics.Milliseconds, v)
+	}
+}
+
+func (r *Runner[V]) flushMetrics() {
+	if r.metrics == nil {
+		return
+	}
+	if err := r.metrics.Flush(); err != nil {
+		r.log.Warn("writing metrics failed", "error", err.Error())
+	}
+}
+
+// shardOf reads the shard id from a Kinesis eventID ("shardId-000000000000:4959...").
+func shardOf(eventID string) string {
+	shard, _, _ := strings.Cut(eventID, ":")
+	return shard
+}
+
+// candidateOf is a record's identity for the dedupe ledger.
+func candidateOf(shard string, rec *stream.KinesisRecord, env *stream.Envelope) dedupe.Candidate {
+	arrival := rec.ApproximateArrivalTimestamp
+	if arrival.IsZero() {
+		arrival = env.ReceivedAt
+	}
+	return dedupe.Candidate{Key: strings.Clone(env.Key), Entry: dedupe.Entry{
+		ID:      dedupe.IdentityOf(env.Key, env.ID),
+		Content: dedupe.ContentOf(env.Type, env.OccurredAt, env.Data),
+		Claim:   dedupe.ClaimOf(shard, rec.SequenceNumber),
+		Arrival: uint32(arrival.Unix()),
+	}}
+}
+
+// idOf reads a record's event id for a message (the batch's envelope has
+// moved on).
+func idOf(rec *stream.KinesisRecord) string {
+	var env stream.Envelope
+	if rec.DecodeEnvelope(&env) != nil {
+		return ""
+	}
+	return strings.Clone(env.ID)
+}
+
+// asideOf is the set-aside record of rec.
+func asideOf(rec *stream.KinesisRecord, field, kind, reason string) setaside.Record {
+	shard, _, _ := strings.Cut(rec.EventID, ":")
+	return setaside.Record{Source: strings.Clone(rec.EventSourceARN), Shard: strings.Clone(shard), Sequence: strings.Clone(rec.SequenceNumber),
+		PartitionKey: strings.Clone(rec.PartitionKey), ArrivedAt: rec.ApproximateArrivalTimestamp, Data: bytes.Clone(rec.Data),
+		Field: field, Kind: kind, Reason: reason}
+}
+
+// poisonKind classifies an envelope decoding error.
+func poisonKind(err error) (field, kind string) {
+	var pe *stream.PoisonRecordError
+	if errors.As(err, &pe) {
+		field = pe.Field
+	}
+	if field == "" {
+		return "", setaside.KindUnparseable
+	}
+	return field, setaside.KindInvalid
+}
+
+// StateExpiry is the TTL the functions give keyed state items
+// (state.WithKeyedExpiry): the events stream's longest default retention
+// (7 days, through which a replay may still need a key's fences) and a
+// day.
+const StateExpiry = 8 * 24 * time.Hour

@@ -161,6 +161,15 @@ var invokeCases = map[string]func(t *testing.T, top topology, ans answer){
 			}
 		}
 	},
+	// The samples run in file order, so detect's runs before rules/ adds
+	// fail-then-big: with no rule in the local rules table it matches
+	// nothing and fails nothing (events_test.go plays it with the rule).
+	"detect/kinesis-payments.json":        noFailures,
+	"join/kinesis-search-click.json":      noFailures,
+	"join/eventbridge-tick.json":          func(t *testing.T, _ topology, ans answer) { ans.ok(t) },
+	"rules/function-url-add.json":         urlAnswer(201, `fail-then-big`),
+	"rules/function-url-add-invalid.json": urlAnswer(400, `pattern[0].where`),
+	"rules/function-url-test.json":        urlAnswer(200, `pay-`),
 	// {"table": "profiles"} names the profiles table by its construct id;
 	// the Invoke API gives the function the local table's name.
 	"snapshot/console-test.json": func(t *testing.T, top topology, ans answer) {

@@ -16,6 +16,19 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # jsii prints a banner on Node versions it no longer lists; the app works on them.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 export TRIBUTARY_ROOT := $(ROOT)
+RUNNER    := .build/bin/tributary-local
+RUNNER_SOURCES := $(GO_SOURCES) $(wildcard cmd/local/*.go)
+
+# `make local` and `make local-up` report where their wall time went: when make
+# started, and each install, build and synth step's duration ("<phase> <ms>" lines
+# in .build/timings/<start>, read and removed by the runner).
+ifneq ($(filter local local-up,$(MAKECMDGOALS)),)
+export TRIBUTARY_MAKE_STARTED := $(shell date +%s%N)
+endif
+# go's "go: downloading <module>" lines (dozens on a first run) are left out of the output.
+NO_DOWNLOAD_LINES = 2> >(grep -v '^go: downloading ' >&2)
+# $(call timed,<phase>) starts a recipe line whose duration is recorded under <phase>.
+timed = t0=$$(date +%s%N); trap 'if [ -n "$$TRIBUTARY_MAKE_STARTED" ]; then mkdir -p $(ROOT)/.build/timings; echo "$(1) $$(( ($$(date +%s%N) - t0) / 1000000 ))" >> $(ROOT)/.build/timings/$$TRIBUTARY_MAKE_STARTED; fi' EXIT;
 
 .PHONY: help
 help: ## list the targets
@@ -24,11 +37,16 @@ help: ## list the targets
 ## ---- the two commands -------------------------------------------------------
 
 .PHONY: local
-local: deps functions-local synth ## run the whole topology locally, send sample traffic, print results, exit
-	$(GO) run ./cmd/local run
+local: local-banner deps-local deps-browser functions-local synth-local $(RUNNER) ## run the whole topology locally, send sample traffic, print results, exit
+	@$(RUNNER) run
+
+.PHONY: local-banner
+local-banner:
+	@echo "Tributary on this machine: build what changed, start an AWS stand-in (moto) on $${TRIBUTARY_STANDIN_ADDR:-127.0.0.1:4566},"
+	@echo "deploy infra/cdk.out onto it and run every function under aws-lambda-rie; $(if $(filter local-up,$(MAKECMDGOALS)),keep it running until Ctrl-C.,send sample traffic, check every result, stop.)"
 
 .PHONY: test
-test: deps functions-local synth ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions)
+test: deps-local deps-bench deps-browser functions-local synth-local ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 	cd infra && $(GO) test -count=1 -timeout 10m ./...
@@ -36,12 +54,19 @@ test: deps functions-local synth ## run every test (Go packages, end-to-end unde
 ## ---- more ------------------------------------------------------------------
 
 .PHONY: local-up
-local-up: deps functions-local synth ## keep the local topology running until Ctrl-C, for exploring
-	$(GO) run ./cmd/local up
+local-up: local-banner deps-local functions-local synth-local $(RUNNER) ## keep the local topology running until Ctrl-C (exits 0), for exploring
+	@$(RUNNER) up
 
 .PHONY: logs
-logs: ## print the functions' logs and metrics from the running local stand-in
-	$(GO) run ./cmd/local logs
+logs: $(RUNNER) ## print the functions' logs (by execution environment) and metrics from the running local stand-in
+	@$(RUNNER) logs
+
+.PHONY: invoke
+invoke: deps-local functions-local synth-local $(RUNNER) ## send one event to a function as the console's Test tab does: make invoke FN=ingest EVENT=events/ingest/function-url-post.json
+	@$(RUNNER) invoke -fn '$(FN)' -event '$(EVENT)'
+
+$(RUNNER): $(RUNNER_SOURCES)
+	@$(call timed,builds) echo "▸ go build ./cmd/local → $@" && $(GO) build -o $@ ./cmd/local $(NO_DOWNLOAD_LINES)
 
 .PHONY: results
 results: ## a key's windows from the running make local-up: make results KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
@@ -50,7 +75,7 @@ results: ## a key's windows from the running make local-up: make results KEY=use
 	  $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
 
 .PHONY: bench
-bench: deps ## cost, throughput, binaries, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 20 min)
+bench: deps-local deps-bench ## cost, throughput, binaries, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 20 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
 	$(GO) run ./bench/throughput
 	$(GO) run ./bench/binary
@@ -61,7 +86,7 @@ bench: deps ## cost, throughput, binaries, worker idempotency, ingest and enrich
 	$(GO) run ./bench/es
 
 .PHONY: bench-full
-bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 12 min on moto)
+bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 12 min on moto)
 	$(GO) run ./bench/cost
 	$(GO) run ./bench/throughput
 	$(GO) run ./bench/binary
@@ -72,7 +97,7 @@ bench-full: deps ## the whole cost matrix: 1,000 and 10,000 events x batch 100 a
 	$(GO) run ./bench/es
 
 .PHONY: soak
-soak: deps ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)
+soak: deps-local ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)
 	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=60
 
 FUZZTIME  ?= 30s
@@ -92,41 +117,90 @@ fuzz: ## run every fuzz target (each func Fuzz* in a *_test.go) for FUZZTIME eac
 	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (inputs saved under each package's testdata/fuzz)"; exit 1; fi
 
 .PHONY: synth
-synth: $(CDK_OUT) ## synthesize the CDK app into infra/cdk.out (offline)
+synth: .build/synth.lambda ## synthesize the CDK app into infra/cdk.out with the linux/arm64 bootstraps as assets (for deploying)
 
-$(CDK_OUT): $(INFRA_SOURCES) infra/node_modules/.installed $(foreach f,$(FUNCTIONS),.build/lambda/$(f)/bootstrap)
-	cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null
-	@touch $@
+# The local runner reads the template's resources, never its function assets, so
+# the local targets synthesize with the bootstraps built for this machine as
+# assets, referenced in place (not copied into cdk.out): no linux/arm64 build on
+# the way to make local (minutes on a cold machine), and no new synth when only
+# function code changed. The two write the same infra/cdk.out, which differs
+# only in asset metadata; `cdk deploy` synthesizes again with the arm64 ones.
+.PHONY: synth-local
+synth-local: .build/synth.local ## synthesize infra/cdk.out for the local runner (assets: .build/local)
 
+.build/synth.lambda: $(INFRA_SOURCES) infra/node_modules/.installed .build/lambda/.built
+	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/lambda, linux/arm64)" && \
+	rm -rf infra/cdk.out/asset.* && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null $(NO_DOWNLOAD_LINES)) && \
+	touch $(CDK_OUT) $@
+
+.build/synth.local: $(INFRA_SOURCES) infra/node_modules/.installed | .build/local/.built
+	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/local; the runner reads the template, not the assets)" && \
+	rm -rf infra/cdk.out/asset.* && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out \
+	  --no-staging -c tributary:assetDir=../.build/local >/dev/null $(NO_DOWNLOAD_LINES)) && \
+	touch $(CDK_OUT) $@
+
+# Each set of functions is built by one go build (its packages in parallel) into a
+# directory of its own (two makes at once cannot trip on each other), then moved
+# to .build/<set>/<name>/bootstrap.
 .PHONY: functions
-functions: $(foreach f,$(FUNCTIONS),.build/lambda/$(f)/bootstrap) ## build every function for AWS (linux/arm64 bootstrap)
+functions: .build/lambda/.built ## build every function for AWS (linux/arm64 bootstrap)
 
-.build/lambda/%/bootstrap: $(GO_SOURCES)
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $@ ./functions/$*
+.build/lambda/.built: $(GO_SOURCES)
+	@$(call timed,builds) echo "▸ go build: $(words $(FUNCTIONS)) functions for AWS (linux/arm64) → .build/lambda/<name>/bootstrap" && \
+	mkdir -p .build && out=$$(mktemp -d .build/lambda-XXXXXX) && \
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $$out/ $(addprefix ./functions/,$(FUNCTIONS)) $(NO_DOWNLOAD_LINES) && \
+	for f in $(FUNCTIONS); do mkdir -p .build/lambda/$$f && mv -f $$out/$$f .build/lambda/$$f/bootstrap; done && rm -rf $$out && touch $@
 
 .PHONY: functions-local
-functions-local: $(foreach f,$(FUNCTIONS),.build/local/$(f)/bootstrap) ## build every function for this machine (run under RIE)
+functions-local: .build/local/.built ## build every function for this machine (run under RIE)
 
-.build/local/%/bootstrap: $(GO_SOURCES)
-	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $@ ./functions/$*
+.build/local/.built: $(GO_SOURCES)
+	@$(call timed,builds) echo "▸ go build: $(words $(FUNCTIONS)) functions for this machine → .build/local/<name>/bootstrap" && \
+	mkdir -p .build && out=$$(mktemp -d .build/local-XXXXXX) && \
+	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $$out/ $(addprefix ./functions/,$(FUNCTIONS)) $(NO_DOWNLOAD_LINES) && \
+	for f in $(FUNCTIONS); do mkdir -p .build/local/$$f && mv -f $$out/$$f .build/local/$$f/bootstrap; done && rm -rf $$out && touch $@
 
 .PHONY: deps
-deps: $(RIE) $(MOTO) infra/node_modules/.installed scripts/bench/powertools/node_modules/.installed ## install what local runs and tests need (RIE, moto venv, CDK CLI, the Powertools benchmark peer)
+deps: deps-local deps-bench deps-browser ## install everything the targets below use (deps-local, deps-bench, deps-browser)
+
+.PHONY: deps-local
+deps-local: $(RIE) $(MOTO) infra/node_modules/.installed ## install what make local needs: aws-lambda-rie, the moto venv, the CDK CLI
+
+# Debian's chromium, for the dashboard's browser test and make local's screenshot;
+# installed with apt-get when missing and this user may (root, or sudo without a
+# password). When it cannot be, make local takes no screenshot and the browser
+# test skips, each saying why.
+.PHONY: deps-browser
+deps-browser: ## install chromium (apt-get install -y chromium) when /usr/bin/chromium is missing
+	@if [ -z "$$TRIBUTARY_CHROMIUM" ] && [ ! -x /usr/bin/chromium ]; then $(call timed,installs) mkdir -p .build; \
+	  if [ "$$(id -u)" = 0 ]; then apt=apt-get; elif sudo -n true 2>/dev/null; then apt="sudo -n apt-get"; else apt=; fi; \
+	  if [ -z "$$apt" ]; then echo "▸ chromium is missing and this user cannot install it (apt-get install -y chromium as root): no dashboard screenshot, the browser test skips"; exit 0; fi; \
+	  echo "▸ installing chromium (apt-get install -y chromium)"; \
+	  { $$apt install -y -q chromium || { $$apt update -q && $$apt install -y -q chromium; }; } > .build/apt-chromium.log 2>&1 || \
+	    echo "▸ could not install chromium (.build/apt-chromium.log says why): no dashboard screenshot, the browser test skips"; \
+	fi
+
+.PHONY: deps-bench
+deps-bench: scripts/bench/powertools/node_modules/.installed ## install the benchmarks' Powertools peer (make bench, and bench/cost's test in make test)
 
 $(RIE):
-	GOBIN=$(ROOT)/.tools/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+	@$(call timed,installs) echo "▸ installing aws-lambda-rie into .tools/bin (go install)" && \
+	GOBIN=$(ROOT)/.tools/bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION) $(NO_DOWNLOAD_LINES)
 
 $(MOTO):
-	python3 -m venv .venv
-	.venv/bin/pip install --disable-pip-version-check -q 'moto[server]==$(MOTO_VERSION)'
-	@echo $(MOTO_VERSION) > .venv/.moto-$(MOTO_VERSION)
+	@$(call timed,installs) echo "▸ installing moto $(MOTO_VERSION) into .venv (pip)" && \
+	python3 -m venv .venv && .venv/bin/pip install --disable-pip-version-check -q 'moto[server]==$(MOTO_VERSION)' && \
+	echo $(MOTO_VERSION) > .venv/.moto-$(MOTO_VERSION)
 
+# npm's output goes to a log, shown only when it fails.
 infra/node_modules/.installed: infra/package.json infra/package-lock.json
-	cd infra && npm ci --no-audit --no-fund --loglevel=error
+	@$(call timed,installs) echo "▸ installing the CDK CLI into infra/node_modules (npm ci)" && mkdir -p .build && \
+	(cd infra && npm ci --no-audit --no-fund --loglevel=error) > .build/npm-infra.log 2>&1 || { cat .build/npm-infra.log; exit 1; }
 	@touch $@
 
 scripts/bench/powertools/node_modules/.installed: scripts/bench/powertools/package.json scripts/bench/powertools/package-lock.json
-	cd scripts/bench/powertools && npm ci --no-audit --no-fund --loglevel=error
+	@$(call timed,installs) echo "▸ installing the benchmarks' Powertools peer into scripts/bench/powertools (npm ci)" && mkdir -p .build && \
+	(cd scripts/bench/powertools && npm ci --no-audit --no-fund --loglevel=error) > .build/npm-powertools.log 2>&1 || { cat .build/npm-powertools.log; exit 1; }
 	@touch $@
 
 .PHONY: clean

@@ -1,9 +1,21 @@
 // Package events holds sample events, one directory per function, that a
-// user pastes into the Lambda console's "Test" tab (or sends to a function
-// running under aws-lambda-rie). The Go code here is only their test:
-// events_test.go runs every sample through its function's handler against
-// the local stand-in and checks the outcome documented below, and fails for
-// a sample without a test case, so the samples stay valid.
+// user pastes into the Lambda console's "Test" tab, or sends to the local
+// topology through its Lambda Invoke API (make invoke FN=<dir> EVENT=<file>,
+// or aws lambda invoke --endpoint-url). The Go code here is only their
+// tests: events_test.go runs every sample through its function's handler
+// against the local stand-in and checks the outcome documented below;
+// invoke_test.go deploys the whole stack locally and sends every sample
+// through the Invoke API with the SDK's Lambda client. Both fail for a sample
+// without a case, so the samples stay valid.
+//
+// Samples name resources as the deployed stack's construct ids would
+// ("table": "profiles") or by a plain stack name ("…:Tributary-Tasks"); on
+// AWS, put your stack's names in. Locally, the Invoke API maps such names
+// (members table, tableName, stream, streamName, queue, queueName, queueUrl,
+// and eventSourceARN) to the local deployment's, so every sample works as it
+// is. Through the Invoke API, worker/sqs-after-missing.json therefore goes to
+// the local Tasks DLQ with its reason (the queue its ARN names has one), and
+// snapshot/console-test.json publishes the local profiles table.
 //
 //	ingest/function-url-post.json      one envelope            → 202, accepted 1, the record is on the stream
 //	ingest/function-url-batch.json     three envelopes         → 202, accepted 3

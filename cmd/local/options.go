@@ -10,41 +10,85 @@ import (
 )
 
 type options struct {
-	root     string
-	template string
-	bin      string
-	addr     string
-	urlPort  int
-	keys     int
-	minutes  int
-	max      int
-	seed     uint64
-	timeout  time.Duration
-	verbose  bool
-	since    time.Duration
+	cmd           string // run, up, logs or invoke
+	root          string
+	template      string
+	bin           string
+	addr          string
+	urlPort       int
+	lambdaPort    int
+	dashboardPort int
+	keys          int
+	minutes       int
+	max           int
+	seed          uint64
+	timeout       time.Duration
+	verbose       bool
+	since         time.Duration
+	raw           bool
+	fn            string
+	event         string
+	screenshot    string
 
 	scheduleEvery time.Duration
+	batchWindow   time.Duration
+	// set records the flags given on the command line, so that a command
+	// can tell a default from a choice (run picks free ports unless told).
+	set map[string]bool
 }
+
+// Default ports of `make local-up`: function URLs from 9000, the Lambda
+// Invoke API where `sam local start-lambda` listens, the dashboard on 8090.
+const (
+	defaultURLPort       = 9000
+	defaultLambdaPort    = 3001
+	defaultDashboardPort = 8090
+)
 
 func bindOptions(fs *flag.FlagSet) *options {
 	root, err := standin.RepoRoot()
 	if err != nil {
 		root = "."
 	}
-	o := &options{root: root}
+	o := &options{root: root, set: map[string]bool{}}
 	fs.StringVar(&o.template, "template", filepath.Join(root, "infra", "cdk.out", "Tributary.template.json"), "synthesized stack template")
 	fs.StringVar(&o.bin, "functions", filepath.Join(root, ".build", "local"), "directory of <function>/bootstrap built for this machine")
-	fs.StringVar(&o.addr, "standin", envOr("TRIBUTARY_STANDIN_ADDR", standin.DefaultAddr), "host:port of the AWS stand-in (reused when something answers there)")
-	fs.IntVar(&o.urlPort, "url-port", 9000, "first port for function URLs on 127.0.0.1 (0 = any free port)")
+	addrUsage := "host:port of the AWS stand-in: moto is started there, or whatever already answers there (LocalStack, a make local-up) is used (env TRIBUTARY_STANDIN_ADDR)"
+	def := envOr("TRIBUTARY_STANDIN_ADDR", standin.DefaultAddr)
+	fs.StringVar(&o.addr, "addr", def, addrUsage)
+	fs.StringVar(&o.addr, "standin", def, "the same as -addr")
+	fs.IntVar(&o.urlPort, "url-port", defaultURLPort, "up: first port for function URLs on 127.0.0.1 (0 = any free port; run uses free ports unless given)")
+	fs.IntVar(&o.lambdaPort, "lambda-port", defaultLambdaPort, "up, invoke: port of the local Lambda Invoke API on 127.0.0.1 (0 = any free port; run uses a free port unless given)")
+	fs.IntVar(&o.dashboardPort, "dashboard-port", defaultDashboardPort, "up: port of the dashboard page on 127.0.0.1 (0 = any free port; run uses a free port unless given)")
 	fs.IntVar(&o.keys, "keys", 8, "run: distinct keys in the sample traffic")
 	fs.IntVar(&o.minutes, "minutes", 3, "run: event-time minutes in the sample traffic")
 	fs.IntVar(&o.max, "max", 40, "run: at most this many events per key and minute")
 	fs.Uint64Var(&o.seed, "seed", 1, "run: random seed of the sample traffic")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "run: give up waiting for results after this long")
-	fs.BoolVar(&o.verbose, "v", false, "echo every function log line")
+	fs.BoolVar(&o.verbose, "v", false, "list every resource, function and mapping, and echo every function log line")
 	fs.DurationVar(&o.since, "since", time.Hour, "logs: how far back to print")
+	fs.BoolVar(&o.raw, "raw", false, "logs: print every log event as stored (START, END, EMF documents) instead of the summary")
+	fs.StringVar(&o.fn, "fn", "", "invoke: the function (ingest, aggregate, … or a logical id, physical name or ARN)")
+	fs.StringVar(&o.event, "event", "", "invoke: the JSON event file (for example events/ingest/function-url-post.json)")
+	fs.StringVar(&o.screenshot, "screenshot", filepath.Join(root, ".build", "local-dashboard.png"), "run: save a PNG of the dashboard page here at the end (\"\" = none; needs chromium)")
 	fs.DurationVar(&o.scheduleEvery, "schedule-every", 5*time.Second, "fire EventBridge schedules this often instead of their rate (0 = their rate)")
+	fs.DurationVar(&o.batchWindow, "batching-window", time.Second, "run: shorten mappings' MaximumBatchingWindow to at most this (0 = the template's; up always uses the template's)")
 	return o
+}
+
+// parsed records which flags fs saw.
+func (o *options) parsed(fs *flag.FlagSet) {
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+}
+
+// port is the port to use for flag name: the flag's value for `up` and when
+// given, else 0 (a free port), so that `make local` runs next to a `make
+// local-up`.
+func (o *options) port(name string, value int, keepDefault bool) int {
+	if keepDefault || o.set[name] {
+		return value
+	}
+	return 0
 }
 
 func envOr(name, def string) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary-dev/tributary/internal/headless"
 	"github.com/tributary-dev/tributary/pkg/cloudwatchlocal"
 	"github.com/tributary-dev/tributary/pkg/local"
 	"github.com/tributary-dev/tributary/pkg/standin"
@@ -63,37 +65,56 @@ func findTopology(s *local.Stack) (topology, error) {
 	return t, nil
 }
 
+// ports are the ports a command serves on (0: any free port).
+type ports struct{ url, lambda, dashboard int }
+
 // startStack starts (or reuses) the stand-in and brings the topology up on it.
-func startStack(ctx context.Context, o *options, urlPort int) (*standin.Server, *local.Stack, error) {
+func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin.Server, *local.Stack, error) {
 	began := time.Now()
-	fmt.Printf("▸ AWS stand-in on %s\n", o.addr)
+	endpoint := "http://" + o.addr
+	stackName := "Tributary"
+	var srv *standin.Server
+	if standin.Answers(ctx, endpoint) {
+		// Something already answers there (LocalStack, another run's
+		// moto): say so, and give this run resources of its own so that
+		// earlier data cannot skew its results.
+		stackName = fmt.Sprintf("Tributary-%d", time.Now().Unix())
+		fmt.Printf("! %s already answers on %s: this run deploys onto it, as stack %s, and leaves its resources there.\n", describeEndpoint(ctx, endpoint), o.addr, stackName)
+		fmt.Printf("  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make %s (or -addr 127.0.0.1:4567).\n", o.command())
+	}
 	srv, err := standin.Start(ctx, standin.Options{Addr: o.addr, Reuse: true, Log: nil})
 	if err != nil {
 		return nil, nil, err
 	}
-	stackName := "Tributary"
-	if srv.Reused() {
-		// Something already answers there (LocalStack, or a `make local-up`):
-		// give this run its own resources so earlier data cannot skew the results.
-		stackName = fmt.Sprintf("Tributary-%d", time.Now().Unix())
-		fmt.Printf("  reusing the endpoint already answering at %s; resources prefixed %s\n", srv.Endpoint(), stackName)
-	} else {
-		fmt.Printf("  moto %s started in %s\n", standin.MotoVersion, time.Since(began).Round(time.Millisecond))
+	if !srv.Reused() {
+		fmt.Printf("▸ started the AWS stand-in, moto %s, on %s in %s\n", standin.MotoVersion, o.addr, roundDuration(time.Since(began)))
 	}
+	tm.since("stand-in", began)
 	var logf func(fn, line string)
 	if o.verbose {
 		logf = func(fn, line string) { fmt.Printf("    [%s] %s\n", fn, line) }
 	}
+	began = time.Now()
 	stack, err := local.Up(ctx, local.Options{
 		Template:      o.template,
 		Functions:     o.bin,
 		Endpoint:      srv.Endpoint(),
 		Stack:         stackName,
-		URLPort:       urlPort,
+		URLPort:       p.url,
+		LambdaPort:    p.lambda,
+		DashboardPort: p.dashboard,
 		Progress:      os.Stdout,
+		Verbose:       o.verbose,
 		Logs:          logf,
 		ScheduleEvery: o.scheduleEvery,
+		MaxBatchingWindow: func() time.Duration {
+			if o.cmd == "run" {
+				return o.batchWindow
+			}
+			return 0
+		}(),
 	})
+	tm.since("deploy and start", began)
 	if err != nil {
 		_ = srv.Stop()
 		return nil, nil, err
@@ -101,16 +122,82 @@ func startStack(ctx context.Context, o *options, urlPort int) (*standin.Server, 
 	return srv, stack, nil
 }
 
+// command is the make target that runs the current subcommand.
+func (o *options) command() string {
+	if o.cmd == "up" {
+		return "local-up"
+	}
+	return "local"
+}
+
+// outcome is what the run showed, for its summary.
+type outcome struct {
+	sent, sample, followers, late  int
+	keyed                          int
+	windows, resent, corrected     int
+	quarantinedSeq                 string
+	tasks, taskMessages, workerEnv int
+	screenshot                     string
+}
+
 func run(ctx context.Context, o *options) (err error) {
-	began := time.Now()
-	srv, stack, err := startStack(ctx, o, 0)
+	tm := loadTimings(o.root)
+	defer tm.done()
+	srv, stack, err := startStack(ctx, o, tm, ports{o.port("url-port", o.urlPort, false), o.port("lambda-port", o.lambdaPort, false), o.port("dashboard-port", o.dashboardPort, false)})
 	if err != nil {
 		return err
 	}
-	defer func() {
-		fmt.Println("▸ stopping functions, mappings and the stand-in")
-		err = errors.Join(err, stack.Close(), srv.Stop())
-	}()
+	stopped := false
+	stopAll := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		return errors.Join(stack.Close(), srv.Stop())
+	}
+	defer func() { err = errors.Join(err, stopAll()) }()
+
+	demoStart := time.Now()
+	var out outcome
+	if err := demo(ctx, o, stack, &out); err != nil {
+		return err
+	}
+	tm.since("demo", demoStart)
+
+	if o.screenshot != "" && stack.DashboardURL() != "" {
+		began := time.Now()
+		if err := headless.Screenshot(ctx, stack.DashboardURL(), o.screenshot, 1400, stack.DashboardHeight()); err != nil {
+			fmt.Printf("▸ dashboard screenshot not taken: %v\n", err)
+		} else {
+			out.screenshot = o.screenshot
+		}
+		tm.since("screenshot", began)
+	}
+
+	began := time.Now()
+	if err := stopAll(); err != nil {
+		return err
+	}
+	tm.since("stop", began)
+
+	fmt.Println("▸ summary")
+	fmt.Printf("  ✓ %d events sent (%d sample events through ingest, %d valid records written after a malformed one, %d late event, %d in a request sent twice under one Idempotency-Key):\n", out.sent, out.sample, out.followers, out.late, out.keyed)
+	fmt.Printf("    each counted exactly once in %d windows; %d resent copies suppressed by event id\n", out.windows, out.resent)
+	fmt.Printf("  ✓ the malformed record (sequence number %s) set aside at once with its data and the field at fault; the late event applied as a correction\n", out.quarantinedSeq)
+	fmt.Println("  ✓ a profile change joined by stream position; the timeline equal to the join after every change")
+	fmt.Println("  ✓ a search joined with its click, one unmatched once the watermark passed the bound, the click-through rate; CEP rules added and deleted while detect ran")
+	fmt.Println("  ✓ seats booked by commands on an event log (a refusal, a conflict, a retried command answered alike); views projected, and rebuilt from the log equal to the live ones")
+	fmt.Printf("  ✓ %d tasks from %d messages over %d worker environments, each side effect once; a poison task dead-lettered and redriven once\n", out.tasks, out.taskMessages, out.workerEnv)
+	if out.screenshot != "" {
+		fmt.Printf("  dashboard screenshot (the stack's dashboards and the results view, as the page showed them): %s\n", out.screenshot)
+	}
+	fmt.Printf("  %s\n", tm)
+	return nil
+}
+
+// demo sends the sample traffic and checks every outcome.
+func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) error {
+	began := time.Now()
 	topo, err := findTopology(stack)
 	if err != nil {
 		return err
@@ -122,8 +209,36 @@ func run(ctx context.Context, o *options) (err error) {
 	now := time.Now().UTC()
 	from, to := now.Truncate(time.Minute).Add(-time.Duration(o.minutes+1)*time.Minute), now.Add(time.Hour)
 
+	// The joins, the queue work and event sourcing do not touch the page
+	// views the windows part counts, so they run alongside it (the stand-in is mostly waited
+	// on); their lines are printed after the windows part's.
+	var side bytes.Buffer
+	sideDone := make(chan error, 1)
+	go func() {
+		err := demoJoins(ctx, stack, topo.ingestURL, &side)
+		if err == nil {
+			err = demoJoinsCEP(ctx, stack, topo.ingestURL, &side)
+		}
+		if err == nil {
+			err = demoWork(ctx, stack, &side, out)
+		}
+		if err == nil {
+			err = demoEventSourcing(ctx, stack, &side)
+		}
+		sideDone <- err
+	}()
+	sideErr := func() error {
+		select {
+		case err := <-sideDone:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+
 	traffic := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: o.max, Seed: o.seed, Now: now, Skew: -3 * time.Hour}
 	evs, want := traffic.Generate()
+	out.sample = len(evs)
 	fmt.Printf("▸ pipeline %q: %s windows by key, value data.ms, late policy %s (declared in infra/pipeline.json)\n", w.Pipeline.Name, w.Kind(), w.Pipeline.Late.Policy)
 	fmt.Printf("▸ sending %d events for %d keys over %d event-time minutes to ingest %s\n", len(evs), o.keys, o.minutes, topo.ingestURL)
 	fmt.Printf("  (every 4th key's device clock is 3h behind: occurredAt + (receivedAt − sentAt) puts it back)\n")
@@ -135,20 +250,18 @@ func run(ctx context.Context, o *options) (err error) {
 		return err
 	}
 	resend := evs[:min(25, len(evs))]
+	out.resent = len(resend)
 	fmt.Printf("▸ a producer that timed out resends %d of those events (the same bytes: same ids, new records on the stream)\n", len(resend))
-	res, err := w.ResendAndCheck(ctx, stack.Stats(), topo.ingestURL, resend, want, from, to)
-	if err != nil {
+	if _, err := w.ResendAndCheck(ctx, stack.Stats(), topo.ingestURL, resend, want, from, to); err != nil {
 		return err
 	}
-	fmt.Printf("  aggregate received them (%d records) and suppressed each by its event id: every window unchanged\n", res.Delivered)
-	if err := demoIdempotencyKey(ctx, topo.ingestURL, w, stack, now, want, from, to); err != nil {
-		return err
-	}
+	fmt.Printf("  the %d copies reached aggregate and each was suppressed by its event id: every window unchanged\n", len(resend))
 
 	// A malformed record followed, in the same batch, by valid ones: the
 	// functions set it aside at once, with its data and the field at fault,
 	// and the valid ones are applied in the same batch.
 	followers := local.FollowerEvents(now, 5)
+	out.followers = len(followers)
 	for _, e := range followers {
 		want[local.WindowKey{Key: e.Key, Window: e.OccurredAt.Truncate(time.Minute).Format(time.RFC3339)}]++
 	}
@@ -157,6 +270,7 @@ func run(ctx context.Context, o *options) (err error) {
 	if err != nil {
 		return err
 	}
+	out.quarantinedSeq = seq
 	fmt.Printf("  aggregate and enrich set sequence number %s aside at once (it can never succeed) and apply the 5 after it: no retry, the shard moves on\n", seq)
 	recs, err := local.WaitQuarantined(ctx, cfg, topo.quarantine, seq)
 	if err != nil {
@@ -173,10 +287,11 @@ func run(ctx context.Context, o *options) (err error) {
 	}
 
 	late := local.LateEvent(traffic, now)
+	out.late = 1
 	want[local.WindowKey{Key: late.Key, Window: late.OccurredAt.Truncate(time.Minute).Format(time.RFC3339)}]++
 	fmt.Printf("▸ a late event for %s at %s: its window is final, so under the correct policy it is applied\n", late.Key, late.OccurredAt.Format("15:04:05"))
 	fmt.Println("  as a correction: the window's revision goes up and a correction with the previous value is emitted")
-	if _, err := local.Send(ctx, topo.ingestURL, []stream.Envelope{late}, 1, os.Stdout); err != nil {
+	if _, err := local.Send(ctx, topo.ingestURL, []stream.Envelope{late}, 1, io.Discard); err != nil {
 		return err
 	}
 	corrected := func(vs []state.View) bool {
@@ -187,59 +302,62 @@ func run(ctx context.Context, o *options) (err error) {
 		}
 		return false
 	}
+	fmt.Printf("  waiting for the %d valid records after the malformed one and the late event to be applied\n", len(followers))
 	vs, err := w.Wait(ctx, want, from, to, corrected, os.Stdout)
 	if err != nil {
 		return err
 	}
-	if err := demoJoins(ctx, stack, topo.ingestURL); err != nil {
+	err = sideErr()
+	_, _ = os.Stdout.Write(side.Bytes())
+	if err != nil {
 		return err
 	}
-	if err := demoJoinsCEP(ctx, stack, topo.ingestURL); err != nil {
+	// The Idempotency-Key check counts aggregate's records exactly, so it
+	// runs once the joins (which send through ingest too) are done.
+	keyedBefore := want.Total()
+	// Its events are stamped now, when they are sent: ingest adds
+	// receivedAt − sentAt to occurredAt, so a sentAt from the start of the
+	// demo would move them into a later window.
+	if err := demoIdempotencyKey(ctx, topo.ingestURL, w, stack, time.Now().UTC(), want, from, to); err != nil {
 		return err
 	}
-	if err := demoWork(ctx, stack, topo.eventsName); err != nil {
+	out.keyed = want.Total() - keyedBefore
+	if vs, err = w.Wait(ctx, want, from, to, corrected, io.Discard); err != nil {
 		return err
 	}
-	if err := demoEventSourcing(ctx, stack); err != nil {
+	// Fan-out, once nothing more is sent: every subscriber of the events
+	// stream got every record (compare the tasks, each to one worker).
+	fan, err := stack.FanOut(ctx, topo.eventsName, 10*time.Second)
+	if err != nil {
 		return err
 	}
+	fmt.Print("▸ ")
+	fan.Print(os.Stdout)
+	if !fan.Complete() {
+		return fmt.Errorf("fan-out: a subscriber of %s missed records: %+v", topo.eventsName, fan.Subscribers)
+	}
+	out.sent = want.Total()
+	out.windows = len(vs)
 	fmt.Printf("▸ windows in DynamoDB table %s (a window is final once the shard's watermark passes its end)\n", w.Table)
+	fmt.Println("  SENT is what this run sent for the window, COUNT what the table holds; REVISION 0 = open, 1 = final, 2+ = corrected")
 	bad := local.PrintWindows(os.Stdout, w.Kind(), want, vs)
-	fmt.Println("▸ event source mappings")
+	fmt.Println("▸ event source mappings (RECORDS counts every delivery, retried batches included; ITEM FAILURES are records a")
+	fmt.Println("  function reported failed; TO ON-FAILURE are records given up on and described on the failures queue)")
 	stack.Stats().Print(os.Stdout)
 	if outs, err := w.ReadOutputs(ctx); err == nil && len(outs) > 0 {
-		counts := map[string]int{}
-		var correction, session string
-		for _, o := range outs {
-			var out struct{ Type, Window string }
-			if json.Unmarshal([]byte(o), &out) != nil {
-				continue
-			}
-			kind, _, _ := strings.Cut(out.Window, ":")
-			counts[out.Type+" "+kind]++
-			if out.Type == "correction" && correction == "" {
-				correction = o
-			}
-			if kind == "session" && out.Type == "final" && session == "" {
-				session = o
-			}
-		}
-		fmt.Printf("▸ output stream %s: %d records\n", w.Output, len(outs))
-		for _, k := range sortedKeys(counts) {
-			fmt.Printf("    %-22s %d\n", k, counts[k])
-		}
-		for _, o := range []string{session, correction} {
-			if o != "" {
-				fmt.Printf("    %s\n", truncate(o, 260))
-			}
-		}
+		printOutputs(w.Output, outs)
 	}
 	if err := stack.FlushLogs(ctx); err == nil {
-		if ms, err := cloudwatchlocal.Metrics(ctx, cfg, "Tributary", began.Add(-time.Minute)); err == nil {
-			fmt.Println("▸ metrics (CloudWatch, namespace Tributary)")
+		if ms, err := cloudwatchlocal.MetricsBetween(ctx, cfg, "Tributary", began, time.Now()); err == nil {
+			fmt.Println("▸ CloudWatch metrics of this run (namespace Tributary, data points stamped since the run began):")
+			fmt.Println("  sum = total over the run, count = data points (one per invocation that published the metric)")
 			for _, m := range ms {
 				if f := m.Dimensions["Function"]; f == "aggregate" || f == "worker" || f == "enrich" {
-					fmt.Printf("    %s\n", m)
+					note := ""
+					if own := stack.OwnMetric(m); own != m.Sum {
+						note = fmt.Sprintf("   (this run put %g: another run on this endpoint published the rest)", own)
+					}
+					fmt.Printf("    %s%s\n", m, note)
 				}
 			}
 		}
@@ -247,7 +365,6 @@ func run(ctx context.Context, o *options) (err error) {
 	if bad > 0 {
 		return fmt.Errorf("%d windows differ from what was sent", bad)
 	}
-	fmt.Printf("▸ every event counted exactly once, resent copies included; malformed record set aside with its reason; late event corrected;\n  profile change joined by stream position; timeline kept equal to the join;\n  tasks load-balanced, events fanned out, poison task dead-lettered with its reason and redriven;\n  seats booked by commands on an event log, views projected and rebuilt from it; total %s\n", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
@@ -281,7 +398,7 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	}
 	// The mapping counts a batch once the function has returned; give the
 	// last one a moment, then any second copy would have arrived too.
-	for i := 0; i < 20 && stack.Stats().Of("aggregate").Records-before < len(evs); i++ {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && stack.Stats().Of("aggregate").Records-before < len(evs); {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second)
@@ -292,77 +409,104 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	return nil
 }
 
+func printOutputs(stream string, outs []string) {
+	counts := map[string]int{}
+	var correction, session string
+	for _, o := range outs {
+		var out struct{ Type, Window string }
+		if json.Unmarshal([]byte(o), &out) != nil {
+			continue
+		}
+		kind, _, _ := strings.Cut(out.Window, ":")
+		counts[out.Type+" "+kind]++
+		if out.Type == "correction" && correction == "" {
+			correction = o
+		}
+		if kind == "session" && out.Type == "final" && session == "" {
+			session = o
+		}
+	}
+	fmt.Printf("▸ output stream %s: %d records (final results, corrections and retractions, by window kind)\n", stream, len(outs))
+	for _, k := range sortedKeys(counts) {
+		fmt.Printf("    %-22s %d\n", k, counts[k])
+	}
+	for _, o := range []string{session, correction} {
+		if o != "" {
+			fmt.Printf("    %s\n", truncate(o, 260))
+		}
+	}
+}
+
 // demoJoins shows the two joins on live tables: a profile change flowing
 // through cdc into the enriched events after it (stream–table), and a
 // timeline following tweets, follows and unfollows (table–table).
-func demoJoins(ctx context.Context, stack *local.Stack, ingestURL string) error {
+func demoJoins(ctx context.Context, stack *local.Stack, ingestURL string, w io.Writer) error {
 	enr, err := stack.FindEnrichment()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("▸ stream–table join: profiles table %s ─cdc─► events ─enrich─► %s\n", enr.Profiles, enr.Enriched)
-	fmt.Println("  (a change's changelog record and the activity after it share the key's shard, so the join is by stream position)")
-	if err := enr.Demo(ctx, ingestURL, os.Stdout); err != nil {
+	fmt.Fprintf(w, "▸ stream–table join: profiles table %s ─cdc─► events ─enrich─► %s\n", enr.Profiles, enr.Enriched)
+	fmt.Fprintln(w, "  (a change's changelog record and the activity after it share the key's shard, so the join is by stream position)")
+	if err := enr.Demo(ctx, ingestURL, w); err != nil {
 		return err
 	}
 	tl, err := stack.FindTimelines()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("▸ table–table join: tweets ⋈ follows ─timeline─► %s, after each change\n", tl.View)
-	return tl.Demo(ctx, os.Stdout)
+	fmt.Fprintf(w, "▸ table–table join: tweets ⋈ follows ─timeline─► %s, after each change\n", tl.View)
+	return tl.Demo(ctx, w)
 }
 
 // demoJoinsCEP shows the stream–stream join (a search with a click joined,
 // one without unmatched after the bound, the click-through rate) and CEP
 // rules added and removed while detect runs.
-func demoJoinsCEP(ctx context.Context, stack *local.Stack, ingestURL string) error {
+func demoJoinsCEP(ctx context.Context, stack *local.Stack, ingestURL string, w io.Writer) error {
 	j, err := stack.FindJoinsAndRules()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("▸ stream–stream join %s ⋈ %s by session within %s (%s join, infra/join.json) ─join─► %s\n",
+	fmt.Fprintf(w, "▸ stream–stream join %s ⋈ %s by session within %s (%s join, infra/join.json) ─join─► %s\n",
 		j.Join.Left, j.Join.Right, j.Join.Within, j.Join.Kind, j.JoinsStream)
-	if err := j.DemoJoin(ctx, ingestURL, os.Stdout); err != nil {
+	if err := j.DemoJoin(ctx, ingestURL, w); err != nil {
 		return err
 	}
-	fmt.Printf("▸ CEP: rules in DynamoDB table %s, added and removed at runtime ─detect─► %s\n", j.RulesTable, j.MatchesStream)
-	return j.DemoRules(ctx, ingestURL, os.Stdout)
+	fmt.Fprintf(w, "▸ CEP: rules in DynamoDB table %s, added and removed at runtime ─detect─► %s\n", j.RulesTable, j.MatchesStream)
+	return j.DemoRules(ctx, ingestURL, w)
 }
 
 // demoEventSourcing shows the event-sourced seat reservations: commands
 // accepted and refused, a conflict, a retry, read-your-writes, the
 // projections catching up, a snapshot, and a rebuild of the views from the
 // log swapped in and equal to the live ones.
-func demoEventSourcing(ctx context.Context, stack *local.Stack) error {
+func demoEventSourcing(ctx context.Context, stack *local.Stack, w io.Writer) error {
 	e, err := stack.FindEventSourcing()
 	if err != nil {
 		return err
 	}
-	fmt.Println("▸ event sourcing: commands ─► event store ─table stream─► publish ─► Kinesis ─► project ─► views")
-	return e.Demo(ctx, os.Stdout)
+	fmt.Fprintln(w, "▸ event sourcing: commands ─► event store ─table stream─► publish ─► Kinesis ─► project ─► views")
+	return e.Demo(ctx, w)
 }
 
 // demoWork shows load balancing with idempotent side effects — tasks on the
 // Tasks queue go each to one worker environment, the same tasks sent again
-// are not run again — next to fan-out, where every subscriber of the events
-// stream gets every event; then a task that fails permanently reaches the
-// DLQ with its reason, the cause is fixed, and a redrive runs it once.
-func demoWork(ctx context.Context, stack *local.Stack, eventsStream string) error {
+// are not run again; then a task that fails permanently reaches the DLQ with
+// its reason, the cause is fixed, and a redrive runs it once.
+func demoWork(ctx context.Context, stack *local.Stack, w io.Writer, out *outcome) error {
 	work, err := stack.FindWork()
 	if err != nil {
 		return err
 	}
 	cfg := stack.Config()
-	fmt.Println("▸ 30 tasks on the Tasks queue: load balancing, each message to one worker invocation")
+	fmt.Fprintln(w, "▸ 30 tasks on the Tasks queue: load balancing, each message to one worker invocation")
 	ids, err := work.SendTasks(ctx, cfg, 1, 30)
 	if err != nil {
 		return err
 	}
-	if _, err := work.WaitExecutions(ctx, cfg, ids, os.Stdout); err != nil {
+	if _, err := work.WaitExecutions(ctx, cfg, ids, w); err != nil {
 		return err
 	}
-	fmt.Println("▸ a producer retries: tasks 1–10 sent again; the idempotency record returns their stored result")
+	fmt.Fprintln(w, "▸ a producer retries: tasks 1–10 sent again; the idempotency record returns their stored result")
 	if _, err := work.SendTasks(ctx, cfg, 1, 10); err != nil {
 		return err
 	}
@@ -377,28 +521,21 @@ func demoWork(ctx context.Context, stack *local.Stack, eventsStream string) erro
 	for _, id := range ids {
 		if runs[id] != 1 {
 			twice++
-			fmt.Printf("    %s ran %d times\n", id, runs[id])
+			fmt.Fprintf(w, "    %s ran %d times\n", id, runs[id])
 		}
 	}
 	if twice > 0 {
 		return fmt.Errorf("%d tasks' side effects ran more than once", twice)
 	}
-	fmt.Printf("    40 messages, 30 tasks, each task's side effect ran exactly once (table %s)\n", work.Results)
+	out.tasks, out.taskMessages = len(ids), 40
+	fmt.Fprintf(w, "    40 messages, 30 tasks, each task's side effect ran exactly once (table %s)\n", work.Results)
 	envs, err := work.Environments(ctx, cfg, ids)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  load balancing: %s; each side effect once\n", describeEnvironments(len(ids), envs))
-	fan, err := stack.FanOut(ctx, eventsStream, 10*time.Second)
-	if err != nil {
-		return err
-	}
-	fmt.Print("  ")
-	fan.Print(os.Stdout)
-	if !fan.Complete() {
-		return fmt.Errorf("fan-out: a subscriber of %s missed records: %+v", eventsStream, fan.Subscribers)
-	}
-	return demoDeadLetter(ctx, stack, work)
+	out.workerEnv = len(envs)
+	fmt.Fprintf(w, "  load balancing: %s; each side effect once\n", describeEnvironments(len(ids), envs))
+	return demoDeadLetter(ctx, stack, work, w)
 }
 
 // describeEnvironments is "30 tasks over 3 worker environments: 1a2b3c 11 ·
@@ -425,35 +562,35 @@ func describeEnvironments(tasks int, envs map[string]int) string {
 		}
 		parts[i] = fmt.Sprintf("%s %d", short, envs[e])
 	}
-	return fmt.Sprintf("%d tasks over %d worker environments: %s", tasks, len(envs), strings.Join(parts, " · "))
+	return fmt.Sprintf("%d tasks over %d worker environments (by log stream): %s", tasks, len(envs), strings.Join(parts, " · "))
 }
 
 // demoDeadLetter sends a task that needs a task never sent: the worker
 // dead-letters it at once with the reason; the DLQ depth metric shows it;
 // the operator runs the missing task and redrives; the task runs once.
-func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work) error {
+func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work, w io.Writer) error {
 	cfg := stack.Config()
 	since := time.Now().Add(-time.Second)
 	const task, missing = 31, 99
-	fmt.Printf("▸ poison: %s needs the result of %s (data.after), which nobody sent — no retry can fix that\n", local.TaskID(task), local.TaskID(missing))
+	fmt.Fprintf(w, "▸ poison: %s needs the result of %s (data.after), which nobody sent — no retry can fix that\n", local.TaskID(task), local.TaskID(missing))
 	if _, err := work.SendTask(ctx, cfg, task, missing); err != nil {
 		return err
 	}
 	if err := work.WaitDeadLettered(ctx, cfg, 1); err != nil {
 		return err
 	}
-	fmt.Printf("  the worker sent it to the DLQ %s on its first receive, with the reason (redrive -dry-run):\n", work.DLQName)
+	fmt.Fprintf(w, "  the worker sent it to the DLQ %s on its first receive, with the reason (redrive -dry-run):\n", work.DLQName)
 	var listing strings.Builder
 	if _, err := work.ShowDeadLetters(ctx, cfg, &listing); err != nil {
 		return err
 	}
 	for _, line := range strings.Split(strings.TrimRight(listing.String(), "\n"), "\n") {
-		fmt.Printf("    %s\n", truncate(line, 220))
+		fmt.Fprintf(w, "    %s\n", truncate(line, 220))
 	}
-	if err := printDLQDepth(ctx, stack, work, since, 1); err != nil {
+	if err := printDLQDepth(ctx, stack, work, since, 1, w); err != nil {
 		return err
 	}
-	fmt.Printf("▸ the operator fixes the cause: %s is sent and runs\n", local.TaskID(missing))
+	fmt.Fprintf(w, "▸ the operator fixes the cause: %s is sent and runs\n", local.TaskID(missing))
 	dep, err := work.SendTask(ctx, cfg, missing, 0)
 	if err != nil {
 		return err
@@ -465,7 +602,7 @@ func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work) e
 	if err != nil {
 		return err
 	}
-	fmt.Printf("▸ redrive %s → Tasks: %s (the dead-letter attributes are dropped on the way back)\n", work.DLQName, res)
+	fmt.Fprintf(w, "▸ redrive %s → Tasks: %s (the dead-letter attributes are dropped on the way back)\n", work.DLQName, res)
 	if res.Moved != 1 {
 		return fmt.Errorf("redrive moved %d messages, want 1", res.Moved)
 	}
@@ -479,14 +616,14 @@ func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work) e
 	if n := runs[local.TaskID(task)]; n != 1 {
 		return fmt.Errorf("%s ran %d times after the redrive, want 1", local.TaskID(task), n)
 	}
-	fmt.Printf("    %s ran exactly once\n", local.TaskID(task))
-	return printDLQDepth(ctx, stack, work, since, 0)
+	fmt.Fprintf(w, "    %s ran exactly once\n", local.TaskID(task))
+	return printDLQDepth(ctx, stack, work, since, 0, w)
 }
 
 // printDLQDepth publishes the queues' AWS/SQS metrics (as SQS does every
 // minute on AWS) and prints the DLQ's depth read back from CloudWatch — what
 // the DLQ alarm watches.
-func printDLQDepth(ctx context.Context, stack *local.Stack, work *local.Work, since time.Time, want float64) error {
+func printDLQDepth(ctx context.Context, stack *local.Stack, work *local.Work, since time.Time, want float64, w io.Writer) error {
 	if err := stack.PublishQueueMetrics(ctx); err != nil {
 		return err
 	}
@@ -501,7 +638,7 @@ func printDLQDepth(ctx context.Context, stack *local.Stack, work *local.Work, si
 	if v >= 1 {
 		state = "ALARM"
 	}
-	fmt.Printf("  DLQ depth (CloudWatch %s %s{QueueName=%s}): %g → its alarm would be %s\n",
+	fmt.Fprintf(w, "  DLQ depth (CloudWatch %s %s{QueueName=%s}): %g → its alarm would be %s\n",
 		cloudwatchlocal.SQSNamespace, cloudwatchlocal.MetricMessagesVisible, work.DLQName, v, state)
 	if v != want {
 		return fmt.Errorf("DLQ depth metric %g, want %g", v, want)

@@ -10,7 +10,9 @@ import (
 )
 
 func up(ctx context.Context, o *options) (err error) {
-	srv, stack, err := startStack(ctx, o, o.urlPort)
+	tm := loadTimings(o.root)
+	defer tm.done()
+	srv, stack, err := startStack(ctx, o, tm, ports{o.urlPort, o.lambdaPort, o.dashboardPort})
 	if err != nil {
 		return err
 	}
@@ -27,27 +29,25 @@ func up(ctx context.Context, o *options) (err error) {
 		return err
 	}
 	fmt.Printf(`
-Tributary is running locally. Ctrl-C stops it.
+Tributary is running locally (up in %s). Ctrl-C stops it.
 
   AWS endpoint   %s
   export AWS_ENDPOINT_URL=%s AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
   ingest URL     %s   (pipeline %s)
+  Lambda API     %s   (aws lambda invoke --endpoint-url %s --function-name ingest --payload fileb://events/ingest/function-url-post.json out.json)
+  dashboard      %s   (the stack's CloudWatch dashboards and the window results, refreshing every 5s)
 
-`, srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.windows.Pipeline.Name)
+`, roundDuration(tm.total()), srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.windows.Pipeline.Name, stack.InvokeURL(), stack.InvokeURL(), stack.DashboardURL())
 	res.Print(os.Stdout)
-	views := res.CurrentViews
-	if views == "" {
-		views = topo.windows.Table
-	}
 	fmt.Printf(`
 Send an event:
   curl -s -X POST %s -H 'content-type: application/json' \
     -d '{"id":"e1","type":"page_view","key":"user-1","occurredAt":"'$(date -u +%%FT%%TZ)'","sentAt":"'$(date -u +%%FT%%TZ)'","data":{"page":"/","ms":420}}'
-See the windows:
-  aws dynamodb scan --table-name %s --endpoint-url %s
+Send a console test event (another terminal):
+  make invoke FN=ingest EVENT=events/ingest/function-url-post.json
 Logs and metrics (another terminal):
   make logs
-`, topo.ingestURL, views, srv.Endpoint())
+`, topo.ingestURL)
 	if e, err := stack.FindEventSourcing(); err == nil {
 		fmt.Printf(`
 Event sourcing (seat reservations; commands URL %s):

@@ -273,10 +273,14 @@ func (h *handler) window(inv invocation, poison []string, p events.TimeWindowPro
 	return resp, nil
 }
 
+// allocated keeps what "alloc" allocated reachable until the process exits.
+var allocated [][]byte
+
 // command runs one emulator test command.
 func (h *handler) command(_ context.Context, raw json.RawMessage, do string) (any, error) {
 	var c struct {
 		MS   int    `json:"ms"`
+		MB   int    `json:"mb"`
 		Name string `json:"name"`
 	}
 	_ = json.Unmarshal(raw, &c)
@@ -299,6 +303,14 @@ func (h *handler) command(_ context.Context, raw json.RawMessage, do string) (an
 		return map[string]string{c.Name: os.Getenv(c.Name)}, nil
 	case "pid":
 		return map[string]int{"pid": os.Getpid()}, nil
+	case "alloc":
+		// Touch every page so that the memory is resident (peak memory tests).
+		b := make([]byte, min(max(c.MB, 0), 512)<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		allocated = append(allocated, b)
+		return map[string]int{"mb": len(b) >> 20}, nil
 	}
 	return nil, fmt.Errorf("faultyfn: unknown command %q", do)
 }

@@ -5,6 +5,10 @@
 // CloudWatch Logs extracts it on AWS. QueueMetrics publishes what SQS
 // publishes on AWS (AWS/SQS ApproximateNumberOfMessagesVisible and its
 // siblings, by QueueName), so dead-letter queue depth can be watched as a
-// metric. Tail, Metrics and LatestQueueMetric read them back for a script or
-// a test.
+// metric. Lines an execution environment printed go to its own log stream
+// (Sink.StreamLine); Sink.Put publishes service metrics (the runner's
+// AWS/Lambda ones), and the sink keeps what it put (Own, Samples) so that a
+// reader can tell its run's data from another's and compute percentiles
+// moto does not. Tail, Metrics, MetricsBetween and LatestQueueMetric read
+// them back for a script, a test or the dashboard.
 package cloudwatchlocal

@@ -173,9 +173,38 @@ func Metrics(ctx context.Context, cfg aws.Config, namespace string, since time.T
 	return metrics(ctx, CloudWatchClient(cfg), namespace, since, time.Now())
 }
 
+// MetricsBetween is Metrics over the data points stamped in [from, to),
+// to the second when the span is at most half an hour (one-second periods),
+// else by whole minutes. A run reads back only what was published while it
+// ran, so an endpoint that outlives runs (LocalStack, a `make local-up`)
+// does not add earlier runs' data to its figures. Two runs at the same time
+// on one endpoint still share series: Sink.Own tells what one of them put.
+func MetricsBetween(ctx context.Context, cfg aws.Config, namespace string, from, to time.Time) ([]MetricSummary, error) {
+	return metricsIn(ctx, CloudWatchClient(cfg), namespace, from, to)
+}
+
 var stats = []string{"Sum", "SampleCount", "Minimum", "Maximum"}
 
 func metrics(ctx context.Context, c metricReader, namespace string, since, now time.Time) ([]MetricSummary, error) {
+	start := since.Truncate(time.Minute)
+	end := now.Add(time.Minute).Truncate(time.Minute)
+	return query(ctx, c, namespace, start, end, 60)
+}
+
+// fineSpan is the longest span MetricsBetween reads at one-second periods.
+const fineSpan = 30 * time.Minute
+
+func metricsIn(ctx context.Context, c metricReader, namespace string, from, to time.Time) ([]MetricSummary, error) {
+	if to.Sub(from) > fineSpan {
+		return metrics(ctx, c, namespace, from, to)
+	}
+	start := from.Truncate(time.Second)
+	end := to.Add(time.Second).Truncate(time.Second)
+	return query(ctx, c, namespace, start, end, 1)
+}
+
+// query sums every series of namespace over [start, end) at period seconds.
+func query(ctx context.Context, c metricReader, namespace string, start, end time.Time, period int32) ([]MetricSummary, error) {
 	var series []cwtypes.Metric
 	seen := map[string]bool{}
 	p := cloudwatch.NewListMetricsPaginator(c, &cloudwatch.ListMetricsInput{Namespace: aws.String(namespace)})
@@ -199,10 +228,8 @@ func metrics(ctx context.Context, c metricReader, namespace string, since, now t
 			out[i].Dimensions[aws.ToString(d.Name)] = aws.ToString(d.Value)
 		}
 	}
-	start := since.Truncate(time.Minute)
-	end := now.Add(time.Minute).Truncate(time.Minute)
 	if !end.After(start) {
-		end = start.Add(time.Minute)
+		end = start.Add(time.Duration(period) * time.Second)
 	}
 	const perCall = 500 / 4 // GetMetricData takes at most 500 queries
 	for lo := 0; lo < len(series); lo += perCall {
@@ -214,7 +241,7 @@ func metrics(ctx context.Context, c metricReader, namespace string, since, now t
 					Id: aws.String(fmt.Sprintf("m%d_%d", i, j)),
 					MetricStat: &cwtypes.MetricStat{
 						Metric: &cwtypes.Metric{Namespace: aws.String(namespace), MetricName: series[i].MetricName, Dimensions: series[i].Dimensions},
-						Period: aws.Int32(60),
+						Period: aws.Int32(period),
 						Stat:   aws.String(st),
 					},
 					ReturnData: aws.Bool(true),

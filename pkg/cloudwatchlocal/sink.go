@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -76,11 +77,14 @@ type Sink struct {
 	opts    SinkOptions
 	date    string // log stream date prefix, fixed at start
 
-	mu      sync.Mutex
-	streams map[string]*logStream // by function name
-	pending map[string][]cwtypes.MetricDatum
-	errs    []error
-	closed  bool
+	mu       sync.Mutex
+	streams  map[string]*logStream // by function name and log stream
+	pending  map[string][]cwtypes.MetricDatum
+	totals   map[string]float64  // sum of every value put, by namespace and series (seriesKey)
+	samples  map[string][]Sample // the values put, by namespace and series, for percentiles
+	nsamples int
+	errs     []error
+	closed   bool
 
 	sendMu sync.Mutex // one flush at a time keeps each stream's events in order
 	kick   chan struct{}
@@ -122,6 +126,8 @@ func NewSink(ctx context.Context, cfg aws.Config, opts SinkOptions) (*Sink, erro
 		date:    opts.Now().UTC().Format("2006/01/02"),
 		streams: map[string]*logStream{},
 		pending: map[string][]cwtypes.MetricDatum{},
+		totals:  map[string]float64{},
+		samples: map[string][]Sample{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -148,11 +154,22 @@ func LogGroup(function string) string { return "/aws/lambda/" + function }
 func (s *Sink) LogStream() string { return s.date + "/[$LATEST]" + s.opts.RunID }
 
 // Line buffers one line of function's output for its log group
-// (/aws/lambda/<function> unless SinkOptions.LogGroups says otherwise).
-// A line that is an EMF document also becomes metric data. Empty lines are
-// dropped, as CloudWatch Logs does not store empty events; lines longer than
-// a log event may be are cut to fit.
-func (s *Sink) Line(function, line string) {
+// (/aws/lambda/<function> unless SinkOptions.LogGroups says otherwise),
+// in the sink's own log stream (LogStream). A line that is an EMF document
+// also becomes metric data. Empty lines are dropped, as CloudWatch Logs does
+// not store empty events; lines longer than a log event may be are cut to
+// fit.
+func (s *Sink) Line(function, line string) { s.StreamLine(function, "", line) }
+
+// StreamLine is Line for a line an execution environment printed into the
+// log stream named stream (its AWS_LAMBDA_LOG_STREAM_NAME), so that, as on
+// Lambda, each environment's lines sit in a stream of their own. An empty
+// stream, or one CloudWatch Logs would refuse (':' or '*', over 512
+// bytes), means the sink's own stream.
+func (s *Sink) StreamLine(function, stream, line string) {
+	if stream == "" || strings.ContainsAny(stream, ":*") || len(stream) > 512 {
+		stream = s.LogStream()
+	}
 	line = strings.TrimRight(line, "\r\n")
 	if line == "" || function == "" {
 		return
@@ -178,14 +195,14 @@ func (s *Sink) Line(function, line string) {
 		s.mu.Unlock()
 		return
 	}
-	st := s.streams[function]
+	st := s.streams[function+"\x00"+stream]
 	if st == nil {
 		group := s.opts.LogGroups[function]
 		if group == "" {
 			group = LogGroup(function)
 		}
-		st = &logStream{group: group, name: s.LogStream()}
-		s.streams[function] = st
+		st = &logStream{group: group, name: stream}
+		s.streams[function+"\x00"+stream] = st
 	}
 	// Events of one PutLogEvents call must be in time order; a clock that
 	// steps back must not reorder lines.
@@ -198,6 +215,9 @@ func (s *Sink) Line(function, line string) {
 	full := len(st.events) >= maxEventsPerPut || st.bytes >= maxBytesPerPut
 	for ns, ds := range batch {
 		s.pending[ns] = append(s.pending[ns], ds...)
+		for _, d := range ds {
+			s.record(ns, d)
+		}
 	}
 	if emfErr != nil {
 		s.errs = append(s.errs, emfErr)
@@ -213,6 +233,112 @@ func (s *Sink) Line(function, line string) {
 		default:
 		}
 	}
+}
+
+// Put buffers metric data for namespace, sent with the next flush, as if a
+// service published it (the runner publishes AWS/Lambda metrics this way).
+func (s *Sink) Put(namespace string, data ...cwtypes.MetricDatum) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.pending[namespace] = append(s.pending[namespace], data...)
+	for _, d := range data {
+		s.record(namespace, d)
+	}
+}
+
+// maxSamples bounds the values kept for percentiles, over all series; the
+// oldest half of a series goes when it is reached.
+const maxSamples = 200_000
+
+// Sample is one value put to a series, observed Count times.
+type Sample struct {
+	At           time.Time
+	Value, Count float64
+}
+
+// record adds d to the totals and samples; callers hold mu.
+func (s *Sink) record(namespace string, d cwtypes.MetricDatum) {
+	k := namespace + "/" + seriesKey(cwtypes.Metric{MetricName: d.MetricName, Dimensions: d.Dimensions})
+	s.totals[k] += datumSum(d)
+	at := aws.ToTime(d.Timestamp)
+	if at.IsZero() {
+		at = s.opts.Now()
+	}
+	add := func(v, c float64) {
+		if s.nsamples >= maxSamples {
+			old := s.samples[k]
+			drop := (len(old) + 1) / 2
+			s.samples[k] = append(old[:0], old[drop:]...)
+			s.nsamples -= drop
+		}
+		s.samples[k] = append(s.samples[k], Sample{At: at, Value: v, Count: c})
+		s.nsamples++
+	}
+	if d.Value != nil {
+		add(*d.Value, 1)
+		return
+	}
+	for i, v := range d.Values {
+		c := 1.0
+		if i < len(d.Counts) {
+			c = d.Counts[i]
+		}
+		add(v, c)
+	}
+}
+
+// Samples returns the values this sink put to the series (namespace, name,
+// dimensions) stamped in [from, to), oldest first. CloudWatch computes
+// percentile statistics (p50, p99) from such values; moto does not, so a
+// local reader computes them from these.
+func (s *Sink) Samples(namespace, name string, dims map[string]string, from, to time.Time) []Sample {
+	ds := make([]cwtypes.Dimension, 0, len(dims))
+	for k, v := range dims {
+		ds = append(ds, cwtypes.Dimension{Name: aws.String(k), Value: aws.String(v)})
+	}
+	k := namespace + "/" + seriesKey(cwtypes.Metric{MetricName: aws.String(name), Dimensions: ds})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Sample
+	for _, x := range s.samples[k] {
+		if !x.At.Before(from) && x.At.Before(to) {
+			out = append(out, x)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// Own returns the sum of the values this sink has put to m's series (its
+// namespace, name and dimensions), so that a reader can tell its own data
+// from another run's on a shared endpoint.
+func (s *Sink) Own(m MetricSummary) float64 {
+	dims := make([]cwtypes.Dimension, 0, len(m.Dimensions))
+	for k, v := range m.Dimensions {
+		dims = append(dims, cwtypes.Dimension{Name: aws.String(k), Value: aws.String(v)})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.totals[m.Namespace+"/"+seriesKey(cwtypes.Metric{MetricName: aws.String(m.Name), Dimensions: dims})]
+}
+
+// datumSum is the sum of the values d carries.
+func datumSum(d cwtypes.MetricDatum) float64 {
+	if d.Value != nil {
+		return *d.Value
+	}
+	sum := 0.0
+	for i, v := range d.Values {
+		c := 1.0
+		if i < len(d.Counts) {
+			c = d.Counts[i]
+		}
+		sum += v * c
+	}
+	return sum
 }
 
 // Flush sends everything buffered so far.

@@ -185,4 +185,93 @@ func TestSink(t *testing.T) {
 			t.Errorf("Metrics(BadTest) = %v, %v; want none", ms, err)
 		}
 	})
+
+	t.Run("each execution environment's lines go to its own log stream", func(t *testing.T) {
+		s, err := NewSink(ctx, cfg, SinkOptions{RunID: "runner", FlushInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		envA, envB := "2026/12/01/[$LATEST]aaaa", "2026/12/01/[$LATEST]bbbb"
+		for i := range 3 {
+			s.StreamLine("worker", envA, fmt.Sprintf("a %d", i))
+			s.StreamLine("worker", envB, fmt.Sprintf("b %d", i))
+		}
+		s.StreamLine("worker", "", "from the runner")
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		events, err := ReadEvents(ctx, cfg, "/aws/lambda/worker", start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := map[string][]string{}
+		for _, e := range events {
+			by[e.Stream] = append(by[e.Stream], e.Message)
+		}
+		if got := strings.Join(by[envA], ","); got != "a 0,a 1,a 2" {
+			t.Errorf("stream %s holds %q, want a 0..a 2", envA, got)
+		}
+		if got := strings.Join(by[envB], ","); got != "b 0,b 1,b 2" {
+			t.Errorf("stream %s holds %q, want b 0..b 2", envB, got)
+		}
+		if got := strings.Join(by[s.LogStream()], ","); got != "from the runner" {
+			t.Errorf("the sink's own stream %s holds %q, want the line without a stream", s.LogStream(), got)
+		}
+	})
+
+	t.Run("a run reads back only its own span and knows what it put", func(t *testing.T) {
+		// An earlier run on the same endpoint published a minute ago.
+		earlier, err := NewSink(ctx, cfg, SinkOptions{FlushInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-50 * time.Second)
+		span := func(line string) string {
+			// Its own namespace and metric name: moto matches GetMetricData
+			// queries by name and dimensions, across namespaces.
+			return strings.ReplaceAll(strings.ReplaceAll(line, "TributaryTest", "SpanTest"), "Processed", "SpanProcessed")
+		}
+		earlier.Line("aggregate", span(emfLine(old, "aggregate", "k1", 100)))
+		if err := earlier.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Reads are to the second: begin on a whole second.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+		began := time.Now()
+		s, err := NewSink(ctx, cfg, SinkOptions{FlushInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Line("aggregate", span(emfLine(time.Now(), "aggregate", "k1", 7)))
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := MetricsBetween(ctx, cfg, "SpanTest", began, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, m := range ms {
+			if m.Name != "SpanProcessed" || len(m.Dimensions) != 2 {
+				continue
+			}
+			found = true
+			if m.Sum != 7 || s.Own(m) != 7 {
+				t.Errorf("%s: read back %g, own %g; want this run's 7 only (the earlier run's 100 is before it began)", m, m.Sum, s.Own(m))
+			}
+		}
+		if !found {
+			t.Fatalf("MetricsBetween = %v: no SpanProcessed{function,key} series", ms)
+		}
+		// Over the whole minute, the earlier run's data would be counted too.
+		all, err := Metrics(ctx, cfg, "SpanTest", old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range all {
+			if m.Name == "SpanProcessed" && len(m.Dimensions) == 2 && m.Sum != 107 {
+				t.Errorf("Metrics since the earlier run: %s, want both runs' 107", m)
+			}
+		}
+	})
 }

@@ -91,6 +91,8 @@ func (t Traffic) Generate() ([]stream.Envelope, Counts) {
 // many were accepted. Generate stamps sentAt for "now"; send right after it.
 func Send(ctx context.Context, url string, evs []stream.Envelope, batch int, progress io.Writer) (int, error) {
 	accepted := 0
+	status := newStatusLine(progress)
+	defer status.Done()
 	for i := 0; i < len(evs); i += batch {
 		chunk := evs[i:min(i+batch, len(evs))]
 		body, err := json.Marshal(chunk)
@@ -118,9 +120,8 @@ func Send(ctx context.Context, url string, evs []stream.Envelope, batch int, pro
 			return accepted, fmt.Errorf("ingest response: %w: %s", err, respBody)
 		}
 		accepted += r.Accepted
-		fmt.Fprintf(progress, "\r    sent %d/%d events", accepted, len(evs))
+		status.Set("    sent %d/%d events", accepted, len(evs))
 	}
-	fmt.Fprintln(progress)
 	return accepted, nil
 }
 
@@ -189,10 +190,14 @@ func FollowerEvents(now time.Time, n int) []stream.Envelope {
 	return out
 }
 
-// LateEvent is an on-time-looking event whose window closed minutes ago.
+// LateEvent is an on-time-looking event whose window, the first of t's
+// (t generated at now), closed minutes ago. Its sentAt is the time LateEvent
+// is called, so send it right away: ingest adds receivedAt − sentAt to its
+// occurredAt, and a sentAt from long before the send would move the event
+// into a later window.
 func LateEvent(t Traffic, now time.Time) stream.Envelope {
 	at := now.Truncate(time.Minute).Add(-time.Duration(t.Minutes)*time.Minute + 20*time.Second)
-	return stream.Envelope{ID: "late-1", Type: "page_view", Key: "user-01", OccurredAt: at, SentAt: now, Data: json.RawMessage(`{"page":"/late","ms":999}`)}
+	return stream.Envelope{ID: "late-1", Type: "page_view", Key: "user-01", OccurredAt: at, SentAt: time.Now().UTC(), Data: json.RawMessage(`{"page":"/late","ms":999}`)}
 }
 
 // PutPoisonAndFollowers writes, in one PutRecords, a malformed record and

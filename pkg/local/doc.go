@@ -3,7 +3,16 @@
 // real bootstrap under aws-lambda-rie with the template's environment resolved
 // to the local resources, plays the template's event source mappings
 // (package eventsource), serves function URLs on 127.0.0.1, and forwards the
-// functions' logs and EMF metrics to the stand-in's CloudWatch.
+// functions' logs and EMF metrics to the stand-in's CloudWatch, one log
+// stream per execution environment, publishing the AWS/Lambda metrics of
+// every invocation as Lambda would.
+//
+// It also serves Lambda's Invoke API (invoke.go: every function by binary
+// name, logical id, physical name or ARN, sample resource names mapped to the
+// local ones) and a dashboard page (dashboard*.go: every
+// AWS::CloudWatch::Dashboard of the template, its body resolved against the
+// local deployment and drawn from the stand-in's CloudWatch, and a results
+// view of a key's windows).
 //
 // One topology, defined once in infra/, runs in AWS and here.
 package local

@@ -347,10 +347,3 @@ func summarize(a esAnswer) string {
 	}
 	return truncateString(a.Body, 100)
 }
-
-func truncateString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

@@ -37,13 +37,28 @@ type Options struct {
 	// URLPort, when not 0, is the first port function URLs listen on
 	// (127.0.0.1:URLPort, URLPort+1, ...); 0 picks free ports.
 	URLPort int
-	// Progress receives one line per step; nil discards.
+	// DashboardPort is the port of the dashboard page on 127.0.0.1 (the
+	// stack's CloudWatch dashboards and the results view); 0 picks a free
+	// port, -1 serves none.
+	DashboardPort int
+	// LambdaPort is the port of the local Lambda Invoke API on 127.0.0.1
+	// (`aws lambda invoke --endpoint-url`); 0 picks a free port, -1 serves
+	// none.
+	LambdaPort int
+	// Progress receives a few lines per step; nil discards.
 	Progress io.Writer
+	// Verbose also lists every resource created, every function with its
+	// physical name and every mapping on Progress.
+	Verbose bool
 	// Logs, when set, also receives every function log line.
 	Logs func(function, line string)
 	// ScheduleEvery, when > 0, fires the template's EventBridge schedules
 	// this often instead of at their rate (make local shortens a minute).
 	ScheduleEvery time.Duration
+	// MaxBatchingWindow, when > 0, caps every mapping's
+	// MaximumBatchingWindow (make local shortens the aggregate mapping's 5 s,
+	// as it shortens the ticker's minute); each capped mapping is reported.
+	MaxBatchingWindow time.Duration
 	// QueueMetricsEvery is how often every queue's AWS/SQS depth metrics are
 	// published to the stand-in's CloudWatch (AWS: every minute); 0 means
 	// every 5 seconds.
@@ -54,8 +69,14 @@ type Options struct {
 type Stack struct {
 	cfg        aws.Config
 	deployment *template.Deployment
-	functions  map[string]*rie.Function // by binary name
-	urls       map[string]*functionURL  // by binary name
+	specs      []template.FunctionSpec
+	functions  map[string]*rie.Function    // by binary name
+	metered    map[string]*meteredFunction // by binary name: invoke through these
+	invokeAPI  *invokeServer
+	dashboard  *dashboardServer
+	invLogs    *invocationLogs
+	runCtx     context.Context         // ends with Close
+	urls       map[string]*functionURL // by binary name
 	sink       *cloudwatchlocal.Sink
 	queueStats *cloudwatchlocal.QueueMetrics
 	stats      *Stats
@@ -88,8 +109,11 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	s := &Stack{
 		cfg:       cfg,
 		functions: map[string]*rie.Function{},
+		metered:   map[string]*meteredFunction{},
 		urls:      map[string]*functionURL{},
 		stats:     newStats(),
+		invLogs:   newInvocationLogs(),
+		runCtx:    runCtx,
 		cancel:    cancel,
 		errs:      make(chan error, 64),
 		progress:  progress,
@@ -100,20 +124,28 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 	}()
 
-	step := s.step("deploying template onto " + opts.Endpoint)
+	began := time.Now()
+	fmt.Fprintf(progress, "▸ deploying %s onto %s as stack %s\n", opts.Template, opts.Endpoint, opts.Stack)
+	report := newDeployReport(tpl)
 	s.deployment, err = template.Provision(ctx, cfg, tpl, template.ProvisionOptions{
-		Stack:    opts.Stack,
-		Progress: func(msg string) { fmt.Fprintf(progress, "    %s\n", msg) },
+		Stack: opts.Stack,
+		Progress: func(msg string) {
+			report.add(msg)
+			if opts.Verbose {
+				fmt.Fprintf(progress, "    %s\n", msg)
+			}
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	step()
+	report.print(progress, s.deployment, time.Since(began))
 
 	specs, err := s.deployment.Functions()
 	if err != nil {
 		return nil, err
 	}
+	s.specs = specs
 	groups := map[string]string{}
 	for _, f := range specs {
 		groups[f.FunctionName] = f.LogGroup
@@ -134,11 +166,13 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		every = 5 * time.Second
 	}
 	s.queueStats = cloudwatchlocal.StartQueueMetrics(ctx, cfg, queues, every, func(err error) { fmt.Fprintf(progress, "    cloudwatch: %v\n", err) })
-	logLine := func(function, line string) {
+	logLine := func(function, logStream, line string) {
 		// RIE's own "(rapid)" lines are the emulator talking; CloudWatch on
-		// AWS shows START/END/REPORT and the function's output only.
+		// AWS shows START/END/REPORT and the function's output only, each
+		// execution environment in its own log stream.
 		if !strings.Contains(line, "] (rapid) ") {
-			s.sink.Line(function, line)
+			s.sink.StreamLine(function, logStream, line)
+			s.invLogs.line(logStream, line)
 		}
 		if opts.Logs != nil {
 			opts.Logs(function, line)
@@ -149,8 +183,9 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	step = s.step(fmt.Sprintf("starting %d functions under aws-lambda-rie", len(specs)))
-	byLogical := map[string]*rie.Function{}
+	began = time.Now()
+	environments := 0
+	byLogical := map[string]*meteredFunction{}
 	for _, f := range specs {
 		bootstrap := filepath.Join(opts.Functions, f.Binary, "bootstrap")
 		if _, statErr := os.Stat(bootstrap); statErr != nil {
@@ -167,24 +202,35 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		env["AWS_ACCESS_KEY_ID"] = "test"
 		env["AWS_SECRET_ACCESS_KEY"] = "test"
 		fn, startErr := rie.Start(ctx, rie.Config{
-			Name:      f.FunctionName,
-			Bootstrap: bootstrap,
-			Env:       env,
-			Timeout:   f.Timeout,
-			MemoryMB:  f.MemoryMB,
-			Instances: instancesFor(f, mappings),
-			Logs:      logLine,
+			Name:       f.FunctionName,
+			Bootstrap:  bootstrap,
+			Env:        env,
+			Timeout:    f.Timeout,
+			MemoryMB:   f.MemoryMB,
+			Instances:  instancesFor(f, mappings),
+			StreamLogs: logLine,
 		})
 		if startErr != nil {
 			return nil, fmt.Errorf("local: starting %s: %w", f.Binary, startErr)
 		}
 		s.functions[f.Binary] = fn
-		byLogical[f.LogicalID] = fn
-		fmt.Fprintf(progress, "    %-12s %s (%d execution environments)\n", f.Binary, f.FunctionName, instancesFor(f, mappings))
+		s.metered[f.Binary] = newMeteredFunction(fn, f.FunctionName, s.sink)
+		byLogical[f.LogicalID] = s.metered[f.Binary]
+		environments += instancesFor(f, mappings)
+		if opts.Verbose {
+			fmt.Fprintf(progress, "    %-12s %s (%d execution environments)\n", f.Binary, f.FunctionName, instancesFor(f, mappings))
+		}
 	}
-	step()
+	binaries := make([]string, 0, len(specs))
+	for _, f := range specs {
+		binaries = append(binaries, f.Binary)
+	}
+	sort.Strings(binaries)
+	fmt.Fprintf(progress, "▸ started %d functions under aws-lambda-rie in %s (%d execution environments): %s\n",
+		len(specs), time.Since(began).Round(100*time.Millisecond), environments, strings.Join(binaries, ", "))
 
-	step = s.step(fmt.Sprintf("starting %d event source mappings", len(mappings)))
+	labels := sourceLabels(s.deployment)
+	var sources, capped []string
 	for _, m := range mappings {
 		fn, ok := byLogical[m.FunctionLogicalID]
 		if !ok {
@@ -192,6 +238,15 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		binary := binaryOf(m.FunctionLogicalID, specs)
 		settings := toSettings(m, specs)
+		if envs := instancesFor(functionOf(m.FunctionLogicalID, specs), mappings); settings.MaximumConcurrency > envs {
+			// More pollers than execution environments could only wait for
+			// one, and each idle poller costs the stand-in a poll every 50 ms.
+			settings.MaximumConcurrency = envs
+		}
+		if opts.MaxBatchingWindow > 0 && settings.MaximumBatchingWindow > opts.MaxBatchingWindow {
+			capped = append(capped, fmt.Sprintf("%s %s", binary, settings.MaximumBatchingWindow))
+			settings.MaximumBatchingWindow = opts.MaxBatchingWindow
+		}
 		obs := s.stats.observer(binary, m)
 		var p *eventsource.Poller
 		switch m.SourceKind {
@@ -214,9 +269,18 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 				s.errs <- fmt.Errorf("mapping %s → %s: %w", m.SourceARN, binary, runErr)
 			}
 		}()
-		fmt.Fprintf(progress, "    %-12s ← %s (batch %d)\n", binary, shortARN(m.SourceARN), settings.BatchSize)
+		label := labels.of(m)
+		sources = append(sources, binary+" ← "+label)
+		if opts.Verbose {
+			fmt.Fprintf(progress, "    %-12s ← %s (batch %d)\n", binary, label, settings.BatchSize)
+		}
 	}
-	step()
+	if len(mappings) > 0 {
+		fmt.Fprintf(progress, "▸ playing %d event source mappings: %s\n", len(mappings), strings.Join(sources, "; "))
+	}
+	if len(capped) > 0 {
+		fmt.Fprintf(progress, "  not as on AWS: batching windows shortened to %s here (the template's: %s)\n", opts.MaxBatchingWindow, strings.Join(capped, ", "))
+	}
 
 	schedules, err := s.deployment.Schedules()
 	if err != nil {
@@ -256,7 +320,26 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if u.AuthType == "AWS_IAM" {
 			note = " (AuthType AWS_IAM is not enforced locally)"
 		}
-		fmt.Fprintf(progress, "    function URL %-12s %s%s\n", binary, fu.URL(), note)
+		fmt.Fprintf(progress, "    function URL of %s: %s%s\n", binary, fu.URL(), note)
+	}
+	if opts.LambdaPort >= 0 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.LambdaPort))
+		if s.invokeAPI, err = newInvokeServer(s, addr, progress); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(progress, "    Lambda Invoke API: %s (aws lambda invoke --endpoint-url %s --function-name <function> …)\n", s.invokeAPI.URL(), s.invokeAPI.URL())
+	}
+	if opts.DashboardPort >= 0 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.DashboardPort))
+		if s.dashboard, err = newDashboardServer(s, addr); err != nil {
+			return nil, err
+		}
+		names := s.Dashboards()
+		what := "dashboards " + strings.Join(names, ", ")
+		if len(names) == 0 {
+			what = "no dashboard in the template yet"
+		}
+		fmt.Fprintf(progress, "    dashboard: %s (%s, and the results view)\n", s.dashboard.URL(), what)
 	}
 	return s, nil
 }
@@ -272,7 +355,7 @@ func (s *Stack) URL(binary string) string {
 // Invoke calls the function built from binary with payload, as the
 // console's Test tab (or a schedule) would.
 func (s *Stack) Invoke(ctx context.Context, binary string, payload []byte) (rie.Result, error) {
-	f, ok := s.functions[binary]
+	f, ok := s.metered[binary]
 	if !ok {
 		return rie.Result{}, fmt.Errorf("local: no function %s in the template", binary)
 	}
@@ -295,6 +378,11 @@ func (s *Stack) Errors() <-chan error { return s.errs }
 // stand-in's CloudWatch now, without waiting for the next interval.
 func (s *Stack) PublishQueueMetrics(ctx context.Context) error { return s.queueStats.Publish(ctx) }
 
+// OwnMetric is the sum of the values this stack's functions (and the
+// runner's emulated service metrics) put to m's series, to tell them from
+// another run's on a shared endpoint.
+func (s *Stack) OwnMetric(m cloudwatchlocal.MetricSummary) float64 { return s.sink.Own(m) }
+
 // FlushLogs sends buffered log lines and metrics to the stand-in's CloudWatch now.
 func (s *Stack) FlushLogs(ctx context.Context) error { return s.sink.Flush(ctx) }
 
@@ -314,6 +402,12 @@ func (s *Stack) Close() error {
 	for _, u := range s.urls {
 		errs = append(errs, u.close(ctx))
 	}
+	if s.invokeAPI != nil {
+		errs = append(errs, s.invokeAPI.close(ctx))
+	}
+	if s.dashboard != nil {
+		errs = append(errs, s.dashboard.close(ctx))
+	}
 	for _, f := range s.functions {
 		errs = append(errs, f.Stop())
 	}
@@ -321,14 +415,6 @@ func (s *Stack) Close() error {
 		errs = append(errs, s.sink.Close(ctx))
 	}
 	return errors.Join(errs...)
-}
-
-func (s *Stack) step(msg string) func() {
-	start := time.Now()
-	fmt.Fprintf(s.progress, "▸ %s\n", msg)
-	return func() {
-		fmt.Fprintf(s.progress, "  done in %s\n", time.Since(start).Round(time.Millisecond))
-	}
 }
 
 // maxEnvironments caps a function's execution environments locally (the
@@ -400,15 +486,6 @@ func toSettings(m template.MappingSpec, specs []template.FunctionSpec) eventsour
 	}
 }
 
-func shortARN(arn string) string {
-	for i := len(arn) - 1; i >= 0; i-- {
-		if arn[i] == ':' {
-			return arn[i+1:]
-		}
-	}
-	return arn
-}
-
 // sortedKeys returns m's keys in order, for stable printing.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -417,4 +494,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+func shortARN(arn string) string {
+	for i := len(arn) - 1; i >= 0; i-- {
+		if arn[i] == ':' {
+			return arn[i+1:]
+		}
+	}
+	return arn
 }

@@ -31,10 +31,14 @@ func paths(t *testing.T) (root, tpl, bin string) {
 	}
 	tpl = filepath.Join(root, "infra", "cdk.out", "Tributary.template.json")
 	bin = filepath.Join(root, ".build", "local")
-	cmd := exec.Command("make", "-s", "-C", root, "deps", "functions-local", "synth")
+	// flock: test packages run at once, and two cdk synths into one cdk.out fail.
+	if err := os.MkdirAll(filepath.Join(root, ".build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("flock", filepath.Join(root, ".build", "make.lock"), "make", "-s", "-C", root, "deps-local", "functions-local", "synth-local")
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("make deps functions-local synth: %v", err)
+		t.Fatalf("make deps-local functions-local synth-local: %v", err)
 	}
 	return root, tpl, bin
 }

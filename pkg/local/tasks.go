@@ -228,7 +228,8 @@ func (w *Work) WaitDrained(ctx context.Context, cfg aws.Config) error {
 func (w *Work) WaitExecutions(ctx context.Context, cfg aws.Config, ids []string, progress io.Writer) (map[string]int, error) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	last := -1
+	status := newStatusLine(progress)
+	defer status.Done()
 	for {
 		rows, err := w.results(ctx, cfg)
 		if err != nil {
@@ -244,17 +245,12 @@ func (w *Work) WaitExecutions(ctx context.Context, cfg aws.Config, ids []string,
 				done++
 			}
 		}
-		if done != last {
-			fmt.Fprintf(progress, "\r    %d/%d tasks done", done, len(ids))
-			last = done
-		}
+		status.Set("    %d/%d tasks done", done, len(ids))
 		if done >= len(ids) {
-			fmt.Fprintln(progress)
 			return got, nil
 		}
 		select {
 		case <-ctx.Done():
-			fmt.Fprintln(progress)
 			return got, fmt.Errorf("waiting for tasks in %s: %w", w.Results, ctx.Err())
 		case <-tick.C:
 		}

@@ -83,24 +83,20 @@ func (w *Windows) Wait(ctx context.Context, want Counts, from, to time.Time, con
 	keys := want.Keys()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	last := -1
+	status := newStatusLine(progress)
+	defer status.Done()
 	for {
 		vs, err := w.Read(ctx, keys, from, to)
 		if err != nil {
 			return nil, err
 		}
 		got := Counted(vs).Total()
-		if got != last {
-			fmt.Fprintf(progress, "\r    counted %d/%d events", got, want.Total())
-			last = got
-		}
+		status.Set("    the windows hold %d of the %d events sent", got, want.Total())
 		if got >= want.Total() && (cond == nil || cond(vs)) {
-			fmt.Fprintln(progress)
 			return vs, nil
 		}
 		select {
 		case <-ctx.Done():
-			fmt.Fprintln(progress)
 			return vs, fmt.Errorf("waiting for windows in %s: %w", w.Table, ctx.Err())
 		case <-tick.C:
 		}

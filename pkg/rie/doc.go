@@ -12,6 +12,9 @@
 //
 // Everything the function prints, and what RIE logs about it (START, END,
 // REPORT lines and the emulator's own log), is handed line by line to
-// Config.Logs; the lines of one invocation are delivered before Invoke
-// returns.
+// Config.Logs (and, with the log stream of the execution environment that
+// printed it, to Config.StreamLogs); the lines of one invocation are
+// delivered before Invoke returns. RIE prints the memory size as "Max Memory
+// Used" on every REPORT line; the line is rewritten with the runtime
+// process's measured peak resident memory (VmHWM), as Lambda reports it.
 package rie

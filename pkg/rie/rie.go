@@ -61,6 +61,12 @@ type Config struct {
 	// Logs receives every line the function prints and every line RIE logs
 	// about it; nil discards them. Calls are serialized.
 	Logs func(function, line string)
+	// StreamLogs, when set, receives every line as Logs does, with the log
+	// stream of the execution environment that printed it — the
+	// AWS_LAMBDA_LOG_STREAM_NAME that environment's runtime sees, as on
+	// Lambda, where each environment writes to a stream of its own. A
+	// replaced environment (after a crash or timeout) gets a new stream.
+	StreamLogs func(function, logStream, line string)
 }
 
 // Result is what an invocation returned.
@@ -210,16 +216,23 @@ func (f *Function) isStopped() bool {
 }
 
 func (f *Function) log(format string, args ...any) {
-	f.emit(fmt.Sprintf(format, args...))
+	f.emit("", fmt.Sprintf(format, args...))
 }
 
-func (f *Function) emit(line string) {
-	if f.cfg.Logs == nil {
+// emit hands line, printed in the execution environment whose log stream is
+// stream ("" for the runner's own lines), to the configured callbacks.
+func (f *Function) emit(stream, line string) {
+	if f.cfg.Logs == nil && f.cfg.StreamLogs == nil {
 		return
 	}
 	f.logMu.Lock()
 	defer f.logMu.Unlock()
-	f.cfg.Logs(f.cfg.Name, line)
+	if f.cfg.Logs != nil {
+		f.cfg.Logs(f.cfg.Name, line)
+	}
+	if f.cfg.StreamLogs != nil {
+		f.cfg.StreamLogs(f.cfg.Name, stream, line)
+	}
 }
 
 // instance is one execution environment: one RIE process and the runtime it
@@ -228,6 +241,11 @@ type instance struct {
 	fn     *Function
 	idx    int
 	marker string
+	// logStream is AWS_LAMBDA_LOG_STREAM_NAME of the current process.
+	logStream string
+	// runtimePID caches the pid of the runtime (the bootstrap process RIE
+	// started), for its peak memory; 0 until found.
+	runtimePID int
 
 	cmd       *exec.Cmd
 	exited    chan struct{} // closed when the emulator process has exited
@@ -279,6 +297,8 @@ func (in *instance) startOnce(ctx context.Context) error {
 		}
 	}
 	in.marker = randomHex(8)
+	in.logStream = time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + in.marker
+	in.runtimePID = 0
 	invokeAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(invokePort))
 	cmd := exec.Command(f.rie,
 		"--log-level", "info",
@@ -314,8 +334,8 @@ func (in *instance) startOnce(ctx context.Context) error {
 		IdleConnTimeout:     time.Minute,
 	}}
 	in.readers.Add(2)
-	go in.read(stdout, false)
-	go in.read(stderr, true)
+	go in.read(stdout, false, in.logStream, cmd.Process.Pid)
+	go in.read(stderr, true, in.logStream, cmd.Process.Pid)
 	go func() {
 		in.readers.Wait()
 		_ = cmd.Wait()
@@ -356,7 +376,7 @@ func (in *instance) environ() []string {
 		"AWS_EXECUTION_ENV":              "AWS_Lambda_provided.al2023",
 		"AWS_LAMBDA_FUNCTION_VERSION":    "$LATEST",
 		"AWS_LAMBDA_LOG_GROUP_NAME":      "/aws/lambda/" + f.cfg.Name,
-		"AWS_LAMBDA_LOG_STREAM_NAME":     time.Now().UTC().Format("2006/01/02") + "/[$LATEST]" + in.marker,
+		"AWS_LAMBDA_LOG_STREAM_NAME":     in.logStream,
 		"AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
 		"LAMBDA_TASK_ROOT":               filepath.Dir(f.cfg.Bootstrap),
 		"_HANDLER":                       "bootstrap",
@@ -378,21 +398,24 @@ func (in *instance) environ() []string {
 	return out
 }
 
-// read forwards one output stream line by line and wakes invocations
-// waiting for their last line.
-func (in *instance) read(r io.Reader, isStderr bool) {
+// read forwards one output stream of the emulator process riePID, whose
+// environment logs to stream, line by line, and wakes invocations waiting
+// for their last line.
+func (in *instance) read(r io.Reader, isStderr bool, stream string, riePID int) {
 	defer in.readers.Done()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 8*1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		in.fn.emit(line)
 		var id string
 		if !isStderr {
 			if rest, ok := strings.CutPrefix(line, "REPORT RequestId: "); ok {
 				id, _, _ = strings.Cut(rest, "\t")
+				line = in.withPeakMemory(line, riePID)
 			}
-		} else {
+		}
+		in.fn.emit(stream, line)
+		if isStderr {
 			in.mu.Lock()
 			in.tail = append(in.tail, line)
 			if len(in.tail) > 20 {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -304,5 +306,109 @@ func BenchmarkInvokeWarm(b *testing.B) {
 	if len(lat) > 0 {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	}
+}
+
+// streamLogs collects lines with the log stream they came from.
+type streamLogs struct {
+	mu    sync.Mutex
+	lines map[string][]string // by log stream
+}
+
+func (l *streamLogs) add(_, stream, line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lines == nil {
+		l.lines = map[string][]string{}
+	}
+	l.lines[stream] = append(l.lines[stream], line)
+}
+
+func (l *streamLogs) reports() map[string][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string][]string{}
+	for s, lines := range l.lines {
+		for _, line := range lines {
+			if strings.HasPrefix(line, "REPORT RequestId: ") {
+				out[s] = append(out[s], line)
+			}
+		}
+	}
+	return out
+}
+
+// Each execution environment logs under the stream its runtime is told
+// (AWS_LAMBDA_LOG_STREAM_NAME), one stream per environment.
+func TestEachEnvironmentLogsUnderItsOwnStream(t *testing.T) {
+	var l streamLogs
+	fn := start(t, rie.Config{Name: "streams", Instances: 2, StreamLogs: l.add})
+	var wg sync.WaitGroup
+	names := make(chan string, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := invoke(t, fn, `{"do":"sleep","ms":150}`)
+			if res.FunctionError != "" {
+				t.Errorf("sleep: %s", res.Payload)
+			}
+		}()
+	}
+	wg.Wait()
+	for range 2 {
+		var got map[string]string
+		if err := json.Unmarshal(invoke(t, fn, `{"do":"env","name":"AWS_LAMBDA_LOG_STREAM_NAME"}`).Payload, &got); err != nil {
+			t.Fatal(err)
+		}
+		names <- got["AWS_LAMBDA_LOG_STREAM_NAME"]
+	}
+	close(names)
+	reports := l.reports()
+	if len(reports) != 2 {
+		t.Fatalf("REPORT lines came from %d log streams, want one per environment (2): %v", len(reports), reports)
+	}
+	for s := range reports {
+		if !strings.Contains(s, "/[$LATEST]") {
+			t.Errorf("log stream %q is not shaped like Lambda's <date>/[$LATEST]<id>", s)
+		}
+	}
+	for n := range names {
+		if _, ok := reports[n]; !ok {
+			t.Errorf("the runtime was told log stream %q, which no REPORT line came from (streams %v)", n, reports)
+		}
+	}
+}
+
+// REPORT lines carry the runtime's measured peak memory, not the memory
+// size: it grows when the function allocates.
+func TestReportCarriesMeasuredPeakMemory(t *testing.T) {
+	var l streamLogs
+	fn := start(t, rie.Config{Name: "memory", MemoryMB: 512, StreamLogs: l.add})
+	used := func() int {
+		t.Helper()
+		var last string
+		for _, lines := range l.reports() {
+			last = lines[len(lines)-1]
+		}
+		m := regexp.MustCompile(`Max Memory Used: ([0-9]+) MB`).FindStringSubmatch(last)
+		if m == nil {
+			t.Fatalf("REPORT line has no Max Memory Used figure: %q", last)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	invoke(t, fn, `{"do":"echo"}`)
+	before := used()
+	if before >= 512 || before < 1 {
+		t.Fatalf("Max Memory Used %d MB after an echo: want the runtime's few MB, not the memory size 512", before)
+	}
+	res := invoke(t, fn, `{"do":"alloc","mb":64}`)
+	if res.FunctionError != "" {
+		t.Fatalf("alloc: %s", res.Payload)
+	}
+	after := used()
+	if after < before+60 || after >= 512 {
+		t.Errorf("Max Memory Used %d MB after allocating 64 MB (was %d MB): want about %d", after, before, before+64)
 	}
 }

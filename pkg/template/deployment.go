@@ -261,6 +261,8 @@ var nameRules = map[string]nameRule{
 	"AWS::Logs::LogGroup":         {"LogGroupName", 512},
 	"AWS::Events::Rule":           {"Name", 64},
 	"AWS::SSM::Parameter":         {"Name", 2048},
+	"AWS::CloudWatch::Alarm":      {"AlarmName", 255},
+	"AWS::CloudWatch::Dashboard":  {"DashboardName", 255},
 	"AWS::SecretsManager::Secret": {"Name", 512},
 }
 
@@ -360,6 +362,12 @@ func (d *Deployment) plan(id string) (*physicalResource, error) {
 		ph.ref = generatedName(d.stack, id, 128, "")
 	case "AWS::SSM::Parameter":
 		ph.ref = n // Type and Value: known after Provision (ssm.go)
+	case "AWS::CloudWatch::Alarm":
+		// Not created locally, but a dashboard's alarm widget names it.
+		ph.ref = n
+		ph.attrs["Arn"] = fmt.Sprintf("arn:%s:cloudwatch:%s:%s:alarm:%s", p, rg, a, n)
+	case "AWS::CloudWatch::Dashboard":
+		ph.ref = n
 	case "AWS::SecretsManager::Secret":
 		// Ref and Id are the ARN, whose random suffix the endpoint picks:
 		// known after Provision (secrets.go).

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/tributary-dev/tributary/pkg/standin"
+)
+
+// maxEventBytes is the Invoke API's payload limit (RequestResponse).
+const maxEventBytes = 6 << 20
+
+// invoke sends one event file to a function through the Lambda Invoke API,
+// as the console's Test tab does, and prints the function's log and answer.
+// It talks to a running `make local-up` (its Lambda API on -lambda-port);
+// when none answers there, it brings the topology up on a private stand-in
+// for this one invocation and stops it after.
+func invoke(ctx context.Context, o *options) (err error) {
+	if o.fn == "" || o.event == "" {
+		return usageError{"invoke needs a function and an event file: make invoke FN=ingest EVENT=events/ingest/function-url-post.json (or -fn and -event)"}
+	}
+	f, err := os.Open(o.event)
+	if err != nil {
+		return fmt.Errorf("event file: %w", err)
+	}
+	payload, err := io.ReadAll(io.LimitReader(f, maxEventBytes+1))
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("event file %s: %w", o.event, err)
+	}
+	if len(payload) > maxEventBytes {
+		return fmt.Errorf("event file %s: over the Invoke API's 6 MB limit", o.event)
+	}
+	if !json.Valid(payload) {
+		return fmt.Errorf("event file %s: not valid JSON (the Invoke API takes a JSON document)", o.event)
+	}
+	endpoint := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))
+	if !listening(net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))) {
+		fmt.Printf("▸ nothing answers on %s (no `make local-up` running): bringing the topology up for this one invocation\n", endpoint)
+		tm := loadTimings(o.root)
+		defer tm.done()
+		o.addr = "127.0.0.1:0" // a private stand-in: never deploy onto something else for one event
+		srv, stack, err := startStack(ctx, o, tm, ports{url: 0, lambda: 0, dashboard: -1})
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stack.Close(), srv.Stop()) }()
+		endpoint = stack.InvokeURL()
+	}
+	cfg, err := standin.Config(ctx, endpoint)
+	if err != nil {
+		return err
+	}
+	client := lambda.NewFromConfig(cfg)
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	fmt.Printf("▸ invoking %s with %s through %s\n", o.fn, o.event, endpoint)
+	out, err := client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(o.fn), Payload: payload, LogType: lambdatypes.LogTypeTail})
+	if err != nil {
+		return err
+	}
+	if tail, err := base64.StdEncoding.DecodeString(aws.ToString(out.LogResult)); err == nil && len(tail) > 0 {
+		fmt.Println("  log (the last 4 KB):")
+		for _, line := range strings.Split(strings.TrimRight(string(tail), "\n"), "\n") {
+			fmt.Printf("    %s\n", line)
+		}
+	}
+	status := "answered"
+	if fe := aws.ToString(out.FunctionError); fe != "" {
+		status = "failed (FunctionError " + fe + ")"
+	}
+	fmt.Printf("▸ %s %s:\n", o.fn, status)
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, out.Payload, "  ", "  ") == nil {
+		fmt.Printf("  %s\n", pretty.String())
+	} else {
+		fmt.Printf("  %s\n", out.Payload)
+	}
+	return nil
+}
+
+// listening reports whether something accepts connections on addr.
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}

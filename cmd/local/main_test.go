@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The breakdown adds make's steps from the timings file to this process's
+// own, and its total is measured from make's start.
+func TestTimingsFromMake(t *testing.T) {
+	root := t.TempDir()
+	makeStart := started.Add(-90 * time.Second)
+	id := strconv.FormatInt(makeStart.UnixNano(), 10)
+	dir := filepath.Join(root, ".build", "timings")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, id), []byte("builds 20000\ninstalls 30000\nbuilds 5000\nsynth 25000\nbad line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(makeStartedEnv, id)
+	tm := loadTimings(root)
+	tm.add("demo", 40*time.Second)
+	s := tm.String()
+	for _, want := range []string{"since `make local` started", "installs 30s", "builds 25s", "synth 25s", "make 10s", "demo 40s"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%q lacks %q", s, want)
+		}
+	}
+	if tm.total() < 90*time.Second {
+		t.Errorf("total %s, want at least the 90s since make started", tm.total())
+	}
+	tm.done()
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("timings files left: %v", entries)
+	}
+}
+
+func TestTimingsWithoutMake(t *testing.T) {
+	t.Setenv(makeStartedEnv, "")
+	tm := loadTimings(t.TempDir())
+	if s := tm.String(); !strings.Contains(s, "since this process started") || strings.Contains(s, "installs") {
+		t.Errorf("%q", s)
+	}
+}
+
+func TestCompactLogLines(t *testing.T) {
+	tests := []struct {
+		in, want string
+		keep     bool
+	}{
+		{"START RequestId: 1 Version: $LATEST", "", false},
+		{"END RequestId: 1", "", false},
+		{"REPORT RequestId: abc\tDuration: 12.50 ms\tBilled Duration: 13 ms\tMemory Size: 128 MB\tMax Memory Used: 17 MB\t", "REPORT abc 12.50 ms, Max Memory Used: 17 MB", true},
+		{`{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"Tributary","Dimensions":[["Function"]],"Metrics":[{"Name":"RecordsIn"},{"Name":"Late"},{"Name":"D"}]}]},"Function":"aggregate","RecordsIn":12,"Late":0,"D":[1,2]}`,
+			"metrics: RecordsIn=12 D=2 values", true},
+		{"a line of the function", "a line of the function", true},
+	}
+	for _, tc := range tests {
+		got, keep := compact(tc.in)
+		if got != tc.want || keep != tc.keep {
+			t.Errorf("compact(%q) = %q %v, want %q %v", tc.in, got, keep, tc.want, tc.keep)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,31 @@ var invokeCases = map[string]func(t *testing.T, top topology, ans answer){
 	"rules/function-url-add.json":         urlAnswer(201, `fail-then-big`),
 	"rules/function-url-add-invalid.json": urlAnswer(400, `pattern[0].where`),
 	"rules/function-url-test.json":        urlAnswer(200, `pay-`),
+	// The commands samples run in the order sampleOrder gives: the show
+	// scheduled, two seats reserved, a taken seat refused, the seat map.
+	"commands/function-url-schedule.json": urlAnswer(200, `"status":"accepted","showId":"show-1","version":1`),
+	"commands/function-url-reserve.json":  urlAnswer(200, `"status":"accepted","showId":"show-1","version":2`),
+	"commands/function-url-refused.json":  urlAnswer(422, `"field":"data.seats[1]","reason":"seat A2 is already reserved"`),
+	"commands/function-url-seatmap.json":  urlAnswer(200, `"version":2`),
+	"publish/dynamodb-insert.json":        noFailures,
+	"project/kinesis-events.json":         noFailures,
+	// A MODIFY of an event can never be published: publish sets it aside,
+	// naming the changed attribute, and reports no failure.
+	"publish/dynamodb-modify-tampered.json": func(t *testing.T, top topology, ans answer) {
+		ans.failures(t)
+		const seq = "222200000000000000000002"
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		recs, err := local.WaitQuarantined(ctx, top.stack.Config(), tableByPrefix(t, top, "Quarantine"), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.SequenceNumber == seq && (r.Kind != "set-aside" || !strings.HasPrefix(r.Field, "dynamodb.NewImage") || len(r.Data) == 0) {
+				t.Errorf("quarantined %+v: want it set aside by publish with its data, naming dynamodb.NewImage", r)
+			}
+		}
+	},
 	// {"table": "profiles"} names the profiles table by its construct id;
 	// the Invoke API gives the function the local table's name.
 	"snapshot/console-test.json": func(t *testing.T, top topology, ans answer) {
@@ -340,6 +366,21 @@ func invoke(t *testing.T, top topology, name string, payload []byte) answer {
 	return answer{functionError: aws.ToString(out.FunctionError), payload: out.Payload, log: string(log)}
 }
 
+// sampleOrder ranks the samples that depend on others: a show is scheduled
+// before its seats are reserved, and both come before the refusal and the
+// seat map. The others keep their file order.
+func sampleOrder(f string) int {
+	switch f {
+	case "commands/function-url-schedule.json":
+		return 1
+	case "commands/function-url-reserve.json":
+		return 2
+	case "commands/function-url-refused.json", "commands/function-url-seatmap.json":
+		return 3
+	}
+	return 0
+}
+
 // TestEverySampleThroughTheInvokeAPI sends every sample in events/ to the
 // running local topology with the SDK's Lambda client, by the function's
 // binary name (the directory), and checks the function's answer.
@@ -362,6 +403,7 @@ func TestEverySampleThroughTheInvokeAPI(t *testing.T) {
 		"userId": &ddbtypes.AttributeValueMemberS{Value: "user-42"}, "version": &ddbtypes.AttributeValueMemberN{Value: "1"}, "plan": &ddbtypes.AttributeValueMemberS{Value: "free"}}}); err != nil {
 		t.Fatal(err)
 	}
+	sort.SliceStable(files, func(i, j int) bool { return sampleOrder(files[i]) < sampleOrder(files[j]) })
 	for _, f := range files {
 		t.Run(f, func(t *testing.T) {
 			raw, err := os.ReadFile(f)

@@ -38,7 +38,7 @@ help: ## list the targets
 
 .PHONY: local
 local: local-banner deps-local deps-browser functions-local synth-local $(RUNNER) ## run the whole topology locally, send sample traffic, print results, exit
-	@$(RUNNER) run
+	@$(RUNNER) run $(LOCAL_FLAGS)
 
 .PHONY: local-banner
 local-banner:
@@ -68,10 +68,15 @@ invoke: deps-local functions-local synth-local $(RUNNER) ## send one event to a 
 $(RUNNER): $(RUNNER_SOURCES)
 	@$(call timed,builds) echo "▸ go build ./cmd/local → $@" && $(GO) build -o $@ ./cmd/local $(NO_DOWNLOAD_LINES)
 
+# Built, not `go run`: go run turns the tool's exit status (0 on Ctrl-C of
+# -follow, 3 for a refusal) into 1.
+.build/bin/results: $(GO_SOURCES) $(wildcard cmd/results/*.go internal/*/*.go)
+	@$(GO) build -o $@ ./cmd/results
+
 .PHONY: results
-results: ## a key's windows from the running make local-up: make results KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
-	AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
-	  $(GO) run ./cmd/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
+results: .build/bin/results ## a key's windows from the running make local-up: make results KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
+	@AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
+	  .build/bin/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
 	  $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
 
 .PHONY: bench

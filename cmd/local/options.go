@@ -64,7 +64,7 @@ func bindOptions(fs *flag.FlagSet) *options {
 	fs.IntVar(&o.minutes, "minutes", 3, "run: event-time minutes in the sample traffic")
 	fs.IntVar(&o.max, "max", 40, "run: at most this many events per key and minute")
 	fs.Uint64Var(&o.seed, "seed", 1, "run: random seed of the sample traffic")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "run: give up waiting for results after this long")
+	fs.DurationVar(&o.timeout, "timeout", 6*time.Minute, "run: give up waiting for results after this long (the demo takes 1–3 min on 2 busy cores)")
 	fs.BoolVar(&o.verbose, "v", false, "list every resource, function and mapping, and echo every function log line")
 	fs.DurationVar(&o.since, "since", time.Hour, "logs: how far back to print")
 	fs.BoolVar(&o.raw, "raw", false, "logs: print every log event as stored (START, END, EMF documents) instead of the summary")

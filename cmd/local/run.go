@@ -160,6 +160,10 @@ func run(ctx context.Context, o *options) (err error) {
 	demoStart := time.Now()
 	var out outcome
 	if err := demo(ctx, o, stack, &out); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("the demo did not finish within -timeout %s (after %s of it; a loaded machine can take longer: make local LOCAL_FLAGS=-timeout=12m): %w",
+				o.timeout, time.Since(demoStart).Round(time.Second), err)
+		}
 		return err
 	}
 	tm.since("demo", demoStart)

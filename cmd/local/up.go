@@ -32,7 +32,7 @@ func up(ctx context.Context, o *options) (err error) {
 Tributary is running locally (up in %s). Ctrl-C stops it.
 
   AWS endpoint   %s
-  export AWS_ENDPOINT_URL=%s AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+  export AWS_ENDPOINT_URL=%s AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
   ingest URL     %s   (pipeline %s)
   Lambda API     %s   (aws lambda invoke --endpoint-url %s --function-name ingest --payload fileb://events/ingest/function-url-post.json out.json)
   dashboard      %s   (the stack's CloudWatch dashboards and the window results, refreshing every 5s)

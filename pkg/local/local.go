@@ -298,6 +298,15 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Ports in a fixed order: ingest's URL first (the README's curl is sent
+	// to URLPort), then the others by function name.
+	sort.SliceStable(urls, func(i, j int) bool {
+		bi, bj := binaryOf(urls[i].FunctionLogicalID, specs), binaryOf(urls[j].FunctionLogicalID, specs)
+		if (bi == "ingest") != (bj == "ingest") {
+			return bi == "ingest"
+		}
+		return bi < bj
+	})
 	for i, u := range urls {
 		fn, ok := byLogical[u.FunctionLogicalID]
 		if !ok {

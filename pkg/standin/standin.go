@@ -174,11 +174,15 @@ func (s *Server) Stop() error {
 	return nil
 }
 
-// Answers reports whether an AWS stand-in (moto or LocalStack) answers at endpoint.
+// Answers reports whether an AWS stand-in (moto or LocalStack) answers at
+// endpoint. It asks for moto's dashboard page, which is the same few KB
+// whatever the stand-in holds (moto's /moto-api/data.json is its whole
+// state: megabytes after a few minutes of make local-up, too slow to be a
+// probe), and LocalStack's health check.
 func Answers(ctx context.Context, endpoint string) bool {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	for _, path := range []string{"/moto-api/data.json", "/_localstack/health"} {
+	for _, path := range []string{"/moto-api/", "/_localstack/health"} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+path, nil)
 		if err != nil {
 			return false

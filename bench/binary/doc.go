@@ -22,8 +22,11 @@
 // and the hello world's own line (fn=hello), with the spread on
 // BENCH binary_spread lines, which also give the same environment's second
 // (warm) invocation and the difference: the first call of the ticker (a
-// query) and of snapshot (it asks the stand-in for a profiles table that does not
-// exist, and answers with that error)
+// query), of detect (it reads the rules' version from its rules table
+// before any batch, as deployed) and of snapshot (it asks the stand-in for
+// a profiles table that does not exist, and answers with that error)
 // reach the stand-in, so their init_ms holds that round trip too, and
-// cold_extra_ms is the start alone. Run: go run ./bench/binary [-runs 9].
+// cold_extra_ms is the start alone. Functions that find the views table
+// through an SSM parameter when deployed are given its name directly, so
+// their init makes no request here. Run: go run ./bench/binary [-runs 9].
 package main

@@ -14,6 +14,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/tributary-dev/tributary/pkg/cep"
+	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/join"
 	"github.com/tributary-dev/tributary/pkg/rie"
 	"github.com/tributary-dev/tributary/pkg/standin"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -29,9 +32,11 @@ func main() {
 }
 
 // payloads are the cheapest invocations each function answers: an empty
-// batch for the stream and queue consumers, a request ingest refuses
-// without writing, a tick over an empty views table, a snapshot request
-// missing its fields.
+// batch for the stream and queue consumers (detect, join and project on
+// Kinesis, publish on the event store's DynamoDB stream), a request ingest
+// refuses without writing, a rule rules refuses and a command commands
+// refuses (both empty bodies, refused before any table is read), a tick
+// over an empty views table, a snapshot request missing its fields.
 var payloads = map[string]string{
 	"aggregate":  `{"Records":[]}`,
 	"enrich":     `{"Records":[]}`,
@@ -39,29 +44,65 @@ var payloads = map[string]string{
 	"timeline":   `{"Records":[]}`,
 	"quarantine": `{"Records":[]}`,
 	"worker":     `{"Records":[]}`,
-	"ingest":     `{"version":"2.0","rawPath":"/","requestContext":{"http":{"method":"POST","path":"/"}},"headers":{"content-type":"application/json"},"body":"","isBase64Encoded":false}`,
+	"detect":     `{"Records":[]}`,
+	"join":       `{"Records":[]}`,
+	"publish":    `{"Records":[]}`,
+	"project":    `{"Records":[]}`,
+	"ingest":     functionURLRequest("POST", "/"),
+	"rules":      functionURLRequest("POST", "/rules"),
+	"commands":   functionURLRequest("POST", "/commands"),
 	"ticker":     `{}`,
 	"snapshot":   `{}`,
 	"hello":      `{}`,
 }
 
+// functionURLRequest is a Function URL event with an empty JSON body.
+func functionURLRequest(method, path string) string {
+	return `{"version":"2.0","rawPath":"` + path + `","requestContext":{"http":{"method":"` + method + `","path":"` + path +
+		`"}},"headers":{"content-type":"application/json"},"body":"","isBase64Encoded":false}`
+}
+
+// Tables the stand-in holds before the first cold start: the views table
+// the ticker's first call queries, and the rules table detect's first call
+// reads the rules' version from (as deployed, it reads it before any
+// batch). The other names in environment need not exist: no other
+// function's first call reaches a table.
+const (
+	viewsTable = "views"
+	rulesTable = "cep-rules"
+)
+
 // environment is what every function may need at init: each table,
-// stream and index named (they need not exist: only the ticker's first
-// call reads a table), the deployed pipeline, and the stand-in.
+// stream and index named, the deployed pipeline, CEP and join configs
+// (infra/*.json), and the stand-in. Functions that read the views table's
+// name from an SSM parameter when deployed (aggregate, ticker, commands,
+// project) get the table's name directly here, so their init makes no
+// request.
 func environment(root, endpoint string) (map[string]string, error) {
-	pipeline, err := os.ReadFile(filepath.Join(root, "infra", "pipeline.json"))
-	if err != nil {
-		return nil, err
+	configs := map[string]string{"pipeline.json": "", "cep.json": "", "join.json": ""}
+	for name := range configs {
+		b, err := os.ReadFile(filepath.Join(root, "infra", name))
+		if err != nil {
+			return nil, err
+		}
+		configs[name] = string(b)
 	}
 	return map[string]string{
 		"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": standin.Region,
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"PIPELINE_CONFIG": string(pipeline), "VIEWS_TABLE_NAME": "views",
+		"PIPELINE_CONFIG": configs["pipeline.json"], "VIEWS_TABLE_NAME": viewsTable,
 		"QUARANTINE_TABLE_NAME": "quarantine", "OUTPUT_STREAM_NAME": "window-results",
 		"EVENTS_STREAM_NAME": "events", "ENRICHED_STREAM_NAME": "enriched", "JOIN_TABLE_NAME": "joins",
 		"PROFILES_TABLE_NAME": "profiles", "FOLLOWERS_INDEX_NAME": "followers", "FOLLOWS_TABLE_NAME": "follows",
 		"TIMELINES_TABLE_NAME": "timelines", "TWEETS_TABLE_NAME": "tweets",
 		"IDEMPOTENCY_TABLE_NAME": "idempotency", "RESULTS_TABLE_NAME": "results",
+		// detect and rules (CEP), join (the stream–stream join)
+		cep.EnvVar: configs["cep.json"], "CEP_STATE_TABLE_NAME": "cep-state",
+		"RULES_TABLE_NAME": rulesTable, "MATCHES_STREAM_NAME": "matches",
+		join.EnvVar: configs["join.json"], "JOIN_STATE_TABLE_NAME": "join-state", "JOINS_STREAM_NAME": "joins",
+		// commands, publish, project (event sourcing)
+		es.EnvEventsTable: "show-events", es.EnvSnapshotsTable: "show-snapshots",
+		es.EnvCommandsTable: "show-commands", es.EnvStreamName: "show-published",
 	}, nil
 }
 
@@ -102,7 +143,11 @@ func run(runs int) error {
 	if err != nil {
 		return err
 	}
-	if err := state.CreateTable(ctx, dynamodb.NewFromConfig(awsCfg), "views"); err != nil {
+	db := dynamodb.NewFromConfig(awsCfg)
+	if err := state.CreateTable(ctx, db, viewsTable); err != nil {
+		return err
+	}
+	if err := cep.CreateRulesTable(ctx, db, rulesTable); err != nil {
 		return err
 	}
 	env, err := environment(root, srv.Endpoint())

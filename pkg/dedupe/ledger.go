@@ -906,10 +906,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // fromHead decodes a head item (nil: no head yet). l.mu held or not needed.
+// It leaves the claims unindexed: both callers add the sealed segments they
+// already hold, then put indexes head and segments together.
 func (l *Ledger) fromHead(item map[string]types.AttributeValue) (*keyLedger, error) {
 	kl := &keyLedger{segs: map[int64][]Entry{}}
 	if len(item) == 0 {
-		kl.index()
 		return kl, nil
 	}
 	var err error
@@ -927,7 +928,6 @@ func (l *Ledger) fromHead(item map[string]types.AttributeValue) (*keyLedger, err
 			return nil, err
 		}
 	}
-	kl.index()
 	return kl, nil
 }
 

@@ -1,10 +1,12 @@
 package aggregate
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 )
 
@@ -48,5 +50,36 @@ func TestStoredKeyedStateStillDecodes(t *testing.T) {
 		if _, err := decodeKeyed(bad); !errors.Is(err, errKeyedEncoding) {
 			t.Errorf("decodeKeyed(%x): %v, want errKeyedEncoding", bad, err)
 		}
+	}
+}
+
+// TestKeyedStateRefusesForgedLengths: a blob whose lengths claim more than
+// it holds is refused as malformed without allocating for the claim (the
+// item is read back from a table others can write).
+func TestKeyedStateRefusesForgedLengths(t *testing.T) {
+	uv := func(x uint64) []byte { return binary.AppendUvarint(nil, x) }
+	point := []byte{keyedVersion, 1, 0, 0} // one point at time 0, value 0
+	for _, tt := range []struct {
+		name string
+		blob []byte
+	}{
+		{"distinct value of 1 TiB", append(append(point, uv(1<<40)...), 1, 2, 3)},
+		{"distinct value past int", append(point, uv(math.MaxUint64)...)},
+		{"emitted blob of 4 EiB", append(append(append(point, 0, 1), 1, 'w', 0, 0, 1), uv(1<<62)...)},
+		{"float of 3 bytes", []byte{keyedVersion, 1, 0, valueFloat, 0, 0, 0}},
+		{"point count past the blob", append([]byte{keyedVersion}, uv(1<<40)...)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := decodeKeyed(tt.blob)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, errKeyedEncoding) {
+				t.Fatalf("decodeKeyed(%x): %v, want errKeyedEncoding", tt.blob, err)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+				t.Errorf("decoding a %d-byte blob allocated %d bytes", len(tt.blob), n)
+			}
+		})
 	}
 }

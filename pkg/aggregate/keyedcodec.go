@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/tributary-dev/tributary/internal/binenc"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
@@ -41,8 +42,7 @@ func encodeKeyed(dst []byte, buf *keyedBuf) []byte {
 		dst = binary.AppendVarint(dst, pt.T-prev)
 		prev = pt.T
 		dst = appendValue(dst, pt.V)
-		dst = binary.AppendUvarint(dst, uint64(len(pt.D)))
-		dst = append(dst, pt.D...)
+		dst = binenc.AppendBytes(dst, pt.D)
 	}
 	ids := make([]string, 0, len(buf.Emitted))
 	for id := range buf.Emitted {
@@ -52,13 +52,11 @@ func encodeKeyed(dst []byte, buf *keyedBuf) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(ids)))
 	for _, id := range ids {
 		e := buf.Emitted[id]
-		dst = binary.AppendUvarint(dst, uint64(len(id)))
-		dst = append(dst, id...)
+		dst = binenc.AppendString(dst, id)
 		dst = binary.AppendVarint(dst, e.Start)
 		dst = binary.AppendVarint(dst, e.End-e.Start)
 		dst = binary.AppendUvarint(dst, uint64(e.Rev))
-		dst = binary.AppendUvarint(dst, uint64(len(e.Blob)))
-		dst = append(dst, e.Blob...)
+		dst = binenc.AppendBytes(dst, e.Blob)
 	}
 	return dst
 }
@@ -70,7 +68,7 @@ func appendValue(dst []byte, v float64) []byte {
 		return binary.AppendUvarint(dst, z<<1|valueWhole)
 	}
 	dst = binary.AppendUvarint(dst, valueFloat)
-	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
+	return binenc.AppendFloat64(dst, v)
 }
 
 // pointBytesMax bounds one point's encoding: the time delta and value
@@ -99,83 +97,40 @@ func decodeKeyed(b []byte) (*keyedBuf, error) {
 	if b[0] != keyedVersion {
 		return nil, fmt.Errorf("%w: version %d", errKeyedEncoding, b[0])
 	}
-	r := reader{b: b[1:]}
-	n := r.uvarint()
+	r := binenc.NewReader(b[1:], errKeyedEncoding)
+	n := r.Uvarint()
 	if n > uint64(len(b)) {
 		return nil, fmt.Errorf("%w: %d points in %d bytes", errKeyedEncoding, n, len(b))
 	}
 	buf.Points = make([]point, n)
 	var t int64
 	for i := range buf.Points {
-		t += r.varint()
+		t += r.Varint()
 		pt := &buf.Points[i]
 		pt.T = t
-		tag := r.uvarint()
+		tag := r.Uvarint()
 		if tag&1 == valueFloat {
-			pt.V = math.Float64frombits(binary.LittleEndian.Uint64(r.bytes(8)))
+			pt.V = r.Float64()
 		} else {
 			z := tag >> 1
 			pt.V = float64(int64(z>>1) ^ -int64(z&1))
 		}
-		if d := r.bytes(int(r.uvarint())); len(d) > 0 {
+		if d := r.LenBytes(); len(d) > 0 {
 			pt.D = append([]byte(nil), d...)
 		}
 	}
-	ne := r.uvarint()
-	for i := uint64(0); i < ne && r.err == nil; i++ {
-		id := string(r.bytes(int(r.uvarint())))
-		start := r.varint()
-		e := emitted{Start: start, End: start + r.varint(), Rev: int(r.uvarint())}
-		e.Blob = append([]byte(nil), r.bytes(int(r.uvarint()))...)
+	ne := r.Uvarint()
+	for i := uint64(0); i < ne && r.Err() == nil; i++ {
+		id := r.LenString()
+		start := r.Varint()
+		e := emitted{Start: start, End: start + r.Varint(), Rev: int(r.Uvarint())}
+		e.Blob = append([]byte(nil), r.LenBytes()...)
 		buf.Emitted[id] = e
 	}
-	if r.err != nil || len(r.b) != 0 {
-		return nil, fmt.Errorf("%w (%d bytes left)", errKeyedEncoding, len(r.b))
+	if r.Err() != nil || r.Len() != 0 {
+		return nil, fmt.Errorf("%w (%d bytes left)", errKeyedEncoding, r.Len())
 	}
 	return buf, nil
-}
-
-// reader reads varints and byte runs, remembering the first error.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) bytes(n int) []byte {
-	if n < 0 || n > len(r.b) {
-		r.fail()
-		return make([]byte, max(n, 0)) // zeros: the error is reported
-	}
-	out := r.b[:n]
-	r.b = r.b[n:]
-	return out
-}
-
-func (r *reader) fail() {
-	if r.err == nil {
-		r.err = errKeyedEncoding
-	}
-	r.b = nil
 }
 
 // MaxKeyedStateBytes is the budget of one keyed state's encoding: a window

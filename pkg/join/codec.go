@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/tributary-dev/tributary/internal/binenc"
 )
 
 // The state's encoding: the whole item is rewritten (and billed by its
@@ -45,8 +47,7 @@ func encodeState(dst []byte, st *keyState) []byte {
 		dst = binary.AppendVarint(dst, r.t-prev)
 		prev = r.t
 		dst = binary.AppendUvarint(dst, uint64(r.n))
-		dst = binary.AppendUvarint(dst, uint64(len(r.id)))
-		dst = append(dst, r.id...)
+		dst = binenc.AppendString(dst, r.id)
 		if r.data == nil {
 			dst = binary.AppendUvarint(dst, 0)
 		} else {
@@ -93,9 +94,9 @@ func decodeState(b []byte) (*keyState, error) {
 	if b[0] != stateVersion {
 		return nil, fmt.Errorf("%w: version %d", errEncoding, b[0])
 	}
-	r := reader{b: b[1:]}
-	st.next = uint32(r.uvarint())
-	n := r.uvarint()
+	r := binenc.NewReader(b[1:], errEncoding)
+	st.next = uint32(r.Uvarint())
+	n := r.Uvarint()
 	if n > uint64(len(b)) {
 		return nil, fmt.Errorf("%w: %d records in %d bytes", errEncoding, n, len(b))
 	}
@@ -103,104 +104,57 @@ func decodeState(b []byte) (*keyState, error) {
 	var t int64
 	for i := range st.recs {
 		x := &st.recs[i]
-		f := r.byte()
+		f := r.Byte()
 		x.side = SideLeft
 		if f&flagRight != 0 {
 			x.side = SideRight
 		}
 		x.matched, x.closed = f&flagMatched != 0, f&flagClosed != 0
-		t += r.varint()
+		t += r.Varint()
 		x.t = t
-		x.n = uint32(r.uvarint())
-		x.id = string(r.bytes(int(r.uvarint())))
-		if l := r.uvarint(); l > 0 {
-			x.data = append([]byte(nil), r.bytes(int(l-1))...)
+		x.n = uint32(r.Uvarint())
+		x.id = r.LenString()
+		if l := r.Uvarint(); l > 0 {
+			x.data = append([]byte(nil), r.Bytes(int(l-1))...)
 		}
 	}
-	nr := r.uvarint()
+	nr := r.Uvarint()
 	if nr > uint64(len(b)) {
 		return nil, fmt.Errorf("%w: %d rate windows in %d bytes", errEncoding, nr, len(b))
 	}
-	for i := uint64(0); i < nr && r.err == nil; i++ {
-		st.rates = append(st.rates, r.rate())
+	for i := uint64(0); i < nr && r.Err() == nil; i++ {
+		st.rates = append(st.rates, readRate(&r))
 	}
-	no := r.uvarint()
+	no := r.Uvarint()
 	if no > uint64(len(b)) {
 		return nil, fmt.Errorf("%w: %d outputs in %d bytes", errEncoding, no, len(b))
 	}
-	for i := uint64(0); i < no && r.err == nil; i++ {
-		o := outRef{kind: outKind(r.byte())}
+	for i := uint64(0); i < no && r.Err() == nil; i++ {
+		o := outRef{kind: outKind(r.Byte())}
 		switch o.kind {
 		case outJoined:
-			o.l, o.r = uint32(r.uvarint()), uint32(r.uvarint())
+			o.l, o.r = uint32(r.Uvarint()), uint32(r.Uvarint())
 		case outLeftOnly:
-			o.l = uint32(r.uvarint())
+			o.l = uint32(r.Uvarint())
 		case outRightOnly:
-			o.r = uint32(r.uvarint())
+			o.r = uint32(r.Uvarint())
 		case outRate:
-			o.rate = r.rate()
+			o.rate = readRate(&r)
 		default:
 			return nil, fmt.Errorf("%w: output kind %d", errEncoding, o.kind)
 		}
 		st.out = append(st.out, o)
 	}
-	if r.err != nil {
-		return nil, r.err
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
-	if len(r.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", errEncoding, len(r.b))
+	if r.Len() != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", errEncoding, r.Len())
 	}
 	return st, nil
 }
 
-// reader reads the encoding, remembering the first error.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) fail() { r.err, r.b = errEncoding, nil }
-
-func (r *reader) byte() byte {
-	if len(r.b) == 0 {
-		r.fail()
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) bytes(n int) []byte {
-	if n < 0 || n > len(r.b) {
-		r.fail()
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) rate() rate {
-	return rate{start: r.varint(), left: uint32(r.uvarint()), matched: uint32(r.uvarint())}
+// readRate reads appendRate's output.
+func readRate(r *binenc.Reader) rate {
+	return rate{start: r.Varint(), left: uint32(r.Uvarint()), matched: uint32(r.Uvarint())}
 }

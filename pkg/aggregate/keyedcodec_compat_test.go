@@ -1,0 +1,85 @@
+package aggregate
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"testing"
+)
+
+// storedKeyedState is a keyed state as version 2 of the encoding writes it:
+// items already in DynamoDB hold these bytes, so the encoding must not
+// change while the version stays 2.
+const storedKeyedState = "02070900008aa0abfef9620a000001000000000000044006bb82030dbc2bf403808080808080802000020100000000000040c3006201000000000000008000c697010159f3f8c21f6ea501066ca202c88e5402016180a0abfef962e0d403c801030102030162010c0100"
+
+func TestStoredKeyedStateStillDecodes(t *testing.T) {
+	buf := &keyedBuf{
+		Points: []point{
+			{T: -5, V: 0}, {T: 1_700_000_000_000, V: -3}, {T: 1_700_000_000_000, V: 2.5, D: distinctHash([]byte("u1"))},
+			{T: 1_700_000_000_250, V: 1 << 52}, {T: 1_700_000_000_251, V: -(1 << 53)}, {T: 1_700_000_000_300, V: math.Copysign(0, -1)},
+			{T: 1_700_000_009_999, V: 1e-300, D: distinctHash([]byte("u2"))},
+		},
+		Emitted: map[string]emitted{
+			"b": {Start: -1, End: 5, Rev: 1},
+			"a": {Start: 1_700_000_000_000, End: 1_700_000_030_000, Rev: 200, Blob: []byte{1, 2, 3}},
+		},
+	}
+	if got := hex.EncodeToString(encodeKeyed(nil, buf)); got != storedKeyedState {
+		t.Fatalf("encoding changed:\n got %s\nwant %s", got, storedKeyedState)
+	}
+	b, _ := hex.DecodeString(storedKeyedState)
+	got, err := decodeKeyed(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Points) != len(buf.Points) {
+		t.Fatalf("stored state decodes to %d points, want %d", len(got.Points), len(buf.Points))
+	}
+	for i, w := range buf.Points {
+		if g := got.Points[i]; g.T != w.T || math.Float64bits(g.V) != math.Float64bits(w.V) || string(g.D) != string(w.D) {
+			t.Errorf("point %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	if fmt.Sprint(got.Emitted) != fmt.Sprint(buf.Emitted) {
+		t.Errorf("emitted: got %v, want %v", got.Emitted, buf.Emitted)
+	}
+	for _, bad := range [][]byte{b[:len(b)-1], append(b[:len(b):len(b)], 0), {keyedVersion, 0xff}} {
+		if _, err := decodeKeyed(bad); !errors.Is(err, errKeyedEncoding) {
+			t.Errorf("decodeKeyed(%x): %v, want errKeyedEncoding", bad, err)
+		}
+	}
+}
+
+// TestKeyedStateRefusesForgedLengths: a blob whose lengths claim more than
+// it holds is refused as malformed without allocating for the claim (the
+// item is read back from a table others can write).
+func TestKeyedStateRefusesForgedLengths(t *testing.T) {
+	uv := func(x uint64) []byte { return binary.AppendUvarint(nil, x) }
+	point := []byte{keyedVersion, 1, 0, 0} // one point at time 0, value 0
+	for _, tt := range []struct {
+		name string
+		blob []byte
+	}{
+		{"distinct value of 1 TiB", append(append(point, uv(1<<40)...), 1, 2, 3)},
+		{"distinct value past int", append(point, uv(math.MaxUint64)...)},
+		{"emitted blob of 4 EiB", append(append(append(point, 0, 1), 1, 'w', 0, 0, 1), uv(1<<62)...)},
+		{"float of 3 bytes", []byte{keyedVersion, 1, 0, valueFloat, 0, 0, 0}},
+		{"point count past the blob", append([]byte{keyedVersion}, uv(1<<40)...)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := decodeKeyed(tt.blob)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, errKeyedEncoding) {
+				t.Fatalf("decodeKeyed(%x): %v, want errKeyedEncoding", tt.blob, err)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+				t.Errorf("decoding a %d-byte blob allocated %d bytes", len(tt.blob), n)
+			}
+		})
+	}
+}

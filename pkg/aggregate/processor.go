@@ -555,12 +555,21 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time)
 		outs = append(outs, finalOutput(view))
 		panes = append(panes, ref)
 	}
-	if err := p.emit(ctx, outs); err != nil {
+	// On the stream at least once (consumers dedupe by id); in the log
+	// once: only the finalizer that takes the window off the index logs
+	// it, so the ticker racing the handler, or a retry after a failed
+	// unlist, does not log a final result twice (the saved queries sum
+	// countDelta over these lines).
+	if err := p.put(ctx, outs); err != nil {
 		return err
 	}
-	for _, ref := range panes {
-		if err := p.views.Unlist(ctx, ref); err != nil {
+	for i, ref := range panes {
+		first, err := p.views.UnlistOnce(ctx, ref)
+		if err != nil {
 			return err
+		}
+		if first {
+			p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&outs[i])...)
 		}
 	}
 	p.metrics.Add("WindowsFinalized", metrics.Count, float64(len(refs)))

@@ -21,6 +21,16 @@
 // records are dropped (counted) or, under the correct policy, applied to the
 // final window as a correction that carries the previous value.
 //
+// The LateDropped metric counts records, like RecordsIn, so 100 ×
+// LateDropped / RecordsIn (the lateDroppedPercent alarm) is a share: a
+// record dropped from at least one of its windows counts once, also when it
+// was applied to others of its windows (a hopping window still open, or one
+// the correct policy corrects). On the per-interval path, records dropped at
+// the flush (their windows made final by the ticker during the interval) are
+// known only as per-window counts: per key, the window kind accounting for
+// the most records is taken, exact for tumbling windows, a lower bound for
+// overlapping hopping windows only partly dropped.
+//
 // Tumbling and hopping windows are window items updated in place. Session
 // and sliding windows are defined by the records themselves (a late record
 // can merge two sessions or create sliding windows), so each key's recent

@@ -12,6 +12,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/window"
@@ -139,6 +140,7 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 		mu       sync.Mutex
 		firstErr error
 		sem      = make(chan struct{}, p.concurrency)
+		late     lateByKey
 	)
 	for k, pt := range partials {
 		wg.Add(1)
@@ -164,12 +166,73 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 			case state.Duplicate:
 				p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
 			case state.LateDropped:
-				p.metrics.Add("LateDropped", metrics.Count, float64(pt.st.Count()))
+				late.add(k, pt.st.Count())
 			}
 		}()
 	}
 	wg.Wait()
+	p.metrics.Add("LateDropped", metrics.Count, float64(late.records(p.windowsPerRecord)))
 	return firstErr
+}
+
+// lateByKey gathers, per key and window kind, the partials a flush found
+// final (made final by the ticker during the interval) and dropped.
+type lateByKey map[string]map[string]*lateKind
+
+// lateKind is one (key, window kind)'s dropped partials: their record
+// counts summed, and the largest.
+type lateKind struct{ sum, largest uint64 }
+
+func (l *lateByKey) add(k upKey, n uint64) {
+	if *l == nil {
+		*l = lateByKey{}
+	}
+	kinds := (*l)[k.key]
+	if kinds == nil {
+		kinds = map[string]*lateKind{}
+		(*l)[k.key] = kinds
+	}
+	lk := kinds[k.kind]
+	if lk == nil {
+		lk = &lateKind{}
+		kinds[k.kind] = lk
+	}
+	lk.sum += n
+	lk.largest = max(lk.largest, n)
+}
+
+// records is how many records the dropped partials hold, counted once each
+// as LateDropped counts them. A partial holds counts, not the records, so a
+// record in several dropped windows cannot be recognised: per key, it takes
+// the window kind that accounts for the most records, where a kind whose
+// windows each record is in n of (a hopping window: size/advance) accounts
+// for ⌈sum/n⌉ and at least its largest partial. That is exact for tumbling
+// windows and for hopping windows all dropped, and never more than the
+// key's records, so 100 × LateDropped / RecordsIn stays a share.
+func (l lateByKey) records(windowsPerRecord func(kind string) uint64) uint64 {
+	var total uint64
+	for _, kinds := range l {
+		var most uint64
+		for kind, lk := range kinds {
+			n := windowsPerRecord(kind)
+			most = max(most, (lk.sum+n-1)/n, lk.largest)
+		}
+		total += most
+	}
+	return total
+}
+
+// windowsPerRecord is how many windows of kind each record is in: 1 for
+// tumbling, size/advance for hopping.
+func (p *Processor) windowsPerRecord(kind string) uint64 {
+	for i, id := range p.kinds {
+		if id == kind && p.cfg.Windows[i].Kind == pipeline.Hopping {
+			if h := p.cfg.Windows[i].Hopping(); h.Advance > 0 {
+				return max(1, uint64(h.Size/h.Advance))
+			}
+		}
+	}
+	return 1
 }
 
 func (p *Processor) decodePartials(st map[string]string) (map[upKey]*partial, error) {

@@ -80,8 +80,8 @@ func (p *Processor) specOf(kind string) (pipeline.WindowSpec, bool) {
 }
 
 // collectKeyed adds a record to its key's keyed kinds, unless it is late
-// past what the late rule accepts.
-func (c *collector) collectKeyed(ws pipeline.WindowSpec, key, seq string, et time.Time, value float64, distinct []byte) {
+// past what the late rule accepts; it reports whether it added it.
+func (c *collector) collectKeyed(ws pipeline.WindowSpec, key, seq string, et time.Time, value float64, distinct []byte) bool {
 	var end time.Time
 	if ws.Kind == pipeline.Session {
 		end = et.Add(ws.Gap)
@@ -91,8 +91,7 @@ func (c *collector) collectKeyed(ws pipeline.WindowSpec, key, seq string, et tim
 	wm := c.wm.Current()
 	if !wm.IsZero() && !end.After(wm) {
 		if c.p.cfg.Late.Policy != window.Correct || !end.After(wm.Add(-c.p.cfg.Late.AllowedLateness)) {
-			c.dropped++
-			return
+			return false
 		}
 	}
 	if c.keyed == nil {
@@ -100,6 +99,7 @@ func (c *collector) collectKeyed(ws pipeline.WindowSpec, key, seq string, et tim
 	}
 	k := keyedKey{key, ws.ID()}
 	c.keyed[k] = append(c.keyed[k], point{T: et.UnixMilli(), V: value, D: distinctHash(distinct), Seq: seq})
+	return true
 }
 
 // applyKeyed folds a batch's points into their keyed states and returns the

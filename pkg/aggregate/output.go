@@ -52,8 +52,8 @@ func finalOutput(v state.View) Output {
 // emit puts outs on the output stream, retrying entries the stream refused,
 // and logs each as one ResultLogMessage line once it is on the stream (or at
 // once, without a stream). A failed emission is retried by the caller, so a
-// result may be logged more than once, like it may be emitted more than
-// once: its id tells the copies apart.
+// result may be emitted more than once: its id tells the copies apart.
+// Final results are not emitted here but by finalize, which logs each once.
 func (p *Processor) emit(ctx context.Context, outs []Output) error {
 	if len(outs) == 0 {
 		return nil
@@ -69,8 +69,11 @@ func (p *Processor) emit(ctx context.Context, outs []Output) error {
 	return nil
 }
 
-// put writes outs to the output stream.
+// put writes outs to the output stream (nothing without one).
 func (p *Processor) put(ctx context.Context, outs []Output) error {
+	if p.out == nil || len(outs) == 0 {
+		return nil
+	}
 	for start := 0; start < len(outs); start += 500 {
 		chunk := outs[start:min(start+500, len(outs))]
 		entries := make([]types.PutRecordsRequestEntry, 0, len(chunk))
@@ -122,7 +125,13 @@ func (p *Processor) put(ctx context.Context, outs []Output) error {
 // count aggregate is on, countDelta, what the result adds to the key's count
 // (final: count; correction: count - previousCount; retraction:
 // -previousCount), so that summing countDelta over a key's results counts
-// each event once whatever was corrected or retracted.
+// each event once whatever was corrected or retracted. For that each
+// revision is logged once: a final result by the finalizer that takes the
+// window off the open-windows index (state.Views.UnlistOnce), not again by
+// the ticker racing the handler or by a retry; a correction or retraction
+// once its write succeeded (a retried batch finds it applied and logs
+// nothing). A process that dies between the unlist and the log write loses
+// that line (the output stream still has the result).
 const ResultLogMessage = "window result"
 
 // resultAttrs are the fields of o's ResultLogMessage line.

@@ -154,7 +154,7 @@ type collector struct {
 	order       []upKey
 	failures    batch.StreamFailures
 	firstSeq    map[upKey]string
-	dropped     int
+	late        map[string]struct{} // sequence numbers of records dropped as late from at least one window
 	poison      int
 	filtered    int
 	in          int
@@ -247,13 +247,25 @@ func (c *collector) decode(rec *stream.KinesisRecord) {
 	c.decoded = append(c.decoded, d)
 }
 
+// dropLate records that the record at seq was dropped as late from one of
+// its windows: LateDropped counts records, so a record dropped from several
+// windows (of one kind or of several) counts once.
+func (c *collector) dropLate(seq string) {
+	if c.late == nil {
+		c.late = map[string]struct{}{}
+	}
+	c.late[seq] = struct{}{}
+}
+
 // route adds a decoded record to its windows.
 func (c *collector) route(d *decoded) {
 	key, seq, et, value, distinct := d.key, d.seq, d.et, d.value, d.distinct
 	c.in++
 	for i, ws := range c.p.cfg.Windows {
 		if isKeyedKind(ws.Kind) {
-			c.collectKeyed(ws, key, seq, et, value, distinct)
+			if !c.collectKeyed(ws, key, seq, et, value, distinct) {
+				c.dropLate(seq)
+			}
 			continue
 		}
 		c.wins = c.wins[:0]
@@ -271,7 +283,9 @@ func (c *collector) route(d *decoded) {
 		for _, w := range c.decision.Corrected {
 			c.onCorrected(upKey{key, kind, w}, seq, value, distinct)
 		}
-		c.dropped += len(c.decision.Dropped)
+		if len(c.decision.Dropped) > 0 {
+			c.dropLate(seq)
+		}
 	}
 	c.wm.Observe(et)
 }
@@ -426,7 +440,11 @@ func (p *Processor) applyAll(ctx context.Context, c *collector) []upKey {
 			p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
 			switch res.Outcome {
 			case state.LateDropped:
-				p.metrics.Add("LateDropped", metrics.Count, float64(len(u.Entries)))
+				// The window was made final after routing (by the ticker):
+				// its records are late. count adds them, once per record.
+				for i := range u.Entries {
+					c.dropLate(u.Entries[i].Seq)
+				}
 			case state.Corrected:
 				p.metrics.Add("Corrections", metrics.Count, 1)
 				outs = append(outs, Output{
@@ -452,7 +470,7 @@ func (p *Processor) applyAll(ctx context.Context, c *collector) []upKey {
 func (p *Processor) count(c *collector) {
 	p.metrics.Add("RecordsIn", metrics.Count, float64(c.in))
 	p.metrics.Add("PoisonRecords", metrics.Count, float64(c.poison))
-	p.metrics.Add("LateDropped", metrics.Count, float64(c.dropped))
+	p.metrics.Add("LateDropped", metrics.Count, float64(len(c.late)))
 	p.metrics.Add("Filtered", metrics.Count, float64(c.filtered))
 }
 
@@ -537,12 +555,21 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time)
 		outs = append(outs, finalOutput(view))
 		panes = append(panes, ref)
 	}
-	if err := p.emit(ctx, outs); err != nil {
+	// On the stream at least once (consumers dedupe by id); in the log
+	// once: only the finalizer that takes the window off the index logs
+	// it, so the ticker racing the handler, or a retry after a failed
+	// unlist, does not log a final result twice (the saved queries sum
+	// countDelta over these lines).
+	if err := p.put(ctx, outs); err != nil {
 		return err
 	}
-	for _, ref := range panes {
-		if err := p.views.Unlist(ctx, ref); err != nil {
+	for i, ref := range panes {
+		first, err := p.views.UnlistOnce(ctx, ref)
+		if err != nil {
 			return err
+		}
+		if first {
+			p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&outs[i])...)
 		}
 	}
 	p.metrics.Add("WindowsFinalized", metrics.Count, float64(len(refs)))

@@ -68,10 +68,23 @@ func Rebuild(ctx context.Context, r *replay.Replayer, p *Projector, db scanner, 
 		return p.For(table), nil
 	})
 	if err == nil && res != nil && res.Swapped {
-		fmt.Fprintf(out, "%s is unchanged and no longer current: `eventstore rollback` points the readers back at it; `replay delete-version -parameter %s -table %s` deletes it (checks only; add -yes)\n",
-			res.Current, res.Parameter, res.Current)
+		fmt.Fprintln(out, closingHint(res))
 	}
 	return res, err
+}
+
+// closingHint is Rebuild's last line after a swap: how to point the
+// readers back at the previous table and, only when replay delete-version
+// would accept it (a version rebuild created), how to delete it; the
+// stack's own views table is never offered for deletion (delete-version
+// refuses it: the stack owns it).
+func closingHint(res *replay.Result) string {
+	if res.CurrentRebuilt {
+		return fmt.Sprintf("%s is unchanged and no longer current: `eventstore rollback` points the readers back at it; `replay delete-version -parameter %s -table %s` deletes it (checks only; add -yes)",
+			res.Current, res.Parameter, res.Current)
+	}
+	return fmt.Sprintf("%s is unchanged and no longer current: `eventstore rollback` points the readers back at it (it is not a version replay rebuild created, so delete-version leaves it: the stack that owns it removes it)",
+		res.Current)
 }
 
 // viewsOnly passes replay's progress through, without its closing notes

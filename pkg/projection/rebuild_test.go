@@ -175,6 +175,9 @@ func TestRebuildFromTheLogEqualsTheLiveViews(t *testing.T) {
 	if !res.Swapped || res.Target != p.views+"-v2" || res.Applied < 10 {
 		t.Fatalf("rebuild: %+v\n%s", res, progress.buf.String())
 	}
+	// The stack's own table was current: delete-version would refuse it,
+	// so the closing hint must not suggest it.
+	checkClosingHint(t, p, progress.buf.String(), p.views, false)
 	p.drain(t)
 	d, err := projection.Compare(ctx, p.db, p.views, res.Target)
 	if err != nil {
@@ -201,11 +204,14 @@ func TestRebuildFromTheLogEqualsTheLiveViews(t *testing.T) {
 	p.drain(t)
 	checkViewsMatchTheLog(t, p.fixture, res.Target)
 
+	progress2 := &hookWriter{}
 	again, err := projection.Rebuild(ctx, p.replayer(), p.live, p.db, p.store.Tables().Events,
-		replay.Options{Stream: p.stream, Handover: 200 * time.Millisecond, Poll: 100 * time.Millisecond})
+		replay.Options{Stream: p.stream, Handover: 200 * time.Millisecond, Poll: 100 * time.Millisecond, Progress: progress2})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The previous version was rebuilt: the hint offers its deletion.
+	checkClosingHint(t, p, progress2.buf.String(), res.Target, true)
 	p.drain(t)
 	if d, _ := projection.Compare(ctx, p.db, res.Target, again.Target); !d.Equal() {
 		t.Fatalf("two rebuilds differ: %s", d)
@@ -213,5 +219,48 @@ func TestRebuildFromTheLogEqualsTheLiveViews(t *testing.T) {
 	back, err := p.replayer().Rollback(ctx, replay.Options{Stream: p.stream, Handover: 200 * time.Millisecond, Poll: 100 * time.Millisecond}, projection.CatchUp(p.live))
 	if err != nil || !back.Swapped || back.Target != res.Target {
 		t.Fatalf("rollback: %+v %v", back, err)
+	}
+}
+
+// checkClosingHint: Rebuild's progress ends with a line about previous (no
+// longer current); it suggests replay delete-version exactly when wantDelete,
+// and every delete-version it suggests is one replay accepts (checked
+// without -yes: nothing is deleted).
+func checkClosingHint(t *testing.T, p *pipeline, progress, previous string, wantDelete bool) {
+	t.Helper()
+	var hint string
+	for _, l := range strings.Split(progress, "\n") {
+		if strings.HasPrefix(l, previous+" is unchanged and no longer current") {
+			hint = l
+		}
+	}
+	if hint == "" {
+		t.Fatalf("no closing line about %s in:\n%s", previous, progress)
+	}
+	if !strings.Contains(hint, "eventstore rollback") {
+		t.Errorf("closing hint %q does not say how to point the readers back", hint)
+	}
+	_, cmd, suggests := strings.Cut(hint, "replay delete-version ")
+	if suggests != wantDelete {
+		t.Fatalf("closing hint %q: suggests delete-version %v, want %v", hint, suggests, wantDelete)
+	}
+	if !suggests {
+		return
+	}
+	fields := strings.Fields(strings.TrimSuffix(strings.Split(cmd, "`")[0], "`"))
+	var param, table string
+	for i := 0; i+1 < len(fields); i++ {
+		switch fields[i] {
+		case "-parameter":
+			param = fields[i+1]
+		case "-table":
+			table = fields[i+1]
+		}
+	}
+	if param != p.param || table != previous {
+		t.Fatalf("closing hint %q: delete-version -parameter %q -table %q, want %q and %q", hint, param, table, p.param, previous)
+	}
+	if _, err := replay.DeleteVersion(context.Background(), p.db, replay.NewRegistry(ssm.NewFromConfig(awsCfg), param), table, false); err != nil {
+		t.Errorf("closing hint %q suggests a command replay refuses: %v", hint, err)
 	}
 }

@@ -94,6 +94,10 @@ type Result struct {
 	Skipped         int // records the handler kept failing, skipped after MaxAttempts
 	CaughtUp        time.Duration
 	Swapped         bool
+	// CurrentRebuilt: after a swap, Current is a version replay rebuild
+	// created for Parameter, so delete-version accepts it; false for the
+	// stack's own views table (or one made by hand), which it refuses.
+	CurrentRebuilt bool
 	// CurrentItems and TargetItems are the two tables' item counts at the
 	// end, read in full (after a swap).
 	CurrentItems, TargetItems int
@@ -549,6 +553,7 @@ func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor 
 		prog.printf("%s", l)
 	}
 	if id, err := identify(parent, r.db, r.reg.Name(), baseOf(j.current), j.current, nil); err == nil && id.Rebuilt {
+		res.CurrentRebuilt = true
 		prog.printf("%s is unchanged and no longer current; replay rollback points the readers back at it, and when it is no longer needed: replay delete-version -parameter %s -table %s (checks only; add -yes to delete)",
 			j.current, r.reg.Name(), j.current)
 	} else {

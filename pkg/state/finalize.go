@@ -97,22 +97,38 @@ func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool,
 // Unlist takes a final window off the open-windows index, once its final
 // result has been emitted.
 func (v *Views) Unlist(ctx context.Context, ref Ref) error {
+	_, err := v.UnlistOnce(ctx, ref)
+	return err
+}
+
+// UnlistOnce is Unlist that reports whether this call took the window off
+// the index (first) or found it off already: the ticker and the handler may
+// both finalize and emit one window, or a retry emit it again, and exactly
+// one of them is first — the one that logs the final result (package
+// aggregate), so a log line is not repeated by the race.
+func (v *Views) UnlistOnce(ctx context.Context, ref Ref) (first bool, err error) {
 	ex, err := expression.NewBuilder().
 		WithUpdate(expression.Remove(expression.Name(attrOpenIn)).Remove(expression.Name(attrOpenUntil))).
-		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal))).
+		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal)).
+			And(expression.AttributeExists(expression.Name(attrOpenIn)))).
 		Build()
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(v.table), Key: itemKey(ref.PK, ref.SK),
 		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if err != nil {
-		return fmt.Errorf("state: unlist %s %s: %w", ref.PK, ref.SK, err)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) && stringAttr(ccf.Item, attrStatus) == statusFinal {
+		return false, nil // unlisted before
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("state: unlist %s %s: %w", ref.PK, ref.SK, err)
+	}
+	return true, nil
 }
 
 // Query returns key's windows of one kind that start in [from, to), merged.

@@ -200,6 +200,11 @@ func TestFinalizeThenLateRecords(t *testing.T) {
 	if refs, _ := f.views.OpenWindows(ctx, "p#shard-0", minute.End); len(refs) != 0 {
 		t.Fatalf("final window still listed after Unlist: %v", refs)
 	}
+	// A second finalizer (the ticker racing the handler, or a retry) finds
+	// it unlisted: not first, so it does not log the result again.
+	if first, err := f.views.UnlistOnce(ctx, refs[0]); err != nil || first {
+		t.Fatalf("UnlistOnce of an unlisted window: first=%v %v, want false and no error", first, err)
+	}
 
 	// Drop policy: a late record leaves the final window alone.
 	res, err := f.views.Apply(ctx, "shard-0", update(entries(5, 5)))

@@ -1,0 +1,126 @@
+package aggregate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// beforeUnlist runs hook once, just before the first write that takes a
+// window off the open-windows index: the moment the ticker has emitted a
+// final result and not yet unlisted it.
+type beforeUnlist struct {
+	*dynamodb.Client
+	once sync.Once
+	hook func()
+}
+
+func (b *beforeUnlist) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if in.UpdateExpression != nil && strings.HasPrefix(*in.UpdateExpression, "REMOVE") {
+		b.once.Do(b.hook)
+	}
+	return b.Client.UpdateItem(ctx, in, opts...)
+}
+
+// A window's lifecycle logs each revision once, so summing countDelta over
+// the result lines (the top-keys query and rule) counts each event once:
+// nothing while open; the final result once although the ticker and the
+// aggregate handler both finalize and emit it (the handler's batch runs
+// after the ticker emitted, before it unlisted); a correction once; and
+// nothing more when Lambda redelivers the batches.
+func TestWindowLifecycleLogsEachResultOnce(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"once","key":"key","windows":[{"kind":"tumbling","size":"1m"}],
+	  "aggregates":["count"],"outOfOrderness":"0s","idleTimeout":"30s","latePolicy":"correct","allowedLateness":"1h","partitionKeyIsGroupingKey":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	table := fmt.Sprintf("resultonce-%d", tableSeq.Add(1))
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer // both functions' log groups: the query reads both
+	logger := aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))
+	p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), nil, "", logger)
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	rec := func(seq int, key string, offset time.Duration) record {
+		at := base.Add(offset)
+		return record{shard: "shardId-000000000000", seq: seq, env: stream.Envelope{ID: fmt.Sprint(seq), Type: "v", Key: key,
+			OccurredAt: at, SentAt: at, ReceivedAt: at, Data: json.RawMessage(`{}`)}}
+	}
+	send := func(recs ...record) {
+		t.Helper()
+		resp, err := p.HandleBatch(ctx, kinesisEvent(recs))
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("batch: %+v %v", resp, err)
+		}
+	}
+	kLines := func() []map[string]any {
+		var out []map[string]any
+		for _, l := range logs.resultLines(t) {
+			if l["key"] == "k" {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+
+	// Open: k's window [10:00, 10:01) holds two events; nothing logged.
+	first := []record{rec(1, "k", 10*time.Second), rec(2, "k", 20*time.Second)}
+	send(first...)
+	if l := kLines(); len(l) != 0 {
+		t.Fatalf("an open window logged results: %v", l)
+	}
+
+	// Final: the ticker finalizes the idle shard and emits; before it
+	// unlists, the handler's next batch finalizes the same window (found
+	// final already) and emits it too.
+	raced := false
+	ticker := aggregate.New(cfg, state.NewViews(&beforeUnlist{Client: db, hook: func() {
+		raced = true
+		send(rec(3, "z", 2*time.Minute))
+	}}, table, cfg.Aggregates), nil, "", logger)
+	for _, at := range []time.Time{base.Add(time.Hour), base.Add(time.Hour + time.Minute)} {
+		if _, err := ticker.Tick(ctx, at); err != nil {
+			t.Fatalf("tick: %v", err)
+		}
+	}
+	if !raced {
+		t.Fatal("the ticker unlisted nothing: no race was set up")
+	}
+
+	// Correction: a late event of k (correct policy) and, Lambda
+	// redelivering, the first batch and the late one again.
+	late := rec(4, "k", 30*time.Second)
+	send(late)
+	send(first...)
+	send(late)
+
+	lines := kLines()
+	seen := map[string]int{}
+	var sum float64
+	for _, l := range lines {
+		seen[l["id"].(string)]++
+		sum += l["countDelta"].(float64)
+	}
+	id := "once/k/tumbling:1m0s/2026-11-29T10:00:00.000Z/2026-11-29T10:01:00.000Z/"
+	want := map[string]int{id + "r1": 1, id + "r2": 1}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("result lines of k by id %v, want %v (each revision once): %v", seen, want, lines)
+	}
+	if sum != 3 {
+		t.Errorf("countDelta over k's result lines sums to %v, want 3 (k's events): %v", sum, lines)
+	}
+}

@@ -151,6 +151,10 @@ type record struct {
 	// overflow marks a value past pipeline.MaxValue: the record can never
 	// be applied and must be set aside.
 	overflow bool
+	// applied and aside are what the processor must do with the record
+	// (see scenario.judge): count it once, or set it aside; neither for a
+	// duplicate.
+	applied, aside bool
 }
 
 // scenario is a seeded run: records per shard and the reference views.
@@ -161,6 +165,9 @@ type scenario struct {
 	// parent maps a child shard to the shard it split from: the child's
 	// records are processed once the parent's are done, as Lambda does.
 	parent map[string]string
+	// order lists the shards parents first: the order in which the
+	// processor sees one key's records.
+	order []string
 }
 
 func newScenario(t *testing.T, seed uint64) *scenario {
@@ -175,7 +182,8 @@ func newScenario(t *testing.T, seed uint64) *scenario {
 	// 0's keys (and copies of shard 0's events, resent after the split).
 	const child = "shardId-000000000002"
 	s.parent[child] = "shardId-000000000000"
-	for _, shard := range []string{"shardId-000000000000", "shardId-000000000001", child} {
+	s.order = []string{"shardId-000000000000", "shardId-000000000001", child}
+	for _, shard := range s.order {
 		n := 30 + rng.IntN(40)
 		seq := 1 + rng.IntN(5) // sequence numbers of growing length: 9 → 10 → 100 crossings
 		clock := base
@@ -213,6 +221,7 @@ func newScenario(t *testing.T, seed uint64) *scenario {
 				if rng.IntN(6) == 0 {
 					r.conflict = true
 					r.env.Data = json.RawMessage(fmt.Sprintf(`{"ms":%d}`, 2000+rng.IntN(1000)))
+					r.overflow = false // other content: a value within the limit
 				}
 				s.records[shard] = append(s.records[shard], r)
 				history = append(history, r)
@@ -238,16 +247,43 @@ func newScenario(t *testing.T, seed uint64) *scenario {
 			seq += 1 + rng.IntN(3)
 		}
 	}
+	s.judge()
 	return s
 }
 
-// distinct returns every shard's records that carry an event's first
-// occurrence and can be applied: what the views must count, each once.
+// judge decides each record's fate as the processor must, in the order it
+// sees one key's records (a parent shard's before its child's): a value
+// past the limit is set aside and claims nothing; the first other record
+// of a (key, id) claims it and is applied, even a copy whose original was
+// set aside; a later one with the same content is a duplicate (no effect),
+// with other content a conflict (set aside).
+func (s *scenario) judge() {
+	claimed := map[string]string{} // key and id → content of the claiming record
+	for _, shard := range s.order {
+		for i := range s.records[shard] {
+			r := &s.records[shard][i]
+			id := r.env.Key + "\x00" + r.env.ID
+			content, ok := claimed[id]
+			switch {
+			case r.overflow:
+				r.aside = true
+			case !ok:
+				claimed[id] = string(r.env.Data)
+				r.applied = true
+			case content != string(r.env.Data):
+				r.aside = true
+			}
+		}
+	}
+}
+
+// distinct returns every shard's records that claim an event id (see
+// judge): what the views must count, each once.
 func (s *scenario) distinct() []record {
 	var out []record
 	for _, recs := range s.records {
 		for _, r := range recs {
-			if r.copyOf == "" && !r.overflow {
+			if r.applied {
 				out = append(out, r)
 			}
 		}
@@ -257,12 +293,12 @@ func (s *scenario) distinct() []record {
 
 // mustSetAside returns the records that can never be applied, by shard and
 // sequence number: values past the limit, and ids reused with other
-// content (unless the first occurrence was itself set aside).
+// content than the record that claimed them (see judge).
 func (s *scenario) mustSetAside() map[string]bool {
 	out := map[string]bool{}
 	for _, recs := range s.records {
 		for _, r := range recs {
-			if r.overflow || (r.conflict && !r.overflow) {
+			if r.aside {
 				out[r.shard+"/"+strconv.Itoa(r.seq)] = true
 			}
 		}

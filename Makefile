@@ -102,7 +102,7 @@ bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 eve
 	$(GO) run ./bench/es
 
 .PHONY: soak
-soak: deps-local ## the fault-injection harness with many more seeded scenarios than make test (about 10 min)
+soak: deps-local ## the fault-injection harness with many more seeded scenarios than make test (60 seeds per write path: about 2 h on 2 busy cores; the subtests run GOMAXPROCS at a time)
 	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=60
 
 FUZZTIME  ?= 30s

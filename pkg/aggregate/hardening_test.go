@@ -250,7 +250,7 @@ func TestFailingSetAsideReportsTheRecord(t *testing.T) {
 // and once its session closes the key is taken again.
 func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
 	if testing.Short() {
-		t.Skip("writes 40,000 records")
+		t.Skip("-short: this test writes 40,000 records to the stand-in; make test runs it")
 	}
 	const config = `{"name":"hot","key":"key","value":"data.ms","distinct":"data.user",
 	 "windows":[{"kind":"session","gap":"30s"},{"kind":"tumbling","size":"1h"}],

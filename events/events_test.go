@@ -29,7 +29,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/ingest"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/quarantine"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/timeline"
 	"github.com/tributary-dev/tributary/pkg/worker"

@@ -22,9 +22,9 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/tributary-dev/tributary/pkg/local"
-	"github.com/tributary-dev/tributary/pkg/standin"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/local"
+	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 // topology is the whole stack running locally, for the Invoke API test.
@@ -66,7 +66,7 @@ var invokeCases = map[string]func(t *testing.T, top topology, ans answer){
 	// The local stack is synthesized with the default auth, AWS_IAM: the
 	// function checks no signature (the URL's SigV4 would), so the signed
 	// sample is accepted as on a stack deployed without -c
-	// tributary:ingestAuth=HMAC. pkg/local's TestSignedIngestEndToEnd runs
+	// tributary:ingestAuth=HMAC. emulator/local's TestSignedIngestEndToEnd runs
 	// the HMAC stack, where the sample's old timestamp is a 401.
 	"ingest/function-url-signed.json": urlAnswer(202, `"accepted":1`),
 	"aggregate/kinesis-batch.json": func(t *testing.T, top topology, ans answer) {

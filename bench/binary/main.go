@@ -17,8 +17,8 @@ import (
 	"github.com/tributary-dev/tributary/pkg/cep"
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/join"
-	"github.com/tributary-dev/tributary/pkg/rie"
-	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/emulator/rie"
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 

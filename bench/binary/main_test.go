@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/emulator/standin"
 )
 
 // Every function has a cheap first invocation: a new function without one

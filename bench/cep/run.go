@@ -22,7 +22,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/cep"
 	"github.com/tributary-dev/tributary/pkg/join"
 	"github.com/tributary-dev/tributary/pkg/keyed"
-	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/window"

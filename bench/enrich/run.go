@@ -17,7 +17,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/enrich"
-	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/emulator/standin"
 )
 
 // config is one run of the driver.

@@ -26,7 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/ingest"
-	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/emulator/standin"
 )
 
 func main() {

@@ -17,7 +17,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
-	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/nodepeer"
 	"github.com/tributary-dev/tributary/pkg/idempotency"
-	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/pkg/worker"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 
-	"github.com/tributary-dev/tributary/pkg/cloudwatchlocal"
-	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/emulator/cloudwatchlocal"
+	"github.com/tributary-dev/tributary/emulator/standin"
 )
 
 // logs prints every function log group and the Tributary metrics from the

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/internal/headless"
-	"github.com/tributary-dev/tributary/pkg/cloudwatchlocal"
-	"github.com/tributary-dev/tributary/pkg/local"
-	"github.com/tributary-dev/tributary/pkg/standin"
+	"github.com/tributary-dev/tributary/emulator/cloudwatchlocal"
+	"github.com/tributary-dev/tributary/emulator/local"
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )

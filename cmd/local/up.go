@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tributary-dev/tributary/pkg/local"
+	"github.com/tributary-dev/tributary/emulator/local"
 )
 
 func up(ctx context.Context, o *options) (err error) {

@@ -8,7 +8,7 @@ import (
 	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
-	"github.com/tributary-dev/tributary/pkg/template"
+	"github.com/tributary-dev/tributary/emulator/template"
 )
 
 // localNames are what -template finds: the aggregate function's

@@ -15,7 +15,7 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 // The views parameter is read from the stand-in's SSM as the SDK's client

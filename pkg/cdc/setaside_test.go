@@ -20,7 +20,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/setaside"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 // quarantineTable creates a table with the quarantine's schema.

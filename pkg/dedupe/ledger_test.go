@@ -15,7 +15,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/limits"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 var (

@@ -23,7 +23,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/enrich"
 	"github.com/tributary-dev/tributary/pkg/setaside"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 var (

@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/tributary-dev/tributary/pkg/idempotency"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 func TestParseIdempotencyKey(t *testing.T) {

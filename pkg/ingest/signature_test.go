@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/tributary-dev/tributary/pkg/idempotency"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 // The README's test vector: implementers in other languages check their

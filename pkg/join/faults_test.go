@@ -26,7 +26,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/keyed"
 	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
 	"github.com/tributary-dev/tributary/pkg/setaside"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/tributary-dev/tributary/pkg/rie"
+	"github.com/tributary-dev/tributary/emulator/rie"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 

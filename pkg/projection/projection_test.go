@@ -23,7 +23,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/projection"
 	"github.com/tributary-dev/tributary/pkg/seats"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 var awsCfg aws.Config

@@ -20,7 +20,7 @@ import (
 	"github.com/tributary-dev/tributary/internal/sdkparam"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/es"
-	"github.com/tributary-dev/tributary/pkg/eventsource"
+	"github.com/tributary-dev/tributary/emulator/eventsource"
 	"github.com/tributary-dev/tributary/pkg/projection"
 	"github.com/tributary-dev/tributary/pkg/replay"
 	"github.com/tributary-dev/tributary/pkg/seats"

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary-dev/tributary/pkg/idempotency"
-	"github.com/tributary-dev/tributary/pkg/rie"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/rie"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 // TestBootstrapUnderRIE runs the real functions/worker binary under

@@ -16,7 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/tributary-dev/tributary/pkg/redrive"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 // queuePair is a source queue whose RedrivePolicy names a dead-letter queue.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/metrics"
-	"github.com/tributary-dev/tributary/pkg/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 

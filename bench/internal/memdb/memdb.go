@@ -12,7 +12,7 @@
 // It is the one place a fake of DynamoDB is right in this project: a
 // throughput benchmark of the handler must not time HTTP, signing and a
 // stand-in's Python; everything that proves behaviour runs against moto
-// (pkg/standin), and memdb's own tests check it against moto on the same
+// (emulator/standin), and memdb's own tests check it against moto on the same
 // requests. It does not bill, throttle, paginate (pages are whole) or
 // evaluate nested paths: no caller needs them.
 package memdb

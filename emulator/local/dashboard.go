@@ -1,0 +1,474 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/emulator/cloudwatchlocal"
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// metricDataReader is what the dashboard needs of CloudWatch.
+type metricDataReader interface {
+	GetMetricData(ctx context.Context, in *cloudwatch.GetMetricDataInput, opts ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error)
+}
+
+// keyScanner is what the results view needs of DynamoDB to list keys.
+type keyScanner interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+var (
+	_ metricDataReader = (*cloudwatch.Client)(nil)
+	_ keyScanner       = (*dynamodb.Client)(nil)
+)
+
+// Limits of what one page shows.
+const (
+	defaultRange     = 15 * time.Minute
+	maxRange         = 24 * time.Hour
+	localPeriod      = 60   // seconds: the longest period plotted locally, so a short run has points
+	maxLogLines      = 1000 // rows of a log widget (Logs Insights' limit is 10,000)
+	defaultLogLines  = 1000 // Logs Insights' default limit
+	maxKeysScanned   = 2000 // views items read to list keys
+	defaultResultsHr = 3
+)
+
+// dashboardServer serves, on 127.0.0.1, the stack's own CloudWatch
+// dashboards (every AWS::CloudWatch::Dashboard of the template, its body
+// resolved against the local deployment) drawn from the stand-in's
+// CloudWatch, and a results view of the pipeline's windows read through
+// state.Views.Query. Pages are rendered on the server (SVG); a few lines of
+// script refresh them.
+type dashboardServer struct {
+	stack   *Stack
+	boards  []board
+	cw      metricDataReader
+	db      keyScanner
+	windows *Windows // nil when the stack has no aggregate function
+	srv     *http.Server
+	ln      net.Listener
+	now     func() time.Time
+	every   time.Duration // refresh interval of the page
+
+	mu   sync.Mutex
+	keys keyList
+}
+
+// keyList caches the results view's keys for a few seconds.
+type keyList struct {
+	keys      []string
+	truncated bool
+	at        time.Time
+}
+
+func newDashboardServer(s *Stack, addr string) (*dashboardServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("local: dashboard on %s: %w (choose another port with -dashboard-port, or 0 for any free port)", addr, err)
+	}
+	d := &dashboardServer{
+		stack:  s,
+		boards: loadBoards(s.deployment),
+		cw:     cloudwatchlocal.CloudWatchClient(s.cfg),
+		db:     dynamodb.NewFromConfig(s.cfg),
+		ln:     ln,
+		now:    time.Now,
+		every:  5 * time.Second,
+	}
+	if w, err := s.FindWindows(); err == nil {
+		d.windows = w
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", d.page)
+	mux.HandleFunc("GET /fragment", d.fragment)
+	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = d.srv.Serve(ln) }()
+	return d, nil
+}
+
+// URL is the page's address.
+func (d *dashboardServer) URL() string { return "http://" + d.ln.Addr().String() + "/" }
+
+func (d *dashboardServer) close(ctx context.Context) error { return d.srv.Shutdown(ctx) }
+
+// view is what one request asks for.
+type view struct {
+	from, to time.Time
+	rng      time.Duration
+	query    url.Values
+}
+
+func (d *dashboardServer) viewOf(r *http.Request) view {
+	q := r.URL.Query()
+	rng := defaultRange
+	if v, err := time.ParseDuration(q.Get("range")); err == nil && v >= time.Minute && v <= maxRange {
+		rng = v
+	}
+	to := d.now()
+	return view{from: to.Add(-rng), to: to, rng: rng, query: q}
+}
+
+func (d *dashboardServer) page(w http.ResponseWriter, r *http.Request) {
+	v := d.viewOf(r)
+	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
+	defer cancel()
+	widgets, results := d.renderBoards(ctx, v), d.renderResults(ctx, v)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte(d.renderPage(v, widgets, results)))
+}
+
+func (d *dashboardServer) fragment(w http.ResponseWriter, r *http.Request) {
+	v := d.viewOf(r)
+	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
+	defer cancel()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]string{
+		"widgets": d.renderBoards(ctx, v),
+		"results": d.renderResults(ctx, v),
+		"at":      d.now().Format("15:04:05"),
+	})
+}
+
+// point is one plotted value.
+type point struct {
+	t time.Time
+	v float64
+}
+
+// plotSeries is one line of a metric widget.
+type plotSeries struct {
+	label  string
+	color  string
+	points []point
+}
+
+// standardStats are the statistics GetMetricData answers on the stand-in.
+var standardStats = map[string]string{
+	"sum": "Sum", "average": "Average", "avg": "Average", "minimum": "Minimum", "min": "Minimum",
+	"maximum": "Maximum", "max": "Maximum", "samplecount": "SampleCount",
+}
+
+// metricSeries reads a metric widget's rows over [from, to): standard
+// statistics from the stand-in's CloudWatch (GetMetricData), percentiles
+// from the values the runner published (moto computes none), math
+// expressions evaluated here. It returns the visible series and notes on
+// what could not be shown.
+func (d *dashboardServer) metricSeries(ctx context.Context, rows []metricRow, from, to time.Time) ([]plotSeries, []string) {
+	var notes []string
+	byID := map[string]timeSeries{}
+	var buckets []int64
+	period := int64(localPeriod)
+	for _, r := range rows {
+		if r.Period > 0 && int64(r.Period) < period {
+			period = int64(r.Period)
+		}
+	}
+	for b := from.Unix() - from.Unix()%period; b < to.Unix(); b += period {
+		buckets = append(buckets, b)
+	}
+	var queries []cwtypes.MetricDataQuery
+	queryRow := map[string]int{}
+	for i, r := range rows {
+		if r.Expression != "" {
+			continue
+		}
+		p := rowPeriod(r)
+		if stat, ok := standardStats[strings.ToLower(r.Stat)]; ok {
+			id := fmt.Sprintf("q%d", i)
+			queryRow[id] = i
+			dims := make([]cwtypes.Dimension, 0, len(r.Dims))
+			for _, dm := range r.Dims {
+				dims = append(dims, cwtypes.Dimension{Name: aws.String(dm[0]), Value: aws.String(dm[1])})
+			}
+			queries = append(queries, cwtypes.MetricDataQuery{
+				Id: aws.String(id),
+				MetricStat: &cwtypes.MetricStat{
+					Metric: &cwtypes.Metric{Namespace: aws.String(r.Namespace), MetricName: aws.String(r.Name), Dimensions: dims},
+					Period: aws.Int32(int32(p)), Stat: aws.String(stat),
+				},
+				ReturnData: aws.Bool(true),
+			})
+			continue
+		}
+		if m := percentileStat.FindStringSubmatch(r.Stat); m != nil {
+			q, _ := strconv.ParseFloat(m[1], 64)
+			byID[r.ID] = percentileSeries(d.stack.sink.Samples(r.Namespace, r.Name, r.dims(), from, to), q/100, int64(p))
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("%s: statistic %s is not computed locally", r.label(), r.Stat))
+	}
+	for lo := 0; lo < len(queries); lo += 500 {
+		in := &cloudwatch.GetMetricDataInput{StartTime: aws.Time(from.Truncate(time.Second)), EndTime: aws.Time(to.Add(time.Second).Truncate(time.Second)),
+			MetricDataQueries: queries[lo:min(lo+500, len(queries))]}
+		p := cloudwatch.NewGetMetricDataPaginator(d.cw, in)
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				notes = append(notes, "reading CloudWatch: "+err.Error())
+				break
+			}
+			for _, res := range page.MetricDataResults {
+				i, ok := queryRow[aws.ToString(res.Id)]
+				if !ok {
+					continue
+				}
+				per := int64(rowPeriod(rows[i]))
+				stat := standardStats[strings.ToLower(rows[i].Stat)]
+				s := byID[rows[i].ID]
+				if s == nil {
+					s = timeSeries{}
+					byID[rows[i].ID] = s
+				}
+				for k, ts := range res.Timestamps {
+					if k >= len(res.Values) {
+						continue
+					}
+					// Points are per period already; should two fall in one
+					// period, combine them as the statistic would.
+					b, v := ts.Unix()-ts.Unix()%per, res.Values[k]
+					old, seen := s[b]
+					switch {
+					case !seen:
+						s[b] = v
+					case stat == "Sum" || stat == "SampleCount":
+						s[b] = old + v
+					case stat == "Minimum":
+						s[b] = math.Min(old, v)
+					case stat == "Maximum":
+						s[b] = math.Max(old, v)
+					default:
+						s[b] = (old + v) / 2
+					}
+				}
+			}
+		}
+	}
+	for _, r := range rows {
+		if r.Expression == "" {
+			continue
+		}
+		s, err := evalExpression(r.Expression, byID, buckets)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("expression %s (%s): %v", r.ID, r.Expression, err))
+			continue
+		}
+		byID[r.ID] = s
+	}
+	var out []plotSeries
+	for i, r := range rows {
+		if !r.Visible {
+			continue
+		}
+		s := byID[r.ID]
+		ps := plotSeries{label: r.label(), color: r.Color}
+		if ps.color == "" {
+			ps.color = palette[i%len(palette)]
+		}
+		for t, v := range s {
+			if tt := time.Unix(t, 0); !tt.Before(from.Add(-time.Duration(period)*time.Second)) && tt.Before(to) {
+				ps.points = append(ps.points, point{tt, v})
+			}
+		}
+		sort.Slice(ps.points, func(a, b int) bool { return ps.points[a].t.Before(ps.points[b].t) })
+		out = append(out, ps)
+	}
+	return out, notes
+}
+
+// rowPeriod is the period a row is plotted at here: its own (CloudWatch's
+// default 300 s when unset), at most localPeriod.
+func rowPeriod(r metricRow) int {
+	p := r.Period
+	if p <= 0 {
+		p = 300
+	}
+	return min(p, localPeriod)
+}
+
+// percentileSeries computes the q-quantile (nearest rank) of the samples
+// in each period.
+func percentileSeries(samples []cloudwatchlocal.Sample, q float64, period int64) timeSeries {
+	by := map[int64][]cloudwatchlocal.Sample{}
+	for _, s := range samples {
+		b := s.At.Unix() - s.At.Unix()%period
+		by[b] = append(by[b], s)
+	}
+	out := timeSeries{}
+	for b, ss := range by {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].Value < ss[j].Value })
+		total := 0.0
+		for _, s := range ss {
+			total += s.Count
+		}
+		rank, seen := q*total, 0.0
+		for _, s := range ss {
+			seen += s.Count
+			if seen >= rank {
+				out[b] = s.Value
+				break
+			}
+		}
+	}
+	return out
+}
+
+// logLine is one line a log widget shows.
+type logLine struct {
+	t      time.Time
+	stream string
+	msg    string
+}
+
+// logTable evaluates a log widget's Logs Insights query over the events of
+// the log groups it names (SOURCE '…') since from, as far as insights.go
+// evaluates queries; a query it cannot evaluate shows the groups' latest
+// lines, and the notes say why.
+func (d *dashboardServer) logTable(ctx context.Context, query string, from time.Time) (columns []string, rows [][]string, notes []string) {
+	q, err := parseInsights(query)
+	if err != nil {
+		notes = append(notes, err.Error()+"; showing the latest lines of the query's log groups")
+		q = insightsQuery{sources: insightsSources(query), limit: defaultLogLines}
+	}
+	if len(q.sources) == 0 {
+		return nil, nil, append(notes, "the query names no log group (SOURCE '…')")
+	}
+	var events []logLine
+	for _, g := range q.sources {
+		evs, err := cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, g, from)
+		if errors.Is(err, cloudwatchlocal.ErrNoLogGroup) {
+			notes = append(notes, g+": no log events yet")
+			continue
+		}
+		if err != nil {
+			notes = append(notes, err.Error())
+			continue
+		}
+		for _, e := range evs {
+			events = append(events, logLine{e.Time, e.Stream, e.Message})
+		}
+	}
+	columns, rows = q.run(events)
+	return columns, rows, notes
+}
+
+// resultKeys lists the pipeline's keys in the views table (at most
+// maxKeysScanned items read), cached for a few seconds.
+func (d *dashboardServer) resultKeys(ctx context.Context) ([]string, bool, error) {
+	d.mu.Lock()
+	if d.now().Sub(d.keys.at) < 3*time.Second && d.keys.keys != nil {
+		k := d.keys
+		d.mu.Unlock()
+		return k.keys, k.truncated, nil
+	}
+	d.mu.Unlock()
+	seen := map[string]bool{}
+	read, truncated := 0, false
+	// The views items carry the pipeline and the key as attributes
+	// (pkg/state's item layout: "pipeline", "key").
+	in := &dynamodb.ScanInput{
+		TableName:                aws.String(d.windows.Table),
+		ProjectionExpression:     aws.String("#p, #k"),
+		ExpressionAttributeNames: map[string]string{"#p": "pipeline", "#k": "key"},
+		Limit:                    aws.Int32(500),
+	}
+	for {
+		out, err := d.db.Scan(ctx, in)
+		if err != nil {
+			return nil, false, fmt.Errorf("listing keys in %s: %w", d.windows.Table, err)
+		}
+		for _, it := range out.Items {
+			p, _ := it["pipeline"].(*ddbtypes.AttributeValueMemberS)
+			k, _ := it["key"].(*ddbtypes.AttributeValueMemberS)
+			if p != nil && k != nil && p.Value == d.windows.Pipeline.Name {
+				seen[k.Value] = true
+			}
+		}
+		read += len(out.Items)
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		if read >= maxKeysScanned {
+			truncated = true
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	d.mu.Lock()
+	d.keys = keyList{keys: keys, truncated: truncated, at: d.now()}
+	d.mu.Unlock()
+	return keys, truncated, nil
+}
+
+// windowsOf reads key's windows of kind that start in [from, to).
+func (d *dashboardServer) windowsOf(ctx context.Context, key, kind string, from, to time.Time) ([]state.View, error) {
+	vs, err := d.windows.views.Query(ctx, d.windows.Pipeline.Name, key, kind, from, to)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(vs, func(i, j int) bool { return vs[i].Window.Start.Before(vs[j].Window.Start) })
+	return vs, nil
+}
+
+// DashboardURL is the address of the local dashboard page, or "" when it is
+// not served.
+func (s *Stack) DashboardURL() string {
+	if s.dashboard == nil {
+		return ""
+	}
+	return s.dashboard.URL()
+}
+
+// DashboardHeight estimates the page's height in pixels at 1400 wide, for a
+// screenshot of all of it: the header, each dashboard's grid (its lowest
+// widget's bottom, 42 px a row) and the results view.
+func (s *Stack) DashboardHeight() int {
+	h := 80 + 700
+	if s.dashboard == nil {
+		return h
+	}
+	for _, b := range s.dashboard.boards {
+		rows := 0
+		for _, w := range b.Widgets {
+			rows = max(rows, w.Y+w.Height)
+		}
+		h += 60 + rows*42
+	}
+	return min(h, 16000)
+}
+
+// Dashboards names the template's dashboards the page draws.
+func (s *Stack) Dashboards() []string {
+	if s.dashboard == nil {
+		return nil
+	}
+	var names []string
+	for _, b := range s.dashboard.boards {
+		names = append(names, b.Name)
+	}
+	return names
+}

@@ -1,0 +1,85 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tributary-dev/tributary/emulator/local"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/template"
+)
+
+// TestResourcesNameWhatEachToolNeeds: deployed onto the stand-in, the
+// banner of `make local-up` names every stream, table, queue (with its
+// DLQ) and the views parameter, and gives a command for replay, redrive
+// (one per DLQ) and snapshot with the deployed names filled in, and the
+// results reader's commands (make results, and cmd/results with the names).
+func TestResourcesNameWhatEachToolNeeds(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	tpl, err := template.Load("testdata/operators.template.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := template.Provision(ctx, cfg, tpl, template.ProvisionOptions{Stack: "Tributary"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := local.FindResources(ctx, cfg, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	res.Print(&b)
+	out := strings.Join(strings.Fields(b.String()), " ") // alignment aside
+	name := func(id string) string {
+		for _, s := range d.Streams() {
+			if s.LogicalID == id {
+				return s.Name
+			}
+		}
+		for _, tb := range d.Tables() {
+			if tb.LogicalID == id {
+				return tb.Name
+			}
+		}
+		for _, q := range d.Queues() {
+			if q.LogicalID == id {
+				return q.Name
+			}
+		}
+		t.Fatalf("no resource %s", id)
+		return ""
+	}
+	events, views, profiles := name("EventsD32975C2"), name("ViewsC0DDE3FE"), name("ProfilesCDCProfiles4B4A3E71")
+	tasks, tasksDLQ, failures, failuresDLQ := name("Tasks0BA6A452"), name("TasksDlqDCE5596F"), name("Failures8A3E1A2F"), name("FailuresDlq819D63D9")
+	param := res.ViewsParameter
+	if param == "" || res.CurrentViews != views {
+		t.Fatalf("views parameter %q names %q, want one naming %s", param, res.CurrentViews, views)
+	}
+	for _, want := range []string{
+		"Events " + events + " (events: replay -stream, snapshot -stream)",
+		"WindowResults " + name("WindowResults0D7FBD53") + " (window results: results -follow -stream)",
+		"Views " + views + " (the current views table: replay)", "Profiles " + profiles + " (the CDC table: snapshot -table)",
+		"Tasks " + tasks + " (dead letters go to " + tasksDLQ + ")",
+		"TasksDlq " + tasksDLQ + " (DLQ of " + tasks + ": redrive -dlq)",
+		"Failures " + failures + " (dead letters go to " + failuresDLQ + ")", "FailuresDlq " + failuresDLQ,
+		"CurrentViews " + param + " (names " + views + ": results -parameter, replay -parameter)",
+		"make results KEY=user-1 ", "make results FOLLOW=1 ",
+		"go run ./cmd/results -parameter " + param + " -key user-1 -from 1h",
+		"go run ./cmd/results -follow -stream " + name("WindowResults0D7FBD53"),
+		"go run ./cmd/replay rebuild -pipeline infra/pipeline.json -stream " + events + " -parameter " + param + " -from 10m",
+		"go run ./cmd/replay versions -stream " + events + " -parameter " + param,
+		"go run ./cmd/replay rollback -pipeline infra/pipeline.json -stream " + events + " -parameter " + param,
+		"go run ./cmd/redrive -dlq " + tasksDLQ + " -dry-run",
+		"go run ./cmd/redrive -dlq " + failuresDLQ + " -dry-run",
+		"go run ./cmd/snapshot -table " + profiles + " -stream " + events + " -key-attribute userId",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the banner lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package local_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReadmeLocalCurl runs the README's first curl ("Sending your own
+// events") as written against a local topology, with its URL pointed at
+// this test's ingest: the answer is the one the README shows, and the event
+// is on the events stream once.
+func TestReadmeLocalCurl(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed: the README's example needs it")
+	}
+	root, _, _ := paths(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const documented = "http://127.0.0.1:9000/"
+	block := recipeBlock(t, string(readme), "<!-- tested by emulator/local TestReadmeLocalCurl")
+	if !strings.Contains(block, documented) {
+		t.Fatalf("the README's example does not post to %s, the default ingest URL of make local-up:\n%s", documented, block)
+	}
+	stack, _ := startTopology(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", strings.ReplaceAll(block, documented, stack.URL("ingest")))
+	answer, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(answer)) != `{"events":1,"accepted":1}` {
+		t.Fatalf("the README's curl: %v, answer %s; want {\"events\":1,\"accepted\":1}", err, answer)
+	}
+	n := 0
+	for _, e := range readEvents(t, ctx, stack.Config(), env(t, stack, "ingest", "EVENTS_STREAM_NAME")) {
+		if e.ID == "evt-1" && e.Key == "user-42" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the events stream holds evt-1 %d times, want once", n)
+	}
+}

@@ -1,0 +1,74 @@
+// Package standintest starts a private stand-in for a test: moto on a free
+// port of 127.0.0.1, stopped when the test ends.
+package standintest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/tributary-dev/tributary/emulator/standin"
+)
+
+// Start starts moto for t (installing it into <repo>/.venv on first use) and
+// stops it in t.Cleanup. It skips t, saying why, only when Python 3 is not
+// installed, so the stand-in cannot be installed at all; any other failure fails t.
+func Start(t testing.TB) *standin.Server {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("standintest: python3 is not installed, so the moto stand-in cannot be installed; install Python 3 to run this test")
+	}
+	var log = os.Stderr
+	if os.Getenv("STANDIN_LOG") == "" {
+		log = nil
+	}
+	opts := standin.Options{Addr: "127.0.0.1:0"}
+	if log != nil {
+		opts.Log = log
+	}
+	srv, err := standin.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("standintest: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	return srv
+}
+
+// Config returns an aws.Config pointed at srv.
+func Config(t testing.TB, srv *standin.Server) aws.Config {
+	t.Helper()
+	cfg, err := standin.Config(context.Background(), srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Main runs a package's tests against one stand-in shared by all of them:
+// call it from TestMain as os.Exit(standintest.Main(m, setup)). setup gets an
+// aws.Config pointed at it before any test runs. Without Python 3 it fails
+// the package, saying why.
+func Main(m *testing.M, setup func(aws.Config)) int {
+	if _, err := exec.LookPath("python3"); err != nil {
+		fmt.Fprintln(os.Stderr, "standintest: python3 is not installed, so the moto stand-in cannot be installed; install Python 3")
+		return 1
+	}
+	ctx := context.Background()
+	srv, err := standin.Start(ctx, standin.Options{Addr: "127.0.0.1:0"})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "standintest: %v\n", err)
+		return 1
+	}
+	defer srv.Stop()
+	cfg, err := standin.Config(ctx, srv.Endpoint())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "standintest: %v\n", err)
+		return 1
+	}
+	setup(cfg)
+	return m.Run()
+}

@@ -81,7 +81,7 @@ const (
 func environment(root, endpoint string) (map[string]string, error) {
 	configs := map[string]string{"pipeline.json": "", "cep.json": "", "join.json": ""}
 	for name := range configs {
-		b, err := os.ReadFile(filepath.Join(root, "infra", name))
+		b, err := os.ReadFile(filepath.Join(root, "infra", "tributary", name))
 		if err != nil {
 			return nil, err
 		}

@@ -243,7 +243,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	traffic := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: o.max, Seed: o.seed, Now: now, Skew: -3 * time.Hour}
 	evs, want := traffic.Generate()
 	out.sample = len(evs)
-	fmt.Printf("▸ pipeline %q: %s windows by key, value data.ms, late policy %s (declared in infra/pipeline.json)\n", w.Pipeline.Name, w.Kind(), w.Pipeline.Late.Policy)
+	fmt.Printf("▸ pipeline %q: %s windows by key, value data.ms, late policy %s (declared in infra/tributary/pipeline.json)\n", w.Pipeline.Name, w.Kind(), w.Pipeline.Late.Policy)
 	fmt.Printf("▸ sending %d events for %d keys over %d event-time minutes to ingest %s\n", len(evs), o.keys, o.minutes, topo.ingestURL)
 	fmt.Printf("  (every 4th key's device clock is 3h behind: occurredAt + (receivedAt − sentAt) puts it back)\n")
 	if _, err := local.Send(ctx, topo.ingestURL, evs, 100, os.Stdout); err != nil {
@@ -470,7 +470,7 @@ func demoJoinsCEP(ctx context.Context, stack *local.Stack, ingestURL string, w i
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "▸ stream–stream join %s ⋈ %s by session within %s (%s join, infra/join.json) ─join─► %s\n",
+	fmt.Fprintf(w, "▸ stream–stream join %s ⋈ %s by session within %s (%s join, infra/tributary/join.json) ─join─► %s\n",
 		j.Join.Left, j.Join.Right, j.Join.Within, j.Join.Kind, j.JoinsStream)
 	if err := j.DemoJoin(ctx, ingestURL, w); err != nil {
 		return err

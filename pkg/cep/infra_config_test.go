@@ -6,15 +6,15 @@ import (
 	"testing"
 )
 
-// infra/cep.json is the detect function's CEP_CONFIG: a config it would
+// infra/tributary/cep.json is the detect function's CEP_CONFIG: a config it would
 // refuse at init fails here, in make test.
 func TestInfraCEPConfigParses(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "infra", "cep.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "infra", "tributary", "cep.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ParseConfig(raw); err != nil {
-		t.Fatalf("infra/cep.json: %v", err)
+		t.Fatalf("infra/tributary/cep.json: %v", err)
 	}
 }
 

@@ -9,18 +9,18 @@ import (
 )
 
 // The CDK app (its own module) declares the deployed join in
-// infra/join.json and passes it to the join function as JOIN_CONFIG: a
+// infra/tributary/join.json and passes it to the join function as JOIN_CONFIG: a
 // config the function would refuse at init fails here, in make test.
 func TestInfraJoinConfigParses(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "infra", "join.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "infra", "tributary", "join.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, err := join.Parse(raw)
 	if err != nil {
-		t.Fatalf("infra/join.json: %v", err)
+		t.Fatalf("infra/tributary/join.json: %v", err)
 	}
 	if c.Left != "search" || c.Right != "click" || c.RateWindow == 0 {
-		t.Errorf("infra/join.json joins %s and %s with rate window %s; the demo expects search, click and a rate", c.Left, c.Right, c.RateWindow)
+		t.Errorf("infra/tributary/join.json joins %s and %s with rate window %s; the demo expects search, click and a rate", c.Left, c.Right, c.RateWindow)
 	}
 }

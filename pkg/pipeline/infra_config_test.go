@@ -11,16 +11,16 @@ import (
 )
 
 // The CDK app (its own module, which cannot import this one) declares the
-// deployed pipeline in infra/pipeline.json and hands it to the aggregate and
+// deployed pipeline in infra/tributary/pipeline.json and hands it to the aggregate and
 // ticker functions as PIPELINE_CONFIG. A config those functions would refuse
 // at init must fail here, in `make test`, not after a deploy.
 
 func TestInfraPipelineConfigParses(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "infra", "pipeline.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "infra", "tributary", "pipeline.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkDeployable(t, "infra/pipeline.json", raw)
+	checkDeployable(t, "infra/tributary/pipeline.json", raw)
 }
 
 // TestSynthesizedPipelineConfigParses checks what the stack actually put in

@@ -1,0 +1,338 @@
+package tributary
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// alarmKey names an alarm by what it watches: "<namespace> <metric>
+// <dimension>=<value>", the value as resourceName writes it.
+func alarmKey(p map[string]any) string {
+	var dims []string
+	for _, d := range asList(p["Dimensions"]) {
+		d := d.(map[string]any)
+		dims = append(dims, fmt.Sprintf("%v=%s", d["Name"], resourceName(d["Value"])))
+	}
+	if p["MetricName"] == nil {
+		return "math " + fmt.Sprint(mathExpression(p))
+	}
+	return fmt.Sprintf("%v %v %s", p["Namespace"], p["MetricName"], strings.Join(dims, ","))
+}
+
+// mathExpression is the expression of a metric-math alarm.
+func mathExpression(p map[string]any) string {
+	for _, m := range asList(p["Metrics"]) {
+		if e, ok := m.(map[string]any)["Expression"].(string); ok {
+			return e
+		}
+	}
+	return ""
+}
+
+// alarmsByKey maps every alarm of tmpl by alarmKey; two alarms on one
+// metric fail the test.
+func alarmsByKey(t *testing.T, tmpl cfnTemplate) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for id, a := range tmpl.ofType("AWS::CloudWatch::Alarm") {
+		k := alarmKey(a.Properties)
+		if out[k] != nil {
+			t.Errorf("two alarms watch %s (one is %s)", k, id)
+		}
+		out[k] = a.Properties
+	}
+	return out
+}
+
+// wantAlarm is one alarm the stack must have.
+type wantAlarm struct {
+	key       string // alarmKey
+	kind      AlarmKind
+	statistic string
+}
+
+// stackAlarms lists the alarms issue 10 asks of the Tributary stack s.
+func stackAlarms(s *TributaryStack) []wantAlarm {
+	var want []wantAlarm
+	fns := map[string]*GoFunction{
+		FunctionIngest: s.Ingest, FunctionAggregate: s.Aggregate.GoFunction, FunctionQuarantine: s.Quarantiner.GoFunction,
+		FunctionTicker: s.Ticker, FunctionWorker: s.Work.Worker.GoFunction, FunctionCDC: s.Profiles.Function.GoFunction,
+		FunctionTimeline: s.Timelines.Function.GoFunction, FunctionEnrich: s.Enrichment.Function.GoFunction,
+		FunctionSnapshot: s.Snapshot.Function,
+		FunctionJoin:     s.Joins.Function.GoFunction, FunctionDetect: s.Detection.Detect.GoFunction, FunctionRules: s.Detection.Admin,
+		FunctionCommands: s.EventSourcing.CommandsFn, FunctionPublish: s.EventSourcing.Publish.GoFunction,
+		FunctionProject: s.EventSourcing.Project.GoFunction,
+	}
+	for _, name := range FunctionNames {
+		dim := "FunctionName=" + logicalID(s.Stack, fns[name].Function)
+		want = append(want,
+			wantAlarm{"AWS/Lambda Errors " + dim, AlarmErrors, "Sum"},
+			wantAlarm{"AWS/Lambda Throttles " + dim, AlarmThrottles, "Sum"})
+	}
+	// The stream consumers: their mappings' iterator age, and the records
+	// they set aside (metric RecordsSetAside, Function=<name> as each main
+	// passes it to metrics.New).
+	for _, name := range []string{FunctionAggregate, FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionJoin, FunctionDetect, FunctionPublish, FunctionProject} {
+		want = append(want,
+			wantAlarm{"AWS/Lambda IteratorAge FunctionName=" + logicalID(s.Stack, fns[name].Function), AlarmIteratorAge, "Maximum"},
+			wantAlarm{"Tributary RecordsSetAside Function=" + name, AlarmSetAside, "Sum"})
+	}
+	for _, q := range []awssqs.IQueue{s.Failures, s.FailuresDLQ, s.Work.TasksDLQ, s.Work.TasksFifoDLQ, s.TickerFailures} {
+		want = append(want, wantAlarm{"AWS/SQS ApproximateNumberOfMessagesVisible QueueName=" + logicalID(s.Stack, q) + ".QueueName", AlarmQueueDepth, "Maximum"})
+	}
+	return append(want,
+		wantAlarm{"Tributary RecordsQuarantined Function=quarantine", AlarmQuarantined, "Sum"},
+		wantAlarm{"Tributary RecordsMissing Function=quarantine", AlarmRecordsMissing, "Sum"},
+		wantAlarm{"Tributary Throttles Function=ingest", AlarmIngestThrottles, "Sum"},
+		wantAlarm{"Tributary Dropped Function=ingest", AlarmIngestDropped, "Sum"},
+		wantAlarm{"math IF(recordsIn > 0, 100 * FILL(lateDropped, 0) / recordsIn, 0)", AlarmLateDropped, ""},
+	)
+}
+
+// TestStackAlarms: the stack alarms on what issue 10 lists — errors and
+// throttles of every function, iterator age and records set aside of every
+// stream consumer, the depth of every failure queue and DLQ (the ticker's
+// included), quarantined and missing records, ingest's throttles and drops,
+// aggregate's late share — each on the metric and dimensions the emitter
+// uses, with the default threshold, period and evaluation count, and the
+// topic as alarm and OK action. No other alarm exists.
+func TestStackAlarms(t *testing.T) {
+	s := fx.stack
+	got := alarmsByKey(t, fx.tmpl)
+	want := stackAlarms(s)
+	topic := []any{ref(logicalID(s.Stack, s.Ops.Topic))}
+	for _, w := range want {
+		t.Run(w.key, func(t *testing.T) {
+			p := got[w.key]
+			if p == nil {
+				t.Fatalf("no alarm on %s; alarms: %v", w.key, sortedKeys(got))
+			}
+			spec := alarmKindInfo(w.kind).Default
+			props := map[string]any{
+				"Threshold":          spec.Threshold,
+				"EvaluationPeriods":  float64(spec.EvaluationPeriods),
+				"DatapointsToAlarm":  float64(spec.EvaluationPeriods),
+				"ComparisonOperator": "GreaterThanOrEqualToThreshold",
+				"TreatMissingData":   "notBreaching",
+				"AlarmActions":       topic,
+				"OKActions":          topic,
+			}
+			if w.statistic != "" {
+				props["Statistic"] = w.statistic
+				props["Period"] = spec.Period.Seconds()
+			}
+			assertProps(t, w.key, p, props)
+			if d, _ := p["AlarmDescription"].(string); !strings.Contains(d, alarmKindInfo(w.kind).Meaning) {
+				t.Errorf("description %q does not say what the alarm means and what to do", d)
+			}
+		})
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d alarms, want %d: %v", len(got), len(want), sortedKeys(got))
+	}
+}
+
+// TestLateDroppedIsAShare: the late alarm divides aggregate's LateDropped
+// by its RecordsIn over the same period, both summed.
+func TestLateDroppedIsAShare(t *testing.T) {
+	p := alarmsByKey(t, fx.tmpl)["math IF(recordsIn > 0, 100 * FILL(lateDropped, 0) / recordsIn, 0)"]
+	if p == nil {
+		t.Fatal("no late-dropped alarm")
+	}
+	stats := map[string]any{}
+	for _, m := range asList(p["Metrics"]) {
+		m := m.(map[string]any)
+		if ms, ok := m["MetricStat"].(map[string]any); ok {
+			stats[m["Id"].(string)] = ms
+			if m["ReturnData"] != false {
+				t.Errorf("metric %s returns data; only the expression may", m["Id"])
+			}
+		}
+	}
+	metric := func(name string) any {
+		return map[string]any{
+			"Metric": map[string]any{"Namespace": "Tributary", "MetricName": name,
+				"Dimensions": []any{map[string]any{"Name": "Function", "Value": "aggregate"}}},
+			"Period": 300.0, "Stat": "Sum",
+		}
+	}
+	want := map[string]any{"recordsIn": metric("RecordsIn"), "lateDropped": metric("LateDropped")}
+	if !reflect.DeepEqual(stats, want) {
+		t.Errorf("metrics %v, want %v", stats, want)
+	}
+}
+
+// TestTickerFailureAlarms: a failing ticker is seen twice over — its
+// Errors, and its failure destination's depth.
+func TestTickerFailureAlarms(t *testing.T) {
+	s := fx.stack
+	got := alarmsByKey(t, fx.tmpl)
+	topic := []any{ref(logicalID(s.Stack, s.Ops.Topic))}
+	for _, k := range []string{
+		"AWS/Lambda Errors FunctionName=" + logicalID(s.Stack, s.Ticker.Function),
+		"AWS/SQS ApproximateNumberOfMessagesVisible QueueName=" + logicalID(s.Stack, s.TickerFailures) + ".QueueName",
+	} {
+		p := got[k]
+		if p == nil {
+			t.Errorf("no alarm on %s", k)
+			continue
+		}
+		assertProps(t, k, p, map[string]any{"Threshold": 1.0, "AlarmActions": topic, "OKActions": topic})
+	}
+}
+
+// TestAlarmTopic: the topic is encrypted with its own rotated key, which
+// CloudWatch alarms of this account may use (they cannot publish to a
+// topic under the AWS managed key); the topic refuses requests without TLS
+// and lets those alarms publish; no subscription unless one is configured.
+func TestAlarmTopic(t *testing.T) {
+	s := fx.stack
+	topicID, keyID := logicalID(s.Stack, s.Ops.Topic), logicalID(s.Stack, s.Ops.TopicKey)
+	assertProps(t, "topic", fx.tmpl.Resources[topicID].Properties, map[string]any{"KmsMasterKeyId": getAtt(keyID, "Arn")})
+	key := fx.tmpl.Resources[keyID].Properties
+	assertProps(t, "key", key, map[string]any{"EnableKeyRotation": true})
+	cond := func(st map[string]any) bool {
+		c := st["Condition"].(map[string]any)
+		return c["StringEquals"].(map[string]any)["aws:SourceAccount"] != nil &&
+			strings.Contains(resourceName(c["ArnLike"].(map[string]any)["aws:SourceArn"]), ":cloudwatch:")
+	}
+	var keyGrant bool
+	for _, st := range asList(key["KeyPolicy"].(map[string]any)["Statement"]) {
+		st := st.(map[string]any)
+		if reflect.DeepEqual(st["Principal"], map[string]any{"Service": "cloudwatch.amazonaws.com"}) {
+			keyGrant = reflect.DeepEqual(st["Action"], []any{"kms:Decrypt", "kms:GenerateDataKey*"}) && cond(st)
+		}
+	}
+	if !keyGrant {
+		t.Errorf("key policy does not let CloudWatch alarms of this account decrypt and generate data keys: %v", key["KeyPolicy"])
+	}
+	var publish, tls bool
+	for _, p := range fx.tmpl.ofType("AWS::SNS::TopicPolicy") {
+		if !reflect.DeepEqual(p.Properties["Topics"], []any{ref(topicID)}) {
+			continue
+		}
+		for _, st := range asList(p.Properties["PolicyDocument"].(map[string]any)["Statement"]) {
+			st := st.(map[string]any)
+			switch {
+			case st["Effect"] == "Allow" && reflect.DeepEqual(st["Principal"], map[string]any{"Service": "cloudwatch.amazonaws.com"}):
+				publish = st["Action"] == "sns:Publish" && cond(st)
+			case st["Effect"] == "Deny" && fmt.Sprint(st["Condition"]) == "map[Bool:map[aws:SecureTransport:false]]":
+				tls = true
+			}
+		}
+	}
+	if !publish || !tls {
+		t.Errorf("topic policy: CloudWatch publish %v, TLS only %v; want both", publish, tls)
+	}
+	if n := len(fx.tmpl.ofType("AWS::SNS::Subscription")); n != 0 {
+		t.Errorf("%d subscriptions without %s", n, ContextAlarmEmail)
+	}
+	if o := fx.tmpl.Outputs["AlarmTopicArn"]; !reflect.DeepEqual(o.Value, ref(topicID)) {
+		t.Errorf("output AlarmTopicArn = %v, want the topic", o.Value)
+	}
+}
+
+// TestNewAlarmsIsGeneric: on a stack of its own, a function, a stream
+// consumer and queues added by any construct get their alarms from one
+// call, a plain queue gets none, a second call adds nothing, and an alarm
+// created after SendAlarmsTo still gets the topic as actions.
+func TestNewAlarmsIsGeneric(t *testing.T) {
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	app := newTestApp(t.TempDir(), nil)
+	addNag(app)
+	stack := awscdk.NewStack(app, jsii.String("Generic"), nil)
+	failures := NewQueueWithDLQ(stack, "Jobs", QueueWithDLQProps{ConsumerTimeout: time.Minute})
+	nested := constructs.NewConstruct(stack, jsii.String("Team"))
+	fifo := NewQueueWithDLQ(nested, "Orders", QueueWithDLQProps{ConsumerTimeout: time.Minute, FIFO: true})
+	plain := awssqs.NewQueue(stack, jsii.String("Plain"), &awssqs.QueueProps{EnforceSSL: jsii.Bool(true)})
+	table := awsdynamodb.NewTable(nested, jsii.String("Source"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		Stream:       awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+	})
+	consumer := NewStreamFunction(nested, "Consumer", StreamFunctionProps{
+		Function: GoFunctionProps{Name: FunctionTimeline, AssetDir: assets}, Table: table, OnFailure: failures,
+	})
+	plainFn := NewGoFunction(stack, "Lone", GoFunctionProps{Name: FunctionSnapshot, AssetDir: assets})
+	topic, _ := NewAlarmTopic(stack, "Topic", "")
+	SendAlarmsTo(stack, topic)
+
+	added := NewAlarms(stack, DefaultAlarmSpecs())
+	if again := NewAlarms(stack, DefaultAlarmSpecs()); len(again) != 0 {
+		t.Errorf("a second call added %d alarms, want 0", len(again))
+	}
+	awscloudwatch.NewAlarm(stack, jsii.String("AddedLater"), &awscloudwatch.AlarmProps{
+		Metric:            awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("Other"), MetricName: jsii.String("Thing")}),
+		Threshold:         jsii.Number(1),
+		EvaluationPeriods: jsii.Number(1),
+	})
+	tmpl := templateOf(stack)
+	got := alarmsByKey(t, tmpl)
+	// The table's stream has no consumer with on-failure here other than
+	// Jobs: Jobs is a failure queue twice over (DLQ owner and destination).
+	want := []string{
+		"AWS/Lambda Errors FunctionName=" + logicalID(stack, consumer.Function),
+		"AWS/Lambda Throttles FunctionName=" + logicalID(stack, consumer.Function),
+		"AWS/Lambda IteratorAge FunctionName=" + logicalID(stack, consumer.Function),
+		"Tributary RecordsSetAside Function=" + FunctionTimeline,
+		"AWS/Lambda Errors FunctionName=" + logicalID(stack, plainFn.Function),
+		"AWS/Lambda Throttles FunctionName=" + logicalID(stack, plainFn.Function),
+		"AWS/SQS ApproximateNumberOfMessagesVisible QueueName=" + logicalID(stack, failures) + ".QueueName",
+		"AWS/SQS ApproximateNumberOfMessagesVisible QueueName=" + logicalID(stack, failures.DeadLetterQueue().Queue) + ".QueueName",
+		"AWS/SQS ApproximateNumberOfMessagesVisible QueueName=" + logicalID(stack, fifo.DeadLetterQueue().Queue) + ".QueueName",
+		"Other Thing ",
+	}
+	sort.Strings(want)
+	if k := sortedKeys(got); !reflect.DeepEqual(k, want) {
+		t.Errorf("alarms on\n %v\nwant\n %v\n(none on %s, %s)", k, want, logicalID(stack, plain), logicalID(stack, fifo))
+	}
+	if len(added) != len(want)-1 {
+		t.Errorf("NewAlarms returned %d alarms, want %d", len(added), len(want)-1)
+	}
+	topicRef := []any{ref(logicalID(stack, topic))}
+	for k, p := range got {
+		assertProps(t, k, p, map[string]any{"AlarmActions": topicRef, "OKActions": topicRef})
+	}
+	errs, warns := nagFindings(stack)
+	for _, f := range append(errs, warns...) {
+		if strings.Contains(f, "Alarm") || strings.Contains(f, "/Topic/") {
+			t.Errorf("cdk-nag finding on the alarms or their topic: %s", f)
+		}
+	}
+}
+
+// TestFailureQueues: the failure queues of the stack are its DLQs, the
+// stream mappings' on-failure queue and the ticker's asynchronous failure
+// destination — not the tasks queues, which hold work.
+func TestFailureQueues(t *testing.T) {
+	s := fx.stack
+	var got []string
+	for _, q := range FailureQueues(s.Stack) {
+		got = append(got, logicalID(s.Stack, q))
+	}
+	want := []string{logicalID(s.Stack, s.Failures), logicalID(s.Stack, s.FailuresDLQ), logicalID(s.Stack, s.Work.TasksDLQ),
+		logicalID(s.Stack, s.Work.TasksFifoDLQ), logicalID(s.Stack, s.TickerFailures)}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("failure queues %v, want %v", got, want)
+	}
+}
+
+// sortedKeys are m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := keys(m)
+	sort.Strings(out)
+	return out
+}

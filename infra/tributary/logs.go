@@ -1,0 +1,310 @@
+package tributary
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// ResultLogMessage is the msg of the JSON log line the functions that run a
+// pipeline write for every final window, correction and retraction
+// (aggregate.ResultLogMessage; package aggregate's output.go documents the
+// fields). This module cannot import the root module, so the queries below
+// spell the fields out, and a test checks them against output.go.
+const ResultLogMessage = "window result"
+
+// The fields of a result line the queries read.
+const (
+	fieldResultType = "resultType"
+	fieldPipeline   = "pipeline"
+	fieldKey        = "key"
+	fieldWindow     = "window"
+	fieldCountDelta = "countDelta"
+)
+
+// ResultsQuery names one of a pipeline's saved Logs Insights queries.
+type ResultsQuery string
+
+// The saved queries of every pipeline.
+const (
+	// QueryResultsOfKey: every result of one key (a query parameter) over
+	// the time range picked in the console.
+	QueryResultsOfKey ResultsQuery = "results"
+	// QueryTopKeys: the keys with the most events in the time range (the
+	// console's default, one hour).
+	QueryTopKeys ResultsQuery = "topKeys"
+	// QueryRecordPath: every log line of every function that mentions one
+	// event id (a query parameter), in time order.
+	QueryRecordPath ResultsQuery = "recordPath"
+	// QuerySetAside: records set aside, quarantined or refused, and why.
+	QuerySetAside ResultsQuery = "setAside"
+)
+
+// resultsQueries lists the queries in the order the README and the
+// dashboard name them.
+var resultsQueries = []ResultsQuery{QueryResultsOfKey, QueryTopKeys, QueryRecordPath, QuerySetAside}
+
+// queryNames are the saved queries' names: a folder per pipeline under
+// Tributary in the console's Saved queries.
+func queryNames(pipeline string) map[ResultsQuery]string {
+	return map[ResultsQuery]string{
+		QueryResultsOfKey: "Tributary/" + pipeline + "/results of a key over a time range",
+		QueryTopKeys:      "Tributary/" + pipeline + "/top keys by count in the last hour",
+		QueryRecordPath:   "Tributary/" + pipeline + "/a record's path by event id",
+		QuerySetAside:     "Tributary/" + pipeline + "/records set aside or quarantined, and why",
+	}
+}
+
+// Query parameters ({{name}} in a saved query; the console asks for them).
+const (
+	paramKey     = "key"
+	paramEventID = "eventId"
+)
+
+// setAsideMessages matches the msg of every line that says a record was
+// given up on: set aside by its function (package setaside), copied to
+// quarantine from a failed batch, unreadable, a poison record, an event id
+// reused with other content, a record a join or CDC could not use.
+const setAsideMessages = `/(?i)set aside|quarantin|poison|refused|not fully readable|unparseable|cannot be joined|cannot become a changelog|not applied/`
+
+// valueFields are the fields a result line carries for p's aggregates, in
+// the order a reader looks for them (aggregate.appendResult writes them).
+func valueFields(p PipelineConfig) []string {
+	has := func(a string) bool { return slices.Contains(p.Aggregates, a) }
+	var out []string
+	if has("count") || len(p.Aggregates) == 0 {
+		out = append(out, "count")
+	}
+	for _, a := range []string{"sum", "mean", "min", "max"} {
+		if has(a) {
+			out = append(out, a)
+		}
+	}
+	if has("quantiles") {
+		qs := p.Quantiles
+		if len(qs) == 0 {
+			qs = []float64{0.5, 0.9, 0.99} // agg.DefaultQuantiles
+		}
+		for _, q := range qs {
+			out = append(out, quantileField(q))
+		}
+	}
+	if has("distinct") {
+		out = append(out, "distinct")
+	}
+	return out
+}
+
+// quantileField is the log field of quantile q: agg.QuantileName with "."
+// as "_" (aggregate.QuantileField): 0.5 → p50, 0.999 → p99_9.
+func quantileField(q float64) string {
+	name := "p" + strconv.FormatFloat(math.Round(q*100*1e9)/1e9, 'f', -1, 64)
+	return strings.ReplaceAll(name, ".", "_")
+}
+
+// counts reports whether p's result lines carry count and countDelta.
+func counts(p PipelineConfig) bool {
+	return len(p.Aggregates) == 0 || slices.Contains(p.Aggregates, "count")
+}
+
+// windowID is a declared window's id as package pipeline writes it
+// (WindowSpec.ID) and the result lines carry it: tumbling:1m0s,
+// hopping:5m0s:1m0s, sliding:10s, session:30s, with +<offset> for an offset.
+func windowID(w PipelineWindow) string {
+	d := func(s string) string {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return s
+		}
+		return v.String()
+	}
+	var id string
+	switch w.Kind {
+	case "tumbling":
+		id = "tumbling:" + d(w.Size)
+	case "hopping":
+		id = "hopping:" + d(w.Size) + ":" + d(w.Advance)
+	case "sliding":
+		return "sliding:" + d(w.Difference)
+	case "session":
+		return "session:" + d(w.Gap)
+	default:
+		return w.Kind
+	}
+	if w.Offset != "" && d(w.Offset) != "0s" {
+		id += "+" + d(w.Offset)
+	}
+	return id
+}
+
+// topKeysWindow is the window kind top keys are counted over: one whose
+// windows do not overlap, so each event counts once — the first tumbling
+// window, else the first session window (its retractions subtract what a
+// merge replaced), else the first window.
+func topKeysWindow(p PipelineConfig) string {
+	for _, kind := range []string{"tumbling", "session"} {
+		for _, w := range p.Windows {
+			if w.Kind == kind {
+				return windowID(w)
+			}
+		}
+	}
+	return windowID(p.Windows[0])
+}
+
+// resultsFilter selects p's result lines.
+func resultsFilter(p PipelineConfig) string {
+	return fmt.Sprintf(`filter msg = %q and %s = %q`, ResultLogMessage, fieldPipeline, p.Name)
+}
+
+// QueryString is the Logs Insights query of kind q for pipeline p.
+func QueryString(p PipelineConfig, q ResultsQuery) string {
+	switch q {
+	case QueryResultsOfKey:
+		fields := append([]string{"@timestamp", fieldResultType, fieldWindow, "start", "end", "revision"}, valueFields(p)...)
+		return strings.Join([]string{
+			"fields " + strings.Join(fields, ", "),
+			resultsFilter(p) + fmt.Sprintf(` and %s = "{{%s}}"`, fieldKey, paramKey),
+			"sort start asc",
+			"limit 10000",
+		}, "\n| ")
+	case QueryTopKeys:
+		lines := []string{resultsFilter(p) + fmt.Sprintf(` and %s = %q`, fieldWindow, topKeysWindow(p))}
+		if counts(p) {
+			lines = append(lines, fmt.Sprintf("stats sum(%s) as events, count(*) as results by %s", fieldCountDelta, fieldKey), "sort events desc")
+		} else {
+			lines = append(lines, "stats count(*) as results by "+fieldKey, "sort results desc")
+		}
+		return strings.Join(append(lines, "limit 20"), "\n| ")
+	case QueryRecordPath:
+		return strings.Join([]string{
+			"fields @timestamp, @log, level, msg, key, id, shard, sequenceNumber, field, reason, error",
+			fmt.Sprintf(`filter @message like "{{%s}}"`, paramEventID),
+			"sort @timestamp asc",
+			"limit 1000",
+		}, "\n| ")
+	case QuerySetAside:
+		return strings.Join([]string{
+			"fields @timestamp, @log, msg, function, source, shard, sequenceNumber, messageId, field, kind, reason, condition, error",
+			"filter msg like " + setAsideMessages,
+			"sort @timestamp desc",
+			"limit 1000",
+		}, "\n| ")
+	}
+	panic(fmt.Sprintf("unknown results query %q", q))
+}
+
+// newResultsQueries saves p's queries: the results ones over the log
+// groups of the functions that run p, the others over every function's.
+func newResultsQueries(scope constructs.Construct, p PipelineConfig, results, all []awslogs.ILogGroup) map[ResultsQuery]awslogs.CfnQueryDefinition {
+	names := queryNames(p.Name)
+	out := map[ResultsQuery]awslogs.CfnQueryDefinition{}
+	for _, q := range resultsQueries {
+		groups, params := results, []any(nil)
+		switch q {
+		case QueryResultsOfKey:
+			params = []any{&awslogs.CfnQueryDefinition_QueryParameterProperty{Name: jsii.String(paramKey), DefaultValue: jsii.String("user-1"),
+				Description: jsii.String("the key whose results to show (keys are case-sensitive)")}}
+		case QueryRecordPath:
+			groups = all
+			params = []any{&awslogs.CfnQueryDefinition_QueryParameterProperty{Name: jsii.String(paramEventID), DefaultValue: jsii.String("e1"),
+				Description: jsii.String("the event id (the envelope's id) whose path to follow")}}
+		case QuerySetAside:
+			groups = all
+		}
+		props := &awslogs.CfnQueryDefinitionProps{
+			Name:          jsii.String(names[q]),
+			QueryString:   jsii.String(QueryString(p, q)),
+			LogGroupNames: logGroupNames(groups),
+		}
+		if params != nil {
+			props.Parameters = params
+		}
+		out[q] = awslogs.NewCfnQueryDefinition(scope, jsii.String(exportedName(string(q))+"Query"), props)
+	}
+	return out
+}
+
+func logGroupNames(groups []awslogs.ILogGroup) *[]any {
+	out := make([]any, len(groups))
+	for i, g := range groups {
+		out[i] = g.LogGroupName()
+	}
+	return &out
+}
+
+// newTopKeysRule is the Contributor Insights rule over p's result lines:
+// the keys that contribute the most events (the sum of countDelta, so a
+// correction adds only what it added) in windows of topKeysWindow; without
+// the count aggregate, the keys with the most results.
+func newTopKeysRule(scope constructs.Construct, p PipelineConfig, groups []awslogs.ILogGroup) awscloudwatch.CfnInsightRule {
+	stack := awscdk.Stack_Of(scope)
+	filters := []any{
+		map[string]any{"Match": "$.msg", "In": []string{ResultLogMessage}},
+		map[string]any{"Match": "$." + fieldPipeline, "In": []string{p.Name}},
+		map[string]any{"Match": "$." + fieldWindow, "In": []string{topKeysWindow(p)}},
+	}
+	contribution := map[string]any{"Keys": []string{"$." + fieldKey}, "Filters": filters}
+	aggregateOn := "Count"
+	if counts(p) {
+		// Retractions (negative) are left out: a rule sums what it matches.
+		filters = append(filters, map[string]any{"Match": "$." + fieldResultType, "In": []string{"final", "correction"}})
+		contribution["Filters"] = filters
+		contribution["ValueOf"] = "$." + fieldCountDelta
+		aggregateOn = "Sum"
+	}
+	names := make([]*string, len(groups))
+	for i, g := range groups {
+		names[i] = g.LogGroupName()
+	}
+	body := map[string]any{
+		"Schema":        map[string]any{"Name": "CloudWatchLogRule", "Version": 1},
+		"AggregateOn":   aggregateOn,
+		"Contribution":  contribution,
+		"LogFormat":     "JSON",
+		"LogGroupNames": names,
+	}
+	return awscloudwatch.NewCfnInsightRule(scope, jsii.String("TopKeysRule"), &awscloudwatch.CfnInsightRuleProps{
+		RuleName:  awscdk.Fn_Join(jsii.String("-"), &[]*string{stack.StackName(), jsii.String(p.Name), jsii.String("top-keys")}),
+		RuleState: jsii.String("ENABLED"),
+		RuleBody:  stack.ToJsonString(body, nil),
+	})
+}
+
+// resultsLogWidgets are the dashboard's view of the results themselves and
+// of the records given up on, from the logs.
+func resultsLogWidgets(p PipelineConfig, results, all []awslogs.ILogGroup) []awscloudwatch.IWidget {
+	names := func(groups []awslogs.ILogGroup) *[]*string {
+		out := make([]*string, len(groups))
+		for i, g := range groups {
+			out[i] = g.LogGroupName()
+		}
+		return &out
+	}
+	latest := strings.Join([]string{
+		"fields @timestamp, " + strings.Join(append([]string{fieldResultType, fieldKey, fieldWindow, "start", "revision"}, valueFields(p)...), ", "),
+		resultsFilter(p),
+		"sort @timestamp desc",
+		"limit 50",
+	}, "\n| ")
+	return []awscloudwatch.IWidget{
+		awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{Title: jsii.String(p.Name + ": top keys by events (" + topKeysWindow(p) + " windows)"),
+			LogGroupNames: names(results), QueryString: jsii.String(QueryString(p, QueryTopKeys)), View: awscloudwatch.LogQueryVisualizationType_TABLE,
+			Width: jsii.Number(8), Height: jsii.Number(8)}),
+		awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{Title: jsii.String(p.Name + ": latest window results (final, corrections, retractions)"),
+			LogGroupNames: names(results), QueryString: jsii.String(latest), View: awscloudwatch.LogQueryVisualizationType_TABLE,
+			Width: jsii.Number(16), Height: jsii.Number(8)}),
+		awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{Title: jsii.String("records set aside or quarantined, and why"),
+			LogGroupNames: names(all), QueryString: jsii.String(QueryString(p, QuerySetAside)), View: awscloudwatch.LogQueryVisualizationType_TABLE,
+			Width: jsii.Number(24), Height: jsii.Number(6)}),
+	}
+}

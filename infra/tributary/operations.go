@@ -1,0 +1,419 @@
+package tributary
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+// Context keys of the operational settings (cdk.json, or cdk synth/deploy
+// -c key=value). The README's deploy section lists each with its default.
+const (
+	// ContextAlarmEmail is an email address subscribed to the alarm topic;
+	// none if unset (subscribe later in the SNS console or with the CLI).
+	ContextAlarmEmail = "tributary:alarmEmail"
+	// ContextEventsRetentionHours is how long the events stream keeps a
+	// record: DefaultEventsRetention if unset, 24-8760.
+	ContextEventsRetentionHours = "tributary:eventsRetentionHours"
+	// ContextReservedConcurrencyPrefix + <function name> (one of
+	// FunctionNames) is that function's reserved concurrency; none if unset.
+	ContextReservedConcurrencyPrefix = "tributary:reservedConcurrency."
+	// ContextAlarmPrefix + <kind> + "." + threshold, periodSeconds or
+	// evaluationPeriods overrides one setting of every alarm of a kind
+	// (see AlarmKinds).
+	ContextAlarmPrefix = "tributary:alarm."
+)
+
+// Events stream retention. Kinesis bills retention beyond 24 hours and up
+// to 7 days at one flat rate per shard-hour, whatever the number of hours,
+// so the default takes the whole week it pays for: a failure noticed on a
+// Monday can still be quarantined with its data from the stream.
+const (
+	DefaultEventsRetention = 7 * 24 * time.Hour
+	minEventsRetention     = 24 * time.Hour
+	maxEventsRetention     = 8760 * time.Hour
+)
+
+// The ticker's asynchronous invocations: a failed tick is retried (a retry
+// that overlaps the next scheduled tick is safe, as aggregate already
+// finalizes windows concurrently with ticks: every write is fenced), and a
+// tick that still fails, or that Lambda could not run within
+// tickerMaxEventAge, is described on the TickerFailures queue.
+// tickerMaxEventAge leaves room for Lambda's two retries (about one and two
+// minutes after a failure) of a tick that times out each time.
+const (
+	tickerRetryAttempts = 2
+	tickerMaxEventAge   = 10 * time.Minute
+)
+
+// maxReservedConcurrency bounds the reserved concurrency a context value may
+// ask for (Lambda's own limit is the account's concurrency, checked at
+// deploy).
+const maxReservedConcurrency = 10000
+
+// OpsSettings are the operational settings of the stack, read from context
+// by OpsSettingsFromContext.
+type OpsSettings struct {
+	// AlarmEmail is subscribed to the alarm topic; none if empty.
+	AlarmEmail string
+	// EventsRetention is the events stream's retention period.
+	EventsRetention time.Duration
+	// ReservedConcurrency by function name; a function not listed has none.
+	ReservedConcurrency map[string]int
+	// Alarms is every alarm kind's threshold, period and evaluation count.
+	Alarms map[AlarmKind]AlarmSpec
+}
+
+var emailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
+
+// OpsSettingsFromContext reads the operational settings from node's context,
+// with their defaults. It fails naming the key on a value of the wrong type
+// or out of range, and on a key under ContextAlarmPrefix or
+// ContextReservedConcurrencyPrefix that names no alarm kind, setting or
+// function (a typo would otherwise be ignored silently).
+func OpsSettingsFromContext(node constructs.Node) (OpsSettings, error) {
+	s := OpsSettings{ReservedConcurrency: map[string]int{}, Alarms: map[AlarmKind]AlarmSpec{}}
+	var err error
+	if s.AlarmEmail, err = contextString(node, ContextAlarmEmail, ""); err != nil {
+		return s, err
+	}
+	if s.AlarmEmail != "" && !emailRE.MatchString(s.AlarmEmail) {
+		return s, fmt.Errorf("context %s: %q is not an email address", ContextAlarmEmail, s.AlarmEmail)
+	}
+	hours, err := contextWhole(node, ContextEventsRetentionHours, DefaultEventsRetention.Hours(),
+		minEventsRetention.Hours(), maxEventsRetention.Hours())
+	if err != nil {
+		return s, err
+	}
+	s.EventsRetention = time.Duration(hours) * time.Hour
+
+	for _, kind := range AlarmKinds {
+		spec := kind.Default
+		prefix := ContextAlarmPrefix + string(kind.Kind) + "."
+		if spec.Threshold, err = contextFloat(node, prefix+"threshold", spec.Threshold); err != nil {
+			return s, err
+		}
+		period, err := contextWhole(node, prefix+"periodSeconds", spec.Period.Seconds(), 60, 86400)
+		if err != nil {
+			return s, err
+		}
+		if int(period)%60 != 0 {
+			return s, fmt.Errorf("context %speriodSeconds: %v is not a multiple of 60 (the metrics' resolution)", prefix, period)
+		}
+		spec.Period = time.Duration(period) * time.Second
+		evals, err := contextWhole(node, prefix+"evaluationPeriods", float64(spec.EvaluationPeriods), 1, 1440)
+		if err != nil {
+			return s, err
+		}
+		spec.EvaluationPeriods = int(evals)
+		if spec.Period*time.Duration(spec.EvaluationPeriods) > 24*time.Hour {
+			return s, fmt.Errorf("context %s*: %d periods of %v look back more than a day, which CloudWatch refuses",
+				prefix, spec.EvaluationPeriods, spec.Period)
+		}
+		s.Alarms[kind.Kind] = spec
+	}
+
+	for _, name := range FunctionNames {
+		key := ContextReservedConcurrencyPrefix + name
+		if node.TryGetContext(jsii.String(key)) == nil {
+			continue
+		}
+		n, err := contextWhole(node, key, 0, 0, maxReservedConcurrency)
+		if err != nil {
+			return s, err
+		}
+		s.ReservedConcurrency[name] = int(n)
+	}
+	return s, unknownContextKeys(node)
+}
+
+// unknownContextKeys fails on a key under ContextAlarmPrefix or
+// ContextReservedConcurrencyPrefix that OpsSettingsFromContext does not read.
+func unknownContextKeys(node constructs.Node) error {
+	known := map[string]bool{}
+	for _, kind := range AlarmKinds {
+		for _, setting := range []string{"threshold", "periodSeconds", "evaluationPeriods"} {
+			known[ContextAlarmPrefix+string(kind.Kind)+"."+setting] = true
+		}
+	}
+	for _, name := range FunctionNames {
+		known[ContextReservedConcurrencyPrefix+name] = true
+	}
+	all, _ := node.GetAllContext(nil).(map[string]any)
+	var unknown []string
+	for key := range all {
+		if (strings.HasPrefix(key, ContextAlarmPrefix) || strings.HasPrefix(key, ContextReservedConcurrencyPrefix)) && !known[key] {
+			unknown = append(unknown, key)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	kinds := make([]string, 0, len(AlarmKinds))
+	for _, k := range AlarmKinds {
+		kinds = append(kinds, string(k.Kind))
+	}
+	return fmt.Errorf("context %s: unknown key (alarm kinds: %s; settings: threshold, periodSeconds, evaluationPeriods; functions: %s)",
+		strings.Join(unknown, ", "), strings.Join(kinds, ", "), strings.Join(FunctionNames, ", "))
+}
+
+// contextFloat is the context value key as a finite number of at least 0: a
+// number (cdk.json) or a numeric string (-c); def if unset.
+func contextFloat(node constructs.Node, key string, def float64) (float64, error) {
+	var n float64
+	switch v := node.TryGetContext(jsii.String(key)).(type) {
+	case nil:
+		return def, nil
+	case float64:
+		n = v
+	case string:
+		if v == "" {
+			return def, nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("context %s: %q is not a number", key, v)
+		}
+		n = f
+	default:
+		return 0, fmt.Errorf("context %s: got %v (%T), want a number", key, v, v)
+	}
+	if math.IsNaN(n) || math.IsInf(n, 0) || n < 0 {
+		return 0, fmt.Errorf("context %s: %v is not a number of at least 0", key, n)
+	}
+	return n, nil
+}
+
+// contextWhole is the context value key as a whole number between lo and
+// hi; def if unset.
+func contextWhole(node constructs.Node, key string, def, lo, hi float64) (float64, error) {
+	n, err := contextFloat(node, key, def)
+	if err != nil {
+		return 0, err
+	}
+	if n != math.Trunc(n) || n < lo || n > hi {
+		return 0, fmt.Errorf("context %s: %v is not a whole number between %v and %v", key, n, lo, hi)
+	}
+	return n, nil
+}
+
+// Operations is what the stack adds so that every failure reaches a person
+// and the state outlives the stack: the alarm topic (and its key), the
+// alarms, the ticker's failure queue, and the settings they follow.
+type Operations struct {
+	Settings OpsSettings
+	// Topic is the action of every alarm in the stack (alarm and OK).
+	Topic awssns.Topic
+	// TopicKey encrypts Topic; CloudWatch may use it to publish.
+	TopicKey awskms.Key
+	// Alarms are the alarms NewAlarms added, ordered by construct id.
+	Alarms []awscloudwatch.Alarm
+}
+
+// addTickerFailureDestination gives the ticker's asynchronous invocations
+// (the schedule's) retries and an on-failure destination, the
+// TickerFailures queue: retained, encrypted, TLS only, and alarmed on its
+// depth like every failure queue. Nothing consumes it: a message there is a
+// tick that failed (its request, error and stack trace) for a person to read.
+func (s *TributaryStack) addTickerFailureDestination() {
+	s.TickerFailures = awssqs.NewQueue(s.Stack, jsii.String("TickerFailures"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: seconds(maxQueueRetention),
+		RemovalPolicy:   awscdk.RemovalPolicy_RETAIN,
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(s.TickerFailures, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-SQS3"),
+		Reason: jsii.String("TickerFailures is itself a failure destination (the ticker's asynchronous on-failure destination); " +
+			"nothing consumes it, so no message can fail to be processed and need a dead-letter queue."),
+	}}, jsii.Bool(true))
+	s.Ticker.Function.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		RetryAttempts: jsii.Number(tickerRetryAttempts),
+		MaxEventAge:   seconds(tickerMaxEventAge),
+		OnFailure:     awslambdadestinations.NewSqsDestination(s.TickerFailures),
+	})
+}
+
+// addOperations runs last in NewTributaryStack, over everything the stack
+// holds by then: the tables and failure queues are kept on destroy, the
+// functions get their reserved concurrency, quarantine may read back the
+// failed range of every stream that reports to Failures, and every
+// function, stream mapping and failure queue gets its alarms, all with the
+// topic as action.
+func (s *TributaryStack) addOperations(settings OpsSettings) (*Operations, error) {
+	ops := &Operations{Settings: settings}
+	ProtectState(s.Stack)
+	if err := ApplyReservedConcurrency(s.Stack, settings.ReservedConcurrency); err != nil {
+		return nil, err
+	}
+	GrantFailedRangeReads(s.Stack, s.Failures, s.Quarantiner.GoFunction)
+	ops.Topic, ops.TopicKey = NewAlarmTopic(s.Stack, "AlarmTopic", settings.AlarmEmail)
+	SendAlarmsTo(s.Stack, ops.Topic)
+	ops.Alarms = NewAlarms(s.Stack, settings.Alarms)
+	output(s.Stack, "AlarmTopicArn", ops.Topic.TopicArn(), "SNS topic every alarm notifies (alarm and OK); subscribe to it")
+	output(s.Stack, "TickerFailuresQueueUrl", s.TickerFailures.QueueUrl(), "SQS queue of ticks that failed after their retries")
+	return ops, nil
+}
+
+// ApplyReservedConcurrency sets the reserved concurrency of each function
+// in stack whose name (its FunctionMetadataKey) is in byName. It fails when
+// the value is below the MaximumConcurrency of one of the function's SQS
+// mappings: Lambda would throttle the mapping's invocations, and a
+// throttled message counts a receive, so it could reach the DLQ without
+// having failed.
+func ApplyReservedConcurrency(stack awscdk.Stack, byName map[string]int) error {
+	var errs []string
+	for _, fn := range stackFunctions(stack) {
+		n, ok := byName[fn.name]
+		if !ok {
+			continue
+		}
+		fn.cfn.SetReservedConcurrentExecutions(jsii.Number(float64(n)))
+		for _, m := range mappingsOf(stack, fn) {
+			if max := m.maxConcurrency; max > 0 && n < max {
+				errs = append(errs, fmt.Sprintf("context %s%s: %d is below the MaximumConcurrency %d of its SQS mapping; "+
+					"Lambda would throttle the mapping and messages could reach the DLQ unprocessed", ContextReservedConcurrencyPrefix, fn.name, n, max))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// stackFunction is a Lambda function of the stack with the name the local
+// runner, the metrics (their Function dimension) and the context keys know
+// it by.
+type stackFunction struct {
+	name string // FunctionMetadataKey, or the construct path without it
+	fn   awslambda.Function
+	cfn  awslambda.CfnFunction
+	ref  string // resolved Ref, to match mappings
+}
+
+// stackFunctions lists the Lambda functions in stack, ordered by name.
+func stackFunctions(stack awscdk.Stack) []stackFunction {
+	var out []stackFunction
+	for _, c := range *stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		fn, ok := c.(awslambda.Function)
+		if !ok {
+			continue
+		}
+		cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
+		name, _ := cfn.GetMetadata(jsii.String(FunctionMetadataKey)).(string)
+		if name == "" {
+			name = *fn.Node().Path()
+		}
+		out = append(out, stackFunction{name: name, fn: fn, cfn: cfn, ref: resolvedJSON(stack, fn.FunctionName())})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// mapping is an event source mapping of the stack, its values resolved.
+type mapping struct {
+	function       string // resolved FunctionName
+	source         string // resolved EventSourceArn
+	onFailure      string // resolved on-failure destination; "" if none
+	stream         bool   // Kinesis or DynamoDB Streams (has a StartingPosition)
+	maxConcurrency int    // SQS ScalingConfig.MaximumConcurrency; 0 if unset
+}
+
+// stackMappings lists the event source mappings in stack.
+func stackMappings(stack awscdk.Stack) []mapping {
+	var out []mapping
+	for _, c := range *stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		cfn, ok := c.(awslambda.CfnEventSourceMapping)
+		if !ok {
+			continue
+		}
+		m := mapping{
+			function:  resolvedJSON(stack, cfn.FunctionName()),
+			source:    resolvedJSON(stack, cfn.EventSourceArn()),
+			onFailure: onFailureDestination(stack, cfn.DestinationConfig()),
+			stream:    cfn.StartingPosition() != nil,
+		}
+		var scaling struct {
+			Max float64 `json:"maximumConcurrency"`
+		}
+		if raw := resolvedJSON(stack, cfn.ScalingConfig()); raw != "null" {
+			_ = json.Unmarshal([]byte(raw), &scaling)
+			m.maxConcurrency = int(scaling.Max)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// mappingsOf lists the mappings that invoke fn.
+func mappingsOf(stack awscdk.Stack, fn stackFunction) []mapping {
+	var out []mapping
+	for _, m := range stackMappings(stack) {
+		if m.function == fn.ref {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// resolvedJSON is v resolved in stack (tokens become Ref, Fn::GetAtt, ...)
+// as JSON, so that two references to one resource compare equal.
+func resolvedJSON(stack awscdk.Stack, v any) string {
+	if v == nil || (reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil()) {
+		return "null"
+	}
+	raw, err := json.Marshal(stack.Resolve(v))
+	if err != nil {
+		panic(fmt.Sprintf("resolving %v: %v", v, err))
+	}
+	return string(raw)
+}
+
+// onFailureDestination is the resolved on-failure destination of a
+// DestinationConfig (of a mapping or an event invoke config), or "".
+func onFailureDestination(stack awscdk.Stack, config any) string {
+	var dc map[string]map[string]any
+	if err := json.Unmarshal([]byte(resolvedJSON(stack, config)), &dc); err != nil || dc == nil {
+		return ""
+	}
+	for k, v := range dc {
+		if strings.EqualFold(k, "onFailure") {
+			for k2, d := range v {
+				if strings.EqualFold(k2, "destination") {
+					raw, _ := json.Marshal(d)
+					return string(raw)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// exportedName is a function name as a construct id prefix: "aggregate" →
+// "Aggregate"; a path loses what an id may not hold.
+func exportedName(name string) string {
+	name = alarmIDSanitizer.ReplaceAllString(name, "")
+	if name == "" {
+		return name
+	}
+	return strings.ToUpper(name[:1]) + name[1:]
+}

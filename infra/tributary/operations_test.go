@@ -1,0 +1,495 @@
+package tributary
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// TestStateOutlivesTheStack: `cdk destroy` keeps every table (retained and
+// deletion-protected: each holds state no stream gives back once the
+// events stream's retention has passed) and every failure queue with its
+// TLS-only policy; it deletes the work queues and the derived streams.
+func TestStateOutlivesTheStack(t *testing.T) {
+	s := fx.stack
+	tables := fx.tmpl.ofType("AWS::DynamoDB::Table")
+	if len(tables) != 17 {
+		t.Errorf("%d tables, want 17 (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines, JoinState, IngestRequests, the join's State, Rules, the CEP's State, and event sourcing's Events, Snapshots, CommandRecords, Views)", len(tables))
+	}
+	for id, r := range tables {
+		if r.DeletionPolicy != "Retain" || r.UpdateReplacePolicy != "Retain" || r.Properties["DeletionProtectionEnabled"] != true {
+			t.Errorf("table %s: DeletionPolicy %q, UpdateReplacePolicy %q, DeletionProtectionEnabled %v; want Retain, Retain, true",
+				id, r.DeletionPolicy, r.UpdateReplacePolicy, r.Properties["DeletionProtectionEnabled"])
+		}
+	}
+	failureQueues := map[string]bool{}
+	for _, q := range FailureQueues(s.Stack) {
+		failureQueues[logicalID(s.Stack, q)] = true
+	}
+	for id, r := range fx.tmpl.ofType("AWS::SQS::Queue") {
+		want := "Delete"
+		if failureQueues[id] {
+			want = "Retain"
+		}
+		if r.DeletionPolicy != want {
+			t.Errorf("queue %s: DeletionPolicy %q, want %q", id, r.DeletionPolicy, want)
+		}
+	}
+	for id, p := range fx.tmpl.ofType("AWS::SQS::QueuePolicy") {
+		q := resourceName(asList(p.Properties["Queues"])[0])
+		if failureQueues[q] && p.DeletionPolicy != "Retain" {
+			t.Errorf("policy %s of failure queue %s: DeletionPolicy %q, want Retain", id, q, p.DeletionPolicy)
+		}
+	}
+	for _, tt := range []struct {
+		id       string
+		hours    any
+		deletion string
+	}{
+		{logicalID(s.Stack, s.Events), DefaultEventsRetention.Hours(), "Retain"},
+		{logicalID(s.Stack, s.WindowResults), 24.0, "Retain"},
+		{logicalID(s.Stack, s.Enrichment.Enriched), 24.0, "Delete"},
+	} {
+		r := fx.tmpl.Resources[tt.id]
+		if r.Properties["RetentionPeriodHours"] != tt.hours || r.DeletionPolicy != tt.deletion {
+			t.Errorf("stream %s: RetentionPeriodHours %v, DeletionPolicy %q; want %v, %q",
+				tt.id, r.Properties["RetentionPeriodHours"], r.DeletionPolicy, tt.hours, tt.deletion)
+		}
+	}
+}
+
+// TestTickerFailureDestination: a tick that still fails after two retries
+// (or that Lambda could not run within ten minutes) is described on the
+// TickerFailures queue — encrypted, TLS only, kept 14 days and on destroy —
+// which the ticker's role may send to; EventBridge's undeliverable schedule
+// events go there too.
+func TestTickerFailureDestination(t *testing.T) {
+	s := fx.stack
+	tickerID := logicalID(s.Stack, s.Ticker.Function)
+	queueID := logicalID(s.Stack, s.TickerFailures)
+	var configs int
+	for id, c := range fx.tmpl.ofType("AWS::Lambda::EventInvokeConfig") {
+		if !reflect.DeepEqual(c.Properties["FunctionName"], ref(tickerID)) {
+			continue
+		}
+		configs++
+		assertProps(t, id, c.Properties, map[string]any{
+			"MaximumRetryAttempts":     float64(tickerRetryAttempts),
+			"MaximumEventAgeInSeconds": tickerMaxEventAge.Seconds(),
+			"DestinationConfig":        map[string]any{"OnFailure": map[string]any{"Destination": getAtt(queueID, "Arn")}},
+		})
+	}
+	if configs != 1 {
+		t.Errorf("ticker has %d async invoke configs, want 1", configs)
+	}
+	q := fx.tmpl.Resources[queueID]
+	assertProps(t, queueID, q.Properties, map[string]any{
+		"SqsManagedSseEnabled":   true,
+		"MessageRetentionPeriod": 1209600.0,
+		"RedrivePolicy":          nil,
+	})
+	if q.DeletionPolicy != "Retain" {
+		t.Errorf("TickerFailures DeletionPolicy %q, want Retain", q.DeletionPolicy)
+	}
+	if !deniesInsecureTransport(queueID) {
+		t.Error("TickerFailures has no policy denying requests without TLS")
+	}
+	if !fx.tmpl.grants(logicalID(s.Stack, s.Ticker.Role))["sqs:SendMessage "+queueID+".Arn"] {
+		t.Error("the ticker's role may not send to TickerFailures (Lambda sends the on-failure record with it)")
+	}
+	rule := fx.tmpl.Resources[logicalID(s.Stack, s.TickerRule)].Properties
+	target := asList(rule["Targets"])[0].(map[string]any)
+	if !reflect.DeepEqual(target["DeadLetterConfig"], map[string]any{"Arn": getAtt(queueID, "Arn")}) {
+		t.Errorf("schedule target DeadLetterConfig %v, want TickerFailures", target["DeadLetterConfig"])
+	}
+}
+
+// grantSet is the "action resource" grants of role, as grants lists them.
+func grantSet(roleID string) []string {
+	var out []string
+	for g := range fx.tmpl.grants(roleID) {
+		out = append(out, g)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// on lists "action resource" for each action.
+func on(resource string, actions ...string) []string {
+	out := make([]string, 0, len(actions))
+	for _, a := range actions {
+		out = append(out, a+" "+resource)
+	}
+	return out
+}
+
+// TestLeastPrivilege: each function's role holds exactly the calls its
+// code makes (the packages' client interfaces, named next to each grant)
+// plus what Lambda needs to run its mappings and destinations (the
+// AWSLambdaKinesisExecutionRole / DynamoDB / SQS sets, scoped to the one
+// stream or queue; sqs:SendMessage to the on-failure queue). No role
+// anywhere has a wildcard action. Ingest is not listed: its wiring is
+// another change's (it holds kinesis:PutRecords, PutRecord and ListShards,
+// of which it calls PutRecords only).
+func TestLeastPrivilege(t *testing.T) {
+	s := fx.stack
+	arn := func(c any) string {
+		switch v := c.(type) {
+		case awskinesis.IStream:
+			return logicalID(s.Stack, v) + ".Arn"
+		case awsdynamodb.ITable:
+			return logicalID(s.Stack, v) + ".Arn"
+		}
+		panic(fmt.Sprintf("arn of %T", c))
+	}
+	views, results := arn(s.Views), arn(s.WindowResults)
+	events, failures := arn(s.Events), logicalID(s.Stack, s.Failures)+".Arn"
+	param := resourceName(s.Stack.Resolve(s.ViewsRegistry.Parameter.ParameterArn()))
+	streamOf := func(tbl awsdynamodb.ITable) string { return logicalID(s.Stack, tbl) + ".StreamArn" }
+	profiles, tweets, follows := s.Profiles.Table, s.Timelines.Tweets, s.Timelines.Follows
+
+	// What Lambda's pollers and destinations need (granted by CDK's event
+	// sources and destinations).
+	kinesisMapping := on(events, "kinesis:DescribeStream", "kinesis:DescribeStreamConsumer", "kinesis:DescribeStreamSummary",
+		"kinesis:GetRecords", "kinesis:GetShardIterator", "kinesis:ListShards", "kinesis:ListStreams", "kinesis:SubscribeToShard")
+	ddbMapping := func(tables ...awsdynamodb.ITable) []string {
+		out := []string{"dynamodb:ListStreams *"}
+		for _, tbl := range tables {
+			out = append(out, on(streamOf(tbl), "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator")...)
+		}
+		return out
+	}
+	sqsMapping := func(q string) []string {
+		return on(q, "sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage")
+	}
+	sendTo := func(q string) []string { return on(q, "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage") }
+	windows := join(
+		on(views, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"),
+		on(views+"-v*", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"),
+		on(views+"/index/open", "dynamodb:Query"),
+		on(views+"-v*/index/open", "dynamodb:Query"),
+		on(results, "kinesis:PutRecords"),
+		on(param, "ssm:GetParameter"),
+	)
+	tasks, tasksFifo := logicalID(s.Stack, s.Work.Tasks)+".Arn", logicalID(s.Stack, s.Work.TasksFifo)+".Arn"
+	// Stream consumers set aside what can never succeed (package setaside).
+	setAside := on(arn(s.Quarantine), setAsideActions...)
+	esEvents, esViews := arn(s.EventSourcing.Events), arn(s.EventSourcing.Views)
+	esParam := resourceName(s.Stack.Resolve(s.EventSourcing.ViewsParameter.ParameterArn()))
+
+	tests := []struct {
+		name string
+		fn   *GoFunction
+		want []string
+	}{
+		{FunctionAggregate, s.Aggregate.GoFunction, join(kinesisMapping, sendTo(failures), windows, setAside,
+			on(views, "dynamodb:BatchGetItem", "dynamodb:PutItem"), on(views+"-v*", "dynamodb:BatchGetItem", "dynamodb:PutItem"))},
+		{FunctionTicker, s.Ticker, join(windows, sendTo(logicalID(s.Stack, s.TickerFailures)+".Arn"))},
+		{FunctionQuarantine, s.Quarantiner.GoFunction, join(
+			sqsMapping(failures),
+			on(arn(s.Quarantine), "dynamodb:PutItem", "dynamodb:BatchWriteItem"),
+			on(events, "kinesis:GetShardIterator", "kinesis:GetRecords"),
+			on(streamOf(profiles), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
+			on(streamOf(tweets), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
+			on(streamOf(follows), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
+			on(streamOf(s.EventSourcing.Events), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
+			on(arn(s.EventSourcing.Stream), "kinesis:GetShardIterator", "kinesis:GetRecords"),
+		)},
+		{FunctionEnrich, s.Enrichment.Function.GoFunction, join(
+			kinesisMapping, sendTo(failures),
+			on(logicalID(s.Stack, s.Enrichment.Function.Consumer)+".ConsumerARN", "kinesis:DescribeStreamConsumer", "kinesis:SubscribeToShard"),
+			on(arn(s.Enrichment.Enriched), "kinesis:PutRecords"),
+			on(arn(s.Enrichment.JoinTable), "dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"),
+			setAside,
+		)},
+		{FunctionCDC, s.Profiles.Function.GoFunction, join(ddbMapping(profiles), sendTo(failures), on(events, "kinesis:PutRecords"), setAside)},
+		{FunctionTimeline, s.Timelines.Function.GoFunction, join(
+			ddbMapping(tweets, follows), sendTo(failures),
+			on(arn(tweets), "dynamodb:GetItem", "dynamodb:Query"),
+			on(arn(follows), "dynamodb:GetItem"),
+			on(arn(follows)+"/index/followers", "dynamodb:Query"),
+			on(arn(s.Timelines.View), "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"),
+			setAside,
+		)},
+		{FunctionWorker, s.Work.Worker.GoFunction, join(
+			sqsMapping(tasks), sqsMapping(tasksFifo),
+			on(arn(s.Work.Idempotency), idempotencyTableActions...),
+			on(arn(s.Work.Results), resultsTableActions...),
+			on(logicalID(s.Stack, s.Work.TasksDLQ)+".Arn", deadLetterQueueActions...),
+			on(logicalID(s.Stack, s.Work.TasksFifoDLQ)+".Arn", deadLetterQueueActions...),
+		)},
+		// Event sourcing (packages es, seats, projection; eventsourcing.go):
+		// no role may update or delete an event.
+		{FunctionCommands, s.EventSourcing.CommandsFn, join(
+			on(esEvents, "dynamodb:PutItem", "dynamodb:Query"),
+			on(arn(s.EventSourcing.Snapshots), "dynamodb:GetItem", "dynamodb:PutItem"),
+			on(arn(s.EventSourcing.Commands), "dynamodb:GetItem", "dynamodb:PutItem"),
+			on(esViews, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"),
+			on(esViews+"-v*", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"),
+			on(esViews+"/index/byDay", "dynamodb:Query"),
+			on(esViews+"-v*/index/byDay", "dynamodb:Query"),
+			on(esParam, "ssm:GetParameter"),
+		)},
+		{FunctionPublish, s.EventSourcing.Publish.GoFunction, join(
+			ddbMapping(s.EventSourcing.Events), sendTo(failures), on(arn(s.EventSourcing.Stream), "kinesis:PutRecords"), setAside,
+		)},
+		{FunctionProject, s.EventSourcing.Project.GoFunction, join(
+			on(arn(s.EventSourcing.Stream), "kinesis:DescribeStream", "kinesis:DescribeStreamConsumer", "kinesis:DescribeStreamSummary",
+				"kinesis:GetRecords", "kinesis:GetShardIterator", "kinesis:ListShards", "kinesis:ListStreams", "kinesis:SubscribeToShard"),
+			sendTo(failures),
+			on(esViews, "dynamodb:PutItem", "dynamodb:UpdateItem"),
+			on(esViews+"-v*", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+			on(esEvents, "dynamodb:Query"),
+			on(esParam, "ssm:GetParameter"),
+			setAside,
+		)},
+		{FunctionSnapshot, s.Snapshot.Function, join(
+			on(arn(profiles), "dynamodb:DescribeTable", "dynamodb:Scan"),
+			on(streamOf(profiles), "dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
+			on(events, "kinesis:PutRecords"),
+		)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := logicalID(s.Stack, tt.fn.LogGroup) + ".Arn"
+			want := map[string]bool{"logs:CreateLogStream " + logs: true, "logs:PutLogEvents " + logs: true}
+			for _, g := range tt.want {
+				want[g] = true
+			}
+			got := fx.tmpl.grants(logicalID(s.Stack, tt.fn.Role))
+			for g := range got {
+				if !want[g] {
+					t.Errorf("role allows %s, which %s does not call", g, tt.name)
+				}
+			}
+			for g := range want {
+				if !got[g] {
+					t.Errorf("role lacks %s", g)
+				}
+			}
+		})
+	}
+	for roleID := range fx.tmpl.ofType("AWS::IAM::Role") {
+		for _, g := range grantSet(roleID) {
+			if action, _, _ := strings.Cut(g, " "); strings.Contains(action, "*") {
+				t.Errorf("role %s has wildcard action %s", roleID, g)
+			}
+		}
+	}
+}
+
+// join concatenates lists.
+func join(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// TestGrantFailedRangeReadsIsGeneric: the reader of failed ranges may read
+// back every stream whose mapping reports to the failures queue — directly
+// or through a fan-out consumer, Kinesis or DynamoDB — and nothing else.
+func TestGrantFailedRangeReadsIsGeneric(t *testing.T) {
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	app := newTestApp(t.TempDir(), nil)
+	stack := awscdk.NewStack(app, jsii.String("Ranges"), nil)
+	failures := NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})
+	other := NewQueueWithDLQ(stack, "Other", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})
+	stream := func(id string) awskinesis.Stream {
+		return awskinesis.NewStream(stack, jsii.String(id), &awskinesis.StreamProps{ShardCount: jsii.Number(1)})
+	}
+	direct, elsewhere, fanned := stream("Direct"), stream("Elsewhere"), stream("Fanned")
+	table := awsdynamodb.NewTable(stack, jsii.String("Table"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
+		Stream:       awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+	})
+	fn := func(name string) GoFunctionProps { return GoFunctionProps{Name: name, AssetDir: assets} }
+	NewStreamFunction(stack, "A", StreamFunctionProps{Function: fn(FunctionAggregate), Stream: direct, OnFailure: failures})
+	NewStreamFunction(stack, "B", StreamFunctionProps{Function: fn(FunctionEnrich), Stream: elsewhere, OnFailure: other})
+	NewStreamFunction(stack, "C", StreamFunctionProps{Function: fn(FunctionCDC), Stream: fanned, OnFailure: failures, EnhancedFanOut: true})
+	NewStreamFunction(stack, "D", StreamFunctionProps{Function: fn(FunctionTimeline), Table: table, OnFailure: failures})
+	reader := NewQueueFunction(stack, "Reader", QueueFunctionProps{Function: fn(FunctionQuarantine), Queue: failures})
+	GrantFailedRangeReads(stack, failures, reader.GoFunction)
+
+	tmpl := templateOf(stack)
+	var got []string
+	for g := range tmpl.grants(logicalID(stack, reader.Role)) {
+		if !strings.HasPrefix(g, "logs:") && !strings.HasPrefix(g, "sqs:") {
+			got = append(got, g)
+		}
+	}
+	sort.Strings(got)
+	want := join(
+		on(logicalID(stack, direct)+".Arn", "kinesis:GetRecords", "kinesis:GetShardIterator"),
+		on(logicalID(stack, fanned)+".Arn", "kinesis:GetRecords", "kinesis:GetShardIterator"),
+		on(logicalID(stack, table)+".StreamArn", "dynamodb:GetRecords", "dynamodb:GetShardIterator"),
+	)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("reader grants\n %v\nwant\n %v\n(nothing on %s, whose failures go elsewhere)", got, want, logicalID(stack, elsewhere))
+	}
+}
+
+// TestNoReservedConcurrencyByDefault: reserved concurrency takes from the
+// account's pool (and fails to deploy on a new account's small one), so
+// none is set unless asked for.
+func TestNoReservedConcurrencyByDefault(t *testing.T) {
+	for id, fn := range fx.tmpl.ofType("AWS::Lambda::Function") {
+		if v, ok := fn.Properties["ReservedConcurrentExecutions"]; ok {
+			t.Errorf("function %s has ReservedConcurrentExecutions %v by default", id, v)
+		}
+	}
+}
+
+// TestOperationsFromContext: every operational setting follows its context
+// value, as numbers (cdk.json) or strings (-c key=value).
+func TestOperationsFromContext(t *testing.T) {
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	app := newTestApp(t.TempDir(), map[string]any{
+		ContextAssetDir:             assets,
+		ContextAlarmEmail:           "ops@example.com",
+		ContextEventsRetentionHours: "72",
+		ContextReservedConcurrencyPrefix + FunctionAggregate: 10.0,
+		ContextReservedConcurrencyPrefix + FunctionWorker:    "10",
+		"tributary:alarm.errors.threshold":                   "3",
+		"tributary:alarm.iteratorAge.periodSeconds":          120.0,
+		"tributary:alarm.iteratorAge.evaluationPeriods":      "5",
+	})
+	s, err := NewTributaryStack(app, StackID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := templateOf(s.Stack)
+
+	subs := tmpl.ofType("AWS::SNS::Subscription")
+	if len(subs) != 1 {
+		t.Fatalf("%d subscriptions, want 1", len(subs))
+	}
+	for id, sub := range subs {
+		assertProps(t, id, sub.Properties, map[string]any{
+			"Protocol": "email", "Endpoint": "ops@example.com", "TopicArn": ref(logicalID(s.Stack, s.Ops.Topic)),
+		})
+	}
+	if got := tmpl.Resources[logicalID(s.Stack, s.Events)].Properties["RetentionPeriodHours"]; got != 72.0 {
+		t.Errorf("events RetentionPeriodHours = %v, want 72", got)
+	}
+	reserved := map[string]float64{FunctionAggregate: 10, FunctionWorker: 10}
+	for _, name := range FunctionNames {
+		_, fn := tmpl.function(t, name)
+		got, ok := fn.Properties["ReservedConcurrentExecutions"]
+		if w, want := reserved[name]; want != ok || (ok && got != w) {
+			t.Errorf("%s ReservedConcurrentExecutions = %v (set %v), want %v (set %v)", name, got, ok, w, want)
+		}
+	}
+	for _, a := range tmpl.ofType("AWS::CloudWatch::Alarm") {
+		p := a.Properties
+		switch p["MetricName"] {
+		case "Errors":
+			assertProps(t, "errors alarm", p, map[string]any{"Threshold": 3.0, "Period": 300.0, "EvaluationPeriods": 1.0})
+		case "IteratorAge":
+			assertProps(t, "iterator age alarm", p, map[string]any{"Threshold": 300000.0, "Period": 120.0, "EvaluationPeriods": 5.0, "DatapointsToAlarm": 5.0})
+		case "Throttles":
+			if p["Namespace"] == "AWS/Lambda" {
+				assertProps(t, "throttles alarm", p, map[string]any{"Threshold": 1.0, "Period": 300.0})
+			}
+		}
+	}
+}
+
+// TestOpsSettingsRejects: a wrong operational setting stops synthesis,
+// naming the context key and what it wants.
+func TestOpsSettingsRejects(t *testing.T) {
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	tests := []struct {
+		name    string
+		context map[string]any
+		want    string
+	}{
+		{"retention below a day", map[string]any{ContextEventsRetentionHours: 12.0},
+			"context tributary:eventsRetentionHours: 12 is not a whole number between 24 and 8760"},
+		{"retention not a number", map[string]any{ContextEventsRetentionHours: "a week"},
+			`context tributary:eventsRetentionHours: "a week" is not a number`},
+		{"not an email", map[string]any{ContextAlarmEmail: "ops"}, `context tributary:alarmEmail: "ops" is not an email address`},
+		{"unknown function", map[string]any{"tributary:reservedConcurrency.agregate": 5.0},
+			"context tributary:reservedConcurrency.agregate: unknown key"},
+		{"fractional concurrency", map[string]any{"tributary:reservedConcurrency.aggregate": "2.5"},
+			"context tributary:reservedConcurrency.aggregate: 2.5 is not a whole number"},
+		{"concurrency below an SQS mapping's maximum", map[string]any{"tributary:reservedConcurrency.quarantine": 1.0},
+			"context tributary:reservedConcurrency.quarantine: 1 is below the MaximumConcurrency 2 of its SQS mapping"},
+		{"negative threshold", map[string]any{"tributary:alarm.errors.threshold": -1.0},
+			"context tributary:alarm.errors.threshold: -1 is not a number of at least 0"},
+		{"period off the metrics' minute", map[string]any{"tributary:alarm.errors.periodSeconds": 90.0},
+			"context tributary:alarm.errors.periodSeconds: 90 is not a multiple of 60"},
+		{"looking back more than a day", map[string]any{"tributary:alarm.errors.periodSeconds": 3600.0, "tributary:alarm.errors.evaluationPeriods": 25.0},
+			"25 periods of 1h0m0s look back more than a day"},
+		{"unknown alarm kind", map[string]any{"tributary:alarm.eror.threshold": 1.0},
+			"context tributary:alarm.eror.threshold: unknown key"},
+		{"unknown alarm setting", map[string]any{"tributary:alarm.errors.limit": 1.0},
+			"context tributary:alarm.errors.limit: unknown key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := map[string]any{ContextAssetDir: assets}
+			for k, v := range tt.context {
+				ctx[k] = v
+			}
+			_, err := NewTributaryStack(newTestApp(t.TempDir(), ctx), StackID, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("NewTributaryStack error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// readmeRow is the README table row of context key (a line starting with
+// "| `key` |"), or "".
+func readmeRow(readme, key string) string {
+	for _, line := range strings.Split(readme, "\n") {
+		if strings.HasPrefix(line, "| `"+key+"` |") {
+			return line
+		}
+	}
+	return ""
+}
+
+// TestREADMEListsEveryContextKey: the deploy section's table has a row for
+// every operational context key, with the default the code uses.
+func TestREADMEListsEveryContextKey(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	rows := map[string]string{
+		ContextAlarmEmail:                               "none",
+		ContextEventsRetentionHours:                     fmt.Sprint(DefaultEventsRetention.Hours()),
+		ContextReservedConcurrencyPrefix + "<function>": "none",
+	}
+	for _, k := range AlarmKinds {
+		rows[ContextAlarmPrefix+string(k.Kind)+".threshold"] = fmt.Sprintf("%v per %v s × %d",
+			k.Default.Threshold, k.Default.Period.Seconds(), k.Default.EvaluationPeriods)
+	}
+	for key, def := range rows {
+		row := readmeRow(readme, key)
+		if row == "" {
+			t.Errorf("README has no table row for %s", key)
+			continue
+		}
+		if cells := strings.Split(row, "|"); len(cells) < 4 || strings.TrimSpace(cells[2]) != def {
+			t.Errorf("README row %q: default cell, want %q", row, def)
+		}
+	}
+}

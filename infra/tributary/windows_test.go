@@ -1,0 +1,160 @@
+package tributary
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTickerSchedule: an EventBridge rule invokes the ticker every minute
+// (the local runner plays it from this rule), Lambda lets only that rule
+// invoke it, and a failed tick is retried and then described on
+// TickerFailures (TestTickerFailureDestination), as is a schedule event
+// EventBridge could not deliver.
+func TestTickerSchedule(t *testing.T) {
+	s := fx.stack
+	tickerID, _ := fx.tmpl.function(t, FunctionTicker)
+	ruleID := logicalID(s.Stack, s.TickerRule)
+
+	rules := fx.tmpl.ofType("AWS::Events::Rule")
+	if len(rules) != 3 {
+		t.Fatalf("template has %d rules, want 3 (the ticker's, and the join's and detect's ticks: TestStreamJoin, TestDetection)", len(rules))
+	}
+	assertProps(t, ruleID, fx.tmpl.Resources[ruleID].Properties, map[string]any{
+		"ScheduleExpression": "rate(1 minute)",
+		"State":              "ENABLED",
+		"EventPattern":       nil,
+		"Targets": []any{map[string]any{
+			"Id":  "Target0",
+			"Arn": getAtt(tickerID, "Arn"),
+			"RetryPolicy": map[string]any{
+				"MaximumEventAgeInSeconds": 60.0,
+				"MaximumRetryAttempts":     2.0,
+			},
+			"DeadLetterConfig": map[string]any{"Arn": getAtt(logicalID(s.Stack, s.TickerFailures), "Arn")},
+		}},
+	})
+
+	var invokers []string
+	for id, p := range fx.tmpl.ofType("AWS::Lambda::Permission") {
+		if reflect.DeepEqual(p.Properties["FunctionName"], getAtt(tickerID, "Arn")) {
+			invokers = append(invokers, id)
+			assertProps(t, id, p.Properties, map[string]any{
+				"Action":    "lambda:InvokeFunction",
+				"Principal": "events.amazonaws.com",
+				"SourceArn": getAtt(ruleID, "Arn"),
+			})
+		}
+	}
+	if len(invokers) != 1 {
+		t.Errorf("ticker has %d invoke permissions %v, want 1 for the schedule", len(invokers), invokers)
+	}
+
+	var configs int
+	for id, c := range fx.tmpl.ofType("AWS::Lambda::EventInvokeConfig") {
+		if reflect.DeepEqual(c.Properties["FunctionName"], ref(tickerID)) {
+			configs++
+			assertProps(t, id, c.Properties, map[string]any{
+				"MaximumRetryAttempts":     float64(tickerRetryAttempts),
+				"MaximumEventAgeInSeconds": tickerMaxEventAge.Seconds(),
+			})
+		}
+	}
+	if configs != 1 {
+		t.Errorf("ticker has %d async invoke configs, want 1", configs)
+	}
+
+	for _, m := range fx.tmpl.ofType("AWS::Lambda::EventSourceMapping") {
+		if reflect.DeepEqual(m.Properties["FunctionName"], ref(tickerID)) {
+			t.Errorf("ticker has an event source mapping %v; it runs on the schedule only", m.Properties)
+		}
+	}
+}
+
+// TestPipelineConfigIsTheFile: the functions get pipeline.json, and the
+// stack's fields follow it.
+func TestPipelineConfigIsTheFile(t *testing.T) {
+	_, fn := fx.tmpl.function(t, FunctionAggregate)
+	vars := fn.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+	var got map[string]any
+	if err := json.Unmarshal([]byte(vars[EnvPipelineConfig].(string)), &got); err != nil {
+		t.Fatalf("%s is not JSON: %v", EnvPipelineConfig, err)
+	}
+	for k, want := range map[string]any{
+		"name":                      "pageviews",
+		"eventTypes":                []any{"page_view"},
+		"value":                     "data.ms",
+		"aggregates":                []any{"count", "sum", "min", "max", "mean", "quantiles"},
+		"quantiles":                 []any{0.5, 0.99},
+		"latePolicy":                "correct",
+		"allowedLateness":           "10m",
+		"outputs":                   map[string]any{"table": true, "stream": true},
+		"partitionKeyIsGroupingKey": true,
+	} {
+		if !reflect.DeepEqual(got[k], want) {
+			t.Errorf("%s.%s = %v, want %v", EnvPipelineConfig, k, got[k], want)
+		}
+	}
+	if fx.stack.Pipeline.Name != "pageviews" {
+		t.Errorf("stack pipeline = %+v, want pageviews", fx.stack.Pipeline)
+	}
+}
+
+// TestFlushIntervalAndPipelineShapeTheTopology synthesizes a variant: a
+// flush interval from the command line's context (a string), and a pipeline
+// that writes only to the table and runs two batches per shard.
+func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	app := newTestApp(t.TempDir(), map[string]any{ContextFlushInterval: "120", ContextAssetDir: assets})
+	pipe, err := DefaultPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe.Outputs = &PipelineOutputs{Table: true}
+	pipe.ParallelizationFactor = 2
+	stack, err := NewTributaryStack(app, StackID, &TributaryStackProps{Pipeline: &pipe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addNag(app)
+	tmpl := templateOf(stack.Stack)
+
+	if stack.FlushInterval != 2*time.Minute {
+		t.Errorf("FlushInterval = %v, want 2m from context", stack.FlushInterval)
+	}
+	aggregateID, fn := tmpl.function(t, FunctionAggregate)
+	assertProps(t, "aggregate mapping", tmpl.mappingOf(t, aggregateID).Properties, map[string]any{
+		"TumblingWindowInSeconds": 120.0,
+		"ParallelizationFactor":   2.0,
+	})
+
+	if stack.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 5 {
+		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events, Enriched, Joins, Matches and ShowEvents)")
+	}
+	if _, ok := tmpl.Outputs["WindowResultsStreamName"]; ok {
+		t.Error("output WindowResultsStreamName without a results stream")
+	}
+	vars := fn.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if _, ok := vars[EnvOutputStreamName]; ok {
+		t.Errorf("aggregate has %s without a results stream", EnvOutputStreamName)
+	}
+	var got PipelineConfig
+	if err := json.Unmarshal([]byte(vars[EnvPipelineConfig].(string)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, pipe) {
+		t.Errorf("%s = %+v, want the stack's pipeline %+v", EnvPipelineConfig, got, pipe)
+	}
+	for g := range tmpl.grants(logicalID(stack.Stack, stack.Aggregate.Role)) {
+		if strings.HasPrefix(g, "kinesis:PutRecord") {
+			t.Errorf("aggregate may %s with no results stream", g)
+		}
+	}
+	errs, warns := nagFindings(stack.Stack)
+	for _, e := range append(errs, warns...) {
+		t.Errorf("cdk-nag: %s", e)
+	}
+}

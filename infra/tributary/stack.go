@@ -56,7 +56,7 @@ const (
 
 // FunctionNames lists every function the stack deploys.
 var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich, FunctionSnapshot,
-	FunctionJoin, FunctionDetect, FunctionRules, FunctionCommands, FunctionPublish, FunctionProject}
+	FunctionJoin, FunctionDetect, FunctionRules, FunctionCommands, FunctionPublish, FunctionProject, FunctionStatusCodes}
 
 // Environment variables of the windowed pipeline's functions (aggregate and
 // ticker), read by package pipeline and the functions' mains.
@@ -425,6 +425,11 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		return nil, err
 	}
 	s.EventSourcing = NewEventSourcing(stack, "EventSourcing", EventSourcingProps{AssetDir: assetDir, Quarantine: s.Quarantine, OnFailure: s.Failures})
+	// A stream function of your own (package handler): examples/functions/statuscodes.
+	if _, err := NewStreamHandler(stack, "StatusCodes", StreamHandlerProps{Name: FunctionStatusCodes, AssetDir: assetDir, Events: s.Events,
+		EventTypes: []string{"http_request"}, Quarantine: s.Quarantine, OnFailure: s.Failures, TickFailures: s.TickerFailures}); err != nil {
+		return nil, err
+	}
 
 	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")
 	output(stack, "EventsStreamName", s.Events.StreamName(), "Kinesis stream of ingested events")

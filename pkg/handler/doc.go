@@ -41,5 +41,12 @@
 //	}
 //
 // examples/functions/statuscodes is such a function, with its aggregate's
-// merge laws tested.
+// merge laws tested (CheckMergeLaws).
+//
+// For an SQS function, NewTasks (or TasksFromEnv) runs your TaskFunc once
+// per event id over package idempotency (a copy gets the stored result; the
+// id reused with other data is refused), reports failed messages by id, and
+// sets a message that can never succeed (not an envelope, a *FieldError, an
+// error wrapping ErrPermanent) aside on its queue's dead-letter queue with
+// the reason (package worker's DeadLetters), instead of retrying it.
 package handler

@@ -72,3 +72,22 @@ func ExampleNewWindowed() {
 	// 0 <nil>
 	// {"id":"latency//a/2026-11-29T10:00:00.000Z/2026-11-29T10:01:00.000Z","type":"final","name":"latency","key":"/a","windowStart":"2026-11-29T10:00:00Z","windowEnd":"2026-11-29T10:01:00Z","records":2,"final":true,"result":{"N":2,"Sum":40,"Max":30,"Distinct":2}}
 }
+
+// An SQS function running a task once per event id: a copy of an event
+// gets the stored result, a refused task is set aside on the queue's
+// dead-letter queue with its reason, anything else is retried by SQS.
+// (Compiled, not run: it needs the function's environment.)
+func ExampleTasksFromEnv() {
+	h, err := handler.TasksFromEnv("orders", func(ctx context.Context, ev *handler.Event) ([]byte, error) {
+		var order struct{ Qty int }
+		if err := json.Unmarshal(ev.Data, &order); err != nil || order.Qty <= 0 {
+			return nil, handler.Refuse("data.qty", "must be a positive whole number")
+		}
+		return json.Marshal(map[string]int{"reserved": order.Qty})
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = h.Handle // lambda.Start(h.Handle)
+}

@@ -28,15 +28,16 @@ import (
 )
 
 var (
-	db    *dynamodb.Client
-	kin   *kinesis.Client
-	names atomic.Int64
-	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	db     *dynamodb.Client
+	awsCfg aws.Config
+	kin    *kinesis.Client
+	names  atomic.Int64
+	quiet  = slog.New(slog.NewTextHandler(io.Discard, nil))
 )
 
 func TestMain(m *testing.M) {
 	os.Exit(standintest.Main(m, func(cfg aws.Config) {
-		db, kin = dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+		db, kin, awsCfg = dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg), cfg
 	}))
 }
 

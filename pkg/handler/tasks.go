@@ -47,34 +47,36 @@ type TasksConfig struct {
 	// "expiration"; idempotency.CreateTable).
 	IdempotencyTable string
 	// DynamoDB holds the idempotency records; *dynamodb.Client is one.
-	DynamoDB idempotencyStore
+	DynamoDB IdempotencyStore
 	// SQS sends permanent failures to their queue's dead-letter queue
 	// (read from its RedrivePolicy); nil: they are reported failed and
 	// reach it after maxReceiveCount, without their reason.
-	SQS deadLetterSender
+	SQS DeadLetterSender
 	// Function is the Lambda function's name recorded with each message
 	// set aside (TasksFromEnv: AWS_LAMBDA_FUNCTION_NAME).
 	Function string
 }
 
-// idempotencyStore is what idempotency.New needs of DynamoDB.
-type idempotencyStore interface {
+// IdempotencyStore is what a task handler needs of DynamoDB (package
+// idempotency's records); *dynamodb.Client is one.
+type IdempotencyStore interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
-// deadLetterSender is what worker.NewDeadLetters needs of SQS.
-type deadLetterSender interface {
+// DeadLetterSender is what a task handler needs of SQS to set a message
+// aside on its queue's dead-letter queue; *sqs.Client is one.
+type DeadLetterSender interface {
 	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
 var (
-	_ idempotencyStore = (*dynamodb.Client)(nil)
-	_ deadLetterSender = (*sqs.Client)(nil)
+	_ IdempotencyStore = (*dynamodb.Client)(nil)
+	_ DeadLetterSender = (*sqs.Client)(nil)
 )
 
 // Tasks is an SQS function running a TaskFunc once per event id: lambda.Start(t.Handle).

@@ -161,7 +161,7 @@ func TestPipelineDashboard(t *testing.T) {
 	if len(FunctionFlows[FunctionSnapshot].In)+len(FunctionFlows[FunctionSnapshot].Out) != 0 {
 		t.Error("snapshot has no EMF metrics; FunctionFlows should not list any")
 	}
-	for _, name := range []string{FunctionAggregate, FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionJoin, FunctionDetect, FunctionPublish, FunctionProject} {
+	for _, name := range []string{FunctionAggregate, FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionJoin, FunctionDetect, FunctionPublish, FunctionProject, FunctionStatusCodes} {
 		want = append(want, "AWS/Lambda IteratorAge FunctionName=${"+fnID(name)+"} Maximum", "Tributary RecordsSetAside Function="+name+" Sum")
 	}
 	// aggregate consumes the stream; the ticker only finalizes, which can

@@ -178,6 +178,9 @@ type TributaryStack struct {
 	// EventSourcing is the event-sourced seat reservations: the event
 	// store, its publication and the views (eventsourcing.go).
 	EventSourcing *EventSourcing
+	// StatusCodes is the example stream function of your own
+	// (examples/functions/statuscodes, package handler; streamhandler.go).
+	StatusCodes *StreamHandler
 	// Dashboards are the dashboard, saved queries and top-keys rule of
 	// each pipeline (dashboard.go, logs.go).
 	Dashboards []*PipelineDashboard
@@ -426,7 +429,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	}
 	s.EventSourcing = NewEventSourcing(stack, "EventSourcing", EventSourcingProps{AssetDir: assetDir, Quarantine: s.Quarantine, OnFailure: s.Failures})
 	// A stream function of your own (package handler): examples/functions/statuscodes.
-	if _, err := NewStreamHandler(stack, "StatusCodes", StreamHandlerProps{Name: FunctionStatusCodes, AssetDir: assetDir, Events: s.Events,
+	if s.StatusCodes, err = NewStreamHandler(stack, "StatusCodes", StreamHandlerProps{Name: FunctionStatusCodes, AssetDir: assetDir, Events: s.Events,
 		EventTypes: []string{"http_request"}, Quarantine: s.Quarantine, OnFailure: s.Failures, TickFailures: s.TickerFailures}); err != nil {
 		return nil, err
 	}

@@ -19,8 +19,8 @@ func TestTickerSchedule(t *testing.T) {
 	ruleID := logicalID(s.Stack, s.TickerRule)
 
 	rules := fx.tmpl.ofType("AWS::Events::Rule")
-	if len(rules) != 3 {
-		t.Fatalf("template has %d rules, want 3 (the ticker's, and the join's and detect's ticks: TestStreamJoin, TestDetection)", len(rules))
+	if len(rules) != 4 {
+		t.Fatalf("template has %d rules, want 4 (the ticker's, and the join's, detect's and statuscodes' ticks: TestStreamJoin, TestDetection, TestStreamHandler)", len(rules))
 	}
 	assertProps(t, ruleID, fx.tmpl.Resources[ruleID].Properties, map[string]any{
 		"ScheduleExpression": "rate(1 minute)",
@@ -131,8 +131,8 @@ func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 		"ParallelizationFactor":   2.0,
 	})
 
-	if stack.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 5 {
-		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events, Enriched, Joins, Matches and ShowEvents)")
+	if stack.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 6 {
+		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events, Enriched, Joins, Matches, ShowEvents and statuscodes' Results)")
 	}
 	if _, ok := tmpl.Outputs["WindowResultsStreamName"]; ok {
 		t.Error("output WindowResultsStreamName without a results stream")

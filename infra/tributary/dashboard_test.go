@@ -178,7 +178,7 @@ func TestPipelineDashboard(t *testing.T) {
 	if len(FunctionFlows[FunctionSnapshot].In)+len(FunctionFlows[FunctionSnapshot].Out) != 0 {
 		t.Error("snapshot has no EMF metrics; FunctionFlows should not list any")
 	}
-	for _, name := range []string{FunctionAggregate, FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionJoin, FunctionDetect, FunctionPublish, FunctionProject} {
+	for _, name := range []string{FunctionAggregate, FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionJoin, FunctionDetect, FunctionPublish, FunctionProject, FunctionStatusCodes} {
 		if fx.tmpl.streamMappingsOf(fnID(name)) == 0 {
 			t.Errorf("%s has no stream mapping", name)
 		}

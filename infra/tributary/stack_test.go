@@ -379,6 +379,10 @@ func TestFunctions(t *testing.T) {
 		{FunctionPublish, s.EventSourcing.Publish.GoFunction, 30, withQuarantine(s, map[string]any{
 			EnvESStreamName: ref(logicalID(s.Stack, s.EventSourcing.Stream)),
 		})},
+		{FunctionStatusCodes, s.StatusCodes.Function.GoFunction, 30, withQuarantine(s, map[string]any{
+			EnvStateTableName:   ref(logicalID(s.Stack, s.StatusCodes.State)),
+			EnvOutputStreamName: ref(logicalID(s.Stack, s.StatusCodes.Output)),
+		})},
 		{FunctionProject, s.EventSourcing.Project.GoFunction, 30, withQuarantine(s, map[string]any{
 			EnvESEventsTable:      ref(logicalID(s.Stack, s.EventSourcing.Events)),
 			EnvViewsParameterName: ref(logicalID(s.Stack, s.EventSourcing.ViewsParameter)),
@@ -511,9 +515,9 @@ func TestStreamMappings(t *testing.T) {
 	// timeline's two (tweets, follows) are TestTimelines'; enrich's (through
 	// its enhanced fan-out consumer) is TestEnrichment's; join's and
 	// detect's are TestStreamJoin's and TestDetection's; publish's and
-	// project's are TestEventSourcing's.
+	// project's are TestEventSourcing's; statuscodes' is TestStreamHandler's.
 	// And each further pipeline's aggregate one more.
-	if got, want := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")), len(tests)+10+len(fx.stack.Pipelines.Pipelines)-1; got != want {
+	if got, want := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")), len(tests)+11+len(fx.stack.Pipelines.Pipelines)-1; got != want {
 		t.Errorf("template has %d event source mappings, want %d", got, want)
 	}
 	for _, tt := range tests {
@@ -781,9 +785,9 @@ func TestTables(t *testing.T) {
 	// tables TestTimelines', the join table TestEnrichment's; the
 	// stream join's state table and CEP's rules and state tables are
 	// TestStreamJoin's and TestDetection's; event sourcing's four
-	// TestEventSourcing's.
-	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+12 {
-		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState, the join's State, Rules, the CEP's State, and event sourcing's four)", got, len(tests)+12)
+	// TestEventSourcing's; statuscodes' state table TestStreamHandler's.
+	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+13 {
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState, the join's State, Rules, the CEP's State, event sourcing's four, and statuscodes' State)", got, len(tests)+13)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -807,6 +811,7 @@ func TestStreams(t *testing.T) {
 		{"Joins", logicalID(s.Stack, s.Joins.Joins), 1},
 		{"Matches", logicalID(s.Stack, s.Detection.Matches), 1},
 		{"ShowEvents", logicalID(s.Stack, s.EventSourcing.Stream), 1},
+		{"StatusCodes results", logicalID(s.Stack, s.StatusCodes.Output), 1},
 	}
 	if got := len(fx.tmpl.ofType("AWS::Kinesis::Stream")); got != len(tests) {
 		t.Errorf("template has %d streams, want %d", got, len(tests))

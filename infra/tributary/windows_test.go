@@ -19,8 +19,8 @@ func TestTickerSchedule(t *testing.T) {
 	ruleID := logicalID(s.Stack, pageviews(s).TickerRule)
 
 	rules := fx.tmpl.ofType("AWS::Events::Rule")
-	if want := len(s.Pipelines.Pipelines) + 2; len(rules) != want {
-		t.Fatalf("template has %d rules, want %d (each pipeline's ticker's, and the join's and detect's ticks: TestStreamJoin, TestDetection)", len(rules), want)
+	if want := len(s.Pipelines.Pipelines) + 3; len(rules) != want {
+		t.Fatalf("template has %d rules, want %d (each pipeline's ticker's, and the join's, detect's and statuscodes' ticks: TestStreamJoin, TestDetection, TestStreamHandler)", len(rules), want)
 	}
 	assertProps(t, ruleID, fx.tmpl.Resources[ruleID].Properties, map[string]any{
 		"ScheduleExpression": "rate(1 minute)",
@@ -136,8 +136,8 @@ func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 		"ParallelizationFactor":   2.0,
 	})
 
-	if stack.Pipelines.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 5 {
-		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events, Enriched, Joins, Matches and ShowEvents)")
+	if stack.Pipelines.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 6 {
+		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events, Enriched, Joins, Matches, ShowEvents and statuscodes' Results)")
 	}
 	if _, ok := tmpl.Outputs["WindowResultsStreamName"]; ok {
 		t.Error("output WindowResultsStreamName without a results stream")

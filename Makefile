@@ -81,6 +81,10 @@ results: .build/bin/results ## a key's windows from the running make local-up: m
 	  .build/bin/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
 	  $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
 
+.PHONY: schema
+schema: ## regenerate pipelines/pipeline.schema.json (the pipeline files' JSON Schema) from pkg/pipeline; a test fails when it is stale
+	$(GO) run ./cmd/pipelineschema -o pipelines/pipeline.schema.json
+
 .PHONY: bench
 bench: deps-local deps-bench ## cost, throughput, binaries, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 20 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000

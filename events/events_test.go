@@ -276,16 +276,16 @@ func str(item map[string]ddbtypes.AttributeValue, name string) string {
 	return ""
 }
 
-// stackPipeline is the pipeline the CDK stack deploys (infra/tributary/pipeline.json).
+// stackPipeline is the pipeline the CDK stack deploys (pipelines/pageviews.json).
 func stackPipeline(t *testing.T) *pipeline.Config {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "infra", "tributary", "pipeline.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "pipelines", "pageviews.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := pipeline.Parse(raw)
 	if err != nil {
-		t.Fatalf("infra/tributary/pipeline.json: %v", err)
+		t.Fatalf("pipelines/pageviews.json: %v", err)
 	}
 	return cfg
 }

@@ -74,14 +74,14 @@ const (
 
 // environment is what every function may need at init: each table,
 // stream and index named, the deployed pipeline, CEP and join configs
-// (infra/*.json), and the stand-in. Functions that read the views table's
+// (pipelines/pageviews.json, infra/tributary/*.json), and the stand-in. Functions that read the views table's
 // name from an SSM parameter when deployed (aggregate, ticker, commands,
 // project) get the table's name directly here, so their init makes no
 // request.
 func environment(root, endpoint string) (map[string]string, error) {
-	configs := map[string]string{"pipeline.json": "", "cep.json": "", "join.json": ""}
+	configs := map[string]string{"pipelines/pageviews.json": "", "infra/tributary/cep.json": "", "infra/tributary/join.json": ""}
 	for name := range configs {
-		b, err := os.ReadFile(filepath.Join(root, "infra", "tributary", name))
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
 		if err != nil {
 			return nil, err
 		}
@@ -90,16 +90,16 @@ func environment(root, endpoint string) (map[string]string, error) {
 	return map[string]string{
 		"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": standin.Region,
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"PIPELINE_CONFIG": configs["pipeline.json"], "VIEWS_TABLE_NAME": viewsTable,
+		"PIPELINE_CONFIG": configs["pipelines/pageviews.json"], "VIEWS_TABLE_NAME": viewsTable,
 		"QUARANTINE_TABLE_NAME": "quarantine", "OUTPUT_STREAM_NAME": "window-results",
 		"EVENTS_STREAM_NAME": "events", "ENRICHED_STREAM_NAME": "enriched", "JOIN_TABLE_NAME": "joins",
 		"PROFILES_TABLE_NAME": "profiles", "FOLLOWERS_INDEX_NAME": "followers", "FOLLOWS_TABLE_NAME": "follows",
 		"TIMELINES_TABLE_NAME": "timelines", "TWEETS_TABLE_NAME": "tweets",
 		"IDEMPOTENCY_TABLE_NAME": "idempotency", "RESULTS_TABLE_NAME": "results",
 		// detect and rules (CEP), join (the stream–stream join)
-		cep.EnvVar: configs["cep.json"], "CEP_STATE_TABLE_NAME": "cep-state",
+		cep.EnvVar: configs["infra/tributary/cep.json"], "CEP_STATE_TABLE_NAME": "cep-state",
 		"RULES_TABLE_NAME": rulesTable, "MATCHES_STREAM_NAME": "matches",
-		join.EnvVar: configs["join.json"], "JOIN_STATE_TABLE_NAME": "join-state", "JOINS_STREAM_NAME": "joins",
+		join.EnvVar: configs["infra/tributary/join.json"], "JOIN_STATE_TABLE_NAME": "join-state", "JOINS_STREAM_NAME": "joins",
 		// commands, publish, project (event sourcing)
 		es.EnvEventsTable: "show-events", es.EnvSnapshotsTable: "show-snapshots",
 		es.EnvCommandsTable: "show-commands", es.EnvStreamName: "show-published",

@@ -40,7 +40,7 @@
 // Two pipelines: "bench", a count per key per event-time minute with
 // producer-duplicate suppression (the default horizon) — the work Benthos
 // does too — on the BENCH throughput lines; and "deployed", the stack's
-// infra/tributary/pipeline.json (tumbling, hopping and session windows, six
+// pipelines/pageviews.json (tumbling, hopping and session windows, six
 // aggregates with quantiles), on BENCH throughput_deployed lines:
 //
 //	BENCH throughput path=<path> batch=<n> payload_mb=<x> records_per_s=<n> cpu_ms=<x> allocs_per_record=<x> floor_ratio=<x> benthos_ratio_median=<x>

@@ -32,13 +32,13 @@ const (
 // per event-time minute, with producer-duplicate suppression on (the
 // default horizon) — the windowed aggregation every stream processor
 // does, so the Benthos peer does the same work. The deployed pipeline
-// (infra/tributary/pipeline.json: three window kinds, six aggregates) is measured
+// (pipelines/pageviews.json: three window kinds, six aggregates) is measured
 // too, on its own lines.
 const benchPipeline = `{"name":"throughput","eventTypes":["page_view"],"key":"key","windows":[{"kind":"tumbling","size":"1m"}],
   "aggregates":["count"],"outOfOrderness":"5s","partitionKeyIsGroupingKey":true}`
 
 // loadPipeline returns the pipeline named: "bench" (benchPipeline),
-// "deployed" (infra/tributary/pipeline.json, the one the stack deploys) or a file.
+// "deployed" (pipelines/pageviews.json, the one the stack deploys) or a file.
 func loadPipeline(path string) (*pipeline.Config, error) {
 	if path == "bench" {
 		return pipeline.Parse([]byte(benchPipeline))
@@ -48,7 +48,7 @@ func loadPipeline(path string) (*pipeline.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		path = filepath.Join(root, "infra", "tributary", "pipeline.json")
+		path = filepath.Join(root, "pipelines", "pageviews.json")
 	}
 	doc, err := os.ReadFile(path)
 	if err != nil {

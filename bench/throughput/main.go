@@ -15,7 +15,7 @@ func main() {
 	flag.StringVar(&o.batches, "batches", "100,max", "batch sizes, comma separated; max is the largest event that fits Lambda's 6 MB payload")
 	flag.IntVar(&o.perRun, "records", 12000, "records per run and path (at least one invocation or interval)")
 	flag.IntVar(&o.keys, "keys", 50, "distinct keys")
-	flag.StringVar(&o.pipelines, "pipelines", "bench,deployed", "pipelines, comma separated: bench (a count per key per minute: the BENCH throughput lines), deployed (infra/tributary/pipeline.json: BENCH throughput_deployed lines) or a config file")
+	flag.StringVar(&o.pipelines, "pipelines", "bench,deployed", "pipelines, comma separated: bench (a count per key per minute: the BENCH throughput lines), deployed (pipelines/pageviews.json: BENCH throughput_deployed lines) or a config file")
 	flag.IntVar(&o.deployedRecords, "deployed-records", 3000, "records per run and path for pipelines other than bench")
 	flag.BoolVar(&o.benthos, "benthos", true, "also run the Benthos peer on the same events")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the handler runs to this file")

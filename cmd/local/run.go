@@ -243,7 +243,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	traffic := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: o.max, Seed: o.seed, Now: now, Skew: -3 * time.Hour}
 	evs, want := traffic.Generate()
 	out.sample = len(evs)
-	fmt.Printf("▸ pipeline %q: %s windows by key, value data.ms, late policy %s (declared in infra/tributary/pipeline.json)\n", w.Pipeline.Name, w.Kind(), w.Pipeline.Late.Policy)
+	fmt.Printf("▸ pipeline %q: %s windows by key, value data.ms, late policy %s (declared in pipelines/pageviews.json)\n", w.Pipeline.Name, w.Kind(), w.Pipeline.Late.Policy)
 	fmt.Printf("▸ sending %d events for %d keys over %d event-time minutes to ingest %s\n", len(evs), o.keys, o.minutes, topo.ingestURL)
 	fmt.Printf("  (every 4th key's device clock is 3h behind: occurredAt + (receivedAt − sentAt) puts it back)\n")
 	if _, err := local.Send(ctx, topo.ingestURL, evs, 100, os.Stdout); err != nil {

@@ -68,7 +68,7 @@ const (
 	defaultLimit   = 1000
 	maxLimit       = 100000
 	maxFollowFrom  = 8760 * time.Hour // Kinesis's longest retention
-	defaultPipe    = "infra/tributary/pipeline.json"
+	defaultPipe    = "pipelines/pageviews.json"
 	defaultStack   = "Tributary"
 	maxKeyLength   = 1024 // larger than any key ingest accepts
 	resolveTimeout = 30 * time.Second

@@ -193,9 +193,9 @@ func (r *Resources) Print(w io.Writer) {
 	fmt.Fprintln(w, "\nOperator tools (in another terminal, with the AWS_* variables above exported; each takes -h):")
 	if r.ViewsParameter != "" && r.EventsStream != "" {
 		p := fmt.Sprintf("-stream %s -parameter %s", r.EventsStream, r.ViewsParameter)
-		fmt.Fprintf(w, "  rebuild the views from 10 minutes ago into a new version and point readers at it:\n    go run ./cmd/replay rebuild -pipeline infra/tributary/pipeline.json %s -from 10m\n", p)
+		fmt.Fprintf(w, "  rebuild the views from 10 minutes ago into a new version and point readers at it:\n    go run ./cmd/replay rebuild -pipeline pipelines/pageviews.json %s -from 10m\n", p)
 		fmt.Fprintf(w, "  list the versions (items, position reached, which is current):\n    go run ./cmd/replay versions %s\n", p)
-		fmt.Fprintf(w, "  point readers back at the previous version (caught up first):\n    go run ./cmd/replay rollback -pipeline infra/tributary/pipeline.json %s\n", p)
+		fmt.Fprintf(w, "  point readers back at the previous version (caught up first):\n    go run ./cmd/replay rollback -pipeline pipelines/pageviews.json %s\n", p)
 		fmt.Fprintf(w, "  check (then, with -yes, delete) a version rebuild made:\n    go run ./cmd/replay delete-version -parameter %s -table <version>\n", r.ViewsParameter)
 	}
 	for _, q := range r.Queues {

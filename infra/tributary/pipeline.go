@@ -2,19 +2,35 @@ package tributary
 
 import (
 	"bytes"
-	_ "embed"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 )
 
-// pipelineJSON is the windowed pipeline the aggregate and ticker functions
-// run. It is kept in one file so that the root module's tests
-// (pkg/pipeline/infra_config_test.go) can parse it with pipeline.Parse —
-// this module must not import the root module — and a config the functions
+// defaultPipelineFile is the windowed pipeline the aggregate and ticker
+// functions run, relative to the repository root. The root module's tests
+// (pkg/pipeline) parse it with pipeline.Parse, so a config the functions
 // would refuse at init fails `make test` instead of a deploy.
-//
-//go:embed pipeline.json
-var pipelineJSON []byte
+const defaultPipelineFile = "pipelines/pageviews.json"
+
+// readDefaultPipeline reads defaultPipelineFile from the repository root,
+// the first of the working directory's parents that holds it (synth runs
+// in infra/, tests in infra/tributary).
+func readDefaultPipeline() ([]byte, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	for range 4 {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(defaultPipelineFile)))
+		if err == nil {
+			return b, nil
+		}
+		dir = filepath.Dir(dir)
+	}
+	return nil, fmt.Errorf("%s: not found in the working directory or its parents", defaultPipelineFile)
+}
 
 // PipelineConfig is the declared pipeline, field for field the JSON that
 // package pipeline parses (see pipeline.Parse for what each field means).
@@ -22,6 +38,7 @@ var pipelineJSON []byte
 // fields that shape the topology: ParallelizationFactor (the aggregate
 // mapping's) and Outputs.Stream (whether there is a WindowResults stream).
 type PipelineConfig struct {
+	Schema                    string           `json:"$schema,omitempty"` // for editors; ignored
 	Name                      string           `json:"name"`
 	EventTypes                []string         `json:"eventTypes,omitempty"`
 	Key                       string           `json:"key,omitempty"`
@@ -59,12 +76,18 @@ type PipelineOutputs struct {
 	Stream bool `json:"stream"`
 }
 
-// DefaultPipeline is the pipeline declared in pipeline.json: page views
+// DefaultPipeline is the pipeline declared in pipelines/pageviews.json: page views
 // per key, their time on page (data.ms) counted, summed, min/max/mean and
 // p50/p99, over 1-minute tumbling and 5-minute hopping windows, late records
 // corrected for 10 minutes, results in the Views table and on the
 // WindowResults stream.
-func DefaultPipeline() (PipelineConfig, error) { return ParsePipeline(pipelineJSON) }
+func DefaultPipeline() (PipelineConfig, error) {
+	doc, err := readDefaultPipeline()
+	if err != nil {
+		return PipelineConfig{}, err
+	}
+	return ParsePipeline(doc)
+}
 
 // ParsePipeline decodes a pipeline document, refusing fields PipelineConfig
 // does not know (they would be dropped from PIPELINE_CONFIG) and the few

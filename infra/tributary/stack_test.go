@@ -399,7 +399,7 @@ func windowEnv(s *TributaryStack) map[string]any {
 // PipelineConfig's order — what PIPELINE_CONFIG must hold if no field of
 // the file was dropped or changed on the way.
 func pipelineFileJSON() string {
-	raw, err := os.ReadFile("pipeline.json")
+	raw, err := os.ReadFile(filepath.Join("..", "..", "pipelines", "pageviews.json"))
 	if err != nil {
 		panic(err)
 	}

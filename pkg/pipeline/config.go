@@ -222,7 +222,10 @@ var (
 	windowFields   = fieldNames(windowSpecFields)
 	outputFields   = fieldNames(outputSpecFields)
 	durationFields = durationFieldNames(topSpecFields, windowSpecFields)
-	namePattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	// schemaField names the JSON Schema a file follows, for editors'
+	// completion; Parse accepts a string there and ignores it.
+	schemaField = "$schema"
+	namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
 // Parse parses and validates a JSON pipeline config. Fields:
@@ -248,10 +251,16 @@ var (
 //	dedupeHorizon              how long an event id suppresses copies (same key and id); default 1h,
 //	                             at most 168h; "0s" turns suppression by id off
 //
-// Unknown fields are refused. Errors are *ConfigError.
+// A top-level "$schema" string (the JSON Schema an editor checks the file
+// against) is accepted and ignored. Unknown fields are refused. Errors are
+// *ConfigError.
 func Parse(doc []byte) (*Config, error) {
-	top, err := object("", doc, topFields)
+	top, err := object("", doc, topFields, schemaField)
 	if err != nil {
+		return nil, err
+	}
+	var schema string // for editors; ignored
+	if err := field(top, schemaField, schemaField, &schema); err != nil {
 		return nil, err
 	}
 	c := &Config{}
@@ -586,8 +595,9 @@ func duration(path, s string, def time.Duration, zeroOK bool) (time.Duration, er
 	return d, nil
 }
 
-// object decodes a JSON object and refuses fields not in known.
-func object(path string, doc []byte, known []string) (map[string]json.RawMessage, error) {
+// object decodes a JSON object and refuses fields not in known or quiet
+// (accepted, but not listed in the error's known fields).
+func object(path string, doc []byte, known []string, quiet ...string) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
 		var se *json.SyntaxError
@@ -598,7 +608,7 @@ func object(path string, doc []byte, known []string) (map[string]json.RawMessage
 	}
 	var unknown []string
 	for k := range m {
-		if !slices.Contains(known, k) {
+		if !slices.Contains(known, k) && !slices.Contains(quiet, k) {
 			unknown = append(unknown, k)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 // records extracted), or a *ConfigError that names the field at fault, and
 // it does the same on a second call. It never panics.
 func FuzzParse(f *testing.F) {
-	infra, err := os.ReadFile(filepath.Join("..", "..", "infra", "tributary", "pipeline.json"))
+	infra, err := os.ReadFile(filepath.Join("..", "..", "pipelines", "pageviews.json"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -124,7 +124,7 @@ var outputSpecFields = []fieldSpec{
 
 // schemaMember is the top-level "$schema" member, which Parse accepts and
 // ignores: it names the schema an editor checks the file against.
-var schemaMember = fieldSpec{name: "$schema", typ: tString,
+var schemaMember = fieldSpec{name: schemaField, typ: tString,
 	doc: "The JSON Schema this file follows, for editors' completion and checks (\"./pipeline.schema.json\"); ignored by the pipeline."}
 
 var topSpecFields = []fieldSpec{
@@ -284,7 +284,6 @@ func windowRules() []any {
 	}
 	return out
 }
-
 
 // objectSchema is the schema of an object with fields fs and no others.
 func objectSchema(fs []fieldSpec) obj {

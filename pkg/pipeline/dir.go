@@ -1,0 +1,126 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Bounds on a pipeline file.
+const (
+	// MaxFileBytes bounds a pipeline file as read from disk, whitespace
+	// and a "$schema" included.
+	MaxFileBytes = 64 << 10
+	// MaxConfigBytes bounds a pipeline's compacted JSON, which the stack
+	// hands to its functions as PIPELINE_CONFIG: Lambda allows 4 KB for
+	// all of a function's environment variables together, and the table,
+	// parameter and stream names share them.
+	MaxConfigBytes = 3 << 10
+)
+
+// SchemaSuffix ends the name of a JSON Schema file in a pipelines
+// directory (pipeline.schema.json), which LoadDir skips.
+const SchemaSuffix = ".schema.json"
+
+// File is one pipeline file of a directory: where it was read from, its
+// parsed config and its JSON, compacted, as the functions receive it in
+// PIPELINE_CONFIG.
+type File struct {
+	Path   string
+	Config *Config
+	JSON   []byte
+}
+
+// NewFile parses doc, the contents of the pipeline file at path, and checks
+// that the pipeline's name is the file's base name ("checkouts.json"
+// declares "name": "checkouts") and that its compacted JSON fits in
+// MaxConfigBytes. Errors start with path and name the field, for example
+//
+//	pipelines/checkouts.json: windows[0].size: "1x" is not a duration such as "90s", "5m" or "1h30m"
+func NewFile(path string, doc []byte) (File, error) {
+	if len(doc) > MaxFileBytes {
+		return File{}, fmt.Errorf("%s: %d bytes, more than %d: a pipeline file is a small JSON object", path, len(doc), MaxFileBytes)
+	}
+	c, err := Parse(doc)
+	if err != nil {
+		return File{}, fmt.Errorf("%s: %w", path, err)
+	}
+	base := strings.TrimSuffix(filepath.Base(path), ".json")
+	if c.Name != base {
+		return File{}, fmt.Errorf("%s: %w", path, &ConfigError{Field: "name",
+			Reason: fmt.Sprintf("%q is not the file's name: want %q, or rename the file to %s.json", c.Name, base, c.Name)})
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, doc); err != nil {
+		// Parse accepted it, so it is valid JSON; keep the error anyway.
+		return File{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if compact.Len() > MaxConfigBytes {
+		return File{}, fmt.Errorf("%s: %w", path, &ConfigError{
+			Reason: fmt.Sprintf("%d bytes compacted, more than %d: the functions receive it in an environment variable, and Lambda allows 4 KB for all of them", compact.Len(), MaxConfigBytes)})
+	}
+	return File{Path: path, Config: c, JSON: compact.Bytes()}, nil
+}
+
+// LoadDir reads every pipeline file in dir: each *.json file but the JSON
+// Schema (*.schema.json), in the order of their names, each parsed with
+// NewFile. It refuses a directory with no pipeline file and two pipelines
+// whose names differ only in case (they would collide on a file system
+// that ignores case, and in the names the stack derives from them). Every
+// error names the file and, where one is at fault, the field.
+func LoadDir(dir string) ([]File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pipelines directory: %w", err)
+	}
+	var files []File
+	seen := map[string]string{} // lower-case name -> path
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".json") || strings.HasSuffix(name, SchemaSuffix) || e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		doc, err := readBounded(path)
+		if err != nil {
+			return nil, err
+		}
+		f, err := NewFile(path, doc)
+		if err != nil {
+			return nil, err
+		}
+		key := strings.ToLower(f.Config.Name)
+		if other, ok := seen[key]; ok {
+			return nil, fmt.Errorf("%s: %w", path, &ConfigError{Field: "name",
+				Reason: fmt.Sprintf("%q is also the pipeline of %s (names must differ in more than case)", f.Config.Name, other)})
+		}
+		seen[key] = path
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no pipeline files: want one <name>.json per pipeline", dir)
+	}
+	return files, nil
+}
+
+// readBounded reads the file at path, refusing one larger than
+// MaxFileBytes without reading it all.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	doc, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(doc) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes: a pipeline file is a small JSON object", path, MaxFileBytes)
+	}
+	return doc, nil
+}

@@ -26,7 +26,8 @@ type topology struct {
 	ingestURL  string
 	eventsName string
 	quarantine string
-	windows    *local.Windows
+	windows    *local.Windows   // the pipeline the page views go to
+	pipelines  []*local.Windows // every deployed pipeline, by name
 	// viewsParameter names the SSM parameter holding the current views
 	// table (aggregate's VIEWS_PARAMETER_NAME); "" if the stack has none.
 	viewsParameter string
@@ -49,8 +50,11 @@ func findTopology(s *local.Stack) (topology, error) {
 		}
 	}
 	t.ingestURL = s.URL("ingest")
-	if t.windows, err = s.FindWindows(); err != nil {
+	if t.pipelines, err = s.FindPipelines(); err != nil {
 		return t, err
+	}
+	if t.windows = pipelineOf(t.pipelines, "page_view", "data.ms"); t.windows == nil {
+		return t, fmt.Errorf("no deployed pipeline reads page_view events with value data.ms (pipelines/pageviews.json): the sample traffic would be counted nowhere")
 	}
 	var missing []string
 	for name, v := range map[string]string{"ingest function URL": t.ingestURL, "ingest EVENTS_STREAM_NAME": t.eventsName,
@@ -134,6 +138,8 @@ func (o *options) command() string {
 type outcome struct {
 	sent, sample, followers, late  int
 	keyed                          int
+	checkouts                      int
+	checkoutsPipeline              string
 	windows, resent, corrected     int
 	quarantinedSeq                 string
 	tasks, taskMessages, workerEnv int
@@ -187,6 +193,9 @@ func run(ctx context.Context, o *options) (err error) {
 	fmt.Println("▸ summary")
 	fmt.Printf("  ✓ %d events sent (%d sample events through ingest, %d valid records written after a malformed one, %d late event, %d in a request sent twice under one Idempotency-Key):\n", out.sent, out.sample, out.followers, out.late, out.keyed)
 	fmt.Printf("    each counted exactly once in %d windows; %d resent copies suppressed by event id\n", out.windows, out.resent)
+	if out.checkouts > 0 {
+		fmt.Printf("  ✓ %d checkout events in pipeline %s, side by side with the page views: each window's count, sum and max as sent\n", out.checkouts, out.checkoutsPipeline)
+	}
 	fmt.Printf("  ✓ the malformed record (sequence number %s) set aside at once with its data and the field at fault; the late event applied as a correction\n", out.quarantinedSeq)
 	fmt.Println("  ✓ a profile change joined by stream position; the timeline equal to the join after every change")
 	fmt.Println("  ✓ a search joined with its click, one unmatched once the watermark passed the bound, the click-through rate; CEP rules added and deleted while detect ran")
@@ -243,15 +252,33 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	traffic := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: o.max, Seed: o.seed, Now: now, Skew: -3 * time.Hour}
 	evs, want := traffic.Generate()
 	out.sample = len(evs)
-	fmt.Printf("▸ pipeline %q: %s windows by key, value data.ms, late policy %s (declared in pipelines/pageviews.json)\n", w.Pipeline.Name, w.Kind(), w.Pipeline.Late.Policy)
+	co := pipelineOf(topo.pipelines, "checkout", "data.amount")
+	demoOf := map[string]string{w.Pipeline.Name: "the page views below"}
+	if co != nil {
+		demoOf[co.Pipeline.Name] = "checkout events by region"
+	}
+	printPipelines(topo.pipelines, demoOf)
 	fmt.Printf("▸ sending %d events for %d keys over %d event-time minutes to ingest %s\n", len(evs), o.keys, o.minutes, topo.ingestURL)
 	fmt.Printf("  (every 4th key's device clock is 3h behind: occurredAt + (receivedAt − sentAt) puts it back)\n")
 	if _, err := local.Send(ctx, topo.ingestURL, evs, 100, os.Stdout); err != nil {
 		return err
 	}
-	fmt.Println("▸ waiting for aggregate to apply them (one conditional write per key and window per batch)")
+	var checkouts *checkoutDemo
+	if co != nil {
+		if checkouts, err = sendCheckouts(ctx, co, topo.ingestURL, o, now, from, to); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("▸ waiting for %s to apply them (one conditional write per key and window per batch)\n", w.Function)
 	if _, err := w.Wait(ctx, want, from, to, nil, os.Stdout); err != nil {
 		return err
+	}
+	if checkouts != nil {
+		// Before the resend below, which counts what reaches the page
+		// views' function: no checkout is in flight then.
+		if _, err := checkouts.wait(ctx, 2*time.Minute); err != nil {
+			return err
+		}
 	}
 	resend := evs[:min(25, len(evs))]
 	out.resent = len(resend)
@@ -342,9 +369,18 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	}
 	out.sent = want.Total()
 	out.windows = len(vs)
-	fmt.Printf("▸ windows in DynamoDB table %s (a window is final once the shard's watermark passes its end)\n", w.Table)
+	fmt.Printf("▸ pipeline %s: windows in DynamoDB table %s (a window is final once the shard's watermark passes its end)\n", w.Pipeline.Name, w.Table)
 	fmt.Println("  SENT is what this run sent for the window, COUNT what the table holds; REVISION 0 = open, 1 = final, 2+ = corrected")
 	bad := local.PrintWindows(os.Stdout, w.Kind(), want, vs)
+	badCheckouts := 0
+	if checkouts != nil {
+		cvs, err := checkouts.wait(ctx, 30*time.Second)
+		if err != nil {
+			return err
+		}
+		badCheckouts = checkouts.report(cvs)
+		out.checkouts, out.checkoutsPipeline = checkouts.sent, co.Pipeline.Name
+	}
 	fmt.Println("▸ event source mappings (RECORDS counts every delivery, retried batches included; ITEM FAILURES are records a")
 	fmt.Println("  function reported failed; TO ON-FAILURE are records given up on and described on the failures queue)")
 	stack.Stats().Print(os.Stdout)
@@ -367,7 +403,10 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 		}
 	}
 	if bad > 0 {
-		return fmt.Errorf("%d windows differ from what was sent", bad)
+		return fmt.Errorf("pipeline %s: %d windows differ from what was sent", w.Pipeline.Name, bad)
+	}
+	if badCheckouts > 0 {
+		return fmt.Errorf("pipeline %s: %d windows differ from what was sent", co.Pipeline.Name, badCheckouts)
 	}
 	return nil
 }
@@ -384,7 +423,7 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	}
 	const key = "make-local-retry-1"
 	fmt.Printf("▸ a request of %d events sent twice with Idempotency-Key %s (the client timed out and retried)\n", len(evs), key)
-	before := stack.Stats().Of("aggregate").Records
+	before := stack.Stats().Of(w.Function).Records
 	s1, b1, err := local.Post(ctx, url, evs, key)
 	if err != nil {
 		return err
@@ -402,11 +441,11 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	}
 	// The mapping counts a batch once the function has returned; give the
 	// last one a moment, then any second copy would have arrived too.
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && stack.Stats().Of("aggregate").Records-before < len(evs); {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && stack.Stats().Of(w.Function).Records-before < len(evs); {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second)
-	if got := stack.Stats().Of("aggregate").Records - before; got != len(evs) {
+	if got := stack.Stats().Of(w.Function).Records - before; got != len(evs) {
 		return fmt.Errorf("the stream carried %d records for the two requests, want %d: the retry was written again", got, len(evs))
 	}
 	fmt.Printf("  the stream got %d records, once: each event counted once\n", len(evs))

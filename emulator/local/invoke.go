@@ -66,15 +66,16 @@ func newInvokeServer(s *Stack, addr string, progress io.Writer) (*invokeServer, 
 	}
 	v := &invokeServer{stack: s, ln: ln, names: map[string]string{}, progress: progress}
 	for _, f := range s.specs {
-		if _, running := s.functions[f.Binary]; !running {
+		name := s.names[f.LogicalID]
+		if _, running := s.functions[name]; !running {
 			continue
 		}
-		for _, n := range []string{f.Binary, f.LogicalID, f.FunctionName, f.ARN} {
+		for _, n := range []string{name, f.LogicalID, f.FunctionName, f.ARN} {
 			if n != "" {
-				v.names[n] = f.Binary
+				v.names[n] = name
 			}
 		}
-		v.known = append(v.known, f.Binary)
+		v.known = append(v.known, name)
 	}
 	sort.Strings(v.known)
 	v.aliases = resourceAliases(s.deployment)
@@ -380,12 +381,14 @@ func (s *Stack) InvokeURL() string {
 }
 
 // FunctionNames lists the names the Invoke API accepts for each running
-// function, by binary: its logical id and its physical name.
+// function, by the runner's name of it (its binary, or
+// "<binary>-<pipeline>"): its logical id and its physical name.
 func (s *Stack) FunctionNames() map[string][2]string {
 	out := map[string][2]string{}
 	for _, f := range s.specs {
-		if _, ok := s.functions[f.Binary]; ok {
-			out[f.Binary] = [2]string{f.LogicalID, f.FunctionName}
+		name := s.names[f.LogicalID]
+		if _, ok := s.functions[name]; ok {
+			out[name] = [2]string{f.LogicalID, f.FunctionName}
 		}
 	}
 	return out

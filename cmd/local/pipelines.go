@@ -79,10 +79,10 @@ func sendCheckouts(ctx context.Context, w *local.Windows, ingestURL string, o *o
 // wait waits until the checkouts windows hold what was sent; after
 // timeout it returns the windows as they are, for the report to show what
 // differs.
-func (c *checkoutDemo) wait(ctx context.Context, timeout time.Duration) ([]state.View, error) {
+func (c *checkoutDemo) wait(ctx context.Context, timeout time.Duration, progress io.Writer) ([]state.View, error) {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	vs, err := c.w.WaitTotals(wctx, c.want, c.from, c.to, os.Stdout)
+	vs, err := c.w.WaitTotals(wctx, c.want, c.from, c.to, progress)
 	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
 		return vs, nil // the report shows what differs, and the run fails
 	}

@@ -276,7 +276,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	if checkouts != nil {
 		// Before the resend below, which counts what reaches the page
 		// views' function: no checkout is in flight then.
-		if _, err := checkouts.wait(ctx, 2*time.Minute); err != nil {
+		if _, err := checkouts.wait(ctx, 2*time.Minute, os.Stdout); err != nil {
 			return err
 		}
 	}
@@ -286,7 +286,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	if _, err := w.ResendAndCheck(ctx, stack.Stats(), topo.ingestURL, resend, want, from, to); err != nil {
 		return err
 	}
-	fmt.Printf("  the %d copies reached aggregate and each was suppressed by its event id: every window unchanged\n", len(resend))
+	fmt.Printf("  the %d copies reached %s and each was suppressed by its event id: every window unchanged\n", len(resend), w.Function)
 
 	// A malformed record followed, in the same batch, by valid ones: the
 	// functions set it aside at once, with its data and the field at fault,
@@ -374,7 +374,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	bad := local.PrintWindows(os.Stdout, w.Kind(), want, vs)
 	badCheckouts := 0
 	if checkouts != nil {
-		cvs, err := checkouts.wait(ctx, 30*time.Second)
+		cvs, err := checkouts.wait(ctx, 30*time.Second, io.Discard)
 		if err != nil {
 			return err
 		}
@@ -390,8 +390,11 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	if err := stack.FlushLogs(ctx); err == nil {
 		if ms, err := cloudwatchlocal.MetricsBetween(ctx, cfg, "Tributary", began, time.Now()); err == nil {
 			fmt.Println("▸ CloudWatch metrics of this run (namespace Tributary, data points stamped since the run began):")
-			fmt.Println("  sum = total over the run, count = data points (one per invocation that published the metric)")
+			fmt.Println("  sum = total over the run, count = data points (one per invocation that published the metric); aggregate's by pipeline")
 			for _, m := range ms {
+				if f := m.Dimensions["Function"]; f == "aggregate" && m.Dimensions["Pipeline"] == "" && len(topo.pipelines) > 1 {
+					continue // the sum of the pipelines' series, shown each
+				}
 				if f := m.Dimensions["Function"]; f == "aggregate" || f == "worker" || f == "enrich" {
 					note := ""
 					if own := stack.OwnMetric(m); own != m.Sum {

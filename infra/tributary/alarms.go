@@ -18,9 +18,10 @@ import (
 )
 
 // MetricsNamespace and MetricsDimension are where the functions' own
-// metrics are (package metrics: EMF, namespace Tributary, one dimension
+// metrics are (package metrics: EMF, namespace Tributary, dimension
 // Function whose value is the name each main passes to metrics.New, the
-// same as the function's FunctionMetadataKey).
+// same as the function's FunctionMetadataKey; a pipeline's functions
+// publish under {Function, Pipeline} too, MetricsPipelineDimension).
 const (
 	MetricsNamespace = "Tributary"
 	MetricsDimension = "Function"
@@ -53,8 +54,9 @@ const (
 	// AlarmRecordsMissing: Tributary RecordsMissing (sum) of quarantine:
 	// failed records no longer in their stream.
 	AlarmRecordsMissing AlarmKind = "recordsMissing"
-	// AlarmLateDropped: percentage of aggregate's records dropped as late,
-	// 100 x LateDropped / RecordsIn per period.
+	// AlarmLateDropped: percentage of a pipeline's records its aggregate
+	// dropped as late, 100 x LateDropped / RecordsIn per period, one alarm
+	// per pipeline (dimensions Function and Pipeline).
 	AlarmLateDropped AlarmKind = "lateDroppedPercent"
 	// AlarmIngestThrottles: Tributary Throttles (sum) of ingest: records
 	// Kinesis refused for lack of shard capacity.
@@ -223,7 +225,11 @@ func SendAlarmsTo(stack awscdk.Stack, topic awssns.ITopic) {
 // holds when it is called: errors and throttles of every function;
 // iterator age and records set aside of every function with a stream
 // mapping; the depth of every failure queue; quarantine's quarantined and
-// missing records; aggregate's late share; ingest's throttles and drops.
+// missing records; each pipeline's late share; ingest's throttles and
+// drops. A pipeline's functions (PipelineMetadataKey) get alarms of their
+// own, ids "Aggregate<Pipeline>ErrorsAlarm" and so on, and their own
+// metrics are read per pipeline ({Function, Pipeline}); errors, throttles
+// and iterator age are Lambda's, per function and so per pipeline too.
 // Functions are found by their FunctionMetadataKey, so a function or queue
 // added before the call gets its alarms without more code. It is safe to
 // call more than once: an alarm that exists is not added again. It returns
@@ -234,43 +240,30 @@ func NewAlarms(stack awscdk.Stack, specs map[AlarmKind]AlarmSpec) []awscloudwatc
 	byName := map[string]stackFunction{}
 	for _, fn := range fns {
 		byName[fn.name] = fn
-		id := exportedName(fn.name)
-		a.add(id+"ErrorsAlarm", AlarmErrors, fn.name, fn.fn.MetricErrors(a.opts(AlarmErrors, "Sum")))
-		a.add(id+"ThrottlesAlarm", AlarmThrottles, fn.name, fn.fn.MetricThrottles(a.opts(AlarmThrottles, "Sum")))
+		id := fn.idPrefix()
+		a.add(id+"ErrorsAlarm", AlarmErrors, fn.label(), fn.fn.MetricErrors(a.opts(AlarmErrors, "Sum")))
+		a.add(id+"ThrottlesAlarm", AlarmThrottles, fn.label(), fn.fn.MetricThrottles(a.opts(AlarmThrottles, "Sum")))
+		if fn.name == FunctionAggregate && fn.pipeline != "" {
+			a.lateDropped(id, fn)
+		}
 		if !hasStreamMapping(stack, fn) {
 			continue
 		}
-		a.add(id+"IteratorAgeAlarm", AlarmIteratorAge, fn.name, fn.fn.Metric(jsii.String("IteratorAge"), a.opts(AlarmIteratorAge, "Maximum")))
-		a.add(id+"SetAsideAlarm", AlarmSetAside, fn.name, a.own("RecordsSetAside", fn.name, AlarmSetAside))
+		a.add(id+"IteratorAgeAlarm", AlarmIteratorAge, fn.label(), fn.fn.Metric(jsii.String("IteratorAge"), a.opts(AlarmIteratorAge, "Maximum")))
+		a.add(id+"SetAsideAlarm", AlarmSetAside, fn.label(), a.own("RecordsSetAside", fn, AlarmSetAside))
 	}
 	for _, q := range FailureQueues(stack) {
 		path := *q.Node().Path()
 		a.add(alarmIDSanitizer.ReplaceAllString(path, "")+"DepthAlarm", AlarmQueueDepth, path,
 			q.MetricApproximateNumberOfMessagesVisible(a.opts(AlarmQueueDepth, "Maximum")))
 	}
-	if _, ok := byName[FunctionQuarantine]; ok {
-		a.add("QuarantineQuarantinedAlarm", AlarmQuarantined, FunctionQuarantine, a.own("RecordsQuarantined", FunctionQuarantine, AlarmQuarantined))
-		a.add("QuarantineRecordsMissingAlarm", AlarmRecordsMissing, FunctionQuarantine, a.own("RecordsMissing", FunctionQuarantine, AlarmRecordsMissing))
+	if fn, ok := byName[FunctionQuarantine]; ok {
+		a.add("QuarantineQuarantinedAlarm", AlarmQuarantined, FunctionQuarantine, a.own("RecordsQuarantined", fn, AlarmQuarantined))
+		a.add("QuarantineRecordsMissingAlarm", AlarmRecordsMissing, FunctionQuarantine, a.own("RecordsMissing", fn, AlarmRecordsMissing))
 	}
-	if _, ok := byName[FunctionAggregate]; ok {
-		spec := a.spec(AlarmLateDropped)
-		a.add("AggregateLateDroppedAlarm", AlarmLateDropped, FunctionAggregate, awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			// The share, not the count: some lateness is normal under the
-			// drop policy and a count grows with traffic, while a rising
-			// share means clocks or the allowed lateness are off. A period
-			// without records is 0.
-			Expression: jsii.String("IF(recordsIn > 0, 100 * FILL(lateDropped, 0) / recordsIn, 0)"),
-			UsingMetrics: &map[string]awscloudwatch.IMetric{
-				"recordsIn":   a.own("RecordsIn", FunctionAggregate, AlarmLateDropped),
-				"lateDropped": a.own("LateDropped", FunctionAggregate, AlarmLateDropped),
-			},
-			Label:  jsii.String("aggregate: % of records dropped as late"),
-			Period: awscdk.Duration_Seconds(jsii.Number(spec.Period.Seconds())),
-		}))
-	}
-	if _, ok := byName[FunctionIngest]; ok {
-		a.add("IngestKinesisThrottlesAlarm", AlarmIngestThrottles, FunctionIngest, a.own("Throttles", FunctionIngest, AlarmIngestThrottles))
-		a.add("IngestDroppedEventsAlarm", AlarmIngestDropped, FunctionIngest, a.own("Dropped", FunctionIngest, AlarmIngestDropped))
+	if fn, ok := byName[FunctionIngest]; ok {
+		a.add("IngestKinesisThrottlesAlarm", AlarmIngestThrottles, FunctionIngest, a.own("Throttles", fn, AlarmIngestThrottles))
+		a.add("IngestDroppedEventsAlarm", AlarmIngestDropped, FunctionIngest, a.own("Dropped", fn, AlarmIngestDropped))
 	}
 	sort.Slice(a.added, func(i, j int) bool { return *a.added[i].Node().Id() < *a.added[j].Node().Id() })
 	return a.added
@@ -309,13 +302,34 @@ func (a *alarmMaker) opts(kind AlarmKind, statistic string) *awscloudwatch.Metri
 	}
 }
 
-// own is the function's own metric name (namespace Tributary, dimension
-// Function=function), summed over kind's period.
-func (a *alarmMaker) own(name, function string, kind AlarmKind) awscloudwatch.Metric {
+// lateDropped adds the alarm on the share of a pipeline's records its
+// aggregate dropped as late, on {Function, Pipeline}.
+func (a *alarmMaker) lateDropped(id string, fn stackFunction) {
+	spec := a.spec(AlarmLateDropped)
+	a.add(id+"LateDroppedAlarm", AlarmLateDropped, fn.label(), awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		// The share, not the count: some lateness is normal under the drop
+		// policy and a count grows with traffic, while a rising share
+		// means clocks or the allowed lateness are off. A period without
+		// records is 0.
+		Expression: jsii.String("IF(recordsIn > 0, 100 * FILL(lateDropped, 0) / recordsIn, 0)"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"recordsIn":   a.own("RecordsIn", fn, AlarmLateDropped),
+			"lateDropped": a.own("LateDropped", fn, AlarmLateDropped),
+		},
+		Label:  jsii.String(fn.label() + ": % of records dropped as late"),
+		Period: awscdk.Duration_Seconds(jsii.Number(spec.Period.Seconds())),
+	}))
+}
+
+// own is the function's own metric name (namespace Tributary, dimensions
+// fn.dimensions(): per pipeline for a pipeline's function), summed over
+// kind's period.
+func (a *alarmMaker) own(name string, fn stackFunction, kind AlarmKind) awscloudwatch.Metric {
+	dims := fn.dimensions()
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace:     jsii.String(MetricsNamespace),
 		MetricName:    jsii.String(name),
-		DimensionsMap: &map[string]*string{MetricsDimension: jsii.String(function)},
+		DimensionsMap: &dims,
 		Period:        awscdk.Duration_Seconds(jsii.Number(a.spec(kind).Period.Seconds())),
 		Statistic:     jsii.String("Sum"),
 	})

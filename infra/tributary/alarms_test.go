@@ -25,9 +25,27 @@ func alarmKey(p map[string]any) string {
 		dims = append(dims, fmt.Sprintf("%v=%s", d["Name"], resourceName(d["Value"])))
 	}
 	if p["MetricName"] == nil {
-		return "math " + fmt.Sprint(mathExpression(p))
+		return "math " + fmt.Sprint(mathExpression(p)) + mathDimensions(p)
 	}
 	return fmt.Sprintf("%v %v %s", p["Namespace"], p["MetricName"], strings.Join(dims, ","))
+}
+
+// mathDimensions are the dimensions of a metric-math alarm's first metric,
+// " Function=aggregate,Pipeline=pageviews", to tell per-pipeline alarms
+// apart.
+func mathDimensions(p map[string]any) string {
+	for _, m := range asList(p["Metrics"]) {
+		if ms, ok := m.(map[string]any)["MetricStat"].(map[string]any); ok {
+			var dims []string
+			for _, d := range asList(ms["Metric"].(map[string]any)["Dimensions"]) {
+				d := d.(map[string]any)
+				dims = append(dims, fmt.Sprintf("%v=%v", d["Name"], d["Value"]))
+			}
+			sort.Strings(dims)
+			return " " + strings.Join(dims, ",")
+		}
+	}
+	return ""
 }
 
 // mathExpression is the expression of a metric-math alarm.
@@ -66,8 +84,8 @@ type wantAlarm struct {
 func stackAlarms(s *TributaryStack) []wantAlarm {
 	var want []wantAlarm
 	fns := map[string]*GoFunction{
-		FunctionIngest: s.Ingest, FunctionAggregate: s.Aggregate.GoFunction, FunctionQuarantine: s.Quarantiner.GoFunction,
-		FunctionTicker: s.Ticker, FunctionWorker: s.Work.Worker.GoFunction, FunctionCDC: s.Profiles.Function.GoFunction,
+		FunctionIngest: s.Ingest.Function, FunctionQuarantine: s.Quarantine.Function.GoFunction,
+		FunctionWorker: s.Work.Worker.GoFunction, FunctionCDC: s.Profiles.Function.GoFunction,
 		FunctionTimeline: s.Timelines.Function.GoFunction, FunctionEnrich: s.Enrichment.Function.GoFunction,
 		FunctionSnapshot: s.Snapshot.Function,
 		FunctionJoin:     s.Joins.Function.GoFunction, FunctionDetect: s.Detection.Detect.GoFunction, FunctionRules: s.Detection.Admin,
@@ -75,6 +93,9 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 		FunctionProject: s.EventSourcing.Project.GoFunction,
 	}
 	for _, name := range FunctionNames {
+		if fns[name] == nil {
+			continue // a pipeline's, below
+		}
 		dim := "FunctionName=" + logicalID(s.Stack, fns[name].Function)
 		want = append(want,
 			wantAlarm{"AWS/Lambda Errors " + dim, AlarmErrors, "Sum"},
@@ -83,12 +104,29 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 	// The stream consumers: their mappings' iterator age, and the records
 	// they set aside (metric RecordsSetAside, Function=<name> as each main
 	// passes it to metrics.New).
-	for _, name := range []string{FunctionAggregate, FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionJoin, FunctionDetect, FunctionPublish, FunctionProject} {
+	for _, name := range []string{FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionJoin, FunctionDetect, FunctionPublish, FunctionProject} {
 		want = append(want,
 			wantAlarm{"AWS/Lambda IteratorAge FunctionName=" + logicalID(s.Stack, fns[name].Function), AlarmIteratorAge, "Maximum"},
 			wantAlarm{"Tributary RecordsSetAside Function=" + name, AlarmSetAside, "Sum"})
 	}
-	for _, q := range []awssqs.IQueue{s.Failures, s.FailuresDLQ, s.Work.TasksDLQ, s.Work.TasksFifoDLQ, s.TickerFailures} {
+	// Each pipeline's functions: their own errors and throttles, the
+	// aggregate's iterator age, and its records set aside and late share
+	// by {Function, Pipeline}; each ticker's failure queue.
+	queues := []awssqs.IQueue{s.Quarantine.Failures, s.Quarantine.FailuresDLQ, s.Work.TasksDLQ, s.Work.TasksFifoDLQ, s.TickerFailures}
+	for _, x := range s.Pipelines.Pipelines {
+		for _, fn := range []*GoFunction{x.Aggregate.GoFunction, x.Ticker} {
+			dim := "FunctionName=" + logicalID(s.Stack, fn.Function)
+			want = append(want,
+				wantAlarm{"AWS/Lambda Errors " + dim, AlarmErrors, "Sum"},
+				wantAlarm{"AWS/Lambda Throttles " + dim, AlarmThrottles, "Sum"})
+		}
+		want = append(want,
+			wantAlarm{"AWS/Lambda IteratorAge FunctionName=" + logicalID(s.Stack, x.Aggregate.Function), AlarmIteratorAge, "Maximum"},
+			wantAlarm{"Tributary RecordsSetAside Function=aggregate,Pipeline=" + x.Name, AlarmSetAside, "Sum"},
+			wantAlarm{"math IF(recordsIn > 0, 100 * FILL(lateDropped, 0) / recordsIn, 0) Function=aggregate,Pipeline=" + x.Name, AlarmLateDropped, ""})
+		queues = append(queues, x.TickerFailures)
+	}
+	for _, q := range queues {
 		want = append(want, wantAlarm{"AWS/SQS ApproximateNumberOfMessagesVisible QueueName=" + logicalID(s.Stack, q) + ".QueueName", AlarmQueueDepth, "Maximum"})
 	}
 	return append(want,
@@ -96,7 +134,6 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 		wantAlarm{"Tributary RecordsMissing Function=quarantine", AlarmRecordsMissing, "Sum"},
 		wantAlarm{"Tributary Throttles Function=ingest", AlarmIngestThrottles, "Sum"},
 		wantAlarm{"Tributary Dropped Function=ingest", AlarmIngestDropped, "Sum"},
-		wantAlarm{"math IF(recordsIn > 0, 100 * FILL(lateDropped, 0) / recordsIn, 0)", AlarmLateDropped, ""},
 	)
 }
 
@@ -146,7 +183,7 @@ func TestStackAlarms(t *testing.T) {
 // TestLateDroppedIsAShare: the late alarm divides aggregate's LateDropped
 // by its RecordsIn over the same period, both summed.
 func TestLateDroppedIsAShare(t *testing.T) {
-	p := alarmsByKey(t, fx.tmpl)["math IF(recordsIn > 0, 100 * FILL(lateDropped, 0) / recordsIn, 0)"]
+	p := alarmsByKey(t, fx.tmpl)["math IF(recordsIn > 0, 100 * FILL(lateDropped, 0) / recordsIn, 0) Function=aggregate,Pipeline=pageviews"]
 	if p == nil {
 		t.Fatal("no late-dropped alarm")
 	}
@@ -163,7 +200,7 @@ func TestLateDroppedIsAShare(t *testing.T) {
 	metric := func(name string) any {
 		return map[string]any{
 			"Metric": map[string]any{"Namespace": "Tributary", "MetricName": name,
-				"Dimensions": []any{map[string]any{"Name": "Function", "Value": "aggregate"}}},
+				"Dimensions": []any{map[string]any{"Name": "Function", "Value": "aggregate"}, map[string]any{"Name": "Pipeline", "Value": "pageviews"}}},
 			"Period": 300.0, "Stat": "Sum",
 		}
 	}
@@ -180,8 +217,8 @@ func TestTickerFailureAlarms(t *testing.T) {
 	got := alarmsByKey(t, fx.tmpl)
 	topic := []any{ref(logicalID(s.Stack, s.Ops.Topic))}
 	for _, k := range []string{
-		"AWS/Lambda Errors FunctionName=" + logicalID(s.Stack, s.Ticker.Function),
-		"AWS/SQS ApproximateNumberOfMessagesVisible QueueName=" + logicalID(s.Stack, s.TickerFailures) + ".QueueName",
+		"AWS/Lambda Errors FunctionName=" + logicalID(s.Stack, pageviews(s).Ticker.Function),
+		"AWS/SQS ApproximateNumberOfMessagesVisible QueueName=" + logicalID(s.Stack, pageviews(s).TickerFailures) + ".QueueName",
 	} {
 		p := got[k]
 		if p == nil {
@@ -321,8 +358,11 @@ func TestFailureQueues(t *testing.T) {
 	for _, q := range FailureQueues(s.Stack) {
 		got = append(got, logicalID(s.Stack, q))
 	}
-	want := []string{logicalID(s.Stack, s.Failures), logicalID(s.Stack, s.FailuresDLQ), logicalID(s.Stack, s.Work.TasksDLQ),
+	want := []string{logicalID(s.Stack, s.Quarantine.Failures), logicalID(s.Stack, s.Quarantine.FailuresDLQ), logicalID(s.Stack, s.Work.TasksDLQ),
 		logicalID(s.Stack, s.Work.TasksFifoDLQ), logicalID(s.Stack, s.TickerFailures)}
+	for _, x := range s.Pipelines.Pipelines {
+		want = append(want, logicalID(s.Stack, x.TickerFailures))
+	}
 	sort.Strings(got)
 	sort.Strings(want)
 	if !reflect.DeepEqual(got, want) {

@@ -2,6 +2,7 @@ package tributary
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 // dashboardPeriod is the period of every metric on the dashboards: the
@@ -64,22 +67,19 @@ const (
 	metricWatermark   = "WatermarkLagMs"
 )
 
-// PipelineDashboardProps configures NewPipelineDashboard.
-type PipelineDashboardProps struct {
-	// Pipeline is the pipeline the dashboard, queries and rule are about.
-	Pipeline PipelineConfig
-	// Functions are the names (FunctionMetadataKey) of the functions that
-	// run the pipeline: they emit its metrics and log its results
-	// (aggregate and ticker). Required.
-	Functions []string
+// DashboardProps configures NewDashboard.
+type DashboardProps struct {
+	// Pipeline is the pipeline (of NewPipelines) the dashboard, queries
+	// and rule are about. Required.
+	Pipeline *Pipeline
 }
 
-// PipelineDashboard is what a person opens to see one pipeline: the
-// CloudWatch dashboard, the saved Logs Insights queries and the Contributor
-// Insights rule for top keys.
-type PipelineDashboard struct {
+// Dashboard is what a person opens to see one pipeline: the CloudWatch
+// dashboard, the saved Logs Insights queries and the Contributor Insights
+// rule for top keys.
+type Dashboard struct {
 	constructs.Construct
-	Pipeline PipelineConfig
+	Pipeline *Pipeline
 	// Dashboard is named <stack name>-<pipeline name>.
 	Dashboard awscloudwatch.Dashboard
 	// Queries are the saved Logs Insights queries (logs.go), by
@@ -92,33 +92,35 @@ type PipelineDashboard struct {
 	ResultLogGroups, FunctionLogGroups []awslogs.ILogGroup
 }
 
-// NewPipelineDashboard adds to stack, under id, the dashboard of a pipeline
-// over what the stack holds when it is called (call it once per pipeline,
-// after the functions, queues and tables exist): per function, its events
-// in and out, errors, throttles and duration p50/p99; per stream mapping,
-// the iterator age; the pipeline's watermark lag, late records and
-// corrections, duplicates suppressed; records set aside and quarantined;
-// the depth of every failure queue; the consumed capacity of every table;
-// and the window results from the logs. It adds the saved queries and the
-// top-keys rule of logs.go too. It fails when a pipeline function is not in
-// the stack or a function has no log group of its own (the queries name
-// log groups).
-func NewPipelineDashboard(stack awscdk.Stack, id string, props PipelineDashboardProps) (*PipelineDashboard, error) {
-	if err := props.Pipeline.Validate(); err != nil {
-		return nil, err
+// NewDashboard adds under scope, in a construct id, the dashboard of one
+// pipeline over what the stack holds when it is called (call it once per
+// pipeline, after the functions, queues and tables exist: the repository's
+// stack calls it after NewOperations): per function, its events in and
+// out, errors, throttles and duration p50/p99; per stream mapping, the
+// iterator age; the pipeline's watermark lag, late records and
+// corrections, duplicates suppressed (its own functions' metrics, by
+// {Function, Pipeline}); records set aside and quarantined; the depth of
+// every failure queue; the consumed capacity of every table; and the
+// window results from the logs. It adds the saved queries (a folder
+// Tributary/<pipeline>), the top-keys rule, and the stack outputs
+// <Pipeline>DashboardName and <Pipeline>DashboardUrl. It fails when the
+// pipeline's functions are not in scope's stack or a function has no log
+// group of its own (the queries name log groups).
+func NewDashboard(scope constructs.Construct, id string, props DashboardProps) (*Dashboard, error) {
+	x := props.Pipeline
+	if x == nil {
+		return nil, fmt.Errorf("dashboard %s: Pipeline is required", id)
 	}
-	if len(props.Functions) == 0 {
-		return nil, fmt.Errorf("pipeline %s dashboard: Functions is required (the functions that run it)", props.Pipeline.Name)
-	}
+	stack := awscdk.Stack_Of(scope)
 	fns := stackFunctions(stack)
-	byName := map[string]stackFunction{}
-	for _, fn := range fns {
-		byName[fn.name] = fn
-	}
-	for _, name := range props.Functions {
-		if _, ok := byName[name]; !ok {
-			return nil, fmt.Errorf("pipeline %s dashboard: no function %q in the stack", props.Pipeline.Name, name)
+	var own []stackFunction
+	for _, want := range []*GoFunction{x.Aggregate.GoFunction, x.Ticker} {
+		ref := resolvedJSON(stack, want.Function.FunctionName())
+		i := slices.IndexFunc(fns, func(f stackFunction) bool { return f.ref == ref })
+		if i < 0 {
+			return nil, fmt.Errorf("pipeline %s dashboard: its function %s is not in stack %s", x.Name, *want.Node().Path(), *stack.StackName())
 		}
+		own = append(own, fns[i])
 	}
 	groups := map[string]awslogs.ILogGroup{}
 	for _, fn := range fns {
@@ -126,20 +128,21 @@ func NewPipelineDashboard(stack awscdk.Stack, id string, props PipelineDashboard
 		if err != nil {
 			return nil, err
 		}
-		groups[fn.name] = lg
+		groups[fn.ref] = lg
 	}
-	c := constructs.NewConstruct(stack, jsii.String(id))
-	d := &PipelineDashboard{Construct: c, Pipeline: props.Pipeline}
-	for _, name := range props.Functions {
-		d.ResultLogGroups = append(d.ResultLogGroups, groups[name])
+	cfg := x.Config
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	d := &Dashboard{Construct: c, Pipeline: x}
+	for _, fn := range own {
+		d.ResultLogGroups = append(d.ResultLogGroups, groups[fn.ref])
 	}
 	for _, fn := range fns {
-		d.FunctionLogGroups = append(d.FunctionLogGroups, groups[fn.name])
+		d.FunctionLogGroups = append(d.FunctionLogGroups, groups[fn.ref])
 	}
 
-	w := &widgets{stack: stack, fns: fns, pipe: props.Pipeline, pipeFns: props.Functions}
+	w := &widgets{stack: stack, fns: fns, pipe: cfg, pipeFns: own}
 	d.Dashboard = awscloudwatch.NewDashboard(c, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
-		DashboardName:   awscdk.Fn_Join(jsii.String("-"), &[]*string{stack.StackName(), jsii.String(props.Pipeline.Name)}),
+		DashboardName:   awscdk.Fn_Join(jsii.String("-"), &[]*string{stack.StackName(), jsii.String(cfg.Name)}),
 		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
 	})
 	d.Dashboard.AddWidgets(w.intro())
@@ -150,16 +153,16 @@ func NewPipelineDashboard(stack awscdk.Stack, id string, props PipelineDashboard
 	d.Dashboard.AddWidgets(w.failures()...)
 	d.Dashboard.AddWidgets(w.latency()...)
 	d.Dashboard.AddWidgets(w.capacity()...)
-	d.Queries = newResultsQueries(c, props.Pipeline, d.ResultLogGroups, d.FunctionLogGroups)
-	d.TopKeys = newTopKeysRule(c, props.Pipeline, d.ResultLogGroups)
-	d.Dashboard.AddWidgets(resultsLogWidgets(props.Pipeline, d.ResultLogGroups, d.FunctionLogGroups)...)
+	d.Queries = newResultsQueries(c, cfg, d.ResultLogGroups, d.FunctionLogGroups)
+	d.TopKeys = newTopKeysRule(c, cfg, d.ResultLogGroups)
+	d.Dashboard.AddWidgets(resultsLogWidgets(cfg, d.ResultLogGroups, d.FunctionLogGroups)...)
 
-	exported := exportedName(props.Pipeline.Name)
-	output(stack, exported+"DashboardName", d.Dashboard.DashboardName(), fmt.Sprintf("CloudWatch dashboard of pipeline %s", props.Pipeline.Name))
+	exported := exportedName(cfg.Name)
+	output(stack, exported+"DashboardName", d.Dashboard.DashboardName(), fmt.Sprintf("CloudWatch dashboard of pipeline %s", cfg.Name))
 	output(stack, exported+"DashboardUrl", awscdk.Fn_Join(jsii.String(""), &[]*string{
 		jsii.String("https://"), stack.Region(), jsii.String(".console.aws.amazon.com/cloudwatch/home?region="), stack.Region(),
 		jsii.String("#dashboards/dashboard/"), d.Dashboard.DashboardName(),
-	}), fmt.Sprintf("open the dashboard of pipeline %s in the console", props.Pipeline.Name))
+	}), fmt.Sprintf("open the dashboard of pipeline %s in the console", cfg.Name))
 	return d, nil
 }
 
@@ -169,7 +172,7 @@ func NewPipelineDashboard(stack awscdk.Stack, id string, props PipelineDashboard
 func functionLogGroup(stack awscdk.Stack, fn stackFunction) (awslogs.ILogGroup, error) {
 	cfg := resolvedJSON(stack, fn.cfn.LoggingConfig())
 	if cfg == "null" || !strings.Contains(strings.ToLower(cfg), "loggroup") {
-		return nil, fmt.Errorf("function %s has no log group of its own (LoggingConfig.LogGroup): create it with NewGoFunction", fn.name)
+		return nil, fmt.Errorf("function %s has no log group of its own (LoggingConfig.LogGroup): create it with NewGoFunction", fn.label())
 	}
 	return fn.fn.LogGroup(), nil
 }
@@ -178,21 +181,23 @@ func functionLogGroup(stack awscdk.Stack, fn stackFunction) (awslogs.ILogGroup, 
 type widgets struct {
 	stack   awscdk.Stack
 	fns     []stackFunction
-	pipe    PipelineConfig
-	pipeFns []string
+	pipe    *pipeline.Config
+	pipeFns []stackFunction // the pipeline's own: aggregate, ticker
 }
 
 func period() awscdk.Duration { return awscdk.Duration_Seconds(jsii.Number(dashboardPeriod.Seconds())) }
 
-// own is a function's own metric (namespace Tributary, Function=name).
-func own(metric, function, statistic string) awscloudwatch.Metric {
+// own is a function's own metric (namespace Tributary, fn.dimensions():
+// Function, and Pipeline for a pipeline's function).
+func own(metric string, fn stackFunction, statistic string) awscloudwatch.Metric {
+	dims := fn.dimensions()
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace:     jsii.String(MetricsNamespace),
 		MetricName:    jsii.String(metric),
-		DimensionsMap: &map[string]*string{MetricsDimension: jsii.String(function)},
+		DimensionsMap: &dims,
 		Statistic:     jsii.String(statistic),
 		Period:        period(),
-		Label:         jsii.String(function + " " + metric),
+		Label:         jsii.String(fn.label() + " " + metric),
 	})
 }
 
@@ -209,21 +214,24 @@ func graph(title string, width float64, left []awscloudwatch.IMetric, right ...a
 }
 
 func (w *widgets) intro() awscloudwatch.IWidget {
-	var kinds []string
+	var kinds, runBy []string
 	for _, win := range w.pipe.Windows {
-		kinds = append(kinds, "`"+windowID(win)+"`")
+		kinds = append(kinds, "`"+win.ID()+"`")
+	}
+	for _, fn := range w.pipeFns {
+		runBy = append(runBy, fn.name)
 	}
 	q := queryNames(w.pipe.Name)
 	md := fmt.Sprintf(`# Pipeline %s
 Windows %s over events of types %s, key `+"`%s`"+`, run by %s. Every final window, correction and retraction is logged by them as one JSON line (`+"`msg = \"%s\"`"+`, key and values as fields).
 **Saved queries** (Logs Insights → Saved queries): *%s*, *%s*, *%s*, *%s*. **Top keys**: Contributor Insights rule *%s-%s-top-keys*.
 From a terminal: `+"`go run ./cmd/results -parameter <ViewsParameterName> -key <key>`"+`, and `+"`go run ./cmd/results -follow -stream <WindowResultsStreamName>`"+` to watch results arrive (the stack outputs name both).`,
-		w.pipe.Name, strings.Join(kinds, ", "), eventTypesText(w.pipe), w.pipe.Key, strings.Join(w.pipeFns, " and "), ResultLogMessage,
+		w.pipe.Name, strings.Join(kinds, ", "), eventTypesText(w.pipe), w.pipe.Key, strings.Join(runBy, " and "), ResultLogMessage,
 		q[QueryResultsOfKey], q[QueryTopKeys], q[QueryRecordPath], q[QuerySetAside], *w.stack.StackName(), w.pipe.Name)
 	return awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{Markdown: jsii.String(md), Width: jsii.Number(24), Height: jsii.Number(4)})
 }
 
-func eventTypesText(p PipelineConfig) string {
+func eventTypesText(p *pipeline.Config) string {
 	if len(p.EventTypes) == 0 {
 		return "any"
 	}
@@ -239,15 +247,15 @@ func (w *widgets) flows() [][]awscloudwatch.IWidget {
 		flow := FunctionFlows[fn.name]
 		var left []awscloudwatch.IMetric
 		for _, m := range flow.In {
-			left = append(left, own(m, fn.name, "Sum"))
+			left = append(left, own(m, fn, "Sum"))
 		}
 		for _, m := range flow.Out {
-			left = append(left, own(m, fn.name, "Sum"))
+			left = append(left, own(m, fn, "Sum"))
 		}
-		invocations := fn.fn.MetricInvocations(opts("Sum", fn.name+" invocations"))
-		title := fn.name + ": events in and out (per minute)"
+		invocations := fn.fn.MetricInvocations(opts("Sum", fn.label()+" invocations"))
+		title := fn.label() + ": events in and out (per minute)"
 		if len(left) == 0 {
-			row = append(row, graph(fn.name+": invocations (per minute)", 8, []awscloudwatch.IMetric{invocations}))
+			row = append(row, graph(fn.label()+": invocations (per minute)", 8, []awscloudwatch.IMetric{invocations}))
 		} else {
 			row = append(row, graph(title, 8, left, invocations))
 		}
@@ -266,24 +274,20 @@ func (w *widgets) flows() [][]awscloudwatch.IWidget {
 // (aggregate) report all of them; the others (the ticker, which finalizes
 // idle shards' windows) only the corrections and retractions they make.
 func (w *widgets) pipeline() []awscloudwatch.IWidget {
-	byName := map[string]stackFunction{}
-	for _, fn := range w.fns {
-		byName[fn.name] = fn
-	}
 	var lag, late, dups []awscloudwatch.IMetric
-	for _, name := range w.pipeFns {
-		consumer := hasStreamMapping(w.stack, byName[name])
+	for _, fn := range w.pipeFns {
+		consumer := hasStreamMapping(w.stack, fn)
 		for _, m := range pipelineLateMetrics {
 			if consumer || m != "LateDropped" {
-				late = append(late, own(m, name, "Sum"))
+				late = append(late, own(m, fn, "Sum"))
 			}
 		}
 		if !consumer {
 			continue
 		}
-		lag = append(lag, own(metricWatermark, name, "Maximum"), own(metricWatermark, name, "p50"))
+		lag = append(lag, own(metricWatermark, fn, "Maximum"), own(metricWatermark, fn, "p50"))
 		for _, m := range pipelineDuplicateMetrics {
-			dups = append(dups, own(m, name, "Sum"))
+			dups = append(dups, own(m, fn, "Sum"))
 		}
 	}
 	return []awscloudwatch.IWidget{
@@ -299,13 +303,13 @@ func (w *widgets) failures() []awscloudwatch.IWidget {
 	var aside, errs, throttles []awscloudwatch.IMetric
 	for _, fn := range w.fns {
 		if hasStreamMapping(w.stack, fn) {
-			aside = append(aside, own(metricSetAside, fn.name, "Sum"))
+			aside = append(aside, own(metricSetAside, fn, "Sum"))
 		}
 		if fn.name == FunctionQuarantine {
-			aside = append(aside, own(metricQuarantined, fn.name, "Sum"), own(metricMissing, fn.name, "Sum"))
+			aside = append(aside, own(metricQuarantined, fn, "Sum"), own(metricMissing, fn, "Sum"))
 		}
-		errs = append(errs, fn.fn.MetricErrors(opts("Sum", fn.name)))
-		throttles = append(throttles, fn.fn.MetricThrottles(opts("Sum", fn.name)))
+		errs = append(errs, fn.fn.MetricErrors(opts("Sum", fn.label())))
+		throttles = append(throttles, fn.fn.MetricThrottles(opts("Sum", fn.label())))
 	}
 	var depth []awscloudwatch.IMetric
 	for _, q := range FailureQueues(w.stack) {
@@ -326,8 +330,8 @@ func (w *widgets) latency() []awscloudwatch.IWidget {
 	var p50, p99, age []awscloudwatch.IMetric
 	sources := sourceLabels(w.stack)
 	for _, fn := range w.fns {
-		p50 = append(p50, fn.fn.MetricDuration(opts("p50", fn.name)))
-		p99 = append(p99, fn.fn.MetricDuration(opts("p99", fn.name)))
+		p50 = append(p50, fn.fn.MetricDuration(opts("p50", fn.label())))
+		p99 = append(p99, fn.fn.MetricDuration(opts("p99", fn.label())))
 		var from []string
 		for _, m := range mappingsOf(w.stack, fn) {
 			if m.stream {
@@ -340,7 +344,7 @@ func (w *widgets) latency() []awscloudwatch.IWidget {
 		}
 		if len(from) > 0 {
 			sort.Strings(from)
-			age = append(age, fn.fn.Metric(jsii.String("IteratorAge"), opts("Maximum", fn.name+" ← "+strings.Join(from, ", "))))
+			age = append(age, fn.fn.Metric(jsii.String("IteratorAge"), opts("Maximum", fn.label()+" ← "+strings.Join(from, ", "))))
 		}
 	}
 	return []awscloudwatch.IWidget{

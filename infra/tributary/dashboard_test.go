@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -97,6 +98,7 @@ func metricKeys(t *testing.T, b dashboardBody) map[string][]string {
 			for i := 2; i < len(names); i += 2 {
 				dims = append(dims, names[i]+"="+names[i+1])
 			}
+			sort.Strings(dims)
 			k := fmt.Sprintf("%s %s %s %s", names[0], names[1], strings.Join(dims, ","), stat)
 			out[k] = append(out[k], w.Properties.Title)
 		}
@@ -133,15 +135,20 @@ func functionLogGroupIDs(t *testing.T) map[string]string {
 // write units of every table; and log widgets over the results.
 func TestPipelineDashboard(t *testing.T) {
 	dashboards := fx.tmpl.ofType("AWS::CloudWatch::Dashboard")
-	if len(dashboards) != 1 {
-		t.Fatalf("%d dashboards, want 1 (one pipeline)", len(dashboards))
+	if len(dashboards) != len(fx.stack.Pipelines.Pipelines) {
+		t.Fatalf("%d dashboards, want one per pipeline", len(dashboards))
 	}
 	var body dashboardBody
-	for id, d := range dashboards {
-		if got := tokenText(t, d.Properties["DashboardName"]); got != StackID+"-pageviews" {
-			t.Errorf("dashboard %s is named %q, want <stack>-pageviews", id, got)
+	names := map[string]bool{}
+	for _, d := range dashboards {
+		name := tokenText(t, d.Properties["DashboardName"])
+		names[name] = true
+		if name == StackID+"-pageviews" {
+			body = parseDashboard(t, d)
 		}
-		body = parseDashboard(t, d)
+	}
+	if !names[StackID+"-pageviews"] || !names[StackID+"-checkouts"] {
+		t.Fatalf("dashboards %v, want <stack>-pageviews and <stack>-checkouts", names)
 	}
 	got := metricKeys(t, body)
 	s := fx.stack
@@ -149,31 +156,46 @@ func TestPipelineDashboard(t *testing.T) {
 		id, _ := fx.tmpl.function(t, name)
 		return id
 	}
+	// Every function of the stack, a pipeline's with its Pipeline
+	// dimension on its own metrics.
 	var want []string
-	for _, name := range FunctionNames {
-		dim := "FunctionName=${" + fnID(name) + "}"
+	for id, fn := range fx.tmpl.ofType("AWS::Lambda::Function") {
+		name, _ := fn.Metadata[FunctionMetadataKey].(string)
+		dims := "Function=" + name
+		if p, ok := fn.Metadata[PipelineMetadataKey].(string); ok {
+			dims += ",Pipeline=" + p
+		}
+		dim := "FunctionName=${" + id + "}"
 		want = append(want, "AWS/Lambda Errors "+dim+" Sum", "AWS/Lambda Throttles "+dim+" Sum", "AWS/Lambda Invocations "+dim+" Sum",
 			"AWS/Lambda Duration "+dim+" p50", "AWS/Lambda Duration "+dim+" p99")
 		for _, m := range append(append([]string{}, FunctionFlows[name].In...), FunctionFlows[name].Out...) {
-			want = append(want, "Tributary "+m+" Function="+name+" Sum")
+			want = append(want, "Tributary "+m+" "+dims+" Sum")
+		}
+		if fx.tmpl.streamMappingsOf(id) > 0 {
+			want = append(want, "AWS/Lambda IteratorAge "+dim+" Maximum", "Tributary RecordsSetAside "+dims+" Sum")
 		}
 	}
 	if len(FunctionFlows[FunctionSnapshot].In)+len(FunctionFlows[FunctionSnapshot].Out) != 0 {
 		t.Error("snapshot has no EMF metrics; FunctionFlows should not list any")
 	}
 	for _, name := range []string{FunctionAggregate, FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionJoin, FunctionDetect, FunctionPublish, FunctionProject} {
-		want = append(want, "AWS/Lambda IteratorAge FunctionName=${"+fnID(name)+"} Maximum", "Tributary RecordsSetAside Function="+name+" Sum")
+		if fx.tmpl.streamMappingsOf(fnID(name)) == 0 {
+			t.Errorf("%s has no stream mapping", name)
+		}
 	}
-	// aggregate consumes the stream; the ticker only finalizes, which can
-	// correct and retract sessions.
-	want = append(want, "Tributary WatermarkLagMs Function=aggregate Maximum", "Tributary WatermarkLagMs Function=aggregate p50",
-		"Tributary Corrections Function=ticker Sum", "Tributary Retractions Function=ticker Sum")
+	// The pipeline's own row, pageviews' only: aggregate consumes the
+	// stream; the ticker only finalizes, which can correct and retract
+	// sessions.
+	const pv = ",Pipeline=pageviews"
+	want = append(want, "Tributary WatermarkLagMs Function=aggregate"+pv+" Maximum", "Tributary WatermarkLagMs Function=aggregate"+pv+" p50",
+		"Tributary Corrections Function=ticker"+pv+" Sum", "Tributary Retractions Function=ticker"+pv+" Sum")
 	for _, m := range []string{"LateDropped", "Corrections", "Retractions", "DuplicatesSuppressed", "DuplicateConflicts", "DuplicatesSkipped"} {
-		want = append(want, "Tributary "+m+" Function=aggregate Sum")
+		want = append(want, "Tributary "+m+" Function=aggregate"+pv+" Sum")
 	}
 	want = append(want, "Tributary RecordsQuarantined Function=quarantine Sum", "Tributary RecordsMissing Function=quarantine Sum")
-	for _, q := range []string{logicalID(s.Stack, s.Failures), logicalID(s.Stack, s.FailuresDLQ), logicalID(s.Stack, s.Work.TasksDLQ),
-		logicalID(s.Stack, s.Work.TasksFifoDLQ), logicalID(s.Stack, s.TickerFailures)} {
+	for _, q := range []string{logicalID(s.Stack, s.Quarantine.Failures), logicalID(s.Stack, s.Quarantine.FailuresDLQ), logicalID(s.Stack, s.Work.TasksDLQ),
+		logicalID(s.Stack, s.Work.TasksFifoDLQ), logicalID(s.Stack, s.TickerFailures),
+		logicalID(s.Stack, pageviews(s).TickerFailures), logicalID(s.Stack, s.Pipelines.Pipeline("checkouts").TickerFailures)} {
 		want = append(want, "AWS/SQS ApproximateNumberOfMessagesVisible QueueName=${"+q+".QueueName} Maximum")
 	}
 	tables := fx.tmpl.ofType("AWS::DynamoDB::Table")
@@ -208,7 +230,7 @@ func TestPipelineDashboard(t *testing.T) {
 		}
 	}
 	for name, label := range map[string]string{
-		FunctionAggregate: "aggregate ← Events", FunctionEnrich: "enrich ← Events (enhanced fan-out)",
+		FunctionAggregate: "aggregate[pageviews] ← Events (enhanced fan-out)", FunctionEnrich: "enrich ← Events (enhanced fan-out)",
 		FunctionCDC: "cdc ← ProfilesCDC/Profiles (DynamoDB stream)", FunctionTimeline: "timeline ← Timelines/Follows (DynamoDB stream), Timelines/Tweets (DynamoDB stream)",
 	} {
 		if got := ages["${"+fnID(name)+"}"]; got != label {
@@ -246,15 +268,15 @@ func TestPipelineDashboard(t *testing.T) {
 		t.Errorf("%d text widgets, want 1", texts)
 	}
 	results := source(FunctionAggregate, FunctionTicker)
-	var all []string
-	for _, n := range FunctionNames {
-		all = append(all, n)
+	// Every function's group, in stackFunctions' order (by label).
+	var allSources strings.Builder
+	for _, fn := range stackFunctions(fx.stack.Stack) {
+		allSources.WriteString("SOURCE '${" + logicalID(fx.stack.Stack, fn.fn.LogGroup()) + "}' | ")
 	}
-	sort.Strings(all)
 	for title, prefix := range map[string]string{
-		"pageviews: top keys by events (tumbling:1m0s windows)":              results + QueryString(fx.stack.Pipeline, QueryTopKeys),
+		"pageviews: top keys by events (tumbling:1m0s windows)":              results + QueryString(pageviews(fx.stack).Config, QueryTopKeys),
 		"pageviews: latest window results (final, corrections, retractions)": results + "fields @timestamp, resultType, key, window, start, revision, count, sum, mean, min, max, p50, p99\n| filter msg = \"window result\" and pipeline = \"pageviews\"",
-		"records set aside or quarantined, and why":                          source(all...) + QueryString(fx.stack.Pipeline, QuerySetAside),
+		"records set aside or quarantined, and why":                          allSources.String() + QueryString(pageviews(fx.stack).Config, QuerySetAside),
 	} {
 		q, ok := logs[title]
 		if !ok {
@@ -333,19 +355,7 @@ func TestResultLogFieldsMatchAggregate(t *testing.T) {
 	}
 }
 
-func TestWindowID(t *testing.T) {
-	for w, want := range map[PipelineWindow]string{
-		{Kind: "tumbling", Size: "1m"}:                 "tumbling:1m0s",
-		{Kind: "tumbling", Size: "90s", Offset: "30s"}: "tumbling:1m30s+30s",
-		{Kind: "tumbling", Size: "1h", Offset: "0s"}:   "tumbling:1h0m0s",
-		{Kind: "hopping", Size: "5m", Advance: "1m"}:   "hopping:5m0s:1m0s",
-		{Kind: "session", Gap: "30s"}:                  "session:30s",
-		{Kind: "sliding", Difference: "10s"}:           "sliding:10s",
-	} {
-		if got := windowID(w); got != want {
-			t.Errorf("windowID(%+v) = %q, want %q", w, got, want)
-		}
-	}
+func TestQuantileField(t *testing.T) {
 	for q, want := range map[float64]string{0.5: "p50", 0.99: "p99", 0.999: "p99_9", 0.29: "p29"} {
 		if got := quantileField(q); got != want {
 			t.Errorf("quantileField(%v) = %q, want %q", q, got, want)
@@ -354,39 +364,30 @@ func TestWindowID(t *testing.T) {
 }
 
 // TestDashboardPerPipeline: the dashboard is a function of the pipeline
-// config: two pipelines, each run by its own function, get a dashboard,
-// four queries and a rule each, named apart, each over its own function's
-// log group and metrics; a function without a log group of its own is
+// config: two pipelines, each run by its own functions, get a dashboard,
+// four queries and a rule each, named apart, each over its own functions'
+// log groups and metrics; a function without a log group of its own is
 // refused, naming it.
 func TestDashboardPerPipeline(t *testing.T) {
 	app := newTestApp(t.TempDir(), nil)
 	stack := awscdk.NewStack(app, jsii.String("Two"), nil)
 	assets := t.TempDir()
-	for _, name := range []string{"aggregate", "aggregate-clicks"} {
-		if err := os.MkdirAll(filepath.Join(assets, name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(assets, name, "bootstrap"), []byte(name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	views := NewGoFunction(stack, "Views", GoFunctionProps{Name: "aggregate", AssetDir: assets})
-	clicks := NewGoFunction(stack, "Clicks", GoFunctionProps{Name: "aggregate-clicks", AssetDir: assets})
-	pageviews, err := DefaultPipeline()
+	writeDummyAssets(assets)
+	files := testPipelineFiles(t, map[string]string{
+		"pageviews": readRepoPipeline(t, "pageviews"),
+		"clicks":    `{"name": "clicks", "windows": [{"kind": "session", "gap": "1m"}, {"kind": "hopping", "size": "2m", "advance": "1m"}], "aggregates": ["sum"], "value": "data.ms"}`,
+	})
+	pipes, err := NewPipelines(stack, "Pipelines", PipelinesProps{AssetDir: assets, Files: files, Events: testEventsStream(stack),
+		OnFailure: NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: time.Minute})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clicksPipe := PipelineConfig{Name: "clicks", Windows: []PipelineWindow{{Kind: "session", Gap: "1m"}, {Kind: "hopping", Size: "2m", Advance: "1m"}},
-		Aggregates: []string{"sum"}}
-	for _, p := range []struct {
-		id   string
-		pipe PipelineConfig
-		fn   string
-	}{{"PageviewsPipeline", pageviews, "aggregate"}, {"ClicksPipeline", clicksPipe, "aggregate-clicks"}} {
-		if _, err := NewPipelineDashboard(stack, p.id, PipelineDashboardProps{Pipeline: p.pipe, Functions: []string{p.fn}}); err != nil {
+	for _, x := range pipes.Pipelines {
+		if _, err := NewDashboard(stack, "Pipeline"+exportedName(x.Name), DashboardProps{Pipeline: x}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	views, clicks := pipes.Pipeline("pageviews"), pipes.Pipeline("clicks")
 	tmpl := templateOf(stack)
 	names := map[string]string{}
 	for id, d := range tmpl.ofType("AWS::CloudWatch::Dashboard") {
@@ -394,13 +395,12 @@ func TestDashboardPerPipeline(t *testing.T) {
 		names[name] = id
 		keys := metricKeys(t, parseDashboard(t, d))
 		pipe := strings.TrimPrefix(name, "Two-")
-		fn := map[string]string{"pageviews": "aggregate", "clicks": "aggregate-clicks"}[pipe]
-		if keys["Tributary Corrections Function="+fn+" Sum"] == nil {
-			t.Errorf("dashboard %s does not show %s's corrections", name, fn)
+		if keys["Tributary Corrections Function=aggregate,Pipeline="+pipe+" Sum"] == nil {
+			t.Errorf("dashboard %s does not show %s's corrections", name, pipe)
 		}
-		for k := range keys {
-			if strings.Contains(k, "Corrections") && !strings.Contains(k, "Function="+fn+" ") {
-				t.Errorf("dashboard %s shows another pipeline's %s", name, k)
+		for k, titles := range keys {
+			if strings.Contains(k, "Corrections") && !strings.Contains(k, "Pipeline="+pipe+" ") && strings.Contains(strings.Join(titles, ","), "late records") {
+				t.Errorf("dashboard %s shows another pipeline's %s in its pipeline row", name, k)
 			}
 		}
 	}
@@ -415,10 +415,12 @@ func TestDashboardPerPipeline(t *testing.T) {
 	if len(byName) != 8 {
 		t.Errorf("%d saved queries, want 4 per pipeline: %v", len(byName), byName)
 	}
-	lg := func(g *GoFunction) any { return ref(logicalID(stack, g.LogGroup)) }
+	lg := func(x *Pipeline) any {
+		return []any{ref(logicalID(stack, x.Aggregate.LogGroup)), ref(logicalID(stack, x.Ticker.LogGroup))}
+	}
 	q := byName["Tributary/clicks/results of a key over a time range"]
-	if fmt.Sprint(q.Properties["LogGroupNames"]) != fmt.Sprint([]any{lg(clicks)}) {
-		t.Errorf("clicks' results query reads %v, want only its function's log group %v", q.Properties["LogGroupNames"], lg(clicks))
+	if fmt.Sprint(q.Properties["LogGroupNames"]) != fmt.Sprint(lg(clicks)) {
+		t.Errorf("clicks' results query reads %v, want only its functions' log groups %v", q.Properties["LogGroupNames"], lg(clicks))
 	}
 	// No count aggregate: the fields are the pipeline's, top keys count results.
 	if s := q.Properties["QueryString"].(string); !strings.HasPrefix(s, "fields @timestamp, resultType, window, start, end, revision, sum\n") {
@@ -428,7 +430,7 @@ func TestDashboardPerPipeline(t *testing.T) {
 		!strings.Contains(s, "stats count(*) as results by key") {
 		t.Errorf("clicks' top keys query: %q", s)
 	}
-	if q := byName["Tributary/pageviews/results of a key over a time range"]; fmt.Sprint(q.Properties["LogGroupNames"]) != fmt.Sprint([]any{lg(views)}) {
+	if q := byName["Tributary/pageviews/results of a key over a time range"]; fmt.Sprint(q.Properties["LogGroupNames"]) != fmt.Sprint(lg(views)) {
 		t.Errorf("pageviews' results query reads %v", q.Properties["LogGroupNames"])
 	}
 	rules := tmpl.ofType("AWS::CloudWatch::InsightRule")
@@ -443,15 +445,21 @@ func TestDashboardPerPipeline(t *testing.T) {
 	// A function logging to a group the stack does not hold is refused.
 	app = newTestApp(t.TempDir(), nil)
 	stack = awscdk.NewStack(app, jsii.String("NoGroup"), nil)
-	NewGoFunction(stack, "Views", GoFunctionProps{Name: "aggregate", AssetDir: assets})
+	pipes, err = NewPipelines(stack, "Pipelines", PipelinesProps{AssetDir: assets, Files: files[:1], Events: testEventsStream(stack),
+		OnFailure: NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: time.Minute})})
+	if err != nil {
+		t.Fatal(err)
+	}
 	fn := awslambda.NewFunction(stack, jsii.String("Bare"), &awslambda.FunctionProps{Runtime: awslambda.Runtime_PROVIDED_AL2023(), Handler: jsii.String("bootstrap"),
 		Code: awslambda.Code_FromAsset(jsii.String(filepath.Join(assets, "aggregate")), nil)})
 	fn.Node().DefaultChild().(awslambda.CfnFunction).AddMetadata(jsii.String(FunctionMetadataKey), jsii.String("bare"))
-	_, err = NewPipelineDashboard(stack, "P", PipelineDashboardProps{Pipeline: pageviews, Functions: []string{"aggregate"}})
+	_, err = NewDashboard(stack, "P", DashboardProps{Pipeline: pipes.Pipelines[0]})
 	if err == nil || !strings.Contains(err.Error(), "function bare has no log group of its own") {
 		t.Errorf("a function without its own log group: %v", err)
 	}
-	if _, err := NewPipelineDashboard(stack, "Q", PipelineDashboardProps{Pipeline: pageviews, Functions: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `no function "nope"`) {
-		t.Errorf("a pipeline function not in the stack: %v", err)
+	// A pipeline of another stack is refused.
+	other := awscdk.NewStack(app, jsii.String("Other"), nil)
+	if _, err := NewDashboard(other, "Q", DashboardProps{Pipeline: pipes.Pipelines[0]}); err == nil || !strings.Contains(err.Error(), "is not in stack Other") {
+		t.Errorf("a pipeline of another stack: %v", err)
 	}
 }

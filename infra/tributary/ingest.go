@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
@@ -76,16 +77,80 @@ func ingestAuth(prop IngestAuthMode, fromContext string) (IngestAuthMode, error)
 	return "", fmt.Errorf("%s %q: want AWS_IAM or HMAC", ContextIngestAuth, v)
 }
 
-// addIngest creates the ingest function, its Function URL (auth as
-// s.IngestAuth says), its idempotency-records table and, for HMAC, its
-// signing secret, and grants the function what it calls and nothing else.
-func (s *TributaryStack) addIngest(assetDir string) {
-	stack := s.Stack
+// IngestProps configures NewIngest.
+type IngestProps struct {
+	// AssetDir holds ingest/bootstrap. If empty, context ContextAssetDir,
+	// else DefaultAssetDir.
+	AssetDir string
+	// Events is the stream ingest puts events on. If nil, NewIngest
+	// creates one: provisioned, two shards, encrypted, retention
+	// DefaultEventsRetention.
+	Events awskinesis.Stream
+	// Auth is how producers authenticate. If empty, context
+	// ContextIngestAuth, else AWS_IAM.
+	Auth IngestAuthMode
+	// Routes is the load policy per URL path (INGEST_ROUTES); IngestRoutes
+	// if empty.
+	Routes string
+}
+
+// Ingest is the front door: producers POST events to URL (a Lambda
+// Function URL), the function validates them, stamps receivedAt, answers
+// a repeated Idempotency-Key from Requests, and puts them on Events.
+type Ingest struct {
+	constructs.Construct
+	// Events is the stream events are put on (given or created).
+	Events awskinesis.Stream
+	// Function is the ingest function; URL its Function URL.
+	Function *GoFunction
+	URL      awslambda.FunctionUrl
+	// Requests holds ingest's Idempotency-Key records (a day).
+	Requests awsdynamodb.Table
+	// Secret is the signing secret producers sign with; nil unless Auth is
+	// HMAC.
+	Secret awssecretsmanager.Secret
+	// Auth is the resolved auth mode.
+	Auth IngestAuthMode
+}
+
+// NewIngest creates, under scope in a construct id, the ingest function,
+// its Function URL (auth as props.Auth says), its idempotency-records table,
+// for HMAC its signing secret, and the events stream if props.Events is
+// nil; it grants the function what it calls and nothing else. It adds the
+// stack outputs IngestUrl, EventsStreamName, IngestRequestsTableName (and
+// IngestSecretArn), so one NewIngest per stack. It fails on an unknown auth
+// mode or a missing bootstrap.
+func NewIngest(scope constructs.Construct, id string, props IngestProps) (*Ingest, error) {
+	node := constructs.Node_Of(scope)
+	assetDir, err := assetDirOf(node, props.AssetDir)
+	if err != nil {
+		return nil, err
+	}
+	authContext, err := contextString(node, ContextIngestAuth, "")
+	if err != nil {
+		return nil, err
+	}
+	auth, err := ingestAuth(props.Auth, authContext)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckAssets(assetDir, []string{FunctionIngest}); err != nil {
+		return nil, err
+	}
+	routes := props.Routes
+	if routes == "" {
+		routes = IngestRoutes
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	in := &Ingest{Construct: c, Events: props.Events, Auth: auth}
+	if in.Events == nil {
+		in.Events = NewEventsStream(c, "Events", DefaultEventsRetention)
+	}
 
 	// Request records of the Idempotency-Key header (package idempotency's
 	// schema). They live a day (package ingest's DefaultIdempotencyExpiry):
 	// nothing to keep on delete.
-	s.IngestRequests = awsdynamodb.NewTable(stack, jsii.String("IngestRequests"), &awsdynamodb.TableProps{
+	in.Requests = awsdynamodb.NewTable(c, jsii.String("Requests"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(idempotencyKeyAttribute), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
@@ -96,19 +161,19 @@ func (s *TributaryStack) addIngest(assetDir string) {
 	})
 
 	env := map[string]*string{
-		EnvEventsStreamName: s.Events.StreamName(),
+		EnvEventsStreamName: in.Events.StreamName(),
 		// The notes' three answers to producers outpacing consumers, per
 		// route: buffer in Kinesis, push back with 429, or drop (counted).
-		EnvIngestRoutes:           jsii.String(IngestRoutes),
+		EnvIngestRoutes:           jsii.String(routes),
 		EnvIngestDropSample:       jsii.String("100"),
-		EnvIngestIdempotencyTable: s.IngestRequests.TableName(),
+		EnvIngestIdempotencyTable: in.Requests.TableName(),
 		// Events older than the stream keeps are refused: a replay could
 		// never rebuild their windows.
-		EnvIngestMaxEventAge: jsii.String(durationEnv(streamRetention(s.Events))),
-		EnvIngestAuth:        jsii.String(string(s.IngestAuth)),
+		EnvIngestMaxEventAge: jsii.String(durationEnv(streamRetention(in.Events))),
+		EnvIngestAuth:        jsii.String(string(auth)),
 	}
-	if s.IngestAuth == IngestAuthHMAC {
-		s.IngestSecret = awssecretsmanager.NewSecret(stack, jsii.String("IngestSigningSecret"), &awssecretsmanager.SecretProps{
+	if auth == IngestAuthHMAC {
+		in.Secret = awssecretsmanager.NewSecret(c, jsii.String("SigningSecret"), &awssecretsmanager.SecretProps{
 			Description: jsii.String("Tributary: the secret producers sign ingest requests with (HMAC-SHA256, see the README)"),
 			GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
 				PasswordLength:     jsii.Number(64),
@@ -116,16 +181,16 @@ func (s *TributaryStack) addIngest(assetDir string) {
 				IncludeSpace:       jsii.Bool(false),
 			},
 		})
-		cdknag.NagSuppressions_AddResourceSuppressions(s.IngestSecret, &[]*cdknag.NagPackSuppression{{
+		cdknag.NagSuppressions_AddResourceSuppressions(in.Secret, &[]*cdknag.NagPackSuppression{{
 			Id: jsii.String("AwsSolutions-SMG4"),
 			Reason: jsii.String("The signing secret is shared with the producers (devices) that sign requests with it, so a " +
 				"rotation Lambda cannot deliver a new value to them. It is rotated by hand: put a new value, hand it to the " +
 				"devices; ingest accepts AWSCURRENT and AWSPREVIOUS meanwhile (README: signed requests)."),
 		}}, jsii.Bool(false))
-		env[EnvIngestSecretArn] = s.IngestSecret.SecretArn()
+		env[EnvIngestSecretArn] = in.Secret.SecretArn()
 	}
 
-	s.Ingest = NewGoFunction(stack, "IngestFn", GoFunctionProps{
+	in.Function = NewGoFunction(c, "Function", GoFunctionProps{
 		Name:        FunctionIngest,
 		AssetDir:    assetDir,
 		Description: "Validates producer events, stamps receivedAt and puts them on the events stream",
@@ -133,15 +198,16 @@ func (s *TributaryStack) addIngest(assetDir string) {
 		Timeout:     ingestTimeout,
 		MemoryMB:    functionMemoryMB,
 	})
-	s.Events.Grant(s.Ingest.Role, *jsii.Strings(ingestStreamActions...)...)
-	s.Ingest.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+	fn := in.Function
+	in.Events.Grant(fn.Role, *jsii.Strings(ingestStreamActions...)...)
+	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(ingestRequestsActions...),
-		Resources: &[]*string{s.IngestRequests.TableArn()},
+		Resources: &[]*string{in.Requests.TableArn()},
 	}))
-	if s.IngestSecret != nil {
-		s.Ingest.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+	if in.Secret != nil {
+		fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings(ingestSecretActions...),
-			Resources: &[]*string{s.IngestSecret.SecretArn()},
+			Resources: &[]*string{in.Secret.SecretArn()},
 		}))
 	}
 
@@ -152,15 +218,32 @@ func (s *TributaryStack) addIngest(assetDir string) {
 	// function must run with INGEST_AUTH=HMAC and the secret whenever the
 	// URL is NONE (TestIngestAuthModes holds the stack to it).
 	urlAuth := awslambda.FunctionUrlAuthType_AWS_IAM
-	if s.IngestAuth == IngestAuthHMAC {
+	if auth == IngestAuthHMAC {
 		urlAuth = awslambda.FunctionUrlAuthType_NONE
 	}
-	s.IngestURL = s.Ingest.Function.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: urlAuth})
+	in.URL = fn.Function.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: urlAuth})
 
-	output(stack, "IngestRequestsTableName", s.IngestRequests.TableName(), "DynamoDB table of ingest's Idempotency-Key records (kept a day)")
-	if s.IngestSecret != nil {
-		output(stack, "IngestSecretArn", s.IngestSecret.SecretArn(), "Secrets Manager secret producers sign ingest requests with (aws secretsmanager get-secret-value --secret-id ...)")
+	stack := awscdk.Stack_Of(c)
+	output(stack, "IngestUrl", in.URL.Url(), "ingest Function URL: POST events here")
+	output(stack, "EventsStreamName", in.Events.StreamName(), "Kinesis stream of ingested events")
+	output(stack, "IngestRequestsTableName", in.Requests.TableName(), "DynamoDB table of ingest's Idempotency-Key records (kept a day)")
+	if in.Secret != nil {
+		output(stack, "IngestSecretArn", in.Secret.SecretArn(), "Secrets Manager secret producers sign ingest requests with (aws secretsmanager get-secret-value --secret-id ...)")
 	}
+	return in, nil
+}
+
+// NewEventsStream creates an events stream: provisioned with two shards,
+// encrypted with the AWS managed key, keeping records for retention
+// (quarantine reads a failed record back from it, so retention is how long
+// a failure can wait; see ContextEventsRetentionHours).
+func NewEventsStream(scope constructs.Construct, id string, retention time.Duration) awskinesis.Stream {
+	return awskinesis.NewStream(scope, jsii.String(id), &awskinesis.StreamProps{
+		StreamMode:      awskinesis.StreamMode_PROVISIONED,
+		ShardCount:      jsii.Number(2),
+		Encryption:      awskinesis.StreamEncryption_MANAGED,
+		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(retention.Hours())),
+	})
 }
 
 // streamRetention is stream's retention period: its RetentionPeriodHours,

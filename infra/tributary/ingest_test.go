@@ -18,7 +18,7 @@ func ingestEnv(s *TributaryStack) map[string]any {
 		EnvEventsStreamName:       ref(logicalID(s.Stack, s.Events)),
 		EnvIngestRoutes:           IngestRoutes,
 		EnvIngestDropSample:       "100",
-		EnvIngestIdempotencyTable: ref(logicalID(s.Stack, s.IngestRequests)),
+		EnvIngestIdempotencyTable: ref(logicalID(s.Stack, s.Ingest.Requests)),
 		EnvIngestMaxEventAge:      "168h", // the events stream keeps records 7 days by default (tributary:eventsRetentionHours)
 		EnvIngestAuth:             "AWS_IAM",
 	}
@@ -38,7 +38,7 @@ func ingestTables(s *TributaryStack) []struct {
 		props map[string]any
 	}{{
 		name: "IngestRequests",
-		id:   logicalID(s.Stack, s.IngestRequests),
+		id:   logicalID(s.Stack, s.Ingest.Requests),
 		props: map[string]any{
 			"KeySchema":               []any{map[string]any{"AttributeName": "id", "KeyType": "HASH"}},
 			"AttributeDefinitions":    []any{map[string]any{"AttributeName": "id", "AttributeType": "S"}},
@@ -54,7 +54,7 @@ func ingestTables(s *TributaryStack) []struct {
 // stack (records live a day), and is an output.
 func TestIngestRequestsTable(t *testing.T) {
 	s := fx.stack
-	id := logicalID(s.Stack, s.IngestRequests)
+	id := logicalID(s.Stack, s.Ingest.Requests)
 	r := fx.tmpl.Resources[id]
 	assertProps(t, id, r.Properties, map[string]any{
 		"BillingMode":             "PAY_PER_REQUEST",
@@ -92,8 +92,8 @@ func exactGrants(t *testing.T, tmpl cfnTemplate, roleID, logGroupID string, want
 func TestIngestGrantsOnlyWhatItCalls(t *testing.T) {
 	s := fx.stack
 	events := logicalID(s.Stack, s.Events) + ".Arn"
-	requests := logicalID(s.Stack, s.IngestRequests) + ".Arn"
-	exactGrants(t, fx.tmpl, logicalID(s.Stack, s.Ingest.Role), logicalID(s.Stack, s.Ingest.LogGroup), []string{
+	requests := logicalID(s.Stack, s.Ingest.Requests) + ".Arn"
+	exactGrants(t, fx.tmpl, logicalID(s.Stack, s.Ingest.Function.Role), logicalID(s.Stack, s.Ingest.Function.LogGroup), []string{
 		"kinesis:PutRecords " + events,
 		"dynamodb:PutItem " + requests,
 		"dynamodb:UpdateItem " + requests,
@@ -107,7 +107,7 @@ func TestIngestGrantsOnlyWhatItCalls(t *testing.T) {
 // role may read and nothing else may; cdk-nag stays clean, its one finding
 // (SMG4, no rotation Lambda) suppressed with the reason.
 func TestIngestAuthModes(t *testing.T) {
-	if n := len(fx.tmpl.ofType("AWS::SecretsManager::Secret")); n != 0 || fx.stack.IngestSecret != nil {
+	if n := len(fx.tmpl.ofType("AWS::SecretsManager::Secret")); n != 0 || fx.stack.Ingest.Secret != nil {
 		t.Errorf("the AWS_IAM stack has %d secrets, want none", n)
 	}
 
@@ -123,7 +123,7 @@ func TestIngestAuthModes(t *testing.T) {
 	if stack.AssetDirUsed != assets {
 		t.Errorf("asset dir = %s, want %s from context", stack.AssetDirUsed, assets)
 	}
-	secretID := logicalID(stack.Stack, stack.IngestSecret)
+	secretID := logicalID(stack.Stack, stack.Ingest.Secret)
 	secret := tmpl.Resources[secretID]
 	assertProps(t, secretID, secret.Properties, map[string]any{
 		"GenerateSecretString": map[string]any{"PasswordLength": 64.0, "ExcludePunctuation": true, "IncludeSpace": false},
@@ -134,15 +134,15 @@ func TestIngestAuthModes(t *testing.T) {
 	if vars[EnvIngestAuth] != "HMAC" || !reflect.DeepEqual(vars[EnvIngestSecretArn], ref(secretID)) {
 		t.Errorf("ingest env %v, want INGEST_AUTH=HMAC and INGEST_SECRET_ARN = the secret", vars)
 	}
-	requests := logicalID(stack.Stack, stack.IngestRequests) + ".Arn"
-	exactGrants(t, tmpl, logicalID(stack.Stack, stack.Ingest.Role), logicalID(stack.Stack, stack.Ingest.LogGroup), []string{
+	requests := logicalID(stack.Stack, stack.Ingest.Requests) + ".Arn"
+	exactGrants(t, tmpl, logicalID(stack.Stack, stack.Ingest.Function.Role), logicalID(stack.Stack, stack.Ingest.Function.LogGroup), []string{
 		"kinesis:PutRecords " + logicalID(stack.Stack, stack.Events) + ".Arn",
 		"dynamodb:PutItem " + requests,
 		"dynamodb:UpdateItem " + requests,
 		"dynamodb:GetItem " + requests,
 		"secretsmanager:GetSecretValue " + secretID,
 	})
-	ingestRole := logicalID(stack.Stack, stack.Ingest.Role)
+	ingestRole := logicalID(stack.Stack, stack.Ingest.Function.Role)
 	for roleID := range tmpl.ofType("AWS::IAM::Role") {
 		for g := range tmpl.grants(roleID) {
 			if roleID != ingestRole && strings.HasPrefix(g, "secretsmanager:") {

@@ -211,12 +211,12 @@ func NewStreamJoin(scope constructs.Construct, id string, props StreamJoinProps)
 // with their outputs.
 func (s *TributaryStack) addJoinsAndDetection(assetDir string) error {
 	var err error
-	props := StreamJoinProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures, Quarantine: s.Quarantine, TickFailures: s.TickerFailures}
+	props := StreamJoinProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Quarantine.Failures, Quarantine: s.Quarantine.Table, TickFailures: s.TickerFailures}
 	if s.Joins, err = NewStreamJoin(s.Stack, "SearchClickJoin", props); err != nil {
 		return err
 	}
 	if s.Detection, err = NewDetection(s.Stack, "Detection", DetectionProps{AssetDir: assetDir, Events: s.Events,
-		OnFailure: s.Failures, Quarantine: s.Quarantine, TickFailures: s.TickerFailures}); err != nil {
+		OnFailure: s.Quarantine.Failures, Quarantine: s.Quarantine.Table, TickFailures: s.TickerFailures}); err != nil {
 		return err
 	}
 	output(s.Stack, "JoinsStreamName", s.Joins.Joins.StreamName(), "Kinesis stream of joined, unmatched and click-through-rate records")

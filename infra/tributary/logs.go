@@ -2,24 +2,24 @@ package tributary
 
 import (
 	"fmt"
-	"math"
-	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 // ResultLogMessage is the msg of the JSON log line the functions that run a
 // pipeline write for every final window, correction and retraction
 // (aggregate.ResultLogMessage; package aggregate's output.go documents the
-// fields). This module cannot import the root module, so the queries below
-// spell the fields out, and a test checks them against output.go.
+// fields). The queries below spell the fields out rather than import
+// package aggregate (and the SDK clients it brings into the CDK app), and a
+// test checks them against output.go.
 const ResultLogMessage = "window result"
 
 // The fields of a result line the queries read.
@@ -78,27 +78,30 @@ const setAsideMessages = `/(?i)set aside|quarantin|poison|refused|not fully read
 
 // valueFields are the fields a result line carries for p's aggregates, in
 // the order a reader looks for them (aggregate.appendResult writes them).
-func valueFields(p PipelineConfig) []string {
-	has := func(a string) bool { return slices.Contains(p.Aggregates, a) }
+func valueFields(p *pipeline.Config) []string {
+	has := p.Aggregates.Aggregates.Has
 	var out []string
-	if has("count") || len(p.Aggregates) == 0 {
+	if has(agg.Count) {
 		out = append(out, "count")
 	}
-	for _, a := range []string{"sum", "mean", "min", "max"} {
-		if has(a) {
-			out = append(out, a)
+	for _, a := range []struct {
+		name string
+		a    agg.Aggregate
+	}{{"sum", agg.Sum}, {"mean", agg.Mean}, {"min", agg.Min}, {"max", agg.Max}} {
+		if has(a.a) {
+			out = append(out, a.name)
 		}
 	}
-	if has("quantiles") {
-		qs := p.Quantiles
+	if has(agg.Quantiles) {
+		qs := p.Aggregates.Quantiles
 		if len(qs) == 0 {
-			qs = []float64{0.5, 0.9, 0.99} // agg.DefaultQuantiles
+			qs = agg.DefaultQuantiles
 		}
 		for _, q := range qs {
 			out = append(out, quantileField(q))
 		}
 	}
-	if has("distinct") {
+	if has(agg.Distinct) {
 		out = append(out, "distinct")
 	}
 	return out
@@ -107,67 +110,35 @@ func valueFields(p PipelineConfig) []string {
 // quantileField is the log field of quantile q: agg.QuantileName with "."
 // as "_" (aggregate.QuantileField): 0.5 → p50, 0.999 → p99_9.
 func quantileField(q float64) string {
-	name := "p" + strconv.FormatFloat(math.Round(q*100*1e9)/1e9, 'f', -1, 64)
-	return strings.ReplaceAll(name, ".", "_")
+	return strings.ReplaceAll(agg.QuantileName(q), ".", "_")
 }
 
 // counts reports whether p's result lines carry count and countDelta.
-func counts(p PipelineConfig) bool {
-	return len(p.Aggregates) == 0 || slices.Contains(p.Aggregates, "count")
-}
-
-// windowID is a declared window's id as package pipeline writes it
-// (WindowSpec.ID) and the result lines carry it: tumbling:1m0s,
-// hopping:5m0s:1m0s, sliding:10s, session:30s, with +<offset> for an offset.
-func windowID(w PipelineWindow) string {
-	d := func(s string) string {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return s
-		}
-		return v.String()
-	}
-	var id string
-	switch w.Kind {
-	case "tumbling":
-		id = "tumbling:" + d(w.Size)
-	case "hopping":
-		id = "hopping:" + d(w.Size) + ":" + d(w.Advance)
-	case "sliding":
-		return "sliding:" + d(w.Difference)
-	case "session":
-		return "session:" + d(w.Gap)
-	default:
-		return w.Kind
-	}
-	if w.Offset != "" && d(w.Offset) != "0s" {
-		id += "+" + d(w.Offset)
-	}
-	return id
-}
+func counts(p *pipeline.Config) bool { return p.Aggregates.Aggregates.Has(agg.Count) }
 
 // topKeysWindow is the window kind top keys are counted over: one whose
 // windows do not overlap, so each event counts once — the first tumbling
 // window, else the first session window (its retractions subtract what a
-// merge replaced), else the first window.
-func topKeysWindow(p PipelineConfig) string {
-	for _, kind := range []string{"tumbling", "session"} {
+// merge replaced), else the first window. The result lines carry
+// WindowSpec.ID.
+func topKeysWindow(p *pipeline.Config) string {
+	for _, kind := range []pipeline.WindowKind{pipeline.Tumbling, pipeline.Session} {
 		for _, w := range p.Windows {
 			if w.Kind == kind {
-				return windowID(w)
+				return w.ID()
 			}
 		}
 	}
-	return windowID(p.Windows[0])
+	return p.Windows[0].ID()
 }
 
 // resultsFilter selects p's result lines.
-func resultsFilter(p PipelineConfig) string {
+func resultsFilter(p *pipeline.Config) string {
 	return fmt.Sprintf(`filter msg = %q and %s = %q`, ResultLogMessage, fieldPipeline, p.Name)
 }
 
 // QueryString is the Logs Insights query of kind q for pipeline p.
-func QueryString(p PipelineConfig, q ResultsQuery) string {
+func QueryString(p *pipeline.Config, q ResultsQuery) string {
 	switch q {
 	case QueryResultsOfKey:
 		fields := append([]string{"@timestamp", fieldResultType, fieldWindow, "start", "end", "revision"}, valueFields(p)...)
@@ -205,7 +176,7 @@ func QueryString(p PipelineConfig, q ResultsQuery) string {
 
 // newResultsQueries saves p's queries: the results ones over the log
 // groups of the functions that run p, the others over every function's.
-func newResultsQueries(scope constructs.Construct, p PipelineConfig, results, all []awslogs.ILogGroup) map[ResultsQuery]awslogs.CfnQueryDefinition {
+func newResultsQueries(scope constructs.Construct, p *pipeline.Config, results, all []awslogs.ILogGroup) map[ResultsQuery]awslogs.CfnQueryDefinition {
 	names := queryNames(p.Name)
 	out := map[ResultsQuery]awslogs.CfnQueryDefinition{}
 	for _, q := range resultsQueries {
@@ -246,7 +217,7 @@ func logGroupNames(groups []awslogs.ILogGroup) *[]any {
 // the keys that contribute the most events (the sum of countDelta, so a
 // correction adds only what it added) in windows of topKeysWindow; without
 // the count aggregate, the keys with the most results.
-func newTopKeysRule(scope constructs.Construct, p PipelineConfig, groups []awslogs.ILogGroup) awscloudwatch.CfnInsightRule {
+func newTopKeysRule(scope constructs.Construct, p *pipeline.Config, groups []awslogs.ILogGroup) awscloudwatch.CfnInsightRule {
 	stack := awscdk.Stack_Of(scope)
 	filters := []any{
 		map[string]any{"Match": "$.msg", "In": []string{ResultLogMessage}},
@@ -282,7 +253,7 @@ func newTopKeysRule(scope constructs.Construct, p PipelineConfig, groups []awslo
 
 // resultsLogWidgets are the dashboard's view of the results themselves and
 // of the records given up on, from the logs.
-func resultsLogWidgets(p PipelineConfig, results, all []awslogs.ILogGroup) []awscloudwatch.IWidget {
+func resultsLogWidgets(p *pipeline.Config, results, all []awslogs.ILogGroup) []awscloudwatch.IWidget {
 	names := func(groups []awslogs.ILogGroup) *[]*string {
 		out := make([]*string, len(groups))
 		for i, g := range groups {

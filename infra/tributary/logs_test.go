@@ -22,7 +22,11 @@ func TestSavedQueries(t *testing.T) {
 		}
 		return out
 	}
-	all := refs(sortedFunctionNames()...)
+	// Every function's log group, in stackFunctions' order.
+	var all []any
+	for _, fn := range stackFunctions(fx.stack.Stack) {
+		all = append(all, ref(logicalID(fx.stack.Stack, fn.fn.LogGroup())))
+	}
 	byName := map[string]cfnResource{}
 	for _, q := range fx.tmpl.ofType("AWS::Logs::QueryDefinition") {
 		byName[q.Properties["Name"].(string)] = q
@@ -66,8 +70,8 @@ func TestSavedQueries(t *testing.T) {
 			t.Errorf("%s: parameters %v, want one described, named %s", c.name, params, c.param)
 		}
 	}
-	if len(byName) != 4 {
-		t.Errorf("%d saved queries, want 4", len(byName))
+	if want := 4 * len(fx.stack.Pipelines.Pipelines); len(byName) != want {
+		t.Errorf("%d saved queries, want 4 per pipeline, %d", len(byName), want)
 	}
 }
 
@@ -92,15 +96,21 @@ func TestSetAsideMessages(t *testing.T) {
 // by the events their results add (countDelta, finals and corrections, in
 // the tumbling windows), over the log groups that hold the results.
 func TestTopKeysRule(t *testing.T) {
-	rules := fx.tmpl.ofType("AWS::CloudWatch::InsightRule")
+	all := fx.tmpl.ofType("AWS::CloudWatch::InsightRule")
+	if len(all) != len(fx.stack.Pipelines.Pipelines) {
+		t.Fatalf("%d Contributor Insights rules, want one per pipeline", len(all))
+	}
+	rules := map[string]cfnResource{}
+	for id, r := range all {
+		if tokenText(t, r.Properties["RuleName"]) == StackID+"-pageviews-top-keys" {
+			rules[id] = r
+		}
+	}
 	if len(rules) != 1 {
-		t.Fatalf("%d Contributor Insights rules, want 1", len(rules))
+		t.Fatalf("no rule %s-pageviews-top-keys", StackID)
 	}
 	groups := functionLogGroupIDs(t)
 	for id, r := range rules {
-		if got := tokenText(t, r.Properties["RuleName"]); got != StackID+"-pageviews-top-keys" {
-			t.Errorf("rule %s is named %q", id, got)
-		}
 		if r.Properties["RuleState"] != "ENABLED" {
 			t.Errorf("rule %s is %v", id, r.Properties["RuleState"])
 		}

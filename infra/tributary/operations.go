@@ -15,12 +15,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
 // Context keys of the operational settings (cdk.json, or cdk synth/deploy
@@ -215,9 +212,9 @@ func contextWhole(node constructs.Node, key string, def, lo, hi float64) (float6
 	return n, nil
 }
 
-// Operations is what the stack adds so that every failure reaches a person
-// and the state outlives the stack: the alarm topic (and its key), the
-// alarms, the ticker's failure queue, and the settings they follow.
+// Operations is what NewOperations adds so that every failure reaches a
+// person and the state outlives the stack: the alarm topic (and its key),
+// the alarms, and the settings they follow.
 type Operations struct {
 	Settings OpsSettings
 	// Topic is the action of every alarm in the stack (alarm and OK).
@@ -228,48 +225,50 @@ type Operations struct {
 	Alarms []awscloudwatch.Alarm
 }
 
-// addTickerFailureDestination gives the ticker's asynchronous invocations
-// (the schedule's) retries and an on-failure destination, the
-// TickerFailures queue: retained, encrypted, TLS only, and alarmed on its
-// depth like every failure queue. Nothing consumes it: a message there is a
-// tick that failed (its request, error and stack trace) for a person to read.
-func (s *TributaryStack) addTickerFailureDestination() {
-	s.TickerFailures = awssqs.NewQueue(s.Stack, jsii.String("TickerFailures"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: seconds(maxQueueRetention),
-		RemovalPolicy:   awscdk.RemovalPolicy_RETAIN,
-	})
-	cdknag.NagSuppressions_AddResourceSuppressions(s.TickerFailures, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("AwsSolutions-SQS3"),
-		Reason: jsii.String("TickerFailures is itself a failure destination (the ticker's asynchronous on-failure destination); " +
-			"nothing consumes it, so no message can fail to be processed and need a dead-letter queue."),
-	}}, jsii.Bool(true))
-	s.Ticker.Function.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
-		RetryAttempts: jsii.Number(tickerRetryAttempts),
-		MaxEventAge:   seconds(tickerMaxEventAge),
-		OnFailure:     awslambdadestinations.NewSqsDestination(s.TickerFailures),
-	})
+// OperationsProps configures NewOperations.
+type OperationsProps struct {
+	// Settings are the thresholds, retention and reserved concurrency; if
+	// nil, OpsSettingsFromContext of the stack.
+	Settings *OpsSettings
+	// Quarantine, if set, may read back the failed range of every stream
+	// that reports to its Failures queue.
+	Quarantine *Quarantine
 }
 
-// addOperations runs last in NewTributaryStack, over everything the stack
-// holds by then: the tables and failure queues are kept on destroy, the
-// functions get their reserved concurrency, quarantine may read back the
-// failed range of every stream that reports to Failures, and every
-// function, stream mapping and failure queue gets its alarms, all with the
-// topic as action.
-func (s *TributaryStack) addOperations(settings OpsSettings) (*Operations, error) {
+// NewOperations makes every failure in stack reach a person and its state
+// outlive the stack, over everything the stack holds when it is called:
+// call it last. Every table is retained and deletion-protected and every
+// failure queue retained (ProtectState); functions get their reserved
+// concurrency (by name, ContextReservedConcurrencyPrefix); quarantine may
+// read back the failed ranges of the streams that report to its Failures
+// queue (GrantFailedRangeReads); and every function (errors, throttles),
+// stream consumer (iterator age, records set aside), failure queue (depth)
+// and pipeline (share of late records, per pipeline) gets its alarms
+// (NewAlarms), all notifying one encrypted SNS topic (output
+// AlarmTopicArn). It fails on a wrong context value or a reserved
+// concurrency below an SQS mapping's maximum concurrency.
+func NewOperations(stack awscdk.Stack, props OperationsProps) (*Operations, error) {
+	var settings OpsSettings
+	if props.Settings != nil {
+		settings = *props.Settings
+	} else {
+		var err error
+		if settings, err = OpsSettingsFromContext(stack.Node()); err != nil {
+			return nil, err
+		}
+	}
 	ops := &Operations{Settings: settings}
-	ProtectState(s.Stack)
-	if err := ApplyReservedConcurrency(s.Stack, settings.ReservedConcurrency); err != nil {
+	ProtectState(stack)
+	if err := ApplyReservedConcurrency(stack, settings.ReservedConcurrency); err != nil {
 		return nil, err
 	}
-	GrantFailedRangeReads(s.Stack, s.Failures, s.Quarantiner.GoFunction)
-	ops.Topic, ops.TopicKey = NewAlarmTopic(s.Stack, "AlarmTopic", settings.AlarmEmail)
-	SendAlarmsTo(s.Stack, ops.Topic)
-	ops.Alarms = NewAlarms(s.Stack, settings.Alarms)
-	output(s.Stack, "AlarmTopicArn", ops.Topic.TopicArn(), "SNS topic every alarm notifies (alarm and OK); subscribe to it")
-	output(s.Stack, "TickerFailuresQueueUrl", s.TickerFailures.QueueUrl(), "SQS queue of ticks that failed after their retries")
+	if props.Quarantine != nil {
+		GrantFailedRangeReads(stack, props.Quarantine.Failures, props.Quarantine.Function.GoFunction)
+	}
+	ops.Topic, ops.TopicKey = NewAlarmTopic(stack, "AlarmTopic", settings.AlarmEmail)
+	SendAlarmsTo(stack, ops.Topic)
+	ops.Alarms = NewAlarms(stack, settings.Alarms)
+	output(stack, "AlarmTopicArn", ops.Topic.TopicArn(), "SNS topic every alarm notifies (alarm and OK); subscribe to it")
 	return ops, nil
 }
 
@@ -305,9 +304,11 @@ func ApplyReservedConcurrency(stack awscdk.Stack, byName map[string]int) error {
 // it by.
 type stackFunction struct {
 	name string // FunctionMetadataKey, or the construct path without it
-	fn   awslambda.Function
-	cfn  awslambda.CfnFunction
-	ref  string // resolved Ref, to match mappings
+	// pipeline is the PipelineMetadataKey of a pipeline's function; "".
+	pipeline string
+	fn       awslambda.Function
+	cfn      awslambda.CfnFunction
+	ref      string // resolved Ref, to match mappings
 }
 
 // stackFunctions lists the Lambda functions in stack, ordered by name.
@@ -323,10 +324,36 @@ func stackFunctions(stack awscdk.Stack) []stackFunction {
 		if name == "" {
 			name = *fn.Node().Path()
 		}
-		out = append(out, stackFunction{name: name, fn: fn, cfn: cfn, ref: resolvedJSON(stack, fn.FunctionName())})
+		pipe, _ := cfn.GetMetadata(jsii.String(PipelineMetadataKey)).(string)
+		out = append(out, stackFunction{name: name, pipeline: pipe, fn: fn, cfn: cfn, ref: resolvedJSON(stack, fn.FunctionName())})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].label() < out[j].label() })
 	return out
+}
+
+// label names the function on dashboards and in alarm descriptions:
+// its name, and for a pipeline's function the pipeline's,
+// "aggregate[checkouts]".
+func (f stackFunction) label() string {
+	if f.pipeline == "" {
+		return f.name
+	}
+	return f.name + "[" + f.pipeline + "]"
+}
+
+// idPrefix starts the construct ids of the function's alarms:
+// "Aggregate", "AggregateCheckouts".
+func (f stackFunction) idPrefix() string { return exportedName(f.name) + exportedName(f.pipeline) }
+
+// dimensions of the function's own metrics: {Function} for a function of
+// its own, {Function, Pipeline} for a pipeline's (the EMF records of
+// aggregate and ticker carry both sets: MetricsPipelineDimension).
+func (f stackFunction) dimensions() map[string]*string {
+	d := map[string]*string{MetricsDimension: jsii.String(f.name)}
+	if f.pipeline != "" {
+		d[MetricsPipelineDimension] = jsii.String(f.pipeline)
+	}
+	return d
 }
 
 // mapping is an event source mapping of the stack, its values resolved.

@@ -56,7 +56,7 @@ func TestStateOutlivesTheStack(t *testing.T) {
 		deletion string
 	}{
 		{logicalID(s.Stack, s.Events), DefaultEventsRetention.Hours(), "Retain"},
-		{logicalID(s.Stack, s.WindowResults), 24.0, "Retain"},
+		{logicalID(s.Stack, s.Pipelines.WindowResults), 24.0, "Retain"},
 		{logicalID(s.Stack, s.Enrichment.Enriched), 24.0, "Delete"},
 	} {
 		r := fx.tmpl.Resources[tt.id]
@@ -74,8 +74,8 @@ func TestStateOutlivesTheStack(t *testing.T) {
 // events go there too.
 func TestTickerFailureDestination(t *testing.T) {
 	s := fx.stack
-	tickerID := logicalID(s.Stack, s.Ticker.Function)
-	queueID := logicalID(s.Stack, s.TickerFailures)
+	tickerID := logicalID(s.Stack, pageviews(s).Ticker.Function)
+	queueID := logicalID(s.Stack, pageviews(s).TickerFailures)
 	var configs int
 	for id, c := range fx.tmpl.ofType("AWS::Lambda::EventInvokeConfig") {
 		if !reflect.DeepEqual(c.Properties["FunctionName"], ref(tickerID)) {
@@ -103,10 +103,10 @@ func TestTickerFailureDestination(t *testing.T) {
 	if !deniesInsecureTransport(queueID) {
 		t.Error("TickerFailures has no policy denying requests without TLS")
 	}
-	if !fx.tmpl.grants(logicalID(s.Stack, s.Ticker.Role))["sqs:SendMessage "+queueID+".Arn"] {
+	if !fx.tmpl.grants(logicalID(s.Stack, pageviews(s).Ticker.Role))["sqs:SendMessage "+queueID+".Arn"] {
 		t.Error("the ticker's role may not send to TickerFailures (Lambda sends the on-failure record with it)")
 	}
-	rule := fx.tmpl.Resources[logicalID(s.Stack, s.TickerRule)].Properties
+	rule := fx.tmpl.Resources[logicalID(s.Stack, pageviews(s).TickerRule)].Properties
 	target := asList(rule["Targets"])[0].(map[string]any)
 	if !reflect.DeepEqual(target["DeadLetterConfig"], map[string]any{"Arn": getAtt(queueID, "Arn")}) {
 		t.Errorf("schedule target DeadLetterConfig %v, want TickerFailures", target["DeadLetterConfig"])
@@ -151,9 +151,9 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 		panic(fmt.Sprintf("arn of %T", c))
 	}
-	views, results := arn(s.Views), arn(s.WindowResults)
-	events, failures := arn(s.Events), logicalID(s.Stack, s.Failures)+".Arn"
-	param := resourceName(s.Stack.Resolve(s.ViewsRegistry.Parameter.ParameterArn()))
+	views, results := arn(s.Pipelines.Views), arn(s.Pipelines.WindowResults)
+	events, failures := arn(s.Events), logicalID(s.Stack, s.Quarantine.Failures)+".Arn"
+	param := resourceName(s.Stack.Resolve(s.Pipelines.ViewsRegistry.Parameter.ParameterArn()))
 	streamOf := func(tbl awsdynamodb.ITable) string { return logicalID(s.Stack, tbl) + ".StreamArn" }
 	profiles, tweets, follows := s.Profiles.Table, s.Timelines.Tweets, s.Timelines.Follows
 
@@ -182,7 +182,7 @@ func TestLeastPrivilege(t *testing.T) {
 	)
 	tasks, tasksFifo := logicalID(s.Stack, s.Work.Tasks)+".Arn", logicalID(s.Stack, s.Work.TasksFifo)+".Arn"
 	// Stream consumers set aside what can never succeed (package setaside).
-	setAside := on(arn(s.Quarantine), setAsideActions...)
+	setAside := on(arn(s.Quarantine.Table), setAsideActions...)
 	esEvents, esViews := arn(s.EventSourcing.Events), arn(s.EventSourcing.Views)
 	esParam := resourceName(s.Stack.Resolve(s.EventSourcing.ViewsParameter.ParameterArn()))
 
@@ -191,12 +191,14 @@ func TestLeastPrivilege(t *testing.T) {
 		fn   *GoFunction
 		want []string
 	}{
-		{FunctionAggregate, s.Aggregate.GoFunction, join(kinesisMapping, sendTo(failures), windows, setAside,
+		{FunctionAggregate, pageviews(s).Aggregate.GoFunction, join(kinesisMapping, sendTo(failures), windows, setAside,
+			// Two pipelines: each aggregate reads through its own consumer.
+			on(logicalID(s.Stack, pageviews(s).Aggregate.Consumer)+".ConsumerARN", "kinesis:DescribeStreamConsumer", "kinesis:SubscribeToShard"),
 			on(views, "dynamodb:BatchGetItem", "dynamodb:PutItem"), on(views+"-v*", "dynamodb:BatchGetItem", "dynamodb:PutItem"))},
-		{FunctionTicker, s.Ticker, join(windows, sendTo(logicalID(s.Stack, s.TickerFailures)+".Arn"))},
-		{FunctionQuarantine, s.Quarantiner.GoFunction, join(
+		{FunctionTicker, pageviews(s).Ticker, join(windows, sendTo(logicalID(s.Stack, pageviews(s).TickerFailures)+".Arn"))},
+		{FunctionQuarantine, s.Quarantine.Function.GoFunction, join(
 			sqsMapping(failures),
-			on(arn(s.Quarantine), "dynamodb:PutItem", "dynamodb:BatchWriteItem"),
+			on(arn(s.Quarantine.Table), "dynamodb:PutItem", "dynamodb:BatchWriteItem"),
 			on(events, "kinesis:GetShardIterator", "kinesis:GetRecords"),
 			on(streamOf(profiles), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
 			on(streamOf(tweets), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),

@@ -1,10 +1,13 @@
 package tributary
 
 import (
+	"encoding/json"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -43,8 +46,10 @@ func ProtectState(stack awscdk.Stack) {
 
 // FailureQueues lists, ordered by construct path, the queues of stack that
 // hold failures: every queue that is another queue's dead-letter queue,
-// and every queue that is the on-failure destination of an event source
-// mapping or of a function's asynchronous invocations.
+// every queue that is the on-failure destination of an event source
+// mapping or of a function's asynchronous invocations, and every queue
+// that is the dead-letter queue of an EventBridge rule's target (the
+// schedule events EventBridge could not deliver).
 func FailureQueues(stack awscdk.Stack) []awssqs.Queue {
 	byArn := map[string]awssqs.Queue{}
 	var queues []awssqs.Queue
@@ -74,6 +79,13 @@ func FailureQueues(stack awscdk.Stack) []awssqs.Queue {
 		if cfg, ok := c.(awslambda.CfnEventInvokeConfig); ok {
 			if d := onFailureDestination(stack, cfg.DestinationConfig()); d != "" {
 				add(d)
+			}
+		}
+	}
+	for _, c := range *stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		if rule, ok := c.(awsevents.CfnRule); ok {
+			for _, arn := range ruleDeadLetterQueues(stack, rule) {
+				add(arn)
 			}
 		}
 	}
@@ -148,4 +160,29 @@ func GrantFailedRangeReads(stack awscdk.Stack, failures awssqs.IQueue, reader *G
 			Resources: &streamArns,
 		}))
 	}
+}
+
+// ruleDeadLetterQueues are the resolved dead-letter queue ARNs of rule's
+// targets.
+func ruleDeadLetterQueues(stack awscdk.Stack, rule awsevents.CfnRule) []string {
+	var targets []map[string]any
+	if err := json.Unmarshal([]byte(resolvedJSON(stack, rule.Targets())), &targets); err != nil {
+		return nil
+	}
+	var out []string
+	for _, t := range targets {
+		for k, v := range t {
+			if !strings.EqualFold(k, "deadLetterConfig") {
+				continue
+			}
+			dlc, _ := v.(map[string]any)
+			for k2, arn := range dlc {
+				if strings.EqualFold(k2, "arn") {
+					raw, _ := json.Marshal(arn)
+					out = append(out, string(raw))
+				}
+			}
+		}
+	}
+	return out
 }

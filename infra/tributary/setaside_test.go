@@ -60,16 +60,16 @@ func assertSetAsideGrant(t *testing.T, grants map[string]bool, quarantineID stri
 // quarantine table and the failures queue and its DLQ survive cdk destroy.
 func TestQuarantineWriters(t *testing.T) {
 	s := fx.stack
-	qID := logicalID(s.Stack, s.Quarantine)
+	qID := logicalID(s.Stack, s.Quarantine.Table)
 	writers := map[string]struct {
 		fn    *GoFunction
 		extra []string
 	}{
-		FunctionAggregate:  {s.Aggregate.GoFunction, nil},
+		FunctionAggregate:  {pageviews(s).Aggregate.GoFunction, nil},
 		FunctionCDC:        {s.Profiles.Function.GoFunction, nil},
 		FunctionTimeline:   {s.Timelines.Function.GoFunction, nil},
 		FunctionEnrich:     {s.Enrichment.Function.GoFunction, nil},
-		FunctionQuarantine: {s.Quarantiner.GoFunction, []string{"dynamodb:PutItem"}},
+		FunctionQuarantine: {s.Quarantine.Function.GoFunction, []string{"dynamodb:PutItem"}},
 	}
 	for name, w := range writers {
 		t.Run(name, func(t *testing.T) {
@@ -84,7 +84,7 @@ func TestQuarantineWriters(t *testing.T) {
 	for _, other := range []struct {
 		name string
 		fn   *GoFunction
-	}{{FunctionIngest, s.Ingest}, {FunctionTicker, s.Ticker}, {FunctionWorker, s.Work.Worker.GoFunction}, {FunctionSnapshot, s.Snapshot.Function}} {
+	}{{FunctionIngest, s.Ingest.Function}, {FunctionTicker, pageviews(s).Ticker}, {FunctionWorker, s.Work.Worker.GoFunction}, {FunctionSnapshot, s.Snapshot.Function}} {
 		if got := quarantineGrants(fx.tmpl.grants(logicalID(s.Stack, other.fn.Role)), qID); len(got) > 0 {
 			t.Errorf("%s may %v on the quarantine table", other.name, got)
 		}
@@ -107,8 +107,8 @@ func TestQuarantineWriters(t *testing.T) {
 		}
 		for what, id := range map[string]string{
 			"quarantine table": qID,
-			"failures queue":   logicalID(s.Stack, s.Failures),
-			"failures DLQ":     logicalID(s.Stack, s.FailuresDLQ),
+			"failures queue":   logicalID(s.Stack, s.Quarantine.Failures),
+			"failures DLQ":     logicalID(s.Stack, s.Quarantine.FailuresDLQ),
 		} {
 			r, ok := tmpl.Resources[id]
 			if !ok {

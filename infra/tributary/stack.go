@@ -1,25 +1,25 @@
 package tributary
 
 import (
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 // StackID is the id of the Tributary stack; cdk synth writes
@@ -58,8 +58,8 @@ const (
 var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich, FunctionSnapshot,
 	FunctionJoin, FunctionDetect, FunctionRules, FunctionCommands, FunctionPublish, FunctionProject}
 
-// Environment variables of the windowed pipeline's functions (aggregate and
-// ticker), read by package pipeline and the functions' mains.
+// Environment variables of a pipeline's functions (aggregate and ticker),
+// read by package pipeline and the functions' mains.
 const (
 	EnvPipelineConfig   = "PIPELINE_CONFIG"
 	EnvViewsTableName   = "VIEWS_TABLE_NAME"
@@ -96,9 +96,10 @@ var (
 // reads, updates or deletes an item.
 var quarantineTableActions = []string{"dynamodb:PutItem", "dynamodb:BatchWriteItem"}
 
-// TickerRate is how often the ticker runs: it advances the watermark of
-// shards that saw no records for the pipeline's idleTimeout, finalizes the
-// windows the watermark passed and emits their results.
+// TickerRate is how often a pipeline's ticker runs by default: it advances
+// the watermark of shards that saw no records for the pipeline's
+// idleTimeout, finalizes the windows the watermark passed and emits their
+// results.
 const TickerRate = time.Minute
 
 // Function timeouts. The Failures queue's visibility timeout follows from
@@ -121,40 +122,38 @@ type TributaryStackProps struct {
 	// IngestAuth is how producers authenticate to ingest. If empty,
 	// context ContextIngestAuth, else AWS_IAM.
 	IngestAuth IngestAuthMode
-	// Pipeline is the windowed pipeline aggregate and ticker run. If nil,
-	// DefaultPipeline (pipeline.json).
-	Pipeline *PipelineConfig
+	// PipelinesDir is the directory of pipeline files. If empty, context
+	// ContextPipelinesDir, else DefaultPipelinesDir.
+	PipelinesDir string
+	// Pipelines, if set, are the pipelines to deploy instead of
+	// PipelinesDir's.
+	Pipelines []pipeline.File
 	// FlushInterval is aggregate's write interval (see ContextFlushInterval);
 	// if zero, the context value, else per batch.
 	FlushInterval time.Duration
 }
 
-// TributaryStack is the deployable topology: producers POST events to ingest,
-// which puts them on the Events stream; aggregate runs the declared pipeline
-// over them — event-time windows per key into the Views table, final results
-// and corrections onto the WindowResults stream — and the ticker, on a
-// schedule, advances idle shards and closes their windows; batches that keep
-// failing are described on the Failures queue, from which quarantine copies
-// the failed records into Quarantine.
+// TributaryStack is the deployable topology, composed of the public
+// constructs (NewIngest, NewQuarantine, NewPipelines, NewDashboard,
+// NewOperations) and the repository's demonstrations: producers POST
+// events to ingest, which puts them on the Events stream; each declared
+// pipeline's aggregate runs it over them — event-time windows per key into
+// the Views table, final results and corrections onto the WindowResults
+// stream — and its ticker, on a schedule, advances idle shards and closes
+// their windows; batches that keep failing are described on the Failures
+// queue, from which quarantine copies the failed records into its table.
 type TributaryStack struct {
 	awscdk.Stack
 
+	// Events is the stream ingest writes and every stage reads.
 	Events awskinesis.Stream
-	// Views holds the pipeline's window results (package state's schema).
-	Views awsdynamodb.Table
-	// WindowResults receives final results and corrections; nil when the
-	// pipeline's outputs.stream is false.
-	WindowResults awskinesis.Stream
-	Quarantine    awsdynamodb.Table
-	Failures      awssqs.Queue
-	FailuresDLQ   awssqs.IQueue
-
-	Ingest      *GoFunction
-	IngestURL   awslambda.FunctionUrl
-	Aggregate   *StreamFunction
-	Ticker      *GoFunction
-	TickerRule  awsevents.Rule
-	Quarantiner *QueueFunction
+	// Ingest is the ingest function, its URL and tables (NewIngest).
+	Ingest *Ingest
+	// Quarantine is the quarantine table, the Failures queue and the
+	// quarantine function (NewQuarantine).
+	Quarantine *Quarantine
+	// Pipelines are the declared windowed pipelines (NewPipelines).
+	Pipelines *Pipelines
 	// Work is the tasks queues, the worker and its tables (worker.go).
 	Work *WorkerResources
 	// Profiles is the CDC source: a table whose changes the cdc function
@@ -165,9 +164,6 @@ type TributaryStack struct {
 	// Enrichment is the stream–table join: activity on the events stream
 	// joined with the profile version before it → the enriched stream.
 	Enrichment *Enrichment
-	// ViewsRegistry is the SSM parameter naming the current version of the
-	// views table, which aggregate and ticker follow and cmd/replay swaps.
-	ViewsRegistry *ViewsRegistry
 	// Snapshot is the bootstrap that publishes the profiles table's
 	// contents as changelog records tied to a stream position.
 	Snapshot *Snapshot
@@ -179,75 +175,34 @@ type TributaryStack struct {
 	// store, its publication and the views (eventsourcing.go).
 	EventSourcing *EventSourcing
 	// Dashboards are the dashboard, saved queries and top-keys rule of
-	// each pipeline (dashboard.go, logs.go).
-	Dashboards []*PipelineDashboard
+	// each pipeline (NewDashboard), in the pipelines' order.
+	Dashboards []*Dashboard
 
-	IngestAuth   IngestAuthMode
 	AssetDirUsed string
-	// Pipeline is the pipeline aggregate and ticker run.
-	Pipeline PipelineConfig
-	// FlushInterval is aggregate's mapping tumbling window; 0 per batch.
-	FlushInterval time.Duration
-	// TickerFailures receives the ticks that failed after their retries
-	// (and schedule events EventBridge could not deliver).
+	// TickerFailures receives the failed ticks of the join's and
+	// detection's tickers (each pipeline's ticker has its own queue).
 	TickerFailures awssqs.Queue
 	// Ops is the alarm topic, the alarms and the operational settings
-	// (operations.go).
+	// (NewOperations).
 	Ops *Operations
-
-	// IngestRequests holds ingest's Idempotency-Key records; IngestSecret
-	// is the signing secret (nil unless IngestAuth is HMAC). See ingest.go.
-	IngestRequests awsdynamodb.Table
-	IngestSecret   awssecretsmanager.Secret
 }
-
-// NewTributaryStack creates the Tributary stack in scope. It fails if the
-// ingest auth mode is not AWS_IAM or HMAC, if a function's bootstrap is
-// missing from the asset dir, or if an operational context value (alarms,
-// retention, reserved concurrency: OpsSettingsFromContext) is wrong.
 
 // IngestRoutes is ingest's load policy per function URL path (INGEST_ROUTES):
 // "/" buffers in Kinesis, "/orders" pushes back with 429, "/metrics" drops
 // under throttling (counted in the Dropped metric).
 const IngestRoutes = `{"/": "buffer", "/orders": "backpressure", "/metrics": "drop"}`
 
+// NewTributaryStack creates the Tributary stack in scope. It fails if the
+// ingest auth mode is not AWS_IAM or HMAC, if a pipeline file does not
+// parse (naming the file and the field), if a function's bootstrap is
+// missing from the asset dir, or if an operational context value (alarms,
+// retention, reserved concurrency: OpsSettingsFromContext) is wrong.
 func NewTributaryStack(scope constructs.Construct, id string, props *TributaryStackProps) (*TributaryStack, error) {
 	if props == nil {
 		props = &TributaryStackProps{}
 	}
 	node := constructs.Node_Of(scope)
-	assetDir := props.AssetDir
-	if assetDir == "" {
-		v, err := contextString(node, ContextAssetDir, DefaultAssetDir)
-		if err != nil {
-			return nil, err
-		}
-		assetDir = v
-	}
-	authContext, err := contextString(node, ContextIngestAuth, "")
-	if err != nil {
-		return nil, err
-	}
-	auth, err := ingestAuth(props.IngestAuth, authContext)
-	if err != nil {
-		return nil, err
-	}
-	flush := props.FlushInterval
-	if flush == 0 {
-		if flush, err = contextSeconds(node, ContextFlushInterval, 0, maxFlushIntervalSec); err != nil {
-			return nil, err
-		}
-	}
-	var pipe PipelineConfig
-	if props.Pipeline != nil {
-		pipe = *props.Pipeline
-		if err := pipe.Validate(); err != nil {
-			return nil, err
-		}
-	} else if pipe, err = DefaultPipeline(); err != nil {
-		return nil, err
-	}
-	pipelineEnv, err := pipe.JSON()
+	assetDir, err := assetDirOf(node, props.AssetDir)
 	if err != nil {
 		return nil, err
 	}
@@ -264,226 +219,141 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		sp.Description = jsii.String("Tributary: serverless stream processing in Go (ingest -> Kinesis -> windowed aggregate -> DynamoDB views and a results stream, failures -> quarantine)")
 	}
 	stack := awscdk.NewStack(scope, jsii.String(id), &sp)
-	s := &TributaryStack{Stack: stack, IngestAuth: auth, AssetDirUsed: assetDir, Pipeline: pipe, FlushInterval: flush}
+	s := &TributaryStack{Stack: stack, AssetDirUsed: assetDir}
 
-	s.Events = awskinesis.NewStream(stack, jsii.String("Events"), &awskinesis.StreamProps{
-		StreamMode: awskinesis.StreamMode_PROVISIONED,
-		ShardCount: jsii.Number(2),
-		Encryption: awskinesis.StreamEncryption_MANAGED,
-		// Quarantine reads a failed record back from here: the retention
-		// is how long a failure can wait for it (ContextEventsRetentionHours).
-		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(ops.EventsRetention.Hours())),
-	})
-
-	s.Views = awsdynamodb.NewTable(stack, jsii.String("Views"), &awsdynamodb.TableProps{
-		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:      &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
-		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
-		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
-			PointInTimeRecoveryEnabled: jsii.Bool(true),
-		},
-		TimeToLiveAttribute: jsii.String(viewsTTLAttribute),
-	})
-	// Sparse: only windows not yet final carry openIn/openUntil, so the
-	// ticker's query reads the open windows and nothing else.
-	s.Views.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-		IndexName:      jsii.String(ViewsOpenIndex),
-		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String("openIn"), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:        &awsdynamodb.Attribute{Name: jsii.String("openUntil"), Type: awsdynamodb.AttributeType_STRING},
-		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
-	})
-
-	if pipe.Output().Stream {
-		s.WindowResults = awskinesis.NewStream(stack, jsii.String("WindowResults"), &awskinesis.StreamProps{
-			StreamMode: awskinesis.StreamMode_PROVISIONED,
-			ShardCount: jsii.Number(1),
-			Encryption: awskinesis.StreamEncryption_MANAGED,
-		})
+	s.Events = NewEventsStream(stack, "Events", ops.EventsRetention)
+	if s.Ingest, err = NewIngest(stack, "Ingest", IngestProps{AssetDir: assetDir, Events: s.Events, Auth: props.IngestAuth}); err != nil {
+		return nil, err
 	}
-	windowEnv := func() map[string]*string {
-		env := map[string]*string{
-			EnvPipelineConfig: jsii.String(pipelineEnv),
-			EnvViewsTableName: s.Views.TableName(),
-		}
-		if s.WindowResults != nil {
-			env[EnvOutputStreamName] = s.WindowResults.StreamName()
-		}
-		return env
+	if s.Quarantine, err = NewQuarantine(stack, "Quarantine", QuarantineProps{AssetDir: assetDir}); err != nil {
+		return nil, err
 	}
-
-	s.Quarantine = awsdynamodb.NewTable(stack, jsii.String("Quarantine"), &awsdynamodb.TableProps{
-		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("source"), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:      &awsdynamodb.Attribute{Name: jsii.String("sequenceNumber"), Type: awsdynamodb.AttributeType_STRING},
-		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
-		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
-			PointInTimeRecoveryEnabled: jsii.Bool(true),
-		},
-		TimeToLiveAttribute: jsii.String("expiresAt"),
-	})
-
-	// Failures is the on-failure destination of every stream mapping and the
-	// source of quarantine.
-	s.Failures = NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{
-		ConsumerTimeout: quarantineTimeout,
-		MaxReceiveCount: DefaultQueueMaxReceiveCount,
-	})
-	s.FailuresDLQ = s.Failures.DeadLetterQueue().Queue
+	failures, quarantine := s.Quarantine.Failures, s.Quarantine.Table
 	s.Profiles = NewProfilesCDC(stack, "ProfilesCDC", ProfilesCDCProps{
 		AssetDir:   assetDir,
 		Events:     s.Events,
-		OnFailure:  s.Failures,
-		Quarantine: s.Quarantine,
+		OnFailure:  failures,
+		Quarantine: quarantine,
 	})
-	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: s.Failures, Quarantine: s.Quarantine})
-	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Failures, Quarantine: s.Quarantine,
-		DedupeHorizon: pipe.DedupeHorizon})
+	s.Timelines = NewTimelines(stack, "Timelines", TimelinesProps{AssetDir: assetDir, OnFailure: failures, Quarantine: quarantine})
+	s.Enrichment = NewEnrichment(stack, "Enrichment", EnrichmentProps{AssetDir: assetDir, Events: s.Events, OnFailure: failures, Quarantine: quarantine})
 
-	s.addIngest(assetDir)
+	if s.Pipelines, err = NewPipelines(stack, "Pipelines", PipelinesProps{
+		AssetDir:      assetDir,
+		Dir:           props.PipelinesDir,
+		Files:         props.Pipelines,
+		Events:        s.Events,
+		OnFailure:     failures,
+		Quarantine:    quarantine,
+		FlushInterval: props.FlushInterval,
+	}); err != nil {
+		return nil, err
+	}
 
-	s.Aggregate = NewStreamFunction(stack, "AggregateFn", StreamFunctionProps{
-		Function: GoFunctionProps{
-			Name:        FunctionAggregate,
-			AssetDir:    assetDir,
-			Description: fmt.Sprintf("Event-time windowed aggregation of pipeline %s into the views table", pipe.Name),
-			Environment: windowEnv(),
-			Timeout:     aggregateTimeout,
-			MemoryMB:    functionMemoryMB,
-		},
-		Stream:    s.Events,
-		OnFailure: s.Failures,
-		SetAside:  s.Quarantine,
-		// Large batches: aggregate writes once per (key, window) per batch
-		// (or per flush interval), so its cost follows keys x windows, not
-		// events.
-		BatchSize:         500,
-		MaxBatchingWindow: 5 * time.Second,
-		StartingPosition:  awslambda.StartingPosition_TRIM_HORIZON,
-		RetryAttempts:     3,
-		MaxRecordAge:      time.Hour,
-		// pipeline.Parse refuses a factor above 1 unless records of one
-		// group share a partition key; 1 leaves the property unset.
-		ParallelizationFactor: parallelization(pipe.ParallelizationFactor),
-		TumblingWindow:        flush,
-	})
-	s.grantWindows(s.Aggregate.GoFunction)
-
-	s.Ticker = NewGoFunction(stack, "TickerFn", GoFunctionProps{
-		Name:        FunctionTicker,
-		AssetDir:    assetDir,
-		Description: fmt.Sprintf("Advances idle shards of pipeline %s, finalizes its windows and emits their results", pipe.Name),
-		Environment: windowEnv(),
-		Timeout:     tickerTimeout,
-		MemoryMB:    functionMemoryMB,
-	})
-	s.grantWindows(s.Ticker)
-	// Retries, and an on-failure destination that alarms (operations.go).
-	s.addTickerFailureDestination()
-	s.TickerRule = awsevents.NewRule(stack, jsii.String("TickerSchedule"), &awsevents.RuleProps{
-		Description: jsii.String("Runs the ticker: idle shards advance, windows close"),
-		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(TickerRate.Minutes()))),
-		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Ticker.Function, &awseventstargets.LambdaFunctionProps{
-			// EventBridge's own retries (of a throttled invoke) end when the
-			// next tick is due.
-			MaxEventAge:     seconds(TickerRate),
-			RetryAttempts:   jsii.Number(2),
-			DeadLetterQueue: s.TickerFailures,
-		})},
-	})
-
-	s.Quarantiner = NewQueueFunction(stack, "QuarantineFn", QueueFunctionProps{
-		Function: GoFunctionProps{
-			Name:        FunctionQuarantine,
-			AssetDir:    assetDir,
-			Description: "Copies the records of failed stream batches into the quarantine table",
-			Environment: map[string]*string{EnvQuarantineTableName: s.Quarantine.TableName()},
-			Timeout:     quarantineTimeout,
-			MemoryMB:    functionMemoryMB,
-		},
-		Queue:          s.Failures,
-		BatchSize:      10,
-		MaxConcurrency: 2,
-	})
-	// quarantine only puts items (package setaside's Sink: BatchWriteItem,
-	// and a conditional PutItem for the records of failed ranges, which never
-	// replaces a record its function set aside); its reads of the failed
-	// ranges are granted last, over every stream that reports to Failures
-	// (GrantFailedRangeReads in addOperations).
-	s.Quarantiner.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(quarantineTableActions...),
-		Resources: &[]*string{s.Quarantine.TableArn()},
-	}))
-
+	s.addTickerFailures()
 	s.addWorker(assetDir)
-	s.ViewsRegistry = NewViewsRegistry(stack, "ViewsRegistry", s.Views, s.Aggregate.GoFunction, s.Ticker)
-	s.Aggregate.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions: jsii.Strings(viewsLedgerActions...),
-		Resources: &[]*string{s.Views.TableArn(),
-			awscdk.Fn_Join(jsii.String(""), &[]*string{s.Views.TableArn(), jsii.String("-v*")})},
-	}))
 	s.Snapshot = NewSnapshot(stack, "Snapshot", SnapshotProps{AssetDir: assetDir, Table: s.Profiles.Table, Events: s.Events})
 	if err := s.addJoinsAndDetection(assetDir); err != nil {
 		return nil, err
 	}
-	s.EventSourcing = NewEventSourcing(stack, "EventSourcing", EventSourcingProps{AssetDir: assetDir, Quarantine: s.Quarantine, OnFailure: s.Failures})
+	s.EventSourcing = NewEventSourcing(stack, "EventSourcing", EventSourcingProps{AssetDir: assetDir, Quarantine: quarantine, OnFailure: failures})
 
-	output(stack, "IngestUrl", s.IngestURL.Url(), "ingest Function URL: POST events here")
-	output(stack, "EventsStreamName", s.Events.StreamName(), "Kinesis stream of ingested events")
-	output(stack, "ViewsTableName", s.Views.TableName(), "DynamoDB table of the pipeline's window results (pk = <pipeline>#<key>)")
-	if s.WindowResults != nil {
-		output(stack, "WindowResultsStreamName", s.WindowResults.StreamName(), "Kinesis stream of final window results and corrections")
-	}
-	output(stack, "QuarantineTableName", s.Quarantine.TableName(), "DynamoDB table of records from failed batches")
 	output(stack, "ProfilesTableName", s.Profiles.Table.TableName(), "DynamoDB table of profiles; the cdc function republishes its changes on the events stream")
 	output(stack, "EnrichedStreamName", s.Enrichment.Enriched.StreamName(), "Kinesis stream of activity events joined with the profile version they follow")
-	output(stack, "ViewsParameterName", s.ViewsRegistry.Parameter.ParameterName(), "SSM parameter naming the current views table (cmd/replay swaps it)")
 	output(stack, "SnapshotFunctionName", s.Snapshot.Function.Function.FunctionName(), "invoke with {\"table\": \"<profiles table>\"} to bootstrap a consumer of the changelog")
 	output(stack, "TweetsTableName", s.Timelines.Tweets.TableName(), "DynamoDB table of tweets (authorId, tweetId; createdAt, text)")
 	output(stack, "FollowsTableName", s.Timelines.Follows.TableName(), "DynamoDB table of follows (followerId, followeeId; index followers)")
 	output(stack, "TimelinesTableName", s.Timelines.View.TableName(), "DynamoDB table of timelines (userId, sk = <createdAt>#<tweetId>): tweets joined with follows")
-	output(stack, "FailuresQueueUrl", s.Failures.QueueUrl(), "SQS queue of on-failure records of the stream mappings")
-	output(stack, "FailuresDlqUrl", s.FailuresDLQ.QueueUrl(), "SQS dead-letter queue of failure records quarantine could not handle")
 
 	// Last, over everything above: retention of state, reserved
 	// concurrency, quarantine's reads of failed ranges, the alarm topic and
 	// every alarm. Add resources before this call.
-	if s.Ops, err = s.addOperations(ops); err != nil {
+	if s.Ops, err = NewOperations(stack, OperationsProps{Settings: &ops, Quarantine: s.Quarantine}); err != nil {
 		return nil, err
 	}
-	// What a person opens to see the pipeline, over everything above.
-	d, err := NewPipelineDashboard(stack, "Pipeline"+exportedName(pipe.Name), PipelineDashboardProps{
-		Pipeline: pipe, Functions: []string{FunctionAggregate, FunctionTicker}})
-	if err != nil {
-		return nil, err
+	// What a person opens to see each pipeline, over everything above.
+	for _, x := range s.Pipelines.Pipelines {
+		d, err := NewDashboard(stack, "Pipeline"+exportedName(x.Name), DashboardProps{Pipeline: x})
+		if err != nil {
+			return nil, err
+		}
+		s.Dashboards = append(s.Dashboards, d)
 	}
-	s.Dashboards = append(s.Dashboards, d)
+	s.keepDeployedIDs()
 	return s, nil
 }
 
-// grantWindows lets fn do what the windowed pipeline's functions do: read
-// and write the Views table as package state does, query its open-windows
-// index, and put results on WindowResults.
-func (s *TributaryStack) grantWindows(fn *GoFunction) {
-	index := awscdk.Fn_Join(jsii.String(""), &[]*string{s.Views.TableArn(), jsii.String("/index/" + ViewsOpenIndex)})
-	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(viewsTableActions...),
-		Resources: &[]*string{s.Views.TableArn()},
-	}))
-	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(viewsIndexActions...),
-		Resources: &[]*string{index},
-	}))
-	if s.WindowResults != nil {
-		s.WindowResults.Grant(fn.Role, jsii.String("kinesis:PutRecords"))
-	}
+// addTickerFailures creates the TickerFailures queue of the join's and the
+// detection's tickers: retained, encrypted, TLS only, alarmed on its depth
+// like every failure queue (NewOperations). Nothing consumes it.
+func (s *TributaryStack) addTickerFailures() {
+	s.TickerFailures = awssqs.NewQueue(s.Stack, jsii.String("TickerFailures"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: seconds(maxQueueRetention),
+		RemovalPolicy:   awscdk.RemovalPolicy_RETAIN,
+	})
+	cdknag.NagSuppressions_AddResourceSuppressions(s.TickerFailures, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-SQS3"),
+		Reason: jsii.String("TickerFailures is itself a failure destination (the tickers' asynchronous on-failure destination); " +
+			"nothing consumes it, so no message can fail to be processed and need a dead-letter queue."),
+	}}, jsii.Bool(true))
+	output(s.Stack, "TickerFailuresQueueUrl", s.TickerFailures.QueueUrl(), "SQS queue of the join's and detection's ticks that failed after their retries")
 }
 
-// parallelization is the mapping's ParallelizationFactor for a pipeline's:
-// 0 (unset, Lambda's 1) for 0 or 1.
-func parallelization(n int) int {
-	if n <= 1 {
-		return 0
+// keepDeployedIDs gives the resources that hold data or that producers and
+// operators know by name the logical ids they had before the stack was
+// composed of constructs (when they were direct children of the stack), so
+// that updating a deployed stack keeps them instead of replacing them: the
+// tables and failure queues (retained: a new id would leave the old one
+// behind, full, and start an empty one), the stream of results, the views
+// parameter (whose value cmd/replay swaps), the ingest signing secret, and
+// the ingest function and its URL (a replaced URL is a new address for
+// every producer).
+func (s *TributaryStack) keepDeployedIDs() {
+	pin := func(c constructs.IConstruct, oldPath string) {
+		if c == nil {
+			return
+		}
+		el, ok := c.(awscdk.CfnElement)
+		if !ok {
+			el = c.Node().DefaultChild().(awscdk.CfnElement)
+		}
+		el.OverrideLogicalId(jsii.String(cdkLogicalID(oldPath)))
 	}
-	return n
+	pin(s.Pipelines.Views, "Views/Resource")
+	if s.Pipelines.WindowResults != nil {
+		pin(s.Pipelines.WindowResults, "WindowResults/Resource")
+	}
+	pin(s.Pipelines.ViewsRegistry.Parameter, "ViewsRegistry/CurrentViews/Resource")
+	pin(s.Quarantine.Table, "Quarantine/Resource")
+	pin(s.Quarantine.Failures, "Failures/Resource")
+	pin(s.Quarantine.FailuresDLQ, "FailuresDlq/Resource")
+	pin(s.Ingest.Requests, "IngestRequests/Resource")
+	if s.Ingest.Secret != nil {
+		pin(s.Ingest.Secret, "IngestSigningSecret/Resource")
+	}
+	pin(s.Ingest.Function.Function, "IngestFn/Function/Resource")
+	pin(s.Ingest.URL, "IngestFn/Function/FunctionUrl/Resource")
+}
+
+// cdkLogicalID is the logical id the CDK gives the resource at path (below
+// the stack): the path's components without "Resource" and "Default",
+// alphanumerics only, then the first 8 hex digits of the MD5 of the path.
+func cdkLogicalID(path string) string {
+	parts := strings.Split(path, "/")
+	var hashed, human []string
+	for _, p := range parts {
+		if p == "Default" {
+			continue
+		}
+		hashed = append(hashed, p)
+		if p != "Resource" && (len(human) == 0 || human[len(human)-1] != p) {
+			human = append(human, p)
+		}
+	}
+	sum := md5.Sum([]byte(strings.Join(hashed, "/")))
+	return alarmIDSanitizer.ReplaceAllString(strings.Join(human, ""), "") + strings.ToUpper(hex.EncodeToString(sum[:])[:8])
 }
 
 func output(stack awscdk.Stack, id string, value *string, description string) {

@@ -1,6 +1,7 @@
 package tributary
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,7 +17,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 // The Tributary stack is synthesized once per test binary (jsii startup and
@@ -107,6 +110,9 @@ func newTestApp(outdir string, extra map[string]any) awscdk.App {
 	// stays an annotation, so that the template can still be inspected and
 	// the nag test lists the findings.
 	cfg.Context["@aws-cdk/core:annotationsInValidationReport"] = false
+	// cdk.json's pipelines dir is relative to infra/; tests run in
+	// infra/tributary.
+	cfg.Context[ContextPipelinesDir] = repoPipelinesDir
 	for k, v := range extra {
 		cfg.Context[k] = v
 	}
@@ -168,16 +174,47 @@ func (t cfnTemplate) ofType(typ string) map[string]cfnResource {
 	return out
 }
 
+// repoPipelinesDir is the repository's pipelines/ seen from the tests.
+const repoPipelinesDir = "../../pipelines"
+
+// pageviews is the stack's pageviews pipeline, the one most tests look at.
+func pageviews(s *TributaryStack) *Pipeline {
+	p := s.Pipelines.Pipeline("pageviews")
+	if p == nil {
+		panic("the stack has no pipeline pageviews")
+	}
+	return p
+}
+
 // function returns the logical id and resource of the function whose
-// "tributary:function" metadata is name.
+// "tributary:function" metadata is name; of a pipeline's functions
+// (aggregate, ticker), pageviews'.
 func (t cfnTemplate) function(tb testing.TB, name string) (string, cfnResource) {
 	tb.Helper()
+	var ids []string
 	for id, r := range t.ofType("AWS::Lambda::Function") {
 		if r.Metadata[FunctionMetadataKey] == name {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > 1 {
+		return t.pipelineFunction(tb, name, "pageviews")
+	}
+	if len(ids) == 0 {
+		tb.Fatalf("no AWS::Lambda::Function with Metadata %s=%s", FunctionMetadataKey, name)
+	}
+	return ids[0], t.Resources[ids[0]]
+}
+
+// pipelineFunction returns the function name of pipeline pipe.
+func (t cfnTemplate) pipelineFunction(tb testing.TB, name, pipe string) (string, cfnResource) {
+	tb.Helper()
+	for id, r := range t.ofType("AWS::Lambda::Function") {
+		if r.Metadata[FunctionMetadataKey] == name && r.Metadata[PipelineMetadataKey] == pipe {
 			return id, r
 		}
 	}
-	tb.Fatalf("no AWS::Lambda::Function with Metadata %s=%s", FunctionMetadataKey, name)
+	tb.Fatalf("no AWS::Lambda::Function with Metadata %s=%s, %s=%s", FunctionMetadataKey, name, PipelineMetadataKey, pipe)
 	return "", cfnResource{}
 }
 
@@ -260,7 +297,12 @@ func getAtt(id, attr string) any { return map[string]any{"Fn::GetAtt": []any{id,
 
 // logicalID is the logical id of the L2 construct c's CloudFormation resource.
 func logicalID(stack awscdk.Stack, c constructs.IConstruct) string {
-	return *stack.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
+	el, ok := c.(awscdk.CfnElement)
+	if !ok {
+		el = c.Node().DefaultChild().(awscdk.CfnElement)
+	}
+	// Resolved, so that an overridden id (keepDeployedIDs) is the one seen.
+	return stack.Resolve(el.LogicalId()).(string)
 }
 
 func assertProps(t *testing.T, what string, got map[string]any, want map[string]any) {
@@ -289,10 +331,10 @@ func TestFunctions(t *testing.T) {
 		timeout float64
 		env     map[string]any
 	}{
-		{FunctionIngest, s.Ingest, 10, ingestEnv(s)},
-		{FunctionAggregate, s.Aggregate.GoFunction, 30, withQuarantine(s, windowEnv(s))},
-		{FunctionQuarantine, s.Quarantiner.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine))}},
-		{FunctionTicker, s.Ticker, 50, windowEnv(s)},
+		{FunctionIngest, s.Ingest.Function, 10, ingestEnv(s)},
+		{FunctionAggregate, pageviews(s).Aggregate.GoFunction, 30, withQuarantine(s, windowEnv(s))},
+		{FunctionQuarantine, s.Quarantine.Function.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine.Table))}},
+		{FunctionTicker, pageviews(s).Ticker, 50, windowEnv(s)},
 		{FunctionWorker, s.Work.Worker.GoFunction, 60, map[string]any{
 			EnvIdempotencyTableName: ref(logicalID(s.Stack, s.Work.Idempotency)),
 			EnvResultsTableName:     ref(logicalID(s.Stack, s.Work.Results)),
@@ -343,8 +385,10 @@ func TestFunctions(t *testing.T) {
 			EnvViewsRefresh:       "30",
 		})},
 	}
-	if got := len(fx.tmpl.ofType("AWS::Lambda::Function")); got != len(tests) {
-		t.Errorf("template has %d functions, want %d", got, len(tests))
+	// Each further pipeline adds an aggregate and a ticker
+	// (TestPipelinesFromFiles).
+	if got, want := len(fx.tmpl.ofType("AWS::Lambda::Function")), len(tests)+2*(len(s.Pipelines.Pipelines)-1); got != want {
+		t.Errorf("template has %d functions, want %d", got, want)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -388,40 +432,25 @@ func TestFunctions(t *testing.T) {
 func windowEnv(s *TributaryStack) map[string]any {
 	return map[string]any{
 		EnvPipelineConfig:     pipelineFileJSON(),
-		EnvViewsTableName:     ref(logicalID(s.Stack, s.Views)),
-		EnvViewsParameterName: ref(*s.Stack.GetLogicalId(s.ViewsRegistry.Parameter.Node().DefaultChild().(awscdk.CfnElement))),
+		EnvViewsTableName:     ref(logicalID(s.Stack, s.Pipelines.Views)),
+		EnvViewsParameterName: ref(logicalID(s.Stack, s.Pipelines.ViewsRegistry.Parameter)),
 		EnvViewsRefresh:       fmt.Sprint(ViewsRefreshSeconds),
-		EnvOutputStreamName:   ref(logicalID(s.Stack, s.WindowResults)),
+		EnvOutputStreamName:   ref(logicalID(s.Stack, s.Pipelines.WindowResults)),
 	}
 }
 
-// pipelineFileJSON is pipeline.json as compact JSON with fields in
-// PipelineConfig's order — what PIPELINE_CONFIG must hold if no field of
-// the file was dropped or changed on the way.
+// pipelineFileJSON is pipelines/pageviews.json compacted: what
+// PIPELINE_CONFIG must hold, byte for byte.
 func pipelineFileJSON() string {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "pipelines", "pageviews.json"))
+	raw, err := os.ReadFile(filepath.Join(repoPipelinesDir, "pageviews.json"))
 	if err != nil {
 		panic(err)
 	}
-	c, err := ParsePipeline(raw)
-	if err != nil {
+	var out bytes.Buffer
+	if err := json.Compact(&out, raw); err != nil {
 		panic(err)
 	}
-	out, err := c.JSON()
-	if err != nil {
-		panic(err)
-	}
-	var fromFile, fromStruct any
-	if err := json.Unmarshal(raw, &fromFile); err != nil {
-		panic(err)
-	}
-	if err := json.Unmarshal([]byte(out), &fromStruct); err != nil {
-		panic(err)
-	}
-	if !reflect.DeepEqual(fromFile, fromStruct) {
-		panic(fmt.Sprintf("PipelineConfig does not round-trip pipeline.json:\n file   %v\n struct %v", fromFile, fromStruct))
-	}
-	return out
+	return out.String()
 }
 
 func TestRolesHaveNoManagedPolicies(t *testing.T) {
@@ -434,8 +463,7 @@ func TestRolesHaveNoManagedPolicies(t *testing.T) {
 
 func TestStreamMappings(t *testing.T) {
 	s := fx.stack
-	events := logicalID(s.Stack, s.Events)
-	failures := logicalID(s.Stack, s.Failures)
+	failures := logicalID(s.Stack, s.Quarantine.Failures)
 	aggregateID, _ := fx.tmpl.function(t, FunctionAggregate)
 	quarantineID, _ := fx.tmpl.function(t, FunctionQuarantine)
 
@@ -448,7 +476,8 @@ func TestStreamMappings(t *testing.T) {
 			name: "aggregate on events",
 			fnID: aggregateID,
 			props: map[string]any{
-				"EventSourceArn":                 getAtt(events, "Arn"),
+				// Two pipelines: through its own consumer (TestPipelinesFromFiles).
+				"EventSourceArn":                 getAtt(logicalID(fx.stack.Stack, pageviews(fx.stack).Aggregate.Consumer), "ConsumerARN"),
 				"BatchSize":                      500.0,
 				"MaximumBatchingWindowInSeconds": 5.0,
 				"StartingPosition":               "TRIM_HORIZON",
@@ -483,8 +512,9 @@ func TestStreamMappings(t *testing.T) {
 	// its enhanced fan-out consumer) is TestEnrichment's; join's and
 	// detect's are TestStreamJoin's and TestDetection's; publish's and
 	// project's are TestEventSourcing's.
-	if got := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")); got != len(tests)+10 {
-		t.Errorf("template has %d event source mappings, want %d", got, len(tests)+10)
+	// And each further pipeline's aggregate one more.
+	if got, want := len(fx.tmpl.ofType("AWS::Lambda::EventSourceMapping")), len(tests)+10+len(fx.stack.Pipelines.Pipelines)-1; got != want {
+		t.Errorf("template has %d event source mappings, want %d", got, want)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -499,7 +529,7 @@ func TestStreamMappings(t *testing.T) {
 // poison record must end on the Failures queue instead of blocking its shard.
 func TestEveryStreamMappingIsBounded(t *testing.T) {
 	s := fx.stack
-	failures := getAtt(logicalID(s.Stack, s.Failures), "Arn")
+	failures := getAtt(logicalID(s.Stack, s.Quarantine.Failures), "Arn")
 	n := 0
 	for id, m := range fx.tmpl.ofType("AWS::Lambda::EventSourceMapping") {
 		if _, stream := m.Properties["StartingPosition"]; !stream {
@@ -532,12 +562,12 @@ func TestEveryStreamMappingIsBounded(t *testing.T) {
 func TestGrants(t *testing.T) {
 	s := fx.stack
 	events := logicalID(s.Stack, s.Events) + ".Arn"
-	views := logicalID(s.Stack, s.Views) + ".Arn"
+	views := logicalID(s.Stack, s.Pipelines.Views) + ".Arn"
 	openIndex := views + "/index/" + ViewsOpenIndex
-	results := logicalID(s.Stack, s.WindowResults) + ".Arn"
-	quarantine := logicalID(s.Stack, s.Quarantine) + ".Arn"
-	failures := logicalID(s.Stack, s.Failures) + ".Arn"
-	dlq := logicalID(s.Stack, s.FailuresDLQ) + ".Arn"
+	results := logicalID(s.Stack, s.Pipelines.WindowResults) + ".Arn"
+	quarantine := logicalID(s.Stack, s.Quarantine.Table) + ".Arn"
+	failures := logicalID(s.Stack, s.Quarantine.Failures) + ".Arn"
+	dlq := logicalID(s.Stack, s.Quarantine.FailuresDLQ) + ".Arn"
 
 	tests := []struct {
 		name   string
@@ -547,7 +577,7 @@ func TestGrants(t *testing.T) {
 	}{
 		{
 			name: FunctionIngest,
-			fn:   s.Ingest,
+			fn:   s.Ingest.Function,
 			allow: []string{
 				"kinesis:PutRecords " + events,
 			},
@@ -561,7 +591,7 @@ func TestGrants(t *testing.T) {
 		},
 		{
 			name: FunctionAggregate,
-			fn:   s.Aggregate.GoFunction,
+			fn:   pageviews(s).Aggregate.GoFunction,
 			allow: []string{
 				"kinesis:GetRecords " + events,
 				"kinesis:GetShardIterator " + events,
@@ -588,7 +618,7 @@ func TestGrants(t *testing.T) {
 		},
 		{
 			name: FunctionQuarantine,
-			fn:   s.Quarantiner.GoFunction,
+			fn:   s.Quarantine.Function.GoFunction,
 			allow: []string{
 				"sqs:ReceiveMessage " + failures,
 				"sqs:DeleteMessage " + failures,
@@ -616,7 +646,7 @@ func TestGrants(t *testing.T) {
 			// The ticker finalizes windows and emits them; it reads no
 			// stream and has no failure queue.
 			name: FunctionTicker,
-			fn:   s.Ticker,
+			fn:   pageviews(s).Ticker,
 			allow: []string{
 				"dynamodb:GetItem " + views,
 				"dynamodb:UpdateItem " + views,
@@ -658,8 +688,8 @@ func TestGrants(t *testing.T) {
 
 func TestQueues(t *testing.T) {
 	s := fx.stack
-	failuresID := logicalID(s.Stack, s.Failures)
-	dlqID := logicalID(s.Stack, s.FailuresDLQ)
+	failuresID := logicalID(s.Stack, s.Quarantine.Failures)
+	dlqID := logicalID(s.Stack, s.Quarantine.FailuresDLQ)
 	_, quarantine := fx.tmpl.function(t, FunctionQuarantine)
 
 	failures := fx.tmpl.Resources[failuresID].Properties
@@ -721,7 +751,7 @@ func TestTables(t *testing.T) {
 			// package state's schema (state.CreateTable): the sparse index
 			// of open windows is what the ticker finalizes from.
 			name: "Views",
-			id:   logicalID(s.Stack, s.Views),
+			id:   logicalID(s.Stack, s.Pipelines.Views),
 			props: map[string]any{
 				"KeySchema":            keys("pk", "sk"),
 				"AttributeDefinitions": []any{attr("pk"), attr("sk"), attr("openIn"), attr("openUntil")},
@@ -735,7 +765,7 @@ func TestTables(t *testing.T) {
 		},
 		{
 			name: "Quarantine",
-			id:   logicalID(s.Stack, s.Quarantine),
+			id:   logicalID(s.Stack, s.Quarantine.Table),
 			props: map[string]any{
 				"KeySchema":               keys("source", "sequenceNumber"),
 				"AttributeDefinitions":    []any{attr("source"), attr("sequenceNumber")},
@@ -772,7 +802,7 @@ func TestStreams(t *testing.T) {
 		shards float64
 	}{
 		{"Events", logicalID(s.Stack, s.Events), 2},
-		{"WindowResults", logicalID(s.Stack, s.WindowResults), 1},
+		{"WindowResults", logicalID(s.Stack, s.Pipelines.WindowResults), 1},
 		{"Enriched", logicalID(s.Stack, s.Enrichment.Enriched), 1},
 		{"Joins", logicalID(s.Stack, s.Joins.Joins), 1},
 		{"Matches", logicalID(s.Stack, s.Detection.Matches), 1},
@@ -817,15 +847,15 @@ func TestIngestURLDefaultsToIAM(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	s := fx.stack
-	urlID := *s.Stack.GetLogicalId(s.IngestURL.Node().DefaultChild().(awscdk.CfnElement))
+	urlID := logicalID(s.Stack, s.Ingest.URL)
 	want := map[string]any{
 		"IngestUrl":               getAtt(urlID, "FunctionUrl"),
 		"EventsStreamName":        ref(logicalID(s.Stack, s.Events)),
-		"ViewsTableName":          ref(logicalID(s.Stack, s.Views)),
-		"WindowResultsStreamName": ref(logicalID(s.Stack, s.WindowResults)),
-		"QuarantineTableName":     ref(logicalID(s.Stack, s.Quarantine)),
-		"FailuresQueueUrl":        ref(logicalID(s.Stack, s.Failures)),
-		"FailuresDlqUrl":          ref(logicalID(s.Stack, s.FailuresDLQ)),
+		"ViewsTableName":          ref(logicalID(s.Stack, s.Pipelines.Views)),
+		"WindowResultsStreamName": ref(logicalID(s.Stack, s.Pipelines.WindowResults)),
+		"QuarantineTableName":     ref(logicalID(s.Stack, s.Quarantine.Table)),
+		"FailuresQueueUrl":        ref(logicalID(s.Stack, s.Quarantine.Failures)),
+		"FailuresDlqUrl":          ref(logicalID(s.Stack, s.Quarantine.FailuresDLQ)),
 	}
 	if _, ok := fx.tmpl.Outputs["CountsTableName"]; ok {
 		t.Error("output CountsTableName is still there; the Counts table is gone")
@@ -929,8 +959,8 @@ func TestNewTributaryStackRejects(t *testing.T) {
 			"context tributary:flushIntervalSeconds: 901 is not a whole number of seconds between 0 and 900"},
 		{"fractional flush interval", map[string]any{ContextFlushInterval: "1.5", ContextAssetDir: complete}, nil,
 			"context tributary:flushIntervalSeconds: 1.5 is not a whole number"},
-		{"pipeline without windows", nil, &TributaryStackProps{AssetDir: complete, Pipeline: &PipelineConfig{Name: "p"}},
-			"pipeline config p: windows: at least one is required"},
+		{"pipeline without windows", nil, &TributaryStackProps{AssetDir: complete, Pipelines: []pipeline.File{{Path: "p.json", JSON: []byte(`{"name": "p"}`)}}},
+			"p.json: windows: at least one window is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -950,6 +980,6 @@ func cdcEnv(s *TributaryStack) map[string]any {
 // withQuarantine is env plus the quarantine table's name, which the
 // functions that set records aside get.
 func withQuarantine(s *TributaryStack, env map[string]any) map[string]any {
-	env[EnvQuarantineTableName] = ref(logicalID(s.Stack, s.Quarantine))
+	env[EnvQuarantineTableName] = ref(logicalID(s.Stack, s.Quarantine.Table))
 	return env
 }

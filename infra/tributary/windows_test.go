@@ -16,11 +16,11 @@ import (
 func TestTickerSchedule(t *testing.T) {
 	s := fx.stack
 	tickerID, _ := fx.tmpl.function(t, FunctionTicker)
-	ruleID := logicalID(s.Stack, s.TickerRule)
+	ruleID := logicalID(s.Stack, pageviews(s).TickerRule)
 
 	rules := fx.tmpl.ofType("AWS::Events::Rule")
-	if len(rules) != 3 {
-		t.Fatalf("template has %d rules, want 3 (the ticker's, and the join's and detect's ticks: TestStreamJoin, TestDetection)", len(rules))
+	if want := len(s.Pipelines.Pipelines) + 2; len(rules) != want {
+		t.Fatalf("template has %d rules, want %d (each pipeline's ticker's, and the join's and detect's ticks: TestStreamJoin, TestDetection)", len(rules), want)
 	}
 	assertProps(t, ruleID, fx.tmpl.Resources[ruleID].Properties, map[string]any{
 		"ScheduleExpression": "rate(1 minute)",
@@ -33,7 +33,7 @@ func TestTickerSchedule(t *testing.T) {
 				"MaximumEventAgeInSeconds": 60.0,
 				"MaximumRetryAttempts":     2.0,
 			},
-			"DeadLetterConfig": map[string]any{"Arn": getAtt(logicalID(s.Stack, s.TickerFailures), "Arn")},
+			"DeadLetterConfig": map[string]any{"Arn": getAtt(logicalID(s.Stack, pageviews(s).TickerFailures), "Arn")},
 		}},
 	})
 
@@ -97,8 +97,8 @@ func TestPipelineConfigIsTheFile(t *testing.T) {
 			t.Errorf("%s.%s = %v, want %v", EnvPipelineConfig, k, got[k], want)
 		}
 	}
-	if fx.stack.Pipeline.Name != "pageviews" {
-		t.Errorf("stack pipeline = %+v, want pageviews", fx.stack.Pipeline)
+	if pageviews(fx.stack).Config.Name != "pageviews" {
+		t.Errorf("stack pipeline = %+v, want pageviews", pageviews(fx.stack).Config)
 	}
 }
 
@@ -109,21 +109,26 @@ func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 	assets := t.TempDir()
 	writeDummyAssets(assets)
 	app := newTestApp(t.TempDir(), map[string]any{ContextFlushInterval: "120", ContextAssetDir: assets})
-	pipe, err := DefaultPipeline()
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(readRepoPipeline(t, "pageviews")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["outputs"] = map[string]any{"table": true}
+	doc["parallelizationFactor"] = 2
+	raw, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pipe.Outputs = &PipelineOutputs{Table: true}
-	pipe.ParallelizationFactor = 2
-	stack, err := NewTributaryStack(app, StackID, &TributaryStackProps{Pipeline: &pipe})
+	files := testPipelineFiles(t, map[string]string{"pageviews": string(raw)})
+	stack, err := NewTributaryStack(app, StackID, &TributaryStackProps{Pipelines: files})
 	if err != nil {
 		t.Fatal(err)
 	}
 	addNag(app)
 	tmpl := templateOf(stack.Stack)
 
-	if stack.FlushInterval != 2*time.Minute {
-		t.Errorf("FlushInterval = %v, want 2m from context", stack.FlushInterval)
+	if stack.Pipelines.FlushInterval != 2*time.Minute {
+		t.Errorf("FlushInterval = %v, want 2m from context", stack.Pipelines.FlushInterval)
 	}
 	aggregateID, fn := tmpl.function(t, FunctionAggregate)
 	assertProps(t, "aggregate mapping", tmpl.mappingOf(t, aggregateID).Properties, map[string]any{
@@ -131,7 +136,7 @@ func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 		"ParallelizationFactor":   2.0,
 	})
 
-	if stack.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 5 {
+	if stack.Pipelines.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 5 {
 		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events, Enriched, Joins, Matches and ShowEvents)")
 	}
 	if _, ok := tmpl.Outputs["WindowResultsStreamName"]; ok {
@@ -141,14 +146,10 @@ func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 	if _, ok := vars[EnvOutputStreamName]; ok {
 		t.Errorf("aggregate has %s without a results stream", EnvOutputStreamName)
 	}
-	var got PipelineConfig
-	if err := json.Unmarshal([]byte(vars[EnvPipelineConfig].(string)), &got); err != nil {
-		t.Fatal(err)
+	if got := vars[EnvPipelineConfig]; got != string(files[0].JSON) {
+		t.Errorf("%s = %v, want the stack's pipeline %s", EnvPipelineConfig, got, files[0].JSON)
 	}
-	if !reflect.DeepEqual(got, pipe) {
-		t.Errorf("%s = %+v, want the stack's pipeline %+v", EnvPipelineConfig, got, pipe)
-	}
-	for g := range tmpl.grants(logicalID(stack.Stack, stack.Aggregate.Role)) {
+	for g := range tmpl.grants(logicalID(stack.Stack, pageviews(stack).Aggregate.Role)) {
 		if strings.HasPrefix(g, "kinesis:PutRecord") {
 			t.Errorf("aggregate may %s with no results stream", g)
 		}

@@ -17,7 +17,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 export TRIBUTARY_ROOT := $(ROOT)
 RUNNER    := .build/bin/tributary-local
-RUNNER_SOURCES := $(GO_SOURCES) $(wildcard cmd/local/*.go)
+RUNNER_SOURCES := $(GO_SOURCES) $(shell find cmd/local emulator internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
 
 # `make local` and `make local-up` report where their wall time went: when make
 # started, and each install, build and synth step's duration ("<phase> <ms>" lines
@@ -72,7 +72,7 @@ $(RUNNER): $(RUNNER_SOURCES)
 
 # Built, not `go run`: go run turns the tool's exit status (0 on Ctrl-C of
 # -follow, 3 for a refusal) into 1.
-.build/bin/results: $(GO_SOURCES) $(wildcard cmd/results/*.go internal/*/*.go)
+.build/bin/results: $(GO_SOURCES) $(wildcard cmd/results/*.go internal/*/*.go emulator/*/*.go)
 	@$(GO) build -o $@ ./cmd/results
 
 .PHONY: results

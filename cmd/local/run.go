@@ -138,8 +138,7 @@ func (o *options) command() string {
 type outcome struct {
 	sent, sample, followers, late  int
 	keyed                          int
-	checkouts                      int
-	checkoutsPipeline              string
+	pipelines                      []string // "<n> <what> in pipeline <name>", one per pipeline besides the page views
 	windows, resent, corrected     int
 	quarantinedSeq                 string
 	tasks, taskMessages, workerEnv int
@@ -193,8 +192,8 @@ func run(ctx context.Context, o *options) (err error) {
 	fmt.Println("▸ summary")
 	fmt.Printf("  ✓ %d events sent (%d sample events through ingest, %d valid records written after a malformed one, %d late event, %d in a request sent twice under one Idempotency-Key):\n", out.sent, out.sample, out.followers, out.late, out.keyed)
 	fmt.Printf("    each counted exactly once in %d windows; %d resent copies suppressed by event id\n", out.windows, out.resent)
-	if out.checkouts > 0 {
-		fmt.Printf("  ✓ %d checkout events in pipeline %s, side by side with the page views: each window's count, sum and max as sent\n", out.checkouts, out.checkoutsPipeline)
+	for _, p := range out.pipelines {
+		fmt.Printf("  ✓ %s, side by side with the page views: each window's count, sum and max as sent\n", p)
 	}
 	fmt.Printf("  ✓ the malformed record (sequence number %s) set aside at once with its data and the field at fault; the late event applied as a correction\n", out.quarantinedSeq)
 	fmt.Println("  ✓ a profile change joined by stream position; the timeline equal to the join after every change")
@@ -257,26 +256,47 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	if co != nil {
 		demoOf[co.Pipeline.Name] = "checkout events by region"
 	}
+	var samples []*local.Windows // the pipelines a user added
+	for _, p := range topo.pipelines {
+		if p == w || p == co {
+			continue
+		}
+		if ok, why := local.Checkable(p.Pipeline, demoTypes); ok {
+			samples = append(samples, p)
+			demoOf[p.Pipeline.Name] = "sample events made from its file, checked"
+		} else {
+			demoOf[p.Pipeline.Name] = "not checked here: " + why
+		}
+	}
 	printPipelines(topo.pipelines, demoOf)
 	fmt.Printf("▸ sending %d events for %d keys over %d event-time minutes to ingest %s\n", len(evs), o.keys, o.minutes, topo.ingestURL)
 	fmt.Printf("  (every 4th key's device clock is 3h behind: occurredAt + (receivedAt − sentAt) puts it back)\n")
 	if _, err := local.Send(ctx, topo.ingestURL, evs, 100, os.Stdout); err != nil {
 		return err
 	}
-	var checkouts *checkoutDemo
+	var others []*pipelineDemo
 	if co != nil {
-		if checkouts, err = sendCheckouts(ctx, co, topo.ingestURL, o, now, from, to); err != nil {
+		d, err := sendCheckouts(ctx, co, topo.ingestURL, o, now, from, to)
+		if err != nil {
 			return err
 		}
+		others = append(others, d)
+	}
+	for _, p := range samples {
+		d, err := sendSample(ctx, p, topo.ingestURL, o, now, to)
+		if err != nil {
+			return err
+		}
+		others = append(others, d)
 	}
 	fmt.Printf("▸ waiting for %s to apply them (one conditional write per key and window per batch)\n", w.Function)
 	if _, err := w.Wait(ctx, want, from, to, nil, os.Stdout); err != nil {
 		return err
 	}
-	if checkouts != nil {
+	for _, d := range others {
 		// Before the resend below, which counts what reaches the page
-		// views' function: no checkout is in flight then.
-		if _, err := checkouts.wait(ctx, 2*time.Minute, os.Stdout); err != nil {
+		// views' function: none of their events is in flight then.
+		if _, err := d.wait(ctx, 2*time.Minute, os.Stdout); err != nil {
 			return err
 		}
 	}
@@ -372,14 +392,16 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	fmt.Printf("▸ pipeline %s: windows in DynamoDB table %s (a window is final once the shard's watermark passes its end)\n", w.Pipeline.Name, w.Table)
 	fmt.Println("  SENT is what this run sent for the window, COUNT what the table holds; REVISION 0 = open, 1 = final, 2+ = corrected")
 	bad := local.PrintWindows(os.Stdout, w.Kind(), want, vs)
-	badCheckouts := 0
-	if checkouts != nil {
-		cvs, err := checkouts.wait(ctx, 30*time.Second, io.Discard)
+	var badOthers []string
+	for _, d := range others {
+		vs, err := d.wait(ctx, 30*time.Second, io.Discard)
 		if err != nil {
 			return err
 		}
-		badCheckouts = checkouts.report(cvs)
-		out.checkouts, out.checkoutsPipeline = checkouts.sent, co.Pipeline.Name
+		if n := d.report(vs); n > 0 {
+			badOthers = append(badOthers, fmt.Sprintf("pipeline %s: %d windows differ from what was sent", d.w.Pipeline.Name, n))
+		}
+		out.pipelines = append(out.pipelines, fmt.Sprintf("%d %s in pipeline %s", d.sent, d.what, d.w.Pipeline.Name))
 	}
 	fmt.Println("▸ event source mappings (RECORDS counts every delivery, retried batches included; ITEM FAILURES are records a")
 	fmt.Println("  function reported failed; TO ON-FAILURE are records given up on and described on the failures queue)")
@@ -408,8 +430,8 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	if bad > 0 {
 		return fmt.Errorf("pipeline %s: %d windows differ from what was sent", w.Pipeline.Name, bad)
 	}
-	if badCheckouts > 0 {
-		return fmt.Errorf("pipeline %s: %d windows differ from what was sent", co.Pipeline.Name, badCheckouts)
+	if len(badOthers) > 0 {
+		return errors.New(strings.Join(badOthers, "; "))
 	}
 	return nil
 }

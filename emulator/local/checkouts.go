@@ -98,8 +98,9 @@ func (c Checkouts) Generate() ([]stream.Envelope, Expected) {
 	return out, want
 }
 
-// totalsOf turns views into per (key, window start) totals.
-func totalsOf(vs []state.View) Expected {
+// totalsOf turns views into per (key, window start) totals, of the fields
+// aggregates computes.
+func totalsOf(vs []state.View, aggregates agg.Aggregate) Expected {
 	got := Expected{}
 	for _, v := range vs {
 		k := WindowKey{v.Key, v.Window.Start.UTC().Format(time.RFC3339)}
@@ -107,7 +108,7 @@ func totalsOf(vs []state.View) Expected {
 		t.Count += int(v.Result.Count)
 		t.Sum += v.Result.Sum
 		t.Max = max(t.Max, v.Result.Max)
-		got[k] = t
+		got[k] = masked(t, aggregates)
 	}
 	return got
 }
@@ -139,7 +140,7 @@ func (w *Windows) WaitTotals(ctx context.Context, want Expected, from, to time.T
 		if err != nil {
 			return nil, err
 		}
-		got := totalsOf(vs)
+		got := totalsOf(vs, w.Pipeline.Aggregates.Aggregates)
 		status.Set("    the %s windows hold %d of the %d events sent", w.Pipeline.Name, got.Count(), want.Count())
 		if !differs(want, got) {
 			return vs, nil
@@ -175,7 +176,7 @@ func PrintTotals(out io.Writer, w *Windows, want Expected, vs []state.View) int 
 		fmt.Fprintf(tw, "\t%s", q)
 	}
 	fmt.Fprintf(tw, "\tSTATE\tREVISION\t\n")
-	got := totalsOf(vs)
+	got := totalsOf(vs, w.Pipeline.Aggregates.Aggregates)
 	bad := 0
 	for _, v := range vs {
 		k := WindowKey{v.Key, v.Window.Start.UTC().Format(time.RFC3339)}

@@ -23,6 +23,11 @@ func TestCheckoutsGenerate(t *testing.T) {
 	if len(again) != len(evs) || again[0].ID != evs[0].ID {
 		t.Error("the same seed gave other events")
 	}
+	// What the checkouts pipeline extracts: key and data.amount.
+	cfg, err := pipeline.Parse([]byte(`{"name":"checkouts","eventTypes":["checkout"],"key":"key","value":"data.amount","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum","max"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := Expected{}
 	for i, e := range evs {
 		if i > 0 && e.OccurredAt.Before(evs[i-1].OccurredAt) {
@@ -30,11 +35,6 @@ func TestCheckoutsGenerate(t *testing.T) {
 		}
 		if e.Type != "checkout" || (e.Key != "eu-west" && e.Key != "us-east") {
 			t.Fatalf("event %+v", e)
-		}
-		// What the checkouts pipeline extracts: key and data.amount.
-		cfg, err := pipeline.Parse([]byte(`{"name":"checkouts","eventTypes":["checkout"],"key":"key","value":"data.amount","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum","max"]}`))
-		if err != nil {
-			t.Fatal(err)
 		}
 		key, v, _, err := cfg.Extract(&e)
 		if err != nil {
@@ -86,5 +86,66 @@ func TestPrintTotalsFlagsEveryDifference(t *testing.T) {
 	// A sum off by one cent, and a window missing.
 	if bad := PrintTotals(&out, w, want, []state.View{view("eu-west", 0, 2, 301, 200), view("eu-west", 1, 1, 50, 50)}); bad != 2 || strings.Count(out.String(), "MISMATCH") != 2 || !strings.Contains(out.String(), "missing") {
 		t.Errorf("%d mismatches, want 2 (a sum, a missing window):\n%s", bad, out.String())
+	}
+}
+
+// A pipeline file a user adds gets sample traffic made from its config,
+// and the windows it must end with.
+func TestSampleFromAnyPipeline(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"signups","eventTypes":["signup","signup_v2"],"key":"data.plan.tier","value":"data.order.seats",
+		"windows":[{"kind":"tumbling","size":"2m","offset":"30s"}],"aggregates":["count","max"],"latePolicy":"drop"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := Checkable(cfg, []string{"page_view", "checkout"}); !ok {
+		t.Fatal(why)
+	}
+	now := time.Date(2026, 12, 1, 10, 30, 20, 0, time.UTC)
+	evs, want, first := Sample{Pipeline: cfg, Keys: 2, Windows: 3, Max: 5, Seed: 3, Now: now}.Generate()
+	if len(want) != 6 || want.Count() != len(evs) {
+		t.Fatalf("%d windows holding %d events, %d events", len(want), want.Count(), len(evs))
+	}
+	if !first.Equal(time.Date(2026, 12, 1, 10, 22, 30, 0, time.UTC)) {
+		t.Errorf("first window starts %s, want 10:22:30 (2m windows offset by 30s, the last 3 ended by 10:30:20)", first)
+	}
+	got := Expected{}
+	for i, e := range evs {
+		if i > 0 && e.OccurredAt.Before(evs[i-1].OccurredAt) {
+			t.Fatalf("event %d before event %d", i, i-1)
+		}
+		if !cfg.Matches(e.Type) {
+			t.Fatalf("event type %q", e.Type)
+		}
+		key, v, _, err := cfg.Extract(&e)
+		if err != nil {
+			t.Fatalf("the pipeline cannot read the sample event %s: %v", e.Data, err)
+		}
+		start := cfg.Windows[0].Tumbling().AppendWindows(nil, e.OccurredAt)[0].Start
+		if !e.OccurredAt.Before(now) {
+			t.Errorf("event at %s is not in the past", e.OccurredAt)
+		}
+		k := WindowKey{key, start.Format(time.RFC3339)}
+		g := got[k]
+		g.Count++
+		g.Max = max(g.Max, v) // sum is not an aggregate of this pipeline
+		got[k] = g
+	}
+	if differs(want, got) {
+		t.Errorf("Generate's expectation %v, the events give %v", want, got)
+	}
+
+	for doc, why := range map[string]string{
+		`{"name":"all","windows":[{"kind":"tumbling","size":"1m"}]}`:                                                            "reads every event type",
+		`{"name":"pv","eventTypes":["page_view"],"windows":[{"kind":"tumbling","size":"1m"}]}`:                                  "the demo sends events of its types",
+		`{"name":"s","eventTypes":["x"],"windows":[{"kind":"session","gap":"1m"}]}`:                                             "its first window is session",
+		`{"name":"d","eventTypes":["x"],"distinct":"id","aggregates":["distinct"],"windows":[{"kind":"tumbling","size":"1m"}]}`: "none of count, sum and max",
+	} {
+		c, err := pipeline.Parse([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, got := Checkable(c, []string{"page_view"}); ok || !strings.Contains(got, why) {
+			t.Errorf("%s: Checkable = %v %q, want false and %q", doc, ok, got, why)
+		}
 	}
 }

@@ -71,7 +71,7 @@ var invokeCases = map[string]func(t *testing.T, top topology, ans answer){
 	"ingest/function-url-signed.json": urlAnswer(202, `"accepted":1`),
 	"aggregate/kinesis-batch.json": func(t *testing.T, top topology, ans answer) {
 		ans.failures(t)
-		w, err := top.stack.FindWindows()
+		w, err := top.stack.FindPipeline("pageviews")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +410,12 @@ func TestEverySampleThroughTheInvokeAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ans := invoke(t, top, filepath.Dir(f), raw)
+			name := filepath.Dir(f)
+			if fns := top.stack.FunctionsOf(name); len(fns) > 1 {
+				// One per pipeline file: the samples are page views.
+				name += "-pageviews"
+			}
+			ans := invoke(t, top, name, raw)
 			if !strings.Contains(ans.log, "REPORT RequestId: ") {
 				t.Errorf("LogType Tail: the log tail %q has no REPORT line", ans.log)
 			}

@@ -369,7 +369,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	// Its events are stamped now, when they are sent: ingest adds
 	// receivedAt − sentAt to occurredAt, so a sentAt from the start of the
 	// demo would move them into a later window.
-	if err := demoIdempotencyKey(ctx, topo.ingestURL, w, stack, time.Now().UTC(), want, from, to); err != nil {
+	if err := demoIdempotencyKey(ctx, topo.ingestURL, w, stack, clearOfMinuteEnd(), want, from, to); err != nil {
 		return err
 	}
 	out.keyed = want.Total() - keyedBefore
@@ -434,6 +434,21 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 		return errors.New(strings.Join(badOthers, "; "))
 	}
 	return nil
+}
+
+// clearOfMinuteEnd is the time to stamp the Idempotency-Key demo's events,
+// stamped a few seconds before it with sentAt = occurredAt, so their event
+// time is when ingest receives them: now if that is 5 to 45 seconds into a
+// minute, else (waiting) 5 seconds into the next, so that neither the
+// stamps nor a slow request cross into a window the run did not expect.
+func clearOfMinuteEnd() time.Time {
+	switch s := time.Now().Second(); {
+	case s < 5:
+		time.Sleep(time.Duration(5-s) * time.Second)
+	case s >= 45:
+		time.Sleep(time.Duration(65-s) * time.Second)
+	}
+	return time.Now().UTC()
 }
 
 // demoIdempotencyKey sends one request twice under the same

@@ -176,7 +176,8 @@ func PrintTotals(out io.Writer, w *Windows, want Expected, vs []state.View) int 
 		fmt.Fprintf(tw, "\t%s", q)
 	}
 	fmt.Fprintf(tw, "\tSTATE\tREVISION\t\n")
-	got := totalsOf(vs, w.Pipeline.Aggregates.Aggregates)
+	a := w.Pipeline.Aggregates.Aggregates
+	got := totalsOf(vs, a)
 	bad := 0
 	for _, v := range vs {
 		k := WindowKey{v.Key, v.Window.Start.UTC().Format(time.RFC3339)}
@@ -189,8 +190,10 @@ func PrintTotals(out io.Writer, w *Windows, want Expected, vs []state.View) int 
 		if v.Final {
 			st = "final"
 		}
-		fmt.Fprintf(tw, "%s\t%s–%s\t%d\t%d\t%.0f\t%.0f\t%.1f\t%.0f", v.Key, v.Window.Start.Format("15:04"), v.Window.End.Format("15:04"),
-			want[k].Count, v.Result.Count, want[k].Sum, v.Result.Sum, v.Result.Mean, v.Result.Max)
+		fmt.Fprintf(tw, "%s\t%s–%s\t%s\t%s\t%s\t%s\t%s\t%s", v.Key, v.Window.Start.Format("15:04"), v.Window.End.Format("15:04"),
+			shown(a, agg.Count, "%.0f", float64(want[k].Count)), shown(a, agg.Count, "%.0f", float64(v.Result.Count)),
+			shown(a, agg.Sum, "%.0f", want[k].Sum), shown(a, agg.Sum, "%.0f", v.Result.Sum),
+			shown(a, agg.Mean, "%.1f", v.Result.Mean), shown(a, agg.Max, "%.0f", v.Result.Max))
 		for _, q := range qs {
 			fmt.Fprintf(tw, "\t%.0f", v.Result.Quantiles[q])
 		}
@@ -214,6 +217,14 @@ func PrintTotals(out io.Writer, w *Windows, want Expected, vs []state.View) int 
 	_ = tw.Flush()
 	fmt.Fprintf(out, "  (values are %s; COUNT, SUM and MAX must equal what was sent; %s)\n", value, quantileNote(qs))
 	return bad
+}
+
+// shown formats v when the pipeline computes aggregate x, else "-".
+func shown(a, x agg.Aggregate, format string, v float64) string {
+	if !a.Has(x) {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
 }
 
 func quantileNote(qs []string) string {

@@ -118,6 +118,9 @@ func (v *invokeServer) binaryFor(name, qualifier string) (string, error) {
 	if b, ok := v.names[n]; ok {
 		return b, nil
 	}
+	if fns := v.stack.FunctionsOf(n); len(fns) > 1 {
+		return "", fmt.Errorf("%d functions run %s here, one per pipeline: name one of %s", len(fns), n, strings.Join(fns, ", "))
+	}
 	return "", fmt.Errorf("no function %q here (the local functions are %s, or their logical ids, physical names or ARNs)", n, strings.Join(v.known, ", "))
 }
 

@@ -138,7 +138,7 @@ var topSpecFields = []fieldSpec{
 		doc: "The number aggregated, \"data.<field>...\"; required by " + strings.Join(valueAggregates(), ", ") + ", refused otherwise."},
 	{name: "distinct", typ: tString, pattern: anyPathPattern,
 		doc: "What the distinct aggregate counts: \"key\", \"type\", \"id\" or \"data.<field>...\"; required by distinct, refused otherwise."},
-	{name: "windows", typ: tArray, required: true, minItems: 1, items: &fieldSpec{typ: tObject, fields: windowSpecFields, allOf: windowRules},
+	{name: "windows", typ: tArray, required: true, minItems: 1, uniqueItems: true, items: &fieldSpec{typ: tObject, fields: windowSpecFields, allOf: windowRules},
 		doc: "The windows, at least one, each different: [{\"kind\": \"tumbling\", \"size\": \"1m\"}]."},
 	{name: "aggregates", typ: tArray, uniqueItems: true, items: &fieldSpec{typ: tString, enum: agg.Names()}, def: []any{"count"},
 		doc: "The aggregates computed per key and window (all mergeable): count, sum, min, max, mean, distinct (HyperLogLog), quantiles (DDSketch). Default [\"count\"]."},

@@ -217,6 +217,7 @@ func TestSchemaRefusesWhatParseRefuses(t *testing.T) {
 		{"windows missing", with(map[string]any{"windows": nil}), "windows", "/"},
 		{"windows empty", with(map[string]any{"windows": []any{}}), "windows", "/windows"},
 		{"windows type", with(map[string]any{"windows": w{"kind": "tumbling"}}), "windows", "/windows"},
+		{"same window twice", with(map[string]any{"windows": windows(w{"kind": "tumbling", "size": "1m"}, w{"kind": "tumbling", "size": "1m"})}), "windows[1]", "/windows"},
 		{"window kind enum", with(map[string]any{"windows": windows(w{"kind": "rolling", "size": "1m"})}), "windows[0].kind", "/windows/0/kind"},
 		{"window kind missing", with(map[string]any{"windows": windows(w{"size": "1m"})}), "windows[0].kind", "/windows/0"},
 		{"tumbling without size", with(map[string]any{"windows": windows(w{"kind": "tumbling"})}), "windows[0].size", "/windows/0"},

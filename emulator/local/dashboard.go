@@ -129,9 +129,7 @@ func (d *dashboardServer) viewOf(r *http.Request) view {
 
 func (d *dashboardServer) page(w http.ResponseWriter, r *http.Request) {
 	v := d.viewOf(r)
-	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
-	defer cancel()
-	widgets, results := d.renderBoards(ctx, v), d.renderResults(ctx, v)
+	widgets, results := d.render(r.Context(), v)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write([]byte(d.renderPage(v, widgets, results)))
@@ -139,15 +137,68 @@ func (d *dashboardServer) page(w http.ResponseWriter, r *http.Request) {
 
 func (d *dashboardServer) fragment(w http.ResponseWriter, r *http.Request) {
 	v := d.viewOf(r)
-	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
-	defer cancel()
+	widgets, results := d.render(r.Context(), v)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(map[string]string{
-		"widgets": d.renderBoards(ctx, v),
-		"results": d.renderResults(ctx, v),
+		"widgets": widgets,
+		"results": results,
 		"at":      d.now().Format("15:04:05"),
 	})
+}
+
+// render draws the dashboards and, at the same time and with a budget of
+// its own, the results view: with a dashboard per pipeline, the widgets'
+// reads can take the dashboards' whole budget on a loaded machine, and the
+// results view must not starve behind them. The dashboards read each log
+// group once, however many of their widgets name it.
+func (d *dashboardServer) render(ctx context.Context, v view) (widgets, results string) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		results = d.renderResults(rctx, v)
+	}()
+	bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	widgets = d.renderBoards(withLogMemo(bctx), v)
+	<-done
+	return widgets, results
+}
+
+// logMemo keeps the log events one rendering read, by log group.
+type logMemo struct {
+	mu sync.Mutex
+	m  map[string]logRead
+}
+
+type logRead struct {
+	events []cloudwatchlocal.LogEvent
+	err    error
+}
+
+type logMemoKey struct{}
+
+func withLogMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, logMemoKey{}, &logMemo{m: map[string]logRead{}})
+}
+
+// readLogEvents reads group's events since from, once per rendering.
+func (d *dashboardServer) readLogEvents(ctx context.Context, group string, from time.Time) ([]cloudwatchlocal.LogEvent, error) {
+	memo, _ := ctx.Value(logMemoKey{}).(*logMemo)
+	if memo == nil {
+		return cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, group, from)
+	}
+	key := group + "@" + from.Format(time.RFC3339Nano)
+	memo.mu.Lock()
+	defer memo.mu.Unlock() // widgets render one at a time: nothing waits on another's read
+	if r, ok := memo.m[key]; ok {
+		return r.events, r.err
+	}
+	evs, err := cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, group, from)
+	memo.m[key] = logRead{evs, err}
+	return evs, err
 }
 
 // point is one plotted value.
@@ -355,7 +406,7 @@ func (d *dashboardServer) logTable(ctx context.Context, query string, from time.
 	}
 	var events []logLine
 	for _, g := range q.sources {
-		evs, err := cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, g, from)
+		evs, err := d.readLogEvents(ctx, g, from)
 		if errors.Is(err, cloudwatchlocal.ErrNoLogGroup) {
 			notes = append(notes, g+": no log events yet")
 			continue

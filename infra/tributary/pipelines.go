@@ -88,14 +88,15 @@ type PipelinesProps struct {
 	// default) one pipeline polls the stream directly, as one consumer
 	// among the others; with two or more, each aggregate gets its own
 	// enhanced fan-out consumer. A Kinesis shard serves 2 MiB/s and five
-	// GetRecords calls per second to all its direct consumers together, and
-	// Lambda polls each shard about once a second per mapping: the events
-	// stream already has ingest's snapshot readers and the other stages
-	// polling it, so every further pipeline polling directly would add
-	// throttled reads and iterator age to all of them. A dedicated consumer
-	// has its own 2 MiB/s per shard, records are pushed (about 70 ms
-	// instead of up to a second), and a stream has room for 20 of them;
-	// it costs per consumer-shard hour and per GB read.
+	// GetRecords calls per second to all its polling consumers together,
+	// and Lambda polls each shard about once a second per mapping: in the
+	// repository's stack the join already polls the events stream (enrich
+	// and detect have consumers of their own), so every further pipeline
+	// polling directly would take read capacity, and add iterator age, from
+	// all of them. A dedicated consumer has its own 2 MiB/s per shard,
+	// records are pushed (about 70 ms instead of up to a second), and a
+	// stream has room for 20 of them; each costs per consumer-shard hour
+	// and per GB read.
 	FanOut FanOut
 	// TickerRate is how often each pipeline's ticker runs; TickerRate (one
 	// minute) if zero. Whole minutes.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -188,11 +189,11 @@ func (r *Resources) Print(w io.Writer) {
 		if r.Stack != "Tributary" {
 			stack = " STACK=" + r.Stack
 		}
-		sort.Strings(r.Pipelines)
+		ps := slices.Sorted(slices.Values(r.Pipelines))
 		pl, plFlag, which := "", "", ""
-		if len(r.Pipelines) > 1 {
-			pl, plFlag = "PIPELINE="+r.Pipelines[len(r.Pipelines)-1]+" ", "-pipeline "+r.Pipelines[len(r.Pipelines)-1]+" "
-			which = "; PIPELINE= one of " + strings.Join(r.Pipelines, ", ")
+		if len(ps) > 1 {
+			pl, plFlag = "PIPELINE="+ps[len(ps)-1]+" ", "-pipeline "+ps[len(ps)-1]+" "
+			which = "; PIPELINE= one of " + strings.Join(ps, ", ")
 		}
 		fmt.Fprintln(w, "\nResults (in another terminal; make results needs no exports):")
 		fmt.Fprintf(w, "  a key's windows, open and final (count, sum, mean, min, max, quantiles, revision; FROM=2h TO=now%s):\n    make results %sKEY=user-1%s\n", which, pl, stack)

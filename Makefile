@@ -22,7 +22,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
 export TRIBUTARY_ROOT := $(ROOT)
 RUNNER    := .build/bin/tributary-local
-RUNNER_SOURCES := $(GO_SOURCES) $(wildcard cmd/local/*.go)
+RUNNER_SOURCES := $(GO_SOURCES) $(shell find cmd/local emulator internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
 
 # `make local` and `make local-up` report where their wall time went: when make
 # started, and each install, build and synth step's duration ("<phase> <ms>" lines
@@ -77,14 +77,18 @@ $(RUNNER): $(RUNNER_SOURCES)
 
 # Built, not `go run`: go run turns the tool's exit status (0 on Ctrl-C of
 # -follow, 3 for a refusal) into 1.
-.build/bin/results: $(GO_SOURCES) $(wildcard cmd/results/*.go internal/*/*.go)
+.build/bin/results: $(GO_SOURCES) $(wildcard cmd/results/*.go internal/*/*.go emulator/*/*.go)
 	@$(GO) build -o $@ ./cmd/results
 
 .PHONY: results
-results: .build/bin/results ## a key's windows from the running make local-up: make results KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
+results: .build/bin/results ## a key's windows from the running make local-up: make results [PIPELINE=pageviews] KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
 	@AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
 	  .build/bin/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
-	  $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
+	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
+
+.PHONY: schema
+schema: ## regenerate pipelines/pipeline.schema.json (the pipeline files' JSON Schema) from pkg/pipeline; a test fails when it is stale
+	$(GO) run ./cmd/pipelineschema -o pipelines/pipeline.schema.json
 
 .PHONY: bench
 bench: deps-local deps-bench ## cost, throughput, binaries, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 20 min)

@@ -23,6 +23,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/axiomhq/hyperloglog v0.3.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 )
 
 require (
@@ -42,5 +43,6 @@ require (
 	github.com/dgryski/go-metro v0.0.0-20250106013310-edb8663e5e33 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/kamstrup/intmap v0.5.2 // indirect
+	golang.org/x/text v0.14.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )

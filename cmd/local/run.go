@@ -26,7 +26,8 @@ type topology struct {
 	ingestURL  string
 	eventsName string
 	quarantine string
-	windows    *local.Windows
+	windows    *local.Windows   // the pipeline the page views go to
+	pipelines  []*local.Windows // every deployed pipeline, by name
 	// viewsParameter names the SSM parameter holding the current views
 	// table (aggregate's VIEWS_PARAMETER_NAME); "" if the stack has none.
 	viewsParameter string
@@ -49,8 +50,11 @@ func findTopology(s *local.Stack) (topology, error) {
 		}
 	}
 	t.ingestURL = s.URL("ingest")
-	if t.windows, err = s.FindWindows(); err != nil {
+	if t.pipelines, err = s.FindPipelines(); err != nil {
 		return t, err
+	}
+	if t.windows = pipelineOf(t.pipelines, "page_view", "data.ms"); t.windows == nil {
+		return t, fmt.Errorf("no deployed pipeline reads page_view events with value data.ms (pipelines/pageviews.json): the sample traffic would be counted nowhere")
 	}
 	var missing []string
 	for name, v := range map[string]string{"ingest function URL": t.ingestURL, "ingest EVENTS_STREAM_NAME": t.eventsName,
@@ -134,6 +138,7 @@ func (o *options) command() string {
 type outcome struct {
 	sent, sample, followers, late  int
 	keyed                          int
+	pipelines                      []string // "<n> <what> in pipeline <name>", one per pipeline besides the page views
 	windows, resent, corrected     int
 	quarantinedSeq                 string
 	tasks, taskMessages, workerEnv int
@@ -187,6 +192,9 @@ func run(ctx context.Context, o *options) (err error) {
 	fmt.Println("▸ summary")
 	fmt.Printf("  ✓ %d events sent (%d sample events through ingest, %d valid records written after a malformed one, %d late event, %d in a request sent twice under one Idempotency-Key):\n", out.sent, out.sample, out.followers, out.late, out.keyed)
 	fmt.Printf("    each counted exactly once in %d windows; %d resent copies suppressed by event id\n", out.windows, out.resent)
+	for _, p := range out.pipelines {
+		fmt.Printf("  ✓ %s, side by side with the page views: each window's count, sum and max as sent\n", p)
+	}
 	fmt.Printf("  ✓ the malformed record (sequence number %s) set aside at once with its data and the field at fault; the late event applied as a correction\n", out.quarantinedSeq)
 	fmt.Println("  ✓ a profile change joined by stream position; the timeline equal to the join after every change")
 	fmt.Println("  ✓ a search joined with its click, one unmatched once the watermark passed the bound, the click-through rate; CEP rules added and deleted while detect ran")
@@ -246,15 +254,54 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	traffic := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: o.max, Seed: o.seed, Now: now, Skew: -3 * time.Hour}
 	evs, want := traffic.Generate()
 	out.sample = len(evs)
-	fmt.Printf("▸ pipeline %q: %s windows by key, value data.ms, late policy %s (declared in pipelines/pageviews.json)\n", w.Pipeline.Name, w.Kind(), w.Pipeline.Late.Policy)
+	co := pipelineOf(topo.pipelines, "checkout", "data.amount")
+	demoOf := map[string]string{w.Pipeline.Name: "the page views below"}
+	if co != nil {
+		demoOf[co.Pipeline.Name] = "checkout events by region"
+	}
+	var samples []*local.Windows // the pipelines a user added
+	for _, p := range topo.pipelines {
+		if p == w || p == co {
+			continue
+		}
+		if ok, why := local.Checkable(p.Pipeline, demoTypes); ok {
+			samples = append(samples, p)
+			demoOf[p.Pipeline.Name] = "sample events made from its file, checked"
+		} else {
+			demoOf[p.Pipeline.Name] = "not checked here: " + why
+		}
+	}
+	printPipelines(topo.pipelines, demoOf)
 	fmt.Printf("▸ sending %d events for %d keys over %d event-time minutes to ingest %s\n", len(evs), o.keys, o.minutes, topo.ingestURL)
 	fmt.Printf("  (every 4th key's device clock is 3h behind: occurredAt + (receivedAt − sentAt) puts it back)\n")
 	if _, err := local.Send(ctx, topo.ingestURL, evs, 100, os.Stdout); err != nil {
 		return err
 	}
-	fmt.Println("▸ waiting for aggregate to apply them (one conditional write per key and window per batch)")
+	var others []*pipelineDemo
+	if co != nil {
+		d, err := sendCheckouts(ctx, co, topo.ingestURL, o, now, from, to)
+		if err != nil {
+			return err
+		}
+		others = append(others, d)
+	}
+	for _, p := range samples {
+		d, err := sendSample(ctx, p, topo.ingestURL, o, now, to)
+		if err != nil {
+			return err
+		}
+		others = append(others, d)
+	}
+	fmt.Printf("▸ waiting for %s to apply them (one conditional write per key and window per batch)\n", w.Function)
 	if _, err := w.Wait(ctx, want, from, to, nil, os.Stdout); err != nil {
 		return err
+	}
+	for _, d := range others {
+		// Before the resend below, which counts what reaches the page
+		// views' function: none of their events is in flight then.
+		if _, err := d.wait(ctx, 2*time.Minute, os.Stdout); err != nil {
+			return err
+		}
 	}
 	resend := evs[:min(25, len(evs))]
 	out.resent = len(resend)
@@ -262,7 +309,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	if _, err := w.ResendAndCheck(ctx, stack.Stats(), topo.ingestURL, resend, want, from, to); err != nil {
 		return err
 	}
-	fmt.Printf("  the %d copies reached aggregate and each was suppressed by its event id: every window unchanged\n", len(resend))
+	fmt.Printf("  the %d copies reached %s and each was suppressed by its event id: every window unchanged\n", len(resend), w.Function)
 
 	// A malformed record followed, in the same batch, by valid ones: the
 	// functions set it aside at once, with its data and the field at fault,
@@ -325,7 +372,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	// Its events are stamped now, when they are sent: ingest adds
 	// receivedAt − sentAt to occurredAt, so a sentAt from the start of the
 	// demo would move them into a later window.
-	if err := demoIdempotencyKey(ctx, topo.ingestURL, w, stack, time.Now().UTC(), want, from, to); err != nil {
+	if err := demoIdempotencyKey(ctx, topo.ingestURL, w, stack, clearOfMinuteEnd(), want, from, to); err != nil {
 		return err
 	}
 	out.keyed = want.Total() - keyedBefore
@@ -345,9 +392,20 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	}
 	out.sent = want.Total()
 	out.windows = len(vs)
-	fmt.Printf("▸ windows in DynamoDB table %s (a window is final once the shard's watermark passes its end)\n", w.Table)
+	fmt.Printf("▸ pipeline %s: windows in DynamoDB table %s (a window is final once the shard's watermark passes its end)\n", w.Pipeline.Name, w.Table)
 	fmt.Println("  SENT is what this run sent for the window, COUNT what the table holds; REVISION 0 = open, 1 = final, 2+ = corrected")
 	bad := local.PrintWindows(os.Stdout, w.Kind(), want, vs)
+	var badOthers []string
+	for _, d := range others {
+		vs, err := d.wait(ctx, 30*time.Second, io.Discard)
+		if err != nil {
+			return err
+		}
+		if n := d.report(vs); n > 0 {
+			badOthers = append(badOthers, fmt.Sprintf("pipeline %s: %d windows differ from what was sent", d.w.Pipeline.Name, n))
+		}
+		out.pipelines = append(out.pipelines, fmt.Sprintf("%d %s in pipeline %s", d.sent, d.what, d.w.Pipeline.Name))
+	}
 	fmt.Println("▸ event source mappings (RECORDS counts every delivery, retried batches included; ITEM FAILURES are records a")
 	fmt.Println("  function reported failed; TO ON-FAILURE are records given up on and described on the failures queue)")
 	stack.Stats().Print(os.Stdout)
@@ -357,8 +415,11 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	if err := stack.FlushLogs(ctx); err == nil {
 		if ms, err := cloudwatchlocal.MetricsBetween(ctx, cfg, "Tributary", began, time.Now()); err == nil {
 			fmt.Println("▸ CloudWatch metrics of this run (namespace Tributary, data points stamped since the run began):")
-			fmt.Println("  sum = total over the run, count = data points (one per invocation that published the metric)")
+			fmt.Println("  sum = total over the run, count = data points (one per invocation that published the metric); aggregate's by pipeline")
 			for _, m := range ms {
+				if f := m.Dimensions["Function"]; f == "aggregate" && m.Dimensions["Pipeline"] == "" && len(topo.pipelines) > 1 {
+					continue // the sum of the pipelines' series, shown each
+				}
 				if f := m.Dimensions["Function"]; f == "aggregate" || f == "worker" || f == "enrich" {
 					note := ""
 					if own := stack.OwnMetric(m); own != m.Sum {
@@ -370,9 +431,27 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 		}
 	}
 	if bad > 0 {
-		return fmt.Errorf("%d windows differ from what was sent", bad)
+		return fmt.Errorf("pipeline %s: %d windows differ from what was sent", w.Pipeline.Name, bad)
+	}
+	if len(badOthers) > 0 {
+		return errors.New(strings.Join(badOthers, "; "))
 	}
 	return nil
+}
+
+// clearOfMinuteEnd is the time to stamp the Idempotency-Key demo's events,
+// stamped a few seconds before it with sentAt = occurredAt, so their event
+// time is when ingest receives them: now if that is 5 to 45 seconds into a
+// minute, else (waiting) 5 seconds into the next, so that neither the
+// stamps nor a slow request cross into a window the run did not expect.
+func clearOfMinuteEnd() time.Time {
+	switch s := time.Now().Second(); {
+	case s < 5:
+		time.Sleep(time.Duration(5-s) * time.Second)
+	case s >= 45:
+		time.Sleep(time.Duration(65-s) * time.Second)
+	}
+	return time.Now().UTC()
 }
 
 // demoIdempotencyKey sends one request twice under the same
@@ -387,7 +466,7 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	}
 	const key = "make-local-retry-1"
 	fmt.Printf("▸ a request of %d events sent twice with Idempotency-Key %s (the client timed out and retried)\n", len(evs), key)
-	before := stack.Stats().Of("aggregate").Records
+	before := stack.Stats().Of(w.Function).Records
 	s1, b1, err := local.Post(ctx, url, evs, key)
 	if err != nil {
 		return err
@@ -405,11 +484,11 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	}
 	// The mapping counts a batch once the function has returned; give the
 	// last one a moment, then any second copy would have arrived too.
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && stack.Stats().Of("aggregate").Records-before < len(evs); {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && stack.Stats().Of(w.Function).Records-before < len(evs); {
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second)
-	if got := stack.Stats().Of("aggregate").Records - before; got != len(evs) {
+	if got := stack.Stats().Of(w.Function).Records - before; got != len(evs) {
 		return fmt.Errorf("the stream carried %d records for the two requests, want %d: the retry was written again", got, len(evs))
 	}
 	fmt.Printf("  the stream got %d records, once: each event counted once\n", len(evs))

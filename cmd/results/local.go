@@ -2,13 +2,14 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
-	"github.com/tributary-dev/tributary/emulator/template"
 )
 
 // localNames are what -template finds: the aggregate function's
@@ -19,8 +20,10 @@ type localNames struct {
 }
 
 // readLocalNames plans the template's names under stack, as the local
-// runner does, and reads them from the one function that runs a pipeline.
-func readLocalNames(path, stack string) (localNames, error) {
+// runner does, and reads them from the aggregate function of the pipeline
+// named name — or, with name "", of the only pipeline the template runs;
+// several are a usage error listing them.
+func readLocalNames(path, stack, name string) (localNames, error) {
 	t, err := template.Load(path)
 	if err != nil {
 		return localNames{}, cli.Usagef("template", "%v (make synth writes it)", err)
@@ -33,31 +36,70 @@ func readLocalNames(path, stack string) (localNames, error) {
 	if err != nil {
 		return localNames{}, cli.Usagef("template", "%s: %v", path, err)
 	}
-	var found []template.FunctionSpec
+	byName := map[string]template.FunctionSpec{}
 	for _, f := range fns {
 		// The aggregate function runs the pipeline (the ticker reads the
-		// same configuration).
-		if f.Env[pipeline.EnvVar] != "" && f.Binary == "aggregate" {
-			found = append(found, f)
+		// same configuration); one per pipeline file.
+		if f.Env[pipeline.EnvVar] == "" || f.Binary != "aggregate" {
+			continue
 		}
+		cfg, err := pipeline.Parse([]byte(f.Env[pipeline.EnvVar]))
+		if err != nil {
+			return localNames{}, cli.Usagef("template", "%s: %s's %s: %v", path, f.LogicalID, pipeline.EnvVar, err)
+		}
+		byName[cfg.Name] = f
 	}
-	switch len(found) {
-	case 0:
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var found template.FunctionSpec
+	switch {
+	case len(byName) == 0:
 		return localNames{}, cli.Usagef("template", "%s has no aggregate function with %s", path, pipeline.EnvVar)
-	case 1:
-	default:
-		var ids []string
-		for _, f := range found {
-			ids = append(ids, f.LogicalID)
+	case name != "":
+		f, ok := byName[name]
+		if !ok {
+			return localNames{}, cli.Usagef("pipeline", "%q is not deployed by %s; its pipelines: %s", name, path, strings.Join(names, ", "))
 		}
-		sort.Strings(ids)
-		return localNames{}, cli.Usagef("template", "%s runs %d pipelines (%s): give -pipeline, -parameter and -stream", path, len(found), strings.Join(ids, ", "))
+		found = f
+	case len(byName) == 1:
+		found = byName[names[0]]
+	default:
+		return localNames{}, cli.Usagef("pipeline", "not given, and %s runs %d pipelines: give one of %s (make results PIPELINE=%s KEY=...)", path, len(names), strings.Join(names, ", "), names[0])
 	}
-	env := found[0].Env
+	env := found.Env
 	n := localNames{pipeline: env[pipeline.EnvVar], parameter: env[aggregate.EnvViewsParameter],
 		table: env[aggregate.EnvViewsTable], stream: env[aggregate.EnvOutputStream]}
 	if n.parameter == "" && n.table == "" {
 		return localNames{}, fmt.Errorf("-template %s: the aggregate function names no views table", path)
 	}
 	return n, nil
+}
+
+// isPipelineFile reports whether -pipeline's value is a file (a path
+// ending in .json or holding a separator) rather than a pipeline's name.
+func isPipelineFile(v string) bool {
+	return strings.HasSuffix(v, ".json") || strings.ContainsRune(v, '/') || strings.ContainsRune(v, filepath.Separator)
+}
+
+// pipelineNamed is the pipeline named name in dir (pipelines/<name>.json),
+// or, with name "", the only one there; an error lists those there.
+func pipelineNamed(dir, name string) (*pipeline.Config, error) {
+	files, err := pipeline.LoadDir(dir)
+	if err != nil {
+		return nil, cli.Usagef("pipeline", "%v (give -pipeline <file.json>, or run from the repository root)", err)
+	}
+	names := make([]string, len(files))
+	for i, f := range files {
+		if f.Config.Name == name || (name == "" && len(files) == 1) {
+			return f.Config, nil
+		}
+		names[i] = f.Config.Name
+	}
+	if name == "" {
+		return nil, cli.Usagef("pipeline", "not given, and %s holds %d pipelines: give one of %s", dir, len(files), strings.Join(names, ", "))
+	}
+	return nil, cli.Usagef("pipeline", "%q is not in %s; its pipelines: %s", name, dir, strings.Join(names, ", "))
 }

@@ -33,12 +33,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/internal/sdkparam"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/results"
-	"github.com/tributary-dev/tributary/emulator/standin"
 )
 
 func main() {
@@ -49,7 +49,7 @@ func main() {
 }
 
 const usage = `usage:
-  results -key <key> (-parameter <views parameter> | -table <views table>) [-from 1h] [-to now] [-window <kind>] [-pipeline file] [-json] [-limit 1000]
+  results -key <key> (-parameter <views parameter> | -table <views table>) [-from 1h] [-to now] [-window <kind>] [-pipeline name|file] [-json] [-limit 1000]
   results -follow -stream <window results stream> [-key <key>] [-window <kind>] [-from <time>] [-json] [-limit n]
   results -template infra/cdk.out/Tributary.template.json ...   (names from the local deployment: make results KEY=...)
 Shows a key's windows over a time range, read from the views table (open and final, with their
@@ -68,7 +68,7 @@ const (
 	defaultLimit   = 1000
 	maxLimit       = 100000
 	maxFollowFrom  = 8760 * time.Hour // Kinesis's longest retention
-	defaultPipe    = "pipelines/pageviews.json"
+	defaultDir     = "pipelines"
 	defaultStack   = "Tributary"
 	maxKeyLength   = 1024 // larger than any key ingest accepts
 	resolveTimeout = 30 * time.Second
@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.BoolVar(&f.follow, "follow", false, "tail the WindowResults stream: print each final result, correction and retraction as it arrives, until Ctrl-C")
 	fs.BoolVar(&f.asJSON, "json", false, "JSON lines instead of a table: one window a line (with -follow, each record as it is on the stream)")
 	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("at most this many windows, 1 to %d (default %d); with -follow, stop after this many records (default: no limit)", maxLimit, defaultLimit))
-	fs.StringVar(&f.pipeline, "pipeline", "", "the pipeline's JSON config file, as the aggregate function runs it (default $PIPELINE_CONFIG, else "+defaultPipe+")")
+	fs.StringVar(&f.pipeline, "pipeline", "", "the pipeline: its name (with -template, one the template deploys; else "+defaultDir+"/<name>.json) or its JSON file (default: with -template, the only one it deploys; else $PIPELINE_CONFIG, else the only one in "+defaultDir+"/)")
 	fs.StringVar(&f.parameter, "parameter", "", "the SSM parameter naming the current views table: the stack output ViewsParameterName (default $VIEWS_PARAMETER_NAME)")
 	fs.StringVar(&f.table, "table", "", "the views table itself, instead of -parameter (default $VIEWS_TABLE_NAME)")
 	fs.StringVar(&f.stream, "stream", "", "with -follow: the WindowResults Kinesis stream, the stack output WindowResultsStreamName (default $OUTPUT_STREAM_NAME)")
@@ -157,12 +157,23 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 	env := func(k string) string { v, _ := lookup(k); return v }
 	q := &query{key: f.key, follow: f.follow, asJSON: f.asJSON}
 	local := localNames{}
+	var fromFile *pipeline.Config // -pipeline <file>
+	if f.set["pipeline"] && isPipelineFile(f.pipeline) {
+		var err error
+		if fromFile, err = pipelineFile(f.pipeline); err != nil {
+			return nil, err
+		}
+	}
 	if f.template != "" {
 		if endpoint := env("AWS_ENDPOINT_URL"); endpoint == "" {
 			return nil, cli.Usagef("template", "names resources as the local runner deploys them, but AWS_ENDPOINT_URL is not set; against AWS give -parameter and -stream (the stack outputs ViewsParameterName and WindowResultsStreamName)")
 		}
+		name := f.pipeline
+		if fromFile != nil {
+			name = fromFile.Name
+		}
 		var err error
-		if local, err = readLocalNames(f.template, f.stack); err != nil {
+		if local, err = readLocalNames(f.template, f.stack, name); err != nil {
 			return nil, err
 		}
 	} else if f.set["stack"] {
@@ -183,18 +194,20 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 
 	var err error
 	switch {
-	case f.set["pipeline"]:
-		q.cfg, err = pipelineFile(f.pipeline)
+	case fromFile != nil:
+		q.cfg = fromFile
 	case local.pipeline != "":
 		if q.cfg, err = pipeline.Parse([]byte(local.pipeline)); err != nil {
 			err = cli.Usagef("template", "%s: the aggregate function's %s: %v", f.template, pipeline.EnvVar, err)
 		}
+	case f.set["pipeline"]:
+		q.cfg, err = pipelineNamed(defaultDir, f.pipeline)
 	case env(pipeline.EnvVar) != "":
 		if q.cfg, err = pipeline.FromEnv(lookup); err != nil {
 			err = cli.Usagef("pipeline", "not given, and %v", err)
 		}
 	default:
-		q.cfg, err = pipelineFile(defaultPipe)
+		q.cfg, err = pipelineNamed(defaultDir, "")
 	}
 	if err != nil {
 		return nil, err

@@ -21,11 +21,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/results"
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -496,7 +496,7 @@ func TestTemplate(t *testing.T) {
 	cfg := awsCfg
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(cfg)
-	names, err := readLocalNames("testdata/local.template.json", "Tributary")
+	names, err := readLocalNames("testdata/local.template.json", "Tributary", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,5 +533,60 @@ func TestTemplate(t *testing.T) {
 	// Another prefix names other resources, which do not exist.
 	if r := cmd(ctx, env, base.Add(time.Minute), "-template", "testdata/local.template.json", "-stack", "Tributary-1", "-key", "user-1"); r.code != 1 || !strings.Contains(r.stderr, "Tributary-1-ViewsRegistryCurrentViews5E6F7A8B") {
 		t.Errorf("-stack Tributary-1: %+v", r)
+	}
+}
+
+// TestPipelineFlag: -pipeline names a pipeline — one the template deploys
+// with -template, else pipelines/<name>.json — or gives a file; without it
+// the only pipeline is used, and several are an error listing them.
+func TestPipelineFlag(t *testing.T) {
+	const two = "testdata/two-pipelines.template.json"
+	if _, err := readLocalNames(two, "Tributary", ""); err == nil || !strings.Contains(err.Error(), "-pipeline not given, and testdata/two-pipelines.template.json runs 2 pipelines: give one of checkouts, pageviews") {
+		t.Errorf("two pipelines, none named: %v", err)
+	}
+	n, err := readLocalNames(two, "Tributary", "checkouts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := pipeline.Parse([]byte(n.pipeline)); err != nil || cfg.Name != "checkouts" || n.table != "Tributary-Views1A2B3C4D" {
+		t.Errorf("-pipeline checkouts: %+v, %v", n, err)
+	}
+	if _, err := readLocalNames(two, "Tributary", "signups"); err == nil || !strings.Contains(err.Error(), `-pipeline "signups" is not deployed by testdata/two-pipelines.template.json; its pipelines: checkouts, pageviews`) {
+		t.Errorf("-pipeline signups: %v", err)
+	}
+	// Through the command: a usage error (exit 2), before anything is read.
+	ctx := context.Background()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	local := map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
+	if r := cmd(ctx, local, now, "-template", two, "-key", "eu-west"); r.code != 2 || !strings.Contains(r.stderr, "give one of checkouts, pageviews") {
+		t.Errorf("-template with two pipelines, no -pipeline: %+v", r)
+	}
+
+	// Without -template: the pipelines directory.
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "pipelines"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pageviews", "checkouts"} {
+		doc := fmt.Sprintf(`{"name":%q,"windows":[{"kind":"tumbling","size":"1m"}]}`, name)
+		if err := os.WriteFile(filepath.Join(dir, "pipelines", name+".json"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	if cfg, err := pipelineNamed(defaultDir, "checkouts"); err != nil || cfg.Name != "checkouts" {
+		t.Errorf("pipelineNamed checkouts: %v, %v", cfg, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-parameter", "/p", "-key", "k"}, "-pipeline not given, and pipelines holds 2 pipelines: give one of checkouts, pageviews"},
+		{[]string{"-parameter", "/p", "-key", "k", "-pipeline", "signups"}, `-pipeline "signups" is not in pipelines; its pipelines: checkouts, pageviews`},
+		{[]string{"-parameter", "/p", "-key", "k", "-pipeline", "pipelines/nope.json"}, "-pipeline open pipelines/nope.json"},
+	} {
+		if r := cmd(ctx, map[string]string{}, now, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d %q, want 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
 	}
 }

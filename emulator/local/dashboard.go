@@ -58,18 +58,18 @@ const (
 // state.Views.Query. Pages are rendered on the server (SVG); a few lines of
 // script refresh them.
 type dashboardServer struct {
-	stack   *Stack
-	boards  []board
-	cw      metricDataReader
-	db      keyScanner
-	windows *Windows // nil when the stack has no aggregate function
-	srv     *http.Server
-	ln      net.Listener
-	now     func() time.Time
-	every   time.Duration // refresh interval of the page
+	stack     *Stack
+	boards    []board
+	cw        metricDataReader
+	db        keyScanner
+	pipelines []*Windows // by name; none when the stack has no aggregate function
+	srv       *http.Server
+	ln        net.Listener
+	now       func() time.Time
+	every     time.Duration // refresh interval of the page
 
 	mu   sync.Mutex
-	keys keyList
+	keys map[string]keyList // by pipeline
 }
 
 // keyList caches the results view's keys for a few seconds.
@@ -93,9 +93,10 @@ func newDashboardServer(s *Stack, addr string) (*dashboardServer, error) {
 		now:    time.Now,
 		every:  5 * time.Second,
 	}
-	if w, err := s.FindWindows(); err == nil {
-		d.windows = w
+	if ws, err := s.FindPipelines(); err == nil {
+		d.pipelines = ws
 	}
+	d.keys = map[string]keyList{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.page)
 	mux.HandleFunc("GET /fragment", d.fragment)
@@ -128,9 +129,7 @@ func (d *dashboardServer) viewOf(r *http.Request) view {
 
 func (d *dashboardServer) page(w http.ResponseWriter, r *http.Request) {
 	v := d.viewOf(r)
-	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
-	defer cancel()
-	widgets, results := d.renderBoards(ctx, v), d.renderResults(ctx, v)
+	widgets, results := d.render(r.Context(), v)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write([]byte(d.renderPage(v, widgets, results)))
@@ -138,15 +137,68 @@ func (d *dashboardServer) page(w http.ResponseWriter, r *http.Request) {
 
 func (d *dashboardServer) fragment(w http.ResponseWriter, r *http.Request) {
 	v := d.viewOf(r)
-	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
-	defer cancel()
+	widgets, results := d.render(r.Context(), v)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(map[string]string{
-		"widgets": d.renderBoards(ctx, v),
-		"results": d.renderResults(ctx, v),
+		"widgets": widgets,
+		"results": results,
 		"at":      d.now().Format("15:04:05"),
 	})
+}
+
+// render draws the dashboards and, at the same time and with a budget of
+// its own, the results view: with a dashboard per pipeline, the widgets'
+// reads can take the dashboards' whole budget on a loaded machine, and the
+// results view must not starve behind them. The dashboards read each log
+// group once, however many of their widgets name it.
+func (d *dashboardServer) render(ctx context.Context, v view) (widgets, results string) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		results = d.renderResults(rctx, v)
+	}()
+	bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	widgets = d.renderBoards(withLogMemo(bctx), v)
+	<-done
+	return widgets, results
+}
+
+// logMemo keeps the log events one rendering read, by log group.
+type logMemo struct {
+	mu sync.Mutex
+	m  map[string]logRead
+}
+
+type logRead struct {
+	events []cloudwatchlocal.LogEvent
+	err    error
+}
+
+type logMemoKey struct{}
+
+func withLogMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, logMemoKey{}, &logMemo{m: map[string]logRead{}})
+}
+
+// readLogEvents reads group's events since from, once per rendering.
+func (d *dashboardServer) readLogEvents(ctx context.Context, group string, from time.Time) ([]cloudwatchlocal.LogEvent, error) {
+	memo, _ := ctx.Value(logMemoKey{}).(*logMemo)
+	if memo == nil {
+		return cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, group, from)
+	}
+	key := group + "@" + from.Format(time.RFC3339Nano)
+	memo.mu.Lock()
+	defer memo.mu.Unlock() // widgets render one at a time: nothing waits on another's read
+	if r, ok := memo.m[key]; ok {
+		return r.events, r.err
+	}
+	evs, err := cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, group, from)
+	memo.m[key] = logRead{evs, err}
+	return evs, err
 }
 
 // point is one plotted value.
@@ -354,7 +406,7 @@ func (d *dashboardServer) logTable(ctx context.Context, query string, from time.
 	}
 	var events []logLine
 	for _, g := range q.sources {
-		evs, err := cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, g, from)
+		evs, err := d.readLogEvents(ctx, g, from)
 		if errors.Is(err, cloudwatchlocal.ErrNoLogGroup) {
 			notes = append(notes, g+": no log events yet")
 			continue
@@ -371,12 +423,25 @@ func (d *dashboardServer) logTable(ctx context.Context, query string, from time.
 	return columns, rows, notes
 }
 
+// pipeline is the pipeline the results view shows: the one the query
+// names, else the first by name; nil when none runs.
+func (d *dashboardServer) pipeline(q url.Values) *Windows {
+	for _, w := range d.pipelines {
+		if w.Pipeline.Name == q.Get("pipeline") {
+			return w
+		}
+	}
+	if len(d.pipelines) == 0 {
+		return nil
+	}
+	return d.pipelines[0]
+}
+
 // resultKeys lists the pipeline's keys in the views table (at most
 // maxKeysScanned items read), cached for a few seconds.
-func (d *dashboardServer) resultKeys(ctx context.Context) ([]string, bool, error) {
+func (d *dashboardServer) resultKeys(ctx context.Context, pl *Windows) ([]string, bool, error) {
 	d.mu.Lock()
-	if d.now().Sub(d.keys.at) < 3*time.Second && d.keys.keys != nil {
-		k := d.keys
+	if k := d.keys[pl.Pipeline.Name]; d.now().Sub(k.at) < 3*time.Second && k.keys != nil {
 		d.mu.Unlock()
 		return k.keys, k.truncated, nil
 	}
@@ -386,7 +451,7 @@ func (d *dashboardServer) resultKeys(ctx context.Context) ([]string, bool, error
 	// The views items carry the pipeline and the key as attributes
 	// (pkg/state's item layout: "pipeline", "key").
 	in := &dynamodb.ScanInput{
-		TableName:                aws.String(d.windows.Table),
+		TableName:                aws.String(pl.Table),
 		ProjectionExpression:     aws.String("#p, #k"),
 		ExpressionAttributeNames: map[string]string{"#p": "pipeline", "#k": "key"},
 		Limit:                    aws.Int32(500),
@@ -394,12 +459,12 @@ func (d *dashboardServer) resultKeys(ctx context.Context) ([]string, bool, error
 	for {
 		out, err := d.db.Scan(ctx, in)
 		if err != nil {
-			return nil, false, fmt.Errorf("listing keys in %s: %w", d.windows.Table, err)
+			return nil, false, fmt.Errorf("listing keys in %s: %w", pl.Table, err)
 		}
 		for _, it := range out.Items {
 			p, _ := it["pipeline"].(*ddbtypes.AttributeValueMemberS)
 			k, _ := it["key"].(*ddbtypes.AttributeValueMemberS)
-			if p != nil && k != nil && p.Value == d.windows.Pipeline.Name {
+			if p != nil && k != nil && p.Value == pl.Pipeline.Name {
 				seen[k.Value] = true
 			}
 		}
@@ -419,14 +484,14 @@ func (d *dashboardServer) resultKeys(ctx context.Context) ([]string, bool, error
 	}
 	sort.Strings(keys)
 	d.mu.Lock()
-	d.keys = keyList{keys: keys, truncated: truncated, at: d.now()}
+	d.keys[pl.Pipeline.Name] = keyList{keys: keys, truncated: truncated, at: d.now()}
 	d.mu.Unlock()
 	return keys, truncated, nil
 }
 
 // windowsOf reads key's windows of kind that start in [from, to).
-func (d *dashboardServer) windowsOf(ctx context.Context, key, kind string, from, to time.Time) ([]state.View, error) {
-	vs, err := d.windows.views.Query(ctx, d.windows.Pipeline.Name, key, kind, from, to)
+func (d *dashboardServer) windowsOf(ctx context.Context, pl *Windows, key, kind string, from, to time.Time) ([]state.View, error) {
+	vs, err := pl.views.Query(ctx, pl.Pipeline.Name, key, kind, from, to)
 	if err != nil {
 		return nil, err
 	}

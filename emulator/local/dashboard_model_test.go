@@ -268,4 +268,13 @@ func TestInvokeNames(t *testing.T) {
 	if _, err := v.binaryFor("nope", ""); err == nil || !strings.Contains(err.Error(), "ingest") {
 		t.Errorf("unknown: %v, want the local functions listed", err)
 	}
+	// A binary run by one function per pipeline: the error names them.
+	v.several = map[string][]string{"aggregate": {"aggregate-checkouts", "aggregate-pageviews"}}
+	v.names["aggregate-pageviews"] = "aggregate-pageviews"
+	if b, err := v.binaryFor("aggregate-pageviews", ""); err != nil || b != "aggregate-pageviews" {
+		t.Errorf("binaryFor(aggregate-pageviews) = %q, %v", b, err)
+	}
+	if _, err := v.binaryFor("aggregate", ""); err == nil || !strings.Contains(err.Error(), "name one of aggregate-checkouts, aggregate-pageviews") {
+		t.Errorf("a binary of several functions: %v, want them named", err)
+	}
 }

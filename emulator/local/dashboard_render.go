@@ -399,19 +399,20 @@ var measures = []string{"count", "sum", "mean", "min", "max"}
 // lists their values.
 func (d *dashboardServer) renderResults(ctx context.Context, v view) string {
 	var b strings.Builder
-	if d.windows == nil {
+	pl := d.pipeline(v.query)
+	if pl == nil {
 		return "<section id=\"results\"><h2>Results</h2><p class=\"note\">The stack has no aggregate function, so no window results.</p></section>"
 	}
-	keys, truncated, err := d.resultKeys(ctx)
+	keys, truncated, err := d.resultKeys(ctx, pl)
 	if err != nil {
 		return "<section id=\"results\"><h2>Results</h2>" + errorNote(err.Error()) + "</section>"
 	}
 	key := v.query.Get("key")
-	if key == "" && len(keys) > 0 {
-		key = keys[0]
+	if (key == "" || !contains(keys, key)) && len(keys) > 0 {
+		key = keys[0] // another pipeline's key, after switching pipelines
 	}
-	kinds := make([]string, len(d.windows.Pipeline.Windows))
-	for i, w := range d.windows.Pipeline.Windows {
+	kinds := make([]string, len(pl.Pipeline.Windows))
+	for i, w := range pl.Pipeline.Windows {
 		kinds[i] = w.ID()
 	}
 	kind := v.query.Get("kind")
@@ -427,17 +428,21 @@ func (d *dashboardServer) renderResults(ctx context.Context, v view) string {
 	from := d.now().Add(-time.Duration(hours) * time.Hour)
 	var vs []state.View
 	if key != "" {
-		if vs, err = d.windowsOf(ctx, key, kind, from, to); err != nil {
+		if vs, err = d.windowsOf(ctx, pl, key, kind, from, to); err != nil {
 			return "<section id=\"results\"><h2>Results</h2>" + errorNote(err.Error()) + "</section>"
 		}
 	}
-	fmt.Fprintf(&b, "<section id=\"results\" data-key=\"%s\" data-kind=\"%s\" data-windows=\"%d\"><h2>Results: pipeline %s, table %s</h2>",
-		html.EscapeString(key), html.EscapeString(kind), len(vs), html.EscapeString(d.windows.Pipeline.Name), html.EscapeString(d.windows.Table))
+	fmt.Fprintf(&b, "<section id=\"results\" data-pipeline=\"%s\" data-key=\"%s\" data-kind=\"%s\" data-windows=\"%d\"><h2>Results: pipeline %s, table %s</h2>",
+		html.EscapeString(pl.Pipeline.Name), html.EscapeString(key), html.EscapeString(kind), len(vs), html.EscapeString(pl.Pipeline.Name), html.EscapeString(pl.Table))
 	b.WriteString("<form class=\"controls\" method=\"get\">")
 	if r := v.query.Get("range"); r != "" {
 		fmt.Fprintf(&b, "<input type=\"hidden\" name=\"range\" value=\"%s\">", html.EscapeString(r))
 	}
-	b.WriteString(selectBox("key", keys, key) + selectBox("kind", kinds, kind) + selectBox("measure", measures, measure))
+	names := make([]string, len(d.pipelines))
+	for i, w := range d.pipelines {
+		names[i] = w.Pipeline.Name
+	}
+	b.WriteString(selectBox("pipeline", names, pl.Pipeline.Name) + selectBox("key", keys, key) + selectBox("kind", kinds, kind) + selectBox("measure", measures, measure))
 	b.WriteString("<button type=\"submit\">show</button>")
 	if truncated {
 		fmt.Fprintf(&b, "<span class=\"note\">keys from the first %d items of the table</span>", maxKeysScanned)

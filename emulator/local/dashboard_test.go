@@ -16,10 +16,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/tributary-dev/tributary/internal/headless"
-	"github.com/tributary-dev/tributary/internal/headless/devtools"
 	"github.com/tributary-dev/tributary/emulator/local"
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/headless"
+	"github.com/tributary-dev/tributary/internal/headless/devtools"
 )
 
 // fixtureBoard is the logical id of the dashboard the test adds to the
@@ -49,7 +49,7 @@ func withFixtureDashboard(t *testing.T, tpl string) string {
 		r := r.(map[string]any)
 		meta, _ := r["Metadata"].(map[string]any)
 		switch {
-		case r["Type"] == "AWS::Lambda::Function" && meta["tributary:function"] == "aggregate":
+		case r["Type"] == "AWS::Lambda::Function" && meta["tributary:function"] == "aggregate" && (meta["tributary:pipeline"] == nil || meta["tributary:pipeline"] == "pageviews"):
 			aggregate = map[string]any{"Ref": id}
 			props := r["Properties"].(map[string]any)
 			if lc, ok := props["LoggingConfig"].(map[string]any); ok {
@@ -145,7 +145,7 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	w, err := stack.FindWindows()
+	w, err := stack.FindPipeline("pageviews")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	if err := chromedp.Do(bctx, chromedp.Navigate(stack.DashboardURL()+"?key="+key), chromedp.WaitVisible(chromedp.CSS("#results"))); err != nil {
+	if err := chromedp.Do(bctx, chromedp.Navigate(stack.DashboardURL()+"?pipeline="+w.Pipeline.Name+"&key="+key), chromedp.WaitVisible(chromedp.CSS("#results"))); err != nil {
 		t.Fatal(err)
 	}
 	// The page refreshes itself: wait until every widget of the dashboard

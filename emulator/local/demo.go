@@ -239,13 +239,13 @@ type Resent struct {
 // requires that keys' windows still hold exactly want — each copy
 // suppressed by its event id.
 func (w *Windows) ResendAndCheck(ctx context.Context, stats *Stats, url string, evs []stream.Envelope, want Counts, from, to time.Time) (Resent, error) {
-	before := stats.Of("aggregate").Records
+	before := stats.Of(w.Function).Records
 	if _, err := Send(ctx, url, evs, len(evs), io.Discard); err != nil {
 		return Resent{}, err
 	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	for stats.Of("aggregate").Records < before+len(evs) {
+	for stats.Of(w.Function).Records < before+len(evs) {
 		select {
 		case <-ctx.Done():
 			return Resent{}, fmt.Errorf("waiting for aggregate to receive %d resent events: %w", len(evs), ctx.Err())
@@ -263,7 +263,7 @@ func (w *Windows) ResendAndCheck(ctx context.Context, stats *Stats, url string, 
 			return Resent{}, fmt.Errorf("after the resend, %s %s holds %d, want %d: a copy was counted", k.Key, k.Window, got[k], n)
 		}
 	}
-	return Resent{Events: len(evs), Delivered: stats.Of("aggregate").Records - before}, nil
+	return Resent{Events: len(evs), Delivered: stats.Of(w.Function).Records - before}, nil
 }
 
 // Post sends evs to the ingest function URL in one request, with an

@@ -7,7 +7,12 @@
 // stream per execution environment, publishing the AWS/Lambda metrics of
 // every invocation as Lambda would.
 //
-// It also serves Lambda's Invoke API (invoke.go: every function by binary
+// A function is known by its binary's name, or "<binary>-<pipeline>" when
+// several functions run one binary, as the aggregate and ticker functions of
+// each pipeline file do (names.go); FindPipelines finds every deployed
+// pipeline with its views (windows.go).
+//
+// It also serves Lambda's Invoke API (invoke.go: every function by that
 // name, logical id, physical name or ARN, sample resource names mapped to the
 // local ones) and a dashboard page (dashboard*.go: every
 // AWS::CloudWatch::Dashboard of the template, its body resolved against the

@@ -18,9 +18,9 @@ import (
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/tributary-dev/tributary/pkg/ingest"
 	"github.com/tributary-dev/tributary/emulator/local"
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/ingest"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -39,7 +39,7 @@ func TestIngestIdempotencyKeyEndToEnd(t *testing.T) {
 	if env(t, stack, "ingest", "INGEST_IDEMPOTENCY_TABLE") == "" {
 		t.Fatal("ingest has no INGEST_IDEMPOTENCY_TABLE")
 	}
-	w, err := stack.FindWindows()
+	w, err := stack.FindPipeline("pageviews")
 	if err != nil {
 		t.Fatal(err)
 	}

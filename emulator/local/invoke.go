@@ -41,8 +41,11 @@ type invokeServer struct {
 	// names maps every accepted function name to a binary: the binary name
 	// (ingest), the template's logical id, the physical name and its ARN.
 	names map[string]string
-	// known lists the binaries, for errors.
+	// known lists the functions' names, for errors.
 	known []string
+	// several lists, for a binary several functions run (one per
+	// pipeline), their names, for the error naming them.
+	several map[string][]string
 	// aliases maps a local resource's friendly or logical name, as a sample
 	// event may give it, to its physical name (see localizeNames).
 	aliases  map[string]resourceAlias
@@ -64,17 +67,21 @@ func newInvokeServer(s *Stack, addr string, progress io.Writer) (*invokeServer, 
 	if err != nil {
 		return nil, fmt.Errorf("local: Lambda Invoke API on %s: %w (choose another port with -lambda-port, or 0 for any free port)", addr, err)
 	}
-	v := &invokeServer{stack: s, ln: ln, names: map[string]string{}, progress: progress}
+	v := &invokeServer{stack: s, ln: ln, names: map[string]string{}, several: map[string][]string{}, progress: progress}
 	for _, f := range s.specs {
-		if _, running := s.functions[f.Binary]; !running {
+		name := s.names[f.LogicalID]
+		if _, running := s.functions[name]; !running {
 			continue
 		}
-		for _, n := range []string{f.Binary, f.LogicalID, f.FunctionName, f.ARN} {
+		for _, n := range []string{name, f.LogicalID, f.FunctionName, f.ARN} {
 			if n != "" {
-				v.names[n] = f.Binary
+				v.names[n] = name
 			}
 		}
-		v.known = append(v.known, f.Binary)
+		v.known = append(v.known, name)
+		if name != f.Binary {
+			v.several[f.Binary] = append(v.several[f.Binary], name)
+		}
 	}
 	sort.Strings(v.known)
 	v.aliases = resourceAliases(s.deployment)
@@ -116,6 +123,9 @@ func (v *invokeServer) binaryFor(name, qualifier string) (string, error) {
 	}
 	if b, ok := v.names[n]; ok {
 		return b, nil
+	}
+	if fns := v.several[n]; len(fns) > 1 {
+		return "", fmt.Errorf("%d functions run %s here, one per pipeline: name one of %s", len(fns), n, strings.Join(fns, ", "))
 	}
 	return "", fmt.Errorf("no function %q here (the local functions are %s, or their logical ids, physical names or ARNs)", n, strings.Join(v.known, ", "))
 }
@@ -380,12 +390,14 @@ func (s *Stack) InvokeURL() string {
 }
 
 // FunctionNames lists the names the Invoke API accepts for each running
-// function, by binary: its logical id and its physical name.
+// function, by the runner's name of it (its binary, or
+// "<binary>-<pipeline>"): its logical id and its physical name.
 func (s *Stack) FunctionNames() map[string][2]string {
 	out := map[string][2]string{}
 	for _, f := range s.specs {
-		if _, ok := s.functions[f.Binary]; ok {
-			out[f.Binary] = [2]string{f.LogicalID, f.FunctionName}
+		name := s.names[f.LogicalID]
+		if _, ok := s.functions[name]; ok {
+			out[name] = [2]string{f.LogicalID, f.FunctionName}
 		}
 	}
 	return out

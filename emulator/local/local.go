@@ -70,13 +70,14 @@ type Stack struct {
 	cfg        aws.Config
 	deployment *template.Deployment
 	specs      []template.FunctionSpec
-	functions  map[string]*rie.Function    // by binary name
-	metered    map[string]*meteredFunction // by binary name: invoke through these
+	functions  map[string]*rie.Function    // by the runner's name (functionNames)
+	metered    map[string]*meteredFunction // by the runner's name: invoke through these
+	names      map[string]string           // the runner's name of each function, by logical id
 	invokeAPI  *invokeServer
 	dashboard  *dashboardServer
 	invLogs    *invocationLogs
 	runCtx     context.Context         // ends with Close
-	urls       map[string]*functionURL // by binary name
+	urls       map[string]*functionURL // by the runner's name
 	sink       *cloudwatchlocal.Sink
 	queueStats *cloudwatchlocal.QueueMetrics
 	stats      *Stats
@@ -146,6 +147,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.specs = specs
+	s.names = functionNames(specs)
 	groups := map[string]string{}
 	for _, f := range specs {
 		groups[f.FunctionName] = f.LogGroup
@@ -211,19 +213,20 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 			StreamLogs: logLine,
 		})
 		if startErr != nil {
-			return nil, fmt.Errorf("local: starting %s: %w", f.Binary, startErr)
+			return nil, fmt.Errorf("local: starting %s: %w", s.names[f.LogicalID], startErr)
 		}
-		s.functions[f.Binary] = fn
-		s.metered[f.Binary] = newMeteredFunction(fn, f.FunctionName, s.sink)
-		byLogical[f.LogicalID] = s.metered[f.Binary]
+		name := s.names[f.LogicalID]
+		s.functions[name] = fn
+		s.metered[name] = newMeteredFunction(fn, f.FunctionName, s.sink)
+		byLogical[f.LogicalID] = s.metered[name]
 		environments += instancesFor(f, mappings)
 		if opts.Verbose {
-			fmt.Fprintf(progress, "    %-12s %s (%d execution environments)\n", f.Binary, f.FunctionName, instancesFor(f, mappings))
+			fmt.Fprintf(progress, "    %-12s %s (%d execution environments)\n", name, f.FunctionName, instancesFor(f, mappings))
 		}
 	}
 	binaries := make([]string, 0, len(specs))
 	for _, f := range specs {
-		binaries = append(binaries, f.Binary)
+		binaries = append(binaries, s.names[f.LogicalID])
 	}
 	sort.Strings(binaries)
 	fmt.Fprintf(progress, "▸ started %d functions under aws-lambda-rie in %s (%d execution environments): %s\n",
@@ -236,7 +239,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if !ok {
 			return nil, fmt.Errorf("local: event source mapping on %s targets function %s, which the template does not define", m.SourceARN, m.FunctionLogicalID)
 		}
-		binary := binaryOf(m.FunctionLogicalID, specs)
+		binary := s.names[m.FunctionLogicalID]
 		settings := toSettings(m, specs)
 		if envs := instancesFor(functionOf(m.FunctionLogicalID, specs), mappings); settings.MaximumConcurrency > envs {
 			// More pollers than execution environments could only wait for
@@ -301,7 +304,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	// Ports in a fixed order: ingest's URL first (the README's curl is sent
 	// to URLPort), then the others by function name.
 	sort.SliceStable(urls, func(i, j int) bool {
-		bi, bj := binaryOf(urls[i].FunctionLogicalID, specs), binaryOf(urls[j].FunctionLogicalID, specs)
+		bi, bj := s.names[urls[i].FunctionLogicalID], s.names[urls[j].FunctionLogicalID]
 		if (bi == "ingest") != (bj == "ingest") {
 			return bi == "ingest"
 		}
@@ -312,7 +315,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if !ok {
 			return nil, fmt.Errorf("local: function URL targets %s, which the template does not define", u.FunctionLogicalID)
 		}
-		binary := binaryOf(u.FunctionLogicalID, specs)
+		binary := s.names[u.FunctionLogicalID]
 		addr := "127.0.0.1:0"
 		if opts.URLPort != 0 {
 			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.URLPort+i))
@@ -353,7 +356,8 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	return s, nil
 }
 
-// URL is the function URL of the function built from binary, or "".
+// URL is the function URL of the function built from binary (the runner's
+// name of it: see FunctionName), or "".
 func (s *Stack) URL(binary string) string {
 	if u, ok := s.urls[binary]; ok {
 		return u.URL()
@@ -361,8 +365,9 @@ func (s *Stack) URL(binary string) string {
 	return ""
 }
 
-// Invoke calls the function built from binary with payload, as the
-// console's Test tab (or a schedule) would.
+// Invoke calls the function built from binary (the runner's name of it:
+// see FunctionName) with payload, as the console's Test tab (or a schedule)
+// would.
 func (s *Stack) Invoke(ctx context.Context, binary string, payload []byte) (rie.Result, error) {
 	f, ok := s.metered[binary]
 	if !ok {
@@ -452,15 +457,6 @@ func instancesFor(f template.FunctionSpec, mappings []template.MappingSpec) int 
 		return 2
 	}
 	return min(n, maxEnvironments)
-}
-
-func binaryOf(logicalID string, specs []template.FunctionSpec) string {
-	for _, f := range specs {
-		if f.LogicalID == logicalID {
-			return f.Binary
-		}
-	}
-	return logicalID
 }
 
 func functionOf(logicalID string, specs []template.FunctionSpec) template.FunctionSpec {

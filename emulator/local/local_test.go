@@ -90,7 +90,7 @@ func TestPipelineAppliesEveryEventOnceClosesWindowsAndQuarantinesPoison(t *testi
 	}
 	quarantine := env(t, stack, "quarantine", "QUARANTINE_TABLE_NAME")
 	streamName := env(t, stack, "ingest", "EVENTS_STREAM_NAME")
-	w, err := stack.FindWindows()
+	w, err := stack.FindPipeline("pageviews")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestPipelineAppliesEveryEventOnceClosesWindowsAndQuarantinesPoison(t *testi
 	for _, e := range followers {
 		want[local.WindowKey{Key: e.Key, Window: e.OccurredAt.Truncate(time.Minute).Format(time.RFC3339)}]++
 	}
-	before := stack.Stats().Of("aggregate")
+	before := stack.Stats().Of(w.Function)
 	seq, err := local.PutPoisonAndFollowers(ctx, cfg, streamName, followers)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestPipelineAppliesEveryEventOnceClosesWindowsAndQuarantinesPoison(t *testi
 	if _, err := w.Wait(ctx, want, from, to, nil, io.Discard); err != nil {
 		t.Fatalf("the valid records after the malformed one: %v", err)
 	}
-	if st := stack.Stats().Of("aggregate"); st.ItemFailures != before.ItemFailures || st.Retries != before.Retries || st.OnFailure != before.OnFailure {
+	if st := stack.Stats().Of(w.Function); st.ItemFailures != before.ItemFailures || st.Retries != before.Retries || st.OnFailure != before.OnFailure {
 		t.Errorf("aggregate mapping stats %+v (before %+v): the malformed record held the shard back", st, before)
 	}
 

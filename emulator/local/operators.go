@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/tributary-dev/tributary/emulator/template"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 // Resources is what an operator's tools (cmd/results, cmd/replay,
@@ -35,6 +37,9 @@ type Resources struct {
 	ResultsStream string
 	// Stack is the prefix of the deployment's names (make results STACK=).
 	Stack string
+	// Pipelines names the pipelines the aggregate functions run, sorted
+	// (make results PIPELINE= when there are several).
+	Pipelines []string
 	// SnapshotTable and SnapshotKey are the snapshot function's
 	// PROFILES_TABLE_NAME and ENTITY_KEY_ATTRIBUTE.
 	SnapshotTable, SnapshotKey string
@@ -77,6 +82,9 @@ func FindResources(ctx context.Context, cfg aws.Config, d *template.Deployment) 
 			r.EventsStream = f.Env["EVENTS_STREAM_NAME"]
 		case "aggregate":
 			r.ViewsParameter, r.ResultsStream = f.Env["VIEWS_PARAMETER_NAME"], f.Env["OUTPUT_STREAM_NAME"]
+			if c, err := pipeline.Parse([]byte(f.Env[pipeline.EnvVar])); err == nil {
+				r.Pipelines = append(r.Pipelines, c.Name)
+			}
 		case "snapshot":
 			r.SnapshotTable, r.SnapshotKey = f.Env["PROFILES_TABLE_NAME"], f.Env["ENTITY_KEY_ATTRIBUTE"]
 		}
@@ -181,12 +189,18 @@ func (r *Resources) Print(w io.Writer) {
 		if r.Stack != "Tributary" {
 			stack = " STACK=" + r.Stack
 		}
+		ps := slices.Sorted(slices.Values(r.Pipelines))
+		pl, plFlag, which := "", "", ""
+		if len(ps) > 1 {
+			pl, plFlag = "PIPELINE="+ps[len(ps)-1]+" ", "-pipeline "+ps[len(ps)-1]+" "
+			which = "; PIPELINE= one of " + strings.Join(ps, ", ")
+		}
 		fmt.Fprintln(w, "\nResults (in another terminal; make results needs no exports):")
-		fmt.Fprintf(w, "  a key's windows, open and final (count, sum, mean, min, max, quantiles, revision; FROM=2h TO=now):\n    make results KEY=user-1%s\n", stack)
-		fmt.Fprintf(w, "    go run ./cmd/results -parameter %s -key user-1 -from 1h   (with the AWS_* variables above; -json, -window)\n", r.ViewsParameter)
+		fmt.Fprintf(w, "  a key's windows, open and final (count, sum, mean, min, max, quantiles, revision; FROM=2h TO=now%s):\n    make results %sKEY=user-1%s\n", which, pl, stack)
+		fmt.Fprintf(w, "    go run ./cmd/results %s-parameter %s -key user-1 -from 1h   (with the AWS_* variables above; -json, -window)\n", plFlag, r.ViewsParameter)
 		if r.ResultsStream != "" {
-			fmt.Fprintf(w, "  each final result, correction and retraction as it arrives (Ctrl-C stops):\n    make results FOLLOW=1%s   (KEY=user-1 for one key)\n", stack)
-			fmt.Fprintf(w, "    go run ./cmd/results -follow -stream %s\n", r.ResultsStream)
+			fmt.Fprintf(w, "  each final result, correction and retraction as it arrives (Ctrl-C stops):\n    make results %sFOLLOW=1%s   (KEY=user-1 for one key)\n", pl, stack)
+			fmt.Fprintf(w, "    go run ./cmd/results %s-follow -stream %s\n", plFlag, r.ResultsStream)
 		}
 	}
 

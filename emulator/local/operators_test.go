@@ -83,3 +83,24 @@ func TestResourcesNameWhatEachToolNeeds(t *testing.T) {
 		}
 	}
 }
+
+// With several pipelines, the banner's results commands name one and say
+// which there are (make results asks for one then).
+func TestResourcesNameAPipelineWhenSeveralRun(t *testing.T) {
+	r := &local.Resources{Stack: "Tributary", ViewsParameter: "/tributary/views", CurrentViews: "Tributary-Views", ResultsStream: "Tributary-WindowResults",
+		Pipelines: []string{"pageviews", "checkouts"}}
+	var b bytes.Buffer
+	r.Print(&b)
+	out := strings.Join(strings.Fields(b.String()), " ")
+	for _, want := range []string{
+		"PIPELINE= one of checkouts, pageviews",
+		"make results PIPELINE=pageviews KEY=user-1",
+		"go run ./cmd/results -pipeline pageviews -parameter /tributary/views -key user-1",
+		"make results PIPELINE=pageviews FOLLOW=1",
+		"go run ./cmd/results -pipeline pageviews -follow -stream Tributary-WindowResults",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the banner lacks %q:\n%s", want, b.String())
+		}
+	}
+}

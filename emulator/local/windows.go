@@ -14,43 +14,83 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
-// Windows reads a deployed pipeline's views, as the aggregate function's
+// Windows reads a deployed pipeline's views, as its aggregate function's
 // environment in the template describes them.
 type Windows struct {
 	Pipeline *pipeline.Config
+	// Function is the runner's name of the pipeline's aggregate function
+	// (Stack.FunctionName: "aggregate", or "aggregate-<pipeline>" when
+	// several pipelines run), for Stats.Of.
+	Function string
 	Table    string
 	Output   string // output stream, "" when none
 	views    *state.Views
 	cfg      aws.Config
 }
 
-// FindWindows reads the aggregate function's PIPELINE_CONFIG and tables from the deployment.
-func (s *Stack) FindWindows() (*Windows, error) {
+// FindPipelines finds every deployed pipeline, sorted by name: each
+// aggregate function (binary "aggregate" with a PIPELINE_CONFIG), its
+// config and views table. A function whose Metadata "tributary:pipeline"
+// differs from its config's name, or two functions running one pipeline,
+// are errors.
+func (s *Stack) FindPipelines() ([]*Windows, error) {
 	specs, err := s.deployment.Functions()
 	if err != nil {
 		return nil, err
 	}
+	var out []*Windows
+	seen := map[string]string{}
 	for _, f := range specs {
 		if f.Binary != "aggregate" {
 			continue
 		}
+		name := s.names[f.LogicalID]
 		pc, err := pipeline.FromEnv(func(k string) (string, bool) { v, ok := f.Env[k]; return v, ok })
 		if err != nil {
-			return nil, fmt.Errorf("aggregate's %w", err)
+			return nil, fmt.Errorf("%s's %w", name, err)
 		}
+		if f.Pipeline != "" && f.Pipeline != pc.Name {
+			return nil, fmt.Errorf("%s: Metadata %s is %q, its %s names pipeline %q", f.LogicalID, template.PipelineMetadataKey, f.Pipeline, pipeline.EnvVar, pc.Name)
+		}
+		if other, ok := seen[pc.Name]; ok {
+			return nil, fmt.Errorf("pipeline %q runs in two aggregate functions, %s and %s", pc.Name, other, name)
+		}
+		seen[pc.Name] = name
 		table := f.Env[aggregate.EnvViewsTable]
 		if table == "" {
-			return nil, fmt.Errorf("aggregate has no %s in the template", aggregate.EnvViewsTable)
+			return nil, fmt.Errorf("%s has no %s in the template", name, aggregate.EnvViewsTable)
 		}
-		return &Windows{Pipeline: pc, Table: table, Output: f.Env[aggregate.EnvOutputStream], cfg: s.cfg,
-			views: state.NewViews(dynamodb.NewFromConfig(s.cfg), table, pc.Aggregates)}, nil
+		out = append(out, &Windows{Pipeline: pc, Function: name, Table: table, Output: f.Env[aggregate.EnvOutputStream], cfg: s.cfg,
+			views: state.NewViews(dynamodb.NewFromConfig(s.cfg), table, pc.Aggregates)})
 	}
-	return nil, fmt.Errorf("the template has no aggregate function")
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the template has no aggregate function")
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pipeline.Name < out[j].Pipeline.Name })
+	return out, nil
+}
+
+// FindPipeline is the deployed pipeline named name; an error lists the
+// deployed ones.
+func (s *Stack) FindPipeline(name string) (*Windows, error) {
+	ws, err := s.FindPipelines()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		if w.Pipeline.Name == name {
+			return w, nil
+		}
+		names[i] = w.Pipeline.Name
+	}
+	return nil, fmt.Errorf("no pipeline %q is deployed (the template runs %s)", name, strings.Join(names, ", "))
 }
 
 // Kind is the window kind shown and checked: the pipeline's first window.

@@ -13,12 +13,19 @@ import (
 // function's binary (functions/<name>, built to <dir>/<name>/bootstrap).
 const FunctionMetadataKey = "tributary:function"
 
+// PipelineMetadataKey is the Metadata key naming the pipeline a function
+// runs (one aggregate and one ticker function per pipeline file).
+const PipelineMetadataKey = "tributary:pipeline"
+
 // FunctionSpec is an AWS::Lambda::Function as the local runner needs it.
 type FunctionSpec struct {
 	LogicalID string
 	// Binary is the function's name under functions/ (Metadata
 	// "tributary:function"); empty when the template does not say.
 	Binary string
+	// Pipeline is the pipeline the function runs (Metadata
+	// "tributary:pipeline"); empty for a function that runs none.
+	Pipeline string
 	// FunctionName is the physical name: the template's, or a generated
 	// <Stack>-<LogicalID> (at most 64 characters).
 	FunctionName string
@@ -58,6 +65,9 @@ func (d *Deployment) Functions() ([]FunctionSpec, error) {
 		d.mu.Unlock()
 		if b, ok := r.Metadata[FunctionMetadataKey].(string); ok {
 			f.Binary = b
+		}
+		if p, ok := r.Metadata[PipelineMetadataKey].(string); ok {
+			f.Pipeline = p
 		}
 		if a, ok := r.Metadata["aws:asset:path"].(string); ok {
 			f.AssetPath = a

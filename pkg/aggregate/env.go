@@ -44,6 +44,11 @@ const DefaultViewsRefresh = 30 * time.Second
 // Retention is how long window items are kept after their window ends (TTL).
 const Retention = 30 * 24 * time.Hour
 
+// MetricDimensionPipeline is the EMF dimension naming the pipeline: the
+// aggregate and ticker functions' metrics carry the dimension sets
+// ["Function"] and ["Function", "Pipeline"].
+const MetricDimensionPipeline = "Pipeline"
+
 // FromEnv builds the processor a function runs: the pipeline from
 // PIPELINE_CONFIG, the views table (VIEWS_PARAMETER_NAME, else
 // VIEWS_TABLE_NAME), the optional output stream. Errors name the variable
@@ -71,7 +76,9 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 	db := RoutedStore(client, table)
 	current := table.Current(context.Background())
 	views := state.NewViews(db, current, cfg.Aggregates, state.WithRetention(Retention))
-	m := metrics.New(stdout, function)
+	// Per-pipeline series next to the function-wide ones: several
+	// functions run this binary, one per pipeline.
+	m := metrics.New(stdout, function, metrics.WithDimension(MetricDimensionPipeline, cfg.Name))
 	return New(cfg, views, out, streamName,
 		WithMetrics(m),
 		WithLogger(log),

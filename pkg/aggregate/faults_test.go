@@ -44,13 +44,14 @@ func quietOut() io.Writer {
 
 var (
 	db        *dynamodb.Client
+	awsCfg    aws.Config // the stand-in, for FromEnv
 	tableSeq  atomic.Int64
 	soakSeeds = flag.Int("fault.seeds", 4, "fault-injection scenarios to run (make soak runs many more)")
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(standintest.Main(m, func(cfg aws.Config) { db = dynamodb.NewFromConfig(cfg) }))
+	os.Exit(standintest.Main(m, func(cfg aws.Config) { awsCfg, db = cfg, dynamodb.NewFromConfig(cfg) }))
 }
 
 const faultConfig = `{

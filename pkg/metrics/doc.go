@@ -4,7 +4,10 @@
 // handler publishes metrics without a PutMetricData call on its hot path (and
 // the local runner turns the same lines into metrics on the stand-in).
 //
-// Every metric is in namespace "Tributary" with the single dimension
-// Function (the function's logical name, e.g. "aggregate"), so dashboards and
-// alarms do not depend on the deployed function's physical name.
+// Every metric is in namespace "Tributary" with the dimension Function (the
+// function's logical name, e.g. "aggregate"), so dashboards and alarms do not
+// depend on the deployed function's physical name. A function that runs once
+// per pipeline adds WithDimension("Pipeline", name): its documents then carry
+// the dimension sets ["Function"] and ["Function", "Pipeline"], one series
+// for the function-wide alarms and one per pipeline.
 package metrics

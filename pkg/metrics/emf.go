@@ -47,14 +47,50 @@ type Logger struct {
 	mu       sync.Mutex
 	w        io.Writer
 	function string
+	dims     []dimension // beyond Function, in order
 	now      func() time.Time
 	metrics  []*metric
 }
 
+// dimension is one dimension a Logger adds beyond Function.
+type dimension struct{ name, value string }
+
+// Option configures a Logger.
+type Option func(*Logger)
+
+// WithDimension adds the dimension name=value: each document then carries
+// two dimension sets, ["Function"] (what function-wide alarms and widgets
+// use) and ["Function", name] (one series per value, for example per
+// pipeline when several functions run the same binary). Several
+// WithDimension options make one set ["Function", name1, name2, …]. A name
+// already used (Function, "_aws", an earlier dimension) or empty is
+// ignored, as is a metric of that name on Flush.
+func WithDimension(name, value string) Option {
+	return func(l *Logger) {
+		if name == "" || name == "Function" || name == "_aws" || l.isDimension(name) {
+			return
+		}
+		l.dims = append(l.dims, dimension{name, value})
+	}
+}
+
+func (l *Logger) isDimension(name string) bool {
+	for _, d := range l.dims {
+		if d.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // New returns a Logger writing to w (os.Stdout in a function) with dimension
-// Function=function.
-func New(w io.Writer, function string) *Logger {
-	return &Logger{w: w, function: function, now: time.Now}
+// Function=function, and any dimensions the options add.
+func New(w io.Writer, function string, opts ...Option) *Logger {
+	l := &Logger{w: w, function: function, now: time.Now}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
 }
 
 // WithClock sets the clock Flush stamps documents with (for tests) and
@@ -126,7 +162,7 @@ func (l *Logger) Flush() error {
 	var bad error
 	kept := ms[:0]
 	for _, m := range ms {
-		if m.name == "" || m.name == "Function" || m.name == "_aws" {
+		if m.name == "" || m.name == "Function" || m.name == "_aws" || l.isDimension(m.name) {
 			bad = fmt.Errorf("metrics: metric name %q is not allowed", m.name)
 			continue
 		}
@@ -169,7 +205,16 @@ func (l *Logger) document(buf *bytes.Buffer, now time.Time, ms []*metric, part i
 	buf.WriteString(strconv.FormatInt(now.UnixMilli(), 10))
 	buf.WriteString(`,"CloudWatchMetrics":[{"Namespace":`)
 	writeString(buf, Namespace)
-	buf.WriteString(`,"Dimensions":[["Function"]],"Metrics":[`)
+	buf.WriteString(`,"Dimensions":[["Function"]`)
+	if len(l.dims) > 0 {
+		buf.WriteString(`,["Function"`)
+		for _, d := range l.dims {
+			buf.WriteByte(',')
+			writeString(buf, d.name)
+		}
+		buf.WriteByte(']')
+	}
+	buf.WriteString(`],"Metrics":[`)
 	for i, m := range ms {
 		if i > 0 {
 			buf.WriteByte(',')
@@ -182,6 +227,12 @@ func (l *Logger) document(buf *bytes.Buffer, now time.Time, ms []*metric, part i
 	}
 	buf.WriteString(`]}]},"Function":`)
 	writeString(buf, l.function)
+	for _, d := range l.dims {
+		buf.WriteByte(',')
+		writeString(buf, d.name)
+		buf.WriteByte(':')
+		writeString(buf, d.value)
+	}
 	for _, m := range ms {
 		buf.WriteByte(',')
 		writeString(buf, m.name)

@@ -91,3 +91,51 @@ func TestNilLoggerIsANoOp(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestWithDimensionAddsASecondDimensionSet(t *testing.T) {
+	var out bytes.Buffer
+	l := New(&out, "aggregate", WithDimension("Pipeline", "checkouts")).WithClock(func() time.Time { return at })
+	l.Add("RecordsIn", Count, 4)
+	l.Add("Pipeline", Count, 1) // a metric cannot shadow a dimension
+	l.Observe("WatermarkLagMs", Milliseconds, 250)
+	if err := l.Flush(); err == nil || !strings.Contains(err.Error(), `"Pipeline"`) {
+		t.Errorf("Flush error = %v, want one refusing the metric named Pipeline", err)
+	}
+	want := `{"_aws":{"Timestamp":1795948867250,"CloudWatchMetrics":[{"Namespace":"Tributary","Dimensions":[["Function"],["Function","Pipeline"]],"Metrics":[{"Name":"RecordsIn","Unit":"Count"},{"Name":"WatermarkLagMs","Unit":"Milliseconds"}]}]},"Function":"aggregate","Pipeline":"checkouts","RecordsIn":4,"WatermarkLagMs":250}` + "\n"
+	if out.String() != want {
+		t.Errorf("got  %s\nwant %s", out.String(), want)
+	}
+	var doc struct {
+		AWS struct {
+			CloudWatchMetrics []struct{ Dimensions [][]string }
+		} `json:"_aws"`
+		Function, Pipeline string
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// Every dimension a set names is a member of the document, as EMF requires.
+	for _, set := range doc.AWS.CloudWatchMetrics[0].Dimensions {
+		for _, d := range set {
+			if !strings.Contains(out.String(), `"`+d+`":"`) {
+				t.Errorf("dimension %s has no value in the document", d)
+			}
+		}
+	}
+	if doc.Function != "aggregate" || doc.Pipeline != "checkouts" {
+		t.Errorf("Function=%q Pipeline=%q", doc.Function, doc.Pipeline)
+	}
+}
+
+func TestWithDimensionIgnoresReservedNames(t *testing.T) {
+	var a, b bytes.Buffer
+	plain := New(&a, "ingest").WithClock(func() time.Time { return at })
+	plain.Add("Requests", Count, 1)
+	_ = plain.Flush()
+	odd := New(&b, "ingest", WithDimension("Function", "x"), WithDimension("", "y"), WithDimension("_aws", "z")).WithClock(func() time.Time { return at })
+	odd.Add("Requests", Count, 1)
+	_ = odd.Flush()
+	if a.String() != b.String() {
+		t.Errorf("reserved dimension names changed the output:\n%s\n%s", a.String(), b.String())
+	}
+}

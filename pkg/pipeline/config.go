@@ -216,10 +216,12 @@ func FromEnv(lookup func(string) (string, bool)) (*Config, error) {
 }
 
 var (
-	topFields      = []string{"name", "eventTypes", "key", "value", "distinct", "windows", "aggregates", "quantiles", "distinctPrecision", "outOfOrderness", "idleTimeout", "latePolicy", "allowedLateness", "outputs", "partitionKeyIsGroupingKey", "parallelizationFactor", "dedupeHorizon"}
-	windowFields   = []string{"kind", "size", "advance", "difference", "gap", "offset"}
-	outputFields   = []string{"table", "stream"}
-	durationFields = []string{"outOfOrderness", "idleTimeout", "allowedLateness", "dedupeHorizon", "size", "advance", "difference", "gap", "offset"}
+	// The known fields come from the tables in schema.go, which the JSON
+	// Schema is generated from.
+	topFields      = fieldNames(topSpecFields)
+	windowFields   = fieldNames(windowSpecFields)
+	outputFields   = fieldNames(outputSpecFields)
+	durationFields = durationFieldNames(topSpecFields, windowSpecFields)
 	// schemaField names the JSON Schema a file follows, for editors'
 	// completion; Parse accepts a string there and ignores it.
 	schemaField = "$schema"
@@ -485,19 +487,16 @@ func parseWindow(path string, doc []byte) (WindowSpec, error) {
 	kind = raw["kind"]
 	var w WindowSpec
 	var uses []string
-	switch kind {
-	case "tumbling":
-		w.Kind, uses = Tumbling, []string{"size", "offset"}
-	case "hopping":
-		w.Kind, uses = Hopping, []string{"size", "advance", "offset"}
-	case "sliding":
-		w.Kind, uses = Sliding, []string{"difference"}
-	case "session":
-		w.Kind, uses = Session, []string{"gap"}
-	case "":
-		return w, cfgErr(path+".kind", "required: tumbling, hopping, sliding or session")
-	default:
-		return w, cfgErr(path+".kind", "%q is not a window kind: want tumbling, hopping, sliding or session", kind)
+	for _, k := range windowKinds {
+		if k.kind.String() == kind {
+			w.Kind, uses = k.kind, k.uses
+		}
+	}
+	switch {
+	case kind == "":
+		return w, cfgErr(path+".kind", "required: %s", joinOr(windowKindNames()))
+	case w.Kind == 0:
+		return w, cfgErr(path+".kind", "%q is not a window kind: want %s", kind, joinOr(windowKindNames()))
 	}
 	for _, name := range windowFields[1:] {
 		if raw[name] != "" && !slices.Contains(uses, name) {

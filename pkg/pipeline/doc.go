@@ -19,4 +19,12 @@
 //
 // Config.Extract reads a record's grouping key, value and distinct value
 // from its envelope without decoding the whole payload.
+//
+// A repository declares its pipelines as files, pipelines/<name>.json, which
+// LoadDir reads. Their fields are declared once, in schema.go: Parse takes
+// its known fields from those tables, and JSONSchema writes them out as the
+// JSON Schema (draft 2020-12) editors use for completion,
+// pipelines/pipeline.schema.json (`make schema`; a test fails when the
+// committed file differs, and checks every example against it with a JSON
+// Schema validator).
 package pipeline

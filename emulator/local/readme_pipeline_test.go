@@ -1,0 +1,147 @@
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tributary-dev/tributary/emulator/local"
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+)
+
+// TestReadmeFirstPipeline does what the README's "Your first pipeline"
+// says: the pipeline file it shows, added to the repository's pipelines/,
+// is deployed by `cdk synth` as a pipeline of its own (its own aggregate
+// and ticker functions, next to the others'), and the README's curl, run as
+// written against the local ingest URL, ends in the windows the README
+// describes: for plan pro count 2, sum 8, max 5; for free 1, 1, 1.
+func TestReadmeFirstPipeline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("synthesizes the stack again (about a minute); make test runs it")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed: the README's example needs it")
+	}
+	root, _, bin := paths(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "<!-- tested by emulator/local TestReadmeFirstPipeline: it synthesizes"
+	_, after, ok := strings.Cut(string(readme), marker)
+	if !ok {
+		t.Fatalf("README.md has no %q", marker)
+	}
+	_, after, _ = strings.Cut(after, "```json\n")
+	file, _, ok := strings.Cut(after, "```")
+	if !ok {
+		t.Fatal("no ```json block after the marker")
+	}
+	cfg, err := pipeline.Parse([]byte(file))
+	if err != nil {
+		t.Fatalf("the README's pipeline file: %v", err)
+	}
+	curl := recipeBlock(t, string(readme), "<!-- tested by emulator/local TestReadmeFirstPipeline -->")
+	const documented = "http://127.0.0.1:9000/"
+	if !strings.Contains(curl, documented) {
+		t.Fatalf("the README's curl does not post to %s, make local-up's ingest URL:\n%s", documented, curl)
+	}
+
+	// The repository's pipelines and the README's, as a user would have them.
+	dir := t.TempDir()
+	pipelines := filepath.Join(dir, "pipelines")
+	if err := os.Mkdir(pipelines, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := filepath.Glob(filepath.Join(root, "pipelines", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range shipped {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pipelines, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(pipelines, cfg.Name+".json"), []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "cdk.out")
+	synth := exec.Command("flock", filepath.Join(root, ".build", "make.lock"),
+		"npx", "--no-install", "cdk", "synth", "--no-notices", "--quiet", "--output", out, "--no-staging",
+		"-c", "tributary:assetDir=../.build/local", "-c", "tributary:pipelinesDir="+pipelines)
+	synth.Dir = filepath.Join(root, "infra")
+	var stderr bytes.Buffer
+	synth.Stdout, synth.Stderr = &stderr, &stderr
+	if err := synth.Run(); err != nil {
+		t.Fatalf("cdk synth with %s added: %v\n%s", cfg.Name+".json", err, stderr.String())
+	}
+
+	srv := standintest.Start(t)
+	var progress bytes.Buffer
+	stack, err := local.Up(context.Background(), local.Options{
+		Template: filepath.Join(out, "Tributary.template.json"), Functions: bin, Endpoint: srv.Endpoint(),
+		Progress: &progress, LambdaPort: -1, DashboardPort: -1,
+	})
+	if err != nil {
+		t.Fatalf("local.Up: %v\n%s", err, progress.String())
+	}
+	t.Cleanup(func() { _ = stack.Close() })
+	for _, binary := range []string{"aggregate", "ticker"} {
+		if fns := stack.FunctionsOf(binary); !slices.Contains(fns, binary+"-"+cfg.Name) || len(fns) != len(shipped) {
+			t.Errorf("%s functions %v: want one per pipeline file (%d), %s-%s among them", binary, fns, len(shipped), binary, cfg.Name)
+		}
+	}
+	w, err := stack.FindPipeline(cfg.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Function != "aggregate-"+cfg.Name {
+		t.Errorf("pipeline %s runs in %s", cfg.Name, w.Function)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", strings.ReplaceAll(curl, documented, stack.URL("ingest")))
+	answer, err := cmd.Output()
+	if err != nil || strings.TrimSpace(string(answer)) != `{"events":3,"accepted":3}` {
+		t.Fatalf("the README's curl: %v, answer %s; want {\"events\":3,\"accepted\":3}", err, answer)
+	}
+	// The events land in the current minute (their device clock's offset
+	// moves them), perhaps across a minute boundary: sum per key.
+	want := map[string]local.Totals{"pro": {Count: 2, Sum: 8, Max: 5}, "free": {Count: 1, Sum: 1, Max: 1}}
+	now := time.Now()
+	var got map[string]local.Totals
+	for {
+		vs, err := w.Read(ctx, []string{"pro", "free"}, now.Add(-5*time.Minute), now.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = map[string]local.Totals{}
+		for _, v := range vs {
+			g := got[v.Key]
+			g.Count += int(v.Result.Count)
+			g.Sum += v.Result.Sum
+			g.Max = max(g.Max, v.Result.Max)
+			got[v.Key] = g
+		}
+		if got["pro"] == want["pro"] && got["free"] == want["free"] {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("pipeline %s's windows hold %v, want %v (the README says so)", cfg.Name, got, want)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -5,12 +5,17 @@ SHELL := /bin/bash
 GO        ?= go
 ROOT      := $(CURDIR)
 FUNCTIONS := $(notdir $(wildcard functions/*))
+# Example functions of your own (examples/functions/<name>, on package handler)
+# are built alongside into .build/<set>/<name>/bootstrap.
+EXAMPLE_FUNCTIONS := $(notdir $(wildcard examples/functions/*))
+ALL_FUNCTIONS := $(FUNCTIONS) $(EXAMPLE_FUNCTIONS)
+FUNCTION_PKGS := $(addprefix ./functions/,$(FUNCTIONS)) $(addprefix ./examples/functions/,$(EXAMPLE_FUNCTIONS))
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE       := .tools/bin/aws-lambda-rie
 MOTO      := .venv/bin/moto_server
 MOTO_VERSION := 5.2.5
 CDK_OUT   := infra/cdk.out/Tributary.template.json
-GO_SOURCES := $(shell find functions pkg -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
+GO_SOURCES := $(shell find functions examples/functions pkg -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
 INFRA_SOURCES := $(shell find infra -name '*.go' -not -name '*_test.go' -not -path 'infra/node_modules/*' -not -path 'infra/cdk.out/*' 2>/dev/null) $(wildcard infra/tributary/*.json) $(wildcard pipelines/*.json) infra/go.mod infra/go.sum infra/cdk.json
 export CDK_DISABLE_CLI_TELEMETRY := true
 # jsii prints a banner on Node versions it no longer lists; the app works on them.
@@ -153,19 +158,19 @@ synth-local: .build/synth.local ## synthesize infra/cdk.out for the local runner
 functions: .build/lambda/.built ## build every function for AWS (linux/arm64 bootstrap)
 
 .build/lambda/.built: $(GO_SOURCES)
-	@$(call timed,builds) echo "▸ go build: $(words $(FUNCTIONS)) functions for AWS (linux/arm64) → .build/lambda/<name>/bootstrap" && \
+	@$(call timed,builds) echo "▸ go build: $(words $(ALL_FUNCTIONS)) functions for AWS (linux/arm64) → .build/lambda/<name>/bootstrap" && \
 	mkdir -p .build && out=$$(mktemp -d .build/lambda-XXXXXX) && \
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $$out/ $(addprefix ./functions/,$(FUNCTIONS)) $(NO_DOWNLOAD_LINES) && \
-	for f in $(FUNCTIONS); do mkdir -p .build/lambda/$$f && mv -f $$out/$$f .build/lambda/$$f/bootstrap; done && rm -rf $$out && touch $@
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $$out/ $(FUNCTION_PKGS) $(NO_DOWNLOAD_LINES) && \
+	for f in $(ALL_FUNCTIONS); do mkdir -p .build/lambda/$$f && mv -f $$out/$$f .build/lambda/$$f/bootstrap; done && rm -rf $$out && touch $@
 
 .PHONY: functions-local
 functions-local: .build/local/.built ## build every function for this machine (run under RIE)
 
 .build/local/.built: $(GO_SOURCES)
-	@$(call timed,builds) echo "▸ go build: $(words $(FUNCTIONS)) functions for this machine → .build/local/<name>/bootstrap" && \
+	@$(call timed,builds) echo "▸ go build: $(words $(ALL_FUNCTIONS)) functions for this machine → .build/local/<name>/bootstrap" && \
 	mkdir -p .build && out=$$(mktemp -d .build/local-XXXXXX) && \
-	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $$out/ $(addprefix ./functions/,$(FUNCTIONS)) $(NO_DOWNLOAD_LINES) && \
-	for f in $(FUNCTIONS); do mkdir -p .build/local/$$f && mv -f $$out/$$f .build/local/$$f/bootstrap; done && rm -rf $$out && touch $@
+	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $$out/ $(FUNCTION_PKGS) $(NO_DOWNLOAD_LINES) && \
+	for f in $(ALL_FUNCTIONS); do mkdir -p .build/local/$$f && mv -f $$out/$$f .build/local/$$f/bootstrap; done && rm -rf $$out && touch $@
 
 .PHONY: deps
 deps: deps-local deps-bench deps-browser ## install everything the targets below use (deps-local, deps-bench, deps-browser)

@@ -229,6 +229,9 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 		if err == nil {
 			err = demoEventSourcing(ctx, stack, &side)
 		}
+		if err == nil { // a stream function of your own (emulator/local/handlers.go)
+			err = local.DemoStatusCodes(ctx, stack, topo.ingestURL, &side)
+		}
 		sideDone <- err
 	}()
 	sideErr := func() error {

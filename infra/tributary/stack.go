@@ -56,7 +56,7 @@ const (
 
 // FunctionNames lists every function the stack deploys.
 var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich, FunctionSnapshot,
-	FunctionJoin, FunctionDetect, FunctionRules, FunctionCommands, FunctionPublish, FunctionProject}
+	FunctionJoin, FunctionDetect, FunctionRules, FunctionCommands, FunctionPublish, FunctionProject, FunctionStatusCodes}
 
 // Environment variables of a pipeline's functions (aggregate and ticker),
 // read by package pipeline and the functions' mains.
@@ -257,6 +257,11 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 		return nil, err
 	}
 	s.EventSourcing = NewEventSourcing(stack, "EventSourcing", EventSourcingProps{AssetDir: assetDir, Quarantine: quarantine, OnFailure: failures})
+	// A stream function of your own (package handler): examples/functions/statuscodes.
+	if _, err := NewStreamHandler(stack, "StatusCodes", StreamHandlerProps{Name: FunctionStatusCodes, AssetDir: assetDir, Events: s.Events,
+		EventTypes: []string{"http_request"}, Quarantine: quarantine, OnFailure: failures, TickFailures: s.TickerFailures}); err != nil {
+		return nil, err
+	}
 
 	output(stack, "ProfilesTableName", s.Profiles.Table.TableName(), "DynamoDB table of profiles; the cdc function republishes its changes on the events stream")
 	output(stack, "EnrichedStreamName", s.Enrichment.Enriched.StreamName(), "Kinesis stream of activity events joined with the profile version they follow")

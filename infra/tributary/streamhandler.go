@@ -1,0 +1,139 @@
+package tributary
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// FunctionStatusCodes is the example stream function of your own
+// (examples/functions/statuscodes, on package handler) the repo's stack
+// deploys with NewStreamHandler.
+const FunctionStatusCodes = "statuscodes"
+
+// Environment variables of a stream function built on package handler
+// (handler.FromEnv reads them); QUARANTINE_TABLE_NAME is
+// EnvQuarantineTableName and OUTPUT_STREAM_NAME EnvOutputStreamName.
+const EnvStateTableName = "STATE_TABLE_NAME"
+
+// StreamHandlerProps configures NewStreamHandler.
+type StreamHandlerProps struct {
+	// Name is the function's asset name: its code is
+	// <AssetDir>/<Name>/bootstrap (for example "statuscodes"). Required.
+	Name string
+	// AssetDir holds <Name>/bootstrap. If empty, the context value
+	// ContextAssetDir, else DefaultAssetDir.
+	AssetDir string
+	// Description is the Lambda function's description.
+	Description string
+	// Events is the stream of envelopes the function reads. Required.
+	Events awskinesis.IStream
+	// EventTypes, if set, are the only event types the mapping passes to
+	// the function (a filter on the envelope's type); the function skips
+	// the others anyway, but never pays for them.
+	EventTypes []string
+	// Quarantine is where records that can never be added are set aside
+	// (QUARANTINE_TABLE_NAME). Required.
+	Quarantine awsdynamodb.ITable
+	// OnFailure receives Lambda's on-failure record of a batch that
+	// exhausted its retries. Required.
+	OnFailure awssqs.IQueue
+	// TickFailures receives the scheduled ticks EventBridge could not
+	// deliver. Required.
+	TickFailures awssqs.IQueue
+	// Output is the stream final results are put on (OUTPUT_STREAM_NAME);
+	// if nil, one is created (one shard, encrypted).
+	Output awskinesis.IStream
+	// BatchSize is the mapping's batch size; DefaultStreamBatchSize if zero.
+	BatchSize int
+}
+
+// StreamHandler is a stream function of your own (package handler) with
+// what its guarantees need: its state table (package state's schema), the
+// output stream, the Kinesis mapping (batch item failures, bisection, an
+// on-failure destination, bounded retries), a schedule for its tick, and
+// grants of exactly the calls the handler makes.
+type StreamHandler struct {
+	State    awsdynamodb.Table
+	Output   awskinesis.IStream
+	Function *StreamFunction
+	Schedule awsevents.Rule
+}
+
+var assetNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// NewStreamHandler creates a stream handler function and its resources.
+func NewStreamHandler(scope constructs.Construct, id string, props StreamHandlerProps) (*StreamHandler, error) {
+	if props.Events == nil || props.Quarantine == nil || props.OnFailure == nil || props.TickFailures == nil {
+		return nil, fmt.Errorf("StreamHandler %q: Events, Quarantine, OnFailure and TickFailures are required", id)
+	}
+	if !assetNameRE.MatchString(props.Name) {
+		return nil, fmt.Errorf("StreamHandler %q: Name %q is not an asset name (lower-case letters, digits, '-')", id, props.Name)
+	}
+	assetDir := props.AssetDir
+	if assetDir == "" {
+		assetDir = DefaultAssetDir
+		if v, ok := constructs.Node_Of(scope).TryGetContext(jsii.String(ContextAssetDir)).(string); ok && v != "" {
+			assetDir = v
+		}
+	}
+	if err := CheckAssets(assetDir, []string{props.Name}); err != nil {
+		return nil, fmt.Errorf("StreamHandler %q: %w", id, err)
+	}
+	c := constructs.NewConstruct(scope, jsii.String(id))
+	h := &StreamHandler{Output: props.Output}
+	if h.Output == nil {
+		out := awskinesis.NewStream(c, jsii.String("Results"), &awskinesis.StreamProps{
+			StreamMode: awskinesis.StreamMode_PROVISIONED,
+			ShardCount: jsii.Number(1),
+			Encryption: awskinesis.StreamEncryption_MANAGED,
+		})
+		// Derived: replaying the events stream rebuilds it (the ids are stable).
+		out.ApplyRemovalPolicy(awscdk.RemovalPolicy_DESTROY)
+		h.Output = out
+	}
+	h.State = newKeyedStateTable(c, "State")
+	desc := props.Description
+	if desc == "" {
+		desc = fmt.Sprintf("Stream handler %s (package handler): windows per key into its state table, final results onto its output stream", props.Name)
+	}
+	var filters []map[string]any
+	if len(props.EventTypes) > 0 {
+		types := make([]any, len(props.EventTypes))
+		for i, t := range props.EventTypes {
+			types[i] = t
+		}
+		filters = []map[string]any{{"data": map[string]any{"type": types}}}
+	}
+	h.Function = NewStreamFunction(c, "Function", StreamFunctionProps{
+		Function: GoFunctionProps{
+			Name:        props.Name,
+			AssetDir:    assetDir,
+			Description: desc,
+			Environment: map[string]*string{
+				EnvStateTableName:   h.State.TableName(),
+				EnvOutputStreamName: h.Output.StreamName(),
+			},
+		},
+		Stream:    props.Events,
+		OnFailure: props.OnFailure,
+		SetAside:  props.Quarantine,
+		BatchSize: props.BatchSize,
+		Filters:   filters,
+	})
+	grantKeyedState(h.Function.GoFunction, h.State)
+	h.Output.Grant(h.Function.Role, jsii.String("kinesis:PutRecords"))
+	h.Schedule = addTick(c, "Tick", h.Function.GoFunction, props.TickFailures,
+		fmt.Sprintf("Ticks %s: idle shards' watermarks advance, their windows' final results are emitted", props.Name))
+	awscdk.NewCfnOutput(c, jsii.String("ResultsStreamName"), &awscdk.CfnOutputProps{
+		Value: h.Output.StreamName(), Description: jsii.String(fmt.Sprintf("Kinesis stream of %s's final window results", props.Name)),
+	})
+	return h, nil
+}

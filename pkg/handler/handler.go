@@ -1,0 +1,303 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/internal/lambdamain"
+	"github.com/tributary-dev/tributary/pkg/dedupe"
+	"github.com/tributary-dev/tributary/pkg/emit"
+	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// The environment variables FromEnv reads (the construct
+// tributary.NewStreamHandler sets them).
+const (
+	EnvStateTable      = "STATE_TABLE_NAME"
+	EnvOutputStream    = "OUTPUT_STREAM_NAME"
+	EnvQuarantineTable = "QUARANTINE_TABLE_NAME"
+)
+
+// DynamoDB is what a handler needs of DynamoDB: its state and watermarks
+// (package state), the dedupe ledger (package dedupe) and the quarantine
+// table (package setaside). *dynamodb.Client is one.
+type DynamoDB interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var (
+	_ DynamoDB     = (*dynamodb.Client)(nil)
+	_ dedupe.Store = DynamoDB(nil)
+	_ emit.Putter  = (*kinesis.Client)(nil)
+)
+
+// Config is where a handler keeps its state and sends its output.
+type Config struct {
+	// Name names the handler's state items, its results' ids and its
+	// metrics' Function dimension: lower-case letters, digits and '-'.
+	Name string
+	// StateTable is a table with package state's schema (keys pk and sk,
+	// index "open" on openIn and openUntil, TTL on expiresAt).
+	StateTable string
+	// OutputStream is the Kinesis stream final results are put on (empty:
+	// results are kept in state only, for tests).
+	OutputStream string
+	// QuarantineTable is where records that can never be added are set
+	// aside (empty: they are reported as batch item failures instead, so
+	// nothing is lost).
+	QuarantineTable string
+	DynamoDB        DynamoDB
+	Kinesis         emit.Putter
+	// Function is the Lambda function's name recorded with each record set
+	// aside (FromEnv: AWS_LAMBDA_FUNCTION_NAME).
+	Function string
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// FromEnv is the Config of a handler named name running on Lambda (or under
+// the local runner): the AWS clients from the function's environment and
+// the tables and stream from STATE_TABLE_NAME, OUTPUT_STREAM_NAME and
+// QUARANTINE_TABLE_NAME. The error names every variable that is missing.
+func FromEnv(name string) (Config, error) {
+	return configFrom(name, os.LookupEnv)
+}
+
+func configFrom(name string, lookup func(string) (string, bool)) (Config, error) {
+	get := func(k string) string { v, _ := lookup(k); return v }
+	var errs []error
+	for _, v := range []struct{ name, what string }{
+		{EnvStateTable, "the DynamoDB table (keys pk/sk, index open, TTL expiresAt) holding the handler's state"},
+		{EnvOutputStream, "the Kinesis stream final results are put on"},
+		{EnvQuarantineTable, "the DynamoDB table records that can never be added are set aside in"},
+	} {
+		if get(v.name) == "" {
+			errs = append(errs, fmt.Errorf("environment variable %s is not set (%s)", v.name, v.what))
+		}
+	}
+	aws, err := lambdamain.Config(lookup)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return Config{Name: name, StateTable: get(EnvStateTable), OutputStream: get(EnvOutputStream), QuarantineTable: get(EnvQuarantineTable),
+		DynamoDB: dynamodb.NewFromConfig(aws), Kinesis: kinesis.NewFromConfig(aws), Function: get("AWS_LAMBDA_FUNCTION_NAME")}, nil
+}
+
+// Option configures a handler.
+type Option func(*options)
+
+type options struct {
+	window, outOfOrderness, idle, horizon time.Duration
+	lim                                   Limits
+	log                                   *slog.Logger
+	metrics                               io.Writer
+	now                                   func() time.Time
+	concurrency                           int
+}
+
+// WithWindow sets the tumbling window's size (default DefaultWindow), a
+// whole number of milliseconds.
+func WithWindow(d time.Duration) Option { return func(o *options) { o.window = d } }
+
+// WithOutOfOrderness sets how far behind a shard's newest event time its
+// watermark stays (default DefaultOutOfOrderness): a record older than the
+// watermark's window is late, counted (LateDropped) and dropped.
+func WithOutOfOrderness(d time.Duration) Option { return func(o *options) { o.outOfOrderness = d } }
+
+// WithIdleTimeout sets how long a shard may see no newer event time before
+// the scheduled tick advances its watermark by processing time (default
+// DefaultIdleTimeout), so its last windows close.
+func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.idle = d } }
+
+// WithDedupeHorizon sets how long an event id suppresses a producer's
+// copies (default DefaultDedupeHorizon, at most MaxDedupeHorizon); 0
+// turns producer dedupe off (Lambda's redeliveries are still applied once).
+func WithDedupeHorizon(d time.Duration) Option { return func(o *options) { o.horizon = d } }
+
+// WithLimits bounds a key's state (default DefaultLimits).
+func WithLimits(l Limits) Option { return func(o *options) { o.lim = l } }
+
+// WithLogger logs failures and records set aside (FromEnv handlers: JSON
+// on stderr).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithMetrics writes CloudWatch EMF metrics to w after each batch and tick
+// (default os.Stdout, where Lambda's log agent reads them; nil: none).
+func WithMetrics(w io.Writer) Option { return func(o *options) { o.metrics = w } }
+
+// WithClock sets processing time (the tick's idle advance).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithConcurrency bounds the keys folded at once (default 16).
+func WithConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
+
+func (o *options) check() error {
+	var errs []error
+	if o.window <= 0 || o.window%time.Millisecond != 0 {
+		errs = append(errs, fmt.Errorf("WithWindow: %v is not a positive whole number of milliseconds", o.window))
+	}
+	if o.outOfOrderness < 0 {
+		errs = append(errs, fmt.Errorf("WithOutOfOrderness: %v is negative", o.outOfOrderness))
+	}
+	if o.idle <= 0 {
+		errs = append(errs, fmt.Errorf("WithIdleTimeout: %v is not positive", o.idle))
+	}
+	if o.horizon < 0 || o.horizon > MaxDedupeHorizon {
+		errs = append(errs, fmt.Errorf("WithDedupeHorizon: %v is outside 0–%v", o.horizon, MaxDedupeHorizon))
+	}
+	if o.lim.MaxOpenWindows < 1 {
+		errs = append(errs, fmt.Errorf("WithLimits: MaxOpenWindows %d is below 1", o.lim.MaxOpenWindows))
+	}
+	if o.lim.MaxAggregateBytes < 1 || o.lim.MaxOpenWindows*(o.lim.MaxAggregateBytes+24) > keyed.DefaultMaxStateBytes/2 {
+		// A fold stops once the state reaches half an item (closed windows
+		// not yet sent count too), so open windows must fit in that half.
+		errs = append(errs, fmt.Errorf("WithLimits: MaxOpenWindows × MaxAggregateBytes (%d × %d) must fit half a state item (%d bytes)",
+			o.lim.MaxOpenWindows, o.lim.MaxAggregateBytes, keyed.DefaultMaxStateBytes/2))
+	}
+	return errors.Join(errs...)
+}
+
+// Stats are a handler's counters since it was built: records in, late
+// (dropped), set aside, producer duplicates, results put, state writes.
+type Stats = keyed.Stats
+
+// TickResult is what one scheduled tick did.
+type TickResult = keyed.TickResult
+
+// runner is the keyed runner behind a Handler, whatever its value type.
+type runner interface {
+	Invoke(ctx context.Context, payload []byte) ([]byte, error)
+	HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error)
+	Tick(ctx context.Context, now time.Time) (keyed.TickResult, error)
+	Stats() keyed.Stats
+}
+
+// Handler is a Kinesis function: lambda.Start(h) runs it. It handles both
+// the event source mapping's batches (reporting batch item failures) and
+// the EventBridge schedule's events (the tick). It is safe for concurrent
+// use.
+type Handler struct {
+	name string
+	r    runner
+}
+
+// Invoke is the Lambda entry point (lambda.Handler): an EventBridge
+// scheduled event runs Tick, anything else is a Kinesis event.
+func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return h.r.Invoke(ctx, payload)
+}
+
+// HandleBatch handles one Kinesis batch given as aws-lambda-go's event.
+func (h *Handler) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	return h.r.HandleBatch(ctx, ev)
+}
+
+// Tick advances idle shards' watermarks by processing time and emits the
+// results of the windows every shard's watermark has passed.
+func (h *Handler) Tick(ctx context.Context, now time.Time) (TickResult, error) {
+	return h.r.Tick(ctx, now)
+}
+
+// Stats returns the counters so far.
+func (h *Handler) Stats() Stats { return h.r.Stats() }
+
+// Name is the handler's name.
+func (h *Handler) Name() string { return h.name }
+
+// NewWindowed returns a tumbling-window aggregation over a Kinesis stream
+// of envelopes: sel picks each record's key and value, the value is merged
+// into the key's window of aggregate T (see Aggregate), and when the
+// shard's watermark passes a window's end its Result goes to the output
+// stream, once per key and window. T is given, V and A are inferred:
+//
+//	h, err := handler.NewWindowed[StatusMix](cfg, SelectStatus, handler.WithWindow(time.Minute))
+func NewWindowed[T any, V any, A interface {
+	*T
+	Aggregate[V, A]
+}](cfg Config, sel Selector[V], opts ...Option) (*Handler, error) {
+	o := options{window: DefaultWindow, outOfOrderness: DefaultOutOfOrderness, idle: DefaultIdleTimeout, horizon: DefaultDedupeHorizon,
+		lim: DefaultLimits, log: slog.New(slog.NewJSONHandler(os.Stderr, nil)), metrics: os.Stdout, now: time.Now, concurrency: 16}
+	for _, f := range opts {
+		f(&o)
+	}
+	var errs []error
+	if !nameRE.MatchString(cfg.Name) {
+		errs = append(errs, fmt.Errorf("Config.Name: %q is not 1–63 lower-case letters, digits and '-'", cfg.Name))
+	}
+	if cfg.StateTable == "" {
+		errs = append(errs, errors.New("Config.StateTable is empty"))
+	}
+	if cfg.DynamoDB == nil {
+		errs = append(errs, errors.New("Config.DynamoDB is nil"))
+	}
+	if cfg.OutputStream != "" && cfg.Kinesis == nil {
+		errs = append(errs, errors.New("Config.Kinesis is nil, with an OutputStream"))
+	}
+	if sel == nil {
+		errs = append(errs, errors.New("the Selector is nil"))
+	}
+	errs = append(errs, o.check())
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("handler %s: %w", cfg.Name, err)
+	}
+
+	op := &windowed[T, V, A]{name: cfg.Name, size: o.window.Milliseconds(), lim: o.lim, sel: sel, log: o.log}
+	kopts := []keyed.Option{keyed.WithLogger(o.log), keyed.WithClock(o.now), keyed.WithConcurrency(o.concurrency)}
+	var mt *metrics.Logger
+	if o.metrics != nil {
+		mt = metrics.New(o.metrics, cfg.Name)
+		kopts = append(kopts, keyed.WithMetrics(mt))
+	}
+	if cfg.QuarantineTable != "" {
+		sopts := []setaside.Option{setaside.WithFunction(cfg.Function), setaside.WithLogger(o.log)}
+		if mt != nil {
+			sopts = append(sopts, setaside.WithMetrics(mt))
+		}
+		kopts = append(kopts, keyed.WithSetAside(setaside.New(cfg.DynamoDB, cfg.QuarantineTable, sopts...)))
+	}
+	if l := keyed.NewLedger(cfg.DynamoDB, cfg.StateTable, cfg.Name, o.horizon); l != nil {
+		kopts = append(kopts, keyed.WithDedupe(l))
+	}
+	views := state.NewViews(cfg.DynamoDB, cfg.StateTable, nil, state.WithKeyedExpiry(keyed.StateExpiry))
+	var kin emit.Putter
+	if cfg.OutputStream != "" {
+		kin = cfg.Kinesis
+	}
+	set := keyed.Settings{Name: cfg.Name, Kind: StateKind, OutOfOrderness: o.outOfOrderness, IdleTimeout: o.idle}
+	return &Handler{name: cfg.Name, r: keyed.New[value[A]](set, op, views, kin, cfg.OutputStream, kopts...)}, nil
+}
+
+// WindowedFromEnv is NewWindowed with FromEnv's Config: what a function's
+// main calls before lambda.Start.
+func WindowedFromEnv[T any, V any, A interface {
+	*T
+	Aggregate[V, A]
+}](name string, sel Selector[V], opts ...Option) (*Handler, error) {
+	cfg, err := FromEnv(name)
+	if err != nil {
+		return nil, err
+	}
+	return NewWindowed[T, V, A](cfg, sel, opts...)
+}

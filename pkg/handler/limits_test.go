@@ -1,0 +1,160 @@
+package handler_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/handler"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+)
+
+// TestLimitsSetAsideTheSameRecordsHoweverBatched sends one history to two
+// handlers with small limits, one as a single batch and one a record per
+// batch: a record that would open a key's third window, and records that
+// would take a window past its byte bound, are set aside (kind
+// state-budget, naming the key) — the same records in both, the batch
+// reports no failure — and both emit the same results.
+func TestLimitsSetAsideTheSameRecordsHoweverBatched(t *testing.T) {
+	ctx := context.Background()
+	var recs []rec
+	add := func(key string, sec float64, ms int) {
+		recs = append(recs, rec{seq: 100 + len(recs), env: request(fmt.Sprint("e", len(recs)), key, sec, fmt.Sprintf(`{"ms":%d}`, ms))})
+	}
+	// Key /w: three windows open within the out-of-orderness (2 minutes).
+	add("/w", 10, 1)
+	add("/w", 70, 1)
+	add("/w", 130, 1) // a third open window: aside
+	add("/w", 75, 2)
+	// Key /d: distinct values grow its window; the bound admits about 12.
+	for i := range 30 {
+		add("/d", 5+float64(i)/10, i%20)
+	}
+	lim := handler.Limits{MaxOpenWindows: 2, MaxAggregateBytes: 40}
+	var asides [][]string
+	var outs []string
+	for _, perBatch := range []int{len(recs), 1} {
+		cfg := setup(t)
+		h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithOutOfOrderness(2*time.Minute), handler.WithLimits(lim),
+			handler.WithLogger(quiet), handler.WithMetrics(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := kinesisRecords(recs)
+		for i := 0; i < len(all); i += perBatch {
+			mustBatch(t, h, all[i:min(i+perBatch, len(all))])
+		}
+		for _, at := range []time.Time{base.Add(time.Hour), base.Add(2 * time.Hour)} {
+			if _, err := h.Tick(ctx, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.QuarantineTable)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var aside []string
+		for _, it := range scan.Items {
+			var rec setaside.Item
+			if err := attributevalue.UnmarshalMap(it, &rec); err != nil {
+				t.Fatal(err)
+			}
+			if rec.Field != "key" || rec.Category != setaside.KindStateBudget {
+				t.Errorf("set aside as field %q kind %q (%s); want key, %s", rec.Field, rec.Category, rec.Reason, setaside.KindStateBudget)
+			}
+			aside = append(aside, rec.SequenceNumber)
+		}
+		slices.Sort(aside)
+		asides = append(asides, aside)
+		byID, _ := results(t, cfg.OutputStream)
+		outs = append(outs, strings.Join(describe(byID), "\n"))
+	}
+	if len(asides[0]) < 2 || !slices.Contains(asides[0], "102") {
+		t.Fatalf("set aside %v; want the third window's record (102) and some of /d's", asides[0])
+	}
+	if !slices.Equal(asides[0], asides[1]) || outs[0] != outs[1] {
+		t.Fatalf("one batch set aside %v and emitted\n%s\none record a batch set aside %v and emitted\n%s", asides[0], outs[0], asides[1], outs[1])
+	}
+	if !strings.Contains(outs[0], "/w 10:01:00 2 ") {
+		t.Errorf("results\n%s\nwant /w's second minute with its two records", outs[0])
+	}
+}
+
+// TestTallyKeepsTheMergeLaws checks the tests' aggregate with CheckMergeLaws,
+// and that CheckMergeLaws finds a broken one.
+func TestTallyKeepsTheMergeLaws(t *testing.T) {
+	vals := []int64{5, 1, 5, 9, 0, 3, 3, 3, 120, 7}
+	if err := handler.CheckMergeLaws[Tally](vals, 50, 1); err != nil {
+		t.Fatal(err)
+	}
+	err := handler.CheckMergeLaws[lastWins](vals, 50, 1)
+	if err == nil || !strings.Contains(err.Error(), "not associative and commutative") {
+		t.Fatalf("CheckMergeLaws on a last-value-wins aggregate: %v; want a commutativity violation", err)
+	}
+}
+
+// lastWins keeps the last value added: the zero value is its identity and
+// it is associative, but not commutative.
+type lastWins struct {
+	V   int64
+	Set bool
+}
+
+func (l *lastWins) Add(v int64) { l.V, l.Set = v, true }
+func (l *lastWins) Merge(o *lastWins) {
+	if o.Set {
+		*l = *o
+	}
+}
+func (l *lastWins) MarshalBinary() ([]byte, error) { return fmt.Appendf(nil, "%d %t", l.V, l.Set), nil }
+func (l *lastWins) UnmarshalBinary(b []byte) error {
+	_, err := fmt.Sscan(string(b), &l.V, &l.Set)
+	return err
+}
+
+// TestConfigErrorsNameTheSetting checks that FromEnv names every missing
+// variable and NewWindowed every bad option.
+func TestConfigErrorsNameTheSetting(t *testing.T) {
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "x")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "x")
+	t.Setenv(handler.EnvStateTable, "")
+	t.Setenv(handler.EnvOutputStream, "out")
+	t.Setenv(handler.EnvQuarantineTable, "")
+	_, err := handler.FromEnv("statuscodes")
+	if err == nil || !strings.Contains(err.Error(), "STATE_TABLE_NAME") || !strings.Contains(err.Error(), "QUARANTINE_TABLE_NAME") || strings.Contains(err.Error(), "OUTPUT_STREAM_NAME") {
+		t.Fatalf("FromEnv: %v; want STATE_TABLE_NAME and QUARANTINE_TABLE_NAME named, not OUTPUT_STREAM_NAME", err)
+	}
+	t.Setenv(handler.EnvStateTable, "state")
+	t.Setenv(handler.EnvQuarantineTable, "q")
+	cfg, err := handler.FromEnv("statuscodes")
+	if err != nil || cfg.StateTable != "state" || cfg.OutputStream != "out" || cfg.QuarantineTable != "q" {
+		t.Fatalf("FromEnv: %+v %v", cfg, err)
+	}
+	for _, c := range []struct {
+		opt  handler.Option
+		name string
+	}{
+		{handler.WithWindow(0), "WithWindow"},
+		{handler.WithWindow(1500 * time.Microsecond), "WithWindow"},
+		{handler.WithOutOfOrderness(-time.Second), "WithOutOfOrderness"},
+		{handler.WithIdleTimeout(0), "WithIdleTimeout"},
+		{handler.WithDedupeHorizon(8 * 24 * time.Hour), "WithDedupeHorizon"},
+		{handler.WithLimits(handler.Limits{MaxOpenWindows: 100, MaxAggregateBytes: 100_000}), "WithLimits"},
+	} {
+		if _, err := handler.NewWindowed[Tally](cfg, selectLatency, c.opt); err == nil || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: %v; want an error naming it", c.name, err)
+		}
+	}
+	cfg.Name = "Bad/Name"
+	if _, err := handler.NewWindowed[Tally](cfg, selectLatency); err == nil || !strings.Contains(err.Error(), "Config.Name") {
+		t.Errorf("a bad name: %v", err)
+	}
+}

@@ -57,6 +57,14 @@ test: deps-local deps-bench deps-browser functions-local synth-local ## run ever
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 	cd infra && $(GO) test -count=1 -timeout 10m ./...
+	$(MAKE) --no-print-directory example-app
+
+.PHONY: example-app
+example-app: infra/node_modules/.installed functions-local ## check the example CDK app (examples/app): tidy, vet, its tests, and a real cdk synth with cdk-nag
+	@echo "▸ examples/app: go mod tidy -diff, go vet, go test, cdk synth (cdk-nag errors fail it)"
+	cd examples/app && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+	cd examples/app && ../../infra/node_modules/.bin/cdk synth --no-notices --quiet --output cdk.out --no-staging \
+	  -c tributary:assetDir=../../.build/local >/dev/null $(NO_DOWNLOAD_LINES)
 
 ## ---- more ------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
@@ -361,17 +360,7 @@ func (p *Pipelines) newPipeline(scope constructs.Construct, f pipeline.File, pro
 	// tick of this pipeline that failed (its request, error and stack
 	// trace) for a person to read. Retained, encrypted, TLS only, and
 	// alarmed on its depth like every failure queue.
-	x.TickerFailures = awssqs.NewQueue(c, jsii.String("TickerFailures"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: seconds(maxQueueRetention),
-		RemovalPolicy:   awscdk.RemovalPolicy_RETAIN,
-	})
-	cdknag.NagSuppressions_AddResourceSuppressions(x.TickerFailures, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("AwsSolutions-SQS3"),
-		Reason: jsii.String("TickerFailures is itself a failure destination (the ticker's asynchronous on-failure destination); " +
-			"nothing consumes it, so no message can fail to be processed and need a dead-letter queue."),
-	}}, jsii.Bool(true))
+	x.TickerFailures = NewFailureQueue(c, "TickerFailures", "the ticker's asynchronous on-failure destination")
 	x.Ticker.Function.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 		RetryAttempts: jsii.Number(tickerRetryAttempts),
 		MaxEventAge:   seconds(tickerMaxEventAge),

@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
@@ -295,17 +294,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 // detection's tickers: retained, encrypted, TLS only, alarmed on its depth
 // like every failure queue (NewOperations). Nothing consumes it.
 func (s *TributaryStack) addTickerFailures() {
-	s.TickerFailures = awssqs.NewQueue(s.Stack, jsii.String("TickerFailures"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: seconds(maxQueueRetention),
-		RemovalPolicy:   awscdk.RemovalPolicy_RETAIN,
-	})
-	cdknag.NagSuppressions_AddResourceSuppressions(s.TickerFailures, &[]*cdknag.NagPackSuppression{{
-		Id: jsii.String("AwsSolutions-SQS3"),
-		Reason: jsii.String("TickerFailures is itself a failure destination (the tickers' asynchronous on-failure destination); " +
-			"nothing consumes it, so no message can fail to be processed and need a dead-letter queue."),
-	}}, jsii.Bool(true))
+	s.TickerFailures = NewFailureQueue(s.Stack, "TickerFailures", "the join's and the detection's tickers' asynchronous on-failure destination")
 	output(s.Stack, "TickerFailuresQueueUrl", s.TickerFailures.QueueUrl(), "SQS queue of the join's and detection's ticks that failed after their retries")
 }
 

@@ -45,8 +45,8 @@ type StreamHandlerProps struct {
 	// OnFailure receives Lambda's on-failure record of a batch that
 	// exhausted its retries. Required.
 	OnFailure awssqs.IQueue
-	// TickFailures receives the scheduled ticks EventBridge could not
-	// deliver. Required.
+	// TickFailures receives the scheduled ticks that failed after their
+	// retries; if nil, a queue of its own (NewFailureQueue).
 	TickFailures awssqs.IQueue
 	// Output is the stream final results are put on (OUTPUT_STREAM_NAME);
 	// if nil, one is created (one shard, encrypted).
@@ -71,8 +71,8 @@ var assetNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // NewStreamHandler creates a stream handler function and its resources.
 func NewStreamHandler(scope constructs.Construct, id string, props StreamHandlerProps) (*StreamHandler, error) {
-	if props.Events == nil || props.Quarantine == nil || props.OnFailure == nil || props.TickFailures == nil {
-		return nil, fmt.Errorf("StreamHandler %q: Events, Quarantine, OnFailure and TickFailures are required", id)
+	if props.Events == nil || props.Quarantine == nil || props.OnFailure == nil {
+		return nil, fmt.Errorf("StreamHandler %q: Events, Quarantine and OnFailure are required", id)
 	}
 	if !assetNameRE.MatchString(props.Name) {
 		return nil, fmt.Errorf("StreamHandler %q: Name %q is not an asset name (lower-case letters, digits, '-')", id, props.Name)
@@ -130,7 +130,11 @@ func NewStreamHandler(scope constructs.Construct, id string, props StreamHandler
 	})
 	grantKeyedState(h.Function.GoFunction, h.State)
 	h.Output.Grant(h.Function.Role, jsii.String("kinesis:PutRecords"))
-	h.Schedule = addTick(c, "Tick", h.Function.GoFunction, props.TickFailures,
+	tickFailures := props.TickFailures
+	if tickFailures == nil {
+		tickFailures = NewFailureQueue(c, "TickFailures", "the tick's asynchronous on-failure destination")
+	}
+	h.Schedule = addTick(c, "Tick", h.Function.GoFunction, tickFailures,
 		fmt.Sprintf("Ticks %s: idle shards' watermarks advance, their windows' final results are emitted", props.Name))
 	awscdk.NewCfnOutput(c, jsii.String("ResultsStreamName"), &awscdk.CfnOutputProps{
 		Value: h.Output.StreamName(), Description: jsii.String(fmt.Sprintf("Kinesis stream of %s's final window results", props.Name)),

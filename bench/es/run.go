@@ -15,12 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/emulator/eventsource"
-	"github.com/tributary-dev/tributary/pkg/projection"
 	"github.com/tributary-dev/tributary/emulator/rie"
-	"github.com/tributary-dev/tributary/pkg/seats"
 	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/projection"
+	"github.com/tributary-dev/tributary/pkg/seats"
 )
 
 // config is one run of the driver.

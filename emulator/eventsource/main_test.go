@@ -20,10 +20,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/tributary-dev/tributary/internal/faultyfn/fntest"
 	"github.com/tributary-dev/tributary/emulator/eventsource"
 	"github.com/tributary-dev/tributary/emulator/rie"
 	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/internal/faultyfn/fntest"
 )
 
 // One stand-in serves the whole package (each test uses its own streams,

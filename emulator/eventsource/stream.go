@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tributary-dev/tributary/pkg/onfailure"
 	"github.com/tributary-dev/tributary/emulator/rie"
+	"github.com/tributary-dev/tributary/pkg/onfailure"
 )
 
 // Conditions of an on-failure record.

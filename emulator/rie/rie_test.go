@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tributary-dev/tributary/internal/faultyfn/fntest"
 	"github.com/tributary-dev/tributary/emulator/rie"
+	"github.com/tributary-dev/tributary/internal/faultyfn/fntest"
 )
 
 var bootstrap string

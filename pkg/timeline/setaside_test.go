@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 
 const tweetsStream = "arn:aws:dynamodb:us-east-1:123456789012:table/tweets/stream/2026-11-01T00:00:00.000"

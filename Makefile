@@ -16,7 +16,7 @@ MOTO      := .venv/bin/moto_server
 MOTO_VERSION := 5.2.5
 CDK_OUT   := infra/cdk.out/Tributary.template.json
 GO_SOURCES := $(shell find functions examples/functions pkg -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
-INFRA_SOURCES := $(shell find infra -name '*.go' -not -name '*_test.go' -not -path 'infra/node_modules/*' -not -path 'infra/cdk.out/*' 2>/dev/null) $(wildcard infra/tributary/*.json) $(wildcard pipelines/*.json) infra/go.mod infra/go.sum infra/cdk.json
+INFRA_SOURCES := $(shell find infra -name '*.go' -not -name '*_test.go' -not -path 'infra/node_modules/*' -not -path 'infra/cdk.out/*' 2>/dev/null) $(wildcard infra/tributary/*.json) $(wildcard pipelines/*.json) pipelines infra/go.mod infra/go.sum infra/cdk.json
 export CDK_DISABLE_CLI_TELEMETRY := true
 # jsii prints a banner on Node versions it no longer lists; the app works on them.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)

@@ -93,9 +93,18 @@ func TestStreamHandler(t *testing.T) {
 			t.Errorf("missing bootstrap: %v", err)
 		}
 		bad = props
-		bad.TickFailures = nil
-		if _, err := NewStreamHandler(stack, "NoTicks", bad); err == nil || !strings.Contains(err.Error(), "TickFailures") {
-			t.Errorf("missing TickFailures: %v", err)
+		bad.OnFailure = nil
+		if _, err := NewStreamHandler(stack, "NoOnFailure", bad); err == nil || !strings.Contains(err.Error(), "OnFailure") {
+			t.Errorf("missing OnFailure: %v", err)
+		}
+		// Without TickFailures the handler gets a failure queue of its own.
+		own := props
+		own.TickFailures = nil
+		if _, err := NewStreamHandler(stack, "OwnTickFailures", own); err != nil {
+			t.Fatalf("without TickFailures: %v", err)
+		}
+		if q := stack.Node().TryFindChild(jsii.String("OwnTickFailures")).Node().TryFindChild(jsii.String("TickFailures")); q == nil {
+			t.Errorf("without TickFailures, no TickFailures queue of its own")
 		}
 	})
 }

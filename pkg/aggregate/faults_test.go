@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -50,7 +51,10 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(standintest.Main(m, func(cfg aws.Config) { db = dynamodb.NewFromConfig(cfg) }))
+	os.Exit(standintest.Main(m, func(cfg aws.Config) {
+		db = dynamodb.NewFromConfig(cfg)
+		kin = kinesis.NewFromConfig(cfg)
+	}))
 }
 
 const faultConfig = `{

@@ -21,6 +21,20 @@
 // records are dropped (counted) or, under the correct policy, applied to the
 // final window as a correction that carries the previous value.
 //
+// Final results and corrections of tumbling and hopping windows reach the
+// output stream at least once, each revision under one id with the same
+// bytes, and are logged once (publish, output.go): the window item holds
+// the result from the write that makes it (Finalize, or the correction's
+// write) and stays listed in the open-windows index until the result is on
+// the stream and that revision is marked published. A failed emission
+// fails the batch (per interval: the final invocation); its retry finds the
+// correction applied and is handed it back, or finalizes again, and
+// publishes it; a process that is not retried leaves it to the ticker,
+// which finds the window listed. A correction that meets the window's
+// result unpublished publishes it first, so no revision is skipped. The
+// normal path pays one more write per correction (the mark); final results
+// cost what they did.
+//
 // The LateDropped metric counts records, like RecordsIn, so 100 ×
 // LateDropped / RecordsIn (the lateDroppedPercent alarm) is a share: a
 // record dropped from at least one of its windows counts once, also when it

@@ -23,6 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
@@ -51,7 +53,10 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(standintest.Main(m, func(cfg aws.Config) { awsCfg, db = cfg, dynamodb.NewFromConfig(cfg) }))
+	os.Exit(standintest.Main(m, func(cfg aws.Config) {
+		awsCfg, db = cfg, dynamodb.NewFromConfig(cfg)
+		kin = kinesis.NewFromConfig(cfg)
+	}))
 }
 
 const faultConfig = `{
@@ -403,6 +408,7 @@ type lambda struct {
 	t          *testing.T
 	rng        *rand.Rand
 	store      *crashingStore
+	out        *resultStream
 	table      string
 	quarantine string
 	cfg        *pipeline.Config
@@ -413,7 +419,7 @@ type lambda struct {
 func (l *lambda) coldStart() {
 	views := state.NewViews(l.store, l.table, l.cfg.Aggregates, state.WithCompactAt(4))
 	sink := setaside.New(&throttlingSink{Client: db, every: 7}, l.quarantine, setaside.WithBackoff(func(int) time.Duration { return time.Millisecond }))
-	l.proc = aggregate.New(l.cfg, views, nil, "", aggregate.WithLogger(quiet),
+	l.proc = aggregate.New(l.cfg, views, l.out, "results", aggregate.WithLogger(quiet),
 		aggregate.WithDedupe(aggregate.NewLedger(l.store, l.table, l.cfg)),
 		aggregate.WithSetAside(sink))
 }
@@ -576,6 +582,14 @@ func TestFaultInjectionViewsEqualReference(t *testing.T) {
 }
 
 func faultScenarios(t *testing.T, mode string) {
+	// The output check is not empty: the scenarios make corrections (a
+	// seed may make none; 4 seeds make some on each path).
+	var corrected, ran atomic.Int64
+	t.Cleanup(func() {
+		if ran.Load() >= 4 && corrected.Load() == 0 {
+			t.Errorf("%d scenarios put no correction of a tumbling or hopping window on the output stream: its check proved nothing", ran.Load())
+		}
+	})
 	for seed := 1; seed <= *soakSeeds; seed++ {
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 			t.Parallel()
@@ -588,6 +602,8 @@ func faultScenarios(t *testing.T, mode string) {
 			if err := setaside.CreateTable(context.Background(), db, quarantine); err != nil {
 				t.Fatal(err)
 			}
+			out := &resultStream{}
+			out.throttle.Store(true)
 			var wg sync.WaitGroup
 			lambdas := map[string]*lambda{}
 			done := map[string]chan struct{}{}
@@ -599,7 +615,7 @@ func faultScenarios(t *testing.T, mode string) {
 				// one shard's final invocation never hits another shard's batch.
 				store := &crashingStore{Client: db, throttleEvery: 40}
 				store.budget.Store(-1)
-				l := &lambda{t: t, rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), store: store, table: table, quarantine: quarantine, cfg: s.cfg}
+				l := &lambda{t: t, rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), store: store, out: out, table: table, quarantine: quarantine, cfg: s.cfg}
 				l.coldStart()
 				lambdas[shard] = l
 				wg.Add(1)
@@ -617,18 +633,26 @@ func faultScenarios(t *testing.T, mode string) {
 				}()
 			}
 			wg.Wait()
-			// Close every window: a tick long after the last event.
+			// Close every window: a tick long after the last event (the
+			// output stream no longer throttling).
+			out.throttle.Store(false)
 			views := state.NewViews(db, table, s.cfg.Aggregates)
-			p := aggregate.New(s.cfg, views, nil, "", aggregate.WithLogger(quiet))
+			p := aggregate.New(s.cfg, views, out, "results", aggregate.WithLogger(quiet))
 			if _, err := p.Tick(context.Background(), time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := p.Tick(context.Background(), time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)); err != nil {
 				t.Fatal(err)
 			}
-			got := readAll(t, views, s)
+			got, stored := readAll(t, views, s)
 			want := s.reference()
-			var bad []string
+			bad, finals, corrections := out.check(s.cfg, stored)
+			if finals == 0 {
+				bad = append(bad, "the scenario put no final result of a tumbling or hopping window on the output stream")
+			}
+			corrected.Add(int64(corrections))
+			ran.Add(1)
+			t.Logf("output stream: %d final results and %d corrections checked", finals, corrections)
 			for k, w := range want {
 				g, ok := got[k]
 				if !ok || g.count != w.count || g.sum != w.sum || g.min != w.min || g.max != w.max {
@@ -660,7 +684,7 @@ func faultScenarios(t *testing.T, mode string) {
 				for shard, l := range lambdas {
 					t.Logf("%s pattern: %v", shard, l.log)
 				}
-				t.Fatalf("%d of %d windows differ from applying each record once:\n%v", len(bad), len(want), bad)
+				t.Fatalf("%d problems over %d windows: views that differ from applying each record once, or results missing from the output stream:\n%v", len(bad), len(want), bad)
 			}
 		})
 	}
@@ -693,8 +717,9 @@ func setAsideRecords(t *testing.T, table string) map[string]setaside.Item {
 }
 
 // readAll queries every key's windows and checks they are all final.
-func readAll(t *testing.T, views *state.Views, s *scenario) map[string]cell {
+func readAll(t *testing.T, views *state.Views, s *scenario) (map[string]cell, []state.View) {
 	t.Helper()
+	var all []state.View
 	keys := map[string]bool{}
 	for _, r := range s.distinct() {
 		keys[r.env.Key] = true
@@ -712,8 +737,98 @@ func readAll(t *testing.T, views *state.Views, s *scenario) map[string]cell {
 					t.Errorf("%s %s %s is not final after the closing tick", key, ws.ID(), v.Window.ID())
 				}
 				got[key+" "+state.SortKey(ws.ID(), v.Window)] = cell{count: v.Result.Count, sum: v.Result.Sum, min: v.Result.Min, max: v.Result.Max}
+				all = append(all, v)
 			}
 		}
 	}
-	return got
+	return got, all
+}
+
+// resultStream is the output stream of the fault scenarios: it keeps every
+// record put, by id, and while throttle is set refuses about one call in
+// four whole (a throttle or a timeout: what no endpoint shows on demand).
+type resultStream struct {
+	throttle atomic.Bool
+	mu       sync.Mutex
+	byID     map[string][]string // each copy's bytes
+}
+
+func (s *resultStream) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	if s.throttle.Load() && rand.IntN(4) == 0 {
+		return nil, &kintypes.ProvisionedThroughputExceededException{Message: aws.String("injected: the output stream throttled the call")}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID == nil {
+		s.byID = map[string][]string{}
+	}
+	out := &kinesis.PutRecordsOutput{}
+	for _, r := range in.Records {
+		var o aggregate.Output
+		if err := json.Unmarshal(r.Data, &o); err != nil {
+			return nil, err
+		}
+		s.byID[o.ID] = append(s.byID[o.ID], string(r.Data))
+		out.Records = append(out.Records, kintypes.PutRecordsResultEntry{SequenceNumber: aws.String("1"), ShardId: aws.String("shardId-000000000000")})
+	}
+	return out, nil
+}
+
+// check compares the stream with the stored tumbling and hopping windows
+// (session and sliding windows' results are emitted from their keyed
+// states, not checked here): every revision of every window is on it, each
+// id's copies are the same bytes, the last revision carries the stored
+// value, and each correction retracts the revision before it.
+// It returns the problems, and how many final results and corrections it checked.
+func (s *resultStream) check(cfg *pipeline.Config, views []state.View) (bad []string, finals, corrections int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range views {
+		ws, ok := kindOf(cfg, v.Kind)
+		if !ok || (ws.Kind != pipeline.Tumbling && ws.Kind != pipeline.Hopping) {
+			continue
+		}
+		prefix := fmt.Sprintf("%s/%s/%s/%s/r", v.Pipeline, v.Key, v.Kind, v.Window.ID())
+		var prev aggregate.Output
+		for r := 1; r <= v.Revision; r++ {
+			copies := s.byID[prefix+strconv.Itoa(r)]
+			if len(copies) == 0 {
+				bad = append(bad, fmt.Sprintf("%s%d: revision %d of %d never reached the output stream", prefix, r, r, v.Revision))
+				break
+			}
+			for _, c := range copies[1:] {
+				if c != copies[0] {
+					bad = append(bad, fmt.Sprintf("%s%d: copies differ: %s | %s", prefix, r, copies[0], c))
+				}
+			}
+			var o aggregate.Output
+			_ = json.Unmarshal([]byte(copies[0]), &o)
+			wantKind := map[bool]string{true: "final", false: "correction"}[r == 1]
+			if o.Kind != wantKind || (r > 1 && (o.Previous == nil || o.Previous.Count != prev.Result.Count || o.Previous.Sum != prev.Result.Sum)) {
+				bad = append(bad, fmt.Sprintf("%s%d: %s, want a %s retracting revision %d (%+v)", prefix, r, copies[0], wantKind, r-1, prev.Result))
+			}
+			if r == v.Revision && (o.Result.Count != v.Result.Count || o.Result.Sum != v.Result.Sum) {
+				bad = append(bad, fmt.Sprintf("%s%d: last revision on the stream %+v, stored %+v", prefix, r, o.Result, v.Result))
+			}
+			prev = o
+			if r == 1 {
+				finals++
+			} else {
+				corrections++
+			}
+		}
+		if len(s.byID[prefix+strconv.Itoa(v.Revision+1)]) > 0 {
+			bad = append(bad, fmt.Sprintf("%s%d: on the stream, but the window is at revision %d", prefix, v.Revision+1, v.Revision))
+		}
+	}
+	return bad, finals, corrections
+}
+
+func kindOf(cfg *pipeline.Config, id string) (pipeline.WindowSpec, bool) {
+	for _, ws := range cfg.Windows {
+		if ws.ID() == id {
+			return ws, true
+		}
+	}
+	return pipeline.WindowSpec{}, false
 }

@@ -141,6 +141,7 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 		firstErr error
 		sem      = make(chan struct{}, p.concurrency)
 		late     lateByKey
+		pubs     []state.View
 	)
 	for k, pt := range partials {
 		wg.Add(1)
@@ -148,7 +149,7 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, err := p.views.Apply(ctx, shard, &state.Update{
+			res, err := p.apply(ctx, shard, &state.Update{
 				Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win, OpenIn: p.openIn(shard),
 				Partial: pt.st, MinSeq: pt.minSeq, MaxSeq: pt.maxSeq,
 				CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
@@ -167,12 +168,24 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 				p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
 			case state.LateDropped:
 				late.add(k, pt.st.Count())
+			case state.Corrected:
+				p.metrics.Add("Corrections", metrics.Count, 1)
+			}
+			if res.Publish != nil {
+				pubs = append(pubs, *res.Publish)
 			}
 		}()
 	}
 	wg.Wait()
 	p.metrics.Add("LateDropped", metrics.Count, float64(late.records(p.windowsPerRecord)))
-	return firstErr
+	if firstErr != nil {
+		return firstErr
+	}
+	// The corrections the flush made (or met unpublished, on a retry of the
+	// final invocation) go on the output stream; if that fails, the final
+	// invocation fails and its retry, finding them applied, publishes them,
+	// or the ticker does.
+	return p.publish(ctx, pubs)
 }
 
 // lateByKey gathers, per key and window kind, the partials a flush found

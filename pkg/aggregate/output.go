@@ -3,10 +3,12 @@ package aggregate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,19 +43,75 @@ type Output struct {
 	Previous *agg.Result `json:"previous,omitempty"` // corrections: the value to retract
 }
 
-func finalOutput(v state.View) Output {
-	return Output{
+// outputOf is the output of a stored window result: a final result, or a
+// correction when the view carries the value it retracts. It depends only
+// on the stored item, so every publisher of one revision (the handler, its
+// retries, the ticker) emits the same record under the same id.
+func outputOf(v state.View) Output {
+	o := Output{
 		ID:   fmt.Sprintf("%s/%s/%s/%s/r%d", v.Pipeline, v.Key, v.Kind, v.Window.ID(), v.Revision),
 		Kind: "final", Pipeline: v.Pipeline, Key: v.Key, Window: v.Kind,
 		Start: v.Window.Start, End: v.Window.End, Revision: v.Revision, Result: v.Result,
 	}
+	if v.Previous != nil {
+		o.Kind, o.Previous = "correction", v.Previous
+	}
+	return o
+}
+
+// publish puts the results of final windows (tumbling and hopping: final
+// results and corrections, each stored with its window item and listed in
+// the open-windows index until published) on the output stream, then marks
+// each published (state.Views.UnlistRevision) and logs the ones this call
+// marked, so each revision is logged once however many publishers race or
+// retry. A window whose mark fails stays listed: the next batch that meets
+// it, or the ticker, publishes it again under the same id.
+func (p *Processor) publish(ctx context.Context, views []state.View) error {
+	if len(views) == 0 {
+		return nil
+	}
+	outs := make([]Output, len(views))
+	for i := range views {
+		outs[i] = outputOf(views[i])
+	}
+	if err := p.put(ctx, outs); err != nil {
+		return err
+	}
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, p.concurrency)
+		mu   sync.Mutex
+		errs []error
+	)
+	for i := range views {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			first, err := p.views.UnlistRevision(ctx, views[i].Ref, views[i].Revision)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+			if first {
+				p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&outs[i])...)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // emit puts outs on the output stream, retrying entries the stream refused,
 // and logs each as one ResultLogMessage line once it is on the stream (or at
 // once, without a stream). A failed emission is retried by the caller, so a
 // result may be emitted more than once: its id tells the copies apart.
-// Final results are not emitted here but by finalize, which logs each once.
+// Session and sliding windows' results go out here (keyed.go); final
+// results and corrections of tumbling and hopping windows go out through
+// publish, which logs each once.
 func (p *Processor) emit(ctx context.Context, outs []Output) error {
 	if len(outs) == 0 {
 		return nil
@@ -126,11 +184,12 @@ func (p *Processor) put(ctx context.Context, outs []Output) error {
 // (final: count; correction: count - previousCount; retraction:
 // -previousCount), so that summing countDelta over a key's results counts
 // each event once whatever was corrected or retracted. For that each
-// revision is logged once: a final result by the finalizer that takes the
-// window off the open-windows index (state.Views.UnlistOnce), not again by
-// the ticker racing the handler or by a retry; a correction or retraction
-// once its write succeeded (a retried batch finds it applied and logs
-// nothing). A process that dies between the unlist and the log write loses
+// revision is logged once: a final result or a correction of a tumbling or
+// hopping window by the publisher that takes the window off the
+// open-windows index at that revision (state.Views.UnlistRevision), after
+// the result is on the stream, not again by the ticker racing the handler
+// or by a retry; a session or sliding window's result once its emission
+// succeeded. A process that dies between the unlist and the log write loses
 // that line (the output stream still has the result).
 const ResultLogMessage = "window result"
 

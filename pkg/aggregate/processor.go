@@ -3,6 +3,7 @@ package aggregate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -39,6 +40,9 @@ type Processor struct {
 	marks  map[string]*window.Watermark // per shard: the last fully processed batch's watermark
 	loaded bool
 	keyed  map[string]cachedKeyed // warm copies of keyed window states
+	// unfinalized marks shards whose last finalize failed: the next batch
+	// finalizes again even if its watermark does not move.
+	unfinalized map[string]bool
 
 	ledger *dedupe.Ledger // claims of event ids; nil: no suppression by id
 	sink   *setaside.Sink // where records that can never be applied go
@@ -88,6 +92,8 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 		log: slog.Default(), now: time.Now, concurrency: 16,
 		marks: map[string]*window.Watermark{},
 		keyed: map[string]cachedKeyed{},
+
+		unfinalized: map[string]bool{},
 	}
 	p.batches.New = func() any { return new(stream.KinesisBatch) }
 	for _, w := range cfg.Windows {
@@ -411,15 +417,17 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 	return c.failures.Kinesis(), nil
 }
 
-// applyAll writes a collector's updates with bounded concurrency and returns
-// the keys whose write failed.
+// applyAll writes a collector's updates with bounded concurrency, publishes
+// the results they made or met unpublished (corrections, and on a retry
+// the corrections and final results a failed emission left behind), and
+// returns the keys whose write failed.
 func (p *Processor) applyAll(ctx context.Context, c *collector) []upKey {
 	var (
 		mu     sync.Mutex
 		failed []upKey
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, p.concurrency)
-		outs   []Output
+		pubs   []state.View
 	)
 	for _, k := range c.order {
 		u := c.updates[k]
@@ -428,7 +436,7 @@ func (p *Processor) applyAll(ctx context.Context, c *collector) []upKey {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			res, err := p.views.Apply(ctx, c.shard, u)
+			res, err := p.apply(ctx, c.shard, u)
 			mu.Lock()
 			defer mu.Unlock()
 			p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
@@ -447,24 +455,41 @@ func (p *Processor) applyAll(ctx context.Context, c *collector) []upKey {
 				}
 			case state.Corrected:
 				p.metrics.Add("Corrections", metrics.Count, 1)
-				outs = append(outs, Output{
-					ID:   fmt.Sprintf("%s/%s/%s/%s/r%d", u.Pipeline, u.Key, u.Kind, u.Window.ID(), res.Revision),
-					Kind: "correction", Pipeline: u.Pipeline, Key: u.Key, Window: u.Kind,
-					Start: u.Window.Start, End: u.Window.End, Revision: res.Revision, Result: *res.Current, Previous: res.Previous,
-				})
+			}
+			if res.Publish != nil {
+				pubs = append(pubs, *res.Publish)
 			}
 		}()
 	}
 	wg.Wait()
-	if err := p.emit(ctx, outs); err != nil {
-		// The corrections are applied; emitting them again on retry is safe
-		// (same ids), so fail the batch's first records to get the retry.
-		p.log.Error("emitting corrections failed", "error", err.Error())
+	if err := p.publish(ctx, pubs); err != nil {
+		// The corrections are applied and stay listed until published: the
+		// retry (which finds them applied) or the ticker publishes them
+		// under the same ids. Fail the batch's first records to get the retry.
+		p.log.Error("publishing window results failed", "error", err.Error())
 		if len(c.order) > 0 {
 			failed = append(failed, c.order[0])
 		}
 	}
 	return failed
+}
+
+// apply is Views.Apply for the handler: a correction that meets the
+// window's previous result unpublished publishes that first (one revision
+// on the stream before the next replaces it), then applies.
+func (p *Processor) apply(ctx context.Context, shard string, u *state.Update) (state.Result, error) {
+	writes := 0
+	for attempt := 0; ; attempt++ {
+		res, err := p.views.Apply(ctx, shard, u)
+		res.Writes += writes
+		if !errors.Is(err, state.ErrUnpublished) || attempt == 3 {
+			return res, err
+		}
+		if err := p.publish(ctx, []state.View{*res.Publish}); err != nil {
+			return res, err
+		}
+		writes = res.Writes
+	}
 }
 
 func (p *Processor) count(c *collector) {
@@ -527,20 +552,35 @@ func (p *Processor) commit(ctx context.Context, shard string, wm *window.Waterma
 	if !wm.Current().IsZero() {
 		p.metrics.Observe("WatermarkLagMs", metrics.Milliseconds, float64(p.now().Sub(wm.Current()).Milliseconds()))
 	}
-	if wm.Current().After(prev.Current()) || (keyedChanged && !wm.Current().IsZero()) {
-		return p.finalize(ctx, shard, wm.Current())
+	p.mu.Lock()
+	retry := p.unfinalized[shard]
+	p.mu.Unlock()
+	if wm.Current().After(prev.Current()) || (keyedChanged && !wm.Current().IsZero()) || retry {
+		// A finalize that failed (its results not all published) is done
+		// again by the shard's next batch, a retry most often, although the
+		// watermark it stored does not move again: a warm process
+		// remembers; after a cold start the ticker finds the windows listed.
+		err := p.finalize(ctx, shard, wm.Current())
+		p.mu.Lock()
+		if err != nil {
+			p.unfinalized[shard] = true
+		} else {
+			delete(p.unfinalized, shard)
+		}
+		p.mu.Unlock()
+		return err
 	}
 	return nil
 }
 
-// finalize makes shard's windows that end by until final and emits them.
+// finalize makes shard's windows that end by until final and publishes
+// them, with the corrections listed there still unpublished.
 func (p *Processor) finalize(ctx context.Context, shard string, until time.Time) error {
 	refs, err := p.views.OpenWindows(ctx, p.openIn(shard), until)
 	if err != nil {
 		return err
 	}
-	var outs []Output
-	var panes []state.Ref
+	var pubs []state.View
 	for _, ref := range refs {
 		if _, ok := state.IsKeyed(ref); ok {
 			if _, err := p.finalizeKeyed(ctx, shard, ref, until); err != nil {
@@ -548,29 +588,22 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time)
 			}
 			continue
 		}
-		view, _, err := p.views.Finalize(ctx, ref)
+		view, already, err := p.views.Finalize(ctx, ref)
 		if err != nil {
 			return err
 		}
-		outs = append(outs, finalOutput(view))
-		panes = append(panes, ref)
+		if already && !view.Pending {
+			continue // published and unlisted since the index was read
+		}
+		pubs = append(pubs, view)
 	}
 	// On the stream at least once (consumers dedupe by id); in the log
-	// once: only the finalizer that takes the window off the index logs
-	// it, so the ticker racing the handler, or a retry after a failed
-	// unlist, does not log a final result twice (the saved queries sum
+	// once: only the publisher that takes the window off the index at its
+	// revision logs it, so the ticker racing the handler, or a retry after
+	// a failed unlist, does not log a result twice (the saved queries sum
 	// countDelta over these lines).
-	if err := p.put(ctx, outs); err != nil {
+	if err := p.publish(ctx, pubs); err != nil {
 		return err
-	}
-	for i, ref := range panes {
-		first, err := p.views.UnlistOnce(ctx, ref)
-		if err != nil {
-			return err
-		}
-		if first {
-			p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&outs[i])...)
-		}
 	}
 	p.metrics.Add("WindowsFinalized", metrics.Count, float64(len(refs)))
 	return nil

@@ -21,8 +21,22 @@
 //
 // An item's parts are merged when read, and compacted into one when the list
 // grows (the write returns the list, so compaction needs no read). Finalize
-// merges the parts, marks the window final (revision 1) and takes it off the
-// open-windows index; a late record under the correct policy applies to a
-// final window, bumps its revision and returns the previous and current value
-// for the correction.
+// merges the parts and marks the window final (revision 1); a late record
+// under the correct policy applies to a final window and bumps its revision.
+//
+// A final window's result (the final value, or a correction) is stored with
+// the state change that made it, so it reaches the output stream at least
+// once even when its emission fails: the window stays listed in the
+// open-windows index until its publisher, having put the result on the
+// stream, marks that revision published (UnlistRevision, one conditional
+// write; the one that does it logs the result). A correction is one
+// conditional write that merges the parts, keeps the value it retracts
+// (previous) and lists the window, so its output — id, value, previous
+// value — is computed from the item alone, the same for the batch that made
+// it, a redelivery of that batch (which finds it applied and is handed it
+// back, Result.Publish) and the ticker (Finalize finds it listed). A
+// correction that meets the window's result unpublished is refused
+// (ErrUnpublished, with that result) until it is published: one revision at
+// a time, so none is skipped on the stream. A pending correction holds at
+// most two merged states, within the item budget.
 package state

@@ -11,6 +11,13 @@ import (
 // rather than double counted.
 var ErrPartialOverlap = errors.New("state: per-interval partial overlaps the applied records")
 
+// ErrUnpublished means a correction met a final window whose current
+// result is not yet known to be on the output stream (Result.Publish): it
+// is published first (and the window unlisted), then the correction is
+// applied again, so each revision reaches the stream before the next
+// replaces it.
+var ErrUnpublished = errors.New("state: the window's current result is not published yet")
+
 // ErrConflict means the item kept changing under a write beyond the retry budget.
 var ErrConflict = errors.New("state: item kept changing; gave up")
 

@@ -52,15 +52,26 @@ type View struct {
 	Revision            int
 	Result              agg.Result
 	UpdatedAt           string
+
+	// Ref names the item (zero for a view not read from an item).
+	Ref Ref
+	// Pending: the window is final and still listed in the open-windows
+	// index, so its result (final, or a correction) is not known to be on
+	// the output stream yet; whoever publishes it calls UnlistRevision.
+	Pending bool
+	// Previous is a pending correction's previous value, the one it
+	// retracts (nil for a final result, and once published).
+	Previous *agg.Result
 }
 
 // Finalize makes a window final and returns its view: one conditional
 // UpdateItem (status final, revision 1), no read — the parts are merged from
 // the item the write returns. The window stays listed in the open-windows
-// index until Unlist, so a caller that fails to emit the final result finds
-// it again on retry. Finalizing a final window changes nothing and reports
-// already=true (with the window as it is), so the ticker and the handler may
-// race.
+// index until UnlistRevision, so a caller that fails to emit the final
+// result finds it again on retry. Finalizing a final window changes nothing
+// and reports already=true (with the window as it is: Pending if its result,
+// final or a pending correction, is still to be published), so the ticker
+// and the handler may race.
 func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool, err error) {
 	ex, err := expression.NewBuilder().
 		WithUpdate(expression.Set(expression.Name(attrStatus), expression.Value(statusFinal)).
@@ -105,12 +116,39 @@ func (v *Views) Unlist(ctx context.Context, ref Ref) error {
 // the index (first) or found it off already: the ticker and the handler may
 // both finalize and emit one window, or a retry emit it again, and exactly
 // one of them is first — the one that logs the final result (package
-// aggregate), so a log line is not repeated by the race.
+// aggregate), so a log line is not repeated by the race. It unlists whatever
+// revision the window is at; a publisher uses UnlistRevision.
 func (v *Views) UnlistOnce(ctx context.Context, ref Ref) (first bool, err error) {
+	return v.unlist(ctx, ref, 0)
+}
+
+// UnlistRevision marks a final window's result at revision published once
+// it is on the output stream: one conditional UpdateItem takes the window
+// off the open-windows index (and drops a correction's previous value),
+// only if the window is still listed at that revision. It reports whether
+// this call did it (first): of the ticker, the handler and retries
+// publishing one result, exactly one is first, the one that logs it. A
+// publisher that finds the window at a later revision (a correction applied
+// after another publisher unlisted this one) unlists nothing, so the newer
+// result stays pending until it is published itself.
+func (v *Views) UnlistRevision(ctx context.Context, ref Ref, revision int) (first bool, err error) {
+	if revision < 1 {
+		return false, fmt.Errorf("state: unlist %s %s: revision %d, want 1 or more", ref.PK, ref.SK, revision)
+	}
+	return v.unlist(ctx, ref, revision)
+}
+
+// unlist is UnlistOnce (revision 0: any) and UnlistRevision.
+func (v *Views) unlist(ctx context.Context, ref Ref, revision int) (first bool, err error) {
+	cond := expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal)).
+		And(expression.AttributeExists(expression.Name(attrOpenIn)))
+	if revision > 0 {
+		cond = cond.And(expression.Equal(expression.Name(attrRevision), expression.Value(revision)))
+	}
 	ex, err := expression.NewBuilder().
-		WithUpdate(expression.Remove(expression.Name(attrOpenIn)).Remove(expression.Name(attrOpenUntil))).
-		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal)).
-			And(expression.AttributeExists(expression.Name(attrOpenIn)))).
+		WithUpdate(expression.Remove(expression.Name(attrOpenIn)).Remove(expression.Name(attrOpenUntil)).
+			Remove(expression.Name(attrPrevious))).
+		WithCondition(cond).
 		Build()
 	if err != nil {
 		return false, err
@@ -123,7 +161,7 @@ func (v *Views) UnlistOnce(ctx context.Context, ref Ref) (first bool, err error)
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) && stringAttr(ccf.Item, attrStatus) == statusFinal {
-		return false, nil // unlisted before
+		return false, nil // unlisted before (or, by revision, at a later one)
 	}
 	if err != nil {
 		return false, fmt.Errorf("state: unlist %s %s: %w", ref.PK, ref.SK, err)
@@ -178,14 +216,39 @@ func (v *Views) view(item map[string]types.AttributeValue) (View, error) {
 	if err != nil {
 		return View{}, fmt.Errorf("state: item %s %s: windowEnd: %w", stringAttr(item, attrPK), stringAttr(item, attrSK), err)
 	}
-	return View{
+	final := stringAttr(item, attrStatus) == statusFinal
+	view := View{
 		Pipeline:  stringAttr(item, attrPipeline),
 		Key:       stringAttr(item, attrKey),
 		Kind:      stringAttr(item, attrKind),
 		Window:    window.Window{Start: start, End: end},
-		Final:     stringAttr(item, attrStatus) == statusFinal,
+		Final:     final,
 		Revision:  intAttr(item, attrRevision),
 		Result:    merged.Result(),
 		UpdatedAt: stringAttr(item, attrUpdatedAt),
-	}, nil
+		Ref:       Ref{PK: stringAttr(item, attrPK), SK: stringAttr(item, attrSK)},
+		Pending:   final && stringAttr(item, attrOpenIn) != "",
+	}
+	if b, ok := item[attrPrevious].(*types.AttributeValueMemberB); ok {
+		prev, err := v.spec.Decode(b.Value)
+		if err != nil {
+			return View{}, fmt.Errorf("state: item %s %s: previous: %w", view.Ref.PK, view.Ref.SK, err)
+		}
+		r := prev.Result()
+		view.Previous = &r
+	}
+	return view, nil
+}
+
+// unpublished returns the result of the final window item describes if it
+// is not yet known to be on the output stream (listed), else nil.
+func (v *Views) unpublished(item map[string]types.AttributeValue) (*View, error) {
+	if stringAttr(item, attrStatus) != statusFinal || stringAttr(item, attrOpenIn) == "" {
+		return nil, nil
+	}
+	view, err := v.view(item)
+	if err != nil {
+		return nil, err
+	}
+	return &view, nil
 }

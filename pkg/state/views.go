@@ -49,6 +49,10 @@ const (
 	attrUpdatedAt = "updatedAt"
 	attrFinalAt   = "finalAt"
 	attrExpiresAt = "expiresAt"
+	// attrPrevious is a pending correction's previous value (the encoded
+	// state the window held before it), kept until the correction is
+	// published (UnlistRevision removes it).
+	attrPrevious = "previous"
 
 	statusOpen  = "open"
 	statusFinal = "final"
@@ -168,6 +172,13 @@ type Result struct {
 	Previous, Current *agg.Result
 	// Writes counts the UpdateItem requests made (compaction included).
 	Writes int
+	// Publish is a final window's result that is not yet known to be on the
+	// output stream (the window is final and still listed in the
+	// open-windows index): the correction this write made (Corrected), or
+	// one this write found (a retried batch meeting its correction already
+	// applied, a final result whose emission failed). The caller puts it on
+	// the output stream and then calls UnlistRevision.
+	Publish *View
 }
 
 // SortKey is the item's sort key: window kind, then window id, so one key's
@@ -212,6 +223,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 	entries := u.Entries
 	knownFence, fenceKnown := "", false // fence seen on the item (retry path)
 	correction, revision := false, 0
+	var old map[string]types.AttributeValue // the item as the last failed condition returned it
 	for attempt := 0; attempt < v.attempts; attempt++ {
 		partial := u.Partial
 		if !perInterval {
@@ -219,7 +231,8 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 				entries = after(entries, knownFence)
 				if len(entries) == 0 {
 					res.Outcome, res.Skipped = Duplicate, total
-					return res, nil
+					res.Publish, err = v.unpublished(old)
+					return res, err
 				}
 				if minF, err = Fence(entries[0].Seq); err != nil {
 					return res, err
@@ -234,7 +247,12 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		if err != nil {
 			return res, err
 		}
-		in, err := v.updateInput(shard, u, blob, int(partial.Count()), minF, maxF, knownFence, fenceKnown, correction, revision)
+		var in *dynamodb.UpdateItemInput
+		if correction {
+			in, err = v.correctionInput(shard, u, old, partial, maxF, knownFence, revision)
+		} else {
+			in, err = v.updateInput(shard, u, blob, int(partial.Count()), minF, maxF, knownFence, fenceKnown)
+		}
 		if err != nil {
 			return res, err
 		}
@@ -251,17 +269,14 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 				res.Outcome = PartlyApplied
 			}
 			if correction {
-				res.Outcome, res.Revision = Corrected, revision+1
-				prev, err := v.merged(out.Attributes)
+				// The output is computed from the item as written, as
+				// Finalize computes it for whoever publishes it later.
+				view, err := v.view(out.Attributes)
 				if err != nil {
 					return res, err
 				}
-				cur := prev.Clone()
-				if err := cur.Merge(partial); err != nil {
-					return res, err
-				}
-				p, c := prev.Result(), cur.Result()
-				res.Previous, res.Current = &p, &c
+				res.Outcome, res.Revision = Corrected, view.Revision
+				res.Previous, res.Current, res.Publish = view.Previous, &view.Result, &view
 				return res, nil
 			}
 			res.Writes += v.maybeCompact(ctx, in.Key, out.Attributes)
@@ -282,20 +297,32 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 			return res, err
 		}
 		// The retry path: DynamoDB handed back the item as it was.
-		old := ccf.Item
+		old = ccf.Item
 		fence := stringAttr(old, fenceAttr(shard))
 		if fence != "" && fence >= maxF {
 			res.Outcome, res.Skipped = Duplicate, total
-			return res, nil
+			res.Publish, err = v.unpublished(old)
+			return res, err
 		}
 		if perInterval && fence != "" && fence >= minF {
 			return res, ErrPartialOverlap
 		}
 		knownFence, fenceKnown = fence, true
 		if stringAttr(old, attrStatus) == statusFinal {
+			if res.Publish, err = v.unpublished(old); err != nil {
+				return res, err
+			}
 			if !u.CorrectIfFinal {
 				res.Outcome = LateDropped
 				return res, nil
+			}
+			if res.Publish != nil {
+				// One revision at a time: the result the window holds is
+				// published before a correction replaces it.
+				return res, ErrUnpublished
+			}
+			if u.OpenIn == "" {
+				return res, errors.New("a correction needs Update.OpenIn, the index partition that lists it until it is published")
 			}
 			correction = true
 			revision = intAttr(old, attrRevision)
@@ -320,25 +347,15 @@ func after(entries []Entry, fence string) []Entry {
 	return nil
 }
 
-func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown, correction bool, revision int) (*dynamodb.UpdateItemInput, error) {
+func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown bool) (*dynamodb.UpdateItemInput, error) {
 	f := expression.Name(fenceAttr(shard))
-	now := v.now().UTC().Format(TimeLayout)
-	upd := expression.Set(f, expression.Value(maxF)).
-		Set(expression.Name(attrPipeline), expression.Value(u.Pipeline)).
-		Set(expression.Name(attrKey), expression.Value(u.Key)).
-		Set(expression.Name(attrKind), expression.Value(u.Kind)).
-		Set(expression.Name(attrStart), expression.Value(u.Window.Start.UTC().Format(TimeLayout))).
-		Set(expression.Name(attrEnd), expression.Value(u.Window.End.UTC().Format(TimeLayout))).
-		Set(expression.Name(attrUpdatedAt), expression.Value(now)).
+	upd := v.identity(u, f, maxF).
 		Set(expression.Name(attrParts), expression.ListAppend(
 			expression.IfNotExists(expression.Name(attrParts), expression.Value([]any{})),
 			expression.Value([]any{blob}))).
 		Add(expression.Name(attrCount), expression.Value(n)).
 		Add(expression.Name(attrNParts), expression.Value(1)).
 		Add(expression.Name(attrVersion), expression.Value(1))
-	if v.retention > 0 {
-		upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(u.Window.End.Add(v.retention).Unix()))
-	}
 
 	var fenceCond expression.ConditionBuilder
 	switch {
@@ -350,27 +367,84 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 		fenceCond = expression.Equal(f, expression.Value(knownFence))
 	}
 	status := expression.Name(attrStatus)
-	var cond expression.ConditionBuilder
-	if correction {
-		cond = fenceCond.And(expression.Equal(status, expression.Value(statusFinal))).
-			And(expression.Equal(expression.Name(attrRevision), expression.Value(revision)))
-		upd = upd.Set(expression.Name(attrRevision), expression.Value(revision+1))
-	} else {
-		cond = fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
-		upd = upd.Set(status, expression.Value(statusOpen)).
-			Set(expression.Name(attrRevision), expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)))
-		if u.OpenIn != "" {
-			upd = upd.Set(expression.Name(attrOpenIn), expression.Value(u.OpenIn)).
-				Set(expression.Name(attrOpenUntil), expression.Value(u.Window.End.UTC().Format(TimeLayout)))
-		}
+	cond := fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
+	upd = upd.Set(status, expression.Value(statusOpen)).
+		Set(expression.Name(attrRevision), expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)))
+	if u.OpenIn != "" {
+		upd = upd.Set(expression.Name(attrOpenIn), expression.Value(u.OpenIn)).
+			Set(expression.Name(attrOpenUntil), expression.Value(u.Window.End.UTC().Format(TimeLayout)))
 	}
+	return v.input(u, upd, cond, types.ReturnValueUpdatedNew)
+}
+
+// correctionInput is the write that applies partial to the final window
+// old describes (at revision, its fence from shard knownFence) as a
+// correction. It replaces the parts with their merge and partial's, keeps
+// the value the window held as the pending correction's previous value and
+// lists the window in the open-windows index, all in the one conditional
+// write: the correction and its pending output exist together or not at
+// all. The item then holds at most two merged states (current and
+// previous), which the item budget allows for (pipeline.MaxStateBytes).
+func (v *Views) correctionInput(shard string, u *Update, old map[string]types.AttributeValue, partial *agg.State, maxF, knownFence string, revision int) (*dynamodb.UpdateItemInput, error) {
+	prev, err := v.merged(old)
+	if err != nil {
+		return nil, err
+	}
+	prevBlob, err := prev.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	cur := prev.Clone()
+	if err := cur.Merge(partial); err != nil {
+		return nil, err
+	}
+	curBlob, err := cur.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	if n := len(prevBlob) + len(curBlob) + itemOverheadBytes; n > WindowItemBudget {
+		return nil, fmt.Errorf("a correction's item would take %d bytes, over the %d-byte window item budget", n, WindowItemBudget)
+	}
+	f := expression.Name(fenceAttr(shard))
+	upd := v.identity(u, f, maxF).
+		Set(expression.Name(attrParts), expression.Value([]any{curBlob})).
+		Set(expression.Name(attrNParts), expression.Value(1)).
+		Set(expression.Name(attrPrevious), expression.Value(prevBlob)).
+		Set(expression.Name(attrRevision), expression.Value(revision+1)).
+		Set(expression.Name(attrOpenIn), expression.Value(u.OpenIn)).
+		Set(expression.Name(attrOpenUntil), expression.Value(u.Window.End.UTC().Format(TimeLayout))).
+		Add(expression.Name(attrCount), expression.Value(partial.Count())).
+		Add(expression.Name(attrVersion), expression.Value(1))
+	fenceCond := expression.AttributeNotExists(f)
+	if knownFence != "" {
+		fenceCond = expression.Equal(f, expression.Value(knownFence))
+	}
+	cond := fenceCond.And(expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal))).
+		And(expression.Equal(expression.Name(attrRevision), expression.Value(revision))).
+		And(expression.AttributeNotExists(expression.Name(attrOpenIn)))
+	return v.input(u, upd, cond, types.ReturnValueAllNew)
+}
+
+// identity sets what every write of u sets: the shard's fence, the item's
+// names and bounds, its update time and expiry.
+func (v *Views) identity(u *Update, f expression.NameBuilder, maxF string) expression.UpdateBuilder {
+	upd := expression.Set(f, expression.Value(maxF)).
+		Set(expression.Name(attrPipeline), expression.Value(u.Pipeline)).
+		Set(expression.Name(attrKey), expression.Value(u.Key)).
+		Set(expression.Name(attrKind), expression.Value(u.Kind)).
+		Set(expression.Name(attrStart), expression.Value(u.Window.Start.UTC().Format(TimeLayout))).
+		Set(expression.Name(attrEnd), expression.Value(u.Window.End.UTC().Format(TimeLayout))).
+		Set(expression.Name(attrUpdatedAt), expression.Value(v.now().UTC().Format(TimeLayout)))
+	if v.retention > 0 {
+		upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(u.Window.End.Add(v.retention).Unix()))
+	}
+	return upd
+}
+
+func (v *Views) input(u *Update, upd expression.UpdateBuilder, cond expression.ConditionBuilder, returnValues types.ReturnValue) (*dynamodb.UpdateItemInput, error) {
 	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
 	if err != nil {
 		return nil, fmt.Errorf("building update: %w", err)
-	}
-	returnValues := types.ReturnValueUpdatedNew
-	if correction {
-		returnValues = types.ReturnValueAllOld
 	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(v.table),

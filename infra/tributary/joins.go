@@ -114,22 +114,7 @@ type StreamJoin struct {
 // newKeyedStateTable is a table of package state's schema (keys pk/sk, the
 // sparse index of keys with something due, TTL expiresAt).
 func newKeyedStateTable(scope constructs.Construct, id string) awsdynamodb.Table {
-	t := awsdynamodb.NewTable(scope, jsii.String(id), &awsdynamodb.TableProps{
-		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:      &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
-		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
-		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
-			PointInTimeRecoveryEnabled: jsii.Bool(true),
-		},
-		TimeToLiveAttribute: jsii.String(viewsTTLAttribute),
-	})
-	t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-		IndexName:      jsii.String(ViewsOpenIndex),
-		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String("openIn"), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:        &awsdynamodb.Attribute{Name: jsii.String("openUntil"), Type: awsdynamodb.AttributeType_STRING},
-		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
-	})
-	return t
+	return NewViewsTable(scope, id)
 }
 
 // grantKeyedState lets fn do what package keyed does on table.

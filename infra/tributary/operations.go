@@ -175,28 +175,37 @@ func unknownContextKeys(node constructs.Node) error {
 // contextFloat is the context value key as a finite number of at least 0: a
 // number (cdk.json) or a numeric string (-c); def if unset.
 func contextFloat(node constructs.Node, key string, def float64) (float64, error) {
-	var n float64
-	switch v := node.TryGetContext(jsii.String(key)).(type) {
-	case nil:
-		return def, nil
-	case float64:
-		n = v
-	case string:
-		if v == "" {
-			return def, nil
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, fmt.Errorf("context %s: %q is not a number", key, v)
-		}
-		n = f
-	default:
-		return 0, fmt.Errorf("context %s: got %v (%T), want a number", key, v, v)
+	n, set, err := contextNumber(node, key, "a number")
+	if err != nil || !set {
+		return def, err
 	}
 	if math.IsNaN(n) || math.IsInf(n, 0) || n < 0 {
 		return 0, fmt.Errorf("context %s: %v is not a number of at least 0", key, n)
 	}
 	return n, nil
+}
+
+// contextNumber reads the context value key: a number (cdk.json) or a
+// numeric string (cdk synth -c key=value); set is false when it is unset or
+// empty. what names the value wanted in errors ("a number of seconds").
+func contextNumber(node constructs.Node, key, what string) (n float64, set bool, err error) {
+	switch v := node.TryGetContext(jsii.String(key)).(type) {
+	case nil:
+		return 0, false, nil
+	case float64:
+		return v, true, nil
+	case string:
+		if v == "" {
+			return 0, false, nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("context %s: %q is not %s", key, v, what)
+		}
+		return f, true, nil
+	default:
+		return 0, false, fmt.Errorf("context %s: got %v (%T), want %s", key, v, v, what)
+	}
 }
 
 // contextWhole is the context value key as a whole number between lo and

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -383,23 +382,9 @@ func CheckAssets(assetDir string, names []string) error {
 // between 0 and max: a number (cdk.json) or a numeric string (cdk synth -c);
 // def if unset.
 func contextSeconds(node constructs.Node, key string, def time.Duration, max int) (time.Duration, error) {
-	var n float64
-	switch v := node.TryGetContext(jsii.String(key)).(type) {
-	case nil:
-		return def, nil
-	case float64:
-		n = v
-	case string:
-		if v == "" {
-			return def, nil
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, fmt.Errorf("context %s: %q is not a number of seconds", key, v)
-		}
-		n = f
-	default:
-		return 0, fmt.Errorf("context %s: got %v (%T), want a number of seconds", key, v, v)
+	n, set, err := contextNumber(node, key, "a number of seconds")
+	if err != nil || !set {
+		return def, err
 	}
 	if n != float64(int(n)) || n < 0 || n > float64(max) {
 		return 0, fmt.Errorf("context %s: %v is not a whole number of seconds between 0 and %d", key, n, max)

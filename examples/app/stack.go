@@ -14,7 +14,7 @@ import (
 type ShopStackProps struct {
 	awscdk.StackProps
 	// AssetDir holds <name>/bootstrap of ingest, quarantine, aggregate,
-	// ticker and statuscodes.
+	// ticker, statuscodes and receipts.
 	AssetDir string
 	// PipelinesDir holds one <name>.json per pipeline.
 	PipelinesDir string
@@ -28,6 +28,7 @@ type ShopStack struct {
 	Quarantine  *tributary.Quarantine
 	Pipelines   *tributary.Pipelines
 	StatusCodes *tributary.StreamHandler
+	Receipts    *tributary.TaskHandler
 	Dashboards  []*tributary.Dashboard
 	Ops         *tributary.Operations
 }
@@ -65,6 +66,13 @@ func NewShopStack(scope constructs.Construct, id string, props ShopStackProps) (
 		EventTypes:  []string{"http_request"},
 		Quarantine:  s.Quarantine.Table,
 		OnFailure:   s.Quarantine.Failures,
+	}); err != nil {
+		return nil, err
+	}
+	if s.Receipts, err = tributary.NewTaskHandler(s.Stack, "Receipts", tributary.TaskHandlerProps{
+		Name:        "receipts",
+		AssetDir:    props.AssetDir,
+		Description: "Renders each order_placed event's receipt once per event id (examples/functions/receipts)",
 	}); err != nil {
 		return nil, err
 	}

@@ -5,18 +5,20 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
 // The functions the app deploys, by asset name.
-var assetNames = []string{"ingest", "quarantine", "aggregate", "ticker", "statuscodes"}
+var assetNames = []string{"ingest", "quarantine", "aggregate", "ticker", "statuscodes", "receipts"}
 
 type resource struct {
 	Type       string
@@ -29,6 +31,13 @@ type resource struct {
 // pipelines directory, and returns its resources and unsuppressed nag
 // findings.
 func synth(t *testing.T, pipelinesDir string) (map[string]resource, []string, error) {
+	rs, findings, _, err := synthStack(t, pipelinesDir)
+	return rs, findings, err
+}
+
+// synthStack is synth that also returns the stack, to resolve its
+// resources' logical ids.
+func synthStack(t *testing.T, pipelinesDir string) (map[string]resource, []string, *ShopStack, error) {
 	t.Helper()
 	assets := t.TempDir()
 	for _, n := range assetNames {
@@ -53,7 +62,7 @@ func synth(t *testing.T, pipelinesDir string) (map[string]resource, []string, er
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &cfg.Context, Outdir: jsii.String(t.TempDir())})
 	s, err := NewShopStack(app, "Shop", ShopStackProps{AssetDir: assets, PipelinesDir: pipelinesDir})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 	app.Synth(nil)
@@ -72,7 +81,7 @@ func synth(t *testing.T, pipelinesDir string) (map[string]resource, []string, er
 	if err := json.Unmarshal(b, &tmpl); err != nil {
 		t.Fatal(err)
 	}
-	return tmpl.Resources, findings, nil
+	return tmpl.Resources, findings, s, nil
 }
 
 func functionsByAsset(rs map[string]resource) map[string][]resource {
@@ -107,10 +116,11 @@ func compact(t *testing.T, path string) string {
 }
 
 // TestShopStack: the app deploys one aggregate and one ticker per file in
-// pipelines/, each running its file; the function of its own with its state
-// table; a dashboard per pipeline; alarms; and passes cdk-nag.
+// pipelines/, each running its file; the functions of its own (statuscodes
+// with its state table; receipts with its queue, DLQ and idempotency
+// table); a dashboard per pipeline; alarms; and passes cdk-nag.
 func TestShopStack(t *testing.T) {
-	rs, findings, err := synth(t, "pipelines")
+	rs, findings, s, err := synthStack(t, "pipelines")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +147,7 @@ func TestShopStack(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []string{"ingest", "quarantine", "statuscodes"} {
+	for _, n := range []string{"ingest", "quarantine", "statuscodes", "receipts"} {
 		if len(fns[n]) != 1 {
 			t.Errorf("%d %s functions, want 1", len(fns[n]), n)
 		}
@@ -149,6 +159,7 @@ func TestShopStack(t *testing.T) {
 			}
 		}
 	}
+	assertReceipts(t, rs, s)
 	count := map[string]int{}
 	for _, r := range rs {
 		count[r.Type]++
@@ -213,4 +224,57 @@ func keys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func logicalID(s *ShopStack, c constructs.IConstruct) string {
+	el, ok := c.(awscdk.CfnElement)
+	if !ok {
+		el = c.Node().DefaultChild().(awscdk.CfnElement)
+	}
+	return s.Resolve(el.LogicalId()).(string)
+}
+
+// assertReceipts: the receipts task handler's function reads its queue
+// (batch item failures) and knows its idempotency table (id, TTL on
+// expiration); the queue redrives to its DLQ, and the DLQ's depth alarms.
+func assertReceipts(t *testing.T, rs map[string]resource, s *ShopStack) {
+	t.Helper()
+	fns := functionsByAsset(rs)["receipts"]
+	if len(fns) != 1 {
+		t.Fatalf("%d receipts functions, want 1", len(fns))
+	}
+	h := s.Receipts
+	qID, dlqID, tableID, fnID := logicalID(s, h.Queue), logicalID(s, h.DLQ), logicalID(s, h.Idempotency), logicalID(s, h.Function.Function)
+	if got, want := env(fns[0])["IDEMPOTENCY_TABLE_NAME"], map[string]any{"Ref": tableID}; !reflect.DeepEqual(got, want) {
+		t.Errorf("receipts: IDEMPOTENCY_TABLE_NAME = %v, want %v", got, want)
+	}
+	if q := rs[qID]; q.Type != "AWS::SQS::Queue" || !reflect.DeepEqual(q.Properties["RedrivePolicy"].(map[string]any)["deadLetterTargetArn"],
+		map[string]any{"Fn::GetAtt": []any{dlqID, "Arn"}}) {
+		t.Errorf("receipts queue %s: RedrivePolicy %v, want its DLQ %s", q.Type, q.Properties["RedrivePolicy"], dlqID)
+	}
+	tbl := rs[tableID]
+	if tbl.Type != "AWS::DynamoDB::Table" ||
+		!reflect.DeepEqual(tbl.Properties["KeySchema"], []any{map[string]any{"AttributeName": "id", "KeyType": "HASH"}}) ||
+		!reflect.DeepEqual(tbl.Properties["TimeToLiveSpecification"], map[string]any{"AttributeName": "expiration", "Enabled": true}) {
+		t.Errorf("receipts idempotency table: %s %v %v; want partition key id, TTL on expiration", tbl.Type, tbl.Properties["KeySchema"], tbl.Properties["TimeToLiveSpecification"])
+	}
+	var mapped, alarmed bool
+	for _, r := range rs {
+		switch r.Type {
+		case "AWS::Lambda::EventSourceMapping":
+			if reflect.DeepEqual(r.Properties["FunctionName"], map[string]any{"Ref": fnID}) {
+				mapped = reflect.DeepEqual(r.Properties["EventSourceArn"], map[string]any{"Fn::GetAtt": []any{qID, "Arn"}}) &&
+					reflect.DeepEqual(r.Properties["FunctionResponseTypes"], []any{"ReportBatchItemFailures"})
+			}
+		case "AWS::CloudWatch::Alarm":
+			b, _ := json.Marshal(r.Properties["Dimensions"])
+			alarmed = alarmed || strings.Contains(string(b), `"`+dlqID+`"`)
+		}
+	}
+	if !mapped {
+		t.Errorf("receipts: no mapping from its queue %s with ReportBatchItemFailures", qID)
+	}
+	if !alarmed {
+		t.Errorf("receipts: no alarm on its DLQ %s", dlqID)
+	}
 }

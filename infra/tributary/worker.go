@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -63,21 +64,55 @@ type WorkerResources struct {
 	Worker       *QueueFunction
 }
 
-// addWorker creates the worker's queues, tables and function in s.
-func (s *TributaryStack) addWorker(assetDir string) {
-	stack := s.Stack
-	w := &WorkerResources{}
-	w.Idempotency = awsdynamodb.NewTable(stack, jsii.String("Idempotency"), &awsdynamodb.TableProps{
+// newIdempotencyTable creates a table of package idempotency's record
+// schema (partition key id, TTL on expiration), on demand, with
+// point-in-time recovery. Retained and deletion-protected like every table
+// (ProtectState): its records stop a task's side effect from running twice
+// for an hour, across a redeploy too.
+func newIdempotencyTable(scope constructs.Construct, id string) awsdynamodb.Table {
+	return awsdynamodb.NewTable(scope, jsii.String(id), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(idempotencyKeyAttribute), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
 		TimeToLiveAttribute: jsii.String(idempotencyTTLAttribute),
-		// Retained and deletion-protected like every table (ProtectState):
-		// its records stop a task's side effect from running twice for an
-		// hour, across a redeploy too.
 	})
+}
+
+// grantIdempotency lets role make package idempotency's calls on table.
+func grantIdempotency(role awsiam.IRole, table awsdynamodb.ITable) {
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(idempotencyTableActions...),
+		Resources: &[]*string{table.TableArn()},
+	}))
+}
+
+// grantDeadLetters lets role make package worker's DeadLetters calls: read
+// the sources' RedrivePolicy and send to their dead-letter queues.
+func grantDeadLetters(role awsiam.IRole, sources, dlqs []awssqs.IQueue) {
+	arns := func(qs []awssqs.IQueue) *[]*string {
+		out := make([]*string, len(qs))
+		for i, q := range qs {
+			out[i] = q.QueueArn()
+		}
+		return &out
+	}
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(sourceQueueActions...),
+		Resources: arns(sources),
+	}))
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(deadLetterQueueActions...),
+		Resources: arns(dlqs),
+	}))
+}
+
+// addWorker creates the worker's queues, tables and function in s.
+func (s *TributaryStack) addWorker(assetDir string) {
+	stack := s.Stack
+	w := &WorkerResources{}
+	w.Idempotency = newIdempotencyTable(stack, "Idempotency")
 	w.Results = awsdynamodb.NewTable(stack, jsii.String("Results"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(resultsKeyAttribute), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
@@ -112,22 +147,12 @@ func (s *TributaryStack) addWorker(assetDir string) {
 		BatchSize:      workerBatchSize,
 		MaxConcurrency: workerMaxConcurrency,
 	})
-	w.Worker.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(idempotencyTableActions...),
-		Resources: &[]*string{w.Idempotency.TableArn()},
-	}))
+	grantIdempotency(w.Worker.Role, w.Idempotency)
 	w.Worker.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(resultsTableActions...),
 		Resources: &[]*string{w.Results.TableArn()},
 	}))
-	w.Worker.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(sourceQueueActions...),
-		Resources: &[]*string{w.Tasks.QueueArn(), w.TasksFifo.QueueArn()},
-	}))
-	w.Worker.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(deadLetterQueueActions...),
-		Resources: &[]*string{w.TasksDLQ.QueueArn(), w.TasksFifoDLQ.QueueArn()},
-	}))
+	grantDeadLetters(w.Worker.Role, []awssqs.IQueue{w.Tasks, w.TasksFifo}, []awssqs.IQueue{w.TasksDLQ, w.TasksFifoDLQ})
 
 	output(stack, "TasksQueueUrl", w.Tasks.QueueUrl(), "SQS queue of tasks for the worker")
 	output(stack, "TasksDlqUrl", w.TasksDLQ.QueueUrl(), "SQS dead-letter queue of tasks the worker kept failing on")

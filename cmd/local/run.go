@@ -200,6 +200,7 @@ func run(ctx context.Context, o *options) (err error) {
 	fmt.Println("  ✓ a search joined with its click, one unmatched once the watermark passed the bound, the click-through rate; CEP rules added and deleted while detect ran")
 	fmt.Println("  ✓ seats booked by commands on an event log (a refusal, a conflict, a retried command answered alike); views projected, and rebuilt from the log equal to the live ones")
 	fmt.Printf("  ✓ %d tasks from %d messages over %d worker environments, each side effect once; a poison task dead-lettered and redriven once\n", out.tasks, out.taskMessages, out.workerEnv)
+	fmt.Println("  ✓ a function of your own (examples/functions/statuscodes): each route's status mix per minute as sent, a resent request counted once, status 999 set aside naming data.status")
 	if out.screenshot != "" {
 		fmt.Printf("  dashboard screenshot (the stack's dashboards and the results view, as the page showed them): %s\n", out.screenshot)
 	}

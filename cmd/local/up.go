@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/tributary-dev/tributary/emulator/local"
 )
@@ -33,11 +34,11 @@ Tributary is running locally (up in %s). Ctrl-C stops it.
 
   AWS endpoint   %s
   export AWS_ENDPOINT_URL=%s AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
-  ingest URL     %s   (pipeline %s)
+  ingest URL     %s   (every pipeline reads what it accepts: %s)
   Lambda API     %s   (aws lambda invoke --endpoint-url %s --function-name ingest --payload fileb://events/ingest/function-url-post.json out.json)
   dashboard      %s   (the stack's CloudWatch dashboards and the window results, refreshing every 5s)
 
-`, roundDuration(tm.total()), srv.Endpoint(), srv.Endpoint(), topo.ingestURL, topo.windows.Pipeline.Name, stack.InvokeURL(), stack.InvokeURL(), stack.DashboardURL())
+`, roundDuration(tm.total()), srv.Endpoint(), srv.Endpoint(), topo.ingestURL, pipelineNames(topo.pipelines), stack.InvokeURL(), stack.InvokeURL(), stack.DashboardURL())
 	res.Print(os.Stdout)
 	fmt.Printf(`
 Send an event:
@@ -64,4 +65,13 @@ Event sourcing (seat reservations; commands URL %s):
 	case err := <-stack.Errors():
 		return err
 	}
+}
+
+// pipelineNames lists the deployed pipelines' names, comma-separated.
+func pipelineNames(ps []*local.Windows) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Pipeline.Name
+	}
+	return strings.Join(names, ", ")
 }

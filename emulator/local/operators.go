@@ -192,7 +192,13 @@ func (r *Resources) Print(w io.Writer) {
 		ps := slices.Sorted(slices.Values(r.Pipelines))
 		pl, plFlag, which := "", "", ""
 		if len(ps) > 1 {
-			pl, plFlag = "PIPELINE="+ps[len(ps)-1]+" ", "-pipeline "+ps[len(ps)-1]+" "
+			// The sample key user-1 is a page view's; another pipeline
+			// added after it would not have it.
+			pick := ps[len(ps)-1]
+			if slices.Contains(ps, "pageviews") {
+				pick = "pageviews"
+			}
+			pl, plFlag = "PIPELINE="+pick+" ", "-pipeline "+pick+" "
 			which = "; PIPELINE= one of " + strings.Join(ps, ", ")
 		}
 		fmt.Fprintln(w, "\nResults (in another terminal; make results needs no exports):")

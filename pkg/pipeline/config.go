@@ -602,7 +602,8 @@ func object(path string, doc []byte, known []string, quiet ...string) (map[strin
 	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return nil, cfgErr(path, "not valid JSON at byte %d: %v", se.Offset, se)
+			line, col := lineCol(doc, se.Offset)
+			return nil, cfgErr(path, "not valid JSON at line %d, column %d: %v", line, col, se)
 		}
 		return nil, cfgErr(path, "must be a JSON object, not %s", kind(bytes.TrimSpace(doc)))
 	}
@@ -621,9 +622,57 @@ func object(path string, doc []byte, known []string, quiet ...string) (map[strin
 		if path != "" {
 			p = path + "." + p
 		}
+		if near := nearest(unknown[0], known); near != "" {
+			return nil, cfgErr(p, "unknown field; did you mean %q? (known: %s)", near, joinAnd(known))
+		}
 		return nil, cfgErr(p, "unknown field (known: %s)", joinAnd(known))
 	}
 	return m, nil
+}
+
+// nearest is the known field name within two edits of name (case
+// ignored), the closest one, or "" if none is: the likely typo's intent.
+func nearest(name string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes; the
+// names compared are short ASCII field names).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// lineCol is the 1-based line and column of byte offset off in doc.
+func lineCol(doc []byte, off int64) (line, col int) {
+	if off > int64(len(doc)) {
+		off = int64(len(doc))
+	}
+	before := doc[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1)
+	return line, col
 }
 
 // list decodes the array m[name] element by element, so an error names the

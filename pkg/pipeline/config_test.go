@@ -149,9 +149,9 @@ func TestParseErrors(t *testing.T) {
 		want string
 	}{
 		// The document.
-		{"not JSON", []byte(`{"name":`), "not valid JSON at byte 8: unexpected end of JSON input"},
+		{"not JSON", []byte(`{"name":`), "not valid JSON at line 1, column 8: unexpected end of JSON input"},
 		{"not an object", []byte(`[]`), "must be a JSON object, not an array"},
-		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field (known: name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor, dedupeHorizon)"},
+		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field; did you mean \"aggregates\"? (known: name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor, dedupeHorizon)"},
 		// name
 		{"name missing", with(w{"name": nil}), "name: required"},
 		{"name not a string", with(w{"name": 5}), "name: must be a string, not a number"},
@@ -190,7 +190,7 @@ func TestParseErrors(t *testing.T) {
 		{"window not an object", with(w{"windows": []any{"1m"}}), "windows[0]: must be a JSON object, not a string"},
 		{"window kind missing", with(w{"windows": windows(w{"size": "1m"})}), "windows[0].kind: required: tumbling, hopping, sliding or session"},
 		{"window kind unknown", with(w{"windows": windows(w{"kind": "rolling", "size": "1m"})}), `windows[0].kind: "rolling" is not a window kind: want tumbling, hopping, sliding or session`},
-		{"window unknown field", with(w{"windows": windows(w{"kind": "tumbling", "sise": "1m"})}), "windows[0].sise: unknown field (known: kind, size, advance, difference, gap, offset)"},
+		{"window unknown field", with(w{"windows": windows(w{"kind": "tumbling", "sise": "1m"})}), "windows[0].sise: unknown field; did you mean \"size\"? (known: kind, size, advance, difference, gap, offset)"},
 		{"tumbling size missing", with(w{"windows": windows(w{"kind": "tumbling"})}), "windows[0].size: required for a tumbling window"},
 		{"size not a duration", with(w{"windows": windows(w{"kind": "tumbling", "size": "1 minute"})}), `windows[0].size: "1 minute" is not a duration such as "90s", "5m" or "1h30m"`},
 		{"size a number", with(w{"windows": windows(w{"kind": "tumbling", "size": 60})}), `windows[0].size: must be a duration string such as "90s" or "5m", not a number`},

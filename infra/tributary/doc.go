@@ -52,6 +52,19 @@
 //     stream consumer, failure queue and pipeline, all notifying one
 //     encrypted SNS topic (thresholds from context: OpsSettingsFromContext).
 //
+// Functions of your own (package handler of the functions' module, in the
+// stack before NewOperations so that they are alarmed too):
+//
+//   - NewStreamHandler: a Kinesis consumer built with handler.WindowedFromEnv
+//     (examples/functions/statuscodes): its state table, its results stream
+//     (unless given), the mapping with batch item failures, bisection and an
+//     on-failure queue, a tick schedule whose failures go to a queue of its
+//     own (NewFailureQueue) unless TickFailures is given, and grants of
+//     exactly the calls the handler makes.
+//   - NewTaskHandler: an SQS consumer built with handler.TasksFromEnv
+//     (examples/functions/receipts): the tasks queue and its dead-letter
+//     queue, the idempotency table and the mapping with batch item failures.
+//
 // The building blocks under them are public too: GoFunction (a Go
 // bootstrap on provided.al2023/arm64 with its own log group and least
 // privilege role), StreamFunction (a consumer of a Kinesis stream or a

@@ -4,13 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/tributary-dev/tributary/emulator/rie"
+	"github.com/tributary-dev/tributary/emulator/rie/rietest"
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/redrive"
@@ -40,15 +36,7 @@ import (
 // naming it.
 func TestBootstrapUnderRIE(t *testing.T) {
 	ctx := context.Background()
-	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", bootstrap, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building examples/functions/receipts: %v\n%s", err, out)
-	}
-	if _, err := rie.Install(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	bootstrap := rietest.Build(t, ".")
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
 	db, q := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
@@ -78,31 +66,11 @@ func TestBootstrapUnderRIE(t *testing.T) {
 		"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
 		"IDEMPOTENCY_TABLE_NAME": "rc-idempotency",
 	}
-	var mu sync.Mutex
-	var logs strings.Builder
-	start := func(name string, env map[string]string) *rie.Function {
-		fn, err := rie.Start(ctx, rie.Config{Name: name, Bootstrap: bootstrap, Env: env, Timeout: 10 * time.Second,
-			Logs: func(_, line string) { mu.Lock(); logs.WriteString(line + "\n"); mu.Unlock() }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = fn.Stop() })
-		return fn
-	}
-	fn := start("receipts", env)
+	fn := rietest.Start(t, "receipts", bootstrap, env)
 	invoke := func(ev events.SQSEvent) string {
 		t.Helper()
 		payload, _ := json.Marshal(ev)
-		res, err := fn.Invoke(ctx, payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.FunctionError != "" {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("function error %s\n%s", res.Payload, logs.String())
-		}
-		return string(res.Payload)
+		return string(fn.MustInvoke(t, payload))
 	}
 
 	at := time.Now().UTC().Truncate(time.Second).Add(-time.Minute)
@@ -193,9 +161,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 	}
 
 	// The EMF lines: one rendered, two copies, three set aside.
-	mu.Lock()
-	out := logs.String()
-	mu.Unlock()
+	out := fn.Logs()
 	var ran, dup, setAside float64
 	for _, line := range strings.Split(out, "\n") {
 		var m map[string]any
@@ -212,15 +178,13 @@ func TestBootstrapUnderRIE(t *testing.T) {
 	}
 
 	delete(env, "IDEMPOTENCY_TABLE_NAME")
-	broken := start("receipts-unconfigured", env)
+	broken := rietest.Start(t, "receipts-unconfigured", bootstrap, env)
 	payload, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{msg("m7", placed)}})
 	res, err := broken.Invoke(ctx, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	out = logs.String()
-	mu.Unlock()
+	out = broken.Logs()
 	if res.FunctionError == "" || !strings.Contains(out, "environment variable IDEMPOTENCY_TABLE_NAME is not set") {
 		t.Errorf("unconfigured function: error %q, want a failure naming IDEMPOTENCY_TABLE_NAME; logs:\n%s", res.FunctionError, out)
 	}

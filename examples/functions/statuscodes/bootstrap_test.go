@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/tributary-dev/tributary/emulator/rie"
+	"github.com/tributary-dev/tributary/emulator/rie/rietest"
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/handler"
 	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
@@ -36,15 +32,7 @@ import (
 // naming it.
 func TestBootstrapUnderRIE(t *testing.T) {
 	ctx := context.Background()
-	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", bootstrap, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building examples/functions/statuscodes: %v\n%s", err, out)
-	}
-	if _, err := rie.Install(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	bootstrap := rietest.Build(t, ".")
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
 	db, kin := dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
@@ -59,30 +47,10 @@ func TestBootstrapUnderRIE(t *testing.T) {
 		"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
 		"STATE_TABLE_NAME": "sc-state", "OUTPUT_STREAM_NAME": "sc-results", "QUARANTINE_TABLE_NAME": "sc-quarantine",
 	}
-	var mu sync.Mutex
-	var logs strings.Builder
-	start := func(name string, env map[string]string) *rie.Function {
-		fn, err := rie.Start(ctx, rie.Config{Name: name, Bootstrap: bootstrap, Env: env, Timeout: 10 * time.Second,
-			Logs: func(_, line string) { mu.Lock(); logs.WriteString(line + "\n"); mu.Unlock() }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = fn.Stop() })
-		return fn
-	}
-	fn := start("statuscodes", env)
+	fn := rietest.Start(t, "statuscodes", bootstrap, env)
 	invoke := func(payload []byte) []byte {
 		t.Helper()
-		res, err := fn.Invoke(ctx, payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.FunctionError != "" {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("function error %s\n%s", res.Payload, logs.String())
-		}
-		return res.Payload
+		return fn.MustInvoke(t, payload)
 	}
 
 	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
@@ -143,22 +111,18 @@ func TestBootstrapUnderRIE(t *testing.T) {
 	if err := json.Unmarshal(tick, &tr); err != nil || tr.Shards != 1 {
 		t.Fatalf("tick response %s: %v; want one shard", tick, err)
 	}
-	mu.Lock()
-	out := logs.String()
-	mu.Unlock()
+	out := fn.Logs()
 	if !strings.Contains(out, `"RecordsSetAside"`) || !strings.Contains(out, `"Function":"statuscodes"`) {
 		t.Errorf("the EMF lines do not count the record set aside:\n%s", out)
 	}
 
 	delete(env, "STATE_TABLE_NAME")
-	broken := start("statuscodes-unconfigured", env)
+	broken := rietest.Start(t, "statuscodes-unconfigured", bootstrap, env)
 	res, err := broken.Invoke(ctx, first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	out = logs.String()
-	mu.Unlock()
+	out = broken.Logs()
 	if res.FunctionError == "" || !strings.Contains(out, "environment variable STATE_TABLE_NAME is not set") {
 		t.Errorf("unconfigured function: error %q, want a failure naming STATE_TABLE_NAME; logs:\n%s", res.FunctionError, out)
 	}

@@ -56,8 +56,12 @@
 // request with the same key and another body gets 422; one that arrives
 // while the first is still running gets 409. A request answered 429 or 503
 // is remembered as partial: its retry with the same key and body writes only
-// the events not yet on the stream and answers for the whole request. Keys
-// are remembered DefaultIdempotencyExpiry after the last answer.
+// the events not yet on the stream and answers for the whole request. A try
+// that dies holding the key is taken over once its lock (its invoke
+// deadline) has passed: a resume's takeover writes only the indexes the
+// record still lists as pending, so no retry writes what an answer said was
+// on the stream. Keys are remembered DefaultIdempotencyExpiry after the last
+// answer.
 //
 // # Signed requests
 //

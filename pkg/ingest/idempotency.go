@@ -228,8 +228,13 @@ type claim struct {
 }
 
 // Claim claims record id for a request whose body has fingerprint fp,
-// locking it until lockUntil; a record older than expires (or whose lock has
-// expired, for the same body) is taken over.
+// locking it until lockUntil; the record then lives for expires. A record
+// past its expiration is a new request. A record whose holder died (its lock
+// has expired) is taken over by a request with the same body: as a new
+// request if the holder was its first try, which left no account of what it
+// wrote; as a resume of the events still pending if the holder was itself a
+// resume, so that the takeover never writes again what an earlier answer
+// says is on the stream.
 func (s *RequestStore) Claim(ctx context.Context, id, fp string, lockUntil time.Time, expires time.Duration) (claim, error) {
 	now := s.now()
 	token := s.token()
@@ -244,13 +249,15 @@ func (s *RequestStore) Claim(ctx context.Context, id, fp string, lockUntil time.
 			attrLock:                             str(token),
 		},
 		// New key; or a record past its expiration (TTL deletion lags by
-		// up to days); or a request that died holding the key, retried
-		// with the same body.
+		// up to days); or a first try that died holding the key, retried
+		// with the same body. A dead resume (pending indexes) is not
+		// replaced: resume takes it over below, keeping what it knows.
 		ConditionExpression: aws.String("attribute_not_exists(#id) OR #exp < :now OR " +
-			"(#status = :inprogress AND #ipexp < :nowms AND #val = :val)"),
+			"(#status = :inprogress AND #ipexp < :nowms AND #val = :val AND attribute_not_exists(#pending))"),
 		ExpressionAttributeNames: map[string]string{
 			"#id": idempotency.AttrID, "#exp": idempotency.AttrExpiration, "#status": idempotency.AttrStatus,
 			"#ipexp": idempotency.AttrInProgressExpiration, "#val": idempotency.AttrValidation,
+			"#pending": attrPending,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now": num(now.Unix()), ":nowms": num(now.UnixMilli()),
@@ -281,42 +288,54 @@ func (s *RequestStore) Claim(ctx context.Context, id, fp string, lockUntil time.
 	if getS(old, idempotency.AttrValidation) != fp {
 		return claim{kind: claimMismatch, id: id}, nil
 	}
+	ms, _ := strconv.ParseInt(getN(old, idempotency.AttrInProgressExpiration), 10, 64)
+	_, holdsPending := old[attrPending]
 	switch getS(old, idempotency.AttrStatus) {
 	case idempotency.StatusCompleted:
 		return claim{kind: claimReplay, id: id, stored: storedOf(old)}, nil
 	case StatusPartial:
-		return s.resume(ctx, id, fp, old, token, lockUntil)
-	default:
-		ms, _ := strconv.ParseInt(getN(old, idempotency.AttrInProgressExpiration), 10, 64)
-		c := claim{kind: claimInFlight, id: id}
-		if ms > 0 {
-			c.lockedUntil = time.UnixMilli(ms)
+		return s.resume(ctx, id, fp, getS(old, attrLock), token, lockUntil, expires)
+	case idempotency.StatusInProgress:
+		if holdsPending && ms > 0 && ms < now.UnixMilli() { // a resume died holding the key
+			return s.resume(ctx, id, fp, getS(old, attrLock), token, lockUntil, expires)
 		}
-		return c, nil
 	}
+	c := claim{kind: claimInFlight, id: id}
+	if ms > 0 {
+		c.lockedUntil = time.UnixMilli(ms)
+	}
+	return c, nil
 }
 
-// resume takes a PARTIAL record's key for a retry of its request: one
-// conditional write, which fails if another retry took it first.
-func (s *RequestStore) resume(ctx context.Context, id, fp string, old map[string]types.AttributeValue, token string, lockUntil time.Time) (claim, error) {
-	pending, err := parsePending(getS(old, attrPending))
-	if err != nil {
-		return claim{}, fmt.Errorf("ingest: idempotency record %s: %w", id, err)
-	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
-		Key:                 map[string]types.AttributeValue{idempotency.AttrID: str(id)},
-		UpdateExpression:    aws.String("SET #status = :inprogress, #ipexp = :lock, #lock = :token"),
-		ConditionExpression: aws.String("#status = :partial AND #lock = :old AND #val = :val"),
+// resume takes the key of a record that holds pending indexes for a retry
+// of its request: a PARTIAL record, or one whose resuming request died
+// holding it (its lock expired). One conditional write, on the token of the
+// request that last held the key, so it fails if another retry took the key
+// first; the pending indexes and the previous answer are read from the item
+// as that write left it, so a holder that stored its answer in between is
+// never resumed from what it had before.
+func (s *RequestStore) resume(ctx context.Context, id, fp, oldToken, token string, lockUntil time.Time, expires time.Duration) (claim, error) {
+	now := s.now()
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.table),
+		Key:              map[string]types.AttributeValue{idempotency.AttrID: str(id)},
+		UpdateExpression: aws.String("SET #status = :inprogress, #ipexp = :lock, #lock = :token, #exp = :exp"),
+		// The pending indexes stay in the item while the key is held: if
+		// this request dies too, the next takeover resumes from them.
+		ConditionExpression: aws.String("#lock = :old AND #val = :val AND attribute_exists(#pending) AND " +
+			"(#status = :partial OR (#status = :inprogress AND #ipexp < :nowms))"),
 		ExpressionAttributeNames: map[string]string{
 			"#status": idempotency.AttrStatus, "#ipexp": idempotency.AttrInProgressExpiration,
-			"#lock": attrLock, "#val": idempotency.AttrValidation,
+			"#lock": attrLock, "#val": idempotency.AttrValidation, "#pending": attrPending,
+			"#exp": idempotency.AttrExpiration,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":inprogress": str(idempotency.StatusInProgress), ":partial": str(StatusPartial),
 			":lock": num(lockUntil.UnixMilli()), ":token": str(token),
-			":old": str(getS(old, attrLock)), ":val": str(fp),
+			":old": str(oldToken), ":val": str(fp), ":nowms": num(now.UnixMilli()),
+			":exp": num(now.Add(expires).Unix()),
 		},
+		ReturnValues: types.ReturnValueAllNew,
 	})
 	if err != nil {
 		var ccf *types.ConditionalCheckFailedException
@@ -325,7 +344,11 @@ func (s *RequestStore) resume(ctx context.Context, id, fp string, old map[string
 		}
 		return claim{}, fmt.Errorf("ingest: resuming idempotency record %s: %w", id, err)
 	}
-	return claim{kind: claimResume, id: id, token: token, stored: storedOf(old), pending: pending}, nil
+	pending, err := parsePending(getS(out.Attributes, attrPending))
+	if err != nil {
+		return claim{}, fmt.Errorf("ingest: idempotency record %s: %w", id, err)
+	}
+	return claim{kind: claimResume, id: id, token: token, stored: storedOf(out.Attributes), pending: pending}, nil
 }
 
 // Complete stores the answer of the request holding c: COMPLETED when every

@@ -370,7 +370,9 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 		err := h.requests.Complete(sctx, *c, storedResponse{Status: r.StatusCode, Headers: r.Headers, Body: r.Body}, left, expires)
 		if err != nil {
 			// The answer still goes out; a retry finds the key locked until
-			// the lock's deadline and then writes the events again.
+			// the lock's deadline, and then writes again the events this
+			// try was given: all of them for a first try, the pending ones
+			// for a resume (the record keeps them).
 			h.metrics.Add("IdempotencyStoreErrors", metrics.Count, 1)
 			h.log.Error("idempotency answer not stored", "err", err, "record", c.id)
 		}

@@ -88,7 +88,7 @@ func TestEraseAndCompare(t *testing.T) {
 		t.Fatalf("dry run: %+v", dry)
 	}
 	done := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-yes")
-	if done.code != 0 || !strings.Contains(done.stdout, "erased the personal data of 1 events of ada (show-1/2); audit event erasure:ada/1 (PersonalDataErased)") {
+	if done.code != 0 || !strings.Contains(done.stdout, "erased the personal data of 1 events of ada (show-1/2); audit event erasure#ada/1 (PersonalDataErased)") {
 		t.Fatalf("erase: %+v", done)
 	}
 	if again := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-yes"); again.code != 0 || !strings.Contains(again.stdout, "nothing to erase") {

@@ -2,8 +2,8 @@
 // (NEW_AND_OLD_IMAGES): it publishes each new event, without its personal
 // data, on the Kinesis stream ES_STREAM_NAME, partitioned by aggregate id.
 // A change to an event other than an erasure, and a deletion, are set aside
-// in the quarantine table (QUARANTINE_TABLE_NAME). The logic is in package
-// es.
+// in the quarantine table (QUARANTINE_TABLE_NAME), without the personal
+// data of either image. The logic is in package es.
 package main
 
 import (

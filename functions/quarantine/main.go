@@ -1,7 +1,8 @@
 // Command quarantine consumes the failures queue (the on-failure destination
 // of the stream consumers), fetches the failed records from their stream and
-// keeps them in the DynamoDB table named by QUARANTINE_TABLE_NAME. The logic
-// is in package quarantine.
+// keeps them in the DynamoDB table named by QUARANTINE_TABLE_NAME (a
+// DynamoDB stream record without its personal attribute). The logic is in
+// package quarantine.
 package main
 
 import (

@@ -22,8 +22,19 @@
 // SubjectIndex), never published and never copied into a view or snapshot,
 // so erasing it is removing that attribute from the subject's events.
 // Erase does it, marks each event (erasedAt, erasure) and appends a
-// PersonalDataErased event to the aggregate "erasure-<subject>" that lists
-// what it erased, by whom and why: the erasure is itself in the log.
+// PersonalDataErased event to the aggregate "erasure#<subject>" that lists
+// what it erased, by whom and why: the erasure is itself in the log. That
+// id is in the store's own namespace (NamespaceSeparator): no command can
+// name it, so an audit event never lands in a domain's aggregate. Trails
+// written before the namespace are at "erasure:<subject>"; ErasureTrail
+// reads both, and the executor passes over an audit event that such an
+// erasure appended into a domain aggregate of that id.
+//
+// No copy of the personal data outlives the erasure elsewhere in the
+// stack's stores: the published records never hold it, and a stream record
+// set aside or quarantined loses the attribute (setaside.PersonalAttribute
+// is AttrPersonal). What AWS keeps by itself — the table's stream for 24
+// hours, point-in-time recovery for 35 days — the README lists.
 //
 // # Commands
 //

@@ -58,8 +58,58 @@ type ErasureResult struct {
 	Audit *Event
 }
 
-// ErasureAggregate is the aggregate holding subject's erasure audit trail.
-func ErasureAggregate(subject string) string { return ErasureAggregateType + ":" + subject }
+// NamespaceSeparator separates the kind of an aggregate the event store
+// makes for itself from the id it is about: ErasureAggregate("cust-5") is
+// "erasure#cust-5". No aggregate id a command can name holds it
+// (CheckAggregateID allows letters, digits and - _ . : only, and the
+// executor checks every command's aggregate), so the store's own
+// aggregates and a domain's can never be the same one, whatever ids users
+// choose — and no id a user could already have is taken from them.
+const NamespaceSeparator = "#"
+
+// ErasureAggregate is the aggregate holding subject's erasure audit trail,
+// in the store's own namespace (NamespaceSeparator).
+func ErasureAggregate(subject string) string {
+	return ErasureAggregateType + NamespaceSeparator + subject
+}
+
+// LegacyErasureAggregate is where Erase appended subject's audit trail
+// before it had a namespace of its own: "erasure:<subject>", an id a show
+// may also have (the audit event was then appended into the show, which
+// the executor now passes over: see Executor.Fold). ErasureTrail reads it.
+func LegacyErasureAggregate(subject string) string { return ErasureAggregateType + ":" + subject }
+
+// ErasureTrail is subject's erasure audit events, oldest first: those
+// appended at LegacyErasureAggregate(subject) before the namespace
+// existed — only the events of type ErasureAggregateType there, since that
+// aggregate may be another's — then those at ErasureAggregate(subject).
+func ErasureTrail(ctx context.Context, s *Store, subject string) ([]Event, error) {
+	if err := checkName(subject, maxSubjectLength); err != nil {
+		return nil, Invalid("subject", "%v", err)
+	}
+	legacy, err := s.Events(ctx, LegacyErasureAggregate(subject), 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []Event
+	for _, e := range legacy {
+		if e.AggregateType == ErasureAggregateType && e.Type == TypePersonalDataErased {
+			out = append(out, e)
+		}
+	}
+	current, err := s.Events(ctx, ErasureAggregate(subject), 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, current...), nil
+}
+
+// misplacedAudit says whether e is an erasure audit event in an aggregate
+// that is not an erasure trail: one Erase appended into an aggregate whose
+// id was LegacyErasureAggregate(subject) before the namespace existed.
+func misplacedAudit(e *Event, aggregateType string) bool {
+	return e.AggregateType == ErasureAggregateType && e.Type == TypePersonalDataErased && aggregateType != ErasureAggregateType
+}
 
 // Erase removes the personal data of subject from every event that holds
 // some (found by SubjectIndex), and nothing else: each such event loses its

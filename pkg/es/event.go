@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 
 // Attributes of an event item. The events table's keys are AttrAggregateID
@@ -24,8 +26,10 @@ const (
 	// nanoseconds, the command function's clock).
 	AttrRecordedAt = "recordedAt"
 	// AttrPersonal is the personal data that goes with the event (JSON
-	// text), apart from AttrData: never published, removed by Erase.
-	AttrPersonal = "personal"
+	// text), apart from AttrData: never published, removed by Erase, and
+	// never kept in a copy set aside or quarantined (it is the attribute
+	// setaside.PersonalAttribute, which those copies lose).
+	AttrPersonal = setaside.PersonalAttribute
 	// AttrSubject is whose personal data AttrPersonal is (the index
 	// SubjectIndex finds a subject's events for Erase).
 	AttrSubject = "subject"

@@ -189,7 +189,7 @@ func TestPublishAndErase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Erased) != 1 || res.Erased[0] != "a1/1" || res.Audit == nil || res.Audit.AggregateID != "erasure:owner-a1" {
+	if len(res.Erased) != 1 || res.Erased[0] != "a1/1" || res.Audit == nil || res.Audit.AggregateID != "erasure#owner-a1" {
 		t.Fatalf("erasure: %+v", res)
 	}
 	evs, _ := store.Events(ctx, "a1", 0, 0)
@@ -247,5 +247,71 @@ func TestPublishAndErase(t *testing.T) {
 		if item.Field != want || !strings.Contains(item.Reason, "events are immutable") {
 			t.Errorf("record %d set aside with field %q reason %q, want %s", i, item.Field, item.Reason, want)
 		}
+	}
+}
+
+// TestErasureTrailHasANamespaceOfItsOwn: the audit trail of an erasure is
+// an aggregate no command can name, so an account whose id looks like an
+// old trail ("erasure:owner-b") is never written by Erase. An account the
+// old Erase did write its audit event into still takes commands (the
+// misplaced event keeps its version and is passed over), and the subject's
+// trail reads both the old audit event and the new one.
+func TestErasureTrailHasANamespaceOfItsOwn(t *testing.T) {
+	ctx := context.Background()
+	db, store := newStore(t)
+	tables := store.Tables()
+	x := es.NewExecutor[account](store, ledger{}, es.WithSnapshotEvery[account](2))
+	erase := func(subject string) *es.ErasureResult {
+		t.Helper()
+		res, err := es.Erase(ctx, db, tables, es.Erasure{Subject: subject, Reason: "request 9", By: "ops"}, time.Now(), false)
+		if err != nil || res.Audit == nil {
+			t.Fatalf("erase %s: %+v %v", subject, res, err)
+		}
+		return res
+	}
+
+	// Today: the trail of owner-c is not the account erasure:owner-c.
+	run(t, x, cmd("c1", "Deposit", "erasure:owner-c", 1, ""))
+	run(t, x, cmd("c2", "Deposit", "c", 2, `,"owner":"Ada"`))
+	res := erase("owner-c")
+	if res.Audit.AggregateID != es.ErasureAggregate("owner-c") || res.Audit.AggregateID == es.LegacyErasureAggregate("owner-c") {
+		t.Fatalf("audit event appended to %s", res.Audit.AggregateID)
+	}
+	if v, err := store.Version(ctx, "erasure:owner-c"); err != nil || v != 1 {
+		t.Fatalf("account erasure:owner-c is at version %d (%v), want 1: the erasure wrote into it", v, err)
+	}
+	if err := es.CheckAggregateID(res.Audit.AggregateID); err == nil {
+		t.Errorf("the trail's id %s is one a command may name", res.Audit.AggregateID)
+	}
+	bad := run(t, x, cmd("c3", "Deposit", res.Audit.AggregateID, 1, ""))
+	if bad.HTTPStatus != 400 || !strings.Contains(string(bad.Body), `"field":"accountId"`) {
+		t.Errorf("a command on the trail %s: %d %s, want 400 naming accountId", res.Audit.AggregateID, bad.HTTPStatus, bad.Body)
+	}
+
+	// Before: the audit event of owner-b went into the account erasure:owner-b.
+	run(t, x, cmd("b1", "Deposit", "erasure:owner-b", 1, ""))
+	run(t, x, cmd("b2", "Deposit", "b", 2, `,"owner":"Bea"`))
+	old := es.Event{AggregateType: es.ErasureAggregateType, AggregateID: "erasure:owner-b", Version: 2, Type: es.TypePersonalDataErased,
+		Data: json.RawMessage(`{"subject":"owner-b","reason":"request 8","by":"ops","events":["b/1"],"eventCount":1}`), CommandID: "erasure:owner-b@2026-01-01T00:00:00Z",
+		RecordedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if err := store.Append(ctx, es.Append{AggregateID: "erasure:owner-b", Expected: 1, Events: []es.Event{old}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, amount := range []int{3, 4, 5} {
+		if r := run(t, x, cmd(fmt.Sprintf("b%d", i+3), "Deposit", "erasure:owner-b", amount, "")); r.HTTPStatus != 200 {
+			t.Fatalf("deposit %d into the account holding an old audit event: %d %s", i, r.HTTPStatus, r.Body)
+		}
+	}
+	state, version, err := x.Load(ctx, "erasure:owner-b")
+	if err != nil || version != 5 || state.Balance != 13 || !reflect.DeepEqual(state.Ops, []int{1, 3, 4, 5}) {
+		t.Fatalf("account erasure:owner-b: %+v at %d (%v), want balance 13 at version 5", state, version, err)
+	}
+	erase("owner-b")
+	trail, err := es.ErasureTrail(ctx, store, "owner-b")
+	if err != nil || len(trail) != 2 || trail[0].CommandID != old.CommandID || trail[1].AggregateID != es.ErasureAggregate("owner-b") {
+		t.Fatalf("trail of owner-b: %+v %v, want the old audit event then the new one", trail, err)
+	}
+	if trail, err := es.ErasureTrail(ctx, store, "owner-c"); err != nil || len(trail) != 1 {
+		t.Fatalf("trail of owner-c: %+v %v, want one audit event (not the account's deposit)", trail, err)
 	}
 }

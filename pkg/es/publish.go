@@ -110,8 +110,10 @@ type PublisherOption func(*Publisher)
 
 // PublishWithSetAside is where stream records that are not new events go
 // (the quarantine table): a change to an event other than an erasure, a
-// deletion, an item that is not an event. Without it such a record is
-// reported as the batch item failure, and nothing is lost.
+// deletion, an item that is not an event — each without AttrPersonal in
+// either image (setaside.FromDynamoDB), so no copy outlives an erasure.
+// Without it such a record is reported as the batch item failure, and
+// nothing is lost.
 func PublishWithSetAside(s *setaside.Sink) PublisherOption { return func(p *Publisher) { p.sink = s } }
 
 // PublishWithMetrics emits EventsIn, EventsPublished, Erasures and

@@ -14,7 +14,12 @@
 // quarantine table (kind "record") with its data, whole, and a reason that
 // says its batch's retries ran out and that it may have been applied
 // already (the range is the whole batch of the last attempt), for 14 days
-// (TTL expiresAt). An item a function set aside (kind "set-aside") is never
+// (TTL expiresAt). The one exception to "whole": a DynamoDB stream
+// record's images lose their personal data (the attribute
+// setaside.PersonalAttribute, the events table's es.AttrPersonal), which
+// would otherwise outlive its erasure here; the copy keeps the keys that
+// find the item, and its reason and redacted attribute say what was
+// removed. An item a function set aside (kind "set-aside") is never
 // replaced by such a copy: its reason is the precise one.
 //
 // Nothing is lost without a trace: if some or all records are already gone

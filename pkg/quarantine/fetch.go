@@ -2,7 +2,6 @@ package quarantine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,6 +13,7 @@ import (
 	kinesistypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -40,6 +40,7 @@ type fetched struct {
 	partitionKey string    // Kinesis
 	eventID      string    // DynamoDB Streams
 	eventName    string    // DynamoDB Streams
+	redacted     []string  // DynamoDB Streams: fields removed as personal data
 	arrival      time.Time // approximate arrival (Kinesis) or creation (DynamoDB)
 }
 
@@ -178,7 +179,9 @@ func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResul
 
 // fetchDynamoDB reads the batch's records from its DynamoDB stream shard.
 // Each record's data is the JSON of the record as Lambda delivers it
-// (events.DynamoDBEventRecord), so it can be replayed into the consumer.
+// (events.DynamoDBEventRecord), so it can be replayed into the consumer,
+// without personal data (setaside.DynamoDBData: the images lose the
+// attribute setaside.PersonalAttribute).
 func (h *Handler) fetchDynamoDB(ctx context.Context, info *BatchInfo) (fetchResult, error) {
 	c := &collector{info: info}
 	if h.streams == nil {
@@ -227,12 +230,13 @@ func (h *Handler) fetchDynamoDB(ctx context.Context, info *BatchInfo) (fetchResu
 			if r.Dynamodb == nil {
 				continue
 			}
-			data, err := json.Marshal(stream.FromStreamsRecord(&r, info.StreamArn))
+			rec := stream.FromStreamsRecord(&r, info.StreamArn)
+			data, redacted, err := setaside.DynamoDBData(&rec)
 			if err != nil {
 				return fetchResult{}, fmt.Errorf("encoding stream record %s: %w", aws.ToString(r.EventID), err)
 			}
 			c.add(fetched{seq: aws.ToString(r.Dynamodb.SequenceNumber), data: data, eventID: aws.ToString(r.EventID),
-				eventName: string(r.EventName), arrival: aws.ToTime(r.Dynamodb.ApproximateCreationDateTime)})
+				eventName: string(r.EventName), redacted: redacted, arrival: aws.ToTime(r.Dynamodb.ApproximateCreationDateTime)})
 			if c.done {
 				break
 			}

@@ -166,7 +166,7 @@ func (h *Handler) items(rec *OnFailureRecord, info *BatchInfo, res fetchResult) 
 		it.SequenceNumber = f.seq
 		it.Data = f.data
 		it.Reason = RangeReason(rec)
-		it.PartitionKey, it.EventID, it.EventName = f.partitionKey, f.eventID, f.eventName
+		it.PartitionKey, it.EventID, it.EventName, it.Redacted = f.partitionKey, f.eventID, f.eventName, f.redacted
 		if !f.arrival.IsZero() {
 			it.ApproximateArrival = f.arrival.UTC().Format(time.RFC3339Nano)
 		}

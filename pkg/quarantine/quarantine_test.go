@@ -47,6 +47,7 @@ func TestAgainstStandIn(t *testing.T) {
 		{"QuarantinesKinesisRecords", testQuarantinesKinesisRecords},
 		{"NotesMissingRecords", testNotesMissingRecords},
 		{"QuarantinesDynamoDBStreamRecords", testQuarantinesDynamoDBStreamRecords},
+		{"CopiesNoPersonalData", testCopiesNoPersonalData},
 		{"ReportsWriteFailures", testReportsWriteFailures},
 		{"KeepsBigRecordsWhole", testKeepsBigRecordsWhole},
 		{"LeavesRecordsSetAsideByTheirFunction", testLeavesRecordsSetAside},
@@ -295,6 +296,65 @@ func testQuarantinesDynamoDBStreamRecords(t *testing.T, e env) {
 		if it.Kind != "record" || it.EventName != "INSERT" || rec.EventName != "INSERT" || rec.Change.SequenceNumber != it.SequenceNumber ||
 			rec.Change.NewImage["plan"].String() != "pro" || rec.Change.Keys["id"].String() == "" || it.Source != streamArn+"/"+aws.ToString(sh.ShardId) {
 			t.Errorf("item %+v, record %+v", it, rec)
+		}
+	}
+}
+
+// testCopiesNoPersonalData: the copies of a failed range of a table's
+// stream keep no "personal" attribute (the events table's personal data):
+// not the INSERT's new image, not the old image of the change that erased
+// it. They keep the keys that find the item, and say what was removed.
+func testCopiesNoPersonalData(t *testing.T, e env) {
+	ctx := context.Background()
+	name := e.prefix + "events"
+	tbl := createTable(t, e.db, name, "aggregateId", "", &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages})
+	streamArn := aws.ToString(tbl.TableDescription.LatestStreamArn)
+	key := map[string]types.AttributeValue{"aggregateId": &types.AttributeValueMemberS{Value: "show-1"}}
+	if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(name), Item: map[string]types.AttributeValue{
+		"aggregateId": key["aggregateId"], "subject": &types.AttributeValueMemberS{Value: "cust-5"},
+		"personal": &types.AttributeValueMemberS{Value: `{"name":"Grace Hopper","email":"grace@example.com"}`},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(name), Key: key, UpdateExpression: aws.String("REMOVE personal")}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamArn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := d.StreamDescription.Shards[0]
+	it, err := e.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(streamArn), ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+	if err != nil || len(recs.Records) != 2 {
+		t.Fatalf("stream records %d, %v", len(recs.Records), err)
+	}
+	first, last := aws.ToString(recs.Records[0].Dynamodb.SequenceNumber), aws.ToString(recs.Records[1].Dynamodb.SequenceNumber)
+	h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams))
+	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-ddb", Body: onFailure("DDBStreamBatchInfo", streamArn, aws.ToString(sh.ShardId), first, last, 2)}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v", resp, err)
+	}
+	items := scan(t, e)
+	if len(items) != 2 {
+		t.Fatalf("%d items, want 2: %+v", len(items), items)
+	}
+	for i, want := range []string{"dynamodb.NewImage.personal", "dynamodb.OldImage.personal"} {
+		it := items[i]
+		for _, s := range []string{"Grace Hopper", "grace@example.com"} {
+			if strings.Contains(string(it.Data), s) {
+				t.Errorf("copy %s (%s) holds %q: %s", it.SequenceNumber, it.EventName, s, it.Data)
+			}
+		}
+		var rec events.DynamoDBEventRecord
+		if err := jsonUnmarshal(it.Data, &rec); err != nil || rec.Change.Keys["aggregateId"].String() != "show-1" {
+			t.Errorf("copy %s lost the keys that find its item: %v: %s", it.SequenceNumber, err, it.Data)
+		}
+		if !strings.HasPrefix(it.Reason, "batch retries exhausted") || !strings.Contains(it.Reason, "Personal data removed from this copy ("+want+")") {
+			t.Errorf("copy %s reason %q: want it to say %s was removed", it.SequenceNumber, it.Reason, want)
 		}
 	}
 }

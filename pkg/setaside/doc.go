@@ -33,6 +33,18 @@
 // batch or a redelivered message does no harm. A DynamoDB Streams record
 // has no shard in the Lambda event, so its source is the stream ARN alone.
 //
+// # Personal data
+//
+// A copy here outlives its source: the quarantine keeps it for 14 days,
+// after the item it came from may have been erased. So a DynamoDB stream
+// record is never kept with personal data: its images lose the attribute
+// PersonalAttribute ("personal", where the events table keeps an event's
+// personal data) — FromDynamoDB for a record a function sets aside,
+// DynamoDBData for quarantine's copies of failed ranges. The copy keeps the
+// record's keys, which name the item where the data stays until it is
+// erased; its redacted attribute lists the fields removed and its reason
+// says so. Erasure then has nothing to find here.
+//
 // # Records bigger than an item
 //
 // A Kinesis record can be 1 MiB and a DynamoDB stream record as JSON more,

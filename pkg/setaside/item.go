@@ -86,8 +86,12 @@ type Item struct {
 
 	ExpiresAt int64 `dynamodbav:"expiresAt"`
 
-	// Reason says why the record is here (every kind but ItemChunk).
+	// Reason says why the record is here (every kind but ItemChunk), and
+	// what was removed from its data (Redacted).
 	Reason string `dynamodbav:"reason,omitempty"`
+	// Redacted lists the fields removed from Data because they hold
+	// personal data ("dynamodb.OldImage.personal"; see PersonalAttribute).
+	Redacted []string `dynamodbav:"redacted,omitempty"`
 
 	// Set on ItemMissing items.
 	StartSequenceNumber             string `dynamodbav:"startSequenceNumber,omitempty"`
@@ -140,6 +144,11 @@ func (it *Item) bound() error {
 	if len(it.SequenceNumber) > maxSequenceBytes {
 		return fmt.Errorf("setaside: sequence number %.64q... is %d bytes, over %d", it.SequenceNumber, len(it.SequenceNumber), maxSequenceBytes)
 	}
+	if len(it.Redacted) > 0 {
+		if note := redactionNote(it.Redacted); !strings.HasSuffix(it.Reason, note) {
+			it.Reason = truncate(it.Reason, maxReasonBytes-len(note)-1) + " " + note
+		}
+	}
 	it.Reason = truncate(it.Reason, maxReasonBytes)
 	for _, s := range []*string{&it.Field, &it.Function, &it.Category, &it.PartitionKey, &it.EventID, &it.EventName,
 		&it.Condition, &it.FunctionError, &it.FunctionArn, &it.RequestID} {
@@ -165,7 +174,7 @@ func truncate(s string, n int) string {
 func (r *Record) item(function string, now time.Time) Item {
 	it := Item{Source: r.source(), SequenceNumber: r.Sequence, Kind: ItemSetAside, Data: r.Data,
 		PartitionKey: r.PartitionKey, EventID: r.EventID, EventName: r.EventName,
-		Function: r.Function, Field: r.Field, Category: r.Kind, Reason: r.Reason,
+		Function: r.Function, Field: r.Field, Category: r.Kind, Reason: r.Reason, Redacted: r.Redacted,
 		SetAsideAt: now.UTC().Format(time.RFC3339Nano), ExpiresAt: now.Add(Retention).Unix()}
 	if it.Function == "" {
 		it.Function = function

@@ -54,6 +54,9 @@ type Record struct {
 	Reason string
 	// Kind is a short category (KindUnparseable, KindOverflow, ...).
 	Kind string
+	// Redacted lists the fields removed from Data because they hold
+	// personal data (FromDynamoDB sets it; see PersonalAttribute).
+	Redacted []string
 }
 
 // source is the quarantine table's partition key of r.
@@ -76,19 +79,22 @@ func FromKinesis(rec *events.KinesisEventRecord) Record {
 }
 
 // FromDynamoDB is the Record of a record of a Lambda DynamoDB Streams
-// event: its data is the record as JSON, in the shape Lambda delivers it
-// (so it can be replayed into the function), with no HTML escaping. The
-// event does not name the shard: the source is the stream ARN.
+// event: its data is the record as JSON without personal data
+// (DynamoDBData: the images lose PersonalAttribute, listed in Redacted), in
+// the shape Lambda delivers it (so it can be replayed into the function),
+// with no HTML escaping. rec is not changed. The event does not name the
+// shard: the source is the stream ARN.
 func FromDynamoDB(rec *events.DynamoDBEventRecord) Record {
 	r := Record{Source: rec.EventSourceArn, Sequence: rec.Change.SequenceNumber, EventID: rec.EventID,
 		EventName: rec.EventName, ArrivedAt: rec.Change.ApproximateCreationDateTime.Time}
-	data, err := MarshalJSON(rec)
+	data, removed, err := DynamoDBData(rec)
 	if err != nil {
 		// An attribute value the JSON encoder refuses: keep what can be
 		// kept, and say so in the data itself.
-		data = fmt.Appendf(nil, "record not encodable as JSON (%v): %+v", err, *rec)
+		kept, _ := Redact(rec)
+		data = fmt.Appendf(nil, "record not encodable as JSON (%v): %+v", err, kept)
 	}
-	r.Data = data
+	r.Data, r.Redacted = data, removed
 	if r.Sequence == "" && rec.EventID != "" {
 		r.Sequence = "eventID:" + rec.EventID
 	}

@@ -156,7 +156,8 @@ func referenceOfShards(rs *RuleSet, rules []*Rule, shards map[string][]shardReco
 		var wm int64
 		seen := false
 		for _, r := range recs {
-			relevant := len(rs.hits(nil, &r.env, r.env.Key, r.env.ReceivedAt)) > 0
+			hits, _ := rs.hits(nil, &r.env, r.env.Key, r.env.ReceivedAt)
+			relevant := len(hits) > 0
 			if r.copyOf && relevant {
 				continue
 			}

@@ -3,8 +3,10 @@ package cep
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/emit"
 	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -76,16 +79,35 @@ func (o *Operator) Select(rec *stream.KinesisRecord, env *stream.Envelope) (stri
 	}
 	buf := o.scratch.Get().(*[]hit)
 	defer o.scratch.Put(buf)
+	var err error
 	if o.naive {
-		*buf = rs.naiveHits(*buf, env, env.Key, arrival)
+		*buf, err = rs.naiveHits(*buf, env, env.Key, arrival)
 	} else {
-		*buf = rs.hits(*buf, env, env.Key, arrival)
+		*buf, err = rs.hits(*buf, env, env.Key, arrival)
+	}
+	if err != nil {
+		return "", Event{}, keyed.Ignore, sumRecordError(err)
 	}
 	if len(*buf) == 0 {
 		return "", Event{}, keyed.Observe, nil
 	}
 	e := Event{t: env.EventTime().UnixMilli(), id: strings.Clone(env.ID), typ: strings.Clone(env.Type), hits: append([]hit(nil), *buf...)}
 	return strings.Clone(env.Key), e, keyed.Fold, nil
+}
+
+// sumRecordError is the set-aside of an event whose value a sum rule
+// cannot add: kind overflow for a number past ±pipeline.MaxValue (as
+// aggregate's), invalid for one no float64 holds, naming the field.
+func sumRecordError(err error) *keyed.RecordError {
+	re := &keyed.RecordError{Kind: setaside.KindInvalid, Reason: err.Error()}
+	var pe *stream.PoisonRecordError
+	if errors.As(err, &pe) {
+		re.Field = pe.Field
+	}
+	if pipeline.Overflows(err) {
+		re.Kind = setaside.KindOverflow
+	}
+	return re
 }
 
 // NewState decodes a key's state.
@@ -337,13 +359,16 @@ func renderMatch(key string, sr *StoredRule, m Match) ([]byte, error) {
 		if sr != nil && int(e.step) < len(sr.Rule.Steps) {
 			me.Step = sr.Rule.Steps[e.step].Name
 		}
-		if m.Kind == Sum {
+		if m.Kind == Sum && finite(e.v) {
 			v := e.v
 			me.Value = &v
 		}
 		d.Events = append(d.Events, me)
 	}
-	if m.Kind == Sum {
+	// A sum is finite since values past ±pipeline.MaxValue are set aside;
+	// a match made before that (an infinite sum in a stored outbox) is
+	// sent without it rather than hold its key back for ever.
+	if m.Kind == Sum && finite(m.Sum) {
 		s := m.Sum
 		d.Sum = &s
 	}
@@ -354,6 +379,8 @@ func renderMatch(key string, sr *StoredRule, m Match) ([]byte, error) {
 	env := stream.Envelope{ID: MatchID(m.Rule, key, ids), Type: TypeMatch, Key: key, OccurredAt: d.End, SentAt: d.End, Data: data}
 	return json.Marshal(&env)
 }
+
+func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 
 func matchKind(m Match) string {
 	switch {

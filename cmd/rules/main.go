@@ -342,7 +342,8 @@ func test(ruleFiles []string, eventsFile string, ooo time.Duration, stdout io.Wr
 		}
 		fmt.Fprintf(stdout, "match %s rule %s key %s: %s%s\n", m.ID, m.Data.Rule, m.Key, strings.Join(parts, " "), extra)
 	}
-	fmt.Fprintf(stdout, "%d events, %d matches, %d late (older than the watermark when they arrived)\n", len(evs), len(ms), o.Late)
+	fmt.Fprintf(stdout, "%d events, %d matches, %d late (older than the watermark when they arrived), %d set aside (a key's state budget, a value no sum holds)\n",
+		len(evs), len(ms), o.Late, o.Aside)
 	return nil
 }
 

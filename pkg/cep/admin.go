@@ -26,7 +26,9 @@ import (
 //	POST   /rules/<id>/enable  start it again
 //	DELETE /rules/<id>         delete it
 //	POST   /test               {"rules": [<rule>...], "events": [<envelope>...], "outOfOrderness": "5s"}:
-//	                           run rules over events offline and return the matches
+//	                           run rules over events offline and return the matches: at most
+//	                           MaxTestMatches, within MaxTestAnswerBytes; "matchesFound" counts
+//	                           them all, "truncated" says some were left out
 //
 // A refused rule is a 400 naming the part: {"error": "...", "part": "pattern[1].where"}.
 type Admin struct {
@@ -45,6 +47,16 @@ func NewAdmin(store *Store, now func() time.Time, log *slog.Logger) *Admin {
 	}
 	return &Admin{store: store, now: now, log: log}
 }
+
+// Bounds of the answer to POST /test: the first matches made, as many as
+// fit both (a function URL answers at most 6 MB). Matches past them are
+// counted, not rendered.
+const (
+	MaxTestMatches     = 1000
+	MaxTestAnswerBytes = 1 << 20
+	// testAnswerRoom is the answer's room for what is not a match.
+	testAnswerRoom = 1 << 10
+)
 
 // Bounds of a request.
 const (
@@ -206,12 +218,29 @@ func (a *Admin) test(body []byte) events.LambdaFunctionURLResponse {
 			evs[i].ReceivedAt = evs[i].SentAt
 		}
 	}
-	ms, o, err := TestRules(rules, evs, ooo)
+	// A match's record (its envelope) is longer than its entry here, so
+	// records that fit MaxTestAnswerBytes less the room make an answer
+	// that fits it.
+	ms, o, err := TestRulesLimited(rules, evs, ooo, MaxTestMatches, MaxTestAnswerBytes-testAnswerRoom)
 	if err != nil {
 		return respond(http.StatusBadRequest, apiError{Error: err.Error()})
 	}
 	if ms == nil {
 		ms = []OfflineMatch{}
 	}
-	return respond(http.StatusOK, map[string]any{"matches": ms, "late": o.Late, "events": len(evs)})
+	return respond(http.StatusOK, testAnswer{Matches: ms, MatchesFound: o.Found, Truncated: o.Truncated, Late: o.Late, SetAside: o.Aside, Events: len(evs)})
+}
+
+// testAnswer is the answer of POST /test.
+type testAnswer struct {
+	Matches []OfflineMatch `json:"matches"`
+	// MatchesFound counts every match; Truncated says Matches lists fewer
+	// (MaxTestMatches, MaxTestAnswerBytes).
+	MatchesFound int  `json:"matchesFound"`
+	Truncated    bool `json:"truncated"`
+	Late         int  `json:"late"`
+	// SetAside counts events the function would set aside (a key's state
+	// budget, a value no sum holds).
+	SetAside int `json:"setAside"`
+	Events   int `json:"events"`
 }

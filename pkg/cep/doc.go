@@ -31,7 +31,11 @@
 //	    follows within the time; it is emitted once the watermark passes the
 //	    end of that time;
 //	  - count (timesOrMore n) and sum (sum of a data field, atLeast x)
-//	    thresholds within a sliding time; counting starts again after a match;
+//	    thresholds within a sliding time; counting starts again after a match.
+//	    A sum skips events whose field is missing or not a number and sets
+//	    aside one whose value is past ±pipeline.MaxValue (2^53) or not a
+//	    finite float64, naming the field, as aggregate does (SumError): no
+//	    sum becomes infinite;
 //	  - where: comparisons of key, type, id or data.<field> with ==, !=, >,
 //	    >=, <, <=, in (...), not in (...), exists(...), combined with &&, ||,
 //	    not and parentheses (expr.go). A missing field compares false;
@@ -52,9 +56,12 @@
 // Partial matches, buffered events and the matches of the last fold are the
 // key's state, run by package keyed with the join's guarantees: fenced by
 // sequence numbers, one write per key per batch, producer copies
-// suppressed by id, bounded (an event that would take a key past
-// DefaultMaxStateBytes is set aside), an outbox so no match is lost or
-// emitted without its state. Match ids are "<rule>:" and a hash of the key
+// suppressed by id, bounded (an event that would take a key's buffered
+// events and partial matches past DefaultMaxStateBytes is set aside; the
+// matches waiting to be sent do not count, so what is set aside never
+// depends on how Lambda cut the batches; a fold whose state and matches
+// reach FoldBytes ends early and Lambda resumes at the next record), an
+// outbox so no match is lost or emitted without its state. Match ids are "<rule>:" and a hash of the key
 // and the matched events' ids.
 //
 // # Rules at runtime
@@ -74,6 +81,8 @@
 //
 // A rule added later can be run over the past (Backfill): the events
 // stream from a timestamp up to when the rule became active, through the
-// offline engine (Offline, also behind `cmd/rules test`), matches to the
+// offline engine (Offline, also behind `cmd/rules test` and the rules
+// URL's POST /test, which lists at most MaxTestMatches matches within
+// MaxTestAnswerBytes and counts the rest), matches to the
 // matches stream with the same ids.
 package cep

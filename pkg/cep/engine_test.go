@@ -325,7 +325,8 @@ func TestRandomHistoriesMatchReference(t *testing.T) {
 // TestBatchingDoesNotChangeMatches folds the same histories the way the
 // runner does — in random batches, each key's state written out and read
 // back between batches, every key advanced to the batch's end watermark —
-// and expects exactly the matches (ids included) of one event at a time.
+// and expects exactly the matches (ids included) of one event at a time,
+// each state's encoding within its Size.
 func TestBatchingDoesNotChangeMatches(t *testing.T) {
 	var rules []*Rule
 	for _, doc := range randomRules {
@@ -373,6 +374,9 @@ func TestBatchingDoesNotChangeMatches(t *testing.T) {
 			}
 			for key, s := range states {
 				s.Advance(time.UnixMilli(wm))
+				if n, size := len(s.Encode(nil)), s.Size(); n > size {
+					t.Fatalf("seed %d: key %s encodes in %d bytes, past its Size %d: the fold checkpoint would not bound the item", seed, key, n, size)
+				}
 				recs, err := s.Render()
 				if err != nil {
 					t.Fatal(err)

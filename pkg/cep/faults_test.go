@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
@@ -156,7 +157,8 @@ func referenceOfShards(rs *RuleSet, rules []*Rule, shards map[string][]shardReco
 		var wm int64
 		seen := false
 		for _, r := range recs {
-			relevant := len(rs.hits(nil, &r.env, r.env.Key, r.env.ReceivedAt)) > 0
+			hits, _ := rs.hits(nil, &r.env, r.env.Key, r.env.ReceivedAt)
+			relevant := len(hits) > 0
 			if r.copyOf && relevant {
 				continue
 			}
@@ -245,4 +247,136 @@ func diff(got, want []string) string {
 		}
 	}
 	return b.String()
+}
+
+// cutOutcome is what one way of cutting a shard's records into batches
+// gave: the distinct matches, the sequence numbers set aside, and the
+// invocations it took (fold checkpoints make more).
+type cutOutcome struct {
+	matches     []string
+	aside       []string
+	invocations int
+}
+
+// playCuts plays recs to a new CEP handler in the batches next cuts (the
+// size of the batch starting at pos), resuming where the handler reports
+// its first failure as Lambda does, then ticks past every rule's time.
+func playCuts(t *testing.T, rules []*Rule, budget int, recs []events.KinesisEventRecord, next func(pos int) int) cutOutcome {
+	t.Helper()
+	ctx := context.Background()
+	table, quarantine := name("cep-cuts"), name("quarantine")
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	out := &memStream{}
+	cfg := &Config{Name: "cuts", OutOfOrderness: 3 * time.Second, IdleTimeout: 10 * time.Second}
+	h := NewHandler(cfg, state.NewViews(db, table, nil), out, "matches", newStaticRules(rules), func() time.Time { return base },
+		keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)))
+	if budget > 0 {
+		h.Operator().maxBytes = budget
+	}
+	var res cutOutcome
+	for pos, stuck := 0, 0; pos < len(recs); {
+		b := recs[pos:min(pos+next(pos), len(recs))]
+		resp, err := h.HandleBatch(ctx, events.KinesisEvent{Records: b})
+		res.invocations++
+		if err != nil {
+			t.Fatalf("batch at %d (%d records): %v", pos, len(b), err)
+		}
+		done := len(b)
+		if len(resp.BatchItemFailures) > 0 {
+			for i, r := range b {
+				if r.Kinesis.SequenceNumber == resp.BatchItemFailures[0].ItemIdentifier {
+					done = i
+				}
+			}
+		}
+		if done == 0 {
+			if stuck++; stuck > 20 {
+				t.Fatalf("the batch at %d keeps failing", pos)
+			}
+		}
+		pos += done
+	}
+	for _, at := range []time.Time{base.Add(24 * time.Hour), base.Add(25 * time.Hour)} {
+		if _, err := h.Tick(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res.matches = describeMatches(t, out.records())
+	scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(quarantine)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range scan.Items {
+		if s, ok := it["sequenceNumber"].(*ddbtypes.AttributeValueMemberS); ok {
+			res.aside = append(res.aside, s.Value)
+		}
+	}
+	sort.Strings(res.aside)
+	return res
+}
+
+// TestSetAsideDoesNotDependOnBatchCuts plays the same records of one key
+// cut into batches in several ways — one at a time, tens, random sizes,
+// one batch of everything — and expects the same matches and the same
+// records set aside every way: a key's budget counts its state, never the
+// matches of the batch not yet sent, and a fold checkpoint (the batch cut
+// short, the rest coming again) changes nothing but the invocations.
+func TestSetAsideDoesNotDependOnBatchCuts(t *testing.T) {
+	filters := func(n int) []*Rule {
+		var rules []*Rule
+		for i := range n {
+			rules = append(rules, rule(t, fmt.Sprintf(`{"id":"r%03d","pattern":[{"begin":"p","type":"payment"}]}`, i)))
+		}
+		return rules
+	}
+	payments := func(n int) []events.KinesisEventRecord {
+		var recs []shardRecord
+		for i := range n {
+			recs = append(recs, shardRecord{shard: "shardId-000000000000", seq: 100 + i,
+				env: ev(fmt.Sprintf("pay-%03d", i), "payment", "acct-1", float64(i), `{"amount":10}`)})
+		}
+		return kinesisRecords(recs)
+	}
+	for _, c := range []struct {
+		name   string
+		rules  []*Rule
+		budget int // 0: DefaultMaxStateBytes
+		recs   []events.KinesisEventRecord
+	}{
+		{"120 filters, 150 payments of one key", filters(120), 0, payments(150)},
+		{"a count holding every payment past a small budget, and 20 filters", append(filters(20),
+			rule(t, `{"id":"hold","pattern":[{"begin":"p","type":"payment","timesOrMore":1000}],"within":"1h"}`)), 6000, payments(120)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(7, uint64(len(c.recs))))
+			cuts := []struct {
+				name string
+				next func(pos int) int
+			}{
+				{"one at a time", func(int) int { return 1 }},
+				{"batches of 10", func(int) int { return 10 }},
+				{"random batches", func(int) int { return 1 + rng.IntN(60) }},
+				{"one batch of everything", func(int) int { return len(c.recs) }},
+			}
+			var first cutOutcome
+			for i, cut := range cuts {
+				got := playCuts(t, c.rules, c.budget, c.recs, cut.next)
+				t.Logf("%s: %d matches, %d set aside, %d invocations", cut.name, len(got.matches), len(got.aside), got.invocations)
+				if i == 0 {
+					first = got
+					continue
+				}
+				if d := diff(got.matches, first.matches); d != "" || strings.Join(got.aside, " ") != strings.Join(first.aside, " ") {
+					t.Errorf("%s: %d matches and %d set aside %v; %s gave %d and %d %v; matches differing:\n%s", cut.name,
+						len(got.matches), len(got.aside), got.aside, cuts[0].name, len(first.matches), len(first.aside), first.aside, d)
+				}
+			}
+		})
+	}
 }

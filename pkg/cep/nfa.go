@@ -62,6 +62,11 @@ type cepState struct {
 	pending  []pendingEv // by (t, ord)
 	partials []partial   // in creation order
 	out      []Match
+	// discard (offline, past its limits) counts matches in discarded
+	// instead of keeping them: the matching goes on, the memory does not
+	// grow with the matches. Neither is encoded.
+	discard   bool
+	discarded int
 }
 
 // maxPartialsPerRule bounds a rule's partial matches per key; past it the
@@ -164,6 +169,10 @@ func startedBy(p partial, e evRef) bool {
 }
 
 func (st *cepState) emit(m Match) {
+	if st.discard {
+		st.discarded++
+		return
+	}
 	m.Events = append([]evRef(nil), m.Events...)
 	st.out = append(st.out, m)
 }
@@ -176,7 +185,11 @@ func ref(e *pendingEv, step int, v float64) evRef {
 func (st *cepState) apply(r *Rule, e *pendingEv, h hit) {
 	switch r.Kind {
 	case Filter:
-		if h.mask&1 != 0 {
+		switch {
+		case h.mask&1 == 0:
+		case st.discard:
+			st.discarded++
+		default:
 			st.emit(Match{Rule: r.ID, Kind: Filter, Events: []evRef{ref(e, 0, 0)}})
 		}
 		return

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -27,13 +28,30 @@ type Offline struct {
 	seen           bool
 	keys           map[string]*keyState
 	order          []string
-	// Late counts events dropped as late; Aside events refused by a key's
-	// state budget.
+	// Late counts events dropped as late; Aside events the function sets
+	// aside (a key's state budget, a value no sum holds).
 	Late, Aside int
 	// beginBefore, when set, keeps events arriving at or after it from
 	// starting a match (Backfill: the live function starts those).
 	beginBefore time.Time
 	matches     []OfflineMatch
+	// Found counts every match made; Truncated says some of them were left
+	// out of the list, past the limits (Limit).
+	Found     int
+	Truncated bool
+	// maxMatches and maxBytes (0: none) bound the matches listed and their
+	// records' bytes.
+	maxMatches, maxBytes, bytes int
+}
+
+// Limit bounds the matches Finish lists: at most maxMatches, whose records
+// add up to at most maxBytes (0: no bound). Matches past them are counted
+// in Found, never rendered, so memory follows the limits, not the matches.
+func (o *Offline) Limit(maxMatches, maxBytes int) { o.maxMatches, o.maxBytes = maxMatches, maxBytes }
+
+// full reports whether the list of matches is at its limits.
+func (o *Offline) full() bool {
+	return o.Truncated || (o.maxMatches > 0 && len(o.matches) >= o.maxMatches)
 }
 
 // OfflineMatch is one match: its record as the matches stream gets it.
@@ -67,6 +85,11 @@ func NewOfflineStored(rules []*StoredRule, outOfOrderness time.Duration, now tim
 func (o *Offline) Add(env *stream.Envelope, arrival time.Time) error {
 	rec := stream.KinesisRecord{ApproximateArrivalTimestamp: arrival}
 	key, ev, sel, err := o.op.Select(&rec, env)
+	var re *keyed.RecordError
+	if errors.As(err, &re) {
+		o.Aside++ // the function sets it aside; it moves no watermark
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -90,6 +113,7 @@ func (o *Offline) Add(env *stream.Envelope, arrival time.Time) error {
 	if !ok {
 		st, _ := o.op.NewState(key, nil)
 		ks = st.(*keyState)
+		ks.st.discard = o.full()
 		o.keys[key] = ks
 		o.order = append(o.order, key)
 	}
@@ -117,11 +141,27 @@ func (o *Offline) Finish() ([]OfflineMatch, error) {
 }
 
 func (o *Offline) collect(ks *keyState) error {
+	o.Found += ks.Outbox() + ks.st.discarded
+	ks.st.discarded = 0
+	if o.full() {
+		o.Truncated = o.Truncated || ks.Outbox() > 0
+		ks.Compact()
+		// From now on matches are only counted, in every key.
+		for _, other := range o.keys {
+			other.st.discard = true
+		}
+		return nil
+	}
 	recs, err := ks.Render()
 	if err != nil {
 		return err
 	}
 	for _, r := range recs {
+		if o.full() || (o.maxBytes > 0 && o.bytes+len(r.Data)+1 > o.maxBytes) {
+			o.Truncated = true
+			break
+		}
+		o.bytes += len(r.Data) + 1
 		var env struct {
 			ID   string    `json:"id"`
 			Key  string    `json:"key"`
@@ -186,7 +226,15 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 // TestRules runs rules over events offline, in the order given, and
 // returns the matches sorted by key, then as made.
 func TestRules(rules []*Rule, events []stream.Envelope, outOfOrderness time.Duration) ([]OfflineMatch, *Offline, error) {
+	return TestRulesLimited(rules, events, outOfOrderness, 0, 0)
+}
+
+// TestRulesLimited is TestRules listing only the first maxMatches matches
+// made whose records add up to at most maxBytes (Offline.Limit); the
+// Offline's Found counts them all and Truncated says some were left out.
+func TestRulesLimited(rules []*Rule, events []stream.Envelope, outOfOrderness time.Duration, maxMatches, maxBytes int) ([]OfflineMatch, *Offline, error) {
 	o := NewOffline(rules, outOfOrderness)
+	o.Limit(maxMatches, maxBytes)
 	for i := range events {
 		if err := o.Add(&events[i], events[i].ReceivedAt); err != nil {
 			return nil, nil, fmt.Errorf("events[%d]: %w", i, err)

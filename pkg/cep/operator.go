@@ -3,8 +3,10 @@ package cep
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/emit"
 	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -43,10 +46,19 @@ type Operator struct {
 
 var _ keyed.Operator[Event] = (*Operator)(nil)
 
-// DefaultMaxStateBytes bounds a key's state (buffered events, partial
-// matches, the last fold's matches): an event that would take it past is
-// set aside.
+// DefaultMaxStateBytes bounds a key's state — its buffered events and
+// partial matches, not the matches of the fold waiting to be sent: an event
+// that would take it past is set aside. The state after each record depends
+// only on the key's records, so which records are set aside never depends
+// on how Lambda cut the batches.
 const DefaultMaxStateBytes = 160 << 10
+
+// FoldBytes ends a key's fold early once its state and the matches the
+// fold made reach it (keyed.Settings.FoldBytes): the matches are sent and
+// the key's next record comes again in the next batch, which changes no
+// match and no set-aside. It is above DefaultMaxStateBytes, so a key at its
+// budget still folds records, and the state item holds both.
+const FoldBytes = 180_000
 
 // NewOperator returns an operator over rs; now is processing time (a rule
 // disabled by now stops matching).
@@ -76,16 +88,35 @@ func (o *Operator) Select(rec *stream.KinesisRecord, env *stream.Envelope) (stri
 	}
 	buf := o.scratch.Get().(*[]hit)
 	defer o.scratch.Put(buf)
+	var err error
 	if o.naive {
-		*buf = rs.naiveHits(*buf, env, env.Key, arrival)
+		*buf, err = rs.naiveHits(*buf, env, env.Key, arrival)
 	} else {
-		*buf = rs.hits(*buf, env, env.Key, arrival)
+		*buf, err = rs.hits(*buf, env, env.Key, arrival)
+	}
+	if err != nil {
+		return "", Event{}, keyed.Ignore, sumRecordError(err)
 	}
 	if len(*buf) == 0 {
 		return "", Event{}, keyed.Observe, nil
 	}
 	e := Event{t: env.EventTime().UnixMilli(), id: strings.Clone(env.ID), typ: strings.Clone(env.Type), hits: append([]hit(nil), *buf...)}
 	return strings.Clone(env.Key), e, keyed.Fold, nil
+}
+
+// sumRecordError is the set-aside of an event whose value a sum rule
+// cannot add: kind overflow for a number past ±pipeline.MaxValue (as
+// aggregate's), invalid for one no float64 holds, naming the field.
+func sumRecordError(err error) *keyed.RecordError {
+	re := &keyed.RecordError{Kind: setaside.KindInvalid, Reason: err.Error()}
+	var pe *stream.PoisonRecordError
+	if errors.As(err, &pe) {
+		re.Field = pe.Field
+	}
+	if pipeline.Overflows(err) {
+		re.Kind = setaside.KindOverflow
+	}
+	return re
 }
 
 // NewState decodes a key's state.
@@ -123,7 +154,50 @@ func (s *keyState) live(id string) bool {
 
 func (s *keyState) Compact() { s.st.compact() }
 
-func eventBytes(e *Event) int { return 32 + len(e.id) + len(e.typ) + len(e.hits)*(16+8) }
+// The sizes below bound the encoding (codec.go) of each part of a key's
+// state: the string table's rule ids and types are counted wherever they
+// are referred to.
+
+func pendingBytes(id, typ string, hits []hit) int {
+	n := 24 + len(id) + len(typ)
+	for _, h := range hits {
+		n += 16 + len(h.rule)
+	}
+	return n
+}
+
+func refsBytes(events []evRef) int {
+	n := 0
+	for i := range events {
+		n += 48 + len(events[i].id) + len(events[i].typ)
+	}
+	return n
+}
+
+// stateBytes is the size of what the budget bounds: buffered events and
+// partial matches.
+func (s *keyState) stateBytes() int {
+	n := 16
+	for i := range s.st.pending {
+		e := &s.st.pending[i]
+		n += pendingBytes(e.id, e.typ, e.hits)
+	}
+	for i := range s.st.partials {
+		p := &s.st.partials[i]
+		n += 16 + len(p.rule) + refsBytes(p.events)
+	}
+	return n
+}
+
+// outboxBytes is the size of the matches waiting to be sent.
+func (s *keyState) outboxBytes() int {
+	n := 0
+	for i := range s.st.out {
+		m := &s.st.out[i]
+		n += 16 + len(m.Rule) + len(m.Absent) + refsBytes(m.Events)
+	}
+	return n
+}
 
 func (s *keyState) Add(v Event, wm time.Time) (keyed.Fate, *keyed.RecordError) {
 	w := wm.UnixMilli()
@@ -131,7 +205,7 @@ func (s *keyState) Add(v Event, wm time.Time) (keyed.Fate, *keyed.RecordError) {
 	if v.t < w {
 		return keyed.Late, nil
 	}
-	if n := s.Size(); n+eventBytes(&v) > s.o.maxBytes {
+	if n := s.stateBytes(); n+pendingBytes(v.id, v.typ, v.hits) > s.o.maxBytes {
 		return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
 			Reason: fmt.Sprintf("the CEP state of key %q holds %d bytes of buffered events and partial matches; this event would take it past its %d-byte budget (one DynamoDB item): the key takes events again as its matches complete or time out",
 				s.key, n, s.o.maxBytes)}
@@ -151,26 +225,9 @@ func (s *keyState) NextDue() time.Time {
 	return time.Time{}
 }
 
-func (s *keyState) Size() int {
-	n := 16
-	for i := range s.st.pending {
-		e := &s.st.pending[i]
-		n += 24 + len(e.id) + len(e.typ) + len(e.hits)*(len(e.typ)+16)
-	}
-	for _, p := range s.st.partials {
-		n += 16 + len(p.rule) + len(p.events)*48
-		for _, e := range p.events {
-			n += len(e.id)
-		}
-	}
-	for _, m := range s.st.out {
-		n += 16 + len(m.Rule) + len(m.Events)*48
-		for _, e := range m.Events {
-			n += len(e.id)
-		}
-	}
-	return n
-}
+// Size bounds the encoded state item: the state and the matches waiting
+// to be sent (what the runner's fold checkpoint measures).
+func (s *keyState) Size() int { return s.stateBytes() + s.outboxBytes() }
 
 func (s *keyState) Encode(dst []byte) []byte { return encodeCEP(dst, s.st) }
 
@@ -224,7 +281,7 @@ func NewHandler(cfg *Config, views *state.Views, kin emit.Putter, out string, sr
 
 // Settings are the runner settings of CEP.
 func Settings(cfg *Config) keyed.Settings {
-	return keyed.Settings{Name: cfg.Name, Kind: StateKind, OutOfOrderness: cfg.OutOfOrderness, IdleTimeout: cfg.IdleTimeout}
+	return keyed.Settings{Name: cfg.Name, Kind: StateKind, OutOfOrderness: cfg.OutOfOrderness, IdleTimeout: cfg.IdleTimeout, FoldBytes: FoldBytes}
 }
 
 // Operator is the handler's operator (for the naive baseline).
@@ -337,13 +394,16 @@ func renderMatch(key string, sr *StoredRule, m Match) ([]byte, error) {
 		if sr != nil && int(e.step) < len(sr.Rule.Steps) {
 			me.Step = sr.Rule.Steps[e.step].Name
 		}
-		if m.Kind == Sum {
+		if m.Kind == Sum && finite(e.v) {
 			v := e.v
 			me.Value = &v
 		}
 		d.Events = append(d.Events, me)
 	}
-	if m.Kind == Sum {
+	// A sum is finite since values past ±pipeline.MaxValue are set aside;
+	// a match made before that (an infinite sum in a stored outbox) is
+	// sent without it rather than hold its key back for ever.
+	if m.Kind == Sum && finite(m.Sum) {
 		s := m.Sum
 		d.Sum = &s
 	}
@@ -354,6 +414,8 @@ func renderMatch(key string, sr *StoredRule, m Match) ([]byte, error) {
 	env := stream.Envelope{ID: MatchID(m.Rule, key, ids), Type: TypeMatch, Key: key, OccurredAt: d.End, SentAt: d.End, Data: data}
 	return json.Marshal(&env)
 }
+
+func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 
 func matchKind(m Match) string {
 	switch {

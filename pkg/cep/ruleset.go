@@ -1,10 +1,12 @@
 package cep
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -163,27 +165,32 @@ func (rs *RuleSet) Active(t time.Time) int {
 }
 
 // hits evaluates the rules an event of key, arrived at arrival, can match,
-// through the index; dst is reused. Hits are sorted by rule id.
-func (rs *RuleSet) hits(dst []hit, ev *stream.Envelope, key string, arrival time.Time) []hit {
+// through the index; dst is reused. Hits are sorted by rule id. The error
+// is a value a sum rule reading the event cannot add (*SumError).
+func (rs *RuleSet) hits(dst []hit, ev *stream.Envelope, key string, arrival time.Time) ([]hit, error) {
 	dst = dst[:0]
+	var err error
 	visit := func(b *bucket) {
 		if b == nil {
 			return
 		}
 		for _, s := range b.all {
-			dst = s.hit(dst, ev, arrival)
+			dst, err = s.hit(dst, ev, arrival, err)
 		}
 		for _, s := range b.byKey[key] {
-			dst = s.hit(dst, ev, arrival)
+			dst, err = s.hit(dst, ev, arrival, err)
 		}
 		for _, s := range b.prefixed {
 			if strings.HasPrefix(key, s.Rule.KeyPrefix) {
-				dst = s.hit(dst, ev, arrival)
+				dst, err = s.hit(dst, ev, arrival, err)
 			}
 		}
 	}
 	visit(rs.byType[ev.Type])
 	visit(rs.anyType)
+	if err != nil {
+		return dst[:0], err
+	}
 	if len(dst) > 1 {
 		sort.Slice(dst, func(i, j int) bool { return dst[i].rule < dst[j].rule })
 		// A rule with steps of this type and of any type is in two buckets.
@@ -195,23 +202,45 @@ func (rs *RuleSet) hits(dst []hit, ev *stream.Envelope, key string, arrival time
 		}
 		dst = out
 	}
-	return dst
+	return dst, nil
 }
 
 // naiveHits is hits without the index: every rule is evaluated on every
 // event (the baseline make bench measures the index against).
-func (rs *RuleSet) naiveHits(dst []hit, ev *stream.Envelope, key string, arrival time.Time) []hit {
+func (rs *RuleSet) naiveHits(dst []hit, ev *stream.Envelope, key string, arrival time.Time) ([]hit, error) {
 	dst = dst[:0]
+	var err error
 	for _, s := range rs.indexed {
 		if s.Rule.appliesToKey(key) {
-			dst = s.hit(dst, ev, arrival)
+			dst, err = s.hit(dst, ev, arrival, err)
 		}
 	}
-	return dst
+	if err != nil {
+		return dst[:0], err
+	}
+	return dst, nil
 }
 
-// hit appends the rule's hit for an event, if it has one.
-func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time) []hit {
+// SumError is an event a sum rule reads whose value no sum can hold (past
+// ±pipeline.MaxValue, or not a finite number): the record is set aside,
+// as aggregate sets aside such a value, rather than make the rule's sum
+// infinite.
+type SumError struct {
+	Rule string
+	// Err is the *stream.PoisonRecordError naming the field.
+	Err error
+}
+
+func (e *SumError) Error() string { return fmt.Sprintf("%v (sum rule %q adds it)", e.Err, e.Rule) }
+
+func (e *SumError) Unwrap() error { return e.Err }
+
+// hit appends the rule's hit for an event, if it has one; err is the
+// first *SumError of the event so far (the rule is then not evaluated).
+func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time, err error) ([]hit, error) {
+	if err != nil {
+		return dst, err
+	}
 	r := s.Rule
 	h := hit{rule: r.ID}
 	relevant := false
@@ -222,7 +251,7 @@ func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time) []hi
 		}
 		if !relevant {
 			if !s.ActiveAt(arrival) {
-				return dst
+				return dst, nil
 			}
 			relevant = true
 		}
@@ -230,8 +259,11 @@ func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time) []hi
 			continue
 		}
 		if !st.SumOf.IsZero() {
-			v, ok := number(ev, st.SumOf)
-			if !ok {
+			v, counted, err := sumValue(ev, st.SumOf)
+			if err != nil {
+				return dst, &SumError{Rule: r.ID, Err: err}
+			}
+			if !counted {
 				continue
 			}
 			h.value = v
@@ -241,5 +273,24 @@ func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time) []hi
 	if h.mask != 0 || (relevant && r.strict) {
 		dst = append(dst, h)
 	}
-	return dst
+	return dst, nil
+}
+
+// sumValue reads a sum rule's value as aggregate reads a window's
+// (pipeline.Path.Number): an event whose field is missing or not a number
+// is not counted (counted false); a number past ±pipeline.MaxValue, or
+// one no float64 holds, is an error naming the field.
+func sumValue(ev *stream.Envelope, p pipeline.Path) (v float64, counted bool, err error) {
+	raw, err := p.Raw(ev)
+	if err != nil || len(raw) == 0 {
+		return 0, false, nil
+	}
+	if c := raw[0]; c != '-' && (c < '0' || c > '9') {
+		return 0, false, nil
+	}
+	v, err = p.Number(ev)
+	if err != nil {
+		return 0, false, err
+	}
+	return v, true, nil
 }

@@ -138,7 +138,7 @@ func (p Path) number(env *stream.Envelope) (float64, error) {
 		return 0, fieldError(env, p, fmt.Sprintf("%.40s is not a finite 64-bit number", v))
 	}
 	if f > MaxValue || f < -MaxValue {
-		return 0, fieldError(env, p, fmt.Sprintf("%.40s is outside ±%g, the range a window aggregates without overflow", v, MaxValue))
+		return 0, fieldError(env, p, fmt.Sprintf("%.40s is outside ±%g, %s", v, MaxValue, overflowReason))
 	}
 	return f, nil
 }
@@ -149,6 +149,10 @@ func (p Path) number(env *stream.Envelope) (float64, error) {
 // producer's value can make an aggregate infinite; a larger one is refused
 // with its field named.
 const MaxValue float64 = 1 << 53
+
+// overflowReason ends the reason of a value refused for its magnitude
+// (Overflows finds it).
+const overflowReason = "the range a window aggregates without overflow"
 
 // bytes reads p as the bytes that identify a distinct value: key, type or id;
 // a data string's contents; a number or boolean as written. The result may

@@ -1,6 +1,10 @@
 package pipeline
 
-import "github.com/tributary-dev/tributary/pkg/stream"
+import (
+	"strings"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
 
 // Text reads p from env as a string, as the grouping key is read: the
 // value of key, type or id; a data string's contents; a data number as
@@ -28,3 +32,14 @@ func (p Path) Raw(env *stream.Envelope) ([]byte, error) {
 
 // IsData reports whether p points into the envelope's data.
 func (p Path) IsData() bool { return p.src == fromData }
+
+// Number reads p from env as a number a sum holds without overflow, as an
+// aggregate's value is read: finite and within ±MaxValue. The error is a
+// *stream.PoisonRecordError naming the path (missing, not a number, not
+// finite, or past ±MaxValue: Overflows tells the last apart). CEP's sum
+// rules read their values with it.
+func (p Path) Number(env *stream.Envelope) (float64, error) { return p.number(env) }
+
+// Overflows reports whether err refused a number for its magnitude: past
+// ±MaxValue, where a sum could become infinite (set aside as overflow).
+func Overflows(err error) bool { return err != nil && strings.Contains(err.Error(), overflowReason) }

@@ -1,0 +1,249 @@
+package cep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// memStream is an output stream in memory: the distinct records put on it
+// by id (a resent record has the same id and bytes).
+type memStream struct {
+	mu   sync.Mutex
+	byID map[string][]byte
+}
+
+func (m *memStream) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byID == nil {
+		m.byID = map[string][]byte{}
+	}
+	out := &kinesis.PutRecordsOutput{FailedRecordCount: aws.Int32(0)}
+	for _, e := range in.Records {
+		var env stream.Envelope
+		if err := stream.Unmarshal(e.Data, &env); err != nil {
+			return nil, err
+		}
+		m.byID[env.ID] = e.Data
+		out.Records = append(out.Records, kintypes.PutRecordsResultEntry{SequenceNumber: aws.String("1"), ShardId: aws.String("shardId-000000000000")})
+	}
+	return out, nil
+}
+
+func (m *memStream) records() [][]byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([][]byte, 0, len(m.byID))
+	for _, b := range m.byID {
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestSumOverflowIsSetAsideNamingTheField sends payments whose amounts no
+// sum can hold to two sum rules of one key (one with a threshold only an
+// overflowing sum reaches): each such record is set aside once, naming
+// data.amount, as aggregate refuses a value past ±2^53; no batch or tick
+// fails, and the key's later payments still match.
+func TestSumOverflowIsSetAsideNamingTheField(t *testing.T) {
+	rules := []*Rule{
+		rule(t, `{"id":"huge","pattern":[{"begin":"p","type":"payment","sum":"data.amount","atLeast":1.5e308}],"within":"1h"}`),
+		rule(t, `{"id":"spend","pattern":[{"begin":"p","type":"payment","sum":"data.amount","atLeast":1000}],"within":"1h"}`),
+	}
+	for _, c := range []struct {
+		name    string
+		amounts []string // the first len(amounts)-2 are refused; then 600 and 500
+		kind    string
+		reason  string
+	}{
+		{"two payments of 1e308", []string{"1e308", "1e308"}, setaside.KindOverflow, "without overflow"},
+		{"a payment just past 2^53", []string{"-9007199254740994"}, setaside.KindOverflow, "without overflow"},
+		{"a number no float64 holds", []string{"1e400"}, setaside.KindInvalid, "not a finite 64-bit number"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			table, quarantine := name("cep-sum"), name("quarantine")
+			if err := state.CreateTable(ctx, db, table); err != nil {
+				t.Fatal(err)
+			}
+			if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+				t.Fatal(err)
+			}
+			out := &memStream{}
+			cfg := &Config{Name: "sum", OutOfOrderness: time.Second, IdleTimeout: 10 * time.Second}
+			h := NewHandler(cfg, state.NewViews(db, table, nil), out, "matches", newStaticRules(rules), func() time.Time { return base },
+				keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)))
+			var recs []shardRecord
+			for i, a := range append(c.amounts, "600", "500") {
+				recs = append(recs, shardRecord{shard: "shardId-000000000000", seq: 100 + i,
+					env: ev(fmt.Sprintf("pay-%d", i), "payment", "acct-1", float64(i), `{"amount":`+a+`}`)})
+			}
+			krecs := kinesisRecords(recs)
+			// One batch per record, then the whole history redelivered.
+			for _, b := range append(chunks(krecs, 1), krecs) {
+				resp, err := h.HandleBatch(ctx, events.KinesisEvent{Records: b})
+				if err != nil || len(resp.BatchItemFailures) > 0 {
+					t.Fatalf("batch at %s: %+v %v; want every record reported processed", b[0].Kinesis.SequenceNumber, resp, err)
+				}
+			}
+			for _, at := range []time.Time{base.Add(24 * time.Hour), base.Add(25 * time.Hour)} {
+				if _, err := h.Tick(ctx, at); err != nil {
+					t.Fatalf("tick: %v", err)
+				}
+			}
+			last := len(krecs) - 1
+			want := fmt.Sprintf("spend:acct-1:pay-%d,pay-%d", last-1, last)
+			if got := strings.Join(describeMatches(t, out.records()), " "); got != want {
+				t.Errorf("matches %q, want %q", got, want)
+			}
+			for i := range c.amounts {
+				it, err := setaside.Load(ctx, db, quarantine, krecs[i].EventSourceArn+"/shardId-000000000000", krecs[i].Kinesis.SequenceNumber)
+				if err != nil || it == nil {
+					t.Fatalf("payment of %s not set aside: %v", c.amounts[i], err)
+				}
+				if it.Field != "data.amount" || it.Category != c.kind || !strings.Contains(it.Reason, c.reason) || !strings.Contains(it.Reason, "pay-") {
+					t.Errorf("payment of %s set aside as field %q kind %q reason %q; want data.amount, %s, a reason naming the record and saying %q",
+						c.amounts[i], it.Field, it.Category, it.Reason, c.kind, c.reason)
+				}
+			}
+		})
+	}
+}
+
+// TestStoredInfiniteSumStillRenders loads a key's state whose outbox holds
+// a sum match made before values past ±2^53 were set aside (its sum +Inf):
+// the match renders, without the sum, so the key is not held back.
+func TestStoredInfiniteSumStillRenders(t *testing.T) {
+	r := rule(t, `{"id":"huge","pattern":[{"begin":"p","type":"payment","sum":"data.amount","atLeast":1.5e308}],"within":"1h"}`)
+	op := NewOperator(NewRuleSet(newStaticRules([]*Rule{r}), base), func() time.Time { return base })
+	blob := encodeCEP(nil, &cepState{out: []Match{{Rule: "huge", Kind: Sum, Sum: math.Inf(1),
+		Events: []evRef{{id: "p1", typ: "payment", t: 1, v: 1e308}, {id: "p2", typ: "payment", t: 2, ord: 1, v: 1e308}}}}})
+	st, err := op.NewState("acct-1", blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.Render()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("render: %d records, %v; want the match", len(recs), err)
+	}
+	if b := string(recs[0].Data); !strings.Contains(b, `"count":2`) || strings.Contains(b, `"sum":`) {
+		t.Errorf("match %s; want its 2 events and no sum", b)
+	}
+}
+
+func chunks[T any](s []T, n int) [][]T {
+	var out [][]T
+	for len(s) > 0 {
+		k := min(n, len(s))
+		out = append(out, s[:k])
+		s = s[k:]
+	}
+	return out
+}
+
+// TestTestAnswerIsBounded posts rule tests whose matches would not fit an
+// answer: POST /test answers at most MaxTestMatches matches within
+// MaxTestAnswerBytes, says it truncated them and how many there were, and
+// allocates a bounded amount doing so; a test whose matches fit answers
+// them all, not truncated.
+func TestTestAnswerIsBounded(t *testing.T) {
+	filters := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf(`{"id":"r%03d","pattern":[{"begin":"p","type":"payment"}]}`, i))
+		}
+		return out
+	}
+	payments := func(n int) []string {
+		var out []string
+		for i := range n {
+			at := base.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+			out = append(out, fmt.Sprintf(`{"id":"pay-%04d","type":"payment","key":"acct-%d","occurredAt":%q,"sentAt":%q,"data":{"amount":%d}}`, i, i%7, at, at, i))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name      string
+		rules     []string
+		events    []string
+		found     int  // matches the rules make over the events
+		truncated bool // the answer lists fewer
+	}{
+		{"100 filters × 2,000 payments", filters(100), payments(2000), 200_000, true},
+		// Each of the 7 keys has 857 or 858 payments: 8 matches of each
+		// rule, each listing 100 events (MaxListedEvents): the bytes run
+		// out before the matches.
+		{"counts listing 100 events each", []string{
+			`{"id":"c101","pattern":[{"begin":"p","type":"payment","timesOrMore":101}],"within":"24h"}`,
+			`{"id":"c102","pattern":[{"begin":"p","type":"payment","timesOrMore":102}],"within":"24h"}`,
+			`{"id":"c103","pattern":[{"begin":"p","type":"payment","timesOrMore":103}],"within":"24h"}`,
+		}, payments(6000), 3 * 7 * 8, true},
+		{"3 filters × 20 payments", filters(3), payments(20), 60, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := NewAdmin(nil, func() time.Time { return base }, quiet)
+			body := `{"rules":[` + strings.Join(c.rules, ",") + `],"events":[` + strings.Join(c.events, ",") + `]}`
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			resp, err := a.Handle(context.Background(), urlRequest("POST", "/test", body))
+			runtime.ReadMemStats(&after)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST /test: %v %d %.300s", err, resp.StatusCode, resp.Body)
+			}
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d bytes in, %d bytes out, %d bytes allocated", len(body), len(resp.Body), alloc)
+			var ans struct {
+				Matches      []json.RawMessage `json:"matches"`
+				MatchesFound *int              `json:"matchesFound"`
+				Truncated    *bool             `json:"truncated"`
+			}
+			if err := json.Unmarshal([]byte(resp.Body), &ans); err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Body) > MaxTestAnswerBytes {
+				t.Errorf("answer of %d bytes; at most %d", len(resp.Body), MaxTestAnswerBytes)
+			}
+			if ans.Truncated == nil || *ans.Truncated != c.truncated || ans.MatchesFound == nil || *ans.MatchesFound != c.found {
+				t.Errorf("truncated %v, matchesFound %v; want %v and %d", deref(ans.Truncated), deref(ans.MatchesFound), c.truncated, c.found)
+			}
+			switch {
+			case len(ans.Matches) > MaxTestMatches:
+				t.Errorf("%d matches listed; at most %d", len(ans.Matches), MaxTestMatches)
+			case c.truncated && len(ans.Matches) >= c.found, !c.truncated && len(ans.Matches) != c.found:
+				t.Errorf("%d matches listed of %d found, truncated %v", len(ans.Matches), c.found, c.truncated)
+			}
+			// What the answer holds, and the request's own copies, bound
+			// what it takes: not the matches found.
+			if limit := uint64(64 << 20); alloc > limit {
+				t.Errorf("%d bytes allocated answering; want at most %d", alloc, limit)
+			}
+		})
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -21,8 +21,8 @@
 // tumbling windows count every record once.
 //
 // DynamoDB and Kinesis behind the handler are in-process
-// (bench/internal/memdb, and an output stream that accepts every record).
-// This is the one place a fake of DynamoDB is right in this project: the
+// (internal/memdb, and an output stream that accepts every record).
+// A fake of DynamoDB is right here (as in the conformance test): the
 // benchmark measures the handler's CPU, and HTTP, request signing and a
 // stand-in's Python would swamp it and vary with the machine. memdb answers
 // the requests as DynamoDB does (its test leaves byte-equal items on moto

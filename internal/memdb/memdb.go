@@ -9,11 +9,13 @@
 // sparse open-windows index (openIn, openUntil; keys only) in sort-key
 // order.
 //
-// It is the one place a fake of DynamoDB is right in this project: a
-// throughput benchmark of the handler must not time HTTP, signing and a
-// stand-in's Python; everything that proves behaviour runs against moto
-// (emulator/standin), and memdb's own tests check it against moto on the same
-// requests. It does not bill, throttle, paginate (pages are whole) or
+// A fake of DynamoDB is right in this project in two places only: a
+// throughput benchmark of the handler (bench/throughput) must not time
+// HTTP, signing and a stand-in's Python, and the Kafka Streams conformance
+// test (conformance) runs thousands of seeded batches through the real
+// handler, which moto would make minutes long. Everything else that proves
+// behaviour runs against moto (emulator/standin), and memdb's own tests
+// check it against moto on the same requests (byte-equal items). It does not bill, throttle, paginate (pages are whole) or
 // evaluate nested paths: no caller needs them.
 package memdb
 

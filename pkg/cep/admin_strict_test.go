@@ -69,3 +69,24 @@ func TestCEPConfigRefusesDuplicatesAndUnknownFields(t *testing.T) {
 		}
 	}
 }
+
+// TestReadEventsIsStrict: cmd/rules test reads its events file as ingest
+// reads a request, naming the event and the field.
+func TestReadEventsIsStrict(t *testing.T) {
+	const e0 = `{"id":"1","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`
+	for _, tc := range []struct{ in, want string }{
+		{e0 + "\n\n" + `{"id":"2","id":"3","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, `events[1] (line 3).id: duplicate object key "id"`},
+		{`[` + e0 + `,{"id":"2","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"n":"\udc00"}}]`, "events[1].data.n: invalid UTF-8"},
+		{`[` + e0 + `,` + e0 + `,` + e0 + `]`, "events: more than 2 events"},
+	} {
+		_, err := ReadEvents(strings.NewReader(tc.in), 2)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:\n got %v\nwant %q", tc.in, err, tc.want)
+		}
+	}
+	for _, in := range []string{e0 + "\n" + e0, "[" + e0 + "]", "[]", ""} {
+		if _, err := ReadEvents(strings.NewReader(in), 2); err != nil {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+}

@@ -15,5 +15,7 @@
 //     change data capture;
 //   - es, projection: event sourcing;
 //   - ingest, worker, idempotency, emit, quarantine, onfailure, redrive,
-//     replay, results: producers, queues, outputs and operator tools.
+//     replay, results: producers, queues, outputs and operator tools;
+//   - strictjson: the one reader of JSON from outside the process (request
+//     bodies, config files), which every entry point uses.
 package pkg

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // The CEP functions: detect runs the rules over the events stream, rules
@@ -75,6 +77,11 @@ type Detection struct {
 func NewDetection(scope constructs.Construct, id string, props DetectionProps) (*Detection, error) {
 	if props.Events == nil || props.OnFailure == nil || props.Quarantine == nil || props.TickFailures == nil || props.AssetDir == "" {
 		return nil, fmt.Errorf("Detection %q: AssetDir, Events, Quarantine, OnFailure and TickFailures are required", id)
+	}
+	// Read as the detect function reads it (package strictjson), so a key
+	// twice or text that is not UTF-8 stops synth naming the field.
+	if err := strictjson.Check(cepJSON, strictjson.Options{Name: "config"}); err != nil {
+		return nil, fmt.Errorf("cep.json: %w", err)
 	}
 	var cfg bytes.Buffer
 	if err := json.Compact(&cfg, cepJSON); err != nil {

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // FunctionJoin is the stream–stream join function (functions/join).
@@ -49,9 +51,17 @@ type JoinConfig struct {
 func DefaultJoin() (JoinConfig, error) { return ParseJoin(joinJSON) }
 
 // ParseJoin reads a join document's name and types; the document goes to
-// the function whole (JOIN_CONFIG), compacted.
+// the function whole (JOIN_CONFIG), compacted. It is read as the function
+// reads it (package strictjson): text that is not UTF-8, a key twice or
+// nesting past the bound stops synth naming the field, rather than the
+// stack and the function each taking another copy of a key. The function's
+// own checks (join.Parse: unknown fields, durations) run on join.json in
+// the root module's tests (pkg/join/infra_config_test.go).
 func ParseJoin(doc []byte) (JoinConfig, error) {
 	var c JoinConfig
+	if err := strictjson.Check(doc, strictjson.Options{Name: "config"}); err != nil {
+		return c, fmt.Errorf("join config: %w", err)
+	}
 	if err := json.Unmarshal(doc, &c); err != nil {
 		return c, fmt.Errorf("join config: %w", err)
 	}

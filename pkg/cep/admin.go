@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Admin is the rules function behind an IAM-authenticated function URL:
@@ -173,8 +174,14 @@ type TestRequest struct {
 
 func (a *Admin) test(body []byte) events.LambdaFunctionURLResponse {
 	var req TestRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return respond(http.StatusBadRequest, apiError{Error: "not a test request: " + err.Error()})
+	if err := strictjson.Decode(body, &req, strictjson.Options{MaxBytes: maxAdminBody, Name: "body"}); err != nil {
+		var se *strictjson.Error
+		errors.As(err, &se)
+		part := ""
+		if se != nil {
+			part = se.Path
+		}
+		return respond(http.StatusBadRequest, apiError{Error: "not a test request: " + err.Error(), Part: part})
 	}
 	if len(req.Rules) == 0 || len(req.Rules) > maxTestRules {
 		return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("rules: give 1 to %d rules", maxTestRules), Part: "rules"})

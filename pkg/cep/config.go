@@ -1,17 +1,15 @@
 package cep
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
-	"strings"
 	"time"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // EnvVar is the environment variable LoadConfig reads the config from.
@@ -92,17 +90,13 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (*Config, error) {
 //	idleTimeout     default "1m"
 //	dedupeHorizon   default "1h", at most 168h; "0s": off
 func ParseConfig(doc []byte) (*Config, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
 	var raw configJSON
-	if err := dec.Decode(&raw); err != nil {
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return nil, &ConfigError{strings.Trim(f, `"`), "is not a CEP config field (name, outOfOrderness, idleTimeout, dedupeHorizon)"}
+	if err := strictjson.Decode(doc, &raw, strictjson.Options{Name: "config"}); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			return nil, &ConfigError{se.Path, se.Reason}
 		}
-		return nil, &ConfigError{"", "not a JSON object: " + err.Error()}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, &ConfigError{"", "more than one JSON value"}
+		return nil, &ConfigError{"", err.Error()}
 	}
 	if !configName.MatchString(raw.Name) {
 		return nil, &ConfigError{"name", fmt.Sprintf("%q must be 1 to 64 letters, digits, '-' or '_'", raw.Name)}

@@ -45,7 +45,12 @@
 //	    noSkip (every combination).
 //
 // A bad rule is refused with a *RuleError naming the part at fault:
-// "pattern[1].where: at column 14: expected a value ...".
+// "pattern[1].where: at column 14: expected a value ...". Rules, the body of
+// POST /test, the CEP config and cmd/rules' events files are read by package
+// strictjson first: a key twice ("within" given twice), text that is not
+// UTF-8, nesting past strictjson.MaxDepth and unknown fields
+// ("pattern[0].whre: unknown field; did you mean \"where\"?") are refused
+// by path.
 //
 // # Semantics
 //

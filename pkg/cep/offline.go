@@ -12,6 +12,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/keyed"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Offline runs rules over a list of events without AWS, as the function
@@ -188,17 +189,34 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 	if len(b) > 64<<20 {
 		return nil, fmt.Errorf("events: more than 64 MiB")
 	}
-	var raws []json.RawMessage
+	// Read as ingest reads a request (package strictjson): valid UTF-8, no
+	// key twice, bounded nesting.
+	var raws [][]byte
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
-		if err := json.Unmarshal(t, &raws); err != nil {
-			return nil, fmt.Errorf("events: %w", err)
+		var serr *strictjson.Error
+		if raws, serr = strictjson.Split(t, max, "events"); serr != nil {
+			switch {
+			case serr.Kind == strictjson.TooMany:
+				return nil, fmt.Errorf("events: more than %d events", max)
+			case serr.Kind == strictjson.EmptyArray:
+				raws = nil
+			case serr.Index >= 0:
+				return nil, fmt.Errorf("events[%d]%s", serr.Index, pathErr(serr))
+			default:
+				return nil, fmt.Errorf("events: %s", serr.Reason)
+			}
 		}
 	} else {
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		sc.Buffer(make([]byte, 1<<20), 2<<20)
-		for sc.Scan() {
+		for n := 1; sc.Scan(); n++ {
 			if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
-				raws = append(raws, append(json.RawMessage(nil), line...))
+				if err := strictjson.Check(line, strictjson.Options{Name: "line"}); err != nil {
+					serr := &strictjson.Error{Reason: err.Error()}
+					errors.As(err, &serr)
+					return nil, fmt.Errorf("events[%d] (line %d)%s", len(raws), n, pathErr(serr))
+				}
+				raws = append(raws, append([]byte(nil), line...))
 			}
 		}
 		if err := sc.Err(); err != nil {
@@ -221,6 +239,14 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 		}
 	}
 	return out, nil
+}
+
+// pathErr is ".path: reason" (": reason" at the top of an event).
+func pathErr(e *strictjson.Error) string {
+	if e.Path == "" || e.Path[0] == '[' {
+		return e.Path + ": " + e.Reason
+	}
+	return "." + e.Path + ": " + e.Reason
 }
 
 // TestRules runs rules over events offline, in the order given, and

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Contiguity is how a step follows the one before it (Flink CEP's terms).
@@ -186,14 +186,9 @@ func ParseRule(doc []byte) (*Rule, error) {
 	if len(doc) > MaxRuleBytes {
 		return nil, ruleErr("", "the definition is %d bytes; at most %d", len(doc), MaxRuleBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
 	var raw ruleJSON
-	if err := dec.Decode(&raw); err != nil {
+	if err := strictjson.Decode(doc, &raw, strictjson.Options{MaxBytes: MaxRuleBytes, Name: "rule"}); err != nil {
 		return nil, ruleJSONError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, ruleErr("", "more than one JSON value")
 	}
 	r := &Rule{ID: raw.ID, Description: raw.Description, Keys: raw.Keys, KeyPrefix: raw.KeyPrefix, absence: -1}
 	switch {
@@ -354,33 +349,14 @@ func parseStep(i int, s *stepJSON, n int) (Step, error) {
 	return st, nil
 }
 
+// ruleJSONError is a strictjson refusal as a *RuleError naming the part
+// ("pattern[1].whre: unknown field; did you mean \"where\"?").
 func ruleJSONError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		if strings.HasPrefix(field, "pattern.") {
-			field = "pattern[]." + strings.TrimPrefix(field, "pattern.")
-		}
-		return ruleErr(field, "must be a JSON %s, not %s", jsonKindOf(te.Type.Kind().String()), te.Value)
+	var se *strictjson.Error
+	if errors.As(err, &se) {
+		return ruleErr(se.Path, "%s", se.Reason)
 	}
-	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return ruleErr(strings.Trim(f, `"`), "is not part of a rule (id, description, pattern, within, keys, keyPrefix, afterMatch; a step: begin, next, followedBy, notFollowedBy, type, where, timesOrMore, sum, atLeast)")
-	}
-	return ruleErr("", "not a JSON object: %v", err)
-}
-
-func jsonKindOf(goKind string) string {
-	switch goKind {
-	case "string":
-		return "string"
-	case "slice":
-		return "array"
-	case "struct", "map":
-		return "object"
-	case "bool":
-		return "boolean"
-	}
-	return "number"
+	return ruleErr("", "%v", err)
 }
 
 func containsString(list []string, s string) bool {

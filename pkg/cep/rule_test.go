@@ -39,8 +39,8 @@ func TestParseRuleRefusesNamingThePart(t *testing.T) {
 		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":3}],"within":"1m","afterMatch":"noSkip"}`, "afterMatch", "threshold"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"afterMatch":"skipToNext"}`, "afterMatch", "want"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":["a"],"keyPrefix":"b"}`, "keyPrefix", "one or the other"},
-		{`{"id":"r","pattern":[{"begin":"a","type":"x","when":"x"}]}`, "when", "not part of a rule"},
-		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":"3"}],"within":"1m"}`, "pattern[].timesOrMore", "must be a JSON number"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","when":"x"}]}`, "pattern[0].when", `unknown field; did you mean "where"? (known: begin, next, followedBy, notFollowedBy, type, where, timesOrMore, sum, atLeast)`},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":"3"}],"within":"1m"}`, "pattern[0].timesOrMore", "must be a JSON number"},
 	} {
 		_, err := ParseRule([]byte(tc.doc))
 		var re *RuleError

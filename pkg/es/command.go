@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Bounds of a command as sent.
@@ -79,25 +81,32 @@ func Refuse(field, format string, args ...any) error {
 }
 
 // ParseCommand reads a command's JSON: {"id", "type", <aggregateField>,
-// "expectedVersion" (optional), "data"}. Unknown fields, a second copy of a
-// field, and values out of bounds are an *InvalidError naming the field.
+// "expectedVersion" (optional), "data"}. The body is read by package
+// strictjson first (valid UTF-8 with no lone surrogate, no key twice in any
+// object, data included, nested at most strictjson.MaxDepth deep), so the
+// data a decider reads is the data that was sent. Unknown fields, a second
+// copy of a field, text that is not UTF-8 and values out of bounds are an
+// *InvalidError naming the field.
 func ParseCommand(body []byte, aggregateField string) (Command, error) {
 	if len(body) > MaxCommandBytes {
 		return Command{}, Invalid("", "the command is %d bytes, more than %d", len(body), MaxCommandBytes)
 	}
+	if err := strictjson.Check(body, strictjson.Options{MaxBytes: MaxCommandBytes, Name: "command"}); err != nil {
+		return Command{}, invalidJSON("", err)
+	}
 	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&raw); err != nil {
-		return Command{}, Invalid("", "not a JSON object: %v", err)
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return Command{}, Invalid("", "must be a JSON object: {\"id\", \"type\", %q, \"expectedVersion\", \"data\"}", aggregateField)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Command{}, Invalid("", "more than one JSON value")
-	}
-	if raw == nil {
-		return Command{}, Invalid("", "not a JSON object")
-	}
-	if err := noDuplicateKeys(body); err != nil {
-		return Command{}, err
+	known := []string{"id", "type", aggregateField, "expectedVersion", "data"}
+	for k := range raw {
+		if !slices.Contains(known, k) {
+			hint := ""
+			if near := strictjson.Nearest(k, known); near != "" {
+				hint = fmt.Sprintf("; did you mean %q?", near)
+			}
+			return Command{}, Invalid(k, "is not a field of a command%s (id, type, %s, expectedVersion, data)", hint, aggregateField)
+		}
 	}
 	var c Command
 	str := func(field string, max int) (string, error) {
@@ -140,69 +149,29 @@ func ParseCommand(body []byte, aggregateField string) (Command, error) {
 		return Command{}, Invalid("data", "is not JSON: %v", err)
 	}
 	c.Data = compact.Bytes()
-	for k := range raw {
-		switch k {
-		case "id", "type", aggregateField, "expectedVersion", "data":
-		default:
-			return Command{}, Invalid(k, "is not a field of a command (id, type, %s, expectedVersion, data)", aggregateField)
-		}
-	}
 	return c, nil
 }
 
-// noDuplicateKeys refuses an object with the same key twice anywhere in
-// body (parsers disagree on which copy wins, so the command would mean
-// different things to different readers). body is known to be valid JSON.
-func noDuplicateKeys(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	return checkValue(dec, "")
-}
-
-// checkValue reads one JSON value from dec, refusing duplicate keys in it.
-func checkValue(dec *json.Decoder, path string) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return Invalid(path, "not JSON: %v", err)
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return Invalid(path, "not JSON: %v", err)
-			}
-			key, _ := kt.(string)
-			field := join(path, key)
-			if seen[key] {
-				return Invalid(field, "the key %q appears twice in one object", key)
-			}
-			seen[key] = true
-			if err := checkValue(dec, field); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token() // '}'
-	case json.Delim('['):
-		for i := 0; dec.More(); i++ {
-			if err := checkValue(dec, fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token() // ']'
-	}
-	if err != nil {
-		return Invalid(path, "not JSON: %v", err)
+// DecodeData decodes a command's data into v with package strictjson: a
+// field of data that v's type does not have ("data.holder.nmae: unknown
+// field; did you mean \"name\"?") or a value of the wrong type is an
+// *InvalidError naming it under "data". Deciders call it so that nothing a
+// sender wrote is dropped in silence.
+func DecodeData(data json.RawMessage, v any) error {
+	if err := strictjson.Decode(data, v, strictjson.Options{MaxBytes: MaxCommandBytes, Name: "command"}); err != nil {
+		return invalidJSON("data", err)
 	}
 	return nil
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
+// invalidJSON is a strictjson refusal as an *InvalidError, its path under
+// prefix.
+func invalidJSON(prefix string, err error) error {
+	var se *strictjson.Error
+	if errors.As(err, &se) {
+		return &InvalidError{Field: strictjson.JoinPath(prefix, se.Path), Reason: se.Reason}
 	}
-	return path + "." + key
+	return Invalid(prefix, "%v", err)
 }
 
 // Fingerprint is the SHA-256 of what the command asks for — type,

@@ -38,8 +38,12 @@
 //
 // # Commands
 //
-// A Command (id, type, aggregate, optional expectedVersion, data) is
-// executed by an Executor over a Decider — the domain's Initial state,
+// A Command (id, type, aggregate, optional expectedVersion, data) is read by
+// ParseCommand through package strictjson (valid UTF-8 with no lone
+// surrogate, no key twice, bounded depth and size: an *InvalidError naming
+// the field), and a Decider reads its data with DecodeData, which refuses a
+// field its type does not have at any depth. It is executed by an Executor
+// over a Decider — the domain's Initial state,
 // Evolve (apply a recorded event) and Decide (validate a command against
 // the state: new events, or a *Refusal naming the field). The executor loads
 // the aggregate (its snapshot plus the events after it, both consistent

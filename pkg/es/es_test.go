@@ -205,6 +205,10 @@ func TestInvalidCommandsNameTheField(t *testing.T) {
 		{`{"id":"c1","type":"Deposit","accountId":"a1","data":{"amount":1},"extra":1}`, "extra"},
 		{`{"id":"c1","type":"Deposit","accountId":"a1","data":{"amount":1,"amount":2}}`, "data.amount"},
 		{`{"id":"c1","type":"Nope","accountId":"a1","data":{"amount":1}}`, "type"},
+		// What encoding/json would store as U+FFFD, a decider never sees.
+		{`{"id":"c1","type":"Deposit","accountId":"a1","data":{"amount":1,"Owner":"Ad\ud800a"}}`, "data.Owner"},
+		{"{\"id\":\"c1\",\"type\":\"Deposit\",\"accountId\":\"a1\",\"data\":{\"amount\":1,\"Owner\":\"Ad\xffa\"}}", "data.Owner"},
+		{`{"id":"c1","type":"Deposit","accountId":"a1","data":{"amount":1,"Owner":["\udc00"]}}`, "data.Owner[0]"},
 	} {
 		res := run(t, x, []byte(tt.body))
 		if res.HTTPStatus != 400 || !strings.Contains(string(res.Body), fmt.Sprintf(`"field":%q`, tt.field)) {

@@ -16,7 +16,9 @@
 //     MaxEvents events, or an event whose stream record would exceed 1 MiB;
 //   - 400: a body that is not well-formed JSON, has invalid UTF-8 anywhere
 //     (a lone surrogate escape included), an object with the same key twice
-//     (anywhere, data included), nesting deeper than MaxDepth; an envelope
+//     (anywhere, data included), nesting deeper than MaxDepth (checked in
+//     one pass by package strictjson, the reader every JSON entry point
+//     shares); an envelope
 //     that does not decode or validate (package stream); a control
 //     character in id, type or key; an id used twice in the request; an
 //     event older, when sent, than the events stream keeps records

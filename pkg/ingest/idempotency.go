@@ -488,3 +488,11 @@ func getN(item map[string]types.AttributeValue, name string) string {
 	}
 	return ""
 }
+
+// describeByte names a byte of a header for an error message.
+func describeByte(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}

@@ -308,6 +308,8 @@ func TestEnvOptions(t *testing.T) {
 		{name: "idempotency expiry", env: map[string]string{EnvIdempotencyTable: "requests", EnvIdempotencyExpiry: "2h"},
 			wantRoutes: map[string]Policy{"/": Backpressure}, wantSample: 100, wantMaxAge: DefaultMaxEventAge, wantExpiry: 2 * time.Hour},
 		{name: "not JSON", env: map[string]string{EnvRoutes: `/:buffer`}, wantErr: "INGEST_ROUTES: not a JSON object"},
+		{name: "a route twice", env: map[string]string{EnvRoutes: `{"/orders": "drop", "/": "buffer", "/orders": "backpressure"}`}, wantErr: `INGEST_ROUTES: not a JSON object of path to policy such as {"/": "backpressure"}: ["/orders"]: duplicate object key "/orders"`},
+		{name: "a policy not a string", env: map[string]string{EnvRoutes: `{"/": 1}`}, wantErr: `["/"]: must be a JSON string, not a number`},
 		{name: "unknown policy", env: map[string]string{EnvRoutes: `{"/": "queue"}`}, wantErr: `INGEST_ROUTES: route "/": policy "queue" is not one of buffer, backpressure, drop`},
 		{name: "path without slash", env: map[string]string{EnvRoutes: `{"orders": "drop"}`}, wantErr: `INGEST_ROUTES: route "orders": a path starts with /`},
 		{name: "no routes", env: map[string]string{EnvRoutes: `{}`}, wantErr: "INGEST_ROUTES: no routes"},

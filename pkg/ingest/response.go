@@ -9,6 +9,8 @@ import (
 	"unicode"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Bounds on what the handler answers. A response is stored whole as an
@@ -113,7 +115,7 @@ func cutText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return string(truncateUTF8([]byte(s), n-len("…"))) + "…"
+	return string(strictjson.TruncateUTF8([]byte(s), n-len("…"))) + "…"
 }
 
 // refuse is the answer to a request nothing of which is written because of

@@ -1,11 +1,12 @@
 package ingest
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Policy is what a route does when Kinesis cannot take events as fast as
@@ -35,10 +36,11 @@ func DefaultRoutes() map[string]Policy { return map[string]Policy{"/": Backpress
 const defaultDropSample = 100
 
 // ParseRoutes reads a routes document: a JSON object from path (starting
-// with "/") to policy name.
+// with "/") to policy name, read by package strictjson (a path twice is
+// refused, not the last policy taken).
 func ParseRoutes(doc string) (map[string]Policy, error) {
 	var raw map[string]string
-	if err := json.Unmarshal([]byte(doc), &raw); err != nil {
+	if err := strictjson.Decode([]byte(doc), &raw, strictjson.Options{Name: "routes"}); err != nil {
 		return nil, fmt.Errorf(`not a JSON object of path to policy such as {"/": "backpressure"}: %w`, err)
 	}
 	if len(raw) == 0 {

@@ -1,17 +1,14 @@
 package join
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // EnvVar is the environment variable Load reads the join's config from.
@@ -160,16 +157,13 @@ func FromEnv(lookup func(string) (string, bool)) (*Config, error) {
 //	rateWindow       tumbling window of the click-through rate per key ("1m"; absent: none)
 //	dedupeHorizon    how long an event id suppresses copies (default "1h", at most 168h; "0s": off)
 //
-// Unknown fields are refused. Errors are *ConfigError naming the field.
+// The document is read by package strictjson: text that is not UTF-8, a key
+// twice, unknown fields (with a did-you-mean) and values of the wrong type
+// are refused. Errors are *ConfigError naming the field.
 func Parse(doc []byte) (*Config, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
 	var raw rawConfig
-	if err := dec.Decode(&raw); err != nil {
+	if err := strictjson.Decode(doc, &raw, strictjson.Options{Name: "config"}); err != nil {
 		return nil, jsonError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, cfgErr("", "more than one JSON value")
 	}
 	c := &Config{Name: raw.Name, Left: raw.Left, Right: raw.Right}
 	switch {
@@ -283,14 +277,12 @@ func duration(field, s string) (time.Duration, error) {
 	return d, nil
 }
 
-// jsonError turns a decoding error into a *ConfigError naming the field.
+// jsonError turns a strictjson refusal into a *ConfigError naming the
+// field.
 func jsonError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return cfgErr(te.Field, "must be a %s, not a JSON %s", te.Type.Kind(), te.Value)
+	var se *strictjson.Error
+	if errors.As(err, &se) {
+		return &ConfigError{Field: se.Path, Reason: se.Reason}
 	}
-	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return cfgErr(strings.Trim(f, `"`), "is not a join config field (name, left, right, key, within, before, kind, allowedLateness, idleTimeout, rateWindow, dedupeHorizon, partitionKeyIsJoinKey)")
-	}
-	return cfgErr("", "not a JSON object: %v", err)
+	return cfgErr("", "%v", err)
 }

@@ -29,9 +29,9 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		{`{"name":"j","left":"s","right":"c","within":"24h","rateWindow":"1s"}`, "rateWindow", "rate windows open"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","dedupeHorizon":""}`, "dedupeHorizon", "empty"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","dedupeHorizon":"200h"}`, "dedupeHorizon", "longer"},
-		{`{"name":"j","left":"s","right":"c","within":"1m","grace":"1s"}`, "grace", "not a join config field"},
-		{`{"name":"j","left":3,"right":"c","within":"1m"}`, "left", "must be a string"},
-		{`{"name":"j","left":"s","right":"c","within":"1m"} {}`, "", "more than one"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","grace":"1s"}`, "grace", "unknown field (known: name, left, right"},
+		{`{"name":"j","left":3,"right":"c","within":"1m"}`, "left", "must be a JSON string, not a number"},
+		{`{"name":"j","left":"s","right":"c","within":"1m"} {}`, "", "must hold exactly one value"},
 	} {
 		_, err := Parse([]byte(tc.doc))
 		var ce *ConfigError

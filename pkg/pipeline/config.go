@@ -16,6 +16,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -252,9 +253,27 @@ var (
 //	                             at most 168h; "0s" turns suppression by id off
 //
 // A top-level "$schema" string (the JSON Schema an editor checks the file
-// against) is accepted and ignored. Unknown fields are refused. Errors are
-// *ConfigError.
+// against) is accepted and ignored. The document is read by package
+// strictjson first: text that is not UTF-8 (a lone surrogate escape
+// included), an object with a key twice, nesting deeper than
+// strictjson.MaxDepth or more than MaxFileBytes are refused naming the
+// field. Unknown fields are refused, with the known field within two edits
+// as a hint. Errors are *ConfigError.
 func Parse(doc []byte) (*Config, error) {
+	if err := strictjson.Check(doc, strictjson.Options{MaxBytes: MaxFileBytes, Name: "config"}); err != nil {
+		var se *strictjson.Error
+		if !errors.As(err, &se) {
+			return nil, cfgErr("", "%v", err)
+		}
+		if se.Kind == strictjson.Syntax {
+			// Malformed JSON is placed by line and column, as object
+			// words it.
+			if _, oerr := object("", doc, topFields, schemaField); oerr != nil {
+				return nil, oerr
+			}
+		}
+		return nil, cfgErr(se.Path, "%s", se.Reason)
+	}
 	top, err := object("", doc, topFields, schemaField)
 	if err != nil {
 		return nil, err
@@ -622,46 +641,12 @@ func object(path string, doc []byte, known []string, quiet ...string) (map[strin
 		if path != "" {
 			p = path + "." + p
 		}
-		if near := nearest(unknown[0], known); near != "" {
+		if near := strictjson.Nearest(unknown[0], known); near != "" {
 			return nil, cfgErr(p, "unknown field; did you mean %q? (known: %s)", near, joinAnd(known))
 		}
 		return nil, cfgErr(p, "unknown field (known: %s)", joinAnd(known))
 	}
 	return m, nil
-}
-
-// nearest is the known field name within two edits of name (case
-// ignored), the closest one, or "" if none is: the likely typo's intent.
-func nearest(name string, known []string) string {
-	best, bestD := "", 3
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes; the
-// names compared are short ASCII field names).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // lineCol is the 1-based line and column of byte offset off in doc.

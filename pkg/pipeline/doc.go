@@ -15,7 +15,11 @@
 // Lambda processes a shard with a parallelization factor above 1: records of
 // one group would be spread over concurrent batches with no order among
 // them, so the config is refused rather than the exactly-once guarantee
-// weakened (repartition the stream by the grouping key instead).
+// weakened (repartition the stream by the grouping key instead). The
+// document is read by package strictjson first (a key twice, text that is
+// not UTF-8, nesting past strictjson.MaxDepth are refused by path), and an
+// unknown field is named with the known one within two edits as a hint
+// ("dedupHorizon: unknown field; did you mean \"dedupeHorizon\"?").
 //
 // Config.Extract reads a record's grouping key, value and distinct value
 // from its envelope without decoding the whole payload.

@@ -9,6 +9,11 @@
 //	CancelReservation {reservationId}                                  → ReservationCancelled
 //	MoveReservation   {reservationId, seats}                           → ReservationCancelled + SeatsReserved, in one transaction
 //
+// A command's data is decoded with es.DecodeData: a field it does not have,
+// at any depth ("data.holder.nmae: unknown field; did you mean
+// \"name\"?"), or a value of the wrong type is invalid (400), never
+// dropped; text that is not UTF-8 was refused before (es.ParseCommand).
+//
 // Decide refuses (422, naming the field) a command the show's state does not
 // allow: a seat that is taken or does not exist, a reservation that is not
 // active, a show not scheduled or scheduled twice. Evolve refuses an event

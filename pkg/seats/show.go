@@ -219,7 +219,7 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 			Rows        *int    `json:"rows"`
 			SeatsPerRow *int    `json:"seatsPerRow"`
 		}
-		if err := decode(cmd.Data, &d, "title", "startsAt", "rows", "seatsPerRow"); err != nil {
+		if err := decode(cmd.Data, &d); err != nil {
 			return nil, err
 		}
 		switch {
@@ -249,7 +249,7 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 			Seats         json.RawMessage `json:"seats"`
 			Holder        *Holder         `json:"holder"`
 		}
-		if err := decode(cmd.Data, &d, "reservationId", "customerId", "seats", "holder"); err != nil {
+		if err := decode(cmd.Data, &d); err != nil {
 			return nil, err
 		}
 		rid, err := id("data.reservationId", d.ReservationID)
@@ -291,7 +291,7 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 		var d struct {
 			ReservationID *string `json:"reservationId"`
 		}
-		if err := decode(cmd.Data, &d, "reservationId"); err != nil {
+		if err := decode(cmd.Data, &d); err != nil {
 			return nil, err
 		}
 		rid, err := id("data.reservationId", d.ReservationID)
@@ -312,7 +312,7 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 			ReservationID *string         `json:"reservationId"`
 			Seats         json.RawMessage `json:"seats"`
 		}
-		if err := decode(cmd.Data, &d, "reservationId", "seats"); err != nil {
+		if err := decode(cmd.Data, &d); err != nil {
 			return nil, err
 		}
 		rid, err := id("data.reservationId", d.ReservationID)
@@ -370,25 +370,10 @@ func free(s Show, seats []string, own string) error {
 	return nil
 }
 
-// decode reads a command's data, refusing fields it does not know.
-func decode(data json.RawMessage, v any, known ...string) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
-		return es.Invalid("data", "must be a JSON object")
-	}
-	for k := range raw {
-		if !slices.Contains(known, k) {
-			return es.Invalid("data."+k, "is not a field of this command (%s)", strings.Join(known, ", "))
-		}
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		if te, ok := err.(*json.UnmarshalTypeError); ok {
-			return es.Invalid("data."+te.Field, "must be a JSON %s", te.Type.Kind())
-		}
-		return es.Invalid("data", "%v", err)
-	}
-	return nil
-}
+// decode reads a command's data into v (es.DecodeData): a field v does
+// not have, at any depth (a misspelt holder field included), or a value of
+// the wrong type is refused naming it.
+func decode(data json.RawMessage, v any) error { return es.DecodeData(data, v) }
 
 // id reads a required reservation or customer id.
 func id(field string, v *string) (string, error) {

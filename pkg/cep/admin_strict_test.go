@@ -1,0 +1,92 @@
+package cep
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestRulesAPIRefusesAmbiguousRequests sends the rules API what it used to
+// store with another meaning than the sender's: a key twice (the engine ran
+// the last copy while the stored rule kept both), invalid UTF-8 in a
+// description, unknown fields of a test request. Each is a 400 naming the
+// part, and no rule is stored.
+func TestRulesAPIRefusesAmbiguousRequests(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	a := NewAdmin(NewStore(db, newRulesTable(t), c.now), c.now, quiet)
+	const steps = `"pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"y"}]`
+	const envelope = `{"id":"1","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`
+	for _, tc := range []struct {
+		name, path, body, part, text string
+	}{
+		{"within twice", "/rules", `{"id":"r",` + steps + `,"within":"1m","afterMatch":"skipPastLastEvent","within":"24h"}`, "within", `duplicate object key "within"`},
+		{"id twice", "/rules", `{"id":"one","id":"two",` + steps + `,"within":"1m"}`, "id", `duplicate object key "id"`},
+		{"a step's key twice", "/rules", `{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"y","type":"z"}],"within":"1m"}`, "pattern[1].type", "duplicate object key"},
+		{"invalid UTF-8 in the description", "/rules", `{"id":"r","description":"caf` + "\xe9" + `",` + steps + `,"within":"1m"}`, "description", "invalid UTF-8"},
+		{"a lone surrogate in the description", "/rules", `{"id":"r","description":"x\ud83d",` + steps + `,"within":"1m"}`, "description", "surrogate"},
+		{"a misspelt step field", "/rules", `{"id":"r","pattern":[{"begin":"a","type":"x","whre":"data.x > 1"}]}`, "pattern[0].whre", `unknown field; did you mean "where"?`},
+		{"nested past the bound", "/rules", `{"id":"r","keys":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, "keys" + strings.Repeat("[0]", 63), "deeper than 64"},
+		{"a test request's rule with a key twice", "/test", `{"rules":[{"id":"r",` + steps + `,"within":"1m","within":"24h"}],"events":[]}`, "rules[0].within", "duplicate object key"},
+		{"a test request's misspelt field", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[` + envelope + `],"outOfOrdernes":"5s"}`, "outOfOrdernes", `did you mean "outOfOrderness"?`},
+		{"a test request's event with a key twice", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[{"id":"1","id":"2","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]}`, "events[0].id", "duplicate object key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := a.Handle(ctx, urlRequest("POST", tc.path, tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got apiError
+			if err := json.Unmarshal([]byte(resp.Body), &got); err != nil {
+				t.Fatalf("%d %q: %v", resp.StatusCode, resp.Body, err)
+			}
+			if resp.StatusCode != http.StatusBadRequest || got.Part != tc.part || !strings.Contains(got.Error, tc.text) {
+				t.Fatalf("%d %s\nwant 400 with part %q and %q", resp.StatusCode, resp.Body, tc.part, tc.text)
+			}
+		})
+	}
+	resp, err := a.Handle(ctx, urlRequest("GET", "/rules", ""))
+	if err != nil || resp.StatusCode != 200 || resp.Body != `{"rules":[]}` {
+		t.Fatalf("rules after the refusals: %v %d %s, want none", err, resp.StatusCode, resp.Body)
+	}
+}
+
+// TestCEPConfigRefusesDuplicatesAndUnknownFields: the detect function's
+// config (CEP_CONFIG) is read as strictly as the APIs.
+func TestCEPConfigRefusesDuplicatesAndUnknownFields(t *testing.T) {
+	for _, tc := range []struct{ doc, field, text string }{
+		{`{"name":"detect","outOfOrderness":"5s","outOfOrderness":"1h"}`, "outOfOrderness", "duplicate object key"},
+		{`{"name":"det` + "\xff" + `ect"}`, "name", "invalid UTF-8"},
+		{`{"name":"detect","idelTimeout":"1m"}`, "idelTimeout", `did you mean "idleTimeout"?`},
+		{`{"name":"detect","idleTimeout":60}`, "idleTimeout", "must be a JSON string, not a number"},
+	} {
+		_, err := ParseConfig([]byte(tc.doc))
+		ce, ok := err.(*ConfigError)
+		if !ok || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.text) {
+			t.Errorf("%s: %v, want field %q with %q", tc.doc, err, tc.field, tc.text)
+		}
+	}
+}
+
+// TestReadEventsIsStrict: cmd/rules test reads its events file as ingest
+// reads a request, naming the event and the field.
+func TestReadEventsIsStrict(t *testing.T) {
+	const e0 = `{"id":"1","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`
+	for _, tc := range []struct{ in, want string }{
+		{e0 + "\n\n" + `{"id":"2","id":"3","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, `events[1] (line 3).id: duplicate object key "id"`},
+		{`[` + e0 + `,{"id":"2","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"n":"\udc00"}}]`, "events[1].data.n: invalid UTF-8"},
+		{`[` + e0 + `,` + e0 + `,` + e0 + `]`, "events: more than 2 events"},
+	} {
+		_, err := ReadEvents(strings.NewReader(tc.in), 2)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:\n got %v\nwant %q", tc.in, err, tc.want)
+		}
+	}
+	for _, in := range []string{e0 + "\n" + e0, "[" + e0 + "]", "[]", ""} {
+		if _, err := ReadEvents(strings.NewReader(in), 2); err != nil {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+}

@@ -114,9 +114,17 @@ func TestKeyedWindowsFollowKafkaLateness(t *testing.T) {
 		},
 		{
 			name: "session: a final session outlives its pruned record (correct)", window: session, policy: correct,
-			batches: [][]at{{{"a", 0, 1}, {"a", 85, 2}}, {{"a", 200, 3}}},
-			want: []string{"final [0s,20s) r1 count 1 sum 1", "final [1m25s,1m45s) r1 count 1 sum 2",
-				"final [3m20s,3m40s) r1 count 1 sum 3"},
+			batches: [][]at{{{"a", 0, 1}, {"a", 140, 2}}},
+			want:    []string{"final [0s,20s) r1 count 1 sum 1", "final [2m20s,2m40s) r1 count 1 sum 2"},
+		},
+		{
+			// Records 15s apart for 150s: one session, open all along,
+			// whose first records are far behind the watermark when the
+			// session before it is finalized.
+			name: "session: a long open session keeps all its records", window: session, policy: drop,
+			batches: [][]at{{{"a", -100, 5}, {"a", 0, 1}, {"a", 15, 1}, {"a", 30, 1}, {"a", 45, 1}, {"a", 60, 1}, {"a", 75, 1}},
+				{{"a", 90, 1}, {"a", 105, 1}, {"a", 120, 1}, {"a", 135, 1}, {"a", 150, 1}}},
+			want: []string{"final [-1m40s,-1m20s) r1 count 1 sum 5", "final [0s,2m50s) r1 count 11 sum 11"},
 		},
 		{
 			// At 90s the watermark is 115s: the record's own session
@@ -146,10 +154,9 @@ func TestKeyedWindowsFollowKafkaLateness(t *testing.T) {
 		},
 		{
 			name: "sliding: final windows outlive their pruned records (correct)", window: sliding, policy: correct,
-			batches: [][]at{{{"a", 20, 1}, {"a", 40, 1}, {"a", 125, 1}}, {{"a", 300, 1}}},
+			batches: [][]at{{{"a", 20, 1}, {"a", 40, 1}, {"a", 185, 1}}},
 			want: []string{"final [-10s,20.001s) r1 count 1 sum 1", "final [10s,40.001s) r1 count 2 sum 2",
-				"final [20.001s,50.002s) r1 count 1 sum 1", "final [1m35s,2m5.001s) r1 count 1 sum 1",
-				"final [4m30s,5m0.001s) r1 count 1 sum 1"},
+				"final [20.001s,50.002s) r1 count 1 sum 1", "final [2m35s,3m5.001s) r1 count 1 sum 1"},
 		},
 		{
 			// At 150s the watermark is 175s: the record's left window

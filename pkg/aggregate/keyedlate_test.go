@@ -141,7 +141,7 @@ func TestKeyedWindowsFollowKafkaLateness(t *testing.T) {
 			// joins the open [150s,170s) through the record at 135s.
 			name: "session: a final session takes no late record under drop", window: session, policy: drop,
 			batches: [][]at{{{"a", 100, 1}, {"a", 150, 2}}, {{"a", 135, 8}, {"a", 118, 4}}},
-			want: []string{"final [1m40s,2m0s) r1 count 1 sum 1", "final [1m58s,2m50s) r1 count 3 sum 14"},
+			want:    []string{"final [1m40s,2m0s) r1 count 1 sum 1", "final [1m58s,2m50s) r1 count 3 sum 14"},
 		},
 		{
 			// Windows [−10s,20s] {20}, [10s,40s] {20,40}, [20.001s,50.001s]

@@ -195,10 +195,15 @@ public final class Oracle {
             .withRetention(Duration.ofDays(1));
     }
 
-    /** A session store that keeps a day. */
+    /**
+     * A session store with Kafka's default retention (gap + grace), as a plain SessionWindows topology has it: a
+     * closed session is gone from the store, so a late record cannot merge into it. With a longer retention Kafka
+     * finds closed sessions and merges a late bridging record into them, retracting a final session even when the
+     * record is dropped as late for every window it would be alone in; this project never changes a final window
+     * that its late policy does not accept a record for.
+     */
     private static Materialized<String, Agg, SessionStore<Bytes, byte[]>> sessionStore() {
-        return Materialized.<String, Agg, SessionStore<Bytes, byte[]>>with(Serdes.String(), AGG_SERDE)
-            .withRetention(Duration.ofDays(1));
+        return Materialized.<String, Agg, SessionStore<Bytes, byte[]>>with(Serdes.String(), AGG_SERDE);
     }
 
     private static Update parse(final int i, final String key, final String line) {

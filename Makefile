@@ -123,8 +123,9 @@ bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 eve
 	$(GO) run ./bench/es
 
 .PHONY: soak
-soak: deps-local ## the fault-injection harness with many more seeded scenarios than make test (60 seeds per write path: about 2 h on 2 busy cores; the subtests run GOMAXPROCS at a time)
+soak: deps-local ## the fault-injection harness and the Kafka Streams conformance with many more seeded scenarios than make test (60 seeds per write path: about 2 h on 2 busy cores, the subtests GOMAXPROCS at a time; 200 conformance histories per window kind and late policy: about 3 min)
 	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=60
+	$(GO) test -count=1 -timeout 60m -run TestKafkaStreamsConformance ./conformance -args -conformance.seeds=200
 
 FUZZTIME  ?= 30s
 FUZZFLAGS ?=

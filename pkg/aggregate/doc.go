@@ -54,4 +54,19 @@
 // sessions (keyed.go). They need each key's records on one shard
 // (partitionKeyIsGroupingKey), and are folded per invocation on the
 // per-interval path too.
+//
+// Their late records are judged as Kafka Streams judges them
+// (keyedwindows.go), with the close time the record arrives at (the
+// watermark, less the allowed lateness under the correct policy) as Kafka's
+// stream time less grace: a session record joins the sessions within the
+// gap not yet closed and is dropped only if the session it makes is closed;
+// a sliding record counts in its windows still open, makes only windows it
+// counts in (its right window, not its closed left window) and is dropped
+// only if it counts in none. A record dropped from at least one window
+// counts once in LateDropped. A final window changes only through a late
+// record the correct policy accepts (a correction, or a retraction when
+// such a record merges sessions), never by housekeeping: each finalize
+// freezes the windows that end by its close time (no later record can
+// change them; they are never recomputed) and only then prunes the points
+// no unfrozen window needs.
 package aggregate

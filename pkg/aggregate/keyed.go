@@ -21,19 +21,27 @@ import (
 // Session and sliding windows are defined by the records themselves, so they
 // are computed from a buffer of each key's recent records kept in a keyed
 // state item (package state): a batch folds its records in with one write per
-// key and kind, fenced so a redelivered record is folded once; finalize
-// recomputes the key's windows, writes those the watermark made final (and
+// key and kind, fenced so a redelivered record is folded once, judging each
+// as Kafka Streams does (keyedwindows.go); finalize recomputes the key's
+// windows that may still change, writes those the watermark made final (and
 // corrections, and retractions of sessions merged into larger ones) and emits
-// them. This needs one shard per key: the config must say the partition key is
-// the grouping key.
+// them. A final window changes only through a late record the correct policy
+// accepts (or a session merge such a record makes), never because points
+// were pruned: a window past the allowed lateness is frozen, never
+// recomputed, before the points only it needs are pruned. This needs one
+// shard per key: the config must say the partition key is the grouping key.
 
 // point is one buffered record. Seq is the record's sequence number, for
 // folding; it is not stored (the item's per-shard fence says what it holds).
 type point struct {
-	T   int64   `json:"t"` // event time, Unix ms
-	V   float64 `json:"v"`
-	D   []byte  `json:"d,omitempty"` // the distinct value's hash (distinctHash), or nil
-	Seq string  `json:"s"`
+	T int64   `json:"t"` // event time, Unix ms
+	V float64 `json:"v"`
+	D []byte  `json:"d,omitempty"` // the distinct value's hash (distinctHash), or nil
+	// Th is the close time the record arrived at when that is after T
+	// (windows ending at or before it were closed to the record), else
+	// noThreshold. Earlier encodings have none.
+	Th  int64  `json:"-"`
+	Seq string `json:"s"`
 }
 
 // distinctHashBytes is the size of a stored distinct value.
@@ -63,6 +71,11 @@ type emitted struct {
 type keyedBuf struct {
 	Points  []point            `json:"points"`
 	Emitted map[string]emitted `json:"emitted"`
+	// Frozen is the close time of the last finalize (Unix ms; noThreshold
+	// before the first): windows ending at or before it are final past the
+	// allowed lateness, never recomputed, their points maybe pruned; a
+	// record folded later is judged against a close time at least this.
+	Frozen int64 `json:"-"`
 }
 
 type keyedKey struct{ key, kind string }
@@ -79,27 +92,25 @@ func (p *Processor) specOf(kind string) (pipeline.WindowSpec, bool) {
 	return pipeline.WindowSpec{}, false
 }
 
-// collectKeyed adds a record to its key's keyed kinds, unless it is late
-// past what the late rule accepts; it reports whether it added it.
-func (c *collector) collectKeyed(ws pipeline.WindowSpec, key, seq string, et time.Time, value float64, distinct []byte) bool {
-	var end time.Time
-	if ws.Kind == pipeline.Session {
-		end = et.Add(ws.Gap)
-	} else {
-		end = et.Add(time.Millisecond) // the record's left window ends at it
-	}
-	wm := c.wm.Current()
-	if !wm.IsZero() && !end.After(wm) {
-		if c.p.cfg.Late.Policy != window.Correct || !end.After(wm.Add(-c.p.cfg.Late.AllowedLateness)) {
-			return false
+// collectKeyed adds a record to its key's keyed kind with the close time it
+// arrives at: the watermark, less the allowed lateness under the correct
+// policy. The fold judges it (judgeKeyed): whether it is dropped depends on
+// the windows it would join, which the key's state holds.
+func (c *collector) collectKeyed(ws pipeline.WindowSpec, key, seq string, et time.Time, value float64, distinct []byte) {
+	pt := point{T: et.UnixMilli(), V: value, D: distinctHash(distinct), Th: noThreshold, Seq: seq}
+	if wm := c.wm.Current(); !wm.IsZero() {
+		if c.p.cfg.Late.Policy == window.Correct {
+			wm = wm.Add(-c.p.cfg.Late.AllowedLateness)
+		}
+		if th := wm.UnixMilli(); th > pt.T {
+			pt.Th = th
 		}
 	}
 	if c.keyed == nil {
 		c.keyed = map[keyedKey][]point{}
 	}
 	k := keyedKey{key, ws.ID()}
-	c.keyed[k] = append(c.keyed[k], point{T: et.UnixMilli(), V: value, D: distinctHash(distinct), Seq: seq})
-	return true
+	c.keyed[k] = append(c.keyed[k], pt)
 }
 
 // applyKeyed folds a batch's points into their keyed states and returns the
@@ -116,12 +127,16 @@ func (p *Processor) applyKeyed(ctx context.Context, c *collector) (failedSeqs []
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			err := p.foldKeyed(ctx, c.shard, state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}, pts)
+			late, err := p.foldKeyed(ctx, c.shard, state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}, pts)
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
 				p.log.Error("keyed window state write failed: its records will be retried", "shard", c.shard, "key", k.key, "window", k.kind, "error", err.Error())
-				mu.Lock()
 				failedSeqs = append(failedSeqs, pts[0].Seq)
-				mu.Unlock()
+				return
+			}
+			for _, seq := range late {
+				c.dropLate(seq)
 			}
 		}()
 	}
@@ -129,17 +144,19 @@ func (p *Processor) applyKeyed(ctx context.Context, c *collector) (failedSeqs []
 	return failedSeqs
 }
 
-// foldKeyed adds points above the state's fence and lists the state for
-// finalization from the earliest window the new points touch.
-func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.KeyedRef, pts []point) error {
+// foldKeyed adds the points above the state's fence that judgeKeyed keeps
+// and lists the state for finalization from the earliest window the new
+// points touch. It returns the sequence numbers of records dropped from at
+// least one of their windows as late.
+func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.KeyedRef, pts []point) (late []string, err error) {
 	ws, ok := p.specOf(ref.Kind)
 	if !ok {
-		return fmt.Errorf("aggregate: no window %s in the pipeline", ref.Kind)
+		return nil, fmt.Errorf("aggregate: no window %s in the pipeline", ref.Kind)
 	}
 	for attempt := 0; attempt < 8; attempt++ {
 		ks, buf, err := p.loadKeyed(ctx, ref, shard)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var fresh []point
 		for _, pt := range pts {
@@ -149,14 +166,18 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		}
 		if len(fresh) == 0 {
 			p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(len(pts)))
-			return nil
+			return nil, nil
 		}
-		buf.Points = mergePoints(buf.Points, fresh)
-		earliest := int64(0)
-		for _, pt := range fresh {
-			if earliest == 0 || pt.T < earliest {
-				earliest = pt.T
-			}
+		kept, late := judgeKeyed(ws, buf, fresh)
+		if len(kept) == 0 {
+			// Every fresh record is dropped: nothing to write. A
+			// redelivery judges them the same (close times only grow).
+			return late, nil
+		}
+		buf.Points = mergePoints(buf.Points, kept)
+		earliest := kept[0].T
+		for _, pt := range kept {
+			earliest = min(earliest, pt.T)
 		}
 		openUntil := keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC())
 		blob := encodeKeyed(nil, buf)
@@ -169,7 +190,7 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(len(pts)-len(fresh)))
 		ks2.Version++
@@ -178,16 +199,18 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 			buf.Points[i].Seq = "" // not stored; and it shares the batch's reused buffer
 		}
 		p.rememberKeyed(ref, shard, ks2, buf)
-		return nil
+		return late, nil
 	}
-	return state.ErrConflict
+	return nil, state.ErrConflict
 }
 
 // keyedOpenUntil is when the state next needs finalizing: the earliest end
-// among windows not emitted yet and windows that new points from on touch.
+// among windows not emitted yet and windows that new points from on touch
+// (a session such a point merged away ends after it too).
 func keyedOpenUntil(ws pipeline.WindowSpec, buf *keyedBuf, from time.Time) window.Window {
 	var first window.Window
-	for _, w := range keyedWindows(ws, buf.Points) {
+	for _, kw := range keyedWindows(ws, buf) {
+		w := kw.w
 		if _, done := buf.Emitted[w.ID()]; done && !w.End.After(from) {
 			continue
 		}
@@ -196,31 +219,6 @@ func keyedOpenUntil(ws pipeline.WindowSpec, buf *keyedBuf, from time.Time) windo
 		}
 	}
 	return first
-}
-
-// keyedWindows computes a key's windows of one kind from its points.
-func keyedWindows(ws pipeline.WindowSpec, pts []point) []window.Window {
-	if len(pts) == 0 {
-		return nil
-	}
-	if ws.Kind == pipeline.Sliding {
-		times := make([]time.Time, len(pts))
-		for i, pt := range pts {
-			times[i] = time.UnixMilli(pt.T).UTC()
-		}
-		return ws.Sliding().Windows(times)
-	}
-	var out []window.Window
-	gap := ws.Gap.Milliseconds()
-	start, last := pts[0].T, pts[0].T
-	for _, pt := range pts[1:] {
-		if pt.T-last >= gap {
-			out = append(out, window.Of(start, last+gap))
-			start = pt.T
-		}
-		last = pt.T
-	}
-	return append(out, window.Of(start, last+gap))
 }
 
 // finalizeKeyed writes and emits the windows of one keyed state that the
@@ -244,7 +242,10 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 		var outs []Output
 		current := map[string]bool{}
 		var next window.Window
-		for _, w := range keyedWindows(ws, buf.Points) {
+		// Windows ending at or before buf.Frozen are not among them: they
+		// are final past the allowed lateness and stay as emitted.
+		for _, kw := range keyedWindows(ws, buf) {
+			w := kw.w
 			id := w.ID()
 			current[id] = true
 			if w.End.After(wm) {
@@ -253,12 +254,7 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 				}
 				continue
 			}
-			st := p.cfg.Aggregates.New()
-			for _, pt := range buf.Points {
-				if pt.T >= w.Start.UnixMilli() && pt.T < w.End.UnixMilli() {
-					st.Add(pt.V, pt.D)
-				}
-			}
+			st := kw.value(p.cfg.Aggregates, buf.Points)
 			blob, err := st.MarshalBinary()
 			if err != nil {
 				return 0, err
@@ -283,7 +279,7 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 			buf.Emitted[id] = emitted{Start: w.Start.UnixMilli(), End: w.End.UnixMilli(), Rev: o.Revision, Blob: blob}
 		}
 		for id, e := range buf.Emitted {
-			if current[id] {
+			if current[id] || e.End <= buf.Frozen {
 				continue
 			}
 			// A final session that a late record merged into a larger one.
@@ -327,23 +323,45 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 	return 0, state.ErrConflict
 }
 
-// pruneKeyed forgets points and emitted windows no record the late rule
-// accepts can touch any more.
+// pruneKeyed freezes the windows that end at or before wm less the allowed
+// lateness (the close time of every record still to come: no record can
+// change them) and forgets what only they need: their emitted values, and
+// the points of no window that may still change. It runs after finalize
+// has emitted every final window, so a frozen window is never recomputed
+// from fewer points.
 func pruneKeyed(ws pipeline.WindowSpec, late window.LateRule, buf *keyedBuf, wm time.Time) {
-	size := ws.Gap
-	if ws.Kind == pipeline.Sliding {
-		size = ws.Difference
+	closed := wm.UnixMilli()
+	if late.Policy == window.Correct {
+		closed = wm.Add(-late.AllowedLateness).UnixMilli()
 	}
-	horizon := wm.Add(-late.AllowedLateness - 2*size).UnixMilli()
+	if closed <= buf.Frozen {
+		return
+	}
+	buf.Frozen = closed
 	kept := buf.Points[:0]
-	for _, pt := range buf.Points {
-		if pt.T >= horizon {
-			kept = append(kept, pt)
+	if ws.Kind == pipeline.Sliding {
+		// A window ending after closed starts at closed − d or later and
+		// may be the right window of a record 1ms before its start.
+		from := closed - ws.Difference.Milliseconds() - 1
+		for _, pt := range buf.Points {
+			if pt.T >= from {
+				kept = append(kept, pt)
+			}
+		}
+	} else {
+		// A session's points go with it: a closed session is found by no
+		// later record.
+		gap := ws.Gap.Milliseconds()
+		ss := replaySessions(gap, buf.Points)
+		for i, pt := range buf.Points {
+			if ss.runs[ss.root(ss.of[i])].last+gap > closed {
+				kept = append(kept, pt)
+			}
 		}
 	}
 	buf.Points = kept
 	for id, e := range buf.Emitted {
-		if e.End < horizon {
+		if e.End <= closed {
 			delete(buf.Emitted, id)
 		}
 	}

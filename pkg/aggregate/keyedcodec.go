@@ -19,16 +19,25 @@ import (
 // number (time on page, counts, amounts in cents) and as 8 bytes otherwise,
 // and the distinct value as 6 bytes of its hash (all HyperLogLog needs). A
 // typical point takes 3 to 6 bytes, 10 to 12 with a distinct value, so an
-// item holds tens of thousands of them (MaxKeyedStateBytes). The first
-// encoding was JSON; decodeKeyed still reads it.
+// item holds tens of thousands of them (MaxKeyedStateBytes). A record that
+// arrived after some of its windows were closed keeps that close time (its
+// threshold) as a varint after its time, flagged in the value's tag; the
+// state's Frozen time follows the emitted windows. The first encoding was
+// JSON, the second had no thresholds nor Frozen time; decodeKeyed reads both.
 
 // keyedVersion is the first byte of the binary encoding (JSON starts with '{').
-const keyedVersion = 2
+const keyedVersion = 3
 
-// Value tags in the low bit of a point's value varint.
+// keyedVersion2 is the binary encoding before thresholds: every point on
+// time, no Frozen time.
+const keyedVersion2 = 2
+
+// Value tags in the low bits of a point's value varint: bit 0 says how the
+// value is written; in version 3, bit 1 says a threshold follows.
 const (
-	valueWhole = 0 // zigzag(v)<<1: a whole number below 2^53
+	valueWhole = 0 // zigzag(v)<<1 (version 3: <<2): a whole number below 2^53
 	valueFloat = 1 // followed by 8 bytes of IEEE 754 bits
+	valueLate  = 2 // version 3: followed by the threshold less the time, a uvarint
 )
 
 // encodeKeyed appends buf's binary encoding to dst. Points must be in time
@@ -41,7 +50,10 @@ func encodeKeyed(dst []byte, buf *keyedBuf) []byte {
 		pt := &buf.Points[i]
 		dst = binary.AppendVarint(dst, pt.T-prev)
 		prev = pt.T
-		dst = appendValue(dst, pt.V)
+		dst = appendValue(dst, pt.V, pt.late())
+		if pt.late() {
+			dst = binary.AppendUvarint(dst, uint64(pt.Th-pt.T))
+		}
 		dst = binenc.AppendBytes(dst, pt.D)
 	}
 	ids := make([]string, 0, len(buf.Emitted))
@@ -58,30 +70,35 @@ func encodeKeyed(dst []byte, buf *keyedBuf) []byte {
 		dst = binary.AppendUvarint(dst, uint64(e.Rev))
 		dst = binenc.AppendBytes(dst, e.Blob)
 	}
-	return dst
+	return binary.AppendVarint(dst, buf.Frozen)
 }
 
-func appendValue(dst []byte, v float64) []byte {
+func appendValue(dst []byte, v float64, late bool) []byte {
+	var tag uint64
+	if late {
+		tag = valueLate
+	}
 	if v == math.Trunc(v) && math.Abs(v) < 1<<53 && !(v == 0 && math.Signbit(v)) {
 		i := int64(v)
 		z := uint64(i<<1) ^ uint64(i>>63) // zigzag
-		return binary.AppendUvarint(dst, z<<1|valueWhole)
+		return binary.AppendUvarint(dst, z<<2|tag|valueWhole)
 	}
-	dst = binary.AppendUvarint(dst, valueFloat)
+	dst = binary.AppendUvarint(dst, tag|valueFloat)
 	return binenc.AppendFloat64(dst, v)
 }
 
-// pointBytesMax bounds one point's encoding: the time delta and value
-// varints (10 bytes each at most), a float's 8 bytes, the distinct length
-// and hash. The budget check (keyedFits) counts new points at this size.
-const pointBytesMax = 10 + 10 + 8 + 1 + distinctHashBytes
+// pointBytesMax bounds one point's encoding: the time delta, value and
+// threshold varints (10 bytes each at most), a float's 8 bytes, the
+// distinct length and hash. The budget check (overBudget) counts new points
+// at this size.
+const pointBytesMax = 10 + 10 + 10 + 8 + 1 + distinctHashBytes
 
 var errKeyedEncoding = errors.New("aggregate: keyed window state: malformed encoding")
 
-// decodeKeyed decodes a keyed state blob: the binary encoding, or the JSON
-// one earlier versions wrote.
+// decodeKeyed decodes a keyed state blob: the binary encoding, or those
+// earlier versions wrote.
 func decodeKeyed(b []byte) (*keyedBuf, error) {
-	buf := &keyedBuf{Emitted: map[string]emitted{}}
+	buf := &keyedBuf{Emitted: map[string]emitted{}, Frozen: noThreshold}
 	if len(b) == 0 {
 		return buf, nil
 	}
@@ -92,9 +109,14 @@ func decodeKeyed(b []byte) (*keyedBuf, error) {
 		if buf.Emitted == nil {
 			buf.Emitted = map[string]emitted{}
 		}
+		for i := range buf.Points {
+			buf.Points[i].Th = noThreshold
+		}
+		freezeEmitted(buf)
 		return buf, nil
 	}
-	if b[0] != keyedVersion {
+	version := b[0]
+	if version != keyedVersion && version != keyedVersion2 {
 		return nil, fmt.Errorf("%w: version %d", errKeyedEncoding, b[0])
 	}
 	r := binenc.NewReader(b[1:], errKeyedEncoding)
@@ -107,13 +129,24 @@ func decodeKeyed(b []byte) (*keyedBuf, error) {
 	for i := range buf.Points {
 		t += r.Varint()
 		pt := &buf.Points[i]
-		pt.T = t
+		pt.T, pt.Th = t, noThreshold
 		tag := r.Uvarint()
-		if tag&1 == valueFloat {
+		flags := uint(1)
+		if version == keyedVersion {
+			flags = 2
+		}
+		if tag&valueFloat != 0 {
 			pt.V = r.Float64()
 		} else {
-			z := tag >> 1
+			z := tag >> flags
 			pt.V = float64(int64(z>>1) ^ -int64(z&1))
+		}
+		if version == keyedVersion && tag&valueLate != 0 {
+			late := r.Uvarint()
+			if late == 0 || late > math.MaxInt64-uint64(max(t, 0)) {
+				return nil, fmt.Errorf("%w: point %d: threshold out of range", errKeyedEncoding, i)
+			}
+			pt.Th = t + int64(late)
 		}
 		if d := r.LenBytes(); len(d) > 0 {
 			pt.D = append([]byte(nil), d...)
@@ -127,10 +160,25 @@ func decodeKeyed(b []byte) (*keyedBuf, error) {
 		e.Blob = append([]byte(nil), r.LenBytes()...)
 		buf.Emitted[id] = e
 	}
+	if version == keyedVersion {
+		buf.Frozen = r.Varint()
+	} else {
+		freezeEmitted(buf)
+	}
 	if r.Err() != nil || r.Len() != 0 {
 		return nil, fmt.Errorf("%w (%d bytes left)", errKeyedEncoding, r.Len())
 	}
 	return buf, nil
+}
+
+// freezeEmitted gives a state written before Frozen times one: the latest
+// end of its emitted windows. Those windows were emitted with every point
+// folded before them, and earlier versions may have pruned points they
+// need, so none of them is recomputed (which would retract or shrink it).
+func freezeEmitted(buf *keyedBuf) {
+	for _, e := range buf.Emitted {
+		buf.Frozen = max(buf.Frozen, e.End)
+	}
 }
 
 // MaxKeyedStateBytes is the budget of one keyed state's encoding: a window

@@ -21,12 +21,12 @@ func FuzzDecodeKeyed(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoding a decoded state: %v", err)
 		}
-		if len(again.Points) != len(buf.Points) || len(again.Emitted) != len(buf.Emitted) {
+		if len(again.Points) != len(buf.Points) || len(again.Emitted) != len(buf.Emitted) || again.Frozen != buf.Frozen {
 			t.Fatalf("re-encoded: %d points, %d emitted; want %d, %d", len(again.Points), len(again.Emitted), len(buf.Points), len(buf.Emitted))
 		}
 		for i, p := range buf.Points {
 			q := again.Points[i]
-			if q.T != p.T || string(q.D) != string(p.D) || (q.V != p.V && !(math.IsNaN(q.V) && math.IsNaN(p.V))) {
+			if q.T != p.T || q.Th != p.Th || string(q.D) != string(p.D) || (q.V != p.V && !(math.IsNaN(q.V) && math.IsNaN(p.V))) {
 				t.Fatalf("point %d: %+v re-encoded as %+v", i, p, q)
 			}
 		}

@@ -13,12 +13,16 @@ func TestKeyedEncodingRoundTrips(t *testing.T) {
 		Points: []point{
 			{T: -5, V: 0}, {T: 1_700_000_000_000, V: -3}, {T: 1_700_000_000_000, V: 2.5, D: distinctHash([]byte("u1"))},
 			{T: 1_700_000_000_250, V: 1 << 52}, {T: 1_700_000_000_251, V: -(1 << 53)}, {T: 1_700_000_000_300, V: math.Copysign(0, -1)},
-			{T: 1_700_000_009_999, V: 1e-300},
+			{T: 1_700_000_009_999, V: 1e-300, Th: 1_700_000_010_000},
 		},
 		Emitted: map[string]emitted{
 			"a": {Start: 1_700_000_000_000, End: 1_700_000_030_000, Rev: 2, Blob: []byte{1, 2, 3}},
 			"b": {Start: -1, End: 5, Rev: 1},
 		},
+		Frozen: -7,
+	}
+	for i := range buf.Points[:len(buf.Points)-1] {
+		buf.Points[i].Th = noThreshold
 	}
 	got, err := decodeKeyed(encodeKeyed(nil, buf))
 	if err != nil {
@@ -26,9 +30,12 @@ func TestKeyedEncodingRoundTrips(t *testing.T) {
 	}
 	for i := range buf.Points {
 		w, g := buf.Points[i], got.Points[i]
-		if g.T != w.T || math.Float64bits(g.V) != math.Float64bits(w.V) || string(g.D) != string(w.D) {
+		if g.T != w.T || g.Th != w.Th || math.Float64bits(g.V) != math.Float64bits(w.V) || string(g.D) != string(w.D) {
 			t.Errorf("point %d: got %+v, want %+v", i, g, w)
 		}
+	}
+	if got.Frozen != buf.Frozen {
+		t.Errorf("frozen: got %d, want %d", got.Frozen, buf.Frozen)
 	}
 	for id, e := range buf.Emitted {
 		g := got.Emitted[id]

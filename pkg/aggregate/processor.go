@@ -269,9 +269,7 @@ func (c *collector) route(d *decoded) {
 	c.in++
 	for i, ws := range c.p.cfg.Windows {
 		if isKeyedKind(ws.Kind) {
-			if !c.collectKeyed(ws, key, seq, et, value, distinct) {
-				c.dropLate(seq)
-			}
+			c.collectKeyed(ws, key, seq, et, value, distinct) // judged by the fold
 			continue
 		}
 		c.wins = c.wins[:0]

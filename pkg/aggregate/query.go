@@ -34,19 +34,15 @@ func (p *Processor) Windows(ctx context.Context, key, kind string, from, to time
 	for _, v := range views {
 		stored[v.Window.ID()] = true
 	}
-	for _, w := range keyedWindows(ws, buf.Points) {
+	for _, kw := range keyedWindows(ws, buf) {
+		w := kw.w
 		if stored[w.ID()] || w.Start.Before(from) || !w.Start.Before(to) {
 			continue
 		}
 		if _, emitted := buf.Emitted[w.ID()]; emitted {
 			continue // final, stored (or being written)
 		}
-		st := p.cfg.Aggregates.New()
-		for _, pt := range buf.Points {
-			if pt.T >= w.Start.UnixMilli() && pt.T < w.End.UnixMilli() {
-				st.Add(pt.V, pt.D)
-			}
-		}
+		st := kw.value(p.cfg.Aggregates, buf.Points)
 		views = append(views, state.View{Pipeline: p.cfg.Name, Key: key, Kind: kind, Window: w, Result: st.Result()})
 	}
 	sort.Slice(views, func(i, j int) bool { return views[i].Window.Start.Before(views[j].Window.Start) })

@@ -1,0 +1,22 @@
+// Package conformance checks the declared windowed aggregation (package
+// aggregate, the aggregate and ticker functions) against a real stream
+// processor: Apache Kafka Streams, run in process by its TopologyTestDriver.
+//
+// The package has no code of its own; its test (kstreams_test.go) generates
+// seeded event histories for every window kind (tumbling, hopping, sliding,
+// session) under both late policies (drop, and correct with an allowed
+// lateness), runs each one through the aggregate function's Lambda entry
+// point (raw Kinesis event bytes, random batch cuts, redelivered batches,
+// producer duplicates, ticks) over an in-process DynamoDB (internal/memdb),
+// and through a small Kafka Streams program (kstreams/, a Maven project the
+// test builds when its jar is missing or stale), and compares every final
+// window: its bounds, its value (count, sum, min, max), its revisions on the
+// output stream, and the records each engine dropped as late.
+//
+// Where the two engines differ by design, the test aligns them and says so
+// in a comment; the README's section on window semantics lists the same
+// differences. Anything else is a mismatch and fails the test.
+//
+//	go test ./conformance                          # 3 seeds per kind and policy
+//	go test ./conformance -args -conformance.seeds=200   # make soak
+package conformance

@@ -1,0 +1,231 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The Kafka Streams oracle: a Maven project in kstreams/ whose jar reads
+// histories as JSON lines on stdin and writes what Kafka Streams did with
+// each as one JSON line on stdout (see kstreams/src/.../Oracle.java).
+const (
+	oracleDir = "kstreams"
+	oracleJar = "kstreams/target/kstreams-oracle.jar"
+)
+
+// kafkaHistory is one history in the oracle's terms: Kafka's window
+// parameters (already aligned, see alignKafka) and the records in the order
+// Kafka reads them.
+type kafkaHistory struct {
+	ID           string        `json:"id"`
+	Kind         string        `json:"kind"`
+	SizeMs       int64         `json:"sizeMs"`
+	AdvanceMs    int64         `json:"advanceMs"`
+	DifferenceMs int64         `json:"differenceMs"`
+	GapMs        int64         `json:"gapMs"`
+	GraceMs      int64         `json:"graceMs"`
+	Records      []kafkaRecord `json:"records"`
+}
+
+type kafkaRecord struct {
+	Key string `json:"key"`
+	T   int64  `json:"t"`
+	V   int64  `json:"v"`
+}
+
+// kafkaResult is what Kafka Streams did with one history: every update of
+// the windowed table, in order, and the records that raised its
+// dropped-records metric (indexes into the history's records).
+type kafkaResult struct {
+	ID      string        `json:"id"`
+	Updates []kafkaUpdate `json:"updates"`
+	Dropped []int         `json:"dropped"`
+	Error   string        `json:"error"`
+}
+
+// kafkaUpdate is one window's new value, or its deletion (a session merged
+// into a larger one), caused by record I. Start and End are Kafka's
+// Window.start() and end().
+type kafkaUpdate struct {
+	I       int    `json:"i"`
+	Key     string `json:"key"`
+	Start   int64  `json:"start"`
+	End     int64  `json:"end"`
+	Deleted bool   `json:"deleted"`
+	Count   int64  `json:"count"`
+	Sum     int64  `json:"sum"`
+	Min     int64  `json:"min"`
+	Max     int64  `json:"max"`
+}
+
+// buildOracle builds the oracle's jar when it is missing or older than its
+// sources (mvn -q package), and fails the test with what to do when Maven or
+// Java is missing.
+func buildOracle(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Fatalf("java is not on PATH: the Kafka Streams conformance oracle (conformance/%s) needs a JDK 17 or later (apt-get install openjdk-17-jdk-headless)", oracleDir)
+	}
+	stale, why := oracleStale()
+	if !stale {
+		return
+	}
+	mvn, err := exec.LookPath("mvn")
+	if err != nil {
+		t.Fatalf("mvn is not on PATH: the Kafka Streams conformance test builds its oracle (conformance/%s, %s) with Maven; install it (apt-get install maven) or build the jar elsewhere with mvn -q -f conformance/%s/pom.xml package -DskipTests", oracleDir, why, oracleDir)
+	}
+	t.Logf("building the Kafka Streams oracle (%s): mvn -q package in conformance/%s; the first build downloads Kafka Streams from Maven Central", why, oracleDir)
+	start := time.Now()
+	cmd := exec.Command(mvn, "-q", "-B", "package", "-DskipTests")
+	cmd.Dir = oracleDir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the Kafka Streams oracle failed (mvn -q package in conformance/%s): %v\n%s", oracleDir, err, out)
+	}
+	t.Logf("built %s in %s", oracleJar, time.Since(start).Round(time.Millisecond))
+}
+
+// oracleStale reports whether the jar must be built, and why.
+func oracleStale() (bool, string) {
+	jar, err := os.Stat(oracleJar)
+	if err != nil {
+		return true, oracleJar + " is missing"
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(oracleJar), "lib")); err != nil {
+		return true, "its dependencies (target/lib) are missing"
+	}
+	var newer string
+	walk := func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if info, err := d.Info(); err == nil && info.ModTime().After(jar.ModTime()) {
+			newer = path
+			return fs.SkipAll
+		}
+		return nil
+	}
+	for _, root := range []string{filepath.Join(oracleDir, "pom.xml"), filepath.Join(oracleDir, "src")} {
+		if err := filepath.WalkDir(root, walk); err != nil && !errors.Is(err, fs.SkipAll) {
+			return true, err.Error()
+		}
+		if newer != "" {
+			return true, newer + " is newer than the jar"
+		}
+	}
+	return false, ""
+}
+
+// oracle is one running JVM of the oracle, for every history of the test
+// (the JVM's start costs seconds, a history milliseconds). Each subtest
+// submits its history, runs it through the aggregate function while the
+// JVM runs it through Kafka Streams, then waits for Kafka's result.
+type oracle struct {
+	cmd     *exec.Cmd
+	stderr  bytes.Buffer
+	in      chan kafkaHistory
+	mu      sync.Mutex
+	results map[string]chan kafkaResult
+	done    chan struct{} // closed when stdout ends
+	readErr error
+}
+
+// startOracle starts the JVM; it stops when the test ends.
+func startOracle(t *testing.T) *oracle {
+	t.Helper()
+	o := &oracle{in: make(chan kafkaHistory), results: map[string]chan kafkaResult{}, done: make(chan struct{})}
+	o.cmd = exec.Command("java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", oracleJar)
+	o.cmd.Stderr = &o.stderr
+	stdin, err := o.cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := o.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.cmd.Start(); err != nil {
+		t.Fatalf("starting the Kafka Streams oracle: %v", err)
+	}
+	t.Cleanup(func() {
+		close(o.in)
+		_ = o.cmd.Wait()
+	})
+	go func() {
+		defer stdin.Close()
+		enc := json.NewEncoder(stdin)
+		for h := range o.in {
+			if err := enc.Encode(&h); err != nil {
+				for range o.in { // the JVM died: the reader reports it
+				}
+			}
+		}
+	}()
+	go o.read(stdout)
+	return o
+}
+
+// submit sends h to Kafka Streams; result waits for what it did.
+func (o *oracle) submit(h kafkaHistory) {
+	o.mu.Lock()
+	o.results[h.ID] = make(chan kafkaResult, 1)
+	o.mu.Unlock()
+	o.in <- h
+}
+
+func (o *oracle) read(stdout io.Reader) {
+	defer close(o.done)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for sc.Scan() {
+		var r kafkaResult
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			o.readErr = fmt.Errorf("the oracle wrote a line that is not a result: %.200q: %w", sc.Text(), err)
+			return
+		}
+		o.mu.Lock()
+		ch, ok := o.results[r.ID]
+		o.mu.Unlock()
+		if !ok {
+			o.readErr = fmt.Errorf("the oracle answered for history %q, which it was not sent", r.ID)
+			return
+		}
+		ch <- r
+	}
+	o.readErr = sc.Err()
+}
+
+// result waits for the result of history id.
+func (o *oracle) result(t *testing.T, id string) kafkaResult {
+	t.Helper()
+	o.mu.Lock()
+	ch := o.results[id]
+	o.mu.Unlock()
+	select {
+	case r := <-ch:
+		if r.Error != "" {
+			t.Fatalf("Kafka Streams failed on history %s: %s", id, r.Error)
+		}
+		return r
+	case <-o.done:
+		select {
+		case r := <-ch:
+			return r
+		default:
+		}
+		_ = o.cmd.Wait() // its stderr is complete
+		t.Fatalf("the Kafka Streams oracle ended before answering for %s (read error: %v); its stderr:\n%s", id, o.readErr, o.stderr.String())
+	}
+	return kafkaResult{}
+}

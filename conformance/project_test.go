@@ -1,0 +1,241 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/internal/memdb"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+const (
+	shard          = "shardId-000000000000"
+	viewsTable     = "views"
+	quarantine     = "quarantine"
+	resultsStream  = "window-results"
+	eventSourceArn = "arn:aws:kinesis:us-east-1:123456789012:stream/events"
+)
+
+// pipelineConfig is the pipeline of a history: its one window, count, sum,
+// min and max of data.v per key, and its late policy.
+func pipelineConfig(t *testing.T, h *history) *pipeline.Config {
+	t.Helper()
+	late := `"latePolicy":"drop"`
+	if h.policy == "correct" {
+		late = fmt.Sprintf(`"latePolicy":"correct","allowedLateness":%q`, allowedLateness.String())
+	}
+	doc := fmt.Sprintf(`{"name":"conformance","key":"key","value":"data.v","windows":[%s],
+	  "aggregates":["count","sum","min","max"],"outOfOrderness":%q,"idleTimeout":%q,%s,
+	  "partitionKeyIsGroupingKey":true}`, h.kind.json, outOfOrderness.String(), idleTimeout.String(), late)
+	cfg, err := pipeline.Parse([]byte(doc))
+	if err != nil {
+		t.Fatalf("pipeline: %v\n%s", err, doc)
+	}
+	if err := aggregate.CheckSupported(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// deployment is the aggregate function and the ticker function as
+// aggregate.FromEnv builds them (the views table routed as the stack routes
+// it, the dedupe ledger, the set-aside sink, metrics), each its own
+// processor as each is its own Lambda function, over one in-process
+// DynamoDB and an in-process output stream.
+type deployment struct {
+	handler, ticker *aggregate.Processor
+	out             *outputStream
+	emf             bytes.Buffer // the handler's EMF metrics of the current invocation
+}
+
+func deploy(cfg *pipeline.Config) *deployment {
+	ctx := context.Background()
+	db := memdb.New(map[string]memdb.Schema{viewsTable: memdb.ViewsTable, quarantine: memdb.QuarantineTable})
+	table := aggregate.FixedViewsTable(viewsTable)
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	d := &deployment{out: &outputStream{ids: map[string][]byte{}}}
+	function := func(name string, m *metrics.Logger) *aggregate.Processor {
+		views := state.NewViews(aggregate.RoutedStore(db, table), table.Current(ctx), cfg.Aggregates, state.WithRetention(aggregate.Retention))
+		sink := setaside.New(db, quarantine, setaside.WithFunction(name), setaside.WithMetrics(m), setaside.WithLogger(log))
+		return aggregate.New(cfg, views, d.out, resultsStream,
+			aggregate.WithMetrics(m),
+			aggregate.WithLogger(log),
+			aggregate.WithDedupe(aggregate.NewLedger(aggregate.RoutedLedgerStore(db, table), table.Current(ctx), cfg)),
+			aggregate.WithSetAside(sink))
+	}
+	d.handler = function("aggregate", metrics.New(&d.emf, "aggregate"))
+	d.ticker = function("ticker", metrics.New(io.Discard, "ticker"))
+	return d
+}
+
+// outputStream is the output stream as a consumer reads it: each result
+// once by its id (emission is at least once), in the order first put. A
+// second emission of an id with other bytes is a conflict.
+type outputStream struct {
+	mu        sync.Mutex
+	seq       int
+	ids       map[string][]byte
+	results   []aggregate.Output
+	conflicts []string
+}
+
+var _ aggregate.RecordPutter = (*outputStream)(nil)
+
+func (s *outputStream) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &kinesis.PutRecordsOutput{Records: make([]ktypes.PutRecordsResultEntry, len(in.Records))}
+	for i, e := range in.Records {
+		var o aggregate.Output
+		if err := json.Unmarshal(e.Data, &o); err != nil {
+			return nil, fmt.Errorf("output record %d is not an aggregate.Output: %w", i, err)
+		}
+		if prev, ok := s.ids[o.ID]; ok {
+			if !bytes.Equal(prev, e.Data) {
+				s.conflicts = append(s.conflicts, fmt.Sprintf("%s emitted as %s and as %s", o.ID, prev, e.Data))
+			}
+		} else {
+			s.ids[o.ID] = bytes.Clone(e.Data)
+			s.results = append(s.results, o)
+		}
+		s.seq++
+		seq, sh := fmt.Sprintf("49%054d", s.seq), shard
+		out.Records[i] = ktypes.PutRecordsResultEntry{SequenceNumber: &seq, ShardId: &sh}
+	}
+	zero := int32(0)
+	out.FailedRecordCount = &zero
+	return out, nil
+}
+
+// projectResult is what this project did with a history: the output
+// stream's results, the final views, and LateDropped against the records
+// it counts over.
+type projectResult struct {
+	outputs []aggregate.Output
+	// views are the final windows the views table answers with, per key.
+	views []state.View
+	// lateDropped is the LateDropped metric summed over the invocations
+	// whose records were all new (a redelivered record is judged again, so
+	// a redelivery's count is not comparable), and clean marks the arrivals
+	// of those invocations.
+	lateDropped int
+	clean       []bool
+	conflicts   []string
+}
+
+// runProject plays h against the aggregate function: each invocation's
+// records as the raw Lambda event bytes, through Processor.Invoke (what
+// lambda.Start calls), the ticker's Tick where h says (at a processing time
+// equal to the newest event time, so the tick finalizes what is due without
+// moving the watermark), then ticks an hour after the last record until
+// every window is final; then reads every key's windows from the views.
+func runProject(t *testing.T, h *history) projectResult {
+	t.Helper()
+	ctx := context.Background()
+	cfg := pipelineConfig(t, h)
+	d := deploy(cfg)
+	res := projectResult{clean: make([]bool, len(h.arrivals))}
+	delivered := make([]bool, len(h.arrivals))
+	var newest int64
+	for n, inv := range h.invocations {
+		clean := true
+		for i := inv.first; i <= inv.last; i++ {
+			clean = clean && !delivered[i]
+		}
+		d.emf.Reset()
+		raw, err := d.handler.Invoke(ctx, kinesisEvent(h, inv.first, inv.last))
+		if err != nil {
+			t.Fatalf("invocation %d (arrivals %d..%d): %v", n, inv.first, inv.last, err)
+		}
+		var resp events.KinesisEventResponse
+		if err := json.Unmarshal(raw, &resp); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("invocation %d (arrivals %d..%d) answered %s (%v): no write fails here", n, inv.first, inv.last, raw, err)
+		}
+		for i := inv.first; i <= inv.last; i++ {
+			delivered[i] = true
+			res.clean[i] = res.clean[i] || clean
+			newest = max(newest, h.events[h.arrivals[i].event].t)
+		}
+		if clean {
+			res.lateDropped += int(emfSum(t, &d.emf, "LateDropped"))
+		}
+		if inv.tick {
+			if _, err := d.ticker.Tick(ctx, time.UnixMilli(newest)); err != nil {
+				t.Fatalf("tick after invocation %d: %v", n, err)
+			}
+		}
+	}
+	// The first tick starts the idle clock; the next, idleTimeout later,
+	// moves the watermark an hour past every record.
+	for i := range 3 {
+		if _, err := d.ticker.Tick(ctx, time.UnixMilli(newest).Add(time.Hour+time.Duration(i)*idleTimeout)); err != nil {
+			t.Fatalf("final tick %d: %v", i, err)
+		}
+	}
+	for k := range keysPerHistory {
+		key := string(rune('a' + k))
+		views, err := d.handler.Windows(ctx, key, cfg.Windows[0].ID(), base.Add(-time.Hour), base.Add(3*time.Hour))
+		if err != nil {
+			t.Fatalf("views of key %s: %v", key, err)
+		}
+		res.views = append(res.views, views...)
+	}
+	res.outputs, res.conflicts = d.out.results, d.out.conflicts
+	return res
+}
+
+// kinesisEvent is the event Lambda hands the function for arrivals first
+// to last of h's shard, as the bytes the runtime receives.
+func kinesisEvent(h *history, first, last int) []byte {
+	var ev events.KinesisEvent
+	for i := first; i <= last; i++ {
+		e := h.events[h.arrivals[i].event]
+		at := time.UnixMilli(e.t).UTC()
+		data, _ := json.Marshal(stream.Envelope{ID: e.id, Type: "reading", Key: e.key,
+			OccurredAt: at, SentAt: at, ReceivedAt: at, Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, e.v))})
+		seq := fmt.Sprintf("49%054d", i+1)
+		ev.Records = append(ev.Records, events.KinesisEventRecord{
+			AwsRegion: "us-east-1", EventID: shard + ":" + seq, EventName: "aws:kinesis:record",
+			EventSource: "aws:kinesis", EventSourceArn: eventSourceArn, EventVersion: "1.0",
+			InvokeIdentityArn: "arn:aws:iam::123456789012:role/aggregate",
+			Kinesis: events.KinesisRecord{KinesisSchemaVersion: "1.0", PartitionKey: e.key, SequenceNumber: seq,
+				Data: data, ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: at}},
+		})
+	}
+	raw, _ := json.Marshal(ev)
+	return raw
+}
+
+// emfSum sums metric name over the EMF lines in buf.
+func emfSum(t *testing.T, buf *bytes.Buffer, name string) float64 {
+	t.Helper()
+	var sum float64
+	sc := bufio.NewScanner(bytes.NewReader(buf.Bytes()))
+	for sc.Scan() {
+		var doc map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &doc); err != nil {
+			t.Fatalf("EMF line is not JSON: %q: %v", sc.Text(), err)
+		}
+		if v, ok := doc[name].(float64); ok {
+			sum += v
+		}
+	}
+	return sum
+}

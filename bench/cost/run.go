@@ -150,4 +150,6 @@ func runPowertools(ctx context.Context, db *dynamodb.Client, counter *standin.Co
 }
 
 // sameCounts says how got differs from want (powertools.SameCounts).
-func sameCounts(what string, got, want map[string]int) error { return powertools.SameCounts(what, got, want) }
+func sameCounts(what string, got, want map[string]int) error {
+	return powertools.SameCounts(what, got, want)
+}

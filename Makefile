@@ -101,8 +101,9 @@ schema: ## regenerate pipelines/pipeline.schema.json (the pipeline files' JSON S
 	$(GO) run ./cmd/pipelineschema -o pipelines/pipeline.schema.json
 
 .PHONY: bench
-bench: deps-local deps-bench ## cost, throughput, binaries, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 20 min)
+bench: deps-local deps-bench ## cost, the deployed pipeline's monthly bill at a stated load and one instance's keep-up, throughput, binaries, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 20 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
+	$(GO) run ./bench/load -loads 10x100,100x1000
 	$(GO) run ./bench/throughput
 	$(GO) run ./bench/binary
 	$(GO) run ./bench/worker
@@ -114,6 +115,7 @@ bench: deps-local deps-bench ## cost, throughput, binaries, worker idempotency, 
 .PHONY: bench-full
 bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 events x batch 100 and 1,000 (about 12 min on moto)
 	$(GO) run ./bench/cost
+	$(GO) run ./bench/load
 	$(GO) run ./bench/throughput
 	$(GO) run ./bench/binary
 	$(GO) run ./bench/worker

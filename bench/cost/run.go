@@ -1,23 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary-dev/tributary/bench/internal/powertools"
 	"github.com/tributary-dev/tributary/emulator/standin"
-	"github.com/tributary-dev/tributary/internal/nodepeer"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -39,7 +33,7 @@ func run(ctx context.Context, cfg config, out, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	peer, err := preparePowertools(ctx, root, log)
+	peer, err := powertools.Prepare(ctx, root, log)
 	if err != nil {
 		return err
 	}
@@ -63,7 +57,7 @@ func run(ctx context.Context, cfg config, out, log io.Writer) error {
 		for _, pct := range cfg.dupPcts {
 			evs := withDuplicates(generate(n, cfg.keys, workloadWindow), pct)
 			file := filepath.Join(dir, fmt.Sprintf("events-%d-%d.jsonl", n, pct))
-			if err := writeJSONL(file, evs); err != nil {
+			if err := powertools.WriteJSONL(file, evs); err != nil {
 				return err
 			}
 			want, withCopies := expectedCounts(evs), countsWithCopies(evs)
@@ -138,172 +132,24 @@ func ratio(a, b int) string {
 // measure runs f with the counter reset and returns the DynamoDB requests
 // and capacity units it caused.
 func measure(ctx context.Context, db *dynamodb.Client, counter *standin.Counter, f func() error) (cost, error) {
-	counter.Reset()
-	start := time.Now()
-	if err := f(); err != nil {
-		return cost{}, err
-	}
-	elapsed := time.Since(start)
-	snap := counter.Snapshot()
-	wu, err := snap.WriteUnits(ctx, db)
+	c, err := powertools.Measure(ctx, db, counter, f)
 	if err != nil {
 		return cost{}, err
 	}
-	reads := 0
-	for _, op := range []string{"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"} {
-		reads += snap.Operation(op).Requests
-	}
-	return cost{writeRequests: snap.WriteRequests(), readRequests: reads, wcu: wu.Total, rcu: snap.ReadUnits(), elapsed: elapsed}, nil
+	return cost{writeRequests: c.WriteRequests, readRequests: c.ReadRequests, wcu: c.WCU, rcu: c.RCU, elapsed: c.Elapsed}, nil
 }
 
-// powertoolsPeer is the Powertools peer's run.mjs and the node to run it.
-type powertoolsPeer = nodepeer.Peer
-
-func preparePowertools(ctx context.Context, root string, log io.Writer) (powertoolsPeer, error) {
-	return nodepeer.Prepare(ctx, root, "run.mjs", log)
-}
-
-// peerResult is what run.mjs prints.
-type peerResult struct {
-	Events    int            `json:"events"`
-	Batches   int            `json:"batches"`
-	Processed int            `json:"processed"`
-	Applied   int            `json:"applied"`
-	ElapsedMs float64        `json:"elapsedMs"`
-	Counts    map[string]int `json:"counts"`
-}
-
-var tableRun int
-
-// runPowertools runs the peer on the events in file against fresh tables and
-// checks that the counts table ends up as want.
-func runPowertools(ctx context.Context, db *dynamodb.Client, counter *standin.Counter, endpoint string, peer powertoolsPeer, file string, batch int, want map[string]int) (cost, error) {
-	tableRun++
-	idem, counts := fmt.Sprintf("pt-idempotency-%d", tableRun), fmt.Sprintf("pt-counts-%d", tableRun)
-	if err := createPowertoolsTables(ctx, db, idem, counts); err != nil {
-		return cost{}, err
-	}
-	var res peerResult
-	c, err := measure(ctx, db, counter, func() error {
-		cmd := exec.CommandContext(ctx, peer.Node, peer.Script, "--events", file, "--batch", fmt.Sprint(batch),
-			"--counts-table", counts, "--idempotency-table", idem)
-		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+endpoint, "AWS_REGION="+standin.Region,
-			"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w\n%s", peer.Script, err, stderr.String())
-		}
-		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-			return fmt.Errorf("%s printed %q, not its JSON result: %w", peer.Script, stdout.String(), err)
-		}
-		return nil
-	})
+// runPowertools runs the peer on the events in file and checks that the
+// counts table ends up as want.
+func runPowertools(ctx context.Context, db *dynamodb.Client, counter *standin.Counter, endpoint string, peer powertools.Peer, file string, batch int, want map[string]int) (cost, error) {
+	r, err := powertools.Run(ctx, db, counter, endpoint, peer, file, batch, want)
 	if err != nil {
 		return cost{}, err
 	}
-	if err := sameCounts("the peer's own report", res.Counts, want); err != nil {
-		return cost{}, err
-	}
-	got, err := scanCounts(ctx, db, counts)
-	if err != nil {
-		return cost{}, err
-	}
-	if err := sameCounts("table "+counts, got, want); err != nil {
-		return cost{}, err
-	}
-	return c, nil
+	return cost{writeRequests: r.WriteRequests, readRequests: r.ReadRequests, wcu: r.WCU, rcu: r.RCU, elapsed: r.Elapsed}, nil
 }
 
-func createPowertoolsTables(ctx context.Context, db *dynamodb.Client, idem, counts string) error {
-	// Powertools' documented schema: partition key "id", TTL on "expiration".
-	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(idem),
-		BillingMode:          ddbtypes.BillingModePayPerRequest,
-		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: ddbtypes.KeyTypeHash}},
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: ddbtypes.ScalarAttributeTypeS}},
-	}); err != nil {
-		return fmt.Errorf("create table %s: %w", idem, err)
-	}
-	if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName:               aws.String(idem),
-		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String("expiration"), Enabled: aws.Bool(true)},
-	}); err != nil {
-		return fmt.Errorf("enable TTL on %s: %w", idem, err)
-	}
-	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:   aws.String(counts),
-		BillingMode: ddbtypes.BillingModePayPerRequest,
-		KeySchema: []ddbtypes.KeySchemaElement{
-			{AttributeName: aws.String("key"), KeyType: ddbtypes.KeyTypeHash},
-			{AttributeName: aws.String("window"), KeyType: ddbtypes.KeyTypeRange},
-		},
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{
-			{AttributeName: aws.String("key"), AttributeType: ddbtypes.ScalarAttributeTypeS},
-			{AttributeName: aws.String("window"), AttributeType: ddbtypes.ScalarAttributeTypeS},
-		},
-	}); err != nil {
-		return fmt.Errorf("create table %s: %w", counts, err)
-	}
-	return nil
-}
-
-// scanCounts reads the counts table as "<key>|<window>" → count.
-func scanCounts(ctx context.Context, db *dynamodb.Client, table string) (map[string]int, error) {
-	out := map[string]int{}
-	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", table, err)
-		}
-		for _, item := range page.Items {
-			k, _ := item["key"].(*ddbtypes.AttributeValueMemberS)
-			w, _ := item["window"].(*ddbtypes.AttributeValueMemberS)
-			n, _ := item["count"].(*ddbtypes.AttributeValueMemberN)
-			if k == nil || w == nil || n == nil {
-				return nil, fmt.Errorf("scan %s: item %v lacks key, window or count", table, item)
-			}
-			var c int
-			if _, err := fmt.Sscan(n.Value, &c); err != nil {
-				return nil, fmt.Errorf("scan %s: count %q of %s|%s: %w", table, n.Value, k.Value, w.Value, err)
-			}
-			out[k.Value+"|"+w.Value] = c
-		}
-	}
-	return out, nil
-}
-
-// sameCounts says how got differs from want, naming the first differences.
+// sameCounts says how got differs from want (powertools.SameCounts).
 func sameCounts(what string, got, want map[string]int) error {
-	var diffs []string
-	for k, w := range want {
-		if got[k] != w {
-			diffs = append(diffs, fmt.Sprintf("%s = %d, want %d", k, got[k], w))
-		}
-	}
-	for k, g := range got {
-		if _, ok := want[k]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s = %d, want none", k, g))
-		}
-	}
-	if len(diffs) == 0 {
-		return nil
-	}
-	if len(diffs) > 5 {
-		diffs = append(diffs[:5], fmt.Sprintf("and %d more", len(diffs)-5))
-	}
-	return fmt.Errorf("%s: counts differ from the expected ones: %s", what, strings.Join(diffs, "; "))
-}
-
-// writeJSONL writes one envelope per line.
-func writeJSONL(file string, evs []stream.Envelope) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	for i := range evs {
-		if err := enc.Encode(&evs[i]); err != nil {
-			return fmt.Errorf("encode record %s: %w", evs[i].ID, err)
-		}
-	}
-	return os.WriteFile(file, b.Bytes(), 0o644)
+	return powertools.SameCounts(what, got, want)
 }

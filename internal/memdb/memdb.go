@@ -503,6 +503,34 @@ func (d *DB) Items(tableName string) []map[string]types.AttributeValue {
 	return out
 }
 
+// Item returns a copy of the item of tableName with key (nil if there is
+// none), without counting a request: for a caller that sizes items to bill
+// the requests it makes (bench/load).
+func (d *DB) Item(tableName string, key map[string]types.AttributeValue) map[string]types.AttributeValue {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, err := d.table(&tableName)
+	if err != nil {
+		return nil
+	}
+	pk, sk, err := t.keyOf(key)
+	if err != nil {
+		return nil
+	}
+	return clone(t.get(pk, sk))
+}
+
+// Schema returns the schema of tableName and whether there is such a table.
+func (d *DB) Schema(tableName string) (Schema, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.tables[tableName]
+	if !ok {
+		return Schema{}, false
+	}
+	return t.Schema, true
+}
+
 // BatchWriteItem puts and deletes items, unconditionally; every request is
 // processed.
 func (d *DB) BatchWriteItem(_ context.Context, in *dynamodb.BatchWriteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {

@@ -1,0 +1,129 @@
+// Package deployed builds the aggregate and ticker functions of a pipeline
+// as aggregate.FromEnv builds them in functions/aggregate and
+// functions/ticker — the routed views store, the dedupe ledger, the
+// set-aside sink, metrics with the Pipeline dimension, a JSON logger at its
+// default level — over an in-process DynamoDB (internal/memdb, or anything
+// with its methods) and an in-process Kinesis output stream instead of the
+// SDK's clients, for benchmarks that measure the handler's own work
+// (bench/throughput, bench/load).
+package deployed
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// Table and stream names of a benchmark's deployment.
+const (
+	ViewsTable      = "views"
+	QuarantineTable = "quarantine"
+	ResultsStream   = "window-results"
+)
+
+// Store is what the deployed functions call on DynamoDB: the views store's,
+// the ledger's and the set-aside sink's requests. *memdb.DB has them.
+type Store interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+// Function says how one function is built: its name (the metrics'
+// Function dimension: "aggregate" or "ticker"), where its log lines
+// (stderr) and metrics (stdout) go, and its processing-time clock
+// (nil: time.Now).
+type Function struct {
+	Name         string
+	Log, Metrics io.Writer
+	Now          func() time.Time
+}
+
+// New returns the processor function f runs for cfg, over db and out, as
+// aggregate.FromEnv builds it: the ticker ("ticker") gets no set-aside
+// sink (it reads no records), as FromEnv gives it none.
+func New(cfg *pipeline.Config, db Store, out aggregate.RecordPutter, f Function) *aggregate.Processor {
+	logw, metw := f.Log, f.Metrics
+	if logw == nil {
+		logw = io.Discard
+	}
+	if metw == nil {
+		metw = io.Discard
+	}
+	table := aggregate.FixedViewsTable(ViewsTable)
+	log := slog.New(slog.NewJSONHandler(logw, nil))
+	m := metrics.New(metw, f.Name, metrics.WithDimension(aggregate.MetricDimensionPipeline, cfg.Name))
+	if f.Now != nil {
+		m = m.WithClock(f.Now)
+	}
+	views := state.NewViews(aggregate.RoutedStore(db, table), table.Current(context.Background()), cfg.Aggregates, state.WithRetention(aggregate.Retention))
+	opts := []aggregate.Option{
+		aggregate.WithMetrics(m),
+		aggregate.WithLogger(log),
+		aggregate.WithDedupe(aggregate.NewLedger(aggregate.RoutedLedgerStore(db, table), ViewsTable, cfg)),
+	}
+	if f.Name != "ticker" {
+		opts = append(opts, aggregate.WithSetAside(setaside.New(db, QuarantineTable, setaside.WithFunction(f.Name), setaside.WithMetrics(m), setaside.WithLogger(log))))
+	}
+	if f.Now != nil {
+		opts = append(opts, aggregate.WithClock(f.Now))
+	}
+	var streamName string
+	if out != nil {
+		streamName = ResultsStream
+	}
+	return aggregate.New(cfg, views, out, streamName, opts...)
+}
+
+// Putter is an in-process Kinesis PutRecords: it accepts every record and
+// answers with a sequence number for each, as Kinesis does. It counts the
+// records and their bytes (data and partition key, what Kinesis bills as
+// PUT payload).
+type Putter struct {
+	mu      sync.Mutex
+	Records int
+	Bytes   int
+	// Units is the PUT payload units: one per 25 KB of a record, rounded up.
+	Units int
+}
+
+var _ aggregate.RecordPutter = (*Putter)(nil)
+
+// PutRecords accepts every record.
+func (k *Putter) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := &kinesis.PutRecordsOutput{Records: make([]ktypes.PutRecordsResultEntry, len(in.Records))}
+	for i := range in.Records {
+		k.Records++
+		n := len(in.Records[i].Data)
+		if in.Records[i].PartitionKey != nil {
+			n += len(*in.Records[i].PartitionKey)
+		}
+		k.Bytes += n
+		k.Units += (n + 25*1024 - 1) / (25 * 1024)
+		seq := fmt.Sprintf("4960000000000000000000000000000000000000000%013d", k.Records)
+		shard := "shardId-000000000000"
+		out.Records[i] = ktypes.PutRecordsResultEntry{SequenceNumber: &seq, ShardId: &shard}
+	}
+	zero := int32(0)
+	out.FailedRecordCount = &zero
+	return out, nil
+}

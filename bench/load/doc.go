@@ -1,0 +1,95 @@
+// Command load prices the deployed pageviews pipeline (pipelines/pageviews.json:
+// tumbling, hopping 5m/1m and session windows, six aggregates) for a month
+// at a stated load, next to the Powertools way and the smallest Amazon
+// Managed Service for Apache Flink application, and measures how many
+// records a second one aggregate instance sustains on a full shard.
+//
+// # BENCH load
+//
+// For each load — N events a second over K keys, each event's key drawn
+// uniformly, for -span of event time (10 minutes by default) — it does
+// what the stack as deployed (infra/tributary) would do, in simulated time
+// (nothing sleeps):
+//
+//   - the events stream's 2 shards, each event on the shard whose half of
+//     the 128-bit hash key space MD5 of its partition key (its key) falls in;
+//   - the aggregate mapping's batches: at most 500 records, closed 5 s
+//     (MaximumBatchingWindowInSeconds) after their first record arrived; on
+//     the per-interval path also at the end of the mapping's tumbling window
+//     (-flush, TumblingWindowInSeconds), whose final invocation carries the
+//     state and no records;
+//   - the ticker every minute, and for -tail after the last event, so the
+//     windows the events opened close and their finalizing writes count;
+//
+// each invocation the bytes Lambda hands the runtime (aws-lambda-go's event
+// types, encoded) through aggregate.Processor.Invoke or Tick, built as
+// aggregate.FromEnv builds them (bench/internal/deployed), over the
+// in-process DynamoDB (internal/memdb) billed request by request by item
+// size: 1 write unit per KB of the larger of the item before and after a
+// write (twice in a transaction; a refused conditional write by the item
+// as it is), index units for writes that put an item into the open-windows
+// index, move it or take it out, 1 read unit per 4 KB read strongly
+// consistent (half when not). It counts invocations, the handler's process
+// CPU time (one core, GOMAXPROCS=1, the store's own work taken off), the
+// bytes the functions log (their JSON log at its default level, the EMF
+// metrics, Lambda's START/END/REPORT lines, each log event plus the 26
+// bytes CloudWatch adds) and the distinct EMF metrics (name and dimension
+// values: each is a custom metric a month).
+//
+// A month is the run scaled by 730 hours over -span: Lambda's requests and
+// GB-seconds (each invocation's duration at the stack's 256 MB is its CPU
+// time over that memory's share of a vCPU, 256/1,769, plus the store's
+// wait per request it made as keepup measured it, rounded up to the
+// millisecond), DynamoDB's write and read units and storage (what the
+// tables hold at the end, kept for the window items' 30-day retention, with
+// point-in-time recovery), CloudWatch Logs ingestion and storage (two
+// weeks), the custom metrics and the pipeline's 9 alarm metrics. Prices
+// are in prices.go, with their region and date. Lines:
+//
+//	BENCH load events_per_s=<n> keys=<n> path=<per-batch|per-interval> wcu_per_event=<x> lambda_usd=<x> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_usd=<x> flink_ratio=<x>
+//	BENCH load_detail ... (invocations, CPU per record, billed ms per invocation, requests per event, units, log bytes per event, custom metrics, storage, wall seconds)
+//	BENCH load_powertools events_per_s=<n> keys=<n> wcu_per_event=<x> lambda_usd=<x> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_usd=<x> flink_ratio=<x>
+//	BENCH load_kinesis events_per_s=<n> keys=<n> events_stream_usd=<x> results_stream_usd=<x>
+//
+// wcu_per_event is write units (tables and index) per event; total_usd is
+// Lambda, DynamoDB and CloudWatch, what processing the events costs;
+// flink_ratio is total_usd over flink_usd (the goal: at most 0.5). The
+// Kinesis streams are the same whichever way the events are processed, so
+// they are on a line of their own and not in total_usd.
+//
+// The Powertools way is the peer of bench/cost (scripts/bench/powertools,
+// run by bench/internal/powertools against a counting moto on a sample of
+// -peer-events events): per event one idempotency record, and one update
+// per window the event lands in (7 for pageviews), each priced as the
+// peer's measured per-window update. Its Lambda invocations are the
+// per-batch mapping's; its duration the requests it awaits one after the
+// other at -latency each; its CPU, storage and any metrics are not counted:
+// a lower bound.
+//
+// Managed Flink's smallest application is 1 KPU and the orchestration KPU
+// around the clock at $0.11 a KPU-hour and 50 GB of running storage.
+//
+// # BENCH keepup
+//
+// One aggregate instance on a full shard: 1,000 records a second over
+// -keepup-keys keys in the mapping's batches of 500, the store answering
+// each request -latency (4 ms) after it is made, the handler making them at
+// its own concurrency (16). Each invocation's duration at 256 MB is its CPU
+// time (the store's own work taken off) over the vCPU share plus the time
+// it waited (its wall time less its CPU time, on one core);
+// records_per_s is records over duration, shard_ratio that over 1,000
+// (the goal: at least 3). On the per-interval path the measured carried
+// invocations and the final one are priced as one -flush interval (flush ×
+// 1,000 / 500 carried invocations and one final). Median of -keepup-runs
+// runs; the _spread line has the min–max:
+//
+//	BENCH keepup path=<path> records_per_s=<x> shard_ratio=<x>
+//	BENCH keepup_spread path=<path> runs=<n> records_per_s_min=<x> records_per_s_max=<x> ...
+//
+// Not counted: the SDK's serialization, signing and HTTP of each request
+// (the in-process store is called directly), and a cold start's init.
+//
+// Run from the repository root:
+//
+//	go run ./bench/load [-loads 10x100,100x1000,1000x10000] [-paths per-batch,per-interval] [-span 10m] [-flush 1m] [-keepup=false] [-powertools=false]
+package main

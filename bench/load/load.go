@@ -1,0 +1,417 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/bench/internal/deployed"
+	"github.com/tributary-dev/tributary/internal/memdb"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/stream/streamtest"
+)
+
+// Paths, as the BENCH lines name them.
+const (
+	pathBatch    = "per-batch"
+	pathInterval = "per-interval"
+)
+
+// stack is the deployed shape of the pageviews pipeline, as infra/tributary
+// declares it (NewEventsStream, Pipelines.newPipeline, stack.go).
+type stack struct {
+	shards         int           // the events stream's shards (NewEventsStream: 2)
+	batchSize      int           // the aggregate mapping's BatchSize (500)
+	batchingWindow time.Duration // its MaximumBatchingWindowInSeconds (5 s)
+	tickRate       time.Duration // the ticker's schedule (TickerRate: 1 minute)
+	memoryMB       int           // both functions' memory (functionMemoryMB: 256)
+	concurrency    int           // the handler's concurrent DynamoDB requests (aggregate.New's default, 16)
+}
+
+var deployedStack = stack{shards: 2, batchSize: 500, batchingWindow: 5 * time.Second, tickRate: time.Minute, memoryMB: 256, concurrency: 16}
+
+// vcpu is the share of a vCPU Lambda gives a function of the stack's memory.
+func (s stack) vcpu() float64 { return min(1, float64(s.memoryMB)/lambdaMBPerVCPU) }
+
+// load is one measured load.
+type load struct {
+	rate  int           // events a second
+	keys  int           // distinct keys, each event's drawn uniformly
+	path  string        // pathBatch or pathInterval
+	flush time.Duration // the mapping's TumblingWindowInSeconds on the per-interval path
+	span  time.Duration // event time generated
+	tail  time.Duration // ticks after the last event, so every window it opened closes
+	// waitPerRequest is the time an invocation waits for the store per
+	// request it makes (from keepup: the store's latency over the
+	// handler's concurrency); billed duration adds it to the CPU time.
+	waitPerRequest time.Duration
+}
+
+// tally is what a run of a load consumed.
+type tally struct {
+	events       int
+	aggInvokes   int
+	tickInvokes  int
+	aggCPU       time.Duration
+	tickCPU      time.Duration
+	billedMs     int64 // every invocation's billed duration, summed
+	db           usage
+	logBytes     int64 // log events' bytes as CloudWatch bills them (each line plus its overhead), platform lines included
+	metrics      map[string]bool
+	storedBytes  int
+	resultsUnits int // PUT payload units on the WindowResults stream
+	simulated    time.Duration
+	// memdbRequests is memdb's own count of the requests it answered.
+	memdbRequests map[string]int
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// lambdaPlatformLine is the bytes of the START, END and REPORT lines
+// Lambda writes for every invocation in text format (request id 36 bytes;
+// REPORT with durations and memory, about 130 bytes), and how many log
+// events they are.
+const (
+	lambdaPlatformBytes  = 71 + 52 + 131
+	lambdaPlatformEvents = 3
+)
+
+// logSink counts the bytes and lines a function writes to its log, and
+// keeps the EMF documents for their metric names.
+type logSink struct {
+	bytes, lines int64
+	emf          bool
+	buf          bytes.Buffer
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.bytes += int64(len(p))
+	l.lines += int64(bytes.Count(p, []byte{'\n'}))
+	if l.emf {
+		l.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+// metricNames adds to seen every metric and dimension set of the EMF
+// documents written since the last call: CloudWatch bills each distinct
+// metric name, namespace and dimension values as one custom metric.
+func (l *logSink) metricNames(seen map[string]bool) error {
+	for _, line := range bytes.Split(l.buf.Bytes(), []byte{'\n'}) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(line, &doc); err != nil {
+			return fmt.Errorf("an EMF line %.200q: %w", line, err)
+		}
+		var aws struct {
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+				Metrics    []struct{ Name string }
+			}
+		}
+		raw, _ := json.Marshal(doc["_aws"])
+		if err := json.Unmarshal(raw, &aws); err != nil {
+			return err
+		}
+		for _, d := range aws.CloudWatchMetrics {
+			for _, set := range d.Dimensions {
+				dims := ""
+				for _, name := range set {
+					dims += fmt.Sprintf("%s=%v,", name, doc[name])
+				}
+				for _, m := range d.Metrics {
+					seen[d.Namespace+"|"+m.Name+"|"+dims] = true
+				}
+			}
+		}
+	}
+	l.buf.Reset()
+	return nil
+}
+
+// event is one generated page view.
+type event struct {
+	i     int
+	key   string
+	at    time.Time // occurredAt
+	shard int
+}
+
+func (e *event) arrival() time.Time { return e.at.Add(157 * time.Millisecond) }
+
+func (e *event) envelope() []byte {
+	sent := e.at.Add(40 * time.Millisecond)
+	env := stream.Envelope{ID: "evt-" + strconv.Itoa(e.i), Type: "page_view", Key: e.key, OccurredAt: e.at, SentAt: sent,
+		ReceivedAt: sent.Add(112 * time.Millisecond),
+		Data:       json.RawMessage(`{"path":"/p/` + strconv.Itoa(e.i%97) + `","ms":` + strconv.Itoa(100+(e.i*7919)%2900) + `}`)}
+	b, _ := json.Marshal(&env)
+	return b
+}
+
+// shardOf is the shard of n, evenly split over the hash key space as
+// Kinesis splits a new stream's, that MD5 of partitionKey falls in.
+func shardOf(partitionKey string, n int) int {
+	sum := md5.Sum([]byte(partitionKey))
+	hi, _ := bits.Mul64(binary.BigEndian.Uint64(sum[:8]), uint64(n))
+	return int(hi)
+}
+
+func shardID(n int) string { return fmt.Sprintf("shardId-%012d", n) }
+
+// generate returns rate events a second for span from start, each with a
+// key drawn uniformly from keys, and its shard. The same arguments give
+// the same events.
+func generate(rate, keys int, span time.Duration, start time.Time, shards int) []event {
+	rng := rand.New(rand.NewPCG(uint64(rate), uint64(keys)))
+	n := int(int64(rate) * int64(span) / int64(time.Second))
+	names := make([]string, keys)
+	shardOfKey := make([]int, keys)
+	for k := range names {
+		names[k] = fmt.Sprintf("user-%05d", k)
+		shardOfKey[k] = shardOf(names[k], shards)
+	}
+	evs := make([]event, n)
+	step := time.Second / time.Duration(rate)
+	for i := range evs {
+		k := rng.IntN(keys)
+		jitter := time.Duration(rng.Int64N(int64(step)))
+		evs[i] = event{i: i, key: names[k], at: start.Add(time.Duration(i)*step + jitter), shard: shardOfKey[k]}
+	}
+	sort.SliceStable(evs, func(a, b int) bool { return evs[a].at.Before(evs[b].at) })
+	return evs
+}
+
+// invocation is one call of a function at a simulated time.
+type invocation struct {
+	at     time.Time
+	tick   bool
+	shard  int
+	events []event
+	// The per-interval path: the mapping's window, and whether this is its
+	// final invocation (no records, the state to flush).
+	window      *[2]time.Time
+	final       bool
+	windowIndex int
+}
+
+// cut splits each shard's events into the invocations the deployed mapping
+// makes: a batch closes when it holds batchSize records or batchingWindow
+// after its first record arrived (and, with flush, at the end of the
+// mapping's tumbling window, whose final invocation follows); the ticker
+// runs every tickRate from start until until.
+func cut(evs []event, st stack, flush time.Duration, start, until time.Time) []invocation {
+	var out []invocation
+	byShard := make([][]event, st.shards)
+	for _, e := range evs {
+		byShard[e.shard] = append(byShard[e.shard], e)
+	}
+	for shard, es := range byShard {
+		var cur []event
+		var closeAt time.Time
+		var win [2]time.Time
+		wi := 0
+		emit := func(at time.Time) {
+			if len(cur) == 0 {
+				return
+			}
+			inv := invocation{at: at, shard: shard, events: cur}
+			if flush > 0 {
+				w := win
+				inv.window, inv.windowIndex = &w, wi
+			}
+			out = append(out, inv)
+			cur = nil
+		}
+		for _, e := range es {
+			a := e.arrival()
+			if flush > 0 && (win[1].IsZero() || !a.Before(win[1])) {
+				if !win[1].IsZero() {
+					emit(closeAt)
+					w := win
+					out = append(out, invocation{at: win[1], shard: shard, window: &w, final: true, windowIndex: wi})
+					wi++
+				}
+				ws := a.Truncate(flush)
+				win = [2]time.Time{ws, ws.Add(flush)}
+			}
+			if len(cur) > 0 && !a.Before(closeAt) {
+				emit(closeAt)
+			}
+			if len(cur) == 0 {
+				closeAt = a.Add(st.batchingWindow)
+				if flush > 0 && closeAt.After(win[1]) {
+					closeAt = win[1]
+				}
+			}
+			cur = append(cur, e)
+			if len(cur) == st.batchSize {
+				emit(a)
+			}
+		}
+		emit(closeAt)
+		if flush > 0 && !win[1].IsZero() {
+			w := win
+			out = append(out, invocation{at: win[1], shard: shard, window: &w, final: true, windowIndex: wi})
+		}
+	}
+	for t := start.Add(st.tickRate); !t.After(until); t = t.Add(st.tickRate) {
+		out = append(out, invocation{at: t, tick: true})
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].at.Before(out[b].at) })
+	return out
+}
+
+// payload is the invocation's event as Lambda hands it to the runtime.
+func (inv *invocation) payload(seq []int, st map[string]string) []byte {
+	recs := make([]events.KinesisEventRecord, len(inv.events))
+	for i := range inv.events {
+		e := &inv.events[i]
+		s := streamtest.Sequence(seq[inv.shard])
+		seq[inv.shard]++
+		recs[i] = events.KinesisEventRecord{
+			AwsRegion: streamtest.Region, EventID: shardID(inv.shard) + ":" + s, EventName: "aws:kinesis:record",
+			EventSource: "aws:kinesis", EventSourceArn: streamtest.StreamARN, EventVersion: "1.0", InvokeIdentityArn: streamtest.RoleARN,
+			Kinesis: events.KinesisRecord{KinesisSchemaVersion: "1.0", PartitionKey: e.key, SequenceNumber: s, Data: e.envelope(),
+				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: e.arrival().Truncate(time.Millisecond)}},
+		}
+	}
+	var v any = events.KinesisEvent{Records: recs}
+	if inv.window != nil {
+		if st == nil {
+			st = map[string]string{}
+		}
+		v = events.KinesisTimeWindowEvent{KinesisEvent: events.KinesisEvent{Records: recs}, TimeWindowProperties: events.TimeWindowProperties{
+			Window:                 events.Window{Start: events.RFC3339EpochTime{Time: inv.window[0]}, End: events.RFC3339EpochTime{Time: inv.window[1]}},
+			State:                  st,
+			ShardID:                shardID(inv.shard),
+			EventSourceARN:         streamtest.StreamARN,
+			IsFinalInvokeForWindow: inv.final,
+		}}
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// response is what the aggregate function answers (both paths).
+type response struct {
+	BatchItemFailures []struct {
+		ItemIdentifier string `json:"itemIdentifier"`
+	} `json:"batchItemFailures"`
+	State map[string]string `json:"state"`
+}
+
+// runLoad runs l through the deployed aggregate and ticker functions of
+// cfg and returns what it consumed.
+func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally, error) {
+	start := time.Now().UTC().Truncate(time.Hour)
+	evs := generate(l.rate, l.keys, l.span, start, st.shards)
+	end := start.Add(l.span)
+	flush := time.Duration(0)
+	if l.path == pathInterval {
+		flush = l.flush
+	}
+	invs := cut(evs, st, flush, start, end.Add(l.tail))
+
+	db := memdb.New(map[string]memdb.Schema{deployed.ViewsTable: memdb.ViewsTable, deployed.QuarantineTable: memdb.QuarantineTable})
+	s := newStore(db)
+	out := &deployed.Putter{}
+	now := start
+	clock := func() time.Time { return now }
+	aggLog, aggMet := &logSink{}, &logSink{emf: true}
+	tickLog, tickMet := &logSink{}, &logSink{emf: true}
+	agg := deployed.New(cfg, s, out, deployed.Function{Name: "aggregate", Log: aggLog, Metrics: aggMet, Now: clock})
+	tick := deployed.New(cfg, s, out, deployed.Function{Name: "ticker", Log: tickLog, Metrics: tickMet, Now: clock})
+	// functions/ticker logs one line per tick, with its own logger.
+	tickLine := slog.New(slog.NewJSONHandler(tickLog, nil))
+	rule := []string{"arn:aws:events:us-east-1:123456789012:rule/Tributary-PipelinesPageviewsTickerSchedule-1A2B3C4D5E6F"}
+
+	t := tally{events: len(evs), metrics: map[string]bool{}, simulated: l.span, db: newUsage()}
+	seq := make([]int, st.shards)
+	states := make([]map[string]string, st.shards)
+	share := st.vcpu()
+	for i := range invs {
+		inv := &invs[i]
+		now = inv.at
+		var raw []byte
+		if !inv.tick {
+			raw = inv.payload(seq, states[inv.shard])
+		}
+		s.take()
+		c0 := cpuTime()
+		var answer []byte
+		var err error
+		if inv.tick {
+			r, terr := tick.Tick(ctx, now)
+			err = terr
+			if err == nil {
+				tickLine.Info("tick", "rule", rule, "shards", r.Shards, "advanced", r.Advanced, "finalized", r.Finalized)
+			}
+		} else {
+			answer, err = agg.Invoke(ctx, raw)
+		}
+		u := s.take()
+		// The store's own work (memdb, the billing) is DynamoDB's, not the handler's.
+		cpu := max(0, cpuTime()-c0-u.Busy)
+		if err != nil {
+			return t, fmt.Errorf("%s, %d events/s over %d keys: invocation at %s: %w", l.path, l.rate, l.keys, now.Format(time.RFC3339), err)
+		}
+		t.db.add(u)
+		ms := float64(cpu)/share + float64(u.TotalRequests())*float64(l.waitPerRequest)
+		t.billedMs += int64(ms/float64(time.Millisecond)) + 1
+		t.logBytes += lambdaPlatformBytes + lambdaPlatformEvents*logsEventOverhead
+		if inv.tick {
+			t.tickInvokes++
+			t.tickCPU += cpu
+			continue
+		}
+		t.aggInvokes++
+		t.aggCPU += cpu
+		var r response
+		if err := json.Unmarshal(answer, &r); err != nil {
+			return t, fmt.Errorf("%s: the answer %.200q: %w", l.path, answer, err)
+		}
+		if len(r.BatchItemFailures) > 0 {
+			return t, fmt.Errorf("%s, %d events/s over %d keys: invocation at %s reported %d failures", l.path, l.rate, l.keys, now.Format(time.RFC3339), len(r.BatchItemFailures))
+		}
+		if inv.window != nil {
+			states[inv.shard] = r.State
+			if inv.final {
+				states[inv.shard] = nil
+			}
+		}
+	}
+	for _, sink := range []*logSink{aggLog, aggMet, tickLog, tickMet} {
+		t.logBytes += sink.bytes + sink.lines*logsEventOverhead
+	}
+	for _, sink := range []*logSink{aggMet, tickMet} {
+		if err := sink.metricNames(t.metrics); err != nil {
+			return t, err
+		}
+	}
+	t.storedBytes = s.storedBytes(deployed.ViewsTable, deployed.QuarantineTable)
+	t.resultsUnits = out.Units
+	t.memdbRequests = db.Requests
+	return t, nil
+}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+)
+
+func main() {
+	var o options
+	var loads, paths string
+	flag.StringVar(&loads, "loads", "10x100,100x1000,1000x10000", "loads to run, comma separated: <events a second>x<keys>")
+	flag.StringVar(&paths, "paths", "per-batch,per-interval", "write paths, comma separated: per-batch, per-interval")
+	flag.DurationVar(&o.span, "span", 10*time.Minute, "event time generated per load (at least 10m for the BENCH load lines the README quotes)")
+	flag.DurationVar(&o.flush, "flush", time.Minute, "the per-interval path's flush interval (the mapping's TumblingWindowInSeconds)")
+	flag.DurationVar(&o.tail, "tail", 16*time.Minute, "ticks after the last event, so the windows it opened close (hopping 5m, allowed lateness 10m)")
+	flag.StringVar(&o.pipeline, "pipeline", "", "pipeline file (default: the stack's pipelines/pageviews.json)")
+	flag.BoolVar(&o.keepup, "keepup", true, "measure BENCH keepup (one instance on a full shard, with store latency)")
+	flag.IntVar(&o.keepupRuns, "keepup-runs", 3, "keepup runs per path: median and min–max")
+	flag.IntVar(&o.keepupBatches, "keepup-batches", 8, "invocations measured per keepup run")
+	flag.IntVar(&o.keepupKeys, "keepup-keys", 1000, "keys on the keepup shard")
+	flag.DurationVar(&o.latency, "latency", 4*time.Millisecond, "how long the store takes to answer a request (keepup; and what the Powertools peer awaits per request)")
+	flag.BoolVar(&o.powertools, "powertools", true, "run the Powertools peer (node, moto) on a sample and print its BENCH load_powertools lines")
+	flag.IntVar(&o.peerEvents, "peer-events", 300, "events in the Powertools peer's sample")
+	flag.BoolVar(&o.verbose, "v", false, "log progress to stderr")
+	flag.Parse()
+	var err error
+	if o.loads, err = parseLoads(loads); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(2)
+	}
+	if o.paths, err = parsePaths(paths); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(2)
+	}
+	runtime.GOMAXPROCS(1) // one core: CPU time is scaled to a share of one
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+// options is what one run of the driver measures.
+type options struct {
+	loads         [][2]int // events a second, keys
+	paths         []string
+	span, flush   time.Duration
+	tail          time.Duration
+	pipeline      string
+	keepup        bool
+	keepupRuns    int
+	keepupBatches int
+	keepupKeys    int
+	latency       time.Duration
+	powertools    bool
+	peerEvents    int
+	verbose       bool
+}
+
+func (o options) logf(w io.Writer, format string, args ...any) {
+	if o.verbose {
+		fmt.Fprintf(w, "load: "+format+"\n", args...)
+	}
+}
+
+func parseLoads(s string) ([][2]int, error) {
+	var out [][2]int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		r, k, ok := strings.Cut(f, "x")
+		rate, err1 := strconv.Atoi(r)
+		keys, err2 := strconv.Atoi(k)
+		if !ok || err1 != nil || err2 != nil || rate < 1 || keys < 1 {
+			return nil, fmt.Errorf("-loads: %q is not <events a second>x<keys>, both positive (100x1000)", f)
+		}
+		out = append(out, [2]int{rate, keys})
+	}
+	return out, nil
+}
+
+func parsePaths(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case pathBatch, pathInterval:
+			out = append(out, f)
+		default:
+			return nil, fmt.Errorf("-paths: %q is not a path: want %s or %s", f, pathBatch, pathInterval)
+		}
+	}
+	return out, nil
+}
+
+// loadPipeline reads the pipeline file (the stack's pageviews.json if "").
+func loadPipeline(path string) (*pipeline.Config, error) {
+	if path == "" {
+		root, err := standin.RepoRoot()
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(root, "pipelines", "pageviews.json")
+	}
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pipeline.Parse(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, aggregate.CheckSupported(cfg)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// run measures keepup, the Powertools peer's sample and every load on
+// every path, and prints the BENCH lines.
+func run(ctx context.Context, o options, out, log io.Writer) error {
+	cfg, err := loadPipeline(o.pipeline)
+	if err != nil {
+		return err
+	}
+	st := deployedStack
+	flink := flinkMonthly()
+	fmt.Fprintf(out, "BENCH load_prices region=%s date=%s memory_mb=%d vcpu=%.3f shards=%d batch=%d batching_window_s=%g flush_s=%g flink_usd=%.2f\n",
+		PricesRegion, PricesDate, st.memoryMB, st.vcpu(), st.shards, st.batchSize, st.batchingWindow.Seconds(), o.flush.Seconds(), flink)
+
+	// The store's wait per request, by path: measured by keepup, else the
+	// latency over the handler's concurrency (the best case).
+	wait := map[string]time.Duration{}
+	for _, p := range o.paths {
+		wait[p] = o.latency / time.Duration(st.concurrency)
+	}
+	if o.keepup {
+		for _, p := range o.paths {
+			var rps, waits []float64
+			for r := range o.keepupRuns {
+				o.logf(log, "keepup %s run %d", p, r+1)
+				k, err := keepup(ctx, cfg, st, p, o.keepupKeys, o.keepupBatches, o.flush, o.latency)
+				if err != nil {
+					return err
+				}
+				rps = append(rps, k.recordsPerSecond)
+				waits = append(waits, float64(k.waitPerRequest))
+			}
+			wait[p] = time.Duration(median(waits))
+			m := median(rps)
+			fmt.Fprintf(out, "BENCH keepup path=%s records_per_s=%.0f shard_ratio=%.2f\n", p, m, m/shardRecordsPerSecond)
+			fmt.Fprintf(out, "BENCH keepup_spread path=%s runs=%d records_per_s_min=%.0f records_per_s_max=%.0f keys=%d batch=%d latency_ms=%g concurrency=%d wait_ms_per_request=%.3f memory_mb=%d vcpu=%.3f\n",
+				p, len(rps), slices.Min(rps), slices.Max(rps), o.keepupKeys, st.batchSize, float64(o.latency)/1e6, st.concurrency, median(waits)/1e6, st.memoryMB, st.vcpu())
+		}
+	}
+
+	var peer *peerPerEvent
+	if o.powertools {
+		o.logf(log, "powertools peer: %d events", o.peerEvents)
+		p, err := measurePeer(ctx, o.peerEvents, 50, 100, log)
+		if err != nil {
+			return err
+		}
+		peer = &p
+		fmt.Fprintf(out, "BENCH load_powertools_sample events=%d idem_wcu_per_event=%.2f idem_writes_per_event=%.2f window_wcu_per_update=%.2f window_writes_per_update=%.2f rcu_per_event=%.2f windows_per_event=%d\n",
+			o.peerEvents, p.idemWCU, p.idemWrites, p.windowWCU, p.windowWrites, p.rcu, windowsPerEvent(cfg))
+	}
+
+	for _, ld := range o.loads {
+		rate, keys := ld[0], ld[1]
+		var invocations float64 // the mapping's invocations a month, for the peer
+		var last tally
+		for _, p := range o.paths {
+			o.logf(log, "load %d events/s over %d keys, %s", rate, keys, p)
+			started := time.Now()
+			t, err := runLoad(ctx, cfg, st, load{rate: rate, keys: keys, path: p, flush: o.flush, span: o.span, tail: o.tail, waitPerRequest: wait[p]})
+			if err != nil {
+				return err
+			}
+			b := price(t, st)
+			fmt.Fprintf(out, "BENCH load events_per_s=%d keys=%d path=%s wcu_per_event=%.3f lambda_usd=%.2f dynamodb_usd=%.2f cloudwatch_usd=%.2f total_usd=%.2f flink_usd=%.2f flink_ratio=%.2f\n",
+				rate, keys, p, b.wruPerEvent, b.lambda, b.dynamodb, b.cloudwatch, b.total(), flink, b.total()/flink)
+			f := secondsPerMonth / t.simulated.Seconds()
+			fmt.Fprintf(out, "BENCH load_detail events_per_s=%d keys=%d path=%s events=%d invocations=%d tick_invocations=%d cpu_ms_per_record=%.3f billed_ms_per_invocation=%.0f requests_per_event=%.3f wru=%d index_wru=%d rru=%.0f log_bytes_per_event=%.0f custom_metrics=%d stored_mb=%.1f seconds=%.0f\n",
+				rate, keys, p, t.events, t.aggInvokes, t.tickInvokes, float64(t.aggCPU)/1e6/float64(t.events), float64(t.billedMs)/float64(t.aggInvokes+t.tickInvokes),
+				float64(t.db.TotalRequests())/float64(t.events), t.db.WriteUnits, t.db.IndexUnits, t.db.ReadUnits(), float64(t.logBytes)/float64(t.events),
+				len(t.metrics), float64(t.storedBytes)/1e6, time.Since(started).Seconds())
+			if p == pathBatch || invocations == 0 {
+				invocations = float64(t.aggInvokes) * f
+			}
+			last = t
+		}
+		if peer != nil {
+			if !slices.Contains(o.paths, pathBatch) {
+				// The peer's mapping has no tumbling window: its
+				// invocations are the per-batch path's, about one per
+				// batching window per shard, or per full batch.
+				invocations = 0
+			}
+			b := pricePeer(*peer, float64(rate), windowsPerEvent(cfg), invocations, o.latency, st)
+			fmt.Fprintf(out, "BENCH load_powertools events_per_s=%d keys=%d wcu_per_event=%.3f lambda_usd=%.2f dynamodb_usd=%.2f cloudwatch_usd=%.2f total_usd=%.2f flink_usd=%.2f flink_ratio=%.2f\n",
+				rate, keys, b.wruPerEvent, b.lambda, b.dynamodb, b.cloudwatch, b.total(), flink, b.total()/flink)
+		}
+		ev, res := kinesisMonthly(float64(rate), st.shards, last)
+		fmt.Fprintf(out, "BENCH load_kinesis events_per_s=%d keys=%d events_stream_usd=%.2f results_stream_usd=%.2f\n", rate, keys, ev, res)
+	}
+	return nil
+}

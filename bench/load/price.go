@@ -1,0 +1,112 @@
+package main
+
+import (
+	"time"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+)
+
+// Alarms the stack creates for one pipeline (infra/tributary NewAlarms),
+// counted in metrics evaluated: the aggregate's errors, throttles,
+// iterator age and set-aside alarms and its late-dropped percentage (two
+// metrics: LateDropped over RecordsIn), the ticker's errors and throttles,
+// and the depth of its failure queue.
+const pipelineAlarmMetrics = 4 + 2 + 2 + 1
+
+// Alarms a Powertools-style function would carry, the same way: errors,
+// throttles and iterator age.
+const powertoolsAlarmMetrics = 3
+
+// logRetentionDays is how long the stack keeps function logs
+// (infra/tributary DefaultLogRetention: two weeks).
+const logRetentionDays = 14
+
+// bill is a month at one load, in US dollars.
+type bill struct {
+	lambda, dynamodb, cloudwatch float64
+	// wruPerEvent is write request units (tables and indexes) per event.
+	wruPerEvent float64
+}
+
+func (b bill) total() float64 { return b.lambda + b.dynamodb + b.cloudwatch }
+
+// logsMonthly is the month of ingesting and keeping gb a month of logs.
+func logsMonthly(gb float64) float64 {
+	return gb*logsIngestPerGB + gb*logRetentionDays/(hoursPerMonth/24.0)*logsStoragePerGBMo
+}
+
+// lambdaMonthly is the month of invocations and billed seconds at memoryMB.
+func lambdaMonthly(invocations, billedSeconds float64, memoryMB int) float64 {
+	return invocations*lambdaPerRequest + billedSeconds*float64(memoryMB)/1024*lambdaPerGBSecond
+}
+
+// price is the month of a run's tally: every count scaled from the run's
+// event time to a month; storage from what the tables hold at the end,
+// kept for the window items' retention (aggregate.Retention: an upper
+// bound for the few items kept shorter, the ledger and watermarks).
+func price(t tally, st stack) bill {
+	f := secondsPerMonth / t.simulated.Seconds()
+	storedGB := float64(t.storedBytes) * (aggregate.Retention.Seconds() / t.simulated.Seconds()) / 1e9
+	return bill{
+		lambda: lambdaMonthly(float64(t.aggInvokes+t.tickInvokes)*f, float64(t.billedMs)/1000*f, st.memoryMB),
+		dynamodb: float64(t.db.WRU())*f*dynamoPerWRU + t.db.ReadUnits()*f*dynamoPerRRU +
+			storedGB*(dynamoStoragePerGBMo+dynamoPITRPerGBMonth),
+		cloudwatch: logsMonthly(float64(t.logBytes)*f/1e9) + float64(len(t.metrics))*metricPerMonth +
+			pipelineAlarmMetrics*alarmPerMetricMonth,
+		wruPerEvent: float64(t.db.WRU()) / float64(t.events),
+	}
+}
+
+// peerPerEvent is what the Powertools peer (bench/internal/powertools)
+// spent per event, measured on a sample: its idempotency record's writes
+// and the one window update it makes, apart, and its reads.
+type peerPerEvent struct {
+	idemWCU, idemWrites     float64 // per event, on the idempotency table
+	windowWCU, windowWrites float64 // per event and window, on the counts table
+	rcu, reads              float64 // per event
+}
+
+// windowsPerEvent is how many windows one event of cfg lands in: one per
+// tumbling, session or sliding window spec, size/advance per hopping one.
+func windowsPerEvent(cfg *pipeline.Config) int {
+	n := 0
+	for _, w := range cfg.Windows {
+		if w.Kind == pipeline.Hopping && w.Advance > 0 {
+			n += int(w.Size / w.Advance)
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// pricePeer is the month of the Powertools way at rate events a second
+// over a pipeline whose events land in windows windows each: per event one
+// idempotency record and one update per window, as measured per event;
+// the same invocations as the deployed mapping makes (invocations a month);
+// billed duration the requests it awaits one after the other at latency
+// each (its CPU is not counted, nor its storage: a lower bound); its logs
+// Lambda's platform lines only, no custom metrics.
+func pricePeer(p peerPerEvent, rate float64, windows int, invocations float64, latency time.Duration, st stack) bill {
+	events := rate * secondsPerMonth
+	wru := p.idemWCU + float64(windows)*p.windowWCU
+	requests := p.idemWrites + float64(windows)*p.windowWrites + p.reads
+	billed := events*requests*latency.Seconds() + invocations*float64(lambdaBilledGranularityMs)/1000
+	return bill{
+		lambda:      lambdaMonthly(invocations, billed, st.memoryMB),
+		dynamodb:    events*wru*dynamoPerWRU + events*p.rcu*dynamoPerRRU,
+		cloudwatch:  logsMonthly(invocations*(lambdaPlatformBytes+lambdaPlatformEvents*logsEventOverhead)/1e9) + powertoolsAlarmMetrics*alarmPerMetricMonth,
+		wruPerEvent: wru,
+	}
+}
+
+// kinesisMonthly is the events stream's month at rate events a second
+// (shards, and one PUT payload unit per event: each is under 25 KB) and the
+// WindowResults stream's (one shard, and the units the run put, scaled):
+// the same whichever way the events are processed, so not in total_usd.
+func kinesisMonthly(rate float64, shards int, t tally) (events, results float64) {
+	events = float64(shards)*hoursPerMonth*kinesisPerShardHour + rate*secondsPerMonth/1e6*kinesisPerMillionPUT
+	results = hoursPerMonth*kinesisPerShardHour + float64(t.resultsUnits)*secondsPerMonth/t.simulated.Seconds()/1e6*kinesisPerMillionPUT
+	return events, results
+}

@@ -62,12 +62,20 @@
 // key's state, run by package keyed with the join's guarantees: fenced by
 // sequence numbers, one write per key per batch, producer copies
 // suppressed by id, bounded (an event that would take a key's buffered
-// events and partial matches past DefaultMaxStateBytes is set aside; the
-// matches waiting to be sent do not count, so what is set aside never
-// depends on how Lambda cut the batches; a fold whose state and matches
-// reach FoldBytes ends early and Lambda resumes at the next record), an
-// outbox so no match is lost or emitted without its state. Match ids are "<rule>:" and a hash of the key
-// and the matched events' ids.
+// events and partial matches past DefaultMaxStateBytes is set aside; a
+// buffered event counts at the most matching it can add — a match or an
+// event of a partial match for each filter or threshold it hits, a new
+// partial match and itself in each partial match it can extend, at most
+// 64, for each sequence — so an event many rules match
+// fills the budget sooner and one whose matches alone outgrow it is always
+// set aside; the matches waiting to be sent do not count, so what is set
+// aside never depends on how Lambda cut the batches; a fold whose state
+// and matches reach FoldBytes ends early and Lambda resumes at the next
+// record; matching never adds more than was counted, so no state item
+// passes DefaultMaxStateBytes + FoldBytes and none is refused and retried
+// for ever), an outbox so no match is lost or emitted without its state.
+// Match ids are "<rule>:" and a hash of the key and the matched events'
+// ids.
 //
 // # Rules at runtime
 //

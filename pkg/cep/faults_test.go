@@ -250,12 +250,33 @@ func diff(got, want []string) string {
 }
 
 // cutOutcome is what one way of cutting a shard's records into batches
-// gave: the distinct matches, the sequence numbers set aside, and the
-// invocations it took (fold checkpoints make more).
+// gave: the distinct matches, the sequence numbers set aside, the
+// invocations it took (fold checkpoints make more) and the largest state
+// blob written.
 type cutOutcome struct {
 	matches     []string
 	aside       []string
 	invocations int
+	biggest     int
+}
+
+// blobWatch is the state table's client noting the largest binary value
+// any write sets: a key's state blob.
+type blobWatch struct {
+	*dynamodb.Client
+	mu      sync.Mutex
+	biggest int
+}
+
+func (w *blobWatch) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	w.mu.Lock()
+	for _, v := range in.ExpressionAttributeValues {
+		if b, ok := v.(*ddbtypes.AttributeValueMemberB); ok {
+			w.biggest = max(w.biggest, len(b.Value))
+		}
+	}
+	w.mu.Unlock()
+	return w.Client.UpdateItem(ctx, in, opts...)
 }
 
 // playCuts plays recs to a new CEP handler in the batches next cuts (the
@@ -271,9 +292,9 @@ func playCuts(t *testing.T, rules []*Rule, budget int, recs []events.KinesisEven
 	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
 		t.Fatal(err)
 	}
-	out := &memStream{}
+	out, watch := &memStream{}, &blobWatch{Client: db}
 	cfg := &Config{Name: "cuts", OutOfOrderness: 3 * time.Second, IdleTimeout: 10 * time.Second}
-	h := NewHandler(cfg, state.NewViews(db, table, nil), out, "matches", newStaticRules(rules), func() time.Time { return base },
+	h := NewHandler(cfg, state.NewViews(watch, table, nil), out, "matches", newStaticRules(rules), func() time.Time { return base },
 		keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)))
 	if budget > 0 {
 		h.Operator().maxBytes = budget
@@ -307,6 +328,10 @@ func playCuts(t *testing.T, rules []*Rule, budget int, recs []events.KinesisEven
 		}
 	}
 	res.matches = describeMatches(t, out.records())
+	res.biggest = watch.biggest
+	if res.biggest > keyed.DefaultMaxStateBytes {
+		t.Fatalf("a state blob of %d bytes was written: past the %d bytes an item holds", res.biggest, keyed.DefaultMaxStateBytes)
+	}
 	scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(quarantine)})
 	if err != nil {
 		t.Fatal(err)
@@ -342,6 +367,19 @@ func TestSetAsideDoesNotDependOnBatchCuts(t *testing.T) {
 		}
 		return kinesisRecords(recs)
 	}
+	// burst is n payments 40 ms apart, all within outOfOrderness, with
+	// 256-byte ids, then an event no rule reads, 10 s later, whose time
+	// moves the watermark past all of them.
+	burst := func(n int) []events.KinesisEventRecord {
+		var recs []shardRecord
+		for i := range n {
+			id := fmt.Sprintf("pay-%03d-", i)
+			recs = append(recs, shardRecord{shard: "shardId-000000000000", seq: 100 + i,
+				env: ev(id+strings.Repeat("x", stream.MaxIDLength-len(id)), "payment", "acct-1", float64(i)*0.04, `{"amount":10}`)})
+		}
+		recs = append(recs, shardRecord{shard: "shardId-000000000000", seq: 100 + n, env: ev("later", "heartbeat", "acct-1", 10, "")})
+		return kinesisRecords(recs)
+	}
 	for _, c := range []struct {
 		name   string
 		rules  []*Rule
@@ -351,6 +389,7 @@ func TestSetAsideDoesNotDependOnBatchCuts(t *testing.T) {
 		{"120 filters, 150 payments of one key", filters(120), 0, payments(150)},
 		{"a count holding every payment past a small budget, and 20 filters", append(filters(20),
 			rule(t, `{"id":"hold","pattern":[{"begin":"p","type":"payment","timesOrMore":1000}],"within":"1h"}`)), 6000, payments(120)},
+		{"120 filters, a burst of 60 payments with 256-byte ids passed by the watermark at once", filters(120), 0, burst(60)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -367,7 +406,7 @@ func TestSetAsideDoesNotDependOnBatchCuts(t *testing.T) {
 			var first cutOutcome
 			for i, cut := range cuts {
 				got := playCuts(t, c.rules, c.budget, c.recs, cut.next)
-				t.Logf("%s: %d matches, %d set aside, %d invocations", cut.name, len(got.matches), len(got.aside), got.invocations)
+				t.Logf("%s: %d matches, %d set aside, %d invocations, largest state %d bytes", cut.name, len(got.matches), len(got.aside), got.invocations, got.biggest)
 				if i == 0 {
 					first = got
 					continue
@@ -375,6 +414,50 @@ func TestSetAsideDoesNotDependOnBatchCuts(t *testing.T) {
 				if d := diff(got.matches, first.matches); d != "" || strings.Join(got.aside, " ") != strings.Join(first.aside, " ") {
 					t.Errorf("%s: %d matches and %d set aside %v; %s gave %d and %d %v; matches differing:\n%s", cut.name,
 						len(got.matches), len(got.aside), got.aside, cuts[0].name, len(first.matches), len(first.aside), first.aside, d)
+				}
+			}
+		})
+	}
+}
+
+// TestRandomBurstsNeverWedgeAKey is the budget's property through the
+// runner, on the stand-in: random rule sets and bursts of one shard
+// (randomBurstRules, randomBursts), played one record a batch, in random
+// batches and in one batch. Every batch makes progress (none is retried
+// for ever), every tick succeeds, no state blob written is past what an
+// item holds, and every cut sets aside the same records and makes the same
+// matches.
+func TestRandomBurstsNeverWedgeAKey(t *testing.T) {
+	for seed := 1; seed <= *seeds; seed++ {
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(uint64(seed), 29))
+			rules := randomBurstRules(t, rng, 150)
+			var recs []shardRecord
+			for i, e := range randomBursts(rng, 160+rng.IntN(100)) {
+				recs = append(recs, shardRecord{shard: "shardId-000000000000", seq: 100 + i, env: e})
+			}
+			records := kinesisRecords(recs)
+			cuts := []struct {
+				name string
+				next func(pos int) int
+			}{
+				{"one at a time", func(int) int { return 1 }},
+				{"random batches", func(int) int { return 1 + rng.IntN(60) }},
+				{"one batch of everything", func(int) int { return len(records) }},
+			}
+			var first cutOutcome
+			for i, cut := range cuts {
+				got := playCuts(t, rules, 0, records, cut.next)
+				t.Logf("%d rules, %d records, %s: %d matches, %d set aside, %d invocations, largest state %d bytes",
+					len(rules), len(records), cut.name, len(got.matches), len(got.aside), got.invocations, got.biggest)
+				if i == 0 {
+					first = got
+					continue
+				}
+				if d := diff(got.matches, first.matches); d != "" || strings.Join(got.aside, " ") != strings.Join(first.aside, " ") {
+					t.Errorf("%s: %d matches and %d set aside; %s gave %d and %d; matches differing:\n%s", cut.name,
+						len(got.matches), len(got.aside), cuts[0].name, len(first.matches), len(first.aside), d)
 				}
 			}
 		})

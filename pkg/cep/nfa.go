@@ -33,6 +33,9 @@ type pendingEv struct {
 	id   string
 	typ  string
 	hits []hit
+	// plan is what the budget counts it at (operator.go), worked out on
+	// first use under the rules of the fold; not encoded.
+	plan *chargePlan
 }
 
 // partial is a partial match of one rule. For a sequence, next is the

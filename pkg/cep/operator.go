@@ -47,10 +47,13 @@ type Operator struct {
 var _ keyed.Operator[Event] = (*Operator)(nil)
 
 // DefaultMaxStateBytes bounds a key's state — its buffered events and
-// partial matches, not the matches of the fold waiting to be sent: an event
-// that would take it past is set aside. The state after each record depends
-// only on the key's records, so which records are set aside never depends
-// on how Lambda cut the batches.
+// partial matches, each buffered event counted at the most that matching
+// it can add (its matches, the partial matches it starts or extends), not
+// the matches of the fold waiting to be sent: an event that would take it
+// past is set aside. The state after each record depends only on the key's
+// records, so which records are set aside never depends on how Lambda cut
+// the batches; matching never adds more than an event was counted at, so
+// a fold's state item stays below DefaultMaxStateBytes + FoldBytes.
 const DefaultMaxStateBytes = 160 << 10
 
 // FoldBytes ends a key's fold early once its state and the matches the
@@ -59,6 +62,12 @@ const DefaultMaxStateBytes = 160 << 10
 // match and no set-aside. It is above DefaultMaxStateBytes, so a key at its
 // budget still folds records, and the state item holds both.
 const FoldBytes = 180_000
+
+// A fold starts below FoldBytes and adds at most one budget's worth
+// (matching never grows the state and its matches past what the budget
+// counted), so every state item fits what the runner writes: this
+// constant does not compile if the sum outgrows keyed.DefaultMaxStateBytes.
+const _ = uint(keyed.DefaultMaxStateBytes - DefaultMaxStateBytes - FoldBytes)
 
 // NewOperator returns an operator over rs; now is processing time (a rule
 // disabled by now stops matching).
@@ -135,6 +144,10 @@ type keyState struct {
 	st  *cepState
 	rs  *RuleSet
 	now time.Time
+	// seqs numbers the sequences buffered events hit, and open is
+	// stateBytes' count of their partial matches (charge).
+	seqs map[string]int
+	open []int
 }
 
 // lookup finds a rule's definition.
@@ -166,27 +179,142 @@ func pendingBytes(id, typ string, hits []hit) int {
 	return n
 }
 
+// refBytes is the size of one event in a partial match or a match.
+func refBytes(id, typ string) int { return 48 + len(id) + len(typ) }
+
 func refsBytes(events []evRef) int {
 	n := 0
 	for i := range events {
-		n += 48 + len(events[i].id) + len(events[i].typ)
+		n += refBytes(events[i].id, events[i].typ)
 	}
 	return n
 }
 
-// stateBytes is the size of what the budget bounds: buffered events and
-// partial matches.
-func (s *keyState) stateBytes() int {
-	n := 16
-	for i := range s.st.pending {
-		e := &s.st.pending[i]
-		n += pendingBytes(e.id, e.typ, e.hits)
-	}
-	for i := range s.st.partials {
-		p := &s.st.partials[i]
-		n += 16 + len(p.rule) + refsBytes(p.events)
+// headBytes is the size of a partial match or a match of rule id, less
+// its events: the same for both, so matching that turns one into the
+// other adds nothing (r nil: a rule no longer known, whose partial
+// matches are dropped).
+func headBytes(id string, r *Rule) int {
+	n := 16 + len(id)
+	if r != nil && r.absence >= 0 {
+		n += len(r.Steps[r.absence].Name)
 	}
 	return n
+}
+
+// stateBytes is what the budget bounds: the partial matches, and the
+// buffered events each at charge (with extra buffered too, when not nil).
+func (s *keyState) stateBytes(extra *pendingEv) int {
+	for i := range s.st.pending {
+		s.plan(&s.st.pending[i])
+	}
+	if extra != nil {
+		s.plan(extra)
+	}
+	// open counts, per sequence some buffered event can extend, the
+	// partial matches an event can extend when it is matched.
+	s.open = append(s.open[:0], make([]int, len(s.seqs))...)
+	n := 16
+	for i := range s.st.partials {
+		p := &s.st.partials[i]
+		r, _ := s.lookup(p.rule)
+		n += headBytes(p.rule, r) + refsBytes(p.events)
+		if r != nil && r.Kind == Sequence && int(p.next) < r.positives {
+			if j, ok := s.seqs[p.rule]; ok {
+				s.open[j]++
+			}
+		}
+	}
+	// Buffered events in the order they will be matched: extra goes after
+	// the events of its time, as buffer puts it.
+	placed := extra == nil
+	for i := range s.st.pending {
+		e := &s.st.pending[i]
+		if !placed && e.t > extra.t {
+			n += s.charge(extra)
+			placed = true
+		}
+		n += s.charge(e)
+	}
+	if !placed {
+		n += s.charge(extra)
+	}
+	return n
+}
+
+// charge is what a buffered event counts for: the larger of its own size
+// and the most that matching it can add to the partial matches and the
+// matches — for each rule it hits, a filter's match or a threshold's
+// event (one event and a head); for a sequence, a new partial match if it
+// can begin one, and itself in each partial match it can extend: at most
+// those open when it is matched (s.open: the ones now, plus one per
+// earlier buffered event that can begin one, counted as they are
+// charged), never more than maxPartialsPerRule. Matching an event and
+// firing an absence otherwise only move a partial match to the matches or
+// drop it, so the state and its matches never grow past what was charged.
+func (s *keyState) charge(e *pendingEv) int {
+	c := e.plan
+	grow := c.fixed
+	for _, h := range c.seq {
+		if h.extends {
+			grow += min(s.open[h.rule], maxPartialsPerRule) * c.ref
+		}
+		if h.opens {
+			s.open[h.rule]++
+		}
+	}
+	return max(c.own, grow)
+}
+
+// chargePlan is what charge needs of a buffered event, worked out once
+// per fold: its own size, what it adds whatever the partial matches (each
+// filter's and threshold's match or event, each sequence's new partial
+// match), and its hits of sequences, whose cost depends on them.
+type chargePlan struct {
+	own, fixed, ref int
+	seq             []seqCharge
+}
+
+// seqCharge is a buffered event's hit of a sequence (rule: its index in
+// keyState.seqs): whether it can extend the rule's partial matches, and
+// whether it opens one that later events can extend.
+type seqCharge struct {
+	rule           int
+	extends, opens bool
+}
+
+// plan works out e's chargePlan if it has none.
+func (s *keyState) plan(e *pendingEv) {
+	if e.plan != nil {
+		return
+	}
+	c := &chargePlan{own: pendingBytes(e.id, e.typ, e.hits), ref: refBytes(e.id, e.typ)}
+	for _, h := range e.hits {
+		r, ok := s.lookup(h.rule)
+		if !ok {
+			continue // not matched
+		}
+		begins := h.mask&1 != 0
+		if begins {
+			c.fixed += headBytes(r.ID, r) + c.ref
+		}
+		if r.Kind != Sequence {
+			continue
+		}
+		extends := h.mask&(uint16(1)<<r.positives-2) != 0 // a positive step after the first
+		if opens := begins && r.positives > 1; extends || opens {
+			j, ok := s.seqs[r.ID]
+			if !ok {
+				if s.seqs == nil {
+					s.seqs = map[string]int{}
+				}
+				j = len(s.seqs)
+				s.seqs[r.ID] = j
+			}
+			c.seq = append(c.seq, seqCharge{rule: j, extends: extends, opens: opens})
+		}
+	}
+	e.plan = c
 }
 
 // outboxBytes is the size of the matches waiting to be sent.
@@ -205,12 +333,19 @@ func (s *keyState) Add(v Event, wm time.Time) (keyed.Fate, *keyed.RecordError) {
 	if v.t < w {
 		return keyed.Late, nil
 	}
-	if n := s.stateBytes(); n+pendingBytes(v.id, v.typ, v.hits) > s.o.maxBytes {
+	e := pendingEv{t: v.t, id: v.id, typ: v.typ, hits: v.hits}
+	if n := s.stateBytes(&e); n > s.o.maxBytes {
+		clear(s.open) // e alone, with no partial match open
+		if own := s.charge(&e); own > s.o.maxBytes {
+			return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
+				Reason: fmt.Sprintf("this event of key %q hits %d CEP rules, whose matches and partial matches may take %d bytes: more than the key's %d-byte budget (one DynamoDB item) holds, so it can never be matched",
+					s.key, len(v.hits), own, s.o.maxBytes)}
+		}
 		return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
-			Reason: fmt.Sprintf("the CEP state of key %q holds %d bytes of buffered events and partial matches; this event would take it past its %d-byte budget (one DynamoDB item): the key takes events again as its matches complete or time out",
+			Reason: fmt.Sprintf("the CEP state of key %q would count %d bytes with this event (buffered events at the most their matching can add, and partial matches): past its %d-byte budget (one DynamoDB item): the key takes events again as its buffered events are matched and its matches complete or time out",
 				s.key, n, s.o.maxBytes)}
 	}
-	s.st.buffer(pendingEv{t: v.t, id: v.id, typ: v.typ, hits: v.hits})
+	s.st.buffer(e)
 	return keyed.Added, nil
 }
 
@@ -227,7 +362,7 @@ func (s *keyState) NextDue() time.Time {
 
 // Size bounds the encoded state item: the state and the matches waiting
 // to be sent (what the runner's fold checkpoint measures).
-func (s *keyState) Size() int { return s.stateBytes() + s.outboxBytes() }
+func (s *keyState) Size() int { return s.stateBytes(nil) + s.outboxBytes() }
 
 func (s *keyState) Encode(dst []byte) []byte { return encodeCEP(dst, s.st) }
 

@@ -39,11 +39,19 @@
 // LateDropped / RecordsIn (the lateDroppedPercent alarm) is a share: a
 // record dropped from at least one of its windows counts once, also when it
 // was applied to others of its windows (a hopping window still open, or one
-// the correct policy corrects). On the per-interval path, records dropped at
-// the flush (their windows made final by the ticker during the interval) are
-// known only as per-window counts: per key, the window kind accounting for
-// the most records is taken, exact for tumbling windows, a lower bound for
-// overlapping hopping windows only partly dropped.
+// the correct policy corrects). A record Lambda delivers again after it was
+// processed (a batch delivered twice, a retry from a few records back) is
+// not judged late again, so retries do not raise the alarm: the dedupe
+// ledger knows it as redelivered (a session or sliding record is also below
+// its key's fence). Without the ledger (dedupeHorizon "0s") such a
+// tumbling or hopping record, found late, counts again; and a record whose
+// first delivery failed before its window was written, the ticker making
+// the window final before the retry, is dropped uncounted. On the
+// per-interval path, records dropped at the flush (their windows made final
+// by the ticker during the interval) are known only as per-window counts:
+// per key, the window kind accounting for the most records is taken, exact
+// for tumbling windows, a lower bound for overlapping hopping windows only
+// partly dropped.
 //
 // Tumbling and hopping windows are window items updated in place. Session
 // and sliding windows are defined by the records themselves (a late record

@@ -135,3 +135,90 @@ func TestLateDroppedCountsRecords(t *testing.T) {
 		})
 	}
 }
+
+// A record Lambda delivers again after it was processed (a batch delivered
+// twice, a retry from a few records back) is not judged late again:
+// LateDropped counted it, or its windows had it, the first time. Before,
+// a redelivered record whose window the watermark had made final since
+// counted as dropped, and the lateDroppedPercent alarm rose during retries.
+func TestLateDroppedIgnoresRedeliveries(t *testing.T) {
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	const shard = "shardId-000000000000"
+	rec := func(seq int, key string, offset time.Duration) record {
+		at := base.Add(offset)
+		return record{shard: shard, seq: seq, env: stream.Envelope{ID: fmt.Sprint(seq), Type: "v", Key: key,
+			OccurredAt: at, SentAt: at, ReceivedAt: at, Data: json.RawMessage(`{"ms":1}`)}}
+	}
+	type step func(t *testing.T, p *aggregate.Processor)
+	batch := func(recs ...record) step {
+		return func(t *testing.T, p *aggregate.Processor) {
+			resp, err := p.HandleBatch(context.Background(), kinesisEvent(recs))
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("batch: %+v %v", resp, err)
+			}
+		}
+	}
+	interval := func(recs ...record) step {
+		return func(t *testing.T, p *aggregate.Processor) {
+			ctx := context.Background()
+			win := events.TimeWindowProperties{ShardID: shard}
+			resp, err := p.HandleInterval(ctx, events.KinesisTimeWindowEvent{KinesisEvent: kinesisEvent(recs), TimeWindowProperties: win})
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("interval: %+v %v", resp, err)
+			}
+			win.State, win.IsFinalInvokeForWindow = resp.State, true
+			if resp, err := p.HandleInterval(ctx, events.KinesisTimeWindowEvent{TimeWindowProperties: win}); err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("final invocation: %+v %v", resp, err)
+			}
+		}
+	}
+	// k@10s is on time when first processed; z@5m then makes its windows
+	// final; k@20s is late when first processed.
+	onTime, closing, late := rec(1, "k", 10*time.Second), rec(2, "z", 5*time.Minute), rec(3, "k", 20*time.Second)
+	const tumbling, sliding = `{"kind":"tumbling","size":"1m"}`, `{"kind":"sliding","difference":"30s"}`
+	for _, c := range []struct {
+		name     string
+		windows  string
+		setup    []step
+		again    step
+		wantLate float64
+	}{
+		{"per batch: a batch again after its window was made final", tumbling,
+			[]step{batch(onTime, closing)}, batch(onTime, closing), 0},
+		{"per batch: a late record again", tumbling,
+			[]step{batch(onTime, closing), batch(late)}, batch(late), 0},
+		{"per batch: a retry from a few records back, with a new late record", tumbling,
+			[]step{batch(onTime, closing)}, batch(onTime, closing, late), 1},
+		{"per interval: an interval again after its window was made final", tumbling,
+			[]step{interval(onTime, closing)}, interval(onTime, closing), 0},
+		{"sliding: a batch again after its windows were made final", sliding,
+			[]step{batch(onTime, closing)}, batch(onTime, closing), 0},
+		{"sliding: a record dropped from every window, again", sliding,
+			[]step{batch(onTime, closing), batch(late)}, batch(late), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg, err := pipeline.Parse([]byte(`{"name":"late","key":"key","value":"data.ms","windows":[` + c.windows + `],
+			  "aggregates":["count","sum"],"outOfOrderness":"0s","idleTimeout":"30s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			table := fmt.Sprintf("lateagain-%d", tableSeq.Add(1))
+			if err := state.CreateTable(ctx, db, table); err != nil {
+				t.Fatal(err)
+			}
+			var emf bytes.Buffer
+			p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), nil, "",
+				aggregate.WithMetrics(metrics.New(&emf, "aggregate")),
+				aggregate.WithDedupe(aggregate.NewLedger(db, table, cfg)))
+			for _, s := range c.setup {
+				s(t, p)
+			}
+			emf.Reset()
+			c.again(t, p)
+			if got := emfSum(t, &emf, "LateDropped"); got != c.wantLate {
+				t.Errorf("LateDropped %v for the redelivery, want %v: a record processed before is not judged late again", got, c.wantLate)
+			}
+		})
+	}
+}

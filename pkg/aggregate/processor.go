@@ -161,6 +161,7 @@ type collector struct {
 	failures    batch.StreamFailures
 	firstSeq    map[upKey]string
 	late        map[string]struct{} // sequence numbers of records dropped as late from at least one window
+	again       map[string]struct{} // sequence numbers of records the ledger knows as redelivered (see dropLate)
 	poison      int
 	filtered    int
 	in          int
@@ -255,8 +256,15 @@ func (c *collector) decode(rec *stream.KinesisRecord) {
 
 // dropLate records that the record at seq was dropped as late from one of
 // its windows: LateDropped counts records, so a record dropped from several
-// windows (of one kind or of several) counts once.
+// windows (of one kind or of several) counts once. A record Lambda delivers
+// again after it was processed (the ledger's Redelivered: it claimed its
+// event id before) is not counted again: its windows had it, or it was
+// counted, when it was first processed, and a window final now was open
+// then.
 func (c *collector) dropLate(seq string) {
+	if _, again := c.again[seq]; again {
+		return
+	}
 	if c.late == nil {
 		c.late = map[string]struct{}{}
 	}
@@ -267,6 +275,12 @@ func (c *collector) dropLate(seq string) {
 func (c *collector) route(d *decoded) {
 	key, seq, et, value, distinct := d.key, d.seq, d.et, d.value, d.distinct
 	c.in++
+	if d.cand >= 0 && c.verdicts[d.cand] == dedupe.Redelivered {
+		if c.again == nil {
+			c.again = map[string]struct{}{}
+		}
+		c.again[seq] = struct{}{}
+	}
 	for i, ws := range c.p.cfg.Windows {
 		if isKeyedKind(ws.Kind) {
 			c.collectKeyed(ws, key, seq, et, value, distinct) // judged by the fold

@@ -59,8 +59,10 @@ import org.apache.kafka.streams.state.WindowStore;
  * them; count, sum, min and max, or deleted for a session merged away), and
  * the indexes of the records that raised the dropped-records metric.
  *
- * <p>Caching is off, so every update is emitted; the stores are in memory and
- * keep a day, so nothing but the grace period decides what Kafka drops. The
+ * <p>Caching is off, so every update is emitted; the stores are in memory; the
+ * window stores keep a day, so nothing but the grace period decides what Kafka
+ * drops, and the session store keeps Kafka's default retention (see
+ * sessionStore). The
  * mapping between Kafka's parameters and the pipeline's is the caller's
  * (conformance/kstreams_test.go): this program only runs Kafka.
  */

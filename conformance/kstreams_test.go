@@ -82,8 +82,7 @@ func (h *history) id() string { return fmt.Sprintf("%s/%s/seed=%d", h.kind.name,
 //   - Sessions. This project's sessions are half-open: records less than
 //     gap apart share a session [first, last+gap). Kafka's are inclusive:
 //     records at most gap apart share a session [first, last], so Kafka
-//     merges records exactly gap apart and this project does not (Flink
-//     does not either). At millisecond resolution Kafka's inactivity gap
+//     merges records exactly gap apart and this project does not. At millisecond resolution Kafka's inactivity gap
 //     gap-1ms merges exactly the records this project merges, and its
 //     session [first, last] is this project's [first, last+gap). Kafka drops
 //     a record whose merged session ends (inclusively) before stream time -

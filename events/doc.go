@@ -17,6 +17,11 @@
 // the local Tasks DLQ with its reason (the queue its ARN names has one), and
 // snapshot/console-test.json publishes the local profiles table.
 //
+// make invoke sends a fresh copy of the file (local.FreshSample): times
+// moved to now, Kinesis records on shard shardId-make-invoke, new sequence
+// numbers and ids, so that a sample never moves a running stack's real
+// shards. The outcomes below are the file's own, at its fixed times.
+//
 //	ingest/function-url-post.json      one envelope            → 202, accepted 1, the record is on the stream
 //	ingest/function-url-batch.json     three envelopes         → 202, accepted 3
 //	ingest/function-url-invalid.json   second has a bad time   → 400 naming events[1].occurredAt (id "evt-0006"); nothing written

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/tributary-dev/tributary/emulator/local"
 	"github.com/tributary-dev/tributary/emulator/standin"
 )
 
@@ -47,6 +48,16 @@ func invoke(ctx context.Context, o *options) (err error) {
 	}
 	if !json.Valid(payload) {
 		return fmt.Errorf("event file %s: not valid JSON (the Invoke API takes a JSON document)", o.event)
+	}
+	// The samples' fixed times and positions would become a real shard's
+	// fence and a watermark days behind: send a fresh copy (the file stays
+	// as the console takes it).
+	payload, err = freshen(os.Stdout, o.event, payload, time.Now())
+	if err != nil {
+		return err
+	}
+	if len(payload) > maxEventBytes {
+		return fmt.Errorf("event file %s: rewritten for this stack, over the Invoke API's 6 MB limit", o.event)
 	}
 	endpoint := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))
 	if !listening(net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))) {
@@ -91,6 +102,25 @@ func invoke(ctx context.Context, o *options) (err error) {
 		fmt.Printf("  %s\n", out.Payload)
 	}
 	return nil
+}
+
+// freshen rewrites a sample's times to now and its positions to a
+// namespace no real one has (local.FreshSample), and prints one line per
+// rewrite.
+func freshen(w io.Writer, name string, payload []byte, now time.Time) ([]byte, error) {
+	fresh, rewrites, err := local.FreshSample(payload, now)
+	if err != nil {
+		return nil, fmt.Errorf("event file %s: %w", name, err)
+	}
+	if len(rewrites) == 0 {
+		fmt.Fprintf(w, "▸ %s carries no times or positions: sent as it is\n", name)
+		return payload, nil
+	}
+	fmt.Fprintf(w, "▸ sending a fresh copy of %s (the file is unchanged), so that it cannot move this stack's watermarks or positions:\n", name)
+	for _, r := range rewrites {
+		fmt.Fprintf(w, "    %s\n", r)
+	}
+	return fresh, nil
 }
 
 // listening reports whether something accepts connections on addr.

@@ -17,7 +17,10 @@
 // local ones) and a dashboard page (dashboard*.go: every
 // AWS::CloudWatch::Dashboard of the template, its body resolved against the
 // local deployment and drawn from the stand-in's CloudWatch, and a results
-// view of a key's windows).
+// view of a key's windows). FreshSample (freshsample.go) is what `make
+// invoke` sends instead of a sample file: its times moved to now and its
+// positions to SampleShard and new sequence numbers and ids, so that a
+// sample never becomes a real shard's position or watermark.
 //
 // One topology, defined once in infra/, runs in AWS and here.
 package local

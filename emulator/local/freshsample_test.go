@@ -1,0 +1,339 @@
+package local
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// freshNow is the time the tests rewrite samples to.
+var freshNow = time.Date(2027, 3, 4, 12, 34, 56, 789e6, time.UTC)
+
+// recent reports whether at is in the minute up to freshNow.
+func recent(at time.Time) bool {
+	return !at.After(freshNow) && at.After(freshNow.Add(-time.Minute))
+}
+
+// freshOf rewrites the sample file and decodes the result.
+func freshOf(t *testing.T, file string) (map[string]any, []Rewrite, []byte) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "events", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, rewrites, err := FreshSample(raw, freshNow)
+	if err != nil {
+		t.Fatalf("FreshSample(%s): %v", file, err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("FreshSample(%s) = %s: %v", file, out, err)
+	}
+	return doc, rewrites, out
+}
+
+func records(doc map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, r := range doc["Records"].([]any) {
+		out = append(out, r.(map[string]any))
+	}
+	return out
+}
+
+func rfcTime(t *testing.T, v any) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339Nano, v.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+func envelopeOf(t *testing.T, data any) map[string]any {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(data.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil
+	}
+	return env
+}
+
+// Each sample type: its times land in the minute before now with their
+// spacing kept, and its positions in a namespace no real one has.
+func TestFreshSample(t *testing.T) {
+	tests := []struct {
+		file  string
+		check func(t *testing.T, doc map[string]any)
+	}{
+		{"aggregate/kinesis-batch.json", func(t *testing.T, doc map[string]any) {
+			var prev string
+			var received []time.Time
+			for _, r := range records(doc) {
+				k := r["kinesis"].(map[string]any)
+				seq := k["sequenceNumber"].(string)
+				if r["eventID"] != SampleShard+":"+seq {
+					t.Errorf("eventID %v, want %s:%s", r["eventID"], SampleShard, seq)
+				}
+				if !strings.HasPrefix(seq, strconv.FormatInt(freshNow.UnixNano(), 10)) || (prev != "" && compareDecimal(seq, prev) <= 0) {
+					t.Errorf("sequence number %s after %s: want now's nanoseconds, rising in the sample's order", seq, prev)
+				}
+				prev = seq
+				arrival, _ := k["approximateArrivalTimestamp"].(float64)
+				if !recent(time.UnixMilli(int64(arrival * 1000))) {
+					t.Errorf("approximateArrivalTimestamp %v, want the minute before %s", arrival, freshNow)
+				}
+				env := envelopeOf(t, k["data"])
+				received = append(received, rfcTime(t, env["receivedAt"]))
+				// user-42's device clock is three hours behind: still so.
+				if sent, occurred := rfcTime(t, env["sentAt"]), rfcTime(t, env["occurredAt"]); rfcTime(t, env["receivedAt"]).Sub(sent) > 2*time.Hour != (env["key"] == "user-42") || occurred.After(sent) {
+					t.Errorf("envelope %v: the sample's clock offsets changed", env)
+				}
+			}
+			// 10:41:12.4 and 10:41:41.2 stay in one minute, 28.8 s apart.
+			if received[1].Sub(received[0]) != 28800*time.Millisecond || received[0].Truncate(time.Minute) != received[1].Truncate(time.Minute) || !recent(received[1]) {
+				t.Errorf("receivedAt %v: want the sample's spacing, in one minute, the latest in the minute before now", received)
+			}
+		}},
+		{"aggregate/kinesis-poison.json", func(t *testing.T, doc map[string]any) {
+			env := envelopeOf(t, records(doc)[1]["kinesis"].(map[string]any)["data"])
+			if env["occurredAt"] != "yesterday" {
+				t.Errorf("the poison record's occurredAt is %v, want it kept: yesterday", env["occurredAt"])
+			}
+		}},
+		{"aggregate/kinesis-tumbling-window.json", func(t *testing.T, doc map[string]any) {
+			w := doc["window"].(map[string]any)
+			start, end := rfcTime(t, w["start"]), rfcTime(t, w["end"])
+			if doc["shardId"] != SampleShard || end.Sub(start) != time.Minute || start.Truncate(time.Minute) != start || !recent(end) {
+				t.Errorf("shardId %v, window %v: want %s and a minute ending in the minute before now", doc["shardId"], w, SampleShard)
+			}
+		}},
+		{"cdc/dynamodb-insert.json", func(t *testing.T, doc map[string]any) {
+			r := records(doc)[0]
+			d := r["dynamodb"].(map[string]any)
+			created, _ := d["ApproximateCreationDateTime"].(float64)
+			if r["eventID"] == "c4ca4238a0b923820dcc509a6f75849b" || len(r["eventID"].(string)) != 32 {
+				t.Errorf("eventID %v: want a new one of the same shape", r["eventID"])
+			}
+			if seq := d["SequenceNumber"].(string); !strings.HasPrefix(seq, strconv.FormatInt(freshNow.UnixNano(), 10)) {
+				t.Errorf("SequenceNumber %s: want now's nanoseconds", seq)
+			}
+			if !recent(time.Unix(int64(created), 0)) {
+				t.Errorf("ApproximateCreationDateTime %v, want the minute before now", created)
+			}
+			if r["eventSourceARN"] != "arn:aws:dynamodb:us-east-1:123456789012:table/profiles/stream/2026-11-29T00:00:00.000" {
+				t.Errorf("eventSourceARN %v: want it as it is (the Invoke API maps it)", r["eventSourceARN"])
+			}
+		}},
+		{"worker/sqs-fifo.json", func(t *testing.T, doc map[string]any) {
+			ids := map[any]bool{}
+			var prev string
+			for _, r := range records(doc) {
+				ids[r["messageId"]] = true
+				if strings.HasPrefix(r["messageId"].(string), "0b7e4c1a-") {
+					t.Errorf("messageId %v: want a new one", r["messageId"])
+				}
+				a := r["attributes"].(map[string]any)
+				ms, _ := strconv.ParseInt(a["SentTimestamp"].(string), 10, 64)
+				if !recent(time.UnixMilli(ms)) && !recent(time.UnixMilli(ms).Add(time.Minute)) {
+					t.Errorf("SentTimestamp %v: want around now", a["SentTimestamp"])
+				}
+				if seq := a["SequenceNumber"].(string); compareDecimal(seq, prev) <= 0 || !strings.HasPrefix(seq, strconv.FormatInt(freshNow.UnixNano(), 10)) {
+					t.Errorf("FIFO SequenceNumber %s after %s: want now's nanoseconds, rising", seq, prev)
+				} else {
+					prev = seq
+				}
+				var body map[string]any
+				if err := json.Unmarshal([]byte(r["body"].(string)), &body); err != nil {
+					t.Fatal(err)
+				}
+				if at := rfcTime(t, body["occurredAt"]); at.Year() != freshNow.Year() {
+					t.Errorf("body occurredAt %v: want it moved to now", body["occurredAt"])
+				}
+			}
+			if len(ids) != len(records(doc)) {
+				t.Errorf("messageIds %v: want one per message", ids)
+			}
+		}},
+		{"quarantine/sqs-on-failure.json", func(t *testing.T, doc map[string]any) {
+			var body struct {
+				Timestamp        string
+				KinesisBatchInfo struct {
+					ShardID                         string `json:"shardId"`
+					Start                           string `json:"startSequenceNumber"`
+					End                             string `json:"endSequenceNumber"`
+					ApproximateArrivalOfFirstRecord string `json:"approximateArrivalOfFirstRecord"`
+				}
+			}
+			if err := json.Unmarshal([]byte(records(doc)[0]["body"].(string)), &body); err != nil {
+				t.Fatal(err)
+			}
+			b := body.KinesisBatchInfo
+			if b.ShardID != SampleShard || b.Start != b.End || !strings.HasPrefix(b.Start, strconv.FormatInt(freshNow.UnixNano(), 10)) {
+				t.Errorf("KinesisBatchInfo %+v: want shard %s and one renumbered sequence number", b, SampleShard)
+			}
+			if !recent(rfcTime(t, body.Timestamp)) || rfcTime(t, b.ApproximateArrivalOfFirstRecord).Year() != freshNow.Year() {
+				t.Errorf("on-failure record at %s, first record %s: want both moved to now", body.Timestamp, b.ApproximateArrivalOfFirstRecord)
+			}
+		}},
+		{"ingest/function-url-idempotency-key.json", func(t *testing.T, doc map[string]any) {
+			rc := doc["requestContext"].(map[string]any)
+			epoch, _ := rc["timeEpoch"].(float64)
+			if !recent(time.UnixMilli(int64(epoch))) {
+				t.Errorf("timeEpoch %v: want the minute before now", epoch)
+			}
+			if at, err := time.Parse(clfLayout, rc["time"].(string)); err != nil || !at.Equal(time.UnixMilli(int64(epoch)).Truncate(time.Second)) {
+				t.Errorf("time %v, timeEpoch %v: want one moment", rc["time"], epoch)
+			}
+			key := doc["headers"].(map[string]any)["idempotency-key"].(string)
+			if key == `"8e03978e-40d5-43e8-bc93-6894a57f9324"` || !strings.HasPrefix(key, `"`) {
+				t.Errorf("idempotency-key %s: want a new quoted key", key)
+			}
+			var body []map[string]any
+			if err := json.Unmarshal([]byte(doc["body"].(string)), &body); err != nil {
+				t.Fatal(err)
+			}
+			// 07:41:20 and 07:41:25 from a device three hours behind: kept.
+			if d := rfcTime(t, body[1]["occurredAt"]).Sub(rfcTime(t, body[0]["occurredAt"])); d != 5*time.Second || rfcTime(t, body[0]["occurredAt"]).Year() != freshNow.Year() {
+				t.Errorf("body %v: want the times moved with their spacing", body)
+			}
+		}},
+		{"ingest/function-url-signed.json", func(t *testing.T, doc map[string]any) {
+			h := doc["headers"].(map[string]any)
+			ts, _ := strconv.ParseInt(h["x-tributary-timestamp"].(string), 10, 64)
+			if !recent(time.Unix(ts, 0)) {
+				t.Errorf("x-tributary-timestamp %v: want the minute before now", h["x-tributary-timestamp"])
+			}
+		}},
+		{"ticker/eventbridge-scheduled.json", func(t *testing.T, doc map[string]any) {
+			if at := rfcTime(t, doc["time"]); !recent(at) {
+				t.Errorf("time %v: want the minute before now", doc["time"])
+			}
+		}},
+		{"snapshot/console-test.json", func(t *testing.T, doc map[string]any) {
+			if len(doc) != 1 || doc["table"] != "profiles" {
+				t.Errorf("%v: want it as it is", doc)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			doc, rewrites, _ := freshOf(t, tc.file)
+			tc.check(t, doc)
+			if tc.file == "snapshot/console-test.json" {
+				if len(rewrites) != 0 {
+					t.Errorf("rewrites %v for a payload with no times or positions", rewrites)
+				}
+				return
+			}
+			if len(rewrites) == 0 {
+				t.Error("no rewrites reported")
+			}
+		})
+	}
+}
+
+// Every sample leaves FreshSample without its fixed times, shard or
+// sequence numbers, and each change is reported on a line of its own.
+func TestFreshSampleLeavesNoFixedPosition(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "events", "*", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("samples: %v %v", files, err)
+	}
+	for _, f := range files {
+		name, _ := filepath.Rel(filepath.Join("..", "..", "events"), f)
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, rewrites, err := FreshSample(raw, freshNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(out) + decodedData(t, out)
+			for _, fixed := range []string{"shardId-000000000000", "496011896584223593788362985218276384753201890123097", `"sequenceNumber":"1111`, `"SequenceNumber":"2222`, `"SequenceNumber":"1889`} {
+				if strings.Contains(text, fixed) {
+					t.Errorf("the fresh copy still holds %s", fixed)
+				}
+			}
+			// Times of the sample left only where they are no time of the
+			// event but data: a DynamoDB stream's label, a SQS sender's id,
+			// an item's or an event's own attributes.
+			rest := regexp.MustCompile(`stream/2026-11-29T[0-9:.]+|_20261129|"(recordedAt|createdAt)":(\{"S":)?"2026-11-29T[0-9:.]+Z"`).ReplaceAllString(text, "")
+			if strings.Contains(rest, "2026-11-29") || strings.Contains(rest, "29/Nov/2026") || strings.Contains(rest, "17959") {
+				t.Errorf("the fresh copy still holds a time of 2026-11-29:\n%s", rest)
+			}
+			seen := map[string]bool{}
+			for _, r := range rewrites {
+				if seen[r.Path+r.What] || r.Count < 1 || r.What == "" {
+					t.Errorf("rewrite %+v: want one line per change, with a count and what it became", r)
+				}
+				seen[r.Path+r.What] = true
+			}
+		})
+	}
+}
+
+// decodedData is the text of every Kinesis record's data in payload.
+func decodedData(t *testing.T, payload []byte) string {
+	t.Helper()
+	var ev struct {
+		Records []struct {
+			Kinesis struct{ Data string }
+		}
+	}
+	_ = json.Unmarshal(payload, &ev)
+	var b strings.Builder
+	for _, r := range ev.Records {
+		d, err := base64.StdEncoding.DecodeString(r.Kinesis.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(d)
+	}
+	return b.String()
+}
+
+func TestFmtShift(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "+0m"},
+		{50 * time.Minute, "+50m"},
+		{2 * time.Hour, "+2h"},
+		{(2*24+14)*time.Hour + 50*time.Minute, "+2d14h50m"},
+		{-(24*time.Hour + time.Minute), "-1d1m"},
+	}
+	for _, tc := range tests {
+		if got := fmtShift(tc.d); got != tc.want {
+			t.Errorf("fmtShift(%s) = %s, want %s", tc.d, got, tc.want)
+		}
+	}
+}
+
+// A sample later than now moves back, to the minute up to now, not after.
+func TestFreshSampleFromTheFuture(t *testing.T) {
+	in := []byte(`{"version":"0","detail-type":"Scheduled Event","source":"aws.events","time":"2027-03-04T12:36:30Z","detail":{}}`)
+	out, _, err := FreshSample(in, freshNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct{ Time time.Time }
+	if err := json.Unmarshal(out, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if !recent(ev.Time) || ev.Time.Second() != 30 {
+		t.Errorf("time %s: want 12:34:30, the minute up to %s", ev.Time, freshNow)
+	}
+}

@@ -76,7 +76,7 @@ func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool,
 	if err != nil {
 		return View{}, false, err
 	}
-	slots := [1]types.AttributeValue{avS(timeText(v.now()))}
+	slots := [1]types.AttributeValue{timeAV(v.now())}
 	out, err := v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: v.tableName, Key: itemKey(ref.PK, ref.SK),
 		UpdateExpression: s.update, ConditionExpression: s.condition,

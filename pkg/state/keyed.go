@@ -92,11 +92,11 @@ func (v *Views) SaveKeyed(ctx context.Context, ref KeyedRef, shard string, ks Ke
 		variant uint
 	)
 	slots[keyedSlotBlob] = avB(ks.Blob)
-	slots[keyedSlotPipeline] = avS(ref.Pipeline)
-	slots[keyedSlotKey] = avS(ref.Key)
-	slots[keyedSlotKind] = avS(ref.Kind)
+	slots[keyedSlotPipeline] = sharedS(ref.Pipeline)
+	slots[keyedSlotKey] = sharedS(ref.Key)
+	slots[keyedSlotKind] = sharedS(ref.Kind)
 	slots[keyedSlotVersion] = avInt(int64(ks.Version + 1))
-	slots[keyedSlotUpdatedAt] = avS(timeText(v.now()))
+	slots[keyedSlotUpdatedAt] = timeAV(v.now())
 	if v.keyedExpiry > 0 {
 		variant |= keyedExpires
 		slots[keyedSlotExpiresAt] = avInt(v.now().Add(v.keyedExpiry).Unix())
@@ -111,8 +111,8 @@ func (v *Views) SaveKeyed(ctx context.Context, ref KeyedRef, shard string, ks Ke
 	}
 	if openIn != "" && !openUntil.End.IsZero() {
 		variant |= keyedOpen
-		slots[keyedSlotOpenIn] = avS(openIn)
-		slots[keyedSlotOpenUntil] = avS(timeText(openUntil.End))
+		slots[keyedSlotOpenIn] = sharedS(openIn)
+		slots[keyedSlotOpenUntil] = timeAV(openUntil.End)
 	}
 	if ks.Version > 0 {
 		variant |= keyedVersioned
@@ -149,16 +149,16 @@ func (v *Views) PutWindow(ctx context.Context, ref KeyedRef, w window.Window, bl
 		slots   [putSlots]types.AttributeValue
 		variant uint
 	)
-	slots[putSlotPipeline] = avS(ref.Pipeline)
-	slots[putSlotKey] = avS(ref.Key)
-	slots[putSlotKind] = avS(ref.Kind)
-	slots[putSlotStart] = avS(timeText(w.Start))
-	slots[putSlotEnd] = avS(timeText(w.End))
+	slots[putSlotPipeline] = sharedS(ref.Pipeline)
+	slots[putSlotKey] = sharedS(ref.Key)
+	slots[putSlotKind] = sharedS(ref.Kind)
+	slots[putSlotStart] = timeAV(w.Start)
+	slots[putSlotEnd] = timeAV(w.End)
 	slots[putSlotParts] = avList1(blob)
 	slots[putSlotCount] = avUint(count)
-	slots[putSlotStatus] = avS(status)
+	slots[putSlotStatus] = sharedS(status)
 	slots[putSlotRevision] = avInt(int64(revision))
-	slots[putSlotUpdatedAt] = avS(timeText(v.now()))
+	slots[putSlotUpdatedAt] = timeAV(v.now())
 	if v.retention > 0 {
 		variant = 1
 		slots[putSlotExpiresAt] = avInt(w.End.Add(v.retention).Unix())
@@ -168,7 +168,7 @@ func (v *Views) PutWindow(ctx context.Context, ref KeyedRef, w window.Window, bl
 		return err
 	}
 	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: v.tableName, Key: itemKey(PartitionKey(ref.Pipeline, ref.Key), SortKey(ref.Kind, w)),
+		TableName: v.tableName, Key: windowKey(ref.Pipeline, ref.Key, ref.Kind, w),
 		UpdateExpression: s.update, ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
 	})
 	if err != nil {

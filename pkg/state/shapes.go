@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/window"
 )
 
 // Fixed request shapes. Every request Views makes on the write path has
@@ -143,11 +146,42 @@ func (ss *shapeSet) get(variant uint) (*shape, error) {
 
 func avS(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 
+// avInt is n as a number. Small numbers (counts, revisions, versions) and
+// numbers that repeat across a batch's writes (the expiry of a window's
+// items) are shared values.
 func avInt(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+	if n >= 0 && n < int64(len(smallNumbers)) {
+		return smallNumbers[n]
+	}
+	e := &sharedNumbers[(uint64(n)*0x9E3779B97F4A7C15)>>(64-sharedNumberBits)]
+	if c := e.Load(); c != nil && c.n == n {
+		return c.av
+	}
+	c := &numberEntry{n: n, av: &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}}
+	e.Store(c)
+	return c.av
 }
 
+var smallNumbers = func() (t [256]types.AttributeValue) {
+	for i := range t {
+		t[i] = &types.AttributeValueMemberN{Value: strconv.Itoa(i)}
+	}
+	return t
+}()
+
+type numberEntry struct {
+	n  int64
+	av *types.AttributeValueMemberN
+}
+
+const sharedNumberBits = 8
+
+var sharedNumbers [1 << sharedNumberBits]atomic.Pointer[numberEntry]
+
 func avUint(n uint64) types.AttributeValue {
+	if n < 1<<63 {
+		return avInt(int64(n))
+	}
 	return &types.AttributeValueMemberN{Value: strconv.FormatUint(n, 10)}
 }
 
@@ -159,33 +193,95 @@ func avB(b []byte) types.AttributeValue {
 	return &types.AttributeValueMemberB{Value: b}
 }
 
-// avList1 is []any{b}: a list of one binary.
+// avList1 is []any{b}: a list of one binary, made in one allocation.
 func avList1(b []byte) types.AttributeValue {
-	return &types.AttributeValueMemberL{Value: []types.AttributeValue{avB(b)}}
+	if b == nil {
+		return &types.AttributeValueMemberL{Value: []types.AttributeValue{avB(b)}}
+	}
+	l := &list1{b: types.AttributeValueMemberB{Value: b}}
+	l.elems[0] = &l.b
+	l.l.Value = l.elems[:]
+	return &l.l
+}
+
+// list1 is a list of one binary and its parts, allocated together.
+type list1 struct {
+	l     types.AttributeValueMemberL
+	elems [1]types.AttributeValue
+	b     types.AttributeValueMemberB
 }
 
 // timeText is t formatted with TimeLayout. Window bounds and update times
 // repeat across the writes of a batch (every key's item of one window has
 // its bounds), so the text of recent instants is kept in a small table
 // instead of formatted for each write.
-func timeText(t time.Time) string {
+func timeText(t time.Time) string { return timeAV(t).Value }
+
+// timeAV is timeText as a value, shared by the requests that write it.
+func timeAV(t time.Time) *types.AttributeValueMemberS {
 	ms := t.UnixMilli()
 	// Fibonacci hashing: window bounds are whole minutes apart, which a
 	// plain modulus would crowd into a few entries.
-	e := &timeTexts[(uint64(ms)*0x9E3779B97F4A7C15)>>56]
+	e := &timeTexts[(uint64(ms)*0x9E3779B97F4A7C15)>>(64-timeTextBits)]
 	if c := e.Load(); c != nil && c.ms == ms {
-		return c.text
+		return c.av
 	}
-	c := &timeTextEntry{ms: ms, text: t.UTC().Format(TimeLayout)}
+	c := &timeTextEntry{ms: ms, av: &types.AttributeValueMemberS{Value: t.UTC().Format(TimeLayout)}}
 	e.Store(c)
-	return c.text
+	return c.av
 }
 
 // timeTextEntry is the text of the instant ms (Unix milliseconds): the
 // layout shows milliseconds, so every instant within one has the same text.
 type timeTextEntry struct {
-	ms   int64
-	text string
+	ms int64
+	av *types.AttributeValueMemberS
 }
 
-var timeTexts [256]atomic.Pointer[timeTextEntry]
+const timeTextBits = 8
+
+var timeTexts [1 << timeTextBits]atomic.Pointer[timeTextEntry]
+
+// sharedS is avS(s) for a string that repeats across requests (a pipeline,
+// window kind or index partition; a key's partition key, sort key and
+// fence, the same in each of its windows' writes): a value made earlier for
+// the same string is shared while it stays in a small table. The table
+// keeps a copy of s, not s: a batch's strings share one allocation.
+func sharedS(s string) types.AttributeValue {
+	e := &sharedTexts[maphash.String(sharedSeed, s)%sharedTextsLen]
+	if av := e.Load(); av != nil && av.Value == s {
+		return av
+	}
+	av := &types.AttributeValueMemberS{Value: strings.Clone(s)}
+	e.Store(av)
+	return av
+}
+
+// sharedSBytes is sharedS(string(b)), allocating only when b is not in
+// the table.
+func sharedSBytes(b []byte) types.AttributeValue {
+	e := &sharedTexts[maphash.Bytes(sharedSeed, b)%sharedTextsLen]
+	if av := e.Load(); av != nil && av.Value == string(b) {
+		return av
+	}
+	av := &types.AttributeValueMemberS{Value: string(b)}
+	e.Store(av)
+	return av
+}
+
+var (
+	sharedSeed  = maphash.MakeSeed()
+	sharedTexts [sharedTextsLen]atomic.Pointer[types.AttributeValueMemberS]
+)
+
+const sharedTextsLen = 1024
+
+// windowKey is the key of u's window item: itemKey(PartitionKey(...),
+// SortKey(...)) with the key values shared (sharedS).
+func windowKey(pipeline, key, kind string, w window.Window) map[string]types.AttributeValue {
+	var buf [160]byte
+	pk := append(append(append(buf[:0], pipeline...), '#'), key...)
+	pkAV := sharedSBytes(pk)
+	sk := w.AppendID(append(append(buf[:0], kind...), '|'))
+	return map[string]types.AttributeValue{attrPK: pkAV, attrSK: sharedSBytes(sk)}
+}

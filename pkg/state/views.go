@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -78,6 +79,11 @@ type Views struct {
 	// keyedExpiry sets a keyed state item's TTL this long after its last
 	// write (WithKeyedExpiry); 0 keeps it.
 	keyedExpiry time.Duration
+
+	// partials are cleared states of spec, for the per-batch path's
+	// partials and for reading an item's parts (agg.State.Clear keeps a
+	// quantile sketch's memory).
+	partials sync.Pool
 }
 
 // Option configures Views.
@@ -96,6 +102,7 @@ func WithClock(now func() time.Time) Option { return func(v *Views) { v.now = no
 // NewViews returns a store over table for aggregates of spec.
 func NewViews(db itemStore, table string, spec *agg.Spec, opts ...Option) *Views {
 	v := &Views{db: db, table: table, tableName: aws.String(table), spec: spec, compactAt: 16, attempts: 8, now: time.Now}
+	v.partials.New = func() any { return spec.New() }
 	for _, o := range opts {
 		o(v)
 	}
@@ -208,11 +215,11 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 	if !perInterval {
 		minSeq, maxSeq = u.Entries[0].Seq, u.Entries[len(u.Entries)-1].Seq
 	}
-	minF, err := Fence(minSeq)
+	minF, err := sharedFence(minSeq)
 	if err != nil {
 		return res, err
 	}
-	maxF, err := Fence(maxSeq)
+	maxF, err := sharedFence(maxSeq)
 	if err != nil {
 		return res, err
 	}
@@ -222,6 +229,14 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 	}
 
 	entries := u.Entries
+	var batchPartial *agg.State // the per-batch path's partial, reused by each attempt and the next Apply
+	if !perInterval {
+		batchPartial = v.partials.Get().(*agg.State)
+		defer func() {
+			batchPartial.Clear()
+			v.partials.Put(batchPartial)
+		}()
+	}
 	knownFence, fenceKnown := "", false // fence seen on the item (retry path)
 	correction, revision := false, 0
 	var old map[string]types.AttributeValue // the item as the last failed condition returned it
@@ -235,11 +250,12 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 					res.Publish, err = v.unpublished(old)
 					return res, err
 				}
-				if minF, err = Fence(entries[0].Seq); err != nil {
+				if minF, err = sharedFence(entries[0].Seq); err != nil {
 					return res, err
 				}
 			}
-			partial = v.spec.New()
+			partial = batchPartial
+			partial.Clear()
 			for i := range entries {
 				partial.Add(entries[i].Value, entries[i].Distinct)
 			}
@@ -468,7 +484,7 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 	switch {
 	case !fenceKnown:
 		variant |= fenceFirst
-		slots[slotFenceWas] = avS(minF)
+		slots[slotFenceWas] = sharedS(minF)
 	case knownFence == "":
 		variant |= fenceNone
 	default:
@@ -477,7 +493,7 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 	}
 	if u.OpenIn != "" {
 		variant |= variantOpen
-		slots[slotOpenIn] = avS(u.OpenIn)
+		slots[slotOpenIn] = sharedS(u.OpenIn)
 		slots[slotOpenUntil] = slots[slotEnd]
 	}
 	s, err := updateShapes.get(variant)
@@ -520,7 +536,7 @@ func (v *Views) correctionInput(shard string, u *Update, old map[string]types.At
 	slots[slotParts] = avList1(curBlob)
 	slots[slotPrevious] = avB(prevBlob)
 	slots[slotRevision] = avInt(int64(revision + 1))
-	slots[slotOpenIn] = avS(u.OpenIn)
+	slots[slotOpenIn] = sharedS(u.OpenIn)
 	slots[slotOpenUntil] = slots[slotEnd]
 	slots[slotCount] = avUint(partial.Count())
 	slots[slotRevisionWas] = avInt(int64(revision))
@@ -539,13 +555,13 @@ func (v *Views) correctionInput(shard string, u *Update, old map[string]types.At
 // fence, the item's names and bounds, its update time and expiry. It
 // returns the shape variant bits that say so.
 func (v *Views) identity(slots []types.AttributeValue, u *Update, maxF string) uint {
-	slots[slotFence] = avS(maxF)
-	slots[slotPipeline] = avS(u.Pipeline)
-	slots[slotKey] = avS(u.Key)
-	slots[slotKind] = avS(u.Kind)
-	slots[slotStart] = avS(timeText(u.Window.Start))
-	slots[slotEnd] = avS(timeText(u.Window.End))
-	slots[slotUpdatedAt] = avS(timeText(v.now()))
+	slots[slotFence] = sharedS(maxF)
+	slots[slotPipeline] = sharedS(u.Pipeline)
+	slots[slotKey] = sharedS(u.Key)
+	slots[slotKind] = sharedS(u.Kind)
+	slots[slotStart] = timeAV(u.Window.Start)
+	slots[slotEnd] = timeAV(u.Window.End)
+	slots[slotUpdatedAt] = timeAV(v.now())
 	if v.retention > 0 {
 		slots[slotExpiresAt] = avInt(u.Window.End.Add(v.retention).Unix())
 		return variantExpires
@@ -557,7 +573,7 @@ func (v *Views) identity(slots []types.AttributeValue, u *Update, maxF string) u
 func (v *Views) input(s *shape, shard string, u *Update, slots []types.AttributeValue, returnValues types.ReturnValue) *dynamodb.UpdateItemInput {
 	return &dynamodb.UpdateItemInput{
 		TableName:                           v.tableName,
-		Key:                                 itemKey(PartitionKey(u.Pipeline, u.Key), SortKey(u.Kind, u.Window)),
+		Key:                                 windowKey(u.Pipeline, u.Key, u.Kind, u.Window),
 		UpdateExpression:                    s.update,
 		ConditionExpression:                 s.condition,
 		ExpressionAttributeNames:            s.namesFor(shard),
@@ -672,13 +688,18 @@ func (v *Views) merged(item map[string]types.AttributeValue) (*agg.State, error)
 	if list == nil {
 		return st, nil
 	}
+	// Each part is read into one scratch state in turn and merged from it.
+	part := v.partials.Get().(*agg.State)
+	defer func() {
+		part.Clear()
+		v.partials.Put(part)
+	}()
 	for i, p := range list.Value {
 		b, ok := p.(*types.AttributeValueMemberB)
 		if !ok {
 			return nil, fmt.Errorf("state: item part %d is not binary", i)
 		}
-		part, err := v.spec.Decode(b.Value)
-		if err != nil {
+		if err := part.SetBinary(b.Value); err != nil {
 			return nil, fmt.Errorf("state: item part %d: %w", i, err)
 		}
 		if err := st.Merge(part); err != nil {

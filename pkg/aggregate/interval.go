@@ -136,47 +136,45 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 
 func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial) error {
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
-		sem      = make(chan struct{}, p.concurrency)
 		late     lateByKey
 		pubs     []state.View
+		keys     = make([]upKey, 0, len(partials))
+		openIn   = p.openIn(shard)
 	)
-	for k, pt := range partials {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			res, err := p.apply(ctx, shard, &state.Update{
-				Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win, OpenIn: p.openIn(shard),
-				Partial: pt.st, MinSeq: pt.minSeq, MaxSeq: pt.maxSeq,
-				CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
-			})
-			mu.Lock()
-			defer mu.Unlock()
-			p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
-			}
-			switch res.Outcome {
-			case state.Duplicate:
-				p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
-			case state.LateDropped:
-				late.add(k, pt.st.Count())
-			case state.Corrected:
-				p.metrics.Add("Corrections", metrics.Count, 1)
-			}
-			if res.Publish != nil {
-				pubs = append(pubs, *res.Publish)
-			}
-		}()
+	for k := range partials {
+		keys = append(keys, k)
 	}
-	wg.Wait()
+	parallel(len(keys), p.concurrency, func(i int) {
+		k := keys[i]
+		pt := partials[k]
+		res, err := p.apply(ctx, shard, &state.Update{
+			Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win, OpenIn: openIn,
+			Partial: pt.st, MinSeq: pt.minSeq, MaxSeq: pt.maxSeq,
+			CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			return
+		}
+		switch res.Outcome {
+		case state.Duplicate:
+			p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
+		case state.LateDropped:
+			late.add(k, pt.st.Count())
+		case state.Corrected:
+			p.metrics.Add("Corrections", metrics.Count, 1)
+		}
+		if res.Publish != nil {
+			pubs = append(pubs, *res.Publish)
+		}
+	})
 	p.metrics.Add("LateDropped", metrics.Count, float64(late.records(p.windowsPerRecord)))
 	if firstErr != nil {
 		return firstErr

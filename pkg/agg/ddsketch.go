@@ -90,6 +90,13 @@ func newSketch() *sketch {
 	return &sketch{pos: newPagedStore(), neg: newPagedStore()}
 }
 
+// clear empties s as newSketch makes it (pagedStore.clear).
+func (s *sketch) clear() {
+	s.pos.clear()
+	s.neg.clear()
+	s.zeroCount = 0
+}
+
 func (s *sketch) add(value float64) error {
 	m := &quantileMapping
 	switch {
@@ -158,60 +165,60 @@ func (s *sketch) encode(b *[]byte) {
 
 var errUnknownFlag = errors.New("agg: unknown flag in the quantile sketch")
 
-// decodeSketch is DecodeDDSketch with the State's mapping.
-func decodeSketch(bb []byte) (*sketch, error) {
-	s := newSketch()
+// decodeSketch is DecodeDDSketch with the State's mapping, into s, empty
+// (newSketch, or cleared).
+func decodeSketch(s *sketch, bb []byte) error {
 	b := &bb
 	for len(*b) > 0 {
 		flag, err := enc.DecodeFlag(b)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		switch flag.Type() {
 		case enc.FlagTypePositiveStore:
 			if err := s.pos.decodeAndMergeWith(b, flag.SubFlag()); err != nil {
-				return nil, err
+				return err
 			}
 		case enc.FlagTypeNegativeStore:
 			if err := s.neg.decodeAndMergeWith(b, flag.SubFlag()); err != nil {
-				return nil, err
+				return err
 			}
 		case enc.FlagTypeIndexMapping:
 			if flag != enc.FlagIndexMappingBaseLogarithmic {
-				return nil, errors.New("agg: the quantile sketch has another index mapping")
+				return errors.New("agg: the quantile sketch has another index mapping")
 			}
 			gamma, err := enc.DecodeFloat64LE(b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			offset, err := enc.DecodeFloat64LE(b)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			const tol = 1e-12
 			if math.Abs(gamma-quantileMapping.gamma) > tol*math.Max(math.Abs(gamma), math.Abs(quantileMapping.gamma)) || offset != 0 {
-				return nil, errors.New("agg: index mapping mismatch")
+				return errors.New("agg: index mapping mismatch")
 			}
 		default:
 			switch flag {
 			case enc.FlagZeroCountVarFloat:
 				n, err := enc.DecodeVarfloat64(b)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				s.zeroCount += n
 			case enc.FlagCount, enc.FlagSum, enc.FlagMin, enc.FlagMax:
 				// Exact summary statistics are ignored, as the library does.
 				if len(*b) < 8 {
-					return nil, io.EOF
+					return io.EOF
 				}
 				*b = (*b)[8:]
 			default:
-				return nil, errUnknownFlag
+				return errUnknownFlag
 			}
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // pagedStore is store.BufferedPaginatedStore: indexes added once sit in
@@ -237,10 +244,21 @@ const (
 
 func newPagedStore() pagedStore {
 	return pagedStore{
-		buffer:                     make([]int, 0, 4),
+		buffer:                     make([]int, 0, newBufferCap),
 		bufferCompactionTriggerLen: 2 * pageLen,
 		minPageIndex:               maxInt,
 	}
+}
+
+// newBufferCap is a new store's buffer capacity. When the buffer is
+// compacted depends on its capacity (add), so a cleared store starts
+// again at this capacity, as a new one does.
+const newBufferCap = 4
+
+// clear empties s as newPagedStore makes it, keeping the memory of its
+// buffer's first entries.
+func (s *pagedStore) clear() {
+	*s = pagedStore{buffer: s.buffer[:0:newBufferCap], bufferCompactionTriggerLen: 2 * pageLen, minPageIndex: maxInt}
 }
 
 func pageIndex(index int) int { return index >> pageLenLog2 }

@@ -19,6 +19,7 @@ type State struct {
 	min, max float64
 	distinct *hyperloglog.Sketch // nil until the first distinct value
 	quant    *sketch             // nil until the first value
+	spare    *sketch             // an empty sketch for quant, kept by Clear
 }
 
 // New returns an empty State for s. s must be valid (NewSpec, Validate).
@@ -32,6 +33,30 @@ func (st *State) Count() uint64 { return st.count }
 
 // Reset empties st for reuse.
 func (st *State) Reset() { *st = State{spec: st.spec} }
+
+// Clear empties st for reuse, as Reset does, keeping the memory of its
+// quantile sketch for the values added next: a state cleared and filled
+// again encodes and answers exactly as a new one filled with those values.
+func (st *State) Clear() {
+	spare := st.quant
+	if spare == nil {
+		spare = st.spare
+	}
+	*st = State{spec: st.spec}
+	if spare != nil {
+		spare.clear()
+		st.spare = spare
+	}
+}
+
+// newQuant is an empty sketch for st.quant: the one Clear kept, or a new one.
+func (st *State) newQuant() *sketch {
+	if q := st.spare; q != nil {
+		st.spare = nil
+		return q
+	}
+	return newSketch()
+}
 
 // Add adds one record: its value (ignored unless an aggregate needs it) and
 // its distinct value (ignored unless distinct is on; not retained). value
@@ -58,7 +83,7 @@ func (st *State) Add(value float64, distinct []byte) {
 	}
 	if a&Quantiles != 0 {
 		if st.quant == nil {
-			st.quant = newSketch()
+			st.quant = st.newQuant()
 		}
 		// Only NaN and magnitudes beyond ~1e308 fail; they are not finite
 		// JSON numbers and pipeline.Extract refuses them.
@@ -105,7 +130,7 @@ func (st *State) Merge(o *State) error {
 	}
 	if o.quant != nil {
 		if st.quant == nil {
-			st.quant = newSketch()
+			st.quant = st.newQuant()
 		}
 		st.quant.mergeWith(o.quant)
 	}
@@ -115,6 +140,7 @@ func (st *State) Merge(o *State) error {
 // Clone returns an independent copy of st.
 func (st *State) Clone() *State {
 	c := *st
+	c.spare = nil
 	if st.distinct != nil {
 		c.distinct = st.distinct.Clone()
 	}
@@ -174,18 +200,30 @@ func (st *State) AppendBinary(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// appendFramed appends a uvarint length and what enc appends.
+// appendFramed appends a uvarint length and what enc appends. enc appends
+// to dst itself, past room left for the longest length, and the body is
+// moved back next to the length it turns out to need: no buffer of its own.
 func appendFramed(dst []byte, enc func([]byte) ([]byte, error)) ([]byte, error) {
-	body, err := enc(nil)
+	start := len(dst)
+	dst, err := enc(append(dst, make([]byte, binary.MaxVarintLen64)...))
 	if err != nil {
 		return nil, err
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(body)))
-	return append(dst, body...), nil
+	body := len(dst) - start - binary.MaxVarintLen64
+	n := binary.PutUvarint(dst[start:], uint64(body))
+	copy(dst[start+n:], dst[start+binary.MaxVarintLen64:])
+	return dst[:start+n+body], nil
 }
 
-// MarshalBinary is AppendBinary(nil).
-func (st *State) MarshalBinary() ([]byte, error) { return st.AppendBinary(nil) }
+// MarshalBinary is AppendBinary into a new buffer, sized for a state of a
+// few values in one go.
+func (st *State) MarshalBinary() ([]byte, error) {
+	return st.AppendBinary(make([]byte, 0, marshalBytes))
+}
+
+// marshalBytes is MarshalBinary's first buffer: a state of a few values
+// with every aggregate (a batch's contribution to one window) fits.
+const marshalBytes = 96
 
 // UnmarshalBinary replaces st's contents with an encoding made for the same
 // aggregates as st's Spec.
@@ -247,18 +285,36 @@ var ErrCorrupt = errors.New("agg: corrupt state encoding")
 // Decode decodes an encoding (AppendBinary) into a new State for s. The
 // encoding must have been made for s's aggregates (ErrSpecMismatch).
 func (s *Spec) Decode(b []byte) (*State, error) {
+	st := s.New()
+	if err := st.decode(b); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// SetBinary makes st the state Decode(b) would return, reusing st's
+// memory (as Clear does): for reading many encodings one after another,
+// each merged elsewhere. On an error st is left cleared or partly filled.
+func (st *State) SetBinary(b []byte) error {
+	st.Clear()
+	return st.decode(b)
+}
+
+// decode fills st, empty, from the encoding b.
+func (st *State) decode(b []byte) error {
+	s := st.spec
 	r := reader{b: b}
 	if v := r.byte(); v != encodingVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, encodingVersion)
+		return fmt.Errorf("%w: version %d, want %d", ErrCorrupt, v, encodingVersion)
 	}
 	a := Aggregate(r.uvarint())
 	if r.err != nil {
-		return nil, r.err
+		return r.err
 	}
 	if a != s.Aggregates {
-		return nil, fmt.Errorf("%w: the state holds %s, the spec wants %s", ErrSpecMismatch, a, s.Aggregates)
+		return fmt.Errorf("%w: the state holds %s, the spec wants %s", ErrSpecMismatch, a, s.Aggregates)
 	}
-	st := &State{spec: s, count: r.uvarint()}
+	st.count = r.uvarint()
 	if a.keepsSum() {
 		st.sum = r.float()
 	}
@@ -269,26 +325,26 @@ func (s *Spec) Decode(b []byte) (*State, error) {
 		if body := r.framed(); len(body) > 0 {
 			st.distinct = new(hyperloglog.Sketch)
 			if err := st.distinct.UnmarshalBinary(body); err != nil {
-				return nil, fmt.Errorf("%w: distinct: %v", ErrCorrupt, err)
+				return fmt.Errorf("%w: distinct: %v", ErrCorrupt, err)
 			}
 		}
 	}
 	if a&Quantiles != 0 {
 		if body := r.framed(); len(body) > 0 {
-			q, err := decodeSketch(body)
-			if err != nil {
-				return nil, fmt.Errorf("%w: quantiles: %v", ErrCorrupt, err)
+			q := st.newQuant()
+			if err := decodeSketch(q, body); err != nil {
+				return fmt.Errorf("%w: quantiles: %v", ErrCorrupt, err)
 			}
 			st.quant = q
 		}
 	}
 	if r.err != nil {
-		return nil, r.err
+		return r.err
 	}
 	if len(r.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(r.b))
+		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(r.b))
 	}
-	return st, nil
+	return nil
 }
 
 // reader reads an encoding; the first error sticks.

@@ -99,6 +99,7 @@ type ViewsTable struct {
 
 	mu    sync.Mutex
 	table string
+	name  *string   // table, for requests (currentName)
 	next  time.Time // when to read the parameter again
 }
 
@@ -185,17 +186,23 @@ func (v *ViewsTable) resolveLocked(ctx context.Context) error {
 // the writes after it all go to the table it returned. A failed read keeps
 // the table last read (and is logged); the next read is tried an interval
 // later.
-func (v *ViewsTable) Current(ctx context.Context) string {
+func (v *ViewsTable) Current(ctx context.Context) string { return *v.currentName(ctx) }
+
+// currentName is Current as a request's TableName: one pointer per name,
+// shared by the requests (which only read it), not one per request.
+func (v *ViewsTable) currentName(ctx context.Context) *string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.parameter == "" || v.now().Before(v.next) {
-		return v.table
+	if v.parameter != "" && !v.now().Before(v.next) {
+		if err := v.resolveLocked(ctx); err != nil {
+			v.next = v.now().Add(v.refresh)
+			v.log.Warn("refreshing the views table failed: keeping the current one", "parameter", v.parameter, "table", v.table, "error", err.Error())
+		}
 	}
-	if err := v.resolveLocked(ctx); err != nil {
-		v.next = v.now().Add(v.refresh)
-		v.log.Warn("refreshing the views table failed: keeping the current one", "parameter", v.parameter, "table", v.table, "error", err.Error())
+	if v.name == nil || *v.name != v.table {
+		v.name = aws.String(v.table)
 	}
-	return v.table
+	return v.name
 }
 
 // itemStore is what package state's Views calls.
@@ -222,13 +229,13 @@ type routedStore struct {
 
 func (r *routedStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	c := *in
-	c.TableName = aws.String(r.table.Current(ctx))
+	c.TableName = r.table.currentName(ctx)
 	return r.db.UpdateItem(ctx, &c, opts...)
 }
 
 func (r *routedStore) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	c := *in
-	c.TableName = aws.String(r.table.Current(ctx))
+	c.TableName = r.table.currentName(ctx)
 	return r.db.GetItem(ctx, &c, opts...)
 }
 
@@ -267,12 +274,12 @@ func (r *routedLedger) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetIt
 
 func (r *routedLedger) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	c := *in
-	c.TableName = aws.String(r.table.Current(ctx))
+	c.TableName = r.table.currentName(ctx)
 	return r.db.PutItem(ctx, &c, opts...)
 }
 
 func (r *routedLedger) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	cur := aws.String(r.table.Current(ctx))
+	cur := r.table.currentName(ctx)
 	c := *in
 	c.TransactItems = make([]types.TransactWriteItem, len(in.TransactItems))
 	for i, it := range in.TransactItems {
@@ -301,7 +308,7 @@ func (r *routedLedger) TransactWriteItems(ctx context.Context, in *dynamodb.Tran
 
 func (r *routedStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	c := *in
-	c.TableName = aws.String(r.table.Current(ctx))
+	c.TableName = r.table.currentName(ctx)
 	return r.db.Query(ctx, &c, opts...)
 }
 

@@ -29,6 +29,25 @@ const (
 type partial struct {
 	st             *agg.State
 	minSeq, maxSeq string
+	own            agg.State // st of a partial begun in this invocation (newPartials)
+}
+
+// newPartials hands out partials begun in an invocation, a block at a
+// time: a batch begins one for each (key, window) it meets.
+type newPartials struct {
+	spec  *agg.Spec
+	block []partial
+}
+
+func (n *newPartials) next(seq string) *partial {
+	if len(n.block) == 0 {
+		n.block = make([]partial, 64)
+	}
+	pt := &n.block[0]
+	n.block = n.block[1:]
+	pt.own = *n.spec.New()
+	pt.st, pt.minSeq = &pt.own, seq
+	return pt
 }
 
 // HandleInterval is the per-interval path: partial aggregates live in the
@@ -68,10 +87,11 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	lastSeq := ev.State[stateSeq]
 
 	c := p.newCollector(shard, &wm, len(recs))
+	begun := newPartials{spec: p.cfg.Aggregates}
 	c.onOpen = func(k upKey, seq string, value float64, distinct []byte) {
 		pt, ok := partials[k]
 		if !ok {
-			pt = &partial{st: p.cfg.Aggregates.New(), minSeq: seq}
+			pt = begun.next(seq)
 			partials[k] = pt
 		}
 		pt.st.Add(value, distinct)
@@ -136,47 +156,45 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 
 func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial) error {
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
-		sem      = make(chan struct{}, p.concurrency)
 		late     lateByKey
 		pubs     []state.View
+		keys     = make([]upKey, 0, len(partials))
+		openIn   = p.openIn(shard)
 	)
-	for k, pt := range partials {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			res, err := p.apply(ctx, shard, &state.Update{
-				Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win, OpenIn: p.openIn(shard),
-				Partial: pt.st, MinSeq: pt.minSeq, MaxSeq: pt.maxSeq,
-				CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
-			})
-			mu.Lock()
-			defer mu.Unlock()
-			p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
-			}
-			switch res.Outcome {
-			case state.Duplicate:
-				p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
-			case state.LateDropped:
-				late.add(k, pt.st.Count())
-			case state.Corrected:
-				p.metrics.Add("Corrections", metrics.Count, 1)
-			}
-			if res.Publish != nil {
-				pubs = append(pubs, *res.Publish)
-			}
-		}()
+	for k := range partials {
+		keys = append(keys, k)
 	}
-	wg.Wait()
+	parallel(len(keys), p.concurrency, func(i int) {
+		k := keys[i]
+		pt := partials[k]
+		res, err := p.apply(ctx, shard, &state.Update{
+			Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win, OpenIn: openIn,
+			Partial: pt.st, MinSeq: pt.minSeq, MaxSeq: pt.maxSeq,
+			CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			return
+		}
+		switch res.Outcome {
+		case state.Duplicate:
+			p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
+		case state.LateDropped:
+			late.add(k, pt.st.Count())
+		case state.Corrected:
+			p.metrics.Add("Corrections", metrics.Count, 1)
+		}
+		if res.Publish != nil {
+			pubs = append(pubs, *res.Publish)
+		}
+	})
 	p.metrics.Add("LateDropped", metrics.Count, float64(late.records(p.windowsPerRecord)))
 	if firstErr != nil {
 		return firstErr
@@ -249,7 +267,7 @@ func (p *Processor) windowsPerRecord(kind string) uint64 {
 }
 
 func (p *Processor) decodePartials(st map[string]string) (map[upKey]*partial, error) {
-	out := map[upKey]*partial{}
+	out := make(map[upKey]*partial, len(st))
 	for k, v := range st {
 		if !strings.HasPrefix(k, statePartial) {
 			continue
@@ -284,22 +302,25 @@ func (p *Processor) encodeState(partials map[upKey]*partial, wm *window.Watermar
 	if seq != "" {
 		out[stateSeq] = seq
 	}
-	// One string for each key and each value, built in reused buffers:
-	// the state of every (key, window) is written on every invocation.
-	var bin, key, val []byte
+	// One string for each entry, its key then its value, built in reused
+	// buffers and cut in two: the state of every (key, window) is written
+	// on every invocation.
+	var bin, kv []byte
 	for k, pt := range partials {
 		var err error
 		if bin, err = pt.st.AppendBinary(bin[:0]); err != nil {
 			continue
 		}
-		key = append(key[:0], statePartial...)
-		key = append(append(key, k.kind...), '|')
-		key = append(k.win.AppendID(key), '|')
-		key = append(key, k.key...)
-		val = append(val[:0], pt.minSeq...)
-		val = append(append(val, ' '), pt.maxSeq...)
-		val = base64.StdEncoding.AppendEncode(append(val, ' '), bin)
-		out[string(key)] = string(val)
+		kv = append(kv[:0], statePartial...)
+		kv = append(append(kv, k.kind...), '|')
+		kv = append(k.win.AppendID(kv), '|')
+		kv = append(kv, k.key...)
+		n := len(kv)
+		kv = append(kv, pt.minSeq...)
+		kv = append(append(kv, ' '), pt.maxSeq...)
+		kv = base64.StdEncoding.AppendEncode(append(kv, ' '), bin)
+		entry := string(kv)
+		out[entry[:n]] = entry[n:]
 	}
 	return out
 }

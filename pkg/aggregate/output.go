@@ -78,30 +78,21 @@ func (p *Processor) publish(ctx context.Context, views []state.View) error {
 		return err
 	}
 	var (
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, p.concurrency)
 		mu   sync.Mutex
 		errs []error
 	)
-	for i := range views {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			first, err := p.views.UnlistRevision(ctx, views[i].Ref, views[i].Revision)
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-				return
-			}
-			if first {
-				p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&outs[i])...)
-			}
-		}()
-	}
-	wg.Wait()
+	parallel(len(views), p.concurrency, func(i int) {
+		first, err := p.views.UnlistRevision(ctx, views[i].Ref, views[i].Revision)
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+			return
+		}
+		if first {
+			p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&outs[i])...)
+		}
+	})
 	return errors.Join(errs...)
 }
 

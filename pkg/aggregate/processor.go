@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -156,10 +157,11 @@ type collector struct {
 	p           *Processor
 	shard       string
 	wm          *window.Watermark
-	updates     map[upKey]*state.Update
-	order       []upKey
+	updates     map[upKey]int  // index into ups
+	ups         []state.Update // one per (key, window), in the order first met
+	entries     []state.Entry  // where ups' first entries are carved from (addEntry)
+	openIn      string         // p.openIn(shard)
 	failures    batch.StreamFailures
-	firstSeq    map[upKey]string
 	late        map[string]struct{} // sequence numbers of records dropped as late from at least one window
 	again       map[string]struct{} // sequence numbers of records the ledger knows as redelivered (see dropLate)
 	poison      int
@@ -181,7 +183,7 @@ type collector struct {
 }
 
 func (p *Processor) newCollector(shard string, wm *window.Watermark, records int) *collector {
-	c := &collector{p: p, shard: shard, wm: wm, updates: map[upKey]*state.Update{}, firstSeq: map[upKey]string{},
+	c := &collector{p: p, shard: shard, wm: wm, openIn: p.openIn(shard),
 		decoded: make([]decoded, 0, records)}
 	if p.ledger != nil {
 		c.cands = make([]dedupe.Candidate, 0, records)
@@ -197,19 +199,39 @@ func (p *Processor) newCollector(shard string, wm *window.Watermark, records int
 }
 
 func (c *collector) addEntry(k upKey, seq string, value float64, distinct []byte) {
-	u, ok := c.updates[k]
+	i, ok := c.updates[k]
 	if !ok {
-		u = &state.Update{
-			Pipeline: c.p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win,
-			OpenIn:         c.p.openIn(c.shard),
-			CorrectIfFinal: c.p.cfg.Late.Policy == window.Correct,
+		if c.updates == nil {
+			c.updates = make(map[upKey]int, min(len(c.decoded)*len(c.p.kinds), maxUpdatesHint))
+			c.ups = make([]state.Update, 0, min(len(c.decoded)*len(c.p.kinds), maxUpdatesHint))
 		}
-		c.updates[k] = u
-		c.order = append(c.order, k)
-		c.firstSeq[k] = seq
+		if len(c.entries) < entriesPerUpdate {
+			c.entries = make([]state.Entry, entriesPerUpdate*entriesChunk)
+		}
+		i = len(c.ups)
+		c.ups = append(c.ups, state.Update{
+			Pipeline: c.p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win,
+			OpenIn:         c.openIn,
+			CorrectIfFinal: c.p.cfg.Late.Policy == window.Correct,
+			// Room for a few entries from a shared block: most updates
+			// carry a record or two (the next append copies them out).
+			Entries: c.entries[:0:entriesPerUpdate],
+		})
+		c.entries = c.entries[entriesPerUpdate:]
+		c.updates[k] = i
 	}
+	u := &c.ups[i]
 	u.Entries = append(u.Entries, state.Entry{Seq: seq, Value: value, Distinct: distinct})
 }
+
+// Sizes of the collector's per-(key, window) storage: the room each update
+// starts with, the updates one shared block of entries serves, and the
+// most updates the first allocation is sized for.
+const (
+	entriesPerUpdate = 2
+	entriesChunk     = 64
+	maxUpdatesHint   = 4096
+)
 
 // decoded is one record that passed decoding and extraction, waiting for
 // the dedupe verdict before it is routed to its windows.
@@ -413,9 +435,8 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 		return events.KinesisEventResponse{}, err
 	}
 	c.routeAll()
-	failedWrites := p.applyAll(ctx, c)
-	for _, k := range failedWrites {
-		c.failures.Add(c.firstSeq[k])
+	for _, i := range p.applyAll(ctx, c) {
+		c.failures.Add(c.ups[i].Entries[0].Seq) // its first record: Lambda retries from there
 	}
 	for _, seq := range p.applyKeyed(ctx, c) {
 		c.failures.Add(seq)
@@ -432,58 +453,77 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 // applyAll writes a collector's updates with bounded concurrency, publishes
 // the results they made or met unpublished (corrections, and on a retry
 // the corrections and final results a failed emission left behind), and
-// returns the keys whose write failed.
-func (p *Processor) applyAll(ctx context.Context, c *collector) []upKey {
+// returns the updates (indexes into c.ups) whose write failed.
+func (p *Processor) applyAll(ctx context.Context, c *collector) []int {
 	var (
 		mu     sync.Mutex
-		failed []upKey
-		wg     sync.WaitGroup
-		sem    = make(chan struct{}, p.concurrency)
+		failed []int
 		pubs   []state.View
 	)
-	for _, k := range c.order {
-		u := c.updates[k]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			res, err := p.apply(ctx, c.shard, u)
-			mu.Lock()
-			defer mu.Unlock()
-			p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
-			if err != nil {
-				p.log.Error("window write failed: its records will be retried", "shard", c.shard, "error", err.Error())
-				failed = append(failed, k)
-				return
+	parallel(len(c.ups), p.concurrency, func(i int) {
+		u := &c.ups[i]
+		res, err := p.apply(ctx, c.shard, u)
+		mu.Lock()
+		defer mu.Unlock()
+		p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
+		if err != nil {
+			p.log.Error("window write failed: its records will be retried", "shard", c.shard, "error", err.Error())
+			failed = append(failed, i)
+			return
+		}
+		p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
+		switch res.Outcome {
+		case state.LateDropped:
+			// The window was made final after routing (by the ticker):
+			// its records are late. count adds them, once per record.
+			for i := range u.Entries {
+				c.dropLate(u.Entries[i].Seq)
 			}
-			p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
-			switch res.Outcome {
-			case state.LateDropped:
-				// The window was made final after routing (by the ticker):
-				// its records are late. count adds them, once per record.
-				for i := range u.Entries {
-					c.dropLate(u.Entries[i].Seq)
-				}
-			case state.Corrected:
-				p.metrics.Add("Corrections", metrics.Count, 1)
-			}
-			if res.Publish != nil {
-				pubs = append(pubs, *res.Publish)
-			}
-		}()
-	}
-	wg.Wait()
+		case state.Corrected:
+			p.metrics.Add("Corrections", metrics.Count, 1)
+		}
+		if res.Publish != nil {
+			pubs = append(pubs, *res.Publish)
+		}
+	})
 	if err := p.publish(ctx, pubs); err != nil {
 		// The corrections are applied and stay listed until published: the
 		// retry (which finds them applied) or the ticker publishes them
 		// under the same ids. Fail the batch's first records to get the retry.
 		p.log.Error("publishing window results failed", "error", err.Error())
-		if len(c.order) > 0 {
-			failed = append(failed, c.order[0])
+		if len(c.ups) > 0 {
+			failed = append(failed, 0)
 		}
 	}
 	return failed
+}
+
+// parallel calls fn(0), ..., fn(n-1) on at most workers goroutines, each
+// taking the next index when it is done: a batch makes hundreds of writes,
+// and a goroutine per write (each growing its own stack) cost more than the
+// writes' own work.
+func parallel(n, workers int, fn func(i int)) {
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	wg.Add(workers)
+	for range workers {
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // apply is Views.Apply for the handler: a correction that meets the

@@ -2,7 +2,8 @@ package state
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // fenceWidth is wide enough for any Kinesis (up to 128-bit, 39 digits, shown
@@ -13,16 +14,39 @@ const fenceWidth = 64
 // as the number: zero-padded to a fixed width. "9" < "10" holds for fences
 // even though it does not for the raw strings.
 func Fence(seq string) (string, error) {
+	if err := checkSeq(seq); err != nil {
+		return "", err
+	}
+	return fenceZeros[:fenceWidth-len(seq)] + seq, nil
+}
+
+// sharedFence is Fence(seq) as a value shared (sharedS) with the other
+// writes of a batch that carry seq: a key's records go to each of its
+// windows' items with the same fences.
+func sharedFence(seq string) (string, error) {
+	if err := checkSeq(seq); err != nil {
+		return "", err
+	}
+	var b [fenceWidth]byte
+	n := copy(b[:], fenceZeros[:fenceWidth-len(seq)])
+	copy(b[n:], seq)
+	return sharedSBytes(b[:]).(*types.AttributeValueMemberS).Value, nil
+}
+
+func checkSeq(seq string) error {
 	if seq == "" || len(seq) > fenceWidth {
-		return "", fmt.Errorf("state: sequence number %q: want 1 to %d decimal digits", seq, fenceWidth)
+		return fmt.Errorf("state: sequence number %q: want 1 to %d decimal digits", seq, fenceWidth)
 	}
 	for i := 0; i < len(seq); i++ {
 		if seq[i] < '0' || seq[i] > '9' {
-			return "", fmt.Errorf("state: sequence number %q: want decimal digits only", seq)
+			return fmt.Errorf("state: sequence number %q: want decimal digits only", seq)
 		}
 	}
-	return strings.Repeat("0", fenceWidth-len(seq)) + seq, nil
+	return nil
 }
+
+// fenceZeros pads a fence: fenceWidth zeros.
+const fenceZeros = "0000000000000000000000000000000000000000000000000000000000000000"
 
 // fenceAttr is the item attribute holding shard's fence.
 func fenceAttr(shard string) string { return "f_" + shard }

@@ -21,16 +21,15 @@ type Ref struct{ PK, SK string }
 // OpenWindows lists the windows under openIn that end at or before until:
 // the ones a watermark at until makes final.
 func (v *Views) OpenWindows(ctx context.Context, openIn string, until time.Time) ([]Ref, error) {
-	kc := expression.Key(attrOpenIn).Equal(expression.Value(openIn)).
-		And(expression.Key(attrOpenUntil).LessThanEqual(expression.Value(until.UTC().Format(TimeLayout))))
-	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	s, err := openWindowsShape.get(0)
 	if err != nil {
 		return nil, err
 	}
+	slots := [2]types.AttributeValue{avS(openIn), avS(timeText(until))}
 	var refs []Ref
 	p := dynamodb.NewQueryPaginator(v.db, &dynamodb.QueryInput{
-		TableName: aws.String(v.table), IndexName: aws.String(OpenIndex),
-		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		TableName: v.tableName, IndexName: aws.String(OpenIndex),
+		KeyConditionExpression: s.keyCondition, ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -73,20 +72,15 @@ type View struct {
 // final or a pending correction, is still to be published), so the ticker
 // and the handler may race.
 func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool, err error) {
-	ex, err := expression.NewBuilder().
-		WithUpdate(expression.Set(expression.Name(attrStatus), expression.Value(statusFinal)).
-			Set(expression.Name(attrRevision), expression.Value(1)).
-			Set(expression.Name(attrFinalAt), expression.Value(v.now().UTC().Format(TimeLayout))).
-			Add(expression.Name(attrVersion), expression.Value(1))).
-		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusOpen))).
-		Build()
+	s, err := finalizeShape.get(0)
 	if err != nil {
 		return View{}, false, err
 	}
+	slots := [1]types.AttributeValue{timeAV(v.now())}
 	out, err := v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(v.table), Key: itemKey(ref.PK, ref.SK),
-		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		TableName: v.tableName, Key: itemKey(ref.PK, ref.SK),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -140,23 +134,21 @@ func (v *Views) UnlistRevision(ctx context.Context, ref Ref, revision int) (firs
 
 // unlist is UnlistOnce (revision 0: any) and UnlistRevision.
 func (v *Views) unlist(ctx context.Context, ref Ref, revision int) (first bool, err error) {
-	cond := expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal)).
-		And(expression.AttributeExists(expression.Name(attrOpenIn)))
+	var (
+		variant uint
+		slots   [1]types.AttributeValue
+	)
 	if revision > 0 {
-		cond = cond.And(expression.Equal(expression.Name(attrRevision), expression.Value(revision)))
+		variant, slots[0] = 1, avInt(int64(revision))
 	}
-	ex, err := expression.NewBuilder().
-		WithUpdate(expression.Remove(expression.Name(attrOpenIn)).Remove(expression.Name(attrOpenUntil)).
-			Remove(expression.Name(attrPrevious))).
-		WithCondition(cond).
-		Build()
+	s, err := unlistShapes.get(variant)
 	if err != nil {
 		return false, err
 	}
 	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(v.table), Key: itemKey(ref.PK, ref.SK),
-		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		TableName: v.tableName, Key: itemKey(ref.PK, ref.SK),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -181,7 +173,7 @@ func (v *Views) Query(ctx context.Context, pipeline, key, kind string, from, to 
 	}
 	var views []View
 	p := dynamodb.NewQueryPaginator(v.db, &dynamodb.QueryInput{
-		TableName: aws.String(v.table), ConsistentRead: aws.Bool(true),
+		TableName: v.tableName, ConsistentRead: aws.Bool(true),
 		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	})
 	for p.HasMorePages() {
@@ -252,3 +244,34 @@ func (v *Views) unpublished(item map[string]types.AttributeValue) (*View, error)
 	}
 	return &view, nil
 }
+
+// openWindowsShape is OpenWindows' key condition: the partition (slot 0),
+// windows ending by the watermark (slot 1).
+var openWindowsShape = shapeSet{build: func(uint) expression.Builder {
+	return expression.NewBuilder().WithKeyCondition(expression.Key(attrOpenIn).Equal(slot(0)).
+		And(expression.Key(attrOpenUntil).LessThanEqual(slot(1))))
+}}
+
+// finalizeShape is Finalize's write (slot 0: finalAt).
+var finalizeShape = shapeSet{build: func(uint) expression.Builder {
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name(attrStatus), expression.Value(statusFinal)).
+			Set(expression.Name(attrRevision), expression.Value(1)).
+			Set(expression.Name(attrFinalAt), slot(0)).
+			Add(expression.Name(attrVersion), expression.Value(1))).
+		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusOpen)))
+}}
+
+// unlistShapes are unlist's write: at any revision (variant 0) or at the
+// one in slot 0 (variant 1).
+var unlistShapes = shapeSet{build: func(variant uint) expression.Builder {
+	cond := expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal)).
+		And(expression.AttributeExists(expression.Name(attrOpenIn)))
+	if variant != 0 {
+		cond = cond.And(expression.Equal(expression.Name(attrRevision), slot(0)))
+	}
+	return expression.NewBuilder().
+		WithUpdate(expression.Remove(expression.Name(attrOpenIn)).Remove(expression.Name(attrOpenUntil)).
+			Remove(expression.Name(attrPrevious))).
+		WithCondition(cond)
+}}

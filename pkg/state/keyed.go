@@ -53,7 +53,7 @@ func (v *Views) LoadKeyed(ctx context.Context, ref KeyedRef, shard string) (Keye
 
 // LoadKeyedRef reads the keyed state item an open-windows ref points at.
 func (v *Views) LoadKeyedRef(ctx context.Context, ref Ref, shard string) (KeyedState, KeyedRef, error) {
-	out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(v.table), Key: itemKey(ref.PK, ref.SK), ConsistentRead: aws.Bool(true)})
+	out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: v.tableName, Key: itemKey(ref.PK, ref.SK), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return KeyedState{}, KeyedRef{}, fmt.Errorf("state: loading %s %s: %w", ref.PK, ref.SK, err)
 	}
@@ -62,7 +62,7 @@ func (v *Views) LoadKeyedRef(ctx context.Context, ref Ref, shard string) (KeyedS
 }
 
 func (v *Views) loadKeyed(ctx context.Context, key map[string]types.AttributeValue, shard string) (KeyedState, error) {
-	out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(v.table), Key: key, ConsistentRead: aws.Bool(true)})
+	out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: v.tableName, Key: key, ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return KeyedState{}, fmt.Errorf("state: loading keyed state: %w", err)
 	}
@@ -87,40 +87,45 @@ var ErrKeyedConflict = errors.New("state: keyed state changed since it was loade
 // with fence (padded by Fence) and listed in the open-windows index under
 // openIn until openUntil (zero: unlisted, nothing open).
 func (v *Views) SaveKeyed(ctx context.Context, ref KeyedRef, shard string, ks KeyedState, fence string, openIn string, openUntil window.Window) (int, error) {
-	upd := expression.Set(expression.Name(attrBlob), expression.Value(ks.Blob)).
-		Set(expression.Name(attrPipeline), expression.Value(ref.Pipeline)).
-		Set(expression.Name(attrKey), expression.Value(ref.Key)).
-		Set(expression.Name(attrKind), expression.Value(ref.Kind)).
-		Set(expression.Name(attrVersion), expression.Value(ks.Version+1)).
-		Set(expression.Name(attrUpdatedAt), expression.Value(v.now().UTC().Format(TimeLayout)))
+	var (
+		slots   [keyedSlots]types.AttributeValue
+		variant uint
+	)
+	slots[keyedSlotBlob] = avB(ks.Blob)
+	slots[keyedSlotPipeline] = sharedS(ref.Pipeline)
+	slots[keyedSlotKey] = sharedS(ref.Key)
+	slots[keyedSlotKind] = sharedS(ref.Kind)
+	slots[keyedSlotVersion] = avInt(int64(ks.Version + 1))
+	slots[keyedSlotUpdatedAt] = timeAV(v.now())
 	if v.keyedExpiry > 0 {
-		upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(v.now().Add(v.keyedExpiry).Unix()))
+		variant |= keyedExpires
+		slots[keyedSlotExpiresAt] = avInt(v.now().Add(v.keyedExpiry).Unix())
 	}
 	if fence != "" {
 		f, err := Fence(fence)
 		if err != nil {
 			return 0, err
 		}
-		upd = upd.Set(expression.Name(fenceAttr(shard)), expression.Value(f))
+		variant |= keyedFenced
+		slots[keyedSlotFence] = avS(f)
 	}
 	if openIn != "" && !openUntil.End.IsZero() {
-		upd = upd.Set(expression.Name(attrOpenIn), expression.Value(openIn)).
-			Set(expression.Name(attrOpenUntil), expression.Value(openUntil.End.UTC().Format(TimeLayout)))
-	} else {
-		upd = upd.Remove(expression.Name(attrOpenIn)).Remove(expression.Name(attrOpenUntil))
+		variant |= keyedOpen
+		slots[keyedSlotOpenIn] = sharedS(openIn)
+		slots[keyedSlotOpenUntil] = timeAV(openUntil.End)
 	}
-	cond := expression.AttributeNotExists(expression.Name(attrVersion))
 	if ks.Version > 0 {
-		cond = expression.Equal(expression.Name(attrVersion), expression.Value(ks.Version))
+		variant |= keyedVersioned
+		slots[keyedSlotVersionWas] = avInt(int64(ks.Version))
 	}
-	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	s, err := keyedShapes.get(variant)
 	if err != nil {
 		return 0, err
 	}
 	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(v.table), Key: itemKey(PartitionKey(ref.Pipeline, ref.Key), ref.Kind+keyedSuffix),
-		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		TableName: v.tableName, Key: itemKey(PartitionKey(ref.Pipeline, ref.Key), ref.Kind+keyedSuffix),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.namesFor(shard), ExpressionAttributeValues: s.valuesFor(slots[:]),
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
@@ -140,30 +145,117 @@ func (v *Views) PutWindow(ctx context.Context, ref KeyedRef, w window.Window, bl
 	if retracted {
 		status = statusRetracted
 	}
-	upd := expression.Set(expression.Name(attrPipeline), expression.Value(ref.Pipeline)).
-		Set(expression.Name(attrKey), expression.Value(ref.Key)).
-		Set(expression.Name(attrKind), expression.Value(ref.Kind)).
-		Set(expression.Name(attrStart), expression.Value(w.Start.UTC().Format(TimeLayout))).
-		Set(expression.Name(attrEnd), expression.Value(w.End.UTC().Format(TimeLayout))).
-		Set(expression.Name(attrParts), expression.Value([]any{blob})).
-		Set(expression.Name(attrNParts), expression.Value(1)).
-		Set(expression.Name(attrCount), expression.Value(count)).
-		Set(expression.Name(attrStatus), expression.Value(status)).
-		Set(expression.Name(attrRevision), expression.Value(revision)).
-		Set(expression.Name(attrUpdatedAt), expression.Value(v.now().UTC().Format(TimeLayout)))
+	var (
+		slots   [putSlots]types.AttributeValue
+		variant uint
+	)
+	slots[putSlotPipeline] = sharedS(ref.Pipeline)
+	slots[putSlotKey] = sharedS(ref.Key)
+	slots[putSlotKind] = sharedS(ref.Kind)
+	slots[putSlotStart] = timeAV(w.Start)
+	slots[putSlotEnd] = timeAV(w.End)
+	slots[putSlotParts] = avList1(blob)
+	slots[putSlotCount] = avUint(count)
+	slots[putSlotStatus] = sharedS(status)
+	slots[putSlotRevision] = avInt(int64(revision))
+	slots[putSlotUpdatedAt] = timeAV(v.now())
 	if v.retention > 0 {
-		upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(w.End.Add(v.retention).Unix()))
+		variant = 1
+		slots[putSlotExpiresAt] = avInt(w.End.Add(v.retention).Unix())
 	}
-	ex, err := expression.NewBuilder().WithUpdate(upd).Build()
+	s, err := putWindowShapes.get(variant)
 	if err != nil {
 		return err
 	}
 	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(v.table), Key: itemKey(PartitionKey(ref.Pipeline, ref.Key), SortKey(ref.Kind, w)),
-		UpdateExpression: ex.Update(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		TableName: v.tableName, Key: windowKey(ref.Pipeline, ref.Key, ref.Kind, w),
+		UpdateExpression: s.update, ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
 	})
 	if err != nil {
 		return fmt.Errorf("state: writing window %s/%s %s: %w", ref.Pipeline, ref.Key, SortKey(ref.Kind, w), err)
 	}
 	return nil
 }
+
+// Slots and variant bits of SaveKeyed's shapes.
+const (
+	keyedSlotBlob = iota
+	keyedSlotPipeline
+	keyedSlotKey
+	keyedSlotKind
+	keyedSlotVersion
+	keyedSlotUpdatedAt
+	keyedSlotExpiresAt
+	keyedSlotFence
+	keyedSlotOpenIn
+	keyedSlotOpenUntil
+	keyedSlotVersionWas
+	keyedSlots
+
+	keyedExpires   = 1 // sets the TTL attribute (WithKeyedExpiry)
+	keyedFenced    = 2 // moves the shard's fence
+	keyedOpen      = 4 // lists the item in the open-windows index (else unlists it)
+	keyedVersioned = 8 // the item exists, at the version in keyedSlotVersionWas
+)
+
+// keyedShapes are the forms of SaveKeyed's write.
+var keyedShapes = shapeSet{build: func(variant uint) expression.Builder {
+	upd := expression.Set(expression.Name(attrBlob), slot(keyedSlotBlob)).
+		Set(expression.Name(attrPipeline), slot(keyedSlotPipeline)).
+		Set(expression.Name(attrKey), slot(keyedSlotKey)).
+		Set(expression.Name(attrKind), slot(keyedSlotKind)).
+		Set(expression.Name(attrVersion), slot(keyedSlotVersion)).
+		Set(expression.Name(attrUpdatedAt), slot(keyedSlotUpdatedAt))
+	if variant&keyedExpires != 0 {
+		upd = upd.Set(expression.Name(attrExpiresAt), slot(keyedSlotExpiresAt))
+	}
+	if variant&keyedFenced != 0 {
+		upd = upd.Set(fenceName, slot(keyedSlotFence))
+	}
+	if variant&keyedOpen != 0 {
+		upd = upd.Set(expression.Name(attrOpenIn), slot(keyedSlotOpenIn)).
+			Set(expression.Name(attrOpenUntil), slot(keyedSlotOpenUntil))
+	} else {
+		upd = upd.Remove(expression.Name(attrOpenIn)).Remove(expression.Name(attrOpenUntil))
+	}
+	cond := expression.AttributeNotExists(expression.Name(attrVersion))
+	if variant&keyedVersioned != 0 {
+		cond = expression.Equal(expression.Name(attrVersion), slot(keyedSlotVersionWas))
+	}
+	return expression.NewBuilder().WithUpdate(upd).WithCondition(cond)
+}}
+
+// Slots of PutWindow's shapes (variant 1: with the TTL attribute).
+const (
+	putSlotPipeline = iota
+	putSlotKey
+	putSlotKind
+	putSlotStart
+	putSlotEnd
+	putSlotParts
+	putSlotCount
+	putSlotStatus
+	putSlotRevision
+	putSlotUpdatedAt
+	putSlotExpiresAt
+	putSlots
+)
+
+// putWindowShapes are the forms of PutWindow's write.
+var putWindowShapes = shapeSet{build: func(variant uint) expression.Builder {
+	upd := expression.Set(expression.Name(attrPipeline), slot(putSlotPipeline)).
+		Set(expression.Name(attrKey), slot(putSlotKey)).
+		Set(expression.Name(attrKind), slot(putSlotKind)).
+		Set(expression.Name(attrStart), slot(putSlotStart)).
+		Set(expression.Name(attrEnd), slot(putSlotEnd)).
+		Set(expression.Name(attrParts), slot(putSlotParts)).
+		Set(expression.Name(attrNParts), expression.Value(1)).
+		Set(expression.Name(attrCount), slot(putSlotCount)).
+		Set(expression.Name(attrStatus), slot(putSlotStatus)).
+		Set(expression.Name(attrRevision), slot(putSlotRevision)).
+		Set(expression.Name(attrUpdatedAt), slot(putSlotUpdatedAt))
+	if variant != 0 {
+		upd = upd.Set(expression.Name(attrExpiresAt), slot(putSlotExpiresAt))
+	}
+	return expression.NewBuilder().WithUpdate(upd)
+}}

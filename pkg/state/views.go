@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -68,6 +69,7 @@ const TimeLayout = "2006-01-02T15:04:05.000Z"
 type Views struct {
 	db        itemStore
 	table     string
+	tableName *string // table, for requests (read-only)
 	spec      *agg.Spec
 	retention time.Duration
 	compactAt int
@@ -77,6 +79,11 @@ type Views struct {
 	// keyedExpiry sets a keyed state item's TTL this long after its last
 	// write (WithKeyedExpiry); 0 keeps it.
 	keyedExpiry time.Duration
+
+	// partials are cleared states of spec, for the per-batch path's
+	// partials and for reading an item's parts (agg.State.Clear keeps a
+	// quantile sketch's memory).
+	partials sync.Pool
 }
 
 // Option configures Views.
@@ -94,7 +101,8 @@ func WithClock(now func() time.Time) Option { return func(v *Views) { v.now = no
 
 // NewViews returns a store over table for aggregates of spec.
 func NewViews(db itemStore, table string, spec *agg.Spec, opts ...Option) *Views {
-	v := &Views{db: db, table: table, spec: spec, compactAt: 16, attempts: 8, now: time.Now}
+	v := &Views{db: db, table: table, tableName: aws.String(table), spec: spec, compactAt: 16, attempts: 8, now: time.Now}
+	v.partials.New = func() any { return spec.New() }
 	for _, o := range opts {
 		o(v)
 	}
@@ -207,11 +215,11 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 	if !perInterval {
 		minSeq, maxSeq = u.Entries[0].Seq, u.Entries[len(u.Entries)-1].Seq
 	}
-	minF, err := Fence(minSeq)
+	minF, err := sharedFence(minSeq)
 	if err != nil {
 		return res, err
 	}
-	maxF, err := Fence(maxSeq)
+	maxF, err := sharedFence(maxSeq)
 	if err != nil {
 		return res, err
 	}
@@ -221,6 +229,14 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 	}
 
 	entries := u.Entries
+	var batchPartial *agg.State // the per-batch path's partial, reused by each attempt and the next Apply
+	if !perInterval {
+		batchPartial = v.partials.Get().(*agg.State)
+		defer func() {
+			batchPartial.Clear()
+			v.partials.Put(batchPartial)
+		}()
+	}
 	knownFence, fenceKnown := "", false // fence seen on the item (retry path)
 	correction, revision := false, 0
 	var old map[string]types.AttributeValue // the item as the last failed condition returned it
@@ -234,11 +250,12 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 					res.Publish, err = v.unpublished(old)
 					return res, err
 				}
-				if minF, err = Fence(entries[0].Seq); err != nil {
+				if minF, err = sharedFence(entries[0].Seq); err != nil {
 					return res, err
 				}
 			}
-			partial = v.spec.New()
+			partial = batchPartial
+			partial.Clear()
 			for i := range entries {
 				partial.Add(entries[i].Value, entries[i].Distinct)
 			}
@@ -347,34 +364,143 @@ func after(entries []Entry, fence string) []Entry {
 	return nil
 }
 
-func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown bool) (*dynamodb.UpdateItemInput, error) {
-	f := expression.Name(fenceAttr(shard))
-	upd := v.identity(u, f, maxF).
+// Slots of the window writes' shapes, the values a call fills in: the
+// shard's new fence (the batch's highest sequence number); the item's
+// names, bounds, update time and expiry; the parts appended (an update) or
+// set (a correction) and the records they add to count; the fence the
+// write is conditioned on (below it on the first try, equal to it on the
+// retry path); the open-windows index partition and sort key; and a
+// correction's previous value, its new revision and the one it is
+// conditioned on.
+const (
+	slotFence = iota
+	slotPipeline
+	slotKey
+	slotKind
+	slotStart
+	slotEnd
+	slotUpdatedAt
+	slotExpiresAt
+	slotParts
+	slotCount
+	slotFenceWas
+	slotOpenIn
+	slotOpenUntil
+	slotPrevious
+	slotRevision
+	slotRevisionWas
+	windowSlots
+)
+
+// The fence a window update is conditioned on.
+const (
+	fenceFirst = iota // nothing known: no fence, or one below the batch's first record
+	fenceNone         // known to be absent (the retry path)
+	fenceEqual        // known: exactly this one (the retry path)
+
+	fenceBits = 3 // the variant bits the fence condition takes
+)
+
+// Variant bits of the window writes' shapes besides the fence condition.
+const (
+	variantOpen    = 4 // lists the window in the open-windows index
+	variantExpires = 8 // sets the TTL attribute (WithRetention)
+)
+
+// updateShapes are the forms of updateInput's write.
+var updateShapes = shapeSet{build: func(variant uint) expression.Builder {
+	f := fenceName
+	upd := identityUpdate(variant&variantExpires != 0).
 		Set(expression.Name(attrParts), expression.ListAppend(
 			expression.IfNotExists(expression.Name(attrParts), expression.Value([]any{})),
-			expression.Value([]any{blob}))).
-		Add(expression.Name(attrCount), expression.Value(n)).
+			slot(slotParts))).
+		Add(expression.Name(attrCount), slot(slotCount)).
 		Add(expression.Name(attrNParts), expression.Value(1)).
 		Add(expression.Name(attrVersion), expression.Value(1))
 
 	var fenceCond expression.ConditionBuilder
-	switch {
-	case !fenceKnown:
-		fenceCond = expression.AttributeNotExists(f).Or(expression.LessThan(f, expression.Value(minF)))
-	case knownFence == "":
+	switch variant & fenceBits {
+	case fenceFirst:
+		fenceCond = expression.AttributeNotExists(f).Or(expression.LessThan(f, slot(slotFenceWas)))
+	case fenceNone:
 		fenceCond = expression.AttributeNotExists(f)
 	default:
-		fenceCond = expression.Equal(f, expression.Value(knownFence))
+		fenceCond = expression.Equal(f, slot(slotFenceWas))
 	}
 	status := expression.Name(attrStatus)
 	cond := fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
 	upd = upd.Set(status, expression.Value(statusOpen)).
 		Set(expression.Name(attrRevision), expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)))
-	if u.OpenIn != "" {
-		upd = upd.Set(expression.Name(attrOpenIn), expression.Value(u.OpenIn)).
-			Set(expression.Name(attrOpenUntil), expression.Value(u.Window.End.UTC().Format(TimeLayout)))
+	if variant&variantOpen != 0 {
+		upd = upd.Set(expression.Name(attrOpenIn), slot(slotOpenIn)).
+			Set(expression.Name(attrOpenUntil), slot(slotOpenUntil))
 	}
-	return v.input(u, upd, cond, types.ReturnValueUpdatedNew)
+	return expression.NewBuilder().WithUpdate(upd).WithCondition(cond)
+}}
+
+// correctionShapes are the forms of correctionInput's write.
+var correctionShapes = shapeSet{build: func(variant uint) expression.Builder {
+	f := fenceName
+	upd := identityUpdate(variant&variantExpires != 0).
+		Set(expression.Name(attrParts), slot(slotParts)).
+		Set(expression.Name(attrNParts), expression.Value(1)).
+		Set(expression.Name(attrPrevious), slot(slotPrevious)).
+		Set(expression.Name(attrRevision), slot(slotRevision)).
+		Set(expression.Name(attrOpenIn), slot(slotOpenIn)).
+		Set(expression.Name(attrOpenUntil), slot(slotOpenUntil)).
+		Add(expression.Name(attrCount), slot(slotCount)).
+		Add(expression.Name(attrVersion), expression.Value(1))
+	fenceCond := expression.AttributeNotExists(f)
+	if variant&fenceBits == fenceEqual {
+		fenceCond = expression.Equal(f, slot(slotFenceWas))
+	}
+	cond := fenceCond.And(expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal))).
+		And(expression.Equal(expression.Name(attrRevision), slot(slotRevisionWas))).
+		And(expression.AttributeNotExists(expression.Name(attrOpenIn)))
+	return expression.NewBuilder().WithUpdate(upd).WithCondition(cond)
+}}
+
+// identityUpdate sets what every window write sets: the shard's fence, the
+// item's names and bounds, its update time and (expires) its expiry.
+func identityUpdate(expires bool) expression.UpdateBuilder {
+	upd := expression.Set(fenceName, slot(slotFence)).
+		Set(expression.Name(attrPipeline), slot(slotPipeline)).
+		Set(expression.Name(attrKey), slot(slotKey)).
+		Set(expression.Name(attrKind), slot(slotKind)).
+		Set(expression.Name(attrStart), slot(slotStart)).
+		Set(expression.Name(attrEnd), slot(slotEnd)).
+		Set(expression.Name(attrUpdatedAt), slot(slotUpdatedAt))
+	if expires {
+		upd = upd.Set(expression.Name(attrExpiresAt), slot(slotExpiresAt))
+	}
+	return upd
+}
+
+func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown bool) (*dynamodb.UpdateItemInput, error) {
+	var slots [windowSlots]types.AttributeValue
+	variant := v.identity(slots[:], u, maxF)
+	slots[slotParts] = avList1(blob)
+	slots[slotCount] = avInt(int64(n))
+	switch {
+	case !fenceKnown:
+		variant |= fenceFirst
+		slots[slotFenceWas] = sharedS(minF)
+	case knownFence == "":
+		variant |= fenceNone
+	default:
+		variant |= fenceEqual
+		slots[slotFenceWas] = avS(knownFence)
+	}
+	if u.OpenIn != "" {
+		variant |= variantOpen
+		slots[slotOpenIn] = sharedS(u.OpenIn)
+		slots[slotOpenUntil] = slots[slotEnd]
+	}
+	s, err := updateShapes.get(variant)
+	if err != nil {
+		return nil, err
+	}
+	return v.input(s, shard, u, slots[:], types.ReturnValueUpdatedNew), nil
 }
 
 // correctionInput is the write that applies partial to the final window
@@ -405,57 +531,56 @@ func (v *Views) correctionInput(shard string, u *Update, old map[string]types.At
 	if n := len(prevBlob) + len(curBlob) + itemOverheadBytes; n > WindowItemBudget {
 		return nil, fmt.Errorf("a correction's item would take %d bytes, over the %d-byte window item budget", n, WindowItemBudget)
 	}
-	f := expression.Name(fenceAttr(shard))
-	upd := v.identity(u, f, maxF).
-		Set(expression.Name(attrParts), expression.Value([]any{curBlob})).
-		Set(expression.Name(attrNParts), expression.Value(1)).
-		Set(expression.Name(attrPrevious), expression.Value(prevBlob)).
-		Set(expression.Name(attrRevision), expression.Value(revision+1)).
-		Set(expression.Name(attrOpenIn), expression.Value(u.OpenIn)).
-		Set(expression.Name(attrOpenUntil), expression.Value(u.Window.End.UTC().Format(TimeLayout))).
-		Add(expression.Name(attrCount), expression.Value(partial.Count())).
-		Add(expression.Name(attrVersion), expression.Value(1))
-	fenceCond := expression.AttributeNotExists(f)
+	var slots [windowSlots]types.AttributeValue
+	variant := v.identity(slots[:], u, maxF)
+	slots[slotParts] = avList1(curBlob)
+	slots[slotPrevious] = avB(prevBlob)
+	slots[slotRevision] = avInt(int64(revision + 1))
+	slots[slotOpenIn] = sharedS(u.OpenIn)
+	slots[slotOpenUntil] = slots[slotEnd]
+	slots[slotCount] = avUint(partial.Count())
+	slots[slotRevisionWas] = avInt(int64(revision))
 	if knownFence != "" {
-		fenceCond = expression.Equal(f, expression.Value(knownFence))
+		variant |= fenceEqual
+		slots[slotFenceWas] = avS(knownFence)
 	}
-	cond := fenceCond.And(expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal))).
-		And(expression.Equal(expression.Name(attrRevision), expression.Value(revision))).
-		And(expression.AttributeNotExists(expression.Name(attrOpenIn)))
-	return v.input(u, upd, cond, types.ReturnValueAllNew)
-}
-
-// identity sets what every write of u sets: the shard's fence, the item's
-// names and bounds, its update time and expiry.
-func (v *Views) identity(u *Update, f expression.NameBuilder, maxF string) expression.UpdateBuilder {
-	upd := expression.Set(f, expression.Value(maxF)).
-		Set(expression.Name(attrPipeline), expression.Value(u.Pipeline)).
-		Set(expression.Name(attrKey), expression.Value(u.Key)).
-		Set(expression.Name(attrKind), expression.Value(u.Kind)).
-		Set(expression.Name(attrStart), expression.Value(u.Window.Start.UTC().Format(TimeLayout))).
-		Set(expression.Name(attrEnd), expression.Value(u.Window.End.UTC().Format(TimeLayout))).
-		Set(expression.Name(attrUpdatedAt), expression.Value(v.now().UTC().Format(TimeLayout)))
-	if v.retention > 0 {
-		upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(u.Window.End.Add(v.retention).Unix()))
-	}
-	return upd
-}
-
-func (v *Views) input(u *Update, upd expression.UpdateBuilder, cond expression.ConditionBuilder, returnValues types.ReturnValue) (*dynamodb.UpdateItemInput, error) {
-	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	s, err := correctionShapes.get(variant)
 	if err != nil {
-		return nil, fmt.Errorf("building update: %w", err)
+		return nil, err
 	}
+	return v.input(s, shard, u, slots[:], types.ReturnValueAllNew), nil
+}
+
+// identity fills what every write of u sets (identityUpdate): the shard's
+// fence, the item's names and bounds, its update time and expiry. It
+// returns the shape variant bits that say so.
+func (v *Views) identity(slots []types.AttributeValue, u *Update, maxF string) uint {
+	slots[slotFence] = sharedS(maxF)
+	slots[slotPipeline] = sharedS(u.Pipeline)
+	slots[slotKey] = sharedS(u.Key)
+	slots[slotKind] = sharedS(u.Kind)
+	slots[slotStart] = timeAV(u.Window.Start)
+	slots[slotEnd] = timeAV(u.Window.End)
+	slots[slotUpdatedAt] = timeAV(v.now())
+	if v.retention > 0 {
+		slots[slotExpiresAt] = avInt(u.Window.End.Add(v.retention).Unix())
+		return variantExpires
+	}
+	return 0
+}
+
+// input is the UpdateItem request of u made from shape s and its values.
+func (v *Views) input(s *shape, shard string, u *Update, slots []types.AttributeValue, returnValues types.ReturnValue) *dynamodb.UpdateItemInput {
 	return &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(v.table),
-		Key:                                 itemKey(PartitionKey(u.Pipeline, u.Key), SortKey(u.Kind, u.Window)),
-		UpdateExpression:                    ex.Update(),
-		ConditionExpression:                 ex.Condition(),
-		ExpressionAttributeNames:            ex.Names(),
-		ExpressionAttributeValues:           ex.Values(),
+		TableName:                           v.tableName,
+		Key:                                 windowKey(u.Pipeline, u.Key, u.Kind, u.Window),
+		UpdateExpression:                    s.update,
+		ConditionExpression:                 s.condition,
+		ExpressionAttributeNames:            s.namesFor(shard),
+		ExpressionAttributeValues:           s.valuesFor(slots),
 		ReturnValues:                        returnValues,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, nil
+	}
 }
 
 // compactBytes is the parts' size past which an item is compacted: with one
@@ -509,23 +634,31 @@ func (v *Views) forceCompact(ctx context.Context, key map[string]types.Attribute
 	if err != nil {
 		return 0
 	}
-	ver := intAttr(attrs, attrVersion)
-	ex, err := expression.NewBuilder().
-		WithUpdate(expression.Set(expression.Name(attrParts), expression.Value([]any{blob})).
-			Set(expression.Name(attrNParts), expression.Value(1)).
-			Set(expression.Name(attrVersion), expression.Value(ver+1))).
-		WithCondition(expression.Equal(expression.Name(attrVersion), expression.Value(ver))).
-		Build()
+	s, err := compactShape.get(0)
 	if err != nil {
 		return 0
 	}
+	ver := intAttr(attrs, attrVersion)
+	slots := [compactSlots]types.AttributeValue{avList1(blob), avInt(int64(ver + 1)), avInt(int64(ver))}
 	_, _ = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(v.table), Key: key,
-		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		TableName: v.tableName, Key: key,
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
 	})
 	return 1
 }
+
+// compactShape is forceCompact's write: the parts replaced by their merge
+// (slot 0), the version (slot 1) if it is still the one read (slot 2).
+var compactShape = shapeSet{build: func(uint) expression.Builder {
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name(attrParts), slot(0)).
+			Set(expression.Name(attrNParts), expression.Value(1)).
+			Set(expression.Name(attrVersion), slot(1))).
+		WithCondition(expression.Equal(expression.Name(attrVersion), slot(2)))
+}}
+
+const compactSlots = 3
 
 // isItemTooLarge reports DynamoDB's refusal of an update that would make the
 // item exceed its size limit.
@@ -538,7 +671,7 @@ func isItemTooLarge(err error) bool {
 // compactNow reads an item and replaces its parts with their merge
 // (conditioned on its version). It returns writes made.
 func (v *Views) compactNow(ctx context.Context, key map[string]types.AttributeValue) (int, error) {
-	out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(v.table), Key: key, ConsistentRead: aws.Bool(true)})
+	out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: v.tableName, Key: key, ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return 0, fmt.Errorf("state: reading an item to compact it: %w", err)
 	}
@@ -555,13 +688,18 @@ func (v *Views) merged(item map[string]types.AttributeValue) (*agg.State, error)
 	if list == nil {
 		return st, nil
 	}
+	// Each part is read into one scratch state in turn and merged from it.
+	part := v.partials.Get().(*agg.State)
+	defer func() {
+		part.Clear()
+		v.partials.Put(part)
+	}()
 	for i, p := range list.Value {
 		b, ok := p.(*types.AttributeValueMemberB)
 		if !ok {
 			return nil, fmt.Errorf("state: item part %d is not binary", i)
 		}
-		part, err := v.spec.Decode(b.Value)
-		if err != nil {
+		if err := part.SetBinary(b.Value); err != nil {
 			return nil, fmt.Errorf("state: item part %d: %w", i, err)
 		}
 		if err := st.Merge(part); err != nil {

@@ -28,19 +28,15 @@ func (v *Views) SaveWatermark(ctx context.Context, pipeline, shard string, wm *w
 	if err != nil {
 		return false, err
 	}
-	val := wm.Current().UTC().Format(TimeLayout)
-	name := expression.Name(attrWMValue)
-	ex, err := expression.NewBuilder().
-		WithUpdate(expression.Set(expression.Name(attrWatermark), expression.Value(blob)).Set(name, expression.Value(val))).
-		WithCondition(expression.AttributeNotExists(name).Or(expression.LessThanEqual(name, expression.Value(val)))).
-		Build()
+	s, err := watermarkShape.get(0)
 	if err != nil {
 		return false, err
 	}
+	slots := [2]types.AttributeValue{avB(blob), avS(timeText(wm.Current()))}
 	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(v.table), Key: itemKey(watermarkPK(pipeline), shard),
-		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		TableName: v.tableName, Key: itemKey(watermarkPK(pipeline), shard),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
@@ -54,15 +50,15 @@ func (v *Views) SaveWatermark(ctx context.Context, pipeline, shard string, wm *w
 
 // Watermarks loads every shard's watermark of pipeline.
 func (v *Views) Watermarks(ctx context.Context, pipeline string) (map[string]*window.Watermark, error) {
-	kc := expression.Key(attrPK).Equal(expression.Value(watermarkPK(pipeline)))
-	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
+	s, err := watermarksShape.get(0)
 	if err != nil {
 		return nil, err
 	}
+	slots := [1]types.AttributeValue{avS(watermarkPK(pipeline))}
 	out := map[string]*window.Watermark{}
 	p := dynamodb.NewQueryPaginator(v.db, &dynamodb.QueryInput{
-		TableName: aws.String(v.table), ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		TableName: v.tableName, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: s.keyCondition, ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
 	})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -83,3 +79,17 @@ func (v *Views) Watermarks(ctx context.Context, pipeline string) (map[string]*wi
 	}
 	return out, nil
 }
+
+// watermarkShape is SaveWatermark's write: the encoded watermark (slot 0)
+// and its value (slot 1), unless a later value is stored.
+var watermarkShape = shapeSet{build: func(uint) expression.Builder {
+	name := expression.Name(attrWMValue)
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name(attrWatermark), slot(0)).Set(name, slot(1))).
+		WithCondition(expression.AttributeNotExists(name).Or(expression.LessThanEqual(name, slot(1))))
+}}
+
+// watermarksShape is Watermarks' key condition (slot 0: the partition).
+var watermarksShape = shapeSet{build: func(uint) expression.Builder {
+	return expression.NewBuilder().WithKeyCondition(expression.Key(attrPK).Equal(slot(0)))
+}}

@@ -7,16 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/tributary-dev/tributary/emulator/standin"
-	"github.com/tributary-dev/tributary/pkg/aggregate"
-	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/bench/internal/deployed"
 )
 
 func main() {
@@ -106,26 +103,6 @@ func parsePaths(s string) ([]string, error) {
 	return out, nil
 }
 
-// loadPipeline reads the pipeline file (the stack's pageviews.json if "").
-func loadPipeline(path string) (*pipeline.Config, error) {
-	if path == "" {
-		root, err := standin.RepoRoot()
-		if err != nil {
-			return nil, err
-		}
-		path = filepath.Join(root, "pipelines", "pageviews.json")
-	}
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := pipeline.Parse(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, aggregate.CheckSupported(cfg)
-}
-
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -138,7 +115,7 @@ func median(xs []float64) float64 {
 // run measures keepup, the Powertools peer's sample and every load on
 // every path, and prints the BENCH lines.
 func run(ctx context.Context, o options, out, log io.Writer) error {
-	cfg, err := loadPipeline(o.pipeline)
+	cfg, err := deployed.LoadPipeline(o.pipeline)
 	if err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ func TestStoreBillsByItemSize(t *testing.T) {
 // answered is counted once, every event and tick is there, and both paths
 // write.
 func TestRunLoadCountsEveryRequest(t *testing.T) {
-	cfg, err := loadPipeline("")
+	cfg, err := deployed.LoadPipeline("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestPriceArithmetic(t *testing.T) {
 
 func mustPipeline(t *testing.T) *pipeline.Config {
 	t.Helper()
-	cfg, err := loadPipeline("")
+	cfg, err := deployed.LoadPipeline("")
 	if err != nil {
 		t.Fatal(err)
 	}

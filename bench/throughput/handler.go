@@ -1,12 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
-	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -30,22 +25,7 @@ func loadPipeline(path string) (*pipeline.Config, error) {
 	if path == "bench" {
 		return pipeline.Parse([]byte(benchPipeline))
 	}
-	if path == "deployed" {
-		root, err := standin.RepoRoot()
-		if err != nil {
-			return nil, err
-		}
-		path = filepath.Join(root, "pipelines", "pageviews.json")
-	}
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := pipeline.Parse(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, aggregate.CheckSupported(cfg)
+	return deployed.LoadPipeline(path)
 }
 
 // deployment is the aggregate function as aggregate.FromEnv builds it

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -126,4 +129,25 @@ func (k *Putter) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ..
 	zero := int32(0)
 	out.FailedRecordCount = &zero
 	return out, nil
+}
+
+// LoadPipeline reads a pipeline file and checks the aggregate function
+// supports it; "" or "deployed" is the stack's own pipelines/pageviews.json.
+func LoadPipeline(path string) (*pipeline.Config, error) {
+	if path == "" || path == "deployed" {
+		root, err := standin.RepoRoot()
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(root, "pipelines", "pageviews.json")
+	}
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pipeline.Parse(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, aggregate.CheckSupported(cfg)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -172,6 +173,13 @@ func run(ctx context.Context, o *options) (err error) {
 		return err
 	}
 	tm.since("demo", demoStart)
+	if crashes := stack.Crashes(); len(crashes) > 0 {
+		var b strings.Builder
+		for _, c := range crashes {
+			fmt.Fprintf(&b, "\n  %s (request %s): %s", c.Function, c.RequestID, c.Message)
+		}
+		return fmt.Errorf("%d function invocations crashed (Runtime.ExitError: the runtime process exited; make logs, or make local LOCAL_FLAGS=-v, shows its last lines):%s", len(crashes), b.String())
+	}
 
 	if o.screenshot != "" && stack.DashboardURL() != "" {
 		began := time.Now()
@@ -524,6 +532,9 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	s2, b2, err := local.Post(ctx, url, evs, key)
 	if err != nil {
 		return err
+	}
+	if s1 != http.StatusAccepted {
+		return fmt.Errorf("ingest answered the request under Idempotency-Key %s with %d %s, want %d", key, s1, truncate(string(b1), 200), http.StatusAccepted)
 	}
 	if s1 != s2 || string(b1) != string(b2) {
 		return fmt.Errorf("the retried request got %d %s, the first %d %s: not the same answer", s2, b2, s1, b1)

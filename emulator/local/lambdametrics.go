@@ -79,11 +79,7 @@ func (m *meteredFunction) Invoke(ctx context.Context, payload []byte) (rie.Resul
 	if res.FunctionError != "" {
 		errs = 1
 	}
-	if res.ErrorType() == rie.ErrorTypeExit && m.crashes != nil {
-		var doc struct{ ErrorMessage string }
-		_ = json.Unmarshal(res.Payload, &doc)
-		m.crashes.add(Crash{Function: m.name, RequestID: res.RequestID, Message: doc.ErrorMessage})
-	}
+	m.noteCrash(res)
 	dims := []cwtypes.Dimension{{Name: aws.String("FunctionName"), Value: aws.String(m.name)}}
 	datum := func(name string, unit cwtypes.StandardUnit, v float64) cwtypes.MetricDatum {
 		return cwtypes.MetricDatum{MetricName: aws.String(name), Dimensions: dims, Unit: unit, Value: aws.Float64(v), Timestamp: aws.Time(at)}
@@ -100,6 +96,16 @@ func (m *meteredFunction) Invoke(ctx context.Context, payload []byte) (rie.Resul
 	}
 	m.sink.Put(LambdaNamespace, data...)
 	return res, nil
+}
+
+// noteCrash records res in m.crashes when the runtime exited during it.
+func (m *meteredFunction) noteCrash(res rie.Result) {
+	if res.ErrorType() != rie.ErrorTypeExit || m.crashes == nil {
+		return
+	}
+	var doc struct{ ErrorMessage string }
+	_ = json.Unmarshal(res.Payload, &doc)
+	m.crashes.add(Crash{Function: m.name, RequestID: res.RequestID, Message: doc.ErrorMessage})
 }
 
 // iteratorAge is how old the last record of a Kinesis or DynamoDB Streams

@@ -410,7 +410,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	// receivedAt − sentAt to occurredAt, so a sentAt from the start of the
 	// demo would move them into a later window.
 	if err := c.check(ctx, os.Stdout, "a request under an Idempotency-Key written once", func(ctx context.Context) error {
-		return demoIdempotencyKey(ctx, topo.ingestURL, w, stack, clearOfMinuteEnd(), want, from, to)
+		return demoIdempotencyKey(ctx, topo.ingestURL, topo.eventsName, w, stack, clearOfMinuteEnd(), want, from, to)
 	}); err != nil {
 		return err
 	}
@@ -516,7 +516,7 @@ func clearOfMinuteEnd() time.Time {
 // Idempotency-Key, as a client that timed out waiting for the answer does:
 // the second answer is the first, byte for byte, and nothing is written
 // again.
-func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack *local.Stack, now time.Time, want local.Counts, from, to time.Time) error {
+func demoIdempotencyKey(ctx context.Context, url, eventsStream string, w *local.Windows, stack *local.Stack, now time.Time, want local.Counts, from, to time.Time) error {
 	evs := local.FollowerEvents(now, 3)
 	for i := range evs {
 		evs[i].ID, evs[i].Key = fmt.Sprintf("keyed-%d", i), "user-01"
@@ -524,7 +524,6 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	}
 	const key = "make-local-retry-1"
 	fmt.Printf("▸ a request of %d events sent twice with Idempotency-Key %s (the client timed out and retried)\n", len(evs), key)
-	before := stack.Stats().Distinct(w.Function)
 	s1, b1, err := local.Post(ctx, url, evs, key)
 	if err != nil {
 		return err
@@ -543,16 +542,21 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	if _, err := w.Wait(ctx, want, from, to, nil, io.Discard); err != nil {
 		return err
 	}
-	// The mapping counts a batch once the function has returned; give the
-	// last one a moment, then any second copy would have arrived too.
-	// Records are counted by sequence number: a batch retried after an
-	// invocation timed out on a slow stand-in is not a second write.
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && stack.Stats().Distinct(w.Function)-before < len(evs); {
-		time.Sleep(100 * time.Millisecond)
+	// The windows hold the events, so both requests' writes are on the
+	// stream: count the records carrying each event's id there (what a
+	// mapping delivered counts retried batches and other traffic too).
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
 	}
-	time.Sleep(time.Second)
-	if got := stack.Stats().Distinct(w.Function) - before; got != len(evs) {
-		return fmt.Errorf("the stream carried %d records for the two requests, want %d: the retry was written again", got, len(evs))
+	written, err := local.CountIDs(ctx, stack.Config(), eventsStream, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if written[id] != 1 {
+			return fmt.Errorf("stream %s carries %d records of event %s for the two requests, want 1: the retry was written again", eventsStream, written[id], id)
+		}
 	}
 	fmt.Printf("  the stream got %d records, once: each event counted once\n", len(evs))
 	return nil

@@ -117,21 +117,6 @@ type Delivery struct {
 	Capped bool
 }
 
-// Distinct is the number of distinct records function's mappings delivered
-// (by shard and sequence number): a batch retried after a failed or
-// timed-out invocation counts once, unlike MappingStats.Records.
-func (s *Stats) Distinct(function string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, d := range s.deliveries {
-		if d.function == function {
-			n += len(d.ids)
-		}
-	}
-	return n
-}
-
 // Deliveries returns, in mapping order, a copy of what each mapping on
 // source (a stream, table stream or queue ARN) delivered.
 func (s *Stats) Deliveries(source string) []Delivery {

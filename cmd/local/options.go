@@ -23,6 +23,7 @@ type options struct {
 	max           int
 	seed          uint64
 	timeout       time.Duration
+	checkTimeout  time.Duration
 	verbose       bool
 	since         time.Duration
 	raw           bool
@@ -65,6 +66,7 @@ func bindOptions(fs *flag.FlagSet) *options {
 	fs.IntVar(&o.max, "max", 40, "run: at most this many events per key and minute")
 	fs.Uint64Var(&o.seed, "seed", 1, "run: random seed of the sample traffic")
 	fs.DurationVar(&o.timeout, "timeout", 6*time.Minute, "run: give up waiting for results after this long (the demo takes 1–3 min on 2 busy cores)")
+	fs.DurationVar(&o.checkTimeout, "check-timeout", 3*time.Minute, "run: give up on one check (windows applied, a join, the tasks run, …) after this long, naming what did not arrive")
 	fs.BoolVar(&o.verbose, "v", false, "list every resource, function and mapping, and echo every function log line")
 	fs.DurationVar(&o.since, "since", time.Hour, "logs: how far back to print")
 	fs.BoolVar(&o.raw, "raw", false, "logs: print every log event as stored (START, END, EMF documents) instead of the summary")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -172,6 +173,13 @@ func run(ctx context.Context, o *options) (err error) {
 		return err
 	}
 	tm.since("demo", demoStart)
+	if crashes := stack.Crashes(); len(crashes) > 0 {
+		var b strings.Builder
+		for _, c := range crashes {
+			fmt.Fprintf(&b, "\n  %s (request %s): %s", c.Function, c.RequestID, c.Message)
+		}
+		return fmt.Errorf("%d function invocations crashed (Runtime.ExitError: the runtime process exited; make logs, or make local LOCAL_FLAGS=-v, shows its last lines):%s", len(crashes), b.String())
+	}
 
 	if o.screenshot != "" && stack.DashboardURL() != "" {
 		began := time.Now()
@@ -218,6 +226,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	cfg := stack.Config()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	c := checker{limit: o.checkTimeout}
 	w := topo.windows
 	now := time.Now().UTC()
 	from, to := now.Truncate(time.Minute).Add(-time.Duration(o.minutes+1)*time.Minute), now.Add(time.Hour)
@@ -228,18 +237,28 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	var side bytes.Buffer
 	sideDone := make(chan error, 1)
 	go func() {
-		err := demoJoins(ctx, stack, topo.ingestURL, &side)
+		err := c.check(ctx, &side, "stream–table and table–table joins", func(ctx context.Context) error {
+			return demoJoins(ctx, stack, topo.ingestURL, &side)
+		})
 		if err == nil {
-			err = demoJoinsCEP(ctx, stack, topo.ingestURL, &side)
+			err = c.check(ctx, &side, "stream–stream join and CEP rules", func(ctx context.Context) error {
+				return demoJoinsCEP(ctx, stack, topo.ingestURL, &side)
+			})
 		}
 		if err == nil {
-			err = demoWork(ctx, stack, &side, out)
+			err = c.check(ctx, &side, "tasks, dead letter and redrive", func(ctx context.Context) error {
+				return demoWork(ctx, stack, &side, out)
+			})
 		}
 		if err == nil {
-			err = demoEventSourcing(ctx, stack, &side)
+			err = c.check(ctx, &side, "event sourcing", func(ctx context.Context) error {
+				return demoEventSourcing(ctx, stack, &side)
+			})
 		}
 		if err == nil { // a stream function of your own (emulator/local/handlers.go)
-			err = local.DemoStatusCodes(ctx, stack, topo.ingestURL, &side)
+			err = c.check(ctx, &side, "statuscodes, a function of your own", func(ctx context.Context) error {
+				return local.DemoStatusCodes(ctx, stack, topo.ingestURL, &side)
+			})
 		}
 		sideDone <- err
 	}()
@@ -275,7 +294,10 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	printPipelines(topo.pipelines, demoOf)
 	fmt.Printf("▸ sending %d events for %d keys over %d event-time minutes to ingest %s\n", len(evs), o.keys, o.minutes, topo.ingestURL)
 	fmt.Printf("  (every 4th key's device clock is 3h behind: occurredAt + (receivedAt − sentAt) puts it back)\n")
-	if _, err := local.Send(ctx, topo.ingestURL, evs, 100, os.Stdout); err != nil {
+	if err := c.check(ctx, os.Stdout, "sample events accepted by ingest", func(ctx context.Context) error {
+		_, err := local.Send(ctx, topo.ingestURL, evs, 100, os.Stdout)
+		return err
+	}); err != nil {
 		return err
 	}
 	var others []*pipelineDemo
@@ -294,7 +316,10 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 		others = append(others, d)
 	}
 	fmt.Printf("▸ waiting for %s to apply them (one conditional write per key and window per batch)\n", w.Function)
-	if _, err := w.Wait(ctx, want, from, to, nil, os.Stdout); err != nil {
+	if err := c.check(ctx, os.Stdout, fmt.Sprintf("%d sample events applied by %s", want.Total(), w.Function), func(ctx context.Context) error {
+		_, err := w.Wait(ctx, want, from, to, nil, os.Stdout)
+		return err
+	}); err != nil {
 		return err
 	}
 	for _, d := range others {
@@ -307,7 +332,10 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	resend := evs[:min(25, len(evs))]
 	out.resent = len(resend)
 	fmt.Printf("▸ a producer that timed out resends %d of those events (the same bytes: same ids, new records on the stream)\n", len(resend))
-	if _, err := w.ResendAndCheck(ctx, stack.Stats(), topo.ingestURL, resend, want, from, to); err != nil {
+	if err := c.check(ctx, os.Stdout, "resent copies suppressed", func(ctx context.Context) error {
+		_, err := w.ResendAndCheck(ctx, stack.Stats(), topo.ingestURL, resend, want, from, to)
+		return err
+	}); err != nil {
 		return err
 	}
 	fmt.Printf("  the %d copies reached %s and each was suppressed by its event id: every window unchanged\n", len(resend), w.Function)
@@ -327,8 +355,11 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	}
 	out.quarantinedSeq = seq
 	fmt.Printf("  aggregate and enrich set sequence number %s aside at once (it can never succeed) and apply the 5 after it: no retry, the shard moves on\n", seq)
-	recs, err := local.WaitQuarantined(ctx, cfg, topo.quarantine, seq)
-	if err != nil {
+	var recs []local.QuarantinedRecord
+	if err := c.check(ctx, os.Stdout, fmt.Sprintf("sequence number %s in quarantine table %s", seq, topo.quarantine), func(ctx context.Context) (err error) {
+		recs, err = local.WaitQuarantined(ctx, cfg, topo.quarantine, seq)
+		return err
+	}); err != nil {
 		return err
 	}
 	for _, r := range recs {
@@ -358,32 +389,45 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 		return false
 	}
 	fmt.Printf("  waiting for the %d valid records after the malformed one and the late event to be applied\n", len(followers))
-	vs, err := w.Wait(ctx, want, from, to, corrected, os.Stdout)
-	if err != nil {
+	var vs []state.View
+	if err := c.check(ctx, os.Stdout, fmt.Sprintf("the %d valid records and the late event's correction applied by %s", len(followers), w.Function), func(ctx context.Context) (err error) {
+		vs, err = w.Wait(ctx, want, from, to, corrected, os.Stdout)
+		return err
+	}); err != nil {
 		return err
 	}
+	sideBegan := time.Now()
 	err = sideErr()
 	_, _ = os.Stdout.Write(side.Bytes())
 	if err != nil {
 		return err
 	}
+	fmt.Printf("    ⏱ joins, CEP, tasks, event sourcing and statuscodes (alongside the above): done %s after the windows\n", roundDuration(time.Since(sideBegan)))
 	// The Idempotency-Key check counts aggregate's records exactly, so it
 	// runs once the joins (which send through ingest too) are done.
 	keyedBefore := want.Total()
 	// Its events are stamped now, when they are sent: ingest adds
 	// receivedAt − sentAt to occurredAt, so a sentAt from the start of the
 	// demo would move them into a later window.
-	if err := demoIdempotencyKey(ctx, topo.ingestURL, w, stack, clearOfMinuteEnd(), want, from, to); err != nil {
+	if err := c.check(ctx, os.Stdout, "a request under an Idempotency-Key written once", func(ctx context.Context) error {
+		return demoIdempotencyKey(ctx, topo.ingestURL, topo.eventsName, w, stack, clearOfMinuteEnd(), want, from, to)
+	}); err != nil {
 		return err
 	}
 	out.keyed = want.Total() - keyedBefore
-	if vs, err = w.Wait(ctx, want, from, to, corrected, io.Discard); err != nil {
+	if err := c.check(ctx, io.Discard, "every window as sent", func(ctx context.Context) (err error) {
+		vs, err = w.Wait(ctx, want, from, to, corrected, io.Discard)
+		return err
+	}); err != nil {
 		return err
 	}
 	// Fan-out, once nothing more is sent: every subscriber of the events
 	// stream got every record (compare the tasks, each to one worker).
-	fan, err := stack.FanOut(ctx, topo.eventsName, 10*time.Second)
-	if err != nil {
+	var fan local.FanOut
+	if err := c.check(ctx, io.Discard, "fan-out to every subscriber of "+topo.eventsName, func(ctx context.Context) (err error) {
+		fan, err = stack.FanOut(ctx, topo.eventsName, 10*time.Second)
+		return err
+	}); err != nil {
 		return err
 	}
 	fmt.Print("▸ ")
@@ -410,25 +454,38 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	fmt.Println("▸ event source mappings (RECORDS counts every delivery, retried batches included; ITEM FAILURES are records a")
 	fmt.Println("  function reported failed; TO ON-FAILURE are records given up on and described on the failures queue)")
 	stack.Stats().Print(os.Stdout)
-	if outs, err := w.ReadOutputs(ctx); err == nil && len(outs) > 0 {
+	var outs []string
+	if err := c.check(ctx, io.Discard, "output stream "+w.Output+" read", func(ctx context.Context) (err error) {
+		outs, err = w.ReadOutputs(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(outs) > 0 {
 		printOutputs(w.Output, outs)
 	}
-	if err := stack.FlushLogs(ctx); err == nil {
-		if ms, err := cloudwatchlocal.MetricsBetween(ctx, cfg, "Tributary", began, time.Now()); err == nil {
-			fmt.Println("▸ CloudWatch metrics of this run (namespace Tributary, data points stamped since the run began):")
-			fmt.Println("  sum = total over the run, count = data points (one per invocation that published the metric); aggregate's by pipeline")
-			for _, m := range ms {
-				if f := m.Dimensions["Function"]; f == "aggregate" && m.Dimensions["Pipeline"] == "" && len(topo.pipelines) > 1 {
-					continue // the sum of the pipelines' series, shown each
-				}
-				if f := m.Dimensions["Function"]; f == "aggregate" || f == "worker" || f == "enrich" {
-					note := ""
-					if own := stack.OwnMetric(m); own != m.Sum {
-						note = fmt.Sprintf("   (this run put %g: another run on this endpoint published the rest)", own)
-					}
-					fmt.Printf("    %s%s\n", m, note)
-				}
+	var ms []cloudwatchlocal.MetricSummary
+	if err := c.check(ctx, os.Stdout, "CloudWatch metrics read back", func(ctx context.Context) (err error) {
+		if err := stack.FlushLogs(ctx); err != nil {
+			return err
+		}
+		ms, err = cloudwatchlocal.MetricsBetween(ctx, cfg, "Tributary", began, time.Now())
+		return err
+	}); err != nil {
+		return fmt.Errorf("the CloudWatch metrics of this run: %w", err)
+	}
+	fmt.Println("▸ CloudWatch metrics of this run (namespace Tributary, data points stamped since the run began):")
+	fmt.Println("  sum = total over the run, count = data points (one per invocation that published the metric); aggregate's by pipeline")
+	for _, m := range ms {
+		if f := m.Dimensions["Function"]; f == "aggregate" && m.Dimensions["Pipeline"] == "" && len(topo.pipelines) > 1 {
+			continue // the sum of the pipelines' series, shown each
+		}
+		if f := m.Dimensions["Function"]; f == "aggregate" || f == "worker" || f == "enrich" {
+			note := ""
+			if own := stack.OwnMetric(m); own != m.Sum {
+				note = fmt.Sprintf("   (this run put %g: another run on this endpoint published the rest)", own)
 			}
+			fmt.Printf("    %s%s\n", m, note)
 		}
 	}
 	if bad > 0 {
@@ -459,7 +516,7 @@ func clearOfMinuteEnd() time.Time {
 // Idempotency-Key, as a client that timed out waiting for the answer does:
 // the second answer is the first, byte for byte, and nothing is written
 // again.
-func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack *local.Stack, now time.Time, want local.Counts, from, to time.Time) error {
+func demoIdempotencyKey(ctx context.Context, url, eventsStream string, w *local.Windows, stack *local.Stack, now time.Time, want local.Counts, from, to time.Time) error {
 	evs := local.FollowerEvents(now, 3)
 	for i := range evs {
 		evs[i].ID, evs[i].Key = fmt.Sprintf("keyed-%d", i), "user-01"
@@ -467,7 +524,6 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	}
 	const key = "make-local-retry-1"
 	fmt.Printf("▸ a request of %d events sent twice with Idempotency-Key %s (the client timed out and retried)\n", len(evs), key)
-	before := stack.Stats().Of(w.Function).Records
 	s1, b1, err := local.Post(ctx, url, evs, key)
 	if err != nil {
 		return err
@@ -476,6 +532,9 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	if err != nil {
 		return err
 	}
+	if s1 != http.StatusAccepted {
+		return fmt.Errorf("ingest answered the request under Idempotency-Key %s with %d %s, want %d", key, s1, truncate(string(b1), 200), http.StatusAccepted)
+	}
 	if s1 != s2 || string(b1) != string(b2) {
 		return fmt.Errorf("the retried request got %d %s, the first %d %s: not the same answer", s2, b2, s1, b1)
 	}
@@ -483,14 +542,21 @@ func demoIdempotencyKey(ctx context.Context, url string, w *local.Windows, stack
 	if _, err := w.Wait(ctx, want, from, to, nil, io.Discard); err != nil {
 		return err
 	}
-	// The mapping counts a batch once the function has returned; give the
-	// last one a moment, then any second copy would have arrived too.
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && stack.Stats().Of(w.Function).Records-before < len(evs); {
-		time.Sleep(100 * time.Millisecond)
+	// The windows hold the events, so both requests' writes are on the
+	// stream: count the records carrying each event's id there (what a
+	// mapping delivered counts retried batches and other traffic too).
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
 	}
-	time.Sleep(time.Second)
-	if got := stack.Stats().Of(w.Function).Records - before; got != len(evs) {
-		return fmt.Errorf("the stream carried %d records for the two requests, want %d: the retry was written again", got, len(evs))
+	written, err := local.CountIDs(ctx, stack.Config(), eventsStream, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if written[id] != 1 {
+			return fmt.Errorf("stream %s carries %d records of event %s for the two requests, want 1: the retry was written again", eventsStream, written[id], id)
+		}
 	}
 	fmt.Printf("  the stream got %d records, once: each event counted once\n", len(evs))
 	return nil

@@ -174,11 +174,16 @@ func Metrics(ctx context.Context, cfg aws.Config, namespace string, since time.T
 }
 
 // MetricsBetween is Metrics over the data points stamped in [from, to),
-// to the second when the span is at most half an hour (one-second periods),
-// else by whole minutes. A run reads back only what was published while it
-// ran, so an endpoint that outlives runs (LocalStack, a `make local-up`)
-// does not add earlier runs' data to its figures. Two runs at the same time
-// on one endpoint still share series: Sink.Own tells what one of them put.
+// to the second. A run reads back only what was published while it ran, so
+// an endpoint that outlives runs (LocalStack, a `make local-up`) does not
+// add earlier runs' data to its figures. Two runs at the same time on one
+// endpoint still share series: Sink.Own tells what one of them put.
+//
+// It asks for one period spanning [from, to): the sum, count, minimum and
+// maximum over the span are those of its only period, and the stand-in's
+// work does not grow with the span's length (moto scans every data point
+// once per period of every query; one-second periods over a six-minute run
+// kept it busy for minutes).
 func MetricsBetween(ctx context.Context, cfg aws.Config, namespace string, from, to time.Time) ([]MetricSummary, error) {
 	return metricsIn(ctx, CloudWatchClient(cfg), namespace, from, to)
 }
@@ -191,16 +196,17 @@ func metrics(ctx context.Context, c metricReader, namespace string, since, now t
 	return query(ctx, c, namespace, start, end, 60)
 }
 
-// fineSpan is the longest span MetricsBetween reads at one-second periods.
-const fineSpan = 30 * time.Minute
-
 func metricsIn(ctx context.Context, c metricReader, namespace string, from, to time.Time) ([]MetricSummary, error) {
-	if to.Sub(from) > fineSpan {
-		return metrics(ctx, c, namespace, from, to)
-	}
 	start := from.Truncate(time.Second)
 	end := to.Add(time.Second).Truncate(time.Second)
-	return query(ctx, c, namespace, start, end, 1)
+	return query(ctx, c, namespace, start, end, spanPeriod(end.Sub(start)))
+}
+
+// spanPeriod is the one period, in seconds, that covers span: a whole number
+// of minutes, as GetMetricData takes periods above a minute.
+func spanPeriod(span time.Duration) int32 {
+	minutes := (span + time.Minute - 1) / time.Minute
+	return int32(max(minutes, 1) * 60)
 }
 
 // query sums every series of namespace over [start, end) at period seconds.

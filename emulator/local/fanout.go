@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -163,4 +164,46 @@ func streamRecords(ctx context.Context, c recordReader, stream string) ([]string
 			return seqs, nil
 		}
 	}
+}
+
+// CountIDs counts, for each of ids, the records on the stream whose JSON
+// data has that "id" (an event envelope's id), reading every shard from its
+// start: how many times each event was written, whatever a function's
+// mapping delivered or retried.
+func CountIDs(ctx context.Context, cfg aws.Config, stream string, ids []string) (map[string]int, error) {
+	c := kinesis.NewFromConfig(cfg)
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	counts := map[string]int{}
+	shards, err := c.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(stream)})
+	if err != nil {
+		return nil, fmt.Errorf("listing the shards of %s: %w", stream, err)
+	}
+	for _, sh := range shards.Shards {
+		it, err := c.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(stream), ShardId: sh.ShardId, ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			return nil, fmt.Errorf("reading shard %s of %s: %w", aws.ToString(sh.ShardId), stream, err)
+		}
+		for iter := it.ShardIterator; iter != nil; {
+			recs, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(10000)})
+			if err != nil {
+				return nil, fmt.Errorf("reading shard %s of %s: %w", aws.ToString(sh.ShardId), stream, err)
+			}
+			for _, r := range recs.Records {
+				var ev struct {
+					ID string `json:"id"`
+				}
+				if json.Unmarshal(r.Data, &ev) == nil && want[ev.ID] {
+					counts[ev.ID]++
+				}
+			}
+			if len(recs.Records) == 0 || aws.ToInt64(recs.MillisBehindLatest) == 0 && len(recs.Records) < 10000 {
+				break
+			}
+			iter = recs.NextShardIterator
+		}
+	}
+	return counts, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,33 @@ type meteredFunction struct {
 	sink     *cloudwatchlocal.Sink
 	inFlight atomic.Int32
 	now      func() time.Time
+	crashes  *crashLog // where a crash (Runtime.ExitError) is recorded; nil: nowhere
+}
+
+// Crash is an invocation whose runtime process exited (Runtime.ExitError):
+// on Lambda a crash, not a slow or failed invocation, whatever retried it.
+type Crash struct {
+	Function  string // the physical function name
+	RequestID string
+	Message   string // the error document's errorMessage
+}
+
+// crashLog collects crashes; safe for concurrent use.
+type crashLog struct {
+	mu   sync.Mutex
+	list []Crash
+}
+
+func (l *crashLog) add(c Crash) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.list = append(l.list, c)
+}
+
+func (l *crashLog) all() []Crash {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Crash(nil), l.list...)
 }
 
 var _ functionInvoker = (*meteredFunction)(nil)
@@ -51,6 +79,7 @@ func (m *meteredFunction) Invoke(ctx context.Context, payload []byte) (rie.Resul
 	if res.FunctionError != "" {
 		errs = 1
 	}
+	m.noteCrash(res)
 	dims := []cwtypes.Dimension{{Name: aws.String("FunctionName"), Value: aws.String(m.name)}}
 	datum := func(name string, unit cwtypes.StandardUnit, v float64) cwtypes.MetricDatum {
 		return cwtypes.MetricDatum{MetricName: aws.String(name), Dimensions: dims, Unit: unit, Value: aws.Float64(v), Timestamp: aws.Time(at)}
@@ -67,6 +96,16 @@ func (m *meteredFunction) Invoke(ctx context.Context, payload []byte) (rie.Resul
 	}
 	m.sink.Put(LambdaNamespace, data...)
 	return res, nil
+}
+
+// noteCrash records res in m.crashes when the runtime exited during it.
+func (m *meteredFunction) noteCrash(res rie.Result) {
+	if res.ErrorType() != rie.ErrorTypeExit || m.crashes == nil {
+		return
+	}
+	var doc struct{ ErrorMessage string }
+	_ = json.Unmarshal(res.Payload, &doc)
+	m.crashes.add(Crash{Function: m.name, RequestID: res.RequestID, Message: doc.ErrorMessage})
 }
 
 // iteratorAge is how old the last record of a Kinesis or DynamoDB Streams

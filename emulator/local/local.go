@@ -72,6 +72,7 @@ type Stack struct {
 	specs      []template.FunctionSpec
 	functions  map[string]*rie.Function    // by the runner's name (functionNames)
 	metered    map[string]*meteredFunction // by the runner's name: invoke through these
+	crashes    crashLog                    // invocations whose runtime exited
 	names      map[string]string           // the runner's name of each function, by logical id
 	invokeAPI  *invokeServer
 	dashboard  *dashboardServer
@@ -218,6 +219,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		name := s.names[f.LogicalID]
 		s.functions[name] = fn
 		s.metered[name] = newMeteredFunction(fn, f.FunctionName, s.sink)
+		s.metered[name].crashes = &s.crashes
 		byLogical[f.LogicalID] = s.metered[name]
 		environments += instancesFor(f, mappings)
 		if opts.Verbose {
@@ -399,6 +401,11 @@ func (s *Stack) OwnMetric(m cloudwatchlocal.MetricSummary) float64 { return s.si
 
 // FlushLogs sends buffered log lines and metrics to the stand-in's CloudWatch now.
 func (s *Stack) FlushLogs(ctx context.Context) error { return s.sink.Flush(ctx) }
+
+// Crashes lists the invocations so far whose runtime process exited
+// (Runtime.ExitError), oldest first: a function that crashed, whether a
+// mapping's retry or the next tick then succeeded or not.
+func (s *Stack) Crashes() []Crash { return s.crashes.all() }
 
 // Close stops mappings, function URLs and functions, and flushes logs.
 func (s *Stack) Close() error {

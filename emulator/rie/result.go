@@ -85,3 +85,21 @@ func errorJSON(typ, msg string) []byte {
 	b, _ := json.Marshal(errorDocument{ErrorMessage: msg, ErrorType: typ})
 	return b
 }
+
+// Error types of the failures RIE itself reports (see classify).
+const (
+	ErrorTypeExit    = "Runtime.ExitError" // the runtime process exited: a crash
+	ErrorTypeTimeout = "Sandbox.Timedout"  // the invocation ran past the function timeout
+)
+
+// ErrorType is the errorType of a failed invocation's error document
+// (ErrorTypeExit for a crash, ErrorTypeTimeout for a timeout, else what the
+// handler reported), "" for a success.
+func (r Result) ErrorType() string {
+	if r.FunctionError == "" {
+		return ""
+	}
+	var doc errorDocument
+	_ = json.Unmarshal(r.Payload, &doc)
+	return doc.ErrorType
+}

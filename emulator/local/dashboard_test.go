@@ -122,6 +122,7 @@ const readPage = `(() => {
 // its text; log: matching lines), the page refreshes on its own, and the
 // results view shows the windows of a key with the counts sent.
 func TestDashboardInABrowser(t *testing.T) {
+	t.Parallel()
 	_, tpl, bin := paths(t)
 	if _, err := headless.Path(); err != nil {
 		if os.Getenv("TRIBUTARY_REQUIRE_BROWSER") != "" {

@@ -17,6 +17,7 @@ import (
 // snapshot, and a rebuild of the views from the log equal to the live ones
 // (Demo fails if any of it does not hold).
 func TestEventSourcingEndToEnd(t *testing.T) {
+	t.Parallel()
 	stack, _ := startTopology(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

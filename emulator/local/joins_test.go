@@ -15,6 +15,7 @@ import (
 // follow, a deletion and an unfollow (Demo fails if the view does not
 // converge to the join after each).
 func TestJoinsEndToEnd(t *testing.T) {
+	t.Parallel()
 	stack, _ := startTopology(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

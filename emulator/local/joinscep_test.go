@@ -18,6 +18,7 @@ import (
 // filter rule matches the same pattern (DemoJoin and DemoRules fail
 // otherwise).
 func TestJoinsAndRulesEndToEnd(t *testing.T) {
+	t.Parallel()
 	stack, _ := startTopology(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -23,6 +23,7 @@ import (
 // written against the local ingest URL, ends in the windows the README
 // describes: for plan pro count 2, sum 8, max 5; for free 1, 1, 1.
 func TestReadmeFirstPipeline(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("synthesizes the stack again (about a minute); make test runs it")
 	}

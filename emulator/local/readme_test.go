@@ -15,6 +15,7 @@ import (
 // this test's ingest: the answer is the one the README shows, and the event
 // is on the events stream once.
 func TestReadmeLocalCurl(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed: the README's example needs it")
 	}

@@ -125,8 +125,8 @@ bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 eve
 	$(GO) run ./bench/es
 
 .PHONY: soak
-soak: deps-local ## the fault-injection harness and the Kafka Streams conformance with many more seeded scenarios than make test (60 seeds per write path: about 2 h on 2 busy cores, the subtests GOMAXPROCS at a time; 200 conformance histories per window kind and late policy: about 3 min)
-	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=60
+soak: deps-local ## the fault-injection harness and the Kafka Streams conformance with many more seeded scenarios than make test (2,000 aggregate scenarios per write path on memdb, 4 of them also on moto: about 0.25 s of CPU each; 200 conformance histories per window kind and late policy: about 3 min)
+	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=2000 -fault.moto=4
 	$(GO) test -count=1 -timeout 60m -run TestKafkaStreamsConformance ./conformance -args -conformance.seeds=200
 
 FUZZTIME  ?= 30s

@@ -50,7 +50,7 @@ var (
 	awsCfg   aws.Config // the stand-in, for FromEnv
 	tableSeq atomic.Int64
 
-	faultSeeds     = flag.Int("fault.seeds", 16, "fault-injection scenarios per write path on the in-process DynamoDB (internal/memdb); make soak runs many more")
+	faultSeeds     = flag.Int("fault.seeds", 4, "fault-injection scenarios per write path on the in-process DynamoDB (internal/memdb); make soak runs many more")
 	faultMotoSeeds = flag.Int("fault.moto", 1, "of those scenarios, how many (the first) also run on moto, so that memdb cannot drift from it")
 	faultFirstSeed = flag.Int("fault.seed", 1, "the first scenario's seed: a failing scenario prints the command that runs it alone")
 )

@@ -144,7 +144,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Fatal("no dashboard served")
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	w, err := stack.FindPipeline("pageviews")
 	if err != nil {

@@ -53,7 +53,7 @@ func TestFanOutEverySubscriberGetsEveryRecord(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 
 	var entries []ktypes.PutRecordsRequestEntry

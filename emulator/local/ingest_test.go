@@ -33,7 +33,7 @@ import (
 func TestIngestIdempotencyKeyEndToEnd(t *testing.T) {
 	t.Parallel()
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	url := stack.URL("ingest")
 	streamName := env(t, stack, "ingest", "EVENTS_STREAM_NAME")
@@ -175,7 +175,7 @@ func TestSignedIngestEndToEnd(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	url := stack.URL("ingest")
 	streamName := env(t, stack, "ingest", "EVENTS_STREAM_NAME")

@@ -82,7 +82,7 @@ func env(t *testing.T, s *local.Stack, binary, name string) string {
 func TestPipelineAppliesEveryEventOnceClosesWindowsAndQuarantinesPoison(t *testing.T) {
 	t.Parallel()
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	cfg := stack.Config()
 	url := stack.URL("ingest")

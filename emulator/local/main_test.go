@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
@@ -14,6 +15,11 @@ import (
 // processes, not on this one's CPU, so more of them than GOMAXPROCS (go
 // test's default -parallel) fit on two cores. go test -parallel overrides it.
 const e2eParallel = 4
+
+// e2eWait bounds how long an end-to-end test waits for its topology's
+// results: long enough for e2eParallel topologies on two busy cores. It
+// catches a hang; it measures nothing.
+const e2eWait = 4 * time.Minute
 
 func TestMain(m *testing.M) {
 	flag.Parse()

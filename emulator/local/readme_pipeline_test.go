@@ -111,7 +111,7 @@ func TestReadmeFirstPipeline(t *testing.T) {
 		t.Errorf("pipeline %s runs in %s", cfg.Name, w.Function)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", strings.ReplaceAll(curl, documented, stack.URL("ingest")))
 	answer, err := cmd.Output()

@@ -18,7 +18,7 @@ import (
 func TestWorkLoadBalancedPoisonDeadLetteredAndRedriven(t *testing.T) {
 	t.Parallel()
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	cfg := stack.Config()
 	work, err := stack.FindWork()

@@ -51,15 +51,38 @@ local-banner:
 	@echo "deploy infra/cdk.out onto it and run every function under aws-lambda-rie; $(if $(filter local-up,$(MAKECMDGOALS)),keep it running until Ctrl-C.,send sample traffic, check every result, stop.)"
 
 .PHONY: test
-test: deps-local deps-bench deps-browser functions-local synth-local ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions)
-	$(GO) mod tidy -diff
-	cd infra && $(GO) mod tidy -diff
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './infra/node_modules/*')); \
-	  if [ -n "$$unformatted" ]; then echo "gofmt -l lists files that are not formatted (run gofmt -w on them):"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 15m ./...
-	cd infra && $(GO) test -count=1 -timeout 10m ./...
-	$(MAKE) --no-print-directory example-app
+test: deps-local deps-bench deps-browser functions-local synth-local ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions), its parts at once
+	@t0=$$(date +%s); $(MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
+	  echo "make test: $$(if [ $$s = 0 ]; then echo passed; else echo FAILED; fi) in $$(( $$(date +%s) - t0 )) s (each part's time is on its last line)"; exit $$s
+
+# make test's parts run at once: most of their time is spent waiting on moto,
+# aws-lambda-rie, jsii or cdk synth, not on Go's CPU. Each line a part prints
+# starts with its name in brackets, and its last line says whether it passed
+# and in how many seconds. Every part runs to its end (make -k) and make test
+# fails if any part does. The end-to-end package (functions under
+# aws-lambda-rie) is a part of its own so that it starts at once: it is the
+# longest, and `go test ./...` would reach it only after the packages before it.
+E2E_PKG    := ./emulator/local
+TEST_PARTS := test-checks test-go test-e2e test-infra test-example-app
+# $(call test_part,<name>,<commands>): run commands (no commas in them), each
+# output line prefixed with [name], then say how the part ended.
+test_part = t0=$$(date +%s); set -o pipefail; { $(2); } 2>&1 | sed -u 's/^/[$(1)] /'; s=$$?; \
+	echo "[$(1)] $$(if [ $$s = 0 ]; then echo passed; else echo "FAILED (exit $$s)"; fi) in $$(( $$(date +%s) - t0 )) s"; exit $$s
+
+.PHONY: $(TEST_PARTS)
+test-checks:
+	@$(call test_part,checks,$(GO) mod tidy -diff && (cd infra && $(GO) mod tidy -diff) && \
+	  unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './infra/node_modules/*')) && \
+	  if [ -n "$$unformatted" ]; then echo "gofmt -l lists files that are not formatted (run gofmt -w on them):"; echo "$$unformatted"; exit 1; fi && \
+	  echo "go mod tidy -diff (root and infra) and gofmt -l: clean; go vet ./..." && $(GO) vet ./...)
+test-go:
+	@$(call test_part,go,$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v '/$(E2E_PKG:./%=%)$$'))
+test-e2e:
+	@$(call test_part,e2e,$(GO) test -count=1 -timeout 15m $(E2E_PKG))
+test-infra:
+	@$(call test_part,infra,cd infra && $(GO) test -count=1 -timeout 10m ./...)
+test-example-app:
+	@$(call test_part,example-app,$(MAKE) --no-print-directory example-app)
 
 .PHONY: example-app
 example-app: infra/node_modules/.installed functions-local ## check the example CDK app (examples/app): tidy, vet, its tests, and a real cdk synth with cdk-nag
@@ -125,8 +148,8 @@ bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 eve
 	$(GO) run ./bench/es
 
 .PHONY: soak
-soak: deps-local ## the fault-injection harness and the Kafka Streams conformance with many more seeded scenarios than make test (60 seeds per write path: about 2 h on 2 busy cores, the subtests GOMAXPROCS at a time; 200 conformance histories per window kind and late policy: about 3 min)
-	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=60
+soak: deps-local ## the fault-injection harness and the Kafka Streams conformance with many more seeded scenarios than make test (2,000 aggregate scenarios per write path on memdb, 4 of them also on moto: about 0.25 s of CPU each; 200 conformance histories per window kind and late policy: about 3 min)
+	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=2000 -fault.moto=4
 	$(GO) test -count=1 -timeout 60m -run TestKafkaStreamsConformance ./conformance -args -conformance.seeds=200
 
 FUZZTIME  ?= 30s

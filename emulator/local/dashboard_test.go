@@ -122,6 +122,7 @@ const readPage = `(() => {
 // its text; log: matching lines), the page refreshes on its own, and the
 // results view shows the windows of a key with the counts sent.
 func TestDashboardInABrowser(t *testing.T) {
+	t.Parallel()
 	_, tpl, bin := paths(t)
 	if _, err := headless.Path(); err != nil {
 		if os.Getenv("TRIBUTARY_REQUIRE_BROWSER") != "" {
@@ -143,7 +144,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Fatal("no dashboard served")
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	w, err := stack.FindPipeline("pageviews")
 	if err != nil {

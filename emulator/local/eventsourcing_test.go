@@ -5,7 +5,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestEventSourcingEndToEnd runs the event-sourcing story with the real
@@ -17,8 +16,9 @@ import (
 // snapshot, and a rebuild of the views from the log equal to the live ones
 // (Demo fails if any of it does not hold).
 func TestEventSourcingEndToEnd(t *testing.T) {
+	t.Parallel()
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	e, err := stack.FindEventSourcing()
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 // on shared throughput — and checks that FanOut sees each deliver every
 // record, while the runner publishes the queues' AWS/SQS depth metrics.
 func TestFanOutEverySubscriberGetsEveryRecord(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", filepath.Join(bin, "subscriber"), "./testdata/subscriber")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -52,7 +53,7 @@ func TestFanOutEverySubscriberGetsEveryRecord(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 
 	var entries []ktypes.PutRecordsRequestEntry

@@ -31,8 +31,9 @@ import (
 // set of records; aggregate's windows count each event once; the same key
 // with another body is refused.
 func TestIngestIdempotencyKeyEndToEnd(t *testing.T) {
+	t.Parallel()
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	url := stack.URL("ingest")
 	streamName := env(t, stack, "ingest", "EVENTS_STREAM_NAME")
@@ -144,6 +145,7 @@ func readEvents(t *testing.T, ctx context.Context, cfg aws.Config, name string) 
 // openssl/curl recipe, run as written, is accepted; a request signed in Go
 // and sent twice is written once.
 func TestSignedIngestEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"bash", "openssl", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed: the README's signing recipe needs it", tool)
@@ -173,7 +175,7 @@ func TestSignedIngestEndToEnd(t *testing.T) {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	url := stack.URL("ingest")
 	streamName := env(t, stack, "ingest", "EVENTS_STREAM_NAME")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestJoinsEndToEnd runs both joins of the deployed template with the real
@@ -15,8 +14,9 @@ import (
 // follow, a deletion and an unfollow (Demo fails if the view does not
 // converge to the join after each).
 func TestJoinsEndToEnd(t *testing.T) {
+	t.Parallel()
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 
 	enr, err := stack.FindEnrichment()

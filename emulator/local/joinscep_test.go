@@ -5,7 +5,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestJoinsAndRulesEndToEnd runs the stream–stream join and CEP of the
@@ -18,8 +17,9 @@ import (
 // filter rule matches the same pattern (DemoJoin and DemoRules fail
 // otherwise).
 func TestJoinsAndRulesEndToEnd(t *testing.T) {
+	t.Parallel()
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	j, err := stack.FindJoinsAndRules()
 	if err != nil {

@@ -80,8 +80,9 @@ func env(t *testing.T, s *local.Stack, binary, name string) string {
 }
 
 func TestPipelineAppliesEveryEventOnceClosesWindowsAndQuarantinesPoison(t *testing.T) {
+	t.Parallel()
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	cfg := stack.Config()
 	url := stack.URL("ingest")
@@ -190,6 +191,7 @@ func assertWindows(t *testing.T, w *local.Windows, want local.Counts, vs []state
 }
 
 func TestIngestURLRejectsBadEnvelopeNamingTheField(t *testing.T) {
+	t.Parallel()
 	stack, _ := startTopology(t)
 	url := stack.URL("ingest")
 	tests := []struct {

@@ -17,6 +17,7 @@ import (
 // (one per DLQ) and snapshot with the deployed names filled in, and the
 // results reader's commands (make results, and cmd/results with the names).
 func TestResourcesNameWhatEachToolNeeds(t *testing.T) {
+	t.Parallel()
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
 	ctx := context.Background()

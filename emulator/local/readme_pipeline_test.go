@@ -23,6 +23,7 @@ import (
 // written against the local ingest URL, ends in the windows the README
 // describes: for plan pro count 2, sum 8, max 5; for free 1, 1, 1.
 func TestReadmeFirstPipeline(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("synthesizes the stack again (about a minute); make test runs it")
 	}
@@ -110,7 +111,7 @@ func TestReadmeFirstPipeline(t *testing.T) {
 		t.Errorf("pipeline %s runs in %s", cfg.Name, w.Function)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", strings.ReplaceAll(curl, documented, stack.URL("ingest")))
 	answer, err := cmd.Output()

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestReadmeLocalCurl runs the README's first curl ("Sending your own
@@ -15,6 +14,7 @@ import (
 // this test's ingest: the answer is the one the README shows, and the event
 // is on the events stream once.
 func TestReadmeLocalCurl(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed: the README's example needs it")
 	}
@@ -29,7 +29,7 @@ func TestReadmeLocalCurl(t *testing.T) {
 		t.Fatalf("the README's example does not post to %s, the default ingest URL of make local-up:\n%s", documented, block)
 	}
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", strings.ReplaceAll(block, documented, stack.URL("ingest")))
 	answer, err := cmd.Output()

@@ -16,8 +16,9 @@ import (
 // sent reaches the DLQ at once with its reason, shows in the DLQ depth
 // metric, and after the dependency runs, a redrive runs it exactly once.
 func TestWorkLoadBalancedPoisonDeadLetteredAndRedriven(t *testing.T) {
+	t.Parallel()
 	stack, _ := startTopology(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	cfg := stack.Config()
 	work, err := stack.FindWork()

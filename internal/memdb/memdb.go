@@ -9,11 +9,13 @@
 // sparse open-windows index (openIn, openUntil; keys only) in sort-key
 // order.
 //
-// A fake of DynamoDB is right in this project in two places only: a
+// A fake of DynamoDB is right in this project in three places only: a
 // throughput benchmark of the handler (bench/throughput) must not time
 // HTTP, signing and a stand-in's Python, and the Kafka Streams conformance
-// test (conformance) runs thousands of seeded batches through the real
-// handler, which moto would make minutes long. Everything else that proves
+// test (conformance) and pkg/aggregate's fault-injection harness run
+// thousands of seeded batches through the real handler, which moto would
+// make minutes long (the harness also runs a sample of its scenarios on
+// moto, so that the two cannot drift apart). Everything else that proves
 // behaviour runs against moto (emulator/standin), and memdb's own tests
 // check it against moto on the same requests (byte-equal items). It does not bill, throttle, paginate (pages are whole) or
 // evaluate nested paths: no caller needs them.

@@ -27,6 +27,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
@@ -45,14 +46,20 @@ func quietOut() io.Writer {
 }
 
 var (
-	db        *dynamodb.Client
-	awsCfg    aws.Config // the stand-in, for FromEnv
-	tableSeq  atomic.Int64
-	soakSeeds = flag.Int("fault.seeds", 4, "fault-injection scenarios to run (make soak runs many more)")
+	db       *dynamodb.Client
+	awsCfg   aws.Config // the stand-in, for FromEnv
+	tableSeq atomic.Int64
+
+	faultSeeds     = flag.Int("fault.seeds", 4, "fault-injection scenarios per write path on the in-process DynamoDB (internal/memdb); make soak runs many more")
+	faultMotoSeeds = flag.Int("fault.moto", 1, "of those scenarios, how many (the first) also run on moto, so that memdb cannot drift from it")
+	faultFirstSeed = flag.Int("fault.seed", 1, "the first scenario's seed: a failing scenario prints the command that runs it alone")
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The fault scenarios' moto sample waits on moto processes of its own,
+	// while the memdb scenarios use this process's CPU: both at once.
+	standintest.Parallel(4)
 	os.Exit(standintest.Main(m, func(cfg aws.Config) {
 		awsCfg, db = cfg, dynamodb.NewFromConfig(cfg)
 		kin = kinesis.NewFromConfig(cfg)
@@ -73,13 +80,84 @@ const faultConfig = `{
   "partitionKeyIsGroupingKey": true
 }`
 
+// faultStore is the DynamoDB a scenario's functions write through: the views,
+// the dedupe ledger and the quarantine table. Moto's client and the
+// in-process memdb.DB both serve it.
+type faultStore interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+var (
+	_ faultStore = (*dynamodb.Client)(nil)
+	_ faultStore = (*memdb.DB)(nil)
+)
+
+// faultBackend is where a scenario's tables live: moto (emulator/standin)
+// or memdb, which answers what aggregate asks as moto does, without HTTP
+// and Python, so that many scenarios run in seconds.
+type faultBackend struct {
+	name string
+	// tables returns the store holding a new views table and a new
+	// quarantine table, and their names.
+	tables func(t *testing.T) (store faultStore, views, quarantine string)
+	// items returns every item of a table.
+	items func(t *testing.T, store faultStore, table string) []map[string]types.AttributeValue
+}
+
+var (
+	onMemdb = faultBackend{
+		name: "memdb",
+		tables: func(t *testing.T) (faultStore, string, string) {
+			views, quarantine := "faults", "faults-quarantine"
+			return memdb.New(map[string]memdb.Schema{views: memdb.ViewsTable, quarantine: memdb.QuarantineTable}), views, quarantine
+		},
+		items: func(t *testing.T, store faultStore, table string) []map[string]types.AttributeValue {
+			return store.(*memdb.DB).Items(table)
+		},
+	}
+	// onMoto gives each scenario a moto of its own: moto answers one
+	// request at a time, so scenarios sharing one would wait on each other.
+	onMoto = faultBackend{
+		name: "moto",
+		tables: func(t *testing.T) (faultStore, string, string) {
+			client := dynamodb.NewFromConfig(standintest.Config(t, standintest.Start(t)))
+			views, quarantine := "faults", "faults-quarantine"
+			if err := state.CreateTable(context.Background(), client, views); err != nil {
+				t.Fatal(err)
+			}
+			if err := setaside.CreateTable(context.Background(), client, quarantine); err != nil {
+				t.Fatal(err)
+			}
+			return client, views, quarantine
+		},
+		items: func(t *testing.T, store faultStore, table string) []map[string]types.AttributeValue {
+			var out []map[string]types.AttributeValue
+			p := dynamodb.NewScanPaginator(store.(*dynamodb.Client), &dynamodb.ScanInput{TableName: aws.String(table)})
+			for p.HasMorePages() {
+				page, err := p.NextPage(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, page.Items...)
+			}
+			return out
+		},
+	}
+)
+
 // crashingStore makes the n-th and later writes fail, as a process that dies
 // between two writes would leave them: the earlier ones applied, the later not.
 // It also throttles about one call in throttleEvery (0: never), at random,
 // as DynamoDB does under load: a transient error the handler must retry,
 // not set aside.
 type crashingStore struct {
-	*dynamodb.Client
+	faultStore
 	budget        atomic.Int64 // writes left before the "crash"; < 0 means no crash armed
 	throttleEvery int
 }
@@ -94,14 +172,14 @@ func (c *crashingStore) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetI
 	if c.throttled() {
 		return nil, errThrottled
 	}
-	return c.Client.BatchGetItem(ctx, in, opts...)
+	return c.faultStore.BatchGetItem(ctx, in, opts...)
 }
 
 // throttlingSink is the quarantine table's client that fails about one
 // write in every, at random: a failing destination, after which nothing may
 // be lost.
 type throttlingSink struct {
-	*dynamodb.Client
+	faultStore
 	every int
 }
 
@@ -109,7 +187,7 @@ func (c *throttlingSink) BatchWriteItem(ctx context.Context, in *dynamodb.BatchW
 	if rand.IntN(c.every) == 0 {
 		return nil, errThrottled
 	}
-	return c.Client.BatchWriteItem(ctx, in, opts...)
+	return c.faultStore.BatchWriteItem(ctx, in, opts...)
 }
 
 var errCrash = errors.New("injected crash between two writes")
@@ -121,7 +199,7 @@ func (c *crashingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemI
 	if c.throttled() {
 		return nil, errThrottled
 	}
-	return c.Client.UpdateItem(ctx, in, opts...)
+	return c.faultStore.UpdateItem(ctx, in, opts...)
 }
 
 // The dedupe ledger's writes crash too.
@@ -132,14 +210,14 @@ func (c *crashingStore) PutItem(ctx context.Context, in *dynamodb.PutItemInput, 
 	if c.throttled() {
 		return nil, errThrottled
 	}
-	return c.Client.PutItem(ctx, in, opts...)
+	return c.faultStore.PutItem(ctx, in, opts...)
 }
 
 func (c *crashingStore) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	if c.crash() {
 		return nil, errCrash
 	}
-	return c.Client.TransactWriteItems(ctx, in, opts...)
+	return c.faultStore.TransactWriteItems(ctx, in, opts...)
 }
 
 func (c *crashingStore) crash() bool { return c.budget.Load() >= 0 && c.budget.Add(-1) < 0 }
@@ -418,7 +496,7 @@ type lambda struct {
 
 func (l *lambda) coldStart() {
 	views := state.NewViews(l.store, l.table, l.cfg.Aggregates, state.WithCompactAt(4))
-	sink := setaside.New(&throttlingSink{Client: db, every: 7}, l.quarantine, setaside.WithBackoff(func(int) time.Duration { return time.Millisecond }))
+	sink := setaside.New(&throttlingSink{faultStore: l.store.faultStore, every: 7}, l.quarantine, setaside.WithBackoff(func(int) time.Duration { return time.Millisecond }))
 	l.proc = aggregate.New(l.cfg, views, l.out, "results", aggregate.WithLogger(quiet),
 		aggregate.WithDedupe(aggregate.NewLedger(l.store, l.table, l.cfg)),
 		aggregate.WithSetAside(sink))
@@ -577,141 +655,157 @@ func (l *lambda) runIntervals(recs []record) {
 
 func TestFaultInjectionViewsEqualReference(t *testing.T) {
 	for _, mode := range []string{"per-batch", "per-interval"} {
-		t.Run(mode, func(t *testing.T) { faultScenarios(t, mode) })
-	}
-}
-
-func faultScenarios(t *testing.T, mode string) {
-	// The output check is not empty: the scenarios make corrections (a
-	// seed may make none; 4 seeds make some on each path).
-	var corrected, ran atomic.Int64
-	t.Cleanup(func() {
-		if ran.Load() >= 4 && corrected.Load() == 0 {
-			t.Errorf("%d scenarios put no correction of a tumbling or hopping window on the output stream: its check proved nothing", ran.Load())
-		}
-	})
-	for seed := 1; seed <= *soakSeeds; seed++ {
-		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			s := newScenario(t, uint64(seed))
-			table := fmt.Sprintf("faults-%d", tableSeq.Add(1))
-			if err := state.CreateTable(context.Background(), db, table); err != nil {
-				t.Fatal(err)
-			}
-			quarantine := fmt.Sprintf("faults-quarantine-%d", tableSeq.Add(1))
-			if err := setaside.CreateTable(context.Background(), db, quarantine); err != nil {
-				t.Fatal(err)
-			}
-			out := &resultStream{}
-			out.throttle.Store(true)
-			var wg sync.WaitGroup
-			lambdas := map[string]*lambda{}
-			done := map[string]chan struct{}{}
-			for shard := range s.records {
-				done[shard] = make(chan struct{})
-			}
-			for shard, recs := range s.records {
-				// Each shard's mapping crashes on its own: a crash armed for
-				// one shard's final invocation never hits another shard's batch.
-				store := &crashingStore{Client: db, throttleEvery: 40}
-				store.budget.Store(-1)
-				l := &lambda{t: t, rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), store: store, out: out, table: table, quarantine: quarantine, cfg: s.cfg}
-				l.coldStart()
-				lambdas[shard] = l
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer close(done[shard])
-					if p, ok := s.parent[shard]; ok {
-						<-done[p] // a child shard starts once its parent is done
-					}
-					if mode == "per-interval" {
-						l.runIntervals(recs)
-					} else {
-						l.run(recs)
-					}
-				}()
-			}
-			wg.Wait()
-			// Close every window: a tick long after the last event (the
-			// output stream no longer throttling).
-			out.throttle.Store(false)
-			views := state.NewViews(db, table, s.cfg.Aggregates)
-			p := aggregate.New(s.cfg, views, out, "results", aggregate.WithLogger(quiet))
-			if _, err := p.Tick(context.Background(), time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.Tick(context.Background(), time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)); err != nil {
-				t.Fatal(err)
-			}
-			got, stored := readAll(t, views, s)
-			want := s.reference()
-			bad, finals, corrections := out.check(s.cfg, stored)
-			if finals == 0 {
-				bad = append(bad, "the scenario put no final result of a tumbling or hopping window on the output stream")
-			}
-			corrected.Add(int64(corrections))
-			ran.Add(1)
-			t.Logf("output stream: %d final results and %d corrections checked", finals, corrections)
-			for k, w := range want {
-				g, ok := got[k]
-				if !ok || g.count != w.count || g.sum != w.sum || g.min != w.min || g.max != w.max {
-					bad = append(bad, fmt.Sprintf("%s: got %+v want %+v", k, g, w))
+			// The output check is not empty: the scenarios make corrections
+			// (a seed may make none; 4 seeds make some on each path).
+			var corrected, ran atomic.Int64
+			t.Cleanup(func() {
+				if ran.Load() >= 4 && corrected.Load() == 0 {
+					t.Errorf("%d scenarios put no correction of a tumbling or hopping window on the output stream: its check proved nothing", ran.Load())
 				}
-			}
-			for k := range got {
-				if _, ok := want[k]; !ok {
-					bad = append(bad, fmt.Sprintf("%s: unexpected window %+v", k, got[k]))
-				}
-			}
-			// Every record that can never be applied is set aside, with a
-			// reason naming the field; nothing else is.
-			aside := setAsideRecords(t, quarantine)
-			for k := range s.mustSetAside() {
-				if _, ok := aside[k]; !ok {
-					bad = append(bad, fmt.Sprintf("record %s can never be applied but was not set aside", k))
-				}
-			}
-			for k, it := range aside {
-				if !s.mustSetAside()[k] {
-					bad = append(bad, fmt.Sprintf("record %s was set aside (%s: %s) but can be applied", k, it.Field, it.Reason))
-				} else if it.Field == "" || it.Reason == "" || len(it.Data) == 0 {
-					bad = append(bad, fmt.Sprintf("record %s set aside without its field, reason or data: %+v", k, it))
-				}
-			}
-			if len(bad) > 0 {
-				sort.Strings(bad)
-				for shard, l := range lambdas {
-					t.Logf("%s pattern: %v", shard, l.log)
-				}
-				t.Fatalf("%d problems over %d windows: views that differ from applying each record once, or results missing from the output stream:\n%v", len(bad), len(want), bad)
-			}
+			})
+			// The moto sample first: one scenario there takes as long as
+			// dozens on memdb, so it starts before them.
+			first := *faultFirstSeed
+			t.Run(onMoto.name, func(t *testing.T) {
+				t.Parallel()
+				faultScenarios(t, mode, onMoto, first, min(*faultMotoSeeds, *faultSeeds), &corrected, &ran)
+			})
+			t.Run(onMemdb.name, func(t *testing.T) {
+				t.Parallel()
+				faultScenarios(t, mode, onMemdb, first, *faultSeeds, &corrected, &ran)
+			})
 		})
 	}
 }
 
-// setAsideRecords reads the quarantine table: the records set aside, by
-// "<shard>/<sequence number>".
-func setAsideRecords(t *testing.T, table string) map[string]setaside.Item {
+// faultScenarios runs n seeded scenarios from seed first on backend, in
+// parallel, each a subtest named by its seed; a failing one prints the
+// command that runs it alone.
+func faultScenarios(t *testing.T, mode string, backend faultBackend, first, n int, corrected, ran *atomic.Int64) {
+	for seed := first; seed < first+n; seed++ {
+		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+			t.Parallel()
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("run this scenario alone: go test -count=1 -run '^TestFaultInjectionViewsEqualReference$/^%s$/^%s$/^seed-%d$' ./pkg/aggregate -args -fault.seed=%d",
+						mode, backend.name, seed, seed)
+				}
+			})
+			faultScenario(t, mode, backend, uint64(seed), corrected, ran)
+		})
+	}
+}
+
+// faultScenario plays one seeded scenario's shards, each through its own
+// crashing, throttling mapping, closes every window with a tick, and
+// compares the views, the output stream and the quarantine table with the
+// reference.
+func faultScenario(t *testing.T, mode string, backend faultBackend, seed uint64, corrected, ran *atomic.Int64) {
+	s := newScenario(t, seed)
+	base, table, quarantine := backend.tables(t)
+	out := &resultStream{}
+	out.throttle.Store(true)
+	var wg sync.WaitGroup
+	lambdas := map[string]*lambda{}
+	done := map[string]chan struct{}{}
+	for shard := range s.records {
+		done[shard] = make(chan struct{})
+	}
+	for shard, recs := range s.records {
+		// Each shard's mapping crashes on its own: a crash armed for
+		// one shard's final invocation never hits another shard's batch.
+		store := &crashingStore{faultStore: base, throttleEvery: 40}
+		store.budget.Store(-1)
+		l := &lambda{t: t, rng: rand.New(rand.NewPCG(seed, uint64(len(shard)+len(recs)))), store: store, out: out, table: table, quarantine: quarantine, cfg: s.cfg}
+		l.coldStart()
+		lambdas[shard] = l
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(done[shard])
+			if p, ok := s.parent[shard]; ok {
+				<-done[p] // a child shard starts once its parent is done
+			}
+			if mode == "per-interval" {
+				l.runIntervals(recs)
+			} else {
+				l.run(recs)
+			}
+		}()
+	}
+	wg.Wait()
+	// Close every window: a tick long after the last event (the
+	// output stream no longer throttling).
+	out.throttle.Store(false)
+	views := state.NewViews(base, table, s.cfg.Aggregates)
+	p := aggregate.New(s.cfg, views, out, "results", aggregate.WithLogger(quiet))
+	if _, err := p.Tick(context.Background(), time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Tick(context.Background(), time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	got, stored := readAll(t, views, s)
+	want := s.reference()
+	bad, finals, corrections := out.check(s.cfg, stored)
+	if finals == 0 {
+		bad = append(bad, "the scenario put no final result of a tumbling or hopping window on the output stream")
+	}
+	corrected.Add(int64(corrections))
+	ran.Add(1)
+	t.Logf("output stream: %d final results and %d corrections checked", finals, corrections)
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok || g.count != w.count || g.sum != w.sum || g.min != w.min || g.max != w.max {
+			bad = append(bad, fmt.Sprintf("%s: got %+v want %+v", k, g, w))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			bad = append(bad, fmt.Sprintf("%s: unexpected window %+v", k, got[k]))
+		}
+	}
+	// Every record that can never be applied is set aside, with a
+	// reason naming the field; nothing else is.
+	aside := setAsideRecords(t, backend.items(t, base, quarantine))
+	for k := range s.mustSetAside() {
+		if _, ok := aside[k]; !ok {
+			bad = append(bad, fmt.Sprintf("record %s can never be applied but was not set aside", k))
+		}
+	}
+	for k, it := range aside {
+		if !s.mustSetAside()[k] {
+			bad = append(bad, fmt.Sprintf("record %s was set aside (%s: %s) but can be applied", k, it.Field, it.Reason))
+		} else if it.Field == "" || it.Reason == "" || len(it.Data) == 0 {
+			bad = append(bad, fmt.Sprintf("record %s set aside without its field, reason or data: %+v", k, it))
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		for shard, l := range lambdas {
+			t.Logf("%s pattern: %v", shard, l.log)
+		}
+		t.Fatalf("%d problems over %d windows: views that differ from applying each record once, or results missing from the output stream:\n%v", len(bad), len(want), bad)
+	}
+}
+
+// setAsideRecords reads the quarantine table's items: the records set
+// aside, by "<shard>/<sequence number>".
+func setAsideRecords(t *testing.T, items []map[string]types.AttributeValue) map[string]setaside.Item {
 	t.Helper()
 	out := map[string]setaside.Item{}
-	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(context.Background())
-		if err != nil {
+	for _, raw := range items {
+		var it setaside.Item
+		if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
 			t.Fatal(err)
 		}
-		for _, raw := range page.Items {
-			var it setaside.Item
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				t.Fatal(err)
-			}
-			if it.Kind != setaside.ItemSetAside {
-				continue
-			}
-			shard := it.Source[strings.LastIndex(it.Source, "/")+1:]
-			out[shard+"/"+it.SequenceNumber] = it
+		if it.Kind != setaside.ItemSetAside {
+			continue
 		}
+		shard := it.Source[strings.LastIndex(it.Source, "/")+1:]
+		out[shard+"/"+it.SequenceNumber] = it
 	}
 	return out
 }

@@ -4,9 +4,11 @@ package standintest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -71,4 +73,17 @@ func Main(m *testing.M, setup func(aws.Config)) int {
 	}
 	setup(cfg)
 	return m.Run()
+}
+
+// Parallel lets up to n of a package's parallel tests run at once (go
+// test's -parallel, which defaults to GOMAXPROCS) unless the command line
+// sets -parallel: for a package whose parallel tests spend most of their
+// time waiting on a stand-in or on processes they started, not on this
+// process's CPU. Call it from TestMain after flag.Parse.
+func Parallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && n > 0 {
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }

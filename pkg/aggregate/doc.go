@@ -59,7 +59,15 @@
 // records are kept in one keyed state item per window kind, folded in with
 // one fenced write per key per batch; finalization recomputes the key's
 // windows, writes the final ones, corrects changed ones and retracts merged
-// sessions (keyed.go). They need each key's records on one shard
+// sessions (keyed.go). Finalization records the results it makes in the
+// keyed state (a fenced write) before it writes their window items and
+// publishes them, and clears them after (a second write, only when there
+// are results): a finalize that dies, is throttled or loses a race between
+// the two leaves them pending and the state listed, and the next (a retry,
+// the next batch, the ticker) writes and publishes them again under the
+// same ids before anything else, so no window item is final without a
+// state that knows it and retracts it when a late record merges its
+// session. They need each key's records on one shard
 // (partitionKeyIsGroupingKey), and are folded per invocation on the
 // per-interval path too.
 //

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -76,6 +77,9 @@ type keyedBuf struct {
 	// allowed lateness, never recomputed, their points maybe pruned; a
 	// record folded later is judged against a close time at least this.
 	Frozen int64 `json:"-"`
+	// Pending are the results recorded by a finalize that may not be
+	// written and published yet, in the order it recorded them.
+	Pending []pendingResult `json:"-"`
 }
 
 type keyedKey struct{ key, kind string }
@@ -205,10 +209,11 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 }
 
 // keyedOpenUntil is when the state next needs finalizing: the earliest end
-// among windows not emitted yet and windows that new points from on touch
-// (a session such a point merged away ends after it too).
+// among windows with results pending (pendingUntil), windows not emitted yet
+// and windows that new points from on touch (a session such a point merged
+// away ends after it too).
 func keyedOpenUntil(ws pipeline.WindowSpec, buf *keyedBuf, from time.Time) window.Window {
-	var first window.Window
+	first := pendingUntil(buf, window.Window{})
 	for _, kw := range keyedWindows(ws, buf) {
 		w := kw.w
 		if _, done := buf.Emitted[w.ID()]; done && !w.End.After(from) {
@@ -224,12 +229,23 @@ func keyedOpenUntil(ws pipeline.WindowSpec, buf *keyedBuf, from time.Time) windo
 // finalizeKeyed writes and emits the windows of one keyed state that the
 // watermark has made final, corrections of final windows whose value changed,
 // and retractions of sessions merged into others.
+//
+// It records them in the state (Emitted, and Pending until written and
+// published) with a fenced save before it writes any window item, so a
+// window item is never final without a state that knows it: a process that
+// dies, is throttled or loses a race after the record is saved leaves the
+// results pending, and the state listed, for the next finalize (a retry,
+// the next batch, the ticker) to write and publish again under the same ids
+// before anything else; a later record merging such a session retracts it.
+// A state's pending results are written and published in the order they
+// were recorded, so a retraction lands after the final it retracts.
 func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.Ref, wm time.Time) (int, error) {
 	kind, _ := state.IsKeyed(ref)
 	ws, ok := p.specOf(kind)
 	if !ok {
 		return 0, fmt.Errorf("aggregate: no window %s in the pipeline", kind)
 	}
+	published := map[string]bool{} // ids this call has written and emitted
 	for attempt := 0; attempt < 8; attempt++ {
 		ks, kref, err := p.views.LoadKeyedRef(ctx, ref, shard)
 		if err != nil {
@@ -239,67 +255,53 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 		if err != nil {
 			return 0, err
 		}
-		var outs []Output
-		current := map[string]bool{}
-		var next window.Window
-		// Windows ending at or before buf.Frozen are not among them: they
-		// are final past the allowed lateness and stay as emitted.
-		for _, kw := range keyedWindows(ws, buf) {
-			w := kw.w
-			id := w.ID()
-			current[id] = true
-			if w.End.After(wm) {
-				if next.End.IsZero() || w.End.Before(next.End) {
-					next = w
-				}
+		left := buf.Pending[:0]
+		for _, r := range buf.Pending {
+			if !published[r.id(kref, kind)] {
+				left = append(left, r)
+			}
+		}
+		buf.Pending = left
+		recorded, next, err := p.recordFinalKeyed(ws, kind, buf, wm)
+		if err != nil {
+			return 0, err
+		}
+		if recorded > 0 {
+			// Record before writing: listed until the pending results
+			// are published.
+			ks.Blob = encodeKeyed(nil, buf)
+			_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), pendingUntil(buf, next))
+			if errors.Is(err, state.ErrKeyedConflict) {
+				p.forgetKeyed(kref, shard)
 				continue
 			}
-			st := kw.value(p.cfg.Aggregates, buf.Points)
-			blob, err := st.MarshalBinary()
 			if err != nil {
 				return 0, err
 			}
-			prev, seen := buf.Emitted[id]
-			if seen && bytes.Equal(prev.Blob, blob) {
-				continue
-			}
-			o := Output{Kind: "final", Pipeline: kref.Pipeline, Key: kref.Key, Window: kind, Start: w.Start, End: w.End, Revision: 1, Result: st.Result()}
-			if seen {
-				o.Kind, o.Revision = "correction", prev.Rev+1
-				if ps, err := p.cfg.Aggregates.Decode(prev.Blob); err == nil {
-					r := ps.Result()
-					o.Previous = &r
-				}
-			}
-			o.ID = fmt.Sprintf("%s/%s/%s/%s/r%d", kref.Pipeline, kref.Key, kind, id, o.Revision)
-			if err := p.views.PutWindow(ctx, kref, w, blob, st.Count(), o.Revision, false); err != nil {
-				return 0, err
-			}
-			outs = append(outs, o)
-			buf.Emitted[id] = emitted{Start: w.Start.UnixMilli(), End: w.End.UnixMilli(), Rev: o.Revision, Blob: blob}
+			ks.Version++
 		}
-		for id, e := range buf.Emitted {
-			if current[id] || e.End <= buf.Frozen {
-				continue
-			}
-			// A final session that a late record merged into a larger one.
-			w := window.Of(e.Start, e.End)
-			if err := p.views.PutWindow(ctx, kref, w, e.Blob, 0, e.Rev+1, true); err != nil {
+		outs := make([]Output, 0, len(buf.Pending))
+		for _, r := range buf.Pending {
+			o, count, err := r.output(p.cfg.Aggregates, kref, kind)
+			if err != nil {
 				return 0, err
 			}
-			o := Output{Kind: "retraction", Pipeline: kref.Pipeline, Key: kref.Key, Window: kind, Start: w.Start, End: w.End, Revision: e.Rev + 1,
-				ID: fmt.Sprintf("%s/%s/%s/%s/r%d", kref.Pipeline, kref.Key, kind, id, e.Rev+1)}
-			if ps, err := p.cfg.Aggregates.Decode(e.Blob); err == nil {
-				r := ps.Result()
-				o.Previous = &r
+			w := window.Of(r.Start, r.End)
+			if r.Kind == "retraction" {
+				err = p.views.PutWindow(ctx, kref, w, r.Prev, 0, r.Rev, true)
+			} else {
+				err = p.views.PutWindow(ctx, kref, w, r.Blob, count, r.Rev, false)
+			}
+			if err != nil {
+				return 0, err
 			}
 			outs = append(outs, o)
-			delete(buf.Emitted, id)
 		}
 		if err := p.emit(ctx, outs); err != nil {
 			return 0, err
 		}
 		for _, o := range outs {
+			published[o.ID] = true
 			switch o.Kind {
 			case "correction":
 				p.metrics.Add("Corrections", metrics.Count, 1)
@@ -307,6 +309,7 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 				p.metrics.Add("Retractions", metrics.Count, 1)
 			}
 		}
+		buf.Pending = nil
 		pruneKeyed(ws, p.cfg.Late, buf, wm)
 		ks.Blob = encodeKeyed(nil, buf)
 		_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), next)
@@ -318,9 +321,109 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 			return 0, err
 		}
 		p.forgetKeyed(kref, shard) // the next fold reloads the version just written
-		return len(outs), nil
+		return len(published), nil
 	}
 	return 0, state.ErrConflict
+}
+
+// recordFinalKeyed recomputes buf's windows that wm made final and records
+// what they need in buf: a final result or a correction for each whose
+// value is not the one emitted, a retraction for each emitted session no
+// longer among them (a late record merged it into a larger one). It
+// returns how many it recorded, and the first window still open.
+func (p *Processor) recordFinalKeyed(ws pipeline.WindowSpec, kind string, buf *keyedBuf, wm time.Time) (int, window.Window, error) {
+	n := len(buf.Pending)
+	current := map[string]bool{}
+	var next window.Window
+	// Windows ending at or before buf.Frozen are not among them: they are
+	// final past the allowed lateness and stay as emitted.
+	for _, kw := range keyedWindows(ws, buf) {
+		w := kw.w
+		id := w.ID()
+		current[id] = true
+		if w.End.After(wm) {
+			if next.End.IsZero() || w.End.Before(next.End) {
+				next = w
+			}
+			continue
+		}
+		blob, err := kw.value(p.cfg.Aggregates, buf.Points).MarshalBinary()
+		if err != nil {
+			return 0, window.Window{}, err
+		}
+		prev, seen := buf.Emitted[id]
+		if seen && bytes.Equal(prev.Blob, blob) {
+			continue
+		}
+		r := pendingResult{Kind: "final", Start: w.Start.UnixMilli(), End: w.End.UnixMilli(), Rev: 1, Blob: blob}
+		if seen {
+			r.Kind, r.Rev, r.Prev = "correction", prev.Rev+1, prev.Blob
+		}
+		buf.Pending = append(buf.Pending, r)
+		buf.Emitted[id] = emitted{Start: r.Start, End: r.End, Rev: r.Rev, Blob: blob}
+	}
+	ids := make([]string, 0, len(buf.Emitted))
+	for id, e := range buf.Emitted {
+		if !current[id] && e.End > buf.Frozen {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids) // the same order on every retry
+	for _, id := range ids {
+		e := buf.Emitted[id]
+		buf.Pending = append(buf.Pending, pendingResult{Kind: "retraction", Start: e.Start, End: e.End, Rev: e.Rev + 1, Prev: e.Blob})
+		delete(buf.Emitted, id)
+	}
+	return len(buf.Pending) - n, next, nil
+}
+
+// pendingResult is a result finalize recorded in the keyed state before
+// writing its window item and publishing it (keyedBuf.Pending): all it
+// takes to write and emit it again, under the same id with the same bytes.
+type pendingResult struct {
+	Kind       string // "final", "correction" or "retraction"
+	Start, End int64  // Unix ms
+	Rev        int
+	Blob       []byte // the window's value (nil for a retraction)
+	Prev       []byte // the value a correction or retraction replaces
+}
+
+func (r pendingResult) id(ref state.KeyedRef, kind string) string {
+	return fmt.Sprintf("%s/%s/%s/%s/r%d", ref.Pipeline, ref.Key, kind, window.Of(r.Start, r.End).ID(), r.Rev)
+}
+
+// output is the result r puts on the output stream, and the count of
+// records in its value.
+func (r pendingResult) output(aggs *agg.Spec, ref state.KeyedRef, kind string) (Output, uint64, error) {
+	w := window.Of(r.Start, r.End)
+	o := Output{ID: r.id(ref, kind), Kind: r.Kind, Pipeline: ref.Pipeline, Key: ref.Key, Window: kind, Start: w.Start, End: w.End, Revision: r.Rev}
+	var count uint64
+	if r.Blob != nil {
+		st, err := aggs.Decode(r.Blob)
+		if err != nil {
+			return Output{}, 0, fmt.Errorf("aggregate: result %s: %w", o.ID, err)
+		}
+		o.Result, count = st.Result(), st.Count()
+	}
+	if r.Prev != nil {
+		if ps, err := aggs.Decode(r.Prev); err == nil {
+			res := ps.Result()
+			o.Previous = &res
+		}
+	}
+	return o, count, nil
+}
+
+// pendingUntil is the listing of a state with pending results: due now
+// (their windows have ended), so a finalize that does not publish them
+// leaves them to the next one.
+func pendingUntil(buf *keyedBuf, next window.Window) window.Window {
+	for _, r := range buf.Pending {
+		if w := window.Of(r.Start, r.End); next.End.IsZero() || w.End.Before(next.End) {
+			next = w
+		}
+	}
+	return next
 }
 
 // pruneKeyed freezes the windows that end at or before wm less the allowed

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/binenc"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/window"
 )
 
 // The keyed state's encoding. A hot key keeps many points, and the whole
@@ -24,9 +26,22 @@ import (
 // threshold) as a varint after its time, flagged in the value's tag; the
 // state's Frozen time follows the emitted windows. The first encoding was
 // JSON, the second had no thresholds nor Frozen time; decodeKeyed reads both.
+// A state with results a finalize recorded and has not published yet
+// (Pending) is written in version 4: version 3 followed by those results;
+// without any it is written in version 3, as before.
 
 // keyedVersion is the first byte of the binary encoding (JSON starts with '{').
 const keyedVersion = 3
+
+// keyedVersionPending is keyedVersion followed by the pending results.
+const keyedVersionPending = 4
+
+// pendingKinds are the kinds of pending results, by their encoded number.
+var pendingKinds = [...]string{"final", "correction", "retraction"}
+
+// pendingAsEmitted flags a pending result's kind when its value is its
+// window's emitted value (the usual case): the value is not written twice.
+const pendingAsEmitted = 0x80
 
 // keyedVersion2 is the binary encoding before thresholds: every point on
 // time, no Frozen time.
@@ -43,7 +58,11 @@ const (
 // encodeKeyed appends buf's binary encoding to dst. Points must be in time
 // order (mergePoints keeps them so).
 func encodeKeyed(dst []byte, buf *keyedBuf) []byte {
-	dst = append(dst, keyedVersion)
+	if len(buf.Pending) > 0 {
+		dst = append(dst, keyedVersionPending)
+	} else {
+		dst = append(dst, keyedVersion)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(buf.Points)))
 	var prev int64
 	for i := range buf.Points {
@@ -70,7 +89,31 @@ func encodeKeyed(dst []byte, buf *keyedBuf) []byte {
 		dst = binary.AppendUvarint(dst, uint64(e.Rev))
 		dst = binenc.AppendBytes(dst, e.Blob)
 	}
-	return binary.AppendVarint(dst, buf.Frozen)
+	dst = binary.AppendVarint(dst, buf.Frozen)
+	if len(buf.Pending) == 0 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(buf.Pending)))
+	for _, r := range buf.Pending {
+		kind := 0
+		for i, k := range pendingKinds {
+			if k == r.Kind {
+				kind = i
+			}
+		}
+		blob := r.Blob
+		if e, ok := buf.Emitted[window.Of(r.Start, r.End).ID()]; ok && e.Rev == r.Rev && blob != nil && bytes.Equal(e.Blob, blob) {
+			kind |= pendingAsEmitted
+			blob = nil
+		}
+		dst = append(dst, byte(kind))
+		dst = binary.AppendVarint(dst, r.Start)
+		dst = binary.AppendVarint(dst, r.End-r.Start)
+		dst = binary.AppendUvarint(dst, uint64(r.Rev))
+		dst = binenc.AppendBytes(dst, blob)
+		dst = binenc.AppendBytes(dst, r.Prev)
+	}
+	return dst
 }
 
 func appendValue(dst []byte, v float64, late bool) []byte {
@@ -116,6 +159,10 @@ func decodeKeyed(b []byte) (*keyedBuf, error) {
 		return buf, nil
 	}
 	version := b[0]
+	pending := version == keyedVersionPending
+	if pending {
+		version = keyedVersion
+	}
 	if version != keyedVersion && version != keyedVersion2 {
 		return nil, fmt.Errorf("%w: version %d", errKeyedEncoding, b[0])
 	}
@@ -164,6 +211,36 @@ func decodeKeyed(b []byte) (*keyedBuf, error) {
 		buf.Frozen = r.Varint()
 	} else {
 		freezeEmitted(buf)
+	}
+	if pending {
+		np := r.Uvarint()
+		if np > uint64(len(b)) {
+			return nil, fmt.Errorf("%w: %d pending results in %d bytes", errKeyedEncoding, np, len(b))
+		}
+		for i := uint64(0); i < np && r.Err() == nil; i++ {
+			kind := r.Byte()
+			asEmitted := kind&pendingAsEmitted != 0
+			kind &^= pendingAsEmitted
+			if int(kind) >= len(pendingKinds) {
+				return nil, fmt.Errorf("%w: pending result %d: kind %d", errKeyedEncoding, i, kind)
+			}
+			start := r.Varint()
+			res := pendingResult{Kind: pendingKinds[kind], Start: start, End: start + r.Varint(), Rev: int(r.Uvarint())}
+			if v := r.LenBytes(); len(v) > 0 {
+				res.Blob = append([]byte(nil), v...)
+			}
+			if asEmitted {
+				e, ok := buf.Emitted[window.Of(res.Start, res.End).ID()]
+				if !ok || e.Rev != res.Rev {
+					return nil, fmt.Errorf("%w: pending result %d: no emitted value", errKeyedEncoding, i)
+				}
+				res.Blob = e.Blob
+			}
+			if v := r.LenBytes(); len(v) > 0 {
+				res.Prev = append([]byte(nil), v...)
+			}
+			buf.Pending = append(buf.Pending, res)
+		}
 	}
 	if r.Err() != nil || r.Len() != 0 {
 		return nil, fmt.Errorf("%w (%d bytes left)", errKeyedEncoding, r.Len())

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/tributary-dev/tributary/pkg/window"
 )
 
 func TestKeyedEncodingRoundTrips(t *testing.T) {
@@ -52,6 +54,38 @@ func TestKeyedEncodingRoundTrips(t *testing.T) {
 		if _, err := decodeKeyed(bad); err == nil {
 			t.Errorf("decodeKeyed(%v) accepted", bad)
 		}
+	}
+}
+
+// A state with results a finalize recorded and has not published reads back
+// with them, in order (a value that is its window's emitted one is written
+// once, with the emitted entry). Without pending results the state is written as before.
+func TestKeyedEncodingPendingResultsRoundTrip(t *testing.T) {
+	final := window.Of(1_000, 21_000)
+	buf := &keyedBuf{
+		Points:  []point{{T: 1_000, V: 1, Th: noThreshold}},
+		Emitted: map[string]emitted{final.ID(): {Start: 1_000, End: 21_000, Rev: 2, Blob: []byte{7, 7}}},
+		Frozen:  noThreshold,
+		Pending: []pendingResult{
+			{Kind: "final", Start: 1_000, End: 21_000, Rev: 1, Blob: []byte{5}},
+			{Kind: "correction", Start: 1_000, End: 21_000, Rev: 2, Blob: []byte{7, 7}, Prev: []byte{5}},
+			{Kind: "retraction", Start: -4_000, End: 16_000, Rev: 3, Prev: []byte{9}},
+		},
+	}
+	enc := encodeKeyed(nil, buf)
+	if enc[0] != keyedVersionPending {
+		t.Fatalf("version %d, want %d", enc[0], keyedVersionPending)
+	}
+	got, err := decodeKeyed(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Pending, buf.Pending) {
+		t.Errorf("pending: got %+v, want %+v", got.Pending, buf.Pending)
+	}
+	buf.Pending = nil
+	if enc := encodeKeyed(nil, buf); enc[0] != keyedVersion {
+		t.Errorf("without pending results: version %d, want %d", enc[0], keyedVersion)
 	}
 }
 

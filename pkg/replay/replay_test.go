@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -342,9 +343,18 @@ func TestReplayFromTimestampSwapsAfterCatchUp(t *testing.T) {
 	}
 
 	out := progress.String()
-	for _, want := range []string{"shardId-000000000000 read", "shardId-000000000001 read", "behind ", "caught up after", "swapped: parameter " + f.param + " now names " + target} {
+	for _, want := range []string{"shardId-000000000000 read", "shardId-000000000001 read", "caught up after", "swapped: parameter " + f.param + " now names " + target} {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress lacks %q:\n%s", want, out)
+		}
+	}
+	// Each shard's status says where it is: not read yet, behind (by how
+	// much), or caught up. Whether a line with "behind" is printed at all
+	// depends on whether a progress tick falls between a shard's first read
+	// and its catching up, so the test checks every status it sees.
+	for _, m := range shardStatus.FindAllStringSubmatch(out, -1) {
+		if st := m[1]; !strings.HasPrefix(st, "not read yet") && !strings.HasPrefix(st, "behind ") && !strings.HasPrefix(st, "caught up") {
+			t.Errorf("progress gives a shard the status %q, not one of: not read yet, behind <lag>, caught up:\n%s", st, out)
 		}
 	}
 	if i, j := strings.Index(out, "2/2 shards caught up"), strings.Index(out, "swapped:"); i < 0 || j < i {
@@ -475,3 +485,7 @@ func TestMissingViewsParameterFailsAtInit(t *testing.T) {
 		t.Errorf("err %v, want one naming %s and the parameter", err, aggregate.EnvViewsParameter)
 	}
 }
+
+// shardStatus finds a shard's status in a progress line:
+// "shardId-… read <n> applied <n> <status>" up to the next "|" or line end.
+var shardStatus = regexp.MustCompile(`shardId-\d+ read \d+ applied \d+ ([^|\n]*)`)

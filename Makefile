@@ -52,7 +52,8 @@ local-banner:
 
 .PHONY: test
 test: deps-local deps-bench deps-browser functions-local synth-local ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions), its parts at once
-	@t0=$$(date +%s); $(MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
+	@t0=$$(date +%s); rm -f .build/test-*.failed; $(MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
+	  cat .build/test-*.failed 2>/dev/null; \
 	  echo "make test: $$(if [ $$s = 0 ]; then echo passed; else echo FAILED; fi) in $$(( $$(date +%s) - t0 )) s (each part's time is on its last line)"; exit $$s
 
 # make test's parts run at once: most of their time is spent waiting on moto,
@@ -65,8 +66,15 @@ test: deps-local deps-bench deps-browser functions-local synth-local ## run ever
 E2E_PKG    := ./emulator/local
 TEST_PARTS := test-checks test-go test-e2e test-infra test-example-app
 # $(call test_part,<name>,<commands>): run commands (no commas in them), each
-# output line prefixed with [name], then say how the part ended.
-test_part = t0=$$(date +%s); set -o pipefail; { $(2); } 2>&1 | sed -u 's/^/[$(1)] /'; s=$$?; \
+# output line prefixed with [name], then say how the part ended. A failing
+# part keeps its whole output in .build/test-<name>.log and its failure lines
+# (go test's --- FAIL, panics, timeouts, with the lines around them) in
+# .build/test-<name>.failed, which make test prints after every part has
+# ended: CI often shows only the last lines of a run.
+test_part = t0=$$(date +%s); set -o pipefail; mkdir -p .build; \
+	{ $(2); } 2>&1 | sed -u 's/^/[$(1)] /' | tee .build/test-$(1).log; s=$$?; \
+	rm -f .build/test-$(1).failed; if [ $$s != 0 ]; then { echo "[$(1)] ---- what failed (whole output: .build/test-$(1).log) ----"; \
+	  grep -E -B4 -A15 -e '--- FAIL|^\[$(1)\] (panic:|FAIL|fatal error:)|test timed out|DATA RACE' .build/test-$(1).log | tail -60; } > .build/test-$(1).failed; fi; \
 	echo "[$(1)] $$(if [ $$s = 0 ]; then echo passed; else echo "FAILED (exit $$s)"; fi) in $$(( $$(date +%s) - t0 )) s"; exit $$s
 
 .PHONY: $(TEST_PARTS)

@@ -91,7 +91,7 @@ var invokeCases = map[string]func(t *testing.T, top topology, ans answer){
 	"aggregate/kinesis-poison.json": func(t *testing.T, top topology, ans answer) {
 		ans.failures(t)
 		const seq = "49601189658422359378836298521827638475320189012309704722"
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		recs, err := local.WaitQuarantined(ctx, top.stack.Config(), tableByPrefix(t, top, "Quarantine"), seq)
 		if err != nil {
@@ -150,7 +150,7 @@ var invokeCases = map[string]func(t *testing.T, top topology, ans answer){
 	"quarantine/sqs-unparseable.json": func(t *testing.T, top topology, ans answer) {
 		ans.failures(t)
 		const id = "2e1424d4-f796-459a-8184-9c92662be6da"
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		recs, err := local.WaitQuarantined(ctx, top.stack.Config(), tableByPrefix(t, top, "Quarantine"), id)
 		if err != nil {
@@ -184,7 +184,7 @@ var invokeCases = map[string]func(t *testing.T, top topology, ans answer){
 	"publish/dynamodb-modify-tampered.json": func(t *testing.T, top topology, ans answer) {
 		ans.failures(t)
 		const seq = "222200000000000000000002"
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		recs, err := local.WaitQuarantined(ctx, top.stack.Config(), tableByPrefix(t, top, "Quarantine"), seq)
 		if err != nil {

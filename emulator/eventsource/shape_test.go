@@ -151,7 +151,7 @@ func TestRunFailsForAMissingSource(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		err = p.Run(ctx)
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "nope") {

@@ -97,7 +97,7 @@ func newPipeline(t *testing.T) *pipeline {
 // drain waits until both mappings have processed everything.
 func (p *pipeline) drain(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for range 2 { // the publisher's records reach the projector's stream
 		for _, pl := range p.pollers {

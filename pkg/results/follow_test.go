@@ -115,7 +115,7 @@ func (s *reshardingStream) GetRecords(ctx context.Context, in *kinesis.GetRecord
 // again, from their start, so every record put before and after the split
 // is delivered once.
 func TestFollowAcrossASplit(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	st := &reshardingStream{shards: []*fakeShard{{id: "shardId-000000000000"}}}
 	f := results.NewFollower(st, "wr").WithPoll(20*time.Millisecond, 50*time.Millisecond)

@@ -72,7 +72,7 @@ func newFixture(t *testing.T, db *dynamodb.Client) *fixture {
 
 func (f *fixture) handle(t *testing.T, msgs ...events.SQSMessage) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	resp, err := f.h.Handle(ctx, events.SQSEvent{Records: msgs})
 	if err != nil {

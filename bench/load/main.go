@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -181,6 +182,15 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 				rate, keys, p, t.events, t.aggInvokes, t.tickInvokes, float64(t.aggCPU)/1e6/float64(t.events), float64(t.billedMs)/float64(t.aggInvokes+t.tickInvokes),
 				float64(t.db.TotalRequests())/float64(t.events), t.db.WriteUnits, t.db.IndexUnits, t.db.ReadUnits(), float64(t.logBytes)/float64(t.events),
 				len(t.metrics), float64(t.storedBytes)/1e6, time.Since(started).Seconds())
+			classes := make([]string, 0, len(t.db.WriteUnitsBy))
+			for c := range t.db.WriteUnitsBy {
+				classes = append(classes, c)
+			}
+			sort.Strings(classes)
+			for _, c := range classes {
+				fmt.Fprintf(out, "BENCH load_writes events_per_s=%d keys=%d path=%s items=%s wcu_per_event=%.3f index_wcu_per_event=%.3f\n",
+					rate, keys, p, c, float64(t.db.WriteUnitsBy[c])/float64(t.events), float64(t.db.IndexUnitsBy[c])/float64(t.events))
+			}
 			if p == pathBatch || invocations == 0 {
 				invocations = float64(t.aggInvokes) * f
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,9 +20,13 @@ import (
 // units on the tables and on their indexes, read request units (in halves:
 // an eventually consistent read of up to 4 KB is one half).
 type usage struct {
-	Requests      map[string]int
-	WriteUnits    int // table writes
-	IndexUnits    int // global secondary index writes
+	Requests   map[string]int
+	WriteUnits int // table writes
+	// WriteUnitsBy splits WriteUnits by what the items are (itemClass):
+	// which part of the state the write units pay for.
+	WriteUnitsBy  map[string]int
+	IndexUnitsBy  map[string]int // IndexUnits by itemClass
+	IndexUnits    int            // global secondary index writes
 	ReadHalfUnits int
 	// Busy is the time the store spent answering (memdb and the billing),
 	// on the caller's goroutine: work DynamoDB does on its own servers, so
@@ -29,7 +34,9 @@ type usage struct {
 	Busy time.Duration
 }
 
-func newUsage() usage { return usage{Requests: map[string]int{}} }
+func newUsage() usage {
+	return usage{Requests: map[string]int{}, WriteUnitsBy: map[string]int{}, IndexUnitsBy: map[string]int{}}
+}
 
 // ReadUnits is ReadHalfUnits in read request units.
 func (u usage) ReadUnits() float64 { return float64(u.ReadHalfUnits) / 2 }
@@ -51,6 +58,12 @@ func (u *usage) add(o usage) {
 		u.Requests[k] += v
 	}
 	u.WriteUnits += o.WriteUnits
+	for k, v := range o.WriteUnitsBy {
+		u.WriteUnitsBy[k] += v
+	}
+	for k, v := range o.IndexUnitsBy {
+		u.IndexUnitsBy[k] += v
+	}
 	u.IndexUnits += o.IndexUnits
 	u.ReadHalfUnits += o.ReadHalfUnits
 	u.Busy += o.Busy
@@ -142,6 +155,7 @@ func (s *store) billWrite(table string, old, next map[string]types.AttributeValu
 		size = max(size, itemSize(next))
 	}
 	s.u.WriteUnits += units(size, 1024) * mult
+	s.u.WriteUnitsBy[itemClass(table, old, next)] += units(size, 1024) * mult
 	if failed {
 		return
 	}
@@ -149,15 +163,39 @@ func (s *store) billWrite(table string, old, next map[string]types.AttributeValu
 	for _, ix := range sc.Indexes {
 		ok, okIn := indexKey(ix, old)
 		nk, nkIn := indexKey(ix, next)
+		n := 0
 		switch {
 		case okIn && nkIn && ok == nk:
 			// keys only: the entry does not change
 		case okIn && nkIn:
-			s.u.IndexUnits += 2 // delete and put
+			n = 2 // delete and put
 		case okIn || nkIn:
-			s.u.IndexUnits++
+			n = 1
+		}
+		s.u.IndexUnits += n
+		if n > 0 {
+			s.u.IndexUnitsBy[itemClass(table, old, next)] += n
 		}
 	}
+}
+
+// itemClass names what an item is for the write-unit breakdown: its
+// table, then its sort key up to the first '|' or '#' (a window kind, a
+// keyed state, a ledger, a watermark), or its partition key's when it has
+// no sort key.
+func itemClass(table string, items ...map[string]types.AttributeValue) string {
+	for _, item := range items {
+		for _, name := range []string{"sk", "SK", "pk", "PK"} {
+			if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+				head := v.Value
+				if i := strings.IndexAny(head, "|#"); i >= 0 {
+					head = head[:i]
+				}
+				return table + ":" + head
+			}
+		}
+	}
+	return table
 }
 
 // refused reports whether err is a refusal DynamoDB still bills (a

@@ -183,11 +183,12 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		for _, pt := range kept {
 			earliest = min(earliest, pt.T)
 		}
-		openUntil := keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC())
+		openIn := p.openIn(shard)
+		openUntil := keepListing(ks, openIn, keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC()))
 		blob := encodeKeyed(nil, buf)
 		ks2 := ks
 		ks2.Blob = blob
-		n, err := p.views.SaveKeyed(ctx, ref, shard, ks2, fresh[len(fresh)-1].Seq, p.openIn(shard), openUntil)
+		n, err := p.views.SaveKeyed(ctx, ref, shard, ks2, fresh[len(fresh)-1].Seq, openIn, openUntil)
 		p.metrics.Add("WriteRequests", metrics.Count, float64(n))
 		if errors.Is(err, state.ErrKeyedConflict) {
 			p.forgetKeyed(ref, shard)
@@ -199,6 +200,10 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(len(pts)-len(fresh)))
 		ks2.Version++
 		ks2.Fence = strings.Clone(fresh[len(fresh)-1].Seq)
+		ks2.ListedIn, ks2.ListedUntil = "", time.Time{}
+		if !openUntil.End.IsZero() {
+			ks2.ListedIn, ks2.ListedUntil = openIn, openUntil.End
+		}
 		for i := range buf.Points {
 			buf.Points[i].Seq = "" // not stored; and it shares the batch's reused buffer
 		}
@@ -206,6 +211,20 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		return late, nil
 	}
 	return nil, state.ErrConflict
+}
+
+// keepListing is where a fold lists the state in the open-windows index:
+// at openUntil, or where it is listed already when that is no later. A
+// listing earlier than needed only has a finalize look at the state early
+// (it finds nothing final yet and lists it where it next needs finalizing),
+// while moving the entry costs two index write units (DynamoDB deletes and
+// puts an index entry whose key changes), which a growing session would pay
+// on every batch that extends it.
+func keepListing(ks state.KeyedState, openIn string, openUntil window.Window) window.Window {
+	if openUntil.End.IsZero() || ks.ListedIn != openIn || ks.ListedUntil.IsZero() || ks.ListedUntil.After(openUntil.End) {
+		return openUntil
+	}
+	return window.Window{Start: ks.ListedUntil, End: ks.ListedUntil}
 }
 
 // keyedOpenUntil is when the state next needs finalizing: the earliest end

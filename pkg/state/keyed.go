@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -43,6 +44,10 @@ type KeyedState struct {
 	Blob    []byte // the caller's encoding of its buffer
 	Fence   string // highest sequence number folded in from the shard ("" if none)
 	Version int    // 0 when the item does not exist yet
+	// ListedIn and ListedUntil are the item's entry in the open-windows
+	// index (openIn, openUntil); zero when it is not listed.
+	ListedIn    string
+	ListedUntil time.Time
 }
 
 // LoadKeyed reads a keyed state item (a strongly consistent read: the cold or
@@ -76,6 +81,11 @@ func keyedFrom(item map[string]types.AttributeValue, shard string) KeyedState {
 	}
 	ks.Fence = stringAttr(item, fenceAttr(shard))
 	ks.Version = intAttr(item, attrVersion)
+	if in, until := stringAttr(item, attrOpenIn), stringAttr(item, attrOpenUntil); in != "" && until != "" {
+		if t, err := time.Parse(TimeLayout, until); err == nil {
+			ks.ListedIn, ks.ListedUntil = in, t
+		}
+	}
 	return ks
 }
 

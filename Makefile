@@ -47,8 +47,8 @@ local: local-banner deps-local deps-browser functions-local synth-local $(RUNNER
 
 .PHONY: local-banner
 local-banner:
-	@echo "Tributary on this machine: build what changed, start an AWS stand-in (moto) on $${TRIBUTARY_STANDIN_ADDR:-127.0.0.1:4566},"
-	@echo "deploy infra/cdk.out onto it and run every function under aws-lambda-rie; $(if $(filter local-up,$(MAKECMDGOALS)),keep it running until Ctrl-C.,send sample traffic, check every result, stop.)"
+	@echo "Tributary on this machine: build what changed, use the AWS endpoint on $${TRIBUTARY_STANDIN_ADDR:-127.0.0.1:4566} (LocalStack, a make local-up)"
+	@echo "or start an AWS stand-in (moto) there if nothing listens, deploy infra/cdk.out onto it and run every function under aws-lambda-rie; $(if $(filter local-up,$(MAKECMDGOALS)),keep it running until Ctrl-C.,send sample traffic, check every result, stop.)"
 
 .PHONY: test
 test: deps-local deps-bench deps-browser functions-local synth-local ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions), its parts at once

@@ -76,23 +76,20 @@ type ports struct{ url, lambda, dashboard int }
 // startStack starts (or reuses) the stand-in and brings the topology up on it.
 func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin.Server, *local.Stack, error) {
 	began := time.Now()
-	endpoint := "http://" + o.addr
 	stackName := "Tributary"
-	var srv *standin.Server
-	if standin.Answers(ctx, endpoint) {
-		// Something already answers there (LocalStack, another run's
-		// moto): say so, and give this run resources of its own so that
-		// earlier data cannot skew its results.
-		stackName = fmt.Sprintf("Tributary-%d", time.Now().Unix())
-		fmt.Printf("! %s already answers on %s: this run deploys onto it, as stack %s, and leaves its resources there.\n", describeEndpoint(ctx, endpoint), o.addr, stackName)
-		fmt.Printf("  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make %s (or -addr 127.0.0.1:4567).\n", o.command())
-	}
-	srv, err := standin.Start(ctx, standin.Options{Addr: o.addr, Reuse: true, Log: nil})
+	srv, err := standin.Start(ctx, standin.Options{Addr: o.addr, Reuse: true, Log: nil, Progress: os.Stdout})
 	if err != nil {
 		return nil, nil, err
 	}
-	if !srv.Reused() {
-		fmt.Printf("▸ started the AWS stand-in, moto %s, on %s in %s\n", standin.MotoVersion, o.addr, roundDuration(time.Since(began)))
+	if srv.Reused() {
+		// Something already answers there (LocalStack, another run's
+		// moto): say what, and give this run resources of its own so
+		// that earlier data cannot skew its results.
+		stackName = fmt.Sprintf("Tributary-%d", time.Now().Unix())
+		fmt.Printf("! found %s on %s: this run deploys onto it, as stack %s, and leaves its resources there.\n", srv.Found(), o.addr, stackName)
+		fmt.Printf("  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make %s (or -addr 127.0.0.1:4567).\n", o.command())
+	} else {
+		fmt.Printf("▸ nothing listened on %s: started the AWS stand-in, moto %s, there in %s\n", o.addr, standin.MotoVersion, roundDuration(time.Since(began)))
 	}
 	tm.since("stand-in", began)
 	var logf func(fn, line string)

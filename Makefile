@@ -119,6 +119,10 @@ results: .build/bin/results ## a key's windows from the running make local-up: m
 	  .build/bin/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
 	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
 
+.PHONY: localstack-check
+localstack-check: deps-local ## run against a real LocalStack without Docker: install it (PyPI localstack-core, pinned, host mode) and cdklocal, start it on a free port, make local on it, cdklocal bootstrap + deploy + destroy, stop it; prints each step's time
+	@scripts/localstack-check.sh
+
 .PHONY: schema
 schema: ## regenerate pipelines/pipeline.schema.json (the pipeline files' JSON Schema) from pkg/pipeline; a test fails when it is stale
 	$(GO) run ./cmd/pipelineschema -o pipelines/pipeline.schema.json

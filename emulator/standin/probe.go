@@ -172,6 +172,9 @@ func identify(ctx context.Context, endpoint string) string {
 	if b, status := get("/_localstack/health"); status == http.StatusOK {
 		var h struct{ Version, Edition string }
 		if json.Unmarshal(b, &h) == nil && h.Version != "" {
+			if h.Edition == "" || h.Edition == "unknown" { // host mode says unknown
+				return "LocalStack " + h.Version
+			}
 			return fmt.Sprintf("LocalStack %s (%s)", h.Version, h.Edition)
 		}
 		return "LocalStack"

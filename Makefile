@@ -47,8 +47,8 @@ local: local-banner deps-local deps-browser functions-local synth-local $(RUNNER
 
 .PHONY: local-banner
 local-banner:
-	@echo "Tributary on this machine: build what changed, start an AWS stand-in (moto) on $${TRIBUTARY_STANDIN_ADDR:-127.0.0.1:4566},"
-	@echo "deploy infra/cdk.out onto it and run every function under aws-lambda-rie; $(if $(filter local-up,$(MAKECMDGOALS)),keep it running until Ctrl-C.,send sample traffic, check every result, stop.)"
+	@echo "Tributary on this machine: build what changed, use the AWS endpoint on $${TRIBUTARY_STANDIN_ADDR:-127.0.0.1:4566} (LocalStack, a make local-up)"
+	@echo "or start an AWS stand-in (moto) there if nothing listens, deploy infra/cdk.out onto it and run every function under aws-lambda-rie; $(if $(filter local-up,$(MAKECMDGOALS)),keep it running until Ctrl-C.,send sample traffic, check every result, stop.)"
 
 .PHONY: test
 test: deps-local deps-bench deps-browser functions-local synth-local ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions), its parts at once
@@ -126,6 +126,10 @@ results: .build/bin/results ## a key's windows from the running make local-up: m
 	@AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
 	  .build/bin/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
 	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
+
+.PHONY: localstack-check
+localstack-check: deps-local ## run against a real LocalStack without Docker: install it (PyPI localstack-core, pinned, host mode) and cdklocal, start it on a free port, make local on it, cdklocal bootstrap + deploy + destroy, stop it; prints each step's time
+	@scripts/localstack-check.sh
 
 .PHONY: schema
 schema: ## regenerate pipelines/pipeline.schema.json (the pipeline files' JSON Schema) from pkg/pipeline; a test fails when it is stale

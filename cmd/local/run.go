@@ -76,23 +76,20 @@ type ports struct{ url, lambda, dashboard int }
 // startStack starts (or reuses) the stand-in and brings the topology up on it.
 func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin.Server, *local.Stack, error) {
 	began := time.Now()
-	endpoint := "http://" + o.addr
 	stackName := "Tributary"
-	var srv *standin.Server
-	if standin.Answers(ctx, endpoint) {
-		// Something already answers there (LocalStack, another run's
-		// moto): say so, and give this run resources of its own so that
-		// earlier data cannot skew its results.
-		stackName = fmt.Sprintf("Tributary-%d", time.Now().Unix())
-		fmt.Printf("! %s already answers on %s: this run deploys onto it, as stack %s, and leaves its resources there.\n", describeEndpoint(ctx, endpoint), o.addr, stackName)
-		fmt.Printf("  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make %s (or -addr 127.0.0.1:4567).\n", o.command())
-	}
-	srv, err := standin.Start(ctx, standin.Options{Addr: o.addr, Reuse: true, Log: nil})
+	srv, err := standin.Start(ctx, standin.Options{Addr: o.addr, Reuse: true, Log: nil, Progress: os.Stdout})
 	if err != nil {
 		return nil, nil, err
 	}
-	if !srv.Reused() {
-		fmt.Printf("▸ started the AWS stand-in, moto %s, on %s in %s\n", standin.MotoVersion, o.addr, roundDuration(time.Since(began)))
+	if srv.Reused() {
+		// Something already answers there (LocalStack, another run's
+		// moto): say what, and give this run resources of its own so
+		// that earlier data cannot skew its results.
+		stackName = fmt.Sprintf("Tributary-%d", time.Now().Unix())
+		fmt.Printf("! found %s on %s: this run deploys onto it, as stack %s, and leaves its resources there.\n", srv.Found(), o.addr, stackName)
+		fmt.Printf("  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make %s (or -addr 127.0.0.1:4567).\n", o.command())
+	} else {
+		fmt.Printf("▸ nothing listened on %s: started the AWS stand-in, moto %s, there in %s\n", o.addr, standin.MotoVersion, roundDuration(time.Since(began)))
 	}
 	tm.since("stand-in", began)
 	var logf func(fn, line string)
@@ -425,7 +422,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	// stream got every record (compare the tasks, each to one worker).
 	var fan local.FanOut
 	if err := c.check(ctx, io.Discard, "fan-out to every subscriber of "+topo.eventsName, func(ctx context.Context) (err error) {
-		fan, err = stack.FanOut(ctx, topo.eventsName, 10*time.Second)
+		fan, err = stack.FanOut(ctx, topo.eventsName, time.Minute) // returns as soon as every subscriber has every record
 		return err
 	}); err != nil {
 		return err
@@ -464,29 +461,40 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	if len(outs) > 0 {
 		printOutputs(w.Output, outs)
 	}
-	var ms []cloudwatchlocal.MetricSummary
-	if err := c.check(ctx, os.Stdout, "CloudWatch metrics read back", func(ctx context.Context) (err error) {
+	// The section lists aggregate's, worker's and enrich's series: read
+	// again (an endpoint may show data points late) until it holds some, or
+	// fail at the check's deadline saying what it holds.
+	var shown []cloudwatchlocal.MetricSummary
+	if err := c.check(ctx, os.Stdout, "CloudWatch metrics read back", func(ctx context.Context) error {
 		if err := stack.FlushLogs(ctx); err != nil {
 			return err
 		}
-		ms, err = cloudwatchlocal.MetricsBetween(ctx, cfg, "Tributary", began, time.Now())
-		return err
+		for {
+			ms, err := cloudwatchlocal.MetricsBetween(ctx, cfg, "Tributary", began, time.Now())
+			if err != nil {
+				return err
+			}
+			var missing error
+			if shown, missing = runMetrics(ms, len(topo.pipelines) > 1); missing == nil {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w (%w)", missing, ctx.Err())
+			case <-time.After(time.Second):
+			}
+		}
 	}); err != nil {
 		return fmt.Errorf("the CloudWatch metrics of this run: %w", err)
 	}
 	fmt.Println("▸ CloudWatch metrics of this run (namespace Tributary, data points stamped since the run began):")
 	fmt.Println("  sum = total over the run, count = data points (one per invocation that published the metric); aggregate's by pipeline")
-	for _, m := range ms {
-		if f := m.Dimensions["Function"]; f == "aggregate" && m.Dimensions["Pipeline"] == "" && len(topo.pipelines) > 1 {
-			continue // the sum of the pipelines' series, shown each
+	for _, m := range shown {
+		note := ""
+		if own := stack.OwnMetric(m); own != m.Sum {
+			note = fmt.Sprintf("   (this run put %g: another run on this endpoint published the rest)", own)
 		}
-		if f := m.Dimensions["Function"]; f == "aggregate" || f == "worker" || f == "enrich" {
-			note := ""
-			if own := stack.OwnMetric(m); own != m.Sum {
-				note = fmt.Sprintf("   (this run put %g: another run on this endpoint published the rest)", own)
-			}
-			fmt.Printf("    %s%s\n", m, note)
-		}
+		fmt.Printf("    %s%s\n", m, note)
 	}
 	if bad > 0 {
 		return fmt.Errorf("pipeline %s: %d windows differ from what was sent", w.Pipeline.Name, bad)
@@ -495,6 +503,34 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 		return errors.New(strings.Join(badOthers, "; "))
 	}
 	return nil
+}
+
+// runMetrics picks the series the metrics section shows from ms: those of
+// aggregate (by pipeline when there are several), worker and enrich, which
+// every run publishes. It returns an error saying so when there are none.
+func runMetrics(ms []cloudwatchlocal.MetricSummary, byPipeline bool) ([]cloudwatchlocal.MetricSummary, error) {
+	var shown []cloudwatchlocal.MetricSummary
+	functions := map[string]bool{}
+	for _, m := range ms {
+		f := m.Dimensions["Function"]
+		functions[f] = true
+		if f == "aggregate" && m.Dimensions["Pipeline"] == "" && byPipeline {
+			continue // the sum of the pipelines' series, shown each
+		}
+		if f == "aggregate" || f == "worker" || f == "enrich" {
+			shown = append(shown, m)
+		}
+	}
+	if len(shown) == 0 {
+		names := make([]string, 0, len(functions))
+		for f := range functions {
+			names = append(names, fmt.Sprintf("%q", f))
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("the endpoint holds %d series with data points in namespace Tributary since the run began (functions: %s), none of aggregate, worker or enrich",
+			len(ms), strings.Join(names, ", "))
+	}
+	return shown, nil
 }
 
 // clearOfMinuteEnd is the time to stamp the Idempotency-Key demo's events,

@@ -89,19 +89,66 @@ func (e *EventSourcing) send(ctx context.Context, method, path string, query url
 	return a, nil
 }
 
+// commandRetryFor bounds how long Command sends a command again while the
+// function answers 503.
+const commandRetryFor = time.Minute
+
 // Command posts a command and returns the answer. A 503 (the function ran
 // out of time: the stand-in is serving every function of the topology) is
-// sent again with the same id, as a client should: it runs at most once.
+// sent again with the same id, as a client should (it runs at most once),
+// until commandRetryFor has passed; the last answer is returned.
 func (e *EventSourcing) Command(ctx context.Context, body string) (esAnswer, error) {
-	for attempt := 1; ; attempt++ {
+	deadline := time.Now().Add(commandRetryFor)
+	for {
 		a, err := e.send(ctx, http.MethodPost, "/commands", nil, body)
-		if err != nil || a.Status != http.StatusServiceUnavailable || attempt == 5 {
+		if err != nil || a.Status != http.StatusServiceUnavailable || !time.Now().Before(deadline) {
 			return a, err
 		}
 		select {
 		case <-ctx.Done():
 			return a, ctx.Err()
 		case <-time.After(time.Second):
+		}
+	}
+}
+
+// viewCatchUp bounds how long the demo reads a projected view again while
+// it is behind the version a command returned. Each read waits up to
+// seats.MaxWait inside the commands function and answers 503 (behind) if
+// the view is not there yet; the projector is fed by a stream mapping,
+// which on a loaded 2-core machine (LocalStack, every function of the
+// topology at once) was seen to need more than one such wait.
+const viewCatchUp = 2 * time.Minute
+
+// readAtLeast reads path with minVersion=v, again while the view answers 503
+// (still behind), until within (viewCatchUp in the demo) has passed. It
+// returns the last answer and, when the view never reached v, an error
+// saying how far it got.
+func (e *EventSourcing) readAtLeast(ctx context.Context, what, path string, query url.Values, v int64, within time.Duration) (esAnswer, error) {
+	q := url.Values{}
+	for k, vs := range query {
+		q[k] = vs
+	}
+	q.Set("minVersion", fmt.Sprint(v))
+	q.Set("wait", seats.MaxWait.String())
+	began := time.Now()
+	deadline := began.Add(within)
+	for reads := 1; ; reads++ {
+		a, err := e.send(ctx, http.MethodGet, path, q, "")
+		if err != nil {
+			return a, fmt.Errorf("%s: %w", what, err)
+		}
+		if a.Status != http.StatusServiceUnavailable {
+			return a, nil
+		}
+		if !time.Now().Before(deadline) {
+			return a, fmt.Errorf("%s never reached version %d: %d reads over %s (each waiting up to %s), the last: %s",
+				what, v, reads, time.Since(began).Round(time.Second), seats.MaxWait, a.Body)
+		}
+		select {
+		case <-ctx.Done():
+			return a, fmt.Errorf("%s: version %d not reached after %d reads: %w", what, v, reads, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
@@ -197,12 +244,12 @@ func (e *EventSourcing) Demo(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	v := move.Version
-	// The stand-in serves one request at a time to every function of the
-	// topology, so the projector can be seconds behind here: wait up to 5 s.
-	at := url.Values{"minVersion": {fmt.Sprint(v)}, "wait": {"5s"}}
+	// The stand-in serves every function of the topology, so the projector
+	// can be seconds behind here: each read below waits for version v, and
+	// is made again while the view is behind (readAtLeast).
 
 	// Read your writes.
-	sm, err := e.send(ctx, http.MethodGet, "/shows/"+show, at, "")
+	sm, err := e.readAtLeast(ctx, "seat map of "+show, "/shows/"+show, nil, v, viewCatchUp)
 	if err != nil {
 		return err
 	}
@@ -221,7 +268,7 @@ func (e *EventSourcing) Demo(ctx context.Context, out io.Writer) error {
 	if now.Status == 200 {
 		seen = fmt.Sprintf("version %d", now.Version)
 	}
-	av, err := e.send(ctx, http.MethodGet, "/shows/"+show+"/availability", at, "")
+	av, err := e.readAtLeast(ctx, "availability of "+show, "/shows/"+show+"/availability", nil, v, viewCatchUp)
 	if err != nil {
 		return err
 	}
@@ -232,7 +279,7 @@ func (e *EventSourcing) Demo(ctx context.Context, out io.Writer) error {
 	if av.Status != 200 || a.Version < v || a.Free != 6 {
 		return fmt.Errorf("availability: %d %s", av.Status, av.Body)
 	}
-	bk, err := e.send(ctx, http.MethodGet, "/customers/ada/bookings", url.Values{"show": {show}, "minVersion": {fmt.Sprint(v)}, "wait": {"5s"}}, "")
+	bk, err := e.readAtLeast(ctx, "ada's bookings on "+show, "/customers/ada/bookings", url.Values{"show": {show}}, v, viewCatchUp)
 	if err != nil {
 		return err
 	}
@@ -287,7 +334,7 @@ func (e *EventSourcing) rebuild(ctx context.Context, out io.Writer, store *es.St
 		}
 		last[s] = v
 		// The projector catches up on every show before the comparison.
-		a, err := e.send(ctx, http.MethodGet, "/shows/"+s+"/availability", url.Values{"minVersion": {fmt.Sprint(v)}, "wait": {"5s"}}, "")
+		a, err := e.readAtLeast(ctx, "availability of "+s, "/shows/"+s+"/availability", nil, v, viewCatchUp)
 		if err != nil {
 			return err
 		}

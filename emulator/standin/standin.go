@@ -43,6 +43,12 @@ type Options struct {
 	// Reuse lets Start return an already running endpoint at Addr instead of
 	// failing (LocalStack or a stand-in from an earlier `make local-up`).
 	Reuse bool
+	// Patience bounds the wait for the first AWS answer of whatever already
+	// listens at Addr (see Probe); 0 means ProbePatience.
+	Patience time.Duration
+	// Progress receives a line when that wait is longer than a moment; nil
+	// discards it.
+	Progress io.Writer
 }
 
 // Server is a running (or reused) stand-in.
@@ -51,6 +57,7 @@ type Server struct {
 	cmd      *exec.Cmd
 	done     chan error
 	reused   bool
+	found    Found
 	front    *http.Server // the serializer clients talk to
 }
 
@@ -59,6 +66,9 @@ func (s *Server) Endpoint() string { return s.endpoint }
 
 // Reused reports whether Start found something already answering at Addr.
 func (s *Server) Reused() bool { return s.reused }
+
+// Found is what Start found answering at Addr, for a reused endpoint.
+func (s *Server) Found() Found { return s.found }
 
 // Start installs moto if needed, starts it and waits until it answers.
 func Start(ctx context.Context, opts Options) (*Server, error) {
@@ -79,18 +89,24 @@ func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) htt
 		return nil, fmt.Errorf("standin: address %q: only 127.0.0.1 or localhost is allowed", opts.Addr)
 	}
 	if port != "0" {
-		endpoint := "http://" + opts.Addr
-		if Answers(ctx, endpoint) {
+		// Whatever listens at Addr is asked as AWS, patiently: moto is
+		// never started on a port that is in use.
+		found, err := Probe(ctx, opts.Addr, opts.Patience, opts.Progress)
+		if err != nil {
+			return nil, err
+		}
+		if found.Listening() {
 			if opts.Reuse {
-				return &Server{endpoint: endpoint, reused: true}, nil
+				return &Server{endpoint: "http://" + opts.Addr, reused: true, found: found}, nil
 			}
-			return nil, fmt.Errorf("standin: %s is already in use", opts.Addr)
+			return nil, fmt.Errorf("standin: %s is already in use (%s answers there)", opts.Addr, found.Kind)
 		}
 	}
 	// Clients talk to the serializer on Addr; moto listens on a private port behind it.
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
-		return nil, fmt.Errorf("standin: listen on %s: %w", opts.Addr, err)
+		// Taken between the probe and now, or bound without listening.
+		return nil, fmt.Errorf("standin: %s is in use (listen: %w): stop what holds it, or pick a free address (TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567, or -addr)", opts.Addr, err)
 	}
 	motoPort, err := FreePort()
 	if err != nil {

@@ -17,7 +17,12 @@
 // A shard's watermark (max event time − allowed out-of-orderness) advances
 // only when a batch succeeds entirely, so a retried batch is judged against
 // the same watermark. Windows that end before it become final; the ticker
-// advances idle shards by processing time so their windows close too. Late
+// advances idle shards by processing time so their windows close too. On
+// the per-interval path the shard's stored watermark moves only at the
+// flush, so an invocation that carries partials to it first holds the shard
+// at the earliest window they add to (state.Views.Hold): the ticker's idle
+// advance stops there until the flush clears the hold (or for at most
+// holdFor), and records Lambda carries are not closed out of their windows. Late
 // records are dropped (counted) or, under the correct policy, applied to the
 // final window as a correction that carries the previous value.
 //

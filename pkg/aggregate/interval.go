@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -23,7 +25,18 @@ const (
 	stateWatermark = "wm"  // the interval's working watermark
 	stateSeq       = "seq" // the last record accumulated: the state's own fence
 	statePartial   = "p|"  // p|<kind>|<window id>|<key> → "<minSeq> <maxSeq> <base64 partial>"
+	// stateHold is the watermark hold the interval stored (Unix ms): the
+	// earliest start of an open window its partials add to. The ticker's
+	// idle advance stops there (state.Views.Hold) until the flush has
+	// written them and cleared it.
+	stateHold = "hold"
 )
+
+// holdFor is how long a hold counts without its flush: Lambda's tumbling
+// window (the interval) is at most 15 minutes, and a flush retried for as
+// long again is given up on; the ticker then closes the windows and the
+// flush finds them final.
+const holdFor = 30 * time.Minute
 
 // partial is one (key, window)'s accumulated aggregate in the state.
 type partial struct {
@@ -88,7 +101,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 
 	c := p.newCollector(shard, &wm, len(recs))
 	begun := newPartials{spec: p.cfg.Aggregates}
-	c.onOpen = func(k upKey, seq string, value float64, distinct []byte) {
+	add := func(k upKey, seq string, value float64, distinct []byte) {
 		pt, ok := partials[k]
 		if !ok {
 			pt = begun.next(seq)
@@ -97,7 +110,14 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		pt.st.Add(value, distinct)
 		pt.maxSeq = seq
 	}
-	c.onCorrected = c.onOpen // late records join the partial; the flush corrects a final window
+	var held time.Time // the earliest open window this invocation adds to
+	c.onOpen = func(k upKey, seq string, value float64, distinct []byte) {
+		if held.IsZero() || k.win.Start.Before(held) {
+			held = k.win.Start
+		}
+		add(k, seq, value, distinct)
+	}
+	c.onCorrected = add // late records join the partial; the flush corrects a final window
 	accumulated := lastSeq
 	for i := range recs {
 		rec := &recs[i]
@@ -133,10 +153,25 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	}
 	p.count(c)
 
+	hold, err := heldSince(ev.State)
+	if err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err
+	}
 	if !ev.IsFinalInvokeForWindow {
 		out := p.encodeState(partials, &wm, accumulated)
 		for k, v := range dedupeState {
 			out[k] = v
+		}
+		if !held.IsZero() && (hold.IsZero() || held.Before(hold)) {
+			// The partials are carried to the flush: until then the
+			// shard is not idle, whatever its stored watermark says.
+			if err := p.views.Hold(ctx, p.cfg.Name, shard, held, p.now().Add(holdFor)); err != nil {
+				return events.KinesisTimeWindowEventResponse{}, err
+			}
+			hold = held
+		}
+		if !hold.IsZero() {
+			out[stateHold] = strconv.FormatInt(hold.UnixMilli(), 10)
 		}
 		resp := c.failures.Kinesis()
 		return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: out}, BatchItemFailures: resp.BatchItemFailures}, nil
@@ -150,8 +185,28 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 			return events.KinesisTimeWindowEventResponse{}, err
 		}
 	}
+	if !hold.IsZero() {
+		// A failure retries the final invocation, whose flush finds its
+		// writes done.
+		if err := p.views.ClearHold(ctx, p.cfg.Name, shard, hold); err != nil {
+			return events.KinesisTimeWindowEventResponse{}, err
+		}
+	}
 	resp := c.failures.Kinesis()
 	return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: map[string]string{}}, BatchItemFailures: resp.BatchItemFailures}, nil
+}
+
+// heldSince is the hold an interval's state records (zero if none).
+func heldSince(st map[string]string) (time.Time, error) {
+	v, ok := st[stateHold]
+	if !ok {
+		return time.Time{}, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("aggregate: window state %q: %w", stateHold, err)
+	}
+	return time.UnixMilli(ms).UTC(), nil
 }
 
 func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial) error {

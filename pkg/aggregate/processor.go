@@ -677,10 +677,16 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 	if err != nil {
 		return res, err
 	}
+	// Shards whose records a per-interval invocation carries to its flush
+	// are not idle up to the earliest window those records open.
+	holds, err := p.views.Holds(ctx, p.cfg.Name, now)
+	if err != nil {
+		return res, err
+	}
 	for shard, wm := range marks {
 		res.Shards++
 		before := wm.Current()
-		moved := wm.AdvanceIdle(now, p.cfg.IdleTimeout)
+		moved := wm.AdvanceIdleHeld(now, p.cfg.IdleTimeout, holds[shard])
 		// Save the idle clock even when the value did not move yet.
 		if _, err := p.views.SaveWatermark(ctx, p.cfg.Name, shard, wm); err != nil {
 			return res, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -92,4 +93,108 @@ var watermarkShape = shapeSet{build: func(uint) expression.Builder {
 // watermarksShape is Watermarks' key condition (slot 0: the partition).
 var watermarksShape = shapeSet{build: func(uint) expression.Builder {
 	return expression.NewBuilder().WithKeyCondition(expression.Key(attrPK).Equal(slot(0)))
+}}
+
+// A shard's hold lives on its watermark item: the earliest window start of
+// records a per-interval invocation has read and carries in Lambda's
+// tumbling window state, not yet written (attrHold), and when the hold
+// stops counting (attrHoldExpires, processing time): a flush that never
+// comes (a mapping disabled mid-interval) cannot keep the shard's windows
+// open for ever.
+const (
+	attrHold        = "hold"
+	attrHoldExpires = "holdExpires"
+)
+
+// Hold keeps shard's idle watermark at or below at until ClearHold or until
+// expires, whichever is first; a hold already stored at an earlier time
+// stays (holds only move back until cleared) unless it has expired.
+func (v *Views) Hold(ctx context.Context, pipeline, shard string, at, expires time.Time) error {
+	s, err := holdShape.get(0)
+	if err != nil {
+		return err
+	}
+	slots := [3]types.AttributeValue{timeAV(at), timeAV(expires), timeAV(v.now())}
+	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: v.tableName, Key: itemKey(watermarkPK(pipeline), shard),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil // an earlier hold is stored: it covers this one
+	}
+	if err != nil {
+		return fmt.Errorf("state: holding the watermark of %s %s at %s: %w", pipeline, shard, timeText(at), err)
+	}
+	return nil
+}
+
+// ClearHold removes shard's hold if it is still at (a later interval's
+// hold, stored since, stays).
+func (v *Views) ClearHold(ctx context.Context, pipeline, shard string, at time.Time) error {
+	s, err := clearHoldShape.get(0)
+	if err != nil {
+		return err
+	}
+	slots := [1]types.AttributeValue{timeAV(at)}
+	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: v.tableName, Key: itemKey(watermarkPK(pipeline), shard),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state: clearing the watermark hold of %s %s: %w", pipeline, shard, err)
+	}
+	return nil
+}
+
+// Holds loads the holds of pipeline's shards that have not expired at now.
+func (v *Views) Holds(ctx context.Context, pipeline string, now time.Time) (map[string]time.Time, error) {
+	s, err := watermarksShape.get(0)
+	if err != nil {
+		return nil, err
+	}
+	slots := [1]types.AttributeValue{avS(watermarkPK(pipeline))}
+	out := map[string]time.Time{}
+	p := dynamodb.NewQueryPaginator(v.db, &dynamodb.QueryInput{
+		TableName: v.tableName, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: s.keyCondition, ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("state: watermark holds of %s: %w", pipeline, err)
+		}
+		for _, it := range page.Items {
+			at, err1 := time.Parse(TimeLayout, stringAttr(it, attrHold))
+			expires, err2 := time.Parse(TimeLayout, stringAttr(it, attrHoldExpires))
+			if err1 != nil || err2 != nil || !now.Before(expires) {
+				continue // none, or expired
+			}
+			out[stringAttr(it, attrSK)] = at
+		}
+	}
+	return out, nil
+}
+
+// holdShape is Hold's write: the hold (slot 0) and its expiry (slot 1),
+// unless an earlier hold is stored that has not expired at slot 2 (now).
+var holdShape = shapeSet{build: func(uint) expression.Builder {
+	name, expires := expression.Name(attrHold), expression.Name(attrHoldExpires)
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(name, slot(0)).Set(expires, slot(1))).
+		WithCondition(expression.AttributeNotExists(name).Or(expression.GreaterThan(name, slot(0))).Or(expression.LessThanEqual(expires, slot(2))))
+}}
+
+// clearHoldShape is ClearHold's write: remove the hold if it is slot 0.
+var clearHoldShape = shapeSet{build: func(uint) expression.Builder {
+	name := expression.Name(attrHold)
+	return expression.NewBuilder().
+		WithUpdate(expression.Remove(name).Remove(expression.Name(attrHoldExpires))).
+		WithCondition(expression.Equal(name, slot(0)))
 }}

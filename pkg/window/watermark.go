@@ -61,6 +61,16 @@ func (w *Watermark) Observe(eventTime time.Time) bool {
 // backlog far behind now, keeps moving MaxEventTime and is not idle.
 // AdvanceIdle reports whether the watermark moved.
 func (w *Watermark) AdvanceIdle(now time.Time, idleTimeout time.Duration) bool {
+	return w.AdvanceIdleHeld(now, idleTimeout, time.Time{})
+}
+
+// AdvanceIdleHeld is AdvanceIdle, moving the watermark no further than hold
+// when hold is set: the earliest window start of records the shard has
+// read but not applied yet (held between invocations, as Lambda's tumbling
+// window state holds them until the interval's flush). Those records are
+// not late, although the shard looks idle while they are held; a watermark
+// at or below hold closes no window that contains one of them.
+func (w *Watermark) AdvanceIdleHeld(now time.Time, idleTimeout time.Duration, hold time.Time) bool {
 	if w.IdleSince.IsZero() || !w.IdleMax.Equal(w.MaxEventTime) {
 		w.IdleMax, w.IdleSince = w.MaxEventTime, now
 		return false
@@ -68,7 +78,11 @@ func (w *Watermark) AdvanceIdle(now time.Time, idleTimeout time.Duration) bool {
 	if now.Sub(w.IdleSince) < idleTimeout {
 		return false
 	}
-	return w.raise(now.Add(-idleTimeout - w.OutOfOrderness))
+	to := now.Add(-idleTimeout - w.OutOfOrderness)
+	if !hold.IsZero() && to.After(hold) {
+		to = hold
+	}
+	return w.raise(to)
 }
 
 func (w *Watermark) raise(v time.Time) bool {

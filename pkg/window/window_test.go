@@ -558,6 +558,42 @@ func TestWatermarkAdvanceIdle(t *testing.T) {
 	}
 }
 
+// An idle shard whose records are held between invocations (Lambda's
+// tumbling window state) advances no further than the hold: the windows
+// holding those records stay open until they are applied.
+func TestWatermarkAdvanceIdleHeld(t *testing.T) {
+	const idle = 30 * time.Second
+	now := ts("2026-11-29T10:00:15Z")
+	for _, tt := range []struct {
+		name string
+		hold string
+		want string
+	}{
+		{"no hold: now − idle − outOfOrderness", "", "2026-11-29T10:00:10Z"},
+		{"a hold before that stops it there", "2026-11-29T10:00:05Z", "2026-11-29T10:00:05Z"},
+		{"a hold after that changes nothing", "2026-11-29T10:00:40Z", "2026-11-29T10:00:10Z"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			wm := NewWatermark(5 * time.Second)
+			wm.Observe(ts("2026-11-29T10:00:00Z"))
+			var hold time.Time
+			if tt.hold != "" {
+				hold = ts(tt.hold)
+			}
+			wm.AdvanceIdleHeld(now, idle, hold)
+			if !wm.AdvanceIdleHeld(now.Add(idle), idle, hold) {
+				t.Fatal("idle for the timeout: the watermark must move")
+			}
+			if got := wm.Current(); !got.Equal(ts(tt.want)) {
+				t.Errorf("Current = %v, want %s", got, tt.want)
+			}
+			if tt.hold != "" && !ts(tt.hold).Before(ts(tt.want)) && wm.Final(win(tt.hold, "2026-11-29T10:01:00Z")) {
+				t.Error("the window holding the held records closed")
+			}
+		})
+	}
+}
+
 func TestWatermarkIsMonotonic(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for range 100 {

@@ -37,6 +37,9 @@ func (p *Processor) overBudget(ctx context.Context, c *collector) (map[string]st
 			counts[c.decoded[i].key]++
 		}
 	}
+	for key := range counts {
+		counts[key] += c.carriedPerKey[key] // carried to the flush, in no state yet
+	}
 	var over map[string]string
 	for key, n := range counts {
 		for _, kind := range kinds {

@@ -73,8 +73,11 @@
 // same ids before anything else, so no window item is final without a
 // state that knows it and retracts it when a late record merges its
 // session. They need each key's records on one shard
-// (partitionKeyIsGroupingKey), and are folded per invocation on the
-// per-interval path too.
+// (partitionKeyIsGroupingKey). On the per-interval path their records ride
+// in Lambda's window state, each with the close time it arrived at, and are
+// folded once per key at the flush (keyedcarry.go), or at once when they
+// outgrow their share of the state; the shard's hold keeps the ticker from
+// closing their windows meanwhile.
 //
 // Their late records are judged as Kafka Streams judges them
 // (keyedwindows.go), with the close time the record arrives at (the

@@ -97,9 +97,14 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err
 	}
+	keep, _, err := decodeCarried(ev.State)
+	if err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err
+	}
 	lastSeq := ev.State[stateSeq]
 
 	c := p.newCollector(shard, &wm, len(recs))
+	c.carriedPerKey = keep.perKey()
 	begun := newPartials{spec: p.cfg.Aggregates}
 	add := func(k upKey, seq string, value float64, distinct []byte) {
 		pt, ok := partials[k]
@@ -142,14 +147,26 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: setting %d records aside failed; the batch is retried", len(c.aside))
 	}
 	c.routeAll()
-	// Session and sliding windows keep their own per-key state (keyed.go),
-	// folded per invocation rather than carried in the window state.
-	if failed := p.applyKeyed(ctx, c); len(failed) > 0 {
-		// A keyed state write failed (a transient error): its points are
-		// not stored, and the state already carries what follows them, so
-		// the invocation fails and Lambda retries it with the same state
-		// (the folds that did succeed are fenced).
-		return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: %d keyed window states could not be written; the batch is retried", len(failed))
+	// Session and sliding windows keep their own per-key state (keyed.go);
+	// their points ride in the window state to the flush (keyedcarry.go).
+	for k, pts := range c.keyed {
+		for _, pt := range pts {
+			_, late := c.late[pt.Seq]
+			_, again := c.again[pt.Seq]
+			pt.Seq = strings.Clone(pt.Seq) // the batch's strings are reused by the next batch
+			keep[k] = append(keep[k], carriedPoint{point: pt, Counted: late || again})
+		}
+	}
+	c.keyed = nil
+	carriedState := map[string]string{}
+	if len(keep) > 0 && (ev.IsFinalInvokeForWindow || keep.encode(carriedState) > carryBudget) {
+		if err := p.foldCarried(ctx, c, keep); err != nil {
+			return events.KinesisTimeWindowEventResponse{}, err
+		}
+		keep, carriedState = nil, nil
+	}
+	if e := keep.earliest(); !e.IsZero() && (held.IsZero() || e.Before(held)) {
+		held = e
 	}
 	p.count(c)
 
@@ -160,6 +177,9 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	if !ev.IsFinalInvokeForWindow {
 		out := p.encodeState(partials, &wm, accumulated)
 		for k, v := range dedupeState {
+			out[k] = v
+		}
+		for k, v := range carriedState {
 			out[k] = v
 		}
 		if !held.IsZero() && (hold.IsZero() || held.Before(hold)) {
@@ -194,6 +214,32 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	}
 	resp := c.failures.Kinesis()
 	return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: map[string]string{}}, BatchItemFailures: resp.BatchItemFailures}, nil
+}
+
+// foldCarried folds an interval's carried points into their keyed states:
+// at the flush, or earlier when they outgrow carryBudget.
+func (p *Processor) foldCarried(ctx context.Context, c *collector, keep carried) error {
+	c.keyed = make(map[keyedKey][]point, len(keep))
+	for k, pts := range keep {
+		ps := make([]point, len(pts))
+		for i := range pts {
+			ps[i] = pts[i].point
+			if pts[i].Counted {
+				if c.lateCounted == nil {
+					c.lateCounted = map[string]struct{}{}
+				}
+				c.lateCounted[pts[i].Seq] = struct{}{}
+			}
+		}
+		c.keyed[k] = ps
+	}
+	if failed := p.applyKeyed(ctx, c); len(failed) > 0 {
+		// A keyed state write failed (a transient error): its points are
+		// not stored, so the invocation fails and Lambda retries it with
+		// the same state (the folds that did succeed are fenced).
+		return fmt.Errorf("aggregate: %d keyed window states could not be written; the batch is retried", len(failed))
+	}
+	return nil
 }
 
 // heldSince is the hold an interval's state records (zero if none).

@@ -131,7 +131,7 @@ func (p *Processor) applyKeyed(ctx context.Context, c *collector) (failedSeqs []
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			late, err := p.foldKeyed(ctx, c.shard, state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}, pts)
+			late, err := p.foldKeyed(ctx, c.shard, state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}, pts, c.wm.Current())
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -151,8 +151,9 @@ func (p *Processor) applyKeyed(ctx context.Context, c *collector) (failedSeqs []
 // foldKeyed adds the points above the state's fence that judgeKeyed keeps
 // and lists the state for finalization from the earliest window the new
 // points touch. It returns the sequence numbers of records dropped from at
-// least one of their windows as late.
-func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.KeyedRef, pts []point) (late []string, err error) {
+// least one of their windows as late. due is the watermark the batch will
+// commit, whose finalize looks at every state listed by it.
+func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.KeyedRef, pts []point, due time.Time) (late []string, err error) {
 	ws, ok := p.specOf(ref.Kind)
 	if !ok {
 		return nil, fmt.Errorf("aggregate: no window %s in the pipeline", ref.Kind)
@@ -184,7 +185,7 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 			earliest = min(earliest, pt.T)
 		}
 		openIn := p.openIn(shard)
-		openUntil := keepListing(ks, openIn, keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC()))
+		openUntil := keepListing(ks, openIn, keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC()), due)
 		blob := encodeKeyed(nil, buf)
 		ks2 := ks
 		ks2.Blob = blob
@@ -214,14 +215,17 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 }
 
 // keepListing is where a fold lists the state in the open-windows index:
-// at openUntil, or where it is listed already when that is no later. A
-// listing earlier than needed only has a finalize look at the state early
-// (it finds nothing final yet and lists it where it next needs finalizing),
-// while moving the entry costs two index write units (DynamoDB deletes and
-// puts an index entry whose key changes), which a growing session would pay
-// on every batch that extends it.
-func keepListing(ks state.KeyedState, openIn string, openUntil window.Window) window.Window {
-	if openUntil.End.IsZero() || ks.ListedIn != openIn || ks.ListedUntil.IsZero() || ks.ListedUntil.After(openUntil.End) {
+// at openUntil, or where it is listed already when that is no later and
+// after due. A listing earlier than needed only has a finalize look at the
+// state early (it finds nothing final yet and lists it where it next needs
+// finalizing), while moving the entry costs two index write units (DynamoDB
+// deletes and puts an index entry whose key changes), which a growing
+// session would pay on every batch that extends it. A listing the batch's
+// own watermark (due) reaches is moved now: the finalize after the batch
+// would otherwise load the state only to list it again.
+func keepListing(ks state.KeyedState, openIn string, openUntil window.Window, due time.Time) window.Window {
+	if openUntil.End.IsZero() || ks.ListedIn != openIn || ks.ListedUntil.IsZero() || ks.ListedUntil.After(openUntil.End) ||
+		!ks.ListedUntil.After(due) {
 		return openUntil
 	}
 	return window.Window{Start: ks.ListedUntil, End: ks.ListedUntil}

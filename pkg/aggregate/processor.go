@@ -174,6 +174,12 @@ type collector struct {
 	onOpen      func(k upKey, seq string, value float64, distinct []byte)
 	onCorrected func(k upKey, seq string, value float64, distinct []byte)
 	keyed       map[keyedKey][]point // session and sliding windows' records, per key and kind
+	// carriedPerKey is, per grouping key, the points an interval carries
+	// to its flush and no keyed state holds yet (the budget counts them).
+	carriedPerKey map[string]int
+	// lateCounted are carried records an earlier invocation already
+	// counted in LateDropped or knew as redelivered.
+	lateCounted map[string]struct{}
 
 	decoded  []decoded
 	cands    []dedupe.Candidate // one per decoded record when the pipeline dedupes by id
@@ -285,6 +291,9 @@ func (c *collector) decode(rec *stream.KinesisRecord) {
 // then.
 func (c *collector) dropLate(seq string) {
 	if _, again := c.again[seq]; again {
+		return
+	}
+	if _, counted := c.lateCounted[seq]; counted {
 		return
 	}
 	if c.late == nil {

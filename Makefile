@@ -74,7 +74,7 @@ TEST_PARTS := test-checks test-go test-e2e test-infra test-example-app
 test_part = t0=$$(date +%s); set -o pipefail; mkdir -p .build; \
 	{ $(2); } 2>&1 | sed -u 's/^/[$(1)] /' | tee .build/test-$(1).log; s=$$?; \
 	rm -f .build/test-$(1).failed; if [ $$s != 0 ]; then { echo "[$(1)] ---- what failed (whole output: .build/test-$(1).log) ----"; \
-	  grep -E -B4 -A15 -e '--- FAIL|^\[$(1)\] (panic:|FAIL|fatal error:)|test timed out|DATA RACE' .build/test-$(1).log | tail -60; } > .build/test-$(1).failed; fi; \
+	  grep -E -B4 -A15 -e '--- FAIL|^\[$(1)\] (panic:|FAIL|fatal error:)|test timed out|DATA RACE' .build/test-$(1).log | grep -v -E '^\[$(1)\] (ok |\?  )' | tail -60; } > .build/test-$(1).failed; fi; \
 	echo "[$(1)] $$(if [ $$s = 0 ]; then echo passed; else echo "FAILED (exit $$s)"; fi) in $$(( $$(date +%s) - t0 )) s"; exit $$s
 
 .PHONY: $(TEST_PARTS)
@@ -194,13 +194,21 @@ synth-local: .build/synth.local ## synthesize infra/cdk.out for the local runner
 
 .build/synth.lambda: $(INFRA_SOURCES) infra/node_modules/.installed .build/lambda/.built
 	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/lambda, linux/arm64)" && \
-	rm -rf infra/cdk.out/asset.* && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null $(NO_DOWNLOAD_LINES)) && \
+	rm -rf infra/cdk.out/asset.* .build/synth.local && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null $(NO_DOWNLOAD_LINES)) && \
 	touch $(CDK_OUT) $@
 
-.build/synth.local: $(INFRA_SOURCES) infra/node_modules/.installed | .build/local/.built
-	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/local; the runner reads the template, not the assets)" && \
-	rm -rf infra/cdk.out/asset.* && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out \
-	  --no-staging -c tributary:assetDir=../.build/local >/dev/null $(NO_DOWNLOAD_LINES)) && \
+# Local runs write aggregates once per batch, so results show seconds after the
+# watermark passes; the deployed default (infra/cdk.json) writes once a minute,
+# which halves the DynamoDB bill. LOCAL_FLUSH_SECONDS=60 runs the deployed path
+# locally. The stamp .build/local-flush.<n> makes a change of it synthesize again.
+LOCAL_FLUSH_SECONDS ?= 0
+.build/local-flush.$(LOCAL_FLUSH_SECONDS):
+	@mkdir -p .build && rm -f .build/local-flush.* && touch $@
+
+.build/synth.local: $(INFRA_SOURCES) infra/node_modules/.installed .build/local-flush.$(LOCAL_FLUSH_SECONDS) | .build/local/.built
+	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/local; the runner reads the template, not the assets; flush interval $(LOCAL_FLUSH_SECONDS) s)" && \
+	rm -rf infra/cdk.out/asset.* .build/synth.lambda && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out \
+	  --no-staging -c tributary:assetDir=../.build/local -c tributary:flushIntervalSeconds=$(LOCAL_FLUSH_SECONDS) >/dev/null $(NO_DOWNLOAD_LINES)) && \
 	touch $(CDK_OUT) $@
 
 # Each set of functions is built by one go build (its packages in parallel) into a

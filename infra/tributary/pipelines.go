@@ -81,7 +81,8 @@ type PipelinesProps struct {
 	// can never succeed in (NewQuarantine's table); none if nil.
 	Quarantine awsdynamodb.ITable
 	// FlushInterval is every aggregate's write interval (see
-	// ContextFlushInterval); if zero, the context value, else per batch.
+	// ContextFlushInterval); if zero, the context value, else
+	// DefaultFlushInterval; FlushPerBatch writes once per batch.
 	FlushInterval time.Duration
 	// FanOut is how the aggregates read Events. With FanOutAuto (the
 	// default) one pipeline polls the stream directly, as one consumer
@@ -228,8 +229,11 @@ func NewPipelines(scope constructs.Construct, id string, props PipelinesProps) (
 		return nil, err
 	}
 	flush := props.FlushInterval
-	if flush == 0 {
-		if flush, err = contextSeconds(node, ContextFlushInterval, 0, maxFlushIntervalSec); err != nil {
+	switch {
+	case flush == FlushPerBatch:
+		flush = 0
+	case flush == 0:
+		if flush, err = contextSeconds(node, ContextFlushInterval, DefaultFlushInterval, maxFlushIntervalSec); err != nil {
 			return nil, err
 		}
 	}

@@ -491,7 +491,7 @@ func TestStreamMappings(t *testing.T) {
 				"MaximumRecordAgeInSeconds":      3600.0,
 				"DestinationConfig":              map[string]any{"OnFailure": map[string]any{"Destination": getAtt(failures, "Arn")}},
 				"ParallelizationFactor":          nil,
-				"TumblingWindowInSeconds":        nil,
+				"TumblingWindowInSeconds":        DefaultFlushInterval.Seconds(),
 				"FilterCriteria":                 nil,
 			},
 		},

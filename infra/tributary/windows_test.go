@@ -102,6 +102,39 @@ func TestPipelineConfigIsTheFile(t *testing.T) {
 	}
 }
 
+// The aggregates write once a minute unless told otherwise, and context 0
+// or FlushPerBatch in props writes once per batch (no tumbling window on
+// the mapping).
+func TestFlushIntervalDefaultsToAMinute(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		context map[string]any
+		props   time.Duration
+		want    any
+	}{
+		{"default", nil, 0, 60.0},
+		{"context 0: per batch", map[string]any{ContextFlushInterval: 0.0}, 0, nil},
+		{"props FlushPerBatch over context 300", map[string]any{ContextFlushInterval: 300.0}, FlushPerBatch, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assets := t.TempDir()
+			writeDummyAssets(assets)
+			ctx := map[string]any{ContextAssetDir: assets}
+			for k, v := range tt.context {
+				ctx[k] = v
+			}
+			app := newTestApp(t.TempDir(), ctx)
+			stack, err := NewTributaryStack(app, StackID, &TributaryStackProps{FlushInterval: tt.props})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl := templateOf(stack.Stack)
+			aggregateID, _ := tmpl.function(t, FunctionAggregate)
+			assertProps(t, "aggregate mapping", tmpl.mappingOf(t, aggregateID).Properties, map[string]any{"TumblingWindowInSeconds": tt.want})
+		})
+	}
+}
+
 // TestFlushIntervalAndPipelineShapeTheTopology synthesizes a variant: a
 // flush interval from the command line's context (a string), and a pipeline
 // that writes only to the table and runs two batches per shard.

@@ -149,7 +149,9 @@ func (v *Views) SaveKeyed(ctx context.Context, ref KeyedRef, shard string, ks Ke
 
 // PutWindow stores a computed window's value as a window item: final with
 // its revision, or retracted (a session merged into a larger one). Writing
-// the same revision again changes nothing a reader sees.
+// the same revision again changes nothing a reader sees; a lower revision
+// than the item holds is not written (two finalizes at once, the slower
+// one's final result after the other's retraction), and is no error.
 func (v *Views) PutWindow(ctx context.Context, ref KeyedRef, w window.Window, blob []byte, count uint64, revision int, retracted bool) error {
 	status := statusFinal
 	if retracted {
@@ -179,8 +181,13 @@ func (v *Views) PutWindow(ctx context.Context, ref KeyedRef, w window.Window, bl
 	}
 	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: v.tableName, Key: windowKey(ref.Pipeline, ref.Key, ref.Kind, w),
-		UpdateExpression: s.update, ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
 	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil // a later revision is stored
+	}
 	if err != nil {
 		return fmt.Errorf("state: writing window %s/%s %s: %w", ref.Pipeline, ref.Key, SortKey(ref.Kind, w), err)
 	}
@@ -267,5 +274,7 @@ var putWindowShapes = shapeSet{build: func(variant uint) expression.Builder {
 	if variant != 0 {
 		upd = upd.Set(expression.Name(attrExpiresAt), slot(putSlotExpiresAt))
 	}
-	return expression.NewBuilder().WithUpdate(upd)
+	rev := expression.Name(attrRevision)
+	return expression.NewBuilder().WithUpdate(upd).
+		WithCondition(expression.AttributeNotExists(rev).Or(expression.LessThanEqual(rev, slot(putSlotRevision))))
 }}

@@ -37,8 +37,9 @@
 // values: each is a custom metric a month).
 //
 // A month is the run scaled by 730 hours over -span: Lambda's requests and
-// GB-seconds (each invocation's duration at the stack's 256 MB is its CPU
-// time over that memory's share of a vCPU, 256/1,769, plus the store's
+// GB-seconds (each invocation's duration at the aggregate's 1,024 MB, or
+// -memory, is its CPU time over that memory's share of a vCPU, 1,024/1,769,
+// plus the store's
 // wait per request it made as keepup measured it, rounded up to the
 // millisecond), DynamoDB's write and read units and storage (what the
 // tables hold at the end, kept for the window items' 30-day retention, with
@@ -74,7 +75,7 @@
 // One aggregate instance on a full shard: 1,000 records a second over
 // -keepup-keys keys in the mapping's batches of 500, the store answering
 // each request -latency (4 ms) after it is made, the handler making them at
-// its own concurrency (16). Each invocation's duration at 256 MB is its CPU
+// its own concurrency (16). Each invocation's duration at 1,024 MB is its CPU
 // time (the store's own work taken off) over the vCPU share plus the time
 // it waited (its wall time less its CPU time, on one core);
 // records_per_s is records over duration, shard_ratio that over 1,000

@@ -37,11 +37,11 @@ type stack struct {
 	batchSize      int           // the aggregate mapping's BatchSize (500)
 	batchingWindow time.Duration // its MaximumBatchingWindowInSeconds (5 s)
 	tickRate       time.Duration // the ticker's schedule (TickerRate: 1 minute)
-	memoryMB       int           // both functions' memory (functionMemoryMB: 256)
+	memoryMB       int           // the aggregate function's memory (aggregateMemoryMB: 1,024); the ticker's few invocations are priced at it too
 	concurrency    int           // the handler's concurrent DynamoDB requests (aggregate.New's default, 16)
 }
 
-var deployedStack = stack{shards: 2, batchSize: 500, batchingWindow: 5 * time.Second, tickRate: time.Minute, memoryMB: 256, concurrency: 16}
+var deployedStack = stack{shards: 2, batchSize: 500, batchingWindow: 5 * time.Second, tickRate: time.Minute, memoryMB: 1024, concurrency: 16}
 
 // vcpu is the share of a vCPU Lambda gives a function of the stack's memory.
 func (s stack) vcpu() float64 { return min(1, float64(s.memoryMB)/lambdaMBPerVCPU) }

@@ -32,6 +32,7 @@ func main() {
 	flag.IntVar(&o.keepupKeys, "keepup-keys", 1000, "keys on the keepup shard")
 	flag.DurationVar(&o.latency, "latency", 4*time.Millisecond, "how long the store takes to answer a request (keepup; and what the Powertools peer awaits per request)")
 	flag.BoolVar(&o.powertools, "powertools", true, "run the Powertools peer (node, moto) on a sample and print its BENCH load_powertools lines")
+	flag.IntVar(&o.memoryMB, "memory", deployedStack.memoryMB, "the aggregate and ticker functions' memory in MB (Lambda's vCPU share follows it: 1,769 MB is one vCPU)")
 	flag.IntVar(&o.peerEvents, "peer-events", 300, "events in the Powertools peer's sample")
 	flag.BoolVar(&o.verbose, "v", false, "log progress to stderr")
 	flag.Parse()
@@ -55,6 +56,7 @@ func main() {
 
 // options is what one run of the driver measures.
 type options struct {
+	memoryMB      int      // the functions' memory (-memory)
 	loads         [][2]int // events a second, keys
 	paths         []string
 	span, flush   time.Duration
@@ -121,6 +123,9 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		return err
 	}
 	st := deployedStack
+	if o.memoryMB > 0 {
+		st.memoryMB = o.memoryMB
+	}
 	flink := flinkMonthly()
 	fmt.Fprintf(out, "BENCH load_prices region=%s date=%s memory_mb=%d vcpu=%.3f shards=%d batch=%d batching_window_s=%g flush_s=%g flink_usd=%.2f\n",
 		PricesRegion, PricesDate, st.memoryMB, st.vcpu(), st.shards, st.batchSize, st.batchingWindow.Seconds(), o.flush.Seconds(), flink)

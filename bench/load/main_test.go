@@ -232,8 +232,8 @@ func TestPriceArithmetic(t *testing.T) {
 		tl.metrics[string(rune('a'+i))] = true
 	}
 	b := price(tl, deployedStack)
-	// 730 hours: 116,800 invocations × $0.20/M + 100 s × 730 × 0.25 GB × $0.0000133334.
-	lambda := 116800*0.20/1e6 + 100*730*0.25*0.0000133334
+	// 730 hours: 116,800 invocations × $0.20/M + 100 s × 730 × 1 GB (the aggregate's 1,024 MB) × $0.0000133334.
+	lambda := 116800*0.20/1e6 + 100*730*1.0*0.0000133334
 	// 7,200 WRU × 730 × $0.625/M + 3,600 RRU × 730 × $0.125/M.
 	dynamo := 7200*730*0.625/1e6 + 3600*730*0.125/1e6
 	// 0.73 GB of logs: ingestion $0.50/GB, kept 14 of 30.4167 days at $0.03;

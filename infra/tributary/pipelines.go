@@ -319,7 +319,7 @@ func (p *Pipelines) newPipeline(scope constructs.Construct, f pipeline.File, pro
 			Description: fmt.Sprintf("Event-time windowed aggregation of pipeline %s into the views table", cfg.Name),
 			Environment: env(),
 			Timeout:     aggregateTimeout,
-			MemoryMB:    functionMemoryMB,
+			MemoryMB:    aggregateMemoryMB,
 		},
 		Stream:    props.Events,
 		OnFailure: props.OnFailure,

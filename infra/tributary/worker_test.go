@@ -17,6 +17,8 @@ func memoryOf(name string) float64 {
 		return workerMemoryMB
 	case FunctionSnapshot:
 		return snapshotMemoryMB
+	case FunctionAggregate:
+		return aggregateMemoryMB
 	}
 	return functionMemoryMB
 }

@@ -81,14 +81,22 @@ func windowsPerEvent(cfg *pipeline.Config) int {
 	return n
 }
 
+// peerMemoryMB is the Powertools-style peer's memory: Lambda's smallest
+// that a team would pick for a function that mostly waits (the stack's
+// functions other than aggregate use it too).
+const peerMemoryMB = 256
+
 // pricePeer is the month of the Powertools way at rate events a second
 // over a pipeline whose events land in windows windows each: per event one
 // idempotency record and one update per window, as measured per event;
 // the same invocations as the deployed mapping makes (invocations a month);
 // billed duration the requests it awaits one after the other at latency
 // each (its CPU is not counted, nor its storage: a lower bound); its logs
-// Lambda's platform lines only, no custom metrics.
+// Lambda's platform lines only, no custom metrics. It runs at
+// peerMemoryMB, whatever memory the stack gives aggregate: its time is
+// waiting on DynamoDB, which more memory does not shorten.
 func pricePeer(p peerPerEvent, rate float64, windows int, invocations float64, latency time.Duration, st stack) bill {
+	st.memoryMB = peerMemoryMB
 	events := rate * secondsPerMonth
 	wru := p.idemWCU + float64(windows)*p.windowWCU
 	requests := p.idemWrites + float64(windows)*p.windowWrites + p.reads

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -108,11 +109,6 @@ func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) htt
 		// Taken between the probe and now, or bound without listening.
 		return nil, fmt.Errorf("standin: %s is in use (listen: %w): stop what holds it, or pick a free address (TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567, or -addr)", opts.Addr, err)
 	}
-	motoPort, err := FreePort()
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
 	bin, err := Install(ctx, opts.VenvDir, opts.Log)
 	if err != nil {
 		ln.Close()
@@ -123,39 +119,14 @@ func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) htt
 		ln.Close()
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "python3"), launcher, "-H", "127.0.0.1", "-p", strconv.Itoa(motoPort))
 	out := opts.Log
 	if out == nil {
 		out = io.Discard
 	}
-	cmd.Stdout, cmd.Stderr = out, out
-	// Own process group so Stop also ends werkzeug's workers.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	s, backend, err := launchMotoRetrying(ctx, bin, launcher, out, "http://"+ln.Addr().String())
+	if err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("standin: start %s: %w", bin, err)
-	}
-	backend := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(motoPort))
-	s := &Server{endpoint: "http://" + ln.Addr().String(), cmd: cmd, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !Answers(ctx, backend) {
-		select {
-		case err := <-s.done:
-			ln.Close()
-			s.cmd = nil
-			return nil, fmt.Errorf("standin: moto exited before answering on %s: %v", backend, err)
-		case <-ctx.Done():
-			ln.Close()
-			_ = s.Stop()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			ln.Close()
-			_ = s.Stop()
-			return nil, fmt.Errorf("standin: moto did not answer on %s within 30s", backend)
-		}
+		return nil, err
 	}
 	if s.front, err = serve(ln, backend, wrap); err != nil {
 		ln.Close()
@@ -163,6 +134,89 @@ func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) htt
 		return nil, err
 	}
 	return s, nil
+}
+
+// motoAttempts is how many times Start launches moto, each time on a fresh
+// private port, when it exits before answering: the port FreePort found
+// free can be taken by another process (another test's moto, on a machine
+// running several test parts at once) before moto binds it.
+const motoAttempts = 3
+
+// motoPatience is how long a launched moto has to answer its first request
+// (a few seconds when the machine is idle; a loaded one takes longer).
+const motoPatience = 2 * time.Minute
+
+var errMotoExited = errors.New("moto exited before answering")
+
+// launchMoto starts moto on a free private port and waits until it
+// answers; endpoint is the address clients will use (the serializer's).
+func launchMoto(ctx context.Context, bin, launcher string, out io.Writer, endpoint string) (*Server, string, error) {
+	motoPort, err := FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	tail := &lastBytes{max: 2048}
+	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "python3"), launcher, "-H", "127.0.0.1", "-p", strconv.Itoa(motoPort))
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(out, tail), io.MultiWriter(out, tail)
+	// Own process group so Stop also ends werkzeug's workers.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("standin: start %s: %w", bin, err)
+	}
+	backend := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(motoPort))
+	s := &Server{endpoint: endpoint, cmd: cmd, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	deadline := time.Now().Add(motoPatience)
+	for !Answers(ctx, backend) {
+		select {
+		case err := <-s.done:
+			s.cmd = nil
+			return nil, "", fmt.Errorf("standin: %w on %s: %v; its last output: %q", errMotoExited, backend, err, tail.String())
+		case <-ctx.Done():
+			_ = s.Stop()
+			return nil, "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = s.Stop()
+			return nil, "", fmt.Errorf("standin: moto did not answer on %s within %v", backend, motoPatience)
+		}
+	}
+	return s, backend, nil
+}
+
+// launchMotoRetrying is launchMoto, again on a fresh port when moto exits
+// before answering, up to motoAttempts times.
+func launchMotoRetrying(ctx context.Context, bin, launcher string, out io.Writer, endpoint string) (*Server, string, error) {
+	for attempt := 1; ; attempt++ {
+		s, backend, err := launchMoto(ctx, bin, launcher, out, endpoint)
+		if err == nil || !errors.Is(err, errMotoExited) || attempt == motoAttempts {
+			return s, backend, err
+		}
+	}
+}
+
+// lastBytes keeps the last max bytes written to it.
+type lastBytes struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (l *lastBytes) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	if over := len(l.b) - l.max; over > 0 {
+		l.b = append(l.b[:0], l.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (l *lastBytes) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
 }
 
 // Stop ends a stand-in this process started; a reused one is left running.

@@ -2,21 +2,17 @@ package aggregate_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
-	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // keyedWrites counts the writes to keyed state items (sort key …|~state).
@@ -41,43 +37,6 @@ func (k *keyedWrites) count() int {
 	return k.n
 }
 
-// intervalRun drives one shard's per-interval mapping: invocations that
-// carry state, and the final one that flushes it.
-type intervalRun struct {
-	t     *testing.T
-	p     *aggregate.Processor
-	base  time.Time
-	seq   int
-	state map[string]string
-}
-
-func (r *intervalRun) send(recs ...at) {
-	r.t.Helper()
-	const shard = "shardId-000000000000"
-	var batch []record
-	for _, a := range recs {
-		r.seq++
-		when := r.base.Add(time.Duration(a.seconds * float64(time.Second)))
-		batch = append(batch, record{shard: shard, seq: r.seq, env: stream.Envelope{ID: fmt.Sprint(r.seq), Type: "v", Key: a.key,
-			OccurredAt: when, SentAt: when, ReceivedAt: when, Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, a.value))}})
-	}
-	ev := events.KinesisTimeWindowEvent{KinesisEvent: kinesisEvent(batch), TimeWindowProperties: events.TimeWindowProperties{ShardID: shard, State: r.state}}
-	resp, err := r.p.HandleInterval(context.Background(), ev)
-	if err != nil || len(resp.BatchItemFailures) > 0 {
-		r.t.Fatalf("interval batch: %v %v", resp, err)
-	}
-	r.state = resp.State
-}
-
-func (r *intervalRun) flush() {
-	r.t.Helper()
-	ev := events.KinesisTimeWindowEvent{TimeWindowProperties: events.TimeWindowProperties{ShardID: "shardId-000000000000", State: r.state, IsFinalInvokeForWindow: true}}
-	if _, err := r.p.HandleInterval(context.Background(), ev); err != nil {
-		r.t.Fatalf("interval flush: %v", err)
-	}
-	r.state = nil
-}
-
 // On the per-interval path a session or sliding window's records ride in
 // Lambda's window state to the flush, which folds each key's into its
 // keyed state once: the invocations before it write no keyed state (they
@@ -95,22 +54,15 @@ func TestIntervalFoldsKeyedStateAtTheFlush(t *testing.T) {
 		t.Run(tt.window, func(t *testing.T) {
 			// outOfOrderness 1m: nothing is final at the first flush, so
 			// its only keyed write is the fold.
-			cfg, err := pipeline.Parse([]byte(`{"name":"kc","key":"key","value":"data.v","windows":[` + tt.window + `],
-			  "aggregates":["count","sum"],"outOfOrderness":"1m","latePolicy":"drop","partitionKeyIsGroupingKey":true}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			table := fmt.Sprintf("intervalcarry-%d", tableSeq.Add(1))
-			if err := state.CreateTable(ctx, db, table); err != nil {
-				t.Fatal(err)
-			}
 			kw := &keyedWrites{Client: db}
-			out := &outputLog{}
-			r := &intervalRun{t: t, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
-				p: aggregate.New(cfg, state.NewViews(kw, table, cfg.Aggregates), out, "results", aggregate.WithLogger(quiet))}
+			p, out := pipelineOn(t, `{"name":"kc","key":"key","value":"data.v","windows":[`+tt.window+`],
+			  "aggregates":["count","sum"],"outOfOrderness":"1m","latePolicy":"drop","partitionKeyIsGroupingKey":true}`,
+				func(cfg *pipeline.Config, table string) *state.Views {
+					return state.NewViews(kw, table, cfg.Aggregates)
+				})
+			r := &feed{t: t, p: p, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 			for i, s := range []float64{0, 10, 20, 30} {
-				r.send(at{"a", s, i + 1})
+				r.carry(at{"a", s, i + 1})
 			}
 			if n := kw.count(); n != 0 {
 				t.Errorf("4 invocations before the flush wrote the keyed state %d times, want 0 (carried to the flush)", n)
@@ -119,7 +71,7 @@ func TestIntervalFoldsKeyedStateAtTheFlush(t *testing.T) {
 			if n := kw.count(); n != 1 {
 				t.Errorf("the flush wrote the keyed state %d times, want 1 (one fold of 4 records)", n)
 			}
-			r.send(at{"z", 1000, 0})
+			r.carry(at{"z", 1000, 0})
 			r.flush()
 			if got := strings.Join(out.of("a", r.base), "\n"); got != tt.want {
 				t.Errorf("results of key a:\n%s\nwant:\n%s", got, tt.want)
@@ -131,18 +83,9 @@ func TestIntervalFoldsKeyedStateAtTheFlush(t *testing.T) {
 // Carried points have a budget in Lambda's 1 MB window state: past it an
 // invocation folds them at once, and the state it returns carries none.
 func TestIntervalCarriesKeyedPointsWithinABudget(t *testing.T) {
-	cfg, err := pipeline.Parse([]byte(`{"name":"kb","key":"key","value":"data.v","windows":[{"kind":"session","gap":"20s"}],
-	  "aggregates":["count","sum"],"outOfOrderness":"5s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	table := fmt.Sprintf("intervalcarry-%d", tableSeq.Add(1))
-	if err := state.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	r := &intervalRun{t: t, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
-		p: aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), &outputLog{}, "results", aggregate.WithLogger(quiet))}
+	p, _ := pipelineOn(t, `{"name":"kb","key":"key","value":"data.v","windows":[{"kind":"session","gap":"20s"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"5s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`, nil)
+	r := &feed{t: t, p: p, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	batch := func(keys int) []at {
 		recs := make([]at, keys)
 		for i := range recs {
@@ -158,11 +101,11 @@ func TestIntervalCarriesKeyedPointsWithinABudget(t *testing.T) {
 		}
 		return n
 	}
-	r.send(batch(100)...)
+	r.carry(batch(100)...)
 	if n := carriedBytes(); n == 0 {
 		t.Fatal("100 records of a session pipeline: nothing carried to the flush")
 	}
-	r.send(batch(1500)...) // 1,600 points of 200-byte keys: past 256 KB
+	r.carry(batch(1500)...) // 1,600 points of 200-byte keys: past 256 KB
 	if n := carriedBytes(); n != 0 {
 		t.Errorf("past the budget the state still carries %d bytes of points", n)
 	}

@@ -2,18 +2,13 @@ package aggregate_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
-	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // On the per-interval path a record waits in Lambda's tumbling window state
@@ -41,45 +36,15 @@ func TestTickerWaitsForRecordsTheIntervalCarries(t *testing.T) {
 			[]time.Duration{15 * time.Second, 50 * time.Second, 29 * time.Minute, 31 * time.Minute, 32 * time.Minute}, "final [0s,10s) r1 count 1 sum 1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := pipeline.Parse([]byte(`{"name":"kh","key":"key","value":"data.v","windows":[` + tt.window + `],
-			  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			table := fmt.Sprintf("intervalhold-%d", tableSeq.Add(1))
-			if err := state.CreateTable(ctx, db, table); err != nil {
-				t.Fatal(err)
-			}
 			now := base
 			clock := func() time.Time { return now }
-			out := &outputLog{}
-			p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock)), out, "results",
-				aggregate.WithLogger(quiet), aggregate.WithClock(clock))
-			const shard = "shardId-000000000000"
-			win := events.TimeWindowProperties{ShardID: shard}
-			seq := 0
-			carry := func(seconds float64) map[string]string {
-				t.Helper()
-				seq++
-				when := base.Add(time.Duration(seconds * float64(time.Second)))
-				now = when
-				recs := []record{{shard: shard, seq: seq, env: stream.Envelope{ID: fmt.Sprint(seq), Type: "v", Key: "a",
-					OccurredAt: when, SentAt: when, ReceivedAt: when, Data: json.RawMessage(`{"v":1}`)}}}
-				resp, err := p.HandleInterval(ctx, events.KinesisTimeWindowEvent{KinesisEvent: kinesisEvent(recs), TimeWindowProperties: win})
-				if err != nil || len(resp.BatchItemFailures) > 0 {
-					t.Fatalf("interval batch: %v %v", resp, err)
-				}
-				return resp.State
-			}
-			flush := func(st map[string]string) {
-				t.Helper()
-				fin := events.KinesisTimeWindowEvent{TimeWindowProperties: win}
-				fin.State, fin.IsFinalInvokeForWindow = st, true
-				if _, err := p.HandleInterval(ctx, fin); err != nil {
-					t.Fatalf("interval flush: %v", err)
-				}
-			}
+			p, out := pipelineOn(t, `{"name":"kh","key":"key","value":"data.v","windows":[`+tt.window+`],
+			  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
+				func(cfg *pipeline.Config, table string) *state.Views {
+					return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
+				}, aggregate.WithClock(clock))
+			ctx := context.Background()
+			f := &feed{t: t, p: p, base: base, clock: &now}
 			tick := func(at time.Duration) {
 				t.Helper()
 				now = base.Add(at)
@@ -87,8 +52,9 @@ func TestTickerWaitsForRecordsTheIntervalCarries(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			flush(carry(0)) // the first interval: a@0s written
-			st := carry(5)  // the second: a@5s carried
+			f.carry(at{"a", 0, 1}) // the first interval: a@0s written
+			f.flush()
+			f.carry(at{"a", 5, 1}) // the second: a@5s carried
 			for _, at := range tt.ticks[:2] {
 				tick(at)
 				if got := out.of("a", base); tt.flush && len(got) > 0 {
@@ -99,7 +65,7 @@ func TestTickerWaitsForRecordsTheIntervalCarries(t *testing.T) {
 				tick(at)
 			}
 			if tt.flush {
-				flush(st)
+				f.flush()
 			}
 			tick(time.Hour)
 			tick(time.Hour + time.Minute)

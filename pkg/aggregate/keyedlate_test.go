@@ -10,15 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
-	"github.com/tributary-dev/tributary/pkg/pipeline"
-	"github.com/tributary-dev/tributary/pkg/state"
-	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // outputLog is an output stream that keeps each result once, by id.
@@ -167,51 +163,13 @@ func TestKeyedWindowsFollowKafkaLateness(t *testing.T) {
 			want:    []string{"final [2m25s,2m55.001s) r1 count 2 sum 5", "final [2m30.001s,3m0.002s) r1 count 1 sum 1"},
 		},
 	} {
-		for _, path := range []string{"per-batch", "per-interval"} {
+		for _, path := range []string{perBatch, perInterval} {
 			t.Run(tt.name+"/"+path, func(t *testing.T) {
-				cfg, err := pipeline.Parse([]byte(`{"name":"kl","key":"key","value":"data.v","windows":[` + tt.window + `],
-				  "aggregates":["count","sum"],"outOfOrderness":"30s",` + tt.policy + `,"partitionKeyIsGroupingKey":true}`))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx := context.Background()
-				table := fmt.Sprintf("keyedlate-%d", tableSeq.Add(1))
-				if err := state.CreateTable(ctx, db, table); err != nil {
-					t.Fatal(err)
-				}
-				out := &outputLog{}
-				p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), out, "results", aggregate.WithLogger(quiet))
+				p, out := pipelineOn(t, `{"name":"kl","key":"key","value":"data.v","windows":[`+tt.window+`],
+				  "aggregates":["count","sum"],"outOfOrderness":"30s",`+tt.policy+`,"partitionKeyIsGroupingKey":true}`, nil)
 				base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-				const shard = "shardId-000000000000"
-				seq := 0
-				send := func(batch []at) {
-					t.Helper()
-					var recs []record
-					for _, r := range batch {
-						seq++
-						when := base.Add(time.Duration(r.seconds * float64(time.Second)))
-						recs = append(recs, record{shard: shard, seq: seq, env: stream.Envelope{ID: fmt.Sprint(seq), Type: "v", Key: r.key,
-							OccurredAt: when, SentAt: when, ReceivedAt: when, Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, r.value))}})
-					}
-					if path == "per-batch" {
-						resp, err := p.HandleBatch(ctx, kinesisEvent(recs))
-						if err != nil || len(resp.BatchItemFailures) > 0 {
-							t.Fatalf("batch: %v %v", resp, err)
-						}
-						return
-					}
-					win := events.TimeWindowProperties{ShardID: shard}
-					ev := events.KinesisTimeWindowEvent{KinesisEvent: kinesisEvent(recs), TimeWindowProperties: win}
-					resp, err := p.HandleInterval(ctx, ev)
-					if err != nil || len(resp.BatchItemFailures) > 0 {
-						t.Fatalf("interval batch: %v %v", resp, err)
-					}
-					final := events.KinesisTimeWindowEvent{TimeWindowProperties: win}
-					final.State, final.IsFinalInvokeForWindow = resp.State, true
-					if _, err := p.HandleInterval(ctx, final); err != nil {
-						t.Fatalf("interval flush: %v", err)
-					}
-				}
+				f := &feed{t: t, p: p, base: base, path: path}
+				send := func(batch []at) { f.batch(batch...) }
 				for _, b := range tt.batches {
 					send(b)
 				}

@@ -2,21 +2,16 @@ package aggregate_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
-	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // A session that grows batch after batch keeps its keyed state's entry in
@@ -26,50 +21,16 @@ import (
 // pipeline at 100 events/s over 1,000 keys). The session is still final, and
 // on the output stream, at the batch whose watermark passes its end.
 func TestGrowingSessionKeepsItsIndexEntry(t *testing.T) {
-	for _, path := range []string{"per-batch", "per-interval"} {
+	for _, path := range []string{perBatch, perInterval} {
 		t.Run(path, func(t *testing.T) {
-			cfg, err := pipeline.Parse([]byte(`{"name":"kg","key":"key","value":"data.v","windows":[{"kind":"session","gap":"20s"}],
-			  "aggregates":["count","sum"],"outOfOrderness":"30s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`))
-			if err != nil {
-				t.Fatal(err)
-			}
+			var table string
+			p, out := pipelineOn(t, `{"name":"kg","key":"key","value":"data.v","windows":[{"kind":"session","gap":"20s"}],
+			  "aggregates":["count","sum"],"outOfOrderness":"30s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`,
+				func(cfg *pipeline.Config, tbl string) *state.Views { table = tbl; return state.NewViews(db, tbl, cfg.Aggregates) })
 			ctx := context.Background()
-			table := fmt.Sprintf("keyedlisting-%d", tableSeq.Add(1))
-			if err := state.CreateTable(ctx, db, table); err != nil {
-				t.Fatal(err)
-			}
-			out := &outputLog{}
-			p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), out, "results", aggregate.WithLogger(quiet))
 			base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-			const shard = "shardId-000000000000"
-			seq := 0
-			send := func(batch ...at) {
-				t.Helper()
-				var recs []record
-				for _, r := range batch {
-					seq++
-					when := base.Add(time.Duration(r.seconds * float64(time.Second)))
-					recs = append(recs, record{shard: shard, seq: seq, env: stream.Envelope{ID: fmt.Sprint(seq), Type: "v", Key: r.key,
-						OccurredAt: when, SentAt: when, ReceivedAt: when, Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, r.value))}})
-				}
-				if path == "per-batch" {
-					resp, err := p.HandleBatch(ctx, kinesisEvent(recs))
-					if err != nil || len(resp.BatchItemFailures) > 0 {
-						t.Fatalf("batch: %v %v", resp, err)
-					}
-					return
-				}
-				win := events.TimeWindowProperties{ShardID: shard}
-				resp, err := p.HandleInterval(ctx, events.KinesisTimeWindowEvent{KinesisEvent: kinesisEvent(recs), TimeWindowProperties: win})
-				if err != nil || len(resp.BatchItemFailures) > 0 {
-					t.Fatalf("interval batch: %v %v", resp, err)
-				}
-				final := events.KinesisTimeWindowEvent{TimeWindowProperties: win}
-				final.State, final.IsFinalInvokeForWindow = resp.State, true
-				if _, err := p.HandleInterval(ctx, final); err != nil {
-					t.Fatalf("interval flush: %v", err)
-				}
-			}
+			f := &feed{t: t, p: p, base: base, path: path}
+			send := f.batch
 			listedUntil := func() string {
 				t.Helper()
 				got, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),

@@ -29,34 +29,60 @@ func (v *Views) SaveWatermark(ctx context.Context, pipeline, shard string, wm *w
 	if err != nil {
 		return false, err
 	}
-	s, err := watermarkShape.get(0)
+	slots := [2]types.AttributeValue{avB(blob), avS(timeText(wm.Current()))}
+	stored, err := v.updateShardItem(ctx, pipeline, shard, &watermarkShape, slots[:])
+	if err != nil {
+		return false, fmt.Errorf("state: saving watermark of %s %s: %w", pipeline, shard, err)
+	}
+	return stored, nil
+}
+
+// updateShardItem makes one conditional write of shape to pipeline's item
+// of shard; applied is false when its condition did not hold.
+func (v *Views) updateShardItem(ctx context.Context, pipeline, shard string, shape *shapeSet, slots []types.AttributeValue) (applied bool, err error) {
+	s, err := shape.get(0)
 	if err != nil {
 		return false, err
 	}
-	slots := [2]types.AttributeValue{avB(blob), avS(timeText(wm.Current()))}
 	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: v.tableName, Key: itemKey(watermarkPK(pipeline), shard),
 		UpdateExpression: s.update, ConditionExpression: s.condition,
-		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots),
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return false, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("state: saving watermark of %s %s: %w", pipeline, shard, err)
-	}
-	return true, nil
+	return err == nil, err
 }
 
 // Watermarks loads every shard's watermark of pipeline.
 func (v *Views) Watermarks(ctx context.Context, pipeline string) (map[string]*window.Watermark, error) {
+	out := map[string]*window.Watermark{}
+	err := v.eachShardItem(ctx, pipeline, "watermarks", func(shard string, it map[string]types.AttributeValue) error {
+		b, ok := it[attrWatermark].(*types.AttributeValueMemberB)
+		if !ok {
+			return nil // a hold stored before the shard's first watermark
+		}
+		wm := &window.Watermark{}
+		if err := wm.UnmarshalBinary(b.Value); err != nil {
+			return fmt.Errorf("state: watermark of %s %s: %w", pipeline, shard, err)
+		}
+		out[shard] = wm
+		return nil
+	})
+	return out, err
+}
+
+// eachShardItem calls fn with each of pipeline's per-shard items (the
+// watermark and the hold), read strongly consistent; what names the read
+// in errors.
+func (v *Views) eachShardItem(ctx context.Context, pipeline, what string, fn func(shard string, item map[string]types.AttributeValue) error) error {
 	s, err := watermarksShape.get(0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	slots := [1]types.AttributeValue{avS(watermarkPK(pipeline))}
-	out := map[string]*window.Watermark{}
 	p := dynamodb.NewQueryPaginator(v.db, &dynamodb.QueryInput{
 		TableName: v.tableName, ConsistentRead: aws.Bool(true),
 		KeyConditionExpression: s.keyCondition, ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
@@ -64,21 +90,15 @@ func (v *Views) Watermarks(ctx context.Context, pipeline string) (map[string]*wi
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("state: watermarks of %s: %w", pipeline, err)
+			return fmt.Errorf("state: %s of %s: %w", what, pipeline, err)
 		}
 		for _, it := range page.Items {
-			b, ok := it[attrWatermark].(*types.AttributeValueMemberB)
-			if !ok {
-				continue
+			if err := fn(stringAttr(it, attrSK), it); err != nil {
+				return err
 			}
-			wm := &window.Watermark{}
-			if err := wm.UnmarshalBinary(b.Value); err != nil {
-				return nil, fmt.Errorf("state: watermark of %s %s: %w", pipeline, stringAttr(it, attrSK), err)
-			}
-			out[stringAttr(it, attrSK)] = wm
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // watermarkShape is SaveWatermark's write: the encoded watermark (slot 0)
@@ -110,21 +130,9 @@ const (
 // expires, whichever is first; a hold already stored at an earlier time
 // stays (holds only move back until cleared) unless it has expired.
 func (v *Views) Hold(ctx context.Context, pipeline, shard string, at, expires time.Time) error {
-	s, err := holdShape.get(0)
-	if err != nil {
-		return err
-	}
 	slots := [3]types.AttributeValue{timeAV(at), timeAV(expires), timeAV(v.now())}
-	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: v.tableName, Key: itemKey(watermarkPK(pipeline), shard),
-		UpdateExpression: s.update, ConditionExpression: s.condition,
-		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return nil // an earlier hold is stored: it covers this one
-	}
-	if err != nil {
+	// Not applied: an earlier hold is stored, and it covers this one.
+	if _, err := v.updateShardItem(ctx, pipeline, shard, &holdShape, slots[:]); err != nil {
 		return fmt.Errorf("state: holding the watermark of %s %s at %s: %w", pipeline, shard, timeText(at), err)
 	}
 	return nil
@@ -133,21 +141,9 @@ func (v *Views) Hold(ctx context.Context, pipeline, shard string, at, expires ti
 // ClearHold removes shard's hold if it is still at (a later interval's
 // hold, stored since, stays).
 func (v *Views) ClearHold(ctx context.Context, pipeline, shard string, at time.Time) error {
-	s, err := clearHoldShape.get(0)
-	if err != nil {
-		return err
-	}
 	slots := [1]types.AttributeValue{timeAV(at)}
-	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: v.tableName, Key: itemKey(watermarkPK(pipeline), shard),
-		UpdateExpression: s.update, ConditionExpression: s.condition,
-		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return nil
-	}
-	if err != nil {
+	// Not applied: a later interval's hold is stored.
+	if _, err := v.updateShardItem(ctx, pipeline, shard, &clearHoldShape, slots[:]); err != nil {
 		return fmt.Errorf("state: clearing the watermark hold of %s %s: %w", pipeline, shard, err)
 	}
 	return nil
@@ -155,31 +151,16 @@ func (v *Views) ClearHold(ctx context.Context, pipeline, shard string, at time.T
 
 // Holds loads the holds of pipeline's shards that have not expired at now.
 func (v *Views) Holds(ctx context.Context, pipeline string, now time.Time) (map[string]time.Time, error) {
-	s, err := watermarksShape.get(0)
-	if err != nil {
-		return nil, err
-	}
-	slots := [1]types.AttributeValue{avS(watermarkPK(pipeline))}
 	out := map[string]time.Time{}
-	p := dynamodb.NewQueryPaginator(v.db, &dynamodb.QueryInput{
-		TableName: v.tableName, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: s.keyCondition, ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
+	err := v.eachShardItem(ctx, pipeline, "watermark holds", func(shard string, it map[string]types.AttributeValue) error {
+		at, err1 := time.Parse(TimeLayout, stringAttr(it, attrHold))
+		expires, err2 := time.Parse(TimeLayout, stringAttr(it, attrHoldExpires))
+		if err1 == nil && err2 == nil && now.Before(expires) {
+			out[shard] = at
+		}
+		return nil // none, or expired
 	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("state: watermark holds of %s: %w", pipeline, err)
-		}
-		for _, it := range page.Items {
-			at, err1 := time.Parse(TimeLayout, stringAttr(it, attrHold))
-			expires, err2 := time.Parse(TimeLayout, stringAttr(it, attrHoldExpires))
-			if err1 != nil || err2 != nil || !now.Before(expires) {
-				continue // none, or expired
-			}
-			out[stringAttr(it, attrSK)] = at
-		}
-	}
-	return out, nil
+	return out, err
 }
 
 // holdShape is Hold's write: the hold (slot 0) and its expiry (slot 1),

@@ -75,4 +75,3 @@ func TestPutWindowNeverGoesBackARevision(t *testing.T) {
 		})
 	}
 }
-

@@ -35,7 +35,9 @@ func pipelineOn(t *testing.T, cfgJSON string, views func(cfg *pipeline.Config, t
 		t.Fatal(err)
 	}
 	if views == nil {
-		views = func(cfg *pipeline.Config, table string) *state.Views { return state.NewViews(db, table, cfg.Aggregates) }
+		views = func(cfg *pipeline.Config, table string) *state.Views {
+			return state.NewViews(db, table, cfg.Aggregates)
+		}
 	}
 	out := &outputLog{}
 	return aggregate.New(cfg, views(cfg, table), out, "results", append([]aggregate.Option{aggregate.WithLogger(quiet)}, opts...)...), out

@@ -26,7 +26,10 @@ func TestGrowingSessionKeepsItsIndexEntry(t *testing.T) {
 			var table string
 			p, out := pipelineOn(t, `{"name":"kg","key":"key","value":"data.v","windows":[{"kind":"session","gap":"20s"}],
 			  "aggregates":["count","sum"],"outOfOrderness":"30s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`,
-				func(cfg *pipeline.Config, tbl string) *state.Views { table = tbl; return state.NewViews(db, tbl, cfg.Aggregates) })
+				func(cfg *pipeline.Config, tbl string) *state.Views {
+					table = tbl
+					return state.NewViews(db, tbl, cfg.Aggregates)
+				})
 			ctx := context.Background()
 			base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 			f := &feed{t: t, p: p, base: base, path: path}

@@ -14,8 +14,8 @@
 // output stream, and the records each engine dropped as late.
 //
 // Where the two engines differ by design, the test aligns them and says so
-// in a comment; the README's section on window semantics lists the same
-// differences. Sliding windows that Kafka makes by copying a stored window
+// in a comment; docs/windows.md ("Conformance with Kafka Streams")
+// lists the same differences. Sliding windows that Kafka makes by copying a stored window
 // which missed a partly late record are checked against this project's own
 // definition instead and counted as explained (sliding_test.go). Anything
 // else is a mismatch and fails the test.

@@ -60,7 +60,7 @@ func TestKafkaStreamsConformance(t *testing.T) {
 func (h *history) id() string { return fmt.Sprintf("%s/%s/seed=%d", h.kind.name, h.policy, h.seed) }
 
 // kafka is h in the oracle's terms. The alignments between the two engines
-// (the README lists them under window semantics):
+// (docs/windows.md lists them under "Conformance with Kafka Streams"):
 //
 //   - Time. This project closes windows by a watermark per shard, the
 //     newest event time seen minus outOfOrderness; a window [start, end) is

@@ -102,7 +102,7 @@ func sampleFences(t *testing.T, file string) map[string]bool {
 	return out
 }
 
-// `make invoke` with a console sample, as the README has a new user do
+// `make invoke` with a console sample, as docs/local.md has a new user do
 // right after `make local-up`, then real traffic: no real shard takes the
 // sample's sequence numbers as its position or its fixed 2026-11-29 times
 // as its watermark, the sample's records are counted under a shard of their

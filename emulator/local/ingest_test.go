@@ -141,14 +141,14 @@ func readEvents(t *testing.T, ctx context.Context, cfg aws.Config, name string) 
 // TestSignedIngestEndToEnd synthesizes the stack with
 // -c tributary:ingestAuth=HMAC, deploys it on moto (the local runner
 // creates the signing secret), and runs the real ingest binary, which reads
-// the secret at init: an unsigned request is a 401; the README's
+// the secret at init: an unsigned request is a 401; docs/events.md's
 // openssl/curl recipe, run as written, is accepted; a request signed in Go
 // and sent twice is written once.
 func TestSignedIngestEndToEnd(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"bash", "openssl", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the README's signing recipe needs it", tool)
+			t.Skipf("%s is not installed: docs/events.md's signing recipe needs it", tool)
 		}
 	}
 	root, _, bin := paths(t)
@@ -216,17 +216,17 @@ func TestSignedIngestEndToEnd(t *testing.T) {
 		t.Errorf("signed in Go, sent twice: %d %s, then %d %v %s; want 202 and the same answer replayed", status1, b1, status2, h2, b2)
 	}
 
-	// The README's recipe, run as written.
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	// The recipe under "Signed requests (HMAC)", run as written.
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "events.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	recipe := recipeBlock(t, string(readme), "<!-- tested by emulator/local TestSignedIngestEndToEnd")
+	recipe := recipeBlock(t, "docs/events.md", string(doc), "<!-- tested by emulator/local TestSignedIngestEndToEnd")
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", recipe)
 	cmd.Env = append(os.Environ(), "URL="+url, "SECRET="+secret)
 	answer, err := cmd.Output()
 	if err != nil || !strings.Contains(string(answer), `"accepted":1`) {
-		t.Errorf("the README's recipe: %v, answer %s; want 1 accepted", err, answer)
+		t.Errorf("docs/events.md's recipe: %v, answer %s; want 1 accepted", err, answer)
 	}
 
 	counts := map[string]int{}
@@ -238,16 +238,17 @@ func TestSignedIngestEndToEnd(t *testing.T) {
 	}
 }
 
-// recipeBlock returns the first ```sh block after marker in doc.
-func recipeBlock(t *testing.T, doc, marker string) string {
+// recipeBlock returns the first ```sh block after marker in doc, the text
+// of file (README.md or a file under docs/, named in the failures).
+func recipeBlock(t *testing.T, file, doc, marker string) string {
 	t.Helper()
 	_, after, ok := strings.Cut(doc, marker)
 	if !ok {
-		t.Fatalf("README.md has no %q", marker)
+		t.Fatalf("%s has no %q", file, marker)
 	}
 	_, after, ok = strings.Cut(after, "```sh\n")
 	if !ok {
-		t.Fatalf("no ```sh block after %q", marker)
+		t.Fatalf("%s: no ```sh block after %q", file, marker)
 	}
 	block, _, ok := strings.Cut(after, "```")
 	if !ok {

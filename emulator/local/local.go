@@ -303,8 +303,8 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// Ports in a fixed order: ingest's URL first (the README's curl is sent
-	// to URLPort), then the others by function name.
+	// Ports in a fixed order: ingest's URL first (the curls of README.md and
+	// docs/events.md are sent to URLPort), then the others by function name.
 	sort.SliceStable(urls, func(i, j int) bool {
 		bi, bj := s.names[urls[i].FunctionLogicalID], s.names[urls[j].FunctionLogicalID]
 		if (bi == "ingest") != (bj == "ingest") {

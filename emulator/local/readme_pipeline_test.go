@@ -49,7 +49,7 @@ func TestReadmeFirstPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README's pipeline file: %v", err)
 	}
-	curl := recipeBlock(t, string(readme), "<!-- tested by emulator/local TestReadmeFirstPipeline -->")
+	curl := recipeBlock(t, "README.md", string(readme), "<!-- tested by emulator/local TestReadmeFirstPipeline -->")
 	const documented = "http://127.0.0.1:9000/"
 	if !strings.Contains(curl, documented) {
 		t.Fatalf("the README's curl does not post to %s, make local-up's ingest URL:\n%s", documented, curl)

@@ -20,8 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 )
 
-// post is the README's Go example of calling the AWS_IAM ingest URL, kept
-// here word for word (TestReadmeSigV4 checks the README still holds it).
+// post is the Go example of calling the AWS_IAM ingest URL in docs/deploy.md
+// ("Calling the ingest URL (SigV4)"), kept here word for word
+// (TestReadmeSigV4 checks the page still holds it).
 func post(ctx context.Context, url string, body []byte) (*http.Response, error) {
 	cfg, err := config.LoadDefaultConfig(ctx) // github.com/aws/aws-sdk-go-v2/config
 	if err != nil {
@@ -44,7 +45,7 @@ func post(ctx context.Context, url string, body []byte) (*http.Response, error) 
 	return http.DefaultClient.Do(req)
 }
 
-// TestReadmeSigV4 runs the README's two ways of calling the AWS_IAM ingest
+// TestReadmeSigV4 runs docs/deploy.md's two ways of calling the AWS_IAM ingest
 // URL — the curl --aws-sigv4 command and the Go function — against a local
 // server standing in for the URL, with test credentials: both send the body
 // with a SigV4 Authorization header for service lambda in the region set.
@@ -52,7 +53,7 @@ func post(ctx context.Context, url string, body []byte) (*http.Response, error) 
 // curl's are the ones AWS documents.)
 func TestReadmeSigV4(t *testing.T) {
 	root, _, _ := paths(t)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "deploy.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +63,8 @@ func TestReadmeSigV4(t *testing.T) {
 	}
 	_, fn, _ := strings.Cut(string(src), "func post(")
 	fn, _, _ = strings.Cut(fn, "\n}\n")
-	if !strings.Contains(string(readme), "func post("+fn+"\n}\n") {
-		t.Errorf("README.md's Go example is not this file's post function, word for word")
+	if !strings.Contains(string(doc), "func post("+fn+"\n}\n") {
+		t.Errorf("docs/deploy.md's Go example is not this file's post function, word for word")
 	}
 
 	type request struct{ auth, token, body string }
@@ -90,17 +91,17 @@ func TestReadmeSigV4(t *testing.T) {
 
 	// The curl command, from its curl line on (the URL line asks
 	// CloudFormation; here URL is the local server).
-	block := recipeBlock(t, string(readme), "### Calling the ingest URL (SigV4)")
+	block := recipeBlock(t, "docs/deploy.md", string(doc), "\n## Calling the ingest URL (SigV4)\n")
 	i := strings.Index(block, "curl ")
 	if i < 0 {
-		t.Fatalf("no curl in the README's SigV4 block:\n%s", block)
+		t.Fatalf("no curl in docs/deploy.md's SigV4 block:\n%s", block)
 	}
 	if _, err := exec.LookPath("curl"); err == nil {
 		cmd := exec.Command("bash", "-euo", "pipefail", "-c", block[i:])
 		cmd.Env = append(os.Environ(), "URL="+srv.URL)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("the README's curl --aws-sigv4: %v\n%s", err, out)
+			t.Fatalf("docs/deploy.md's curl --aws-sigv4: %v\n%s", err, out)
 		}
 		check("curl --aws-sigv4", <-got)
 	}

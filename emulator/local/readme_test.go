@@ -9,24 +9,24 @@ import (
 	"testing"
 )
 
-// TestReadmeLocalCurl runs the README's first curl ("Sending your own
-// events") as written against a local topology, with its URL pointed at
-// this test's ingest: the answer is the one the README shows, and the event
-// is on the events stream once.
+// TestReadmeLocalCurl runs the first curl of docs/events.md ("Sending your
+// own events", moved there from the README) as written against a local
+// topology, with its URL pointed at this test's ingest: the answer is the
+// one the page shows, and the event is on the events stream once.
 func TestReadmeLocalCurl(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed: the README's example needs it")
+		t.Skip("curl is not installed: docs/events.md's example needs it")
 	}
 	root, _, _ := paths(t)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "events.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const documented = "http://127.0.0.1:9000/"
-	block := recipeBlock(t, string(readme), "<!-- tested by emulator/local TestReadmeLocalCurl")
+	block := recipeBlock(t, "docs/events.md", string(doc), "<!-- tested by emulator/local TestReadmeLocalCurl")
 	if !strings.Contains(block, documented) {
-		t.Fatalf("the README's example does not post to %s, the default ingest URL of make local-up:\n%s", documented, block)
+		t.Fatalf("docs/events.md's example does not post to %s, the default ingest URL of make local-up:\n%s", documented, block)
 	}
 	stack, _ := startTopology(t)
 	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
@@ -34,7 +34,7 @@ func TestReadmeLocalCurl(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", strings.ReplaceAll(block, documented, stack.URL("ingest")))
 	answer, err := cmd.Output()
 	if err != nil || strings.TrimSpace(string(answer)) != `{"events":1,"accepted":1}` {
-		t.Fatalf("the README's curl: %v, answer %s; want {\"events\":1,\"accepted\":1}", err, answer)
+		t.Fatalf("docs/events.md's curl: %v, answer %s; want {\"events\":1,\"accepted\":1}", err, answer)
 	}
 	n := 0
 	for _, e := range readEvents(t, ctx, stack.Config(), env(t, stack, "ingest", "EVENTS_STREAM_NAME")) {

@@ -77,8 +77,8 @@ type AlarmSpec struct {
 type AlarmKindInfo struct {
 	Kind    AlarmKind
 	Default AlarmSpec
-	// Meaning says what fires it and what to do, as the README's table and
-	// the alarms' descriptions say it.
+	// Meaning says what fires it and what to do, as the table in docs/deploy.md
+	// and the alarms' descriptions say it.
 	Meaning string
 }
 

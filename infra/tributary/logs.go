@@ -49,8 +49,8 @@ const (
 	QuerySetAside ResultsQuery = "setAside"
 )
 
-// resultsQueries lists the queries in the order the README and the
-// dashboard name them.
+// resultsQueries lists the queries in the order docs/deploy.md and
+// the dashboard name them.
 var resultsQueries = []ResultsQuery{QueryResultsOfKey, QueryTopKeys, QueryRecordPath, QuerySetAside}
 
 // queryNames are the saved queries' names: a folder per pipeline under

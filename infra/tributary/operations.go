@@ -21,7 +21,8 @@ import (
 )
 
 // Context keys of the operational settings (cdk.json, or cdk synth/deploy
-// -c key=value). The README's deploy section lists each with its default.
+// -c key=value). docs/deploy.md ("Alarms, retention and what
+// `cdk destroy` keeps") lists each with its default.
 const (
 	// ContextAlarmEmail is an email address subscribed to the alarm topic;
 	// none if unset (subscribe later in the SNS console or with the CLI).

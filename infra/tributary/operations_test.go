@@ -456,8 +456,9 @@ func TestOpsSettingsRejects(t *testing.T) {
 	}
 }
 
-// readmeRow is the README table row of context key (a line starting with
-// "| `key` |"), or "".
+// readmeRow is the table row of context key in docs/deploy.md (a line
+// starting with "| `key` |"), or "". The name is from when the table was
+// in the README.
 func readmeRow(readme, key string) string {
 	for _, line := range strings.Split(readme, "\n") {
 		if strings.HasPrefix(line, "| `"+key+"` |") {
@@ -467,10 +468,12 @@ func readmeRow(readme, key string) string {
 	return ""
 }
 
-// TestREADMEListsEveryContextKey: the deploy section's table has a row for
-// every operational context key, with the default the code uses.
+// TestREADMEListsEveryContextKey: the table under "Alarms, retention and
+// what `cdk destroy` keeps" (docs/deploy.md, once the README's deploy
+// section) has a row for every operational context key, with the default
+// the code uses.
 func TestREADMEListsEveryContextKey(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../docs/deploy.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,11 +490,11 @@ func TestREADMEListsEveryContextKey(t *testing.T) {
 	for key, def := range rows {
 		row := readmeRow(readme, key)
 		if row == "" {
-			t.Errorf("README has no table row for %s", key)
+			t.Errorf("docs/deploy.md has no table row for %s", key)
 			continue
 		}
 		if cells := strings.Split(row, "|"); len(cells) < 4 || strings.TrimSpace(cells[2]) != def {
-			t.Errorf("README row %q: default cell, want %q", row, def)
+			t.Errorf("docs/deploy.md row %q: default cell, want %q", row, def)
 		}
 	}
 }

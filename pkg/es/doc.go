@@ -34,7 +34,7 @@
 // stack's stores: the published records never hold it, and a stream record
 // set aside or quarantined loses the attribute (setaside.PersonalAttribute
 // is AttrPersonal). What AWS keeps by itself — the table's stream for 24
-// hours, point-in-time recovery for 35 days — the README lists.
+// hours, point-in-time recovery for 35 days — docs/event-sourcing.md lists.
 //
 // # Commands
 //

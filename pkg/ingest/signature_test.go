@@ -21,8 +21,8 @@ import (
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 )
 
-// The README's test vector: implementers in other languages check their
-// signing against it.
+// The test vector of docs/events.md ("Signed requests (HMAC)"):
+// implementers in other languages check their signing against it.
 func TestSignTestVector(t *testing.T) {
 	ts, sig := Sign([]byte("tributary-test-secret"), time.Unix(1796040000, 0), "/", `"8e03978e-40d5-43e8-bc93-6894a57f9324"`, []byte(`{"id":"evt-1"}`))
 	const want = "v1=" + testVectorSignature

@@ -74,8 +74,9 @@ func validate(s *jsonschema.Schema, doc []byte) error {
 }
 
 // examples are every pipeline file the repository shows a user: pipelines/*.json,
-// examples/**/pipelines/*.json and the README's pipeline blocks (a ```json
-// block holding an object with "name" and "windows").
+// examples/**/pipelines/*.json and the pipeline blocks of README.md and
+// docs/*.md (a ```json block holding an object with "name" and "windows");
+// README.md must hold one (its "Your first pipeline").
 func examples(t *testing.T) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
@@ -117,23 +118,30 @@ func examples(t *testing.T) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	docs, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := 0
-	for _, m := range regexp.MustCompile("(?s)```json\n(.*?)```").FindAllSubmatchIndex(readme, -1) {
-		block := readme[m[2]:m[3]]
-		var probe map[string]json.RawMessage
-		if json.Unmarshal(block, &probe) != nil || probe["name"] == nil || probe["windows"] == nil {
-			continue
+	for _, f := range append([]string{"../../README.md"}, docs...) {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
 		}
-		line := 1 + bytes.Count(readme[:m[0]], []byte("\n"))
-		out[fmt.Sprintf("README.md:%d", line)] = block
-		blocks++
-	}
-	if blocks == 0 {
-		t.Fatal("README.md: no ```json block with a pipeline (an object with name and windows)")
+		name := strings.TrimPrefix(f, "../../")
+		blocks := 0
+		for _, m := range regexp.MustCompile("(?s)```json\n(.*?)```").FindAllSubmatchIndex(text, -1) {
+			block := text[m[2]:m[3]]
+			var probe map[string]json.RawMessage
+			if json.Unmarshal(block, &probe) != nil || probe["name"] == nil || probe["windows"] == nil {
+				continue
+			}
+			line := 1 + bytes.Count(text[:m[0]], []byte("\n"))
+			out[fmt.Sprintf("%s:%d", name, line)] = block
+			blocks++
+		}
+		if blocks == 0 && name == "README.md" {
+			t.Fatal("README.md: no ```json block with a pipeline (an object with name and windows)")
+		}
 	}
 	return out
 }

@@ -70,7 +70,7 @@ func TestErasureNeverWritesIntoAShow(t *testing.T) {
 // failure queue, the published stream and every table of the event store
 // and its views — finds neither. The events table's own DynamoDB stream is
 // not searched: AWS keeps each change there for 24 hours and nothing can
-// remove it sooner (the README says so).
+// remove it sooner (docs/event-sourcing.md says so).
 func TestErasureReachesEveryCopy(t *testing.T) {
 	const name, email = "Grace Hopper", "grace.hopper@example.com"
 	f := newFixture(t)

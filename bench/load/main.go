@@ -22,7 +22,7 @@ func main() {
 	var loads, paths string
 	flag.StringVar(&loads, "loads", "10x100,100x1000,1000x10000", "loads to run, comma separated: <events a second>x<keys>")
 	flag.StringVar(&paths, "paths", "per-batch,per-interval", "write paths, comma separated: per-batch, per-interval")
-	flag.DurationVar(&o.span, "span", 10*time.Minute, "event time generated per load (at least 10m for the BENCH load lines the README quotes)")
+	flag.DurationVar(&o.span, "span", 10*time.Minute, "event time generated per load (at least 10m for the BENCH load lines docs/performance.md quotes)")
 	flag.DurationVar(&o.flush, "flush", time.Minute, "the per-interval path's flush interval (the mapping's TumblingWindowInSeconds)")
 	flag.DurationVar(&o.tail, "tail", 16*time.Minute, "ticks after the last event, so the windows it opened close (hopping 5m, allowed lateness 10m)")
 	flag.StringVar(&o.pipeline, "pipeline", "", "pipeline file (default: the stack's pipelines/pageviews.json)")

@@ -174,7 +174,7 @@ func NewIngest(scope constructs.Construct, id string, props IngestProps) (*Inges
 	}
 	if auth == IngestAuthHMAC {
 		in.Secret = awssecretsmanager.NewSecret(c, jsii.String("SigningSecret"), &awssecretsmanager.SecretProps{
-			Description: jsii.String("Tributary: the secret producers sign ingest requests with (HMAC-SHA256, see the README)"),
+			Description: jsii.String("Tributary: the secret producers sign ingest requests with (HMAC-SHA256, see docs/events.md)"),
 			GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
 				PasswordLength:     jsii.Number(64),
 				ExcludePunctuation: jsii.Bool(true),
@@ -185,7 +185,7 @@ func NewIngest(scope constructs.Construct, id string, props IngestProps) (*Inges
 			Id: jsii.String("AwsSolutions-SMG4"),
 			Reason: jsii.String("The signing secret is shared with the producers (devices) that sign requests with it, so a " +
 				"rotation Lambda cannot deliver a new value to them. It is rotated by hand: put a new value, hand it to the " +
-				"devices; ingest accepts AWSCURRENT and AWSPREVIOUS meanwhile (README: signed requests)."),
+				"devices; ingest accepts AWSCURRENT and AWSPREVIOUS meanwhile (docs/events.md: signed requests)."),
 		}}, jsii.Bool(false))
 		env[EnvIngestSecretArn] = in.Secret.SecretArn()
 	}

@@ -109,7 +109,7 @@ func (c *signatureCheck) verify(ctx context.Context, headers map[string]string, 
 	}
 	sig, ok := header(headers, HeaderSignature)
 	if !ok {
-		return "", &authError{HeaderSignature, "is missing; send v1=<hex HMAC-SHA256 of the string to sign> (see the README's signed requests)"}
+		return "", &authError{HeaderSignature, "is missing; send v1=<hex HMAC-SHA256 of the string to sign> (see docs/events.md, signed requests)"}
 	}
 	sig = strings.TrimSpace(sig)
 	digest, ok := strings.CutPrefix(sig, SignatureVersion+"=")

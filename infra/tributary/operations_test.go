@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -496,5 +497,30 @@ func TestREADMEListsEveryContextKey(t *testing.T) {
 		if cells := strings.Split(row, "|"); len(cells) < 4 || strings.TrimSpace(cells[2]) != def {
 			t.Errorf("docs/deploy.md row %q: default cell, want %q", row, def)
 		}
+	}
+}
+
+// TestDocsCountWhatTheTemplateHas: the figures docs/ quote from the
+// template are the template's: the alarms docs/cost.md prices, and the
+// flush interval default docs/configuration.md gives.
+func TestDocsCountWhatTheTemplateHas(t *testing.T) {
+	cost, err := os.ReadFile("../../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\| CloudWatch \| (\d+) alarms`).FindSubmatch(cost)
+	if m == nil {
+		t.Fatal("docs/cost.md has no CloudWatch row counting alarms")
+	}
+	if got, want := string(m[1]), fmt.Sprint(len(fx.tmpl.ofType("AWS::CloudWatch::Alarm"))); got != want {
+		t.Errorf("docs/cost.md prices %s alarms; the template has %s", got, want)
+	}
+	conf, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := readmeRow(string(conf), ContextFlushInterval)
+	if cells := strings.Split(row, "|"); len(cells) < 4 || strings.TrimSpace(cells[2]) != fmt.Sprint(DefaultFlushInterval.Seconds()) {
+		t.Errorf("docs/configuration.md row for %s: %q, want the default %v", ContextFlushInterval, row, DefaultFlushInterval.Seconds())
 	}
 }

@@ -11,10 +11,11 @@ import (
 	"testing"
 )
 
-// A moto that exits before answering (its private port taken between
-// FreePort and its bind, as when several test parts start motos at once)
-// is launched again on another port; one that never starts says why with
-// its last output.
+// Moto is started on a port of its own choosing (-p 0) and used where it
+// says it runs: two stand-ins started at once can never meet on one port
+// (two end-to-end tests once deployed onto one moto: ParameterAlreadyExists).
+// A moto that exits before answering is launched again; one that never
+// starts says why with its last output.
 func TestLaunchMotoRetriesAnEarlyExit(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -27,7 +28,7 @@ func TestLaunchMotoRetriesAnEarlyExit(t *testing.T) {
 	}{
 		{"first launch exits, the second answers", 1, ""},
 		{"two exit, the third answers", 2, ""},
-		{"every launch exits", motoAttempts, "Address already in use"},
+		{"every launch exits", motoAttempts, "moto failed to start"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -39,12 +40,23 @@ func TestLaunchMotoRetriesAnEarlyExit(t *testing.T) {
 			if err := os.MkdirAll(bin, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			// Stands in for the venv's python3 running the launcher: $5 is
-			// moto's port (launcher -H 127.0.0.1 -p PORT).
+			// Stands in for the venv's python3 running the launcher with
+			// -p 0: it serves on a port the kernel picks and says which,
+			// as werkzeug does.
+			serve := `import http.server, os, sys
+os.chdir(sys.argv[1])
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+print(" * Running on http://127.0.0.1:%d" % s.server_address[1], file=sys.stderr, flush=True)
+s.serve_forever()
+`
+			if err := os.WriteFile(filepath.Join(dir, "serve.py"), []byte(serve), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			script := "#!/bin/sh\n" +
+				"[ \"$5\" = 0 ] || { echo \"want -p 0, got $*\" >&2; exit 2; }\n" +
 				"n=$(cat " + dir + "/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > " + dir + "/n\n" +
-				"if [ $n -le " + string(rune('0'+tt.failFirst)) + " ]; then echo 'OSError: [Errno 98] Address already in use' >&2; exit 1; fi\n" +
-				"cd " + filepath.Dir(www) + " && exec " + py + " -m http.server --bind 127.0.0.1 $5\n"
+				"if [ $n -le " + string(rune('0'+tt.failFirst)) + " ]; then echo 'ImportError: moto failed to start' >&2; exit 1; fi\n" +
+				"exec " + py + " " + filepath.Join(dir, "serve.py") + " " + filepath.Dir(www) + "\n"
 			if err := os.WriteFile(filepath.Join(bin, "python3"), []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -61,6 +73,21 @@ func TestLaunchMotoRetriesAnEarlyExit(t *testing.T) {
 			defer s.Stop()
 			if !Answers(context.Background(), backend) {
 				t.Errorf("%s does not answer", backend)
+			}
+			// A second stand-in at once gets a port of its own.
+			if err := os.Remove(filepath.Join(dir, "n")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "n"), []byte("9"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s2, backend2, err := launchMotoRetrying(context.Background(), filepath.Join(bin, "moto_server"), "launcher.py", io.Discard, "http://127.0.0.1:2")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s2.Stop()
+			if backend2 == backend {
+				t.Errorf("two stand-ins on one backend %s", backend)
 			}
 		})
 	}

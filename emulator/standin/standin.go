@@ -13,7 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"sync"
 	"syscall"
 	"time"
@@ -136,10 +136,8 @@ func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) htt
 	return s, nil
 }
 
-// motoAttempts is how many times Start launches moto, each time on a fresh
-// private port, when it exits before answering: the port FreePort found
-// free can be taken by another process (another test's moto, on a machine
-// running several test parts at once) before moto binds it.
+// motoAttempts is how many times Start launches moto when it exits before
+// answering (an import that failed under a loaded machine's memory, say).
 const motoAttempts = 3
 
 // motoPatience is how long a launched moto has to answer its first request
@@ -148,45 +146,73 @@ const motoPatience = 2 * time.Minute
 
 var errMotoExited = errors.New("moto exited before answering")
 
-// launchMoto starts moto on a free private port and waits until it
-// answers; endpoint is the address clients will use (the serializer's).
+// launchMoto starts moto on a private port of its own choosing (-p 0: the
+// kernel's, so no other process can take it between a choice and the bind)
+// and waits until it says which and answers there; endpoint is the address
+// clients will use (the serializer's).
 func launchMoto(ctx context.Context, bin, launcher string, out io.Writer, endpoint string) (*Server, string, error) {
-	motoPort, err := FreePort()
-	if err != nil {
-		return nil, "", err
-	}
 	tail := &lastBytes{max: 2048}
-	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "python3"), launcher, "-H", "127.0.0.1", "-p", strconv.Itoa(motoPort))
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(out, tail), io.MultiWriter(out, tail)
+	port := &portWatch{port: make(chan string, 1)}
+	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "python3"), launcher, "-H", "127.0.0.1", "-p", "0")
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(out, tail, port), io.MultiWriter(out, tail, port)
 	// Own process group so Stop also ends werkzeug's workers.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("standin: start %s: %w", bin, err)
 	}
-	backend := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(motoPort))
 	s := &Server{endpoint: endpoint, cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
-	deadline := time.Now().Add(motoPatience)
-	for !Answers(ctx, backend) {
+	deadline := time.After(motoPatience)
+	backend := ""
+	for backend == "" || !Answers(ctx, backend) {
 		select {
+		case p := <-port.port:
+			backend = "http://" + net.JoinHostPort("127.0.0.1", p)
+			continue
 		case err := <-s.done:
 			s.cmd = nil
-			return nil, "", fmt.Errorf("standin: %w on %s: %v; its last output: %q", errMotoExited, backend, err, tail.String())
+			return nil, "", fmt.Errorf("standin: %w (%v); its last output: %q", errMotoExited, err, tail.String())
 		case <-ctx.Done():
 			_ = s.Stop()
 			return nil, "", ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
+		case <-deadline:
 			_ = s.Stop()
-			return nil, "", fmt.Errorf("standin: moto did not answer on %s within %v", backend, motoPatience)
+			return nil, "", fmt.Errorf("standin: moto did not answer within %v; its last output: %q", motoPatience, tail.String())
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	return s, backend, nil
 }
 
-// launchMotoRetrying is launchMoto, again on a fresh port when moto exits
-// before answering, up to motoAttempts times.
+// portWatch finds the port in werkzeug's " * Running on http://127.0.0.1:<port>"
+// line and sends it once.
+type portWatch struct {
+	mu   sync.Mutex
+	buf  []byte
+	port chan string
+	sent bool
+}
+
+var runningOn = regexp.MustCompile(`Running on http://127\.0\.0\.1:(\d+)`)
+
+func (w *portWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.sent {
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	if m := runningOn.FindSubmatch(w.buf); m != nil {
+		w.port <- string(m[1])
+		w.sent, w.buf = true, nil
+	} else if len(w.buf) > 64<<10 {
+		w.buf = w.buf[len(w.buf)-1024:]
+	}
+	return len(p), nil
+}
+
+// launchMotoRetrying is launchMoto, again when moto exits before
+// answering, up to motoAttempts times.
 func launchMotoRetrying(ctx context.Context, bin, launcher string, out io.Writer, endpoint string) (*Server, string, error) {
 	for attempt := 1; ; attempt++ {
 		s, backend, err := launchMoto(ctx, bin, launcher, out, endpoint)

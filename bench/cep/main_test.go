@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"os/exec"
+	"github.com/tributary-dev/tributary/internal/testtools"
 	"regexp"
 	"strconv"
 	"testing"
@@ -13,9 +13,7 @@ import (
 // naive evaluation find different matches) and the join's write counts,
 // with suppression of copies costing writes on top of the state's.
 func TestDriver(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed: the stand-in cannot be installed")
-	}
+	testtools.Need(t, "the stand-in cannot be installed without it", "python3")
 	var out, log bytes.Buffer
 	cfg := config{events: 2000, joinEvents: 200, rules: []int{10, 100}, verbose: true}
 	if err := run(context.Background(), cfg, &out, &log); err != nil {

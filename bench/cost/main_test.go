@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
+	"github.com/tributary-dev/tributary/internal/testtools"
 	"regexp"
 	"strconv"
 	"strings"
@@ -98,11 +98,7 @@ func TestWithDuplicates(t *testing.T) {
 // ticker: per interval, one write per (key, window) and per key's ledger,
 // plus the finalization and the watermarks.
 func TestDriverMeasuresPowertools(t *testing.T) {
-	for _, tool := range []string{"node", "python3"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the Powertools peer needs Node 20+ and the stand-in needs Python 3", tool)
-		}
-	}
+	testtools.Need(t, "the Powertools peer needs Node 20+ and the stand-in needs Python 3", "node", "python3")
 	var out, log bytes.Buffer
 	cfg := config{events: []int{60}, batches: []int{25}, dupPcts: []int{0, 10}, keys: 6, paths: []string{"per-batch", "per-interval"}, verbose: true}
 	if err := run(context.Background(), cfg, &out, &log); err != nil {

@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"os/exec"
+	"github.com/tributary-dev/tributary/internal/testtools"
 	"regexp"
 	"strconv"
 	"testing"
@@ -14,9 +14,7 @@ import (
 // batch and far fewer items than the cold peer, which re-reads every key of
 // every batch.
 func TestDriver(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed: the stand-in cannot be installed")
-	}
+	testtools.Need(t, "the stand-in cannot be installed without it", "python3")
 	var out, log bytes.Buffer
 	if err := run(context.Background(), config{events: 400, keys: 20, batch: 50, verbose: true}, &out, &log); err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())

@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"os/exec"
+	"github.com/tributary-dev/tributary/internal/testtools"
 	"regexp"
 	"strconv"
 	"testing"
@@ -14,9 +14,7 @@ import (
 // three requests of its design (the snapshot, the tail, the transaction)
 // and not many more; the lags are measured.
 func TestDriver(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed: the stand-in cannot be installed")
-	}
+	testtools.Need(t, "the stand-in cannot be installed without it", "python3")
 	var out, log bytes.Buffer
 	if err := run(context.Background(), config{commands: 40, clients: 2, shows: 8, lagCommands: 20, rate: 10, verbose: true}, &out, &log); err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())

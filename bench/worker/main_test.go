@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,17 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/testtools"
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/worker"
 )
 
 func needTools(t *testing.T, tools ...string) {
 	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the Powertools peer needs Node 20+ and the stand-in needs Python 3", tool)
-		}
-	}
+	testtools.Need(t, "the Powertools peer needs Node 20+ and the stand-in needs Python 3", tools...)
 }
 
 // The whole driver on 20 messages: the three variants really run against the

@@ -24,6 +24,7 @@ import (
 	"github.com/tributary-dev/tributary/emulator/rie"
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/faultyfn/fntest"
+	"github.com/tributary-dev/tributary/internal/testtools"
 )
 
 // One stand-in serves the whole package (each test uses its own streams,
@@ -73,7 +74,7 @@ func testMain(m *testing.M) int {
 func needStandin(t testing.TB) {
 	t.Helper()
 	if noStandin != "" {
-		t.Skip(noStandin)
+		testtools.Missing(t, noStandin)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/local"
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/testtools"
 	"github.com/tributary-dev/tributary/pkg/ingest"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -146,11 +147,7 @@ func readEvents(t *testing.T, ctx context.Context, cfg aws.Config, name string) 
 // and sent twice is written once.
 func TestSignedIngestEndToEnd(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []string{"bash", "openssl", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: docs/events.md's signing recipe needs it", tool)
-		}
-	}
+	testtools.Need(t, "docs/events.md's signing recipe needs it", "bash", "openssl", "curl")
 	root, _, bin := paths(t)
 	out := t.TempDir()
 	// As `make synth-local` does: the bootstraps built for this machine

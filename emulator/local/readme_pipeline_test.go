@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/local"
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/testtools"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
@@ -27,9 +28,7 @@ func TestReadmeFirstPipeline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("synthesizes the stack again (about a minute); make test runs it")
 	}
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed: the README's example needs it")
-	}
+	testtools.Need(t, "the README's example needs it", "curl")
 	root, _, bin := paths(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {

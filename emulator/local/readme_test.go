@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"github.com/tributary-dev/tributary/internal/testtools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +16,7 @@ import (
 // one the page shows, and the event is on the events stream once.
 func TestReadmeLocalCurl(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed: docs/events.md's example needs it")
-	}
+	testtools.Need(t, "docs/events.md's example needs it", "curl")
 	root, _, _ := paths(t)
 	doc, err := os.ReadFile(filepath.Join(root, "docs", "events.md"))
 	if err != nil {

@@ -3,7 +3,6 @@ package standin_test
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/internal/testtools"
 )
 
 func TestItemSize(t *testing.T) {
@@ -235,9 +235,7 @@ func TestReadUnits(t *testing.T) {
 
 func startCounting(t *testing.T) (*standin.Server, *standin.Counter) {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed, so the moto stand-in cannot be installed; install Python 3 to run this test")
-	}
+	testtools.Need(t, "the moto stand-in cannot be installed without it", "python3")
 	srv, counter, err := standin.StartCounting(context.Background(), standin.Options{Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)

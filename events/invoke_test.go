@@ -1,14 +1,11 @@
 package events
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,8 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/tributary-dev/tributary/emulator/local"
-	"github.com/tributary-dev/tributary/emulator/standin"
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/local/localtest"
 )
 
 // topology is the whole stack running locally, for the Invoke API test.
@@ -310,36 +306,7 @@ func queueByPrefix(t *testing.T, top topology, logicalPrefix string) string {
 // `make test` builds both first; run alone, the test asks make for them.
 func startTopology(t *testing.T) topology {
 	t.Helper()
-	root, err := standin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// flock: test packages run at once, and two cdk synths into one cdk.out fail.
-	if err := os.MkdirAll(filepath.Join(root, ".build"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("flock", filepath.Join(root, ".build", "make.lock"), "make", "-s", "-C", root, "deps-local", "functions-local", "synth-local")
-	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("make deps-local functions-local synth-local: %v", err)
-	}
-	srv := standintest.Start(t)
-	var progress bytes.Buffer
-	stack, err := local.Up(context.Background(), local.Options{
-		Template:  filepath.Join(root, "infra", "cdk.out", "Tributary.template.json"),
-		Functions: filepath.Join(root, ".build", "local"),
-		Endpoint:  srv.Endpoint(),
-		Progress:  &progress,
-	})
-	if err != nil {
-		t.Fatalf("local.Up: %v\n%s", err, progress.String())
-	}
-	t.Cleanup(func() {
-		if err := stack.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	cfg := standintest.Config(t, srv)
+	stack, _, cfg := localtest.Up(t)
 	return topology{
 		stack:  stack,
 		lambda: lambda.NewFromConfig(cfg, func(o *lambda.Options) { o.BaseEndpoint = aws.String(stack.InvokeURL()) }),

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,8 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/emulator/local"
-	"github.com/tributary-dev/tributary/emulator/standin"
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/emulator/local/localtest"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
@@ -109,35 +106,7 @@ func sampleFences(t *testing.T, file string) map[string]bool {
 // own at the time they are sent, and the traffic after it is counted
 // exactly.
 func TestInvokeSampleLeavesRealShardsAlone(t *testing.T) {
-	root, err := standin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// flock: test packages run at once, and two cdk synths into one cdk.out fail.
-	if err := os.MkdirAll(filepath.Join(root, ".build"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mk := exec.Command("flock", filepath.Join(root, ".build", "make.lock"), "make", "-s", "-C", root, "deps-local", "functions-local", "synth-local")
-	mk.Stdout, mk.Stderr = io.Discard, os.Stderr
-	if err := mk.Run(); err != nil {
-		t.Fatalf("make deps-local functions-local synth-local: %v", err)
-	}
-	srv := standintest.Start(t)
-	var progress bytes.Buffer
-	stack, err := local.Up(context.Background(), local.Options{
-		Template:  filepath.Join(root, "infra", "cdk.out", "Tributary.template.json"),
-		Functions: filepath.Join(root, ".build", "local"),
-		Endpoint:  srv.Endpoint(),
-		Progress:  &progress,
-	})
-	if err != nil {
-		t.Fatalf("local.Up: %v\n%s", err, progress.String())
-	}
-	t.Cleanup(func() {
-		if err := stack.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	stack, root, _ := localtest.Up(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	w, err := stack.FindPipeline("pageviews")

@@ -27,20 +27,7 @@ import (
 )
 
 // store is what the aggregate function calls, on moto or on memdb.
-type store interface {
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-}
-
-var (
-	_ store = (*dynamodb.Client)(nil)
-	_ store = (*memdb.DB)(nil)
-)
+type store = memdb.Client
 
 const pipelineDoc = `{"name":"%s","eventTypes":["page_view"],"key":"key","value":"data.ms",
  "windows":[{"kind":"tumbling","size":"1m"},{"kind":"hopping","size":"5m","advance":"1m"},{"kind":"session","gap":"30s"}],

@@ -83,20 +83,7 @@ const faultConfig = `{
 // faultStore is the DynamoDB a scenario's functions write through: the views,
 // the dedupe ledger and the quarantine table. Moto's client and the
 // in-process memdb.DB both serve it.
-type faultStore interface {
-	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
-}
-
-var (
-	_ faultStore = (*dynamodb.Client)(nil)
-	_ faultStore = (*memdb.DB)(nil)
-)
+type faultStore = memdb.Client
 
 // faultBackend is where a scenario's tables live: moto (emulator/standin)
 // or memdb, which answers what aggregate asks as moto does, without HTTP

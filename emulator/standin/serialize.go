@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
 
-// serializer sits in front of moto and lets one request through at a time.
+// serializer sits in front of moto and lets one request per AWS service
+// through at a time.
 //
 // moto 5.2.5 serves requests on threads without locking its in-memory
 // backends: concurrent PutRecords hand out the same Kinesis sequence number
@@ -23,18 +25,72 @@ import (
 // lost). Real AWS does neither, and the exactly-once guarantees are tested
 // against this endpoint, so requests are serialized here. moto is effectively
 // single-threaded anyway (8 concurrent clients were no faster than one).
+// Its services keep separate backends, so the lock is per service (those
+// that share a backend, DynamoDB and its streams, SQS and SNS, share one):
+// a slow request of one service, such as a CloudWatch GetMetricData over
+// every data point of a run (over a second), takes its turns at the Python
+// interpreter beside the others instead of holding all of them back.
 //
 // An SQS long poll must not hold the lock for up to 20 s: ReceiveMessage is
-// forwarded with WaitTimeSeconds 0 and repeated every pollInterval, without
-// the lock in between, until a message arrives or the wait is over.
+// forwarded with WaitTimeSeconds 0, without the lock in between, until a
+// message arrives or the wait is over. It is repeated as soon as any SQS
+// request that can make a message visible (a send, a visibility change, a
+// message move) has passed, and otherwise every idleReceive, for messages
+// whose visibility timeout or delay ran out: a waiting poller costs the one
+// moto a request a second, not twenty.
 type serializer struct {
-	mu      sync.Mutex
+	locks   sync.Map // service (see lock) → *sync.Mutex
 	backend *url.URL
 	proxy   *httputil.ReverseProxy
 	client  *http.Client
+
+	sqsMu      sync.Mutex
+	sqsChanged chan struct{} // closed (and replaced) after a request that can make a message visible
 }
 
-const pollInterval = 50 * time.Millisecond
+const idleReceive = time.Second
+
+// lockGroups maps a signing name to the lock of the services that share
+// its backend in moto; any other service has a lock of its own.
+var lockGroups = map[string]string{"streams.dynamodb": "dynamodb", "sns": "sqs"}
+
+// lock is the mutex of r's service, named by the credential scope of its
+// SigV4 signature (Credential=<key>/<date>/<region>/<service>/aws4_request);
+// an unsigned request shares one lock with every other unsigned one.
+func (s *serializer) lock(r *http.Request) *sync.Mutex {
+	service := ""
+	if _, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential="); ok {
+		if parts := strings.Split(strings.SplitN(cred, ",", 2)[0], "/"); len(parts) == 5 {
+			service = parts[3]
+		}
+	}
+	if g, ok := lockGroups[service]; ok {
+		service = g
+	}
+	m, _ := s.locks.LoadOrStore(service, new(sync.Mutex))
+	return m.(*sync.Mutex)
+}
+
+// sqsWrites are the SQS actions after which a waiting receive looks again.
+var sqsWrites = map[string]bool{
+	"AmazonSQS.SendMessage": true, "AmazonSQS.SendMessageBatch": true,
+	"AmazonSQS.ChangeMessageVisibility": true, "AmazonSQS.ChangeMessageVisibilityBatch": true,
+	"AmazonSQS.StartMessageMoveTask": true, "AmazonSQS.PurgeQueue": true,
+}
+
+// changed is closed after the next request that can make a message visible.
+func (s *serializer) changed() <-chan struct{} {
+	s.sqsMu.Lock()
+	defer s.sqsMu.Unlock()
+	return s.sqsChanged
+}
+
+func (s *serializer) signalSQS() {
+	s.sqsMu.Lock()
+	defer s.sqsMu.Unlock()
+	close(s.sqsChanged)
+	s.sqsChanged = make(chan struct{})
+}
 
 func newSerializer(backend string) (*serializer, error) {
 	u, err := url.Parse(backend)
@@ -54,7 +110,8 @@ func newSerializer(backend string) (*serializer, error) {
 				}
 			},
 		},
-		client: &http.Client{Transport: transport},
+		client:     &http.Client{Transport: transport},
+		sqsChanged: make(chan struct{}),
 	}, nil
 }
 
@@ -63,8 +120,12 @@ func (s *serializer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.receiveMessage(w, r)
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	if sqsWrites[r.Header.Get("X-Amz-Target")] {
+		defer s.signalSQS()
+	}
+	mu := s.lock(r)
+	mu.Lock()
+	defer mu.Unlock()
 	s.proxy.ServeHTTP(w, r)
 }
 
@@ -77,8 +138,9 @@ func (s *serializer) receiveMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	var in map[string]any
 	if err := json.Unmarshal(body, &in); err != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		mu := s.lock(r)
+		mu.Lock()
+		defer mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.proxy.ServeHTTP(w, r)
 		return
@@ -91,12 +153,13 @@ func (s *serializer) receiveMessage(w http.ResponseWriter, r *http.Request) {
 	short, _ := json.Marshal(in)
 	deadline := time.Now().Add(wait)
 	for {
+		changed := s.changed() // before the receive: a send during it wakes the next wait
 		status, header, out, err := s.forward(r.Context(), r, short)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		if status != http.StatusOK || hasMessages(out) || !time.Now().Add(pollInterval).Before(deadline) {
+		if status != http.StatusOK || hasMessages(out) || !time.Now().Before(deadline) {
 			for k, v := range header {
 				w.Header()[k] = v
 			}
@@ -105,11 +168,15 @@ func (s *serializer) receiveMessage(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write(out)
 			return
 		}
+		t := time.NewTimer(min(idleReceive, time.Until(deadline)))
 		select {
 		case <-r.Context().Done():
+			t.Stop()
 			return
-		case <-time.After(pollInterval):
+		case <-changed:
+		case <-t.C:
 		}
+		t.Stop()
 	}
 }
 
@@ -123,8 +190,9 @@ func (s *serializer) forward(ctx context.Context, r *http.Request, body []byte) 
 	req.Header = r.Header.Clone()
 	req.Header.Del("Content-Length")
 	req.Host = r.Host
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	mu := s.lock(r)
+	mu.Lock()
+	defer mu.Unlock()
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return 0, nil, nil, err

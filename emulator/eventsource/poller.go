@@ -9,10 +9,15 @@ import (
 )
 
 // Tuning of the local pollers. Lambda polls a Kinesis shard once a second
-// and a DynamoDB stream shard four times a second; locally a shorter interval
-// keeps `make local` and the tests snappy.
+// and a DynamoDB stream shard four times a second; locally a shard that just
+// returned records is read again after pollInterval, which keeps `make local`
+// and the tests snappy, and one that keeps returning nothing is read less
+// and less often, down to once per idlePollMax as on AWS: every read is a
+// request the one stand-in serves in turn (make local's dozens of idle
+// shards polled ten times a second were most of moto's work).
 var (
 	pollInterval = 100 * time.Millisecond
+	idlePollMax  = time.Second
 	// retryBase is the delay before the first retry of a failed batch; it
 	// doubles with every retry up to retryMax.
 	retryBase = 100 * time.Millisecond

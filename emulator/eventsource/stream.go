@@ -175,6 +175,7 @@ func (st *stream) runShard(ctx context.Context, ss *shardState, parent *shardSta
 		return
 	}
 	lastSeq := ""
+	idle := pollInterval // the pause after an empty read: doubles while the shard stays empty
 	for ctx.Err() == nil {
 		if st.buffered(ss) >= st.bufferSize {
 			sleep(ctx, pollInterval)
@@ -230,7 +231,10 @@ func (st *stream) runShard(ctx context.Context, ss *shardState, parent *shardSta
 		}
 		iter = next
 		if len(recs) == 0 {
-			sleep(ctx, pollInterval)
+			sleep(ctx, idle)
+			idle = min(2*idle, idlePollMax)
+		} else {
+			idle = pollInterval
 		}
 	}
 }

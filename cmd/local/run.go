@@ -806,7 +806,16 @@ func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work, w
 		return fmt.Errorf("%s ran %d times after the redrive, want 1", local.TaskID(task), n)
 	}
 	fmt.Fprintf(w, "    %s ran exactly once\n", local.TaskID(task))
-	return printDLQDepth(ctx, stack, work, since, 0, w)
+	// The metric has one-second periods and reports each period's maximum:
+	// read it from the first whole second after the drain, so that a data
+	// point of the depth before the redrive in the same second cannot count.
+	drained := time.Now().Truncate(time.Second).Add(time.Second)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(drained)):
+	}
+	return printDLQDepth(ctx, stack, work, drained, 0, w)
 }
 
 // printDLQDepth publishes the queues' AWS/SQS metrics (as SQS does every

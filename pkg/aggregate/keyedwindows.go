@@ -78,6 +78,7 @@ func judgeKeyed(ws pipeline.WindowSpec, buf *keyedBuf, fresh []point) (kept []po
 			late = append(late, pt.Seq)
 		}
 		if keep {
+			j.Hold()
 			kept = append(kept, pt)
 		}
 	}

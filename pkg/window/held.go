@@ -286,11 +286,12 @@ func ReplaySessions[P Held](gap int64, pts []P) *SessionReplay {
 
 // Judge decides, in arrival order, what becomes of records that arrive at
 // a key holding records: NewJudge replays what is held, Next judges one
-// more.
+// more and Hold holds it.
 type Judge struct {
 	k     Defined
 	ss    *SessionReplay
 	joins []int
+	t     int64 // the record Next judged last
 }
 
 // NewJudge returns a Judge of records arriving after those of held (in
@@ -304,9 +305,9 @@ func NewJudge[P Held](k Defined, held []P) *Judge {
 }
 
 // Next judges a record at t with threshold th (see Threshold): keep, if it
-// is held (it counts in a window not closed); late, if it was dropped from
-// at least one of its windows (LateDropped counts it). A kept record joins
-// what later records are judged against.
+// counts in a window not closed; late, if it is dropped from at least one
+// of its windows (LateDropped counts it). A record kept is held by calling
+// Hold before judging the next one.
 func (j *Judge) Next(t, th int64) (keep, isLate bool) {
 	isLate = th > t
 	if j.k.Sliding() {
@@ -317,12 +318,21 @@ func (j *Judge) Next(t, th int64) (keep, isLate bool) {
 	}
 	var end int64
 	j.joins, end = j.ss.reach(t, j.joins[:0])
+	j.t = t
 	if isLate && end <= th {
 		return false, true
 	}
-	j.ss.of = append(j.ss.of, 0)
-	j.ss.add(len(j.ss.of)-1, t, j.joins)
 	return true, false
+}
+
+// Hold adds the record Next judged last (and kept) to what later records
+// are judged against.
+func (j *Judge) Hold() {
+	if j.k.Sliding() {
+		return
+	}
+	j.ss.of = append(j.ss.of, 0)
+	j.ss.add(len(j.ss.of)-1, j.t, j.joins)
 }
 
 // PruneHeld returns pts (in time order) without the records that no window

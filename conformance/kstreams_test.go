@@ -449,8 +449,8 @@ func (c *comparison) report(t *testing.T, h *history) {
 	if len(lines) == 0 {
 		return
 	}
-	t.Errorf("%d of %d windows differ from Kafka Streams 4.4.0:\n%s\nrepro: go test ./conformance -run 'TestKafkaStreamsConformance/%s$' -v",
-		len(c.mismatches), c.windows, strings.Join(lines, "\n"), h.id())
+	t.Errorf("%d of %d windows differ from Kafka Streams 4.4.0:\n%s\nrepro: go test ./conformance -run '%s$' -v -args -conformance.seeds=%d",
+		len(c.mismatches), c.windows, strings.Join(lines, "\n"), t.Name(), h.seed)
 }
 
 // sortedWindows lists m's windows by key and time.

@@ -407,6 +407,9 @@ func (s *keyState[T, V, A]) close(wm int64, all bool) {
 	wm = s.at
 	closeAt := s.closeTime(wm)
 	if !all && closeAt < s.wake {
+		// Nothing ends by closeAt: freezing to it prunes nothing, but a
+		// record added now must find the windows ending by it frozen.
+		s.frozen = max(s.frozen, closeAt)
 		return
 	}
 	limit := closeAt

@@ -148,11 +148,14 @@ func (w windows) paneWindowEnds(start int64) (first, last int64) {
 }
 
 // appendPaneWindows appends the windows the pane starting at start is
-// part of.
+// part of (package window's assignment: a tumbling window is its pane).
 func (w windows) appendPaneWindows(dst []span, start int64) []span {
-	size := w.sizeMs()
-	for s := start + w.paneMs() - size; s <= start; s += w.paneMs() {
-		dst = append(dst, span{s, s + size})
+	if w.kind != "hopping" {
+		return append(dst, span{start, start + w.sizeMs()})
+	}
+	var buf [8]window.Window
+	for _, hw := range w.hop.AppendWindowsOfPane(buf[:0], window.Of(start, start+w.paneMs())) {
+		dst = append(dst, span{hw.Start.UnixMilli(), hw.End.UnixMilli()})
 	}
 	return dst
 }
@@ -178,11 +181,8 @@ func (w windows) paneNoun() string {
 }
 
 func (w windows) paneNoun1() string {
-	switch w.kind {
-	case "hopping":
+	if w.kind == "hopping" {
 		return "pane"
-	case "sliding", "session":
-		return "record"
 	}
 	return "window"
 }

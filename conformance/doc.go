@@ -1,6 +1,7 @@
 // Package conformance checks the declared windowed aggregation (package
-// aggregate, the aggregate and ticker functions) against a real stream
-// processor: Apache Kafka Streams, run in process by its TopologyTestDriver.
+// aggregate, the aggregate and ticker functions) and a handler of your own
+// (package handler) against a real stream processor: Apache Kafka
+// Streams, run in process by its TopologyTestDriver.
 //
 // The package has no code of its own; its test (kstreams_test.go) generates
 // seeded event histories for every window kind (tumbling, hopping, sliding,
@@ -12,6 +13,11 @@
 // test builds when its jar is missing or stale), and compares every final
 // window: its bounds, its value (count, sum, min, max), its revisions on the
 // output stream, and the records each engine dropped as late.
+//
+// handler_test.go plays the same histories through a handler of package
+// handler (a user's own aggregate of count, sum, min and max, with the
+// history's window kind and late policy) and compares it with Kafka
+// Streams the same way, without views (a handler keeps none).
 //
 // Where the two engines differ by design, the test aligns them and says so
 // in a comment; docs/windows.md ("Conformance with Kafka Streams")

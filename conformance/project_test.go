@@ -134,6 +134,9 @@ type projectResult struct {
 	// lateDropped is the LateDropped metric summed over every invocation.
 	lateDropped int
 	conflicts   []string
+	// noViews: the engine keeps no views (a handler of package handler
+	// puts its results on the output stream only).
+	noViews bool
 }
 
 // runProject plays h against the aggregate function: each invocation's

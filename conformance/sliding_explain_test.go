@@ -81,7 +81,7 @@ func TestSlidingExplain(t *testing.T) {
 			r.ends = []batchEnd{{read: len(h.arrivals), watermark: math.MaxInt64}}
 			last := tc.chain[len(tc.chain)-1]
 			view := valueRev{valueOf(last.Result), last.Revision, true}
-			why, ok := r.explain(tc.w, tc.kafka, tc.inKafka, tc.chain, view)
+			why, ok := r.explain(tc.w, tc.kafka, tc.inKafka, tc.chain, &view)
 			switch {
 			case tc.want == "" && ok:
 				t.Errorf("explained (%s); want a mismatch", why)

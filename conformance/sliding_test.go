@@ -148,7 +148,7 @@ func (r *slidingReference) valueOfRecords(is []int) value {
 // arrived before Kafka stored w, either missing from it, or (inside the
 // time difference before it) extra in it; or, when Kafka has no window w,
 // w must be the right window of such a record.
-func (r *slidingReference) explain(w kwin, kafka value, inKafka bool, chain []aggregate.Output, view valueRev) (string, bool) {
+func (r *slidingReference) explain(w kwin, kafka value, inKafka bool, chain []aggregate.Output, view *valueRev) (string, bool) {
 	var admissible []value
 	for _, e := range r.ends {
 		if w.end > e.watermark {

@@ -464,28 +464,7 @@ func pruneKeyed(ws pipeline.WindowSpec, late window.LateRule, buf *keyedBuf, wm 
 		return
 	}
 	buf.Frozen = closed
-	kept := buf.Points[:0]
-	if ws.Kind == pipeline.Sliding {
-		// A window ending after closed starts at closed − d or later and
-		// may be the right window of a record 1ms before its start.
-		from := closed - ws.Difference.Milliseconds() - 1
-		for _, pt := range buf.Points {
-			if pt.T >= from {
-				kept = append(kept, pt)
-			}
-		}
-	} else {
-		// A session's points go with it: a closed session is found by no
-		// later record.
-		gap := ws.Gap.Milliseconds()
-		ss := replaySessions(gap, buf.Points)
-		for i, pt := range buf.Points {
-			if ss.runs[ss.root(ss.of[i])].last+gap > closed {
-				kept = append(kept, pt)
-			}
-		}
-	}
-	buf.Points = kept
+	buf.Points = window.PruneHeld(heldKind(ws), closed, buf.Points)
 	for id, e := range buf.Emitted {
 		if e.End <= closed {
 			delete(buf.Emitted, id)

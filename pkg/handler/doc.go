@@ -7,7 +7,13 @@
 //     is refused (Refuse, naming the field): set aside with its data, the
 //     batch goes on;
 //   - your Aggregate: a mergeable type (Add, Merge, a binary encoding); each
-//     value is merged into its key's tumbling window, one state item per key;
+//     value is merged into its key's windows, one state item per key:
+//     tumbling (WithWindow, the default), hopping (WithHopping: the key
+//     keeps panes of the advance's size, a window is the merge of its
+//     panes), sliding (WithSliding, Kafka Streams' semantics) or session
+//     (WithSession; a record between two sessions merges them) — session
+//     and sliding windows are computed from the key's held records by
+//     package window's held windows, the code the declared pipelines use;
 //   - exactly-once window state: one conditional write per key per batch,
 //     fenced by the shard's sequence numbers, so whole, bisected,
 //     checkpointed or concurrent redeliveries have no second effect;
@@ -17,10 +23,16 @@
 //     state-budget), never fails the batch;
 //   - event time and watermarks: a shard's watermark (newest event time
 //     minus the allowed out-of-orderness) closes windows; late records are
-//     counted (LateDropped) and dropped; the scheduled tick advances idle
-//     shards;
-//   - final results: one Result per key and window on the output stream,
-//     with a stable id (emission is at least once, the id tells copies apart);
+//     dropped and counted (LateDropped), or, with WithLatePolicy(Correct),
+//     applied to their final windows within WithAllowedLateness, judged as
+//     Kafka Streams judges them; the scheduled tick advances idle shards;
+//   - results: one final Result per key and window on the output stream,
+//     and under Correct a correction (revision + 1, carrying the result it
+//     retracts) when late records changed a final window, once per batch,
+//     and a retraction of a final session a late record merged into a
+//     larger one; each with a stable id (emission is at least once, the id
+//     tells copies apart). The conformance tests (directory conformance)
+//     check every kind and both policies against Kafka Streams;
 //   - EMF metrics (package metrics) and batch item failures for what may
 //     succeed on a retry (throttling, timeouts).
 //

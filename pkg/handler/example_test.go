@@ -70,7 +70,7 @@ func ExampleNewWindowed() {
 	// Output:
 	// 0 <nil>
 	// 0 <nil>
-	// {"id":"latency//a/2026-11-29T10:00:00.000Z/2026-11-29T10:01:00.000Z","type":"final","name":"latency","key":"/a","windowStart":"2026-11-29T10:00:00Z","windowEnd":"2026-11-29T10:01:00Z","records":2,"final":true,"result":{"N":2,"Sum":40,"Max":30,"Distinct":2}}
+	// {"id":"latency//a/2026-11-29T10:00:00.000Z/2026-11-29T10:01:00.000Z","type":"final","name":"latency","key":"/a","windowStart":"2026-11-29T10:00:00Z","windowEnd":"2026-11-29T10:01:00Z","revision":1,"records":2,"final":true,"result":{"N":2,"Sum":40,"Max":30,"Distinct":2}}
 }
 
 // An SQS function running a task once per event id: a copy of an event

@@ -21,6 +21,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/window"
 )
 
 // The environment variables FromEnv reads (the construct
@@ -109,21 +110,20 @@ func configFrom(name string, lookup func(string) (string, bool)) (Config, error)
 type Option func(*options)
 
 type options struct {
-	window, outOfOrderness, idle, horizon time.Duration
-	lim                                   Limits
-	log                                   *slog.Logger
-	metrics                               io.Writer
-	now                                   func() time.Time
-	concurrency                           int
+	win                           windows
+	late                          window.LateRule
+	outOfOrderness, idle, horizon time.Duration
+	lim                           Limits
+	log                           *slog.Logger
+	metrics                       io.Writer
+	now                           func() time.Time
+	concurrency                   int
 }
 
-// WithWindow sets the tumbling window's size (default DefaultWindow), a
-// whole number of milliseconds.
-func WithWindow(d time.Duration) Option { return func(o *options) { o.window = d } }
-
 // WithOutOfOrderness sets how far behind a shard's newest event time its
-// watermark stays (default DefaultOutOfOrderness): a record older than the
-// watermark's window is late, counted (LateDropped) and dropped.
+// watermark stays (default DefaultOutOfOrderness): a window is final once
+// the watermark passes its end, and a record for a final window is late
+// (see WithLatePolicy).
 func WithOutOfOrderness(d time.Duration) Option { return func(o *options) { o.outOfOrderness = d } }
 
 // WithIdleTimeout sets how long a shard may see no newer event time before
@@ -155,8 +155,14 @@ func WithConcurrency(n int) Option { return func(o *options) { o.concurrency = n
 
 func (o *options) check() error {
 	var errs []error
-	if o.window <= 0 || o.window%time.Millisecond != 0 {
-		errs = append(errs, fmt.Errorf("WithWindow: %v is not a positive whole number of milliseconds", o.window))
+	errs = append(errs, o.win.check())
+	switch {
+	case o.late.Policy != Drop && o.late.Policy != Correct:
+		errs = append(errs, fmt.Errorf("WithLatePolicy: %v is not Drop or Correct", o.late.Policy))
+	case o.late.Policy == Correct && (o.late.AllowedLateness <= 0 || o.late.AllowedLateness%time.Millisecond != 0):
+		errs = append(errs, fmt.Errorf("WithAllowedLateness: %v is not a positive whole number of milliseconds, as the Correct policy needs", o.late.AllowedLateness))
+	case o.late.Policy == Drop && o.late.AllowedLateness != 0:
+		errs = append(errs, fmt.Errorf("WithAllowedLateness: %v only applies with WithLatePolicy(Correct)", o.late.AllowedLateness))
 	}
 	if o.outOfOrderness < 0 {
 		errs = append(errs, fmt.Errorf("WithOutOfOrderness: %v is negative", o.outOfOrderness))
@@ -226,19 +232,23 @@ func (h *Handler) Stats() Stats { return h.r.Stats() }
 // Name is the handler's name.
 func (h *Handler) Name() string { return h.name }
 
-// NewWindowed returns a tumbling-window aggregation over a Kinesis stream
-// of envelopes: sel picks each record's key and value, the value is merged
-// into the key's window of aggregate T (see Aggregate), and when the
-// shard's watermark passes a window's end its Result goes to the output
-// stream, once per key and window. T is given, V and A are inferred:
+// NewWindowed returns a windowed aggregation over a Kinesis stream of
+// envelopes: sel picks each record's key and value, the value is merged
+// into the key's windows of aggregate T (see Aggregate) — tumbling
+// (WithWindow, the default), hopping (WithHopping), sliding (WithSliding)
+// or session (WithSession) windows — and when the shard's watermark passes
+// a window's end its Result goes to the output stream, once per key and
+// window; under WithLatePolicy(Correct), corrections and retractions
+// follow late records. T is given, V and A are inferred:
 //
 //	h, err := handler.NewWindowed[StatusMix](cfg, SelectStatus, handler.WithWindow(time.Minute))
 func NewWindowed[T any, V any, A interface {
 	*T
 	Aggregate[V, A]
 }](cfg Config, sel Selector[V], opts ...Option) (*Handler, error) {
-	o := options{window: DefaultWindow, outOfOrderness: DefaultOutOfOrderness, idle: DefaultIdleTimeout, horizon: DefaultDedupeHorizon,
+	o := options{late: window.LateRule{Policy: Drop}, outOfOrderness: DefaultOutOfOrderness, idle: DefaultIdleTimeout, horizon: DefaultDedupeHorizon,
 		lim: DefaultLimits, log: slog.New(slog.NewJSONHandler(os.Stderr, nil)), metrics: os.Stdout, now: time.Now, concurrency: 16}
+	WithWindow(DefaultWindow)(&o)
 	for _, f := range opts {
 		f(&o)
 	}
@@ -263,7 +273,7 @@ func NewWindowed[T any, V any, A interface {
 		return nil, fmt.Errorf("handler %s: %w", cfg.Name, err)
 	}
 
-	op := &windowed[T, V, A]{name: cfg.Name, size: o.window.Milliseconds(), lim: o.lim, sel: sel, log: o.log}
+	op := &windowed[T, V, A]{name: cfg.Name, kind: o.win, late: o.late, lim: o.lim, sel: sel, log: o.log}
 	kopts := []keyed.Option{keyed.WithLogger(o.log), keyed.WithClock(o.now), keyed.WithConcurrency(o.concurrency)}
 	var mt *metrics.Logger
 	if o.metrics != nil {

@@ -87,6 +87,77 @@ func TestLimitsSetAsideTheSameRecordsHoweverBatched(t *testing.T) {
 	}
 }
 
+// TestLimitsEveryKindSetAsideTheSameRecordsHoweverBatched sends a burst of
+// one key's records (within one hopping pane, one session, one sliding
+// span) to handlers of the other kinds with small limits, as one batch and
+// as a record per batch: past the bound (a pane's bytes; the records a
+// session or sliding key holds, MaxOpenWindows × (MaxAggregateBytes + 24))
+// records are set aside as state-budget naming the key, the same records
+// both ways, with the same results.
+func TestLimitsEveryKindSetAsideTheSameRecordsHoweverBatched(t *testing.T) {
+	ctx := context.Background()
+	var recs []rec
+	for i := range 20 {
+		recs = append(recs, rec{seq: 100 + i, env: request(fmt.Sprint("e", i), "/s", 1+float64(i)/4, fmt.Sprintf(`{"ms":%d}`, i))})
+	}
+	lim := handler.Limits{MaxOpenWindows: 2, MaxAggregateBytes: 40}
+	for _, c := range []struct {
+		name string
+		opt  handler.Option
+	}{
+		{"hopping", handler.WithHopping(time.Minute, 30*time.Second)},
+		{"sliding", handler.WithSliding(10 * time.Second)},
+		{"session", handler.WithSession(10 * time.Second)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var asides [][]string
+			var outs []string
+			for _, perBatch := range []int{len(recs), 1} {
+				cfg := setup(t)
+				h, err := handler.NewWindowed[Tally](cfg, selectLatency, c.opt, handler.WithLimits(lim), handler.WithLatePolicy(handler.Correct),
+					handler.WithAllowedLateness(time.Minute), handler.WithLogger(quiet), handler.WithMetrics(nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				all := kinesisRecords(recs)
+				for i := 0; i < len(all); i += perBatch {
+					mustBatch(t, h, all[i:min(i+perBatch, len(all))])
+				}
+				for _, at := range []time.Time{base.Add(time.Hour), base.Add(2 * time.Hour)} {
+					if _, err := h.Tick(ctx, at); err != nil {
+						t.Fatal(err)
+					}
+				}
+				scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.QuarantineTable)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var aside []string
+				for _, it := range scan.Items {
+					var rec setaside.Item
+					if err := attributevalue.UnmarshalMap(it, &rec); err != nil {
+						t.Fatal(err)
+					}
+					if rec.Field != "key" || rec.Category != setaside.KindStateBudget || !strings.Contains(rec.Reason, `"/s"`) {
+						t.Errorf("set aside as field %q kind %q (%s); want key, %s, naming the key", rec.Field, rec.Category, rec.Reason, setaside.KindStateBudget)
+					}
+					aside = append(aside, rec.SequenceNumber)
+				}
+				slices.Sort(aside)
+				asides = append(asides, aside)
+				byID, _ := results(t, cfg.OutputStream)
+				outs = append(outs, strings.Join(describe(byID), "\n"))
+			}
+			if len(asides[0]) == 0 || len(asides[0]) == len(recs) {
+				t.Fatalf("set aside %v; want some of the %d records, not all", asides[0], len(recs))
+			}
+			if !slices.Equal(asides[0], asides[1]) || outs[0] != outs[1] || outs[0] == "" {
+				t.Fatalf("one batch set aside %v and emitted\n%s\none record a batch set aside %v and emitted\n%s", asides[0], outs[0], asides[1], outs[1])
+			}
+		})
+	}
+}
+
 // TestTallyKeepsTheMergeLaws checks the tests' aggregate with CheckMergeLaws,
 // and that CheckMergeLaws finds a broken one.
 func TestTallyKeepsTheMergeLaws(t *testing.T) {
@@ -148,6 +219,13 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{handler.WithIdleTimeout(0), "WithIdleTimeout"},
 		{handler.WithDedupeHorizon(8 * 24 * time.Hour), "WithDedupeHorizon"},
 		{handler.WithLimits(handler.Limits{MaxOpenWindows: 100, MaxAggregateBytes: 100_000}), "WithLimits"},
+		{handler.WithHopping(time.Minute, 7*time.Second), "WithHopping"},
+		{handler.WithHopping(time.Minute, 2*time.Minute), "WithHopping"},
+		{handler.WithSliding(0), "WithSliding"},
+		{handler.WithSession(-time.Second), "WithSession"},
+		{handler.WithLatePolicy(handler.Correct), "WithAllowedLateness"},
+		{handler.WithAllowedLateness(time.Minute), "WithAllowedLateness"},
+		{handler.WithLatePolicy(handler.LatePolicy(9)), "WithLatePolicy"},
 	} {
 		if _, err := handler.NewWindowed[Tally](cfg, selectLatency, c.opt); err == nil || !strings.Contains(err.Error(), c.name) {
 			t.Errorf("%s: %v; want an error naming it", c.name, err)

@@ -1,11 +1,11 @@
 package handler
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -20,27 +20,47 @@ import (
 // StateKind is the keyed state kind of a windowed handler's state items.
 const StateKind = "windowed"
 
-// ResultType is the type of every record a windowed handler puts on its
-// output stream: a window's final result.
-const ResultType = "final"
+// The types of the records a windowed handler puts on its output stream.
+const (
+	// ResultType is a window's final result (revision 1).
+	ResultType = "final"
+	// CorrectionType is a final window's new result under the correct
+	// late policy: a late record changed it. Previous is the result it
+	// retracts (the previous revision's).
+	CorrectionType = "correction"
+	// RetractionType withdraws a final session that a late record merged
+	// into a larger one (the larger one is a result of its own). Previous
+	// is the result it retracts; Result is null.
+	RetractionType = "retraction"
+)
 
 // MaxKeyBytes bounds a key a Selector returns: it is part of item keys.
 const MaxKeyBytes = 512
 
 // Result is one record on the output stream: the final result of one key's
-// window, emitted once its shard's watermark passed the window's end.
+// window, emitted once its shard's watermark passed the window's end, or,
+// under the correct late policy, a correction or a retraction of one.
 // Emission is at least once; ID is the same for every copy, so a consumer
 // deduplicates by it.
 type Result struct {
-	ID          string          `json:"id"`   // "<name>/<key>/<window id>"
-	Type        string          `json:"type"` // ResultType
-	Name        string          `json:"name"` // the handler's name
-	Key         string          `json:"key"`
-	WindowStart time.Time       `json:"windowStart"`
-	WindowEnd   time.Time       `json:"windowEnd"`
-	Records     int64           `json:"records"` // distinct records added to the window
-	Final       bool            `json:"final"`   // always true: late records are dropped, never corrected
-	Result      json.RawMessage `json:"result"`  // the aggregate, as json.Marshal renders it
+	// ID is "<name>/<key>/<window id>" for a final result and
+	// "<name>/<key>/<window id>/r<revision>" for the revisions after it.
+	ID          string    `json:"id"`
+	Type        string    `json:"type"` // ResultType, CorrectionType or RetractionType
+	Name        string    `json:"name"` // the handler's name
+	Key         string    `json:"key"`
+	WindowStart time.Time `json:"windowStart"`
+	WindowEnd   time.Time `json:"windowEnd"`
+	// Revision counts the window's results: 1 for the final result, one
+	// more for each correction, and for the retraction.
+	Revision int   `json:"revision"`
+	Records  int64 `json:"records"` // distinct records in the window (0 in a retraction)
+	// Final is true for a final result and a correction (the window is
+	// final), false for a retraction (the window is no more).
+	Final  bool            `json:"final"`
+	Result json.RawMessage `json:"result"` // the aggregate, as json.Marshal renders it (null in a retraction)
+	// Previous is the result a correction or a retraction retracts.
+	Previous json.RawMessage `json:"previous,omitempty"`
 }
 
 // Limits bound a key's state, so that it fits its DynamoDB item whatever
@@ -48,9 +68,15 @@ type Result struct {
 // fails its batch.
 type Limits struct {
 	// MaxOpenWindows is how many windows of one key may be open at once
-	// (the out-of-orderness allowance keeps more than one open).
+	// (the out-of-orderness allowance keeps more than one open); with
+	// hopping windows, how many of their panes (windows of the advance's
+	// size). Together with MaxAggregateBytes it also bounds everything a
+	// key holds (MaxOpenWindows × MaxAggregateBytes, with 24 bytes per
+	// pane or record): the panes hopping windows and the allowed lateness
+	// keep after their windows closed, and the records session and sliding
+	// windows are computed from.
 	MaxOpenWindows int
-	// MaxAggregateBytes bounds one window's aggregate, encoded.
+	// MaxAggregateBytes bounds one window's (or pane's) aggregate, encoded.
 	MaxAggregateBytes int
 }
 
@@ -84,7 +110,8 @@ type windowed[T any, V any, A interface {
 	Aggregate[V, A]
 }] struct {
 	name string
-	size int64 // window size, ms
+	kind windows
+	late window.LateRule
 	lim  Limits
 	sel  Selector[V]
 	log  *slog.Logger
@@ -125,7 +152,7 @@ func (o *windowed[T, V, A]) Select(_ *stream.KinesisRecord, env *stream.Envelope
 
 // NewState decodes a key's state.
 func (o *windowed[T, V, A]) NewState(key string, blob []byte) (keyed.State[value[A]], error) {
-	s := &keyState[T, V, A]{o: o, key: key}
+	s := &keyState[T, V, A]{o: o, key: key, frozen: window.NoThreshold, at: window.NoThreshold, wake: window.NoThreshold, emitted: map[span]*emitted{}}
 	if len(blob) == 0 {
 		return s, nil
 	}
@@ -135,66 +162,155 @@ func (o *windowed[T, V, A]) NewState(key string, blob []byte) (keyed.State[value
 	return s, nil
 }
 
-// win is one window of a key: its aggregate and an upper bound of the
-// aggregate's encoded size.
-type win[A any] struct {
-	start int64
-	n     int64
-	agg   A
-	size  int
+// part is what a key holds of its records: a pane (tumbling and hopping
+// windows: the aggregate of the records in [t, t + the pane's size)) or one
+// record (session and sliding windows, which the records define).
+type part[A any] struct {
+	t   int64 // the pane's start, or the record's event time (Unix ms)
+	th  int64 // a record's threshold (window.Held); window.NoThreshold for a pane
+	n   int64 // records in it
+	agg A
+	// size is an upper bound of agg's encoded size.
+	size int
 }
 
-// keyState is one key's windows: the open ones by start, and the closed
-// ones whose results are not yet known to be on the stream (the outbox).
+// HeldAt is the record's event time (window.Held).
+func (p part[A]) HeldAt() int64 { return p.t }
+
+// Threshold is the close time the record arrived at, if after its time
+// (window.Held).
+func (p part[A]) Threshold() int64 { return p.th }
+
+// span is a window's bounds, Unix ms.
+type span struct{ start, end int64 }
+
+func (w span) window() window.Window { return window.Of(w.start, w.end) }
+
+// emitted is what was last put out for a final window not yet frozen: its
+// revision, record count and aggregate (to retract it when a late record
+// changes it).
+type emitted struct {
+	rev  int
+	n    int64
+	blob []byte
+}
+
+// result is one output waiting in the outbox.
+type result struct {
+	typ        string
+	w          span
+	rev        int
+	n          int64
+	blob, prev []byte // the window's aggregate (nil in a retraction), the one retracted
+}
+
+// keyState is one key's state: what it holds of its records (parts, in
+// time order), the final windows still within the allowed lateness
+// (emitted), and the outputs not yet known to be on the stream (out).
 type keyState[T any, V any, A interface {
 	*T
 	Aggregate[V, A]
 }] struct {
-	o    *windowed[T, V, A]
-	key  string
-	open []win[A]
-	out  []win[A]
+	o     *windowed[T, V, A]
+	key   string
+	parts []part[A]
+	// frozen is the latest close time the state was advanced to (Unix
+	// ms): windows ending at or before it never change again, and the
+	// parts only they need are gone.
+	frozen int64
+	// at is the latest watermark the state was advanced to (Unix ms).
+	at      int64
+	emitted map[span]*emitted
+	out     []result
+	judge   *window.Judge // session and sliding: the records held, replayed; nil until needed
+	// wake is the earliest end of a window not frozen (a lower bound):
+	// before the close time reaches it, closing changes nothing. Not
+	// stored: a decoded state closes once to learn it.
+	wake int64
 }
 
 func (s *keyState[T, V, A]) Compact() { s.out = nil }
 
-// Add merges r's value into its window (after closing what wm passed). A
-// window the watermark passed is closed: the record is late. A new window
-// past MaxOpenWindows, or a window that would outgrow MaxAggregateBytes,
-// sets the record aside; both decisions depend only on the records added
-// before (never on how the batches were cut), so every retry decides alike.
+// Add adds r to what the key holds, after closing what wm passed (without
+// corrections of windows still within the allowed lateness: those come
+// when the fold ends, so a batch corrects a window once). Whether the
+// record is late, and whether it is set aside for the key's limits, depend
+// only on the records added before (never on how the batches were cut), so
+// every retry decides alike.
 func (s *keyState[T, V, A]) Add(r value[A], wm time.Time) (keyed.Fate, *keyed.RecordError) {
-	s.Advance(wm)
-	start := floorDiv(r.t, s.o.size) * s.o.size
-	if !wm.IsZero() && start+s.o.size <= wm.UnixMilli() {
-		return keyed.Late, nil
+	closeAt := window.NoThreshold
+	if !wm.IsZero() {
+		s.close(wm.UnixMilli(), false)
+		closeAt = s.closeTime(wm.UnixMilli())
 	}
-	i, found := slices.BinarySearchFunc(s.open, start, func(w win[A], t int64) int { return cmpInt(w.start, t) })
+	th := window.Threshold(r.t, closeAt, s.frozen)
+	if s.o.kind.held() {
+		return s.addHeld(r, th)
+	}
+	return s.addToPane(r, wm, th)
+}
+
+// closeTime is the close time of a watermark: windows ending at or before
+// it take no more records (under correct, the watermark less the allowed
+// lateness).
+func (s *keyState[T, V, A]) closeTime(wm int64) int64 {
+	if s.o.late.Policy == window.Correct {
+		return wm - s.o.late.AllowedLateness.Milliseconds()
+	}
+	return wm
+}
+
+// addToPane adds r to its pane (tumbling and hopping windows), unless every
+// window of the pane ends at or before th.
+func (s *keyState[T, V, A]) addToPane(r value[A], wm time.Time, th int64) (keyed.Fate, *keyed.RecordError) {
+	ps, pe := s.o.kind.pane(r.t)
+	first, last := s.o.kind.paneWindowEnds(ps)
+	if last <= th {
+		return keyed.Late, nil // in no window that is not closed
+	}
+	fate := keyed.Added
+	if first <= th {
+		fate = keyed.AddedLate // dropped from its windows ending by th, added to the rest
+	}
+	i, found := slices.BinarySearchFunc(s.parts, ps, func(p part[A], t int64) int { return cmpInt(p.t, t) })
 	if !found {
-		if len(s.open) >= s.o.lim.MaxOpenWindows {
+		open := 0
+		for j := range s.parts {
+			if wm.IsZero() || s.parts[j].t+s.o.kind.paneMs() > wm.UnixMilli() {
+				open++
+			}
+		}
+		if open >= s.o.lim.MaxOpenWindows && (wm.IsZero() || pe > wm.UnixMilli()) {
 			return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
-				Reason: fmt.Sprintf("key %q has %d windows open, its limit; this record would open window %s (the key takes records again as its windows close)",
-					s.key, len(s.open), window.Of(start, start+s.o.size).ID())}
+				Reason: fmt.Sprintf("key %q has %d %s open, its limit; this record would open %s %s (the key takes records again as they close)",
+					s.key, open, s.o.kind.paneNoun(), s.o.kind.paneNoun1(), window.Of(ps, pe).ID())}
 		}
 		if r.size > s.o.lim.MaxAggregateBytes {
-			return keyed.Aside, s.tooBig(start, r.size)
+			return keyed.Aside, s.tooBig(ps, pe, r.size)
+		}
+		if err := s.checkHeld(partOverhead + r.size); err != nil {
+			return keyed.Aside, err
 		}
 		agg := A(new(T))
 		agg.Merge(r.single)
-		s.open = slices.Insert(s.open, i, win[A]{start: start, n: 1, agg: agg, size: r.size})
-		return keyed.Added, nil
+		s.parts = slices.Insert(s.parts, i, part[A]{t: ps, th: window.NoThreshold, n: 1, agg: agg, size: r.size})
+		s.wake = min(s.wake, first)
+		return fate, nil
 	}
-	w := &s.open[i]
-	if w.size+r.size <= s.o.lim.MaxAggregateBytes {
+	p := &s.parts[i]
+	if p.size+r.size <= s.o.lim.MaxAggregateBytes {
 		// Merging never makes an encoding longer than its operands': the
-		// bound holds without encoding the window.
-		w.agg.Merge(r.single)
-		w.size += r.size
-		w.n++
-		return keyed.Added, nil
+		// bound holds without encoding the pane.
+		if err := s.checkHeld(r.size); err != nil {
+			return keyed.Aside, err
+		}
+		p.agg.Merge(r.single)
+		p.size += r.size
+		p.n++
+		return fate, nil
 	}
-	// Near the bound: measure the merged window exactly, on a copy.
-	m, err := clone[T, V, A](w.agg)
+	// Near the bound: measure the merged pane exactly, on a copy.
+	m, err := clone[T, V, A](p.agg)
 	if err != nil {
 		return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget, Reason: err.Error()}
 	}
@@ -204,34 +320,236 @@ func (s *keyState[T, V, A]) Add(r value[A], wm time.Time) (keyed.Fate, *keyed.Re
 		return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget, Reason: err.Error()}
 	}
 	if len(b) > s.o.lim.MaxAggregateBytes {
-		return keyed.Aside, s.tooBig(start, len(b))
+		return keyed.Aside, s.tooBig(ps, pe, len(b))
 	}
-	w.agg, w.size = m, len(b)
-	w.n++
+	if err := s.checkHeld(len(b) - p.size); err != nil {
+		return keyed.Aside, err
+	}
+	p.agg, p.size = m, len(b)
+	p.n++
+	return fate, nil
+}
+
+// addHeld judges a session or sliding record as the declared pipelines do
+// (window.Judge) and holds it if it counts in a window not closed.
+func (s *keyState[T, V, A]) addHeld(r value[A], th int64) (keyed.Fate, *keyed.RecordError) {
+	if s.judge == nil {
+		s.judge = window.NewJudge(s.o.kind.defined(), s.parts)
+	}
+	keep, late := s.judge.Next(r.t, th)
+	if !keep {
+		return keyed.Late, nil
+	}
+	if r.size > s.o.lim.MaxAggregateBytes {
+		return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
+			Reason: fmt.Sprintf("this record's aggregate of key %q is %d bytes; at most %d", s.key, r.size, s.o.lim.MaxAggregateBytes)}
+	}
+	if err := s.checkHeld(partOverhead + r.size); err != nil {
+		return keyed.Aside, err
+	}
+	s.judge.Hold()
+	// After the records at the same time: parts stay in time order, and
+	// among equal times in arrival order.
+	i, _ := slices.BinarySearchFunc(s.parts, r.t+1, func(p part[A], t int64) int { return cmpInt(p.t, t) })
+	s.parts = slices.Insert(s.parts, i, part[A]{t: r.t, th: th, n: 1, agg: r.single, size: r.size})
+	s.wake = min(s.wake, s.o.kind.earliestEnd(r.t))
+	if late {
+		return keyed.AddedLate, nil
+	}
 	return keyed.Added, nil
 }
 
-func (s *keyState[T, V, A]) tooBig(start int64, n int) *keyed.RecordError {
-	return &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
-		Reason: fmt.Sprintf("window %s of key %q would hold %d bytes with this record; at most %d",
-			window.Of(start, start+s.o.size).ID(), s.key, n, s.o.lim.MaxAggregateBytes)}
+// checkHeld refuses a record that would add more bytes to what the key
+// holds and take it past MaxOpenWindows × (MaxAggregateBytes + 24).
+func (s *keyState[T, V, A]) checkHeld(more int) *keyed.RecordError {
+	budget := s.o.lim.MaxOpenWindows * (s.o.lim.MaxAggregateBytes + partOverhead)
+	held := 0
+	for i := range s.parts {
+		held += partOverhead + s.parts[i].size
+	}
+	if held+more > budget {
+		return &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
+			Reason: fmt.Sprintf("key %q holds %d bytes of records; with this record it would hold %d, more than its limit of %d (MaxOpenWindows × MaxAggregateBytes); it takes records again as its windows close",
+				s.key, held, held+more, budget)}
+	}
+	return nil
 }
 
-// Advance closes the windows whose end the watermark wm reached: they move
-// to the outbox.
+// partOverhead is what a part costs in the state besides its aggregate.
+const partOverhead = 24
+
+func (s *keyState[T, V, A]) tooBig(start, end int64, n int) *keyed.RecordError {
+	return &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
+		Reason: fmt.Sprintf("%s %s of key %q would hold %d bytes with this record; at most %d",
+			s.o.kind.paneNoun1(), window.Of(start, end).ID(), s.key, n, s.o.lim.MaxAggregateBytes)}
+}
+
+// Advance closes what the watermark wm has passed: final results of the
+// windows ending by wm, corrections of final windows that late records
+// changed, retractions of final sessions merged into others; then it
+// forgets what only windows past the allowed lateness needed.
 func (s *keyState[T, V, A]) Advance(wm time.Time) {
 	if wm.IsZero() {
 		return
 	}
-	ms := wm.UnixMilli()
-	n := 0
-	for n < len(s.open) && s.open[n].start+s.o.size <= ms {
-		n++
+	s.close(wm.UnixMilli(), true)
+}
+
+// close advances the state to watermark wm (see Advance). With all
+// false (a record is about to be added) it records only what the close
+// time passed: final results under drop, and under correct the results of
+// the windows it is about to freeze, which no later record can change; the
+// rest waits for the fold's end, so each result is a window's value at the
+// end of a batch. It does nothing while the close time is before wake,
+// the earliest end of a window not frozen (nothing can change then).
+func (s *keyState[T, V, A]) close(wm int64, all bool) {
+	s.at = max(s.at, wm)
+	wm = s.at
+	closeAt := s.closeTime(wm)
+	if !all && closeAt < s.wake {
+		// Nothing ends by closeAt: freezing to it prunes nothing, but a
+		// record added now must find the windows ending by it frozen.
+		s.frozen = max(s.frozen, closeAt)
+		return
 	}
-	if n > 0 {
-		s.out = append(s.out, s.open[:n]...)
-		s.open = slices.Delete(s.open, 0, n)
+	limit := closeAt
+	if all {
+		limit = wm
 	}
+	current := map[span]bool{}
+	wake := int64(math.MaxInt64)
+	for _, cw := range s.windows() {
+		current[cw.w] = true
+		if cw.w.end > closeAt {
+			wake = min(wake, cw.w.end)
+		}
+		if cw.w.end > limit {
+			continue
+		}
+		e, seen := s.emitted[cw.w]
+		switch {
+		case !seen:
+			blob, ok := s.encode(cw.value())
+			if !ok {
+				continue
+			}
+			s.out = append(s.out, result{typ: ResultType, w: cw.w, rev: 1, n: cw.n, blob: blob})
+			s.emitted[cw.w] = &emitted{rev: 1, n: cw.n, blob: blob}
+		case e.n != cw.n:
+			// Records are only ever added to a window that is not frozen:
+			// its count says whether it changed.
+			blob, ok := s.encode(cw.value())
+			if !ok {
+				continue
+			}
+			s.out = append(s.out, result{typ: CorrectionType, w: cw.w, rev: e.rev + 1, n: cw.n, blob: blob, prev: e.blob})
+			*e = emitted{rev: e.rev + 1, n: cw.n, blob: blob}
+		}
+	}
+	var gone []span
+	for w := range s.emitted {
+		switch {
+		case current[w] || w.end <= s.frozen:
+		case w.end <= limit:
+			gone = append(gone, w)
+		default:
+			wake = min(wake, w.end)
+		}
+	}
+	slices.SortFunc(gone, cmpSpan) // the same order on every retry
+	for _, w := range gone {
+		e := s.emitted[w]
+		s.out = append(s.out, result{typ: RetractionType, w: w, rev: e.rev + 1, prev: e.blob})
+		delete(s.emitted, w)
+	}
+	if closeAt > s.frozen {
+		s.freeze(closeAt)
+	}
+	s.wake = wake
+}
+
+// freeze makes the windows ending at or before closed final for good and
+// forgets what only they need.
+func (s *keyState[T, V, A]) freeze(closed int64) {
+	s.frozen = closed
+	if s.o.kind.held() {
+		s.parts = window.PruneHeld(s.o.kind.defined(), closed, s.parts)
+	} else {
+		size := s.o.kind.sizeMs()
+		s.parts = slices.DeleteFunc(s.parts, func(p part[A]) bool { return p.t+size <= closed })
+	}
+	for w := range s.emitted {
+		if w.end <= closed {
+			delete(s.emitted, w)
+		}
+	}
+	s.judge = nil // replayed from the parts kept when next needed
+}
+
+// encode is an aggregate's encoding; an aggregate that fails to encode is
+// a bug of the aggregate: logged, and its window is not emitted (the state
+// is still written, so the shard moves on).
+func (s *keyState[T, V, A]) encode(a A) ([]byte, bool) {
+	b, err := a.MarshalBinary()
+	if err != nil {
+		s.o.log.Error("an aggregate failed to encode: its window's result is not emitted", "handler", s.o.name, "key", s.key, "error", err.Error())
+		return nil, false
+	}
+	return b, true
+}
+
+// currentWindow is one window of the key that ends after frozen.
+type currentWindow[A any] struct {
+	w     span
+	n     int64
+	value func() A
+}
+
+// windows lists the key's windows that end after frozen, sorted by start
+// then end: for tumbling and hopping windows, those of its panes (a
+// window's value is the merge of its panes); for sessions and sliding
+// windows, those its records define (window.HeldWindows).
+func (s *keyState[T, V, A]) windows() []currentWindow[A] {
+	var out []currentWindow[A]
+	if s.o.kind.held() {
+		for _, hw := range window.HeldWindows(s.o.kind.defined(), s.frozen, s.parts) {
+			cw := currentWindow[A]{w: span{hw.Window.Start.UnixMilli(), hw.Window.End.UnixMilli()}}
+			window.Members(&hw, s.parts, func(int) { cw.n++ })
+			cw.value = func() A {
+				v := A(new(T))
+				window.Members(&hw, s.parts, func(i int) { v.Merge(s.parts[i].agg) })
+				return v
+			}
+			out = append(out, cw)
+		}
+		return out
+	}
+	var spans []span
+	for i := range s.parts {
+		spans = s.o.kind.appendPaneWindows(spans, s.parts[i].t)
+	}
+	slices.SortFunc(spans, cmpSpan)
+	spans = slices.Compact(spans)
+	for _, w := range spans {
+		if w.end <= s.frozen {
+			continue
+		}
+		lo, _ := slices.BinarySearchFunc(s.parts, w.start, func(p part[A], t int64) int { return cmpInt(p.t, t) })
+		hi, _ := slices.BinarySearchFunc(s.parts, w.end, func(p part[A], t int64) int { return cmpInt(p.t, t) })
+		cw := currentWindow[A]{w: w}
+		for i := lo; i < hi; i++ {
+			cw.n += s.parts[i].n
+		}
+		cw.value = func() A {
+			v := A(new(T))
+			for i := lo; i < hi; i++ {
+				v.Merge(s.parts[i].agg)
+			}
+			return v
+		}
+		out = append(out, cw)
+	}
+	return out
 }
 
 func (s *keyState[T, V, A]) Outbox() int { return len(s.out) }
@@ -240,14 +558,25 @@ func (s *keyState[T, V, A]) Outbox() int { return len(s.out) }
 func (s *keyState[T, V, A]) Render() ([]emit.Record, error) {
 	recs := make([]emit.Record, 0, len(s.out))
 	for i := range s.out {
-		w := &s.out[i]
-		res, err := json.Marshal(w.agg)
-		if err != nil {
-			return nil, fmt.Errorf("%s: rendering key %q's result: %w", s.o.name, s.key, err)
+		r := &s.out[i]
+		w := r.w.window()
+		res := Result{ID: s.o.name + "/" + s.key + "/" + w.ID(), Type: r.typ, Name: s.o.name, Key: s.key,
+			WindowStart: w.Start, WindowEnd: w.End, Revision: r.rev, Records: r.n, Final: r.typ != RetractionType, Result: json.RawMessage("null")}
+		if r.rev > 1 {
+			res.ID += fmt.Sprintf("/r%d", r.rev)
 		}
-		win := window.Of(w.start, w.start+s.o.size)
-		b, err := json.Marshal(Result{ID: s.o.name + "/" + s.key + "/" + win.ID(), Type: ResultType, Name: s.o.name, Key: s.key,
-			WindowStart: win.Start, WindowEnd: win.End, Records: w.n, Final: true, Result: res})
+		var err error
+		if r.blob != nil {
+			if res.Result, err = s.render(r.blob); err != nil {
+				return nil, err
+			}
+		}
+		if r.prev != nil {
+			if res.Previous, err = s.render(r.prev); err != nil {
+				return nil, err
+			}
+		}
+		b, err := json.Marshal(res)
 		if err != nil {
 			return nil, err
 		}
@@ -256,95 +585,45 @@ func (s *keyState[T, V, A]) Render() ([]emit.Record, error) {
 	return recs, nil
 }
 
+// render is the JSON of an encoded aggregate.
+func (s *keyState[T, V, A]) render(blob []byte) (json.RawMessage, error) {
+	a := A(new(T))
+	if err := a.UnmarshalBinary(blob); err != nil {
+		return nil, fmt.Errorf("%s: key %q: decoding a window's aggregate: %w", s.o.name, s.key, err)
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("%s: rendering key %q's result: %w", s.o.name, s.key, err)
+	}
+	return b, nil
+}
+
+// NextDue is the end of the earliest window not yet final.
 func (s *keyState[T, V, A]) NextDue() time.Time {
-	if len(s.open) == 0 {
+	var next int64
+	for _, cw := range s.windows() {
+		if cw.w.end > s.at && (next == 0 || cw.w.end < next) {
+			next = cw.w.end
+		}
+	}
+	if next == 0 {
 		return time.Time{}
 	}
-	return time.UnixMilli(s.open[0].start + s.o.size).UTC()
+	return time.UnixMilli(next).UTC()
 }
 
 func (s *keyState[T, V, A]) Size() int {
-	n := 8
-	for i := range s.open {
-		n += 24 + s.open[i].size
+	n := 32
+	for i := range s.parts {
+		n += partOverhead + s.parts[i].size
+	}
+	for _, e := range s.emitted {
+		n += 32 + len(e.blob)
 	}
 	for i := range s.out {
-		n += 24 + s.out[i].size
+		n += 40 + len(s.out[i].blob) + len(s.out[i].prev)
 	}
 	return n
-}
-
-// stateVersion is the first byte of a state blob.
-const stateVersion = 1
-
-// Encode appends: version, then the open windows and the outbox, each as a
-// count and (start, records, aggregate length, aggregate) per window.
-func (s *keyState[T, V, A]) Encode(dst []byte) []byte {
-	dst = append(dst, stateVersion)
-	for _, ws := range [][]win[A]{s.open, s.out} {
-		dst = binary.AppendUvarint(dst, uint64(len(ws)))
-		for i := range ws {
-			b, err := ws[i].agg.MarshalBinary()
-			if err != nil {
-				// A bug of the aggregate: an oversized blob is never
-				// written (keyed.Settings.MaxStateBytes), so the key's
-				// records are retried and its state is kept, not lost.
-				s.o.log.Error("an aggregate failed to encode: the key's state is not written", "handler", s.o.name, "key", s.key, "error", err.Error())
-				return make([]byte, keyed.DefaultMaxStateBytes+1)
-			}
-			dst = binary.AppendVarint(dst, ws[i].start)
-			dst = binary.AppendUvarint(dst, uint64(ws[i].n))
-			dst = binary.AppendUvarint(dst, uint64(len(b)))
-			dst = append(dst, b...)
-		}
-	}
-	return dst
-}
-
-func (s *keyState[T, V, A]) decode(b []byte) error {
-	if b[0] != stateVersion {
-		return fmt.Errorf("state version %d, this handler reads %d", b[0], stateVersion)
-	}
-	b = b[1:]
-	for part := range 2 {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)) {
-			return errors.New("truncated state")
-		}
-		b = b[k:]
-		ws := make([]win[A], 0, n)
-		for range n {
-			start, k1 := binary.Varint(b)
-			if k1 <= 0 {
-				return errors.New("truncated state")
-			}
-			b = b[k1:]
-			cnt, k2 := binary.Uvarint(b)
-			if k2 <= 0 {
-				return errors.New("truncated state")
-			}
-			b = b[k2:]
-			l, k3 := binary.Uvarint(b)
-			if k3 <= 0 || l > uint64(len(b)-k3) {
-				return errors.New("truncated state")
-			}
-			agg := A(new(T))
-			if err := agg.UnmarshalBinary(b[k3 : k3+int(l)]); err != nil {
-				return fmt.Errorf("window at %d: %w", start, err)
-			}
-			b = b[k3+int(l):]
-			ws = append(ws, win[A]{start: start, n: int64(cnt), agg: agg, size: int(l)})
-		}
-		if part == 0 {
-			s.open = ws
-		} else {
-			s.out = ws
-		}
-	}
-	if len(b) != 0 {
-		return fmt.Errorf("%d bytes after the state", len(b))
-	}
-	return nil
 }
 
 // clone copies an aggregate through its encoding.
@@ -363,14 +642,6 @@ func clone[T any, V any, A interface {
 	return c, nil
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && a < 0 {
-		q--
-	}
-	return q
-}
-
 func cmpInt(a, b int64) int {
 	switch {
 	case a < b:
@@ -379,6 +650,13 @@ func cmpInt(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+func cmpSpan(a, b span) int {
+	if c := cmpInt(a.start, b.start); c != 0 {
+		return c
+	}
+	return cmpInt(a.end, b.end)
 }
 
 // nopAgg only checks, at compile time, that windowed is a keyed.Operator.

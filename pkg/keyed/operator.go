@@ -45,6 +45,10 @@ const (
 	// Aside: the record can never be folded (the key's state is full); it
 	// is set aside with the RecordError Add returns.
 	Aside
+	// AddedLate: folded into what it could still change (a hopping window
+	// still open, a sliding window not closed) and dropped from the rest;
+	// counted in LateDropped, as a record dropped whole is.
+	AddedLate
 )
 
 // Operator is the logic of a keyed stateful stage: which records it reads

@@ -465,7 +465,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 			}
 			fate, rerr := st.Add(it.v, it.wm)
 			switch fate {
-			case Late:
+			case Late, AddedLate:
 				late++
 			case Aside:
 				if rerr == nil {

@@ -113,8 +113,8 @@ func parsePath(p string) ([]Step, error) {
 	return steps, nil
 }
 
-// String writes the path back.
-func pathString(steps []Step) string {
+// PathString writes a parsed path back (data.items[0].sku).
+func PathString(steps []Step) string {
 	var b strings.Builder
 	for _, s := range steps {
 		if s.Index >= 0 {

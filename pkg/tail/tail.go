@@ -26,10 +26,53 @@ type KinesisAPI interface {
 	RegisterStreamConsumer(ctx context.Context, in *kinesis.RegisterStreamConsumerInput, opts ...func(*kinesis.Options)) (*kinesis.RegisterStreamConsumerOutput, error)
 	DescribeStreamConsumer(ctx context.Context, in *kinesis.DescribeStreamConsumerInput, opts ...func(*kinesis.Options)) (*kinesis.DescribeStreamConsumerOutput, error)
 	DeregisterStreamConsumer(ctx context.Context, in *kinesis.DeregisterStreamConsumerInput, opts ...func(*kinesis.Options)) (*kinesis.DeregisterStreamConsumerOutput, error)
-	SubscribeToShard(ctx context.Context, in *kinesis.SubscribeToShardInput, opts ...func(*kinesis.Options)) (*kinesis.SubscribeToShardOutput, error)
 }
 
 var _ KinesisAPI = (*kinesis.Client)(nil)
+
+// EventStream is one SubscribeToShard subscription's events, as
+// EventStream delivers them.
+type EventStream interface {
+	Events() <-chan types.SubscribeToShardEventStream
+	Close() error
+	Err() error
+}
+
+// Subscriber opens enhanced fan-out subscriptions. A KinesisAPI that has
+// a Subscribe method is used through it; one with the SDK's
+// SubscribeToShard (the *kinesis.Client) through that; one with neither
+// is polled.
+type Subscriber interface {
+	Subscribe(ctx context.Context, in *kinesis.SubscribeToShardInput) (EventStream, error)
+}
+
+// sdkSubscriber subscribes with the SDK's SubscribeToShard.
+type sdkSubscriber struct {
+	c interface {
+		SubscribeToShard(ctx context.Context, in *kinesis.SubscribeToShardInput, opts ...func(*kinesis.Options)) (*kinesis.SubscribeToShardOutput, error)
+	}
+}
+
+func (s sdkSubscriber) Subscribe(ctx context.Context, in *kinesis.SubscribeToShardInput) (EventStream, error) {
+	out, err := s.c.SubscribeToShard(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return out.GetStream(), nil
+}
+
+// subscriberOf is kin's way to subscribe, or nil.
+func subscriberOf(kin KinesisAPI) Subscriber {
+	switch k := kin.(type) {
+	case Subscriber:
+		return k
+	case interface {
+		SubscribeToShard(ctx context.Context, in *kinesis.SubscribeToShardInput, opts ...func(*kinesis.Options)) (*kinesis.SubscribeToShardOutput, error)
+	}:
+		return sdkSubscriber{k}
+	}
+	return nil
+}
 
 // Bounds of the reading.
 const (
@@ -158,9 +201,13 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := &reader{kin: kin, o: o, events: make(chan shardEvent), errs: make(chan error, 1), cancel: cancel}
-	var probe *kinesis.SubscribeToShardEventStream
-	if !o.PollOnly {
+	r := &reader{kin: kin, sub: subscriberOf(kin), o: o, events: make(chan shardEvent), errs: make(chan error, 1), cancel: cancel}
+	var probe EventStream
+	switch {
+	case o.PollOnly:
+	case r.sub == nil:
+		sum.Fallback = "this Kinesis client cannot subscribe to shards"
+	default:
 		deadline := o.Now().Add(o.MaxSession)
 		var name, arn string
 		name, arn, probe, sum.Removed, sum.Fallback = r.startFanOut(ctx, streamARN, read, deadline)
@@ -192,7 +239,7 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 	started := map[string]bool{}
 	for i, sh := range read {
 		started[sh] = true
-		var first *kinesis.SubscribeToShardEventStream
+		var first EventStream
 		if i == 0 {
 			first = probe
 		}
@@ -272,7 +319,7 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 // session's consumer (its name carries deadline) and subscribes to the
 // first shard to read. When any step fails it leaves nothing registered
 // and says why in fallback: the tail then polls.
-func (r *reader) startFanOut(ctx context.Context, streamARN string, read []string, deadline time.Time) (name, arn string, probe *kinesis.SubscribeToShardEventStream, removed []string, fallback string) {
+func (r *reader) startFanOut(ctx context.Context, streamARN string, read []string, deadline time.Time) (name, arn string, probe EventStream, removed []string, fallback string) {
 	removed, err := removeStale(ctx, r.kin, streamARN, r.o.Now())
 	if err != nil {
 		return "", "", nil, removed, err.Error()
@@ -377,6 +424,7 @@ func chooseShards(shards []types.Shard, o Options) ([]string, error) {
 // reader reads shards and hands their records to the tail.
 type reader struct {
 	kin         KinesisAPI
+	sub         Subscriber
 	o           Options
 	consumerARN string
 	events      chan shardEvent
@@ -387,7 +435,7 @@ type reader struct {
 // run reads one shard until ctx ends, the shard closes, or (without
 // Follow) it is caught up; an error that retrying does not cure stops the
 // whole tail.
-func (r *reader) run(ctx context.Context, shard string, from Position, first *kinesis.SubscribeToShardEventStream) {
+func (r *reader) run(ctx context.Context, shard string, from Position, first EventStream) {
 	var err error
 	if r.consumerARN != "" {
 		err = r.readFanOut(ctx, shard, from, first)
@@ -491,19 +539,15 @@ func (r *reader) poll(ctx context.Context, shard string, from Position) error {
 }
 
 // subscribe opens a SubscribeToShard stream on the shard from p.
-func (r *reader) subscribe(ctx context.Context, consumerARN, shard string, p Position) (*kinesis.SubscribeToShardEventStream, error) {
-	out, err := r.kin.SubscribeToShard(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(consumerARN), ShardId: aws.String(shard),
+func (r *reader) subscribe(ctx context.Context, consumerARN, shard string, p Position) (EventStream, error) {
+	return r.sub.Subscribe(ctx, &kinesis.SubscribeToShardInput{ConsumerARN: aws.String(consumerARN), ShardId: aws.String(shard),
 		StartingPosition: p.startingPosition()})
-	if err != nil {
-		return nil, err
-	}
-	return out.GetStream(), nil
 }
 
 // readFanOut reads the shard through the consumer: a subscription lasts
 // five minutes, after which it subscribes again from where it got to (at
 // most once a second, as Kinesis allows).
-func (r *reader) readFanOut(ctx context.Context, shard string, from Position, s *kinesis.SubscribeToShardEventStream) error {
+func (r *reader) readFanOut(ctx context.Context, shard string, from Position, s EventStream) error {
 	pos := from
 	caughtUp := false
 	failures := 0
@@ -546,8 +590,18 @@ func (r *reader) readFanOut(ctx context.Context, shard string, from Position, s 
 
 // drain hands on the events of one subscription; done is true when the
 // shard is finished with (closed, or caught up without Follow).
-func (r *reader) drain(ctx context.Context, shard string, s *kinesis.SubscribeToShardEventStream, pos *Position, caughtUp *bool) (done bool, err error) {
-	for ev := range s.Events() {
+func (r *reader) drain(ctx context.Context, shard string, s EventStream, pos *Position, caughtUp *bool) (done bool, err error) {
+	for {
+		var ev types.SubscribeToShardEventStream
+		var open bool
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case ev, open = <-s.Events():
+		}
+		if !open {
+			return false, s.Err()
+		}
 		e, ok := ev.(*types.SubscribeToShardEventStreamMemberSubscribeToShardEvent)
 		if !ok {
 			continue
@@ -573,7 +627,6 @@ func (r *reader) drain(ctx context.Context, shard string, s *kinesis.SubscribeTo
 			return true, nil
 		}
 	}
-	return false, s.Err()
 }
 
 // sleep waits d or until ctx ends.

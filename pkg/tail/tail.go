@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go"
 )
 
 // KinesisAPI is what a tail needs of Kinesis: reads, and the registration
@@ -332,7 +334,7 @@ func (r *reader) startFanOut(ctx context.Context, streamARN string, read []strin
 	}
 	if len(read) > 0 {
 		if probe, err = r.subscribe(ctx, arn, read[0], r.o.From); err != nil {
-			fallback = fmt.Sprintf("SubscribeToShard: %v", err)
+			fallback = "SubscribeToShard: " + briefly(err)
 			if derr := deregister(ctx, r.kin, arn); derr != nil {
 				fallback += "; " + derr.Error()
 			}
@@ -340,6 +342,21 @@ func (r *reader) startFanOut(ctx context.Context, streamARN string, read []strin
 		}
 	}
 	return name, arn, probe, removed, ""
+}
+
+// briefly says an AWS error in a few words: its code and message, or the
+// HTTP status of an answer that is not one (the local stand-in answers
+// SubscribeToShard with a 500 page).
+func briefly(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode() + ": " + api.ErrorMessage()
+	}
+	var resp *awshttp.ResponseError
+	if errors.As(err, &resp) {
+		return fmt.Sprintf("HTTP %d", resp.HTTPStatusCode())
+	}
+	return err.Error()
 }
 
 // statusLine is the tail's first line: how it reads and at what rate.

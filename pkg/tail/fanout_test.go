@@ -275,3 +275,25 @@ func TestJSONLines(t *testing.T) {
 		t.Errorf("second line %+v, want the bytes in dataBase64", l)
 	}
 }
+
+// TestSessionDeadline: a following session with a consumer ends by itself
+// at its deadline (the one its consumer's name carries, after which
+// another run may remove it), says so, and deregisters the consumer.
+func TestSessionDeadline(t *testing.T) {
+	kin := kinesis.NewFromConfig(awsCfg)
+	stream := newStream(t, kin, 1)
+	f := &fanOut{Client: kin, stream: stream}
+	var status bytes.Buffer
+	sum, err := tail.Run(context.Background(), f, tail.Options{Stream: stream, From: tail.Latest, Follow: true, MaxSession: 2 * time.Second, Status: &status},
+		func(*tail.Record) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.SessionEnded || sum.Consumer == "" {
+		t.Errorf("summary %+v: want a session through a consumer that reached its deadline", sum)
+	}
+	if c := consumers(t, kin, stream); len(c) != 0 {
+		t.Errorf("consumers %v left after the session ended", c)
+	}
+	f.subscribers.Wait()
+}

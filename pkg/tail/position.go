@@ -82,6 +82,8 @@ func (p Position) String() string {
 		return p.Time.UTC().Format(time.RFC3339Nano)
 	case types.ShardIteratorTypeAtSequenceNumber:
 		return "sequence number " + p.Sequence
+	case types.ShardIteratorTypeAfterSequenceNumber:
+		return "after sequence number " + p.Sequence
 	case types.ShardIteratorTypeTrimHorizon:
 		return "the oldest record kept (TRIM_HORIZON)"
 	default:

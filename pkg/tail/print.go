@@ -89,14 +89,14 @@ func (p *Printer) Print(r *Record) error {
 	if limit <= 0 || limit > MaxRecordBytes {
 		limit = DefaultMaxBytes
 	}
-	cut := len(r.Data) > limit
-	if cut {
+	long := len(r.Data) > limit
+	if long {
 		p.Truncated++
 	}
 	switch p.Format {
 	case Raw:
 		b := r.Data
-		if cut {
+		if long {
 			b = b[:limit]
 		}
 		if _, err := p.W.Write(b); err != nil {
@@ -108,7 +108,7 @@ func (p *Printer) Print(r *Record) error {
 		l := jsonLine{Shard: r.Shard, SequenceNumber: r.SequenceNumber, PartitionKey: r.PartitionKey,
 			Arrived: r.Arrived.UTC().Format(time.RFC3339Nano), Bytes: len(r.Data)}
 		switch {
-		case cut:
+		case long:
 			s := string(bytes.ToValidUTF8(r.Data[:limit], nil))
 			l.Truncated, l.DataText = true, &s
 		case json.Valid(r.Data):
@@ -131,7 +131,7 @@ func (p *Printer) Print(r *Record) error {
 		fmt.Fprintf(&b, "── %s  %s  key %s  arrived %s  %d bytes\n", r.Shard, r.SequenceNumber, quoteIfNeeded(r.PartitionKey),
 			r.Arrived.UTC().Format("2006-01-02T15:04:05.000Z07:00"), len(r.Data))
 		switch {
-		case cut:
+		case long:
 			b.Write(bytes.ToValidUTF8(r.Data[:limit], []byte("\uFFFD")))
 			fmt.Fprintf(&b, "\n… %d more bytes not shown (-max-bytes %d)\n", len(r.Data)-limit, limit)
 		case json.Valid(r.Data):

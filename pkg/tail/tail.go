@@ -227,7 +227,10 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 			ctx, stop = context.WithDeadline(ctx, deadline)
 			defer stop()
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil { // Ctrl-C while setting up
+			if probe != nil {
+				probe.Close()
+			}
 			return sum, nil
 		}
 	}

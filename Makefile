@@ -127,6 +127,17 @@ results: .build/bin/results ## a key's windows from the running make local-up: m
 	  .build/bin/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
 	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
 
+# Built, not `go run`, for the same reason as results (its exit status).
+.build/bin/tail: $(GO_SOURCES) $(wildcard cmd/tail/*.go internal/*/*.go emulator/*/*.go)
+	@$(GO) build -o $@ ./cmd/tail
+
+.PHONY: tail
+tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C stops): make tail STREAM=events|results|joins|matches|enriched|show-events [KEY=user-1] [TYPE=page_view] [WHERE=data.page=/] [FROM=10m] [FOLLOW=0] [JSON=1|RAW=1]
+	@AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
+	  .build/bin/tail -template $(CDK_OUT) -stack $(or $(STACK),Tributary) -stream '$(STREAM)' \
+	  $(if $(KEY),-key '$(KEY)') $(if $(TYPE),-type '$(TYPE)') $(if $(WHERE),-where '$(WHERE)') $(if $(FROM),-from '$(FROM)') \
+	  $(if $(filter 0,$(FOLLOW)),,-f) $(if $(JSON),-json) $(if $(RAW),-raw)
+
 .PHONY: localstack-check
 localstack-check: deps-local ## run against a real LocalStack without Docker: install it (PyPI localstack-core, pinned, host mode) and cdklocal, start it on a free port, make local on it, cdklocal bootstrap + deploy + destroy, stop it; prints each step's time
 	@scripts/localstack-check.sh

@@ -211,6 +211,13 @@ func (r *Resources) Print(w io.Writer) {
 	}
 
 	fmt.Fprintln(w, "\nOperator tools (in another terminal, with the AWS_* variables above exported; each takes -h):")
+	if r.EventsStream != "" {
+		stack := ""
+		if r.Stack != "Tributary" {
+			stack = " STACK=" + r.Stack
+		}
+		fmt.Fprintf(w, "  print a stream's records as they arrive, through a consumer of its own (STREAM=results, joins, matches, enriched, show-events; Ctrl-C stops; make tail needs no exports):\n    make tail STREAM=events KEY=user-1%s\n", stack)
+	}
 	if r.ViewsParameter != "" && r.EventsStream != "" {
 		p := fmt.Sprintf("-stream %s -parameter %s", r.EventsStream, r.ViewsParameter)
 		fmt.Fprintf(w, "  rebuild the views from 10 minutes ago into a new version and point readers at it:\n    go run ./cmd/replay rebuild -pipeline pipelines/pageviews.json %s -from 10m\n", p)

@@ -15,7 +15,8 @@ import (
 // banner of `make local-up` names every stream, table, queue (with its
 // DLQ) and the views parameter, and gives a command for replay, redrive
 // (one per DLQ) and snapshot with the deployed names filled in, and the
-// results reader's commands (make results, and cmd/results with the names).
+// results reader's commands (make results, and cmd/results with the names)
+// and make tail's.
 func TestResourcesNameWhatEachToolNeeds(t *testing.T) {
 	t.Parallel()
 	srv := standintest.Start(t)
@@ -78,6 +79,7 @@ func TestResourcesNameWhatEachToolNeeds(t *testing.T) {
 		"go run ./cmd/redrive -dlq " + tasksDLQ + " -dry-run",
 		"go run ./cmd/redrive -dlq " + failuresDLQ + " -dry-run",
 		"go run ./cmd/snapshot -table " + profiles + " -stream " + events + " -key-attribute userId",
+		"make tail STREAM=events KEY=user-1",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the banner lacks %q:\n%s", want, b.String())

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/cli"
+)
+
+const streamsTemplate = "testdata/streams.template.json"
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func cmd(ctx context.Context, env map[string]string, args ...string) result {
+	var out, errb bytes.Buffer
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	code := run(ctx, args, lookup, func() time.Time { return time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC) }, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// TestUsage: every command line that cannot run is refused before
+// anything is read, in one line naming the flag.
+func TestUsage(t *testing.T) {
+	local := map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{name: "no stream", args: []string{}, want: "-stream is required"},
+		{name: "a where without =", args: []string{"-stream", "s", "-where", "data.page"}, want: `-where "data.page": want path=value`},
+		{name: "a where with a bad index", args: []string{"-stream", "s", "-where", "items[a]=1"}, want: `-where "items[a]=1": "items[a]": an index is a whole number`},
+		{name: "a position that is none", args: []string{"-stream", "s", "-from", "yesterday"}, want: `-from "yesterday" is none of latest, trim_horizon`},
+		{name: "a position in the future", args: []string{"-stream", "s", "-from", "2027-01-01T00:00:00Z"}, want: "-from 2027-01-01T00:00:00Z is in the future"},
+		{name: "two formats", args: []string{"-stream", "s", "-json", "-raw"}, want: "-raw and -json are two formats"},
+		{name: "-n 0 without -f", args: []string{"-stream", "s", "-n", "0"}, want: "-n 0: must be from 1 to 1000000"},
+		{name: "-n too many", args: []string{"-stream", "s", "-f", "-n", "2000000"}, want: "-n 2000000: must be from 0 to 1000000"},
+		{name: "-max-bytes too large", args: []string{"-stream", "s", "-max-bytes", "20000000"}, want: "-max-bytes 20000000: must be from 64 to 10485760"},
+		{name: "polling faster than once a second", args: []string{"-stream", "s", "-interval", "200ms"}, want: "-interval 200ms: must be from 1s to 1m0s"},
+		{name: "a session past the bound", args: []string{"-stream", "s", "-max-session", "48h"}, want: "-max-session 48h0m0s: must be from 1m0s to 24h0m0s"},
+		{name: "a key too long", args: []string{"-stream", "s", "-key", strings.Repeat("k", 1025)}, want: "-key is 1025 bytes long"},
+		{name: "too many conditions", args: append([]string{"-stream", "s"}, strings.Split(strings.Repeat("-where a=1 ", 17), " ")[:34]...), want: "-where is given 17 times; at most 16"},
+		{name: "a stream name Kinesis refuses", args: []string{"-stream", "a b"}, want: `-stream "a b": a Kinesis stream name is`},
+		{name: "-template against AWS", args: []string{"-stream", "events", "-template", streamsTemplate}, want: "-template names streams as the local runner deploys them, but AWS_ENDPOINT_URL is not set"},
+		{name: "-stack without -template", args: []string{"-stream", "s", "-stack", "X"}, want: "-stack is only read with -template"},
+		{name: "an alias the stack lacks", env: local, args: []string{"-stream", "events", "-template", "testdata/two-joins.template.json"}, want: "-stream events: the stack has no events stream; its streams: OtherJoins (Tributary-OtherJoins0A1B2C3D), SearchClickJoinJoins (Tributary-SearchClickJoinJoinsD33285C4)"},
+		{name: "an alias with two streams", env: local, args: []string{"-stream", "joins", "-template", "testdata/two-joins.template.json"}, want: "-stream joins: the stack has 2 such streams, give one by label"},
+		{name: "not a stream of the stack", env: local, args: []string{"-stream", "nope", "-template", streamsTemplate}, want: `-stream "nope" is not a stream of the stack: give one of events, results, joins, matches, enriched, show-events`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cmd(context.Background(), tc.env, tc.args...)
+			if r.code != cli.ExitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
+				t.Errorf("exit %d, stderr %q, stdout %q; want exit 2 and one line saying %q", r.code, r.stderr, r.stdout, tc.want)
+			}
+		})
+	}
+}
+
+func TestResolveStream(t *testing.T) {
+	streams, err := templateStreams(streamsTemplate, "Tributary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for alias, want := range map[string]string{
+		"events":                   "Tributary-EventsD32975C2",
+		"results":                  "Tributary-WindowResults0D7FBD53",
+		"joins":                    "Tributary-SearchClickJoinJoinsD33285C4",
+		"matches":                  "Tributary-DetectionMatchesC92D8C61",
+		"enriched":                 "Tributary-EnrichmentEnriched1555810A",
+		"show-events":              "Tributary-EventSourcingShowEvents9C64F2AA",
+		"StatusCodesResults":       "Tributary-StatusCodesResultsAB4B50BD",
+		"Tributary-EventsD32975C2": "Tributary-EventsD32975C2",
+		"statuscodesresults":       "Tributary-StatusCodesResultsAB4B50BD",
+		"EventSourcingShowEvents":  "Tributary-EventSourcingShowEvents9C64F2AA",
+	} {
+		got, err := resolveStream(alias, streams)
+		if err != nil || got != want {
+			t.Errorf("%s: got %q, %v; want %s", alias, got, err, want)
+		}
+	}
+}
+
+// TestTailLocal runs the command as make tail does, against a stand-in
+// with the template's events stream: -stream events names it, -json lines
+// parse one by one, -key filters, and the first line on stderr says how it
+// reads.
+func TestTailLocal(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	kin := kinesis.NewFromConfig(cfg)
+	ctx := context.Background()
+	name := "Tributary-EventsD32975C2"
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"user-1", "user-2", "user-1"} {
+		if _, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(name), PartitionKey: aws.String(k),
+			Data: []byte(`{"id":"e","type":"page_view","key":"` + k + `","data":{"page":"/"}}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	t.Setenv("AWS_PROFILE", "")
+	r := cmd(ctx, env, "-template", streamsTemplate, "-stream", "events", "-from", "trim_horizon", "-key", "user-1", "-json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	first, _, _ := strings.Cut(r.stderr, "\n")
+	if !strings.Contains(first, "tail: "+name+": reading 1 shard(s) from the oldest record kept (TRIM_HORIZON) by polling, at most 1 GetRecords call per shard every 1s") {
+		t.Errorf("first line of stderr %q does not say how it reads", first)
+	}
+	n := 0
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	for sc.Scan() {
+		var l struct {
+			PartitionKey string `json:"partitionKey"`
+			Data         struct{ Key string }
+		}
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if l.PartitionKey != "user-1" || l.Data.Key != "user-1" {
+			t.Errorf("line %q is not user-1's", sc.Text())
+		}
+		n++
+	}
+	if n != 2 || !strings.Contains(r.stderr, "tail: 2 record(s) printed of 3 read from 1 shard(s)") {
+		t.Errorf("%d lines; stderr %q", n, r.stderr)
+	}
+}

@@ -1,0 +1,218 @@
+package tail_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/tail"
+)
+
+var awsCfg aws.Config
+
+func TestMain(m *testing.M) {
+	os.Exit(standintest.Main(m, func(c aws.Config) { awsCfg = c }))
+}
+
+// event is a record as the stack's streams carry them: an envelope.
+type event struct {
+	ID   string         `json:"id"`
+	Type string         `json:"type"`
+	Key  string         `json:"key"`
+	Data map[string]any `json:"data"`
+}
+
+// newStream creates a stream of n shards on the stand-in.
+func newStream(t *testing.T, kin *kinesis.Client, shards int32) string {
+	t.Helper()
+	name := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())
+	ctx := context.Background()
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(shards)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = kin.DeleteStream(context.Background(), &kinesis.DeleteStreamInput{StreamName: aws.String(name), EnforceConsumerDeletion: aws.Bool(true)})
+	})
+	return name
+}
+
+// put puts events one by one and returns each one's shard and sequence number by id.
+func put(t *testing.T, kin *kinesis.Client, stream string, evs ...event) map[string][2]string {
+	t.Helper()
+	at := map[string][2]string{}
+	for _, e := range evs {
+		b, _ := json.Marshal(e)
+		out, err := kin.PutRecord(context.Background(), &kinesis.PutRecordInput{StreamName: aws.String(stream), PartitionKey: aws.String(e.Key), Data: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at[e.ID] = [2]string{aws.ToString(out.ShardId), aws.ToString(out.SequenceNumber)}
+	}
+	return at
+}
+
+// ids runs a tail and returns the ids of the records it handed on, in the
+// order of each shard (sorted across shards by id for comparison).
+func ids(t *testing.T, kin tail.KinesisAPI, o tail.Options) ([]string, tail.Summary) {
+	t.Helper()
+	var got []string
+	sum, err := tail.Run(context.Background(), kin, o, func(r *tail.Record) error {
+		var e event
+		if err := json.Unmarshal(r.Data, &e); err != nil {
+			got = append(got, "not-json:"+string(r.Data))
+			return nil
+		}
+		got = append(got, e.ID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sorted(got), sum
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func consumers(t *testing.T, kin *kinesis.Client, stream string) []string {
+	t.Helper()
+	d, err := kin.DescribeStreamSummary(context.Background(), &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(stream)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := kin.ListStreamConsumers(context.Background(), &kinesis.ListStreamConsumersInput{StreamARN: d.StreamDescriptionSummary.StreamARN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range out.Consumers {
+		names = append(names, aws.ToString(c.ConsumerName))
+	}
+	return names
+}
+
+func TestPositionsAndFilters(t *testing.T) {
+	kin := kinesis.NewFromConfig(awsCfg)
+	stream := newStream(t, kin, 2)
+	early := []event{
+		{ID: "e1", Type: "page_view", Key: "user-1", Data: map[string]any{"page": "/", "ms": 420}},
+		{ID: "e2", Type: "click", Key: "user-2", Data: map[string]any{"page": "/buy", "items": []any{map[string]any{"sku": "a1"}}}},
+		{ID: "e3", Type: "page_view", Key: "user-2", Data: map[string]any{"page": "/buy", "ms": 120.0}},
+	}
+	at := put(t, kin, stream, early...)
+	// Arrival times are the stand-in's clock in milliseconds: the later
+	// records arrive in a later millisecond than mid.
+	time.Sleep(5 * time.Millisecond)
+	mid := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	late := []event{
+		{ID: "e4", Type: "page_view", Key: "user-1", Data: map[string]any{"page": "/about", "ms": 420}},
+		{ID: "e5", Type: "click", Key: "user-3", Data: map[string]any{"page": "/", "ok": true}},
+	}
+	put(t, kin, stream, late...)
+	if _, err := kin.PutRecord(context.Background(), &kinesis.PutRecordInput{StreamName: aws.String(stream), PartitionKey: aws.String("user-1"), Data: []byte("plain text")}); err != nil {
+		t.Fatal(err)
+	}
+
+	where := func(exprs ...string) []tail.Condition {
+		var cs []tail.Condition
+		for _, e := range exprs {
+			c, err := tail.ParseCondition(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	all := []string{"e1", "e2", "e3", "e4", "e5", "not-json:plain text"}
+	for _, tc := range []struct {
+		name   string
+		from   tail.Position
+		shard  string
+		limit  int
+		filter tail.Filter
+		want   []string
+	}{
+		{name: "trim_horizon reads every record", from: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, want: all},
+		{name: "a time reads what arrived from it", from: tail.Position{Type: types.ShardIteratorTypeAtTimestamp, Time: mid}, want: []string{"e4", "e5", "not-json:plain text"}},
+		{name: "latest without -f reads nothing", from: tail.Latest, want: nil},
+		{name: "a sequence number reads its shard from it", from: tail.Position{Type: types.ShardIteratorTypeAtSequenceNumber, Sequence: at["e3"][1]}, shard: at["e3"][0],
+			want: idsOnShardFrom(t, kin, stream, at["e3"][0], at["e3"][1])},
+		{name: "key", from: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, filter: tail.Filter{Key: "user-2"}, want: []string{"e2", "e3"}},
+		{name: "type", from: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, filter: tail.Filter{Types: []string{"click"}}, want: []string{"e2", "e5"}},
+		{name: "where a string", from: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, filter: tail.Filter{Where: where("data.page=/buy")}, want: []string{"e2", "e3"}},
+		{name: "where a number, as a number", from: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, filter: tail.Filter{Where: where("$.data.ms=420.0")}, want: []string{"e1", "e4"}},
+		{name: "where an array element", from: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, filter: tail.Filter{Where: where("data.items[0].sku=a1")}, want: []string{"e2"}},
+		{name: "where a bool", from: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, filter: tail.Filter{Where: where("data.ok=true")}, want: []string{"e5"}},
+		{name: "where !=, missing fields differ", from: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, filter: tail.Filter{Where: where("data.page!=/")}, want: []string{"e2", "e3", "e4"}},
+		{name: "all filters at once", from: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, filter: tail.Filter{Key: "user-1", Types: []string{"page_view"}, Where: where("data.page=/about")}, want: []string{"e4"}},
+		{name: "-n stops after that many", from: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, shard: at["e1"][0], limit: 1, want: idsOnShardFrom(t, kin, stream, at["e1"][0], "")[:1]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			limit := tc.limit
+			if limit == 0 {
+				limit = 100
+			}
+			got, sum := ids(t, kin, tail.Options{Stream: stream, From: tc.from, Shard: tc.shard, Limit: limit, Filter: tc.filter})
+			if fmt.Sprint(got) != fmt.Sprint(sorted(tc.want)) {
+				t.Errorf("got %v, want %v", got, sorted(tc.want))
+			}
+			if sum.Consumer != "" || !strings.Contains(sum.Fallback, "SubscribeToShard") {
+				t.Errorf("on moto (no SubscribeToShard) the tail must poll and say why: consumer %q, fallback %q", sum.Consumer, sum.Fallback)
+			}
+			if c := consumers(t, kin, stream); len(c) != 0 {
+				t.Errorf("consumers left registered: %v", c)
+			}
+		})
+	}
+}
+
+// idsOnShardFrom lists, with GetRecords, the ids of the records of shard
+// from seq ("" from the start) on: what a tail of that shard must print.
+func idsOnShardFrom(t *testing.T, kin *kinesis.Client, stream, shard, seq string) []string {
+	t.Helper()
+	in := &kinesis.GetShardIteratorInput{StreamName: aws.String(stream), ShardId: aws.String(shard), ShardIteratorType: types.ShardIteratorTypeTrimHorizon}
+	if seq != "" {
+		in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeAtSequenceNumber, aws.String(seq)
+	}
+	it, err := kin.GetShardIterator(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := kin.GetRecords(context.Background(), &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range out.Records {
+		var e event
+		if json.Unmarshal(r.Data, &e) != nil {
+			got = append(got, "not-json:"+string(r.Data))
+			continue
+		}
+		got = append(got, e.ID)
+	}
+	if len(got) == 0 {
+		t.Fatalf("shard %s holds nothing from %q", shard, seq)
+	}
+	return got
+}

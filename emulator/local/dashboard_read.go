@@ -354,7 +354,7 @@ func (d *dashboardServer) check(ctx context.Context, w io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintf(w, "▸ dashboards: %d widgets of %d health charts and %d dashboards read from the stand-in's CloudWatch in %s",
+	fmt.Fprintf(w, "▸ dashboard page: %d widgets (%d pipelines' health charts, %d dashboards) read from the stand-in's CloudWatch in %s",
 		widgets, len(all)-len(d.boards), len(d.boards), time.Since(began).Round(100*time.Millisecond))
 	if retried > 0 {
 		fmt.Fprintf(w, " (%d of them on a retry)", retried)

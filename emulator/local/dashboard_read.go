@@ -36,7 +36,9 @@ type readLimits struct {
 	attempts       int           // calls for one read before it is a failure
 	backoff        time.Duration // before the second attempt; doubled after
 	reuse          time.Duration // a reading this recent is drawn again, not read again
-	check          time.Duration // the dashboard check's whole budget
+	reuseChecked   time.Duration // the same for the check's reading: the screenshot after it shows it
+	page           time.Duration // a page's whole reading: what does not fit shows its error
+	check          time.Duration // the dashboard check's whole reading
 }
 
 var defaultReadLimits = readLimits{
@@ -45,6 +47,8 @@ var defaultReadLimits = readLimits{
 	attempts:       3,
 	backoff:        time.Second,
 	reuse:          10 * time.Second,
+	reuseChecked:   time.Minute,
+	page:           time.Minute,
 	check:          3 * time.Minute,
 }
 
@@ -86,6 +90,7 @@ type pageReads struct {
 	seriesErr    map[string]error      // the queries whose every attempt failed
 	logs         map[string]logRead    // by log group
 	retried      map[string]bool       // series keys and log groups read on a later attempt
+	checked      bool                  // the dashboard check's reading
 }
 
 // logRead is a log group's events since the page's start.
@@ -96,17 +101,27 @@ type logRead struct {
 }
 
 // read returns a reading of CloudWatch for v: the last one when it is
-// recent enough (a refresh, the screenshot after the check), else a new
-// one. One reading runs at a time.
+// recent enough (a refresh; the screenshot after the check, which shows
+// the check's reading), else a new one. One reading runs at a time.
 func (d *dashboardServer) read(ctx context.Context, v view) *pageReads {
 	d.readMu.Lock()
 	defer d.readMu.Unlock()
 	from := d.readFrom(v)
-	if l := d.last; l != nil && d.now().Sub(l.at) < d.limits.reuse && !l.from.After(from) {
-		return l
+	if l := d.last; l != nil && !l.from.After(from) {
+		reuse := d.limits.reuse
+		if l.checked {
+			reuse = d.limits.reuseChecked
+		}
+		if d.now().Sub(l.at) < reuse {
+			return l
+		}
 	}
-	r := d.readAll(ctx, from, v.to)
-	d.last = r
+	rctx, cancel := context.WithTimeout(ctx, d.limits.page)
+	defer cancel()
+	r := d.readAll(rctx, from, v.to)
+	if ctx.Err() == nil { // not a reading cut short by a page closed
+		d.last = r
+	}
 	return r
 }
 
@@ -335,6 +350,7 @@ func (d *dashboardServer) check(ctx context.Context, w io.Writer) error {
 	v.from = v.to.Add(-v.rng)
 	d.readMu.Lock()
 	reads := d.readAll(ctx, d.readFrom(v), v.to)
+	reads.checked = true
 	d.last = reads
 	d.readMu.Unlock()
 	all := append(d.healthBoards(), d.boards...)

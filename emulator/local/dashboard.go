@@ -3,21 +3,17 @@ package local
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
-	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -51,26 +47,45 @@ const (
 	defaultResultsHr = 3
 )
 
-// dashboardServer serves, on 127.0.0.1, the stack's own CloudWatch
-// dashboards (every AWS::CloudWatch::Dashboard of the template, its body
-// resolved against the local deployment) drawn from the stand-in's
-// CloudWatch, and a results view of the pipeline's windows read through
-// state.Views.Query. Pages are rendered on the server (SVG); a few lines of
-// script refresh them.
+// dashboardServer serves, on 127.0.0.1, the window results of each
+// pipeline read through state.Views.Query, a few health charts per
+// pipeline, and the stack's own CloudWatch dashboards (every
+// AWS::CloudWatch::Dashboard of the template, its body resolved against the
+// local deployment) drawn from the stand-in's CloudWatch. Pages are
+// rendered on the server (SVG); a few lines of script refresh them.
 type dashboardServer struct {
-	stack     *Stack
+	stackName string
+	endpoint  string
 	boards    []board
 	cw        metricDataReader
+	logs      logReader
+	samples   sampleSource
 	db        keyScanner
 	pipelines []*Windows // by name; none when the stack has no aggregate function
 	srv       *http.Server
 	ln        net.Listener
 	now       func() time.Time
 	every     time.Duration // refresh interval of the page
+	// since is when the stack started: CloudWatch is read from then on
+	// (less a period), not over the page's whole range, as there is no data
+	// of this stack before it.
+	since time.Time
+	// limits bounds the page's CloudWatch reads.
+	limits readLimits
 
 	mu   sync.Mutex
 	keys map[string]keyList // by pipeline
+
+	readMu sync.Mutex // one reading of CloudWatch at a time
+	last   *pageReads // the latest reading, reused for limits.reuse
 }
+
+// logReader reads a log group's events since a time (cloudwatchlocal.ReadEvents).
+type logReader func(ctx context.Context, group string, since time.Time) ([]cloudwatchlocal.LogEvent, error)
+
+// sampleSource is the values the runner put to a series (Sink.Samples),
+// for the percentiles moto does not compute.
+type sampleSource func(namespace, name string, dims map[string]string, from, to time.Time) []cloudwatchlocal.Sample
 
 // keyList caches the results view's keys for a few seconds.
 type keyList struct {
@@ -84,25 +99,40 @@ func newDashboardServer(s *Stack, addr string) (*dashboardServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: dashboard on %s: %w (choose another port with -dashboard-port, or 0 for any free port)", addr, err)
 	}
+	cfg := s.cfg
 	d := &dashboardServer{
-		stack:  s,
-		boards: loadBoards(s.deployment),
-		cw:     cloudwatchlocal.CloudWatchClient(s.cfg),
-		db:     dynamodb.NewFromConfig(s.cfg),
-		ln:     ln,
-		now:    time.Now,
-		every:  5 * time.Second,
+		stackName: s.deployment.StackName(),
+		endpoint:  aws.ToString(cfg.BaseEndpoint),
+		boards:    loadBoards(s.deployment),
+		cw:        cloudwatchlocal.CloudWatchClient(cfg),
+		logs: func(ctx context.Context, group string, since time.Time) ([]cloudwatchlocal.LogEvent, error) {
+			return cloudwatchlocal.ReadEvents(ctx, cfg, group, since)
+		},
+		samples: s.sink.Samples,
+		db:      dynamodb.NewFromConfig(cfg),
+		now:     time.Now,
+		every:   5 * time.Second,
+		since:   time.Now(),
+		limits:  defaultReadLimits,
 	}
 	if ws, err := s.FindPipelines(); err == nil {
 		d.pipelines = ws
 	}
-	d.keys = map[string]keyList{}
+	d.serve(ln)
+	return d, nil
+}
+
+// serve serves the page on ln.
+func (d *dashboardServer) serve(ln net.Listener) {
+	d.ln = ln
+	if d.keys == nil {
+		d.keys = map[string]keyList{}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.page)
 	mux.HandleFunc("GET /fragment", d.fragment)
 	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = d.srv.Serve(ln) }()
-	return d, nil
 }
 
 // URL is the page's address.
@@ -129,76 +159,54 @@ func (d *dashboardServer) viewOf(r *http.Request) view {
 
 func (d *dashboardServer) page(w http.ResponseWriter, r *http.Request) {
 	v := d.viewOf(r)
-	widgets, results := d.render(r.Context(), v)
+	pg := d.render(r.Context(), v)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write([]byte(d.renderPage(v, widgets, results)))
+	_, _ = w.Write([]byte(d.renderPage(v, pg)))
 }
 
 func (d *dashboardServer) fragment(w http.ResponseWriter, r *http.Request) {
 	v := d.viewOf(r)
-	widgets, results := d.render(r.Context(), v)
+	pg := d.render(r.Context(), v)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(map[string]string{
-		"widgets": widgets,
-		"results": results,
-		"at":      d.now().Format("15:04:05"),
+		"results": pg.results,
+		"health":  pg.health,
+		"widgets": pg.boards,
+		"at":      pg.readAt.Format("15:04:05"),
 	})
 }
 
-// render draws the dashboards and, at the same time and with a budget of
-// its own, the results view: with a dashboard per pipeline, the widgets'
-// reads can take the dashboards' whole budget on a loaded machine, and the
-// results view must not starve behind them. The dashboards read each log
-// group once, however many of their widgets name it.
-func (d *dashboardServer) render(ctx context.Context, v view) (widgets, results string) {
+// renderedPage is the parts of one rendering of the page.
+type renderedPage struct {
+	results, health, boards string
+	readAt                  time.Time // when CloudWatch was read
+	failures                []widgetFailure
+}
+
+// render draws the results view and, at the same time and with a budget of
+// its own, the health charts and the dashboards from one reading of
+// CloudWatch (pageReads): the results view must not wait behind the
+// widgets' reads on a loaded machine.
+func (d *dashboardServer) render(ctx context.Context, v view) renderedPage {
+	var pg renderedPage
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		results = d.renderResults(rctx, v)
+		pg.results = d.renderResults(rctx, v)
 	}()
-	bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	widgets = d.renderBoards(withLogMemo(bctx), v)
+	reads := d.read(ctx, v)
+	pg.readAt = reads.at
+	var failed []widgetFailure
+	pg.health, failed = d.renderBoards(reads, v, d.healthBoards(), false)
+	pg.failures = append(pg.failures, failed...)
+	pg.boards, failed = d.renderBoards(reads, v, d.boards, true)
+	pg.failures = append(pg.failures, failed...)
 	<-done
-	return widgets, results
-}
-
-// logMemo keeps the log events one rendering read, by log group.
-type logMemo struct {
-	mu sync.Mutex
-	m  map[string]logRead
-}
-
-type logRead struct {
-	events []cloudwatchlocal.LogEvent
-	err    error
-}
-
-type logMemoKey struct{}
-
-func withLogMemo(ctx context.Context) context.Context {
-	return context.WithValue(ctx, logMemoKey{}, &logMemo{m: map[string]logRead{}})
-}
-
-// readLogEvents reads group's events since from, once per rendering.
-func (d *dashboardServer) readLogEvents(ctx context.Context, group string, from time.Time) ([]cloudwatchlocal.LogEvent, error) {
-	memo, _ := ctx.Value(logMemoKey{}).(*logMemo)
-	if memo == nil {
-		return cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, group, from)
-	}
-	key := group + "@" + from.Format(time.RFC3339Nano)
-	memo.mu.Lock()
-	defer memo.mu.Unlock() // widgets render one at a time: nothing waits on another's read
-	if r, ok := memo.m[key]; ok {
-		return r.events, r.err
-	}
-	evs, err := cloudwatchlocal.ReadEvents(ctx, d.stack.cfg, group, from)
-	memo.m[key] = logRead{evs, err}
-	return evs, err
+	return pg
 }
 
 // point is one plotted value.
@@ -220,13 +228,12 @@ var standardStats = map[string]string{
 	"maximum": "Maximum", "max": "Maximum", "samplecount": "SampleCount",
 }
 
-// metricSeries reads a metric widget's rows over [from, to): standard
-// statistics from the stand-in's CloudWatch (GetMetricData), percentiles
-// from the values the runner published (moto computes none), math
-// expressions evaluated here. It returns the visible series and notes on
-// what could not be shown.
-func (d *dashboardServer) metricSeries(ctx context.Context, rows []metricRow, from, to time.Time) ([]plotSeries, []string) {
-	var notes []string
+// metricSeries draws a metric widget's rows over [from, to) from reads:
+// standard statistics as GetMetricData answered them, percentiles from the
+// values the runner published (moto computes none), math expressions
+// evaluated here. It returns the visible series, notes on what could not
+// be shown, and the reads of the widget that failed.
+func (d *dashboardServer) metricSeries(reads *pageReads, rows []metricRow, from, to time.Time) (out []plotSeries, notes []string, failed []readFailure) {
 	byID := map[string]timeSeries{}
 	var buckets []int64
 	period := int64(localPeriod)
@@ -238,82 +245,32 @@ func (d *dashboardServer) metricSeries(ctx context.Context, rows []metricRow, fr
 	for b := from.Unix() - from.Unix()%period; b < to.Unix(); b += period {
 		buckets = append(buckets, b)
 	}
-	var queries []cwtypes.MetricDataQuery
-	queryRow := map[string]int{}
-	for i, r := range rows {
+	for _, r := range rows {
 		if r.Expression != "" {
 			continue
 		}
 		p := rowPeriod(r)
-		if stat, ok := standardStats[strings.ToLower(r.Stat)]; ok {
-			id := fmt.Sprintf("q%d", i)
-			queryRow[id] = i
-			dims := make([]cwtypes.Dimension, 0, len(r.Dims))
-			for _, dm := range r.Dims {
-				dims = append(dims, cwtypes.Dimension{Name: aws.String(dm[0]), Value: aws.String(dm[1])})
+		if q, ok := queryOf(r); ok {
+			if err := reads.seriesErr[q.key()]; err != nil {
+				failed = append(failed, readFailure{"series " + r.label(), err})
+				continue
 			}
-			queries = append(queries, cwtypes.MetricDataQuery{
-				Id: aws.String(id),
-				MetricStat: &cwtypes.MetricStat{
-					Metric: &cwtypes.Metric{Namespace: aws.String(r.Namespace), MetricName: aws.String(r.Name), Dimensions: dims},
-					Period: aws.Int32(int32(p)), Stat: aws.String(stat),
-				},
-				ReturnData: aws.Bool(true),
-			})
+			byID[r.ID] = reads.series[q.key()]
 			continue
 		}
 		if m := percentileStat.FindStringSubmatch(r.Stat); m != nil {
 			q, _ := strconv.ParseFloat(m[1], 64)
-			byID[r.ID] = percentileSeries(d.stack.sink.Samples(r.Namespace, r.Name, r.dims(), from, to), q/100, int64(p))
+			var samples []cloudwatchlocal.Sample
+			if d.samples != nil {
+				samples = d.samples(r.Namespace, r.Name, r.dims(), from, to)
+			}
+			byID[r.ID] = percentileSeries(samples, q/100, int64(p))
 			continue
 		}
 		notes = append(notes, fmt.Sprintf("%s: statistic %s is not computed locally", r.label(), r.Stat))
 	}
-	for lo := 0; lo < len(queries); lo += 500 {
-		in := &cloudwatch.GetMetricDataInput{StartTime: aws.Time(from.Truncate(time.Second)), EndTime: aws.Time(to.Add(time.Second).Truncate(time.Second)),
-			MetricDataQueries: queries[lo:min(lo+500, len(queries))]}
-		p := cloudwatch.NewGetMetricDataPaginator(d.cw, in)
-		for p.HasMorePages() {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				notes = append(notes, "reading CloudWatch: "+err.Error())
-				break
-			}
-			for _, res := range page.MetricDataResults {
-				i, ok := queryRow[aws.ToString(res.Id)]
-				if !ok {
-					continue
-				}
-				per := int64(rowPeriod(rows[i]))
-				stat := standardStats[strings.ToLower(rows[i].Stat)]
-				s := byID[rows[i].ID]
-				if s == nil {
-					s = timeSeries{}
-					byID[rows[i].ID] = s
-				}
-				for k, ts := range res.Timestamps {
-					if k >= len(res.Values) {
-						continue
-					}
-					// Points are per period already; should two fall in one
-					// period, combine them as the statistic would.
-					b, v := ts.Unix()-ts.Unix()%per, res.Values[k]
-					old, seen := s[b]
-					switch {
-					case !seen:
-						s[b] = v
-					case stat == "Sum" || stat == "SampleCount":
-						s[b] = old + v
-					case stat == "Minimum":
-						s[b] = math.Min(old, v)
-					case stat == "Maximum":
-						s[b] = math.Max(old, v)
-					default:
-						s[b] = (old + v) / 2
-					}
-				}
-			}
-		}
+	if len(failed) > 0 {
+		notes = append(notes, "reading CloudWatch: "+joinFailures(failed))
 	}
 	for _, r := range rows {
 		if r.Expression == "" {
@@ -326,7 +283,6 @@ func (d *dashboardServer) metricSeries(ctx context.Context, rows []metricRow, fr
 		}
 		byID[r.ID] = s
 	}
-	var out []plotSeries
 	for i, r := range rows {
 		if !r.Visible {
 			continue
@@ -344,7 +300,7 @@ func (d *dashboardServer) metricSeries(ctx context.Context, rows []metricRow, fr
 		sort.Slice(ps.points, func(a, b int) bool { return ps.points[a].t.Before(ps.points[b].t) })
 		out = append(out, ps)
 	}
-	return out, notes
+	return out, notes, failed
 }
 
 // rowPeriod is the period a row is plotted at here: its own (CloudWatch's
@@ -391,36 +347,38 @@ type logLine struct {
 	msg    string
 }
 
-// logTable evaluates a log widget's Logs Insights query over the events of
-// the log groups it names (SOURCE '…') since from, as far as insights.go
-// evaluates queries; a query it cannot evaluate shows the groups' latest
-// lines, and the notes say why.
-func (d *dashboardServer) logTable(ctx context.Context, query string, from time.Time) (columns []string, rows [][]string, notes []string) {
+// logTable evaluates a log widget's Logs Insights query over the events
+// reads holds of the log groups it names (SOURCE '…'), as far as
+// insights.go evaluates queries; a query it cannot evaluate shows the
+// groups' latest lines, and the notes say why. failed are the groups that
+// could not be read.
+func logTable(reads *pageReads, query string) (columns []string, rows [][]string, notes []string, failed []readFailure) {
 	q, err := parseInsights(query)
 	if err != nil {
 		notes = append(notes, err.Error()+"; showing the latest lines of the query's log groups")
 		q = insightsQuery{sources: insightsSources(query), limit: defaultLogLines}
 	}
 	if len(q.sources) == 0 {
-		return nil, nil, append(notes, "the query names no log group (SOURCE '…')")
+		return nil, nil, append(notes, "the query names no log group (SOURCE '…')"), nil
 	}
 	var events []logLine
 	for _, g := range q.sources {
-		evs, err := d.readLogEvents(ctx, g, from)
-		if errors.Is(err, cloudwatchlocal.ErrNoLogGroup) {
+		r := reads.logs[g]
+		switch {
+		case r.err != nil:
+			failed = append(failed, readFailure{"log group " + g, r.err})
+			notes = append(notes, fmt.Sprintf("reading log group %s: %v", g, r.err))
+			continue
+		case r.missing:
 			notes = append(notes, g+": no log events yet")
 			continue
 		}
-		if err != nil {
-			notes = append(notes, err.Error())
-			continue
-		}
-		for _, e := range evs {
+		for _, e := range r.events {
 			events = append(events, logLine{e.Time, e.Stream, e.Message})
 		}
 	}
 	columns, rows = q.run(events)
-	return columns, rows, notes
+	return columns, rows, notes, failed
 }
 
 // pipeline is the pipeline the results view shows: the one the query
@@ -509,14 +467,15 @@ func (s *Stack) DashboardURL() string {
 }
 
 // DashboardHeight estimates the page's height in pixels at 1400 wide, for a
-// screenshot of all of it: the header, each dashboard's grid (its lowest
-// widget's bottom, 42 px a row) and the results view.
+// screenshot of all of it: the header, the results view, a row of health
+// charts per pipeline and each dashboard's grid (its lowest widget's bottom,
+// 42 px a row).
 func (s *Stack) DashboardHeight() int {
 	h := 80 + 700
 	if s.dashboard == nil {
 		return h
 	}
-	for _, b := range s.dashboard.boards {
+	for _, b := range append(s.dashboard.healthBoards(), s.dashboard.boards...) {
 		rows := 0
 		for _, w := range b.Widgets {
 			rows = max(rows, w.Y+w.Height)

@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-
+	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
@@ -38,21 +37,24 @@ header a{color:#fff}main{padding:12px 16px}h2{font-size:16px;margin:18px 0 8px}
 table.insights{border-collapse:collapse}table.insights th{text-align:left;position:sticky;top:0;background:#fafafa}
 table.insights td,table.insights th{border-bottom:1px solid #eaeded;padding:1px 6px;vertical-align:top;word-break:break-all}
 .error{color:#d13212}
+h2.part{font-size:18px;margin:28px 0 4px;padding-top:12px;border-top:2px solid #d5dbdb}
 #results .controls{display:flex;gap:12px;align-items:center;margin-bottom:6px;flex-wrap:wrap}
 table.windows{border-collapse:collapse;font-size:12px;background:#fff;margin-top:8px}
 table.windows th,table.windows td{border:1px solid #d5dbdb;padding:2px 8px;text-align:right}
 table.windows th:first-child,table.windows td:first-child{text-align:left}
 `
 
-// refreshScript replaces the widgets and the results with fresh ones every
-// few seconds, keeping the page's query (range, key, window kind).
+// refreshScript replaces the results, the health charts and the
+// dashboards with fresh ones every few seconds, keeping the page's query
+// (range, key, window kind).
 const refreshScript = `
 (function(){
   var every = %d;
   function refresh(){
     fetch('fragment' + location.search, {cache: 'no-store'}).then(function(r){ return r.json(); }).then(function(f){
-      document.getElementById('boards').innerHTML = f.widgets;
       document.getElementById('results').outerHTML = f.results;
+      document.getElementById('health').innerHTML = f.health;
+      document.getElementById('boards').innerHTML = f.widgets;
       document.getElementById('refreshed').textContent = f.at;
       document.body.setAttribute('data-refreshes', String(Number(document.body.getAttribute('data-refreshes') || 0) + 1));
     }).catch(function(e){ document.getElementById('refreshed').textContent = 'refresh failed: ' + e; })
@@ -62,21 +64,25 @@ const refreshScript = `
 })();
 `
 
-func (d *dashboardServer) renderPage(v view, widgets, results string) string {
+// renderPage lays the page out results first: the results view (the
+// table of a key's windows, then its bars), the health charts of each
+// pipeline, and the stack's CloudWatch dashboards last.
+func (d *dashboardServer) renderPage(v view, pg renderedPage) string {
 	var b strings.Builder
 	b.WriteString("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Tributary — local dashboard</title>")
 	b.WriteString("<style>" + pageCSS + "</style></head><body data-refreshes=\"0\">")
-	fmt.Fprintf(&b, "<header><h1>Tributary — local dashboard</h1><span class=\"meta\">stack %s on %s · last %s · refreshed <span id=\"refreshed\">%s</span> (every %s)</span>",
-		html.EscapeString(d.stack.deployment.StackName()), html.EscapeString(aws.ToString(d.stack.cfg.BaseEndpoint)), v.rng, d.now().Format("15:04:05"), d.every)
+	fmt.Fprintf(&b, "<header><h1>Tributary — local dashboard</h1><span class=\"meta\">stack %s on %s · last %s · CloudWatch read <span id=\"refreshed\">%s</span> (every %s)</span>",
+		html.EscapeString(d.stackName), html.EscapeString(d.endpoint), v.rng, pg.readAt.Format("15:04:05"), d.every)
 	b.WriteString("<span class=\"meta\">range:")
 	for _, r := range []string{"5m", "15m", "1h", "3h"} {
 		q := cloneQuery(v.query)
 		q.Set("range", r)
 		fmt.Fprintf(&b, " <a href=\"?%s\">%s</a>", html.EscapeString(q.Encode()), r)
 	}
-	b.WriteString("</span></header><main>")
-	b.WriteString("<div id=\"boards\">" + widgets + "</div>")
-	b.WriteString(results)
+	b.WriteString(" · <a href=\"#boards\">CloudWatch dashboards ↓</a></span></header><main>")
+	b.WriteString(pg.results)
+	b.WriteString("<div id=\"health\">" + pg.health + "</div>")
+	b.WriteString("<div id=\"boards\">" + pg.boards + "</div>")
 	b.WriteString("</main><script>" + fmt.Sprintf(refreshScript, d.every.Milliseconds()) + "</script></body></html>")
 	return b.String()
 }
@@ -89,29 +95,46 @@ func cloneQuery(q url.Values) url.Values {
 	return out
 }
 
-// renderBoards draws every dashboard's widgets.
-func (d *dashboardServer) renderBoards(ctx context.Context, v view) string {
+// renderBoards draws boards' widgets from reads: the template's
+// dashboards (each under a heading naming it) when dashboards is set, else
+// health charts. It returns the widgets that could not read their data.
+func (d *dashboardServer) renderBoards(reads *pageReads, v view, boards []board, dashboards bool) (string, []widgetFailure) {
 	var b strings.Builder
-	if len(d.boards) == 0 {
-		b.WriteString("<h2>Dashboards</h2><p class=\"note\">The template has no AWS::CloudWatch::Dashboard: add one to the CDK app and it is drawn here.</p>")
+	var failed []widgetFailure
+	if dashboards {
+		b.WriteString("<h2 class=\"part\">CloudWatch dashboards of the stack</h2>")
+		if len(boards) == 0 {
+			b.WriteString("<p class=\"note\">The template has no AWS::CloudWatch::Dashboard: add one to the CDK app and it is drawn here.</p>")
+		}
 	}
-	for _, bd := range d.boards {
-		fmt.Fprintf(&b, "<h2 data-dashboard=\"%s\">Dashboard %s</h2>", html.EscapeString(bd.LogicalID), html.EscapeString(bd.Name))
+	for _, bd := range boards {
+		if dashboards {
+			fmt.Fprintf(&b, "<h2 data-dashboard=\"%s\">Dashboard %s</h2>", html.EscapeString(bd.LogicalID), html.EscapeString(bd.Name))
+		} else {
+			fmt.Fprintf(&b, "<h2 data-health=\"%s\">%s</h2>", html.EscapeString(bd.LogicalID), html.EscapeString(strings.ToUpper(bd.Name[:1])+bd.Name[1:]))
+		}
 		if bd.Err != nil {
 			fmt.Fprintf(&b, "<p class=\"error\">%s</p>", html.EscapeString(bd.Err.Error()))
 			continue
 		}
 		b.WriteString("<div class=\"grid\">")
 		for i, w := range bd.Widgets {
-			b.WriteString(d.renderWidget(ctx, v, bd, i, w))
+			out, f := d.renderWidget(reads, v, bd, i, w)
+			b.WriteString(out)
+			if f != nil {
+				failed = append(failed, *f)
+			}
 		}
 		b.WriteString("</div>")
 	}
-	return b.String()
+	return b.String(), failed
 }
 
-func (d *dashboardServer) renderWidget(ctx context.Context, v view, bd board, i int, w widget) string {
+// renderWidget draws one widget from reads; the failure is set when one of
+// its reads failed.
+func (d *dashboardServer) renderWidget(reads *pageReads, v view, bd board, i int, w widget) (string, *widgetFailure) {
 	var body, title string
+	var failed []readFailure
 	points := 0
 	kind := w.Type
 	switch w.Type {
@@ -127,7 +150,8 @@ func (d *dashboardServer) renderWidget(ctx context.Context, v view, bd board, i 
 			break
 		}
 		title = p.Title
-		series, notes := d.metricSeries(ctx, rows, v.from, v.to)
+		series, notes, errs := d.metricSeries(reads, rows, v.from, v.to)
+		failed = errs
 		if title == "" {
 			var labels []string
 			for _, s := range series {
@@ -147,7 +171,7 @@ func (d *dashboardServer) renderWidget(ctx context.Context, v view, bd board, i 
 			body = timeSeriesSVG(series, v.from, v.to)
 		}
 		notes = append(notes, fmt.Sprintf("periods of %ds here", periodOf(rows)))
-		body += "<p class=\"note\">" + html.EscapeString(strings.Join(notes, " · ")) + "</p>"
+		body += noteOf(notes, len(failed) > 0)
 	case "text":
 		var p textProps
 		_ = json.Unmarshal(w.Properties, &p)
@@ -159,7 +183,8 @@ func (d *dashboardServer) renderWidget(ctx context.Context, v view, bd board, i 
 		var p logProps
 		_ = json.Unmarshal(w.Properties, &p)
 		title = p.Title
-		columns, rows, notes := d.logTable(ctx, p.Query, v.from)
+		columns, rows, notes, errs := logTable(reads, p.Query)
+		failed = errs
 		points = len(rows)
 		var lb strings.Builder
 		lb.WriteString("<div class=\"logs\"><table class=\"insights\"><tr>")
@@ -176,7 +201,7 @@ func (d *dashboardServer) renderWidget(ctx context.Context, v view, bd board, i 
 		}
 		lb.WriteString("</table></div>")
 		notes = append([]string{fmt.Sprintf("Logs Insights runs on AWS; here its query is evaluated by the runner over the groups' events: %d rows", len(rows))}, notes...)
-		body = lb.String() + "<p class=\"note\">" + html.EscapeString(strings.Join(notes, " · ")) + "</p>"
+		body = lb.String() + noteOf(notes, len(failed) > 0)
 	case "alarm":
 		var p alarmProps
 		_ = json.Unmarshal(w.Properties, &p)
@@ -193,8 +218,21 @@ func (d *dashboardServer) renderWidget(ctx context.Context, v view, bd board, i 
 		title = w.Type
 	}
 	style := fmt.Sprintf("grid-column:%d / span %d;grid-row:%d / span %d", min(w.X, 23)+1, w.Width, w.Y+1, w.Height)
-	return fmt.Sprintf("<section class=\"widget %s\" data-board=\"%s\" data-kind=\"%s\" data-index=\"%d\" data-title=\"%s\" data-points=\"%d\" style=\"%s\"><h3>%s</h3>%s</section>",
-		html.EscapeString(kind), html.EscapeString(bd.LogicalID), html.EscapeString(kind), i, html.EscapeString(title), points, style, html.EscapeString(title), body)
+	out := fmt.Sprintf("<section class=\"widget %s\" data-board=\"%s\" data-kind=\"%s\" data-index=\"%d\" data-title=\"%s\" data-points=\"%d\" data-failed=\"%t\" style=\"%s\"><h3>%s</h3>%s</section>",
+		html.EscapeString(kind), html.EscapeString(bd.LogicalID), html.EscapeString(kind), i, html.EscapeString(title), points, len(failed) > 0, style, html.EscapeString(title), body)
+	if len(failed) == 0 {
+		return out, nil
+	}
+	return out, &widgetFailure{board: bd.Name, title: title, kind: kind, index: i, errs: failed}
+}
+
+// noteOf is a widget's notes, in the error style when a read failed.
+func noteOf(notes []string, failed bool) string {
+	class := "note"
+	if failed {
+		class = "note error"
+	}
+	return "<p class=\"" + class + "\">" + html.EscapeString(strings.Join(notes, " · ")) + "</p>"
 }
 
 func periodOf(rows []metricRow) int {
@@ -392,8 +430,35 @@ func markdown(src string) string {
 	return b.String()
 }
 
-// measures are what the results view can draw as bars.
-var measures = []string{"count", "sum", "mean", "min", "max"}
+// measures are what the results view can draw as bars, as the aggregates
+// they are.
+var measures = []struct {
+	name string
+	agg  agg.Aggregate
+}{{"count", agg.Count}, {"sum", agg.Sum}, {"mean", agg.Mean}, {"min", agg.Min}, {"max", agg.Max}, {"distinct", agg.Distinct}}
+
+// computed is the set of aggregates pipeline pl computes.
+func computed(pl *Windows) agg.Aggregate {
+	if pl.Pipeline.Aggregates == nil {
+		return agg.Count
+	}
+	return pl.Pipeline.Aggregates.Aggregates
+}
+
+// measuresOf names the measures of a that the bars can show, count first
+// when it is computed; count alone when none is.
+func measuresOf(a agg.Aggregate) []string {
+	var out []string
+	for _, m := range measures {
+		if a.Has(m.agg) {
+			out = append(out, m.name)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"count"}
+	}
+	return out
+}
 
 // renderResults draws a key's windows as bars, with their revisions, and
 // lists their values.
@@ -419,9 +484,10 @@ func (d *dashboardServer) renderResults(ctx context.Context, v view) string {
 	if kind == "" || !contains(kinds, kind) {
 		kind = kinds[0]
 	}
+	offered := measuresOf(computed(pl))
 	measure := v.query.Get("measure")
-	if !contains(measures, measure) {
-		measure = "count"
+	if !contains(offered, measure) {
+		measure = offered[0]
 	}
 	hours := defaultResultsHr
 	to := d.now().Add(time.Hour)
@@ -442,7 +508,7 @@ func (d *dashboardServer) renderResults(ctx context.Context, v view) string {
 	for i, w := range d.pipelines {
 		names[i] = w.Pipeline.Name
 	}
-	b.WriteString(selectBox("pipeline", names, pl.Pipeline.Name) + selectBox("key", keys, key) + selectBox("kind", kinds, kind) + selectBox("measure", measures, measure))
+	b.WriteString(selectBox("pipeline", names, pl.Pipeline.Name) + selectBox("key", keys, key) + selectBox("kind", kinds, kind) + selectBox("measure", offered, measure))
 	b.WriteString("<button type=\"submit\">show</button>")
 	if truncated {
 		fmt.Fprintf(&b, "<span class=\"note\">keys from the first %d items of the table</span>", maxKeysScanned)
@@ -454,8 +520,8 @@ func (d *dashboardServer) renderResults(ctx context.Context, v view) string {
 	}
 	fmt.Fprintf(&b, "<p class=\"note\">%s windows of key %s starting in the last %d hours (and the next hour), by event time; bar = %s; r = revision (0 open, 1 final, 2+ corrected)</p>",
 		html.EscapeString(kind), html.EscapeString(key), hours, measure)
+	b.WriteString(windowTable(vs, computed(pl)))
 	b.WriteString(windowBars(vs, measure))
-	b.WriteString(windowTable(vs))
 	b.WriteString("</section>")
 	return b.String()
 }
@@ -494,6 +560,8 @@ func measureOf(v state.View, measure string) float64 {
 		return r.Min
 	case "max":
 		return r.Max
+	case "distinct":
+		return float64(r.Distinct)
 	}
 	return float64(r.Count)
 }
@@ -535,8 +603,14 @@ func windowBars(vs []state.View, measure string) string {
 	return b.String()
 }
 
-// windowTable lists each window's values.
-func windowTable(vs []state.View) string {
+// notComputed is what a cell of the results table shows for a value its
+// pipeline does not compute (or cannot, for a window without values: the
+// minimum of nothing), so that it is not read as 0.
+const notComputed = "–"
+
+// windowTable lists each window's values: those of the aggregates in a,
+// and notComputed for the others.
+func windowTable(vs []state.View, a agg.Aggregate) string {
 	qnames := map[string]bool{}
 	for _, v := range vs {
 		for q := range v.Result.Quantiles {
@@ -549,7 +623,7 @@ func windowTable(vs []state.View) string {
 	}
 	sortQuantiles(qs)
 	var b strings.Builder
-	b.WriteString("<table class=\"windows\"><tr><th>window (event time)</th><th>state</th><th>revision</th><th>count</th><th>sum</th><th>mean</th><th>min</th><th>max</th>")
+	fmt.Fprintf(&b, "<table class=\"windows\" data-aggregates=\"%s\"><tr><th>window (event time)</th><th>state</th><th>revision</th><th>count</th><th>sum</th><th>mean</th><th>min</th><th>max</th>", html.EscapeString(a.String()))
 	for _, q := range qs {
 		b.WriteString("<th>" + html.EscapeString(q) + "</th>")
 	}
@@ -559,13 +633,32 @@ func windowTable(vs []state.View) string {
 		if v.Final {
 			st = "final"
 		}
-		fmt.Fprintf(&b, "<tr class=\"window\" data-start=\"%s\"><td>%s–%s</td><td>%s</td><td>%d</td><td class=\"count\">%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>",
-			v.Window.Start.UTC().Format(time.RFC3339), v.Window.Start.Format("15:04:05"), v.Window.End.Format("15:04:05"), st, v.Revision, v.Result.Count,
-			formatValue(v.Result.Sum), formatValue(v.Result.Mean), formatValue(v.Result.Min), formatValue(v.Result.Max))
-		for _, q := range qs {
-			b.WriteString("<td>" + formatValue(v.Result.Quantiles[q]) + "</td>")
+		r := v.Result
+		// min, max, mean and quantiles have no value in a window no record
+		// reached (agg.Result leaves them 0); known only when count is kept.
+		empty := a.Has(agg.Count) && r.Count == 0
+		cell := func(has bool, val float64) string {
+			if !has {
+				return notComputed
+			}
+			return formatValue(val)
 		}
-		fmt.Fprintf(&b, "<td>%d</td></tr>", v.Result.Distinct)
+		count := notComputed
+		if a.Has(agg.Count) {
+			count = strconv.FormatUint(r.Count, 10)
+		}
+		fmt.Fprintf(&b, "<tr class=\"window\" data-start=\"%s\"><td>%s–%s</td><td>%s</td><td>%d</td><td class=\"count\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>",
+			v.Window.Start.UTC().Format(time.RFC3339), v.Window.Start.Format("15:04:05"), v.Window.End.Format("15:04:05"), st, v.Revision, count,
+			cell(a.Has(agg.Sum), r.Sum), cell(a.Has(agg.Mean) && !empty, r.Mean), cell(a.Has(agg.Min) && !empty, r.Min), cell(a.Has(agg.Max) && !empty, r.Max))
+		for _, q := range qs {
+			qv, ok := r.Quantiles[q]
+			b.WriteString("<td>" + cell(a.Has(agg.Quantiles) && ok, qv) + "</td>")
+		}
+		distinct := notComputed
+		if a.Has(agg.Distinct) {
+			distinct = strconv.FormatUint(r.Distinct, 10)
+		}
+		fmt.Fprintf(&b, "<td>%s</td></tr>", distinct)
 	}
 	b.WriteString("</table>")
 	return b.String()

@@ -120,8 +120,9 @@ const readPage = `(() => {
 // TestDashboardInABrowser runs the topology with a dashboard in its
 // template, sends sample traffic, and loads the local dashboard page in
 // headless chromium: every widget of the dashboard shows data points (text:
-// its text; log: matching lines), the page refreshes on its own, and the
-// results view shows the windows of a key with the counts sent.
+// its text; log: matching lines), the page refreshes on its own, the
+// results view shows the windows of a key with the counts sent, and the
+// dashboard check make local runs passes.
 func TestDashboardInABrowser(t *testing.T) {
 	t.Parallel()
 	_, tpl, bin := paths(t)
@@ -231,6 +232,18 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	if len(st.Bars) != len(st.Rows) || len(st.Bars) == 0 {
 		t.Errorf("results view: %d bars for %d windows", len(st.Bars), len(st.Rows))
+	}
+
+	// What make local checks before its screenshot: every widget of the
+	// page (the health charts, the template's dashboards and the fixture)
+	// reads its data from the stand-in.
+	var checked bytes.Buffer
+	if err := stack.CheckDashboards(ctx, &checked); err != nil {
+		t.Fatalf("the dashboard check: %v", err)
+	}
+	t.Log(strings.TrimSpace(checked.String()))
+	if !strings.Contains(checked.String(), "widgets") {
+		t.Errorf("the dashboard check printed %q, want how many widgets it read", checked.String())
 	}
 
 	// What make local saves: a PNG of the page.

@@ -14,10 +14,12 @@
 //
 // It also serves Lambda's Invoke API (invoke.go: every function by that
 // name, logical id, physical name or ARN, sample resource names mapped to the
-// local ones) and a dashboard page (dashboard*.go: every
+// local ones) and a dashboard page (dashboard*.go): a results view of a key's
+// windows first, then a few health charts per pipeline, then every
 // AWS::CloudWatch::Dashboard of the template, its body resolved against the
-// local deployment and drawn from the stand-in's CloudWatch, and a results
-// view of a key's windows). FreshSample (freshsample.go) is what `make
+// local deployment and drawn from the stand-in's CloudWatch in one bounded
+// reading (dashboard_read.go); CheckDashboards fails when a widget cannot
+// read its data. FreshSample (freshsample.go) is what `make
 // invoke` sends instead of a sample file: its times moved to now and its
 // positions to SampleShard and new sequence numbers and ids, so that a
 // sample never becomes a real shard's position or watermark.

@@ -353,7 +353,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if len(names) == 0 {
 			what = "no dashboard in the template yet"
 		}
-		fmt.Fprintf(progress, "    dashboard: %s (%s, and the results view)\n", s.dashboard.URL(), what)
+		fmt.Fprintf(progress, "    dashboard: %s (the results view, then %s)\n", s.dashboard.URL(), what)
 	}
 	return s, nil
 }

@@ -30,8 +30,16 @@ type Windows struct {
 	Function string
 	Table    string
 	Output   string // output stream, "" when none
-	views    *state.Views
+	views    viewQuerier
 	cfg      aws.Config
+	// lambdaName is the function's physical name, the FunctionName
+	// dimension of its AWS/Lambda metrics.
+	lambdaName string
+}
+
+// viewQuerier reads a pipeline's windows (state.Views.Query).
+type viewQuerier interface {
+	Query(ctx context.Context, pipeline, key, kind string, from, to time.Time) ([]state.View, error)
 }
 
 // FindPipelines finds every deployed pipeline, sorted by name: each
@@ -66,7 +74,7 @@ func (s *Stack) FindPipelines() ([]*Windows, error) {
 		if table == "" {
 			return nil, fmt.Errorf("%s has no %s in the template", name, aggregate.EnvViewsTable)
 		}
-		out = append(out, &Windows{Pipeline: pc, Function: name, Table: table, Output: f.Env[aggregate.EnvOutputStream], cfg: s.cfg,
+		out = append(out, &Windows{Pipeline: pc, Function: name, Table: table, Output: f.Env[aggregate.EnvOutputStream], cfg: s.cfg, lambdaName: f.FunctionName,
 			views: state.NewViews(dynamodb.NewFromConfig(s.cfg), table, pc.Aggregates)})
 	}
 	if len(out) == 0 {

@@ -120,6 +120,9 @@ func freshen(w io.Writer, name string, payload []byte, now time.Time) ([]byte, e
 	for _, r := range rewrites {
 		fmt.Fprintf(w, "    %s\n", r)
 	}
+	if why := local.SampleSafety(payload); why != "" {
+		fmt.Fprintf(w, "  %s\n", why)
+	}
 	return fresh, nil
 }
 

@@ -42,6 +42,12 @@ func bash(t *testing.T, dir string, env []string, script string) string {
 	return string(out)
 }
 
+// underMakeLock runs a make command under the lock the tests build under
+// (paths), so that it never builds or synthesizes beside another.
+func underMakeLock(root, command string) string {
+	return "flock " + filepath.Join(root, ".build", "make.lock") + " " + command
+}
+
 // dryRun: `make -n` of a documented make command: the targets exist and
 // their recipes expand (the long ones — make local, make test, make bench
 // — are run for real by .ci/run and by the people who run them; make
@@ -70,7 +76,7 @@ var docRuns = map[string]docRun{
 	"make results PIPELINE=pageviews KEY=user-42": func(t *testing.T, env *docEnv, c docCommand) {
 		// make results reads the make local-up on 127.0.0.1:4566 unless
 		// TRIBUTARY_STANDIN_ADDR names another: here, this test's.
-		out := bash(t, env.root, append(os.Environ(), "TRIBUTARY_STANDIN_ADDR="+env.addr), c.text)
+		out := bash(t, env.root, append(os.Environ(), "TRIBUTARY_STANDIN_ADDR="+env.addr), underMakeLock(env.root, c.text))
 		if !strings.Contains(out, "pipeline pageviews, key user-42: windows starting from") {
 			t.Errorf("%s:\n%s\nwant the windows of pageviews' key user-42, as docs/results.md shows", c, out)
 		}
@@ -83,7 +89,7 @@ var docRuns = map[string]docRun{
 			t.Fatal(err)
 		}
 		// LAMBDA_PORT: this test's Invoke API, not a make local-up's.
-		out := bash(t, env.root, nil, c.text+" LAMBDA_PORT="+u.Port())
+		out := bash(t, env.root, nil, underMakeLock(env.root, c.text+" LAMBDA_PORT="+u.Port()))
 		for _, want := range []string{"function URL sample: rewritten, never refused", "▸ ingest answered:", `"statusCode": 202`} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s:\n%s\nwant %q", c, out, want)

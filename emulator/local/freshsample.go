@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
@@ -146,8 +147,9 @@ func sourceOf(root map[string]any) sampleSource {
 var sampleSafety = map[sampleSource]string{
 	sourceKinesis: "Kinesis sample: rewritten, never refused. Its records go to shard " + SampleShard +
 		", which no stream has: the fences and watermark they leave are that shard's own, and replay's positions leave it out",
-	sourceDynamoDB: "DynamoDB Streams sample: rewritten, never refused. Its consumers keep no position of the table's stream; " +
-		"new sequence numbers and eventIDs make it a delivery of its own (a change's version is the item's version attribute, which the samples carry)",
+	sourceDynamoDB: "DynamoDB Streams sample: rewritten, never refused when its images carry a version attribute. Its consumers keep no position of the table's stream; " +
+		"new sequence numbers and eventIDs make it a delivery of its own (cdc takes a change's version from the item's version attribute, which the samples carry; " +
+		"a change without one is refused for cdc against a running stack)",
 	sourceSQS: "SQS sample: rewritten, never refused. Queues have no position; new message ids (and FIFO sequence numbers) make it a delivery of its own",
 	sourceFunctionURL: "function URL sample: rewritten, never refused. It is a request like any other: its events are accepted at now, " +
 		"under a new Idempotency-Key",
@@ -666,4 +668,36 @@ func marshalSample(doc any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// VersionlessChanges lists the records of a DynamoDB Streams sample whose
+// image (NewImage, or OldImage for a REMOVE) has no version attribute
+// (cdc.VersionAttribute), by JSON path; nil for any other sample. The cdc
+// function takes such a change's stream sequence number as the item's
+// version, and no sequence number FreshSample could give it is safe on a
+// stack holding data: above the stack's own (moto's are 22 digits) it
+// would hide the item's later real changes from the enrichment, below them
+// be hidden by them.
+func VersionlessChanges(payload []byte) []string {
+	var root map[string]any
+	if json.Unmarshal(payload, &root) != nil {
+		return nil
+	}
+	var out []string
+	for i, r := range recordsOf(root, "aws:dynamodb") {
+		rec, _ := r.(map[string]any)
+		d, _ := rec["dynamodb"].(map[string]any)
+		if d == nil {
+			continue
+		}
+		image := "NewImage"
+		if rec["eventName"] == "REMOVE" {
+			image = "OldImage"
+		}
+		img, _ := d[image].(map[string]any)
+		if _, ok := img[cdc.VersionAttribute]; !ok {
+			out = append(out, fmt.Sprintf("Records[%d].dynamodb.%s.%s", i, image, cdc.VersionAttribute))
+		}
+	}
+	return out
 }

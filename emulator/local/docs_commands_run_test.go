@@ -196,7 +196,7 @@ func TestDocumentedCommandsRun(t *testing.T) {
 			continue
 		}
 		seen[h.prefix] = true
-		t.Run(c.file+":"+strings.Fields(c.text)[0]+"_"+strings.ReplaceAll(h.prefix, " ", "_"), func(t *testing.T) { run(t, env, c) })
+		t.Run(c.file+":"+h.prefix, func(t *testing.T) { run(t, env, c) })
 	}
 	for p := range docRuns {
 		if !seen[p] {

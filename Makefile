@@ -111,7 +111,7 @@ logs: $(RUNNER) ## print the functions' logs (by execution environment) and metr
 
 .PHONY: invoke
 invoke: deps-local functions-local synth-local $(RUNNER) ## send one event to a function as the console's Test tab does: make invoke FN=ingest EVENT=events/ingest/function-url-post.json
-	@$(RUNNER) invoke -fn '$(FN)' -event '$(EVENT)'
+	@$(RUNNER) invoke -fn '$(FN)' -event '$(EVENT)' $(if $(LAMBDA_PORT),-lambda-port '$(LAMBDA_PORT)')
 
 $(RUNNER): $(RUNNER_SOURCES)
 	@$(call timed,builds) echo "▸ go build ./cmd/local → $@" && $(GO) build -o $@ ./cmd/local $(NO_DOWNLOAD_LINES)

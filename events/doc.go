@@ -20,7 +20,8 @@
 // make invoke sends a fresh copy of the file (local.FreshSample): times
 // moved to now, Kinesis records on shard shardId-make-invoke, new sequence
 // numbers and ids, so that a sample never moves a running stack's real
-// shards. The outcomes below are the file's own, at its fixed times.
+// shards (a cdc change without a version attribute it refuses against a
+// running stack). The outcomes below are the file's own, at its fixed times.
 //
 //	ingest/function-url-post.json      one envelope            → 202, accepted 1, the record is on the stream
 //	ingest/function-url-batch.json     three envelopes         → 202, accepted 3

@@ -49,6 +49,13 @@ func invoke(ctx context.Context, o *options) (err error) {
 	if !json.Valid(payload) {
 		return fmt.Errorf("event file %s: not valid JSON (the Invoke API takes a JSON document)", o.event)
 	}
+	endpoint := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))
+	running := listening(net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort)))
+	if missing := local.VersionlessChanges(payload); running && len(missing) > 0 && strings.Contains(strings.ToLower(o.fn), "cdc") {
+		return fmt.Errorf("event file %s: %s is missing, refused against the stack running on %s: cdc would take the record's sequence number as the item's version, "+
+			"and no number make invoke could give it is safe on a stack holding data (above the stack's own it hides the key's later real changes from the enrichment, below them it is hidden by them); "+
+			"give the sample's images a version attribute, or send it with no make local-up running (make invoke then brings up a private stack for it)", o.event, strings.Join(missing, ", "), endpoint)
+	}
 	// The samples' fixed times and positions would become a real shard's
 	// fence and a watermark days behind: send a fresh copy (the file stays
 	// as the console takes it).
@@ -59,8 +66,7 @@ func invoke(ctx context.Context, o *options) (err error) {
 	if len(payload) > maxEventBytes {
 		return fmt.Errorf("event file %s: rewritten for this stack, over the Invoke API's 6 MB limit", o.event)
 	}
-	endpoint := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))
-	if !listening(net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))) {
+	if !running {
 		fmt.Printf("▸ nothing answers on %s (no `make local-up` running): bringing the topology up for this one invocation\n", endpoint)
 		tm := loadTimings(o.root)
 		defer tm.done()
@@ -119,6 +125,9 @@ func freshen(w io.Writer, name string, payload []byte, now time.Time) ([]byte, e
 	fmt.Fprintf(w, "▸ sending a fresh copy of %s (the file is unchanged), so that it cannot move this stack's watermarks or positions:\n", name)
 	for _, r := range rewrites {
 		fmt.Fprintf(w, "    %s\n", r)
+	}
+	if why := local.SampleSafety(payload); why != "" {
+		fmt.Fprintf(w, "  %s\n", why)
 	}
 	return fresh, nil
 }

@@ -403,15 +403,15 @@ func printVersions(w io.Writer, param string, vs []replay.VersionInfo) {
 		if len(v.Spans) == 0 {
 			about = append(about, "never current")
 		}
-		state := fmt.Sprintf("%d items", v.Items)
+		held := fmt.Sprintf("%d items", v.Items)
 		if v.Deleted {
-			state = "deleted"
+			held = "deleted"
 		}
 		current := ""
 		if v.Current {
 			current = " (current)"
 		}
-		fmt.Fprintf(w, "%s %s%s: %s; %s\n", mark, v.Table, current, state, strings.Join(about, "; "))
+		fmt.Fprintf(w, "%s %s%s: %s; %s\n", mark, v.Table, current, held, strings.Join(about, "; "))
 		for _, p := range v.Positions {
 			at := ""
 			switch {
@@ -424,6 +424,9 @@ func printVersions(w io.Writer, param string, vs []replay.VersionInfo) {
 		}
 		if !v.Deleted && len(v.Positions) == 0 {
 			fmt.Fprintln(w, "    reached no record yet")
+		}
+		if v.Samples {
+			fmt.Fprintf(w, "    also holds console samples make invoke sent (shard %s, which no stream has): not a position\n", state.SampleShard)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/replay"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -234,5 +235,21 @@ func TestCommands(t *testing.T) {
 	}
 	if r := cmd(ctx, env, "delete-version", "-table", "views-v2", "-yes"); r.code != 0 || exists("views-v2") {
 		t.Errorf("delete-version -yes of a rebuilt version: %+v; exists %v", r, exists("views-v2"))
+	}
+}
+
+// TestVersionsSaysSamplesAreNoPosition: a table that holds records make
+// invoke sent lists its real positions, and says the samples are not one.
+func TestVersionsSaysSamplesAreNoPosition(t *testing.T) {
+	var out bytes.Buffer
+	printVersions(&out, "/t/views", []replay.VersionInfo{{Table: "views", Number: 1, Current: true, Items: 5, Samples: true,
+		Positions: []replay.Position{{Shard: "shardId-000000000000", Sequence: "12"}}}})
+	for _, want := range []string{"reached shardId-000000000000 sequence number 12", "also holds console samples make invoke sent (shard shardId-make-invoke, which no stream has): not a position"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("versions:\n%s\nwant %q", out.String(), want)
+		}
+	}
+	if strings.Count(out.String(), "reached ") != 1 {
+		t.Errorf("versions:\n%s\nwant one position", out.String())
 	}
 }

@@ -59,7 +59,7 @@ type dashboardServer struct {
 	boards    []board
 	cw        metricDataReader
 	logs      logReader
-	samples   sampleSource
+	samples   seriesSamples
 	db        keyScanner
 	pipelines []*Windows // by name; none when the stack has no aggregate function
 	srv       *http.Server
@@ -83,9 +83,9 @@ type dashboardServer struct {
 // logReader reads a log group's events since a time (cloudwatchlocal.ReadEvents).
 type logReader func(ctx context.Context, group string, since time.Time) ([]cloudwatchlocal.LogEvent, error)
 
-// sampleSource is the values the runner put to a series (Sink.Samples),
+// seriesSamples gives the values the runner put to a series (Sink.Samples),
 // for the percentiles moto does not compute.
-type sampleSource func(namespace, name string, dims map[string]string, from, to time.Time) []cloudwatchlocal.Sample
+type seriesSamples func(namespace, name string, dims map[string]string, from, to time.Time) []cloudwatchlocal.Sample
 
 // keyList caches the results view's keys for a few seconds.
 type keyList struct {

@@ -12,16 +12,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tributary-dev/tributary/pkg/cdc"
+	"github.com/tributary-dev/tributary/pkg/state"
 )
 
 // SampleShard is the shard id FreshSample gives a sample's Kinesis records
-// (and the shard of an on-failure record's batch). Kinesis names shards
-// shardId-<12 digits>, so no stream has this one: the fences and watermarks
-// the records leave — package state keys both on the shard id (the fence
-// attribute f_<shard>, the watermark item <pipeline>/<shard>, the
-// open-windows index <pipeline>#<shard>) — are the sample shard's own and
-// never a real shard's.
-const SampleShard = "shardId-make-invoke"
+// (and the shard of an on-failure record's batch): state.SampleShard, a
+// shard id no stream has. Package state keys fences and watermarks on the
+// shard id (the fence attribute f_<shard>, the watermark item
+// <pipeline>/<shard>, the open-windows index <pipeline>#<shard>), so what
+// the records leave is the sample shard's own, never a real shard's, and
+// replay's positions leave it out.
+const SampleShard = state.SampleShard
 
 // maxSamplePositions bounds the positions one sample may carry: each gets a
 // six-digit rank after the invocation's nanosecond time.
@@ -85,16 +88,16 @@ func FreshSample(payload []byte, now time.Time) ([]byte, []Rewrite, error) {
 		return payload, nil, nil
 	}
 	f := &freshener{now: now, seqs: map[string]string{}}
-	switch {
-	case recordsOf(root, "aws:kinesis") != nil:
+	switch sourceOf(root) {
+	case sourceKinesis:
 		f.kinesis(root)
-	case recordsOf(root, "aws:dynamodb") != nil:
+	case sourceDynamoDB:
 		f.dynamodb(root)
-	case recordsOf(root, "aws:sqs") != nil:
+	case sourceSQS:
 		f.sqs(root)
-	case root["requestContext"] != nil && root["rawPath"] != nil:
+	case sourceFunctionURL:
 		f.functionURL(root)
-	case root["detail-type"] != nil && root["source"] != nil:
+	case sourceSchedule:
 		f.timeAt(root, "time", "time", rfc3339)
 	default:
 		return payload, nil, nil
@@ -107,6 +110,61 @@ func FreshSample(payload []byte, now time.Time) ([]byte, []Rewrite, error) {
 		return nil, nil, err
 	}
 	return out, f.rewrites(), nil
+}
+
+// sampleSource is the kind of event a sample is, as FreshSample tells
+// them apart.
+type sampleSource int
+
+const (
+	sourceOther sampleSource = iota
+	sourceKinesis
+	sourceDynamoDB
+	sourceSQS
+	sourceFunctionURL
+	sourceSchedule
+)
+
+func sourceOf(root map[string]any) sampleSource {
+	switch {
+	case recordsOf(root, "aws:kinesis") != nil:
+		return sourceKinesis
+	case recordsOf(root, "aws:dynamodb") != nil:
+		return sourceDynamoDB
+	case recordsOf(root, "aws:sqs") != nil:
+		return sourceSQS
+	case root["requestContext"] != nil && root["rawPath"] != nil:
+		return sourceFunctionURL
+	case root["detail-type"] != nil && root["source"] != nil:
+		return sourceSchedule
+	}
+	return sourceOther
+}
+
+// sampleSafety says, per kind of sample, why its fresh copy cannot move a
+// running stack's positions or watermarks: every kind is rewritten, none
+// refused (docs/local.md says the same).
+var sampleSafety = map[sampleSource]string{
+	sourceKinesis: "Kinesis sample: rewritten, never refused. Its records go to shard " + SampleShard +
+		", which no stream has: the fences and watermark they leave are that shard's own, and replay's positions leave it out",
+	sourceDynamoDB: "DynamoDB Streams sample: rewritten, never refused when its images carry a version attribute. Its consumers keep no position of the table's stream; " +
+		"new sequence numbers and eventIDs make it a delivery of its own (cdc takes a change's version from the item's version attribute, which the samples carry; " +
+		"a change without one is refused for cdc against a running stack)",
+	sourceSQS: "SQS sample: rewritten, never refused. Queues have no position; new message ids (and FIFO sequence numbers) make it a delivery of its own",
+	sourceFunctionURL: "function URL sample: rewritten, never refused. It is a request like any other: its events are accepted at now, " +
+		"under a new Idempotency-Key",
+	sourceSchedule: "schedule sample: its time is now, as the stack's own schedule would send it",
+}
+
+// SampleSafety says what kind of event a sample is and why its fresh copy
+// (FreshSample) cannot corrupt a running stack, for make invoke to print;
+// "" for a payload of no known event type (sent as it is).
+func SampleSafety(payload []byte) string {
+	var root map[string]any
+	if json.Unmarshal(payload, &root) != nil {
+		return ""
+	}
+	return sampleSafety[sourceOf(root)]
 }
 
 // recordsOf returns the sample's Records when the first one comes from
@@ -610,4 +668,36 @@ func marshalSample(doc any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// VersionlessChanges lists the records of a DynamoDB Streams sample whose
+// image (NewImage, or OldImage for a REMOVE) has no version attribute
+// (cdc.VersionAttribute), by JSON path; nil for any other sample. The cdc
+// function takes such a change's stream sequence number as the item's
+// version, and no sequence number FreshSample could give it is safe on a
+// stack holding data: above the stack's own (moto's are 22 digits) it
+// would hide the item's later real changes from the enrichment, below them
+// be hidden by them.
+func VersionlessChanges(payload []byte) []string {
+	var root map[string]any
+	if json.Unmarshal(payload, &root) != nil {
+		return nil
+	}
+	var out []string
+	for i, r := range recordsOf(root, "aws:dynamodb") {
+		rec, _ := r.(map[string]any)
+		d, _ := rec["dynamodb"].(map[string]any)
+		if d == nil {
+			continue
+		}
+		image := "NewImage"
+		if rec["eventName"] == "REMOVE" {
+			image = "OldImage"
+		}
+		img, _ := d[image].(map[string]any)
+		if _, ok := img[cdc.VersionAttribute]; !ok {
+			out = append(out, fmt.Sprintf("Records[%d].dynamodb.%s.%s", i, image, cdc.VersionAttribute))
+		}
+	}
+	return out
 }

@@ -280,6 +280,11 @@ func TestFreshSampleLeavesNoFixedPosition(t *testing.T) {
 				}
 				seen[r.Path+r.What] = true
 			}
+			// make invoke says, for every sample it rewrites, why the
+			// copy is safe for its kind of source.
+			if why := SampleSafety(raw); len(rewrites) > 0 && !strings.Contains(why, ": rewritten, never refused") && !strings.HasPrefix(why, "schedule sample") {
+				t.Errorf("SampleSafety = %q: want the source's decision", why)
+			}
 		})
 	}
 }

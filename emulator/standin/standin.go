@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,9 +275,21 @@ func (s *Server) Stop() error {
 // endpoint. It asks for moto's dashboard page, which is the same few KB
 // whatever the stand-in holds (moto's /moto-api/data.json is its whole
 // state: megabytes after a few minutes of make local-up, too slow to be a
-// probe), and LocalStack's health check.
+// probe), and LocalStack's health check. Nothing listening is known at
+// once; a stand-in that accepts the connection gets answerPatience to
+// answer, since moto under a running topology on busy cores can take
+// seconds (make results said "nothing answers" of a live one).
 func Answers(ctx context.Context, endpoint string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 3*time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	ctx, cancel := context.WithTimeout(ctx, answerPatience)
 	defer cancel()
 	for _, path := range []string{"/moto-api/", "/_localstack/health"} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+path, nil)
@@ -295,6 +308,10 @@ func Answers(ctx context.Context, endpoint string) bool {
 	}
 	return false
 }
+
+// answerPatience bounds how long Answers waits for a stand-in that
+// accepted its connection.
+const answerPatience = 30 * time.Second
 
 // FreePort asks the kernel for a free TCP port on 127.0.0.1.
 func FreePort() (int, error) {

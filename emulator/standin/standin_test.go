@@ -2,7 +2,11 @@ package standin_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
@@ -40,5 +44,30 @@ func TestStartRefusesTakenPortUnlessReuse(t *testing.T) {
 func TestStartRefusesNonLoopback(t *testing.T) {
 	if _, err := standin.Start(context.Background(), standin.Options{Addr: "0.0.0.0:4566"}); err == nil {
 		t.Fatal("want error for non-loopback address")
+	}
+}
+
+// TestAnswersWaitsForABusyStandIn: moto under a running topology on busy
+// cores can take seconds to answer; one that accepts the connection and
+// answers late still answers (make results and make logs said "nothing
+// answers" of a live make local-up), and a port nothing listens on does
+// not.
+func TestAnswersWaitsForABusyStandIn(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(4 * time.Second) // longer than the probe used to wait
+		if r.URL.Path != "/moto-api/" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer slow.Close()
+	if !standin.Answers(context.Background(), slow.URL) {
+		t.Errorf("a stand-in answering after 4 s does not answer")
+	}
+	free, err := standin.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if standin.Answers(context.Background(), fmt.Sprintf("http://127.0.0.1:%d", free)) {
+		t.Errorf("a port nothing listens on answers")
 	}
 }

@@ -357,7 +357,7 @@ func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func
 		return nil, err
 	}
 	oldest := now.Add(-st.retention)
-	items, fences, err := scanVersion(ctx, r.db, target)
+	items, fences, _, err := scanVersion(ctx, r.db, target)
 	if err != nil {
 		return nil, err
 	}
@@ -629,8 +629,8 @@ func (r *Replayer) summarize(ctx context.Context, opts Options, j *job) {
 		what = fmt.Sprintf("summary: caught %s up on stream %s from where it got to: read %d records, handed %d to the processor (those already in it were skipped by its fences), skipped %d (kept failing)", j.target, j.stream.name, res.Read, res.Applied, res.Skipped)
 	}
 	res.Summary = append(res.Summary, what)
-	curItems, _, err1 := scanVersion(ctx, r.db, j.current)
-	tgtItems, _, err2 := scanVersion(ctx, r.db, j.target)
+	curItems, _, _, err1 := scanVersion(ctx, r.db, j.current)
+	tgtItems, _, _, err2 := scanVersion(ctx, r.db, j.target)
 	if err := errors.Join(err1, err2); err != nil {
 		res.Summary = append(res.Summary, "summary: could not count the items of the two versions: "+err.Error())
 		return

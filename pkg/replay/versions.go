@@ -176,15 +176,16 @@ const fencePrefix = "f_"
 
 // scanVersion counts table's items (windows, per-key state, watermarks; not
 // the dedupe ledger's) and finds the highest fence per shard, reading every
-// item once (a consistent Scan).
-func scanVersion(ctx context.Context, db itemScanner, table string) (int, map[string]string, error) {
-	fences := map[string]string{}
-	items := 0
+// item once (a consistent Scan). The fences of state.SampleShard (records
+// `make invoke` sent, which no stream holds) are not a position: they are
+// left out, and samples reports whether any item has one.
+func scanVersion(ctx context.Context, db itemScanner, table string) (items int, fences map[string]string, samples bool, err error) {
+	fences = map[string]string{}
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
 	for {
 		out, err := db.Scan(ctx, in)
 		if err != nil {
-			return 0, nil, fmt.Errorf("reading the items of %s: %w", table, err)
+			return 0, nil, false, fmt.Errorf("reading the items of %s: %w", table, err)
 		}
 		for _, it := range out.Items {
 			if state.IsLedgerItem(it) {
@@ -197,6 +198,10 @@ func scanVersion(ctx context.Context, db itemScanner, table string) (int, map[st
 					continue
 				}
 				shard := strings.TrimPrefix(name, fencePrefix)
+				if shard == state.SampleShard {
+					samples = true
+					continue
+				}
 				if s.Value > fences[shard] {
 					fences[shard] = s.Value
 				}
@@ -210,7 +215,7 @@ func scanVersion(ctx context.Context, db itemScanner, table string) (int, map[st
 	for shard, f := range fences {
 		fences[shard] = unpad(f)
 	}
-	return items, fences, nil
+	return items, fences, samples, nil
 }
 
 func unpad(fence string) string {
@@ -285,6 +290,9 @@ type VersionInfo struct {
 	Items int
 	// Positions are how far into each shard it got.
 	Positions []Position
+	// Samples: some items hold records of console samples `make invoke`
+	// sent (state.SampleShard); they are in Items, not in Positions.
+	Samples bool
 }
 
 // Versions lists the versions of the views the registry names: the tables
@@ -334,11 +342,11 @@ func (r *Replayer) Versions(ctx context.Context, stream string) ([]VersionInfo, 
 		v := VersionInfo{Table: name, Number: id.Number, Current: name == current, Rebuilt: id.Rebuilt, Deleted: !id.Exists,
 			From: id.From, CaughtUpAt: id.CaughtUpAt, Spans: id.Spans}
 		if id.Exists {
-			items, fences, err := scanVersion(ctx, r.db, name)
+			items, fences, samples, err := scanVersion(ctx, r.db, name)
 			if err != nil {
 				return nil, err
 			}
-			v.Items, v.Positions = items, positionsOf(fences)
+			v.Items, v.Positions, v.Samples = items, positionsOf(fences), samples
 			for i := range v.Positions {
 				if arn == "" {
 					break

@@ -50,3 +50,12 @@ const fenceZeros = "000000000000000000000000000000000000000000000000000000000000
 
 // fenceAttr is the item attribute holding shard's fence.
 func fenceAttr(shard string) string { return "f_" + shard }
+
+// SampleShard is the shard id under which records no stream delivered are
+// applied: the console samples `make invoke` sends to a running local stack
+// (emulator/local.FreshSample puts their Kinesis records on it). Kinesis
+// names shards shardId-<12 digits>, so no stream has this one: the fences
+// (f_shardId-make-invoke), watermark and open-windows index such records
+// leave are this shard's own, never a real shard's, and the positions a
+// version of the views reached (package replay) leave it out.
+const SampleShard = "shardId-make-invoke"

@@ -38,7 +38,9 @@ func main() {
 	awsCfg := m.AWSConfig()
 	db := dynamodb.NewFromConfig(awsCfg)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	mt := metrics.New(os.Stdout, "detect")
+	// Per CEP file too ({Function, Pipeline}): its alarms and dashboard read
+	// its own series when several detections run.
+	mt := metrics.New(os.Stdout, "detect", metrics.WithDimension(metrics.PipelineDimension, cfg.Name))
 	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")), setaside.WithMetrics(mt), setaside.WithLogger(log))
 	store := cep.NewStore(db, rules, nil).WithLogger(log)
 	views := state.NewViews(db, table, nil, state.WithKeyedExpiry(keyed.StateExpiry))

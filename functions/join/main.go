@@ -36,7 +36,9 @@ func main() {
 	awsCfg := m.AWSConfig()
 	db := dynamodb.NewFromConfig(awsCfg)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	mt := metrics.New(os.Stdout, "join")
+	// Per join file too ({Function, Pipeline}): its alarms and dashboard read
+	// its own series when several joins run.
+	mt := metrics.New(os.Stdout, "join", metrics.WithDimension(metrics.PipelineDimension, cfg.Name))
 	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")), setaside.WithMetrics(mt), setaside.WithLogger(log))
 	views := state.NewViews(db, table, nil, state.WithKeyedExpiry(keyed.StateExpiry))
 	h := join.New(cfg, views, kinesis.NewFromConfig(awsCfg), out, join.DefaultLimits,

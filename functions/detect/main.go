@@ -3,10 +3,11 @@
 // rules added at runtime apply without a deploy) run per key over every
 // event; each match goes to the Kinesis stream MATCHES_STREAM_NAME and is
 // logged as one JSON line ("cep match"). Partial matches, watermarks and
-// the dedupe ledger are in CEP_STATE_TABLE_NAME; CEP_CONFIG declares the
-// watermark; records that can never be matched are set aside in
-// QUARANTINE_TABLE_NAME. An EventBridge schedule event runs its tick. The
-// logic is in packages cep and keyed.
+// the dedupe ledger are in CEP_STATE_TABLE_NAME; CEP_CONFIG (a CEP file of
+// pipelines/, as the stack passes it) declares the watermark; records that
+// can never be matched are set aside in QUARANTINE_TABLE_NAME. An
+// EventBridge schedule event runs its tick. The logic is in packages cep
+// and keyed.
 package main
 
 import (

@@ -1,11 +1,12 @@
 // Command join is the stream–stream window join on the events Kinesis
-// stream: the two event types JOIN_CONFIG declares, joined by key within
-// its bound; joined, unmatched and click-through-rate records go to the
-// Kinesis stream named by JOINS_STREAM_NAME. Its state, watermarks and
-// dedupe ledger are in the DynamoDB table JOIN_STATE_TABLE_NAME (package
-// state's schema); records that can never be joined are set aside in
-// QUARANTINE_TABLE_NAME. An EventBridge schedule event runs its tick (idle
-// shards' watermarks). The logic is in packages join and keyed.
+// stream: the two event types JOIN_CONFIG (a join file of pipelines/, as
+// the stack passes it) declares, joined by key within its bound; joined,
+// unmatched and click-through-rate records go to the Kinesis stream named
+// by JOINS_STREAM_NAME. Its state, watermarks and dedupe ledger are in the
+// DynamoDB table JOIN_STATE_TABLE_NAME (package state's schema); records
+// that can never be joined are set aside in QUARANTINE_TABLE_NAME. An
+// EventBridge schedule event runs its tick (idle shards' watermarks). The
+// logic is in packages join and keyed.
 package main
 
 import (

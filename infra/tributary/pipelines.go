@@ -31,8 +31,9 @@ const (
 )
 
 // PipelineMetadataKey is the CloudFormation Metadata key on the function
-// resources of a pipeline (its aggregate and its ticker) whose value is the
-// pipeline's name, next to FunctionMetadataKey. The alarms, dashboards and
+// resources of a pipeline file (an aggregation's aggregate and ticker, a
+// join's join function, a CEP file's detect and rules functions) whose
+// value is the file's name, next to FunctionMetadataKey. The alarms, dashboards and
 // the local runner tell the functions of two pipelines apart by it.
 const PipelineMetadataKey = "tributary:pipeline"
 

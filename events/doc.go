@@ -78,7 +78,7 @@
 //	                                     one "missing" item with the batch's coordinates is written
 //	quarantine/sqs-unparseable.json    a message that is not an on-failure record → no failure: set aside in the quarantine
 //	                                   table (kind set-aside, reason "body is not a JSON object", its body as data)
-//	join/kinesis-search-click.json     srch-1 and clk-1 (sess-1), srch-2 (sess-2), srch-3 (sess-2, 10:42) under infra/tributary/join.json
+//	join/kinesis-search-click.json     srch-1 and clk-1 (sess-1), srch-2 (sess-2), srch-3 (sess-2, 10:42) under pipelines/search-click.json
 //	                                   → joined srch-1 ⋈ clk-1; srch-2 unmatched (the watermark, 10:41:55, passed its 30 s);
 //	                                   delivered twice, nothing more on the joins stream
 //	join/eventbridge-tick.json         after that batch, ticks at 10:50 and 10:51 move the idle shard's watermark to 10:50:35

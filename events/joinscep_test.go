@@ -36,7 +36,7 @@ func init() {
 }
 
 func deployedJoin(t *testing.T) *join.Config {
-	raw, err := os.ReadFile(filepath.Join("..", "infra", "tributary", "join.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "pipelines", "search-click.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func detectBatch(t *testing.T, e env, raw []byte) {
 	if _, err := store.Add(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	raw0, _ := os.ReadFile(filepath.Join("..", "infra", "tributary", "cep.json"))
+	raw0, _ := os.ReadFile(filepath.Join("..", "pipelines", "detect.json"))
 	cfg, err := cep.ParseConfig(raw0)
 	if err != nil {
 		t.Fatal(err)

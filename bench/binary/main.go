@@ -79,7 +79,7 @@ const (
 // project) get the table's name directly here, so their init makes no
 // request.
 func environment(root, endpoint string) (map[string]string, error) {
-	configs := map[string]string{"pipelines/pageviews.json": "", "infra/tributary/cep.json": "", "infra/tributary/join.json": ""}
+	configs := map[string]string{"pipelines/pageviews.json": "", "pipelines/detect.json": "", "pipelines/search-click.json": ""}
 	for name := range configs {
 		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
 		if err != nil {
@@ -97,9 +97,9 @@ func environment(root, endpoint string) (map[string]string, error) {
 		"TIMELINES_TABLE_NAME": "timelines", "TWEETS_TABLE_NAME": "tweets",
 		"IDEMPOTENCY_TABLE_NAME": "idempotency", "RESULTS_TABLE_NAME": "results",
 		// detect and rules (CEP), join (the stream–stream join)
-		cep.EnvVar: configs["infra/tributary/cep.json"], "CEP_STATE_TABLE_NAME": "cep-state",
+		cep.EnvVar: configs["pipelines/detect.json"], "CEP_STATE_TABLE_NAME": "cep-state",
 		"RULES_TABLE_NAME": rulesTable, "MATCHES_STREAM_NAME": "matches",
-		join.EnvVar: configs["infra/tributary/join.json"], "JOIN_STATE_TABLE_NAME": "join-state", "JOINS_STREAM_NAME": "joins",
+		join.EnvVar: configs["pipelines/search-click.json"], "JOIN_STATE_TABLE_NAME": "join-state", "JOINS_STREAM_NAME": "joins",
 		// commands, publish, project (event sourcing)
 		es.EnvEventsTable: "show-events", es.EnvSnapshotsTable: "show-snapshots",
 		es.EnvCommandsTable: "show-commands", es.EnvStreamName: "show-published",

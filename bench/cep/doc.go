@@ -19,7 +19,7 @@
 // rule evaluated on every event. Both must find the same matches, or the
 // run fails.
 //
-// Join: the deployed join (infra/tributary/join.json) over 1,000 search and click
+// Join: the deployed join (pipelines/search-click.json) over 1,000 search and click
 // events of 400 sessions, in batches of 100 (its mapping's BatchSize),
 // through the real handler against a counting stand-in, then ticks that
 // close every window: DynamoDB write requests (state items, the dedupe

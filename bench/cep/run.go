@@ -251,13 +251,13 @@ func joinWrites(ctx context.Context, cfg config, out, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	raw, err := os.ReadFile(filepath.Join(root, "infra", "tributary", "join.json"))
+	raw, err := os.ReadFile(filepath.Join(root, "pipelines", "search-click.json"))
 	if err != nil {
 		return err
 	}
 	jc, err := join.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("infra/tributary/join.json: %w", err)
+		return fmt.Errorf("pipelines/search-click.json: %w", err)
 	}
 	srv, counter, err := standin.StartCounting(ctx, standin.Options{Addr: "127.0.0.1:0"})
 	if err != nil {

@@ -664,8 +664,8 @@ func demoJoinsCEP(ctx context.Context, stack *local.Stack, ingestURL string, w i
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "▸ stream–stream join %s ⋈ %s by session within %s (%s join, infra/tributary/join.json) ─join─► %s\n",
-		j.Join.Left, j.Join.Right, j.Join.Within, j.Join.Kind, j.JoinsStream)
+	fmt.Fprintf(w, "▸ stream–stream join %s ⋈ %s by session within %s (%s join, pipelines/%s.json) ─join─► %s\n",
+		j.Join.Left, j.Join.Right, j.Join.Within, j.Join.Kind, j.Join.Name, j.JoinsStream)
 	if err := j.DemoJoin(ctx, ingestURL, w); err != nil {
 		return err
 	}

@@ -84,13 +84,15 @@ func isPipelineFile(v string) bool {
 	return strings.HasSuffix(v, ".json") || strings.ContainsRune(v, '/') || strings.ContainsRune(v, filepath.Separator)
 }
 
-// pipelineNamed is the pipeline named name in dir (pipelines/<name>.json),
-// or, with name "", the only one there; an error lists those there.
+// pipelineNamed is the windowed aggregation named name in dir
+// (pipelines/<name>.json), or, with name "", the only one there; an error
+// lists those there. Join and CEP files are not results' to read.
 func pipelineNamed(dir, name string) (*pipeline.Config, error) {
 	files, err := pipeline.LoadDir(dir)
 	if err != nil {
 		return nil, cli.Usagef("pipeline", "%v (give -pipeline <file.json>, or run from the repository root)", err)
 	}
+	files = pipeline.OfKind(files, pipeline.KindAggregate)
 	names := make([]string, len(files))
 	for i, f := range files {
 		if f.Config.Name == name || (name == "" && len(files) == 1) {

@@ -31,23 +31,34 @@ type JoinsAndRules struct {
 	kin           *kinesis.Client
 }
 
-// FindJoinsAndRules reads the join, detect and rules functions' environments.
+// FindJoinsAndRules reads the join, detect and rules functions'
+// environments. The stack deploys a join per join file and a detection per
+// CEP file of pipelines/; with several, it takes the first join and the
+// first detection (by logical id) and that detection's rules function.
 func (s *Stack) FindJoinsAndRules() (*JoinsAndRules, error) {
 	specs, err := s.deployment.Functions()
 	if err != nil {
 		return nil, err
 	}
-	j := &JoinsAndRules{kin: kinesis.NewFromConfig(s.cfg), RulesURL: s.URL("rules")}
+	j := &JoinsAndRules{kin: kinesis.NewFromConfig(s.cfg)}
+	detection := ""
 	for _, f := range specs {
-		switch f.Binary {
-		case "join":
+		switch {
+		case f.Binary == "join" && j.Join == nil:
 			j.JoinsStream = f.Env["JOINS_STREAM_NAME"]
 			if j.Join, err = join.Parse([]byte(f.Env[join.EnvVar])); err != nil {
 				return nil, fmt.Errorf("the join function's %s: %w", join.EnvVar, err)
 			}
-		case "detect":
+		case f.Binary == "detect" && j.MatchesStream == "":
 			j.MatchesStream = f.Env["MATCHES_STREAM_NAME"]
 			j.RulesTable = f.Env["RULES_TABLE_NAME"]
+			detection = f.Pipeline
+		}
+	}
+	for _, f := range specs {
+		if f.Binary == "rules" && f.Pipeline == detection {
+			j.RulesURL = s.URL(s.names[f.LogicalID])
+			break
 		}
 	}
 	if j.Join == nil || j.JoinsStream == "" || j.MatchesStream == "" || j.RulesURL == "" {

@@ -13,8 +13,9 @@ import (
 // function's binary (functions/<name>, built to <dir>/<name>/bootstrap).
 const FunctionMetadataKey = "tributary:function"
 
-// PipelineMetadataKey is the Metadata key naming the pipeline a function
-// runs (one aggregate and one ticker function per pipeline file).
+// PipelineMetadataKey is the Metadata key naming the pipeline file a
+// function runs (an aggregation's aggregate and ticker, a join's join
+// function, a CEP file's detect and rules functions).
 const PipelineMetadataKey = "tributary:pipeline"
 
 // FunctionSpec is an AWS::Lambda::Function as the local runner needs it.

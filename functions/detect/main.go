@@ -3,10 +3,11 @@
 // rules added at runtime apply without a deploy) run per key over every
 // event; each match goes to the Kinesis stream MATCHES_STREAM_NAME and is
 // logged as one JSON line ("cep match"). Partial matches, watermarks and
-// the dedupe ledger are in CEP_STATE_TABLE_NAME; CEP_CONFIG declares the
-// watermark; records that can never be matched are set aside in
-// QUARANTINE_TABLE_NAME. An EventBridge schedule event runs its tick. The
-// logic is in packages cep and keyed.
+// the dedupe ledger are in CEP_STATE_TABLE_NAME; CEP_CONFIG (a CEP file of
+// pipelines/, as the stack passes it) declares the watermark; records that
+// can never be matched are set aside in QUARANTINE_TABLE_NAME. An
+// EventBridge schedule event runs its tick. The logic is in packages cep
+// and keyed.
 package main
 
 import (
@@ -38,7 +39,9 @@ func main() {
 	awsCfg := m.AWSConfig()
 	db := dynamodb.NewFromConfig(awsCfg)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	mt := metrics.New(os.Stdout, "detect")
+	// Per CEP file too ({Function, Pipeline}): its alarms and dashboard read
+	// its own series when several detections run.
+	mt := metrics.New(os.Stdout, "detect", metrics.WithDimension(metrics.PipelineDimension, cfg.Name))
 	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")), setaside.WithMetrics(mt), setaside.WithLogger(log))
 	store := cep.NewStore(db, rules, nil).WithLogger(log)
 	views := state.NewViews(db, table, nil, state.WithKeyedExpiry(keyed.StateExpiry))

@@ -1,11 +1,12 @@
 // Command join is the stream–stream window join on the events Kinesis
-// stream: the two event types JOIN_CONFIG declares, joined by key within
-// its bound; joined, unmatched and click-through-rate records go to the
-// Kinesis stream named by JOINS_STREAM_NAME. Its state, watermarks and
-// dedupe ledger are in the DynamoDB table JOIN_STATE_TABLE_NAME (package
-// state's schema); records that can never be joined are set aside in
-// QUARANTINE_TABLE_NAME. An EventBridge schedule event runs its tick (idle
-// shards' watermarks). The logic is in packages join and keyed.
+// stream: the two event types JOIN_CONFIG (a join file of pipelines/, as
+// the stack passes it) declares, joined by key within its bound; joined,
+// unmatched and click-through-rate records go to the Kinesis stream named
+// by JOINS_STREAM_NAME. Its state, watermarks and dedupe ledger are in the
+// DynamoDB table JOIN_STATE_TABLE_NAME (package state's schema); records
+// that can never be joined are set aside in QUARANTINE_TABLE_NAME. An
+// EventBridge schedule event runs its tick (idle shards' watermarks). The
+// logic is in packages join and keyed.
 package main
 
 import (
@@ -36,7 +37,9 @@ func main() {
 	awsCfg := m.AWSConfig()
 	db := dynamodb.NewFromConfig(awsCfg)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	mt := metrics.New(os.Stdout, "join")
+	// Per join file too ({Function, Pipeline}): its alarms and dashboard read
+	// its own series when several joins run.
+	mt := metrics.New(os.Stdout, "join", metrics.WithDimension(metrics.PipelineDimension, cfg.Name))
 	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")), setaside.WithMetrics(mt), setaside.WithLogger(log))
 	views := state.NewViews(db, table, nil, state.WithKeyedExpiry(keyed.StateExpiry))
 	h := join.New(cfg, views, kinesis.NewFromConfig(awsCfg), out, join.DefaultLimits,

@@ -88,7 +88,6 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 		FunctionWorker: s.Work.Worker.GoFunction, FunctionCDC: s.Profiles.Function.GoFunction,
 		FunctionTimeline: s.Timelines.Function.GoFunction, FunctionEnrich: s.Enrichment.Function.GoFunction,
 		FunctionSnapshot: s.Snapshot.Function,
-		FunctionJoin:     s.Joins.Function.GoFunction, FunctionDetect: s.Detection.Detect.GoFunction, FunctionRules: s.Detection.Admin,
 		FunctionCommands: s.EventSourcing.CommandsFn, FunctionPublish: s.EventSourcing.Publish.GoFunction,
 		FunctionProject: s.EventSourcing.Project.GoFunction, FunctionStatusCodes: s.StatusCodes.Function.GoFunction,
 	}
@@ -104,10 +103,36 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 	// The stream consumers: their mappings' iterator age, and the records
 	// they set aside (metric RecordsSetAside, Function=<name> as each main
 	// passes it to metrics.New).
-	for _, name := range []string{FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionJoin, FunctionDetect, FunctionPublish, FunctionProject, FunctionStatusCodes} {
+	for _, name := range []string{FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionPublish, FunctionProject, FunctionStatusCodes} {
 		want = append(want,
 			wantAlarm{"AWS/Lambda IteratorAge FunctionName=" + logicalID(s.Stack, fns[name].Function), AlarmIteratorAge, "Maximum"},
 			wantAlarm{"Tributary RecordsSetAside Function=" + name, AlarmSetAside, "Sum"})
+	}
+	// Each join's and detection's functions (one per file, as a
+	// pipeline's): errors and throttles, and the stream function's
+	// iterator age and records set aside by {Function, Pipeline}.
+	type operator struct {
+		name, binary string
+		stream       *GoFunction
+		others       []*GoFunction
+	}
+	var ops []operator
+	for _, j := range s.Joins {
+		ops = append(ops, operator{j.Config.Name, FunctionJoin, j.Function.GoFunction, nil})
+	}
+	for _, d := range s.Detections {
+		ops = append(ops, operator{d.Config.Name, FunctionDetect, d.Detect.GoFunction, []*GoFunction{d.Admin}})
+	}
+	for _, o := range ops {
+		for _, fn := range append([]*GoFunction{o.stream}, o.others...) {
+			dim := "FunctionName=" + logicalID(s.Stack, fn.Function)
+			want = append(want,
+				wantAlarm{"AWS/Lambda Errors " + dim, AlarmErrors, "Sum"},
+				wantAlarm{"AWS/Lambda Throttles " + dim, AlarmThrottles, "Sum"})
+		}
+		want = append(want,
+			wantAlarm{"AWS/Lambda IteratorAge FunctionName=" + logicalID(s.Stack, o.stream.Function), AlarmIteratorAge, "Maximum"},
+			wantAlarm{"Tributary RecordsSetAside Function=" + o.binary + ",Pipeline=" + o.name, AlarmSetAside, "Sum"})
 	}
 	// Each pipeline's functions: their own errors and throttles, the
 	// aggregate's iterator age, and its records set aside and late share

@@ -135,8 +135,8 @@ func functionLogGroupIDs(t *testing.T) map[string]string {
 // write units of every table; and log widgets over the results.
 func TestPipelineDashboard(t *testing.T) {
 	dashboards := fx.tmpl.ofType("AWS::CloudWatch::Dashboard")
-	if len(dashboards) != len(fx.stack.Pipelines.Pipelines) {
-		t.Fatalf("%d dashboards, want one per pipeline", len(dashboards))
+	if want := len(fx.stack.Pipelines.Pipelines) + len(fx.stack.Joins) + len(fx.stack.Detections); len(dashboards) != want || len(fx.stack.OperatorDashboards) != len(fx.stack.Joins)+len(fx.stack.Detections) {
+		t.Fatalf("%d dashboards, want %d: one per pipeline file (aggregation, join, CEP)", len(dashboards), want)
 	}
 	var body dashboardBody
 	names := map[string]bool{}

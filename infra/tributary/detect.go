@@ -1,9 +1,6 @@
 package tributary
 
 import (
-	"bytes"
-	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -16,7 +13,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/tributary-dev/tributary/pkg/strictjson"
+	"github.com/tributary-dev/tributary/pkg/cep"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 // The CEP functions: detect runs the rules over the events stream, rules
@@ -34,11 +32,29 @@ const (
 	EnvMatchesStreamName = "MATCHES_STREAM_NAME"
 )
 
-// cepJSON is the detect function's config (its watermark and dedupe
-// horizon); pkg/cep/infra_config_test.go parses it with cep.ParseConfig.
-//
-//go:embed cep.json
-var cepJSON []byte
+// CEPConfig is a CEP file of the pipelines directory (kind "cep"): its
+// name, and the file, which the detect function receives whole
+// (CEP_CONFIG, compacted).
+type CEPConfig struct {
+	Name string
+	// Path is the file the detection is declared in.
+	Path string
+	raw  []byte
+}
+
+// CEPFromFile reads a CEP file as the detect function will
+// (cep.ParseConfig), so a config it would refuse at init stops synth
+// instead, naming the file and the field.
+func CEPFromFile(f pipeline.File) (CEPConfig, error) {
+	if f.Kind != pipeline.KindCEP {
+		return CEPConfig{}, fmt.Errorf("%s: kind %q, not a CEP file", f.Path, f.Kind)
+	}
+	c, err := cep.ParseConfig(f.JSON)
+	if err != nil {
+		return CEPConfig{}, fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return CEPConfig{Name: c.Name, Path: f.Path, raw: f.JSON}, nil
+}
 
 // The calls package cep makes on the rules table: detect reads its version
 // item (every 5 s per warm instance) and scans it when that moved; the
@@ -51,6 +67,8 @@ var (
 
 // DetectionProps configures NewDetection.
 type DetectionProps struct {
+	// Config is the detection (CEPFromFile). Required.
+	Config       *CEPConfig
 	AssetDir     string
 	Events       awskinesis.IStream
 	Quarantine   awsdynamodb.ITable
@@ -62,8 +80,12 @@ type DetectionProps struct {
 // Rules table, the detect function reading every event through its own
 // enhanced fan-out consumer with its partial matches in State and its
 // matches on Matches, and the rules function behind an IAM-authenticated
-// URL (RulesURL) that manages the table.
+// URL (RulesURL) that manages the table. It is declared in a CEP file; its
+// functions carry the file's name as their PipelineMetadataKey, so they get
+// alarms of their own, and the stack gives it a dashboard
+// (NewOperatorDashboard).
 type Detection struct {
+	Config   CEPConfig
 	Rules    awsdynamodb.Table
 	State    awsdynamodb.Table
 	Matches  awskinesis.Stream
@@ -75,20 +97,11 @@ type Detection struct {
 
 // NewDetection creates the CEP resources under scope.
 func NewDetection(scope constructs.Construct, id string, props DetectionProps) (*Detection, error) {
-	if props.Events == nil || props.OnFailure == nil || props.Quarantine == nil || props.TickFailures == nil || props.AssetDir == "" {
-		return nil, fmt.Errorf("Detection %q: AssetDir, Events, Quarantine, OnFailure and TickFailures are required", id)
-	}
-	// Read as the detect function reads it (package strictjson), so a key
-	// twice or text that is not UTF-8 stops synth naming the field.
-	if err := strictjson.Check(cepJSON, strictjson.Options{Name: "config"}); err != nil {
-		return nil, fmt.Errorf("cep.json: %w", err)
-	}
-	var cfg bytes.Buffer
-	if err := json.Compact(&cfg, cepJSON); err != nil {
-		return nil, fmt.Errorf("cep.json: %w", err)
+	if props.Events == nil || props.OnFailure == nil || props.Quarantine == nil || props.TickFailures == nil || props.AssetDir == "" || props.Config == nil {
+		return nil, fmt.Errorf("Detection %q: AssetDir, Events, Quarantine, OnFailure, TickFailures and Config are required", id)
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	d := &Detection{}
+	d := &Detection{Config: *props.Config}
 	d.Rules = awsdynamodb.NewTable(c, jsii.String("Rules"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
@@ -113,7 +126,7 @@ func NewDetection(scope constructs.Construct, id string, props DetectionProps) (
 			AssetDir:    props.AssetDir,
 			Description: "Runs the CEP rules of the rules table over every event, per key; matches to the matches stream",
 			Environment: map[string]*string{
-				EnvCEPConfig:         jsii.String(cfg.String()),
+				EnvCEPConfig:         jsii.String(string(props.Config.raw)),
 				EnvCEPStateTableName: d.State.TableName(),
 				EnvRulesTableName:    d.Rules.TableName(),
 				EnvMatchesStreamName: d.Matches.StreamName(),
@@ -145,6 +158,9 @@ func NewDetection(scope constructs.Construct, id string, props DetectionProps) (
 		Actions:   jsii.Strings(adminRulesActions...),
 		Resources: &[]*string{d.Rules.TableArn()},
 	}))
+	for _, fn := range []*GoFunction{d.Detect.GoFunction, d.Admin} {
+		fn.Function.Node().DefaultChild().(awslambda.CfnFunction).AddMetadata(jsii.String(PipelineMetadataKey), jsii.String(props.Config.Name))
+	}
 	// Callers sign with SigV4 and need lambda:InvokeFunctionUrl on it.
 	d.RulesURL = d.Admin.Function.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_AWS_IAM})
 	return d, nil

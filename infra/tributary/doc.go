@@ -40,7 +40,11 @@
 //     stay in its own functions and mappings; with more than one pipeline
 //     the aggregates read the events stream through enhanced fan-out
 //     consumers of their own (PipelinesProps.FanOut says why). Adding a
-//     file adds a pipeline.
+//     file adds a pipeline. The directory's join and CEP files ("kind":
+//     "join", "cep") are checked too and kept in Pipelines.Operators; the
+//     repository's stack deploys each with NewStreamJoin (JoinFromFile) or
+//     NewDetection (CEPFromFile) and NewOperatorDashboard, so adding a join
+//     file adds a join.
 //   - NewDashboard: one pipeline's CloudWatch dashboard (every function's
 //     flow, errors and latency, the pipeline's watermark, late records and
 //     duplicates, failure queues, table capacity, results from the logs),

@@ -1,9 +1,6 @@
 package tributary
 
 import (
-	"bytes"
-	_ "embed"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -13,11 +10,13 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/tributary-dev/tributary/pkg/strictjson"
+	joinpkg "github.com/tributary-dev/tributary/pkg/join"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 // FunctionJoin is the stream–stream join function (functions/join).
@@ -30,50 +29,33 @@ const (
 	EnvJoinsStreamName    = "JOINS_STREAM_NAME"
 )
 
-// joinJSON is the join the join function runs. The root module's tests
-// parse it with join.Parse (pkg/join/infra_config_test.go), so a config the
-// function would refuse at init fails make test rather than a deploy.
-//
-//go:embed join.json
-var joinJSON []byte
-
-// JoinConfig is the part of the declared join the stack reads: its name and
-// the two event types, which the mapping's filter lets through.
+// JoinConfig is a join file of the pipelines directory (kind "join") as
+// the stack reads it: its name and the two event types, which the mapping's
+// filter lets through, and the file, which the function receives whole
+// (JOIN_CONFIG, compacted).
 type JoinConfig struct {
-	Name  string `json:"name"`
-	Left  string `json:"left"`
-	Right string `json:"right"`
-	raw   []byte
+	Name  string
+	Left  string
+	Right string
+	// Path is the file the join is declared in.
+	Path string
+	raw  []byte
 }
 
-// DefaultJoin is the join declared in join.json: searches and clicks of one
-// session within 30 s, left join, click-through rate per minute.
-func DefaultJoin() (JoinConfig, error) { return ParseJoin(joinJSON) }
-
-// ParseJoin reads a join document's name and types; the document goes to
-// the function whole (JOIN_CONFIG), compacted. It is read as the function
-// reads it (package strictjson): text that is not UTF-8, a key twice or
-// nesting past the bound stops synth naming the field, rather than the
-// stack and the function each taking another copy of a key. The function's
-// own checks (join.Parse: unknown fields, durations) run on join.json in
-// the root module's tests (pkg/join/infra_config_test.go).
-func ParseJoin(doc []byte) (JoinConfig, error) {
-	var c JoinConfig
-	if err := strictjson.Check(doc, strictjson.Options{Name: "config"}); err != nil {
-		return c, fmt.Errorf("join config: %w", err)
+// JoinFromFile reads a join file (pipeline.LoadDir or pipeline.NewFile) as
+// the join function will (join.Parse), so a join it would refuse at init
+// stops synth instead, naming the file and the field, for example
+//
+//	pipelines/orders-payments.json: right: "order" is the left type too: ...
+func JoinFromFile(f pipeline.File) (JoinConfig, error) {
+	if f.Kind != pipeline.KindJoin {
+		return JoinConfig{}, fmt.Errorf("%s: kind %q, not a join file", f.Path, f.Kind)
 	}
-	if err := json.Unmarshal(doc, &c); err != nil {
-		return c, fmt.Errorf("join config: %w", err)
+	c, err := joinpkg.Parse(f.JSON)
+	if err != nil {
+		return JoinConfig{}, fmt.Errorf("%s: %w", f.Path, err)
 	}
-	if c.Name == "" || c.Left == "" || c.Right == "" {
-		return c, fmt.Errorf("join config: name, left and right are required")
-	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, doc); err != nil {
-		return c, fmt.Errorf("join config: %w", err)
-	}
-	c.raw = b.Bytes()
-	return c, nil
+	return JoinConfig{Name: c.Name, Left: c.Left, Right: c.Right, Path: f.Path, raw: f.JSON}, nil
 }
 
 // keyedStateActions are the DynamoDB calls package keyed makes on a state
@@ -105,14 +87,17 @@ type StreamJoinProps struct {
 	// TickFailures receives the ticks EventBridge could not deliver.
 	// Required.
 	TickFailures awssqs.IQueue
-	// Config is the join; DefaultJoin if nil.
+	// Config is the join (JoinFromFile). Required.
 	Config *JoinConfig
 }
 
-// StreamJoin is the stream–stream join of the topology: the join function
-// reads the two event types of the events stream (a mapping filter passes
-// only those), keeps both sides' buffered records in State, and writes
-// joined, unmatched and rate records to Joins; a schedule ticks it.
+// StreamJoin is one stream–stream join, declared in a join file: the join
+// function reads the two event types of the events stream (a mapping filter
+// passes only those), keeps both sides' buffered records in State, and
+// writes joined, unmatched and rate records to Joins; a schedule ticks it.
+// The function carries the file's name as its PipelineMetadataKey, so it
+// gets alarms of its own, and the stack gives it a dashboard
+// (NewOperatorDashboard).
 type StreamJoin struct {
 	Joins    awskinesis.Stream
 	State    awsdynamodb.Table
@@ -156,17 +141,10 @@ func addTick(scope constructs.Construct, id string, fn *GoFunction, failures aws
 
 // NewStreamJoin creates the join's stream, table, function and schedule.
 func NewStreamJoin(scope constructs.Construct, id string, props StreamJoinProps) (*StreamJoin, error) {
-	if props.Events == nil || props.OnFailure == nil || props.Quarantine == nil || props.TickFailures == nil || props.AssetDir == "" {
-		return nil, fmt.Errorf("StreamJoin %q: AssetDir, Events, Quarantine, OnFailure and TickFailures are required", id)
+	if props.Events == nil || props.OnFailure == nil || props.Quarantine == nil || props.TickFailures == nil || props.AssetDir == "" || props.Config == nil {
+		return nil, fmt.Errorf("StreamJoin %q: AssetDir, Events, Quarantine, OnFailure, TickFailures and Config are required", id)
 	}
 	cfg := props.Config
-	if cfg == nil {
-		c, err := DefaultJoin()
-		if err != nil {
-			return nil, err
-		}
-		cfg = &c
-	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	j := &StreamJoin{Config: *cfg}
 	j.Joins = awskinesis.NewStream(c, jsii.String("Joins"), &awskinesis.StreamProps{
@@ -196,29 +174,103 @@ func NewStreamJoin(scope constructs.Construct, id string, props StreamJoinProps)
 		// ignored by it anyway (and move no watermark).
 		Filters: []map[string]any{{"data": map[string]any{"type": []any{cfg.Left, cfg.Right}}}},
 	})
+	j.Function.Function.Node().DefaultChild().(awslambda.CfnFunction).AddMetadata(jsii.String(PipelineMetadataKey), jsii.String(cfg.Name))
 	grantKeyedState(j.Function.GoFunction, j.State)
 	j.Joins.Grant(j.Function.Role, jsii.String("kinesis:PutRecords"))
 	j.Schedule = addTick(c, "Tick", j.Function.GoFunction, props.TickFailures, "Ticks the join: idle shards' watermarks advance, unmatched records are emitted")
 	return j, nil
 }
 
-// addJoinsAndDetection adds the stream–stream join and CEP to the stack,
-// with their outputs.
+// joinConstructID is the construct id of the join named name,
+// "<Name>Join", except pipelines/search-click.json: the join deployed
+// before joins were files keeps "SearchClickJoin", and so every logical id
+// below it (its state, joins stream and mapping).
+func joinConstructID(name string) string {
+	if name == "search-click" {
+		return "SearchClickJoin"
+	}
+	return exportedName(name) + "Join"
+}
+
+// cepConstructID is the construct id of the CEP file named name,
+// "<Name>Detection", except pipelines/detect.json: the detection deployed
+// before CEP was declared in files keeps "Detection", and so every logical
+// id below it (its rules, partial matches, consumer and the URL operators
+// know).
+func cepConstructID(name string) string {
+	if name == "detect" {
+		return "Detection"
+	}
+	return exportedName(name) + "Detection"
+}
+
+// addJoinsAndDetection adds a stream–stream join per join file and a
+// detection per CEP file of the pipelines directory (s.Pipelines.Operators),
+// each with its outputs, "<Name>JoinsStreamName", "<Name>RulesUrl" and so
+// on.
 func (s *TributaryStack) addJoinsAndDetection(assetDir string) error {
-	var err error
-	props := StreamJoinProps{AssetDir: assetDir, Events: s.Events, OnFailure: s.Quarantine.Failures, Quarantine: s.Quarantine.Table, TickFailures: s.TickerFailures}
-	if s.Joins, err = NewStreamJoin(s.Stack, "SearchClickJoin", props); err != nil {
-		return err
+	for _, f := range s.Pipelines.Operators {
+		name := exportedName(f.Name)
+		switch f.Kind {
+		case pipeline.KindJoin:
+			cfg, err := JoinFromFile(f)
+			if err != nil {
+				return err
+			}
+			j, err := NewStreamJoin(s.Stack, joinConstructID(f.Name), StreamJoinProps{AssetDir: assetDir, Events: s.Events,
+				OnFailure: s.Quarantine.Failures, Quarantine: s.Quarantine.Table, TickFailures: s.TickerFailures, Config: &cfg})
+			if err != nil {
+				return err
+			}
+			s.Joins = append(s.Joins, j)
+			output(s.Stack, name+"JoinsStreamName", j.Joins.StreamName(), fmt.Sprintf("Kinesis stream of join %s's joined, unmatched and rate records (%s)", f.Name, f.Path))
+			output(s.Stack, name+"JoinStateTableName", j.State.TableName(), fmt.Sprintf("DynamoDB table of join %s's buffered records and watermarks", f.Name))
+		case pipeline.KindCEP:
+			cfg, err := CEPFromFile(f)
+			if err != nil {
+				return err
+			}
+			d, err := NewDetection(s.Stack, cepConstructID(f.Name), DetectionProps{AssetDir: assetDir, Events: s.Events,
+				OnFailure: s.Quarantine.Failures, Quarantine: s.Quarantine.Table, TickFailures: s.TickerFailures, Config: &cfg})
+			if err != nil {
+				return err
+			}
+			s.Detections = append(s.Detections, d)
+			output(s.Stack, name+"RulesTableName", d.Rules.TableName(), fmt.Sprintf("DynamoDB table of detection %s's CEP rules (go run ./cmd/rules -table ...)", f.Name))
+			output(s.Stack, name+"MatchesStreamName", d.Matches.StreamName(), fmt.Sprintf("Kinesis stream of detection %s's CEP matches (%s)", f.Name, f.Path))
+			output(s.Stack, name+"CepStateTableName", d.State.TableName(), fmt.Sprintf("DynamoDB table of detection %s's partial matches and watermarks", f.Name))
+			output(s.Stack, name+"RulesUrl", d.RulesURL.Url(), fmt.Sprintf("detection %s's rules function URL (AWS_IAM): GET/POST /rules, POST /rules/<id>/disable|enable, DELETE /rules/<id>, POST /test", f.Name))
+		}
 	}
-	if s.Detection, err = NewDetection(s.Stack, "Detection", DetectionProps{AssetDir: assetDir, Events: s.Events,
-		OnFailure: s.Quarantine.Failures, Quarantine: s.Quarantine.Table, TickFailures: s.TickerFailures}); err != nil {
-		return err
+	return nil
+}
+
+// addOperatorDashboards adds a dashboard per join and detection, over what
+// the stack holds (call it where the pipelines' dashboards are added).
+func (s *TributaryStack) addOperatorDashboards() error {
+	for _, j := range s.Joins {
+		d, err := NewOperatorDashboard(s.Stack, "Join"+exportedName(j.Config.Name), OperatorDashboardProps{
+			Name: j.Config.Name, Kind: pipeline.KindJoin, Path: j.Config.Path,
+			Summary:   fmt.Sprintf("Joins `%s` and `%s` events of one key; joined, unmatched and rate records go to the joins stream (output %sJoinsStreamName).", j.Config.Left, j.Config.Right, exportedName(j.Config.Name)),
+			Functions: []*GoFunction{j.Function.GoFunction},
+			Tables:    []awsdynamodb.ITable{j.State},
+		})
+		if err != nil {
+			return err
+		}
+		s.OperatorDashboards = append(s.OperatorDashboards, d)
 	}
-	output(s.Stack, "JoinsStreamName", s.Joins.Joins.StreamName(), "Kinesis stream of joined, unmatched and click-through-rate records")
-	output(s.Stack, "JoinStateTableName", s.Joins.State.TableName(), "DynamoDB table of the join's buffered records and watermarks")
-	output(s.Stack, "RulesTableName", s.Detection.Rules.TableName(), "DynamoDB table of the CEP rules (go run ./cmd/rules -table ...)")
-	output(s.Stack, "MatchesStreamName", s.Detection.Matches.StreamName(), "Kinesis stream of CEP matches")
-	output(s.Stack, "CepStateTableName", s.Detection.State.TableName(), "DynamoDB table of CEP partial matches and watermarks")
-	output(s.Stack, "RulesUrl", s.Detection.RulesURL.Url(), "rules function URL (AWS_IAM): GET/POST /rules, POST /rules/<id>/disable|enable, DELETE /rules/<id>, POST /test")
+	for _, x := range s.Detections {
+		d, err := NewOperatorDashboard(s.Stack, "Cep"+exportedName(x.Config.Name), OperatorDashboardProps{
+			Name: x.Config.Name, Kind: pipeline.KindCEP, Path: x.Config.Path,
+			Summary:   fmt.Sprintf("Runs the rules of its rules table (output %sRulesTableName) over every event; matches go to its matches stream (output %sMatchesStreamName).", exportedName(x.Config.Name), exportedName(x.Config.Name)),
+			Functions: []*GoFunction{x.Detect.GoFunction, x.Admin},
+			Tables:    []awsdynamodb.ITable{x.State, x.Rules},
+		})
+		if err != nil {
+			return err
+		}
+		s.OperatorDashboards = append(s.OperatorDashboards, d)
+	}
 	return nil
 }

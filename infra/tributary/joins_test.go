@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 // keyedStateTableProps are what a keyed state table must declare for
@@ -67,7 +69,7 @@ func assertNoWildcards(t *testing.T, grants map[string]bool) {
 
 // TestStreamJoin: the join reads only the two sides (a mapping filter),
 // from offset 0, reporting batch item failures and bisecting; its config
-// is join.json's; it may read and write its state table and index, put on
+// is its file's (pipelines/search-click.json); it may read and write its state table and index, put on
 // the joins stream and set records aside, and nothing more; a schedule
 // ticks it.
 func TestStreamJoin(t *testing.T) {
@@ -79,7 +81,11 @@ func TestStreamJoin(t *testing.T) {
 	failures := NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})
 	ticks := failures.DeadLetterQueue().Queue // a queue cdk-nag accepts as a failure destination
 	quarantine := testQuarantine(stack)
-	j, err := NewStreamJoin(stack, "J", StreamJoinProps{AssetDir: assets, Events: events, OnFailure: failures, Quarantine: quarantine, TickFailures: ticks})
+	cfg, err := JoinFromFile(repoFile(t, "search-click.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := NewStreamJoin(stack, "J", StreamJoinProps{AssetDir: assets, Events: events, OnFailure: failures, Quarantine: quarantine, TickFailures: ticks, Config: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +99,8 @@ func TestStreamJoin(t *testing.T) {
 	}
 	fnID, fn := tmpl.function(t, FunctionJoin)
 	env := fn.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
-	var declared, deployed map[string]any
-	_ = json.Unmarshal(joinJSON, &declared)
-	if err := json.Unmarshal([]byte(env[EnvJoinConfig].(string)), &deployed); err != nil || !reflect.DeepEqual(declared, deployed) {
-		t.Errorf("JOIN_CONFIG %v, want join.json %v", env[EnvJoinConfig], declared)
+	if got, want := env[EnvJoinConfig], compactFile("../../pipelines/search-click.json"); got != want {
+		t.Errorf("JOIN_CONFIG %v, want pipelines/search-click.json compacted, %s", got, want)
 	}
 	assertProps(t, "environment", env, map[string]any{
 		EnvJoinStateTableName:  ref(stateID),
@@ -157,7 +161,11 @@ func TestDetection(t *testing.T) {
 	failures := NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})
 	ticks := failures.DeadLetterQueue().Queue // a queue cdk-nag accepts as a failure destination
 	quarantine := testQuarantine(stack)
-	d, err := NewDetection(stack, "D", DetectionProps{AssetDir: assets, Events: events, OnFailure: failures, Quarantine: quarantine, TickFailures: ticks})
+	cfg, err := CEPFromFile(repoFile(t, "detect.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDetection(stack, "D", DetectionProps{AssetDir: assets, Events: events, OnFailure: failures, Quarantine: quarantine, TickFailures: ticks, Config: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +244,7 @@ func TestDetection(t *testing.T) {
 	})
 }
 
-// compactFile is a JSON file of this directory compacted, as the stack
+// compactFile is a JSON file (a path from this directory) compacted, as the stack
 // passes a declared config to its function.
 func compactFile(name string) string {
 	raw, err := os.ReadFile(name)
@@ -248,4 +256,19 @@ func compactFile(name string) string {
 		panic(err)
 	}
 	return b.String()
+}
+
+// repoFile is the repository's pipeline file pipelines/<name>.
+func repoFile(t *testing.T, name string) pipeline.File {
+	t.Helper()
+	path := "../../pipelines/" + name
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := pipeline.NewFile(path, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -22,7 +22,8 @@ import (
 // Where the pipeline files are.
 const (
 	// ContextPipelinesDir is the directory of pipeline files (one
-	// <name>.json per pipeline, see pipeline.LoadDir), relative to the
+	// <name>.json per aggregation, join or CEP detection, see
+	// pipeline.LoadDir), relative to the
 	// directory cdk runs in; DefaultPipelinesDir if unset.
 	ContextPipelinesDir = "tributary:pipelinesDir"
 	// DefaultPipelinesDir is the repository's pipelines/ seen from infra/.
@@ -30,8 +31,9 @@ const (
 )
 
 // PipelineMetadataKey is the CloudFormation Metadata key on the function
-// resources of a pipeline (its aggregate and its ticker) whose value is the
-// pipeline's name, next to FunctionMetadataKey. The alarms, dashboards and
+// resources of a pipeline file (an aggregation's aggregate and ticker, a
+// join's join function, a CEP file's detect and rules functions) whose
+// value is the file's name, next to FunctionMetadataKey. The alarms, dashboards and
 // the local runner tell the functions of two pipelines apart by it.
 const PipelineMetadataKey = "tributary:pipeline"
 
@@ -67,8 +69,10 @@ type PipelinesProps struct {
 	// file and the field). If empty, context ContextPipelinesDir, else
 	// DefaultPipelinesDir. Ignored when Files is set.
 	Dir string
-	// Files are the pipelines, already loaded (pipeline.LoadDir, or
+	// Files are the pipeline files, already loaded (pipeline.LoadDir, or
 	// pipeline.NewFile for a file embedded in the app); if empty, Dir's.
+	// NewPipelines deploys the aggregations among them and keeps the join
+	// and CEP files in Pipelines.Operators.
 	// Each is parsed again from its JSON, which is what the functions run.
 	Files []pipeline.File
 	// Events is the stream every pipeline reads. Required.
@@ -103,8 +107,8 @@ type PipelinesProps struct {
 	TickerRate time.Duration
 }
 
-// Pipelines is every declared windowed pipeline, each with functions of
-// its own over shared storage:
+// Pipelines is every declared windowed pipeline (the aggregation files,
+// kind "aggregate"), each with functions of its own over shared storage:
 //
 //   - per pipeline (a child construct named after it): an aggregate
 //     function with its own mapping on the events stream, a ticker with its
@@ -128,6 +132,11 @@ type Pipelines struct {
 	constructs.Construct
 	// Pipelines in the order of their files' names.
 	Pipelines []*Pipeline
+	// Operators are the directory's join and CEP files, which NewPipelines
+	// reads (a bad one fails it, naming the file and the field) and leaves
+	// to NewStreamJoin and NewDetection (the repository's stack deploys
+	// each).
+	Operators []pipeline.File
 	// Views holds every pipeline's windows.
 	Views awsdynamodb.Table
 	// ViewsRegistry is the SSM parameter naming the current views table,
@@ -216,9 +225,13 @@ func NewPipelines(scope constructs.Construct, id string, props PipelinesProps) (
 	case props.OnFailure == nil:
 		return nil, fmt.Errorf("pipelines %s: OnFailure is required (the queue failed batches are described on)", id)
 	}
-	files, err := LoadPipelines(scope, props)
+	all, err := LoadPipelines(scope, props)
 	if err != nil {
 		return nil, err
+	}
+	files := pipeline.OfKind(all, pipeline.KindAggregate)
+	if len(files) == 0 {
+		return nil, fmt.Errorf("pipelines %s: no aggregation file (kind %q) among the %d pipeline files", id, pipeline.KindAggregate, len(all))
 	}
 	node := constructs.Node_Of(scope)
 	assetDir, err := assetDirOf(node, props.AssetDir)
@@ -254,19 +267,28 @@ func NewPipelines(scope constructs.Construct, id string, props PipelinesProps) (
 	default:
 		return nil, fmt.Errorf("pipelines %s: FanOut %q: want %q, %q or empty", id, props.FanOut, FanOutShared, FanOutDedicated)
 	}
+	// Every kind's names become construct ids and output names of one
+	// stack (a join's "<Name>Join", a dashboard's "<Name>DashboardName").
 	ids := map[string]string{}
-	anyStream := false
-	for _, f := range files {
-		cid := exportedName(f.Config.Name)
+	for _, f := range all {
+		cid := exportedName(f.Name)
 		if other, ok := ids[cid]; ok {
-			return nil, fmt.Errorf("%s: name: %q and the pipeline of %s would both be construct %s: rename one", f.Path, f.Config.Name, other, cid)
+			return nil, fmt.Errorf("%s: name: %q and the pipeline of %s would both be construct %s: rename one", f.Path, f.Name, other, cid)
 		}
 		ids[cid] = f.Path
+	}
+	anyStream := false
+	for _, f := range files {
 		anyStream = anyStream || f.Config.Outputs.Stream
 	}
 
 	c := constructs.NewConstruct(scope, jsii.String(id))
 	p := &Pipelines{Construct: c, FlushInterval: flush, EnhancedFanOut: efo}
+	for _, f := range all {
+		if f.Kind != pipeline.KindAggregate {
+			p.Operators = append(p.Operators, f)
+		}
+	}
 	p.Views = NewViewsTable(c, "Views")
 	if anyStream {
 		p.WindowResults = awskinesis.NewStream(c, jsii.String("WindowResults"), &awskinesis.StreamProps{

@@ -183,10 +183,12 @@ type TributaryStack struct {
 	// Snapshot is the bootstrap that publishes the profiles table's
 	// contents as changelog records tied to a stream position.
 	Snapshot *Snapshot
-	// Joins is the stream–stream join (joins.go): search ⋈ click.
-	Joins *StreamJoin
-	// Detection is CEP with rules added at runtime (detect.go).
-	Detection *Detection
+	// Joins are the stream–stream joins (joins.go), one per join file of
+	// the pipelines directory: search ⋈ click.
+	Joins []*StreamJoin
+	// Detections are CEP with rules added at runtime (detect.go), one per
+	// CEP file of the pipelines directory.
+	Detections []*Detection
 	// EventSourcing is the event-sourced seat reservations: the event
 	// store, its publication and the views (eventsourcing.go).
 	EventSourcing *EventSourcing
@@ -196,6 +198,8 @@ type TributaryStack struct {
 	// Dashboards are the dashboard, saved queries and top-keys rule of
 	// each pipeline (NewDashboard), in the pipelines' order.
 	Dashboards []*Dashboard
+	// OperatorDashboards are each join's and detection's dashboard.
+	OperatorDashboards []*OperatorDashboard
 
 	AssetDirUsed string
 	// TickerFailures receives the failed ticks of the join's and
@@ -302,6 +306,9 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 			return nil, err
 		}
 		s.Dashboards = append(s.Dashboards, d)
+	}
+	if err := s.addOperatorDashboards(); err != nil {
+		return nil, err
 	}
 	s.keepDeployedIDs()
 	return s, nil

@@ -356,18 +356,18 @@ func TestFunctions(t *testing.T) {
 			"PROFILES_TABLE_NAME":  ref(logicalID(s.Stack, s.Profiles.Table)),
 			"ENTITY_KEY_ATTRIBUTE": ProfilesPartitionKey,
 		}},
-		{FunctionJoin, s.Joins.Function.GoFunction, 30, withQuarantine(s, map[string]any{
-			EnvJoinConfig:         compactFile("join.json"),
-			EnvJoinStateTableName: ref(logicalID(s.Stack, s.Joins.State)),
-			EnvJoinsStreamName:    ref(logicalID(s.Stack, s.Joins.Joins)),
+		{FunctionJoin, s.Joins[0].Function.GoFunction, 30, withQuarantine(s, map[string]any{
+			EnvJoinConfig:         compactFile("../../pipelines/search-click.json"),
+			EnvJoinStateTableName: ref(logicalID(s.Stack, s.Joins[0].State)),
+			EnvJoinsStreamName:    ref(logicalID(s.Stack, s.Joins[0].Joins)),
 		})},
-		{FunctionDetect, s.Detection.Detect.GoFunction, 30, withQuarantine(s, map[string]any{
-			EnvCEPConfig:         compactFile("cep.json"),
-			EnvCEPStateTableName: ref(logicalID(s.Stack, s.Detection.State)),
-			EnvRulesTableName:    ref(logicalID(s.Stack, s.Detection.Rules)),
-			EnvMatchesStreamName: ref(logicalID(s.Stack, s.Detection.Matches)),
+		{FunctionDetect, s.Detections[0].Detect.GoFunction, 30, withQuarantine(s, map[string]any{
+			EnvCEPConfig:         compactFile("../../pipelines/detect.json"),
+			EnvCEPStateTableName: ref(logicalID(s.Stack, s.Detections[0].State)),
+			EnvRulesTableName:    ref(logicalID(s.Stack, s.Detections[0].Rules)),
+			EnvMatchesStreamName: ref(logicalID(s.Stack, s.Detections[0].Matches)),
 		})},
-		{FunctionRules, s.Detection.Admin, 30, map[string]any{EnvRulesTableName: ref(logicalID(s.Stack, s.Detection.Rules))}},
+		{FunctionRules, s.Detections[0].Admin, 30, map[string]any{EnvRulesTableName: ref(logicalID(s.Stack, s.Detections[0].Rules))}},
 		{FunctionCommands, s.EventSourcing.CommandsFn, 10, map[string]any{
 			EnvESEventsTable:      ref(logicalID(s.Stack, s.EventSourcing.Events)),
 			EnvESSnapshotsTable:   ref(logicalID(s.Stack, s.EventSourcing.Snapshots)),
@@ -808,8 +808,8 @@ func TestStreams(t *testing.T) {
 		{"Events", logicalID(s.Stack, s.Events), 2},
 		{"WindowResults", logicalID(s.Stack, s.Pipelines.WindowResults), 1},
 		{"Enriched", logicalID(s.Stack, s.Enrichment.Enriched), 1},
-		{"Joins", logicalID(s.Stack, s.Joins.Joins), 1},
-		{"Matches", logicalID(s.Stack, s.Detection.Matches), 1},
+		{"Joins", logicalID(s.Stack, s.Joins[0].Joins), 1},
+		{"Matches", logicalID(s.Stack, s.Detections[0].Matches), 1},
 		{"ShowEvents", logicalID(s.Stack, s.EventSourcing.Stream), 1},
 		{"StatusCodes results", logicalID(s.Stack, s.StatusCodes.Output), 1},
 	}

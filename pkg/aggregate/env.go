@@ -47,7 +47,7 @@ const Retention = 30 * 24 * time.Hour
 // MetricDimensionPipeline is the EMF dimension naming the pipeline: the
 // aggregate and ticker functions' metrics carry the dimension sets
 // ["Function"] and ["Function", "Pipeline"].
-const MetricDimensionPipeline = "Pipeline"
+const MetricDimensionPipeline = metrics.PipelineDimension
 
 // FromEnv builds the processor a function runs: the pipeline from
 // PIPELINE_CONFIG, the views table (VIEWS_PARAMETER_NAME, else

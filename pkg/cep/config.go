@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -48,7 +49,11 @@ type Config struct {
 	DedupeHorizon time.Duration
 }
 
+// configJSON is a CEP file of pipelines/ (kind "cep"; its fields are
+// pipeline.FieldNames(pipeline.KindCEP), which the tests hold it to).
 type configJSON struct {
+	Schema         string  `json:"$schema"` // for editors; ignored
+	Kind           string  `json:"kind"`
 	Name           string  `json:"name"`
 	OutOfOrderness string  `json:"outOfOrderness"`
 	IdleTimeout    string  `json:"idleTimeout"`
@@ -83,8 +88,10 @@ func ConfigFromEnv(lookup func(string) (string, bool)) (*Config, error) {
 	return c, nil
 }
 
-// ParseConfig parses the CEP config:
+// ParseConfig parses the CEP config, a CEP file of pipelines/ (the stack
+// passes it whole as CEP_CONFIG; a "$schema" string is ignored):
 //
+//	kind            "cep" (or absent)
 //	name            required; letters, digits, - and _, at most 64
 //	outOfOrderness  watermark allowance (default "0s"), at most 1h
 //	idleTimeout     default "1m"
@@ -97,6 +104,9 @@ func ParseConfig(doc []byte) (*Config, error) {
 			return nil, &ConfigError{se.Path, se.Reason}
 		}
 		return nil, &ConfigError{"", err.Error()}
+	}
+	if raw.Kind != "" && raw.Kind != string(pipeline.KindCEP) {
+		return nil, &ConfigError{"kind", fmt.Sprintf("%q: a CEP file has kind %q", raw.Kind, pipeline.KindCEP)}
 	}
 	if !configName.MatchString(raw.Name) {
 		return nil, &ConfigError{"name", fmt.Sprintf("%q must be 1 to 64 letters, digits, '-' or '_'", raw.Name)}

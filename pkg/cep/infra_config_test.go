@@ -1,20 +1,49 @@
 package cep
 
 import (
-	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
-// infra/tributary/cep.json is the detect function's CEP_CONFIG: a config it would
-// refuse at init fails here, in make test.
-func TestInfraCEPConfigParses(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "infra", "tributary", "cep.json"))
+// Each CEP file of pipelines/ is a detect function's CEP_CONFIG: a config
+// it would refuse at init fails here, in make test.
+func TestRepoCEPFilesParse(t *testing.T) {
+	files, err := pipeline.LoadDir(filepath.Join("..", "..", "pipelines"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ParseConfig(raw); err != nil {
-		t.Fatalf("infra/tributary/cep.json: %v", err)
+	ceps := pipeline.OfKind(files, pipeline.KindCEP)
+	if len(ceps) == 0 {
+		t.Fatal("pipelines/ holds no CEP file (kind \"cep\"): the stack's detection is declared there")
+	}
+	for _, f := range ceps {
+		c, err := ParseConfig(f.JSON)
+		if err != nil {
+			t.Errorf("%s: %v", f.Path, err)
+		} else if c.Name != f.Name {
+			t.Errorf("%s: name %q, the file says %q", f.Path, c.Name, f.Name)
+		}
+	}
+}
+
+// TestConfigFieldsAreTheSchemas: ParseConfig reads the fields the JSON
+// Schema declares for a CEP file, and no others.
+func TestConfigFieldsAreTheSchemas(t *testing.T) {
+	var got []string
+	typ := reflect.TypeOf(configJSON{})
+	for i := range typ.NumField() {
+		got = append(got, strings.Split(typ.Field(i).Tag.Get("json"), ",")[0])
+	}
+	want := pipeline.FieldNames(pipeline.KindCEP)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("ParseConfig reads %v, the schema's CEP file has %v", got, want)
 	}
 }
 
@@ -22,6 +51,7 @@ func TestParseConfigRefusesNamingTheField(t *testing.T) {
 	for doc, field := range map[string]string{
 		`{"name":""}`: "name", `{"name":"d","outOfOrderness":"2h"}`: "outOfOrderness", `{"name":"d","idleTimeout":"0s"}`: "idleTimeout",
 		`{"name":"d","dedupeHorizon":"1.5s"}`: "dedupeHorizon", `{"name":"d","lateness":"1s"}`: "lateness",
+		`{"kind":"join","name":"d"}`: "kind",
 	} {
 		_, err := ParseConfig([]byte(doc))
 		ce, ok := err.(*ConfigError)

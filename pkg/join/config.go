@@ -110,15 +110,19 @@ func cfgErr(field, format string, args ...any) error {
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// rawConfig is the JSON document.
+// rawConfig is the JSON document: a join file of pipelines/ (kind "join";
+// its fields are pipeline.FieldNames(pipeline.KindJoin), which the tests
+// hold this struct to).
 type rawConfig struct {
+	Schema                string  `json:"$schema"` // for editors; ignored
+	Kind                  string  `json:"kind"`
 	Name                  string  `json:"name"`
 	Left                  string  `json:"left"`
 	Right                 string  `json:"right"`
 	Key                   string  `json:"key"`
 	Within                string  `json:"within"`
 	Before                string  `json:"before"`
-	Kind                  string  `json:"kind"`
+	JoinType              string  `json:"joinType"`
 	AllowedLateness       string  `json:"allowedLateness"`
 	IdleTimeout           string  `json:"idleTimeout"`
 	RateWindow            string  `json:"rateWindow"`
@@ -143,15 +147,17 @@ func FromEnv(lookup func(string) (string, bool)) (*Config, error) {
 	return c, nil
 }
 
-// Parse parses and validates a JSON join config:
+// Parse parses and validates a JSON join config, a join file of pipelines/
+// (the stack passes it whole as JOIN_CONFIG):
 //
+//	kind             "join" (or absent)
 //	name             required; letters, digits, - and _, at most 64
 //	left, right      required: the two event types ("search", "click"); different
 //	key              the join key: "key" (default, the partition key) or "data.<field>"
 //	                   (then partitionKeyIsJoinKey must say producers use it as the key)
 //	within           required: how long after a left record a right one joins it ("10m")
 //	before           how long before it a right record still joins (default "0s")
-//	kind             "inner", "left" (default) or "outer"
+//	joinType         "inner", "left" (default) or "outer"
 //	allowedLateness  grace period after a window's end for out-of-order records (default "0s")
 //	idleTimeout      an idle shard's watermark moves by processing time after this (default "1m")
 //	rateWindow       tumbling window of the click-through rate per key ("1m"; absent: none)
@@ -159,7 +165,8 @@ func FromEnv(lookup func(string) (string, bool)) (*Config, error) {
 //
 // The document is read by package strictjson: text that is not UTF-8, a key
 // twice, unknown fields (with a did-you-mean) and values of the wrong type
-// are refused. Errors are *ConfigError naming the field.
+// are refused; a top-level "$schema" string is accepted and ignored. Errors
+// are *ConfigError naming the field.
 func Parse(doc []byte) (*Config, error) {
 	var raw rawConfig
 	if err := strictjson.Decode(doc, &raw, strictjson.Options{Name: "config"}); err != nil {
@@ -167,6 +174,8 @@ func Parse(doc []byte) (*Config, error) {
 	}
 	c := &Config{Name: raw.Name, Left: raw.Left, Right: raw.Right}
 	switch {
+	case raw.Kind != "" && raw.Kind != string(pipeline.KindJoin):
+		return nil, cfgErr("kind", "%q: a join's file has kind %q", raw.Kind, pipeline.KindJoin)
 	case raw.Name == "":
 		return nil, cfgErr("name", "required")
 	case !namePattern.MatchString(raw.Name):
@@ -207,15 +216,15 @@ func Parse(doc []byte) (*Config, error) {
 	if c.Before, err = duration("before", raw.Before); err != nil {
 		return nil, err
 	}
-	switch raw.Kind {
+	switch raw.JoinType {
 	case "", "left":
 		c.Kind = Left
 	case "inner":
 		c.Kind = Inner
-	case "outer", "full", "full-outer":
+	case "outer":
 		c.Kind = Outer
 	default:
-		return nil, cfgErr("kind", "%q: want \"inner\", \"left\" or \"outer\"", raw.Kind)
+		return nil, cfgErr("joinType", "%q: want \"inner\", \"left\" or \"outer\"", raw.JoinType)
 	}
 	if c.AllowedLateness, err = duration("allowedLateness", raw.AllowedLateness); err != nil {
 		return nil, err

@@ -2,9 +2,13 @@ package join
 
 import (
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 func TestParseRefusesNamingTheField(t *testing.T) {
@@ -20,7 +24,8 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		{`{"name":"j","left":"s","right":"c","within":"10 minutes"}`, "within", "not a duration"},
 		{`{"name":"j","left":"s","right":"c","within":"0s"}`, "within", "above zero"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","before":"-1s"}`, "before", "negative"},
-		{`{"name":"j","left":"s","right":"c","within":"1m","kind":"cross"}`, "kind", `"inner", "left" or "outer"`},
+		{`{"name":"j","left":"s","right":"c","within":"1m","joinType":"cross"}`, "joinType", `"inner", "left" or "outer"`},
+		{`{"name":"j","left":"s","right":"c","within":"1m","kind":"left"}`, "kind", `a join's file has kind "join"`},
 		{`{"name":"j","left":"s","right":"c","within":"20h","allowedLateness":"5h"}`, "within", "at most 24h"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","key":"type"}`, "key", "cannot be a join key"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","key":"session"}`, "key", "not a path"},
@@ -29,7 +34,7 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		{`{"name":"j","left":"s","right":"c","within":"24h","rateWindow":"1s"}`, "rateWindow", "rate windows open"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","dedupeHorizon":""}`, "dedupeHorizon", "empty"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","dedupeHorizon":"200h"}`, "dedupeHorizon", "longer"},
-		{`{"name":"j","left":"s","right":"c","within":"1m","grace":"1s"}`, "grace", "unknown field (known: name, left, right"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","grace":"1s"}`, "grace", "unknown field (known: $schema, kind, name, left, right"},
 		{`{"name":"j","left":3,"right":"c","within":"1m"}`, "left", "must be a JSON string, not a number"},
 		{`{"name":"j","left":"s","right":"c","within":"1m"} {}`, "", "must hold exactly one value"},
 	} {
@@ -51,5 +56,21 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if _, err := FromEnv(func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), EnvVar) {
 		t.Fatalf("missing env: %v", err)
+	}
+}
+
+// TestConfigFieldsAreTheSchemas: Parse reads the fields the JSON Schema
+// declares for a join file, and no others.
+func TestConfigFieldsAreTheSchemas(t *testing.T) {
+	var got []string
+	typ := reflect.TypeOf(rawConfig{})
+	for i := range typ.NumField() {
+		got = append(got, strings.Split(typ.Field(i).Tag.Get("json"), ",")[0])
+	}
+	want := pipeline.FieldNames(pipeline.KindJoin)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("Parse reads %v, the schema's join file has %v", got, want)
 	}
 }

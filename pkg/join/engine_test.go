@@ -109,7 +109,7 @@ func TestKafkaStreamsJoinTable(t *testing.T) {
 	for _, window := range []int{11, 10} {
 		for _, kind := range []string{"inner", "left", "outer"} {
 			t.Run(fmt.Sprintf("%s/%ds", kind, window), func(t *testing.T) {
-				c := mustParse(t, fmt.Sprintf(`{"name":"kafka","left":"L","right":"R","within":"%ds","before":"%ds","allowedLateness":"5s","kind":%q}`, window, window, kind))
+				c := mustParse(t, fmt.Sprintf(`{"name":"kafka","left":"L","right":"R","within":"%ds","before":"%ds","allowedLateness":"5s","joinType":%q}`, window, window, kind))
 				got := drive(t, c, rows)
 				for i, r := range rows {
 					w := want[kind][i]
@@ -139,7 +139,7 @@ func with(base [][]string, extra map[int][]string) [][]string {
 // dropped, no output), and the click-through rate of a window emitted once
 // every search in it has closed.
 func TestArrivalOrderLateAndRates(t *testing.T) {
-	c := mustParse(t, `{"name":"sc","left":"search","right":"click","within":"10s","kind":"left","allowedLateness":"2s","rateWindow":"1m"}`)
+	c := mustParse(t, `{"name":"sc","left":"search","right":"click","within":"10s","joinType":"left","allowedLateness":"2s","rateWindow":"1m"}`)
 	got := drive(t, c, []in{
 		right("c1", 12),  // arrives first; its search (at 5) comes next
 		left("s1", 5),    // joins c1: 12 is within 5 + 10
@@ -266,7 +266,7 @@ func TestRandomHistoriesMatchReference(t *testing.T) {
 	for seed := uint64(1); seed <= 300; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		kind := []string{"inner", "left", "outer"}[seed%3]
-		c := mustParse(t, fmt.Sprintf(`{"name":"r","left":"s","right":"c","within":"%ds","before":"%ds","kind":%q,"allowedLateness":"%ds","rateWindow":"%ds"}`,
+		c := mustParse(t, fmt.Sprintf(`{"name":"r","left":"s","right":"c","within":"%ds","before":"%ds","joinType":%q,"allowedLateness":"%ds","rateWindow":"%ds"}`,
 			5+rng.IntN(20), rng.IntN(8), kind, rng.IntN(10), 10+rng.IntN(50)))
 		var recs []in
 		clock := int64(0)

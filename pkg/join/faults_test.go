@@ -261,7 +261,7 @@ func TestFaultInjectionOutputsEqualReference(t *testing.T) {
 		for seed := 1; seed <= *seeds; seed++ {
 			t.Run(fmt.Sprintf("%s/seed-%d", kind, seed), func(t *testing.T) {
 				t.Parallel()
-				cfg, err := join.Parse([]byte(fmt.Sprintf(`{"name":"faults","left":"search","right":"click","within":"20s","before":"5s","kind":%q,"allowedLateness":"3s","rateWindow":"30s","idleTimeout":"10s"}`, kind)))
+				cfg, err := join.Parse([]byte(fmt.Sprintf(`{"name":"faults","left":"search","right":"click","within":"20s","before":"5s","joinType":%q,"allowedLateness":"3s","rateWindow":"30s","idleTimeout":"10s"}`, kind)))
 				if err != nil {
 					t.Fatal(err)
 				}

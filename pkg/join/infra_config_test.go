@@ -1,26 +1,36 @@
 package join_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/tributary-dev/tributary/pkg/join"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
-// The CDK app (its own module) declares the deployed join in
-// infra/tributary/join.json and passes it to the join function as JOIN_CONFIG: a
-// config the function would refuse at init fails here, in make test.
-func TestInfraJoinConfigParses(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "infra", "tributary", "join.json"))
+// The CDK app (its own module) deploys each join file of pipelines/ (kind
+// "join") and passes it to its join function as JOIN_CONFIG: a config the
+// function would refuse at init fails here, in make test.
+func TestRepoJoinFilesParse(t *testing.T) {
+	files, err := pipeline.LoadDir(filepath.Join("..", "..", "pipelines"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := join.Parse(raw)
-	if err != nil {
-		t.Fatalf("infra/tributary/join.json: %v", err)
+	joins := pipeline.OfKind(files, pipeline.KindJoin)
+	if len(joins) == 0 {
+		t.Fatal("pipelines/ holds no join file (kind \"join\"): the demo's join is declared there")
 	}
-	if c.Left != "search" || c.Right != "click" || c.RateWindow == 0 {
-		t.Errorf("infra/tributary/join.json joins %s and %s with rate window %s; the demo expects search, click and a rate", c.Left, c.Right, c.RateWindow)
+	for _, f := range joins {
+		c, err := join.Parse(f.JSON)
+		if err != nil {
+			t.Errorf("%s: %v", f.Path, err)
+			continue
+		}
+		if c.Name != f.Name {
+			t.Errorf("%s: name %q, the file says %q", f.Path, c.Name, f.Name)
+		}
+		if f.Name == "search-click" && (c.Left != "search" || c.Right != "click" || c.RateWindow == 0) {
+			t.Errorf("%s joins %s and %s with rate window %s; the demo expects search, click and a rate", f.Path, c.Left, c.Right, c.RateWindow)
+		}
 	}
 }

@@ -29,7 +29,7 @@ import (
 // session at its budget keeps its three searches; another session joins).
 func TestRecordsThatCanNeverJoinAreSetAside(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := join.Parse([]byte(`{"name":"aside","left":"search","right":"click","within":"10s","kind":"left","allowedLateness":"1s"}`))
+	cfg, err := join.Parse([]byte(`{"name":"aside","left":"search","right":"click","within":"10s","joinType":"left","allowedLateness":"1s"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

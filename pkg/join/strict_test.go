@@ -12,7 +12,7 @@ import (
 func TestParseIsStrict(t *testing.T) {
 	for _, tc := range []struct{ doc, field, reason string }{
 		{`{"name":"j","left":"s","right":"c","within":"1m","within":"24h"}`, "within", `duplicate object key "within"`},
-		{`{"name":"j","left":"s","right":"c","within":"1m","kind":"inner","kind":"outer"}`, "kind", "duplicate object key"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","joinType":"inner","joinType":"outer"}`, "joinType", "duplicate object key"},
 		{`{"name":"j","left":"se` + "\xff" + `arch","right":"c","within":"1m"}`, "left", "invalid UTF-8"},
 		{`{"name":"j","left":"search\udfff","right":"c","within":"1m"}`, "left", "surrogate"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","alowedLateness":"5s"}`, "alowedLateness", `did you mean "allowedLateness"?`},

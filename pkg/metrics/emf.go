@@ -52,6 +52,11 @@ type Logger struct {
 	metrics  []*metric
 }
 
+// PipelineDimension is the dimension naming the pipeline file a function
+// runs (WithDimension(PipelineDimension, name)): an aggregation's aggregate
+// and ticker, a join's join function, a CEP file's detect function.
+const PipelineDimension = "Pipeline"
+
 // dimension is one dimension a Logger adds beyond Function.
 type dimension struct{ name, value string }
 

@@ -222,15 +222,17 @@ var (
 	topFields      = fieldNames(topSpecFields)
 	windowFields   = fieldNames(windowSpecFields)
 	outputFields   = fieldNames(outputSpecFields)
-	durationFields = durationFieldNames(topSpecFields, windowSpecFields)
+	durationFields = durationFieldNames(topSpecFields, windowSpecFields, joinSpecFields, cepSpecFields)
 	// schemaField names the JSON Schema a file follows, for editors'
 	// completion; Parse accepts a string there and ignores it.
 	schemaField = "$schema"
 	namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
-// Parse parses and validates a JSON pipeline config. Fields:
+// Parse parses and validates a JSON pipeline config, a windowed
+// aggregation. Fields:
 //
+//	kind                       "aggregate" or absent (the other kinds: NewFile)
 //	name                       required; letters, digits, - and _, at most 64
 //	eventTypes                 event types read; empty or absent: all
 //	key                        grouping key path: "key" (default), "type" or "data.<field>..."
@@ -281,6 +283,13 @@ func Parse(doc []byte) (*Config, error) {
 	var schema string // for editors; ignored
 	if err := field(top, schemaField, schemaField, &schema); err != nil {
 		return nil, err
+	}
+	var kind string
+	if err := field(top, "kind", "kind", &kind); err != nil {
+		return nil, err
+	}
+	if kind != "" && Kind(kind) != KindAggregate {
+		return nil, cfgErr("kind", "%q: this config declares a windowed aggregation, kind %q (pipeline.NewFile reads files of every kind)", kind, KindAggregate)
 	}
 	c := &Config{}
 	var raw struct {

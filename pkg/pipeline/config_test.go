@@ -151,7 +151,7 @@ func TestParseErrors(t *testing.T) {
 		// The document.
 		{"not JSON", []byte(`{"name":`), "not valid JSON at line 1, column 8: unexpected end of JSON input"},
 		{"not an object", []byte(`[]`), "must be a JSON object, not an array"},
-		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field; did you mean \"aggregates\"? (known: name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor, dedupeHorizon)"},
+		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field; did you mean \"aggregates\"? (known: kind, name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor, dedupeHorizon)"},
 		// name
 		{"name missing", with(w{"name": nil}), "name: required"},
 		{"name not a string", with(w{"name": 5}), "name: must be a string, not a number"},

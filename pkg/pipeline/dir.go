@@ -27,49 +27,79 @@ const (
 const SchemaSuffix = ".schema.json"
 
 // File is one pipeline file of a directory: where it was read from, its
-// parsed config and its JSON, compacted, as the functions receive it in
-// PIPELINE_CONFIG.
+// kind and name, its parsed config (an aggregation's; nil for the other
+// kinds, which packages join and cep parse from JSON) and its JSON,
+// compacted, as the functions receive it (PIPELINE_CONFIG, JOIN_CONFIG or
+// CEP_CONFIG).
 type File struct {
 	Path   string
+	Kind   Kind
+	Name   string
 	Config *Config
 	JSON   []byte
 }
 
-// NewFile parses doc, the contents of the pipeline file at path, and checks
-// that the pipeline's name is the file's base name ("checkouts.json"
-// declares "name": "checkouts") and that its compacted JSON fits in
-// MaxConfigBytes. Errors start with path and name the field, for example
+// NewFile parses doc, the contents of the pipeline file at path, by its
+// kind ("kind": aggregate when absent, join or cep; an aggregation with
+// Parse, a join or CEP file against its table in schema.go), and checks
+// that its name is the file's base name ("checkouts.json" declares "name":
+// "checkouts") and that its compacted JSON fits in MaxConfigBytes. Errors
+// start with path and name the field, for example
 //
 //	pipelines/checkouts.json: windows[0].size: "1x" is not a duration such as "90s", "5m" or "1h30m"
+//	pipelines/orders-payments.json: within: required: How long after a left record ...
 func NewFile(path string, doc []byte) (File, error) {
 	if len(doc) > MaxFileBytes {
 		return File{}, fmt.Errorf("%s: %d bytes, more than %d: a pipeline file is a small JSON object", path, len(doc), MaxFileBytes)
 	}
-	c, err := Parse(doc)
+	kind, err := fileKind(doc)
+	if err != nil {
+		return File{}, fmt.Errorf("%s: %w", path, err)
+	}
+	f := File{Path: path, Kind: kind}
+	if kind == KindAggregate {
+		if f.Config, err = Parse(doc); err == nil {
+			f.Name = f.Config.Name
+		}
+	} else {
+		f.Name, err = checkOperator(kind, doc)
+	}
 	if err != nil {
 		return File{}, fmt.Errorf("%s: %w", path, err)
 	}
 	base := strings.TrimSuffix(filepath.Base(path), ".json")
-	if c.Name != base {
+	if f.Name != base {
 		return File{}, fmt.Errorf("%s: %w", path, &ConfigError{Field: "name",
-			Reason: fmt.Sprintf("%q is not the file's name: want %q, or rename the file to %s.json", c.Name, base, c.Name)})
+			Reason: fmt.Sprintf("%q is not the file's name: want %q, or rename the file to %s.json", f.Name, base, f.Name)})
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, doc); err != nil {
-		// Parse accepted it, so it is valid JSON; keep the error anyway.
+		// The parse accepted it, so it is valid JSON; keep the error anyway.
 		return File{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if compact.Len() > MaxConfigBytes {
 		return File{}, fmt.Errorf("%s: %w", path, &ConfigError{
 			Reason: fmt.Sprintf("%d bytes compacted, more than %d: the functions receive it in an environment variable, and Lambda allows 4 KB for all of them", compact.Len(), MaxConfigBytes)})
 	}
-	return File{Path: path, Config: c, JSON: compact.Bytes()}, nil
+	f.JSON = compact.Bytes()
+	return f, nil
 }
 
-// LoadDir reads every pipeline file in dir: each *.json file but the JSON
-// Schema (*.schema.json), in the order of their names, each parsed with
-// NewFile. It refuses a directory with no pipeline file and two pipelines
-// whose names differ only in case (they would collide on a file system
+// OfKind returns the files of kind k, in their order.
+func OfKind(files []File, k Kind) []File {
+	var out []File
+	for _, f := range files {
+		if f.Kind == k {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// LoadDir reads every pipeline file in dir, of every kind (OfKind picks
+// one): each *.json file but the JSON Schema (*.schema.json), in the order
+// of their names, each parsed with NewFile. It refuses a directory with no
+// pipeline file and two files whose names differ only in case (they would collide on a file system
 // that ignores case, and in the names the stack derives from them). Every
 // error names the file and, where one is at fault, the field.
 func LoadDir(dir string) ([]File, error) {
@@ -93,10 +123,10 @@ func LoadDir(dir string) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		key := strings.ToLower(f.Config.Name)
+		key := strings.ToLower(f.Name)
 		if other, ok := seen[key]; ok {
 			return nil, fmt.Errorf("%s: %w", path, &ConfigError{Field: "name",
-				Reason: fmt.Sprintf("%q is also the pipeline of %s (names must differ in more than case)", f.Config.Name, other)})
+				Reason: fmt.Sprintf("%q is also the pipeline of %s (names must differ in more than case)", f.Name, other)})
 		}
 		seen[key] = path
 		files = append(files, f)

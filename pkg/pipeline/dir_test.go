@@ -15,6 +15,10 @@ func doc(name string) string {
 	return `{"name": "` + name + `", "windows": [{"kind": "tumbling", "size": "1m"}]}`
 }
 
+func joinDoc(name string) string {
+	return `{"kind": "join", "name": "` + name + `", "left": "order", "right": "payment", "within": "10m"}`
+}
+
 func TestLoadDir(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -22,6 +26,7 @@ func TestLoadDir(t *testing.T) {
 		// wantNames, in order, for a valid directory; else wantErr are
 		// substrings of the error.
 		wantNames []string
+		wantKinds []pipeline.Kind // if set
 		wantErr   []string
 	}{
 		{
@@ -58,6 +63,62 @@ func TestLoadDir(t *testing.T) {
 			name:    "unknown field",
 			files:   map[string]string{"a.json": `{"name": "a", "windows": [{"kind": "tumbling", "size": "1m"}], "window": []}`},
 			wantErr: []string{"a.json: window: unknown field"},
+		},
+		{
+			name:      "every kind, sorted by file name",
+			files:     map[string]string{"b.json": doc("b"), "a.json": `{"kind": "aggregate", "name": "a", "windows": [{"kind": "tumbling", "size": "1m"}]}`, "orders-payments.json": joinDoc("orders-payments"), "detect.json": `{"kind": "cep", "name": "detect", "outOfOrderness": "2s"}`},
+			wantNames: []string{"a", "b", "detect", "orders-payments"},
+			wantKinds: []pipeline.Kind{pipeline.KindAggregate, pipeline.KindAggregate, pipeline.KindCEP, pipeline.KindJoin},
+		},
+		{
+			name:    "a join file's bad duration names file and field",
+			files:   map[string]string{"a.json": doc("a"), "orders-payments.json": `{"kind": "join", "name": "orders-payments", "left": "order", "right": "payment", "within": "10 minutes"}`},
+			wantErr: []string{"orders-payments.json: within: ", `"10 minutes" is not a duration`},
+		},
+		{
+			name:    "a join file's missing field",
+			files:   map[string]string{"orders-payments.json": `{"kind": "join", "name": "orders-payments", "left": "order", "within": "10m"}`},
+			wantErr: []string{"orders-payments.json: right: required"},
+		},
+		{
+			name:    "a join file's unknown field",
+			files:   map[string]string{"orders-payments.json": `{"kind": "join", "name": "orders-payments", "left": "order", "right": "payment", "within": "10m", "windows": []}`},
+			wantErr: []string{"orders-payments.json: windows: unknown field"},
+		},
+		{
+			name:    "a join file's join type",
+			files:   map[string]string{"orders-payments.json": `{"kind": "join", "name": "orders-payments", "left": "order", "right": "payment", "within": "10m", "joinType": "full"}`},
+			wantErr: []string{"orders-payments.json: joinType: ", "inner, left or outer"},
+		},
+		{
+			name:    "a join file's key",
+			files:   map[string]string{"orders-payments.json": `{"kind": "join", "name": "orders-payments", "left": "order", "right": "payment", "within": "10m", "key": "type"}`},
+			wantErr: []string{"orders-payments.json: key: ", "is not a join key"},
+		},
+		{
+			name:    "a join file's name is the file's",
+			files:   map[string]string{"orders.json": joinDoc("orders-payments")},
+			wantErr: []string{"orders.json: name: ", `"orders-payments" is not the file's name`},
+		},
+		{
+			name:    "a cep file's type",
+			files:   map[string]string{"detect.json": `{"kind": "cep", "name": "detect", "partitionKeyIsJoinKey": true}`},
+			wantErr: []string{"detect.json: partitionKeyIsJoinKey: unknown field"},
+		},
+		{
+			name:    "a cep file's duration a number",
+			files:   map[string]string{"detect.json": `{"kind": "cep", "name": "detect", "idleTimeout": 20}`},
+			wantErr: []string{"detect.json: idleTimeout: must be a duration string"},
+		},
+		{
+			name:    "unknown kind",
+			files:   map[string]string{"a.json": `{"kind": "joins", "name": "a"}`},
+			wantErr: []string{"a.json: kind: ", `did you mean "join"`},
+		},
+		{
+			name:    "an aggregation with a join's fields",
+			files:   map[string]string{"a.json": `{"name": "a", "left": "order", "windows": [{"kind": "tumbling", "size": "1m"}]}`},
+			wantErr: []string{"a.json: left: unknown field"},
 		},
 		{
 			name:    "$schema not a string",
@@ -104,21 +165,29 @@ func TestLoadDir(t *testing.T) {
 				t.Fatalf("LoadDir: %v", err)
 			}
 			var names []string
+			var kinds []pipeline.Kind
 			for _, f := range files {
-				names = append(names, f.Config.Name)
-				if want := filepath.Join(dir, f.Config.Name+".json"); f.Path != want {
+				names = append(names, f.Name)
+				kinds = append(kinds, f.Kind)
+				if want := filepath.Join(dir, f.Name+".json"); f.Path != want {
 					t.Errorf("Path = %s, want %s", f.Path, want)
 				}
-				// JSON is the file compacted, and parses to the same config.
+				// JSON is the file compacted, and reads as the same file.
 				if strings.ContainsAny(string(f.JSON), "\n\t") || strings.Contains(string(f.JSON), `": `) {
 					t.Errorf("%s: JSON is not compacted: %s", f.Path, f.JSON)
 				}
-				if c, err := pipeline.Parse(f.JSON); err != nil || c.Name != f.Config.Name {
-					t.Errorf("%s: Parse(JSON) = %v, %v", f.Path, c, err)
+				if again, err := pipeline.NewFile(f.Path, f.JSON); err != nil || again.Name != f.Name || again.Kind != f.Kind {
+					t.Errorf("%s: NewFile(JSON) = %+v, %v", f.Path, again, err)
+				}
+				if (f.Config != nil) != (f.Kind == pipeline.KindAggregate) {
+					t.Errorf("%s: kind %s with Config %v: only an aggregation has one", f.Path, f.Kind, f.Config)
 				}
 			}
 			if !slices.Equal(names, tt.wantNames) {
 				t.Errorf("names = %v, want %v", names, tt.wantNames)
+			}
+			if tt.wantKinds != nil && !slices.Equal(kinds, tt.wantKinds) {
+				t.Errorf("kinds = %v, want %v", kinds, tt.wantKinds)
 			}
 		})
 	}
@@ -145,19 +214,30 @@ func TestLoadDirConfigError(t *testing.T) {
 	}
 }
 
-// The repository's pipelines (what the stack deploys) load, and every one is
-// a config the aggregate function runs.
+// The repository's pipelines (what the stack deploys) load, and every
+// aggregation is a config the aggregate function runs.
 func TestRepoPipelines(t *testing.T) {
 	files, err := pipeline.LoadDir(filepath.Join("..", "..", "pipelines"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, f := range files {
-		names = append(names, f.Config.Name)
+	for _, f := range pipeline.OfKind(files, pipeline.KindAggregate) {
+		names = append(names, f.Name)
 		checkDeployable(t, f.Path, f.JSON)
 	}
 	if want := []string{"checkouts", "pageviews"}; !slices.Equal(names, want) {
-		t.Errorf("pipelines = %v, want %v", names, want)
+		t.Errorf("aggregations = %v, want %v", names, want)
+	}
+	// The join and CEP files: packages join and cep parse them
+	// (their infra_config_test.go).
+	var others []string
+	for _, f := range files {
+		if f.Kind != pipeline.KindAggregate {
+			others = append(others, string(f.Kind)+" "+f.Name)
+		}
+	}
+	if want := []string{"cep detect", "join search-click"}; !slices.Equal(others, want) {
+		t.Errorf("other files = %v, want %v", others, want)
 	}
 }

@@ -48,12 +48,15 @@ type fieldSpec struct {
 	minLength        int
 	min, max         *float64
 	exclusiveMinMax  bool
-	minItems         int
-	uniqueItems      bool
-	items            *fieldSpec
-	fields           []fieldSpec // members of an object
-	def              any
-	examples         []any
+	// patternReason is what a value that does not match pattern is told
+	// (operator files; Parse words its own).
+	patternReason string
+	minItems      int
+	uniqueItems   bool
+	items         *fieldSpec
+	fields        []fieldSpec // members of an object
+	def           any
+	examples      []any
 	// allOf and anyOf are rules between an object's members.
 	allOf, anyOf func() []any
 }
@@ -69,6 +72,7 @@ const (
 	durationUnits    = `(ns|us|µs|μs|ms|s|m|h)`
 	durationPart     = `([0-9]+(\.[0-9]*)?|\.[0-9]+)` + durationUnits
 	durationPattern  = `^\+?(0|(` + durationPart + `)+)$`
+	joinKeyPattern   = `^(key|data(\.[^.]+)+)$`
 	signedDurPattern = `^[-+]?(0|(` + durationPart + `)+)$`
 )
 
@@ -127,7 +131,19 @@ var outputSpecFields = []fieldSpec{
 var schemaMember = fieldSpec{name: schemaField, typ: tString,
 	doc: "The JSON Schema this file follows, for editors' completion and checks (\"./pipeline.schema.json\"); ignored by the pipeline."}
 
+// kindSpec is the file's kind as the top of the schema states it: one of
+// Kinds, aggregate when absent.
+var kindSpec = fieldSpec{name: "kind", typ: tString, enum: fileKindNames(), def: string(KindAggregate),
+	doc: "What the file declares: \"aggregate\" (a windowed aggregation, the default), \"join\" (a stream–stream join) or \"cep\" (complex event processing with rules added at runtime). Each file deploys its own functions, mapping, alarms and dashboard."}
+
+// operatorKind is an operator file's kind member, required and fixed.
+func operatorKind(k Kind) fieldSpec {
+	return fieldSpec{name: "kind", typ: tString, required: true, enum: []string{string(k)}, doc: "\"" + string(k) + "\": this file declares a " + kindDocs[k] + "."}
+}
+
 var topSpecFields = []fieldSpec{
+	{name: "kind", typ: tString, enum: []string{string(KindAggregate)}, def: string(KindAggregate),
+		doc: "\"aggregate\" (the default): this file declares a windowed aggregation."},
 	{name: "name", typ: tString, required: true, pattern: namePattern.String(),
 		doc: "The pipeline's name: 1 to 64 letters, digits, '-' or '_'. It keys the pipeline's items in the shared views table, names its functions and dashboard, and equals the file's base name."},
 	{name: "eventTypes", typ: tArray, uniqueItems: true, items: &fieldSpec{typ: tString, minLength: 1},
@@ -164,6 +180,65 @@ var topSpecFields = []fieldSpec{
 		doc: "How long an accepted event id suppresses copies of the event (same key and id), at most 168h; \"0s\" turns suppression by id off. Default 1h."},
 }
 
+// joinSpecFields are a join file's fields (kind "join"); package join
+// reads them (join.Parse), and its tests check it knows these and no others.
+var joinSpecFields = []fieldSpec{
+	operatorKind(KindJoin),
+	{name: "name", typ: tString, required: true, pattern: namePattern.String(), patternReason: "must be 1 to 64 letters, digits, '-' or '_'",
+		doc: "The join's name: 1 to 64 letters, digits, '-' or '_'. It keys the join's state and its output records' ids, names its functions and dashboard, and equals the file's base name."},
+	{name: "left", typ: tString, required: true, minLength: 1, examples: []any{"search"},
+		doc: "The event type of the left side (the envelope's type)."},
+	{name: "right", typ: tString, required: true, minLength: 1, examples: []any{"click"},
+		doc: "The event type of the right side; not the left's."},
+	{name: "key", typ: tString, pattern: joinKeyPattern, def: "key", patternReason: "is not a join key: want \"key\" or \"data.<field>\"",
+		doc: "The join key: \"key\" (the envelope's key, the Kinesis partition key) or \"data.<field>...\" (then partitionKeyIsJoinKey must be true)."},
+	{name: "within", typ: tString, required: true, duration: true,
+		doc: "How long after a left record a right record still joins it (inclusive), above zero; within + before + allowedLateness is at most 24h."},
+	{name: "before", typ: tString, duration: true, def: "0s",
+		doc: "How long before a left record a right record still joins it. Default 0s."},
+	{name: "joinType", typ: tString, enum: []string{"inner", "left", "outer"}, def: "left",
+		doc: "What an unmatched record does once its window closes: \"inner\" (nothing), \"left\" (a left record is emitted as unmatched) or \"outer\" (both sides are). Default left."},
+	{name: "allowedLateness", typ: tString, duration: true, def: "0s",
+		doc: "How far behind its shard's newest event time a record may be and still join (the watermark's allowance). Default 0s."},
+	{name: "idleTimeout", typ: tString, duration: true, def: "1m",
+		doc: "How long a shard may see no newer event time before the tick advances its watermark by processing time. Default 1m."},
+	{name: "rateWindow", typ: tString, duration: true, examples: []any{"1m"},
+		doc: "The tumbling window (by the left record's time) of the derived rate per key: left records that joined out of all, from 1s to 24h; absent: none."},
+	{name: "dedupeHorizon", typ: tString, duration: true, def: "1h",
+		doc: "How long an event id suppresses a producer's copies, at most 168h; \"0s\" turns it off. Default 1h."},
+	{name: "partitionKeyIsJoinKey", typ: tBool, def: false,
+		doc: "Producers use the join key as the envelope's key, so both sides of a key share a shard, in order; required with a data.<field> key. Default false."},
+}
+
+// cepSpecFields are a CEP file's fields (kind "cep"); package cep reads
+// them (cep.ParseConfig), and its tests check it knows these and no others.
+var cepSpecFields = []fieldSpec{
+	operatorKind(KindCEP),
+	{name: "name", typ: tString, required: true, pattern: namePattern.String(), patternReason: "must be 1 to 64 letters, digits, '-' or '_'",
+		doc: "The detection's name: 1 to 64 letters, digits, '-' or '_'. It keys its partial matches and watermarks, names its functions, rules table and dashboard, and equals the file's base name."},
+	{name: "outOfOrderness", typ: tString, duration: true, def: "0s",
+		doc: "The watermark's allowance, at most 1h: events are matched in event-time order once the newest event time of their shard minus this has passed them. Default 0s."},
+	{name: "idleTimeout", typ: tString, duration: true, def: "1m",
+		doc: "How long a shard may see no newer event time before the tick advances its watermark by processing time, above zero, at most 24h. Default 1m."},
+	{name: "dedupeHorizon", typ: tString, duration: true, def: "1h",
+		doc: "How long an event id suppresses a producer's copies, at most 168h; \"0s\" turns it off. Default 1h."},
+}
+
+// kindFields are the fields of each kind's file, $schema aside.
+var kindFields = map[Kind][]fieldSpec{KindAggregate: topSpecFields, KindJoin: joinSpecFields, KindCEP: cepSpecFields}
+
+// FieldNames are the top-level fields of a file of kind k, "$schema"
+// included, as the JSON Schema lists them; nil for an unknown kind. The
+// parsers of join and CEP files (packages join and cep) are tested
+// against them.
+func FieldNames(k Kind) []string {
+	fs, ok := kindFields[k]
+	if !ok {
+		return nil
+	}
+	return append([]string{schemaField}, fieldNames(fs)...)
+}
+
 func fieldNames(fs []fieldSpec) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
@@ -188,22 +263,38 @@ func durationFieldNames(lists ...[]fieldSpec) []string {
 // repository.
 const SchemaID = "https://github.com/tributary-dev/tributary/pipelines/pipeline.schema.json"
 
-// JSONSchema returns the JSON Schema (draft 2020-12) of a pipeline file,
-// generated from the tables Parse reads: the fields with their types,
-// descriptions and defaults, the enums (window kinds, aggregates, late
-// policies), the duration and path patterns, required fields and the rules
-// between fields (a window kind's durations, the value an aggregate needs,
+// JSONSchema returns the JSON Schema (draft 2020-12) of a pipeline file of
+// any kind (its "kind" picks the definition: aggregate, the default, join
+// or cep), generated from the tables the parsers read: the fields with
+// their types, descriptions and defaults, the enums (window kinds,
+// aggregates, late policies, join types), the duration and path patterns,
+// required fields and the rules between fields (a window kind's durations, the value an aggregate needs,
 // allowedLateness with "correct"). It is indented, with a final newline,
 // the same bytes on every call.
 func JSONSchema() ([]byte, error) {
-	root := objectSchema(append([]fieldSpec{schemaMember}, topSpecFields...))
-	root = append(obj{
+	aggregate := objectSchema(append([]fieldSpec{schemaMember}, topSpecFields...))
+	aggregate = append(obj{{"description", "A windowed aggregation: the events it reads, the key and value, the windows and aggregates, and how late records are handled."}}, aggregate...)
+	aggregate = append(aggregate, kv{"allOf", topRules()})
+	join := append(obj{{"description", "A stream–stream join: records of two event types with one key, joined within a time bound (package join)."}},
+		objectSchema(append([]fieldSpec{schemaMember}, joinSpecFields...))...)
+	cep := append(obj{{"description", "Complex event processing: the detect function running the rules of its rules table over every event (package cep)."}},
+		objectSchema(append([]fieldSpec{schemaMember}, cepSpecFields...))...)
+	isKind := func(k Kind) obj {
+		return obj{{"required", []string{"kind"}}, {"properties", obj{{"kind", obj{{"const", string(k)}}}}}}
+	}
+	ref := func(k Kind) obj { return obj{{"$ref", "#/$defs/" + string(k)}} }
+	root := obj{
 		{"$schema", "https://json-schema.org/draft/2020-12/schema"},
 		{"$id", SchemaID},
 		{"title", "Tributary pipeline"},
-		{"description", "One windowed aggregation, declared in pipelines/<name>.json: the events it reads, the key and value, the windows and aggregates, and how late records are handled. Generated from pkg/pipeline by `make schema`; pipeline.Parse is the authority."},
-	}, root...)
-	root = append(root, kv{"allOf", topRules()})
+		{"description", "One operator, declared in pipelines/<name>.json: a windowed aggregation (kind \"aggregate\", the default), a stream–stream join (\"join\") or complex event processing (\"cep\"). Generated from pkg/pipeline by `make schema`; pipeline.NewFile, pipeline.Parse, join.Parse and cep.ParseConfig are the authority."},
+		{"type", tObject},
+		{"properties", obj{{"kind", fieldSchema(kindSpec)}}},
+		{"if", isKind(KindJoin)},
+		{"then", ref(KindJoin)},
+		{"else", obj{{"if", isKind(KindCEP)}, {"then", ref(KindCEP)}, {"else", ref(KindAggregate)}}},
+		{"$defs", obj{{string(KindAggregate), aggregate}, {string(KindJoin), join}, {string(KindCEP), cep}}},
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -75,7 +75,8 @@ func validate(s *jsonschema.Schema, doc []byte) error {
 
 // examples are every pipeline file the repository shows a user: pipelines/*.json,
 // examples/**/pipelines/*.json and the pipeline blocks of README.md and
-// docs/*.md (a ```json block holding an object with "name" and "windows");
+// docs/*.md (a ```json block holding an object with "name" and "windows",
+// or "name" and "kind" join or cep);
 // README.md must hold one (its "Your first pipeline").
 func examples(t *testing.T) map[string][]byte {
 	t.Helper()
@@ -132,7 +133,8 @@ func examples(t *testing.T) map[string][]byte {
 		for _, m := range regexp.MustCompile("(?s)```json\n(.*?)```").FindAllSubmatchIndex(text, -1) {
 			block := text[m[2]:m[3]]
 			var probe map[string]json.RawMessage
-			if json.Unmarshal(block, &probe) != nil || probe["name"] == nil || probe["windows"] == nil {
+			if json.Unmarshal(block, &probe) != nil || probe["name"] == nil ||
+				(probe["windows"] == nil && string(probe["kind"]) != `"join"` && string(probe["kind"]) != `"cep"`) {
 				continue
 			}
 			line := 1 + bytes.Count(text[:m[0]], []byte("\n"))
@@ -146,12 +148,26 @@ func examples(t *testing.T) map[string][]byte {
 	return out
 }
 
+// parseAny parses doc as NewFile does by its kind, the file name aside.
+func parseAny(doc []byte) error {
+	k, err := fileKind(doc)
+	switch {
+	case err != nil:
+		return err
+	case k == KindAggregate:
+		_, err = Parse(doc)
+	default:
+		_, err = checkOperator(k, doc)
+	}
+	return err
+}
+
 func TestSchemaAcceptsEveryExample(t *testing.T) {
 	s := compiled(t)
 	for name, doc := range examples(t) {
 		t.Run(name, func(t *testing.T) {
-			if _, err := Parse(doc); err != nil {
-				t.Fatalf("Parse refuses it: %v", err)
+			if err := parseAny(doc); err != nil {
+				t.Fatalf("it does not parse: %v", err)
 			}
 			if err := validate(s, doc); err != nil {
 				t.Errorf("the schema refuses it:\n%v", err)
@@ -190,9 +206,19 @@ func TestSchemaAcceptsWhatParseAccepts(t *testing.T) {
 	} {
 		docs = append(docs, []byte(d))
 	}
+	for _, d := range []string{
+		`{"kind": "aggregate", "name": "n", "windows": [{"kind": "session", "gap": "30m"}]}`,
+		`{"kind": "join", "name": "j", "left": "search", "right": "click", "within": "30s"}`,
+		`{"$schema": "./pipeline.schema.json", "kind": "join", "name": "j", "left": "search", "right": "click", "key": "data.session", "partitionKeyIsJoinKey": true,
+		  "within": "30s", "before": "5s", "joinType": "outer", "allowedLateness": "5s", "idleTimeout": "20s", "rateWindow": "1m", "dedupeHorizon": "0s"}`,
+		`{"kind": "cep", "name": "detect"}`,
+		`{"$schema": "./pipeline.schema.json", "kind": "cep", "name": "detect", "outOfOrderness": "2s", "idleTimeout": "20s", "dedupeHorizon": "1h"}`,
+	} {
+		docs = append(docs, []byte(d))
+	}
 	n := 0
 	for _, doc := range docs {
-		if _, err := Parse(doc); err != nil {
+		if err := parseAny(doc); err != nil {
 			t.Errorf("Parse(%s): %v (the case must be valid)", doc, err)
 			continue
 		}
@@ -259,9 +285,19 @@ func TestSchemaRefusesWhatParseRefuses(t *testing.T) {
 		{"eventTypes twice", with(map[string]any{"eventTypes": []any{"a", "a"}}), "eventTypes[1]", "/eventTypes"},
 		{"partitionKeyIsGroupingKey a string", with(map[string]any{"partitionKeyIsGroupingKey": "true"}), "partitionKeyIsGroupingKey", "/partitionKeyIsGroupingKey"},
 		{"not an object", []byte(`["name"]`), "", "/"},
+		{"kind enum", with(map[string]any{"kind": "joins"}), "kind", "/kind"},
+		{"join without within", []byte(`{"kind": "join", "name": "j", "left": "search", "right": "click"}`), "within", "/"},
+		{"join unknown field", []byte(`{"kind": "join", "name": "j", "left": "search", "right": "click", "within": "1m", "windows": []}`), "windows", "/"},
+		{"join type enum", []byte(`{"kind": "join", "name": "j", "left": "search", "right": "click", "within": "1m", "joinType": "cross"}`), "joinType", "/joinType"},
+		{"join key", []byte(`{"kind": "join", "name": "j", "left": "search", "right": "click", "within": "1m", "key": "type"}`), "key", "/key"},
+		{"join duration", []byte(`{"kind": "join", "name": "j", "left": "search", "right": "click", "within": "a minute"}`), "within", "/within"},
+		{"join empty left", []byte(`{"kind": "join", "name": "j", "left": "", "right": "click", "within": "1m"}`), "left", "/left"},
+		{"cep unknown field", []byte(`{"kind": "cep", "name": "d", "within": "1m"}`), "within", "/"},
+		{"cep name pattern", []byte(`{"kind": "cep", "name": "d d"}`), "name", "/name"},
+		{"cep duration type", []byte(`{"kind": "cep", "name": "d", "outOfOrderness": 2}`), "outOfOrderness", "/outOfOrderness"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse(tc.doc)
+			err := parseAny(tc.doc)
 			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Field != tc.field {
 				t.Fatalf("Parse(%s) = %v, want a ConfigError on %q (the case must be one Parse refuses)", tc.doc, err, tc.field)

@@ -82,6 +82,24 @@ var docRuns = map[string]docRun{
 		}
 	},
 
+	// docs/tail.md's four: each as written, against this test's stand-in,
+	// stopping at the end of what is there (FOLLOW=0) instead of following.
+	"make tail STREAM=": func(t *testing.T, env *docEnv, c docCommand) {
+		command, piped, _ := strings.Cut(c.text, " |")
+		redirect := " 2>&1" // its first line, on stderr, says how it reads
+		if piped != "" {
+			redirect = ""
+		}
+		run := strings.Replace(c.text, command, underMakeLock(env.root, command+" FOLLOW=0"+redirect), 1)
+		out := bash(t, env.root, append(os.Environ(), "TRIBUTARY_STANDIN_ADDR="+env.addr), run)
+		if strings.Contains(c.text, "| jq") {
+			return // jq read every line as JSON, or bash's pipefail failed the run
+		}
+		if !strings.Contains(out, "tail: ") || !strings.Contains(out, "by polling") {
+			t.Errorf("%s:\n%s\nwant its first line saying which stream it reads and how", c, out)
+		}
+	},
+
 	"make invoke FN=ingest EVENT=events/ingest/function-url-post.json": func(t *testing.T, env *docEnv, c docCommand) {
 		stack := env.stack
 		u, err := url.Parse(stack.InvokeURL())

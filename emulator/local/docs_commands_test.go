@@ -166,9 +166,10 @@ var documented = []howChecked{
 	{file: "README.md", prefix: "cd infra && npx cdk destroy", account: true},
 	{file: "README.md", prefix: "aws kinesis delete-stream --stream-name <name>", account: true},
 	// docs/cep.md
-	{file: "docs/cep.md", prefix: "go run ./cmd/rules add -table <RulesTableName>", account: true},
-	{file: "docs/cep.md", prefix: "go run ./cmd/rules list -table <RulesTableName>", account: true},
-	{file: "docs/cep.md", prefix: "go run ./cmd/rules disable|enable|delete -table <RulesTableName>", account: true},
+	{file: "docs/cep.md", prefix: "go run ./cmd/rules add -table <DetectRulesTableName> -file rule.json -from", account: true},
+	{file: "docs/cep.md", prefix: "go run ./cmd/rules add -table <DetectRulesTableName>", account: true},
+	{file: "docs/cep.md", prefix: "go run ./cmd/rules list -table <DetectRulesTableName>", account: true},
+	{file: "docs/cep.md", prefix: "go run ./cmd/rules disable|enable|delete -table <DetectRulesTableName>", account: true},
 	{file: "docs/cep.md", prefix: "go run ./cmd/rules test -rule rule.json -events events.jsonl", runBy: "emulator/local TestDocumentedCommandsRun"},
 	{file: "docs/cep.md", prefix: `curl --aws-sigv4 "aws:amz:$AWS_REGION:lambda"`, account: true},
 	{file: "docs/cep.md", prefix: "curl -s -X POST http://127.0.0.1:9002/test", runBy: "emulator/local TestDocumentedCommandsRun"},
@@ -196,6 +197,10 @@ var documented = []howChecked{
 	// docs/performance.md
 	{file: "docs/performance.md", prefix: "make bench", runBy: "emulator/local TestDocumentedCommandsRun"},
 	// docs/results.md
+	// docs/tail.md
+	{file: "docs/tail.md", prefix: "make tail STREAM=", runBy: "emulator/local TestDocumentedCommandsRun"},
+	{file: "docs/tail.md", prefix: "aws cloudformation describe-stacks --stack-name Tributary --query", account: true},
+	{file: "docs/tail.md", prefix: "go run ./cmd/tail -stream <EventsStreamName>", account: true},
 	{file: "docs/results.md", prefix: "make results PIPELINE=pageviews KEY=user-42", runBy: "emulator/local TestDocumentedCommandsRun"},
 	{file: "docs/results.md", prefix: "make results PIPELINE=checkouts FOLLOW=1", runBy: "emulator/local TestDocumentedCommandsRun"},
 	{file: "docs/results.md", prefix: "go run ./cmd/results -pipeline pageviews -parameter <ViewsParameterName>", account: true},
@@ -368,8 +373,8 @@ func checkAgainstTemplate(t *testing.T, root string, tpl *synthTemplate, tools *
 		for _, sub := range subs {
 			help := tools.help(m[1], sub)
 			for _, f := range flagArg.FindAllStringSubmatch(m[2], -1) {
-				// flag.PrintDefaults: "  -name type" or "  -name", at a line's start.
-				if !strings.Contains(help, "\n  "+f[1]+" ") && !strings.Contains(help, "\n  "+f[1]+"\n") {
+				// flag.PrintDefaults: "  -name type", "  -name" or "  -name\tusage" (a one-letter bool), at a line's start.
+				if !strings.Contains(help, "\n  "+f[1]+" ") && !strings.Contains(help, "\n  "+f[1]+"\n") && !strings.Contains(help, "\n  "+f[1]+"\t") {
 					t.Errorf("%s: %s takes no flag %s (see its -h)", c, strings.TrimSpace("cmd/"+m[1]+" "+sub), f[1])
 				}
 			}
@@ -385,8 +390,8 @@ func checkAgainstTemplate(t *testing.T, root string, tpl *synthTemplate, tools *
 			t.Errorf("%s: the synthesized stack is %s; the pages name Tributary", c, tpl.stack)
 		}
 	}
-	if strings.HasPrefix(c.text, "aws cloudformation describe-stacks") && strings.Contains(c.text, "StreamName") {
-		// What cdk destroy leaves billing: every retained stream is among
+	if c.file == "README.md" && strings.HasPrefix(c.text, "aws cloudformation describe-stacks") && strings.Contains(c.text, "StreamName") {
+		// README's "Destroying it", what cdk destroy leaves billing: every retained stream is among
 		// the outputs this command prints, so a reader can delete them
 		// all after the stack is gone.
 		queried := map[string]bool{}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tributary-dev/tributary/emulator/cloudwatchlocal"
@@ -237,44 +238,54 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	now := time.Now().UTC()
 	from, to := now.Truncate(time.Minute).Add(-time.Duration(o.minutes+1)*time.Minute), now.Add(time.Hour)
 
-	// The joins, the queue work and event sourcing do not touch the page
-	// views the windows part counts, so they run alongside it (the stand-in is mostly waited
-	// on); their lines are printed after the windows part's.
-	var side bytes.Buffer
-	sideDone := make(chan error, 1)
-	go func() {
-		err := c.check(ctx, &side, "stream–table and table–table joins", func(ctx context.Context) error {
-			return demoJoins(ctx, stack, topo.ingestURL, &side)
-		})
-		if err == nil {
-			err = c.check(ctx, &side, "stream–stream join and CEP rules", func(ctx context.Context) error {
-				return demoJoinsCEP(ctx, stack, topo.ingestURL, &side)
-			})
-		}
-		if err == nil {
-			err = c.check(ctx, &side, "tasks, dead letter and redrive", func(ctx context.Context) error {
-				return demoWork(ctx, stack, &side, out)
-			})
-		}
-		if err == nil {
-			err = c.check(ctx, &side, "event sourcing", func(ctx context.Context) error {
-				return demoEventSourcing(ctx, stack, &side)
-			})
-		}
-		if err == nil { // a stream function of your own (emulator/local/handlers.go)
-			err = c.check(ctx, &side, "statuscodes, a function of your own", func(ctx context.Context) error {
-				return local.DemoStatusCodes(ctx, stack, topo.ingestURL, &side)
-			})
-		}
-		sideDone <- err
-	}()
+	// The joins, the queue work, event sourcing and statuscodes do not
+	// touch the page views the windows part counts, nor one another's
+	// types, keys, tables or queues, so each runs alongside it and beside
+	// the others (each mostly waits on a hop through a mapping); their
+	// lines are printed after the windows part's, each part's together.
+	sideChecks := []struct {
+		what string
+		run  func(ctx context.Context, w io.Writer) error
+	}{
+		{"stream–table and table–table joins", func(ctx context.Context, w io.Writer) error {
+			return demoJoins(ctx, stack, topo.ingestURL, w)
+		}},
+		{"stream–stream join and CEP rules", func(ctx context.Context, w io.Writer) error {
+			return demoJoinsCEP(ctx, stack, topo.ingestURL, w)
+		}},
+		{"tasks, dead letter and redrive", func(ctx context.Context, w io.Writer) error {
+			return demoWork(ctx, stack, w, out)
+		}},
+		{"event sourcing", func(ctx context.Context, w io.Writer) error {
+			return demoEventSourcing(ctx, stack, w)
+		}},
+		{"statuscodes, a function of your own", func(ctx context.Context, w io.Writer) error { // emulator/local/handlers.go
+			return local.DemoStatusCodes(ctx, stack, topo.ingestURL, w)
+		}},
+	}
+	sideOut := make([]bytes.Buffer, len(sideChecks))
+	sideErrs := make([]error, len(sideChecks))
+	var sideWG sync.WaitGroup
+	for i, sc := range sideChecks {
+		sideWG.Add(1)
+		go func() {
+			defer sideWG.Done()
+			sideErrs[i] = c.check(ctx, &sideOut[i], sc.what, func(ctx context.Context) error { return sc.run(ctx, &sideOut[i]) })
+		}()
+	}
+	sideDone := make(chan struct{})
+	go func() { sideWG.Wait(); close(sideDone) }()
+	// sideErr waits for every side part and writes their lines, in order.
 	sideErr := func() error {
 		select {
-		case err := <-sideDone:
-			return err
+		case <-sideDone:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		for i := range sideOut {
+			_, _ = os.Stdout.Write(sideOut[i].Bytes())
+		}
+		return errors.Join(sideErrs...)
 	}
 
 	traffic := local.Traffic{Keys: o.keys, Minutes: o.minutes, Max: o.max, Seed: o.seed, Now: now, Skew: -3 * time.Hour}
@@ -404,7 +415,6 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	}
 	sideBegan := time.Now()
 	err = sideErr()
-	_, _ = os.Stdout.Write(side.Bytes())
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -336,7 +335,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	handler := func(table string) (replay.BatchHandler, error) {
-		var hs pipelines
+		var hs replay.Fanout
 		for _, pcfg := range pcfgs {
 			views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(aggregate.Retention))
 			hs = append(hs, aggregate.New(pcfg, views, out, outName, aggregate.WithLogger(log),
@@ -393,31 +392,6 @@ func checkBucket(name string) error {
 		return cli.Usagef("archive-bucket", "%q: an S3 bucket name is 3-63 lower-case letters, digits, '.' and '-', beginning and ending with a letter or digit", name)
 	}
 	return nil
-}
-
-// pipelines is a rebuild of several pipelines sharing the views table: each
-// batch goes to each pipeline's processor. A record one of them reports as
-// failed is retried for all (from the lowest failed one, as Lambda does);
-// the others skip what they applied, by their fences.
-type pipelines []*aggregate.Processor
-
-// HandleBatch hands ev to every pipeline.
-func (ps pipelines) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
-	var resp events.KinesisEventResponse
-	seen := map[string]bool{}
-	for _, p := range ps {
-		r, err := p.HandleBatch(ctx, ev)
-		if err != nil {
-			return events.KinesisEventResponse{}, err
-		}
-		for _, f := range r.BatchItemFailures {
-			if !seen[f.ItemIdentifier] {
-				seen[f.ItemIdentifier] = true
-				resp.BatchItemFailures = append(resp.BatchItemFailures, f)
-			}
-		}
-	}
-	return resp, nil
 }
 
 // refreshInterval is the functions' views refresh: $VIEWS_REFRESH_SECONDS

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
@@ -240,4 +241,31 @@ func (p *seamPlan) archiveOnlyOrder() []*shardSeam {
 		return out[i].shard < out[j].shard
 	})
 	return out
+}
+
+// Fanout is a rebuild of several pipelines that share the views table:
+// each batch goes to each one's handler, so the new version holds the
+// windows of all of them (a newly added pipeline backfilled beside the
+// others). A record one reports as failed is retried for all, from the
+// lowest failed one as Lambda does; the others skip what they applied, by
+// their fences.
+type Fanout []BatchHandler
+
+// HandleBatch hands ev to every handler.
+func (f Fanout) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	var resp events.KinesisEventResponse
+	seen := map[string]bool{}
+	for _, h := range f {
+		r, err := h.HandleBatch(ctx, ev)
+		if err != nil {
+			return events.KinesisEventResponse{}, err
+		}
+		for _, x := range r.BatchItemFailures {
+			if !seen[x.ItemIdentifier] {
+				seen[x.ItemIdentifier] = true
+				resp.BatchItemFailures = append(resp.BatchItemFailures, x)
+			}
+		}
+	}
+	return resp, nil
 }

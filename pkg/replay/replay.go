@@ -252,7 +252,9 @@ type job struct {
 // package doc). The current table is left in place.
 //
 // It refuses (ErrRefused), before creating anything, a From in the future
-// or older than the stream's retention, and a Target that is the current
+// or older than the stream's retention (unless opts.Archive holds it: then
+// the archive is read up to opts.ArchiveUntil and the stream after it, and
+// a gap or overlap at that seam is refused), and a Target that is the current
 // table, exists, or is not named <base>-vN; and, after catching up, a swap
 // to a version that holds no items while the current one holds some
 // (unless AllowEmpty): the version is then left in place, not current.

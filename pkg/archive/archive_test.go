@@ -111,7 +111,11 @@ func TestArchiverRefusesWhatItCannotPlace(t *testing.T) {
 		want string
 	}{
 		{func() events.KinesisEventRecord { r := record("x", "1", at, "{}"); r.EventID = "1"; return r }(), `Records[1].eventID "1"`},
-		{func() events.KinesisEventRecord { r := record("shardId-1", "1", at, "{}"); r.EventSourceArn = "arn:aws:sqs:x"; return r }(), `Records[1].eventSourceARN "arn:aws:sqs:x"`},
+		{func() events.KinesisEventRecord {
+			r := record("shardId-1", "1", at, "{}")
+			r.EventSourceArn = "arn:aws:sqs:x"
+			return r
+		}(), `Records[1].eventSourceARN "arn:aws:sqs:x"`},
 		{record("shardId-1", "12a", at, "{}"), `Records[1].kinesis.sequenceNumber "12a"`},
 	} {
 		ev := events.KinesisEvent{Records: []events.KinesisEventRecord{record("shardId-1", "1", at, "{}"), tc.rec}}

@@ -346,6 +346,9 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 			return err
 		}
 	}
+	// What arrived before this is read from the archive by the rebuild
+	// below, what arrived after from the stream.
+	seam := time.Now()
 	resend := evs[:min(25, len(evs))]
 	out.resent = len(resend)
 	fmt.Printf("▸ a producer that timed out resends %d of those events (the same bytes: same ids, new records on the stream)\n", len(resend))
@@ -450,6 +453,15 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	fan.Print(os.Stdout)
 	if !fan.Complete() {
 		return fmt.Errorf("fan-out: a subscriber of %s missed records: %+v", topo.eventsName, fan.Subscribers)
+	}
+	if topo.viewsParameter != "" {
+		fmt.Printf("▸ archive: the archive function keeps %s in S3 past its retention; a rebuild reads it up to a seam and the stream after\n", topo.eventsName)
+		if err := c.check(ctx, os.Stdout, "a rebuild across the archive's seam, equal to the live views", func(ctx context.Context) error {
+			return local.ArchiveRebuild{Stream: topo.eventsName, Parameter: topo.viewsParameter, Pipelines: topo.pipelines, Check: w,
+				From: began, Seam: seam}.Run(ctx, stack, want, from, to, os.Stdout)
+		}); err != nil {
+			return err
+		}
 	}
 	out.sent = want.Total()
 	out.windows = len(vs)

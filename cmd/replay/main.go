@@ -4,6 +4,7 @@
 // the ones rebuild made.
 //
 //	go run ./cmd/replay rebuild -stream events -parameter /tributary/current-views -from 2h
+//	go run ./cmd/replay rebuild -stream events -parameter /tributary/current-views -from 720h -archive-bucket <bucket>
 //	go run ./cmd/replay versions -parameter /tributary/current-views -stream events
 //	go run ./cmd/replay rollback -stream events -parameter /tributary/current-views
 //	go run ./cmd/replay use-version -stream events -parameter /tributary/current-views -table views-v2
@@ -11,10 +12,15 @@
 //	go run ./cmd/replay delete-version -parameter /tributary/current-views -table views-v2 [-yes]
 //
 // rebuild reads the pipeline from -pipeline (or PIPELINE_CONFIG), the same
-// config the aggregate function runs; creates the next version
+// config the aggregate function runs (-pipeline again for each other
+// pipeline that shares the views table: the new version holds the windows
+// of those given); creates the next version
 // <views>-vN with the current table's keys, indexes, TTL and stream, tagged
 // as rebuild's (tributary:created-by and tributary:views-parameter);
-// replays every shard from -from through the aggregate processor into it;
+// replays every shard from -from through the aggregate processor into it
+// (with -archive-bucket, what arrived before the seam, -archive-until, from
+// the stream's archive in S3, and the stream after it: a -from older than
+// the stream's retention);
 // once every shard is caught up, and the version holds items if the current
 // one does (or -allow-empty), writes it into the SSM parameter the functions
 // read (VIEWS_PARAMETER_NAME), then keeps following for -handover so
@@ -41,6 +47,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,6 +59,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/archive"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/replay"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -65,7 +73,7 @@ func main() {
 }
 
 const commands = `usage:
-  replay rebuild        -stream <events> -parameter <param> -from <time|duration ago> [-pipeline file] [-to-table <views>-vN] [-handover 1m] [-output-stream name] [-allow-empty] [-dry-run]
+  replay rebuild        -stream <events> -parameter <param> -from <time|duration ago> [-pipeline file]... [-archive-bucket b [-archive-until <time|duration ago>]] [-to-table <views>-vN] [-handover 1m] [-output-stream name] [-allow-empty] [-dry-run]
   replay use-version    -stream <events> -parameter <param> -table <version> [-pipeline file] [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
   replay rollback       -stream <events> -parameter <param> [-pipeline file] [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
   replay versions       -parameter <param> [-stream <events>]
@@ -129,9 +137,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs := c.fs
 	param := fs.String("parameter", env(aggregate.EnvViewsParameter), "the SSM parameter naming the current views table (default $VIEWS_PARAMETER_NAME; make local-up prints it)")
 	var (
-		streamName, from, pipelineFile, toTable, outStream, table *string
-		handover, margin                                          *time.Duration
-		dryRun, allowEmpty, yes                                   *bool
+		streamName, from, toTable, outStream, table, archiveBucket *string
+		archiveUntil                                               *string
+		pipelineFiles                                              []string
+		pipelineFlag                                               bool
+		handover, margin                                           *time.Duration
+		dryRun, allowEmpty, yes                                    *bool
 	)
 	refresh, refreshErr := refreshInterval(lookup)
 	stream := func(required bool) {
@@ -142,7 +153,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		streamName = fs.String("stream", env("EVENTS_STREAM_NAME"), what+" (default $EVENTS_STREAM_NAME)")
 	}
 	catchUp := func() {
-		pipelineFile = fs.String("pipeline", "", "the pipeline's JSON config file, as the aggregate function runs it (default $PIPELINE_CONFIG)")
+		pipelineFlag = true
+		fs.Func("pipeline", "the pipeline's JSON config file, as the aggregate function runs it (default $PIPELINE_CONFIG); for rebuild, give it once for each pipeline sharing the views table, a newly added one included: the new version holds the windows of those given", func(v string) error {
+			pipelineFiles = append(pipelineFiles, v)
+			return nil
+		})
 		handover = fs.Duration("handover", max(time.Minute, refresh), fmt.Sprintf("how long to keep following after the swap: from the functions' refresh interval (%s: $VIEWS_REFRESH_SECONDS, else the stack's 30s) to %s", refresh, maxHandover))
 		allowEmpty = fs.Bool("allow-empty", false, "swap even when the version holds no items while the current one holds some")
 		dryRun = fs.Bool("dry-run", false, "check and print what would be done, change nothing")
@@ -151,7 +166,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	case "rebuild":
 		c.synopsis = "replay rebuild: replay the stream from a time into a new version of the views, then point the readers at it"
 		stream(true)
-		from = fs.String("from", "", "where to replay from: an RFC 3339 time (2026-11-29T10:00:00Z) or a duration ago (2h); not in the future, not older than the stream's retention")
+		from = fs.String("from", "", "where to replay from: an RFC 3339 time (2026-11-29T10:00:00Z) or a duration ago (2h); not in the future, not older than the stream's retention unless -archive-bucket")
+		archiveBucket = fs.String("archive-bucket", env(envArchiveBucket), "the S3 bucket the stack archives the events stream to (the ArchiveBucketName output; default $"+envArchiveBucket+"): a -from older than the stream's retention is read from it")
+		archiveUntil = fs.String("archive-until", "", "the seam: records that arrived before it come from the archive, the rest from the stream; an RFC 3339 time or a duration ago (default: an hour inside the stream's retention, when -from is older than it)")
 		toTable = fs.String("to-table", "", "the new version's name, <views>-vN (default: the next free N)")
 		outStream = fs.String("output-stream", "", "also emit final results and corrections to this stream (default: none; never the events stream)")
 		catchUp()
@@ -211,6 +228,19 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			errs = append(errs, err)
 		}
 	}
+	var seam time.Time
+	if archiveBucket != nil && *archiveBucket != "" {
+		errs = append(errs, checkBucket(*archiveBucket))
+	}
+	if archiveUntil != nil && *archiveUntil != "" {
+		if *archiveBucket == "" {
+			errs = append(errs, cli.Usagef("archive-until", "needs -archive-bucket, the archive to read before it"))
+		} else if t, err := parseFrom(*archiveUntil, now); err != nil {
+			errs = append(errs, cli.Usagef("archive-until", "%s", strings.TrimPrefix(err.Error(), "-from ")))
+		} else {
+			seam = t
+		}
+	}
 	if toTable != nil && *toTable != "" {
 		errs = append(errs, cli.TableName.Check("to-table", *toTable))
 	}
@@ -235,11 +265,26 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			return c.fail(err)
 		}
 	}
-	var pcfg *pipeline.Config
-	if pipelineFile != nil {
-		var err error
-		if pcfg, err = loadPipeline(*pipelineFile, lookup); err != nil {
-			return c.fail(err)
+	var pcfgs []*pipeline.Config
+	if pipelineFlag {
+		files := pipelineFiles
+		if len(files) == 0 {
+			files = []string{""} // PIPELINE_CONFIG
+		}
+		names := map[string]string{}
+		for _, f := range files {
+			pcfg, err := loadPipeline(f, lookup)
+			if err != nil {
+				return c.fail(err)
+			}
+			if other, ok := names[pcfg.Name]; ok {
+				return c.fail(cli.Usagef("pipeline", "%s and %s both declare pipeline %q", other, f, pcfg.Name))
+			}
+			names[pcfg.Name] = f
+			pcfgs = append(pcfgs, pcfg)
+		}
+		if len(pcfgs) > 1 && c.name != "rebuild" {
+			return c.fail(cli.Usagef("pipeline", "is given %d times: %s catches a version up with the pipeline the live function runs, give one", len(pcfgs), c.name))
 		}
 	}
 
@@ -290,12 +335,22 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	handler := func(table string) (replay.BatchHandler, error) {
-		views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(aggregate.Retention))
-		return aggregate.New(pcfg, views, out, outName, aggregate.WithLogger(log),
-			aggregate.WithDedupe(aggregate.NewLedger(db, table, pcfg))), nil
+		var hs replay.Fanout
+		for _, pcfg := range pcfgs {
+			views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(aggregate.Retention))
+			hs = append(hs, aggregate.New(pcfg, views, out, outName, aggregate.WithLogger(log),
+				aggregate.WithDedupe(aggregate.NewLedger(db, table, pcfg))))
+		}
+		if len(hs) == 1 {
+			return hs[0], nil
+		}
+		return hs, nil
 	}
 	opts := replay.Options{Stream: *streamName, Handover: *handover, Progress: stderr, InPlace: isTerminal(stderr),
 		DryRun: *dryRun, AllowEmpty: *allowEmpty, Now: func() time.Time { return now }}
+	if archiveBucket != nil && *archiveBucket != "" {
+		opts.Archive, opts.ArchiveUntil = archive.NewReader(archive.NewS3Client(cfg), *archiveBucket), seam
+	}
 	var res *replay.Result
 	switch c.name {
 	case "rebuild":
@@ -315,10 +370,28 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return c.fail(err)
 	}
 	if !*dryRun {
-		fmt.Fprintf(stdout, "%s is current (was %s): read %d, applied %d, skipped %d; caught up after %s; items: %s %d, %s %d\n",
-			res.Target, res.Current, res.Read, res.Applied, res.Skipped, res.CaughtUp.Round(time.Millisecond), res.Current, res.CurrentItems, res.Target, res.TargetItems)
+		from := ""
+		if !res.Seam.IsZero() {
+			from = fmt.Sprintf(" (%d from the archive, before %s; %d from the stream)", res.Archived, res.Seam.UTC().Format(time.RFC3339), res.Read-res.Archived)
+		}
+		fmt.Fprintf(stdout, "%s is current (was %s): read %d%s, applied %d, skipped %d; caught up after %s; items: %s %d, %s %d\n",
+			res.Target, res.Current, res.Read, from, res.Applied, res.Skipped, res.CaughtUp.Round(time.Millisecond), res.Current, res.CurrentItems, res.Target, res.TargetItems)
 	}
 	return cli.ExitOK
+}
+
+// envArchiveBucket names the archive bucket, as the archive function's
+// environment does.
+const envArchiveBucket = "ARCHIVE_BUCKET_NAME"
+
+var bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// checkBucket checks an S3 bucket name.
+func checkBucket(name string) error {
+	if !bucketRE.MatchString(name) || strings.Contains(name, "..") {
+		return cli.Usagef("archive-bucket", "%q: an S3 bucket name is 3-63 lower-case letters, digits, '.' and '-', beginning and ending with a letter or digit", name)
+	}
+	return nil
 }
 
 // refreshInterval is the functions' views refresh: $VIEWS_REFRESH_SECONDS

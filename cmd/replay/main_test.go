@@ -5,19 +5,24 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/archive"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/replay"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -91,6 +96,11 @@ func TestBadCommandLines(t *testing.T) {
 		{with("rebuild", "-from", "1h", "-pipeline", "/no/such/file.json"), nil, "-pipeline open /no/such/file.json"},
 		{with("rebuild", "-from", "1h"), map[string]string{}, "-pipeline not given, and"},
 		{with("rebuild", "-from", "1h", "-nope"), nil, "flag provided but not defined: -nope"},
+		{with("rebuild", "-from", "1h", "-archive-bucket", "Bad_Bucket"), nil, `-archive-bucket "Bad_Bucket": an S3 bucket name`},
+		{with("rebuild", "-from", "1h", "-archive-until", "30m"), nil, "-archive-until needs -archive-bucket"},
+		{with("rebuild", "-from", "1h", "-archive-bucket", "arch", "-archive-until", "soon"), nil, `-archive-until "soon" is neither`},
+		{with("rebuild", "-from", "1h", "-archive-bucket", "arch", "-archive-until", "2030-01-01T00:00:00Z"), nil, "-archive-until 2030-01-01T00:00:00Z is in the future"},
+		{with("use-version", "-table", "views-v2", "-archive-bucket", "arch"), nil, "flag provided but not defined: -archive-bucket"},
 		{with("rebuild", "-from", "1h", "stray"), nil, `unexpected argument "stray"`},
 		{[]string{"rebuild", "-stream", "events", "-from", "1h"}, nil, "-parameter is required"},
 		{[]string{"rebuild", "-parameter", "bad name!", "-stream", "events", "-from", "1h"}, nil, `-parameter "bad name!"`},
@@ -251,5 +261,103 @@ func TestVersionsSaysSamplesAreNoPosition(t *testing.T) {
 	}
 	if strings.Count(out.String(), "reached ") != 1 {
 		t.Errorf("versions:\n%s\nwant one position", out.String())
+	}
+}
+
+// TestRebuildBackfillsFromTheArchive: a pipeline file added beside the one
+// running is backfilled by a rebuild given both files, reading the
+// archive up to -archive-until and the stream after it: the new version
+// holds both pipelines' windows, and the command says how many records
+// came from where. Two files declaring one pipeline are refused.
+func TestRebuildBackfillsFromTheArchive(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(cfg)
+	kin := kinesis.NewFromConfig(cfg)
+	s3c := archive.NewS3Client(cfg)
+	if err := state.CreateTable(ctx, db, "views"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/t/views"), Value: aws.String("views"), Type: ssmtypes.ParameterTypeString}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("arch")}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	put := func(prefix string) {
+		var entries []kintypes.PutRecordsRequestEntry
+		for i := range 6 {
+			e := stream.Envelope{ID: fmt.Sprint(prefix, i), Type: "click", Key: fmt.Sprint("k", i%3), OccurredAt: now, SentAt: now, ReceivedAt: now, Data: json.RawMessage(`{}`)}
+			b, _ := json.Marshal(&e)
+			entries = append(entries, kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(e.Key)})
+		}
+		if _, err := kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String("events"), Records: entries}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("before")
+	time.Sleep(50 * time.Millisecond)
+	seam := time.Now().UTC()
+	time.Sleep(50 * time.Millisecond)
+	put("after")
+	// The archive function's work: every record of the stream into the bucket.
+	sum, err := kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("events")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String("events"), ShardId: aws.String("shardId-000000000000"), ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.KinesisEvent
+	for _, r := range recs.Records {
+		ev.Records = append(ev.Records, events.KinesisEventRecord{EventID: "shardId-000000000000:" + aws.ToString(r.SequenceNumber), EventSourceArn: aws.ToString(sum.StreamDescriptionSummary.StreamARN),
+			Kinesis: events.KinesisRecord{SequenceNumber: aws.ToString(r.SequenceNumber), PartitionKey: aws.ToString(r.PartitionKey), Data: r.Data,
+				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: aws.ToTime(r.ApproximateArrivalTimestamp)}}})
+	}
+	if err := archive.NewArchiver(s3c, "arch").Handle(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	running, added, again := filepath.Join(dir, "p.json"), filepath.Join(dir, "q.json"), filepath.Join(dir, "p2.json")
+	for f, doc := range map[string]string{running: pipelineJSON, added: strings.Replace(pipelineJSON, `"name":"p"`, `"name":"q"`, 1), again: pipelineJSON} {
+		if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"VIEWS_PARAMETER_NAME": "/t/views", "EVENTS_STREAM_NAME": "events", "VIEWS_REFRESH_SECONDS": "1", "ARCHIVE_BUCKET_NAME": "arch"}
+	setAWS(t, srv.Endpoint(), "us-east-1")
+	if r := cmd(ctx, env, "rebuild", "-pipeline", running, "-pipeline", again, "-from", "1h"); r.code != 2 || !strings.Contains(r.stderr, `both declare pipeline "p"`) {
+		t.Errorf("two files of one pipeline: %+v, want exit 2 naming it", r)
+	}
+	r := cmd(ctx, env, "rebuild", "-pipeline", running, "-pipeline", added, "-from", "1h", "-archive-until", seam.Format(time.RFC3339Nano), "-handover", "1s")
+	if r.code != 0 || !strings.Contains(r.stdout, "views-v2 is current (was views): read 12 (6 from the archive, before") || !strings.Contains(r.stdout, "; 6 from the stream)") {
+		t.Fatalf("rebuild of both pipelines from the archive and the stream: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	cfgP, _ := pipeline.Parse([]byte(pipelineJSON))
+	for _, name := range []string{"p", "q"} {
+		n := 0
+		for k := range 3 {
+			vs, err := state.NewViews(db, "views-v2", cfgP.Aggregates).Query(ctx, name, fmt.Sprint("k", k), cfgP.Windows[0].ID(), now.Add(-time.Hour), now.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vs {
+				n += int(v.Result.Count)
+			}
+		}
+		if n != 12 {
+			t.Errorf("pipeline %s counts %d events in views-v2, want all 12", name, n)
+		}
 	}
 }

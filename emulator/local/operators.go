@@ -43,6 +43,9 @@ type Resources struct {
 	// SnapshotTable and SnapshotKey are the snapshot function's
 	// PROFILES_TABLE_NAME and ENTITY_KEY_ATTRIBUTE.
 	SnapshotTable, SnapshotKey string
+	// ArchiveBucket is the archive function's ARCHIVE_BUCKET_NAME ("" when
+	// the stack has none).
+	ArchiveBucket string
 }
 
 // Named is a resource: a label (its logical id without CDK's hash) and its
@@ -87,6 +90,8 @@ func FindResources(ctx context.Context, cfg aws.Config, d *template.Deployment) 
 			}
 		case "snapshot":
 			r.SnapshotTable, r.SnapshotKey = f.Env["PROFILES_TABLE_NAME"], f.Env["ENTITY_KEY_ATTRIBUTE"]
+		case "archive":
+			r.ArchiveBucket = f.Env["ARCHIVE_BUCKET_NAME"]
 		}
 	}
 	if r.ViewsParameter != "" {
@@ -221,6 +226,14 @@ func (r *Resources) Print(w io.Writer) {
 	if r.ViewsParameter != "" && r.EventsStream != "" {
 		p := fmt.Sprintf("-stream %s -parameter %s", r.EventsStream, r.ViewsParameter)
 		fmt.Fprintf(w, "  rebuild the views from 10 minutes ago into a new version and point readers at it:\n    go run ./cmd/replay rebuild -pipeline pipelines/pageviews.json %s -from 10m\n", p)
+		if r.ArchiveBucket != "" && len(r.Pipelines) > 0 {
+			var all []string
+			for _, name := range r.Pipelines {
+				all = append(all, "-pipeline pipelines/"+name+".json")
+			}
+			fmt.Fprintf(w, "  rebuild every pipeline's views reading the archive (S3 %s) up to 5 minutes ago, the stream after (docs/archive.md):\n    go run ./cmd/replay rebuild %s %s -from 30m -archive-bucket %s -archive-until 5m\n",
+				r.ArchiveBucket, strings.Join(all, " "), p, r.ArchiveBucket)
+		}
 		fmt.Fprintf(w, "  list the versions (items, position reached, which is current):\n    go run ./cmd/replay versions %s\n", p)
 		fmt.Fprintf(w, "  point readers back at the previous version (caught up first):\n    go run ./cmd/replay rollback -pipeline pipelines/pageviews.json %s\n", p)
 		fmt.Fprintf(w, "  check (then, with -yes, delete) a version rebuild made:\n    go run ./cmd/replay delete-version -parameter %s -table <version>\n", r.ViewsParameter)

@@ -91,7 +91,7 @@ func TestResourcesNameWhatEachToolNeeds(t *testing.T) {
 // which there are (make results asks for one then).
 func TestResourcesNameAPipelineWhenSeveralRun(t *testing.T) {
 	r := &local.Resources{Stack: "Tributary", ViewsParameter: "/tributary/views", CurrentViews: "Tributary-Views", ResultsStream: "Tributary-WindowResults",
-		Pipelines: []string{"pageviews", "checkouts"}}
+		Pipelines: []string{"pageviews", "checkouts"}, EventsStream: "Tributary-Events", ArchiveBucket: "tributary-archive"}
 	var b bytes.Buffer
 	r.Print(&b)
 	out := strings.Join(strings.Fields(b.String()), " ")
@@ -101,6 +101,8 @@ func TestResourcesNameAPipelineWhenSeveralRun(t *testing.T) {
 		"go run ./cmd/results -pipeline pageviews -parameter /tributary/views -key user-1",
 		"make results PIPELINE=pageviews FOLLOW=1",
 		"go run ./cmd/results -pipeline pageviews -follow -stream Tributary-WindowResults",
+		// A rebuild writes a version of the shared views table: every pipeline.
+		"go run ./cmd/replay rebuild -pipeline pipelines/pageviews.json -pipeline pipelines/checkouts.json -stream Tributary-Events -parameter /tributary/views -from 30m -archive-bucket tributary-archive -archive-until 5m",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the banner lacks %q:\n%s", want, b.String())

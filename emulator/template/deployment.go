@@ -207,7 +207,7 @@ func Plan(t *Template, opts ProvisionOptions) (*Deployment, error) {
 func provisionable(typ string) bool {
 	switch typ {
 	case "AWS::Kinesis::Stream", "AWS::Kinesis::StreamConsumer", "AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable", "AWS::SQS::Queue",
-		"AWS::SSM::Parameter", "AWS::SecretsManager::Secret":
+		"AWS::SSM::Parameter", "AWS::SecretsManager::Secret", "AWS::S3::Bucket":
 		return true
 	}
 	return false
@@ -226,7 +226,7 @@ func skipReason(typ string) (string, bool) {
 	case typ == "AWS::CDK::Metadata":
 		return "CDK metadata, nothing to run", false
 	case strings.HasPrefix(typ, "AWS::IAM::"), typ == "AWS::Lambda::Permission",
-		typ == "AWS::SQS::QueuePolicy", typ == "AWS::SNS::TopicPolicy":
+		typ == "AWS::SQS::QueuePolicy", typ == "AWS::SNS::TopicPolicy", typ == "AWS::S3::BucketPolicy":
 		return "permissions are not enforced locally", false
 	case strings.HasPrefix(typ, "AWS::KMS::"):
 		return "encryption keys are not emulated; data is stored unencrypted locally", false
@@ -264,6 +264,7 @@ var nameRules = map[string]nameRule{
 	"AWS::CloudWatch::Alarm":      {"AlarmName", 255},
 	"AWS::CloudWatch::Dashboard":  {"DashboardName", 255},
 	"AWS::SecretsManager::Secret": {"Name", 512},
+	"AWS::S3::Bucket":             {"BucketName", 63},
 }
 
 // generatedName is <stack>-<logicalID> within max characters (suffix, e.g.
@@ -304,6 +305,9 @@ func (d *Deployment) plan(id string) (*physicalResource, error) {
 				suffix = ".fifo"
 			}
 			ph.name = generatedName(d.stack, id, rule.max, suffix)
+			if r.Type == "AWS::S3::Bucket" {
+				ph.name = bucketName(d.stack, id)
+			}
 		}
 	}
 	p, rg, a, n := d.partition, d.region, d.account, ph.name
@@ -368,6 +372,11 @@ func (d *Deployment) plan(id string) (*physicalResource, error) {
 		ph.attrs["Arn"] = fmt.Sprintf("arn:%s:cloudwatch:%s:%s:alarm:%s", p, rg, a, n)
 	case "AWS::CloudWatch::Dashboard":
 		ph.ref = n
+	case "AWS::S3::Bucket":
+		ph.ref = n
+		ph.attrs["Arn"] = fmt.Sprintf("arn:%s:s3:::%s", p, n)
+		ph.attrs["DomainName"] = n + ".s3." + d.urlSuffix
+		ph.attrs["RegionalDomainName"] = n + ".s3." + rg + "." + d.urlSuffix
 	case "AWS::SecretsManager::Secret":
 		// Ref and Id are the ARN, whose random suffix the endpoint picks:
 		// known after Provision (secrets.go).

@@ -16,7 +16,7 @@ import (
 )
 
 // Provision creates the template's Kinesis streams, DynamoDB tables, SQS
-// queues, SSM parameters and Secrets Manager secrets on the endpoint cfg points at, in dependency order (a queue's
+// queues, SSM parameters, Secrets Manager secrets and S3 buckets on the endpoint cfg points at, in dependency order (a queue's
 // dead-letter queue before the queue), and returns the deployment that
 // resolves the template's references to them. It is idempotent: resources
 // that already exist under the same physical name are reused (and their
@@ -37,6 +37,7 @@ func Provision(ctx context.Context, cfg aws.Config, t *Template, opts ProvisionO
 		sqs:      sqs.NewFromConfig(cfg),
 		ssm:      ssm.NewFromConfig(cfg),
 		secrets:  secretsmanager.NewFromConfig(cfg),
+		s3:       newS3(cfg),
 		poll:     20 * time.Millisecond,
 	}
 	kc := kinesis.NewFromConfig(cfg)
@@ -58,6 +59,7 @@ type provisioner struct {
 	sqs       sqsAPI
 	ssm       ssmAPI
 	secrets   secretsAPI
+	s3        s3API
 	poll      time.Duration // how often to look whether a resource is ACTIVE
 }
 
@@ -92,6 +94,8 @@ func (p *provisioner) provision(ctx context.Context, id string) error {
 		err = p.parameter(ctx, id, ph)
 	case "AWS::SecretsManager::Secret":
 		err = p.secret(ctx, id, ph)
+	case "AWS::S3::Bucket":
+		err = p.bucket(ctx, id, ph)
 	default:
 		return nil
 	}

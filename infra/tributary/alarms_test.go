@@ -90,6 +90,7 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 		FunctionSnapshot: s.Snapshot.Function,
 		FunctionCommands: s.EventSourcing.CommandsFn, FunctionPublish: s.EventSourcing.Publish.GoFunction,
 		FunctionProject: s.EventSourcing.Project.GoFunction, FunctionStatusCodes: s.StatusCodes.Function.GoFunction,
+		FunctionArchive: s.Archive.Function.GoFunction,
 	}
 	for _, name := range FunctionNames {
 		if fns[name] == nil {
@@ -103,7 +104,7 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 	// The stream consumers: their mappings' iterator age, and the records
 	// they set aside (metric RecordsSetAside, Function=<name> as each main
 	// passes it to metrics.New).
-	for _, name := range []string{FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionPublish, FunctionProject, FunctionStatusCodes} {
+	for _, name := range []string{FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionPublish, FunctionProject, FunctionStatusCodes, FunctionArchive} {
 		want = append(want,
 			wantAlarm{"AWS/Lambda IteratorAge FunctionName=" + logicalID(s.Stack, fns[name].Function), AlarmIteratorAge, "Maximum"},
 			wantAlarm{"Tributary RecordsSetAside Function=" + name, AlarmSetAside, "Sum"})

@@ -66,7 +66,7 @@ const (
 
 // FunctionNames lists every function the stack deploys.
 var FunctionNames = []string{FunctionIngest, FunctionAggregate, FunctionQuarantine, FunctionTicker, FunctionWorker, FunctionCDC, FunctionTimeline, FunctionEnrich, FunctionSnapshot,
-	FunctionJoin, FunctionDetect, FunctionRules, FunctionCommands, FunctionPublish, FunctionProject, FunctionStatusCodes}
+	FunctionJoin, FunctionDetect, FunctionRules, FunctionCommands, FunctionPublish, FunctionProject, FunctionStatusCodes, FunctionArchive}
 
 // Environment variables of a pipeline's functions (aggregate and ticker),
 // read by package pipeline and the functions' mains.
@@ -180,6 +180,8 @@ type TributaryStack struct {
 	// Enrichment is the stream–table join: activity on the events stream
 	// joined with the profile version before it → the enriched stream.
 	Enrichment *Enrichment
+	// Archive keeps the events stream in S3 past its retention (archive.go).
+	Archive *Archive
 	// Snapshot is the bootstrap that publishes the profiles table's
 	// contents as changelog records tied to a stream position.
 	Snapshot *Snapshot
@@ -276,6 +278,9 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	s.addTickerFailures()
 	s.addWorker(assetDir)
 	s.Snapshot = NewSnapshot(stack, "Snapshot", SnapshotProps{AssetDir: assetDir, Table: s.Profiles.Table, Events: s.Events})
+	if s.Archive, err = NewArchive(stack, "Archive", ArchiveProps{AssetDir: assetDir, Events: s.Events, OnFailure: failures}); err != nil {
+		return nil, err
+	}
 	if err := s.addJoinsAndDetection(assetDir); err != nil {
 		return nil, err
 	}

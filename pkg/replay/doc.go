@@ -8,13 +8,17 @@
 // VIEWS_PARAMETER_NAME and re-read it every VIEWS_REFRESH_SECONDS). Run
 //
 //  1. checks what it would do: a From in the future or older than the
-//     stream's retention, and a target that exists, is current or is not
-//     named <base>-vN, are refused (ErrRefused) before anything is created;
+//     stream's retention (without an Archive), and a target that exists, is
+//     current or is not named <base>-vN, are refused (ErrRefused) before
+//     anything is created;
 //  2. creates the next version of that table (<base>-v2, -v3, …; a name
 //     is never reused) with the current one's key schema, indexes, TTL and
 //     stream settings, tagged as rebuild's (TagCreatedBy, TagParameter);
 //  3. reads every shard of the events stream from a timestamp
-//     (AT_TIMESTAMP; a closed parent shard before its children), turns each
+//     (AT_TIMESTAMP; a closed parent shard before its children) — or, with
+//     an Archive (package archive), each shard's archived records up to a
+//     seam and the stream AFTER_SEQUENCE_NUMBER of the last of them,
+//     refusing a gap or an overlap there (see planSeam) — turns each
 //     GetRecords page into a Lambda-shaped KinesisEvent and hands it to the
 //     same aggregate Processor the function runs, writing to the new
 //     version, retrying from the lowest failed record as Lambda does;

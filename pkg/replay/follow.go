@@ -13,18 +13,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // run is one replay's followers.
 type run struct {
-	opts   Options
-	kin    StreamReader
-	h      BatchHandler
-	arn    string
-	region string
+	opts    Options
+	kin     StreamReader
+	archive ArchiveSource
+	h       BatchHandler
+	arn     string
+	region  string
 	// starts are where each shard is read from (AT_TIMESTAMP); a shard
 	// missing here is read from opts.From.
-	starts   map[string]time.Time
+	starts map[string]time.Time
+	// seam, when set, is the archive part: the shards it names are read
+	// from the archive up to their seam, then from the stream after it.
+	seam     *seamPlan
+	stream   string
 	shards   []*shardRun
 	progress *progress
 	stop     chan struct{} // closed at the end of the handover
@@ -41,6 +48,7 @@ type shardRun struct {
 	parents []*shardRun
 	done    chan struct{} // closed when a closed shard has been read to its end
 	stats   ShardStats    // guarded by run.mu
+	seam    *shardSeam    // the shard's archive part, if any
 }
 
 func (r *run) update(s *shardRun, f func(st *ShardStats)) {
@@ -92,12 +100,30 @@ func (r *run) follow(ctx context.Context, s *shardRun) error {
 		}
 	}
 	r.update(s, func(st *ShardStats) { st.Waiting = false })
+	last, archiveStarted := "", false
+	if s.seam != nil {
+		began, err := r.applyArchive(ctx, s)
+		if err != nil {
+			return err
+		}
+		archiveStarted = began
+		if s.seam.archiveOnly || r.stopping() {
+			r.update(s, func(st *ShardStats) { st.Started, st.CaughtUp, st.Done = true, true, true })
+			close(s.done)
+			return nil
+		}
+		last = s.seam.last
+	}
+	// checked: the stream part's first record was checked against the seam
+	// (or there is no seam); started: a record that arrived at or after
+	// the start was read (before it, the stream part skips records, as
+	// AT_TIMESTAMP does).
+	checked, started := s.seam == nil || last == "", s.seam == nil || last == "" || archiveStarted
 	closed := s.shard.SequenceNumberRange != nil && s.shard.SequenceNumberRange.EndingSequenceNumber != nil
-	it, err := r.iterator(ctx, s.id, "")
+	it, err := r.iterator(ctx, s.id, last)
 	if err != nil {
 		return err
 	}
-	last := ""
 	for !r.stopping() {
 		out, err := r.kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(r.opts.BatchSize), StreamARN: aws.String(r.arn)})
 		var expired *kintypes.ExpiredIteratorException
@@ -116,9 +142,24 @@ func (r *run) follow(ctx context.Context, s *shardRun) error {
 		case err != nil:
 			return fmt.Errorf("reading shard %s: %w", s.id, err)
 		}
-		if len(out.Records) > 0 {
-			read, applied, skipped, err := r.apply(ctx, s.id, out.Records)
-			arrival := aws.ToTime(out.Records[len(out.Records)-1].ApproximateArrivalTimestamp)
+		recs := out.Records
+		if !checked && len(recs) > 0 {
+			if err := s.seam.checkFirst(r.stream, r.seam.bucket, aws.ToString(recs[0].SequenceNumber)); err != nil {
+				return err
+			}
+			checked = true
+		}
+		if !started {
+			from := r.startOf(s.id)
+			for len(recs) > 0 && aws.ToTime(recs[0].ApproximateArrivalTimestamp).Before(from) {
+				last = aws.ToString(recs[0].SequenceNumber)
+				recs = recs[1:]
+			}
+			started = len(recs) > 0
+		}
+		if len(recs) > 0 {
+			read, applied, skipped, err := r.apply(ctx, s.id, recs)
+			arrival := aws.ToTime(recs[len(recs)-1].ApproximateArrivalTimestamp)
 			r.update(s, func(st *ShardStats) {
 				st.Read += read
 				st.Applied += applied
@@ -128,7 +169,7 @@ func (r *run) follow(ctx context.Context, s *shardRun) error {
 			if err != nil {
 				return err
 			}
-			last = aws.ToString(out.Records[len(out.Records)-1].SequenceNumber)
+			last = aws.ToString(recs[len(recs)-1].SequenceNumber)
 		}
 		behind := aws.ToInt64(out.MillisBehindLatest)
 		end := out.NextShardIterator == nil || (closed && len(out.Records) == 0 && behind == 0)
@@ -155,13 +196,18 @@ func (r *run) follow(ctx context.Context, s *shardRun) error {
 	return nil
 }
 
+// startOf is where the shard is read from: starts, or opts.From.
+func (r *run) startOf(shard string) time.Time {
+	if from, ok := r.starts[shard]; ok {
+		return from
+	}
+	return r.opts.From
+}
+
 // iterator is the shard's iterator at its start (starts, or opts.From), or
 // after last.
 func (r *run) iterator(ctx context.Context, shard, last string) (*string, error) {
-	from, ok := r.starts[shard]
-	if !ok {
-		from = r.opts.From
-	}
+	from := r.startOf(shard)
 	in := &kinesis.GetShardIteratorInput{StreamARN: aws.String(r.arn), ShardId: aws.String(shard),
 		ShardIteratorType: kintypes.ShardIteratorTypeAtTimestamp, Timestamp: aws.Time(from)}
 	if last != "" {
@@ -172,6 +218,65 @@ func (r *run) iterator(ctx context.Context, shard, last string) (*string, error)
 		return nil, fmt.Errorf("iterator of shard %s: %w", shard, err)
 	}
 	return out.ShardIterator, nil
+}
+
+// applyArchive hands the shard's archive part to the handler in batches
+// of BatchSize: each archived record once (objects a retried batch wrote
+// overlap), from the first that arrived at or after the start up to the
+// seam. It reports whether a record at or after the start was read.
+func (r *run) applyArchive(ctx context.Context, s *shardRun) (started bool, err error) {
+	a := s.seam
+	from := r.startOf(s.id)
+	last := ""
+	for _, o := range a.objects {
+		if r.stopping() || ctx.Err() != nil {
+			return started, nil
+		}
+		if stream.CompareSequence(o.First, a.last) > 0 {
+			break
+		}
+		if last != "" && stream.CompareSequence(o.Last, last) <= 0 {
+			continue
+		}
+		recs, err := r.archive.Records(ctx, o)
+		if err != nil {
+			return started, err
+		}
+		var page []kintypes.Record
+		for _, rec := range recs {
+			if last != "" && stream.CompareSequence(rec.Seq, last) <= 0 {
+				continue
+			}
+			if stream.CompareSequence(rec.Seq, a.last) > 0 {
+				break
+			}
+			last = rec.Seq
+			if !started && rec.Arrival.Before(from) {
+				continue
+			}
+			started = true
+			page = append(page, kintypes.Record{SequenceNumber: aws.String(rec.Seq), PartitionKey: aws.String(rec.Key),
+				Data: rec.Data, ApproximateArrivalTimestamp: aws.Time(rec.Arrival)})
+		}
+		for len(page) > 0 {
+			n := min(len(page), int(r.opts.BatchSize))
+			read, applied, skipped, err := r.apply(ctx, s.id, page[:n])
+			arrival := aws.ToTime(page[n-1].ApproximateArrivalTimestamp)
+			r.update(s, func(st *ShardStats) {
+				st.Started = true
+				st.Read += read
+				st.Archived += read
+				st.Applied += applied
+				st.Skipped += skipped
+				st.LastArrival = arrival
+			})
+			if err != nil {
+				return started, err
+			}
+			page = page[n:]
+		}
+	}
+	return started, nil
 }
 
 // apply hands a page to the handler as Lambda would: retried from the
@@ -282,6 +387,9 @@ func (r *run) status() (full, compact string) {
 			worst = &res.Shards[i]
 		}
 		fmt.Fprintf(&b, " | %s read %d applied %d", s.Shard, s.Read, s.Applied)
+		if s.Archived > 0 {
+			fmt.Fprintf(&b, " (%d from the archive)", s.Archived)
+		}
 		if s.Skipped > 0 {
 			fmt.Fprintf(&b, " skipped %d", s.Skipped)
 		}
@@ -325,10 +433,11 @@ func shardState(s ShardStats) string {
 func (r *run) fill(res *Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res.Shards, res.Read, res.Applied, res.Skipped = nil, 0, 0, 0
+	res.Shards, res.Read, res.Applied, res.Skipped, res.Archived = nil, 0, 0, 0, 0
 	for _, s := range r.shards {
 		res.Shards = append(res.Shards, s.stats)
 		res.Read += s.stats.Read
+		res.Archived += s.stats.Archived
 		res.Applied += s.stats.Applied
 		res.Skipped += s.stats.Skipped
 	}

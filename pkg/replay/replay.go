@@ -80,6 +80,17 @@ type Options struct {
 	Margin time.Duration
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Archive, for Run, is the events stream's archive in S3 (package
+	// archive). With it, a From older than the stream's retention is read
+	// from the archive up to the seam (ArchiveUntil), and from the stream
+	// after it, each shard joined at a sequence number (see the package doc).
+	Archive ArchiveSource
+	// ArchiveUntil is the seam: records that arrived before it are read
+	// from the archive, the rest from the stream. Zero: SeamMargin inside
+	// the stream's retention when From is older than it (else the archive
+	// is not read). It must lie after From, before now, and within the
+	// stream's retention.
+	ArchiveUntil time.Time
 }
 
 // Result is what a replay did.
@@ -92,8 +103,12 @@ type Result struct {
 	Shards          []ShardStats
 	Read, Applied   int
 	Skipped         int // records the handler kept failing, skipped after MaxAttempts
-	CaughtUp        time.Duration
-	Swapped         bool
+	// Archived counts the records of Read that came from the archive.
+	Archived int
+	// Seam is where the archive part ended (zero: the archive was not read).
+	Seam     time.Time
+	CaughtUp time.Duration
+	Swapped  bool
 	// CurrentRebuilt: after a swap, Current is a version replay rebuild
 	// created for Parameter, so delete-version accepts it; false for the
 	// stack's own views table (or one made by hand), which it refuses.
@@ -109,6 +124,7 @@ type Result struct {
 type ShardStats struct {
 	Shard              string
 	Read, Applied      int
+	Archived           int // of Read, from the archive
 	Skipped            int
 	MillisBehindLatest int64 // of the last page read; meaningful once Started
 	Started            bool  // a page was read
@@ -223,6 +239,7 @@ type job struct {
 	target  string
 	stream  *streamInfo
 	starts  map[string]time.Time
+	seam    *seamPlan
 	tagged  bool // the target is a table rebuild created (and tagged)
 	res     *Result
 	prog    *progress
@@ -235,7 +252,9 @@ type job struct {
 // package doc). The current table is left in place.
 //
 // It refuses (ErrRefused), before creating anything, a From in the future
-// or older than the stream's retention, and a Target that is the current
+// or older than the stream's retention (unless opts.Archive holds it: then
+// the archive is read up to opts.ArchiveUntil and the stream after it, and
+// a gap or overlap at that seam is refused), and a Target that is the current
 // table, exists, or is not named <base>-vN; and, after catching up, a swap
 // to a version that holds no items while the current one holds some
 // (unless AllowEmpty): the version is then left in place, not current.
@@ -286,11 +305,37 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 	if err != nil {
 		return nil, err
 	}
-	if oldest := now.Add(-st.retention); opts.From.Before(oldest) {
-		return nil, refuse("from", "%s is older than stream %s keeps records (RetentionPeriodHours %d: nothing that arrived before %s is left), so a rebuild from there would silently miss them; give a -from within the last %s",
+	oldest := now.Add(-st.retention)
+	if opts.From.Before(oldest) && opts.Archive == nil {
+		return nil, refuse("from", "%s is older than stream %s keeps records (RetentionPeriodHours %d: nothing that arrived before %s is left), so a rebuild from there would silently miss them; give a -from within the last %s, or -archive-bucket, the bucket the stack archives the stream to",
 			stamp(opts.From), st.name, int(st.retention/time.Hour), stamp(oldest), hours(st.retention))
 	}
-	res.Plan = append(plan.Describe(),
+	var seam *seamPlan
+	if opts.Archive != nil && (opts.From.Before(oldest) || !opts.ArchiveUntil.IsZero()) {
+		at := opts.ArchiveUntil
+		if at.IsZero() {
+			at = oldest.Add(SeamMargin)
+		}
+		switch {
+		case !at.After(opts.From):
+			return nil, refuse("archive-until", "%s is not after -from %s: the archive part would be empty", stamp(at), stamp(opts.From))
+		case at.After(now):
+			return nil, refuse("archive-until", "%s is in the future (it is %s now)", stamp(at), stamp(now))
+		case at.Before(oldest):
+			return nil, refuse("archive-until", "%s is older than stream %s keeps records (since %s): the stream part after it would miss records; give an -archive-until within the last %s",
+				stamp(at), st.name, stamp(oldest), hours(st.retention))
+		}
+		if seam, err = r.planSeam(ctx, opts, st, at); err != nil {
+			return nil, err
+		}
+		res.Seam = at
+	}
+	res.Plan = plan.Describe()
+	if seam != nil {
+		res.Plan = append(res.Plan, fmt.Sprintf("read the archive of %s in bucket %s (%d shards) for the records that arrived from %s to the seam at %s; then, on each shard, the stream after the last archived record (checked: no gap, no overlap)",
+			st.name, seam.bucket, len(seam.shards), stamp(opts.From), stamp(seam.at)))
+	}
+	res.Plan = append(res.Plan,
 		fmt.Sprintf("replay stream %s (%d shards, closed parents before their children) from %s into %s", st.name, len(st.shards), stamp(opts.From), target),
 		fmt.Sprintf("when every shard is caught up, and %s holds items (or -allow-empty), write %s into parameter %s (now %s)", target, target, r.reg.Name(), current),
 		fmt.Sprintf("then keep following for %s (the handover), and leave %s in place", opts.Handover, current))
@@ -306,7 +351,7 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 	if err := plan.Create(ctx, r.db); err != nil {
 		return nil, err
 	}
-	return r.follow(ctx, opts, &job{kind: "rebuild", field: "from", tagged: true, current: current, version: version, target: target, stream: st, res: res, prog: prog}, handlerFor)
+	return r.follow(ctx, opts, &job{kind: "rebuild", field: "from", tagged: true, current: current, version: version, target: target, stream: st, seam: seam, res: res, prog: prog}, handlerFor)
 }
 
 // UseVersion points the readers at an existing version (opts.Target) with
@@ -449,16 +494,39 @@ func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor 
 	if err != nil {
 		return res, err
 	}
-	run := &run{opts: opts, kin: r.kin, h: h, arn: j.stream.arn, region: regionOf(j.stream.arn), starts: j.starts, progress: prog,
+	run := &run{opts: opts, kin: r.kin, archive: opts.Archive, seam: j.seam, stream: j.stream.name, h: h, arn: j.stream.arn, region: regionOf(j.stream.arn), starts: j.starts, progress: prog,
 		stop: make(chan struct{}), caughtUp: make(chan struct{})}
+	// Shards the stream no longer lists are read from the archive first,
+	// one after the other, oldest first; then the stream's shards.
+	var archived *shardRun
+	if j.seam != nil {
+		for _, a := range j.seam.archiveOnlyOrder() {
+			s := &shardRun{id: a.shard, seam: a, done: make(chan struct{}), stats: ShardStats{Shard: a.shard, Waiting: true}}
+			if archived != nil {
+				s.parents = []*shardRun{archived}
+			}
+			run.shards = append(run.shards, s)
+			archived = s
+		}
+	}
 	for _, sh := range j.stream.shards {
-		run.shards = append(run.shards, &shardRun{id: aws.ToString(sh.ShardId), shard: sh, done: make(chan struct{}), stats: ShardStats{Shard: aws.ToString(sh.ShardId), Waiting: true}})
+		s := &shardRun{id: aws.ToString(sh.ShardId), shard: sh, done: make(chan struct{}), stats: ShardStats{Shard: aws.ToString(sh.ShardId), Waiting: true}}
+		if j.seam != nil {
+			s.seam = j.seam.shards[s.id]
+		}
+		run.shards = append(run.shards, s)
 	}
 	byID := map[string]*shardRun{}
 	for _, s := range run.shards {
 		byID[s.id] = s
 	}
 	for _, s := range run.shards {
+		if s.seam != nil && s.seam.archiveOnly {
+			continue
+		}
+		if archived != nil {
+			s.parents = append(s.parents, archived)
+		}
 		for _, p := range []*string{s.shard.ParentShardId, s.shard.AdjacentParentShardId} {
 			if ps, ok := byID[aws.ToString(p)]; ok {
 				s.parents = append(s.parents, ps)
@@ -625,6 +693,9 @@ func (r *Replayer) checkNotEmpty(ctx context.Context, opts Options, j *job) erro
 func (r *Replayer) summarize(ctx context.Context, opts Options, j *job) {
 	res := j.res
 	what := fmt.Sprintf("summary: replayed stream %s from %s into %s: read %d records, handed %d to the processor, skipped %d (kept failing)", j.stream.name, stamp(opts.From), j.target, res.Read, res.Applied, res.Skipped)
+	if j.seam != nil {
+		what += fmt.Sprintf("; %d of them from the archive in bucket %s (arrived before the seam at %s), %d from the stream after it", res.Archived, j.seam.bucket, stamp(j.seam.at), res.Read-res.Archived)
+	}
 	if j.kind == "use-version" {
 		what = fmt.Sprintf("summary: caught %s up on stream %s from where it got to: read %d records, handed %d to the processor (those already in it were skipped by its fences), skipped %d (kept failing)", j.target, j.stream.name, res.Read, res.Applied, res.Skipped)
 	}

@@ -1,0 +1,25 @@
+// Command archive keeps the events stream past its retention: on its own
+// event source mapping of the stream it writes every batch into the S3
+// bucket ARCHIVE_BUCKET_NAME as gzip'd JSON lines, one object per shard and
+// arrival hour, each record with its shard, sequence number, arrival time,
+// partition key and data, so that cmd/replay rebuild can read the archive
+// up to a sequence number and the stream after it. The logic is in package
+// archive.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/tributary-dev/tributary/internal/lambdamain"
+	"github.com/tributary-dev/tributary/pkg/archive"
+)
+
+// EnvBucket names the archive bucket.
+const EnvBucket = "ARCHIVE_BUCKET_NAME"
+
+func main() {
+	m := lambdamain.Main{Function: "archive"}
+	bucket := m.RequireEnv(EnvBucket, "the S3 bucket the events stream is archived to")
+	cfg := m.AWSConfig()
+	lambda.Start(archive.NewArchiver(archive.NewS3Client(cfg), bucket).Handle)
+}

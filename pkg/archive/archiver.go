@@ -1,0 +1,107 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// objectPutter is the S3 call the archiver makes.
+type objectPutter interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+}
+
+var _ objectPutter = (*s3.Client)(nil)
+
+// Archiver writes the batches of its event source mapping into Bucket.
+type Archiver struct {
+	s3     objectPutter
+	bucket string
+}
+
+// NewArchiver returns an Archiver writing into bucket with client.
+func NewArchiver(client objectPutter, bucket string) *Archiver {
+	return &Archiver{s3: client, bucket: bucket}
+}
+
+// Handle writes ev's records, one object per shard and arrival hour. Any
+// failure fails the whole batch, which Lambda retries from its first record:
+// the archive must not skip a record, and writing an object again is
+// harmless (its name is a function of its records; the reader keeps each
+// sequence number once where a retried batch overlaps a written one).
+func (a *Archiver) Handle(ctx context.Context, ev events.KinesisEvent) error {
+	groups, err := group(ev)
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		body, err := Encode(g.recs)
+		if err != nil {
+			return err
+		}
+		if _, err := a.s3.PutObject(ctx, &s3.PutObjectInput{
+			Bucket: aws.String(a.bucket), Key: aws.String(g.key), Body: bytes.NewReader(body),
+			ContentType: aws.String("application/x-ndjson"), ContentEncoding: aws.String("gzip"),
+			ServerSideEncryption: s3types.ServerSideEncryptionAes256,
+		}); err != nil {
+			return fmt.Errorf("writing %s (%d records) to bucket %s: %w", g.key, len(g.recs), a.bucket, err)
+		}
+	}
+	return nil
+}
+
+type objectGroup struct {
+	key  string
+	recs []Record
+}
+
+// group splits a batch into objects: one per shard and arrival hour, in
+// the batch's order.
+func group(ev events.KinesisEvent) ([]objectGroup, error) {
+	var out []objectGroup
+	at := map[string]int{}
+	for i, r := range ev.Records {
+		shard, ok := shardOf(r.EventID)
+		if !ok {
+			return nil, fmt.Errorf("Records[%d].eventID %q: want shardId-…:<sequence number>", i, r.EventID)
+		}
+		name, ok := streamOf(r.EventSourceArn)
+		if !ok {
+			return nil, fmt.Errorf("Records[%d].eventSourceARN %q: want a Kinesis stream's ARN", i, r.EventSourceArn)
+		}
+		if !seqRE.MatchString(r.Kinesis.SequenceNumber) {
+			return nil, fmt.Errorf("Records[%d].kinesis.sequenceNumber %q: not a sequence number", i, r.Kinesis.SequenceNumber)
+		}
+		rec := Record{Shard: shard, Seq: r.Kinesis.SequenceNumber, Arrival: r.Kinesis.ApproximateArrivalTimestamp.UTC(),
+			Key: r.Kinesis.PartitionKey, Data: r.Kinesis.Data}
+		g := name + "\x00" + HourPrefix(name, rec.Arrival) + shard
+		j, ok := at[g]
+		if !ok {
+			j = len(out)
+			at[g] = j
+			out = append(out, objectGroup{key: name})
+		}
+		out[j].recs = append(out[j].recs, rec)
+	}
+	for i := range out {
+		out[i].key = Key(out[i].key, out[i].recs)
+	}
+	return out, nil
+}
+
+// streamOf is the stream name of a Kinesis stream ARN
+// (arn:aws:kinesis:<region>:<account>:stream/<name>).
+func streamOf(arn string) (string, bool) {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[2] != "kinesis" {
+		return "", false
+	}
+	name, ok := strings.CutPrefix(parts[5], "stream/")
+	return name, ok && name != ""
+}

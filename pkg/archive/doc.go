@@ -1,0 +1,28 @@
+// Package archive keeps the events stream past its retention in S3 and reads
+// it back for a replay.
+//
+// The archiver (Archiver, run by functions/archive on its own event source
+// mapping of the events stream) writes every batch Lambda hands it as
+// gzip'd JSON lines, one object per shard and arrival hour:
+//
+//	archive/<stream>/dt=YYYY-MM-DD/hh=HH/<shard>-<firstSeq>-<lastSeq>.jsonl.gz
+//
+// Each line is one Kinesis record as it was on the stream: its shard,
+// sequence number, approximate arrival time, partition key and data
+// (Record). The name is a function of the records, so a retried batch
+// writes the same object again, and a retry that starts at the same record
+// with more records after it writes an object that overlaps the first: the
+// reader keeps each sequence number once.
+//
+// Amazon Data Firehose is not used: its records lose the shard and sequence
+// number, which a replay needs to join the archive to the stream without a
+// gap or a double count (package replay's seam) and which the views' fences
+// compare; docs/archive.md says more.
+//
+// Reader lists the objects of a time range (the key's date and hour are the
+// first record's arrival, so the keys sort by time), groups them by shard in
+// sequence order, and hands each shard's records in order. An object that
+// cannot be read (missing, archived to a class that needs a restore) or is
+// corrupt (not gzip, a line that is not a record, a record of another shard
+// or outside the name's range, out of order) is an *ObjectError naming it.
+package archive

@@ -154,8 +154,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	catchUp := func() {
 		pipelineFlag = true
-		fs.Func("pipeline", "the pipeline's JSON config file, as the aggregate function runs it (default $PIPELINE_CONFIG); for rebuild, give it once for each pipeline sharing the views table, a newly added one included: the new version holds the windows of those given", func(v string) error {
-			pipelineFiles = append(pipelineFiles, v)
+		fs.Func("pipeline", "the pipeline's JSON config file, as the aggregate function runs it (default $PIPELINE_CONFIG), or a directory of pipeline files (every aggregation in it; join and CEP files are left out); for rebuild, give it once for each pipeline sharing the views table, a newly added one included: the new version holds the windows of those given", func(v string) error {
+			files, err := aggregationFiles(v)
+			if err != nil {
+				return err
+			}
+			pipelineFiles = append(pipelineFiles, files...)
 			return nil
 		})
 		handover = fs.Duration("handover", max(time.Minute, refresh), fmt.Sprintf("how long to keep following after the swap: from the functions' refresh interval (%s: $VIEWS_REFRESH_SECONDS, else the stack's 30s) to %s", refresh, maxHandover))
@@ -425,6 +429,28 @@ func parseFrom(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, cli.Usagef("from", "%s: a duration ago must be positive (2h means two hours ago)", s)
 	}
 	return now.Add(-d), nil
+}
+
+// aggregationFiles is what one -pipeline value names: the file itself, or,
+// for a directory such as pipelines/, each windowed aggregation file in it.
+func aggregationFiles(v string) ([]string, error) {
+	if st, err := os.Stat(v); err != nil || !st.IsDir() {
+		return []string{v}, nil // a file: read, and its errors named, with the other flags
+	}
+	files, err := pipeline.LoadDir(v)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, f := range files {
+		if f.Kind == pipeline.KindAggregate {
+			paths = append(paths, f.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("%s holds no aggregation pipeline file", v)
+	}
+	return paths, nil
 }
 
 func loadPipeline(file string, lookup func(string) (string, bool)) (*pipeline.Config, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -359,5 +360,25 @@ func TestRebuildBackfillsFromTheArchive(t *testing.T) {
 		if n != 12 {
 			t.Errorf("pipeline %s counts %d events in views-v2, want all 12", name, n)
 		}
+	}
+}
+
+// TestPipelineFlagTakesADirectory: -pipeline pipelines/ stands for every
+// aggregation file there, and leaves the join and CEP files out (a rebuild
+// given those would be refused).
+func TestPipelineFlagTakesADirectory(t *testing.T) {
+	got, err := aggregationFiles("../../pipelines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range got {
+		names = append(names, filepath.Base(p))
+	}
+	if want := []string{"checkouts.json", "pageviews.json"}; !slices.Equal(names, want) {
+		t.Errorf("-pipeline ../../pipelines = %v, want %v", names, want)
+	}
+	if got, err := aggregationFiles("../../pipelines/pageviews.json"); err != nil || len(got) != 1 {
+		t.Errorf("-pipeline of a file = %v, %v: want the file", got, err)
 	}
 }

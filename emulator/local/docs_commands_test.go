@@ -197,6 +197,9 @@ var documented = []howChecked{
 	// docs/performance.md
 	{file: "docs/performance.md", prefix: "make bench", runBy: "emulator/local TestDocumentedCommandsRun"},
 	// docs/results.md
+	// docs/archive.md
+	{file: "docs/archive.md", prefix: "go run ./cmd/replay rebuild -pipeline pipelines/pageviews.json -pipeline pipelines/checkouts.json", account: true},
+	{file: "docs/archive.md", prefix: "go run ./cmd/replay rebuild -pipeline pipelines/ ", account: true},
 	// docs/tail.md
 	{file: "docs/tail.md", prefix: "make tail STREAM=", runBy: "emulator/local TestDocumentedCommandsRun"},
 	{file: "docs/tail.md", prefix: "aws cloudformation describe-stacks --stack-name Tributary --query", account: true},

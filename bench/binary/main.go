@@ -32,8 +32,8 @@ func main() {
 }
 
 // payloads are the cheapest invocations each function answers: an empty
-// batch for the stream and queue consumers (detect, join and project on
-// Kinesis, publish on the event store's DynamoDB stream), a request ingest
+// batch for the stream and queue consumers (detect, join, project and
+// archive on Kinesis, publish on the event store's DynamoDB stream), a request ingest
 // refuses without writing, a rule rules refuses and a command commands
 // refuses (both empty bodies, refused before any table is read), a tick
 // over an empty views table, a snapshot request missing its fields.
@@ -48,6 +48,7 @@ var payloads = map[string]string{
 	"join":       `{"Records":[]}`,
 	"publish":    `{"Records":[]}`,
 	"project":    `{"Records":[]}`,
+	"archive":    `{"Records":[]}`,
 	"ingest":     functionURLRequest("POST", "/"),
 	"rules":      functionURLRequest("POST", "/rules"),
 	"commands":   functionURLRequest("POST", "/commands"),
@@ -103,6 +104,7 @@ func environment(root, endpoint string) (map[string]string, error) {
 		// commands, publish, project (event sourcing)
 		es.EnvEventsTable: "show-events", es.EnvSnapshotsTable: "show-snapshots",
 		es.EnvCommandsTable: "show-commands", es.EnvStreamName: "show-published",
+		"ARCHIVE_BUCKET_NAME": "archive", // an empty batch writes no object
 	}, nil
 }
 

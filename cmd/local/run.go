@@ -250,8 +250,11 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 		{"stream–table and table–table joins", func(ctx context.Context, w io.Writer) error {
 			return demoJoins(ctx, stack, topo.ingestURL, w)
 		}},
-		{"stream–stream join and CEP rules", func(ctx context.Context, w io.Writer) error {
-			return demoJoinsCEP(ctx, stack, topo.ingestURL, w)
+		{"stream–stream join", func(ctx context.Context, w io.Writer) error {
+			return demoStreamJoin(ctx, stack, topo.ingestURL, w)
+		}},
+		{"CEP rules", func(ctx context.Context, w io.Writer) error {
+			return demoCEPRules(ctx, stack, topo.ingestURL, w)
 		}},
 		{"tasks, dead letter and redrive", func(ctx context.Context, w io.Writer) error {
 			return demoWork(ctx, stack, w, out)
@@ -678,17 +681,25 @@ func demoJoins(ctx context.Context, stack *local.Stack, ingestURL string, w io.W
 	return tl.Demo(ctx, w)
 }
 
-// demoJoinsCEP shows the stream–stream join (a search with a click joined,
-// one without unmatched after the bound, the click-through rate) and CEP
-// rules added and removed while detect runs.
-func demoJoinsCEP(ctx context.Context, stack *local.Stack, ingestURL string, w io.Writer) error {
+// demoStreamJoin shows the stream–stream join: a search joined with its
+// click, and one with none emitted as unmatched once the watermark passes
+// the bound.
+func demoStreamJoin(ctx context.Context, stack *local.Stack, ingestURL string, w io.Writer) error {
 	j, err := stack.FindJoinsAndRules()
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "▸ stream–stream join %s ⋈ %s by session within %s (%s join, pipelines/%s.json) ─join─► %s\n",
 		j.Join.Left, j.Join.Right, j.Join.Within, j.Join.Kind, j.Join.Name, j.JoinsStream)
-	if err := j.DemoJoin(ctx, ingestURL, w); err != nil {
+	return j.DemoJoin(ctx, ingestURL, w)
+}
+
+// demoCEPRules shows CEP rules added and deleted through the rules
+// function's URL while detect runs (their own keys and event types: it
+// runs beside the join).
+func demoCEPRules(ctx context.Context, stack *local.Stack, ingestURL string, w io.Writer) error {
+	j, err := stack.FindJoinsAndRules()
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "▸ CEP: rules in DynamoDB table %s, added and removed at runtime ─detect─► %s\n", j.RulesTable, j.MatchesStream)

@@ -117,18 +117,21 @@ func TestFlushIntervalDefaultsToAMinute(t *testing.T) {
 		{"props FlushPerBatch over context 300", map[string]any{ContextFlushInterval: 300.0}, FlushPerBatch, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			assets := t.TempDir()
-			writeDummyAssets(assets)
-			ctx := map[string]any{ContextAssetDir: assets}
-			for k, v := range tt.context {
-				ctx[k] = v
+			tmpl := fx.tmpl // cdk.json's context and no props: the shared fixture's stack
+			if tt.context != nil || tt.props != 0 {
+				assets := t.TempDir()
+				writeDummyAssets(assets)
+				ctx := map[string]any{ContextAssetDir: assets}
+				for k, v := range tt.context {
+					ctx[k] = v
+				}
+				app := newTestApp(t.TempDir(), ctx)
+				stack, err := NewTributaryStack(app, StackID, &TributaryStackProps{FlushInterval: tt.props})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tmpl = templateOf(stack.Stack)
 			}
-			app := newTestApp(t.TempDir(), ctx)
-			stack, err := NewTributaryStack(app, StackID, &TributaryStackProps{FlushInterval: tt.props})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tmpl := templateOf(stack.Stack)
 			aggregateID, _ := tmpl.function(t, FunctionAggregate)
 			assertProps(t, "aggregate mapping", tmpl.mappingOf(t, aggregateID).Properties, map[string]any{"TumblingWindowInSeconds": tt.want})
 		})
@@ -169,8 +172,13 @@ func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 		"ParallelizationFactor":   2.0,
 	})
 
-	if stack.Pipelines.WindowResults != nil || len(tmpl.ofType("AWS::Kinesis::Stream")) != 6 {
-		t.Errorf("a pipeline without outputs.stream has a WindowResults stream (want only Events, Enriched, Joins, Matches, ShowEvents and statuscodes' Results)")
+	if stack.Pipelines.WindowResults != nil {
+		t.Errorf("a pipeline without outputs.stream has a WindowResults stream")
+	}
+	for id := range tmpl.ofType("AWS::Kinesis::Stream") {
+		if strings.HasPrefix(id, "WindowResults") {
+			t.Errorf("a pipeline without outputs.stream: the template has stream %s", id)
+		}
 	}
 	if _, ok := tmpl.Outputs["WindowResultsStreamName"]; ok {
 		t.Error("output WindowResultsStreamName without a results stream")

@@ -155,11 +155,10 @@ func seededScenarios(t *testing.T, test string, n int, run func(t *testing.T, ba
 
 // TestFaultInjectionMatchesEqualReference plays seeded histories (out of
 // order, late events, producer copies) through the CEP handler under
-// Lambda's retry patterns and throttled reads and writes, with a rule of
-// every form, and compares the distinct match records on the matches
-// stream with the reference: zero mismatches, and every match id always
-// with one content. The scenarios run on memdb, the first -fault.moto on
-// moto too.
+// Lambda's retry patterns, with a rule of every form, and compares the
+// distinct match records on the matches stream with the reference: zero
+// mismatches, and every match id always with one content. The scenarios
+// run on memdb, the first -fault.moto on moto too.
 func TestFaultInjectionMatchesEqualReference(t *testing.T) {
 	var rules []*Rule
 	for _, doc := range randomRules {
@@ -203,7 +202,7 @@ func cepScenario(t *testing.T, rules []*Rule, backend faultBackend, seed int) {
 	var mappings []*keyedtest.Mapping
 	for shard, recs := range shards {
 		bd, bk := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
-		fdb, fkin := &keyedtest.DB{Client: store, B: bd, ThrottleEvery: 40}, &keyedtest.Kinesis{Putter: kout, B: bk}
+		fdb, fkin := &keyedtest.DB{Client: store, B: bd}, &keyedtest.Kinesis{Putter: kout, B: bk}
 		m := &keyedtest.Mapping{T: t, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), Budgets: []*keyedtest.Budget{bd, bk}, MaxBatch: 8,
 			New: func() keyedtest.Handler {
 				return NewHandler(cfg, state.NewViews(fdb, table, nil), fkin, out, newStaticRules(rules), func() time.Time { return base },

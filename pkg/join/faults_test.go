@@ -296,8 +296,9 @@ var (
 )
 
 // TestFaultInjectionOutputsEqualReference plays seeded histories through
-// the join under Lambda's retry patterns and producer copies, then
-// compares the distinct records on the joins stream
+// the join under Lambda's retry patterns, state writes whose answer is
+// lost and producer copies, then compares the distinct records on the
+// joins stream
 // with the reference: zero mismatches, every id always with the same
 // content, and every reused id set aside. The scenarios run on memdb, and
 // the first -fault.moto of each kind on moto too, so that memdb cannot
@@ -347,7 +348,7 @@ func joinScenario(t *testing.T, kind string, backend faultBackend, seed int) {
 	var mappings []*keyedtest.Mapping
 	for shard, recs := range shards {
 		bd, bk := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
-		fdb, fkin := &keyedtest.DB{Client: store, B: bd}, &keyedtest.Kinesis{Putter: kout, B: bk}
+		fdb, fkin := &keyedtest.DB{Client: store, B: bd, LoseEvery: 20}, &keyedtest.Kinesis{Putter: kout, B: bk}
 		crashes = append(crashes, bd, bk)
 		m := &keyedtest.Mapping{T: t, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), Budgets: []*keyedtest.Budget{bd, bk}, MaxBatch: 8,
 			New: func() keyedtest.Handler {

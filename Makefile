@@ -171,9 +171,8 @@ bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 eve
 	$(GO) run ./bench/es
 
 .PHONY: soak
-soak: deps-local ## the fault-injection harness and the Kafka Streams conformance with many more seeded scenarios than make test (2,000 aggregate scenarios per write path on memdb, 4 of them also on moto: about 0.25 s of CPU each; 200 conformance histories per window kind and late policy: about 3 min)
-	$(GO) test -count=1 -timeout 60m -run FaultInjection ./pkg/aggregate -args -fault.seeds=2000 -fault.moto=4
-	$(GO) test -count=1 -timeout 60m -run TestKafkaStreamsConformance ./conformance -args -conformance.seeds=200
+soak: deps-local ## every fault-injection harness with many seeds: aggregate (1,500 per write path, every window kind), join (1,000 per kind), CEP (2,000, and 60 bursts), dedupe (2,000), event sourcing (2,000) on memdb, the first 2 of each also on moto; then 200 Kafka Streams conformance histories per window kind and late policy. Prints a SOAK line per harness and each failing seed's command (scripts/soak.sh; SOAK_<HARNESS>=n to change a count)
+	GO=$(GO) scripts/soak.sh
 
 FUZZTIME  ?= 30s
 FUZZFLAGS ?=

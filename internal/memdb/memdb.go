@@ -12,10 +12,14 @@
 // A fake of DynamoDB is right in this project in three places only: a
 // throughput benchmark of the handler (bench/throughput) must not time
 // HTTP, signing and a stand-in's Python, and the Kafka Streams conformance
-// test (conformance) and pkg/aggregate's fault-injection harness run
-// thousands of seeded batches through the real handler, which moto would
-// make minutes long (the harness also runs a sample of its scenarios on
-// moto, so that the two cannot drift apart). Everything else that proves
+// test (conformance) and the fault-injection harnesses (pkg/aggregate,
+// pkg/join, pkg/cep, pkg/dedupe, pkg/es; make soak) run thousands of seeded
+// scenarios through the real code, which moto would make hours long (each
+// harness also runs a sample of its scenarios on moto, so that the two
+// cannot drift apart). Tables have a string partition key and a string or
+// number sort key, or none (the event store's snapshots and commands);
+// Query answers a first page under a Limit, with its LastEvaluatedKey, and
+// projects top-level attributes. Everything else that proves
 // behaviour runs against moto (emulator/standin), and memdb's own tests
 // check it against moto on the same requests (byte-equal items). It does not bill, throttle, paginate (pages are whole) or
 // evaluate nested paths: no caller needs them.
@@ -39,8 +43,8 @@ import (
 // Its projection is KEYS_ONLY (the table's keys and its own).
 type Index struct{ PK, SK string }
 
-// Schema is a table's key: a string partition key and a string sort key,
-// and its indexes by name.
+// Schema is a table's key: a string partition key and a string or number
+// sort key ("": none), and its indexes by name.
 type Schema struct {
 	PK, SK  string
 	Indexes map[string]Index
@@ -77,15 +81,26 @@ func (d *DB) table(name *string) (*table, error) {
 }
 
 func (t *table) keyOf(key map[string]types.AttributeValue) (string, string, error) {
-	pk, ok1 := key[t.PK].(*types.AttributeValueMemberS)
-	sk, ok2 := key[t.SK].(*types.AttributeValueMemberS)
-	if !ok1 || !ok2 {
+	pk, ok := key[t.PK].(*types.AttributeValueMemberS)
+	if !ok {
 		return "", "", validation("The provided key element does not match the schema")
 	}
-	return pk.Value, sk.Value, nil
+	if t.SK == "" {
+		return pk.Value, "", nil
+	}
+	switch sk := key[t.SK].(type) {
+	case *types.AttributeValueMemberS:
+		return pk.Value, sk.Value, nil
+	case *types.AttributeValueMemberN:
+		return pk.Value, "n" + number(sk.Value).String(), nil
+	}
+	return "", "", validation("The provided key element does not match the schema")
 }
 
 func (t *table) newItem(key map[string]types.AttributeValue) map[string]types.AttributeValue {
+	if t.SK == "" {
+		return map[string]types.AttributeValue{t.PK: key[t.PK]}
+	}
 	return map[string]types.AttributeValue{t.PK: key[t.PK], t.SK: key[t.SK]}
 }
 
@@ -480,12 +495,42 @@ func (d *DB) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamo
 			items[i], items[j] = items[j], items[i]
 		}
 	}
-	if in.Limit != nil && int(*in.Limit) < len(items) {
-		// DynamoDB would answer a page and a LastEvaluatedKey; no caller
-		// asks for pages, so say so rather than drop items.
-		return nil, validation("memdb: Query with a Limit below the result is not supported")
+	if in.ExclusiveStartKey != nil {
+		// No caller reads a second page: say so rather than answer the first again.
+		return nil, validation("memdb: Query with an ExclusiveStartKey is not supported")
 	}
-	return &dynamodb.QueryOutput{Items: items, Count: int32(len(items))}, nil
+	out := &dynamodb.QueryOutput{}
+	if in.Limit != nil && int(*in.Limit) < len(items) {
+		// A page, and the key of its last item to go on from (the event
+		// store's latest version: the last item of a backward query).
+		items = items[:*in.Limit]
+		last := items[len(items)-1]
+		out.LastEvaluatedKey = map[string]types.AttributeValue{t.PK: last[t.PK]}
+		if t.SK != "" {
+			out.LastEvaluatedKey[t.SK] = last[t.SK]
+		}
+		if in.IndexName != nil {
+			out.LastEvaluatedKey[pkAttr], out.LastEvaluatedKey[skAttr] = last[pkAttr], last[skAttr]
+		}
+	}
+	if p := aws.ToString(in.ProjectionExpression); p != "" {
+		// Top-level attribute names only ("a, #b"): what callers project.
+		for i, it := range items {
+			kept := map[string]types.AttributeValue{}
+			for _, name := range strings.Split(p, ",") {
+				name = strings.TrimSpace(name)
+				if n, ok := in.ExpressionAttributeNames[name]; ok {
+					name = n
+				}
+				if v, ok := it[name]; ok {
+					kept[name] = v
+				}
+			}
+			items[i] = kept
+		}
+	}
+	out.Items, out.Count = items, int32(len(items))
+	return out, nil
 }
 
 // Items returns a copy of every item of a table, for tests.

@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/memdb"
+	"github.com/tributary-dev/tributary/pkg/emit"
 	"github.com/tributary-dev/tributary/pkg/keyed"
 	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
 	"github.com/tributary-dev/tributary/pkg/setaside"
@@ -32,11 +34,13 @@ import (
 )
 
 var (
-	db    *dynamodb.Client
-	kin   *kinesis.Client
-	seeds = flag.Int("fault.seeds", 4, "CEP fault-injection scenarios")
-	names atomic.Int64
-	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	db             *dynamodb.Client
+	kin            *kinesis.Client
+	seeds          = flag.Int("fault.seeds", 4, "CEP fault-injection scenarios on the in-process DynamoDB (internal/memdb); make soak runs many more")
+	faultMotoSeeds = flag.Int("fault.moto", 1, "of those scenarios, how many (the first) also run on moto, so that memdb cannot drift from it")
+	faultFirstSeed = flag.Int("fault.seed", 1, "the first scenario's seed: a failing scenario prints the command that runs it alone")
+	names          atomic.Int64
+	quiet          = slog.New(slog.NewTextHandler(io.Discard, nil))
 )
 
 func TestMain(m *testing.M) {
@@ -70,81 +74,161 @@ func newStaticRules(rules []*Rule) staticRules {
 func (s staticRules) Version(context.Context) (int64, error)      { return 1, nil }
 func (s staticRules) List(context.Context) ([]*StoredRule, error) { return s, nil }
 
+// faultBackend is where a scenario's state and quarantine tables and its
+// matches stream live: moto (emulator/standin, the package's shared one)
+// or the in-process DynamoDB (internal/memdb) with a stream in memory,
+// which answers CEP's requests as moto does, so that thousands of
+// scenarios run in minutes.
+type faultBackend struct {
+	name string
+	// open returns the DynamoDB holding a new state table and a new
+	// quarantine table, their names, the matches stream's client and name,
+	// a reader of the stream and a reader of the sequence numbers set aside.
+	open func(t *testing.T) (store memdb.Client, table, quarantine string, out emit.Putter, outName string,
+		read func() [][]byte, aside func() []string)
+}
+
+var (
+	onMemdb = faultBackend{name: "memdb", open: func(t *testing.T) (memdb.Client, string, string, emit.Putter, string, func() [][]byte, func() []string) {
+		mem := memdb.New(map[string]memdb.Schema{"cep-state": memdb.ViewsTable, "quarantine": memdb.QuarantineTable})
+		out := &keyedtest.Stream{}
+		return mem, "cep-state", "quarantine", out, "matches", out.Records, func() []string { return setAsideSeqs(mem.Items("quarantine")) }
+	}}
+	onMoto = faultBackend{name: "moto", open: func(t *testing.T) (memdb.Client, string, string, emit.Putter, string, func() [][]byte, func() []string) {
+		ctx := context.Background()
+		table, out, quarantine := name("cep-state"), name("matches"), name("quarantine")
+		if err := state.CreateTable(ctx, db, table); err != nil {
+			t.Fatal(err)
+		}
+		if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+			t.Fatal(err)
+		}
+		keyedtest.CreateStream(t, kin, out, 1)
+		return db, table, quarantine, kin, out, func() [][]byte { return keyedtest.ReadAll(t, kin, out) }, func() []string {
+			scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(quarantine)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return setAsideSeqs(scan.Items)
+		}
+	}}
+)
+
+// setAsideSeqs returns the sequence numbers of a quarantine table's items, sorted.
+func setAsideSeqs(items []map[string]ddbtypes.AttributeValue) []string {
+	var out []string
+	for _, it := range items {
+		if s, ok := it["sequenceNumber"].(*ddbtypes.AttributeValueMemberS); ok {
+			out = append(out, s.Value)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// seededScenarios runs run for n seeds from -fault.seed on memdb and the
+// first -fault.moto of them on moto too, each a parallel subtest named by
+// its backend and seed; a failing one prints the command that runs it alone.
+func seededScenarios(t *testing.T, test string, n int, run func(t *testing.T, backend faultBackend, seed int)) {
+	first := *faultFirstSeed
+	for _, b := range []struct {
+		backend faultBackend
+		n       int
+	}{{onMoto, min(*faultMotoSeeds, n)}, {onMemdb, n}} {
+		t.Run(b.backend.name, func(t *testing.T) {
+			t.Parallel()
+			for seed := first; seed < first+b.n; seed++ {
+				t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+					t.Parallel()
+					t.Cleanup(func() {
+						if t.Failed() {
+							t.Logf("run this scenario alone: go test -count=1 -run '^%s$/^%s$/^seed-%d$' ./pkg/cep -args -fault.seed=%d",
+								test, b.backend.name, seed, seed)
+						}
+					})
+					run(t, b.backend, seed)
+				})
+			}
+		})
+	}
+}
+
 // TestFaultInjectionMatchesEqualReference plays seeded histories (out of
 // order, late events, producer copies) through the CEP handler under
-// Lambda's retry patterns against the stand-in, with a rule of every form,
-// and compares the distinct match records on the matches stream with the
-// reference: zero mismatches, and every match id always with one content.
+// Lambda's retry patterns, with a rule of every form, and compares the
+// distinct match records on the matches stream with the reference: zero
+// mismatches, and every match id always with one content. The scenarios
+// run on memdb, the first -fault.moto on moto too.
 func TestFaultInjectionMatchesEqualReference(t *testing.T) {
 	var rules []*Rule
 	for _, doc := range randomRules {
 		rules = append(rules, rule(t, doc))
 	}
+	seededScenarios(t, "TestFaultInjectionMatchesEqualReference", *seeds, func(t *testing.T, backend faultBackend, seed int) {
+		cepScenario(t, rules, backend, seed)
+	})
+}
+
+// cepScenario plays one seeded scenario on backend.
+func cepScenario(t *testing.T, rules []*Rule, backend faultBackend, seed int) {
 	rs := NewRuleSet(newStaticRules(rules), base)
 	cfg := &Config{Name: "faults", OutOfOrderness: 3 * time.Second, IdleTimeout: 10 * time.Second, DedupeHorizon: time.Hour}
-	for seed := 1; seed <= *seeds; seed++ {
-		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			table, out, quarantine := name("cep-state"), name("matches"), name("quarantine")
-			if err := state.CreateTable(ctx, db, table); err != nil {
-				t.Fatal(err)
+	ctx := context.Background()
+	store, table, quarantine, kout, out, read, _ := backend.open(t)
+	rng := rand.New(rand.NewPCG(uint64(seed), 17))
+	shards := map[string][]shardRecord{}
+	for s := 0; s < 2; s++ {
+		shard := fmt.Sprintf("shardId-00000000000%d", s)
+		seq := 1 + rng.IntN(5)
+		evs := randomHistory(rng, 50+rng.IntN(50))
+		var history []stream.Envelope
+		for i, e := range evs {
+			e.ID = fmt.Sprintf("%d-%s", s, e.ID)
+			e.Key = fmt.Sprintf("s%d-%s", s, e.Key)
+			shards[shard] = append(shards[shard], shardRecord{shard: shard, seq: seq, env: e})
+			history = append(history, e)
+			seq += 1 + rng.IntN(3)
+			if rng.IntN(6) == 0 {
+				// A producer resends an earlier event (same bytes, new arrival).
+				cp := history[rng.IntN(len(history))]
+				cp.ReceivedAt = evs[i].ReceivedAt
+				shards[shard] = append(shards[shard], shardRecord{shard: shard, seq: seq, env: cp, copyOf: true})
+				seq += 1 + rng.IntN(3)
 			}
-			if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
-				t.Fatal(err)
-			}
-			keyedtest.CreateStream(t, kin, out, 1)
-			rng := rand.New(rand.NewPCG(uint64(seed), 17))
-			shards := map[string][]shardRecord{}
-			for s := 0; s < 2; s++ {
-				shard := fmt.Sprintf("shardId-00000000000%d", s)
-				seq := 1 + rng.IntN(5)
-				evs := randomHistory(rng, 50+rng.IntN(50))
-				var history []stream.Envelope
-				for i, e := range evs {
-					e.ID = fmt.Sprintf("%d-%s", s, e.ID)
-					e.Key = fmt.Sprintf("s%d-%s", s, e.Key)
-					shards[shard] = append(shards[shard], shardRecord{shard: shard, seq: seq, env: e})
-					history = append(history, e)
-					seq += 1 + rng.IntN(3)
-					if rng.IntN(6) == 0 {
-						// A producer resends an earlier event (same bytes, new arrival).
-						cp := history[rng.IntN(len(history))]
-						cp.ReceivedAt = evs[i].ReceivedAt
-						shards[shard] = append(shards[shard], shardRecord{shard: shard, seq: seq, env: cp, copyOf: true})
-						seq += 1 + rng.IntN(3)
-					}
-				}
-			}
-			sink := setaside.New(db, quarantine)
-			var wg sync.WaitGroup
-			for shard, recs := range shards {
-				bd, bk := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
-				fdb, fkin := &keyedtest.DB{Client: db, B: bd}, &keyedtest.Kinesis{Client: kin, B: bk}
-				m := &keyedtest.Mapping{T: t, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), Budgets: []*keyedtest.Budget{bd, bk}, MaxBatch: 8,
-					New: func() keyedtest.Handler {
-						return NewHandler(cfg, state.NewViews(fdb, table, nil), fkin, out, newStaticRules(rules), func() time.Time { return base },
-							keyed.WithLogger(quiet), keyed.WithSetAside(sink), keyed.WithBackoff(func(int) time.Duration { return time.Millisecond }),
-							keyed.WithDedupe(keyed.NewLedger(fdb, table, cfg.Name, cfg.DedupeHorizon)))
-					}}
-				wg.Add(1)
-				go func() { defer wg.Done(); m.Run(kinesisRecords(recs)) }()
-			}
-			wg.Wait()
-			h := NewHandler(cfg, state.NewViews(db, table, nil), kin, out, newStaticRules(rules), func() time.Time { return base }, keyed.WithLogger(quiet))
-			for _, at := range []time.Time{base.Add(24 * time.Hour), base.Add(25 * time.Hour)} {
-				if _, err := h.Tick(ctx, at); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got := describeMatches(t, keyedtest.ReadAll(t, kin, out))
-			want := referenceOfShards(rs, rules, shards, cfg.OutOfOrderness)
-			if d := diff(got, want); d != "" {
-				t.Fatalf("matches differ from the reference (%d got, %d want):\n%s", len(got), len(want), d)
-			}
-			t.Logf("%d matches", len(want))
-		})
+		}
 	}
+	sink := setaside.New(store, quarantine)
+	var wg sync.WaitGroup
+	var mappings []*keyedtest.Mapping
+	for shard, recs := range shards {
+		bd, bk := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
+		fdb, fkin := &keyedtest.DB{Client: store, B: bd}, &keyedtest.Kinesis{Putter: kout, B: bk}
+		m := &keyedtest.Mapping{T: t, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), Budgets: []*keyedtest.Budget{bd, bk}, MaxBatch: 8,
+			New: func() keyedtest.Handler {
+				return NewHandler(cfg, state.NewViews(fdb, table, nil), fkin, out, newStaticRules(rules), func() time.Time { return base },
+					keyed.WithLogger(quiet), keyed.WithSetAside(sink), keyed.WithBackoff(func(int) time.Duration { return time.Millisecond }),
+					keyed.WithDedupe(keyed.NewLedger(fdb, table, cfg.Name, cfg.DedupeHorizon)))
+			}}
+		mappings = append(mappings, m)
+		wg.Add(1)
+		go func() { defer wg.Done(); m.Run(kinesisRecords(recs)) }()
+	}
+	wg.Wait()
+	h := NewHandler(cfg, state.NewViews(store, table, nil), kout, out, newStaticRules(rules), func() time.Time { return base }, keyed.WithLogger(quiet))
+	for _, at := range []time.Time{base.Add(24 * time.Hour), base.Add(25 * time.Hour)} {
+		if _, err := h.Tick(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := describeMatches(t, read())
+	want := referenceOfShards(rs, rules, shards, cfg.OutOfOrderness)
+	if d := diff(got, want); d != "" {
+		for _, m := range mappings {
+			t.Logf("pattern: %v", m.Log)
+		}
+		t.Fatalf("matches differ from the reference (%d got, %d want):\n%s", len(got), len(want), d)
+	}
+	t.Logf("%d matches", len(want))
 }
 
 // referenceOfShards is the reference over each shard: a copy of an event
@@ -263,7 +347,7 @@ type cutOutcome struct {
 // blobWatch is the state table's client noting the largest binary value
 // any write sets: a key's state blob.
 type blobWatch struct {
-	*dynamodb.Client
+	memdb.Client
 	mu      sync.Mutex
 	biggest int
 }
@@ -279,23 +363,22 @@ func (w *blobWatch) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput
 	return w.Client.UpdateItem(ctx, in, opts...)
 }
 
-// playCuts plays recs to a new CEP handler in the batches next cuts (the
-// size of the batch starting at pos), resuming where the handler reports
-// its first failure as Lambda does, then ticks past every rule's time.
-func playCuts(t *testing.T, rules []*Rule, budget int, recs []events.KinesisEventRecord, next func(pos int) int) cutOutcome {
+// playCuts plays recs to a new CEP handler on backend in the batches next
+// cuts (the size of the batch starting at pos), resuming where the handler
+// reports its first failure as Lambda does, then ticks past every rule's
+// time.
+func playCuts(t *testing.T, backend faultBackend, rules []*Rule, budget int, recs []events.KinesisEventRecord, next func(pos int) int) cutOutcome {
 	t.Helper()
 	ctx := context.Background()
-	table, quarantine := name("cep-cuts"), name("quarantine")
-	if err := state.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
-		t.Fatal(err)
-	}
-	out, watch := &memStream{}, &blobWatch{Client: db}
+	// The matches go to a stream in memory on either backend: what is
+	// compared is the state and the records set aside.
+	store, table, quarantine, _, _, _, aside := backend.open(t)
+	mem := &keyedtest.Stream{}
+	out, outName, read := mem, "matches", mem.Records
+	watch := &blobWatch{Client: store}
 	cfg := &Config{Name: "cuts", OutOfOrderness: 3 * time.Second, IdleTimeout: 10 * time.Second}
-	h := NewHandler(cfg, state.NewViews(watch, table, nil), out, "matches", newStaticRules(rules), func() time.Time { return base },
-		keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)))
+	h := NewHandler(cfg, state.NewViews(watch, table, nil), out, outName, newStaticRules(rules), func() time.Time { return base },
+		keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(store, quarantine)))
 	if budget > 0 {
 		h.Operator().maxBytes = budget
 	}
@@ -327,21 +410,12 @@ func playCuts(t *testing.T, rules []*Rule, budget int, recs []events.KinesisEven
 			t.Fatal(err)
 		}
 	}
-	res.matches = describeMatches(t, out.records())
+	res.matches = describeMatches(t, read())
 	res.biggest = watch.biggest
 	if res.biggest > keyed.DefaultMaxStateBytes {
 		t.Fatalf("a state blob of %d bytes was written: past the %d bytes an item holds", res.biggest, keyed.DefaultMaxStateBytes)
 	}
-	scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(quarantine)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, it := range scan.Items {
-		if s, ok := it["sequenceNumber"].(*ddbtypes.AttributeValueMemberS); ok {
-			res.aside = append(res.aside, s.Value)
-		}
-	}
-	sort.Strings(res.aside)
+	res.aside = aside()
 	return res
 }
 
@@ -394,18 +468,21 @@ func TestSetAsideDoesNotDependOnBatchCuts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(7, uint64(len(c.recs))))
+			// On memdb, and one cut on moto too, so that memdb cannot drift from it.
 			cuts := []struct {
-				name string
-				next func(pos int) int
+				name    string
+				backend faultBackend
+				next    func(pos int) int
 			}{
-				{"one at a time", func(int) int { return 1 }},
-				{"batches of 10", func(int) int { return 10 }},
-				{"random batches", func(int) int { return 1 + rng.IntN(60) }},
-				{"one batch of everything", func(int) int { return len(c.recs) }},
+				{"one at a time", onMemdb, func(int) int { return 1 }},
+				{"batches of 10", onMemdb, func(int) int { return 10 }},
+				{"random batches", onMemdb, func(int) int { return 1 + rng.IntN(60) }},
+				{"one batch of everything", onMemdb, func(int) int { return len(c.recs) }},
+				{"batches of 10 on moto", onMoto, func(int) int { return 10 }},
 			}
 			var first cutOutcome
 			for i, cut := range cuts {
-				got := playCuts(t, c.rules, c.budget, c.recs, cut.next)
+				got := playCuts(t, cut.backend, c.rules, c.budget, c.recs, cut.next)
 				t.Logf("%s: %d matches, %d set aside, %d invocations, largest state %d bytes", cut.name, len(got.matches), len(got.aside), got.invocations, got.biggest)
 				if i == 0 {
 					first = got
@@ -421,45 +498,42 @@ func TestSetAsideDoesNotDependOnBatchCuts(t *testing.T) {
 }
 
 // TestRandomBurstsNeverWedgeAKey is the budget's property through the
-// runner, on the stand-in: random rule sets and bursts of one shard
+// runner, on memdb (the first -fault.moto seeds on moto too): random rule sets and bursts of one shard
 // (randomBurstRules, randomBursts), played one record a batch, in random
 // batches and in one batch. Every batch makes progress (none is retried
 // for ever), every tick succeeds, no state blob written is past what an
 // item holds, and every cut sets aside the same records and makes the same
 // matches.
 func TestRandomBurstsNeverWedgeAKey(t *testing.T) {
-	for seed := 1; seed <= *seeds; seed++ {
-		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-			t.Parallel()
-			rng := rand.New(rand.NewPCG(uint64(seed), 29))
-			rules := randomBurstRules(t, rng, 150)
-			var recs []shardRecord
-			for i, e := range randomBursts(rng, 160+rng.IntN(100)) {
-				recs = append(recs, shardRecord{shard: "shardId-000000000000", seq: 100 + i, env: e})
+	seededScenarios(t, "TestRandomBurstsNeverWedgeAKey", *seeds, func(t *testing.T, backend faultBackend, seed int) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 29))
+		rules := randomBurstRules(t, rng, 150)
+		var recs []shardRecord
+		for i, e := range randomBursts(rng, 160+rng.IntN(100)) {
+			recs = append(recs, shardRecord{shard: "shardId-000000000000", seq: 100 + i, env: e})
+		}
+		records := kinesisRecords(recs)
+		cuts := []struct {
+			name string
+			next func(pos int) int
+		}{
+			{"one at a time", func(int) int { return 1 }},
+			{"random batches", func(int) int { return 1 + rng.IntN(60) }},
+			{"one batch of everything", func(int) int { return len(records) }},
+		}
+		var first cutOutcome
+		for i, cut := range cuts {
+			got := playCuts(t, backend, rules, 0, records, cut.next)
+			t.Logf("%d rules, %d records, %s: %d matches, %d set aside, %d invocations, largest state %d bytes",
+				len(rules), len(records), cut.name, len(got.matches), len(got.aside), got.invocations, got.biggest)
+			if i == 0 {
+				first = got
+				continue
 			}
-			records := kinesisRecords(recs)
-			cuts := []struct {
-				name string
-				next func(pos int) int
-			}{
-				{"one at a time", func(int) int { return 1 }},
-				{"random batches", func(int) int { return 1 + rng.IntN(60) }},
-				{"one batch of everything", func(int) int { return len(records) }},
+			if d := diff(got.matches, first.matches); d != "" || strings.Join(got.aside, " ") != strings.Join(first.aside, " ") {
+				t.Errorf("%s: %d matches and %d set aside; %s gave %d and %d; matches differing:\n%s", cut.name,
+					len(got.matches), len(got.aside), cuts[0].name, len(first.matches), len(first.aside), d)
 			}
-			var first cutOutcome
-			for i, cut := range cuts {
-				got := playCuts(t, rules, 0, records, cut.next)
-				t.Logf("%d rules, %d records, %s: %d matches, %d set aside, %d invocations, largest state %d bytes",
-					len(rules), len(records), cut.name, len(got.matches), len(got.aside), got.invocations, got.biggest)
-				if i == 0 {
-					first = got
-					continue
-				}
-				if d := diff(got.matches, first.matches); d != "" || strings.Join(got.aside, " ") != strings.Join(first.aside, " ") {
-					t.Errorf("%s: %d matches and %d set aside; %s gave %d and %d; matches differing:\n%s", cut.name,
-						len(got.matches), len(got.aside), cuts[0].name, len(first.matches), len(first.aside), d)
-				}
-			}
-		})
-	}
+		}
+	})
 }

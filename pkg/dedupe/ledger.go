@@ -130,9 +130,17 @@ type keyLedger struct {
 	head        []Entry
 	first, next int64
 	segs        map[int64][]Entry
-	byID        map[Identity]Entry
-	tag         string // the interval this copy was read or written in
-	lastUse     uint64
+	byID        map[Identity]Entry // each identity's newest claim
+	// earlier holds the older claims of identities claimed again after
+	// the horizon, kept until they expire: a record of the batch that made
+	// the older claim, redelivered, must still find its own claim.
+	earlier map[Identity][]Entry
+	tag     string // the interval this copy was read or written in
+	// loading marks a head read (or handed back by a failed write) whose
+	// segments are not read yet: judged on, it would take a copy whose
+	// claim is in a segment for a new event. Other sessions read it again.
+	loading bool
+	lastUse uint64
 }
 
 func (k *keyLedger) size() int {
@@ -145,10 +153,19 @@ func (k *keyLedger) size() int {
 
 func (k *keyLedger) index() {
 	k.byID = make(map[Identity]Entry, k.size())
+	k.earlier = nil
 	add := func(es []Entry) {
 		for _, e := range es {
-			if old, ok := k.byID[e.ID]; !ok || e.Arrival >= old.Arrival {
+			old, ok := k.byID[e.ID]
+			switch {
+			case !ok:
 				k.byID[e.ID] = e
+			case old == e:
+			case e.Arrival >= old.Arrival:
+				k.byID[e.ID] = e
+				k.shadow(old)
+			default:
+				k.shadow(e)
 			}
 		}
 	}
@@ -161,6 +178,34 @@ func (k *keyLedger) index() {
 		add(k.segs[n])
 	}
 	add(k.head)
+}
+
+func (k *keyLedger) shadow(e Entry) {
+	if k.earlier == nil {
+		k.earlier = map[Identity][]Entry{}
+	}
+	k.earlier[e.ID] = append(k.earlier[e.ID], e)
+}
+
+// claimAt returns the claim on id in force when a record that arrived at
+// arrival came: the newest claim made at or before it (the newest of all
+// when none was).
+func (k *keyLedger) claimAt(id Identity, arrival uint32) (Entry, bool) {
+	e, ok := k.byID[id]
+	if !ok || e.Arrival <= arrival {
+		return e, ok
+	}
+	var best Entry
+	found := false
+	for _, o := range k.earlier[id] {
+		if o.Arrival <= arrival && (!found || o.Arrival > best.Arrival) {
+			best, found = o, true
+		}
+	}
+	if found {
+		return best, true
+	}
+	return e, true
 }
 
 func maxArrival(es []Entry) uint32 {
@@ -232,6 +277,11 @@ type sessionKey struct {
 	pending []Entry // carried + claims made in this session
 	byID    map[Identity]Entry
 	dirty   bool // has claims the ledger does not hold yet
+	// basis is the copy of the key's ledger the verdicts were made on:
+	// a commit writes on it only, since another session of this Ledger
+	// may have replaced the cached copy meanwhile (its own write, or a
+	// fresher read) with one holding claims these verdicts never saw.
+	basis *keyLedger
 }
 
 // Begin starts a session. tag is "" on the per-batch path; on the
@@ -281,8 +331,8 @@ func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
 		s.l.mu.Lock()
 		loaded := true
 		for _, k := range keys {
-			if s.l.cache[k] == nil {
-				loaded = false // dropped meanwhile by another session's failure
+			if kl := s.l.cache[k]; kl == nil || kl.loading {
+				loaded = false // dropped meanwhile by another session's failure, or being read again
 			}
 		}
 		if loaded {
@@ -304,6 +354,9 @@ func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
 	for i := base; i < len(s.cands); i++ {
 		c := &s.cands[i]
 		s.verdict[i] = s.judge(s.l.cache[c.Key], s.keys[c.Key], c)
+	}
+	for key, sk := range s.keys {
+		sk.basis = s.l.cache[key]
 	}
 	return nil
 }
@@ -327,7 +380,7 @@ func (s *Session) judge(kl *keyLedger, sk *sessionKey, c *Candidate) Verdict {
 	cutoff := s.l.cutoff(c.Arrival)
 	e, ok := sk.byID[c.ID]
 	if !ok && kl != nil {
-		e, ok = kl.byID[c.ID]
+		e, ok = kl.claimAt(c.ID, c.Arrival)
 	}
 	if ok && e.Arrival >= cutoff {
 		switch {
@@ -439,7 +492,7 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 		l.mu.Lock()
 		kl := l.cache[key]
 		sk := s.keys[key]
-		if kl == nil {
+		if kl == nil || kl.loading {
 			// Dropped from the cache since it was judged: read it and
 			// judge this key's records again before writing.
 			l.mu.Unlock()
@@ -447,17 +500,20 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 				return err
 			}
 			l.mu.Lock()
-			if l.cache[key] != nil {
+			if kl := l.cache[key]; kl != nil && !kl.loading {
 				s.rejudge(key)
 			}
 			l.mu.Unlock()
 			continue
 		}
+		if sk.basis != kl {
+			s.rejudge(key) // judged on another copy: judge on this one
+		}
 		if !sk.dirty {
 			l.mu.Unlock()
 			return nil
 		}
-		plan := l.plan(key, kl, sk.pending)
+		plan := l.plan(key, kl, sk.pending, s.oldest(sk))
 		l.mu.Unlock()
 
 		old, err := l.write(ctx, plan)
@@ -504,6 +560,7 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 				}
 			}
 		}
+		kl2.loading = true
 		l.put(key, kl2, s.tag)
 		l.mu.Unlock()
 		if err := l.loadSegments(ctx, []string{key}); err != nil {
@@ -522,6 +579,7 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 func (s *Session) rejudge(key string) {
 	kl := s.l.cache[key]
 	sk := s.keys[key]
+	sk.basis = kl
 	carried := sk.carried
 	sk.carried, sk.pending, sk.byID, sk.dirty = nil, nil, map[Identity]Entry{}, false
 	for _, e := range carried {
@@ -530,6 +588,24 @@ func (s *Session) rejudge(key string) {
 	for _, i := range sk.cands {
 		s.verdict[i] = s.judge(kl, sk, &s.cands[i])
 	}
+}
+
+// oldest is the arrival of the oldest record the session judged of a key
+// (carried claims included; 0: none).
+func (s *Session) oldest(sk *sessionKey) uint32 {
+	var m uint32
+	take := func(a uint32) {
+		if m == 0 || a < m {
+			m = a
+		}
+	}
+	for _, i := range sk.cands {
+		take(s.cands[i].Arrival)
+	}
+	for _, e := range sk.pending {
+		take(e.Arrival)
+	}
+	return m
 }
 
 // writePlan is one key's next write.
@@ -542,20 +618,23 @@ type writePlan struct {
 
 // plan computes key's ledger after adding pending: claims past the horizon
 // dropped, the head sealed into segments when it would outgrow its budget.
+// The horizon is counted back from oldest, the arrival of the session's
+// oldest record of the key (when not 0), not from the newest claim: a batch
+// whose arrivals span more than the horizon is redelivered whole, and its
+// first records must still find the claims they were judged against.
 // l.mu held.
-func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry) *writePlan {
+func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32) *writePlan {
 	newest := max(maxArrival(kl.head), maxArrival(pending))
 	for _, seg := range kl.segs {
 		newest = max(newest, maxArrival(seg))
 	}
-	cutoff := l.cutoff(newest)
-	replaced := make(map[Identity]bool, len(pending))
-	for _, e := range pending {
-		replaced[e.ID] = true
+	if oldest != 0 {
+		newest = min(newest, oldest)
 	}
+	cutoff := l.cutoff(newest)
 	head := make([]Entry, 0, len(kl.head)+len(pending))
 	for _, e := range kl.head {
-		if e.Arrival >= cutoff && !replaced[e.ID] {
+		if e.Arrival >= cutoff {
 			head = append(head, e)
 		}
 	}
@@ -704,7 +783,7 @@ func (l *Ledger) ensure(ctx context.Context, keys []string, tag string) error {
 		}
 		seen[k] = true
 		kl, ok := l.cache[k]
-		if !ok || (tag != "" && kl.tag != tag) {
+		if !ok || kl.loading || (tag != "" && kl.tag != tag) {
 			missing = append(missing, k)
 			continue
 		}
@@ -761,6 +840,7 @@ func (l *Ledger) loadHeads(ctx context.Context, keys []string, tag string) error
 				}
 			}
 		}
+		kl.loading = true // until loadSegments has read its segments
 		l.put(k, kl, tag)
 	}
 	return nil
@@ -779,10 +859,15 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 		if kl == nil {
 			continue
 		}
+		missing := false
 		for n := kl.first; n < kl.next; n++ {
 			if _, ok := kl.segs[n]; !ok {
 				refs = append(refs, ref{k, n})
+				missing = true
 			}
+		}
+		if !missing {
+			kl.loading = false
 		}
 	}
 	l.mu.Unlock()
@@ -826,6 +911,21 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 	}
 	for k := range touched {
 		l.cache[k].index()
+	}
+	for _, k := range keys {
+		if kl := l.cache[k]; kl != nil && !touched[k] {
+			// Its segments were all read by now, here or elsewhere.
+			complete := true
+			for n := kl.first; n < kl.next; n++ {
+				if _, ok := kl.segs[n]; !ok {
+					complete = false
+				}
+			}
+			kl.loading = !complete
+		}
+	}
+	for k := range touched {
+		l.cache[k].loading = false
 	}
 	return nil
 }

@@ -71,7 +71,7 @@ func TestFaultInjectionResultsEqualReference(t *testing.T) {
 			dbBudget, kinBudget := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
 			fcfg := cfg
 			fcfg.DynamoDB = &keyedtest.DB{Client: db, B: dbBudget}
-			fcfg.Kinesis = &keyedtest.Kinesis{Client: kin, B: kinBudget}
+			fcfg.Kinesis = &keyedtest.Kinesis{Putter: kin, B: kinBudget}
 			var last *handler.Handler
 			m := &keyedtest.Mapping{T: t, Rng: rng, Budgets: []*keyedtest.Budget{dbBudget, kinBudget}, MaxBatch: 20,
 				New: func() keyedtest.Handler {
@@ -182,7 +182,7 @@ func TestFaultInjectionEveryKindAndPolicy(t *testing.T) {
 			dbBudget, kinBudget := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
 			fcfg := cfg
 			fcfg.DynamoDB = &keyedtest.DB{Client: db, B: dbBudget}
-			fcfg.Kinesis = &keyedtest.Kinesis{Client: kin, B: kinBudget}
+			fcfg.Kinesis = &keyedtest.Kinesis{Putter: kin, B: kinBudget}
 			var last *handler.Handler
 			m := &keyedtest.Mapping{T: t, Rng: rng, Budgets: []*keyedtest.Budget{dbBudget, kinBudget}, MaxBatch: 20,
 				New: func() keyedtest.Handler {

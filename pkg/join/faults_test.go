@@ -23,6 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/memdb"
+	"github.com/tributary-dev/tributary/pkg/emit"
 	"github.com/tributary-dev/tributary/pkg/join"
 	"github.com/tributary-dev/tributary/pkg/keyed"
 	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
@@ -32,11 +34,13 @@ import (
 )
 
 var (
-	db    *dynamodb.Client
-	kin   *kinesis.Client
-	seeds = flag.Int("fault.seeds", 2, "fault-injection scenarios per join kind")
-	names atomic.Int64
-	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	db             *dynamodb.Client
+	kin            *kinesis.Client
+	seeds          = flag.Int("fault.seeds", 4, "fault-injection scenarios per join kind on the in-process DynamoDB (internal/memdb); make soak runs many more")
+	faultMotoSeeds = flag.Int("fault.moto", 1, "of those scenarios, how many (the first) also run on moto, so that memdb cannot drift from it")
+	faultFirstSeed = flag.Int("fault.seed", 1, "the first scenario's seed: a failing scenario prints the command that runs it alone")
+	names          atomic.Int64
+	quiet          = slog.New(slog.NewTextHandler(io.Discard, nil))
 )
 
 func TestMain(m *testing.M) {
@@ -251,80 +255,140 @@ func describe(t *testing.T, recs [][]byte) []string {
 	return out
 }
 
+// faultBackend is where a scenario's state and quarantine tables and its
+// output stream live: moto (emulator/standin, the package's shared one) or
+// the in-process DynamoDB (internal/memdb) with a stream in memory, which
+// answers the join's requests as moto does, so that thousands of scenarios
+// run in minutes.
+type faultBackend struct {
+	name string
+	// open returns the DynamoDB holding a new state table and a new
+	// quarantine table, their names, the output stream's client and name,
+	// a reader of the stream and a reader of the quarantine table's items.
+	open func(t *testing.T) (store memdb.Client, table, quarantine string, out emit.Putter, outName string,
+		read func() [][]byte, aside func() int)
+}
+
+var (
+	onMemdb = faultBackend{name: "memdb", open: func(t *testing.T) (memdb.Client, string, string, emit.Putter, string, func() [][]byte, func() int) {
+		mem := memdb.New(map[string]memdb.Schema{"join-state": memdb.ViewsTable, "quarantine": memdb.QuarantineTable})
+		out := &keyedtest.Stream{}
+		return mem, "join-state", "quarantine", out, "joins", out.Records, func() int { return len(mem.Items("quarantine")) }
+	}}
+	onMoto = faultBackend{name: "moto", open: func(t *testing.T) (memdb.Client, string, string, emit.Putter, string, func() [][]byte, func() int) {
+		ctx := context.Background()
+		table, out, quarantine := name("join-state"), name("joins"), name("quarantine")
+		if err := state.CreateTable(ctx, db, table); err != nil {
+			t.Fatal(err)
+		}
+		if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+			t.Fatal(err)
+		}
+		keyedtest.CreateStream(t, kin, out, 1)
+		return db, table, quarantine, kin, out, func() [][]byte { return keyedtest.ReadAll(t, kin, out) }, func() int {
+			items, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(quarantine)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int(items.Count)
+		}
+	}}
+)
+
 // TestFaultInjectionOutputsEqualReference plays seeded histories through
-// the join under Lambda's retry patterns and producer copies, against the
-// stand-in, then compares the distinct records on the joins stream with
-// the reference: zero mismatches, every id always with the same content,
-// and every reused id set aside.
+// the join under Lambda's retry patterns, state writes whose answer is
+// lost and producer copies, then compares the distinct records on the
+// joins stream
+// with the reference: zero mismatches, every id always with the same
+// content, and every reused id set aside. The scenarios run on memdb, and
+// the first -fault.moto of each kind on moto too, so that memdb cannot
+// drift from it; a failing one prints the command that runs it alone.
 func TestFaultInjectionOutputsEqualReference(t *testing.T) {
+	first := *faultFirstSeed
 	for _, kind := range []string{"inner", "left", "outer"} {
-		for seed := 1; seed <= *seeds; seed++ {
-			t.Run(fmt.Sprintf("%s/seed-%d", kind, seed), func(t *testing.T) {
-				t.Parallel()
-				cfg, err := join.Parse([]byte(fmt.Sprintf(`{"name":"faults","left":"search","right":"click","within":"20s","before":"5s","joinType":%q,"allowedLateness":"3s","rateWindow":"30s","idleTimeout":"10s"}`, kind)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx := context.Background()
-				table, out, quarantine := name("join-state"), name("joins"), name("quarantine")
-				if err := state.CreateTable(ctx, db, table); err != nil {
-					t.Fatal(err)
-				}
-				if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
-					t.Fatal(err)
-				}
-				keyedtest.CreateStream(t, kin, out, 1)
-				rng := rand.New(rand.NewPCG(uint64(seed), uint64(len(kind))))
-				shards := scenario(rng)
-				sink := setaside.New(db, quarantine)
-				var wg sync.WaitGroup
-				var crashes []*keyedtest.Budget
-				for shard, recs := range shards {
-					bd, bk := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
-					fdb, fkin := &keyedtest.DB{Client: db, B: bd}, &keyedtest.Kinesis{Client: kin, B: bk}
-					crashes = append(crashes, bd, bk)
-					m := &keyedtest.Mapping{T: t, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), Budgets: []*keyedtest.Budget{bd, bk}, MaxBatch: 8,
-						New: func() keyedtest.Handler {
-							views := state.NewViews(fdb, table, nil)
-							return join.New(cfg, views, fkin, out, join.DefaultLimits, keyed.WithLogger(quiet), keyed.WithSetAside(sink),
-								keyed.WithDedupe(keyed.NewLedger(fdb, table, cfg.Name, cfg.DedupeHorizon)), keyed.WithBackoff(func(int) time.Duration { return time.Millisecond }))
-						}}
-					wg.Add(1)
-					go func() { defer wg.Done(); m.Run(kinesisRecords(recs)) }()
-				}
-				wg.Wait()
-				// Close everything: ticks long after the last event.
-				h := join.New(cfg, state.NewViews(db, table, nil), kin, out, join.DefaultLimits, keyed.WithLogger(quiet))
-				for _, at := range []time.Time{base.Add(24 * time.Hour), base.Add(25 * time.Hour)} {
-					if _, err := h.Tick(ctx, at); err != nil {
-						t.Fatal(err)
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			for _, b := range []struct {
+				backend faultBackend
+				n       int
+			}{{onMoto, min(*faultMotoSeeds, *seeds)}, {onMemdb, *seeds}} {
+				t.Run(b.backend.name, func(t *testing.T) {
+					t.Parallel()
+					for seed := first; seed < first+b.n; seed++ {
+						t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+							t.Parallel()
+							t.Cleanup(func() {
+								if t.Failed() {
+									t.Logf("run this scenario alone: go test -count=1 -run '^TestFaultInjectionOutputsEqualReference$/^%s$/^%s$/^seed-%d$' ./pkg/join -args -fault.seed=%d",
+										kind, b.backend.name, seed, seed)
+								}
+							})
+							joinScenario(t, kind, b.backend, seed)
+						})
 					}
-				}
-				got := describe(t, keyedtest.ReadAll(t, kin, out))
-				want := reference(cfg, shards)
-				if d := diff(got, want); d != "" {
-					t.Fatalf("outputs differ from the reference (%d got, %d want):\n%s", len(got), len(want), d)
-				}
-				conflicts := 0
-				for _, recs := range shards {
-					for _, r := range recs {
-						if r.conflict && (r.env.Type == cfg.Left || r.env.Type == cfg.Right) {
-							conflicts++ // the join reads no other type, so it sees no other reuse
-						}
-					}
-				}
-				items, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(quarantine)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if int(items.Count) != conflicts {
-					t.Errorf("%d records set aside, want the %d reused ids", items.Count, conflicts)
-				}
-				t.Logf("%d outputs, %d reused ids set aside; injected crashes: DynamoDB %d+%d, Kinesis %d+%d", len(want), conflicts,
-					crashes[0].Crashes(), crashes[2].Crashes(), crashes[1].Crashes(), crashes[3].Crashes())
-			})
+				})
+			}
+		})
+	}
+}
+
+// joinScenario plays one seeded scenario of a join kind on backend.
+func joinScenario(t *testing.T, kind string, backend faultBackend, seed int) {
+	cfg, err := join.Parse([]byte(fmt.Sprintf(`{"name":"faults","left":"search","right":"click","within":"20s","before":"5s","joinType":%q,"allowedLateness":"3s","rateWindow":"30s","idleTimeout":"10s"}`, kind)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store, table, quarantine, kout, out, read, aside := backend.open(t)
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(len(kind))))
+	shards := scenario(rng)
+	sink := setaside.New(store, quarantine)
+	var wg sync.WaitGroup
+	var crashes []*keyedtest.Budget
+	var mappings []*keyedtest.Mapping
+	for shard, recs := range shards {
+		bd, bk := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
+		fdb, fkin := &keyedtest.DB{Client: store, B: bd, LoseEvery: 20}, &keyedtest.Kinesis{Putter: kout, B: bk}
+		crashes = append(crashes, bd, bk)
+		m := &keyedtest.Mapping{T: t, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), Budgets: []*keyedtest.Budget{bd, bk}, MaxBatch: 8,
+			New: func() keyedtest.Handler {
+				views := state.NewViews(fdb, table, nil)
+				return join.New(cfg, views, fkin, out, join.DefaultLimits, keyed.WithLogger(quiet), keyed.WithSetAside(sink),
+					keyed.WithDedupe(keyed.NewLedger(fdb, table, cfg.Name, cfg.DedupeHorizon)), keyed.WithBackoff(func(int) time.Duration { return time.Millisecond }))
+			}}
+		mappings = append(mappings, m)
+		wg.Add(1)
+		go func() { defer wg.Done(); m.Run(kinesisRecords(recs)) }()
+	}
+	wg.Wait()
+	// Close everything: ticks long after the last event.
+	h := join.New(cfg, state.NewViews(store, table, nil), kout, out, join.DefaultLimits, keyed.WithLogger(quiet))
+	for _, at := range []time.Time{base.Add(24 * time.Hour), base.Add(25 * time.Hour)} {
+		if _, err := h.Tick(ctx, at); err != nil {
+			t.Fatal(err)
 		}
 	}
+	got := describe(t, read())
+	want := reference(cfg, shards)
+	if d := diff(got, want); d != "" {
+		for _, m := range mappings {
+			t.Logf("pattern: %v", m.Log)
+		}
+		t.Fatalf("outputs differ from the reference (%d got, %d want):\n%s", len(got), len(want), d)
+	}
+	conflicts := 0
+	for _, recs := range shards {
+		for _, r := range recs {
+			if r.conflict && (r.env.Type == cfg.Left || r.env.Type == cfg.Right) {
+				conflicts++ // the join reads no other type, so it sees no other reuse
+			}
+		}
+	}
+	if n := aside(); n != conflicts {
+		t.Errorf("%d records set aside, want the %d reused ids", n, conflicts)
+	}
+	t.Logf("%d outputs, %d reused ids set aside; injected crashes: DynamoDB %d+%d, Kinesis %d+%d", len(want), conflicts,
+		crashes[0].Crashes(), crashes[2].Crashes(), crashes[1].Crashes(), crashes[3].Crashes())
 }
 
 func diff(got, want []string) string {

@@ -28,8 +28,11 @@
 //     before they are put on the output stream: a crash between the two
 //     writes leaves them in the state, and whoever next loads the state
 //     without knowing them sent — a cold start, a retry, the tick — sends
-//     them again. Emission is at least once, each output with a stable id;
-//     an output never exists without the state change that made it;
+//     them again; a state write that fails (maybe made, its answer lost)
+//     with outputs in it is followed by one that lists the key as due at
+//     once, so the next batch or tick loads it and sends them. Emission is
+//     at least once, each output with a stable id; an output never exists
+//     without the state change that made it;
 //  6. the watermark is committed as of Lambda's checkpoint (before the
 //     lowest failed record), and the states of other keys that it made
 //     due (listed in the views table's open index by the time their next

@@ -504,6 +504,13 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		}
 		if err != nil {
 			r.log.ErrorContext(ctx, "writing a key's state failed: its records will be retried", "shard", shard, "key", key, "error", err.Error())
+			r.forget(ref, shard)
+			if st.Outbox() > 0 {
+				// Made with its answer lost, the write left outputs unsent
+				// in a state that may not be due: list it as due at once
+				// (see closeKey).
+				_, _ = r.views.SaveKeyed(ctx, ref, shard, state.KeyedState{Blob: blob, Version: c.version + 1}, last, r.openIn(shard), window.Window{End: time.UnixMilli(1)})
+			}
 			return first
 		}
 		r.stats.late.Add(int64(late))
@@ -687,6 +694,18 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 			continue
 		}
 		if err != nil {
+			r.forget(kref, shard)
+			if st.Outbox() > 0 {
+				// The write may have been made and its answer lost (a
+				// timeout): then the state holds outputs never sent and
+				// may no longer be listed as due. List it as due at once
+				// (a no-op if the write was not made: the old state is
+				// still due), so the next batch or tick sends them.
+				_, lerr := r.views.SaveKeyed(ctx, kref, shard, state.KeyedState{Blob: blob, Version: ks.Version + 1}, "", r.openIn(shard), window.Window{End: time.UnixMilli(1)})
+				if lerr != nil && !errors.Is(lerr, state.ErrKeyedConflict) {
+					err = errors.Join(err, lerr)
+				}
+			}
 			return 0, err
 		}
 		r.remember(kref, shard, cached{version: ks.Version + 1, fence: ks.Fence, blob: blob, sent: st.Outbox() == 0})

@@ -5,7 +5,8 @@
 // (DynamoDB or Kinesis), bisected retries, checkpointed retries after item
 // failures, retries with another batch size, cold starts — and reads an
 // output stream back, so a test can compare what came out with a reference
-// computed in memory.
+// computed in memory. The scenarios run on moto (emulator/standin) or on the
+// in-process DynamoDB (internal/memdb) with an output stream in memory (Stream).
 package keyedtest
 
 import (
@@ -21,8 +22,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/internal/memdb"
+	"github.com/tributary-dev/tributary/pkg/emit"
 )
 
 // ErrCrash is the error an armed fault injects.
@@ -61,40 +66,111 @@ func (b *Budget) crash() bool {
 }
 
 // DB is a DynamoDB client whose writes fail once its budget runs out, as a
-// process that dies between two writes leaves them.
+// process that dies between two writes leaves them. Client is moto's
+// *dynamodb.Client or the in-process memdb.DB.
 type DB struct {
-	*dynamodb.Client
+	memdb.Client
 	B *Budget
+	// ThrottleEvery throttles about one call in ThrottleEvery, at random
+	// (0: none), as DynamoDB does under load: a transient error the
+	// handler must retry, never a reason to drop or set aside a record.
+	ThrottleEvery int
+	// LoseEvery answers about one write in LoseEvery with ErrLostResponse
+	// after making it (0: none): a timeout that leaves the caller not
+	// knowing its write was applied.
+	LoseEvery int
 }
 
-// UpdateItem fails when the budget is spent.
+// ErrLostResponse is the error of a write that was made but whose answer
+// was lost (a timeout).
+var ErrLostResponse = errors.New("keyedtest: injected timeout after the write was made")
+
+func (d *DB) lost(err error) error {
+	if err == nil && d.LoseEvery > 0 && rand.IntN(d.LoseEvery) == 0 {
+		return ErrLostResponse
+	}
+	return err
+}
+
+// ErrThrottled is the error a throttled call gets.
+var ErrThrottled = &ddbtypes.ProvisionedThroughputExceededException{Message: aws.String("keyedtest: injected throttle")}
+
+func (d *DB) throttled() bool { return d.ThrottleEvery > 0 && rand.IntN(d.ThrottleEvery) == 0 }
+
+// GetItem is throttled now and then.
+func (d *DB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if d.throttled() {
+		return nil, ErrThrottled
+	}
+	return d.Client.GetItem(ctx, in, opts...)
+}
+
+// BatchGetItem is throttled now and then.
+func (d *DB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	if d.throttled() {
+		return nil, ErrThrottled
+	}
+	return d.Client.BatchGetItem(ctx, in, opts...)
+}
+
+// Query is throttled now and then.
+func (d *DB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if d.throttled() {
+		return nil, ErrThrottled
+	}
+	return d.Client.Query(ctx, in, opts...)
+}
+
+// UpdateItem fails when the budget is spent, is throttled now and then and
+// now and then loses its answer.
 func (d *DB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	if d.B.crash() {
 		return nil, ErrCrash
 	}
-	return d.Client.UpdateItem(ctx, in, opts...)
+	if d.throttled() {
+		return nil, ErrThrottled
+	}
+	out, err := d.Client.UpdateItem(ctx, in, opts...)
+	if err = d.lost(err); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// PutItem fails when the budget is spent.
+// PutItem fails when the budget is spent, is throttled now and then and
+// now and then loses its answer.
 func (d *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if d.B.crash() {
 		return nil, ErrCrash
 	}
-	return d.Client.PutItem(ctx, in, opts...)
+	if d.throttled() {
+		return nil, ErrThrottled
+	}
+	out, err := d.Client.PutItem(ctx, in, opts...)
+	if err = d.lost(err); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
-// TransactWriteItems fails when the budget is spent.
+// TransactWriteItems fails when the budget is spent, and now and then
+// loses its answer.
 func (d *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	if d.B.crash() {
 		return nil, ErrCrash
 	}
-	return d.Client.TransactWriteItems(ctx, in, opts...)
+	out, err := d.Client.TransactWriteItems(ctx, in, opts...)
+	if err = d.lost(err); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Kinesis is a Kinesis client whose PutRecords fails when the budget is
-// spent: the state was written, its outputs were not.
+// spent: the state was written, its outputs were not. Client is moto's
+// *kinesis.Client or a Stream.
 type Kinesis struct {
-	*kinesis.Client
+	emit.Putter
 	B *Budget
 }
 
@@ -103,7 +179,7 @@ func (k *Kinesis) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, o
 	if k.B.crash() {
 		return nil, ErrCrash
 	}
-	return k.Client.PutRecords(ctx, in, opts...)
+	return k.Putter.PutRecords(ctx, in, opts...)
 }
 
 // Handler is what Play drives.
@@ -257,4 +333,32 @@ func ReadAll(t testing.TB, kin *kinesis.Client, name string) [][]byte {
 		}
 	}
 	return out
+}
+
+// Stream is an output stream in memory, for scenarios on memdb: it keeps
+// every record put on it, copies included, in the order they were put, as
+// ReadAll reads a stream of moto's.
+type Stream struct {
+	mu   sync.Mutex
+	data [][]byte
+}
+
+// PutRecords keeps every record of the call.
+func (s *Stream) PutRecords(_ context.Context, in *kinesis.PutRecordsInput, _ ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &kinesis.PutRecordsOutput{FailedRecordCount: aws.Int32(0)}
+	for _, e := range in.Records {
+		s.data = append(s.data, append([]byte(nil), e.Data...))
+		out.Records = append(out.Records, kintypes.PutRecordsResultEntry{
+			SequenceNumber: aws.String(fmt.Sprint(len(s.data))), ShardId: aws.String("shardId-000000000000")})
+	}
+	return out, nil
+}
+
+// Records returns every record's data put so far, in order.
+func (s *Stream) Records() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.data...)
 }

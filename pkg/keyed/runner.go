@@ -308,10 +308,18 @@ func (r *Runner[V]) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 			c := cands[it.cand]
 			switch {
 			case failedKeys[c.Key]:
-				// Not judged: it still moves the watermark, as it will when
-				// it comes again and applies.
+				// Its key's ids were not committed: it comes again. It moves
+				// the watermark now as it will then: a new or redelivered
+				// record does, a producer's copy (or a conflicting reuse of
+				// an id) does not, as below; otherwise a copy whose key's
+				// commit failed would move the watermark past records
+				// after it that the retry finds on time, and those would be
+				// folded as late now.
 				it.failed = true
 				failures.Add(it.seq)
+				if v := verdicts[it.cand]; v == dedupe.Duplicate || v == dedupe.Conflict {
+					observe[it.idx] = time.Time{}
+				}
 			case verdicts[it.cand] == dedupe.Duplicate:
 				it.skip, observe[it.idx] = true, time.Time{}
 				r.stats.duplicates.Add(1)

@@ -79,6 +79,20 @@ type DB struct {
 	// after making it (0: none): a timeout that leaves the caller not
 	// knowing its write was applied.
 	LoseEvery int
+	// Rng, when set, draws the throttles and lost answers, so that a
+	// scenario's seed replays them (a DB serves one mapping, which plays its
+	// shard one invocation at a time; concurrent duplicates lock it).
+	Rng *rand.Rand
+	mu  sync.Mutex
+}
+
+func (d *DB) intN(n int) int {
+	if d.Rng == nil {
+		return rand.IntN(n)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.Rng.IntN(n)
 }
 
 // ErrLostResponse is the error of a write that was made but whose answer
@@ -86,7 +100,7 @@ type DB struct {
 var ErrLostResponse = errors.New("keyedtest: injected timeout after the write was made")
 
 func (d *DB) lost(err error) error {
-	if err == nil && d.LoseEvery > 0 && rand.IntN(d.LoseEvery) == 0 {
+	if err == nil && d.LoseEvery > 0 && d.intN(d.LoseEvery) == 0 {
 		return ErrLostResponse
 	}
 	return err
@@ -95,7 +109,7 @@ func (d *DB) lost(err error) error {
 // ErrThrottled is the error a throttled call gets.
 var ErrThrottled = &ddbtypes.ProvisionedThroughputExceededException{Message: aws.String("keyedtest: injected throttle")}
 
-func (d *DB) throttled() bool { return d.ThrottleEvery > 0 && rand.IntN(d.ThrottleEvery) == 0 }
+func (d *DB) throttled() bool { return d.ThrottleEvery > 0 && d.intN(d.ThrottleEvery) == 0 }
 
 // GetItem is throttled now and then.
 func (d *DB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -41,6 +42,13 @@ func pipelineOn(t *testing.T, cfgJSON string, views func(cfg *pipeline.Config, t
 	}
 	out := &outputLog{}
 	return aggregate.New(cfg, views(cfg, table), out, "results", append([]aggregate.Option{aggregate.WithLogger(quiet)}, opts...)...), out
+}
+
+// inProcessViews is a views argument of pipelineOn for tests of many
+// records: the table in the in-process store (memdb answers these requests
+// as moto does; the fault harness checks it against moto).
+func inProcessViews(cfg *pipeline.Config, table string) *state.Views {
+	return state.NewViews(memdb.New(map[string]memdb.Schema{table: memdb.ViewsTable}), table, cfg.Aggregates)
 }
 
 // feed plays one shard's mapping into a processor: records at offsets from

@@ -84,7 +84,7 @@ func TestIntervalFoldsKeyedStateAtTheFlush(t *testing.T) {
 // invocation folds them at once, and the state it returns carries none.
 func TestIntervalCarriesKeyedPointsWithinABudget(t *testing.T) {
 	p, _ := pipelineOn(t, `{"name":"kb","key":"key","value":"data.v","windows":[{"kind":"session","gap":"20s"}],
-	  "aggregates":["count","sum"],"outOfOrderness":"5s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`, nil)
+	  "aggregates":["count","sum"],"outOfOrderness":"5s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`, inProcessViews)
 	r := &feed{t: t, p: p, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	batch := func(keys int) []at {
 		recs := make([]at, keys)

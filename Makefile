@@ -14,6 +14,8 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE       := .tools/bin/aws-lambda-rie
 MOTO      := .venv/bin/moto_server
 MOTO_VERSION := 5.2.5
+AWSCLI_VERSION := 1.46.3
+AWSCLI := .tools/awscli/.installed-$(AWSCLI_VERSION)
 CDK_OUT   := infra/cdk.out/Tributary.template.json
 GO_SOURCES := $(shell find functions examples/functions pkg -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
 INFRA_SOURCES := $(shell find infra -name '*.go' -not -name '*_test.go' -not -path 'infra/node_modules/*' -not -path 'infra/cdk.out/*' 2>/dev/null) $(wildcard infra/tributary/*.json) $(wildcard pipelines/*.json) pipelines infra/go.mod infra/go.sum infra/cdk.json
@@ -263,7 +265,14 @@ deps-browser: ## install chromium (apt-get install -y chromium) when /usr/bin/ch
 	fi
 
 .PHONY: deps-bench
-deps-bench: scripts/bench/powertools/node_modules/.installed ## install the benchmarks' Powertools peer (make bench, and bench/cost's test in make test)
+deps-bench: scripts/bench/powertools/node_modules/.installed $(AWSCLI) ## install the benchmarks' Powertools peer (make bench, and bench/cost's test in make test) and the AWS CLI the docs' commands test runs
+
+# The AWS CLI (v1, from PyPI) in a venv of its own, so that its botocore pin
+# does not move moto's: docs/local.md's aws lambda invoke is run as written
+# by a test (emulator/local), with .tools/awscli/bin on its PATH.
+$(AWSCLI):
+	@$(call timed,installs) echo "▸ installing the AWS CLI $(AWSCLI_VERSION) into .tools/awscli (pip)" && \
+	python3 -m venv .tools/awscli && .tools/awscli/bin/pip install --disable-pip-version-check -q 'awscli==$(AWSCLI_VERSION)' && touch $@
 
 $(RIE):
 	@$(call timed,installs) echo "▸ installing aws-lambda-rie into .tools/bin (go install)" && \

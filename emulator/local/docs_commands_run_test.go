@@ -116,7 +116,12 @@ var docRuns = map[string]docRun{
 	},
 
 	"aws lambda invoke": func(t *testing.T, env *docEnv, c docCommand) {
-		testtools.Need(t, "docs/local.md's aws lambda invoke needs it", "aws")
+		// make deps installs the AWS CLI into .tools/awscli (a user has
+		// their own on PATH): it comes first here.
+		path := filepath.Join(env.root, ".tools", "awscli", "bin") + string(os.PathListSeparator) + os.Getenv("PATH")
+		if _, err := os.Stat(filepath.Join(env.root, ".tools", "awscli", "bin", "aws")); err != nil {
+			testtools.Need(t, "docs/local.md's aws lambda invoke needs it (make deps installs it into .tools/awscli)", "aws")
+		}
 		stack := env.stack
 		const documented = "http://127.0.0.1:3001"
 		if !strings.Contains(c.text, documented) {
@@ -128,7 +133,7 @@ var docRuns = map[string]docRun{
 		if err := os.Symlink(filepath.Join(env.root, "events"), filepath.Join(dir, "events")); err != nil {
 			t.Fatal(err)
 		}
-		clean := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+		clean := []string{"PATH=" + path, "HOME=" + dir}
 		out := bash(t, dir, clean, strings.ReplaceAll(c.text, documented, stack.InvokeURL()))
 		if !strings.Contains(out, `"StatusCode": 200`) || strings.Contains(out, "FunctionError") {
 			t.Errorf("%s:\n%s\nwant StatusCode 200 and no FunctionError", c, out)

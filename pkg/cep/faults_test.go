@@ -220,7 +220,7 @@ func cepScenario(t *testing.T, rules []*Rule, backend faultBackend, seed int) {
 	var mappings []*keyedtest.Mapping
 	for shard, recs := range shards {
 		bd, bk := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
-		fdb, fkin := &keyedtest.DB{Client: store, B: bd}, &keyedtest.Kinesis{Putter: kout, B: bk}
+		fdb, fkin := &keyedtest.DB{Client: store, B: bd, ThrottleEvery: 40, LoseEvery: 20, Rng: rand.New(rand.NewPCG(uint64(seed), 7+uint64(len(recs))))}, &keyedtest.Kinesis{Putter: kout, B: bk}
 		m := &keyedtest.Mapping{T: t, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), Budgets: []*keyedtest.Budget{bd, bk}, MaxBatch: 8,
 			New: func() keyedtest.Handler {
 				return NewHandler(cfg, state.NewViews(fdb, table, nil), fkin, out, newStaticRules(rules), func() time.Time { return base },

@@ -348,7 +348,7 @@ func joinScenario(t *testing.T, kind string, backend faultBackend, seed int) {
 	var mappings []*keyedtest.Mapping
 	for shard, recs := range shards {
 		bd, bk := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
-		fdb, fkin := &keyedtest.DB{Client: store, B: bd, LoseEvery: 20}, &keyedtest.Kinesis{Putter: kout, B: bk}
+		fdb, fkin := &keyedtest.DB{Client: store, B: bd, ThrottleEvery: 40, LoseEvery: 20, Rng: rand.New(rand.NewPCG(uint64(seed), 7+uint64(len(recs))))}, &keyedtest.Kinesis{Putter: kout, B: bk}
 		crashes = append(crashes, bd, bk)
 		m := &keyedtest.Mapping{T: t, Rng: rand.New(rand.NewPCG(uint64(seed), uint64(len(shard)+len(recs)))), Budgets: []*keyedtest.Budget{bd, bk}, MaxBatch: 8,
 			New: func() keyedtest.Handler {

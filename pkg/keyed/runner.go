@@ -502,7 +502,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 			r.log.ErrorContext(ctx, "a key's state outgrew its item: not written, its records will be retried", "shard", shard, "key", key, "bytes", len(blob), "max", r.set.MaxStateBytes)
 			return first
 		}
-		n, err := r.views.SaveKeyed(ctx, ref, shard, state.KeyedState{Blob: blob, Version: c.version}, last, r.openIn(shard), window.Window{End: st.NextDue()})
+		n, err := r.views.SaveKeyed(ctx, ref, shard, state.KeyedState{Blob: blob, Version: c.version}, last, r.openIn(shard), window.Window{End: dueAt(st)})
 		r.stats.stateWrites.Add(int64(n))
 		r.metric("WriteRequests", float64(n))
 		if errors.Is(err, state.ErrKeyedConflict) {
@@ -543,6 +543,18 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 	}
 	r.log.ErrorContext(ctx, "a key's state kept changing under the fold: its records will be retried", "shard", shard, "key", key)
 	return 0
+}
+
+// dueAt is when a state written now is next due: at once while it holds
+// outputs not yet on the stream (listed due, a crash between this write
+// and their put cannot strand them: the next batch or tick of the shard
+// loads the key, sends them and lists it by its own next due time), else
+// its own next due time.
+func dueAt[V any](st State[V]) time.Time {
+	if st.Outbox() > 0 {
+		return time.UnixMilli(1)
+	}
+	return st.NextDue()
 }
 
 // emit puts a state's outbox on the output stream.
@@ -694,7 +706,7 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 		st.Compact()
 		st.Advance(wm)
 		blob := st.Encode(nil)
-		n, err := r.views.SaveKeyed(ctx, kref, shard, state.KeyedState{Blob: blob, Version: ks.Version}, "", r.openIn(shard), window.Window{End: st.NextDue()})
+		n, err := r.views.SaveKeyed(ctx, kref, shard, state.KeyedState{Blob: blob, Version: ks.Version}, "", r.openIn(shard), window.Window{End: dueAt(st)})
 		r.stats.stateWrites.Add(int64(n))
 		r.metric("WriteRequests", float64(n))
 		if errors.Is(err, state.ErrKeyedConflict) {

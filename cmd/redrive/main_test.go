@@ -87,7 +87,7 @@ func TestRun(t *testing.T) {
 		{name: "the wrong way round", args: []string{"-dlq", "tasks", "-to", "tasks-dlq"}, wantCode: 3, wantStderr: "the wrong way round", dlqAfter: "3"},
 		{name: "to a queue that is not the source", args: []string{"-dlq", "tasks-dlq", "-to", "orphan-dlq"}, wantCode: 3, wantStderr: "orphan-dlq has no redrive policy", dlqAfter: "3"},
 		{name: "dry run of the source queue", args: []string{"-dlq", "tasks", "-dry-run"}, wantCode: 3, wantStderr: "would count as a receive", dlqAfter: "3"},
-		{name: "dry run", args: []string{"-dlq", "tasks-dlq", "-dry-run"}, wantStdout: "3 messages listed (≈3 in the DLQ); nothing was moved", dlqAfter: "3"},
+		{name: "dry run", args: []string{"-dlq", "tasks-dlq", "-dry-run"}, wantStdout: "3 message(s) listed (≈3 in the DLQ); nothing was moved", dlqAfter: "3"},
 		{name: "move to the discovered source", args: []string{"-dlq", "tasks-dlq", "-max", "2"}, wantStderr: "moving messages from " + dlq + " to " + tasks, dlqAfter: "1"},
 		{name: "move the rest by URL", args: []string{"-dlq", dlq, "-to", "tasks"}, wantStderr: "moved 1, failed 0\n", dlqAfter: "0"},
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -63,7 +64,10 @@ func (a ArchiveRebuild) Run(ctx context.Context, s *Stack, want Counts, from, to
 		var f replay.Fanout
 		for _, p := range a.Pipelines {
 			views := state.NewViews(db, table, p.Pipeline.Aggregates, state.WithRetention(aggregate.Retention))
-			f = append(f, aggregate.New(p.Pipeline, views, nil, "", aggregate.WithDedupe(aggregate.NewLedger(db, table, p.Pipeline))))
+			// Quiet: its result log lines (one a window, as the deployed
+			// function writes them for CloudWatch) would fill the demo.
+			f = append(f, aggregate.New(p.Pipeline, views, nil, "", aggregate.WithDedupe(aggregate.NewLedger(db, table, p.Pipeline)),
+				aggregate.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
 		}
 		return f, nil
 	}

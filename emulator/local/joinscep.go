@@ -104,7 +104,7 @@ func (j *JoinsAndRules) DemoJoin(ctx context.Context, ingestURL string, out io.W
 		return err
 	}
 	fmt.Fprintf(out, "      joined    %s ⋈ %s (id %s)\n", first[0].ID, first[2].ID, shortID(joinedID))
-	fmt.Fprintf(out, "    later %ss of both sessions at %s move the watermark past %s + %s\n", j.Join.Left, clock(second[0]), clock(first[1]), j.Join.Within)
+	fmt.Fprintf(out, "    later %s events of both sessions at %s move the watermark past %s + %s\n", j.Join.Left, clock(second[0]), clock(first[1]), j.Join.Within)
 	if _, err := Send(ctx, ingestURL, second, len(second), io.Discard); err != nil {
 		return err
 	}

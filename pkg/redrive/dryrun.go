@@ -83,7 +83,7 @@ func (r *Redriver) DryRun(ctx context.Context, dlqURL string, limit int, w io.Wr
 	if err := r.release(ctx, dlqURL, handles); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
-	fmt.Fprintf(w, "%d messages listed (≈%d in the DLQ); nothing was moved\n", count, approx)
+	fmt.Fprintf(w, "%d message(s) listed (≈%d in the DLQ); nothing was moved\n", count, approx)
 	if strings.HasSuffix(dlqURL, ".fifo") && count < approx {
 		fmt.Fprintln(w, "note: a FIFO queue hides a message group's later messages while earlier ones are in flight, so a dry run lists about 10 per group")
 	}

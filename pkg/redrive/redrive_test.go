@@ -481,7 +481,7 @@ func TestDryRunPrintsAndLeavesTheDLQ(t *testing.T) {
 		"attribute checksum (Binary) = <3 bytes>",
 		`body (15 bytes): {"id":"dry-11"}`,
 		"more bytes)", // the long body is cut
-		"12 messages listed (≈12 in the DLQ); nothing was moved",
+		"12 message(s) listed (≈12 in the DLQ); nothing was moved",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("dry-run output lacks %q:\n%s", want, text)

@@ -434,21 +434,5 @@ func follow(ctx context.Context, kin *kinesis.Client, q *query, stdout, stderr i
 	return err
 }
 
-// fail prints err in one line with one prefix and returns the exit status.
-func fail(stderr io.Writer, err error) int {
-	var usage *cli.UsageError
-	switch {
-	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "results: %v; see results -h\n", err)
-		return cli.ExitUsage
-	case errors.Is(err, cli.ErrNoRegion):
-		fmt.Fprintf(stderr, "results: %v\n", err)
-		return cli.ExitUsage
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "results: interrupted")
-		return cli.ExitInterrupted
-	default:
-		fmt.Fprintf(stderr, "results: %v\n", err)
-		return cli.ExitError
-	}
-}
+// fail prints err in one line and returns the exit status (cli.Fail).
+func fail(stderr io.Writer, err error) int { return cli.Fail(stderr, "results", err, "") }

@@ -122,21 +122,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	return cli.ExitOK
 }
 
-// fail prints err in one line with one prefix and returns the exit status.
+// fail prints err in one line and returns the exit status (cli.Fail).
 func fail(stderr io.Writer, err error) int {
-	var usage *cli.UsageError
-	switch {
-	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "snapshot: %v; see snapshot -h\n", err)
-		return cli.ExitUsage
-	case errors.Is(err, cli.ErrNoRegion):
-		fmt.Fprintf(stderr, "snapshot: %v\n", err)
-		return cli.ExitUsage
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "snapshot: interrupted (running it again is safe: consumers apply by version)")
-		return cli.ExitInterrupted
-	default:
-		fmt.Fprintf(stderr, "snapshot: %v\n", err)
-		return cli.ExitError
-	}
+	return cli.Fail(stderr, "snapshot", err, "running it again is safe: consumers apply by version")
 }

@@ -242,21 +242,5 @@ func firstUsage(err error) error {
 	return err
 }
 
-// fail prints err in one line with one prefix and returns the exit status.
-func fail(stderr io.Writer, err error) int {
-	var usage *cli.UsageError
-	switch {
-	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "tail: %v; see tail -h\n", usage)
-		return cli.ExitUsage
-	case errors.Is(err, cli.ErrNoRegion):
-		fmt.Fprintf(stderr, "tail: %v\n", err)
-		return cli.ExitUsage
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "tail: interrupted")
-		return cli.ExitInterrupted
-	default:
-		fmt.Fprintf(stderr, "tail: %v\n", err)
-		return cli.ExitError
-	}
-}
+// fail prints err in one line and returns the exit status (cli.Fail).
+func fail(stderr io.Writer, err error) int { return cli.Fail(stderr, "tail", err, "") }

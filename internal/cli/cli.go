@@ -165,3 +165,30 @@ func LoadAWS(ctx context.Context) (aws.Config, error) {
 	}
 	return cfg, nil
 }
+
+// Fail prints err on stderr in one line that starts with the command's
+// name and returns the command's exit status: a usage error (pointing at
+// -h) and a missing region ExitUsage, Ctrl-C or SIGTERM ExitInterrupted
+// (the line says interrupted, then afterInterrupt when set: what a rerun
+// does), anything else ExitError.
+func Fail(stderr io.Writer, name string, err error, afterInterrupt string) int {
+	var usage *UsageError
+	switch {
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "%s: %v; see %s -h\n", name, usage, name)
+		return ExitUsage
+	case errors.Is(err, ErrNoRegion):
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return ExitUsage
+	case errors.Is(err, context.Canceled):
+		if afterInterrupt != "" {
+			fmt.Fprintf(stderr, "%s: interrupted (%s)\n", name, afterInterrupt)
+		} else {
+			fmt.Fprintf(stderr, "%s: interrupted\n", name)
+		}
+		return ExitInterrupted
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return ExitError
+	}
+}

@@ -282,9 +282,6 @@ func TestFailingSetAsideReportsTheRecord(t *testing.T) {
 // set aside (in every window kind, so the kinds agree), the shard moves on,
 // and once its session closes the key is taken again.
 func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: this test writes 40,000 records; make test runs it")
-	}
 	const config = `{"name":"hot","key":"key","value":"data.ms","distinct":"data.user",
 	 "windows":[{"kind":"session","gap":"30s"},{"kind":"tumbling","size":"1h"}],
 	 "aggregates":["count","max","distinct"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`

@@ -130,27 +130,14 @@ func setAsideSeqs(items []map[string]ddbtypes.AttributeValue) []string {
 // first -fault.moto of them on moto too, each a parallel subtest named by
 // its backend and seed; a failing one prints the command that runs it alone.
 func seededScenarios(t *testing.T, test string, n int, run func(t *testing.T, backend faultBackend, seed int)) {
-	first := *faultFirstSeed
-	for _, b := range []struct {
-		backend faultBackend
-		n       int
-	}{{onMoto, min(*faultMotoSeeds, n)}, {onMemdb, n}} {
-		t.Run(b.backend.name, func(t *testing.T) {
-			t.Parallel()
-			for seed := first; seed < first+b.n; seed++ {
-				t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-					t.Parallel()
-					t.Cleanup(func() {
-						if t.Failed() {
-							t.Logf("run this scenario alone: go test -count=1 -run '^%s$/^%s$/^seed-%d$' ./pkg/cep -args -fault.seed=%d",
-								test, b.backend.name, seed, seed)
-						}
-					})
-					run(t, b.backend, seed)
-				})
+	keyedtest.Seeds{Test: test, Package: "./pkg/cep", First: *faultFirstSeed, N: n, Moto: *faultMotoSeeds}.Run(t,
+		func(t *testing.T, backend string, seed int) {
+			b := onMemdb
+			if backend == onMoto.name {
+				b = onMoto
 			}
+			run(t, b, seed)
 		})
-	}
 }
 
 // TestFaultInjectionMatchesEqualReference plays seeded histories (out of

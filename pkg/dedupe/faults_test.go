@@ -195,27 +195,8 @@ func (c *consumer) HandleBatch(ctx context.Context, ev events.KinesisEvent) (eve
 // the verdict the model gives it. The scenarios run on memdb, and the
 // first -fault.moto on moto too, so that memdb cannot drift from it.
 func TestFaultInjectionClaimsExactlyOnce(t *testing.T) {
-	first := *faultFirstSeed
-	for _, b := range []struct {
-		backend string
-		n       int
-	}{{"moto", min(*faultMotoSeeds, *faultSeeds)}, {"memdb", *faultSeeds}} {
-		t.Run(b.backend, func(t *testing.T) {
-			t.Parallel()
-			for seed := first; seed < first+b.n; seed++ {
-				t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-					t.Parallel()
-					t.Cleanup(func() {
-						if t.Failed() {
-							t.Logf("run this scenario alone: go test -count=1 -run '^TestFaultInjectionClaimsExactlyOnce$/^%s$/^seed-%d$' ./pkg/dedupe -args -fault.seed=%d",
-								b.backend, seed, seed)
-						}
-					})
-					faultScenario(t, b.backend, uint64(seed))
-				})
-			}
-		})
-	}
+	keyedtest.Seeds{Test: "TestFaultInjectionClaimsExactlyOnce", Package: "./pkg/dedupe", First: *faultFirstSeed, N: *faultSeeds, Moto: *faultMotoSeeds}.Run(t,
+		func(t *testing.T, backend string, seed int) { faultScenario(t, backend, uint64(seed)) })
 }
 
 func faultScenario(t *testing.T, backend string, seed uint64) {

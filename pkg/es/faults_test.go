@@ -54,27 +54,8 @@ type sentCommand struct {
 // on memdb, and the first -fault.moto on moto too, so that memdb cannot
 // drift from it.
 func TestFaultInjectionCommandsExactlyOnce(t *testing.T) {
-	first := *faultFirstSeed
-	for _, b := range []struct {
-		backend string
-		n       int
-	}{{"moto", min(*faultMotoSeeds, *faultSeeds)}, {"memdb", *faultSeeds}} {
-		t.Run(b.backend, func(t *testing.T) {
-			t.Parallel()
-			for seed := first; seed < first+b.n; seed++ {
-				t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-					t.Parallel()
-					t.Cleanup(func() {
-						if t.Failed() {
-							t.Logf("run this scenario alone: go test -count=1 -run '^TestFaultInjectionCommandsExactlyOnce$/^%s$/^seed-%d$' ./pkg/es -args -fault.seed=%d",
-								b.backend, seed, seed)
-						}
-					})
-					commandScenario(t, b.backend, uint64(seed))
-				})
-			}
-		})
-	}
+	keyedtest.Seeds{Test: "TestFaultInjectionCommandsExactlyOnce", Package: "./pkg/es", First: *faultFirstSeed, N: *faultSeeds, Moto: *faultMotoSeeds}.Run(t,
+		func(t *testing.T, backend string, seed int) { commandScenario(t, backend, uint64(seed)) })
 }
 
 func commandScenario(t *testing.T, backend string, seed uint64) {

@@ -376,3 +376,39 @@ func (s *Stream) Records() [][]byte {
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.data...)
 }
+
+// Seeds says which seeded scenarios a fault-injection test runs: seeds
+// First to First+N-1 on the in-process store ("memdb"), and the first
+// Moto of them on moto too ("moto"), so that memdb cannot drift from it.
+// Test and Package name the test and its package (./pkg/x) for the
+// one-line command a failing scenario prints.
+type Seeds struct {
+	Test, Package  string
+	First, N, Moto int
+}
+
+// Run runs run(t, backend, seed) for each seed on each backend, as
+// parallel subtests named <backend>/seed-<n>; a failing one logs the
+// command that runs it alone.
+func (s Seeds) Run(t *testing.T, run func(t *testing.T, backend string, seed int)) {
+	for _, b := range []struct {
+		backend string
+		n       int
+	}{{"moto", min(s.Moto, s.N)}, {"memdb", s.N}} {
+		t.Run(b.backend, func(t *testing.T) {
+			t.Parallel()
+			for seed := s.First; seed < s.First+b.n; seed++ {
+				t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+					t.Parallel()
+					t.Cleanup(func() {
+						if t.Failed() {
+							t.Logf("run this scenario alone: go test -count=1 -run '^%s$/^%s$/^seed-%d$' %s -args -fault.seed=%d",
+								s.Test, b.backend, seed, s.Package, seed)
+						}
+					})
+					run(t, b.backend, seed)
+				})
+			}
+		})
+	}
+}

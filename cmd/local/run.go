@@ -78,19 +78,12 @@ type ports struct{ url, lambda, dashboard int }
 func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin.Server, *local.Stack, error) {
 	began := time.Now()
 	stackName := "Tributary"
-	srv, err := standin.Start(ctx, standin.Options{Addr: o.addr, Reuse: true, Log: nil, Progress: os.Stdout})
+	srv, err := standinFor(ctx, o, began, os.Stdout)
 	if err != nil {
 		return nil, nil, err
 	}
 	if srv.Reused() {
-		// Something already answers there (LocalStack, another run's
-		// moto): say what, and give this run resources of its own so
-		// that earlier data cannot skew its results.
 		stackName = fmt.Sprintf("Tributary-%d", time.Now().Unix())
-		fmt.Printf("! found %s on %s: this run deploys onto it, as stack %s, and leaves its resources there.\n", srv.Found(), o.addr, stackName)
-		fmt.Printf("  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make %s (or -addr 127.0.0.1:4567).\n", o.command())
-	} else {
-		fmt.Printf("▸ nothing listened on %s: started the AWS stand-in, moto %s, there in %s\n", o.addr, standin.MotoVersion, roundDuration(time.Since(began)))
 	}
 	tm.since("stand-in", began)
 	var logf func(fn, line string)
@@ -123,6 +116,44 @@ func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin
 		return nil, nil, err
 	}
 	return srv, stack, nil
+}
+
+// standinFor starts the stand-in at o.addr, or reuses what answers there
+// (LocalStack, a make local-up), saying which. Another make local's
+// stand-in is not reused: it stops when that run ends, with whatever this
+// run deployed onto it, so this run starts one of its own on a free port.
+func standinFor(ctx context.Context, o *options, began time.Time, w io.Writer) (*standin.Server, error) {
+	name := "make " + o.command()
+	if o.cmd == "invoke" {
+		name = "make invoke"
+	}
+	owner := standin.Owner{Command: name, PID: os.Getpid(), StopsWithRun: o.cmd != "up"}
+	srv, err := standin.Start(ctx, standin.Options{Addr: o.addr, Reuse: true, Log: nil, Progress: w, Owner: owner})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case srv.Reused() && srv.Found().StopsWithRun():
+		fmt.Fprintf(w, "! %s answers on %s: the stand-in of %s. This run starts one of its own on a free port.\n",
+			srv.Found().Kind, o.addr, srv.Found().Owner)
+		if srv, err = standin.Start(ctx, standin.Options{Addr: "127.0.0.1:0", Owner: owner}); err != nil {
+			return nil, err
+		}
+		addr := strings.TrimPrefix(srv.Endpoint(), "http://")
+		fmt.Fprintf(w, "▸ started the AWS stand-in, moto %s, on %s in %s\n", standin.MotoVersion, addr, roundDuration(time.Since(began)))
+		if o.cmd == "up" {
+			fmt.Fprintf(w, "  Other commands reach it with TRIBUTARY_STANDIN_ADDR=%s (for example TRIBUTARY_STANDIN_ADDR=%[1]s make results).\n", addr)
+		}
+	case srv.Reused():
+		// Something already answers there (LocalStack, a make local-up):
+		// say what; the caller gives this run resources of its own so
+		// that earlier data cannot skew its results.
+		fmt.Fprintf(w, "! found %s on %s: this run deploys onto it, as a stack of its own, and leaves its resources there.\n", srv.Found(), o.addr)
+		fmt.Fprintf(w, "  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make %s (or -addr 127.0.0.1:4567).\n", o.command())
+	default:
+		fmt.Fprintf(w, "▸ nothing listened on %s: started the AWS stand-in, moto %s, there in %s\n", o.addr, standin.MotoVersion, roundDuration(time.Since(began)))
+	}
+	return srv, nil
 }
 
 // command is the make target that runs the current subcommand.

@@ -37,7 +37,15 @@ type Found struct {
 	Account string
 	// Waited is how long its first AWS answer took.
 	Waited time.Duration
+	// Owner is who started it, when it is a Tributary stand-in (moto
+	// behind another run's serializer); nil for anything else.
+	Owner *Owner
 }
+
+// StopsWithRun reports whether what answers is a stand-in that another
+// run started and stops when that run ends (a make local): whoever
+// deploys onto it loses it then.
+func (f Found) StopsWithRun() bool { return f.Owner != nil && f.Owner.StopsWithRun }
 
 // Listening reports whether something answered at the address.
 func (f Found) Listening() bool { return f.Kind != "" }
@@ -49,6 +57,9 @@ func (f Found) String() string {
 		return "nothing"
 	}
 	s := f.Kind
+	if f.Owner != nil {
+		s += ", the stand-in of " + f.Owner.String()
+	}
 	if f.Account != "" {
 		s += ", account " + f.Account
 	}
@@ -105,7 +116,8 @@ func Probe(ctx context.Context, addr string, patience time.Duration, progress io
 		}
 		return Found{}, &BusyError{Addr: addr, Reason: err.Error()}
 	}
-	return Found{Kind: identify(ctx, endpoint), Account: account, Waited: waited}, nil
+	kind, owner := identify(ctx, endpoint)
+	return Found{Kind: kind, Account: account, Waited: waited, Owner: owner}, nil
 }
 
 // callerAccount asks endpoint STS GetCallerIdentity once (no retry), within
@@ -153,8 +165,9 @@ func firstLine(s string, n int) string {
 
 // identify names the AWS endpoint at endpoint: LocalStack by its health
 // endpoint (asked first: LocalStack answers moto's path as an S3 bucket),
-// moto by its dashboard API (also behind another run's stand-in).
-func identify(ctx context.Context, endpoint string) string {
+// moto by its dashboard API (also behind another run's stand-in, which
+// says who started it at OwnerPath).
+func identify(ctx context.Context, endpoint string) (string, *Owner) {
 	client := &http.Client{Timeout: 5 * time.Second}
 	get := func(path string) ([]byte, int) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+path, nil)
@@ -173,14 +186,21 @@ func identify(ctx context.Context, endpoint string) string {
 		var h struct{ Version, Edition string }
 		if json.Unmarshal(b, &h) == nil && h.Version != "" {
 			if h.Edition == "" || h.Edition == "unknown" { // host mode says unknown
-				return "LocalStack " + h.Version
+				return "LocalStack " + h.Version, nil
 			}
-			return fmt.Sprintf("LocalStack %s (%s)", h.Version, h.Edition)
+			return fmt.Sprintf("LocalStack %s (%s)", h.Version, h.Edition), nil
 		}
-		return "LocalStack"
+		return "LocalStack", nil
 	}
 	if b, status := get("/moto-api/"); status == http.StatusOK && strings.Contains(strings.ToLower(string(b)), "moto") {
-		return "moto"
+		var owner *Owner
+		if b, status := get(OwnerPath); status == http.StatusOK {
+			var o Owner
+			if json.Unmarshal(b, &o) == nil && o.Command != "" {
+				owner = &o
+			}
+		}
+		return "moto", owner
 	}
-	return "an AWS endpoint of unknown kind"
+	return "an AWS endpoint of unknown kind", nil
 }

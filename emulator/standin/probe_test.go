@@ -3,7 +3,9 @@ package standin_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +84,8 @@ func TestStartReusedSaysWhatItFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := srv.Found().String(); !strings.HasPrefix(s, "moto, account 123456789012, first answer after ") {
-		t.Fatalf("Found() = %q, want moto with its account and wait", s)
+	want := fmt.Sprintf("moto, the stand-in of go test (pid %d), which stops it when its run ends, account 123456789012, first answer after ", os.Getpid())
+	if s := srv.Found().String(); !strings.HasPrefix(s, want) {
+		t.Fatalf("Found() = %q, want %q… (moto, who started it, its account and wait)", s, want)
 	}
 }

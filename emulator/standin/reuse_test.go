@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,16 @@ func TestStartReusesAnEndpointWhoseFirstAnswerIsSlow(t *testing.T) {
 	}
 	if !srv.Reused() || srv.Endpoint() != "http://"+addr {
 		t.Fatalf("Start on %s: endpoint %s reused=%v, want it reused", addr, srv.Endpoint(), srv.Reused())
+	}
+	// Behind the proxy is another process's stand-in: it says who started
+	// it and that it stops with that run (a second make local then starts
+	// its own instead of deploying onto it).
+	f := srv.Found()
+	if f.Kind != "moto" || f.Owner == nil || f.Owner.Command != "go test" || f.Owner.PID != os.Getpid() || !f.StopsWithRun() {
+		t.Fatalf("Found %+v owner %+v: want moto, owned by go test (pid %d), stopping with its run", f, f.Owner, os.Getpid())
+	}
+	if want := "the stand-in of go test (pid "; !strings.Contains(f.String(), want) {
+		t.Fatalf("Found.String() = %q, want it to contain %q", f.String(), want)
 	}
 }
 

@@ -210,7 +210,7 @@ func hasMessages(out []byte) bool {
 }
 
 // serve starts the serializer on ln in front of backend, wrapped by wrap when set.
-func serve(ln net.Listener, backend string, wrap func(http.Handler) http.Handler) (*http.Server, error) {
+func serve(ln net.Listener, backend string, owner Owner, wrap func(http.Handler) http.Handler) (*http.Server, error) {
 	ser, err := newSerializer(backend)
 	if err != nil {
 		return nil, err
@@ -219,7 +219,26 @@ func serve(ln net.Listener, backend string, wrap func(http.Handler) http.Handler
 	if wrap != nil {
 		h = wrap(ser)
 	}
+	h = withOwner(h, owner)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, nil
+}
+
+// OwnerPath is where a stand-in says who started it (an Owner as JSON), for
+// Probe. No AWS API has a path under /_tributary/.
+const OwnerPath = "/_tributary/standin"
+
+// withOwner answers GET OwnerPath with owner and passes every other request
+// to next.
+func withOwner(next http.Handler, owner Owner) http.Handler {
+	body, _ := json.Marshal(owner) // a struct of strings, ints and bools: cannot fail
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == OwnerPath {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

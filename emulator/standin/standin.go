@@ -51,6 +51,33 @@ type Options struct {
 	// Progress receives a line when that wait is longer than a moment; nil
 	// discards it.
 	Progress io.Writer
+	// Owner says who starts the stand-in and when it stops, for whoever
+	// finds it at Addr later (Probe reads it from OwnerPath): another
+	// `make local` must not deploy onto a stand-in that goes away when the
+	// run that started it ends. The zero value says nothing.
+	Owner Owner
+}
+
+// Owner is who started a stand-in and whether it stops with them.
+type Owner struct {
+	// Command names the starter, for example "make local".
+	Command string `json:"command"`
+	// PID is the starter's process id.
+	PID int `json:"pid"`
+	// StopsWithRun is true when the stand-in stops as soon as its
+	// starter's run ends (make local), false when it stays until asked
+	// (make local-up, until Ctrl-C).
+	StopsWithRun bool `json:"stopsWithRun"`
+}
+
+// String is what a banner prints: "make local (pid 4242), which stops it
+// when its run ends".
+func (o Owner) String() string {
+	s := fmt.Sprintf("%s (pid %d)", o.Command, o.PID)
+	if o.StopsWithRun {
+		s += ", which stops it when its run ends"
+	}
+	return s
 }
 
 // Server is a running (or reused) stand-in.
@@ -129,7 +156,7 @@ func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) htt
 		ln.Close()
 		return nil, err
 	}
-	if s.front, err = serve(ln, backend, wrap); err != nil {
+	if s.front, err = serve(ln, backend, opts.Owner, wrap); err != nil {
 		ln.Close()
 		_ = s.Stop()
 		return nil, err

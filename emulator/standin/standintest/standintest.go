@@ -28,7 +28,7 @@ func Start(t testing.TB) *standin.Server {
 	if os.Getenv("STANDIN_LOG") == "" {
 		log = nil
 	}
-	opts := standin.Options{Addr: "127.0.0.1:0"}
+	opts := standin.Options{Addr: "127.0.0.1:0", Owner: standin.Owner{Command: "go test", PID: os.Getpid(), StopsWithRun: true}}
 	if log != nil {
 		opts.Log = log
 	}

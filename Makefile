@@ -16,6 +16,11 @@ MOTO      := .venv/bin/moto_server
 MOTO_VERSION := 5.2.5
 AWSCLI_VERSION := 1.46.3
 AWSCLI := .tools/awscli/.installed-$(AWSCLI_VERSION)
+# The aws command tests run: a wrapper that starts the venv's python -m awscli
+# by a path relative to itself, so it still runs when the checkout (or a
+# worktree sharing .tools) moves; pip's bin/aws names the venv's path as
+# it was when installed.
+AWSCLI_CMD := .tools/awscli/cli/aws
 CDK_OUT   := infra/cdk.out/Tributary.template.json
 GO_SOURCES := $(shell find functions examples/functions pkg -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
 INFRA_SOURCES := $(shell find infra -name '*.go' -not -name '*_test.go' -not -path 'infra/node_modules/*' -not -path 'infra/cdk.out/*' 2>/dev/null) $(wildcard infra/tributary/*.json) $(wildcard pipelines/*.json) pipelines infra/go.mod infra/go.sum infra/cdk.json
@@ -265,14 +270,17 @@ deps-browser: ## install chromium (apt-get install -y chromium) when /usr/bin/ch
 	fi
 
 .PHONY: deps-bench
-deps-bench: scripts/bench/powertools/node_modules/.installed $(AWSCLI) ## install the benchmarks' Powertools peer (make bench, and bench/cost's test in make test) and the AWS CLI the docs' commands test runs
+deps-bench: scripts/bench/powertools/node_modules/.installed $(AWSCLI_CMD) ## install the benchmarks' Powertools peer (make bench, and bench/cost's test in make test) and the AWS CLI the docs' commands test runs
 
 # The AWS CLI (v1, from PyPI) in a venv of its own, so that its botocore pin
 # does not move moto's: docs/local.md's aws lambda invoke is run as written
-# by a test (emulator/local), with .tools/awscli/bin on its PATH.
+# by a test (emulator/local), with .tools/awscli/cli on its PATH.
 $(AWSCLI):
 	@$(call timed,installs) echo "▸ installing the AWS CLI $(AWSCLI_VERSION) into .tools/awscli (pip)" && \
 	python3 -m venv .tools/awscli && .tools/awscli/bin/pip install --disable-pip-version-check -q 'awscli==$(AWSCLI_VERSION)' && touch $@
+
+$(AWSCLI_CMD): $(AWSCLI)
+	@mkdir -p $(@D) && printf '#!/bin/sh\nexec "$$(dirname "$$0")/../bin/python3" -m awscli "$$@"\n' > $@ && chmod +x $@
 
 $(RIE):
 	@$(call timed,installs) echo "▸ installing aws-lambda-rie into .tools/bin (go install)" && \

@@ -118,8 +118,8 @@ var docRuns = map[string]docRun{
 	"aws lambda invoke": func(t *testing.T, env *docEnv, c docCommand) {
 		// make deps installs the AWS CLI into .tools/awscli (a user has
 		// their own on PATH): it comes first here.
-		path := filepath.Join(env.root, ".tools", "awscli", "bin") + string(os.PathListSeparator) + os.Getenv("PATH")
-		if _, err := os.Stat(filepath.Join(env.root, ".tools", "awscli", "bin", "aws")); err != nil {
+		path := filepath.Join(env.root, ".tools", "awscli", "cli") + string(os.PathListSeparator) + os.Getenv("PATH")
+		if _, err := os.Stat(filepath.Join(env.root, ".tools", "awscli", "cli", "aws")); err != nil {
 			testtools.Need(t, "docs/local.md's aws lambda invoke needs it (make deps installs it into .tools/awscli)", "aws")
 		}
 		stack := env.stack

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/worker"
 )
 
 // SampleShard is the shard id FreshSample gives a sample's Kinesis records
@@ -71,7 +74,16 @@ func (r Rewrite) String() string {
 // from one invocation to the next and are compared as numbers; DynamoDB
 // eventIDs and SQS messageIds become random ones; an Idempotency-Key
 // header gets a new key (the old one with other times would be refused as
-// another body). A payload of no known event type (snapshot's {"table": …})
+// another body).
+//
+// It gives every event id a fresh value (envelopeIDs): the envelope ids
+// inside Kinesis data, SQS bodies and function URL bodies, a task's taskId
+// and after, and a FIFO message's MessageDeduplicationId get one suffix
+// new at each invocation, so the consumers' ledgers count each invocation
+// instead of setting its records aside as ids reused with other content,
+// while ids the sample repeats stay equal. Ids that name an entity's
+// version (event sourcing's, cdc's) and ids of what is no envelope (a
+// command, a rule) are kept. A payload of no known event type (snapshot's {"table": …})
 // comes back unchanged, without rewrites.
 //
 // It returns the rewritten payload and one Rewrite per kind of change, in
@@ -87,7 +99,7 @@ func FreshSample(payload []byte, now time.Time) ([]byte, []Rewrite, error) {
 	if !ok {
 		return payload, nil, nil
 	}
-	f := &freshener{now: now, seqs: map[string]string{}}
+	f := &freshener{now: now, seqs: map[string]string{}, idSuffix: idSeparator + randomHex(idTokenBytes)}
 	switch sourceOf(root) {
 	case sourceKinesis:
 		f.kinesis(root)
@@ -227,6 +239,14 @@ type freshener struct {
 	notes []Rewrite
 	// shift is how far finish moved the times.
 	shift time.Duration
+	// idSuffix is appended to every event id and task id the sample
+	// carries: one for the whole sample, new at each invocation.
+	idSuffix string
+	// ids counts the ids rewritten (nested documents with one are written
+	// back).
+	ids int
+	// errs are ids that cannot take the suffix.
+	errs []error
 }
 
 func (f *freshener) note(path, what string) {
@@ -289,26 +309,99 @@ func (f *freshener) timeAt(obj map[string]any, key, path string, format timeForm
 	f.times = append(f.times, timeSlot{obj: obj, key: key, path: path, format: format, at: at})
 }
 
-// envelopeTimes registers the envelope times of a document decoded from a
+// envelopes registers the envelope times of a document decoded from a
 // record's data or a body, at any depth (a batch is an array of envelopes;
-// rules' /test body holds them under "events").
-func (f *freshener) envelopeTimes(doc any, path string) {
+// rules' /test body holds them under "events"), and gives its envelopes
+// and tasks fresh ids (envelopeIDs).
+func (f *freshener) envelopes(doc any, path string) {
 	switch t := doc.(type) {
 	case map[string]any:
 		for _, k := range []string{"occurredAt", "sentAt", "receivedAt"} {
 			f.timeAt(t, k, path+"."+k, rfc3339)
 		}
+		f.envelopeIDs(t, path)
 		for _, k := range sortedKeys(t) {
 			switch t[k].(type) {
 			case map[string]any, []any:
-				f.envelopeTimes(t[k], path+"."+k)
+				f.envelopes(t[k], path+"."+k)
 			}
 		}
 	case []any:
 		for _, e := range t {
-			f.envelopeTimes(e, path+"[]")
+			f.envelopes(e, path+"[]")
 		}
 	}
+}
+
+// idSeparator and idTokenBytes make a fresh id: the sample's id, then
+// idSeparator and idTokenBytes random bytes in hex, one token per
+// invocation.
+const (
+	idSeparator  = "~"
+	idTokenBytes = 5
+)
+
+// envelopeIDs gives obj, when it is an envelope (an id, a type and an
+// occurredAt), a fresh id: the consumers suppress an id they accepted
+// before (the aggregate, enrich, join and CEP ledgers judge an event by its
+// key and id), and this copy's times differ from the last one's, so the
+// sample's id again would be set aside as an id reused with other content
+// (duplicate-conflict) instead of counted. Every id gets the invocation's
+// one suffix, so ids the sample repeats (a producer's retry, a FIFO
+// message's deduplication id) stay equal to each other and different ids
+// stay different. A task's data.taskId, the worker's idempotency key, and
+// data.after, the task it waits for, get it too.
+//
+// Kept: an id that names an entity's version ("<aggregateId>/<version>" of
+// event sourcing, "<table>/<key>/<version>" of cdc, data.version being the
+// number after the last slash): its consumers order it by that version,
+// not by a ledger of ids, and a new one would name a version that does
+// not exist. Objects that are no envelope (a command's id, a rule's id)
+// are kept too: a command sent again is a replay, as the sample shows.
+func (f *freshener) envelopeIDs(obj map[string]any, path string) {
+	id, ok := obj["id"].(string)
+	if !ok || id == "" {
+		return
+	}
+	if _, ok := obj["type"].(string); !ok {
+		return
+	}
+	if _, ok := obj["occurredAt"]; !ok {
+		return
+	}
+	data, _ := obj["data"].(map[string]any)
+	if versionedID(id, data) {
+		f.note(path+".id", "kept: <entity>/<version>, an id its consumers order by version, not a delivery's")
+		return
+	}
+	f.freshID(obj, "id", path+".id")
+	if obj["type"] == worker.TaskType && data != nil {
+		f.freshID(data, "taskId", path+".data.taskId")
+		f.freshID(data, "after", path+".data.after")
+	}
+}
+
+// versionedID reports whether id ends in "/<data.version>".
+func versionedID(id string, data map[string]any) bool {
+	v, ok := data["version"].(json.Number)
+	i := strings.LastIndexByte(id, '/')
+	return ok && i >= 0 && id[i+1:] == v.String()
+}
+
+// freshID appends the invocation's suffix to the string obj[key].
+func (f *freshener) freshID(obj map[string]any, key, path string) {
+	old, ok := obj[key].(string)
+	if !ok || old == "" {
+		return
+	}
+	fresh := old + f.idSuffix
+	if len(fresh) > stream.MaxIDLength {
+		f.errs = append(f.errs, fmt.Errorf("sample: %s %q: %d bytes with the fresh suffix %q; ids are at most %d", path, old, len(fresh), f.idSuffix, stream.MaxIDLength))
+		return
+	}
+	obj[key] = fresh
+	f.ids++
+	f.note(path, fmt.Sprintf("<id> → <id>%s, new for this invocation (one suffix: ids the sample repeats stay repeated)", f.idSuffix))
 }
 
 // seqAt registers obj[key] as a sequence number (after prefix).
@@ -346,9 +439,9 @@ func (f *freshener) embedded(obj map[string]any, key, path string, b64 bool) any
 	if dec.Decode(&doc) != nil || dec.More() {
 		return nil
 	}
-	before := len(f.times)
-	f.envelopeTimes(doc, path)
-	if len(f.times) == before {
+	times, ids := len(f.times), f.ids
+	f.envelopes(doc, path)
+	if len(f.times) == times && f.ids == ids {
 		return doc
 	}
 	f.nested = append(f.nested, func() error {
@@ -431,6 +524,11 @@ func (f *freshener) sqs(root map[string]any) {
 			f.seqAt(a, "SequenceNumber", "Records[].attributes.SequenceNumber", "")
 		}
 		body := f.embedded(rec, "body", "Records[].body", false)
+		// A FIFO message's deduplication id is its envelope's id: the
+		// same suffix keeps them one.
+		if a, ok := rec["attributes"].(map[string]any); ok {
+			f.freshID(a, "MessageDeduplicationId", "Records[].attributes.MessageDeduplicationId")
+		}
 		// Lambda's on-failure record names a batch by shard and sequence
 		// range: the quarantine function reads those records back, so a
 		// real shard's would be set aside as failed.
@@ -503,6 +601,9 @@ func (f *freshener) functionURL(root map[string]any) {
 // finish moves the times, numbers the sequence numbers and writes the
 // decoded documents back.
 func (f *freshener) finish() error {
+	if len(f.errs) > 0 {
+		return errors.Join(f.errs...)
+	}
 	if len(f.seqs) >= maxSamplePositions {
 		return fmt.Errorf("sample: %d sequence numbers; at most %d are renumbered", len(f.seqs), maxSamplePositions-1)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -340,5 +341,179 @@ func TestFreshSampleFromTheFuture(t *testing.T) {
 	}
 	if !recent(ev.Time) || ev.Time.Second() != 30 {
 		t.Errorf("time %s: want 12:34:30, the minute up to %s", ev.Time, freshNow)
+	}
+}
+
+// sampleIDs lists, in the payload's order, every id a sample carries in
+// the documents its records and body hold: each object's "id" (envelopes,
+// commands, rules), a task's data.taskId and data.after, and a FIFO
+// message's MessageDeduplicationId, each as "<member>=<value>".
+func sampleIDs(t *testing.T, payload []byte) []string {
+	t.Helper()
+	var root map[string]any
+	if err := json.Unmarshal(payload, &root); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if id, ok := x["id"].(string); ok {
+				out = append(out, "id="+id)
+			}
+			for _, k := range []string{"taskId", "after"} {
+				if s, ok := x[k].(string); ok {
+					out = append(out, k+"="+s)
+				}
+			}
+			for _, k := range sortedKeys(x) {
+				walk(x[k])
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	doc := func(s string, b64 bool) {
+		raw := []byte(s)
+		if b64 {
+			var err error
+			if raw, err = base64.StdEncoding.DecodeString(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var d any
+		if json.Unmarshal(raw, &d) == nil {
+			walk(d)
+		}
+	}
+	recs, _ := root["Records"].([]any)
+	for _, r := range recs {
+		rec := r.(map[string]any)
+		if k, ok := rec["kinesis"].(map[string]any); ok {
+			doc(k["data"].(string), true)
+		}
+		if body, ok := rec["body"].(string); ok {
+			doc(body, false)
+		}
+		if a, ok := rec["attributes"].(map[string]any); ok {
+			if s, ok := a["MessageDeduplicationId"].(string); ok {
+				out = append(out, "MessageDeduplicationId="+s)
+			}
+		}
+	}
+	if body, ok := root["body"].(string); ok {
+		b64, _ := root["isBase64Encoded"].(bool)
+		doc(body, b64)
+	}
+	return out
+}
+
+// tasksAfter is a queue sample whose second task waits for the first.
+const tasksAfter = `{"Records":[
+ {"messageId":"m-1","eventSource":"aws:sqs","attributes":{"SentTimestamp":"1795949000000"},
+  "body":"{\"id\":\"evt-task-1\",\"type\":\"task\",\"key\":\"c-1\",\"occurredAt\":\"2026-11-29T10:43:00Z\",\"sentAt\":\"2026-11-29T10:43:00Z\",\"data\":{\"taskId\":\"task-1\",\"input\":\"a\",\"rounds\":1}}"},
+ {"messageId":"m-2","eventSource":"aws:sqs","attributes":{"SentTimestamp":"1795949000100"},
+  "body":"{\"id\":\"evt-task-2\",\"type\":\"task\",\"key\":\"c-1\",\"occurredAt\":\"2026-11-29T10:43:01Z\",\"sentAt\":\"2026-11-29T10:43:01Z\",\"data\":{\"taskId\":\"task-2\",\"input\":\"b\",\"rounds\":1,\"after\":\"task-1\"}}"}]}`
+
+// Each invocation of a sample is a new delivery: every event id it carries
+// (envelope ids, task ids, a FIFO deduplication id) is new, so a running
+// stack's ledgers count it rather than set it aside as an id reused with
+// other content (its times moved); an id the sample repeats stays
+// repeated (a retry stays a duplicate, a reference still names its event),
+// and ids that are no delivery's — an entity's version, a command's, a
+// rule's — stay as they are.
+func TestFreshSampleGivesFreshIDs(t *testing.T) {
+	tests := []struct {
+		name    string
+		payload string // "" reads events/<name>
+		kept    []string
+		// same lists pairs of members (index in sampleIDs) that must hold
+		// one id after the rewrite.
+		same [][2]int
+	}{
+		{name: "aggregate/kinesis-batch.json"},
+		{name: "aggregate/kinesis-poison.json"},
+		{name: "ingest/function-url-post.json"},
+		{name: "ingest/function-url-idempotency-key.json"},
+		{name: "detect/kinesis-payments.json"},
+		{name: "join/kinesis-search-click.json"},
+		{name: "enrich/kinesis-tombstone.json", kept: []string{"id=profiles/user-7/1", "id=profiles/user-7/2"}},
+		{name: "project/kinesis-events.json", kept: []string{"id=show-1/1", "id=show-1/2"}},
+		// Two copies of task-1001: still one task, run once.
+		{name: "worker/sqs-tasks.json"},
+		{name: "worker/sqs-fifo.json"},
+		{name: "worker/sqs-after-missing.json"},
+		{name: "commands/function-url-reserve.json", kept: []string{"id=cmd-0002"}},
+		{name: "rules/function-url-test.json", kept: []string{"id=fail-then-big"}},
+		// task-2's after names task-1's new id (members: id, taskId of
+		// task-1; id, taskId, after of task-2).
+		{name: "tasks with after", payload: tasksAfter, same: [][2]int{{1, 4}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := []byte(tc.payload)
+			if tc.payload == "" {
+				var err error
+				if raw, err = os.ReadFile(filepath.Join("..", "..", "events", tc.name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			orig := sampleIDs(t, raw)
+			var fresh [2][]string
+			for i := range fresh {
+				out, rewrites, err := FreshSample(raw, freshNow)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fresh[i] = sampleIDs(t, out)
+				if len(fresh[i]) != len(orig) {
+					t.Fatalf("ids %v, want one for each of %v", fresh[i], orig)
+				}
+				var said bool
+				for _, r := range rewrites {
+					said = said || strings.Contains(r.What, "new for this invocation")
+				}
+				if !said && len(orig) > len(tc.kept) {
+					t.Errorf("rewrites %v: no line says the ids are new", rewrites)
+				}
+			}
+			if len(orig) == 0 {
+				t.Fatal("the sample carries no id")
+			}
+			for i, id := range orig {
+				kept := slices.Contains(tc.kept, id)
+				switch {
+				case kept && fresh[0][i] != id:
+					t.Errorf("%s became %s: want it kept", id, fresh[0][i])
+				case !kept && (fresh[0][i] == id || !strings.HasPrefix(fresh[0][i], id)):
+					t.Errorf("%s became %s: want a new id that still reads as the sample's", id, fresh[0][i])
+				case !kept && fresh[0][i] == fresh[1][i]:
+					t.Errorf("%s became %s at two invocations: want a new id each time", id, fresh[0][i])
+				}
+				for j := range orig {
+					if (orig[i] == orig[j]) != (fresh[0][i] == fresh[0][j]) {
+						t.Errorf("%s and %s became %s and %s: want equal ids to stay equal and others different", orig[i], orig[j], fresh[0][i], fresh[0][j])
+					}
+				}
+			}
+			for _, p := range tc.same {
+				a, b := fresh[0][p[0]], fresh[0][p[1]]
+				if _, av, _ := strings.Cut(a, "="); !strings.HasSuffix(b, "="+av) {
+					t.Errorf("%s and %s: want the reference to name the new id", a, b)
+				}
+			}
+		})
+	}
+}
+
+// An id with no room for the invocation's suffix is an error naming it.
+func TestFreshSampleRefusesAnIDWithNoRoomForItsSuffix(t *testing.T) {
+	long := strings.Repeat("x", 250)
+	in := []byte(`{"Records":[{"messageId":"m-1","eventSource":"aws:sqs","body":"{\"id\":\"` + long + `\",\"type\":\"page_view\",\"key\":\"k\",\"occurredAt\":\"2026-11-29T10:43:00Z\",\"sentAt\":\"2026-11-29T10:43:00Z\"}"}]}`)
+	if _, _, err := FreshSample(in, freshNow); err == nil || !strings.Contains(err.Error(), "Records[].body.id") || !strings.Contains(err.Error(), long) {
+		t.Errorf("FreshSample with a %d-character id: %v, want an error naming Records[].body.id and the id", len(long), err)
 	}
 }

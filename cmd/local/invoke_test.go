@@ -13,14 +13,53 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/emulator/local"
 	"github.com/tributary-dev/tributary/emulator/local/localtest"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
+
+// setAside reads what the stack's aggregate functions set aside (their
+// quarantine tables are small in a test).
+func setAside(t *testing.T, ctx context.Context, stack *local.Stack, db *dynamodb.Client) []setaside.Item {
+	t.Helper()
+	specs, err := stack.Deployment().Functions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]bool{}
+	for _, f := range specs {
+		if q := f.Env[aggregate.EnvQuarantineTable]; f.Binary == "aggregate" && q != "" {
+			tables[q] = true
+		}
+	}
+	if len(tables) == 0 {
+		t.Fatalf("no aggregate function has a %s", aggregate.EnvQuarantineTable)
+	}
+	var out []setaside.Item
+	for table := range tables {
+		p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, av := range page.Items {
+				var it setaside.Item
+				if attributevalue.UnmarshalMap(av, &it) == nil && it.Kind == setaside.ItemSetAside {
+					out = append(out, it)
+				}
+			}
+		}
+	}
+	return out
+}
 
 // viewsState is what a pipeline's views table says of each shard: the
 // highest fence any item holds for it and its watermark.
@@ -104,7 +143,9 @@ func sampleFences(t *testing.T, file string) map[string]bool {
 // sample's sequence numbers as its position or its fixed 2026-11-29 times
 // as its watermark, the sample's records are counted under a shard of their
 // own at the time they are sent, and the traffic after it is counted
-// exactly.
+// exactly. Samples sharing an event id (the function URL sample's evt-0001
+// and the Kinesis sample's), and the same sample sent twice, are each
+// counted: nothing is set aside as an id reused with other content.
 func TestInvokeSampleLeavesRealShardsAlone(t *testing.T) {
 	stack, root, _ := localtest.Up(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -127,8 +168,40 @@ func TestInvokeSampleLeavesRealShardsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := time.Now()
-	if err := invoke(ctx, &options{root: root, fn: w.Function, event: sample, lambdaPort: port}); err != nil {
-		t.Fatalf("make invoke FN=%s EVENT=%s: %v", w.Function, sample, err)
+	// The function URL sample first: its evt-0001 of user-42 is the
+	// aggregate sample's id with other data. Then the aggregate sample
+	// twice: each make invoke is a new delivery.
+	ingestSample := filepath.Join(root, "events", "ingest", "function-url-post.json")
+	if err := invoke(ctx, &options{root: root, fn: "ingest", event: ingestSample, lambdaPort: port}); err != nil {
+		t.Fatalf("make invoke FN=ingest EVENT=%s: %v", ingestSample, err)
+	}
+	for range 2 {
+		if err := invoke(ctx, &options{root: root, fn: w.Function, event: sample, lambdaPort: port}); err != nil {
+			t.Fatalf("make invoke FN=%s EVENT=%s: %v", w.Function, sample, err)
+		}
+	}
+	// Each counted: the aggregate sample's user-42 twice and user-7 once
+	// per invocation, and the function URL sample's user-42 once (through
+	// the stream); none set aside as an id reused with other content.
+	counted, cancelCounted := context.WithTimeout(ctx, time.Minute)
+	wantSamples := local.Counts{{Key: "user-42"}: 5, {Key: "user-7"}: 2}
+	from := sent.Add(-10 * time.Minute).Truncate(time.Minute)
+	vs, err := w.Wait(counted, wantSamples, from, time.Now().Add(time.Hour), nil, io.Discard)
+	cancelCounted()
+	if err != nil {
+		vs, _ = w.Read(ctx, wantSamples.Keys(), from, time.Now().Add(time.Hour))
+	}
+	perKey := map[string]int{}
+	for k, n := range local.Counted(vs) {
+		perKey[k.Key] += n
+	}
+	if perKey["user-42"] != 5 || perKey["user-7"] != 2 {
+		t.Errorf("after make invoke of the ingest sample, then the aggregate sample twice, the windows count %v; want user-42 5 and user-7 2, each invocation counted", perKey)
+	}
+	for _, it := range setAside(t, ctx, stack, db) {
+		if it.Category == setaside.KindDuplicateConflict {
+			t.Errorf("record %s of %s set aside as %s: %s", it.SequenceNumber, it.Source, it.Category, it.Reason)
+		}
 	}
 	// checkShards: no real shard holds the sample's positions, and every
 	// watermark is of this run's times.

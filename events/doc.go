@@ -21,7 +21,9 @@
 // moved to now, Kinesis records on shard shardId-make-invoke, new sequence
 // numbers and ids, so that a sample never moves a running stack's real
 // shards (a cdc change without a version attribute it refuses against a
-// running stack). The outcomes below are the file's own, at its fixed times.
+// running stack), and event ids with a suffix new at each invocation, so
+// that each invocation is counted, not set aside as an id reused with other
+// content. The outcomes below are the file's own, at its fixed times and ids.
 //
 //	ingest/function-url-post.json      one envelope            → 202, accepted 1, the record is on the stream
 //	ingest/function-url-batch.json     three envelopes         → 202, accepted 3

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/handler"
 	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
 )
@@ -138,6 +139,7 @@ func TestFaultInjectionEveryKindAndPolicy(t *testing.T) {
 		{"session/correct", append([]handler.Option{handler.WithSession(3 * time.Second)}, correct...)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(uint64(len(c.name)), 19))
 			var recs []rec
@@ -163,8 +165,11 @@ func TestFaultInjectionEveryKindAndPolicy(t *testing.T) {
 				}
 			}
 
-			// The reference: every record once.
-			clean := setup(t)
+			// The reference: every record once. State lives in memdb (one
+			// per run, in process: the eight cases run at once), results on
+			// moto's Kinesis; TestFaultInjectionResultsEqualReference runs
+			// the same harness with its state on moto.
+			clean := setupOnMemdb(t)
 			h, err := handler.NewWindowed[Tally](clean, selectLatency, opts...)
 			if err != nil {
 				t.Fatal(err)
@@ -178,10 +183,10 @@ func TestFaultInjectionEveryKindAndPolicy(t *testing.T) {
 			want := lastResults(t, wantByID)
 
 			// Under faults.
-			cfg := setup(t)
+			cfg := setupOnMemdb(t)
 			dbBudget, kinBudget := keyedtest.NewBudget(6), keyedtest.NewBudget(2)
 			fcfg := cfg
-			fcfg.DynamoDB = &keyedtest.DB{Client: db, B: dbBudget}
+			fcfg.DynamoDB = &keyedtest.DB{Client: cfg.DynamoDB.(*memdb.DB), B: dbBudget}
 			fcfg.Kinesis = &keyedtest.Kinesis{Putter: kin, B: kinBudget}
 			var last *handler.Handler
 			m := &keyedtest.Mapping{T: t, Rng: rng, Budgets: []*keyedtest.Budget{dbBudget, kinBudget}, MaxBatch: 20,
@@ -218,6 +223,17 @@ func TestFaultInjectionEveryKindAndPolicy(t *testing.T) {
 				len(recs), len(want), len(wantByID), len(gotByID), n, dbBudget.Crashes()+kinBudget.Crashes())
 		})
 	}
+}
+
+// setupOnMemdb is setup with the state and quarantine tables in a memdb of
+// their own (internal/memdb answers as moto does, without HTTP and Python)
+// and the output stream on moto.
+func setupOnMemdb(t testing.TB) handler.Config {
+	t.Helper()
+	cfg := handler.Config{Name: name("h"), StateTable: name("state"), OutputStream: name("out"), QuarantineTable: name("quarantine"), Kinesis: kin}
+	cfg.DynamoDB = memdb.New(map[string]memdb.Schema{cfg.StateTable: memdb.ViewsTable, cfg.QuarantineTable: memdb.QuarantineTable})
+	keyedtest.CreateStream(t, kin, cfg.OutputStream, 1)
+	return cfg
 }
 
 // lastResults is each window's last result ("<records> <result>"), without

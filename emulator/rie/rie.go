@@ -281,18 +281,22 @@ func (in *instance) start(ctx context.Context) error {
 	return lastErr
 }
 
+// freePort picks a port for an emulator to listen on (a variable so that a
+// test can hand out a port another process holds).
+var freePort = standin.FreePort
+
 func (in *instance) startOnce(ctx context.Context) error {
 	f := in.fn
-	invokePort, err := standin.FreePort()
+	invokePort, err := freePort()
 	if err != nil {
 		return err
 	}
-	apiPort, err := standin.FreePort()
+	apiPort, err := freePort()
 	if err != nil {
 		return err
 	}
 	for apiPort == invokePort {
-		if apiPort, err = standin.FreePort(); err != nil {
+		if apiPort, err = freePort(); err != nil {
 			return err
 		}
 	}
@@ -347,6 +351,12 @@ func (in *instance) startOnce(ctx context.Context) error {
 		conn, err := net.DialTimeout("tcp", invokeAddr, 200*time.Millisecond)
 		if err == nil {
 			conn.Close()
+			// Something answers there: this emulator, or another process
+			// that took the port first (see listenerOwner).
+			if owned, known := listenerOwner(cmd.Process.Pid, invokePort); known && !owned {
+				in.killLocked()
+				return fmt.Errorf("rie: function %s: another process took %s before its emulator could listen there", f.cfg.Name, invokeAddr)
+			}
 			return nil
 		}
 		select {

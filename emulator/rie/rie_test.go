@@ -6,17 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tributary-dev/tributary/emulator/rie"
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/faultyfn/fntest"
 )
 
@@ -410,5 +413,48 @@ func TestReportCarriesMeasuredPeakMemory(t *testing.T) {
 	after := used()
 	if after < before+60 || after >= 512 {
 		t.Errorf("Max Memory Used %d MB after allocating 64 MB (was %d MB): want about %d", after, before, before+64)
+	}
+}
+
+// TestPortTakenByAnotherProcessIsNotUsed: the port an emulator is given is
+// taken by another process (another make local's emulator, say) before
+// the emulator binds it. The function must not start with its invoke
+// address pointing there: its invocations would reach the other process's
+// function. It starts on other ports and answers itself.
+func TestPortTakenByAnotherProcessIsNotUsed(t *testing.T) {
+	thief := exec.Command("python3", "-c", `
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b'"another process answered"')
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+`)
+	out, err := thief.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := thief.Start(); err != nil {
+		t.Fatalf("python3 (a prerequisite) cannot run here: %v", err)
+	}
+	t.Cleanup(func() { _ = thief.Process.Kill(); _ = thief.Wait() })
+	var taken int
+	if _, err := fmt.Fscan(out, &taken); err != nil {
+		t.Fatalf("the other process did not say its port: %v", err)
+	}
+	var handed atomic.Bool
+	restore := rie.SetFreePort(func() (int, error) {
+		if handed.CompareAndSwap(false, true) {
+			return taken, nil
+		}
+		return standin.FreePort()
+	})
+	defer restore()
+	fn := start(t, rie.Config{Name: "portcheck"})
+	res := invoke(t, fn, `{"do":"echo","n":7}`)
+	if res.FunctionError != "" || string(res.Payload) != `{"do":"echo","n":7}` {
+		t.Fatalf("invoke answered %q (function error %q): want the function's own echo, not the process holding port %d", res.Payload, res.FunctionError, taken)
 	}
 }

@@ -243,10 +243,14 @@ functions: .build/lambda/.built ## build every function for AWS (linux/arm64 boo
 .PHONY: functions-local
 functions-local: .build/local/.built ## build every function for this machine (run under RIE)
 
+# While the functions build, the CDK app's packages compile beside them (into
+# Go's build cache, no binary), so that the synth after them only links: on a
+# cold build cache the two took 2m15s and 2m7s one after the other.
 .build/local/.built: $(GO_SOURCES)
-	@$(call timed,builds) echo "▸ go build: $(words $(ALL_FUNCTIONS)) functions for this machine → .build/local/<name>/bootstrap" && \
+	@$(call timed,builds) echo "▸ go build: $(words $(ALL_FUNCTIONS)) functions for this machine → .build/local/<name>/bootstrap (and the CDK app's packages beside them)" && \
 	mkdir -p .build && out=$$(mktemp -d .build/local-XXXXXX) && \
-	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $$out/ $(FUNCTION_PKGS) $(NO_DOWNLOAD_LINES) && \
+	{ (cd infra && $(GO) build ./tributary/ >/dev/null 2>&1) & cdkapp=$$!; \
+	  CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $$out/ $(FUNCTION_PKGS) $(NO_DOWNLOAD_LINES); s=$$?; wait $$cdkapp; test $$s = 0; } && \
 	for f in $(ALL_FUNCTIONS); do mkdir -p .build/local/$$f && mv -f $$out/$$f .build/local/$$f/bootstrap; done && rm -rf $$out && touch $@
 
 .PHONY: deps

@@ -269,7 +269,8 @@ func ReplaySessions[P Held](gap int64, pts []P) *SessionReplay {
 			continue
 		}
 		if prev >= 0 && pt.HeldAt()-s.runs[prev].last < gap {
-			s.add(i, pt.HeldAt(), append(joins[:0], prev))
+			joins = append(joins[:0], prev)
+			s.add(i, pt.HeldAt(), joins)
 		} else {
 			s.add(i, pt.HeldAt(), nil)
 			prev = len(s.runs) - 1

@@ -40,7 +40,7 @@ type Processor struct {
 	mu     sync.Mutex
 	marks  map[string]*window.Watermark // per shard: the last fully processed batch's watermark
 	loaded bool
-	keyed  map[string]cachedKeyed // warm copies of keyed window states
+	keyed  map[keyedCacheRef]state.KeyedState // warm copies of keyed window states (rememberKeyed)
 	// unfinalized marks shards whose last finalize failed: the next batch
 	// finalizes again even if its watermark does not move.
 	unfinalized map[string]bool
@@ -92,7 +92,7 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 		cfg: cfg, views: views, out: out, streamName: streamName,
 		log: slog.Default(), now: time.Now, concurrency: 16,
 		marks: map[string]*window.Watermark{},
-		keyed: map[string]cachedKeyed{},
+		keyed: map[keyedCacheRef]state.KeyedState{},
 
 		unfinalized: map[string]bool{},
 	}

@@ -235,9 +235,10 @@ func keepListing(ks state.KeyedState, openIn string, openUntil window.Window, du
 // away ends after it too).
 func keyedOpenUntil(ws pipeline.WindowSpec, buf *keyedBuf, from time.Time) window.Window {
 	first := pendingUntil(buf, window.Window{})
-	for _, kw := range keyedWindows(ws, buf) {
-		w := kw.w
-		if _, done := buf.Emitted[w.ID()]; done && !w.End.After(from) {
+	var id [window.IDLength]byte
+	for _, hw := range window.HeldWindowBounds(heldKind(ws), buf.Frozen, buf.Points) {
+		w := hw.Window
+		if _, done := buf.Emitted[string(w.AppendID(id[:0]))]; done && !w.End.After(from) {
 			continue
 		}
 		if first.End.IsZero() || w.End.Before(first.End) {

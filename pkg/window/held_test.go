@@ -32,3 +32,22 @@ func TestReplaySessionsAllocatesPerRunNotPerRecord(t *testing.T) {
 		}
 	}
 }
+
+// HeldWindowBounds gives the windows HeldWindows gives, sessions and
+// sliding windows alike, late records included.
+func TestHeldWindowBoundsAreHeldWindows(t *testing.T) {
+	pts := []heldAt{{0, NoThreshold}, {1000, NoThreshold}, {5000, NoThreshold}, {5500, 9000}, {20000, NoThreshold}, {20500, 25000}, {40000, NoThreshold}}
+	for _, k := range []Defined{{Gap: 3 * time.Second}, {Gap: 10 * time.Second}, {Difference: 2 * time.Second}} {
+		for _, frozen := range []int64{NoThreshold, 4000, 30000} {
+			full, bounds := HeldWindows(k, frozen, pts), HeldWindowBounds(k, frozen, pts)
+			if len(full) != len(bounds) {
+				t.Fatalf("%+v frozen %d: %d windows, want %d", k, frozen, len(bounds), len(full))
+			}
+			for i := range full {
+				if !full[i].Window.Start.Equal(bounds[i].Window.Start) || !full[i].Window.End.Equal(bounds[i].Window.End) {
+					t.Errorf("%+v frozen %d: window %d is %v, want %v", k, frozen, i, bounds[i].Window, full[i].Window)
+				}
+			}
+		}
+	}
+}

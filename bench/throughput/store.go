@@ -67,7 +67,7 @@ func metered[T any](s *meteredStore, call func() (T, error)) (T, error) {
 	}
 	c1 := threadCPU()
 	s.w.requests++
-	s.w.cpu += c1 - c0
+	s.w.cpu += max(0, c1-c0) // never negative, should the thread have changed after all
 	s.w.allocs += s.ms.Mallocs - a0
 	return out, err
 }

@@ -37,19 +37,31 @@
 // the collector counts), taken after a collection before each invocation
 // so the benchmark's own garbage is not charged to it.
 //
+// The in-process store's own work answering — memdb's CPU time and
+// allocations inside each request, work DynamoDB does on its own servers —
+// is not the handler's: it is taken off the handler's figures (as
+// bench/load's keep-up takes it off) and printed apart, per invocation
+// (store_requests, store_cpu_ms) and per record (store_allocs_per_record).
+// Building each request and reading its answer stay the handler's. The
+// store's CPU time is its calling thread's inside each call; allocations
+// are counted on a twin deployment handed the same events, whose store
+// reads the allocation count around each request (that stops the world, so
+// the twin is not timed).
+//
 // Two pipelines: "bench", a count per key per event-time minute with
 // producer-duplicate suppression (the default horizon) — the work Benthos
 // does too — on the BENCH throughput lines; and "deployed", the stack's
 // pipelines/pageviews.json (tumbling, hopping and session windows, six
 // aggregates with quantiles), on BENCH throughput_deployed lines:
 //
-//	BENCH throughput path=<path> batch=<n> payload_mb=<x> records_per_s=<n> cpu_ms=<x> allocs_per_record=<x> floor_ratio=<x> benthos_ratio_median=<x>
+//	BENCH throughput path=<path> batch=<n> payload_mb=<x> records_per_s=<n> cpu_ms=<x> allocs_per_record=<x> floor_ratio=<x> benthos_ratio_median=<x> store_requests=<x> store_cpu_ms=<x> store_allocs_per_record=<x>
 //	BENCH throughput_spread path=<path> batch=<n> runs=<n> ... (min–max of each figure)
 //	BENCH throughput_floor path=<path> batch=<n> records_per_s=<n> records_per_s_min=<n> records_per_s_max=<n>
 //	BENCH throughput_carried batch=<n> carried_per_first=<x>
 //	BENCH throughput_benthos batch=<n> runs=<n> records_per_s=<n> records_per_s_min=<n> records_per_s_max=<n>
 //
-// records_per_s is records per CPU second; cpu_ms is CPU per invocation;
+// records_per_s is records per CPU second of the handler; cpu_ms is its CPU
+// per invocation;
 // floor_ratio is the handler's CPU over the floor's on the same bytes;
 // benthos_ratio_median is the median records_per_s over Benthos' median
 // (above 1: faster than Benthos).

@@ -33,15 +33,30 @@ func loadPipeline(path string) (*pipeline.Config, error) {
 // instead of the SDK's clients: the same routed stores, ledger, set-aside
 // sink, metrics (written to io.Discard, so their encoding is counted) and
 // logger.
+//
+// Its twin is a second deployment that invoke hands the same events: its
+// store counts the allocations made answering each request, which stops
+// the world twice a request, so the twin is not timed. The handler's
+// allocations are the twin's less its store's; its CPU time is the timed
+// deployment's less its store's.
 type deployment struct {
-	p   *aggregate.Processor
-	db  *memdb.DB
-	out *deployed.Putter
+	p     *aggregate.Processor
+	db    *memdb.DB
+	store *meteredStore // db, with the store's own CPU time counted
+	out   *deployed.Putter
+	twin  *deployment
 }
 
 func deploy(cfg *pipeline.Config) *deployment {
+	d := deployOne(cfg, false)
+	d.twin = deployOne(cfg, true)
+	return d
+}
+
+func deployOne(cfg *pipeline.Config, allocs bool) *deployment {
 	db := memdb.New(map[string]memdb.Schema{deployed.ViewsTable: memdb.ViewsTable, deployed.QuarantineTable: memdb.QuarantineTable})
+	store := &meteredStore{db: db, allocs: allocs}
 	out := &deployed.Putter{}
-	p := deployed.New(cfg, db, out, deployed.Function{Name: "aggregate"})
-	return &deployment{p: p, db: db, out: out}
+	p := deployed.New(cfg, store, out, deployed.Function{Name: "aggregate"})
+	return &deployment{p: p, db: db, store: store, out: out}
 }

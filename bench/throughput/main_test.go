@@ -28,10 +28,16 @@ func TestRunPrintsEveryPath(t *testing.T) {
 		if line == "" {
 			t.Fatalf("no BENCH throughput line for %s in:\n%s", path, out)
 		}
-		for _, f := range []string{"batch=30 ", "payload_mb=", "records_per_s=", "cpu_ms=", "allocs_per_record=", "floor_ratio=", "benthos_ratio_median=n/a"} {
+		for _, f := range []string{"batch=30 ", "payload_mb=", "records_per_s=", "cpu_ms=", "allocs_per_record=", "floor_ratio=", "benthos_ratio_median=n/a", "store_requests=", "store_cpu_ms=", "store_allocs_per_record="} {
 			if !strings.Contains(line, f) {
 				t.Errorf("%s line lacks %q: %s", path, f, line)
 			}
+		}
+		// The paths that write have the store's work kept apart from the
+		// handler's; a carried invocation makes no request.
+		counted := !strings.Contains(line, "store_requests=0.0 ") && !strings.Contains(line, "store_allocs_per_record=0.00")
+		if want := path != pathCarried; path != pathFirst && counted != want {
+			t.Errorf("%s line: store work counted %v, want %v: %s", path, counted, want, line)
 		}
 	}
 }

@@ -38,8 +38,9 @@ const spacing = 8 * time.Millisecond
 
 // sample is what one or more invocations cost.
 type sample struct {
-	cpu     time.Duration // process CPU time (every thread: the collector's work counts)
-	allocs  uint64        // heap allocations
+	cpu     time.Duration // process CPU time (every thread: the collector's work counts), less store.cpu
+	allocs  uint64        // heap allocations, less store.allocs
+	store   storeWork     // the in-process store's own work answering the handler
 	records int
 	invokes int
 	bytes   int
@@ -48,6 +49,9 @@ type sample struct {
 func (s *sample) add(o sample) {
 	s.cpu += o.cpu
 	s.allocs += o.allocs
+	s.store.requests += o.store.requests
+	s.store.cpu += o.store.cpu
+	s.store.allocs += o.store.allocs
 	s.records += o.records
 	s.invokes += o.invokes
 	s.bytes += o.bytes
@@ -112,25 +116,67 @@ type response struct {
 }
 
 // invoke calls the handler as lambda.Start does and checks its answer
-// (outside the measured span).
-func (d *deployment) invoke(raw []byte, records int) (sample, *response, error) {
+// (outside the measured span). The store's own work answering is taken off
+// the handler's CPU time and allocations and kept apart (sample.store).
+// The allocations are counted by the twin (see deployment) on twinRaw: the
+// same event, with the state the twin returned in place of raw's.
+func (d *deployment) invoke(raw, twinRaw []byte, records int) (sample, *response, *response, error) {
 	var out []byte
+	d.store.take()
 	s, err := measure(records, len(raw), func() error {
 		var err error
 		out, err = d.p.Invoke(context.Background(), raw)
 		return err
 	})
+	s.store = d.store.take()
+	s.cpu = max(0, s.cpu-s.store.cpu)
 	if err != nil {
-		return s, nil, err
+		return s, nil, nil, err
 	}
+	r, err := checkResponse(out)
+	if err != nil {
+		return s, nil, nil, err
+	}
+	tr, err := d.countAllocs(&s, twinRaw)
+	if err != nil {
+		return s, nil, nil, err
+	}
+	return s, r, tr, nil
+}
+
+func checkResponse(out []byte) (*response, error) {
 	var r response
 	if err := json.Unmarshal(out, &r); err != nil {
-		return s, nil, fmt.Errorf("response %.200q: %w", out, err)
+		return nil, fmt.Errorf("response %.200q: %w", out, err)
 	}
 	if len(r.BatchItemFailures) > 0 {
-		return s, nil, fmt.Errorf("the handler reported %d failures, first %s", len(r.BatchItemFailures), r.BatchItemFailures[0].ItemIdentifier)
+		return nil, fmt.Errorf("the handler reported %d failures, first %s", len(r.BatchItemFailures), r.BatchItemFailures[0].ItemIdentifier)
 	}
-	return s, &r, nil
+	return &r, nil
+}
+
+// countAllocs hands raw to d's twin and sets s's allocations from it: the
+// handler's (every allocation during the invocation less the store's) and
+// the store's.
+func (d *deployment) countAllocs(s *sample, raw []byte) (*response, error) {
+	d.twin.store.take()
+	var out []byte
+	t, err := measure(s.records, len(raw), func() error {
+		var err error
+		out, err = d.twin.p.Invoke(context.Background(), raw)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the allocation-counting twin: %w", err)
+	}
+	st := d.twin.store.take()
+	s.allocs = t.allocs - min(t.allocs, st.allocs)
+	s.store.allocs = st.allocs
+	r, err := checkResponse(out)
+	if err != nil {
+		return nil, fmt.Errorf("the allocation-counting twin: %w", err)
+	}
+	return r, nil
 }
 
 // invokeRaw is invoke without measuring.
@@ -179,7 +225,8 @@ func (b *bench) perBatch() error {
 	var fb stream.KinesisBatch
 	invokes := max(1, b.perRun/b.batch)
 	// Warm: the cold start's reads (watermarks, the keys' ledgers).
-	if _, _, err := d.invoke(w.event(b.batch).JSON(), b.batch); err != nil {
+	warm := w.event(b.batch).JSON()
+	if _, _, _, err := d.invoke(warm, warm, b.batch); err != nil {
 		return fmt.Errorf("%s batch %d: warm-up: %w", pathBatch, b.batch, err)
 	}
 	for range b.runs {
@@ -194,7 +241,7 @@ func (b *bench) perBatch() error {
 		var r runResult
 		for _, raw := range evs {
 			profileLabel = pathBatch
-			s, _, err := d.invoke(raw, b.batch)
+			s, _, _, err := d.invoke(raw, raw, b.batch)
 			if err != nil {
 				return fmt.Errorf("%s batch %d: %w", pathBatch, b.batch, err)
 			}
@@ -221,22 +268,24 @@ func (b *bench) perInterval() error {
 	var fb stream.KinesisBatch
 	intervals := max(1, b.perRun/(3*b.interval))
 	one := func(rs map[string]*runResult) error {
-		st := map[string]string{}
+		st, twinSt := map[string]string{}, map[string]string{}
 		for _, path := range []string{pathFirst, pathCarried, pathFinal} {
 			e := w.windowEvent(b.interval, st, path == pathFinal)
 			raw := e.JSON()
 			if err := b.fits(e, raw); err != nil {
 				return err
 			}
+			e.State = twinSt
+			twinRaw := e.JSON()
 			profileLabel = path
-			s, resp, err := d.invoke(raw, b.interval)
+			s, resp, twinResp, err := d.invoke(raw, twinRaw, b.interval)
 			if err != nil {
 				return fmt.Errorf("%s batch %d: %w", path, b.interval, err)
 			}
-			if resp.State == nil {
+			if resp.State == nil || twinResp.State == nil {
 				return fmt.Errorf("%s batch %d: the response has no state", path, b.interval)
 			}
-			st = resp.State
+			st, twinSt = resp.State, twinResp.State
 			if rs == nil {
 				continue
 			}
@@ -318,7 +367,11 @@ func largest(cfg *pipeline.Config, keys int) (plain, interval int, err error) {
 	st := map[string]string{}
 	biggest := map[string]string{}
 	for i := range 3 {
-		_, resp, err := d.invoke(w.windowEvent(n, st, i == 2).JSON(), n)
+		out, err := d.p.Invoke(context.Background(), w.windowEvent(n, st, i == 2).JSON())
+		if err != nil {
+			return 0, 0, fmt.Errorf("sizing the interval batches: %w", err)
+		}
+		resp, err := checkResponse(out)
 		if err != nil {
 			return 0, 0, fmt.Errorf("sizing the interval batches: %w", err)
 		}
@@ -434,12 +487,15 @@ func (b *bench) print(peer *benthosResult) {
 	perRecord := map[string]float64{}
 	for _, path := range paths {
 		rs := b.results[path]
-		var rate, cpuMs, allocs, ratio, floorRate []float64
+		var rate, cpuMs, allocs, ratio, floorRate, storeMs, storeAllocs, storeReqs []float64
 		for _, r := range rs {
 			h, f := r.handler, r.floor
 			rate = append(rate, float64(h.records)/h.cpu.Seconds())
 			cpuMs = append(cpuMs, float64(h.cpu.Microseconds())/1000/float64(h.invokes))
 			allocs = append(allocs, float64(h.allocs)/float64(h.records))
+			storeMs = append(storeMs, float64(h.store.cpu.Microseconds())/1000/float64(h.invokes))
+			storeAllocs = append(storeAllocs, float64(h.store.allocs)/float64(h.records))
+			storeReqs = append(storeReqs, float64(h.store.requests)/float64(h.invokes))
 			ratio = append(ratio, h.cpu.Seconds()/f.cpu.Seconds())
 			floorRate = append(floorRate, float64(f.records)/f.cpu.Seconds())
 		}
@@ -454,8 +510,8 @@ func (b *bench) print(peer *benthosResult) {
 		if peer != nil {
 			benthos = fmt.Sprintf("%.2f", r.median/peer.rate.median)
 		}
-		fmt.Printf("BENCH %s path=%s batch=%d payload_mb=%.2f records_per_s=%.0f cpu_ms=%.2f allocs_per_record=%.2f floor_ratio=%.2f benthos_ratio_median=%s\n",
-			b.line, path, batch, mb, r.median, c.median, a.median, q.median, benthos)
+		fmt.Printf("BENCH %s path=%s batch=%d payload_mb=%.2f records_per_s=%.0f cpu_ms=%.2f allocs_per_record=%.2f floor_ratio=%.2f benthos_ratio_median=%s store_requests=%.1f store_cpu_ms=%.2f store_allocs_per_record=%.2f\n",
+			b.line, path, batch, mb, r.median, c.median, a.median, q.median, benthos, statsOf(storeReqs).median, statsOf(storeMs).median, statsOf(storeAllocs).median)
 		fmt.Printf("BENCH %s_spread path=%s batch=%d runs=%d invocations_per_run=%d records_per_s_min=%.0f records_per_s_max=%.0f cpu_ms_min=%.2f cpu_ms_max=%.2f floor_ratio_min=%.2f floor_ratio_max=%.2f allocs_per_record_min=%.2f allocs_per_record_max=%.2f\n",
 			b.line, path, batch, len(rs), rs[0].handler.invokes, r.min, r.max, c.min, c.max, q.min, q.max, a.min, a.max)
 		fmt.Printf("BENCH %s_floor path=%s batch=%d records_per_s=%.0f records_per_s_min=%.0f records_per_s_max=%.0f\n",

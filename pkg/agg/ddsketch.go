@@ -79,6 +79,11 @@ var quantileMapping = newLogMapping(RelativeAccuracy)
 type sketch struct {
 	pos, neg  pagedStore
 	zeroCount float64
+	// bufs backs the first buffers of pos and neg (newBufferCap each), so
+	// a new sketch is one allocation, not three (a batch makes one for
+	// each key and window). Each store's slice is capped at its own half:
+	// growing one reallocates it, never writing into the other's.
+	bufs [2 * newBufferCap]int
 }
 
 var (
@@ -87,7 +92,10 @@ var (
 )
 
 func newSketch() *sketch {
-	return &sketch{pos: newPagedStore(), neg: newPagedStore()}
+	s := &sketch{}
+	s.pos = newPagedStoreOn(s.bufs[:0:newBufferCap])
+	s.neg = newPagedStoreOn(s.bufs[newBufferCap : newBufferCap : 2*newBufferCap])
+	return s
 }
 
 // clear empties s as newSketch makes it (pagedStore.clear).
@@ -242,9 +250,11 @@ const (
 	maxInt          = int(^uint(0) >> 1)
 )
 
-func newPagedStore() pagedStore {
+// newPagedStoreOn returns an empty store with buffer (empty, of capacity
+// newBufferCap) as its buffer.
+func newPagedStoreOn(buffer []int) pagedStore {
 	return pagedStore{
-		buffer:                     make([]int, 0, newBufferCap),
+		buffer:                     buffer,
 		bufferCompactionTriggerLen: 2 * pageLen,
 		minPageIndex:               maxInt,
 	}
@@ -255,7 +265,7 @@ func newPagedStore() pagedStore {
 // again at this capacity, as a new one does.
 const newBufferCap = 4
 
-// clear empties s as newPagedStore makes it, keeping the memory of its
+// clear empties s as newPagedStoreOn makes it, keeping the memory of its
 // buffer's first entries.
 func (s *pagedStore) clear() {
 	*s = pagedStore{buffer: s.buffer[:0:newBufferCap], bufferCompactionTriggerLen: 2 * pageLen, minPageIndex: maxInt}

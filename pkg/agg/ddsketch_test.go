@@ -152,3 +152,30 @@ func TestStateWithQuantilesEncodesAsBefore(t *testing.T) {
 		t.Errorf("decoded and encoded again, the State's bytes differ")
 	}
 }
+
+// A new sketch's two stores start on one array (one allocation): filling
+// each half to its capacity and past it keeps the positive and negative
+// buckets apart, as the library's separate stores do.
+func TestNewSketchStoresDoNotShareBuckets(t *testing.T) {
+	var sink *sketch
+	if n := testing.AllocsPerRun(100, func() { sink = newSketch() }); n > 1 {
+		t.Errorf("newSketch made %.0f allocations, want 1", n)
+	}
+	_ = sink
+	for _, n := range []int{newBufferCap, newBufferCap + 1, 3 * newBufferCap} {
+		lib, ours := libSketch(t), newSketch()
+		for i := range n {
+			for _, v := range []float64{float64(10 + i), -float64(1000 + 7*i)} {
+				if err := lib.Add(v); err != nil {
+					t.Fatal(err)
+				}
+				if err := ours.add(v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if got, want := ourEncode(ours), libEncode(lib); !bytes.Equal(got, want) {
+			t.Errorf("%d values of each sign: encodings differ:\nours    %x\nlibrary %x", n, got, want)
+		}
+	}
+}

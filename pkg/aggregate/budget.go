@@ -68,16 +68,15 @@ func (p *Processor) keyedSize(ctx context.Context, ref state.KeyedRef, shard str
 	c, ok := p.keyed[keyedCacheKey(ref, shard)]
 	p.mu.Unlock()
 	if ok {
-		return len(c.ks.Blob), nil
+		return len(c.Blob), nil
 	}
 	ks, err := p.views.LoadKeyed(ctx, ref, shard)
 	if err != nil {
 		return 0, err
 	}
-	buf, err := decodeKeyed(ks.Blob)
-	if err != nil {
+	if _, err := decodeKeyed(ks.Blob); err != nil {
 		return 0, err
 	}
-	p.rememberKeyed(ref, shard, ks, buf)
+	p.rememberKeyed(ref, shard, ks)
 	return len(ks.Blob), nil
 }

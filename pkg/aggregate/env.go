@@ -227,17 +227,30 @@ type routedStore struct {
 	table *ViewsTable
 }
 
+// A request that names the current table already is passed on as it is;
+// one that names another is copied with the current name (requests are
+// the caller's, never changed).
+
 func (r *routedStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	c := *in
-	c.TableName = r.table.currentName(ctx)
-	return r.db.UpdateItem(ctx, &c, opts...)
+	if cur := r.table.currentName(ctx); !sameName(in.TableName, cur) {
+		c := *in
+		c.TableName = cur
+		in = &c
+	}
+	return r.db.UpdateItem(ctx, in, opts...)
 }
 
 func (r *routedStore) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	c := *in
-	c.TableName = r.table.currentName(ctx)
-	return r.db.GetItem(ctx, &c, opts...)
+	if cur := r.table.currentName(ctx); !sameName(in.TableName, cur) {
+		c := *in
+		c.TableName = cur
+		in = &c
+	}
+	return r.db.GetItem(ctx, in, opts...)
 }
+
+// sameName reports whether a request's table name is cur.
+func sameName(name, cur *string) bool { return name != nil && *name == *cur }
 
 // RoutedLedgerStore is RoutedStore for the dedupe ledger's requests.
 func RoutedLedgerStore(db ledgerStore, table *ViewsTable) ledgerStore {
@@ -273,9 +286,12 @@ func (r *routedLedger) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetIt
 }
 
 func (r *routedLedger) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	c := *in
-	c.TableName = r.table.currentName(ctx)
-	return r.db.PutItem(ctx, &c, opts...)
+	if cur := r.table.currentName(ctx); !sameName(in.TableName, cur) {
+		c := *in
+		c.TableName = cur
+		in = &c
+	}
+	return r.db.PutItem(ctx, in, opts...)
 }
 
 func (r *routedLedger) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {

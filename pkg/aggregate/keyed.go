@@ -186,7 +186,8 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		}
 		openIn := p.openIn(shard)
 		openUntil := keepListing(ks, openIn, keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC()), due)
-		blob := encodeKeyed(nil, buf)
+		// Sized for the points read and those kept, so it grows once at most.
+		blob := encodeKeyed(make([]byte, 0, len(ks.Blob)+len(kept)*pointBytesMax), buf)
 		ks2 := ks
 		ks2.Blob = blob
 		n, err := p.views.SaveKeyed(ctx, ref, shard, ks2, fresh[len(fresh)-1].Seq, openIn, openUntil)
@@ -205,10 +206,7 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		if !openUntil.End.IsZero() {
 			ks2.ListedIn, ks2.ListedUntil = openIn, openUntil.End
 		}
-		for i := range buf.Points {
-			buf.Points[i].Seq = "" // not stored; and it shares the batch's reused buffer
-		}
-		p.rememberKeyed(ref, shard, ks2, buf)
+		p.rememberKeyed(ref, shard, ks2)
 		return late, nil
 	}
 	return nil, state.ErrConflict
@@ -237,9 +235,10 @@ func keepListing(ks state.KeyedState, openIn string, openUntil window.Window, du
 // away ends after it too).
 func keyedOpenUntil(ws pipeline.WindowSpec, buf *keyedBuf, from time.Time) window.Window {
 	first := pendingUntil(buf, window.Window{})
-	for _, kw := range keyedWindows(ws, buf) {
-		w := kw.w
-		if _, done := buf.Emitted[w.ID()]; done && !w.End.After(from) {
+	var id [window.IDLength]byte
+	for _, hw := range window.HeldWindowBounds(heldKind(ws), buf.Frozen, buf.Points) {
+		w := hw.Window
+		if _, done := buf.Emitted[string(w.AppendID(id[:0]))]; done && !w.End.After(from) {
 			continue
 		}
 		if first.End.IsZero() || w.End.Before(first.End) {
@@ -292,7 +291,7 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 		if recorded > 0 {
 			// Record before writing: listed until the pending results
 			// are published.
-			ks.Blob = encodeKeyed(nil, buf)
+			ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
 			_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), pendingUntil(buf, next))
 			if errors.Is(err, state.ErrKeyedConflict) {
 				p.forgetKeyed(kref, shard)
@@ -334,7 +333,7 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 		}
 		buf.Pending = nil
 		pruneKeyed(ws, p.cfg.Late, buf, wm)
-		ks.Blob = encodeKeyed(nil, buf)
+		ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
 		_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), next)
 		if errors.Is(err, state.ErrKeyedConflict) {
 			p.forgetKeyed(kref, shard)
@@ -478,24 +477,27 @@ func mergePoints(have, fresh []point) []point {
 	return out
 }
 
-// The warm container's copy of keyed states, so the normal path needs no read.
-type cachedKeyed struct {
-	ks  state.KeyedState
-	buf *keyedBuf
+// keyedCacheRef names a keyed state in the warm container's copies
+// (Processor.keyed), which keep each state as written (its Blob the
+// encoding of its buffer), so the normal path needs no read: a fold
+// decodes its own copy of the buffer from the blob.
+type keyedCacheRef struct {
+	ref   state.KeyedRef
+	shard string
 }
 
-func keyedCacheKey(ref state.KeyedRef, shard string) string {
-	return ref.Pipeline + "\x00" + ref.Key + "\x00" + ref.Kind + "\x00" + shard
+func keyedCacheKey(ref state.KeyedRef, shard string) keyedCacheRef {
+	return keyedCacheRef{ref: ref, shard: shard}
 }
 
 func (p *Processor) loadKeyed(ctx context.Context, ref state.KeyedRef, shard string) (state.KeyedState, *keyedBuf, error) {
 	p.mu.Lock()
-	c, ok := p.keyed[keyedCacheKey(ref, shard)]
+	ks, ok := p.keyed[keyedCacheKey(ref, shard)]
 	p.mu.Unlock()
 	if ok {
 		// A copy: a failed save must not leave the cache changed.
-		buf, err := decodeKeyed(encodeKeyed(nil, c.buf))
-		return c.ks, buf, err
+		buf, err := decodeKeyed(ks.Blob)
+		return ks, buf, err
 	}
 	ks, err := p.views.LoadKeyed(ctx, ref, shard)
 	if err != nil {
@@ -505,10 +507,12 @@ func (p *Processor) loadKeyed(ctx context.Context, ref state.KeyedRef, shard str
 	return ks, buf, err
 }
 
-func (p *Processor) rememberKeyed(ref state.KeyedRef, shard string, ks state.KeyedState, buf *keyedBuf) {
+// rememberKeyed keeps ks, as just read or written, for the next fold: its
+// Blob must be the encoding of the buffer the fold would hold.
+func (p *Processor) rememberKeyed(ref state.KeyedRef, shard string, ks state.KeyedState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.keyed[keyedCacheKey(ref, shard)] = cachedKeyed{ks: ks, buf: buf}
+	p.keyed[keyedCacheKey(ref, shard)] = ks
 }
 
 func (p *Processor) forgetKeyed(ref state.KeyedRef, shard string) {

@@ -40,7 +40,7 @@ type Processor struct {
 	mu     sync.Mutex
 	marks  map[string]*window.Watermark // per shard: the last fully processed batch's watermark
 	loaded bool
-	keyed  map[string]cachedKeyed // warm copies of keyed window states
+	keyed  map[keyedCacheRef]state.KeyedState // warm copies of keyed window states (rememberKeyed)
 	// unfinalized marks shards whose last finalize failed: the next batch
 	// finalizes again even if its watermark does not move.
 	unfinalized map[string]bool
@@ -92,7 +92,7 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 		cfg: cfg, views: views, out: out, streamName: streamName,
 		log: slog.Default(), now: time.Now, concurrency: 16,
 		marks: map[string]*window.Watermark{},
-		keyed: map[string]cachedKeyed{},
+		keyed: map[keyedCacheRef]state.KeyedState{},
 
 		unfinalized: map[string]bool{},
 	}
@@ -635,28 +635,43 @@ func (p *Processor) commit(ctx context.Context, shard string, wm *window.Waterma
 }
 
 // finalize makes shard's windows that end by until final and publishes
-// them, with the corrections listed there still unpublished.
+// them, with the corrections listed there still unpublished. Each window
+// (or keyed state) is its own item and its own conditional write, so they
+// are finalized with bounded concurrency, as a batch's updates are
+// written; the results are published after all of them, in the index's
+// order. If any fails, the first failure (in that order) is returned and
+// nothing is published: the windows finalized meanwhile stay listed with
+// their results pending, which the next finalize publishes.
 func (p *Processor) finalize(ctx context.Context, shard string, until time.Time) error {
 	refs, err := p.views.OpenWindows(ctx, p.openIn(shard), until)
 	if err != nil {
 		return err
 	}
-	var pubs []state.View
-	for _, ref := range refs {
+	type finalized struct {
+		view state.View
+		pub  bool
+		err  error
+	}
+	done := make([]finalized, len(refs))
+	parallel(len(refs), p.concurrency, func(i int) {
+		ref, f := refs[i], &done[i]
 		if _, ok := state.IsKeyed(ref); ok {
-			if _, err := p.finalizeKeyed(ctx, shard, ref, until); err != nil {
-				return err
-			}
-			continue
+			_, f.err = p.finalizeKeyed(ctx, shard, ref, until)
+			return
 		}
 		view, already, err := p.views.Finalize(ctx, ref)
-		if err != nil {
-			return err
+		// Not published if already published and unlisted since the
+		// index was read.
+		f.view, f.pub, f.err = view, err == nil && (!already || view.Pending), err
+	})
+	var pubs []state.View
+	for i := range done {
+		if done[i].err != nil {
+			return done[i].err
 		}
-		if already && !view.Pending {
-			continue // published and unlisted since the index was read
+		if done[i].pub {
+			pubs = append(pubs, done[i].view)
 		}
-		pubs = append(pubs, view)
 	}
 	// On the stream at least once (consumers dedupe by id); in the log
 	// once: only the publisher that takes the window off the index at its

@@ -683,7 +683,7 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 		l.count(func(s *Stats) { s.Writes++ })
 		_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(l.table), Item: head,
-			ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+			ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		var ccf *types.ConditionalCheckFailedException
@@ -715,7 +715,7 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 	}
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
 		TableName: aws.String(l.table), Item: head,
-		ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
 	l.count(func(s *Stats) { s.Writes++; s.Seals++ })
@@ -733,13 +733,20 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 	return nil, nil
 }
 
-func versionCondition(version int64) (string, map[string]string, map[string]types.AttributeValue) {
-	names := map[string]string{"#v": attrVersion}
+func versionCondition(version int64) (*string, map[string]string, map[string]types.AttributeValue) {
 	if version == 0 {
-		return "attribute_not_exists(#v)", names, nil
+		return condNoVersion, versionNames, nil
 	}
-	return "#v = :v", names, map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(version, 10)}}
+	return condVersionIs, versionNames, map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(version, 10)}}
 }
+
+// The head's version condition: its texts and names are the same in every
+// write, so the requests share them (a request is only read).
+var (
+	condNoVersion = aws.String("attribute_not_exists(#v)")
+	condVersionIs = aws.String("#v = :v")
+	versionNames  = map[string]string{"#v": attrVersion}
+)
 
 func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.AttributeValue, error) {
 	item := l.itemKey(key, Head)

@@ -104,6 +104,18 @@ func Members[P Held](w *HeldWindow, pts []P, f func(i int)) {
 // HeldWindows returns the windows of pts (sorted by time, as they were
 // held) that end after frozen, sorted by start.
 func HeldWindows[P Held](k Defined, frozen int64, pts []P) []HeldWindow {
+	return heldWindows(k, frozen, pts, true)
+}
+
+// HeldWindowBounds is HeldWindows without which records are in each
+// window (Members cannot be called on its windows): for a caller that
+// needs only the windows' bounds, such as when the next one ends, it skips
+// listing every held record of every session.
+func HeldWindowBounds[P Held](k Defined, frozen int64, pts []P) []HeldWindow {
+	return heldWindows(k, frozen, pts, false)
+}
+
+func heldWindows[P Held](k Defined, frozen int64, pts []P, members bool) []HeldWindow {
 	if len(pts) == 0 {
 		return nil
 	}
@@ -121,9 +133,11 @@ func HeldWindows[P Held](k Defined, frozen int64, pts []P) []HeldWindow {
 		out = append(out, HeldWindow{Window: Of(run.first, run.last+gap)})
 		run.out = len(out) - 1
 	}
-	for i := range pts {
-		if r := &ss.runs[ss.root(ss.of[i])]; r.out >= 0 {
-			out[r.out].members = append(out[r.out].members, i)
+	if members {
+		for i := range pts {
+			if r := &ss.runs[ss.root(ss.of[i])]; r.out >= 0 {
+				out[r.out].members = append(out[r.out].members, i)
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Window.Start.Before(out[j].Window.Start) })
@@ -269,7 +283,8 @@ func ReplaySessions[P Held](gap int64, pts []P) *SessionReplay {
 			continue
 		}
 		if prev >= 0 && pt.HeldAt()-s.runs[prev].last < gap {
-			s.add(i, pt.HeldAt(), append(joins[:0], prev))
+			joins = append(joins[:0], prev)
+			s.add(i, pt.HeldAt(), joins)
 		} else {
 			s.add(i, pt.HeldAt(), nil)
 			prev = len(s.runs) - 1

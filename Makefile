@@ -35,7 +35,10 @@ RUNNER_SOURCES := $(GO_SOURCES) $(shell find cmd/local emulator internal -name '
 # started, and each install, build and synth step's duration ("<phase> <ms>" lines
 # in .build/timings/<start>, read and removed by the runner).
 ifneq ($(filter local local-up,$(MAKECMDGOALS)),)
+# (set once: make local's sub-makes keep the one they inherit)
+ifndef TRIBUTARY_MAKE_STARTED
 export TRIBUTARY_MAKE_STARTED := $(shell date +%s%N)
+endif
 endif
 # go's "go: downloading <module>" lines (dozens on a first run) are left out of the output.
 NO_DOWNLOAD_LINES = 2> >(grep -v '^go: downloading ' >&2)
@@ -48,8 +51,12 @@ help: ## list the targets
 
 ## ---- the two commands -------------------------------------------------------
 
+# make local installs its tools (downloads and unpacking, mostly waiting) while
+# the functions compile, four recipes at a time; the synth needs both.
 .PHONY: local
-local: local-banner deps-local deps-browser functions-local synth-local $(RUNNER) ## run the whole topology locally, send sample traffic, print results, exit
+local: local-banner ## run the whole topology locally, send sample traffic, print results, exit
+	@$(MAKE) --no-print-directory -j4 deps-local deps-browser functions-local $(RUNNER)
+	@$(MAKE) --no-print-directory synth-local
 	@$(RUNNER) run $(LOCAL_FLAGS)
 
 .PHONY: local-banner
@@ -154,7 +161,7 @@ schema: ## regenerate pipelines/pipeline.schema.json (the pipeline files' JSON S
 	$(GO) run ./cmd/pipelineschema -o pipelines/pipeline.schema.json
 
 .PHONY: bench
-bench: deps-local deps-bench ## cost, the deployed pipeline's monthly bill at a stated load and one instance's keep-up, throughput, binaries, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 20 min)
+bench: deps-local deps-bench ## cost, the deployed pipeline's monthly bill at a stated load and one instance's keep-up, throughput, binaries, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 10 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
 	$(GO) run ./bench/load -loads 10x100,100x1000
 	$(GO) run ./bench/throughput

@@ -67,3 +67,26 @@ func TestCompactLogLines(t *testing.T) {
 		}
 	}
 }
+
+// TestTimingsThatOverlapSaySo: make local runs installs and builds at once,
+// so its phases can add up to more than make took; the summary says so
+// instead of showing a negative "make".
+func TestTimingsThatOverlapSaySo(t *testing.T) {
+	root := t.TempDir()
+	id := strconv.FormatInt(started.Add(-60*time.Second).UnixNano(), 10)
+	dir := filepath.Join(root, ".build", "timings")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, id), []byte("installs 40000\nbuilds 50000\nsynth 5000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(makeStartedEnv, id)
+	tm := loadTimings(root)
+	defer tm.done()
+	s := tm.String()
+	if !strings.Contains(s, "installs 40s") || !strings.Contains(s, "builds 50s") || strings.Contains(s, "· make ") ||
+		!strings.Contains(s, "ran at the same time") {
+		t.Errorf("%q: want installs 40s, builds 50s, no make phase, and that they ran at the same time", s)
+	}
+}

@@ -19,6 +19,9 @@ type timings struct {
 	byMake bool
 	phases []phase
 	file   string
+	// overlapped is set when make's phases (installs, builds, synth) add
+	// up to more than the time make took: make local runs them at once.
+	overlapped bool
 }
 
 type phase struct {
@@ -69,6 +72,8 @@ func loadTimings(root string) *timings {
 	// make deciding what is up to date, and starting this binary.
 	if rest := started.Sub(t.from) - inMake; rest > 0 {
 		t.phases = append(t.phases, phase{"make", rest})
+	} else if rest < 0 {
+		t.overlapped = true
 	}
 	return t
 }
@@ -91,7 +96,11 @@ func (t *timings) String() string {
 	for i, p := range t.phases {
 		parts[i] = p.name + " " + roundDuration(p.d)
 	}
-	return fmt.Sprintf("%s since %s: %s", roundDuration(time.Since(t.from)), what, strings.Join(parts, " · "))
+	s := fmt.Sprintf("%s since %s: %s", roundDuration(time.Since(t.from)), what, strings.Join(parts, " · "))
+	if t.overlapped {
+		s += " (installs and builds ran at the same time, so these add up to more)"
+	}
+	return s
 }
 
 // done removes the run's timings file and any a crashed run left.

@@ -97,8 +97,12 @@ test-checks:
 	  unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './infra/node_modules/*')) && \
 	  if [ -n "$$unformatted" ]; then echo "gofmt -l lists files that are not formatted (run gofmt -w on them):"; echo "$$unformatted"; exit 1; fi && \
 	  echo "go mod tidy -diff (root and infra) and gofmt -l: clean; go vet ./..." && $(GO) vet ./...)
+# The go part starts its longest packages first (go test runs them in the
+# order given, -p at a time), so that none of them is left running alone at
+# the end; most of their time is spent waiting on moto, hence -p 3 on 2 cores.
+SLOW_GO_PKGS := ./bench/cep ./emulator/standin ./pkg/aggregate ./bench/cost ./cmd/local ./pkg/replay ./events ./cmd/replay ./pkg/projection
 test-go:
-	@$(call test_part,go,$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v '/$(E2E_PKG:./%=%)$$'))
+	@$(call test_part,go,$(GO) test -count=1 -p 3 -timeout 15m $(SLOW_GO_PKGS) $$($(GO) list ./... | grep -v '/$(E2E_PKG:./%=%)$$' | grep -v -x -F $(foreach p,$(SLOW_GO_PKGS),-e github.com/tributary-dev/tributary/$(p:./%=%))))
 test-e2e:
 	@$(call test_part,e2e,$(GO) test -count=1 -timeout 15m $(E2E_PKG))
 test-infra:

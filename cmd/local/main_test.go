@@ -11,18 +11,26 @@ import (
 
 // The breakdown adds make's steps from the timings file to this process's
 // own, and its total is measured from make's start.
-func TestTimingsFromMake(t *testing.T) {
-	root := t.TempDir()
-	makeStart := started.Add(-90 * time.Second)
-	id := strconv.FormatInt(makeStart.UnixNano(), 10)
-	dir := filepath.Join(root, ".build", "timings")
+// makeTimings is a checkout whose make started ago before this process and
+// wrote lines to its timings file, as make local's recipes do; it returns
+// the checkout's root and the timings directory.
+func makeTimings(t *testing.T, ago time.Duration, lines string) (root, dir string) {
+	t.Helper()
+	root = t.TempDir()
+	id := strconv.FormatInt(started.Add(-ago).UnixNano(), 10)
+	dir = filepath.Join(root, ".build", "timings")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, id), []byte("builds 20000\ninstalls 30000\nbuilds 5000\nsynth 25000\nbad line\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, id), []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(makeStartedEnv, id)
+	return root, dir
+}
+
+func TestTimingsFromMake(t *testing.T) {
+	root, dir := makeTimings(t, 90*time.Second, "builds 20000\ninstalls 30000\nbuilds 5000\nsynth 25000\nbad line\n")
 	tm := loadTimings(root)
 	tm.add("demo", 40*time.Second)
 	s := tm.String()
@@ -72,16 +80,7 @@ func TestCompactLogLines(t *testing.T) {
 // so its phases can add up to more than make took; the summary says so
 // instead of showing a negative "make".
 func TestTimingsThatOverlapSaySo(t *testing.T) {
-	root := t.TempDir()
-	id := strconv.FormatInt(started.Add(-60*time.Second).UnixNano(), 10)
-	dir := filepath.Join(root, ".build", "timings")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, id), []byte("installs 40000\nbuilds 50000\nsynth 5000\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(makeStartedEnv, id)
+	root, _ := makeTimings(t, 60*time.Second, "installs 40000\nbuilds 50000\nsynth 5000\n")
 	tm := loadTimings(root)
 	defer tm.done()
 	s := tm.String()

@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/internal/testtools"
 )
 
 // fakeStandIn answers on 127.0.0.1 as another run's stand-in does when
@@ -48,9 +48,7 @@ func fakeStandIn(t *testing.T, owner standin.Owner) string {
 // run deployed onto it); a make local-up's stand-in, which stays until
 // Ctrl-C, is reused as before.
 func TestSecondRunGetsAStandInOfItsOwn(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed, so the moto stand-in cannot be installed; install Python 3 to run this test")
-	}
+	testtools.Need(t, "the moto stand-in cannot be installed without it", "python3")
 	ctx := context.Background()
 	aRun := standin.Owner{Command: "make local", PID: 4242, StopsWithRun: true}
 	cases := []struct {

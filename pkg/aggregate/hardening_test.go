@@ -113,15 +113,18 @@ func view(id, key string, at time.Time, data string) []byte {
 func (h *hardened) quarantined(t *testing.T) map[string]setaside.Item {
 	t.Helper()
 	got := map[string]setaside.Item{}
+	keep := func(raw map[string]types.AttributeValue) {
+		var it setaside.Item
+		if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
+			t.Fatal(err)
+		}
+		if it.Kind == setaside.ItemSetAside {
+			got[it.SequenceNumber] = it
+		}
+	}
 	if h.mem != nil {
 		for _, raw := range h.mem.Items(h.quarantine) {
-			var it setaside.Item
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				t.Fatal(err)
-			}
-			if it.Kind == setaside.ItemSetAside {
-				got[it.SequenceNumber] = it
-			}
+			keep(raw)
 		}
 		return got
 	}
@@ -132,13 +135,7 @@ func (h *hardened) quarantined(t *testing.T) map[string]setaside.Item {
 			t.Fatal(err)
 		}
 		for _, raw := range page.Items {
-			var it setaside.Item
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil {
-				t.Fatal(err)
-			}
-			if it.Kind == setaside.ItemSetAside {
-				got[it.SequenceNumber] = it
-			}
+			keep(raw)
 		}
 	}
 	return got

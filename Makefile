@@ -32,8 +32,8 @@ RUNNER    := .build/bin/tributary-local
 RUNNER_SOURCES := $(GO_SOURCES) $(shell find cmd/local emulator internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
 
 # `make local` and `make local-up` report where their wall time went: when make
-# started, and each install, build and synth step's duration ("<phase> <ms>" lines
-# in .build/timings/<start>, read and removed by the runner).
+# started, and when each install, build and synth step ran ("<phase> <start ms>
+# <end ms>" lines in .build/timings/<start>, read and removed by the runner).
 ifneq ($(filter local local-up,$(MAKECMDGOALS)),)
 # (set once: make local's sub-makes keep the one they inherit)
 ifndef TRIBUTARY_MAKE_STARTED
@@ -42,8 +42,8 @@ endif
 endif
 # go's "go: downloading <module>" lines (dozens on a first run) are left out of the output.
 NO_DOWNLOAD_LINES = 2> >(grep -v '^go: downloading ' >&2)
-# $(call timed,<phase>) starts a recipe line whose duration is recorded under <phase>.
-timed = t0=$$(date +%s%N); trap 'if [ -n "$$TRIBUTARY_MAKE_STARTED" ]; then mkdir -p $(ROOT)/.build/timings; echo "$(1) $$(( ($$(date +%s%N) - t0) / 1000000 ))" >> $(ROOT)/.build/timings/$$TRIBUTARY_MAKE_STARTED; fi' EXIT;
+# $(call timed,<phase>) starts a recipe line whose start and end are recorded under <phase>.
+timed = t0=$$(date +%s%3N); trap 'if [ -n "$$TRIBUTARY_MAKE_STARTED" ]; then mkdir -p $(ROOT)/.build/timings; echo "$(1) $$t0 $$(date +%s%3N)" >> $(ROOT)/.build/timings/$$TRIBUTARY_MAKE_STARTED; fi' EXIT;
 
 .PHONY: help
 help: ## list the targets

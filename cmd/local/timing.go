@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -12,8 +13,8 @@ import (
 
 // timings says where the wall time of a run went: the Makefile's steps
 // (installs, builds, synth), which its recipes append to
-// .build/timings/<TRIBUTARY_MAKE_STARTED> as "<phase> <ms>" lines, and this
-// process's own.
+// .build/timings/<TRIBUTARY_MAKE_STARTED> as "<phase> <start ms> <end ms>"
+// lines (milliseconds since the epoch), and this process's own.
 type timings struct {
 	from   time.Time // when make started, or this process
 	byMake bool
@@ -29,6 +30,26 @@ type phase struct {
 	d    time.Duration
 }
 
+// span is one recipe's run, in milliseconds since the epoch.
+type span struct{ from, to int64 }
+
+// wall is how long at least one of spans was running: recipes of one phase
+// that ran at once (the four installs, say) count once, not four times.
+func wall(spans []span) time.Duration {
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
+	var total, end int64
+	for i, s := range spans {
+		if i == 0 || s.from > end {
+			total += s.to - s.from
+			end = s.to
+		} else if s.to > end {
+			total += s.to - end
+			end = s.to
+		}
+	}
+	return time.Duration(total) * time.Millisecond
+}
+
 // makeStartedEnv carries when `make` started (nanoseconds since the epoch).
 const makeStartedEnv = "TRIBUTARY_MAKE_STARTED"
 
@@ -41,40 +62,51 @@ func loadTimings(root string) *timings {
 	}
 	t.from, t.byMake = time.Unix(0, ns), true
 	t.file = filepath.Join(root, ".build", "timings", id)
-	sums := map[string]time.Duration{}
+	byPhase := map[string][]span{}
 	var order []string
 	if f, err := os.Open(t.file); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			name, ms, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
-			n, err := strconv.ParseInt(ms, 10, 64)
-			if !ok || err != nil {
+			fields := strings.Fields(sc.Text())
+			if len(fields) != 3 {
 				continue
 			}
-			if _, seen := sums[name]; !seen {
+			from, err1 := strconv.ParseInt(fields[1], 10, 64)
+			to, err2 := strconv.ParseInt(fields[2], 10, 64)
+			if err1 != nil || err2 != nil || to < from {
+				continue
+			}
+			name := fields[0]
+			if _, seen := byPhase[name]; !seen {
 				order = append(order, name)
 			}
-			sums[name] += time.Duration(n) * time.Millisecond
+			byPhase[name] = append(byPhase[name], span{from, to})
 		}
 		f.Close()
 	}
-	var inMake time.Duration
+	var all []span
 	for _, name := range []string{"installs", "builds", "synth"} {
-		t.phases = append(t.phases, phase{name, sums[name]})
-		inMake += sums[name]
+		t.phases = append(t.phases, phase{name, wall(byPhase[name])})
 	}
 	for _, name := range order {
 		if name != "installs" && name != "builds" && name != "synth" {
-			t.phases = append(t.phases, phase{name, sums[name]})
-			inMake += sums[name]
+			t.phases = append(t.phases, phase{name, wall(byPhase[name])})
 		}
 	}
-	// make deciding what is up to date, and starting this binary.
-	if rest := started.Sub(t.from) - inMake; rest > 0 {
-		t.phases = append(t.phases, phase{"make", rest})
-	} else if rest < 0 {
-		t.overlapped = true
+	var inMake time.Duration
+	for _, p := range t.phases {
+		inMake += p.d
 	}
+	for _, spans := range byPhase {
+		all = append(all, spans...)
+	}
+	// make deciding what is up to date, and starting this binary: the time
+	// before this process started that no recipe was running.
+	busy := wall(all)
+	if rest := started.Sub(t.from) - busy; rest > 0 {
+		t.phases = append(t.phases, phase{"make", rest})
+	}
+	t.overlapped = inMake > busy+time.Second
 	return t
 }
 

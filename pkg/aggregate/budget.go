@@ -40,23 +40,40 @@ func (p *Processor) overBudget(ctx context.Context, c *collector) (map[string]st
 	for key := range counts {
 		counts[key] += c.carriedPerKey[key] // carried to the flush, in no state yet
 	}
-	var over map[string]string
+	// The states the warm cache lacks are read at the handler's write
+	// concurrency, not one after another: a carried invocation meets
+	// hundreds of keys new to this container, and one read at a time
+	// (about 4 ms each) made it wait a second (BENCH keepup).
+	type check struct {
+		key  string
+		kind string
+		n    int
+		size int
+		err  error
+	}
+	checks := make([]check, 0, len(counts)*len(kinds))
 	for key, n := range counts {
 		for _, kind := range kinds {
-			size, err := p.keyedSize(ctx, state.KeyedRef{Pipeline: p.cfg.Name, Key: key, Kind: kind}, c.shard)
-			if err != nil {
-				return nil, err
-			}
-			if size+n*pointBytesMax <= MaxKeyedStateBytes {
-				continue
-			}
-			if over == nil {
-				over = map[string]string{}
-			}
-			over[key] = fmt.Sprintf("the %s state of key %q holds %d bytes of points; %d more records would take it past its %d-byte budget (one DynamoDB item): the key's records are set aside until its windows close and the points they no longer need are pruned",
-				kind, key, size, n, MaxKeyedStateBytes)
-			break
+			checks = append(checks, check{key: key, kind: kind, n: n})
 		}
+	}
+	parallel(len(checks), p.concurrency, func(i int) {
+		k := &checks[i]
+		k.size, k.err = p.keyedSize(ctx, state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}, c.shard)
+	})
+	var over map[string]string
+	for _, k := range checks {
+		if k.err != nil {
+			return nil, k.err
+		}
+		if _, done := over[k.key]; done || k.size+k.n*pointBytesMax <= MaxKeyedStateBytes {
+			continue
+		}
+		if over == nil {
+			over = map[string]string{}
+		}
+		over[k.key] = fmt.Sprintf("the %s state of key %q holds %d bytes of points; %d more records would take it past its %d-byte budget (one DynamoDB item): the key's records are set aside until its windows close and the points they no longer need are pruned",
+			k.kind, k.key, k.size, k.n, MaxKeyedStateBytes)
 	}
 	return over, nil
 }

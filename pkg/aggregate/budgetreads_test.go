@@ -1,0 +1,68 @@
+package aggregate_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/internal/memdb"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// slowReads answers each GetItem after a DynamoDB-like latency and keeps
+// the most reads it had in flight at once.
+type slowReads struct {
+	memdb.Client
+	inFlight, most atomic.Int64
+	reads          atomic.Int64
+}
+
+func (s *slowReads) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	s.reads.Add(1)
+	time.Sleep(3 * time.Millisecond)
+	return s.Client.GetItem(ctx, in, opts...)
+}
+
+// TestKeysNewToTheContainerAreReadAtOnce: a batch over many keys the warm
+// container has not seen reads each key's session state (the budget check)
+// several at a time, not one after another: at 4 ms a read, 250 keys read
+// in turn made a carried invocation wait a second (BENCH keepup).
+func TestKeysNewToTheContainerAreReadAtOnce(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"reads","key":"key","value":"data.ms",
+	 "windows":[{"kind":"session","gap":"30s"}],"aggregates":["count","max"],"outOfOrderness":"1s",
+	 "partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable})
+	store := &slowReads{Client: mem}
+	p := aggregate.New(cfg, state.NewViews(store, "views", cfg.Aggregates), nil, "", aggregate.WithLogger(quiet))
+	const keys = 64
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var ev events.KinesisEvent
+	for i := range keys {
+		key := fmt.Sprintf("user-%02d", i)
+		ev.Records = append(ev.Records, rawRecord(i+1, key, view(fmt.Sprint("e", i), key, at, `{"ms":1}`), at))
+	}
+	resp, err := p.HandleBatch(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("batch: %v %v", err, resp.BatchItemFailures)
+	}
+	if got := store.reads.Load(); got < keys {
+		t.Fatalf("%d reads for %d keys new to the container: want each key's state read", got, keys)
+	}
+	if most := store.most.Load(); most < 8 {
+		t.Errorf("at most %d reads in flight for %d keys new to the container: want them read several at a time (the handler's concurrency, 16)", most, keys)
+	}
+}

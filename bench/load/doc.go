@@ -79,9 +79,11 @@
 // time (the store's own work taken off) over the vCPU share plus the time
 // it waited (its wall time less its CPU time, on one core);
 // records_per_s is records over duration, shard_ratio that over 1,000
-// (the goal: at least 3). On the per-interval path the measured carried
-// invocations and the final one are priced as one -flush interval (flush ×
-// 1,000 / 500 carried invocations and one final). Median of -keepup-runs
+// (the goal: at least 3). On the per-interval path every invocation of one
+// -flush interval is measured (flush × 1,000 / 500 carried invocations and
+// the final one; -keepup-batches 8 measures 8 on the per-batch path): the
+// first carried ones read the state of keys new to the container, later ones
+// carry more state, and the final one flushes. Median of -keepup-runs
 // runs; the _spread line has the min–max:
 //
 //	BENCH keepup path=<path> records_per_s=<x> shard_ratio=<x>

@@ -30,12 +30,17 @@ type keepupRun struct {
 // plus the time it waited (wall time less CPU time, on one core). batches
 // invocations are measured after a warm-up one. On the per-interval path,
 // the interval of flush holds flush × 1,000 / batchSize invocations that
-// carry the state and a final one that flushes: the carried ones are
-// measured and the final one after them, and the interval is priced from
-// them.
+// carry the state and a final one that flushes: every one of them is
+// measured (batches is raised to a whole interval), because they are not
+// alike — the first meet keys new to the container and read their state,
+// later ones carry a larger state and spill it — and the interval is
+// priced from them.
 func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, keys, batches int, flush, latency time.Duration) (keepupRun, error) {
 	one := st
 	one.shards = 1
+	if path == pathInterval {
+		batches = max(batches, int(flush.Seconds())*shardRecordsPerSecond/st.batchSize)
+	}
 	start := time.Now().UTC().Truncate(time.Hour)
 	span := time.Duration(batches+1) * time.Duration(st.batchSize) * time.Second / shardRecordsPerSecond
 	evs := generate(shardRecordsPerSecond, keys, span, start, 1)

@@ -28,7 +28,7 @@ func main() {
 	flag.StringVar(&o.pipeline, "pipeline", "", "pipeline file (default: the stack's pipelines/pageviews.json)")
 	flag.BoolVar(&o.keepup, "keepup", true, "measure BENCH keepup (one instance on a full shard, with store latency)")
 	flag.IntVar(&o.keepupRuns, "keepup-runs", 3, "keepup runs per path: median and min–max")
-	flag.IntVar(&o.keepupBatches, "keepup-batches", 8, "invocations measured per keepup run")
+	flag.IntVar(&o.keepupBatches, "keepup-batches", 8, "invocations measured per keepup run (per interval: at least a whole -flush interval's)")
 	flag.IntVar(&o.keepupKeys, "keepup-keys", 1000, "keys on the keepup shard")
 	flag.DurationVar(&o.latency, "latency", 4*time.Millisecond, "how long the store takes to answer a request (keepup; and what the Powertools peer awaits per request)")
 	flag.BoolVar(&o.powertools, "powertools", true, "run the Powertools peer (node, moto) on a sample and print its BENCH load_powertools lines")

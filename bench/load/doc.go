@@ -17,7 +17,10 @@
 //     (MaximumBatchingWindowInSeconds) after their first record arrived; on
 //     the per-interval path also at the end of the mapping's tumbling window
 //     (-flush, TumblingWindowInSeconds), whose final invocation carries the
-//     state and no records;
+//     state and no records; and, as Lambda does, a final invocation right
+//     after any invocation whose answered window state is past 1 MB, the
+//     window going on with a fresh state (windows_ended_early on the
+//     load_detail and keepup_spread lines);
 //   - the ticker every minute, and for -tail after the last event, so the
 //     windows the events opened close and their finalizing writes count;
 //

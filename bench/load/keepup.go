@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
@@ -20,6 +21,9 @@ type keepupRun struct {
 	// waitPerRequest is the time the invocations waited for the store
 	// (wall time less CPU time) per request they made.
 	waitPerRequest time.Duration
+	// earlyFinals is how many times Lambda ended the window early (the
+	// state past lambdaMaxWindowState).
+	earlyFinals int
 }
 
 // keepup measures the records a second one aggregate instance sustains on
@@ -59,7 +63,8 @@ func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, ke
 	var carriedDur, finalDur, waited time.Duration
 	var carried, records, requests int
 	share := st.vcpu()
-	for i := range invs {
+	run := keepupRun{}
+	for i := 0; i < len(invs); i++ { // an early final invocation may be added after invs[i]
 		inv := &invs[i]
 		now = inv.at
 		raw := inv.payload(seq, state)
@@ -82,6 +87,13 @@ func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, ke
 			return keepupRun{}, fmt.Errorf("keepup %s: %d records failed", path, len(r.BatchItemFailures))
 		}
 		state = r.State
+		if early := inv.endsEarly(r.State); early != nil {
+			run.earlyFinals++
+			invs = slices.Insert(invs, i+1, *early)
+		}
+		if inv.final {
+			state = nil
+		}
 		if i == 0 {
 			continue // the warm-up: the cold start's reads
 		}
@@ -100,7 +112,6 @@ func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, ke
 	if carried == 0 {
 		return keepupRun{}, fmt.Errorf("keepup %s: no invocation measured", path)
 	}
-	run := keepupRun{}
 	if requests > 0 {
 		run.waitPerRequest = waited / time.Duration(requests)
 	}

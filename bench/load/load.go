@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"syscall"
@@ -74,6 +75,9 @@ type tally struct {
 	storedBytes  int
 	resultsUnits int // PUT payload units on the WindowResults stream
 	simulated    time.Duration
+	// earlyFinals counts the windows Lambda ended early: the state an
+	// invocation answered with was past lambdaMaxWindowState.
+	earlyFinals int
 	// memdbRequests is memdb's own count of the requests it answered.
 	memdbRequests map[string]int
 }
@@ -210,10 +214,36 @@ type invocation struct {
 	shard  int
 	events []event
 	// The per-interval path: the mapping's window, and whether this is its
-	// final invocation (no records, the state to flush).
-	window      *[2]time.Time
-	final       bool
-	windowIndex int
+	// final invocation (no records, the state to flush), made early because
+	// the state outgrew what Lambda carries (terminatedEarly).
+	window          *[2]time.Time
+	final           bool
+	terminatedEarly bool
+	windowIndex     int
+}
+
+// lambdaMaxWindowState is the most window state Lambda carries for a
+// shard: when a function answers with more, Lambda ends the window early
+// with a final invocation (isWindowTerminatedEarly) and the window goes on
+// with a fresh state (as emulator/eventsource plays it).
+const lambdaMaxWindowState = 1 << 20
+
+// windowStateSize is the state's size as JSON.
+func windowStateSize(st map[string]string) int {
+	n := 2
+	for k, v := range st {
+		n += len(k) + len(v) + 6
+	}
+	return n
+}
+
+// endsEarly is the final invocation Lambda makes after inv when the state
+// inv answered with is past lambdaMaxWindowState, else nil.
+func (inv *invocation) endsEarly(state map[string]string) *invocation {
+	if inv.window == nil || inv.final || windowStateSize(state) <= lambdaMaxWindowState {
+		return nil
+	}
+	return &invocation{at: inv.at, shard: inv.shard, window: inv.window, final: true, terminatedEarly: true, windowIndex: inv.windowIndex}
 }
 
 // cut splits each shard's events into the invocations the deployed mapping
@@ -303,11 +333,12 @@ func (inv *invocation) payload(seq []int, st map[string]string) []byte {
 			st = map[string]string{}
 		}
 		v = events.KinesisTimeWindowEvent{KinesisEvent: events.KinesisEvent{Records: recs}, TimeWindowProperties: events.TimeWindowProperties{
-			Window:                 events.Window{Start: events.RFC3339EpochTime{Time: inv.window[0]}, End: events.RFC3339EpochTime{Time: inv.window[1]}},
-			State:                  st,
-			ShardID:                shardID(inv.shard),
-			EventSourceARN:         streamtest.StreamARN,
-			IsFinalInvokeForWindow: inv.final,
+			Window:                  events.Window{Start: events.RFC3339EpochTime{Time: inv.window[0]}, End: events.RFC3339EpochTime{Time: inv.window[1]}},
+			State:                   st,
+			ShardID:                 shardID(inv.shard),
+			EventSourceARN:          streamtest.StreamARN,
+			IsFinalInvokeForWindow:  inv.final,
+			IsWindowTerminatedEarly: inv.terminatedEarly,
 		}}
 	}
 	b, _ := json.Marshal(v)
@@ -351,7 +382,7 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 	seq := make([]int, st.shards)
 	states := make([]map[string]string, st.shards)
 	share := st.vcpu()
-	for i := range invs {
+	for i := 0; i < len(invs); i++ { // an early final invocation may be added after invs[i]
 		inv := &invs[i]
 		now = inv.at
 		var raw []byte
@@ -399,6 +430,10 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 			states[inv.shard] = r.State
 			if inv.final {
 				states[inv.shard] = nil
+			}
+			if early := inv.endsEarly(r.State); early != nil {
+				t.earlyFinals++
+				invs = slices.Insert(invs, i+1, *early)
 			}
 		}
 	}

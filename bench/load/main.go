@@ -138,7 +138,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	}
 	if o.keepup {
 		for _, p := range o.paths {
-			var rps, waits []float64
+			var rps, waits, early []float64
 			for r := range o.keepupRuns {
 				o.logf(log, "keepup %s run %d", p, r+1)
 				k, err := keepup(ctx, cfg, st, p, o.keepupKeys, o.keepupBatches, o.flush, o.latency)
@@ -146,13 +146,14 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 					return err
 				}
 				rps = append(rps, k.recordsPerSecond)
+				early = append(early, float64(k.earlyFinals))
 				waits = append(waits, float64(k.waitPerRequest))
 			}
 			wait[p] = time.Duration(median(waits))
 			m := median(rps)
 			fmt.Fprintf(out, "BENCH keepup path=%s records_per_s=%.0f shard_ratio=%.2f\n", p, m, m/shardRecordsPerSecond)
-			fmt.Fprintf(out, "BENCH keepup_spread path=%s runs=%d records_per_s_min=%.0f records_per_s_max=%.0f keys=%d batch=%d latency_ms=%g concurrency=%d wait_ms_per_request=%.3f memory_mb=%d vcpu=%.3f\n",
-				p, len(rps), slices.Min(rps), slices.Max(rps), o.keepupKeys, st.batchSize, float64(o.latency)/1e6, st.concurrency, median(waits)/1e6, st.memoryMB, st.vcpu())
+			fmt.Fprintf(out, "BENCH keepup_spread path=%s runs=%d records_per_s_min=%.0f records_per_s_max=%.0f keys=%d batch=%d latency_ms=%g concurrency=%d wait_ms_per_request=%.3f memory_mb=%d vcpu=%.3f windows_ended_early=%.0f\n",
+				p, len(rps), slices.Min(rps), slices.Max(rps), o.keepupKeys, st.batchSize, float64(o.latency)/1e6, st.concurrency, median(waits)/1e6, st.memoryMB, st.vcpu(), median(early))
 		}
 	}
 
@@ -183,10 +184,10 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			fmt.Fprintf(out, "BENCH load events_per_s=%d keys=%d path=%s wcu_per_event=%.3f lambda_usd=%.2f dynamodb_usd=%.2f cloudwatch_usd=%.2f total_usd=%.2f flink_usd=%.2f flink_ratio=%.2f\n",
 				rate, keys, p, b.wruPerEvent, b.lambda, b.dynamodb, b.cloudwatch, b.total(), flink, b.total()/flink)
 			f := secondsPerMonth / t.simulated.Seconds()
-			fmt.Fprintf(out, "BENCH load_detail events_per_s=%d keys=%d path=%s events=%d invocations=%d tick_invocations=%d cpu_ms_per_record=%.3f billed_ms_per_invocation=%.0f requests_per_event=%.3f wru=%d index_wru=%d rru=%.0f log_bytes_per_event=%.0f custom_metrics=%d stored_mb=%.1f seconds=%.0f\n",
+			fmt.Fprintf(out, "BENCH load_detail events_per_s=%d keys=%d path=%s events=%d invocations=%d tick_invocations=%d cpu_ms_per_record=%.3f billed_ms_per_invocation=%.0f requests_per_event=%.3f wru=%d index_wru=%d rru=%.0f log_bytes_per_event=%.0f custom_metrics=%d stored_mb=%.1f windows_ended_early=%d seconds=%.0f\n",
 				rate, keys, p, t.events, t.aggInvokes, t.tickInvokes, float64(t.aggCPU)/1e6/float64(t.events), float64(t.billedMs)/float64(t.aggInvokes+t.tickInvokes),
 				float64(t.db.TotalRequests())/float64(t.events), t.db.WriteUnits, t.db.IndexUnits, t.db.ReadUnits(), float64(t.logBytes)/float64(t.events),
-				len(t.metrics), float64(t.storedBytes)/1e6, time.Since(started).Seconds())
+				len(t.metrics), float64(t.storedBytes)/1e6, t.earlyFinals, time.Since(started).Seconds())
 			classes := make([]string, 0, len(t.db.WriteUnitsBy))
 			for c := range t.db.WriteUnitsBy {
 				classes = append(classes, c)

@@ -266,3 +266,36 @@ func mustPipeline(t *testing.T) *pipeline.Config {
 	}
 	return cfg
 }
+
+// TestWindowStateOverLambdasLimitEndsTheWindowEarly: Lambda carries at most
+// 1 MB of window state; an invocation that answers with more is followed
+// by a final invocation that ends the window early, as on AWS.
+func TestWindowStateOverLambdasLimitEndsTheWindowEarly(t *testing.T) {
+	win := &[2]time.Time{time.Unix(0, 0), time.Unix(60, 0)}
+	big := map[string]string{"p|a": strings.Repeat("x", lambdaMaxWindowState)}
+	small := map[string]string{"p|a": "x"}
+	tests := []struct {
+		name  string
+		inv   invocation
+		state map[string]string
+		early bool
+	}{
+		{"carried, past the limit", invocation{window: win, shard: 1}, big, true},
+		{"carried, within it", invocation{window: win, shard: 1}, small, false},
+		{"already final", invocation{window: win, final: true}, big, false},
+		{"no window (per batch)", invocation{}, big, false},
+	}
+	for _, tc := range tests {
+		got := tc.inv.endsEarly(tc.state)
+		if (got != nil) != tc.early {
+			t.Errorf("%s: ends early %v, want %v", tc.name, got != nil, tc.early)
+			continue
+		}
+		if got != nil && (!got.final || !got.terminatedEarly || got.shard != 1 || got.window != win || len(got.events) != 0) {
+			t.Errorf("%s: %+v, want a final invocation with no records on the same shard and window, terminated early", tc.name, got)
+		}
+		if got != nil && !strings.Contains(string(got.payload(make([]int, 2), tc.state)), `"isWindowTerminatedEarly":true`) {
+			t.Errorf("%s: the payload does not say the window was terminated early", tc.name)
+		}
+	}
+}

@@ -35,7 +35,7 @@ func Example() {
 	}
 	pipelines, err := tributary.NewPipelines(stack, "Pipelines", tributary.PipelinesProps{
 		AssetDir:   assets,
-		Dir:        "../../pipelines", // one <name>.json per pipeline
+		Dir:        "../../testdata/shipped-pipelines", // one <name>.json per pipeline (here the repository's own)
 		Events:     ingest.Events,
 		OnFailure:  quarantine.Failures,
 		Quarantine: quarantine.Table,

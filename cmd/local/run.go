@@ -455,7 +455,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	if err != nil {
 		return err
 	}
-	fmt.Printf("    ⏱ joins, CEP, tasks, event sourcing and statuscodes (alongside the above): done %s after the windows\n", roundDuration(time.Since(sideBegan)))
+	fmt.Printf("    ⏱ joins, CEP, tasks, event sourcing and statuscodes (started with the windows part, each timed above from its own start): done %s after the windows part\n", roundDuration(time.Since(sideBegan)))
 	// The Idempotency-Key check counts aggregate's records exactly, so it
 	// runs once the joins (which send through ingest too) are done.
 	keyedBefore := want.Total()

@@ -171,7 +171,7 @@ func PrintTotals(out io.Writer, w *Windows, want Expected, vs []state.View) int 
 	}
 	value := w.Pipeline.Value.String()
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "KEY\tWINDOW (%s, event time)\tSENT\tCOUNT\tSENT SUM\tSUM\tMEAN\tMAX", w.Kind())
+	fmt.Fprintf(tw, "KEY\tWINDOW (%s, event time)\tSENT\tCOUNT\tSENT SUM\tSUM\tSENT MAX\tMAX\tMEAN", w.Kind())
 	for _, q := range qs {
 		fmt.Fprintf(tw, "\t%s", q)
 	}
@@ -190,10 +190,11 @@ func PrintTotals(out io.Writer, w *Windows, want Expected, vs []state.View) int 
 		if v.Final {
 			st = "final"
 		}
-		fmt.Fprintf(tw, "%s\t%s–%s\t%s\t%s\t%s\t%s\t%s\t%s", v.Key, v.Window.Start.Format("15:04"), v.Window.End.Format("15:04"),
+		fmt.Fprintf(tw, "%s\t%s–%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", v.Key, v.Window.Start.Format("15:04"), v.Window.End.Format("15:04"),
 			shown(a, agg.Count, "%.0f", float64(want[k].Count)), shown(a, agg.Count, "%.0f", float64(v.Result.Count)),
 			shown(a, agg.Sum, "%.0f", want[k].Sum), shown(a, agg.Sum, "%.0f", v.Result.Sum),
-			shown(a, agg.Mean, "%.1f", v.Result.Mean), shown(a, agg.Max, "%.0f", v.Result.Max))
+			shown(a, agg.Max, "%.0f", want[k].Max), shown(a, agg.Max, "%.0f", v.Result.Max),
+			shown(a, agg.Mean, "%.1f", v.Result.Mean))
 		for _, q := range qs {
 			fmt.Fprintf(tw, "\t%.0f", v.Result.Quantiles[q])
 		}
@@ -201,7 +202,7 @@ func PrintTotals(out io.Writer, w *Windows, want Expected, vs []state.View) int 
 	}
 	for _, k := range sortedWindowKeys(want) {
 		if _, ok := got[k]; !ok {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t0\t%.0f\t\t\t\t", k.Key, k.Window, want[k].Count, want[k].Sum)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t0\t%.0f\t\t%.0f\t\t\t", k.Key, k.Window, want[k].Count, want[k].Sum, want[k].Max)
 			for range qs {
 				fmt.Fprint(tw, "\t")
 			}
@@ -209,13 +210,13 @@ func PrintTotals(out io.Writer, w *Windows, want Expected, vs []state.View) int 
 			bad++
 		}
 	}
-	fmt.Fprintf(tw, "total\t\t%d\t%d\t%.0f\t%.0f\t\t", want.Count(), got.Count(), sumOf(want), sumOf(got))
+	fmt.Fprintf(tw, "total\t\t%d\t%d\t%.0f\t%.0f\t\t\t\t", want.Count(), got.Count(), sumOf(want), sumOf(got))
 	for range qs {
 		fmt.Fprint(tw, "\t")
 	}
 	fmt.Fprint(tw, "\t\t\t\n")
 	_ = tw.Flush()
-	fmt.Fprintf(out, "  (values are %s; COUNT, SUM and MAX must equal what was sent; %s)\n", value, quantileNote(qs))
+	fmt.Fprintf(out, "  (values are %s; COUNT, SUM and MAX must equal what was sent; %s; - is a value the pipeline does not compute)\n", value, quantileNote(qs))
 	return bad
 }
 
@@ -229,9 +230,9 @@ func shown(a, x agg.Aggregate, format string, v float64) string {
 
 func quantileNote(qs []string) string {
 	if len(qs) == 0 {
-		return "MEAN is SUM/COUNT"
+		return "MEAN, where computed, is SUM/COUNT"
 	}
-	return "MEAN is SUM/COUNT, the quantiles DDSketch estimates within 1 % of a value of the window"
+	return "MEAN, where computed, is SUM/COUNT, the quantiles DDSketch estimates within 1 % of a value of the window"
 }
 
 func sumOf(e Expected) float64 {

@@ -77,7 +77,7 @@ func TestPrintTotalsFlagsEveryDifference(t *testing.T) {
 	if bad := PrintTotals(&out, w, want, []state.View{view("eu-west", 0, 2, 300, 200), view("eu-west", 1, 1, 50, 50), view("us-east", 0, 1, 70, 70)}); bad != 0 {
 		t.Errorf("%d mismatches for windows equal to what was sent:\n%s", bad, out.String())
 	}
-	for _, h := range []string{"SENT SUM", "p50", "p95", "total"} {
+	for _, h := range []string{"SENT SUM", "SENT MAX", "p50", "p95", "total"} {
 		if !strings.Contains(out.String(), h) {
 			t.Errorf("table lacks %q:\n%s", h, out.String())
 		}

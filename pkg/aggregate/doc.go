@@ -9,10 +9,12 @@
 //   - per batch (a plain Kinesis mapping): each batch makes one conditional
 //     write per (key, window) it touches;
 //   - per interval (a mapping with TumblingWindowInSeconds): Lambda carries
-//     the partial aggregates between invocations in the window state, and
-//     the final invocation of each interval flushes one write per (key,
-//     window), so writes follow keys × windows per interval, not the event
-//     rate.
+//     the partial aggregates between invocations in the window state — one
+//     per key and pane (the records that go to the same hopping windows),
+//     not one per window, so that a shard's keys fit the 1 MB Lambda
+//     carries — and the final invocation of each interval flushes one write
+//     per (key, window), so writes follow keys × windows per interval, not
+//     the event rate.
 //
 // A shard's watermark (max event time − allowed out-of-orderness) advances
 // only when a batch succeeds entirely, so a retried batch is judged against

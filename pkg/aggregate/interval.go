@@ -24,7 +24,7 @@ import (
 const (
 	stateWatermark = "wm"  // the interval's working watermark
 	stateSeq       = "seq" // the last record accumulated: the state's own fence
-	statePartial   = "p|"  // p|<kind>|<window id>|<key> → "<minSeq> <maxSeq> <base64 partial>"
+	statePartial   = "p|"  // p|<kind>|<window id>[*<n>]|<key> → "<minSeq> <maxSeq> <base64 partial>"
 	// stateHold is the watermark hold the interval stored (Unix ms): the
 	// earliest start of an open window its partials add to. The ticker's
 	// idle advance stops there (state.Views.Hold) until the flush has
@@ -38,7 +38,21 @@ const (
 // flush finds them final.
 const holdFor = 30 * time.Minute
 
-// partial is one (key, window)'s accumulated aggregate in the state.
+// setKey names a partial of the window state: the records of one key that
+// went to the same n windows of a kind — win and the n−1 after it, each
+// the kind's advance later. A hopping record goes to size/advance windows,
+// and the records of a pane go to the same ones, so one partial per (key,
+// pane) stands for them all: the state Lambda carries (1 MB at most, past
+// which it ends the interval early) holds one entry where it held one per
+// window. The flush expands each into its windows (windowPartials), which
+// then get exactly the records a partial per window would have held.
+type setKey struct {
+	upKey // win is the first of the windows
+	n     int
+}
+
+// partial is one setKey's (or, expanded, one window's) accumulated
+// aggregate in the state.
 type partial struct {
 	st             *agg.State
 	minSeq, maxSeq string
@@ -106,7 +120,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	c := p.newCollector(shard, &wm, len(recs))
 	c.carriedPerKey = keep.perKey()
 	begun := newPartials{spec: p.cfg.Aggregates}
-	add := func(k upKey, seq string, value float64, distinct []byte) {
+	add := func(k setKey, seq string, value float64, distinct []byte) {
 		pt, ok := partials[k]
 		if !ok {
 			pt = begun.next(seq)
@@ -116,13 +130,26 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		pt.maxSeq = seq
 	}
 	var held time.Time // the earliest open window this invocation adds to
-	c.onOpen = func(k upKey, seq string, value float64, distinct []byte) {
-		if held.IsZero() || k.win.Start.Before(held) {
-			held = k.win.Start
+	var accepted []window.Window
+	c.onWindows = func(key, kind, seq string, value float64, distinct []byte, d *window.Decision) {
+		if len(d.Open) > 0 && (held.IsZero() || d.Open[0].Start.Before(held)) {
+			held = d.Open[0].Start
 		}
-		add(k, seq, value, distinct)
+		// Late records join the partial too (corrected windows, oldest
+		// first, come before the open ones); the flush corrects a final
+		// window.
+		accepted = append(append(accepted[:0], d.Corrected...), d.Open...)
+		if len(accepted) == 0 {
+			return
+		}
+		if consecutive(accepted, p.advance(kind)) {
+			add(setKey{upKey{key, kind, accepted[0]}, len(accepted)}, seq, value, distinct)
+			return
+		}
+		for _, w := range accepted {
+			add(setKey{upKey{key, kind, w}, 1}, seq, value, distinct)
+		}
 	}
-	c.onCorrected = add // late records join the partial; the flush corrects a final window
 	accumulated := lastSeq
 	for i := range recs {
 		rec := &recs[i]
@@ -197,7 +224,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: out}, BatchItemFailures: resp.BatchItemFailures}, nil
 	}
 	// The interval is over: flush one write per (key, window).
-	if err := p.flush(ctx, shard, partials); err != nil {
+	if err := p.flush(ctx, shard, windowPartials(partials, p.advance)); err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err // Lambda retries the final invocation with the same state
 	}
 	if c.failures.Len() == 0 {
@@ -354,6 +381,66 @@ func (l lateByKey) records(windowsPerRecord func(kind string) uint64) uint64 {
 	return total
 }
 
+// advance is how far apart kind's windows start: a hopping window's
+// advance, else 0 (a tumbling window: one window per record).
+func (p *Processor) advance(kind string) time.Duration {
+	for i, id := range p.kinds {
+		if id == kind && p.cfg.Windows[i].Kind == pipeline.Hopping {
+			return p.cfg.Windows[i].Hopping().Advance
+		}
+	}
+	return 0
+}
+
+// consecutive reports whether ws (two or more) are windows of one size
+// that start advance apart, oldest first; a single window is.
+func consecutive(ws []window.Window, advance time.Duration) bool {
+	if len(ws) == 1 {
+		return true
+	}
+	if advance <= 0 {
+		return false
+	}
+	size := ws[0].End.Sub(ws[0].Start)
+	for j := 1; j < len(ws); j++ {
+		if !ws[j].Start.Equal(ws[j-1].Start.Add(advance)) || ws[j].End.Sub(ws[j].Start) != size {
+			return false
+		}
+	}
+	return true
+}
+
+// windowPartials expands the state's partials into one per (key, window):
+// a window's partial is the merge of every set partial that covers it,
+// from the first sequence number of any of them to the last.
+func windowPartials(sets map[setKey]*partial, advance func(kind string) time.Duration) map[upKey]*partial {
+	out := make(map[upKey]*partial, len(sets))
+	owned := map[upKey]bool{} // its st is a merge of its own, not a set's
+	for k, pt := range sets {
+		step := advance(k.kind)
+		for j := range k.n {
+			shift := time.Duration(j) * step
+			w := upKey{key: k.key, kind: k.kind, win: window.Window{Start: k.win.Start.Add(shift), End: k.win.End.Add(shift)}}
+			have, ok := out[w]
+			if !ok {
+				out[w] = &partial{st: pt.st, minSeq: pt.minSeq, maxSeq: pt.maxSeq}
+				continue
+			}
+			if !owned[w] {
+				have.st, owned[w] = have.st.Clone(), true
+			}
+			_ = have.st.Merge(pt.st) // one pipeline's spec: Merge cannot refuse it
+			if stream.CompareSequence(pt.minSeq, have.minSeq) < 0 {
+				have.minSeq = pt.minSeq
+			}
+			if stream.CompareSequence(pt.maxSeq, have.maxSeq) > 0 {
+				have.maxSeq = pt.maxSeq
+			}
+		}
+	}
+	return out
+}
+
 // windowsPerRecord is how many windows of kind each record is in: 1 for
 // tumbling, size/advance for hopping.
 func (p *Processor) windowsPerRecord(kind string) uint64 {
@@ -367,8 +454,8 @@ func (p *Processor) windowsPerRecord(kind string) uint64 {
 	return 1
 }
 
-func (p *Processor) decodePartials(st map[string]string) (map[upKey]*partial, error) {
-	out := make(map[upKey]*partial, len(st))
+func (p *Processor) decodePartials(st map[string]string) (map[setKey]*partial, error) {
+	out := make(map[setKey]*partial, len(st))
 	for k, v := range st {
 		if !strings.HasPrefix(k, statePartial) {
 			continue
@@ -382,6 +469,14 @@ func (p *Processor) decodePartials(st map[string]string) (map[upKey]*partial, er
 		if !ok1 || !ok2 || !ok3 || !ok4 {
 			return nil, fmt.Errorf("aggregate: window state entry %q is malformed", k)
 		}
+		n := 1
+		if first, count, many := strings.Cut(id, "*"); many {
+			c, err := strconv.Atoi(count)
+			if err != nil || c < 2 || uint64(c) > p.windowsPerRecord(kind)+1 {
+				return nil, fmt.Errorf("aggregate: window state entry %q: %q windows, want 2 to %d", k, count, p.windowsPerRecord(kind)+1)
+			}
+			id, n = first, c
+		}
 		w, err := window.ParseID(id)
 		if err != nil {
 			return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
@@ -390,12 +485,12 @@ func (p *Processor) decodePartials(st map[string]string) (map[upKey]*partial, er
 		if err != nil {
 			return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
 		}
-		out[upKey{key: key, kind: kind, win: w}] = &partial{st: s, minSeq: minSeq, maxSeq: maxSeq}
+		out[setKey{upKey{key: key, kind: kind, win: w}, n}] = &partial{st: s, minSeq: minSeq, maxSeq: maxSeq}
 	}
 	return out, nil
 }
 
-func (p *Processor) encodeState(partials map[upKey]*partial, wm *window.Watermark, seq string) map[string]string {
+func (p *Processor) encodeState(partials map[setKey]*partial, wm *window.Watermark, seq string) map[string]string {
 	out := make(map[string]string, len(partials)+2)
 	if b, err := wm.MarshalBinary(); err == nil {
 		out[stateWatermark] = base64.StdEncoding.EncodeToString(b)
@@ -414,7 +509,11 @@ func (p *Processor) encodeState(partials map[upKey]*partial, wm *window.Watermar
 		}
 		kv = append(kv[:0], statePartial...)
 		kv = append(append(kv, k.kind...), '|')
-		kv = append(k.win.AppendID(kv), '|')
+		kv = k.win.AppendID(kv)
+		if k.n > 1 {
+			kv = strconv.AppendInt(append(kv, '*'), int64(k.n), 10)
+		}
+		kv = append(kv, '|')
 		kv = append(kv, k.key...)
 		n := len(kv)
 		kv = append(kv, pt.minSeq...)

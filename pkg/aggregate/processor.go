@@ -173,7 +173,11 @@ type collector struct {
 	maxSeq      string
 	onOpen      func(k upKey, seq string, value float64, distinct []byte)
 	onCorrected func(k upKey, seq string, value float64, distinct []byte)
-	keyed       map[keyedKey][]point // session and sliding windows' records, per key and kind
+	// onWindows, when set, takes each record's decision for a window kind
+	// at once instead of onOpen and onCorrected per window (the
+	// per-interval path keeps one partial per set of windows).
+	onWindows func(key, kind, seq string, value float64, distinct []byte, d *window.Decision)
+	keyed     map[keyedKey][]point // session and sliding windows' records, per key and kind
 	// carriedPerKey is, per grouping key, the points an interval carries
 	// to its flush and no keyed state holds yet (the budget counts them).
 	carriedPerKey map[string]int
@@ -326,11 +330,15 @@ func (c *collector) route(d *decoded) {
 		}
 		c.p.cfg.Late.Decide(&c.decision, c.wm, c.wins)
 		kind := c.p.kinds[i]
-		for _, w := range c.decision.Open {
-			c.onOpen(upKey{key, kind, w}, seq, value, distinct)
-		}
-		for _, w := range c.decision.Corrected {
-			c.onCorrected(upKey{key, kind, w}, seq, value, distinct)
+		if c.onWindows != nil {
+			c.onWindows(key, kind, seq, value, distinct, &c.decision)
+		} else {
+			for _, w := range c.decision.Open {
+				c.onOpen(upKey{key, kind, w}, seq, value, distinct)
+			}
+			for _, w := range c.decision.Corrected {
+				c.onCorrected(upKey{key, kind, w}, seq, value, distinct)
+			}
 		}
 		if len(c.decision.Dropped) > 0 {
 			c.dropLate(seq)

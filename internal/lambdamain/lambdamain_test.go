@@ -2,10 +2,18 @@ package lambdamain
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 )
 
 func TestConfig(t *testing.T) {
@@ -62,5 +70,72 @@ func TestConfig(t *testing.T) {
 				t.Errorf("credentials %+v (%v), want the environment's", creds, err)
 			}
 		})
+	}
+}
+
+// TestConcurrentRequestsReuseTheirConnections: a handler's burst of 16
+// requests at once, then another, opens no connection the second time: the
+// SDK's default transport kept 10 idle, so six were closed and opened again
+// (a TLS handshake each on AWS) on every burst.
+func TestConcurrentRequestsReuseTheirConnections(t *testing.T) {
+	var opened atomic.Int64
+	release := make(chan struct{})
+	var arrived sync.WaitGroup
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		<-release // every request of the burst is in flight at once
+		w.Write([]byte("{}"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	cfg, err := Config(func(k string) (string, bool) {
+		v, ok := map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "secret"}[k]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = awshttp.NewBuildableClient() // what the SDK's clients use when the config has none
+	}
+	const burst = 16
+	for round := 1; round <= 2; round++ {
+		before := opened.Load()
+		release = make(chan struct{})
+		arrived.Add(burst)
+		var done sync.WaitGroup
+		for range burst {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL, strings.NewReader("{}"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}()
+		}
+		arrived.Wait()
+		close(release)
+		done.Wait()
+		// The transport puts a connection back in its pool just after the
+		// body is read (its read loop does it): give it that moment.
+		time.Sleep(100 * time.Millisecond)
+		if n := opened.Load() - before; round == 2 && n != 0 {
+			t.Errorf("a second burst of %d requests opened %d new connections, want 0 (each kept idle from the first)", burst, n)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
 	"github.com/tributary-dev/tributary/internal/memdb"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/stream/streamtest"
@@ -222,25 +223,11 @@ type invocation struct {
 	windowIndex     int
 }
 
-// lambdaMaxWindowState is the most window state Lambda carries for a
-// shard: when a function answers with more, Lambda ends the window early
-// with a final invocation (isWindowTerminatedEarly) and the window goes on
-// with a fresh state (as emulator/eventsource plays it).
-const lambdaMaxWindowState = 1 << 20
-
-// windowStateSize is the state's size as JSON.
-func windowStateSize(st map[string]string) int {
-	n := 2
-	for k, v := range st {
-		n += len(k) + len(v) + 6
-	}
-	return n
-}
-
 // endsEarly is the final invocation Lambda makes after inv when the state
-// inv answered with is past lambdaMaxWindowState, else nil.
+// inv answered with is past limits.LambdaWindowStateBytes (as
+// emulator/eventsource plays it), else nil.
 func (inv *invocation) endsEarly(state map[string]string) *invocation {
-	if inv.window == nil || inv.final || windowStateSize(state) <= lambdaMaxWindowState {
+	if inv.window == nil || inv.final || limits.WindowStateSize(state) <= limits.LambdaWindowStateBytes {
 		return nil
 	}
 	return &invocation{at: inv.at, shard: inv.shard, window: inv.window, final: true, terminatedEarly: true, windowIndex: inv.windowIndex}

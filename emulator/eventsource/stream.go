@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/emulator/rie"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/onfailure"
 )
 
@@ -18,10 +19,6 @@ const (
 	RetryAttemptsExhausted = "RetryAttemptsExhausted"
 	RecordAgeExceeded      = "RecordAgeExceeded"
 )
-
-// maxWindowState is the most tumbling-window state Lambda carries (1 MB per
-// shard); a bigger state terminates the window early.
-const maxWindowState = 1024 * 1024
 
 // shardInfo is a shard as the source lists it.
 type shardInfo struct {
@@ -558,7 +555,7 @@ func (l *lane) process(ctx context.Context, recs []*record) {
 				stack = stack[:len(stack)-1]
 			}
 		}
-		if l.win != nil && windowStateSize(l.win.state) > maxWindowState {
+		if l.win != nil && limits.WindowStateSize(l.win.state) > limits.LambdaWindowStateBytes {
 			// The state outgrew what Lambda carries: end the window early
 			// with a final invocation; the window goes on with fresh state.
 			l.win.terminatedEarly = true
@@ -758,14 +755,6 @@ func (l *lane) finalInvoke(ctx context.Context) {
 	l.mu.Lock()
 	l.win = nil
 	l.mu.Unlock()
-}
-
-func windowStateSize(state map[string]string) int {
-	n := 2
-	for k, v := range state {
-		n += len(k) + len(v) + 6
-	}
-	return n
 }
 
 // giveUp discards recs (a prefix or all of a's records): their on-failure

@@ -24,7 +24,23 @@ const (
 	// KinesisPutRecordsEntries is the most records one PutRecords call
 	// carries.
 	KinesisPutRecordsEntries = 500
+	// LambdaWindowStateBytes is the most tumbling-window state Lambda
+	// carries for a shard, counted as WindowStateSize counts: a function
+	// that answers with more has its window ended early (a final
+	// invocation with isWindowTerminatedEarly; the window goes on with a
+	// fresh state).
+	LambdaWindowStateBytes = 1 << 20
 )
+
+// WindowStateSize is the size of a tumbling-window state as JSON (quotes,
+// colon and comma around each entry, the braces).
+func WindowStateSize(state map[string]string) int {
+	n := 2
+	for k, v := range state {
+		n += len(k) + len(v) + 6
+	}
+	return n
+}
 
 // KinesisRecordSize is the size Kinesis counts for a record against
 // KinesisRecordBytes: its data plus its partition key (UTF-8 bytes).

@@ -25,9 +25,6 @@ import (
 // describes: for plan pro count 2, sum 8, max 5; for free 1, 1, 1.
 func TestReadmeFirstPipeline(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("synthesizes the stack again (about a minute); make test runs it")
-	}
 	testtools.Need(t, "the README's example needs it", "curl")
 	root, _, bin := paths(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))

@@ -272,7 +272,7 @@ func mustPipeline(t *testing.T) *pipeline.Config {
 // by a final invocation that ends the window early, as on AWS.
 func TestWindowStateOverLambdasLimitEndsTheWindowEarly(t *testing.T) {
 	win := &[2]time.Time{time.Unix(0, 0), time.Unix(60, 0)}
-	big := map[string]string{"p|a": strings.Repeat("x", lambdaMaxWindowState)}
+	big := map[string]string{"p|a": strings.Repeat("x", limits.LambdaWindowStateBytes)}
 	small := map[string]string{"p|a": "x"}
 	tests := []struct {
 		name  string

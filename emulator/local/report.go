@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tributary-dev/tributary/emulator/template"
@@ -16,7 +17,9 @@ import (
 // difference once, with the resources it applies to ("StreamEncryption
 // ignored locally" once, not once per stream).
 type deployReport struct {
-	tpl   *template.Template
+	tpl *template.Template
+
+	mu    sync.Mutex          // add is called from the provisioning goroutines at once
 	notes map[string][]string // note text → logical ids
 	order []string
 }
@@ -36,6 +39,8 @@ func (r *deployReport) add(msg string) {
 	if _, ok := r.tpl.Resources[m[1]]; !ok {
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if _, seen := r.notes[m[2]]; !seen {
 		r.order = append(r.order, m[2])
 	}

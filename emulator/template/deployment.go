@@ -24,7 +24,8 @@ type ProvisionOptions struct {
 	// "local".
 	Stack string
 	// Progress, when set, receives one line per resource created or reused
-	// and per semantic adjustment.
+	// and per semantic adjustment. The resources of one dependency level
+	// are provisioned at once: it is called from several goroutines.
 	Progress func(msg string)
 	// Region and AccountID override the pseudo parameters; empty means the
 	// aws.Config's region (or us-east-1) and moto's default account.

@@ -1,0 +1,42 @@
+package local
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tributary-dev/tributary/emulator/template"
+)
+
+// Provision creates the resources of one dependency level at once and
+// reports each from its own goroutine: the report takes notes from all of
+// them (a map written from two goroutines stopped `make local` with a
+// fatal "concurrent map writes" once in a while) and keeps every one.
+func TestDeployReportTakesNotesFromConcurrentProvisioning(t *testing.T) {
+	tpl := &template.Template{Resources: map[string]template.Resource{}}
+	const writers, each = 16, 200
+	for w := range writers {
+		tpl.Resources[fmt.Sprintf("Queue%d", w)] = template.Resource{Type: "AWS::SQS::Queue"}
+	}
+	r := newDeployReport(tpl)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				r.add(fmt.Sprintf("Queue%d: note %d ignored locally", w, i))
+			}
+		}()
+	}
+	wg.Wait()
+	if len(r.order) != each {
+		t.Fatalf("%d distinct notes, want %d", len(r.order), each)
+	}
+	for _, note := range r.order {
+		if ids := r.notes[note]; len(ids) != writers {
+			t.Errorf("note %q applies to %d resources, want %d: %s", note, len(ids), writers, strings.Join(ids, ","))
+		}
+	}
+}

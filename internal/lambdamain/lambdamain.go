@@ -15,10 +15,10 @@ import (
 )
 
 // IdleConnsPerHost is how many idle connections a function keeps to each
-// endpoint. The handlers make up to 16 requests at once (aggregate, the
-// keyed runners and the windowed handlers write at that concurrency); the
-// SDK's default transport keeps 10, so every burst closed the six past
-// them and opened them again, a TLS handshake each on AWS.
+// endpoint. The aggregate handler makes up to 64 requests at once
+// (aggregate.DefaultConcurrency), the keyed runners and the windowed
+// handlers 16; the SDK's default transport keeps 10, so every burst closed
+// those past them and opened them again, a TLS handshake each on AWS.
 const IdleConnsPerHost = 64
 
 // Main is one function's init.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
 )
 
 func TestConfig(t *testing.T) {
@@ -73,10 +75,11 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// TestConcurrentRequestsReuseTheirConnections: a handler's burst of 16
-// requests at once, then another, opens no connection the second time: the
-// SDK's default transport kept 10 idle, so six were closed and opened again
-// (a TLS handshake each on AWS) on every burst.
+// TestConcurrentRequestsReuseTheirConnections: the aggregate handler's
+// burst of requests at once (aggregate.DefaultConcurrency), then another,
+// opens no connection the second time: the SDK's default transport kept 10
+// idle, so the rest were closed and opened again (a TLS handshake each on
+// AWS) on every burst.
 func TestConcurrentRequestsReuseTheirConnections(t *testing.T) {
 	var opened atomic.Int64
 	release := make(chan struct{})
@@ -104,7 +107,7 @@ func TestConcurrentRequestsReuseTheirConnections(t *testing.T) {
 	if client == nil {
 		client = awshttp.NewBuildableClient() // what the SDK's clients use when the config has none
 	}
-	const burst = 16
+	const burst = aggregate.DefaultConcurrency
 	for round := 1; round <= 2; round++ {
 		before := opened.Load()
 		release = make(chan struct{})

@@ -63,6 +63,57 @@ func TestKeysNewToTheContainerAreReadAtOnce(t *testing.T) {
 		t.Fatalf("%d reads for %d keys new to the container: want each key's state read", got, keys)
 	}
 	if most := store.most.Load(); most < 8 {
-		t.Errorf("at most %d reads in flight for %d keys new to the container: want them read several at a time (the handler's concurrency, 16)", most, keys)
+		t.Errorf("at most %d reads in flight for %d keys new to the container: want them read several at a time (the handler's concurrency, %d)", most, keys, aggregate.DefaultConcurrency)
+	}
+}
+
+// slowWrites answers each UpdateItem after a DynamoDB-like latency and
+// keeps the most writes it had in flight at once.
+type slowWrites struct {
+	memdb.Client
+	inFlight, most atomic.Int64
+}
+
+func (s *slowWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	n := s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	time.Sleep(3 * time.Millisecond)
+	return s.Client.UpdateItem(ctx, in, opts...)
+}
+
+// TestABatchWritesItsWindowsManyAtOnce: a batch over many keys has up to
+// DefaultConcurrency writes in flight, never more. An instance waits on
+// its writes (a few ms each), so the number in flight is what lets one
+// keep up with a shard: at 16, a full shard over 1,000 keys took 2.25
+// times the shard's rate to flush (BENCH keepup); at 64, 4 times.
+func TestABatchWritesItsWindowsManyAtOnce(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"writes","key":"key","value":"data.ms",
+	 "windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","max"],"outOfOrderness":"1s",
+	 "dedupeHorizon":"0s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable})
+	store := &slowWrites{Client: mem}
+	p := aggregate.New(cfg, state.NewViews(store, "views", cfg.Aggregates), nil, "", aggregate.WithLogger(quiet))
+	const keys = 4 * aggregate.DefaultConcurrency
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var ev events.KinesisEvent
+	for i := range keys {
+		key := fmt.Sprintf("user-%03d", i)
+		ev.Records = append(ev.Records, rawRecord(i+1, key, view(fmt.Sprint("e", i), key, at, `{"ms":1}`), at))
+	}
+	resp, err := p.HandleBatch(context.Background(), ev)
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("batch: %v %v", err, resp.BatchItemFailures)
+	}
+	most := store.most.Load()
+	if most > aggregate.DefaultConcurrency {
+		t.Errorf("%d writes in flight: want at most DefaultConcurrency (%d)", most, aggregate.DefaultConcurrency)
+	}
+	if most < aggregate.DefaultConcurrency/2 {
+		t.Errorf("at most %d writes in flight for %d keys: want up to DefaultConcurrency (%d) at once", most, keys, aggregate.DefaultConcurrency)
 	}
 }

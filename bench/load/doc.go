@@ -33,7 +33,8 @@
 // as it is), index units for writes that put an item into the open-windows
 // index, move it or take it out, 1 read unit per 4 KB read strongly
 // consistent (half when not). It counts invocations, the handler's process
-// CPU time (one core, GOMAXPROCS=1, the store's own work taken off), the
+// CPU time (one core, GOMAXPROCS=1, the store's own work taken off, the
+// AWS SDK's work for each request it made added: BENCH load_sdk), the
 // bytes the functions log (their JSON log at its default level, the EMF
 // metrics, Lambda's START/END/REPORT lines, each log event plus the 26
 // bytes CloudWatch adds) and the distinct EMF metrics (name and dimension
@@ -55,6 +56,9 @@
 //	BENCH load_powertools events_per_s=<n> keys=<n> wcu_per_event=<x> lambda_usd=<x> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_usd=<x> flink_ratio=<x>
 //	BENCH load_kinesis events_per_s=<n> keys=<n> events_stream_usd=<x> results_stream_usd=<x>
 //
+// load_detail's cpu_ms_per_record includes sdk_ms_per_record, the SDK's
+// share.
+//
 // wcu_per_event is write units (tables and index) per event; total_usd is
 // Lambda, DynamoDB and CloudWatch, what processing the events costs;
 // flink_ratio is total_usd over flink_usd (the goal: at most 0.5). The
@@ -73,13 +77,31 @@
 // Managed Flink's smallest application is 1 KPU and the orchestration KPU
 // around the clock at $0.11 a KPU-hour and 50 GB of running storage.
 //
+// # BENCH load_sdk
+//
+// The handler calls the in-process store directly, so the AWS SDK's work
+// on each request — serializing the input to DynamoDB's JSON, signing it,
+// its middleware, decoding the answer — would be missing from the CPU
+// time; in Lambda it is the function's, and at some 50 µs a request it is
+// most of it. First a 3-minute run of the README's load (100 events a
+// second over 1,000 keys) on each path keeps a uniform sample of the
+// requests the handler makes and the store's answers (sdkcpu.go); they are
+// replayed through a real dynamodb.Client whose HTTP client answers at
+// once with the recorded answer, JSON-encoded as DynamoDB answers; the CPU
+// per request, by operation, is added to every invocation of keepup and of
+// the loads for each request it made:
+//
+//	BENCH load_sdk us_per_request=<operation>:<µs>,...
+//
+
 // # BENCH keepup
 //
 // One aggregate instance on a full shard: 1,000 records a second over
 // -keepup-keys keys in the mapping's batches of 500, the store answering
 // each request -latency (4 ms) after it is made, the handler making them at
-// its own concurrency (16). Each invocation's duration at 1,024 MB is its CPU
-// time (the store's own work taken off) over the vCPU share plus the time
+// its own concurrency (aggregate.DefaultConcurrency, 64). Each invocation's
+// duration at 1,024 MB is its CPU time (the store's own work taken off, the
+// SDK's per request added) over the vCPU share plus the time
 // it waited (its wall time less its CPU time, on one core);
 // records_per_s is records over duration, shard_ratio that over 1,000
 // (the goal: at least 3). On the per-interval path every invocation of one
@@ -92,8 +114,8 @@
 //	BENCH keepup path=<path> records_per_s=<x> shard_ratio=<x>
 //	BENCH keepup_spread path=<path> runs=<n> records_per_s_min=<x> records_per_s_max=<x> ...
 //
-// Not counted: the SDK's serialization, signing and HTTP of each request
-// (the in-process store is called directly), and a cold start's init.
+// Not counted: TLS and the socket under each request (a few µs at these
+// sizes), and a cold start's init.
 //
 // Run from the repository root:
 //

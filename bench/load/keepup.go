@@ -39,7 +39,7 @@ type keepupRun struct {
 // alike — the first meet keys new to the container and read their state,
 // later ones carry a larger state and spill it — and the interval is
 // priced from them.
-func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, keys, batches int, flush, latency time.Duration) (keepupRun, error) {
+func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, keys, batches int, flush, latency time.Duration, sdk sdkCPU) (keepupRun, error) {
 	one := st
 	one.shards = 1
 	if path == pathInterval {
@@ -75,7 +75,7 @@ func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, ke
 		u := s.take()
 		// The store's own work (memdb, the billing) is DynamoDB's, done
 		// while the handler waits: it is not the handler's CPU time.
-		handlerCPU := max(0, cpu-u.Busy)
+		handlerCPU := max(0, cpu-u.Busy) + sdk.of(u)
 		if err != nil {
 			return keepupRun{}, fmt.Errorf("keepup %s: %w", path, err)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
 	"github.com/tributary-dev/tributary/internal/memdb"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -40,10 +41,10 @@ type stack struct {
 	batchingWindow time.Duration // its MaximumBatchingWindowInSeconds (5 s)
 	tickRate       time.Duration // the ticker's schedule (TickerRate: 1 minute)
 	memoryMB       int           // the aggregate function's memory (aggregateMemoryMB: 1,024); the ticker's few invocations are priced at it too
-	concurrency    int           // the handler's concurrent DynamoDB requests (aggregate.New's default, 16)
+	concurrency    int           // the handler's concurrent DynamoDB requests (aggregate.DefaultConcurrency)
 }
 
-var deployedStack = stack{shards: 2, batchSize: 500, batchingWindow: 5 * time.Second, tickRate: time.Minute, memoryMB: 1024, concurrency: 16}
+var deployedStack = stack{shards: 2, batchSize: 500, batchingWindow: 5 * time.Second, tickRate: time.Minute, memoryMB: 1024, concurrency: aggregate.DefaultConcurrency}
 
 // vcpu is the share of a vCPU Lambda gives a function of the stack's memory.
 func (s stack) vcpu() float64 { return min(1, float64(s.memoryMB)/lambdaMBPerVCPU) }
@@ -60,6 +61,9 @@ type load struct {
 	// request it makes (from keepup: the store's latency over the
 	// handler's concurrency); billed duration adds it to the CPU time.
 	waitPerRequest time.Duration
+	// sdk is the AWS SDK's CPU per request (sdkCost), added to each
+	// invocation's; nil adds none (the calibration run).
+	sdk sdkCPU
 }
 
 // tally is what a run of a load consumed.
@@ -81,6 +85,10 @@ type tally struct {
 	earlyFinals int
 	// memdbRequests is memdb's own count of the requests it answered.
 	memdbRequests map[string]int
+	// samples are requests the run made, for sdkCost.
+	samples map[string][]sdkSample
+	// sdkCPU is the SDK's CPU added to aggCPU and tickCPU.
+	sdkCPU time.Duration
 }
 
 func cpuTime() time.Duration {
@@ -391,7 +399,8 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 		}
 		u := s.take()
 		// The store's own work (memdb, the billing) is DynamoDB's, not the handler's.
-		cpu := max(0, cpuTime()-c0-u.Busy)
+		cpu := max(0, cpuTime()-c0-u.Busy) + l.sdk.of(u)
+		t.sdkCPU += l.sdk.of(u)
 		if err != nil {
 			return t, fmt.Errorf("%s, %d events/s over %d keys: invocation at %s: %w", l.path, l.rate, l.keys, now.Format(time.RFC3339), err)
 		}
@@ -435,5 +444,6 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 	t.storedBytes = s.storedBytes(deployed.ViewsTable, deployed.QuarantineTable)
 	t.resultsUnits = out.Units
 	t.memdbRequests = db.Requests
+	t.samples = s.samples
 	return t, nil
 }

@@ -130,6 +130,25 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	fmt.Fprintf(out, "BENCH load_prices region=%s date=%s memory_mb=%d vcpu=%.3f shards=%d batch=%d batching_window_s=%g flush_s=%g flink_usd=%.2f\n",
 		PricesRegion, PricesDate, st.memoryMB, st.vcpu(), st.shards, st.batchSize, st.batchingWindow.Seconds(), o.flush.Seconds(), flink)
 
+	// The SDK's CPU per request, from the requests a short run at the
+	// README's load makes on each path.
+	o.logf(log, "sdk cost: sampling requests")
+	samples := map[string][]sdkSample{}
+	for _, p := range o.paths {
+		t, err := runLoad(ctx, cfg, st, load{rate: 100, keys: 1000, path: p, flush: o.flush, span: 3 * time.Minute, tail: o.tail})
+		if err != nil {
+			return fmt.Errorf("sdk cost: %w", err)
+		}
+		for op, ss := range t.samples {
+			samples[op] = append(samples[op], ss...)
+		}
+	}
+	sdk, err := sdkCost(ctx, samples, 20)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "BENCH load_sdk us_per_request=%s\n", sdk)
+
 	// The store's wait per request, by path: measured by keepup, else the
 	// latency over the handler's concurrency (the best case).
 	wait := map[string]time.Duration{}
@@ -141,7 +160,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			var rps, waits, early []float64
 			for r := range o.keepupRuns {
 				o.logf(log, "keepup %s run %d", p, r+1)
-				k, err := keepup(ctx, cfg, st, p, o.keepupKeys, o.keepupBatches, o.flush, o.latency)
+				k, err := keepup(ctx, cfg, st, p, o.keepupKeys, o.keepupBatches, o.flush, o.latency, sdk)
 				if err != nil {
 					return err
 				}
@@ -176,7 +195,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		for _, p := range o.paths {
 			o.logf(log, "load %d events/s over %d keys, %s", rate, keys, p)
 			started := time.Now()
-			t, err := runLoad(ctx, cfg, st, load{rate: rate, keys: keys, path: p, flush: o.flush, span: o.span, tail: o.tail, waitPerRequest: wait[p]})
+			t, err := runLoad(ctx, cfg, st, load{rate: rate, keys: keys, path: p, flush: o.flush, span: o.span, tail: o.tail, waitPerRequest: wait[p], sdk: sdk})
 			if err != nil {
 				return err
 			}
@@ -184,8 +203,8 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			fmt.Fprintf(out, "BENCH load events_per_s=%d keys=%d path=%s wcu_per_event=%.3f lambda_usd=%.2f dynamodb_usd=%.2f cloudwatch_usd=%.2f total_usd=%.2f flink_usd=%.2f flink_ratio=%.2f\n",
 				rate, keys, p, b.wruPerEvent, b.lambda, b.dynamodb, b.cloudwatch, b.total(), flink, b.total()/flink)
 			f := secondsPerMonth / t.simulated.Seconds()
-			fmt.Fprintf(out, "BENCH load_detail events_per_s=%d keys=%d path=%s events=%d invocations=%d tick_invocations=%d cpu_ms_per_record=%.3f billed_ms_per_invocation=%.0f requests_per_event=%.3f wru=%d index_wru=%d rru=%.0f log_bytes_per_event=%.0f custom_metrics=%d stored_mb=%.1f windows_ended_early=%d seconds=%.0f\n",
-				rate, keys, p, t.events, t.aggInvokes, t.tickInvokes, float64(t.aggCPU)/1e6/float64(t.events), float64(t.billedMs)/float64(t.aggInvokes+t.tickInvokes),
+			fmt.Fprintf(out, "BENCH load_detail events_per_s=%d keys=%d path=%s events=%d invocations=%d tick_invocations=%d cpu_ms_per_record=%.3f sdk_ms_per_record=%.3f billed_ms_per_invocation=%.0f requests_per_event=%.3f wru=%d index_wru=%d rru=%.0f log_bytes_per_event=%.0f custom_metrics=%d stored_mb=%.1f windows_ended_early=%d seconds=%.0f\n",
+				rate, keys, p, t.events, t.aggInvokes, t.tickInvokes, float64(t.aggCPU)/1e6/float64(t.events), float64(t.sdkCPU)/1e6/float64(t.events), float64(t.billedMs)/float64(t.aggInvokes+t.tickInvokes),
 				float64(t.db.TotalRequests())/float64(t.events), t.db.WriteUnits, t.db.IndexUnits, t.db.ReadUnits(), float64(t.logBytes)/float64(t.events),
 				len(t.metrics), float64(t.storedBytes)/1e6, t.earlyFinals, time.Since(started).Seconds())
 			classes := make([]string, 0, len(t.db.WriteUnitsBy))

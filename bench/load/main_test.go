@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"math"
 	"math/big"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -297,5 +298,74 @@ func TestWindowStateOverLambdasLimitEndsTheWindowEarly(t *testing.T) {
 		if got != nil && !strings.Contains(string(got.payload(make([]int, 2), tc.state)), `"isWindowTerminatedEarly":true`) {
 			t.Errorf("%s: the payload does not say the window was terminated early", tc.name)
 		}
+	}
+}
+
+// The SDK's work per request is measured on requests the handler really
+// made, decoded from answers the SDK parses as DynamoDB's, and charged to
+// every invocation for each request it made.
+func TestSDKCostIsChargedPerRequest(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := deployed.LoadPipeline("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := load{rate: 4, keys: 7, path: pathInterval, flush: time.Minute, span: 3 * time.Minute, tail: 8 * time.Minute}
+	first, err := runLoad(ctx, cfg, deployedStack, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.sdkCPU != 0 {
+		t.Errorf("a run without an SDK cost charged %v", first.sdkCPU)
+	}
+	for _, op := range []string{"UpdateItem", "GetItem", "Query"} {
+		if len(first.samples[op]) == 0 {
+			t.Fatalf("no %s sampled: %v", op, first.db.Requests)
+		}
+	}
+	// The recorded answers decode to what the store answered.
+	client, h := sdkClient()
+	checked := 0
+	for _, smp := range first.samples["UpdateItem"] {
+		want := smp.out.(*dynamodb.UpdateItemOutput).Attributes
+		if len(want) == 0 {
+			continue
+		}
+		body, err := answerJSON(smp.out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := replay(ctx, client, h, smp, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.(*dynamodb.UpdateItemOutput).Attributes, want) {
+			t.Fatalf("the SDK decoded %v, the store answered %v", got.(*dynamodb.UpdateItemOutput).Attributes, want)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no UpdateItem answer with attributes sampled")
+	}
+
+	cost, err := sdkCost(ctx, first.samples, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for op := range first.samples {
+		if cost[op] <= 0 {
+			t.Errorf("%s: SDK cost %v, want > 0", op, cost[op])
+		}
+	}
+	l.sdk = cost
+	second, err := runLoad(ctx, cfg, deployedStack, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := cost.of(second.db); second.sdkCPU != want || want == 0 {
+		t.Errorf("charged %v for the SDK, want %v (each request's operation cost)", second.sdkCPU, want)
+	}
+	if second.aggCPU+second.tickCPU < second.sdkCPU {
+		t.Errorf("CPU %v is less than the SDK's share %v", second.aggCPU+second.tickCPU, second.sdkCPU)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -90,6 +91,25 @@ type store struct {
 
 	mu sync.Mutex
 	u  usage
+
+	// samples are requests kept for sdkCost, a uniform sample (reservoir)
+	// of each operation's successful ones; seen counts those.
+	samples map[string][]sdkSample
+	seen    map[string]int
+	rng     *rand.Rand
+}
+
+// keep offers a successful request to the sample. The caller holds s.mu.
+func (s *store) keep(op string, in, out any) {
+	if s.samples == nil {
+		s.samples, s.seen, s.rng = map[string][]sdkSample{}, map[string]int{}, rand.New(rand.NewPCG(1, 2))
+	}
+	s.seen[op]++
+	if len(s.samples[op]) < sdkSamplesPerOp {
+		s.samples[op] = append(s.samples[op], sdkSample{in, out})
+	} else if i := s.rng.IntN(s.seen[op]); i < sdkSamplesPerOp {
+		s.samples[op][i] = sdkSample{in, out}
+	}
 }
 
 var _ deployed.Store = (*store)(nil)
@@ -214,6 +234,9 @@ func (s *store) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, op
 	old := s.db.Item(table, in.Key)
 	out, err := s.db.UpdateItem(ctx, in, opts...)
 	s.u.Requests["UpdateItem"]++
+	if err == nil {
+		s.keep("UpdateItem", in, out)
+	}
 	if err == nil || refused(err) {
 		s.billWrite(table, old, s.db.Item(table, in.Key), err != nil, 1)
 	}
@@ -232,6 +255,9 @@ func (s *store) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...
 	old := s.db.Item(table, key)
 	out, err := s.db.PutItem(ctx, in, opts...)
 	s.u.Requests["PutItem"]++
+	if err == nil {
+		s.keep("PutItem", in, out)
+	}
 	if err == nil || refused(err) {
 		s.billWrite(table, old, s.db.Item(table, key), err != nil, 1)
 	}
@@ -265,6 +291,9 @@ func (s *store) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemI
 	}
 	out, err := s.db.BatchWriteItem(ctx, in, opts...)
 	s.u.Requests["BatchWriteItem"]++
+	if err == nil {
+		s.keep("BatchWriteItem", in, out)
+	}
 	if err == nil {
 		for _, x := range ws {
 			s.billWrite(x.table, x.old, s.db.Item(x.table, x.key), false, 1)
@@ -305,6 +334,9 @@ func (s *store) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	}
 	out, err := s.db.TransactWriteItems(ctx, in, opts...)
 	s.u.Requests["TransactWriteItems"]++
+	if err == nil {
+		s.keep("TransactWriteItems", in, out)
+	}
 	if err == nil || refused(err) {
 		for _, x := range ws {
 			s.billWrite(x.table, x.old, s.db.Item(x.table, x.key), err != nil || x.check, 2)
@@ -331,6 +363,9 @@ func (s *store) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...
 	out, err := s.db.GetItem(ctx, in, opts...)
 	s.u.Requests["GetItem"]++
 	if err == nil {
+		s.keep("GetItem", in, out)
+	}
+	if err == nil {
 		s.u.ReadHalfUnits += readHalves(itemSize(out.Item), aws.ToBool(in.ConsistentRead))
 	}
 	s.u.Busy += time.Since(t0)
@@ -345,6 +380,9 @@ func (s *store) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 	t0 := time.Now()
 	out, err := s.db.BatchGetItem(ctx, in, opts...)
 	s.u.Requests["BatchGetItem"]++
+	if err == nil {
+		s.keep("BatchGetItem", in, out)
+	}
 	if err == nil {
 		for table, ka := range in.RequestItems {
 			consistent := aws.ToBool(ka.ConsistentRead)
@@ -370,6 +408,9 @@ func (s *store) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func
 	t0 := time.Now()
 	out, err := s.db.Query(ctx, in, opts...)
 	s.u.Requests["Query"]++
+	if err == nil {
+		s.keep("Query", in, out)
+	}
 	if err == nil {
 		size := 0
 		for _, it := range out.Items {

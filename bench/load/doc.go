@@ -40,15 +40,20 @@
 // bytes CloudWatch adds) and the distinct EMF metrics (name and dimension
 // values: each is a custom metric a month).
 //
-// A month is the run scaled by 730 hours over -span: Lambda's requests and
-// GB-seconds (each invocation's duration at the aggregate's 1,024 MB, or
-// -memory, is its CPU time over that memory's share of a vCPU, 1,024/1,769,
-// plus the store's
-// wait per request it made as keepup measured it, rounded up to the
-// millisecond), DynamoDB's write and read units and storage (what the
-// tables hold at the end, kept for the window items' 30-day retention, with
-// point-in-time recovery), CloudWatch Logs ingestion and storage (two
-// weeks), the custom metrics and the pipeline's 9 alarm metrics. Prices
+// A month is the steady state scaled by 730 hours over -span: a run of
+// 2 × -span less a run of -span (steadyLoad), so what a run does once —
+// the windows of its first minutes, those its tail closes half full, the
+// cold container's first reads — is not priced once per span (a single
+// 10-minute run makes 14 hopping 5m/1m windows per key where a steady
+// stream makes 10); load_detail's counts are that difference. It prices
+// Lambda's requests and GB-seconds (each invocation's duration at the
+// aggregate's 1,024 MB, or -memory, is its CPU time over that memory's
+// share of a vCPU, 1,024/1,769, plus the store's wait per request it made
+// as keepup measured it, rounded up to the millisecond), DynamoDB's write
+// and read units and storage (what the tables grow by over the span, kept
+// for the window items' 30-day retention, with point-in-time recovery),
+// CloudWatch Logs ingestion and storage (two weeks), the custom metrics
+// and the pipeline's 9 alarm metrics. Prices
 // are in prices.go, with their region and date. Lines:
 //
 //	BENCH load events_per_s=<n> keys=<n> path=<per-batch|per-interval> wcu_per_event=<x> lambda_usd=<x> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_usd=<x> flink_ratio=<x>

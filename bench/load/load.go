@@ -447,3 +447,50 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 	t.samples = s.samples
 	return t, nil
 }
+
+// steadyLoad is l's steady state: a run of twice l.span less a run of
+// l.span, both followed by l.tail. A run of one span over-counts what
+// happens once per run, not per span — each key's windows opened at its
+// start, the ones its tail closes with fewer records than a window of a
+// steady stream (a 5-minute hopping window advancing by a minute: 14
+// windows created, finalized and published per key in 10 minutes where a
+// steady stream makes 10), the cold container's first reads — and the
+// difference of the two runs is what one more span of steady load costs,
+// closing writes included.
+func steadyLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally, error) {
+	short, err := runLoad(ctx, cfg, st, l)
+	if err != nil {
+		return tally{}, err
+	}
+	l.span *= 2
+	long, err := runLoad(ctx, cfg, st, l)
+	if err != nil {
+		return tally{}, err
+	}
+	return long.minus(short), nil
+}
+
+// minus is what t counted beyond o: each count less o's. The metrics are
+// t's (the names a month of the load emits).
+func (t tally) minus(o tally) tally {
+	d := t
+	d.events -= o.events
+	d.aggInvokes -= o.aggInvokes
+	d.tickInvokes -= o.tickInvokes
+	d.aggCPU -= o.aggCPU
+	d.tickCPU -= o.tickCPU
+	d.sdkCPU -= o.sdkCPU
+	d.billedMs -= o.billedMs
+	d.logBytes -= o.logBytes
+	d.storedBytes -= o.storedBytes
+	d.resultsUnits -= o.resultsUnits
+	d.simulated -= o.simulated
+	d.earlyFinals -= o.earlyFinals
+	d.db = newUsage()
+	d.db.add(t.db)
+	neg := newUsage()
+	neg.add(o.db)
+	d.db.subtract(neg)
+	d.memdbRequests, d.samples = nil, nil
+	return d
+}

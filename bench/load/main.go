@@ -195,7 +195,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		for _, p := range o.paths {
 			o.logf(log, "load %d events/s over %d keys, %s", rate, keys, p)
 			started := time.Now()
-			t, err := runLoad(ctx, cfg, st, load{rate: rate, keys: keys, path: p, flush: o.flush, span: o.span, tail: o.tail, waitPerRequest: wait[p], sdk: sdk})
+			t, err := steadyLoad(ctx, cfg, st, load{rate: rate, keys: keys, path: p, flush: o.flush, span: o.span, tail: o.tail, waitPerRequest: wait[p], sdk: sdk})
 			if err != nil {
 				return err
 			}

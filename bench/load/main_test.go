@@ -369,3 +369,43 @@ func TestSDKCostIsChargedPerRequest(t *testing.T) {
 		t.Errorf("CPU %v is less than the SDK's share %v", second.aggCPU+second.tickCPU, second.sdkCPU)
 	}
 }
+
+// The month is priced from the steady state: one more span of load, the
+// longer run less the shorter, so what each run does once (the windows of
+// its first minutes, those its tail closes half full) is not counted per
+// span. A hopping 5m/1m window per key-minute is created, written once
+// per flush for five flushes, finalized and published: 7 writes and 2
+// index units, not the 14 windows' worth a single 10-minute run makes.
+func TestSteadyLoadCountsOneMoreSpan(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"pageviews","eventTypes":["page_view"],"key":"key","value":"data.ms",
+	 "windows":[{"kind":"hopping","size":"5m","advance":"1m"}],"aggregates":["count","max"],"outOfOrderness":"5s",
+	 "idleTimeout":"30s","dedupeHorizon":"0s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rate, keys = 20, 4
+	l := load{rate: rate, keys: keys, path: pathInterval, flush: time.Minute, span: 10 * time.Minute, tail: 16 * time.Minute}
+	single, err := runLoad(context.Background(), cfg, deployedStack, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steady, err := steadyLoad(context.Background(), cfg, deployedStack, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steady.events != rate*600 || steady.simulated != l.span {
+		t.Fatalf("steady state: %d events over %v, want %d over %v", steady.events, steady.simulated, rate*600, l.span)
+	}
+	keyMinutes := float64(keys * 10)
+	hopping := "views:hopping:5m0s:1m0s"
+	steadyIndex := float64(steady.db.IndexUnitsBy[hopping]) / keyMinutes
+	if steadyIndex < 1.9 || steadyIndex > 2.2 {
+		t.Errorf("steady state: %.2f index units per key-minute for hopping windows, want about 2 (one window listed and unlisted)", steadyIndex)
+	}
+	if got := float64(single.db.IndexUnitsBy[hopping]) / keyMinutes; got < steadyIndex+0.5 {
+		t.Errorf("a single run: %.2f index units per key-minute, want more than the steady state's %.2f (its edge windows)", got, steadyIndex)
+	}
+	if got := float64(steady.db.WriteUnitsBy[hopping]) / keyMinutes; got < 6.5 || got > 7.5 {
+		t.Errorf("steady state: %.2f write units per key-minute for hopping windows, want about 7 (5 flushes, final, published)", got)
+	}
+}

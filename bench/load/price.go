@@ -42,7 +42,7 @@ func lambdaMonthly(invocations, billedSeconds float64, memoryMB int) float64 {
 }
 
 // price is the month of a run's tally: every count scaled from the run's
-// event time to a month; storage from what the tables hold at the end,
+// event time to a month; storage from what the tables hold (steadyLoad: what they grow by),
 // kept for the window items' retention (aggregate.Retention: an upper
 // bound for the few items kept shorter, the ledger and watermarks).
 func price(t tally, st stack) bill {

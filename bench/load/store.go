@@ -54,6 +54,23 @@ func (u usage) TotalRequests() int {
 	return n
 }
 
+// subtract takes o's counts off u.
+func (u *usage) subtract(o usage) {
+	for k, v := range o.Requests {
+		u.Requests[k] -= v
+	}
+	u.WriteUnits -= o.WriteUnits
+	for k, v := range o.WriteUnitsBy {
+		u.WriteUnitsBy[k] -= v
+	}
+	for k, v := range o.IndexUnitsBy {
+		u.IndexUnitsBy[k] -= v
+	}
+	u.IndexUnits -= o.IndexUnits
+	u.ReadHalfUnits -= o.ReadHalfUnits
+	u.Busy -= o.Busy
+}
+
 func (u *usage) add(o usage) {
 	for k, v := range o.Requests {
 		u.Requests[k] += v

@@ -95,7 +95,7 @@ func TestIntervalCarriesKeyedPointsWithinABudget(t *testing.T) {
 	}
 	carriedBytes := func() (n int) {
 		for k, v := range r.state {
-			if strings.HasPrefix(k, "k|") {
+			if strings.HasPrefix(k, "c|") { // carried points (stateCarried)
 				n += len(k) + len(v)
 			}
 		}

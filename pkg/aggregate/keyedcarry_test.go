@@ -1,6 +1,8 @@
 package aggregate
 
 import (
+	"encoding/binary"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -52,5 +54,97 @@ func TestCarriedPointsRefuseDamage(t *testing.T) {
 	}
 	if _, _, err := decodeCarried(map[string]string{stateCarried + "no-bar": ""}); err == nil {
 		t.Error("an entry without kind|key decoded")
+	}
+}
+
+// appendCarriedPointV1 encodes one point as the earlier version did, whole
+// (what decodeCarriedPointsV1 reads).
+func appendCarriedPointV1(b []byte, p *carriedPoint) []byte {
+	b = binary.AppendUvarint(b, uint64(len(p.Seq)))
+	b = append(b, p.Seq...)
+	b = binary.AppendVarint(b, p.T)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.V))
+	b = binary.AppendVarint(b, p.Th)
+	b = binary.AppendUvarint(b, uint64(len(p.D)))
+	b = append(b, p.D...)
+	flag := byte(0)
+	if p.Counted {
+		flag = 1
+	}
+	return append(b, flag)
+}
+
+// A window state an earlier version wrote (each point whole, under k|)
+// still decodes: an interval that began before an update flushes after it.
+func TestCarriedPointsOfAnEarlierVersionDecode(t *testing.T) {
+	st := map[string]string{"k|session:30s|user-7": "ODQ5NjAxMTg5NjU4NDIyMzU5Mzc4ODM2Mjk4NTIxODI3NjM4NDc1MzIwMTg5MDEyMzA5NzA0NzIygPTw8NlmAAAAAAAAKUD///////////8BAAA4NDk2MDExODk2NTg0MjIzNTkzNzg4MzYyOTg1MjE4Mjc2Mzg0NzUzMjAxODkwMTIzMDk3MDQ3Mzi4i/Hw2WYAAAAAAAAIQMCd+PDZZgYBAgMEBQYB"}
+	got, _, err := decodeCarried(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := carried{{key: "user-7", kind: "session:30s"}: {
+		{point: point{T: 1_764_410_400_000, V: 12.5, Th: noThreshold, Seq: "49601189658422359378836298521827638475320189012309704722"}},
+		{point: point{T: 1_764_410_401_500, V: 3, D: []byte{1, 2, 3, 4, 5, 6}, Th: 1_764_410_460_000, Seq: "49601189658422359378836298521827638475320189012309704738"}, Counted: true},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded %+v\nwant %+v", got, want)
+	}
+}
+
+// A shard's points take less than half the window state they took whole:
+// at 100 events a second over 1,000 keys a minute's points were past the
+// 256 KB carryBudget, so every key's session was folded twice an interval
+// (two writes of its state, not one).
+func TestCarriedPointsTakeLessThanHalfTheirWholeSize(t *testing.T) {
+	// Sequence numbers shaped as a Kinesis shard's: 56 digits, a minute's
+	// records sharing the first 27 of them.
+	const base = "49657312345678901234567890"
+	var pts []carriedPoint
+	for i := range 60 {
+		seq := fmt.Sprintf("%s%030d", base, 123_456_789_012_345+int64(i)*987_654_321_987)
+		pts = append(pts, carriedPoint{point: point{T: 1_764_410_400_000 + int64(i)*997, V: float64(100 + i*7), Th: noThreshold, Seq: seq}})
+	}
+	pts[7].V, pts[9].Th, pts[11].D = 0.125, pts[9].T+60_000, []byte{1, 2, 3, 4, 5, 6}
+	var whole []byte
+	for i := range pts {
+		whole = appendCarriedPointV1(whole, &pts[i])
+	}
+	compact := appendCarriedPoints(nil, pts)
+	t.Logf("%d points: %d bytes, whole %d", len(pts), len(compact), len(whole))
+	if len(compact)*2 > len(whole) {
+		t.Errorf("%d points take %d bytes, whole %d: want less than half", len(pts), len(compact), len(whole))
+	}
+	got, err := decodeCarriedPoints(compact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, pts) {
+		t.Errorf("decoded %+v\nwant %+v", got, pts)
+	}
+}
+
+// Bytes appendCarriedPoints could not have written are refused, naming
+// what is wrong, never decoded into points made up.
+func TestCarriedPointsRefuseWhatWasNotWritten(t *testing.T) {
+	good := appendCarriedPoints(nil, []carriedPoint{
+		{point: point{T: 10, V: 1, Th: noThreshold, Seq: "4960"}},
+		{point: point{T: 11, V: 2, Th: noThreshold, Seq: "4961"}},
+	})
+	for _, tt := range []struct {
+		name string
+		b    []byte
+	}{
+		{"unknown flags", append([]byte{0xe0}, good[1:]...)},
+		{"shares more than the previous has", []byte{carriedIntValue, 5, 0, 2, 2}},
+		{"a sequence number too long", append([]byte{0, 0}, binary.AppendUvarint(nil, maxCarriedSeq+1)...)},
+		{"a digit over 9", []byte{carriedSeqDigits | carriedIntValue, 0, 2, 0xa1, 2, 2}},
+		{"a distinct hash too long", []byte{carriedDistinct | carriedIntValue, 0, 0, 2, 2, 7, 1, 2, 3, 4, 5, 6, 7}},
+		{"cut short", good[:len(good)-1]},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if pts, err := decodeCarriedPoints(tt.b); err == nil {
+				t.Errorf("decoded %+v", pts)
+			}
+		})
 	}
 }

@@ -143,7 +143,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			samples[op] = append(samples[op], ss...)
 		}
 	}
-	sdk, err := sdkCost(ctx, samples, 20)
+	sdk, err := sdkCost(ctx, samples, 4)
 	if err != nil {
 		return err
 	}

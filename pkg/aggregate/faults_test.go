@@ -793,7 +793,63 @@ func faultScenario(t *testing.T, mode string, backend faultBackend, seed uint64,
 		for shard, l := range lambdas {
 			t.Logf("%s pattern: %v", shard, l.log)
 		}
+		logStateAfterFailure(t, views, s)
 		t.Fatalf("%d problems over %d windows: views that differ from applying each record once, or results missing from the output stream:\n%v", len(bad), len(want), bad)
+	}
+}
+
+// logStateAfterFailure logs what a failing scenario left behind that the
+// problems alone do not show: each shard's watermark as the closing ticks
+// left it, what each shard still lists in the open-windows index, and each
+// key's keyed states (version, fence, listing, size). A failure that a
+// rerun of its seed does not repeat (a schedule of goroutines) is then
+// still evidence.
+func logStateAfterFailure(t *testing.T, views *state.Views, s *scenario) {
+	t.Helper()
+	ctx := context.Background()
+	marks, err := views.Watermarks(ctx, s.cfg.Name)
+	if err != nil {
+		t.Logf("watermarks: %v", err)
+	}
+	far := time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, shard := range s.order {
+		wm, ok := marks[shard]
+		if !ok {
+			t.Logf("%s: no watermark stored", shard)
+		} else {
+			t.Logf("%s: watermark %s, max event time %s, idle since %s at max %s", shard,
+				wm.Value.Format(time.RFC3339Nano), wm.MaxEventTime.Format(time.RFC3339Nano), wm.IdleSince.Format(time.RFC3339Nano), wm.IdleMax.Format(time.RFC3339Nano))
+		}
+		refs, err := views.OpenWindows(ctx, s.cfg.Name+"#"+shard, far)
+		t.Logf("%s: %d entries still listed %v (err %v)", shard, len(refs), refs, err)
+	}
+	keys := map[string]bool{}
+	for _, r := range s.distinct() {
+		keys[r.env.Key] = true
+	}
+	for key := range keys {
+		for _, ws := range s.cfg.Windows {
+			if ws.Kind != pipeline.Session && ws.Kind != pipeline.Sliding {
+				continue
+			}
+			var line string
+			for _, shard := range s.order {
+				ks, err := views.LoadKeyed(ctx, state.KeyedRef{Pipeline: s.cfg.Name, Key: key, Kind: ws.ID()}, shard)
+				if err != nil || ks.Version == 0 {
+					continue
+				}
+				if line == "" {
+					line = fmt.Sprintf("%s %s: version %d, listed in %q until %s, %d bytes; fences:", key, ws.ID(),
+						ks.Version, ks.ListedIn, ks.ListedUntil.Format(time.RFC3339Nano), len(ks.Blob))
+				}
+				if ks.Fence != "" {
+					line += fmt.Sprintf(" %s %s", shard, strings.TrimLeft(ks.Fence, "0"))
+				}
+			}
+			if line != "" {
+				t.Log(line)
+			}
+		}
 	}
 }
 

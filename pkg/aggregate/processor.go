@@ -73,7 +73,7 @@ func WithDedupe(ledger *dedupe.Ledger) Option { return func(p *Processor) { p.le
 // flight at once unless WithConcurrency says otherwise. A flush or a batch
 // waits on its writes, not on CPU: at a few milliseconds a request, 16 in
 // flight kept one instance at 2.25 times a full shard on the per-interval
-// path and 64 at 4 times (BENCH keepup, the SDK's CPU per request
+// path and 64 at 5.4 times (BENCH keepup, the SDK's CPU per request
 // included). Functions keep as many idle connections per endpoint
 // (lambdamain.IdleConnsPerHost), so a burst reuses them.
 const DefaultConcurrency = 64

@@ -90,7 +90,7 @@
 // time; in Lambda it is the function's, and at some 50 µs a request it is
 // most of it. First a 3-minute run of the README's load (100 events a
 // second over 1,000 keys) on each path keeps a uniform sample of the
-// requests the handler makes and the store's answers (sdkcpu.go); they are
+// requests the handler makes and the store's answers (bench/internal/sdkcost); they are
 // replayed through a real dynamodb.Client whose HTTP client answers at
 // once with the recorded answer, JSON-encoded as DynamoDB answers; the CPU
 // per request, by operation, is added to every invocation of keepup and of

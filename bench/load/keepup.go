@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
+	"github.com/tributary-dev/tributary/bench/internal/sdkcost"
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
@@ -39,7 +40,7 @@ type keepupRun struct {
 // alike — the first meet keys new to the container and read their state,
 // later ones carry a larger state and spill it — and the interval is
 // priced from them.
-func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, keys, batches int, flush, latency time.Duration, sdk sdkCPU) (keepupRun, error) {
+func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, keys, batches int, flush, latency time.Duration, sdk sdkcost.CPU) (keepupRun, error) {
 	one := st
 	one.shards = 1
 	if path == pathInterval {
@@ -75,7 +76,7 @@ func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, ke
 		u := s.take()
 		// The store's own work (memdb, the billing) is DynamoDB's, done
 		// while the handler waits: it is not the handler's CPU time.
-		handlerCPU := max(0, cpu-u.Busy) + sdk.of(u)
+		handlerCPU := max(0, cpu-u.Busy) + sdk.Of(u.Requests)
 		if err != nil {
 			return keepupRun{}, fmt.Errorf("keepup %s: %w", path, err)
 		}

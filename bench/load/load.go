@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
+	"github.com/tributary-dev/tributary/bench/internal/sdkcost"
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/limits"
@@ -61,9 +62,9 @@ type load struct {
 	// request it makes (from keepup: the store's latency over the
 	// handler's concurrency); billed duration adds it to the CPU time.
 	waitPerRequest time.Duration
-	// sdk is the AWS SDK's CPU per request (sdkCost), added to each
+	// sdk is the AWS SDK's CPU per request (sdkcost), added to each
 	// invocation's; nil adds none (the calibration run).
-	sdk sdkCPU
+	sdk sdkcost.CPU
 }
 
 // tally is what a run of a load consumed.
@@ -85,8 +86,8 @@ type tally struct {
 	earlyFinals int
 	// memdbRequests is memdb's own count of the requests it answered.
 	memdbRequests map[string]int
-	// samples are requests the run made, for sdkCost.
-	samples map[string][]sdkSample
+	// samples are requests the run made, for sdkcost.Measure.
+	samples map[string][]sdkcost.Sample
 	// sdkCPU is the SDK's CPU added to aggCPU and tickCPU.
 	sdkCPU time.Duration
 }
@@ -399,8 +400,8 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 		}
 		u := s.take()
 		// The store's own work (memdb, the billing) is DynamoDB's, not the handler's.
-		cpu := max(0, cpuTime()-c0-u.Busy) + l.sdk.of(u)
-		t.sdkCPU += l.sdk.of(u)
+		cpu := max(0, cpuTime()-c0-u.Busy) + l.sdk.Of(u.Requests)
+		t.sdkCPU += l.sdk.Of(u.Requests)
 		if err != nil {
 			return t, fmt.Errorf("%s, %d events/s over %d keys: invocation at %s: %w", l.path, l.rate, l.keys, now.Format(time.RFC3339), err)
 		}
@@ -444,7 +445,7 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 	t.storedBytes = s.storedBytes(deployed.ViewsTable, deployed.QuarantineTable)
 	t.resultsUnits = out.Units
 	t.memdbRequests = db.Requests
-	t.samples = s.samples
+	t.samples = s.sdk.Samples()
 	return t, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
+	"github.com/tributary-dev/tributary/bench/internal/sdkcost"
 )
 
 func main() {
@@ -133,7 +134,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 	// The SDK's CPU per request, from the requests a short run at the
 	// README's load makes on each path.
 	o.logf(log, "sdk cost: sampling requests")
-	samples := map[string][]sdkSample{}
+	samples := map[string][]sdkcost.Sample{}
 	for _, p := range o.paths {
 		t, err := runLoad(ctx, cfg, st, load{rate: 100, keys: 1000, path: p, flush: o.flush, span: 3 * time.Minute, tail: o.tail})
 		if err != nil {
@@ -143,7 +144,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			samples[op] = append(samples[op], ss...)
 		}
 	}
-	sdk, err := sdkCost(ctx, samples, 4)
+	sdk, err := sdkcost.Measure(ctx, samples, 4, cpuTime)
 	if err != nil {
 		return err
 	}

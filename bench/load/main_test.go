@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
+	"github.com/tributary-dev/tributary/bench/internal/sdkcost"
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -324,18 +325,18 @@ func TestSDKCostIsChargedPerRequest(t *testing.T) {
 		}
 	}
 	// The recorded answers decode to what the store answered.
-	client, h := sdkClient()
+	client, h := sdkcost.Client()
 	checked := 0
 	for _, smp := range first.samples["UpdateItem"] {
-		want := smp.out.(*dynamodb.UpdateItemOutput).Attributes
+		want := smp.Out.(*dynamodb.UpdateItemOutput).Attributes
 		if len(want) == 0 {
 			continue
 		}
-		body, err := answerJSON(smp.out)
+		body, err := sdkcost.AnswerJSON(smp.Out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := replay(ctx, client, h, smp, body)
+		got, err := sdkcost.Replay(ctx, client, h, smp, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,7 +349,7 @@ func TestSDKCostIsChargedPerRequest(t *testing.T) {
 		t.Fatal("no UpdateItem answer with attributes sampled")
 	}
 
-	cost, err := sdkCost(ctx, first.samples, 2)
+	cost, err := sdkcost.Measure(ctx, first.samples, 2, cpuTime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +363,7 @@ func TestSDKCostIsChargedPerRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := cost.of(second.db); second.sdkCPU != want || want == 0 {
+	if want := cost.Of(second.db.Requests); second.sdkCPU != want || want == 0 {
 		t.Errorf("charged %v for the SDK, want %v (each request's operation cost)", second.sdkCPU, want)
 	}
 	if second.aggCPU+second.tickCPU < second.sdkCPU {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
+	"github.com/tributary-dev/tributary/bench/internal/sdkcost"
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/limits"
 )
@@ -109,24 +109,8 @@ type store struct {
 	mu sync.Mutex
 	u  usage
 
-	// samples are requests kept for sdkCost, a uniform sample (reservoir)
-	// of each operation's successful ones; seen counts those.
-	samples map[string][]sdkSample
-	seen    map[string]int
-	rng     *rand.Rand
-}
-
-// keep offers a successful request to the sample. The caller holds s.mu.
-func (s *store) keep(op string, in, out any) {
-	if s.samples == nil {
-		s.samples, s.seen, s.rng = map[string][]sdkSample{}, map[string]int{}, rand.New(rand.NewPCG(1, 2))
-	}
-	s.seen[op]++
-	if len(s.samples[op]) < sdkSamplesPerOp {
-		s.samples[op] = append(s.samples[op], sdkSample{in, out})
-	} else if i := s.rng.IntN(s.seen[op]); i < sdkSamplesPerOp {
-		s.samples[op][i] = sdkSample{in, out}
-	}
+	// sdk samples the requests the handler makes, for sdkcost.Measure.
+	sdk sdkcost.Sampler
 }
 
 var _ deployed.Store = (*store)(nil)
@@ -252,7 +236,7 @@ func (s *store) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, op
 	out, err := s.db.UpdateItem(ctx, in, opts...)
 	s.u.Requests["UpdateItem"]++
 	if err == nil {
-		s.keep("UpdateItem", in, out)
+		s.sdk.Keep("UpdateItem", in, out)
 	}
 	if err == nil || refused(err) {
 		s.billWrite(table, old, s.db.Item(table, in.Key), err != nil, 1)
@@ -273,7 +257,7 @@ func (s *store) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...
 	out, err := s.db.PutItem(ctx, in, opts...)
 	s.u.Requests["PutItem"]++
 	if err == nil {
-		s.keep("PutItem", in, out)
+		s.sdk.Keep("PutItem", in, out)
 	}
 	if err == nil || refused(err) {
 		s.billWrite(table, old, s.db.Item(table, key), err != nil, 1)
@@ -309,7 +293,7 @@ func (s *store) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemI
 	out, err := s.db.BatchWriteItem(ctx, in, opts...)
 	s.u.Requests["BatchWriteItem"]++
 	if err == nil {
-		s.keep("BatchWriteItem", in, out)
+		s.sdk.Keep("BatchWriteItem", in, out)
 	}
 	if err == nil {
 		for _, x := range ws {
@@ -352,7 +336,7 @@ func (s *store) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWri
 	out, err := s.db.TransactWriteItems(ctx, in, opts...)
 	s.u.Requests["TransactWriteItems"]++
 	if err == nil {
-		s.keep("TransactWriteItems", in, out)
+		s.sdk.Keep("TransactWriteItems", in, out)
 	}
 	if err == nil || refused(err) {
 		for _, x := range ws {
@@ -380,7 +364,7 @@ func (s *store) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...
 	out, err := s.db.GetItem(ctx, in, opts...)
 	s.u.Requests["GetItem"]++
 	if err == nil {
-		s.keep("GetItem", in, out)
+		s.sdk.Keep("GetItem", in, out)
 	}
 	if err == nil {
 		s.u.ReadHalfUnits += readHalves(itemSize(out.Item), aws.ToBool(in.ConsistentRead))
@@ -398,7 +382,7 @@ func (s *store) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput
 	out, err := s.db.BatchGetItem(ctx, in, opts...)
 	s.u.Requests["BatchGetItem"]++
 	if err == nil {
-		s.keep("BatchGetItem", in, out)
+		s.sdk.Keep("BatchGetItem", in, out)
 	}
 	if err == nil {
 		for table, ka := range in.RequestItems {
@@ -426,7 +410,7 @@ func (s *store) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func
 	out, err := s.db.Query(ctx, in, opts...)
 	s.u.Requests["Query"]++
 	if err == nil {
-		s.keep("Query", in, out)
+		s.sdk.Keep("Query", in, out)
 	}
 	if err == nil {
 		size := 0

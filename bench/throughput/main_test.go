@@ -19,12 +19,7 @@ func TestRunPrintsEveryPath(t *testing.T) {
 		return runPipeline(options{keys: 7, runs: 2}, cfg, []int{30}, "throughput", 60, false)
 	})
 	for _, path := range paths {
-		line := ""
-		for _, l := range strings.Split(out, "\n") {
-			if strings.HasPrefix(l, "BENCH throughput path="+path+" ") {
-				line = l
-			}
-		}
+		line := lineOf(out, "BENCH throughput path="+path+" ")
 		if line == "" {
 			t.Fatalf("no BENCH throughput line for %s in:\n%s", path, out)
 		}
@@ -39,6 +34,19 @@ func TestRunPrintsEveryPath(t *testing.T) {
 		if want := path != pathCarried; path != pathFirst && counted != want {
 			t.Errorf("%s line: store work counted %v, want %v: %s", path, counted, want, line)
 		}
+		// The SDK's work per request is charged to the paths that make
+		// requests, and lowers their rate; a carried invocation makes none.
+		sdk := lineOf(out, "BENCH throughput_sdk path="+path+" ")
+		if sdk == "" {
+			t.Fatalf("no BENCH throughput_sdk line for %s in:\n%s", path, out)
+		}
+		charged := !strings.Contains(sdk, "sdk_ms=0.00 ")
+		if want := path != pathCarried; path != pathFirst && charged != want {
+			t.Errorf("%s: SDK charged %v, want %v: %s", path, charged, want, sdk)
+		}
+	}
+	if !strings.Contains(out, "BENCH throughput_sdk_cost batch=30 us_per_request=") || !strings.Contains(out, "UpdateItem:") {
+		t.Errorf("no SDK cost per operation with UpdateItem in:\n%s", out)
 	}
 }
 
@@ -55,6 +63,17 @@ func TestDeployedPipelineRuns(t *testing.T) {
 	if n := strings.Count(out, "BENCH throughput_deployed path="); n != len(paths) {
 		t.Fatalf("%d lines, want %d:\n%s", n, len(paths), out)
 	}
+}
+
+// lineOf is out's last line that starts with prefix ("" if none).
+func lineOf(out, prefix string) string {
+	line := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			line = l
+		}
+	}
+	return line
 }
 
 func capture(t *testing.T, fn func() error) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary-dev/tributary/bench/internal/sdkcost"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/stream/streamtest"
@@ -50,6 +51,12 @@ func (s *sample) add(o sample) {
 	s.cpu += o.cpu
 	s.allocs += o.allocs
 	s.store.requests += o.store.requests
+	for op, n := range o.store.ops {
+		if s.store.ops == nil {
+			s.store.ops = map[string]int{}
+		}
+		s.store.ops[op] += n
+	}
 	s.store.cpu += o.store.cpu
 	s.store.allocs += o.store.allocs
 	s.records += o.records
@@ -209,6 +216,15 @@ type bench struct {
 	runs     int
 	results  map[string][]runResult
 	checks   []func() error
+	// sdk samples the requests the timed deployments make (sdkcost).
+	sdk sdkcost.Sampler
+}
+
+// deploy is b's pipeline deployed, its timed store sampling requests.
+func (b *bench) deploy() *deployment {
+	d := deploy(b.cfg)
+	d.store.sdk = &b.sdk
+	return d
 }
 
 func (b *bench) fits(e streamtest.KinesisEvent, raw []byte) error {
@@ -220,7 +236,7 @@ func (b *bench) fits(e streamtest.KinesisEvent, raw []byte) error {
 
 // perBatch measures the per-batch path: runs of consecutive batches.
 func (b *bench) perBatch() error {
-	d := deploy(b.cfg)
+	d := b.deploy()
 	w := &workload{keys: b.keys}
 	var fb stream.KinesisBatch
 	invokes := max(1, b.perRun/b.batch)
@@ -263,7 +279,7 @@ func (b *bench) perBatch() error {
 // returned, as Lambda passes it back in the event) and the final one, which
 // flushes.
 func (b *bench) perInterval() error {
-	d := deploy(b.cfg)
+	d := b.deploy()
 	w := &workload{keys: b.keys}
 	var fb stream.KinesisBatch
 	intervals := max(1, b.perRun/(3*b.interval))
@@ -465,7 +481,9 @@ func runPipeline(o options, cfg *pipeline.Config, sizes []int, line string, perR
 				return err
 			}
 		}
-		b.print(peer)
+		if err := b.print(peer); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -483,7 +501,15 @@ func statsOf(xs []float64) stats {
 	return stats{median: m, min: s[0], max: s[len(s)-1]}
 }
 
-func (b *bench) print(peer *benthosResult) {
+func (b *bench) print(peer *benthosResult) error {
+	// The SDK's work on each request the paths made, which the in-process
+	// store does not run: measured on a sample of those requests, charged
+	// per request (BENCH <line>_sdk).
+	sdk, err := sdkcost.Measure(context.Background(), b.sdk.Samples(), 4, threadCPU)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("BENCH %s_sdk_cost batch=%d us_per_request=%s\n", b.line, b.batch, sdk)
 	perRecord := map[string]float64{}
 	for _, path := range paths {
 		rs := b.results[path]
@@ -516,10 +542,21 @@ func (b *bench) print(peer *benthosResult) {
 			b.line, path, batch, len(rs), rs[0].handler.invokes, r.min, r.max, c.min, c.max, q.min, q.max, a.min, a.max)
 		fmt.Printf("BENCH %s_floor path=%s batch=%d records_per_s=%.0f records_per_s_min=%.0f records_per_s_max=%.0f\n",
 			b.line, path, batch, fr.median, fr.min, fr.max)
+		var sdkMs, withSDK []float64
+		for _, r := range rs {
+			h := r.handler
+			d := sdk.Of(h.store.ops)
+			sdkMs = append(sdkMs, float64(d.Microseconds())/1000/float64(h.invokes))
+			withSDK = append(withSDK, float64(h.records)/(h.cpu+d).Seconds())
+		}
+		ws := statsOf(withSDK)
+		fmt.Printf("BENCH %s_sdk path=%s batch=%d sdk_ms=%.2f records_per_s_with_sdk=%.0f records_per_s_with_sdk_min=%.0f records_per_s_with_sdk_max=%.0f\n",
+			b.line, path, batch, statsOf(sdkMs).median, ws.median, ws.min, ws.max)
 	}
 	fmt.Printf("BENCH %s_carried batch=%d carried_per_first=%.2f\n", b.line, b.interval, perRecord[pathCarried]/perRecord[pathFirst])
 	if peer != nil {
 		fmt.Printf("BENCH throughput_benthos batch=%d runs=%d records_per_s=%.0f records_per_s_min=%.0f records_per_s_max=%.0f\n",
 			b.batch, peer.runs, peer.rate.median, peer.rate.min, peer.rate.max)
 	}
+	return nil
 }

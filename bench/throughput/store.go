@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
+	"github.com/tributary-dev/tributary/bench/internal/sdkcost"
 	"github.com/tributary-dev/tributary/internal/memdb"
 )
 
@@ -16,8 +17,9 @@ import (
 // DynamoDB does on its own servers, not the handler's.
 type storeWork struct {
 	requests int
-	cpu      time.Duration // the calling thread's CPU time inside the calls
-	allocs   uint64        // heap allocations inside the calls
+	ops      map[string]int // requests by operation, for the SDK's cost (sdkcost)
+	cpu      time.Duration  // the calling thread's CPU time inside the calls
+	allocs   uint64         // heap allocations inside the calls
 }
 
 // meteredStore is memdb with each request's own CPU time (and, with
@@ -31,6 +33,9 @@ type storeWork struct {
 type meteredStore struct {
 	db     *memdb.DB
 	allocs bool
+	// sdk, when set, keeps a sample of the requests made, for the SDK's
+	// cost per request (sdkcost.Measure).
+	sdk *sdkcost.Sampler
 
 	mu sync.Mutex
 	w  storeWork
@@ -49,7 +54,7 @@ func (s *meteredStore) take() storeWork {
 }
 
 // metered runs one request and counts its work.
-func metered[T any](s *meteredStore, call func() (T, error)) (T, error) {
+func metered[T any](s *meteredStore, op string, in any, call func() (T, error)) (T, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// The readings' own cost is inside the span: it is the benchmark's,
@@ -67,35 +72,42 @@ func metered[T any](s *meteredStore, call func() (T, error)) (T, error) {
 	}
 	c1 := threadCPU()
 	s.w.requests++
+	if s.w.ops == nil {
+		s.w.ops = map[string]int{}
+	}
+	s.w.ops[op]++
+	if err == nil && s.sdk != nil {
+		s.sdk.Keep(op, in, out)
+	}
 	s.w.cpu += max(0, c1-c0) // never negative, should the thread have changed after all
 	s.w.allocs += s.ms.Mallocs - a0
 	return out, err
 }
 
 func (s *meteredStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return metered(s, func() (*dynamodb.UpdateItemOutput, error) { return s.db.UpdateItem(ctx, in, opts...) })
+	return metered(s, "UpdateItem", in, func() (*dynamodb.UpdateItemOutput, error) { return s.db.UpdateItem(ctx, in, opts...) })
 }
 
 func (s *meteredStore) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return metered(s, func() (*dynamodb.GetItemOutput, error) { return s.db.GetItem(ctx, in, opts...) })
+	return metered(s, "GetItem", in, func() (*dynamodb.GetItemOutput, error) { return s.db.GetItem(ctx, in, opts...) })
 }
 
 func (s *meteredStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	return metered(s, func() (*dynamodb.QueryOutput, error) { return s.db.Query(ctx, in, opts...) })
+	return metered(s, "Query", in, func() (*dynamodb.QueryOutput, error) { return s.db.Query(ctx, in, opts...) })
 }
 
 func (s *meteredStore) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	return metered(s, func() (*dynamodb.BatchGetItemOutput, error) { return s.db.BatchGetItem(ctx, in, opts...) })
+	return metered(s, "BatchGetItem", in, func() (*dynamodb.BatchGetItemOutput, error) { return s.db.BatchGetItem(ctx, in, opts...) })
 }
 
 func (s *meteredStore) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return metered(s, func() (*dynamodb.PutItemOutput, error) { return s.db.PutItem(ctx, in, opts...) })
+	return metered(s, "PutItem", in, func() (*dynamodb.PutItemOutput, error) { return s.db.PutItem(ctx, in, opts...) })
 }
 
 func (s *meteredStore) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	return metered(s, func() (*dynamodb.TransactWriteItemsOutput, error) { return s.db.TransactWriteItems(ctx, in, opts...) })
+	return metered(s, "TransactWriteItems", in, func() (*dynamodb.TransactWriteItemsOutput, error) { return s.db.TransactWriteItems(ctx, in, opts...) })
 }
 
 func (s *meteredStore) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	return metered(s, func() (*dynamodb.BatchWriteItemOutput, error) { return s.db.BatchWriteItem(ctx, in, opts...) })
+	return metered(s, "BatchWriteItem", in, func() (*dynamodb.BatchWriteItemOutput, error) { return s.db.BatchWriteItem(ctx, in, opts...) })
 }

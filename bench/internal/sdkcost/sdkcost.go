@@ -1,4 +1,4 @@
-package main
+package sdkcost
 
 import (
 	"bytes"
@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,48 +20,64 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The benchmarks call the store in process, so the AWS SDK's own work on
-// each request — serializing the input to DynamoDB's JSON, signing it
-// (SigV4), running its middleware and decoding the answer — is not in the
-// CPU they time. In Lambda it is the function's CPU, on every request. So
-// the store keeps a sample of the requests a run really makes (up to
-// sdkSamplesPerOp of each operation, with their answers), sdkCost replays
-// them through a real dynamodb.Client whose HTTP client answers at once
-// with the recorded answer as DynamoDB would encode it, and the CPU that
-// takes per request, by operation, is added to every invocation's CPU
-// time. What it leaves out is TLS and the socket, a few microseconds a
-// request at these sizes.
+// SamplesPerOp bounds the requests a Sampler keeps per operation.
+const SamplesPerOp = 64
 
-// sdkSamplesPerOp bounds the requests kept per operation.
-const sdkSamplesPerOp = 64
-
-// sdkSample is one request as the handler made it and what the store answered.
-type sdkSample struct {
-	in, out any
+// Sample is one request as the handler made it (a *dynamodb.…Input) and
+// what the store answered (the matching *dynamodb.…Output).
+type Sample struct {
+	In, Out any
 }
 
-// sdkCPU is the SDK's CPU time per request, by operation.
-type sdkCPU map[string]time.Duration
+// Sampler keeps a uniform sample (a reservoir) of each operation's
+// requests, at most SamplesPerOp of each. Safe for concurrent use.
+type Sampler struct {
+	mu      sync.Mutex
+	samples map[string][]Sample
+	seen    map[string]int
+	rng     *rand.Rand
+}
 
-// of is the SDK's CPU for the requests of u.
-func (c sdkCPU) of(u usage) time.Duration {
+// Keep offers one successful request of operation op to the sample.
+func (s *Sampler) Keep(op string, in, out any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.samples == nil {
+		s.samples, s.seen, s.rng = map[string][]Sample{}, map[string]int{}, rand.New(rand.NewPCG(1, 2))
+	}
+	s.seen[op]++
+	if len(s.samples[op]) < SamplesPerOp {
+		s.samples[op] = append(s.samples[op], Sample{in, out})
+	} else if i := s.rng.IntN(s.seen[op]); i < SamplesPerOp {
+		s.samples[op][i] = Sample{in, out}
+	}
+}
+
+// Samples returns the sample kept so far, by operation.
+func (s *Sampler) Samples() map[string][]Sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][]Sample, len(s.samples))
+	for op, ss := range s.samples {
+		out[op] = slices.Clone(ss)
+	}
+	return out
+}
+
+// CPU is the SDK's CPU time per request, by operation ("UpdateItem", …).
+type CPU map[string]time.Duration
+
+// Of is the SDK's CPU for requests, counted by operation.
+func (c CPU) Of(requests map[string]int) time.Duration {
 	var d time.Duration
-	for op, n := range u.Requests {
+	for op, n := range requests {
 		d += time.Duration(n) * c[op]
 	}
 	return d
 }
 
-// perRequest is the mean over the requests of u.
-func (c sdkCPU) perRequest(u usage) time.Duration {
-	if n := u.TotalRequests(); n > 0 {
-		return c.of(u) / time.Duration(n)
-	}
-	return 0
-}
-
 // String lists the operations and their cost in microseconds.
-func (c sdkCPU) String() string {
+func (c CPU) String() string {
 	ops := make([]string, 0, len(c))
 	for op := range c {
 		ops = append(ops, op)
@@ -75,10 +93,12 @@ func (c sdkCPU) String() string {
 	return b.String()
 }
 
-// cannedHTTP answers every request with the next recorded body.
-type cannedHTTP struct{ body []byte }
+// Canned is an HTTP client that answers every request at once, 200 OK,
+// with the body Replay set.
+type Canned struct{ body []byte }
 
-func (h *cannedHTTP) Do(r *http.Request) (*http.Response, error) {
+// Do reads the request's body and answers.
+func (h *Canned) Do(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			return nil, err
@@ -98,35 +118,36 @@ func (h *cannedHTTP) Do(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// sdkCost replays samples through the SDK, rounds times each, five times
-// over, and returns the median CPU per request by operation (one reading
-// moves with whatever else the machine does).
-func sdkCost(ctx context.Context, samples map[string][]sdkSample, rounds int) (sdkCPU, error) {
-	client, h := sdkClient()
-	cost := sdkCPU{}
+// Measure replays samples through the SDK, rounds times each, five times
+// over, and returns the median CPU per request by operation, as clock
+// (the caller's CPU time) tells it; one reading moves with whatever else
+// the machine does.
+func Measure(ctx context.Context, samples map[string][]Sample, rounds int, clock func() time.Duration) (CPU, error) {
+	client, h := Client()
+	cost := CPU{}
 	for op, ss := range samples {
 		bodies := make([][]byte, len(ss))
 		for i, s := range ss {
-			b, err := answerJSON(s.out)
+			b, err := AnswerJSON(s.Out)
 			if err != nil {
 				return nil, fmt.Errorf("sdk cost %s: %w", op, err)
 			}
 			bodies[i] = b
 		}
-		if _, err := replay(ctx, client, h, ss[0], bodies[0]); err != nil { // warm-up
+		if _, err := Replay(ctx, client, h, ss[0], bodies[0]); err != nil { // warm-up
 			return nil, fmt.Errorf("sdk cost %s: %w", op, err)
 		}
 		var readings []time.Duration
 		for range 5 {
-			c0 := cpuTime()
+			c0 := clock()
 			for r := 0; r < rounds; r++ {
 				for i, s := range ss {
-					if _, err := replay(ctx, client, h, s, bodies[i]); err != nil {
+					if _, err := Replay(ctx, client, h, s, bodies[i]); err != nil {
 						return nil, fmt.Errorf("sdk cost %s: %w", op, err)
 					}
 				}
 			}
-			readings = append(readings, (cpuTime()-c0)/time.Duration(rounds*len(ss)))
+			readings = append(readings, (clock()-c0)/time.Duration(rounds*len(ss)))
 		}
 		slices.Sort(readings)
 		cost[op] = readings[len(readings)/2]
@@ -134,9 +155,10 @@ func sdkCost(ctx context.Context, samples map[string][]sdkSample, rounds int) (s
 	return cost, nil
 }
 
-// sdkClient is a DynamoDB client as the functions make it, whose requests h answers.
-func sdkClient() (*dynamodb.Client, *cannedHTTP) {
-	h := &cannedHTTP{}
+// Client is a DynamoDB client as the functions make it, whose requests h
+// answers with the body Replay gives it.
+func Client() (*dynamodb.Client, *Canned) {
+	h := &Canned{}
 	return dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String("http://127.0.0.1:1"), // never dialled: h answers
@@ -145,9 +167,10 @@ func sdkClient() (*dynamodb.Client, *cannedHTTP) {
 	}), h
 }
 
-func replay(ctx context.Context, c *dynamodb.Client, h *cannedHTTP, s sdkSample, body []byte) (any, error) {
+// Replay makes s's request through c, h answering it with body.
+func Replay(ctx context.Context, c *dynamodb.Client, h *Canned, s Sample, body []byte) (any, error) {
 	h.body = body
-	switch in := s.in.(type) {
+	switch in := s.In.(type) {
 	case *dynamodb.UpdateItemInput:
 		return c.UpdateItem(ctx, in)
 	case *dynamodb.PutItemInput:
@@ -163,11 +186,11 @@ func replay(ctx context.Context, c *dynamodb.Client, h *cannedHTTP, s sdkSample,
 	case *dynamodb.TransactWriteItemsInput:
 		return c.TransactWriteItems(ctx, in)
 	}
-	return nil, fmt.Errorf("no replay for %T", s.in)
+	return nil, fmt.Errorf("no replay for %T", s.In)
 }
 
-// answerJSON is out as DynamoDB's JSON protocol encodes it.
-func answerJSON(out any) ([]byte, error) {
+// AnswerJSON is out as DynamoDB's JSON protocol encodes it.
+func AnswerJSON(out any) ([]byte, error) {
 	m := map[string]any{}
 	switch o := out.(type) {
 	case *dynamodb.UpdateItemOutput:

@@ -3,12 +3,15 @@ package aggregate_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
@@ -115,5 +118,76 @@ func TestABatchWritesItsWindowsManyAtOnce(t *testing.T) {
 	}
 	if most < aggregate.DefaultConcurrency/2 {
 		t.Errorf("at most %d writes in flight for %d keys: want up to DefaultConcurrency (%d) at once", most, keys, aggregate.DefaultConcurrency)
+	}
+}
+
+// failingKey refuses every write to one key's items, as a throttled
+// partition would while Lambda retries.
+type failingKey struct {
+	memdb.Client
+	key string
+}
+
+func (f *failingKey) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if pk, ok := in.Key["pk"].(*types.AttributeValueMemberS); ok && strings.HasSuffix(pk.Value, "#"+f.key) {
+		return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("injected: the key's partition is throttled")}
+	}
+	return f.Client.UpdateItem(ctx, in, opts...)
+}
+
+// TestAPartlyFailedBatchMovesTheWatermarkByWhatItApplied: Lambda resumes a
+// batch from its lowest failed record, so the records before it, applied,
+// never come again. Their event times move the shard's watermark, or a
+// shard whose retries bring nothing that moves it (copies the ledger
+// suppresses, a parent shard closed by a split) never stored a watermark,
+// and the ticker, which closes the windows of the shards it knows, left
+// the windows of those records open for good (make soak found one).
+func TestAPartlyFailedBatchMovesTheWatermarkByWhatItApplied(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"partly","key":"key","value":"data.ms",
+	 "windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"],"outOfOrderness":"1s",
+	 "idleTimeout":"30s","dedupeHorizon":"0s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable})
+	views := state.NewViews(&failingKey{Client: mem, key: "b"}, "views", cfg.Aggregates)
+	p := aggregate.New(cfg, views, nil, "", aggregate.WithLogger(quiet))
+	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
+		rawRecord(1, "a", view("e1", "a", at, `{"ms":1}`), at),
+		rawRecord(2, "a", view("e2", "a", at.Add(20*time.Second), `{"ms":1}`), at),
+		rawRecord(3, "b", view("e3", "b", at.Add(25*time.Second), `{"ms":1}`), at),
+	}}
+	resp, err := p.HandleBatch(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "3" {
+		t.Fatalf("failures %+v, want record 3 alone (key b's write refused)", resp.BatchItemFailures)
+	}
+	marks, err := views.Watermarks(context.Background(), "partly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm, ok := marks[hardShard]
+	if !ok {
+		t.Fatal("no watermark stored for the shard: the applied records' event times were dropped with the failed one")
+	}
+	if want := at.Add(20 * time.Second); !wm.MaxEventTime.Equal(want) {
+		t.Errorf("stored max event time %s, want %s (record 2, the last applied before the failure; not record 3)", wm.MaxEventTime, want)
+	}
+	// Nothing else comes on the shard: the ticker closes key a's window.
+	tick := aggregate.New(cfg, state.NewViews(mem, "views", cfg.Aggregates), nil, "", aggregate.WithLogger(quiet))
+	for _, now := range []time.Time{at.Add(time.Hour), at.Add(2 * time.Hour)} {
+		if _, err := tick.Tick(context.Background(), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vs, err := views.Query(context.Background(), "partly", "a", "tumbling:1m0s", at.Add(-time.Hour), at.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 || !vs[0].Final || vs[0].Result.Count != 2 {
+		t.Fatalf("key a's window after the ticks: %+v, want one final window counting 2", vs)
 	}
 }

@@ -17,8 +17,10 @@
 //     the event rate.
 //
 // A shard's watermark (max event time − allowed out-of-orderness) advances
-// only when a batch succeeds entirely, so a retried batch is judged against
-// the same watermark. Windows that end before it become final; the ticker
+// by the records a batch applied: all of them when it succeeds entirely,
+// else those before its lowest failed record (Lambda resumes from that
+// record and never delivers the ones before it again), so a retried batch
+// is judged against the watermark its first record saw. Windows that end before it become final; the ticker
 // advances idle shards by processing time so their windows close too. On
 // the per-interval path the shard's stored watermark moves only at the
 // flush, so an invocation that carries partials to it first holds the shard

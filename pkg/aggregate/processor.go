@@ -468,12 +468,37 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 		c.failures.Add(seq)
 	}
 	p.count(c)
-	if c.failures.Len() == 0 {
-		if err := p.commit(ctx, shard, &wm, len(c.keyed) > 0); err != nil {
-			return events.KinesisEventResponse{}, err
-		}
+	if c.failures.Len() > 0 {
+		// Lambda resumes from the lowest failed record: the records before
+		// it had all their effects and do not come again. Their event times
+		// are the shard's, as the failed record saw them in this batch, so
+		// the retry is judged against the same watermark. Without them a
+		// shard whose later batches bring no record that moves it (copies
+		// the ledger suppresses, a closed parent shard) never stored a
+		// watermark, and the ticker never closed the windows it wrote.
+		wm = c.settled(*committed, c.failures.Lowest())
+	}
+	if err := p.commit(ctx, shard, &wm, len(c.keyed) > 0); err != nil {
+		return events.KinesisEventResponse{}, err
 	}
 	return c.failures.Kinesis(), nil
+}
+
+// settled is committed raised by the event times of the records that
+// applied before lowest, the batch's lowest failed sequence number: the
+// watermark that record was judged against.
+func (c *collector) settled(committed window.Watermark, lowest string) window.Watermark {
+	wm := committed
+	for i := range c.decoded {
+		d := &c.decoded[i]
+		if stream.CompareSequence(d.seq, lowest) >= 0 {
+			break
+		}
+		if c.applies(i) {
+			wm.Observe(d.et)
+		}
+	}
+	return wm
 }
 
 // applyAll writes a collector's updates with bounded concurrency, publishes

@@ -131,7 +131,7 @@ func (p *Processor) applyKeyed(ctx context.Context, c *collector) (failedSeqs []
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			late, err := p.foldKeyed(ctx, c.shard, state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}, pts, c.wm.Current())
+			late, err := p.foldKeyed(ctx, c.shard, state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}, pts)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -151,9 +151,8 @@ func (p *Processor) applyKeyed(ctx context.Context, c *collector) (failedSeqs []
 // foldKeyed adds the points above the state's fence that judgeKeyed keeps
 // and lists the state for finalization from the earliest window the new
 // points touch. It returns the sequence numbers of records dropped from at
-// least one of their windows as late. due is the watermark the batch will
-// commit, whose finalize looks at every state listed by it.
-func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.KeyedRef, pts []point, due time.Time) (late []string, err error) {
+// least one of their windows as late.
+func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.KeyedRef, pts []point) (late []string, err error) {
 	ws, ok := p.specOf(ref.Kind)
 	if !ok {
 		return nil, fmt.Errorf("aggregate: no window %s in the pipeline", ref.Kind)
@@ -185,7 +184,7 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 			earliest = min(earliest, pt.T)
 		}
 		openIn := p.openIn(shard)
-		openUntil := keepListing(ks, openIn, keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC()), due)
+		openUntil := keepListing(ks, openIn, keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC()))
 		// Sized for the points read and those kept, so it grows once at most.
 		blob := encodeKeyed(make([]byte, 0, len(ks.Blob)+len(kept)*pointBytesMax), buf)
 		ks2 := ks
@@ -213,20 +212,23 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 }
 
 // keepListing is where a fold lists the state in the open-windows index:
-// at openUntil, or where it is listed already when that is no later and
-// after due. A listing earlier than needed only has a finalize look at the
-// state early (it finds nothing final yet and lists it where it next needs
-// finalizing), while moving the entry costs two index write units (DynamoDB
-// deletes and puts an index entry whose key changes), which a growing
-// session would pay on every batch that extends it. A listing the batch's
-// own watermark (due) reaches is moved now: the finalize after the batch
-// would otherwise load the state only to list it again.
-func keepListing(ks state.KeyedState, openIn string, openUntil window.Window, due time.Time) window.Window {
-	if openUntil.End.IsZero() || ks.ListedIn != openIn || ks.ListedUntil.IsZero() || ks.ListedUntil.After(openUntil.End) ||
-		!ks.ListedUntil.After(due) {
+// at openUntil, or where it is listed already when that is no later. A
+// listing earlier than needed only has each finalize read the state (it
+// finds nothing final yet and leaves the listing as it is, finalizeKeyed),
+// while moving the entry costs two index write units (DynamoDB deletes and
+// puts an index entry whose key changes), which a growing session would pay
+// at every flush that extends it: a read is a fifth of a write's price.
+func keepListing(ks state.KeyedState, openIn string, openUntil window.Window) window.Window {
+	if !listedBy(ks, openIn, openUntil) {
 		return openUntil
 	}
 	return window.Window{Start: ks.ListedUntil, End: ks.ListedUntil}
+}
+
+// listedBy reports whether ks is listed under openIn no later than
+// openUntil's end, which is not zero: a finalize will visit it in time.
+func listedBy(ks state.KeyedState, openIn string, openUntil window.Window) bool {
+	return !openUntil.End.IsZero() && ks.ListedIn == openIn && !ks.ListedUntil.IsZero() && !ks.ListedUntil.After(openUntil.End)
 }
 
 // keyedOpenUntil is when the state next needs finalizing: the earliest end
@@ -292,7 +294,7 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 			// Record before writing: listed until the pending results
 			// are published.
 			ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
-			_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), pendingUntil(buf, next))
+			_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), keepListing(ks, p.openIn(shard), pendingUntil(buf, next)))
 			if errors.Is(err, state.ErrKeyedConflict) {
 				p.forgetKeyed(kref, shard)
 				continue
@@ -331,10 +333,19 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 				p.metrics.Add("Retractions", metrics.Count, 1)
 			}
 		}
+		hadPending := len(buf.Pending) > 0
 		buf.Pending = nil
+		points, emitted := len(buf.Points), len(buf.Emitted)
 		pruneKeyed(ws, p.cfg.Late, buf, wm)
+		if recorded == 0 && !hadPending && len(buf.Points) == points && len(buf.Emitted) == emitted && listedBy(ks, p.openIn(shard), next) {
+			// Nothing final, nothing forgotten, and listed no later than
+			// its next window: a growing session, found early. Saving
+			// would only move its listing (two index write units) and
+			// its freeze mark, which guards nothing while no point goes.
+			return len(published), nil
+		}
 		ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
-		_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), next)
+		_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), keepListing(ks, p.openIn(shard), next))
 		if errors.Is(err, state.ErrKeyedConflict) {
 			p.forgetKeyed(kref, shard)
 			continue

@@ -206,6 +206,12 @@ func (s *store) billWrite(table string, old, next map[string]types.AttributeValu
 // no sort key.
 func itemClass(table string, items ...map[string]types.AttributeValue) string {
 	for _, item := range items {
+		if v, ok := item["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(v.Value, "~") {
+			// A window listing (~open#<pipeline>#<shard>): its sort key
+			// is a time.
+			head, _, _ := strings.Cut(v.Value, "#")
+			return table + ":" + head
+		}
 		for _, name := range []string{"sk", "SK", "pk", "PK"} {
 			if v, ok := item[name].(*types.AttributeValueMemberS); ok {
 				head := v.Value
@@ -237,6 +243,26 @@ func (s *store) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, op
 	s.u.Requests["UpdateItem"]++
 	if err == nil {
 		s.sdk.Keep("UpdateItem", in, out)
+	}
+	if err == nil || refused(err) {
+		s.billWrite(table, old, s.db.Item(table, in.Key), err != nil, 1)
+	}
+	s.u.Busy += time.Since(t0)
+	s.mu.Unlock()
+	s.wait()
+	return out, err
+}
+
+// DeleteItem bills the item deleted (a refused delete too).
+func (s *store) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	s.mu.Lock()
+	t0 := time.Now()
+	table := aws.ToString(in.TableName)
+	old := s.db.Item(table, in.Key)
+	out, err := s.db.DeleteItem(ctx, in, opts...)
+	s.u.Requests["DeleteItem"]++
+	if err == nil {
+		s.sdk.Keep("DeleteItem", in, out)
 	}
 	if err == nil || refused(err) {
 		s.billWrite(table, old, s.db.Item(table, in.Key), err != nil, 1)

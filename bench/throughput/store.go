@@ -88,6 +88,10 @@ func (s *meteredStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 	return metered(s, "UpdateItem", in, func() (*dynamodb.UpdateItemOutput, error) { return s.db.UpdateItem(ctx, in, opts...) })
 }
 
+func (s *meteredStore) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return metered(s, "DeleteItem", in, func() (*dynamodb.DeleteItemOutput, error) { return s.db.DeleteItem(ctx, in, opts...) })
+}
+
 func (s *meteredStore) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return metered(s, "GetItem", in, func() (*dynamodb.GetItemOutput, error) { return s.db.GetItem(ctx, in, opts...) })
 }

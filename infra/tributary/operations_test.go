@@ -174,8 +174,8 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	sendTo := func(q string) []string { return on(q, "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage") }
 	windows := join(
-		on(views, "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"),
-		on(views+"-v*", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"),
+		on(views, "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"),
+		on(views+"-v*", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"),
 		on(views+"/index/open", "dynamodb:Query"),
 		on(views+"-v*/index/open", "dynamodb:Query"),
 		on(results, "kinesis:PutRecords"),

@@ -86,11 +86,12 @@ const (
 )
 
 // viewsActions are the DynamoDB calls package state makes on the Views table
-// (its itemStore interface: UpdateItem, GetItem, Query); the index is only
+// (its itemStore interface: UpdateItem, GetItem, Query, and DeleteItem for
+// a window listing whose windows are all published); the index is only
 // queried. Keep them in step with state.itemStore: a call missing here works
 // locally, where permissions are not enforced, and fails in AWS.
 var (
-	viewsTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+	viewsTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:DeleteItem"}
 	viewsIndexActions = []string{"dynamodb:Query"}
 	// viewsLedgerActions are what aggregate's dedupe ledger (package
 	// dedupe) adds, in the same table: a BatchGetItem of the keys' heads,

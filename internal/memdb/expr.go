@@ -637,6 +637,14 @@ func (e env) apply(acts []action, item map[string]types.AttributeValue) ([]strin
 				item[n] = v
 				continue
 			}
+			if add, ok := v.(*types.AttributeValueMemberSS); ok {
+				have, ok := cur.(*types.AttributeValueMemberSS)
+				if !ok {
+					return nil, validation("An operand in the update expression has an incorrect data type")
+				}
+				item[n] = &types.AttributeValueMemberSS{Value: unionStrings(have.Value, add.Value)}
+				continue
+			}
 			if _, ok := v.(*types.AttributeValueMemberN); !ok {
 				return nil, fmt.Errorf("ADD of a non-number to %s is not supported", n)
 			}
@@ -650,4 +658,21 @@ func (e env) apply(acts []action, item map[string]types.AttributeValue) ([]strin
 		}
 	}
 	return touched, nil
+}
+
+// unionStrings is a string set's ADD: have, then each of add not in it.
+func unionStrings(have, add []string) []string {
+	in := make(map[string]bool, len(have)+len(add))
+	out := make([]string, 0, len(have)+len(add))
+	for _, v := range have {
+		in[v] = true
+		out = append(out, v)
+	}
+	for _, v := range add {
+		if !in[v] {
+			in[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -272,6 +272,37 @@ func (d *DB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dy
 	return out, nil
 }
 
+// DeleteItem deletes one item, if its condition holds.
+func (d *DB) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Requests["DeleteItem"]++
+	t, err := d.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	pk, sk, err := t.keyOf(in.Key)
+	if err != nil {
+		return nil, err
+	}
+	old := t.get(pk, sk)
+	ok, err := checkCondition(in.ConditionExpression, env{in.ExpressionAttributeNames, in.ExpressionAttributeValues}, old)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, ccf(in.ReturnValuesOnConditionCheckFailure, old)
+	}
+	if old != nil {
+		delete(t.parts[pk], sk)
+	}
+	out := &dynamodb.DeleteItemOutput{}
+	if in.ReturnValues == types.ReturnValueAllOld {
+		out.Attributes = clone(old)
+	}
+	return out, nil
+}
+
 // BatchGetItem reads items by key, from several tables; every key is
 // processed.
 func (d *DB) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {

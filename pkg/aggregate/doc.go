@@ -34,12 +34,15 @@
 // output stream at least once, each revision under one id with the same
 // bytes, and are logged once (publish, output.go): the window item holds
 // the result from the write that makes it (Finalize, or the correction's
-// write) and stays listed in the open-windows index until the result is on
-// the stream and that revision is marked published. A failed emission
-// fails the batch (per interval: the final invocation); its retry finds the
-// correction applied and is handed it back, or finalizes again, and
-// publishes it; a process that is not retried leaves it to the ticker,
-// which finds the window listed. A correction that meets the window's
+// write) and stays listed until the result is on the stream and that
+// revision is marked published. A batch (per interval: the flush) lists the
+// windows it wrote after writing them (listing.go, state.ListWindow: one
+// write per window naming its keys), and the finalize finds them there. A
+// failed emission or listing fails the batch (per interval: the final
+// invocation); its retry finds the windows applied, lists them, and is
+// handed the correction back, or finalizes again, and publishes it; a
+// process that is not retried leaves it to the ticker, which finds the
+// window listed. A correction that meets the window's
 // result unpublished publishes it first, so no revision is skipped. The
 // normal path pays one more write per correction (the mark); final results
 // cost what they did.

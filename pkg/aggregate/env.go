@@ -210,6 +210,7 @@ type itemStore interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
 var _ itemStore = (*dynamodb.Client)(nil)
@@ -326,6 +327,15 @@ func (r *routedStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts .
 	c := *in
 	c.TableName = r.table.currentName(ctx)
 	return r.db.Query(ctx, &c, opts...)
+}
+
+func (r *routedStore) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if cur := r.table.currentName(ctx); !sameName(in.TableName, cur) {
+		c := *in
+		c.TableName = cur
+		in = &c
+	}
+	return r.db.DeleteItem(ctx, in, opts...)
 }
 
 // newSink is the set-aside sink of table, or nil when there is none (the

@@ -189,6 +189,17 @@ func (c *crashingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemI
 	return c.faultStore.UpdateItem(ctx, in, opts...)
 }
 
+// Dropping a published listing crashes too.
+func (c *crashingStore) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if c.crash() {
+		return nil, errCrash
+	}
+	if c.throttled() {
+		return nil, errThrottled
+	}
+	return c.faultStore.DeleteItem(ctx, in, opts...)
+}
+
 // The dedupe ledger's writes crash too.
 func (c *crashingStore) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if c.crash() {

@@ -327,6 +327,16 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 	if firstErr != nil {
 		return firstErr
 	}
+	// List the windows written; a failure fails the final invocation,
+	// whose retry finds them applied and lists them.
+	written := make(map[listedWindow][]string, 8)
+	for _, k := range keys {
+		w := listedWindow{k.kind, k.win}
+		written[w] = append(written[w], k.key)
+	}
+	for w, err := range p.listWindows(ctx, shard, written) {
+		return fmt.Errorf("aggregate: listing window %s|%s: %w", w.kind, w.win.ID(), err)
+	}
 	// The corrections the flush made (or met unpublished, on a retry of the
 	// final invocation) go on the output stream; if that fails, the final
 	// invocation fails and its retry, finding them applied, publishes them,

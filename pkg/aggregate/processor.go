@@ -537,6 +537,29 @@ func (p *Processor) applyAll(ctx context.Context, c *collector) []int {
 			pubs = append(pubs, *res.Publish)
 		}
 	})
+	// List the windows written (a failed write's records are retried, and
+	// the retry lists them); a failed listing fails its windows' records.
+	written := make(map[listedWindow][]string, 8)
+	bad := make(map[int]bool, len(failed))
+	for _, i := range failed {
+		bad[i] = true
+	}
+	for i := range c.ups {
+		if !bad[i] {
+			w := listedWindow{c.ups[i].Kind, c.ups[i].Window}
+			written[w] = append(written[w], c.ups[i].Key)
+		}
+	}
+	if unlisted := p.listWindows(ctx, c.shard, written); len(unlisted) > 0 {
+		for w, err := range unlisted {
+			p.log.Error("listing written windows failed: their records will be retried", "shard", c.shard, "window", w.kind+"|"+w.win.ID(), "error", err.Error())
+		}
+		for i := range c.ups {
+			if _, ok := unlisted[listedWindow{c.ups[i].Kind, c.ups[i].Window}]; ok && !bad[i] {
+				failed = append(failed, i)
+			}
+		}
+	}
 	if err := p.publish(ctx, pubs); err != nil {
 		// The corrections are applied and stay listed until published: the
 		// retry (which finds them applied) or the ticker publishes them
@@ -685,7 +708,7 @@ func (p *Processor) commit(ctx context.Context, shard string, wm *window.Waterma
 // nothing is published: the windows finalized meanwhile stay listed with
 // their results pending, which the next finalize publishes.
 func (p *Processor) finalize(ctx context.Context, shard string, until time.Time) error {
-	refs, err := p.views.OpenWindows(ctx, p.openIn(shard), until)
+	refs, listings, err := p.due(ctx, shard, until)
 	if err != nil {
 		return err
 	}
@@ -702,6 +725,9 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time)
 			return
 		}
 		view, already, err := p.views.Finalize(ctx, ref)
+		if isNoWindow(err) {
+			return // a listing outlived its window's retention
+		}
 		// Not published if already published and unlisted since the
 		// index was read.
 		f.view, f.pub, f.err = view, err == nil && (!already || view.Pending), err
@@ -724,7 +750,8 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time)
 		return err
 	}
 	p.metrics.Add("WindowsFinalized", metrics.Count, float64(len(refs)))
-	return nil
+	// Every window the listings name is published: they are done with.
+	return p.dropListings(ctx, listings)
 }
 
 // TickResult is what one tick did.
@@ -760,7 +787,7 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 		if moved {
 			res.Advanced++
 		}
-		refs, err := p.views.OpenWindows(ctx, p.openIn(shard), wm.Current())
+		refs, _, err := p.due(ctx, shard, wm.Current())
 		if err != nil {
 			return res, err
 		}

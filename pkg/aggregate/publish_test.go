@@ -400,8 +400,8 @@ func TestIntervalCorrectionReachesStream(t *testing.T) {
 }
 
 // The normal path pays for a correction's durability with one write: the
-// late record's batch makes the refused open-window write and the
-// correction (as before), then one write marks it published; the stream
+// late record's batch makes the refused open-window write, the correction
+// and its listing, then one write marks it published; the stream
 // gets one PutRecords per batch with one record per result; a final
 // result costs what it did (finalize, one PutRecords, one unlist).
 func TestPublishRequestsInTheNormalPath(t *testing.T) {
@@ -414,15 +414,18 @@ func TestPublishRequestsInTheNormalPath(t *testing.T) {
 	if calls, records := f.out.counts(); calls != 1 || records != 1 {
 		t.Errorf("finalizing one window: %d PutRecords carrying %d records, want 1 and 1", calls, records)
 	}
-	// z's window write, the watermark, k's finalization and its unlist;
-	// one query of the open windows.
-	if u1-u0 != 4 || failed1 != 0 || r1-r0 != 1 {
-		t.Errorf("the closing batch made %d UpdateItem (%d refused) and %d queries, want 4 (0) and 1", u1-u0, failed1, r1-r0)
+	// z's window write and its listing, the watermark, k's finalization
+	// and its unlist; one query of the open-windows index (keyed states)
+	// and one of the listings.
+	if u1-u0 != 5 || failed1 != 0 || r1-r0 != 2 {
+		t.Errorf("the closing batch made %d UpdateItem (%d refused) and %d queries, want 5 (0) and 2", u1-u0, failed1, r1-r0)
 	}
+	// The refused open-window write, the correction, its window's listing
+	// (for the ticker, should publishing fail) and the unlist.
 	f.mustBatch(p, f.rec(4, "k", 5*time.Second))
 	u2, failed2, r2 := f.db.snapshot()
-	if u2-u1 != 3 || failed2-failed1 != 1 || r2 != r1 {
-		t.Errorf("the correcting batch made %d UpdateItem (%d refused) and %d queries, want 3 (1 refused) and none", u2-u1, failed2-failed1, r2-r1)
+	if u2-u1 != 4 || failed2-failed1 != 1 || r2 != r1 {
+		t.Errorf("the correcting batch made %d UpdateItem (%d refused) and %d queries, want 4 (1 refused) and none", u2-u1, failed2-failed1, r2-r1)
 	}
 	if calls, records := f.out.counts(); calls != 2 || records != 2 {
 		t.Errorf("after the correction: %d PutRecords carrying %d records, want 2 and 2", calls, records)

@@ -29,6 +29,11 @@ func (r *tableRecorder) Query(_ context.Context, in *dynamodb.QueryInput, _ ...f
 	return &dynamodb.QueryOutput{}, nil
 }
 
+func (r *tableRecorder) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	r.got = append(r.got, aws.ToString(in.TableName))
+	return &dynamodb.DeleteItemOutput{}, nil
+}
+
 func (r *tableRecorder) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	return &dynamodb.BatchGetItemOutput{}, nil
 }

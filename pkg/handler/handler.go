@@ -290,7 +290,7 @@ func NewWindowed[T any, V any, A interface {
 	if l := keyed.NewLedger(cfg.DynamoDB, cfg.StateTable, cfg.Name, o.horizon); l != nil {
 		kopts = append(kopts, keyed.WithDedupe(l))
 	}
-	views := state.NewViews(cfg.DynamoDB, cfg.StateTable, nil, state.WithKeyedExpiry(keyed.StateExpiry))
+	views := state.NewViews(keyedOnly{cfg.DynamoDB}, cfg.StateTable, nil, state.WithKeyedExpiry(keyed.StateExpiry))
 	var kin emit.Putter
 	if cfg.OutputStream != "" {
 		kin = cfg.Kinesis
@@ -310,4 +310,13 @@ func WindowedFromEnv[T any, V any, A interface {
 		return nil, err
 	}
 	return NewWindowed[T, V, A](cfg, sel, opts...)
+}
+
+// keyedOnly is the state table as a handler uses it: keyed states only,
+// which are never deleted (their TTL expires them); window listings, the
+// one thing package state deletes, belong to declared pipelines.
+type keyedOnly struct{ DynamoDB }
+
+func (keyedOnly) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return nil, errors.New("handler: the state table deletes nothing of a handler's")
 }

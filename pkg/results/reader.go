@@ -35,6 +35,10 @@ func (readOnly) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*
 	return nil, ErrReadOnly
 }
 
+func (readOnly) DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return nil, ErrReadOnly
+}
+
 // Reader reads one pipeline's windows from its views table.
 type Reader struct {
 	cfg   *pipeline.Config

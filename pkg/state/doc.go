@@ -26,9 +26,9 @@
 //
 // A final window's result (the final value, or a correction) is stored with
 // the state change that made it, so it reaches the output stream at least
-// once even when its emission fails: the window stays listed in the
-// open-windows index until its publisher, having put the result on the
-// stream, marks that revision published (UnlistRevision, one conditional
+// once even when its emission fails: the window stays listed (openIn)
+// until its publisher, having put the result on the stream, marks that
+// revision published (UnlistRevision, one conditional
 // write; the one that does it logs the result). A correction is one
 // conditional write that merges the parts, keeps the value it retracts
 // (previous) and lists the window, so its output — id, value, previous
@@ -39,4 +39,13 @@
 // (ErrUnpublished, with that result) until it is published: one revision at
 // a time, so none is skipped on the stream. A pending correction holds at
 // most two merged states, within the item budget.
+//
+// A finalize finds the tumbling and hopping windows a watermark makes final
+// in window listings (listing.go): one item per (shard, window) naming the
+// keys that have it, written after their window writes and deleted once
+// every window it names is published. Keyed states (session and sliding
+// windows, keyed operators) are found through the sparse open-windows
+// index on openIn and openUntil, which window items no longer enter (they
+// set openIn alone): an index entry costs two write units per key and
+// window, a listing one write of a few KB per window.
 package state

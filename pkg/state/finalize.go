@@ -87,7 +87,7 @@ func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool,
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if len(ccf.Item) == 0 {
-			return View{}, false, fmt.Errorf("state: finalize %s %s: no such window", ref.PK, ref.SK)
+			return View{}, false, fmt.Errorf("state: finalize %s %s: %w", ref.PK, ref.SK, ErrNoWindow)
 		}
 		view, err := v.view(ccf.Item)
 		return view, true, err
@@ -99,7 +99,7 @@ func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool,
 	return view, false, err
 }
 
-// Unlist takes a final window off the open-windows index, once its final
+// Unlist takes a final window off its listing (openIn), once its final
 // result has been emitted.
 func (v *Views) Unlist(ctx context.Context, ref Ref) error {
 	_, err := v.UnlistOnce(ctx, ref)
@@ -118,7 +118,7 @@ func (v *Views) UnlistOnce(ctx context.Context, ref Ref) (first bool, err error)
 
 // UnlistRevision marks a final window's result at revision published once
 // it is on the output stream: one conditional UpdateItem takes the window
-// off the open-windows index (and drops a correction's previous value),
+// off its listing, openIn (and drops a correction's previous value),
 // only if the window is still listed at that revision. It reports whether
 // this call did it (first): of the ticker, the handler and retries
 // publishing one result, exactly one is first, the one that logs it. A

@@ -25,9 +25,9 @@ func finalized(t *testing.T, f *fixture, publish bool) state.Ref {
 	if _, err := f.views.Apply(ctx, "shard-0", update(entries(1, 4))); err != nil {
 		t.Fatal(err)
 	}
-	refs, err := f.views.OpenWindows(ctx, "p#shard-0", minute.End)
-	if err != nil || len(refs) != 1 {
-		t.Fatalf("open windows %v %v, want 1", refs, err)
+	refs := dueAt(t, f, minute.End)
+	if len(refs) != 1 {
+		t.Fatalf("listed windows %v, want 1", refs)
 	}
 	view, _, err := f.views.Finalize(ctx, refs[0])
 	if err != nil || !view.Pending || view.Ref != refs[0] {
@@ -41,13 +41,22 @@ func finalized(t *testing.T, f *fixture, publish bool) state.Ref {
 	return refs[0]
 }
 
+// listed is 1 when the window item is listed (openIn): not final yet, or
+// its result, final or a correction, not published; else 0.
 func listed(t *testing.T, f *fixture) int {
 	t.Helper()
-	refs, err := f.views.OpenWindows(context.Background(), "p#shard-0", minute.End)
+	got, err := f.db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(f.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: state.PartitionKey("p", "k")},
+			"sk": &types.AttributeValueMemberS{Value: state.SortKey("tumbling:1m0s", minute)},
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(refs)
+	if _, ok := got.Item["openIn"]; ok {
+		return 1
+	}
+	return 0
 }
 
 // A correction is stored with its output: the write that applies it lists

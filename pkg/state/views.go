@@ -25,12 +25,14 @@ type itemStore interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
 var _ itemStore = (*dynamodb.Client)(nil)
 
 // Item attribute names. The table's keys are pk (S) and sk (S); the sparse
-// index OpenIndex (openIn, openUntil) lists windows not yet final.
+// index OpenIndex (openIn, openUntil) lists keyed states with windows not
+// yet final (and window items from before window listings).
 const (
 	attrPK        = "pk"
 	attrSK        = "sk"
@@ -80,6 +82,9 @@ type Views struct {
 	// write (WithKeyedExpiry); 0 keeps it.
 	keyedExpiry time.Duration
 
+	// chunks remembers the first listing chunk with room (ListWindow).
+	chunks listingChunks
+
 	// partials are cleared states of spec, for the per-batch path's
 	// partials and for reading an item's parts (agg.State.Clear keeps a
 	// quantile sketch's memory).
@@ -121,8 +126,9 @@ type Update struct {
 	Pipeline, Key string
 	Kind          string // the window spec's ID, e.g. "tumbling:1m0s"
 	Window        window.Window
-	// OpenIn is the open-windows index partition this window is listed
-	// under until final (typically "<pipeline>#<shard>").
+	// OpenIn is where this window is listed until its result is published
+	// (typically "<pipeline>#<shard>"); the caller lists it there for the
+	// finalize (ListWindow) once the write is made.
 	OpenIn string
 
 	// Entries, in ascending sequence order: the per-batch path.
@@ -385,7 +391,6 @@ const (
 	slotCount
 	slotFenceWas
 	slotOpenIn
-	slotOpenUntil
 	slotPrevious
 	slotRevision
 	slotRevisionWas
@@ -403,7 +408,7 @@ const (
 
 // Variant bits of the window writes' shapes besides the fence condition.
 const (
-	variantOpen    = 4 // lists the window in the open-windows index
+	variantOpen    = 4 // sets openIn: listed until published
 	variantExpires = 8 // sets the TTL attribute (WithRetention)
 )
 
@@ -432,8 +437,9 @@ var updateShapes = shapeSet{build: func(variant uint) expression.Builder {
 	upd = upd.Set(status, expression.Value(statusOpen)).
 		Set(expression.Name(attrRevision), expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)))
 	if variant&variantOpen != 0 {
-		upd = upd.Set(expression.Name(attrOpenIn), slot(slotOpenIn)).
-			Set(expression.Name(attrOpenUntil), slot(slotOpenUntil))
+		// Listed until published; found by its listing (ListWindow), not
+		// the open-windows index, which needs openUntil too.
+		upd = upd.Set(expression.Name(attrOpenIn), slot(slotOpenIn))
 	}
 	return expression.NewBuilder().WithUpdate(upd).WithCondition(cond)
 }}
@@ -447,7 +453,6 @@ var correctionShapes = shapeSet{build: func(variant uint) expression.Builder {
 		Set(expression.Name(attrPrevious), slot(slotPrevious)).
 		Set(expression.Name(attrRevision), slot(slotRevision)).
 		Set(expression.Name(attrOpenIn), slot(slotOpenIn)).
-		Set(expression.Name(attrOpenUntil), slot(slotOpenUntil)).
 		Add(expression.Name(attrCount), slot(slotCount)).
 		Add(expression.Name(attrVersion), expression.Value(1))
 	fenceCond := expression.AttributeNotExists(f)
@@ -494,7 +499,6 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 	if u.OpenIn != "" {
 		variant |= variantOpen
 		slots[slotOpenIn] = sharedS(u.OpenIn)
-		slots[slotOpenUntil] = slots[slotEnd]
 	}
 	s, err := updateShapes.get(variant)
 	if err != nil {
@@ -507,7 +511,7 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 // old describes (at revision, its fence from shard knownFence) as a
 // correction. It replaces the parts with their merge and partial's, keeps
 // the value the window held as the pending correction's previous value and
-// lists the window in the open-windows index, all in the one conditional
+// lists the window (openIn), all in the one conditional
 // write: the correction and its pending output exist together or not at
 // all. The item then holds at most two merged states (current and
 // previous), which the item budget allows for (pipeline.MaxStateBytes).
@@ -537,7 +541,6 @@ func (v *Views) correctionInput(shard string, u *Update, old map[string]types.At
 	slots[slotPrevious] = avB(prevBlob)
 	slots[slotRevision] = avInt(int64(revision + 1))
 	slots[slotOpenIn] = sharedS(u.OpenIn)
-	slots[slotOpenUntil] = slots[slotEnd]
 	slots[slotCount] = avUint(partial.Count())
 	slots[slotRevisionWas] = avInt(int64(revision))
 	if knownFence != "" {

@@ -175,6 +175,8 @@ func Replay(ctx context.Context, c *dynamodb.Client, h *Canned, s Sample, body [
 		return c.UpdateItem(ctx, in)
 	case *dynamodb.PutItemInput:
 		return c.PutItem(ctx, in)
+	case *dynamodb.DeleteItemInput:
+		return c.DeleteItem(ctx, in)
 	case *dynamodb.GetItemInput:
 		return c.GetItem(ctx, in)
 	case *dynamodb.QueryInput:
@@ -198,6 +200,10 @@ func AnswerJSON(out any) ([]byte, error) {
 			m["Attributes"] = itemJSON(o.Attributes)
 		}
 	case *dynamodb.PutItemOutput:
+		if o.Attributes != nil {
+			m["Attributes"] = itemJSON(o.Attributes)
+		}
+	case *dynamodb.DeleteItemOutput:
 		if o.Attributes != nil {
 			m["Attributes"] = itemJSON(o.Attributes)
 		}

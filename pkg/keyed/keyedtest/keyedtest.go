@@ -167,6 +167,22 @@ func (d *DB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...fun
 	return out, nil
 }
 
+// DeleteItem fails when the budget is spent, is throttled now and then and
+// now and then loses its answer.
+func (d *DB) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if d.B.crash() {
+		return nil, ErrCrash
+	}
+	if d.throttled() {
+		return nil, ErrThrottled
+	}
+	out, err := d.Client.DeleteItem(ctx, in, opts...)
+	if err = d.lost(err); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TransactWriteItems fails when the budget is spent, and now and then
 // loses its answer.
 func (d *DB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {

@@ -25,6 +25,8 @@ func main() {
 	flag.StringVar(&paths, "paths", "per-batch,per-interval", "write paths, comma separated: per-batch, per-interval")
 	flag.DurationVar(&o.span, "span", 10*time.Minute, "event time generated per load (at least 10m for the BENCH load lines docs/performance.md quotes)")
 	flag.DurationVar(&o.flush, "flush", time.Minute, "the per-interval path's flush interval (the mapping's TumblingWindowInSeconds)")
+	var flushes string
+	flag.StringVar(&flushes, "flushes", "2m,5m", "other flush intervals priced at 100 events/s over 1,000 keys (BENCH load_flush), comma separated; empty for none")
 	flag.DurationVar(&o.tail, "tail", 16*time.Minute, "ticks after the last event, so the windows it opened close (hopping 5m, allowed lateness 10m)")
 	flag.StringVar(&o.pipeline, "pipeline", "", "pipeline file (default: the stack's pipelines/pageviews.json)")
 	flag.BoolVar(&o.keepup, "keepup", true, "measure BENCH keepup (one instance on a full shard, with store latency)")
@@ -46,6 +48,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(2)
 	}
+	if o.flushes, err = parseFlushes(flushes); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(2)
+	}
 	runtime.GOMAXPROCS(1) // one core: CPU time is scaled to a share of one
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -61,6 +67,7 @@ type options struct {
 	loads         [][2]int // events a second, keys
 	paths         []string
 	span, flush   time.Duration
+	flushes       []time.Duration // other flush intervals, priced at the README's load
 	tail          time.Duration
 	pipeline      string
 	keepup        bool
@@ -103,6 +110,21 @@ func parsePaths(s string) ([]string, error) {
 		default:
 			return nil, fmt.Errorf("-paths: %q is not a path: want %s or %s", f, pathBatch, pathInterval)
 		}
+	}
+	return out, nil
+}
+
+func parseFlushes(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f)
+		if err != nil || d < time.Minute || d > 15*time.Minute {
+			return nil, fmt.Errorf("-flushes: %q is not a flush interval from 1m to 15m (Lambda's tumbling window)", f)
+		}
+		out = append(out, d)
 	}
 	return out, nil
 }
@@ -235,6 +257,22 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		}
 		ev, res := kinesisMonthly(float64(rate), st.shards, last)
 		fmt.Fprintf(out, "BENCH load_kinesis events_per_s=%d keys=%d events_stream_usd=%.2f results_stream_usd=%.2f\n", rate, keys, ev, res)
+	}
+
+	// What a longer flush interval saves at the README's load, and what it
+	// costs: results up to that long after the watermark passes a window.
+	for _, fl := range o.flushes {
+		if !slices.Contains(o.paths, pathInterval) {
+			break
+		}
+		o.logf(log, "flush %s at 100 events/s over 1,000 keys", fl)
+		t, err := steadyLoad(ctx, cfg, st, load{rate: 100, keys: 1000, path: pathInterval, flush: fl, span: o.span, tail: o.tail, waitPerRequest: wait[pathInterval], sdk: sdk})
+		if err != nil {
+			return err
+		}
+		b := price(t, st)
+		fmt.Fprintf(out, "BENCH load_flush events_per_s=100 keys=1000 flush_s=%.0f wcu_per_event=%.3f total_usd=%.2f flink_ratio=%.2f windows_ended_early=%d\n",
+			fl.Seconds(), b.wruPerEvent, b.total(), b.total()/flink, t.earlyFinals)
 	}
 	return nil
 }

@@ -175,7 +175,7 @@ type Position struct {
 const fencePrefix = "f_"
 
 // scanVersion counts table's items (windows, per-key state, watermarks; not
-// the dedupe ledger's) and finds the highest fence per shard, reading every
+// the dedupe ledger's nor window listings) and finds the highest fence per shard, reading every
 // item once (a consistent Scan). The fences of state.SampleShard (records
 // `make invoke` sent, which no stream holds) are not a position: they are
 // left out, and samples reports whether any item has one.
@@ -188,8 +188,8 @@ func scanVersion(ctx context.Context, db itemScanner, table string) (items int, 
 			return 0, nil, false, fmt.Errorf("reading the items of %s: %w", table, err)
 		}
 		for _, it := range out.Items {
-			if state.IsLedgerItem(it) {
-				continue // the dedupe ledger: not a result
+			if state.IsLedgerItem(it) || state.IsListingItem(it) {
+				continue // the dedupe ledger, the finalize's listings: not results
 			}
 			items++
 			for name, v := range it {

@@ -73,5 +73,11 @@ func IsLedgerItem(item map[string]types.AttributeValue) bool {
 	return strings.HasPrefix(stringAttr(item, attrPK), ledgerPrefix)
 }
 
+// IsListingItem reports whether item is a window listing (ListWindow): the
+// finalize's bookkeeping, not a result.
+func IsListingItem(item map[string]types.AttributeValue) bool {
+	return strings.HasPrefix(stringAttr(item, attrPK), listingPrefix)
+}
+
 // ledgerPrefix starts every ledger item's partition key.
 const ledgerPrefix = "dedupe#"

@@ -148,3 +148,53 @@ func TestAFailedListingIsRetried(t *testing.T) {
 		})
 	}
 }
+
+// A window an earlier version wrote is in the open-windows index (openIn and
+// openUntil) and has no listing: a finalize after the upgrade still finds it
+// there, makes it final and publishes it.
+func TestAWindowListedInTheIndexByAnEarlierVersionIsFinalized(t *testing.T) {
+	var (
+		mem   *memdb.DB
+		table string
+	)
+	p, out := pipelineOn(t, listingPipeline, func(cfg *pipeline.Config, tbl string) *state.Views {
+		mem, table = memdb.New(map[string]memdb.Schema{tbl: memdb.ViewsTable}), tbl
+		return state.NewViews(mem, tbl, cfg.Aggregates)
+	})
+	base := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	f := &feed{t: t, p: p, base: base, path: perBatch}
+	f.batch(at{"a", 10, 5})
+	ctx := context.Background()
+	// As the earlier version left it: listed in the index, no listing.
+	for _, it := range mem.Items(table) {
+		pk := it["pk"].(*types.AttributeValueMemberS).Value
+		key := map[string]types.AttributeValue{"pk": it["pk"], "sk": it["sk"]}
+		switch {
+		case strings.HasPrefix(pk, "~open#"):
+			if _, err := mem.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key}); err != nil {
+				t.Fatal(err)
+			}
+		case pk == "lst#a":
+			if _, err := mem.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key,
+				UpdateExpression:          aws.String("SET openUntil = :u"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":u": &types.AttributeValueMemberS{Value: "2026-12-02T10:01:00.000Z"}},
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := listingsIn(mem, table); len(got) != 0 {
+		t.Fatalf("listings %v left", got)
+	}
+	f.batch(at{"z", 70, 1})
+	if got, want := strings.Join(out.of("a", base), "\n"), "final [0s,1m0s) r1 count 1 sum 5"; got != want {
+		t.Errorf("results of a: %q, want %q", got, want)
+	}
+	for _, it := range mem.Items(table) {
+		if it["pk"].(*types.AttributeValueMemberS).Value == "lst#a" {
+			if _, listed := it["openIn"]; listed {
+				t.Errorf("a's published window is still listed: %v", it)
+			}
+		}
+	}
+}

@@ -240,26 +240,35 @@ func (d *DB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dy
 	return &dynamodb.GetItemOutput{Item: clone(t.get(pk, sk))}, nil
 }
 
+// whole is a request on one whole item: its table, its key and the item
+// as it is, once its condition holds (else the refusal DynamoDB gives).
+// d.mu held.
+func (d *DB) whole(name *string, key map[string]types.AttributeValue, cond *string, e env, rv types.ReturnValuesOnConditionCheckFailure) (t *table, pk, sk string, old map[string]types.AttributeValue, err error) {
+	if t, err = d.table(name); err != nil {
+		return nil, "", "", nil, err
+	}
+	if pk, sk, err = t.keyOf(key); err != nil {
+		return nil, "", "", nil, err
+	}
+	old = t.get(pk, sk)
+	ok, err := checkCondition(cond, e, old)
+	if err != nil {
+		return nil, "", "", nil, err
+	}
+	if !ok {
+		return nil, "", "", nil, ccf(rv, old)
+	}
+	return t, pk, sk, old, nil
+}
+
 // PutItem writes one whole item.
 func (d *DB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.Requests["PutItem"]++
-	t, err := d.table(in.TableName)
+	t, pk, sk, old, err := d.whole(in.TableName, in.Item, in.ConditionExpression, env{in.ExpressionAttributeNames, in.ExpressionAttributeValues}, in.ReturnValuesOnConditionCheckFailure)
 	if err != nil {
 		return nil, err
-	}
-	pk, sk, err := t.keyOf(in.Item)
-	if err != nil {
-		return nil, err
-	}
-	old := t.get(pk, sk)
-	ok, err := checkCondition(in.ConditionExpression, env{in.ExpressionAttributeNames, in.ExpressionAttributeValues}, old)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, ccf(in.ReturnValuesOnConditionCheckFailure, old)
 	}
 	if err := checkSize(in.Item); err != nil {
 		return nil, err
@@ -277,21 +286,9 @@ func (d *DB) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...fu
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.Requests["DeleteItem"]++
-	t, err := d.table(in.TableName)
+	t, pk, sk, old, err := d.whole(in.TableName, in.Key, in.ConditionExpression, env{in.ExpressionAttributeNames, in.ExpressionAttributeValues}, in.ReturnValuesOnConditionCheckFailure)
 	if err != nil {
 		return nil, err
-	}
-	pk, sk, err := t.keyOf(in.Key)
-	if err != nil {
-		return nil, err
-	}
-	old := t.get(pk, sk)
-	ok, err := checkCondition(in.ConditionExpression, env{in.ExpressionAttributeNames, in.ExpressionAttributeValues}, old)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, ccf(in.ReturnValuesOnConditionCheckFailure, old)
 	}
 	if old != nil {
 		delete(t.parts[pk], sk)

@@ -13,12 +13,27 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/internal/memdb"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
 const listingPipeline = `{"name":"lst","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
   "aggregates":["count","sum"],"outOfOrderness":"0s","latePolicy":"drop","dedupeHorizon":"0s"}`
+
+// listingFixture is listingPipeline on an in-process table of its own.
+func listingFixture(t *testing.T) (*aggregate.Processor, *outputLog, *memdb.DB, string) {
+	t.Helper()
+	var (
+		mem   *memdb.DB
+		table string
+	)
+	p, out := pipelineOn(t, listingPipeline, func(cfg *pipeline.Config, tbl string) *state.Views {
+		mem, table = memdb.New(map[string]memdb.Schema{tbl: memdb.ViewsTable}), tbl
+		return state.NewViews(mem, tbl, cfg.Aggregates)
+	})
+	return p, out, mem, table
+}
 
 // listingsIn is the window listings in table: their sort keys (window end,
 // kind, window, chunk) and keys.
@@ -42,14 +57,7 @@ func listingsIn(mem *memdb.DB, table string) map[string]string {
 func TestWindowsAreFoundByTheirListings(t *testing.T) {
 	for _, path := range []string{perBatch, perInterval} {
 		t.Run(path, func(t *testing.T) {
-			var (
-				mem   *memdb.DB
-				table string
-			)
-			p, out := pipelineOn(t, listingPipeline, func(cfg *pipeline.Config, tbl string) *state.Views {
-				mem, table = memdb.New(map[string]memdb.Schema{tbl: memdb.ViewsTable}), tbl
-				return state.NewViews(mem, tbl, cfg.Aggregates)
-			})
+			p, out, mem, table := listingFixture(t)
 			base := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 			f := &feed{t: t, p: p, base: base, path: path}
 
@@ -153,14 +161,7 @@ func TestAFailedListingIsRetried(t *testing.T) {
 // openUntil) and has no listing: a finalize after the upgrade still finds it
 // there, makes it final and publishes it.
 func TestAWindowListedInTheIndexByAnEarlierVersionIsFinalized(t *testing.T) {
-	var (
-		mem   *memdb.DB
-		table string
-	)
-	p, out := pipelineOn(t, listingPipeline, func(cfg *pipeline.Config, tbl string) *state.Views {
-		mem, table = memdb.New(map[string]memdb.Schema{tbl: memdb.ViewsTable}), tbl
-		return state.NewViews(mem, tbl, cfg.Aggregates)
-	})
+	p, out, mem, table := listingFixture(t)
 	base := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	f := &feed{t: t, p: p, base: base, path: perBatch}
 	f.batch(at{"a", 10, 5})

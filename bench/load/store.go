@@ -235,37 +235,27 @@ func refused(err error) bool {
 
 // UpdateItem bills the larger of the item before and after.
 func (s *store) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	s.mu.Lock()
-	t0 := time.Now()
-	table := aws.ToString(in.TableName)
-	old := s.db.Item(table, in.Key)
-	out, err := s.db.UpdateItem(ctx, in, opts...)
-	s.u.Requests["UpdateItem"]++
-	if err == nil {
-		s.sdk.Keep("UpdateItem", in, out)
-	}
-	if err == nil || refused(err) {
-		s.billWrite(table, old, s.db.Item(table, in.Key), err != nil, 1)
-	}
-	s.u.Busy += time.Since(t0)
-	s.mu.Unlock()
-	s.wait()
-	return out, err
+	return billedAt(s, "UpdateItem", aws.ToString(in.TableName), in.Key, in, func() (*dynamodb.UpdateItemOutput, error) { return s.db.UpdateItem(ctx, in, opts...) })
 }
 
 // DeleteItem bills the item deleted (a refused delete too).
 func (s *store) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return billedAt(s, "DeleteItem", aws.ToString(in.TableName), in.Key, in, func() (*dynamodb.DeleteItemOutput, error) { return s.db.DeleteItem(ctx, in, opts...) })
+}
+
+// billedAt makes call, a write op to the item at key in table, and bills
+// the larger of the item before and after it (a refused write too).
+func billedAt[O any](s *store, op, table string, key map[string]types.AttributeValue, in any, call func() (O, error)) (O, error) {
 	s.mu.Lock()
 	t0 := time.Now()
-	table := aws.ToString(in.TableName)
-	old := s.db.Item(table, in.Key)
-	out, err := s.db.DeleteItem(ctx, in, opts...)
-	s.u.Requests["DeleteItem"]++
+	old := s.db.Item(table, key)
+	out, err := call()
+	s.u.Requests[op]++
 	if err == nil {
-		s.sdk.Keep("DeleteItem", in, out)
+		s.sdk.Keep(op, in, out)
 	}
 	if err == nil || refused(err) {
-		s.billWrite(table, old, s.db.Item(table, in.Key), err != nil, 1)
+		s.billWrite(table, old, s.db.Item(table, key), err != nil, 1)
 	}
 	s.u.Busy += time.Since(t0)
 	s.mu.Unlock()

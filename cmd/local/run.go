@@ -408,7 +408,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 		return err
 	}
 	out.quarantinedSeq = seq
-	fmt.Printf("  aggregate and enrich set sequence number %s aside at once (it can never succeed) and apply the 5 after it: no retry, the shard moves on\n", seq)
+	fmt.Printf("  the functions reading the events stream set sequence number %s aside at once (it can never succeed) and apply the 5 after it: no retry, the shard moves on\n", seq)
 	var recs []local.QuarantinedRecord
 	if err := c.check(ctx, os.Stdout, fmt.Sprintf("sequence number %s in quarantine table %s", seq, topo.quarantine), func(ctx context.Context) (err error) {
 		recs, err = local.WaitQuarantined(ctx, cfg, topo.quarantine, seq)

@@ -65,7 +65,7 @@ func (f FanOut) Print(w io.Writer) {
 	if len(f.Subscribers) == 1 {
 		noun = "subscriber"
 	}
-	verdict := "each got every one"
+	verdict := "each got every record its filter passes"
 	if !f.Complete() {
 		verdict = "NOT every subscriber got every record"
 	}

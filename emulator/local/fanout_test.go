@@ -82,7 +82,7 @@ func TestFanOutEverySubscriberGetsEveryRecord(t *testing.T) {
 	}
 	var out bytes.Buffer
 	f.Print(&out)
-	for _, want := range []string{"40 records on stream FanOut-EventsD32975C2 to 2 subscribers, each got every one", "enrich 40/40 (EFO consumer", "aggregate 40/40 (shared throughput)"} {
+	for _, want := range []string{"40 records on stream FanOut-EventsD32975C2 to 2 subscribers, each got every record its filter passes", "enrich 40/40 (EFO consumer", "aggregate 40/40 (shared throughput)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printed %q, want it to contain %q", out.String(), want)
 		}

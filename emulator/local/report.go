@@ -97,8 +97,15 @@ func (r *deployReport) print(w io.Writer, d *template.Deployment, took time.Dura
 	for _, note := range r.order {
 		ids := r.notes[note]
 		names := make([]string, len(ids))
+		seen := map[string]int{}
 		for i, id := range ids {
 			names[i] = friendlyName(r.tpl, id)
+			seen[names[i]]++
+		}
+		for i, id := range ids {
+			if seen[names[i]] > 1 {
+				names[i] = id // constructs of one id in several places: say which
+			}
 		}
 		sort.Strings(names)
 		fmt.Fprintf(w, "  not as on AWS: %s — %s\n", note, strings.Join(names, ", "))

@@ -40,3 +40,23 @@ func TestDeployReportTakesNotesFromConcurrentProvisioning(t *testing.T) {
 		}
 	}
 }
+
+// Notes name each resource once and tell apart resources whose constructs
+// share an id (every pipeline's TickerFailures queue).
+func TestDeployReportTellsApartConstructsOfOneID(t *testing.T) {
+	tpl := &template.Template{Resources: map[string]template.Resource{
+		"PipelinesPageviewsTickerFailuresA1": {Type: "AWS::SQS::Queue", Metadata: map[string]any{"aws:cdk:path": "Tributary/Pipelines/Pageviews/TickerFailures/Resource"}},
+		"PipelinesCheckoutsTickerFailuresB2": {Type: "AWS::SQS::Queue", Metadata: map[string]any{"aws:cdk:path": "Tributary/Pipelines/Checkouts/TickerFailures/Resource"}},
+		"WorkTasksC3":                        {Type: "AWS::SQS::Queue", Metadata: map[string]any{"aws:cdk:path": "Tributary/Work/Tasks/Resource"}},
+	}}
+	r := newDeployReport(tpl)
+	for id := range tpl.Resources {
+		r.add(id + ": queue encryption ignored locally")
+	}
+	var b strings.Builder
+	r.print(&b, &template.Deployment{}, 0)
+	want := "not as on AWS: queue encryption ignored locally — PipelinesCheckoutsTickerFailuresB2, PipelinesPageviewsTickerFailuresA1, Tasks"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("report:\n%s\nwant a line with %q", b.String(), want)
+	}
+}

@@ -77,9 +77,10 @@
 // consumer) and QueueFunction (an SQS consumer with batch item failures
 // behind a queue with a DLQ; see NewQueueWithDLQ).
 //
-// Context tributary:flushIntervalSeconds (default 0) switches the
-// aggregates from one write per (key, window) per batch to one per flush
-// interval, carried in the mapping's tumbling-window state.
+// Context tributary:flushIntervalSeconds (default 60, DefaultFlushInterval;
+// 0 for one write per (key, window) per batch) has the aggregates write
+// once per flush interval, their partials carried in the mapping's
+// tumbling-window state.
 //
 // cdk-nag's AwsSolutions checks run on every synth of the repository's
 // app; a finding that is accepted is suppressed on its resource with the

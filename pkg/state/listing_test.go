@@ -64,6 +64,24 @@ func TestListingsFindTheWindowsAWatermarkCloses(t *testing.T) {
 	}
 }
 
+// A grouping key may be empty (a data field holding ""): a string set holds
+// an empty string (DynamoDB has allowed them in sets since 2020), so the
+// listing lists it beside the others and a finalize finds its window.
+func TestAListingHoldsAnEmptyKey(t *testing.T) {
+	f := newViews(t)
+	ctx := context.Background()
+	if _, err := f.views.ListWindow(ctx, "p#shard-0", "tumbling:1m0s", minute, []string{"", "a"}); err != nil {
+		t.Fatalf("listing an empty key: %v", err)
+	}
+	ls, err := f.views.Listings(ctx, "p#shard-0", minute.End)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(keysOf(ls)), fmt.Sprint(map[string][]string{"tumbling:1m0s|" + minute.ID(): {"", "a"}}); got != want {
+		t.Fatalf("listings %s, want %s", got, want)
+	}
+}
+
 // A listing that a write added to after a finalize read it survives that
 // finalize's drop: the key added is still found by the next one.
 func TestDropListingKeepsWhatWasAddedSinceItWasRead(t *testing.T) {

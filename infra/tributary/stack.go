@@ -95,9 +95,8 @@ var (
 	viewsIndexActions = []string{"dynamodb:Query"}
 	// viewsLedgerActions are what aggregate's dedupe ledger (package
 	// dedupe) adds, in the same table: a BatchGetItem of the keys' heads,
-	// a conditional PutItem of a head, and the transaction sealing a full
-	// one (authorized by its PutItems). The ticker reads no records and
-	// does without.
+	// a conditional PutItem of a head, and the PutItems sealing a full
+	// one. The ticker reads no records and does without.
 	viewsLedgerActions = []string{"dynamodb:BatchGetItem", "dynamodb:PutItem"}
 )
 

@@ -295,34 +295,6 @@ func (r *routedLedger) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o
 	return r.db.PutItem(ctx, in, opts...)
 }
 
-func (r *routedLedger) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	cur := r.table.currentName(ctx)
-	c := *in
-	c.TransactItems = make([]types.TransactWriteItem, len(in.TransactItems))
-	for i, it := range in.TransactItems {
-		switch {
-		case it.Put != nil:
-			p := *it.Put
-			p.TableName = cur
-			it.Put = &p
-		case it.Update != nil:
-			u := *it.Update
-			u.TableName = cur
-			it.Update = &u
-		case it.ConditionCheck != nil:
-			cc := *it.ConditionCheck
-			cc.TableName = cur
-			it.ConditionCheck = &cc
-		case it.Delete != nil:
-			d := *it.Delete
-			d.TableName = cur
-			it.Delete = &d
-		}
-		c.TransactItems[i] = it
-	}
-	return r.db.TransactWriteItems(ctx, &c, opts...)
-}
-
 func (r *routedStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	c := *in
 	c.TableName = r.table.currentName(ctx)

@@ -38,6 +38,14 @@
 // it is and the key is judged again. Duplicate and Redelivered verdicts never
 // need that check: claims are immutable.
 //
+// Sealing is two plain writes, the segment then the head, at half a
+// transaction's write units: the head's conditional write is the commit,
+// and only the segments a head names are read. Each seal attempt writes its
+// segment to an item of its own (the segment number and a random salt the
+// head records), so a process sealing from a stale head, whose head write
+// then fails, never overwrites a segment another process committed; what
+// it wrote, named by no head, expires.
+//
 // Claims older than the horizon (by the claiming record's arrival time) are
 // dropped; a copy that arrives later than that counts again.
 package dedupe

@@ -2,8 +2,10 @@ package dedupe
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,7 +23,6 @@ import (
 type Store interface {
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 var _ Store = (*dynamodb.Client)(nil)
@@ -41,7 +42,18 @@ const (
 	attrEntries = "e"  // head and segments: encoded entries
 	attrFirst   = "sf" // head: the first segment that may still hold live claims
 	attrNext    = "sn" // head: the number the next sealed segment gets
+	// attrSalts is the head's salt of each live sealed segment, first to
+	// next−1, uvarints: a segment sealed with salt s is the item of
+	// segment number n<<saltBits | s (segmentItem), 0 meaning n itself (a
+	// segment sealed in a transaction, before salts).
+	attrSalts = "ss"
 )
+
+// saltBits is how many low bits of a sealed segment's item number are its
+// salt: a random non-zero number each seal attempt draws, so two writers
+// sealing segment n of one key at once write two items and the loser's,
+// never referenced by a head, cannot overwrite the winner's.
+const saltBits = 20
 
 // Defaults. A head of 24 entries is under 1 KB, so rewriting it costs one
 // write unit; a segment of 8,000 entries is 288 KB, well within an item.
@@ -130,6 +142,7 @@ type keyLedger struct {
 	head        []Entry
 	first, next int64
 	segs        map[int64][]Entry
+	salts       map[int64]uint32   // segment number → its salt (none: 0)
 	byID        map[Identity]Entry // each identity's newest claim
 	// earlier holds the older claims of identities claimed again after
 	// the horizon, kept until they expire: a record of the batch that made
@@ -446,7 +459,7 @@ func (e *KeyError) Error() string { return fmt.Sprintf("dedupe ledger of key %q:
 func (e *KeyError) Unwrap() error { return e.Err }
 
 // Commit writes the session's new claims, one conditional write per key with
-// new claims (and one more transaction per head that fills up). A key whose
+// new claims (and one more write per segment a head that fills up seals). A key whose
 // ledger changed since it was read is read again and its records judged
 // again, so Verdicts may change from New. It returns the keys whose write
 // failed, with their errors; their records' verdicts are not final and they
@@ -639,9 +652,12 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 		}
 	}
 	head = append(head, pending...)
-	after := &keyLedger{version: kl.version + 1, first: kl.first, next: kl.next, segs: map[int64][]Entry{}}
+	after := &keyLedger{version: kl.version + 1, first: kl.first, next: kl.next, segs: map[int64][]Entry{}, salts: map[int64]uint32{}}
 	for n, seg := range kl.segs {
 		after.segs[n] = seg
+	}
+	for n, s := range kl.salts {
+		after.salts[n] = s
 	}
 	p := &writePlan{key: key, version: kl.version, after: after}
 	if len(head) > l.headMax {
@@ -650,6 +666,7 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 			seg := head[start:min(start+l.segMax, len(head))]
 			p.segments[after.next] = seg
 			after.segs[after.next] = seg
+			after.salts[after.next] = 1 + rand.Uint32N(1<<saltBits-1)
 			after.next++
 		}
 		head = nil
@@ -663,6 +680,7 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 			break
 		}
 		delete(after.segs, after.first)
+		delete(after.salts, after.first)
 		after.first++
 	}
 	return p
@@ -670,32 +688,18 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 
 var errHeadChanged = errors.New("dedupe: head changed")
 
-// write makes a plan's writes: the head alone with a conditional PutItem, or
-// the new segments and the head in one transaction. On errHeadChanged it
-// returns the head as it is in the table.
+// write makes a plan's writes: the new segments, if any, each a PutItem of
+// an item of its own (segmentItem: a salt no other attempt draws), then the
+// head with a conditional PutItem. The head is the commit: a segment no
+// head names is never read, and expires (its TTL); a process that dies
+// between the two, or a head condition that fails, leaves only such a
+// segment. Two plain writes cost half the transaction's write units. On
+// errHeadChanged it returns the head as it is in the table.
 func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.AttributeValue, error) {
 	head, err := l.headItem(p.key, p.after)
 	if err != nil {
 		return nil, err
 	}
-	cond, names, values := versionCondition(p.version)
-	if len(p.segments) == 0 {
-		l.count(func(s *Stats) { s.Writes++ })
-		_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(l.table), Item: head,
-			ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return ccf.Item, errHeadChanged
-		}
-		if err != nil {
-			return nil, fmt.Errorf("writing the ledger head: %w", err)
-		}
-		return nil, nil
-	}
-	items := make([]types.TransactWriteItem, 0, len(p.segments)+1)
 	nums := make([]int64, 0, len(p.segments))
 	for n := range p.segments {
 		nums = append(nums, n)
@@ -703,32 +707,35 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
 	for _, n := range nums {
 		seg := p.segments[n]
-		item := l.itemKey(p.key, n)
+		item := l.itemKey(p.key, p.after.segmentItem(n))
 		item[attrEntries] = &types.AttributeValueMemberB{Value: appendEntries(make([]byte, 0, len(seg)*entrySize), seg)}
 		l.setTTL(item, maxArrival(seg))
 		if err := limits.CheckItem(item); err != nil {
 			return nil, fmt.Errorf("dedupe ledger segment %d of key %q: %w", n, p.key, err)
 		}
-		// A segment number is used once: only the writer whose head
-		// condition holds can add it, in the same transaction.
-		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(l.table), Item: item}})
+		l.count(func(s *Stats) { s.Writes++ })
+		if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.table), Item: item}); err != nil {
+			return nil, fmt.Errorf("sealing the ledger head: segment %d: %w", n, err)
+		}
 	}
-	items = append(items, types.TransactWriteItem{Put: &types.Put{
+	cond, names, values := versionCondition(p.version)
+	l.count(func(s *Stats) {
+		s.Writes++
+		if len(nums) > 0 {
+			s.Seals++
+		}
+	})
+	_, err = l.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(l.table), Item: head,
 		ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}})
-	l.count(func(s *Stats) { s.Writes++; s.Seals++ })
-	_, err = l.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	var tce *types.TransactionCanceledException
-	if errors.As(err, &tce) {
-		reasons := tce.CancellationReasons
-		if n := len(reasons); n > 0 && aws.ToString(reasons[n-1].Code) == "ConditionalCheckFailed" {
-			return reasons[n-1].Item, errHeadChanged
-		}
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ccf.Item, errHeadChanged
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sealing the ledger head: %w", err)
+		return nil, fmt.Errorf("writing the ledger head: %w", err)
 	}
 	return nil, nil
 }
@@ -754,6 +761,9 @@ func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.Attribute
 	item[attrEntries] = &types.AttributeValueMemberB{Value: appendEntries(make([]byte, 0, len(kl.head)*entrySize), kl.head)}
 	item[attrFirst] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kl.first, 10)}
 	item[attrNext] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kl.next, 10)}
+	if salts := appendSalts(nil, kl); salts != nil {
+		item[attrSalts] = &types.AttributeValueMemberB{Value: salts}
+	}
 	newest := maxArrival(kl.head)
 	for _, seg := range kl.segs {
 		newest = max(newest, maxArrival(seg))
@@ -856,8 +866,9 @@ func (l *Ledger) loadHeads(ctx context.Context, keys []string, tag string) error
 // loadSegments reads the live segments of keys that the cache lacks.
 func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 	type ref struct {
-		key string
-		n   int64
+		key  string
+		n    int64
+		item int64 // its item number (segmentItem), read with the head
 	}
 	l.mu.Lock()
 	var refs []ref
@@ -869,7 +880,7 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 		missing := false
 		for n := kl.first; n < kl.next; n++ {
 			if _, ok := kl.segs[n]; !ok {
-				refs = append(refs, ref{k, n})
+				refs = append(refs, ref{k, n, kl.segmentItem(n)})
 				missing = true
 			}
 		}
@@ -889,7 +900,7 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 	}
 	got, err := l.batchGet(ctx, names, func(name string) map[string]types.AttributeValue {
 		r := byName[name]
-		return l.itemKey(r.key, r.n)
+		return l.itemKey(r.key, r.item)
 	})
 	if err != nil {
 		return fmt.Errorf("reading dedupe ledger segments: %w", err)
@@ -1035,7 +1046,44 @@ func (l *Ledger) fromHead(item map[string]types.AttributeValue) (*keyLedger, err
 			return nil, err
 		}
 	}
+	if b, ok := item[attrSalts].(*types.AttributeValueMemberB); ok {
+		if kl.salts, err = decodeSalts(b.Value, kl.first, kl.next); err != nil {
+			return nil, err
+		}
+	}
 	return kl, nil
+}
+
+// appendSalts appends kl's salts of segments first to next−1, a uvarint
+// each, or returns nil when none has one (segments sealed before salts).
+func appendSalts(dst []byte, kl *keyLedger) []byte {
+	if len(kl.salts) == 0 {
+		return nil
+	}
+	for n := kl.first; n < kl.next; n++ {
+		dst = binary.AppendUvarint(dst, uint64(kl.salts[n]))
+	}
+	return dst
+}
+
+// decodeSalts is appendSalts' inverse: exactly one salt below 1<<saltBits
+// per segment first to next−1.
+func decodeSalts(b []byte, first, next int64) (map[int64]uint32, error) {
+	out := map[int64]uint32{}
+	for n := first; n < next; n++ {
+		v, k := binary.Uvarint(b)
+		if k <= 0 || v >= 1<<saltBits {
+			return nil, fmt.Errorf("attribute %s: segment %d's salt is malformed", attrSalts, n)
+		}
+		b = b[k:]
+		if v != 0 {
+			out[n] = uint32(v)
+		}
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("attribute %s: %d bytes past segment %d's salt", attrSalts, len(b), next-1)
+	}
+	return out, nil
 }
 
 func numAttr(item map[string]types.AttributeValue, name string) (int64, error) {
@@ -1090,3 +1138,12 @@ func (l *Ledger) evict() {
 
 // Table is the table the ledger lives in.
 func (l *Ledger) Table() string { return l.table }
+
+// segmentItem is the item number (ItemKey's segment) of key's sealed
+// segment n.
+func (k *keyLedger) segmentItem(n int64) int64 {
+	if s := k.salts[n]; s != 0 {
+		return n<<saltBits | int64(s)
+	}
+	return n
+}

@@ -2,6 +2,7 @@ package dedupe_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"sync"
@@ -347,6 +348,78 @@ func TestPendingRoundTrip(t *testing.T) {
 		if _, err := dedupe.DecodePending(bad); err == nil {
 			t.Errorf("DecodePending(%q) accepted", bad)
 		}
+	}
+}
+
+// TestAStaleSealNeverOverwritesACommittedSegment: a seal is two plain
+// writes (the segment, then the head on its version), not a transaction. A
+// process whose copy of the head is stale seals the same segment number a
+// winner has sealed; its segment goes to an item of its own (its salt), its
+// head write loses, and the winner's sealed claims all still count.
+func TestAStaleSealNeverOverwritesACommittedSegment(t *testing.T) {
+	table := newTable(t)
+	opts := []dedupe.Option{dedupe.WithHeadEntries(2), dedupe.WithSegmentEntries(2)}
+	a := dedupe.NewLedger(db, table, itemKey, opts...)
+	b := dedupe.NewLedger(db, table, itemKey, opts...)
+	judge(t, a, cand("k", "p1", 1, 0, 1))
+	judge(t, b, cand("k", "p1", 2, 0, 1))                           // a copy: b reads the head, writes nothing
+	judge(t, a, cand("k", "q1", 3, 1, 1), cand("k", "q2", 4, 1, 1)) // a seals segments 0 and 1
+	judge(t, b, cand("k", "r1", 5, 2, 1), cand("k", "r2", 6, 2, 1)) // b, stale, seals 0 and 1 too, and loses
+	c := dedupe.NewLedger(db, table, itemKey, opts...)
+	got := judge(t, c, cand("k", "p1", 7, 3, 1), cand("k", "q1", 8, 3, 1), cand("k", "q2", 9, 3, 1), cand("k", "r1", 10, 3, 1), cand("k", "r2", 11, 3, 1))
+	if want := verdicts(dedupe.Duplicate, dedupe.Duplicate, dedupe.Duplicate, dedupe.Duplicate, dedupe.Duplicate); fmt.Sprint(got) != want {
+		t.Fatalf("copies judged %v by a fresh process, want %v: a sealed claim was lost", got, want)
+	}
+	if st := b.Stats(); st.Conflicts == 0 {
+		t.Fatalf("b's stale seal met no conflict (%+v): the race was not set up", st)
+	}
+}
+
+// TestSegmentsSealedBeforeSaltsStillCount: a head written before seals
+// were salted names its segments by number alone (no "ss" attribute, each
+// segment the item of its number, as the transaction wrote them); a process
+// of this version reads them.
+func TestSegmentsSealedBeforeSaltsStillCount(t *testing.T) {
+	table := newTable(t)
+	ctx := context.Background()
+	opts := []dedupe.Option{dedupe.WithHeadEntries(2), dedupe.WithSegmentEntries(2)}
+	a := dedupe.NewLedger(db, table, itemKey, opts...)
+	judge(t, a, cand("k", "p1", 1, 0, 1), cand("k", "p2", 2, 0, 1), cand("k", "p3", 3, 0, 1)) // seals segments 0 and 1
+	get := func(key map[string]types.AttributeValue) map[string]types.AttributeValue {
+		t.Helper()
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil || out.Item == nil {
+			t.Fatalf("reading %v: %v (item %v)", key, err, out)
+		}
+		return out.Item
+	}
+	put := func(item map[string]types.AttributeValue) {
+		t.Helper()
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Rewrite them as the earlier version left them: segment n at item n.
+	head := get(itemKey("k", dedupe.Head))
+	salts := head["ss"].(*types.AttributeValueMemberB).Value
+	for n := int64(0); n < 2; n++ {
+		salt, k := binary.Uvarint(salts)
+		salts = salts[k:]
+		seg := get(itemKey("k", n<<20|int64(salt)))
+		for name, v := range itemKey("k", n) {
+			seg[name] = v
+		}
+		put(seg)
+		if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: itemKey("k", n<<20|int64(salt))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delete(head, "ss")
+	put(head)
+	c := dedupe.NewLedger(db, table, itemKey, opts...)
+	got := judge(t, c, cand("k", "p1", 4, 1, 1), cand("k", "p2", 5, 1, 1), cand("k", "p3", 6, 1, 1), cand("k", "p4", 7, 1, 1))
+	if want := verdicts(dedupe.Duplicate, dedupe.Duplicate, dedupe.Duplicate, dedupe.New); fmt.Sprint(got) != want {
+		t.Fatalf("copies judged %v against segments sealed before salts, want %v", got, want)
 	}
 }
 

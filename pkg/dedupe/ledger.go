@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"hash/fnv"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,10 +50,19 @@ const (
 )
 
 // saltBits is how many low bits of a sealed segment's item number are its
-// salt: a random non-zero number each seal attempt draws, so two writers
-// sealing segment n of one key at once write two items and the loser's,
-// never referenced by a head, cannot overwrite the winner's.
+// salt (saltOf): two writers sealing segment n of one key at once, with
+// other claims, write two items, and the loser's, never named by a head,
+// cannot overwrite the winner's; the same claims make the same item, bytes
+// and all.
 const saltBits = 20
+
+// saltOf is a segment's salt: a hash of its claims, never 0 (the salt of a
+// segment sealed before salts).
+func saltOf(seg []Entry) uint32 {
+	h := fnv.New64a()
+	_, _ = h.Write(appendEntries(make([]byte, 0, len(seg)*entrySize), seg))
+	return uint32(h.Sum64()%(1<<saltBits-1)) + 1
+}
 
 // Defaults. A head of 24 entries is under 1 KB, so rewriting it costs one
 // write unit; a segment of 8,000 entries is 288 KB, well within an item.
@@ -666,7 +675,7 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 			seg := head[start:min(start+l.segMax, len(head))]
 			p.segments[after.next] = seg
 			after.segs[after.next] = seg
-			after.salts[after.next] = 1 + rand.Uint32N(1<<saltBits-1)
+			after.salts[after.next] = saltOf(seg)
 			after.next++
 		}
 		head = nil

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -109,8 +110,15 @@ func parseListingSK(sk string) (kind string, w window.Window, err error) {
 
 // listingChunks remembers, per listing, the first chunk found with room,
 // so that a writer does not probe full chunks again (a refused
-// conditional write is billed too).
-type listingChunks struct{ m sync.Map }
+// conditional write is billed too). It forgets everything past
+// listingChunksKept listings: a new window's listing is never full yet, so
+// only probes are lost.
+type listingChunks struct {
+	m sync.Map
+	n atomic.Int64
+}
+
+const listingChunksKept = 4096
 
 func (c *listingChunks) first(pk, kind string, w window.Window) int {
 	if v, ok := c.m.Load(listingChunkKey{pk, kind, w}); ok {
@@ -120,7 +128,10 @@ func (c *listingChunks) first(pk, kind string, w window.Window) int {
 }
 
 func (c *listingChunks) full(pk, kind string, w window.Window, chunk int) {
-	c.m.Store(listingChunkKey{pk, kind, w}, chunk+1)
+	if _, had := c.m.Swap(listingChunkKey{pk, kind, w}, chunk+1); !had && c.n.Add(1) > listingChunksKept {
+		c.m.Clear()
+		c.n.Store(0)
+	}
 }
 
 type listingChunkKey struct {

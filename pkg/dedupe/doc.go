@@ -41,11 +41,11 @@
 // Sealing is two plain writes, the segment then the head, at half a
 // transaction's write units: the head's conditional write is the commit,
 // and only the segments a head names are read. A segment's item is its
-// number and a salt, a hash of its claims, which the head records: a
-// process sealing other claims from a stale head, whose head write then
-// fails, never overwrites a segment another process committed (the same
-// claims make the same item and bytes); what it wrote, named by no head,
-// expires.
+// number and a salt, a hash of its claims, which the head records, and it
+// is put only where no item is or the same claims are (else under the next
+// salt): a process sealing other claims from a stale head, whose head write
+// then fails, never overwrites a segment another process committed; what
+// it wrote, named by no head, expires.
 //
 // Claims older than the horizon (by the claiming record's arrival time) are
 // dropped; a copy that arrives later than that counts again.

@@ -56,13 +56,17 @@ const (
 // and all.
 const saltBits = 20
 
-// saltOf is a segment's salt: a hash of its claims, never 0 (the salt of a
-// segment sealed before salts).
-func saltOf(seg []Entry) uint32 {
+// saltOf is a segment's salt at try: a hash of its encoded claims and try,
+// never 0 (the salt of a segment sealed before salts).
+func saltOf(entries []byte, try int) uint32 {
 	h := fnv.New64a()
-	_, _ = h.Write(appendEntries(make([]byte, 0, len(seg)*entrySize), seg))
+	_, _ = h.Write(entries)
+	_, _ = h.Write([]byte{byte(try)})
 	return uint32(h.Sum64()%(1<<saltBits-1)) + 1
 }
+
+// saltTries bounds the salts a seal tries for its segment's item.
+const saltTries = 8
 
 // Defaults. A head of 24 entries is under 1 KB, so rewriting it costs one
 // write unit; a segment of 8,000 entries is 288 KB, well within an item.
@@ -675,7 +679,6 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 			seg := head[start:min(start+l.segMax, len(head))]
 			p.segments[after.next] = seg
 			after.segs[after.next] = seg
-			after.salts[after.next] = saltOf(seg)
 			after.next++
 		}
 		head = nil
@@ -698,34 +701,29 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 var errHeadChanged = errors.New("dedupe: head changed")
 
 // write makes a plan's writes: the new segments, if any, each a PutItem of
-// an item of its own (segmentItem: a salt no other attempt draws), then the
-// head with a conditional PutItem. The head is the commit: a segment no
-// head names is never read, and expires (its TTL); a process that dies
-// between the two, or a head condition that fails, leaves only such a
-// segment. Two plain writes cost half the transaction's write units. On
-// errHeadChanged it returns the head as it is in the table.
+// an item of its own (segmentItem: its number and a salt from its claims),
+// then the head with a conditional PutItem. The head is the commit: a
+// segment no head names is never read, and expires (its TTL); a process
+// that dies between the two, or a head condition that fails, leaves only
+// such a segment. A segment is put only where no item is or the same bytes
+// are, so even two sets of claims whose salts meet never overwrite one
+// another: the later takes the next salt (saltOf's try). Two plain writes
+// cost half the transaction's write units. On errHeadChanged it returns
+// the head as it is in the table.
 func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.AttributeValue, error) {
-	head, err := l.headItem(p.key, p.after)
-	if err != nil {
-		return nil, err
-	}
 	nums := make([]int64, 0, len(p.segments))
 	for n := range p.segments {
 		nums = append(nums, n)
 	}
 	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
 	for _, n := range nums {
-		seg := p.segments[n]
-		item := l.itemKey(p.key, p.after.segmentItem(n))
-		item[attrEntries] = &types.AttributeValueMemberB{Value: appendEntries(make([]byte, 0, len(seg)*entrySize), seg)}
-		l.setTTL(item, maxArrival(seg))
-		if err := limits.CheckItem(item); err != nil {
-			return nil, fmt.Errorf("dedupe ledger segment %d of key %q: %w", n, p.key, err)
+		if err := l.putSegment(ctx, p, n); err != nil {
+			return nil, err
 		}
-		l.count(func(s *Stats) { s.Writes++ })
-		if _, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.table), Item: item}); err != nil {
-			return nil, fmt.Errorf("sealing the ledger head: segment %d: %w", n, err)
-		}
+	}
+	head, err := l.headItem(p.key, p.after)
+	if err != nil {
+		return nil, err
 	}
 	cond, names, values := versionCondition(p.version)
 	l.count(func(s *Stats) {
@@ -748,6 +746,44 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 	}
 	return nil, nil
 }
+
+// putSegment puts plan p's new segment n where no item is, or an item with
+// the same claims (a retry of this seal): under its first salt, or, when
+// another set of claims holds that item, the next (saltTries at most). It
+// records the salt used in p.after, whose head names the segment.
+func (l *Ledger) putSegment(ctx context.Context, p *writePlan, n int64) error {
+	seg := p.segments[n]
+	entries := appendEntries(make([]byte, 0, len(seg)*entrySize), seg)
+	for try := 0; try < saltTries; try++ {
+		p.after.salts[n] = saltOf(entries, try)
+		item := l.itemKey(p.key, p.after.segmentItem(n))
+		item[attrEntries] = &types.AttributeValueMemberB{Value: entries}
+		l.setTTL(item, maxArrival(seg))
+		if err := limits.CheckItem(item); err != nil {
+			return fmt.Errorf("dedupe ledger segment %d of key %q: %w", n, p.key, err)
+		}
+		l.count(func(s *Stats) { s.Writes++ })
+		_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.table), Item: item,
+			ConditionExpression: condSegmentFree, ExpressionAttributeNames: segmentNames,
+			ExpressionAttributeValues: map[string]types.AttributeValue{":e": item[attrEntries]},
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			continue // another segment's claims hold this salt's item
+		}
+		if err != nil {
+			return fmt.Errorf("sealing the ledger head: segment %d: %w", n, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("sealing the ledger head: segment %d of key %q: %d salts all hold other claims", n, p.key, saltTries)
+}
+
+// A segment is put where no item is, or the same claims are.
+var (
+	condSegmentFree = aws.String("attribute_not_exists(#e) OR #e = :e")
+	segmentNames    = map[string]string{"#e": attrEntries}
+)
 
 func versionCondition(version int64) (*string, map[string]string, map[string]types.AttributeValue) {
 	if version == 0 {

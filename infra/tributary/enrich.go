@@ -27,7 +27,7 @@ const (
 // enrichJoinActions are the DynamoDB calls package enrich makes on its join
 // table (the compacted changelog): one BatchGetItem per batch, then its
 // fenced writes; and the dedupe ledger's (package dedupe) conditional puts
-// of a key's head, and the transaction that seals a full head. Keep them in
+// of a key's head, and the puts that seal a full head. Keep them in
 // step with the package: a missing action works locally, where permissions
 // are not enforced, and fails in AWS.
 var enrichJoinActions = []string{"dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:PutItem"}
@@ -127,7 +127,6 @@ func NewEnrichment(scope constructs.Construct, id string, props EnrichmentProps)
 		Actions:   jsii.Strings(enrichJoinActions...),
 		Resources: &[]*string{e.JoinTable.TableArn()},
 	}))
-	// A sealing transaction is authorized by the actions of its items (the
-	// PutItems above); TransactWriteItems itself is not an IAM action.
+	// The dedupe ledger seals a full head with PutItems (above).
 	return e
 }

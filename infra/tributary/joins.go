@@ -60,7 +60,7 @@ func JoinFromFile(f pipeline.File) (JoinConfig, error) {
 
 // keyedStateActions are the DynamoDB calls package keyed makes on a state
 // table (package state's keyed items, watermarks and open index, and the
-// dedupe ledger's reads, conditional puts and sealing transactions). Keep
+// dedupe ledger's reads, conditional puts and sealing puts). Keep
 // them in step with the packages: a missing action works locally, where
 // permissions are not enforced, and fails in AWS.
 var (

@@ -167,11 +167,31 @@ func (v *Views) Query(ctx context.Context, pipeline, key, kind string, from, to 
 	hi := kind + "|" + to.UTC().Format(TimeLayout)
 	kc := expression.Key(attrPK).Equal(expression.Value(PartitionKey(pipeline, key))).
 		And(expression.Key(attrSK).Between(expression.Value(lo), expression.Value(hi)))
+	var views []View
+	err := v.queryItems(ctx, kc, func(it map[string]types.AttributeValue) error {
+		if stringAttr(it, attrSK) >= hi || stringAttr(it, attrStatus) == statusRetracted {
+			return nil // Between is inclusive, [from, to) is not; a retracted session is no result
+		}
+		view, err := v.view(it)
+		if err != nil {
+			return err
+		}
+		views = append(views, view)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: query %s/%s: %w", pipeline, key, err)
+	}
+	return views, nil
+}
+
+// queryItems calls each with every item of the table kc selects, read
+// consistently, page by page; it stops at each's first error.
+func (v *Views) queryItems(ctx context.Context, kc expression.KeyConditionBuilder, each func(map[string]types.AttributeValue) error) error {
 	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var views []View
 	p := dynamodb.NewQueryPaginator(v.db, &dynamodb.QueryInput{
 		TableName: v.tableName, ConsistentRead: aws.Bool(true),
 		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
@@ -179,20 +199,15 @@ func (v *Views) Query(ctx context.Context, pipeline, key, kind string, from, to 
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("state: query %s/%s: %w", pipeline, key, err)
+			return err
 		}
 		for _, it := range page.Items {
-			if stringAttr(it, attrSK) >= hi || stringAttr(it, attrStatus) == statusRetracted {
-				continue // Between is inclusive, [from, to) is not; a retracted session is no result
+			if err := each(it); err != nil {
+				return err
 			}
-			view, err := v.view(it)
-			if err != nil {
-				return nil, err
-			}
-			views = append(views, view)
 		}
 	}
-	return views, nil
+	return nil
 }
 
 func (v *Views) view(item map[string]types.AttributeValue) (View, error) {

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -202,35 +201,25 @@ func (v *Views) Listings(ctx context.Context, openIn string, until time.Time) ([
 	// "|", which sorts below "}".
 	kc := expression.Key(attrPK).Equal(expression.Value(listingPrefix + openIn)).
 		And(expression.Key(attrSK).LessThan(expression.Value(timeText(until) + "}")))
-	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
-	if err != nil {
-		return nil, err
-	}
 	var out []Listing
-	p := dynamodb.NewQueryPaginator(v.db, &dynamodb.QueryInput{
-		TableName: v.tableName, ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
-	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+	err := v.queryItems(ctx, kc, func(it map[string]types.AttributeValue) error {
+		sk := stringAttr(it, attrSK)
+		kind, w, err := parseListingSK(sk)
 		if err != nil {
-			return nil, fmt.Errorf("state: listings of %s: %w", openIn, err)
+			return err
 		}
-		for _, it := range page.Items {
-			sk := stringAttr(it, attrSK)
-			kind, w, err := parseListingSK(sk)
-			if err != nil {
-				return nil, err
-			}
-			l := Listing{OpenIn: openIn, Kind: kind, Window: w, sk: sk}
-			if ss, ok := it[attrKeys].(*types.AttributeValueMemberSS); ok {
-				l.Keys = ss.Value
-			}
-			if n, ok := it[attrAdds].(*types.AttributeValueMemberN); ok {
-				l.adds = n.Value
-			}
-			out = append(out, l)
+		l := Listing{OpenIn: openIn, Kind: kind, Window: w, sk: sk}
+		if ss, ok := it[attrKeys].(*types.AttributeValueMemberSS); ok {
+			l.Keys = ss.Value
 		}
+		if n, ok := it[attrAdds].(*types.AttributeValueMemberN); ok {
+			l.adds = n.Value
+		}
+		out = append(out, l)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: listings of %s: %w", openIn, err)
 	}
 	return out, nil
 }

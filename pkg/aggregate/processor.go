@@ -712,6 +712,11 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time)
 	if err != nil {
 		return err
 	}
+	return p.finalizeDue(ctx, shard, until, refs, listings)
+}
+
+// finalizeDue is finalize of what p.due read: refs, found in listings.
+func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Time, refs []state.Ref, listings []state.Listing) error {
 	type finalized struct {
 		view state.View
 		pub  bool
@@ -778,7 +783,6 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 	}
 	for shard, wm := range marks {
 		res.Shards++
-		before := wm.Current()
 		moved := wm.AdvanceIdleHeld(now, p.cfg.IdleTimeout, holds[shard])
 		// Save the idle clock even when the value did not move yet.
 		if _, err := p.views.SaveWatermark(ctx, p.cfg.Name, shard, wm); err != nil {
@@ -787,12 +791,12 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 		if moved {
 			res.Advanced++
 		}
-		refs, _, err := p.due(ctx, shard, wm.Current())
+		refs, listings, err := p.due(ctx, shard, wm.Current())
 		if err != nil {
 			return res, err
 		}
-		if len(refs) > 0 || wm.Current().After(before) {
-			if err := p.finalize(ctx, shard, wm.Current()); err != nil {
+		if len(refs) > 0 {
+			if err := p.finalizeDue(ctx, shard, wm.Current(), refs, listings); err != nil {
 				return res, err
 			}
 			res.Finalized += len(refs)

@@ -223,12 +223,19 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		resp := c.failures.Kinesis()
 		return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: out}, BatchItemFailures: resp.BatchItemFailures}, nil
 	}
-	// The interval is over: flush one write per (key, window).
-	if err := p.flush(ctx, shard, windowPartials(partials, p.advance)); err != nil {
+	// The interval is over: flush one write per (key, window). When every
+	// record is processed the flush knows the watermark it commits, and
+	// its writes make the windows that end by it final.
+	var closeBy time.Time
+	if c.failures.Len() == 0 {
+		closeBy = wm.Current()
+	}
+	published, err := p.flush(ctx, shard, windowPartials(partials, p.advance), closeBy)
+	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err // Lambda retries the final invocation with the same state
 	}
 	if c.failures.Len() == 0 {
-		if err := p.commit(ctx, shard, &wm, true); err != nil {
+		if err := p.commit(ctx, shard, &wm, true, published); err != nil {
 			return events.KinesisTimeWindowEventResponse{}, err
 		}
 	}
@@ -282,12 +289,20 @@ func heldSince(st map[string]string) (time.Time, error) {
 	return time.UnixMilli(ms).UTC(), nil
 }
 
-func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial) error {
+// flush writes an interval's partials, one write per (key, window), and
+// lists the windows written. A window that ends by closeBy (the watermark
+// the interval commits) is made final by its write (state.Update.CloseBy),
+// where an update and the finalize after the commit would be two writes;
+// its result is published here, with the corrections the flush made. It
+// returns the windows published, which the finalize after the commit does
+// not finalize again (a conditional write that fails is billed too).
+func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial, closeBy time.Time) (map[state.Ref]bool, error) {
 	var (
 		mu       sync.Mutex
 		firstErr error
 		late     lateByKey
 		pubs     []state.View
+		closed   int
 		keys     = make([]upKey, 0, len(partials))
 		openIn   = p.openIn(shard)
 	)
@@ -301,10 +316,14 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 			Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win, OpenIn: openIn,
 			Partial: pt.st, MinSeq: pt.minSeq, MaxSeq: pt.maxSeq,
 			CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
+			CloseBy:        closeBy,
 		})
 		mu.Lock()
 		defer mu.Unlock()
 		p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
+		if res.Closed {
+			closed++
+		}
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -325,7 +344,7 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 	})
 	p.metrics.Add("LateDropped", metrics.Count, float64(late.records(p.windowsPerRecord)))
 	if firstErr != nil {
-		return firstErr
+		return nil, firstErr
 	}
 	// List the windows written; a failure fails the final invocation,
 	// whose retry finds them applied and lists them.
@@ -335,13 +354,21 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 		written[w] = append(written[w], k.key)
 	}
 	for w, err := range p.listWindows(ctx, shard, written) {
-		return fmt.Errorf("aggregate: listing window %s|%s: %w", w.kind, w.win.ID(), err)
+		return nil, fmt.Errorf("aggregate: listing window %s|%s: %w", w.kind, w.win.ID(), err)
 	}
-	// The corrections the flush made (or met unpublished, on a retry of the
-	// final invocation) go on the output stream; if that fails, the final
-	// invocation fails and its retry, finding them applied, publishes them,
-	// or the ticker does.
-	return p.publish(ctx, pubs)
+	// The final results and corrections the flush made (or met
+	// unpublished, on a retry of the final invocation) go on the output
+	// stream; if that fails, the final invocation fails and its retry,
+	// finding them applied, publishes them, or the ticker does.
+	if err := p.publish(ctx, pubs); err != nil {
+		return nil, err
+	}
+	p.metrics.Add("WindowsFinalized", metrics.Count, float64(closed))
+	published := make(map[state.Ref]bool, len(pubs))
+	for i := range pubs {
+		published[pubs[i].Ref] = true
+	}
+	return published, nil
 }
 
 // lateByKey gathers, per key and window kind, the partials a flush found

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -478,7 +479,7 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 		// watermark, and the ticker never closed the windows it wrote.
 		wm = c.settled(*committed, c.failures.Lowest())
 	}
-	if err := p.commit(ctx, shard, &wm, len(c.keyed) > 0); err != nil {
+	if err := p.commit(ctx, shard, &wm, len(c.keyed) > 0, nil); err != nil {
 		return events.KinesisEventResponse{}, err
 	}
 	return c.failures.Kinesis(), nil
@@ -651,8 +652,9 @@ func (p *Processor) watermark(ctx context.Context, shard string) (*window.Waterm
 
 // commit stores a fully processed batch's watermark and closes the windows
 // it makes final (also when it did not move but keyed states changed: a late
-// record may correct a final session or sliding window).
-func (p *Processor) commit(ctx context.Context, shard string, wm *window.Watermark, keyedChanged bool) error {
+// record may correct a final session or sliding window), but for those
+// published, which the batch's own writes made final and published.
+func (p *Processor) commit(ctx context.Context, shard string, wm *window.Watermark, keyedChanged bool, published map[state.Ref]bool) error {
 	p.mu.Lock()
 	prev := *p.marks[shard]
 	p.mu.Unlock()
@@ -686,7 +688,7 @@ func (p *Processor) commit(ctx context.Context, shard string, wm *window.Waterma
 		// again by the shard's next batch, a retry most often, although the
 		// watermark it stored does not move again: a warm process
 		// remembers; after a cold start the ticker finds the windows listed.
-		err := p.finalize(ctx, shard, wm.Current())
+		err := p.finalize(ctx, shard, wm.Current(), published)
 		p.mu.Lock()
 		if err != nil {
 			p.unfinalized[shard] = true
@@ -707,10 +709,15 @@ func (p *Processor) commit(ctx context.Context, shard string, wm *window.Waterma
 // order. If any fails, the first failure (in that order) is returned and
 // nothing is published: the windows finalized meanwhile stay listed with
 // their results pending, which the next finalize publishes.
-func (p *Processor) finalize(ctx context.Context, shard string, until time.Time) error {
+func (p *Processor) finalize(ctx context.Context, shard string, until time.Time, published map[state.Ref]bool) error {
 	refs, listings, err := p.due(ctx, shard, until)
 	if err != nil {
 		return err
+	}
+	if len(published) > 0 {
+		// Final and published by the caller since: nothing left to do
+		// but drop their listings with the others'.
+		refs = slices.DeleteFunc(refs, func(r state.Ref) bool { return published[r] })
 	}
 	return p.finalizeDue(ctx, shard, until, refs, listings)
 }

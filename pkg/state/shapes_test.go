@@ -134,7 +134,7 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 	blob := []byte{1, 2, 3}
 	minF, maxF := mustFence(t, "49600000000000000000000000001"), mustFence(t, "49600000000000000000000000009")
 	for _, retention := range []time.Duration{0, 48 * time.Hour} {
-		for _, openIn := range []string{"", "pageviews#shardId-000000000000"} {
+		for _, openIn := range []string{"", "pageviews#shardId-000000000000", "close"} {
 			for _, fc := range []struct {
 				known      bool
 				knownFence string
@@ -142,6 +142,12 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 				name := fmt.Sprintf("retention=%v openIn=%q fenceKnown=%v fence=%q", retention, openIn, fc.known, fc.knownFence)
 				v := shapeViews(&recorder{}, WithRetention(retention))
 				u := &Update{Pipeline: "pageviews", Key: "user-7", Kind: "hopping:5m0s/1m0s", Window: shapeWin, OpenIn: openIn}
+				closes := openIn == "close"
+				if closes {
+					// A flush whose watermark passes the window's end.
+					openIn = "pageviews#shardId-000000000000"
+					u.OpenIn, u.CloseBy = openIn, shapeWin.End
+				}
 				in, err := v.updateInput("shardId-000000000000", u, blob, 7, minF, maxF, fc.knownFence, fc.known)
 				if err != nil {
 					t.Fatal(err)
@@ -166,12 +172,21 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 				}
 				status := expression.Name(attrStatus)
 				cond := fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
-				upd = upd.Set(status, expression.Value(statusOpen)).
-					Set(expression.Name(attrRevision), expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)))
+				if closes {
+					upd = upd.Set(status, expression.Value(statusFinal)).
+						Set(expression.Name(attrRevision), expression.Value(1)).
+						Set(expression.Name(attrFinalAt), expression.Value(fmtTime(v.now())))
+				} else {
+					upd = upd.Set(status, expression.Value(statusOpen)).
+						Set(expression.Name(attrRevision), expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)))
+				}
 				if openIn != "" {
 					upd = upd.Set(expression.Name(attrOpenIn), expression.Value(openIn))
 				}
 				sameUpdate(t, name, must(t, expression.NewBuilder().WithUpdate(upd).WithCondition(cond)), in)
+				if wantRV := map[bool]types.ReturnValue{false: types.ReturnValueUpdatedNew, true: types.ReturnValueAllNew}[closes]; in.ReturnValues != wantRV {
+					t.Errorf("%s: ReturnValues %s, want %s", name, in.ReturnValues, wantRV)
+				}
 				if got, want := in.Key, itemKey("pageviews#user-7", "hopping:5m0s/1m0s|"+shapeWin.ID()); !reflect.DeepEqual(got, want) {
 					t.Errorf("%s: key %v, want %v", name, got, want)
 				}

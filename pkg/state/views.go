@@ -141,6 +141,18 @@ type Update struct {
 	// (late policy correct, within the allowed lateness); otherwise an update
 	// that meets a final window is dropped as late.
 	CorrectIfFinal bool
+
+	// CloseBy is the watermark the caller commits once this write and the
+	// others of its flush succeed (zero: none known). A window that ends by
+	// it is made final by this write, as Finalize would make it right
+	// after: one write instead of two. Its result comes back in
+	// Result.Publish, listed (OpenIn is required) until it is published.
+	CloseBy time.Time
+}
+
+// closes reports whether u's write makes its window final (Update.CloseBy).
+func (u *Update) closes() bool {
+	return !u.CloseBy.IsZero() && u.OpenIn != "" && !u.Window.End.After(u.CloseBy)
 }
 
 // Outcome says what Apply did.
@@ -186,6 +198,9 @@ type Result struct {
 	Previous, Current *agg.Result
 	// Writes counts the UpdateItem requests made (compaction included).
 	Writes int
+	// Closed: this write made the window final (Update.CloseBy); its
+	// result is Publish.
+	Closed bool
 	// Publish is a final window's result that is not yet known to be on the
 	// output stream (the window is final and still listed in the
 	// open-windows index): the correction this write made (Corrected), or
@@ -302,6 +317,13 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 				res.Previous, res.Current, res.Publish = view.Previous, &view.Result, &view
 				return res, nil
 			}
+			if u.closes() {
+				view, err := v.view(out.Attributes)
+				if err != nil {
+					return res, err
+				}
+				res.Closed, res.Publish = true, &view
+			}
 			res.Writes += v.maybeCompact(ctx, in.Key, out.Attributes)
 			return res, nil
 		}
@@ -377,7 +399,7 @@ func after(entries []Entry, fence string) []Entry {
 // write is conditioned on (below it on the first try, equal to it on the
 // retry path); the open-windows index partition and sort key; and a
 // correction's previous value, its new revision and the one it is
-// conditioned on.
+// conditioned on; and when a write that closes its window made it final.
 const (
 	slotFence = iota
 	slotPipeline
@@ -394,6 +416,7 @@ const (
 	slotPrevious
 	slotRevision
 	slotRevisionWas
+	slotFinalAt
 	windowSlots
 )
 
@@ -408,8 +431,9 @@ const (
 
 // Variant bits of the window writes' shapes besides the fence condition.
 const (
-	variantOpen    = 4 // sets openIn: listed until published
-	variantExpires = 8 // sets the TTL attribute (WithRetention)
+	variantOpen    = 4  // sets openIn: listed until published
+	variantExpires = 8  // sets the TTL attribute (WithRetention)
+	variantClose   = 16 // makes the window final (Update.CloseBy)
 )
 
 // updateShapes are the forms of updateInput's write.
@@ -434,8 +458,16 @@ var updateShapes = shapeSet{build: func(variant uint) expression.Builder {
 	}
 	status := expression.Name(attrStatus)
 	cond := fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
-	upd = upd.Set(status, expression.Value(statusOpen)).
-		Set(expression.Name(attrRevision), expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)))
+	if variant&variantClose != 0 {
+		// Final at once, as Finalize would make it (the condition holds
+		// only for an open window, at revision 0).
+		upd = upd.Set(status, expression.Value(statusFinal)).
+			Set(expression.Name(attrRevision), expression.Value(1)).
+			Set(expression.Name(attrFinalAt), slot(slotFinalAt))
+	} else {
+		upd = upd.Set(status, expression.Value(statusOpen)).
+			Set(expression.Name(attrRevision), expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)))
+	}
 	if variant&variantOpen != 0 {
 		// Listed until published; found by its listing (ListWindow), not
 		// the open-windows index, which needs openUntil too.
@@ -500,11 +532,18 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 		variant |= variantOpen
 		slots[slotOpenIn] = sharedS(u.OpenIn)
 	}
+	returned := types.ReturnValueUpdatedNew
+	if u.closes() {
+		// The whole item, to make the final result from.
+		variant |= variantClose
+		slots[slotFinalAt] = timeAV(v.now())
+		returned = types.ReturnValueAllNew
+	}
 	s, err := updateShapes.get(variant)
 	if err != nil {
 		return nil, err
 	}
-	return v.input(s, shard, u, slots[:], types.ReturnValueUpdatedNew), nil
+	return v.input(s, shard, u, slots[:], returned), nil
 }
 
 // correctionInput is the write that applies partial to the final window

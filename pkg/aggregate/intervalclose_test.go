@@ -1,0 +1,100 @@
+package aggregate_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// windowWrites counts the writes to each window item (by sort key), the
+// ones refused by their condition included: DynamoDB bills those too.
+type windowWrites struct {
+	*dynamodb.Client
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *windowWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if sk, ok := in.Key["sk"].(*types.AttributeValueMemberS); ok && !strings.HasPrefix(sk.Value, "~") {
+		w.mu.Lock()
+		if w.n == nil {
+			w.n = map[string]int{}
+		}
+		w.n[sk.Value]++
+		w.mu.Unlock()
+	}
+	return w.Client.UpdateItem(ctx, in, opts...)
+}
+
+func (w *windowWrites) of(sk string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[sk]
+}
+
+// On the per-interval path the flush knows the watermark it commits: a
+// window it writes that ends by that watermark is made final by that write
+// and published (then marked published), two writes where an update, the
+// finalize and the mark were three. A window whose last records came in an
+// earlier interval is finalized as before. Either way the result reaches
+// the stream and the log once.
+func TestAFlushClosesTheWindowsItsWatermarkPasses(t *testing.T) {
+	minute := "tumbling:1m0s|"
+	tests := []struct {
+		name      string
+		intervals [][]at
+		want      int // writes to key a's item of [0s,60s)
+	}{
+		{"closed by the flush that writes it", [][]at{{{"a", 10, 1}, {"a", 50, 2}, {"a", 70, 4}}}, 2},
+		{"closed by a later flush", [][]at{{{"a", 10, 1}, {"a", 50, 2}}, {{"a", 70, 4}}}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ww := &windowWrites{Client: db}
+			var logs lockedBuffer
+			p, out := pipelineOn(t, `{"name":"ic","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+			  "aggregates":["count","sum"],"outOfOrderness":"5s","latePolicy":"correct","allowedLateness":"10m"}`,
+				func(cfg *pipeline.Config, table string) *state.Views {
+					return state.NewViews(ww, table, cfg.Aggregates)
+				},
+				aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+			r := &feed{t: t, p: p, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+			for _, recs := range tt.intervals {
+				r.carry(recs...)
+				r.flush()
+			}
+			first := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).Format("2006-01-02T15:04:05.000Z")
+			var sk string
+			for k := range ww.n {
+				if strings.HasPrefix(k, minute+first) {
+					sk = k
+				}
+			}
+			if n := ww.of(sk); n != tt.want {
+				t.Errorf("writes to the window item %q: %d, want %d", sk, n, tt.want)
+			}
+			if got, want := strings.Join(out.of("a", r.base), "\n"), "final [0s,1m0s) r1 count 2 sum 3"; got != want {
+				t.Errorf("results of key a:\n%s\nwant:\n%s", got, want)
+			}
+			if lines := logs.resultLines(t); len(lines) != 1 {
+				t.Errorf("%d result log lines, want the final result once: %v", len(lines), lines)
+			}
+			// A late record within the allowed lateness corrects it.
+			r.carry(at{"a", 30, 5})
+			r.flush()
+			if got, want := strings.Join(out.of("a", r.base), "\n"), "final [0s,1m0s) r1 count 2 sum 3\ncorrection [0s,1m0s) r2 count 3 sum 8"; got != want {
+				t.Errorf("results of key a after a late record:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,71 @@
+package state_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// A flush whose watermark passes a window's end makes it final in the write
+// that applies its records: one write, not an update and a Finalize. The
+// result is as Finalize would have made it (revision 1, listed until
+// published), a redelivery finds it to publish again, and a later record
+// meets a final window.
+func TestAWriteThatClosesMakesTheWindowFinal(t *testing.T) {
+	tests := []struct {
+		name    string
+		closeBy time.Time
+		final   bool
+	}{
+		{"watermark past the end", minute.End.Add(time.Second), true},
+		{"watermark at the end", minute.End, true},
+		{"watermark before the end", minute.End.Add(-time.Millisecond), false},
+		{"no watermark known", time.Time{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newViews(t)
+			ctx := context.Background()
+			u := update(entries(1, 4))
+			u.CloseBy = tt.closeBy
+			res, err := f.views.Apply(ctx, "shard-0", u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Writes != 1 || res.Closed != tt.final {
+				t.Fatalf("Apply: %d writes, closed=%v; want 1 write, closed=%v", res.Writes, res.Closed, tt.final)
+			}
+			if !tt.final {
+				if res.Publish != nil {
+					t.Fatalf("an open window has a result to publish: %+v", res.Publish)
+				}
+				return
+			}
+			pub := res.Publish
+			if pub == nil || !pub.Final || !pub.Pending || pub.Revision != 1 || pub.Result.Count != 4 || pub.Ref.SK != state.SortKey("tumbling:1m0s", minute) {
+				t.Fatalf("closing write's result %+v, want the final, pending revision 1 of 4 records naming its item", pub)
+			}
+			// Finalize (the ticker, or the flush's own finalize) finds it
+			// final already, with the same result still to publish.
+			view, already, err := f.views.Finalize(ctx, pub.Ref)
+			if err != nil || !already || !view.Pending || view.Result.Count != 4 || view.Revision != 1 {
+				t.Fatalf("Finalize after a closing write: %+v already=%v %v", view, already, err)
+			}
+			// A redelivered flush is a duplicate handed the result to publish.
+			again, err := f.views.Apply(ctx, "shard-0", u)
+			if err != nil || again.Outcome != state.Duplicate || again.Publish == nil || again.Publish.Result.Count != 4 {
+				t.Fatalf("redelivery: %+v %v, want a duplicate with the result to publish", again, err)
+			}
+			if first, err := f.views.UnlistRevision(ctx, pub.Ref, 1); err != nil || !first {
+				t.Fatalf("UnlistRevision: first=%v %v", first, err)
+			}
+			// A later record is late for the final window.
+			late, err := f.views.Apply(ctx, "shard-0", update(entries(5, 5)))
+			if err != nil || late.Outcome != state.LateDropped {
+				t.Fatalf("a record after the close: %+v %v, want late-dropped", late, err)
+			}
+		})
+	}
+}

@@ -96,11 +96,12 @@ func (p *Processor) specOf(kind string) (pipeline.WindowSpec, bool) {
 	return pipeline.WindowSpec{}, false
 }
 
-// collectKeyed adds a record to its key's keyed kind with the close time it
-// arrives at: the watermark, less the allowed lateness under the correct
-// policy. The fold judges it (judgeKeyed): whether it is dropped depends on
-// the windows it would join, which the key's state holds.
-func (c *collector) collectKeyed(ws pipeline.WindowSpec, key, seq string, et time.Time, value float64, distinct []byte) {
+// collectKeyed adds a record to its key's keyed kind (the window spec's
+// ID) with the close time it arrives at: the watermark, less the allowed
+// lateness under the correct policy. The fold judges it (judgeKeyed):
+// whether it is dropped depends on the windows it would join, which the
+// key's state holds.
+func (c *collector) collectKeyed(kind, key, seq string, et time.Time, value float64, distinct []byte) {
 	pt := point{T: et.UnixMilli(), V: value, D: distinctHash(distinct), Th: noThreshold, Seq: seq}
 	if wm := c.wm.Current(); !wm.IsZero() {
 		if c.p.cfg.Late.Policy == window.Correct {
@@ -113,7 +114,7 @@ func (c *collector) collectKeyed(ws pipeline.WindowSpec, key, seq string, et tim
 	if c.keyed == nil {
 		c.keyed = map[keyedKey][]point{}
 	}
-	k := keyedKey{key, ws.ID()}
+	k := keyedKey{key, kind}
 	c.keyed[k] = append(c.keyed[k], pt)
 }
 

@@ -328,7 +328,7 @@ func (c *collector) route(d *decoded) {
 	}
 	for i, ws := range c.p.cfg.Windows {
 		if isKeyedKind(ws.Kind) {
-			c.collectKeyed(ws, key, seq, et, value, distinct) // judged by the fold
+			c.collectKeyed(c.p.kinds[i], key, seq, et, value, distinct) // judged by the fold
 			continue
 		}
 		c.wins = c.wins[:0]

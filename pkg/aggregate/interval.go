@@ -186,6 +186,10 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	}
 	c.keyed = nil
 	carriedState := map[string]string{}
+	if ev.IsFinalInvokeForWindow && c.failures.Len() == 0 {
+		// Every record is routed: the watermark the flush commits.
+		c.closeBy = wm.Current()
+	}
 	if len(keep) > 0 && (ev.IsFinalInvokeForWindow || keep.encode(carriedState) > carryBudget) {
 		if err := p.foldCarried(ctx, c, keep); err != nil {
 			return events.KinesisTimeWindowEventResponse{}, err
@@ -226,11 +230,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	// The interval is over: flush one write per (key, window). When every
 	// record is processed the flush knows the watermark it commits, and
 	// its writes make the windows that end by it final.
-	var closeBy time.Time
-	if c.failures.Len() == 0 {
-		closeBy = wm.Current()
-	}
-	published, err := p.flush(ctx, shard, windowPartials(partials, p.advance), closeBy)
+	published, err := p.flush(ctx, shard, windowPartials(partials, p.advance), c.closeBy)
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err // Lambda retries the final invocation with the same state
 	}

@@ -16,8 +16,9 @@ import (
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
-// windowWrites counts the writes to each window item (by sort key), the
-// ones refused by their condition included: DynamoDB bills those too.
+// windowWrites counts the writes to each item but listings (by partition
+// and sort key, "<pk> <sk>"), the ones refused by their condition
+// included: DynamoDB bills those too.
 type windowWrites struct {
 	*dynamodb.Client
 	mu sync.Mutex
@@ -25,21 +26,22 @@ type windowWrites struct {
 }
 
 func (w *windowWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	if sk, ok := in.Key["sk"].(*types.AttributeValueMemberS); ok && !strings.HasPrefix(sk.Value, "~") {
+	pk, _ := in.Key["pk"].(*types.AttributeValueMemberS)
+	if sk, ok := in.Key["sk"].(*types.AttributeValueMemberS); ok && pk != nil && !strings.HasPrefix(sk.Value, "~") {
 		w.mu.Lock()
 		if w.n == nil {
 			w.n = map[string]int{}
 		}
-		w.n[sk.Value]++
+		w.n[pk.Value+" "+sk.Value]++
 		w.mu.Unlock()
 	}
 	return w.Client.UpdateItem(ctx, in, opts...)
 }
 
-func (w *windowWrites) of(sk string) int {
+func (w *windowWrites) of(pk, sk string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.n[sk]
+	return w.n[pk+" "+sk]
 }
 
 // On the per-interval path the flush knows the watermark it commits: a
@@ -76,11 +78,11 @@ func TestAFlushClosesTheWindowsItsWatermarkPasses(t *testing.T) {
 			first := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).Format("2006-01-02T15:04:05.000Z")
 			var sk string
 			for k := range ww.n {
-				if strings.HasPrefix(k, minute+first) {
-					sk = k
+				if _, s, _ := strings.Cut(k, " "); strings.HasPrefix(s, minute+first) {
+					sk = s
 				}
 			}
-			if n := ww.of(sk); n != tt.want {
+			if n := ww.of("ic#a", sk); n != tt.want {
 				t.Errorf("writes to the window item %q: %d, want %d", sk, n, tt.want)
 			}
 			if got, want := strings.Join(out.of("a", r.base), "\n"), "final [0s,1m0s) r1 count 2 sum 3"; got != want {
@@ -93,6 +95,50 @@ func TestAFlushClosesTheWindowsItsWatermarkPasses(t *testing.T) {
 			r.carry(at{"a", 30, 5})
 			r.flush()
 			if got, want := strings.Join(out.of("a", r.base), "\n"), "final [0s,1m0s) r1 count 2 sum 3\ncorrection [0s,1m0s) r2 count 3 sum 8"; got != want {
+				t.Errorf("results of key a after a late record:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// The same for session and sliding windows: the flush folds each key's
+// carried records into its keyed state, and that write also records the
+// results of the windows its watermark closes, which the finalize after the
+// commit then writes, publishes and clears (two writes of the state where a
+// fold, a record and a clear were three).
+func TestAFlushRecordsTheKeyedWindowsItsWatermarkCloses(t *testing.T) {
+	tests := []struct {
+		name      string
+		intervals [][]at
+		want      int // writes to key a's keyed state
+	}{
+		{"closed by the flush that folds it", [][]at{{{"a", 0, 1}, {"a", 10, 2}, {"z", 100, 1}}}, 2},
+		{"closed by a later flush", [][]at{{{"a", 0, 1}, {"a", 10, 2}}, {{"z", 100, 1}}}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ww := &windowWrites{Client: db}
+			p, out := pipelineOn(t, `{"name":"kc","key":"key","value":"data.v","windows":[{"kind":"session","gap":"20s"}],
+			  "aggregates":["count","sum"],"outOfOrderness":"0s","latePolicy":"correct","allowedLateness":"1h","partitionKeyIsGroupingKey":true}`,
+				func(cfg *pipeline.Config, table string) *state.Views {
+					return state.NewViews(ww, table, cfg.Aggregates)
+				})
+			r := &feed{t: t, p: p, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+			for _, recs := range tt.intervals {
+				r.carry(recs...)
+				r.flush()
+			}
+			if n := ww.of("kc#a", "session:20s|~state"); n != tt.want {
+				t.Errorf("writes to key a's keyed state: %d, want %d", n, tt.want)
+			}
+			if got, want := strings.Join(out.of("a", r.base), "\n"), "final [0s,30s) r1 count 2 sum 3"; got != want {
+				t.Errorf("results of key a:\n%s\nwant:\n%s", got, want)
+			}
+			// A late record extends the final session: it is retracted
+			// and the longer one is final.
+			r.carry(at{"a", 25, 5})
+			r.flush()
+			if got, want := strings.Join(out.of("a", r.base), "\n"), "final [0s,30s) r1 count 2 sum 3\nretraction [0s,30s) r2\nfinal [0s,45s) r1 count 3 sum 8"; got != want {
 				t.Errorf("results of key a after a late record:\n%s\nwant:\n%s", got, want)
 			}
 		})

@@ -132,7 +132,7 @@ func (p *Processor) applyKeyed(ctx context.Context, c *collector) (failedSeqs []
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			late, err := p.foldKeyed(ctx, c.shard, state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}, pts)
+			late, err := p.foldKeyed(ctx, c.shard, state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}, pts, c.closeBy)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -153,7 +153,13 @@ func (p *Processor) applyKeyed(ctx context.Context, c *collector) (failedSeqs []
 // and lists the state for finalization from the earliest window the new
 // points touch. It returns the sequence numbers of records dropped from at
 // least one of their windows as late.
-func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.KeyedRef, pts []point) (late []string, err error) {
+//
+// With closeBy (not zero: the watermark the flush commits once its writes
+// succeed) the same write also records the results of the windows that
+// end by it, as the finalize right after the commit would record them in
+// a write of its own (finalizeKeyed): that finalize finds them pending and
+// only writes their window items, publishes them and clears them.
+func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.KeyedRef, pts []point, closeBy time.Time) (late []string, err error) {
 	ws, ok := p.specOf(ref.Kind)
 	if !ok {
 		return nil, fmt.Errorf("aggregate: no window %s in the pipeline", ref.Kind)
@@ -180,6 +186,11 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 			return late, nil
 		}
 		buf.Points = mergePoints(buf.Points, kept)
+		if !closeBy.IsZero() {
+			if _, _, err := p.recordFinalKeyed(ws, ref.Kind, buf, closeBy); err != nil {
+				return nil, err
+			}
+		}
 		earliest := kept[0].T
 		for _, pt := range kept {
 			earliest = min(earliest, pt.T)

@@ -194,6 +194,10 @@ type collector struct {
 	// lateCounted are carried records an earlier invocation already
 	// counted in LateDropped or knew as redelivered.
 	lateCounted map[string]struct{}
+	// closeBy is the watermark the invocation commits once its writes
+	// succeed, when it is known before them (an interval's flush): folds
+	// record the keyed windows that end by it (foldKeyed).
+	closeBy time.Time
 
 	decoded  []decoded
 	cands    []dedupe.Candidate // one per decoded record when the pipeline dedupes by id

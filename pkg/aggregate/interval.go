@@ -176,11 +176,22 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	c.routeAll()
 	// Session and sliding windows keep their own per-key state (keyed.go);
 	// their points ride in the window state to the flush (keyedcarry.go).
+	// The batch's strings are reused by the next batch: the points'
+	// sequence numbers are copied, all into one string.
+	keyedKeys := make([]keyedKey, 0, len(c.keyed))
+	var seqs []byte
 	for k, pts := range c.keyed {
-		for _, pt := range pts {
+		keyedKeys = append(keyedKeys, k)
+		for i := range pts {
+			seqs = append(seqs, pts[i].Seq...)
+		}
+	}
+	copied := string(seqs)
+	for _, k := range keyedKeys { // in the order seqs were copied
+		for _, pt := range c.keyed[k] {
 			_, late := c.late[pt.Seq]
 			_, again := c.again[pt.Seq]
-			pt.Seq = strings.Clone(pt.Seq) // the batch's strings are reused by the next batch
+			pt.Seq, copied = copied[:len(pt.Seq)], copied[len(pt.Seq):]
 			keep[k] = append(keep[k], carriedPoint{point: pt, Counted: late || again})
 		}
 	}
@@ -493,6 +504,7 @@ func (p *Processor) windowsPerRecord(kind string) uint64 {
 
 func (p *Processor) decodePartials(st map[string]string) (map[setKey]*partial, error) {
 	out := make(map[setKey]*partial, len(st))
+	slab := make([]partial, 0, len(st)) // one allocation for every entry's partial
 	for k, v := range st {
 		if !strings.HasPrefix(k, statePartial) {
 			continue
@@ -518,11 +530,13 @@ func (p *Processor) decodePartials(st map[string]string) (map[setKey]*partial, e
 		if err != nil {
 			return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
 		}
-		s, err := p.cfg.Aggregates.DecodeString(text)
-		if err != nil {
+		slab = append(slab, partial{own: *p.cfg.Aggregates.New(), minSeq: minSeq, maxSeq: maxSeq})
+		pt := &slab[len(slab)-1]
+		pt.st = &pt.own
+		if err := pt.st.UnmarshalText([]byte(text)); err != nil {
 			return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
 		}
-		out[setKey{upKey{key: key, kind: kind, win: w}, n}] = &partial{st: s, minSeq: minSeq, maxSeq: maxSeq}
+		out[setKey{upKey{key: key, kind: kind, win: w}, n}] = pt
 	}
 	return out, nil
 }
@@ -535,16 +549,17 @@ func (p *Processor) encodeState(partials map[setKey]*partial, wm *window.Waterma
 	if seq != "" {
 		out[stateSeq] = seq
 	}
-	// One string for each entry, its key then its value, built in reused
-	// buffers and cut in two: the state of every (key, window) is written
+	// Every entry, its key then its value, built in one buffer made one
+	// string and cut in parts: the state of every (key, window) is written
 	// on every invocation.
 	var bin, kv []byte
+	cuts := make([][2]int, 0, len(partials)) // where each entry's key and value end
 	for k, pt := range partials {
 		var err error
 		if bin, err = pt.st.AppendBinary(bin[:0]); err != nil {
 			continue
 		}
-		kv = append(kv[:0], statePartial...)
+		kv = append(kv, statePartial...)
 		kv = append(append(kv, k.kind...), '|')
 		kv = k.win.AppendID(kv)
 		if k.n > 1 {
@@ -556,8 +571,12 @@ func (p *Processor) encodeState(partials map[setKey]*partial, wm *window.Waterma
 		kv = append(kv, pt.minSeq...)
 		kv = append(append(kv, ' '), pt.maxSeq...)
 		kv = base64.StdEncoding.AppendEncode(append(kv, ' '), bin)
-		entry := string(kv)
-		out[entry[:n]] = entry[n:]
+		cuts = append(cuts, [2]int{n, len(kv)})
+	}
+	all, start := string(kv), 0
+	for _, c := range cuts {
+		out[all[start:c[0]]] = all[c[0]:c[1]]
+		start = c[1]
 	}
 	return out
 }

@@ -75,7 +75,10 @@ func decodeCarried(st map[string]string) (carried, int, error) {
 			return nil, 0, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
 		}
 		kk := keyedKey{key: key, kind: kind}
-		out[kk] = append(out[kk], pts...)
+		if have, ok := out[kk]; ok {
+			pts = append(have, pts...) // the same key and kind in both encodings
+		}
+		out[kk] = pts
 		size += len(k) + len(v)
 	}
 	return out, size, nil
@@ -84,16 +87,24 @@ func decodeCarried(st map[string]string) (carried, int, error) {
 // encode adds the carried points to an interval's state and returns the
 // bytes they take there.
 func (c carried) encode(st map[string]string) int {
-	size := 0
-	var b []byte
+	// Every entry, name then value, in one buffer made one string and cut
+	// in parts.
+	var b, kv []byte
+	cuts := make([][2]int, 0, len(c)) // where each entry's name and value end
 	for k, pts := range c {
 		b = appendCarriedPoints(b[:0], pts)
-		name := stateCarried + k.kind + "|" + k.key
-		v := base64.StdEncoding.EncodeToString(b)
-		st[name] = v
-		size += len(name) + len(v)
+		kv = append(kv, stateCarried...)
+		kv = append(append(append(kv, k.kind...), '|'), k.key...)
+		n := len(kv)
+		kv = base64.StdEncoding.AppendEncode(kv, b)
+		cuts = append(cuts, [2]int{n, len(kv)})
 	}
-	return size
+	all, start := string(kv), 0
+	for _, cut := range cuts {
+		st[all[start:cut[0]]] = all[cut[0]:cut[1]]
+		start = cut[1]
+	}
+	return len(kv)
 }
 
 // earliest is the earliest event time carried (zero if none).
@@ -221,8 +232,23 @@ var errCarriedTruncated = errors.New("carried points truncated")
 // anything it could not have written.
 func decodeCarriedPoints(b []byte) ([]carriedPoint, error) {
 	var out []carriedPoint
-	prevSeq, prevT := "", int64(0)
-	var seq []byte
+	prevT := int64(0)
+	// The sequence numbers are read one after another into seqs (each
+	// shares a prefix with the one before) and made one string at the
+	// end, which each point's Seq is a part of: one allocation, not one a
+	// point.
+	var seqs []byte
+	var ends []int
+	prevSeq := func() []byte {
+		if len(ends) == 0 {
+			return nil
+		}
+		start := 0
+		if len(ends) > 1 {
+			start = ends[len(ends)-2]
+		}
+		return seqs[start:ends[len(ends)-1]]
+	}
 	for len(b) > 0 {
 		var p carriedPoint
 		flags := b[0]
@@ -231,8 +257,8 @@ func decodeCarriedPoints(b []byte) ([]carriedPoint, error) {
 			return nil, fmt.Errorf("carried point %d: unknown flags %#x", len(out), flags)
 		}
 		shared, k := binary.Uvarint(b)
-		if k <= 0 || shared > uint64(len(prevSeq)) {
-			return nil, fmt.Errorf("carried point %d: sequence number shares %d of the previous one's %d bytes", len(out), shared, len(prevSeq))
+		if k <= 0 || shared > uint64(len(prevSeq())) {
+			return nil, fmt.Errorf("carried point %d: sequence number shares %d of the previous one's %d bytes", len(out), shared, len(prevSeq()))
 		}
 		b = b[k:]
 		n, k := binary.Uvarint(b)
@@ -240,7 +266,9 @@ func decodeCarriedPoints(b []byte) ([]carriedPoint, error) {
 			return nil, fmt.Errorf("carried point %d: sequence number longer than %d bytes", len(out), maxCarriedSeq)
 		}
 		b = b[k:]
-		seq = append(seq[:0], prevSeq[:shared]...)
+		// seqs may move as it grows: the previous number is copied from
+		// where it is now.
+		seqs = append(seqs, prevSeq()[:shared]...)
 		if flags&carriedSeqDigits != 0 {
 			packed := int(n+1) / 2
 			if len(b) < packed {
@@ -254,16 +282,16 @@ func decodeCarriedPoints(b []byte) ([]carriedPoint, error) {
 				if d > 9 {
 					return nil, fmt.Errorf("carried point %d: a sequence number digit is %d", len(out), d)
 				}
-				seq = append(seq, '0'+d)
+				seqs = append(seqs, '0'+d)
 			}
 			b = b[packed:]
 		} else {
 			if uint64(len(b)) < n {
 				return nil, errCarriedTruncated
 			}
-			seq, b = append(seq, b[:n]...), b[n:]
+			seqs, b = append(seqs, b[:n]...), b[n:]
 		}
-		p.Seq = string(seq)
+		ends = append(ends, len(seqs))
 		dt, k := binary.Varint(b)
 		if k <= 0 {
 			return nil, errCarriedTruncated
@@ -297,8 +325,12 @@ func decodeCarriedPoints(b []byte) ([]carriedPoint, error) {
 			p.D, b = append([]byte{}, b[k:k+int(n)]...), b[k+int(n):]
 		}
 		p.Counted = flags&carriedCounted != 0
-		prevSeq, prevT = p.Seq, p.T
+		prevT = p.T
 		out = append(out, p)
+	}
+	all, start := string(seqs), 0
+	for i, end := range ends {
+		out[i].Seq, start = all[start:end], end
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -195,13 +196,15 @@ func (k *keyLedger) index() {
 			}
 		}
 	}
-	nums := make([]int64, 0, len(k.segs))
-	for n := range k.segs {
-		nums = append(nums, n)
-	}
-	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
-	for _, n := range nums {
-		add(k.segs[n])
+	if len(k.segs) > 0 {
+		nums := make([]int64, 0, len(k.segs))
+		for n := range k.segs {
+			nums = append(nums, n)
+		}
+		slices.Sort(nums)
+		for _, n := range nums {
+			add(k.segs[n])
+		}
 	}
 	add(k.head)
 }

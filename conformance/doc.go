@@ -9,6 +9,10 @@
 // lateness), runs each one through the aggregate function's Lambda entry
 // point (raw Kinesis event bytes, random batch cuts, redelivered batches,
 // producer duplicates, ticks) over an in-process DynamoDB (internal/memdb),
+// on both write paths — plain batches (TestKafkaStreamsConformance) and the
+// stack's default, batches of a mapping with TumblingWindowInSeconds cut
+// into intervals that carry their state to a final invocation
+// (TestKafkaStreamsConformancePerInterval) —
 // and through a small Kafka Streams program (kstreams/, a Maven project the
 // test builds when its jar is missing or stale), and compares every final
 // window: its bounds, its value (count, sum, min, max), its revisions on the

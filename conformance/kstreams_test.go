@@ -21,8 +21,19 @@ var seeds = flag.Int("conformance.seeds", 3, "seeded histories per window kind a
 // function and through Kafka Streams (the oracle in kstreams/) and compares
 // every final window: bounds, value, revisions, and the records dropped as
 // late. See the package doc; the alignments between the two engines are
-// alignKafka and kafkaWindow.
-func TestKafkaStreamsConformance(t *testing.T) {
+// alignKafka and kafkaWindow. The function gets plain Kinesis batches here,
+// the batches of the stack's default mapping (TumblingWindowInSeconds) in
+// TestKafkaStreamsConformancePerInterval.
+func TestKafkaStreamsConformance(t *testing.T) { kafkaConformance(t, perBatch) }
+
+// TestKafkaStreamsConformancePerInterval is TestKafkaStreamsConformance on
+// the per-interval write path, the stack's default: the same histories,
+// their batches cut into intervals whose partials and session records ride
+// in Lambda's window state to each interval's final invocation, which
+// writes them and closes what its watermark passes (runProject).
+func TestKafkaStreamsConformancePerInterval(t *testing.T) { kafkaConformance(t, perInterval) }
+
+func kafkaConformance(t *testing.T, path string) {
 	start := time.Now()
 	buildOracle(t)
 	o := startOracle(t)
@@ -37,7 +48,7 @@ func TestKafkaStreamsConformance(t *testing.T) {
 				t.Run(h.id(), func(t *testing.T) {
 					histories++
 					o.submit(h.kafka())
-					got := runProject(t, h)
+					got := runProject(t, h, path)
 					c := compare(h, got, o.result(t, h.id()))
 					tl.add(c)
 					c.report(t, h)
@@ -48,8 +59,8 @@ func TestKafkaStreamsConformance(t *testing.T) {
 	for _, k := range kinds {
 		for _, p := range policies {
 			if tl := tallies[k.name+"/"+p]; tl.histories > 0 {
-				t.Logf("%-16s %3d histories: %6d windows compared, %5d mismatched, %3d explained; dropped as late: Kafka %d, aggregate %d (%d histories differ)",
-					k.name+"/"+p, tl.histories, tl.windows, tl.mismatched, tl.explained, tl.kafkaDropped, tl.projectDropped, tl.droppedDiffer)
+				t.Logf("%-16s %3d histories (%s): %6d windows compared, %5d mismatched, %3d explained; dropped as late: Kafka %d, aggregate %d (%d histories differ)",
+					k.name+"/"+p, tl.histories, path, tl.windows, tl.mismatched, tl.explained, tl.kafkaDropped, tl.projectDropped, tl.droppedDiffer)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -139,26 +140,68 @@ type projectResult struct {
 	noViews bool
 }
 
+// The write paths a history is played on: plain Kinesis batches, and
+// batches of a mapping with TumblingWindowInSeconds (the stack's default),
+// whose invocations carry their partials in Lambda's window state to the
+// interval's final invocation.
+const (
+	perBatch    = "per-batch"
+	perInterval = "per-interval"
+)
+
 // runProject plays h against the aggregate function: each invocation's
 // records as the raw Lambda event bytes, through Processor.Invoke (what
 // lambda.Start calls), the ticker's Tick where h says (at a processing time
 // equal to the newest event time, so the tick finalizes what is due without
 // moving the watermark), then ticks an hour after the last record until
 // every window is final; then reads every key's windows from the views.
-func runProject(t *testing.T, h *history) projectResult {
+//
+// On the per-interval path h's invocations are cut into intervals of one to
+// three (by the seed) or more, each then flushed by a final invocation with
+// the state the last returned. A batch h sends again is sent in the same
+// interval: twice, with the state the first delivery was sent with (its
+// response lost); from a few records back, with the state the last
+// invocation returned (whose records it skips).
+func runProject(t *testing.T, h *history, path string) projectResult {
 	t.Helper()
 	ctx := context.Background()
 	cfg := pipelineConfig(t, h)
 	d := deploy(cfg)
 	var res projectResult
 	var newest int64
+	rng := rand.New(rand.NewPCG(h.seed, 0x1e7))
+	var state, sentState map[string]string // the interval's state; the one the last invocation was sent with
+	inInterval := 0                        // invocations of the open interval
+	flush := func(n int) {
+		d.emf.Reset()
+		raw, err := d.handler.Invoke(ctx, windowEvent(h, 0, -1, state, true, newest))
+		if err != nil {
+			t.Fatalf("the final invocation of the interval ending with invocation %d: %v", n, err)
+		}
+		var resp events.KinesisTimeWindowEventResponse
+		if err := json.Unmarshal(raw, &resp); err != nil || len(resp.BatchItemFailures) > 0 || len(resp.State) > 0 {
+			t.Fatalf("the final invocation of the interval ending with invocation %d answered %s (%v): want no failure, no state", n, raw, err)
+		}
+		res.lateDropped += int(emfSum(t, &d.emf, "LateDropped"))
+		state, inInterval = nil, 0
+	}
 	for n, inv := range h.invocations {
 		d.emf.Reset()
-		raw, err := d.handler.Invoke(ctx, kinesisEvent(h, inv.first, inv.last))
+		var raw []byte
+		var err error
+		if path == perInterval {
+			again := n > 0 && inInterval > 0 && inv == (invocation{first: h.invocations[n-1].first, last: h.invocations[n-1].last})
+			if !again {
+				sentState = state
+			}
+			raw, err = d.handler.Invoke(ctx, windowEvent(h, inv.first, inv.last, sentState, false, newest))
+		} else {
+			raw, err = d.handler.Invoke(ctx, kinesisEvent(h, inv.first, inv.last))
+		}
 		if err != nil {
 			t.Fatalf("invocation %d (arrivals %d..%d): %v", n, inv.first, inv.last, err)
 		}
-		var resp events.KinesisEventResponse
+		var resp events.KinesisTimeWindowEventResponse // a plain batch's answer has no state
 		if err := json.Unmarshal(raw, &resp); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("invocation %d (arrivals %d..%d) answered %s (%v): no write fails here", n, inv.first, inv.last, raw, err)
 		}
@@ -166,6 +209,17 @@ func runProject(t *testing.T, h *history) projectResult {
 			newest = max(newest, h.events[h.arrivals[i].event].t)
 		}
 		res.lateDropped += int(emfSum(t, &d.emf, "LateDropped"))
+		if path == perInterval {
+			state = resp.State
+			inInterval++
+			// A batch Lambda sends again (twice, or from a few records
+			// back) is sent in this interval: once its final invocation
+			// succeeds, Lambda never sends the interval's records again.
+			again := n+1 < len(h.invocations) && h.invocations[n+1].first <= inv.last
+			if !again && (n == len(h.invocations)-1 || inInterval >= 3 || rng.IntN(2) == 0) {
+				flush(n)
+			}
+		}
 		if inv.tick {
 			if _, err := d.ticker.Tick(ctx, time.UnixMilli(newest)); err != nil {
 				t.Fatalf("tick after invocation %d: %v", n, err)
@@ -208,6 +262,32 @@ func kinesisEvent(h *history, first, last int) []byte {
 			Kinesis: events.KinesisRecord{KinesisSchemaVersion: "1.0", PartitionKey: e.key, SequenceNumber: seq,
 				Data: data, ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: at}},
 		})
+	}
+	raw, _ := json.Marshal(ev)
+	return raw
+}
+
+// windowEvent is the event of a mapping with TumblingWindowInSeconds for
+// arrivals first to last (none when last < first) with the interval's
+// state, as the bytes the runtime receives; final marks the interval's
+// final invocation. The interval is the minute of now (Unix ms).
+func windowEvent(h *history, first, last int, st map[string]string, final bool, now int64) []byte {
+	var plain events.KinesisEvent
+	if last >= first {
+		if err := json.Unmarshal(kinesisEvent(h, first, last), &plain); err != nil {
+			panic(err)
+		}
+	}
+	if st == nil {
+		st = map[string]string{}
+	}
+	start := time.UnixMilli(now).UTC().Truncate(time.Minute)
+	ev := events.KinesisTimeWindowEvent{KinesisEvent: plain, TimeWindowProperties: events.TimeWindowProperties{
+		Window: events.Window{Start: events.RFC3339EpochTime{Time: start}, End: events.RFC3339EpochTime{Time: start.Add(time.Minute)}}, State: st, ShardID: shard,
+		EventSourceARN: eventSourceArn, IsFinalInvokeForWindow: final,
+	}}
+	if ev.Records == nil {
+		ev.Records = []events.KinesisEventRecord{}
 	}
 	raw, _ := json.Marshal(ev)
 	return raw

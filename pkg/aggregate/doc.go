@@ -31,9 +31,13 @@
 // advances idle shards by processing time so their windows close too. On
 // the per-interval path the shard's stored watermark moves only at the
 // flush, so an invocation that carries partials to it first holds the shard
-// at the earliest window they add to (state.Views.Hold): the ticker's idle
+// at the earliest window they add to that the stored watermark has not
+// closed (state.Views.Hold) — an open window, or one a late record corrects
+// that only the interval's own watermark has closed: the ticker's idle
 // advance stops there until the flush clears the hold (or for at most
-// holdFor), and records Lambda carries are not closed out of their windows. Late
+// holdFor), and records Lambda carries are not closed out of their windows
+// (a late record's window, closed by the ticker first, would get a result
+// without it and then its correction, where a batch's first result has it). Late
 // records are dropped (counted) or, under the correct policy, applied to the
 // final window as a correction that carries the previous value.
 //
@@ -62,7 +66,10 @@
 // processed (a batch delivered twice, a retry from a few records back) is
 // not judged late again, so retries do not raise the alarm: the dedupe
 // ledger knows it as redelivered (a session or sliding record is also below
-// its key's fence). Without the ledger (dedupeHorizon "0s") such a
+// its key's fence). On the per-interval path the records an invocation drops
+// as late when it routes them are carried in the state and counted at the
+// flush, once: Lambda sends an invocation whose response it lost again with
+// the state it sent it with, whose claims do not know them. Without the ledger (dedupeHorizon "0s") such a
 // tumbling or hopping record, found late, counts again; and a record whose
 // first delivery failed before its window was written, the ticker making
 // the window final before the retry, is dropped uncounted. On the

@@ -30,6 +30,12 @@ const (
 	// idle advance stops there (state.Views.Hold) until the flush has
 	// written them and cleared it.
 	stateHold = "hold"
+	// stateLate counts the records the interval's invocations dropped as
+	// late from their tumbling and hopping windows: LateDropped counts them
+	// once, at the flush (flush), since Lambda sends an invocation whose
+	// response it lost again with the same state, whose claims do not
+	// know the records were judged before.
+	stateLate = "late"
 )
 
 // holdFor is how long a hold counts without its flush: Lambda's tumbling
@@ -129,11 +135,26 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		pt.st.Add(value, distinct)
 		pt.maxSeq = seq
 	}
-	var held time.Time // the earliest open window this invocation adds to
+	// held is the earliest window this invocation adds to that the stored
+	// watermark has not closed: an open one, or one the interval's own
+	// watermark made final and a late record corrects (the store closes it
+	// only when the flush commits, and its first result is to include the
+	// record, as a batch's would; the ticker closing it first would make
+	// the record a correction of a result without it).
+	var held time.Time
+	stored := committed.Current()
 	var accepted []window.Window
 	c.onWindows = func(key, kind, seq string, value float64, distinct []byte, d *window.Decision) {
 		if len(d.Open) > 0 && (held.IsZero() || d.Open[0].Start.Before(held)) {
 			held = d.Open[0].Start
+		}
+		for _, w := range d.Corrected { // oldest first
+			if w.End.After(stored) {
+				if held.IsZero() || w.Start.Before(held) {
+					held = w.Start
+				}
+				break
+			}
 		}
 		// Late records join the partial too (corrected windows, oldest
 		// first, come before the open ones); the flush corrects a final
@@ -174,6 +195,14 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: setting %d records aside failed; the batch is retried", len(c.aside))
 	}
 	c.routeAll()
+	// Records dropped from their tumbling and hopping windows: carried to
+	// the flush in the state (stateLate) and counted there, once.
+	lateRouted, err := lateCarried(ev.State)
+	if err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err
+	}
+	routed := len(c.late)
+	lateRouted += routed
 	// Session and sliding windows keep their own per-key state (keyed.go);
 	// their points ride in the window state to the flush (keyedcarry.go).
 	// The batch's strings are reused by the next batch: the points'
@@ -210,7 +239,9 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	if e := keep.earliest(); !e.IsZero() && (held.IsZero() || e.Before(held)) {
 		held = e
 	}
-	p.count(c)
+	// The folds' late records are counted now: a fold is fenced, so a
+	// redelivery never counts them again.
+	p.count(c, len(c.late)-routed)
 
 	hold, err := heldSince(ev.State)
 	if err != nil {
@@ -235,13 +266,16 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		if !hold.IsZero() {
 			out[stateHold] = strconv.FormatInt(hold.UnixMilli(), 10)
 		}
+		if lateRouted > 0 {
+			out[stateLate] = strconv.Itoa(lateRouted)
+		}
 		resp := c.failures.Kinesis()
 		return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: out}, BatchItemFailures: resp.BatchItemFailures}, nil
 	}
 	// The interval is over: flush one write per (key, window). When every
 	// record is processed the flush knows the watermark it commits, and
 	// its writes make the windows that end by it final.
-	published, err := p.flush(ctx, shard, windowPartials(partials, p.advance), c.closeBy)
+	published, err := p.flush(ctx, shard, windowPartials(partials, p.advance), c.closeBy, lateRouted)
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err // Lambda retries the final invocation with the same state
 	}
@@ -288,6 +322,19 @@ func (p *Processor) foldCarried(ctx context.Context, c *collector, keep carried)
 }
 
 // heldSince is the hold an interval's state records (zero if none).
+// lateCarried is the count of late records the state carries (stateLate).
+func lateCarried(st map[string]string) (int, error) {
+	s, ok := st[stateLate]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("aggregate: window state %q is %q, want a count", stateLate, s)
+	}
+	return n, nil
+}
+
 func heldSince(st map[string]string) (time.Time, error) {
 	v, ok := st[stateHold]
 	if !ok {
@@ -301,19 +348,24 @@ func heldSince(st map[string]string) (time.Time, error) {
 }
 
 // flush writes an interval's partials, one write per (key, window), and
-// lists the windows written. A window that ends by closeBy (the watermark
+// lists the windows written. lateRouted is how many of the interval's
+// records were dropped from their windows as late before they reached a
+// partial (stateLate): the flush counts them in LateDropped when its writes
+// are the first to apply the interval (a retried flush finds them applied,
+// and its first try counted them), or when it has none to make. A window that ends by closeBy (the watermark
 // the interval commits) is made final by its write (state.Update.CloseBy),
 // where an update and the finalize after the commit would be two writes;
 // its result is published here, with the corrections the flush made. It
 // returns the windows published, which the finalize after the commit does
 // not finalize again (a conditional write that fails is billed too).
-func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial, closeBy time.Time) (map[state.Ref]bool, error) {
+func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int) (map[state.Ref]bool, error) {
 	var (
 		mu       sync.Mutex
 		firstErr error
 		late     lateByKey
 		pubs     []state.View
 		closed   int
+		applied  bool // a write applied records for the first time
 		keys     = make([]upKey, 0, len(partials))
 		openIn   = p.openIn(shard)
 	)
@@ -341,6 +393,9 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 			}
 			return
 		}
+		if res.Outcome != state.Duplicate {
+			applied = true
+		}
 		switch res.Outcome {
 		case state.Duplicate:
 			p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(res.Skipped))
@@ -356,6 +411,9 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 	p.metrics.Add("LateDropped", metrics.Count, float64(late.records(p.windowsPerRecord)))
 	if firstErr != nil {
 		return nil, firstErr
+	}
+	if applied || len(keys) == 0 {
+		p.metrics.Add("LateDropped", metrics.Count, float64(lateRouted))
 	}
 	// List the windows written; a failure fails the final invocation,
 	// whose retry finds them applied and lists them.

@@ -472,7 +472,7 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 	for _, seq := range p.applyKeyed(ctx, c) {
 		c.failures.Add(seq)
 	}
-	p.count(c)
+	p.count(c, len(c.late))
 	if c.failures.Len() > 0 {
 		// Lambda resumes from the lowest failed record: the records before
 		// it had all their effects and do not come again. Their event times
@@ -623,10 +623,12 @@ func (p *Processor) apply(ctx context.Context, shard string, u *state.Update) (s
 	}
 }
 
-func (p *Processor) count(c *collector) {
+// count adds an invocation's record counts to its metrics, late of them
+// dropped as late.
+func (p *Processor) count(c *collector, late int) {
 	p.metrics.Add("RecordsIn", metrics.Count, float64(c.in))
 	p.metrics.Add("PoisonRecords", metrics.Count, float64(c.poison))
-	p.metrics.Add("LateDropped", metrics.Count, float64(len(c.late)))
+	p.metrics.Add("LateDropped", metrics.Count, float64(late))
 	p.metrics.Add("Filtered", metrics.Count, float64(c.filtered))
 }
 

@@ -66,10 +66,14 @@
 // processed (a batch delivered twice, a retry from a few records back) is
 // not judged late again, so retries do not raise the alarm: the dedupe
 // ledger knows it as redelivered (a session or sliding record is also below
-// its key's fence). On the per-interval path the records an invocation drops
-// as late when it routes them are carried in the state and counted at the
-// flush, once: Lambda sends an invocation whose response it lost again with
-// the state it sent it with, whose claims do not know them. Without the ledger (dedupeHorizon "0s") such a
+// its key's fence, which a fold moves past the records it drops too). On the
+// per-interval path the records an invocation drops as late when it routes
+// them are carried in the state and counted at the flush, once: Lambda
+// sends an invocation whose response it lost again with the state it sent
+// it with, whose claims do not know them; and a final invocation sent again
+// counts them only if its writes are the first to apply the interval (or,
+// with none to make, if it is the first to mark the interval's records
+// counted: state.Views.FirstToCount). Without the ledger (dedupeHorizon "0s") such a
 // tumbling or hopping record, found late, counts again; and a record whose
 // first delivery failed before its window was written, the ticker making
 // the window final before the retry, is dropped uncounted. On the

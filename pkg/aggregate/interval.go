@@ -275,7 +275,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	// The interval is over: flush one write per (key, window). When every
 	// record is processed the flush knows the watermark it commits, and
 	// its writes make the windows that end by it final.
-	published, err := p.flush(ctx, shard, windowPartials(partials, p.advance), c.closeBy, lateRouted)
+	published, err := p.flush(ctx, shard, windowPartials(partials, p.advance), c.closeBy, lateRouted, accumulated)
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err // Lambda retries the final invocation with the same state
 	}
@@ -352,13 +352,15 @@ func heldSince(st map[string]string) (time.Time, error) {
 // records were dropped from their windows as late before they reached a
 // partial (stateLate): the flush counts them in LateDropped when its writes
 // are the first to apply the interval (a retried flush finds them applied,
-// and its first try counted them), or when it has none to make. A window that ends by closeBy (the watermark
+// and its first try counted them), or, when it has none to make, when it is
+// the first to mark the interval's records, up to lastSeq, counted
+// (state.Views.FirstToCount). A window that ends by closeBy (the watermark
 // the interval commits) is made final by its write (state.Update.CloseBy),
 // where an update and the finalize after the commit would be two writes;
 // its result is published here, with the corrections the flush made. It
 // returns the windows published, which the finalize after the commit does
 // not finalize again (a conditional write that fails is billed too).
-func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int) (map[state.Ref]bool, error) {
+func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int, lastSeq string) (map[state.Ref]bool, error) {
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -412,8 +414,18 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if applied || len(keys) == 0 {
+	switch {
+	case applied:
 		p.metrics.Add("LateDropped", metrics.Count, float64(lateRouted))
+	case len(keys) == 0 && lateRouted > 0 && lastSeq != "":
+		first, err := p.views.FirstToCount(ctx, p.cfg.Name, shard, lastSeq)
+		p.metrics.Add("WriteRequests", metrics.Count, 1)
+		if err != nil {
+			return nil, err
+		}
+		if first {
+			p.metrics.Add("LateDropped", metrics.Count, float64(lateRouted))
+		}
 	}
 	// List the windows written; a failure fails the final invocation,
 	// whose retry finds them applied and lists them.

@@ -83,3 +83,43 @@ func TestIntervalHoldsTheWindowsItsLateRecordsCorrect(t *testing.T) {
 		t.Errorf("results of key a:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// A final invocation Lambda sends again after it succeeded (its response
+// lost) does not count the interval's late records again: not those its
+// window writes would have carried (it finds them applied), not those of
+// an interval that made no window write (FirstToCount), and not a session
+// record dropped from every window (its key's state is written for the
+// fence all the same).
+func TestIntervalFinalSentAgainCountsLateRecordsOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name, window string
+		late         []at
+		want         float64
+	}{
+		{"with window writes", `{"kind":"tumbling","size":"1m"}`, []at{{"k", 20, 1}, {"k", 130, 1}}, 1},
+		{"without a window write", `{"kind":"tumbling","size":"1m"}`, []at{{"k", 20, 1}, {"k", 30, 1}}, 2},
+		{"a session record dropped from every window", `{"kind":"session","gap":"5s"}`, []at{{"k", 20, 1}}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			var emf bytes.Buffer
+			p, _ := pipelineOn(t, `{"name":"fa","key":"key","value":"data.v","windows":[`+tt.window+`],
+			  "aggregates":["count","sum"],"outOfOrderness":"0s","idleTimeout":"30s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`,
+				inProcessViews, aggregate.WithMetrics(metrics.New(&emf, "aggregate")))
+			r := &feed{t: t, p: p, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+			r.carry(at{"k", 10, 1}, at{"z", 100, 1})
+			r.flush() // k's windows of 10s are final
+			emf.Reset()
+			r.carry(tt.late...)
+			final := events.KinesisTimeWindowEvent{TimeWindowProperties: events.TimeWindowProperties{ShardID: feedShard, State: r.state, IsFinalInvokeForWindow: true}}
+			for range 2 {
+				if resp, err := p.HandleInterval(ctx, final); err != nil || len(resp.BatchItemFailures) > 0 {
+					t.Fatalf("final invocation: %+v %v", resp, err)
+				}
+			}
+			if got := emfSum(t, &emf, "LateDropped"); got != tt.want {
+				t.Errorf("LateDropped %v, want %v: each late record once, however often the final invocation comes", got, tt.want)
+			}
+		})
+	}
+}

@@ -180,25 +180,27 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 			return nil, nil
 		}
 		kept, late := judgeKeyed(ws, buf, fresh)
-		if len(kept) == 0 {
-			// Every fresh record is dropped: nothing to write. A
-			// redelivery judges them the same (close times only grow).
-			return late, nil
-		}
-		buf.Points = mergePoints(buf.Points, kept)
-		if !closeBy.IsZero() {
-			if _, _, err := p.recordFinalKeyed(ws, ref.Kind, buf, closeBy); err != nil {
-				return nil, err
+		blob, openIn, openUntil := ks.Blob, ks.ListedIn, window.Window{Start: ks.ListedUntil, End: ks.ListedUntil}
+		if len(kept) > 0 {
+			buf.Points = mergePoints(buf.Points, kept)
+			if !closeBy.IsZero() {
+				if _, _, err := p.recordFinalKeyed(ws, ref.Kind, buf, closeBy); err != nil {
+					return nil, err
+				}
 			}
+			earliest := kept[0].T
+			for _, pt := range kept {
+				earliest = min(earliest, pt.T)
+			}
+			openIn = p.openIn(shard)
+			openUntil = keepListing(ks, openIn, keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC()))
+			// Sized for the points read and those kept, so it grows once at most.
+			blob = encodeKeyed(make([]byte, 0, len(ks.Blob)+len(kept)*pointBytesMax), buf)
 		}
-		earliest := kept[0].T
-		for _, pt := range kept {
-			earliest = min(earliest, pt.T)
-		}
-		openIn := p.openIn(shard)
-		openUntil := keepListing(ks, openIn, keyedOpenUntil(ws, buf, time.UnixMilli(earliest).UTC()))
-		// Sized for the points read and those kept, so it grows once at most.
-		blob := encodeKeyed(make([]byte, 0, len(ks.Blob)+len(kept)*pointBytesMax), buf)
+		// Every fresh record dropped, the state is written all the same,
+		// as it is with its listing, for its fence: a redelivery (a batch
+		// again, a final invocation whose response was lost) finds them
+		// below it and does not count them in LateDropped again.
 		ks2 := ks
 		ks2.Blob = blob
 		n, err := p.views.SaveKeyed(ctx, ref, shard, ks2, fresh[len(fresh)-1].Seq, openIn, openUntil)

@@ -386,6 +386,14 @@ func TestOtherWriteShapesEqualTheBuilder(t *testing.T) {
 		WithUpdate(expression.Set(expression.Name(attrWatermark), expression.Value(wmBlob)).Set(wmName, expression.Value(val))).
 		WithCondition(expression.AttributeNotExists(wmName).Or(expression.LessThanEqual(wmName, expression.Value(val))))), r.last(t))
 
+	if _, err := v.FirstToCount(ctx, "pageviews", "shardId-000000000000", "49600000000000000000000000009"); err != nil {
+		t.Fatal(err)
+	}
+	counted, fence := expression.Name(attrCounted), expression.Value(mustFence(t, "49600000000000000000000000009"))
+	sameUpdate(t, "FirstToCount", must(t, expression.NewBuilder().
+		WithUpdate(expression.Set(counted, fence)).
+		WithCondition(expression.AttributeNotExists(counted).Or(expression.LessThan(counted, fence)))), r.last(t))
+
 	if _, err := v.OpenWindows(ctx, "pageviews#shardId-000000000000", shapeClock); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,9 @@ import (
 const (
 	attrWatermark = "wm"
 	attrWMValue   = "wmValue"
+	// attrCounted is the fence of the last record of the last interval
+	// whose flush counted records it made no write for (FirstToCount).
+	attrCounted = "counted"
 )
 
 func watermarkPK(pipeline string) string { return "watermark#" + pipeline }
@@ -55,6 +58,34 @@ func (v *Views) updateShardItem(ctx context.Context, pipeline, shard string, sha
 	}
 	return err == nil, err
 }
+
+// FirstToCount reports whether this call is the first to count the records
+// of shard's interval that ends with the record at lastSeq: a conditional
+// write of the shard's item, which takes the first call and refuses its
+// repeats (a final invocation Lambda sends again). A flush that makes no
+// window write counts the records it dropped this way; one that writes
+// knows a repeat by its writes, which find the records applied.
+func (v *Views) FirstToCount(ctx context.Context, pipeline, shard, lastSeq string) (bool, error) {
+	f, err := Fence(lastSeq)
+	if err != nil {
+		return false, err
+	}
+	slots := [1]types.AttributeValue{avS(f)}
+	first, err := v.updateShardItem(ctx, pipeline, shard, &countedShape, slots[:])
+	if err != nil {
+		return false, fmt.Errorf("state: marking the records of %s %s up to %s counted: %w", pipeline, shard, lastSeq, err)
+	}
+	return first, nil
+}
+
+// countedShape is FirstToCount's write: the fence (slot 0), if no later or
+// equal one is stored.
+var countedShape = shapeSet{build: func(uint) expression.Builder {
+	name := expression.Name(attrCounted)
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(name, slot(0))).
+		WithCondition(expression.AttributeNotExists(name).Or(expression.LessThan(name, slot(0))))
+}}
 
 // Watermarks loads every shard's watermark of pipeline.
 func (v *Views) Watermarks(ctx context.Context, pipeline string) (map[string]*window.Watermark, error) {

@@ -11,7 +11,8 @@ import (
 func FuzzDecodeKeyed(f *testing.F) {
 	f.Add(encodeKeyed(nil, benchKeyedBuf(3)))
 	f.Add([]byte(`{"points":[{"t":5,"v":1.5,"s":"9"}],"emitted":{}}`))
-	f.Add([]byte{keyedVersion, 1, 0, valueFloat, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 6, 1, 2, 3, 4, 5, 6, 0})
+	f.Add([]byte{keyedVersion, keyedHasDistinct, 1, 0, valueFloat, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 6, 1, 2, 3, 4, 5, 6, 0, 0})
+	f.Add([]byte{keyedVersion3, 1, 0, valueFloat, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 6, 1, 2, 3, 4, 5, 6, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		buf, err := decodeKeyed(b)
 		if err != nil {

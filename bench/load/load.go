@@ -43,9 +43,13 @@ type stack struct {
 	tickRate       time.Duration // the ticker's schedule (TickerRate: 1 minute)
 	memoryMB       int           // the aggregate function's memory (aggregateMemoryMB: 1,024); the ticker's few invocations are priced at it too
 	concurrency    int           // the handler's concurrent DynamoDB requests (aggregate.DefaultConcurrency)
+	// flush is the aggregate mapping's TumblingWindowInSeconds, the
+	// per-interval path's flush interval (infra/cdk.json's
+	// tributary:flushIntervalSeconds: 120 s).
+	flush time.Duration
 }
 
-var deployedStack = stack{shards: 2, batchSize: 500, batchingWindow: 5 * time.Second, tickRate: time.Minute, memoryMB: 1024, concurrency: aggregate.DefaultConcurrency}
+var deployedStack = stack{shards: 2, batchSize: 500, batchingWindow: 5 * time.Second, tickRate: time.Minute, memoryMB: 1024, concurrency: aggregate.DefaultConcurrency, flush: 2 * time.Minute}
 
 // vcpu is the share of a vCPU Lambda gives a function of the stack's memory.
 func (s stack) vcpu() float64 { return min(1, float64(s.memoryMB)/lambdaMBPerVCPU) }

@@ -24,9 +24,9 @@ func main() {
 	flag.StringVar(&loads, "loads", "10x100,100x1000,1000x10000", "loads to run, comma separated: <events a second>x<keys>")
 	flag.StringVar(&paths, "paths", "per-batch,per-interval", "write paths, comma separated: per-batch, per-interval")
 	flag.DurationVar(&o.span, "span", 10*time.Minute, "event time generated per load (at least 10m for the BENCH load lines docs/performance.md quotes)")
-	flag.DurationVar(&o.flush, "flush", time.Minute, "the per-interval path's flush interval (the mapping's TumblingWindowInSeconds)")
+	flag.DurationVar(&o.flush, "flush", deployedStack.flush, "the per-interval path's flush interval (the mapping's TumblingWindowInSeconds)")
 	var flushes string
-	flag.StringVar(&flushes, "flushes", "2m,5m", "other flush intervals priced at 100 events/s over 1,000 keys (BENCH load_flush), comma separated; empty for none")
+	flag.StringVar(&flushes, "flushes", "1m,5m", "other flush intervals priced at 100 events/s over 1,000 keys (BENCH load_flush), comma separated; empty for none")
 	flag.DurationVar(&o.tail, "tail", 16*time.Minute, "ticks after the last event, so the windows it opened close (hopping 5m, allowed lateness 10m)")
 	flag.StringVar(&o.pipeline, "pipeline", "", "pipeline file (default: the stack's pipelines/pageviews.json)")
 	flag.BoolVar(&o.keepup, "keepup", true, "measure BENCH keepup (one instance on a full shard, with store latency)")
@@ -236,8 +236,8 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			}
 			sort.Strings(classes)
 			for _, c := range classes {
-				fmt.Fprintf(out, "BENCH load_writes events_per_s=%d keys=%d path=%s items=%s wcu_per_event=%.3f index_wcu_per_event=%.3f\n",
-					rate, keys, p, c, float64(t.db.WriteUnitsBy[c])/float64(t.events), float64(t.db.IndexUnitsBy[c])/float64(t.events))
+				fmt.Fprintf(out, "BENCH load_writes events_per_s=%d keys=%d path=%s items=%s wcu_per_event=%.3f writes_per_event=%.3f index_wcu_per_event=%.3f\n",
+					rate, keys, p, c, float64(t.db.WriteUnitsBy[c])/float64(t.events), float64(t.db.WritesBy[c])/float64(t.events), float64(t.db.IndexUnitsBy[c])/float64(t.events))
 			}
 			if p == pathBatch || invocations == 0 {
 				invocations = float64(t.aggInvokes) * f

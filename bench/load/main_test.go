@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"crypto/md5"
+	"encoding/json"
 	"math"
 	"math/big"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -408,5 +411,27 @@ func TestSteadyLoadCountsOneMoreSpan(t *testing.T) {
 	}
 	if got := steady.db.IndexUnitsBy[hopping]; got != 0 {
 		t.Errorf("steady state: %d index units for hopping windows, want none (windows are found by their listings)", got)
+	}
+}
+
+// The load is priced at the flush interval the stack deploys with: the
+// benchmark's default follows infra/cdk.json's context.
+func TestDeployedFlushIntervalIsTheStacks(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "infra", "cdk.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cdk struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(raw, &cdk); err != nil {
+		t.Fatalf("infra/cdk.json: %v", err)
+	}
+	secs, ok := cdk.Context["tributary:flushIntervalSeconds"].(float64)
+	if !ok {
+		t.Fatalf("infra/cdk.json: context tributary:flushIntervalSeconds = %v, want a number", cdk.Context["tributary:flushIntervalSeconds"])
+	}
+	if got := time.Duration(secs) * time.Second; got != deployedStack.flush {
+		t.Errorf("infra/cdk.json flushes every %v, bench/load prices %v", got, deployedStack.flush)
 	}
 }

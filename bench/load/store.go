@@ -25,7 +25,11 @@ type usage struct {
 	WriteUnits int // table writes
 	// WriteUnitsBy splits WriteUnits by what the items are (itemClass):
 	// which part of the state the write units pay for.
-	WriteUnitsBy  map[string]int
+	WriteUnitsBy map[string]int
+	// WritesBy counts the item writes of each itemClass (a refused
+	// conditional write too): with WriteUnitsBy, how large the written
+	// items are.
+	WritesBy      map[string]int
 	IndexUnitsBy  map[string]int // IndexUnits by itemClass
 	IndexUnits    int            // global secondary index writes
 	ReadHalfUnits int
@@ -36,7 +40,7 @@ type usage struct {
 }
 
 func newUsage() usage {
-	return usage{Requests: map[string]int{}, WriteUnitsBy: map[string]int{}, IndexUnitsBy: map[string]int{}}
+	return usage{Requests: map[string]int{}, WriteUnitsBy: map[string]int{}, WritesBy: map[string]int{}, IndexUnitsBy: map[string]int{}}
 }
 
 // ReadUnits is ReadHalfUnits in read request units.
@@ -63,6 +67,9 @@ func (u *usage) subtract(o usage) {
 	for k, v := range o.WriteUnitsBy {
 		u.WriteUnitsBy[k] -= v
 	}
+	for k, v := range o.WritesBy {
+		u.WritesBy[k] -= v
+	}
 	for k, v := range o.IndexUnitsBy {
 		u.IndexUnitsBy[k] -= v
 	}
@@ -78,6 +85,9 @@ func (u *usage) add(o usage) {
 	u.WriteUnits += o.WriteUnits
 	for k, v := range o.WriteUnitsBy {
 		u.WriteUnitsBy[k] += v
+	}
+	for k, v := range o.WritesBy {
+		u.WritesBy[k] += v
 	}
 	for k, v := range o.IndexUnitsBy {
 		u.IndexUnitsBy[k] += v
@@ -176,7 +186,9 @@ func (s *store) billWrite(table string, old, next map[string]types.AttributeValu
 		size = max(size, itemSize(next))
 	}
 	s.u.WriteUnits += units(size, 1024) * mult
-	s.u.WriteUnitsBy[itemClass(table, old, next)] += units(size, 1024) * mult
+	class := itemClass(table, old, next)
+	s.u.WriteUnitsBy[class] += units(size, 1024) * mult
+	s.u.WritesBy[class]++
 	if failed {
 		return
 	}
@@ -195,7 +207,7 @@ func (s *store) billWrite(table string, old, next map[string]types.AttributeValu
 		}
 		s.u.IndexUnits += n
 		if n > 0 {
-			s.u.IndexUnitsBy[itemClass(table, old, next)] += n
+			s.u.IndexUnitsBy[class] += n
 		}
 	}
 }

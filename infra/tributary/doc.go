@@ -77,7 +77,7 @@
 // consumer) and QueueFunction (an SQS consumer with batch item failures
 // behind a queue with a DLQ; see NewQueueWithDLQ).
 //
-// Context tributary:flushIntervalSeconds (default 60, DefaultFlushInterval;
+// Context tributary:flushIntervalSeconds (default 120, DefaultFlushInterval;
 // 0 for one write per (key, window) per batch) has the aggregates write
 // once per flush interval, their partials carried in the mapping's
 // tumbling-window state.

@@ -44,9 +44,14 @@ const (
 
 // DefaultFlushInterval is the aggregates' write interval when neither props
 // nor context set one: per interval, the cheaper path at every load bench/load
-// measures (about half the write units of per batch), for results up to one
-// interval later.
-const DefaultFlushInterval = time.Minute
+// measures (under a third of the write units of per batch), for results up
+// to one interval later. Two minutes, not one: with windows of a minute,
+// half of them close in the write of the flush their records come in (close
+// on write), which saves about 30 % of the write units at the README's load
+// for 30 s more latency on average (60 s at most); longer intervals save
+// little more and Lambda starts ending their windows early at its 1 MB
+// state limit (BENCH load_flush, docs/cost.md).
+const DefaultFlushInterval = 2 * time.Minute
 
 // FlushPerBatch, as a FlushInterval in props, writes once per batch
 // whatever the context says.
@@ -122,9 +127,9 @@ const (
 	tickerTimeout    = 50 * time.Second
 	functionMemoryMB = 256
 	// aggregateMemoryMB buys the aggregate function 0.58 of a vCPU: with
-	// the default flush interval one instance keeps up with a full shard
-	// (1,028 records/s in BENCH keepup, 614 at 256 MB) for about $3 a month
-	// more at 100 events/s (BENCH load lambda_usd 5.84 against 2.55).
+	// the default flush interval one instance keeps up with several full
+	// shards (BENCH keepup; docs/performance.md gives the last run's figure)
+	// for a few dollars a month at 100 events/s (BENCH load lambda_usd).
 	aggregateMemoryMB = 1024
 )
 

@@ -102,17 +102,17 @@ func TestPipelineConfigIsTheFile(t *testing.T) {
 	}
 }
 
-// The aggregates write once a minute unless told otherwise, and context 0
-// or FlushPerBatch in props writes once per batch (no tumbling window on
-// the mapping).
-func TestFlushIntervalDefaultsToAMinute(t *testing.T) {
+// The aggregates write once every two minutes unless told otherwise, and
+// context 0 or FlushPerBatch in props writes once per batch (no tumbling
+// window on the mapping).
+func TestFlushIntervalDefaultsToTwoMinutes(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		context map[string]any
 		props   time.Duration
 		want    any
 	}{
-		{"default", nil, 0, 60.0},
+		{"default", nil, 0, 120.0},
 		{"context 0: per batch", map[string]any{ContextFlushInterval: 0.0}, 0, nil},
 		{"props FlushPerBatch over context 300", map[string]any{ContextFlushInterval: 300.0}, FlushPerBatch, nil},
 	} {
@@ -144,7 +144,7 @@ func TestFlushIntervalDefaultsToAMinute(t *testing.T) {
 func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 	assets := t.TempDir()
 	writeDummyAssets(assets)
-	app := newTestApp(t.TempDir(), map[string]any{ContextFlushInterval: "120", ContextAssetDir: assets})
+	app := newTestApp(t.TempDir(), map[string]any{ContextFlushInterval: "300", ContextAssetDir: assets})
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(readRepoPipeline(t, "pageviews")), &doc); err != nil {
 		t.Fatal(err)
@@ -163,12 +163,12 @@ func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 	addNag(app)
 	tmpl := templateOf(stack.Stack)
 
-	if stack.Pipelines.FlushInterval != 2*time.Minute {
-		t.Errorf("FlushInterval = %v, want 2m from context", stack.Pipelines.FlushInterval)
+	if stack.Pipelines.FlushInterval != 5*time.Minute {
+		t.Errorf("FlushInterval = %v, want 5m from context", stack.Pipelines.FlushInterval)
 	}
 	aggregateID, fn := tmpl.function(t, FunctionAggregate)
 	assertProps(t, "aggregate mapping", tmpl.mappingOf(t, aggregateID).Properties, map[string]any{
-		"TumblingWindowInSeconds": 120.0,
+		"TumblingWindowInSeconds": 300.0,
 		"ParallelizationFactor":   2.0,
 	})
 

@@ -232,7 +232,7 @@ synth-local: .build/synth.local ## synthesize infra/cdk.out for the local runner
 
 # Local runs write aggregates once per batch, so results show seconds after the
 # watermark passes; the deployed default (infra/cdk.json) writes once every two
-# minutes, which cuts the DynamoDB bill by about four fifths (docs/cost.md).
+# minutes, which cuts the DynamoDB bill by about three quarters against per batch (docs/cost.md).
 # LOCAL_FLUSH_SECONDS=120 LOCAL_FLAGS=-timeout=15m runs the deployed path
 # locally. The stamp .build/local-flush.<n> makes a change of it synthesize again.
 LOCAL_FLUSH_SECONDS ?= 0

@@ -60,6 +60,14 @@
 //	BENCH load_detail ... (invocations, CPU per record, billed ms per invocation, requests per event, units, log bytes per event, custom metrics, storage, wall seconds)
 //	BENCH load_powertools events_per_s=<n> keys=<n> wcu_per_event=<x> lambda_usd=<x> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_usd=<x> flink_ratio=<x>
 //	BENCH load_kinesis events_per_s=<n> keys=<n> events_stream_usd=<x> results_stream_usd=<x>
+//	BENCH load_writes events_per_s=<n> keys=<n> path=<...> items=<table:class> wcu_per_event=<x> writes_per_event=<x> index_wcu_per_event=<x>
+//	BENCH load_flush events_per_s=100 keys=1000 flush_s=<n> wcu_per_event=<x> total_usd=<x> flink_ratio=<x> windows_ended_early=<n>
+//
+// load_writes splits the write units by what the items are (a window kind,
+// keyed states, the ledger's head and segments, the listings, the shards'
+// watermarks); wcu_per_event over writes_per_event above 1 says those
+// items are over 1 KB. load_flush prices the README's load at each of
+// -flushes, the intervals other than the stack's (-flush).
 //
 // load_detail's cpu_ms_per_record includes sdk_ms_per_record, the SDK's
 // share.
@@ -124,5 +132,5 @@
 //
 // Run from the repository root:
 //
-//	go run ./bench/load [-loads 10x100,100x1000,1000x10000] [-paths per-batch,per-interval] [-span 10m] [-flush 1m] [-keepup=false] [-powertools=false]
+//	go run ./bench/load [-loads 10x100,100x1000,1000x10000] [-paths per-batch,per-interval] [-span 10m] [-flush 2m] [-flushes 1m,5m] [-keepup=false] [-powertools=false]
 package main

@@ -96,7 +96,7 @@ func TestKeyedStateRefusesForgedLengths(t *testing.T) {
 		{"distinct value of 1 TiB", append(append(point, uv(1<<40)...), 1, 2, 3)},
 		{"distinct value past int", append(point, uv(math.MaxUint64)...)},
 		{"emitted blob of 4 EiB", append(append(point, 0, 1, 0, 0, 1), uv(1<<62)...)},
-		{"version 3: emitted blob of 4 EiB", append(append([]byte{keyedVersion3, 1, 0, 0, 0, 1, 1, 'w', 0, 0, 1}), uv(1<<62)...)},
+		{"version 3: emitted blob of 4 EiB", append([]byte{keyedVersion3, 1, 0, 0, 0, 1, 1, 'w', 0, 0, 1}, uv(1<<62)...)},
 		{"float of 3 bytes", []byte{keyedVersion, 0, 1, 0, valueFloat, 0, 0, 0}},
 		{"point count past the blob", append([]byte{keyedVersion, 0}, uv(1<<40)...)},
 		{"version 3: distinct value of 1 TiB", append(append([]byte{keyedVersion3, 1, 0, 0}, uv(1<<40)...), 1, 2, 3)},

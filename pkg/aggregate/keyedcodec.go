@@ -212,8 +212,12 @@ func decodeKeyed(b []byte) (*keyedBuf, error) {
 	default:
 		return nil, fmt.Errorf("%w: version %d", errKeyedEncoding, version)
 	}
-	thresholds := version != keyedVersion2 // and tags shifted by 2
+	thresholds := version != keyedVersion2 // and whole values shifted by 2
 	ids := version != keyedVersion         // emitted windows written with their ids
+	shift := uint(1)                       // a whole value's zigzag is the tag shifted by this
+	if thresholds {
+		shift = 2
+	}
 	r := binenc.NewReader(body, errKeyedEncoding)
 	n := r.Uvarint()
 	if n > uint64(len(b)) {
@@ -226,10 +230,6 @@ func decodeKeyed(b []byte) (*keyedBuf, error) {
 		pt := &buf.Points[i]
 		pt.T, pt.Th = t, noThreshold
 		tag := r.Uvarint()
-		shift := uint(1)
-		if thresholds {
-			shift = 2
-		}
 		if tag&valueFloat != 0 {
 			pt.V = r.Float64()
 		} else {

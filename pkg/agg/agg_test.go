@@ -267,8 +267,82 @@ func TestEncodingRoundTrips(t *testing.T) {
 				if _, err := s.Decode(append(b, 0)); !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("trailing byte: %v, want ErrCorrupt", err)
 				}
+				// The compact encoding decodes to the same state, and no
+				// prefix of it decodes either.
+				compact, err := st.AppendCompact(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fromCompact, err := s.Decode(compact)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := fromCompact.Result(), st.Result(); !reflect.DeepEqual(got, want) {
+					t.Fatalf("compact round trip:\n got %+v\nwant %+v", got, want)
+				}
+				for i := 0; i < len(compact); i += step {
+					if _, err := s.Decode(compact[:i]); err == nil {
+						t.Fatalf("%d of %d compact bytes decoded", i, len(compact))
+					}
+				}
 			})
 		}
+	}
+}
+
+// The compact encoding writes integer sums and extremes as varints: a
+// partial of a few millisecond values, as a window state carries one per
+// key and pane, is half the size. Fractions, −0 and values past 2^53 keep
+// their 8 bytes and their exact bits.
+func TestCompactEncodingKeepsIntegersShort(t *testing.T) {
+	s := mustSpec(t, "count", "sum", "min", "max", "mean", "quantiles")
+	cases := []struct {
+		name   string
+		values []float64
+		saved  int // bytes fewer than AppendBinary's, at least (−1: the flags byte more at most)
+	}{
+		{"milliseconds", []float64{1210, 87, 4031}, 16},
+		{"negative integers", []float64{-3, -70000}, 16},
+		{"fractions", []float64{0.5, 2.25}, -1},
+		{"negative zero", []float64{math.Copysign(0, -1)}, -1},
+		{"beyond 2^53", []float64{1 << 60, -(1 << 60)}, -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := s.New()
+			for _, v := range c.values {
+				st.Add(v, nil)
+			}
+			full, _ := st.MarshalBinary()
+			compact, err := st.AppendCompact(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(full)-len(compact) < c.saved {
+				t.Errorf("compact %d bytes, full %d: want at least %d fewer", len(compact), len(full), c.saved)
+			}
+			back, err := s.Decode(compact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []struct {
+				name      string
+				got, want float64
+			}{{"sum", back.sum, st.sum}, {"min", back.min, st.min}, {"max", back.max, st.max}} {
+				if math.Float64bits(f.got) != math.Float64bits(f.want) {
+					t.Errorf("%s: decoded %v (bits %#x), want %v (bits %#x)", f.name, f.got, math.Float64bits(f.got), f.want, math.Float64bits(f.want))
+				}
+			}
+		})
+	}
+	// Flags it never writes are refused.
+	small := mustSpec(t, "count", "sum")
+	st := small.New()
+	st.Add(1, nil)
+	b, _ := st.AppendCompact(nil)
+	b[3] |= 0x08 // the flags byte: after version, aggregates and count, a byte each
+	if _, err := small.Decode(b); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("unknown flag: %v, want ErrCorrupt", err)
 	}
 }
 

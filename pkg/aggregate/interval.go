@@ -24,7 +24,10 @@ import (
 const (
 	stateWatermark = "wm"  // the interval's working watermark
 	stateSeq       = "seq" // the last record accumulated: the state's own fence
-	statePartial   = "p|"  // p|<kind>|<window id>[*<n>]|<key> → "<minSeq> <maxSeq> <base64 partial>"
+	// statePartial prefixes a partial of the first format, one entry
+	// each: p|<kind>|<window id>[*<n>]|<key> → "<minSeq> <maxSeq> <base64
+	// partial>". Still read; written as statePartials (intervalstate.go).
+	statePartial = "p|"
 	// stateHold is the watermark hold the interval stored (Unix ms): the
 	// earliest start of an open window its partials add to. The ticker's
 	// idle advance stops there (state.Views.Hold) until the flush has
@@ -230,7 +233,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		// Every record is routed: the watermark the flush commits.
 		c.closeBy = wm.Current()
 	}
-	if len(keep) > 0 && (ev.IsFinalInvokeForWindow || keep.encode(carriedState) > carryBudget) {
+	if len(keep) > 0 && (ev.IsFinalInvokeForWindow || keep.encode(carriedState, accumulated) > carryBudget) {
 		if err := p.foldCarried(ctx, c, keep); err != nil {
 			return events.KinesisTimeWindowEventResponse{}, err
 		}
@@ -576,6 +579,17 @@ func (p *Processor) decodePartials(st map[string]string) (map[setKey]*partial, e
 	out := make(map[setKey]*partial, len(st))
 	slab := make([]partial, 0, len(st)) // one allocation for every entry's partial
 	for k, v := range st {
+		if k == statePartials {
+			b, err := base64.RawStdEncoding.DecodeString(v)
+			if err == nil {
+				err = p.decodePartialsEntry(b, st[stateSeq], out)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
+			}
+			continue
+		}
+		// An entry of the first format (statePartial): one partial.
 		if !strings.HasPrefix(k, statePartial) {
 			continue
 		}
@@ -612,41 +626,15 @@ func (p *Processor) decodePartials(st map[string]string) (map[setKey]*partial, e
 }
 
 func (p *Processor) encodeState(partials map[setKey]*partial, wm *window.Watermark, seq string) map[string]string {
-	out := make(map[string]string, len(partials)+2)
+	out := make(map[string]string, 3)
 	if b, err := wm.MarshalBinary(); err == nil {
 		out[stateWatermark] = base64.StdEncoding.EncodeToString(b)
 	}
 	if seq != "" {
 		out[stateSeq] = seq
 	}
-	// Every entry, its key then its value, built in one buffer made one
-	// string and cut in parts: the state of every (key, window) is written
-	// on every invocation.
-	var bin, kv []byte
-	cuts := make([][2]int, 0, len(partials)) // where each entry's key and value end
-	for k, pt := range partials {
-		var err error
-		if bin, err = pt.st.AppendBinary(bin[:0]); err != nil {
-			continue
-		}
-		kv = append(kv, statePartial...)
-		kv = append(append(kv, k.kind...), '|')
-		kv = k.win.AppendID(kv)
-		if k.n > 1 {
-			kv = strconv.AppendInt(append(kv, '*'), int64(k.n), 10)
-		}
-		kv = append(kv, '|')
-		kv = append(kv, k.key...)
-		n := len(kv)
-		kv = append(kv, pt.minSeq...)
-		kv = append(append(kv, ' '), pt.maxSeq...)
-		kv = base64.StdEncoding.AppendEncode(append(kv, ' '), bin)
-		cuts = append(cuts, [2]int{n, len(kv)})
-	}
-	all, start := string(kv), 0
-	for _, c := range cuts {
-		out[all[start:c[0]]] = all[c[0]:c[1]]
-		start = c[1]
+	if len(partials) > 0 {
+		out[statePartials] = encodePartials(partials, seq)
 	}
 	return out
 }

@@ -26,9 +26,22 @@ import (
 // stateCarriedV1 (k|) is one an earlier version wrote, each point whole
 // (appendCarriedPointV1): still read, so an interval that began before an
 // update flushes after it.
+//
+// Every key's points are now one entry, stateCarriedAll (encode): written
+// against the state's stateSeq and a base time, they take some 12 bytes a
+// point, not 25, and the key and kind are not repeated in an entry name
+// per key. The reader of c| entries before it takes its name for kind ""
+// and key "" and refuses its value: unpadded base64, which that reader's
+// padded decoding refuses unless its length is a multiple of four, and
+// then a second byte (the count of kinds, at least 1) that it reads as a
+// first point sharing digits with no previous one. Code from before it
+// fails the invocation and Lambda retries it, rather than losing the
+// points.
 const (
-	stateCarried   = "c|"
-	stateCarriedV1 = "k|"
+	stateCarried      = "c|"
+	stateCarriedV1    = "k|"
+	stateCarriedAll   = "c||"
+	carriedAllVersion = 1
 )
 
 // carryBudget bounds the carried points' share of the window state (the
@@ -52,6 +65,17 @@ func decodeCarried(st map[string]string) (carried, int, error) {
 	out := carried{}
 	size := 0
 	for k, v := range st {
+		if k == stateCarriedAll {
+			b, err := base64.RawStdEncoding.DecodeString(v)
+			if err == nil {
+				err = decodeCarriedAll(b, st[stateSeq], out)
+			}
+			if err != nil {
+				return nil, 0, fmt.Errorf("aggregate: window state entry %q: %w", k, err)
+			}
+			size += len(k) + len(v)
+			continue
+		}
 		var rest string
 		var decode func([]byte) ([]carriedPoint, error)
 		switch {
@@ -84,27 +108,77 @@ func decodeCarried(st map[string]string) (carried, int, error) {
 	return out, size, nil
 }
 
-// encode adds the carried points to an interval's state and returns the
-// bytes they take there.
-func (c carried) encode(st map[string]string) int {
-	// Every entry, name then value, in one buffer made one string and cut
-	// in parts.
-	var b, kv []byte
-	cuts := make([][2]int, 0, len(c)) // where each entry's name and value end
+// encode adds the carried points to an interval's state, as its one
+// stateCarriedAll entry, and returns the bytes they take there; ref is the
+// state's stateSeq, every point's sequence number at most and sharing most
+// of its digits.
+func (c carried) encode(st map[string]string, ref string) int {
+	if len(c) == 0 {
+		return 0
+	}
+	kinds := map[string]int{}
+	var kindIDs []string
+	base, first, keys := int64(0), true, 0
 	for k, pts := range c {
-		b = appendCarriedPoints(b[:0], pts)
-		kv = append(kv, stateCarried...)
-		kv = append(append(append(kv, k.kind...), '|'), k.key...)
-		n := len(kv)
-		kv = base64.StdEncoding.AppendEncode(kv, b)
-		cuts = append(cuts, [2]int{n, len(kv)})
+		if len(pts) > 0 {
+			keys++
+		}
+		if _, ok := kinds[k.kind]; !ok {
+			kinds[k.kind] = len(kindIDs)
+			kindIDs = append(kindIDs, k.kind)
+		}
+		if len(pts) > 0 && (first || pts[0].T < base) {
+			base, first = pts[0].T, false
+		}
 	}
-	all, start := string(kv), 0
-	for _, cut := range cuts {
-		st[all[start:cut[0]]] = all[cut[0]:cut[1]]
-		start = cut[1]
+	b := appendStateHeader(make([]byte, 0, 64*len(c)), carriedAllVersion, kindIDs, base, keys)
+	for k, pts := range c {
+		if len(pts) == 0 {
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(len(k.key)))
+		b = append(b, k.key...)
+		b = binary.AppendUvarint(b, uint64(kinds[k.kind]))
+		b = binary.AppendUvarint(b, uint64(len(pts)))
+		b = appendCarriedPoints(b, pts, ref, base)
 	}
-	return len(kv)
+	v := base64.RawStdEncoding.EncodeToString(b)
+	st[stateCarriedAll] = v
+	return len(stateCarriedAll) + len(v)
+}
+
+// decodeCarriedAll reads the stateCarriedAll entry encode wrote into out,
+// refusing anything it could not have written.
+func decodeCarriedAll(b []byte, ref string, out carried) error {
+	r := stateReader{b: b}
+	kindIDs, base, keys, err := r.header(carriedAllVersion)
+	if err != nil {
+		return err
+	}
+	for i := uint64(0); i < keys && r.err == nil; i++ {
+		key := r.bytes(len(r.b))
+		kind, count := r.uvarint(), r.uvarint()
+		if r.err != nil {
+			break
+		}
+		if kind >= uint64(len(kindIDs)) {
+			return fmt.Errorf("key %q: window kind %d of %d", key, kind, len(kindIDs))
+		}
+		if count == 0 || count > uint64(len(r.b)) {
+			return fmt.Errorf("key %q: %d points in %d bytes", key, count, len(r.b))
+		}
+		pts, rest, err := readCarriedPoints(r.b, int(count), ref, base)
+		if err != nil {
+			return fmt.Errorf("key %q: %w", key, err)
+		}
+		r.b = rest
+		kk := keyedKey{key: string(key), kind: kindIDs[kind]}
+		out[kk] = append(out[kk], pts...)
+	}
+	if r.err == nil && len(r.b) > 0 {
+		return fmt.Errorf("%d bytes after the last key", len(r.b))
+	}
+	return r.err
 }
 
 // earliest is the earliest event time carried (zero if none).
@@ -155,8 +229,11 @@ const maxCarriedSeq = 128
 // whole (appendCarriedPointV1): a shard's points stay inside carryBudget,
 // which at 100 events a second over 1,000 keys they did not, each key's
 // session folded twice an interval.
-func appendCarriedPoints(b []byte, pts []carriedPoint) []byte {
-	prevSeq, prevT := "", int64(0)
+//
+// The first point is written against prevSeq and prevT: "" and 0 in an
+// entry of its own (stateCarried), the state's stateSeq and the entry's
+// base time in the one entry of every key (stateCarriedAll).
+func appendCarriedPoints(b []byte, pts []carriedPoint, prevSeq string, prevT int64) []byte {
 	for i := range pts {
 		p := &pts[i]
 		shared := 0
@@ -184,13 +261,7 @@ func appendCarriedPoints(b []byte, pts []carriedPoint) []byte {
 		b = binary.AppendUvarint(b, uint64(shared))
 		b = binary.AppendUvarint(b, uint64(len(suffix)))
 		if flags&carriedSeqDigits != 0 {
-			for j := 0; j < len(suffix); j += 2 {
-				hi, lo := suffix[j]-'0', byte(0)
-				if j+1 < len(suffix) {
-					lo = suffix[j+1] - '0'
-				}
-				b = append(b, hi<<4|lo)
-			}
+			b = appendDigits(b, suffix)
 		} else {
 			b = append(b, suffix...)
 		}
@@ -228,84 +299,87 @@ func allDigits(s string) bool {
 
 var errCarriedTruncated = errors.New("carried points truncated")
 
-// decodeCarriedPoints reads what appendCarriedPoints wrote, refusing
-// anything it could not have written.
+// decodeCarriedPoints reads what appendCarriedPoints wrote in an entry of
+// its own, refusing anything it could not have written.
 func decodeCarriedPoints(b []byte) ([]carriedPoint, error) {
+	pts, _, err := readCarriedPoints(b, -1, "", 0)
+	return pts, err
+}
+
+// readCarriedPoints reads count points appendCarriedPoints wrote against
+// firstSeq and firstT (count < 0: every point to the end of b), and
+// returns what follows them.
+func readCarriedPoints(b []byte, count int, firstSeq string, firstT int64) ([]carriedPoint, []byte, error) {
 	var out []carriedPoint
-	prevT := int64(0)
+	if count > 0 {
+		out = make([]carriedPoint, 0, min(count, len(b)))
+	}
+	prevT := firstT
 	// The sequence numbers are read one after another into seqs (each
 	// shares a prefix with the one before) and made one string at the
 	// end, which each point's Seq is a part of: one allocation, not one a
 	// point.
-	var seqs []byte
-	var ends []int
+	seqs := []byte(firstSeq)
+	ends := []int{len(seqs)}
 	prevSeq := func() []byte {
-		if len(ends) == 0 {
-			return nil
-		}
 		start := 0
 		if len(ends) > 1 {
 			start = ends[len(ends)-2]
 		}
 		return seqs[start:ends[len(ends)-1]]
 	}
-	for len(b) > 0 {
+	for (count < 0 && len(b) > 0) || len(out) < count {
+		if len(b) == 0 {
+			return nil, nil, errCarriedTruncated
+		}
 		var p carriedPoint
 		flags := b[0]
 		b = b[1:]
 		if flags >= carriedSeqDigits<<1 {
-			return nil, fmt.Errorf("carried point %d: unknown flags %#x", len(out), flags)
+			return nil, nil, fmt.Errorf("carried point %d: unknown flags %#x", len(out), flags)
 		}
 		shared, k := binary.Uvarint(b)
 		if k <= 0 || shared > uint64(len(prevSeq())) {
-			return nil, fmt.Errorf("carried point %d: sequence number shares %d of the previous one's %d bytes", len(out), shared, len(prevSeq()))
+			return nil, nil, fmt.Errorf("carried point %d: sequence number shares %d of the previous one's %d bytes", len(out), shared, len(prevSeq()))
 		}
 		b = b[k:]
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > maxCarriedSeq || shared+n > maxCarriedSeq {
-			return nil, fmt.Errorf("carried point %d: sequence number longer than %d bytes", len(out), maxCarriedSeq)
+			return nil, nil, fmt.Errorf("carried point %d: sequence number longer than %d bytes", len(out), maxCarriedSeq)
 		}
 		b = b[k:]
 		// seqs may move as it grows: the previous number is copied from
 		// where it is now.
 		seqs = append(seqs, prevSeq()[:shared]...)
 		if flags&carriedSeqDigits != 0 {
-			packed := int(n+1) / 2
-			if len(b) < packed {
-				return nil, errCarriedTruncated
-			}
-			for j := 0; j < int(n); j++ {
-				d := b[j/2] >> 4
-				if j%2 == 1 {
-					d = b[j/2] & 0x0f
+			var err error
+			if seqs, b, err = readDigits(seqs, b, int(n)); err != nil {
+				if errors.Is(err, errStateTruncated) {
+					return nil, nil, errCarriedTruncated
 				}
-				if d > 9 {
-					return nil, fmt.Errorf("carried point %d: a sequence number digit is %d", len(out), d)
-				}
-				seqs = append(seqs, '0'+d)
+				return nil, nil, fmt.Errorf("carried point %d: %w", len(out), err)
 			}
-			b = b[packed:]
 		} else {
 			if uint64(len(b)) < n {
-				return nil, errCarriedTruncated
+				return nil, nil, errCarriedTruncated
 			}
 			seqs, b = append(seqs, b[:n]...), b[n:]
 		}
 		ends = append(ends, len(seqs))
 		dt, k := binary.Varint(b)
 		if k <= 0 {
-			return nil, errCarriedTruncated
+			return nil, nil, errCarriedTruncated
 		}
 		p.T, b = prevT+dt, b[k:]
 		if flags&carriedIntValue != 0 {
 			v, k := binary.Varint(b)
 			if k <= 0 {
-				return nil, errCarriedTruncated
+				return nil, nil, errCarriedTruncated
 			}
 			p.V, b = float64(v), b[k:]
 		} else {
 			if len(b) < 8 {
-				return nil, errCarriedTruncated
+				return nil, nil, errCarriedTruncated
 			}
 			p.V, b = math.Float64frombits(binary.LittleEndian.Uint64(b)), b[8:]
 		}
@@ -313,14 +387,14 @@ func decodeCarriedPoints(b []byte) ([]carriedPoint, error) {
 		if flags&carriedThreshold != 0 {
 			d, k := binary.Varint(b)
 			if k <= 0 {
-				return nil, errCarriedTruncated
+				return nil, nil, errCarriedTruncated
 			}
 			p.Th, b = p.T+d, b[k:]
 		}
 		if flags&carriedDistinct != 0 {
 			n, k := binary.Uvarint(b)
 			if k <= 0 || uint64(len(b)-k) < n || n > distinctHashBytes {
-				return nil, errCarriedTruncated
+				return nil, nil, errCarriedTruncated
 			}
 			p.D, b = append([]byte{}, b[k:k+int(n)]...), b[k+int(n):]
 		}
@@ -328,11 +402,11 @@ func decodeCarriedPoints(b []byte) ([]carriedPoint, error) {
 		prevT = p.T
 		out = append(out, p)
 	}
-	all, start := string(seqs), 0
-	for i, end := range ends {
-		out[i].Seq, start = all[start:end], end
+	all := string(seqs)
+	for i := range out {
+		out[i].Seq = all[ends[i]:ends[i+1]]
 	}
-	return out, nil
+	return out, b, nil
 }
 
 // decodeCarriedPointsV1 reads the points an earlier version carried, each

@@ -1,10 +1,12 @@
 package aggregate
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -25,8 +27,8 @@ func TestCarriedPointsRoundTrip(t *testing.T) {
 		{"a key with '|' in it, two kinds", carried{{key: "a|b", kind: "session:30s"}: pts[:1], {key: "a|b", kind: "sliding:1m0s"}: pts[1:]}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st := map[string]string{"p|tumbling:1m0s|w|k": "untouched"}
-			size := tt.in.encode(st)
+			st := map[string]string{"p|tumbling:1m0s|w|k": "untouched", stateSeq: "49601189658422359378836298521827638475320189012309704799"}
+			size := tt.in.encode(st, st[stateSeq])
 			got, gotSize, err := decodeCarried(st)
 			if err != nil {
 				t.Fatal(err)
@@ -44,7 +46,7 @@ func TestCarriedPointsRoundTrip(t *testing.T) {
 // A damaged entry is an error naming it, never points made up.
 func TestCarriedPointsRefuseDamage(t *testing.T) {
 	st := map[string]string{}
-	carried{{key: "k", kind: "session:30s"}: {{point: point{T: 1, V: 2, Seq: "3"}}}}.encode(st)
+	carried{{key: "k", kind: "session:30s"}: {{point: point{T: 1, V: 2, Seq: "3"}}}}.encode(st, "3")
 	for name, v := range st {
 		for _, bad := range []string{v[:len(v)-4], "!!not base64", "AAAA"} {
 			if _, _, err := decodeCarried(map[string]string{name: bad}); err == nil {
@@ -109,7 +111,7 @@ func TestCarriedPointsTakeLessThanHalfTheirWholeSize(t *testing.T) {
 	for i := range pts {
 		whole = appendCarriedPointV1(whole, &pts[i])
 	}
-	compact := appendCarriedPoints(nil, pts)
+	compact := appendCarriedPoints(nil, pts, "", 0)
 	t.Logf("%d points: %d bytes, whole %d", len(pts), len(compact), len(whole))
 	if len(compact)*2 > len(whole) {
 		t.Errorf("%d points take %d bytes, whole %d: want less than half", len(pts), len(compact), len(whole))
@@ -129,7 +131,7 @@ func TestCarriedPointsRefuseWhatWasNotWritten(t *testing.T) {
 	good := appendCarriedPoints(nil, []carriedPoint{
 		{point: point{T: 10, V: 1, Th: noThreshold, Seq: "4960"}},
 		{point: point{T: 11, V: 2, Th: noThreshold, Seq: "4961"}},
-	})
+	}, "", 0)
 	for _, tt := range []struct {
 		name string
 		b    []byte
@@ -147,4 +149,131 @@ func TestCarriedPointsRefuseWhatWasNotWritten(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The one entry of every key's points is refused by the reader of the
+// entries before it (decodeCarriedPoints after padded base64), whatever
+// its length: code from before it fails the invocation rather than read a
+// state without its points.
+func TestCarriedAllIsRefusedByTheEntryReaderBeforeIt(t *testing.T) {
+	for n := 1; n <= 12; n++ {
+		c := carried{}
+		for i := range n {
+			c[keyedKey{key: fmt.Sprintf("user-%d", i), kind: "session:30s"}] = []carriedPoint{{point: point{T: int64(i), V: 1, Th: noThreshold, Seq: fmt.Sprint(100 + i)}}}
+		}
+		st := map[string]string{}
+		c.encode(st, "120")
+		b, err := base64.StdEncoding.DecodeString(st[stateCarriedAll])
+		if err == nil {
+			var pts []carriedPoint
+			if pts, err = decodeCarriedPoints(b); err == nil {
+				t.Fatalf("%d keys: the entry reader before it decoded %d points", n, len(pts))
+			}
+		}
+	}
+}
+
+// Bytes encode could not have written in the one entry are refused, never
+// decoded into points made up, and no prefix of a well-formed entry
+// decodes.
+func TestCarriedAllRefusesWhatWasNotWritten(t *testing.T) {
+	c := carried{}
+	for i := range 5 {
+		c[keyedKey{key: fmt.Sprintf("user-%d", i), kind: "session:30s"}] = []carriedPoint{
+			{point: point{T: 1_764_410_400_000 + int64(i), V: 1, Th: noThreshold, Seq: fmt.Sprintf("4960%04d", 10*i)}},
+			{point: point{T: 1_764_410_400_900 + int64(i), V: 2.5, Th: noThreshold, Seq: fmt.Sprintf("4960%04d", 10*i+1)}},
+		}
+	}
+	st := map[string]string{}
+	c.encode(st, "49600099")
+	good, err := base64.RawStdEncoding.DecodeString(st[stateCarriedAll])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := decodeCarriedAll(good, "49600099", carried{}); err != nil {
+		t.Fatalf("the entry itself: %v", err)
+	}
+	for i := range len(good) {
+		if err := decodeCarriedAll(good[:i], "49600099", carried{}); err == nil {
+			t.Fatalf("%d of %d bytes decoded", i, len(good))
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"another version", append([]byte{7}, good[1:]...), "version 7"},
+		{"no kinds", []byte{carriedAllVersion, 0}, "0 window kinds"},
+		{"a kind not listed", []byte{carriedAllVersion, 1, 1, 's', 0, 1, 1, 'k', 4, 1}, "window kind 4 of 1"},
+		{"no points", []byte{carriedAllVersion, 1, 1, 's', 0, 1, 1, 'k', 0, 0}, "0 points"},
+		{"more keys than bytes", []byte{carriedAllVersion, 1, 1, 's', 0, 90, 1, 'k', 0, 0}, "90 keys"},
+		{"trailing bytes", append(append([]byte{}, good...), 0), "1 bytes after the last key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := decodeCarriedAll(tt.b, "49600099", carried{}); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// Entries of the format before the one entry (c|<kind>|<key>, each key's
+// points against "" and 0) still decode: an interval that began before an
+// update flushes after it.
+func TestCarriedEntriesOfThePreviousFormatDecode(t *testing.T) {
+	pts := []carriedPoint{
+		{point: point{T: 1_764_410_400_000, V: 12.5, Th: noThreshold, Seq: "49601189658422359378836298521827638475320189012309704722"}},
+		{point: point{T: 1_764_410_400_450, V: 3, Th: 1_764_410_460_000, Seq: "49601189658422359378836298521827638475320189012309704738"}, Counted: true},
+	}
+	st := map[string]string{stateCarried + "session:30s|a|b": base64.StdEncoding.EncodeToString(appendCarriedPoints(nil, pts, "", 0))}
+	got, _, err := decodeCarried(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (carried{{key: "a|b", kind: "session:30s"}: pts}); !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded %+v\nwant %+v", got, want)
+	}
+}
+
+// FuzzDecodeCarriedAll: the one entry, whatever it holds, decodes or is
+// refused; it never panics, and what decodes encodes to an entry that
+// decodes to the same points.
+func FuzzDecodeCarriedAll(f *testing.F) {
+	st := map[string]string{}
+	carried{{key: "k", kind: "session:30s"}: {{point: point{T: 5, V: 1.5, Th: noThreshold, Seq: "4960"}}, {point: point{T: 9, V: 2, Th: 70, Seq: "4961"}, Counted: true}}}.encode(st, "4961")
+	good, _ := base64.RawStdEncoding.DecodeString(st[stateCarriedAll])
+	f.Add(good, "4961")
+	f.Fuzz(func(t *testing.T, b []byte, ref string) {
+		got := carried{}
+		if err := decodeCarriedAll(b, ref, got); err != nil || len(got) == 0 {
+			return
+		}
+		top := ref
+		for _, pts := range got {
+			for _, p := range pts {
+				top = max(top, p.Seq)
+			}
+		}
+		again := map[string]string{}
+		got.encode(again, top)
+		back, _, err := decodeCarried(map[string]string{stateCarriedAll: again[stateCarriedAll], stateSeq: top})
+		if err != nil {
+			t.Fatalf("re-encoding decoded points: %v", err)
+		}
+		if len(back) != len(got) {
+			t.Fatalf("re-encoded: %d keys, want %d", len(back), len(got))
+		}
+		for k, pts := range got {
+			if len(back[k]) != len(pts) {
+				t.Fatalf("%+v: %d points, want %d", k, len(back[k]), len(pts))
+			}
+			for i := range pts {
+				p, q := pts[i], back[k][i]
+				if q.T != p.T || q.Th != p.Th || q.Seq != p.Seq || q.Counted != p.Counted || string(q.D) != string(p.D) || (q.V != p.V && !(math.IsNaN(q.V) && math.IsNaN(p.V))) {
+					t.Fatalf("%+v point %d: %+v re-encoded as %+v", k, i, p, q)
+				}
+			}
+		}
+	})
 }

@@ -29,11 +29,6 @@ const (
 	stateInterval = "di" // a nonce naming the interval (and the generation of its claims)
 )
 
-// pendingStateBudget bounds the claims an interval carries in the window
-// state (Lambda allows 1 MB for the whole state): past it they are written
-// early and the interval goes on with a new generation.
-const pendingStateBudget = 256 << 10
-
 // ledgerStore is what a ledger in the views table needs of DynamoDB.
 type ledgerStore interface {
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
@@ -104,7 +99,11 @@ func (p *Processor) judgeBatch(ctx context.Context, c *collector) error {
 // them (an error then fails the invocation: Lambda retries it with the same
 // state). It returns the dedupe entries of the next state; st is not
 // changed (Lambda may send it again).
-func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[string]string, final bool) (map[string]string, error) {
+//
+// The claims an interval carries are bounded by budget (carriedBudget) in
+// the window state Lambda allows 1 MB for: past it they are written early
+// and the interval goes on with a new generation.
+func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[string]string, final bool, budget int) (map[string]string, error) {
 	next := map[string]string{}
 	if p.ledger == nil {
 		return next, nil
@@ -122,7 +121,7 @@ func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[stri
 	if err := s.Judge(ctx, c.cands); err != nil {
 		return nil, fmt.Errorf("aggregate: dedupe: %w", err)
 	}
-	commit := final || dedupe.EncodedPendingSize(s.PendingCount()) > pendingStateBudget
+	commit := final || dedupe.EncodedPendingSize(s.PendingCount()) > budget
 	if commit {
 		failed := s.Commit(ctx, p.concurrency)
 		if final && len(failed) > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/batch"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -184,7 +185,8 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		c.decode(rec)
 		accumulated = seq
 	}
-	dedupeState, err := p.judgeInterval(ctx, c, ev.State, ev.IsFinalInvokeForWindow)
+	budget := carriedBudget(ev.State, len(recs))
+	dedupeState, err := p.judgeInterval(ctx, c, ev.State, ev.IsFinalInvokeForWindow, budget)
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err
 	}
@@ -233,7 +235,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		// Every record is routed: the watermark the flush commits.
 		c.closeBy = wm.Current()
 	}
-	if len(keep) > 0 && (ev.IsFinalInvokeForWindow || keep.encode(carriedState, accumulated) > carryBudget) {
+	if len(keep) > 0 && (ev.IsFinalInvokeForWindow || keep.encode(carriedState, accumulated) > budget) {
 		if err := p.foldCarried(ctx, c, keep); err != nil {
 			return events.KinesisTimeWindowEventResponse{}, err
 		}
@@ -298,8 +300,38 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: map[string]string{}}, BatchItemFailures: resp.BatchItemFailures}, nil
 }
 
+// carriedBudget is how many bytes of the window state the claims (dedupe)
+// and the session and sliding points may each take in the state an
+// invocation returns; past it the claims are written, or the points folded,
+// at once. Lambda carries at most 1 MB and ends the interval early past it
+// (a flush of everything): each gets half of what the partials and the
+// rest of the incoming state leave, with room for what this invocation's
+// records add (stateGrowthPerRecord each), and never less than
+// minCarriedBudget. With few partials (100 events a second over 1,000 keys
+// a shard has some 100 KB of them) the claims of a whole two-minute
+// interval fit, where a fixed 256 KB wrote them once more each interval.
+func carriedBudget(st map[string]string, records int) int {
+	other := limits.WindowStateSize(st)
+	for _, k := range [...]string{statePending, stateCarriedAll} {
+		if v, ok := st[k]; ok {
+			other -= len(k) + len(v) + 6
+		}
+	}
+	room := limits.LambdaWindowStateBytes - stateMargin - other - records*stateGrowthPerRecord
+	return max(minCarriedBudget, room/2)
+}
+
+// Sizes carriedBudget works with: a record adds at most a key's partials
+// (a new key's tumbling window and hopping pane, some 100 bytes), its
+// session point and its claim (48); stateMargin is left free.
+const (
+	minCarriedBudget     = 256 << 10
+	stateGrowthPerRecord = 192
+	stateMargin          = 16 << 10
+)
+
 // foldCarried folds an interval's carried points into their keyed states:
-// at the flush, or earlier when they outgrow carryBudget.
+// at the flush, or earlier when they outgrow carriedBudget.
 func (p *Processor) foldCarried(ctx context.Context, c *collector, keep carried) error {
 	c.keyed = make(map[keyedKey][]point, len(keep))
 	for k, pts := range keep {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
@@ -299,5 +300,31 @@ func TestWindowStatePartialsAreUnpaddedBase64(t *testing.T) {
 	v := encodePartials(partials, last)
 	if _, err := base64.RawStdEncoding.DecodeString(v); err != nil || strings.ContainsAny(v, "=\"\\<>&") {
 		t.Fatalf("entry %q: %v", v, err)
+	}
+}
+
+// The claims and the carried points each get half the room the rest of
+// the state and the invocation's records leave, never less than 256 KB:
+// their own entries in the incoming state do not count against them.
+func TestCarriedBudgetIsHalfTheRoomLeft(t *testing.T) {
+	big := func(n int) string { return strings.Repeat("A", n) }
+	for _, tt := range []struct {
+		name    string
+		st      map[string]string
+		records int
+		want    int
+	}{
+		{"an empty state, no records", map[string]string{}, 0, (limits.LambdaWindowStateBytes - stateMargin - 2) / 2},
+		{"an empty state, 500 records", map[string]string{}, 500, (limits.LambdaWindowStateBytes - stateMargin - 2 - 500*stateGrowthPerRecord) / 2},
+		{"100 KB of partials", map[string]string{statePartials: big(100 << 10)}, 500,
+			(limits.LambdaWindowStateBytes - stateMargin - 2 - (100<<10 + len(statePartials) + 6) - 500*stateGrowthPerRecord) / 2},
+		{"its own entries do not count", map[string]string{statePending: big(400 << 10), stateCarriedAll: big(300 << 10)}, 0, (limits.LambdaWindowStateBytes - stateMargin - 2) / 2},
+		{"700 KB of partials: the floor", map[string]string{statePartials: big(700 << 10)}, 500, minCarriedBudget},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := carriedBudget(tt.st, tt.records); got != tt.want {
+				t.Errorf("budget %d, want %d", got, tt.want)
+			}
+		})
 	}
 }

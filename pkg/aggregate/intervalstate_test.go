@@ -1,15 +1,21 @@
 package aggregate_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/limits"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream/streamtest"
 )
 
@@ -61,4 +67,45 @@ func TestIntervalStateOfTheStacksPipelineIsSmallPerKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = out
+}
+
+// The claims an interval carries (dedupe) are written at its flush, not
+// before, while the window state has room for them: 8,000 records over 20
+// keys carry 384 KB of claims, past the 256 KB they were once bounded by,
+// which wrote every key's ledger once more each interval at 100 events a
+// second over 1,000 keys. The state stays inside Lambda's 1 MB.
+func TestIntervalCarriesClaimsToTheFlushWhileTheStateHasRoom(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"claims","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"5s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	table := fmt.Sprintf("claims-%d", tableSeq.Add(1))
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	var emf bytes.Buffer
+	p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), nil, "",
+		aggregate.WithMetrics(metrics.New(&emf, "aggregate")), aggregate.WithLogger(quiet),
+		aggregate.WithDedupe(aggregate.NewLedger(db, table, cfg)))
+	r := &feed{t: t, p: p, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	const keys, records = 20, 8000
+	for first := 0; first < records; first += 500 {
+		recs := make([]at, 500)
+		for i := range recs {
+			recs[i] = at{fmt.Sprintf("k%02d", (first+i)%keys), float64(first+i) / 200, 1}
+		}
+		r.carry(recs...)
+		if size := limits.WindowStateSize(r.state); size > limits.LambdaWindowStateBytes {
+			t.Fatalf("after %d records the window state is %d bytes, past Lambda's %d", first+500, size, limits.LambdaWindowStateBytes)
+		}
+	}
+	if got := emfSum(t, &emf, "LedgerWrites"); got != 0 {
+		t.Errorf("the interval wrote its claims %v times before its flush, want 0", got)
+	}
+	r.flush()
+	if got := emfSum(t, &emf, "LedgerWrites"); got < keys {
+		t.Errorf("the flush wrote %v ledger items, want at least one per key (%d)", got, keys)
+	}
 }

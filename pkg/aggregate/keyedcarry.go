@@ -17,7 +17,7 @@ import (
 // meets the key. Each point keeps the close time it arrived at, so the fold
 // at the flush judges it as a fold at its arrival would have: the shard's
 // watermark moves only at the flush, and the ticker's idle advance is held
-// at the earliest carried point (stateHold). Past carryBudget the points
+// at the earliest carried point (stateHold). Past carriedBudget the points
 // are folded at once, as before, so the state stays far inside Lambda's
 // 1 MB.
 
@@ -43,11 +43,6 @@ const (
 	stateCarriedAll   = "c||"
 	carriedAllVersion = 1
 )
-
-// carryBudget bounds the carried points' share of the window state (the
-// encoded entries, keys included); the partials and the dedupe claims
-// (pendingStateBudget) share the rest of Lambda's 1 MB.
-const carryBudget = 256 << 10
 
 // carriedPoint is a point waiting for the flush. Counted marks a record
 // already counted in LateDropped, or known as redelivered, in the
@@ -226,7 +221,7 @@ const maxCarriedSeq = 128
 // from the previous one; its value as a varint when it is an integer, else
 // its 8 bytes; its close time, when it has one, after its event time; and
 // its distinct hash. A point takes some 25–45 bytes, not the 80 it took
-// whole (appendCarriedPointV1): a shard's points stay inside carryBudget,
+// whole (appendCarriedPointV1): a shard's points stay inside the 256 KB budget then fixed,
 // which at 100 events a second over 1,000 keys they did not, each key's
 // session folded twice an interval.
 //

@@ -95,7 +95,7 @@ func TestCarriedPointsOfAnEarlierVersionDecode(t *testing.T) {
 
 // A shard's points take less than half the window state they took whole:
 // at 100 events a second over 1,000 keys a minute's points were past the
-// 256 KB carryBudget, so every key's session was folded twice an interval
+// 256 KB budget then fixed, so every key's session was folded twice an interval
 // (two writes of its state, not one).
 func TestCarriedPointsTakeLessThanHalfTheirWholeSize(t *testing.T) {
 	// Sequence numbers shaped as a Kinesis shard's: 56 digits, a minute's

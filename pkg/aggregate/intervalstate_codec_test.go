@@ -304,8 +304,9 @@ func TestWindowStatePartialsAreUnpaddedBase64(t *testing.T) {
 }
 
 // The claims and the carried points each get half the room the rest of
-// the state and the invocation's records leave, never less than 256 KB:
-// their own entries in the incoming state do not count against them.
+// the state and the invocation's records leave, never less than 64 KB:
+// their own entries in the incoming state do not count against them, and
+// each gets at least 64 KB.
 func TestCarriedBudgetIsHalfTheRoomLeft(t *testing.T) {
 	big := func(n int) string { return strings.Repeat("A", n) }
 	for _, tt := range []struct {
@@ -319,7 +320,7 @@ func TestCarriedBudgetIsHalfTheRoomLeft(t *testing.T) {
 		{"100 KB of partials", map[string]string{statePartials: big(100 << 10)}, 500,
 			(limits.LambdaWindowStateBytes - stateMargin - 2 - (100<<10 + len(statePartials) + 6) - 500*stateGrowthPerRecord) / 2},
 		{"its own entries do not count", map[string]string{statePending: big(400 << 10), stateCarriedAll: big(300 << 10)}, 0, (limits.LambdaWindowStateBytes - stateMargin - 2) / 2},
-		{"700 KB of partials: the floor", map[string]string{statePartials: big(700 << 10)}, 500, minCarriedBudget},
+		{"900 KB of partials: the floor", map[string]string{statePartials: big(900 << 10)}, 500, minCarriedBudget},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := carriedBudget(tt.st, tt.records); got != tt.want {

@@ -3,7 +3,6 @@ package aggregate_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/metrics"
-	"github.com/tributary-dev/tributary/pkg/pipeline"
-	"github.com/tributary-dev/tributary/pkg/state"
 )
 
 // Lambda sends an interval's invocation again with the state it sent it
@@ -24,19 +21,8 @@ import (
 // per-interval path compares the counts.
 func TestIntervalCountsLateRecordsOnceWhenAnInvocationComesAgain(t *testing.T) {
 	// Each record is in three windows: one tumbling, two hopping.
-	cfg, err := pipeline.Parse([]byte(strings.Replace(lateMetricConfig, "data.ms", "data.v", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, emf := meteredPipelineWithLedger(t, strings.Replace(lateMetricConfig, "data.ms", "data.v", 1))
 	ctx := context.Background()
-	table := fmt.Sprintf("lateonce-%d", tableSeq.Add(1))
-	if err := state.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	var emf bytes.Buffer
-	p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), nil, "",
-		aggregate.WithMetrics(metrics.New(&emf, "aggregate")), aggregate.WithLogger(quiet),
-		aggregate.WithDedupe(aggregate.NewLedger(db, table, cfg)))
 	r := &feed{t: t, p: p, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	r.carry(at{"k", 10, 1}, at{"z", 300, 1})
 	r.flush() // k's windows of 10s are final
@@ -44,6 +30,7 @@ func TestIntervalCountsLateRecordsOnceWhenAnInvocationComesAgain(t *testing.T) {
 	ev := events.KinesisTimeWindowEvent{KinesisEvent: r.records(at{"k", 20, 1}, at{"k", 30, 1}, at{"z", 310, 1}),
 		TimeWindowProperties: events.TimeWindowProperties{ShardID: feedShard, State: map[string]string{}}}
 	var resp events.KinesisTimeWindowEventResponse
+	var err error
 	for range 2 { // the first response lost
 		if resp, err = p.HandleInterval(ctx, ev); err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Fatalf("interval batch: %+v %v", resp, err)
@@ -51,7 +38,7 @@ func TestIntervalCountsLateRecordsOnceWhenAnInvocationComesAgain(t *testing.T) {
 	}
 	r.state = resp.State
 	r.flush()
-	if got := emfSum(t, &emf, "LateDropped"); got != 2 {
+	if got := emfSum(t, emf, "LateDropped"); got != 2 {
 		t.Errorf("LateDropped %v, want 2: two late records, each once, whatever the deliveries", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tributary-dev/tributary/internal/binenc"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -186,18 +187,18 @@ func appendPartials(b []byte, partials map[setKey]*partial, ref string) []byte {
 // decodePartialsEntry reads what appendPartials wrote into out, refusing
 // anything it could not have written; ref is the state's stateSeq.
 func (p *Processor) decodePartialsEntry(b []byte, ref string, out map[setKey]*partial) error {
-	r := stateReader{b: b}
-	kindIDs, base, keys, err := r.header(partialsVersion)
+	r := binenc.NewReader(b, errStateTruncated)
+	kindIDs, base, keys, err := readStateHeader(&r, partialsVersion)
 	if err != nil {
 		return err
 	}
 	kindSizes := make([]uint64, len(kindIDs))
 	maxN := make([]uint64, len(kindIDs)) // the most windows a partial of each kind is for
 	for i, id := range kindIDs {
-		kindSizes[i], maxN[i] = r.uvarint(), p.windowsPerRecord(id)+1
+		kindSizes[i], maxN[i] = r.Uvarint(), p.windowsPerRecord(id)+1
 	}
-	if r.err != nil {
-		return r.err
+	if r.Err() != nil {
+		return r.Err()
 	}
 	// The keys and the unpacked sequence numbers are gathered in text and
 	// made one string at the end, which each is a part of: one allocation,
@@ -212,21 +213,21 @@ func (p *Processor) decodePartialsEntry(b []byte, ref string, out map[setKey]*pa
 	var all []decoded
 	refBytes := []byte(ref)
 	for range keys {
-		key := r.bytes(len(r.b))
+		key := r.LenBytes()
 		keyAt := [2]int{len(text), len(text) + len(key)}
 		text = append(text, key...)
-		count := r.uvarint()
-		if r.err == nil && (count == 0 || count > uint64(len(r.b))) {
-			return fmt.Errorf("key %q: %d partials in %d bytes", key, count, len(r.b))
+		count := r.Uvarint()
+		if r.Err() == nil && (count == 0 || count > uint64(r.Len())) {
+			return fmt.Errorf("key %q: %d partials in %d bytes", key, count, r.Len())
 		}
 		first := len(all)
 		for i := range count {
-			flags := r.byte()
+			flags := r.Byte()
 			if flags&^(partialCopy|partialOneSeq|partialSeconds|partialOtherSize) != 0 {
 				return fmt.Errorf("key %q, partial %d: unknown flags %#x", key, i, flags)
 			}
-			kind, start := r.uvarint(), r.uvarint()
-			if r.err == nil && kind >= uint64(len(kindIDs)) {
+			kind, start := r.Uvarint(), r.Uvarint()
+			if r.Err() == nil && kind >= uint64(len(kindIDs)) {
 				return fmt.Errorf("key %q, partial %d: window kind %d of %d", key, i, kind, len(kindIDs))
 			}
 			if flags&partialSeconds != 0 {
@@ -237,13 +238,13 @@ func (p *Processor) decodePartialsEntry(b []byte, ref string, out map[setKey]*pa
 			}
 			var size uint64
 			if flags&partialOtherSize != 0 {
-				size = r.uvarint()
-			} else if r.err == nil {
+				size = r.Uvarint()
+			} else if r.Err() == nil {
 				size = kindSizes[kind]
 			}
-			n := r.uvarint()
-			if r.err != nil {
-				return r.err
+			n := r.Uvarint()
+			if r.Err() != nil {
+				return r.Err()
 			}
 			if start > uint64(maxPartialWindow) || size == 0 || size > uint64(maxPartialWindow) {
 				return fmt.Errorf("key %q, partial %d: window from %d ms for %d ms is out of range", key, i, start, size)
@@ -255,9 +256,9 @@ func (p *Processor) decodePartialsEntry(b []byte, ref string, out map[setKey]*pa
 			from := time.UnixMilli(base + int64(start)).UTC()
 			d := decoded{k: setKey{upKey{kind: id, win: window.Window{Start: from, End: from.Add(time.Duration(size) * time.Millisecond)}}, int(n)}, keyAt: keyAt}
 			if flags&partialCopy != 0 {
-				j := r.uvarint()
-				if r.err != nil {
-					return r.err
+				j := r.Uvarint()
+				if r.Err() != nil {
+					return r.Err()
 				}
 				if j >= uint64(len(all)-first) || all[first+int(j)].body == nil {
 					return fmt.Errorf("key %q, partial %d: a copy of partial %d", key, i, j)
@@ -269,29 +270,29 @@ func (p *Processor) decodePartialsEntry(b []byte, ref string, out map[setKey]*pa
 			}
 			var err error
 			start0 := len(text)
-			if text, err = r.seq(text, refBytes); err != nil {
+			if text, err = readSeq(&r, text, refBytes); err != nil {
 				return fmt.Errorf("key %q, partial %d: %w", key, i, err)
 			}
 			d.maxAt = [2]int{start0, len(text)}
 			d.minAt = d.maxAt
 			if flags&partialOneSeq == 0 {
 				start1 := len(text)
-				if text, err = r.seq(text, text[start0:start1]); err != nil {
+				if text, err = readSeq(&r, text, text[start0:start1]); err != nil {
 					return fmt.Errorf("key %q, partial %d: %w", key, i, err)
 				}
 				d.minAt = [2]int{start1, len(text)}
 			}
-			if d.body = r.bytes(len(r.b)); r.err != nil {
-				return r.err
+			if d.body = r.LenBytes(); r.Err() != nil {
+				return r.Err()
 			}
 			all = append(all, d)
 		}
 	}
-	if r.err != nil {
-		return r.err
+	if r.Err() != nil {
+		return r.Err()
 	}
-	if len(r.b) > 0 {
-		return fmt.Errorf("%d bytes after the last key", len(r.b))
+	if r.Len() > 0 {
+		return fmt.Errorf("%d bytes after the last key", r.Len())
 	}
 	strs := string(text)
 	slab := make([]partial, len(all)) // one allocation for every partial

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -75,20 +76,8 @@ func TestIntervalStateOfTheStacksPipelineIsSmallPerKey(t *testing.T) {
 // which wrote every key's ledger once more each interval at 100 events a
 // second over 1,000 keys. The state stays inside Lambda's 1 MB.
 func TestIntervalCarriesClaimsToTheFlushWhileTheStateHasRoom(t *testing.T) {
-	cfg, err := pipeline.Parse([]byte(`{"name":"claims","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
-	  "aggregates":["count","sum"],"outOfOrderness":"5s"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	table := fmt.Sprintf("claims-%d", tableSeq.Add(1))
-	if err := state.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	var emf bytes.Buffer
-	p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), nil, "",
-		aggregate.WithMetrics(metrics.New(&emf, "aggregate")), aggregate.WithLogger(quiet),
-		aggregate.WithDedupe(aggregate.NewLedger(db, table, cfg)))
+	p, emf := meteredPipelineWithLedger(t, `{"name":"claims","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"5s"}`)
 	r := &feed{t: t, p: p, base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	const keys, records = 20, 8000
 	for first := 0; first < records; first += 500 {
@@ -101,11 +90,26 @@ func TestIntervalCarriesClaimsToTheFlushWhileTheStateHasRoom(t *testing.T) {
 			t.Fatalf("after %d records the window state is %d bytes, past Lambda's %d", first+500, size, limits.LambdaWindowStateBytes)
 		}
 	}
-	if got := emfSum(t, &emf, "LedgerWrites"); got != 0 {
+	if got := emfSum(t, emf, "LedgerWrites"); got != 0 {
 		t.Errorf("the interval wrote its claims %v times before its flush, want 0", got)
 	}
 	r.flush()
-	if got := emfSum(t, &emf, "LedgerWrites"); got < keys {
+	if got := emfSum(t, emf, "LedgerWrites"); got < keys {
 		t.Errorf("the flush wrote %v ledger items, want at least one per key (%d)", got, keys)
 	}
+}
+
+// meteredPipelineWithLedger is pipelineOn's processor with its dedupe
+// ledger, writing its metrics (EMF) to the buffer it returns.
+func meteredPipelineWithLedger(t *testing.T, cfgJSON string) (*aggregate.Processor, *bytes.Buffer) {
+	t.Helper()
+	var ledger *dedupe.Ledger // made with the views, on their table
+	views := func(cfg *pipeline.Config, table string) *state.Views {
+		ledger = aggregate.NewLedger(db, table, cfg)
+		return state.NewViews(db, table, cfg.Aggregates)
+	}
+	emf := &bytes.Buffer{}
+	p, _ := pipelineOn(t, cfgJSON, views, aggregate.WithMetrics(metrics.New(emf, "aggregate")),
+		func(p *aggregate.Processor) { aggregate.WithDedupe(ledger)(p) })
+	return p, emf
 }

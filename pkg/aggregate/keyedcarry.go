@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/tributary-dev/tributary/internal/binenc"
 )
 
 // On the per-interval path a session or sliding window's records ride in
@@ -145,35 +147,35 @@ func (c carried) encode(st map[string]string, ref string) int {
 // decodeCarriedAll reads the stateCarriedAll entry encode wrote into out,
 // refusing anything it could not have written.
 func decodeCarriedAll(b []byte, ref string, out carried) error {
-	r := stateReader{b: b}
-	kindIDs, base, keys, err := r.header(carriedAllVersion)
+	r := binenc.NewReader(b, errStateTruncated)
+	kindIDs, base, keys, err := readStateHeader(&r, carriedAllVersion)
 	if err != nil {
 		return err
 	}
-	for i := uint64(0); i < keys && r.err == nil; i++ {
-		key := r.bytes(len(r.b))
-		kind, count := r.uvarint(), r.uvarint()
-		if r.err != nil {
+	for i := uint64(0); i < keys && r.Err() == nil; i++ {
+		key := r.LenBytes()
+		kind, count := r.Uvarint(), r.Uvarint()
+		if r.Err() != nil {
 			break
 		}
 		if kind >= uint64(len(kindIDs)) {
 			return fmt.Errorf("key %q: window kind %d of %d", key, kind, len(kindIDs))
 		}
-		if count == 0 || count > uint64(len(r.b)) {
-			return fmt.Errorf("key %q: %d points in %d bytes", key, count, len(r.b))
+		if count == 0 || count > uint64(r.Len()) {
+			return fmt.Errorf("key %q: %d points in %d bytes", key, count, r.Len())
 		}
-		pts, rest, err := readCarriedPoints(r.b, int(count), ref, base)
+		pts, rest, err := readCarriedPoints(r.Bytes(r.Len()), int(count), ref, base)
 		if err != nil {
 			return fmt.Errorf("key %q: %w", key, err)
 		}
-		r.b = rest
+		r = binenc.NewReader(rest, errStateTruncated)
 		kk := keyedKey{key: string(key), kind: kindIDs[kind]}
 		out[kk] = append(out[kk], pts...)
 	}
-	if r.err == nil && len(r.b) > 0 {
-		return fmt.Errorf("%d bytes after the last key", len(r.b))
+	if r.Err() == nil && r.Len() > 0 {
+		return fmt.Errorf("%d bytes after the last key", r.Len())
 	}
-	return r.err
+	return r.Err()
 }
 
 // earliest is the earliest event time carried (zero if none).

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tributary-dev/tributary/internal/binenc"
 )
 
 // Reading what an interval carries in Lambda's window state: the
@@ -36,29 +38,32 @@ func appendStateHeader(b []byte, version byte, kinds []string, base int64, keys 
 	return binary.AppendUvarint(b, uint64(keys))
 }
 
-// header reads what appendStateHeader wrote, refusing another version, no
+// readStateHeader reads what appendStateHeader wrote, refusing another version, no
 // kinds or more than maxStateKinds, and more keys than bytes left.
-func (r *stateReader) header(version byte) (kinds []string, base int64, keys uint64, err error) {
-	if v := r.byte(); r.err == nil && v != version {
+func readStateHeader(r *binenc.Reader, version byte) (kinds []string, base int64, keys uint64, err error) {
+	if v := r.Byte(); r.Err() == nil && v != version {
 		return nil, 0, 0, fmt.Errorf("version %d, want %d", v, version)
 	}
-	n := r.uvarint()
-	if r.err == nil && (n == 0 || n > maxStateKinds) {
+	n := r.Uvarint()
+	if r.Err() == nil && (n == 0 || n > maxStateKinds) {
 		return nil, 0, 0, fmt.Errorf("%d window kinds, want 1 to %d", n, maxStateKinds)
 	}
 	for range n {
-		id := r.bytes(maxKindIDBytes)
-		if r.err != nil {
-			return nil, 0, 0, r.err
+		id := r.LenBytes()
+		if len(id) > maxKindIDBytes {
+			r.Fail()
+		}
+		if r.Err() != nil {
+			return nil, 0, 0, r.Err()
 		}
 		kinds = append(kinds, string(id))
 	}
-	base, keys = r.varint(), r.uvarint()
-	if r.err != nil {
-		return nil, 0, 0, r.err
+	base, keys = r.Varint(), r.Uvarint()
+	if r.Err() != nil {
+		return nil, 0, 0, r.Err()
 	}
-	if keys > uint64(len(r.b)) {
-		return nil, 0, 0, fmt.Errorf("%d keys in %d bytes", keys, len(r.b))
+	if keys > uint64(r.Len()) {
+		return nil, 0, 0, fmt.Errorf("%d keys in %d bytes", keys, r.Len())
 	}
 	return kinds, base, keys, nil
 }
@@ -88,30 +93,35 @@ func appendSeq(b []byte, seq, ref string) []byte {
 }
 
 // readSeq reads what appendSeq wrote against ref, appending the sequence
-// number to dst; it returns dst and what follows in b.
-func readSeq(dst, b, ref []byte) ([]byte, []byte, error) {
-	shared, k := binary.Uvarint(b)
-	if k <= 0 || shared > uint64(len(ref)) {
-		return dst, nil, fmt.Errorf("sequence number shares %d of its reference's %d bytes", shared, len(ref))
+// number to dst.
+func readSeq(r *binenc.Reader, dst, ref []byte) ([]byte, error) {
+	shared, n := r.Uvarint(), r.Uvarint()
+	if err := r.Err(); err != nil {
+		return dst, err
 	}
-	b = b[k:]
-	n, k := binary.Uvarint(b)
-	if k <= 0 {
-		return dst, nil, errStateTruncated
+	if shared > uint64(len(ref)) {
+		r.Fail()
+		return dst, fmt.Errorf("sequence number shares %d of its reference's %d bytes", shared, len(ref))
 	}
 	digits, n := n&1 == 1, n>>1
 	if n > maxCarriedSeq || shared+n > maxCarriedSeq {
-		return dst, nil, fmt.Errorf("sequence number longer than %d bytes", maxCarriedSeq)
+		r.Fail()
+		return dst, fmt.Errorf("sequence number longer than %d bytes", maxCarriedSeq)
 	}
-	b = b[k:]
 	dst = append(dst, ref[:shared]...)
-	if digits {
-		return readDigits(dst, b, int(n))
+	if !digits {
+		rest := r.Bytes(int(n))
+		return append(dst, rest...), r.Err()
 	}
-	if uint64(len(b)) < n {
-		return dst, nil, errStateTruncated
+	packed := r.Bytes((int(n) + 1) / 2)
+	if err := r.Err(); err != nil {
+		return dst, err
 	}
-	return append(dst, b[:n]...), b[n:], nil
+	dst, _, err := readDigits(dst, packed, int(n))
+	if err != nil {
+		r.Fail()
+	}
+	return dst, err
 }
 
 // appendDigits appends decimal digits packed two a byte, the first in the
@@ -145,73 +155,4 @@ func readDigits(dst, b []byte, n int) ([]byte, []byte, error) {
 		dst = append(dst, '0'+d)
 	}
 	return dst, b[packed:], nil
-}
-
-// stateReader reads an entry; the first error sticks.
-type stateReader struct {
-	b   []byte
-	err error
-}
-
-func (r *stateReader) fail() {
-	if r.err == nil {
-		r.err = errStateTruncated
-	}
-	r.b = nil
-}
-
-func (r *stateReader) byte() byte {
-	if len(r.b) == 0 {
-		r.fail()
-		return 0
-	}
-	v := r.b[0]
-	r.b = r.b[1:]
-	return v
-}
-
-func (r *stateReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *stateReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// bytes reads a uvarint length, at most limit, and that many bytes.
-func (r *stateReader) bytes(limit int) []byte {
-	n := r.uvarint()
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(limit) || n > uint64(len(r.b)) {
-		r.fail()
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-// seq reads a sequence number appendSeq wrote against ref, appending it
-// to dst.
-func (r *stateReader) seq(dst, ref []byte) ([]byte, error) {
-	var err error
-	dst, r.b, err = readSeq(dst, r.b, ref)
-	if err != nil {
-		r.b = nil
-	}
-	return dst, err
 }

@@ -318,7 +318,7 @@ func carriedBudget(st map[string]string, records int) int {
 	other := limits.WindowStateSize(st)
 	for _, k := range [...]string{statePending, stateCarriedAll} {
 		if v, ok := st[k]; ok {
-			other -= len(k) + len(v) + 6
+			other -= limits.WindowStateEntrySize(k, v)
 		}
 	}
 	room := limits.LambdaWindowStateBytes - stateMargin - other - records*stateGrowthPerRecord

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
@@ -125,7 +126,7 @@ func appendPartials(b []byte, partials map[setKey]*partial, ref string) []byte {
 			for j := range enc {
 				o := &enc[j]
 				if o.copyOf < 0 && o.e.pt.minSeq == e.pt.minSeq && o.e.pt.maxSeq == e.pt.maxSeq &&
-					string(arena[o.start:o.end]) == string(arena[x.start:x.end]) {
+					bytes.Equal(arena[o.start:o.end], arena[x.start:x.end]) {
 					x.copyOf = j
 					break
 				}
@@ -260,7 +261,7 @@ func (p *Processor) decodePartialsEntry(b []byte, ref string, out map[setKey]*pa
 				if r.Err() != nil {
 					return r.Err()
 				}
-				if j >= uint64(len(all)-first) || all[first+int(j)].body == nil {
+				if j >= uint64(len(all)-first) {
 					return fmt.Errorf("key %q, partial %d: a copy of partial %d", key, i, j)
 				}
 				o := &all[first+int(j)]

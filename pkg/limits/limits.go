@@ -37,10 +37,14 @@ const (
 func WindowStateSize(state map[string]string) int {
 	n := 2
 	for k, v := range state {
-		n += len(k) + len(v) + 6
+		n += WindowStateEntrySize(k, v)
 	}
 	return n
 }
+
+// WindowStateEntrySize is what one entry adds to WindowStateSize: its key
+// and value, their quotes, the colon and the comma.
+func WindowStateEntrySize(k, v string) int { return len(k) + len(v) + 6 }
 
 // KinesisRecordSize is the size Kinesis counts for a record against
 // KinesisRecordBytes: its data plus its partition key (UTF-8 bytes).

@@ -2,9 +2,8 @@ package aggregate_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -274,19 +274,13 @@ func TestFailingSetAsideReportsTheRecord(t *testing.T) {
 	}
 }
 
-// TestHotKeyPastItsBudgetIsSetAside: one key sending without the pause that
-// closes its session fills its keyed state; from then on its records are
-// set aside (in every window kind, so the kinds agree), the shard moves on,
-// and once its session closes the key is taken again.
-func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
-	const config = `{"name":"hot","key":"key","value":"data.ms","distinct":"data.user",
-	 "windows":[{"kind":"session","gap":"30s"},{"kind":"tumbling","size":"1h"}],
-	 "aggregates":["count","max","distinct"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`
-	h := newHardenedInProcess(t, config)
+// hotKey sends 40 batches of 1,000 records of one key, 100 ms apart with
+// no pause, through h and returns the last record's sequence number and
+// time; a batch that reports a failure stops the test: the shard is stuck.
+func hotKey(t *testing.T, h *hardened, start time.Time) (int, time.Time) {
+	t.Helper()
 	ctx := context.Background()
-	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	seq, applied, aside := 0, 0, 0
-	at := start
+	seq, at := 0, start
 	for b := 0; b < 40; b++ {
 		var ev events.KinesisEvent
 		for i := 0; i < 1000; i++ {
@@ -302,19 +296,84 @@ func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
 			t.Fatalf("batch %d: failures %v: the shard is stuck", b, resp.BatchItemFailures)
 		}
 	}
+	return seq, at
+}
+
+// TestHotKeySessionIsHeldAsItsAggregate: one key sending without the pause
+// that closes its session (40,000 records, 100 ms apart) keeps a small
+// keyed state — its session held as its aggregate, as Kafka Streams holds
+// one — and every record is applied: none set aside, the session counts
+// them all, and the tumbling window agrees. The key was set aside after
+// some 30,000 records when the state held every record.
+func TestHotKeySessionIsHeldAsItsAggregate(t *testing.T) {
+	const config = `{"name":"hot","key":"key","value":"data.ms","distinct":"data.user",
+	 "windows":[{"kind":"session","gap":"30s"},{"kind":"tumbling","size":"24h"}],
+	 "aggregates":["count","max","distinct"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`
+	h := newHardenedInProcess(t, config)
+	ctx := context.Background()
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	seq, at := hotKey(t, h, start)
+	if got := h.quarantined(t); len(got) != 0 {
+		t.Fatalf("%d of the hot key's records set aside, want none", len(got))
+	}
+	largest := 0
+	for _, it := range h.mem.Items("views") {
+		if sk, _ := it["sk"].(*types.AttributeValueMemberS); sk != nil && strings.HasPrefix(sk.Value, "session:30s") {
+			largest = max(largest, limits.ItemSize(it))
+		}
+	}
+	if largest == 0 || largest > 16<<10 {
+		t.Fatalf("the hot key's session state takes %d bytes after %d records, want at most 16 KB", largest, seq)
+	}
+	for _, tick := range []time.Time{at.Add(time.Hour), at.Add(2 * time.Hour)} {
+		if _, err := h.proc.Tick(ctx, tick); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sessions := h.window(t, "hot", "session:30s", start.Add(-time.Hour), at.Add(time.Hour))
+	if len(sessions) != 1 {
+		t.Fatalf("%d sessions %+v, want the one the key never paused", len(sessions), sessions)
+	}
+	r := sessions[0].Result
+	if !sessions[0].Final || r.Count != uint64(seq) || r.Max != 2999 || math.Abs(float64(r.Distinct)-5000) > 100 {
+		t.Fatalf("session %+v: want final, count %d, max 2999, about 5,000 distinct users", sessions[0], seq)
+	}
+	var total uint64
+	for _, v := range h.window(t, "hot", "tumbling:24h0m0s", start.Add(-24*time.Hour), start.Add(24*time.Hour)) {
+		total += v.Result.Count
+	}
+	if total != uint64(seq) {
+		t.Fatalf("the tumbling window counts %d, want all %d records", total, seq)
+	}
+}
+
+// TestHotKeyPastItsBudgetIsSetAside: one key sending 10 records a second
+// into an hour-long sliding window fills its keyed state (a sliding
+// window's records are not held as runs: its windows follow each record);
+// from then on its records are set aside (in every window kind, so the
+// kinds agree), the shard moves on, and once its windows close the key is
+// taken again.
+func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
+	const config = `{"name":"hot","key":"key","value":"data.ms","distinct":"data.user",
+	 "windows":[{"kind":"sliding","difference":"1h"},{"kind":"tumbling","size":"1h"}],
+	 "aggregates":["count","max","distinct"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`
+	h := newHardenedInProcess(t, config)
+	ctx := context.Background()
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	seq, at := hotKey(t, h, start)
 	got := h.quarantined(t)
 	for _, it := range got {
 		if it.Category != setaside.KindStateBudget || it.Field != "key" || !strings.Contains(it.Reason, `"hot"`) {
 			t.Fatalf("set aside as %q field %q: %s", it.Category, it.Field, it.Reason)
 		}
 	}
-	aside = len(got)
-	applied = seq - aside
+	aside := len(got)
+	applied := seq - aside
 	t.Logf("one key, 100 ms apart, no pause: %d records applied, %d set aside", applied, aside)
 	if aside == 0 || applied < 25_000 {
 		t.Fatalf("%d applied and %d set aside: want the budget reached after at least 25,000", applied, aside)
 	}
-	// The tumbling window agrees with the session: it counts what was applied.
+	// The tumbling window agrees with the sliding one: it counts what was applied.
 	var total uint64
 	for _, v := range h.window(t, "hot", "tumbling:1h0m0s", start.Add(-time.Hour), start.Add(2*time.Hour)) {
 		total += v.Result.Count
@@ -322,14 +381,14 @@ func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
 	if total != uint64(applied) {
 		t.Fatalf("tumbling windows count %d, want the %d applied records", total, applied)
 	}
-	// The key goes quiet; the ticker closes its session and prunes its
+	// The key goes quiet; the ticker closes its windows and prunes its
 	// points; its next record is applied again.
-	for _, tick := range []time.Time{at.Add(time.Hour), at.Add(2 * time.Hour)} {
+	for _, tick := range []time.Time{at.Add(2 * time.Hour), at.Add(3 * time.Hour)} {
 		if _, err := h.proc.Tick(ctx, tick); err != nil {
 			t.Fatal(err)
 		}
 	}
-	later := at.Add(3 * time.Hour)
+	later := at.Add(4 * time.Hour)
 	resp, err := h.proc.HandleBatch(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{
 		rawRecord(seq+1, "hot", view("after", "hot", later, `{"ms":1,"user":"u1"}`), later)}})
 	if err != nil || len(resp.BatchItemFailures) > 0 {
@@ -338,6 +397,4 @@ func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
 	if n := len(h.quarantined(t)); n != aside {
 		t.Fatalf("the record after the pause was set aside too (%d, was %d)", n, aside)
 	}
-	_ = errors.New
-	_ = json.Marshal
 }

@@ -174,25 +174,41 @@ func (v *Views) ListWindow(ctx context.Context, openIn, kind string, w window.Wi
 }
 
 func (v *Views) addToListing(ctx context.Context, pk, sk string, keys []string, size int, w window.Window) error {
-	upd := expression.Add(expression.Name(attrKeys), expression.Value(&types.AttributeValueMemberSS{Value: keys})).
-		Add(expression.Name(attrAdds), expression.Value(1)).
-		Add(expression.Name(attrBytes), expression.Value(size))
-	if v.retention > 0 {
-		upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(w.End.Add(v.retention).Unix()))
+	var variant uint
+	slots := [listingSlots]types.AttributeValue{
+		&types.AttributeValueMemberSS{Value: keys}, avInt(int64(size)), avInt(int64(listingFullBytes - size)), nil,
 	}
-	room := expression.AttributeNotExists(expression.Name(attrBytes)).
-		Or(expression.LessThanEqual(expression.Name(attrBytes), expression.Value(listingFullBytes-size)))
-	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(room).Build()
+	if v.retention > 0 {
+		variant, slots[3] = 1, avInt(w.End.Add(v.retention).Unix())
+	}
+	s, err := listingShapes.get(variant)
 	if err != nil {
 		return err
 	}
 	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: v.tableName, Key: itemKey(pk, sk),
-		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
-		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
 	})
 	return err
 }
+
+// listingShapes are addToListing's write: the keys (slot 0) added, with
+// their bytes (slot 1), to a chunk with room for them (its bytes at most
+// slot 2); variant 1 also sets the expiry (slot 3).
+var listingShapes = shapeSet{build: func(variant uint) expression.Builder {
+	upd := expression.Add(expression.Name(attrKeys), slot(0)).
+		Add(expression.Name(attrAdds), expression.Value(1)).
+		Add(expression.Name(attrBytes), slot(1))
+	if variant != 0 {
+		upd = upd.Set(expression.Name(attrExpiresAt), slot(3))
+	}
+	room := expression.AttributeNotExists(expression.Name(attrBytes)).
+		Or(expression.LessThanEqual(expression.Name(attrBytes), slot(2)))
+	return expression.NewBuilder().WithUpdate(upd).WithCondition(room)
+}}
+
+const listingSlots = 4
 
 // Listings returns the listings under openIn of windows that end at or
 // before until: the ones a watermark at until makes final.

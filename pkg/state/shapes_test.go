@@ -374,6 +374,23 @@ func TestOtherWriteShapesEqualTheBuilder(t *testing.T) {
 			Set(expression.Name(attrVersion), expression.Value(6))).
 		WithCondition(expression.Equal(expression.Name(attrVersion), expression.Value(5)))), r.last(t))
 
+	for _, retention := range []time.Duration{0, time.Hour} {
+		v := shapeViews(r, WithRetention(retention))
+		keys := []string{"user-7", "user-8"}
+		if err := v.addToListing(ctx, "~open#pageviews#shardId-000000000000", "sk", keys, 12, shapeWin); err != nil {
+			t.Fatal(err)
+		}
+		upd := expression.Add(expression.Name(attrKeys), expression.Value(&types.AttributeValueMemberSS{Value: keys})).
+			Add(expression.Name(attrAdds), expression.Value(1)).
+			Add(expression.Name(attrBytes), expression.Value(12))
+		if retention > 0 {
+			upd = upd.Set(expression.Name(attrExpiresAt), expression.Value(shapeWin.End.Add(retention).Unix()))
+		}
+		room := expression.AttributeNotExists(expression.Name(attrBytes)).
+			Or(expression.LessThanEqual(expression.Name(attrBytes), expression.Value(listingFullBytes-12)))
+		sameUpdate(t, fmt.Sprintf("addToListing retention=%v", retention), must(t, expression.NewBuilder().WithUpdate(upd).WithCondition(room)), r.last(t))
+	}
+
 	wm := window.NewWatermark(5 * time.Second)
 	wm.Observe(shapeClock)
 	if _, err := v.SaveWatermark(ctx, "pageviews", "shardId-000000000000", wm); err != nil {

@@ -75,11 +75,16 @@ func deploy(cfg *pipeline.Config) *deployment {
 	function := func(name string, m *metrics.Logger) *aggregate.Processor {
 		views := state.NewViews(aggregate.RoutedStore(db, table), table.Current(ctx), cfg.Aggregates, state.WithRetention(aggregate.Retention))
 		sink := setaside.New(db, quarantine, setaside.WithFunction(name), setaside.WithMetrics(m), setaside.WithLogger(log))
-		return aggregate.New(cfg, views, d.out, resultsStream,
+		opts := []aggregate.Option{
 			aggregate.WithMetrics(m),
 			aggregate.WithLogger(log),
 			aggregate.WithDedupe(aggregate.NewLedger(aggregate.RoutedLedgerStore(db, table), table.Current(ctx), cfg)),
-			aggregate.WithSetAside(sink))
+			aggregate.WithSetAside(sink),
+		}
+		if foldEvery {
+			opts = append(opts, aggregate.WithSessionFoldBytes(0))
+		}
+		return aggregate.New(cfg, views, d.out, resultsStream, opts...)
 	}
 	d.handler = function("aggregate", metrics.New(&d.emf, "aggregate"))
 	d.ticker = function("ticker", metrics.New(io.Discard, "ticker"))

@@ -3,8 +3,11 @@ package aggregate
 import (
 	"context"
 	"fmt"
+	"math"
 
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/window"
 )
 
 // A key's session and sliding windows are computed from its recent points,
@@ -69,6 +72,11 @@ func (p *Processor) overBudget(ctx context.Context, c *collector) (map[string]st
 		if _, done := over[k.key]; done || k.size+k.n*pointBytesMax <= MaxKeyedStateBytes {
 			continue
 		}
+		if fits, err := p.sessionFits(c, k.key, k.kind, k.size); err != nil {
+			return nil, err
+		} else if fits {
+			continue // its runs are held as their aggregates (sessionfold.go)
+		}
 		if over == nil {
 			over = map[string]string{}
 		}
@@ -96,4 +104,52 @@ func (p *Processor) keyedSize(ctx context.Context, ref state.KeyedRef, shard str
 	}
 	p.rememberKeyed(ref, shard, ks)
 	return len(ks.Blob), nil
+}
+
+// sessionFits reports whether a session state of size bytes takes the
+// records of key in c (this invocation's and those carried to its flush)
+// once its runs are held as their aggregates, as its fold holds them past
+// sessionFoldBytes (sessionBound). A record is counted as on time only if
+// it is at or after the watermark the invocation reaches (its close time
+// is at most that), the others at their largest size.
+func (p *Processor) sessionFits(c *collector, key, kind string, size int) (bool, error) {
+	ws, ok := p.specOf(kind)
+	if !ok || ws.Kind != pipeline.Session {
+		return false, nil
+	}
+	reached := *c.wm
+	for i := range c.decoded {
+		if c.applies(i) {
+			reached.Observe(c.decoded[i].et)
+		}
+	}
+	onTimeFrom := int64(math.MaxInt64)
+	if wm := reached.Current(); !wm.IsZero() {
+		if p.cfg.Late.Policy == window.Correct {
+			wm = wm.Add(-p.cfg.Late.AllowedLateness)
+		}
+		onTimeFrom = wm.UnixMilli()
+	} else {
+		onTimeFrom = math.MinInt64
+	}
+	var fresh []point
+	for _, pt := range c.carried[keyedKey{key: key, kind: kind}] {
+		fresh = append(fresh, pt.point)
+	}
+	for i := range c.decoded {
+		d := &c.decoded[i]
+		if !c.applies(i) || d.key != key {
+			continue
+		}
+		pt := point{T: d.et.UnixMilli(), V: d.value, D: distinctHash(d.distinct), Th: noThreshold}
+		if pt.T < onTimeFrom {
+			pt.Th = pt.T + 1 // maybe late: counted at its largest
+		}
+		fresh = append(fresh, pt)
+	}
+	bound, err := sessionBound(p.cfg.Aggregates, ws.Gap.Milliseconds(), math.MinInt64, fresh)
+	if err != nil {
+		return false, err
+	}
+	return size+bound <= MaxKeyedStateBytes, nil
 }

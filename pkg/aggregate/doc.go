@@ -107,6 +107,12 @@
 // finalize after the commit only writes, publishes and clears them: one
 // write of the state fewer.
 //
+// A key that never pauses for its session gap keeps one session open
+// as long as it sends; past DefaultSessionFoldBytes its state holds each
+// run of on-time records as the run's bounds and aggregate
+// (sessionfold.go), which replays to the same sessions, so a session of any
+// length takes a few KB.
+//
 // Their late records are judged as Kafka Streams judges them
 // (keyedwindows.go), with the close time the record arrives at (the
 // watermark, less the allowed lateness under the correct policy) as Kafka's

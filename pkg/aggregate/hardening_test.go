@@ -274,10 +274,11 @@ func TestFailingSetAsideReportsTheRecord(t *testing.T) {
 	}
 }
 
-// hotKey sends 40 batches of 1,000 records of one key, 100 ms apart with
-// no pause, through h and returns the last record's sequence number and
-// time; a batch that reports a failure stops the test: the shard is stuck.
-func hotKey(t *testing.T, h *hardened, start time.Time) (int, time.Time) {
+// hotKey sends 40 batches of 1,000 records of one key, step apart with no
+// pause, through h, the data of record seq data(seq), and returns the
+// last record's sequence number and time; a batch that reports a failure
+// stops the test: the shard is stuck.
+func hotKey(t *testing.T, h *hardened, start time.Time, step time.Duration, data func(seq int) string) (int, time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	seq, at := 0, start
@@ -285,8 +286,8 @@ func hotKey(t *testing.T, h *hardened, start time.Time) (int, time.Time) {
 		var ev events.KinesisEvent
 		for i := 0; i < 1000; i++ {
 			seq++
-			at = at.Add(100 * time.Millisecond)
-			ev.Records = append(ev.Records, rawRecord(seq, "hot", view(fmt.Sprint("e", seq), "hot", at, fmt.Sprintf(`{"ms":%d,"user":"u%d"}`, seq%3000, seq%5000)), at))
+			at = at.Add(step)
+			ev.Records = append(ev.Records, rawRecord(seq, "hot", view(fmt.Sprint("e", seq), "hot", at, data(seq)), at))
 		}
 		resp, err := h.proc.HandleBatch(ctx, ev)
 		if err != nil {
@@ -312,7 +313,7 @@ func TestHotKeySessionIsHeldAsItsAggregate(t *testing.T) {
 	h := newHardenedInProcess(t, config)
 	ctx := context.Background()
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	seq, at := hotKey(t, h, start)
+	seq, at := hotKey(t, h, start, 100*time.Millisecond, func(seq int) string { return fmt.Sprintf(`{"ms":%d,"user":"u%d"}`, seq%3000, seq%5000) })
 	if got := h.quarantined(t); len(got) != 0 {
 		t.Fatalf("%d of the hot key's records set aside, want none", len(got))
 	}
@@ -347,20 +348,19 @@ func TestHotKeySessionIsHeldAsItsAggregate(t *testing.T) {
 	}
 }
 
-// TestHotKeyPastItsBudgetIsSetAside: one key sending 10 records a second
-// into an hour-long sliding window fills its keyed state (a sliding
-// window's records are not held as runs: its windows follow each record);
-// from then on its records are set aside (in every window kind, so the
-// kinds agree), the shard moves on, and once its windows close the key is
-// taken again.
+// TestHotKeyPastItsBudgetIsSetAside: a key whose records come newest first
+// (a backfill in reverse), each accepted into its one session but late —
+// so held one by one, never as a run — fills its keyed state; from then
+// on its records are set aside (in every window kind, so the kinds agree),
+// the shard moves on, and once its session closes the key is taken again.
 func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
 	const config = `{"name":"hot","key":"key","value":"data.ms","distinct":"data.user",
-	 "windows":[{"kind":"sliding","difference":"1h"},{"kind":"tumbling","size":"1h"}],
+	 "windows":[{"kind":"session","gap":"30s"},{"kind":"tumbling","size":"24h"}],
 	 "aggregates":["count","max","distinct"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`
 	h := newHardenedInProcess(t, config)
 	ctx := context.Background()
-	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	seq, at := hotKey(t, h, start)
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	seq, at := hotKey(t, h, start, -100*time.Millisecond, func(seq int) string { return fmt.Sprintf(`{"ms":%d,"user":"u%d"}`, seq%3000, seq%5000) })
 	got := h.quarantined(t)
 	for _, it := range got {
 		if it.Category != setaside.KindStateBudget || it.Field != "key" || !strings.Contains(it.Reason, `"hot"`) {
@@ -369,26 +369,27 @@ func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
 	}
 	aside := len(got)
 	applied := seq - aside
-	t.Logf("one key, 100 ms apart, no pause: %d records applied, %d set aside", applied, aside)
-	if aside == 0 || applied < 25_000 {
-		t.Fatalf("%d applied and %d set aside: want the budget reached after at least 25,000", applied, aside)
+	t.Logf("one key, newest first, 100 ms apart: %d records applied, %d set aside", applied, aside)
+	if aside == 0 || applied < 20_000 {
+		t.Fatalf("%d applied and %d set aside: want the budget reached after at least 20,000", applied, aside)
 	}
-	// The tumbling window agrees with the sliding one: it counts what was applied.
+	// The tumbling window agrees with the session: it counts what was applied.
 	var total uint64
-	for _, v := range h.window(t, "hot", "tumbling:1h0m0s", start.Add(-time.Hour), start.Add(2*time.Hour)) {
+	for _, v := range h.window(t, "hot", "tumbling:24h0m0s", start.Add(-48*time.Hour), start.Add(24*time.Hour)) {
 		total += v.Result.Count
 	}
 	if total != uint64(applied) {
 		t.Fatalf("tumbling windows count %d, want the %d applied records", total, applied)
 	}
-	// The key goes quiet; the ticker closes its windows and prunes its
+	// The key goes quiet; the ticker closes its session and prunes its
 	// points; its next record is applied again.
-	for _, tick := range []time.Time{at.Add(2 * time.Hour), at.Add(3 * time.Hour)} {
+	for _, tick := range []time.Time{start.Add(time.Hour), start.Add(2 * time.Hour)} {
 		if _, err := h.proc.Tick(ctx, tick); err != nil {
 			t.Fatal(err)
 		}
 	}
-	later := at.Add(4 * time.Hour)
+	later := start.Add(3 * time.Hour)
+	_ = at
 	resp, err := h.proc.HandleBatch(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{
 		rawRecord(seq+1, "hot", view("after", "hot", later, `{"ms":1,"user":"u1"}`), later)}})
 	if err != nil || len(resp.BatchItemFailures) > 0 {
@@ -396,5 +397,45 @@ func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
 	}
 	if n := len(h.quarantined(t)); n != aside {
 		t.Fatalf("the record after the pause was set aside too (%d, was %d)", n, aside)
+	}
+}
+
+// TestBusySlidingWindowFinalizesInRounds: a batch of 1,000 records of one
+// key 100 ms apart makes as many final sliding windows, each with its
+// distinct sketch (a few KB), more than one write of the keyed state holds
+// (it failed with DynamoDB's item size limit, and the shard stopped): the
+// finalize records and publishes them a state's worth at a time.
+func TestBusySlidingWindowFinalizesInRounds(t *testing.T) {
+	const config = `{"name":"busy","key":"key","value":"data.ms","distinct":"data.user",
+	 "windows":[{"kind":"sliding","difference":"1h"}],
+	 "aggregates":["count","max","distinct"],"outOfOrderness":"0s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`
+	h := newHardenedInProcess(t, config)
+	ctx := context.Background()
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var ev events.KinesisEvent
+	at := start
+	for seq := 1; seq <= 1000; seq++ {
+		at = at.Add(100 * time.Millisecond)
+		ev.Records = append(ev.Records, rawRecord(seq, "busy", view(fmt.Sprint("e", seq), "busy", at, fmt.Sprintf(`{"ms":1,"user":"u%d"}`, seq)), at))
+	}
+	resp, err := h.proc.HandleBatch(ctx, ev)
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("the batch: %v %v", resp, err)
+	}
+	for _, tick := range []time.Time{at.Add(time.Hour), at.Add(2 * time.Hour)} { // the first notes the idle shard
+		if _, err := h.proc.Tick(ctx, tick); err != nil {
+			t.Fatalf("tick: %v", err)
+		}
+	}
+	wins := h.window(t, "busy", "sliding:1h0m0s", start.Add(-2*time.Hour), at.Add(2*time.Hour))
+	largest := uint64(0)
+	for _, v := range wins {
+		if !v.Final {
+			t.Fatalf("window %s not final after the tick", v.Window.ID())
+		}
+		largest = max(largest, v.Result.Count)
+	}
+	if len(wins) < 1000 || largest != 1000 {
+		t.Fatalf("%d sliding windows, the largest counting %d: want one a record at least, one counting all 1,000", len(wins), largest)
 	}
 }

@@ -128,7 +128,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	lastSeq := ev.State[stateSeq]
 
 	c := p.newCollector(shard, &wm, len(recs))
-	c.carriedPerKey = keep.perKey()
+	c.carriedPerKey, c.carried = keep.perKey(), keep
 	begun := newPartials{spec: p.cfg.Aggregates}
 	add := func(k setKey, seq string, value float64, distinct []byte) {
 		pt, ok := partials[k]

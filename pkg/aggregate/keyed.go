@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -43,6 +44,12 @@ type point struct {
 	// noThreshold. Earlier encodings have none.
 	Th  int64  `json:"-"`
 	Seq string `json:"s"`
+	// Agg, when not nil, makes the point a held run (sessionfold.go): the
+	// on-time records of one session from T to Until, kept as their
+	// aggregate (agg.State's encoding) in place of themselves; V and D are
+	// then unused.
+	Agg   []byte `json:"-"`
+	Until int64  `json:"-"`
 }
 
 // distinctHashBytes is the size of a stored distinct value.
@@ -183,8 +190,16 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 		blob, openIn, openUntil := ks.Blob, ks.ListedIn, window.Window{Start: ks.ListedUntil, End: ks.ListedUntil}
 		if len(kept) > 0 {
 			buf.Points = mergePoints(buf.Points, kept)
+			if ws.Kind == pipeline.Session && pointsBytes(buf.Points) > p.sessionFoldBytes {
+				// Before the results are recorded: a session emitted is
+				// not folded, so its value is never recomputed from
+				// other bytes.
+				if _, err := foldSessionRuns(p.cfg.Aggregates, ws.Gap.Milliseconds(), buf, p.sessionFoldBytes == 0); err != nil {
+					return nil, err
+				}
+			}
 			if !closeBy.IsZero() {
-				if _, _, err := p.recordFinalKeyed(ws, ref.Kind, buf, closeBy); err != nil {
+				if _, _, _, err := p.recordFinalKeyed(ws, ref.Kind, buf, closeBy); err != nil {
 					return nil, err
 				}
 			}
@@ -284,14 +299,28 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 		return 0, fmt.Errorf("aggregate: no window %s in the pipeline", kind)
 	}
 	published := map[string]bool{} // ids this call has written and emitted
+	for {
+		more, err := p.finalizeKeyedRound(ctx, shard, ref, kind, ws, wm, published)
+		if err != nil || !more {
+			return len(published), err
+		}
+	}
+}
+
+// finalizeKeyedRound is one round of finalizeKeyed: it records the final
+// windows the state has room for, writes and publishes them, and prunes.
+// It reports whether windows were left for want of room that another
+// round can now record (the prune made room): a busy sliding window makes
+// a final window a record, more than one write of the state holds.
+func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref state.Ref, kind string, ws pipeline.WindowSpec, wm time.Time, published map[string]bool) (bool, error) {
 	for attempt := 0; attempt < 8; attempt++ {
 		ks, kref, err := p.views.LoadKeyedRef(ctx, ref, shard)
 		if err != nil {
-			return 0, err
+			return false, err
 		}
 		buf, err := decodeKeyed(ks.Blob)
 		if err != nil {
-			return 0, err
+			return false, err
 		}
 		left := buf.Pending[:0]
 		for _, r := range buf.Pending {
@@ -300,9 +329,9 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 			}
 		}
 		buf.Pending = left
-		recorded, next, err := p.recordFinalKeyed(ws, kind, buf, wm)
+		recorded, next, unrecorded, err := p.recordFinalKeyed(ws, kind, buf, wm)
 		if err != nil {
-			return 0, err
+			return false, err
 		}
 		if recorded > 0 {
 			// Record before writing: listed until the pending results
@@ -314,7 +343,7 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 				continue
 			}
 			if err != nil {
-				return 0, err
+				return false, err
 			}
 			ks.Version++
 		}
@@ -322,7 +351,7 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 		for _, r := range buf.Pending {
 			o, count, err := r.output(p.cfg.Aggregates, kref, kind)
 			if err != nil {
-				return 0, err
+				return false, err
 			}
 			w := window.Of(r.Start, r.End)
 			if r.Kind == "retraction" {
@@ -331,12 +360,12 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 				err = p.views.PutWindow(ctx, kref, w, r.Blob, count, r.Rev, false)
 			}
 			if err != nil {
-				return 0, err
+				return false, err
 			}
 			outs = append(outs, o)
 		}
 		if err := p.emit(ctx, outs); err != nil {
-			return 0, err
+			return false, err
 		}
 		for _, o := range outs {
 			published[o.ID] = true
@@ -350,13 +379,13 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 		hadPending := len(buf.Pending) > 0
 		buf.Pending = nil
 		points, emitted := len(buf.Points), len(buf.Emitted)
-		pruneKeyed(ws, p.cfg.Late, buf, wm)
+		pruneKeyed(ws, p.cfg.Late, buf, wm, unrecorded)
 		if recorded == 0 && !hadPending && len(buf.Points) == points && len(buf.Emitted) == emitted && listedBy(ks, p.openIn(shard), next) {
 			// Nothing final, nothing forgotten, and listed no later than
 			// its next window: a growing session, found early. Saving
 			// would only move its listing (two index write units) and
 			// its freeze mark, which guards nothing while no point goes.
-			return len(published), nil
+			return false, nil
 		}
 		ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
 		_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), keepListing(ks, p.openIn(shard), next))
@@ -365,23 +394,29 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 			continue
 		}
 		if err != nil {
-			return 0, err
+			return false, err
 		}
 		p.forgetKeyed(kref, shard) // the next fold reloads the version just written
-		return len(published), nil
+		return recorded > 0 && unrecorded != math.MaxInt64, nil
 	}
-	return 0, state.ErrConflict
+	return false, state.ErrConflict
 }
 
 // recordFinalKeyed recomputes buf's windows that wm made final and records
 // what they need in buf: a final result or a correction for each whose
 // value is not the one emitted, a retraction for each emitted session no
 // longer among them (a late record merged it into a larger one). It
-// returns how many it recorded, and the first window still open.
-func (p *Processor) recordFinalKeyed(ws pipeline.WindowSpec, kind string, buf *keyedBuf, wm time.Time) (int, window.Window, error) {
+// records only what the state has room for (MaxKeyedStateBytes: each
+// result is kept, emitted, until its window is frozen): it returns how many
+// it recorded, the first window still open or left unrecorded, and the
+// earliest end of those left (math.MaxInt64: none), which the prune after
+// must not freeze.
+func (p *Processor) recordFinalKeyed(ws pipeline.WindowSpec, kind string, buf *keyedBuf, wm time.Time) (int, window.Window, int64, error) {
 	n := len(buf.Pending)
 	current := map[string]bool{}
 	var next window.Window
+	room := MaxKeyedStateBytes - keyedBytes(buf)
+	unrecorded := int64(math.MaxInt64)
 	// Windows ending at or before buf.Frozen are not among them: they are
 	// final past the allowed lateness and stay as emitted.
 	for _, kw := range keyedWindows(ws, buf) {
@@ -394,9 +429,13 @@ func (p *Processor) recordFinalKeyed(ws pipeline.WindowSpec, kind string, buf *k
 			}
 			continue
 		}
-		blob, err := kw.value(p.cfg.Aggregates, buf.Points).MarshalBinary()
+		st, err := kw.value(p.cfg.Aggregates, buf.Points)
 		if err != nil {
-			return 0, window.Window{}, err
+			return 0, window.Window{}, 0, err
+		}
+		blob, err := st.MarshalBinary()
+		if err != nil {
+			return 0, window.Window{}, 0, err
 		}
 		prev, seen := buf.Emitted[id]
 		if seen && bytes.Equal(prev.Blob, blob) {
@@ -406,6 +445,20 @@ func (p *Processor) recordFinalKeyed(ws pipeline.WindowSpec, kind string, buf *k
 		if seen {
 			r.Kind, r.Rev, r.Prev = "correction", prev.Rev+1, prev.Blob
 		}
+		cost := resultBytes + len(blob) + len(r.Prev)
+		if seen {
+			cost -= len(prev.Blob) // it replaces the value emitted
+		}
+		if cost > room {
+			// Left for a later finalize, once the prune frees room: the
+			// state stays listed for it.
+			unrecorded = min(unrecorded, r.End)
+			if next.End.IsZero() || w.End.Before(next.End) {
+				next = w
+			}
+			continue
+		}
+		room -= cost
 		buf.Pending = append(buf.Pending, r)
 		buf.Emitted[id] = emitted{Start: r.Start, End: r.End, Rev: r.Rev, Blob: blob}
 	}
@@ -421,7 +474,24 @@ func (p *Processor) recordFinalKeyed(ws pipeline.WindowSpec, kind string, buf *k
 		buf.Pending = append(buf.Pending, pendingResult{Kind: "retraction", Start: e.Start, End: e.End, Rev: e.Rev + 1, Prev: e.Blob})
 		delete(buf.Emitted, id)
 	}
-	return len(buf.Pending) - n, next, nil
+	return len(buf.Pending) - n, next, unrecorded, nil
+}
+
+// resultBytes bounds what a recorded result adds to the keyed state's
+// encoding besides its values: its emitted window's bounds and revision,
+// its pending entry's kind, bounds, revision and lengths (varints).
+const resultBytes = 64
+
+// keyedBytes bounds buf's encoding.
+func keyedBytes(buf *keyedBuf) int {
+	n := 32 + pointsBytes(buf.Points) + len(buf.Points)*8 // the time deltas' varints, at their largest
+	for _, e := range buf.Emitted {
+		n += resultBytes + len(e.Blob)
+	}
+	for _, r := range buf.Pending {
+		n += resultBytes + len(r.Blob) + len(r.Prev)
+	}
+	return n
 }
 
 // pendingResult is a result finalize recorded in the keyed state before
@@ -479,11 +549,14 @@ func pendingUntil(buf *keyedBuf, next window.Window) window.Window {
 // the points of no window that may still change. It runs after finalize
 // has emitted every final window, so a frozen window is never recomputed
 // from fewer points.
-func pruneKeyed(ws pipeline.WindowSpec, late window.LateRule, buf *keyedBuf, wm time.Time) {
+func pruneKeyed(ws pipeline.WindowSpec, late window.LateRule, buf *keyedBuf, wm time.Time, unrecorded int64) {
 	closed := wm.UnixMilli()
 	if late.Policy == window.Correct {
 		closed = wm.Add(-late.AllowedLateness).UnixMilli()
 	}
+	// Not past a final window the finalize left unrecorded for want of
+	// room: it is recorded, with every point it needs, by a later one.
+	closed = min(closed, unrecorded-1)
 	if closed <= buf.Frozen {
 		return
 	}

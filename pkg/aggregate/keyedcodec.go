@@ -41,6 +41,13 @@ import (
 // distinct value for every point and each emitted window's id; their ids
 // are read as their bounds' window ids, as they were written.
 //
+// A state whose session runs are held as their aggregates (sessionfold.go)
+// sets a third flag, keyedHasRuns: after the points, the held runs' count,
+// then each run's index after the previous one, its span and its
+// aggregate; a run's own value is 0 and its distinct value empty. Code
+// from before held runs refuses the flag (an unknown flag is an error),
+// so it never reads a run as one record.
+//
 // A process running code from before version 5 cannot read it: on such a
 // state its batch fails and is retried, so a deployment that goes back to
 // that code must first drain the states (their windows closed past the
@@ -54,7 +61,8 @@ const keyedVersion = 5
 const (
 	keyedHasDistinct = 1 << 0 // every point carries its distinct value's length and bytes
 	keyedHasPending  = 1 << 1 // pending results follow the Frozen time
-	keyedFlagsKnown  = keyedHasDistinct | keyedHasPending
+	keyedHasRuns     = 1 << 2 // held session runs follow the points (sessionfold.go)
+	keyedFlagsKnown  = keyedHasDistinct | keyedHasPending | keyedHasRuns
 )
 
 // keyedVersion3 wrote every point's distinct value (maybe empty) and each
@@ -98,6 +106,15 @@ func encodeKeyed(dst []byte, buf *keyedBuf) []byte {
 	if len(buf.Pending) > 0 {
 		flags |= keyedHasPending
 	}
+	runs := 0
+	for i := range buf.Points {
+		if buf.Points[i].Agg != nil {
+			runs++
+		}
+	}
+	if runs > 0 {
+		flags |= keyedHasRuns
+	}
 	dst = append(dst, keyedVersion, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(buf.Points)))
 	var prev int64
@@ -111,6 +128,23 @@ func encodeKeyed(dst []byte, buf *keyedBuf) []byte {
 		}
 		if flags&keyedHasDistinct != 0 {
 			dst = binenc.AppendBytes(dst, pt.D)
+		}
+	}
+	if runs > 0 {
+		// Each held run: its index after the previous one's, the span to
+		// its last record, its aggregate (its value above is 0, its
+		// distinct value empty).
+		dst = binary.AppendUvarint(dst, uint64(runs))
+		prevIdx := -1
+		for i := range buf.Points {
+			pt := &buf.Points[i]
+			if pt.Agg == nil {
+				continue
+			}
+			dst = binary.AppendUvarint(dst, uint64(i-prevIdx-1))
+			dst = binary.AppendUvarint(dst, uint64(pt.Until-pt.T))
+			dst = binenc.AppendBytes(dst, pt.Agg)
+			prevIdx = i
 		}
 	}
 	ids := make([]string, 0, len(buf.Emitted))
@@ -249,6 +283,11 @@ func decodeKeyed(b []byte) (*keyedBuf, error) {
 			}
 		}
 	}
+	if flags&keyedHasRuns != 0 {
+		if err := decodeRuns(&r, buf.Points); err != nil {
+			return nil, err
+		}
+	}
 	ne := r.Uvarint()
 	for i := uint64(0); i < ne && r.Err() == nil; i++ {
 		if ids {
@@ -298,6 +337,38 @@ func decodeKeyed(b []byte) (*keyedBuf, error) {
 		return nil, fmt.Errorf("%w (%d bytes left)", errKeyedEncoding, r.Len())
 	}
 	return buf, nil
+}
+
+// decodeRuns reads the held session runs that follow the points into
+// them: each an on-time point with no value of its own, its span not
+// negative, its aggregate not empty.
+func decodeRuns(r *binenc.Reader, pts []point) error {
+	n := r.Uvarint()
+	if n == 0 || n > uint64(len(pts)) {
+		return fmt.Errorf("%w: %d held runs among %d points", errKeyedEncoding, n, len(pts))
+	}
+	idx := -1
+	for i := uint64(0); i < n && r.Err() == nil; i++ {
+		skip := r.Uvarint()
+		if skip >= uint64(len(pts)-idx-1) {
+			return fmt.Errorf("%w: held run %d is past the points", errKeyedEncoding, i)
+		}
+		idx += int(skip) + 1
+		pt := &pts[idx]
+		span := r.Uvarint()
+		if span > math.MaxInt64-uint64(max(pt.T, 0)) {
+			return fmt.Errorf("%w: held run %d: span out of range", errKeyedEncoding, i)
+		}
+		blob := r.LenBytes()
+		if r.Err() != nil {
+			break
+		}
+		if len(blob) == 0 || pt.late() || pt.V != 0 || pt.D != nil {
+			return fmt.Errorf("%w: held run %d: not an on-time point with an aggregate", errKeyedEncoding, i)
+		}
+		pt.Until, pt.Agg = pt.T+int64(span), append([]byte(nil), blob...)
+	}
+	return nil
 }
 
 // freezeEmitted gives a state written before Frozen times one: the latest

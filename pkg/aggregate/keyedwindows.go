@@ -1,6 +1,8 @@
 package aggregate
 
 import (
+	"fmt"
+
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/window"
@@ -27,6 +29,15 @@ func (pt point) HeldAt() int64 { return pt.T }
 // (window.Held).
 func (pt point) Threshold() int64 { return pt.Th }
 
+// HeldUntil is the time of a held run's last record, or the point's own
+// time (window.Held).
+func (pt point) HeldUntil() int64 {
+	if pt.Agg != nil {
+		return pt.Until
+	}
+	return pt.T
+}
+
 var _ window.Held = point{}
 
 // late reports whether pt arrived after some of its windows were closed.
@@ -46,11 +57,31 @@ type keyedWindow struct {
 	hw window.HeldWindow
 }
 
-// value is the window's aggregate.
-func (kw *keyedWindow) value(aggs *agg.Spec, pts []point) *agg.State {
+// value is the window's aggregate: its records added, its held runs'
+// aggregates merged.
+func (kw *keyedWindow) value(aggs *agg.Spec, pts []point) (*agg.State, error) {
 	st := aggs.New()
-	window.Members(&kw.hw, pts, func(i int) { st.Add(pts[i].V, pts[i].D) })
-	return st
+	var run *agg.State
+	var err error
+	window.Members(&kw.hw, pts, func(i int) {
+		if err != nil {
+			return
+		}
+		if pts[i].Agg == nil {
+			st.Add(pts[i].V, pts[i].D)
+			return
+		}
+		if run == nil {
+			run = aggs.New()
+		}
+		if err = run.SetBinary(pts[i].Agg); err == nil {
+			err = st.Merge(run)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("aggregate: a held session run of window %s: %w", kw.w.ID(), err)
+	}
+	return st, nil
 }
 
 // keyedWindows returns the windows of a keyed state that end after its

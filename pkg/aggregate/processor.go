@@ -37,6 +37,9 @@ type Processor struct {
 	log         *slog.Logger
 	now         func() time.Time
 	concurrency int
+	// sessionFoldBytes is the size of a session state's points past which
+	// its runs are held as their aggregates (sessionfold.go).
+	sessionFoldBytes int
 
 	mu     sync.Mutex
 	marks  map[string]*window.Watermark // per shard: the last fully processed batch's watermark
@@ -101,8 +104,9 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 	p := &Processor{
 		cfg: cfg, views: views, out: out, streamName: streamName,
 		log: slog.Default(), now: time.Now, concurrency: DefaultConcurrency,
-		marks: map[string]*window.Watermark{},
-		keyed: map[keyedCacheRef]state.KeyedState{},
+		sessionFoldBytes: DefaultSessionFoldBytes,
+		marks:            map[string]*window.Watermark{},
+		keyed:            map[keyedCacheRef]state.KeyedState{},
 
 		unfinalized: map[string]bool{},
 	}
@@ -191,6 +195,9 @@ type collector struct {
 	// carriedPerKey is, per grouping key, the points an interval carries
 	// to its flush and no keyed state holds yet (the budget counts them).
 	carriedPerKey map[string]int
+	// carried are those points, for the budget of a session state, whose
+	// runs a fold holds as their aggregates (sessionFits).
+	carried carried
 	// lateCounted are carried records an earlier invocation already
 	// counted in LateDropped or knew as redelivered.
 	lateCounted map[string]struct{}

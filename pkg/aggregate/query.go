@@ -42,7 +42,10 @@ func (p *Processor) Windows(ctx context.Context, key, kind string, from, to time
 		if _, emitted := buf.Emitted[w.ID()]; emitted {
 			continue // final, stored (or being written)
 		}
-		st := kw.value(p.cfg.Aggregates, buf.Points)
+		st, err := kw.value(p.cfg.Aggregates, buf.Points)
+		if err != nil {
+			return nil, err
+		}
 		views = append(views, state.View{Pipeline: p.cfg.Name, Key: key, Kind: kind, Window: w, Result: st.Result()})
 	}
 	sort.Slice(views, func(i, j int) bool { return views[i].Window.Start.Before(views[j].Window.Start) })

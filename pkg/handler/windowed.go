@@ -181,6 +181,10 @@ func (p part[A]) HeldAt() int64 { return p.t }
 // (window.Held).
 func (p part[A]) Threshold() int64 { return p.th }
 
+// HeldUntil is the record's event time: a part is one record or a pane,
+// never a held run (window.Held).
+func (p part[A]) HeldUntil() int64 { return p.t }
+
 // span is a window's bounds, Unix ms.
 type span struct{ start, end int64 }
 

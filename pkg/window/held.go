@@ -1,6 +1,7 @@
 package window
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -43,6 +44,10 @@ const NoThreshold int64 = math.MinInt64
 type Held interface {
 	// HeldAt is the record's event time, Unix ms.
 	HeldAt() int64
+	// HeldUntil is HeldAt, or for a held session run (several on-time
+	// records of one session kept as one, see OnTimeRuns) the time of its
+	// last record: the run stands for records from HeldAt to HeldUntil.
+	HeldUntil() int64
 	// Threshold is the close time the record arrived at, when that lies
 	// after HeldAt (windows ending at or before it were closed to it), else
 	// NoThreshold.
@@ -133,14 +138,30 @@ func heldWindows[P Held](k Defined, frozen int64, pts []P, members bool) []HeldW
 		out = append(out, HeldWindow{Window: Of(run.first, run.last+gap)})
 		run.out = len(out) - 1
 	}
-	if members {
+	if members && len(out) > 0 {
+		// One array holds every window's members: count each window's
+		// records, cut the array, then fill it in record order.
+		owner := make([]int, len(pts))
+		sizes := make([]int, len(out))
+		total := 0
 		for i := range pts {
-			if r := &ss.runs[ss.root(ss.of[i])]; r.out >= 0 {
-				out[r.out].members = append(out[r.out].members, i)
+			owner[i] = ss.runs[ss.root(ss.of[i])].out
+			if owner[i] >= 0 {
+				sizes[owner[i]]++
+				total++
+			}
+		}
+		all := make([]int, total)
+		for o := range out {
+			out[o].members, all = all[:0:sizes[o]], all[sizes[o]:]
+		}
+		for i, o := range owner {
+			if o >= 0 {
+				out[o].members = append(out[o].members, i)
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Window.Start.Before(out[j].Window.Start) })
+	slices.SortFunc(out, func(a, b HeldWindow) int { return a.Window.Start.Compare(b.Window.Start) })
 	return out
 }
 
@@ -207,6 +228,12 @@ func (s *SessionReplay) root(r int) int {
 // EndOf is the end of the session record i is in.
 func (s *SessionReplay) EndOf(i int) int64 { return s.runs[s.root(s.of[i])].last + s.gap }
 
+// SessionOf is the session record i is in.
+func (s *SessionReplay) SessionOf(i int) Window {
+	r := &s.runs[s.root(s.of[i])]
+	return Of(r.first, r.last+s.gap)
+}
+
 // closeTo removes from the live runs those a record with threshold th no
 // longer finds: sessions that end at or before it.
 func (s *SessionReplay) closeTo(th int64) {
@@ -237,17 +264,18 @@ func (s *SessionReplay) reach(t int64, found []int) ([]int, int64) {
 	return found, end
 }
 
-// add puts record i at t into one run with the live runs it joins.
-func (s *SessionReplay) add(i int, t int64, joins []int) {
+// add puts record i, from t to until (a held run's span; until is t for
+// one record), into one run with the live runs it joins.
+func (s *SessionReplay) add(i int, t, until int64, joins []int) {
 	if len(joins) == 0 {
-		s.runs = append(s.runs, sessionRun{first: t, last: t, parent: -1, out: -1})
+		s.runs = append(s.runs, sessionRun{first: t, last: until, parent: -1, out: -1})
 		s.live = append(s.live, len(s.runs)-1)
 		s.of[i] = len(s.runs) - 1
 		return
 	}
 	into := joins[0]
 	run := &s.runs[into]
-	run.first, run.last = min(run.first, t), max(run.last, t)
+	run.first, run.last = min(run.first, t), max(run.last, until)
 	for _, r := range joins[1:] {
 		o := &s.runs[r]
 		run.first, run.last = min(run.first, o.first), max(run.last, o.last)
@@ -284,19 +312,54 @@ func ReplaySessions[P Held](gap int64, pts []P) *SessionReplay {
 		}
 		if prev >= 0 && pt.HeldAt()-s.runs[prev].last < gap {
 			joins = append(joins[:0], prev)
-			s.add(i, pt.HeldAt(), joins)
+			s.add(i, pt.HeldAt(), pt.HeldUntil(), joins)
 		} else {
-			s.add(i, pt.HeldAt(), nil)
+			s.add(i, pt.HeldAt(), pt.HeldUntil(), nil)
 			prev = len(s.runs) - 1
 		}
 	}
-	sort.SliceStable(lateIdx, func(a, b int) bool { return pts[lateIdx[a]].Threshold() < pts[lateIdx[b]].Threshold() })
+	if len(lateIdx) > 1 {
+		slices.SortStableFunc(lateIdx, func(a, b int) int { return cmp.Compare(pts[a].Threshold(), pts[b].Threshold()) })
+	}
 	for _, i := range lateIdx {
 		s.closeTo(pts[i].Threshold())
 		joins, _ = s.reach(pts[i].HeldAt(), joins[:0])
-		s.add(i, pts[i].HeldAt(), joins)
+		s.add(i, pts[i].HeldAt(), pts[i].HeldUntil(), joins)
 	}
 	return s
+}
+
+// OnTimeRuns returns, for each of pts (in time order), the run its record
+// makes among the on-time records alone, as ReplaySessions clusters them
+// before it replays the late ones (−1 for a late record), and the number
+// of runs. Every run lies within one session of the replay, and the
+// records of a run may be held as one (HeldAt its first record's time,
+// HeldUntil its last one's, on time) without changing any session a
+// replay makes, now or with records still to come: the on-time records
+// cluster the same, so every late record finds the same sessions. A
+// holder that keeps a run's aggregate in place of its records (package
+// aggregate, for a key that never pauses) holds a session of any length in
+// bounded space.
+func OnTimeRuns[P Held](gap int64, pts []P) (runOf []int, runs int) {
+	runOf = make([]int, len(pts))
+	var last int64
+	prev := -1
+	for i := range pts {
+		pt := pts[i]
+		if late(pt) {
+			runOf[i] = -1
+			continue
+		}
+		if prev < 0 || pt.HeldAt()-last >= gap {
+			prev = runs
+			runs++
+			last = pt.HeldUntil()
+		} else {
+			last = max(last, pt.HeldUntil())
+		}
+		runOf[i] = prev
+	}
+	return runOf, runs
 }
 
 // Judge decides, in arrival order, what becomes of records that arrive at
@@ -347,7 +410,7 @@ func (j *Judge) Hold() {
 		return
 	}
 	j.ss.of = append(j.ss.of, 0)
-	j.ss.add(len(j.ss.of)-1, j.t, j.joins)
+	j.ss.add(len(j.ss.of)-1, j.t, j.t, j.joins)
 }
 
 // PruneHeld returns pts (in time order) without the records that no window

@@ -10,6 +10,7 @@ type heldAt struct{ t, th int64 }
 
 func (h heldAt) HeldAt() int64    { return h.t }
 func (h heldAt) Threshold() int64 { return h.th }
+func (h heldAt) HeldUntil() int64 { return h.t }
 
 // A key active without a pause holds every record of its one session:
 // judging a batch replays them all, so the replay must not allocate per

@@ -1,0 +1,222 @@
+package aggregate
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/window"
+)
+
+// Held session runs. A key that never pauses for its session gap (a busy
+// page, a bot, a sensor) keeps one session open for as long as it sends,
+// and its keyed state held every record of it: at 100 records a second the
+// state reached its budget (one DynamoDB item) within minutes, and from
+// then on every record of the key was set aside, in every window kind,
+// until the session closed, which it never did. Kafka Streams and Flink
+// keep a session as its bounds and its aggregate.
+//
+// So does a session state past foldBytes (WithSessionFoldBytes): each run
+// of its on-time records (window.OnTimeRuns: the records a replay clusters
+// before it replays the late ones, which lie within one session) becomes
+// one point that holds the run's bounds and aggregate. Replaying the
+// points then makes the same sessions, now and with every record still to
+// come, so a record is judged as before and a session's value is the same
+// aggregate. What is not folded: late records (a replay places them by
+// their thresholds), and the runs of a session already emitted or frozen,
+// whose value would be recomputed from other bytes (a sum added in
+// another order) and corrected for nothing. The state's write is billed by
+// its size too: a busy key's state stays a few KB, not hundreds.
+
+// DefaultSessionFoldBytes is the size of a session state's points past
+// which its runs are folded: a state below it (the README's load keeps
+// about 70 points, 1 KB) is written as it was, record by record.
+const DefaultSessionFoldBytes = 8 << 10
+
+// WithSessionFoldBytes sets the size of a session state's points past
+// which a fold holds its runs as their aggregates. At 0 every fold holds
+// every run of two or more records, smaller than its records or not (the
+// conformance test's way to play each history through held runs).
+func WithSessionFoldBytes(n int) Option {
+	return func(p *Processor) { p.sessionFoldBytes = max(0, n) }
+}
+
+// runPointOverhead is what a held run adds to a point's encoding: its
+// index among the runs, the span to its last record, the aggregate's
+// length (three varints of 10 bytes at most).
+const runPointOverhead = 30
+
+// foldSessionRuns holds each foldable run of buf's points as one point
+// with the run's aggregate, where that takes fewer bytes than its points
+// (every run, with always). It returns how many runs it folded.
+func foldSessionRuns(aggs *agg.Spec, gap int64, buf *keyedBuf, always bool) (int, error) {
+	runOf, runs := window.OnTimeRuns(gap, buf.Points)
+	if runs == 0 {
+		return 0, nil
+	}
+	type run struct {
+		first, last    int64
+		members, bytes int
+		keep           bool // its session is emitted or frozen: not folded
+		blob           []byte
+	}
+	rs := make([]run, runs)
+	ss := window.ReplaySessions(gap, buf.Points)
+	var id [window.IDLength]byte
+	for i := range buf.Points {
+		r := runOf[i]
+		if r < 0 {
+			continue
+		}
+		pt := &buf.Points[i]
+		x := &rs[r]
+		if x.members == 0 {
+			x.first, x.last = pt.T, pt.HeldUntil()
+			w := ss.SessionOf(i) // every member's: a run lies within one session
+			_, emitted := buf.Emitted[string(w.AppendID(id[:0]))]
+			x.keep = emitted || w.End.UnixMilli() <= buf.Frozen
+		}
+		x.last = max(x.last, pt.HeldUntil())
+		x.members++
+		x.bytes += pointBytes(pt)
+	}
+	folded := 0
+	st, part := aggs.New(), aggs.New()
+	for r := range rs {
+		x := &rs[r]
+		if x.keep || x.members < 2 {
+			continue
+		}
+		st.Clear()
+		for i := range buf.Points {
+			if runOf[i] != r {
+				continue
+			}
+			pt := &buf.Points[i]
+			if pt.Agg == nil {
+				st.Add(pt.V, pt.D)
+				continue
+			}
+			if err := part.SetBinary(pt.Agg); err != nil {
+				return 0, fmt.Errorf("aggregate: a held session run at %d: %w", pt.T, err)
+			}
+			if err := st.Merge(part); err != nil {
+				return 0, fmt.Errorf("aggregate: a held session run at %d: %w", pt.T, err)
+			}
+		}
+		blob, err := st.MarshalBinary()
+		if err != nil {
+			return 0, err
+		}
+		if !always && len(blob)+runPointOverhead >= x.bytes {
+			continue // its records take fewer bytes than its aggregate
+		}
+		x.blob = blob
+		folded++
+	}
+	if folded == 0 {
+		return 0, nil
+	}
+	// A run's first member is its earliest record, so its point takes
+	// that member's place and the points stay in time order.
+	out := buf.Points[:0]
+	for i := range buf.Points {
+		r := runOf[i]
+		if r < 0 || rs[r].blob == nil {
+			out = append(out, buf.Points[i])
+			continue
+		}
+		if x := &rs[r]; x.members > 0 {
+			out = append(out, point{T: x.first, Until: x.last, Agg: x.blob, Th: noThreshold})
+			x.members = 0 // placed
+		}
+	}
+	clear(buf.Points[len(out):])
+	buf.Points = out
+	return folded, nil
+}
+
+// pointBytes is about what pt takes in the keyed state's encoding (its
+// time's delta counted as 3 bytes).
+func pointBytes(pt *point) int {
+	n := 3
+	if pt.Agg != nil {
+		return n + 1 + runPointOverhead + len(pt.Agg)
+	}
+	var b [20]byte
+	n += len(appendValue(b[:0], pt.V, pt.late()))
+	if pt.late() {
+		n += len(binary.AppendUvarint(b[:0], uint64(pt.Th-pt.T)))
+	}
+	if len(pt.D) > 0 {
+		n += 1 + len(pt.D)
+	}
+	return n
+}
+
+// pointsBytes is about what pts take in the keyed state's encoding.
+func pointsBytes(pts []point) int {
+	n := 0
+	for i := range pts {
+		n += pointBytes(&pts[i])
+	}
+	return n
+}
+
+// sessionBound bounds the bytes that fresh points add to a session state
+// whose runs are folded (foldSessionRuns): a late point (or one that may
+// be: later than onTimeFrom is surely on time) at most pointBytesMax, and
+// each cluster of on-time points closer than gap to each other — within
+// one run once held — at most its points' pointBytesMax or its aggregate
+// held as one point, whichever is less. A held run a cluster joins takes
+// at most its own bytes and the cluster's (a merge of two aggregates
+// encodes in no more than both), so the bound holds for the state.
+func sessionBound(aggs *agg.Spec, gap, onTimeFrom int64, fresh []point) (int, error) {
+	pts := slices.Clone(fresh)
+	slices.SortStableFunc(pts, func(a, b point) int {
+		switch {
+		case a.T < b.T:
+			return -1
+		case a.T > b.T:
+			return 1
+		}
+		return 0
+	})
+	bound := 0
+	st := aggs.New()
+	n := 0
+	var last int64
+	cluster := func() error {
+		if n == 0 {
+			return nil
+		}
+		blob, err := st.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		bound += min(n*pointBytesMax, pointBytesMax+runPointOverhead+len(blob))
+		st.Clear()
+		n = 0
+		return nil
+	}
+	for i := range pts {
+		pt := &pts[i]
+		if pt.late() || pt.T < onTimeFrom {
+			bound += pointBytesMax
+			continue
+		}
+		if n > 0 && pt.T-last >= gap {
+			if err := cluster(); err != nil {
+				return 0, err
+			}
+		}
+		st.Add(pt.V, pt.D)
+		last = pt.T
+		n++
+	}
+	if err := cluster(); err != nil {
+		return 0, err
+	}
+	return bound, nil
+}

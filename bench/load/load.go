@@ -372,8 +372,8 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 	clock := func() time.Time { return now }
 	aggLog, aggMet := &logSink{}, &logSink{emf: true}
 	tickLog, tickMet := &logSink{}, &logSink{emf: true}
-	agg := deployed.New(cfg, s, out, deployed.Function{Name: "aggregate", Log: aggLog, Metrics: aggMet, Now: clock})
-	tick := deployed.New(cfg, s, out, deployed.Function{Name: "ticker", Log: tickLog, Metrics: tickMet, Now: clock})
+	agg := deployed.New(cfg, s, out, deployed.Function{Name: "aggregate", Log: aggLog, Metrics: aggMet, Now: clock, MemoryMB: st.memoryMB})
+	tick := deployed.New(cfg, s, out, deployed.Function{Name: "ticker", Log: tickLog, Metrics: tickMet, Now: clock, MemoryMB: st.memoryMB})
 	// functions/ticker logs one line per tick, with its own logger.
 	tickLine := slog.New(slog.NewJSONHandler(tickLog, nil))
 	rule := []string{"arn:aws:events:us-east-1:123456789012:rule/Tributary-PipelinesPageviewsTickerSchedule-1A2B3C4D5E6F"}

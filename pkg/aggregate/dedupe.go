@@ -37,12 +37,12 @@ type ledgerStore interface {
 
 // NewLedger returns the dedupe ledger of cfg's pipeline, kept in its views
 // table, or nil when the pipeline does not suppress duplicates by id.
-func NewLedger(db ledgerStore, table string, cfg *pipeline.Config) *dedupe.Ledger {
+func NewLedger(db ledgerStore, table string, cfg *pipeline.Config, opts ...dedupe.Option) *dedupe.Ledger {
 	if cfg.DedupeHorizon <= 0 {
 		return nil
 	}
 	return dedupe.NewLedger(db, table, state.LedgerKey(cfg.Name),
-		dedupe.WithHorizon(cfg.DedupeHorizon), dedupe.WithTTLAttribute(state.TTLAttribute))
+		append([]dedupe.Option{dedupe.WithHorizon(cfg.DedupeHorizon), dedupe.WithTTLAttribute(state.TTLAttribute)}, opts...)...)
 }
 
 // candidateOf is a decoded record's identity for the ledger.

@@ -24,6 +24,7 @@ import (
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
@@ -49,6 +50,10 @@ type Function struct {
 	Name         string
 	Log, Metrics io.Writer
 	Now          func() time.Time
+	// MemoryMB is the function's memory, which sizes its dedupe ledger's
+	// cache as Lambda's AWS_LAMBDA_FUNCTION_MEMORY_SIZE does (0: the
+	// ledger's default outside Lambda).
+	MemoryMB int
 }
 
 // New returns the processor function f runs for cfg, over db and out, as
@@ -72,8 +77,12 @@ func New(cfg *pipeline.Config, db Store, out aggregate.RecordPutter, f Function)
 	opts := []aggregate.Option{
 		aggregate.WithMetrics(m),
 		aggregate.WithLogger(log),
-		aggregate.WithDedupe(aggregate.NewLedger(aggregate.RoutedLedgerStore(db, table), ViewsTable, cfg)),
 	}
+	var ledgerOpts []dedupe.Option
+	if f.MemoryMB > 0 {
+		ledgerOpts = append(ledgerOpts, dedupe.WithCacheEntries(dedupe.CacheEntriesFor(f.MemoryMB)))
+	}
+	opts = append(opts, aggregate.WithDedupe(aggregate.NewLedger(aggregate.RoutedLedgerStore(db, table), ViewsTable, cfg, ledgerOpts...)))
 	if f.Name != "ticker" {
 		opts = append(opts, aggregate.WithSetAside(setaside.New(db, QuarantineTable, setaside.WithFunction(f.Name), setaside.WithMetrics(m), setaside.WithLogger(log))))
 	}

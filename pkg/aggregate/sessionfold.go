@@ -81,6 +81,20 @@ func foldSessionRuns(aggs *agg.Spec, gap int64, buf *keyedBuf, always bool) (int
 		x.members++
 		x.bytes += pointBytes(pt)
 	}
+	// Each run's members, in one pass: a state of many short sessions
+	// (kept for the allowed lateness) is not scanned once a run.
+	start := make([]int, runs+1)
+	for r := range rs {
+		start[r+1] = start[r] + rs[r].members
+	}
+	members := make([]int, start[runs])
+	fill := slices.Clone(start[:runs])
+	for i, r := range runOf {
+		if r >= 0 {
+			members[fill[r]] = i
+			fill[r]++
+		}
+	}
 	folded := 0
 	st, part := aggs.New(), aggs.New()
 	for r := range rs {
@@ -89,10 +103,7 @@ func foldSessionRuns(aggs *agg.Spec, gap int64, buf *keyedBuf, always bool) (int
 			continue
 		}
 		st.Clear()
-		for i := range buf.Points {
-			if runOf[i] != r {
-				continue
-			}
+		for _, i := range members[start[r]:start[r+1]] {
 			pt := &buf.Points[i]
 			if pt.Agg == nil {
 				st.Add(pt.V, pt.D)

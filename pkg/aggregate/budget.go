@@ -123,14 +123,12 @@ func (p *Processor) sessionFits(c *collector, key, kind string, size int) (bool,
 			reached.Observe(c.decoded[i].et)
 		}
 	}
-	onTimeFrom := int64(math.MaxInt64)
+	onTimeFrom := int64(math.MinInt64) // no watermark yet: every record on time
 	if wm := reached.Current(); !wm.IsZero() {
 		if p.cfg.Late.Policy == window.Correct {
 			wm = wm.Add(-p.cfg.Late.AllowedLateness)
 		}
 		onTimeFrom = wm.UnixMilli()
-	} else {
-		onTimeFrom = math.MinInt64
 	}
 	var fresh []point
 	for _, pt := range c.carried[keyedKey{key: key, kind: kind}] {

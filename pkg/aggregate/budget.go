@@ -3,11 +3,9 @@ package aggregate
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
-	"github.com/tributary-dev/tributary/pkg/window"
 )
 
 // A key's session and sliding windows are computed from its recent points,
@@ -109,43 +107,30 @@ func (p *Processor) keyedSize(ctx context.Context, ref state.KeyedRef, shard str
 // sessionFits reports whether a session state of size bytes takes the
 // records of key in c (this invocation's and those carried to its flush)
 // once its runs are held as their aggregates, as its fold holds them past
-// sessionFoldBytes (sessionBound). A record is counted as on time only if
-// it is at or after the watermark the invocation reaches (its close time
-// is at most that), the others at their largest size.
+// sessionFoldBytes (sessionBound). Each record gets the close time it will
+// be routed at, as routing gives it (the watermark as the records before
+// it leave it).
 func (p *Processor) sessionFits(c *collector, key, kind string, size int) (bool, error) {
 	ws, ok := p.specOf(kind)
 	if !ok || ws.Kind != pipeline.Session {
 		return false, nil
 	}
-	reached := *c.wm
-	for i := range c.decoded {
-		if c.applies(i) {
-			reached.Observe(c.decoded[i].et)
-		}
-	}
-	onTimeFrom := int64(math.MinInt64) // no watermark yet: every record on time
-	if wm := reached.Current(); !wm.IsZero() {
-		if p.cfg.Late.Policy == window.Correct {
-			wm = wm.Add(-p.cfg.Late.AllowedLateness)
-		}
-		onTimeFrom = wm.UnixMilli()
-	}
 	var fresh []point
 	for _, pt := range c.carried[keyedKey{key: key, kind: kind}] {
 		fresh = append(fresh, pt.point)
 	}
+	wm := *c.wm
 	for i := range c.decoded {
-		d := &c.decoded[i]
-		if !c.applies(i) || d.key != key {
+		if !c.applies(i) {
 			continue
 		}
-		pt := point{T: d.et.UnixMilli(), V: d.value, D: distinctHash(d.distinct), Th: noThreshold}
-		if pt.T < onTimeFrom {
-			pt.Th = pt.T + 1 // maybe late: counted at its largest
+		d := &c.decoded[i]
+		if d.key == key {
+			fresh = append(fresh, point{T: d.et.UnixMilli(), V: d.value, D: distinctHash(d.distinct), Th: p.thresholdAt(&wm, d.et)})
 		}
-		fresh = append(fresh, pt)
+		wm.Observe(d.et)
 	}
-	bound, err := sessionBound(p.cfg.Aggregates, ws.Gap.Milliseconds(), math.MinInt64, fresh)
+	bound, err := sessionBound(p.cfg.Aggregates, ws.Gap.Milliseconds(), fresh)
 	if err != nil {
 		return false, err
 	}

@@ -348,6 +348,41 @@ func TestHotKeySessionIsHeldAsItsAggregate(t *testing.T) {
 	}
 }
 
+// TestLargeBatchOfOneSessionIsTaken: one batch of 10,000 records of one
+// key, 10 ms apart, is more than the state's budget at its records'
+// largest size (10,000 × 45 bytes), but they make one run of one session,
+// held as its aggregate: the budget counts them so (sessionFits), and none
+// is set aside.
+func TestLargeBatchOfOneSessionIsTaken(t *testing.T) {
+	const config = `{"name":"big","key":"key","value":"data.ms",
+	 "windows":[{"kind":"session","gap":"30s"}],
+	 "aggregates":["count","sum"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`
+	h := newHardenedInProcess(t, config)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var ev events.KinesisEvent
+	for seq := 1; seq <= 10_000; seq++ {
+		at = at.Add(10 * time.Millisecond)
+		ev.Records = append(ev.Records, rawRecord(seq, "big", view(fmt.Sprint("e", seq), "big", at, fmt.Sprintf(`{"ms":%d.25}`, seq)), at))
+	}
+	resp, err := h.proc.HandleBatch(ctx, ev)
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("the batch: %v %v", resp, err)
+	}
+	if got := h.quarantined(t); len(got) != 0 {
+		t.Fatalf("%d records set aside, want none", len(got))
+	}
+	for _, tick := range []time.Time{at.Add(time.Hour), at.Add(2 * time.Hour)} {
+		if _, err := h.proc.Tick(ctx, tick); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sessions := h.window(t, "big", "session:30s", at.Add(-time.Hour), at.Add(time.Hour))
+	if len(sessions) != 1 || sessions[0].Result.Count != 10_000 {
+		t.Fatalf("sessions %+v, want one counting all 10,000", sessions)
+	}
+}
+
 // TestHotKeyPastItsBudgetIsSetAside: a key whose records come newest first
 // (a backfill in reverse), each accepted into its one session but late —
 // so held one by one, never as a run — fills its keyed state; from then

@@ -109,20 +109,29 @@ func (p *Processor) specOf(kind string) (pipeline.WindowSpec, bool) {
 // whether it is dropped depends on the windows it would join, which the
 // key's state holds.
 func (c *collector) collectKeyed(kind, key, seq string, et time.Time, value float64, distinct []byte) {
-	pt := point{T: et.UnixMilli(), V: value, D: distinctHash(distinct), Th: noThreshold, Seq: seq}
-	if wm := c.wm.Current(); !wm.IsZero() {
-		if c.p.cfg.Late.Policy == window.Correct {
-			wm = wm.Add(-c.p.cfg.Late.AllowedLateness)
-		}
-		if th := wm.UnixMilli(); th > pt.T {
-			pt.Th = th
-		}
-	}
+	pt := point{T: et.UnixMilli(), V: value, D: distinctHash(distinct), Th: c.p.thresholdAt(c.wm, et), Seq: seq}
 	if c.keyed == nil {
 		c.keyed = map[keyedKey][]point{}
 	}
 	k := keyedKey{key, kind}
 	c.keyed[k] = append(c.keyed[k], pt)
+}
+
+// thresholdAt is the close time a keyed record at et arrives at under wm
+// (the watermark, less the allowed lateness under the correct policy) when
+// that is after et, else noThreshold.
+func (p *Processor) thresholdAt(wm *window.Watermark, et time.Time) int64 {
+	cur := wm.Current()
+	if cur.IsZero() {
+		return noThreshold
+	}
+	if p.cfg.Late.Policy == window.Correct {
+		cur = cur.Add(-p.cfg.Late.AllowedLateness)
+	}
+	if th := cur.UnixMilli(); th > et.UnixMilli() {
+		return th
+	}
+	return noThreshold
 }
 
 // applyKeyed folds a batch's points into their keyed states and returns the

@@ -176,14 +176,14 @@ func pointsBytes(pts []point) int {
 }
 
 // sessionBound bounds the bytes that fresh points add to a session state
-// whose runs are folded (foldSessionRuns): a late point (or one that may
-// be: later than onTimeFrom is surely on time) at most pointBytesMax, and
+// whose runs are folded (foldSessionRuns): a late point at most
+// pointBytesMax, and
 // each cluster of on-time points closer than gap to each other — within
 // one run once held — at most its points' pointBytesMax or its aggregate
 // held as one point, whichever is less. A held run a cluster joins takes
 // at most its own bytes and the cluster's (a merge of two aggregates
 // encodes in no more than both), so the bound holds for the state.
-func sessionBound(aggs *agg.Spec, gap, onTimeFrom int64, fresh []point) (int, error) {
+func sessionBound(aggs *agg.Spec, gap int64, fresh []point) (int, error) {
 	pts := slices.Clone(fresh)
 	slices.SortStableFunc(pts, func(a, b point) int {
 		switch {
@@ -213,7 +213,7 @@ func sessionBound(aggs *agg.Spec, gap, onTimeFrom int64, fresh []point) (int, er
 	}
 	for i := range pts {
 		pt := &pts[i]
-		if pt.late() || pt.T < onTimeFrom {
+		if pt.late() {
 			bound += pointBytesMax
 			continue
 		}

@@ -274,6 +274,15 @@ func TestFailingSetAsideReportsTheRecord(t *testing.T) {
 	}
 }
 
+// hotSessionConfig is a session and a day's tumbling window of a value
+// and its distinct users, for the busy keys' tests.
+const hotSessionConfig = `{"name":"hot","key":"key","value":"data.ms","distinct":"data.user",
+ "windows":[{"kind":"session","gap":"30s"},{"kind":"tumbling","size":"24h"}],
+ "aggregates":["count","max","distinct"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`
+
+// hotUser is record seq's data in the busy keys' tests: 3,000 values, 5,000 users.
+func hotUser(seq int) string { return fmt.Sprintf(`{"ms":%d,"user":"u%d"}`, seq%3000, seq%5000) }
+
 // hotKey sends 40 batches of 1,000 records of one key, step apart with no
 // pause, through h, the data of record seq data(seq), and returns the
 // last record's sequence number and time; a batch that reports a failure
@@ -307,13 +316,10 @@ func hotKey(t *testing.T, h *hardened, start time.Time, step time.Duration, data
 // them all, and the tumbling window agrees. The key was set aside after
 // some 30,000 records when the state held every record.
 func TestHotKeySessionIsHeldAsItsAggregate(t *testing.T) {
-	const config = `{"name":"hot","key":"key","value":"data.ms","distinct":"data.user",
-	 "windows":[{"kind":"session","gap":"30s"},{"kind":"tumbling","size":"24h"}],
-	 "aggregates":["count","max","distinct"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`
-	h := newHardenedInProcess(t, config)
+	h := newHardenedInProcess(t, hotSessionConfig)
 	ctx := context.Background()
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	seq, at := hotKey(t, h, start, 100*time.Millisecond, func(seq int) string { return fmt.Sprintf(`{"ms":%d,"user":"u%d"}`, seq%3000, seq%5000) })
+	seq, at := hotKey(t, h, start, 100*time.Millisecond, hotUser)
 	if got := h.quarantined(t); len(got) != 0 {
 		t.Fatalf("%d of the hot key's records set aside, want none", len(got))
 	}
@@ -389,13 +395,10 @@ func TestLargeBatchOfOneSessionIsTaken(t *testing.T) {
 // on its records are set aside (in every window kind, so the kinds agree),
 // the shard moves on, and once its session closes the key is taken again.
 func TestHotKeyPastItsBudgetIsSetAside(t *testing.T) {
-	const config = `{"name":"hot","key":"key","value":"data.ms","distinct":"data.user",
-	 "windows":[{"kind":"session","gap":"30s"},{"kind":"tumbling","size":"24h"}],
-	 "aggregates":["count","max","distinct"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true,"dedupeHorizon":"0s"}`
-	h := newHardenedInProcess(t, config)
+	h := newHardenedInProcess(t, hotSessionConfig)
 	ctx := context.Background()
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	seq, at := hotKey(t, h, start, -100*time.Millisecond, func(seq int) string { return fmt.Sprintf(`{"ms":%d,"user":"u%d"}`, seq%3000, seq%5000) })
+	seq, at := hotKey(t, h, start, -100*time.Millisecond, hotUser)
 	got := h.quarantined(t)
 	for _, it := range got {
 		if it.Category != setaside.KindStateBudget || it.Field != "key" || !strings.Contains(it.Reason, `"hot"`) {

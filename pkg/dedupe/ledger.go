@@ -181,8 +181,8 @@ type keyLedger struct {
 	version     int64
 	head        []Entry
 	first, next int64
-	segs        map[int64][]Entry
-	salts       map[int64]uint32   // segment number → its salt (none: 0)
+	segs        map[int64][]Entry  // made by setSeg at the first segment
+	salts       map[int64]uint32   // segment number → its salt (none: 0); made by setSalt
 	byID        map[Identity]Entry // each identity's newest claim
 	// earlier holds the older claims of identities claimed again after
 	// the horizon, kept until they expire: a record of the batch that made
@@ -194,6 +194,24 @@ type keyLedger struct {
 	// claim is in a segment for a new event. Other sessions read it again.
 	loading bool
 	lastUse uint64
+}
+
+// setSeg records segment n's claims. A key's ledger has no segment until
+// its head first fills up, so the map is made then, not with every key
+// read.
+func (k *keyLedger) setSeg(n int64, es []Entry) {
+	if k.segs == nil {
+		k.segs = map[int64][]Entry{}
+	}
+	k.segs[n] = es
+}
+
+// setSalt records segment n's salt (0 is none, and needs no entry).
+func (k *keyLedger) setSalt(n int64, salt uint32) {
+	if k.salts == nil {
+		k.salts = map[int64]uint32{}
+	}
+	k.salts[n] = salt
 }
 
 func (k *keyLedger) size() int {
@@ -611,7 +629,7 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 		if prev := l.cache[key]; prev != nil {
 			for n, seg := range prev.segs {
 				if n >= kl2.first && n < kl2.next {
-					kl2.segs[n] = seg
+					kl2.setSeg(n, seg)
 				}
 			}
 		}
@@ -694,12 +712,12 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 		}
 	}
 	head = append(head, pending...)
-	after := &keyLedger{version: kl.version + 1, first: kl.first, next: kl.next, segs: map[int64][]Entry{}, salts: map[int64]uint32{}}
+	after := &keyLedger{version: kl.version + 1, first: kl.first, next: kl.next}
 	for n, seg := range kl.segs {
-		after.segs[n] = seg
+		after.setSeg(n, seg)
 	}
 	for n, s := range kl.salts {
-		after.salts[n] = s
+		after.setSalt(n, s)
 	}
 	p := &writePlan{key: key, version: kl.version, after: after}
 	if len(head) > l.headMax {
@@ -707,7 +725,7 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 		for start := 0; start < len(head); start += l.segMax {
 			seg := head[start:min(start+l.segMax, len(head))]
 			p.segments[after.next] = seg
-			after.segs[after.next] = seg
+			after.setSeg(after.next, seg)
 			after.next++
 		}
 		head = nil
@@ -784,7 +802,7 @@ func (l *Ledger) putSegment(ctx context.Context, p *writePlan, n int64) error {
 	seg := p.segments[n]
 	entries := appendEntries(make([]byte, 0, len(seg)*entrySize), seg)
 	for try := 0; try < saltTries; try++ {
-		p.after.salts[n] = saltOf(entries, try)
+		p.after.setSalt(n, saltOf(entries, try))
 		item := l.itemKey(p.key, p.after.segmentItem(n))
 		item[attrEntries] = &types.AttributeValueMemberB{Value: entries}
 		l.setTTL(item, maxArrival(seg))
@@ -927,7 +945,7 @@ func (l *Ledger) loadHeads(ctx context.Context, keys []string, tag string) error
 		if prev := l.cache[k]; prev != nil {
 			for n, seg := range prev.segs { // sealed segments never change
 				if n >= kl.first && n < kl.next {
-					kl.segs[n] = seg
+					kl.setSeg(n, seg)
 				}
 			}
 		}
@@ -997,7 +1015,7 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 			}
 		}
 		// A segment gone (expired by TTL) holds nothing live.
-		kl.segs[r.n] = es
+		kl.setSeg(r.n, es)
 		l.entries += len(es)
 		touched[r.key] = true
 	}
@@ -1025,11 +1043,12 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 // batchGet reads the items named by names (keyed by name), strongly
 // consistent, retrying unprocessed keys.
 func (l *Ledger) batchGet(ctx context.Context, names []string, keyOf func(string) map[string]types.AttributeValue) (map[string]map[string]types.AttributeValue, error) {
-	out := map[string]map[string]types.AttributeValue{}
+	out := make(map[string]map[string]types.AttributeValue, len(names))
+	var buf [128]byte // a key's text, built here for most keys
 	for start := 0; start < len(names); start += maxBatchGet {
 		chunk := names[start:min(start+maxBatchGet, len(names))]
-		byKey := map[string]string{}
-		req := types.KeysAndAttributes{ConsistentRead: aws.Bool(true)}
+		byKey := make(map[string]string, len(chunk))
+		req := types.KeysAndAttributes{ConsistentRead: aws.Bool(true), Keys: make([]map[string]types.AttributeValue, 0, len(chunk))}
 		var keyAttrs []string
 		for _, n := range chunk {
 			k := keyOf(n)
@@ -1039,7 +1058,7 @@ func (l *Ledger) batchGet(ctx context.Context, names []string, keyOf func(string
 				}
 				sort.Strings(keyAttrs)
 			}
-			byKey[keyString(keyAttrs, k)] = n
+			byKey[string(appendKeyText(buf[:0], keyAttrs, k))] = n
 			req.Keys = append(req.Keys, k)
 		}
 		pendingReq := map[string]types.KeysAndAttributes{l.table: req}
@@ -1055,7 +1074,7 @@ func (l *Ledger) batchGet(ctx context.Context, names []string, keyOf func(string
 				return nil, err
 			}
 			for _, item := range res.Responses[l.table] {
-				if n, ok := byKey[keyString(keyAttrs, item)]; ok {
+				if n, ok := byKey[string(appendKeyText(buf[:0], keyAttrs, item))]; ok {
 					out[n] = item
 				}
 			}
@@ -1065,9 +1084,9 @@ func (l *Ledger) batchGet(ctx context.Context, names []string, keyOf func(string
 	return out, nil
 }
 
-// keyString identifies an item by its key attributes (strings or numbers).
-func keyString(attrs []string, item map[string]types.AttributeValue) string {
-	var b []byte
+// appendKeyText appends the text that identifies an item by its key
+// attributes (strings, numbers or binaries) to b.
+func appendKeyText(b []byte, attrs []string, item map[string]types.AttributeValue) []byte {
 	for _, a := range attrs {
 		switch v := item[a].(type) {
 		case *types.AttributeValueMemberS:
@@ -1079,7 +1098,7 @@ func keyString(attrs []string, item map[string]types.AttributeValue) string {
 		}
 		b = append(b, 0)
 	}
-	return string(b)
+	return b
 }
 
 func backoff(try int) time.Duration {
@@ -1101,7 +1120,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // It leaves the claims unindexed: both callers add the sealed segments they
 // already hold, then put indexes head and segments together.
 func (l *Ledger) fromHead(item map[string]types.AttributeValue) (*keyLedger, error) {
-	kl := &keyLedger{segs: map[int64][]Entry{}}
+	kl := &keyLedger{}
 	if len(item) == 0 {
 		return kl, nil
 	}

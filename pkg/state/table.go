@@ -58,12 +58,17 @@ const TTLAttribute = attrExpiresAt
 // every window item ("<pipeline>#<key>").
 func LedgerKey(pipeline string) dedupe.ItemKey {
 	prefix := ledgerPrefix + pipeline + "#"
+	head := sharedS("head")
 	return func(key string, segment int64) map[string]types.AttributeValue {
-		sk := "head"
 		if segment != dedupe.Head {
-			sk = fmt.Sprintf("seg#%012d", segment)
+			return itemKey(prefix+key, fmt.Sprintf("seg#%012d", segment))
 		}
-		return itemKey(prefix+key, sk)
+		// A key's head is read at each interval and written at each
+		// commit: its key values are shared (sharedS), as window keys'
+		// are.
+		var buf [160]byte
+		pk := append(append(buf[:0], prefix...), key...)
+		return map[string]types.AttributeValue{attrPK: sharedSBytes(pk), attrSK: head}
 	}
 }
 

@@ -308,16 +308,19 @@ func decodeCarriedPoints(b []byte) ([]carriedPoint, error) {
 // returns what follows them.
 func readCarriedPoints(b []byte, count int, firstSeq string, firstT int64) ([]carriedPoint, []byte, error) {
 	var out []carriedPoint
+	// Room for a few points' sequence numbers and ends; more grow.
+	room := 8
 	if count > 0 {
 		out = make([]carriedPoint, 0, min(count, len(b)))
+		room = min(count, room)
 	}
 	prevT := firstT
 	// The sequence numbers are read one after another into seqs (each
 	// shares a prefix with the one before) and made one string at the
 	// end, which each point's Seq is a part of: one allocation, not one a
 	// point.
-	seqs := []byte(firstSeq)
-	ends := []int{len(seqs)}
+	seqs := append(make([]byte, 0, len(firstSeq)*(room+1)), firstSeq...)
+	ends := append(make([]int, 0, room+1), len(seqs))
 	prevSeq := func() []byte {
 		start := 0
 		if len(ends) > 1 {

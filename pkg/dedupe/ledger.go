@@ -377,6 +377,21 @@ func (s *Session) key(key string) *sessionKey {
 	return sk
 }
 
+// carriedKey is key(key) for a key whose n claims carried from earlier in
+// the interval are about to be settled: room is made for them at once.
+func (s *Session) carriedKey(key string, n int) *sessionKey {
+	if sk, ok := s.keys[key]; ok {
+		return sk
+	}
+	sk := &sessionKey{
+		byID:    make(map[Identity]Entry, n),
+		carried: make([]Entry, 0, n),
+		pending: make([]Entry, 0, n),
+	}
+	s.keys[key] = sk
+	return sk
+}
+
 // Judge loads what it needs of the keys' ledgers and judges cands in order
 // (a later copy in the same batch is a Duplicate of the first). The
 // verdicts of New records are provisional until Commit; Verdicts gives the
@@ -418,7 +433,7 @@ func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
 	}
 	defer s.l.mu.Unlock()
 	for key, es := range s.carried {
-		kl, sk := s.l.cache[key], s.key(key)
+		kl, sk := s.l.cache[key], s.carriedKey(key, len(es))
 		for _, e := range es {
 			s.settle(kl, sk, Candidate{Key: key, Entry: e})
 		}

@@ -28,7 +28,15 @@ func (c checker) check(ctx context.Context, w io.Writer, what string, f func(con
 	case err == nil:
 		fmt.Fprintf(w, "    ⏱ %s: %s\n", what, took)
 	case ctx.Err() == nil && cctx.Err() != nil:
-		return fmt.Errorf("%s: not there after %s, its own deadline (-check-timeout %s; make local LOCAL_FLAGS=-check-timeout=5m waits longer): %w", what, took, c.limit, err)
+		return &checkDeadlineError{fmt.Errorf("%s: not there after %s, its own deadline (-check-timeout %s; make local LOCAL_FLAGS=-check-timeout=5m waits longer): %w", what, took, c.limit, err)}
 	}
 	return err
 }
+
+// checkDeadlineError is a check that ran out of its own time (-check-timeout)
+// while the demo's (-timeout) had time left: the run says so, and not that
+// the demo ran out.
+type checkDeadlineError struct{ err error }
+
+func (e *checkDeadlineError) Error() string { return e.err.Error() }
+func (e *checkDeadlineError) Unwrap() error { return e.err }

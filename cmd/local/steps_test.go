@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,33 @@ func TestCheckDeadlineOfItsOwn(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), tc.wantOut) || (tc.wantOut == "" && out.Len() > 0) {
 				t.Errorf("printed %q, want %q", out.String(), tc.wantOut)
+			}
+		})
+	}
+}
+
+// The run names the deadline that ran out: a check's own (-check-timeout)
+// is reported as the check said it, never as the demo's -timeout.
+func TestDemoFailedNamesTheDeadlineThatRanOut(t *testing.T) {
+	demo, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	checkErr := checker{limit: 10 * time.Millisecond}.check(demo, &bytes.Buffer{}, "tasks drained", func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	for _, tc := range []struct {
+		name        string
+		err         error
+		want, avoid string
+	}{
+		{"a check's own deadline", checkErr, "tasks drained: not there after", "did not finish within -timeout"},
+		{"the demo's deadline", fmt.Errorf("waiting for windows: %w", context.DeadlineExceeded), "the demo did not finish within -timeout 6m0s (after 6m0s of it", "-check-timeout"},
+		{"another error", errors.New("the table answered 400"), "the table answered 400", "-timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := demoFailed(tc.err, 6*time.Minute, 6*time.Minute).Error()
+			if !strings.Contains(got, tc.want) || strings.Contains(got, tc.avoid) {
+				t.Errorf("error %q: want %q in it and not %q", got, tc.want, tc.avoid)
 			}
 		})
 	}

@@ -36,9 +36,24 @@ const (
 	DefaultInProgress = 15 * time.Minute
 )
 
-// completionTimeout bounds the COMPLETED mark and the delete after a failed
-// fn, which run even when ctx has ended: both are single small writes.
+// completionTimeout is the least time the COMPLETED mark and the delete
+// after a failed fn get, which run even when ctx has ended: both are single
+// small writes.
 const completionTimeout = 2 * time.Second
+
+// completionContext is the context of the write that follows fn: it outlives
+// a cancelled ctx, and ends at ctx's deadline or completionTimeout from now,
+// whichever is later. A slow table (throttled, or a busy stand-in) gets the
+// invocation's time left, not 2 s: a mark that gives up leaves the side
+// effect unrecorded, its message redelivered after the queue's visibility
+// timeout, and the key locked until then.
+func completionContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	until := time.Now().Add(completionTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.After(until) {
+		until = dl
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), until)
+}
 
 // ErrInProgress means another invocation holds the key: it is running the
 // function for the same payload now, and its INPROGRESS record has not
@@ -236,7 +251,7 @@ func (s *Store) Do(ctx context.Context, payload []byte, fn func(ctx context.Cont
 	if fnErr != nil {
 		// Delete with a context that outlives a cancelled ctx: a record left
 		// behind would lock the key until its deadline for nothing.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completionTimeout)
+		dctx, cancel := completionContext(ctx)
 		defer cancel()
 		if _, err := s.db.DeleteItem(dctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(s.table),
@@ -261,7 +276,7 @@ func (s *Store) Do(ctx context.Context, payload []byte, fn func(ctx context.Cont
 	update += " REMOVE #ipexp"
 	// The side effect happened: mark it even if ctx ended meanwhile (the
 	// invoke deadline's margin), or a retry would run fn again.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completionTimeout)
+	cctx, cancel := completionContext(ctx)
 	defer cancel()
 	if _, err := s.db.UpdateItem(cctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),

@@ -35,6 +35,7 @@ func TestStore(t *testing.T) {
 		{"function error deletes the record", testFunctionErrorDeletesTheRecord},
 		{"missing key", testMissingKey},
 		{"completion is marked after the context ends", testCompletionAfterContextEnds},
+		{"a slow completion gets the time the context has left", testSlowCompletionGetsTheTimeLeft},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -330,5 +331,39 @@ func testCompletionAfterContextEnds(t *testing.T, db *dynamodb.Client, table str
 	var c counter
 	if r, err := s.Do(context.Background(), payload, c.fn); err != nil || string(r) != `"done"` || c.n.Load() != 0 {
 		t.Errorf("redelivery: %s, %v, runs %d; want the stored result and no run", r, err, c.n.Load())
+	}
+}
+
+// slowUpdates is the stand-in's table answering UpdateItem only after delay
+// (a throttled or busy table), as no endpoint can be made to on demand.
+type slowUpdates struct {
+	*dynamodb.Client
+	delay time.Duration
+}
+
+func (s slowUpdates) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(s.delay):
+	}
+	return s.Client.UpdateItem(ctx, in, optFns...)
+}
+
+// The COMPLETED mark waits for a table slower than completionTimeout when
+// the invocation has time left: giving up would leave the side effect
+// unrecorded and the message back only after the visibility timeout.
+func testSlowCompletionGetsTheTimeLeft(t *testing.T, db *dynamodb.Client, table string) {
+	s := newStore(t, slowUpdates{db, completionTimeout + 500*time.Millisecond}, table, Config{})
+	payload := []byte(`{"task":"slow table"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*completionTimeout)
+	defer cancel()
+	var c counter
+	if r, err := s.Do(ctx, payload, c.fn); err != nil {
+		t.Fatalf("Do = %s, %v; want the result, marked completed", r, err)
+	}
+	var again counter
+	if _, err := s.Do(context.Background(), payload, again.fn); err != nil || again.n.Load() != 0 {
+		t.Errorf("redelivery: %v, runs %d; want the stored result and no run", err, again.n.Load())
 	}
 }

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -185,15 +186,7 @@ func pointsBytes(pts []point) int {
 // encodes in no more than both), so the bound holds for the state.
 func sessionBound(aggs *agg.Spec, gap int64, fresh []point) (int, error) {
 	pts := slices.Clone(fresh)
-	slices.SortStableFunc(pts, func(a, b point) int {
-		switch {
-		case a.T < b.T:
-			return -1
-		case a.T > b.T:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(pts, func(a, b point) int { return cmp.Compare(a.T, b.T) })
 	bound := 0
 	st := aggs.New()
 	n := 0

@@ -368,18 +368,10 @@ func (l *Ledger) Begin(tag string, carried map[string][]Entry) *Session {
 	return s
 }
 
-func (s *Session) key(key string) *sessionKey {
-	sk, ok := s.keys[key]
-	if !ok {
-		sk = &sessionKey{byID: map[Identity]Entry{}}
-		s.keys[key] = sk
-	}
-	return sk
-}
-
-// carriedKey is key(key) for a key whose n claims carried from earlier in
-// the interval are about to be settled: room is made for them at once.
-func (s *Session) carriedKey(key string, n int) *sessionKey {
+// key is the session's entry for key, made with room for n claims (the
+// claims carried to it from earlier in the interval, about to be settled)
+// when it has none yet.
+func (s *Session) key(key string, n int) *sessionKey {
 	if sk, ok := s.keys[key]; ok {
 		return sk
 	}
@@ -406,7 +398,7 @@ func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
 		keys = append(keys, key)
 	}
 	for i := range cands {
-		sk := s.key(cands[i].Key)
+		sk := s.key(cands[i].Key, 0)
 		if len(sk.cands) == 0 {
 			keys = append(keys, cands[i].Key)
 		}
@@ -433,7 +425,7 @@ func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
 	}
 	defer s.l.mu.Unlock()
 	for key, es := range s.carried {
-		kl, sk := s.l.cache[key], s.carriedKey(key, len(es))
+		kl, sk := s.l.cache[key], s.key(key, len(es))
 		for _, e := range es {
 			s.settle(kl, sk, Candidate{Key: key, Entry: e})
 		}

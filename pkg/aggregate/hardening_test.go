@@ -477,3 +477,67 @@ func TestBusySlidingWindowFinalizesInRounds(t *testing.T) {
 		t.Fatalf("%d sliding windows, the largest counting %d: want one a record at least, one counting all 1,000", len(wins), largest)
 	}
 }
+
+// TestTimesOutOfRangeAreSetAsideAndLeaveTheWatermark: a hostile producer's
+// times — an event of the year 9999 stamped by ingest (its clock correction
+// would saturate), one written straight to the stream with every time in
+// the last minute of 9999 (its window would end in the year 10000, which
+// no window id reads back), and one whose own receivedAt is an hour after
+// the record reached the stream (an event time from the future) — are each
+// set aside naming the field. The batch succeeds, the other key's event is
+// counted in its window, the shard's watermark does not move past it, and
+// the ticker still runs.
+func TestTimesOutOfRangeAreSetAsideAndLeaveTheWatermark(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	at := func(tm time.Time) string { return tm.Format(time.RFC3339Nano) }
+	envelope := func(occurred, sent, received string) []byte {
+		return []byte(fmt.Sprintf(`{"id":"hostile","type":"view","key":"attacker","occurredAt":%q,"sentAt":%q,"receivedAt":%q,"data":{"ms":1}}`, occurred, sent, received))
+	}
+	tests := []struct {
+		name      string
+		data      []byte
+		wantField string
+	}{
+		{"year 9999 through ingest", envelope("9999-12-31T23:00:00Z", "9999-12-31T23:00:01Z", at(now)), "occurredAt"},
+		{"year 9999 straight to the stream", envelope("9999-12-31T23:59:30Z", "9999-12-31T23:59:30Z", "9999-12-31T23:59:30Z"), "occurredAt"},
+		{"receivedAt an hour after arrival", envelope(at(now.Add(time.Hour)), at(now.Add(time.Hour)), at(now.Add(time.Hour))), "receivedAt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHardenedInProcess(t, sumConfig)
+			ctx := context.Background()
+			resp, err := h.proc.HandleBatch(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{
+				rawRecord(1, "attacker", tt.data, now),
+				rawRecord(2, "victim", view("good", "victim", now, `{"ms":10}`), now),
+			}})
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("batch failed (the shard would be blocked): failures %v, err %v", resp.BatchItemFailures, err)
+			}
+			q := h.quarantined(t)
+			if it, ok := q["1"]; !ok || it.Field != tt.wantField {
+				t.Fatalf("hostile record: set aside %+v, want it set aside naming %s", q, tt.wantField)
+			}
+			marks, err := h.views.Watermarks(ctx, h.cfg.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wm := marks[hardShard].Current(); wm.After(now) {
+				t.Errorf("watermark %s moved past the good event at %s", wm, now)
+			}
+			// The shard moves on: a later event closes the victim's window.
+			later := now.Add(2 * time.Minute)
+			if _, err := h.proc.HandleBatch(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{
+				rawRecord(3, "victim", view("later", "victim", later, `{"ms":10}`), later),
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.proc.Tick(ctx, later); err != nil {
+				t.Fatalf("ticker: %v", err)
+			}
+			vs := h.window(t, "victim", h.cfg.Windows[0].ID(), now.Add(-time.Hour), now.Add(time.Minute))
+			if len(vs) != 1 || vs[0].Result.Count != 1 || !vs[0].Final {
+				t.Errorf("victim's window %+v, want one final window counting its event", vs)
+			}
+		})
+	}
+}

@@ -63,7 +63,8 @@ func (e *Envelope) EventTime() time.Time {
 }
 
 // Validate checks what a producer must send. It does not require ReceivedAt,
-// which ingest stamps after validating. The error is a *FieldError.
+// which ingest stamps after validating. Every time it holds must fall in
+// [EarliestTime, LatestTime). The error is a *FieldError.
 func (e *Envelope) Validate() error {
 	if err := checkString("id", e.ID, MaxIDLength); err != nil {
 		return err
@@ -80,11 +81,40 @@ func (e *Envelope) Validate() error {
 	if e.SentAt.IsZero() {
 		return &FieldError{Field: "sentAt", Reason: "is required"}
 	}
+	for _, f := range [...]struct {
+		name string
+		t    time.Time
+	}{{"occurredAt", e.OccurredAt}, {"sentAt", e.SentAt}, {"receivedAt", e.ReceivedAt}} {
+		if err := checkTimeRange(f.name, f.t); err != nil {
+			return err
+		}
+	}
 	if e.SentAt.Before(e.OccurredAt) {
 		return &FieldError{Field: "sentAt", Reason: fmt.Sprintf("%s is before occurredAt %s; both are read from the producer's clock, so an event cannot be sent before it occurred",
 			e.SentAt.Format(time.RFC3339Nano), e.OccurredAt.Format(time.RFC3339Nano))}
 	}
 	return nil
+}
+
+// The range every envelope time must fall in, [EarliestTime, LatestTime):
+// a clock reset to the Unix epoch is still corrected (EventTime), while the
+// difference of any two times stays far inside what a time.Duration holds
+// (about 292 years), so EventTime never saturates, and every window an
+// event time can fall in has an end that formats as a four-digit year.
+var (
+	EarliestTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	LatestTime   = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// checkTimeRange refuses a time outside [EarliestTime, LatestTime); a zero
+// time is not checked (a missing field has its own error, and ReceivedAt is
+// optional).
+func checkTimeRange(field string, t time.Time) error {
+	if t.IsZero() || (!t.Before(EarliestTime) && t.Before(LatestTime)) {
+		return nil
+	}
+	return &FieldError{Field: field, Reason: fmt.Sprintf("%s is outside %s to %s, the times an envelope may hold: a clock that far off cannot be corrected",
+		t.Format(time.RFC3339Nano), EarliestTime.Format(time.RFC3339), LatestTime.Format(time.RFC3339))}
 }
 
 func checkString(field, v string, max int) error {

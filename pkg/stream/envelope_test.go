@@ -34,6 +34,14 @@ func TestUnmarshalAndValidate(t *testing.T) {
 		{name: "occurredAt a number", in: `{"id":"e","type":"t","key":"k","occurredAt":1764412867,"sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt", reason: "must be a string"},
 		{name: "sentAt missing", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "sentAt"},
 		{name: "sentAt before occurredAt", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:06Z"}`, wantErr: true, wantField: "sentAt", reason: "before occurredAt"},
+		// A clock reset to the epoch is still corrected; years its
+		// difference from the server's clock would not fit in a
+		// time.Duration are not.
+		{name: "occurredAt at the Unix epoch", in: `{"id":"e","type":"t","key":"k","occurredAt":"1970-01-01T00:00:00Z","sentAt":"1970-01-01T00:01:00Z"}`},
+		{name: "occurredAt in the year 9999", in: `{"id":"e","type":"t","key":"k","occurredAt":"9999-12-31T23:00:00Z","sentAt":"9999-12-31T23:00:01Z"}`, wantErr: true, wantField: "occurredAt", reason: "outside 1970-01-01T00:00:00Z to 2200-01-01T00:00:00Z"},
+		{name: "sentAt from 2200", in: `{"id":"e","type":"t","key":"k","occurredAt":"2199-12-31T23:59:59Z","sentAt":"2200-01-01T00:00:00Z"}`, wantErr: true, wantField: "sentAt", reason: "outside"},
+		{name: "occurredAt before 1970", in: `{"id":"e","type":"t","key":"k","occurredAt":"1969-12-31T23:59:59Z","sentAt":"1970-01-01T00:00:00Z"}`, wantErr: true, wantField: "occurredAt", reason: "outside"},
+		{name: "receivedAt in the year 9999", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z","receivedAt":"9999-12-31T23:59:30Z"}`, wantErr: true, wantField: "receivedAt", reason: "outside"},
 		{name: "receivedAt bad", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z","receivedAt":"yesterday"}`, wantErr: true, wantField: "receivedAt"},
 	}
 	for _, tt := range tests {

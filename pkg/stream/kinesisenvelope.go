@@ -8,7 +8,8 @@ import (
 
 // DecodeEnvelope decodes and validates the envelope in r's data into e, as
 // DecodeKinesis does for aws-lambda-go's record, with the same result and
-// errors: an envelope without receivedAt gets the record's arrival time,
+// errors: an envelope without receivedAt gets the record's arrival time (one
+// more than MaxReceivedLead after it is refused),
 // and a failure is a *PoisonRecordError naming the sequence number and the
 // field.
 //
@@ -21,11 +22,11 @@ func (r *KinesisRecord) DecodeEnvelope(e *Envelope) error {
 	if err == nil {
 		err = e.Validate()
 	}
+	if err == nil {
+		err = stampArrival(e, r.ApproximateArrivalTimestamp)
+	}
 	if err != nil {
 		return poison(r.SequenceNumber, "", err)
-	}
-	if e.ReceivedAt.IsZero() && !r.ApproximateArrivalTimestamp.IsZero() {
-		e.ReceivedAt = r.ApproximateArrivalTimestamp.UTC()
 	}
 	return nil
 }

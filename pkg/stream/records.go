@@ -53,10 +53,8 @@ func joinField(prefix, field string) string {
 	return prefix + "." + field
 }
 
-// decodeValid unmarshals and validates data, and fills ReceivedAt from
-// arrival when the envelope has none (an event written straight to the
-// stream or queue, not through ingest): the service's arrival time is then
-// the closest server clock reading there is.
+// decodeValid unmarshals and validates data, and stamps or checks its
+// receivedAt against arrival (stampArrival).
 func decodeValid(data []byte, arrival time.Time, e *Envelope) error {
 	if err := Unmarshal(data, e); err != nil {
 		return err
@@ -64,8 +62,31 @@ func decodeValid(data []byte, arrival time.Time, e *Envelope) error {
 	if err := e.Validate(); err != nil {
 		return err
 	}
-	if e.ReceivedAt.IsZero() && !arrival.IsZero() {
+	return stampArrival(e, arrival)
+}
+
+// MaxReceivedLead is how far an envelope's receivedAt may be after the time
+// the service it came through (Kinesis, SQS, DynamoDB Streams) took the
+// record in. Ingest stamps receivedAt just before it writes the record, so
+// a receivedAt much later than that is a producer writing straight to the
+// stream with its own: taken, it would be an event time from the future,
+// and it would move its shard's watermark past every other key's events.
+const MaxReceivedLead = time.Minute
+
+// stampArrival gives an envelope without receivedAt the record's arrival
+// time (an event written straight to the stream or queue, not through
+// ingest: the service's arrival time is then the closest server clock
+// reading there is), and refuses a receivedAt more than MaxReceivedLead
+// after it. A zero arrival (a hand-made event) checks nothing.
+func stampArrival(e *Envelope, arrival time.Time) error {
+	switch {
+	case arrival.IsZero():
+	case e.ReceivedAt.IsZero():
 		e.ReceivedAt = arrival.UTC()
+	case e.ReceivedAt.Sub(arrival) > MaxReceivedLead:
+		return &FieldError{Field: "receivedAt", Reason: fmt.Sprintf(
+			"%s is %s after the record reached the service (%s); receivedAt is a server's clock reading, at most %s after it",
+			e.ReceivedAt.Format(time.RFC3339Nano), e.ReceivedAt.Sub(arrival).Round(time.Second), arrival.UTC().Format(time.RFC3339Nano), MaxReceivedLead)}
 	}
 	return nil
 }

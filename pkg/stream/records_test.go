@@ -91,8 +91,17 @@ func TestDecodeSQS(t *testing.T) {
 		{
 			name: "receivedAt in the body wins",
 			msg: events.SQSMessage{MessageId: "m-1", Body: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z","receivedAt":"2026-11-29T10:00:00Z"}`,
-				Attributes: map[string]string{"SentTimestamp": "1764412869000"}},
+				Attributes: map[string]string{"SentTimestamp": "1795948869000"}},
 			wantRecv: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
+		},
+		{
+			// A producer writing straight to the queue with a receivedAt of
+			// its own, an hour after SQS took the message: an event time
+			// from the future, which would move the watermark.
+			name: "receivedAt after the message reached SQS is refused",
+			msg: events.SQSMessage{MessageId: "m-3", Body: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z","receivedAt":"2026-11-29T11:41:09Z"}`,
+				Attributes: map[string]string{"SentTimestamp": "1795948869000"}},
+			wantErr: true, wantField: "receivedAt",
 		},
 		{
 			name:    "bad body",

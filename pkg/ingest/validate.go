@@ -35,7 +35,8 @@ const (
 	DefaultMaxEventAge = 24 * time.Hour
 )
 
-// parseEvents validates the events split from a body: each decodes as an
+// parseEvents validates the events split from a body: each holds only the
+// envelope's fields, spelt exactly (stream.CheckNames), decodes as an
 // envelope (stream.Unmarshal, then Validate), its id, type and key hold no
 // control characters, its id is not the id of an earlier event of the same
 // request, and it is at most maxAge old when sent. It returns every refused
@@ -46,7 +47,10 @@ func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []Even
 	firstIndex := make(map[string]int, len(raws))
 	for i, raw := range raws {
 		e := &envs[i]
-		err := stream.Unmarshal(raw, e)
+		err := stream.CheckNames(raw)
+		if err == nil {
+			err = stream.Unmarshal(raw, e)
+		}
 		if err == nil {
 			err = e.Validate()
 		}

@@ -1,0 +1,68 @@
+package stream
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
+)
+
+// CheckNames refuses an envelope whose object holds a key that is not one
+// of its fields spelt exactly (id, type, key, occurredAt, sentAt,
+// receivedAt, data). Unmarshal matches names as encoding/json does, case
+// folded, so {"id":"a","ID":"b"} would take b for the id, and it skips
+// keys it does not know; an entry point that takes envelopes from outside
+// (ingest) checks the names first, so that what a producer sent means one
+// thing. data must already be well-formed JSON (strictjson.Split); the
+// error is a *FieldError naming the key.
+func CheckNames(data []byte) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil // not an object: Unmarshal says so
+	}
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] == '"' {
+		ks := i + 1
+		var flags uint8
+		if i, flags = scanString(data, ks); i < 0 {
+			return nil // malformed: Unmarshal says so
+		}
+		key := data[ks : i-1]
+		if flags&strEscape != 0 {
+			key = appendUnquoted(nil, key)
+		}
+		if !isFieldName(key) {
+			reason := fmt.Sprintf("unknown field (names are case-sensitive; known: %s)", strings.Join(fieldNames[:], ", "))
+			if near := strictjson.Nearest(string(key), fieldNames[:]); near != "" {
+				reason = fmt.Sprintf("unknown field; did you mean %q? (names are case-sensitive; known: %s)", near, strings.Join(fieldNames[:], ", "))
+			}
+			field := string(key)
+			if len(key) > maxNameShown {
+				field = string(strictjson.TruncateUTF8(key, maxNameShown)) + "…"
+			}
+			return &FieldError{Field: field, Reason: reason}
+		}
+		if i = skipSpace(data, i); i >= len(data) || data[i] != ':' {
+			return nil
+		}
+		if i = skipValue(data, skipSpace(data, i+1)); i < 0 {
+			return nil
+		}
+		if i = skipSpace(data, i); i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return nil
+}
+
+// maxNameShown bounds how much of an unknown key an error repeats.
+const maxNameShown = 64
+
+func isFieldName(k []byte) bool {
+	for _, name := range fieldNames {
+		if string(k) == name {
+			return true
+		}
+	}
+	return false
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // TaskType is the envelope type the worker accepts.
@@ -110,14 +111,16 @@ func (e *DependencyError) Error() string {
 }
 
 // Permanent reports whether err is a failure no redelivery can fix: a
-// message that is not a task, a task id reused with other data, or a task
-// whose dependency is missing.
+// message that is not a task, a task id reused with other data, a task
+// whose dependency is missing, or a payload whose idempotency key cannot
+// be taken.
 func Permanent(err error) bool {
 	var pe *stream.PoisonRecordError
 	var te *TaskError
 	var pm *idempotency.PayloadMismatchError
 	var de *DependencyError
-	return errors.As(err, &pe) || errors.As(err, &te) || errors.As(err, &pm) || errors.As(err, &de)
+	var ke *idempotency.KeyError
+	return errors.As(err, &pe) || errors.As(err, &te) || errors.As(err, &pm) || errors.As(err, &de) || errors.As(err, &ke)
 }
 
 // idempotent is what the handler needs of an *idempotency.Store.
@@ -271,6 +274,9 @@ func (h *Handler) deadLetter(ctx context.Context, msg *events.SQSMessage, cause 
 }
 
 func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) (outcome, error) {
+	if err := checkBody(msg.MessageId, []byte(msg.Body)); err != nil {
+		return 0, err
+	}
 	var env stream.Envelope
 	if err := stream.DecodeSQS(msg, &env); err != nil {
 		return 0, err
@@ -306,8 +312,34 @@ func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) (ou
 	return duplicate, nil
 }
 
-// DecodeTask checks that env is a task and decodes its data; errors are
-// *TaskError naming the message and the field.
+// checkBody refuses a message body that could be read two ways: not the
+// one strict reader's JSON (strictjson.Check: a key twice, invalid UTF-8,
+// nested too deep), or an envelope with a field other than its own spelt
+// exactly (stream.CheckNames). The idempotency key is taken from the body
+// by its path and the task from the decoded envelope; were {"taskId":"A",
+// "TASKID":"B"} taken, the one would name task A and the other run B.
+// The error is a *TaskError naming the field.
+func checkBody(messageID string, body []byte) error {
+	if err := strictjson.Check(body, strictjson.Options{Name: "body"}); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) && se.Path != "" {
+			return &TaskError{MessageID: messageID, Field: se.Path, Reason: se.Reason}
+		}
+		return &TaskError{MessageID: messageID, Field: "body", Reason: err.Error()}
+	}
+	if err := stream.CheckNames(body); err != nil {
+		var fe *stream.FieldError
+		if errors.As(err, &fe) {
+			return &TaskError{MessageID: messageID, Field: fe.Field, Reason: fe.Reason}
+		}
+		return &TaskError{MessageID: messageID, Field: "body", Reason: err.Error()}
+	}
+	return nil
+}
+
+// DecodeTask checks that env is a task and decodes its data with the strict
+// reader (a field spelt otherwise than its json tag, or unknown, is
+// refused); errors are *TaskError naming the message and the field.
 func DecodeTask(messageID string, env *stream.Envelope) (Task, error) {
 	var t Task
 	if env.Type != TaskType {
@@ -316,7 +348,11 @@ func DecodeTask(messageID string, env *stream.Envelope) (Task, error) {
 	if len(env.Data) == 0 {
 		return t, &TaskError{MessageID: messageID, Field: "data", Reason: "missing"}
 	}
-	if err := json.Unmarshal(env.Data, &t); err != nil {
+	if err := strictjson.Decode(env.Data, &t, strictjson.Options{Name: "data"}); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			return t, &TaskError{MessageID: messageID, Field: strictjson.JoinPath("data", se.Path), Reason: se.Reason}
+		}
 		return t, &TaskError{MessageID: messageID, Field: "data", Reason: err.Error()}
 	}
 	switch {

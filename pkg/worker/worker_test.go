@@ -180,21 +180,27 @@ func testPoison(t *testing.T, f *fixture) {
 		message("bad-type", strings.Replace(body("t-3", "a", 1), `"type":"task"`, `"type":"page_view"`, 1), ""),
 		message("bad-rounds", body("t-4", "a", 0), ""),
 		message("good", body("t-5", "a", 1), ""),
+		// The idempotency key is taken by its exact path (data.taskId)
+		// and the task from the decoded data: read case-folded, these
+		// would key one task and run another, or never find their key.
+		message("two-spellings", strings.Replace(body("t-8", "a", 1), `"taskId":"t-8"`, `"taskId":"t-8","TASKID":"t-9"`, 1), ""),
+		message("other-case", strings.Replace(body("t-9", "a", 1), `"taskId"`, `"TaskID"`, 1), ""),
+		message("id-twice", strings.Replace(body("t-9", "a", 1), `"id":"evt-t-9"`, `"id":"evt-t-9","ID":"evt-other"`, 1), ""),
 	)
-	if want := []string{"bad-json", "bad-type", "bad-rounds"}; !slices.Equal(fails, want) {
+	if want := []string{"bad-json", "bad-type", "bad-rounds", "two-spellings", "other-case", "id-twice"}; !slices.Equal(fails, want) {
 		t.Fatalf("failures %v, want %v", fails, want)
 	}
 	logs := f.logs.String()
-	for _, want := range []string{`"messageId":"bad-json"`, `field type`, `field data.rounds`} {
+	for _, want := range []string{`"messageId":"bad-json"`, `field type`, `field data.rounds`, `field data.TASKID: unknown field`, `field data.TaskID: unknown field`, `field ID: unknown field`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs do not mention %s:\n%s", want, logs)
 		}
 	}
-	if f.executions(t, "t-5") != 1 || f.executions(t, "t-3") != 0 {
+	if f.executions(t, "t-5") != 1 || f.executions(t, "t-3") != 0 || f.executions(t, "t-8") != 0 || f.executions(t, "t-9") != 0 {
 		t.Error("the good message did not run once, or a poison one ran")
 	}
-	if got := f.metric(t, "Failures"); got != 3 {
-		t.Errorf("Failures = %v, want 3", got)
+	if got := f.metric(t, "Failures"); got != 6 {
+		t.Errorf("Failures = %v, want 6", got)
 	}
 }
 
@@ -274,6 +280,9 @@ func TestDecodeTask(t *testing.T) {
 		{"data not an object", `[1]`, "task", "data"},
 		{"no task id", `{"rounds":3}`, "task", "data.taskId"},
 		{"too many rounds", `{"taskId":"t","rounds":9000000}`, "task", "data.rounds"},
+		{"task id in another case", `{"TaskID":"t","rounds":3}`, "task", "data.TaskID"},
+		{"unknown field", `{"taskId":"t","rounds":3,"priority":1}`, "task", "data.priority"},
+		{"task id twice", `{"taskId":"t","taskId":"u","rounds":3}`, "task", "data.taskId"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -186,14 +186,18 @@ func (s *Show) exists(seat string) bool {
 	return ok && row < s.Rows && n >= 1 && n <= s.SeatsPerRow
 }
 
-// parseSeat reads a seat label: a row letter A–Z and a number 1–99 ("C12").
+// parseSeat reads a seat label: a row letter A–Z and a number 1–99 ("C12")
+// in its one spelling, digits only and no leading zero, so that one seat
+// has one label ("A+1" or "A01" would book A1 again under another name).
 func parseSeat(seat string) (row, n int, ok bool) {
-	if len(seat) < 2 || len(seat) > 3 || seat[0] < 'A' || seat[0] > 'Z' {
+	if len(seat) < 2 || len(seat) > 3 || seat[0] < 'A' || seat[0] > 'Z' || seat[1] == '0' {
 		return 0, 0, false
 	}
-	n, err := strconv.Atoi(seat[1:])
-	if err != nil || n < 1 || seat[1] == '0' {
-		return 0, 0, false
+	for i := 1; i < len(seat); i++ {
+		if seat[i] < '0' || seat[i] > '9' {
+			return 0, 0, false
+		}
+		n = n*10 + int(seat[i]-'0')
 	}
 	return int(seat[0] - 'A'), n, true
 }

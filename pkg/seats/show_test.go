@@ -56,6 +56,10 @@ func TestDecide(t *testing.T) {
 		{name: "reserve an active reservation id", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r1","customerId":"bob","seats":["B1"]}`, refused: "data.reservationId"},
 		{name: "reserve a seat twice in one command", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1","B1"]}`, invalid: "data.seats[1]"},
 		{name: "reserve a malformed seat", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["b1"]}`, invalid: "data.seats[0]"},
+		// One seat, one label: a sign or a leading zero would name a
+		// seat held by r1 (A1) under another label and book it twice.
+		{name: "reserve a seat with a sign", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"mallory","seats":["A+1"]}`, invalid: "data.seats[0]"},
+		{name: "reserve a seat with a leading zero", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"mallory","seats":["B5","A01"]}`, invalid: "data.seats[1]"},
 		{name: "reserve eleven seats", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1","B2","B3","B4","B5","A3","A4","A5","A1","A2","C1"]}`, invalid: "data.seats"},
 		{name: "reserve with an unknown field", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1"],"vip":true}`, invalid: "data.vip"},
 		{name: "reserve with seats not a list", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":"B1"}`, invalid: "data.seats"},

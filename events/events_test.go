@@ -707,7 +707,7 @@ func timelineTweetInsert(t *testing.T, e env, raw []byte) {
 		e.name + "-follows": {{"followerId": "bob", "followeeId": "ann"}, {"followerId": "cat", "followeeId": "bob"}},
 	})
 	got := timelineRun(t, e, raw, tb)
-	want := []string{"ann 2026-11-29T10:41:05Z#tw-1001", "bob 2026-11-29T10:41:05Z#tw-1001"}
+	want := []string{"ann 2026-11-29T10:41:05Z#3#ann#tw-1001", "bob 2026-11-29T10:41:05Z#3#ann#tw-1001"}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("timelines %v, want %v", got, want)
 	}
@@ -717,7 +717,7 @@ func timelineTweetInsert(t *testing.T, e env, raw []byte) {
 // timeline and stays in hers.
 func timelineFollowRemove(t *testing.T, e env, raw []byte) {
 	entry := func(user string) map[string]string {
-		return map[string]string{"userId": user, "sk": "2026-11-29T10:41:05Z#tw-1001", "authorId": "ann", "tweetId": "tw-1001",
+		return map[string]string{"userId": user, "sk": "2026-11-29T10:41:05Z#3#ann#tw-1001", "authorId": "ann", "tweetId": "tw-1001",
 			"createdAt": "2026-11-29T10:41:05Z", "text": timelineTweet["text"]}
 	}
 	tb := timelineTables(t, e, map[string][]map[string]string{
@@ -725,7 +725,7 @@ func timelineFollowRemove(t *testing.T, e env, raw []byte) {
 		e.name + "-timelines": {entry("ann"), entry("bob")},
 	})
 	got := timelineRun(t, e, raw, tb)
-	if want := []string{"ann 2026-11-29T10:41:05Z#tw-1001"}; strings.Join(got, ",") != strings.Join(want, ",") {
+	if want := []string{"ann 2026-11-29T10:41:05Z#3#ann#tw-1001"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("timelines %v, want %v", got, want)
 	}
 }

@@ -301,7 +301,7 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	output(stack, "SnapshotFunctionName", s.Snapshot.Function.Function.FunctionName(), "invoke with {\"table\": \"<profiles table>\"} to bootstrap a consumer of the changelog")
 	output(stack, "TweetsTableName", s.Timelines.Tweets.TableName(), "DynamoDB table of tweets (authorId, tweetId; createdAt, text)")
 	output(stack, "FollowsTableName", s.Timelines.Follows.TableName(), "DynamoDB table of follows (followerId, followeeId; index followers)")
-	output(stack, "TimelinesTableName", s.Timelines.View.TableName(), "DynamoDB table of timelines (userId, sk = <createdAt>#<tweetId>): tweets joined with follows")
+	output(stack, "TimelinesTableName", s.Timelines.View.TableName(), "DynamoDB table of timelines (userId, sk = <createdAt>#<len(authorId)>#<authorId>#<tweetId>): tweets joined with follows")
 
 	// Last, over everything above: retention of state, reserved
 	// concurrency, quarantine's reads of failed ranges, the alarm topic and

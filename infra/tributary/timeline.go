@@ -63,7 +63,7 @@ type Timelines struct {
 	// FollowersIndex is the name of the followers index of Follows.
 	FollowersIndex string
 	// View is the Timelines table: partition key userId, sort key
-	// "<createdAt>#<tweetId>".
+	// "<createdAt>#<len(authorId)>#<authorId>#<tweetId>" (timeline.SortKey).
 	View awsdynamodb.Table
 	// Function is the timeline function; its StreamFunction mapping reads
 	// Tweets' stream and FollowsSource reads Follows' stream.

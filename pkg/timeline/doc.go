@@ -6,8 +6,9 @@
 // tweetId; attributes createdAt and text) and the Follows table (partition
 // key followerId, sort key followeeId) with a global secondary index on
 // followeeId listing a user's followers. The view is the Timelines table:
-// partition key userId, sort key "<createdAt>#<tweetId>", one item per tweet
-// a user sees. The view is defined as
+// partition key userId, sort key "<createdAt>#<len(authorId)>#<authorId>#<tweetId>"
+// (SortKey: a tweet id is unique only per author), one item per tweet a
+// user sees. The view is defined as
 //
 //	timeline(U) = {tweets by U} ∪ {tweets by A : U follows A}
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -111,7 +112,7 @@ type Tables struct {
 	Tweets    string // partition key authorId, sort key tweetId
 	Follows   string // partition key followerId, sort key followeeId
 	Followers string // index of Follows: partition key followeeId, sort key followerId
-	Timelines string // partition key userId, sort key "<createdAt>#<tweetId>"
+	Timelines string // partition key userId, sort key SortKey(createdAt, authorId, tweetId)
 }
 
 // Handler maintains the Timelines view from the Tweets and Follows streams.
@@ -243,6 +244,10 @@ func (h *Handler) tweet(ctx context.Context, rec *events.DynamoDBEventRecord, au
 		return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: "dynamodb." + imgName + "." + AttrCreatedAt, Kind: setaside.KindInvalid,
 			Reason: fmt.Sprintf("tweet %s/%s: missing or not a string in the %s image", author, id, rec.EventName)}
 	}
+	if strings.Contains(c.String(), "#") {
+		return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: "dynamodb." + imgName + "." + AttrCreatedAt, Kind: setaside.KindInvalid,
+			Reason: fmt.Sprintf("tweet %s/%s: %q holds '#', which ends createdAt in the timeline's sort key; a time has none", author, id, c.String())}
+	}
 	createdAt := c.String()
 	users, err := h.followers(ctx, author)
 	if err != nil {
@@ -274,7 +279,7 @@ func tooLargeError(rec *events.DynamoDBEventRecord, prefix string, left []*entry
 	first := left[0]
 	attr := first.err.Field
 	if attr == AttrSortKey {
-		attr = AttrCreatedAt // the sort key is "<createdAt>#<tweetId>"
+		attr = AttrCreatedAt // the sort key starts with createdAt
 	}
 	users := make([]string, 0, min(len(left), 5))
 	for _, l := range left[:min(len(left), 5)] {
@@ -475,10 +480,10 @@ func (h *Handler) write(ctx context.Context, user, author, id, createdAt string,
 			createdAt = c
 		}
 	}
-	if sk := SortKey(createdAt, id); len(sk) > maxSortKeyBytes {
+	if sk := SortKey(createdAt, author, id); len(sk) > maxSortKeyBytes {
 		// No such entry can exist, so there is nothing to delete either.
 		if want {
-			tooLarge = &limits.TooLargeError{What: "the sort key " + AttrSortKey + " (<createdAt>#<tweetId>)", Field: AttrSortKey,
+			tooLarge = &limits.TooLargeError{What: "the sort key " + AttrSortKey + " (<createdAt>#<len(authorId)>#<authorId>#<tweetId>)", Field: AttrSortKey,
 				Bytes: len(sk), Limit: maxSortKeyBytes, FieldBytes: len(sk)}
 		}
 		return tooLarge, nil
@@ -486,7 +491,7 @@ func (h *Handler) write(ctx context.Context, user, author, id, createdAt string,
 	if want {
 		item := map[string]types.AttributeValue{
 			AttrUserID:    s(user),
-			AttrSortKey:   s(SortKey(createdAt, id)),
+			AttrSortKey:   s(SortKey(createdAt, author, id)),
 			AttrAuthorID:  s(author),
 			AttrTweetID:   s(id),
 			AttrCreatedAt: s(createdAt),
@@ -496,8 +501,13 @@ func (h *Handler) write(ctx context.Context, user, author, id, createdAt string,
 		}
 		tooLarge = checkItem(item)
 		if tooLarge == nil {
-			_, err := h.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &h.t.Timelines, Item: item})
+			out, err := h.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &h.t.Timelines, Item: item, ReturnValues: types.ReturnValueAllOld})
 			if err == nil {
+				if len(out.Attributes) == 0 {
+					// The entry's first write under this sort key: an
+					// entry written before it may hold the legacy one.
+					return nil, h.deleteLegacy(ctx, user, id, createdAt)
+				}
 				return nil, nil
 			}
 			if tooLarge = sizeRefused(err, item); tooLarge == nil {
@@ -507,12 +517,37 @@ func (h *Handler) write(ctx context.Context, user, author, id, createdAt string,
 	}
 	_, err := h.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: &h.t.Timelines,
-		Key:       map[string]types.AttributeValue{AttrUserID: s(user), AttrSortKey: s(SortKey(createdAt, id))},
+		Key:       map[string]types.AttributeValue{AttrUserID: s(user), AttrSortKey: s(SortKey(createdAt, author, id))},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("removing tweet %s from the timeline of %s: %w", id, user, err)
 	}
-	return tooLarge, nil
+	return tooLarge, h.deleteLegacy(ctx, user, id, createdAt)
+}
+
+// legacyKeysBefore bounds the tweets whose entries may hold a legacy sort
+// key ("<createdAt>#<tweetId>", without the author: two authors' tweets of
+// one id and time were one entry), written before SortKey named the
+// author. An entry of a tweet created before it, at its first write under
+// the new key and at its removal, deletes the legacy key too, so an
+// upgraded view holds each entry once; later tweets cost nothing more.
+const legacyKeysBefore = "2026-12-04T00:00:00Z"
+
+// deleteLegacy deletes the legacy sort key of a tweet's entry, when the
+// tweet may have one.
+func (h *Handler) deleteLegacy(ctx context.Context, user, id, createdAt string) error {
+	if createdAt >= legacyKeysBefore {
+		return nil
+	}
+	h.metrics.Add("ViewWrites", metrics.Count, 1)
+	_, err := h.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: &h.t.Timelines,
+		Key:       map[string]types.AttributeValue{AttrUserID: s(user), AttrSortKey: s(createdAt + "#" + id)},
+	})
+	if err != nil {
+		return fmt.Errorf("removing tweet %s's legacy entry from the timeline of %s: %w", id, user, err)
+	}
+	return nil
 }
 
 // checkItem checks a timeline item against DynamoDB's item size.
@@ -541,9 +576,16 @@ func sizeRefused(err error, item map[string]types.AttributeValue) *limits.TooLar
 	return tl
 }
 
-// SortKey is the view's sort key of a tweet: "<createdAt>#<tweetId>", so a
-// timeline reads newest first with ScanIndexForward=false.
-func SortKey(createdAt, tweetID string) string { return createdAt + "#" + tweetID }
+// SortKey is the view's sort key of a tweet:
+// "<createdAt>#<len(authorId)>#<authorId>#<tweetId>", so a timeline reads
+// newest first with ScanIndexForward=false. A tweet id is unique only per
+// author (the Tweets table's key is the pair), so the author is in the key:
+// two authors' tweets of one id and time are two entries. createdAt holds no
+// '#' (tweet refuses one) and the author's length is spelt out, so no two
+// tweets share a key, whatever '#' their ids hold.
+func SortKey(createdAt, authorID, tweetID string) string {
+	return createdAt + "#" + strconv.Itoa(len(authorID)) + "#" + authorID + "#" + tweetID
+}
 
 func sameTweet(a, b map[string]types.AttributeValue) bool {
 	return str(a, AttrCreatedAt) == str(b, AttrCreatedAt) && str(a, AttrText) == str(b, AttrText)

@@ -506,7 +506,11 @@ func (s *scanner) str(decode bool) ([]byte, bool) {
 			return v, true
 		case c == '\\':
 			if decode && buf == nil {
-				buf = append([]byte(nil), s.b[start:s.i]...)
+				// Made, not appended to nil: a string that starts with
+				// its escape has no bytes before it, and a nil buf would
+				// read as "no escape seen" ({"a":1,"\u0061":2} passed).
+				buf = make([]byte, 0, s.i-start+8)
+				buf = append(buf, s.b[start:s.i]...)
 			}
 			r, ok := s.escape()
 			if !ok {

@@ -40,6 +40,8 @@ func TestCheck(t *testing.T) {
 		{name: "a key twice", doc: `{"id":"one","id":"two"}`, kind: Duplicate, path: "id", text: `duplicate object key "id"`},
 		{name: "a key twice at depth", doc: `{"a":[{"b":{"c":1,"d":2,"c":3}}]}`, kind: Duplicate, path: "a[0].b.c", text: `duplicate object key "c"`},
 		{name: "a key twice, once escaped", doc: `{"within":"1m","wit\u0068in":"24h"}`, kind: Duplicate, path: "within", text: "duplicate"},
+		{name: "a key twice, once starting with an escape", doc: `{"within":"1m","\u0077ithin":"24h"}`, kind: Duplicate, path: "within", text: "duplicate"},
+		{name: "a key twice, once all escapes", doc: `{"a":1,"\u0061":2}`, kind: Duplicate, path: "a", text: "duplicate"},
 		{name: "a key twice among many", doc: `{` + manyKeys(500) + `,"k250":0}`, kind: Duplicate, path: "k250", text: "duplicate"},
 		{name: "a key that is not an identifier", doc: `{"a b":1,"a b":2}`, kind: Duplicate, path: `["a b"]`, text: "duplicate"},
 

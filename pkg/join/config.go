@@ -229,6 +229,16 @@ func Parse(doc []byte) (*Config, error) {
 	if c.AllowedLateness, err = duration("allowedLateness", raw.AllowedLateness); err != nil {
 		return nil, err
 	}
+	// Each bounded first, so the sum cannot wrap: "2562047h" twice adds
+	// up to a negative duration, which no bound above catches.
+	for _, d := range []struct {
+		field string
+		d     time.Duration
+	}{{"within", c.Within}, {"before", c.Before}, {"allowedLateness", c.AllowedLateness}} {
+		if d.d > MaxWindow {
+			return nil, cfgErr(d.field, "%s: a record is buffered at least that long, at most %s", d.d, MaxWindow)
+		}
+	}
 	if w := c.Within + c.Before + c.AllowedLateness; w > MaxWindow {
 		return nil, cfgErr("within", "within + before + allowedLateness is %s; a record is buffered that long, at most %s", w, MaxWindow)
 	}

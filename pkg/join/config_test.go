@@ -27,6 +27,10 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		{`{"name":"j","left":"s","right":"c","within":"1m","joinType":"cross"}`, "joinType", `"inner", "left" or "outer"`},
 		{`{"name":"j","left":"s","right":"c","within":"1m","kind":"left"}`, "kind", `a join's file has kind "join"`},
 		{`{"name":"j","left":"s","right":"c","within":"20h","allowedLateness":"5h"}`, "within", "at most 24h"},
+		// Two durations whose sum wraps to a negative one passed the
+		// bound on the sum; each is bounded on its own first.
+		{`{"name":"j","left":"s","right":"c","within":"2562047h","before":"2562047h"}`, "within", "at most 24h"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","before":"2562047h","allowedLateness":"2562047h"}`, "before", "at most 24h"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","key":"type"}`, "key", "cannot be a join key"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","key":"session"}`, "key", "not a path"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","key":"data.session"}`, "partitionKeyIsJoinKey", "envelope key"},

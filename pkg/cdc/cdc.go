@@ -29,6 +29,14 @@ const (
 	TypeSnapshot = "profile_snapshot"
 )
 
+// IsChangelogType reports whether typ is one of the changelog's record
+// types, which only this package (and the snapshot bootstrap) writes:
+// enrich takes a record of one of them as the profile's new version, so
+// ingest refuses them from producers.
+func IsChangelogType(typ string) bool {
+	return typ == TypeChanged || typ == TypeDeleted || typ == TypeSnapshot
+}
+
 // DefaultEntityKeyAttribute is the key attribute used when
 // ENTITY_KEY_ATTRIBUTE is not set.
 const DefaultEntityKeyAttribute = "userId"

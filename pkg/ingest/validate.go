@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -56,6 +57,10 @@ func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []Even
 		}
 		if err == nil {
 			err = checkControls(e)
+		}
+		if err == nil && cdc.IsChangelogType(e.Type) {
+			err = &stream.FieldError{Field: "type", Reason: fmt.Sprintf(
+				"%q is a change data capture record type, written only from the profiles table (package cdc); enrich would take it as the profile's new version, so a producer cannot send it", e.Type)}
 		}
 		if err == nil {
 			err = checkAge(e, maxAge)

@@ -20,7 +20,9 @@ import (
 // Admin is the rules function behind an IAM-authenticated function URL:
 // the same commands as cmd/rules, over HTTP.
 //
-//	GET    /rules              list (deleted rules too, until their tombstone expires)
+//	GET    /rules              list (deleted rules too, until their tombstone expires), by id,
+//	                           a page of at most MaxListAnswerBytes: "next" names the last
+//	                           rule listed when more follow; GET /rules?after=<next> lists them
 //	GET    /rules/<id>         one rule
 //	POST   /rules              add the rule in the body
 //	POST   /rules/<id>/disable stop it
@@ -58,6 +60,38 @@ const (
 	// testAnswerRoom is the answer's room for what is not a match.
 	testAnswerRoom = 1 << 10
 )
+
+// MaxListAnswerBytes bounds a page of GET /rules (a function URL answers
+// at most 6 MB; 2,000 rules of 8 KB would be 16).
+const MaxListAnswerBytes = 1 << 20
+
+// list answers GET /rules: the rules whose id sorts after after (all, for
+// ""), as many as fit MaxListAnswerBytes, and "next" when more follow.
+func (a *Admin) list(rules []*StoredRule, after string) events.LambdaFunctionURLResponse {
+	now := a.now()
+	views := make([]json.RawMessage, 0, min(len(rules), 256))
+	size, last, next := testAnswerRoom, "", ""
+	for _, sr := range rules {
+		if sr.Rule.ID <= after {
+			continue
+		}
+		b, err := json.Marshal(sr.View(now))
+		if err != nil {
+			return respond(http.StatusInternalServerError, apiError{Error: fmt.Sprintf("encoding rule %q failed", sr.Rule.ID)})
+		}
+		if size+len(b)+1 > MaxListAnswerBytes && len(views) > 0 {
+			next = last
+			break
+		}
+		size += len(b) + 1
+		views, last = append(views, b), sr.Rule.ID
+	}
+	answer := map[string]any{"rules": views}
+	if next != "" {
+		answer["next"] = next
+	}
+	return respond(http.StatusOK, answer)
+}
 
 // Bounds of a request.
 const (
@@ -103,11 +137,7 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 		if err != nil {
 			return a.fail(ctx, err), nil
 		}
-		views := make([]RuleView, 0, len(rules))
-		for _, sr := range rules {
-			views = append(views, sr.View(a.now()))
-		}
-		return respond(http.StatusOK, map[string]any{"rules": views}), nil
+		return a.list(rules, req.QueryStringParameters["after"]), nil
 	case path == "rules" && method == http.MethodPost:
 		r, err := ParseRule(body)
 		if err != nil {

@@ -50,6 +50,11 @@ const (
 	// TombstoneTTL is how long a deleted rule is kept: past the events
 	// stream's longest default retention (7 days) and a day.
 	TombstoneTTL = 8 * 24 * time.Hour
+	// MaxIntervals bounds the stretches of time a rule has read events in
+	// (Intervals: one more each time it is enabled again), so its item
+	// stays far below DynamoDB's 400 KB (an interval is some 70 bytes)
+	// and can always be disabled and deleted.
+	MaxIntervals = 500
 )
 
 // Errors a rules command can meet.
@@ -256,6 +261,10 @@ func (s *Store) Enable(ctx context.Context, id string) (*StoredRule, error) {
 	return s.change(ctx, id, "enable", func(sr *StoredRule, now time.Time) error {
 		if sr.Status != StatusDisabled {
 			return &StateError{ID: id, Status: sr.Status, Want: "enable"}
+		}
+		if len(sr.Intervals) >= MaxIntervals {
+			return &RuleError{Part: "intervals", Reason: fmt.Sprintf(
+				"rule %q has been enabled %d times, the most its item keeps (each stretch of time it read events is kept, so a replay runs it where it ran); add it again under a new id", id, len(sr.Intervals))}
 		}
 		sr.Status = StatusActive
 		from := now.Add(ActivationDelay)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -297,4 +298,91 @@ func TestRefreshScansOnlyWhenTheRulesChanged(t *testing.T) {
 		t.Fatalf("%d rules indexed after the refresh, want 1", got)
 	}
 	step(RefreshInterval, 5, 2)
+}
+
+// TestListIsPaged: GET /rules answers at most MaxListAnswerBytes, the rules
+// by id, with "next" naming the last one listed while more follow; the
+// pages together list every rule once. MaxRules rules of 8 KB would be a
+// 16 MB answer, past a function URL's 6 MB; these, of some 1.2 KB, 2.4 MB.
+func TestListIsPaged(t *testing.T) {
+	c := &clock{t: base}
+	a := NewAdmin(nil, c.now, quiet)
+	var rules []*StoredRule
+	for i := range MaxRules {
+		id := fmt.Sprintf("r%04d", i)
+		doc := fmt.Sprintf(`{"id":%q,"description":%q,"pattern":[{"begin":"a","type":"x"}]}`, id, strings.Repeat("d", 1000))
+		rules = append(rules, &StoredRule{Rule: rule(t, doc), Status: StatusActive, Intervals: []Interval{{From: base}}, Version: 1})
+	}
+	var listed []string
+	after, pages := "", 0
+	for {
+		pages++
+		resp := a.list(rules, after)
+		if resp.StatusCode != http.StatusOK || len(resp.Body) > MaxListAnswerBytes {
+			t.Fatalf("page %d: status %d, %d bytes (at most %d)", pages, resp.StatusCode, len(resp.Body), MaxListAnswerBytes)
+		}
+		var page struct {
+			Rules []RuleView `json:"rules"`
+			Next  string     `json:"next"`
+		}
+		if err := json.Unmarshal([]byte(resp.Body), &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.Rules {
+			listed = append(listed, r.ID)
+		}
+		if page.Next == "" {
+			break
+		}
+		if page.Next != listed[len(listed)-1] {
+			t.Fatalf("page %d: next %q, want the last rule listed %q", pages, page.Next, listed[len(listed)-1])
+		}
+		after = page.Next
+	}
+	if pages < 3 || len(listed) != len(rules) || !slices.IsSorted(listed) || len(slices.Compact(slices.Clone(listed))) != len(rules) {
+		t.Errorf("%d pages listed %d rules (want all %d, once each, by id, over several pages)", pages, len(listed), len(rules))
+	}
+}
+
+// TestEnablingIsBounded: a rule keeps each stretch of time it was enabled,
+// one more at each enable; past MaxIntervals enabling it again is refused
+// naming intervals, and it can still be disabled and deleted (its item
+// would otherwise grow past DynamoDB's 400 KB, and then neither could be).
+func TestEnablingIsBounded(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	table := newRulesTable(t)
+	s := NewStore(db, table, c.now)
+	if _, err := s.Add(ctx, rule(t, `{"id":"r","pattern":[{"begin":"a","type":"x"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	// The intervals MaxIntervals-1 disable/enable rounds would leave,
+	// written as the store writes them.
+	sr, err := s.Get(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < MaxIntervals; i++ {
+		sr.Intervals[len(sr.Intervals)-1].Until = base.Add(time.Duration(2*i) * time.Minute)
+		sr.Intervals = append(sr.Intervals, Interval{From: base.Add(time.Duration(2*i+1) * time.Minute)})
+	}
+	item, err := itemOf(sr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	c.add(24 * time.Hour)
+	if _, err := s.Disable(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Enable(ctx, "r")
+	var re *RuleError
+	if !errors.As(err, &re) || re.Part != "intervals" {
+		t.Fatalf("enable past %d intervals: %v, want a RuleError naming intervals", MaxIntervals, err)
+	}
+	if _, err := s.Delete(ctx, "r"); err != nil {
+		t.Errorf("delete: %v", err)
+	}
 }

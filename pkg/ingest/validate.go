@@ -37,8 +37,8 @@ const (
 )
 
 // parseEvents validates the events split from a body: each holds only the
-// envelope's fields, spelt exactly (stream.CheckNames), decodes as an
-// envelope (stream.Unmarshal, then Validate), its id, type and key hold no
+// envelope's fields, spelt exactly, and decodes as an envelope
+// (stream.UnmarshalExact, then Validate), its id, type and key hold no
 // control characters, its id is not the id of an earlier event of the same
 // request, and it is at most maxAge old when sent. It returns every refused
 // event, in request order.
@@ -48,10 +48,7 @@ func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []Even
 	firstIndex := make(map[string]int, len(raws))
 	for i, raw := range raws {
 		e := &envs[i]
-		err := stream.CheckNames(raw)
-		if err == nil {
-			err = stream.Unmarshal(raw, e)
-		}
+		err := stream.UnmarshalExact(raw, e)
 		if err == nil {
 			err = e.Validate()
 		}

@@ -58,6 +58,9 @@ type scanned struct {
 	text      [fieldData]rawText // id, type, key, occurredAt, sentAt, receivedAt
 	dataStart int
 	dataEnd   int // dataEnd > dataStart when data was present
+	// inexact: a key was not one of the fields spelt exactly (another
+	// case, an escape, or unknown), which UnmarshalExact refuses.
+	inexact bool
 }
 
 // decodeFast decodes data into e when it can be sure of decoding it exactly
@@ -69,7 +72,12 @@ func decodeFast(data []byte, e *Envelope) (done bool, err error) {
 	if !s.scan(data) {
 		return false, nil
 	}
+	return true, s.decode(data, e)
+}
 
+// decode decodes the values scan found into e; the error is a time
+// field's *FieldError.
+func (s *scanned) decode(data []byte, e *Envelope) (err error) {
 	// ID, Type and Key share one allocation (so holding on to one keeps the
 	// others' bytes alive: a few dozen bytes, not the record).
 	var scratch [256]byte
@@ -85,19 +93,19 @@ func decodeFast(data []byte, e *Envelope) (done bool, err error) {
 	// In encoding/json path order: the first bad time is the error, the
 	// times before it are already set.
 	if e.OccurredAt, err = decodeTime(data, fieldOccurredAt, s.text[fieldOccurredAt]); err != nil {
-		return true, err
+		return err
 	}
 	if e.SentAt, err = decodeTime(data, fieldSentAt, s.text[fieldSentAt]); err != nil {
-		return true, err
+		return err
 	}
 	if e.ReceivedAt, err = decodeTime(data, fieldReceivedAt, s.text[fieldReceivedAt]); err != nil {
-		return true, err
+		return err
 	}
 	if raw := data[s.dataStart:s.dataEnd]; len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 		e.Data = make(json.RawMessage, len(raw))
 		copy(e.Data, raw)
 	}
-	return true, nil
+	return nil
 }
 
 // appendText appends the string value of t, as encoding/json decodes it.
@@ -152,10 +160,11 @@ func (s *scanned) scan(d []byte) bool {
 		if i, kflags = scanString(d, ks); i < 0 {
 			return false
 		}
-		field, ok := lookupField(d[ks:i-1], kflags)
+		field, exact, ok := lookupField(d[ks:i-1], kflags)
 		if !ok {
 			return false
 		}
+		s.inexact = s.inexact || !exact
 		if i = skipSpace(d, i); i >= len(d) || d[i] != ':' {
 			return false
 		}
@@ -219,7 +228,8 @@ func (s *scanned) scan(d []byte) bool {
 // case-insensitively. ok=false for keys containing U+017F (ſ) or U+212A
 // (K), the only non-ASCII runes that fold to ASCII letters: those are left
 // to encoding/json's Unicode folding.
-func lookupField(k []byte, flags uint8) (field int, ok bool) {
+func lookupField(k []byte, flags uint8) (field int, exact, ok bool) {
+	exact = flags&strEscape == 0
 	if flags&strEscape != 0 {
 		var scratch [64]byte
 		k = appendUnquoted(scratch[:0], k)
@@ -233,32 +243,32 @@ func lookupField(k []byte, flags uint8) (field int, ok bool) {
 	}
 	switch string(k) {
 	case "id":
-		return fieldID, true
+		return fieldID, exact, true
 	case "type":
-		return fieldType, true
+		return fieldType, exact, true
 	case "key":
-		return fieldKey, true
+		return fieldKey, exact, true
 	case "occurredAt":
-		return fieldOccurredAt, true
+		return fieldOccurredAt, exact, true
 	case "sentAt":
-		return fieldSentAt, true
+		return fieldSentAt, exact, true
 	case "receivedAt":
-		return fieldReceivedAt, true
+		return fieldReceivedAt, exact, true
 	case "data":
-		return fieldData, true
+		return fieldData, exact, true
 	}
 	if flags&strNonASCII != 0 {
 		if bytes.Contains(k, []byte("\u017f")) || bytes.Contains(k, []byte("\u212a")) {
-			return 0, false
+			return 0, false, false
 		}
-		return fieldUnknown, true
+		return fieldUnknown, false, true
 	}
 	for f, name := range fieldNames {
 		if asciiEqualFold(k, name) {
-			return f, true
+			return f, false, true
 		}
 	}
-	return fieldUnknown, true
+	return fieldUnknown, false, true
 }
 
 func asciiEqualFold(k []byte, name string) bool {

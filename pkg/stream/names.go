@@ -7,6 +7,22 @@ import (
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
+// UnmarshalExact is Unmarshal for envelopes from outside (ingest): it also
+// refuses a key that is not one of the fields spelt exactly, as CheckNames
+// does. A well-formed envelope with exact names is decoded in Unmarshal's
+// one pass; CheckNames runs only when a name is not exact or the document
+// is not one the fast path decodes.
+func UnmarshalExact(data []byte, e *Envelope) error {
+	var s scanned
+	if s.scan(data) && !s.inexact {
+		return s.decode(data, e)
+	}
+	if err := CheckNames(data); err != nil {
+		return err
+	}
+	return Unmarshal(data, e)
+}
+
 // CheckNames refuses an envelope whose object holds a key that is not one
 // of its fields spelt exactly (id, type, key, occurredAt, sentAt,
 // receivedAt, data). Unmarshal matches names as encoding/json does, case

@@ -328,6 +328,13 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 		}
 	case events.DynamoDBOperationTypeRemove:
 		typ = TypeDeleted
+		if ch.OldImage == nil {
+			// Without it the tombstone's version would be the stream's
+			// sequence number, far above the item's own versions: every
+			// later version of the key would lose to it.
+			return nil, h.changeError(rec, "dynamodb.OldImage", setaside.KindInvalid,
+				"is missing in a REMOVE record (StreamViewType %s): the table's stream must be NEW_AND_OLD_IMAGES", ch.StreamViewType)
+		}
 	default:
 		return nil, h.changeError(rec, "eventName", setaside.KindInvalid, "%q is not INSERT, MODIFY or REMOVE", rec.EventName)
 	}

@@ -322,3 +322,59 @@ func TestHandleReportsLowestFailedRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestChangelogRecords: what a stream record becomes. The item's personal
+// attribute never reaches the changelog (the stream, its archive and
+// enrich's table are out of erasure's reach); a REMOVE without its old
+// image is refused naming it, since its tombstone's version would be the
+// stream's sequence number and outrank every later version of the key.
+func TestChangelogRecords(t *testing.T) {
+	at := events.SecondsEpochTime{Time: time.Date(2026, 11, 29, 10, 41, 0, 0, time.UTC)}
+	personal := events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{
+		"name": events.NewStringAttribute("Ada Lovelace"), "email": events.NewStringAttribute("ada@example.com")})
+	profile := map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute("u1"),
+		"version": events.NewNumberAttribute("5"), "plan": events.NewStringAttribute("pro"), "personal": personal}
+	record := func(name, view string, newImage, oldImage map[string]events.DynamoDBAttributeValue) *events.DynamoDBEventRecord {
+		return &events.DynamoDBEventRecord{EventID: "e-" + name, EventName: name,
+			EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/profiles/stream/2026-11-29T00:00:00.000",
+			Change: events.DynamoDBStreamRecord{SequenceNumber: "100000000000000000000002", ApproximateCreationDateTime: at, StreamViewType: view,
+				Keys: map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute("u1")}, NewImage: newImage, OldImage: oldImage}}
+	}
+	tests := []struct {
+		name      string
+		rec       *events.DynamoDBEventRecord
+		wantType  string
+		version   string
+		wantField string // set aside naming it
+	}{
+		{"insert", record("INSERT", "NEW_AND_OLD_IMAGES", profile, nil), cdc.TypeChanged, "5", ""},
+		{"remove", record("REMOVE", "NEW_AND_OLD_IMAGES", nil, profile), cdc.TypeDeleted, "6", ""},
+		{"remove without its old image", record("REMOVE", "KEYS_ONLY", nil, nil), "", "", "dynamodb.OldImage"},
+	}
+	h := cdc.New(nil, "events")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, err := h.Envelope(tt.rec)
+			if tt.wantField != "" {
+				var ce *cdc.ChangeError
+				if !errors.As(err, &ce) || ce.Field != tt.wantField {
+					t.Fatalf("err %v, want a ChangeError naming %s", err, tt.wantField)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d cdc.Data
+			if err := json.Unmarshal(env.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if env.Type != tt.wantType || d.Version.String() != tt.version {
+				t.Errorf("type %s version %s, want %s %s", env.Type, d.Version, tt.wantType, tt.version)
+			}
+			if _, ok := d.Image["personal"]; ok || (d.Image != nil && d.Image["plan"] != "pro") {
+				t.Errorf("image %v: want the profile without its personal attribute", d.Image)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -14,14 +15,19 @@ import (
 // null, M → object, L → array, SS/NS/BS → arrays, B → base64 string. A nil
 // image is nil (JSON null). A number that is not a JSON number (DynamoDB
 // never sends one, a hand-made event can: "" would silently become 0) is
-// an error naming the attribute.
+// an error naming the attribute. The item's personal data attribute
+// (setaside.PersonalAttribute) is left out: the changelog goes to the
+// events stream, its archive and enrich's table, where erasure does not
+// reach, so personal data stays in the item alone.
 func ImageJSON(img map[string]events.DynamoDBAttributeValue) (map[string]any, error) {
 	for name, av := range img {
 		if err := checkNumbers(av); err != nil {
 			return nil, fmt.Errorf("attribute %q: %w", name, err)
 		}
 	}
-	return stream.ImageJSON(img)
+	out, err := stream.ImageJSON(img)
+	delete(out, setaside.PersonalAttribute)
+	return out, err
 }
 
 // checkNumbers reports the first N or NS value in av that is not a JSON

@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,6 +83,9 @@ type ApplyError struct {
 	Field   string // the event's field at fault, for example "data.seats"
 	Reason  string
 	Version int64
+	// Kind is the set-aside kind (setaside.KindInvalid when empty;
+	// setaside.KindOutputTooLarge for an item over DynamoDB's limit).
+	Kind string
 }
 
 func (e *ApplyError) Error() string {
@@ -266,7 +270,7 @@ func (p *Projector) Handle(ctx context.Context, ev events.KinesisEvent) (events.
 		for _, r := range g {
 			if ae, ok := stuck[r.event.Version]; ok {
 				sr := setaside.FromKinesis(r.rec)
-				sr.Kind, sr.Field, sr.Reason = setaside.KindInvalid, ae.Field, ae.Error()
+				sr.Kind, sr.Field, sr.Reason = cmp.Or(ae.Kind, setaside.KindInvalid), ae.Field, ae.Error()
 				aside = append(aside, sr)
 				continue
 			}
@@ -382,7 +386,13 @@ func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fen
 			if v.AggregateType() != typ {
 				continue
 			}
-			if err := p.state(ctx, table, v, evs[0].AggregateID, evs[len(evs)-1].Version, fence); err != nil {
+			err := p.state(ctx, table, v, evs[0].AggregateID, evs[len(evs)-1].Version, fence)
+			var ae *ApplyError
+			if errors.As(err, &ae) {
+				stuck[evs[len(evs)-1].Version] = ae
+				continue
+			}
+			if err != nil {
 				return nil, fmt.Errorf("view %s: %w", v.Name(), err)
 			}
 		}
@@ -549,11 +559,27 @@ func (p *Projector) entities(ctx context.Context, table string, v EntityView, ev
 		if fence[0] != "" {
 			item[fence[0]] = &types.AttributeValueMemberS{Value: fence[1]}
 		}
+		if ae := tooLarge(v.Name(), item, evs[0].AggregateID, pt.version); ae != nil {
+			stuck[pt.version] = ae
+			continue
+		}
 		if err := p.putNewer(ctx, table, item, pt.version); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// tooLarge is the *ApplyError of an item over DynamoDB's 400 KB, which no
+// retry would write: the event that made it is set aside naming the
+// attribute, where a plain error would fail its records for ever.
+func tooLarge(view string, item map[string]types.AttributeValue, agg string, version int64) *ApplyError {
+	var tl *limits.TooLargeError
+	if !errors.As(limits.CheckItem(item), &tl) {
+		return nil
+	}
+	return &ApplyError{View: view, Event: agg + "/" + strconv.FormatInt(version, 10), Field: tl.Field, Reason: tl.Error(),
+		Version: version, Kind: setaside.KindOutputTooLarge}
 }
 
 // state puts v's current item of agg, at least at version atLeast.
@@ -570,6 +596,9 @@ func (p *Projector) state(ctx context.Context, table string, v StateView, agg st
 	}
 	if fence[0] != "" {
 		item[fence[0]] = &types.AttributeValueMemberS{Value: fence[1]}
+	}
+	if ae := tooLarge(v.Name(), item, agg, atLeast); ae != nil {
+		return ae
 	}
 	return p.putNewer(ctx, table, item, version)
 }
@@ -594,7 +623,9 @@ func (p *Projector) putNewer(ctx context.Context, table string, item map[string]
 	return nil
 }
 
-// keyString identifies an item by its pk and sk (the views table's keys).
+// keyString identifies an item by its pk and sk (the views table's keys),
+// the partition key's length first, so that no two keys share one
+// ("a b"+"c" and "a"+"b c" were one, and only one of the items written).
 func keyString(item map[string]types.AttributeValue) string {
 	s := func(name string) string {
 		if v, ok := item[name].(*types.AttributeValueMemberS); ok {
@@ -602,5 +633,6 @@ func keyString(item map[string]types.AttributeValue) string {
 		}
 		return ""
 	}
-	return s("pk") + " " + s("sk")
+	pk := s("pk")
+	return strconv.Itoa(len(pk)) + ":" + pk + s("sk")
 }

@@ -74,7 +74,9 @@ type cepState struct {
 
 // maxPartialsPerRule bounds a rule's partial matches per key; past it the
 // oldest is dropped (a rule with noSkip and relaxed contiguity could
-// otherwise grow them combinatorially).
+// otherwise grow them combinatorially), and put on the matches stream as
+// an "evicted" output with its events, so that what it would have matched
+// (an order's pending "not paid" alert) is not lost without a word.
 const maxPartialsPerRule = 64
 
 // rules is what processing needs to know of the rules: the definitions
@@ -301,6 +303,9 @@ func (st *cepState) count(rule string) int {
 
 func (st *cepState) dropOldest(rule string) {
 	if i := st.find(rule); i >= 0 {
+		if !st.discard { // offline past its limits: not a match to count
+			st.emit(Match{Rule: rule, Kind: Evicted, Events: st.partials[i].events})
+		}
 		st.partials = append(st.partials[:i], st.partials[i+1:]...)
 	}
 }

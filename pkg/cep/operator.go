@@ -546,6 +546,9 @@ func renderMatch(key string, sr *StoredRule, m Match) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.Kind == Evicted {
+		ids = append(ids, "(evicted)") // not the id of a match of the same events
+	}
 	env := stream.Envelope{ID: MatchID(m.Rule, key, ids), Type: TypeMatch, Key: key, OccurredAt: d.End, SentAt: d.End, Data: data}
 	return json.Marshal(&env)
 }
@@ -554,6 +557,8 @@ func finite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 
 func matchKind(m Match) string {
 	switch {
+	case m.Kind == Evicted:
+		return "evicted"
 	case m.Absent != "":
 		return "absence"
 	case m.Kind == Filter:

@@ -72,6 +72,10 @@ const (
 	// Sum: one step with sum and atLeast: matching events whose values
 	// add up to at least atLeast within the time.
 	Sum
+	// Evicted is not a rule's kind but an output's: a partial match
+	// dropped because its rule already held maxPartialsPerRule of the key
+	// (its events, so the loss is on the matches stream, not silent).
+	Evicted Kind = 0xEE
 )
 
 // Step is one compiled step of a pattern.

@@ -96,12 +96,12 @@ func (r *Redriver) printMessage(w io.Writer, m types.Message) {
 		a[string(types.MessageSystemAttributeNameApproximateReceiveCount)],
 		formatMillis(a[string(types.MessageSystemAttributeNameSentTimestamp)]))
 	if g := a[string(types.MessageSystemAttributeNameMessageGroupId)]; g != "" {
-		fmt.Fprintf(w, "  group=%s", g)
+		fmt.Fprintf(w, "  group=%s", printable(g))
 	}
 	fmt.Fprintln(w)
 	if reason := m.MessageAttributes[AttrReason].StringValue; reason != nil {
 		// Dead-lettered by a consumer that said why (package worker).
-		fmt.Fprintf(w, "  reason: %s\n", aws.ToString(reason))
+		fmt.Fprintf(w, "  reason: %s\n", printable(truncate(aws.ToString(reason), r.BodyLimit)))
 	} else {
 		fmt.Fprintln(w, "  reason: not recorded (SQS moved it after maxReceiveCount receives; see the function's logs)")
 	}
@@ -121,7 +121,19 @@ func (r *Redriver) printMessage(w io.Writer, m types.Message) {
 		fmt.Fprintf(w, "  attribute %s (%s) = %s\n", name, aws.ToString(v.DataType), val)
 	}
 	body := aws.ToString(m.Body)
-	fmt.Fprintf(w, "  body (%d bytes): %s\n", len(body), truncate(body, r.BodyLimit))
+	fmt.Fprintf(w, "  body (%d bytes): %s\n", len(body), printable(truncate(body, r.BodyLimit)))
+}
+
+// printable is s as it is when every character prints, else quoted (Go
+// syntax: \x1b, \r, \u2028): a message body or a reason is a producer's
+// text, and an escape sequence in it would reach the operator's terminal.
+func printable(s string) string {
+	for _, c := range s {
+		if c != ' ' && !strconv.IsGraphic(c) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // formatMillis turns SQS's epoch-milliseconds attribute into RFC 3339 UTC,

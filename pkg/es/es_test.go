@@ -75,6 +75,9 @@ func (ledger) Decide(s account, version int64, c es.Command) ([]es.NewEvent, err
 		Amount int
 		Split  int // deposit in this many events (a multi-event command)
 		Owner  string
+		// Anonymous: the owner's personal data without its subject, a
+		// decider's mistake the executor refuses.
+		Anonymous bool
 	}
 	if err := json.Unmarshal(c.Data, &d); err != nil || d.Amount <= 0 {
 		return nil, es.Invalid("data.amount", "must be a positive whole number")
@@ -87,6 +90,9 @@ func (ledger) Decide(s account, version int64, c es.Command) ([]es.NewEvent, err
 			out[i] = es.NewEvent{Type: "Deposited", Data: map[string]int{"amount": d.Amount}}
 			if d.Owner != "" {
 				out[i].Personal, out[i].Subject = map[string]string{"owner": d.Owner}, "owner-"+c.AggregateID
+				if d.Anonymous {
+					out[i].Subject = ""
+				}
 			}
 		}
 		return out, nil
@@ -233,5 +239,20 @@ func TestMultiEventCommandIsAtomic(t *testing.T) {
 	s, v, err := x.Load(ctx, "a1")
 	if err != nil || v != 3 || s.Balance != 6 {
 		t.Fatalf("loaded %+v at %d (%v), want 6 at version 3", s, v, err)
+	}
+}
+
+// TestPersonalDataNeedsItsSubject: an event holding personal data without
+// a subject is not appended: erasure finds personal data by its subject,
+// so it would never be erased.
+func TestPersonalDataNeedsItsSubject(t *testing.T) {
+	_, store := newStore(t)
+	x := es.NewExecutor[account](store, ledger{})
+	_, err := x.Execute(context.Background(), cmd("c1", "Deposit", "a1", 5, `,"Owner":"Ada","Anonymous":true`))
+	if err == nil || !strings.Contains(err.Error(), "without a subject") {
+		t.Fatalf("err %v, want the event refused for holding personal data without a subject", err)
+	}
+	if ok := run(t, x, cmd("c2", "Deposit", "a1", 5, `,"Owner":"Ada"`)); ok.Status != es.StatusAccepted || ok.Version != 1 {
+		t.Errorf("c2 after the refused c1: %+v, want version 1 (nothing of c1 appended)", ok)
 	}
 }

@@ -340,6 +340,11 @@ func (x *Executor[S]) record(cmd Command, decided []NewEvent, state S, version i
 		e := Event{AggregateType: x.d.AggregateType(), AggregateID: cmd.AggregateID, Version: version + int64(i) + 1,
 			Type: d.Type, Data: data, CommandID: cmd.ID, RecordedAt: now}
 		if d.Personal != nil {
+			if d.Subject == "" {
+				// Erasure finds personal data by its subject (the
+				// SubjectIndex): without one it would never be erased.
+				return nil, state, fmt.Errorf("es: event %d (%s) of command %s holds personal data without a subject; the decider must name whose it is (NewEvent.Subject), or erasure could not find it", i, d.Type, cmd.ID)
+			}
 			if e.Personal, err = marshal(d.Personal); err != nil {
 				return nil, state, fmt.Errorf("es: personal data of event %d of command %s: %w", i, cmd.ID, err)
 			}

@@ -543,7 +543,10 @@ func selectBox(name string, options []string, selected string) string {
 		if o == selected {
 			sel = " selected"
 		}
-		fmt.Fprintf(&b, "<option%s>%s</option>", sel, html.EscapeString(o))
+		// The value attribute, not the text: a browser submits an
+		// option's text with its whitespace collapsed, so a key with
+		// leading or doubled spaces could not be chosen.
+		fmt.Fprintf(&b, "<option value=\"%s\"%s>%s</option>", html.EscapeString(o), sel, html.EscapeString(o))
 	}
 	b.WriteString("</select></label>")
 	return b.String()

@@ -17,16 +17,9 @@ import (
 // entries of a timeline that follows both, and mallory deleting hers
 // leaves alice's.
 func TestTweetsOfOneIdByTwoAuthorsAreTwoEntries(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
-	tb := createTables(t, db, "sortkey")
+	db, tb, put := sortKeyTables(t, "sortkey")
 	ctx := context.Background()
 	at := "2026-12-01T09:00:00Z"
-	put := func(table string, item map[string]types.AttributeValue) {
-		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, followee := range []string{"alice", "mallory"} {
 		put(tb.Follows, map[string]types.AttributeValue{AttrFollowerID: s("u"), AttrFolloweeID: s(followee)})
 		put(tb.Tweets, map[string]types.AttributeValue{AttrAuthorID: s(followee), AttrTweetID: s("t1"), AttrCreatedAt: s(at), AttrText: s("hello from " + followee)})
@@ -62,16 +55,9 @@ func TestTweetsOfOneIdByTwoAuthorsAreTwoEntries(t *testing.T) {
 // upgrade: a tweet written again replaces its legacy entry, and an
 // unfollow removes it.
 func TestLegacyEntriesAreReplaced(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
-	tb := createTables(t, db, "legacy")
+	db, tb, put := sortKeyTables(t, "legacy")
 	ctx := context.Background()
 	at := "2026-11-29T10:41:05Z"
-	put := func(table string, item map[string]types.AttributeValue) {
-		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	put(tb.Tweets, map[string]types.AttributeValue{AttrAuthorID: s("ann"), AttrTweetID: s("t1"), AttrCreatedAt: s(at), AttrText: s("hello from ann")})
 	for _, u := range []string{"ann", "bob"} {
 		put(tb.Timelines, map[string]types.AttributeValue{AttrUserID: s(u), AttrSortKey: s(at + "#t1"),
@@ -92,4 +78,20 @@ func TestLegacyEntriesAreReplaced(t *testing.T) {
 	if got, want := view(t, db, tb.Timelines), []string{"ann|" + SortKey(at, "ann", "t1")}; !slices.Equal(got, want) {
 		t.Errorf("view %v, want %v: each entry once, under the new key", got, want)
 	}
+}
+
+// sortKeyTables is a stand-in with the timeline's tables, and a put that
+// writes an item to one of them.
+func sortKeyTables(t *testing.T, prefix string) (*dynamodb.Client, Tables, func(string, map[string]types.AttributeValue)) {
+	t.Helper()
+	srv := standintest.Start(t)
+	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	tb := createTables(t, db, prefix)
+	put := func(table string, item map[string]types.AttributeValue) {
+		t.Helper()
+		if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, tb, put
 }

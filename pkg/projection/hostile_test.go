@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/internal/memdb"
@@ -108,4 +109,62 @@ func rawString(item map[string]types.AttributeValue, name string) string {
 		return v.Value
 	}
 	return ""
+}
+
+// notesFold is a fold view that appends every event's note to one item's
+// list: an item that grows with its aggregate's events.
+type notesFold struct{}
+
+func (notesFold) Name() string          { return "allnotes" }
+func (notesFold) AggregateType() string { return "thing" }
+func (notesFold) Key(agg string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "allnotes#" + agg}, "sk": &types.AttributeValueMemberS{Value: "notes"}}
+}
+func (notesFold) Fold(after int64, evs []es.Event) (expression.UpdateBuilder, error) {
+	var notes []string
+	for _, e := range evs {
+		var d struct{ Note string }
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			return expression.UpdateBuilder{}, &projection.ApplyError{View: "allnotes", Event: e.ID(), Version: e.Version, Field: "data", Reason: err.Error()}
+		}
+		notes = append(notes, d.Note)
+	}
+	list := expression.Name("notes")
+	return expression.Set(list, expression.ListAppend(expression.IfNotExists(list, expression.Value([]string{})), expression.Value(notes))), nil
+}
+
+// TestFoldItemThatWouldPassTheLimit: a fold whose item the next event
+// would take past 400 KB applies the events before it and sets that one
+// aside (output too large); DynamoDB's refusal was an error retried on
+// every delivery.
+func TestFoldItemThatWouldPassTheLimit(t *testing.T) {
+	ctx := context.Background()
+	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable, "quarantine": memdb.QuarantineTable})
+	p := projection.New(mem, noLog{}, projection.FixedTable("views"), projection.Views{Folds: []projection.FoldView{notesFold{}}},
+		projection.WithSetAside(setaside.New(mem, "quarantine")))
+	resp, err := p.Handle(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{
+		publishedThing(t, "t1", 1, `{"Note":"small"}`),
+		publishedThing(t, "t1", 2, `{"Note":"`+strings.Repeat("x", 300_000)+`"}`),
+		publishedThing(t, "t1", 3, `{"Note":"`+strings.Repeat("y", 200_000)+`"}`),
+	}})
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("Handle: failures %v, %v; want none: the shard moves on", resp.BatchItemFailures, err)
+	}
+	item := mem.Item("views", notesFold{}.Key("t1"))
+	if l, ok := item["notes"].(*types.AttributeValueMemberL); !ok || len(l.Value) != 2 {
+		t.Errorf("the fold's item holds %v, want the notes of versions 1 and 2", item["notes"])
+	}
+	var aside []string
+	for _, raw := range mem.Items("quarantine") {
+		if k, ok := raw["kind"].(*types.AttributeValueMemberS); ok && k.Value == setaside.ItemSetAside {
+			it, err := setaside.Load(ctx, mem, "quarantine", rawString(raw, "source"), rawString(raw, "sequenceNumber"))
+			if err != nil || it == nil {
+				t.Fatal(err)
+			}
+			aside = append(aside, it.SequenceNumber+" "+it.Category)
+		}
+	}
+	if strings.Join(aside, ",") != "3 "+setaside.KindOutputTooLarge {
+		t.Errorf("set aside %v, want record 3 alone, %s", aside, setaside.KindOutputTooLarge)
+	}
 }

@@ -1,11 +1,13 @@
 package limits
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // Service limits.
@@ -183,4 +185,14 @@ func CheckItem(item map[string]ddbtypes.AttributeValue) error {
 		e.Field, e.FieldBytes = l[0].Name, l[0].Bytes
 	}
 	return e
+}
+
+// IsItemTooLarge reports DynamoDB's refusal of a write that would make an
+// item exceed DynamoDB's size limit (a ValidationException about the item
+// size): what no retry can write, for the callers that find out only from
+// the answer (an update, whose result size is not known before).
+func IsItemTooLarge(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "ValidationException" &&
+		strings.Contains(strings.ToLower(api.ErrorMessage()), "item size")
 }

@@ -67,9 +67,7 @@ func publishedThing(t *testing.T, agg string, v int64, data string) events.Kines
 // ("a b"+"c", "a"+"b c") are two items.
 func TestEntityItemsThatCannotBeWritten(t *testing.T) {
 	ctx := context.Background()
-	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable, "quarantine": memdb.QuarantineTable})
-	p := projection.New(mem, noLog{}, projection.FixedTable("views"), projection.Views{Entities: []projection.EntityView{noteView{}}},
-		projection.WithSetAside(setaside.New(mem, "quarantine")))
+	mem, p := inProcess(projection.Views{Entities: []projection.EntityView{noteView{}}})
 	resp, err := p.Handle(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{
 		publishedThing(t, "t1", 1, `{"PK":"a b","SK":"c","Note":"first"}`),
 		publishedThing(t, "t1", 2, `{"PK":"a","SK":"b c","Note":"second"}`),
@@ -89,19 +87,33 @@ func TestEntityItemsThatCannotBeWritten(t *testing.T) {
 	if strings.Join(notes, ",") != "first,fourth,second" {
 		t.Errorf("view items %v, want first, second and fourth", notes)
 	}
+	aside := setAsideIn(t, mem)
+	if len(aside) != 1 || aside[0].SequenceNumber != "3" || aside[0].Category != setaside.KindOutputTooLarge || aside[0].Field != "note" {
+		t.Errorf("set aside %+v, want record 3 alone, %s, naming note", aside, setaside.KindOutputTooLarge)
+	}
+}
+
+// inProcess is a projector of views on the in-process store, its views in
+// table "views" and what it sets aside in "quarantine".
+func inProcess(views projection.Views) (*memdb.DB, *projection.Projector) {
+	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable, "quarantine": memdb.QuarantineTable})
+	return mem, projection.New(mem, noLog{}, projection.FixedTable("views"), views, projection.WithSetAside(setaside.New(mem, "quarantine")))
+}
+
+// setAsideIn reads back what was set aside in mem's quarantine table.
+func setAsideIn(t *testing.T, mem *memdb.DB) []setaside.Item {
+	t.Helper()
 	var aside []setaside.Item
 	for _, raw := range mem.Items("quarantine") {
 		if k, ok := raw["kind"].(*types.AttributeValueMemberS); ok && k.Value == setaside.ItemSetAside {
-			it, err := setaside.Load(ctx, mem, "quarantine", rawString(raw, "source"), rawString(raw, "sequenceNumber"))
+			it, err := setaside.Load(context.Background(), mem, "quarantine", rawString(raw, "source"), rawString(raw, "sequenceNumber"))
 			if err != nil || it == nil {
 				t.Fatalf("loading a set-aside item: %v", err)
 			}
 			aside = append(aside, *it)
 		}
 	}
-	if len(aside) != 1 || aside[0].SequenceNumber != "3" || aside[0].Category != setaside.KindOutputTooLarge || aside[0].Field != "note" {
-		t.Errorf("set aside %+v, want record 3 alone, %s, naming note", aside, setaside.KindOutputTooLarge)
-	}
+	return aside
 }
 
 func rawString(item map[string]types.AttributeValue, name string) string {
@@ -139,9 +151,7 @@ func (notesFold) Fold(after int64, evs []es.Event) (expression.UpdateBuilder, er
 // every delivery.
 func TestFoldItemThatWouldPassTheLimit(t *testing.T) {
 	ctx := context.Background()
-	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable, "quarantine": memdb.QuarantineTable})
-	p := projection.New(mem, noLog{}, projection.FixedTable("views"), projection.Views{Folds: []projection.FoldView{notesFold{}}},
-		projection.WithSetAside(setaside.New(mem, "quarantine")))
+	mem, p := inProcess(projection.Views{Folds: []projection.FoldView{notesFold{}}})
 	resp, err := p.Handle(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{
 		publishedThing(t, "t1", 1, `{"Note":"small"}`),
 		publishedThing(t, "t1", 2, `{"Note":"`+strings.Repeat("x", 300_000)+`"}`),
@@ -155,14 +165,8 @@ func TestFoldItemThatWouldPassTheLimit(t *testing.T) {
 		t.Errorf("the fold's item holds %v, want the notes of versions 1 and 2", item["notes"])
 	}
 	var aside []string
-	for _, raw := range mem.Items("quarantine") {
-		if k, ok := raw["kind"].(*types.AttributeValueMemberS); ok && k.Value == setaside.ItemSetAside {
-			it, err := setaside.Load(ctx, mem, "quarantine", rawString(raw, "source"), rawString(raw, "sequenceNumber"))
-			if err != nil || it == nil {
-				t.Fatal(err)
-			}
-			aside = append(aside, it.SequenceNumber+" "+it.Category)
-		}
+	for _, it := range setAsideIn(t, mem) {
+		aside = append(aside, it.SequenceNumber+" "+it.Category)
 	}
 	if strings.Join(aside, ",") != "3 "+setaside.KindOutputTooLarge {
 		t.Errorf("set aside %v, want record 3 alone, %s", aside, setaside.KindOutputTooLarge)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/aws/smithy-go"
 	"io"
 	"log/slog"
 	"slices"
@@ -461,7 +460,7 @@ func (p *Projector) fold(ctx context.Context, table string, v FoldView, evs []es
 		_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: v.Key(agg),
 			UpdateExpression: e.Update(), ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(),
 			ExpressionAttributeValues: e.Values(), ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
-		if isItemTooLarge(err) {
+		if limits.IsItemTooLarge(err) {
 			// The item would pass 400 KB: its last event cannot be
 			// applied, nor any after it (a fold is in order); set them
 			// aside and apply the ones before, which may fit.
@@ -579,13 +578,6 @@ func (p *Projector) entities(ctx context.Context, table string, v EntityView, ev
 		}
 	}
 	return nil
-}
-
-// isItemTooLarge reports whether DynamoDB refused a write for the item's
-// size (a ValidationException saying so).
-func isItemTooLarge(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" && strings.Contains(strings.ToLower(ae.ErrorMessage()), "size")
 }
 
 // tooLarge is the *ApplyError of an item over DynamoDB's 400 KB, which no

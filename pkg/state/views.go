@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/limits"
@@ -329,7 +327,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			if isItemTooLarge(err) && attempt < v.attempts-1 {
+			if limits.IsItemTooLarge(err) && attempt < v.attempts-1 {
 				// Concurrent writers grew the item past what compaction
 				// allows for: compact it from a read, then append again.
 				n, cerr := v.compactNow(ctx, in.Key)
@@ -701,14 +699,6 @@ var compactShape = shapeSet{build: func(uint) expression.Builder {
 }}
 
 const compactSlots = 3
-
-// isItemTooLarge reports DynamoDB's refusal of an update that would make the
-// item exceed its size limit.
-func isItemTooLarge(err error) bool {
-	var api smithy.APIError
-	return errors.As(err, &api) && api.ErrorCode() == "ValidationException" &&
-		strings.Contains(strings.ToLower(api.ErrorMessage()), "item size")
-}
 
 // compactNow reads an item and replaces its parts with their merge
 // (conditioned on its version). It returns writes made.

@@ -565,7 +565,7 @@ func checkItem(item map[string]types.AttributeValue) *limits.TooLargeError {
 // any other error.
 func sizeRefused(err error, item map[string]types.AttributeValue) *limits.TooLargeError {
 	var ae smithy.APIError
-	if !errors.As(err, &ae) || ae.ErrorCode() != "ValidationException" || !strings.Contains(strings.ToLower(ae.ErrorMessage()), "size") {
+	if !limits.IsItemTooLarge(err) || !errors.As(err, &ae) {
 		return nil
 	}
 	tl := &limits.TooLargeError{What: "the timeline item (refused by DynamoDB: " + ae.ErrorMessage() + ")",

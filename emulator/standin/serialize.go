@@ -97,7 +97,7 @@ func newSerializer(backend string) (*serializer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("standin: backend %q: %w", backend, err)
 	}
-	transport := &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}
+	transport := &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}
 	return &serializer{
 		backend: u,
 		proxy: &httputil.ReverseProxy{

@@ -105,23 +105,21 @@ func TestIngestGrantsOnlyWhatItCalls(t *testing.T) {
 // permission); HMAC from context makes the URL NONE only together with the
 // function's signature check (INGEST_AUTH=HMAC) and its secret, which the
 // role may read and nothing else may; cdk-nag stays clean, its one finding
-// (SMG4, no rotation Lambda) suppressed with the reason.
+// (SMG4, no rotation Lambda) suppressed with the reason. The HMAC stack is
+// settingsVariant, whose other settings leave ingest, the URLs and the
+// secret alone.
 func TestIngestAuthModes(t *testing.T) {
 	if n := len(fx.tmpl.ofType("AWS::SecretsManager::Secret")); n != 0 || fx.stack.Ingest.Secret != nil {
 		t.Errorf("the AWS_IAM stack has %d secrets, want none", n)
 	}
 
-	assets := t.TempDir()
-	writeDummyAssets(assets)
-	app := newTestApp(t.TempDir(), map[string]any{ContextIngestAuth: "HMAC", ContextAssetDir: assets})
-	stack, err := NewTributaryStack(app, StackID, nil)
-	if err != nil {
-		t.Fatal(err)
+	v := settingsVariant.get(t)
+	stack, tmpl := v.stack, v.tmpl
+	if stack.Ingest.Secret == nil {
+		t.Fatalf("the stack with %s HMAC has no signing secret", ContextIngestAuth)
 	}
-	addNag(app)
-	tmpl := templateOf(stack.Stack)
-	if stack.AssetDirUsed != assets {
-		t.Errorf("asset dir = %s, want %s from context", stack.AssetDirUsed, assets)
+	if stack.AssetDirUsed != v.assets {
+		t.Errorf("asset dir = %s, want %s from context", stack.AssetDirUsed, v.assets)
 	}
 	secretID := logicalID(stack.Stack, stack.Ingest.Secret)
 	secret := tmpl.Resources[secretID]
@@ -172,8 +170,7 @@ func TestIngestAuthModes(t *testing.T) {
 	if got := tmpl.Outputs["IngestSecretArn"].Value; !reflect.DeepEqual(got, ref(secretID)) {
 		t.Errorf("output IngestSecretArn = %v, want the secret", got)
 	}
-	errs, warns := nagFindings(stack.Stack)
-	for _, e := range append(errs, warns...) {
+	for _, e := range append(v.nagError, v.nagWarn...) {
 		t.Errorf("cdk-nag with signed requests: %s", e)
 	}
 	sups := nagSuppressions(secret)

@@ -356,25 +356,12 @@ func TestNoReservedConcurrencyByDefault(t *testing.T) {
 }
 
 // TestOperationsFromContext: every operational setting follows its context
-// value, as numbers (cdk.json) or strings (-c key=value).
+// value, as numbers (cdk.json) or strings (-c key=value): settingsVariant's
+// alarm email, events retention (72), reserved concurrency (aggregate 10,
+// worker "10") and errors and iterator age alarm settings.
 func TestOperationsFromContext(t *testing.T) {
-	assets := t.TempDir()
-	writeDummyAssets(assets)
-	app := newTestApp(t.TempDir(), map[string]any{
-		ContextAssetDir:             assets,
-		ContextAlarmEmail:           "ops@example.com",
-		ContextEventsRetentionHours: "72",
-		ContextReservedConcurrencyPrefix + FunctionAggregate: 10.0,
-		ContextReservedConcurrencyPrefix + FunctionWorker:    "10",
-		"tributary:alarm.errors.threshold":                   "3",
-		"tributary:alarm.iteratorAge.periodSeconds":          120.0,
-		"tributary:alarm.iteratorAge.evaluationPeriods":      "5",
-	})
-	s, err := NewTributaryStack(app, StackID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := templateOf(s.Stack)
+	v := settingsVariant.get(t)
+	s, tmpl := v.stack, v.tmpl
 
 	subs := tmpl.ofType("AWS::SNS::Subscription")
 	if len(subs) != 1 {
@@ -388,12 +375,21 @@ func TestOperationsFromContext(t *testing.T) {
 	if got := tmpl.Resources[logicalID(s.Stack, s.Events)].Properties["RetentionPeriodHours"]; got != 72.0 {
 		t.Errorf("events RetentionPeriodHours = %v, want 72", got)
 	}
+	// Every function of a name gets its reserved concurrency (the
+	// variant has two join functions).
 	reserved := map[string]float64{FunctionAggregate: 10, FunctionWorker: 10}
-	for _, name := range FunctionNames {
-		_, fn := tmpl.function(t, name)
+	named := map[string]bool{}
+	for id, fn := range tmpl.ofType("AWS::Lambda::Function") {
+		name, _ := fn.Metadata[FunctionMetadataKey].(string)
+		named[name] = true
 		got, ok := fn.Properties["ReservedConcurrentExecutions"]
 		if w, want := reserved[name]; want != ok || (ok && got != w) {
-			t.Errorf("%s ReservedConcurrentExecutions = %v (set %v), want %v (set %v)", name, got, ok, w, want)
+			t.Errorf("%s (%s) ReservedConcurrentExecutions = %v (set %v), want %v (set %v)", name, id, got, ok, w, want)
+		}
+	}
+	for _, name := range FunctionNames {
+		if !named[name] {
+			t.Errorf("no function %s", name)
 		}
 	}
 	for _, a := range tmpl.ofType("AWS::CloudWatch::Alarm") {

@@ -49,16 +49,12 @@ func repoDirWith(t *testing.T, more map[string]string) string {
 // its file), its own mapping filtered on its two types, state table, joins
 // stream and schedule, its own alarms (by {Function, Pipeline} for what it
 // sets aside), its own dashboard and outputs; the first join is unchanged.
+// The stack is settingsVariant, whose pipelines directory is the
+// repository's with orders-payments.json added (and its aggregations
+// changed, which no join reads).
 func TestJoinFileAddsAJoin(t *testing.T) {
-	dir := repoDirWith(t, map[string]string{"orders-payments": ordersPaymentsJoin})
-	assets := t.TempDir()
-	writeDummyAssets(assets)
-	app := newTestApp(t.TempDir(), map[string]any{ContextPipelinesDir: dir, ContextAssetDir: assets})
-	s, err := NewTributaryStack(app, StackID, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := templateOf(s.Stack)
+	v := settingsVariant.get(t)
+	dir, s, tmpl := v.pipelinesDir, v.stack, v.tmpl
 	var names []string
 	for _, j := range s.Joins {
 		names = append(names, j.Config.Name)

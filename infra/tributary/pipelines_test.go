@@ -83,30 +83,25 @@ const ordersDoc = `{
 // distinct. With more than one pipeline the aggregates read through
 // enhanced fan-out consumers of their own; the stack passes cdk-nag.
 func TestPipelinesFromFiles(t *testing.T) {
-	pageviews, checkouts := readRepoPipeline(t, "pageviews"), readRepoPipeline(t, "checkouts")
 	// Two files are the repository's own (the shared fixture's stack,
-	// checked by the other tests); one and three are synthesized here.
+	// checked by the other tests); one and three are variants, the one
+	// pipeline's given a flush interval too (onePipelineVariant).
 	tests := []struct {
-		name  string
-		docs  map[string]string
-		efo   bool
-		names []string
+		name    string
+		variant *lazyVariant
+		efo     bool
+		names   []string
 	}{
-		{"one", map[string]string{"pageviews": pageviews}, false, []string{"pageviews"}},
-		{"a third file", map[string]string{"pageviews": pageviews, "checkouts": checkouts, "orders": ordersDoc}, true, []string{"checkouts", "orders", "pageviews"}},
+		{"one", onePipelineVariant, false, []string{"pageviews"}},
+		{"a third file", threePipelinesVariant, true, []string{"checkouts", "orders", "pageviews"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := writePipelineDir(t, tt.docs)
-			assets := t.TempDir()
-			writeDummyAssets(assets)
-			app := newTestApp(t.TempDir(), map[string]any{ContextPipelinesDir: dir, ContextAssetDir: assets})
-			s, err := NewTributaryStack(app, StackID, nil)
-			if err != nil {
-				t.Fatal(err)
+			v := tt.variant.get(t)
+			s, tmpl := v.stack, v.tmpl
+			if got, want := len(v.docs), len(tt.names); got != want {
+				t.Fatalf("the variant's directory has %d files, want %d", got, want)
 			}
-			addNag(app)
-			tmpl := templateOf(s.Stack)
 
 			var got []string
 			for _, x := range s.Pipelines.Pipelines {
@@ -124,7 +119,7 @@ func TestPipelinesFromFiles(t *testing.T) {
 			}
 			for _, name := range tt.names {
 				var want bytes.Buffer
-				if err := json.Compact(&want, []byte(tt.docs[name])); err != nil {
+				if err := json.Compact(&want, []byte(v.docs[name])); err != nil {
 					t.Fatal(err)
 				}
 				aggID, agg := tmpl.pipelineFunction(t, FunctionAggregate, name)
@@ -196,8 +191,7 @@ func TestPipelinesFromFiles(t *testing.T) {
 					t.Errorf("no alarm Ticker%sErrorsAlarm*", exportedName(name))
 				}
 			}
-			errs, warns := nagFindings(s.Stack)
-			for _, e := range append(errs, warns...) {
+			for _, e := range append(v.nagError, v.nagWarn...) {
 				t.Errorf("cdk-nag: %s", e)
 			}
 		})

@@ -26,6 +26,10 @@ import (
 // synthesis take seconds); the tests read its template.
 var fx *fixture
 
+// testTmp is the test binary's own directory, removed when it ends; the
+// stacks built on first use (variants_test.go) write there.
+var testTmp string
+
 type fixture struct {
 	stack    *TributaryStack
 	tmpl     cfnTemplate
@@ -46,6 +50,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	testTmp = tmp
 
 	assetDir := filepath.Join(tmp, "assets")
 	writeDummyAssets(assetDir)
@@ -57,12 +62,12 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	addNag(app)
-	fx = &fixture{
-		stack:  stack,
-		tmpl:   templateOf(stack.Stack),
-		outdir: outdir,
-	}
+	fx = &fixture{stack: stack, outdir: outdir}
+	// The nag findings first: Annotations_FromStack always synthesizes the
+	// app anew (force), Template_FromStack takes its last synthesis; the
+	// other way round the stack is synthesized twice.
 	fx.nagError, fx.nagWarn = nagFindings(stack.Stack)
+	fx.tmpl = templateOf(stack.Stack)
 	return m.Run()
 }
 

@@ -1,11 +1,15 @@
 package tributary
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
 )
 
 // TestTickerSchedule: an EventBridge rule invokes the ticker every minute
@@ -104,67 +108,69 @@ func TestPipelineConfigIsTheFile(t *testing.T) {
 
 // The aggregates write once every two minutes unless told otherwise, and
 // context 0 or FlushPerBatch in props writes once per batch (no tumbling
-// window on the mapping).
+// window on the mapping). NewPipelines decides it: each case is the
+// pipelines alone in a bare stack of an app with that context (none at all
+// for the code's default); the shared fixture's stack (cdk.json's 120) and
+// a whole stack given FlushPerBatch in props over 300 in context show
+// that the Tributary stack hands both to it (and
+// TestFlushIntervalAndPipelineShapeTheTopology a context string).
 func TestFlushIntervalDefaultsToTwoMinutes(t *testing.T) {
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	files := testPipelineFiles(t, map[string]string{"pageviews": readRepoPipeline(t, "pageviews")})
 	for _, tt := range []struct {
 		name    string
 		context map[string]any
 		props   time.Duration
 		want    any
 	}{
-		{"default", nil, 0, 120.0},
+		{"default: no context", map[string]any{}, 0, 120.0},
 		{"context 0: per batch", map[string]any{ContextFlushInterval: 0.0}, 0, nil},
+		{"context 300", map[string]any{ContextFlushInterval: 300.0}, 0, 300.0},
 		{"props FlushPerBatch over context 300", map[string]any{ContextFlushInterval: 300.0}, FlushPerBatch, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tmpl := fx.tmpl // cdk.json's context and no props: the shared fixture's stack
-			if tt.context != nil || tt.props != 0 {
-				assets := t.TempDir()
-				writeDummyAssets(assets)
-				ctx := map[string]any{ContextAssetDir: assets}
-				for k, v := range tt.context {
-					ctx[k] = v
-				}
-				app := newTestApp(t.TempDir(), ctx)
-				stack, err := NewTributaryStack(app, StackID, &TributaryStackProps{FlushInterval: tt.props})
-				if err != nil {
-					t.Fatal(err)
-				}
-				tmpl = templateOf(stack.Stack)
+			app := awscdk.NewApp(&awscdk.AppProps{Context: &tt.context, Outdir: jsii.String(t.TempDir())})
+			stack := awscdk.NewStack(app, jsii.String("Flush"), nil)
+			pipes, err := NewPipelines(stack, "Pipelines", PipelinesProps{AssetDir: assets, Files: files, Events: testEventsStream(stack),
+				OnFailure: NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: time.Minute}), FlushInterval: tt.props})
+			if err != nil {
+				t.Fatal(err)
 			}
+			tmpl := templateOf(stack)
+			aggregateID := logicalID(stack, pipes.Pipelines[0].Aggregate.Function)
+			assertProps(t, "aggregate mapping", tmpl.mappingOf(t, aggregateID).Properties, map[string]any{"TumblingWindowInSeconds": tt.want})
+		})
+	}
+	for _, tt := range []struct {
+		name string
+		tmpl func(t *testing.T) cfnTemplate
+		want any
+	}{
+		{"whole stack: cdk.json's context", func(*testing.T) cfnTemplate { return fx.tmpl }, 120.0},
+		{"whole stack: props FlushPerBatch over context 300", func(t *testing.T) cfnTemplate { return onePipelineVariant.get(t).tmpl }, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl := tt.tmpl(t)
 			aggregateID, _ := tmpl.function(t, FunctionAggregate)
 			assertProps(t, "aggregate mapping", tmpl.mappingOf(t, aggregateID).Properties, map[string]any{"TumblingWindowInSeconds": tt.want})
 		})
 	}
 }
 
-// TestFlushIntervalAndPipelineShapeTheTopology synthesizes a variant: a
-// flush interval from the command line's context (a string), and a pipeline
-// that writes only to the table and runs two batches per shard.
+// TestFlushIntervalAndPipelineShapeTheTopology reads a variant
+// (settingsVariant): a flush interval from the command line's context (a
+// string), and a pipeline that writes only to the table and runs two
+// batches per shard.
 func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
-	assets := t.TempDir()
-	writeDummyAssets(assets)
-	app := newTestApp(t.TempDir(), map[string]any{ContextFlushInterval: "300", ContextAssetDir: assets})
-	var doc map[string]any
-	if err := json.Unmarshal([]byte(readRepoPipeline(t, "pageviews")), &doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["outputs"] = map[string]any{"table": true}
-	doc["parallelizationFactor"] = 2
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := testPipelineFiles(t, map[string]string{"pageviews": string(raw)})
-	stack, err := NewTributaryStack(app, StackID, &TributaryStackProps{Pipelines: files})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addNag(app)
-	tmpl := templateOf(stack.Stack)
+	v := settingsVariant.get(t)
+	stack, tmpl := v.stack, v.tmpl
 
 	if stack.Pipelines.FlushInterval != 5*time.Minute {
 		t.Errorf("FlushInterval = %v, want 5m from context", stack.Pipelines.FlushInterval)
+	}
+	if n := len(stack.Pipelines.Pipelines); n != 1 {
+		t.Fatalf("%d pipelines, want the one that writes only to the table", n)
 	}
 	aggregateID, fn := tmpl.function(t, FunctionAggregate)
 	assertProps(t, "aggregate mapping", tmpl.mappingOf(t, aggregateID).Properties, map[string]any{
@@ -187,16 +193,19 @@ func TestFlushIntervalAndPipelineShapeTheTopology(t *testing.T) {
 	if _, ok := vars[EnvOutputStreamName]; ok {
 		t.Errorf("aggregate has %s without a results stream", EnvOutputStreamName)
 	}
-	if got := vars[EnvPipelineConfig]; got != string(files[0].JSON) {
-		t.Errorf("%s = %v, want the stack's pipeline %s", EnvPipelineConfig, got, files[0].JSON)
+	var file bytes.Buffer
+	if err := json.Compact(&file, []byte(v.docs["pageviews"])); err != nil {
+		t.Fatal(err)
+	}
+	if got := vars[EnvPipelineConfig]; got != file.String() {
+		t.Errorf("%s = %v, want the stack's pipeline %s", EnvPipelineConfig, got, file.String())
 	}
 	for g := range tmpl.grants(logicalID(stack.Stack, pageviews(stack).Aggregate.Role)) {
 		if strings.HasPrefix(g, "kinesis:PutRecord") {
 			t.Errorf("aggregate may %s with no results stream", g)
 		}
 	}
-	errs, warns := nagFindings(stack.Stack)
-	for _, e := range append(errs, warns...) {
+	for _, e := range append(v.nagError, v.nagWarn...) {
 		t.Errorf("cdk-nag: %s", e)
 	}
 }

@@ -16,9 +16,9 @@
 # transaction (dropping records of the cancelled writes, as AWS never
 # emits them).
 #
-# And it spares moto work it repeats on every request without need, which
-# was a third of make test's CPU (see speedups below); what moto answers is
-# unchanged. Nothing else of moto is changed.
+# And it spares moto work it repeats on every request without need (see
+# Speedups and Keep-alive below: together they cut make test's CPU by a
+# quarter); what moto answers is unchanged. Nothing else of moto is changed.
 import base64
 import functools
 import io
@@ -177,12 +177,10 @@ def make_environ(self):
     if length < 0:
         return environ
     body = self.rfile.read(length) if length else b""
-    if len(body) != length:
-        environ["wsgi.input"] = io.BytesIO(body)
-        return environ
     environ["wsgi.input"] = io.BytesIO(body)
-    self.tributary_connection_rfile, self.rfile = self.rfile, io.BytesIO()
-    self.tributary_keep_alive = True
+    if len(body) == length:  # short: the client went away; the connection closes
+        self.tributary_connection_rfile, self.rfile = self.rfile, io.BytesIO()
+        self.tributary_keep_alive = True
     return environ
 
 

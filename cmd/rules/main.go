@@ -188,6 +188,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if ooo != nil {
 		errs = append(errs, cli.DurationIn("out-of-orderness", *ooo, 0, time.Hour, ""))
 	}
+	if idle != nil {
+		// The detect function's CEP_CONFIG takes idleTimeout above zero, up
+		// to 24h; a negative one would move the watermark past now and close
+		// partial matches that may still complete (false absence matches).
+		errs = append(errs, cli.DurationIn("idle-timeout", *idle, time.Millisecond, 24*time.Hour, "as the detect function's idleTimeout"))
+	}
 	if name == "test" {
 		if len(ruleFiles) == 0 {
 			errs = append(errs, cli.Usagef("rule", "is required: a rule's JSON file"))

@@ -52,6 +52,8 @@ func TestOfflineAndBadCommandLines(t *testing.T) {
 		{[]string{"disable", "-table", "rules"}, 2, "", "-id is required"},
 		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "ev", "-from", "1h"}, 2, "", "-matches ev is the events stream"},
 		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", "tomorrow"}, 2, "", "-from \"tomorrow\""},
+		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", "1h", "-idle-timeout", "-100h"}, 2, "", "-idle-timeout -100h0m0s: must be from 1ms to 24h0m0s"},
+		{[]string{"add", "-table", "rules", "-file", "testdata/unpaid.json", "-stream", "ev", "-matches", "m", "-from", "1h", "-idle-timeout", "0s"}, 2, "", "-idle-timeout 0s: must be from 1ms"},
 		{[]string{"fly"}, 2, "", `unknown command "fly"`},
 		{[]string{}, 2, "", "a command is required"},
 	} {

@@ -86,6 +86,11 @@ func Backfill(ctx context.Context, kin backfillKinesis, sr *StoredRule, opts Bac
 	if len(sr.Intervals) == 0 {
 		return nil, fmt.Errorf("cep: rule %q has never been active", sr.Rule.ID)
 	}
+	if opts.OutOfOrderness < 0 || opts.IdleTimeout <= 0 {
+		// A watermark moved past now would close partial matches that may
+		// still complete: false absence matches on the matches stream.
+		return nil, fmt.Errorf("cep: backfill: outOfOrderness %s and idleTimeout %s: want outOfOrderness 0 or more and idleTimeout above zero, as the detect function's CEP_CONFIG takes them", opts.OutOfOrderness, opts.IdleTimeout)
+	}
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now

@@ -247,6 +247,14 @@ func TestBackfillRunsARuleOverThePast(t *testing.T) {
 	if strings.Join(got, " ") != "paid:a:o1,p1 paid:b:o2,p2" || res.Records != 6 {
 		t.Fatalf("backfill: %v, %d records read (o3,p3 begin after the rule applies: the live function's)", got, res.Records)
 	}
+	// An idle timeout below zero would move the watermark past now and
+	// close matches that may still complete: refused before any read.
+	for _, o := range []BackfillOptions{{IdleTimeout: -100 * time.Hour}, {IdleTimeout: 0}, {IdleTimeout: time.Minute, OutOfOrderness: -time.Second}} {
+		o.Stream, o.Matches, o.From = evStream, matches, start.Add(-time.Minute)
+		if _, err := Backfill(ctx, kin, sr, o); err == nil || !strings.Contains(err.Error(), "idleTimeout") {
+			t.Errorf("backfill with idleTimeout %s, outOfOrderness %s: %v, want it refused", o.IdleTimeout, o.OutOfOrderness, err)
+		}
+	}
 }
 
 // countingSource counts the reads a handler makes of its rules.

@@ -243,13 +243,19 @@ func (a *Admin) test(body []byte) events.LambdaFunctionURLResponse {
 	}
 	evs := make([]stream.Envelope, len(req.Events))
 	for i, raw := range req.Events {
-		if err := stream.Unmarshal(raw, &evs[i]); err == nil {
+		if err := stream.UnmarshalExact(raw, &evs[i]); err == nil {
 			err = evs[i].Validate()
 			if err != nil {
 				return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("events[%d].%v", i, err), Part: fmt.Sprintf("events[%d]", i)})
 			}
 		} else {
-			return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("events[%d]: %v", i, err), Part: fmt.Sprintf("events[%d]", i)})
+			// As ingest reads them: names spelt exactly, unknown ones
+			// refused, so a test runs on what ingest would accept.
+			part := fmt.Sprintf("events[%d]", i)
+			if fe, ok := errors.AsType[*stream.FieldError](err); ok && fe.Field != "" {
+				part += "." + fe.Field
+			}
+			return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("events[%d]: %v", i, err), Part: part})
 		}
 		if evs[i].ReceivedAt.IsZero() {
 			evs[i].ReceivedAt = evs[i].SentAt

@@ -31,6 +31,8 @@ func TestRulesAPIRefusesAmbiguousRequests(t *testing.T) {
 		{"nested past the bound", "/rules", `{"id":"r","keys":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, "keys" + strings.Repeat("[0]", 63), "deeper than 64"},
 		{"a test request's rule with a key twice", "/test", `{"rules":[{"id":"r",` + steps + `,"within":"1m","within":"24h"}],"events":[]}`, "rules[0].within", "duplicate object key"},
 		{"a test request's misspelt field", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[` + envelope + `],"outOfOrdernes":"5s"}`, "outOfOrdernes", `did you mean "outOfOrderness"?`},
+		{"a test request's event with a name in other case", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[{"id":"1","TYPE":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]}`, "events[0].TYPE", `did you mean "type"?`},
+		{"a test request's event with an unknown field", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[{"id":"1","type":"x","tpyo":1,"key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]}`, "events[0].tpyo", "unknown field"},
 		{"a test request's event with a key twice", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[{"id":"1","id":"2","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]}`, "events[0].id", "duplicate object key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,5 +33,5 @@ func main() {
 		replay.WithProgress(func(published, total int) {
 			log.Info("snapshot progress", "published", published, "approxTotal", total)
 		}))
-	lambda.Start(s.Handle)
+	lambda.Start(s)
 }

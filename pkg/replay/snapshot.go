@@ -1,9 +1,12 @@
 package replay
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/tributary-dev/tributary/pkg/cdc"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // DefaultClockSkew is how far before the snapshot's start a new consumer
@@ -105,9 +109,39 @@ func NewSnapshotter(db cdc.TableScanner, streams cdc.StreamReader, kin recordPut
 	return s
 }
 
-// Handle is the snapshot function's entry point.
+// Handle snapshots the table req names (or the default table).
 func (s *Snapshotter) Handle(ctx context.Context, req SnapshotRequest) (*SnapshotResult, error) {
 	return s.Snapshot(ctx, req.Table)
+}
+
+// MaxSnapshotRequestBytes bounds the snapshot function's input: a table
+// name and the JSON around it.
+const MaxSnapshotRequestBytes = 4 << 10
+
+// tableName is DynamoDB's rule for a table name.
+var tableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// Invoke is the snapshot function's entry point (lambda.Handler): the input
+// is read with the project's strict reader, so a misspelt field ("tabel")
+// or a name in another case ("TABLE") is refused, naming it, where the
+// runtime's decoder would ignore it and snapshot the default table; a key
+// given twice is refused, not the last copy taken. An empty input, or
+// null, is {}: the default table.
+func (s *Snapshotter) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	var req SnapshotRequest
+	if doc := bytes.TrimSpace(payload); len(doc) > 0 && !bytes.Equal(doc, []byte("null")) {
+		if err := strictjson.Decode(doc, &req, strictjson.Options{MaxBytes: MaxSnapshotRequestBytes, Name: "input"}); err != nil {
+			return nil, fmt.Errorf("snapshot input: %w (want {\"table\": \"<profiles table>\"}, or {} for the default table)", err)
+		}
+	}
+	if req.Table != "" && !tableName.MatchString(req.Table) {
+		return nil, fmt.Errorf("snapshot input: table: %.80q is not a DynamoDB table name (3 to 255 letters, digits, '_', '-' or '.')", req.Table)
+	}
+	res, err := s.Snapshot(ctx, req.Table)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
 }
 
 // Snapshot publishes table (or the default table) as snapshot records tied

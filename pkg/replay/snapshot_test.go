@@ -186,9 +186,14 @@ func TestSnapshotStartLeavesNoGap(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 			fn.catchUp(ctx)
 		}))
-	res, err := s.Handle(ctx, replay.SnapshotRequest{Table: table})
+	// As the function gets it: the console's Test event, raw.
+	answer, err := s.Invoke(ctx, []byte(`{"table": "`+table+`"}`))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var res *replay.SnapshotResult
+	if err := json.Unmarshal(answer, &res); err != nil {
+		t.Fatalf("answer %s: %v", answer, err)
 	}
 	finished := time.Now()
 	time.Sleep(20 * time.Millisecond)
@@ -248,5 +253,27 @@ func TestSnapshotRefusesNegativeClockSkew(t *testing.T) {
 	s := replay.NewSnapshotter(nil, nil, nil, "events", replay.WithClockSkew(-5*time.Second))
 	if res, err := s.Snapshot(context.Background(), "profiles"); err == nil || res != nil || !strings.Contains(err.Error(), "clock skew -5s") {
 		t.Errorf("Snapshot with skew -5s: %+v, %v; want a refusal naming the skew", res, err)
+	}
+}
+
+// The snapshot function reads its input strictly: a misspelt or miscased
+// field, a key twice, a name DynamoDB would refuse, or an input past its
+// bound is refused naming it, before anything is read or published (the
+// runtime's decoder ignored "tabel" and snapshotted the default table).
+func TestSnapshotInputIsReadStrictly(t *testing.T) {
+	s := replay.NewSnapshotter(nil, nil, nil, "events", replay.WithDefaultTable("profiles"))
+	for _, tc := range []struct{ in, want string }{
+		{`{"tabel":"orders"}`, `tabel: unknown field; did you mean "table"?`},
+		{`{"TABLE":"orders"}`, `TABLE: unknown field`},
+		{`{"table":"a","table":"orders"}`, `duplicate object key "table"`},
+		{`{"table":7}`, `table: must be a JSON string`},
+		{`{"table":"no spaces allowed"}`, `is not a DynamoDB table name`},
+		{`{"table":"` + strings.Repeat("t", 5000) + `"}`, `input`},
+		{`[]`, `must be`},
+	} {
+		answer, err := s.Invoke(context.Background(), []byte(tc.in))
+		if err == nil || answer != nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%.60s: %s, %v; want a refusal with %q", tc.in, answer, err, tc.want)
+		}
 	}
 }

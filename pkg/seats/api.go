@@ -137,7 +137,8 @@ func (a *API) route(ctx context.Context, req events.LambdaFunctionURLRequest) ev
 		}
 		return a.bookings(ctx, req, parts[1])
 	}
-	return errorAnswer(http.StatusNotFound, "", fmt.Sprintf("%s is not a route (%s)", req.RawPath, routes))
+	// The path is echoed cut: an answer is bounded whatever was asked.
+	return errorAnswer(http.StatusNotFound, "", fmt.Sprintf("%q is not a route (%s)", truncate(req.RawPath, maxEchoBytes), routes))
 }
 
 func (a *API) command(ctx context.Context, req events.LambdaFunctionURLRequest) events.LambdaFunctionURLResponse {
@@ -313,7 +314,7 @@ func behind(view, showID string, version int64, f freshness, waited time.Duratio
 
 func (a *API) day(ctx context.Context, day string) events.LambdaFunctionURLResponse {
 	if _, err := time.Parse("2006-01-02", day); err != nil {
-		return errorAnswer(http.StatusBadRequest, "day", fmt.Sprintf("day: %q is not a date (yyyy-mm-dd)", day))
+		return errorAnswer(http.StatusBadRequest, "day", fmt.Sprintf("day: %q is not a date (yyyy-mm-dd)", truncate(day, maxEchoBytes)))
 	}
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrDay).Equal(expression.Value(day))).Build()
 	if err != nil {
@@ -350,6 +351,9 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 		return *bad
 	}
 	show := req.QueryStringParameters["show"]
+	if show != "" && (es.CheckAggregateID(show) != nil || len(show) > maxIDLength) {
+		return errorAnswer(http.StatusBadRequest, "show", fmt.Sprintf("show: %q: 1 to %d letters, digits, - _ . :", truncate(show, maxEchoBytes), maxIDLength))
+	}
 	if f.min > 0 && show == "" {
 		return errorAnswer(http.StatusBadRequest, "show", "show: minVersion is a version of one show: name it (show=<showId>)")
 	}
@@ -424,6 +428,10 @@ func jsonAnswer(status int, v any) events.LambdaFunctionURLResponse {
 	}
 	return events.LambdaFunctionURLResponse{StatusCode: status, Body: string(b), Headers: map[string]string{"Content-Type": "application/json"}}
 }
+
+// maxEchoBytes bounds what an answer repeats of a request's path or
+// parameters.
+const maxEchoBytes = 200
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -174,6 +174,23 @@ func TestAPI(t *testing.T) {
 			t.Errorf("%s %s %v: %d %s, want %d", tt.method, tt.path, tt.query, got.status, got.body, tt.status)
 		}
 	}
+	// What an answer repeats of the request is cut: a path, a day or a
+	// show of 100 KB gets an answer of a few hundred bytes.
+	long := strings.Repeat("x", 100<<10)
+	for _, tt := range []struct {
+		path   string
+		query  map[string]string
+		status int
+	}{
+		{"/" + long, nil, 404},
+		{"/days/" + long + "/availability", nil, 400},
+		{"/customers/ada/bookings", map[string]string{"show": long}, 400},
+		{"/customers/ada/bookings", map[string]string{"show": "a b"}, 400},
+	} {
+		if got := f.do(t, "GET", tt.path, tt.query, ""); got.status != tt.status || len(got.body) > 1<<10 {
+			t.Errorf("GET %.40s… %.40v: %d, %d bytes %.300s; want %d in under 1 KB", tt.path, tt.query, got.status, len(got.body), got.body, tt.status)
+		}
+	}
 }
 
 // TestProjectedReadWaitsForItsVersion: a read with minVersion that starts

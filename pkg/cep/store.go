@@ -78,6 +78,11 @@ type Store struct {
 	table string
 	now   func() time.Time
 	log   *slog.Logger
+
+	// maxRules is MaxRules (tests lower it); counted is called by Add
+	// between counting the rules and writing (tests race it there).
+	maxRules int
+	counted  func()
 }
 
 // NewStore returns the store of table; now is the clock changes are stamped
@@ -86,7 +91,7 @@ func NewStore(db storeAPI, table string, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, table: table, now: now, log: slog.New(slog.DiscardHandler)}
+	return &Store{db: db, table: table, now: now, log: slog.New(slog.DiscardHandler), maxRules: MaxRules}
 }
 
 // WithLogger logs rules that cannot be loaded.
@@ -130,15 +135,43 @@ func CreateRulesTable(ctx context.Context, db interface {
 	return nil
 }
 
+// addAttempts is how many times Add counts and writes again when another
+// change to the rules came between the two.
+const addAttempts = 8
+
 // Add stores a new rule, active for events arriving from now +
-// ActivationDelay on.
+// ActivationDelay on. The rules are counted against MaxRules at the version
+// the write is conditioned on, so two adds at once cannot both take the
+// last place: the one whose count another change overtook counts again.
 func (s *Store) Add(ctx context.Context, r *Rule) (*StoredRule, error) {
+	for attempt := 1; ; attempt++ {
+		sr, err := s.add(ctx, r)
+		if !errors.Is(err, errVersionMoved) {
+			return sr, err
+		}
+		if attempt == addAttempts {
+			return nil, fmt.Errorf("cep: adding rule %q: the rules changed under each of %d attempts to count them; try again", r.ID, attempt)
+		}
+	}
+}
+
+func (s *Store) add(ctx context.Context, r *Rule) (*StoredRule, error) {
+	// The version first: a change after it moves it, and the write below
+	// is conditioned on it; every change before it is in the (consistent)
+	// scan.
+	version, err := s.Version(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rules, err := s.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(rules) >= MaxRules {
+	if len(rules) >= s.maxRules {
 		return nil, ErrTooMany
+	}
+	if s.counted != nil {
+		s.counted()
 	}
 	now := s.now().UTC()
 	sr := &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: now.Add(ActivationDelay)}}, Version: 1, CreatedAt: now, UpdatedAt: now}
@@ -150,34 +183,58 @@ func (s *Store) Add(ctx context.Context, r *Rule) (*StoredRule, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = s.write(ctx, &types.Put{TableName: aws.String(s.table), Item: item,
-		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names()})
+	err = s.writeAt(ctx, &types.Put{TableName: aws.String(s.table), Item: item,
+		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names()}, &version)
 	if errors.Is(err, errCondition) {
 		return nil, fmt.Errorf("%w: %q (a deleted rule's id is kept for %s)", ErrExists, r.ID, TombstoneTTL)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, errVersionMoved) {
 		return nil, fmt.Errorf("cep: adding rule %q: %w", r.ID, err)
 	}
-	return sr, nil
+	return sr, err
 }
 
-// errCondition is a transaction refused by the rule item's condition.
-var errCondition = errors.New("cep: the rule changed")
+// errCondition is a transaction refused by the rule item's condition, and
+// errVersionMoved one refused because the rules' version is no longer the
+// one the writer read.
+var (
+	errCondition    = errors.New("cep: the rule changed")
+	errVersionMoved = errors.New("cep: the rules changed")
+)
 
 // write puts a rule item and bumps the rules' version, in one transaction.
-func (s *Store) write(ctx context.Context, put *types.Put) error {
-	bump, err := expression.NewBuilder().WithUpdate(expression.Add(expression.Name(attrVersion), expression.Value(1))).Build()
+func (s *Store) write(ctx context.Context, put *types.Put) error { return s.writeAt(ctx, put, nil) }
+
+// writeAt is write that, given a version, bumps it only from that version
+// (errVersionMoved otherwise).
+func (s *Store) writeAt(ctx context.Context, put *types.Put, version *int64) error {
+	b := expression.NewBuilder().WithUpdate(expression.Add(expression.Name(attrVersion), expression.Value(1)))
+	if version != nil {
+		at := expression.AttributeNotExists(expression.Name(attrVersion))
+		if *version != 0 {
+			at = expression.Equal(expression.Name(attrVersion), expression.Value(*version))
+		}
+		b = b.WithCondition(at)
+	}
+	bump, err := b.Build()
 	if err != nil {
 		return err
 	}
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: put},
 		{Update: &types.Update{TableName: aws.String(s.table), Key: map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: versionID}},
-			UpdateExpression: bump.Update(), ExpressionAttributeNames: bump.Names(), ExpressionAttributeValues: bump.Values()}},
+			UpdateExpression: bump.Update(), ConditionExpression: bump.Condition(),
+			ExpressionAttributeNames: bump.Names(), ExpressionAttributeValues: bump.Values()}},
 	}})
 	var tce *types.TransactionCanceledException
-	if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
-		return errCondition
+	if errors.As(err, &tce) {
+		reasons := tce.CancellationReasons
+		if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
+			return errCondition
+		}
+		if len(reasons) > 1 && aws.ToString(reasons[1].Code) == "ConditionalCheckFailed" {
+			return errVersionMoved
+		}
 	}
 	return err
 }

@@ -394,3 +394,59 @@ func TestEnablingIsBounded(t *testing.T) {
 		t.Errorf("delete: %v", err)
 	}
 }
+
+// TestAddCannotPassTheLimitUnderARace: two adds that count the rules at
+// once cannot both take the last place. One add is held between counting
+// and writing while another takes the place; the held one's write, made at
+// the version it counted at, is refused, and it counts again and is
+// refused as too many. Another change (an add under the limit) between the
+// count and the write only makes it count again.
+func TestAddCannotPassTheLimitUnderARace(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	table := newRulesTable(t)
+	s, other := NewStore(db, table, c.now), NewStore(db, table, c.now)
+	s.maxRules, other.maxRules = 3, 3
+	add := func(s *Store, id string) error {
+		_, err := s.Add(ctx, rule(t, `{"id":"`+id+`","pattern":[{"begin":"a","type":"x"}]}`))
+		return err
+	}
+	for _, id := range []string{"r1", "r2"} {
+		if err := add(s, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raced := false
+	s.counted = func() {
+		if !raced {
+			raced = true
+			if err := add(other, "r3"); err != nil {
+				t.Fatalf("the racing add: %v", err)
+			}
+		}
+	}
+	if err := add(s, "r4"); !errors.Is(err, ErrTooMany) {
+		t.Errorf("the held add: %v, want ErrTooMany (the other took the last place)", err)
+	}
+	if rules, err := s.List(ctx); err != nil || len(rules) != 3 {
+		t.Fatalf("%d rules (%v), want 3: the limit", len(rules), err)
+	}
+
+	// Under the limit, a change in between makes the held add count again
+	// and succeed.
+	s.maxRules, other.maxRules, raced = 5, 5, false
+	s.counted = func() {
+		if !raced {
+			raced = true
+			if err := add(other, "r5"); err != nil {
+				t.Fatalf("the racing add: %v", err)
+			}
+		}
+	}
+	if err := add(s, "r6"); err != nil {
+		t.Errorf("the held add under the limit: %v", err)
+	}
+	if rules, err := s.List(ctx); err != nil || len(rules) != 5 {
+		t.Fatalf("%d rules (%v), want 5", len(rules), err)
+	}
+}

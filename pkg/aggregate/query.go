@@ -30,7 +30,8 @@ func (p *Processor) Windows(ctx context.Context, key, kind string, from, to time
 // running value. For tumbling and hopping windows both are window items;
 // session and sliding windows that are still open live in the key's keyed
 // state and are computed from it here (a read, no write). It reads at most
-// limit+1 window items (state.Views.QueryBounded) and the keyed state.
+// limit+1 window items, besides retracted sessions it skips
+// (state.Views.QueryBounded), and the keyed state.
 func (p *Processor) WindowsBounded(ctx context.Context, key, kind string, from, to time.Time, limit int) ([]state.View, bool, error) {
 	views, more, err := p.views.QueryBounded(ctx, p.cfg.Name, key, kind, from, to, state.Bound{Limit: limit})
 	if err != nil {

@@ -97,13 +97,15 @@ func Kind(cfg *pipeline.Config, name string) (string, error) {
 // that start in [from, to), ordered by kind (as given), then start, then
 // end: final windows as stored (revision 1, more after corrections), open
 // ones with their running value (revision 0); and whether there are more.
-// It reads no further than it shows: at most limit+1 window items in all
-// (and the session and sliding state of the kinds it reaches), so a key
-// with a year of windows costs what the limit does, not what the key holds.
-func (r *Reader) Windows(ctx context.Context, key string, kinds []string, from, to time.Time, limit int) (views []state.View, more bool, err error) {
+// It reads no further than it shows: at most limit+1 window items in all,
+// besides retracted sessions it skips (and the session and sliding state of
+// the kinds it reaches), so a key with a year of windows costs what the
+// limit does, not what the key holds.
+func (r *Reader) Windows(ctx context.Context, key string, kinds []string, from, to time.Time, limit int) ([]state.View, bool, error) {
 	if limit < 0 {
 		return nil, false, fmt.Errorf("reading windows of key %q: limit %d, want 0 or more", key, limit)
 	}
+	var views []state.View
 	for _, kind := range kinds {
 		// Once the limit is reached, the next kind is read for one item
 		// only: whether it has any is whether there are more.

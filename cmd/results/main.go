@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.StringVar(&f.to, "to", "", "windows starting before this, or now (default now); not with -follow")
 	fs.BoolVar(&f.follow, "follow", false, "tail the WindowResults stream: print each final result, correction and retraction as it arrives, until Ctrl-C")
 	fs.BoolVar(&f.asJSON, "json", false, "JSON lines instead of a table: one window a line (with -follow, each record as it is on the stream)")
-	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("at most this many windows, 1 to %d (default %d); with -follow, stop after this many records (default: no limit)", maxLimit, defaultLimit))
+	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("at most this many windows, 1 to %d (default %d), and no more are read; with -follow, stop after this many records (default: no limit)", maxLimit, defaultLimit))
 	fs.StringVar(&f.pipeline, "pipeline", "", "the pipeline: its name (with -template, one the template deploys; else "+defaultDir+"/<name>.json) or its JSON file (default: with -template, the only one it deploys; else $PIPELINE_CONFIG, else the only one in "+defaultDir+"/)")
 	fs.StringVar(&f.parameter, "parameter", "", "the SSM parameter naming the current views table: the stack output ViewsParameterName (default $VIEWS_PARAMETER_NAME)")
 	fs.StringVar(&f.table, "table", "", "the views table itself, instead of -parameter (default $VIEWS_TABLE_NAME)")
@@ -132,7 +132,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		return cli.ExitOK
 	}
-	if err := show(ctx, dynamodb.NewFromConfig(awsCfg), ssm.NewFromConfig(awsCfg), q, stdout); err != nil {
+	if err := show(ctx, dynamodb.NewFromConfig(awsCfg), ssm.NewFromConfig(awsCfg), q, stdout, stderr); err != nil {
 		return fail(stderr, err)
 	}
 	return cli.ExitOK
@@ -343,8 +343,17 @@ func pipelineFile(file string) (*pipeline.Config, error) {
 	return cfg, nil
 }
 
-// show prints the key's windows from the views table.
-func show(ctx context.Context, db *dynamodb.Client, params *ssm.Client, q *query, stdout io.Writer) error {
+// windowStore is what show needs of DynamoDB: the reader's reads.
+type windowStore interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+var _ windowStore = (*dynamodb.Client)(nil)
+
+// show prints the key's first q.limit windows from the views table, having
+// read no more of them than that and one (which says there are more).
+func show(ctx context.Context, db windowStore, params *ssm.Client, q *query, stdout, stderr io.Writer) error {
 	table, via := q.table, ""
 	if table == "" {
 		vt := aggregate.NewViewsTable(sdkparam.New(params), q.parameter, 0, nil, nil)
@@ -357,7 +366,7 @@ func show(ctx context.Context, db *dynamodb.Client, params *ssm.Client, q *query
 		table, via = vt.Current(ctx), " (named by "+q.parameter+")"
 	}
 	r := results.NewReader(q.cfg, db, table)
-	views, err := r.Windows(ctx, q.key, q.kinds, q.from, q.to)
+	views, more, err := r.Windows(ctx, q.key, q.kinds, q.from, q.to, q.limit)
 	if err != nil {
 		var nf *ddbtypes.ResourceNotFoundException
 		if errors.As(err, &nf) {
@@ -365,12 +374,16 @@ func show(ctx context.Context, db *dynamodb.Client, params *ssm.Client, q *query
 		}
 		return err
 	}
-	more := 0
-	if len(views) > q.limit {
-		more, views = len(views)-q.limit, views[:q.limit]
-	}
+	// How many more there are is not known: counting them would read them.
+	moreNote := fmt.Sprintf("… and more windows not shown, past the first %d (raise -limit, or narrow -from/-to or -window)", q.limit)
 	if q.asJSON {
-		return results.WriteJSON(stdout, views)
+		if err := results.WriteJSON(stdout, views); err != nil {
+			return err
+		}
+		if more {
+			fmt.Fprintf(stderr, "results: %s\n", moreNote) // stdout holds only JSON lines
+		}
+		return nil
 	}
 	fmt.Fprintf(stdout, "pipeline %s, key %s: windows starting from %s to %s, from %s%s\n\n", q.cfg.Name, results.QuoteKey(q.key),
 		q.from.UTC().Format(results.TimeFormat), q.to.UTC().Format(results.TimeFormat), table, via)
@@ -382,8 +395,8 @@ func show(ctx context.Context, db *dynamodb.Client, params *ssm.Client, q *query
 	if err := results.WriteTable(stdout, q.cfg.Aggregates, views); err != nil {
 		return err
 	}
-	if more > 0 {
-		fmt.Fprintf(stdout, "\n… and %d more windows not shown (raise -limit, or narrow -from/-to or -window)\n", more)
+	if more {
+		fmt.Fprintf(stdout, "\n%s\n", moreNote)
 	}
 	return nil
 }

@@ -44,11 +44,13 @@ const (
 	maxLogLines      = 1000 // rows of a log widget (Logs Insights' limit is 10,000)
 	defaultLogLines  = 1000 // Logs Insights' default limit
 	maxKeysScanned   = 2000 // views items read to list keys
+	maxResultWindows = 500  // a key's windows the results view reads and shows: the latest of the range (four hours of 30 s windows)
 	defaultResultsHr = 3
 )
 
 // dashboardServer serves, on 127.0.0.1, the window results of each
-// pipeline read through state.Views.Query, a few health charts per
+// pipeline read through state.Views.QueryBounded (the latest
+// maxResultWindows of a key's range), a few health charts per
 // pipeline, and the stack's own CloudWatch dashboards (every
 // AWS::CloudWatch::Dashboard of the template, its body resolved against the
 // local deployment) drawn from the stand-in's CloudWatch. Pages are
@@ -447,14 +449,11 @@ func (d *dashboardServer) resultKeys(ctx context.Context, pl *Windows) ([]string
 	return keys, truncated, nil
 }
 
-// windowsOf reads key's windows of kind that start in [from, to).
-func (d *dashboardServer) windowsOf(ctx context.Context, pl *Windows, key, kind string, from, to time.Time) ([]state.View, error) {
-	vs, err := pl.views.Query(ctx, pl.Pipeline.Name, key, kind, from, to)
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(vs, func(i, j int) bool { return vs[i].Window.Start.Before(vs[j].Window.Start) })
-	return vs, nil
+// windowsOf reads the latest maxResultWindows of key's windows of kind
+// that start in [from, to), in start order, and whether there are earlier
+// ones; it reads no more than that and one.
+func (d *dashboardServer) windowsOf(ctx context.Context, pl *Windows, key, kind string, from, to time.Time) ([]state.View, bool, error) {
+	return pl.views.QueryBounded(ctx, pl.Pipeline.Name, key, kind, from, to, state.Bound{Limit: maxResultWindows, Latest: true})
 }
 
 // DashboardURL is the address of the local dashboard page, or "" when it is

@@ -104,6 +104,18 @@ func (f fakeViews) Query(_ context.Context, pipeline, key, kind string, from, to
 	return out, nil
 }
 
+// QueryBounded is Query's windows cut to b.
+func (f fakeViews) QueryBounded(ctx context.Context, pipeline, key, kind string, from, to time.Time, b state.Bound) ([]state.View, bool, error) {
+	vs, err := f.Query(ctx, pipeline, key, kind, from, to)
+	if err != nil || len(vs) <= b.Limit {
+		return vs, false, err
+	}
+	if b.Latest {
+		return vs[len(vs)-b.Limit:], true, nil
+	}
+	return vs[:b.Limit], true, nil
+}
+
 // fakeKeys lists one key of the pipeline.
 type fakeKeys struct{ pipeline string }
 

@@ -492,14 +492,17 @@ func (d *dashboardServer) renderResults(ctx context.Context, v view) string {
 	hours := defaultResultsHr
 	to := d.now().Add(time.Hour)
 	from := d.now().Add(-time.Duration(hours) * time.Hour)
-	var vs []state.View
+	var (
+		vs   []state.View
+		more bool
+	)
 	if key != "" {
-		if vs, err = d.windowsOf(ctx, pl, key, kind, from, to); err != nil {
+		if vs, more, err = d.windowsOf(ctx, pl, key, kind, from, to); err != nil {
 			return "<section id=\"results\"><h2>Results</h2>" + errorNote(err.Error()) + "</section>"
 		}
 	}
-	fmt.Fprintf(&b, "<section id=\"results\" data-pipeline=\"%s\" data-key=\"%s\" data-kind=\"%s\" data-windows=\"%d\"><h2>Results: pipeline %s, table %s</h2>",
-		html.EscapeString(pl.Pipeline.Name), html.EscapeString(key), html.EscapeString(kind), len(vs), html.EscapeString(pl.Pipeline.Name), html.EscapeString(pl.Table))
+	fmt.Fprintf(&b, "<section id=\"results\" data-pipeline=\"%s\" data-key=\"%s\" data-kind=\"%s\" data-windows=\"%d\" data-more=\"%t\"><h2>Results: pipeline %s, table %s</h2>",
+		html.EscapeString(pl.Pipeline.Name), html.EscapeString(key), html.EscapeString(kind), len(vs), more, html.EscapeString(pl.Pipeline.Name), html.EscapeString(pl.Table))
 	b.WriteString("<form class=\"controls\" method=\"get\">")
 	if r := v.query.Get("range"); r != "" {
 		fmt.Fprintf(&b, "<input type=\"hidden\" name=\"range\" value=\"%s\">", html.EscapeString(r))
@@ -520,6 +523,12 @@ func (d *dashboardServer) renderResults(ctx context.Context, v view) string {
 	}
 	fmt.Fprintf(&b, "<p class=\"note\">%s windows of key %s starting in the last %d hours (and the next hour), by event time; bar = %s; r = revision (0 open, 1 final, 2+ corrected)</p>",
 		html.EscapeString(kind), html.EscapeString(key), hours, measure)
+	if more {
+		// Earlier windows are not read: the page reads at most
+		// maxResultWindows of them, however many the key has.
+		fmt.Fprintf(&b, "<p class=\"note more\">… and earlier windows not shown: the page reads the latest %d windows of the range (make results with FROM= and TO= reads any part of it)</p>",
+			maxResultWindows)
+	}
 	b.WriteString(windowTable(vs, computed(pl)))
 	b.WriteString(windowBars(vs, measure))
 	b.WriteString("</section>")

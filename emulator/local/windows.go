@@ -37,10 +37,15 @@ type Windows struct {
 	lambdaName string
 }
 
-// viewQuerier reads a pipeline's windows (state.Views.Query).
+// viewQuerier reads a pipeline's windows: all of a range's, for a check
+// (state.Views.Query, an error past state.MaxQueryWindows), or part of it,
+// for the dashboard (state.Views.QueryBounded).
 type viewQuerier interface {
 	Query(ctx context.Context, pipeline, key, kind string, from, to time.Time) ([]state.View, error)
+	QueryBounded(ctx context.Context, pipeline, key, kind string, from, to time.Time, b state.Bound) ([]state.View, bool, error)
 }
+
+var _ viewQuerier = (*state.Views)(nil)
 
 // FindPipelines finds every deployed pipeline, sorted by name: each
 // aggregate function (binary "aggregate" with a PIPELINE_CONFIG), its

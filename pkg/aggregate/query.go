@@ -2,33 +2,52 @@ package aggregate
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/window"
 )
 
-// Windows returns key's windows of one kind that start in [from, to): final
-// ones (with their revision) as stored, and open ones with their running
-// value. For tumbling and hopping windows both are window items; session and
-// sliding windows that are still open live in the key's keyed state and are
-// computed from it here (a read, no write).
+// Windows returns key's windows of one kind that start in [from, to), as
+// WindowsBounded does: all of them, or, when there are more than
+// state.MaxQueryWindows, an error wrapping state.ErrTooManyWindows.
 func (p *Processor) Windows(ctx context.Context, key, kind string, from, to time.Time) ([]state.View, error) {
-	views, err := p.views.Query(ctx, p.cfg.Name, key, kind, from, to)
+	views, more, err := p.WindowsBounded(ctx, key, kind, from, to, state.MaxQueryWindows)
 	if err != nil {
 		return nil, err
 	}
+	if more {
+		return nil, fmt.Errorf("aggregate: %s windows of key %q: %w (%d)", kind, key, state.ErrTooManyWindows, state.MaxQueryWindows)
+	}
+	return views, nil
+}
+
+// WindowsBounded returns the first limit of key's windows of one kind that
+// start in [from, to), in start order (then end), and whether there are
+// more: final ones (with their revision) as stored, and open ones with their
+// running value. For tumbling and hopping windows both are window items;
+// session and sliding windows that are still open live in the key's keyed
+// state and are computed from it here (a read, no write). It reads at most
+// limit+1 window items, besides retracted sessions it skips
+// (state.Views.QueryBounded), and the keyed state.
+func (p *Processor) WindowsBounded(ctx context.Context, key, kind string, from, to time.Time, limit int) ([]state.View, bool, error) {
+	views, more, err := p.views.QueryBounded(ctx, p.cfg.Name, key, kind, from, to, state.Bound{Limit: limit})
+	if err != nil {
+		return nil, false, err
+	}
 	ws, ok := p.specOf(kind)
-	if !ok || !isKeyedKind(ws.Kind) {
-		return views, nil
+	if !ok || !isKeyedKind(ws.Kind) || (more && len(views) == 0) {
+		return views, more, nil
 	}
 	ks, err := p.views.LoadKeyed(ctx, state.KeyedRef{Pipeline: p.cfg.Name, Key: key, Kind: kind}, "")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	buf, err := decodeKeyed(ks.Blob)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	stored := map[string]bool{}
 	for _, v := range views {
@@ -42,12 +61,30 @@ func (p *Processor) Windows(ctx context.Context, key, kind string, from, to time
 		if _, emitted := buf.Emitted[w.ID()]; emitted {
 			continue // final, stored (or being written)
 		}
+		// Past the last window read, when there are more stored: such a
+		// window may be one of those not read (stored, so not open), and
+		// at least limit windows come before it anyway.
+		if more && !windowBefore(w, views[len(views)-1].Window) {
+			continue
+		}
 		st, err := kw.value(p.cfg.Aggregates, buf.Points)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		views = append(views, state.View{Pipeline: p.cfg.Name, Key: key, Kind: kind, Window: w, Result: st.Result()})
 	}
-	sort.Slice(views, func(i, j int) bool { return views[i].Window.Start.Before(views[j].Window.Start) })
-	return views, nil
+	sort.SliceStable(views, func(i, j int) bool { return windowBefore(views[i].Window, views[j].Window) })
+	if len(views) > limit {
+		views, more = views[:limit], true
+	}
+	return views, more, nil
+}
+
+// windowBefore orders windows by start, then end: the order of their
+// sort keys in the views table.
+func windowBefore(a, b window.Window) bool {
+	if !a.Start.Equal(b.Start) {
+		return a.Start.Before(b.Start)
+	}
+	return a.End.Before(b.End)
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -126,5 +130,100 @@ func TestDeadlineReportsItemFailuresThenRetryCountsOnce(t *testing.T) {
 	}
 	if total != 6 {
 		t.Fatalf("counted %d records, want 6", total)
+	}
+}
+
+// itemCounter is the stand-in's client, counting the items Query returns.
+type itemCounter struct {
+	*dynamodb.Client
+	mu    sync.Mutex
+	items int
+}
+
+func (c *itemCounter) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := c.Client.Query(ctx, in, opts...)
+	if err == nil {
+		c.mu.Lock()
+		c.items += len(out.Items)
+		c.mu.Unlock()
+	}
+	return out, err
+}
+
+func (c *itemCounter) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.items
+	c.items = 0
+	return n
+}
+
+// WindowsBounded reads a key's session windows no further than its limit
+// and one more, and merges the open session (from the key's state) into
+// them: it counts toward the limit, and past the limit it is what says
+// there are more.
+func TestWindowsBoundedMergesOpenSessions(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"b","key":"key","value":"data.ms","windows":[{"kind":"session","gap":"10s"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"0s","partitionKeyIsGroupingKey":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	table := fmt.Sprintf("bounded-%d", tableSeq.Add(1))
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	counter := &itemCounter{Client: db}
+	p := aggregate.New(cfg, state.NewViews(counter, table, cfg.Aggregates), nil, "", aggregate.WithLogger(quiet))
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	// One record every 30 s, data.ms = its index: sessions 0..8 are final
+	// once the watermark reaches the tenth, which is still open.
+	const n = 10
+	var recs []record
+	for i := range n {
+		at := base.Add(time.Duration(i) * 30 * time.Second)
+		recs = append(recs, record{shard: "shardId-000000000000", seq: i + 1, env: stream.Envelope{
+			ID: fmt.Sprint(i), Type: "v", Key: "k", OccurredAt: at, SentAt: at, ReceivedAt: at, Data: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, i))}})
+	}
+	if resp, err := p.HandleBatch(ctx, kinesisEvent(recs)); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("batch: %v %v", resp, err)
+	}
+	kind := cfg.Windows[0].ID()
+	for _, tt := range []struct {
+		limit    int
+		want     string // sums, "o" after an open window's
+		more     bool
+		maxItems int
+	}{
+		{3, "0 1 2", true, 4},
+		{9, "0 1 2 3 4 5 6 7 8", true, 9},      // the open tenth is the one more
+		{10, "0 1 2 3 4 5 6 7 8 9o", false, 9}, // every stored one is read, and the open one
+		{50, "0 1 2 3 4 5 6 7 8 9o", false, 9},
+		{0, "", true, 1},
+	} {
+		counter.take()
+		vs, more, err := p.WindowsBounded(ctx, "k", kind, base.Add(-time.Hour), base.Add(time.Hour), tt.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := counter.take()
+		var got []string
+		for _, v := range vs {
+			s := fmt.Sprint(v.Result.Sum)
+			if !v.Final {
+				s += "o"
+			}
+			got = append(got, s)
+		}
+		if g := strings.Join(got, " "); g != tt.want || more != tt.more {
+			t.Errorf("limit %d: windows %q more %v, want %q more %v", tt.limit, g, more, tt.want, tt.more)
+		}
+		if items > tt.maxItems {
+			t.Errorf("limit %d: read %d window items, want at most %d", tt.limit, items, tt.maxItems)
+		}
+	}
+	// Windows is all of them.
+	if vs, err := p.Windows(ctx, "k", kind, base.Add(-time.Hour), base.Add(time.Hour)); err != nil || len(vs) != n {
+		t.Errorf("Windows: %d windows, %v; want %d", len(vs), err, n)
 	}
 }

@@ -7,8 +7,8 @@
 // and it writes both readably, as an aligned table or as JSON lines.
 //
 //	r := results.NewReader(cfg, dynamodbClient, viewsTable)
-//	views, err := r.Windows(ctx, "user-1", r.Kinds(), from, to)
-//	results.WriteTable(os.Stdout, cfg, views)
+//	views, more, err := r.Windows(ctx, "user-1", r.Kinds(), from, to, 100)
+//	results.WriteTable(os.Stdout, cfg.Aggregates, views) // more: there are others past the 100th
 //
 //	f := results.NewFollower(kinesisClient, windowResultsStream)
 //	err := f.Follow(ctx, time.Time{}, func(rec results.Record) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -94,24 +93,30 @@ func Kind(cfg *pipeline.Config, name string) (string, error) {
 	return "", fmt.Errorf("%q: pipeline %s has no such window; its windows: %s", name, cfg.Name, strings.Join(Kinds(cfg), ", "))
 }
 
-// Windows returns key's windows of the given kinds that start in [from,
-// to), ordered by kind (as given), then start, then end: final windows as
-// stored (revision 1, more after corrections), open ones with their
-// running value (revision 0).
-func (r *Reader) Windows(ctx context.Context, key string, kinds []string, from, to time.Time) ([]state.View, error) {
-	var out []state.View
-	for _, kind := range kinds {
-		vs, err := r.proc.Windows(ctx, key, kind, from, to)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s windows of key %q from %s: %w", kind, key, r.table, err)
-		}
-		sort.SliceStable(vs, func(i, j int) bool {
-			if !vs[i].Window.Start.Equal(vs[j].Window.Start) {
-				return vs[i].Window.Start.Before(vs[j].Window.Start)
-			}
-			return vs[i].Window.End.Before(vs[j].Window.End)
-		})
-		out = append(out, vs...)
+// Windows returns the first limit of key's windows of the given kinds
+// that start in [from, to), ordered by kind (as given), then start, then
+// end: final windows as stored (revision 1, more after corrections), open
+// ones with their running value (revision 0); and whether there are more.
+// It reads no further than it shows: at most limit+1 window items in all,
+// besides retracted sessions it skips (and the session and sliding state of
+// the kinds it reaches), so a key with a year of windows costs what the
+// limit does, not what the key holds.
+func (r *Reader) Windows(ctx context.Context, key string, kinds []string, from, to time.Time, limit int) ([]state.View, bool, error) {
+	if limit < 0 {
+		return nil, false, fmt.Errorf("reading windows of key %q: limit %d, want 0 or more", key, limit)
 	}
-	return out, nil
+	var views []state.View
+	for _, kind := range kinds {
+		// Once the limit is reached, the next kind is read for one item
+		// only: whether it has any is whether there are more.
+		vs, more, err := r.proc.WindowsBounded(ctx, key, kind, from, to, limit-len(views))
+		if err != nil {
+			return nil, false, fmt.Errorf("reading %s windows of key %q from %s: %w", kind, key, r.table, err)
+		}
+		views = append(views, vs...)
+		if more {
+			return views, true, nil
+		}
+	}
+	return views, false, nil
 }

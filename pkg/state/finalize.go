@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -161,28 +163,101 @@ func (v *Views) unlist(ctx context.Context, ref Ref, revision int) (first bool, 
 	return true, nil
 }
 
-// Query returns key's windows of one kind that start in [from, to), merged.
+// MaxQueryWindows is the most windows Query returns: a range holding more
+// is an error (ErrTooManyWindows) rather than a read of all of it. A year of
+// one-minute windows is half a million items; whoever shows a person part of
+// such a range reads it with QueryBounded.
+const MaxQueryWindows = 10000
+
+// ErrTooManyWindows means a range holds more windows than Query returns
+// (MaxQueryWindows): narrow it, or read part of it with QueryBounded.
+var ErrTooManyWindows = errors.New("state: more windows in the range than a query returns")
+
+// Bound is how much of a range QueryBounded reads.
+type Bound struct {
+	// Limit is the most windows returned; 0 returns none and only says
+	// whether the range holds any.
+	Limit int
+	// Latest takes the range's last Limit windows instead of its first
+	// (they are returned in start order all the same).
+	Latest bool
+}
+
+// maxBoundLimit keeps Limit+1 a DynamoDB Query Limit (int32).
+const maxBoundLimit = math.MaxInt32 - 1
+
+// Query returns key's windows of one kind that start in [from, to), merged,
+// in start order (then end): all of them, or, when the range holds more
+// than MaxQueryWindows, an error wrapping ErrTooManyWindows, having read no
+// more than MaxQueryWindows+1 items.
 func (v *Views) Query(ctx context.Context, pipeline, key, kind string, from, to time.Time) ([]View, error) {
+	views, more, err := v.QueryBounded(ctx, pipeline, key, kind, from, to, Bound{Limit: MaxQueryWindows})
+	if err != nil {
+		return nil, err
+	}
+	if more {
+		return nil, fmt.Errorf("state: query %s/%s %s from %s to %s: %w (%d)", pipeline, key, kind,
+			from.UTC().Format(TimeLayout), to.UTC().Format(TimeLayout), ErrTooManyWindows, MaxQueryWindows)
+	}
+	return views, nil
+}
+
+// QueryBounded returns at most b.Limit of key's windows of one kind that
+// start in [from, to), merged, in start order (then end): the range's first
+// ones, or its last with b.Latest; more says whether the range holds others.
+// It reads b.Limit+1 window items and stops (a Query Limit per page, and no
+// page after the one that fills it), besides the items it skips: retracted
+// sessions, which are no result.
+func (v *Views) QueryBounded(ctx context.Context, pipeline, key, kind string, from, to time.Time, b Bound) (views []View, more bool, err error) {
+	if b.Limit < 0 || b.Limit > maxBoundLimit {
+		return nil, false, fmt.Errorf("state: query %s/%s: limit %d, want 0 to %d", pipeline, key, b.Limit, maxBoundLimit)
+	}
 	lo := kind + "|" + from.UTC().Format(TimeLayout)
 	hi := kind + "|" + to.UTC().Format(TimeLayout)
 	kc := expression.Key(attrPK).Equal(expression.Value(PartitionKey(pipeline, key))).
 		And(expression.Key(attrSK).Between(expression.Value(lo), expression.Value(hi)))
-	var views []View
-	err := v.queryItems(ctx, kc, func(it map[string]types.AttributeValue) error {
-		if stringAttr(it, attrSK) >= hi || stringAttr(it, attrStatus) == statusRetracted {
-			return nil // Between is inclusive, [from, to) is not; a retracted session is no result
-		}
-		view, err := v.view(it)
-		if err != nil {
-			return err
-		}
-		views = append(views, view)
-		return nil
-	})
+	ex, err := expression.NewBuilder().WithKeyCondition(kc).Build()
 	if err != nil {
-		return nil, fmt.Errorf("state: query %s/%s: %w", pipeline, key, err)
+		return nil, false, err
 	}
-	return views, nil
+	in := &dynamodb.QueryInput{
+		TableName: v.tableName, ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(!b.Latest),
+		KeyConditionExpression: ex.KeyCondition(), ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+	}
+	want := b.Limit + 1 // the one past the limit says there are more
+	for len(views) < want {
+		// Each page asks for what is still wanted: items skipped below
+		// are made up for by the next page, not read ahead.
+		in.Limit = aws.Int32(int32(want - len(views)))
+		page, err := v.db.Query(ctx, in)
+		if err != nil {
+			return nil, false, fmt.Errorf("state: query %s/%s: %w", pipeline, key, err)
+		}
+		for _, it := range page.Items {
+			if len(views) == want {
+				break
+			}
+			if stringAttr(it, attrSK) >= hi || stringAttr(it, attrStatus) == statusRetracted {
+				continue // Between is inclusive, [from, to) is not; a retracted session is no result
+			}
+			view, err := v.view(it)
+			if err != nil {
+				return nil, false, fmt.Errorf("state: query %s/%s: %w", pipeline, key, err)
+			}
+			views = append(views, view)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	if len(views) > b.Limit {
+		views, more = views[:b.Limit], true
+	}
+	if b.Latest {
+		slices.Reverse(views)
+	}
+	return views, more, nil
 }
 
 // queryItems calls each with every item of the table kc selects, read

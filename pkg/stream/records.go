@@ -107,14 +107,37 @@ func DecodeKinesis(rec *events.KinesisEventRecord, e *Envelope) error {
 // An envelope without receivedAt gets the message's SentTimestamp (when SQS
 // accepted it). A failure is a *PoisonRecordError with RecordID = message id.
 func DecodeSQS(msg *events.SQSMessage, e *Envelope) error {
-	var arrival time.Time
-	if ms, err := strconv.ParseInt(msg.Attributes["SentTimestamp"], 10, 64); err == nil {
-		arrival = time.UnixMilli(ms)
-	}
-	if err := decodeValid([]byte(msg.Body), arrival, e); err != nil {
+	if err := decodeValid([]byte(msg.Body), sqsArrival(msg), e); err != nil {
 		return poison(msg.MessageId, "", err)
 	}
 	return nil
+}
+
+// DecodeSQSExact is DecodeSQS for a body from outside, which the caller
+// holds as bytes (msg.Body's, read once for its own checks too): a key that
+// is not one of the envelope's fields spelt exactly is refused
+// (UnmarshalExact), in the one pass that decodes a well-formed envelope.
+func DecodeSQSExact(msg *events.SQSMessage, body []byte, e *Envelope) error {
+	err := UnmarshalExact(body, e)
+	if err == nil {
+		err = e.Validate()
+	}
+	if err == nil {
+		err = stampArrival(e, sqsArrival(msg))
+	}
+	if err != nil {
+		return poison(msg.MessageId, "", err)
+	}
+	return nil
+}
+
+// sqsArrival is when SQS accepted msg (its SentTimestamp), zero when the
+// attribute is missing.
+func sqsArrival(msg *events.SQSMessage) time.Time {
+	if ms, err := strconv.ParseInt(msg.Attributes["SentTimestamp"], 10, 64); err == nil {
+		return time.UnixMilli(ms)
+	}
+	return time.Time{}
 }
 
 // DecodeDynamoDB decodes and validates the envelope held in a DynamoDB stream

@@ -2,6 +2,8 @@ package stream
 
 import (
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +73,43 @@ func TestPoisonRecordErrorMessage(t *testing.T) {
 	want := `record 4960: field occurredAt: "soon" is not an RFC 3339 time such as 2026-11-29T10:41:07.250Z`
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v\nwant    %s", err, want)
+	}
+}
+
+// DecodeSQSExact decodes what DecodeSQS does from the bytes it is given,
+// and refuses a key DecodeSQS would take case-folded, naming it.
+func TestDecodeSQSExact(t *testing.T) {
+	const exact = `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z","data":{"n":1}}`
+	attrs := map[string]string{"SentTimestamp": "1764412869000"}
+	for _, tt := range []struct {
+		name, body string
+		wantField  string // "": decoded, as DecodeSQS decodes it
+	}{
+		{"exact names", exact, ""},
+		{"escaped but exact", strings.Replace(exact, `"key"`, `"\u006bey"`, 1), ""},
+		{"another case", strings.Replace(exact, `"id"`, `"ID"`, 1), "ID"},
+		{"unknown", strings.Replace(exact, `"data"`, `"payload"`, 1), "payload"},
+		{"bad time, exact names", strings.Replace(exact, `"2026-11-29T07:41:08Z"`, `"soon"`, 1), "sentAt"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := events.SQSMessage{MessageId: "m-1", Body: tt.body, Attributes: attrs}
+			var got Envelope
+			err := DecodeSQSExact(&msg, []byte(tt.body), &got)
+			if tt.wantField != "" {
+				var pe *PoisonRecordError
+				if !errors.As(err, &pe) || pe.RecordID != "m-1" || pe.Field != tt.wantField {
+					t.Errorf("error = %v, want poison record m-1 field %s", err, tt.wantField)
+				}
+				return
+			}
+			var want Envelope
+			if err := DecodeSQS(&msg, &want); err != nil {
+				t.Fatal(err)
+			}
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("DecodeSQSExact = %+v, %v; DecodeSQS = %+v", got, err, want)
+			}
+		})
 	}
 }
 

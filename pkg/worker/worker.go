@@ -274,11 +274,16 @@ func (h *Handler) deadLetter(ctx context.Context, msg *events.SQSMessage, cause 
 }
 
 func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) (outcome, error) {
-	if err := checkBody(msg.MessageId, []byte(msg.Body)); err != nil {
+	// The body's bytes, taken once: the strict check, the envelope's decode
+	// and the idempotency key all read these.
+	body := []byte(msg.Body)
+	if err := checkBody(msg.MessageId, body); err != nil {
 		return 0, err
 	}
+	// An envelope whose keys are its fields spelt exactly, checked in the
+	// pass that decodes it (stream.UnmarshalExact).
 	var env stream.Envelope
-	if err := stream.DecodeSQS(msg, &env); err != nil {
+	if err := stream.DecodeSQSExact(msg, body, &env); err != nil {
 		return 0, err
 	}
 	task, err := DecodeTask(msg.MessageId, &env)
@@ -291,7 +296,7 @@ func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) (ou
 		}
 	}
 	executed := false
-	out, err := h.idem.Do(ctx, []byte(msg.Body), func(ctx context.Context) ([]byte, error) {
+	out, err := h.idem.Do(ctx, body, func(ctx context.Context) ([]byte, error) {
 		executed = true
 		return h.run(ctx, msg.MessageId, task)
 	})
@@ -312,25 +317,19 @@ func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) (ou
 	return duplicate, nil
 }
 
-// checkBody refuses a message body that could be read two ways: not the
-// one strict reader's JSON (strictjson.Check: a key twice, invalid UTF-8,
-// nested too deep), or an envelope with a field other than its own spelt
-// exactly (stream.CheckNames). The idempotency key is taken from the body
-// by its path and the task from the decoded envelope; were {"taskId":"A",
-// "TASKID":"B"} taken, the one would name task A and the other run B.
-// The error is a *TaskError naming the field.
+// checkBody refuses a message body that is not the one strict reader's JSON
+// (strictjson.Check: a key twice, invalid UTF-8, nested too deep): such a
+// body could be read two ways. The idempotency key is taken from the body
+// by its path and the task from the decoded envelope; were
+// {"taskId":"A","taskId":"B"} taken, the one would name task A and the other
+// run B. (A key spelt otherwise than the envelope's fields, {"ID":…}, is the
+// decode's refusal: stream.DecodeSQSExact.) The error is a *TaskError naming
+// the field.
 func checkBody(messageID string, body []byte) error {
 	if err := strictjson.Check(body, strictjson.Options{Name: "body"}); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) && se.Path != "" {
 			return &TaskError{MessageID: messageID, Field: se.Path, Reason: se.Reason}
-		}
-		return &TaskError{MessageID: messageID, Field: "body", Reason: err.Error()}
-	}
-	if err := stream.CheckNames(body); err != nil {
-		var fe *stream.FieldError
-		if errors.As(err, &fe) {
-			return &TaskError{MessageID: messageID, Field: fe.Field, Reason: fe.Reason}
 		}
 		return &TaskError{MessageID: messageID, Field: "body", Reason: err.Error()}
 	}

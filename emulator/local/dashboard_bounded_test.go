@@ -1,0 +1,149 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/window"
+)
+
+// itemCounter is the stand-in's client, counting the items Query returns.
+type itemCounter struct {
+	*dynamodb.Client
+	mu    sync.Mutex
+	items int
+}
+
+func (c *itemCounter) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := c.Client.Query(ctx, in, opts...)
+	if err == nil {
+		c.mu.Lock()
+		c.items += len(out.Items)
+		c.mu.Unlock()
+	}
+	return out, err
+}
+
+func (c *itemCounter) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.items
+	c.items = 0
+	return n
+}
+
+// TestResultsViewReadsTheLatestWindows: the results view of a key with more
+// windows in its range than the page shows reads only the latest
+// maxResultWindows and one more (which says there are earlier ones), shows
+// those in start order and says that earlier ones are not shown; a key
+// with few windows shows them all, without the note. Before, the page read
+// every window of the range.
+func TestResultsViewReadsTheLatestWindows(t *testing.T) {
+	cfg := standintest.Config(t, standintest.Start(t))
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(cfg)
+	if err := state.CreateTable(ctx, db, "views"); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := pipeline.Parse([]byte(`{"name":"busy","key":"key","windows":[{"kind":"tumbling","size":"10s"}],"aggregates":["count"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := pc.Windows[0].ID()
+	now := time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC)
+	// Ten-second windows up to now, all in the page's range: more than
+	// the page shows for key "busy", three for key "quiet".
+	const size = 10 * time.Second
+	n := maxResultWindows + 100
+	start := func(i int) time.Time { return now.Add(-time.Duration(n-i) * size) }
+	writer := state.NewViews(db, "views", pc.Aggregates)
+	s := pc.Aggregates.New()
+	s.Add(1, nil)
+	blob, err := s.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(key string, i int) error {
+		w := window.Window{Start: start(i), End: start(i).Add(size)}
+		return writer.PutWindow(ctx, state.KeyedRef{Pipeline: pc.Name, Key: key, Kind: kind}, w, blob, 1, 1, false)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += 8 {
+				if err := put("busy", i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := n - 3; i < n; i++ {
+		if err := put("quiet", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	counter := &itemCounter{Client: db}
+	d := &dashboardServer{
+		db:        db,
+		pipelines: []*Windows{{Pipeline: pc, Function: "aggregate", Table: "views", views: state.NewViews(counter, "views", pc.Aggregates)}},
+		now:       func() time.Time { return now },
+		keys:      map[string]keyList{},
+	}
+	starts := regexp.MustCompile(`<g class="window" data-start="([^"]+)"`)
+	for _, tt := range []struct {
+		key          string
+		first, shown int // the first window shown (index), how many
+		more         bool
+	}{
+		{"busy", n - maxResultWindows, maxResultWindows, true},
+		{"quiet", n - 3, 3, false},
+	} {
+		counter.take()
+		page := d.renderResults(ctx, view{query: url.Values{"key": {tt.key}}})
+		items := counter.take()
+		if items > tt.shown+1 {
+			t.Errorf("key %s: read %d window items, want at most %d", tt.key, items, tt.shown+1)
+		}
+		head := fmt.Sprintf(`data-key="%s" data-kind="%s" data-windows="%d" data-more="%t"`, tt.key, kind, tt.shown, tt.more)
+		if !strings.Contains(page, head) {
+			t.Errorf("key %s: the section does not say %s:\n%.600s", tt.key, head, page)
+		}
+		note := fmt.Sprintf("… and earlier windows not shown: the page reads the latest %d windows of the range", maxResultWindows)
+		if strings.Contains(page, note) != tt.more {
+			t.Errorf("key %s: the note that earlier windows exist is shown: %v, want %v", tt.key, !tt.more, tt.more)
+		}
+		var got []string
+		for _, m := range starts.FindAllStringSubmatch(page, -1) {
+			got = append(got, m[1])
+		}
+		if len(got) != tt.shown {
+			t.Fatalf("key %s: %d bars, want %d", tt.key, len(got), tt.shown)
+		}
+		for i, g := range got {
+			if want := start(tt.first + i).Format(time.RFC3339); g != want {
+				t.Fatalf("key %s: bar %d starts at %s, want %s (the latest windows, in start order)", tt.key, i, g, want)
+			}
+		}
+	}
+}

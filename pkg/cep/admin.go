@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
@@ -31,7 +32,9 @@ import (
 //	POST   /test               {"rules": [<rule>...], "events": [<envelope>...], "outOfOrderness": "5s"}:
 //	                           run rules over events offline and return the matches: at most
 //	                           MaxTestMatches, within MaxTestAnswerBytes; "matchesFound" counts
-//	                           them all, "truncated" says some were left out
+//	                           them all, "truncated" says some were left out; "eventsRun" counts
+//	                           the events run, and "stopped" says why when the function's time
+//	                           ran out before the last (the matches made by then are answered)
 //
 // A refused rule is a 400 naming the part: {"error": "...", "part": "pattern[1].where"}.
 type Admin struct {
@@ -163,7 +166,7 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 	case len(parts) == 3 && parts[0] == "rules" && parts[2] == "enable" && method == http.MethodPost:
 		return a.changed(ctx, "enabled", parts[1], a.store.Enable)
 	case path == "test" && method == http.MethodPost:
-		return a.test(body), nil
+		return a.test(ctx, body), nil
 	}
 	return respond(http.StatusNotFound, apiError{Error: fmt.Sprintf("%s /%s: not a route (GET /rules, GET /rules/<id>, POST /rules, POST /rules/<id>/disable, POST /rules/<id>/enable, DELETE /rules/<id>, POST /test)", method, path)}), nil
 }
@@ -202,7 +205,7 @@ type TestRequest struct {
 	OutOfOrderness string            `json:"outOfOrderness,omitempty"`
 }
 
-func (a *Admin) test(body []byte) events.LambdaFunctionURLResponse {
+func (a *Admin) test(ctx context.Context, body []byte) events.LambdaFunctionURLResponse {
 	var req TestRequest
 	if err := strictjson.Decode(body, &req, strictjson.Options{MaxBytes: maxAdminBody, Name: "body"}); err != nil {
 		var se *strictjson.Error
@@ -264,15 +267,27 @@ func (a *Admin) test(body []byte) events.LambdaFunctionURLResponse {
 	// A match's record (its envelope) is longer than its entry here, so
 	// records that fit MaxTestAnswerBytes less the room make an answer
 	// that fits it.
-	ms, o, err := TestRulesLimited(rules, evs, ooo, MaxTestMatches, MaxTestAnswerBytes-testAnswerRoom)
+	// 100 rules over 10,000 events is seconds of a whole core, and the
+	// function has a fraction of one: the run stops in time to answer.
+	ctx, cancel := batch.Reserve(ctx, testReserve)
+	defer cancel()
+	ms, o, ran, err := TestRulesUntil(ctx, rules, evs, ooo, MaxTestMatches, MaxTestAnswerBytes-testAnswerRoom)
 	if err != nil {
 		return respond(http.StatusBadRequest, apiError{Error: err.Error()})
 	}
 	if ms == nil {
 		ms = []OfflineMatch{}
 	}
-	return respond(http.StatusOK, testAnswer{Matches: ms, MatchesFound: o.Found, Truncated: o.Truncated, Late: o.Late, SetAside: o.Aside, Events: len(evs)})
+	ans := testAnswer{Matches: ms, MatchesFound: o.Found, Truncated: o.Truncated, Late: o.Late, SetAside: o.Aside, Events: len(evs), EventsRun: ran}
+	if ran < len(evs) {
+		ans.Stopped = fmt.Sprintf("the function's time ran out after %d of the %d events: these are the matches made by then (partial matches still open are not closed); send fewer events or rules, or run `rules test` on your machine", ran, len(evs))
+	}
+	return respond(http.StatusOK, ans)
 }
+
+// testReserve is the time POST /test keeps to answer: it stops running
+// events when less is left before the invocation's deadline.
+const testReserve = 2 * time.Second
 
 // testAnswer is the answer of POST /test.
 type testAnswer struct {
@@ -286,4 +301,8 @@ type testAnswer struct {
 	// budget, a value no sum holds).
 	SetAside int `json:"setAside"`
 	Events   int `json:"events"`
+	// EventsRun is how many of the events were run: all of them unless
+	// the function's time ran out, which Stopped then says.
+	EventsRun int    `json:"eventsRun"`
+	Stopped   string `json:"stopped,omitempty"`
 }

@@ -247,3 +247,47 @@ func deref[T any](p *T) any {
 	}
 	return *p
 }
+
+// TestTestStopsInTimeToAnswer: POST /test runs events only while more than
+// testReserve is left before the invocation's deadline, and then answers
+// what it has, saying how many events it ran and why it stopped, where a
+// run past the deadline would end in the function URL's timeout and no
+// answer. With time to spare it runs them all and says so.
+func TestTestStopsInTimeToAnswer(t *testing.T) {
+	a := NewAdmin(nil, func() time.Time { return base }, quiet)
+	var evs []string
+	for i := range 20 {
+		at := base.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+		evs = append(evs, fmt.Sprintf(`{"id":"o-%d","type":"order","key":"k","occurredAt":%q,"sentAt":%q}`, i, at, at))
+	}
+	body := `{"rules":[{"id":"unpaid","pattern":[{"begin":"o","type":"order"},{"notFollowedBy":"p","type":"payment"}],"within":"1m"}],"events":[` + strings.Join(evs, ",") + `]}`
+	for _, c := range []struct {
+		left    time.Duration // before the deadline
+		ran     int
+		stopped string
+	}{
+		{testReserve / 2, 0, "the function's time ran out after 0 of the 20 events"},
+		{time.Hour, 20, ""},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), c.left)
+		resp, err := a.Handle(ctx, urlRequest("POST", "/test", body))
+		cancel()
+		var ans struct {
+			Matches   []json.RawMessage `json:"matches"`
+			Events    int               `json:"events"`
+			EventsRun int               `json:"eventsRun"`
+			Stopped   string            `json:"stopped"`
+		}
+		if err != nil || resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(resp.Body), &ans) != nil {
+			t.Fatalf("%s left: %v %d %.300s", c.left, err, resp.StatusCode, resp.Body)
+		}
+		if ans.Events != 20 || ans.EventsRun != c.ran || !strings.Contains(ans.Stopped, c.stopped) || (c.stopped == "") != (ans.Stopped == "") {
+			t.Errorf("%s left: events %d, eventsRun %d, stopped %q; want 20, %d, %q", c.left, ans.Events, ans.EventsRun, ans.Stopped, c.ran, c.stopped)
+		}
+		// Stopped early, the open partial matches are not closed: no
+		// order is called unpaid on the strength of events not run.
+		if want := map[bool]int{true: 0, false: 20}[c.stopped != ""]; len(ans.Matches) != want {
+			t.Errorf("%s left: %d matches, want %d", c.left, len(ans.Matches), want)
+		}
+	}
+}

@@ -3,10 +3,12 @@ package cep
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"time"
 
@@ -259,17 +261,35 @@ func TestRules(rules []*Rule, events []stream.Envelope, outOfOrderness time.Dura
 // made whose records add up to at most maxBytes (Offline.Limit); the
 // Offline's Found counts them all and Truncated says some were left out.
 func TestRulesLimited(rules []*Rule, events []stream.Envelope, outOfOrderness time.Duration, maxMatches, maxBytes int) ([]OfflineMatch, *Offline, error) {
+	ms, o, _, err := TestRulesUntil(context.Background(), rules, events, outOfOrderness, maxMatches, maxBytes)
+	return ms, o, err
+}
+
+// TestRulesUntil is TestRulesLimited that stops running events once ctx is
+// done and returns how many it ran. A run stopped early returns the matches
+// made by then without the end of input: a partial match still open is not
+// closed (an absence that a later event might have broken is no match).
+func TestRulesUntil(ctx context.Context, rules []*Rule, events []stream.Envelope, outOfOrderness time.Duration, maxMatches, maxBytes int) ([]OfflineMatch, *Offline, int, error) {
 	o := NewOffline(rules, outOfOrderness)
 	o.Limit(maxMatches, maxBytes)
 	for i := range events {
+		if i%testCheckEvery == 0 && ctx.Err() != nil {
+			ms := slices.Clone(o.matches)
+			sort.SliceStable(ms, func(i, j int) bool { return ms[i].Key < ms[j].Key })
+			return ms, o, i, nil
+		}
 		if err := o.Add(&events[i], events[i].ReceivedAt); err != nil {
-			return nil, nil, fmt.Errorf("events[%d]: %w", i, err)
+			return nil, nil, i, fmt.Errorf("events[%d]: %w", i, err)
 		}
 	}
 	ms, err := o.Finish()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, len(events), err
 	}
 	sort.SliceStable(ms, func(i, j int) bool { return ms[i].Key < ms[j].Key })
-	return ms, o, nil
+	return ms, o, len(events), nil
 }
+
+// testCheckEvery is how many events TestRulesUntil runs between looks at
+// its context.
+const testCheckEvery = 64

@@ -18,6 +18,12 @@ const (
 	// sqsDefaultVisibility is SQS's visibility timeout when none is set.
 	sqsDefaultVisibility = 30 * time.Second
 	maxQueueRetention    = 14 * 24 * time.Hour
+	// QueueMaxMessageBytes is a NewQueueWithDLQ queue's MaximumMessageSize
+	// (SQS's default, said outright), and DeadLetterMaxMessageBytes its
+	// dead-letter queue's (SQS's largest): a message dead-lettered with
+	// its reason attributes always fits.
+	QueueMaxMessageBytes      = 256 << 10
+	DeadLetterMaxMessageBytes = 1 << 20
 )
 
 // VisibilityTimeoutFor is the visibility timeout a queue needs when a
@@ -68,8 +74,13 @@ func NewQueueWithDLQ(scope constructs.Construct, id string, props QueueWithDLQPr
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: seconds(maxQueueRetention),
 		Fifo:            fifo,
+		// Room for the reason a consumer adds when it dead-letters a
+		// message itself (package worker): a message as large as the
+		// source takes still fits with its attributes.
+		MaxMessageSizeBytes: jsii.Number(DeadLetterMaxMessageBytes),
 	})
 	return awssqs.NewQueue(scope, jsii.String(id), &awssqs.QueueProps{
+		MaxMessageSizeBytes:       jsii.Number(QueueMaxMessageBytes),
 		Encryption:                awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:                jsii.Bool(true),
 		RetentionPeriod:           seconds(maxQueueRetention),

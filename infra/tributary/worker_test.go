@@ -83,6 +83,12 @@ func TestWorkerQueues(t *testing.T) {
 			if !reflect.DeepEqual(q["RedrivePolicy"], want) {
 				t.Errorf("RedrivePolicy = %v, want %v", q["RedrivePolicy"], want)
 			}
+			// The dead-letter queue takes a message as large as the queue
+			// does with the reason the worker adds.
+			src, dlq := q["MaximumMessageSize"], fx.tmpl.Resources[tt.dl].Properties["MaximumMessageSize"]
+			if src != float64(QueueMaxMessageBytes) || dlq != float64(DeadLetterMaxMessageBytes) || QueueMaxMessageBytes+64<<10 > DeadLetterMaxMessageBytes {
+				t.Errorf("MaximumMessageSize: queue %v, dead-letter queue %v; want %d and %d", src, dlq, QueueMaxMessageBytes, DeadLetterMaxMessageBytes)
+			}
 			for _, id := range []string{tt.queue, tt.dl} {
 				p := fx.tmpl.Resources[id].Properties
 				assertProps(t, id, p, map[string]any{"SqsManagedSseEnabled": true, "MessageRetentionPeriod": 1209600.0})

@@ -54,7 +54,14 @@ type DeadLetters struct {
 type deadLetterQueue struct {
 	url  string
 	fifo bool
+	// maxBytes is its MaximumMessageSize: SQS counts a message's body and
+	// each attribute's name, type and value against it.
+	maxBytes int
 }
+
+// defaultMaxMessageBytes is SQS's MaximumMessageSize when a queue does not
+// say (its default).
+const defaultMaxMessageBytes = 256 << 10
 
 // NewDeadLetters returns a DeadLetters using client; function is recorded in
 // each message's AttrFunction.
@@ -87,6 +94,17 @@ func (d *DeadLetters) Send(ctx context.Context, msg *events.SQSMessage, reason e
 	attrs[redrive.AttrSourceQueue] = stringAttr(msg.EventSourceARN)
 	attrs[redrive.AttrReceiveCount] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(receives)}
 	attrs[redrive.AttrFunction] = stringAttr(d.function)
+	// A message near the source's size limit has little room for the
+	// reason: cut it to fit the dead-letter queue's, rather than have the
+	// send refused and the message reach it after maxReceiveCount without
+	// one.
+	if over := messageBytes(msg.Body, attrs) - dlq.maxBytes; over > 0 {
+		reason := aws.ToString(attrs[redrive.AttrReason].StringValue)
+		if len(reason)-over < minReasonBytes {
+			return "", fmt.Errorf("message %s: %d bytes with the dead-letter attributes, over dead-letter queue %s's MaximumMessageSize of %d", msg.MessageId, messageBytes(msg.Body, attrs), dlq.url, dlq.maxBytes)
+		}
+		attrs[redrive.AttrReason] = stringAttr(cut(reason, len(reason)-over-len("…")))
+	}
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(dlq.url), MessageBody: aws.String(msg.Body), MessageAttributes: attrs}
 	if dlq.fifo {
 		group := msg.Attributes["MessageGroupId"]
@@ -134,6 +152,15 @@ func (d *DeadLetters) queue(ctx context.Context, sourceARN string) (deadLetterQu
 		return q, err
 	}
 	q.fifo = strings.HasSuffix(p.DeadLetterTargetArn, ".fifo")
+	dout, err := d.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMaximumMessageSize}})
+	if err != nil {
+		return q, fmt.Errorf("reading the MaximumMessageSize of %s: %w", p.DeadLetterTargetArn, err)
+	}
+	q.maxBytes = defaultMaxMessageBytes
+	if n, err := strconv.Atoi(dout.Attributes[string(types.QueueAttributeNameMaximumMessageSize)]); err == nil && n > 0 {
+		q.maxBytes = n
+	}
 	d.mu.Lock()
 	d.dlqs[sourceARN] = q
 	d.mu.Unlock()
@@ -151,6 +178,20 @@ func (d *DeadLetters) url(ctx context.Context, arn string) (string, error) {
 		return "", fmt.Errorf("looking up queue %s: %w", arn, err)
 	}
 	return aws.ToString(out.QueueUrl), nil
+}
+
+// minReasonBytes is the least of a reason worth sending.
+const minReasonBytes = 64
+
+// messageBytes is a message's size as SQS counts it against
+// MaximumMessageSize: its body, and each attribute's name, data type and
+// value.
+func messageBytes(body string, attrs map[string]types.MessageAttributeValue) int {
+	n := len(body)
+	for name, a := range attrs {
+		n += len(name) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue)) + len(a.BinaryValue)
+	}
+	return n
 }
 
 func stringAttr(s string) types.MessageAttributeValue {

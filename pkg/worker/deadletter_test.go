@@ -268,3 +268,52 @@ func TestDeadLettersWithoutRedrivePolicy(t *testing.T) {
 		t.Errorf("logs do not say why the message was not dead-lettered:\n%s", f.logs.String())
 	}
 }
+
+// TestDeadLetterReasonFitsTheQueue: a message near its dead-letter queue's
+// MaximumMessageSize gets the dead-letter attributes with its reason cut to
+// fit (SQS counts the body and every attribute's name, type and value), so
+// the send is not refused and the message does not reach the queue later
+// without a reason; one with no room for a reason is refused here, naming
+// the sizes, and fails as before.
+func TestDeadLetterReasonFitsTheQueue(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	name := fmt.Sprintf("tight%d", tableSeq.Add(1))
+	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name + "-dlq"), Attributes: map[string]string{"MaximumMessageSize": "2048"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlqURL := aws.ToString(dlq.QueueUrl)
+	src, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: map[string]string{
+		"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, queueARN(t, client, dlqURL))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcARN := queueARN(t, client, aws.ToString(src.QueueUrl))
+	d := NewDeadLetters(client, "worker-test")
+	reason := fmt.Errorf("data.input: %s", strings.Repeat("r", 3000))
+	msg := events.SQSMessage{MessageId: "m-1", Body: `{"pad":"` + strings.Repeat("b", 1500) + `"}`, EventSourceARN: srcARN,
+		Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
+	if _, err := d.Send(ctx, &msg, reason); err != nil {
+		t.Fatal(err)
+	}
+	got := receive(t, client, dlqURL, "")
+	if len(got) != 1 {
+		t.Fatalf("%d messages in the dead-letter queue, want 1", len(got))
+	}
+	attrs := map[string]sqstypes.MessageAttributeValue{}
+	for k, v := range got[0].MessageAttributes {
+		attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String(v.DataType), StringValue: v.StringValue}
+	}
+	r := aws.ToString(attrs[redrive.AttrReason].StringValue)
+	if n := messageBytes(got[0].Body, attrs); n > 2048 || !strings.HasPrefix(r, "data.input: rrr") || !strings.HasSuffix(r, "…") {
+		t.Errorf("dead-lettered at %d bytes (the queue takes 2048) with reason %.40q…, want it cut to fit", n, r)
+	}
+
+	big := events.SQSMessage{MessageId: "m-2", Body: strings.Repeat("b", 2040), EventSourceARN: srcARN}
+	if _, err := d.Send(ctx, &big, reason); err == nil || !strings.Contains(err.Error(), "MaximumMessageSize of 2048") {
+		t.Errorf("a message with no room for a reason: %v, want a refusal naming the queue's size", err)
+	}
+}

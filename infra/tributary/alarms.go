@@ -47,7 +47,8 @@ const (
 	// of each failure queue (FailureQueues).
 	AlarmQueueDepth AlarmKind = "queueDepth"
 	// AlarmSetAside: Tributary RecordsSetAside (sum) of each function with
-	// a stream mapping: records it could never process and set aside.
+	// a stream mapping, and of quarantine: records (for quarantine,
+	// failures-queue messages) it could never process and set aside.
 	AlarmSetAside AlarmKind = "setAside"
 	// AlarmQuarantined: Tributary RecordsQuarantined (sum) of quarantine.
 	AlarmQuarantined AlarmKind = "quarantined"
@@ -99,7 +100,7 @@ var AlarmKinds = []AlarmKindInfo{
 	{AlarmQueueDepth, AlarmSpec{dlqAlarmThreshold, dlqAlarmPeriod * time.Second, 1},
 		"a failure queue or DLQ holds a message: read it (go run ./cmd/redrive -dlq <name> -dry-run), fix the cause, redrive"},
 	{AlarmSetAside, AlarmSpec{1, 5 * time.Minute, 1},
-		"a stream consumer set records aside that can never succeed; they are in the quarantine table with a reason"},
+		"a function set records (quarantine: failures-queue messages) aside that can never succeed; they are in the quarantine table with a reason"},
 	{AlarmQuarantined, AlarmSpec{1, 5 * time.Minute, 1},
 		"quarantine copied the records of a failed batch into the quarantine table"},
 	{AlarmRecordsMissing, AlarmSpec{1, 5 * time.Minute, 1},
@@ -224,8 +225,8 @@ func SendAlarmsTo(stack awscdk.Stack, topic awssns.ITopic) {
 // (DefaultAlarmSpecs for a kind missing from specs), over what the stack
 // holds when it is called: errors and throttles of every function;
 // iterator age and records set aside of every function with a stream
-// mapping; the depth of every failure queue; quarantine's quarantined and
-// missing records; each pipeline's late share; ingest's throttles and
+// mapping; the depth of every failure queue; quarantine's quarantined,
+// missing and set-aside records; each pipeline's late share; ingest's throttles and
 // drops. A pipeline's functions (PipelineMetadataKey) get alarms of their
 // own, ids "Aggregate<Pipeline>ErrorsAlarm" and so on, and their own
 // metrics are read per pipeline ({Function, Pipeline}); errors, throttles
@@ -259,6 +260,11 @@ func NewAlarms(stack awscdk.Stack, specs map[AlarmKind]AlarmSpec) []awscloudwatc
 	}
 	if fn, ok := byName[FunctionQuarantine]; ok {
 		a.add("QuarantineQuarantinedAlarm", AlarmQuarantined, FunctionQuarantine, a.own("RecordsQuarantined", fn, AlarmQuarantined))
+		// Quarantine reads a queue, not a stream, but it sets aside the
+		// failures-queue messages that can never be quarantined (not an
+		// on-failure record, a field over its bound): alarmed as every
+		// stream consumer's set-aside records are.
+		a.add("QuarantineSetAsideAlarm", AlarmSetAside, FunctionQuarantine, a.own("RecordsSetAside", fn, AlarmSetAside))
 		a.add("QuarantineRecordsMissingAlarm", AlarmRecordsMissing, FunctionQuarantine, a.own("RecordsMissing", fn, AlarmRecordsMissing))
 	}
 	if fn, ok := byName[FunctionIngest]; ok {

@@ -158,6 +158,8 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 	return append(want,
 		wantAlarm{"Tributary RecordsQuarantined Function=quarantine", AlarmQuarantined, "Sum"},
 		wantAlarm{"Tributary RecordsMissing Function=quarantine", AlarmRecordsMissing, "Sum"},
+		// quarantine's messages that are not on-failure records, set aside
+		wantAlarm{"Tributary RecordsSetAside Function=quarantine", AlarmSetAside, "Sum"},
 		wantAlarm{"Tributary Throttles Function=ingest", AlarmIngestThrottles, "Sum"},
 		wantAlarm{"Tributary Dropped Function=ingest", AlarmIngestDropped, "Sum"},
 	)

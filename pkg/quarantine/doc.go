@@ -24,10 +24,18 @@
 //
 // Nothing is lost without a trace: if some or all records are already gone
 // (trimmed, stream deleted), one marker item (kind "missing") says so, with
-// the batch's coordinates. A message that is not an on-failure record is
-// set aside itself (its body, the field at fault) and reported processed; a
-// message whose records could not be read or written is reported by message
-// id, retried, and after the queue's maxReceiveCount lands in the DLQ.
+// the batch's coordinates. A message is read as every JSON entry point is
+// (package strictjson: no key twice, no key but the record's, spelt
+// exactly) and each field is held to the bound of the API it comes from
+// (Parse: sequence numbers of at most 129 digits, RFC 3339 times of at most
+// 64 bytes, ARNs of at most 1,024 bytes, ...), so whatever it writes fits
+// DynamoDB's key and item limits. A message that is not such an on-failure
+// record can never succeed: it is set aside itself (its body, the field at
+// fault, counted in RecordsSetAside and UnparseableMessages) and reported
+// processed, never retried. Only a message whose records could not be read
+// or written for a transient reason (throttling, a timeout) is reported by
+// message id, retried, and after the queue's maxReceiveCount lands in the
+// DLQ.
 // Writing is idempotent (same source and sequence number, same item), so a
 // redelivered message does no harm.
 package quarantine

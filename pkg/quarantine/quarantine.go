@@ -82,9 +82,11 @@ func New(kin shardReader, db itemWriter, table string, opts ...Option) *Handler 
 type Item = setaside.Item
 
 // Handle quarantines each on-failure record in the SQS batch. A message
-// that is not an on-failure record can never succeed: it is set aside (its
-// body kept in the quarantine table with the field at fault) and reported
-// processed. A message whose records could not be read or written
+// that is not an on-failure record — malformed, a key twice, a field over
+// its bound (Parse) — can never succeed: it is set aside (its body kept in
+// the quarantine table with the field at fault, counted in
+// UnparseableMessages and setaside.Metric) and reported processed, never
+// sent back to the queue. A message whose records could not be read or written
 // (throttling, timeouts) is reported as a batch item failure by message id
 // and comes back after its visibility timeout.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -114,6 +116,10 @@ func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) err
 	rec, kind, info, err := Parse([]byte(msg.Body))
 	var pe *ParseError
 	if errors.As(err, &pe) {
+		// It can never succeed: keep its body (chunked and bounded as every
+		// set-aside record's) with the field at fault, counted in
+		// UnparseableMessages and setaside.Metric. Only a failure to write
+		// it (throttling, a timeout) brings the message back.
 		h.metrics.Add("UnparseableMessages", metrics.Count, 1)
 		r := setaside.FromSQS(msg)
 		r.Field, r.Kind, r.Reason = pe.Field, setaside.KindUnparseable, pe.Error()
@@ -137,6 +143,8 @@ func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) err
 	}
 	items := h.items(rec, info, res)
 	if err := h.sink.Keep(ctx, items); err != nil {
+		// Parse bounds every field, so the items always fit (no
+		// setaside.ErrUnwritable): what is left is transient.
 		return fmt.Errorf("message %s: writing %d items for %s: %w", msg.MessageId, len(items), info.Source(), err)
 	}
 	h.metrics.Add("RecordsQuarantined", metrics.Count, float64(len(res.records)))

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 
@@ -51,6 +52,7 @@ func TestAgainstStandIn(t *testing.T) {
 		{"ReportsWriteFailures", testReportsWriteFailures},
 		{"KeepsBigRecordsWhole", testKeepsBigRecordsWhole},
 		{"LeavesRecordsSetAsideByTheirFunction", testLeavesRecordsSetAside},
+		{"SetsAsideHostileMessages", testSetsAsideHostileMessages},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,7 +155,7 @@ func testQuarantinesKinesisRecords(t *testing.T, e env) {
 		items = append(items, it)
 	}
 	if junk == nil || junk.Kind != "set-aside" || junk.SequenceNumber != "m-junk" || string(junk.Data) != `{"hello":"world"}` ||
-		junk.Field != "KinesisBatchInfo" || junk.Category != "unparseable" || junk.Function != "tributary-quarantine" || !strings.Contains(junk.Reason, "not a Lambda on-failure record") {
+		junk.Field != "hello" || junk.Category != "unparseable" || junk.Function != "tributary-quarantine" || !strings.Contains(junk.Reason, "not a Lambda on-failure record") {
 		t.Errorf("junk message item = %+v; want it set aside with its body and the field at fault", junk)
 	}
 	if len(items) != 3 {
@@ -444,6 +446,75 @@ func testLeavesRecordsSetAside(t *testing.T, e env) {
 	}
 	if items[1].Reason != rec.Reason || items[1].Field != "data.ms" || items[1].Condition != "" {
 		t.Errorf("the set-aside item was replaced: %+v", items[1])
+	}
+}
+
+// testSetsAsideHostileMessages: a message that can never be quarantined —
+// a field over its bound, a key twice or in another case — is set aside
+// itself on its first delivery: acknowledged (no batch item failure), its
+// body kept whole, the field at fault named, counted in RecordsSetAside and
+// UnparseableMessages. Before, the first two ended in the failures queue's
+// DLQ after every retry failed with no write (a sort key over 1,024 bytes;
+// an item over 400 KB), and the third was read as version "1.0".
+func testSetsAsideHostileMessages(t *testing.T, e env) {
+	ctx := context.Background()
+	digits := strings.Repeat("7", 600)
+	good := onFailure("KinesisBatchInfo", "arn:aws:kinesis:us-east-1:123456789012:stream/events", "shardId-000000000000", "1", "2", 2)
+	replace := func(old, new string) string {
+		if !strings.Contains(good, old) {
+			t.Fatalf("%q is not in the message", old)
+		}
+		return strings.Replace(good, old, new, 1)
+	}
+	tests := []struct {
+		name      string
+		body      string
+		wantField string
+	}{
+		{"600-digit sequence numbers", replace(`"startSequenceNumber":"1","endSequenceNumber":"2"`,
+			`"startSequenceNumber":"`+digits+`","endSequenceNumber":"`+digits+`"`), "KinesisBatchInfo.startSequenceNumber"},
+		{"600-digit end sequence number", replace(`"endSequenceNumber":"2"`, `"endSequenceNumber":"`+digits+`"`), "KinesisBatchInfo.endSequenceNumber"},
+		{"450 KB timestamp", replace(`"timestamp":"2026-11-29T10:43:06.021Z"`, `"timestamp":"2026-11-29T10:43:06.021Z`+strings.Repeat(" ", 450<<10)+`"`), "timestamp"},
+		{"450 KB arrival time", replace(`"approximateArrivalOfLastRecord":"2026-11-29T10:41:05.580Z"`,
+			`"approximateArrivalOfLastRecord":"`+strings.Repeat("2", 450<<10)+`"`), "KinesisBatchInfo.approximateArrivalOfLastRecord"},
+		{"version twice and in another case", replace(`"version":"1.0",`, `"version":"1.0","version":"2.0","VERSION":"3",`), "version"},
+		{"version in another case", replace(`"version":"1.0",`, `"VERSION":"1.0",`), "VERSION"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var emf bytes.Buffer
+			h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }), WithFunction("tributary-quarantine"),
+				WithMetrics(metrics.New(&emf, "quarantine")))
+			id := fmt.Sprintf("m-hostile-%d", i)
+			resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: id, Body: tt.body, EventSourceARN: failuresArn}}})
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("Handle = %v, %v; want the message acknowledged: it can never succeed", resp, err)
+			}
+			it, err := setaside.Load(ctx, e.db, e.table, failuresArn, id)
+			if err != nil || it == nil {
+				t.Fatalf("Load = %v, %v; want the message set aside", it, err)
+			}
+			if it.Kind != setaside.ItemSetAside || it.Category != setaside.KindUnparseable || it.Field != tt.wantField ||
+				!strings.Contains(it.Reason, tt.wantField) || it.Function != "tributary-quarantine" {
+				t.Errorf("item kind %s category %s field %q reason %.300q; want set aside, unparseable, field %s named in the reason",
+					it.Kind, it.Category, it.Field, it.Reason, tt.wantField)
+			}
+			if string(it.Data) != tt.body || it.DataTruncated {
+				t.Errorf("kept %d bytes of the body (truncated %v), want all %d", len(it.Data), it.DataTruncated, len(tt.body))
+			}
+			if len(it.Reason) > 1024 {
+				t.Errorf("reason is %d bytes: it must not repeat the value whole", len(it.Reason))
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(emf.Bytes(), &doc); err != nil || doc["RecordsSetAside"] != 1.0 || doc["UnparseableMessages"] != 1.0 {
+				t.Errorf("EMF %.500s: want RecordsSetAside 1 and UnparseableMessages 1 (%v)", emf.String(), err)
+			}
+		})
+	}
+	for _, it := range scan(t, e) {
+		if it.Source != failuresArn {
+			t.Errorf("item %s/%.40s: a hostile message wrote more than itself", it.Source, it.SequenceNumber)
+		}
 	}
 }
 

@@ -1,11 +1,15 @@
 package quarantine
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/tributary-dev/tributary/pkg/onfailure"
+	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // OnFailureRecord is Lambda's on-failure invocation record (package onfailure).
@@ -44,16 +48,56 @@ func (e *ParseError) Error() string {
 	return fmt.Sprintf("not a Lambda on-failure record: %s: %s", e.Field, e.Reason)
 }
 
+// Bounds of an on-failure record's fields. Lambda's record (AWS's
+// documented shape for Kinesis and DynamoDB Streams, package onfailure) is
+// under 2 KB, and each field comes from an API with its own limits; a body
+// past them was not written by Lambda and can never be quarantined, so it is
+// refused at parse — set aside with the field named — and never reaches an
+// item DynamoDB would refuse (a "missing" item's sort key is
+// "<start>-<end>", at most 1,024 bytes).
+const (
+	// MaxBodyBytes bounds the whole message body: SQS's largest message
+	// (1 MiB), so that a body with one field far over its bound is refused
+	// naming that field, not only for its size.
+	MaxBodyBytes = 1 << 20
+	// maxSequenceDigits: Kinesis sequence numbers match 0|([1-9]\d{0,128})
+	// (at most 129 digits); DynamoDB Streams' are 21 to 40 digits.
+	maxSequenceDigits = 129
+	// maxArnBytes bounds streamArn and functionArn: a DynamoDB stream ARN is
+	// at most 1,024 bytes; a Kinesis stream name is at most 128 characters
+	// and a function ARN about 250 bytes.
+	maxArnBytes = 1024
+	// maxShardIDBytes: a Kinesis shard id is at most 128 characters, a
+	// DynamoDB Streams one 65.
+	maxShardIDBytes = 128
+	// maxTimeBytes bounds timestamp and approximateArrivalOf*Record, RFC
+	// 3339 times: with nanoseconds and an offset, 35 bytes.
+	maxTimeBytes = 64
+	// maxTextBytes bounds requestId (a UUID), condition, executedVersion,
+	// functionError and version.
+	maxTextBytes = 256
+	// maxBatchSize is a stream event source mapping's largest BatchSize.
+	maxBatchSize = 10000
+)
+
 // Parse decodes and checks an on-failure record, returning which kind it is
-// and its batch info. Errors are *ParseError.
+// and its batch info. The body is read by package strictjson, as every JSON
+// entry point is: valid UTF-8, no key twice, no field but the record's
+// (spelt exactly: "VERSION" is not "version"), at most MaxBodyBytes; and
+// every field must be within the bounds above. Errors are *ParseError,
+// naming the field.
 func Parse(body []byte) (*OnFailureRecord, Kind, *BatchInfo, error) {
 	var r OnFailureRecord
-	if err := json.Unmarshal(body, &r); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return nil, 0, nil, &ParseError{Field: te.Field, Reason: fmt.Sprintf("must be a %s, not %s", te.Type.Kind(), te.Value)}
+	if err := strictjson.Decode(body, &r, strictjson.Options{MaxBytes: MaxBodyBytes, Name: "body"}); err != nil {
+		var se *strictjson.Error
+		if !errors.As(err, &se) {
+			return nil, 0, nil, &ParseError{Reason: err.Error()}
 		}
-		return nil, 0, nil, &ParseError{Reason: "body is not a JSON object: " + err.Error()}
+		switch se.Kind {
+		case strictjson.Syntax, strictjson.Encoding:
+			return nil, 0, nil, &ParseError{Reason: "body is not a JSON object: " + se.Reason}
+		}
+		return nil, 0, nil, &ParseError{Field: se.Path, Reason: se.Reason}
 	}
 	var (
 		kind   Kind
@@ -70,21 +114,118 @@ func Parse(body []byte) (*OnFailureRecord, Kind, *BatchInfo, error) {
 	default:
 		return nil, 0, nil, &ParseError{Field: "KinesisBatchInfo", Reason: "neither KinesisBatchInfo nor DDBStreamBatchInfo is present"}
 	}
-	for _, f := range []struct{ name, v string }{
-		{"streamArn", info.StreamArn}, {"shardId", info.ShardID},
-		{"startSequenceNumber", info.StartSequenceNumber}, {"endSequenceNumber", info.EndSequenceNumber},
-	} {
-		if f.v == "" {
-			return nil, 0, nil, &ParseError{Field: prefix + "." + f.name, Reason: "is required"}
-		}
-	}
-	if !digits(info.StartSequenceNumber) {
-		return nil, 0, nil, &ParseError{Field: prefix + ".startSequenceNumber", Reason: fmt.Sprintf("%q is not a sequence number", info.StartSequenceNumber)}
-	}
-	if !digits(info.EndSequenceNumber) {
-		return nil, 0, nil, &ParseError{Field: prefix + ".endSequenceNumber", Reason: fmt.Sprintf("%q is not a sequence number", info.EndSequenceNumber)}
+	if err := check(&r, info, prefix); err != nil {
+		return nil, 0, nil, err
 	}
 	return &r, kind, info, nil
+}
+
+// check holds r's fields to their bounds, the batch's coordinates first.
+func check(r *OnFailureRecord, info *BatchInfo, prefix string) *ParseError {
+	at := func(name string) string { return prefix + "." + name }
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{
+		{"streamArn", info.StreamArn, maxArnBytes}, {"shardId", info.ShardID, maxShardIDBytes},
+	} {
+		if err := text(at(f.name), f.v, f.max, true); err != nil {
+			return err
+		}
+	}
+	if !strings.HasPrefix(info.StreamArn, "arn:") {
+		return &ParseError{Field: at("streamArn"), Reason: quoteCut(info.StreamArn) + " is not an ARN"}
+	}
+	if err := sequence(at("startSequenceNumber"), info.StartSequenceNumber); err != nil {
+		return err
+	}
+	if err := sequence(at("endSequenceNumber"), info.EndSequenceNumber); err != nil {
+		return err
+	}
+	if stream.CompareSequence(info.StartSequenceNumber, info.EndSequenceNumber) > 0 {
+		return &ParseError{Field: at("endSequenceNumber"), Reason: fmt.Sprintf("%s is before startSequenceNumber %s",
+			info.EndSequenceNumber, info.StartSequenceNumber)}
+	}
+	if info.BatchSize < 0 || info.BatchSize > maxBatchSize {
+		return &ParseError{Field: at("batchSize"), Reason: fmt.Sprintf("%d is not a batch size (0 to %d)", info.BatchSize, maxBatchSize)}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"timestamp", r.Timestamp},
+		{at("approximateArrivalOfFirstRecord"), info.ApproximateArrivalOfFirstRecord},
+		{at("approximateArrivalOfLastRecord"), info.ApproximateArrivalOfLastRecord},
+	} {
+		if err := timestamp(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{
+		{"requestContext.requestId", r.RequestContext.RequestID, maxTextBytes},
+		{"requestContext.functionArn", r.RequestContext.FunctionArn, maxArnBytes},
+		{"requestContext.condition", r.RequestContext.Condition, maxTextBytes},
+		{"responseContext.executedVersion", r.ResponseContext.ExecutedVersion, maxTextBytes},
+		{"responseContext.functionError", r.ResponseContext.FunctionError, maxTextBytes},
+		{"version", r.Version, maxTextBytes},
+	} {
+		if err := text(f.name, f.v, f.max, false); err != nil {
+			return err
+		}
+	}
+	if n := r.RequestContext.ApproximateInvokeCount; n < 0 {
+		return &ParseError{Field: "requestContext.approximateInvokeCount", Reason: fmt.Sprintf("%d is negative", n)}
+	}
+	return nil
+}
+
+// text checks a string field's length, and that it is there if required.
+func text(field, v string, max int, required bool) *ParseError {
+	switch {
+	case v == "" && required:
+		return &ParseError{Field: field, Reason: "is required"}
+	case len(v) > max:
+		return &ParseError{Field: field, Reason: fmt.Sprintf("is %d bytes, over %d (%s)", len(v), max, quoteCut(v))}
+	}
+	return nil
+}
+
+// sequence checks a sequence number: required, decimal digits, at most
+// maxSequenceDigits.
+func sequence(field, v string) *ParseError {
+	switch {
+	case v == "":
+		return &ParseError{Field: field, Reason: "is required"}
+	case !digits(v):
+		return &ParseError{Field: field, Reason: quoteCut(v) + " is not a sequence number (decimal digits)"}
+	case len(v) > maxSequenceDigits:
+		return &ParseError{Field: field, Reason: fmt.Sprintf("is %d digits long; a sequence number has at most %d (%s)", len(v), maxSequenceDigits, quoteCut(v))}
+	}
+	return nil
+}
+
+// timestamp checks an RFC 3339 time of at most maxTimeBytes ("" is
+// allowed: the fields are informative, the batch's coordinates suffice).
+func timestamp(field, v string) *ParseError {
+	if v == "" {
+		return nil
+	}
+	if len(v) > maxTimeBytes {
+		return &ParseError{Field: field, Reason: fmt.Sprintf("is %d bytes, over %d: not an RFC 3339 time (%s)", len(v), maxTimeBytes, quoteCut(v))}
+	}
+	if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
+		return &ParseError{Field: field, Reason: quoteCut(v) + " is not an RFC 3339 time"}
+	}
+	return nil
+}
+
+// quoteCut quotes at most the first 40 bytes of v, so that a reason never
+// repeats a hostile value whole.
+func quoteCut(v string) string {
+	if len(v) <= 40 {
+		return strconv.Quote(v)
+	}
+	return strconv.Quote(string(strictjson.TruncateUTF8([]byte(v), 40))) + "…"
 }
 
 func digits(s string) bool {

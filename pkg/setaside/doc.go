@@ -55,8 +55,12 @@
 // "<sequence>#002", .... Chunks are written before the record's item, so a
 // record item is never there without its chunks. Load reassembles a record.
 // ChunkBytes leaves room for the item's other attributes and for stand-ins
-// that count binary data by its base64 length (moto); every item is checked
-// against DynamoDB's limit (limits.CheckItem) before it is written. This
+// that count binary data by its base64 length (moto); every other attribute
+// is bounded whoever filled it (text cut and marked "…(truncated)", the
+// redacted list shortened), and every item is checked against DynamoDB's
+// limit (limits.CheckItem) before it is written. Keys are checked, not cut:
+// an item without source or sequence number, or with a key over DynamoDB's
+// limit, is ErrUnwritable, which no retry can change. This
 // keeps everything in the table the stack already has: no bucket, no new
 // permission beyond PutItem and BatchWriteItem on that table.
 package setaside

@@ -1,6 +1,7 @@
 package setaside
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -35,13 +36,32 @@ const ChunkBytes = 256 << 10
 // size.
 const MaxDataBytes = 64 * ChunkBytes
 
-// Bounds of the other attributes, so that an item always fits.
+// Bounds of the other attributes, so that an item always fits: with every
+// attribute at its bound and ChunkBytes of data (349,528 bytes as base64)
+// an item is about 373,000 bytes, under DynamoDB's 400 KB
+// (TestBoundedItemFits holds every attribute to one of these).
 const (
 	maxSourceBytes   = 2048 // DynamoDB's partition key limit
 	maxSequenceBytes = 1000 // DynamoDB's sort key limit is 1024; room for "#001"
 	maxReasonBytes   = 4096
-	maxTextBytes     = 1024 // field, function, partition key, event id, ...
+	maxTextBytes     = 1024 // kind, field, function, partition key, event id, ...
+	// maxTimeBytes bounds the times kept as text (failedAt, setAsideAt,
+	// approximateArrival...): RFC 3339 with nanoseconds and an offset is
+	// 35 bytes.
+	maxTimeBytes = 64
+	// maxRedacted and maxRedactedBytes bound the list of fields removed as
+	// personal data (a DynamoDB stream record has two images, so two
+	// entries of about 26 bytes in practice); the reason repeats the list,
+	// so it must fit well within maxReasonBytes.
+	maxRedacted      = 8
+	maxRedactedBytes = 256
 )
+
+// ErrUnwritable marks an item no write can ever store: no source or
+// sequence number, a key over DynamoDB's limit, an item over 400 KB. A
+// caller that gets it must not retry the same input: it sets the input
+// aside (or reports it) instead.
+var ErrUnwritable = errors.New("setaside: item can never be written")
 
 // Item is one row of the quarantine table: a record set aside by a
 // function (kind ItemSetAside), a record of a failed range (ItemRecord), a
@@ -129,32 +149,56 @@ func split(it Item) (Item, []Item) {
 	return it, chunks
 }
 
-// bound keeps the item's free text within its limits (the keys are checked,
-// not cut: a cut key would merge two records).
+// bound keeps every attribute of the item within its limit, so that no
+// caller can build an item DynamoDB refuses: free text is cut (marked
+// "…(truncated)"), the keys are checked, not cut (a cut key would merge two
+// records); a key out of bounds is ErrUnwritable. Data is bounded by split.
 func (it *Item) bound() error {
 	if it.Source == "" {
-		return fmt.Errorf("setaside: the record has no source (event source ARN)")
+		return fmt.Errorf("%w: the record has no source (event source ARN)", ErrUnwritable)
 	}
 	if it.SequenceNumber == "" {
-		return fmt.Errorf("setaside: record of %s has no sequence number", it.Source)
+		return fmt.Errorf("%w: record of %.64q has no sequence number", ErrUnwritable, it.Source)
 	}
 	if len(it.Source) > maxSourceBytes {
-		return fmt.Errorf("setaside: source %.64q... is %d bytes, over %d", it.Source, len(it.Source), maxSourceBytes)
+		return fmt.Errorf("%w: source %.64q... is %d bytes, over %d", ErrUnwritable, it.Source, len(it.Source), maxSourceBytes)
 	}
 	if len(it.SequenceNumber) > maxSequenceBytes {
-		return fmt.Errorf("setaside: sequence number %.64q... is %d bytes, over %d", it.SequenceNumber, len(it.SequenceNumber), maxSequenceBytes)
+		return fmt.Errorf("%w: sequence number %.64q... is %d bytes, over %d", ErrUnwritable, it.SequenceNumber, len(it.SequenceNumber), maxSequenceBytes)
 	}
 	if len(it.Redacted) > 0 {
+		it.Redacted = boundList(it.Redacted, maxRedacted, maxRedactedBytes)
 		if note := redactionNote(it.Redacted); !strings.HasSuffix(it.Reason, note) {
 			it.Reason = truncate(it.Reason, maxReasonBytes-len(note)-1) + " " + note
 		}
 	}
 	it.Reason = truncate(it.Reason, maxReasonBytes)
-	for _, s := range []*string{&it.Field, &it.Function, &it.Category, &it.PartitionKey, &it.EventID, &it.EventName,
+	for _, s := range []*string{&it.Kind, &it.Field, &it.Function, &it.Category, &it.PartitionKey, &it.EventID, &it.EventName,
 		&it.Condition, &it.FunctionError, &it.FunctionArn, &it.RequestID} {
 		*s = truncate(*s, maxTextBytes)
 	}
+	for _, s := range []*string{&it.StartSequenceNumber, &it.EndSequenceNumber} {
+		*s = truncate(*s, maxSequenceBytes)
+	}
+	for _, s := range []*string{&it.ApproximateArrival, &it.SetAsideAt, &it.FailedAt,
+		&it.ApproximateArrivalOfFirstRecord, &it.ApproximateArrivalOfLastRecord} {
+		*s = truncate(*s, maxTimeBytes)
+	}
 	return nil
+}
+
+// boundList keeps at most n entries of list, each cut to size bytes; the
+// last one kept says how many were left out. list is not changed.
+func boundList(list []string, n, size int) []string {
+	out := make([]string, 0, min(len(list), n))
+	for i, s := range list {
+		if i == n-1 && len(list) > n {
+			out = append(out, fmt.Sprintf("…(%d more)", len(list)-i))
+			break
+		}
+		out = append(out, truncate(s, size))
+	}
+	return out
 }
 
 // truncate cuts s to at most n bytes on a rune boundary, marking the cut.
@@ -163,6 +207,9 @@ func truncate(s string, n int) string {
 		return s
 	}
 	const mark = "…(truncated)"
+	if n < len(mark) {
+		n = len(mark) // never cut below the mark (a negative cut would panic)
+	}
 	cut := n - len(mark)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--

@@ -243,6 +243,65 @@ func TestSetAsideErrors(t *testing.T) {
 	}
 }
 
+// TestEveryAttributeIsBounded: items whose attributes a caller filled from
+// hostile input (a 450 KB failedAt, 600-digit sequence numbers, a thousand
+// redacted fields, a megabyte of reason) are still written, cut to their
+// bounds; keys out of bounds are ErrUnwritable, so a caller knows no retry
+// helps.
+func TestEveryAttributeIsBounded(t *testing.T) {
+	t.Parallel()
+	tbl := table(t)
+	sink := setaside.New(db, tbl)
+	src := streamArn + "/shardId-000000000001"
+	huge := func(n int) string { return strings.Repeat("9", n) }
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = "dynamodb.NewImage." + huge(100)
+	}
+	items := []setaside.Item{
+		{Source: src, SequenceNumber: "1-2", Kind: setaside.ItemMissing, Reason: "gone", ExpiresAt: now.Unix(),
+			FailedAt: huge(450 << 10), StartSequenceNumber: huge(600), EndSequenceNumber: huge(600),
+			ApproximateArrivalOfFirstRecord: huge(100 << 10), ApproximateArrivalOfLastRecord: huge(100 << 10)},
+		{Source: src, SequenceNumber: "3", Kind: setaside.ItemRecord, Data: []byte("d"), Reason: huge(1 << 20), Redacted: many,
+			ApproximateArrival: huge(100 << 10), FunctionArn: huge(100 << 10), Condition: huge(100 << 10), ExpiresAt: now.Unix()},
+	}
+	if err := sink.Keep(context.Background(), items); err != nil {
+		t.Fatalf("Keep = %v; want the items written, cut to their bounds", err)
+	}
+	kr := kinesisRecord("4", []byte("poison"))
+	rec := setaside.FromKinesis(&kr)
+	rec.Field, rec.Reason, rec.Redacted, rec.PartitionKey = huge(1<<20), huge(1<<20), many, huge(1<<20)
+	if err := sink.SetAside(context.Background(), []setaside.Record{rec}); err != nil {
+		t.Fatalf("SetAside = %v; want the record written, cut to its bounds", err)
+	}
+	for _, seq := range []string{"1-2", "3", "4"} {
+		it, err := setaside.Load(context.Background(), db, tbl, src, seq)
+		if err != nil || it == nil {
+			t.Fatalf("Load %s = %v, %v", seq, it, err)
+		}
+		for name, v := range map[string]string{"failedAt": it.FailedAt, "startSequenceNumber": it.StartSequenceNumber,
+			"approximateArrival": it.ApproximateArrival, "field": it.Field, "reason": it.Reason, "partitionKey": it.PartitionKey} {
+			if len(v) > 4096 {
+				t.Errorf("item %s: %s is %d bytes, not bounded", seq, name, len(v))
+			}
+		}
+		if len(it.Redacted) > 8 {
+			t.Errorf("item %s: %d redacted fields, not bounded", seq, len(it.Redacted))
+		}
+	}
+
+	for _, tt := range []struct{ name, source, seq string }{
+		{"sort key over 1,024 bytes", src, huge(1201)},
+		{"partition key over 2,048 bytes", huge(2049), "1"},
+		{"no sequence number", src, ""},
+	} {
+		err := sink.Keep(context.Background(), []setaside.Item{{Source: tt.source, SequenceNumber: tt.seq, Kind: setaside.ItemMissing, ExpiresAt: now.Unix()}})
+		if !errors.Is(err, setaside.ErrUnwritable) {
+			t.Errorf("%s: Keep = %v, want ErrUnwritable", tt.name, err)
+		}
+	}
+}
+
 func TestKeepNeverReplacesASetAsideRecord(t *testing.T) {
 	t.Parallel()
 	tbl := table(t)

@@ -102,9 +102,9 @@ func (s *Sink) Table() string {
 // several items when it is bigger than one holds), counts them in Metric
 // and logs one line per record. It is idempotent: the same record gives the
 // same items. An error means some records may not be written — throttling,
-// a timeout, a missing table, a record without source or sequence number —
-// and the caller reports them all as failed (Lambda redelivers them), so
-// nothing is lost.
+// a timeout, a missing table, a record without source or sequence number
+// (ErrUnwritable) — and the caller reports them all as failed (Lambda
+// redelivers them), so nothing is lost.
 func (s *Sink) SetAside(ctx context.Context, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -144,7 +144,10 @@ func (s *Sink) SetAside(ctx context.Context, recs []Record) error {
 // Keep writes items as they are (quarantine's records of failed ranges and
 // its notes of missing records), each record's data over several items
 // when needed. An ItemRecord never replaces an item a function set aside
-// (its reason is the precise one): those are left as they are. Idempotent.
+// (its reason is the precise one): those are left as they are. Every
+// attribute is bounded as SetAside bounds it; an item whose keys are
+// missing or over DynamoDB's limits is ErrUnwritable, and no retry of the
+// same items can succeed. Idempotent.
 func (s *Sink) Keep(ctx context.Context, items []Item) error {
 	if len(items) == 0 {
 		return nil
@@ -158,11 +161,7 @@ func (s *Sink) Keep(ctx context.Context, items []Item) error {
 		if err := it.bound(); err != nil {
 			return err
 		}
-		if it.Kind == ItemMissing {
-			heads = append(heads, it)
-			continue
-		}
-		head, cs := split(it)
+		head, cs := split(it) // a missing item has no data: itself, no chunks
 		heads = append(heads, head)
 		chunks = append(chunks, cs...)
 	}
@@ -236,7 +235,7 @@ func (s *Sink) marshal(it *Item) (map[string]types.AttributeValue, error) {
 	if err := limits.CheckItem(av); err != nil {
 		// Bounded attributes make this unreachable; if it is reached the
 		// write could never succeed, and the caller must hear of it.
-		return nil, fmt.Errorf("setaside: item %s/%s: %w", it.Source, it.SequenceNumber, err)
+		return nil, fmt.Errorf("%w: item %.64s/%.64s: %w", ErrUnwritable, it.Source, it.SequenceNumber, err)
 	}
 	return av, nil
 }

@@ -25,8 +25,8 @@
 // Nothing is lost without a trace: if some or all records are already gone
 // (trimmed, stream deleted), one marker item (kind "missing") says so, with
 // the batch's coordinates. A message is read as every JSON entry point is
-// (package strictjson: no key twice, no key but the record's, spelt
-// exactly) and each field is held to the bound of the API it comes from
+// (package strictjson: no key twice, the record's keys spelt exactly; a key
+// Lambda may add later is skipped) and each field is held to the bound of the API it comes from
 // (Parse: sequence numbers of at most 129 digits, RFC 3339 times of at most
 // 64 bytes, ARNs of at most 1,024 bytes, ...), so whatever it writes fits
 // DynamoDB's key and item limits. A message that is not such an on-failure

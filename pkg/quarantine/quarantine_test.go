@@ -155,7 +155,7 @@ func testQuarantinesKinesisRecords(t *testing.T, e env) {
 		items = append(items, it)
 	}
 	if junk == nil || junk.Kind != "set-aside" || junk.SequenceNumber != "m-junk" || string(junk.Data) != `{"hello":"world"}` ||
-		junk.Field != "hello" || junk.Category != "unparseable" || junk.Function != "tributary-quarantine" || !strings.Contains(junk.Reason, "not a Lambda on-failure record") {
+		junk.Field != "KinesisBatchInfo" || junk.Category != "unparseable" || junk.Function != "tributary-quarantine" || !strings.Contains(junk.Reason, "not a Lambda on-failure record") {
 		t.Errorf("junk message item = %+v; want it set aside with its body and the field at fault", junk)
 	}
 	if len(items) != 3 {

@@ -82,13 +82,18 @@ const (
 
 // Parse decodes and checks an on-failure record, returning which kind it is
 // and its batch info. The body is read by package strictjson, as every JSON
-// entry point is: valid UTF-8, no key twice, no field but the record's
-// (spelt exactly: "VERSION" is not "version"), at most MaxBodyBytes; and
+// entry point is: valid UTF-8, no key twice, the record's fields spelt
+// exactly ("VERSION" is not "version"; a field it does not know is
+// skipped), at most MaxBodyBytes; and
 // every field must be within the bounds above. Errors are *ParseError,
 // naming the field.
 func Parse(body []byte) (*OnFailureRecord, Kind, *BatchInfo, error) {
 	var r OnFailureRecord
-	if err := strictjson.Decode(body, &r, strictjson.Options{MaxBytes: MaxBodyBytes, Name: "body"}); err != nil {
+	// Lambda writes this record and may add fields to it (its S3
+	// destination's already has "payload"): a field the record does not
+	// know is skipped, so a new one cannot set every message aside; a key
+	// twice, or one of its fields in another case, is still refused.
+	if err := strictjson.Decode(body, &r, strictjson.Options{MaxBytes: MaxBodyBytes, Name: "body", AllowUnknown: true}); err != nil {
 		var se *strictjson.Error
 		if !errors.As(err, &se) {
 			return nil, 0, nil, &ParseError{Reason: err.Error()}

@@ -55,7 +55,10 @@ func TestParse(t *testing.T) {
 		{name: "a key twice", body: sample(t, `"version": "1.0",`, `"version":"1.0","version":"2.0","VERSION":"3",`), wantErr: true, wantField: "version"},
 		{name: "a key in another case", body: sample(t, `"version": "1.0",`, `"version":"1.0","VERSION":"3",`), wantErr: true, wantField: "VERSION"},
 		{name: "a batch info key twice", body: sample(t, `"batchSize": 2,`, `"batchSize": 2, "batchSize": 3,`), wantErr: true, wantField: "KinesisBatchInfo.batchSize"},
-		{name: "an unknown field", body: sample(t, `"version": "1.0",`, `"version": "1.0", "payload": {},`), wantErr: true, wantField: "payload"},
+		// Lambda may add fields to its record: one the record does not
+		// know is skipped, not a reason to set every message aside.
+		{name: "a field Lambda may add", body: sample(t, `"version": "1.0",`, `"version": "1.0", "payload": {"x": [1]},`), wantKind: Kinesis},
+		{name: "a field in another case", body: sample(t, `"version": "1.0",`, `"version": "1.0", "Version": "2.0",`), wantErr: true, wantField: "Version"},
 		{name: "no batch info", body: `{"requestContext":{},"version":"1.0"}`, wantErr: true, wantField: "KinesisBatchInfo"},
 		{name: "both batch infos", body: sample(t, `"version": "1.0",`, `"version": "1.0", "DDBStreamBatchInfo": {},`), wantErr: true, wantField: "KinesisBatchInfo"},
 		{name: "no shard", body: `{"KinesisBatchInfo":{"startSequenceNumber":"1","endSequenceNumber":"2","streamArn":"arn:aws:kinesis:us-east-1:1:stream/s"}}`, wantErr: true, wantField: "KinesisBatchInfo.shardId"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,7 @@ func Decode(doc []byte, v any, o Options) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("strictjson: Decode needs a non-nil pointer, not %T", v)
 	}
-	w := walker{b: doc}
+	w := walker{b: doc, allowUnknown: o.AllowUnknown}
 	w.ws()
 	if err := w.value(rv.Type().Elem()); err != nil {
 		return err
@@ -52,10 +53,14 @@ var (
 // walker reads a document Check has accepted (so it need not validate),
 // alongside the Go type it is decoded into.
 type walker struct {
-	b    []byte
-	i    int
-	path []pathStep
+	b            []byte
+	i            int
+	path         []pathStep
+	allowUnknown bool // Options.AllowUnknown
 }
+
+// anyType takes any value: an unknown key's, skipped (Options.AllowUnknown).
+var anyType = reflect.TypeFor[any]()
 
 func (w *walker) ws() {
 	for w.i < len(w.b) {
@@ -99,6 +104,9 @@ func (w *walker) value(t reflect.Type) *Error {
 			fs := fieldsOf(t)
 			if ft, ok := fs.byName[string(key)]; ok {
 				return ft, nil
+			}
+			if w.allowUnknown && !slices.ContainsFunc(fs.names, func(n string) bool { return strings.EqualFold(n, string(key)) }) {
+				return anyType, nil
 			}
 			reason := "unknown field"
 			if near := Nearest(string(key), fs.names); near != "" {

@@ -81,6 +81,14 @@ type Options struct {
 	// Name is what messages call the document ("body", "file"; "" :
 	// "document").
 	Name string
+	// AllowUnknown (Decode) skips an object key that is no field of the Go
+	// type, with its value, as encoding/json does: for documents a service
+	// writes and may add fields to (Lambda's on-failure record), where
+	// refusing a new field would refuse every document. A key that is a
+	// field's name spelt in another case is still refused (encoding/json
+	// would take it for the field), as are a key twice and everything
+	// Check refuses.
+	AllowUnknown bool
 }
 
 func (o Options) maxBytes() int {

@@ -120,6 +120,39 @@ type request struct {
 
 // TestDecode: unknown fields and type errors are refused by their full
 // path, with the did-you-mean hint; what a field can hold is decoded.
+// TestDecodeAllowUnknown: with AllowUnknown a key no field has is skipped,
+// at any depth and whatever its value, and the known fields decoded; a
+// field's name in another case, a key twice and invalid text are still
+// refused.
+func TestDecodeAllowUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		kind      Kind
+		path      string
+	}{
+		{name: "new fields at two depths", doc: `{"id":"x","payload":{"deep":[1,{"a":null}]},"holder":{"name":"Ada","phone":"1"}}`},
+		{name: "a field in another case", doc: `{"id":"x","ID":"y"}`, kind: Unknown, path: "ID"},
+		{name: "a nested field in another case", doc: `{"holder":{"NAME":"Ada"}}`, kind: Unknown, path: "holder.NAME"},
+		{name: "an unknown key twice", doc: `{"extra":1,"extra":2}`, kind: Duplicate, path: "extra"},
+		{name: "invalid UTF-8 in an unknown field", doc: `{"extra":"` + "\xff" + `"}`, kind: Encoding, path: "extra"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r request
+			err := Decode([]byte(tc.doc), &r, Options{AllowUnknown: true})
+			if tc.kind == 0 {
+				if err != nil || r.ID != "x" || r.Holder == nil || r.Holder.Name != "Ada" {
+					t.Fatalf("got %+v, %v; want it read, the new fields skipped", r, err)
+				}
+				return
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != tc.kind || e.Path != tc.path {
+				t.Fatalf("got %v, want kind %d at %q", err, tc.kind, tc.path)
+			}
+		})
+	}
+}
+
 func TestDecode(t *testing.T) {
 	for _, tc := range []struct {
 		name string

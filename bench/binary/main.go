@@ -95,7 +95,7 @@ func environment(root, endpoint string) (map[string]string, error) {
 		"QUARANTINE_TABLE_NAME": "quarantine", "OUTPUT_STREAM_NAME": "window-results",
 		"EVENTS_STREAM_NAME": "events", "ENRICHED_STREAM_NAME": "enriched", "JOIN_TABLE_NAME": "joins",
 		"PROFILES_TABLE_NAME": "profiles", "FOLLOWERS_INDEX_NAME": "followers", "FOLLOWS_TABLE_NAME": "follows",
-		"TIMELINES_TABLE_NAME": "timelines", "TWEETS_TABLE_NAME": "tweets",
+		"TIMELINES_TABLE_NAME": "timelines", "TWEETS_TABLE_NAME": "tweets", "TIMELINE_FANOUT_TABLE_NAME": "timeline-fanout",
 		"IDEMPOTENCY_TABLE_NAME": "idempotency", "RESULTS_TABLE_NAME": "results",
 		// detect and rules (CEP), join (the stream–stream join)
 		cep.EnvVar: configs["pipelines/detect.json"], "CEP_STATE_TABLE_NAME": "cep-state",

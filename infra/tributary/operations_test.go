@@ -23,8 +23,8 @@ import (
 func TestStateOutlivesTheStack(t *testing.T) {
 	s := fx.stack
 	tables := fx.tmpl.ofType("AWS::DynamoDB::Table")
-	if len(tables) != 18 {
-		t.Errorf("%d tables, want 18 (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines, JoinState, IngestRequests, the join's State, Rules, the CEP's State, event sourcing's Events, Snapshots, CommandRecords, Views, and statuscodes' State)", len(tables))
+	if len(tables) != 19 {
+		t.Errorf("%d tables, want 19 (Views, Quarantine, Idempotency, Results, Profiles, Tweets, Follows, Timelines, TimelineFanOut, JoinState, IngestRequests, the join's State, Rules, the CEP's State, event sourcing's Events, Snapshots, CommandRecords, Views, and statuscodes' State)", len(tables))
 	}
 	for id, r := range tables {
 		if r.DeletionPolicy != "Retain" || r.UpdateReplacePolicy != "Retain" || r.Properties["DeletionProtectionEnabled"] != true {
@@ -221,6 +221,7 @@ func TestLeastPrivilege(t *testing.T) {
 			on(arn(follows), "dynamodb:GetItem"),
 			on(arn(follows)+"/index/followers", "dynamodb:Query"),
 			on(arn(s.Timelines.View), "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"),
+			on(arn(s.Timelines.FanOut), "dynamodb:GetItem", "dynamodb:UpdateItem"),
 			setAside,
 		)},
 		{FunctionWorker, s.Work.Worker.GoFunction, join(

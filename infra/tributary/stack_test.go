@@ -353,6 +353,7 @@ func TestFunctions(t *testing.T) {
 			EnvFollowsTableName:   ref(logicalID(s.Stack, s.Timelines.Follows)),
 			EnvFollowersIndexName: "followers",
 			EnvTimelinesTableName: ref(logicalID(s.Stack, s.Timelines.View)),
+			EnvFanOutTableName:    ref(logicalID(s.Stack, s.Timelines.FanOut)),
 		})},
 		{FunctionEnrich, s.Enrichment.Function.GoFunction, 30, withQuarantine(s, map[string]any{
 			EnvEnrichedStreamName: ref(logicalID(s.Stack, s.Enrichment.Enriched)),
@@ -803,8 +804,8 @@ func TestTables(t *testing.T) {
 	// stream join's state table and CEP's rules and state tables are
 	// TestStreamJoin's and TestDetection's; event sourcing's four
 	// TestEventSourcing's; statuscodes' state table TestStreamHandler's.
-	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+13 {
-		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, JoinState, the join's State, Rules, the CEP's State, event sourcing's four, and statuscodes' State)", got, len(tests)+13)
+	if got := len(fx.tmpl.ofType("AWS::DynamoDB::Table")); got != len(tests)+14 {
+		t.Errorf("template has %d tables, want %d (Views, Quarantine, Idempotency, Results, IngestRequests, Profiles, Tweets, Follows, Timelines, TimelineFanOut, JoinState, the join's State, Rules, the CEP's State, event sourcing's four, and statuscodes' State)", got, len(tests)+14)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

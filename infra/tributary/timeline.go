@@ -22,6 +22,7 @@ const (
 	EnvFollowsTableName    = "FOLLOWS_TABLE_NAME"
 	EnvFollowersIndexName  = "FOLLOWERS_INDEX_NAME"
 	EnvTimelinesTableName  = "TIMELINES_TABLE_NAME"
+	EnvFanOutTableName     = "TIMELINE_FANOUT_TABLE_NAME"
 	timelineFollowersIndex = "followers"
 )
 
@@ -33,6 +34,7 @@ var (
 	timelineFollowsActions   = []string{"dynamodb:GetItem"}
 	timelineFollowersActions = []string{"dynamodb:Query"}
 	timelineViewActions      = []string{"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"}
+	timelineFanOutActions    = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 )
 
 // TimelinesProps configures NewTimelines.
@@ -45,7 +47,7 @@ type TimelinesProps struct {
 	// OnFailure receives Lambda's on-failure record for a batch of either
 	// table's changes that exhausted its retries or aged out. Required.
 	OnFailure awssqs.IQueue
-	// RemovalPolicy of the three tables; RETAIN if empty (tweets and
+	// RemovalPolicy of the four tables; RETAIN if empty (tweets and
 	// follows are data of record, and the view outlives the streams'
 	// 24-hour retention it was built from).
 	RemovalPolicy awscdk.RemovalPolicy
@@ -65,6 +67,10 @@ type Timelines struct {
 	// View is the Timelines table: partition key userId, sort key
 	// "<createdAt>#<len(authorId)>#<authorId>#<tweetId>" (timeline.SortKey).
 	View awsdynamodb.Table
+	// FanOut keeps each tweet record's fan-out progress (partition key
+	// tweet, sort key sequenceNumber, TTL expiresAt), so a redelivery of a
+	// tweet with many followers resumes where the last delivery stopped.
+	FanOut awsdynamodb.Table
 	// Function is the timeline function; its StreamFunction mapping reads
 	// Tweets' stream and FollowsSource reads Follows' stream.
 	Function *StreamFunction
@@ -82,7 +88,7 @@ func NewTimelines(scope constructs.Construct, id string, props TimelinesProps) *
 		removal = awscdk.RemovalPolicy_RETAIN
 	}
 	c := constructs.NewConstruct(scope, jsii.String(id))
-	table := func(name, pk, sk string, stream bool) awsdynamodb.Table {
+	table := func(name, pk, sk string, stream bool, ttl string) awsdynamodb.Table {
 		p := &awsdynamodb.TableProps{
 			PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(pk), Type: awsdynamodb.AttributeType_STRING},
 			SortKey:      &awsdynamodb.Attribute{Name: jsii.String(sk), Type: awsdynamodb.AttributeType_STRING},
@@ -95,18 +101,22 @@ func NewTimelines(scope constructs.Construct, id string, props TimelinesProps) *
 		if stream {
 			p.Stream = awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES
 		}
+		if ttl != "" {
+			p.TimeToLiveAttribute = jsii.String(ttl)
+		}
 		return awsdynamodb.NewTable(c, jsii.String(name), p)
 	}
 	t := &Timelines{FollowersIndex: timelineFollowersIndex}
-	t.Tweets = table("Tweets", "authorId", "tweetId", true)
-	t.Follows = table("Follows", "followerId", "followeeId", true)
+	t.Tweets = table("Tweets", "authorId", "tweetId", true, "")
+	t.Follows = table("Follows", "followerId", "followeeId", true, "")
 	t.Follows.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
 		IndexName:      jsii.String(timelineFollowersIndex),
 		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String("followeeId"), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:        &awsdynamodb.Attribute{Name: jsii.String("followerId"), Type: awsdynamodb.AttributeType_STRING},
 		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
 	})
-	t.View = table("Timelines", "userId", "sk", false)
+	t.View = table("Timelines", "userId", "sk", false, "")
+	t.FanOut = table("TimelineFanOut", "tweet", "sequenceNumber", false, "expiresAt")
 
 	// StreamFunction defaults: ReportBatchItemFailures, bisect on error,
 	// bounded retries and record age, TRIM_HORIZON (no change is skipped).
@@ -120,6 +130,7 @@ func NewTimelines(scope constructs.Construct, id string, props TimelinesProps) *
 				EnvFollowsTableName:   t.Follows.TableName(),
 				EnvFollowersIndexName: jsii.String(timelineFollowersIndex),
 				EnvTimelinesTableName: t.View.TableName(),
+				EnvFanOutTableName:    t.FanOut.TableName(),
 			},
 		},
 		Table:     t.Tweets,
@@ -150,6 +161,7 @@ func NewTimelines(scope constructs.Construct, id string, props TimelinesProps) *
 	allow(timelineFollowsActions, t.Follows.TableArn())
 	allow(timelineFollowersActions, jsii.String(*t.Follows.TableArn()+"/index/"+timelineFollowersIndex))
 	allow(timelineViewActions, t.View.TableArn())
+	allow(timelineFanOutActions, t.FanOut.TableArn())
 
 	// The DynamoDB event sources grant dynamodb:ListStreams on "*": the
 	// action lists the account's streams and has no resource-level scope.

@@ -14,7 +14,8 @@ import (
 // the one timeline function through two mappings that report batch item
 // failures, bisect, are bounded and send what they give up on to the queue
 // passed in; the follows table has the followers index; the function may
-// read the sources and write the view, and nothing more on them.
+// read the sources, write the view and its fan-out progress, and nothing
+// more on them.
 func TestTimelines(t *testing.T) {
 	assets := t.TempDir()
 	writeDummyAssets(assets)
@@ -26,7 +27,7 @@ func TestTimelines(t *testing.T) {
 	addNag(app)
 	tmpl := templateOf(stack)
 
-	tweetsID, followsID, viewID := logicalID(stack, tl.Tweets), logicalID(stack, tl.Follows), logicalID(stack, tl.View)
+	tweetsID, followsID, viewID, fanOutID := logicalID(stack, tl.Tweets), logicalID(stack, tl.Follows), logicalID(stack, tl.View), logicalID(stack, tl.FanOut)
 	keySchema := func(pk, sk string) []any {
 		return []any{map[string]any{"AttributeName": pk, "KeyType": "HASH"}, map[string]any{"AttributeName": sk, "KeyType": "RANGE"}}
 	}
@@ -41,6 +42,10 @@ func TestTimelines(t *testing.T) {
 			"GlobalSecondaryIndexes": []any{map[string]any{"IndexName": "followers", "KeySchema": keySchema("followeeId", "followerId"),
 				"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"}}}}},
 		{"timelines", viewID, map[string]any{"KeySchema": keySchema("userId", "sk"), "StreamSpecification": nil, "PointInTimeRecoverySpecification": pitr}},
+		// Fan-out progress (timeline.Tables.FanOut): expires once no
+		// delivery of its record can come.
+		{"fan-out progress", fanOutID, map[string]any{"KeySchema": keySchema("tweet", "sequenceNumber"), "StreamSpecification": nil,
+			"TimeToLiveSpecification": map[string]any{"AttributeName": "expiresAt", "Enabled": true}}},
 	} {
 		r, ok := tmpl.Resources[tt.id]
 		if !ok || r.Type != "AWS::DynamoDB::Table" {
@@ -56,6 +61,7 @@ func TestTimelines(t *testing.T) {
 		EnvFollowsTableName:    ref(followsID),
 		EnvFollowersIndexName:  "followers",
 		EnvTimelinesTableName:  ref(viewID),
+		EnvFanOutTableName:     ref(fanOutID),
 		EnvQuarantineTableName: ref(logicalID(stack, quarantine)),
 	}})
 
@@ -96,6 +102,8 @@ func TestTimelines(t *testing.T) {
 		"dynamodb:PutItem " + viewID + ".Arn",
 		"dynamodb:DeleteItem " + viewID + ".Arn",
 		"dynamodb:Query " + viewID + ".Arn",
+		"dynamodb:GetItem " + fanOutID + ".Arn",
+		"dynamodb:UpdateItem " + fanOutID + ".Arn",
 		"sqs:SendMessage " + logicalID(stack, failures) + ".Arn",
 	} {
 		if !grants[g] {
@@ -103,7 +111,7 @@ func TestTimelines(t *testing.T) {
 		}
 	}
 	for _, g := range []string{"dynamodb:PutItem " + tweetsID + ".Arn", "dynamodb:DeleteItem " + followsID + ".Arn",
-		"dynamodb:PutItem " + followsID + ".Arn", "dynamodb:Scan " + viewID + ".Arn"} {
+		"dynamodb:PutItem " + followsID + ".Arn", "dynamodb:Scan " + viewID + ".Arn", "dynamodb:UpdateItem " + viewID + ".Arn"} {
 		if grants[g] {
 			t.Errorf("role may %s: more than the join needs", g)
 		}

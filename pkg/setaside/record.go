@@ -20,6 +20,7 @@ const (
 	KindStateBudget       = "state-budget"       // a key's state would exceed its item budget
 	KindOutputTooLarge    = "output-too-large"   // an output would exceed a service limit (Kinesis 1 MiB, DynamoDB 400 KB)
 	KindDuplicateConflict = "duplicate-conflict" // an id reused with other data
+	KindFanOutLimit       = "fan-out-limit"      // an input would touch more items than the function's documented bound
 )
 
 // Record is one input record a function gives up on because it can never

@@ -22,6 +22,32 @@
 // latest MaxFanIn tweets in Tweets and of every tweet by A already in F's
 // timeline (a consistent query of the view).
 //
+// # Fan-out of a tweet: pages, progress, a bound
+//
+// A tweet record's entries are the author's and then its followers', in
+// the followers index's order (by followerId). The handler reads the index
+// a page of 100 followers at a time, converges the page's entries 16 at a
+// time, and after each page saves the record's progress in the FanOut
+// table: one item per tweet record (partition key "<len(authorId)>#<authorId>#<tweetId>",
+// sort key the record's sequence number, kept 48 hours) holding the last
+// follower done. The save is a conditional write that only moves the
+// cursor forward, so a duplicate invocation behind another cannot take it
+// back. Near the invoke deadline the handler starts no new entry, lets
+// those started finish, saves how far it got and reports the record
+// failed; Lambda redelivers from it, and the redelivery resumes after the
+// cursor. So every delivery makes progress, an entry is written again only
+// if a delivery failed mid-page (the writes are idempotent), and a
+// delivery of a record whose fan-out is complete writes nothing.
+//
+// A tweet is fanned out on write to at most MaxFanOut (10,000) followers.
+// A tweet whose author has more is written to the author's timeline and to
+// those of the first MaxFanOut followers by followerId, then set aside
+// (field dynamodb.Keys.authorId, category fan-out-limit) rather than hold
+// its shard: the other followers' timelines do not show it, and a later
+// REMOVE or MODIFY of it reaches the same first MaxFanOut. The package has
+// no read path that could merge such an author's tweets into a timeline
+// when it is read (what fan-out-on-read systems do for such accounts).
+//
 // # One entry: re-check, write, re-check
 //
 // The handler never trusts the record's image to decide an entry. For each
@@ -54,6 +80,10 @@
 //     both as present and touches (U, t): the tweet through the followers
 //     index, the follow through A's tweets.
 //
+// A tweet record's fan-out may span deliveries: it "touches U" when it
+// reads the page of the index that lists U, and a follow made after that
+// read is the follow record's to apply, as above.
+//
 // In each case some processing touched (U, t) after W and wrote again,
 // contradicting that W was last. So the final view equals the join of the
 // final tables, whatever the interleaving, redelivery or duplication.
@@ -82,8 +112,12 @@
 // RecordsSetAside), and the batch goes on; a follow that meets such a tweet
 // is set aside naming it, after being applied to the others.
 //
-// Other failures (throttling, timeouts, sources that keep changing) are
-// transient: they are reported by sequence number (the first record that
-// failed; Lambda resumes there). The handler emits EMF metrics TweetsIn,
+// A tweet whose author has more than MaxFanOut followers is set aside too,
+// after being applied to the first MaxFanOut (see Fan-out above).
+//
+// Other failures (throttling, timeouts, sources that keep changing, a
+// fan-out cut short by the deadline) are transient: they are reported by
+// sequence number (the first record that failed; Lambda resumes there,
+// and a fan-out resumes after its saved cursor). The handler emits EMF metrics TweetsIn,
 // FollowsIn, ViewWrites, RecordsFailed and RecordsSetAside.
 package timeline

@@ -93,6 +93,7 @@ type store interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
 var _ store = (*dynamodb.Client)(nil)
@@ -113,6 +114,12 @@ type Tables struct {
 	Follows   string // partition key followerId, sort key followeeId
 	Followers string // index of Follows: partition key followeeId, sort key followerId
 	Timelines string // partition key userId, sort key SortKey(createdAt, authorId, tweetId)
+	// FanOut keeps each tweet record's fan-out progress (partition key
+	// AttrFanOutTweet, sort key AttrFanOutSequence, TTL attribute
+	// expiresAt), so a redelivery resumes where the delivery before it
+	// stopped. Without it every delivery starts again from the first
+	// follower.
+	FanOut string
 }
 
 // Handler maintains the Timelines view from the Tweets and Follows streams.
@@ -122,6 +129,10 @@ type Handler struct {
 	sink    *setaside.Sink
 	metrics *metrics.Logger
 	log     *slog.Logger
+	// fanOutStop and maxFanOut are the constants of those names; tests
+	// shorten invocations and lower the bound.
+	fanOutStop time.Duration
+	maxFanOut  int
 }
 
 // Option configures a Handler.
@@ -140,7 +151,7 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
 // New returns a Handler over db and the tables t.
 func New(db store, t Tables, opts ...Option) *Handler {
-	h := &Handler{db: db, t: t, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h := &Handler{db: db, t: t, log: slog.New(slog.NewTextHandler(io.Discard, nil)), fanOutStop: fanOutStop, maxFanOut: MaxFanOut}
 	for _, o := range opts {
 		o(h)
 	}
@@ -233,7 +244,8 @@ func strKeys(keys map[string]events.DynamoDBAttributeValue, a, b string) (string
 }
 
 // tweet touches the entry of tweet (author, id) in the author's timeline and
-// in those of the author's current followers.
+// in those of the author's current followers (fanOut: in pages, resuming
+// where an earlier delivery of the record stopped, at most MaxFanOut).
 func (h *Handler) tweet(ctx context.Context, rec *events.DynamoDBEventRecord, author, id string) error {
 	img, imgName := rec.Change.NewImage, "NewImage"
 	if rec.EventName == string(events.DynamoDBOperationTypeRemove) {
@@ -248,27 +260,7 @@ func (h *Handler) tweet(ctx context.Context, rec *events.DynamoDBEventRecord, au
 		return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: "dynamodb." + imgName + "." + AttrCreatedAt, Kind: setaside.KindInvalid,
 			Reason: fmt.Sprintf("tweet %s/%s: %q holds '#', which ends createdAt in the timeline's sort key; a time has none", author, id, c.String())}
 	}
-	createdAt := c.String()
-	users, err := h.followers(ctx, author)
-	if err != nil {
-		return err
-	}
-	var left []*entryTooLarge
-	for _, u := range append([]string{author}, users...) {
-		err := h.converge(ctx, u, author, id, createdAt)
-		var tl *entryTooLarge
-		if errors.As(err, &tl) {
-			left = append(left, tl)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if len(left) > 0 {
-		return tooLargeError(rec, "dynamodb."+imgName+".", left)
-	}
-	return nil
+	return h.fanOut(ctx, rec, author, id, c.String(), "dynamodb."+imgName+".")
 }
 
 // tooLargeError is the RecordError of a record some of whose timeline
@@ -372,39 +364,6 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 		return tooLargeError(rec, "", left)
 	}
 	return nil
-}
-
-// followers lists the users following author, from the followers index.
-func (h *Handler) followers(ctx context.Context, author string) ([]string, error) {
-	of, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(AttrFolloweeID).Equal(expression.Value(author))).Build()
-	if err != nil {
-		return nil, fmt.Errorf("building the query of %s's followers: %w", author, err)
-	}
-	var users []string
-	var start map[string]types.AttributeValue
-	for {
-		out, err := h.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 &h.t.Follows,
-			IndexName:                 &h.t.Followers,
-			KeyConditionExpression:    of.KeyCondition(),
-			ExpressionAttributeNames:  of.Names(),
-			ExpressionAttributeValues: of.Values(),
-			ExclusiveStartKey:         start,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("reading the followers of %s: %w", author, err)
-		}
-		for _, it := range out.Items {
-			if f := str(it, AttrFollowerID); f != "" && f != author {
-				users = append(users, f)
-			}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return users, nil
-		}
-		start = out.LastEvaluatedKey
-	}
 }
 
 // converge makes the entry (user, tweet id by author) agree with the

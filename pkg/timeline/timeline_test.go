@@ -26,7 +26,7 @@ import (
 // named after prefix.
 func createTables(t *testing.T, db *dynamodb.Client, prefix string) Tables {
 	t.Helper()
-	tb := Tables{Tweets: prefix + "-tweets", Follows: prefix + "-follows", Followers: "followers", Timelines: prefix + "-timelines"}
+	tb := Tables{Tweets: prefix + "-tweets", Follows: prefix + "-follows", Followers: "followers", Timelines: prefix + "-timelines", FanOut: prefix + "-fanout"}
 	mk := func(name, hash, rng string, gsi []types.GlobalSecondaryIndex) {
 		in := &dynamodb.CreateTableInput{
 			TableName:   aws.String(name),
@@ -55,6 +55,7 @@ func createTables(t *testing.T, db *dynamodb.Client, prefix string) Tables {
 		Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 	}})
 	mk(tb.Timelines, AttrUserID, AttrSortKey, nil)
+	mk(tb.FanOut, AttrFanOutTweet, AttrFanOutSequence, nil)
 	return tb
 }
 

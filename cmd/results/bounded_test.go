@@ -6,43 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/results"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
-
-// itemCounter is the stand-in's client, counting the items Query returns:
-// what showing a key's windows reads.
-type itemCounter struct {
-	*dynamodb.Client
-	mu    sync.Mutex
-	items int
-}
-
-func (c *itemCounter) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := c.Client.Query(ctx, in, opts...)
-	if err == nil {
-		c.mu.Lock()
-		c.items += len(out.Items)
-		c.mu.Unlock()
-	}
-	return out, err
-}
-
-func (c *itemCounter) take() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.items
-	c.items = 0
-	return n
-}
 
 // TestLimitBoundsTheRead: a key with more windows than -limit is read only
 // as far as the limit and one more, across the window kinds in order, and
@@ -71,7 +45,7 @@ func TestLimitBoundsTheRead(t *testing.T) {
 	seq := 0
 	apply(t, p, &seq, evs...)
 
-	counter := &itemCounter{Client: db}
+	counter := &standintest.QueryCounter{Client: db}
 	query := func(limit int, asJSON bool) *query {
 		return &query{cfg: pcfg, key: "heavy", kinds: results.Kinds(pcfg), from: base.Add(-time.Hour), to: base.Add(2 * time.Hour),
 			asJSON: asJSON, limit: limit, table: "many"}
@@ -88,12 +62,12 @@ func TestLimitBoundsTheRead(t *testing.T) {
 		{150, map[string]int{"tumbling:1m0s": 50, "hopping:2m0s:1m0s": 51, "session:30s": 49}, true, 50 + 51 + 49},
 		{151, map[string]int{"tumbling:1m0s": 50, "hopping:2m0s:1m0s": 51, "session:30s": 50}, false, 50 + 51 + 49},
 	} {
-		counter.take()
+		counter.Take()
 		var out, errb strings.Builder
 		if err := show(ctx, counter, nil, query(tt.limit, false), &out, &errb); err != nil {
 			t.Fatal(err)
 		}
-		items := counter.take()
+		items, _ := counter.Take()
 		got := tableRows(out.String())
 		for kind, n := range tt.rows {
 			if len(got[kind]) != n {
@@ -127,7 +101,7 @@ func TestLimitBoundsTheRead(t *testing.T) {
 	if len(lines) != 3 || !strings.Contains(errb.String(), fmt.Sprintf(note, 3)) {
 		t.Errorf("-json -limit 3: %d lines, stderr %q", len(lines), errb.String())
 	}
-	if items := counter.take(); items > 4 {
+	if items, _ := counter.Take(); items > 4 {
 		t.Errorf("-json -limit 3: read %d window items, want at most 4", items)
 	}
 }

@@ -18,31 +18,6 @@ import (
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
-// itemCounter is the stand-in's client, counting the items Query returns.
-type itemCounter struct {
-	*dynamodb.Client
-	mu    sync.Mutex
-	items int
-}
-
-func (c *itemCounter) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := c.Client.Query(ctx, in, opts...)
-	if err == nil {
-		c.mu.Lock()
-		c.items += len(out.Items)
-		c.mu.Unlock()
-	}
-	return out, err
-}
-
-func (c *itemCounter) take() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.items
-	c.items = 0
-	return n
-}
-
 // TestResultsViewReadsTheLatestWindows: the results view of a key with more
 // windows in its range than the page shows reads only the latest
 // maxResultWindows and one more (which says there are earlier ones), shows
@@ -103,7 +78,7 @@ func TestResultsViewReadsTheLatestWindows(t *testing.T) {
 		}
 	}
 
-	counter := &itemCounter{Client: db}
+	counter := &standintest.QueryCounter{Client: db}
 	d := &dashboardServer{
 		db:        db,
 		pipelines: []*Windows{{Pipeline: pc, Function: "aggregate", Table: "views", views: state.NewViews(counter, "views", pc.Aggregates)}},
@@ -119,9 +94,9 @@ func TestResultsViewReadsTheLatestWindows(t *testing.T) {
 		{"busy", n - maxResultWindows, maxResultWindows, true},
 		{"quiet", n - 3, 3, false},
 	} {
-		counter.take()
+		counter.Take()
 		page := d.renderResults(ctx, view{query: url.Values{"key": {tt.key}}})
-		items := counter.take()
+		items, _ := counter.Take()
 		if items > tt.shown+1 {
 			t.Errorf("key %s: read %d window items, want at most %d", tt.key, items, tt.shown+1)
 		}

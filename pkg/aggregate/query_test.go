@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -133,31 +131,6 @@ func TestDeadlineReportsItemFailuresThenRetryCountsOnce(t *testing.T) {
 	}
 }
 
-// itemCounter is the stand-in's client, counting the items Query returns.
-type itemCounter struct {
-	*dynamodb.Client
-	mu    sync.Mutex
-	items int
-}
-
-func (c *itemCounter) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := c.Client.Query(ctx, in, opts...)
-	if err == nil {
-		c.mu.Lock()
-		c.items += len(out.Items)
-		c.mu.Unlock()
-	}
-	return out, err
-}
-
-func (c *itemCounter) take() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.items
-	c.items = 0
-	return n
-}
-
 // WindowsBounded reads a key's session windows no further than its limit
 // and one more, and merges the open session (from the key's state) into
 // them: it counts toward the limit, and past the limit it is what says
@@ -173,7 +146,7 @@ func TestWindowsBoundedMergesOpenSessions(t *testing.T) {
 	if err := state.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
-	counter := &itemCounter{Client: db}
+	counter := &standintest.QueryCounter{Client: db}
 	p := aggregate.New(cfg, state.NewViews(counter, table, cfg.Aggregates), nil, "", aggregate.WithLogger(quiet))
 	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	// One record every 30 s, data.ms = its index: sessions 0..8 are final
@@ -201,12 +174,12 @@ func TestWindowsBoundedMergesOpenSessions(t *testing.T) {
 		{50, "0 1 2 3 4 5 6 7 8 9o", false, 9},
 		{0, "", true, 1},
 	} {
-		counter.take()
+		counter.Take()
 		vs, more, err := p.WindowsBounded(ctx, "k", kind, base.Add(-time.Hour), base.Add(time.Hour), tt.limit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		items := counter.take()
+		items, _ := counter.Take()
 		var got []string
 		for _, v := range vs {
 			s := fmt.Sprint(v.Result.Sum)

@@ -4,42 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
-
-// countingDB is the stand-in's client, counting the items Query returns:
-// what a bounded read costs.
-type countingDB struct {
-	*dynamodb.Client
-	mu             sync.Mutex
-	items, queries int
-}
-
-func (c *countingDB) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := c.Client.Query(ctx, in, opts...)
-	if err == nil {
-		c.mu.Lock()
-		c.items += len(out.Items)
-		c.queries++
-		c.mu.Unlock()
-	}
-	return out, err
-}
-
-func (c *countingDB) read() (items, queries int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	items, queries = c.items, c.queries
-	c.items, c.queries = 0, 0
-	return items, queries
-}
 
 // TestQueryBoundedReadsLimitPlusOne: a key with more windows than the
 // limit is read only as far as the limit and one more (which says there
@@ -70,7 +41,7 @@ func TestQueryBoundedReadsLimitPlusOne(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db := &countingDB{Client: f.db}
+	db := &standintest.QueryCounter{Client: f.db}
 	views := state.NewViews(db, f.table, spec)
 
 	tests := []struct {
@@ -96,7 +67,7 @@ func TestQueryBoundedReadsLimitPlusOne(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			items, queries := db.read()
+			items, queries := db.Take()
 			var sums []string
 			for i, v := range vs {
 				sums = append(sums, fmt.Sprint(v.Result.Sum))

@@ -73,10 +73,20 @@ func TestReadmeFirstPipeline(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pipelines, cfg.Name+".json"), []byte(file), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Synthesized as make local-up synthesizes (make synth-local), since the
+	// README posts its curl to a make local-up: the bootstraps built for
+	// this machine as assets, and aggregates writing once per batch
+	// (LOCAL_FLUSH_SECONDS=0). With cdk.json's deployed default (120 s) the
+	// windows showed only at the end of a 2-minute tumbling window aligned
+	// to the epoch: a wait of 0 to 120 s, taken by chance, with the whole
+	// topology polling moto meanwhile (make local LOCAL_FLUSH_SECONDS=120
+	// runs that path; pkg/aggregate's and emulator/eventsource's tests
+	// test it).
 	out := filepath.Join(dir, "cdk.out")
 	synth := exec.Command("flock", filepath.Join(root, ".build", "make.lock"),
 		"npx", "--no-install", "cdk", "synth", "--no-notices", "--quiet", "--output", out, "--no-staging",
-		"-c", "tributary:assetDir=../.build/local", "-c", "tributary:pipelinesDir="+pipelines)
+		"-c", "tributary:assetDir=../.build/local", "-c", "tributary:flushIntervalSeconds=0",
+		"-c", "tributary:pipelinesDir="+pipelines)
 	synth.Dir = filepath.Join(root, "infra")
 	var stderr bytes.Buffer
 	synth.Stdout, synth.Stderr = &stderr, &stderr

@@ -80,6 +80,8 @@ func TestReadEventsIsStrict(t *testing.T) {
 		{e0 + "\n\n" + `{"id":"2","id":"3","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, `events[1] (line 3).id: duplicate object key "id"`},
 		{`[` + e0 + `,{"id":"2","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"n":"\udc00"}}]`, "events[1].data.n: invalid UTF-8"},
 		{`[` + e0 + `,` + e0 + `,` + e0 + `]`, "events: more than 2 events"},
+		{e0 + "\n" + `{"id":"2","TYPE":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, `events[1].TYPE: unknown field; did you mean "type"?`},
+		{`[{"id":"2","type":"x","tpyo":1,"key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]`, `events[0].tpyo: unknown field`},
 	} {
 		_, err := ReadEvents(strings.NewReader(tc.in), 2)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -230,7 +230,11 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 	}
 	out := make([]stream.Envelope, len(raws))
 	for i, raw := range raws {
-		if err := stream.Unmarshal(raw, &out[i]); err != nil {
+		// Names spelt exactly, unknown ones refused, as ingest reads them.
+		if err := stream.UnmarshalExact(raw, &out[i]); err != nil {
+			if fe, ok := errors.AsType[*stream.FieldError](err); ok && fe.Field != "" {
+				return nil, fmt.Errorf("events[%d].%w", i, err)
+			}
 			return nil, fmt.Errorf("events[%d]: %w", i, err)
 		}
 		if err := out[i].Validate(); err != nil {

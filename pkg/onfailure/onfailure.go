@@ -23,8 +23,8 @@ type RequestContext struct {
 	// FunctionArn is the consumer's ARN.
 	FunctionArn string `json:"functionArn"`
 	// Condition is why the batch was discarded, for example
-	// RetryAttemptsExhausted (MaximumRetryAttempts) or
-	// MaximumRecordAgeExceeded (MaximumRecordAgeInSeconds). It is stored as
+	// RetryAttemptsExhausted (MaximumRetryAttempts) or RecordAgeExceeded
+	// (MaximumRecordAgeInSeconds). It is stored as
 	// sent, whatever it says.
 	Condition              string `json:"condition"`
 	ApproximateInvokeCount int    `json:"approximateInvokeCount"`

@@ -207,7 +207,10 @@ func RangeReason(rec *OnFailureRecord) string {
 		cond = "no condition given"
 	}
 	why := "batch retries exhausted"
-	if cond == "MaximumRecordAgeExceeded" {
+	// Lambda's own word for it is RecordAgeExceeded (LocalStack and this
+	// project's emulator send that); some emulators say
+	// MaximumRecordAgeExceeded.
+	if cond == "RecordAgeExceeded" || cond == "MaximumRecordAgeExceeded" {
 		why = "records older than the mapping's MaximumRecordAgeInSeconds while their batch was retried"
 	}
 	fe := "the function reported batch item failures"

@@ -124,3 +124,19 @@ func TestParseLongestSequenceNumbers(t *testing.T) {
 		t.Fatalf("Parse = %v, %v", info, err)
 	}
 }
+
+// TestRangeReasonNamesTheCondition: a batch given up on for its records'
+// age says so, whichever name the sender gives the condition (Lambda and
+// LocalStack say RecordAgeExceeded); one whose retries ran out says that.
+func TestRangeReasonNamesTheCondition(t *testing.T) {
+	for cond, want := range map[string]string{
+		"RecordAgeExceeded":        "records older than the mapping's MaximumRecordAgeInSeconds",
+		"MaximumRecordAgeExceeded": "records older than the mapping's MaximumRecordAgeInSeconds",
+		"RetryAttemptsExhausted":   "batch retries exhausted (RetryAttemptsExhausted",
+	} {
+		rec := &OnFailureRecord{RequestContext: RequestContext{Condition: cond}}
+		if got := RangeReason(rec); !strings.Contains(got, want) {
+			t.Errorf("%s: %q, want it to say %q", cond, got, want)
+		}
+	}
+}

@@ -114,6 +114,12 @@ func (s *Snapshotter) Handle(ctx context.Context, req SnapshotRequest) (*Snapsho
 	return s.Snapshot(ctx, req.Table)
 }
 
+// InputError is a snapshot input refused before anything is read: the
+// Lambda runtime names its type (errorType InputError) in the answer.
+type InputError struct{ Reason string }
+
+func (e *InputError) Error() string { return "snapshot input: " + e.Reason }
+
 // MaxSnapshotRequestBytes bounds the snapshot function's input: a table
 // name and the JSON around it.
 const MaxSnapshotRequestBytes = 4 << 10
@@ -131,11 +137,11 @@ func (s *Snapshotter) Invoke(ctx context.Context, payload []byte) ([]byte, error
 	var req SnapshotRequest
 	if doc := bytes.TrimSpace(payload); len(doc) > 0 && !bytes.Equal(doc, []byte("null")) {
 		if err := strictjson.Decode(doc, &req, strictjson.Options{MaxBytes: MaxSnapshotRequestBytes, Name: "input"}); err != nil {
-			return nil, fmt.Errorf("snapshot input: %w (want {\"table\": \"<profiles table>\"}, or {} for the default table)", err)
+			return nil, &InputError{Reason: err.Error() + ` (want {"table": "the profiles table's name"}, or {} for the default table)`}
 		}
 	}
 	if req.Table != "" && !tableName.MatchString(req.Table) {
-		return nil, fmt.Errorf("snapshot input: table: %.80q is not a DynamoDB table name (3 to 255 letters, digits, '_', '-' or '.')", req.Table)
+		return nil, &InputError{Reason: fmt.Sprintf("table: %.80q is not a DynamoDB table name (3 to 255 letters, digits, '_', '-' or '.')", req.Table)}
 	}
 	res, err := s.Snapshot(ctx, req.Table)
 	if err != nil {

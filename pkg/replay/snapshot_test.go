@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -274,6 +275,11 @@ func TestSnapshotInputIsReadStrictly(t *testing.T) {
 		answer, err := s.Invoke(context.Background(), []byte(tc.in))
 		if err == nil || answer != nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%.60s: %s, %v; want a refusal with %q", tc.in, answer, err, tc.want)
+		}
+		// The console shows the error's type and its text JSON-encoded:
+		// a type that says what it is, and no < > that come out as \u003c.
+		if _, ok := errors.AsType[*replay.InputError](err); !ok || strings.ContainsAny(err.Error(), "<>") {
+			t.Errorf("%.60s: %T %q; want a *replay.InputError without < or >", tc.in, err, err)
 		}
 	}
 }

@@ -210,7 +210,7 @@ func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, a
 			p.field, p.kind, p.reason = re.Field, re.Kind, re.Reason
 		}
 	}
-	startDone := p.done
+	startDone, resumed, pages := p.done, p.started, 0
 	for {
 		var users []string
 		if !p.started {
@@ -280,12 +280,20 @@ func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, a
 			}
 			return re
 		case !more:
+			if !resumed && pages == 0 {
+				// Done in one page by this delivery: nothing to resume,
+				// and a redelivery converges the same entries to the same
+				// values, so the tweet of an author with few followers
+				// costs no progress write.
+				return p.outcome(rec)
+			}
 			p.state = fanOutComplete
 			if err := h.saveProgress(ctx, author, id, seq, p); err != nil {
 				return err
 			}
 			return p.outcome(rec)
 		}
+		pages++
 		p.state = fanOutRunning
 		if err := h.saveProgress(ctx, author, id, seq, p); err != nil {
 			return err

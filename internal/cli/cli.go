@@ -16,6 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/tributary-dev/tributary/pkg/limits"
 )
 
 // Exit statuses, the same for every operator command.
@@ -141,7 +143,7 @@ func (n NameRule) Check(flag, v string) error {
 
 // AWS naming rules.
 var (
-	TableName     = NameRule{regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`), 3, 255, "a DynamoDB table name is 3 to 255 letters, digits, '_', '-' or '.'"}
+	TableName     = NameRule{limits.DynamoDBTableName, 3, 255, limits.DynamoDBTableNameRule}
 	StreamName    = NameRule{regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`), 1, 128, "a Kinesis stream name is 1 to 128 letters, digits, '_', '-' or '.'"}
 	ParameterName = NameRule{regexp.MustCompile(`^[a-zA-Z0-9_./-]+$`), 1, 2048, "an SSM parameter name is 1 to 2048 letters, digits, '_', '.', '-' or '/'"}
 	// QueueName: SQS, 1 to 80 of [a-zA-Z0-9_-], a FIFO queue's ending in .fifo.

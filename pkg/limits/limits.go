@@ -3,6 +3,7 @@ package limits
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -196,3 +197,11 @@ func IsItemTooLarge(err error) bool {
 	return errors.As(err, &api) && api.ErrorCode() == "ValidationException" &&
 		strings.Contains(strings.ToLower(api.ErrorMessage()), "item size")
 }
+
+// DynamoDBTableName is DynamoDB's rule for a table name, and
+// DynamoDBTableNameRule says it to a person: every entry point that takes a
+// table name checks it before calling AWS.
+var DynamoDBTableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// DynamoDBTableNameRule is DynamoDBTableName in words.
+const DynamoDBTableNameRule = "a DynamoDB table name is 3 to 255 letters, digits, '_', '-' or '.'"

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/tributary-dev/tributary/pkg/cdc"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -124,9 +124,6 @@ func (e *InputError) Error() string { return "snapshot input: " + e.Reason }
 // name and the JSON around it.
 const MaxSnapshotRequestBytes = 4 << 10
 
-// tableName is DynamoDB's rule for a table name.
-var tableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
-
 // Invoke is the snapshot function's entry point (lambda.Handler): the input
 // is read with the project's strict reader, so a misspelt field ("tabel")
 // or a name in another case ("TABLE") is refused, naming it, where the
@@ -140,8 +137,8 @@ func (s *Snapshotter) Invoke(ctx context.Context, payload []byte) ([]byte, error
 			return nil, &InputError{Reason: err.Error() + ` (want {"table": "the profiles table's name"}, or {} for the default table)`}
 		}
 	}
-	if req.Table != "" && !tableName.MatchString(req.Table) {
-		return nil, &InputError{Reason: fmt.Sprintf("table: %.80q is not a DynamoDB table name (3 to 255 letters, digits, '_', '-' or '.')", req.Table)}
+	if req.Table != "" && !limits.DynamoDBTableName.MatchString(req.Table) {
+		return nil, &InputError{Reason: fmt.Sprintf("table: %.80q is not a DynamoDB table name (%s)", req.Table, limits.DynamoDBTableNameRule)}
 	}
 	res, err := s.Snapshot(ctx, req.Table)
 	if err != nil {

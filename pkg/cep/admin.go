@@ -246,22 +246,9 @@ func (a *Admin) test(ctx context.Context, body []byte) events.LambdaFunctionURLR
 	}
 	evs := make([]stream.Envelope, len(req.Events))
 	for i, raw := range req.Events {
-		if err := stream.UnmarshalExact(raw, &evs[i]); err == nil {
-			err = evs[i].Validate()
-			if err != nil {
-				return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("events[%d].%v", i, err), Part: fmt.Sprintf("events[%d]", i)})
-			}
-		} else {
-			// As ingest reads them: names spelt exactly, unknown ones
-			// refused, so a test runs on what ingest would accept.
-			part := fmt.Sprintf("events[%d]", i)
-			if fe, ok := errors.AsType[*stream.FieldError](err); ok && fe.Field != "" {
-				part += "." + fe.Field
-			}
-			return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("events[%d]: %v", i, err), Part: part})
-		}
-		if evs[i].ReceivedAt.IsZero() {
-			evs[i].ReceivedAt = evs[i].SentAt
+		// As ingest reads them, so a test runs on what ingest accepts.
+		if part, err := decodeEvent(i, raw, &evs[i]); err != nil {
+			return respond(http.StatusBadRequest, apiError{Error: err.Error(), Part: part})
 		}
 	}
 	// A match's record (its envelope) is longer than its entry here, so

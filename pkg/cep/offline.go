@@ -230,21 +230,33 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 	}
 	out := make([]stream.Envelope, len(raws))
 	for i, raw := range raws {
-		// Names spelt exactly, unknown ones refused, as ingest reads them.
-		if err := stream.UnmarshalExact(raw, &out[i]); err != nil {
-			if fe, ok := errors.AsType[*stream.FieldError](err); ok && fe.Field != "" {
-				return nil, fmt.Errorf("events[%d].%w", i, err)
-			}
-			return nil, fmt.Errorf("events[%d]: %w", i, err)
-		}
-		if err := out[i].Validate(); err != nil {
-			return nil, fmt.Errorf("events[%d].%w", i, err)
-		}
-		if out[i].ReceivedAt.IsZero() {
-			out[i].ReceivedAt = out[i].SentAt
+		if _, err := decodeEvent(i, raw, &out[i]); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// decodeEvent reads events[i] as ingest reads an event (names spelt
+// exactly, unknown ones refused, Validate), its receivedAt, when absent,
+// its sentAt. A refusal names the event and the field:
+// "events[i].field: reason", with part "events[i].field" ("events[i]" when
+// no field is at fault).
+func decodeEvent(i int, raw []byte, e *stream.Envelope) (part string, err error) {
+	part = fmt.Sprintf("events[%d]", i)
+	if err := stream.UnmarshalExact(raw, e); err != nil {
+		if fe, ok := errors.AsType[*stream.FieldError](err); ok && fe.Field != "" {
+			return part + "." + fe.Field, fmt.Errorf("%s.%w", part, err)
+		}
+		return part, fmt.Errorf("%s: %w", part, err)
+	}
+	if err := e.Validate(); err != nil {
+		return part, fmt.Errorf("%s.%w", part, err)
+	}
+	if e.ReceivedAt.IsZero() {
+		e.ReceivedAt = e.SentAt
+	}
+	return part, nil
 }
 
 // pathErr is ".path: reason" (": reason" at the top of an event).

@@ -1,8 +1,8 @@
 // Command timeline consumes the DynamoDB streams of the Tweets table
 // (TWEETS_TABLE_NAME) and of the Follows table (FOLLOWS_TABLE_NAME, with its
 // followers index FOLLOWERS_INDEX_NAME) and maintains their join, the
-// Timelines table (TIMELINES_TABLE_NAME), keeping each tweet's fan-out
-// progress in TIMELINE_FANOUT_TABLE_NAME. Records that can never be applied
+// Timelines table (TIMELINES_TABLE_NAME), keeping tweet records' fan-out
+// and follow records' progress in TIMELINE_FANOUT_TABLE_NAME. Records that can never be applied
 // are set aside in the quarantine table (QUARANTINE_TABLE_NAME). The logic
 // is in package timeline.
 package main
@@ -27,7 +27,7 @@ func main() {
 		Follows:   m.RequireEnv("FOLLOWS_TABLE_NAME", "the DynamoDB table of follows (followerId, followeeId)"),
 		Followers: m.RequireEnv("FOLLOWERS_INDEX_NAME", "the index of the follows table by followeeId"),
 		Timelines: m.RequireEnv("TIMELINES_TABLE_NAME", "the DynamoDB table of timelines (userId, sk)"),
-		FanOut:    m.RequireEnv("TIMELINE_FANOUT_TABLE_NAME", "the DynamoDB table of tweets' fan-out progress (tweet, sequenceNumber)"),
+		FanOut:    m.RequireEnv("TIMELINE_FANOUT_TABLE_NAME", "the DynamoDB table of tweet and follow records' progress (tweet, sequenceNumber)"),
 	}
 	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be applied are set aside in")
 	cfg := m.AWSConfig()

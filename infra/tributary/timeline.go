@@ -67,9 +67,10 @@ type Timelines struct {
 	// View is the Timelines table: partition key userId, sort key
 	// "<createdAt>#<len(authorId)>#<authorId>#<tweetId>" (timeline.SortKey).
 	View awsdynamodb.Table
-	// FanOut keeps each tweet record's fan-out progress (partition key
+	// FanOut keeps the progress of tweet and follow records (partition key
 	// tweet, sort key sequenceNumber, TTL expiresAt), so a redelivery of a
-	// tweet with many followers resumes where the last delivery stopped.
+	// tweet with many followers, or of a follow over a long timeline,
+	// resumes where the last delivery stopped.
 	FanOut awsdynamodb.Table
 	// Function is the timeline function; its StreamFunction mapping reads
 	// Tweets' stream and FollowsSource reads Follows' stream.

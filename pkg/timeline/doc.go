@@ -20,7 +20,7 @@
 // entry (U, t) of A and of every user U the followers index lists for A. A
 // follow change (F follows or unfollows A) touches the entries (F, t) of A's
 // latest MaxFanIn tweets in Tweets and of every tweet by A already in F's
-// timeline (a consistent query of the view).
+// timeline (a consistent query of the view, page by page: see below).
 //
 // # Fan-out of a tweet: pages, progress, a bound
 //
@@ -42,6 +42,20 @@
 // most 100 followers, the usual case) saves nothing: a redelivery
 // converges its few entries to the same values again, and the tweet costs
 // one read of the progress table, not a write.
+//
+// A follow record works the same way: it converges the followee's latest
+// MaxFanIn tweets, then reads the follower's timeline followScanPage (500)
+// items at a time (Limit before the filter on the followee, so a page is
+// bounded whatever the timeline holds) and converges the followee's entries
+// among them, saving its progress (the last sort key done, under the
+// partition key "follow#<len(followerId)>#<followerId>#<followeeId>") after
+// the latest tweets and after each page. An unfollow of an author whose
+// tweets fill a long timeline, or a follow meeting many of the followee's
+// entries already there, completes over deliveries instead of starting
+// again at each. Reading a timeline costs in proportion to its length
+// (the filter does not reduce read units); a follow is rare next to a
+// tweet, and the timelines table has no index by author that would avoid
+// it.
 //
 // A tweet is fanned out on write to at most MaxFanOut (10,000) followers.
 // A tweet whose author has more is written to the author's timeline and to

@@ -106,19 +106,27 @@ var (
 	followersAfterNames = map[string]string{"#e": AttrFolloweeID, "#o": AttrFollowerID}
 )
 
-func (h *Handler) progressKey(author, id, seq string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{AttrFanOutTweet: s(fanOutTweetKey(author, id)), AttrFanOutSequence: s(seq)}
+// followProgressKey is the progress item's partition key of a follow
+// record: it starts with a letter where a tweet's starts with a digit, so
+// the two never meet.
+func followProgressKey(follower, followee string) string {
+	return "follow#" + strconv.Itoa(len(follower)) + "#" + follower + "#" + followee
 }
 
-// loadProgress reads a tweet record's fan-out progress (consistently: a
-// delivery must see what the one before it saved).
-func (h *Handler) loadProgress(ctx context.Context, author, id, seq string) (progress, error) {
+func (h *Handler) progressKey(key, seq string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{AttrFanOutTweet: s(key), AttrFanOutSequence: s(seq)}
+}
+
+// loadProgress reads a record's progress (consistently: a delivery must see
+// what the one before it saved). key is fanOutTweetKey of a tweet record,
+// followProgressKey of a follow record.
+func (h *Handler) loadProgress(ctx context.Context, key, seq string) (progress, error) {
 	if h.t.FanOut == "" {
 		return progress{}, nil
 	}
-	out, err := h.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &h.t.FanOut, Key: h.progressKey(author, id, seq), ConsistentRead: aws.Bool(true)})
+	out, err := h.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &h.t.FanOut, Key: h.progressKey(key, seq), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return progress{}, fmt.Errorf("reading the fan-out progress of tweet %s/%s: %w", author, id, err)
+		return progress{}, fmt.Errorf("reading the progress of record %s (%s): %w", seq, key, err)
 	}
 	if len(out.Item) == 0 {
 		return progress{}, nil
@@ -134,13 +142,13 @@ func (h *Handler) loadProgress(ctx context.Context, author, id, seq string) (pro
 // saveProgress saves p as the record's progress, unless a duplicate
 // invocation has saved a later one (then its own is kept: every entry up
 // to either cursor is done, so either is true).
-func (h *Handler) saveProgress(ctx context.Context, author, id, seq string, p progress) error {
+func (h *Handler) saveProgress(ctx context.Context, key, seq string, p progress) error {
 	if h.t.FanOut == "" {
 		return nil
 	}
 	in := &dynamodb.UpdateItemInput{
 		TableName:                &h.t.FanOut,
-		Key:                      h.progressKey(author, id, seq),
+		Key:                      h.progressKey(key, seq),
 		UpdateExpression:         progressUpdate,
 		ConditionExpression:      progressAdvance,
 		ExpressionAttributeNames: progressNames,
@@ -172,7 +180,7 @@ func (h *Handler) saveProgress(ctx context.Context, author, id, seq string, p pr
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("saving the fan-out progress of tweet %s/%s: %w", author, id, err)
+		return fmt.Errorf("saving the progress of record %s (%s): %w", seq, key, err)
 	}
 	return nil
 }
@@ -193,8 +201,8 @@ func (p progress) outcome(rec *events.DynamoDBEventRecord) error {
 // so every delivery of the record makes progress and none repeats more
 // than the entries of one page.
 func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, author, id, createdAt, prefix string) error {
-	seq := rec.Change.SequenceNumber
-	p, err := h.loadProgress(ctx, author, id, seq)
+	seq, key := rec.Change.SequenceNumber, fanOutTweetKey(author, id)
+	p, err := h.loadProgress(ctx, key, seq)
 	if err != nil {
 		return err
 	}
@@ -235,7 +243,11 @@ func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, a
 			}
 			users = append(users, f)
 		}
-		n, pageLeft, err := h.convergeAll(ctx, users, author, id, createdAt)
+		entries := make([]entry, len(users))
+		for i, u := range users {
+			entries[i] = entry{user: u, author: author, id: id, createdAt: createdAt}
+		}
+		n, pageLeft, err := h.convergeAll(ctx, entries)
 		left = append(left, pageLeft...)
 		if n > 0 {
 			followers := users[:n]
@@ -258,7 +270,7 @@ func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, a
 		case err != nil || n < len(users):
 			p.state = fanOutRunning
 			if n > 0 {
-				if serr := h.saveProgress(ctx, author, id, seq, p); serr != nil {
+				if serr := h.saveProgress(ctx, key, seq, p); serr != nil {
 					h.log.ErrorContext(ctx, "fan-out progress not saved: a redelivery repeats this page's entries", "sequenceNumber", seq, "error", serr)
 				}
 			}
@@ -275,7 +287,7 @@ func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, a
 				re.Reason += "; and " + p.reason
 			}
 			p.state, p.field, p.kind, p.reason = fanOutCapped, re.Field, re.Kind, re.Reason
-			if err := h.saveProgress(ctx, author, id, seq, p); err != nil {
+			if err := h.saveProgress(ctx, key, seq, p); err != nil {
 				return err
 			}
 			return re
@@ -288,14 +300,14 @@ func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, a
 				return p.outcome(rec)
 			}
 			p.state = fanOutComplete
-			if err := h.saveProgress(ctx, author, id, seq, p); err != nil {
+			if err := h.saveProgress(ctx, key, seq, p); err != nil {
 				return err
 			}
 			return p.outcome(rec)
 		}
 		pages++
 		p.state = fanOutRunning
-		if err := h.saveProgress(ctx, author, id, seq, p); err != nil {
+		if err := h.saveProgress(ctx, key, seq, p); err != nil {
 			return err
 		}
 	}
@@ -308,21 +320,25 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// convergeAll converges the entries of tweet id in users' timelines, at
-// most fanOutConcurrency at a time, starting none once the deadline is
-// fanOutStop away. It returns how many entries from the start of users are
-// done (the contiguous prefix: the progress cursor may pass only those),
-// the entries among them left out for their size, and the first error.
-func (h *Handler) convergeAll(ctx context.Context, users []string, author, id, createdAt string) (int, []*entryTooLarge, error) {
+// entry is one timeline entry a record touches: tweet id by author in
+// user's timeline.
+type entry struct{ user, author, id, createdAt string }
+
+// convergeAll converges entries, at most fanOutConcurrency at a time,
+// starting none once the deadline is fanOutStop away. It returns how many
+// entries from the start are done (the contiguous prefix: the progress
+// cursor may pass only those), the entries among them left out for their
+// size, and the first error.
+func (h *Handler) convergeAll(ctx context.Context, entries []entry) (int, []*entryTooLarge, error) {
 	stopAt, hasDeadline := ctx.Deadline()
 	stopAt = stopAt.Add(-h.fanOutStop)
-	errs := make([]error, len(users))
-	ran := make([]bool, len(users))
+	errs := make([]error, len(entries))
+	ran := make([]bool, len(entries))
 	sem := make(chan struct{}, fanOutConcurrency)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failed error
-	for i, u := range users {
+	for i, e := range entries {
 		sem <- struct{}{}
 		mu.Lock()
 		stop := failed != nil
@@ -334,7 +350,7 @@ func (h *Handler) convergeAll(ctx context.Context, users []string, author, id, c
 		ran[i] = true
 		wg.Go(func() {
 			defer func() { <-sem }()
-			err := h.converge(ctx, u, author, id, createdAt)
+			err := h.converge(ctx, e.user, e.author, e.id, e.createdAt)
 			errs[i] = err
 			var tl *entryTooLarge
 			if err != nil && !errors.As(err, &tl) {
@@ -349,7 +365,7 @@ func (h *Handler) convergeAll(ctx context.Context, users []string, author, id, c
 	wg.Wait()
 	var left []*entryTooLarge
 	n := 0
-	for i := range users {
+	for i := range entries {
 		if !ran[i] {
 			break
 		}
@@ -361,7 +377,7 @@ func (h *Handler) convergeAll(ctx context.Context, users []string, author, id, c
 		}
 		n++
 	}
-	if failed == nil && n < len(users) && ctx.Err() != nil {
+	if failed == nil && n < len(entries) && ctx.Err() != nil {
 		failed = ctx.Err()
 	}
 	return n, left, failed

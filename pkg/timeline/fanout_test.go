@@ -126,7 +126,7 @@ func TestTweetOfManyFollowersCompletesOverRedeliveries(t *testing.T) {
 			t.Fatalf("delivery %d: failed record %s is not in the batch", deliveries+1, failed)
 		}
 		batch = batch[i:]
-		p, err := h.loadProgress(ctx, "ann", "t1", "100")
+		p, err := h.loadProgress(ctx, fanOutTweetKey("ann", "t1"), "100")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -114,11 +114,11 @@ type Tables struct {
 	Follows   string // partition key followerId, sort key followeeId
 	Followers string // index of Follows: partition key followeeId, sort key followerId
 	Timelines string // partition key userId, sort key SortKey(createdAt, authorId, tweetId)
-	// FanOut keeps each tweet record's fan-out progress (partition key
-	// AttrFanOutTweet, sort key AttrFanOutSequence, TTL attribute
-	// expiresAt), so a redelivery resumes where the delivery before it
-	// stopped. Without it every delivery starts again from the first
-	// follower.
+	// FanOut keeps the progress of tweet and follow records (partition
+	// key AttrFanOutTweet: fanOutTweetKey or followProgressKey; sort key
+	// AttrFanOutSequence; TTL attribute expiresAt), so a redelivery resumes
+	// where the delivery before it stopped. Without it every delivery
+	// starts again from the first follower or timeline entry.
 	FanOut string
 }
 
@@ -284,86 +284,6 @@ func tooLargeError(rec *events.DynamoDBEventRecord, prefix string, left []*entry
 	return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: prefix + attr, Kind: setaside.KindOutputTooLarge,
 		Reason: fmt.Sprintf("%v, so the tweet is left out of %s%s timeline; the record was applied to every timeline it fits",
 			first.err, strings.Join(users, ", "), more)}
-}
-
-// follow touches the entries of follower for the followee's latest tweets
-// and for every followee tweet already in the follower's timeline.
-func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, follower, followee string) error {
-	type ref struct{ id, createdAt string }
-	var refs []ref
-	seen := map[string]bool{}
-	add := func(id, createdAt string) {
-		if !seen[id] {
-			seen[id] = true
-			refs = append(refs, ref{id, createdAt})
-		}
-	}
-	byAuthor, err := expression.NewBuilder().
-		WithKeyCondition(expression.Key(AttrAuthorID).Equal(expression.Value(followee))).Build()
-	if err != nil {
-		return fmt.Errorf("building the query of %s's tweets: %w", followee, err)
-	}
-	out, err := h.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 &h.t.Tweets,
-		KeyConditionExpression:    byAuthor.KeyCondition(),
-		ExpressionAttributeNames:  byAuthor.Names(),
-		ExpressionAttributeValues: byAuthor.Values(),
-		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(MaxFanIn),
-		ConsistentRead:            aws.Bool(true),
-	})
-	if err != nil {
-		return fmt.Errorf("reading the tweets of %s: %w", followee, err)
-	}
-	for _, it := range out.Items {
-		add(str(it, AttrTweetID), str(it, AttrCreatedAt))
-	}
-	if follower != followee {
-		ofAuthor, err := expression.NewBuilder().
-			WithKeyCondition(expression.Key(AttrUserID).Equal(expression.Value(follower))).
-			WithFilter(expression.Name(AttrAuthorID).Equal(expression.Value(followee))).Build()
-		if err != nil {
-			return fmt.Errorf("building the query of %s's timeline: %w", follower, err)
-		}
-		var start map[string]types.AttributeValue
-		for {
-			out, err := h.db.Query(ctx, &dynamodb.QueryInput{
-				TableName:                 &h.t.Timelines,
-				KeyConditionExpression:    ofAuthor.KeyCondition(),
-				FilterExpression:          ofAuthor.Filter(),
-				ExpressionAttributeNames:  ofAuthor.Names(),
-				ExpressionAttributeValues: ofAuthor.Values(),
-				ConsistentRead:            aws.Bool(true),
-				ExclusiveStartKey:         start,
-			})
-			if err != nil {
-				return fmt.Errorf("reading the timeline of %s: %w", follower, err)
-			}
-			for _, it := range out.Items {
-				add(str(it, AttrTweetID), str(it, AttrCreatedAt))
-			}
-			if len(out.LastEvaluatedKey) == 0 {
-				break
-			}
-			start = out.LastEvaluatedKey
-		}
-	}
-	var left []*entryTooLarge
-	for _, r := range refs {
-		err := h.converge(ctx, follower, followee, r.id, r.createdAt)
-		var tl *entryTooLarge
-		if errors.As(err, &tl) {
-			left = append(left, tl)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if len(left) > 0 {
-		return tooLargeError(rec, "", left)
-	}
-	return nil
 }
 
 // converge makes the entry (user, tweet id by author) agree with the

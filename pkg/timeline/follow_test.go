@@ -1,0 +1,183 @@
+package timeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+)
+
+// slowStore answers every call after latency, as DynamoDB does over the
+// network (a few ms), where the in-process stand-in answers in microseconds.
+type slowStore struct {
+	*countingStore
+	latency time.Duration
+}
+
+func (s *slowStore) wait(ctx context.Context) error {
+	select {
+	case <-time.After(s.latency):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *slowStore) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.countingStore.GetItem(ctx, in, opts...)
+}
+
+func (s *slowStore) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.countingStore.PutItem(ctx, in, opts...)
+}
+
+func (s *slowStore) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.countingStore.DeleteItem(ctx, in, opts...)
+}
+
+func (s *slowStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.countingStore.Query(ctx, in, opts...)
+}
+
+// TestFollowOverALongTimelineCompletesOverRedeliveries: bob's timeline
+// already holds 700 of ann's tweets among 700 of carl's when a follow
+// record of bob → ann is processed (an unfollow and a re-follow processed
+// after both happened: ann's entries stay for the INSERT, go for the
+// REMOVE). Every entry of ann's in the timeline is the record's to touch,
+// more than one invocation can at a few ms a call. Each delivery stops
+// before the deadline with its progress saved, each redelivery resumes
+// after it and gets further, and the record is applied: the view is the
+// join, carl's entries untouched, and no entry of ann's is written more
+// than twice (her latest tweets once as latest, once as found in the
+// timeline by a later delivery).
+func TestFollowOverALongTimelineCompletesOverRedeliveries(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		event   string
+		follows bool
+	}{
+		{"follow", "INSERT", true},
+		{"unfollow", "REMOVE", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := standintest.Start(t)
+			db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+			tb := createTables(t, db, "long")
+			ctx := context.Background()
+			const n = 700
+			var tweets, entries []map[string]types.AttributeValue
+			var annEntries, carlEntries []string
+			for i := range n {
+				for _, author := range []string{"ann", "carl"} {
+					id, at := fmt.Sprintf("%s%05d", author, i), fmt.Sprintf("2026-12-10T00:%02d:%02dZ", i/60, i%60)
+					tw := map[string]types.AttributeValue{AttrAuthorID: s(author), AttrTweetID: s(id), AttrCreatedAt: s(at), AttrText: s("hello from " + author)}
+					tweets = append(tweets, tw)
+					e := map[string]types.AttributeValue{AttrUserID: s("bob"), AttrSortKey: s(SortKey(at, author, id))}
+					for k, v := range tw {
+						e[k] = v
+					}
+					entries = append(entries, e)
+					if author == "ann" {
+						annEntries = append(annEntries, "bob|"+SortKey(at, author, id))
+					} else {
+						carlEntries = append(carlEntries, "bob|"+SortKey(at, author, id))
+					}
+				}
+			}
+			put := func(table string, items []map[string]types.AttributeValue) {
+				for chunk := range slices.Chunk(items, 25) {
+					var reqs []types.WriteRequest
+					for _, it := range chunk {
+						reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+					}
+					out, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
+					if err != nil || len(out.UnprocessedItems) > 0 {
+						t.Fatalf("writing %s: %v (%d unprocessed)", table, err, len(out.UnprocessedItems))
+					}
+				}
+			}
+			put(tb.Tweets, tweets)
+			put(tb.Timelines, entries)
+			follows := []map[string]types.AttributeValue{{AttrFollowerID: s("bob"), AttrFolloweeID: s("carl")}}
+			if tc.follows {
+				follows = append(follows, map[string]types.AttributeValue{AttrFollowerID: s("bob"), AttrFolloweeID: s("ann")})
+			}
+			put(tb.Follows, follows)
+			keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("bob"), AttrFolloweeID: sattr("ann")}
+			rec := events.DynamoDBEventRecord{EventName: tc.event, Change: events.DynamoDBStreamRecord{SequenceNumber: "100", Keys: keys}}
+
+			counting := &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}
+			store := &slowStore{countingStore: counting, latency: 5 * time.Millisecond}
+			h := New(store, tb, WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+			h.fanOutStop = 2 * time.Second // as in TestTweetOfManyFollowersCompletesOverRedeliveries
+			done, deliveries := 0, 0
+			for ; deliveries < 100; deliveries++ {
+				start := time.Now()
+				ictx, cancel := context.WithTimeout(ctx, 4*time.Second)
+				resp, err := h.Handle(ictx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(resp.BatchItemFailures) == 0 {
+					break
+				}
+				p, err := h.loadProgress(ctx, followProgressKey("bob", "ann"), "100")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !p.started || p.done <= done {
+					t.Fatalf("delivery %d made no progress: %d entries done before it, %d after (started %v)", deliveries+1, done, p.done, p.started)
+				}
+				t.Logf("delivery %d: %d entries done in %v, cursor after %q", deliveries+1, p.done, time.Since(start).Round(time.Millisecond), p.after)
+				done = p.done
+			}
+			if deliveries == 100 {
+				t.Fatalf("the %s was not applied in %d deliveries", tc.name, deliveries)
+			}
+			if deliveries < 1 {
+				t.Fatalf("the %s was applied in one invocation: the test shows nothing (raise n)", tc.name)
+			}
+			t.Logf("applied in %d deliveries", deliveries+1)
+			want := slices.Clone(carlEntries)
+			if tc.follows {
+				want = append(want, annEntries...)
+			}
+			slices.Sort(want)
+			if got := view(t, db, tb.Timelines); !slices.Equal(got, want) {
+				t.Errorf("view has %d entries, want %d: carl's, and ann's only if bob follows her", len(got), len(want))
+			}
+			if tc.follows {
+				for u, c := range counting.puts {
+					if u != "bob" {
+						t.Errorf("%s's timeline was written", u)
+					}
+					if c > 2*n {
+						t.Errorf("%d writes to bob's timeline, want at most %d", c, 2*n)
+					}
+				}
+			}
+		})
+	}
+}

@@ -96,8 +96,9 @@ func invoke(ctx context.Context, o *options) (err error) {
 			fmt.Printf("    %s\n", line)
 		}
 	}
+	fe := aws.ToString(out.FunctionError)
 	status := "answered"
-	if fe := aws.ToString(out.FunctionError); fe != "" {
+	if fe != "" {
 		status = "failed (FunctionError " + fe + ")"
 	}
 	fmt.Printf("▸ %s %s:\n", o.fn, status)
@@ -106,6 +107,11 @@ func invoke(ctx context.Context, o *options) (err error) {
 		fmt.Printf("  %s\n", pretty.String())
 	} else {
 		fmt.Printf("  %s\n", out.Payload)
+	}
+	if fe != "" {
+		// As the console's Test tab shows "Execution result: failed": a
+		// script running make invoke must see it too.
+		return fmt.Errorf("%s failed on %s (FunctionError %s): its answer and log are above", o.fn, o.event, fe)
 	}
 	return nil
 }

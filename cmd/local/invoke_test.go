@@ -180,6 +180,16 @@ func TestInvokeSampleLeavesRealShardsAlone(t *testing.T) {
 			t.Fatalf("make invoke FN=%s EVENT=%s: %v", w.Function, sample, err)
 		}
 	}
+	// A function that fails makes make invoke fail (exit 1), naming it,
+	// after printing its answer: the snapshot function refuses a
+	// misspelt field.
+	bad := filepath.Join(t.TempDir(), "misspelt.json")
+	if err := os.WriteFile(bad, []byte(`{"tabel": "profiles"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := invoke(ctx, &options{root: root, fn: "snapshot", event: bad, lambdaPort: port}); err == nil || !strings.Contains(err.Error(), "snapshot failed on "+bad+" (FunctionError") {
+		t.Errorf("make invoke FN=snapshot with a misspelt field = %v; want it to fail naming the function, the event and the FunctionError", err)
+	}
 	// Each counted: the aggregate sample's user-42 twice and user-7 once
 	// per invocation, and the function URL sample's user-42 once (through
 	// the stream); none set aside as an id reused with other content.

@@ -85,6 +85,9 @@ type tally struct {
 	storedBytes  int
 	resultsUnits int // PUT payload units on the WindowResults stream
 	simulated    time.Duration
+	// retention is how long the pipeline keeps window items (its
+	// retention field): what the stored bytes are priced for.
+	retention time.Duration
 	// earlyFinals counts the windows Lambda ended early: the state an
 	// invocation answered with was past lambdaMaxWindowState.
 	earlyFinals int
@@ -378,7 +381,7 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 	tickLine := slog.New(slog.NewJSONHandler(tickLog, nil))
 	rule := []string{"arn:aws:events:us-east-1:123456789012:rule/Tributary-PipelinesPageviewsTickerSchedule-1A2B3C4D5E6F"}
 
-	t := tally{events: len(evs), metrics: map[string]bool{}, simulated: l.span, db: newUsage()}
+	t := tally{events: len(evs), metrics: map[string]bool{}, simulated: l.span, retention: cfg.Retention, db: newUsage()}
 	seq := make([]int, st.shards)
 	states := make([]map[string]string, st.shards)
 	share := st.vcpu()

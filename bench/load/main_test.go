@@ -230,7 +230,7 @@ func TestCutSplitsAsKinesisAndLambdaDo(t *testing.T) {
 
 // A month priced by hand: an hour of 3,600 events.
 func TestPriceArithmetic(t *testing.T) {
-	tl := tally{events: 3600, aggInvokes: 100, tickInvokes: 60, billedMs: 100_000, simulated: time.Hour,
+	tl := tally{events: 3600, aggInvokes: 100, tickInvokes: 60, billedMs: 100_000, simulated: time.Hour, retention: 30 * 24 * time.Hour,
 		db:       usage{WriteUnits: 5000, IndexUnits: 2200, ReadHalfUnits: 7200},
 		logBytes: 1_000_000, metrics: map[string]bool{}}
 	for i := range 10 {

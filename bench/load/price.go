@@ -3,7 +3,6 @@ package main
 import (
 	"time"
 
-	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
@@ -43,11 +42,11 @@ func lambdaMonthly(invocations, billedSeconds float64, memoryMB int) float64 {
 
 // price is the month of a run's tally: every count scaled from the run's
 // event time to a month; storage from what the tables hold (steadyLoad: what they grow by),
-// kept for the window items' retention (aggregate.Retention: an upper
-// bound for the few items kept shorter, the ledger and watermarks).
+// kept for the window items' retention (the pipeline's retention field: an
+// upper bound for the few items kept shorter, the ledger and watermarks).
 func price(t tally, st stack) bill {
 	f := secondsPerMonth / t.simulated.Seconds()
-	storedGB := float64(t.storedBytes) * (aggregate.Retention.Seconds() / t.simulated.Seconds()) / 1e9
+	storedGB := float64(t.storedBytes) * (t.retention.Seconds() / t.simulated.Seconds()) / 1e9
 	return bill{
 		lambda: lambdaMonthly(float64(t.aggInvokes+t.tickInvokes)*f, float64(t.billedMs)/1000*f, st.memoryMB),
 		dynamodb: float64(t.db.WRU())*f*dynamoPerWRU + t.db.ReadUnits()*f*dynamoPerRRU +

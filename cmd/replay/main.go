@@ -341,7 +341,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	handler := func(table string) (replay.BatchHandler, error) {
 		var hs replay.Fanout
 		for _, pcfg := range pcfgs {
-			views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(aggregate.Retention))
+			views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(pcfg.Retention))
 			hs = append(hs, aggregate.New(pcfg, views, out, outName, aggregate.WithLogger(log),
 				aggregate.WithDedupe(aggregate.NewLedger(db, table, pcfg))))
 		}

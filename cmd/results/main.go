@@ -60,10 +60,11 @@ const footer = `Times are RFC 3339 (2026-11-29T10:00:00Z) or a duration ago (90m
 Exit status: 0 done (Ctrl-C ends -follow with 0), 1 error, 2 usage, 130 interrupted.
 ` + cli.RegionHelp
 
-// Bounds of the flags. Window items expire 30 days after their window
-// ends (aggregate.Retention): a longer range finds nothing more.
+// Bounds of the flags. Window items expire the pipeline's retention after
+// their window ends (at most pipeline.MaxRetention): a longer range finds
+// nothing more.
 const (
-	maxRange       = aggregate.Retention + 24*time.Hour
+	maxRange       = pipeline.MaxRetention + 24*time.Hour
 	defaultFrom    = time.Hour
 	defaultLimit   = 1000
 	maxLimit       = 100000
@@ -310,8 +311,8 @@ func (f *flags) checkTable(q *query, now time.Time) error {
 		return cli.Usagef("from", "%s is not before -to %s", q.from.UTC().Format(time.RFC3339Nano), q.to.UTC().Format(time.RFC3339Nano))
 	}
 	if q.to.Sub(q.from) > maxRange {
-		return cli.Usagef("from", "the range %s to %s is longer than %s; windows are kept %s after they end",
-			q.from.UTC().Format(time.RFC3339), q.to.UTC().Format(time.RFC3339), maxRange, aggregate.Retention)
+		return cli.Usagef("from", "the range %s to %s is longer than %s; windows are kept at most %s after they end (a pipeline's retention)",
+			q.from.UTC().Format(time.RFC3339), q.to.UTC().Format(time.RFC3339), maxRange, pipeline.MaxRetention)
 	}
 	return nil
 }

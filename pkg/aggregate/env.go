@@ -41,9 +41,6 @@ const (
 // read from the parameter before reading it again.
 const DefaultViewsRefresh = 30 * time.Second
 
-// Retention is how long window items are kept after their window ends (TTL).
-const Retention = 30 * 24 * time.Hour
-
 // MetricDimensionPipeline is the EMF dimension naming the pipeline: the
 // aggregate and ticker functions' metrics carry the dimension sets
 // ["Function"] and ["Function", "Pipeline"].
@@ -75,7 +72,7 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 	client := dynamodb.NewFromConfig(awsCfg)
 	db := RoutedStore(client, table)
 	current := table.Current(context.Background())
-	views := state.NewViews(db, current, cfg.Aggregates, state.WithRetention(Retention))
+	views := state.NewViews(db, current, cfg.Aggregates, state.WithRetention(cfg.Retention))
 	// Per-pipeline series next to the function-wide ones: several
 	// functions run this binary, one per pipeline.
 	m := metrics.New(stdout, function, metrics.WithDimension(MetricDimensionPipeline, cfg.Name))

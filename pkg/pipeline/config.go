@@ -36,6 +36,20 @@ const (
 	// MaxParallelizationFactor is Lambda's limit for Kinesis and DynamoDB
 	// Streams event source mappings.
 	MaxParallelizationFactor = 10
+	// DefaultRetention is how long a window item stays in the views table
+	// after its window ends: a week of results for the results reader and
+	// the dashboard (the WindowResults stream and the logs carry them
+	// too). Storage is most of what keeping them costs: at the README's
+	// load (100 events a second over 1,000 keys, pipelines/pageviews.json)
+	// the items of a month held for 30 days cost about $31 a month (with
+	// point-in-time recovery), for 7 days about $7 (bench/load).
+	DefaultRetention = 7 * 24 * time.Hour
+	// MinRetention is the shortest retention; it must also exceed the
+	// allowed lateness by as much, so a correction never finds its window
+	// expired.
+	MinRetention = 24 * time.Hour
+	// MaxRetention is the longest: a year.
+	MaxRetention = 365 * 24 * time.Hour
 )
 
 // MaxStateBytes bounds the encoding of one window's aggregates
@@ -148,6 +162,9 @@ type Config struct {
 	// the event (same key and id); 0 turns suppression by id off, leaving
 	// only Lambda's redeliveries deduplicated (by sequence number).
 	DedupeHorizon time.Duration
+	// Retention is how long a window item is kept after its window ends
+	// (DynamoDB's TTL deletes it after).
+	Retention time.Duration
 }
 
 // Matches reports whether the pipeline reads events of type t.
@@ -253,6 +270,9 @@ var (
 //	parallelizationFactor      1 (default) to 10
 //	dedupeHorizon              how long an event id suppresses copies (same key and id); default 1h,
 //	                             at most 168h; "0s" turns suppression by id off
+//	retention                  how long a window item is kept after its window ends; default 168h
+//	                             (allowedLateness + 24h if longer), at least 24h and allowedLateness
+//	                             + 24h, at most 8760h
 //
 // A top-level "$schema" string (the JSON Schema an editor checks the file
 // against) is accepted and ignored. The document is read by package
@@ -294,7 +314,7 @@ func Parse(doc []byte) (*Config, error) {
 	c := &Config{}
 	var raw struct {
 		name, key, value, distinct, ooo, idle, late, lateness string
-		dedupe                                                *string
+		dedupe, retention                                     *string
 		eventTypes, aggregates                                []string
 		quantiles                                             []float64
 		precision                                             *int
@@ -310,7 +330,7 @@ func Parse(doc []byte) (*Config, error) {
 		{"distinct", &raw.distinct}, {"distinctPrecision", &raw.precision}, {"outOfOrderness", &raw.ooo}, {"idleTimeout", &raw.idle},
 		{"latePolicy", &raw.late}, {"allowedLateness", &raw.lateness},
 		{"partitionKeyIsGroupingKey", &raw.pkIsGroupingKey}, {"parallelizationFactor", &raw.pf},
-		{"dedupeHorizon", &raw.dedupe},
+		{"dedupeHorizon", &raw.dedupe}, {"retention", &raw.retention},
 	} {
 		if err := field(top, f.name, f.name, f.dst); err != nil {
 			return nil, err
@@ -446,6 +466,28 @@ func Parse(doc []byte) (*Config, error) {
 		case c.DedupeHorizon%time.Second != 0:
 			return nil, cfgErr("dedupeHorizon", "%s is not a whole number of seconds", *raw.dedupe)
 		}
+	}
+	// Without retention, a window is kept a week, or a day past the
+	// allowed lateness when that is longer.
+	c.Retention = max(DefaultRetention, c.Late.AllowedLateness+MinRetention)
+	if raw.retention != nil {
+		if *raw.retention == "" {
+			return nil, cfgErr("retention", "is empty: want a duration such as \"168h\"")
+		}
+		if c.Retention, err = duration("retention", *raw.retention, DefaultRetention, false); err != nil {
+			return nil, err
+		}
+		switch {
+		case c.Retention < MinRetention:
+			return nil, cfgErr("retention", "%s is shorter than %s", *raw.retention, MinRetention)
+		case c.Retention > MaxRetention:
+			return nil, cfgErr("retention", "%s is longer than %s", *raw.retention, MaxRetention)
+		case c.Retention%time.Second != 0:
+			return nil, cfgErr("retention", "%s is not a whole number of seconds", *raw.retention)
+		}
+	}
+	if c.Retention < c.Late.AllowedLateness+MinRetention {
+		return nil, cfgErr("retention", "%s is shorter than allowedLateness (%s) + %s: a correction could find its window expired", c.Retention, c.Late.AllowedLateness, MinRetention)
 	}
 	return c, nil
 }

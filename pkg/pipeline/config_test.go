@@ -119,6 +119,21 @@ func TestParseDefaults(t *testing.T) {
 	if c.DedupeHorizon != DefaultDedupeHorizon {
 		t.Errorf("dedupeHorizon %s, want %s", c.DedupeHorizon, DefaultDedupeHorizon)
 	}
+	if c.Retention != DefaultRetention {
+		t.Errorf("retention %s, want %s", c.Retention, DefaultRetention)
+	}
+	for doc, want := range map[string]time.Duration{
+		`{"name": "n", "retention": "24h", "windows": [{"kind": "tumbling", "size": "1m"}]}`:                                                    MinRetention,
+		`{"name": "n", "retention": "720h", "windows": [{"kind": "tumbling", "size": "1m"}]}`:                                                   30 * 24 * time.Hour,
+		`{"name": "n", "retention": "8760h", "windows": [{"kind": "tumbling", "size": "1m"}]}`:                                                  MaxRetention,
+		`{"name": "n", "retention": "36h", "latePolicy": "correct", "allowedLateness": "12h", "windows": [{"kind": "tumbling", "size": "1m"}]}`: 36 * time.Hour,
+		// Without retention, a day past an allowed lateness longer than the default.
+		`{"name": "n", "latePolicy": "correct", "allowedLateness": "150h", "windows": [{"kind": "tumbling", "size": "1m"}]}`: 174 * time.Hour,
+	} {
+		if c, err := Parse([]byte(doc)); err != nil || c.Retention != want {
+			t.Errorf("%s: %v, error %v; want retention %s", doc, c, err, want)
+		}
+	}
 	for doc, want := range map[string]time.Duration{
 		`{"name": "n", "dedupeHorizon": "0s", "windows": [{"kind": "tumbling", "size": "1m"}]}`:   0,
 		`{"name": "n", "dedupeHorizon": "15m", "windows": [{"kind": "tumbling", "size": "1m"}]}`:  15 * time.Minute,
@@ -151,7 +166,7 @@ func TestParseErrors(t *testing.T) {
 		// The document.
 		{"not JSON", []byte(`{"name":`), "not valid JSON at line 1, column 8: unexpected end of JSON input"},
 		{"not an object", []byte(`[]`), "must be a JSON object, not an array"},
-		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field; did you mean \"aggregates\"? (known: kind, name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor, dedupeHorizon)"},
+		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field; did you mean \"aggregates\"? (known: kind, name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor, dedupeHorizon, retention)"},
 		// name
 		{"name missing", with(w{"name": nil}), "name: required"},
 		{"name not a string", with(w{"name": 5}), "name: must be a string, not a number"},
@@ -233,6 +248,13 @@ func TestParseErrors(t *testing.T) {
 		{"dedupeHorizon too long", with(w{"dedupeHorizon": "169h"}), "dedupeHorizon: 169h is longer than 168h0m0s"},
 		{"dedupeHorizon fraction of a second", with(w{"dedupeHorizon": "1500ms"}), "dedupeHorizon: 1500ms is not a whole number of seconds"},
 		{"dedupeHorizon a number", with(w{"dedupeHorizon": 3600}), `dedupeHorizon: must be a duration string such as "90s" or "5m", not a number`},
+		{"retention empty", with(w{"retention": ""}), `retention: is empty: want a duration such as "168h"`},
+		{"retention too short", with(w{"retention": "23h"}), "retention: 23h is shorter than 24h0m0s"},
+		{"retention too long", with(w{"retention": "8761h"}), "retention: 8761h is longer than 8760h0m0s"},
+		{"retention fraction of a second", with(w{"retention": "86400500ms"}), "retention: 86400500ms is not a whole number of seconds"},
+		{"retention within allowedLateness", with(w{"retention": "48h", "latePolicy": "correct", "allowedLateness": "25h"}),
+			"retention: 48h0m0s is shorter than allowedLateness (25h0m0s) + 24h0m0s: a correction could find its window expired"},
+
 		{"grouping by type", with(w{"key": "type", "parallelizationFactor": 2}), "key: grouping by type with parallelizationFactor 2 needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1"},
 	}
 	for _, tt := range tests {

@@ -73,7 +73,7 @@ func New(cfg *pipeline.Config, db Store, out aggregate.RecordPutter, f Function)
 	if f.Now != nil {
 		m = m.WithClock(f.Now)
 	}
-	views := state.NewViews(aggregate.RoutedStore(db, table), table.Current(context.Background()), cfg.Aggregates, state.WithRetention(aggregate.Retention))
+	views := state.NewViews(aggregate.RoutedStore(db, table), table.Current(context.Background()), cfg.Aggregates, state.WithRetention(cfg.Retention))
 	opts := []aggregate.Option{
 		aggregate.WithMetrics(m),
 		aggregate.WithLogger(log),

@@ -479,7 +479,7 @@ func Parse(doc []byte) (*Config, error) {
 		}
 		switch {
 		case c.Retention < MinRetention:
-			return nil, cfgErr("retention", "%s is shorter than %s", *raw.retention, MinRetention)
+			return nil, cfgErr("retention", "%s is shorter than %s, the least a window is kept after it ends", *raw.retention, MinRetention)
 		case c.Retention > MaxRetention:
 			return nil, cfgErr("retention", "%s is longer than %s", *raw.retention, MaxRetention)
 		case c.Retention%time.Second != 0:

@@ -249,7 +249,7 @@ func TestParseErrors(t *testing.T) {
 		{"dedupeHorizon fraction of a second", with(w{"dedupeHorizon": "1500ms"}), "dedupeHorizon: 1500ms is not a whole number of seconds"},
 		{"dedupeHorizon a number", with(w{"dedupeHorizon": 3600}), `dedupeHorizon: must be a duration string such as "90s" or "5m", not a number`},
 		{"retention empty", with(w{"retention": ""}), `retention: is empty: want a duration such as "168h"`},
-		{"retention too short", with(w{"retention": "23h"}), "retention: 23h is shorter than 24h0m0s"},
+		{"retention too short", with(w{"retention": "23h"}), "retention: 23h is shorter than 24h0m0s, the least a window is kept after it ends"},
 		{"retention too long", with(w{"retention": "8761h"}), "retention: 8761h is longer than 8760h0m0s"},
 		{"retention fraction of a second", with(w{"retention": "86400500ms"}), "retention: 86400500ms is not a whole number of seconds"},
 		{"retention within allowedLateness", with(w{"retention": "48h", "latePolicy": "correct", "allowedLateness": "25h"}),

@@ -178,7 +178,7 @@ var topSpecFields = []fieldSpec{
 		doc: "Concurrent batches per shard (Lambda's ParallelizationFactor), 1 to 10; above 1 the grouping key must be the partition key. Default 1."},
 	{name: "dedupeHorizon", typ: tString, duration: true, def: "1h",
 		doc: "How long an accepted event id suppresses copies of the event (same key and id), at most 168h; \"0s\" turns suppression by id off. Default 1h."},
-	{name: "retention", typ: tString, duration: true, def: "168h",
+	{name: "retention", typ: tString, duration: true, def: "168h", examples: []any{"168h", "720h"},
 		doc: "How long a window's item (its value, result and revision) stays in the views table after the window ends, for the results reader, the dashboard and corrections; DynamoDB's TTL deletes it after. At least 24h and allowedLateness + 24h, at most 8760h. Storage is most of what keeping results costs. Default 168h (7 days), or allowedLateness + 24h when longer."},
 }
 

@@ -73,7 +73,7 @@ func deploy(cfg *pipeline.Config) *deployment {
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	d := &deployment{out: &outputStream{ids: map[string][]byte{}}}
 	function := func(name string, m *metrics.Logger) *aggregate.Processor {
-		views := state.NewViews(aggregate.RoutedStore(db, table), table.Current(ctx), cfg.Aggregates, state.WithRetention(aggregate.Retention))
+		views := state.NewViews(aggregate.RoutedStore(db, table), table.Current(ctx), cfg.Aggregates, state.WithRetention(cfg.Retention))
 		sink := setaside.New(db, quarantine, setaside.WithFunction(name), setaside.WithMetrics(m), setaside.WithLogger(log))
 		opts := []aggregate.Option{
 			aggregate.WithMetrics(m),

@@ -51,7 +51,7 @@ func play(t *testing.T, db store) (views, quarantine []map[string]types.Attribut
 		if err != nil {
 			t.Fatal(err)
 		}
-		views := state.NewViews(db, "views", cfg.Aggregates, state.WithRetention(aggregate.Retention), state.WithClock(clock))
+		views := state.NewViews(db, "views", cfg.Aggregates, state.WithRetention(cfg.Retention), state.WithClock(clock))
 		procs[name] = aggregate.New(cfg, views, nil, "", aggregate.WithLogger(log), aggregate.WithClock(clock),
 			aggregate.WithDedupe(aggregate.NewLedger(db, "views", cfg)),
 			aggregate.WithSetAside(setaside.New(db, "quarantine", setaside.WithClock(clock))))

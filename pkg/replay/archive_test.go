@@ -109,7 +109,7 @@ func (a *archived) keys(ctx context.Context, shard string) []string {
 // handler is the aggregate function as cmd/replay builds it, with its
 // dedupe ledger: a producer's copy counts once.
 func (a *archived) handler(table string) (replay.BatchHandler, error) {
-	return aggregate.New(a.cfg, state.NewViews(a.db, table, a.cfg.Aggregates, state.WithRetention(aggregate.Retention)), nil, "",
+	return aggregate.New(a.cfg, state.NewViews(a.db, table, a.cfg.Aggregates, state.WithRetention(a.cfg.Retention)), nil, "",
 		aggregate.WithDedupe(aggregate.NewLedger(a.db, table, a.cfg))), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -132,6 +133,34 @@ func newScanner(b []byte, name string) *scanner {
 	return &scanner{b: b, elem: -1, name: name, keys: make([]keySet, MaxDepth+1)}
 }
 
+// scanners keeps Check's scanners: a consumer checks every record of a
+// stream, and a scanner's key sets (MaxDepth+1 of them) were most of the
+// allocation of checking a small document.
+var scanners = sync.Pool{New: func() any { return newScanner(nil, "") }}
+
+// getScanner is a pooled scanner over b; putScanner returns it.
+func getScanner(b []byte, name string) *scanner {
+	s := scanners.Get().(*scanner)
+	s.b, s.i, s.elem, s.name, s.err, s.depth = b, 0, -1, name, nil, 0
+	return s
+}
+
+// putScanner drops what s holds of its document (keys are slices of it),
+// so that the pool keeps no document alive, and pools s.
+func putScanner(s *scanner) {
+	for i := range s.keys {
+		k := &s.keys[i]
+		if cap(k.list) == 0 && k.index == nil {
+			continue
+		}
+		clear(k.list[:cap(k.list)])
+		k.list, k.index = k.list[:0], nil
+	}
+	clear(s.path[:cap(s.path)])
+	s.path, s.b, s.err = s.path[:0], nil, nil
+	scanners.Put(s)
+}
+
 // Check refuses doc unless it is one well-formed JSON value of valid UTF-8,
 // with no object holding a key twice, nested at most MaxDepth deep, and at
 // most o.MaxBytes long. Its error is an *Error.
@@ -147,7 +176,8 @@ func check(doc []byte, o Options) *Error {
 		return &Error{Kind: TooLarge, Index: -1, Offset: -1,
 			Reason: fmt.Sprintf("the %s is %d bytes; at most %d", o.name(), len(doc), max)}
 	}
-	s := newScanner(doc, o.name())
+	s := getScanner(doc, o.name())
+	defer putScanner(s)
 	s.ws()
 	if s.i == len(s.b) {
 		return &Error{Kind: Syntax, Index: -1, Offset: 0, Reason: fmt.Sprintf("the %s is empty: want a JSON value", s.name)}

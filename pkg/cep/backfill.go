@@ -184,7 +184,7 @@ func readShard(ctx context.Context, kin backfillKinesis, streamName, shard strin
 				return n, true, nil
 			}
 			var env stream.Envelope
-			if stream.Unmarshal(r.Data, &env) != nil || env.Validate() != nil {
+			if stream.Unmarshal(r.Data, &env) != nil || stream.CheckStrict(r.Data) != nil || env.Validate() != nil {
 				continue // not an event: the function sets it aside
 			}
 			if env.ReceivedAt.IsZero() {

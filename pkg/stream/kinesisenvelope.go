@@ -20,6 +20,9 @@ import (
 func (r *KinesisRecord) DecodeEnvelope(e *Envelope) error {
 	err := r.decodeShared(e)
 	if err == nil {
+		err = CheckStrict(r.Data)
+	}
+	if err == nil {
 		err = e.Validate()
 	}
 	if err == nil {

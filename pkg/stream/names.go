@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -21,6 +22,27 @@ func UnmarshalExact(data []byte, e *Envelope) error {
 		return err
 	}
 	return Unmarshal(data, e)
+}
+
+// CheckStrict refuses an envelope that decodes (Unmarshal) but that the
+// one strict reader refuses — a key twice in any object, data included;
+// text that is not UTF-8; nesting deeper than strictjson.MaxDepth — or
+// whose object names a field in another case or one it does not have
+// (CheckNames). Ingest refuses these, but a producer may put records on
+// the events stream or a queue itself, and what it wrote must mean one
+// thing to every consumer: {"key":"a","key":"b"} would be key b here and
+// may be key a to another reader, and a duplicated data field (a version,
+// an amount) would be whichever copy a reader takes. Its error is a
+// *FieldError naming the place ("data.version").
+func CheckStrict(data []byte) error {
+	if err := strictjson.Check(data, strictjson.Options{MaxBytes: max(len(data), 1), Name: "record"}); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			return &FieldError{Field: se.Path, Reason: se.Reason}
+		}
+		return &FieldError{Reason: err.Error()}
+	}
+	return CheckNames(data)
 }
 
 // CheckNames refuses an envelope whose object holds a key that is not one

@@ -59,6 +59,9 @@ func decodeValid(data []byte, arrival time.Time, e *Envelope) error {
 	if err := Unmarshal(data, e); err != nil {
 		return err
 	}
+	if err := CheckStrict(data); err != nil {
+		return err
+	}
 	if err := e.Validate(); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Prefix is where every stream's archive is kept in the bucket:
@@ -139,10 +140,12 @@ func Decode(name ObjectName, r io.Reader) ([]Record, error) {
 		if len(out) == maxObjectRecords {
 			return nil, bad(fmt.Sprintf("more than %d records", maxObjectRecords), nil)
 		}
+		// The one strict reader, as for every input: a key twice, a name
+		// in another case or a second value on the line is no record of
+		// the archive's (it writes each line with encoding/json), so the
+		// object was changed after it was written.
 		var rec Record
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&rec); err != nil {
+		if err := strictjson.Decode(b, &rec, strictjson.Options{MaxBytes: len(b) + 1, Name: "line"}); err != nil {
 			return nil, bad(fmt.Sprintf("line %d is not a record", line+1), err)
 		}
 		switch {

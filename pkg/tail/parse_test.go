@@ -109,6 +109,10 @@ func TestPrinter(t *testing.T) {
 			want: "── shardId-000000000000  7  key \"user 1\"  arrived 2026-12-02T10:00:00.123Z  3 bytes\n(not JSON) \"a\\tb\"\n\n"},
 		{name: "pretty, cut at max bytes", format: tail.Pretty, max: 4, data: `{"id":"e1"}`, truncated: 1,
 			want: "── shardId-000000000000  7  key \"user 1\"  arrived 2026-12-02T10:00:00.123Z  11 bytes\n{\"id\n… 7 more bytes not shown (-max-bytes 4)\n\n"},
+		{name: "pretty, indented past max bytes", format: tail.Pretty, max: 12, data: `[[[[1]]]]`, truncated: 1,
+			want: "── shardId-000000000000  7  key \"user 1\"  arrived 2026-12-02T10:00:00.123Z  9 bytes\n[\n  [\n    [\n\n… 37 more bytes of the shown text not shown (the record's 9 bytes shown indented or quoted; -max-bytes 12)\n\n"},
+		{name: "pretty, quoted past max bytes", format: tail.Pretty, max: 16, data: "\x01\x02\x03\x04\x05", truncated: 1,
+			want: "── shardId-000000000000  7  key \"user 1\"  arrived 2026-12-02T10:00:00.123Z  5 bytes\n(not JSON) \"\\x01\n… 17 more bytes of the shown text not shown (the record's 5 bytes shown indented or quoted; -max-bytes 16)\n\n"},
 		{name: "raw", format: tail.Raw, data: `{"id": "e1"}`, want: "{\"id\": \"e1\"}\n"},
 		{name: "raw, cut", format: tail.Raw, max: 3, data: "abcdef", want: "abc\n", truncated: 1},
 		{name: "json, cut", format: tail.JSONLines, max: 3, data: `{"id":"e1"}`, truncated: 1,
@@ -127,5 +131,17 @@ func TestPrinter(t *testing.T) {
 				t.Errorf("truncated %d, want %d", p.Truncated, tc.truncated)
 			}
 		})
+	}
+	// Deep nesting under the limit, as ingest allows it (depth 64): what
+	// is printed stays near the limit, where indenting it printed 64
+	// times the record.
+	var b bytes.Buffer
+	data := strings.Repeat("[", 63) + strings.Repeat("0,", 30000) + "0" + strings.Repeat("]", 63)
+	p := &tail.Printer{W: &b, Format: tail.Pretty}
+	if err := p.Print(rec(data)); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() > tail.DefaultMaxBytes+512 || p.Truncated != 1 {
+		t.Errorf("a %d-byte record printed %d bytes (truncated %d); want at most -max-bytes and a line", len(data), b.Len(), p.Truncated)
 	}
 }

@@ -134,13 +134,27 @@ func (p *Printer) Print(r *Record) error {
 		case long:
 			b.Write(bytes.ToValidUTF8(r.Data[:limit], []byte("\uFFFD")))
 			fmt.Fprintf(&b, "\n… %d more bytes not shown (-max-bytes %d)\n", len(r.Data)-limit, limit)
-		case json.Valid(r.Data):
-			if err := json.Indent(&b, bytes.TrimSpace(r.Data), "", "  "); err != nil {
-				return err
-			}
-			b.WriteByte('\n')
 		default:
-			fmt.Fprintf(&b, "(not JSON) %s\n", quoteData(r.Data))
+			// Indenting (two spaces a level) or quoting can make the shown
+			// text many times the data: deeply nested arrays under the
+			// limit printed 64 times their size. What is shown is cut at
+			// the limit too.
+			var d bytes.Buffer
+			if json.Valid(r.Data) {
+				if err := json.Indent(&d, bytes.TrimSpace(r.Data), "", "  "); err != nil {
+					return err
+				}
+			} else {
+				d.WriteString("(not JSON) " + quoteData(r.Data))
+			}
+			if d.Len() > limit {
+				p.Truncated++
+				b.Write(bytes.ToValidUTF8(d.Bytes()[:limit], []byte("\uFFFD")))
+				fmt.Fprintf(&b, "\n… %d more bytes of the shown text not shown (the record's %d bytes shown indented or quoted; -max-bytes %d)\n", d.Len()-limit, len(r.Data), limit)
+			} else {
+				b.Write(d.Bytes())
+				b.WriteByte('\n')
+			}
 		}
 		b.WriteByte('\n')
 		_, err := p.W.Write(b.Bytes())

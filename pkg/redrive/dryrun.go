@@ -113,12 +113,15 @@ func (r *Redriver) printMessage(w io.Writer, m types.Message) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		// A producer's attributes, like its body: each cut at BodyLimit
+		// (a value may be most of the message's 256 KiB), names and types
+		// shown printable.
 		v := m.MessageAttributes[name]
-		val := strconv.Quote(aws.ToString(v.StringValue))
+		val := strconv.Quote(truncate(aws.ToString(v.StringValue), r.BodyLimit))
 		if v.BinaryValue != nil {
 			val = fmt.Sprintf("<%d bytes>", len(v.BinaryValue))
 		}
-		fmt.Fprintf(w, "  attribute %s (%s) = %s\n", name, aws.ToString(v.DataType), val)
+		fmt.Fprintf(w, "  attribute %s (%s) = %s\n", printable(truncate(name, r.BodyLimit)), printable(truncate(aws.ToString(v.DataType), r.BodyLimit)), val)
 	}
 	body := aws.ToString(m.Body)
 	fmt.Fprintf(w, "  body (%d bytes): %s\n", len(body), printable(truncate(body, r.BodyLimit)))

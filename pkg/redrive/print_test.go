@@ -37,3 +37,27 @@ func TestDryRunQuotesWhatDoesNotPrint(t *testing.T) {
 		t.Errorf("printable body changed: %q", b.String())
 	}
 }
+
+// TestDryRunCutsAttributes: a producer's message attributes are cut as its
+// body is, whatever their size, and a name or type with an escape sequence
+// is shown quoted.
+func TestDryRunCutsAttributes(t *testing.T) {
+	r := New(nil)
+	var b bytes.Buffer
+	r.printMessage(&b, types.Message{MessageId: aws.String("m1"), Body: aws.String("{}"),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			"note":                   {DataType: aws.String("String"), StringValue: aws.String(strings.Repeat("A", 200_000))},
+			"n\x1b[2Jame":            {DataType: aws.String("String.\x1b[31m"), StringValue: aws.String("v")},
+			strings.Repeat("k", 256): {DataType: aws.String("String"), StringValue: aws.String("v")},
+		}})
+	out := b.String()
+	if len(out) > 4*r.BodyLimit+1000 {
+		t.Errorf("%d bytes printed for one message: its attributes were not cut at %d", len(out), r.BodyLimit)
+	}
+	if !strings.Contains(out, "more bytes)") {
+		t.Errorf("the cut attribute does not say how much is not shown: %q", out)
+	}
+	if strings.ContainsAny(out, "\x1b") {
+		t.Errorf("an attribute's name or type reached the terminal unquoted: %q", out)
+	}
+}

@@ -456,9 +456,9 @@ func aggregationFiles(v string) ([]string, error) {
 func loadPipeline(file string, lookup func(string) (string, bool)) (*pipeline.Config, error) {
 	var cfg *pipeline.Config
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := cli.ReadFile("pipeline", file, pipeline.MaxFileBytes, "a pipeline file is a small JSON object")
 		if err != nil {
-			return nil, cli.Usagef("pipeline", "%v", err)
+			return nil, err
 		}
 		if cfg, err = pipeline.Parse(b); err != nil {
 			return nil, cli.Usagef("pipeline", "%s: %v", file, err)

@@ -211,7 +211,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	var r *cep.Rule
 	if name == "add" {
-		doc, err := readFile(*file)
+		doc, err := readFile("file", *file)
 		if err != nil {
 			return fail(err)
 		}
@@ -311,7 +311,7 @@ func backfill(ctx context.Context, kin *kinesis.Client, sr *cep.StoredRule, from
 func test(ruleFiles []string, eventsFile string, ooo time.Duration, stdout io.Writer) error {
 	var rules []*cep.Rule
 	for _, f := range ruleFiles {
-		doc, err := readFile(f)
+		doc, err := readFile("rule", f)
 		if err != nil {
 			return err
 		}
@@ -353,18 +353,8 @@ func test(ruleFiles []string, eventsFile string, ooo time.Duration, stdout io.Wr
 	return nil
 }
 
-func readFile(name string) ([]byte, error) {
-	var b []byte
-	var err error
-	if name == "-" {
-		b, err = io.ReadAll(io.LimitReader(os.Stdin, cep.MaxRuleBytes+1))
-	} else {
-		b, err = os.ReadFile(name)
-	}
-	if err != nil {
-		return nil, cli.Usagef("file", "%v", err)
-	}
-	return b, nil
+func readFile(flag, name string) ([]byte, error) {
+	return cli.ReadFile(flag, name, cep.MaxRuleBytes, "a rule is a small JSON object")
 }
 
 // parseFrom reads an RFC 3339 time or a duration ago.

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -58,6 +59,30 @@ func (e *UsageError) Error() string {
 		return e.Msg
 	}
 	return "-" + e.Flag + " " + e.Msg
+}
+
+// ReadFile reads the file a flag names ("-": standard input), refusing one
+// of more than max bytes without reading past max+1 (a -file /dev/zero, a
+// log given by mistake): a *UsageError for flag either way. what says what
+// the file should be, for the refusal ("a rule is a small JSON object").
+func ReadFile(flag, name string, max int, what string) ([]byte, error) {
+	r := io.Reader(os.Stdin)
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, Usagef(flag, "%v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	if err != nil {
+		return nil, Usagef(flag, "%s: %v", name, err)
+	}
+	if len(b) > max {
+		return nil, Usagef(flag, "%s: more than %d bytes: %s", name, max, what)
+	}
+	return b, nil
 }
 
 // Usagef returns a *UsageError for flag.

@@ -219,12 +219,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		switch {
 		case !*yes:
 			fmt.Fprintf(stdout, "dry run: %d events of %s hold personal data: %s\nto erase it: eventstore erase -events-table %s -subject %s -reason %q -by %q -yes\n",
-				len(res.Erased), *subject, strings.Join(res.Erased, " "), *events, *subject, *reason, *by)
+				len(res.Erased), *subject, listIDs(res.Erased), *events, *subject, *reason, *by)
 		case res.Audit == nil:
 			fmt.Fprintf(stdout, "nothing to erase: %d events of %s were erased before\n", res.AlreadyErased, *subject)
 		default:
 			fmt.Fprintf(stdout, "erased the personal data of %d events of %s (%s); audit event %s (%s)\n",
-				len(res.Erased), *subject, strings.Join(res.Erased, " "), res.Audit.ID(), res.Audit.Type)
+				len(res.Erased), *subject, listIDs(res.Erased), res.Audit.ID(), res.Audit.Type)
 		}
 		return cli.ExitOK
 	}
@@ -266,4 +266,16 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// erasedShown is how many event ids erase prints: a subject may have
+// thousands of events, and the audit event lists them.
+const erasedShown = 20
+
+// listIDs is the first erasedShown of ids, and how many more there are.
+func listIDs(ids []string) string {
+	if len(ids) <= erasedShown {
+		return strings.Join(ids, " ")
+	}
+	return fmt.Sprintf("%s … and %d more (the audit event lists the first 2,000 and counts the rest)", strings.Join(ids[:erasedShown], " "), len(ids)-erasedShown)
 }

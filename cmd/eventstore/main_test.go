@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,21 @@ func TestEraseAndCompare(t *testing.T) {
 	// views-v2 has availability and bookings besides the seat map.
 	if r := cmd(nil, "compare", "-a", "views", "-b", "views-v2"); r.code != 1 || !strings.Contains(r.stdout, "0 only in views") || !strings.Contains(r.stdout, "2 only in views-v2") {
 		t.Fatalf("compare: %+v", r)
+	}
+}
+
+// TestEraseListsABoundedNumberOfIDs: a subject with thousands of events
+// gets a line of the first ids and a count, not every id.
+func TestEraseListsABoundedNumberOfIDs(t *testing.T) {
+	ids := make([]string, 5000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("show-%d/%d", i, i)
+	}
+	got := listIDs(ids)
+	if len(got) > 1000 || !strings.HasPrefix(got, "show-0/0 show-1/1 ") || !strings.Contains(got, "… and 4980 more") {
+		t.Errorf("listIDs of 5,000 ids = %d bytes: %.200q", len(got), got)
+	}
+	if got := listIDs(ids[:2]); got != "show-0/0 show-1/1" {
+		t.Errorf("listIDs of 2 = %q", got)
 	}
 }

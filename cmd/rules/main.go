@@ -131,7 +131,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	case "add":
 		synopsis = "rules add: add the rule in a file; it applies to events reaching the stream from 10s later on (with -from, it also runs over the past)"
 		tableFlag()
-		file = fs.String("file", "", "the rule's JSON file (- reads stdin)")
+		file = fs.String("file", "", "the rule's JSON file (- reads stdin), at most 8 KiB (cep.MaxRuleBytes)")
 		pastFlags(false)
 	case "list":
 		synopsis = "rules list: list the rules, deleted ones too until their tombstone expires"
@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		id = fs.String("id", "", "the rule's id")
 	case "test":
 		synopsis = "rules test: run rules over a file of events offline, as the detect function would on one shard, and print the matches (no AWS)"
-		fs.Var(&ruleFiles, "rule", "a rule's JSON file (repeat for more)")
+		fs.Var(&ruleFiles, "rule", "a rule's JSON file, at most 8 KiB (repeat for more)")
 		eventsFile = fs.String("events", "", "a file of events: a JSON array of envelopes or one per line, in arrival order (receivedAt, if absent, is sentAt)")
 		ooo = fs.Duration("out-of-orderness", 0, "the watermark's allowance, as in the detect function's CEP_CONFIG")
 	case "backfill":

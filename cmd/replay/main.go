@@ -355,6 +355,14 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if archiveBucket != nil && *archiveBucket != "" {
 		opts.Archive, opts.ArchiveUntil = archive.NewReader(archive.NewS3Client(cfg), *archiveBucket), seam
 	}
+	if c.name == "rebuild" {
+		for _, pcfg := range pcfgs {
+			if kept := now.Add(-pcfg.Retention); start.Before(kept) {
+				fmt.Fprintf(stderr, "note: pipeline %s keeps a window %s after it ends (its retention): the windows this rebuild recomputes that ended before %s are written with a time to live already past, and DynamoDB deletes them within days; give the pipeline file a longer \"retention\" to keep them readable\n",
+					pcfg.Name, pcfg.Retention, kept.UTC().Format(time.RFC3339))
+			}
+		}
+	}
 	var res *replay.Result
 	switch c.name {
 	case "rebuild":

@@ -345,6 +345,18 @@ func TestRebuildBackfillsFromTheArchive(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "views-v2 is current (was views): read 12 (6 from the archive, before") || !strings.Contains(r.stdout, "; 6 from the stream)") {
 		t.Fatalf("rebuild of both pipelines from the archive and the stream: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
+	if strings.Contains(r.stderr, "note: pipeline") {
+		t.Errorf("a rebuild from within the retention warned of expiring windows: %s", r.stderr)
+	}
+	// From further back than a pipeline keeps its windows: said before
+	// anything is read.
+	short := filepath.Join(dir, "short.json")
+	if err := os.WriteFile(short, []byte(strings.Replace(pipelineJSON, `"name":"p"`, `"name":"p","retention":"24h"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := cmd(ctx, env, "rebuild", "-pipeline", short, "-from", "48h", "-dry-run"); !strings.Contains(r.stderr, "note: pipeline p keeps a window 24h0m0s after it ends (its retention)") {
+		t.Errorf("a rebuild from 48h ago of a pipeline kept 24h: exit %d, stderr %s; want a note that its older windows expire", r.code, r.stderr)
+	}
 	cfgP, _ := pipeline.Parse([]byte(pipelineJSON))
 	for _, name := range []string{"p", "q"} {
 		n := 0

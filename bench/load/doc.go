@@ -61,6 +61,7 @@
 //	BENCH load_powertools events_per_s=<n> keys=<n> wcu_per_event=<x> lambda_usd=<x> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_usd=<x> flink_ratio=<x>
 //	BENCH load_kinesis events_per_s=<n> keys=<n> events_stream_usd=<x> results_stream_usd=<x>
 //	BENCH load_writes events_per_s=<n> keys=<n> path=<...> items=<table:class> wcu_per_event=<x> writes_per_event=<x> index_wcu_per_event=<x>
+//	BENCH load_cloudwatch events_per_s=<n> keys=<n> path=<...> results_logs_usd=<x> emf_logs_usd=<x> platform_logs_usd=<x> other_logs_usd=<x> metrics_usd=<x> alarms_usd=<x> result_lines_per_event=<x> bytes_per_result_line=<n>
 //	BENCH load_flush events_per_s=100 keys=1000 flush_s=<n> wcu_per_event=<x> total_usd=<x> flink_ratio=<x> windows_ended_early=<n>
 //
 // load_writes splits the write units by what the items are (a window kind,

@@ -81,6 +81,9 @@ type tally struct {
 	billedMs     int64 // every invocation's billed duration, summed
 	db           usage
 	logBytes     int64 // log events' bytes as CloudWatch bills them (each line plus its overhead), platform lines included
+	// Of logBytes: the window-result lines (and how many), the EMF metric
+	// documents and Lambda's platform lines, each with its overhead.
+	resultLines, resultLogBytes, emfBytes, platformBytes int64
 	metrics      map[string]bool
 	storedBytes  int
 	resultsUnits int // PUT payload units on the WindowResults stream
@@ -120,13 +123,25 @@ const (
 // keeps the EMF documents for their metric names.
 type logSink struct {
 	bytes, lines int64
-	emf          bool
-	buf          bytes.Buffer
+	// results and resultBytes are the window-result lines among them
+	// (aggregate.ResultLogMessage) and their bytes.
+	results, resultBytes int64
+	emf                  bool
+	buf                  bytes.Buffer
 }
+
+// resultMsg marks a window-result line in the JSON log.
+var resultMsg = []byte(`"msg":"` + aggregate.ResultLogMessage + `"`)
 
 func (l *logSink) Write(p []byte) (int, error) {
 	l.bytes += int64(len(p))
 	l.lines += int64(bytes.Count(p, []byte{'\n'}))
+	for line := range bytes.Lines(p) {
+		if bytes.Contains(line, resultMsg) {
+			l.results++
+			l.resultBytes += int64(len(line))
+		}
+	}
 	if l.emf {
 		l.buf.Write(p)
 	}
@@ -416,6 +431,7 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 		ms := float64(cpu)/share + float64(u.TotalRequests())*float64(l.waitPerRequest)
 		t.billedMs += int64(ms/float64(time.Millisecond)) + 1
 		t.logBytes += lambdaPlatformBytes + lambdaPlatformEvents*logsEventOverhead
+		t.platformBytes += lambdaPlatformBytes + lambdaPlatformEvents*logsEventOverhead
 		if inv.tick {
 			t.tickInvokes++
 			t.tickCPU += cpu
@@ -443,6 +459,11 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 	}
 	for _, sink := range []*logSink{aggLog, aggMet, tickLog, tickMet} {
 		t.logBytes += sink.bytes + sink.lines*logsEventOverhead
+		t.resultLines += sink.results
+		t.resultLogBytes += sink.resultBytes + sink.results*logsEventOverhead
+		if sink.emf {
+			t.emfBytes += sink.bytes + sink.lines*logsEventOverhead
+		}
 	}
 	for _, sink := range []*logSink{aggMet, tickMet} {
 		if err := sink.metricNames(t.metrics); err != nil {
@@ -490,6 +511,10 @@ func (t tally) minus(o tally) tally {
 	d.sdkCPU -= o.sdkCPU
 	d.billedMs -= o.billedMs
 	d.logBytes -= o.logBytes
+	d.resultLines -= o.resultLines
+	d.resultLogBytes -= o.resultLogBytes
+	d.emfBytes -= o.emfBytes
+	d.platformBytes -= o.platformBytes
 	d.storedBytes -= o.storedBytes
 	d.resultsUnits -= o.resultsUnits
 	d.simulated -= o.simulated

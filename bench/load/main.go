@@ -230,6 +230,16 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 				rate, keys, p, t.events, t.aggInvokes, t.tickInvokes, float64(t.aggCPU)/1e6/float64(t.events), float64(t.sdkCPU)/1e6/float64(t.events), float64(t.billedMs)/float64(t.aggInvokes+t.tickInvokes),
 				float64(t.db.TotalRequests())/float64(t.events), t.db.WriteUnits, t.db.IndexUnits, t.db.ReadUnits(), float64(t.logBytes)/float64(t.events),
 				len(t.metrics), float64(t.storedBytes)/1e6, t.earlyFinals, time.Since(started).Seconds())
+			// Where the CloudWatch month goes: log ingestion and storage
+			// by kind of line, the custom metrics, the alarms.
+			logs := func(b int64) float64 { return logsMonthly(float64(b) * f / 1e9) }
+			resultLine := 0.0
+			if t.resultLines > 0 {
+				resultLine = float64(t.resultLogBytes) / float64(t.resultLines)
+			}
+			fmt.Fprintf(out, "BENCH load_cloudwatch events_per_s=%d keys=%d path=%s results_logs_usd=%.2f emf_logs_usd=%.2f platform_logs_usd=%.2f other_logs_usd=%.2f metrics_usd=%.2f alarms_usd=%.2f result_lines_per_event=%.3f bytes_per_result_line=%.0f\n",
+				rate, keys, p, logs(t.resultLogBytes), logs(t.emfBytes), logs(t.platformBytes), logs(t.logBytes-t.resultLogBytes-t.emfBytes-t.platformBytes),
+				float64(len(t.metrics))*metricPerMonth, pipelineAlarmMetrics*alarmPerMetricMonth, float64(t.resultLines)/float64(t.events), resultLine)
 			classes := make([]string, 0, len(t.db.WriteUnitsBy))
 			for c := range t.db.WriteUnitsBy {
 				classes = append(classes, c)

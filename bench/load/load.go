@@ -73,21 +73,21 @@ type load struct {
 
 // tally is what a run of a load consumed.
 type tally struct {
-	events       int
-	aggInvokes   int
-	tickInvokes  int
-	aggCPU       time.Duration
-	tickCPU      time.Duration
-	billedMs     int64 // every invocation's billed duration, summed
-	db           usage
-	logBytes     int64 // log events' bytes as CloudWatch bills them (each line plus its overhead), platform lines included
+	events      int
+	aggInvokes  int
+	tickInvokes int
+	aggCPU      time.Duration
+	tickCPU     time.Duration
+	billedMs    int64 // every invocation's billed duration, summed
+	db          usage
+	logBytes    int64 // log events' bytes as CloudWatch bills them (each line plus its overhead), platform lines included
 	// Of logBytes: the window-result lines (and how many), the EMF metric
 	// documents and Lambda's platform lines, each with its overhead.
 	resultLines, resultLogBytes, emfBytes, platformBytes int64
-	metrics      map[string]bool
-	storedBytes  int
-	resultsUnits int // PUT payload units on the WindowResults stream
-	simulated    time.Duration
+	metrics                                              map[string]bool
+	storedBytes                                          int
+	resultsUnits                                         int // PUT payload units on the WindowResults stream
+	simulated                                            time.Duration
 	// retention is how long the pipeline keeps window items (its
 	// retention field): what the stored bytes are priced for.
 	retention time.Duration

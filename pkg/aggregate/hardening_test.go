@@ -154,8 +154,8 @@ const sumConfig = `{"name":"hard","key":"key","value":"data.ms","windows":[{"kin
  "aggregates":["count","sum","max"],"outOfOrderness":"1s","partitionKeyIsGroupingKey":true}`
 
 // TestRecordsThatCanNeverBeAppliedAreSetAside: an overflowing value, a
-// malformed record, a field of the wrong type and an id reused with other
-// content are each set aside with their data and a reason naming the field;
+// malformed record, a field of the wrong type, an id reused with other
+// content, a data field twice and a field in another case are each set aside with their data and a reason naming the field;
 // the other records of the batch are applied, and the shard moves on (no
 // batch item failure) and its windows still close.
 func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
@@ -170,6 +170,10 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 		rawRecord(5, "k", view("e5", "k", at, `{"ms":1.7e308}`), at),
 		rawRecord(6, "k", view("e1", "k", at, `{"ms":6}`), at), // e1 again, other content
 		rawRecord(7, "k", view("e7", "k", at, `{"ms":7}`), at),
+		// Put on the stream by a producer itself, past ingest: JSON that
+		// means two things (a field twice, a name in another case).
+		rawRecord(8, "k", view("e8", "k", at, `{"ms":100,"ms":900000}`), at),
+		rawRecord(9, "k", []byte(`{"id":"e9","type":"view","Key":"k","occurredAt":"2026-12-01T09:00:10Z","sentAt":"2026-12-01T09:00:10Z","data":{"ms":9}}`), at),
 	}}
 	resp, err := h.proc.HandleBatch(ctx, ev)
 	if err != nil {
@@ -183,6 +187,7 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 		"2": {"data.ms", setaside.KindOverflow}, "3": {"", setaside.KindUnparseable},
 		"4": {"data.ms", setaside.KindInvalid}, "5": {"data.ms", setaside.KindOverflow},
 		"6": {"id", setaside.KindDuplicateConflict},
+		"8": {"data.ms", setaside.KindInvalid}, "9": {"Key", setaside.KindInvalid},
 	}
 	for seq, w := range want {
 		it, ok := got[seq]

@@ -72,10 +72,12 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 	p := parsed{rec: rec, seq: fenced, rawSeq: seq}
 	if err := stream.DecodeKinesis(rec, &p.env); err != nil {
 		pe, ok := err.(*stream.PoisonRecordError)
-		field, reason := "data", err.Error()
+		// As the other consumers file it: unparseable when no field is
+		// at fault (not JSON, not an object), else invalid, naming it.
+		field, reason, kind := "data", err.Error(), setaside.KindUnparseable
 		if ok {
 			if pe.Field != "" {
-				field = pe.Field
+				field, kind = pe.Field, setaside.KindInvalid
 			}
 			var fe *stream.FieldError
 			if fe, ok = pe.Err.(*stream.FieldError); ok {
@@ -84,7 +86,7 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 				reason = pe.Err.Error()
 			}
 		}
-		return parsed{}, &RecordError{SequenceNumber: seq, Field: field, Reason: reason, Kind: setaside.KindUnparseable}
+		return parsed{}, &RecordError{SequenceNumber: seq, Field: field, Reason: reason, Kind: kind}
 	}
 	p.key = p.env.Key
 	if !isChangelog(p.env.Type) {

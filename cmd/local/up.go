@@ -19,7 +19,10 @@ func up(ctx context.Context, o *options) (err error) {
 	}
 	defer func() {
 		fmt.Println("\n▸ stopping functions, mappings and the stand-in")
-		err = errors.Join(err, stack.Close(), srv.Stop())
+		if err = errors.Join(err, stack.Close(), srv.Stop()); err == nil || errors.Is(err, context.Canceled) {
+			// Ctrl-C is how up ends: say that everything is down.
+			fmt.Println("✓ stopped: nothing of this run is left running")
+		}
 	}()
 	topo, err := findTopology(stack)
 	if err != nil {

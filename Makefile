@@ -42,6 +42,11 @@ endif
 endif
 # go's "go: downloading <module>" lines (dozens on a first run) are left out of the output.
 NO_DOWNLOAD_LINES = 2> >(grep -v '^go: downloading ' >&2)
+# cdk synth's stderr without the lines that only repeat that the CDK app failed
+# (go run's "exit status 1", the CLI's "Subprocess exited with error 1"): the
+# app's own error (a pipeline file and its field) is the line to read, and
+# make still fails.
+SYNTH_LINES = 2> >(grep -v -e '^go: downloading ' -e '^exit status [0-9]*$$' -e 'Subprocess exited with error [0-9]*$$' >&2)
 # $(call timed,<phase>) starts a recipe line whose start and end are recorded under <phase>.
 timed = t0=$$(date +%s%3N); trap 'if [ -n "$$TRIBUTARY_MAKE_STARTED" ]; then mkdir -p $(ROOT)/.build/timings; echo "$(1) $$t0 $$(date +%s%3N)" >> $(ROOT)/.build/timings/$$TRIBUTARY_MAKE_STARTED; fi' EXIT;
 
@@ -228,7 +233,7 @@ synth-local: .build/synth.local ## synthesize infra/cdk.out for the local runner
 
 .build/synth.lambda: $(INFRA_SOURCES) infra/node_modules/.installed .build/lambda/.built
 	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/lambda, linux/arm64)" && \
-	rm -rf infra/cdk.out/asset.* .build/synth.local && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null $(NO_DOWNLOAD_LINES)) && \
+	rm -rf infra/cdk.out/asset.* .build/synth.local && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null $(SYNTH_LINES)) && \
 	touch $(CDK_OUT) $@
 
 # Local runs write aggregates once per batch, so results show seconds after the
@@ -243,7 +248,7 @@ LOCAL_FLUSH_SECONDS ?= 0
 .build/synth.local: $(INFRA_SOURCES) infra/node_modules/.installed .build/local-flush.$(LOCAL_FLUSH_SECONDS) | .build/local/.built
 	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/local; the runner reads the template, not the assets; flush interval $(LOCAL_FLUSH_SECONDS) s)" && \
 	rm -rf infra/cdk.out/asset.* .build/synth.lambda && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out \
-	  --no-staging -c tributary:assetDir=../.build/local -c tributary:flushIntervalSeconds=$(LOCAL_FLUSH_SECONDS) >/dev/null $(NO_DOWNLOAD_LINES)) && \
+	  --no-staging -c tributary:assetDir=../.build/local -c tributary:flushIntervalSeconds=$(LOCAL_FLUSH_SECONDS) >/dev/null $(SYNTH_LINES)) && \
 	touch $(CDK_OUT) $@
 
 # Each set of functions is built by one go build (its packages in parallel) into a

@@ -454,42 +454,44 @@ func Parse(doc []byte) (*Config, error) {
 	}
 	c.DedupeHorizon = DefaultDedupeHorizon
 	if raw.dedupe != nil {
-		if *raw.dedupe == "" {
-			return nil, cfgErr("dedupeHorizon", "is empty: want a duration such as \"1h\", or \"0s\" to turn suppression by event id off")
-		}
-		if c.DedupeHorizon, err = duration("dedupeHorizon", *raw.dedupe, DefaultDedupeHorizon, true); err != nil {
+		if c.DedupeHorizon, err = setting("dedupeHorizon", *raw.dedupe, `"1h", or "0s" to turn suppression by event id off`, 0, "", MaxDedupeHorizon); err != nil {
 			return nil, err
-		}
-		switch {
-		case c.DedupeHorizon > MaxDedupeHorizon:
-			return nil, cfgErr("dedupeHorizon", "%s is longer than %s", *raw.dedupe, MaxDedupeHorizon)
-		case c.DedupeHorizon%time.Second != 0:
-			return nil, cfgErr("dedupeHorizon", "%s is not a whole number of seconds", *raw.dedupe)
 		}
 	}
 	// Without retention, a window is kept a week, or a day past the
 	// allowed lateness when that is longer.
 	c.Retention = max(DefaultRetention, c.Late.AllowedLateness+MinRetention)
 	if raw.retention != nil {
-		if *raw.retention == "" {
-			return nil, cfgErr("retention", "is empty: want a duration such as \"168h\"")
-		}
-		if c.Retention, err = duration("retention", *raw.retention, DefaultRetention, false); err != nil {
+		if c.Retention, err = setting("retention", *raw.retention, `"168h"`, MinRetention, "the least a window is kept after it ends", MaxRetention); err != nil {
 			return nil, err
-		}
-		switch {
-		case c.Retention < MinRetention:
-			return nil, cfgErr("retention", "%s is shorter than %s, the least a window is kept after it ends", *raw.retention, MinRetention)
-		case c.Retention > MaxRetention:
-			return nil, cfgErr("retention", "%s is longer than %s", *raw.retention, MaxRetention)
-		case c.Retention%time.Second != 0:
-			return nil, cfgErr("retention", "%s is not a whole number of seconds", *raw.retention)
 		}
 	}
 	if c.Retention < c.Late.AllowedLateness+MinRetention {
 		return nil, cfgErr("retention", "%s is shorter than allowedLateness (%s) + %s: a correction could find its window expired", c.Retention, c.Late.AllowedLateness, MinRetention)
 	}
 	return c, nil
+}
+
+// setting reads a duration setting given as s: not empty (example says
+// what to write), a whole number of seconds from lo (why: what the lower
+// bound is; lo 0 takes "0s") to hi.
+func setting(field, s, example string, lo time.Duration, why string, hi time.Duration) (time.Duration, error) {
+	if s == "" {
+		return 0, cfgErr(field, "is empty: want a duration such as %s", example)
+	}
+	d, err := duration(field, s, 0, lo == 0)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case d < lo:
+		return 0, cfgErr(field, "%s is shorter than %s, %s", s, lo, why)
+	case d > hi:
+		return 0, cfgErr(field, "%s is longer than %s", s, hi)
+	case d%time.Second != 0:
+		return 0, cfgErr(field, "%s is not a whole number of seconds", s)
+	}
+	return d, nil
 }
 
 func isValueAggregate(n string) bool {

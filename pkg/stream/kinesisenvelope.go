@@ -20,7 +20,7 @@ import (
 func (r *KinesisRecord) DecodeEnvelope(e *Envelope) error {
 	err := r.decodeShared(e)
 	if err == nil {
-		err = CheckStrict(r.Data)
+		err = checkJSON(r.Data)
 	}
 	if err == nil {
 		err = e.Validate()
@@ -34,16 +34,23 @@ func (r *KinesisRecord) DecodeEnvelope(e *Envelope) error {
 	return nil
 }
 
-// decodeShared is Unmarshal on r.Data taking its strings from r.dataText,
-// which holds the same bytes.
+// decodeShared is UnmarshalExact on r.Data taking its strings from
+// r.dataText, which holds the same bytes: the scan that finds the values
+// also says whether every name is a field spelt exactly, so CheckNames runs
+// only when one is not.
 func (r *KinesisRecord) decodeShared(e *Envelope) error {
 	data, text := r.Data, r.dataText
 	if len(text) != len(data) || len(data) == 0 {
-		return Unmarshal(data, e)
+		return UnmarshalExact(data, e)
 	}
 	var s scanned
 	if !s.scan(data) {
-		return Unmarshal(data, e) // encoding/json's result and error
+		return UnmarshalExact(data, e) // encoding/json's result and error
+	}
+	if s.inexact {
+		if err := CheckNames(data); err != nil {
+			return err
+		}
 	}
 	// In decodeFast's order, so that a bad time leaves e as it does.
 	var fields [fieldKey + 1]string

@@ -35,6 +35,15 @@ func UnmarshalExact(data []byte, e *Envelope) error {
 // an amount) would be whichever copy a reader takes. Its error is a
 // *FieldError naming the place ("data.version").
 func CheckStrict(data []byte) error {
+	if err := checkJSON(data); err != nil {
+		return err
+	}
+	return CheckNames(data)
+}
+
+// checkJSON is CheckStrict without the names, for a decoder that checked
+// them in its own pass (UnmarshalExact, decodeShared).
+func checkJSON(data []byte) error {
 	if err := strictjson.Check(data, strictjson.Options{MaxBytes: max(len(data), 1), Name: "record"}); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) {
@@ -42,7 +51,7 @@ func CheckStrict(data []byte) error {
 		}
 		return &FieldError{Reason: err.Error()}
 	}
-	return CheckNames(data)
+	return nil
 }
 
 // CheckNames refuses an envelope whose object holds a key that is not one

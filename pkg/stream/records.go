@@ -56,10 +56,10 @@ func joinField(prefix, field string) string {
 // decodeValid unmarshals and validates data, and stamps or checks its
 // receivedAt against arrival (stampArrival).
 func decodeValid(data []byte, arrival time.Time, e *Envelope) error {
-	if err := Unmarshal(data, e); err != nil {
+	if err := UnmarshalExact(data, e); err != nil {
 		return err
 	}
-	if err := CheckStrict(data); err != nil {
+	if err := checkJSON(data); err != nil {
 		return err
 	}
 	if err := e.Validate(); err != nil {

@@ -185,6 +185,16 @@ func (h *Handler) saveProgress(ctx context.Context, key, seq string, p progress)
 	return nil
 }
 
+// noteLeft keeps, as the record's outcome, the first of the entries left
+// out for their size (prefix as tooLargeError takes it), so that a later
+// delivery that finishes the record still sets it aside.
+func (p *progress) noteLeft(rec *events.DynamoDBEventRecord, prefix string, left []*entryTooLarge) {
+	if len(left) > 0 && p.reason == "" {
+		re := tooLargeError(rec, prefix, left)
+		p.field, p.kind, p.reason = re.Field, re.Kind, re.Reason
+	}
+}
+
 // outcome is the RecordError a finished fan-out ends with, or nil.
 func (p progress) outcome(rec *events.DynamoDBEventRecord) error {
 	if p.reason == "" {
@@ -210,14 +220,6 @@ func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, a
 		return p.outcome(rec)
 	}
 	var left []*entryTooLarge
-	// noteLeft keeps the first size error in the progress item, so a
-	// later delivery that finishes the fan-out still sets the record aside.
-	noteLeft := func() {
-		if len(left) > 0 && p.reason == "" {
-			re := tooLargeError(rec, prefix, left)
-			p.field, p.kind, p.reason = re.Field, re.Kind, re.Reason
-		}
-	}
 	startDone, resumed, pages := p.done, p.started, 0
 	for {
 		var users []string
@@ -265,7 +267,7 @@ func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, a
 				p.after = followers[len(followers)-1]
 			}
 		}
-		noteLeft()
+		p.noteLeft(rec, prefix, left)
 		switch {
 		case err != nil || n < len(users):
 			p.state = fanOutRunning

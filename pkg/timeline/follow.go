@@ -46,12 +46,6 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 		return p.outcome(rec)
 	}
 	var left []*entryTooLarge
-	noteLeft := func() {
-		if len(left) > 0 && p.reason == "" {
-			re := tooLargeError(rec, "", left)
-			p.field, p.kind, p.reason = re.Field, re.Kind, re.Reason
-		}
-	}
 	stopped := func(err error, startDone int) error {
 		if err == nil {
 			err = fmt.Errorf("stopped %v before the invoke deadline after %d entries (%d in this delivery); a redelivery resumes after %q",
@@ -80,7 +74,7 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 		}
 		n, l, err := h.convergeAll(ctx, entries)
 		left = append(left, l...)
-		noteLeft()
+		p.noteLeft(rec, "", left)
 		if err != nil || n < len(entries) {
 			// At most MaxFanIn entries: the redelivery does them again.
 			return stopped(err, startDone)
@@ -106,7 +100,7 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 		}
 		n, l, err := h.convergeAll(ctx, todo)
 		left = append(left, l...)
-		noteLeft()
+		p.noteLeft(rec, "", left)
 		p.done += n
 		if err != nil || n < len(entries) {
 			if n > 0 || !saved {

@@ -45,8 +45,10 @@ NO_DOWNLOAD_LINES = 2> >(grep -v '^go: downloading ' >&2)
 # cdk synth's stderr without the lines that only repeat that the CDK app failed
 # (go run's "exit status 1", the CLI's "Subprocess exited with error 1"): the
 # app's own error (a pipeline file and its field) is the line to read, and
-# make still fails.
-SYNTH_LINES = 2> >(grep -v -e '^go: downloading ' -e '^exit status [0-9]*$$' -e 'Subprocess exited with error [0-9]*$$' >&2)
+# make still fails. The app runs in infra/, so it names the default pipelines
+# directory ../pipelines; from the repository root, where make runs, that is
+# pipelines/.
+SYNTH_LINES = 2> >(grep -v -e '^go: downloading ' -e '^exit status [0-9]*$$' -e 'Subprocess exited with error [0-9]*$$' | sed -u 's|^tributary infra: \.\./pipelines/|tributary infra: pipelines/|' >&2)
 # $(call timed,<phase>) starts a recipe line whose start and end are recorded under <phase>.
 timed = t0=$$(date +%s%3N); trap 'if [ -n "$$TRIBUTARY_MAKE_STARTED" ]; then mkdir -p $(ROOT)/.build/timings; echo "$(1) $$t0 $$(date +%s%3N)" >> $(ROOT)/.build/timings/$$TRIBUTARY_MAKE_STARTED; fi' EXIT;
 

@@ -49,7 +49,10 @@
 // bounded whatever the timeline holds) and converges the followee's entries
 // among them, saving its progress (the last sort key done, under the
 // partition key "follow#<len(followerId)>#<followerId>#<followeeId>") after
-// the latest tweets and after each page. An unfollow of an author whose
+// the latest tweets and after each page; a delivery that stops among the
+// latest tweets (its deadline, or a call the store refused) saves the id
+// of the last one done, newest first, and the redelivery reads on from it
+// rather than converging all MaxFanIn again. An unfollow of an author whose
 // tweets fill a long timeline, or a follow meeting many of the followee's
 // entries already there, completes over deliveries instead of starting
 // again at each. Reading a timeline costs in proportion to its length

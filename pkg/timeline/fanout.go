@@ -55,7 +55,8 @@ const (
 	AttrFanOutSequence = "sequenceNumber" // sort key: the stream record's sequence number
 	attrAfter          = "after"          // the last follower (followerId) whose entry is done
 	attrDone           = "done"           // how many followers' entries are done
-	attrState          = "state"          // fanOutRunning, fanOutComplete or fanOutCapped
+	attrState          = "state"          // fanOutRunning, fanOutComplete, fanOutCapped or followLatest
+	attrLatest         = "latest"         // a follow's latest tweets: the last tweetId whose entry is done
 	attrField          = "field"          // the outcome's RecordError field, if any
 	attrKind           = "kind"           // its setaside kind
 	attrReason         = "reason"         // its reason
@@ -67,6 +68,9 @@ const (
 	fanOutRunning  = "running"
 	fanOutComplete = "complete"
 	fanOutCapped   = "capped"
+	// followLatest: a follow record's latest tweets are partly done, from
+	// the newest down to the tweet its progress names (progress.latest).
+	followLatest = "latest"
 )
 
 // fanOutTweetKey is the progress item's partition key of a tweet: the
@@ -79,10 +83,14 @@ func fanOutTweetKey(author, id string) string {
 // it. The zero value is a fan-out not begun: not even the author's entry
 // is done.
 type progress struct {
-	started bool   // the item exists: the author's entry is done
+	started bool   // the item exists: the author's entry is done (a follow's latest tweets)
 	after   string // every follower up to and including after is done ("" none)
-	done    int
-	state   string
+	// latest is, while a follow's latest tweets are partly done (state
+	// followLatest, started false), the id of the last of them done, newest
+	// first.
+	latest string
+	done   int
+	state  string
 	// outcome is the RecordError the record ends with, once known: an entry
 	// left out for its size (kept from the delivery that met it) or the
 	// fan-out's limit.
@@ -97,9 +105,15 @@ var (
 	// The cursor only moves forward: a duplicate invocation behind another
 	// does not take it back. A save without a follower (the author's
 	// entry alone) only creates the item.
-	progressUpdate      = aws.String("SET #d = :d, #s = :s, #x = :x, #a = :a, #f = :f, #k = :k, #r = :r")
-	progressAdvance     = aws.String("attribute_not_exists(#a) OR #a < :a OR (#a = :a AND #s = :run)")
-	progressCreate      = aws.String("attribute_not_exists(#t)")
+	progressUpdate  = aws.String("SET #d = :d, #s = :s, #x = :x, #a = :a, #f = :f, #k = :k, #r = :r")
+	progressAdvance = aws.String("attribute_not_exists(#a) OR #a < :a OR (#a = :a AND #s = :run)")
+	progressCreate  = aws.String("attribute_not_exists(#t) OR #s = :latest")
+	// A follow's latest tweets are done newest first, so their cursor
+	// moves down; any other state is further on.
+	latestUpdate  = aws.String("SET #l = :l, #d = :d, #s = :s, #x = :x, #f = :f, #k = :k, #r = :r")
+	latestAdvance = aws.String("attribute_not_exists(#t) OR (#s = :s AND #l > :l)")
+	latestNames   = map[string]string{"#t": AttrFanOutTweet, "#l": attrLatest, "#d": attrDone, "#s": attrState,
+		"#f": attrField, "#k": attrKind, "#r": attrReason, "#x": attrExpiresAt}
 	followersFrom       = aws.String("#e = :e")
 	followersAfter      = aws.String("#e = :e AND #o > :o")
 	followersNames      = map[string]string{"#e": AttrFolloweeID}
@@ -133,6 +147,9 @@ func (h *Handler) loadProgress(ctx context.Context, key, seq string) (progress, 
 	}
 	p := progress{started: true, after: str(out.Item, attrAfter), state: str(out.Item, attrState),
 		field: str(out.Item, attrField), kind: str(out.Item, attrKind), reason: str(out.Item, attrReason)}
+	if p.state == followLatest {
+		p.started, p.latest = false, str(out.Item, attrLatest)
+	}
 	if n, ok := out.Item[attrDone].(*types.AttributeValueMemberN); ok {
 		p.done, _ = strconv.Atoi(n.Value)
 	}
@@ -160,11 +177,14 @@ func (h *Handler) saveProgress(ctx context.Context, key, seq string, p progress)
 		},
 	}
 	if p.after == "" {
-		// The author's entry alone: create the item, with no cursor yet.
+		// The author's entry alone (a follow's latest tweets all done):
+		// create the item, with no cursor yet, or move on one a follow's
+		// latest tweets left partly done.
 		in.UpdateExpression = aws.String("SET #d = :d, #s = :s, #x = :x, #f = :f, #k = :k, #r = :r")
 		in.ConditionExpression = progressCreate
 		delete(in.ExpressionAttributeValues, ":a")
 		delete(in.ExpressionAttributeValues, ":run")
+		in.ExpressionAttributeValues[":latest"] = s(followLatest)
 		in.ExpressionAttributeNames = map[string]string{"#t": AttrFanOutTweet, "#d": attrDone, "#s": attrState,
 			"#f": attrField, "#k": attrKind, "#r": attrReason, "#x": attrExpiresAt}
 		if p.state != fanOutRunning {
@@ -172,9 +192,41 @@ func (h *Handler) saveProgress(ctx context.Context, key, seq string, p progress)
 			// written whatever a duplicate saved.
 			in.ConditionExpression = nil
 			delete(in.ExpressionAttributeNames, "#t")
+			delete(in.ExpressionAttributeValues, ":latest")
 		}
 	}
 	_, err := h.db.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("saving the progress of record %s (%s): %w", seq, key, err)
+	}
+	return nil
+}
+
+// saveLatest saves how far a follow record's latest tweets are done
+// (p.latest, p.done, and an outcome noteLeft kept), unless the record's
+// progress is already further: past its latest tweets, or down to an
+// older tweet (a duplicate invocation behind another does not take it
+// back).
+func (h *Handler) saveLatest(ctx context.Context, key, seq string, p progress) error {
+	if h.t.FanOut == "" {
+		return nil
+	}
+	_, err := h.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                &h.t.FanOut,
+		Key:                      h.progressKey(key, seq),
+		UpdateExpression:         latestUpdate,
+		ConditionExpression:      latestAdvance,
+		ExpressionAttributeNames: latestNames,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":l": s(p.latest), ":d": &types.AttributeValueMemberN{Value: strconv.Itoa(p.done)}, ":s": s(followLatest),
+			":x": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Add(fanOutTTL).Unix(), 10)},
+			":f": s(p.field), ":k": s(p.kind), ":r": s(p.reason),
+		},
+	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return nil

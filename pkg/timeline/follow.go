@@ -19,11 +19,13 @@ const followScanPage = 500
 // The fixed parts of the follow's queries (built once; a query fills in
 // values only).
 var (
-	tweetsOf         = aws.String("#a = :a")
-	tweetsOfNames    = map[string]string{"#a": AttrAuthorID}
-	timelineOf       = aws.String("#u = :u")
-	timelineByAuthor = aws.String("#a = :a")
-	timelineOfNames  = map[string]string{"#u": AttrUserID, "#a": AttrAuthorID}
+	tweetsOf          = aws.String("#a = :a")
+	tweetsOfNames     = map[string]string{"#a": AttrAuthorID}
+	tweetsBefore      = aws.String("#a = :a AND #t < :t")
+	tweetsBeforeNames = map[string]string{"#a": AttrAuthorID, "#t": AttrTweetID}
+	timelineOf        = aws.String("#u = :u")
+	timelineByAuthor  = aws.String("#a = :a")
+	timelineOfNames   = map[string]string{"#u": AttrUserID, "#a": AttrAuthorID}
 )
 
 // follow touches the entries of follower for the followee's latest
@@ -53,7 +55,9 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 		}
 		return err
 	}
-	startDone, saved := p.done, p.started
+	// saved: an earlier delivery saved progress (a follow's latest tweets
+	// partly done count).
+	startDone, saved := p.done, p.started || p.latest != ""
 	// done saves the outcome when an earlier delivery saved progress (a
 	// later one must not redo the work); a follow done by one delivery in
 	// one page saves nothing, as a tweet's fan-out does not.
@@ -68,7 +72,7 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 	}
 	latest := map[string]bool{}
 	if !p.started {
-		entries, err := h.latestTweets(ctx, follower, followee)
+		entries, err := h.latestTweets(ctx, follower, followee, p.latest, MaxFanIn-p.done)
 		if err != nil {
 			return err
 		}
@@ -76,7 +80,15 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 		left = append(left, l...)
 		p.noteLeft(rec, "", left)
 		if err != nil || n < len(entries) {
-			// At most MaxFanIn entries: the redelivery does them again.
+			// The redelivery resumes after the entries done, newest
+			// first: a store that fails one call in a hundred must not
+			// make it start all MaxFanIn again each time.
+			if n > 0 {
+				p.latest, p.done, p.state = entries[n-1].id, p.done+n, followLatest
+				if serr := h.saveLatest(ctx, key, seq, p); serr != nil {
+					h.log.ErrorContext(ctx, "follow progress not saved: a redelivery repeats these latest tweets", "sequenceNumber", seq, "error", serr)
+				}
+			}
 			return stopped(err, startDone)
 		}
 		for _, e := range entries {
@@ -129,18 +141,27 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 	}
 }
 
-// latestTweets reads the followee's latest MaxFanIn tweets, as entries of
+// latestTweets reads the followee's latest tweets, at most limit, newest
+// first, older than the tweet id before when it is not "", as entries of
 // the follower's timeline.
-func (h *Handler) latestTweets(ctx context.Context, follower, followee string) ([]entry, error) {
-	out, err := h.db.Query(ctx, &dynamodb.QueryInput{
+func (h *Handler) latestTweets(ctx context.Context, follower, followee, before string, limit int) ([]entry, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	in := &dynamodb.QueryInput{
 		TableName:                 &h.t.Tweets,
 		KeyConditionExpression:    tweetsOf,
 		ExpressionAttributeNames:  tweetsOfNames,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":a": s(followee)},
 		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(MaxFanIn),
+		Limit:                     aws.Int32(int32(limit)),
 		ConsistentRead:            aws.Bool(true),
-	})
+	}
+	if before != "" {
+		in.KeyConditionExpression, in.ExpressionAttributeNames = tweetsBefore, tweetsBeforeNames
+		in.ExpressionAttributeValues[":t"] = s(before)
+	}
+	out, err := h.db.Query(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("reading the tweets of %s: %w", followee, err)
 	}

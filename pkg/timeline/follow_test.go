@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -81,51 +83,9 @@ func TestFollowOverALongTimelineCompletesOverRedeliveries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := standintest.Start(t)
-			db := dynamodb.NewFromConfig(standintest.Config(t, srv))
-			tb := createTables(t, db, "long")
-			ctx := context.Background()
 			const n = 700
-			var tweets, entries []map[string]types.AttributeValue
-			var annEntries, carlEntries []string
-			for i := range n {
-				for _, author := range []string{"ann", "carl"} {
-					id, at := fmt.Sprintf("%s%05d", author, i), fmt.Sprintf("2026-12-10T00:%02d:%02dZ", i/60, i%60)
-					tw := map[string]types.AttributeValue{AttrAuthorID: s(author), AttrTweetID: s(id), AttrCreatedAt: s(at), AttrText: s("hello from " + author)}
-					tweets = append(tweets, tw)
-					e := map[string]types.AttributeValue{AttrUserID: s("bob"), AttrSortKey: s(SortKey(at, author, id))}
-					for k, v := range tw {
-						e[k] = v
-					}
-					entries = append(entries, e)
-					if author == "ann" {
-						annEntries = append(annEntries, "bob|"+SortKey(at, author, id))
-					} else {
-						carlEntries = append(carlEntries, "bob|"+SortKey(at, author, id))
-					}
-				}
-			}
-			put := func(table string, items []map[string]types.AttributeValue) {
-				for chunk := range slices.Chunk(items, 25) {
-					var reqs []types.WriteRequest
-					for _, it := range chunk {
-						reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
-					}
-					out, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
-					if err != nil || len(out.UnprocessedItems) > 0 {
-						t.Fatalf("writing %s: %v (%d unprocessed)", table, err, len(out.UnprocessedItems))
-					}
-				}
-			}
-			put(tb.Tweets, tweets)
-			put(tb.Timelines, entries)
-			follows := []map[string]types.AttributeValue{{AttrFollowerID: s("bob"), AttrFolloweeID: s("carl")}}
-			if tc.follows {
-				follows = append(follows, map[string]types.AttributeValue{AttrFollowerID: s("bob"), AttrFolloweeID: s("ann")})
-			}
-			put(tb.Follows, follows)
-			keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("bob"), AttrFolloweeID: sattr("ann")}
-			rec := events.DynamoDBEventRecord{EventName: tc.event, Change: events.DynamoDBStreamRecord{SequenceNumber: "100", Keys: keys}}
+			db, tb, rec, annEntries, carlEntries := longTimeline(t, n, tc.event, tc.follows)
+			ctx := context.Background()
 
 			counting := &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}
 			store := &slowStore{countingStore: counting, latency: 5 * time.Millisecond}
@@ -177,6 +137,175 @@ func TestFollowOverALongTimelineCompletesOverRedeliveries(t *testing.T) {
 						t.Errorf("%d writes to bob's timeline, want at most %d", c, 2*n)
 					}
 				}
+			}
+		})
+	}
+}
+
+// longTimeline puts n tweets each by ann and carl in the tables, all of
+// them in bob's timeline, bob following carl (and ann when follows), and
+// returns the follow record of bob → ann (event INSERT or REMOVE) with the
+// timeline entries of ann's and carl's ("bob|<sort key>").
+func longTimeline(t *testing.T, n int, event string, follows bool) (db *dynamodb.Client, tb Tables, rec events.DynamoDBEventRecord, annEntries, carlEntries []string) {
+	t.Helper()
+	srv := standintest.Start(t)
+	db = dynamodb.NewFromConfig(standintest.Config(t, srv))
+	tb = createTables(t, db, "long")
+	ctx := context.Background()
+	var tweets, entries []map[string]types.AttributeValue
+	for i := range n {
+		for _, author := range []string{"ann", "carl"} {
+			id, at := fmt.Sprintf("%s%05d", author, i), fmt.Sprintf("2026-12-10T00:%02d:%02dZ", i/60, i%60)
+			tw := map[string]types.AttributeValue{AttrAuthorID: s(author), AttrTweetID: s(id), AttrCreatedAt: s(at), AttrText: s("hello from " + author)}
+			tweets = append(tweets, tw)
+			e := map[string]types.AttributeValue{AttrUserID: s("bob"), AttrSortKey: s(SortKey(at, author, id))}
+			for k, v := range tw {
+				e[k] = v
+			}
+			entries = append(entries, e)
+			if author == "ann" {
+				annEntries = append(annEntries, "bob|"+SortKey(at, author, id))
+			} else {
+				carlEntries = append(carlEntries, "bob|"+SortKey(at, author, id))
+			}
+		}
+	}
+	put := func(table string, items []map[string]types.AttributeValue) {
+		for chunk := range slices.Chunk(items, 25) {
+			var reqs []types.WriteRequest
+			for _, it := range chunk {
+				reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+			}
+			out, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
+			if err != nil || len(out.UnprocessedItems) > 0 {
+				t.Fatalf("writing %s: %v (%d unprocessed)", table, err, len(out.UnprocessedItems))
+			}
+		}
+	}
+	put(tb.Tweets, tweets)
+	put(tb.Timelines, entries)
+	edges := []map[string]types.AttributeValue{{AttrFollowerID: s("bob"), AttrFolloweeID: s("carl")}}
+	if follows {
+		edges = append(edges, map[string]types.AttributeValue{AttrFollowerID: s("bob"), AttrFolloweeID: s("ann")})
+	}
+	put(tb.Follows, edges)
+	keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("bob"), AttrFolloweeID: sattr("ann")}
+	rec = events.DynamoDBEventRecord{EventName: event, Change: events.DynamoDBStreamRecord{SequenceNumber: "100", Keys: keys}}
+	return db, tb, rec, annEntries, carlEntries
+}
+
+// throttlingStore refuses every nth call that reads or writes the
+// timelines or progress tables as DynamoDB does once the SDK's own retries
+// of a throttled request are spent, which no local endpoint can be made to do.
+type throttlingStore struct {
+	*countingStore
+	every int
+
+	mu        sync.Mutex
+	calls     int
+	throttled int
+}
+
+func (s *throttlingStore) throttle() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.calls%s.every != 0 {
+		return nil
+	}
+	s.throttled++
+	return &types.ProvisionedThroughputExceededException{Message: aws.String("Rate of requests exceeds the allowed throughput.")}
+}
+
+func (s *throttlingStore) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if err := s.throttle(); err != nil {
+		return nil, err
+	}
+	return s.countingStore.PutItem(ctx, in, opts...)
+}
+
+func (s *throttlingStore) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if err := s.throttle(); err != nil {
+		return nil, err
+	}
+	return s.countingStore.DeleteItem(ctx, in, opts...)
+}
+
+func (s *throttlingStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if err := s.throttle(); err != nil {
+		return nil, err
+	}
+	return s.countingStore.Query(ctx, in, opts...)
+}
+
+func (s *throttlingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if err := s.throttle(); err != nil {
+		return nil, err
+	}
+	return s.countingStore.UpdateItem(ctx, in, opts...)
+}
+
+// TestFollowUnderThrottlingCompletesOverRedeliveries: the follow and the
+// unfollow of TestFollowOverALongTimelineCompletesOverRedeliveries against
+// a table that throttles one call in 97 (timeline reads and writes, and
+// the progress saves). A throttled call fails the record, never the whole
+// batch; the redelivery resumes from the last saved cursor, never from
+// before it; and the record is applied with the view the join, carl's
+// entries untouched, and ann's written no more than a delivery's repeats
+// allow.
+func TestFollowUnderThrottlingCompletesOverRedeliveries(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		event   string
+		follows bool
+	}{
+		{"follow", "INSERT", true},
+		{"unfollow", "REMOVE", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const n = 700
+			db, tb, rec, annEntries, carlEntries := longTimeline(t, n, tc.event, tc.follows)
+			ctx := context.Background()
+			counting := &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}
+			store := &throttlingStore{countingStore: counting, every: 97}
+			h := New(store, tb, WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+			done, deliveries := 0, 0
+			for ; deliveries < 100; deliveries++ {
+				resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+				if err != nil {
+					t.Fatalf("delivery %d failed the batch: %v (a throttle should fail only its record)", deliveries+1, err)
+				}
+				if len(resp.BatchItemFailures) == 0 {
+					break
+				}
+				p, err := h.loadProgress(ctx, followProgressKey("bob", "ann"), "100")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.done < done {
+					t.Fatalf("delivery %d took the cursor back: %d entries done before it, %d after", deliveries+1, done, p.done)
+				}
+				done = p.done
+			}
+			if deliveries == 100 {
+				t.Fatalf("the %s was not applied in %d deliveries", tc.name, deliveries)
+			}
+			if store.throttled == 0 || deliveries == 0 {
+				t.Fatalf("%d calls throttled over %d deliveries: the test shows nothing (lower every)", store.throttled, deliveries+1)
+			}
+			t.Logf("applied in %d deliveries, %d of %d calls throttled", deliveries+1, store.throttled, store.calls)
+			want := slices.Clone(carlEntries)
+			if tc.follows {
+				want = append(want, annEntries...)
+			}
+			slices.Sort(want)
+			if got := view(t, db, tb.Timelines); !slices.Equal(got, want) {
+				t.Errorf("view has %d entries, want %d: carl's, and ann's only if bob follows her", len(got), len(want))
+			}
+			// Each delivery redoes at most the page it was in when throttled.
+			if limit := 2*n + (deliveries+1)*followScanPage; counting.total() > limit {
+				t.Errorf("%d writes to timelines, want at most %d", counting.total(), limit)
 			}
 		})
 	}

@@ -190,7 +190,7 @@ func readFreshness(req events.LambdaFunctionURLRequest) (freshness, *events.Lamb
 	if v, ok := q["minVersion"]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf("minVersion: %q is not a version (a whole number from 0)", v))
+			r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf("minVersion: %q is not a version (a whole number from 0)", truncate(v, maxEchoBytes)))
 			return f, &r
 		}
 		f.min = n
@@ -198,7 +198,7 @@ func readFreshness(req events.LambdaFunctionURLRequest) (freshness, *events.Lamb
 	if v, ok := q["wait"]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d > MaxWait {
-			r := errorAnswer(http.StatusBadRequest, "wait", fmt.Sprintf("wait: %q must be a duration from 0s to %s", v, MaxWait))
+			r := errorAnswer(http.StatusBadRequest, "wait", fmt.Sprintf("wait: %q must be a duration from 0s to %s", truncate(v, maxEchoBytes), MaxWait))
 			return f, &r
 		}
 		f.wait = d
@@ -344,7 +344,7 @@ type Booking struct {
 
 func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest, customerID string) events.LambdaFunctionURLResponse {
 	if err := es.CheckAggregateID(customerID); err != nil || len(customerID) > maxIDLength {
-		return errorAnswer(http.StatusBadRequest, "customerId", fmt.Sprintf("customerId: %q: 1 to %d letters, digits, - _ . :", customerID, maxIDLength))
+		return errorAnswer(http.StatusBadRequest, "customerId", fmt.Sprintf("customerId: %q: 1 to %d letters, digits, - _ . :", truncate(customerID, maxEchoBytes), maxIDLength))
 	}
 	f, bad := readFreshness(req)
 	if bad != nil {

@@ -174,8 +174,9 @@ func TestAPI(t *testing.T) {
 			t.Errorf("%s %s %v: %d %s, want %d", tt.method, tt.path, tt.query, got.status, got.body, tt.status)
 		}
 	}
-	// What an answer repeats of the request is cut: a path, a day or a
-	// show of 100 KB gets an answer of a few hundred bytes.
+	// What an answer repeats of the request is cut: a path, a day, a
+	// customer, a show, a minVersion or a wait of 100 KB gets an answer of
+	// a few hundred bytes.
 	long := strings.Repeat("x", 100<<10)
 	for _, tt := range []struct {
 		path   string
@@ -186,6 +187,11 @@ func TestAPI(t *testing.T) {
 		{"/days/" + long + "/availability", nil, 400},
 		{"/customers/ada/bookings", map[string]string{"show": long}, 400},
 		{"/customers/ada/bookings", map[string]string{"show": "a b"}, 400},
+		{"/customers/" + long + "/bookings", nil, 400},
+		{"/customers/ada/bookings", map[string]string{"minVersion": long}, 400},
+		{"/customers/ada/bookings", map[string]string{"wait": long}, 400},
+		{"/shows/show-1", map[string]string{"minVersion": long}, 400},
+		{"/shows/show-1/availability", map[string]string{"wait": long}, 400},
 	} {
 		if got := f.do(t, "GET", tt.path, tt.query, ""); got.status != tt.status || len(got.body) > 1<<10 {
 			t.Errorf("GET %.40s… %.40v: %d, %d bytes %.300s; want %d in under 1 KB", tt.path, tt.query, got.status, len(got.body), got.body, tt.status)

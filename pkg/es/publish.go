@@ -21,6 +21,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Published is the data of a published event's envelope. The envelope is
@@ -58,10 +59,19 @@ type RecordError struct {
 func (e *RecordError) Error() string { return e.Field + ": " + e.Reason }
 
 // DecodePublished reads a published record back into the event it carries
-// (without personal data). Its error is a *RecordError.
+// (without personal data). The record is read as every consumer reads one
+// (stream.CheckStrict: the one strict reader, then the envelope's names
+// spelt exactly) and its data as a Published, each key a field of it spelt
+// exactly: {"version":2,"version":99} or "Version" would otherwise be read
+// one way here and another by the next reader. Its error is a
+// *RecordError naming the field ("data.version").
 func DecodePublished(data []byte) (Event, error) {
 	var env stream.Envelope
-	if err := stream.Unmarshal(data, &env); err != nil {
+	err := stream.CheckStrict(data)
+	if err == nil {
+		err = stream.Unmarshal(data, &env)
+	}
+	if err != nil {
 		field := ""
 		var fe *stream.FieldError
 		if errors.As(err, &fe) {
@@ -70,8 +80,13 @@ func DecodePublished(data []byte) (Event, error) {
 		return Event{}, &RecordError{Field: field, Reason: err.Error()}
 	}
 	var p Published
-	if err := json.Unmarshal(env.Data, &p); err != nil {
-		return Event{}, &RecordError{Field: "data", Reason: "is not a published event: " + err.Error()}
+	if err := strictjson.Decode(env.Data, &p, strictjson.Options{MaxBytes: max(len(env.Data), 1), Name: "data"}); err != nil {
+		field, reason := "data", err.Error()
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			field, reason = strictjson.JoinPath("data", se.Path), se.Reason
+		}
+		return Event{}, &RecordError{Field: field, Reason: "is not a published event: " + reason}
 	}
 	switch {
 	case p.AggregateID == "" || p.AggregateID != env.Key:

@@ -323,6 +323,57 @@ func TestUnreadableRecordsAreSetAside(t *testing.T) {
 	_ = time.Second
 }
 
+// TestRecordsThatMeanTwoThingsAreSetAside: a published record the one
+// strict reader refuses — a key twice, a name in another case, a field a
+// published event does not have, text that is not UTF-8 — could be read
+// one way here and another by the next reader ({"version":2,"version":99}
+// is version 99 to encoding/json, 2 to others). Each is set aside naming
+// the field, and the events around them are applied.
+func TestRecordsThatMeanTwoThingsAreSetAside(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	f.workload(t, rand.New(rand.NewPCG(6, 6)), []string{"show-y"}, 3, "v")
+	recs := records(t, f.log(t))
+	good := string(recs[1].Kinesis.Data)
+	var bad []events.KinesisEventRecord
+	var fields []string
+	for i, tt := range []struct{ old, new, field string }{
+		{`"version":2`, `"version":2,"version":99`, "data.version"},
+		{`"version":2`, `"Version":2`, "data.Version"},
+		{`"aggregateType":"show"`, `"aggregateType":"show","extra":1`, "data.extra"},
+		{`"aggregateType":"show"`, "\"aggregateType\":\"sh\xffow\"", "data.aggregateType"},
+		{`"key":"show-y"`, `"key":"show-y","key":"show-z"`, "key"},
+		{`"key":"show-y"`, `"key":"show-y","Key":"show-z"`, "Key"},
+	} {
+		if !strings.Contains(good, tt.old) {
+			t.Fatalf("%s is not in the record %s", tt.old, good)
+		}
+		r := recs[1]
+		r.Kinesis.Data = []byte(strings.Replace(good, tt.old, tt.new, 1))
+		r.Kinesis.SequenceNumber = fmt.Sprintf("495999999999999999%02d", i)
+		r.EventID = "shardId-000000000000:" + r.Kinesis.SequenceNumber
+		bad, fields = append(bad, r), append(fields, tt.field)
+	}
+	quarantine := fmt.Sprintf("quarantine%d", f.n)
+	if err := createQuarantine(ctx, f.db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	p := projection.New(f.db, f.store, projection.FixedTable(f.views), seats.Views(f.x), projection.WithSetAside(newSink(f.db, quarantine)))
+	resp, err := p.Handle(ctx, events.KinesisEvent{Records: append(bad, recs...)})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	for i, r := range bad {
+		item, err := loadSetAside(ctx, f.db, quarantine, r)
+		if err != nil || item == nil || item.Field != fields[i] {
+			t.Errorf("%s: set aside %+v %v, want field %s", r.Kinesis.Data, item, err, fields[i])
+		}
+	}
+	if st := p.Stats(); st.EventsApplied != int64(len(recs)) || st.SetAside != int64(len(bad)) {
+		t.Fatalf("stats %+v, want %d applied and %d set aside", st, len(recs), len(bad))
+	}
+}
+
 // TestMetricsCountEventsInAndApplied: each batch's EMF line says how many
 // records came in and how many events the views now hold (a redelivered
 // batch counts again: its events are applied, the fences make it a no-op),

@@ -17,7 +17,11 @@
 //     event: a record not yet delivered, a new version of the table) is
 //     filled from the event store itself (a consistent Query of the missing
 //     versions), so order across records, redelivery and duplicates change
-//     nothing.
+//     nothing. A gap the store cannot fill — the record's version was never
+//     appended (a hand-made record, or one of an events table since
+//     replaced) — is one no retry fills: that record and its aggregate's
+//     later ones are set aside naming data.version, and no view applies
+//     them.
 //   - An EntityView keeps items each fully determined by the last event
 //     that touched it (a booking: reserved, then cancelled). Each item is
 //     put whole, conditioned on its version being older than the event's:

@@ -86,6 +86,9 @@ type ApplyError struct {
 	// Kind is the set-aside kind (setaside.KindInvalid when empty;
 	// setaside.KindOutputTooLarge for an item over DynamoDB's limit).
 	Kind string
+	// pastLog: the event and those after it were never appended to the
+	// log, so no view applies them.
+	pastLog bool
 }
 
 func (e *ApplyError) Error() string {
@@ -373,11 +376,14 @@ func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fen
 			}
 		}
 	}
+	// An entity item put from an event the log never had would keep
+	// every later event of its key out (its version is newer).
+	entityEvs := slices.DeleteFunc(slices.Clone(evs), func(e es.Event) bool { return stuck[e.Version] != nil && stuck[e.Version].pastLog })
 	for _, v := range p.views.Entities {
-		if v.AggregateType() != typ {
+		if v.AggregateType() != typ || len(entityEvs) == 0 {
 			continue
 		}
-		if err := p.entities(ctx, table, v, evs, fence, stuck); err != nil {
+		if err := p.entities(ctx, table, v, entityEvs, fence, stuck); err != nil {
 			return nil, fmt.Errorf("view %s: %w", v.Name(), err)
 		}
 	}
@@ -389,7 +395,11 @@ func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fen
 			err := p.state(ctx, table, v, evs[0].AggregateID, evs[len(evs)-1].Version, fence)
 			var ae *ApplyError
 			if errors.As(err, &ae) {
-				stuck[evs[len(evs)-1].Version] = ae
+				for _, e := range evs {
+					if e.Version >= ae.Version {
+						stuck[e.Version] = ae
+					}
+				}
 				continue
 			}
 			if err != nil {
@@ -419,11 +429,13 @@ const maxFoldRounds = 5
 func (p *Projector) fold(ctx context.Context, table string, v FoldView, evs []es.Event, fence [2]string) (*ApplyError, error) {
 	agg := evs[0].AggregateID
 	after := evs[0].Version - 1
-	evs, err := p.contiguous(ctx, evs)
+	evs, failed, err := p.contiguous(ctx, evs)
 	if err != nil {
 		return nil, err
 	}
-	var failed *ApplyError
+	if failed != nil {
+		failed.View = v.Name()
+	}
 	for range maxFoldRounds {
 		if len(evs) == 0 {
 			return failed, nil
@@ -488,6 +500,11 @@ func (p *Projector) fold(ctx context.Context, table string, v FoldView, evs []es
 			evs, after = evs[have-evs[0].Version+1:], have
 		default: // a gap before them: read the missing versions from the log
 			missing, err := p.missing(ctx, agg, have, evs[0].Version)
+			var past *ApplyError
+			if errors.As(err, &past) {
+				past.View = v.Name()
+				return past, nil // evs all follow the gap
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -498,24 +515,34 @@ func (p *Projector) fold(ctx context.Context, table string, v FoldView, evs []es
 }
 
 // contiguous fills the gaps between evs (ordered) from the log: a batch
-// may hold versions 5 and 7 with 6 still on its way.
-func (p *Projector) contiguous(ctx context.Context, evs []es.Event) ([]es.Event, error) {
+// may hold versions 5 and 7 with 6 still on its way. An event past a gap
+// the log cannot fill is returned as the *ApplyError (its View unset),
+// with the events before it.
+func (p *Projector) contiguous(ctx context.Context, evs []es.Event) ([]es.Event, *ApplyError, error) {
 	out := evs[:1:1]
 	for _, e := range evs[1:] {
 		if prev := out[len(out)-1].Version; e.Version > prev+1 {
 			missing, err := p.missing(ctx, e.AggregateID, prev, e.Version)
+			var past *ApplyError
+			if errors.As(err, &past) {
+				return out, past, nil
+			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out = append(out, missing...)
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 // missing reads agg's versions after `after` and before `before` from the
 // log (a consistent read: they were appended before any later version).
+// When the log does not hold them all, no retry can change that: the event
+// at before was never appended (a hand-made record, or one of an events
+// table since replaced), and the error is an *ApplyError naming its
+// data.version (View unset: the caller's).
 func (p *Projector) missing(ctx context.Context, agg string, after, before int64) ([]es.Event, error) {
 	if before <= after+1 {
 		return nil, nil
@@ -527,7 +554,8 @@ func (p *Projector) missing(ctx context.Context, agg string, after, before int64
 	p.add(func(s *Stats) { s.GapFills++ })
 	p.metrics.Add("GapFills", metrics.Count, 1)
 	if int64(len(evs)) != before-1-after {
-		return nil, fmt.Errorf("the store holds %d of %s's versions %d to %d", len(evs), agg, after+1, before-1)
+		return nil, &ApplyError{Event: fmt.Sprintf("%s/%d", agg, before), Version: before, Field: "data.version", pastLog: true,
+			Reason: fmt.Sprintf("the event store holds %d of %s's versions %d to %d, which come before it: no such event was appended", len(evs), agg, after+1, before-1)}
 	}
 	return evs, nil
 }
@@ -601,16 +629,28 @@ func (p *Projector) state(ctx context.Context, table string, v StateView, agg st
 	if item == nil {
 		return nil
 	}
+	// The store's read is consistent: events past its version were never
+	// appended (a hand-made record, or one of an events table since
+	// replaced), and no retry brings them. The item is put at the store's
+	// version and they are an *ApplyError from the first of them.
+	var past *ApplyError
 	if version < atLeast {
-		return fmt.Errorf("the store has %s at version %d, behind the event %d just received", agg, version, atLeast)
+		past = &ApplyError{View: v.Name(), Event: fmt.Sprintf("%s/%d", agg, atLeast), Version: version + 1, Field: "data.version", pastLog: true,
+			Reason: fmt.Sprintf("the event store has %s at version %d: no event after it was appended", agg, version)}
 	}
 	if fence[0] != "" {
 		item[fence[0]] = &types.AttributeValueMemberS{Value: fence[1]}
 	}
-	if ae := tooLarge(v.Name(), item, agg, atLeast); ae != nil {
+	if ae := tooLarge(v.Name(), item, agg, min(atLeast, version)); ae != nil {
 		return ae
 	}
-	return p.putNewer(ctx, table, item, version)
+	if err := p.putNewer(ctx, table, item, version); err != nil {
+		return err
+	}
+	if past != nil {
+		return past
+	}
+	return nil
 }
 
 // putNewer puts item unless the table holds it at version or newer.

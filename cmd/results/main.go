@@ -332,10 +332,11 @@ func parseTime(flagName, s string, now time.Time) (time.Time, error) {
 	return now.Add(-d), nil
 }
 
+// pipelineFile is the pipeline in file, read at most to its bound.
 func pipelineFile(file string) (*pipeline.Config, error) {
-	b, err := os.ReadFile(file)
+	b, err := cli.ReadFile("pipeline", file, pipeline.MaxFileBytes, "a pipeline file is a small JSON object")
 	if err != nil {
-		return nil, cli.Usagef("pipeline", "%v", err)
+		return nil, err
 	}
 	cfg, err := pipeline.Parse(b)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -590,5 +591,30 @@ func TestPipelineFlag(t *testing.T) {
 		if r := cmd(ctx, map[string]string{}, now, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d %q, want 2 and %q", c.args, r.code, r.stderr, c.want)
 		}
+	}
+}
+
+// TestPipelineFileIsBounded: -pipeline <file> past a pipeline file's bound
+// is refused naming the flag, without reading it into memory (a log or a
+// dump given by mistake), as replay -pipeline is.
+func TestPipelineFileIsBounded(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = pipelineFile(big)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("-pipeline %s: more than %d bytes", big, pipeline.MaxFileBytes)) {
+		t.Errorf("-pipeline of 64 MiB: %v; want a usage error saying the bound", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("refusing a 64 MiB -pipeline allocated %d bytes: it was read past the bound", n)
 	}
 }

@@ -184,7 +184,9 @@ func WriteJSON(w io.Writer, views []state.View) error {
 //	correction  key=user-1 tumbling:1m0s 2026-11-29T10:00:00Z..2026-11-29T10:01:00Z rev=2 count=5 sum=1020 mean=204 was: count=4 sum=520 mean=130
 func FormatOutput(o aggregate.Output) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-10s  key=%s %s %s..%s rev=%d", o.Kind, QuoteKey(o.Key), o.Window, formatTime(o.Start), formatTime(o.End), o.Revision)
+	// The record is whoever put it on the stream's: every text in it is
+	// quoted unless plain (QuoteKey), not the key alone.
+	fmt.Fprintf(&b, "%-10s  key=%s %s %s..%s rev=%d", QuoteKey(o.Kind), QuoteKey(o.Key), QuoteKey(o.Window), formatTime(o.Start), formatTime(o.End), o.Revision)
 	if vals := values(o.Result); vals != "" {
 		b.WriteString(" " + vals)
 	}
@@ -230,7 +232,7 @@ func values(r agg.Result) string {
 		return strings.Compare(x, y)
 	})
 	for _, n := range names {
-		add(n, FormatNumber(r.Quantiles[n]))
+		add(QuoteKey(n), FormatNumber(r.Quantiles[n]))
 	}
 	if a.Has(agg.Distinct) {
 		add("distinct", strconv.FormatUint(r.Distinct, 10))

@@ -69,6 +69,12 @@ func TestFormatOutput(t *testing.T) {
 			`final       key="a b" session:30s 2026-11-29T10:00:01.5Z..2026-11-29T10:00:31.5Z rev=1 count=3 mean=421.667 p9=100 p50=400 p99.9=900 distinct=2`},
 		{aggregate.Output{Kind: "retraction", Key: "k", Window: "session:30s", Start: start, End: start.Add(time.Second), Revision: 2, Previous: &prev},
 			`retraction  key=k session:30s 2026-11-29T10:00:01.5Z..2026-11-29T10:00:02.5Z rev=2 was: count=2`},
+		// A record on the stream is written by whoever may put there: its
+		// type, window and quantile names are quoted as the key is, so none
+		// can forge a field or reach the terminal as a control sequence.
+		{aggregate.Output{Kind: "\x1b[2Jfinal", Key: "k", Window: "session:30s\nfinal", Start: start, End: start.Add(time.Second), Revision: 1,
+			Result: agg.Result{Aggregates: agg.Quantiles, Quantiles: map[string]float64{"p50\x1b]0;x\x07": 1}}},
+			`"\x1b[2Jfinal"  key=k "session:30s\nfinal" 2026-11-29T10:00:01.5Z..2026-11-29T10:00:02.5Z rev=1 "p50\x1b]0;x\a"=1`},
 	} {
 		if got := results.FormatOutput(c.o); got != c.want {
 			t.Errorf("FormatOutput:\n got  %s\n want %s", got, c.want)

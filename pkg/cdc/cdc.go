@@ -348,7 +348,12 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 	}
 	image, err := ImageJSON(img)
 	if err != nil {
-		return nil, h.changeError(rec, "dynamodb.NewImage", setaside.KindInvalid, "%v", err)
+		field := "dynamodb.NewImage"
+		var ne *NumberError
+		if errors.As(err, &ne) {
+			field += "." + ne.Path
+		}
+		return nil, h.changeError(rec, field, setaside.KindInvalid, "%v", err)
 	}
 	data, err := setaside.MarshalJSON(Data{Key: key, Version: version, Image: image, SequenceNumber: ch.SequenceNumber})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"testing"
 	"time"
@@ -58,6 +59,13 @@ func TestImageJSON(t *testing.T) {
 	if got, err := cdc.ImageJSON(nil); err != nil || got != nil {
 		t.Errorf("ImageJSON(nil) = %v, %v; want nil (a tombstone's image is null)", got, err)
 	}
+}
+
+// with is img with the attribute name set to av.
+func with(img map[string]events.DynamoDBAttributeValue, name string, av events.DynamoDBAttributeValue) map[string]events.DynamoDBAttributeValue {
+	out := maps.Clone(img)
+	out[name] = av
+	return out
 }
 
 // changelog is one record read back from the Kinesis stream.
@@ -350,6 +358,16 @@ func TestChangelogRecords(t *testing.T) {
 		{"insert", record("INSERT", "NEW_AND_OLD_IMAGES", profile, nil), cdc.TypeChanged, "5", ""},
 		{"remove", record("REMOVE", "NEW_AND_OLD_IMAGES", nil, profile), cdc.TypeDeleted, "6", ""},
 		{"remove without its old image", record("REMOVE", "KEYS_ONLY", nil, nil), "", "", "dynamodb.OldImage"},
+		// Hand-made records (the console's Test tab) with a number that is
+		// not one, set aside naming where it is.
+		{"insert with a bad number in a map", record("INSERT", "NEW_AND_OLD_IMAGES", with(profile, "address",
+			events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"zip": events.NewNumberAttribute("abc")})), nil),
+			"", "", "dynamodb.NewImage.address.zip"},
+		{"modify with an empty number in a list", record("MODIFY", "NEW_AND_OLD_IMAGES", with(profile, "tags",
+			events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewStringAttribute("a"), events.NewNumberAttribute("")})), profile),
+			"", "", "dynamodb.NewImage.tags[1]"},
+		{"insert with a bad number in a set", record("INSERT", "NEW_AND_OLD_IMAGES", with(profile, "scores",
+			events.NewNumberSetAttribute([]string{"1", "NaN"})), nil), "", "", "dynamodb.NewImage.scores[1]"},
 	}
 	h := cdc.New(nil, "events")
 	for _, tt := range tests {

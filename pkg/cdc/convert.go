@@ -3,6 +3,8 @@ package cdc
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -15,14 +17,14 @@ import (
 // null, M → object, L → array, SS/NS/BS → arrays, B → base64 string. A nil
 // image is nil (JSON null). A number that is not a JSON number (DynamoDB
 // never sends one, a hand-made event can: "" would silently become 0) is
-// an error naming the attribute. The item's personal data attribute
+// a *NumberError naming the attribute. The item's personal data attribute
 // (setaside.PersonalAttribute) is left out: the changelog goes to the
 // events stream, its archive and enrich's table, where erasure does not
 // reach, so personal data stays in the item alone.
 func ImageJSON(img map[string]events.DynamoDBAttributeValue) (map[string]any, error) {
 	for name, av := range img {
-		if err := checkNumbers(av); err != nil {
-			return nil, fmt.Errorf("attribute %q: %w", name, err)
+		if err := checkNumbers(name, av); err != nil {
+			return nil, err
 		}
 	}
 	out, err := stream.ImageJSON(img)
@@ -30,37 +32,54 @@ func ImageJSON(img map[string]events.DynamoDBAttributeValue) (map[string]any, er
 	return out, err
 }
 
-// checkNumbers reports the first N or NS value in av that is not a JSON
-// number.
-func checkNumbers(av events.DynamoDBAttributeValue) error {
+// NumberError is an image's N or NS value that is not a JSON number. Path
+// names it from the attribute: .<key> into a map, [<i>] into a list or a
+// number set (plan, prices[2], address.zip).
+type NumberError struct {
+	Path, Number string
+}
+
+// maxNumberEcho bounds how much of the number an error repeats.
+const maxNumberEcho = 64
+
+func (e *NumberError) Error() string {
+	n := e.Number
+	if len(n) > maxNumberEcho {
+		n = strings.ToValidUTF8(n[:maxNumberEcho], "") + "…"
+	}
+	return fmt.Sprintf("attribute %s: N %q is not a number", e.Path, n)
+}
+
+// checkNumbers reports the first N or NS value in av, at path, that is not
+// a JSON number.
+func checkNumbers(path string, av events.DynamoDBAttributeValue) error {
 	switch av.DataType() {
 	case events.DataTypeNumber:
-		return checkNumber(av.Number())
+		if !isNumber(av.Number()) {
+			return &NumberError{Path: path, Number: av.Number()}
+		}
 	case events.DataTypeNumberSet:
-		for _, n := range av.NumberSet() {
-			if err := checkNumber(n); err != nil {
-				return err
+		for i, n := range av.NumberSet() {
+			if !isNumber(n) {
+				return &NumberError{Path: path + "[" + strconv.Itoa(i) + "]", Number: n}
 			}
 		}
 	case events.DataTypeList:
 		for i, v := range av.List() {
-			if err := checkNumbers(v); err != nil {
-				return fmt.Errorf("[%d]: %w", i, err)
+			if err := checkNumbers(path+"["+strconv.Itoa(i)+"]", v); err != nil {
+				return err
 			}
 		}
 	case events.DataTypeMap:
 		for k, v := range av.Map() {
-			if err := checkNumbers(v); err != nil {
-				return fmt.Errorf("%q: %w", k, err)
+			if err := checkNumbers(path+"."+k, v); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
-func checkNumber(n string) error {
-	if n == "" || (n[0] != '-' && (n[0] < '0' || n[0] > '9')) || !json.Valid([]byte(n)) {
-		return fmt.Errorf("N %q is not a number", n)
-	}
-	return nil
+func isNumber(n string) bool {
+	return n != "" && (n[0] == '-' || (n[0] >= '0' && n[0] <= '9')) && json.Valid([]byte(n))
 }

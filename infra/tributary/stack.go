@@ -37,7 +37,7 @@ const (
 	// Kinesis mapping gets a tumbling window of that length (up to 900) and
 	// Lambda carries the partials between invocations, so that writes follow
 	// keys x windows per interval instead of per batch; 0 writes once per
-	// batch (results sooner, about twice the DynamoDB bill: docs/cost.md,
+	// batch (results sooner, several times the write units: docs/cost.md,
 	// "What it costs").
 	ContextFlushInterval = "tributary:flushIntervalSeconds"
 )

@@ -147,7 +147,7 @@ $(RUNNER): $(RUNNER_SOURCES)
 	@$(call timed,builds) echo "▸ go build ./cmd/local → $@" && $(GO) build -o $@ ./cmd/local $(NO_DOWNLOAD_LINES)
 
 # Built, not `go run`: go run turns the tool's exit status (0 on Ctrl-C of
-# -follow, 3 for a refusal) into 1.
+# -follow, 2 for a usage error) into 1.
 .build/bin/results: $(GO_SOURCES) $(wildcard cmd/results/*.go internal/*/*.go emulator/*/*.go)
 	@$(GO) build -o $@ ./cmd/results
 

@@ -375,7 +375,7 @@ func TestDashboardPerPipeline(t *testing.T) {
 	writeDummyAssets(assets)
 	files := testPipelineFiles(t, map[string]string{
 		"pageviews": readRepoPipeline(t, "pageviews"),
-		"clicks":    `{"name": "clicks", "windows": [{"kind": "session", "gap": "1m"}, {"kind": "hopping", "size": "2m", "advance": "1m"}], "aggregates": ["sum"], "value": "data.ms"}`,
+		"clicks":    `{"name": "clicks", "windows": [{"kind": "session", "gap": "1m"}, {"kind": "hopping", "size": "2m", "advance": "1m"}], "aggregates": ["sum"], "value": "data.ms", "partitionKeyIsGroupingKey": true}`,
 	})
 	pipes, err := NewPipelines(stack, "Pipelines", PipelinesProps{AssetDir: assets, Files: files, Events: testEventsStream(stack),
 		OnFailure: NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: time.Minute})})

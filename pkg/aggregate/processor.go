@@ -89,14 +89,7 @@ func WithConcurrency(n int) Option { return func(p *Processor) { p.concurrency =
 // once, naming the window: session and sliding windows are computed from
 // each key's buffered records, which needs every record of a key on one
 // shard.
-func CheckSupported(cfg *pipeline.Config) error {
-	for i, w := range cfg.Windows {
-		if isKeyedKind(w.Kind) && !cfg.PartitionKeyIsGroupingKey {
-			return fmt.Errorf("windows[%d].kind: %s windows need each key's records on one shard: set partitionKeyIsGroupingKey (producers put the grouping key in the envelope key)", i, w.Kind)
-		}
-	}
-	return nil
-}
+func CheckSupported(cfg *pipeline.Config) error { return cfg.CheckKeyedWindows() }
 
 // New returns a processor for cfg writing to views and, when out is not nil,
 // emitting final results and corrections to the stream named streamName.

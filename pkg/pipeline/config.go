@@ -216,6 +216,20 @@ func cfgErr(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
+// CheckKeyedWindows refuses what Parse accepts but the aggregate function
+// cannot keep exactly once (aggregate.CheckSupported): session and sliding
+// windows are computed from each key's held records, which needs every
+// record of a key on one shard, so they need PartitionKeyIsGroupingKey.
+// NewFile checks it, so that such a file fails synth naming the window.
+func (c *Config) CheckKeyedWindows() error {
+	for i, w := range c.Windows {
+		if (w.Kind == Session || w.Kind == Sliding) && !c.PartitionKeyIsGroupingKey {
+			return cfgErr(fmt.Sprintf("windows[%d].kind", i), "%s windows need each key's records on one shard: set partitionKeyIsGroupingKey (producers put the grouping key in the envelope key)", w.Kind)
+		}
+	}
+	return nil
+}
+
 // Load reads and parses the config in the PIPELINE_CONFIG environment
 // variable. Errors start with the variable's name.
 func Load() (*Config, error) { return FromEnv(os.LookupEnv) }

@@ -41,7 +41,8 @@ type File struct {
 
 // NewFile parses doc, the contents of the pipeline file at path, by its
 // kind ("kind": aggregate when absent, join or cep; an aggregation with
-// Parse, a join or CEP file against its table in schema.go), and checks
+// Parse and CheckKeyedWindows, a join or CEP file against its table in
+// schema.go), and checks
 // that its name is the file's base name ("checkouts.json" declares "name":
 // "checkouts") and that its compacted JSON fits in MaxConfigBytes. Errors
 // start with path and name the field, for example
@@ -60,6 +61,7 @@ func NewFile(path string, doc []byte) (File, error) {
 	if kind == KindAggregate {
 		if f.Config, err = Parse(doc); err == nil {
 			f.Name = f.Config.Name
+			err = f.Config.CheckKeyedWindows()
 		}
 	} else {
 		f.Name, err = checkOperator(kind, doc)

@@ -55,6 +55,17 @@ func TestLoadDir(t *testing.T) {
 			wantErr: []string{"orders.json: name: ", "Orders.json"},
 		},
 		{
+			// Parse takes it; the aggregate function would refuse it at init.
+			name:    "session window without partitionKeyIsGroupingKey",
+			files:   map[string]string{"s.json": `{"name": "s", "windows": [{"kind": "tumbling", "size": "1m"}, {"kind": "session", "gap": "30s"}]}`},
+			wantErr: []string{"s.json: windows[1].kind: ", "session windows need each key's records on one shard", "partitionKeyIsGroupingKey"},
+		},
+		{
+			name:      "sliding window with partitionKeyIsGroupingKey",
+			files:     map[string]string{"s.json": `{"name": "s", "windows": [{"kind": "sliding", "difference": "30s"}], "partitionKeyIsGroupingKey": true}`},
+			wantNames: []string{"s"},
+		},
+		{
 			name:    "bad field names file and field",
 			files:   map[string]string{"a.json": doc("a"), "checkouts.json": `{"name": "checkouts", "windows": [{"kind": "tumbling", "size": "1x"}]}`},
 			wantErr: []string{"checkouts.json: windows[0].size: ", `"1x"`},

@@ -195,6 +195,12 @@ func (h *Handler) saveProgress(ctx context.Context, key, seq string, p progress)
 			delete(in.ExpressionAttributeValues, ":latest")
 		}
 	}
+	return h.updateProgress(ctx, key, seq, in)
+}
+
+// updateProgress makes a save of a record's progress: a condition that
+// fails means a duplicate invocation saved a later one, which is kept.
+func (h *Handler) updateProgress(ctx context.Context, key, seq string, in *dynamodb.UpdateItemInput) error {
 	_, err := h.db.UpdateItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
@@ -215,7 +221,7 @@ func (h *Handler) saveLatest(ctx context.Context, key, seq string, p progress) e
 	if h.t.FanOut == "" {
 		return nil
 	}
-	_, err := h.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	return h.updateProgress(ctx, key, seq, &dynamodb.UpdateItemInput{
 		TableName:                &h.t.FanOut,
 		Key:                      h.progressKey(key, seq),
 		UpdateExpression:         latestUpdate,
@@ -227,14 +233,6 @@ func (h *Handler) saveLatest(ctx context.Context, key, seq string, p progress) e
 			":f": s(p.field), ":k": s(p.kind), ":r": s(p.reason),
 		},
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("saving the progress of record %s (%s): %w", seq, key, err)
-	}
-	return nil
 }
 
 // noteLeft keeps, as the record's outcome, the first of the entries left

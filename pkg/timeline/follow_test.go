@@ -66,132 +66,96 @@ func (s *slowStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...
 // record of bob → ann is processed (an unfollow and a re-follow processed
 // after both happened: ann's entries stay for the INSERT, go for the
 // REMOVE). Every entry of ann's in the timeline is the record's to touch,
-// more than one invocation can at a few ms a call. Each delivery stops
-// before the deadline with its progress saved, each redelivery resumes
-// after it and gets further, and the record is applied: the view is the
-// join, carl's entries untouched, and no entry of ann's is written more
-// than twice (her latest tweets once as latest, once as found in the
-// timeline by a later delivery).
+// more than one invocation can at a few ms a call (deadline), or than a
+// store throttling one call in 97 lets through (throttled: a throttle
+// fails the record, never the batch). Each delivery stops with its
+// progress saved, each redelivery resumes after it, never before it (past
+// a deadline: gets further), and the record is applied: the view is the
+// join, carl's entries untouched, and ann's written no more than twice
+// (her latest tweets once as latest, once as found in the timeline by a
+// later delivery) plus, under throttling, the page each delivery redoes.
 func TestFollowOverALongTimelineCompletesOverRedeliveries(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		event   string
-		follows bool
-	}{
-		{"follow", "INSERT", true},
-		{"unfollow", "REMOVE", false},
+	type stores struct {
+		name string
+		wrap func(*countingStore) store
+		// invoke bounds each delivery (a deadline) or not.
+		invoke time.Duration
+	}
+	for _, st := range []stores{
+		{"deadline", func(c *countingStore) store { return &slowStore{countingStore: c, latency: 5 * time.Millisecond} }, 4 * time.Second},
+		{"throttled", func(c *countingStore) store { return &throttlingStore{countingStore: c, every: 97} }, 0},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			const n = 700
-			db, tb, rec, annEntries, carlEntries := longTimeline(t, n, tc.event, tc.follows)
-			ctx := context.Background()
-
-			counting := &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}
-			store := &slowStore{countingStore: counting, latency: 5 * time.Millisecond}
-			h := New(store, tb, WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
-			h.fanOutStop = 2 * time.Second // as in TestTweetOfManyFollowersCompletesOverRedeliveries
-			done, deliveries := 0, 0
-			for ; deliveries < 100; deliveries++ {
-				start := time.Now()
-				ictx, cancel := context.WithTimeout(ctx, 4*time.Second)
-				resp, err := h.Handle(ictx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
-				cancel()
-				if err != nil {
-					t.Fatal(err)
+		for _, tc := range []struct {
+			name    string
+			event   string
+			follows bool
+		}{
+			{"follow", "INSERT", true},
+			{"unfollow", "REMOVE", false},
+		} {
+			t.Run(st.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				const n = 700
+				db, tb, rec, annEntries, carlEntries := longTimeline(t, n, tc.event, tc.follows)
+				ctx := context.Background()
+				counting := &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}
+				h := New(st.wrap(counting), tb, WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+				h.fanOutStop = 2 * time.Second // as in TestTweetOfManyFollowersCompletesOverRedeliveries
+				done, deliveries := 0, 0
+				for ; deliveries < 100; deliveries++ {
+					start := time.Now()
+					ictx, cancel := ctx, context.CancelFunc(func() {})
+					if st.invoke > 0 {
+						ictx, cancel = context.WithTimeout(ctx, st.invoke)
+					}
+					resp, err := h.Handle(ictx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+					cancel()
+					if err != nil {
+						t.Fatalf("delivery %d failed the batch: %v", deliveries+1, err)
+					}
+					if len(resp.BatchItemFailures) == 0 {
+						break
+					}
+					p, err := h.loadProgress(ctx, followProgressKey("bob", "ann"), "100")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if p.done < done || (st.invoke > 0 && (!p.started || p.done == done)) {
+						t.Fatalf("delivery %d made no progress: %d entries done before it, %d after (started %v)", deliveries+1, done, p.done, p.started)
+					}
+					t.Logf("delivery %d: %d entries done in %v, cursor after %q", deliveries+1, p.done, time.Since(start).Round(time.Millisecond), p.after)
+					done = p.done
 				}
-				if len(resp.BatchItemFailures) == 0 {
-					break
+				if deliveries == 100 {
+					t.Fatalf("the %s was not applied in %d deliveries", tc.name, deliveries)
 				}
-				p, err := h.loadProgress(ctx, followProgressKey("bob", "ann"), "100")
-				if err != nil {
-					t.Fatal(err)
+				if deliveries < 1 {
+					t.Fatalf("the %s was applied in one invocation: the test shows nothing (raise n)", tc.name)
 				}
-				if !p.started || p.done <= done {
-					t.Fatalf("delivery %d made no progress: %d entries done before it, %d after (started %v)", deliveries+1, done, p.done, p.started)
+				t.Logf("applied in %d deliveries", deliveries+1)
+				want := slices.Clone(carlEntries)
+				if tc.follows {
+					want = append(want, annEntries...)
 				}
-				t.Logf("delivery %d: %d entries done in %v, cursor after %q", deliveries+1, p.done, time.Since(start).Round(time.Millisecond), p.after)
-				done = p.done
-			}
-			if deliveries == 100 {
-				t.Fatalf("the %s was not applied in %d deliveries", tc.name, deliveries)
-			}
-			if deliveries < 1 {
-				t.Fatalf("the %s was applied in one invocation: the test shows nothing (raise n)", tc.name)
-			}
-			t.Logf("applied in %d deliveries", deliveries+1)
-			want := slices.Clone(carlEntries)
-			if tc.follows {
-				want = append(want, annEntries...)
-			}
-			slices.Sort(want)
-			if got := view(t, db, tb.Timelines); !slices.Equal(got, want) {
-				t.Errorf("view has %d entries, want %d: carl's, and ann's only if bob follows her", len(got), len(want))
-			}
-			if tc.follows {
+				slices.Sort(want)
+				if got := view(t, db, tb.Timelines); !slices.Equal(got, want) {
+					t.Errorf("view has %d entries, want %d: carl's, and ann's only if bob follows her", len(got), len(want))
+				}
+				limit := 2 * n
+				if st.invoke == 0 {
+					limit += (deliveries + 1) * followScanPage
+				}
 				for u, c := range counting.puts {
 					if u != "bob" {
 						t.Errorf("%s's timeline was written", u)
 					}
-					if c > 2*n {
-						t.Errorf("%d writes to bob's timeline, want at most %d", c, 2*n)
+					if c > limit {
+						t.Errorf("%d writes to bob's timeline, want at most %d", c, limit)
 					}
 				}
-			}
-		})
-	}
-}
-
-// longTimeline puts n tweets each by ann and carl in the tables, all of
-// them in bob's timeline, bob following carl (and ann when follows), and
-// returns the follow record of bob → ann (event INSERT or REMOVE) with the
-// timeline entries of ann's and carl's ("bob|<sort key>").
-func longTimeline(t *testing.T, n int, event string, follows bool) (db *dynamodb.Client, tb Tables, rec events.DynamoDBEventRecord, annEntries, carlEntries []string) {
-	t.Helper()
-	srv := standintest.Start(t)
-	db = dynamodb.NewFromConfig(standintest.Config(t, srv))
-	tb = createTables(t, db, "long")
-	ctx := context.Background()
-	var tweets, entries []map[string]types.AttributeValue
-	for i := range n {
-		for _, author := range []string{"ann", "carl"} {
-			id, at := fmt.Sprintf("%s%05d", author, i), fmt.Sprintf("2026-12-10T00:%02d:%02dZ", i/60, i%60)
-			tw := map[string]types.AttributeValue{AttrAuthorID: s(author), AttrTweetID: s(id), AttrCreatedAt: s(at), AttrText: s("hello from " + author)}
-			tweets = append(tweets, tw)
-			e := map[string]types.AttributeValue{AttrUserID: s("bob"), AttrSortKey: s(SortKey(at, author, id))}
-			for k, v := range tw {
-				e[k] = v
-			}
-			entries = append(entries, e)
-			if author == "ann" {
-				annEntries = append(annEntries, "bob|"+SortKey(at, author, id))
-			} else {
-				carlEntries = append(carlEntries, "bob|"+SortKey(at, author, id))
-			}
+			})
 		}
 	}
-	put := func(table string, items []map[string]types.AttributeValue) {
-		for chunk := range slices.Chunk(items, 25) {
-			var reqs []types.WriteRequest
-			for _, it := range chunk {
-				reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
-			}
-			out, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
-			if err != nil || len(out.UnprocessedItems) > 0 {
-				t.Fatalf("writing %s: %v (%d unprocessed)", table, err, len(out.UnprocessedItems))
-			}
-		}
-	}
-	put(tb.Tweets, tweets)
-	put(tb.Timelines, entries)
-	edges := []map[string]types.AttributeValue{{AttrFollowerID: s("bob"), AttrFolloweeID: s("carl")}}
-	if follows {
-		edges = append(edges, map[string]types.AttributeValue{AttrFollowerID: s("bob"), AttrFolloweeID: s("ann")})
-	}
-	put(tb.Follows, edges)
-	keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("bob"), AttrFolloweeID: sattr("ann")}
-	rec = events.DynamoDBEventRecord{EventName: event, Change: events.DynamoDBStreamRecord{SequenceNumber: "100", Keys: keys}}
-	return db, tb, rec, annEntries, carlEntries
 }
 
 // throttlingStore refuses every nth call that reads or writes the
@@ -245,68 +209,54 @@ func (s *throttlingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateIte
 	return s.countingStore.UpdateItem(ctx, in, opts...)
 }
 
-// TestFollowUnderThrottlingCompletesOverRedeliveries: the follow and the
-// unfollow of TestFollowOverALongTimelineCompletesOverRedeliveries against
-// a table that throttles one call in 97 (timeline reads and writes, and
-// the progress saves). A throttled call fails the record, never the whole
-// batch; the redelivery resumes from the last saved cursor, never from
-// before it; and the record is applied with the view the join, carl's
-// entries untouched, and ann's written no more than a delivery's repeats
-// allow.
-func TestFollowUnderThrottlingCompletesOverRedeliveries(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		event   string
-		follows bool
-	}{
-		{"follow", "INSERT", true},
-		{"unfollow", "REMOVE", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			const n = 700
-			db, tb, rec, annEntries, carlEntries := longTimeline(t, n, tc.event, tc.follows)
-			ctx := context.Background()
-			counting := &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}
-			store := &throttlingStore{countingStore: counting, every: 97}
-			h := New(store, tb, WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
-			done, deliveries := 0, 0
-			for ; deliveries < 100; deliveries++ {
-				resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
-				if err != nil {
-					t.Fatalf("delivery %d failed the batch: %v (a throttle should fail only its record)", deliveries+1, err)
-				}
-				if len(resp.BatchItemFailures) == 0 {
-					break
-				}
-				p, err := h.loadProgress(ctx, followProgressKey("bob", "ann"), "100")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if p.done < done {
-					t.Fatalf("delivery %d took the cursor back: %d entries done before it, %d after", deliveries+1, done, p.done)
-				}
-				done = p.done
+// longTimeline puts n tweets each by ann and carl in the tables, all of
+// them in bob's timeline, bob following carl (and ann when follows), and
+// returns the follow record of bob → ann (event INSERT or REMOVE) with the
+// timeline entries of ann's and carl's ("bob|<sort key>").
+func longTimeline(t *testing.T, n int, event string, follows bool) (db *dynamodb.Client, tb Tables, rec events.DynamoDBEventRecord, annEntries, carlEntries []string) {
+	t.Helper()
+	srv := standintest.Start(t)
+	db = dynamodb.NewFromConfig(standintest.Config(t, srv))
+	tb = createTables(t, db, "long")
+	ctx := context.Background()
+	var tweets, entries []map[string]types.AttributeValue
+	for i := range n {
+		for _, author := range []string{"ann", "carl"} {
+			id, at := fmt.Sprintf("%s%05d", author, i), fmt.Sprintf("2026-12-10T00:%02d:%02dZ", i/60, i%60)
+			tw := map[string]types.AttributeValue{AttrAuthorID: s(author), AttrTweetID: s(id), AttrCreatedAt: s(at), AttrText: s("hello from " + author)}
+			tweets = append(tweets, tw)
+			e := map[string]types.AttributeValue{AttrUserID: s("bob"), AttrSortKey: s(SortKey(at, author, id))}
+			for k, v := range tw {
+				e[k] = v
 			}
-			if deliveries == 100 {
-				t.Fatalf("the %s was not applied in %d deliveries", tc.name, deliveries)
+			entries = append(entries, e)
+			if author == "ann" {
+				annEntries = append(annEntries, "bob|"+SortKey(at, author, id))
+			} else {
+				carlEntries = append(carlEntries, "bob|"+SortKey(at, author, id))
 			}
-			if store.throttled == 0 || deliveries == 0 {
-				t.Fatalf("%d calls throttled over %d deliveries: the test shows nothing (lower every)", store.throttled, deliveries+1)
-			}
-			t.Logf("applied in %d deliveries, %d of %d calls throttled", deliveries+1, store.throttled, store.calls)
-			want := slices.Clone(carlEntries)
-			if tc.follows {
-				want = append(want, annEntries...)
-			}
-			slices.Sort(want)
-			if got := view(t, db, tb.Timelines); !slices.Equal(got, want) {
-				t.Errorf("view has %d entries, want %d: carl's, and ann's only if bob follows her", len(got), len(want))
-			}
-			// Each delivery redoes at most the page it was in when throttled.
-			if limit := 2*n + (deliveries+1)*followScanPage; counting.total() > limit {
-				t.Errorf("%d writes to timelines, want at most %d", counting.total(), limit)
-			}
-		})
+		}
 	}
+	put := func(table string, items []map[string]types.AttributeValue) {
+		for chunk := range slices.Chunk(items, 25) {
+			var reqs []types.WriteRequest
+			for _, it := range chunk {
+				reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
+			}
+			out, err := db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
+			if err != nil || len(out.UnprocessedItems) > 0 {
+				t.Fatalf("writing %s: %v (%d unprocessed)", table, err, len(out.UnprocessedItems))
+			}
+		}
+	}
+	put(tb.Tweets, tweets)
+	put(tb.Timelines, entries)
+	edges := []map[string]types.AttributeValue{{AttrFollowerID: s("bob"), AttrFolloweeID: s("carl")}}
+	if follows {
+		edges = append(edges, map[string]types.AttributeValue{AttrFollowerID: s("bob"), AttrFolloweeID: s("ann")})
+	}
+	put(tb.Follows, edges)
+	keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("bob"), AttrFolloweeID: sattr("ann")}
+	rec = events.DynamoDBEventRecord{EventName: event, Change: events.DynamoDBStreamRecord{SequenceNumber: "100", Keys: keys}}
+	return db, tb, rec, annEntries, carlEntries
 }

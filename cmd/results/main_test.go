@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -595,26 +594,16 @@ func TestPipelineFlag(t *testing.T) {
 }
 
 // TestPipelineFileIsBounded: -pipeline <file> past a pipeline file's bound
-// is refused naming the flag, without reading it into memory (a log or a
-// dump given by mistake), as replay -pipeline is.
+// is refused naming the flag, as replay -pipeline is: it is read through
+// cli.ReadFile, whose test shows it reads no further than the bound (a log
+// or a dump given by mistake, /dev/zero).
 func TestPipelineFileIsBounded(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big.json")
-	f, err := os.Create(big)
-	if err != nil {
+	if err := os.WriteFile(big, make([]byte, pipeline.MaxFileBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(64 << 20); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	_, err = pipelineFile(big)
-	runtime.ReadMemStats(&after)
+	_, err := pipelineFile(big)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("-pipeline %s: more than %d bytes", big, pipeline.MaxFileBytes)) {
-		t.Errorf("-pipeline of 64 MiB: %v; want a usage error saying the bound", err)
-	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
-		t.Errorf("refusing a 64 MiB -pipeline allocated %d bytes: it was read past the bound", n)
+		t.Errorf("-pipeline of %d bytes: %v; want a usage error saying the bound", pipeline.MaxFileBytes+1, err)
 	}
 }

@@ -94,3 +94,38 @@ func TestReadEventsIsStrict(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesAPIAnswersAreBounded sends the rules API what it repeats in its
+// answers — the path of a route that is not one, a rule id, a test
+// request's outOfOrderness — each far longer than any valid one: the
+// answer names the part and quotes the value cut, never whole.
+func TestRulesAPIAnswersAreBounded(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	a := NewAdmin(NewStore(db, newRulesTable(t), c.now), c.now, quiet)
+	long := strings.Repeat("x", 100_000)
+	const rules = `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[],"outOfOrderness":"`
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+		text                     string
+	}{
+		{"not a route", "GET", "/" + long, "", http.StatusNotFound, "not a route"},
+		{"an unknown method", long, "/rules", "", http.StatusNotFound, "not a route"},
+		{"get a long id", "GET", "/rules/" + long, "", http.StatusNotFound, "no such rule"},
+		{"delete a long id", "DELETE", "/rules/" + long, "", http.StatusNotFound, "no such rule"},
+		{"disable a long id", "POST", "/rules/" + long + "/disable", "", http.StatusNotFound, "no such rule"},
+		{"enable a long id", "POST", "/rules/" + long + "/enable", "", http.StatusNotFound, "no such rule"},
+		{"a long outOfOrderness", "POST", "/test", rules + long + `"}`, http.StatusBadRequest, "outOfOrderness"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := a.Handle(ctx, urlRequest(tc.method, tc.path, tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.status || !strings.Contains(resp.Body, tc.text) || len(resp.Body) > 2*maxEchoBytes+1024 {
+				t.Fatalf("%d, %d bytes: %.300s\nwant %d with %q in at most %d bytes", resp.StatusCode, len(resp.Body), resp.Body, tc.status, tc.text, 2*maxEchoBytes+1024)
+			}
+		})
+	}
+}

@@ -253,10 +253,11 @@ func (s *Store) Version(ctx context.Context) (int64, error) {
 	return strconv.ParseInt(v.Value, 10, 64)
 }
 
-// Get reads one rule.
+// Get reads one rule. An id that is no rule's is quoted cut in the error
+// (it comes from a request's path).
 func (s *Store) Get(ctx context.Context, id string) (*StoredRule, error) {
 	if id == versionID || !idPattern.MatchString(id) {
-		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, quoteCut(id))
 	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: id}}})

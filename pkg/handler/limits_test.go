@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -234,5 +235,74 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 	cfg.Name = "Bad/Name"
 	if _, err := handler.NewWindowed[Tally](cfg, selectLatency); err == nil || !strings.Contains(err.Error(), "Config.Name") {
 		t.Errorf("a bad name: %v", err)
+	}
+}
+
+// TestSelectedKeyFitsAPartitionKey has a Selector build keys from the
+// event (the route and a tenant from its data): a key is its results'
+// partition key on the output stream, which Kinesis bounds at 256
+// characters, so a longer one could never be put, and its key's records
+// would be retried for ever. Each key past the bound is set aside naming
+// the key; the others' results are emitted and the batch reports no
+// failure.
+func TestSelectedKeyFitsAPartitionKey(t *testing.T) {
+	ctx := context.Background()
+	byTenant := func(ev *handler.Event) (string, int64, error) {
+		var d struct {
+			Tenant string `json:"tenant"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return "", 0, handler.Refuse("data", "%v", err)
+		}
+		return ev.Key + "/" + d.Tenant, 1, nil
+	}
+	for _, tc := range []struct {
+		name   string
+		tenant string
+		aside  bool
+	}{
+		{"256 bytes", strings.Repeat("t", 256-len("/r/")), false},
+		{"257 bytes", strings.Repeat("t", 257-len("/r/")), true},
+		{"300 bytes", strings.Repeat("t", 300-len("/r/")), true},
+		{"511 bytes", strings.Repeat("t", 511-len("/r/")), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := setup(t)
+			h, err := handler.NewWindowed[Tally](cfg, byTenant, handler.WithOutOfOrderness(time.Second), handler.WithLogger(quiet), handler.WithMetrics(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := []rec{
+				{100, request("e0", "/r", 1, `{"tenant":"`+tc.tenant+`"}`)},
+				{101, request("e1", "/r", 2, `{"tenant":"short"}`)},
+				{102, request("e2", "/r", 200, `{"tenant":"short"}`)}, // closes the first window
+			}
+			mustBatch(t, h, kinesisRecords(recs))
+			scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.QuarantineTable)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.aside {
+				var item setaside.Item
+				if len(scan.Items) != 1 || attributevalue.UnmarshalMap(scan.Items[0], &item) != nil || item.SequenceNumber != "100" || item.Field != "key" {
+					t.Fatalf("set aside %v; want record 100 naming the key", scan.Items)
+				}
+			} else if len(scan.Items) != 0 {
+				t.Fatalf("set aside %v; want nothing", scan.Items)
+			}
+			byID, _ := results(t, cfg.OutputStream)
+			want := map[string]bool{"/r/short": true, "/r/" + tc.tenant: !tc.aside}
+			for _, r := range byID {
+				if !want[r.Key] {
+					t.Errorf("result of key %.40q…", r.Key)
+				}
+				delete(want, r.Key)
+			}
+			for k, w := range want {
+				if w {
+					t.Errorf("no result of key %.40q…", k)
+				}
+			}
+		})
 	}
 }

@@ -34,8 +34,12 @@ const (
 	RetractionType = "retraction"
 )
 
-// MaxKeyBytes bounds a key a Selector returns: it is part of item keys.
-const MaxKeyBytes = 512
+// MaxKeyBytes bounds a key a Selector returns: it is part of item keys,
+// and its results' partition key on the output stream, which Kinesis
+// bounds at 256 characters (a longer one refuses the whole PutRecords
+// call, so the key's results could never be put and its records would be
+// retried for ever). A record whose key is longer is set aside.
+const MaxKeyBytes = 256
 
 // Result is one record on the output stream: the final result of one key's
 // window, emitted once its shard's watermark passed the window's end, or,

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/tributary-dev/tributary/pkg/handler"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // EventType is the type of the events the function reads.
@@ -140,7 +141,10 @@ func (m *StatusMix) MarshalJSON() ([]byte, error) {
 // SelectStatus reads events of type http_request: key = the route (the
 // envelope's key, e.g. "/checkout"), value = data.status. Other types are
 // skipped; a missing, non-integer or out-of-range status is refused naming
-// data.status.
+// data.status. data is read with the one strict reader (package
+// strictjson): its other fields are skipped, but a key spelt as status in
+// another case ("Status") is refused naming it, where encoding/json would
+// count it as the status.
 func SelectStatus(ev *handler.Event) (string, Status, error) {
 	if ev.Type != EventType {
 		return "", 0, handler.ErrSkip
@@ -148,7 +152,11 @@ func SelectStatus(ev *handler.Event) (string, Status, error) {
 	var d struct {
 		Status json.RawMessage `json:"status"`
 	}
-	if err := json.Unmarshal(ev.Data, &d); err != nil {
+	if err := strictjson.Decode(ev.Data, &d, strictjson.Options{MaxBytes: len(ev.Data), Name: "data", AllowUnknown: true}); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			return "", 0, handler.Refuse(strictjson.JoinPath("data", se.Path), "%s", se.Reason)
+		}
 		return "", 0, handler.Refuse("data", "not a JSON object: %v", err)
 	}
 	if len(d.Status) == 0 {

@@ -80,6 +80,11 @@ func TestSelectStatus(t *testing.T) {
 		{"http_request", `{"status":200.5}`, "", 0, "data.status"},
 		{"http_request", `{}`, "", 0, "data.status"},
 		{"http_request", `[1]`, "", 0, "data"},
+		// encoding/json would take "Status" for status: the last of the
+		// two would count, where a rule reading data.status sees 200.
+		{"http_request", `{"status":200,"Status":503}`, "", 0, "data.Status"},
+		{"http_request", `{"STATUS":503}`, "", 0, "data.STATUS"},
+		{"http_request", `{"status":200,"route":"/checkout","ms":12}`, "/checkout", 200, ""},
 	} {
 		key, s, err := SelectStatus(&handler.Event{Type: c.typ, Key: "/checkout", Data: json.RawMessage(c.data)})
 		var fe *handler.FieldError

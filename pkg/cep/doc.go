@@ -38,7 +38,8 @@
 //	    sum becomes infinite;
 //	  - where: comparisons of key, type, id or data.<field> with ==, !=, >,
 //	    >=, <, <=, in (...), not in (...), exists(...), combined with &&, ||,
-//	    not and parentheses (expr.go). A missing field compares false;
+//	    not and parentheses (expr.go). A missing field compares false, a
+//	    number past what a float64 holds (1e400) as ±infinity;
 //	  - keys or keyPrefix limit a rule to some keys; afterMatch is
 //	    skipPastLastEvent (default: partial matches that began at or before
 //	    the match's last event are dropped, one alert per occurrence) or

@@ -3,6 +3,7 @@ package cep
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -26,7 +27,8 @@ import (
 // them. Comparisons combine with && (and), || (or), not and parentheses;
 // exists(path) is true when the field is present. A comparison whose field
 // is missing, or whose types differ (a number against a string), is false;
-// strings order by their bytes.
+// strings order by their bytes; an event's number past what a float64
+// holds (1e400) compares as ±infinity.
 
 // value is a typed JSON value read from an event or written in a rule.
 type value struct {
@@ -169,8 +171,12 @@ func parseJSONValue(raw []byte) value {
 	case '{', '[':
 		return value{kind: 'o'}
 	}
+	// A number past what a float64 holds is ±Inf (ParseFloat's ErrRange),
+	// which compares with every (finite) literal as the number itself
+	// does: not a missing field, or a payment of 1e400 would evade
+	// "data.amount > 100" and fail exists(data.amount).
 	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || math.IsInf(f, 0) {
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return value{}
 	}
 	return value{kind: 'n', num: f}

@@ -112,3 +112,32 @@ func TestWhereClauses(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereClausesOnNumbersPastFloat64 reads numbers past what a float64
+// holds (ingest takes them: JSON bounds no number): they are numbers as
+// big as any, not missing fields, so "data.amount > 100" cannot be evaded
+// by sending 1e400, and exists(data.amount) holds.
+func TestWhereClausesOnNumbersPastFloat64(t *testing.T) {
+	for _, c := range []struct {
+		data, src string
+		want      bool
+	}{
+		{`{"amount": 1e400}`, "data.amount > 100", true},
+		{`{"amount": 1e400}`, "data.amount >= 1.7e308", true},
+		{`{"amount": 1e400}`, "data.amount < 100", false},
+		{`{"amount": 1e400}`, "data.amount == 100", false},
+		{`{"amount": 1e400}`, "data.amount != 100", true},
+		{`{"amount": 1e400}`, "exists(data.amount)", true},
+		{`{"amount": -1e400}`, "data.amount < -1.7e308", true},
+		{`{"amount": -1e400}`, "data.amount > 0", false},
+		{`{"coupon": 1e999}`, "not exists(data.coupon)", false},
+	} {
+		e, err := parseExpr(c.src)
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		if got := e.eval(env("payment", c.data)); got != c.want {
+			t.Errorf("%s on %s: %v, want %v", c.src, c.data, got, c.want)
+		}
+	}
+}

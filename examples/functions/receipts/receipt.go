@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/handler"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // EventType is the type of the events the function renders receipts for.
@@ -63,11 +64,15 @@ func Render(_ context.Context, ev *handler.Event) ([]byte, error) {
 	if ev.Key == "" {
 		return nil, handler.Refuse("key", "the order id is missing")
 	}
+	// The one strict reader (package strictjson): fields it does not know
+	// are skipped, but a key spelt as one of Order's in another case
+	// ("TotalCents"), which encoding/json would take for it, is refused
+	// naming it, as is a value of the wrong type.
 	var o Order
-	if err := json.Unmarshal(ev.Data, &o); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return nil, handler.Refuse("data."+te.Field, "%s is not a %s", te.Value, te.Type)
+	if err := strictjson.Decode(ev.Data, &o, strictjson.Options{MaxBytes: len(ev.Data), Name: "data", AllowUnknown: true}); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) && se.Path != "" {
+			return nil, handler.Refuse(strictjson.JoinPath("data", se.Path), "%s", se.Reason)
 		}
 		return nil, handler.Refuse("data", "not a JSON object: %v", err)
 	}

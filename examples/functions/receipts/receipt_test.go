@@ -54,7 +54,7 @@ func TestRenderRefuses(t *testing.T) {
 		{"missing total", order(`{"currency":"EUR"}`), "data.totalCents", "missing"},
 		{"negative total", order(`{"totalCents":-5}`), "data.totalCents", "-5 is negative"},
 		{"total not an integer", order(`{"totalCents":"12"}`), "data.totalCents", "string"},
-		{"fractional total", order(`{"totalCents":12.5}`), "data.totalCents", "number 12.5"},
+		{"fractional total", order(`{"totalCents":12.5}`), "data.totalCents", "12.5"},
 		{"huge total", order(`{"totalCents":100000000000}`), "data.totalCents", "more than"},
 		{"total not the lines' sum", order(`{"totalCents":100,"lines":[{"sku":"mug","quantity":2,"unitCents":1000}]}`), "data.totalCents", "sum of the lines, 2000"},
 		{"bad currency", order(`{"totalCents":1,"currency":"euro"}`), "data.currency", `"euro"`},
@@ -62,6 +62,10 @@ func TestRenderRefuses(t *testing.T) {
 		{"no sku", order(`{"totalCents":1,"lines":[{"quantity":1,"unitCents":1}]}`), "data.lines[0].sku", `""`},
 		{"too many lines", order(long), "data.lines", "51 lines"},
 		{"not an object", order(`[1]`), "data", "not a JSON object"},
+		// encoding/json would take "TotalCents" for totalCents: the last
+		// of the two would be the total.
+		{"total twice in two cases", order(`{"totalCents":100,"TotalCents":5}`), "data.TotalCents", `did you mean "totalCents"?`},
+		{"a line's field in another case", order(`{"totalCents":2,"lines":[{"sku":"mug","quantity":1,"unitCents":2,"Quantity":9}]}`), "data.lines[0].Quantity", "unknown field"},
 		{"another type", &handler.Event{ID: "e-2", Type: "order_shipped", Key: "o-1", Data: []byte(`{"totalCents":1}`)}, "type", "order_shipped"},
 		{"no order id", &handler.Event{ID: "e-3", Type: EventType, Data: []byte(`{"totalCents":1}`)}, "key", "missing"},
 	}

@@ -2,7 +2,9 @@ package handler_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -304,5 +306,80 @@ func TestSelectedKeyFitsAPartitionKey(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Wide is an aggregate whose result is far larger than its encoding: a
+// count of a few bytes, rendered with 1,100,000 bytes of padding once it
+// reaches 3 — more than Kinesis takes in a record.
+type Wide struct{ N int64 }
+
+func (w *Wide) Add(int64)     { w.N++ }
+func (w *Wide) Merge(o *Wide) { w.N += o.N }
+
+func (w *Wide) MarshalBinary() ([]byte, error) { return binary.AppendVarint(nil, w.N), nil }
+
+func (w *Wide) UnmarshalBinary(b []byte) error {
+	v, n := binary.Varint(b)
+	if n <= 0 {
+		return errors.New("wide: truncated")
+	}
+	w.N = v
+	return nil
+}
+
+func (w *Wide) MarshalJSON() ([]byte, error) {
+	pad := 0
+	if w.N >= 3 {
+		pad = 1_100_000
+	}
+	return json.Marshal(struct {
+		N   int64
+		Pad string
+	}{w.N, strings.Repeat("x", pad)})
+}
+
+// TestResultTooLargeForTheStreamIsSetAside: a window whose result renders
+// past Kinesis' 1 MiB can be put on no try. Its result is set aside
+// (category output-too-large, the result itself as the data) and the other
+// keys' results go out; the batch and the ticks succeed rather than hold
+// the shard, and a second tick sets nothing aside again.
+func TestResultTooLargeForTheStreamIsSetAside(t *testing.T) {
+	ctx := context.Background()
+	var recs []rec
+	for i, key := range []string{"/big", "/big", "/small", "/big"} {
+		recs = append(recs, rec{seq: 100 + i, env: request(fmt.Sprint("e", i), key, 5+float64(i), `{"ms":1}`)})
+	}
+	cfg := setup(t)
+	h, err := handler.NewWindowed[Wide](cfg, selectLatency, handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustBatch(t, h, kinesisRecords(recs))
+	for _, at := range []time.Time{base.Add(time.Hour), base.Add(2 * time.Hour)} {
+		if _, err := h.Tick(ctx, at); err != nil {
+			t.Fatalf("tick at %s: %v; want the result that cannot be put set aside, not retried", at.Format("15:04"), err)
+		}
+	}
+	byID, _ := results(t, cfg.OutputStream)
+	if got := describe(byID); !slices.Equal(got, []string{`/small 10:00:00 1 {"N":1,"Pad":""}`}) {
+		t.Errorf("results %q; want /small's alone", got)
+	}
+	scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.QuarantineTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aside []setaside.Item
+	for _, it := range scan.Items {
+		var rec setaside.Item
+		if err := attributevalue.UnmarshalMap(it, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind != setaside.ItemChunk {
+			aside = append(aside, rec)
+		}
+	}
+	if len(aside) != 1 || aside[0].Category != setaside.KindOutputTooLarge || !strings.Contains(aside[0].Reason, `"/big"`) {
+		t.Fatalf("set aside %+v; want /big's result, once, as %s", aside, setaside.KindOutputTooLarge)
 	}
 }

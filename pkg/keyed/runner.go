@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/emit"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -446,7 +449,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		if st.Outbox() > 0 && !c.sent {
 			// The last writer may have died before its outputs reached the
 			// stream: send them again (same ids).
-			n, err := r.emit(ctx, st, true)
+			n, err := r.emit(ctx, st, true, outboxOf(key, c.version))
 			if err != nil {
 				r.log.ErrorContext(ctx, "re-sending a key's outputs failed: its records will be retried", "shard", shard, "key", key, "error", err.Error())
 				return 0
@@ -525,7 +528,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		r.metric("LateDropped", float64(late))
 		r.remember(ref, shard, cached{version: c.version + 1, fence: last, blob: blob, sent: st.Outbox() == 0})
 		if st.Outbox() > 0 {
-			n, err := r.emit(ctx, st, false)
+			n, err := r.emit(ctx, st, false, outboxOf(key, c.version+1))
 			if err != nil {
 				r.log.ErrorContext(ctx, "putting a key's outputs failed: they are in its state and will be sent again", "shard", shard, "key", key, "error", err.Error())
 				return first
@@ -557,11 +560,22 @@ func dueAt[V any](st State[V]) time.Time {
 	return st.NextDue()
 }
 
-// emit puts a state's outbox on the output stream.
-func (r *Runner[V]) emit(ctx context.Context, st State[V], resent bool) (int, error) {
+// emit puts a state's outbox on the output stream. An output Kinesis would
+// never take is set aside instead (tooLarge), so it does not hold the key,
+// and its shard, for good.
+func (r *Runner[V]) emit(ctx context.Context, st State[V], resent bool, outbox string) (int, error) {
 	recs, err := st.Render()
 	if err != nil {
 		return 0, err
+	}
+	if aside := tooLarge(recs, r.stream, outbox); len(aside) > 0 {
+		// Put on no try, they would hold the key's shard for good.
+		if err := r.setAside(ctx, aside); err != nil {
+			return 0, err
+		}
+		recs = slices.DeleteFunc(recs, func(rec emit.Record) bool {
+			return limits.KinesisRecordSize(rec.Data, rec.PartitionKey) > limits.KinesisRecordBytes
+		})
 	}
 	if r.kin != nil && r.stream != "" {
 		if err := emit.Put(ctx, r.kin, r.stream, recs, r.backoff); err != nil {
@@ -572,6 +586,31 @@ func (r *Runner[V]) emit(ctx context.Context, st State[V], resent bool) (int, er
 		r.onEmit(ctx, recs, resent)
 	}
 	return len(recs), nil
+}
+
+// outboxOf names the outbox a key's state holds at version, for the
+// outputs of it set aside: the same name, so the same quarantine items, on
+// every try.
+func outboxOf(key string, version int) string {
+	return key + "@" + strconv.Itoa(version)
+}
+
+// tooLarge are the records of recs Kinesis would never take (over its
+// 1 MiB with the partition key), as records set aside: the output itself
+// as the data, stream as the source, outbox#<index> as the sequence.
+func tooLarge(recs []emit.Record, stream, outbox string) []setaside.Record {
+	var aside []setaside.Record
+	for i, rec := range recs {
+		n := limits.KinesisRecordSize(rec.Data, rec.PartitionKey)
+		if n <= limits.KinesisRecordBytes {
+			continue
+		}
+		aside = append(aside, setaside.Record{Source: stream, Sequence: outbox + "#" + strconv.Itoa(i), PartitionKey: rec.PartitionKey,
+			Data: rec.Data, Kind: setaside.KindOutputTooLarge,
+			Reason: fmt.Sprintf("an output of key %q is %d bytes with its partition key; Kinesis takes at most %d, so it is set aside instead of put",
+				rec.PartitionKey, n, limits.KinesisRecordBytes)})
+	}
+	return aside
 }
 
 // setAside writes records aside (or reports that it could not).
@@ -697,7 +736,7 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 			return 0, fmt.Errorf("%s: state of key %q: %w", r.set.Name, kref.Key, err)
 		}
 		if st.Outbox() > 0 && !r.isSent(kref, shard, ks.Version) {
-			n, err := r.emit(ctx, st, true)
+			n, err := r.emit(ctx, st, true, outboxOf(kref.Key, ks.Version))
 			if err != nil {
 				return 0, fmt.Errorf("%s: re-sending the outputs of key %q: %w", r.set.Name, kref.Key, err)
 			}
@@ -732,7 +771,7 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 		if st.Outbox() == 0 {
 			return 0, nil
 		}
-		n, err = r.emit(ctx, st, false)
+		n, err = r.emit(ctx, st, false, outboxOf(kref.Key, ks.Version+1))
 		if err != nil {
 			// List the key as due at once, so the next batch or tick sends
 			// the outbox again; were that write to fail too, the outbox is

@@ -36,6 +36,14 @@ const (
 	DefaultInProgress = 15 * time.Minute
 )
 
+// MaxResultBytes bounds the result a COMPLETED record keeps. A DynamoDB
+// item holds at most 400 KB, and a record whose result did not fit could
+// not be marked COMPLETED at all: its key would unlock when the INPROGRESS
+// record expired and the side effect run again at every retry. A larger
+// result is returned to the call that ran fn but not kept; a duplicate call
+// gets none (nil).
+const MaxResultBytes = 350 << 10
+
 // completionTimeout is the least time the COMPLETED mark and the delete
 // after a failed fn get, which run even when ctx has ended: both are single
 // small writes.
@@ -175,7 +183,8 @@ func (s *Store) Key(payload []byte) (string, error) {
 //
 //   - First call for the key: an INPROGRESS record is written (locking the
 //     key until ctx's deadline), fn runs, and its result is stored as
-//     COMPLETED for Config.Expires. If fn fails the record is deleted and
+//     COMPLETED for Config.Expires (a result over MaxResultBytes is not
+//     kept, the COMPLETED mark is). If fn fails the record is deleted and
 //     fn's error returned, so that a retry runs fn again.
 //   - Key COMPLETED and not expired: the stored result, fn does not run.
 //   - Key INPROGRESS and its lock not expired: ErrInProgress.
@@ -268,7 +277,7 @@ func (s *Store) Do(ctx context.Context, payload []byte, fn func(ctx context.Cont
 		":exp":       number(s.now().Add(s.cfg.Expires).Unix()),
 	}
 	update := "SET #status = :completed, #exp = :exp"
-	if result != nil {
+	if result != nil && len(result) <= MaxResultBytes {
 		names["#data"] = AttrData
 		values[":data"] = &types.AttributeValueMemberS{Value: string(result)}
 		update += ", #data = :data"

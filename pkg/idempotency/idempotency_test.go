@@ -36,6 +36,7 @@ func TestStore(t *testing.T) {
 		{"missing key", testMissingKey},
 		{"completion is marked after the context ends", testCompletionAfterContextEnds},
 		{"a slow completion gets the time the context has left", testSlowCompletionGetsTheTimeLeft},
+		{"a result too large to keep is not kept, the completion is", testResultTooLargeToKeep},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -365,5 +366,33 @@ func testSlowCompletionGetsTheTimeLeft(t *testing.T, db *dynamodb.Client, table 
 	var again counter
 	if _, err := s.Do(context.Background(), payload, again.fn); err != nil || again.n.Load() != 0 {
 		t.Errorf("redelivery: %v, runs %d; want the stored result and no run", err, again.n.Load())
+	}
+}
+
+// testResultTooLargeToKeep: fn's result (500 KB) would take the COMPLETED
+// record past DynamoDB's 400 KB item. The call gets it, the record is
+// COMPLETED without it, and a duplicate call does not run fn again (it
+// gets no result): the side effect is not repeated.
+func testResultTooLargeToKeep(t *testing.T, db *dynamodb.Client, table string) {
+	ctx := context.Background()
+	s := newStore(t, db, table, Config{})
+	big := []byte(strings.Repeat("r", 500<<10))
+	runs := 0
+	fn := func(context.Context) ([]byte, error) { runs++; return big, nil }
+	got, err := s.Do(ctx, []byte(`{"id":"big"}`), fn)
+	if err != nil || len(got) != len(big) {
+		t.Fatalf("first call: %d bytes, %v; want the whole result", len(got), err)
+	}
+	key, err := s.Key([]byte(`{"id":"big"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := getRecord(t, db, table, key)
+	if str(rec, AttrStatus) != StatusCompleted || rec[AttrData] != nil {
+		t.Fatalf("record %s, data kept %v; want COMPLETED without the result", str(rec, AttrStatus), rec[AttrData] != nil)
+	}
+	got, err = s.Do(ctx, []byte(`{"id":"big"}`), fn)
+	if err != nil || got != nil || runs != 1 {
+		t.Fatalf("duplicate call: %d bytes, %v, fn ran %d times; want no result and one run", len(got), err, runs)
 	}
 }

@@ -117,11 +117,23 @@ func TestArchiverRefusesWhatItCannotPlace(t *testing.T) {
 			return r
 		}(), `Records[1].eventSourceARN "arn:aws:sqs:x"`},
 		{record("shardId-1", "12a", at, "{}"), `Records[1].kinesis.sequenceNumber "12a"`},
+		// A hand-made event (the console's Test tab) without an arrival
+		// time: written under dt=0001-01-01, the reader would refuse the
+		// whole object.
+		{record("shardId-1", "2", time.Time{}, "{}"), `Records[1].kinesis.approximateArrivalTimestamp: missing`},
+		{func() events.KinesisEventRecord {
+			r := record("shardId-1", "1", at, "{}")
+			r.EventID = strings.Repeat("x", 100_000)
+			return r
+		}(), `Records[1].eventID "xxxx`},
 	} {
 		ev := events.KinesisEvent{Records: []events.KinesisEventRecord{record("shardId-1", "1", at, "{}"), tc.rec}}
 		err := archive.NewArchiver(nil, "b").Handle(context.Background(), ev)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("got %v, want an error naming %s", err, tc.want)
+			t.Errorf("got %.300v, want an error naming %s", err, tc.want)
+		}
+		if err != nil && len(err.Error()) > 1000 {
+			t.Errorf("the error is %d bytes: it repeats the record whole", len(err.Error()))
 		}
 	}
 }

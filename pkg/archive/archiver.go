@@ -69,14 +69,19 @@ func group(ev events.KinesisEvent) ([]objectGroup, error) {
 	for i, r := range ev.Records {
 		shard, ok := shardOf(r.EventID)
 		if !ok {
-			return nil, fmt.Errorf("Records[%d].eventID %q: want shardId-…:<sequence number>", i, r.EventID)
+			return nil, fmt.Errorf("Records[%d].eventID %q: want shardId-…:<sequence number>", i, echo(r.EventID))
 		}
 		name, ok := streamOf(r.EventSourceArn)
 		if !ok {
-			return nil, fmt.Errorf("Records[%d].eventSourceARN %q: want a Kinesis stream's ARN", i, r.EventSourceArn)
+			return nil, fmt.Errorf("Records[%d].eventSourceARN %q: want a Kinesis stream's ARN", i, echo(r.EventSourceArn))
 		}
 		if !seqRE.MatchString(r.Kinesis.SequenceNumber) {
-			return nil, fmt.Errorf("Records[%d].kinesis.sequenceNumber %q: not a sequence number", i, r.Kinesis.SequenceNumber)
+			return nil, fmt.Errorf("Records[%d].kinesis.sequenceNumber %q: not a sequence number", i, echo(r.Kinesis.SequenceNumber))
+		}
+		if r.Kinesis.ApproximateArrivalTimestamp.IsZero() {
+			// Lambda always sets it; a hand-made event may not, and the
+			// reader refuses an object with a record that has none.
+			return nil, fmt.Errorf("Records[%d].kinesis.approximateArrivalTimestamp: missing: the archive files each record by its arrival hour", i)
 		}
 		rec := Record{Shard: shard, Seq: r.Kinesis.SequenceNumber, Arrival: r.Kinesis.ApproximateArrivalTimestamp.UTC(),
 			Key: r.Kinesis.PartitionKey, Data: r.Kinesis.Data}
@@ -93,6 +98,17 @@ func group(ev events.KinesisEvent) ([]objectGroup, error) {
 		out[i].key = Key(out[i].key, out[i].recs)
 	}
 	return out, nil
+}
+
+// maxEcho bounds how much of a field an error repeats.
+const maxEcho = 200
+
+// echo is s cut to maxEcho bytes (at a rune boundary), for an error.
+func echo(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxEcho], "") + "…"
 }
 
 // streamOf is the stream name of a Kinesis stream ARN

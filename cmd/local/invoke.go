@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/local"
 	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // maxEventBytes is the Invoke API's payload limit (RequestResponse).
@@ -46,8 +47,13 @@ func invoke(ctx context.Context, o *options) (err error) {
 	if len(payload) > maxEventBytes {
 		return fmt.Errorf("event file %s: over the Invoke API's 6 MB limit", o.event)
 	}
-	if !json.Valid(payload) {
-		return fmt.Errorf("event file %s: not valid JSON (the Invoke API takes a JSON document)", o.event)
+	// The strict reader, not json.Valid: the event is decoded and written
+	// back fresh (freshen), which would keep the last of a key twice and
+	// mend text that is not UTF-8, so the function would get another event
+	// than the file's. (A hostile document inside a record's data or a
+	// body is sent as it is.)
+	if err := strictjson.Check(payload, strictjson.Options{Name: "event", MaxBytes: maxEventBytes}); err != nil {
+		return fmt.Errorf("event file %s: %w (the Invoke API takes one JSON document)", o.event, err)
 	}
 	endpoint := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))
 	running := listening(net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort)))

@@ -17,6 +17,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/worker"
 )
 
@@ -420,7 +421,10 @@ func (f *freshener) seqAt(obj map[string]any, key, path, prefix string) {
 
 // embedded decodes the JSON document in obj[key] (base64 when b64) and
 // registers its envelope times; the document is written back by finish.
-// A value that is not JSON (a poison record's bytes) is left alone.
+// A value that is not JSON (a poison record's bytes), or that the one
+// strict reader refuses (a key twice, text that is not UTF-8: a hostile
+// sample, sent to see it set aside), is left alone byte for byte: decoded
+// and written back it would lose what makes it what it is.
 func (f *freshener) embedded(obj map[string]any, key, path string, b64 bool) any {
 	s, ok := obj[key].(string)
 	if !ok {
@@ -432,6 +436,9 @@ func (f *freshener) embedded(obj map[string]any, key, path string, b64 bool) any
 		if raw, err = base64.StdEncoding.DecodeString(s); err != nil {
 			return nil
 		}
+	}
+	if strictjson.Check(raw, strictjson.Options{MaxBytes: len(raw) + 1}) != nil {
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -517,3 +517,37 @@ func TestFreshSampleRefusesAnIDWithNoRoomForItsSuffix(t *testing.T) {
 		t.Errorf("FreshSample with a %d-character id: %v, want an error naming Records[].body.id and the id", len(long), err)
 	}
 }
+
+// TestFreshSampleSendsHostileRecordsAsTheyAre: a sample's record whose
+// data or body the strict reader refuses — a key twice, text that is not
+// UTF-8 — is sent byte for byte, so the function sets aside what the file
+// holds: decoded and written back, the last copy of the key would win and
+// the text be mended. Its sibling records are still made fresh.
+func TestFreshSampleSendsHostileRecordsAsTheyAre(t *testing.T) {
+	for _, hostile := range []string{
+		`{"id":"e1","type":"page_view","key":"k","occurredAt":"2026-11-29T10:41:12Z","data":{"ms":1,"ms":2}}`,
+		"{\"id\":\"e1\",\"type\":\"page_view\",\"key\":\"k\xff\",\"occurredAt\":\"2026-11-29T10:41:12Z\",\"data\":{\"ms\":1}}",
+	} {
+		good := `{"id":"e2","type":"page_view","key":"k","occurredAt":"2026-11-29T10:41:12Z","data":{"ms":1}}`
+		rec := func(seq, data string) string {
+			return `{"eventSource":"aws:kinesis","eventID":"shardId-000000000000:` + seq + `","eventSourceARN":"arn:aws:kinesis:us-east-1:123456789012:stream/events",` +
+				`"kinesis":{"partitionKey":"k","sequenceNumber":"` + seq + `","approximateArrivalTimestamp":1764412872.4,"data":"` + base64.StdEncoding.EncodeToString([]byte(data)) + `"}}`
+		}
+		payload := []byte(`{"Records":[` + rec("49000000000000000000000000000000000000000000000000000001", hostile) + `,` + rec("49000000000000000000000000000000000000000000000000000002", good) + `]}`)
+		out, _, err := FreshSample(payload, freshNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(out, &doc); err != nil {
+			t.Fatal(err)
+		}
+		recs := records(doc)
+		if got, _ := base64.StdEncoding.DecodeString(recs[0]["kinesis"].(map[string]any)["data"].(string)); string(got) != hostile {
+			t.Errorf("the hostile record's data became %q; want it as the file has it, %q", got, hostile)
+		}
+		if env := envelopeOf(t, recs[1]["kinesis"].(map[string]any)["data"]); env["id"] == "e2" {
+			t.Errorf("the good record kept id e2: want it made fresh")
+		}
+	}
+}

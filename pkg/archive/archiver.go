@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -69,14 +70,14 @@ func group(ev events.KinesisEvent) ([]objectGroup, error) {
 	for i, r := range ev.Records {
 		shard, ok := shardOf(r.EventID)
 		if !ok {
-			return nil, fmt.Errorf("Records[%d].eventID %q: want shardId-…:<sequence number>", i, echo(r.EventID))
+			return nil, fmt.Errorf("Records[%d].eventID %q: want shardId-…:<sequence number>", i, strictjson.Cut(r.EventID, maxEcho))
 		}
 		name, ok := streamOf(r.EventSourceArn)
 		if !ok {
-			return nil, fmt.Errorf("Records[%d].eventSourceARN %q: want a Kinesis stream's ARN", i, echo(r.EventSourceArn))
+			return nil, fmt.Errorf("Records[%d].eventSourceARN %q: want a Kinesis stream's ARN", i, strictjson.Cut(r.EventSourceArn, maxEcho))
 		}
 		if !seqRE.MatchString(r.Kinesis.SequenceNumber) {
-			return nil, fmt.Errorf("Records[%d].kinesis.sequenceNumber %q: not a sequence number", i, echo(r.Kinesis.SequenceNumber))
+			return nil, fmt.Errorf("Records[%d].kinesis.sequenceNumber %q: not a sequence number", i, strictjson.Cut(r.Kinesis.SequenceNumber, maxEcho))
 		}
 		if r.Kinesis.ApproximateArrivalTimestamp.IsZero() {
 			// Lambda always sets it; a hand-made event may not, and the
@@ -100,16 +101,8 @@ func group(ev events.KinesisEvent) ([]objectGroup, error) {
 	return out, nil
 }
 
-// maxEcho bounds how much of a field an error repeats.
+// maxEcho bounds how much of a field an error repeats (strictjson.Cut).
 const maxEcho = 200
-
-// echo is s cut to maxEcho bytes (at a rune boundary), for an error.
-func echo(s string) string {
-	if len(s) <= maxEcho {
-		return s
-	}
-	return strings.ToValidUTF8(s[:maxEcho], "") + "…"
-}
 
 // streamOf is the stream name of a Kinesis stream ARN
 // (arn:aws:kinesis:<region>:<account>:stream/<name>).

@@ -3,8 +3,8 @@ package cdc
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -43,11 +43,7 @@ type NumberError struct {
 const maxNumberEcho = 64
 
 func (e *NumberError) Error() string {
-	n := e.Number
-	if len(n) > maxNumberEcho {
-		n = strings.ToValidUTF8(n[:maxNumberEcho], "") + "…"
-	}
-	return fmt.Sprintf("attribute %s: N %q is not a number", e.Path, n)
+	return fmt.Sprintf("attribute %s: N %s is not a number", e.Path, strictjson.QuoteCut(e.Number, maxNumberEcho))
 }
 
 // checkNumbers reports the first N or NS value in av, at path, that is not

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -110,16 +109,6 @@ const (
 // or fields: an answer is bounded whatever was asked.
 const maxEchoBytes = 200
 
-// quoteCut quotes at most the first maxEchoBytes bytes of v, marking a cut
-// with "…", so that an answer or an error never repeats a hostile value
-// whole.
-func quoteCut(v string) string {
-	if len(v) <= maxEchoBytes {
-		return strconv.Quote(v)
-	}
-	return strconv.Quote(string(strictjson.TruncateUTF8([]byte(v), maxEchoBytes))) + "…"
-}
-
 type apiError struct {
 	Error string `json:"error"`
 	Part  string `json:"part,omitempty"`
@@ -183,7 +172,7 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 	case path == "test" && method == http.MethodPost:
 		return a.test(ctx, body), nil
 	}
-	return respond(http.StatusNotFound, apiError{Error: fmt.Sprintf("%s %s: not a route (GET /rules, GET /rules/<id>, POST /rules, POST /rules/<id>/disable, POST /rules/<id>/enable, DELETE /rules/<id>, POST /test)", quoteCut(method), quoteCut("/"+path))}), nil
+	return respond(http.StatusNotFound, apiError{Error: fmt.Sprintf("%s %s: not a route (GET /rules, GET /rules/<id>, POST /rules, POST /rules/<id>/disable, POST /rules/<id>/enable, DELETE /rules/<id>, POST /test)", strictjson.QuoteCut(method, maxEchoBytes), strictjson.QuoteCut("/"+path, maxEchoBytes))}), nil
 }
 
 func (a *Admin) changed(ctx context.Context, what, id string, f func(context.Context, string) (*StoredRule, error)) (events.LambdaFunctionURLResponse, error) {
@@ -241,7 +230,7 @@ func (a *Admin) test(ctx context.Context, body []byte) events.LambdaFunctionURLR
 	if req.OutOfOrderness != "" {
 		d, err := time.ParseDuration(req.OutOfOrderness)
 		if err != nil || d < 0 || d > maxOutOfOrder {
-			return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("outOfOrderness: %s: want a duration from 0s to %s", quoteCut(req.OutOfOrderness), maxOutOfOrder), Part: "outOfOrderness"})
+			return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("outOfOrderness: %s: want a duration from 0s to %s", strictjson.QuoteCut(req.OutOfOrderness, maxEchoBytes), maxOutOfOrder), Part: "outOfOrderness"})
 		}
 		ooo = d
 	}

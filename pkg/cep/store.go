@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -257,7 +258,7 @@ func (s *Store) Version(ctx context.Context) (int64, error) {
 // (it comes from a request's path).
 func (s *Store) Get(ctx context.Context, id string) (*StoredRule, error) {
 	if id == versionID || !idPattern.MatchString(id) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, quoteCut(id))
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, strictjson.QuoteCut(id, maxEchoBytes))
 	}
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{attrID: &types.AttributeValueMemberS{Value: id}}})

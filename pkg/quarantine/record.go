@@ -3,7 +3,6 @@ package quarantine
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -139,7 +138,7 @@ func check(r *OnFailureRecord, info *BatchInfo, prefix string) *ParseError {
 		}
 	}
 	if !strings.HasPrefix(info.StreamArn, "arn:") {
-		return &ParseError{Field: at("streamArn"), Reason: quoteCut(info.StreamArn) + " is not an ARN"}
+		return &ParseError{Field: at("streamArn"), Reason: strictjson.QuoteCut(info.StreamArn, 40) + " is not an ARN"}
 	}
 	if err := sequence(at("startSequenceNumber"), info.StartSequenceNumber); err != nil {
 		return err
@@ -190,7 +189,7 @@ func text(field, v string, max int, required bool) *ParseError {
 	case v == "" && required:
 		return &ParseError{Field: field, Reason: "is required"}
 	case len(v) > max:
-		return &ParseError{Field: field, Reason: fmt.Sprintf("is %d bytes, over %d (%s)", len(v), max, quoteCut(v))}
+		return &ParseError{Field: field, Reason: fmt.Sprintf("is %d bytes, over %d (%s)", len(v), max, strictjson.QuoteCut(v, 40))}
 	}
 	return nil
 }
@@ -202,9 +201,9 @@ func sequence(field, v string) *ParseError {
 	case v == "":
 		return &ParseError{Field: field, Reason: "is required"}
 	case !digits(v):
-		return &ParseError{Field: field, Reason: quoteCut(v) + " is not a sequence number (decimal digits)"}
+		return &ParseError{Field: field, Reason: strictjson.QuoteCut(v, 40) + " is not a sequence number (decimal digits)"}
 	case len(v) > maxSequenceDigits:
-		return &ParseError{Field: field, Reason: fmt.Sprintf("is %d digits long; a sequence number has at most %d (%s)", len(v), maxSequenceDigits, quoteCut(v))}
+		return &ParseError{Field: field, Reason: fmt.Sprintf("is %d digits long; a sequence number has at most %d (%s)", len(v), maxSequenceDigits, strictjson.QuoteCut(v, 40))}
 	}
 	return nil
 }
@@ -216,21 +215,12 @@ func timestamp(field, v string) *ParseError {
 		return nil
 	}
 	if len(v) > maxTimeBytes {
-		return &ParseError{Field: field, Reason: fmt.Sprintf("is %d bytes, over %d: not an RFC 3339 time (%s)", len(v), maxTimeBytes, quoteCut(v))}
+		return &ParseError{Field: field, Reason: fmt.Sprintf("is %d bytes, over %d: not an RFC 3339 time (%s)", len(v), maxTimeBytes, strictjson.QuoteCut(v, 40))}
 	}
 	if _, err := time.Parse(time.RFC3339Nano, v); err != nil {
-		return &ParseError{Field: field, Reason: quoteCut(v) + " is not an RFC 3339 time"}
+		return &ParseError{Field: field, Reason: strictjson.QuoteCut(v, 40) + " is not an RFC 3339 time"}
 	}
 	return nil
-}
-
-// quoteCut quotes at most the first 40 bytes of v, so that a reason never
-// repeats a hostile value whole.
-func quoteCut(v string) string {
-	if len(v) <= 40 {
-		return strconv.Quote(v)
-	}
-	return strconv.Quote(string(strictjson.TruncateUTF8([]byte(v), 40))) + "…"
 }
 
 func digits(s string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 
 	"fmt"
 	"io"
@@ -138,7 +139,7 @@ func (a *API) route(ctx context.Context, req events.LambdaFunctionURLRequest) ev
 		return a.bookings(ctx, req, parts[1])
 	}
 	// The path is echoed cut: an answer is bounded whatever was asked.
-	return errorAnswer(http.StatusNotFound, "", fmt.Sprintf("%q is not a route (%s)", truncate(req.RawPath, maxEchoBytes), routes))
+	return errorAnswer(http.StatusNotFound, "", fmt.Sprintf("%q is not a route (%s)", strictjson.Cut(req.RawPath, maxEchoBytes), routes))
 }
 
 func (a *API) command(ctx context.Context, req events.LambdaFunctionURLRequest) events.LambdaFunctionURLResponse {
@@ -158,7 +159,7 @@ func (a *API) command(ctx context.Context, req events.LambdaFunctionURLRequest) 
 	res, err := a.x.Execute(ctx, body)
 	if err != nil {
 		a.log.ErrorContext(ctx, "command failed; the sender may retry it with the same id", "error", err)
-		r := errorAnswer(http.StatusServiceUnavailable, "", "the command could not be completed now (retry it with the same id: it runs at most once): "+truncate(err.Error(), 300))
+		r := errorAnswer(http.StatusServiceUnavailable, "", "the command could not be completed now (retry it with the same id: it runs at most once): "+strictjson.Cut(err.Error(), 300))
 		r.Headers["Retry-After"] = "1"
 		return r
 	}
@@ -190,7 +191,7 @@ func readFreshness(req events.LambdaFunctionURLRequest) (freshness, *events.Lamb
 	if v, ok := q["minVersion"]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf("minVersion: %q is not a version (a whole number from 0)", truncate(v, maxEchoBytes)))
+			r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf("minVersion: %q is not a version (a whole number from 0)", strictjson.Cut(v, maxEchoBytes)))
 			return f, &r
 		}
 		f.min = n
@@ -198,7 +199,7 @@ func readFreshness(req events.LambdaFunctionURLRequest) (freshness, *events.Lamb
 	if v, ok := q["wait"]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d > MaxWait {
-			r := errorAnswer(http.StatusBadRequest, "wait", fmt.Sprintf("wait: %q must be a duration from 0s to %s", truncate(v, maxEchoBytes), MaxWait))
+			r := errorAnswer(http.StatusBadRequest, "wait", fmt.Sprintf("wait: %q must be a duration from 0s to %s", strictjson.Cut(v, maxEchoBytes), MaxWait))
 			return f, &r
 		}
 		f.wait = d
@@ -314,7 +315,7 @@ func behind(view, showID string, version int64, f freshness, waited time.Duratio
 
 func (a *API) day(ctx context.Context, day string) events.LambdaFunctionURLResponse {
 	if _, err := time.Parse("2006-01-02", day); err != nil {
-		return errorAnswer(http.StatusBadRequest, "day", fmt.Sprintf("day: %q is not a date (yyyy-mm-dd)", truncate(day, maxEchoBytes)))
+		return errorAnswer(http.StatusBadRequest, "day", fmt.Sprintf("day: %q is not a date (yyyy-mm-dd)", strictjson.Cut(day, maxEchoBytes)))
 	}
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrDay).Equal(expression.Value(day))).Build()
 	if err != nil {
@@ -344,7 +345,7 @@ type Booking struct {
 
 func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest, customerID string) events.LambdaFunctionURLResponse {
 	if err := es.CheckAggregateID(customerID); err != nil || len(customerID) > maxIDLength {
-		return errorAnswer(http.StatusBadRequest, "customerId", fmt.Sprintf("customerId: %q: 1 to %d letters, digits, - _ . :", truncate(customerID, maxEchoBytes), maxIDLength))
+		return errorAnswer(http.StatusBadRequest, "customerId", fmt.Sprintf("customerId: %q: 1 to %d letters, digits, - _ . :", strictjson.Cut(customerID, maxEchoBytes), maxIDLength))
 	}
 	f, bad := readFreshness(req)
 	if bad != nil {
@@ -352,7 +353,7 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 	}
 	show := req.QueryStringParameters["show"]
 	if show != "" && (es.CheckAggregateID(show) != nil || len(show) > maxIDLength) {
-		return errorAnswer(http.StatusBadRequest, "show", fmt.Sprintf("show: %q: 1 to %d letters, digits, - _ . :", truncate(show, maxEchoBytes), maxIDLength))
+		return errorAnswer(http.StatusBadRequest, "show", fmt.Sprintf("show: %q: 1 to %d letters, digits, - _ . :", strictjson.Cut(show, maxEchoBytes), maxIDLength))
 	}
 	if f.min > 0 && show == "" {
 		return errorAnswer(http.StatusBadRequest, "show", "show: minVersion is a version of one show: name it (show=<showId>)")
@@ -401,7 +402,7 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 
 func (a *API) unavailable(ctx context.Context, err error) events.LambdaFunctionURLResponse {
 	a.log.ErrorContext(ctx, "reading a view failed", "error", err)
-	r := errorAnswer(http.StatusServiceUnavailable, "", "the view could not be read now: "+truncate(err.Error(), 300))
+	r := errorAnswer(http.StatusServiceUnavailable, "", "the view could not be read now: "+strictjson.Cut(err.Error(), 300))
 	r.Headers["Retry-After"] = "1"
 	return r
 }
@@ -432,10 +433,3 @@ func jsonAnswer(status int, v any) events.LambdaFunctionURLResponse {
 // maxEchoBytes bounds what an answer repeats of a request's path or
 // parameters.
 const maxEchoBytes = 200
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

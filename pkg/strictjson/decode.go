@@ -162,28 +162,21 @@ func (w *walker) number(t reflect.Type, lit string) *Error {
 	case reflect.Float32, reflect.Float64:
 		_, err = strconv.ParseFloat(lit, t.Bits())
 		if err != nil {
-			return w.fail(Type, fmt.Sprintf("%s is out of range of a number", cut(lit)))
+			return w.fail(Type, fmt.Sprintf("%s is out of range of a number", Cut(lit, 40)))
 		}
 		return nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		_, err = strconv.ParseUint(lit, 10, t.Bits())
 		if err != nil {
-			return w.fail(Type, fmt.Sprintf("must be a whole number from 0 to %d, not %s", uint64(1)<<t.Bits()-1, cut(lit)))
+			return w.fail(Type, fmt.Sprintf("must be a whole number from 0 to %d, not %s", uint64(1)<<t.Bits()-1, Cut(lit, 40)))
 		}
 		return nil
 	}
 	if _, err = strconv.ParseInt(lit, 10, t.Bits()); err != nil {
 		lo := int64(-1) << (t.Bits() - 1)
-		return w.fail(Type, fmt.Sprintf("must be a whole number from %d to %d, not %s", lo, -(lo+1), cut(lit)))
+		return w.fail(Type, fmt.Sprintf("must be a whole number from %d to %d, not %s", lo, -(lo+1), Cut(lit, 40)))
 	}
 	return nil
-}
-
-func cut(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 func (w *walker) wrongType(t reflect.Type) *Error {

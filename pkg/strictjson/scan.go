@@ -721,6 +721,27 @@ func quoteKey(k []byte) string {
 	return strconv.Quote(string(k))
 }
 
+// Cut is s cut to at most n bytes without splitting a character, with "…"
+// after a cut: what an error or an answer repeats of a value it was sent,
+// never the whole of a hostile one.
+func Cut(s string, n int) string {
+	n = max(n, 0)
+	if len(s) <= n {
+		return s
+	}
+	return string(TruncateUTF8([]byte(s), n)) + "…"
+}
+
+// QuoteCut is Cut, quoted as strconv.Quote quotes (the "…" outside the
+// quotes).
+func QuoteCut(s string, n int) string {
+	n = max(n, 0)
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(string(TruncateUTF8([]byte(s), n))) + "…"
+}
+
 // TruncateUTF8 cuts b to at most n bytes without splitting a character.
 func TruncateUTF8(b []byte, n int) []byte {
 	if len(b) <= n {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"io"
 	"strconv"
 	"strings"
@@ -49,11 +50,11 @@ type Step struct {
 // null as written.
 func ParseCondition(expr string) (Condition, error) {
 	if len(expr) > MaxConditionBytes {
-		return Condition{}, fmt.Errorf("%q: an expression has at most %d bytes", cut(expr, 40), MaxConditionBytes)
+		return Condition{}, fmt.Errorf("%q: an expression has at most %d bytes", strictjson.Cut(expr, 40), MaxConditionBytes)
 	}
 	i := strings.IndexByte(expr, '=')
 	if i < 0 {
-		return Condition{}, fmt.Errorf("%q: want path=value (data.page=/home) or path!=value", cut(expr, 64))
+		return Condition{}, fmt.Errorf("%q: want path=value (data.page=/home) or path!=value", strictjson.Cut(expr, 64))
 	}
 	c := Condition{Expr: expr, Value: expr[i+1:]}
 	path := expr[:i]
@@ -62,7 +63,7 @@ func ParseCondition(expr string) (Condition, error) {
 	}
 	steps, err := parsePath(strings.TrimSpace(path))
 	if err != nil {
-		return Condition{}, fmt.Errorf("%q: %w", cut(expr, 64), err)
+		return Condition{}, fmt.Errorf("%q: %w", strictjson.Cut(expr, 64), err)
 	}
 	c.Path = steps
 	return c, nil

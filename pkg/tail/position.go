@@ -2,6 +2,7 @@ package tail
 
 import (
 	"fmt"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"strings"
 	"time"
 
@@ -59,7 +60,7 @@ func ParsePosition(s string, now time.Time) (Position, error) {
 	} else {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			return Position{}, fmt.Errorf("%q is none of latest, trim_horizon, a duration ago (10m), an RFC 3339 time (2026-11-29T10:00:00Z) or a sequence number", cut(v, 64))
+			return Position{}, fmt.Errorf("%q is none of latest, trim_horizon, a duration ago (10m), an RFC 3339 time (2026-11-29T10:00:00Z) or a sequence number", strictjson.Cut(v, 64))
 		}
 		if d <= 0 {
 			return Position{}, fmt.Errorf("%s: a duration ago must be positive (10m means ten minutes ago)", v)
@@ -127,12 +128,4 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-// cut shortens s to at most n bytes for an error message.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,7 +91,7 @@ func (d *DeadLetters) Send(ctx context.Context, msg *events.SQSMessage, reason e
 	if _, err := strconv.Atoi(receives); err != nil {
 		receives = "0"
 	}
-	attrs[redrive.AttrReason] = stringAttr(cut(reason.Error(), maxReasonBytes))
+	attrs[redrive.AttrReason] = stringAttr(strictjson.Cut(reason.Error(), maxReasonBytes))
 	attrs[redrive.AttrSourceQueue] = stringAttr(msg.EventSourceARN)
 	attrs[redrive.AttrReceiveCount] = types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(receives)}
 	attrs[redrive.AttrFunction] = stringAttr(d.function)
@@ -103,7 +104,7 @@ func (d *DeadLetters) Send(ctx context.Context, msg *events.SQSMessage, reason e
 		if len(reason)-over < minReasonBytes {
 			return "", fmt.Errorf("message %s: %d bytes with the dead-letter attributes, over dead-letter queue %s's MaximumMessageSize of %d", msg.MessageId, messageBytes(msg.Body, attrs), dlq.url, dlq.maxBytes)
 		}
-		attrs[redrive.AttrReason] = stringAttr(cut(reason, len(reason)-over-len("…")))
+		attrs[redrive.AttrReason] = stringAttr(strictjson.Cut(reason, len(reason)-over-len("…")))
 	}
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(dlq.url), MessageBody: aws.String(msg.Body), MessageAttributes: attrs}
 	if dlq.fifo {
@@ -196,15 +197,4 @@ func messageBytes(body string, attrs map[string]types.MessageAttributeValue) int
 
 func stringAttr(s string) types.MessageAttributeValue {
 	return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(s)}
-}
-
-// cut shortens s to at most n bytes on a rune boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -65,13 +66,18 @@ func (e *NotADLQError) Error() string {
 // Is makes errors.Is(err, ErrRefused) hold.
 func (e *NotADLQError) Is(target error) bool { return target == ErrRefused }
 
-// queueInfo is a queue's ARN and the dead-letter queue its redrive policy
-// names ("" without one).
-type queueInfo struct{ arn, dlq string }
+// queueInfo is a queue's ARN, the dead-letter queue its redrive policy
+// names ("" without one) and the largest message it takes
+// (MaximumMessageSize; 0 when the queue does not say).
+type queueInfo struct {
+	arn, dlq string
+	maxBytes int
+}
 
 func (r *Redriver) queueInfo(ctx context.Context, url string) (queueInfo, error) {
 	out, err := r.Client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn, types.QueueAttributeNameRedrivePolicy}})
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn, types.QueueAttributeNameRedrivePolicy,
+			types.QueueAttributeNameMaximumMessageSize}})
 	if err != nil {
 		var missing *types.QueueDoesNotExist
 		if errors.As(err, &missing) {
@@ -80,6 +86,7 @@ func (r *Redriver) queueInfo(ctx context.Context, url string) (queueInfo, error)
 		return queueInfo{}, fmt.Errorf("reading the attributes of %s: %w", url, err)
 	}
 	qi := queueInfo{arn: out.Attributes[string(types.QueueAttributeNameQueueArn)]}
+	qi.maxBytes, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMaximumMessageSize)])
 	if p := out.Attributes[string(types.QueueAttributeNameRedrivePolicy)]; p != "" {
 		var policy struct {
 			DeadLetterTargetArn string `json:"deadLetterTargetArn"`

@@ -41,6 +41,14 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 	if err := r.CheckDirection(ctx, dlqURL, sourceURL); err != nil {
 		return res, err
 	}
+	// A dead-lettered message can be larger than its source queue takes
+	// (the stack's dead-letter queues take 1 MiB, their sources 256 KiB):
+	// such a message is refused by id and stays in the DLQ, where sending
+	// it would fail its whole batch at every run.
+	src, err := r.queueInfo(ctx, sourceURL)
+	if err != nil {
+		return res, err
+	}
 	approx, err := r.ApproximateCount(ctx, dlqURL)
 	if err != nil {
 		return res, err
@@ -86,7 +94,7 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 			continue
 		}
 		empty = 0
-		b, err := r.moveBatch(context.WithoutCancel(ctx), dlqURL, sourceURL, fifo, msgs)
+		b, err := r.moveBatch(context.WithoutCancel(ctx), dlqURL, sourceURL, src.maxBytes, fifo, msgs)
 		res.Moved += b.moved
 		res.NotDeleted = append(res.NotDeleted, b.notDeleted...)
 		for _, id := range b.movedIDs {
@@ -141,10 +149,12 @@ type batchResult struct {
 }
 
 // moveBatch sends msgs to sourceURL in as few SendMessageBatch calls as the
-// size limit allows, then deletes from dlqURL what was accepted. An error
+// size limit allows, then deletes from dlqURL what was accepted; a message
+// over maxBytes (the source's MaximumMessageSize, 0: unknown) is refused
+// without being sent. An error
 // means a call failed as a whole; the messages it covered were not deleted
 // and are made visible again.
-func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, fifo bool, msgs []types.Message) (batchResult, error) {
+func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxBytes int, fifo bool, msgs []types.Message) (batchResult, error) {
 	var b batchResult
 	entries := make([]types.SendMessageBatchRequestEntry, 0, len(msgs))
 	byEntry := map[string]types.Message{}
@@ -173,6 +183,14 @@ func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, fifo
 			// stable across runs, so a re-send after an interrupted run within
 			// the deduplication interval is still dropped.
 			e.MessageDeduplicationId = m.MessageId
+		}
+		if n := entrySize(e); maxBytes > 0 && n > maxBytes {
+			b.failed = append(b.failed, refused{
+				failure: Failure{MessageID: aws.ToString(m.MessageId), Code: "MessageTooLarge",
+					Reason: fmt.Sprintf("%d bytes with its attributes, over the source queue's MaximumMessageSize of %d: left in the DLQ", n, maxBytes)},
+				handle: aws.ToString(m.ReceiptHandle),
+			})
+			continue
 		}
 		entries = append(entries, e)
 		byEntry[id] = m

@@ -719,3 +719,25 @@ func TestMoveRefusesTheWrongDirection(t *testing.T) {
 		t.Errorf("the unrelated queue received %d messages", c.total())
 	}
 }
+
+// TestMoveRefusesWhatTheSourceCannotTake: a message in the DLQ larger than
+// the source queue's MaximumMessageSize (the stack's DLQs take 1 MiB, their
+// sources 256 KiB) is refused by id, named with its size and the source's,
+// and stays in the DLQ; the others move.
+func TestMoveRefusesWhatTheSourceCannotTake(t *testing.T) {
+	t.Parallel()
+	dlq := newQueue(t, false, map[string]string{"MaximumMessageSize": "8192"})
+	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": queueArn(t, dlq), "maxReceiveCount": 1})
+	source := newQueue(t, false, map[string]string{"RedrivePolicy": string(policy), "MaximumMessageSize": "1024"})
+	sendAll(t, dlq, []msg{{body: "small-1"}, {body: strings.Repeat("b", 2000)}, {body: "small-2"}})
+	res, err := testRedriver(client).Move(context.Background(), dlq, source, 0)
+	if err != nil {
+		t.Fatalf("Move: %v", err)
+	}
+	if res.Moved != 2 || len(res.Failed) != 1 || res.Failed[0].Code != "MessageTooLarge" || !strings.Contains(res.Failed[0].Reason, "MaximumMessageSize of 1024") {
+		t.Fatalf("Move = %+v; want 2 moved and the 2,000-byte message refused naming the source's limit", res)
+	}
+	if g := bodies(drain(t, dlq)); len(g) != 1 || len(g[0]) != 2000 {
+		t.Errorf("DLQ holds %d messages; want the large one left there", len(g))
+	}
+}

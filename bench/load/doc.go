@@ -63,6 +63,19 @@
 //	BENCH load_writes events_per_s=<n> keys=<n> path=<...> items=<table:class> wcu_per_event=<x> writes_per_event=<x> index_wcu_per_event=<x>
 //	BENCH load_cloudwatch events_per_s=<n> keys=<n> path=<...> results_logs_usd=<x> emf_logs_usd=<x> platform_logs_usd=<x> other_logs_usd=<x> metrics_usd=<x> alarms_usd=<x> result_lines_per_event=<x> bytes_per_result_line=<n>
 //	BENCH load_flush events_per_s=100 keys=1000 flush_s=<n> wcu_per_event=<x> total_usd=<x> flink_ratio=<x> windows_ended_early=<n>
+//	BENCH load_provisioned events_per_s=<n> keys=<n> path=<...> wcu=<n> rcu=<n> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_ratio=<x> largest_burst_wu=<n> burst_credit_wu=<n> throttled_wu_per_event=<x>
+//
+// load_provisioned prices the same run with the views table provisioned
+// (tributary:viewsWriteCapacity): the capacity that keeps the run's
+// average write and read units a second at 70 % (the stack's auto scaling
+// target; 5 units at least, and 5 each for the open-windows index), at
+// provisioned prices whether used or not, the storage as on demand, and
+// the 8 alarms auto scaling makes. largest_burst_wu is the most the
+// shards' invocations of one instant wrote (a flush), burst_credit_wu the
+// 300 s of unused capacity DynamoDB keeps to serve one, and
+// throttled_wu_per_event what that capacity and credit, played against
+// every invocation in order, could not serve at once (retried by the SDK:
+// a delay; DynamoDB does not guarantee the credit).
 //
 // load_writes splits the write units by what the items are (a window kind,
 // keyed states, the ledger's head and segments, the listings, the shards'

@@ -100,6 +100,17 @@ type tally struct {
 	samples map[string][]sdkcost.Sample
 	// sdkCPU is the SDK's CPU added to aggCPU and tickCPU.
 	sdkCPU time.Duration
+	// demand is what each invocation asked of the views table, in the
+	// order made: for provisioned capacity, which serves it at a rate.
+	demand []demand
+}
+
+// demand is one invocation's table write and read units (its index's
+// apart), at the time it ran.
+type demand struct {
+	at                 time.Time
+	wu, indexWU        int
+	ru                 float64
 }
 
 func cpuTime() time.Duration {
@@ -428,6 +439,7 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 			return t, fmt.Errorf("%s, %d events/s over %d keys: invocation at %s: %w", l.path, l.rate, l.keys, now.Format(time.RFC3339), err)
 		}
 		t.db.add(u)
+		t.demand = append(t.demand, demand{at: now, wu: u.WriteUnits, indexWU: u.IndexUnits, ru: u.ReadUnits()})
 		ms := float64(cpu)/share + float64(u.TotalRequests())*float64(l.waitPerRequest)
 		t.billedMs += int64(ms/float64(time.Millisecond)) + 1
 		t.logBytes += lambdaPlatformBytes + lambdaPlatformEvents*logsEventOverhead
@@ -525,5 +537,12 @@ func (t tally) minus(o tally) tally {
 	neg.add(o.db)
 	d.db.subtract(neg)
 	d.memdbRequests, d.samples = nil, nil
+	// The demand of the steady part: what t made after o's span.
+	if len(t.demand) > 0 {
+		slices.SortStableFunc(t.demand, func(a, b demand) int { return a.at.Compare(b.at) })
+		from := t.demand[0].at.Add(o.simulated)
+		i, _ := slices.BinarySearchFunc(t.demand, from, func(e demand, at time.Time) int { return e.at.Compare(at) })
+		d.demand = t.demand[i:]
+	}
 	return d
 }

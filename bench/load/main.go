@@ -225,6 +225,9 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			b := price(t, st)
 			fmt.Fprintf(out, "BENCH load events_per_s=%d keys=%d path=%s wcu_per_event=%.3f lambda_usd=%.2f dynamodb_usd=%.2f cloudwatch_usd=%.2f total_usd=%.2f flink_usd=%.2f flink_ratio=%.2f\n",
 				rate, keys, p, b.wruPerEvent, b.lambda, b.dynamodb, b.cloudwatch, b.total(), flink, b.total()/flink)
+			pb := priceProvisioned(t, st)
+			fmt.Fprintf(out, "BENCH load_provisioned events_per_s=%d keys=%d path=%s wcu=%d rcu=%d dynamodb_usd=%.2f cloudwatch_usd=%.2f total_usd=%.2f flink_ratio=%.2f largest_burst_wu=%d burst_credit_wu=%d throttled_wu_per_event=%.4f\n",
+				rate, keys, p, pb.wcu, pb.rcu, pb.dynamodb, pb.cloudwatch, pb.total(), pb.total()/flink, pb.largestBurstWU, pb.wcu*burstSeconds, float64(pb.throttledWU)/float64(t.events))
 			f := secondsPerMonth / t.simulated.Seconds()
 			fmt.Fprintf(out, "BENCH load_detail events_per_s=%d keys=%d path=%s events=%d invocations=%d tick_invocations=%d cpu_ms_per_record=%.3f sdk_ms_per_record=%.3f billed_ms_per_invocation=%.0f requests_per_event=%.3f wru=%d index_wru=%d rru=%.0f log_bytes_per_event=%.0f custom_metrics=%d stored_mb=%.1f windows_ended_early=%d seconds=%.0f\n",
 				rate, keys, p, t.events, t.aggInvokes, t.tickInvokes, float64(t.aggCPU)/1e6/float64(t.events), float64(t.sdkCPU)/1e6/float64(t.events), float64(t.billedMs)/float64(t.aggInvokes+t.tickInvokes),

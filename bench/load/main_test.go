@@ -263,6 +263,32 @@ func TestPriceArithmetic(t *testing.T) {
 	}
 }
 
+// TestProvisionedPriceArithmetic: the provisioned month of the same tally
+// as TestPriceArithmetic's — the table sized to keep the hour's average
+// (5,000 write units, 3,600 read units: 1.39 and 1 a second) at 70 %,
+// with 5 units at least for it and its index — and the burst credit played
+// against each instant's demand.
+func TestProvisionedPriceArithmetic(t *testing.T) {
+	at := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	tl := tally{events: 3600, aggInvokes: 100, tickInvokes: 60, billedMs: 100_000, simulated: time.Hour, retention: 30 * 24 * time.Hour,
+		db:       usage{WriteUnits: 5000, IndexUnits: 2200, ReadHalfUnits: 7200},
+		logBytes: 1_000_000, metrics: map[string]bool{},
+		demand:   []demand{{at: at, wu: 1000}, {at: at, wu: 600}, {at: at.Add(time.Second), wu: 3400}}}
+	b, p := price(tl, deployedStack), priceProvisioned(tl, deployedStack)
+	onDemand := 7200*730*0.625/1e6 + 3600*730*0.125/1e6
+	// Write: max(5, ceil(1.389/0.7)) = 5; index max(5, ceil(0.611/0.7)) = 5;
+	// read max(5, ceil(1/0.7)) = 5, its index 5.
+	capacity := (5+5)*0.00065*730 + (5+5)*0.00013*730
+	if p.wcu != 5 || p.rcu != 5 || math.Abs(p.dynamodb-(b.dynamodb-onDemand+capacity)) > 1e-9 || math.Abs(p.cloudwatch-(b.cloudwatch+0.8)) > 1e-9 {
+		t.Errorf("provisioned %+v, want 5 WCU, 5 RCU, DynamoDB %.4f, CloudWatch %.4f", p, b.dynamodb-onDemand+capacity, b.cloudwatch+0.8)
+	}
+	// Credit 1,500 (300 s × 5): 1,600 at the first instant is 100 short;
+	// a second later 5 more, 3,400 asked: all short.
+	if p.largestBurstWU != 3400 || p.throttledWU != 100+3400-5 {
+		t.Errorf("largest burst %d, throttled %d; want 3400 and %d", p.largestBurstWU, p.throttledWU, 100+3400-5)
+	}
+}
+
 func mustPipeline(t *testing.T) *pipeline.Config {
 	t.Helper()
 	cfg, err := deployed.LoadPipeline("")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -116,4 +117,75 @@ func kinesisMonthly(rate float64, shards int, t tally) (events, results float64)
 	events = float64(shards)*hoursPerMonth*kinesisPerShardHour + rate*secondsPerMonth/1e6*kinesisPerMillionPUT
 	results = hoursPerMonth*kinesisPerShardHour + float64(t.resultsUnits)*secondsPerMonth/t.simulated.Seconds()/1e6*kinesisPerMillionPUT
 	return events, results
+}
+
+// Provisioned capacity as the stack deploys it with tributary:viewsWriteCapacity
+// (infra/tributary: auto scaled to keep utilization at 70 %, the
+// open-windows index at 5 units each at least), and what DynamoDB keeps of
+// unused capacity to serve a burst: 300 seconds of it (not guaranteed).
+const (
+	provisionedUtilization = 0.70
+	provisionedIndexUnits  = 5
+	burstSeconds           = 300
+	// provisionedAlarms are the CloudWatch alarms Application Auto Scaling
+	// makes: two for each of the four target-tracking policies.
+	provisionedAlarms = 8
+)
+
+// provisionedBill is the month of a run's tally with the views table
+// provisioned: the capacity that keeps the run's average demand at
+// provisionedUtilization, and the write units of the run's invocations
+// that capacity (with its burst credit) could not serve at once — retried
+// by the SDK, a delay, not a loss.
+type provisionedBill struct {
+	bill
+	wcu, rcu       int
+	throttledWU    int
+	largestBurstWU int
+}
+
+// priceProvisioned is price with the views table provisioned.
+func priceProvisioned(t tally, st stack) provisionedBill {
+	b := price(t, st)
+	f := secondsPerMonth / t.simulated.Seconds()
+	onDemand := float64(t.db.WRU())*f*dynamoPerWRU + t.db.ReadUnits()*f*dynamoPerRRU
+	seconds := t.simulated.Seconds()
+	wcu := max(provisionedIndexUnits, int(math.Ceil(float64(t.db.WriteUnits)/seconds/provisionedUtilization)))
+	rcu := max(provisionedIndexUnits, int(math.Ceil(t.db.ReadUnits()/seconds/provisionedUtilization)))
+	indexWCU := max(provisionedIndexUnits, int(math.Ceil(float64(t.db.IndexUnits)/seconds/provisionedUtilization)))
+	capacity := float64(wcu+indexWCU)*dynamoPerWCUHour*hoursPerMonth + float64(rcu+provisionedIndexUnits)*dynamoPerRCUHour*hoursPerMonth
+	p := provisionedBill{bill: b, wcu: wcu, rcu: rcu}
+	p.dynamodb = b.dynamodb - onDemand + capacity
+	p.cloudwatch = b.cloudwatch + provisionedAlarms*alarmPerMetricMonth
+	p.throttledWU, p.largestBurstWU = throttled(t.demand, float64(wcu))
+	return p
+}
+
+// throttled plays demand against a table of capacity write units a second
+// that starts with its whole burst credit (burstSeconds of capacity) and
+// refills at capacity up to it: the write units the credit could not cover
+// when asked for, and the most one instant asked for (the shards'
+// invocations of one time together).
+func throttled(demand []demand, capacity float64) (units, largest int) {
+	if len(demand) == 0 {
+		return 0, 0
+	}
+	full := burstSeconds * capacity
+	credit, last := full, demand[0].at
+	short := 0.0
+	for i := 0; i < len(demand); {
+		at, asked := demand[i].at, 0
+		for ; i < len(demand) && demand[i].at.Equal(at); i++ {
+			asked += demand[i].wu
+		}
+		largest = max(largest, asked)
+		credit = min(full, credit+capacity*max(0, at.Sub(last).Seconds()))
+		last = at
+		credit -= float64(asked)
+		if credit < 0 {
+			short -= credit
+			credit = 0
+		}
+	}
+	return int(math.Ceil(short)), largest
 }

@@ -24,6 +24,11 @@ const (
 	dynamoPITRPerGBMonth   = 0.20        // continuous backups (the views table has point-in-time recovery)
 	dynamoItemOverheadByte = 100         // DynamoDB adds 100 bytes per item (and per index entry) to storage
 
+	// DynamoDB provisioned capacity (as of 2025-06): per capacity unit and
+	// hour, whether used or not.
+	dynamoPerWCUHour = 0.00065
+	dynamoPerRCUHour = 0.00013
+
 	// CloudWatch (as of 2025-06).
 	logsIngestPerGB      = 0.50 // Logs, Standard class, PutLogEvents ingestion
 	logsStoragePerGBMo   = 0.03 // Logs storage (archived, per GB-month)

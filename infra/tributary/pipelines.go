@@ -2,6 +2,7 @@ package tributary
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -289,7 +290,11 @@ func NewPipelines(scope constructs.Construct, id string, props PipelinesProps) (
 			p.Operators = append(p.Operators, f)
 		}
 	}
-	p.Views = NewViewsTable(c, "Views")
+	capacity, err := viewsCapacityOf(node)
+	if err != nil {
+		return nil, err
+	}
+	p.Views = newViewsTable(c, "Views", capacity)
 	if anyStream {
 		p.WindowResults = awskinesis.NewStream(c, jsii.String("WindowResults"), &awskinesis.StreamProps{
 			StreamMode: awskinesis.StreamMode_PROVISIONED,
@@ -428,7 +433,13 @@ func (p *Pipelines) grantWindows(fn *GoFunction, cfg *pipeline.Config) {
 // the sparse open-windows index the tickers query, TTL expiresAt), on
 // demand, with point-in-time recovery.
 func NewViewsTable(scope constructs.Construct, id string) awsdynamodb.Table {
-	t := awsdynamodb.NewTable(scope, jsii.String(id), &awsdynamodb.TableProps{
+	return newViewsTable(scope, id, viewsCapacity{})
+}
+
+// newViewsTable is NewViewsTable, provisioned at c's capacity and auto
+// scaled on utilization when c.write is above 0.
+func newViewsTable(scope constructs.Construct, id string, c viewsCapacity) awsdynamodb.Table {
+	props := &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("pk"), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:      &awsdynamodb.Attribute{Name: jsii.String("sk"), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
@@ -436,16 +447,69 @@ func NewViewsTable(scope constructs.Construct, id string) awsdynamodb.Table {
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
 		TimeToLiveAttribute: jsii.String(viewsTTLAttribute),
-	})
+	}
 	// Sparse: only windows not yet final carry openIn/openUntil, so the
 	// ticker's query reads the open windows and nothing else.
-	t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+	index := &awsdynamodb.GlobalSecondaryIndexProps{
 		IndexName:      jsii.String(ViewsOpenIndex),
 		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String("openIn"), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:        &awsdynamodb.Attribute{Name: jsii.String("openUntil"), Type: awsdynamodb.AttributeType_STRING},
 		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
-	})
+	}
+	if c.write > 0 {
+		props.BillingMode = awsdynamodb.BillingMode_PROVISIONED
+		props.WriteCapacity, props.ReadCapacity = jsii.Number(c.write), jsii.Number(c.read)
+		index.WriteCapacity, index.ReadCapacity = jsii.Number(viewsIndexCapacity), jsii.Number(viewsIndexCapacity)
+	}
+	t := awsdynamodb.NewTable(scope, jsii.String(id), props)
+	t.AddGlobalSecondaryIndex(index)
+	if c.write > 0 {
+		scale := func(least int) *awsdynamodb.EnableScalingProps {
+			return &awsdynamodb.EnableScalingProps{MinCapacity: jsii.Number(least), MaxCapacity: jsii.Number(min(least*viewsScaleUp, maxViewsCapacity))}
+		}
+		on := &awsdynamodb.UtilizationScalingProps{TargetUtilizationPercent: jsii.Number(viewsTargetUtilization)}
+		t.AutoScaleWriteCapacity(scale(c.write)).ScaleOnUtilization(on)
+		t.AutoScaleReadCapacity(scale(c.read)).ScaleOnUtilization(on)
+		t.AutoScaleGlobalSecondaryIndexWriteCapacity(jsii.String(ViewsOpenIndex), scale(viewsIndexCapacity)).ScaleOnUtilization(on)
+		t.AutoScaleGlobalSecondaryIndexReadCapacity(jsii.String(ViewsOpenIndex), scale(viewsIndexCapacity)).ScaleOnUtilization(on)
+	}
 	return t
+}
+
+// viewsCapacity is the provisioned views table's least capacity units
+// (write 0: on demand).
+type viewsCapacity struct{ write, read int }
+
+// Bounds on the views table's provisioned capacity: Application Auto
+// Scaling keeps utilization at viewsTargetUtilization between the least
+// capacity and viewsScaleUp times it (at most DynamoDB's default table
+// quota, maxViewsCapacity); the open-windows index (a few keys-only
+// entries per keyed state) gets viewsIndexCapacity of each, scaled the same way.
+const (
+	viewsTargetUtilization = 70
+	viewsScaleUp           = 10
+	maxViewsCapacity       = 40000
+	viewsIndexCapacity     = 5
+)
+
+// viewsCapacityOf reads ContextViewsWriteCapacity and
+// ContextViewsReadCapacity.
+func viewsCapacityOf(node constructs.Node) (viewsCapacity, error) {
+	w, err := contextWhole(node, ContextViewsWriteCapacity, 0, 0, maxViewsCapacity)
+	if err != nil {
+		return viewsCapacity{}, err
+	}
+	if w == 0 {
+		if r, set, _ := contextNumber(node, ContextViewsReadCapacity, ""); set && r != 0 {
+			return viewsCapacity{}, fmt.Errorf("context %s: set without %s (the views table is on demand)", ContextViewsReadCapacity, ContextViewsWriteCapacity)
+		}
+		return viewsCapacity{}, nil
+	}
+	r, err := contextWhole(node, ContextViewsReadCapacity, max(5, math.Ceil(w/4)), 1, maxViewsCapacity)
+	if err != nil {
+		return viewsCapacity{}, err
+	}
+	return viewsCapacity{write: int(w), read: int(r)}, nil
 }
 
 // assetDirOf is dir, or context ContextAssetDir, or DefaultAssetDir.

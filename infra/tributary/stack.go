@@ -40,6 +40,17 @@ const (
 	// batch (results sooner, several times the write units: docs/cost.md,
 	// "What it costs").
 	ContextFlushInterval = "tributary:flushIntervalSeconds"
+	// ContextViewsWriteCapacity makes the pipelines' views table
+	// provisioned: that many write capacity units at least, scaled by
+	// Application Auto Scaling up to ten times as many to keep utilization
+	// at 70 %. Unset or 0: on demand (the default), which costs nothing
+	// idle and takes any load at once, at 3.5 times the price of a fully
+	// used unit (docs/cost.md: BENCH load_provisioned sizes it for a load).
+	ContextViewsWriteCapacity = "tributary:viewsWriteCapacity"
+	// ContextViewsReadCapacity is the provisioned views table's read
+	// capacity units at least (scaled the same way); unset, a quarter of
+	// the write capacity (at least 5). Only with ContextViewsWriteCapacity.
+	ContextViewsReadCapacity = "tributary:viewsReadCapacity"
 )
 
 // DefaultFlushInterval is the aggregates' write interval when neither props

@@ -982,6 +982,10 @@ func TestNewTributaryStackRejects(t *testing.T) {
 			"context tributary:flushIntervalSeconds: 901 is not a whole number of seconds between 0 and 900"},
 		{"fractional flush interval", map[string]any{ContextFlushInterval: "1.5", ContextAssetDir: complete}, nil,
 			"context tributary:flushIntervalSeconds: 1.5 is not a whole number"},
+		{"views read capacity without write capacity", map[string]any{ContextViewsReadCapacity: "50", ContextAssetDir: complete}, nil,
+			"context tributary:viewsReadCapacity: set without tributary:viewsWriteCapacity"},
+		{"views write capacity past the table quota", map[string]any{ContextViewsWriteCapacity: 40001.0, ContextAssetDir: complete}, nil,
+			"context tributary:viewsWriteCapacity: 40001 is not a whole number between 0 and 40000"},
 		{"pipeline without windows", nil, &TributaryStackProps{AssetDir: complete, Pipelines: []pipeline.File{{Path: "p.json", JSON: []byte(`{"name": "p"}`)}}},
 			"p.json: windows: at least one window is required"},
 	}

@@ -187,6 +187,7 @@ var settingsVariant = &lazyVariant{
 		"tributary:alarm.iteratorAge.periodSeconds":          120.0,
 		"tributary:alarm.iteratorAge.evaluationPeriods":      "5",
 		ContextFlushInterval:                                 "300",
+		ContextViewsWriteCapacity:                            "230",
 	},
 }
 

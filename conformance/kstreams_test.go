@@ -15,7 +15,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
-var seeds = flag.Int("conformance.seeds", 3, "seeded histories per window kind and late policy (make soak runs hundreds)")
+var seeds = flag.Int("conformance.seeds", 3, "seeded histories per window kind and late policy, and per CEP pattern form (make soak runs hundreds)")
 
 // TestKafkaStreamsConformance runs seeded histories through the aggregate
 // function and through Kafka Streams (the oracle in kstreams/) and compares

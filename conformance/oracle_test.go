@@ -69,40 +69,48 @@ type kafkaUpdate struct {
 	Max     int64  `json:"max"`
 }
 
-// buildOracle builds the oracle's jar when it is missing or older than its
-// sources (mvn -q package), and fails the test with what to do when Maven or
-// Java is missing.
+// buildOracle builds the Kafka Streams oracle's jar when it is missing or
+// older than its sources (buildJar).
 func buildOracle(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Fatalf("java is not on PATH: the Kafka Streams conformance oracle (conformance/%s) needs a JDK 17 or later (apt-get install openjdk-17-jdk-headless)", oracleDir)
 	}
-	stale, why := oracleStale()
+	buildJar(t, "Kafka Streams", oracleDir, oracleJar)
+}
+
+// buildJar builds the jar of the Maven project in dir (the oracle of
+// engine) when it is missing or older than its sources (mvn -q package),
+// and fails the test with what to do when Maven is missing.
+func buildJar(t *testing.T, engine, dir, jar string) {
+	t.Helper()
+	stale, why := jarStale(dir, jar)
 	if !stale {
 		return
 	}
 	mvn, err := exec.LookPath("mvn")
 	if err != nil {
-		t.Fatalf("mvn is not on PATH: the Kafka Streams conformance test builds its oracle (conformance/%s, %s) with Maven; install it (apt-get install maven) or build the jar elsewhere with mvn -q -f conformance/%s/pom.xml package -DskipTests", oracleDir, why, oracleDir)
+		t.Fatalf("mvn is not on PATH: the %s conformance test builds its oracle (conformance/%s, %s) with Maven; install it (apt-get install maven) or build the jar elsewhere with mvn -q -f conformance/%s/pom.xml package -DskipTests", engine, dir, why, dir)
 	}
-	t.Logf("building the Kafka Streams oracle (%s): mvn -q package in conformance/%s; the first build downloads Kafka Streams from Maven Central", why, oracleDir)
+	t.Logf("building the %s oracle (%s): mvn -q package in conformance/%s; the first build downloads %s from Maven Central", engine, why, dir, engine)
 	start := time.Now()
 	cmd := exec.Command(mvn, "-q", "-B", "package", "-DskipTests")
-	cmd.Dir = oracleDir
+	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("building the Kafka Streams oracle failed (mvn -q package in conformance/%s): %v\n%s", oracleDir, err, out)
+		t.Fatalf("building the %s oracle failed (mvn -q package in conformance/%s): %v\n%s", engine, dir, err, out)
 	}
-	t.Logf("built %s in %s", oracleJar, time.Since(start).Round(time.Millisecond))
+	t.Logf("built %s in %s", jar, time.Since(start).Round(time.Millisecond))
 }
 
-// oracleStale reports whether the jar must be built, and why.
-func oracleStale() (bool, string) {
-	jar, err := os.Stat(oracleJar)
+// jarStale reports whether the jar of the Maven project in dir must be
+// built, and why.
+func jarStale(dir, jar string) (bool, string) {
+	info, err := os.Stat(jar)
 	if err != nil {
-		return true, oracleJar + " is missing"
+		return true, jar + " is missing"
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(oracleJar), "lib")); err != nil {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(jar), "lib")); err != nil {
 		return true, "its dependencies (target/lib) are missing"
 	}
 	var newer string
@@ -110,13 +118,13 @@ func oracleStale() (bool, string) {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		if info, err := d.Info(); err == nil && info.ModTime().After(jar.ModTime()) {
+		if fi, err := d.Info(); err == nil && fi.ModTime().After(info.ModTime()) {
 			newer = path
 			return fs.SkipAll
 		}
 		return nil
 	}
-	for _, root := range []string{filepath.Join(oracleDir, "pom.xml"), filepath.Join(oracleDir, "src")} {
+	for _, root := range []string{filepath.Join(dir, "pom.xml"), filepath.Join(dir, "src")} {
 		if err := filepath.WalkDir(root, walk); err != nil && !errors.Is(err, fs.SkipAll) {
 			return true, err.Error()
 		}

@@ -41,7 +41,8 @@ import org.apache.flink.util.OutputTag;
  * makes.
  *
  * <p>Input, on stdin: one history per line, as JSON: id; outOfOrdernessMs;
- * rules, in the project's JSON rule format (pkg/cep), the subset with a Flink
+ * withinExtraMs, added to every rule's within (the caller's alignment of the
+ * two engines' windows); rules, in the project's JSON rule format (pkg/cep), the subset with a Flink
  * equivalent: begin, next, followedBy, notFollowedBy (last), type, where,
  * timesOrMore, within, afterMatch (skipPastLastEvent, the project's default,
  * or noSkip); and events, in the order the shard holds them (each event once):
@@ -122,7 +123,7 @@ public final class CepOracle {
         }
     }
 
-    static Rule rule(JsonNode r) {
+    static Rule rule(JsonNode r, long withinExtraMs) {
         Set<String> known = Set.of("id", "description", "pattern", "within", "afterMatch");
         r.fieldNames().forEachRemaining(f -> {
             if (!known.contains(f)) {
@@ -148,12 +149,33 @@ public final class CepOracle {
             Where.Expr where = s.hasNonNull("where") && !s.get("where").asText().isEmpty() ? Where.parse(s.get("where").asText()) : null;
             steps.add(new Step(name, contiguity, type, where, s.path("timesOrMore").asInt(0)));
         }
-        long within = r.hasNonNull("within") ? Duration.parse("PT" + r.get("within").asText().toUpperCase()).toMillis() : 0;
+        long within = r.hasNonNull("within") ? withinMs(r.get("within").asText()) + withinExtraMs : 0;
         String after = r.path("afterMatch").asText("");
         if (!after.isEmpty() && !after.equals("noSkip") && !after.equals("skipPastLastEvent")) {
             throw new IllegalArgumentException("afterMatch " + after);
         }
         return new Rule(r.path("id").asText(), steps, within, after.equals("noSkip"));
+    }
+
+    /** A duration as Go writes it ("90s", "1m30s", "250ms", "1h"), in milliseconds. */
+    static long withinMs(String d) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+(?:\\.\\d+)?)(h|ms|m|s)").matcher(d);
+        double ms = 0;
+        int end = 0;
+        while (m.find() && m.start() == end) {
+            double v = Double.parseDouble(m.group(1));
+            ms += v * switch (m.group(2)) {
+                case "h" -> 3_600_000;
+                case "m" -> 60_000;
+                case "s" -> 1_000;
+                default -> 1;
+            };
+            end = m.end();
+        }
+        if (end != d.length() || end == 0) {
+            throw new IllegalArgumentException("within " + d + ": not a duration the oracle reads");
+        }
+        return Math.round(ms);
     }
 
     /** The rule's pattern in Flink's API: the same steps, contiguities, quantifier, time and skip strategy. */
@@ -222,7 +244,7 @@ public final class CepOracle {
         long ooo = h.path("outOfOrdernessMs").asLong();
         List<Rule> rules = new ArrayList<>();
         for (JsonNode r : h.path("rules")) {
-            rules.add(rule(r));
+            rules.add(rule(r, h.path("withinExtraMs").asLong(0)));
         }
         List<Where.Ev0> events = new ArrayList<>();
         List<Long> times = new ArrayList<>();

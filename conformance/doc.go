@@ -1,7 +1,9 @@
 // Package conformance checks the declared windowed aggregation (package
 // aggregate, the aggregate and ticker functions) and a handler of your own
 // (package handler) against a real stream processor: Apache Kafka
-// Streams, run in process by its TopologyTestDriver.
+// Streams, run in process by its TopologyTestDriver; and complex event
+// processing (package cep, the detect function) against Flink CEP, run in
+// process by Flink's operator test harness.
 //
 // The package has no code of its own; its test (kstreams_test.go) generates
 // seeded event histories for every window kind (tumbling, hopping, sliding,
@@ -30,6 +32,16 @@
 // definition instead and counted as explained (sliding_test.go). Anything
 // else is a mismatch and fails the test.
 //
-//	go test ./conformance                          # 3 seeds per kind and policy
+// flinkcep_test.go generates seeded histories of every CEP pattern form
+// with a Flink equivalent (a filter, followedBy, next, a last
+// notFollowedBy, timesOrMore, skipPastLastEvent and noSkip, late events),
+// runs each through the detect function's handler (cep.NewHandler over
+// internal/memdb, Lambda's batches, redeliveries and producer copies) and
+// through a small Flink CEP program (flinkcep/, a Maven project built the
+// same way), and compares the matches — rule, key, the matched events' ids
+// in order — and the events dropped as late. docs/cep.md ("Conformance
+// with Flink CEP") lists the differences the test aligns.
+//
+//	go test ./conformance                          # 3 seeds per kind and policy, and per CEP form
 //	go test ./conformance -args -conformance.seeds=200   # make soak
 package conformance

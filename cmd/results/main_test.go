@@ -90,6 +90,12 @@ func TestBadCommandLines(t *testing.T) {
 		return append([]string{"-parameter", "/t/views", "-key", "k"}, extra...)
 	}
 	follow := func(extra ...string) []string { return append([]string{"-follow", "-stream", "results"}, extra...) }
+	// A file far larger than any template (a -template /dev/zero, a log):
+	// refused at the bound, not read whole.
+	huge := filepath.Join(t.TempDir(), "huge.template.json")
+	if err := os.WriteFile(huge, nil, 0o600); err != nil || os.Truncate(huge, 64<<20) != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		env  map[string]string
@@ -113,6 +119,7 @@ func TestBadCommandLines(t *testing.T) {
 		{withParam(), map[string]string{"PIPELINE_CONFIG": `{"name":"x"}`}, "-pipeline not given, and"},
 		{withParam("-stack", "Other"), nil, "-stack is only read with -template"},
 		{withParam("-template", "t.json"), nil, "-template names resources as the local runner deploys them, but AWS_ENDPOINT_URL is not set"},
+		{withParam("-template", huge), map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, "-template template: " + huge + ": more than 1048576 bytes"},
 		{withParam("-nope"), nil, "flag provided but not defined: -nope"},
 		{withParam("stray"), nil, `unexpected argument "stray"`},
 		{[]string{"-follow"}, nil, "-stream is required"},

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,12 @@ func cmd(ctx context.Context, env map[string]string, args ...string) result {
 // anything is read, in one line naming the flag.
 func TestUsage(t *testing.T) {
 	local := map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
+	// A file far larger than any template (a -template /dev/zero, a log):
+	// refused at the bound, not read whole.
+	huge := filepath.Join(t.TempDir(), "huge.template.json")
+	if err := os.WriteFile(huge, nil, 0o600); err != nil || os.Truncate(huge, 64<<20) != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -58,6 +66,7 @@ func TestUsage(t *testing.T) {
 		{name: "-stack without -template", args: []string{"-stream", "s", "-stack", "X"}, want: "-stack is only read with -template"},
 		{name: "an alias the stack lacks", env: local, args: []string{"-stream", "events", "-template", "testdata/two-joins.template.json"}, want: "-stream events: the stack has no events stream; its streams: OtherJoins (Tributary-OtherJoins0A1B2C3D), SearchClickJoinJoins (Tributary-SearchClickJoinJoinsD33285C4)"},
 		{name: "an alias with two streams", env: local, args: []string{"-stream", "joins", "-template", "testdata/two-joins.template.json"}, want: "-stream joins: the stack has 2 such streams, give one by label"},
+		{name: "a template past the bound", env: local, args: []string{"-stream", "events", "-template", huge}, want: "-template template: " + huge + ": more than 1048576 bytes"},
 		{name: "not a stream of the stack", env: local, args: []string{"-stream", "nope", "-template", streamsTemplate}, want: `-stream "nope" is not a stream of the stack: give one of events, results, joins, matches, enriched, show-events`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

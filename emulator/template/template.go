@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -48,11 +49,25 @@ type Parameter struct {
 	Default any
 }
 
-// Load reads a cdk.out <Stack>.template.json.
+// MaxBytes bounds the template Load reads: CloudFormation takes a
+// template of at most 1 MB (from S3), and a larger file is no synthesized
+// template (a -template /dev/zero, a log given by mistake).
+const MaxBytes = 1 << 20
+
+// Load reads a cdk.out <Stack>.template.json, refusing one of more than
+// MaxBytes without reading past MaxBytes+1.
 func Load(path string) (*Template, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
+	if len(b) > MaxBytes {
+		return nil, fmt.Errorf("template: %s: more than %d bytes, more than CloudFormation takes (1 MB): not a synthesized template", path, MaxBytes)
 	}
 	t, err := Parse(b)
 	if err != nil {

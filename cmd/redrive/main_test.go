@@ -62,6 +62,7 @@ func TestRun(t *testing.T) {
 		return out.Attributes["ApproximateNumberOfMessages"]
 	}
 
+	big := strings.Repeat("q", 100_000) // a value pasted by mistake
 	steps := []struct {
 		name       string
 		args       []string
@@ -82,6 +83,11 @@ func TestRun(t *testing.T) {
 		{name: "bad queue name", args: []string{"-dlq", "tasks dlq"}, wantCode: 2, wantStderr: `-dlq "tasks dlq": an SQS queue name`},
 		{name: "unknown flag", args: []string{"-dlq", "tasks-dlq", "-force"}, wantCode: 2, wantStderr: "flag provided but not defined: -force"},
 		{name: "stray argument", args: []string{"-dlq", "tasks-dlq", "tasks"}, wantCode: 2, wantStderr: `unexpected argument "tasks"`},
+		{name: "huge -dlq", args: []string{"-dlq", big}, wantCode: 2, wantStderr: `-dlq "` + big[:256] + `"…: an SQS queue name`},
+		{name: "huge -max", args: []string{"-dlq", "tasks-dlq", "-max", big}, wantCode: 2, wantStderr: `invalid value "` + big[:256] + `"… for flag -max`},
+		{name: "huge -wait=", args: []string{"-dlq", "tasks-dlq", "-wait=" + big}, wantCode: 2, wantStderr: `invalid value "` + big[:256] + `"… for flag -wait`},
+		{name: "huge unknown flag", args: []string{"-dlq", "tasks-dlq", "-" + big}, wantCode: 2, wantStderr: "flag provided but not defined: -" + big[:255] + "…"},
+		{name: "huge stray argument", args: []string{"-dlq", "tasks-dlq", big}, wantCode: 2, wantStderr: `unexpected argument "` + big[:256] + `"…`},
 		{name: "unknown dlq", args: []string{"-dlq", "nope"}, wantCode: 3, wantStderr: `-dlq queue "nope" does not exist`},
 		{name: "no source to find", args: []string{"-dlq", "orphan-dlq"}, wantCode: 3, wantStderr: "give the source with -to"},
 		{name: "the wrong way round", args: []string{"-dlq", "tasks", "-to", "tasks-dlq"}, wantCode: 3, wantStderr: "the wrong way round", dlqAfter: "3"},
@@ -106,6 +112,9 @@ func TestRun(t *testing.T) {
 		}
 		if !strings.Contains(stderr.String(), s.wantStderr) {
 			t.Errorf("%s: stderr lacks %q:\n%s", s.name, s.wantStderr, stderr.String())
+		}
+		if s.wantCode >= 2 && stderr.Len() > 1000 {
+			t.Errorf("%s: %d bytes on stderr: a value repeated whole", s.name, stderr.Len())
 		}
 		if s.wantCode >= 2 && (strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 || strings.Count(stderr.String(), "redrive:") != 1) {
 			t.Errorf("%s: want one line with one prefix:\n%s", s.name, stderr.String())

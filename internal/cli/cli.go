@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/tributary-dev/tributary/pkg/limits"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Exit statuses, the same for every operator command.
@@ -110,12 +112,34 @@ func Parse(fs *flag.FlagSet, args []string, help io.Writer, usage, footer string
 		return flag.ErrHelp
 	}
 	if err != nil {
-		return &UsageError{Msg: err.Error()}
+		return &UsageError{Msg: cutArgs(err.Error(), args)}
 	}
 	if fs.NArg() > 0 {
-		return &UsageError{Msg: fmt.Sprintf("unexpected argument %q (every value is given with a flag)", fs.Arg(0))}
+		return &UsageError{Msg: fmt.Sprintf("unexpected argument %s (every value is given with a flag)", strictjson.QuoteCut(fs.Arg(0), MaxEcho))}
 	}
 	return nil
+}
+
+// MaxEcho bounds how much of a value a usage error repeats.
+const MaxEcho = 256
+
+// cutArgs is msg, the flag package's error, with every argument (and the
+// value of a -flag=value) it repeats cut to MaxEcho bytes: the package
+// quotes a value whole, however long.
+func cutArgs(msg string, args []string) string {
+	for _, a := range args {
+		vs := []string{a}
+		if _, v, ok := strings.Cut(a, "="); ok {
+			vs = append(vs, v)
+		}
+		for _, v := range vs {
+			if len(v) > MaxEcho {
+				msg = strings.ReplaceAll(msg, strconv.Quote(v), strictjson.QuoteCut(v, MaxEcho))
+				msg = strings.ReplaceAll(msg, v, strictjson.Cut(v, MaxEcho))
+			}
+		}
+	}
+	return msg
 }
 
 // Required is a *UsageError when v is empty.
@@ -161,7 +185,7 @@ type NameRule struct {
 // Check is a *UsageError naming flag when v breaks the rule.
 func (n NameRule) Check(flag, v string) error {
 	if len(v) < n.min || len(v) > n.max || !n.chars.MatchString(v) {
-		return Usagef(flag, "%q: %s", v, n.Rule)
+		return Usagef(flag, "%s: %s", strictjson.QuoteCut(v, MaxEcho), n.Rule)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // localNames are what -template finds: the aggregate function's
@@ -61,7 +62,7 @@ func readLocalNames(path, stack, name string) (localNames, error) {
 	case name != "":
 		f, ok := byName[name]
 		if !ok {
-			return localNames{}, cli.Usagef("pipeline", "%q is not deployed by %s; its pipelines: %s", name, path, strings.Join(names, ", "))
+			return localNames{}, cli.Usagef("pipeline", "%s is not deployed by %s; its pipelines: %s", strictjson.QuoteCut(name, cli.MaxEcho), path, strings.Join(names, ", "))
 		}
 		found = f
 	case len(byName) == 1:
@@ -103,5 +104,5 @@ func pipelineNamed(dir, name string) (*pipeline.Config, error) {
 	if name == "" {
 		return nil, cli.Usagef("pipeline", "not given, and %s holds %d pipelines: give one of %s", dir, len(files), strings.Join(names, ", "))
 	}
-	return nil, cli.Usagef("pipeline", "%q is not in %s; its pipelines: %s", name, dir, strings.Join(names, ", "))
+	return nil, cli.Usagef("pipeline", "%s is not in %s; its pipelines: %s", strictjson.QuoteCut(name, cli.MaxEcho), dir, strings.Join(names, ", "))
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/results"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 func main() {
@@ -252,10 +253,10 @@ func (f *flags) checkFollow(q *query, now time.Time) error {
 			return err
 		}
 		if t.After(now) {
-			return cli.Usagef("from", "%s is in the future (it is %s now): nothing has arrived there yet", f.from, now.UTC().Format(time.RFC3339))
+			return cli.Usagef("from", "%s is in the future (it is %s now): nothing has arrived there yet", strictjson.Cut(f.from, cli.MaxEcho), now.UTC().Format(time.RFC3339))
 		}
 		if now.Sub(t) > maxFollowFrom {
-			return cli.Usagef("from", "%s is more than %s ago, longer than a Kinesis stream keeps records", f.from, maxFollowFrom)
+			return cli.Usagef("from", "%s is more than %s ago, longer than a Kinesis stream keeps records", strictjson.Cut(f.from, cli.MaxEcho), maxFollowFrom)
 		}
 		q.from = t
 	}
@@ -324,10 +325,10 @@ func parseTime(flagName, s string, now time.Time) (time.Time, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return time.Time{}, cli.Usagef(flagName, "%q is neither an RFC 3339 time (2026-11-29T10:00:00Z) nor a duration ago (90m)", s)
+		return time.Time{}, cli.Usagef(flagName, "%s is neither an RFC 3339 time (2026-11-29T10:00:00Z) nor a duration ago (90m)", strictjson.QuoteCut(s, cli.MaxEcho))
 	}
 	if d <= 0 {
-		return time.Time{}, cli.Usagef(flagName, "%s: a duration ago must be positive (2h means two hours ago)", s)
+		return time.Time{}, cli.Usagef(flagName, "%s: a duration ago must be positive (2h means two hours ago)", strictjson.Cut(s, cli.MaxEcho))
 	}
 	return now.Add(-d), nil
 }

@@ -90,6 +90,7 @@ func TestBadCommandLines(t *testing.T) {
 		return append([]string{"-parameter", "/t/views", "-key", "k"}, extra...)
 	}
 	follow := func(extra ...string) []string { return append([]string{"-follow", "-stream", "results"}, extra...) }
+	big := strings.Repeat("w", 100_000) // a value pasted by mistake
 	// A file far larger than any template (a -template /dev/zero, a log):
 	// refused at the bound, not read whole.
 	huge := filepath.Join(t.TempDir(), "huge.template.json")
@@ -128,6 +129,12 @@ func TestBadCommandLines(t *testing.T) {
 		{follow("-from", "9000h"), nil, "-from 9000h is more than"},
 		{follow("-limit", "-2"), nil, "-limit -2: must be from 1"},
 		{[]string{"-follow", "-stream", "bad/stream"}, nil, `-stream "bad/stream": a Kinesis stream name`},
+		// A value pasted by mistake is repeated cut, not whole.
+		{withParam("-from", big), nil, `-from "` + big[:256] + `"… is neither`},
+		{withParam("-to", "-"+strings.Repeat("1s", 50_000)), nil, "-to -1s1s1s"},
+		{withParam("-window", big), nil, `-window "` + big[:64] + `"…: pipeline pv has no such window`},
+		{[]string{"-key", "k", "-table", big}, nil, `-table "` + big[:256] + `"…: a DynamoDB table name`},
+		{follow("-from", "-"+strings.Repeat("1s", 50_000)), nil, "-from -1s1s1s"},
 	} {
 		e := env
 		if c.env != nil {
@@ -140,6 +147,9 @@ func TestBadCommandLines(t *testing.T) {
 		}
 		if !strings.Contains(r.stderr, c.want) {
 			t.Errorf("results %s: stderr %q, want it to say %q", name, r.stderr, c.want)
+		}
+		if len(r.stderr) > 1000 {
+			t.Errorf("results %.200s: %d bytes on stderr: a value repeated whole", name, len(r.stderr))
 		}
 		if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 || strings.Count(r.stderr, "results:") != 1 {
 			t.Errorf("results %s: want one line with one prefix on stderr, got:\n%s", name, r.stderr)
@@ -593,9 +603,10 @@ func TestPipelineFlag(t *testing.T) {
 		{[]string{"-parameter", "/p", "-key", "k"}, "-pipeline not given, and pipelines holds 2 pipelines: give one of checkouts, pageviews"},
 		{[]string{"-parameter", "/p", "-key", "k", "-pipeline", "signups"}, `-pipeline "signups" is not in pipelines; its pipelines: checkouts, pageviews`},
 		{[]string{"-parameter", "/p", "-key", "k", "-pipeline", "pipelines/nope.json"}, "-pipeline open pipelines/nope.json"},
+		{[]string{"-parameter", "/p", "-key", "k", "-pipeline", strings.Repeat("p", 100_000)}, `-pipeline "` + strings.Repeat("p", 256) + `"… is not in pipelines`},
 	} {
-		if r := cmd(ctx, map[string]string{}, now, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("%v: exit %d %q, want 2 and %q", c.args, r.code, r.stderr, c.want)
+		if r := cmd(ctx, map[string]string{}, now, c.args...); r.code != 2 || !strings.Contains(r.stderr, c.want) || len(r.stderr) > 1000 {
+			t.Errorf("%.200v: exit %d %.300q, want 2 and %.300q", c.args, r.code, r.stderr, c.want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // itemReader is what the reader needs of DynamoDB: package state's reads
@@ -90,8 +91,12 @@ func Kind(cfg *pipeline.Config, name string) (string, error) {
 	if len(matches) > 1 {
 		return "", fmt.Errorf("%q: pipeline %s has %d %s windows, name one: %s", name, cfg.Name, len(matches), name, strings.Join(matches, ", "))
 	}
-	return "", fmt.Errorf("%q: pipeline %s has no such window; its windows: %s", name, cfg.Name, strings.Join(Kinds(cfg), ", "))
+	return "", fmt.Errorf("%s: pipeline %s has no such window; its windows: %s", strictjson.QuoteCut(name, maxNameEcho), cfg.Name, strings.Join(Kinds(cfg), ", "))
 }
+
+// maxNameEcho bounds how much of a name Kind's error repeats: a window id
+// is a few dozen bytes.
+const maxNameEcho = 64
 
 // Windows returns the first limit of key's windows of the given kinds
 // that start in [from, to), ordered by kind (as given), then start, then

@@ -63,6 +63,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/replay"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 func main() {
@@ -196,7 +197,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		table = fs.String("table", "", "the version to delete")
 		yes = fs.Bool("yes", false, "delete it (without -yes: check and print what would be deleted)")
 	default:
-		fmt.Fprintf(stderr, "replay: unknown command %q\n%s\n", c.name, commands)
+		fmt.Fprintf(stderr, "replay: unknown command %s\n%s\n", strictjson.QuoteCut(c.name, cli.MaxEcho), commands)
 		return cli.ExitUsage
 	}
 	if err := cli.Parse(fs, args[1:], stdout, c.synopsis+"\n\n"+commands, footer); errors.Is(err, flag.ErrHelp) {
@@ -401,7 +402,7 @@ var bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 // checkBucket checks an S3 bucket name.
 func checkBucket(name string) error {
 	if !bucketRE.MatchString(name) || strings.Contains(name, "..") {
-		return cli.Usagef("archive-bucket", "%q: an S3 bucket name is 3-63 lower-case letters, digits, '.' and '-', beginning and ending with a letter or digit", name)
+		return cli.Usagef("archive-bucket", "%s: an S3 bucket name is 3-63 lower-case letters, digits, '.' and '-', beginning and ending with a letter or digit", strictjson.QuoteCut(name, cli.MaxEcho))
 	}
 	return nil
 }
@@ -425,16 +426,16 @@ func refreshInterval(lookup func(string) (string, bool)) (time.Duration, error) 
 func parseFrom(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		if t.After(now) {
-			return time.Time{}, cli.Usagef("from", "%s is in the future (it is %s now): there is nothing to replay from there yet", s, now.UTC().Format(time.RFC3339))
+			return time.Time{}, cli.Usagef("from", "%s is in the future (it is %s now): there is nothing to replay from there yet", strictjson.Cut(s, cli.MaxEcho), now.UTC().Format(time.RFC3339))
 		}
 		return t, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return time.Time{}, cli.Usagef("from", "%q is neither an RFC 3339 time (2026-11-29T10:00:00Z) nor a duration ago (2h)", s)
+		return time.Time{}, cli.Usagef("from", "%s is neither an RFC 3339 time (2026-11-29T10:00:00Z) nor a duration ago (2h)", strictjson.QuoteCut(s, cli.MaxEcho))
 	}
 	if d <= 0 {
-		return time.Time{}, cli.Usagef("from", "%s: a duration ago must be positive (2h means two hours ago)", s)
+		return time.Time{}, cli.Usagef("from", "%s: a duration ago must be positive (2h means two hours ago)", strictjson.Cut(s, cli.MaxEcho))
 	}
 	return now.Add(-d), nil
 }

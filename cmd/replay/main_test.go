@@ -75,6 +75,7 @@ func TestBadCommandLines(t *testing.T) {
 	env := map[string]string{"PIPELINE_CONFIG": pipelineJSON}
 	base := []string{"-parameter", "/t/views", "-stream", "events"}
 	with := func(cmd string, extra ...string) []string { return append(append([]string{cmd}, base...), extra...) }
+	big := strings.Repeat("b", 100_000) // a value pasted by mistake
 	for _, c := range []struct {
 		args []string
 		env  map[string]string
@@ -113,6 +114,12 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"delete-version", "-parameter", "/t/views"}, nil, "-table is required"},
 		{[]string{"delete-version", "-parameter", "/t/views", "-table", "x", "-dry-run"}, nil, "flag provided but not defined: -dry-run"},
 		{[]string{"versions", "-parameter", "/t/views", "-stream", "bad/stream"}, nil, `-stream "bad/stream"`},
+		// A value pasted by mistake is repeated cut, not whole.
+		{[]string{big}, nil, `unknown command "` + big[:256] + `"…`},
+		{with("rebuild", "-from", big), nil, `-from "` + big[:256] + `"… is neither`},
+		{with("rebuild", "-from", "-"+strings.Repeat("1s", 50_000)), nil, "-from -1s1s1s"},
+		{with("rebuild", "-from", "1h", "-archive-bucket", big), nil, `-archive-bucket "` + big[:256] + `"…: an S3 bucket name`},
+		{with("rebuild", "-from", "1h", "-archive-bucket", "arch", "-archive-until", big), nil, `-archive-until "` + big[:256] + `"… is neither`},
 	} {
 		e := env
 		if c.env != nil {
@@ -127,9 +134,12 @@ func TestBadCommandLines(t *testing.T) {
 			t.Errorf("replay %s: exit %d, want 2; stderr %q", name, r.code, r.stderr)
 		}
 		if !strings.Contains(r.stderr, c.want) {
-			t.Errorf("replay %s: stderr %q, want it to say %q", name, r.stderr, c.want)
+			t.Errorf("replay %.200s: stderr %.300q, want it to say %.300q", name, r.stderr, c.want)
 		}
-		if c.args != nil && len(c.args) > 0 && c.args[0] != "rebuild-all" {
+		if len(r.stderr) > 2000 {
+			t.Errorf("replay %.200s: %d bytes on stderr: a value repeated whole", name, len(r.stderr))
+		}
+		if c.args != nil && len(c.args) > 0 && c.args[0] != "rebuild-all" && c.args[0] != big {
 			if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
 				t.Errorf("replay %s: %d lines on stderr, want one:\n%s", name, n+1, r.stderr)
 			}

@@ -40,6 +40,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/cep"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 func main() {
@@ -152,7 +153,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		id = fs.String("id", "", "the rule's id")
 		pastFlags(true)
 	default:
-		fmt.Fprintf(stderr, "rules: unknown command %q\n%s\n", name, commands)
+		fmt.Fprintf(stderr, "rules: unknown command %s\n%s\n", strictjson.QuoteCut(name, cli.MaxEcho), commands)
 		return cli.ExitUsage
 	}
 	if err := cli.Parse(fs, args[1:], stdout, synopsis+"\n\n"+commands, footer); errors.Is(err, flag.ErrHelp) {
@@ -361,16 +362,16 @@ func readFile(flag, name string) ([]byte, error) {
 func parseFrom(s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		if d <= 0 {
-			return time.Time{}, cli.Usagef("from", "%s: a duration ago must be above zero", s)
+			return time.Time{}, cli.Usagef("from", "%s: a duration ago must be above zero", strictjson.Cut(s, cli.MaxEcho))
 		}
 		return now.Add(-d), nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, cli.Usagef("from", "%q: want an RFC 3339 time (2026-11-29T10:00:00Z) or a duration ago (2h)", s)
+		return time.Time{}, cli.Usagef("from", "%s: want an RFC 3339 time (2026-11-29T10:00:00Z) or a duration ago (2h)", strictjson.QuoteCut(s, cli.MaxEcho))
 	}
 	if t.After(now) {
-		return time.Time{}, cli.Usagef("from", "%s is in the future", s)
+		return time.Time{}, cli.Usagef("from", "%s is in the future", strictjson.Cut(s, cli.MaxEcho))
 	}
 	return t, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/cep"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 type result struct {
@@ -39,6 +40,7 @@ func setAWS(t *testing.T, endpoint, region string) {
 func TestOfflineAndBadCommandLines(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	big := strings.Repeat("r", 100_000) // a value pasted by mistake
 	for _, c := range []struct {
 		args     []string
 		code     int
@@ -55,11 +57,15 @@ func TestOfflineAndBadCommandLines(t *testing.T) {
 		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", "1h", "-idle-timeout", "-100h"}, 2, "", "-idle-timeout -100h0m0s: must be from 1ms to 24h0m0s"},
 		{[]string{"add", "-table", "rules", "-file", "testdata/unpaid.json", "-stream", "ev", "-matches", "m", "-from", "1h", "-idle-timeout", "0s"}, 2, "", "-idle-timeout 0s: must be from 1ms"},
 		{[]string{"fly"}, 2, "", `unknown command "fly"`},
+		// A value pasted by mistake is repeated cut, not whole.
+		{[]string{big}, 2, "", `unknown command "` + big[:256] + `"…`},
+		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", big}, 2, "", `-from "` + big[:256] + `"…: want`},
+		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", "-" + strings.Repeat("1s", 50_000)}, 2, "", "-from -1s1s1s"},
 		{[]string{}, 2, "", "a command is required"},
 	} {
 		r := cmd(ctx, now, nil, c.args...)
-		if r.code != c.code || !strings.Contains(r.stdout, c.out) || !strings.Contains(r.stderr, c.err) {
-			t.Errorf("rules %s: exit %d\nstdout %s\nstderr %s\nwant exit %d, stdout with %q, stderr with %q", strings.Join(c.args, " "), r.code, r.stdout, r.stderr, c.code, c.out, c.err)
+		if r.code != c.code || !strings.Contains(r.stdout, c.out) || !strings.Contains(r.stderr, c.err) || len(r.stderr) > 2000 {
+			t.Errorf("rules %.200s: exit %d\nstdout %s\nstderr %.300s\nwant exit %d, stdout with %q, stderr with %q", strings.Join(c.args, " "), r.code, r.stdout, r.stderr, c.code, c.out, strictjson.Cut(c.err, 300))
 		}
 	}
 }
@@ -93,8 +99,8 @@ func TestCommands(t *testing.T) {
 		{[]string{"delete", "-id", "nope"}, 3, "", "no such rule"},
 	} {
 		r := cmd(ctx, now, env, c.args...)
-		if r.code != c.code || !strings.Contains(r.stdout, c.out) || !strings.Contains(r.stderr, c.err) {
-			t.Errorf("rules %s: exit %d\nstdout %s\nstderr %s\nwant exit %d, stdout with %q, stderr with %q", strings.Join(c.args, " "), r.code, r.stdout, r.stderr, c.code, c.out, c.err)
+		if r.code != c.code || !strings.Contains(r.stdout, c.out) || !strings.Contains(r.stderr, c.err) || len(r.stderr) > 2000 {
+			t.Errorf("rules %.200s: exit %d\nstdout %s\nstderr %.300s\nwant exit %d, stdout with %q, stderr with %q", strings.Join(c.args, " "), r.code, r.stdout, r.stderr, c.code, c.out, strictjson.Cut(c.err, 300))
 		}
 	}
 }

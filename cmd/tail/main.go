@@ -37,6 +37,8 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/cli"
+	envelope "github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/tail"
 )
 
@@ -138,13 +140,21 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		o.Filter.Where = append(o.Filter.Where, c)
 	}
+	longType := ""
+	for _, t := range o.Filter.Types {
+		if len(t) > envelope.MaxTypeLength {
+			longType = t
+		}
+	}
 	switch {
 	case len(key) > tail.MaxKeyBytes:
 		err = cli.Usagef("key", "is %d bytes long; a partition key is at most 256 characters", len(key))
 	case len(o.Filter.Types) > tail.MaxTypes:
 		err = cli.Usagef("type", "has %d types; at most %d", len(o.Filter.Types), tail.MaxTypes)
+	case longType != "":
+		err = cli.Usagef("type", "%s is %d bytes long; an event's type is at most %d", strictjson.QuoteCut(longType, 64), len(longType), envelope.MaxTypeLength)
 	case len(types) > 0 && len(o.Filter.Types) == 0:
-		err = cli.Usagef("type", "%q names no type", types)
+		err = cli.Usagef("type", "%s names no type", strictjson.QuoteCut(types, cli.MaxEcho))
 	case len(where) > tail.MaxConditions:
 		err = cli.Usagef("where", "is given %d times; at most %d", len(where), tail.MaxConditions)
 	case asJSON && raw:

@@ -36,6 +36,7 @@ func cmd(ctx context.Context, env map[string]string, args ...string) result {
 // anything is read, in one line naming the flag.
 func TestUsage(t *testing.T) {
 	local := map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
+	big := strings.Repeat("t", 100_000) // a value pasted by mistake
 	// A file far larger than any template (a -template /dev/zero, a log):
 	// refused at the bound, not read whole.
 	huge := filepath.Join(t.TempDir(), "huge.template.json")
@@ -68,11 +69,15 @@ func TestUsage(t *testing.T) {
 		{name: "an alias with two streams", env: local, args: []string{"-stream", "joins", "-template", "testdata/two-joins.template.json"}, want: "-stream joins: the stack has 2 such streams, give one by label"},
 		{name: "a template past the bound", env: local, args: []string{"-stream", "events", "-template", huge}, want: "-template template: " + huge + ": more than 1048576 bytes"},
 		{name: "not a stream of the stack", env: local, args: []string{"-stream", "nope", "-template", streamsTemplate}, want: `-stream "nope" is not a stream of the stack: give one of events, results, joins, matches, enriched, show-events`},
+		// A value pasted by mistake is refused, and repeated cut.
+		{name: "a type longer than any", args: []string{"-stream", "s", "-type", "page_view," + big}, want: `-type "` + big[:64] + `"… is 100000 bytes long; an event's type is at most 256`},
+		{name: "a huge type list that names none", args: []string{"-stream", "s", "-type", strings.Repeat(",", 100_000)}, want: `-type "` + strings.Repeat(",", 256) + `"… names no type`},
+		{name: "a huge stream not of the stack", env: local, args: []string{"-stream", big, "-template", streamsTemplate}, want: `-stream "` + big[:256] + `"… is not a stream of the stack`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := cmd(context.Background(), tc.env, tc.args...)
-			if r.code != cli.ExitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
-				t.Errorf("exit %d, stderr %q, stdout %q; want exit 2 and one line saying %q", r.code, r.stderr, r.stdout, tc.want)
+			if r.code != cli.ExitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" || len(r.stderr) > 1000 {
+				t.Errorf("exit %d, stderr %.300q, stdout %q; want exit 2 and one line saying %.300q", r.code, r.stderr, r.stdout, tc.want)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // stackStream is one Kinesis stream of the stack: its label (the logical
@@ -74,9 +75,9 @@ func resolveStream(v string, streams []stackStream) (string, error) {
 		case 1:
 			return found[0].name, nil
 		case 0:
-			return "", cli.Usagef("stream", "%s: the stack has no %s stream; its streams: %s", v, a.alias, list(streams))
+			return "", cli.Usagef("stream", "%s: the stack has no %s stream; its streams: %s", strictjson.Cut(v, cli.MaxEcho), a.alias, list(streams))
 		default:
-			return "", cli.Usagef("stream", "%s: the stack has %d such streams, give one by label: %s", v, len(found), list(found))
+			return "", cli.Usagef("stream", "%s: the stack has %d such streams, give one by label: %s", strictjson.Cut(v, cli.MaxEcho), len(found), list(found))
 		}
 	}
 	for _, s := range streams {
@@ -88,7 +89,7 @@ func resolveStream(v string, streams []stackStream) (string, error) {
 	for i, a := range aliases {
 		names[i] = a.alias
 	}
-	return "", cli.Usagef("stream", "%q is not a stream of the stack: give one of %s, or a label or name of %s", v, strings.Join(names, ", "), list(streams))
+	return "", cli.Usagef("stream", "%s is not a stream of the stack: give one of %s, or a label or name of %s", strictjson.QuoteCut(v, cli.MaxEcho), strings.Join(names, ", "), list(streams))
 }
 
 // aliasHelp says the aliases in -stream's help.

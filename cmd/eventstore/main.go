@@ -43,6 +43,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/projection"
 	"github.com/tributary-dev/tributary/pkg/replay"
 	"github.com/tributary-dev/tributary/pkg/seats"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 func main() {
@@ -146,7 +147,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		by = fs.String("by", env(envOperator), "who erases (default $"+envOperator+")")
 		yes = fs.Bool("yes", false, "erase (without it: list what would be erased)")
 	default:
-		fmt.Fprintf(stderr, "eventstore: unknown command %q\n%s\n", name, commands)
+		fmt.Fprintf(stderr, "eventstore: unknown command %s\n%s\n", strictjson.QuoteCut(name, cli.MaxEcho), commands)
 		return cli.ExitUsage
 	}
 	if err := cli.Parse(fs, args[1:], stdout, synopsis+"\n\n"+commands, footer); errors.Is(err, flag.ErrHelp) {

@@ -43,10 +43,11 @@ func TestUsage(t *testing.T) {
 		{[]string{"compare", "-a", "x"}, `-a "x": a DynamoDB table name is 3 to 255`},
 		{[]string{"erase", "-events-table", "events", "-subject", "ada"}, "-reason is required"},
 		{[]string{"rebuild", "extra"}, `unexpected argument "extra"`},
+		{[]string{strings.Repeat("e", 100_000)}, `unknown command "` + strings.Repeat("e", 256) + `"…`},
 	} {
 		r := cmd(nil, tt.args...)
-		if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
-			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, r.code, r.stderr, tt.want)
+		if r.code != 2 || !strings.Contains(r.stderr, tt.want) || len(r.stderr) > 2000 {
+			t.Errorf("%.200v: exit %d, stderr %.300q; want 2 and %.300q", tt.args, r.code, r.stderr, tt.want)
 		}
 	}
 	if r := cmd(nil, "erase", "-h"); r.code != 0 || !strings.Contains(r.stdout, "-subject") {

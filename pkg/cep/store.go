@@ -272,14 +272,23 @@ func (s *Store) Get(ctx context.Context, id string) (*StoredRule, error) {
 }
 
 // List reads every rule (a strongly consistent scan), sorted by id. A
-// rule whose stored definition no longer parses is logged and left out.
+// rule whose stored definition no longer parses is logged and left out. A
+// table holding more items than a rules table can (MaxRules and the
+// version) is refused once the scan passes that many, not read to its end.
 func (s *Store) List(ctx context.Context) ([]*StoredRule, error) {
 	var out []*StoredRule
 	var start map[string]types.AttributeValue
+	read := 0
 	for {
 		page, err := s.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start})
 		if err != nil {
 			return nil, fmt.Errorf("cep: listing the rules in %s: %w", s.table, err)
+		}
+		// A rules table holds at most maxRules rules and its version item:
+		// more is another table (rules list -table <the events table>),
+		// not read to its end.
+		if read += len(page.Items); read > s.maxRules+1 {
+			return nil, fmt.Errorf("cep: listing the rules in %s: it holds more than %d items, more than a rules table does (%d rules, deleted ones included, and its version): is it the rules table?", s.table, s.maxRules+1, s.maxRules)
 		}
 		for _, it := range page.Items {
 			if id, ok := it[attrID].(*types.AttributeValueMemberS); ok && id.Value == versionID {

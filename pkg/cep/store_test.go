@@ -395,6 +395,34 @@ func TestEnablingIsBounded(t *testing.T) {
 	}
 }
 
+// TestListReadsNoMoreThanARulesTableHolds: List of a table holding more
+// items than a rules table can (rules list -table <the events table>) is
+// refused once the scan passes that many, rather than scanning it to its
+// end and saying it holds no rules.
+func TestListReadsNoMoreThanARulesTableHolds(t *testing.T) {
+	ctx := context.Background()
+	table := newRulesTable(t)
+	s := NewStore(db, table, nil)
+	s.maxRules = 3
+	for _, id := range []string{"r1", "r2", "r3"} {
+		if _, err := s.Add(ctx, rule(t, `{"id":"`+id+`","pattern":[{"begin":"a","type":"x"}]}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rules, err := s.List(ctx); err != nil || len(rules) != 3 {
+		t.Fatalf("a full rules table: %d rules, %v; want 3", len(rules), err)
+	}
+	for i := range 10 {
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			attrID: &types.AttributeValueMemberS{Value: fmt.Sprintf("not-a-rule-%d", i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rules, err := s.List(ctx); err == nil || !strings.Contains(err.Error(), "it holds more than 4 items, more than a rules table does") {
+		t.Errorf("a table of 14 items: %d rules, %v; want it refused", len(rules), err)
+	}
+}
+
 // TestAddCannotPassTheLimitUnderARace: two adds that count the rules at
 // once cannot both take the last place. One add is held between counting
 // and writing while another takes the place; the held one's write, made at

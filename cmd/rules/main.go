@@ -170,6 +170,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	if id != nil {
 		errs = append(errs, cli.Required("id", *id, "the rule's id"))
+		if *id != "" {
+			errs = append(errs, cli.RuleID.Check("id", *id))
+		}
 	}
 	if file != nil {
 		errs = append(errs, cli.Required("file", *file, "the rule's JSON file"))
@@ -182,6 +185,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			errs = append(errs, err)
 		}
 		errs = append(errs, cli.Required("stream", *streamName, "the events Kinesis stream"), cli.Required("matches", *matches, "the matches Kinesis stream"))
+		if *streamName != "" {
+			errs = append(errs, cli.StreamName.Check("stream", *streamName))
+		}
+		if *matches != "" {
+			errs = append(errs, cli.StreamName.Check("matches", *matches))
+		}
 		if *streamName != "" && *streamName == *matches {
 			errs = append(errs, cli.Usagef("matches", "%s is the events stream: matches written there would be read back as events", *matches))
 		}

@@ -57,6 +57,10 @@ func TestOfflineAndBadCommandLines(t *testing.T) {
 		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", "1h", "-idle-timeout", "-100h"}, 2, "", "-idle-timeout -100h0m0s: must be from 1ms to 24h0m0s"},
 		{[]string{"add", "-table", "rules", "-file", "testdata/unpaid.json", "-stream", "ev", "-matches", "m", "-from", "1h", "-idle-timeout", "0s"}, 2, "", "-idle-timeout 0s: must be from 1ms"},
 		{[]string{"fly"}, 2, "", `unknown command "fly"`},
+		{[]string{"disable", "-table", "rules", "-id", "no such/id"}, 2, "", `-id "no such/id": a rule id is 1 to 64 letters`},
+		{[]string{"backfill", "-table", "rules", "-id", big, "-stream", "ev", "-matches", "m", "-from", "1h"}, 2, "", `-id "` + big[:256] + `"…: a rule id is 1 to 64`},
+		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "bad/stream", "-matches", "m", "-from", "1h"}, 2, "", `-stream "bad/stream": a Kinesis stream name`},
+		{[]string{"add", "-table", "rules", "-file", "testdata/unpaid.json", "-stream", "ev", "-matches", "m m", "-from", "1h"}, 2, "", `-matches "m m": a Kinesis stream name`},
 		// A value pasted by mistake is repeated cut, not whole.
 		{[]string{big}, 2, "", `unknown command "` + big[:256] + `"…`},
 		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", big}, 2, "", `-from "` + big[:256] + `"…: want`},

@@ -198,6 +198,8 @@ var (
 	// QueueName: SQS, 1 to 80 of [a-zA-Z0-9_-], a FIFO queue's ending in .fifo.
 	QueueName     = NameRule{regexp.MustCompile(`^[a-zA-Z0-9_-]+(\.fifo)?$`), 1, 80, "an SQS queue name is 1 to 80 letters, digits, '_' or '-' (a FIFO queue's ends in .fifo)"}
 	AttributeName = NameRule{regexp.MustCompile(`^.+$`), 1, 255, "a DynamoDB attribute name is 1 to 255 characters"}
+	// RuleID: a CEP rule's id, as cep.ParseRule takes it.
+	RuleID = NameRule{regexp.MustCompile(`^[A-Za-z0-9_-]+$`), 1, 64, "a rule id is 1 to 64 letters, digits, '-' or '_'"}
 )
 
 // ErrNoRegion is returned by LoadAWS when no region is configured.

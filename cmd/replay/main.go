@@ -116,7 +116,13 @@ func (c *command) fail(err error) int {
 		fmt.Fprintf(c.stderr, "replay %s: %v\n", c.name, err)
 		return cli.ExitRefused
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(c.stderr, "replay %s: interrupted\n", c.name)
+		// What the run had done when interrupted (swapped, and how to
+		// catch up) is said by the error wrapping ctx's.
+		if err == context.Canceled {
+			fmt.Fprintf(c.stderr, "replay %s: interrupted\n", c.name)
+		} else {
+			fmt.Fprintf(c.stderr, "replay %s: interrupted: %v\n", c.name, err)
+		}
 		return cli.ExitInterrupted
 	default:
 		fmt.Fprintf(c.stderr, "replay %s: %v\n", c.name, err)

@@ -405,3 +405,58 @@ func TestPipelineFlagTakesADirectory(t *testing.T) {
 		t.Errorf("-pipeline of a file = %v, %v: want the file", got, err)
 	}
 }
+
+// cancelOn is a stderr that cancels the run once a line holding marker is
+// written to it: Ctrl-C at that point of the run.
+type cancelOn struct {
+	buf    bytes.Buffer
+	marker string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOn) Write(p []byte) (int, error) {
+	n, err := w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.marker) {
+		w.cancel()
+	}
+	return n, err
+}
+
+// TestInterruptedHandoverSaysWhatWasDone: Ctrl-C during the handover,
+// after the swap, says that the swap was made and how to catch the new
+// version up, not only "interrupted".
+func TestInterruptedHandoverSaysWhatWasDone(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(cfg)
+	kin := kinesis.NewFromConfig(cfg)
+	if err := state.CreateTable(ctx, db, "views"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/t/views"), Value: aws.String("views"), Type: ssmtypes.ParameterTypeString}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	e := stream.Envelope{ID: "e0", Type: "click", Key: "k0", OccurredAt: now, SentAt: now, ReceivedAt: now, Data: json.RawMessage(`{}`)}
+	b, _ := json.Marshal(&e)
+	if _, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String("events"), Data: b, PartitionKey: aws.String(e.Key)}); err != nil {
+		t.Fatal(err)
+	}
+	setAWS(t, srv.Endpoint(), "us-east-1")
+	env := map[string]string{"PIPELINE_CONFIG": pipelineJSON, "VIEWS_PARAMETER_NAME": "/t/views", "EVENTS_STREAM_NAME": "events", "VIEWS_REFRESH_SECONDS": "1"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stderr := &cancelOn{marker: "swapped: parameter /t/views now names views-v2", cancel: cancel}
+	var stdout bytes.Buffer
+	code := run(rctx, []string{"rebuild", "-from", "1h", "-handover", "30s"}, lookup, time.Now(), &stdout, stderr)
+	last := strings.TrimSpace(stderr.buf.String())
+	last = last[strings.LastIndex(last, "\n")+1:]
+	if code != 130 || !strings.Contains(last, "interrupted") || !strings.Contains(last, "swapped to views-v2, but the handover was cut short") || !strings.Contains(last, "replay use-version -table views-v2 catches it up") {
+		t.Errorf("Ctrl-C in the handover: exit %d, last line %q; want 130 saying the swap was made and how to catch up", code, last)
+	}
+}

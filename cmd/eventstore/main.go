@@ -246,6 +246,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		opts.Margin = *margin
 		res, err = r.Rollback(ctx, opts, projection.CatchUp(p))
 	}
+	if err != nil && res != nil && res.Swapped && errors.Is(err, context.Canceled) {
+		// pkg/replay's error names replay's use-version; the event-sourced
+		// views are caught up by this command's.
+		fmt.Fprintf(stderr, "eventstore %s: interrupted after the swap: parameter %s names %s (was %s), but the handover was cut short: events the live functions applied to %s just before they switched may be missing from %s (eventstore use-version -table %s catches it up)\n",
+			name, *param, res.Target, res.Current, res.Current, res.Target, res.Target)
+		return cli.ExitInterrupted
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/es"
@@ -123,5 +127,58 @@ func TestEraseListsABoundedNumberOfIDs(t *testing.T) {
 	}
 	if got := listIDs(ids[:2]); got != "show-0/0 show-1/1" {
 		t.Errorf("listIDs of 2 = %q", got)
+	}
+}
+
+// cancelOn is a stderr that cancels the run once a line holding marker is
+// written to it: Ctrl-C at that point of the run.
+type cancelOn struct {
+	buf    bytes.Buffer
+	marker string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOn) Write(p []byte) (int, error) {
+	n, err := w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.marker) {
+		w.cancel()
+	}
+	return n, err
+}
+
+// TestInterruptedHandoverSaysWhatWasDone: Ctrl-C during a rebuild's
+// handover, after the swap, says that the swap was made and how to catch
+// the new version up, not only "interrupted".
+func TestInterruptedHandoverSaysWhatWasDone(t *testing.T) {
+	srv := standintest.Start(t)
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
+		t.Setenv(k, v)
+	}
+	ctx := context.Background()
+	cfg := standintest.Config(t, srv)
+	db := dynamodb.NewFromConfig(cfg)
+	tables := es.Tables{Events: "events", Snapshots: "snapshots", Commands: "commands"}
+	if err := es.CreateTables(ctx, db, tables); err != nil {
+		t.Fatal(err)
+	}
+	if err := seats.CreateViewsTable(ctx, db, "views"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/es/views"), Value: aws.String("views"), Type: ssmtypes.ParameterTypeString}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kinesis.NewFromConfig(cfg).CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("published"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stderr := &cancelOn{marker: "swapped: parameter /es/views now names views-v2", cancel: cancel}
+	var stdout bytes.Buffer
+	code := run(rctx, []string{"rebuild", "-parameter", "/es/views", "-stream", "published", "-events-table", "events", "-handover", "30s"},
+		func(string) (string, bool) { return "", false }, time.Now, &stdout, stderr)
+	last := strings.TrimSpace(stderr.buf.String())
+	last = last[strings.LastIndex(last, "\n")+1:]
+	if code != 130 || !strings.Contains(last, "interrupted") || !strings.Contains(last, "parameter /es/views names views-v2 (was views), but the handover was cut short") || !strings.Contains(last, "(eventstore use-version -table views-v2 catches it up)") {
+		t.Errorf("Ctrl-C in the handover: exit %d, last line %q; want 130 saying the swap was made and how to catch up\n%s", code, last, stderr.buf.String())
 	}
 }

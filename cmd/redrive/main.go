@@ -40,6 +40,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/redrive"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 func main() {
@@ -120,17 +121,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "moving messages from %s to %s (its redrive policy names the DLQ)\n", dlq, to)
 	res, err := r.Move(ctx, dlq, to, *limit)
-	for _, f := range res.Failed {
-		fmt.Fprintf(stderr, "failed %s: %s: %s (left in the DLQ)\n", f.MessageID, f.Code, f.Reason)
-	}
-	for _, id := range res.NotDeleted {
-		fmt.Fprintf(stderr, "sent %s but could not delete it from the DLQ: the next run sends it again\n", id)
-	}
-	fmt.Fprintln(stderr, res)
+	report(stderr, res)
 	if code := fail(stderr, err); code != 0 || len(res.Failed) == 0 {
 		return code
 	}
 	return cli.ExitError
+}
+
+// maxListed bounds the messages report names one by one: a source that
+// refuses every message (its size limit below the DLQ's) refuses thousands.
+const maxListed = 20
+
+// report prints what Move did: the messages the source refused and those
+// sent but not deleted, at most maxListed of each with how many more, then
+// the summary.
+func report(stderr io.Writer, res redrive.Result) {
+	for i, f := range res.Failed {
+		if i == maxListed {
+			fmt.Fprintf(stderr, "… and %d more failed (left in the DLQ; redrive -dry-run lists them)\n", len(res.Failed)-maxListed)
+			break
+		}
+		fmt.Fprintf(stderr, "failed %s: %s: %s (left in the DLQ)\n", f.MessageID, f.Code, strictjson.Cut(f.Reason, cli.MaxEcho))
+	}
+	for i, id := range res.NotDeleted {
+		if i == maxListed {
+			fmt.Fprintf(stderr, "… and %d more sent but not deleted from the DLQ (the next run sends them again)\n", len(res.NotDeleted)-maxListed)
+			break
+		}
+		fmt.Fprintf(stderr, "sent %s but could not delete it from the DLQ: the next run sends it again\n", id)
+	}
+	fmt.Fprintln(stderr, res)
 }
 
 // queueArg checks a queue given by name or URL.

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/redrive"
 )
 
 // TestRun drives the command as a user would: environment pointing at the
@@ -140,5 +141,49 @@ func TestRun(t *testing.T) {
 	stderr.Reset()
 	if code := run(ctx, []string{"-dlq", "tasks-dlq", "-dry-run"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "no AWS region is set") {
 		t.Errorf("no region: exit %d, stderr %q; want 2 naming the region", code, stderr.String())
+	}
+}
+
+// TestReportIsBounded: a move the source refused thousands of messages of
+// (its size limit below the DLQ's) names the first maxListed and says how
+// many more, for refusals and for messages sent but not deleted alike.
+func TestReportIsBounded(t *testing.T) {
+	many := func(n int) redrive.Result {
+		var res redrive.Result
+		for i := range n {
+			id := "m-" + strconv.Itoa(i)
+			res.Failed = append(res.Failed, redrive.Failure{MessageID: id, Code: "InvalidParameterValue", Reason: strings.Repeat("r", 10_000)})
+			res.NotDeleted = append(res.NotDeleted, "n-"+strconv.Itoa(i))
+		}
+		return res
+	}
+	for _, c := range []struct {
+		n         int
+		lines     int
+		want, not []string
+	}{
+		{n: 3, lines: 3 + 3 + 1, want: []string{"failed m-2: InvalidParameterValue: rrr", "sent n-2 but could not delete it", "moved 0, failed 3, 3 sent but still in the DLQ"}, not: []string{"more"}},
+		{n: 20, lines: 20 + 20 + 1, want: []string{"failed m-19:", "sent n-19 "}, not: []string{"more"}},
+		{n: 5000, lines: 21 + 21 + 1, want: []string{"failed m-19:", "… and 4980 more failed (left in the DLQ; redrive -dry-run lists them)", "… and 4980 more sent but not deleted from the DLQ", "moved 0, failed 5000"}, not: []string{"m-20:", "n-20 "}},
+	} {
+		var stderr bytes.Buffer
+		report(&stderr, many(c.n))
+		out := stderr.String()
+		if got := strings.Count(out, "\n"); got != c.lines {
+			t.Errorf("%d refused: %d lines, want %d", c.n, got, c.lines)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%d refused: output lacks %q", c.n, w)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(out, w) {
+				t.Errorf("%d refused: output has %q", c.n, w)
+			}
+		}
+		if len(out) > 20_000 {
+			t.Errorf("%d refused: %d bytes: a reason repeated whole", c.n, len(out))
+		}
 	}
 }

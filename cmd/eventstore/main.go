@@ -219,8 +219,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		switch {
 		case !*yes:
-			fmt.Fprintf(stdout, "dry run: %d events of %s hold personal data: %s\nto erase it: eventstore erase -events-table %s -subject %s -reason %q -by %q -yes\n",
-				len(res.Erased), *subject, listIDs(res.Erased), *events, *subject, *reason, *by)
+			fmt.Fprintf(stdout, "dry run: %d events of %s hold personal data: %s\nto erase it: eventstore erase -events-table %s -subject %s -reason %s -by %s -yes\n",
+				len(res.Erased), *subject, listIDs(res.Erased), *events, *subject, shellQuote(*reason), shellQuote(*by))
 		case res.Audit == nil:
 			fmt.Fprintf(stdout, "nothing to erase: %d events of %s were erased before\n", res.AlreadyErased, *subject)
 		default:
@@ -265,6 +265,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		fmt.Fprintln(stdout, d)
 	}
 	return cli.ExitOK
+}
+
+// shellQuote quotes s for a POSIX shell, so that the command erase
+// suggests runs with the same -reason and -by when pasted: Go's %q would
+// leave $, ` and \ to the shell ("ticket $5" would lose its $5).
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func isTerminal(w io.Writer) bool {

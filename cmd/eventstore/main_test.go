@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +94,15 @@ func TestEraseAndCompare(t *testing.T) {
 	dry := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17")
 	if dry.code != 0 || !strings.Contains(dry.stdout, "dry run: 1 events of ada hold personal data: show-1/2") {
 		t.Fatalf("dry run: %+v", dry)
+	}
+	// The command the dry run suggests, pasted into a shell, passes -reason
+	// and -by as given, $ and quotes included.
+	reason, by := `ticket $5 "it's" \n`, "o'brien"
+	dry = cmd(map[string]string{"USER": by}, "erase", "-events-table", "events", "-subject", "ada", "-reason", reason)
+	_, suggested, _ := strings.Cut(dry.stdout, "to erase it: eventstore erase ")
+	out, err := exec.Command("sh", "-c", "set -- "+strings.TrimSpace(suggested)+`; for a; do printf '%s\n' "$a"; done`).Output()
+	if args := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); err != nil || !slices.Equal(args, []string{"-events-table", "events", "-subject", "ada", "-reason", reason, "-by", by, "-yes"}) {
+		t.Errorf("the suggested command %q reads in a shell as %q (%v)", suggested, args, err)
 	}
 	done := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-yes")
 	if done.code != 0 || !strings.Contains(done.stdout, "erased the personal data of 1 events of ada (show-1/2); audit event erasure#ada/1 (PersonalDataErased)") {

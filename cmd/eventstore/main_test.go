@@ -104,6 +104,10 @@ func TestEraseAndCompare(t *testing.T) {
 	if args := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); err != nil || !slices.Equal(args, []string{"-events-table", "events", "-subject", "ada", "-reason", reason, "-by", by, "-yes"}) {
 		t.Errorf("the suggested command %q reads in a shell as %q (%v)", suggested, args, err)
 	}
+	// -by is kept in the audit event, as -reason is: bounded.
+	if r := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-by", strings.Repeat("b", 100_000), "-yes"); r.code != 2 || !strings.Contains(r.stderr, "-by: is required (at most 256 characters)") {
+		t.Errorf("a -by of 100,000 bytes: exit %d, stderr %.300q; want 2 naming -by and its bound", r.code, r.stderr)
+	}
 	done := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-yes")
 	if done.code != 0 || !strings.Contains(done.stdout, "erased the personal data of 1 events of ada (show-1/2); audit event erasure#ada/1 (PersonalDataErased)") {
 		t.Fatalf("erase: %+v", done)

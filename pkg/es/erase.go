@@ -23,6 +23,8 @@ const (
 	maxErasureListed = 2000
 	maxSubjectLength = 64
 	maxReasonLength  = 1000
+	// maxByLength bounds who erased (an operator's name or email).
+	maxByLength = 256
 )
 
 // eraseAPI is what Erase needs of DynamoDB besides the store's calls.
@@ -131,8 +133,8 @@ func Erase(ctx context.Context, db eraseAPI, t Tables, er Erasure, now time.Time
 	if er.Reason == "" || len(er.Reason) > maxReasonLength {
 		return nil, Invalid("reason", "is required (at most %d characters): the audit event keeps it", maxReasonLength)
 	}
-	if er.By == "" {
-		return nil, Invalid("by", "is required: the audit event names who erased")
+	if er.By == "" || len(er.By) > maxByLength {
+		return nil, Invalid("by", "is required (at most %d characters): the audit event names who erased", maxByLength)
 	}
 	now = now.UTC()
 	res := &ErasureResult{ID: ErasureAggregate(er.Subject) + "@" + now.Format(time.RFC3339Nano)}

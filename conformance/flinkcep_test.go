@@ -346,7 +346,6 @@ func (s staticCEPRules) List(context.Context) ([]*cep.StoredRule, error) { retur
 type flinkHistory struct {
 	ID               string            `json:"id"`
 	OutOfOrdernessMs int64             `json:"outOfOrdernessMs"`
-	WithinExtraMs    int64             `json:"withinExtraMs"`
 	Rules            []json.RawMessage `json:"rules"`
 	Events           []flinkEvent      `json:"events"`
 }
@@ -382,18 +381,6 @@ type flinkResult struct {
 //     Flink then drops as late, and matches, exactly the same events. The
 //     end of input is Flink's final watermark, the idle shard's ticks
 //     pkg/cep's.
-//   - Within. pkg/cep's within is inclusive: a pattern whose last event is
-//     exactly within after its first matches, and an event exactly within
-//     after an absence's first event breaks it (pkg/cep's
-//     TestEachRuleForm/absence: "at 15m exactly: within"). Flink's is
-//     exclusive: a partial match times out once an event's time, or the
-//     watermark, is within or more after its first event (NFA
-//     isStateTimedOut), before that event is matched. At millisecond
-//     resolution Flink's within + 1ms is pkg/cep's within, so the oracle
-//     gives Flink within + 1ms (withinExtraMs). With the rules' within
-//     itself, the histories (on a grid of a second, within a multiple of it)
-//     differ in every form with a within, in each seed or two, in exactly
-//     the matches spanning within.
 //   - Strict contiguity (next). pkg/cep's next is strict among the events
 //     of the types the rule names (docs/cep.md): an event of another type
 //     in between does not break it, as pkg/cep never reads it for the rule.
@@ -412,7 +399,7 @@ type flinkResult struct {
 //     past 64 per key. The histories never hold that many (a few per rule
 //     and key are open at once); an eviction fails the test.
 func (h *cepHistory) flink() flinkHistory {
-	f := flinkHistory{ID: h.id(), OutOfOrdernessMs: cepOutOfOrderness.Milliseconds(), WithinExtraMs: 1}
+	f := flinkHistory{ID: h.id(), OutOfOrdernessMs: cepOutOfOrderness.Milliseconds()}
 	for _, r := range h.form.rules {
 		f.Rules = append(f.Rules, json.RawMessage(r))
 	}

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make soak: every fault-injection harness with many more seeded scenarios
 # than make test, on the in-process DynamoDB (internal/memdb) with a sample
-# of each on moto so that memdb cannot drift, then the Kafka Streams
-# conformance. Each harness's output is kept in .build/soak/<harness>.log;
+# of each on moto so that memdb cannot drift, then the Kafka Streams and
+# Flink CEP conformance. Each harness's output is kept in .build/soak/<harness>.log;
 # at the end one line per harness gives its scenarios, mismatches and seed
 # range, and each failing scenario's one-line command that runs it alone.
 #
@@ -14,7 +14,8 @@
 #   SOAK_DEDUPE     dedupe ledger histories
 #   SOAK_ES         event-store command histories
 #   SOAK_MOTO       of each harness's scenarios, how many also run on moto
-#   SOAK_CONFORMANCE  Kafka Streams histories per window kind, late policy and write path (0: none)
+#   SOAK_CONFORMANCE  Kafka Streams histories per window kind, late policy and write path, and
+#                     Flink CEP histories per rule form (0: none)
 set -uo pipefail
 
 GO=${GO:-go}
@@ -78,6 +79,15 @@ else
 	failed=1
 	summary+=("SOAK conformance FAILED: see $LOGS/conformance.log (a mismatch prints the command that reruns its seed)")
 	grep -E 'go test .*-run' "$LOGS/conformance.log" | head -n 20
+fi
+echo "== conformance: $CONFORMANCE Flink CEP histories per rule form (log: $LOGS/flinkcep.log)"
+start=$(date +%s)
+if $GO test -count=1 -v -timeout 30m -run '^TestFlinkCEPConformance$' ./conformance -args -conformance.seeds="$CONFORMANCE" >"$LOGS/flinkcep.log" 2>&1; then
+	summary+=("SOAK flinkcep histories=$((CONFORMANCE * 8)) mismatches=0 seeds=1..$CONFORMANCE per rule form $(($(date +%s) - start))s")
+else
+	failed=1
+	summary+=("SOAK flinkcep FAILED: see $LOGS/flinkcep.log (a mismatch prints the command that reruns its seed)")
+	grep -E 'go test .*-run' "$LOGS/flinkcep.log" | head -n 20
 fi
 fi
 

@@ -86,8 +86,11 @@ func TestEachRuleForm(t *testing.T) {
 		expect(t, run(t, []*Rule{r}, 0,
 			ev("o1", "order_placed", "a", 0, ""), ev("pay1", "payment", "a", 300, ""),
 			ev("o2", "order_placed", "a", 1200, ""), ev("x", "page_view", "a", 1500, ""),
-			ev("o3", "order_placed", "b", 0, ""), ev("pay3", "payment", "b", 900, "")), // at 15m exactly: within
-			"unpaid:a:o2")
+			// b's payment comes exactly 15m after its order: past within,
+			// as in Flink (a partial match times out at start + within).
+			ev("o3", "order_placed", "b", 2000, ""), ev("pay3", "payment", "b", 2900, ""),
+			ev("o4", "order_placed", "c", 2000, ""), ev("pay4", "payment", "c", 2899, "")), // 1 s before: paid
+			"unpaid:a:o2", "unpaid:b:o3")
 	})
 	t.Run("count threshold", func(t *testing.T) {
 		r := rule(t, `{"id":"brute","pattern":[{"begin":"f","type":"login_failed","timesOrMore":3}],"within":"1m"}`)
@@ -194,7 +197,7 @@ func reference(r *Rule, key string, evs []refEvent) []string {
 			}
 			_ = v
 			k := 0
-			for k < len(win) && evs[win[k]].t+within < evs[i].t {
+			for k < len(win) && evs[win[k]].t+within <= evs[i].t {
 				k++
 			}
 			win = append(win[k:], i)
@@ -221,7 +224,7 @@ func reference(r *Rule, key string, evs []refEvent) []string {
 			idx, j, ok := []int{i}, i, true
 			for s := 1; s < r.positives && ok; s++ {
 				found := -1
-				for k := j + 1; k < len(evs) && evs[k].t-evs[i].t <= within; k++ {
+				for k := j + 1; k < len(evs) && evs[k].t-evs[i].t < within; k++ {
 					if r.Steps[s].matches(&evs[k].env) {
 						found = k
 						break
@@ -237,7 +240,7 @@ func reference(r *Rule, key string, evs []refEvent) []string {
 				}
 			}
 			if ok && r.absence >= 0 {
-				for k := j + 1; k < len(evs) && evs[k].t <= evs[i].t+within; k++ {
+				for k := j + 1; k < len(evs) && evs[k].t < evs[i].t+within; k++ {
 					if r.Steps[r.absence].matches(&evs[k].env) {
 						ok = false
 						break

@@ -129,7 +129,7 @@ func (st *cepState) fire(rs rules, limit int64) {
 		switch r.Kind {
 		case Count, Sum:
 			i := 0
-			for i < len(p.events) && p.events[i].t+within < limit {
+			for i < len(p.events) && p.events[i].t+within <= limit {
 				i++
 			}
 			if p.events = p.events[i:]; len(p.events) > 0 {
@@ -137,7 +137,7 @@ func (st *cepState) fire(rs rules, limit int64) {
 			}
 			continue
 		}
-		if p.start+within >= limit {
+		if p.start+within > limit {
 			kept = append(kept, p)
 			continue
 		}
@@ -210,7 +210,7 @@ func (st *cepState) apply(r *Rule, e *pendingEv, h hit) {
 		p := &st.partials[i]
 		within := r.Within.Milliseconds()
 		k := 0
-		for k < len(p.events) && p.events[k].t+within < e.t {
+		for k < len(p.events) && p.events[k].t+within <= e.t {
 			k++
 		}
 		p.events = append(p.events[k:], ref(e, 0, h.value))
@@ -332,7 +332,7 @@ func (st *cepState) nextDue(rs rules) int64 {
 		if !ok || r.absence < 0 || int(p.next) != r.positives {
 			continue
 		}
-		if at := p.start + r.Within.Milliseconds() + 1; due == 0 || at < due {
+		if at := p.start + r.Within.Milliseconds(); due == 0 || at < due {
 			due = at
 		}
 	}

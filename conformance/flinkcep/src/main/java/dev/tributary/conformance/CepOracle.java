@@ -41,8 +41,7 @@ import org.apache.flink.util.OutputTag;
  * makes.
  *
  * <p>Input, on stdin: one history per line, as JSON: id; outOfOrdernessMs;
- * withinExtraMs, added to every rule's within (the caller's alignment of the
- * two engines' windows); rules, in the project's JSON rule format (pkg/cep), the subset with a Flink
+ * rules, in the project's JSON rule format (pkg/cep), the subset with a Flink
  * equivalent: begin, next, followedBy, notFollowedBy (last), type, where,
  * timesOrMore, within, afterMatch (skipPastLastEvent, the project's default,
  * or noSkip); and events, in the order the shard holds them (each event once):
@@ -123,7 +122,7 @@ public final class CepOracle {
         }
     }
 
-    static Rule rule(JsonNode r, long withinExtraMs) {
+    static Rule rule(JsonNode r) {
         Set<String> known = Set.of("id", "description", "pattern", "within", "afterMatch");
         r.fieldNames().forEachRemaining(f -> {
             if (!known.contains(f)) {
@@ -149,7 +148,7 @@ public final class CepOracle {
             Where.Expr where = s.hasNonNull("where") && !s.get("where").asText().isEmpty() ? Where.parse(s.get("where").asText()) : null;
             steps.add(new Step(name, contiguity, type, where, s.path("timesOrMore").asInt(0)));
         }
-        long within = r.hasNonNull("within") ? withinMs(r.get("within").asText()) + withinExtraMs : 0;
+        long within = r.hasNonNull("within") ? withinMs(r.get("within").asText()) : 0;
         String after = r.path("afterMatch").asText("");
         if (!after.isEmpty() && !after.equals("noSkip") && !after.equals("skipPastLastEvent")) {
             throw new IllegalArgumentException("afterMatch " + after);
@@ -244,7 +243,7 @@ public final class CepOracle {
         long ooo = h.path("outOfOrdernessMs").asLong();
         List<Rule> rules = new ArrayList<>();
         for (JsonNode r : h.path("rules")) {
-            rules.add(rule(r, h.path("withinExtraMs").asLong(0)));
+            rules.add(rule(r));
         }
         List<Where.Ev0> events = new ArrayList<>();
         List<Long> times = new ArrayList<>();

@@ -17,7 +17,8 @@ import (
 
 // DryRun prints to w each message in dlqURL (id, ApproximateReceiveCount —
 // which counts the dry run's own receive —, SentTimestamp, MessageGroupId if any, message attributes and the body cut
-// at BodyLimit bytes), up to limit messages (0: all), then a count, and
+// at BodyLimit bytes), up to limit messages (0: DryRunDefault; at most
+// MaxDryRun), then a count and, when the DLQ holds more, how many, and
 // returns how many it printed. The DLQ is left as it was: messages are
 // received with VisibilityTimeout so each is listed once, then made visible
 // again at once (also when ctx is cancelled).
@@ -29,9 +30,21 @@ import (
 // It refuses (*NotADLQError) a queue that no queue names as its DLQ but has
 // a redrive policy of its own: there the dry run's receives would count
 // towards each message's maxReceiveCount.
+// DryRunDefault is how many messages a dry run lists when no limit is
+// given, and MaxDryRun the most it lists: it keeps each message it has
+// listed in flight until it ends (so each is listed once), and SQS holds at
+// most 120,000 in flight on a standard queue.
+const (
+	DryRunDefault = 100
+	MaxDryRun     = 100_000
+)
+
 func (r *Redriver) DryRun(ctx context.Context, dlqURL string, limit int, w io.Writer) (int, error) {
-	if limit < 0 {
-		return 0, fmt.Errorf("limit %d: must be 0 (all) or more", limit)
+	if limit < 0 || limit > MaxDryRun {
+		return 0, fmt.Errorf("limit %d: must be from 0 (%d) to %d", limit, DryRunDefault, MaxDryRun)
+	}
+	if limit == 0 {
+		limit = DryRunDefault
 	}
 	if err := r.checkListable(ctx, dlqURL); err != nil {
 		return 0, err
@@ -84,6 +97,9 @@ func (r *Redriver) DryRun(ctx context.Context, dlqURL string, limit int, w io.Wr
 		runErr = errors.Join(runErr, err)
 	}
 	fmt.Fprintf(w, "%d message(s) listed (≈%d in the DLQ); nothing was moved\n", count, approx)
+	if count == limit && approx > count {
+		fmt.Fprintf(w, "… about %d more not listed: -max lists up to %d\n", approx-count, MaxDryRun)
+	}
 	if strings.HasSuffix(dlqURL, ".fifo") && count < approx {
 		fmt.Fprintln(w, "note: a FIFO queue hides a message group's later messages while earlier ones are in flight, so a dry run lists about 10 per group")
 	}

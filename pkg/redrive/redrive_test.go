@@ -507,6 +507,29 @@ func TestDryRunPrintsAndLeavesTheDLQ(t *testing.T) {
 	}
 }
 
+// TestDryRunIsBounded: with no -max a dry run lists DryRunDefault
+// messages and says how many more the DLQ holds; past MaxDryRun it is
+// refused, having received nothing.
+func TestDryRunIsBounded(t *testing.T) {
+	t.Parallel()
+	dlq := newQueue(t, false, nil)
+	sendAll(t, dlq, numbered(DryRunDefault+15, "many"))
+	var out bytes.Buffer
+	n, err := testRedriver(client).DryRun(context.Background(), dlq, 0, &out)
+	if err != nil || n != DryRunDefault {
+		t.Fatalf("DryRun = %d, %v; want %d", n, err, DryRunDefault)
+	}
+	if want := fmt.Sprintf("… about 15 more not listed: -max lists up to %d", MaxDryRun); !strings.Contains(out.String(), want) {
+		t.Errorf("dry-run output lacks %q:\n%s", want, out.String()[max(0, out.Len()-300):])
+	}
+	if c := counts(t, dlq); c.visible != DryRunDefault+15 {
+		t.Errorf("DLQ after the dry run = %+v, want every message visible", c)
+	}
+	if _, err := testRedriver(client).DryRun(context.Background(), dlq, MaxDryRun+1, &out); err == nil {
+		t.Errorf("DryRun of %d: no error, want the bound refused", MaxDryRun+1)
+	}
+}
+
 func TestSourceQueue(t *testing.T) {
 	t.Parallel()
 	oneSource, oneDLQ := sourceWithDLQ(t, false)

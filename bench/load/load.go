@@ -108,9 +108,9 @@ type tally struct {
 // demand is one invocation's table write and read units (its index's
 // apart), at the time it ran.
 type demand struct {
-	at                 time.Time
-	wu, indexWU        int
-	ru                 float64
+	at          time.Time
+	wu, indexWU int
+	ru          float64
 }
 
 func cpuTime() time.Duration {

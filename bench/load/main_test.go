@@ -273,7 +273,7 @@ func TestProvisionedPriceArithmetic(t *testing.T) {
 	tl := tally{events: 3600, aggInvokes: 100, tickInvokes: 60, billedMs: 100_000, simulated: time.Hour, retention: 30 * 24 * time.Hour,
 		db:       usage{WriteUnits: 5000, IndexUnits: 2200, ReadHalfUnits: 7200},
 		logBytes: 1_000_000, metrics: map[string]bool{},
-		demand:   []demand{{at: at, wu: 1000}, {at: at, wu: 600}, {at: at.Add(time.Second), wu: 3400}}}
+		demand: []demand{{at: at, wu: 1000}, {at: at, wu: 600}, {at: at.Add(time.Second), wu: 3400}}}
 	b, p := price(tl, deployedStack), priceProvisioned(tl, deployedStack)
 	onDemand := 7200*730*0.625/1e6 + 3600*730*0.125/1e6
 	// Write: max(5, ceil(1.389/0.7)) = 5; index max(5, ceil(0.611/0.7)) = 5;

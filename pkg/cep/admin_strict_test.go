@@ -82,6 +82,8 @@ func TestReadEventsIsStrict(t *testing.T) {
 		{`[` + e0 + `,` + e0 + `,` + e0 + `]`, "events: more than 2 events"},
 		{e0 + "\n" + `{"id":"2","TYPE":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, `events[1].TYPE: unknown field; did you mean "type"?`},
 		{`[{"id":"2","type":"x","tpyo":1,"key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]`, `events[0].tpyo: unknown field`},
+		// A line past the bound is named, not "token too long".
+		{e0 + "\n" + strings.Repeat(" ", maxEventLine+1) + e0, "events[1] (line 2): longer than 2097152 bytes"},
 	} {
 		_, err := ReadEvents(strings.NewReader(tc.in), 2)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

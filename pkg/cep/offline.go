@@ -210,8 +210,9 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 		}
 	} else {
 		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 1<<20), 2<<20)
-		for n := 1; sc.Scan(); n++ {
+		sc.Buffer(make([]byte, 1<<20), maxEventLine)
+		n := 1
+		for ; sc.Scan(); n++ {
 			if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
 				if err := strictjson.Check(line, strictjson.Options{Name: "line"}); err != nil {
 					serr := &strictjson.Error{Reason: err.Error()}
@@ -221,7 +222,9 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 				raws = append(raws, append([]byte(nil), line...))
 			}
 		}
-		if err := sc.Err(); err != nil {
+		if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("events[%d] (line %d): longer than %d bytes: one event a line, each at most ingest's bound", len(raws), n, maxEventLine)
+		} else if err != nil {
 			return nil, fmt.Errorf("events: %w", err)
 		}
 	}
@@ -266,6 +269,9 @@ func pathErr(e *strictjson.Error) string {
 	}
 	return "." + e.Path + ": " + e.Reason
 }
+
+// maxEventLine bounds a line of events given one a line.
+const maxEventLine = 2 << 20
 
 // TestRules runs rules over events offline, in the order given, and
 // returns the matches sorted by key, then as made.

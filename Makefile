@@ -233,7 +233,10 @@ synth: .build/synth.lambda ## synthesize the CDK app into infra/cdk.out with the
 .PHONY: synth-local
 synth-local: .build/synth.local ## synthesize infra/cdk.out for the local runner (assets: .build/local)
 
-.build/synth.lambda: $(INFRA_SOURCES) infra/node_modules/.installed .build/lambda/.built
+# Both depend on the template itself: a `cdk synth` run by hand (docs/configuration.md's
+# settings) rewrites it, and the next make synthesizes its own again rather than deploy
+# that one locally, or ship a local one.
+.build/synth.lambda: $(INFRA_SOURCES) infra/node_modules/.installed .build/lambda/.built $(wildcard $(CDK_OUT))
 	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/lambda, linux/arm64)" && \
 	rm -rf infra/cdk.out/asset.* .build/synth.local && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out >/dev/null $(SYNTH_LINES)) && \
 	touch $(CDK_OUT) $@
@@ -247,7 +250,7 @@ LOCAL_FLUSH_SECONDS ?= 0
 .build/local-flush.$(LOCAL_FLUSH_SECONDS):
 	@mkdir -p .build && rm -f .build/local-flush.* && touch $@
 
-.build/synth.local: $(INFRA_SOURCES) infra/node_modules/.installed .build/local-flush.$(LOCAL_FLUSH_SECONDS) | .build/local/.built
+.build/synth.local: $(INFRA_SOURCES) infra/node_modules/.installed .build/local-flush.$(LOCAL_FLUSH_SECONDS) $(wildcard $(CDK_OUT)) | .build/local/.built
 	@$(call timed,synth) echo "▸ cdk synth → infra/cdk.out (assets: .build/local; the runner reads the template, not the assets; flush interval $(LOCAL_FLUSH_SECONDS) s)" && \
 	rm -rf infra/cdk.out/asset.* .build/synth.lambda && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out \
 	  --no-staging -c tributary:assetDir=../.build/local -c tributary:flushIntervalSeconds=$(LOCAL_FLUSH_SECONDS) >/dev/null $(SYNTH_LINES)) && \

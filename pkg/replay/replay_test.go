@@ -489,3 +489,45 @@ func TestMissingViewsParameterFailsAtInit(t *testing.T) {
 // shardStatus finds a shard's status in a progress line:
 // "shardId-… read <n> applied <n> <status>" up to the next "|" or line end.
 var shardStatus = regexp.MustCompile(`shardId-\d+ read \d+ applied \d+ ([^|\n]*)`)
+
+// TestPlanVersionOfAProvisionedTableIsOnDemand: a provisioned views table
+// (tributary:viewsWriteCapacity) is copied on demand, index included, and
+// the plan says why: the rebuild writes in a burst, and the table's auto
+// scaling is not the table's to copy. An on-demand table's copy says
+// nothing of it.
+func TestPlanVersionOfAProvisionedTableIsOnDemand(t *testing.T) {
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(awsCfg)
+	name := fmt.Sprintf("views-prov-%d", seq.Add(1))
+	s := func(n string) ddbtypes.AttributeDefinition {
+		return ddbtypes.AttributeDefinition{AttributeName: aws.String(n), AttributeType: ddbtypes.ScalarAttributeTypeS}
+	}
+	units := &ddbtypes.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(56), WriteCapacityUnits: aws.Int64(221)}
+	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:             aws.String(name),
+		AttributeDefinitions:  []ddbtypes.AttributeDefinition{s("pk"), s("sk"), s("openIn"), s("openUntil")},
+		KeySchema:             []ddbtypes.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: ddbtypes.KeyTypeHash}, {AttributeName: aws.String("sk"), KeyType: ddbtypes.KeyTypeRange}},
+		BillingMode:           ddbtypes.BillingModeProvisioned,
+		ProvisionedThroughput: units,
+		GlobalSecondaryIndexes: []ddbtypes.GlobalSecondaryIndex{{IndexName: aws.String("open"),
+			KeySchema:             []ddbtypes.KeySchemaElement{{AttributeName: aws.String("openIn"), KeyType: ddbtypes.KeyTypeHash}, {AttributeName: aws.String("openUntil"), KeyType: ddbtypes.KeyTypeRange}},
+			Projection:            &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly},
+			ProvisionedThroughput: &ddbtypes.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(5), WriteCapacityUnits: aws.Int64(5)}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := replay.PlanVersion(ctx, db, name, name+"-v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := plan.Input
+	if in.BillingMode != ddbtypes.BillingModePayPerRequest || in.ProvisionedThroughput != nil || len(in.GlobalSecondaryIndexes) != 1 || in.GlobalSecondaryIndexes[0].ProvisionedThroughput != nil {
+		t.Errorf("copy billing %s, throughput %v, indexes %+v; want on demand throughout", in.BillingMode, in.ProvisionedThroughput, in.GlobalSecondaryIndexes)
+	}
+	if d := strings.Join(plan.Describe(), "\n"); !strings.Contains(d, "is provisioned: the copy is on demand") {
+		t.Errorf("plan:\n%s\nwant it to say the copy is on demand and why", d)
+	}
+	if _, err := db.CreateTable(ctx, plan.Input); err != nil {
+		t.Fatalf("creating the copy: %v", err)
+	}
+}

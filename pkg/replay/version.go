@@ -52,11 +52,16 @@ type VersionPlan struct {
 	TTLAttribute string
 	// PointInTimeRecovery is enabled on the copy when the table has it.
 	PointInTimeRecovery bool
+	// FromProvisioned: the table is provisioned and the copy on demand.
+	FromProvisioned bool
 }
 
 // PlanVersion reads table's definition and returns the creation of a copy
-// named name: key schema, attribute definitions, billing (provisioned
-// capacity included), global and local secondary indexes, stream
+// named name: key schema, attribute definitions, billing on demand (a
+// provisioned table's too: a rebuild writes in a burst its capacity would
+// throttle, and the auto scaling the stack gives its own views table,
+// tributary:viewsWriteCapacity, is Application Auto Scaling's, not the
+// table's to copy), global and local secondary indexes, stream
 // specification, table class, deletion protection, TTL and point-in-time
 // recovery. Items, tags, backups and alarms are not copied.
 func PlanVersion(ctx context.Context, db TableAdmin, table, name string) (*VersionPlan, error) {
@@ -68,18 +73,11 @@ func PlanVersion(ctx context.Context, db TableAdmin, table, name string) (*Versi
 		TableName:            aws.String(name),
 		KeySchema:            t.KeySchema,
 		AttributeDefinitions: t.AttributeDefinitions,
-		BillingMode:          types.BillingModeProvisioned,
+		BillingMode:          types.BillingModePayPerRequest,
 		StreamSpecification:  t.StreamSpecification,
 	}
-	if t.BillingModeSummary != nil && t.BillingModeSummary.BillingMode == types.BillingModePayPerRequest {
-		in.BillingMode = types.BillingModePayPerRequest
-	} else if t.BillingModeSummary == nil && (t.ProvisionedThroughput == nil || aws.ToInt64(t.ProvisionedThroughput.ReadCapacityUnits) == 0) {
-		in.BillingMode = types.BillingModePayPerRequest
-	}
-	provisioned := in.BillingMode == types.BillingModeProvisioned
-	if provisioned {
-		in.ProvisionedThroughput = throughput(t.ProvisionedThroughput)
-	}
+	fromProvisioned := (t.BillingModeSummary != nil && t.BillingModeSummary.BillingMode == types.BillingModeProvisioned) ||
+		(t.BillingModeSummary == nil && t.ProvisionedThroughput != nil && aws.ToInt64(t.ProvisionedThroughput.ReadCapacityUnits) > 0)
 	if t.TableClassSummary != nil && t.TableClassSummary.TableClass != "" {
 		in.TableClass = t.TableClassSummary.TableClass
 	}
@@ -88,9 +86,6 @@ func PlanVersion(ctx context.Context, db TableAdmin, table, name string) (*Versi
 	}
 	for _, g := range t.GlobalSecondaryIndexes {
 		gi := types.GlobalSecondaryIndex{IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection}
-		if provisioned {
-			gi.ProvisionedThroughput = throughput(g.ProvisionedThroughput)
-		}
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, gi)
 	}
 	for _, l := range t.LocalSecondaryIndexes {
@@ -99,7 +94,7 @@ func PlanVersion(ctx context.Context, db TableAdmin, table, name string) (*Versi
 	if in.StreamSpecification != nil && !aws.ToBool(in.StreamSpecification.StreamEnabled) {
 		in.StreamSpecification = nil
 	}
-	plan := &VersionPlan{From: table, Name: name, Input: in}
+	plan := &VersionPlan{From: table, Name: name, Input: in, FromProvisioned: fromProvisioned}
 	ttl, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
 	if err != nil {
 		return nil, fmt.Errorf("describing time to live of %s: %w", table, err)
@@ -118,13 +113,6 @@ func PlanVersion(ctx context.Context, db TableAdmin, table, name string) (*Versi
 	return plan, nil
 }
 
-func throughput(d *types.ProvisionedThroughputDescription) *types.ProvisionedThroughput {
-	if d == nil {
-		return &types.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(1), WriteCapacityUnits: aws.Int64(1)}
-	}
-	return &types.ProvisionedThroughput{ReadCapacityUnits: d.ReadCapacityUnits, WriteCapacityUnits: d.WriteCapacityUnits}
-}
-
 // Describe says in one line per setting what the plan creates.
 func (p *VersionPlan) Describe() []string {
 	in := p.Input
@@ -133,6 +121,9 @@ func (p *VersionPlan) Describe() []string {
 		keys += fmt.Sprintf(" %s(%s)", aws.ToString(k.AttributeName), k.KeyType)
 	}
 	lines := []string{fmt.Sprintf("create table %s as a copy of %s: keys%s, billing %s", p.Name, p.From, keys, in.BillingMode)}
+	if p.FromProvisioned {
+		lines = append(lines, fmt.Sprintf("  (%s is provisioned: the copy is on demand, for the rebuild's burst of writes; after a swap, provision it again if wanted: its auto scaling stays with %s)", p.From, p.From))
+	}
 	for _, g := range in.GlobalSecondaryIndexes {
 		lines = append(lines, fmt.Sprintf("  global index %s (%s)", aws.ToString(g.IndexName), g.Projection.ProjectionType))
 	}

@@ -37,11 +37,12 @@ Tributary is running locally (up in %s). Ctrl-C stops it.
 
   AWS endpoint   %s
   export AWS_ENDPOINT_URL=%s AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
+                 (the aws CLI: give --endpoint-url %s as well; v1 does not read the variable for every service, and sends SQS to AWS)
   ingest URL     %s   (every pipeline reads what it accepts: %s)
   Lambda API     %s   (aws lambda invoke --region us-east-1 --no-sign-request --endpoint-url %s --function-name ingest --payload fileb://events/ingest/function-url-post.json out.json)
   dashboard      %s   (the window results, each pipeline's health, the stack's CloudWatch dashboards; refreshing every 5s)
 
-`, roundDuration(tm.total()), srv.Endpoint(), srv.Endpoint(), topo.ingestURL, pipelineNames(topo.pipelines), stack.InvokeURL(), stack.InvokeURL(), stack.DashboardURL())
+`, roundDuration(tm.total()), srv.Endpoint(), srv.Endpoint(), srv.Endpoint(), topo.ingestURL, pipelineNames(topo.pipelines), stack.InvokeURL(), stack.InvokeURL(), stack.DashboardURL())
 	res.Print(os.Stdout)
 	fmt.Printf(`
 Send an event:

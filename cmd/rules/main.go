@@ -50,13 +50,16 @@ func main() {
 	os.Exit(code)
 }
 
-const commands = `usage:
+const commands = `rules manages the CEP rules the detect function runs (a DynamoDB rules table),
+and tests rules offline against a file of events.
+
+usage:
   rules add      -table <rules> -file rule.json [-from <time|duration ago> -stream <events> -matches <matches>]
   rules list     -table <rules> [-json]
   rules disable  -table <rules> -id <rule>
   rules enable   -table <rules> -id <rule>
   rules delete   -table <rules> -id <rule>
-  rules test     -rule rule.json [-rule more.json ...] -events events.json [-out-of-orderness 0s]
+  rules test     -rule rule.json [-rule more.json ...] -events events.jsonl [-out-of-orderness 0s]
   rules backfill -table <rules> -id <rule> -from <time|duration ago> -stream <events> -matches <matches> [-out-of-orderness 0s]
 rules <command> -h describes a command and its flags.`
 

@@ -168,10 +168,6 @@ func newCEPHistory(form cepForm, seed uint64) *cepHistory {
 	for i := range h.events {
 		h.events[i].id = "e" + strconv.Itoa(i)
 	}
-	type delayed struct {
-		event int
-		at    int64
-	}
 	order := make([]delayed, len(h.events))
 	h.arrive = make([]int64, len(h.events))
 	ooo := cepOutOfOrderness.Milliseconds()
@@ -183,28 +179,7 @@ func newCEPHistory(form cepForm, seed uint64) *cepHistory {
 		order[i] = delayed{i, e.t + delay}
 		h.arrive[i] = e.t + delay
 	}
-	slices.SortStableFunc(order, func(a, b delayed) int { return cmp.Compare(a.at, b.at) })
-	for _, d := range order {
-		h.arrivals = append(h.arrivals, arrival{event: d.event})
-	}
-	for i := 0; i < len(h.arrivals); i++ {
-		if a := h.arrivals[i]; !a.copy && rng.IntN(100) < 3 {
-			at := min(len(h.arrivals), i+1+rng.IntN(10))
-			h.arrivals = slices.Insert(h.arrivals, at, arrival{event: a.event, copy: true})
-		}
-	}
-	for next := 0; next < len(h.arrivals); {
-		first := next
-		if len(h.invocations) > 0 && rng.IntN(10) == 0 {
-			first = max(0, next-1-rng.IntN(5))
-		}
-		last := min(len(h.arrivals)-1, next+rng.IntN(25))
-		h.invocations = append(h.invocations, invocation{first: first, last: last, tick: rng.IntN(10) == 0})
-		if rng.IntN(10) == 0 {
-			h.invocations = append(h.invocations, invocation{first: first, last: last})
-		}
-		next = last + 1
-	}
+	h.arrivals, h.invocations = deliver(rng, order)
 	return h
 }
 

@@ -80,6 +80,43 @@ type history struct {
 	invocations []invocation
 }
 
+// delayed is an event (its index) and when it reaches the shard.
+type delayed struct {
+	event int
+	at    int64
+}
+
+// deliver is how a history's events reach the function: in order of
+// arrival (order, sorted here), a few producer copies a few records after
+// their original, and Lambda's batches of 1–25 records — now and then a
+// retry that starts a few records back (a batch of another size after a
+// timeout the function survived), a batch delivered twice, a tick.
+func deliver(rng *rand.Rand, order []delayed) (arrivals []arrival, invocations []invocation) {
+	slices.SortStableFunc(order, func(a, b delayed) int { return cmp.Compare(a.at, b.at) })
+	for _, d := range order {
+		arrivals = append(arrivals, arrival{event: d.event})
+	}
+	for i := 0; i < len(arrivals); i++ {
+		if a := arrivals[i]; !a.copy && rng.IntN(100) < 3 {
+			at := min(len(arrivals), i+1+rng.IntN(10))
+			arrivals = slices.Insert(arrivals, at, arrival{event: a.event, copy: true})
+		}
+	}
+	for next := 0; next < len(arrivals); {
+		first := next
+		if len(invocations) > 0 && rng.IntN(10) == 0 {
+			first = max(0, next-1-rng.IntN(5))
+		}
+		last := min(len(arrivals)-1, next+rng.IntN(25))
+		invocations = append(invocations, invocation{first: first, last: last, tick: rng.IntN(10) == 0})
+		if rng.IntN(10) == 0 {
+			invocations = append(invocations, invocation{first: first, last: last})
+		}
+		next = last + 1
+	}
+	return arrivals, invocations
+}
+
 type invocation struct {
 	first, last int
 	tick        bool
@@ -123,10 +160,6 @@ func newHistory(kind windowKind, policy string, seed uint64) *history {
 	}
 
 	// Arrival order: event time plus a delay.
-	type delayed struct {
-		event int
-		at    int64
-	}
 	order := make([]delayed, len(h.events))
 	ooo := outOfOrderness.Milliseconds()
 	for i, e := range h.events {
@@ -136,32 +169,6 @@ func newHistory(kind windowKind, policy string, seed uint64) *history {
 		}
 		order[i] = delayed{i, e.t + delay}
 	}
-	slices.SortStableFunc(order, func(a, b delayed) int { return cmp.Compare(a.at, b.at) })
-	for _, d := range order {
-		h.arrivals = append(h.arrivals, arrival{event: d.event})
-	}
-	// Producer copies, a few records after the original.
-	for i := 0; i < len(h.arrivals); i++ {
-		if a := h.arrivals[i]; !a.copy && rng.IntN(100) < 3 {
-			at := min(len(h.arrivals), i+1+rng.IntN(10))
-			h.arrivals = slices.Insert(h.arrivals, at, arrival{event: a.event, copy: true})
-		}
-	}
-
-	// Lambda's batches.
-	for next := 0; next < len(h.arrivals); {
-		first := next
-		if len(h.invocations) > 0 && rng.IntN(10) == 0 {
-			// A retry that starts a few records back (a batch of another
-			// size after a timeout the function survived).
-			first = max(0, next-1-rng.IntN(5))
-		}
-		last := min(len(h.arrivals)-1, next+rng.IntN(25))
-		h.invocations = append(h.invocations, invocation{first: first, last: last, tick: rng.IntN(10) == 0})
-		if rng.IntN(10) == 0 {
-			h.invocations = append(h.invocations, invocation{first: first, last: last}) // delivered twice
-		}
-		next = last + 1
-	}
+	h.arrivals, h.invocations = deliver(rng, order)
 	return h
 }

@@ -17,6 +17,7 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/cli/clitest"
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/projection"
 	"github.com/tributary-dev/tributary/pkg/seats"
@@ -145,22 +146,6 @@ func TestEraseListsABoundedNumberOfIDs(t *testing.T) {
 	}
 }
 
-// cancelOn is a stderr that cancels the run once a line holding marker is
-// written to it: Ctrl-C at that point of the run.
-type cancelOn struct {
-	buf    bytes.Buffer
-	marker string
-	cancel context.CancelFunc
-}
-
-func (w *cancelOn) Write(p []byte) (int, error) {
-	n, err := w.buf.Write(p)
-	if strings.Contains(w.buf.String(), w.marker) {
-		w.cancel()
-	}
-	return n, err
-}
-
 // TestInterruptedHandoverSaysWhatWasDone: Ctrl-C during a rebuild's
 // handover, after the swap, says that the swap was made and how to catch
 // the new version up, not only "interrupted".
@@ -187,13 +172,13 @@ func TestInterruptedHandoverSaysWhatWasDone(t *testing.T) {
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stderr := &cancelOn{marker: "swapped: parameter /es/views now names views-v2", cancel: cancel}
+	stderr := &clitest.CancelOn{Marker: "swapped: parameter /es/views now names views-v2", Cancel: cancel}
 	var stdout bytes.Buffer
 	code := run(rctx, []string{"rebuild", "-parameter", "/es/views", "-stream", "published", "-events-table", "events", "-handover", "30s"},
 		func(string) (string, bool) { return "", false }, time.Now, &stdout, stderr)
-	last := strings.TrimSpace(stderr.buf.String())
+	last := strings.TrimSpace(stderr.String())
 	last = last[strings.LastIndex(last, "\n")+1:]
 	if code != 130 || !strings.Contains(last, "interrupted") || !strings.Contains(last, "parameter /es/views names views-v2 (was views), but the handover was cut short") || !strings.Contains(last, "(eventstore use-version -table views-v2 catches it up)") {
-		t.Errorf("Ctrl-C in the handover: exit %d, last line %q; want 130 saying the swap was made and how to catch up\n%s", code, last, stderr.buf.String())
+		t.Errorf("Ctrl-C in the handover: exit %d, last line %q; want 130 saying the swap was made and how to catch up\n%s", code, last, stderr.String())
 	}
 }

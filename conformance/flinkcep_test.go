@@ -399,19 +399,10 @@ type flinkOracle struct {
 
 func startFlinkOracle(t *testing.T) *flinkOracle {
 	t.Helper()
-	o := &flinkOracle{cmd: exec.Command("java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", flinkJar)}
-	o.cmd.Stderr = &o.stderr
-	stdin, err := o.cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := o.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o.cmd.Start(); err != nil {
-		t.Fatalf("starting the Flink CEP oracle: %v", err)
-	}
+	o := &flinkOracle{}
+	var stdin io.WriteCloser
+	var stdout io.Reader
+	o.cmd, stdin, stdout = startJar(t, "the Flink CEP oracle", flinkJar, &o.stderr)
 	t.Cleanup(func() {
 		stdin.Close()
 		_ = o.cmd.Wait()

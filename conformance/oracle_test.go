@@ -149,23 +149,34 @@ type oracle struct {
 	readErr error
 }
 
+// startJar starts java on jar, what in messages, its stderr into stderr,
+// and returns its pipes: a JVM tuned to start fast (the oracles live for
+// one test).
+func startJar(t *testing.T, what, jar string, stderr *bytes.Buffer) (*exec.Cmd, io.WriteCloser, io.Reader) {
+	t.Helper()
+	cmd := exec.Command("java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", jar)
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", what, err)
+	}
+	return cmd, stdin, stdout
+}
+
 // startOracle starts the JVM; it stops when the test ends.
 func startOracle(t *testing.T) *oracle {
 	t.Helper()
 	o := &oracle{in: make(chan kafkaHistory), results: map[string]chan kafkaResult{}, done: make(chan struct{})}
-	o.cmd = exec.Command("java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", oracleJar)
-	o.cmd.Stderr = &o.stderr
-	stdin, err := o.cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := o.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o.cmd.Start(); err != nil {
-		t.Fatalf("starting the Kafka Streams oracle: %v", err)
-	}
+	var stdin io.WriteCloser
+	var stdout io.Reader
+	o.cmd, stdin, stdout = startJar(t, "the Kafka Streams oracle", oracleJar, &o.stderr)
 	t.Cleanup(func() {
 		close(o.in)
 		_ = o.cmd.Wait()

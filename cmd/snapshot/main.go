@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -98,10 +99,17 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		return fail(stderr, fmt.Errorf("describing stream %s: %w", *streamName, err))
 	}
-	last := time.Time{}
+	var (
+		mu    sync.Mutex // the puts report from more than one goroutine
+		last  time.Time
+		sofar int // published before an interruption, for its message
+	)
 	s := replay.NewSnapshotter(dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kin, *streamName,
 		replay.WithCDCOptions(cdc.WithEntityKeyAttribute(*keyAttr)), replay.WithClockSkew(*skew),
 		replay.WithProgress(func(published, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			sofar = max(sofar, published)
 			if time.Since(last) >= time.Second || published >= total {
 				fmt.Fprintf(stderr, "published %d/≈%d\n", published, total)
 				last = time.Now()
@@ -110,7 +118,10 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fmt.Fprintf(stderr, "snapshot of %s to %s\n", *table, *streamName)
 	res, err := s.Snapshot(ctx, *table)
 	if err != nil {
-		return fail(stderr, err)
+		mu.Lock()
+		n := sofar
+		mu.Unlock()
+		return cli.Fail(stderr, "snapshot", err, fmt.Sprintf("%d records published before it stopped; running it again is safe: consumers apply by version", n))
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

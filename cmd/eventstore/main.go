@@ -233,7 +233,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	store := es.NewStore(db, es.Tables{Events: *events})
 	p := projection.New(db, store, projection.FixedTable(""), seats.Views(es.NewExecutor[seats.Show](store, seats.Decider{})))
 	r := replay.New(kinesis.NewFromConfig(cfg), db, replay.NewRegistry(ssm.NewFromConfig(cfg), *param))
-	opts := replay.Options{Stream: *streamName, Handover: *handover, Progress: stderr, InPlace: isTerminal(stderr), Now: now}
+	opts := replay.Options{Tool: "eventstore", Stream: *streamName, Handover: *handover, Progress: stderr, InPlace: isTerminal(stderr), Now: now}
 	var res *replay.Result
 	switch name {
 	case "rebuild":

@@ -33,9 +33,20 @@ type BatchHandler interface {
 	HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error)
 }
 
+// tool is the command the messages name (Options.Tool).
+func (o *Options) tool() string {
+	if o.Tool == "" {
+		return "replay"
+	}
+	return o.Tool
+}
+
 // Options say what to replay and how. Zero values take the defaults;
 // negative ones are refused.
 type Options struct {
+	// Tool is the command a message names for what to run next
+	// ("eventstore"); "replay" when empty.
+	Tool string
 	// Stream is the events stream's name. Required.
 	Stream string
 	// From is where every shard is read from (AT_TIMESTAMP). Required by
@@ -288,7 +299,7 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 		return nil, refuse("to-table", "%s is not named %s-vN (N from 2): delete-version and rollback recognise versions by that name", target, base)
 	}
 	if _, err := describeTable(ctx, r.db, target); err == nil {
-		return nil, refuse("to-table", "%s already exists; choose another -to-table, or point the readers at it with replay use-version", target)
+		return nil, refuse("to-table", "%s already exists; choose another -to-table, or point the readers at it with %s use-version", target, opts.tool())
 	} else if !errors.Is(err, ErrNoTable) {
 		return nil, err
 	}
@@ -612,8 +623,8 @@ func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor 
 	}
 	res, err = finish(parent.Err())
 	if err != nil {
-		return res, fmt.Errorf("swapped to %s, but the handover was cut short: records the live functions wrote to %s just before they switched may be missing from %s (replay use-version -table %s catches it up): %w",
-			j.target, j.current, j.target, j.target, err)
+		return res, fmt.Errorf("swapped to %s, but the handover was cut short: records the live functions wrote to %s just before they switched may be missing from %s (%s use-version -table %s catches it up): %w",
+			j.target, j.current, j.target, opts.tool(), j.target, err)
 	}
 	// ctx ended with the followers; the parent's is still live.
 	r.summarize(parent, opts, j)
@@ -622,10 +633,10 @@ func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor 
 	}
 	if id, err := identify(parent, r.db, r.reg.Name(), baseOf(j.current), j.current, nil); err == nil && id.Rebuilt {
 		res.CurrentRebuilt = true
-		prog.printf("%s is unchanged and no longer current; replay rollback points the readers back at it, and when it is no longer needed: replay delete-version -parameter %s -table %s (checks only; add -yes to delete)",
-			j.current, r.reg.Name(), j.current)
+		prog.printf("%s is unchanged and no longer current; %s rollback points the readers back at it, and when it is no longer needed: replay delete-version -parameter %s -table %s (checks only; add -yes to delete)",
+			j.current, opts.tool(), r.reg.Name(), j.current)
 	} else {
-		prog.printf("%s is unchanged and no longer current; replay rollback points the readers back at it (delete-version leaves it: replay rebuild did not create it)", j.current)
+		prog.printf("%s is unchanged and no longer current; %s rollback points the readers back at it (delete-version leaves it: no rebuild created it)", j.current, opts.tool())
 	}
 	return res, nil
 }

@@ -493,3 +493,42 @@ func TestMetricsCountEventsInAndApplied(t *testing.T) {
 		t.Fatalf("metric lines %+v, want EventsIn %v then %v, EventsApplied %v both times, Function project:\n%s", lines, n, n+1, n, out.String())
 	}
 }
+
+// TestCompareListsWhatDiffers: two versions of a views table — an item
+// only in each, one that differs, one alike, and a fence that differs
+// (not a difference: where a writer got in the stream) — are compared
+// item for item, the differing one listed with both values.
+func TestCompareListsWhatDiffers(t *testing.T) {
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(awsCfg)
+	n := seq.Add(1)
+	a, b := fmt.Sprintf("cmpa%d", n), fmt.Sprintf("cmpb%d", n)
+	for _, name := range []string{a, b} {
+		if err := seats.CreateViewsTable(ctx, db, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(table, pk, sk, v, fence string) {
+		t.Helper()
+		item := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk},
+			"v": &types.AttributeValueMemberS{Value: v}, "f_shardId-1": &types.AttributeValueMemberS{Value: fence}}
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(a, "show-1", "x", "only in a", "1")
+	put(a, "show-1", "y", "old", "1")
+	put(b, "show-1", "y", "new", "2")
+	put(a, "show-2", "z", "same", "1")
+	put(b, "show-2", "z", "same", "9")
+	put(b, "show-3", "w", "only in b", "1")
+	d, err := projection.Compare(ctx, db, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ItemsA != 3 || d.ItemsB != 3 || d.NOnlyA != 1 || d.NOnlyB != 1 || d.NDiffer != 1 ||
+		!slices.Equal(d.OnlyA, []string{"6:show-1x"}) || !slices.Equal(d.OnlyB, []string{"6:show-3w"}) ||
+		len(d.Differ) != 1 || !strings.Contains(d.Differ[0], `"v":"old"`) || !strings.Contains(d.Differ[0], `"v":"new"`) {
+		t.Errorf("diff %+v; want x only in a, w only in b, y differing (old, new), z alike whatever its fence", d)
+	}
+}

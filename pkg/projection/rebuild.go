@@ -2,10 +2,12 @@ package projection
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -138,77 +140,110 @@ func (d *Diff) String() string {
 		d.A, d.ItemsA, d.B, d.ItemsB, d.NOnlyA, d.A, d.OnlyA, d.NOnlyB, d.B, d.OnlyB, d.NDiffer, d.Differ)
 }
 
+// tableReader is what Compare reads a table with.
+type tableReader interface {
+	scanner
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
 // Compare reads two versions of a views table in full (consistently) and
 // compares their items, all attributes but the stream fences (f_<shard>:
-// where each writer got in the stream, not what the view holds).
-func Compare(ctx context.Context, db scanner, a, b string) (*Diff, error) {
-	ia, err := readAll(ctx, db, a)
+// where each writer got in the stream, not what the view holds). It keeps
+// a's keys with a hash of each item's attributes, not the items, and reads
+// b against them, so its memory follows a's item count, not both tables'
+// bytes; the values of the differing items it lists are read again.
+func Compare(ctx context.Context, db tableReader, a, b string) (*Diff, error) {
+	ha := map[string][sha256.Size]byte{}
+	err := scanCanonical(ctx, db, a, func(k, v string) {
+		ha[k] = sha256.Sum256([]byte(v))
+	})
 	if err != nil {
 		return nil, err
 	}
-	ib, err := readAll(ctx, db, b)
-	if err != nil {
-		return nil, err
-	}
-	d := &Diff{A: a, B: b, ItemsA: len(ia), ItemsB: len(ib)}
-	for _, k := range slices.Sorted(mapKeys(ia)) {
-		vb, ok := ib[k]
+	d := &Diff{A: a, B: b, ItemsA: len(ha)}
+	differB := map[string]string{} // b's value of each differing key listed
+	err = scanCanonical(ctx, db, b, func(k, v string) {
+		d.ItemsB++
+		h, ok := ha[k]
 		switch {
 		case !ok:
-			d.NOnlyA++
-			if len(d.OnlyA) < maxListed {
-				d.OnlyA = append(d.OnlyA, k)
-			}
-		case vb != ia[k]:
-			d.NDiffer++
-			if len(d.Differ) < maxListed {
-				d.Differ = append(d.Differ, fmt.Sprintf("%s: %s ≠ %s", k, ia[k], vb))
-			}
-		}
-	}
-	for _, k := range slices.Sorted(mapKeys(ib)) {
-		if _, ok := ia[k]; !ok {
 			d.NOnlyB++
-			if len(d.OnlyB) < maxListed {
-				d.OnlyB = append(d.OnlyB, k)
+			d.OnlyB = keepFirst(d.OnlyB, k)
+		case h != sha256.Sum256([]byte(v)):
+			d.NDiffer++
+			if kept := keepFirst(d.Differ, k); slices.Contains(kept, k) {
+				d.Differ = kept
+				differB[k] = v
 			}
 		}
+		delete(ha, k)
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.NOnlyA = len(ha)
+	for k := range ha {
+		d.OnlyA = keepFirst(d.OnlyA, k)
+	}
+	for i, k := range d.Differ {
+		va, err := readCanonical(ctx, db, a, k)
+		if err != nil {
+			return nil, err
+		}
+		d.Differ[i] = fmt.Sprintf("%s: %s ≠ %s", k, va, differB[k])
 	}
 	return d, nil
 }
 
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
+// keepFirst adds k to keys, which holds the first maxListed keys in
+// order, if it is among them.
+func keepFirst(keys []string, k string) []string {
+	i, _ := slices.BinarySearch(keys, k)
+	if i >= maxListed {
+		return keys
 	}
+	keys = slices.Insert(keys, i, k)
+	return keys[:min(len(keys), maxListed)]
 }
 
-// readAll maps each item's "pk sk" to its attributes as canonical JSON
-// (map keys sorted), fences left out.
-func readAll(ctx context.Context, db scanner, table string) (map[string]string, error) {
-	out := map[string]string{}
+// scanCanonical calls each with every item's "pk sk" key and its
+// attributes as canonical JSON (map keys sorted), fences left out.
+func scanCanonical(ctx context.Context, db scanner, table string, each func(k, v string)) error {
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
 	for {
 		page, err := db.Scan(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", table, err)
+			return fmt.Errorf("reading %s: %w", table, err)
 		}
 		for _, it := range page.Items {
 			k, v, err := canonical(it)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", table, err)
+				return fmt.Errorf("%s: %w", table, err)
 			}
-			out[k] = v
+			each(k, v)
 		}
 		if page.LastEvaluatedKey == nil {
-			return out, nil
+			return nil
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
+}
+
+// readCanonical reads the item of table whose key is k (keyString's) as
+// canonical JSON.
+func readCanonical(ctx context.Context, db tableReader, table, k string) (string, error) {
+	n, rest, _ := strings.Cut(k, ":")
+	size, err := strconv.Atoi(n)
+	if err != nil || size > len(rest) {
+		return "", fmt.Errorf("reading %s: %q is not an item key", table, k)
+	}
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: rest[:size]}, "sk": &types.AttributeValueMemberS{Value: rest[size:]}}})
+	if err != nil {
+		return "", fmt.Errorf("reading %s %s: %w", table, k, err)
+	}
+	_, v, err := canonical(out.Item)
+	return v, err
 }
 
 func canonical(item map[string]types.AttributeValue) (string, string, error) {

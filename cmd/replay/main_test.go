@@ -288,15 +288,7 @@ func TestRebuildBackfillsFromTheArchive(t *testing.T) {
 	db := dynamodb.NewFromConfig(cfg)
 	kin := kinesis.NewFromConfig(cfg)
 	s3c := archive.NewS3Client(cfg)
-	if err := state.CreateTable(ctx, db, "views"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/t/views"), Value: aws.String("views"), Type: ssmtypes.ParameterTypeString}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
-		t.Fatal(err)
-	}
+	liveViews(ctx, t, cfg, db, kin)
 	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("arch")}); err != nil {
 		t.Fatal(err)
 	}
@@ -416,15 +408,7 @@ func TestInterruptedHandoverSaysWhatWasDone(t *testing.T) {
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(cfg)
 	kin := kinesis.NewFromConfig(cfg)
-	if err := state.CreateTable(ctx, db, "views"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/t/views"), Value: aws.String("views"), Type: ssmtypes.ParameterTypeString}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
-		t.Fatal(err)
-	}
+	liveViews(ctx, t, cfg, db, kin)
 	now := time.Now().UTC()
 	e := stream.Envelope{ID: "e0", Type: "click", Key: "k0", OccurredAt: now, SentAt: now, ReceivedAt: now, Data: json.RawMessage(`{}`)}
 	b, _ := json.Marshal(&e)
@@ -443,5 +427,21 @@ func TestInterruptedHandoverSaysWhatWasDone(t *testing.T) {
 	last = last[strings.LastIndex(last, "\n")+1:]
 	if code != 130 || !strings.Contains(last, "interrupted") || !strings.Contains(last, "swapped to views-v2, but the handover was cut short") || !strings.Contains(last, "replay use-version -table views-v2 catches it up") {
 		t.Errorf("Ctrl-C in the handover: exit %d, last line %q; want 130 saying the swap was made and how to catch up", code, last)
+	}
+}
+
+// liveViews sets up what a rebuild starts from on the stand-in: the views
+// table "views", the parameter /t/views naming it, and the events stream
+// "events" of one shard.
+func liveViews(ctx context.Context, t *testing.T, cfg aws.Config, db *dynamodb.Client, kin *kinesis.Client) {
+	t.Helper()
+	if err := state.CreateTable(ctx, db, "views"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/t/views"), Value: aws.String("views"), Type: ssmtypes.ParameterTypeString}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -15,6 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
+// DryRunDefault is how many messages a dry run lists when no limit is
+// given, and MaxDryRun the most it lists: it keeps each message it has
+// listed in flight until it ends (so each is listed once), and SQS holds at
+// most 120,000 in flight on a standard queue.
+const (
+	DryRunDefault = 100
+	MaxDryRun     = 100_000
+)
+
 // DryRun prints to w each message in dlqURL (id, ApproximateReceiveCount —
 // which counts the dry run's own receive —, SentTimestamp, MessageGroupId if any, message attributes and the body cut
 // at BodyLimit bytes), up to limit messages (0: DryRunDefault; at most
@@ -30,15 +39,6 @@ import (
 // It refuses (*NotADLQError) a queue that no queue names as its DLQ but has
 // a redrive policy of its own: there the dry run's receives would count
 // towards each message's maxReceiveCount.
-// DryRunDefault is how many messages a dry run lists when no limit is
-// given, and MaxDryRun the most it lists: it keeps each message it has
-// listed in flight until it ends (so each is listed once), and SQS holds at
-// most 120,000 in flight on a standard queue.
-const (
-	DryRunDefault = 100
-	MaxDryRun     = 100_000
-)
-
 func (r *Redriver) DryRun(ctx context.Context, dlqURL string, limit int, w io.Writer) (int, error) {
 	if limit < 0 || limit > MaxDryRun {
 		return 0, fmt.Errorf("limit %d: must be from 0 (%d) to %d", limit, DryRunDefault, MaxDryRun)

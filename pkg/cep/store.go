@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // The rules table: partition key "id" (a string), one item per rule:

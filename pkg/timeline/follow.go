@@ -56,8 +56,9 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 		return err
 	}
 	// saved: an earlier delivery saved progress (a follow's latest tweets
-	// partly done count).
-	startDone, saved := p.done, p.started || p.latest != ""
+	// partly done count); latestSaved: the progress saved has the latest
+	// tweets all done.
+	startDone, saved, latestSaved := p.done, p.started || p.latest != "", p.started
 	// done saves the outcome when an earlier delivery saved progress (a
 	// later one must not redo the work); a follow done by one delivery in
 	// one page saves nothing, as a tweet's fan-out does not.
@@ -115,7 +116,7 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 		p.noteLeft(rec, "", left)
 		p.done += n
 		if err != nil || n < len(entries) {
-			if n > 0 || !saved {
+			if n > 0 || !latestSaved {
 				// The latest tweets, and the page's entries up to the
 				// first not done.
 				if n > 0 {
@@ -125,7 +126,7 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 				if serr := h.saveProgress(ctx, key, seq, p); serr != nil {
 					h.log.ErrorContext(ctx, "follow progress not saved: a redelivery repeats this page's entries", "sequenceNumber", seq, "error", serr)
 				} else {
-					saved = true
+					saved, latestSaved = true, true
 				}
 			}
 			return stopped(err, startDone)
@@ -137,7 +138,7 @@ func (h *Handler) follow(ctx context.Context, rec *events.DynamoDBEventRecord, f
 		if err := h.saveProgress(ctx, key, seq, p); err != nil {
 			return err
 		}
-		saved = true
+		saved, latestSaved = true, true
 	}
 }
 

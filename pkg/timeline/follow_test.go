@@ -260,3 +260,74 @@ func longTimeline(t *testing.T, n int, event string, follows bool) (db *dynamodb
 	rec = events.DynamoDBEventRecord{EventName: event, Change: events.DynamoDBStreamRecord{SequenceNumber: "100", Keys: keys}}
 	return db, tb, rec, annEntries, carlEntries
 }
+
+// failingPuts refuses, once each, the put of the named tweets' entries in
+// the timelines table, as DynamoDB does a throttled request the SDK has
+// stopped retrying.
+type failingPuts struct {
+	*countingStore
+	mu   sync.Mutex
+	fail map[string]bool
+}
+
+func (s *failingPuts) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if aws.ToString(in.TableName) == s.table {
+		s.mu.Lock()
+		id := str(in.Item, AttrTweetID)
+		fail := s.fail[id]
+		delete(s.fail, id)
+		s.mu.Unlock()
+		if fail {
+			return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("Rate of requests exceeds the allowed throughput.")}
+		}
+	}
+	return s.countingStore.PutItem(ctx, in, opts...)
+}
+
+// TestFollowSavesItsLatestTweetsDoneAfterAPartlyDoneDelivery: a delivery
+// stops among the followee's latest tweets (ann00120 refused) and saves
+// how far it got; the next does the rest of them and stops at the first
+// entry of the timeline (ann00000 refused). Its progress must say the
+// latest tweets are all done, as it would had the first delivery not
+// stopped among them, so that the one after reads on from the timeline
+// rather than converging the rest of the latest tweets again.
+func TestFollowSavesItsLatestTweetsDoneAfterAPartlyDoneDelivery(t *testing.T) {
+	const n = 150 // ann's latest MaxFanIn are ann00149 down to ann00050
+	db, tb, rec, annEntries, carlEntries := longTimeline(t, n, "INSERT", true)
+	ctx := context.Background()
+	st := &failingPuts{countingStore: &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}}
+	h := New(st, tb, WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+	deliver := func(fail ...string) progress {
+		t.Helper()
+		st.mu.Lock()
+		st.fail = map[string]bool{}
+		for _, id := range fail {
+			st.fail[id] = true
+		}
+		st.mu.Unlock()
+		resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+		if err != nil || len(resp.BatchItemFailures) != 1 {
+			t.Fatalf("delivery refusing %v: %v, %v; want the record failed", fail, resp, err)
+		}
+		p, err := h.loadProgress(ctx, followProgressKey("bob", "ann"), "100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := deliver("ann00120"); p.started || p.latest == "" || p.latest <= "ann00120" {
+		t.Fatalf("after the first delivery: %+v; want the latest tweets partly done, down to one newer than ann00120", p)
+	}
+	if p := deliver("ann00000"); !p.started || p.state != fanOutRunning || p.done != MaxFanIn {
+		t.Errorf("after the second delivery: %+v; want the latest tweets all done (%d entries), the timeline not begun", p, MaxFanIn)
+	}
+	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("third delivery: %v, %v; want the record applied", resp, err)
+	}
+	want := append(slices.Clone(carlEntries), annEntries...)
+	slices.Sort(want)
+	if got := view(t, db, tb.Timelines); !slices.Equal(got, want) {
+		t.Errorf("view has %d entries, want %d", len(got), len(want))
+	}
+}

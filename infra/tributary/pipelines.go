@@ -500,7 +500,11 @@ func viewsCapacityOf(node constructs.Node) (viewsCapacity, error) {
 		return viewsCapacity{}, err
 	}
 	if w == 0 {
-		if r, set, _ := contextNumber(node, ContextViewsReadCapacity, ""); set && r != 0 {
+		r, set, err := contextNumber(node, ContextViewsReadCapacity, "a number")
+		if err != nil {
+			return viewsCapacity{}, err
+		}
+		if set && r != 0 {
 			return viewsCapacity{}, fmt.Errorf("context %s: set without %s (the views table is on demand)", ContextViewsReadCapacity, ContextViewsWriteCapacity)
 		}
 		return viewsCapacity{}, nil

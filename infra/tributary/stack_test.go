@@ -984,6 +984,8 @@ func TestNewTributaryStackRejects(t *testing.T) {
 			"context tributary:flushIntervalSeconds: 1.5 is not a whole number"},
 		{"views read capacity without write capacity", map[string]any{ContextViewsReadCapacity: "50", ContextAssetDir: complete}, nil,
 			"context tributary:viewsReadCapacity: set without tributary:viewsWriteCapacity"},
+		{"views read capacity not a number, without write capacity", map[string]any{ContextViewsReadCapacity: "lots", ContextAssetDir: complete}, nil,
+			`context tributary:viewsReadCapacity: "lots" is not a number`},
 		{"views write capacity past the table quota", map[string]any{ContextViewsWriteCapacity: 40001.0, ContextAssetDir: complete}, nil,
 			"context tributary:viewsWriteCapacity: 40001 is not a whole number between 0 and 40000"},
 		{"pipeline without windows", nil, &TributaryStackProps{AssetDir: complete, Pipelines: []pipeline.File{{Path: "p.json", JSON: []byte(`{"name": "p"}`)}}},

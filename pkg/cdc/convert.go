@@ -3,13 +3,13 @@ package cdc
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // ImageJSON converts a DynamoDB stream image to plain JSON values (see

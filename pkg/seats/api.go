@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"github.com/tributary-dev/tributary/pkg/strictjson"
-
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +22,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/projection"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Headers of the API's answers.

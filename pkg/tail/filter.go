@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Bounds of the filters a command line gives.

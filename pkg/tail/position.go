@@ -2,13 +2,14 @@ package tail
 
 import (
 	"fmt"
-	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // MaxAgo is the furthest back a duration or time may reach: Kinesis keeps

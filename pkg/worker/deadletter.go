@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/tributary-dev/tributary/pkg/redrive"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // deadLetterAPI is what DeadLetters needs of SQS: the source queue's

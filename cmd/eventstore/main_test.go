@@ -106,7 +106,7 @@ func TestEraseAndCompare(t *testing.T) {
 		t.Errorf("the suggested command %q reads in a shell as %q (%v)", suggested, args, err)
 	}
 	// -by is kept in the audit event, as -reason is: bounded.
-	if r := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-by", strings.Repeat("b", 100_000), "-yes"); r.code != 2 || !strings.Contains(r.stderr, "-by: is required (at most 256 characters)") {
+	if r := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-by", strings.Repeat("b", 100_000), "-yes"); r.code != 2 || !strings.Contains(r.stderr, "-by: is required (at most 256 bytes)") {
 		t.Errorf("a -by of 100,000 bytes: exit %d, stderr %.300q; want 2 naming -by and its bound", r.code, r.stderr)
 	}
 	done := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-yes")

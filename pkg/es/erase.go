@@ -131,10 +131,10 @@ func Erase(ctx context.Context, db eraseAPI, t Tables, er Erasure, now time.Time
 		return nil, Invalid("subject", "%v", err)
 	}
 	if er.Reason == "" || len(er.Reason) > maxReasonLength {
-		return nil, Invalid("reason", "is required (at most %d characters): the audit event keeps it", maxReasonLength)
+		return nil, Invalid("reason", "is required (at most %d bytes): the audit event keeps it", maxReasonLength)
 	}
 	if er.By == "" || len(er.By) > maxByLength {
-		return nil, Invalid("by", "is required (at most %d characters): the audit event names who erased", maxByLength)
+		return nil, Invalid("by", "is required (at most %d bytes): the audit event names who erased", maxByLength)
 	}
 	now = now.UTC()
 	res := &ErasureResult{ID: ErasureAggregate(er.Subject) + "@" + now.Format(time.RFC3339Nano)}

@@ -568,16 +568,16 @@ func (r *Runner[V]) emit(ctx context.Context, st State[V], resent bool, outbox s
 	if err != nil {
 		return 0, err
 	}
-	if aside := tooLarge(recs, r.stream, outbox); len(aside) > 0 {
-		// Put on no try, they would hold the key's shard for good.
-		if err := r.setAside(ctx, aside); err != nil {
-			return 0, err
-		}
-		recs = slices.DeleteFunc(recs, func(rec emit.Record) bool {
-			return limits.KinesisRecordSize(rec.Data, rec.PartitionKey) > limits.KinesisRecordBytes
-		})
-	}
 	if r.kin != nil && r.stream != "" {
+		if aside := tooLarge(recs, r.stream, outbox); len(aside) > 0 {
+			// Put on no try, they would hold the key's shard for good.
+			if err := r.setAside(ctx, aside); err != nil {
+				return 0, err
+			}
+			recs = slices.DeleteFunc(recs, func(rec emit.Record) bool {
+				return limits.KinesisRecordSize(rec.Data, rec.PartitionKey) > limits.KinesisRecordBytes
+			})
+		}
 		if err := emit.Put(ctx, r.kin, r.stream, recs, r.backoff); err != nil {
 			return 0, err
 		}

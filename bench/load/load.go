@@ -103,6 +103,8 @@ type tally struct {
 	// demand is what each invocation asked of the views table, in the
 	// order made: for provisioned capacity, which serves it at a rate.
 	demand []demand
+	// began is the run's first event time.
+	began time.Time
 }
 
 // demand is one invocation's table write and read units (its index's
@@ -407,7 +409,7 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 	tickLine := slog.New(slog.NewJSONHandler(tickLog, nil))
 	rule := []string{"arn:aws:events:us-east-1:123456789012:rule/Tributary-PipelinesPageviewsTickerSchedule-1A2B3C4D5E6F"}
 
-	t := tally{events: len(evs), metrics: map[string]bool{}, simulated: l.span, retention: cfg.Retention, db: newUsage()}
+	t := tally{events: len(evs), metrics: map[string]bool{}, simulated: l.span, retention: cfg.Retention, db: newUsage(), began: start}
 	seq := make([]int, st.shards)
 	states := make([]map[string]string, st.shards)
 	share := st.vcpu()
@@ -540,7 +542,7 @@ func (t tally) minus(o tally) tally {
 	// The demand of the steady part: what t made after o's span.
 	if len(t.demand) > 0 {
 		slices.SortStableFunc(t.demand, func(a, b demand) int { return a.at.Compare(b.at) })
-		from := t.demand[0].at.Add(o.simulated)
+		from := t.began.Add(o.simulated)
 		i, _ := slices.BinarySearchFunc(t.demand, from, func(e demand, at time.Time) int { return e.at.Compare(at) })
 		d.demand = t.demand[i:]
 	}

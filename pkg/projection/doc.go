@@ -21,7 +21,9 @@
 //     appended (a hand-made record, or one of an events table since
 //     replaced) — is one no retry fills: that record and its aggregate's
 //     later ones are set aside naming data.version, and no view applies
-//     them.
+//     them. (The fold and state views find such a gap; an aggregate type
+//     with entity views alone is not checked against the log, and its
+//     items would take the record's version.)
 //   - An EntityView keeps items each fully determined by the last event
 //     that touched it (a booking: reserved, then cancelled). Each item is
 //     put whole, conditioned on its version being older than the event's:

@@ -165,11 +165,13 @@ func (s *Store) add(ctx context.Context, r *Rule) (*StoredRule, error) {
 	if err != nil {
 		return nil, err
 	}
-	rules, err := s.List(ctx)
+	// Every rule item counts, one that no longer parses too: past
+	// MaxRules items List, and so detect, would refuse the table.
+	_, items, err := s.list(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(rules) >= s.maxRules {
+	if items >= s.maxRules {
 		return nil, ErrTooMany
 	}
 	if s.counted != nil {
@@ -277,24 +279,34 @@ func (s *Store) Get(ctx context.Context, id string) (*StoredRule, error) {
 // table holding more items than a rules table can (MaxRules and the
 // version) is refused once the scan passes that many, not read to its end.
 func (s *Store) List(ctx context.Context) ([]*StoredRule, error) {
+	out, _, err := s.list(ctx)
+	return out, err
+}
+
+// list is List, and how many rule items the table holds, those that no
+// longer parse included: what Add counts against MaxRules, since List
+// refuses a table of more.
+func (s *Store) list(ctx context.Context) ([]*StoredRule, int, error) {
 	var out []*StoredRule
+	items := 0
 	var start map[string]types.AttributeValue
 	read := 0
 	for {
 		page, err := s.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start})
 		if err != nil {
-			return nil, fmt.Errorf("cep: listing the rules in %s: %w", s.table, err)
+			return nil, 0, fmt.Errorf("cep: listing the rules in %s: %w", s.table, err)
 		}
 		// A rules table holds at most maxRules rules and its version item:
 		// more is another table (rules list -table <the events table>),
 		// not read to its end.
 		if read += len(page.Items); read > s.maxRules+1 {
-			return nil, fmt.Errorf("cep: listing the rules in %s: it holds more than %d items, more than a rules table does (%d rules, deleted ones included, and its version): is it the rules table?", s.table, s.maxRules+1, s.maxRules)
+			return nil, 0, fmt.Errorf("cep: listing the rules in %s: it holds more than %d items, more than a rules table does (%d rules, deleted ones included, and its version): is it the rules table?", s.table, s.maxRules+1, s.maxRules)
 		}
 		for _, it := range page.Items {
 			if id, ok := it[attrID].(*types.AttributeValueMemberS); ok && id.Value == versionID {
 				continue
 			}
+			items++
 			sr, err := fromItem(it)
 			if err != nil {
 				s.log.Error("a stored rule cannot be loaded: left out", "table", s.table, "error", err.Error())
@@ -308,7 +320,7 @@ func (s *Store) List(ctx context.Context) ([]*StoredRule, error) {
 		start = page.LastEvaluatedKey
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Rule.ID < out[j].Rule.ID })
-	return out, nil
+	return out, items, nil
 }
 
 // Disable stops a rule: it reads no event arriving from now +

@@ -423,6 +423,31 @@ func TestListReadsNoMoreThanARulesTableHolds(t *testing.T) {
 	}
 }
 
+// TestAddCountsItemsThatNoLongerParse: a rule item that no longer parses
+// (left out of List) still takes a place: Add refuses the rule that would
+// take the table past what List, and detect with it, reads.
+func TestAddCountsItemsThatNoLongerParse(t *testing.T) {
+	ctx := context.Background()
+	table := newRulesTable(t)
+	s := NewStore(db, table, nil)
+	s.maxRules = 3
+	for _, id := range []string{"r1", "r2"} {
+		if _, err := s.Add(ctx, rule(t, `{"id":"`+id+`","pattern":[{"begin":"a","type":"x"}]}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		attrID: &types.AttributeValueMemberS{Value: "broken"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(ctx, rule(t, `{"id":"r3","pattern":[{"begin":"a","type":"x"}]}`)); !errors.Is(err, ErrTooMany) {
+		t.Errorf("adding a third rule beside two and an item that no longer parses: %v, want ErrTooMany", err)
+	}
+	if rules, err := s.List(ctx); err != nil || len(rules) != 2 {
+		t.Errorf("List: %d rules, %v; want the two that parse", len(rules), err)
+	}
+}
+
 // TestAddCannotPassTheLimitUnderARace: two adds that count the rules at
 // once cannot both take the last place. One add is held between counting
 // and writing while another takes the place; the held one's write, made at

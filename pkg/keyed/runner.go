@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -561,7 +560,7 @@ func dueAt[V any](st State[V]) time.Time {
 }
 
 // emit puts a state's outbox on the output stream. An output Kinesis would
-// never take is set aside instead (tooLarge), so it does not hold the key,
+// never take is set aside instead (splitTooLarge), so it does not hold the key,
 // and its shard, for good.
 func (r *Runner[V]) emit(ctx context.Context, st State[V], resent bool, outbox string) (int, error) {
 	recs, err := st.Render()
@@ -569,14 +568,13 @@ func (r *Runner[V]) emit(ctx context.Context, st State[V], resent bool, outbox s
 		return 0, err
 	}
 	if r.kin != nil && r.stream != "" {
-		if aside := tooLarge(recs, r.stream, outbox); len(aside) > 0 {
+		fit, aside := splitTooLarge(recs, r.stream, outbox)
+		if len(aside) > 0 {
 			// Put on no try, they would hold the key's shard for good.
 			if err := r.setAside(ctx, aside); err != nil {
 				return 0, err
 			}
-			recs = slices.DeleteFunc(recs, func(rec emit.Record) bool {
-				return limits.KinesisRecordSize(rec.Data, rec.PartitionKey) > limits.KinesisRecordBytes
-			})
+			recs = fit
 		}
 		if err := emit.Put(ctx, r.kin, r.stream, recs, r.backoff); err != nil {
 			return 0, err
@@ -595,22 +593,31 @@ func outboxOf(key string, version int) string {
 	return key + "@" + strconv.Itoa(version)
 }
 
-// tooLarge are the records of recs Kinesis would never take (over its
-// 1 MiB with the partition key), as records set aside: the output itself
-// as the data, stream as the source, outbox#<index> as the sequence.
-func tooLarge(recs []emit.Record, stream, outbox string) []setaside.Record {
-	var aside []setaside.Record
+// splitTooLarge parts recs into those Kinesis takes (fit, in order) and,
+// as records set aside, those it would never take (over its 1 MiB with the
+// partition key): the output itself as the data, stream as the source,
+// outbox#<index> as the sequence.
+func splitTooLarge(recs []emit.Record, stream, outbox string) (fit []emit.Record, aside []setaside.Record) {
 	for i, rec := range recs {
 		n := limits.KinesisRecordSize(rec.Data, rec.PartitionKey)
 		if n <= limits.KinesisRecordBytes {
+			if aside != nil {
+				fit = append(fit, rec)
+			}
 			continue
+		}
+		if aside == nil { // the first: copy what fit before it (none is copied when all fit)
+			fit = append(make([]emit.Record, 0, len(recs)-1), recs[:i]...)
 		}
 		aside = append(aside, setaside.Record{Source: stream, Sequence: outbox + "#" + strconv.Itoa(i), PartitionKey: rec.PartitionKey,
 			Data: rec.Data, Kind: setaside.KindOutputTooLarge,
 			Reason: fmt.Sprintf("an output of key %q is %d bytes with its partition key; Kinesis takes at most %d, so it is set aside instead of put",
 				rec.PartitionKey, n, limits.KinesisRecordBytes)})
 	}
-	return aside
+	if aside == nil {
+		return recs, nil
+	}
+	return fit, aside
 }
 
 // setAside writes records aside (or reports that it could not).

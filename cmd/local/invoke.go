@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/local"
 	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -35,16 +36,11 @@ func invoke(ctx context.Context, o *options) (err error) {
 	if o.fn == "" || o.event == "" {
 		return usageError{"invoke needs a function and an event file: make invoke FN=ingest EVENT=events/ingest/function-url-post.json (or -fn and -event)"}
 	}
-	f, err := os.Open(o.event)
+	payload, over, err := limits.ReadFileAtMost(o.event, maxEventBytes)
 	if err != nil {
 		return fmt.Errorf("event file: %w", err)
 	}
-	payload, err := io.ReadAll(io.LimitReader(f, maxEventBytes+1))
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("event file %s: %w", o.event, err)
-	}
-	if len(payload) > maxEventBytes {
+	if over {
 		return fmt.Errorf("event file %s: over the Invoke API's 6 MB limit", o.event)
 	}
 	// The strict reader, not json.Valid: the event is decoded and written

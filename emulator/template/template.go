@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/tributary-dev/tributary/pkg/limits"
 )
 
 // Template is a CloudFormation template as cdk synth writes it.
@@ -57,16 +57,11 @@ const MaxBytes = 1 << 20
 // Load reads a cdk.out <Stack>.template.json, refusing one of more than
 // MaxBytes without reading past MaxBytes+1.
 func Load(path string) (*Template, error) {
-	f, err := os.Open(path)
+	b, over, err := limits.ReadFileAtMost(path, MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("template: %w", err)
-	}
-	if len(b) > MaxBytes {
+	if over {
 		return nil, fmt.Errorf("template: %s: more than %d bytes, more than CloudFormation takes (1 MB): not a synthesized template", path, MaxBytes)
 	}
 	t, err := Parse(b)

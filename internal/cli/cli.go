@@ -77,11 +77,11 @@ func ReadFile(flag, name string, max int, what string) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, int64(max)+1))
+	b, over, err := limits.ReadAtMost(r, max)
 	if err != nil {
 		return nil, Usagef(flag, "%s: %v", name, err)
 	}
-	if len(b) > max {
+	if over {
 		return nil, Usagef(flag, "%s: more than %d bytes: %s", name, max, what)
 	}
 	return b, nil

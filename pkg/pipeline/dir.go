@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tributary-dev/tributary/pkg/limits"
 )
 
 // Bounds on a pipeline file.
@@ -142,16 +143,11 @@ func LoadDir(dir string) ([]File, error) {
 // readBounded reads the file at path, refusing one larger than
 // MaxFileBytes without reading it all.
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	doc, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	doc, over, err := limits.ReadFileAtMost(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(doc) > MaxFileBytes {
+	if over {
 		return nil, fmt.Errorf("%s: more than %d bytes: a pipeline file is a small JSON object", path, MaxFileBytes)
 	}
 	return doc, nil

@@ -256,6 +256,9 @@ func TestSelectedKeyFitsAPartitionKey(t *testing.T) {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return "", 0, handler.Refuse("data", "%v", err)
 		}
+		if d.Tenant == "bytes" {
+			return ev.Key + "/\xff", 1, nil
+		}
 		return ev.Key + "/" + d.Tenant, 1, nil
 	}
 	for _, tc := range []struct {
@@ -267,6 +270,14 @@ func TestSelectedKeyFitsAPartitionKey(t *testing.T) {
 		{"257 bytes", strings.Repeat("t", 257-len("/r/")), true},
 		{"300 bytes", strings.Repeat("t", 300-len("/r/")), true},
 		{"511 bytes", strings.Repeat("t", 511-len("/r/")), true},
+		// Kinesis counts characters: 256 of them in two bytes each is a
+		// partition key it takes, so the key's results go out.
+		{"256 characters, 509 bytes", strings.Repeat("é", 256-len("/r/")), false},
+		{"257 characters", strings.Repeat("é", 257-len("/r/")), true},
+		// A selector may build a key from bytes: one that is not UTF-8
+		// would reach Kinesis and DynamoDB with its bad bytes replaced,
+		// another key's results.
+		{"not UTF-8", "bytes", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := setup(t)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/emit"
 	"github.com/tributary-dev/tributary/pkg/keyed"
@@ -34,12 +35,15 @@ const (
 	RetractionType = "retraction"
 )
 
-// MaxKeyBytes bounds a key a Selector returns: it is part of item keys,
-// and its results' partition key on the output stream, which Kinesis
-// bounds at 256 characters (a longer one refuses the whole PutRecords
-// call, so the key's results could never be put and its records would be
-// retried for ever). A record whose key is longer is set aside.
-const MaxKeyBytes = 256
+// MaxKeyChars bounds a key a Selector returns, in Unicode characters: it
+// is its results' partition key on the output stream, which Kinesis bounds
+// at 256 characters (a longer one refuses the whole PutRecords call, so
+// the key's results could never be put and its records would be retried
+// for ever), and part of item keys (at most 1,024 bytes in UTF-8, far
+// under DynamoDB's 2,048 for a partition key). A record whose key is
+// longer is set aside; a key of 256 characters of any script is kept, as
+// Kinesis would take it.
+const MaxKeyChars = 256
 
 // Result is one record on the output stream: the final result of one key's
 // window, emitted once its shard's watermark passed the window's end, or,
@@ -139,9 +143,11 @@ func (o *windowed[T, V, A]) Select(_ *stream.KinesisRecord, env *stream.Envelope
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: "data", Kind: setaside.KindInvalid, Reason: err.Error()}
 	case key == "":
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: "key", Kind: setaside.KindInvalid, Reason: "the selected key is empty"}
-	case len(key) > MaxKeyBytes:
+	case !utf8.ValidString(key):
+		return "", r, keyed.Ignore, &keyed.RecordError{Field: "key", Kind: setaside.KindInvalid, Reason: "the selected key is not valid UTF-8"}
+	case len(key) > MaxKeyChars && utf8.RuneCountInString(key) > MaxKeyChars:
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: "key", Kind: setaside.KindInvalid,
-			Reason: fmt.Sprintf("the selected key is %d bytes; at most %d", len(key), MaxKeyBytes)}
+			Reason: fmt.Sprintf("the selected key is %d characters; at most %d", utf8.RuneCountInString(key), MaxKeyChars)}
 	}
 	r.single = A(new(T))
 	r.single.Add(v)

@@ -490,6 +490,37 @@ func loadPipeline(file string, lookup func(string) (string, bool)) (*pipeline.Co
 	return cfg, nil
 }
 
+// maxPositionsShown bounds the shards versions lists for a version: a
+// stream may have thousands; the rest are counted, with the one whose
+// last record arrived earliest (the version's furthest behind there).
+const maxPositionsShown = 32
+
+// furthestBehind names, among positions, the one whose record arrived
+// earliest, and how many are no longer in the stream.
+func furthestBehind(ps []replay.Position) string {
+	var early *replay.Position
+	gone := 0
+	for i := range ps {
+		switch p := &ps[i]; {
+		case p.Gone:
+			gone++
+		case !p.Arrival.IsZero() && (early == nil || p.Arrival.Before(early.Arrival)):
+			early = p
+		}
+	}
+	var about []string
+	if early != nil {
+		about = append(about, "the furthest behind "+early.Shard+" (its last record arrived "+fmtTime(early.Arrival)+")")
+	}
+	if gone > 0 {
+		about = append(about, fmt.Sprintf("%d no longer in the stream", gone))
+	}
+	if len(about) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(about, "; ")
+}
+
 func printVersions(w io.Writer, param string, vs []replay.VersionInfo) {
 	fmt.Fprintf(w, "versions of the views parameter %s names:\n", param)
 	for _, v := range vs {
@@ -526,7 +557,11 @@ func printVersions(w io.Writer, param string, vs []replay.VersionInfo) {
 			current = " (current)"
 		}
 		fmt.Fprintf(w, "%s %s%s: %s; %s\n", mark, v.Table, current, held, strings.Join(about, "; "))
-		for _, p := range v.Positions {
+		shown := v.Positions
+		if len(shown) > maxPositionsShown {
+			shown = shown[:maxPositionsShown]
+		}
+		for _, p := range shown {
 			at := ""
 			switch {
 			case p.Gone:
@@ -535,6 +570,9 @@ func printVersions(w io.Writer, param string, vs []replay.VersionInfo) {
 				at = " (arrived " + fmtTime(p.Arrival) + ")"
 			}
 			fmt.Fprintf(w, "    reached %s sequence number %s%s\n", p.Shard, p.Sequence, at)
+		}
+		if rest := v.Positions[len(shown):]; len(rest) > 0 {
+			fmt.Fprintf(w, "    and %d more shards%s\n", len(rest), furthestBehind(rest))
 		}
 		if !v.Deleted && len(v.Positions) == 0 {
 			fmt.Fprintln(w, "    reached no record yet")

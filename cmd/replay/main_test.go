@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -273,6 +274,33 @@ func TestVersionsSaysSamplesAreNoPosition(t *testing.T) {
 	}
 	if strings.Count(out.String(), "reached ") != 1 {
 		t.Errorf("versions:\n%s\nwant one position", out.String())
+	}
+}
+
+// TestVersionsBoundsTheShardsListed: a version of a stream with thousands
+// of shards lists the first few and counts the rest, naming the one that
+// is furthest behind, rather than a line for every shard.
+func TestVersionsBoundsTheShardsListed(t *testing.T) {
+	base := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	var ps []replay.Position
+	for i := range 5000 {
+		p := replay.Position{Shard: fmt.Sprintf("shardId-%012d", i), Sequence: strconv.Itoa(i), Arrival: base.Add(time.Duration(i%97) * time.Minute)}
+		switch i {
+		case 4321:
+			p.Arrival = base.Add(-time.Hour)
+		case 4322:
+			p.Gone, p.Arrival = true, time.Time{}
+		}
+		ps = append(ps, p)
+	}
+	var out bytes.Buffer
+	printVersions(&out, "/t/views", []replay.VersionInfo{{Table: "views", Number: 1, Current: true, Items: 5, Positions: ps}})
+	if n := strings.Count(out.String(), "reached shardId-"); n != maxPositionsShown {
+		t.Errorf("versions lists %d shards; want %d", n, maxPositionsShown)
+	}
+	want := fmt.Sprintf("and %d more shards: the furthest behind shardId-000000004321 (its last record arrived %s); 1 no longer in the stream", 5000-maxPositionsShown, fmtTime(base.Add(-time.Hour)))
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("versions:\n%.2000s\nwant %q", out.String(), want)
 	}
 }
 

@@ -665,19 +665,10 @@ func (p *Processor) commit(ctx context.Context, shard string, wm *window.Waterma
 	prev := *p.marks[shard]
 	p.mu.Unlock()
 	if wm.Current().After(prev.Current()) || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
-		stored, err := p.views.SaveWatermark(ctx, p.cfg.Name, shard, wm)
-		if err != nil {
+		// The ticker (or a duplicate invocation) may have stored a later
+		// one: wm takes it.
+		if err := p.views.AdvanceWatermark(ctx, p.cfg.Name, shard, wm); err != nil {
 			return err
-		}
-		if !stored {
-			// The ticker (or a duplicate invocation) stored a later one: take it.
-			marks, err := p.views.Watermarks(ctx, p.cfg.Name)
-			if err != nil {
-				return err
-			}
-			if m, ok := marks[shard]; ok {
-				wm.Merge(m)
-			}
 		}
 		p.mu.Lock()
 		p.marks[shard] = wm

@@ -667,19 +667,10 @@ func (r *Runner[V]) watermark(ctx context.Context, shard string) (*window.Waterm
 func (r *Runner[V]) commit(ctx context.Context, shard string, prev, wm *window.Watermark) error {
 	moved := wm.Current().After(prev.Current())
 	if moved || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
-		stored, err := r.views.SaveWatermark(ctx, r.set.Name, shard, wm)
-		if err != nil {
+		// The tick (or a duplicate invocation) may have stored a later
+		// one: wm takes it.
+		if err := r.views.AdvanceWatermark(ctx, r.set.Name, shard, wm); err != nil {
 			return err
-		}
-		if !stored {
-			// The tick (or a duplicate invocation) stored a later one.
-			marks, err := r.views.Watermarks(ctx, r.set.Name)
-			if err != nil {
-				return err
-			}
-			if m, ok := marks[shard]; ok {
-				wm.Merge(m)
-			}
 		}
 		r.mu.Lock()
 		r.marks[shard] = wm

@@ -297,6 +297,43 @@ func TestCompactionKeepsTheValue(t *testing.T) {
 	}
 }
 
+// TestAdvanceWatermarkTakesALaterOne: a shard whose stored watermark is
+// later than the one a batch advances to (the ticker's idle advance went
+// past it) keeps the stored one, and the batch's watermark takes it, with
+// its own max event time where that is later.
+func TestAdvanceWatermarkTakesALaterOne(t *testing.T) {
+	f := newViews(t)
+	ctx := context.Background()
+	ticked := window.NewWatermark(10 * time.Second)
+	ticked.Observe(minute.End.Add(5 * time.Minute))
+	if err := f.views.AdvanceWatermark(ctx, "p", "shard-0", ticked); err != nil {
+		t.Fatal(err)
+	}
+	batch := window.NewWatermark(10 * time.Second)
+	batch.Observe(minute.End)
+	if err := f.views.AdvanceWatermark(ctx, "p", "shard-0", batch); err != nil {
+		t.Fatal(err)
+	}
+	if !batch.Current().Equal(ticked.Current()) {
+		t.Errorf("the batch's watermark is %v after the refused write; want the stored %v", batch.Current(), ticked.Current())
+	}
+	got, err := f.views.Watermarks(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got["shard-0"].Current().Equal(ticked.Current()) {
+		t.Errorf("stored %v, want %v", got["shard-0"].Current(), ticked.Current())
+	}
+	later := window.NewWatermark(10 * time.Second)
+	later.Observe(minute.End.Add(10 * time.Minute))
+	if err := f.views.AdvanceWatermark(ctx, "p", "shard-0", later); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = f.views.Watermarks(ctx, "p"); err != nil || !got["shard-0"].Current().Equal(later.Current()) {
+		t.Errorf("stored %v (%v), want the later %v", got["shard-0"], err, later.Current())
+	}
+}
+
 func TestWatermarkNeverGoesBack(t *testing.T) {
 	f := newViews(t)
 	ctx := context.Background()

@@ -40,6 +40,46 @@ func (v *Views) SaveWatermark(ctx context.Context, pipeline, shard string, wm *w
 	return stored, nil
 }
 
+// AdvanceWatermark stores shard's watermark for pipeline, as SaveWatermark
+// does, and when a later one is stored already (the ticker's idle advance,
+// a duplicate invocation) merges that one into wm, so that wm is the
+// shard's watermark as stored. The stored one comes back with the refused
+// write itself: no read of the shard items.
+func (v *Views) AdvanceWatermark(ctx context.Context, pipeline, shard string, wm *window.Watermark) error {
+	blob, err := wm.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	slots := [2]types.AttributeValue{avB(blob), avS(timeText(wm.Current()))}
+	s, err := watermarkShape.get(0)
+	if err != nil {
+		return err
+	}
+	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: v.tableName, Key: itemKey(watermarkPK(pipeline), shard),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor(slots[:]),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		b, ok := ccf.Item[attrWatermark].(*types.AttributeValueMemberB)
+		if !ok {
+			return fmt.Errorf("state: saving watermark of %s %s: refused, and the stored item has no watermark", pipeline, shard)
+		}
+		stored := &window.Watermark{}
+		if err := stored.UnmarshalBinary(b.Value); err != nil {
+			return fmt.Errorf("state: watermark of %s %s: %w", pipeline, shard, err)
+		}
+		wm.Merge(stored)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("state: saving watermark of %s %s: %w", pipeline, shard, err)
+	}
+	return nil
+}
+
 // updateShardItem makes one conditional write of shape to pipeline's item
 // of shard; applied is false when its condition did not hold.
 func (v *Views) updateShardItem(ctx context.Context, pipeline, shard string, shape *shapeSet, slots []types.AttributeValue) (applied bool, err error) {

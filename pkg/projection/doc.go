@@ -21,9 +21,12 @@
 //     appended (a hand-made record, or one of an events table since
 //     replaced) — is one no retry fills: that record and its aggregate's
 //     later ones are set aside naming data.version, and no view applies
-//     them. (The fold and state views find such a gap; an aggregate type
-//     with entity views alone is not checked against the log, and its
-//     items would take the record's version.)
+//     them. A fold finds such a gap by its failed condition; an aggregate
+//     type with entity views and no fold is checked against the log by a
+//     consistent read of the batch's last version of each aggregate (and,
+//     when the log lacks it, of the versions before), since an entity item
+//     put at a version never appended would keep out every later event of
+//     its key.
 //   - An EntityView keeps items each fully determined by the last event
 //     that touched it (a booking: reserved, then cancelled). Each item is
 //     put whole, conditioned on its version being older than the event's:

@@ -34,11 +34,18 @@ func (noteView) Entities(e es.Event) ([]map[string]types.AttributeValue, error) 
 	return []map[string]types.AttributeValue{{"pk": s(d.PK), "sk": s(d.SK), "note": s(d.Note)}}, nil
 }
 
-// noLog is an event log with nothing to fill a gap with.
-type noLog struct{}
+// appendedLog is an event log that holds every version of every aggregate
+// up to its bound. The events it returns carry their versions alone: it
+// says what was appended (what a projector of entity views asks) and is
+// no log to fill a fold's gap from.
+type appendedLog struct{ upTo int64 }
 
-func (noLog) Events(context.Context, string, int64, int64) ([]es.Event, error) {
-	return nil, fmt.Errorf("no log here")
+func (l appendedLog) Events(_ context.Context, agg string, after, upTo int64) ([]es.Event, error) {
+	var evs []es.Event
+	for v := after + 1; v <= min(upTo, l.upTo); v++ {
+		evs = append(evs, es.Event{AggregateType: "thing", AggregateID: agg, Version: v})
+	}
+	return evs, nil
 }
 
 // publishedThing is the stream record of version v of thing agg.
@@ -97,7 +104,7 @@ func TestEntityItemsThatCannotBeWritten(t *testing.T) {
 // table "views" and what it sets aside in "quarantine".
 func inProcess(views projection.Views) (*memdb.DB, *projection.Projector) {
 	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable, "quarantine": memdb.QuarantineTable})
-	return mem, projection.New(mem, noLog{}, projection.FixedTable("views"), views, projection.WithSetAside(setaside.New(mem, "quarantine")))
+	return mem, projection.New(mem, appendedLog{upTo: 4}, projection.FixedTable("views"), views, projection.WithSetAside(setaside.New(mem, "quarantine")))
 }
 
 // setAsideIn reads back what was set aside in mem's quarantine table.

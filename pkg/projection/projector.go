@@ -360,10 +360,12 @@ func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fen
 	stuck = map[int64]*ApplyError{}
 	evs = ordered(evs)
 	typ := evs[0].AggregateType
+	folded := false
 	for _, v := range p.views.Folds {
 		if v.AggregateType() != typ {
 			continue
 		}
+		folded = true
 		ae, err := p.fold(ctx, table, v, evs, fence)
 		if err != nil {
 			return nil, fmt.Errorf("view %s: %w", v.Name(), err)
@@ -377,7 +379,13 @@ func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fen
 		}
 	}
 	// An entity item put from an event the log never had would keep
-	// every later event of its key out (its version is newer).
+	// every later event of its key out (its version is newer). A fold
+	// finds such events; without one, the log is asked.
+	if i := slices.IndexFunc(p.views.Entities, func(v EntityView) bool { return v.AggregateType() == typ }); !folded && i >= 0 {
+		if err := p.inLog(ctx, p.views.Entities[i].Name(), evs, stuck); err != nil {
+			return nil, err
+		}
+	}
 	entityEvs := slices.DeleteFunc(slices.Clone(evs), func(e es.Event) bool { return stuck[e.Version] != nil && stuck[e.Version].pastLog })
 	for _, v := range p.views.Entities {
 		if v.AggregateType() != typ || len(entityEvs) == 0 {
@@ -558,6 +566,34 @@ func (p *Projector) missing(ctx context.Context, agg string, after, before int64
 			Reason: fmt.Sprintf("the event store holds %d of %s's versions %d to %d, which come before it: no such event was appended", len(evs), agg, after+1, before-1)}
 	}
 	return evs, nil
+}
+
+// inLog marks stuck (pastLog) the events of evs (one aggregate, ordered)
+// that the log does not hold, naming view: one consistent read of their
+// versions. The
+// log appends an aggregate's versions without gaps, so those past the
+// highest it holds are the ones it never had, and when it holds the last
+// of evs it holds them all: one read of one event on the normal path.
+func (p *Projector) inLog(ctx context.Context, view string, evs []es.Event, stuck map[int64]*ApplyError) error {
+	agg, first, last := evs[0].AggregateID, evs[0].Version, evs[len(evs)-1].Version
+	held, err := p.log.Events(ctx, agg, last-1, last)
+	if err == nil && len(held) == 0 && last > first {
+		held, err = p.log.Events(ctx, agg, first-1, last-1)
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s's versions %d to %d back: %w", agg, first, last, err)
+	}
+	top := first - 1
+	if len(held) > 0 {
+		top = held[len(held)-1].Version
+	}
+	for _, e := range evs {
+		if e.Version > top && stuck[e.Version] == nil {
+			stuck[e.Version] = &ApplyError{View: view, Event: e.ID(), Version: e.Version, Field: "data.version", pastLog: true,
+				Reason: fmt.Sprintf("the event store holds %s up to version %d: no such event was appended", agg, top)}
+		}
+	}
+	return nil
 }
 
 // entities puts each item v sets, the last event's version of each, whole,

@@ -136,6 +136,12 @@ func (s *sketch) mergeWith(o *sketch) {
 	s.zeroCount += o.zeroCount
 }
 
+// settle compacts both stores (see pagedStore.settled).
+func (s *sketch) settle() {
+	s.pos.compact()
+	s.neg.compact()
+}
+
 func (s *sketch) isEmpty() bool {
 	return s.zeroCount == 0 && s.pos.isEmpty() && s.neg.isEmpty()
 }
@@ -237,6 +243,11 @@ type pagedStore struct {
 	bufferCompactionTriggerLen int
 	pages                      [][]float64 // len == cap
 	minPageIndex               int         // maxInt iff pages are unused
+	// settled: compact has run and nothing was added since (the buffer is
+	// sorted, and no entry of it has a page to go to), so compact, and the
+	// encoding and the queries that call it, only read the store: a
+	// settled sketch may be encoded by several goroutines at once.
+	settled bool
 }
 
 const (
@@ -282,12 +293,14 @@ func (s *pagedStore) page(pi int, ensureExists bool) []float64 {
 		page := &s.pages[pi-s.minPageIndex]
 		if ensureExists && len(*page) == 0 {
 			*page = append(*page, make([]float64, pageLen)...)
+			s.settled = false
 		}
 		return *page
 	}
 	if !ensureExists {
 		return nil
 	}
+	s.settled = false
 	if pi < s.minPageIndex {
 		if s.minPageIndex == maxInt {
 			if len(s.pages) == 0 {
@@ -320,6 +333,9 @@ func newPagesLen(required int) int {
 }
 
 func (s *pagedStore) compact() {
+	if s.settled {
+		return
+	}
 	slices.Sort(s.buffer)
 	for pos := 0; pos < len(s.buffer); {
 		start := pos
@@ -341,6 +357,7 @@ func (s *pagedStore) compact() {
 		}
 	}
 	s.bufferCompactionTriggerLen = len(s.buffer) + pageLen
+	s.settled = true
 }
 
 func (s *pagedStore) add(index int) {
@@ -355,6 +372,7 @@ func (s *pagedStore) add(index int) {
 		s.compact()
 	}
 	s.buffer = append(s.buffer, index)
+	s.settled = false
 }
 
 func (s *pagedStore) addWithCount(index int, count float64) {
@@ -422,7 +440,9 @@ func (s *pagedStore) keyAtRank(rank float64) int {
 	if rank < 0 {
 		rank = 0
 	}
-	slices.Sort(s.buffer)
+	if !slices.IsSorted(s.buffer) { // a settled store's is: its queries only read it
+		slices.Sort(s.buffer)
+	}
 	cumul := float64(0)
 	pos := 0
 	for off, page := range s.pages {
@@ -476,7 +496,7 @@ func (s *pagedStore) copy() pagedStore {
 			pages[i] = slices.Clone(page)
 		}
 	}
-	return pagedStore{buffer: buffer, bufferCompactionTriggerLen: s.bufferCompactionTriggerLen, pages: pages, minPageIndex: s.minPageIndex}
+	return pagedStore{buffer: buffer, bufferCompactionTriggerLen: s.bufferCompactionTriggerLen, pages: pages, minPageIndex: s.minPageIndex, settled: s.settled}
 }
 
 func (s *pagedStore) encode(b *[]byte, t enc.FlagType) {
@@ -522,6 +542,7 @@ func (s *pagedStore) decodeAndMergeWith(b *[]byte, mode enc.SubFlag) error {
 				index += d
 				s.buffer = append(s.buffer, int(index))
 			}
+			s.settled = false
 			remaining -= batch
 			if remaining == 0 {
 				return nil

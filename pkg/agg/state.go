@@ -137,6 +137,21 @@ func (st *State) Merge(o *State) error {
 	return nil
 }
 
+// Settle brings st's sketches to the form its encoding and its result
+// read them in (a quantile sketch's buffer sorted and compacted, a
+// distinct sketch's insert buffer folded), which both otherwise do first:
+// a state encoded or read again after Settle, with nothing added or merged
+// into it, is only read, so one state may be encoded by several goroutines
+// at once (the windows of a pane, package aggregate).
+func (st *State) Settle() {
+	if st.quant != nil {
+		st.quant.settle()
+	}
+	if st.distinct != nil {
+		st.distinct.Estimate()
+	}
+}
+
 // Clone returns an independent copy of st.
 func (st *State) Clone() *State {
 	c := *st

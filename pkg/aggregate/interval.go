@@ -574,6 +574,11 @@ func windowPartials(sets map[setKey]*partial, advance func(kind string) time.Dur
 	out := make(map[upKey]*partial, len(sets))
 	owned := map[upKey]bool{} // its st is a merge of its own, not a set's
 	for k, pt := range sets {
+		if k.n > 1 {
+			// The windows share pt.st, and the flush writes them at once:
+			// encoding it must not write it.
+			pt.st.Settle()
+		}
 		step := advance(k.kind)
 		for j := range k.n {
 			shift := time.Duration(j) * step

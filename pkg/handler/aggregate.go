@@ -55,7 +55,10 @@ type Event struct {
 // ErrSkip for an event the handler does not read (another type), or an
 // error for an event that can never be added: a *FieldError (see Refuse)
 // names the field, and the record is set aside with its data and the
-// reason. A Selector must be a pure function of the event.
+// reason. A Selector must be a pure function of the event; one that panics
+// on an event (or an Add or MarshalBinary that panics on its value) would
+// panic on every retry, so the record is set aside naming data, with the
+// panic as the reason.
 type Selector[V any] func(ev *Event) (key string, v V, err error)
 
 // ErrSkip is what a Selector returns for an event that is not its own: it

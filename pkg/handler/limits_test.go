@@ -394,3 +394,73 @@ func TestResultTooLargeForTheStreamIsSetAside(t *testing.T) {
 		t.Fatalf("set aside %+v; want /big's result, once, as %s", aside, setaside.KindOutputTooLarge)
 	}
 }
+
+// Picky is a Tally whose Add panics on 13: a bug of the aggregate that one
+// record's value triggers.
+type Picky struct{ Tally }
+
+func (p *Picky) Add(v int64) {
+	if v == 13 {
+		var m map[int64]int
+		m[v]++ // a nil map: panics
+	}
+	p.Tally.Add(v)
+}
+
+func (p *Picky) Merge(o *Picky) { p.Tally.Merge(&o.Tally) }
+
+// TestPanicOnARecordSetsItAside: a Selector or an aggregate that panics on
+// one record's data panics on every retry of it, so a panic that escaped
+// the batch would fail it for good and hold the shard. The record is set
+// aside naming data, with the panic as its reason; the batch reports no
+// failure and the other records are counted.
+func TestPanicOnARecordSetsItAside(t *testing.T) {
+	ctx := context.Background()
+	panicky := func(ev *handler.Event) (string, int64, error) {
+		if strings.Contains(string(ev.Data), "boom") {
+			var routes []string
+			return routes[3], 0, nil // index out of range
+		}
+		return selectLatency(ev)
+	}
+	for _, tc := range []struct {
+		name string
+		new  func(handler.Config) (*handler.Handler, error)
+		data string
+	}{
+		{"Selector", func(cfg handler.Config) (*handler.Handler, error) {
+			return handler.NewWindowed[Tally](cfg, panicky, handler.WithLogger(quiet), handler.WithMetrics(nil))
+		}, `{"ms":1,"boom":true}`},
+		{"Add", func(cfg handler.Config) (*handler.Handler, error) {
+			return handler.NewWindowed[Picky](cfg, selectLatency, handler.WithLogger(quiet), handler.WithMetrics(nil))
+		}, `{"ms":13}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := setup(t)
+			h, err := tc.new(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := []rec{
+				{100, request("e0", "/r", 1, `{"ms":5}`)},
+				{101, request("e1", "/r", 2, tc.data)},
+				{102, request("e2", "/r", 3, `{"ms":7}`)},
+				{103, request("e3", "/r", 200, `{"ms":1}`)}, // closes the first window
+			}
+			mustBatch(t, h, kinesisRecords(recs))
+			scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.QuarantineTable)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var item setaside.Item
+			if len(scan.Items) != 1 || attributevalue.UnmarshalMap(scan.Items[0], &item) != nil || item.SequenceNumber != "101" ||
+				item.Field != "data" || !strings.Contains(item.Reason, "panicked") {
+				t.Fatalf("set aside %+v; want record 101 naming data, the panic its reason", item)
+			}
+			byID, _ := results(t, cfg.OutputStream)
+			if got := describe(byID); len(got) != 1 || !strings.HasPrefix(got[0], "/r 10:00:00 2 ") {
+				t.Fatalf("results %q; want the first window of /r with the 2 other records", got)
+			}
+		})
+	}
+}

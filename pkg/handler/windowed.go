@@ -127,11 +127,21 @@ type windowed[T any, V any, A interface {
 
 var _ keyed.Operator[value[*nopAgg]] = (*windowed[nopAgg, int, *nopAgg])(nil)
 
-// Select decodes an event with the user's Selector and lifts its value.
-func (o *windowed[T, V, A]) Select(_ *stream.KinesisRecord, env *stream.Envelope) (string, value[A], keyed.Selection, error) {
-	var r value[A]
+// Select decodes an event with the user's Selector and lifts its value. A
+// panic of the Selector or the aggregate (Add, MarshalBinary) is a bug the
+// record triggers, as it would on every retry: the record is set aside
+// with the panic as its reason, rather than failing the batch for good.
+func (o *windowed[T, V, A]) Select(_ *stream.KinesisRecord, env *stream.Envelope) (key string, r value[A], sel keyed.Selection, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			o.log.Error("the Selector or the aggregate panicked: the record is set aside", "handler", o.name, "id", env.ID, "panic", fmt.Sprint(p))
+			key, r, sel = "", value[A]{}, keyed.Ignore
+			err = &keyed.RecordError{Field: "data", Kind: setaside.KindInvalid, Reason: fmt.Sprintf("the Selector or the aggregate panicked on this record: %v", p)}
+		}
+	}()
 	ev := Event{ID: env.ID, Type: env.Type, Key: env.Key, Time: env.EventTime().UTC().Truncate(time.Millisecond), Data: env.Data}
-	key, v, err := o.sel(&ev)
+	var v V
+	key, v, err = o.sel(&ev)
 	switch {
 	case errors.Is(err, ErrSkip):
 		return "", r, keyed.Ignore, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -462,5 +463,71 @@ func TestPanicOnARecordSetsItAside(t *testing.T) {
 				t.Fatalf("results %q; want the first window of /r with the 2 other records", got)
 			}
 		})
+	}
+}
+
+// Mean is an average of float values: a producer's values can make its sum
+// +Inf, and its rendered mean then has no JSON number.
+type Mean struct{ N, Sum float64 }
+
+func (m *Mean) Add(v int64)   { m.N++; m.Sum += float64(v) * 1e304 }
+func (m *Mean) Merge(o *Mean) { m.N += o.N; m.Sum += o.Sum }
+
+func (m *Mean) MarshalBinary() ([]byte, error) {
+	return binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, math.Float64bits(m.N)), math.Float64bits(m.Sum)), nil
+}
+
+func (m *Mean) UnmarshalBinary(b []byte) error {
+	if len(b) != 16 {
+		return errors.New("mean: not 16 bytes")
+	}
+	m.N, m.Sum = math.Float64frombits(binary.LittleEndian.Uint64(b)), math.Float64frombits(binary.LittleEndian.Uint64(b[8:]))
+	return nil
+}
+
+func (m *Mean) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct{ Mean float64 }{m.Sum / m.N})
+}
+
+// TestResultThatCannotRenderIsSetAside: a window whose aggregate cannot be
+// rendered (json.Marshal refuses +Inf) fails alike on every try. Its
+// result is set aside (naming result, with the aggregate's encoding) and
+// the other keys' results go out; the batch and the ticks succeed rather
+// than hold the shard, and later windows of the key still close.
+func TestResultThatCannotRenderIsSetAside(t *testing.T) {
+	ctx := context.Background()
+	cfg := setup(t)
+	h, err := handler.NewWindowed[Mean](cfg, selectLatency, handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustBatch(t, h, kinesisRecords([]rec{
+		{100, request("e0", "/inf", 1, `{"ms":60000}`)},
+		{101, request("e1", "/inf", 2, `{"ms":60000}`)}, // the sum is +Inf
+		{102, request("e2", "/ok", 3, `{"ms":2}`)},
+		{103, request("e3", "/inf", 70, `{"ms":4}`)},
+		{104, request("e4", "/ok", 200, `{"ms":1}`)}, // closes the first two minutes
+	}))
+	for _, at := range []time.Time{base.Add(time.Hour), base.Add(2 * time.Hour)} {
+		if _, err := h.Tick(ctx, at); err != nil {
+			t.Fatalf("tick at %s: %v; want the result that cannot render set aside, not retried", at.Format("15:04"), err)
+		}
+	}
+	byID, _ := results(t, cfg.OutputStream)
+	want := []string{`/inf 10:01:00 1 {"Mean":4e+304}`, `/ok 10:00:00 1 {"Mean":2e+304}`, `/ok 10:03:00 1 {"Mean":1e+304}`}
+	if got := describe(byID); !slices.Equal(got, want) {
+		t.Errorf("results %q; want %q", got, want)
+	}
+	scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.QuarantineTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var item setaside.Item
+	if len(scan.Items) != 1 || attributevalue.UnmarshalMap(scan.Items[0], &item) != nil {
+		t.Fatalf("set aside %v; want /inf's first result, once", scan.Items)
+	}
+	if item.Field != "result" || item.Category != setaside.KindInvalid || !strings.Contains(item.Reason, "+Inf") ||
+		!strings.Contains(string(item.Data), `"key":"/inf"`) || !strings.Contains(string(item.Data), `"aggregate":`) {
+		t.Errorf("set aside %+v; want /inf's result naming result, +Inf in its reason, the aggregate in its data", item)
 	}
 }

@@ -578,9 +578,14 @@ func (s *keyState[T, V, A]) windows() []currentWindow[A] {
 
 func (s *keyState[T, V, A]) Outbox() int { return len(s.out) }
 
-// Render encodes the outbox as Result records, partitioned by key.
+// Render encodes the outbox as Result records, partitioned by key. A
+// result whose aggregate cannot be rendered (a MarshalJSON that fails, a
+// NaN) fails alike on every try: it is returned in a
+// *keyed.UnrenderableError, to be set aside with its aggregate's binary
+// encoding, while the others are put.
 func (s *keyState[T, V, A]) Render() ([]emit.Record, error) {
 	recs := make([]emit.Record, 0, len(s.out))
+	var bad []keyed.Unrendered
 	for i := range s.out {
 		r := &s.out[i]
 		w := r.w.window()
@@ -590,15 +595,17 @@ func (s *keyState[T, V, A]) Render() ([]emit.Record, error) {
 			res.ID += fmt.Sprintf("/r%d", r.rev)
 		}
 		var err error
+		field := "result"
 		if r.blob != nil {
-			if res.Result, err = s.render(r.blob); err != nil {
-				return nil, err
-			}
+			res.Result, err = s.render(r.blob)
 		}
-		if r.prev != nil {
-			if res.Previous, err = s.render(r.prev); err != nil {
-				return nil, err
-			}
+		if err == nil && r.prev != nil {
+			field = "previous"
+			res.Previous, err = s.render(r.prev)
+		}
+		if err != nil {
+			bad = append(bad, s.unrendered(i, res, r, field, err))
+			continue
 		}
 		b, err := json.Marshal(res)
 		if err != nil {
@@ -606,7 +613,24 @@ func (s *keyState[T, V, A]) Render() ([]emit.Record, error) {
 		}
 		recs = append(recs, emit.Record{Data: b, PartitionKey: s.key})
 	}
+	if bad != nil {
+		return nil, &keyed.UnrenderableError{Records: recs, Aside: bad}
+	}
 	return recs, nil
+}
+
+// unrendered is the output i that failed to render: the Result without its
+// aggregates, which it carries in their binary encoding instead (a build
+// whose aggregate renders them can recover the result).
+func (s *keyState[T, V, A]) unrendered(i int, res Result, r *result, field string, err error) keyed.Unrendered {
+	res.Result, res.Previous = json.RawMessage("null"), nil
+	data, _ := json.Marshal(struct {
+		Result
+		Aggregate         []byte `json:"aggregate,omitempty"`
+		PreviousAggregate []byte `json:"previousAggregate,omitempty"`
+	}{res, r.blob, r.prev})
+	return keyed.Unrendered{Index: i, PartitionKey: s.key, Data: data, Field: field,
+		Reason: fmt.Sprintf("window %s: %v; set aside with the aggregate's binary encoding", r.w.window().ID(), err)}
 }
 
 // render is the JSON of an encoded aggregate.

@@ -1,6 +1,7 @@
 package keyed
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/emit"
@@ -32,6 +33,34 @@ type RecordError struct {
 }
 
 func (e *RecordError) Error() string { return e.Field + ": " + e.Reason }
+
+// UnrenderableError is what Render returns when some outputs can never be
+// encoded (an operator's value whose result does not render, such as a
+// user's aggregate holding a NaN, which JSON has no number for): every
+// retry would fail alike. Records are the outputs that render, in order;
+// Aside the others. The Runner sets Aside aside and puts Records, so an
+// output that can never be put does not hold its key, and its shard, for
+// good.
+type UnrenderableError struct {
+	Records []emit.Record
+	Aside   []Unrendered
+}
+
+// Unrendered is an output that cannot be rendered: what is known of it.
+type Unrendered struct {
+	Index        int    // its place in the outbox
+	PartitionKey string // the partition key it would have been put with
+	Data         []byte // what is known of it, kept with the record set aside
+	Field        string // the part of the output that fails, for example "result"
+	Reason       string
+}
+
+func (e *UnrenderableError) Error() string {
+	if len(e.Aside) == 0 {
+		return "no output is unrenderable"
+	}
+	return fmt.Sprintf("%d outputs cannot be rendered; the first: %s: %s", len(e.Aside), e.Aside[0].Field, e.Aside[0].Reason)
+}
 
 // Fate is what State.Add did with a record.
 type Fate uint8
@@ -80,7 +109,8 @@ type State[V any] interface {
 	// Outbox is the number of outputs waiting.
 	Outbox() int
 	// Render encodes the outbox as records for the output stream, the same
-	// bytes every time for the same state.
+	// bytes every time for the same state; an *UnrenderableError when some
+	// outputs can never be encoded.
 	Render() ([]emit.Record, error)
 	// NextDue is the watermark at which the state next has something to
 	// close; zero when nothing is open.

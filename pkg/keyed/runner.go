@@ -564,6 +564,16 @@ func dueAt[V any](st State[V]) time.Time {
 // and its shard, for good.
 func (r *Runner[V]) emit(ctx context.Context, st State[V], resent bool, outbox string) (int, error) {
 	recs, err := st.Render()
+	var ue *UnrenderableError
+	if errors.As(err, &ue) {
+		recs, err = ue.Records, nil
+		if r.kin != nil && r.stream != "" {
+			// Rendered on no try, they would hold the key's shard for good.
+			if err := r.setAside(ctx, unrenderedAside(ue.Aside, r.stream, outbox)); err != nil {
+				return 0, err
+			}
+		}
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -618,6 +628,18 @@ func splitTooLarge(recs []emit.Record, stream, outbox string) (fit []emit.Record
 		return recs, nil
 	}
 	return fit, aside
+}
+
+// unrenderedAside are the records set aside for outputs that cannot be
+// rendered: what is known of each as the data, stream as the source,
+// outbox#<index>/unrendered as the sequence (apart from splitTooLarge's).
+func unrenderedAside(outs []Unrendered, stream, outbox string) []setaside.Record {
+	aside := make([]setaside.Record, len(outs))
+	for i, u := range outs {
+		aside[i] = setaside.Record{Source: stream, Sequence: outbox + "#" + strconv.Itoa(u.Index) + "/unrendered", PartitionKey: u.PartitionKey,
+			Data: u.Data, Field: u.Field, Kind: setaside.KindInvalid, Reason: u.Reason}
+	}
+	return aside
 }
 
 // setAside writes records aside (or reports that it could not).

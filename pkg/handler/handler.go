@@ -111,6 +111,7 @@ type Option func(*options)
 
 type options struct {
 	win                           windows
+	otherKind                     string // a window option of another kind given before win's, if any
 	late                          window.LateRule
 	outOfOrderness, idle, horizon time.Duration
 	lim                           Limits
@@ -150,12 +151,24 @@ func WithMetrics(w io.Writer) Option { return func(o *options) { o.metrics = w }
 // WithClock sets processing time (the tick's idle advance).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
-// WithConcurrency bounds the keys folded at once (default 16).
+// WithConcurrency bounds the keys folded at once (default 16, at least 1).
 func WithConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
 
 func (o *options) check() error {
 	var errs []error
 	errs = append(errs, o.win.check())
+	if o.otherKind != "" {
+		errs = append(errs, fmt.Errorf("%s: a handler has one window kind, and %s was given too", o.win.option, o.otherKind))
+	}
+	if o.concurrency < 1 {
+		errs = append(errs, fmt.Errorf("WithConcurrency: %d is below 1", o.concurrency))
+	}
+	if o.log == nil {
+		errs = append(errs, errors.New("WithLogger: the logger is nil"))
+	}
+	if o.now == nil {
+		errs = append(errs, errors.New("WithClock: the clock is nil"))
+	}
 	switch {
 	case o.late.Policy != Drop && o.late.Policy != Correct:
 		errs = append(errs, fmt.Errorf("WithLatePolicy: %v is not Drop or Correct", o.late.Policy))
@@ -176,7 +189,8 @@ func (o *options) check() error {
 	if o.lim.MaxOpenWindows < 1 {
 		errs = append(errs, fmt.Errorf("WithLimits: MaxOpenWindows %d is below 1", o.lim.MaxOpenWindows))
 	}
-	if o.lim.MaxAggregateBytes < 1 || o.lim.MaxOpenWindows*(o.lim.MaxAggregateBytes+24) > keyed.DefaultMaxStateBytes/2 {
+	if o.lim.MaxAggregateBytes < 1 || o.lim.MaxAggregateBytes > keyed.DefaultMaxStateBytes/2 ||
+		o.lim.MaxOpenWindows > keyed.DefaultMaxStateBytes/2/(o.lim.MaxAggregateBytes+24) {
 		// A fold stops once the state reaches half an item (closed windows
 		// not yet sent count too), so open windows must fit in that half.
 		errs = append(errs, fmt.Errorf("WithLimits: MaxOpenWindows × MaxAggregateBytes (%d × %d) must fit half a state item (%d bytes)",
@@ -248,7 +262,7 @@ func NewWindowed[T any, V any, A interface {
 }](cfg Config, sel Selector[V], opts ...Option) (*Handler, error) {
 	o := options{late: window.LateRule{Policy: Drop}, outOfOrderness: DefaultOutOfOrderness, idle: DefaultIdleTimeout, horizon: DefaultDedupeHorizon,
 		lim: DefaultLimits, log: slog.New(slog.NewJSONHandler(os.Stderr, nil)), metrics: os.Stdout, now: time.Now, concurrency: 16}
-	WithWindow(DefaultWindow)(&o)
+	o.win = windows{kind: "tumbling", tumble: window.Tumbling{Size: DefaultWindow}} // set by no option
 	for _, f := range opts {
 		f(&o)
 	}

@@ -230,9 +230,26 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{handler.WithLatePolicy(handler.Correct), "WithAllowedLateness"},
 		{handler.WithAllowedLateness(time.Minute), "WithAllowedLateness"},
 		{handler.WithLatePolicy(handler.LatePolicy(9)), "WithLatePolicy"},
+		// Past int: the product would wrap round below the bound.
+		{handler.WithLimits(handler.Limits{MaxOpenWindows: math.MaxInt/4 + 1, MaxAggregateBytes: 4}), "WithLimits"},
+		{handler.WithLimits(handler.Limits{MaxOpenWindows: 1, MaxAggregateBytes: math.MaxInt}), "WithLimits"},
+		{handler.WithConcurrency(0), "WithConcurrency"},
+		{handler.WithLogger(nil), "WithLogger"},
+		{handler.WithClock(nil), "WithClock"},
 	} {
 		if _, err := handler.NewWindowed[Tally](cfg, selectLatency, c.opt); err == nil || !strings.Contains(err.Error(), c.name) {
 			t.Errorf("%s: %v; want an error naming it", c.name, err)
+		}
+	}
+	// A handler has one window kind: two options of different kinds are
+	// an error naming both, not the last one silently winning.
+	if _, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithHopping(time.Minute, 10*time.Second), handler.WithSession(time.Minute)); err == nil ||
+		!strings.Contains(err.Error(), "WithHopping") || !strings.Contains(err.Error(), "WithSession") {
+		t.Errorf("WithHopping and WithSession: %v; want an error naming both", err)
+	}
+	for _, opts := range [][]handler.Option{{handler.WithSession(time.Minute)}, {handler.WithWindow(time.Hour), handler.WithWindow(time.Minute)}} {
+		if _, err := handler.NewWindowed[Tally](cfg, selectLatency, opts...); err != nil {
+			t.Errorf("one window kind: %v", err)
 		}
 	}
 	cfg.Name = "Bad/Name"

@@ -43,7 +43,7 @@ type windows struct {
 // window.
 func WithWindow(d time.Duration) Option {
 	return func(o *options) {
-		o.win = windows{option: "WithWindow", kind: "tumbling", tumble: window.Tumbling{Size: d}}
+		o.setWindow(windows{option: "WithWindow", kind: "tumbling", tumble: window.Tumbling{Size: d}})
 	}
 }
 
@@ -53,7 +53,7 @@ func WithWindow(d time.Duration) Option {
 // window's result is the merge of its panes.
 func WithHopping(size, advance time.Duration) Option {
 	return func(o *options) {
-		o.win = windows{option: "WithHopping", kind: "hopping", hop: window.Hopping{Size: size, Advance: advance}}
+		o.setWindow(windows{option: "WithHopping", kind: "hopping", hop: window.Hopping{Size: size, Advance: advance}})
 	}
 }
 
@@ -65,7 +65,7 @@ func WithHopping(size, advance time.Duration) Option {
 // the allowed lateness).
 func WithSliding(difference time.Duration) Option {
 	return func(o *options) {
-		o.win = windows{option: "WithSliding", kind: "sliding", def: window.Defined{Difference: difference}}
+		o.setWindow(windows{option: "WithSliding", kind: "sliding", def: window.Defined{Difference: difference}})
 	}
 }
 
@@ -75,8 +75,17 @@ func WithSliding(difference time.Duration) Option {
 // the records of its sessions not yet final past the allowed lateness.
 func WithSession(gap time.Duration) Option {
 	return func(o *options) {
-		o.win = windows{option: "WithSession", kind: "session", def: window.Defined{Gap: gap}}
+		o.setWindow(windows{option: "WithSession", kind: "session", def: window.Defined{Gap: gap}})
 	}
+}
+
+// setWindow sets the window kind, noting each option that set one: a
+// handler has one kind, so two options of different kinds are an error.
+func (o *options) setWindow(w windows) {
+	if o.win.option != "" && o.win.option != w.option && o.otherKind == "" {
+		o.otherKind = o.win.option
+	}
+	o.win = w
 }
 
 // WithLatePolicy sets what becomes of late records: Drop (the default) or

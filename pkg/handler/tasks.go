@@ -30,7 +30,8 @@ const EnvIdempotencyTable = "IDEMPOTENCY_TABLE_NAME"
 // gets it without running the task again. An error wrapping ErrPermanent,
 // or a *FieldError (Refuse), is a failure no redelivery can fix: the
 // message is set aside on its queue's dead-letter queue with the reason;
-// any other error is retried by SQS.
+// any other error, or a panic, fails that message alone and is retried by
+// SQS.
 type TaskFunc func(ctx context.Context, ev *Event) ([]byte, error)
 
 // ErrPermanent marks a task's error as one no redelivery can fix:
@@ -229,8 +230,17 @@ func (t *Tasks) run(ctx context.Context, msg *events.SQSMessage) (executed bool,
 		return false, err
 	}
 	ev := Event{ID: env.ID, Type: env.Type, Key: env.Key, Time: env.EventTime().UTC(), Data: env.Data}
-	_, err = t.idem.Do(ctx, []byte(msg.Body), func(ctx context.Context) ([]byte, error) {
+	_, err = t.idem.Do(ctx, []byte(msg.Body), func(ctx context.Context) (res []byte, err error) {
 		executed = true
+		// A panic is the message's failure, retried as any other error: it
+		// must not fail the batch (every message in it would come again,
+		// and climb towards the dead-letter queue) nor leave the event's
+		// idempotency record in progress.
+		defer func() {
+			if p := recover(); p != nil {
+				res, err = nil, fmt.Errorf("the TaskFunc panicked: %v", p)
+			}
+		}()
 		return t.fn(ctx, &ev)
 	})
 	if err != nil {

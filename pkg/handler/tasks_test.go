@@ -149,3 +149,54 @@ func queueAttr(t *testing.T, sq *sqs.Client, url string, attr sqstypes.QueueAttr
 	}
 	return out.Attributes[string(attr)]
 }
+
+// TestTaskPanicFailsOnlyItsMessage: a TaskFunc that panics on one message
+// must not fail the whole batch (every message would come again, and the
+// ones done would climb towards maxReceiveCount and the dead-letter queue
+// with it). The message that panicked is a batch item failure, run again
+// on its next delivery (its idempotency record is not left in progress);
+// the others are done once.
+func TestTaskPanicFailsOnlyItsMessage(t *testing.T) {
+	ctx := context.Background()
+	table := name("idem")
+	if err := idempotency.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]*atomic.Int64{"t1": new(atomic.Int64), "t2": new(atomic.Int64), "t3": new(atomic.Int64)}
+	fn := func(ctx context.Context, ev *handler.Event) ([]byte, error) {
+		runs[ev.ID].Add(1)
+		if ev.ID == "t2" {
+			var lines []string
+			return []byte(lines[1]), nil // index out of range
+		}
+		return []byte(`"ok"`), nil
+	}
+	h, err := handler.NewTasks(handler.TasksConfig{Name: "orders", IdempotencyTable: table, DynamoDB: db}, fn,
+		handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []events.SQSMessage
+	for i, id := range []string{"t1", "t2", "t3"} {
+		body, _ := json.Marshal(stream.Envelope{ID: id, Type: "order", Key: "k", OccurredAt: base, SentAt: base, ReceivedAt: base, Data: json.RawMessage(`{}`)})
+		batch = append(batch, events.SQSMessage{MessageId: fmt.Sprint("m", i+1), Body: string(body), EventSource: "aws:sqs",
+			EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:tasks", Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	}
+	for delivery := 1; delivery <= 2; delivery++ {
+		var resp events.SQSEventResponse
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("delivery %d: the batch panicked: %v", delivery, p)
+				}
+			}()
+			resp, err = h.Handle(ctx, events.SQSEvent{Records: batch})
+		}()
+		if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m2" {
+			t.Fatalf("delivery %d: %+v %v; want only m2 failed", delivery, resp, err)
+		}
+	}
+	if a, b, c := runs["t1"].Load(), runs["t2"].Load(), runs["t3"].Load(); a != 1 || b != 2 || c != 1 {
+		t.Errorf("runs t1 %d, t2 %d, t3 %d; want 1, 2 (once per delivery), 1", a, b, c)
+	}
+}

@@ -55,7 +55,14 @@ type Event struct {
 // ErrSkip for an event the handler does not read (another type), or an
 // error for an event that can never be added: a *FieldError (see Refuse)
 // names the field, and the record is set aside with its data and the
-// reason. A Selector must be a pure function of the event; one that panics
+// reason. A key's records must all come from one shard: the envelope's key
+// or a refinement of it (ev.Key + "/" + a field), as the stream's partition
+// key puts one envelope key's events on one shard. A key fed by several
+// shards is closed by whichever shard's watermark passes its windows
+// first, and the other shards' records for them are dropped as late, so
+// its results depend on the order the shards were read; to group by
+// another field, republish the events keyed by it (repartition) first.
+// A Selector must be a pure function of the event; one that panics
 // on an event (or an Add or MarshalBinary that panics on its value) would
 // panic on every retry, so the record is set aside naming data, with the
 // panic as the reason.

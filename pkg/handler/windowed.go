@@ -84,7 +84,10 @@ type Limits struct {
 	// keep after their windows closed, and the records session and sliding
 	// windows are computed from.
 	MaxOpenWindows int
-	// MaxAggregateBytes bounds one window's (or pane's) aggregate, encoded.
+	// MaxAggregateBytes bounds one pane's aggregate, encoded (a tumbling
+	// window is one pane), or one held record's (session and sliding
+	// windows). A hopping, session or sliding window's result merges
+	// several and is not bounded by it.
 	MaxAggregateBytes int
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,7 +103,7 @@ type TaskStats struct {
 // envelope's id; a copy with other data is refused and set aside). It
 // reports failed messages by id (ReportBatchItemFailures) and stops before
 // the invoke deadline, reporting the rest failed. Options: WithLogger,
-// WithMetrics.
+// WithMetrics (a windowed handler's options are an error, naming them).
 func NewTasks(cfg TasksConfig, fn TaskFunc, opts ...Option) (*Tasks, error) {
 	o := options{log: slog.New(slog.NewJSONHandler(os.Stderr, nil)), metrics: os.Stdout}
 	for _, f := range opts {
@@ -117,6 +118,12 @@ func NewTasks(cfg TasksConfig, fn TaskFunc, opts ...Option) (*Tasks, error) {
 	}
 	if fn == nil {
 		errs = append(errs, errors.New("the TaskFunc is nil"))
+	}
+	if o.log == nil {
+		errs = append(errs, errors.New("WithLogger: the logger is nil"))
+	}
+	if ignored := o.windowedOnly(); len(ignored) > 0 {
+		errs = append(errs, fmt.Errorf("%s: only a windowed handler takes it; a task handler takes WithLogger and WithMetrics", strings.Join(ignored, ", ")))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("tasks %s: %w", cfg.Name, err)
@@ -136,6 +143,31 @@ func NewTasks(cfg TasksConfig, fn TaskFunc, opts ...Option) (*Tasks, error) {
 		t.metrics = metrics.New(o.metrics, cfg.Name)
 	}
 	return t, nil
+}
+
+// windowedOnly names the options given that configure a windowed handler
+// only (NewTasks would ignore them).
+func (o *options) windowedOnly() []string {
+	var names []string
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{
+		{o.win != windows{}, o.win.option},
+		{o.late.Policy != 0, "WithLatePolicy"},
+		{o.late.AllowedLateness != 0, "WithAllowedLateness"},
+		{o.outOfOrderness != 0, "WithOutOfOrderness"},
+		{o.idle != 0, "WithIdleTimeout"},
+		{o.horizon != 0, "WithDedupeHorizon"},
+		{o.lim != Limits{}, "WithLimits"},
+		{o.now != nil, "WithClock"},
+		{o.concurrency != 0, "WithConcurrency"},
+	} {
+		if f.set {
+			names = append(names, f.name)
+		}
+	}
+	return names
 }
 
 // TasksFromEnv is NewTasks with the clients from the function's environment

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -198,5 +199,31 @@ func TestTaskPanicFailsOnlyItsMessage(t *testing.T) {
 	}
 	if a, b, c := runs["t1"].Load(), runs["t2"].Load(), runs["t3"].Load(); a != 1 || b != 2 || c != 1 {
 		t.Errorf("runs t1 %d, t2 %d, t3 %d; want 1, 2 (once per delivery), 1", a, b, c)
+	}
+}
+
+// TestTasksRefuseWindowedOptions: a task handler takes WithLogger and
+// WithMetrics; an option of the windowed handler (a dedupe horizon taken
+// for the idempotency records' expiry, say) would be ignored without a
+// word, so it is an error naming it.
+func TestTasksRefuseWindowedOptions(t *testing.T) {
+	cfg := handler.TasksConfig{Name: "orders", IdempotencyTable: "idem", DynamoDB: db}
+	fn := func(context.Context, *handler.Event) ([]byte, error) { return nil, nil }
+	for _, c := range []struct {
+		opt  handler.Option
+		name string
+	}{
+		{handler.WithDedupeHorizon(24 * time.Hour), "WithDedupeHorizon"},
+		{handler.WithConcurrency(4), "WithConcurrency"},
+		{handler.WithSession(time.Minute), "WithSession"},
+		{handler.WithLimits(handler.DefaultLimits), "WithLimits"},
+		{handler.WithLogger(nil), "WithLogger"},
+	} {
+		if _, err := handler.NewTasks(cfg, fn, c.opt); err == nil || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: %v; want an error naming it", c.name, err)
+		}
+	}
+	if _, err := handler.NewTasks(cfg, fn, handler.WithLogger(quiet), handler.WithMetrics(nil)); err != nil {
+		t.Errorf("WithLogger and WithMetrics: %v", err)
 	}
 }

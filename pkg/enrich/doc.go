@@ -79,6 +79,8 @@
 // none) and the source shard and sequence number. The id is the producer's,
 // so downstream deduplicates as upstream does; the sequence number tells
 // copies of one event apart from two events a producer sent with one id.
+// Like cdc's changelog, an enriched record is JSON without HTML escaping: a
+// '<' in the event or the profile stays one byte, not six ("\u003c").
 // PutRecords retries only the entries Kinesis failed, so on the output
 // stream records of one key can be out of order after a retry: order by
 // sequenceNumber.

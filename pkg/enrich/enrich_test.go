@@ -291,3 +291,29 @@ func TestStaleDuplicateIsFenced(t *testing.T) {
 		t.Errorf("Lookup(u-1) = %+v, %v; want version 2", p, err)
 	}
 }
+
+// TestMarkupIsNotInflated: '<', '>' and '&' in an event's data or its
+// profile stay one byte each in the enriched record, as cdc writes them:
+// an event of 300 KB of markup joined with a 100 KB profile of markup is a
+// 400 KB enriched record, not one of 2.4 MB set aside as too large.
+func TestMarkupIsNotInflated(t *testing.T) {
+	t.Parallel()
+	out := newStream(t, "enriched")
+	q := quarantineTable(t)
+	recs := synthetic(profile("u-1", 1, "PLAN"), activity("a1", "u-1"))
+	recs[0].Kinesis.Data = bytes.Replace(recs[0].Kinesis.Data, []byte(`"PLAN"`), []byte(`"`+strings.Repeat("<b>&", 25_000)+`"`), 1)
+	recs[1].Kinesis.Data = bytes.Replace(recs[1].Kinesis.Data, []byte(`"/a1"`), []byte(`"`+strings.Repeat("<i>&", 75_000)+`"`), 1)
+	h := enrich.New(db, kin, joinTable(t), out, fastBackoff, enrich.WithSetAside(setaside.New(db, q)))
+	handleOK(t, h, recs)
+	got := byID(t, output(t, out))
+	e, ok := got["a1"]
+	if !ok {
+		t.Fatalf("a1 not enriched (stats %+v)", h.Stats())
+	}
+	if n := len(e.raw); n > 450_000 {
+		t.Errorf("enriched record is %d bytes for 400 KB of markup: escaped as \\u003c, six bytes a character", n)
+	}
+	if !bytes.Contains(e.raw, []byte("<b>&<b>&")) || !bytes.Contains(e.raw, []byte("<i>&<i>&")) {
+		t.Errorf("enriched record does not carry the markup as it came: %.200s", e.raw)
+	}
+}

@@ -53,13 +53,15 @@ func enrichedRecord(shard string, p *parsed, prof change, found bool) (kintypes.
 		d.Profile = prof.image
 		d.ProfileDeleted = prof.image == nil
 	}
-	data, err := json.Marshal(&d)
+	// Without HTML escaping, as cdc writes the changelog: a '<' in the
+	// event or the profile stays one byte, not six ("\u003c").
+	data, err := setaside.MarshalJSON(&d)
 	if err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("record %s: encoding the enriched data: %w", p.rawSeq, err)
 	}
 	env := stream.Envelope{ID: p.env.ID, Type: p.env.Type, Key: p.env.Key, OccurredAt: p.env.OccurredAt,
 		SentAt: p.env.SentAt, ReceivedAt: p.env.ReceivedAt, Data: data}
-	b, err := json.Marshal(&env)
+	b, err := setaside.MarshalJSON(&env)
 	if err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("record %s: encoding the enriched record: %w", p.rawSeq, err)
 	}

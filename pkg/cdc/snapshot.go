@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/pkg/limits"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -167,7 +169,9 @@ func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.Attribute
 	if err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %w", key, err)
 	}
-	data, err := json.Marshal(Data{Key: key, Version: version, Image: image, SnapshotOf: pos})
+	// As Handle writes the changelog: without HTML escaping, checked
+	// against Kinesis' record limit.
+	data, err := setaside.MarshalJSON(Data{Key: key, Version: version, Image: image, SnapshotOf: pos})
 	if err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: encoding data: %w", key, err)
 	}
@@ -176,9 +180,17 @@ func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.Attribute
 	if err := env.Validate(); err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %w", key, err)
 	}
-	b, err := json.Marshal(&env)
+	b, err := setaside.MarshalJSON(&env)
 	if err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %w", key, err)
+	}
+	if n := limits.KinesisRecordSize(b, key); n > limits.KinesisRecordBytes {
+		reason := ""
+		if name, size := largestAttribute(img); name != "" {
+			reason = fmt.Sprintf("; attribute %s is %d bytes as JSON", name, size)
+		}
+		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: the snapshot record would be %d bytes (data and partition key), over Kinesis' limit of %d%s",
+			key, n, limits.KinesisRecordBytes, reason)
 	}
 	return kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(key)}, nil
 }

@@ -1,0 +1,77 @@
+package cdc_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/cdc"
+)
+
+// TestSnapshotRecordSizes: snapshot records are written as cdc writes the
+// changelog — without HTML escaping, each checked against Kinesis' 1 MiB —
+// so an item cdc can publish the snapshot can
+// publish too, and an item too big for a record is refused by name.
+func TestSnapshotRecordSizes(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	tests := []struct {
+		name    string
+		items   int
+		bio     string
+		wantErr string // "" when every item is published
+		maxSize int    // of each record, when published
+	}{
+		// 300 KB of markup: 1.8 MB if '<' became "\u003c".
+		{name: "markup", items: 1, bio: strings.Repeat("<", 300_000), maxSize: 301_000},
+		// 200 KB of control characters is a 1.2 MB record.
+		{name: "over 1 MiB", items: 1, bio: strings.Repeat("\x01", 200_000),
+			wantErr: "item u-0: the snapshot record would be 1200"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table, events := fmt.Sprintf("profiles-size-%d", i), fmt.Sprintf("events-size-%d", i)
+			createProfiles(t, db, table)
+			createKinesis(t, kin, events, 1)
+			for j := range tt.items {
+				if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]ddbtypes.AttributeValue{
+					"userId": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("u-%d", j)}, "version": &ddbtypes.AttributeValueMemberN{Value: "1"},
+					"bio": &ddbtypes.AttributeValueMemberS{Value: tt.bio}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, published, err := cdc.New(kin, events).Snapshot(ctx, db, streams, table)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "attribute bio") {
+					t.Fatalf("Snapshot error %v, want one naming the item, its size and attribute bio (%q)", err, tt.wantErr)
+				}
+				if published != 0 {
+					t.Errorf("published %d, want 0", published)
+				}
+				return
+			}
+			if err != nil || published != tt.items {
+				t.Fatalf("Snapshot published %d of %d items: %.300v", published, tt.items, err)
+			}
+			recs := rawKinesis(t, kin, events)
+			if len(recs) != tt.items {
+				t.Fatalf("%d records on the stream, want %d", len(recs), tt.items)
+			}
+			for k, b := range recs {
+				if len(b) > tt.maxSize {
+					t.Errorf("record of %s is %d bytes, want at most %d", k, len(b), tt.maxSize)
+				}
+			}
+		})
+	}
+}

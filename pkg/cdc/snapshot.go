@@ -100,7 +100,7 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 			entries = append(entries, e)
 		}
 		for len(entries) > 0 {
-			n := min(maxPutRecords, len(entries))
+			n := putCallSize(entries)
 			if err := h.putAll(ctx, entries[:n]); err != nil {
 				return pos, published, fmt.Errorf("table %s: %w", table, err)
 			}
@@ -112,6 +112,20 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 		}
 		start = page.LastEvaluatedKey
 	}
+}
+
+// putCallSize is how many of entries (at least one) one PutRecords call
+// takes: at most 500 records and 5 MiB. A Scan page holds 1 MB of items,
+// which can be more than 5 MiB as JSON.
+func putCallSize(entries []kintypes.PutRecordsRequestEntry) int {
+	size := 0
+	for i, e := range entries {
+		size += limits.KinesisRecordSize(e.Data, aws.ToString(e.PartitionKey))
+		if i > 0 && (i == maxPutRecords || size > limits.KinesisPutRecordsBytes) {
+			return i
+		}
+	}
+	return len(entries)
 }
 
 // putAll writes entries, retrying the ones Kinesis failed: snapshot records

@@ -17,8 +17,8 @@ import (
 )
 
 // TestSnapshotRecordSizes: snapshot records are written as cdc writes the
-// changelog — without HTML escaping, each checked against Kinesis' 1 MiB —
-// so an item cdc can publish the snapshot can
+// changelog — without HTML escaping, each checked against Kinesis' 1 MiB,
+// in calls of at most 5 MiB — so an item cdc can publish the snapshot can
 // publish too, and an item too big for a record is refused by name.
 func TestSnapshotRecordSizes(t *testing.T) {
 	srv := standintest.Start(t)
@@ -34,6 +34,9 @@ func TestSnapshotRecordSizes(t *testing.T) {
 	}{
 		// 300 KB of markup: 1.8 MB if '<' became "\u003c".
 		{name: "markup", items: 1, bio: strings.Repeat("<", 300_000), maxSize: 301_000},
+		// Eight items of 120 KB fit one Scan page; as JSON each is 720 KB,
+		// 5.8 MB together: more than one PutRecords call takes.
+		{name: "control characters", items: 8, bio: strings.Repeat("\x01", 120_000), maxSize: 721_000},
 		// 200 KB of control characters is a 1.2 MB record.
 		{name: "over 1 MiB", items: 1, bio: strings.Repeat("\x01", 200_000),
 			wantErr: "item u-0: the snapshot record would be 1200"},

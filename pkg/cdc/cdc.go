@@ -421,6 +421,13 @@ func (h *Handler) recordVersion(rec *events.DynamoDBEventRecord) (json.Number, e
 		}
 		return json.Number(v.String()), nil
 	}
+	if _, had := ch.OldImage[VersionAttribute]; had && !bump {
+		// A write that dropped the attribute: the sequence number would
+		// outrank every later version of the item, and consumers would
+		// never apply them.
+		return "", h.changeError(rec, "dynamodb.NewImage."+VersionAttribute, setaside.KindInvalid,
+			"is missing, but the item's previous image (dynamodb.OldImage) has one: every write of a versioned item must carry its %s", VersionAttribute)
+	}
 	if ch.SequenceNumber == "" {
 		return "", h.changeError(rec, "dynamodb.SequenceNumber", setaside.KindInvalid, "is missing and the item has no %s attribute", VersionAttribute)
 	}

@@ -342,6 +342,8 @@ func TestChangelogRecords(t *testing.T) {
 		"name": events.NewStringAttribute("Ada Lovelace"), "email": events.NewStringAttribute("ada@example.com")})
 	profile := map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute("u1"),
 		"version": events.NewNumberAttribute("5"), "plan": events.NewStringAttribute("pro"), "personal": personal}
+	unversioned := maps.Clone(profile)
+	delete(unversioned, "version")
 	record := func(name, view string, newImage, oldImage map[string]events.DynamoDBAttributeValue) *events.DynamoDBEventRecord {
 		return &events.DynamoDBEventRecord{EventID: "e-" + name, EventName: name,
 			EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/profiles/stream/2026-11-29T00:00:00.000",
@@ -358,6 +360,12 @@ func TestChangelogRecords(t *testing.T) {
 		{"insert", record("INSERT", "NEW_AND_OLD_IMAGES", profile, nil), cdc.TypeChanged, "5", ""},
 		{"remove", record("REMOVE", "NEW_AND_OLD_IMAGES", nil, profile), cdc.TypeDeleted, "6", ""},
 		{"remove without its old image", record("REMOVE", "KEYS_ONLY", nil, nil), "", "", "dynamodb.OldImage"},
+		// A write that dropped the version attribute: its version would be
+		// the stream's sequence number, above every later version of the
+		// key, which the join would then never apply.
+		{"modify dropping the version", record("MODIFY", "NEW_AND_OLD_IMAGES", unversioned, profile), "", "", "dynamodb.NewImage.version"},
+		{"modify of an item that never had one", record("MODIFY", "NEW_AND_OLD_IMAGES", unversioned, unversioned), cdc.TypeChanged,
+			"100000000000000000000002", ""},
 		// Hand-made records (the console's Test tab) with a number that is
 		// not one, set aside naming where it is.
 		{"insert with a bad number in a map", record("INSERT", "NEW_AND_OLD_IMAGES", with(profile, "address",

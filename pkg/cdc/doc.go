@@ -17,7 +17,10 @@
 // tombstone, image null) has the deleted item's version + 1, so it sorts after
 // the last image; an item re-created after deletion must continue from there.
 // Without a version attribute the version is the DynamoDB stream sequence
-// number (increasing per item, as the stream orders changes per item).
+// number (increasing per item, as the stream orders changes per item); a
+// MODIFY whose old image has a version and whose new image has none (a
+// write that dropped it) is refused, as the sequence number would outrank
+// every later version of the item.
 //
 // Records are JSON without HTML escaping: a '<' in an attribute stays one
 // byte (encoding/json's default would make it six, "\u003c", and a 390 KB

@@ -92,6 +92,9 @@ func TestBadInput(t *testing.T) {
 		{"changelog without version", "data.version", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","image":{"plan":"pro"}}}`)},
 		{"changelog without key", "data.key", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_deleted","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"version":9,"image":null}}`)},
 		{"profile image over the join's budget", "data.image", setaside.KindStateBudget, profile("u-1", 2, strings.Repeat("x", enrich.MaxImageBytes))},
+		// Values of 300 KB the reason must not repeat whole.
+		{"changelog key unlike the envelope's", "data.key", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"` + strings.Repeat("k", 300_000) + `","version":9,"image":{}}}`)},
+		{"changelog version not a number", "data.version", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","version":"` + strings.Repeat("v", 300_000) + `","image":{}}}`)},
 	}
 	for _, tc := range tests {
 		for _, withSink := range []bool{true, false} {
@@ -118,6 +121,9 @@ func TestBadInput(t *testing.T) {
 				}
 				if !strings.Contains(logs.String(), "record "+badSeq+": field "+tc.field+":") {
 					t.Errorf("log does not name record %s and field %s:\n%.2000s", badSeq, tc.field, logs.String())
+				}
+				if logs.Len() > 8<<10 {
+					t.Errorf("log is %d bytes for one bad record: a value of the record repeated whole", logs.Len())
 				}
 				got := byID(t, output(t, out))
 				if ids := sortedKeys(got); !slices.Equal(ids, wantEnriched) {

@@ -12,6 +12,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // RecordError is a record of the batch that can be neither applied nor
@@ -104,7 +105,7 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 	case d.Key == nil || *d.Key == "":
 		return parsed{}, bad("data.key", "is required")
 	case *d.Key != p.env.Key:
-		return parsed{}, bad("data.key", "%q differs from the envelope key %q", *d.Key, p.env.Key)
+		return parsed{}, bad("data.key", "%s differs from the envelope key %q", strictjson.QuoteCut(*d.Key, maxEcho), p.env.Key)
 	}
 	version, err := parseVersion(d.Version)
 	if err != nil {
@@ -137,6 +138,9 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 	return p, nil
 }
 
+// maxEcho bounds how much of a value a reason repeats.
+const maxEcho = 64
+
 // parseVersion accepts a non-negative integer as a JSON number or string
 // and returns it in decimal without leading zeros.
 func parseVersion(raw json.RawMessage) (string, error) {
@@ -147,12 +151,12 @@ func parseVersion(raw json.RawMessage) (string, error) {
 	if strings.HasPrefix(t, `"`) {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", fmt.Errorf("%s is not a valid string", t)
+			return "", fmt.Errorf("%s is not a valid string", strictjson.Cut(t, maxEcho))
 		}
 		t = s
 	}
 	if t == "" || len(t) > 64 || strings.Trim(t, "0123456789") != "" {
-		return "", fmt.Errorf("%s is not a non-negative integer (at most 64 digits)", t)
+		return "", fmt.Errorf("%s is not a non-negative integer (at most 64 digits)", strictjson.Cut(t, maxEcho))
 	}
 	if t = strings.TrimLeft(t, "0"); t == "" {
 		t = "0"

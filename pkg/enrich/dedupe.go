@@ -25,10 +25,14 @@ import (
 func WithDedupe(ledger *dedupe.Ledger) Option { return func(h *Handler) { h.ledger = ledger } }
 
 // NewLedger is the dedupe ledger kept in the join table named table
-// (partition key pk: "dedupe#<key>" for a key's head, "dedupe#<key>#<n>"
+// (partition key pk: "dedupe#<key>" for a key's head, "dedupeseg#<n>#<key>"
 // for its sealed segments, apart from the "k#" and "t#" items), with
 // claims kept for horizon and expired by the table's TTL attribute
 // expiresAt. A horizon of 0 returns nil: no suppression.
+//
+// A key may hold '#': were a segment "dedupe#<key>#<n>", key "u#7"'s head
+// would be the item of key u's segment 7. No head starts "dedupeseg#",
+// and the segment number ends at the first '#' after it.
 func NewLedger(db dedupe.Store, table string, horizon time.Duration) *dedupe.Ledger {
 	if horizon <= 0 {
 		return nil
@@ -36,7 +40,7 @@ func NewLedger(db dedupe.Store, table string, horizon time.Duration) *dedupe.Led
 	key := func(k string, seg int64) map[string]types.AttributeValue {
 		pk := "dedupe#" + k
 		if seg != dedupe.Head {
-			pk += "#" + strconv.FormatInt(seg, 10)
+			pk = "dedupeseg#" + strconv.FormatInt(seg, 10) + "#" + k
 		}
 		return map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: pk}}
 	}

@@ -189,8 +189,11 @@ func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.Attribute
 	if err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: encoding data: %w", key, err)
 	}
+	// No receivedAt: now is this machine's clock (cmd/snapshot runs on an
+	// operator's), and consumers refuse a receivedAt more than a minute
+	// after the record reached Kinesis; without one they take its arrival.
 	env := stream.Envelope{ID: table + "/" + key + "/" + version.String(), Type: TypeSnapshot, Key: key,
-		OccurredAt: now, SentAt: now, ReceivedAt: now, Data: data}
+		OccurredAt: now, SentAt: now, Data: data}
 	if err := env.Validate(); err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %w", key, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -334,5 +335,28 @@ func TestSnapshotThenChanges(t *testing.T) {
 	_, naive := consume(t, recs[firstSnapshot:], 3)
 	if e := naive["mid-u-2"]; plan(e) != "free" {
 		t.Errorf("a consumer starting at the first snapshot record joined mid-u-2 with plan %s; the expected gap would give free (the snapshot's older image)", plan(e))
+	}
+}
+
+// TestSnapshotFromAFastClock: cmd/snapshot runs on an operator's machine,
+// whose clock can be ahead of Kinesis' (its -clock-skew allows up to an
+// hour). Its records are joined all the same: a snapshot record does not
+// claim a receivedAt by that clock, which the consumers would refuse as
+// after the record reached Kinesis.
+func TestSnapshotFromAFastClock(t *testing.T) {
+	t.Parallel()
+	p := newProfiles(t)
+	p.write(t, "u-1", "free")
+	if _, n, err := cdc.New(kin, p.events).Snapshot(context.Background(), db, streams, p.table); err != nil || n != 1 {
+		t.Fatalf("Snapshot = %d, %v; want 1 item", n, err)
+	}
+	put(t, p.events, activity("a1", "u-1"))
+	recs := shardRecords(t, p.events)
+	for i := range recs { // Kinesis' clock, 2 minutes behind the operator's
+		recs[i].Kinesis.ApproximateArrivalTimestamp.Time = recs[i].Kinesis.ApproximateArrivalTimestamp.Add(-2 * time.Minute)
+	}
+	h, got := consume(t, recs, 10)
+	if e := got["a1"]; plan(e) != "free" || version(e) != "1" {
+		t.Errorf("a1 joined plan %s version %s, want free 1 (stats %+v)", plan(e), version(e), h.Stats())
 	}
 }

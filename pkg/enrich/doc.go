@@ -29,7 +29,12 @@
 // recomputed after a crash wrote later changes. A warm instance keeps the
 // histories it has seen; before a batch it catches up from the shard's tail
 // with the changes other instances applied since it last saw the shard, so it
-// never serves a stale version. Reads are one BatchGetItem per batch (the
+// never serves a stale version. The caches are bounded: 200,000 keys a
+// shard, and a quarter of the function's memory for all shards together
+// (WithMaxCacheBytes: a shard's cache past it starts afresh, and the caches
+// of other shards, those the instance no longer runs among them, give way
+// to the one just used); a dropped cache costs reads, never a stale join.
+// Reads are one BatchGetItem per batch (the
 // tail plus the keys not in the cache); the one corner that needs a second
 // round trip — a cache older than the tail reaches back — is counted in the
 // metric ExtraReadRoundTrips.

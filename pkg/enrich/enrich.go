@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +65,7 @@ type Handler struct {
 	tailEntries  int
 	tailBytes    int
 	maxCacheKeys int
+	maxCacheB    int64 // bytes the shards' caches hold at most, together
 	backoff      func(attempt int) time.Duration
 
 	mu    sync.Mutex
@@ -80,6 +83,55 @@ type Handler struct {
 type shardCache struct {
 	floor, pos string // fenced
 	keys       map[string]history
+	bytes      int64 // what keys take in memory, about (historyBytes)
+}
+
+// set stores key's history h, fresh (not sharing an array with the one it
+// replaces), keeping bytes.
+func (sc *shardCache) set(key string, h history) {
+	if old, ok := sc.keys[key]; ok {
+		sc.bytes -= historyBytes(key, old)
+	}
+	sc.keys[key] = h
+	sc.bytes += historyBytes(key, h)
+}
+
+// replace stores key's history h, changed in place from one that took
+// before bytes (historyBytes before the change), keeping bytes.
+func (sc *shardCache) replace(key string, h history, before int64) {
+	sc.keys[key] = h
+	sc.bytes += historyBytes(key, h) - before
+}
+
+// Memory a cached history takes besides its strings' bytes: the map entry
+// and slice header of a key, and the three headers of a change.
+const (
+	cachedKeyOverhead    = 80
+	cachedChangeOverhead = 56
+)
+
+// historyBytes is about what key's history h takes in the cache.
+func historyBytes(key string, h history) int64 {
+	n := int64(len(key) + cachedKeyOverhead)
+	for _, c := range h {
+		n += int64(len(c.seq) + len(c.version) + len(c.image) + cachedChangeOverhead)
+	}
+	return n
+}
+
+// CacheBytesFor is what the shards' caches of a function of memoryMB hold
+// at most: a quarter of its memory (the dedupe ledger's cache takes
+// another, dedupe.CacheEntriesFor, and the heap grows to twice what is
+// live between collections).
+func CacheBytesFor(memoryMB int) int64 { return int64(memoryMB) << 20 / 4 }
+
+// defaultCacheBytes is CacheBytesFor the running Lambda function's memory,
+// or for 256 MB (the enrich function's) outside Lambda.
+func defaultCacheBytes() int64 {
+	if mb, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && mb > 0 {
+		return CacheBytesFor(mb)
+	}
+	return CacheBytesFor(256)
 }
 
 // Option configures a Handler.
@@ -106,6 +158,15 @@ func WithSetAside(s *setaside.Sink) Option { return func(h *Handler) { h.sink = 
 // the shard's cache starts afresh.
 func WithMaxCacheKeys(n int) Option { return func(h *Handler) { h.maxCacheKeys = n } }
 
+// WithMaxCacheBytes bounds the memory the instance's caches of all shards
+// take together (default: CacheBytesFor the function's memory,
+// AWS_LAMBDA_FUNCTION_MEMORY_SIZE): keys are bounded, profiles are not
+// (up to 128 KiB each), and an instance keeps the caches of every shard
+// it ran. A shard's cache over it starts afresh; the other shards' caches
+// are dropped to make room for the one just used. A dropped cache costs
+// reads of the table, never a stale join.
+func WithMaxCacheBytes(n int64) Option { return func(h *Handler) { h.maxCacheB = n } }
+
 // WithBackoff sets the wait before retry attempt+1 of unprocessed reads and
 // failed output records (tests make it short).
 func WithBackoff(f func(attempt int) time.Duration) Option { return func(h *Handler) { h.backoff = f } }
@@ -116,7 +177,7 @@ func WithBackoff(f func(attempt int) time.Duration) Option { return func(h *Hand
 func New(db tableAPI, kin recordPutter, table, outStream string, opts ...Option) *Handler {
 	h := &Handler{db: db, kin: kin, table: table, outStream: outStream,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		tailEntries: DefaultTailEntries, tailBytes: DefaultTailBytes, maxCacheKeys: DefaultMaxCacheKeys,
+		tailEntries: DefaultTailEntries, tailBytes: DefaultTailBytes, maxCacheKeys: DefaultMaxCacheKeys, maxCacheB: defaultCacheBytes(),
 		backoff: func(attempt int) time.Duration { return time.Duration(25<<min(attempt, 6)) * time.Millisecond },
 		cache:   map[string]*shardCache{}}
 	for _, o := range opts {
@@ -377,9 +438,10 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 					continue
 				}
 				if hist, ok := sc.keys[c.key]; ok {
+					before := historyBytes(c.key, hist)
 					hist.add(c.change)
 					hist.prune(first)
-					sc.keys[c.key] = hist
+					sc.replace(c.key, hist, before)
 				}
 			}
 		}
@@ -397,7 +459,7 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 		sc = &shardCache{keys: make(map[string]history, len(keys))}
 	}
 	for k, it := range rr.keys {
-		sc.keys[k] = it.hist
+		sc.set(k, it.hist)
 	}
 
 	// Walk the batch in order.
@@ -464,11 +526,12 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 	dropped := map[string][]string{}
 	for k, chs := range added {
 		hist := sc.keys[k]
+		before := historyBytes(k, hist)
 		for _, c := range chs {
 			hist.add(c)
 		}
 		dropped[k] = hist.prune(first)
-		sc.keys[k] = hist
+		sc.replace(k, hist, before)
 	}
 	sc.floor, sc.pos = first, last
 	h.putCache(shard, sc)
@@ -554,13 +617,26 @@ func (h *Handler) takeCache(shard string) *shardCache {
 }
 
 // putCache stores the shard's cache (nil forgets it), starting afresh when
-// it holds more keys than allowed.
+// it holds more keys or bytes than allowed, and drops other shards' caches
+// (those of shards the instance no longer runs, say) until all of them
+// fit the bytes allowed.
 func (h *Handler) putCache(shard string, sc *shardCache) {
-	if sc == nil || len(sc.keys) > h.maxCacheKeys {
+	if sc == nil || len(sc.keys) > h.maxCacheKeys || sc.bytes > h.maxCacheB {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	total := sc.bytes
+	for _, o := range h.cache {
+		total += o.bytes
+	}
+	for s, o := range h.cache {
+		if total <= h.maxCacheB {
+			break
+		}
+		delete(h.cache, s)
+		total -= o.bytes
+	}
 	h.cache[shard] = sc
 }
 

@@ -2,6 +2,8 @@ package cdc
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"log/slog"
 	"math/big"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -363,7 +366,7 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 	if at.IsZero() {
 		return nil, h.changeError(rec, "dynamodb.ApproximateCreationDateTime", setaside.KindInvalid, "is missing")
 	}
-	env := &stream.Envelope{ID: tableName(rec.EventSourceArn) + "/" + key + "/" + version.String(), Type: typ, Key: key,
+	env := &stream.Envelope{ID: changeID(tableName(rec.EventSourceArn), key, version.String()), Type: typ, Key: key,
 		OccurredAt: at, SentAt: at, ReceivedAt: at, Data: data}
 	if err := env.Validate(); err != nil {
 		field := keyField // the id and the key are made of the entity key
@@ -374,6 +377,20 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 		return nil, h.changeError(rec, field, setaside.KindInvalid, "as the changelog record's %v", err)
 	}
 	return env, nil
+}
+
+// changeID is a changelog record's id: "<table>/<key>/<version>", or, when
+// that is longer than an envelope id may be (a key of 200 characters, which
+// a partition key may be, and a long table name), "cdc:<hash>/<version>",
+// the hash naming the table and the key: still one id per version of an
+// entity, its version after the last slash.
+func changeID(table, key, version string) string {
+	id := table + "/" + key + "/" + version
+	if utf8.RuneCountInString(id) <= stream.MaxIDLength {
+		return id
+	}
+	sum := sha256.Sum256([]byte(table + "/" + key))
+	return "cdc:" + hex.EncodeToString(sum[:20]) + "/" + version
 }
 
 // key is the entity key — the key attribute from Keys, else from an image —

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"maps"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -402,5 +404,48 @@ func TestChangelogRecords(t *testing.T) {
 				t.Errorf("image %v: want the profile without its personal attribute", d.Image)
 			}
 		})
+	}
+}
+
+// TestLongKeysGetAChangelog: a key of up to 256 characters is a partition
+// key Kinesis takes, but "<table>/<key>/<version>" is an envelope id of
+// at most 256: a key of 200 characters had every change set aside. Such a
+// change's id is "cdc:<hash of table and key>/<version>", one per entity
+// and version, the version after the last slash as for every other id.
+func TestLongKeysGetAChangelog(t *testing.T) {
+	at := events.SecondsEpochTime{Time: time.Date(2026, 11, 29, 10, 41, 0, 0, time.UTC)}
+	record := func(key, version string) *events.DynamoDBEventRecord {
+		img := map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute(key), "version": events.NewNumberAttribute(version)}
+		return &events.DynamoDBEventRecord{EventID: "e", EventName: "INSERT",
+			EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/" + strings.Repeat("p", 60) + "/stream/2026-11-29T00:00:00.000",
+			Change: events.DynamoDBStreamRecord{SequenceNumber: "100000000000000000000002", ApproximateCreationDateTime: at, StreamViewType: "NEW_AND_OLD_IMAGES",
+				Keys: map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute(key)}, NewImage: img}}
+	}
+	h := cdc.New(nil, "events")
+	ids := map[string]string{}
+	for _, tc := range []struct{ key, version string }{
+		{"u1", "5"},
+		{strings.Repeat("é", 200), "5"},
+		{strings.Repeat("é", 200), "6"},
+		{strings.Repeat("é", 199) + "e", "5"},
+		{strings.Repeat("k", 256), "5"},
+	} {
+		env, err := h.Envelope(record(tc.key, tc.version))
+		if err != nil {
+			t.Fatalf("key of %d characters: %v", utf8.RuneCountInString(tc.key), err)
+		}
+		if n := utf8.RuneCountInString(env.ID); n > stream.MaxIDLength || !strings.HasSuffix(env.ID, "/"+tc.version) {
+			t.Errorf("id %q: %d characters, want at most %d ending /%s", env.ID, n, stream.MaxIDLength, tc.version)
+		}
+		if env.Key != tc.key {
+			t.Errorf("key %.20q…, want %.20q…", env.Key, tc.key)
+		}
+		if other, ok := ids[env.ID]; ok {
+			t.Errorf("id %s of %.20q… and of %.20q…", env.ID, tc.key, other)
+		}
+		ids[env.ID] = tc.key + "/" + tc.version
+	}
+	if _, ok := ids[strings.Repeat("p", 60)+"/u1/5"]; !ok {
+		t.Errorf("ids %v: a short key's id is <table>/<key>/<version>", ids)
 	}
 }

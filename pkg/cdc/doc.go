@@ -11,6 +11,10 @@
 //	 "data": {"key": "<key>", "version": <version>, "image": <NewImage as plain JSON> | null,
 //	          "sequenceNumber": "<DynamoDB stream sequence number>"}}
 //
+// An id that would pass an envelope id's 256 characters (a long key and
+// table name) is "cdc:<hash of table and key>/<version>" instead: the key
+// is in "key", and the version stays after the last slash.
+//
 // Versions. The writer of the table keeps a number attribute "version" on
 // each item and bumps it on every write (a conditional write on the previous
 // version). A change's version is its NewImage's version; a deletion (a

@@ -192,7 +192,7 @@ func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.Attribute
 	// No receivedAt: now is this machine's clock (cmd/snapshot runs on an
 	// operator's), and consumers refuse a receivedAt more than a minute
 	// after the record reached Kinesis; without one they take its arrival.
-	env := stream.Envelope{ID: table + "/" + key + "/" + version.String(), Type: TypeSnapshot, Key: key,
+	env := stream.Envelope{ID: changeID(table, key, version.String()), Type: TypeSnapshot, Key: key,
 		OccurredAt: now, SentAt: now, Data: data}
 	if err := env.Validate(); err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %w", key, err)

@@ -130,6 +130,17 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	fmt.Fprintf(stderr, "published %d snapshot records in %s; start a new consumer of %s at %s (AT_TIMESTAMP: %s before the scan began)\n",
 		res.Published, res.Took, res.Stream, res.StartAt.Format(time.RFC3339Nano), *skew)
+	if res.Skipped > 0 {
+		// The others are published; these stay in the table as they are.
+		fmt.Fprintf(stderr, "snapshot: %d of the table's items could not be published (no changelog record can be made of them; mend them in %s and run it again):\n", res.Skipped, *table)
+		for _, sk := range res.SkippedItems {
+			fmt.Fprintf(stderr, "  %s: %s\n", sk.Item, sk.Reason)
+		}
+		if more := res.Skipped - len(res.SkippedItems); more > 0 {
+			fmt.Fprintf(stderr, "  and %d more\n", more)
+		}
+		return cli.ExitError
+	}
 	return cli.ExitOK
 }
 

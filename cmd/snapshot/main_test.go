@@ -67,7 +67,8 @@ func TestBadCommandLines(t *testing.T) {
 
 // TestSnapshot: without a region it refuses; with a stream that does not
 // exist it refuses and publishes nothing; a snapshot publishes every item
-// and its startAt is before every record it published arrived.
+// it can, names the one it cannot (exit 1), and its startAt is before
+// every record it published arrived.
 func TestSnapshot(t *testing.T) {
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
@@ -93,6 +94,12 @@ func TestSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An item no record can be made of: skipped and named, the others
+	// published (it stopped the whole snapshot).
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("profiles"), Item: map[string]ddbtypes.AttributeValue{
+		"userId": &ddbtypes.AttributeValueMemberS{Value: "user-bad"}, "version": &ddbtypes.AttributeValueMemberS{Value: "x"}}}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -105,14 +112,15 @@ func TestSnapshot(t *testing.T) {
 		t.Errorf("missing stream: %+v", r)
 	}
 	r := cmd(ctx, "-table", "profiles", "-stream", "events", "-clock-skew", "2s")
-	if r.code != 0 {
-		t.Fatalf("snapshot: %+v", r)
+	if r.code != 1 || !strings.Contains(r.stderr, "1 of the table's items could not be published") || !strings.Contains(r.stderr, "userId=user-bad: item user-bad: version") {
+		t.Fatalf("snapshot with an item it cannot publish: %+v; want exit 1 naming it", r)
 	}
 	var res struct {
 		Published int       `json:"published"`
+		Skipped   int       `json:"skipped"`
 		StartAt   time.Time `json:"startAt"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Published != 5 {
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Published != 5 || res.Skipped != 1 {
 		t.Fatalf("result %q: %+v %v", r.stdout, res, err)
 	}
 	ls, err := kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String("events")})

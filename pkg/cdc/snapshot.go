@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -18,6 +19,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // TableScanner is what Snapshot needs of DynamoDB.
@@ -63,18 +65,25 @@ const putAttempts = 5
 // An item without a version attribute gets the highest sequence number of
 // the position as its version (a change after the position has a higher
 // one), or 0 when the stream held no record.
-func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamReader, table string) (*Position, int, error) {
+//
+// An item no snapshot record can be made of (no entity key, a version that
+// is not one, a record over Kinesis' limit) is skipped, counted and named
+// (the first MaxSkippedListed) in the counts, and the others are published:
+// the item stays in the table, and the next snapshot takes it once it is
+// mended. Before, the first such item stopped every snapshot of the table.
+func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamReader, table string) (*Position, SnapshotCounts, error) {
+	var counts SnapshotCounts
 	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
-		return nil, 0, fmt.Errorf("table %s: describing the table: %w", table, err)
+		return nil, counts, fmt.Errorf("table %s: describing the table: %w", table, err)
 	}
 	arn := aws.ToString(d.Table.LatestStreamArn)
 	if arn == "" {
-		return nil, 0, fmt.Errorf("table %s: the table has no stream: enable NEW_AND_OLD_IMAGES", table)
+		return nil, counts, fmt.Errorf("table %s: the table has no stream: enable NEW_AND_OLD_IMAGES", table)
 	}
 	pos, err := position(ctx, streams, arn)
 	if err != nil {
-		return nil, 0, fmt.Errorf("table %s: %w", table, err)
+		return nil, counts, fmt.Errorf("table %s: %w", table, err)
 	}
 	fallback := json.Number("0")
 	for _, seq := range pos.Shards {
@@ -84,34 +93,79 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 	}
 
 	now := time.Now().UTC()
-	published := 0
 	var start map[string]ddbtypes.AttributeValue
 	for {
 		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return pos, published, fmt.Errorf("table %s: scanning: %w", table, err)
+			return pos, counts, fmt.Errorf("table %s: scanning: %w", table, err)
 		}
 		entries := make([]kintypes.PutRecordsRequestEntry, 0, len(page.Items))
 		for _, item := range page.Items {
 			e, err := h.snapshotEntry(table, item, pos, fallback, now)
 			if err != nil {
-				return pos, published, fmt.Errorf("table %s: %w", table, err)
+				counts.skip(tableKeyText(item, d.Table.KeySchema), err)
+				continue
 			}
 			entries = append(entries, e)
 		}
 		for len(entries) > 0 {
 			n := putCallSize(entries)
 			if err := h.putAll(ctx, entries[:n]); err != nil {
-				return pos, published, fmt.Errorf("table %s: %w", table, err)
+				return pos, counts, fmt.Errorf("table %s: %w", table, err)
 			}
-			published += n
+			counts.Published += n
 			entries = entries[n:]
 		}
 		if len(page.LastEvaluatedKey) == 0 {
-			return pos, published, nil
+			return pos, counts, nil
 		}
 		start = page.LastEvaluatedKey
 	}
+}
+
+// SnapshotCounts is what a snapshot published and skipped.
+type SnapshotCounts struct {
+	Published int
+	// Skipped counts the items no record could be made of; SkippedItems
+	// names the first MaxSkippedListed of them.
+	Skipped      int
+	SkippedItems []SkippedItem
+}
+
+// SkippedItem is an item a snapshot skipped: its key in the table and why.
+type SkippedItem struct {
+	Item   string `json:"item"`
+	Reason string `json:"reason"`
+}
+
+// MaxSkippedListed bounds the skipped items a snapshot names.
+const MaxSkippedListed = 20
+
+func (c *SnapshotCounts) skip(item string, err error) {
+	c.Skipped++
+	if len(c.SkippedItems) < MaxSkippedListed {
+		c.SkippedItems = append(c.SkippedItems, SkippedItem{Item: item, Reason: strictjson.Cut(err.Error(), 512)})
+	}
+}
+
+// tableKeyText names an item by its table key: "userId=u1", the key
+// attributes in the schema's order, each value cut.
+func tableKeyText(item map[string]ddbtypes.AttributeValue, schema []ddbtypes.KeySchemaElement) string {
+	parts := make([]string, 0, len(schema))
+	for _, k := range schema {
+		name := aws.ToString(k.AttributeName)
+		var v string
+		switch av := item[name].(type) {
+		case *ddbtypes.AttributeValueMemberS:
+			v = av.Value
+		case *ddbtypes.AttributeValueMemberN:
+			v = av.Value
+		case *ddbtypes.AttributeValueMemberB:
+			v = fmt.Sprintf("%d bytes", len(av.Value))
+		}
+		parts = append(parts, name+"="+strictjson.Cut(v, 64))
+	}
+	return strings.Join(parts, " ")
 }
 
 // putCallSize is how many of entries (at least one) one PutRecords call

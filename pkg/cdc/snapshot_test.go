@@ -41,11 +41,11 @@ func TestSnapshotThenChanges(t *testing.T) {
 	put("u-1", "2", "pro")
 
 	h := cdc.New(kin, "events")
-	pos, published, err := h.Snapshot(ctx, db, streams, "profiles")
+	pos, counts, err := h.Snapshot(ctx, db, streams, "profiles")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if published != 2 {
+	if published := counts.Published; published != 2 || counts.Skipped != 0 {
 		t.Errorf("published %d snapshot records, want 2", published)
 	}
 	if pos.StreamArn != streamArn || len(pos.Shards) == 0 {

@@ -19,7 +19,8 @@ import (
 // TestSnapshotRecordSizes: snapshot records are written as cdc writes the
 // changelog — without HTML escaping, each checked against Kinesis' 1 MiB,
 // in calls of at most 5 MiB — so an item cdc can publish the snapshot can
-// publish too, and an item too big for a record is refused by name.
+// publish too, and an item too big for a record is skipped by name while
+// the others are published.
 func TestSnapshotRecordSizes(t *testing.T) {
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
@@ -29,7 +30,7 @@ func TestSnapshotRecordSizes(t *testing.T) {
 		name    string
 		items   int
 		bio     string
-		wantErr string // "" when every item is published
+		wantSkip string // the reason of the first item skipped ("" when none); one skipped, the others published
 		maxSize int    // of each record, when published
 	}{
 		// 300 KB of markup: 1.8 MB if '<' became "\u003c".
@@ -39,13 +40,19 @@ func TestSnapshotRecordSizes(t *testing.T) {
 		{name: "control characters", items: 8, bio: strings.Repeat("\x01", 120_000), maxSize: 721_000},
 		// 200 KB of control characters is a 1.2 MB record.
 		{name: "over 1 MiB", items: 1, bio: strings.Repeat("\x01", 200_000),
-			wantErr: "item u-0: the snapshot record would be 1200"},
+			wantSkip: "item u-0: the snapshot record would be 1200"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			table, events := fmt.Sprintf("profiles-size-%d", i), fmt.Sprintf("events-size-%d", i)
 			createProfiles(t, db, table)
 			createKinesis(t, kin, events, 1)
+			if tt.wantSkip != "" { // an item that fits, beside the one that does not
+				if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]ddbtypes.AttributeValue{
+					"userId": &ddbtypes.AttributeValueMemberS{Value: "small"}, "version": &ddbtypes.AttributeValueMemberN{Value: "1"}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for j := range tt.items {
 				if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]ddbtypes.AttributeValue{
 					"userId": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("u-%d", j)}, "version": &ddbtypes.AttributeValueMemberN{Value: "1"},
@@ -53,13 +60,17 @@ func TestSnapshotRecordSizes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, published, err := cdc.New(kin, events).Snapshot(ctx, db, streams, table)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "attribute bio") {
-					t.Fatalf("Snapshot error %v, want one naming the item, its size and attribute bio (%q)", err, tt.wantErr)
+			_, counts, err := cdc.New(kin, events).Snapshot(ctx, db, streams, table)
+			published := counts.Published
+			if tt.wantSkip != "" {
+				if err != nil || counts.Skipped != 1 || len(counts.SkippedItems) != 1 {
+					t.Fatalf("Snapshot %+v %v, want one item skipped", counts, err)
 				}
-				if published != 0 {
-					t.Errorf("published %d, want 0", published)
+				if sk := counts.SkippedItems[0]; sk.Item != "userId=u-0" || !strings.Contains(sk.Reason, tt.wantSkip) || !strings.Contains(sk.Reason, "attribute bio") {
+					t.Errorf("skipped %+v, want userId=u-0, its size and attribute bio (%q)", sk, tt.wantSkip)
+				}
+				if recs := rawKinesis(t, kin, events); published != 1 || len(recs) != 1 {
+					t.Errorf("published %d (%d records on the stream), want the item that fits", published, len(recs))
 				}
 				return
 			}

@@ -285,8 +285,8 @@ func TestSnapshotThenChanges(t *testing.T) {
 		p.write(t, "u-2", "team")
 		p.runCDC(t, p.cdc)
 	}}
-	if _, n, err := cdc.New(hook, p.events).Snapshot(ctx, db, streams, p.table); err != nil || n != 2 {
-		t.Fatalf("Snapshot = %d, %v; want 2 items", n, err)
+	if _, n, err := cdc.New(hook, p.events).Snapshot(ctx, db, streams, p.table); err != nil || n.Published != 2 {
+		t.Fatalf("Snapshot = %+v, %v; want 2 items", n, err)
 	}
 	put(t, p.events, activity("mid-u-1", "u-1"), activity("mid-u-2", "u-2"))
 	// After the snapshot.
@@ -347,8 +347,8 @@ func TestSnapshotFromAFastClock(t *testing.T) {
 	t.Parallel()
 	p := newProfiles(t)
 	p.write(t, "u-1", "free")
-	if _, n, err := cdc.New(kin, p.events).Snapshot(context.Background(), db, streams, p.table); err != nil || n != 1 {
-		t.Fatalf("Snapshot = %d, %v; want 1 item", n, err)
+	if _, n, err := cdc.New(kin, p.events).Snapshot(context.Background(), db, streams, p.table); err != nil || n.Published != 1 {
+		t.Fatalf("Snapshot = %+v, %v; want 1 item", n, err)
 	}
 	put(t, p.events, activity("a1", "u-1"))
 	recs := shardRecords(t, p.events)

@@ -47,6 +47,12 @@ type SnapshotResult struct {
 	Position *cdc.Position `json:"position"`
 	// Published is how many snapshot records were put on the stream.
 	Published int `json:"published"`
+	// Skipped counts the items no snapshot record could be made of (no
+	// entity key, a version that is not one, over Kinesis' record limit),
+	// which stay in the table for the next snapshot once mended;
+	// SkippedItems names the first cdc.MaxSkippedListed.
+	Skipped      int               `json:"skipped"`
+	SkippedItems []cdc.SkippedItem `json:"skippedItems,omitempty"`
 	// StartingPosition and StartAt are where a new consumer of the events
 	// stream starts (an event source mapping's StartingPosition and
 	// StartingPositionTimestamp, or GetShardIterator AT_TIMESTAMP): before
@@ -180,10 +186,11 @@ func (s *Snapshotter) Snapshot(ctx context.Context, table string) (*SnapshotResu
 	}
 	put := &countingPutter{kin: s.kin, progress: s.progress, total: total}
 	h := cdc.New(put, s.stream, s.opts...)
-	pos, n, err := h.Snapshot(ctx, s.db, s.streams, table)
-	res.Position, res.Published, res.Took = pos, n, time.Since(start).Round(time.Millisecond).String()
+	pos, counts, err := h.Snapshot(ctx, s.db, s.streams, table)
+	res.Position, res.Published, res.Took = pos, counts.Published, time.Since(start).Round(time.Millisecond).String()
+	res.Skipped, res.SkippedItems = counts.Skipped, counts.SkippedItems
 	if err != nil {
-		return res, fmt.Errorf("%w (published %d records before it stopped; running it again is safe)", err, n)
+		return res, fmt.Errorf("%w (published %d records before it stopped; running it again is safe)", err, counts.Published)
 	}
 	return res, nil
 }

@@ -27,11 +27,11 @@ func TestSnapshotRecordSizes(t *testing.T) {
 	ctx := context.Background()
 	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
 	tests := []struct {
-		name    string
-		items   int
-		bio     string
+		name     string
+		items    int
+		bio      string
 		wantSkip string // the reason of the first item skipped ("" when none); one skipped, the others published
-		maxSize int    // of each record, when published
+		maxSize  int    // of each record, when published
 	}{
 		// 300 KB of markup: 1.8 MB if '<' became "\u003c".
 		{name: "markup", items: 1, bio: strings.Repeat("<", 300_000), maxSize: 301_000},

@@ -94,6 +94,9 @@ func TestBadInput(t *testing.T) {
 		{"profile image over the join's budget", "data.image", setaside.KindStateBudget, profile("u-1", 2, strings.Repeat("x", enrich.MaxImageBytes))},
 		// Values of 300 KB the reason must not repeat whole.
 		{"changelog key unlike the envelope's", "data.key", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"` + strings.Repeat("k", 300_000) + `","version":9,"image":{}}}`)},
+		// encoding/json takes "Version" for version, case-blind, the last
+		// one winning: a second version beside the first.
+		{"changelog version twice, cased apart", "data.Version", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","version":9,"Version":99,"image":{}}}`)},
 		{"changelog version not a number", "data.version", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","version":"` + strings.Repeat("v", 300_000) + `","image":{}}}`)},
 	}
 	for _, tc := range tests {

@@ -3,6 +3,7 @@ package enrich
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -98,8 +99,15 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 			Kind: setaside.KindInvalid}
 	}
 	var d changelogData
-	if err := json.Unmarshal(p.env.Data, &d); err != nil {
-		return parsed{}, bad("data", "not a changelog data object: %v", err)
+	// The strict reader: "Version" beside "version", which encoding/json
+	// would take case-blind (the last one winning), is refused naming it.
+	if err := strictjson.Decode(p.env.Data, &d, strictjson.Options{AllowUnknown: true, MaxBytes: max(len(p.env.Data), 1), Name: "data"}); err != nil {
+		field, reason := "data", err.Error()
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			field, reason = strictjson.JoinPath("data", se.Path), se.Reason
+		}
+		return parsed{}, bad(field, "not a changelog data object: %s", strictjson.Cut(reason, maxEcho))
 	}
 	switch {
 	case d.Key == nil || *d.Key == "":

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/emit"
 	"github.com/tributary-dev/tributary/pkg/keyed"
@@ -18,9 +19,13 @@ import (
 // StateKind is the keyed state kind of the join's state items.
 const StateKind = "join"
 
-// maxKeyBytes bounds a join key read from data (the envelope key is
-// bounded by the envelope's own limit): it is part of an item's key.
-const maxKeyBytes = 512
+// maxKeyChars bounds a join key read from data, in Unicode characters
+// (the envelope key is bounded by the envelope's own limit, the same): it
+// is the partition key of the key's outputs, which Kinesis bounds at 256
+// characters (a longer one refuses the whole PutRecords call, so the
+// outputs could never be put and the shard would retry them for ever), and
+// part of an item's key (at most 1,024 bytes in UTF-8).
+const maxKeyChars = stream.MaxKeyLength
 
 // Handler is the join function: a keyed.Runner running the join. Build it
 // with New.
@@ -67,9 +72,9 @@ func (o *Operator) Select(kr *stream.KinesisRecord, env *stream.Envelope) (strin
 	switch {
 	case key == "":
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: o.cfg.Key.String(), Kind: setaside.KindInvalid, Reason: "the join key is empty"}
-	case len(key) > maxKeyBytes:
+	case len(key) > maxKeyChars && utf8.RuneCountInString(key) > maxKeyChars:
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: o.cfg.Key.String(), Kind: setaside.KindInvalid,
-			Reason: fmt.Sprintf("the join key is %d bytes; at most %d", len(key), maxKeyBytes)}
+			Reason: fmt.Sprintf("the join key is %d characters; at most %d (it is the outputs' partition key)", utf8.RuneCountInString(key), maxKeyChars)}
 	}
 	if t := bytes.TrimSpace(env.Data); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
 		var b bytes.Buffer

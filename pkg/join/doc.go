@@ -30,10 +30,13 @@
 // records of both sides, its open rate windows, and the last fold's
 // outputs by reference), fenced by the shard's sequence numbers, written
 // once per key per batch; producer copies suppressed by event id. A key's
-// state is bounded (Limits): a record whose data is over 16 KiB, or that
-// would take its key's open records over 128 KiB, is set aside (kind
-// state-budget) naming the field — a rule on the record and the key's
-// history only, so replays decide the same.
+// state is bounded (Limits): a record whose data is over 16 KiB, that
+// would take its key's open records over 128 KiB, or whose joined records
+// would be over 512 KiB on the stream, is set aside (kind state-budget)
+// naming the field — a rule on the record and the key's history only, so
+// replays decide the same. A fold ends early once the key's state and its
+// outputs reach 192 KiB, so that the outputs put in one go fit what one
+// shard of the joins stream takes.
 //
 // Output ids are stable: "<join>:" and 32 hex digits of a hash of the kind,
 // the key and the records' ids (or the rate window's start), so every

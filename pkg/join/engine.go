@@ -68,6 +68,15 @@ type keyState struct {
 	recs  []rec // by event time, then arrival
 	rates []rate
 	out   []outRef
+
+	// Not stored: the key (its outputs carry it), and the size on the
+	// stream of the outputs added since the outbox was last compacted
+	// (a fold starts from an empty outbox: the runner sends and compacts
+	// it first).
+	key      string
+	outBytes int
+	// refused is what the last record add refused for its outputs made.
+	refused struct{ matches, bytes int }
 }
 
 // fate is what add did with a record.
@@ -77,6 +86,9 @@ const (
 	added fate = iota + 1
 	late
 	overBudget
+	// tooManyOutputs: the record would make more joined records than
+	// Limits.MaxOutputBytes (keyState.refused says how many).
+	tooManyOutputs
 )
 
 // Limits bound a key's state so that its item always fits in DynamoDB's
@@ -90,12 +102,28 @@ type Limits struct {
 	MaxOpenBytes int
 	// FoldBytes ends a key's fold early (the rest of its records are
 	// reported and come again) once its state with the fold's outputs
-	// reaches this size.
+	// (their size on the stream) reaches this size.
 	FoldBytes int
+	// MaxOutputBytes bounds the size on the stream of the joined records
+	// one record makes (it joins every open record of the other side); a
+	// record that would make more is set aside. A fold's outputs are put
+	// in one go, and again whole on a retry, so they must be what the
+	// joins stream takes in one try: with FoldBytes, at most about
+	// FoldBytes + MaxOutputBytes, under the 1 MiB a second a shard takes.
+	// 0 is DefaultLimits' value.
+	MaxOutputBytes int
 }
 
-// DefaultLimits keep a key's item under 250 KB.
-var DefaultLimits = Limits{MaxRecordData: 16 << 10, MaxOpenBytes: 128 << 10, FoldBytes: 192 << 10}
+// DefaultLimits keep a key's item under 250 KB and a fold's outputs under
+// 704 KiB.
+var DefaultLimits = Limits{MaxRecordData: 16 << 10, MaxOpenBytes: 128 << 10, FoldBytes: 192 << 10, MaxOutputBytes: 512 << 10}
+
+func (l Limits) maxOutputBytes() int {
+	if l.MaxOutputBytes == 0 {
+		return DefaultLimits.MaxOutputBytes
+	}
+	return l.MaxOutputBytes
+}
 
 func (c *Config) ms() (within, before, rateWindow int64) {
 	return c.Within.Milliseconds(), c.Before.Milliseconds(), c.RateWindow.Milliseconds()
@@ -145,26 +173,32 @@ func (c *Config) advance(st *keyState, wm int64) {
 		r.closed = true
 		if r.side == SideLeft {
 			if !r.matched && c.Kind != Inner {
-				st.out = append(st.out, outRef{kind: outLeftOnly, l: r.n})
+				c.addOutput(st, outRef{kind: outLeftOnly, l: r.n}, r, nil)
 			}
 			if c.RateWindow > 0 {
 				st.countRate(c.rateStart(r.t), r.matched)
 			}
 		} else if !r.matched && c.Kind == Outer {
-			st.out = append(st.out, outRef{kind: outRightOnly, r: r.n})
+			c.addOutput(st, outRef{kind: outRightOnly, r: r.n}, nil, r)
 		}
 	}
 	if len(st.rates) > 0 {
 		kept := st.rates[:0]
 		for _, rt := range st.rates {
 			if c.rateFinalAt(rt.start) <= wm {
-				st.out = append(st.out, outRef{kind: outRate, rate: rt})
+				c.addOutput(st, outRef{kind: outRate, rate: rt}, nil, nil)
 				continue
 			}
 			kept = append(kept, rt)
 		}
 		st.rates = kept
 	}
+}
+
+// addOutput adds o, made of l and r, to the outbox.
+func (c *Config) addOutput(st *keyState, o outRef, l, r *rec) {
+	st.out = append(st.out, o)
+	st.outBytes += c.outputSize(st.key, o, l, r)
 }
 
 func (st *keyState) countRate(start int64, matched bool) {
@@ -182,7 +216,8 @@ func (st *keyState) countRate(start int64, matched bool) {
 
 // add folds a record in at the watermark wm just before it: closes what
 // wm passed, drops the record if its own window has closed, sets it aside
-// if the key's open records would outgrow lim, and otherwise joins it with
+// if the key's open records would outgrow lim or its joined records
+// would be more than lim lets one record make, and otherwise joins it with
 // every open record of the other side and buffers it.
 func (c *Config) add(st *keyState, r rec, wm int64, lim Limits) fate {
 	c.advance(st, wm)
@@ -193,21 +228,40 @@ func (c *Config) add(st *keyState, r rec, wm int64, lim Limits) fate {
 		return overBudget
 	}
 	r.n = st.next
-	st.next++
+	var matches []int
+	size, most := 0, lim.maxOutputBytes()
 	for i := range st.recs {
 		o := &st.recs[i]
 		if o.closed || o.side == r.side {
 			continue
 		}
-		if r.side == SideRight && c.joins(o.t, r.t) {
-			st.out = append(st.out, outRef{kind: outJoined, l: o.n, r: r.n})
-		} else if r.side == SideLeft && c.joins(r.t, o.t) {
-			st.out = append(st.out, outRef{kind: outJoined, l: r.n, r: o.n})
-		} else {
+		l, rr := o, &r
+		if r.side == SideLeft {
+			l, rr = &r, o
+		}
+		if !c.joins(l.t, rr.t) {
 			continue
+		}
+		if size <= most { // past it, the record is refused: only count
+			size += c.outputSize(st.key, outRef{kind: outJoined, l: l.n, r: rr.n}, l, rr)
+		}
+		matches = append(matches, i)
+	}
+	if size > most {
+		st.refused.matches, st.refused.bytes = len(matches), size // at least
+		return tooManyOutputs
+	}
+	st.next++
+	for _, i := range matches {
+		o := &st.recs[i]
+		if r.side == SideRight {
+			st.out = append(st.out, outRef{kind: outJoined, l: o.n, r: r.n})
+		} else {
+			st.out = append(st.out, outRef{kind: outJoined, l: r.n, r: o.n})
 		}
 		o.matched, r.matched = true, true
 	}
+	st.outBytes += size
 	i := sort.Search(len(st.recs), func(i int) bool { return st.recs[i].t > r.t })
 	st.recs = append(st.recs, rec{})
 	copy(st.recs[i+1:], st.recs[i:])
@@ -226,6 +280,7 @@ func (st *keyState) compact() {
 	}
 	st.recs = kept
 	st.out = st.out[:0]
+	st.outBytes = 0
 	if len(st.recs) == 0 && len(st.rates) == 0 {
 		st.next = 0
 	}

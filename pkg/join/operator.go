@@ -108,6 +108,7 @@ func (o *Operator) NewState(key string, blob []byte) (keyed.State[rec], error) {
 	if err != nil {
 		return nil, err
 	}
+	st.key = key
 	return &stateOfKey{o: o, key: key, st: st}, nil
 }
 
@@ -128,6 +129,14 @@ func (s *stateOfKey) Add(v rec, wm time.Time) (keyed.Fate, *keyed.RecordError) {
 		return keyed.Aside, &keyed.RecordError{Field: s.o.cfg.Key.String(), Kind: setaside.KindStateBudget,
 			Reason: fmt.Sprintf("join key %q holds %d bytes of open records; this one would take it past its %d-byte budget (one DynamoDB item): the key takes records again as their windows close",
 				s.key, s.st.openBytes(), s.o.lim.MaxOpenBytes)}
+	case tooManyOutputs:
+		other := s.o.cfg.Right
+		if v.side == SideRight {
+			other = s.o.cfg.Left
+		}
+		return keyed.Aside, &keyed.RecordError{Field: s.o.cfg.Key.String(), Kind: setaside.KindStateBudget,
+			Reason: fmt.Sprintf("join key %q has %d open %s records this one joins: at least %d bytes of joined records; one record may make at most %d (a fold's outputs go to the joins stream in one go)",
+				s.key, s.st.refused.matches, other, s.st.refused.bytes, s.o.lim.maxOutputBytes())}
 	}
 	return keyed.Added, nil
 }
@@ -145,8 +154,10 @@ func (s *stateOfKey) NextDue() time.Time {
 	return time.Time{}
 }
 
+// Size bounds the state's encoding and the size on the stream of its
+// outputs, so that FoldBytes bounds both the item and a fold's outputs.
 func (s *stateOfKey) Size() int {
-	n := 16 + 24*len(s.st.rates) + 12*len(s.st.out)
+	n := 16 + 24*len(s.st.rates) + 12*len(s.st.out) + s.st.outBytes
 	for i := range s.st.recs {
 		n += recBytes(&s.st.recs[i])
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/emit"
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -73,71 +74,90 @@ func (c *Config) render(key string, st *keyState) ([]emit.Record, error) {
 	for i := range st.recs {
 		byN[st.recs[i].n] = &st.recs[i]
 	}
-	side := func(n uint32) (*SideRecord, *rec, error) {
+	find := func(n uint32) (*rec, error) {
 		r, ok := byN[n]
 		if !ok {
-			return nil, nil, fmt.Errorf("join: state of key %q: an output names record %d, which the state does not hold", key, n)
+			return nil, fmt.Errorf("join: state of key %q: an output names record %d, which the state does not hold", key, n)
 		}
-		typ := c.Left
-		if r.side == SideRight {
-			typ = c.Right
-		}
-		data := json.RawMessage(r.data)
-		if data == nil {
-			data = json.RawMessage("null")
-		}
-		return &SideRecord{ID: r.id, Type: typ, EventTime: ms(r.t), Data: data}, r, nil
+		return r, nil
 	}
 	out := make([]emit.Record, 0, len(st.out))
 	for _, o := range st.out {
-		env := stream.Envelope{Key: key}
-		var payload any
-		switch o.kind {
-		case outJoined:
-			l, lr, err := side(o.l)
-			if err != nil {
-				return nil, err
-			}
-			r, rr, err := side(o.r)
-			if err != nil {
-				return nil, err
-			}
-			env.ID, env.Type = OutputID(c.Name, TypeJoined, key, lr.id, rr.id), TypeJoined
-			env.OccurredAt = ms(max(lr.t, rr.t))
-			payload = Data{Join: c.Name, Left: l, Right: r}
-		case outLeftOnly:
-			l, lr, err := side(o.l)
-			if err != nil {
-				return nil, err
-			}
-			env.ID, env.Type, env.OccurredAt = OutputID(c.Name, TypeUnmatched, key, "left", lr.id), TypeUnmatched, ms(lr.t)
-			payload = Data{Join: c.Name, Left: l}
-		case outRightOnly:
-			r, rr, err := side(o.r)
-			if err != nil {
-				return nil, err
-			}
-			env.ID, env.Type, env.OccurredAt = OutputID(c.Name, TypeUnmatched, key, "right", rr.id), TypeUnmatched, ms(rr.t)
-			payload = Data{Join: c.Name, Right: r}
-		case outRate:
-			start := ms(o.rate.start)
-			env.ID, env.Type, env.OccurredAt = OutputID(c.Name, TypeRate, key, start.Format(time.RFC3339Nano)), TypeRate, start
-			d := RateData{Join: c.Name, Start: start, End: start.Add(c.RateWindow), Left: o.rate.left, Matched: o.rate.matched}
-			if d.Left > 0 {
-				d.Rate = float64(d.Matched) / float64(d.Left)
-			}
-			payload = d
-		}
-		env.SentAt = env.OccurredAt
+		var l, r *rec
 		var err error
-		if env.Data, err = json.Marshal(payload); err != nil {
-			return nil, fmt.Errorf("join: encoding an output of key %q: %w", key, err)
+		if o.kind == outJoined || o.kind == outLeftOnly {
+			if l, err = find(o.l); err != nil {
+				return nil, err
+			}
 		}
-		b, err := json.Marshal(&env)
+		if o.kind == outJoined || o.kind == outRightOnly {
+			if r, err = find(o.r); err != nil {
+				return nil, err
+			}
+		}
+		rec, err := c.output(key, o, l, r)
 		if err != nil {
-			return nil, fmt.Errorf("join: encoding an output of key %q: %w", key, err)
+			return nil, err
 		}
-		out = append(out, emit.Record{Data: b, PartitionKey: key})
+		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// outputSize is the size on the stream (limits.KinesisRecordSize) of the
+// output o of key, made of l and r.
+func (c *Config) outputSize(key string, o outRef, l, r *rec) int {
+	rec, err := c.output(key, o, l, r)
+	if err != nil {
+		return limits.KinesisRecordBytes + 1 // never put: count it as the most
+	}
+	return limits.KinesisRecordSize(rec.Data, rec.PartitionKey)
+}
+
+// output renders the output o of key: l and r are its left and right
+// records (nil for a side it does not have).
+func (c *Config) output(key string, o outRef, l, r *rec) (emit.Record, error) {
+	side := func(x *rec) *SideRecord {
+		typ := c.Left
+		if x.side == SideRight {
+			typ = c.Right
+		}
+		data := json.RawMessage(x.data)
+		if data == nil {
+			data = json.RawMessage("null")
+		}
+		return &SideRecord{ID: x.id, Type: typ, EventTime: ms(x.t), Data: data}
+	}
+	env := stream.Envelope{Key: key}
+	var payload any
+	switch o.kind {
+	case outJoined:
+		env.ID, env.Type = OutputID(c.Name, TypeJoined, key, l.id, r.id), TypeJoined
+		env.OccurredAt = ms(max(l.t, r.t))
+		payload = Data{Join: c.Name, Left: side(l), Right: side(r)}
+	case outLeftOnly:
+		env.ID, env.Type, env.OccurredAt = OutputID(c.Name, TypeUnmatched, key, "left", l.id), TypeUnmatched, ms(l.t)
+		payload = Data{Join: c.Name, Left: side(l)}
+	case outRightOnly:
+		env.ID, env.Type, env.OccurredAt = OutputID(c.Name, TypeUnmatched, key, "right", r.id), TypeUnmatched, ms(r.t)
+		payload = Data{Join: c.Name, Right: side(r)}
+	case outRate:
+		start := ms(o.rate.start)
+		env.ID, env.Type, env.OccurredAt = OutputID(c.Name, TypeRate, key, start.Format(time.RFC3339Nano)), TypeRate, start
+		d := RateData{Join: c.Name, Start: start, End: start.Add(c.RateWindow), Left: o.rate.left, Matched: o.rate.matched}
+		if d.Left > 0 {
+			d.Rate = float64(d.Matched) / float64(d.Left)
+		}
+		payload = d
+	}
+	env.SentAt = env.OccurredAt
+	var err error
+	if env.Data, err = json.Marshal(payload); err != nil {
+		return emit.Record{}, fmt.Errorf("join: encoding an output of key %q: %w", key, err)
+	}
+	b, err := json.Marshal(&env)
+	if err != nil {
+		return emit.Record{}, fmt.Errorf("join: encoding an output of key %q: %w", key, err)
+	}
+	return emit.Record{Data: b, PartitionKey: key}, nil
 }

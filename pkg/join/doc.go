@@ -19,11 +19,17 @@
 // + before (right), and a record arriving after its own window closed is
 // late: dropped and counted. Non-matches are emitted only after the window
 // closed, never eagerly. engine_test.go replays the table of Kafka
-// Streams' documentation row by row. One difference: a record whose window
-// has closed is out of the join for good (Kafka Streams keeps it in its
-// window store a little longer and may still join it, after having emitted
-// it as unmatched); here a left record ends with joined records or with one
-// unmatched record, never both.
+// Streams' documentation row by row (its records come in time order). Two
+// differences, for records more than allowedLateness out of order: a
+// record whose window has closed is out of the join for good (Kafka
+// Streams keeps every record in its window store for before + within +
+// grace, and may still join it, after having emitted it as unmatched), so
+// here a left record ends with joined records or with one unmatched
+// record, never both; and a late record is dropped (Kafka Streams still
+// joins it with what its stores keep, or emits it unmatched at once). With
+// before 0, a right record's window is only the grace: a click more than
+// allowedLateness behind its shard's newest event time is late, though its
+// search may still be open.
 //
 // Exactly once, bounded state and set-aside records come from package
 // keyed, which runs the join: one state item per join key (its open

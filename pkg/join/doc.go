@@ -51,6 +51,7 @@
 //
 // The join key must put both sides on one shard: it is the envelope key
 // (the Kinesis partition key) or a data field producers also use as the
-// envelope key (partitionKeyIsJoinKey). Keep the mapping's
+// envelope key (partitionKeyIsJoinKey; a record whose data field is not
+// its partition key is set aside, naming the field). Keep the mapping's
 // ParallelizationFactor at 1.
 package join

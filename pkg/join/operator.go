@@ -53,8 +53,9 @@ type Operator struct {
 var _ keyed.Operator[rec] = (*Operator)(nil)
 
 // Select folds records of the two types under their join key and ignores
-// every other record. A record without a join key, with data that is not
-// JSON or bigger than the limit is set aside naming the field.
+// every other record. A record without a join key, with a join key from
+// data that is not its partition key, with data that is not JSON or
+// bigger than the limit is set aside naming the field.
 func (o *Operator) Select(kr *stream.KinesisRecord, env *stream.Envelope) (string, rec, keyed.Selection, error) {
 	var r rec
 	switch env.Type {
@@ -75,6 +76,13 @@ func (o *Operator) Select(kr *stream.KinesisRecord, env *stream.Envelope) (strin
 	case len(key) > maxKeyChars && utf8.RuneCountInString(key) > maxKeyChars:
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: o.cfg.Key.String(), Kind: setaside.KindInvalid,
 			Reason: fmt.Sprintf("the join key is %d characters; at most %d (it is the outputs' partition key)", utf8.RuneCountInString(key), maxKeyChars)}
+	case !o.cfg.Key.IsPartitionKey() && key != kr.PartitionKey:
+		// partitionKeyIsJoinKey promised it: otherwise the two sides of a
+		// key may be read from two shards, each closing the key's records
+		// by its own watermark, and what joins would depend on which shard
+		// Lambda reads first.
+		return "", r, keyed.Ignore, &keyed.RecordError{Field: o.cfg.Key.String(), Kind: setaside.KindInvalid,
+			Reason: fmt.Sprintf("the join key %q is not the record's partition key %q: with partitionKeyIsJoinKey the producer must use it as the partition key, so both sides of a key are on one shard", key, kr.PartitionKey)}
 	}
 	if t := bytes.TrimSpace(env.Data); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
 		var b bytes.Buffer

@@ -159,7 +159,7 @@ func FromEnv(lookup func(string) (string, bool)) (*Config, error) {
 //	before           how long before it a right record still joins (default "0s")
 //	joinType         "inner", "left" (default) or "outer"
 //	allowedLateness  grace period after a window's end for out-of-order records (default "0s")
-//	idleTimeout      an idle shard's watermark moves by processing time after this (default "1m")
+//	idleTimeout      an idle shard's watermark moves by processing time after this (default "1m", at most 24h)
 //	rateWindow       tumbling window of the click-through rate per key ("1m"; absent: none)
 //	dedupeHorizon    how long an event id suppresses copies (default "1h", at most 168h; "0s": off)
 //
@@ -249,6 +249,11 @@ func Parse(doc []byte) (*Config, error) {
 		}
 		if c.IdleTimeout <= 0 {
 			return nil, cfgErr("idleTimeout", "%s: must be above zero", raw.IdleTimeout)
+		}
+		// A key's item expires StateExpiry (8 days) after its last write:
+		// an idle shard must close its keys' records long before.
+		if c.IdleTimeout > MaxWindow {
+			return nil, cfgErr("idleTimeout", "%s: an idle shard's records wait that long to close, at most %s", raw.IdleTimeout, MaxWindow)
 		}
 	}
 	if c.RateWindow, err = duration("rateWindow", raw.RateWindow); err != nil {

@@ -38,6 +38,11 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		{`{"name":"j","left":"s","right":"c","within":"24h","rateWindow":"1s"}`, "rateWindow", "rate windows open"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","dedupeHorizon":""}`, "dedupeHorizon", "empty"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","dedupeHorizon":"200h"}`, "dedupeHorizon", "longer"},
+		// An idle shard's keys would outlive their items (they expire 8
+		// days after their last write) before the tick closed them: their
+		// unmatched records would never be emitted.
+		{`{"name":"j","left":"s","right":"c","within":"1m","idleTimeout":"200h"}`, "idleTimeout", "at most 24h"},
+		{`{"name":"j","left":"s","right":"c","within":"1m","idleTimeout":"2562047h"}`, "idleTimeout", "at most 24h"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","grace":"1s"}`, "grace", "unknown field (known: $schema, kind, name, left, right"},
 		{`{"name":"j","left":3,"right":"c","within":"1m"}`, "left", "must be a JSON string, not a number"},
 		{`{"name":"j","left":"s","right":"c","within":"1m"} {}`, "", "must hold exactly one value"},

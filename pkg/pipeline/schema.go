@@ -203,7 +203,7 @@ var joinSpecFields = []fieldSpec{
 	{name: "allowedLateness", typ: tString, duration: true, def: "0s",
 		doc: "How far behind its shard's newest event time a record may be and still join (the watermark's allowance). Default 0s."},
 	{name: "idleTimeout", typ: tString, duration: true, def: "1m",
-		doc: "How long a shard may see no newer event time before the tick advances its watermark by processing time. Default 1m."},
+		doc: "How long a shard may see no newer event time before the tick advances its watermark by processing time, above zero, at most 24h. Default 1m."},
 	{name: "rateWindow", typ: tString, duration: true, examples: []any{"1m"},
 		doc: "The tumbling window (by the left record's time) of the derived rate per key: left records that joined out of all, from 1s to 24h; absent: none."},
 	{name: "dedupeHorizon", typ: tString, duration: true, def: "1h",

@@ -6,8 +6,10 @@ import (
 	"os"
 	"regexp"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -186,10 +188,10 @@ func Parse(doc []byte) (*Config, error) {
 		return nil, cfgErr("right", "required: the event type of the right side, for example \"click\"")
 	case raw.Left == raw.Right:
 		return nil, cfgErr("right", "%q is the left type too: a self-join needs the two sides told apart by type", raw.Right)
-	case len(raw.Left) > 256:
-		return nil, cfgErr("left", "is longer than an event type can be (256)")
-	case len(raw.Right) > 256:
-		return nil, cfgErr("right", "is longer than an event type can be (256)")
+	case utf8.RuneCountInString(raw.Left) > stream.MaxTypeLength:
+		return nil, cfgErr("left", "is longer than an event type can be (%d characters)", stream.MaxTypeLength)
+	case utf8.RuneCountInString(raw.Right) > stream.MaxTypeLength:
+		return nil, cfgErr("right", "is longer than an event type can be (%d characters)", stream.MaxTypeLength)
 	}
 	if raw.Key == "" {
 		raw.Key = "key"

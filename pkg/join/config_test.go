@@ -43,6 +43,8 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		// unmatched records would never be emitted.
 		{`{"name":"j","left":"s","right":"c","within":"1m","idleTimeout":"200h"}`, "idleTimeout", "at most 24h"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","idleTimeout":"2562047h"}`, "idleTimeout", "at most 24h"},
+		{`{"name":"j","left":"` + strings.Repeat("s", 257) + `","right":"c","within":"1m"}`, "left", "256 characters"},
+		{`{"name":"j","left":"s","right":"` + strings.Repeat("ü", 257) + `","within":"1m"}`, "right", "256 characters"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","grace":"1s"}`, "grace", "unknown field (known: $schema, kind, name, left, right"},
 		{`{"name":"j","left":3,"right":"c","within":"1m"}`, "left", "must be a JSON string, not a number"},
 		{`{"name":"j","left":"s","right":"c","within":"1m"} {}`, "", "must hold exactly one value"},
@@ -52,6 +54,16 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.reason) {
 			t.Errorf("%s: got %v, want field %q with %q", tc.doc, err, tc.field, tc.reason)
 		}
+	}
+}
+
+// TestParseTypesOfAnyScript takes an event type of 256 characters in
+// two-byte letters, as an envelope may carry one.
+func TestParseTypesOfAnyScript(t *testing.T) {
+	typ := strings.Repeat("ü", 256)
+	c, err := Parse([]byte(`{"name":"j","left":"` + typ + `","right":"c","within":"1m"}`))
+	if err != nil || c.Left != typ {
+		t.Fatalf("Parse: %v", err)
 	}
 }
 

@@ -29,7 +29,9 @@
 // a page of 100 followers at a time, converges the page's entries 16 at a
 // time, and after each page saves the record's progress in the FanOut
 // table: one item per tweet record (partition key "<len(authorId)>#<authorId>#<tweetId>",
-// sort key the record's sequence number, kept 48 hours) holding the last
+// or "sha256#" and its hash when that is over DynamoDB's 2,048 bytes, as
+// ids near their own limits make it; sort key the record's sequence
+// number, kept 48 hours) holding the last
 // follower done. The save is a conditional write that only moves the
 // cursor forward, so a duplicate invocation behind another cannot take it
 // back. Near the invoke deadline the handler starts no new entry, lets

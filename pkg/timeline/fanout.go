@@ -2,6 +2,8 @@ package timeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -76,7 +78,23 @@ const (
 // fanOutTweetKey is the progress item's partition key of a tweet: the
 // author's length is spelt out, as in SortKey, so no two tweets share it.
 func fanOutTweetKey(author, id string) string {
-	return strconv.Itoa(len(author)) + "#" + author + "#" + id
+	return boundedProgressKey(strconv.Itoa(len(author)) + "#" + author + "#" + id)
+}
+
+// maxPartitionKeyBytes is DynamoDB's limit on a partition key value.
+const maxPartitionKeyBytes = 2048
+
+// boundedProgressKey is k, or, when k is over DynamoDB's limit on a
+// partition key (ids near their own limits: an author's id holds 2,048
+// bytes, a tweet's 1,024), "sha256#" and k's hash: a form neither key
+// starts with. Without it every read and save of such a record's progress
+// would be refused, and the record would hold its shard for good.
+func boundedProgressKey(k string) string {
+	if len(k) <= maxPartitionKeyBytes {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return "sha256#" + hex.EncodeToString(sum[:])
 }
 
 // progress is a tweet record's fan-out so far, as its progress item holds
@@ -124,7 +142,7 @@ var (
 // record: it starts with a letter where a tweet's starts with a digit, so
 // the two never meet.
 func followProgressKey(follower, followee string) string {
-	return "follow#" + strconv.Itoa(len(follower)) + "#" + follower + "#" + followee
+	return boundedProgressKey("follow#" + strconv.Itoa(len(follower)) + "#" + follower + "#" + followee)
 }
 
 func (h *Handler) progressKey(key, seq string) map[string]types.AttributeValue {

@@ -226,6 +226,10 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		default:
 			fmt.Fprintf(stdout, "erased the personal data of %d events of %s (%s); audit event %s (%s)\n",
 				len(res.Erased), *subject, listIDs(res.Erased), res.Audit.ID(), res.Audit.Type)
+			if len(res.Completed) > 0 {
+				fmt.Fprintf(stdout, "the audit event also lists %d events an earlier erasure stopped before auditing (%s)\n",
+					len(res.Completed), listIDs(res.Completed))
+			}
 		}
 		return cli.ExitOK
 	}

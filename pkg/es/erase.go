@@ -2,8 +2,11 @@ package es
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -55,6 +58,12 @@ type ErasureResult struct {
 	Erased []string
 	// AlreadyErased counts the subject's events erased before.
 	AlreadyErased int
+	// Completed are events an earlier run erased without appending its
+	// audit event (it stopped in between); this run's audit event lists
+	// them and names those runs (Completes).
+	Completed []string
+	// Completes are the ids of those earlier runs.
+	Completes []string
 	// Audit is the audit event appended (nil in a dry run or when there was
 	// nothing to erase).
 	Audit *Event
@@ -120,7 +129,9 @@ func misplacedAudit(e *Event, aggregateType string) bool {
 // a PersonalDataErased event to ErasureAggregate(subject) listing the
 // events, the reason and who asked: the erasure is audited in the log
 // itself. Running it again erases what a crashed run left and appends a new
-// audit event only if it erased something. With dryRun it only lists.
+// audit event only if it erased something or finds events an earlier run
+// erased without its audit event (it stopped in between): those it lists
+// too, so no erasure goes unaudited. With dryRun it only lists.
 //
 // It is the one path in this package that changes an event. The stack
 // grants it to no function: an operator runs it (cmd/eventstore erase).
@@ -142,6 +153,8 @@ func Erase(ctx context.Context, db eraseAPI, t Tables, er Erasure, now time.Time
 	if err != nil {
 		return nil, err
 	}
+	// earlier: the events erased before, by erasure id.
+	earlier := map[string][]string{}
 	for _, k := range keys {
 		name := k.id + "/" + k.version
 		if dryRun {
@@ -155,34 +168,73 @@ func Erase(ctx context.Context, db eraseAPI, t Tables, er Erasure, now time.Time
 		if err != nil {
 			return nil, fmt.Errorf("es: erasure of %s: %w", name, err)
 		}
-		_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.Events),
-			Key: map[string]types.AttributeValue{AttrAggregateID: &types.AttributeValueMemberS{Value: k.id},
-				AttrVersion: &types.AttributeValueMemberN{Value: k.version}},
+		key := map[string]types.AttributeValue{AttrAggregateID: &types.AttributeValueMemberS{Value: k.id},
+			AttrVersion: &types.AttributeValueMemberN{Value: k.version}}
+		_, err = db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.Events), Key: key,
 			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 		var ccf *types.ConditionalCheckFailedException
 		switch {
 		case errors.As(err, &ccf):
 			res.AlreadyErased++
+			by, err := erasedBy(ctx, db, t.Events, key, ccf.Item)
+			if err != nil {
+				return res, fmt.Errorf("es: reading which erasure erased event %s: %w", name, err)
+			}
+			if by != "" {
+				earlier[by] = append(earlier[by], name)
+			}
 		case err != nil:
 			return res, fmt.Errorf("es: erasing the personal data of event %s (%d of %d erased so far; run it again to finish): %w", name, len(res.Erased), len(keys), err)
 		default:
 			res.Erased = append(res.Erased, name)
 		}
 	}
-	if dryRun || len(res.Erased) == 0 {
+	if dryRun {
 		return res, nil
 	}
-	listed := res.Erased
+	store := NewStore(db, t)
+	if len(earlier) > 0 {
+		// An earlier run that stopped before its audit event: its events
+		// are audited by this run's.
+		trail, err := ErasureTrail(ctx, store, er.Subject)
+		if err != nil {
+			return res, err
+		}
+		for _, e := range trail {
+			delete(earlier, e.CommandID)
+			var d struct {
+				Completes []string `json:"completes"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil {
+				for _, id := range d.Completes {
+					delete(earlier, id)
+				}
+			}
+		}
+		res.Completes = slices.Sorted(maps.Keys(earlier))
+		for _, id := range res.Completes {
+			res.Completed = append(res.Completed, earlier[id]...)
+		}
+	}
+	if len(res.Erased) == 0 && len(res.Completed) == 0 {
+		return res, nil
+	}
+	listed := append(slices.Clone(res.Erased), res.Completed...)
+	count := len(listed)
 	if len(listed) > maxErasureListed {
 		listed = listed[:maxErasureListed]
 	}
-	data, err := marshal(map[string]any{"erasure": res.ID, "subject": er.Subject, "reason": er.Reason, "by": er.By,
-		"events": listed, "eventCount": len(res.Erased)})
+	audit := map[string]any{"erasure": res.ID, "subject": er.Subject, "reason": er.Reason, "by": er.By,
+		"events": listed, "eventCount": count}
+	if len(res.Completes) > 0 {
+		audit["completes"] = res.Completes
+	}
+	data, err := marshal(audit)
 	if err != nil {
 		return res, err
 	}
-	store := NewStore(db, t)
 	agg := ErasureAggregate(er.Subject)
 	for attempt := 0; attempt < DefaultMaxAttempts; attempt++ {
 		v, err := store.Version(ctx, agg)
@@ -203,6 +255,23 @@ func Erase(ctx context.Context, db eraseAPI, t Tables, er Erasure, now time.Time
 		return res, nil
 	}
 	return res, fmt.Errorf("es: the personal data is erased, but the audit event kept losing to other appends to %s (run it again)", agg)
+}
+
+// erasedBy is the erasure id (AttrErasure) of an erased event: from item,
+// the event as the failed condition returned it, or read.
+func erasedBy(ctx context.Context, db storeAPI, table string, key, item map[string]types.AttributeValue) (string, error) {
+	if len(item) == 0 {
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true),
+			ProjectionExpression: aws.String("#e"), ExpressionAttributeNames: map[string]string{"#e": AttrErasure}})
+		if err != nil {
+			return "", err
+		}
+		item = out.Item
+	}
+	if s, ok := item[AttrErasure].(*types.AttributeValueMemberS); ok {
+		return s.Value, nil
+	}
+	return "", nil
 }
 
 type eventKey struct{ id, version string }

@@ -315,3 +315,50 @@ func TestErasureTrailHasANamespaceOfItsOwn(t *testing.T) {
 		t.Fatalf("trail of owner-c: %+v %v, want one audit event (not the account's deposit)", trail, err)
 	}
 }
+
+// failAppends is DynamoDB with TransactWriteItems failing: an erasure that
+// stops after erasing, before its audit event (a crash, a throttle).
+type failAppends struct{ *dynamodb.Client }
+
+func (failAppends) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return nil, fmt.Errorf("connection reset")
+}
+
+// TestErasureStoppedBeforeItsAuditIsAuditedWhenRunAgain: an erasure that
+// removed the personal data but could not append its audit event says to
+// run it again to append it; running it again appends the audit event
+// listing those events, so no erasure goes unaudited.
+func TestErasureStoppedBeforeItsAuditIsAuditedWhenRunAgain(t *testing.T) {
+	ctx := context.Background()
+	db, store := newStore(t)
+	tables := store.Tables()
+	x := es.NewExecutor[account](store, ledger{})
+	run(t, x, cmd("c1", "Deposit", "a1", 5, `,"owner":"Ada Lovelace"`))
+	run(t, x, cmd("c2", "Deposit", "a1", 7, `,"owner":"Ada Lovelace"`))
+	er := es.Erasure{Subject: "owner-a1", Reason: "request GDPR-18", By: "ops"}
+
+	first, err := es.Erase(ctx, failAppends{db}, tables, er, time.Now(), false)
+	if err == nil || !strings.Contains(err.Error(), "run it again to append it") || len(first.Erased) != 2 {
+		t.Fatalf("erasure without its audit event: %+v %v, want 2 events erased and an error saying to run it again", first, err)
+	}
+	again, err := es.Erase(ctx, db, tables, er, time.Now().Add(time.Second), false)
+	if err != nil || again.Audit == nil {
+		t.Fatalf("erasure run again: %+v %v, want the missing audit event appended", again, err)
+	}
+	trail, err := es.ErasureTrail(ctx, store, "owner-a1")
+	if err != nil || len(trail) != 1 {
+		t.Fatalf("trail of owner-a1: %+v %v, want one audit event", trail, err)
+	}
+	var audit struct {
+		Events     []string `json:"events"`
+		EventCount int      `json:"eventCount"`
+		Completes  []string `json:"completes"`
+	}
+	if err := json.Unmarshal(trail[0].Data, &audit); err != nil || !reflect.DeepEqual(audit.Events, []string{"a1/1", "a1/2"}) ||
+		audit.EventCount != 2 || !reflect.DeepEqual(audit.Completes, []string{first.ID}) {
+		t.Errorf("audit event %s (%v), want events a1/1 and a1/2, completing %s", trail[0].Data, err, first.ID)
+	}
+	if third, err := es.Erase(ctx, db, tables, er, time.Now().Add(2*time.Second), false); err != nil || third.Audit != nil {
+		t.Errorf("erasure run a third time: %+v %v, want nothing to do: the erasure is audited", third, err)
+	}
+}

@@ -23,6 +23,9 @@ const (
 	MaxCommandBytes = 64 << 10
 	// MaxCommandIDLength bounds a command id (a UUID is 36).
 	MaxCommandIDLength = 128
+	// maxEchoBytes bounds what an answer repeats of a name or value it
+	// refuses: a command is up to 64 KiB, an answer a few hundred bytes.
+	maxEchoBytes = 200
 )
 
 // Command is a request to change one aggregate: it may still be refused.
@@ -105,7 +108,7 @@ func ParseCommand(body []byte, aggregateField string) (Command, error) {
 			if near := strictjson.Nearest(k, known); near != "" {
 				hint = fmt.Sprintf("; did you mean %q?", near)
 			}
-			return Command{}, Invalid(k, "is not a field of a command%s (id, type, %s, expectedVersion, data)", hint, aggregateField)
+			return Command{}, Invalid(strictjson.Cut(k, maxEchoBytes), "is not a field of a command%s (id, type, %s, expectedVersion, data)", hint, aggregateField)
 		}
 	}
 	var c Command
@@ -136,7 +139,7 @@ func ParseCommand(body []byte, aggregateField string) (Command, error) {
 	if v, ok := raw["expectedVersion"]; ok && string(v) != "null" {
 		n, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil || n < 0 {
-			return Command{}, Invalid("expectedVersion", "must be a whole number from 0 (0: the aggregate does not exist yet), got %s", v)
+			return Command{}, Invalid("expectedVersion", "must be a whole number from 0 (0: the aggregate does not exist yet), got %s", strictjson.Cut(string(v), maxEchoBytes))
 		}
 		c.ExpectedVersion = &n
 	}

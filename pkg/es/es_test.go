@@ -226,6 +226,28 @@ func TestInvalidCommandsNameTheField(t *testing.T) {
 	}
 }
 
+// TestInvalidAnswersAreBounded: a 400 repeats at most a few hundred bytes
+// of what it was sent, however long the unknown field name or the value it
+// refuses (a command may be 64 KiB).
+func TestInvalidAnswersAreBounded(t *testing.T) {
+	_, store := newStore(t)
+	x := es.NewExecutor[account](store, ledger{})
+	long := strings.Repeat("x", 60_000)
+	for _, tt := range []struct{ name, body, field string }{
+		{"an unknown field's name", `{"id":"c1","type":"Deposit","accountId":"a1","data":{"amount":1},"` + long + `":1}`, "xxxx"},
+		{"an expectedVersion that is not a number", `{"id":"c1","type":"Deposit","accountId":"a1","expectedVersion":"` + long + `","data":{"amount":1}}`, "expectedVersion"},
+		{"an expectedVersion that is an object", `{"id":"c1","type":"Deposit","accountId":"a1","expectedVersion":{"a":"` + long + `"},"data":{"amount":1}}`, "expectedVersion"},
+	} {
+		res := run(t, x, []byte(tt.body))
+		if res.HTTPStatus != 400 || !strings.Contains(string(res.Body), `"field":"`+tt.field) {
+			t.Errorf("%s: %d %.300s, want 400 naming %s", tt.name, res.HTTPStatus, res.Body, tt.field)
+		}
+		if len(res.Body) > 1024 {
+			t.Errorf("%s: the answer is %d bytes, want at most 1,024", tt.name, len(res.Body))
+		}
+	}
+}
+
 // TestMultiEventCommandIsAtomic: a command's events land together, at
 // consecutive versions, with one transaction.
 func TestMultiEventCommandIsAtomic(t *testing.T) {

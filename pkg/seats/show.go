@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // AggregateType is the type of a show's events.
@@ -238,7 +239,7 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 		}
 		at, err := time.Parse(time.RFC3339, *d.StartsAt)
 		if err != nil {
-			return nil, es.Invalid("data.startsAt", "%q is not an RFC 3339 time", *d.StartsAt)
+			return nil, es.Invalid("data.startsAt", "%s is not an RFC 3339 time", strictjson.QuoteCut(*d.StartsAt, maxEchoBytes))
 		}
 		if s.Scheduled {
 			return nil, es.Refuse(aggregateField, "show %s is already scheduled (%q at %s, version %d)", cmd.AggregateID, s.Title, s.StartsAt, version)
@@ -385,7 +386,7 @@ func id(field string, v *string) (string, error) {
 		return "", es.Invalid(field, "is required")
 	}
 	if err := es.CheckAggregateID(*v); err != nil || len(*v) > maxIDLength {
-		return "", es.Invalid(field, "%q: 1 to %d letters, digits, - _ . :", *v, maxIDLength)
+		return "", es.Invalid(field, "%s: 1 to %d letters, digits, - _ . :", strictjson.QuoteCut(*v, maxEchoBytes), maxIDLength)
 	}
 	return *v, nil
 }
@@ -404,7 +405,7 @@ func seatList(raw json.RawMessage) ([]string, error) {
 	}
 	for i, seat := range seats {
 		if _, _, ok := parseSeat(seat); !ok {
-			return nil, es.Invalid(fmt.Sprintf("data.seats[%d]", i), "%q is not a seat (a row letter A-Z and a number, such as C12)", seat)
+			return nil, es.Invalid(fmt.Sprintf("data.seats[%d]", i), "%s is not a seat (a row letter A-Z and a number, such as C12)", strictjson.QuoteCut(seat, maxEchoBytes))
 		}
 		if j := slices.Index(seats, seat); j < i {
 			return nil, es.Invalid(fmt.Sprintf("data.seats[%d]", i), "seat %s is listed twice (also data.seats[%d])", seat, j)

@@ -22,6 +22,10 @@ func TestCommandsRefuseWhatTheyCannotKeep(t *testing.T) {
 	scheduleTitled := func(id, title string) string {
 		return `{"id":"` + id + `","type":"ScheduleShow","showId":"show-` + id + `","data":{"title":"` + title + `","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}}`
 	}
+	reserveWith := func(id, data string) string {
+		return `{"id":"` + id + `","type":"ReserveSeats","showId":"show-1","data":{` + data + `}}`
+	}
+	long := strings.Repeat("x", 60_000)
 	deep := strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat(`}`, 5000)
 	for _, tc := range []struct {
 		name, body, field, text string
@@ -35,6 +39,10 @@ func TestCommandsRefuseWhatTheyCannotKeep(t *testing.T) {
 		{"holder with a field of the wrong type", reserve("h4", `{"name":["Ada"]}`), "data.holder.name", "must be a JSON string, not an array"},
 		{"holder 5,000 levels deep", reserve("h5", `{"name":"Ada","email":"ada@example.com","notes":`+deep+`}`), "data.holder.notes" + strings.Repeat(".a", 61), "deeper than 64"},
 		{"holder with a key twice", reserve("h6", `{"name":"Ada","name":"Bob"}`), "data.holder.name", "duplicate object key"},
+		{"a start time of 60,000 bytes", `{"id":"l1","type":"ScheduleShow","showId":"show-l1","data":{"title":"Hamlet","startsAt":"` + long + `","rows":2,"seatsPerRow":5}}`, "data.startsAt", "not an RFC 3339 time"},
+		{"a reservation id of 60,000 bytes", reserveWith("l2", `"reservationId":"`+long+`","customerId":"ada","seats":["A1"]`), "data.reservationId", "1 to 64 letters"},
+		{"a customer id of 60,000 bytes", reserveWith("l3", `"reservationId":"r-l3","customerId":"`+long+`","seats":["A1"]`), "data.customerId", "1 to 64 letters"},
+		{"a seat of 60,000 bytes", reserveWith("l4", `"reservationId":"r-l4","customerId":"ada","seats":["`+long+`"]`), "data.seats[0]", "is not a seat"},
 		{"a field of the command in another case", `{"id":"c9","type":"CancelReservation","showId":"show-1","data":{"ReservationId":"r1"}}`, "data.ReservationId", `did you mean "reservationId"?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -276,5 +277,57 @@ func TestPersonalDataNeedsItsSubject(t *testing.T) {
 	}
 	if ok := run(t, x, cmd("c2", "Deposit", "a1", 5, `,"Owner":"Ada"`)); ok.Status != es.StatusAccepted || ok.Version != 1 {
 		t.Errorf("c2 after the refused c1: %+v, want version 1 (nothing of c1 appended)", ok)
+	}
+}
+
+// notebook is a test domain whose state grows with each command: the notes
+// written so far, past DynamoDB's 400 KB after a few commands.
+type notebook struct{}
+
+func (notebook) AggregateType() string  { return "notebook" }
+func (notebook) AggregateField() string { return "notebookId" }
+func (notebook) StateSchema() string    { return "notebook/v1" }
+func (notebook) Initial() []string      { return nil }
+func (notebook) Evolve(s []string, e es.Event) ([]string, error) {
+	var d struct{ Note string }
+	if err := json.Unmarshal(e.Data, &d); err != nil {
+		return s, err
+	}
+	return append(slices.Clone(s), d.Note), nil
+}
+func (notebook) Decide(s []string, version int64, c es.Command) ([]es.NewEvent, error) {
+	var d struct{ Note string }
+	if err := json.Unmarshal(c.Data, &d); err != nil || d.Note == "" {
+		return nil, es.Invalid("data.note", "is required")
+	}
+	return []es.NewEvent{{Type: "Noted", Data: map[string]string{"note": d.Note}}}, nil
+}
+
+// TestStateTooLargeToSnapshot: an aggregate whose state outgrew what a
+// DynamoDB item holds still takes commands (its snapshot is not taken, and
+// a load reads the events after the last one that was); the command is
+// not answered 400 for its data, which was fine.
+func TestStateTooLargeToSnapshot(t *testing.T) {
+	ctx := context.Background()
+	_, store := newStore(t)
+	x := es.NewExecutor[[]string](store, notebook{}, es.WithSnapshotEvery[[]string](2))
+	note := strings.Repeat("n", 50_000)
+	for i := 1; i <= 12; i++ {
+		body := fmt.Sprintf(`{"id":"c%d","type":"Note","notebookId":"nb1","data":{"note":"%s"}}`, i, note)
+		res, err := x.Execute(ctx, []byte(body))
+		if err != nil || res.HTTPStatus != 200 || res.Version != int64(i) {
+			t.Fatalf("note %d (state about %d KB): %d %.300s %v, want accepted at version %d", i, i*50, res.HTTPStatus, res.Body, err, i)
+		}
+	}
+	s, version, err := x.Load(ctx, "nb1")
+	if err != nil || version != 12 || len(s) != 12 {
+		t.Fatalf("load: %d notes at version %d (%v), want 12 at version 12", len(s), version, err)
+	}
+	snap, err := store.Snapshot(ctx, "nb1")
+	if err != nil || snap == nil {
+		t.Fatalf("snapshot: %v %v, want one", snap, err)
+	}
+	if snap.Version != 8 {
+		t.Fatalf("snapshot at version %d, want the last one that fitted: version 8, 400,000 bytes of notes", snap.Version)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 )
 
@@ -115,8 +116,9 @@ func WithClock[S any](now func() time.Time) ExecutorOption[S] {
 
 // WithMetrics counts CommandsAccepted, CommandsRefused, CommandsInvalid,
 // CommandConflicts (answered 409), AppendsLost (appends another command
-// beat, decided again or answered 409) and CommandsReplayed. The caller
-// flushes.
+// beat, decided again or answered 409), CommandsReplayed and
+// SnapshotsSkipped (a state over DynamoDB's item limit, not snapshotted).
+// The caller flushes.
 func WithMetrics[S any](m *metrics.Logger) ExecutorOption[S] {
 	return func(x *Executor[S]) { x.metrics = m }
 }
@@ -280,6 +282,15 @@ func (x *Executor[S]) Run(ctx context.Context, cmd Command) (Result, error) {
 				return Result{}, fmt.Errorf("es: snapshot of %s: %w", cmd.AggregateID, err)
 			}
 			app.Snapshot = &Snapshot{AggregateID: cmd.AggregateID, Version: newVersion, Schema: x.d.StateSchema(), State: st, TakenAt: now}
+			if err := limits.CheckItem(app.Snapshot.Item()); err != nil {
+				// The state outgrew a DynamoDB item: no snapshot can hold
+				// it, and refusing the command for it would refuse every
+				// later one. Loads read on from the last snapshot.
+				x.count("SnapshotsSkipped")
+				x.log.WarnContext(ctx, "state too large to snapshot; loads read the events after the last snapshot", "aggregate", cmd.AggregateID,
+					"version", newVersion, "error", err)
+				app.Snapshot = nil
+			}
 		}
 		err = x.store.Append(ctx, app)
 		var dup *DuplicateCommandError

@@ -3,6 +3,7 @@ package es_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -360,5 +361,35 @@ func TestErasureStoppedBeforeItsAuditIsAuditedWhenRunAgain(t *testing.T) {
 	}
 	if third, err := es.Erase(ctx, db, tables, er, time.Now().Add(2*time.Second), false); err != nil || third.Audit != nil {
 		t.Errorf("erasure run a third time: %+v %v, want nothing to do: the erasure is audited", third, err)
+	}
+}
+
+// TestModifyWithoutBothImagesNamesTheStreamViewType: on a stream that does
+// not carry both images, an erasure's MODIFY cannot be told from tampering;
+// it is set aside naming the missing image and the view type the table
+// needs, not as a change of an attribute nobody changed.
+func TestModifyWithoutBothImagesNamesTheStreamViewType(t *testing.T) {
+	p := es.NewPublisher(nil, "published")
+	s := func(v string) events.DynamoDBAttributeValue { return events.NewStringAttribute(v) }
+	keys := map[string]events.DynamoDBAttributeValue{es.AttrAggregateID: s("a1"), es.AttrVersion: events.NewNumberAttribute("1")}
+	erased := map[string]events.DynamoDBAttributeValue{es.AttrAggregateID: s("a1"), es.AttrVersion: events.NewNumberAttribute("1"),
+		es.AttrType: s("Deposited"), es.AttrData: s(`{"amount":5}`), es.AttrErasedAt: s("2026-12-04T00:00:00Z"), es.AttrErasure: s("erasure#o@1")}
+	for _, tc := range []struct {
+		name     string
+		viewType string
+		old, new map[string]events.DynamoDBAttributeValue
+		field    string
+	}{
+		{"NEW_IMAGE", "NEW_IMAGE", nil, erased, "dynamodb.OldImage"},
+		{"OLD_IMAGE", "OLD_IMAGE", erased, nil, "dynamodb.NewImage"},
+		{"KEYS_ONLY", "KEYS_ONLY", nil, nil, "dynamodb.OldImage"},
+	} {
+		rec := events.DynamoDBEventRecord{EventName: "MODIFY", Change: events.DynamoDBStreamRecord{Keys: keys, OldImage: tc.old, NewImage: tc.new,
+			StreamViewType: tc.viewType, SequenceNumber: "100"}}
+		_, _, err := p.Record(&rec)
+		var re *es.RecordError
+		if !errors.As(err, &re) || re.Field != tc.field || !strings.Contains(re.Reason, "NEW_AND_OLD_IMAGES") {
+			t.Errorf("%s: %v, want a RecordError naming %s and NEW_AND_OLD_IMAGES", tc.name, err, tc.field)
+		}
 	}
 }

@@ -278,6 +278,16 @@ func (p *Publisher) Record(rec *events.DynamoDBEventRecord) (entry kintypes.PutR
 	switch events.DynamoDBOperationType(rec.EventName) {
 	case events.DynamoDBOperationTypeInsert:
 	case events.DynamoDBOperationTypeModify:
+		// Without both images an erasure cannot be told from tampering.
+		for _, img := range []struct {
+			field string
+			image map[string]events.DynamoDBAttributeValue
+		}{{"dynamodb.OldImage", ch.OldImage}, {"dynamodb.NewImage", ch.NewImage}} {
+			if img.image == nil {
+				return entry, false, &RecordError{Field: img.field, Reason: fmt.Sprintf(
+					"is missing (StreamViewType %s) from the MODIFY of event %s: the events table's stream must be NEW_AND_OLD_IMAGES to tell an erasure from another change", ch.StreamViewType, eventName(ch.Keys))}
+			}
+		}
 		if attr, erasure := changed(ch.OldImage, ch.NewImage); !erasure {
 			return entry, false, &RecordError{Field: "dynamodb.NewImage." + attr, Reason: fmt.Sprintf(
 				"events are immutable: a MODIFY of event %s changed attribute %s; only an erasure (es.Erase) may change an event, and only its personal data",

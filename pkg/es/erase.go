@@ -158,7 +158,17 @@ func Erase(ctx context.Context, db eraseAPI, t Tables, er Erasure, now time.Time
 	for _, k := range keys {
 		name := k.id + "/" + k.version
 		if dryRun {
-			res.Erased = append(res.Erased, name)
+			// The index keeps an erased event (its subject stays): list
+			// only what still holds personal data.
+			holds, err := holdsPersonal(ctx, db, t.Events, k)
+			if err != nil {
+				return nil, fmt.Errorf("es: reading event %s: %w", name, err)
+			}
+			if holds {
+				res.Erased = append(res.Erased, name)
+			} else {
+				res.AlreadyErased++
+			}
 			continue
 		}
 		upd := expression.Remove(expression.Name(AttrPersonal)).
@@ -272,6 +282,20 @@ func erasedBy(ctx context.Context, db storeAPI, table string, key, item map[stri
 		return s.Value, nil
 	}
 	return "", nil
+}
+
+// holdsPersonal reports whether the event at k still holds personal data
+// (a consistent read of that attribute alone).
+func holdsPersonal(ctx context.Context, db storeAPI, table string, k eventKey) (bool, error) {
+	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{AttrAggregateID: &types.AttributeValueMemberS{Value: k.id},
+			AttrVersion: &types.AttributeValueMemberN{Value: k.version}},
+		ProjectionExpression: aws.String("#p"), ExpressionAttributeNames: map[string]string{"#p": AttrPersonal}})
+	if err != nil {
+		return false, err
+	}
+	_, ok := out.Item[AttrPersonal]
+	return ok, nil
 }
 
 type eventKey struct{ id, version string }

@@ -393,3 +393,27 @@ func TestModifyWithoutBothImagesNamesTheStreamViewType(t *testing.T) {
 		}
 	}
 }
+
+// TestDryRunListsOnlyWhatHoldsPersonalData: a dry run after an erasure
+// lists nothing to erase (the events stay in the subject index, without
+// their personal data), so an operator checking an erasure is not told it
+// failed.
+func TestDryRunListsOnlyWhatHoldsPersonalData(t *testing.T) {
+	ctx := context.Background()
+	db, store := newStore(t)
+	tables := store.Tables()
+	x := es.NewExecutor[account](store, ledger{})
+	run(t, x, cmd("c1", "Deposit", "a1", 5, `,"owner":"Ada Lovelace"`))
+	er := es.Erasure{Subject: "owner-a1", Reason: "request GDPR-19", By: "ops"}
+	if dry, err := es.Erase(ctx, db, tables, er, time.Now(), true); err != nil || !reflect.DeepEqual(dry.Erased, []string{"a1/1"}) {
+		t.Fatalf("dry run before: %+v %v, want a1/1 listed", dry, err)
+	}
+	if _, err := es.Erase(ctx, db, tables, er, time.Now(), false); err != nil {
+		t.Fatal(err)
+	}
+	run(t, x, cmd("c2", "Deposit", "a1", 7, `,"owner":"Ada L."`))
+	dry, err := es.Erase(ctx, db, tables, er, time.Now(), true)
+	if err != nil || !reflect.DeepEqual(dry.Erased, []string{"a1/2"}) || dry.AlreadyErased != 1 {
+		t.Fatalf("dry run after: %+v %v, want a1/2 listed and a1/1 counted as erased", dry, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -228,7 +229,7 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 			return nil, err
 		}
 		switch {
-		case d.Title == nil || *d.Title == "" || len(*d.Title) > maxTitleLength || strings.ContainsFunc(*d.Title, isControl):
+		case d.Title == nil || *d.Title == "" || utf8.RuneCountInString(*d.Title) > maxTitleLength || strings.ContainsFunc(*d.Title, isControl):
 			return nil, es.Invalid("data.title", "is required: 1 to %d characters, no control characters", maxTitleLength)
 		case d.StartsAt == nil:
 			return nil, es.Invalid("data.startsAt", "is required (RFC 3339, for example 2026-12-05T19:30:00Z)")
@@ -271,9 +272,9 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 		}
 		if d.Holder != nil {
 			switch {
-			case len(d.Holder.Name) > maxHolderName || strings.ContainsFunc(d.Holder.Name, isControl):
+			case utf8.RuneCountInString(d.Holder.Name) > maxHolderName || strings.ContainsFunc(d.Holder.Name, isControl):
 				return nil, es.Invalid("data.holder.name", "at most %d characters, no control characters", maxHolderName)
-			case len(d.Holder.Email) > maxHolderEmail || strings.ContainsFunc(d.Holder.Email, isControl):
+			case utf8.RuneCountInString(d.Holder.Email) > maxHolderEmail || strings.ContainsFunc(d.Holder.Email, isControl):
 				return nil, es.Invalid("data.holder.email", "at most %d characters, no control characters", maxHolderEmail)
 			}
 		}

@@ -67,6 +67,12 @@ func TestDecide(t *testing.T) {
 		{name: "cancel what is not active", state: show, typ: CmdCancelReservation, data: `{"reservationId":"r9"}`, refused: "data.reservationId"},
 		{name: "move", state: show, typ: CmdMoveReservation, data: `{"reservationId":"r1","seats":["A2","A3"]}`, events: []string{EvReservationCancelled, EvSeatsReserved}},
 		{name: "move onto the same seats", state: show, typ: CmdMoveReservation, data: `{"reservationId":"r1","seats":["A2","A1"]}`, refused: "data.seats"},
+		// Titles and holders are bounded in characters, as their errors say:
+		// 150 characters of Japanese are 450 bytes.
+		{name: "schedule a title of 150 characters in 450 bytes", state: Decider{}.Initial(), typ: CmdScheduleShow, data: `{"title":"` + strings.Repeat("劇", 150) + `","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}`, events: []string{EvShowScheduled}},
+		{name: "schedule a title of 201 characters", state: Decider{}.Initial(), typ: CmdScheduleShow, data: `{"title":"` + strings.Repeat("a", 201) + `","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}`, invalid: "data.title"},
+		{name: "reserve for a holder named in 150 characters", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1"],"holder":{"name":"` + strings.Repeat("名", 150) + `"}}`, events: []string{EvSeatsReserved}},
+		{name: "reserve for a holder named in 201 characters", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1"],"holder":{"name":"` + strings.Repeat("a", 201) + `"}}`, invalid: "data.holder.name"},
 		{name: "unknown command", state: show, typ: "BuyPopcorn", data: `{}`, invalid: "type"},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 )
@@ -11,26 +12,42 @@ import (
 // aggregates in any grouping and order encodes to the same bytes as one
 // built by adding them in order (associative, commutative, with the zero
 // value as identity, canonical encoding); the encoding reads back; merging
-// leaves its argument as it was; and a merge's encoding is no longer than
-// its operands' together. It tries rounds random splits and orders (seeded
-// by seed) and returns the first violation found, naming it. Call it from
-// a test of your aggregate.
+// leaves its argument as it was; a merge's encoding is no longer than its
+// operands' together; and the aggregate of all the values, and of each
+// part merged, renders as JSON (a result that does not — a NaN, a
+// MarshalJSON that fails — is set aside rather than put on the stream).
+// It tries rounds random splits and orders (seeded by seed) and returns the
+// first violation found, naming it; a panic is reported naming the call
+// that panicked. Call it from a test of your aggregate.
 func CheckMergeLaws[T any, V any, A interface {
 	*T
 	Aggregate[V, A]
 }](values []V, rounds int, seed uint64) error {
+	call := "Add" // the aggregate's method running, named if it panics
 	enc := func(a A) []byte {
+		call = "MarshalBinary"
 		b, err := a.MarshalBinary()
 		if err != nil {
-			panic(err) // reported by the caller's recover below
+			panic(fmt.Errorf("MarshalBinary failed: %w", err)) // reported by the recover below
 		}
 		return b
+	}
+	rendered := func(a A, what string) error {
+		call = "MarshalJSON"
+		if _, err := json.Marshal(a); err != nil {
+			return fmt.Errorf("%s does not render as JSON, so its result could never be put on the stream: %w", what, err)
+		}
+		return nil
 	}
 	var failure error
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
-				failure = fmt.Errorf("MarshalBinary failed: %v", r)
+				if err, ok := r.(error); ok && call == "MarshalBinary" {
+					failure = err
+					return
+				}
+				failure = fmt.Errorf("%s panicked: %v", call, r)
 			}
 		}()
 		ref := A(new(T))
@@ -38,6 +55,10 @@ func CheckMergeLaws[T any, V any, A interface {
 			ref.Add(v)
 		}
 		want := enc(ref)
+		if failure = rendered(ref, "the aggregate of all the values"); failure != nil {
+			return
+		}
+		call = "UnmarshalBinary"
 		back := A(new(T))
 		if err := back.UnmarshalBinary(want); err != nil {
 			failure = fmt.Errorf("UnmarshalBinary of its own encoding: %w", err)
@@ -47,6 +68,7 @@ func CheckMergeLaws[T any, V any, A interface {
 			failure = fmt.Errorf("encoding does not read back: %x became %x", want, got)
 			return
 		}
+		call = "Merge"
 		back.Merge(A(new(T)))
 		if got := enc(back); !bytes.Equal(got, want) {
 			failure = fmt.Errorf("merging the zero value changed the aggregate (identity)")
@@ -64,9 +86,11 @@ func CheckMergeLaws[T any, V any, A interface {
 			}
 			for _, i := range order {
 				one := A(new(T))
+				call = "Add"
 				one.Add(values[i])
 				p := parts[rng.IntN(len(parts))]
 				before, oneBefore := enc(p), enc(one)
+				call = "Merge"
 				p.Merge(one)
 				if !bytes.Equal(enc(one), oneBefore) {
 					failure = fmt.Errorf("round %d: Merge changed its argument", round)
@@ -83,6 +107,10 @@ func CheckMergeLaws[T any, V any, A interface {
 				if rng.IntN(2) == 0 {
 					a, b = b, a // commutativity
 				}
+				if failure = rendered(a, fmt.Sprintf("round %d: a part's aggregate", round)); failure != nil {
+					return
+				}
+				call = "Merge"
 				a.Merge(b)
 				parts = append(parts[:i], append([]A{a}, parts[i+2:]...)...)
 			}

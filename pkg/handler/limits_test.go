@@ -175,6 +175,55 @@ func TestTallyKeepsTheMergeLaws(t *testing.T) {
 	}
 }
 
+// TestCheckMergeLawsFindsWhatCannotBeSent: an aggregate that keeps the laws
+// but renders a NaN as its result (encoding/json refuses it) would have
+// its results set aside at run time, and one whose Add panics on a value
+// would have that record set aside: CheckMergeLaws reports each, naming
+// what failed, so the author's test finds it first.
+func TestCheckMergeLawsFindsWhatCannotBeSent(t *testing.T) {
+	if err := handler.CheckMergeLaws[ratio]([]int64{1, 2, 3}, 20, 1); err != nil {
+		t.Fatalf("a ratio of values that render: %v", err)
+	}
+	err := handler.CheckMergeLaws[ratio]([]int64{1, 0, 3}, 20, 1)
+	if err == nil || !strings.Contains(err.Error(), "does not render as JSON") {
+		t.Errorf("a ratio that becomes NaN: %v; want it found not to render", err)
+	}
+	err = handler.CheckMergeLaws[ratio]([]int64{1, -1, 3}, 20, 1)
+	if err == nil || !strings.Contains(err.Error(), "Add panicked: negative") {
+		t.Errorf("an Add that panics: %v; want the panic named", err)
+	}
+}
+
+// ratio sums values and counts zeros; its result is zeros/zeros × sum
+// (NaN once a zero is added and the sum stays, as 0/0 is). Add panics on
+// a negative value.
+type ratio struct{ Sum, Zeros int64 }
+
+func (r *ratio) Add(v int64) {
+	if v < 0 {
+		panic("negative")
+	}
+	r.Sum += v
+	if v == 0 {
+		r.Zeros++
+	}
+}
+func (r *ratio) Merge(o *ratio) { r.Sum, r.Zeros = r.Sum+o.Sum, r.Zeros+o.Zeros }
+func (r *ratio) MarshalBinary() ([]byte, error) {
+	return fmt.Appendf(nil, "%d %d", r.Sum, r.Zeros), nil
+}
+func (r *ratio) UnmarshalBinary(b []byte) error {
+	_, err := fmt.Sscan(string(b), &r.Sum, &r.Zeros)
+	return err
+}
+func (r *ratio) MarshalJSON() ([]byte, error) {
+	v := float64(r.Sum)
+	if r.Zeros > 0 {
+		v = math.NaN()
+	}
+	return json.Marshal(map[string]float64{"value": v})
+}
+
 // lastWins keeps the last value added: the zero value is its identity and
 // it is associative, but not commutative.
 type lastWins struct {

@@ -199,7 +199,8 @@ func (o *options) check() error {
 	return errors.Join(errs...)
 }
 
-// Stats are a handler's counters since it was built: records in, late
+// Stats are a handler's counters since it was built: records in (those
+// folded into a key: not those set aside or found to be copies), late
 // (dropped), set aside, producer duplicates, results put, state writes.
 type Stats = keyed.Stats
 

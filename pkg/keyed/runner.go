@@ -169,7 +169,10 @@ func New[V any](set Settings, op Operator[V], views *state.Views, kin emit.Putte
 	return r
 }
 
-// Stats are a Runner's counters since it was built.
+// Stats are a Runner's counters since it was built. RecordsIn counts the
+// records that went to a key's fold: a record the operator ignores (not
+// its type), sets aside when selecting it (SetAside counts those) or finds
+// a producer's copy of (Duplicates) is not one.
 type Stats struct {
 	RecordsIn, Observed, Late, SetAside, Duplicates, Conflicts    int64
 	Outputs, OutputsResent, StateWrites, FoldCheckpoints, Refolds int64

@@ -217,6 +217,48 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 	}
 }
 
+// TestGroupingKeysFromDataAreBounded: a grouping key read from data that is
+// empty or longer than an envelope's key may be (256 characters) can never
+// key a window item; it is set aside naming the field, and the shard moves
+// on, where a 3,000-character key used to fail the batch at DynamoDB's key
+// limit on every retry.
+func TestGroupingKeysFromDataAreBounded(t *testing.T) {
+	const config = `{"name":"hardkey","key":"data.user","value":"data.ms","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"]}`
+	h := newHardened(t, config, "")
+	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	tests := []struct {
+		name, user string
+		aside      bool
+	}{
+		{"a key", `"u-1"`, false},
+		{"256 characters", `"` + strings.Repeat("é", 256) + `"`, false},
+		{"empty", `""`, true},
+		{"257 characters", `"` + strings.Repeat("é", 257) + `"`, true},
+		{"3,000 characters", `"` + strings.Repeat("u", 3000) + `"`, true},
+	}
+	ev := events.KinesisEvent{}
+	for i, tt := range tests {
+		ev.Records = append(ev.Records, rawRecord(i+1, "k", view(fmt.Sprint("e", i+1), "k", at, `{"ms":5,"user":`+tt.user+`}`), at))
+	}
+	resp, err := h.proc.HandleBatch(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("batch item failures %v: the shard would be held back", resp.BatchItemFailures)
+	}
+	got := h.quarantined(t)
+	for i, tt := range tests {
+		it, aside := got[strconv.Itoa(i+1)]
+		switch {
+		case aside != tt.aside:
+			t.Errorf("%s: set aside %v, want %v", tt.name, aside, tt.aside)
+		case aside && (it.Field != "data.user" || it.Category != setaside.KindInvalid || !strings.Contains(it.Reason, "grouping key")):
+			t.Errorf("%s: set aside as field %q kind %q reason %q; want field data.user, invalid, naming the grouping key", tt.name, it.Field, it.Category, it.Reason)
+		}
+	}
+}
+
 func mustAtoi(s string) int {
 	n, err := strconv.Atoi(s)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/limits"
@@ -181,9 +182,20 @@ func (c *Config) NewWatermark() *window.Watermark { return window.NewWatermark(c
 // with env and must not be modified). An error is a
 // *stream.PoisonRecordError naming the record's id and the field, for
 // example "record evt-42: field data.amount: must be a number, not a string".
+// A grouping key read from data has 1 to stream.MaxKeyLength characters, as
+// an envelope's key has: it keys the pipeline's items in DynamoDB, whose
+// keys are bounded, and the results reader asks for it by name.
 func (c *Config) Extract(env *stream.Envelope) (key string, value float64, distinct []byte, err error) {
 	if key, err = c.Key.str(env); err != nil {
 		return "", 0, nil, err
+	}
+	if c.Key.src == fromData {
+		switch {
+		case key == "":
+			return "", 0, nil, fieldError(env, c.Key, "is empty: a grouping key has 1 to "+strconv.Itoa(stream.MaxKeyLength)+" characters")
+		case len(key) > stream.MaxKeyLength && utf8.RuneCountInString(key) > stream.MaxKeyLength:
+			return "", 0, nil, fieldError(env, c.Key, fmt.Sprintf("is %d characters long; a grouping key has at most %d", utf8.RuneCountInString(key), stream.MaxKeyLength))
+		}
 	}
 	if !c.Value.IsZero() {
 		if value, err = c.Value.number(env); err != nil {

@@ -72,6 +72,8 @@ func TestExtractErrors(t *testing.T) {
 		{"key missing", `{"customer": "c", "order": {"total": 1}}`, "data.region", "record evt-42: field data.region: is missing"},
 		{"key is an object", `{"region": {"name": "eu"}}`, "data.region", "record evt-42: field data.region: must be a string or a number, not an object"},
 		{"key is null", `{"region": null}`, "data.region", "record evt-42: field data.region: must be a string or a number, not null"},
+		{"key is empty", `{"region": ""}`, "data.region", "record evt-42: field data.region: is empty: a grouping key has 1 to 256 characters"},
+		{"key is past 256 characters", `{"region": "` + strings.Repeat("é", 257) + `"}`, "data.region", "record evt-42: field data.region: is 257 characters long; a grouping key has at most 256"},
 		{"data is not an object", `[1, 2]`, "data.region", "record evt-42: field data.region: is missing: data is an array, not an object"},
 		{"value missing", `{"region": "eu", "customer": "c", "order": {}}`, "data.order.total", "record evt-42: field data.order.total: is missing"},
 		{"value parent missing", `{"region": "eu", "customer": "c"}`, "data.order.total", "record evt-42: field data.order.total: is missing"},

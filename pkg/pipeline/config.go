@@ -283,7 +283,8 @@ var (
 //	distinct                   path of what distinct counts; required by distinct
 //	windows                    [{kind, size, advance, difference, gap, offset}], at least one:
 //	                             tumbling {size, offset?}, hopping {size, advance, offset?},
-//	                             sliding {difference}, session {gap}; Go durations ("90s", "5m")
+//	                             sliding {difference}, session {gap}; Go durations ("90s", "5m");
+//	                             a record falls in at most MaxWindowsPerRecord of them (size/advance each hopping)
 //	aggregates                 count, sum, min, max, mean, distinct, quantiles; default [count]
 //	quantiles                  e.g. [0.5, 0.99]; default [0.5, 0.9, 0.99] with the quantiles aggregate
 //	distinctPrecision          HyperLogLog precision 4–18; default 12
@@ -554,6 +555,7 @@ func parseWindows(top map[string]json.RawMessage) ([]WindowSpec, error) {
 		return nil, cfgErr("windows", "at least one window is required, for example [{\"kind\": \"tumbling\", \"size\": \"1m\"}]")
 	}
 	specs := make([]WindowSpec, 0, len(raws))
+	var perRecord int64
 	for i, r := range raws {
 		path := fmt.Sprintf("windows[%d]", i)
 		w, err := parseWindow(path, r)
@@ -563,10 +565,30 @@ func parseWindows(top map[string]json.RawMessage) ([]WindowSpec, error) {
 		if j := slices.Index(specs, w); j >= 0 {
 			return nil, cfgErr(path, "is the same window as windows[%d]", j)
 		}
+		n := int64(1) // a tumbling window; a session or sliding kind's key state
+		if w.Kind == Hopping {
+			n = int64(w.Size / w.Advance)
+		}
+		if perRecord += n; perRecord > MaxWindowsPerRecord {
+			field, what := path, "its windows"
+			if w.Kind == Hopping {
+				field, what = path+".advance", fmt.Sprintf("%d windows (size %s / advance %s)", n, w.Size, w.Advance)
+			}
+			return nil, cfgErr(field, "a record would fall in %s, %d with the windows before it: at most %d, since each is one conditional write per key and batch; use a longer advance or fewer windows",
+				what, perRecord, MaxWindowsPerRecord)
+		}
 		specs = append(specs, w)
 	}
 	return specs, nil
 }
+
+// MaxWindowsPerRecord bounds the windows one record falls in, over all of a
+// pipeline's windows (a hopping window counts size/advance, a tumbling
+// window one, a session or sliding kind one: its key's state): the function
+// writes each (key, window) a batch touches, so a record's windows are
+// writes, and a hopping window of "1h" advancing by "1ms" would ask 3.6
+// million of them for each record, more than an invocation can make.
+const MaxWindowsPerRecord = 100
 
 func parseWindow(path string, doc []byte) (WindowSpec, error) {
 	m, err := object(path, doc, windowFields)

@@ -222,6 +222,12 @@ func TestParseErrors(t *testing.T) {
 		{"sliding with size", with(w{"windows": windows(w{"kind": "sliding", "difference": "10s", "size": "10s"})}), "windows[0].size: a sliding window has no size (it takes difference)"},
 		{"session gap missing", with(w{"windows": windows(w{"kind": "session"})}), "windows[0].gap: required for a session window"},
 		{"session with offset", with(w{"windows": windows(w{"kind": "session", "gap": "30m", "offset": "1m"})}), "windows[0].offset: a session window has no offset (it takes gap)"},
+		{"hopping window of 3.6 million windows a record", with(w{"windows": windows(w{"kind": "hopping", "size": "1h", "advance": "1ms"})}),
+			"windows[0].advance: a record would fall in 3600000 windows (size 1h0m0s / advance 1ms), 3600000 with the windows before it: at most 100, since each is one conditional write per key and batch; use a longer advance or fewer windows"},
+		{"hopping windows of 1,000 windows a record", with(w{"windows": windows(w{"kind": "hopping", "size": "1000m", "advance": "1m"})}),
+			"windows[0].advance: a record would fall in 1000 windows (size 16h40m0s / advance 1m0s), 1000 with the windows before it: at most 100, since each is one conditional write per key and batch; use a longer advance or fewer windows"},
+		{"windows past 100 a record together", with(w{"windows": windows(w{"kind": "hopping", "size": "60m", "advance": "1m"}, w{"kind": "hopping", "size": "40m", "advance": "1m"}, w{"kind": "tumbling", "size": "1m"})}),
+			"windows[2]: a record would fall in its windows, 101 with the windows before it: at most 100, since each is one conditional write per key and batch; use a longer advance or fewer windows"},
 		{"same window twice", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m"}, w{"kind": "tumbling", "size": "60s"})}), "windows[1]: is the same window as windows[0]"},
 		// durations
 		{"outOfOrderness negative", with(w{"outOfOrderness": "-5s"}), "outOfOrderness: -5s must be positive"},

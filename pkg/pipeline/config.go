@@ -291,7 +291,7 @@ var (
 //	outOfOrderness             watermark allowance; default 0
 //	idleTimeout                default 1m
 //	latePolicy                 "drop" (default) or "correct"
-//	allowedLateness            required with "correct", refused with "drop"
+//	allowedLateness            required with "correct", refused with "drop"; at most 8736h
 //	outputs                    {table, stream}; default {table: true}; at least one true
 //	partitionKeyIsGroupingKey  producers set key to the grouping key; default false
 //	parallelizationFactor      1 (default) to 10
@@ -461,6 +461,11 @@ func Parse(doc []byte) (*Config, error) {
 	case c.Late.Policy == window.Correct:
 		if c.Late.AllowedLateness, err = duration("allowedLateness", raw.lateness, 0, false); err != nil {
 			return nil, err
+		}
+		// A window is kept a day past its allowed lateness, for at most
+		// MaxRetention.
+		if hi := MaxRetention - MinRetention; c.Late.AllowedLateness > hi {
+			return nil, cfgErr("allowedLateness", "%s is longer than %s: a window is kept %s past its allowed lateness, and at most %s (retention)", raw.lateness, hi, MinRetention, MaxRetention)
 		}
 	}
 

@@ -128,7 +128,8 @@ func TestParseDefaults(t *testing.T) {
 		`{"name": "n", "retention": "8760h", "windows": [{"kind": "tumbling", "size": "1m"}]}`:                                                  MaxRetention,
 		`{"name": "n", "retention": "36h", "latePolicy": "correct", "allowedLateness": "12h", "windows": [{"kind": "tumbling", "size": "1m"}]}`: 36 * time.Hour,
 		// Without retention, a day past an allowed lateness longer than the default.
-		`{"name": "n", "latePolicy": "correct", "allowedLateness": "150h", "windows": [{"kind": "tumbling", "size": "1m"}]}`: 174 * time.Hour,
+		`{"name": "n", "latePolicy": "correct", "allowedLateness": "150h", "windows": [{"kind": "tumbling", "size": "1m"}]}`:  174 * time.Hour,
+		`{"name": "n", "latePolicy": "correct", "allowedLateness": "8736h", "windows": [{"kind": "tumbling", "size": "1m"}]}`: MaxRetention,
 	} {
 		if c, err := Parse([]byte(doc)); err != nil || c.Retention != want {
 			t.Errorf("%s: %v, error %v; want retention %s", doc, c, err, want)
@@ -237,6 +238,8 @@ func TestParseErrors(t *testing.T) {
 		{"latePolicy unknown", with(w{"latePolicy": "ignore"}), `latePolicy: "ignore" is not a late policy: want "drop" or "correct"`},
 		{"allowedLateness with drop", with(w{"latePolicy": "drop"}), `allowedLateness: only applies to latePolicy "correct"; late records are dropped under "drop"`},
 		{"allowedLateness missing with correct", with(w{"allowedLateness": nil}), `allowedLateness: required when latePolicy is "correct": how long after a window is final a correction is still accepted`},
+		{"allowedLateness past the longest retention", with(w{"allowedLateness": "100000h"}),
+			"allowedLateness: 100000h is longer than 8736h0m0s: a window is kept 24h0m0s past its allowed lateness, and at most 8760h0m0s (retention)"},
 		{"allowedLateness not a duration", with(w{"allowedLateness": "forever"}), `allowedLateness: "forever" is not a duration such as "90s", "5m" or "1h30m"`},
 		// outputs
 		{"outputs none", with(w{"outputs": w{"table": false}}), "outputs: at least one of table and stream must be true"},

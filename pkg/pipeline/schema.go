@@ -169,7 +169,7 @@ var topSpecFields = []fieldSpec{
 	{name: "latePolicy", typ: tString, enum: []string{"drop", "correct"}, def: "drop",
 		doc: "What a record for a final window does: \"drop\" (counted as LateDropped) or \"correct\" (applied as a correction: revision + 1, the previous value emitted). Default drop."},
 	{name: "allowedLateness", typ: tString, duration: true,
-		doc: "With latePolicy \"correct\": how long after a window is final a correction is still accepted. Required with \"correct\", refused with \"drop\"."},
+		doc: "With latePolicy \"correct\": how long after a window is final a correction is still accepted, at most 8736h (a window is kept a day past it). Required with \"correct\", refused with \"drop\"."},
 	{name: "outputs", typ: tObject, fields: outputSpecFields, anyOf: oneOutputOn, def: map[string]any{"table": true},
 		doc: "Where window results go; at least one of table and stream is true. Default {\"table\": true}."},
 	{name: "partitionKeyIsGroupingKey", typ: tBool, def: false,

@@ -131,6 +131,20 @@ func (w WindowSpec) ID() string {
 	return s
 }
 
+// aligned is w with its offset normalised to [0, period), the period being
+// the size of a tumbling window and the advance of a hopping one: offsets
+// that differ by whole periods give the same windows.
+func (w WindowSpec) aligned() WindowSpec {
+	period := w.Size
+	if w.Kind == Hopping {
+		period = w.Advance
+	}
+	if period > 0 {
+		w.Offset = (w.Offset%period + period) % period
+	}
+	return w
+}
+
 // Outputs says where window results go.
 type Outputs struct {
 	Table  bool // the results table in DynamoDB, queryable
@@ -567,7 +581,7 @@ func parseWindows(top map[string]json.RawMessage) ([]WindowSpec, error) {
 		if err != nil {
 			return nil, err
 		}
-		if j := slices.Index(specs, w); j >= 0 {
+		if j := slices.IndexFunc(specs, func(v WindowSpec) bool { return v.aligned() == w.aligned() }); j >= 0 {
 			return nil, cfgErr(path, "is the same window as windows[%d]", j)
 		}
 		n := int64(1) // a tumbling window; a session or sliding kind's key state

@@ -229,6 +229,9 @@ func TestParseErrors(t *testing.T) {
 			"windows[0].advance: a record would fall in 1000 windows (size 16h40m0s / advance 1m0s), 1000 with the windows before it: at most 100, since each is one conditional write per key and batch; use a longer advance or fewer windows"},
 		{"windows past 100 a record together", with(w{"windows": windows(w{"kind": "hopping", "size": "60m", "advance": "1m"}, w{"kind": "hopping", "size": "40m", "advance": "1m"}, w{"kind": "tumbling", "size": "1m"})}),
 			"windows[2]: a record would fall in its windows, 101 with the windows before it: at most 100, since each is one conditional write per key and batch; use a longer advance or fewer windows"},
+		{"same window by a whole size of offset", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m"}, w{"kind": "tumbling", "size": "1m", "offset": "1m"})}), "windows[1]: is the same window as windows[0]"},
+		{"same window by a negative offset", with(w{"windows": windows(w{"kind": "tumbling", "size": "24h", "offset": "-5h"}, w{"kind": "tumbling", "size": "24h", "offset": "19h"})}), "windows[1]: is the same window as windows[0]"},
+		{"same hopping window by a whole advance of offset", with(w{"windows": windows(w{"kind": "hopping", "size": "5m", "advance": "1m", "offset": "2m"}, w{"kind": "hopping", "size": "5m", "advance": "1m"})}), "windows[1]: is the same window as windows[0]"},
 		{"same window twice", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m"}, w{"kind": "tumbling", "size": "60s"})}), "windows[1]: is the same window as windows[0]"},
 		// durations
 		{"outOfOrderness negative", with(w{"outOfOrderness": "-5s"}), "outOfOrderness: -5s must be positive"},

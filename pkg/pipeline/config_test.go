@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -329,5 +330,31 @@ func TestWindowSpecIDsAreDistinct(t *testing.T) {
 	}
 	if len(ids) != len(specs) {
 		t.Fatalf("IDs collide: %v", slices.Collect(maps.Keys(ids)))
+	}
+}
+
+// TestOffsetDocMatchesWindows: the offset's description (the JSON Schema
+// editors show) says where a day's windows start for an offset; they do.
+func TestOffsetDocMatchesWindows(t *testing.T) {
+	var doc string
+	for _, f := range windowSpecFields {
+		if f.name == "offset" {
+			doc = f.doc
+		}
+	}
+	for _, tt := range []struct {
+		offset    string
+		startHour int
+	}{{"5h", 5}, {"-5h", 19}} {
+		claim := fmt.Sprintf("%q: days starting at %02d:00 UTC", tt.offset, tt.startHour)
+		if !strings.Contains(doc, claim) {
+			t.Errorf("the offset's description %q does not say %s", doc, claim)
+		}
+		c := mustParse(t, `{"name": "n", "windows": [{"kind": "tumbling", "size": "24h", "offset": "`+tt.offset+`"}]}`)
+		for _, at := range []time.Time{time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC), time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)} {
+			if w := c.Windows[0].Tumbling().Assign(at); w.Start.Hour() != tt.startHour {
+				t.Errorf("offset %s: the day of %s starts at %s, want %02d:00 UTC", tt.offset, at, w.Start, tt.startHour)
+			}
+		}
 	}
 }

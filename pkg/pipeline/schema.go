@@ -118,7 +118,7 @@ var windowSpecFields = []fieldSpec{
 	{name: "advance", typ: tString, duration: true, doc: "Hopping: how far each window starts after the previous one; divides size. A record falls in size/advance windows, each a write: at most 100 over all of a pipeline's windows."},
 	{name: "difference", typ: tString, duration: true, doc: "Sliding: the largest time difference between two records of one window."},
 	{name: "gap", typ: tString, duration: true, doc: "Session: the inactivity gap that ends a key's session."},
-	{name: "offset", typ: tString, duration: true, signed: true, examples: []any{"-5h", "30m"}, doc: "Tumbling and hopping: shifts window starts from the epoch (\"-5h\": days starting at 05:00 UTC); a whole number of milliseconds."},
+	{name: "offset", typ: tString, duration: true, signed: true, examples: []any{"-5h", "30m"}, doc: "Tumbling and hopping: shifts window starts from the epoch (\"5h\": days starting at 05:00 UTC, midnight in UTC-5; \"-5h\": days starting at 19:00 UTC, midnight in UTC+5); a whole number of milliseconds."},
 }
 
 var outputSpecFields = []fieldSpec{

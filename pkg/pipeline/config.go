@@ -400,6 +400,9 @@ func Parse(doc []byte) (*Config, error) {
 		if t == "" {
 			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "is empty")
 		}
+		if utf8.RuneCountInString(t) > stream.MaxTypeLength {
+			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "is longer than an event type can be (%d characters): no event would match it", stream.MaxTypeLength)
+		}
 		if slices.Contains(raw.eventTypes[:i], t) {
 			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "%q is listed twice", t)
 		}

@@ -177,6 +177,7 @@ func TestParseErrors(t *testing.T) {
 		{"eventTypes not an array", with(w{"eventTypes": "order_placed"}), "eventTypes: must be an array, not a string"},
 		{"eventTypes element not a string", with(w{"eventTypes": []any{"a", 1}}), "eventTypes[1]: must be a string, not a number"},
 		{"eventTypes empty element", with(w{"eventTypes": []any{"a", ""}}), "eventTypes[1]: is empty"},
+		{"eventTypes element past 256 characters", with(w{"eventTypes": []any{"a", strings.Repeat("é", 257)}}), "eventTypes[1]: is longer than an event type can be (256 characters): no event would match it"},
 		{"eventTypes duplicate", with(w{"eventTypes": []any{"a", "a"}}), `eventTypes[1]: "a" is listed twice`},
 		// aggregates and quantiles
 		{"unknown aggregate", with(w{"aggregates": []any{"count", "median"}}), `aggregates[1]: "median" is not an aggregate: want one of count, sum, min, max, mean, distinct, quantiles`},

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -143,7 +144,7 @@ func TestLoadDir(t *testing.T) {
 		},
 		{
 			name:    "too large for PIPELINE_CONFIG",
-			files:   map[string]string{"a.json": `{"name": "a", "eventTypes": ["` + strings.Repeat("x", pipeline.MaxConfigBytes) + `"], "windows": [{"kind": "tumbling", "size": "1m"}]}`},
+			files:   map[string]string{"a.json": `{"name": "a", "eventTypes": [` + eventTypes(pipeline.MaxConfigBytes/200) + `], "windows": [{"kind": "tumbling", "size": "1m"}]}`},
 			wantErr: []string{"a.json: ", "more than 3072"},
 		},
 		{
@@ -253,4 +254,14 @@ func TestRepoPipelines(t *testing.T) {
 	if want := []string{"cep detect", "join search-click"}; !slices.Equal(others, want) {
 		t.Errorf("other files = %v, want %v", others, want)
 	}
+}
+
+// eventTypes is n different event types of 200 characters, as JSON array
+// elements.
+func eventTypes(n int) string {
+	ts := make([]string, n)
+	for i := range ts {
+		ts[i] = fmt.Sprintf("%q", fmt.Sprintf("%03d", i)+strings.Repeat("x", 197))
+	}
+	return strings.Join(ts, ", ")
 }

@@ -51,6 +51,15 @@ const (
 	MinRetention = 24 * time.Hour
 	// MaxRetention is the longest: a year.
 	MaxRetention = 365 * 24 * time.Hour
+	// MaxWindowDuration bounds a window's size, advance, difference and
+	// gap: a year, as long as its results are kept at most.
+	MaxWindowDuration = MaxRetention
+	// MaxOutOfOrderness bounds the watermark's allowance, which delays
+	// every window's result: a day (later records are for allowedLateness).
+	MaxOutOfOrderness = 24 * time.Hour
+	// MaxIdleTimeout bounds how long an idle shard's windows wait for the
+	// ticker: a day, as a join's and a CEP file's.
+	MaxIdleTimeout = 24 * time.Hour
 )
 
 // MaxStateBytes bounds the encoding of one window's aggregates
@@ -297,13 +306,13 @@ var (
 //	distinct                   path of what distinct counts; required by distinct
 //	windows                    [{kind, size, advance, difference, gap, offset}], at least one:
 //	                             tumbling {size, offset?}, hopping {size, advance, offset?},
-//	                             sliding {difference}, session {gap}; Go durations ("90s", "5m");
+//	                             sliding {difference}, session {gap}; Go durations ("90s", "5m"), at most 8760h;
 //	                             a record falls in at most MaxWindowsPerRecord of them (size/advance each hopping)
 //	aggregates                 count, sum, min, max, mean, distinct, quantiles; default [count]
 //	quantiles                  e.g. [0.5, 0.99]; default [0.5, 0.9, 0.99] with the quantiles aggregate
 //	distinctPrecision          HyperLogLog precision 4–18; default 12
-//	outOfOrderness             watermark allowance; default 0
-//	idleTimeout                default 1m
+//	outOfOrderness             watermark allowance; default 0, at most 24h
+//	idleTimeout                default 1m, at most 24h
 //	latePolicy                 "drop" (default) or "correct"
 //	allowedLateness            required with "correct", refused with "drop"; at most 8736h
 //	outputs                    {table, stream}; default {table: true}; at least one true
@@ -460,8 +469,14 @@ func Parse(doc []byte) (*Config, error) {
 	if c.OutOfOrderness, err = duration("outOfOrderness", raw.ooo, 0, true); err != nil {
 		return nil, err
 	}
+	if c.OutOfOrderness > MaxOutOfOrderness {
+		return nil, cfgErr("outOfOrderness", "%s is longer than %s: every window would wait that long to be final (for later records, latePolicy \"correct\" with allowedLateness)", raw.ooo, MaxOutOfOrderness)
+	}
 	if c.IdleTimeout, err = duration("idleTimeout", raw.idle, DefaultIdleTimeout, false); err != nil {
 		return nil, err
+	}
+	if c.IdleTimeout > MaxIdleTimeout {
+		return nil, cfgErr("idleTimeout", "%s is longer than %s: an idle shard's windows would wait that long to be final", raw.idle, MaxIdleTimeout)
 	}
 
 	if raw.late == "" {
@@ -655,6 +670,9 @@ func parseWindow(path string, doc []byte) (WindowSpec, error) {
 		}
 		if *dst[name], err = duration(path+"."+name, raw[name], 0, false); err != nil {
 			return w, err
+		}
+		if *dst[name] > MaxWindowDuration {
+			return w, cfgErr(path+"."+name, "%s is longer than %s, the longest a window may be", raw[name], MaxWindowDuration)
 		}
 	}
 	if raw["offset"] != "" {

@@ -114,10 +114,10 @@ func valueAggregates() []string {
 var windowSpecFields = []fieldSpec{
 	{name: "kind", typ: tString, required: true, enum: windowKindNames(),
 		doc: "The window kind: tumbling {size, offset?}, hopping {size, advance, offset?}, sliding {difference}, session {gap}."},
-	{name: "size", typ: tString, duration: true, doc: "Tumbling and hopping: the window's length, a Go duration such as \"1m\" or \"1h30m\"."},
+	{name: "size", typ: tString, duration: true, doc: "Tumbling and hopping: the window's length, a Go duration such as \"1m\" or \"1h30m\", at most 8760h."},
 	{name: "advance", typ: tString, duration: true, doc: "Hopping: how far each window starts after the previous one; divides size. A record falls in size/advance windows, each a write: at most 100 over all of a pipeline's windows."},
-	{name: "difference", typ: tString, duration: true, doc: "Sliding: the largest time difference between two records of one window."},
-	{name: "gap", typ: tString, duration: true, doc: "Session: the inactivity gap that ends a key's session."},
+	{name: "difference", typ: tString, duration: true, doc: "Sliding: the largest time difference between two records of one window, at most 8760h."},
+	{name: "gap", typ: tString, duration: true, doc: "Session: the inactivity gap that ends a key's session, at most 8760h."},
 	{name: "offset", typ: tString, duration: true, signed: true, examples: []any{"-5h", "30m"}, doc: "Tumbling and hopping: shifts window starts from the epoch (\"5h\": days starting at 05:00 UTC, midnight in UTC-5; \"-5h\": days starting at 19:00 UTC, midnight in UTC+5); a whole number of milliseconds."},
 }
 
@@ -163,9 +163,9 @@ var topSpecFields = []fieldSpec{
 	{name: "distinctPrecision", typ: tInteger, min: num(4), max: num(18), def: 12,
 		doc: "HyperLogLog precision of the distinct aggregate, 4 to 18 (error about 1.04/sqrt(2^p)); default 12. Only with the distinct aggregate."},
 	{name: "outOfOrderness", typ: tString, duration: true, def: "0s",
-		doc: "The watermark's allowance: a shard's watermark is its largest event time minus this; a window is final once the watermark passes its end. Default 0s."},
+		doc: "The watermark's allowance: a shard's watermark is its largest event time minus this; a window is final once the watermark passes its end. At most 24h; default 0s."},
 	{name: "idleTimeout", typ: tString, duration: true, def: "1m",
-		doc: "How long a shard may see no progress before the ticker advances its watermark by processing time. Default 1m."},
+		doc: "How long a shard may see no progress before the ticker advances its watermark by processing time, at most 24h. Default 1m."},
 	{name: "latePolicy", typ: tString, enum: []string{"drop", "correct"}, def: "drop",
 		doc: "What a record for a final window does: \"drop\" (counted as LateDropped) or \"correct\" (applied as a correction: revision + 1, the previous value emitted). Default drop."},
 	{name: "allowedLateness", typ: tString, duration: true,

@@ -830,7 +830,15 @@ func field(m map[string]json.RawMessage, name, path string, dst any) error {
 			if slices.Contains(durationFields, name) {
 				want = "a duration string such as \"90s\" or \"5m\""
 			}
-			return cfgErr(path, "must be %s, not %s", want, kind(bytes.TrimSpace(v)))
+			got := kind(bytes.TrimSpace(v))
+			switch {
+			case got == "a number" && want == "a number":
+				// A number past what a float64 holds ("1e400").
+				return cfgErr(path, "%.40s is out of range", bytes.TrimSpace(v))
+			case got == "a number" && want == "a whole number":
+				return cfgErr(path, "%.40s is not a whole number", bytes.TrimSpace(v))
+			}
+			return cfgErr(path, "must be %s, not %s", want, got)
 		}
 		return cfgErr(path, "%v", err)
 	}

@@ -2,6 +2,7 @@ package aggregate_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"math"
 	"strconv"
@@ -256,6 +257,41 @@ func TestGroupingKeysFromDataAreBounded(t *testing.T) {
 		case aside && (it.Field != "data.user" || it.Category != setaside.KindInvalid || !strings.Contains(it.Reason, "grouping key")):
 			t.Errorf("%s: set aside as field %q kind %q reason %q; want field data.user, invalid, naming the grouping key", tt.name, it.Field, it.Category, it.Reason)
 		}
+	}
+}
+
+// TestHandMadeEventIsRefusedNamingTheField: an event pasted into the
+// console's Test tab without the sequence number or the eventID Lambda
+// always sends fails the invocation with an error naming the record and the
+// field, where it used to come back as a failed batch item "" with the
+// reason only in the log; nothing is written or set aside.
+func TestHandMadeEventIsRefusedNamingTheField(t *testing.T) {
+	h := newHardened(t, sumConfig, "")
+	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	data := base64.StdEncoding.EncodeToString(view("e1", "k", at, `{"ms":5}`))
+	other := base64.StdEncoding.EncodeToString(view("e2", "k", at, `{"ms":7}`))
+	good := `{"eventID":"shardId-000000000000:1","eventSourceARN":"arn:aws:kinesis:us-east-1:123456789012:stream/events","kinesis":{"sequenceNumber":"1","data":"` + data + `"}}`
+	tests := []struct {
+		name, record, want string
+	}{
+		{"no sequence number", `{"eventID":"shardId-000000000000:2","kinesis":{"data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "" is not a Kinesis sequence number`},
+		{"a sequence number not in digits", `{"eventID":"shardId-000000000000:2","kinesis":{"sequenceNumber":"1e5","data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "1e5" is not`},
+		{"a sequence number past 64 digits", `{"eventID":"shardId-000000000000:2","kinesis":{"sequenceNumber":"` + strings.Repeat("9", 65) + `","data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "999`},
+		{"no eventID", `{"kinesis":{"sequenceNumber":"2","data":"` + other + `"}}`, `Records[1].eventID: "" does not name the shard`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := h.proc.Invoke(context.Background(), []byte(`{"Records":[`+good+`,`+tt.record+`]}`))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Invoke = %s, %v; want an error saying %s", out, err, tt.want)
+			}
+		})
+	}
+	if vs := h.window(t, "k", h.cfg.Windows[0].ID(), at.Add(-time.Hour), at.Add(time.Hour)); len(vs) != 0 {
+		t.Errorf("windows %+v written by refused events", vs)
+	}
+	if got := h.quarantined(t); len(got) != 0 {
+		t.Errorf("%d records set aside from refused events", len(got))
 	}
 }
 

@@ -130,6 +130,9 @@ func (p *Processor) Invoke(ctx context.Context, payload []byte) ([]byte, error) 
 	if err := b.Decode(payload); err != nil {
 		return nil, fmt.Errorf("aggregate: %w", err)
 	}
+	if err := checkRecords(b.Records); err != nil {
+		return nil, fmt.Errorf("aggregate: kinesis event: %w", err)
+	}
 	if b.TimeWindow {
 		resp, err := p.handleInterval(ctx, b.Records, &b.TimeWindowProperties)
 		if err != nil {
@@ -142,6 +145,34 @@ func (p *Processor) Invoke(ctx context.Context, payload []byte) ([]byte, error) 
 		return nil, err
 	}
 	return stream.AppendKinesisEventResponse(nil, &resp), nil
+}
+
+// maxSeqDigits is the longest sequence number a window's fence takes
+// (package state pads them to this width).
+const maxSeqDigits = 64
+
+// checkRecords refuses an event whose records lack what Lambda always
+// sends and the windows need: an eventID naming the shard
+// ("shardId-000000000000:4959…") and a sequence number of decimal digits.
+// Only a hand-made event (the console's Test tab) lacks them; the error
+// names the record and the field, where the batch used to come back
+// failed from an empty item identifier with the reason only in the log.
+func checkRecords(recs []stream.KinesisRecord) error {
+	for i := range recs {
+		r := &recs[i]
+		seq := r.SequenceNumber
+		ok := seq != "" && len(seq) <= maxSeqDigits
+		for j := 0; ok && j < len(seq); j++ {
+			ok = seq[j] >= '0' && seq[j] <= '9'
+		}
+		if !ok {
+			return fmt.Errorf("Records[%d].kinesis.sequenceNumber: %.80q is not a Kinesis sequence number (1 to %d decimal digits)", i, seq, maxSeqDigits)
+		}
+		if shard, _, found := strings.Cut(r.EventID, ":"); !found || shard == "" {
+			return fmt.Errorf("Records[%d].eventID: %.80q does not name the shard: want \"<shard id>:<sequence number>\", as Lambda sends it", i, r.EventID)
+		}
+	}
+	return nil
 }
 
 // records converts aws-lambda-go's records for the handlers.

@@ -248,7 +248,30 @@ func (e *ConfigError) Error() string {
 }
 
 func cfgErr(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return boundedErr(field, fmt.Sprintf(format, args...))
+}
+
+// Bounds on a ConfigError, which echoes what the document holds (a name,
+// a duration, an unknown field's name) and may hold 64 KB of it.
+const (
+	maxFieldEcho  = 256
+	maxReasonEcho = 1 << 10
+)
+
+// boundedErr is a ConfigError with field cut to maxFieldEcho bytes and the
+// middle of a reason past maxReasonEcho bytes left out, so that the start
+// (what was written) and the end (what is wanted) stay.
+func boundedErr(field, reason string) *ConfigError {
+	field = strictjson.Cut(field, maxFieldEcho)
+	if len(reason) > maxReasonEcho {
+		head := string(strictjson.TruncateUTF8([]byte(reason), maxReasonEcho/2))
+		tail := reason[len(reason)-maxReasonEcho/2:]
+		for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+			tail = tail[1:]
+		}
+		reason = head + "…" + tail
+	}
+	return &ConfigError{Field: field, Reason: reason}
 }
 
 // CheckKeyedWindows refuses what Parse accepts but the aggregate function
@@ -431,7 +454,7 @@ func Parse(doc []byte) (*Config, error) {
 	if err != nil {
 		// agg names the field: "aggregates[2]: ..." or "quantiles[0]: ...".
 		f, reason, _ := strings.Cut(err.Error(), ": ")
-		return nil, &ConfigError{Field: f, Reason: reason}
+		return nil, boundedErr(f, reason)
 	}
 	if n := spec.MaxEncodedBytes(); n > MaxStateBytes {
 		field := "aggregates"

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/window"
@@ -364,5 +365,41 @@ func TestOffsetDocMatchesWindows(t *testing.T) {
 				t.Errorf("offset %s: the day of %s starts at %s, want %02d:00 UTC", tt.offset, at, w.Start, tt.startHour)
 			}
 		}
+	}
+}
+
+// TestParseErrorsAreBounded: a file may hold 64 KB in one string; an
+// error names the field and echoes what was written, but a bounded part
+// of it, keeping what is wanted at its end.
+func TestParseErrorsAreBounded(t *testing.T) {
+	big := strings.Repeat("é", 30000)
+	tests := []struct {
+		name, doc, field, end string
+	}{
+		{"name", `{"name":"` + big + `","windows":[{"kind":"tumbling","size":"1m"}]}`, "name", "must be 1 to 64 letters, digits, '-' or '_'"},
+		{"unknown field", `{"name":"n","` + big + `":1,"windows":[{"kind":"tumbling","size":"1m"}]}`, "éé", "dedupeHorizon, retention)"},
+		{"window kind", `{"name":"n","windows":[{"kind":"` + big + `","size":"1m"}]}`, "windows[0].kind", "want tumbling, hopping, sliding or session"},
+		{"size", `{"name":"n","windows":[{"kind":"tumbling","size":"` + big + `"}]}`, "windows[0].size", `is not a duration such as "90s", "5m" or "1h30m"`},
+		{"offset", `{"name":"n","windows":[{"kind":"tumbling","size":"1m","offset":"` + big + `"}]}`, "windows[0].offset", `"-5h"`},
+		{"key", `{"name":"n","key":"` + big + `","windows":[{"kind":"tumbling","size":"1m"}]}`, "key", `"data.<field>"`},
+		{"aggregate", `{"name":"n","aggregates":["` + big + `"],"windows":[{"kind":"tumbling","size":"1m"}]}`, "aggregates[0]", "quantiles"},
+		{"latePolicy", `{"name":"n","latePolicy":"` + big + `","windows":[{"kind":"tumbling","size":"1m"}]}`, "latePolicy", `"correct"`},
+		{"dedupeHorizon", `{"name":"n","dedupeHorizon":"` + big + `","windows":[{"kind":"tumbling","size":"1m"}]}`, "dedupeHorizon", `"1h30m"`},
+		{"an output's name", `{"name":"n","outputs":{"` + big + `":true},"windows":[{"kind":"tumbling","size":"1m"}]}`, "outputs.éé", "(known: table, stream)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.doc))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v, want a *ConfigError", err)
+			}
+			if n := len(err.Error()); n > 2<<10 {
+				t.Errorf("error of %d bytes, want at most 2 KB: %.200s…", n, err)
+			}
+			if !strings.HasPrefix(ce.Field, tt.field) || !strings.HasSuffix(ce.Reason, tt.end) || !utf8.ValidString(err.Error()) {
+				t.Errorf("error %.300q…%.300q: want field %s and a reason ending %q, valid UTF-8", ce.Field, ce.Reason[max(0, len(ce.Reason)-300):], tt.field, tt.end)
+			}
+		})
 	}
 }

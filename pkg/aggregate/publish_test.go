@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -431,4 +434,34 @@ func TestPublishRequestsInTheNormalPath(t *testing.T) {
 		t.Errorf("after the correction: %d PutRecords carrying %d records, want 2 and 2", calls, records)
 	}
 	f.wantOutputs(pubWindow+"r1", pubWindow+"r2")
+}
+
+// documentedOutputID is the shape docs/windows.md gives a result's id.
+const documentedOutputID = "<pipeline>/<key>/<kind>/<start>/<end>/r<revision>"
+
+// TestOutputIDIsAsDocumented: the id a result has on the output stream,
+// which consumers dedupe by, is the one docs/windows.md describes.
+func TestOutputIDIsAsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/windows.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "`"+documentedOutputID+"`") {
+		t.Fatalf("docs/windows.md does not give a result's id as %s", documentedOutputID)
+	}
+	f := newPublishFixture(t)
+	p := f.processor()
+	f.mustBatch(p, f.rec(1, "k", time.Second), f.rec(2, "k", 2*time.Second), f.rec(3, "z", 70*time.Second))
+	byID, _, _ := f.outputs()
+	if len(byID) != 1 {
+		t.Fatalf("k's outputs %v, want its window's final result", byID)
+	}
+	for id, o := range byID {
+		want := strings.NewReplacer("<pipeline>", o.Pipeline, "<key>", o.Key, "<kind>", o.Window,
+			"<start>", o.Start.UTC().Format("2006-01-02T15:04:05.000Z"), "<end>", o.End.UTC().Format("2006-01-02T15:04:05.000Z"),
+			"<revision>", strconv.Itoa(o.Revision)).Replace(documentedOutputID)
+		if id != want {
+			t.Errorf("id %s, want %s as docs/windows.md gives it", id, want)
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 func main() {
@@ -45,9 +46,15 @@ type ticker struct {
 // the invocation; the stack allows no retry, the next tick does the work.
 func (t *ticker) Handle(ctx context.Context, ev events.EventBridgeEvent) (aggregate.TickResult, error) {
 	res, err := t.tick(ctx, t.now())
+	// The rule's ARN, cut: a hand-pasted test event may carry anything.
+	rule := strictjson.Cut(fmt.Sprint(ev.Resources), maxRuleEcho)
 	if err != nil {
-		return res, fmt.Errorf("tick for %v scheduled at %s: %w", ev.Resources, ev.Time.Format(time.RFC3339), err)
+		return res, fmt.Errorf("tick for %s scheduled at %s: %w", rule, ev.Time.Format(time.RFC3339), err)
 	}
-	t.log.Info("tick", "rule", ev.Resources, "shards", res.Shards, "advanced", res.Advanced, "finalized", res.Finalized)
+	t.log.Info("tick", "rule", rule, "shards", res.Shards, "advanced", res.Advanced, "finalized", res.Finalized)
 	return res, nil
 }
+
+// maxRuleEcho bounds what the error and the log line repeat of the
+// event's resources (a rule's ARN is some 100 bytes).
+const maxRuleEcho = 512

@@ -63,12 +63,21 @@ type configJSON struct {
 // ConfigError names the config field at fault.
 type ConfigError struct{ Field, Reason string }
 
+// Error repeats the field and the reason bounded (CutMiddle keeps what
+// was written and what is wanted): a CEP file may hold 64 KB in a value.
 func (e *ConfigError) Error() string {
+	reason := strictjson.CutMiddle(e.Reason, maxReasonEcho)
 	if e.Field == "" {
-		return e.Reason
+		return reason
 	}
-	return e.Field + ": " + e.Reason
+	return strictjson.Cut(e.Field, maxFieldEcho) + ": " + reason
 }
+
+// Bounds on what a ConfigError repeats of the document.
+const (
+	maxFieldEcho  = 256
+	maxReasonEcho = 1 << 10
+)
 
 var configName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 

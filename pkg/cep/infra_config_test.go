@@ -1,6 +1,7 @@
 package cep
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -57,6 +58,18 @@ func TestParseConfigRefusesNamingTheField(t *testing.T) {
 		ce, ok := err.(*ConfigError)
 		if !ok || ce.Field != field {
 			t.Errorf("%s: %v, want field %s", doc, err, field)
+		}
+	}
+}
+
+// TestConfigErrorsAreBounded: a CEP file may hold 64 KB in one value; the
+// error repeats its start and what is wanted, not the whole of it.
+func TestConfigErrorsAreBounded(t *testing.T) {
+	big := strings.Repeat("x", 60_000)
+	for _, doc := range []string{`{"name":"` + big + `"}`, `{"name":"d","idleTimeout":"` + big + `"}`, `{"name":"d","` + big + `":1}`} {
+		_, err := ParseConfig([]byte(doc))
+		if err == nil || len(err.Error()) > 1500 {
+			t.Errorf("error of %d bytes: %.200s…", len(fmt.Sprint(err)), err)
 		}
 	}
 }

@@ -99,12 +99,21 @@ type ConfigError struct {
 	Reason string
 }
 
+// Error repeats the field and the reason bounded (CutMiddle keeps what
+// was written and what is wanted): a join file may hold 64 KB in a value.
 func (e *ConfigError) Error() string {
+	reason := strictjson.CutMiddle(e.Reason, maxReasonEcho)
 	if e.Field == "" {
-		return e.Reason
+		return reason
 	}
-	return e.Field + ": " + e.Reason
+	return strictjson.Cut(e.Field, maxFieldEcho) + ": " + reason
 }
+
+// Bounds on what a ConfigError repeats of the document.
+const (
+	maxFieldEcho  = 256
+	maxReasonEcho = 1 << 10
+)
 
 func cfgErr(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}

@@ -2,6 +2,7 @@ package join
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -93,5 +94,21 @@ func TestConfigFieldsAreTheSchemas(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("Parse reads %v, the schema's join file has %v", got, want)
+	}
+}
+
+// TestConfigErrorsAreBounded: a join file may hold 64 KB in one value; the
+// error repeats its start and what is wanted, not the whole of it.
+func TestConfigErrorsAreBounded(t *testing.T) {
+	big := strings.Repeat("x", 60_000)
+	for _, doc := range []string{
+		`{"name":"` + big + `","left":"s","right":"c","within":"1m"}`,
+		`{"name":"j","left":"s","right":"c","within":"` + big + `"}`,
+		`{"name":"j","left":"s","right":"c","within":"1m","` + big + `":1}`,
+	} {
+		_, err := Parse([]byte(doc))
+		if err == nil || len(err.Error()) > 1500 {
+			t.Errorf("error of %d bytes: %.200s…", len(fmt.Sprint(err)), err)
+		}
 	}
 }

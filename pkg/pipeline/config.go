@@ -262,16 +262,7 @@ const (
 // middle of a reason past maxReasonEcho bytes left out, so that the start
 // (what was written) and the end (what is wanted) stay.
 func boundedErr(field, reason string) *ConfigError {
-	field = strictjson.Cut(field, maxFieldEcho)
-	if len(reason) > maxReasonEcho {
-		head := string(strictjson.TruncateUTF8([]byte(reason), maxReasonEcho/2))
-		tail := reason[len(reason)-maxReasonEcho/2:]
-		for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
-			tail = tail[1:]
-		}
-		reason = head + "…" + tail
-	}
-	return &ConfigError{Field: field, Reason: reason}
+	return &ConfigError{Field: strictjson.Cut(field, maxFieldEcho), Reason: strictjson.CutMiddle(reason, maxReasonEcho)}
 }
 
 // CheckKeyedWindows refuses what Parse accepts but the aggregate function

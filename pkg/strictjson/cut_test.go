@@ -24,3 +24,22 @@ func TestCut(t *testing.T) {
 		}
 	}
 }
+
+func TestCutMiddle(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdefghij", 4, "ab…ij"},
+		// é is two bytes: a cut inside it keeps neither byte, at either end.
+		{"éabcdé", 6, "éa…dé"},
+		{"aébcdéf", 4, "a…f"},
+		{"abc", 0, "…"},
+	} {
+		if got := CutMiddle(tc.s, tc.n); got != tc.want {
+			t.Errorf("CutMiddle(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}

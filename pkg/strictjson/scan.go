@@ -732,6 +732,23 @@ func Cut(s string, n int) string {
 	return string(TruncateUTF8([]byte(s), n)) + "…"
 }
 
+// CutMiddle is s with its middle left out when it is over n bytes: its
+// first and last n/2 bytes, whole characters, joined by "…". For a message
+// that starts with what was sent and ends with what is wanted (a
+// configuration error), both of which should stay.
+func CutMiddle(s string, n int) string {
+	n = max(n, 0)
+	if len(s) <= n {
+		return s
+	}
+	head := TruncateUTF8([]byte(s), n/2)
+	tail := s[len(s)-n/2:]
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	return string(head) + "…" + tail
+}
+
 // QuoteCut is Cut, quoted as strconv.Quote quotes (the "…" outside the
 // quotes).
 func QuoteCut(s string, n int) string {

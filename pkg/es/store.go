@@ -73,6 +73,12 @@ func (e *DuplicateCommandError) Error() string {
 // (TransactionConflict): transient, decide again on a fresh read.
 var ErrContended = errors.New("es: another transaction was writing the same items (TransactionConflict)")
 
+// ErrAheadOfLog is an append that a view or snapshot item refused because
+// it records a later version than the log holds: the events table was
+// restored to an earlier point, or items were written by hand. No retry
+// changes it; the views and snapshots must be rebuilt from the log.
+var ErrAheadOfLog = errors.New("es: a view or snapshot item is ahead of the event log (the events table restored to an earlier point?): no retry succeeds until the views are rebuilt from the log (eventstore rebuild) and the aggregate's snapshots past its last version are deleted")
+
 // TooLargeError is an item of an append over DynamoDB's item limit. Item
 // says which ("event 3 (SeatsReserved)", "the snapshot", ...).
 type TooLargeError struct {
@@ -320,7 +326,7 @@ func (s *Store) Append(ctx context.Context, a Append) error {
 		if current != a.Expected {
 			return &ConflictError{AggregateID: a.AggregateID, Expected: a.Expected, Current: current}
 		}
-		return fmt.Errorf("es: appending to %s at version %d: a view or snapshot item is ahead of the log", a.AggregateID, a.Expected+1)
+		return fmt.Errorf("appending to %s at version %d: %w", a.AggregateID, a.Expected+1, ErrAheadOfLog)
 	}
 	return fmt.Errorf("es: appending %d events to %s at version %d: cancelled (%s): %w", len(a.Events), a.AggregateID, a.Expected+1, strings.Join(other, "; "), err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -156,6 +157,11 @@ func (a *API) command(ctx context.Context, req events.LambdaFunctionURLRequest) 
 	ctx, cancel := reserve(ctx)
 	defer cancel()
 	res, err := a.x.Execute(ctx, body)
+	if errors.Is(err, es.ErrAheadOfLog) {
+		// Permanent: a 503 would have the sender retry for ever.
+		a.log.ErrorContext(ctx, "command failed: the show's views are ahead of its log", "error", err)
+		return errorAnswer(http.StatusInternalServerError, "", strictjson.Cut(err.Error(), 600))
+	}
 	if err != nil {
 		a.log.ErrorContext(ctx, "command failed; the sender may retry it with the same id", "error", err)
 		r := errorAnswer(http.StatusServiceUnavailable, "", "the command could not be completed now (retry it with the same id: it runs at most once): "+strictjson.Cut(err.Error(), 300))

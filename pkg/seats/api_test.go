@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/es"
@@ -245,5 +246,25 @@ func TestProjectedReadWaitsForItsVersion(t *testing.T) {
 		if ms, err := strconv.Atoi(ans.headers[seats.HeaderWaited]); err != nil || ms <= 0 {
 			t.Errorf("%s: %s = %q, want the milliseconds waited (> 0)", r.name, seats.HeaderWaited, ans.headers[seats.HeaderWaited])
 		}
+	}
+}
+
+// TestSeatMapAheadOfTheLog: a seat map at a later version than the log
+// holds (an events table restored to an earlier point) refuses every
+// append; the command is answered 500 saying so and what to do, not 503
+// "retry", which would have its sender retry for ever.
+func TestSeatMapAheadOfTheLog(t *testing.T) {
+	f := newFixture(t)
+	if a := f.command(t, schedule); a.status != 200 {
+		t.Fatalf("schedule: %+v", a)
+	}
+	if _, err := f.db.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{TableName: aws.String(f.views),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "show#show-1"}, "sk": &types.AttributeValueMemberS{Value: "seatmap"}},
+		UpdateExpression: aws.String("SET version = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: "7"}}}); err != nil {
+		t.Fatal(err)
+	}
+	a := f.command(t, `{"id":"cmd-2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-ada","customerId":"ada","seats":["A1"]}}`)
+	if a.status != 500 || !strings.Contains(a.body, "ahead of the event log") || !strings.Contains(a.body, "eventstore rebuild") || a.headers["Retry-After"] != "" {
+		t.Errorf("a command on a show whose seat map is ahead of its log: %+v; want 500 naming it, no Retry-After", a)
 	}
 }

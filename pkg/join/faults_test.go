@@ -52,6 +52,23 @@ func TestMain(m *testing.M) {
 
 func name(prefix string) string { return fmt.Sprintf("%s-%d", prefix, names.Add(1)) }
 
+// newResources creates, on the tests' stand-in, a join's state table, its
+// output stream of one shard and a quarantine table, and returns their
+// names.
+func newResources(t *testing.T) (table, out, quarantine string) {
+	t.Helper()
+	ctx := context.Background()
+	table, out, quarantine = name("join-state"), name("joins"), name("quarantine")
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	keyedtest.CreateStream(t, kin, out, 1)
+	return table, out, quarantine
+}
+
 // record is one generated input record of a shard.
 type record struct {
 	shard    string
@@ -277,14 +294,7 @@ var (
 	}}
 	onMoto = faultBackend{name: "moto", open: func(t *testing.T) (memdb.Client, string, string, emit.Putter, string, func() [][]byte, func() int) {
 		ctx := context.Background()
-		table, out, quarantine := name("join-state"), name("joins"), name("quarantine")
-		if err := state.CreateTable(ctx, db, table); err != nil {
-			t.Fatal(err)
-		}
-		if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
-			t.Fatal(err)
-		}
-		keyedtest.CreateStream(t, kin, out, 1)
+		table, out, quarantine := newResources(t)
 		return db, table, quarantine, kin, out, func() [][]byte { return keyedtest.ReadAll(t, kin, out) }, func() int {
 			items, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(quarantine)})
 			if err != nil {

@@ -46,14 +46,7 @@ func TestJoinKeyFitsAPartitionKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			table, out, quarantine := name("join-state"), name("joins"), name("quarantine")
-			if err := state.CreateTable(ctx, db, table); err != nil {
-				t.Fatal(err)
-			}
-			if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
-				t.Fatal(err)
-			}
-			keyedtest.CreateStream(t, kin, out, 1)
+			table, out, quarantine := newResources(t)
 			h := join.New(cfg, state.NewViews(db, table, nil), kin, out, join.DefaultLimits,
 				keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)), keyed.WithBackoff(func(int) time.Duration { return 0 }))
 			data, _ := json.Marshal(map[string]string{"session": tc.session})
@@ -118,14 +111,7 @@ func TestJoinKeyFromDataIsDeterministic(t *testing.T) {
 	b := kinesisRecords([]record{{shard: "shardId-000000000001", seq: 100, env: env("click", "click", "device-9", 2)}})
 	var outs []string
 	for _, order := range [][][]events.KinesisEventRecord{{a, b}, {b, a}} {
-		table, out, quarantine := name("join-state"), name("joins"), name("quarantine")
-		if err := state.CreateTable(ctx, db, table); err != nil {
-			t.Fatal(err)
-		}
-		if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
-			t.Fatal(err)
-		}
-		keyedtest.CreateStream(t, kin, out, 1)
+		table, out, quarantine := newResources(t)
 		h := join.New(cfg, state.NewViews(db, table, nil), kin, out, join.DefaultLimits, keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)))
 		for _, recs := range order {
 			if resp, err := h.HandleBatch(ctx, events.KinesisEvent{Records: recs}); err != nil || len(resp.BatchItemFailures) > 0 {

@@ -101,14 +101,7 @@ func TestOutputsFitTheJoinsStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			table, out, quarantine := name("join-state"), name("joins"), name("quarantine")
-			if err := state.CreateTable(ctx, db, table); err != nil {
-				t.Fatal(err)
-			}
-			if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
-				t.Fatal(err)
-			}
-			keyedtest.CreateStream(t, kin, out, 1)
+			table, out, quarantine := newResources(t)
 			shard := &oneShard{Putter: kin}
 			h := join.New(cfg, state.NewViews(db, table, nil), shard, out, join.DefaultLimits,
 				keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)), keyed.WithBackoff(shard.wait))

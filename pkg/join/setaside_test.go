@@ -33,14 +33,7 @@ func TestRecordsThatCanNeverJoinAreSetAside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, out, quarantine := name("join-state"), name("joins"), name("quarantine")
-	if err := state.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
-		t.Fatal(err)
-	}
-	keyedtest.CreateStream(t, kin, out, 1)
+	table, out, quarantine := newResources(t)
 	// An open search of id "sN" and data {"q":"a"} takes 35 bytes of its
 	// key's budget: three fit, a fourth does not.
 	lim := join.Limits{MaxRecordData: 40, MaxOpenBytes: 3 * 35, FoldBytes: 1 << 20}

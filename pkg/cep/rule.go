@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -176,7 +177,6 @@ const (
 	MaxTimesOrMore = 1000
 	MaxRuleBytes   = 8 << 10
 	maxKeys        = 100
-	maxTypeLength  = 256
 )
 
 var (
@@ -211,10 +211,15 @@ func ParseRule(doc []byte) (*Rule, error) {
 	case len(raw.Keys) > 0 && raw.KeyPrefix != "":
 		return nil, ruleErr("keyPrefix", "set with keys: give one or the other")
 	}
+	// An event's key and type are bounded in characters (stream.Validate,
+	// as Kinesis bounds a partition key), so a rule names any of them.
 	for i, k := range raw.Keys {
-		if k == "" || len(k) > 256 {
-			return nil, ruleErr(fmt.Sprintf("keys[%d]", i), "a key is 1 to 256 characters")
+		if k == "" || utf8.RuneCountInString(k) > stream.MaxKeyLength {
+			return nil, ruleErr(fmt.Sprintf("keys[%d]", i), "a key is 1 to %d characters", stream.MaxKeyLength)
 		}
+	}
+	if utf8.RuneCountInString(raw.KeyPrefix) > stream.MaxKeyLength {
+		return nil, ruleErr("keyPrefix", "at most %d characters, as a key", stream.MaxKeyLength)
 	}
 	seen := map[string]bool{}
 	for i := range raw.Pattern {
@@ -314,8 +319,8 @@ func parseStep(i int, s *stepJSON, n int) (Step, error) {
 		return st, ruleErr(part+".begin", "only the first step begins a pattern: use next or followedBy")
 	case st.Contiguity == NotFollowedBy && i != n-1:
 		return st, ruleErr(part+".notFollowedBy", "an absence must be the last step")
-	case len(s.Type) > maxTypeLength:
-		return st, ruleErr(part+".type", "at most %d characters", maxTypeLength)
+	case utf8.RuneCountInString(s.Type) > stream.MaxTypeLength:
+		return st, ruleErr(part+".type", "at most %d characters, as an event's type", stream.MaxTypeLength)
 	}
 	st.Type = s.Type
 	if s.Where != "" {

@@ -141,3 +141,39 @@ func TestWhereClausesOnNumbersPastFloat64(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleNamesAnyKeyAndTypeAnEventCanHave: an event's key and type are
+// bounded in characters (256, as Kinesis bounds a partition key), so a rule
+// names one of 256 two-byte characters, and refuses one of 257 naming the
+// part.
+func TestRuleNamesAnyKeyAndTypeAnEventCanHave(t *testing.T) {
+	long := strings.Repeat("é", stream.MaxKeyLength) // 512 bytes, 256 characters
+	ev := &stream.Envelope{ID: "e1", Type: long, Key: long, OccurredAt: time.Unix(0, 0), SentAt: time.Unix(0, 0)}
+	if err := ev.Validate(); err != nil {
+		t.Fatalf("the event: %v", err)
+	}
+	for _, doc := range []string{
+		`{"id":"k","pattern":[{"begin":"a","type":"` + long + `"}],"keys":["` + long + `"]}`,
+		`{"id":"p","pattern":[{"begin":"a","type":"` + long + `"}],"keyPrefix":"` + long + `"}`,
+	} {
+		r, err := ParseRule([]byte(doc))
+		if err != nil {
+			t.Errorf("%.60s…: %v", doc, err)
+			continue
+		}
+		if !r.appliesToKey(ev.Key) || !r.Steps[0].matches(ev) {
+			t.Errorf("%.60s…: does not match the event", doc)
+		}
+	}
+	for _, tc := range []struct{ doc, part string }{
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":["` + long + `é"]}`, "keys[0]"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keyPrefix":"` + long + `é"}`, "keyPrefix"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"` + long + `é"}]}`, "pattern[0].type"},
+	} {
+		_, err := ParseRule([]byte(tc.doc))
+		var re *RuleError
+		if !errors.As(err, &re) || re.Part != tc.part || !strings.Contains(re.Reason, "256 characters") {
+			t.Errorf("%.60s…: got %v, want part %s refused at 256 characters", tc.doc, err, tc.part)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -332,18 +333,32 @@ func (p *parser) next() {
 		default:
 			t.kind, t.text = tBad, fmt.Sprintf("%q, which is not an operator (== != > >= < <= && ||)", t.text)
 		}
-	case unicode.IsLetter(rune(c)) || c == '_':
+	case identStart(p.src[p.pos:]):
+		// By characters, not bytes: a data field may be named in any
+		// script (data.größe).
 		end := p.pos
-		for end < len(p.src) && (unicode.IsLetter(rune(p.src[end])) || unicode.IsDigit(rune(p.src[end])) || strings.IndexByte("_.-", p.src[end]) >= 0) {
-			end++
+		for end < len(p.src) {
+			r, size := utf8.DecodeRuneInString(p.src[end:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_.-", r) {
+				break
+			}
+			end += size
 		}
 		p.pos = end
 		t.kind, t.text = tIdent, p.src[start:end]
 	default:
-		p.pos++
-		t.kind, t.text = tBad, fmt.Sprintf("%q", string(c))
+		r, size := utf8.DecodeRuneInString(p.src[p.pos:])
+		p.pos += size
+		t.kind, t.text = tBad, fmt.Sprintf("%q", string(r))
 	}
 	p.tok = t
+}
+
+// identStart reports whether s begins with a character that begins a
+// field or a word: a letter or '_'.
+func identStart(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r == '_' || unicode.IsLetter(r)
 }
 
 func (p *parser) isWord(w string) bool {

@@ -177,3 +177,31 @@ func TestRuleNamesAnyKeyAndTypeAnEventCanHave(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereClausesOnFieldsNamedInAnyScript: a data field's name may hold
+// any letters; the where clause reads it by characters, not bytes (it
+// refused data.größe with `unexpected "¶"`, half of the ö).
+func TestWhereClausesOnFieldsNamedInAnyScript(t *testing.T) {
+	ev := env("payment", `{"größe": 42, "año": 2026, "café": "noir", "金额": 120}`)
+	for src, want := range map[string]bool{
+		"data.größe > 40":                  true,
+		"data.año == 2026":                 true,
+		"data.café == 'noir'":              true,
+		"data.金额 >= 100":                   true,
+		"exists(data.größe_x)":             false,
+		"data.größe > 40 && data.金额 < 100": false,
+	} {
+		e, err := parseExpr(src)
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if got := e.eval(ev); got != want {
+			t.Errorf("%s: %v, want %v", src, got, want)
+		}
+	}
+	// A character that is no letter is named whole.
+	if _, err := parseExpr("data.a > 5 € 3"); err == nil || !strings.Contains(err.Error(), "€") {
+		t.Errorf("data.a > 5 € 3: %v, want it to name the €", err)
+	}
+}

@@ -199,7 +199,7 @@ func ParseRule(doc []byte) (*Rule, error) {
 	case raw.ID == "":
 		return nil, ruleErr("id", "required: 1 to 64 letters, digits, '-' or '_'")
 	case !idPattern.MatchString(raw.ID):
-		return nil, ruleErr("id", "%q must be 1 to 64 letters, digits, '-' or '_'", raw.ID)
+		return nil, ruleErr("id", "%s must be 1 to 64 letters, digits, '-' or '_'", strictjson.QuoteCut(raw.ID, maxEchoBytes))
 	case len(raw.Description) > 1024:
 		return nil, ruleErr("description", "at most 1024 bytes")
 	case len(raw.Pattern) == 0:
@@ -264,11 +264,11 @@ func ParseRule(doc []byte) (*Rule, error) {
 		d, err := time.ParseDuration(raw.Within)
 		switch {
 		case err != nil:
-			return nil, ruleErr("within", "%q is not a duration such as \"30s\" or \"10m\"", raw.Within)
+			return nil, ruleErr("within", "%s is not a duration such as \"30s\" or \"10m\"", strictjson.QuoteCut(raw.Within, maxEchoBytes))
 		case d <= 0 || d > MaxWithin:
-			return nil, ruleErr("within", "%s: must be above zero and at most %s", raw.Within, MaxWithin)
+			return nil, ruleErr("within", "%s: must be above zero and at most %s", strictjson.Cut(raw.Within, maxEchoBytes), MaxWithin)
 		case d%time.Millisecond != 0:
-			return nil, ruleErr("within", "%s is not a whole number of milliseconds", raw.Within)
+			return nil, ruleErr("within", "%s is not a whole number of milliseconds", strictjson.Cut(raw.Within, maxEchoBytes))
 		case r.Kind == Filter:
 			return nil, ruleErr("within", "a pattern of one step without a quantifier matches single events: it has no time to be within")
 		}
@@ -283,7 +283,7 @@ func ParseRule(doc []byte) (*Rule, error) {
 			return nil, ruleErr("afterMatch", "a threshold (timesOrMore, sum) starts counting again after each match: noSkip does not apply")
 		}
 	default:
-		return nil, ruleErr("afterMatch", "%q: want \"skipPastLastEvent\" (the default) or \"noSkip\"", raw.AfterMatch)
+		return nil, ruleErr("afterMatch", "%s: want \"skipPastLastEvent\" (the default) or \"noSkip\"", strictjson.QuoteCut(raw.AfterMatch, maxEchoBytes))
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, doc); err != nil {
@@ -312,7 +312,7 @@ func parseStep(i int, s *stepJSON, n int) (Step, error) {
 	case set > 1:
 		return st, ruleErr(part, "gives more than one of begin, next, followedBy and notFollowedBy")
 	case !namePattern.MatchString(st.Name):
-		return st, ruleErr(part+"."+st.Contiguity.String(), "%q: a step's name is 1 to 32 letters, digits or '_'", st.Name)
+		return st, ruleErr(part+"."+st.Contiguity.String(), "%s: a step's name is 1 to 32 letters, digits or '_'", strictjson.QuoteCut(st.Name, maxEchoBytes))
 	case i == 0 && st.Contiguity != Begin:
 		return st, ruleErr(part, "the first step must be {\"begin\": \"<name>\"}, not %s", st.Contiguity)
 	case i > 0 && st.Contiguity == Begin:
@@ -351,7 +351,7 @@ func parseStep(i int, s *stepJSON, n int) (Step, error) {
 	if s.Sum != "" {
 		p, err := pipeline.ParsePath(s.Sum)
 		if err != nil || !p.IsData() || s.Sum == "data" {
-			return st, ruleErr(part+".sum", "%q: want a data field, for example \"data.amount\"", s.Sum)
+			return st, ruleErr(part+".sum", "%s: want a data field, for example \"data.amount\"", strictjson.QuoteCut(s.Sum, maxEchoBytes))
 		}
 		st.SumOf, st.AtLeast = p, *s.AtLeast
 	}

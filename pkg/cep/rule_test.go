@@ -205,3 +205,28 @@ func TestWhereClausesOnFieldsNamedInAnyScript(t *testing.T) {
 		t.Errorf("data.a > 5 € 3: %v, want it to name the €", err)
 	}
 }
+
+// TestRuleErrorsQuoteValuesCut: a refusal repeats at most maxEchoBytes of
+// a value it was sent (docs/cep.md), not the whole of a 7 KB one; the
+// rules URL and cmd/rules answer with it.
+func TestRuleErrorsQuoteValuesCut(t *testing.T) {
+	big := strings.Repeat("<", 7000)
+	for _, tc := range []struct{ doc, part string }{
+		{`{"id":"` + big + `","pattern":[{"begin":"a","type":"x"}]}`, "id"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"next":"b","type":"y"}],"within":"` + big + `"}`, "within"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"next":"b","type":"y"}],"within":"` + strings.Repeat("0", 7000) + `1ns"}`, "within"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"afterMatch":"` + big + `"}`, "afterMatch"},
+		{`{"id":"r","pattern":[{"begin":"` + big + `","type":"x"}]}`, "pattern[0].begin"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","sum":"` + big + `","atLeast":1}],"within":"1m"}`, "pattern[0].sum"},
+	} {
+		_, err := ParseRule([]byte(tc.doc))
+		var re *RuleError
+		if !errors.As(err, &re) || re.Part != tc.part {
+			t.Errorf("%.60s…: got %.300v, want part %s", tc.doc, err, tc.part)
+			continue
+		}
+		if n := len(err.Error()); n > maxEchoBytes+200 || !strings.Contains(err.Error(), "…") {
+			t.Errorf("%s: an error of %d bytes: %.300s", tc.part, n, err)
+		}
+	}
+}

@@ -271,7 +271,9 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 	var tooBig []EventError
 	for i := range envs {
 		envs[i].ReceivedAt = receivedAt
-		data, err := json.Marshal(&envs[i])
+		// Not HTML-escaped: '<', '>' and '&' stay one byte each, so data
+		// full of markup is as big on the stream as it was sent.
+		data, err := marshal(&envs[i])
 		if err != nil { // json.RawMessage data was validated on the way in
 			return problem(http.StatusInternalServerError, "events[%d]: encoding: %v", i, err)
 		}

@@ -243,3 +243,30 @@ func TestThrottledIngestLosesNothing(t *testing.T) {
 		t.Errorf("stream holds %d distinct ids, want %d", len(count), len(ids))
 	}
 }
+
+// TestMarkupKeepsItsSizeOnTheStream: an event whose data is full of
+// markup ('<', '>' and '&') goes on the stream as sent, not with each of
+// those characters escaped to six bytes (\u003c): a 400 KB HTML snippet
+// was refused as a record of over 1 MiB, and every such record cost the
+// stream up to six times its size.
+func TestMarkupKeepsItsSizeOnTheStream(t *testing.T) {
+	const name = "events"
+	client := newStream(t, name)
+	h := New(client, name, WithClock(func() time.Time { return serverNow }))
+	data := `{"html":"<p>` + strings.Repeat("<b>&amp;</b>", 400<<10/12) + `</p>"}`
+	body := `{"id":"<e&1>","type":"snippet","key":"k<&>","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z","data":` + data + `}`
+	resp, err := h.Handle(context.Background(), post(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("status %d: %.300s", resp.StatusCode, resp.Body)
+	}
+	got := readStream(t, client, name)
+	if len(got) != 1 {
+		t.Fatalf("%d records on the stream, want 1", len(got))
+	}
+	if got[0].ID != "<e&1>" || got[0].Key != "k<&>" || string(got[0].Data) != data {
+		t.Errorf("on the stream: id %q, key %q, data of %d bytes; want the event as sent (data of %d bytes)", got[0].ID, got[0].Key, len(got[0].Data), len(data))
+	}
+}

@@ -33,6 +33,7 @@ func TestRulesAPIRefusesAmbiguousRequests(t *testing.T) {
 		{"a test request's misspelt field", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[` + envelope + `],"outOfOrdernes":"5s"}`, "outOfOrdernes", `did you mean "outOfOrderness"?`},
 		{"a test request's event with a name in other case", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[{"id":"1","TYPE":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]}`, "events[0].TYPE", `did you mean "type"?`},
 		{"a test request's event with an unknown field", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[{"id":"1","type":"x","tpyo":1,"key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]}`, "events[0].tpyo", "unknown field"},
+		{"a test request's event with a control character in its key", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[{"id":"1","type":"x","key":"a\u0007","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]}`, "events[0].key", "holds control character U+0007"},
 		{"a test request's event with a key twice", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[{"id":"1","id":"2","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]}`, "events[0].id", "duplicate object key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +83,9 @@ func TestReadEventsIsStrict(t *testing.T) {
 		{`[` + e0 + `,` + e0 + `,` + e0 + `]`, "events: more than 2 events"},
 		{e0 + "\n" + `{"id":"2","TYPE":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, `events[1].TYPE: unknown field; did you mean "type"?`},
 		{`[{"id":"2","type":"x","tpyo":1,"key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]`, `events[0].tpyo: unknown field`},
+		// As ingest refuses them: cmd/rules test printed the key raw.
+		{e0 + "\n" + `{"id":"2","type":"x","key":"a\u001b[2J","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, "events[1].key: holds control character U+001B"},
+		{`[{"id":"2\u0085","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]`, "events[0].id: holds control character U+0085"},
 		// A line past the bound is named, not "token too long".
 		{e0 + "\n" + strings.Repeat(" ", maxEventLine+1) + e0, "events[1] (line 2): longer than 2097152 bytes"},
 	} {

@@ -241,7 +241,8 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 }
 
 // decodeEvent reads events[i] as ingest reads an event (names spelt
-// exactly, unknown ones refused, Validate), its receivedAt, when absent,
+// exactly, unknown ones refused, Validate, no control characters in id,
+// type or key), its receivedAt, when absent,
 // its sentAt. A refusal names the event and the field:
 // "events[i].field: reason", with part "events[i].field" ("events[i]" when
 // no field is at fault).
@@ -255,6 +256,12 @@ func decodeEvent(i int, raw []byte, e *stream.Envelope) (part string, err error)
 	}
 	if err := e.Validate(); err != nil {
 		return part, fmt.Errorf("%s.%w", part, err)
+	}
+	if err := e.CheckControls(); err != nil {
+		if fe, ok := errors.AsType[*stream.FieldError](err); ok {
+			part += "." + fe.Field
+		}
+		return part, fmt.Errorf("events[%d].%w", i, err)
 	}
 	if e.ReceivedAt.IsZero() {
 		e.ReceivedAt = e.SentAt

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode"
 
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -39,9 +38,9 @@ const (
 // parseEvents validates the events split from a body: each holds only the
 // envelope's fields, spelt exactly, and decodes as an envelope
 // (stream.UnmarshalExact, then Validate), its id, type and key hold no
-// control characters, its id is not the id of an earlier event of the same
-// request, and it is at most maxAge old when sent. It returns every refused
-// event, in request order.
+// control characters (CheckControls), its id is not the id of an earlier
+// event of the same request, and it is at most maxAge old when sent. It
+// returns every refused event, in request order.
 func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []EventError) {
 	envs := make([]stream.Envelope, len(raws))
 	var errs []EventError
@@ -53,7 +52,7 @@ func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []Even
 			err = e.Validate()
 		}
 		if err == nil {
-			err = checkControls(e)
+			err = e.CheckControls()
 		}
 		if err == nil && cdc.IsChangelogType(e.Type) {
 			err = &stream.FieldError{Field: "type", Reason: fmt.Sprintf(
@@ -82,21 +81,6 @@ func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []Even
 		}
 	}
 	return envs, errs
-}
-
-// checkControls refuses control characters (Unicode category Cc: C0, DEL,
-// C1) in the identifiers of an event. The key becomes the Kinesis partition
-// key and part of every view's key; a control character there breaks logs,
-// consoles and the views' key layout.
-func checkControls(e *stream.Envelope) error {
-	for _, f := range []struct{ name, v string }{{"id", e.ID}, {"type", e.Type}, {"key", e.Key}} {
-		for i, r := range f.v {
-			if unicode.IsControl(r) {
-				return &stream.FieldError{Field: f.name, Reason: fmt.Sprintf("holds control character U+%04X at byte %d; identifiers are printable text", r, i)}
-			}
-		}
-	}
-	return nil
 }
 
 // checkAge refuses an event older than maxAge when it was sent. Both times

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -115,6 +116,21 @@ func checkTimeRange(field string, t time.Time) error {
 	}
 	return &FieldError{Field: field, Reason: fmt.Sprintf("%s is outside %s to %s, the times an envelope may hold: a clock that far off cannot be corrected",
 		t.Format(time.RFC3339Nano), EarliestTime.Format(time.RFC3339), LatestTime.Format(time.RFC3339))}
+}
+
+// CheckControls refuses control characters (Unicode category Cc: C0, DEL,
+// C1) in the identifiers of an event, as ingest does. The key becomes the
+// Kinesis partition key and part of every view's key; a control character
+// there breaks logs, consoles and the views' key layout.
+func (e *Envelope) CheckControls() error {
+	for _, f := range []struct{ name, v string }{{"id", e.ID}, {"type", e.Type}, {"key", e.Key}} {
+		for i, r := range f.v {
+			if unicode.IsControl(r) {
+				return &FieldError{Field: f.name, Reason: fmt.Sprintf("holds control character U+%04X at byte %d; identifiers are printable text", r, i)}
+			}
+		}
+	}
+	return nil
 }
 
 func checkString(field, v string, max int) error {

@@ -434,3 +434,49 @@ func TestStateRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestOfflineIgnoresProducerCopies: the detect function suppresses a
+// producer's copy of an event (same key and id, arriving again within the
+// dedupe horizon: an ingest retry writes one) and sets aside a reuse of an
+// id with other content; rules test, POST /test and Backfill run the
+// offline engine "as the function would", so they must too. They counted
+// the copy: three failed logins made of two and a copy matched a
+// timesOrMore 3 rule (a false alert a backfill put on the matches stream).
+func TestOfflineIgnoresProducerCopies(t *testing.T) {
+	brute := rule(t, `{"id":"brute","pattern":[{"begin":"f","type":"login_failed","timesOrMore":3}],"within":"1m"}`)
+	twice := rule(t, `{"id":"twice","pattern":[{"begin":"a","type":"login_failed"},{"followedBy":"b","type":"login_failed"}],"within":"1m"}`)
+	f1, f2 := ev("f1", "login_failed", "a", 0, ""), ev("f2", "login_failed", "a", 1, "")
+	copyOf := func(e stream.Envelope, sec float64) stream.Envelope {
+		e.ReceivedAt = base.Add(time.Duration(sec * float64(time.Second)))
+		return e
+	}
+	for _, tc := range []struct {
+		name  string
+		evs   []stream.Envelope
+		want  []string
+		aside int
+	}{
+		{"a copy", []stream.Envelope{f1, copyOf(f1, 2), f2, copyOf(f2, 3)}, []string{"twice:a:f1,f2"}, 0},
+		{"an id reused with other data", []stream.Envelope{f1, ev("f1", "login_failed", "a", 2, `{"ip":"10.0.0.9"}`), f2}, []string{"twice:a:f1,f2"}, 1},
+		{"the same id of another key", []stream.Envelope{f1, f2, ev("f1", "login_failed", "b", 2, ""), ev("f3", "login_failed", "a", 3, "")}, []string{"brute:a:f1,f2,f3", "twice:a:f1,f2"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, o, err := TestRules([]*Rule{brute, twice}, tc.evs, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, m := range ms {
+				var ids []string
+				for _, e := range m.Data.Events {
+					ids = append(ids, e.ID)
+				}
+				got = append(got, fmt.Sprintf("%s:%s:%s", m.Data.Rule, m.Key, strings.Join(ids, ",")))
+			}
+			sort.Strings(got)
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") || o.Aside != tc.aside {
+				t.Errorf("matches %v, %d set aside; want %v, %d", got, o.Aside, tc.want, tc.aside)
+			}
+		})
+	}
+}

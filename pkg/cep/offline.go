@@ -12,6 +12,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/keyed"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -20,7 +21,9 @@ import (
 // Offline runs rules over a list of events without AWS, as the function
 // would if all of them arrived on one shard in the order given (each
 // event's arrival is its receivedAt, or its event time without one): the
-// same index, watermark, matching and match records. It is what
+// same index, watermark, matching and match records, and a producer's copy
+// of an event (its key and id again within dedupe.DefaultHorizon, the
+// CEP file's default dedupeHorizon) suppressed. It is what
 // `cmd/rules test` and the rules function's /test route run, and what a
 // rule added later runs over the past (Backfill).
 type Offline struct {
@@ -45,6 +48,23 @@ type Offline struct {
 	// maxMatches and maxBytes (0: none) bound the matches listed and their
 	// records' bytes.
 	maxMatches, maxBytes, bytes int
+	// claims are the events folded within dedupeHorizon of the newest
+	// arrival, by key and id, as the function's dedupe ledger keeps them
+	// (claimOrder in arrival order, to forget them).
+	dedupeHorizon time.Duration
+	claims        map[dedupe.Identity]offlineClaim
+	claimOrder    []offlineClaimRef
+}
+
+// offlineClaim is the first event folded with an identity (key and id).
+type offlineClaim struct {
+	arrival time.Time
+	content dedupe.Fingerprint
+}
+
+type offlineClaimRef struct {
+	arrival time.Time
+	id      dedupe.Identity
 }
 
 // Limit bounds the matches Finish lists: at most maxMatches, whose records
@@ -81,7 +101,31 @@ func NewOffline(rules []*Rule, outOfOrderness time.Duration) *Offline {
 func NewOfflineStored(rules []*StoredRule, outOfOrderness time.Duration, now time.Time) *Offline {
 	rs := NewRuleSet(rules, now)
 	op := NewOperator(rs, func() time.Time { return now })
-	return &Offline{rs: rs, op: op, outOfOrderness: outOfOrderness, keys: map[string]*keyState{}}
+	return &Offline{rs: rs, op: op, outOfOrderness: outOfOrderness, keys: map[string]*keyState{},
+		dedupeHorizon: dedupe.DefaultHorizon, claims: map[dedupe.Identity]offlineClaim{}}
+}
+
+// copyOf reports whether an event some rule reads is a producer's copy of
+// one folded before (its key and id arrived within the dedupe horizon), as
+// the function's ledger judges it (package dedupe): a copy with the same
+// content has no effect; one with other content (an id reused) is set
+// aside (conflict). Neither moves the watermark. Otherwise the event claims
+// its identity.
+func (o *Offline) copyOf(env *stream.Envelope, arrival time.Time) (copied, conflict bool) {
+	for len(o.claimOrder) > 0 && arrival.Sub(o.claimOrder[0].arrival) > o.dedupeHorizon {
+		if c := o.claims[o.claimOrder[0].id]; c.arrival.Equal(o.claimOrder[0].arrival) {
+			delete(o.claims, o.claimOrder[0].id)
+		}
+		o.claimOrder = o.claimOrder[1:]
+	}
+	id := dedupe.IdentityOf(env.Key, env.ID)
+	content := dedupe.ContentOf(env.Type, env.OccurredAt, env.Data)
+	if c, ok := o.claims[id]; ok && arrival.Sub(c.arrival) <= o.dedupeHorizon {
+		return true, c.content != content
+	}
+	o.claims[id] = offlineClaim{arrival: arrival, content: content}
+	o.claimOrder = append(o.claimOrder, offlineClaimRef{arrival: arrival, id: id})
+	return false, false
 }
 
 // Add runs one event that arrived at arrival.
@@ -95,6 +139,14 @@ func (o *Offline) Add(env *stream.Envelope, arrival time.Time) error {
 	}
 	if err != nil {
 		return err
+	}
+	if sel == keyed.Fold {
+		if copied, conflict := o.copyOf(env, arrival); copied {
+			if conflict {
+				o.Aside++
+			}
+			return nil
+		}
 	}
 	wm := int64(-1 << 62)
 	if o.seen {

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -10,6 +11,10 @@ import (
 // counting the top-level array (package strictjson's bound, which every
 // JSON entry point shares).
 const MaxDepth = strictjson.MaxDepth
+
+// utf8BOM is the byte order mark some tools put before UTF-8 text; JSON
+// (RFC 8259) has none.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // bodyError is a request body the scanner refuses: elem is the index of the
 // event it is in (-1: the body itself, outside any event), field the JSON
@@ -43,6 +48,9 @@ func splitBody(body []byte, maxEvents int) ([][]byte, *bodyError) {
 		be.reason = fmt.Sprintf("holds more than %d events; send at most %d per request", maxEvents, maxEvents)
 	case strictjson.NotContainer:
 		be.reason = "must be one envelope (a JSON object) or a JSON array of envelopes"
+		if bytes.HasPrefix(body, utf8BOM) {
+			be.reason = "starts with a UTF-8 byte order mark (EF BB BF): send the JSON without it"
+		}
 	}
 	return nil, be
 }

@@ -79,6 +79,9 @@ var refusalCases = []struct {
 	{"trailing data", ev("a", "k", "") + ` {"id":"b"}`, 400, -1, "", "body: not valid JSON: unexpected '{' at byte"},
 	{"missing comma between events", "[" + ev("a", "k", "") + ev("b", "k", "") + "]", 400, -1, "", "after events[0], want ',' or ']'"},
 	{"a number is not an envelope", `42`, 400, -1, "", "body: must be one envelope (a JSON object) or a JSON array of envelopes"},
+	// Windows tools (PowerShell's UTF8 encoding, Notepad) write one; the
+	// body is an object after it, so "must be an object" would mislead.
+	{"a byte order mark", "\xef\xbb\xbf" + ev("a", "k", ""), 400, -1, "", "body: starts with a UTF-8 byte order mark (EF BB BF): send the JSON without it"},
 	{"array element not an object", arr(ev("a", "k", ""), `"b"`), 400, 1, "", "events[1]: must be a JSON object"},
 	{"truncated", `[{"id":"a","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07`,
 		400, 0, "sentAt", "events[0].sentAt: not valid JSON: the body ends at byte"},

@@ -83,9 +83,10 @@ var emailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
 
 // OpsSettingsFromContext reads the operational settings from node's context,
 // with their defaults. It fails naming the key on a value of the wrong type
-// or out of range, and on a key under ContextAlarmPrefix or
-// ContextReservedConcurrencyPrefix that names no alarm kind, setting or
-// function (a typo would otherwise be ignored silently).
+// or out of range, and on a "tributary:" key the stack does not read: one
+// under ContextAlarmPrefix or ContextReservedConcurrencyPrefix that names
+// no alarm kind, setting or function, or any other misspelt key (a typo
+// would otherwise be ignored silently).
 func OpsSettingsFromContext(node constructs.Node) (OpsSettings, error) {
 	s := OpsSettings{ReservedConcurrency: map[string]int{}, Alarms: map[AlarmKind]AlarmSpec{}}
 	var err error
@@ -142,10 +143,23 @@ func OpsSettingsFromContext(node constructs.Node) (OpsSettings, error) {
 	return s, unknownContextKeys(node)
 }
 
-// unknownContextKeys fails on a key under ContextAlarmPrefix or
-// ContextReservedConcurrencyPrefix that OpsSettingsFromContext does not read.
+// contextPrefix starts every context key the stack reads.
+const contextPrefix = "tributary:"
+
+// contextKeys are the context keys the stack reads besides those under
+// ContextAlarmPrefix and ContextReservedConcurrencyPrefix.
+var contextKeys = []string{ContextAssetDir, ContextPipelinesDir, ContextIngestAuth, ContextFlushInterval,
+	ContextViewsWriteCapacity, ContextViewsReadCapacity, ContextAlarmEmail, ContextEventsRetentionHours,
+	ContextArchiveInfrequentAccessDays, ContextArchiveExpireDays, ContextArchiveBatchingSeconds}
+
+// unknownContextKeys fails on a key starting with "tributary:" (in any
+// case) that the stack does not read: a misspelt key would otherwise be
+// ignored, and its setting silently left at the default.
 func unknownContextKeys(node constructs.Node) error {
 	known := map[string]bool{}
+	for _, key := range contextKeys {
+		known[key] = true
+	}
 	for _, kind := range AlarmKinds {
 		for _, setting := range []string{"threshold", "periodSeconds", "evaluationPeriods"} {
 			known[ContextAlarmPrefix+string(kind.Kind)+"."+setting] = true
@@ -157,7 +171,7 @@ func unknownContextKeys(node constructs.Node) error {
 	all, _ := node.GetAllContext(nil).(map[string]any)
 	var unknown []string
 	for key := range all {
-		if (strings.HasPrefix(key, ContextAlarmPrefix) || strings.HasPrefix(key, ContextReservedConcurrencyPrefix)) && !known[key] {
+		if strings.HasPrefix(strings.ToLower(key), contextPrefix) && !known[key] {
 			unknown = append(unknown, key)
 		}
 	}
@@ -169,8 +183,9 @@ func unknownContextKeys(node constructs.Node) error {
 	for _, k := range AlarmKinds {
 		kinds = append(kinds, string(k.Kind))
 	}
-	return fmt.Errorf("context %s: unknown key (alarm kinds: %s; settings: threshold, periodSeconds, evaluationPeriods; functions: %s)",
-		strings.Join(unknown, ", "), strings.Join(kinds, ", "), strings.Join(FunctionNames, ", "))
+	return fmt.Errorf("context %s: unknown key (keys: %s, %s<function>, %s<kind>.<setting>; alarm kinds: %s; settings: threshold, periodSeconds, evaluationPeriods; functions: %s)",
+		strings.Join(unknown, ", "), strings.Join(contextKeys, ", "), ContextReservedConcurrencyPrefix, ContextAlarmPrefix,
+		strings.Join(kinds, ", "), strings.Join(FunctionNames, ", "))
 }
 
 // contextFloat is the context value key as a finite number of at least 0: a

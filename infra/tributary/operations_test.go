@@ -439,6 +439,12 @@ func TestOpsSettingsRejects(t *testing.T) {
 			"context tributary:alarm.eror.threshold: unknown key"},
 		{"unknown alarm setting", map[string]any{"tributary:alarm.errors.limit": 1.0},
 			"context tributary:alarm.errors.limit: unknown key"},
+		{"misspelt flush interval", map[string]any{"tributary:flushIntervalSecond": 60.0},
+			"context tributary:flushIntervalSecond: unknown key"},
+		{"misspelt retention", map[string]any{"tributary:eventRetentionHours": 24.0},
+			"context tributary:eventRetentionHours: unknown key"},
+		{"key in another case", map[string]any{"Tributary:alarmEmail": "ops@example.com"},
+			"context Tributary:alarmEmail: unknown key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,6 +66,19 @@ const (
 // deploy).
 const maxReservedConcurrency = 10000
 
+// alarmThresholdMax is, by kind, the most its metric can be: a threshold
+// above it would make an alarm that never fires. alarmThresholdWhy says why.
+var (
+	alarmThresholdMax = map[AlarmKind]float64{
+		AlarmLateDropped: 100,
+		AlarmIteratorAge: float64(maxStreamMaxRecordAge / time.Millisecond),
+	}
+	alarmThresholdWhy = map[AlarmKind]string{
+		AlarmLateDropped: "a percentage",
+		AlarmIteratorAge: "in ms; a mapping sends no record older than its MaximumRecordAge, at most 7 days",
+	}
+)
+
 // OpsSettings are the operational settings of the stack, read from context
 // by OpsSettingsFromContext.
 type OpsSettings struct {
@@ -108,6 +121,13 @@ func OpsSettingsFromContext(node constructs.Node) (OpsSettings, error) {
 		prefix := ContextAlarmPrefix + string(kind.Kind) + "."
 		if spec.Threshold, err = contextFloat(node, prefix+"threshold", spec.Threshold); err != nil {
 			return s, err
+		}
+		if spec.Threshold == 0 {
+			return s, fmt.Errorf("context %sthreshold: 0 would put the alarm in ALARM at every data point, a 0 included (it fires at or above the threshold); want above 0", prefix)
+		}
+		if max, ok := alarmThresholdMax[kind.Kind]; ok && spec.Threshold > max {
+			return s, fmt.Errorf("context %sthreshold: %s is above %s, which the metric never exceeds (%s): the alarm could never fire",
+				prefix, strconv.FormatFloat(spec.Threshold, 'f', -1, 64), strconv.FormatFloat(max, 'f', -1, 64), alarmThresholdWhy[kind.Kind])
 		}
 		period, err := contextWhole(node, prefix+"periodSeconds", spec.Period.Seconds(), 60, 86400)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -84,7 +85,8 @@ type StreamJoinProps struct {
 	// OnFailure receives Lambda's on-failure record of a batch that
 	// exhausted its retries. Required.
 	OnFailure awssqs.IQueue
-	// TickFailures receives the ticks EventBridge could not deliver.
+	// TickFailures receives the ticks EventBridge could not deliver and
+	// those that failed in the function after their retries.
 	// Required.
 	TickFailures awssqs.IQueue
 	// Config is the join (JoinFromFile). Required.
@@ -126,8 +128,15 @@ func grantKeyedState(fn *GoFunction, table awsdynamodb.Table) {
 
 // addTick schedules fn's tick: the function tells the scheduled event from
 // a Kinesis batch. A tick EventBridge cannot deliver (after 2 retries
-// within the next tick) goes to failures.
+// within the next tick) goes to failures, and so does a tick that failed
+// in the function after Lambda's retries of the asynchronous invocation
+// (as a pipeline's ticker's do: tickerRetryAttempts, tickerMaxEventAge).
 func addTick(scope constructs.Construct, id string, fn *GoFunction, failures awssqs.IQueue, what string) awsevents.Rule {
+	fn.Function.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		RetryAttempts: jsii.Number(tickerRetryAttempts),
+		MaxEventAge:   seconds(tickerMaxEventAge),
+		OnFailure:     awslambdadestinations.NewSqsDestination(failures),
+	})
 	return awsevents.NewRule(scope, jsii.String(id), &awsevents.RuleProps{
 		Description: jsii.String(what),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(TickRate.Minutes()))),

@@ -114,6 +114,55 @@ func TestTickerFailureDestination(t *testing.T) {
 	}
 }
 
+// TestEveryScheduledFunctionDescribesItsFailedTicks: a schedule invokes
+// its function asynchronously, so a tick that fails in the function is
+// retried by Lambda, not EventBridge; every function a rule targets (each
+// pipeline's ticker, the join's, the detection's and the status-code
+// example's) has an async invoke config whose on-failure destination is
+// the queue its rule's undeliverable events go to, with bounded retries
+// and event age. Without it a failed tick is retried for up to six hours
+// and then dropped, described nowhere.
+func TestEveryScheduledFunctionDescribesItsFailedTicks(t *testing.T) {
+	configs := map[string]map[string]any{}
+	for id, c := range fx.tmpl.ofType("AWS::Lambda::EventInvokeConfig") {
+		fn, _ := c.Properties["FunctionName"].(map[string]any)["Ref"].(string)
+		if _, dup := configs[fn]; dup {
+			t.Errorf("%s: a second async invoke config of %s", id, fn)
+		}
+		configs[fn] = c.Properties
+	}
+	var targets int
+	for id, r := range fx.tmpl.ofType("AWS::Events::Rule") {
+		for _, x := range asList(r.Properties["Targets"]) {
+			target := x.(map[string]any)
+			arn, _ := target["Arn"].(map[string]any)["Fn::GetAtt"].([]any)
+			if len(arn) != 2 || fx.tmpl.Resources[arn[0].(string)].Type != "AWS::Lambda::Function" {
+				continue
+			}
+			targets++
+			fn := arn[0].(string)
+			dlq, _ := target["DeadLetterConfig"].(map[string]any)
+			if dlq == nil {
+				t.Errorf("rule %s: target %s has no DeadLetterConfig", id, fn)
+				continue
+			}
+			c, ok := configs[fn]
+			if !ok {
+				t.Errorf("rule %s: its function %s has no async invoke config: a failed tick is described nowhere", id, fn)
+				continue
+			}
+			assertProps(t, fn+" async invoke config", c, map[string]any{
+				"MaximumRetryAttempts":     float64(tickerRetryAttempts),
+				"MaximumEventAgeInSeconds": tickerMaxEventAge.Seconds(),
+				"DestinationConfig":        map[string]any{"OnFailure": map[string]any{"Destination": dlq["Arn"]}},
+			})
+		}
+	}
+	if targets < 5 {
+		t.Errorf("%d scheduled functions, want at least 5 (2 tickers, join, detect, statuscodes)", targets)
+	}
+}
+
 // grantSet is the "action resource" grants of role, as grants lists them.
 func grantSet(roleID string) []string {
 	var out []string

@@ -151,12 +151,16 @@ func OpsSettingsFromContext(node constructs.Node) (OpsSettings, error) {
 
 	for _, name := range FunctionNames {
 		key := ContextReservedConcurrencyPrefix + name
-		if node.TryGetContext(jsii.String(key)) == nil {
+		if v := node.TryGetContext(jsii.String(key)); v == nil || v == "" {
 			continue
 		}
 		n, err := contextWhole(node, key, 0, 0, maxReservedConcurrency)
 		if err != nil {
 			return s, err
+		}
+		if n == 0 {
+			return s, fmt.Errorf("context %s: 0 would stop %s from ever running (Lambda throttles every invocation; a stream's records would age out into Failures); want 1 to %d, or leave it unset",
+				key, name, maxReservedConcurrency)
 		}
 		s.ReservedConcurrency[name] = int(n)
 	}

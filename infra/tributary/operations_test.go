@@ -403,6 +403,16 @@ func TestNoReservedConcurrencyByDefault(t *testing.T) {
 			t.Errorf("function %s has ReservedConcurrentExecutions %v by default", id, v)
 		}
 	}
+	// -c tributary:reservedConcurrency.ingest= (empty) is unset, as every
+	// other key's empty value is, not a reserved concurrency of 0.
+	app := newTestApp(t.TempDir(), map[string]any{ContextReservedConcurrencyPrefix + FunctionIngest: ""})
+	s, err := OpsSettingsFromContext(app.Node())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := s.ReservedConcurrency[FunctionIngest]; ok {
+		t.Errorf("an empty %s%s gives reserved concurrency %d, want none", ContextReservedConcurrencyPrefix, FunctionIngest, n)
+	}
 }
 
 // TestOperationsFromContext: every operational setting follows its context
@@ -474,6 +484,10 @@ func TestOpsSettingsRejects(t *testing.T) {
 		{"not an email", map[string]any{ContextAlarmEmail: "ops"}, `context tributary:alarmEmail: "ops" is not an email address`},
 		{"unknown function", map[string]any{"tributary:reservedConcurrency.agregate": 5.0},
 			"context tributary:reservedConcurrency.agregate: unknown key"},
+		{"zero concurrency", map[string]any{"tributary:reservedConcurrency.aggregate": 0.0},
+			"context tributary:reservedConcurrency.aggregate: 0 would stop aggregate from ever running"},
+		{"zero concurrency as a string", map[string]any{"tributary:reservedConcurrency.ingest": "0"},
+			"context tributary:reservedConcurrency.ingest: 0 would stop ingest from ever running"},
 		{"fractional concurrency", map[string]any{"tributary:reservedConcurrency.aggregate": "2.5"},
 			"context tributary:reservedConcurrency.aggregate: 2.5 is not a whole number"},
 		{"concurrency below an SQS mapping's maximum", map[string]any{"tributary:reservedConcurrency.quarantine": 1.0},

@@ -77,12 +77,9 @@ func NewStreamHandler(scope constructs.Construct, id string, props StreamHandler
 	if !assetNameRE.MatchString(props.Name) {
 		return nil, fmt.Errorf("StreamHandler %q: Name %q is not an asset name (lower-case letters, digits, '-')", id, props.Name)
 	}
-	assetDir := props.AssetDir
-	if assetDir == "" {
-		assetDir = DefaultAssetDir
-		if v, ok := constructs.Node_Of(scope).TryGetContext(jsii.String(ContextAssetDir)).(string); ok && v != "" {
-			assetDir = v
-		}
+	assetDir, err := assetDirOf(constructs.Node_Of(scope), props.AssetDir)
+	if err != nil {
+		return nil, fmt.Errorf("StreamHandler %q: %w", id, err)
 	}
 	if err := CheckAssets(assetDir, []string{props.Name}); err != nil {
 		return nil, fmt.Errorf("StreamHandler %q: %w", id, err)

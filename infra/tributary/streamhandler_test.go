@@ -108,3 +108,23 @@ func TestStreamHandler(t *testing.T) {
 		}
 	})
 }
+
+// TestHandlersReadTheAssetDirContextStrictly: a tributary:assetDir that is
+// not a string (a number in cdk.json) stops NewStreamHandler and
+// NewTaskHandler naming the key, as it stops NewTributaryStack, rather than
+// taking the bootstraps from DefaultAssetDir, which may hold others.
+func TestHandlersReadTheAssetDirContextStrictly(t *testing.T) {
+	const want = "context tributary:assetDir: got 5 (float64), want a string"
+	app := newTestApp(t.TempDir(), map[string]any{ContextAssetDir: 5.0})
+	stack := awscdk.NewStack(app, jsii.String("Handlers"), nil)
+	failures := NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: 30 * time.Second})
+	_, err := NewStreamHandler(stack, "StatusCodes", StreamHandlerProps{Name: FunctionStatusCodes, Events: testEventsStream(stack),
+		Quarantine: testQuarantine(stack), OnFailure: failures})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("NewStreamHandler error = %v, want one containing %q", err, want)
+	}
+	_, err = NewTaskHandler(stack, "Receipts", TaskHandlerProps{Name: FunctionReceipts})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("NewTaskHandler error = %v, want one containing %q", err, want)
+	}
+}

@@ -81,12 +81,9 @@ func NewTaskHandler(scope constructs.Construct, id string, props TaskHandlerProp
 	if props.Timeout < 0 || props.MaxReceiveCount < 0 || props.BatchSize < 0 {
 		return nil, fmt.Errorf("TaskHandler %q: Timeout, BatchSize and MaxReceiveCount must not be negative", id)
 	}
-	assetDir := props.AssetDir
-	if assetDir == "" {
-		assetDir = DefaultAssetDir
-		if v, ok := constructs.Node_Of(scope).TryGetContext(jsii.String(ContextAssetDir)).(string); ok && v != "" {
-			assetDir = v
-		}
+	assetDir, err := assetDirOf(constructs.Node_Of(scope), props.AssetDir)
+	if err != nil {
+		return nil, fmt.Errorf("TaskHandler %q: %w", id, err)
 	}
 	if err := CheckAssets(assetDir, []string{props.Name}); err != nil {
 		return nil, fmt.Errorf("TaskHandler %q: %w", id, err)

@@ -589,6 +589,36 @@ func TestDocsCountWhatTheTemplateHas(t *testing.T) {
 	if got, want := string(m[1]), fmt.Sprint(len(fx.tmpl.ofType("AWS::CloudWatch::Alarm"))); got != want {
 		t.Errorf("docs/cost.md prices %s alarms; the template has %s", got, want)
 	}
+	// The other counts the month is priced from: shards of every stream,
+	// the events stream's consumer-shards, dashboards and top-keys rules.
+	var shards, eventShards float64
+	for id, r := range fx.tmpl.ofType("AWS::Kinesis::Stream") {
+		n, _ := r.Properties["ShardCount"].(float64)
+		shards += n
+		if id == logicalID(fx.stack.Stack, fx.stack.Events) {
+			eventShards = n
+		}
+	}
+	consumerShards := float64(len(fx.tmpl.ofType("AWS::Kinesis::StreamConsumer"))) * eventShards
+	for _, c := range []struct {
+		re   string
+		want float64
+	}{
+		{`\| Kinesis shards \| (\d+) shards`, shards},
+		{`\((\d+) shards, the events stream's retention`, shards},
+		{`(\d+) consumer-shards with the archive's`, consumerShards},
+		{`(\d+) dashboards \(one per pipeline file`, float64(len(fx.tmpl.ofType("AWS::CloudWatch::Dashboard")))},
+		{`(\d+) Contributor Insights rules`, float64(len(fx.tmpl.ofType("AWS::CloudWatch::InsightRule")))},
+	} {
+		m := regexp.MustCompile(c.re).FindSubmatch(cost)
+		if m == nil {
+			t.Errorf("docs/cost.md has nothing matching %s", c.re)
+			continue
+		}
+		if got := string(m[1]); got != fmt.Sprint(c.want) {
+			t.Errorf("docs/cost.md: %q says %s; the template has %v", m[0], got, c.want)
+		}
+	}
 	conf, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)

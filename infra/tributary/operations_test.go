@@ -3,8 +3,10 @@ package tributary
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -528,6 +530,48 @@ func TestOpsSettingsRejects(t *testing.T) {
 				t.Errorf("NewTributaryStack error = %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestEveryContextKeyIsKnown: each context key the package declares (a
+// Context... constant of the package's source) is one unknownContextKeys
+// accepts, so that a new setting cannot stop synth as a misspelt key, and
+// has a row in docs/configuration.md.
+func TestEveryContextKeyIsKnown(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decl := regexp.MustCompile(`(?m)^\s*Context\w+\s*=\s*"(tributary:[^"]*)"`)
+	var keys int
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range decl.FindAllStringSubmatch(string(src), -1) {
+			key := m[1]
+			keys++
+			if key == ContextAlarmPrefix || key == ContextReservedConcurrencyPrefix {
+				continue
+			}
+			if !slices.Contains(contextKeys, key) {
+				t.Errorf("%s declares context key %s, which is not in contextKeys: setting it would stop synth as an unknown key", f, key)
+			}
+			if !strings.Contains(string(conf), "`"+key+"`") {
+				t.Errorf("docs/configuration.md does not list context key %s (%s)", key, f)
+			}
+		}
+	}
+	if keys != len(contextKeys)+2 {
+		t.Errorf("%d context keys declared, contextKeys has %d (and the 2 prefixes)", keys, len(contextKeys))
 	}
 }
 

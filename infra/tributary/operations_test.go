@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskinesis"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -162,6 +164,47 @@ func TestEveryScheduledFunctionDescribesItsFailedTicks(t *testing.T) {
 	}
 	if targets < 5 {
 		t.Errorf("%d scheduled functions, want at least 5 (2 tickers, join, detect, statuscodes)", targets)
+	}
+}
+
+// TestDeployDocsListWhatDestroyKeeps: docs/deploy.md's paragraph on what
+// `cdk destroy` keeps names every retained stream (by its construct id,
+// `Events`) and bucket besides the tables and failure queues it lists by
+// kind: what it leaves goes on billing, and a user reads that paragraph to
+// know what to delete by hand.
+func TestDeployDocsListWhatDestroyKeeps(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, _ := strings.Cut(string(raw), "**What `cdk destroy` removes and what it keeps.**")
+	para, _, _ = strings.Cut(para, "\n\n")
+	if para == "" {
+		t.Fatal("docs/deploy.md has no paragraph on what `cdk destroy` removes and what it keeps")
+	}
+	s := fx.stack
+	for _, c := range *s.Stack.Node().FindAll(constructs.ConstructOrder_PREORDER) {
+		var kind, id string
+		switch v := c.(type) {
+		case awskinesis.Stream:
+			kind, id = "stream", logicalID(s.Stack, v)
+		case awss3.Bucket:
+			kind, id = "bucket", logicalID(s.Stack, v)
+		default:
+			continue
+		}
+		if fx.tmpl.Resources[id].DeletionPolicy != "Retain" {
+			continue
+		}
+		name := *c.Node().Id()
+		if kind == "bucket" {
+			name = strings.ToLower(*c.Node().Scope().Node().Id()) + " bucket"
+		} else {
+			name = "`" + name + "`"
+		}
+		if !strings.Contains(para, name) {
+			t.Errorf("docs/deploy.md does not say that cdk destroy keeps the %s %s (%s)", kind, name, id)
+		}
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Context keys of the operational settings (cdk.json, or cdk synth/deploy
@@ -203,12 +205,27 @@ func unknownContextKeys(node constructs.Node) error {
 		return nil
 	}
 	sort.Strings(unknown)
+	names := make([]string, 0, len(known))
+	for key := range known {
+		names = append(names, key)
+	}
+	sort.Strings(names)
+	var hints []string
+	for _, key := range unknown {
+		if near := strictjson.Nearest(key, names); near != "" {
+			hints = append(hints, fmt.Sprintf("%s: did you mean %s?", key, near))
+		}
+	}
+	hint := ""
+	if len(hints) > 0 {
+		hint = "; " + strings.Join(hints, "; ")
+	}
 	kinds := make([]string, 0, len(AlarmKinds))
 	for _, k := range AlarmKinds {
 		kinds = append(kinds, string(k.Kind))
 	}
-	return fmt.Errorf("context %s: unknown key (keys: %s, %s<function>, %s<kind>.<setting>; alarm kinds: %s; settings: threshold, periodSeconds, evaluationPeriods; functions: %s)",
-		strings.Join(unknown, ", "), strings.Join(contextKeys, ", "), ContextReservedConcurrencyPrefix, ContextAlarmPrefix,
+	return fmt.Errorf("context %s: unknown key%s (keys: %s, %s<function>, %s<kind>.<setting>; alarm kinds: %s; settings: threshold, periodSeconds, evaluationPeriods; functions: %s)",
+		strings.Join(unknown, ", "), hint, strings.Join(contextKeys, ", "), ContextReservedConcurrencyPrefix, ContextAlarmPrefix,
 		strings.Join(kinds, ", "), strings.Join(FunctionNames, ", "))
 }
 

@@ -556,7 +556,7 @@ func TestOpsSettingsRejects(t *testing.T) {
 		{"unknown alarm setting", map[string]any{"tributary:alarm.errors.limit": 1.0},
 			"context tributary:alarm.errors.limit: unknown key"},
 		{"misspelt flush interval", map[string]any{"tributary:flushIntervalSecond": 60.0},
-			"context tributary:flushIntervalSecond: unknown key"},
+			"context tributary:flushIntervalSecond: unknown key; tributary:flushIntervalSecond: did you mean tributary:flushIntervalSeconds?"},
 		{"misspelt retention", map[string]any{"tributary:eventRetentionHours": 24.0},
 			"context tributary:eventRetentionHours: unknown key"},
 		{"key in another case", map[string]any{"Tributary:alarmEmail": "ops@example.com"},

@@ -247,11 +247,10 @@ func NewTributaryStack(scope constructs.Construct, id string, props *TributarySt
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckAssets(assetDir, FunctionNames); err != nil {
-		return nil, err
-	}
-	ops, err := OpsSettingsFromContext(node)
-	if err != nil {
+	// A wrong setting is named with the missing binaries, not behind
+	// them: a synth without built functions still says what else is wrong.
+	ops, opsErr := OpsSettingsFromContext(node)
+	if err := errors.Join(opsErr, CheckAssets(assetDir, FunctionNames)); err != nil {
 		return nil, err
 	}
 
@@ -414,7 +413,7 @@ func CheckAssets(assetDir string, names []string) error {
 		info, err := os.Stat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			errs = append(errs, fmt.Errorf("function %s: %s does not exist (build the function binaries first, see the Makefile)", name, p))
+			errs = append(errs, fmt.Errorf("function %s: %s does not exist (build the function binaries first: make functions)", name, p))
 		case err != nil:
 			errs = append(errs, fmt.Errorf("function %s: %w", name, err))
 		case info.IsDir():

@@ -274,7 +274,7 @@ func TestHandMadeEventIsRefusedNamingTheField(t *testing.T) {
 	tests := []struct {
 		name, record, want string
 	}{
-		{"no sequence number", `{"eventID":"shardId-000000000000:2","kinesis":{"data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "" is not a Kinesis sequence number`},
+		{"no sequence number", `{"eventID":"shardId-000000000000:2","kinesis":{"data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: is missing`},
 		{"a sequence number not in digits", `{"eventID":"shardId-000000000000:2","kinesis":{"sequenceNumber":"1e5","data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "1e5" is not`},
 		{"a sequence number past 64 digits", `{"eventID":"shardId-000000000000:2","kinesis":{"sequenceNumber":"` + strings.Repeat("9", 65) + `","data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "999`},
 		{"no eventID", `{"kinesis":{"sequenceNumber":"2","data":"` + other + `"}}`, `Records[1].eventID: "" does not name the shard`},

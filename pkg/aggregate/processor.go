@@ -165,7 +165,10 @@ func checkRecords(recs []stream.KinesisRecord) error {
 		for j := 0; ok && j < len(seq); j++ {
 			ok = seq[j] >= '0' && seq[j] <= '9'
 		}
-		if !ok {
+		switch {
+		case seq == "":
+			return fmt.Errorf("Records[%d].kinesis.sequenceNumber: is missing: Lambda sends every record's (1 to %d decimal digits)", i, maxSeqDigits)
+		case !ok:
 			return fmt.Errorf("Records[%d].kinesis.sequenceNumber: %.80q is not a Kinesis sequence number (1 to %d decimal digits)", i, seq, maxSeqDigits)
 		}
 		if shard, _, found := strings.Cut(r.EventID, ":"); !found || shard == "" {

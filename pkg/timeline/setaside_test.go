@@ -193,3 +193,46 @@ func TestThrottledStoreIsRetriedNotSetAside(t *testing.T) {
 		t.Errorf("view %v after the retry", got)
 	}
 }
+
+// TestFollowLeavesOutAStoredTweetWhoseTimeHoldsAHash: a tweet record whose
+// createdAt holds '#' is set aside, but the tweet stays in its table, and a
+// follow reads the followee's tweets from there: its entry could take
+// another tweet's sort key. It is left out of the follower's timeline and
+// the follow is set aside naming createdAt; the followee's other tweets
+// are applied.
+func TestFollowLeavesOutAStoredTweetWhoseTimeHoldsAHash(t *testing.T) {
+	srv := standintest.Start(t)
+	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	tb := createTables(t, db, "hash")
+	quarantineTable(t, db, "quarantine")
+	ctx := context.Background()
+	at := "2026-11-01T00:00:01Z"
+	for _, it := range []map[string]types.AttributeValue{
+		{AttrAuthorID: s("dan"), AttrTweetID: s("t1"), AttrCreatedAt: s(at), AttrText: s("hello from dan")},
+		{AttrAuthorID: s("dan"), AttrTweetID: s("t2"), AttrCreatedAt: s(at + "#3#dan"), AttrText: s("hello from dan")},
+		{AttrFollowerID: s("carl"), AttrFolloweeID: s("dan")},
+	} {
+		table := tb.Tweets
+		if _, ok := it[AttrFollowerID]; ok {
+			table = tb.Follows
+		}
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("carl"), AttrFolloweeID: sattr("dan")}
+	follows := "arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x"
+	h := New(db, tb, WithSetAside(setaside.New(db, "quarantine")))
+	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: "ev-1", EventName: "INSERT", EventSourceArn: follows,
+		Change: events.DynamoDBStreamRecord{SequenceNumber: "100", Keys: keys, NewImage: keys}}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v; want no failures", resp.BatchItemFailures, err)
+	}
+	if got, want := view(t, db, tb.Timelines), []string{"carl|" + SortKey(at, "dan", "t1")}; !slices.Equal(got, want) {
+		t.Errorf("view %v, want %v", got, want)
+	}
+	it, err := setaside.Load(ctx, db, "quarantine", follows, "100")
+	if err != nil || it == nil || it.Field != AttrCreatedAt || it.Category != setaside.KindInvalid || !strings.Contains(it.Reason, "holds '#'") || !strings.Contains(it.Reason, "carl's (tweet dan/t2)") {
+		t.Errorf("the follow set aside as %+v (%v); want field createdAt, invalid, naming carl's entry of dan/t2", it, err)
+	}
+}

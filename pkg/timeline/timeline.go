@@ -21,6 +21,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Attribute names of the source tables and of the view.
@@ -76,15 +77,28 @@ func (e *RecordError) Error() string {
 
 func (e *RecordError) Unwrap() error { return e.Err }
 
-// entryTooLarge is a timeline entry left out because its item would
-// exceed DynamoDB's limit.
+// entryTooLarge is a timeline entry left out: its item would exceed
+// DynamoDB's limit, or the stored tweet cannot be keyed in a timeline.
 type entryTooLarge struct {
 	user, author, id string
-	err              *limits.TooLargeError
+	err              *leftOut
 }
 
 func (e *entryTooLarge) Error() string {
-	return fmt.Sprintf("the timeline item of tweet %s/%s for %s: %v", e.author, e.id, e.user, e.err)
+	return fmt.Sprintf("the timeline item of tweet %s/%s for %s: %s", e.author, e.id, e.user, e.err.reason)
+}
+
+// leftOut is why write kept an entry out of a timeline: the tweet's field
+// at fault, the set-aside kind and the reason.
+type leftOut struct{ field, kind, reason string }
+
+// tooLargeLeftOut is the leftOut of an item over DynamoDB's limits.
+func tooLargeLeftOut(err *limits.TooLargeError) *leftOut {
+	field := err.Field
+	if field == AttrSortKey {
+		field = AttrCreatedAt // the sort key starts with createdAt
+	}
+	return &leftOut{field: field, kind: setaside.KindOutputTooLarge, reason: err.Error()}
 }
 
 // store is what the handler needs of DynamoDB.
@@ -269,10 +283,6 @@ func (h *Handler) tweet(ctx context.Context, rec *events.DynamoDBEventRecord, au
 // when they are other tweets (a follow).
 func tooLargeError(rec *events.DynamoDBEventRecord, prefix string, left []*entryTooLarge) *RecordError {
 	first := left[0]
-	attr := first.err.Field
-	if attr == AttrSortKey {
-		attr = AttrCreatedAt // the sort key starts with createdAt
-	}
 	users := make([]string, 0, min(len(left), 5))
 	for _, l := range left[:min(len(left), 5)] {
 		users = append(users, l.user+"'s (tweet "+l.author+"/"+l.id+")")
@@ -281,9 +291,9 @@ func tooLargeError(rec *events.DynamoDBEventRecord, prefix string, left []*entry
 	if len(left) > 5 {
 		more = fmt.Sprintf(" and %d more", len(left)-5)
 	}
-	return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: prefix + attr, Kind: setaside.KindOutputTooLarge,
-		Reason: fmt.Sprintf("%v, so the tweet is left out of %s%s timeline; the record was applied to every timeline it fits",
-			first.err, strings.Join(users, ", "), more)}
+	return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: prefix + first.err.field, Kind: first.err.kind,
+		Reason: fmt.Sprintf("%s, so the tweet is left out of %s%s timeline; the record was applied to every timeline it fits",
+			first.err.reason, strings.Join(users, ", "), more)}
 }
 
 // converge makes the entry (user, tweet id by author) agree with the
@@ -350,22 +360,29 @@ func (h *Handler) wanted(ctx context.Context, user, author, id string) (map[stri
 // write puts the entry's item when want, else deletes it. An item over
 // DynamoDB's limits (checked before the write; a ValidationException about
 // the item's size is taken as the same answer) is deleted instead, and the
-// size error returned with a nil error.
-func (h *Handler) write(ctx context.Context, user, author, id, createdAt string, tw map[string]types.AttributeValue, want bool) (*limits.TooLargeError, error) {
+// size error returned with a nil error. So is a stored tweet whose
+// createdAt holds '#' (the record's own image is checked, but a follow
+// reads tweets from the table): two tweets could share its sort key.
+func (h *Handler) write(ctx context.Context, user, author, id, createdAt string, tw map[string]types.AttributeValue, want bool) (*leftOut, error) {
 	h.metrics.Add("ViewWrites", metrics.Count, 1)
-	var tooLarge *limits.TooLargeError
+	var left *leftOut
 	if want {
-		if c := str(tw, AttrCreatedAt); c != "" {
+		switch c := str(tw, AttrCreatedAt); {
+		case strings.Contains(c, "#"):
+			left = &leftOut{field: AttrCreatedAt, kind: setaside.KindInvalid,
+				reason: fmt.Sprintf("the stored tweet's createdAt %s holds '#', which ends createdAt in the timeline's sort key; a time has none", strictjson.QuoteCut(c, 64))}
+			want = false // delete what the record's createdAt keys, if anything
+		case c != "":
 			createdAt = c
 		}
 	}
 	if sk := SortKey(createdAt, author, id); len(sk) > maxSortKeyBytes {
 		// No such entry can exist, so there is nothing to delete either.
 		if want {
-			tooLarge = &limits.TooLargeError{What: "the sort key " + AttrSortKey + " (<createdAt>#<len(authorId)>#<authorId>#<tweetId>)", Field: AttrSortKey,
-				Bytes: len(sk), Limit: maxSortKeyBytes, FieldBytes: len(sk)}
+			left = tooLargeLeftOut(&limits.TooLargeError{What: "the sort key " + AttrSortKey + " (<createdAt>#<len(authorId)>#<authorId>#<tweetId>)", Field: AttrSortKey,
+				Bytes: len(sk), Limit: maxSortKeyBytes, FieldBytes: len(sk)})
 		}
-		return tooLarge, nil
+		return left, nil
 	}
 	if want {
 		item := map[string]types.AttributeValue{
@@ -378,7 +395,7 @@ func (h *Handler) write(ctx context.Context, user, author, id, createdAt string,
 		if t, ok := tw[AttrText]; ok {
 			item[AttrText] = t
 		}
-		tooLarge = checkItem(item)
+		tooLarge := checkItem(item)
 		if tooLarge == nil {
 			out, err := h.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &h.t.Timelines, Item: item, ReturnValues: types.ReturnValueAllOld})
 			if err == nil {
@@ -393,6 +410,7 @@ func (h *Handler) write(ctx context.Context, user, author, id, createdAt string,
 				return nil, fmt.Errorf("adding tweet %s to the timeline of %s: %w", id, user, err)
 			}
 		}
+		left = tooLargeLeftOut(tooLarge)
 	}
 	_, err := h.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: &h.t.Timelines,
@@ -401,7 +419,7 @@ func (h *Handler) write(ctx context.Context, user, author, id, createdAt string,
 	if err != nil {
 		return nil, fmt.Errorf("removing tweet %s from the timeline of %s: %w", id, user, err)
 	}
-	return tooLarge, h.deleteLegacy(ctx, user, id, createdAt)
+	return left, h.deleteLegacy(ctx, user, id, createdAt)
 }
 
 // legacyKeysBefore bounds the tweets whose entries may hold a legacy sort
@@ -460,7 +478,7 @@ func sizeRefused(err error, item map[string]types.AttributeValue) *limits.TooLar
 // newest first with ScanIndexForward=false. A tweet id is unique only per
 // author (the Tweets table's key is the pair), so the author is in the key:
 // two authors' tweets of one id and time are two entries. createdAt holds no
-// '#' (tweet refuses one) and the author's length is spelt out, so no two
+// '#' (tweet refuses one, and write leaves out a stored tweet with one) and the author's length is spelt out, so no two
 // tweets share a key, whatever '#' their ids hold.
 func SortKey(createdAt, authorID, tweetID string) string {
 	return createdAt + "#" + strconv.Itoa(len(authorID)) + "#" + authorID + "#" + tweetID

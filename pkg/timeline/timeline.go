@@ -478,8 +478,9 @@ func sizeRefused(err error, item map[string]types.AttributeValue) *limits.TooLar
 // newest first with ScanIndexForward=false. A tweet id is unique only per
 // author (the Tweets table's key is the pair), so the author is in the key:
 // two authors' tweets of one id and time are two entries. createdAt holds no
-// '#' (tweet refuses one, and write leaves out a stored tweet with one) and the author's length is spelt out, so no two
-// tweets share a key, whatever '#' their ids hold.
+// '#' (tweet refuses one, and write leaves out a stored tweet with one) and
+// the author's length is spelt out, so no two tweets share a key, whatever
+// '#' their ids hold.
 func SortKey(createdAt, authorID, tweetID string) string {
 	return createdAt + "#" + strconv.Itoa(len(authorID)) + "#" + authorID + "#" + tweetID
 }

@@ -54,8 +54,18 @@ type fetchResult struct {
 // maxEmptyReads ends a read of a shard that keeps answering nothing.
 const maxEmptyReads = 3
 
+// The most records one GetRecords call returns: Kinesis's and DynamoDB
+// Streams' Limit bounds.
+const (
+	maxKinesisRecordsPerRead = 10000
+	maxStreamsRecordsPerRead = 1000
+)
+
 // errGone marks errors meaning the records cannot be read any more.
 var errGone = errors.New("records are no longer readable")
+
+// errCutShort marks a read that stopped at its limit of calls.
+var errCutShort = errors.New("stopped reading")
 
 // goneError wraps err with errGone when it says the stream, shard or
 // position does not exist (any more).
@@ -103,8 +113,12 @@ func (c *collector) result(readErr error) fetchResult {
 	r := fetchResult{records: c.out}
 	complete := len(c.out) > 0 && c.out[0].seq == c.info.StartSequenceNumber && c.last() == c.info.EndSequenceNumber
 	if !complete {
-		r.missing = fmt.Sprintf("found %d of the batch's %d records between sequence numbers %s and %s; the others are no longer in the stream",
-			len(c.out), c.info.BatchSize, c.info.StartSequenceNumber, c.info.EndSequenceNumber)
+		rest := "the others are no longer in the stream"
+		if errors.Is(readErr, errCutShort) {
+			rest = "the others were not read"
+		}
+		r.missing = fmt.Sprintf("found %d of the batch's %d records between sequence numbers %s and %s; %s",
+			len(c.out), c.info.BatchSize, c.info.StartSequenceNumber, c.info.EndSequenceNumber, rest)
 		if readErr != nil {
 			r.missing += " (" + readErr.Error() + ")"
 		}
@@ -135,8 +149,13 @@ func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResul
 	} else if err != nil {
 		return fetchResult{}, err
 	}
-	limit := int32(min(max(info.BatchSize, 1), 10000))
-	for calls := 0; it != nil && !c.done && calls < h.maxReads; calls++ {
+	// Each read asks for the most GetRecords returns, not batchSize: a
+	// mapping with filter criteria delivers only the records that match,
+	// so the batch's range in the shard may hold many more records than
+	// the batch did. Those past the end are dropped (collector).
+	limit := int32(maxKinesisRecordsPerRead)
+	calls := 0
+	for ; it != nil && !c.done && calls < h.maxReads; calls++ {
 		// StreamARN is optional here for Kinesis, but moto needs it when the
 		// iterator was asked for by ARN.
 		out, err := h.kinesis.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(limit), StreamARN: aws.String(info.StreamArn)})
@@ -174,7 +193,7 @@ func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResul
 		}
 		it = out.NextShardIterator // nil: the shard is closed
 	}
-	return c.result(nil), nil
+	return c.result(h.cutShort(calls, c)), nil
 }
 
 // fetchDynamoDB reads the batch's records from its DynamoDB stream shard.
@@ -205,8 +224,9 @@ func (h *Handler) fetchDynamoDB(ctx context.Context, info *BatchInfo) (fetchResu
 	} else if err != nil {
 		return fetchResult{}, err
 	}
-	limit := int32(min(max(info.BatchSize, 1), 1000))
-	for calls := 0; it != nil && !c.done && calls < h.maxReads; calls++ {
+	limit := int32(maxStreamsRecordsPerRead) // as for Kinesis: not batchSize
+	calls := 0
+	for ; it != nil && !c.done && calls < h.maxReads; calls++ {
 		out, err := h.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(limit)})
 		var expired *streamtypes.ExpiredIteratorException
 		if errors.As(err, &expired) {
@@ -251,5 +271,15 @@ func (h *Handler) fetchDynamoDB(ctx context.Context, info *BatchInfo) (fetchResu
 		}
 		it = out.NextShardIterator
 	}
-	return c.result(nil), nil
+	return c.result(h.cutShort(calls, c)), nil
+}
+
+// cutShort is why a read that made calls GetRecords calls stopped before
+// the batch's end: nil unless it ran out of calls, so that the marker does
+// not say of records still in the stream that they are gone.
+func (h *Handler) cutShort(calls int, c *collector) error {
+	if c.done || calls < h.maxReads {
+		return nil
+	}
+	return fmt.Errorf("%w after %d GetRecords calls; those after sequence number %s may still be in the stream", errCutShort, calls, c.last())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kinesistypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/metrics"
@@ -47,6 +48,7 @@ func TestAgainstStandIn(t *testing.T) {
 	}{
 		{"QuarantinesKinesisRecords", testQuarantinesKinesisRecords},
 		{"NotesMissingRecords", testNotesMissingRecords},
+		{"CopiesAFilteredBatchWhole", testCopiesAFilteredBatchWhole},
 		{"QuarantinesDynamoDBStreamRecords", testQuarantinesDynamoDBStreamRecords},
 		{"CopiesNoPersonalData", testCopiesNoPersonalData},
 		{"ReportsWriteFailures", testReportsWriteFailures},
@@ -187,6 +189,54 @@ func testQuarantinesKinesisRecords(t *testing.T, e env) {
 	}
 	if n := len(scan(t, e)); n != 4 {
 		t.Errorf("%d items after redelivery, want 4", n)
+	}
+}
+
+// testCopiesAFilteredBatchWhole: a mapping with filter criteria (join's
+// data.type, a stream handler's EventTypes) delivers only the records that
+// match, so its batch's range in the shard holds many more records than its
+// batchSize. Every record of the range is still there and must be copied;
+// none may be written off as "no longer in the stream".
+func testCopiesAFilteredBatchWhole(t *testing.T, e env) {
+	ctx := context.Background()
+	name := e.prefix + "events"
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := aws.ToString(desc.StreamDescriptionSummary.StreamARN)
+	const n = 200
+	var entries []kinesistypes.PutRecordsRequestEntry
+	for i := range n {
+		entries = append(entries, kinesistypes.PutRecordsRequestEntry{PartitionKey: aws.String("k"), Data: []byte(fmt.Sprintf(`{"n":%d}`, i))})
+	}
+	out, err := e.kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(name), Records: entries})
+	if err != nil || aws.ToInt32(out.FailedRecordCount) != 0 {
+		t.Fatalf("PutRecords: %v, %d failed", err, aws.ToInt32(out.FailedRecordCount))
+	}
+	first, last := out.Records[0], out.Records[n-1]
+	shard := aws.ToString(first.ShardId)
+	// The filter let 3 of the 200 through: batchSize 3.
+	body := onFailure("KinesisBatchInfo", arn, shard, aws.ToString(first.SequenceNumber), aws.ToString(last.SequenceNumber), 3)
+	h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }))
+	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: body, EventSourceARN: failuresArn}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v; want success", resp, err)
+	}
+	records := 0
+	for _, it := range scan(t, e) {
+		switch it.Kind {
+		case "record":
+			records++
+		case "missing":
+			t.Errorf("marker %q: every record of the range is in the stream", it.Reason)
+		}
+	}
+	if records != n {
+		t.Errorf("%d records copied, want all %d of the range", records, n)
 	}
 }
 

@@ -80,12 +80,18 @@ func (d *DeadLetters) Send(ctx context.Context, msg *events.SQSMessage, reason e
 	if err != nil {
 		return "", err
 	}
-	if len(msg.MessageAttributes)+4 > maxMessageAttributes {
-		return "", fmt.Errorf("message %s has %d message attributes: no room for the 4 dead-letter ones (SQS allows %d)", msg.MessageId, len(msg.MessageAttributes), maxMessageAttributes)
-	}
 	attrs := make(map[string]types.MessageAttributeValue, len(msg.MessageAttributes)+4)
 	for name, a := range msg.MessageAttributes {
+		// A message redriven by SQS itself (StartMessageMoveTask) still
+		// has the dead-letter attributes of its last move: they are
+		// replaced below, so they take no room.
+		if strings.HasPrefix(name, redrive.AttrPrefix) {
+			continue
+		}
 		attrs[name] = types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue, BinaryValue: a.BinaryValue}
+	}
+	if len(attrs)+4 > maxMessageAttributes {
+		return "", fmt.Errorf("message %s has %d message attributes: no room for the 4 dead-letter ones (SQS allows %d)", msg.MessageId, len(attrs), maxMessageAttributes)
 	}
 	receives := msg.Attributes["ApproximateReceiveCount"]
 	if _, err := strconv.Atoi(receives); err != nil {

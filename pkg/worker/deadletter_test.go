@@ -317,3 +317,42 @@ func TestDeadLetterReasonFitsTheQueue(t *testing.T) {
 		t.Errorf("a message with no room for a reason: %v, want a refusal naming the queue's size", err)
 	}
 }
+
+// TestDeadLettersAMessageRedrivenWithItsAttributes: SQS's own redrive (the
+// console's "Start DLQ redrive", StartMessageMoveTask) brings a message
+// back with the dead-letter attributes it was sent with. When it fails
+// permanently again, those four are replaced, not added: a message with 3
+// attributes of its own is dead-lettered with its new reason, rather than
+// refused for want of room and left to reach the queue after
+// maxReceiveCount with the old one.
+func TestDeadLettersAMessageRedrivenWithItsAttributes(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	q := newQueuePair(t, client, fmt.Sprintf("again%d", tableSeq.Add(1)), false)
+	str := func(s string) events.SQSMessageAttribute {
+		return events.SQSMessageAttribute{DataType: "String", StringValue: aws.String(s)}
+	}
+	msg := events.SQSMessage{MessageId: "m-1", Body: `{"id":"e-1"}`, EventSourceARN: q.srcARN,
+		Attributes: map[string]string{"ApproximateReceiveCount": "1"},
+		MessageAttributes: map[string]events.SQSMessageAttribute{
+			"tenant": str("acme"), "trace": str("t-1"), "origin": str("web"),
+			redrive.AttrReason: str("the first reason"), redrive.AttrSourceQueue: str(q.srcARN),
+			redrive.AttrFunction:     str("worker-test"),
+			redrive.AttrReceiveCount: {DataType: "Number", StringValue: aws.String("1")},
+		}}
+	if _, err := NewDeadLetters(client, "worker-test").Send(ctx, &msg, fmt.Errorf("field data.after: the second reason")); err != nil {
+		t.Fatalf("Send: %v; want the message dead-lettered with its new reason", err)
+	}
+	got := receive(t, client, q.dlq, "")
+	if len(got) != 1 {
+		t.Fatalf("%d messages in the dead-letter queue, want 1", len(got))
+	}
+	if r := aws.ToString(got[0].MessageAttributes[redrive.AttrReason].StringValue); r != "field data.after: the second reason" {
+		t.Errorf("reason %q, want the new one", r)
+	}
+	if n := len(got[0].MessageAttributes); n != 7 {
+		t.Errorf("%d attributes, want 7 (3 of its own, 4 dead-letter ones)", n)
+	}
+}

@@ -21,7 +21,9 @@
 // Powertools, the guarantee is therefore "at most once per key while records
 // live, unless an invocation dies mid-way", and side effects that must never
 // repeat need their own conditional write. If the function returns an error
-// the INPROGRESS record is deleted so that a retry can run it.
+// the INPROGRESS record is deleted so that a retry can run it — unless
+// another invocation has taken the key over since the lock expired: its
+// record is left alone.
 //
 // With Config.ValidationPath set, the hash of that part of the payload is
 // stored too, and a later payload with the same key but a different hash is

@@ -262,10 +262,23 @@ func (s *Store) Do(ctx context.Context, payload []byte, fn func(ctx context.Cont
 		// behind would lock the key until its deadline for nothing.
 		dctx, cancel := completionContext(ctx)
 		defer cancel()
-		if _, err := s.db.DeleteItem(dctx, &dynamodb.DeleteItemInput{
-			TableName: aws.String(s.table),
-			Key:       map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: key}},
-		}); err != nil {
+		// Only the record this call wrote: once its lock has expired another
+		// invocation may hold the key, and deleting its record would let a
+		// third run the side effect beside it.
+		_, err := s.db.DeleteItem(dctx, &dynamodb.DeleteItemInput{
+			TableName:           aws.String(s.table),
+			Key:                 map[string]types.AttributeValue{AttrID: &types.AttributeValueMemberS{Value: key}},
+			ConditionExpression: aws.String("#status = :inprogress AND #ipexp = :lock"),
+			ExpressionAttributeNames: map[string]string{
+				"#status": AttrStatus, "#ipexp": AttrInProgressExpiration,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":inprogress": &types.AttributeValueMemberS{Value: StatusInProgress},
+				":lock":       item[AttrInProgressExpiration],
+			},
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &ccf) {
 			return nil, errors.Join(fnErr, &PersistenceError{Op: "delete", Key: key, Err: err})
 		}
 		return nil, fnErr

@@ -33,6 +33,7 @@ func TestStore(t *testing.T) {
 		{"expired record runs again", testExpiredRecordRunsAgain},
 		{"payload mismatch", testPayloadMismatch},
 		{"function error deletes the record", testFunctionErrorDeletesTheRecord},
+		{"a failure after a takeover leaves the new holder's record", testFailureAfterTakeoverKeepsTheNewLock},
 		{"missing key", testMissingKey},
 		{"completion is marked after the context ends", testCompletionAfterContextEnds},
 		{"a slow completion gets the time the context has left", testSlowCompletionGetsTheTimeLeft},
@@ -285,6 +286,50 @@ func testFunctionErrorDeletesTheRecord(t *testing.T, db *dynamodb.Client, table 
 	var c counter
 	if r, err := s.Do(context.Background(), payload, c.fn); err != nil || string(r) != `{"run":1}` {
 		t.Errorf("retry: %s, %v; want fn to run", r, err)
+	}
+}
+
+// testFailureAfterTakeoverKeepsTheNewLock: invocation A's lock expires
+// while its fn still runs (fn ends with the deadline it was given: exactly
+// when the lock does), and B takes the key over. When A's fn then fails,
+// A must not delete B's INPROGRESS record: a third delivery would run the
+// side effect beside B.
+func testFailureAfterTakeoverKeepsTheNewLock(t *testing.T, db *dynamodb.Client, table string) {
+	t0 := time.Now()
+	payload := []byte(`{"data":{"orderId":"o-7"}}`)
+	cfg := Config{KeyPath: "data.orderId"}
+	a := newStore(t, db, table, cfg, WithClock(func() time.Time { return t0 }))
+	later := func() time.Time { return t0.Add(31 * time.Second) }
+	b := newStore(t, db, table, cfg, WithClock(later))
+	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(30*time.Second))
+	defer cancel()
+
+	started, release, bDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	var c counter
+	_, err := a.Do(ctx, payload, func(context.Context) ([]byte, error) {
+		go func() {
+			_, err := b.Do(context.Background(), payload, func(ctx context.Context) ([]byte, error) {
+				close(started)
+				<-release
+				return c.fn(ctx)
+			})
+			bDone <- err
+		}()
+		<-started
+		return nil, context.DeadlineExceeded
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("A: %v, want its fn's error", err)
+	}
+	// A third delivery while B runs: B holds the key.
+	third := newStore(t, db, table, cfg, WithClock(later))
+	_, err = third.Do(context.Background(), payload, c.fn)
+	close(release)
+	if err := <-bDone; err != nil {
+		t.Fatalf("B: %v", err)
+	}
+	if !errors.Is(err, ErrInProgress) || c.n.Load() != 1 {
+		t.Errorf("a delivery while B holds the key: %v, side effect ran %d times; want ErrInProgress and 1 run", err, c.n.Load())
 	}
 }
 

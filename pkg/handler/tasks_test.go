@@ -227,3 +227,43 @@ func TestTasksRefuseWindowedOptions(t *testing.T) {
 		t.Errorf("WithLogger and WithMetrics: %v", err)
 	}
 }
+
+// TestTasksRunEventsWithoutData: data is optional in an envelope (a
+// "nightly_report" event may need nothing else), so a task handler runs
+// such an event, once per id, rather than setting it aside because the
+// idempotency record's payload check found no data to hash. A copy with
+// data, or with "data":{}, under the same id is still other data.
+func TestTasksRunEventsWithoutData(t *testing.T) {
+	ctx := context.Background()
+	table := name("idem")
+	if err := idempotency.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	fn := func(context.Context, *handler.Event) ([]byte, error) { runs.Add(1); return []byte(`"done"`), nil }
+	h, err := handler.NewTasks(handler.TasksConfig{Name: "reports", IdempotencyTable: table, DynamoDB: db}, fn,
+		handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(mid, id, data string) events.SQSMessage {
+		body, _ := json.Marshal(stream.Envelope{ID: id, Type: "nightly_report", Key: "k", OccurredAt: base, SentAt: base, ReceivedAt: base, Data: json.RawMessage(data)})
+		return events.SQSMessage{MessageId: mid, Body: string(body), EventSource: "aws:sqs",
+			EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:reports", Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
+	}
+	for _, c := range []struct {
+		name       string
+		msgs       []events.SQSMessage
+		wantFailed int
+		wantRuns   int64
+	}{
+		{"no data, twice", []events.SQSMessage{msg("m1", "r1", ""), msg("m2", "r1", "")}, 0, 1},
+		{"data null", []events.SQSMessage{msg("m3", "r2", "null")}, 0, 2},
+		{"the id again with data", []events.SQSMessage{msg("m4", "r1", `{}`)}, 1, 2},
+	} {
+		resp, err := h.Handle(ctx, events.SQSEvent{Records: c.msgs})
+		if err != nil || len(resp.BatchItemFailures) != c.wantFailed || runs.Load() != c.wantRuns {
+			t.Errorf("%s: %+v, %v, %d runs; want %d failed, %d runs", c.name, resp, err, runs.Load(), c.wantFailed, c.wantRuns)
+		}
+	}
+}

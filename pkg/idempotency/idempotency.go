@@ -117,7 +117,8 @@ type Config struct {
 	KeyPath string
 	// ValidationPath, when set, is the part of the payload whose hash is
 	// stored with the record and compared on every later call with the same
-	// key (Powertools' payload validation).
+	// key (Powertools' payload validation). A part that is missing or
+	// null is compared as null.
 	ValidationPath string
 	// RequireKey makes a payload without KeyPath an error (*KeyError).
 	// Without it, as Powertools does by default, such a payload runs the
@@ -204,7 +205,7 @@ func (s *Store) Do(ctx context.Context, payload []byte, fn func(ctx context.Cont
 	}
 	var validation string
 	if s.cfg.ValidationPath != "" {
-		if validation, err = hashPath(payload, s.cfg.ValidationPath); err != nil {
+		if validation, err = validationHash(payload, s.cfg.ValidationPath); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,6 +18,9 @@ type KeyError struct {
 	Path string
 	// Reason says what is wrong.
 	Reason string
+	// absent: the path leads to no member, or to null (not: the payload is
+	// not JSON, or the path goes through a value it cannot enter).
+	absent bool
 }
 
 func (e *KeyError) Error() string {
@@ -46,6 +50,20 @@ func hashPath(payload []byte, path string) (string, error) {
 	}
 	sum := sha256.Sum256(canon)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// validationHash is hashPath for Config.ValidationPath: a part that is
+// missing or null is a value to compare like any other (hashed as null),
+// not an error — an envelope need not have data, and a payload without it
+// must still run, and still differ from one with it.
+func validationHash(payload []byte, path string) (string, error) {
+	h, err := hashPath(payload, path)
+	var ke *KeyError
+	if errors.As(err, &ke) && ke.absent {
+		sum := sha256.Sum256([]byte("null"))
+		return hex.EncodeToString(sum[:]), nil
+	}
+	return h, err
 }
 
 // rawBytes is a payload that is not JSON, hashed as it is.
@@ -88,7 +106,7 @@ func selectPath(payload []byte, path string) (any, error) {
 		case map[string]any:
 			next, ok := c[seg]
 			if !ok {
-				return nil, &KeyError{Path: path, Reason: "missing"}
+				return nil, &KeyError{Path: path, Reason: "missing", absent: true}
 			}
 			v = next
 		case []any:
@@ -102,7 +120,7 @@ func selectPath(payload []byte, path string) (any, error) {
 		}
 	}
 	if v == nil {
-		return nil, &KeyError{Path: path, Reason: "is null"}
+		return nil, &KeyError{Path: path, Reason: "is null", absent: true}
 	}
 	return v, nil
 }

@@ -267,6 +267,13 @@ func TestDeadLettersWithoutRedrivePolicy(t *testing.T) {
 	if !strings.Contains(f.logs.String(), "has no dead-letter queue") {
 		t.Errorf("logs do not say why the message was not dead-lettered:\n%s", f.logs.String())
 	}
+	// One poison message is one Poison, whether or not it could be
+	// dead-lettered.
+	for name, want := range map[string]float64{"Poison": 1, "Failures": 1, "DeadLettered": 0} {
+		if got := f.metric(t, name); got != want {
+			t.Errorf("metric %s = %v, want %v", name, got, want)
+		}
+	}
 }
 
 // TestDeadLetterReasonFitsTheQueue: a message near its dead-letter queue's

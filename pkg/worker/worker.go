@@ -260,14 +260,15 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 // deadLetter sends msg, which failed permanently with cause, to its
-// dead-letter queue; if that fails, the message is reported failed as before.
+// dead-letter queue; if that fails, the message is reported failed as before
+// (and counted Poison with the failures, once).
 func (h *Handler) deadLetter(ctx context.Context, msg *events.SQSMessage, cause error) (outcome, error) {
-	h.metrics.Add("Poison", metrics.Count, 1)
 	dlq, err := h.deadLetters.Send(ctx, msg, cause)
 	if err != nil {
 		h.log.Error("could not dead-letter a message that failed permanently: reported failed instead", "messageId", msg.MessageId, "cause", cause.Error(), "err", err.Error())
 		return 0, cause
 	}
+	h.metrics.Add("Poison", metrics.Count, 1)
 	h.metrics.Add("DeadLettered", metrics.Count, 1)
 	h.log.Error("message failed permanently: sent to the dead-letter queue with the reason", "messageId", msg.MessageId, "deadLetterQueue", dlq, "reason", cause.Error())
 	return deadLettered, nil

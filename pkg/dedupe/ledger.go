@@ -1030,8 +1030,11 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 		l.cache[k].index()
 	}
 	for _, k := range keys {
-		if kl := l.cache[k]; kl != nil && !touched[k] {
-			// Its segments were all read by now, here or elsewhere.
+		if kl := l.cache[k]; kl != nil {
+			// Complete only when every live segment is read, here or
+			// elsewhere: the copy cached now may be a newer head (read by
+			// another session meanwhile) naming segments this read did
+			// not ask for.
 			complete := true
 			for n := kl.first; n < kl.next; n++ {
 				if _, ok := kl.segs[n]; !ok {
@@ -1040,9 +1043,6 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 			}
 			kl.loading = !complete
 		}
-	}
-	for k := range touched {
-		l.cache[k].loading = false
 	}
 	return nil
 }

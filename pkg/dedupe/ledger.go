@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
@@ -204,6 +205,18 @@ func (k *keyLedger) setSeg(n int64, es []Entry) {
 		k.segs = map[int64][]Entry{}
 	}
 	k.segs[n] = es
+}
+
+// keepSegments takes the segments prev holds that k names too (sealed
+// segments never change): those of k's live numbers that k names by the
+// same item. A number alone is not enough: a ledger begun again after its
+// head expired numbers its segments from 0 again.
+func (k *keyLedger) keepSegments(prev *keyLedger) {
+	for n, seg := range prev.segs {
+		if n >= k.first && n < k.next && prev.segmentItem(n) == k.segmentItem(n) {
+			k.setSeg(n, seg)
+		}
+	}
 }
 
 // setSalt records segment n's salt (0 is none, and needs no entry).
@@ -634,11 +647,7 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 			return err
 		}
 		if prev := l.cache[key]; prev != nil {
-			for n, seg := range prev.segs {
-				if n >= kl2.first && n < kl2.next {
-					kl2.setSeg(n, seg)
-				}
-			}
+			kl2.keepSegments(prev)
 		}
 		kl2.loading = true
 		l.put(key, kl2, s.tag)
@@ -720,6 +729,9 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 	}
 	head = append(head, pending...)
 	after := &keyLedger{version: kl.version + 1, first: kl.first, next: kl.next}
+	if kl.version == 0 {
+		after.version = firstVersion()
+	}
 	for n, seg := range kl.segs {
 		after.setSeg(n, seg)
 	}
@@ -753,6 +765,13 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 }
 
 var errHeadChanged = errors.New("dedupe: head changed")
+
+// firstVersion is the version of a head written where none is: random,
+// not 1. A key idle past the horizon loses its head to the TTL and its
+// ledger begins again; a process still caching the old ledger must not
+// find its version in the new head, or its write, conditioned on that
+// version, would replace the new ledger's claims with the old one's.
+func firstVersion() int64 { return rand.Int64N(1<<62) + 1 }
 
 // write makes a plan's writes: the new segments, if any, each a PutItem of
 // an item of its own (segmentItem: its number and a salt from its claims),
@@ -950,11 +969,7 @@ func (l *Ledger) loadHeads(ctx context.Context, keys []string, tag string) error
 			return fmt.Errorf("dedupe ledger head of key %q: %w", k, err)
 		}
 		if prev := l.cache[k]; prev != nil {
-			for n, seg := range prev.segs { // sealed segments never change
-				if n >= kl.first && n < kl.next {
-					kl.setSeg(n, seg)
-				}
-			}
+			kl.keepSegments(prev)
 		}
 		kl.loading = true // until loadSegments has read its segments
 		l.put(k, kl, tag)
@@ -1009,7 +1024,10 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 	touched := map[string]bool{}
 	for name, r := range byName {
 		kl := l.cache[r.key]
-		if kl == nil {
+		if kl == nil || kl.segmentItem(r.n) != r.item {
+			// Dropped, or a head read meanwhile names another item for
+			// segment r.n (a ledger begun again after its head expired):
+			// this read is not that segment.
 			continue
 		}
 		var es []Entry

@@ -401,7 +401,10 @@ func (s *Session) key(key string, n int) *sessionKey {
 // (a later copy in the same batch is a Duplicate of the first). The
 // verdicts of New records are provisional until Commit; Verdicts gives the
 // final ones. The first Judge of a session also settles the claims carried
-// into it: those the ledger already holds are dropped.
+// into it: those the ledger already holds are dropped. A session is judged
+// once (every caller judges its batch's records in one call): a second
+// Judge does not read again the keys the first loaded, so what another
+// process committed for them in between is not seen.
 func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
 	base := len(s.cands)
 	s.cands = append(s.cands, cands...)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
@@ -733,7 +732,7 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 	head = append(head, pending...)
 	after := &keyLedger{version: kl.version + 1, first: kl.first, next: kl.next}
 	if kl.version == 0 {
-		after.version = firstVersion()
+		after.version = firstVersion(maxArrival(pending))
 	}
 	for n, seg := range kl.segs {
 		after.setSeg(n, seg)
@@ -769,12 +768,17 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 
 var errHeadChanged = errors.New("dedupe: head changed")
 
-// firstVersion is the version of a head written where none is: random,
+// firstVersion is the version of a head written where none is, from the
+// arrival (Unix seconds) of the newest claim it adds: arrival × 2^20 + 1,
 // not 1. A key idle past the horizon loses its head to the TTL and its
 // ledger begins again; a process still caching the old ledger must not
 // find its version in the new head, or its write, conditioned on that
-// version, would replace the new ledger's claims with the old one's.
-func firstVersion() int64 { return rand.Int64N(1<<62) + 1 }
+// version, would replace the new ledger's claims with the old one's. The
+// new ledger's claims arrived a horizon after the old one's began, and a
+// ledger is written far less than 2^20 times a second, so its versions
+// stay below the new one's. The same claims give the same version, so
+// runs on the stand-in and in memory write the same items.
+func firstVersion(arrival uint32) int64 { return int64(arrival)<<20 + 1 }
 
 // write makes a plan's writes: the new segments, if any, each a PutItem of
 // an item of its own (segmentItem: its number and a salt from its claims),

@@ -104,8 +104,13 @@ test-checks:
 	  unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './infra/node_modules/*')) && \
 	  if [ -n "$$unformatted" ]; then echo "gofmt -l lists files that are not formatted (run gofmt -w on them):"; echo "$$unformatted"; exit 1; fi && \
 	  echo "go mod tidy -diff (root and infra) and gofmt -l: clean; go vet ./..." && $(GO) vet ./... && \
-	  echo "the race detector on the aggregate states and the views store and the per-interval flush (it writes the windows of a pane at once)" && \
-	  $(GO) test -race -count=1 ./pkg/agg ./pkg/state && $(GO) test -race -count=1 -run 'Interval' ./pkg/aggregate)
+	  if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then \
+	    echo "the race detector needs cgo and a C compiler (gcc): none here$$(if [ -n "$$TRIBUTARY_REQUIRE_TOOLS" ]; then echo ", and TRIBUTARY_REQUIRE_TOOLS is set"; else echo "; skipped (install gcc to run it)"; fi)"; \
+	    [ -z "$$TRIBUTARY_REQUIRE_TOOLS" ]; \
+	  else \
+	    echo "the race detector on the aggregate states and the views store and the per-interval flush (it writes the windows of a pane at once)" && \
+	    $(GO) test -race -count=1 ./pkg/agg ./pkg/state && $(GO) test -race -count=1 -run 'Interval' ./pkg/aggregate; \
+	  fi)
 # The go part starts its longest packages first (go test runs them in the
 # order given, -p at a time), so that none of them is left running alone at
 # the end; most of their time is spent waiting on moto, hence -p 3 on 2 cores.

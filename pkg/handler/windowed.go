@@ -43,7 +43,7 @@ const (
 // under DynamoDB's 2,048 for a partition key). A record whose key is
 // longer is set aside; a key of 256 characters of any script is kept, as
 // Kinesis would take it.
-const MaxKeyChars = 256
+const MaxKeyChars = stream.MaxKeyLength
 
 // Result is one record on the output stream: the final result of one key's
 // window, emitted once its shard's watermark passed the window's end, or,
@@ -158,9 +158,10 @@ func (o *windowed[T, V, A]) Select(_ *stream.KinesisRecord, env *stream.Envelope
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: "key", Kind: setaside.KindInvalid, Reason: "the selected key is empty"}
 	case !utf8.ValidString(key):
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: "key", Kind: setaside.KindInvalid, Reason: "the selected key is not valid UTF-8"}
-	case len(key) > MaxKeyChars && utf8.RuneCountInString(key) > MaxKeyChars:
+	}
+	if n, ok := stream.KeyLength(key); !ok {
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: "key", Kind: setaside.KindInvalid,
-			Reason: fmt.Sprintf("the selected key is %d characters; at most %d", utf8.RuneCountInString(key), MaxKeyChars)}
+			Reason: fmt.Sprintf("the selected key is %d characters; at most %d", n, MaxKeyChars)}
 	}
 	r.single = A(new(T))
 	r.single.Add(v)

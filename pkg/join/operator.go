@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/emit"
 	"github.com/tributary-dev/tributary/pkg/keyed"
@@ -70,12 +69,13 @@ func (o *Operator) Select(kr *stream.KinesisRecord, env *stream.Envelope) (strin
 	if err != nil {
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: o.cfg.Key.String(), Kind: setaside.KindInvalid, Reason: reasonOf(err)}
 	}
+	chars, fits := stream.KeyLength(key)
 	switch {
 	case key == "":
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: o.cfg.Key.String(), Kind: setaside.KindInvalid, Reason: "the join key is empty"}
-	case len(key) > maxKeyChars && utf8.RuneCountInString(key) > maxKeyChars:
+	case !fits:
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: o.cfg.Key.String(), Kind: setaside.KindInvalid,
-			Reason: fmt.Sprintf("the join key is %d characters; at most %d (it is the outputs' partition key)", utf8.RuneCountInString(key), maxKeyChars)}
+			Reason: fmt.Sprintf("the join key is %d characters; at most %d (it is the outputs' partition key)", chars, maxKeyChars)}
 	case !o.cfg.Key.IsPartitionKey() && key != kr.PartitionKey:
 		// partitionKeyIsJoinKey promised it: otherwise the two sides of a
 		// key may be read from two shards, each closing the key's records

@@ -216,8 +216,9 @@ func (c *Config) Extract(env *stream.Envelope) (key string, value float64, disti
 		switch {
 		case key == "":
 			return "", 0, nil, fieldError(env, c.Key, "is empty: a grouping key has 1 to "+strconv.Itoa(stream.MaxKeyLength)+" characters")
-		case len(key) > stream.MaxKeyLength && utf8.RuneCountInString(key) > stream.MaxKeyLength:
-			return "", 0, nil, fieldError(env, c.Key, fmt.Sprintf("is %d characters long; a grouping key has at most %d", utf8.RuneCountInString(key), stream.MaxKeyLength))
+		}
+		if n, ok := stream.KeyLength(key); !ok {
+			return "", 0, nil, fieldError(env, c.Key, fmt.Sprintf("is %d characters long; a grouping key has at most %d", n, stream.MaxKeyLength))
 		}
 	}
 	if !c.Value.IsZero() {

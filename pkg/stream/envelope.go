@@ -18,6 +18,19 @@ const (
 	MaxKeyLength  = 256
 )
 
+// KeyLength is the length of key in characters, as Kinesis counts a
+// partition key, and whether it is at most MaxKeyLength; a key of at most
+// MaxKeyLength bytes is not counted (its characters are fewer still). For
+// the keys a consumer selects from data, which become partition keys of
+// its outputs.
+func KeyLength(key string) (chars int, ok bool) {
+	if len(key) <= MaxKeyLength {
+		return len(key), true
+	}
+	n := utf8.RuneCountInString(key)
+	return n, n <= MaxKeyLength
+}
+
 // Envelope is one event as producers send it and every stage passes it on.
 // Times are RFC 3339 with an optional fraction; ReceivedAt is stamped by
 // ingest from the server's clock (producers' values are overwritten).

@@ -331,11 +331,44 @@ func NewOperations(stack awscdk.Stack, props OperationsProps) (*Operations, erro
 	if props.Quarantine != nil {
 		GrantFailedRangeReads(stack, props.Quarantine.Failures, props.Quarantine.Function.GoFunction)
 	}
+	if err := checkIteratorAgeThreshold(stack, settings.Alarms); err != nil {
+		return nil, err
+	}
 	ops.Topic, ops.TopicKey = NewAlarmTopic(stack, "AlarmTopic", settings.AlarmEmail)
 	SendAlarmsTo(stack, ops.Topic)
 	ops.Alarms = NewAlarms(stack, settings.Alarms)
 	output(stack, "AlarmTopicArn", ops.Topic.TopicArn(), "SNS topic every alarm notifies (alarm and OK); subscribe to it")
 	return ops, nil
+}
+
+// checkIteratorAgeThreshold fails when the iterator age alarm's threshold is
+// not below a stream consumer's MaximumRecordAge: Lambda sends that
+// consumer no record older than it (older ones go to its on-failure
+// destination), so its iterator age never reaches the threshold and its
+// alarm could never fire, for the very backlog it is there to report. The
+// error names the first such function and its age.
+func checkIteratorAgeThreshold(stack awscdk.Stack, specs map[AlarmKind]AlarmSpec) error {
+	spec, ok := specs[AlarmIteratorAge]
+	if !ok {
+		spec = alarmKindInfo(AlarmIteratorAge).Default
+	}
+	threshold := time.Duration(spec.Threshold * float64(time.Millisecond))
+	var (
+		lowest time.Duration
+		name   string
+	)
+	for _, fn := range stackFunctions(stack) {
+		for _, m := range mappingsOf(stack, fn) {
+			if m.stream && m.maxRecordAge > 0 && (lowest == 0 || m.maxRecordAge < lowest) {
+				lowest, name = m.maxRecordAge, fn.label()
+			}
+		}
+	}
+	if lowest > 0 && threshold >= lowest {
+		return fmt.Errorf("context %s%s.threshold: %s ms is not below the MaximumRecordAge of %s's stream mapping (%v, %d ms): Lambda sends it no older record, so its iterator age could never reach the threshold and the alarm never fire; want below %d",
+			ContextAlarmPrefix, AlarmIteratorAge, strconv.FormatFloat(spec.Threshold, 'f', -1, 64), name, lowest, lowest.Milliseconds(), lowest.Milliseconds())
+	}
+	return nil
 }
 
 // ApplyReservedConcurrency sets the reserved concurrency of each function
@@ -429,6 +462,9 @@ type mapping struct {
 	onFailure      string // resolved on-failure destination; "" if none
 	stream         bool   // Kinesis or DynamoDB Streams (has a StartingPosition)
 	maxConcurrency int    // SQS ScalingConfig.MaximumConcurrency; 0 if unset
+	// maxRecordAge is a stream mapping's MaximumRecordAgeInSeconds; 0 if
+	// unset or -1 (records kept until they expire from the stream).
+	maxRecordAge time.Duration
 }
 
 // stackMappings lists the event source mappings in stack.
@@ -451,6 +487,9 @@ func stackMappings(stack awscdk.Stack) []mapping {
 		if raw := resolvedJSON(stack, cfn.ScalingConfig()); raw != "null" {
 			_ = json.Unmarshal([]byte(raw), &scaling)
 			m.maxConcurrency = int(scaling.Max)
+		}
+		if age := cfn.MaximumRecordAgeInSeconds(); age != nil && *age > 0 {
+			m.maxRecordAge = time.Duration(*age) * time.Second
 		}
 		out = append(out, m)
 	}

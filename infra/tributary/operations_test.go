@@ -547,6 +547,8 @@ func TestOpsSettingsRejects(t *testing.T) {
 			"context tributary:alarm.lateDroppedPercent.threshold: 150 is above 100"},
 		{"iterator age past any record's age", map[string]any{"tributary:alarm.iteratorAge.threshold": 1e9},
 			"context tributary:alarm.iteratorAge.threshold: 1000000000 is above 604800000"},
+		{"iterator age past a consumer's maximum record age", map[string]any{"tributary:alarm.iteratorAge.threshold": 3600000.0},
+			"is not below the MaximumRecordAge of"},
 		{"period off the metrics' minute", map[string]any{"tributary:alarm.errors.periodSeconds": 90.0},
 			"context tributary:alarm.errors.periodSeconds: 90 is not a multiple of 60"},
 		{"looking back more than a day", map[string]any{"tributary:alarm.errors.periodSeconds": 3600.0, "tributary:alarm.errors.evaluationPeriods": 25.0},

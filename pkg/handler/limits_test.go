@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/pkg/handler"
 	"github.com/tributary-dev/tributary/pkg/setaside"
@@ -595,5 +596,88 @@ func TestResultThatCannotRenderIsSetAside(t *testing.T) {
 	if item.Field != "result" || item.Category != setaside.KindInvalid || !strings.Contains(item.Reason, "+Inf") ||
 		!strings.Contains(string(item.Data), `"key":"/inf"`) || !strings.Contains(string(item.Data), `"aggregate":`) {
 		t.Errorf("set aside %+v; want /inf's result naming result, +Inf in its reason, the aggregate in its data", item)
+	}
+}
+
+// TestUnreadableStateSetsItsKeysRecordsAside: a key whose stored state no
+// longer decodes (written by code that stored another shape, or damaged)
+// has its records set aside, naming the key and its item, and the batch
+// reports no failure, so the shard moves on and other keys' results come
+// out; without it every batch holding one of the key's records failed until
+// Lambda gave up on it.
+func TestUnreadableStateSetsItsKeysRecordsAside(t *testing.T) {
+	ctx := context.Background()
+	cfg := setup(t)
+	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithOutOfOrderness(5*time.Second),
+		handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustBatch(t, h, kinesisRecords([]rec{{seq: 100, env: request("e0", "/bad", 1, `{"ms":1}`)}}))
+	// Damage /bad's state item: a blob no version of the codec reads.
+	scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.StateTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := 0
+	for _, it := range scan.Items {
+		if _, ok := it["state"].(*types.AttributeValueMemberB); !ok {
+			continue
+		}
+		it["state"] = &types.AttributeValueMemberB{Value: []byte{0xff, 0x01, 0x02}}
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(cfg.StateTable), Item: it}); err != nil {
+			t.Fatal(err)
+		}
+		damaged++
+	}
+	if damaged != 1 {
+		t.Fatalf("damaged %d state items; want /bad's one", damaged)
+	}
+	// A new instance (a cold start): the first one caches the state it wrote.
+	if h, err = handler.NewWindowed[Tally](cfg, selectLatency, handler.WithOutOfOrderness(5*time.Second),
+		handler.WithLogger(quiet), handler.WithMetrics(nil)); err != nil {
+		t.Fatal(err)
+	}
+	mustBatch(t, h, kinesisRecords([]rec{
+		{seq: 101, env: request("e1", "/bad", 2, `{"ms":2}`)},
+		{seq: 102, env: request("e2", "/good", 3, `{"ms":3}`)},
+		{seq: 103, env: request("e3", "/bad", 4, `{"ms":4}`)},
+		{seq: 104, env: request("e4", "/good", 200, `{"ms":5}`)},
+	}))
+	// The tick closes /good's window, and no longer meets /bad's state: set
+	// aside (a copy of it) and unlisted by the batch that found it due.
+	if _, err := h.Tick(ctx, base.Add(time.Hour)); err != nil {
+		t.Errorf("tick: %v; want /bad's state set aside, not a failure", err)
+	}
+	aside, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.QuarantineTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []string
+	states := 0
+	for _, it := range aside.Items {
+		var rec setaside.Item
+		if err := attributevalue.UnmarshalMap(it, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Category != setaside.KindStateUnreadable || !strings.Contains(rec.Reason, `key "/bad"`) || !strings.Contains(rec.Reason, "does not decode") {
+			t.Errorf("set aside %s as field %q kind %q: %s; want %s, naming /bad", rec.SequenceNumber, rec.Field, rec.Category, rec.Reason, setaside.KindStateUnreadable)
+		}
+		switch rec.Field {
+		case "key":
+			seqs = append(seqs, rec.SequenceNumber)
+		case "state":
+			states++
+		default:
+			t.Errorf("set aside %s as field %q; want key (a record) or state (the item)", rec.SequenceNumber, rec.Field)
+		}
+	}
+	slices.Sort(seqs)
+	if !slices.Equal(seqs, []string{"101", "103"}) || states != 1 {
+		t.Errorf("set aside records %v and %d states; want /bad's records of the second batch, 101 and 103, and its state once", seqs, states)
+	}
+	byID, _ := results(t, cfg.OutputStream)
+	if got := strings.Join(describe(byID), "\n"); !strings.Contains(got, "/good 10:00:00 1 ") {
+		t.Errorf("results\n%s\nwant /good's first minute, its one record", got)
 	}
 }

@@ -42,7 +42,11 @@
 // time and closes what they pass, as the ticker does for windows.
 //
 // Bounds: an Operator keeps a key's state within its own limits (records
-// past them are set aside, kind state-budget, deterministically); a fold
+// past them are set aside, kind state-budget, deterministically); a key
+// whose stored state does not decode has its records set aside (kind
+// state-unreadable, naming the item) and, when a close finds it due, a copy
+// of its state set aside and the key unlisted, so it never fails a batch or
+// a tick; a fold
 // that makes a key's state reach Settings.FoldBytes ends early and reports
 // the key's next record, so Lambda resumes there (counted in
 // FoldCheckpoints); a blob over Settings.MaxStateBytes is never written.

@@ -445,8 +445,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		}
 		st, err := r.op.NewState(key, c.blob)
 		if err != nil {
-			r.log.ErrorContext(ctx, "a key's state cannot be decoded: its records will be retried", "shard", shard, "key", key, "error", err.Error())
-			return 0
+			return r.unreadable(ctx, shard, ref, c.fence, its, err)
 		}
 		if st.Outbox() > 0 && !c.sent {
 			// The last writer may have died before its outputs reached the
@@ -548,6 +547,64 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 	}
 	r.log.ErrorContext(ctx, "a key's state kept changing under the fold: its records will be retried", "shard", shard, "key", key)
 	return 0
+}
+
+// unreadable sets aside the records of a key whose stored state does not
+// decode (written by code that stored another shape, or damaged), reason
+// naming the key and the item, and reports them done. Retried, they would
+// fail every batch holding one of them, and hold the shard, until Lambda
+// gave up on it; and no retry can decode the state. The item is left as it
+// is, for a person to read: deploy code that reads it, or delete it, then
+// redrive the records. Records the state's fence shows folded before are
+// not set aside again.
+func (r *Runner[V]) unreadable(ctx context.Context, shard string, ref state.KeyedRef, fence string, its []*item[V], decodeErr error) int {
+	reason := unreadableReason(ref, decodeErr)
+	r.log.ErrorContext(ctx, "a key's stored state cannot be decoded: its records are set aside", "shard", shard, "key", ref.Key, "error", decodeErr.Error())
+	aside := make([]setaside.Record, 0, len(its))
+	for _, it := range its {
+		if fence != "" && stream.CompareSequence(it.seq, fence) <= 0 {
+			continue // folded before: Lambda redelivered it
+		}
+		aside = append(aside, asideOf(it.rec, "key", setaside.KindStateUnreadable, reason))
+	}
+	if err := r.setAside(ctx, aside); err != nil {
+		return 0
+	}
+	return -1
+}
+
+// parkUnreadable deals with a listed key whose stored state does not decode,
+// found by a close: no retry can decode it, and failing the close would
+// fail every batch that moves the shard's watermark (and every tick) while
+// the key stays listed. A copy of the item's state is set aside (source the
+// item's partition key, sequence its sort key and version; kind
+// state-unreadable), so it is counted and alarmed, and the item is written
+// back as it is, unlisted: it waits for a person, and the key's records are
+// set aside as they come (unreadable). It returns ErrKeyedConflict when
+// the item changed since it was read.
+func (r *Runner[V]) parkUnreadable(ctx context.Context, shard string, ref state.KeyedRef, ks state.KeyedState, decodeErr error) (int, error) {
+	pk, sk := ref.ItemKey()
+	reason := unreadableReason(ref, decodeErr)
+	r.log.ErrorContext(ctx, "a listed key's stored state cannot be decoded: set aside and unlisted", "shard", shard, "key", ref.Key, "error", decodeErr.Error())
+	if err := r.setAside(ctx, []setaside.Record{{Source: pk, Sequence: sk + "@" + strconv.Itoa(ks.Version), PartitionKey: ref.Key,
+		Data: ks.Blob, Field: "state", Kind: setaside.KindStateUnreadable, Reason: reason}}); err != nil {
+		return 0, fmt.Errorf("%s: setting aside the unreadable state of key %q: %w", r.set.Name, ref.Key, err)
+	}
+	n, err := r.views.SaveKeyed(ctx, ref, shard, state.KeyedState{Blob: ks.Blob, Version: ks.Version}, "", "", window.Window{})
+	r.stats.stateWrites.Add(int64(n))
+	r.metric("WriteRequests", float64(n))
+	if err != nil && !errors.Is(err, state.ErrKeyedConflict) {
+		return n, fmt.Errorf("%s: unlisting the unreadable state of key %q: %w", r.set.Name, ref.Key, err)
+	}
+	return n, err
+}
+
+// unreadableReason says why a key's records, or its state, are set aside
+// when the state does not decode, and what a person does about it.
+func unreadableReason(ref state.KeyedRef, decodeErr error) string {
+	pk, sk := ref.ItemKey()
+	return fmt.Sprintf("the stored state of key %q (state table item pk %q, sk %q) does not decode: %v; deploy code that reads it or delete the item, then redrive",
+		ref.Key, pk, sk, decodeErr)
 }
 
 // dueAt is when a state written now is next due: at once while it holds
@@ -756,7 +813,12 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 		}
 		st, err := r.op.NewState(kref.Key, ks.Blob)
 		if err != nil {
-			return 0, fmt.Errorf("%s: state of key %q: %w", r.set.Name, kref.Key, err)
+			n, err := r.parkUnreadable(ctx, shard, kref, ks, err)
+			if errors.Is(err, state.ErrKeyedConflict) {
+				r.forget(kref, shard)
+				continue
+			}
+			return n, err
 		}
 		if st.Outbox() > 0 && !r.isSent(kref, shard, ks.Version) {
 			n, err := r.emit(ctx, st, true, outboxOf(kref.Key, ks.Version))

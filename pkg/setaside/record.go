@@ -18,6 +18,7 @@ const (
 	KindInvalid           = "invalid"            // parses, but a field is missing or has a wrong type or value
 	KindOverflow          = "overflow"           // a value would make an aggregate non-finite
 	KindStateBudget       = "state-budget"       // a key's state would exceed its item budget
+	KindStateUnreadable   = "state-unreadable"   // the key's stored state does not decode
 	KindOutputTooLarge    = "output-too-large"   // an output would exceed a service limit (Kinesis 1 MiB, DynamoDB 400 KB)
 	KindDuplicateConflict = "duplicate-conflict" // an id reused with other data
 	KindFanOutLimit       = "fan-out-limit"      // an input would touch more items than the function's documented bound

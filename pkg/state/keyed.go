@@ -31,6 +31,12 @@ const (
 // KeyedRef names one keyed state item.
 type KeyedRef struct{ Pipeline, Key, Kind string }
 
+// ItemKey is the partition and sort key of the ref's item, for messages
+// that send a person to it.
+func (r KeyedRef) ItemKey() (pk, sk string) {
+	return PartitionKey(r.Pipeline, r.Key), r.Kind + keyedSuffix
+}
+
 // IsKeyed reports whether an open-windows ref is a keyed state item, and which.
 func IsKeyed(ref Ref) (kind string, ok bool) {
 	if !strings.HasSuffix(ref.SK, keyedSuffix) {
@@ -53,7 +59,7 @@ type KeyedState struct {
 // LoadKeyed reads a keyed state item (a strongly consistent read: the cold or
 // conflict path).
 func (v *Views) LoadKeyed(ctx context.Context, ref KeyedRef, shard string) (KeyedState, error) {
-	return v.loadKeyed(ctx, itemKey(PartitionKey(ref.Pipeline, ref.Key), ref.Kind+keyedSuffix), shard)
+	return v.loadKeyed(ctx, itemKey(ref.ItemKey()), shard)
 }
 
 // LoadKeyedRef reads the keyed state item an open-windows ref points at.
@@ -133,7 +139,7 @@ func (v *Views) SaveKeyed(ctx context.Context, ref KeyedRef, shard string, ks Ke
 		return 0, err
 	}
 	_, err = v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: v.tableName, Key: itemKey(PartitionKey(ref.Pipeline, ref.Key), ref.Kind+keyedSuffix),
+		TableName: v.tableName, Key: itemKey(ref.ItemKey()),
 		UpdateExpression: s.update, ConditionExpression: s.condition,
 		ExpressionAttributeNames: s.namesFor(shard), ExpressionAttributeValues: s.valuesFor(slots[:]),
 	})

@@ -113,6 +113,13 @@ func TestPrinter(t *testing.T) {
 			want: "── shardId-000000000000  7  key \"user 1\"  arrived 2026-12-02T10:00:00.123Z  9 bytes\n[\n  [\n    [\n\n… 37 more bytes of the shown text not shown (the record's 9 bytes shown indented or quoted; -max-bytes 12)\n\n"},
 		{name: "pretty, quoted past max bytes", format: tail.Pretty, max: 16, data: "\x01\x02\x03\x04\x05", truncated: 1,
 			want: "── shardId-000000000000  7  key \"user 1\"  arrived 2026-12-02T10:00:00.123Z  5 bytes\n(not JSON) \"\\x01\n… 17 more bytes of the shown text not shown (the record's 5 bytes shown indented or quoted; -max-bytes 16)\n\n"},
+		// A record past the limit is shown cut; what the terminal would
+		// take as a control sequence (here one that sets the window's
+		// title) is quoted, as a short record's is, never written as it is.
+		{name: "pretty, cut, with control characters", format: tail.Pretty, max: 16, data: "\x1b]0;pwned\x07 and more text", truncated: 1,
+			want: "── shardId-000000000000  7  key \"user 1\"  arrived 2026-12-02T10:00:00.123Z  24 bytes\n(quoted) \"\\x1b]0;pwned\\a\"\n… 14 more bytes not shown (-max-bytes 16)\n\n"},
+		{name: "pretty, cut, plain lines kept", format: tail.Pretty, max: 8, data: "{\n\t\"a\": 1}", truncated: 1,
+			want: "── shardId-000000000000  7  key \"user 1\"  arrived 2026-12-02T10:00:00.123Z  10 bytes\n{\n\t\"a\": \n… 2 more bytes not shown (-max-bytes 8)\n\n"},
 		{name: "raw", format: tail.Raw, data: `{"id": "e1"}`, want: "{\"id\": \"e1\"}\n"},
 		{name: "raw, cut", format: tail.Raw, max: 3, data: "abcdef", want: "abc\n", truncated: 1},
 		{name: "json, cut", format: tail.JSONLines, max: 3, data: `{"id":"e1"}`, truncated: 1,

@@ -39,7 +39,8 @@ type Format int
 const (
 	// Pretty: a header line (shard, sequence number, partition key,
 	// arrival, size), then the data as indented JSON (or, when it is not
-	// JSON, quoted), then a blank line.
+	// JSON, quoted), then a blank line. A record cut at the printer's
+	// limit is shown as it is, or quoted when it holds control characters.
 	Pretty Format = iota
 	// JSONLines: one JSON object a line, for jq: shard, sequenceNumber,
 	// partitionKey, arrived, bytes and data (the record's JSON value), or
@@ -131,6 +132,13 @@ func (p *Printer) Print(r *Record) error {
 		fmt.Fprintf(&b, "── %s  %s  key %s  arrived %s  %d bytes\n", r.Shard, r.SequenceNumber, quoteIfNeeded(r.PartitionKey),
 			r.Arrived.UTC().Format("2006-01-02T15:04:05.000Z07:00"), len(r.Data))
 		switch {
+		case long && hasControl(r.Data[:limit]):
+			// Whoever put the record chose its bytes: what a terminal
+			// would take as a control sequence is quoted, as it is in a
+			// short record, never written as it is.
+			q, used := quotePrefix(r.Data, limit)
+			b.WriteString("(quoted) " + q)
+			fmt.Fprintf(&b, "\n… %d more bytes not shown (-max-bytes %d)\n", len(r.Data)-used, limit)
 		case long:
 			b.Write(bytes.ToValidUTF8(r.Data[:limit], []byte("\uFFFD")))
 			fmt.Fprintf(&b, "\n… %d more bytes not shown (-max-bytes %d)\n", len(r.Data)-limit, limit)
@@ -183,4 +191,36 @@ func quoteData(b []byte) string {
 		return strconv.Quote(string(b))
 	}
 	return "base64 " + base64.StdEncoding.EncodeToString(b)
+}
+
+// hasControl reports whether b holds a character a terminal may act on
+// rather than show: a C0 control other than newline and tab (carriage
+// return too, which would write over the line), DEL, or a C1 control.
+func hasControl(b []byte) bool {
+	for _, c := range string(b) {
+		if c < ' ' && c != '\n' && c != '\t' || c >= 0x7f && c < 0xa0 {
+			return true
+		}
+	}
+	return false
+}
+
+// quotePrefix quotes as much of b from its start as fits in limit bytes
+// of quoted text (at least one character), and says how many bytes of b
+// that is.
+func quotePrefix(b []byte, limit int) (string, int) {
+	out := []byte{'"'}
+	var one []byte
+	used := 0
+	for used < len(b) {
+		_, size := utf8.DecodeRune(b[used:])
+		one = strconv.AppendQuote(one[:0], string(b[used:used+size]))
+		piece := one[1 : len(one)-1]
+		if used > 0 && len(out)+len(piece)+1 > limit {
+			break
+		}
+		out = append(out, piece...)
+		used += size
+	}
+	return string(append(out, '"')), used
 }

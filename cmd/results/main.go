@@ -18,7 +18,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -94,7 +96,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.StringVar(&f.from, "from", "", "windows starting at or after this (default 1h ago); with -follow, where to start reading the stream (default now: LATEST)")
 	fs.StringVar(&f.to, "to", "", "windows starting before this, or now (default now); not with -follow")
 	fs.BoolVar(&f.follow, "follow", false, "tail the WindowResults stream: print each final result, correction and retraction as it arrives, until Ctrl-C")
-	fs.BoolVar(&f.asJSON, "json", false, "JSON lines instead of a table: one window a line (with -follow, each record as it is on the stream)")
+	fs.BoolVar(&f.asJSON, "json", false, "JSON lines instead of a table: one window a line (with -follow, each record as it is on the stream, on one line)")
 	fs.IntVar(&f.limit, "limit", 0, fmt.Sprintf("at most this many windows, 1 to %d (default %d), and no more are read; with -follow, stop after this many records (default: no limit)", maxLimit, defaultLimit))
 	fs.StringVar(&f.pipeline, "pipeline", "", "the pipeline: its name (with -template, one the template deploys; else "+defaultDir+"/<name>.json) or its JSON file (default: with -template, the only one it deploys; else $PIPELINE_CONFIG, else the only one in "+defaultDir+"/)")
 	fs.StringVar(&f.parameter, "parameter", "", "the SSM parameter naming the current views table: the stack output ViewsParameterName (default $VIEWS_PARAMETER_NAME)")
@@ -433,7 +435,14 @@ func follow(ctx context.Context, kin *kinesis.Client, q *query, stdout, stderr i
 			return nil
 		}
 		if q.asJSON {
-			if _, err := fmt.Fprintf(stdout, "%s\n", r.Data); err != nil {
+			// One record a line, however its producer spaced it (the
+			// follower has read it as one valid JSON object).
+			var line bytes.Buffer
+			if err := json.Compact(&line, r.Data); err != nil {
+				return err
+			}
+			line.WriteByte('\n')
+			if _, err := stdout.Write(line.Bytes()); err != nil {
 				return err
 			}
 		} else if _, err := fmt.Fprintf(stdout, "%s  %s\n", r.Arrived.UTC().Format(time.RFC3339), results.FormatOutput(r.Output)); err != nil {

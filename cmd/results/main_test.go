@@ -625,3 +625,64 @@ func TestPipelineFileIsBounded(t *testing.T) {
 		t.Errorf("-pipeline of %d bytes: %v; want a usage error saying the bound", pipeline.MaxFileBytes+1, err)
 	}
 }
+
+// TestFollowReadsRecordsStrictly: -follow reads each record with the
+// strict reader. A record that names its key twice is skipped saying so
+// (encoding/json took the last copy, so it was shown as user-1's while
+// other readers may take it for another key's), and -json writes each
+// record on one line, however the producer spaced it.
+func TestFollowReadsRecordsStrictly(t *testing.T) {
+	ctx := context.Background()
+	kin := kinesis.NewFromConfig(awsCfg)
+	const stream = "results-strict"
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(stream), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	setAWS(t, endpoint, "us-east-1")
+	env := map[string]string{"PIPELINE_CONFIG": pipelineJSON, "OUTPUT_STREAM_NAME": stream}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(fctx, []string{"-follow", "-key", "user-1", "-json"}, lookup, time.Now, &out, &errb)
+	}()
+	waitFor(t, &errb, "following results-strict (1 shard)", 10*time.Second)
+
+	b, err := json.Marshal(output("final", "other", 1, 4, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice := append(b[:len(b)-1:len(b)-1], []byte(`,"key":"user-1"}`)...)
+	spaced, err := json.MarshalIndent(output("correction", "user-1", 2, 5, nil), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range [][]byte{twice, spaced} {
+		if _, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(stream), Data: data, PartitionKey: aws.String("user-1")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putOutputs(t, kin, stream, output("final", "user-1", 3, 6, nil))
+	waitFor(t, &out, `"revision":3`, 15*time.Second)
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("Ctrl-C ended the follow with exit %d, want 0; stderr %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var revs []int
+	for _, l := range lines {
+		var o aggregate.Output
+		if err := json.Unmarshal([]byte(l), &o); err != nil {
+			t.Fatalf("-json wrote %q, not one record a line: %v\nstdout:\n%s", l, err, out.String())
+		}
+		revs = append(revs, o.Revision)
+	}
+	if fmt.Sprint(revs) != "[2 3]" {
+		t.Errorf("printed revisions %v, want [2 3] (the record naming its key twice skipped):\n%s", revs, out.String())
+	}
+	if !strings.Contains(errb.String(), `duplicate object key "key"`) {
+		t.Errorf("stderr does not say the skipped record names its key twice:\n%s", errb.String())
+	}
+}

@@ -2,7 +2,6 @@ package results
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // streamReader is what the follower needs of Kinesis.
@@ -42,7 +42,9 @@ type Record struct {
 	Shard, SequenceNumber string
 	// Arrived is when Kinesis accepted it (ApproximateArrivalTimestamp).
 	Arrived time.Time
-	// Output is the record decoded; Data the bytes as they are on the stream.
+	// Output is the record decoded (with the strict reader: a record that
+	// is not valid UTF-8, or names a key twice, is undecodable); Data the
+	// bytes as they are on the stream.
 	Output aggregate.Output
 	Data   []byte
 }
@@ -266,7 +268,7 @@ func (f *Follower) readShard(ctx context.Context, shard, it string, recs chan<- 
 			rec := Record{Shard: shard, SequenceNumber: aws.ToString(r.SequenceNumber), Arrived: aws.ToTime(r.ApproximateArrivalTimestamp), Data: r.Data}
 			last = rec.SequenceNumber
 			next := item{rec: rec}
-			if err := json.Unmarshal(r.Data, &next.rec.Output); err != nil || next.rec.Output.ID == "" || next.rec.Output.Kind == "" {
+			if err := decodeOutput(r.Data, &next.rec.Output); err != nil || next.rec.Output.ID == "" || next.rec.Output.Kind == "" {
 				if err == nil {
 					err = errors.New("no id or type")
 				}
@@ -286,6 +288,14 @@ func (f *Follower) readShard(ctx context.Context, shard, it string, recs chan<- 
 		}
 	}
 	return nil
+}
+
+// decodeOutput reads a record of the stream with the strict reader: valid
+// UTF-8, each key once (encoding/json takes the last copy of a key, so a
+// record naming two keys would be shown as one and filtered as the
+// other), bounded depth. Fields a newer aggregate adds are skipped.
+func decodeOutput(data []byte, o *aggregate.Output) error {
+	return strictjson.Decode(data, o, strictjson.Options{MaxBytes: len(data) + 1, Name: "record", AllowUnknown: true})
 }
 
 // sleep waits d or until ctx ends, and reports whether it waited d.

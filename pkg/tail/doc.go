@@ -21,7 +21,8 @@
 // it registered and polls instead, at most one GetRecords call per shard
 // per Options.Poll (at least MinPoll, a second), up to 1,000 records a
 // call. The first line it writes to Options.Status says which, at what
-// rate and why.
+// rate and why; every Options.Progress while a shard is still catching up,
+// a line says how far it got.
 //
 // It never checkpoints: nothing remembers where a tail got to. The only
 // thing it writes is its own consumer's registration (and the removal of

@@ -90,6 +90,10 @@ const (
 	// relist is how often a following tail lists the shards again to read
 	// those a reshard created.
 	relist = 10 * time.Second
+	// DefaultProgress is how often a tail that is still catching up says
+	// how far it got: reading a stream of days from trim_horizon takes
+	// hours, and a filter may print nothing all that time.
+	DefaultProgress = 10 * time.Second
 	// MaxRecords bounds -n.
 	MaxRecords = 1_000_000
 	// maxShards bounds the shards listed (Kinesis' default quota is 500
@@ -123,8 +127,12 @@ type Options struct {
 	// most MaxSessionLimit).
 	MaxSession time.Duration
 	// Status receives what the tail says about itself, one line each: the
-	// first says how it reads and at what rate.
+	// first says how it reads and at what rate; then, every Progress
+	// while a shard is still catching up, how far it got.
 	Status io.Writer
+	// Progress is how often a tail still catching up says how far it got
+	// (DefaultProgress when 0).
+	Progress time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -175,6 +183,9 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 		o.Status = io.Discard
 	}
 	o.Poll = max(o.Poll, MinPoll)
+	if o.Progress <= 0 {
+		o.Progress = DefaultProgress
+	}
 	if o.MaxSession <= 0 {
 		o.MaxSession = DefaultMaxSession
 	}
@@ -260,6 +271,9 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 	}
 	tick := time.NewTicker(relist)
 	defer tick.Stop()
+	progress := time.NewTicker(o.Progress)
+	defer progress.Stop()
+	arrived := map[string]time.Time{} // the last record read of each shard
 	for {
 		if !o.Follow && len(pending) == 0 {
 			return sum, nil
@@ -281,6 +295,7 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 				continue
 			}
 			sum.Read++
+			arrived[ev.shard] = ev.rec.Arrived
 			if !o.Filter.Match(ev.rec) {
 				continue
 			}
@@ -290,6 +305,10 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 			sum.Printed++
 			if o.Limit > 0 && sum.Printed >= o.Limit {
 				return sum, nil
+			}
+		case <-progress.C:
+			if len(pending) > 0 {
+				fmt.Fprintln(o.Status, progressLine(sum, pending, arrived))
 			}
 		case <-tick.C:
 			if !o.Follow || o.Shard != "" {
@@ -360,6 +379,28 @@ func briefly(err error) string {
 		return fmt.Sprintf("HTTP %d", resp.HTTPStatusCode())
 	}
 	return err.Error()
+}
+
+// progressLine says how far a tail still catching up got: what it read
+// and printed, which shards are not caught up, and the arrival time of the
+// last record read on the one furthest behind.
+func progressLine(sum Summary, pending map[string]bool, arrived map[string]time.Time) string {
+	var behind string
+	var at time.Time
+	for sh := range pending {
+		a, ok := arrived[sh]
+		if !ok {
+			continue
+		}
+		if behind == "" || a.Before(at) || a.Equal(at) && sh < behind {
+			behind, at = sh, a
+		}
+	}
+	line := fmt.Sprintf("tail: still catching up: %d record(s) read, %d printed; %d of %d shard(s) not caught up", sum.Read, sum.Printed, len(pending), sum.Shards)
+	if behind != "" {
+		line += fmt.Sprintf(", the furthest behind %s at records that arrived %s", behind, at.UTC().Format(time.RFC3339))
+	}
+	return line
 }
 
 // statusLine is the tail's first line: how it reads and at what rate.

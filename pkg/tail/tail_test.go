@@ -1,6 +1,7 @@
 package tail_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -215,4 +216,41 @@ func idsOnShardFrom(t *testing.T, kin *kinesis.Client, stream, shard, seq string
 		t.Fatalf("shard %s holds nothing from %q", shard, seq)
 	}
 	return got
+}
+
+// oneAtATime reads one record per GetRecords call: a shard that takes
+// many calls to catch up, as a stream of days does.
+type oneAtATime struct{ *kinesis.Client }
+
+func (k oneAtATime) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	in.Limit = aws.Int32(1)
+	return k.Client.GetRecords(ctx, in, opts...)
+}
+
+// A tail that takes long to catch up says how far it got while it reads,
+// even when its filter prints nothing: a tail of a key from trim_horizon
+// on a stream of days reads for hours, and was silent until its last line.
+func TestProgressWhileCatchingUp(t *testing.T) {
+	kin := kinesis.NewFromConfig(awsCfg)
+	stream := newStream(t, kin, 1)
+	put(t, kin, stream, event{ID: "e1", Key: "user-1"}, event{ID: "e2", Key: "user-1"}, event{ID: "e3", Key: "user-1"})
+	var status bytes.Buffer
+	got, sum := ids(t, oneAtATime{kin}, tail.Options{Stream: stream, From: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, Limit: 100,
+		PollOnly: true, Filter: tail.Filter{Key: "nobody"}, Progress: 300 * time.Millisecond, Status: &status})
+	if len(got) != 0 || sum.Read != 3 {
+		t.Fatalf("printed %v of %d read, want none of 3", got, sum.Read)
+	}
+	var lines []string
+	for _, l := range strings.Split(status.String(), "\n") {
+		if strings.HasPrefix(l, "tail: still catching up:") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 2 {
+		t.Fatalf("a tail reading for 3 s said how far it got %d times, want a line every 300ms; status:\n%s", len(lines), status.String())
+	}
+	last := lines[len(lines)-1]
+	if !strings.Contains(last, "record(s) read, 0 printed") || !strings.Contains(last, "1 of 1 shard(s)") || !strings.Contains(last, "arrived") {
+		t.Errorf("progress line %q does not say what was read and printed, which shards are behind and where", last)
+	}
 }

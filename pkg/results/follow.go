@@ -101,9 +101,12 @@ func (f *Follower) WithPoll(poll, relist time.Duration) *Follower {
 // Follow calls fn with every record put on the stream from `from` (the
 // zero time: from now, LATEST) until ctx ends or fn returns an error,
 // reading every shard. fn is called from one goroutine at a time; records
-// of one shard come in order. Shards a reshard creates later are read from
-// their start. It returns nil when ctx ends, fn's error, or the first error
-// reading the stream that retrying does not cure.
+// of one shard come in order, and a shard is read only once the shards it
+// was split or merged from are read to their end, so a key's records come
+// in order across a reshard (a correction after the final result it
+// corrects). Shards a reshard creates later are read from their start. It
+// returns nil when ctx ends, fn's error, or the first error reading the
+// stream that retrying does not cure.
 func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -117,48 +120,90 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 	}
 	recs := make(chan item)
 	errs := make(chan error, 1)
+	ended := make(chan string) // a shard read to its end
 	var wg sync.WaitGroup
-	started := map[string]bool{}
-	start := func(shard string, it string) {
-		started[shard] = true
+	// Each shard is seen once; one to read waits in waiting until none of
+	// its parents is waiting or being read (reading).
+	seen := map[string]bool{}
+	waiting := map[string]waitingShard{}
+	reading := map[string]bool{}
+	start := func(shard, it string) {
+		reading[shard] = true
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := f.readShard(ctx, shard, it, recs); err != nil && ctx.Err() == nil {
+			err := f.readShard(ctx, shard, it, recs)
+			switch {
+			case ctx.Err() != nil:
+			case err != nil:
 				select {
 				case errs <- err:
 				default:
 				}
 				cancel()
+			default:
+				select {
+				case ended <- shard:
+				case <-ctx.Done():
+				}
 			}
 		}()
 	}
-	opened := 0
+	// startReady starts every waiting shard whose parents are done.
+	startReady := func() error {
+		for {
+			var ready []string
+			busy := func(id string) bool { _, w := waiting[id]; return w || reading[id] }
+			for id, w := range waiting {
+				if !busy(w.parent) && !busy(w.adjacent) {
+					ready = append(ready, id)
+				}
+			}
+			if len(ready) == 0 {
+				return nil
+			}
+			sort.Strings(ready)
+			for _, id := range ready {
+				in := waiting[id].in
+				delete(waiting, id)
+				out, err := f.kin.GetShardIterator(ctx, in)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return fmt.Errorf("opening shard %s of %s: %w", id, f.stream, err)
+				}
+				start(id, aws.ToString(out.ShardIterator))
+			}
+		}
+	}
+	wait := func(s types.Shard, in *kinesis.GetShardIteratorInput) {
+		waiting[aws.ToString(s.ShardId)] = waitingShard{in: in, parent: aws.ToString(s.ParentShardId), adjacent: aws.ToString(s.AdjacentParentShardId)}
+	}
 	for _, s := range shards {
+		seen[aws.ToString(s.ShardId)] = true
 		closed := s.SequenceNumberRange != nil && s.SequenceNumberRange.EndingSequenceNumber != nil
 		if from.IsZero() && closed {
-			started[aws.ToString(s.ShardId)] = true // nothing new will come from it
-			continue
+			continue // nothing new will come from it
 		}
 		in := &kinesis.GetShardIteratorInput{StreamName: aws.String(f.stream), ShardId: s.ShardId, ShardIteratorType: types.ShardIteratorTypeLatest}
 		if !from.IsZero() {
 			in.ShardIteratorType, in.Timestamp = types.ShardIteratorTypeAtTimestamp, aws.Time(from)
 		}
-		out, err := f.kin.GetShardIterator(ctx, in)
-		if err != nil {
-			return fmt.Errorf("opening shard %s of %s: %w", aws.ToString(s.ShardId), f.stream, err)
-		}
-		start(aws.ToString(s.ShardId), aws.ToString(out.ShardIterator))
-		opened++
+		wait(s, in)
+	}
+	opened := len(waiting)
+	// Shards are added only from here, so waiting for them only when
+	// leaving is safe.
+	defer func() { cancel(); wg.Wait() }()
+	if err := startReady(); err != nil {
+		return err
 	}
 	if f.OnStart != nil {
 		f.OnStart(opened, where)
 	}
 	relist := time.NewTicker(f.relist)
 	defer relist.Stop()
-	// Shards are added only from here, so waiting for them only when
-	// leaving is safe.
-	defer func() { cancel(); wg.Wait() }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -178,6 +223,11 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 			if err := fn(it.rec); err != nil {
 				return err
 			}
+		case id := <-ended:
+			delete(reading, id)
+			if err := startReady(); err != nil {
+				return err
+			}
 		case <-relist.C:
 			shards, err := f.listShards(ctx)
 			if err != nil {
@@ -188,22 +238,25 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 			}
 			for _, s := range shards {
 				id := aws.ToString(s.ShardId)
-				if started[id] {
+				if seen[id] {
 					continue
 				}
 				// A shard created since the follow began: all of it is new.
-				out, err := f.kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(f.stream), ShardId: s.ShardId,
+				seen[id] = true
+				wait(s, &kinesis.GetShardIteratorInput{StreamName: aws.String(f.stream), ShardId: s.ShardId,
 					ShardIteratorType: types.ShardIteratorTypeTrimHorizon})
-				if err != nil {
-					if ctx.Err() != nil {
-						continue
-					}
-					return fmt.Errorf("opening new shard %s of %s: %w", id, f.stream, err)
-				}
-				start(id, aws.ToString(out.ShardIterator))
+			}
+			if err := startReady(); err != nil {
+				return err
 			}
 		}
 	}
+}
+
+// waitingShard is a shard to read once its parents are read to their end.
+type waitingShard struct {
+	in               *kinesis.GetShardIteratorInput
+	parent, adjacent string
 }
 
 // listShards lists every shard of the stream (all pages).

@@ -184,3 +184,44 @@ func TestFollowAcrossASplit(t *testing.T) {
 		t.Errorf("records came from shards %v, want the parent and both children", ids)
 	}
 }
+
+// A follow from a time before a split reads the closed parent to its end
+// before the children: a key's results move to a child at the split, and a
+// correction there must not be printed before the final result it corrects,
+// which the parent holds.
+func TestFollowReadsParentBeforeChildren(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st := &reshardingStream{shards: []*fakeShard{{id: "shardId-000000000000"}}}
+	var before []string
+	for i := range 200 {
+		before = append(before, fmt.Sprint("before-", i))
+	}
+	st.put(append(before, "k")...) // k's final, revision 1, last on the parent
+	st.split()
+	st.mu.Lock()
+	b, _ := json.Marshal(aggregate.Output{ID: "p/k/r2", Kind: "correction", Pipeline: "p", Key: "k", Window: "tumbling:1m0s", Revision: 2,
+		Result: agg.Result{Aggregates: agg.Count, Count: 2}})
+	child := st.shards[1]
+	child.recs = append(child.recs, kintypes.Record{Data: b, PartitionKey: aws.String("k"), SequenceNumber: aws.String("1"), ApproximateArrivalTimestamp: aws.Time(time.Now())})
+	st.mu.Unlock()
+
+	f := results.NewFollower(st, "wr").WithPoll(20*time.Millisecond, 50*time.Millisecond)
+	var revs []int
+	n := 0
+	err := f.Follow(ctx, time.Now().Add(-time.Hour), func(r results.Record) error {
+		if n++; r.Output.Key == "k" {
+			revs = append(revs, r.Output.Revision)
+		}
+		if n == len(before)+2 {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(revs) != "[1 2]" {
+		t.Errorf("k's results came as revisions %v, want [1 2]: the child's correction before the parent's final", revs)
+	}
+}

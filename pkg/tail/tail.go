@@ -161,16 +161,24 @@ type Summary struct {
 	SessionEnded bool
 }
 
-// shardEvent is what a shard's reader hands the tail: a record, or word
-// that the shard is caught up (or closed).
+// shardEvent is what a shard's reader hands the tail: a record, word
+// that the shard is caught up (or closed), or that its reader is done.
 type shardEvent struct {
-	rec      *Record
-	shard    string
-	caughtUp bool
+	rec            *Record
+	shard          string
+	caughtUp, done bool
+}
+
+// waitingShard is a shard to read from `from` once its parents are done.
+type waitingShard struct {
+	from             Position
+	parent, adjacent string
 }
 
 // Run reads the stream as o says and calls fn with each record the filter
-// passes, from one goroutine, records of a shard in order. It ends when
+// passes, from one goroutine, records of a shard in order; a shard is read
+// once the shards it was split or merged from are read to their end, so a
+// key's records come in order across a reshard. It ends when
 // every shard is caught up (without Follow), when o.Limit records were
 // printed, when ctx ends (nil: a Ctrl-C is how a follow ends), or on the
 // first error that retrying does not cure. A consumer it registered is
@@ -252,15 +260,53 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	started := map[string]bool{}
-	for i, sh := range read {
-		started[sh] = true
-		var first EventStream
-		if i == 0 {
-			first = probe
+	// A shard to read waits until none of its parents is waiting or being
+	// read: a key's records move from a parent to a child at a reshard,
+	// and come in order only when the parent is read to its end first.
+	byID := map[string]types.Shard{}
+	for _, s := range shards {
+		byID[aws.ToString(s.ShardId)] = s
+	}
+	waiting := map[string]waitingShard{}
+	reading := map[string]bool{}
+	wait := func(s types.Shard, from Position) {
+		waiting[aws.ToString(s.ShardId)] = waitingShard{from: from, parent: aws.ToString(s.ParentShardId), adjacent: aws.ToString(s.AdjacentParentShardId)}
+	}
+	startReady := func() {
+		busy := func(id string) bool { _, w := waiting[id]; return w || reading[id] }
+		for {
+			var ready []string
+			for id, w := range waiting {
+				if !busy(w.parent) && !busy(w.adjacent) {
+					ready = append(ready, id)
+				}
+			}
+			if len(ready) == 0 {
+				return
+			}
+			sort.Strings(ready)
+			for _, id := range ready {
+				from := waiting[id].from
+				delete(waiting, id)
+				reading[id] = true
+				var first EventStream
+				if len(read) > 0 && id == read[0] {
+					first, probe = probe, nil
+				}
+				wg.Add(1)
+				go func() { defer wg.Done(); r.run(ctx, id, from, first) }()
+			}
 		}
-		wg.Add(1)
-		go func() { defer wg.Done(); r.run(ctx, sh, o.From, first) }()
+	}
+	started := map[string]bool{}
+	for _, sh := range read {
+		started[sh] = true
+		wait(byID[sh], o.From)
+	}
+	startReady()
+	if probe != nil { // the first shard waits for its parent: it subscribes when it starts
+		probe.Close()
+		probe = nil
 	}
 	for _, s := range shards {
 		started[aws.ToString(s.ShardId)] = true // not read (closed before LATEST, or not -shard): not new either
@@ -290,6 +336,11 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 			}
 			return sum, nil
 		case ev := <-r.events:
+			if ev.done {
+				delete(reading, ev.shard)
+				startReady()
+				continue
+			}
 			if ev.caughtUp {
 				delete(pending, ev.shard)
 				continue
@@ -329,12 +380,9 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 				// A shard a reshard created since the tail began: all of it is new.
 				started[id] = true
 				sum.Shards++
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					r.run(ctx, id, Position{Type: types.ShardIteratorTypeTrimHorizon}, nil)
-				}()
+				wait(s, Position{Type: types.ShardIteratorTypeTrimHorizon})
 			}
+			startReady()
 		}
 	}
 }
@@ -503,12 +551,16 @@ func (r *reader) run(ctx context.Context, shard string, from Position, first Eve
 	} else {
 		err = r.poll(ctx, shard, from)
 	}
-	if err != nil && ctx.Err() == nil {
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
 		select {
 		case r.errs <- err:
 		default:
 		}
 		r.cancel()
+	default: // read to its end, or caught up without Follow
+		r.send(ctx, shardEvent{shard: shard, done: true})
 	}
 }
 

@@ -184,7 +184,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	switch {
 	case tmpl != "":
 		if env("AWS_ENDPOINT_URL") == "" {
-			return fail(stderr, cli.Usagef("template", "names streams as the local runner deploys them, but AWS_ENDPOINT_URL is not set; against AWS give -stream the name (the stack outputs EventsStreamName, WindowResultsStreamName, JoinsStreamName, MatchesStreamName, EnrichedStreamName, EsStreamName)"))
+			return fail(stderr, cli.Usagef("template", "names streams as the local runner deploys them, but AWS_ENDPOINT_URL is not set; against AWS give -stream the name (the stack outputs EventsStreamName, WindowResultsStreamName, <join>JoinsStreamName and <detector>MatchesStreamName (a join or CEP file's outputs carry its name), EnrichedStreamName, EsStreamName)"))
 		}
 		streams, err := templateStreams(tmpl, stack)
 		if err == nil {

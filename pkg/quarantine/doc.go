@@ -24,7 +24,12 @@
 //
 // Nothing is lost without a trace: if some or all records are already gone
 // (trimmed, stream deleted), one marker item (kind "missing") says so, with
-// the batch's coordinates. A message is read as every JSON entry point is
+// the batch's coordinates. A range can hold many MB (a filtered batch's
+// holds every record between its first and last), so one message copies at
+// most MaxCopyBytes of it in at most 50 GetRecords calls; past either, the
+// marker names the records not copied by their sequence numbers (they may
+// still be in the stream), and RecordsMissing counts them (at least 1, which
+// its alarm sees). A message is read as every JSON entry point is
 // (package strictjson: no key twice, the record's keys spelt exactly; a key
 // Lambda may add later is skipped) and each field is held to the bound of the API it comes from
 // (Parse: sequence numbers of at most 129 digits, RFC 3339 times of at most

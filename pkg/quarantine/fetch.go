@@ -61,10 +61,20 @@ const (
 	maxStreamsRecordsPerRead = 1000
 )
 
+// MaxCopyBytes bounds the records one message copies (their data, keys
+// and sequence numbers, as held in memory): a failed range holds every
+// record between its first and last sequence numbers, many MB when a
+// filter let few of them into the batch. It is setaside.MaxDataBytes, so
+// that the largest record kept whole is always copied, and with one
+// GetRecords response (at most 10 MiB) it fits the function's memory. A
+// read stops before the record that would pass it; the marker item names
+// the range left (see Handler).
+const MaxCopyBytes = setaside.MaxDataBytes
+
 // errGone marks errors meaning the records cannot be read any more.
 var errGone = errors.New("records are no longer readable")
 
-// errCutShort marks a read that stopped at its limit of calls.
+// errCutShort marks a read that stopped at its limit of calls or bytes.
 var errCutShort = errors.New("stopped reading")
 
 // goneError wraps err with errGone when it says the stream, shard or
@@ -87,6 +97,11 @@ type collector struct {
 	out   []fetched
 	done  bool
 	empty int
+	// maxBytes bounds bytes, what out holds; full is set, and next is the
+	// first record not copied, when a record would have passed it.
+	maxBytes, bytes int
+	full            bool
+	next            string
 }
 
 func (c *collector) add(f fetched) {
@@ -95,6 +110,17 @@ func (c *collector) add(f fetched) {
 		return
 	}
 	if stream.CompareSequence(f.seq, c.info.StartSequenceNumber) >= 0 {
+		size := len(f.seq) + len(f.data) + len(f.partitionKey) + len(f.eventID) + len(f.eventName)
+		for _, r := range f.redacted {
+			size += len(r)
+		}
+		// The first record is always kept, so that a read moves on
+		// (none is over the bound: see MaxCopyBytes).
+		if len(c.out) > 0 && c.bytes+size > c.maxBytes {
+			c.full, c.next, c.done = true, f.seq, true
+			return
+		}
+		c.bytes += size
 		c.out = append(c.out, f)
 	}
 	if f.seq == c.info.EndSequenceNumber {
@@ -130,7 +156,7 @@ func (c *collector) result(readErr error) fetchResult {
 // an error only for failures worth retrying (throttling, network); a stream,
 // shard or position that no longer exists is a fetchResult with missing set.
 func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResult, error) {
-	c := &collector{info: info}
+	c := &collector{info: info, maxBytes: h.maxBytes}
 	iterator := func(typ kinesistypes.ShardIteratorType, seq string) (*string, error) {
 		out, err := h.kinesis.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{
 			StreamARN:              aws.String(info.StreamArn),
@@ -202,7 +228,7 @@ func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResul
 // without personal data (setaside.DynamoDBData: the images lose the
 // attribute setaside.PersonalAttribute).
 func (h *Handler) fetchDynamoDB(ctx context.Context, info *BatchInfo) (fetchResult, error) {
-	c := &collector{info: info}
+	c := &collector{info: info, maxBytes: h.maxBytes}
 	if h.streams == nil {
 		return fetchResult{missing: "records not fetched: the function has no DynamoDB Streams client"}, nil
 	}
@@ -275,11 +301,21 @@ func (h *Handler) fetchDynamoDB(ctx context.Context, info *BatchInfo) (fetchResu
 }
 
 // cutShort is why a read that made calls GetRecords calls stopped before
-// the batch's end: nil unless it ran out of calls, so that the marker does
-// not say of records still in the stream that they are gone.
+// the batch's end: nil unless it reached its bound of bytes or ran out of
+// calls, so that the marker does not say of records still in the stream
+// that they are gone. It names the range not copied by its sequence
+// numbers.
 func (h *Handler) cutShort(calls int, c *collector) error {
+	if c.full {
+		return fmt.Errorf("%w at %d bytes, the most one message copies (%d): the records from sequence number %s to %s were not copied and may still be in the stream",
+			errCutShort, c.bytes, c.maxBytes, c.next, c.info.EndSequenceNumber)
+	}
 	if c.done || calls < h.maxReads {
 		return nil
 	}
-	return fmt.Errorf("%w after %d GetRecords calls; those after sequence number %s may still be in the stream", errCutShort, calls, c.last())
+	left := "from sequence number " + c.info.StartSequenceNumber
+	if last := c.last(); last != "" {
+		left = "after sequence number " + last
+	}
+	return fmt.Errorf("%w after %d GetRecords calls: the records %s to %s were not copied and may still be in the stream", errCutShort, calls, left, c.info.EndSequenceNumber)
 }

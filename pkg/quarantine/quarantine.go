@@ -35,6 +35,7 @@ type Handler struct {
 	function string
 	now      func() time.Time
 	maxReads int
+	maxBytes int
 	metrics  *metrics.Logger
 	log      *slog.Logger
 }
@@ -68,7 +69,7 @@ func WithDynamoDBStreams(s streamReader) Option { return func(h *Handler) { h.st
 // New returns a handler that reads failed batches from Kinesis and writes
 // them to the DynamoDB table named table.
 func New(kin shardReader, db itemWriter, table string, opts ...Option) *Handler {
-	h := &Handler{kinesis: kin, function: "quarantine", now: time.Now, maxReads: 50, log: slog.Default()}
+	h := &Handler{kinesis: kin, function: "quarantine", now: time.Now, maxReads: 50, maxBytes: MaxCopyBytes, log: slog.Default()}
 	for _, o := range opts {
 		o(h)
 	}
@@ -149,7 +150,10 @@ func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) err
 	}
 	h.metrics.Add("RecordsQuarantined", metrics.Count, float64(len(res.records)))
 	if res.missing != "" {
-		h.metrics.Add("RecordsMissing", metrics.Count, float64(max(info.BatchSize-len(res.records), 0)))
+		// At least 1, so that the alarm fires: a filtered batch's range
+		// holds more records than its batchSize, and a read cut short does
+		// not know how many it left.
+		h.metrics.Add("RecordsMissing", metrics.Count, float64(max(info.BatchSize-len(res.records), 1)))
 		h.log.Warn("failed batch not fully readable", "source", info.Source(), "reason", res.missing)
 	}
 	h.log.Info("quarantined", "messageId", msg.MessageId, "source", info.Source(), "records", len(res.records),

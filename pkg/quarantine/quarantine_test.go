@@ -53,6 +53,7 @@ func TestAgainstStandIn(t *testing.T) {
 		{"CopiesNoPersonalData", testCopiesNoPersonalData},
 		{"ReportsWriteFailures", testReportsWriteFailures},
 		{"KeepsBigRecordsWhole", testKeepsBigRecordsWhole},
+		{"BoundsTheBytesOneMessageCopies", testBoundsTheBytesOneMessageCopies},
 		{"LeavesRecordsSetAsideByTheirFunction", testLeavesRecordsSetAside},
 		{"SetsAsideHostileMessages", testSetsAsideHostileMessages},
 	}
@@ -448,6 +449,100 @@ func testKeepsBigRecordsWhole(t *testing.T, e env) {
 	}
 	if !bytes.Equal(it.Data, big) || it.DataTruncated || it.DataBytes != len(big) || it.Kind != "record" {
 		t.Errorf("kept %d bytes (truncated %v, dataBytes %d, kind %s), want all %d", len(it.Data), it.DataTruncated, it.DataBytes, it.Kind, len(big))
+	}
+}
+
+// testBoundsTheBytesOneMessageCopies: a failed range can hold many MB (a
+// filtered batch's range holds every record between its first and last).
+// One message copies at most maxBytes of it; the rest is not dropped
+// silently: the marker names the range not copied by its sequence numbers,
+// and RecordsMissing counts it (at least 1 when the batch's size, a
+// filtered batch's, is below what was copied), so its alarm fires. A range
+// under the bound is copied whole, as before.
+func testBoundsTheBytesOneMessageCopies(t *testing.T, e env) {
+	ctx := context.Background()
+	name := e.prefix + "events"
+	if _, err := e.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	desc, _ := e.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
+	arn := aws.ToString(desc.StreamDescriptionSummary.StreamARN)
+	var entries []kinesistypes.PutRecordsRequestEntry
+	for i := range 10 {
+		entries = append(entries, kinesistypes.PutRecordsRequestEntry{PartitionKey: aws.String("k"), Data: []byte(fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("x", 1000)))})
+	}
+	out, err := e.kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(name), Records: entries})
+	if err != nil || aws.ToInt32(out.FailedRecordCount) != 0 {
+		t.Fatalf("PutRecords: %v, %d failed", err, aws.ToInt32(out.FailedRecordCount))
+	}
+	var seqs []string
+	for _, r := range out.Records {
+		seqs = append(seqs, aws.ToString(r.SequenceNumber))
+	}
+	shard, source := aws.ToString(out.Records[0].ShardId), arn+"/"+aws.ToString(out.Records[0].ShardId)
+	tests := []struct {
+		name        string
+		maxBytes    int
+		start, end  int
+		batchSize   int
+		wantCopied  int
+		wantMissing float64
+	}{
+		{"under the bound: whole", 1 << 20, 0, 9, 10, 10, 0},
+		{"over the bound", 3500, 0, 9, 10, 3, 7},
+		{"over the bound, filtered batch", 3500, 2, 9, 2, 3, 1},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table := fmt.Sprintf("%sbound%d", e.prefix, i)
+			createTable(t, e.db, table, "source", "sequenceNumber", nil)
+			var emf bytes.Buffer
+			h := New(e.kin, e.db, table, WithClock(func() time.Time { return now }), WithMetrics(metrics.New(&emf, "quarantine")))
+			h.maxBytes = tt.maxBytes
+			body := onFailure("KinesisBatchInfo", arn, shard, seqs[tt.start], seqs[tt.end], tt.batchSize)
+			resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: body, EventSourceARN: failuresArn}}})
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("Handle = %v, %v; want success (the marker is the outcome)", resp, err)
+			}
+			var copied []string
+			var markers []Item
+			for _, it := range scan(t, env{db: e.db, table: table}) {
+				switch {
+				case it.Source != source:
+				case it.Kind == "record":
+					copied = append(copied, it.SequenceNumber)
+				case it.Kind == "missing":
+					markers = append(markers, it)
+				}
+			}
+			sort.Slice(copied, func(i, j int) bool {
+				return len(copied[i]) < len(copied[j]) || len(copied[i]) == len(copied[j]) && copied[i] < copied[j]
+			})
+			if want := seqs[tt.start : tt.start+tt.wantCopied]; fmt.Sprint(copied) != fmt.Sprint(want) {
+				t.Errorf("copied %v, want %v", copied, want)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(emf.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc["RecordsMissing"] != tt.wantMissing || doc["RecordsQuarantined"] != float64(tt.wantCopied) {
+				t.Errorf("RecordsMissing %v, RecordsQuarantined %v; want %v and %v", doc["RecordsMissing"], doc["RecordsQuarantined"], tt.wantMissing, tt.wantCopied)
+			}
+			if tt.wantMissing == 0 {
+				if len(markers) != 0 {
+					t.Errorf("markers %+v, want none", markers)
+				}
+				return
+			}
+			if len(markers) != 1 {
+				t.Fatalf("%d markers, want 1", len(markers))
+			}
+			m := markers[0]
+			left := fmt.Sprintf("from sequence number %s to %s were not copied", seqs[tt.start+tt.wantCopied], seqs[tt.end])
+			if !strings.Contains(m.Reason, left) || !strings.Contains(m.Reason, fmt.Sprint(tt.maxBytes)) || m.RecordsFound == nil || *m.RecordsFound != tt.wantCopied {
+				t.Errorf("marker reason %q (found %v): want it to say the records %s, and the bound", m.Reason, m.RecordsFound, left)
+			}
+		})
 	}
 }
 

@@ -1,8 +1,3 @@
-// Package onfailure is the invocation record Lambda sends to a stream event
-// source mapping's on-failure destination (SQS or SNS) when it gives up on a
-// batch: which function, why (condition), and where the batch is in its
-// stream (KinesisBatchInfo or DDBStreamBatchInfo). The local runner writes it
-// as Lambda does; the quarantine function reads it.
 package onfailure
 
 // Record is the invocation record Lambda sends to an event source

@@ -47,8 +47,10 @@
 //	                                   also when the batch is redelivered
 //	worker/sqs-fifo.json               group customer-1's second message is poison (rounds 0) → it and the group's later
 //	                                   message fail; task-2001 and task-3001 run once
-//	worker/sqs-after-missing.json      task-4002 needs task-4001's result (data.after), which does not exist → reported by its
-//	                                   messageId, never run; the deployed worker instead sends it to the Tasks DLQ with the reason
+//	worker/sqs-after-missing.json      task-4002 needs task-4001's result (data.after), which does not exist, on receive 5
+//	                                   (the Tasks queue's maxReceiveCount, its last) → reported by its messageId, never run;
+//	                                   the deployed worker instead sends it to the Tasks DLQ with the reason (on an earlier
+//	                                   receive it is reported failed to wait for its dependency, in both)
 //	cdc/dynamodb-insert.json           INSERT of user-42 (version 1) → one profile_changed record, partition key user-42,
 //	                                   id profiles/user-42/1, image = the item
 //	cdc/dynamodb-modify.json           MODIFY to version 2 → profile_changed, id profiles/user-42/2, image = the new image

@@ -845,21 +845,23 @@ func describeEnvironments(tasks int, envs map[string]int) string {
 	return fmt.Sprintf("%d tasks over %d worker environments (by log stream): %s", tasks, len(envs), strings.Join(parts, " · "))
 }
 
-// demoDeadLetter sends a task that needs a task never sent: the worker
-// dead-letters it at once with the reason; the DLQ depth metric shows it;
-// the operator runs the missing task and redrives; the task runs once.
+// demoDeadLetter delivers a task that needs a task never sent on its last
+// receive: the worker dead-letters it with the reason; the DLQ depth metric
+// shows it; the operator runs the missing task and redrives; the task runs
+// once.
 func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work, w io.Writer) error {
 	cfg := stack.Config()
 	since := time.Now().Add(-time.Second)
 	const task, missing = 31, 99
-	fmt.Fprintf(w, "▸ poison: %s needs the result of %s (data.after), which nobody sent — no retry can fix that\n", local.TaskID(task), local.TaskID(missing))
-	if _, err := work.SendTask(ctx, cfg, task, missing); err != nil {
+	fmt.Fprintf(w, "▸ %s needs the result of %s (data.after), which nobody sent: SQS does not order the queue, so it waits through its receives, 6 minutes apart\n", local.TaskID(task), local.TaskID(missing))
+	fmt.Fprintln(w, "  (shown here on its last receive, the 5th, handed to the worker directly rather than half an hour later)")
+	if _, err := stack.DeliverOnLastReceive(ctx, work, task, missing); err != nil {
 		return err
 	}
 	if err := work.WaitDeadLettered(ctx, cfg, 1); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "  the worker sent it to the DLQ %s on its first receive, with the reason (redrive -dry-run):\n", work.DLQName)
+	fmt.Fprintf(w, "  still missing on its last receive, the worker sent it to the DLQ %s with the reason (redrive -dry-run):\n", work.DLQName)
 	var listing strings.Builder
 	if _, err := work.ShowDeadLetters(ctx, cfg, &listing); err != nil {
 		return err

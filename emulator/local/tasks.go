@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -114,6 +115,63 @@ func (w *Work) SendTask(ctx context.Context, cfg aws.Config, n, after int) (stri
 	}
 	if _, err := sqs.NewFromConfig(cfg).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(w.QueueURL), MessageBody: aws.String(body)}); err != nil {
 		return "", fmt.Errorf("sending %s: %w", t.TaskID, err)
+	}
+	return t.TaskID, nil
+}
+
+// DeliverOnLastReceive hands the worker task number n, which needs the
+// result of task after (data.after), as Lambda would on the Tasks queue's
+// last receive: ApproximateReceiveCount equal to the queue's
+// maxReceiveCount, read from its RedrivePolicy. A task whose dependency is
+// missing waits through the queue's receives, a visibility timeout (6
+// minutes) apart, and is dead-lettered with its reason only on the last:
+// this shows that last receive without the half hour before it. The message
+// never was in the queue, so nothing is left there. It returns the task id,
+// or an error if the worker reported the message failed.
+func (s *Stack) DeliverOnLastReceive(ctx context.Context, w *Work, n, after int) (string, error) {
+	t := worker.Task{TaskID: TaskID(n), Input: fmt.Sprintf("invoice-%03d", n), Rounds: 2000, After: TaskID(after)}
+	now := time.Now().UTC()
+	body, err := taskBody(t, n, now)
+	if err != nil {
+		return "", err
+	}
+	out, err := sqs.NewFromConfig(s.cfg).GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.QueueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn, sqstypes.QueueAttributeNameRedrivePolicy}})
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", w.QueueURL, err)
+	}
+	var policy struct {
+		MaxReceiveCount json.RawMessage `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(out.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]), &policy); err != nil {
+		return "", fmt.Errorf("queue %s: RedrivePolicy: %w", w.QueueURL, err)
+	}
+	last := strings.Trim(string(policy.MaxReceiveCount), `"`)
+	if _, err := strconv.Atoi(last); err != nil {
+		return "", fmt.Errorf("queue %s: RedrivePolicy has no maxReceiveCount", w.QueueURL)
+	}
+	ms := strconv.FormatInt(now.UnixMilli(), 10)
+	ev := events.SQSEvent{Records: []events.SQSMessage{{
+		MessageId: fmt.Sprintf("last-receive-%s-%d", t.TaskID, now.UnixNano()), Body: body,
+		Attributes:        map[string]string{"ApproximateReceiveCount": last, "SentTimestamp": ms, "ApproximateFirstReceiveTimestamp": ms},
+		MessageAttributes: map[string]events.SQSMessageAttribute{},
+		EventSource:       "aws:sqs", EventSourceARN: out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], AWSRegion: s.cfg.Region,
+	}}}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return "", err
+	}
+	fns := s.FunctionsOf("worker")
+	if len(fns) != 1 {
+		return "", fmt.Errorf("the template has %d worker functions, want 1", len(fns))
+	}
+	res, err := s.Invoke(ctx, fns[0], payload)
+	if err != nil {
+		return "", fmt.Errorf("invoking %s: %w", fns[0], err)
+	}
+	var resp events.SQSEventResponse
+	if res.FunctionError != "" || json.Unmarshal(res.Payload, &resp) != nil || len(resp.BatchItemFailures) != 0 {
+		return "", fmt.Errorf("%s on its last receive (%s): the worker answered %s %s, want no failures", t.TaskID, last, res.FunctionError, res.Payload)
 	}
 	return t.TaskID, nil
 }

@@ -55,6 +55,9 @@ type DeadLetters struct {
 type deadLetterQueue struct {
 	url  string
 	fifo bool
+	// maxReceives is the source queue's maxReceiveCount: on that receive
+	// SQS delivers a message for the last time.
+	maxReceives int
 	// maxBytes is its MaximumMessageSize: SQS counts a message's body and
 	// each attribute's name, type and value against it.
 	maxBytes int
@@ -128,6 +131,17 @@ func (d *DeadLetters) Send(ctx context.Context, msg *events.SQSMessage, reason e
 	return dlq.url, nil
 }
 
+// MaxReceiveCount returns the maxReceiveCount of the RedrivePolicy of the
+// queue sourceARN: the receive on which SQS delivers a message for the last
+// time before moving it to the dead-letter queue itself.
+func (d *DeadLetters) MaxReceiveCount(ctx context.Context, sourceARN string) (int, error) {
+	q, err := d.queue(ctx, sourceARN)
+	if err == nil && q.maxReceives < 1 {
+		err = fmt.Errorf("queue %s: its RedrivePolicy has no maxReceiveCount of at least 1", sourceARN)
+	}
+	return q.maxReceives, err
+}
+
 // queue finds (and caches) the dead-letter queue of the queue sourceARN.
 func (d *DeadLetters) queue(ctx context.Context, sourceARN string) (deadLetterQueue, error) {
 	d.mu.Lock()
@@ -151,9 +165,16 @@ func (d *DeadLetters) queue(ctx context.Context, sourceARN string) (deadLetterQu
 	}
 	var p struct {
 		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+		// A number, or a number in a string (as CloudFormation and
+		// SetQueueAttributes may leave it).
+		MaxReceiveCount json.RawMessage `json:"maxReceiveCount"`
 	}
 	if err := json.Unmarshal([]byte(policy), &p); err != nil || p.DeadLetterTargetArn == "" {
 		return q, fmt.Errorf("queue %s: RedrivePolicy %s names no deadLetterTargetArn", sourceARN, policy)
+	}
+	// Only MaxReceiveCount needs it: Send works without.
+	if n, err := strconv.Atoi(strings.Trim(string(p.MaxReceiveCount), `"`)); err == nil && n >= 1 {
+		q.maxReceives = n
 	}
 	if q.url, err = d.url(ctx, p.DeadLetterTargetArn); err != nil {
 		return q, err

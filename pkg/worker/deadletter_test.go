@@ -109,12 +109,117 @@ func attr(m sqstypes.Message, name string) string {
 	return aws.ToString(m.MessageAttributes[name].StringValue)
 }
 
-// TestPermanentFailureDeadLetteredWithReasonThenRedriven: a task whose
-// dependency has no result goes to the DLQ on its first receive with the
-// reason, the source queue and the receive count; a transient failure does
-// not; once the dependency has run, a redrive brings the task back without
-// the dead-letter attributes and it runs exactly once.
-func TestPermanentFailureDeadLetteredWithReasonThenRedriven(t *testing.T) {
+// expire ends the visibility timeout of the messages failed names, as the
+// queue's timeout would: SQS then redelivers them, one receive more.
+func expire(t *testing.T, client *sqs.Client, url string, msgs []events.SQSMessage, failed []string) {
+	t.Helper()
+	for _, m := range msgs {
+		if !slices.Contains(failed, m.MessageId) {
+			continue
+		}
+		if _, err := client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url),
+			ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dlqDepth is how many messages the queue url holds.
+func dlqDepth(t *testing.T, client *sqs.Client, url string) string {
+	t.Helper()
+	attrs, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return attrs.Attributes["ApproximateNumberOfMessages"] + "+" + attrs.Attributes["ApproximateNumberOfMessagesNotVisible"]
+}
+
+// TestMissingDependencyWaitsThenRuns: SQS does not order a standard queue,
+// nor a FIFO queue across message groups, so a task sent after the task it
+// depends on can arrive first. It is not dead-lettered: it is reported
+// failed and comes back after the visibility timeout, and runs once the
+// dependency's result exists. On a FIFO queue the waiting task holds back
+// the later messages of its group, so the group's order holds. A message
+// that is poison as sent still goes to the DLQ on its first receive.
+func TestMissingDependencyWaitsThenRuns(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	db, client := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	for _, fifo := range []bool{false, true} {
+		t.Run(map[bool]string{false: "standard", true: "FIFO"}[fifo], func(t *testing.T) {
+			f := newFixture(t, db)
+			f.h.deadLetters = NewDeadLetters(client, "worker-test")
+			q := newQueuePair(t, client, fmt.Sprintf("wait%d", tableSeq.Add(1)), fifo)
+			group, other := map[bool]string{true: "g1"}[fifo], map[bool]string{true: "g2"}[fifo]
+			dependent := strings.Replace(body("t-40", "x", 1), `"rounds":1`, `"rounds":1,"after":"t-39"`, 1)
+			send(t, client, q.src, dependent, group)
+			send(t, client, q.src, body("t-41", "y", 1), group)
+			send(t, client, q.src, "{poison", other)
+
+			msgs := receive(t, client, q.src, q.srcARN)
+			if len(msgs) != 3 {
+				t.Fatalf("received %d messages, want 3", len(msgs))
+			}
+			failed := f.handle(t, msgs...)
+			want := []string{msgs[0].MessageId}
+			if fifo {
+				// t-41 comes after the waiting task in its group.
+				want = append(want, msgs[1].MessageId)
+			}
+			if !slices.Equal(failed, want) {
+				t.Fatalf("failures %v, want %v: the waiting task is reported failed for SQS to redeliver", failed, want)
+			}
+			settle(t, client, q.src, msgs, failed)
+			if d := dlqDepth(t, client, q.dlq); d != "1+0" {
+				t.Errorf("DLQ holds %s messages, want only the poison one (the waiting task is not dead-lettered)", d)
+			}
+			wantRuns := map[bool]int{false: 1, true: 0}[fifo]
+			if n := f.executions(t, "t-41"); n != wantRuns {
+				t.Errorf("t-41 ran %d times on the first receive, want %d", n, wantRuns)
+			}
+			for name, want := range map[string]float64{"DependencyWaiting": 1, "Poison": 1, "DeadLettered": 1} {
+				if got := f.metric(t, name); got != want {
+					t.Errorf("metric %s = %v, want %v", name, got, want)
+				}
+			}
+			if logs := f.logs.String(); !strings.Contains(logs, "task t-39 has no result") || !strings.Contains(logs, `"receive":1`) {
+				t.Errorf("the logs do not say what the task waits for and on which receive:\n%s", logs)
+			}
+
+			// The dependency runs; the visibility timeout ends.
+			if failed := f.handle(t, message("dep", body("t-39", "z", 1), "g3")); len(failed) != 0 {
+				t.Fatal(failed)
+			}
+			expire(t, client, q.src, msgs, failed)
+			again := receive(t, client, q.src, q.srcARN)
+			if len(again) != len(want) || again[0].Attributes["ApproximateReceiveCount"] != "2" {
+				t.Fatalf("redelivered %d messages (first on receive %s), want %d, the first on receive 2", len(again), again[0].Attributes["ApproximateReceiveCount"], len(want))
+			}
+			if failed := f.handle(t, again...); len(failed) != 0 {
+				t.Fatalf("failures %v once the dependency ran, want none", failed)
+			}
+			settle(t, client, q.src, again, nil)
+			for task, want := range map[string]int{"t-40": 1, "t-41": 1} {
+				if n := f.executions(t, task); n != want {
+					t.Errorf("%s ran %d times, want %d", task, n, want)
+				}
+			}
+			if d := dlqDepth(t, client, q.dlq); d != "1+0" {
+				t.Errorf("DLQ holds %s messages, want only the poison one", d)
+			}
+		})
+	}
+}
+
+// TestMissingDependencyDeadLetteredOnLastReceiveThenRedriven: a task whose
+// dependency still has no result on the source queue's last receive
+// (ApproximateReceiveCount reaching the RedrivePolicy's maxReceiveCount) is
+// sent by the worker to the DLQ with the reason, the source queue and the
+// receive count, rather than moved there by SQS without a word of why; once
+// the dependency has run, a redrive brings the task back without the
+// dead-letter attributes and it runs exactly once.
+func TestMissingDependencyDeadLetteredOnLastReceiveThenRedriven(t *testing.T) {
 	srv := standintest.Start(t)
 	cfg := standintest.Config(t, srv)
 	db, client := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
@@ -129,19 +234,35 @@ func TestPermanentFailureDeadLetteredWithReasonThenRedriven(t *testing.T) {
 			send(t, client, q.src, dependent, group)
 			send(t, client, q.src, body("t-21", "y", 1), group)
 
-			msgs := receive(t, client, q.src, q.srcARN)
-			if len(msgs) != 2 {
-				t.Fatalf("received %d messages, want 2", len(msgs))
+			// maxReceiveCount is 5: four receives wait, the fifth
+			// dead-letters.
+			var msgs []events.SQSMessage
+			for n := 1; n <= 5; n++ {
+				want := 1
+				if fifo || n == 1 {
+					want = 2 // t-21 too: FIFO holds it behind the waiting task
+				}
+				msgs = receiveN(t, client, q, dependent, want, n)
+				failed := f.handle(t, msgs...)
+				settle(t, client, q.src, msgs, failed)
+				if n < 5 {
+					if !slices.Contains(failed, msgs[0].MessageId) {
+						t.Fatalf("receive %d: failures %v, want the waiting task reported failed", n, failed)
+					}
+					if d := dlqDepth(t, client, q.dlq); d != "0+0" {
+						t.Fatalf("receive %d: DLQ holds %s messages, want none before the last receive", n, d)
+					}
+					expire(t, client, q.src, msgs, failed)
+					continue
+				}
+				if len(failed) != 0 {
+					t.Fatalf("failures %v on the last receive: a dead-lettered message is reported processed so Lambda deletes it", failed)
+				}
 			}
-			failed := f.handle(t, msgs...)
-			if len(failed) != 0 {
-				t.Fatalf("failures %v: a dead-lettered message is reported processed so Lambda deletes it", failed)
-			}
-			settle(t, client, q.src, msgs, failed)
 			if f.executions(t, "t-20") != 0 || f.executions(t, "t-21") != 1 {
-				t.Fatalf("executions t-20 %d, t-21 %d; want 0 and 1 (the next message of the group is not held up)", f.executions(t, "t-20"), f.executions(t, "t-21"))
+				t.Fatalf("executions t-20 %d, t-21 %d; want 0 and 1", f.executions(t, "t-20"), f.executions(t, "t-21"))
 			}
-			for name, want := range map[string]float64{"Poison": 1, "DeadLettered": 1, "Processed": 1, "Failures": 0} {
+			for name, want := range map[string]float64{"DependencyWaiting": 4, "DeadLettered": 1, "Processed": 1} {
 				if got := f.metric(t, name); got != want {
 					t.Errorf("metric %s = %v, want %v", name, got, want)
 				}
@@ -160,7 +281,7 @@ func TestPermanentFailureDeadLetteredWithReasonThenRedriven(t *testing.T) {
 				t.Errorf("DLQ body %s, want the message as sent", aws.ToString(dl.Body))
 			}
 			reason := attr(dl, redrive.AttrReason)
-			for _, want := range []string{"message " + msgs[0].MessageId, "task t-20", "field data.after", "task t-19 has no result"} {
+			for _, want := range []string{"message " + msgs[0].MessageId, "task t-20", "field data.after", "task t-19 has no result", "receive 5 of 5"} {
 				if !strings.Contains(reason, want) {
 					t.Errorf("reason %q does not say %q", reason, want)
 				}
@@ -168,8 +289,8 @@ func TestPermanentFailureDeadLetteredWithReasonThenRedriven(t *testing.T) {
 			if got := attr(dl, redrive.AttrSourceQueue); got != q.srcARN {
 				t.Errorf("source queue attribute %q, want %q", got, q.srcARN)
 			}
-			if got := attr(dl, redrive.AttrReceiveCount); got != "1" {
-				t.Errorf("receive count attribute %q, want 1", got)
+			if got := attr(dl, redrive.AttrReceiveCount); got != "5" {
+				t.Errorf("receive count attribute %q, want 5", got)
 			}
 			if got := attr(dl, "tenant"); got != "acme" {
 				t.Errorf("the producer's attribute tenant = %q in the DLQ, want acme", got)
@@ -212,6 +333,20 @@ func TestPermanentFailureDeadLetteredWithReasonThenRedriven(t *testing.T) {
 			}
 		})
 	}
+}
+
+// receiveN receives until the source of q has given want messages, the
+// first of them first's body, on receive number n.
+func receiveN(t *testing.T, client *sqs.Client, q queuePair, first string, want, n int) []events.SQSMessage {
+	t.Helper()
+	var msgs []events.SQSMessage
+	for try := 0; len(msgs) < want && try < 5; try++ {
+		msgs = append(msgs, receive(t, client, q.src, q.srcARN)...)
+	}
+	if len(msgs) != want || msgs[0].Body != first || msgs[0].Attributes["ApproximateReceiveCount"] != fmt.Sprint(n) {
+		t.Fatalf("receive %d: got %d messages %v, want the dependent task on receive %d", n, len(msgs), msgs, n)
+	}
+	return msgs
 }
 
 // TestTransientFailureIsRetriedNotDeadLettered: a task whose result write

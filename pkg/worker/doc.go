@@ -9,10 +9,22 @@
 // (ReportBatchItemFailures) and come back after the visibility timeout,
 // reaching the dead-letter queue after the queue's maxReceiveCount. A
 // failure no redelivery can fix (Permanent: not a task, a task id reused
-// with other data, a task whose data.after names a task with no result) is
-// sent by the worker itself to the dead-letter queue, with the reason, the
-// source queue and the receive count as message attributes (DeadLetters),
-// and reported processed; package redrive brings it back once the cause is
-// fixed. Each result records the execution environment that produced it. On a FIFO queue a failure also fails the later messages
-// of its message group (batch.SQS), so a group's order holds.
+// with other data) is sent by the worker itself to the dead-letter queue,
+// with the reason, the source queue and the receive count as message
+// attributes (DeadLetters), and reported processed; package redrive brings
+// it back once the cause is fixed.
+//
+// A task whose data.after names a task with no result yet waits: SQS does
+// not order a standard queue, nor a FIFO queue across message groups, so
+// the dependency may not have run yet. It is reported failed (metric
+// DependencyWaiting) and redelivered after the visibility timeout; on the
+// source queue's last receive (ApproximateReceiveCount reaching the
+// RedrivePolicy's maxReceiveCount) it is dead-lettered with the reason
+// (*DependencyError) like a permanent failure.
+//
+// Each result records the execution environment that produced it. On a
+// FIFO queue a failure, a waiting task's too, also fails the later
+// messages of its message group (batch.SQS), so a group's order holds: a
+// dependency sent in the same group after the task that needs it runs
+// only once that task has been dead-lettered.
 package worker

@@ -53,8 +53,13 @@ type Task struct {
 	Input  string `json:"input"`
 	Rounds int    `json:"rounds"`
 	// After, if set, is the id of a task whose result must exist before
-	// this one runs (this task builds on it). A missing one is an error
-	// the operator fixes — run that task — before redriving this one.
+	// this one runs (this task builds on it). SQS does not order a
+	// standard queue, nor a FIFO queue across message groups, so while it
+	// has no result the message waits: it is reported failed and comes
+	// back after the visibility timeout. Still missing on the queue's last
+	// receive (its maxReceiveCount), it is dead-lettered with the reason
+	// (a *DependencyError); the operator runs that task, then redrives
+	// this one.
 	After string `json:"after,omitempty"`
 }
 
@@ -95,32 +100,40 @@ func (e *TaskError) Error() string {
 	return fmt.Sprintf("message %s: field %s: %s", e.MessageID, e.Field, e.Reason)
 }
 
-// DependencyError is a task whose data.after names a task with no result:
-// retrying cannot help until an operator runs that task; then the message
-// is redriven from the dead-letter queue.
+// DependencyError is a task whose data.after names a task with no result
+// yet. The dependency may simply not have run (SQS does not order a
+// standard queue, nor a FIFO queue across groups), so the message waits
+// through the queue's receives; on the last one it is dead-lettered with
+// this as its reason, and an operator runs that task and redrives it.
 type DependencyError struct {
 	MessageID, TaskID string
 	// Missing is the task id data.after names.
 	Missing string
 	Table   string
+	// Receive is the message's receive (ApproximateReceiveCount) and
+	// MaxReceives its source queue's maxReceiveCount, when known (0 if not).
+	Receive, MaxReceives int
 }
 
 func (e *DependencyError) Error() string {
+	if e.MaxReceives > 0 {
+		return fmt.Sprintf("message %s: task %s: field data.after: task %s has no result in table %s on receive %d of %d (the queue's maxReceiveCount); run it, then redrive this message",
+			e.MessageID, e.TaskID, e.Missing, e.Table, e.Receive, e.MaxReceives)
+	}
 	return fmt.Sprintf("message %s: task %s: field data.after: task %s has no result in table %s; run it, then redrive this message",
 		e.MessageID, e.TaskID, e.Missing, e.Table)
 }
 
 // Permanent reports whether err is a failure no redelivery can fix: a
-// message that is not a task, a task id reused with other data, a task
-// whose dependency is missing, or a payload whose idempotency key cannot
-// be taken.
+// message that is not a task, a task id reused with other data, or a
+// payload whose idempotency key cannot be taken. A missing dependency
+// (*DependencyError) is not: a later receive may find it.
 func Permanent(err error) bool {
 	var pe *stream.PoisonRecordError
 	var te *TaskError
 	var pm *idempotency.PayloadMismatchError
-	var de *DependencyError
 	var ke *idempotency.KeyError
-	return errors.As(err, &pe) || errors.As(err, &te) || errors.As(err, &pm) || errors.As(err, &de) || errors.As(err, &ke)
+	return errors.As(err, &pe) || errors.As(err, &te) || errors.As(err, &pm) || errors.As(err, &ke)
 }
 
 // idempotent is what the handler needs of an *idempotency.Store.
@@ -142,6 +155,7 @@ var _ resultStore = (*dynamodb.Client)(nil)
 // deadLetterer is what the handler needs of *DeadLetters.
 type deadLetterer interface {
 	Send(ctx context.Context, msg *events.SQSMessage, reason error) (string, error)
+	MaxReceiveCount(ctx context.Context, sourceARN string) (int, error)
 }
 
 var _ deadLetterer = (*DeadLetters)(nil)
@@ -168,9 +182,11 @@ func WithMetrics(m *metrics.Logger) Option { return func(h *Handler) { h.metrics
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
 // WithDeadLetters makes the handler send messages that fail permanently
-// (see Permanent) to their queue's dead-letter queue at once, with the
-// reason, and report them processed. Without it they are reported failed
-// like any other and reach the dead-letter queue after maxReceiveCount.
+// (see Permanent) to their queue's dead-letter queue at once, and a task
+// whose dependency is still missing on the source queue's last receive
+// (its maxReceiveCount), with the reason, and report them processed.
+// Without it they are reported failed like any other and reach the
+// dead-letter queue after maxReceiveCount, without a reason.
 func WithDeadLetters(d *DeadLetters) Option { return func(h *Handler) { h.deadLetters = d } }
 
 // WithEnvironment names the execution environment (Lambda's
@@ -202,10 +218,12 @@ const (
 // Handle runs each task of the batch once per task id and reports the
 // messages that failed by id: tasks another invocation is running
 // (idempotency.ErrInProgress: they come back after the visibility timeout
-// and find the result) and tasks whose work or write failed, which SQS
-// redelivers until maxReceiveCount. Permanent failures (see Permanent) go
-// to the dead-letter queue at once with their reason when the handler has
-// WithDeadLetters, and are reported failed otherwise.
+// and find the result), tasks whose dependency (data.after) has no result
+// yet (counted DependencyWaiting) and tasks whose work or write failed,
+// which SQS redelivers until maxReceiveCount. Permanent failures (see
+// Permanent), and a missing dependency on the last receive, go to the
+// dead-letter queue with their reason when the handler has WithDeadLetters,
+// and are reported failed otherwise.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer func() {
 		if err := h.metrics.Flush(); err != nil {
@@ -217,7 +235,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	ctx, cancel := batch.Reserve(ctx, 500*time.Millisecond)
 	defer cancel()
 	h.metrics.Add("MessagesIn", metrics.Count, float64(len(ev.Records)))
-	for _, name := range []string{"Processed", "Duplicates", "InProgress", "Failures", "Poison", "DeadLettered", "Retries"} {
+	for _, name := range []string{"Processed", "Duplicates", "InProgress", "Failures", "Poison", "DeadLettered", "Retries", "DependencyWaiting"} {
 		h.metrics.Add(name, metrics.Count, 0)
 	}
 	resp, errs := batch.SQS(ctx, ev.Records, func(ctx context.Context, msg *events.SQSMessage) error {
@@ -226,7 +244,12 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			h.metrics.Add("Retries", metrics.Count, 1)
 		}
 		o, err := h.handleMessage(ctx, msg)
-		if err != nil && Permanent(err) && h.deadLetters != nil {
+		var de *DependencyError
+		switch {
+		case err == nil:
+		case errors.As(err, &de):
+			o, err = h.awaitDependency(ctx, msg, de)
+		case Permanent(err) && h.deadLetters != nil:
 			o, err = h.deadLetter(ctx, msg, err)
 		}
 		if err != nil {
@@ -243,7 +266,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	})
 	for _, e := range errs {
 		h.metrics.Add("Failures", metrics.Count, 1)
+		var de *DependencyError
 		switch {
+		case errors.As(e.Err, &de):
+			h.log.Warn("task waits for its dependency: redelivered after the visibility timeout", "messageId", e.MessageID,
+				"taskId", de.TaskID, "after", de.Missing, "receive", de.Receive, "maxReceiveCount", de.MaxReceives, "err", e.Err.Error())
 		case Permanent(e.Err):
 			h.metrics.Add("Poison", metrics.Count, 1)
 			h.log.Error("poison message: reported failed until it reaches the dead-letter queue", "messageId", e.MessageID, "err", e.Err.Error())
@@ -257,6 +284,38 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 	}
 	return resp, nil
+}
+
+// awaitDependency decides what becomes of msg, whose task's dependency has
+// no result yet (de). Before the source queue's last receive it is
+// reported failed and counted DependencyWaiting: SQS redelivers it after
+// the visibility timeout, by when the dependency may have run. On the last
+// receive (ApproximateReceiveCount reaching the RedrivePolicy's
+// maxReceiveCount, or unknown) it is dead-lettered with de as the reason,
+// rather than left for SQS to move without one. Without WithDeadLetters,
+// or when the RedrivePolicy cannot be read, it is reported failed.
+func (h *Handler) awaitDependency(ctx context.Context, msg *events.SQSMessage, de *DependencyError) (outcome, error) {
+	receive, err := strconv.Atoi(msg.Attributes["ApproximateReceiveCount"])
+	if err != nil || receive < 1 {
+		receive = 0
+	}
+	de.Receive = receive
+	if h.deadLetters == nil {
+		h.metrics.Add("DependencyWaiting", metrics.Count, 1)
+		return 0, de
+	}
+	max, err := h.deadLetters.MaxReceiveCount(ctx, msg.EventSourceARN)
+	if err != nil {
+		h.log.Error("cannot tell the last receive of a task waiting for its dependency: reported failed", "messageId", msg.MessageId, "err", err.Error())
+		h.metrics.Add("DependencyWaiting", metrics.Count, 1)
+		return 0, de
+	}
+	de.MaxReceives = max
+	if receive != 0 && receive < max {
+		h.metrics.Add("DependencyWaiting", metrics.Count, 1)
+		return 0, de
+	}
+	return h.deadLetter(ctx, msg, de)
 }
 
 // deadLetter sends msg, which failed permanently with cause, to its

@@ -429,7 +429,11 @@ func follow(ctx context.Context, kin *kinesis.Client, q *query, stdout, stderr i
 		kinds[k] = true
 	}
 	errLimit := errors.New("limit reached")
-	n := 0
+	n := 0 // printed
+	f.OnProgress = func(p results.Progress) {
+		fmt.Fprintf(stderr, "results: still catching up: %d record(s) read, %d printed; %s is %v behind the stream's tip\n",
+			p.Read, n, p.Shard, p.Behind.Round(time.Second))
+	}
 	err := f.Follow(ctx, q.from, func(r results.Record) error {
 		if (q.key != "" && r.Output.Key != q.key) || !kinds[r.Output.Window] || r.Output.Pipeline != q.cfg.Name {
 			return nil

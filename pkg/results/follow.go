@@ -31,6 +31,11 @@ var _ streamReader = (*kinesis.Client)(nil)
 const (
 	DefaultPoll   = time.Second
 	DefaultRelist = 10 * time.Second
+	// DefaultProgress is how often a follow still catching up (from a
+	// time long past, a shard behind the stream's tip) says how far it
+	// got: reading days of results takes a while, and a filter may print
+	// nothing all that time.
+	DefaultProgress = 10 * time.Second
 	// getRecordsLimit bounds one read: at most this many records (each at
 	// most 1 MiB, the stream's limit) are held at once per shard.
 	getRecordsLimit = 1000
@@ -83,6 +88,51 @@ type Follower struct {
 	// OnUndecodable, if set, receives the records that are not window
 	// results (they are skipped), from the goroutine that calls fn.
 	OnUndecodable func(*UndecodableError)
+	// OnProgress, if set, is told every ProgressEvery (DefaultProgress
+	// when 0), from the goroutine that calls fn, how far a follow got
+	// while a shard it reads is behind the stream's tip.
+	OnProgress    func(Progress)
+	ProgressEvery time.Duration
+}
+
+// Progress is how far a follow got while catching up.
+type Progress struct {
+	// Read is the records read so far (undecodable ones included).
+	Read int
+	// Shard is the shard furthest behind the stream's tip, and Behind how
+	// far (Kinesis' MillisBehindLatest of its last read).
+	Shard  string
+	Behind time.Duration
+}
+
+// lag keeps each shard's MillisBehindLatest of its last read.
+type lag struct {
+	mu     sync.Mutex
+	behind map[string]time.Duration
+}
+
+func (l *lag) set(shard string, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d <= 0 {
+		delete(l.behind, shard)
+		return
+	}
+	l.behind[shard] = d
+}
+
+// furthest is the shard furthest behind and how far ("" when none is).
+func (l *lag) furthest() (string, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var shard string
+	var most time.Duration
+	for sh, d := range l.behind {
+		if d > most || d == most && sh < shard {
+			shard, most = sh, d
+		}
+	}
+	return shard, most
 }
 
 // NewFollower returns a follower of the named stream.
@@ -119,6 +169,7 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 		where = formatTime(from) + " (AT_TIMESTAMP)"
 	}
 	recs := make(chan item)
+	lags := &lag{behind: map[string]time.Duration{}}
 	errs := make(chan error, 1)
 	ended := make(chan string) // a shard read to its end
 	var wg sync.WaitGroup
@@ -132,7 +183,7 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := f.readShard(ctx, shard, it, recs)
+			err := f.readShard(ctx, shard, it, recs, lags)
 			switch {
 			case ctx.Err() != nil:
 			case err != nil:
@@ -204,6 +255,13 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 	}
 	relist := time.NewTicker(f.relist)
 	defer relist.Stop()
+	every := f.ProgressEvery
+	if every <= 0 {
+		every = DefaultProgress
+	}
+	progress := time.NewTicker(every)
+	defer progress.Stop()
+	read := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -213,7 +271,12 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 			default:
 				return nil
 			}
+		case <-progress.C:
+			if shard, behind := lags.furthest(); shard != "" && f.OnProgress != nil {
+				f.OnProgress(Progress{Read: read, Shard: shard, Behind: behind})
+			}
 		case it := <-recs:
+			read++
 			if it.bad != nil {
 				if f.OnUndecodable != nil {
 					f.OnUndecodable(it.bad)
@@ -284,7 +347,8 @@ func (f *Follower) listShards(ctx context.Context) ([]types.Shard, error) {
 
 // readShard reads one shard from iterator it until the shard ends (a
 // reshard closed it and it was read to its end) or ctx does.
-func (f *Follower) readShard(ctx context.Context, shard, it string, recs chan<- item) error {
+func (f *Follower) readShard(ctx context.Context, shard, it string, recs chan<- item, lags *lag) error {
+	defer lags.set(shard, 0)
 	last := ""
 	backoff := f.poll
 	for it != "" {
@@ -317,6 +381,7 @@ func (f *Follower) readShard(ctx context.Context, shard, it string, recs chan<- 
 			return fmt.Errorf("reading shard %s of %s: %w", shard, f.stream, err)
 		}
 		backoff = f.poll
+		lags.set(shard, time.Duration(aws.ToInt64(out.MillisBehindLatest))*time.Millisecond)
 		for _, r := range out.Records {
 			rec := Record{Shard: shard, SequenceNumber: aws.ToString(r.SequenceNumber), Arrived: aws.ToTime(r.ApproximateArrivalTimestamp), Data: r.Data}
 			last = rec.SequenceNumber

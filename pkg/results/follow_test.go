@@ -25,6 +25,9 @@ import (
 type reshardingStream struct {
 	mu     sync.Mutex
 	shards []*fakeShard
+	// perRead, when above 0, is the most records one read returns; each
+	// record left after it puts the reader a minute further behind the tip.
+	perRead int
 }
 
 type fakeShard struct {
@@ -103,9 +106,14 @@ func (s *reshardingStream) GetRecords(ctx context.Context, in *kinesis.GetRecord
 	var i, next int
 	fmt.Sscanf(aws.ToString(in.ShardIterator), "%d/%d", &i, &next)
 	sh := s.shards[i]
-	out := &kinesis.GetRecordsOutput{Records: append([]kintypes.Record(nil), sh.recs[next:]...), MillisBehindLatest: aws.Int64(0)}
-	if !sh.closed {
-		out.NextShardIterator = aws.String(fmt.Sprintf("%d/%d", i, len(sh.recs)))
+	end := len(sh.recs)
+	if s.perRead > 0 {
+		end = min(end, next+s.perRead)
+	}
+	out := &kinesis.GetRecordsOutput{Records: append([]kintypes.Record(nil), sh.recs[next:end]...),
+		MillisBehindLatest: aws.Int64(int64(len(sh.recs)-end) * time.Minute.Milliseconds())}
+	if !sh.closed || end < len(sh.recs) {
+		out.NextShardIterator = aws.String(fmt.Sprintf("%d/%d", i, end))
 	}
 	return out, nil
 }
@@ -223,5 +231,53 @@ func TestFollowReadsParentBeforeChildren(t *testing.T) {
 	}
 	if fmt.Sprint(revs) != "[1 2]" {
 		t.Errorf("k's results came as revisions %v, want [1 2]: the child's correction before the parent's final", revs)
+	}
+}
+
+// A follow from long ago says, while it catches up, how many records it
+// read and how far behind the stream's tip its furthest shard is, and stops
+// saying so once it has caught up.
+func TestFollowSaysHowFarItGotWhileCatchingUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st := &reshardingStream{shards: []*fakeShard{{id: "shardId-000000000000"}}, perRead: 1}
+	var keys []string
+	for i := range 40 {
+		keys = append(keys, fmt.Sprint("k-", i))
+	}
+	st.put(keys...)
+	f := results.NewFollower(st, "wr").WithPoll(time.Millisecond, time.Minute)
+	f.ProgressEvery = 5 * time.Millisecond
+	var said []results.Progress
+	f.OnProgress = func(p results.Progress) { said = append(said, p) }
+	n, saidBeforeEnd := 0, 0
+	err := f.Follow(ctx, time.Now().Add(-time.Hour), func(r results.Record) error {
+		time.Sleep(2 * time.Millisecond) // a reader slower than the ticker
+		if n++; n == len(keys) {
+			saidBeforeEnd = len(said)
+			go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(keys) {
+		t.Fatalf("read %d records, want %d", n, len(keys))
+	}
+	// The last record's read was 0 behind: caught up, nothing more said.
+	if len(said) > saidBeforeEnd+1 {
+		t.Errorf("progress said %d more times after the last record, caught up", len(said)-saidBeforeEnd)
+	}
+	if len(said) == 0 {
+		t.Fatal("no progress said while 40 records were read a record a read, 40 minutes behind the tip")
+	}
+	for i, p := range said {
+		if p.Shard != "shardId-000000000000" || p.Behind <= 0 || p.Read < 0 || p.Read > len(keys) || i > 0 && p.Read < said[i-1].Read {
+			t.Errorf("progress %d: %+v; want the shard, a lag above 0 and a growing count of at most %d", i, p, len(keys))
+		}
+	}
+	if last := said[len(said)-1]; last.Behind > 40*time.Minute {
+		t.Errorf("last progress %+v: behind more than the 40 records put", last)
 	}
 }

@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	toArg := fs.String("to", "", "queue to move the messages to, name or URL; its redrive policy must name the DLQ (default: the one queue whose redrive policy names it)")
 	dryRun := fs.Bool("dry-run", false, "print the messages and leave them in the DLQ")
 	limit := fs.Int("max", 0, fmt.Sprintf("move at most this many messages, from 1 to %d, 0 for all; with -dry-run, print at most this many, to %d, 0 for %d", maxLimit, redrive.MaxDryRun, redrive.DryRunDefault))
-	wait := fs.Duration("wait", 2*time.Second, "long-poll time of each receive, whole seconds from 0s to 20s; the DLQ counts as drained after 3 empty receives")
+	wait := fs.Duration("wait", 2*time.Second, "long-poll time of each receive, whole seconds from 0s to 20s; the DLQ counts as drained after 3 receives in a row bring nothing new (empty, or only messages the source already refused)")
 	if err := cli.Parse(fs, args, stdout, usage, "Exit status: 0 done, 1 error or messages refused by the source, 2 usage, 3 refused (nothing moved), 130 interrupted.\n"+cli.RegionHelp); errors.Is(err, flag.ErrHelp) {
 		return cli.ExitOK
 	} else if err != nil {

@@ -13,8 +13,10 @@ import (
 )
 
 // Move moves messages from dlqURL to sourceURL until the DLQ is drained
-// (EmptyReceives empty receives in a row) or limit messages (0: no limit) have
-// been tried, and returns what it did.
+// (EmptyReceives receives in a row that come back empty, or with only
+// messages the source already refused, back in view after their
+// VisibilityTimeout) or limit messages (0: no limit) have been tried, and
+// returns what it did.
 //
 // Each batch of up to 10 is sent with SendMessageBatch, keeping body and
 // message attributes (and, for a FIFO source, the MessageGroupId, with the
@@ -93,8 +95,23 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 			}
 			continue
 		}
-		empty = 0
+		// A refused message comes back into view after VisibilityTimeout;
+		// one that is refused again is no progress, so a receive of only
+		// such messages counts as empty, or a DLQ whose refused messages
+		// take longer than the visibility to go through is never drained.
+		again := true
+		for _, m := range msgs {
+			if !ordered[aws.ToString(m.MessageId)] {
+				again = false
+				break
+			}
+		}
 		b, err := r.moveBatch(context.WithoutCancel(ctx), dlqURL, sourceURL, src.maxBytes, fifo, msgs)
+		if again && b.moved == 0 && err == nil {
+			empty++
+		} else {
+			empty = 0
+		}
 		res.Moved += b.moved
 		res.NotDeleted = append(res.NotDeleted, b.notDeleted...)
 		for _, id := range b.movedIDs {
@@ -122,6 +139,9 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 		}
 		if r.AfterBatch != nil {
 			r.AfterBatch(res)
+		}
+		if empty >= r.EmptyReceives {
+			break
 		}
 	}
 	if len(refusedByID) > 0 {

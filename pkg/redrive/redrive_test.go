@@ -764,3 +764,31 @@ func TestMoveRefusesWhatTheSourceCannotTake(t *testing.T) {
 		t.Errorf("DLQ holds %d messages; want the large one left there", len(g))
 	}
 }
+
+// TestMoveEndsWhenOnlyRefusedMessagesComeBack: a refused message stays in
+// the DLQ, hidden only for VisibilityTimeout; when it comes back into view
+// before the DLQ looks drained (a long poll longer than the visibility,
+// or thousands of refused messages taking longer than it to go through),
+// receiving it again must not count as progress, or Move never ends.
+func TestMoveEndsWhenOnlyRefusedMessagesComeBack(t *testing.T) {
+	t.Parallel()
+	dlq := newQueue(t, false, map[string]string{"MaximumMessageSize": "8192"})
+	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": queueArn(t, dlq), "maxReceiveCount": 1})
+	source := newQueue(t, false, map[string]string{"RedrivePolicy": string(policy), "MaximumMessageSize": "1024"})
+	sendAll(t, dlq, []msg{{body: "small-1"}, {body: strings.Repeat("b", 2000)}})
+	r := testRedriver(client)
+	r.VisibilityTimeout = time.Second
+	r.WaitTime = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := r.Move(ctx, dlq, source, 0)
+	if err != nil {
+		t.Fatalf("Move: %v (moved %d, failed %d): it did not end while the refused message kept coming back", err, res.Moved, len(res.Failed))
+	}
+	if res.Moved != 1 || len(res.Failed) != 1 || res.Failed[0].Code != "MessageTooLarge" {
+		t.Fatalf("Move = %+v; want the small message moved and the large one refused once", res)
+	}
+	if g := bodies(drain(t, dlq)); len(g) != 1 || len(g[0]) != 2000 {
+		t.Errorf("DLQ holds %d messages; want the large one left there", len(g))
+	}
+}

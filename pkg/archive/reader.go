@@ -113,6 +113,17 @@ func (r *Reader) list(ctx context.Context, streamName string, from time.Time, f 
 	}
 }
 
+// FirstHour is the hour (UTC) of streamName's oldest object, listed, not
+// read: the archive begins within it. False if the archive holds nothing.
+func (r *Reader) FirstHour(ctx context.Context, streamName string) (time.Time, bool, error) {
+	var hour time.Time
+	err := r.list(ctx, streamName, time.Time{}, func(n ObjectName) bool {
+		hour = n.Hour
+		return false
+	})
+	return hour, !hour.IsZero(), err
+}
+
 // Start is when streamName's archive begins: the arrival of its oldest
 // record (read from the first hour's objects); false if it holds nothing.
 func (r *Reader) Start(ctx context.Context, streamName string) (time.Time, bool, error) {

@@ -20,6 +20,7 @@ import (
 // (archive.Reader).
 type ArchiveSource interface {
 	Bucket() string
+	FirstHour(ctx context.Context, streamName string) (time.Time, bool, error)
 	Start(ctx context.Context, streamName string) (time.Time, bool, error)
 	List(ctx context.Context, streamName string, from, until time.Time) (*archive.Index, error)
 	Records(ctx context.Context, n archive.ObjectName) ([]archive.Record, error)
@@ -66,7 +67,7 @@ type seamPlan struct {
 // the seam that the archive holds nothing of.
 func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, seam time.Time) (*seamPlan, error) {
 	src := opts.Archive
-	start, ok, err := src.Start(ctx, st.name)
+	firstHour, ok, err := src.FirstHour(ctx, st.name)
 	if err != nil {
 		return nil, err
 	}
@@ -79,9 +80,18 @@ func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, s
 	// only means nothing arrived in between. A stream more than a retention
 	// period older than the archive may have lost records before the
 	// archiver began (or was idle that long: the rebuild cannot tell).
-	if opts.From.Before(start) && st.created.Before(start.Add(-st.retention)) {
-		return nil, refuse("from", "%s is before the archive of stream %s (bucket %s) begins: its oldest record arrived %s, and the stream is older than that by more than its retention (created %s), so records before it may never have been archived; give a -from of %s or later",
-			stamp(opts.From), st.name, src.Bucket(), stamp(start), stamp(st.created), stamp(start))
+	// The oldest record is read only when -from is not past its hour:
+	// objects before -from are no part of the rebuild, and one of them
+	// damaged, or in a class that needs a restore, must not stop it.
+	if opts.From.Before(firstHour.Add(time.Hour)) {
+		start, ok, err := src.Start(ctx, st.name)
+		if err != nil {
+			return nil, err
+		}
+		if ok && opts.From.Before(start) && st.created.Before(start.Add(-st.retention)) {
+			return nil, refuse("from", "%s is before the archive of stream %s (bucket %s) begins: its oldest record arrived %s, and the stream is older than that by more than its retention (created %s), so records before it may never have been archived; give a -from of %s or later",
+				stamp(opts.From), st.name, src.Bucket(), stamp(start), stamp(st.created), stamp(start))
+		}
 	}
 	// One hour past the seam, so that the record after the seam is listed
 	// when the seam falls at the end of an hour.

@@ -418,3 +418,26 @@ func (a *archived) put(key string, body []byte, class s3types.StorageClass) {
 		a.t.Fatal(err)
 	}
 }
+
+// TestArchiveObjectsBeforeFromAreNotRead: an object of the archive from
+// long before -from (damaged, or moved to a storage class that needs a
+// restore) is outside the rebuild: it neither stops it nor is read to find
+// where the archive begins.
+func TestArchiveObjectsBeforeFromAreNotRead(t *testing.T) {
+	a := newArchived(t, 1)
+	ctx := context.Background()
+	from := time.Now().Add(-time.Second)
+	seam, _ := a.sendAcrossSeam()
+	a.archive(ctx, 10, nil)
+	old := archive.Key(a.stream, []archive.Record{{Shard: "shardId-000000000000", Seq: "1", Arrival: time.Now().Add(-30 * 24 * time.Hour)}})
+	a.put(old, []byte("not gzip"), "")
+	r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
+	progress := &syncBuffer{}
+	opts := a.opts(from, progress)
+	opts.Archive, opts.ArchiveUntil = archive.NewReader(a.s3, a.bucket), seam
+	res, err := r.Run(ctx, opts, a.handler)
+	if err != nil || !res.Swapped || res.Archived != 40 {
+		t.Fatalf("rebuild from %s with a damaged object of last month (%s) in the archive: %+v %v, want it swapped with the 40 records before the seam from the archive\n%s",
+			from, old, res, err, progress)
+	}
+}

@@ -64,9 +64,13 @@ func TestArchiverWritesEachShardAndHourApart(t *testing.T) {
 		}
 	}
 	r := archive.NewReader(client, bucket)
-	idx, err := r.List(ctx, "events", h, h.Add(time.Hour))
+	var listed []int
+	idx, err := r.List(ctx, "events", h, h.Add(time.Hour), func(n int) { listed = append(listed, n) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(listed, []int{3}) {
+		t.Errorf("progress of the listing %v, want one page of 3 objects", listed)
 	}
 	var keys []string
 	for _, shard := range []string{"shardId-000000000000", "shardId-000000000001"} {
@@ -97,7 +101,7 @@ func TestArchiverWritesEachShardAndHourApart(t *testing.T) {
 	if err != nil || !ok || !start.Equal(h) {
 		t.Errorf("archive start %s %t %v, want %s", start, ok, err, h)
 	}
-	if later, err := r.List(ctx, "events", h.Add(time.Hour), h.Add(2*time.Hour)); err != nil || later.Objects != 1 {
+	if later, err := r.List(ctx, "events", h.Add(time.Hour), h.Add(2*time.Hour), nil); err != nil || later.Objects != 1 {
 		t.Errorf("listing from 10:00: %+v %v, want the one object of hour 10", later, err)
 	}
 }

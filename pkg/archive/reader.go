@@ -53,8 +53,10 @@ type Index struct {
 
 // List lists streamName's objects whose first record arrived from the hour
 // of from to the hour of until (UTC), both included. Keys that are not an
-// archive object's are ignored.
-func (r *Reader) List(ctx context.Context, streamName string, from, until time.Time) (*Index, error) {
+// archive object's are ignored. listed, if not nil, is called after each
+// page of the listing with the objects listed so far (up to MaxListed, a
+// thousand a page: a long listing's progress).
+func (r *Reader) List(ctx context.Context, streamName string, from, until time.Time, listed func(objects int)) (*Index, error) {
 	idx := &Index{Stream: streamName, Shards: map[string][]ObjectName{}}
 	last := until.UTC().Truncate(time.Hour)
 	err := r.list(ctx, streamName, from, func(n ObjectName) bool {
@@ -64,6 +66,10 @@ func (r *Reader) List(ctx context.Context, streamName string, from, until time.T
 		idx.Shards[n.Shard] = append(idx.Shards[n.Shard], n)
 		idx.Objects++
 		return true
+	}, func() {
+		if listed != nil {
+			listed(idx.Objects)
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -80,8 +86,9 @@ func (r *Reader) List(ctx context.Context, streamName string, from, until time.T
 }
 
 // list calls f with each of streamName's objects from the hour of from on,
-// in key order, until f returns false.
-func (r *Reader) list(ctx context.Context, streamName string, from time.Time, f func(ObjectName) bool) error {
+// in key order, until f returns false, and page (if not nil) after each
+// page.
+func (r *Reader) list(ctx context.Context, streamName string, from time.Time, f func(ObjectName) bool, page func()) error {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(r.bucket), Prefix: aws.String(StreamPrefix(streamName))}
 	if !from.IsZero() {
 		// The hour's prefix without its slash sorts before every key in it.
@@ -103,8 +110,14 @@ func (r *Reader) list(ctx context.Context, streamName string, from time.Time, f 
 				return fmt.Errorf("the archive of %s in bucket %s holds more than %d objects in the range: give a later -from", streamName, r.bucket, MaxListed)
 			}
 			if !f(name) {
+				if page != nil {
+					page()
+				}
 				return nil
 			}
+		}
+		if page != nil {
+			page()
 		}
 		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
 			return nil
@@ -120,7 +133,7 @@ func (r *Reader) FirstHour(ctx context.Context, streamName string) (time.Time, b
 	err := r.list(ctx, streamName, time.Time{}, func(n ObjectName) bool {
 		hour = n.Hour
 		return false
-	})
+	}, nil)
 	return hour, !hour.IsZero(), err
 }
 
@@ -140,7 +153,7 @@ func (r *Reader) Start(ctx context.Context, streamName string) (time.Time, bool,
 			first[n.Shard] = n
 		}
 		return true
-	})
+	}, nil)
 	if err != nil || len(first) == 0 {
 		return time.Time{}, false, err
 	}

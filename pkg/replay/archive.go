@@ -22,7 +22,7 @@ type ArchiveSource interface {
 	Bucket() string
 	FirstHour(ctx context.Context, streamName string) (time.Time, bool, error)
 	Start(ctx context.Context, streamName string) (time.Time, bool, error)
-	List(ctx context.Context, streamName string, from, until time.Time) (*archive.Index, error)
+	List(ctx context.Context, streamName string, from, until time.Time, listed func(objects int)) (*archive.Index, error)
 	Records(ctx context.Context, n archive.ObjectName) ([]archive.Record, error)
 }
 
@@ -65,7 +65,7 @@ type seamPlan struct {
 // after the archive's part ends (records trimmed from the stream that the
 // archive does not hold), a shard the stream holds records of from before
 // the seam that the archive holds nothing of.
-func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, seam time.Time) (*seamPlan, error) {
+func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, seam time.Time, prog *progress) (*seamPlan, error) {
 	src := opts.Archive
 	firstHour, ok, err := src.FirstHour(ctx, st.name)
 	if err != nil {
@@ -94,11 +94,20 @@ func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, s
 		}
 	}
 	// One hour past the seam, so that the record after the seam is listed
-	// when the seam falls at the end of an hour.
-	idx, err := src.List(ctx, st.name, opts.From, seam.Add(time.Hour))
+	// when the seam falls at the end of an hour. A month of many shards is
+	// hundreds of pages: the count so far is shown every ProgressEvery.
+	shown := time.Now()
+	idx, err := src.List(ctx, st.name, opts.From, seam.Add(time.Hour), func(n int) {
+		if time.Since(shown) >= opts.ProgressEvery {
+			shown = time.Now()
+			prog.status(fmt.Sprintf("listing the archive of %s in bucket %s from %s: %d objects so far", st.name, src.Bucket(), stamp(opts.From), n), "")
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
+	prog.printf("listed %d objects of the archive of %s in bucket %s (%d shards, from %s to an hour past the seam at %s); placing the seam on each shard",
+		idx.Objects, st.name, src.Bucket(), len(idx.Shards), stamp(opts.From), stamp(seam))
 	plan := &seamPlan{at: seam, bucket: src.Bucket(), shards: map[string]*shardSeam{}}
 	inStream := map[string]bool{}
 	for _, sh := range st.shards {

@@ -95,7 +95,7 @@ func (a *archived) archive(ctx context.Context, n int32, drop func(kintypes.Reco
 // keys lists the archive's objects of shard, in sequence order.
 func (a *archived) keys(ctx context.Context, shard string) []string {
 	a.t.Helper()
-	idx, err := archive.NewReader(a.s3, a.bucket).List(ctx, a.stream, time.Now().Add(-48*time.Hour), time.Now().Add(time.Hour))
+	idx, err := archive.NewReader(a.s3, a.bucket).List(ctx, a.stream, time.Now().Add(-48*time.Hour), time.Now().Add(time.Hour), nil)
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -178,6 +178,13 @@ func TestRebuildFromArchiveAndStreamEqualsStreamAlone(t *testing.T) {
 	}
 	if !strings.Contains(progress.String(), "40 of them from the archive in bucket "+a.bucket) {
 		t.Errorf("summary does not say what came from the archive:\n%s", progress)
+	}
+	objects := 0
+	for _, shard := range a.liveShards {
+		objects += len(a.keys(ctx, shard))
+	}
+	if want := fmt.Sprintf("listed %d objects of the archive of %s in bucket %s", objects, a.stream, a.bucket); !strings.Contains(progress.String(), want) {
+		t.Errorf("progress does not say %q before placing the seam:\n%s", want, progress)
 	}
 }
 

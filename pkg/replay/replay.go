@@ -336,7 +336,7 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 			return nil, refuse("archive-until", "%s is older than stream %s keeps records (since %s): the stream part after it would miss records; give an -archive-until within the last %s",
 				stamp(at), st.name, stamp(oldest), hours(st.retention))
 		}
-		if seam, err = r.planSeam(ctx, opts, st, at); err != nil {
+		if seam, err = r.planSeam(ctx, opts, st, at, prog); err != nil {
 			return nil, err
 		}
 		res.Seam = at

@@ -372,20 +372,30 @@ func (r *run) report() {
 	r.progress.status(compact, suffix)
 }
 
-// status is the progress as one line with every shard (full) and as a
-// short one with the shard furthest behind (compact, for a terminal).
+// maxShardsShown bounds the shards a progress line names one by one: a
+// stream may have hundreds, and the line is written each time it changes.
+const maxShardsShown = 16
+
+// status is the progress as one line with every shard, or with the shards
+// still being read up to maxShardsShown and the rest counted (full), and
+// as a short one with the shard furthest behind (compact, for a terminal).
 func (r *run) status() (full, compact string) {
 	res := &Result{}
 	r.fill(res)
 	caught := 0
 	var b strings.Builder
 	var worst *ShardStats
+	shown := 0
 	for i, s := range res.Shards {
 		if s.CaughtUp {
 			caught++
 		} else if worst == nil || !s.Started || (worst.Started && s.MillisBehindLatest > worst.MillisBehindLatest) {
 			worst = &res.Shards[i]
 		}
+		if len(res.Shards) > maxShardsShown && (s.CaughtUp || shown == maxShardsShown) {
+			continue
+		}
+		shown++
 		fmt.Fprintf(&b, " | %s read %d applied %d", s.Shard, s.Read, s.Applied)
 		if s.Archived > 0 {
 			fmt.Fprintf(&b, " (%d from the archive)", s.Archived)
@@ -394,6 +404,9 @@ func (r *run) status() (full, compact string) {
 			fmt.Fprintf(&b, " skipped %d", s.Skipped)
 		}
 		b.WriteString(" " + shardState(s))
+	}
+	if rest := len(res.Shards) - shown; rest > 0 {
+		fmt.Fprintf(&b, " | and %d more shards, %d of them caught up", rest, caught)
 	}
 	head := fmt.Sprintf("%d/%d shards caught up, read %d applied %d", caught, len(res.Shards), res.Read, res.Applied)
 	if res.Skipped > 0 {

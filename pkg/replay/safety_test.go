@@ -551,3 +551,37 @@ func TestProgressSaysWhatWasRead(t *testing.T) {
 		t.Errorf("in-place progress lacks the rewrite or the countdown: %q", s)
 	}
 }
+
+// TestProgressLineIsBoundedByShardCount: a stream of many shards gets a
+// progress line of a bounded length, written each time it changes (a log,
+// a pipe): the shards still being read are named, up to a bound, and the
+// rest are counted: not a line of tens of kilobytes a second for a stream of
+// hundreds.
+func TestProgressLineIsBoundedByShardCount(t *testing.T) {
+	const shards = 40
+	f := newFixture(t, shards)
+	ctx := context.Background()
+	from := time.Now().Add(-time.Second)
+	f.send("e", 80, 0)
+	progress := &syncBuffer{}
+	o := f.quick(progress)
+	o.From, o.ProgressEvery, o.Handover = from, 10*time.Millisecond, 200*time.Millisecond
+	if _, err := f.replayer(nil).Run(ctx, o, f.handler); err != nil {
+		t.Fatalf("%v\n%s", err, progress)
+	}
+	sawMore := false
+	for i, l := range strings.Split(progress.String(), "\n") {
+		if !strings.Contains(l, " shards caught up, read ") {
+			continue
+		}
+		if n := strings.Count(l, "shardId-"); n > 16 {
+			t.Errorf("progress line %d names %d of the %d shards (%d bytes); want at most 16, the rest counted", i, n, shards, len(l))
+		}
+		if strings.Contains(l, "more shards") {
+			sawMore = true
+		}
+	}
+	if !sawMore {
+		t.Errorf("no progress line counts the shards it does not name:\n%s", progress)
+	}
+}

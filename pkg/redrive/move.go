@@ -20,8 +20,8 @@ import (
 //
 // Each batch of up to 10 is sent with SendMessageBatch, keeping body and
 // message attributes (and, for a FIFO source, the MessageGroupId, with the
-// DLQ message id as MessageDeduplicationId) but without the dead-letter
-// attributes (AttrPrefix) a consumer added; then only the entries the send
+// DLQ message id as MessageDeduplicationId, and its AWSTraceHeader) but
+// without the dead-letter attributes (AttrPrefix) a consumer added; then only the entries the send
 // accepted are deleted from the DLQ. Entries the source refused are reported
 // in Result.Failed and stay in the DLQ: they stay hidden for VisibilityTimeout
 // so the run does not spin on them, and are made visible again when Move
@@ -184,6 +184,12 @@ func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxB
 			Id:                aws.String(id),
 			MessageBody:       m.Body,
 			MessageAttributes: withoutDeadLetterAttributes(m.MessageAttributes),
+		}
+		// The one system attribute a sender may set (its size does not
+		// count towards the message's): the message's trace goes on.
+		if h := m.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)]; h != "" {
+			e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
+				string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(h)}}
 		}
 		if fifo {
 			g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]

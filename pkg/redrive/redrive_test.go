@@ -792,3 +792,49 @@ func TestMoveEndsWhenOnlyRefusedMessagesComeBack(t *testing.T) {
 		t.Errorf("DLQ holds %d messages; want the large one left there", len(g))
 	}
 }
+
+// recordSends is the real client, keeping each SendMessageBatch entry it
+// sends: moto stores a trace header sent with SendMessage but drops one
+// sent in a batch, so what Move sends is read on the way out.
+type recordSends struct {
+	Client
+	sent *[]types.SendMessageBatchRequestEntry
+}
+
+func (c recordSends) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	*c.sent = append(*c.sent, in.Entries...)
+	return c.Client.SendMessageBatch(ctx, in, opts...)
+}
+
+// TestMoveKeepsTheTraceHeader: a message's X-Ray trace header (the one
+// system attribute a sender may set) goes back with it, so its trace
+// continues where it failed.
+func TestMoveKeepsTheTraceHeader(t *testing.T) {
+	t.Parallel()
+	source, dlq := sourceWithDLQ(t, false)
+	const trace = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	if _, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(dlq), MessageBody: aws.String("traced"),
+		MessageSystemAttributes: map[string]types.MessageSystemAttributeValue{
+			"AWSTraceHeader": {DataType: aws.String("String"), StringValue: aws.String(trace)}}}); err != nil {
+		t.Fatal(err)
+	}
+	sendAll(t, dlq, []msg{{body: "untraced"}})
+	var sent []types.SendMessageBatchRequestEntry
+	res, err := testRedriver(recordSends{client, &sent}).Move(context.Background(), dlq, source, 0)
+	if err != nil || res.Moved != 2 {
+		t.Fatalf("Move = %+v, %v; want 2 moved", res, err)
+	}
+	for _, e := range sent {
+		got, ok := e.MessageSystemAttributes["AWSTraceHeader"]
+		switch aws.ToString(e.MessageBody) {
+		case "traced":
+			if !ok || aws.ToString(got.StringValue) != trace || aws.ToString(got.DataType) != "String" {
+				t.Errorf("the traced message went back with system attributes %+v; want its AWSTraceHeader %s", e.MessageSystemAttributes, trace)
+			}
+		case "untraced":
+			if len(e.MessageSystemAttributes) != 0 {
+				t.Errorf("the untraced message went back with system attributes %+v; want none", e.MessageSystemAttributes)
+			}
+		}
+	}
+}

@@ -413,7 +413,7 @@ func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func
 		return nil, err
 	}
 	oldest := now.Add(-st.retention)
-	items, fences, _, err := scanVersion(ctx, r.db, target)
+	items, fences, _, err := scanVersion(ctx, r.db, target, reading(opts, prog, target, "for where it got to on each shard"))
 	if err != nil {
 		return nil, err
 	}
@@ -711,8 +711,8 @@ func (r *Replayer) summarize(ctx context.Context, opts Options, j *job) {
 		what = fmt.Sprintf("summary: caught %s up on stream %s from where it got to: read %d records, handed %d to the processor (those already in it were skipped by its fences), skipped %d (kept failing)", j.target, j.stream.name, res.Read, res.Applied, res.Skipped)
 	}
 	res.Summary = append(res.Summary, what)
-	curItems, _, _, err1 := scanVersion(ctx, r.db, j.current)
-	tgtItems, _, _, err2 := scanVersion(ctx, r.db, j.target)
+	curItems, _, _, err1 := scanVersion(ctx, r.db, j.current, reading(opts, j.prog, j.current, "to count them"))
+	tgtItems, _, _, err2 := scanVersion(ctx, r.db, j.target, reading(opts, j.prog, j.target, "to count them"))
 	if err := errors.Join(err1, err2); err != nil {
 		res.Summary = append(res.Summary, "summary: could not count the items of the two versions: "+err.Error())
 		return
@@ -731,6 +731,18 @@ func (r *Replayer) summarize(ctx context.Context, opts Options, j *job) {
 		"  a session merged by a record that bridges two stays as an item marked retracted, and whether a session was written before it merged,",
 		"  or a window was final before a late record corrected it (a new revision), depends on where batches ended — which differs between",
 		"  the live functions and a replay — so retracted items and revisions can differ while every record is counted once in each.")
+}
+
+// reading is scanVersion's progress: the items of table read so far, shown
+// every ProgressEvery (why says what for).
+func reading(opts Options, prog *progress, table, why string) func(items int) {
+	shown := time.Now()
+	return func(items int) {
+		if time.Since(shown) >= opts.ProgressEvery {
+			shown = time.Now()
+			prog.status(fmt.Sprintf("reading the items of %s %s: %d so far", table, why, items), "")
+		}
+	}
 }
 
 // regionOf reads the region of an ARN (arn:aws:kinesis:REGION:…).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -583,5 +584,49 @@ func TestProgressLineIsBoundedByShardCount(t *testing.T) {
 	}
 	if !sawMore {
 		t.Errorf("no progress line counts the shards it does not name:\n%s", progress)
+	}
+}
+
+// TestReadingAVersionShowsProgress: use-version reads every item of the
+// version to find where it got to on each shard, and the summary reads
+// both tables in full: a table of millions of items is minutes of reading,
+// so the count so far is shown while it lasts, not only at the end.
+func TestReadingAVersionShowsProgress(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := context.Background()
+	from := time.Now().Add(-time.Second)
+	f.send("a", 10, 0)
+	if res, err := f.replayer(nil).Run(ctx, func() replay.Options { o := f.quick(nil); o.From = from; return o }(), f.handler); err != nil || !res.Swapped {
+		t.Fatalf("rebuild: %+v %v", res, err)
+	}
+	// Enough items in the stack's table for more than one page of Scan (1 MB).
+	pad := strings.Repeat("x", 500)
+	for i := 0; i < 3000; i += 25 {
+		var reqs []ddbtypes.WriteRequest
+		for j := i; j < i+25; j++ {
+			reqs = append(reqs, ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: map[string]ddbtypes.AttributeValue{
+				"pk": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("filler#%d", j)}, "sk": &ddbtypes.AttributeValueMemberS{Value: "x"},
+				"pad": &ddbtypes.AttributeValueMemberS{Value: pad}}}})
+		}
+		if _, err := f.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]ddbtypes.WriteRequest{f.table: reqs}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	progress := &syncBuffer{}
+	o := f.quick(progress)
+	o.Target, o.ProgressEvery, o.Handover = f.table, time.Nanosecond, 100*time.Millisecond
+	if res, err := f.replayer(nil).UseVersion(ctx, o, f.handler); err != nil || !res.Swapped {
+		t.Fatalf("use-version %s: %+v %v\n%s", f.table, res, err, progress)
+	}
+	out := progress.String()
+	first := regexp.MustCompile(`reading the items of ` + regexp.QuoteMeta(f.table) + `[^\n]*: (\d+) so far`).FindStringSubmatch(out)
+	if first == nil {
+		t.Fatalf("no progress while reading the items of %s:\n%s", f.table, out)
+	}
+	if n, _ := strconv.Atoi(first[1]); n == 0 || n >= 3000 {
+		t.Errorf("the first progress of the read says %s items so far; want a part of the 3,000", first[1])
+	}
+	if i, j := strings.Index(out, first[0]), strings.Index(out, "catch "+f.table); j < 0 || i > j {
+		t.Errorf("the read's progress comes after the plan, or there is no plan:\n%s", out)
 	}
 }

@@ -178,8 +178,10 @@ const fencePrefix = "f_"
 // the dedupe ledger's nor window listings) and finds the highest fence per shard, reading every
 // item once (a consistent Scan). The fences of state.SampleShard (records
 // `make invoke` sent, which no stream holds) are not a position: they are
-// left out, and samples reports whether any item has one.
-func scanVersion(ctx context.Context, db itemScanner, table string) (items int, fences map[string]string, samples bool, err error) {
+// left out, and samples reports whether any item has one. read, if not
+// nil, is called after each page (a megabyte of items) with the items read
+// so far: a table of millions of items takes minutes.
+func scanVersion(ctx context.Context, db itemScanner, table string, read func(items int)) (items int, fences map[string]string, samples bool, err error) {
 	fences = map[string]string{}
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
 	for {
@@ -209,6 +211,9 @@ func scanVersion(ctx context.Context, db itemScanner, table string) (items int, 
 		}
 		if out.LastEvaluatedKey == nil {
 			break
+		}
+		if read != nil {
+			read(items)
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
@@ -342,7 +347,7 @@ func (r *Replayer) Versions(ctx context.Context, stream string) ([]VersionInfo, 
 		v := VersionInfo{Table: name, Number: id.Number, Current: name == current, Rebuilt: id.Rebuilt, Deleted: !id.Exists,
 			From: id.From, CaughtUpAt: id.CaughtUpAt, Spans: id.Spans}
 		if id.Exists {
-			items, fences, samples, err := scanVersion(ctx, r.db, name)
+			items, fences, samples, err := scanVersion(ctx, r.db, name, nil)
 			if err != nil {
 				return nil, err
 			}

@@ -151,9 +151,14 @@ func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, s
 
 // place finds the seam on the shard: the last archived record that arrived
 // before seam, and the archived record after it, reading the shard's
-// objects from the newest back.
+// objects from the newest back. An object filed under an hour that begins
+// after the seam is not read: the archiver files each record under its
+// own arrival hour, so all of its records arrived after the seam.
 func (s *shardSeam) place(ctx context.Context, src ArchiveSource, seam time.Time) error {
 	for i := len(s.objects) - 1; i >= 0 && s.last == ""; i-- {
+		if s.objects[i].Hour.After(seam) {
+			continue
+		}
 		recs, err := src.Records(ctx, s.objects[i])
 		if err != nil {
 			return err

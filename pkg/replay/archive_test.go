@@ -448,3 +448,28 @@ func TestArchiveObjectsBeforeFromAreNotRead(t *testing.T) {
 			from, old, res, err, progress)
 	}
 }
+
+// TestArchiveObjectsAfterTheSeamAreNotRead: to place the seam the rebuild
+// looks for the last archived record that arrived before it; an object
+// filed under a later hour holds only records that arrived after the seam,
+// so it is listed (its first sequence number bounds the archive's part)
+// but not read: it costs no GET, and a damaged one does not stop the
+// rebuild.
+func TestArchiveObjectsAfterTheSeamAreNotRead(t *testing.T) {
+	a := newArchived(t, 1)
+	ctx := context.Background()
+	from := time.Now().Add(-time.Second)
+	seam, _ := a.sendAcrossSeam()
+	a.archive(ctx, 10, nil)
+	later := archive.Key(a.stream, []archive.Record{{Shard: "shardId-000000000000", Seq: "9" + strings.Repeat("0", 60), Arrival: seam.Add(time.Hour)}})
+	a.put(later, []byte("not gzip"), "")
+	r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
+	progress := &syncBuffer{}
+	opts := a.opts(from, progress)
+	opts.Archive, opts.ArchiveUntil = archive.NewReader(a.s3, a.bucket), seam
+	res, err := r.Run(ctx, opts, a.handler)
+	if err != nil || !res.Swapped || res.Archived != 40 {
+		t.Fatalf("rebuild with a damaged object of the hour after the seam (%s): %+v %v, want it swapped with the 40 records before the seam from the archive\n%s",
+			later, res, err, progress)
+	}
+}

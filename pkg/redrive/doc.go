@@ -10,5 +10,11 @@
 // sources the message id is used as the deduplication id, so a re-send
 // within SQS's 5-minute deduplication interval is dropped by SQS itself.
 //
+// A message the source refuses (over its MaximumMessageSize, say) stays in
+// the DLQ, named; on a FIFO source the later messages of its group stay
+// behind it (HeldBehindRefused), so the source never gets a group out of
+// order. The summary ends with what the DLQ still reports holding (SQS's
+// approximate count) beyond the messages the run names.
+//
 // The cmd/redrive command is the user-facing tool.
 package redrive

@@ -63,6 +63,10 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 	// Refused messages by id, in the order first refused; a message refused
 	// and later accepted (the run outlasted its visibility) is dropped again.
 	refusedByID := map[string]refused{}
+	// On a FIFO source, the id of the first message refused in each group:
+	// the group's later messages stay behind it, or the source would get
+	// them out of order.
+	held := map[string]string{}
 	var refusedOrder []string
 	ordered := map[string]bool{}
 	empty := 0
@@ -106,7 +110,7 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 				break
 			}
 		}
-		b, err := r.moveBatch(context.WithoutCancel(ctx), dlqURL, sourceURL, src.maxBytes, fifo, msgs)
+		b, err := r.moveBatch(context.WithoutCancel(ctx), dlqURL, sourceURL, src.maxBytes, fifo, held, msgs)
 		if again && b.moved == 0 && err == nil {
 			empty++
 		} else {
@@ -153,7 +157,27 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 			runErr = errors.Join(runErr, err)
 		}
 	}
+	res.Left = r.left(context.WithoutCancel(ctx), dlqURL)
 	return res, runErr
+}
+
+// left is about how many messages queueURL holds, visible and in flight
+// (-1 if it cannot be read).
+func (r *Redriver) left(ctx context.Context, queueURL string) int {
+	out, err := r.Client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, a := range []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible} {
+		v, err := strconv.Atoi(out.Attributes[string(a)])
+		if err != nil {
+			return -1
+		}
+		n += v
+	}
+	return n
 }
 
 type refused struct {
@@ -171,10 +195,13 @@ type batchResult struct {
 // moveBatch sends msgs to sourceURL in as few SendMessageBatch calls as the
 // size limit allows, then deletes from dlqURL what was accepted; a message
 // over maxBytes (the source's MaximumMessageSize, 0: unknown) is refused
-// without being sent. An error
+// without being sent. On a FIFO source (fifo), a message whose group has a
+// message refused before it in the run (held, by group: the refused one's
+// id; moveBatch adds to it) is refused too, HeldBehindRefused, so the
+// group reaches the source in order. An error
 // means a call failed as a whole; the messages it covered were not deleted
 // and are made visible again.
-func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxBytes int, fifo bool, msgs []types.Message) (batchResult, error) {
+func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxBytes int, fifo bool, held map[string]string, msgs []types.Message) (batchResult, error) {
 	var b batchResult
 	entries := make([]types.SendMessageBatchRequestEntry, 0, len(msgs))
 	byEntry := map[string]types.Message{}
@@ -201,6 +228,14 @@ func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxB
 				})
 				continue
 			}
+			if first, ok := held[g]; ok && first != aws.ToString(m.MessageId) {
+				b.failed = append(b.failed, refused{
+					failure: Failure{MessageID: aws.ToString(m.MessageId), Code: "HeldBehindRefused",
+						Reason: fmt.Sprintf("message %s before it in group %q was refused: on a FIFO queue the group goes in order, so it stays in the DLQ behind it", first, g)},
+					handle: aws.ToString(m.ReceiptHandle),
+				})
+				continue
+			}
 			e.MessageGroupId = aws.String(g)
 			// The DLQ message id, not the original MessageDeduplicationId: a
 			// message that reached the DLQ within 5 minutes of being sent would
@@ -211,6 +246,9 @@ func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxB
 			e.MessageDeduplicationId = m.MessageId
 		}
 		if n := entrySize(e); maxBytes > 0 && n > maxBytes {
+			if fifo {
+				held[aws.ToString(e.MessageGroupId)] = aws.ToString(m.MessageId)
+			}
 			b.failed = append(b.failed, refused{
 				failure: Failure{MessageID: aws.ToString(m.MessageId), Code: "MessageTooLarge",
 					Reason: fmt.Sprintf("%d bytes with its attributes, over the source queue's MaximumMessageSize of %d: left in the DLQ", n, maxBytes)},
@@ -241,10 +279,20 @@ func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxB
 		}
 		for _, ok := range out.Successful {
 			m := byEntry[aws.ToString(ok.Id)]
+			if g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]; fifo && held[g] == aws.ToString(m.MessageId) {
+				delete(held, g) // refused before, accepted now: its group goes on
+			}
 			toDelete = append(toDelete, types.DeleteMessageBatchRequestEntry{Id: ok.Id, ReceiptHandle: m.ReceiptHandle})
 		}
 		for _, f := range out.Failed {
 			m := byEntry[aws.ToString(f.Id)]
+			if fifo {
+				// Later messages of its group in this call may have gone
+				// already; none goes after it from here on.
+				if g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]; held[g] == "" {
+					held[g] = aws.ToString(m.MessageId)
+				}
+			}
 			b.failed = append(b.failed, refused{
 				failure: Failure{MessageID: aws.ToString(m.MessageId), Code: aws.ToString(f.Code), Reason: aws.ToString(f.Message)},
 				handle:  aws.ToString(m.ReceiptHandle),

@@ -98,13 +98,24 @@ type Result struct {
 	// NotDeleted are ids of messages that reached the source but could not be
 	// deleted from the DLQ: a later run sends them again.
 	NotDeleted []string
+	// Left is about how many messages the DLQ still holds when Move ends
+	// (its ApproximateNumberOfMessages, visible and in flight, which SQS
+	// may report up to a minute late; -1 if it could not be read): the
+	// refused ones, messages past the limit, on a FIFO queue those SQS
+	// held back behind a refused one of their group, which Move never
+	// received, or messages that arrived meanwhile.
+	Left int
 }
 
-// String is the summary line: "moved N, failed M".
+// String is the summary line: "moved N, failed M", and what is left in
+// the DLQ past the messages the run names.
 func (r Result) String() string {
 	s := fmt.Sprintf("moved %d, failed %d", r.Moved, len(r.Failed))
 	if len(r.NotDeleted) > 0 {
 		s += fmt.Sprintf(", %d sent but still in the DLQ (will be sent again)", len(r.NotDeleted))
+	}
+	if more := r.Left - len(r.Failed) - len(r.NotDeleted); more > 0 {
+		s += fmt.Sprintf("; the DLQ still reports about %d more (SQS's approximate count, up to a minute behind; redrive -dry-run lists them): past the limit, behind a refused message of their FIFO group, or arrived meanwhile", more)
 	}
 	return s
 }

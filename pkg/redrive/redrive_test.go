@@ -838,3 +838,42 @@ func TestMoveKeepsTheTraceHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveKeepsAFIFOGroupBehindARefusedMessage: on a FIFO DLQ, a message
+// the source refuses (too large for it) holds back the rest of its group,
+// named HeldBehindRefused, so the source never gets the group out of order;
+// other groups move. A run with a limit says about how many messages it
+// left in the DLQ without receiving them.
+func TestMoveKeepsAFIFOGroupBehindARefusedMessage(t *testing.T) {
+	t.Parallel()
+	dlq := newQueue(t, true, map[string]string{"MaximumMessageSize": "8192"})
+	policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": queueArn(t, dlq), "maxReceiveCount": 1})
+	source := newQueue(t, true, map[string]string{"RedrivePolicy": string(policy), "MaximumMessageSize": "1024"})
+	sendAll(t, dlq, []msg{{body: strings.Repeat("b", 2000), group: "g"}, {body: "g-2", group: "g"}, {body: "g-3", group: "g"}, {body: "h-1", group: "h"}})
+	res, err := testRedriver(client).Move(context.Background(), dlq, source, 0)
+	if err != nil {
+		t.Fatalf("Move: %v", err)
+	}
+	codes := map[string]int{}
+	for _, f := range res.Failed {
+		codes[f.Code]++
+	}
+	if res.Moved != 1 || codes["MessageTooLarge"] != 1 || codes["HeldBehindRefused"] != 2 || res.Left != 3 {
+		t.Fatalf("Move = moved %d, failed %v, left %d; want h-1 moved, the large one refused, g-2 and g-3 held behind it, 3 left", res.Moved, codes, res.Left)
+	}
+	if got := bodies(drain(t, source)); len(got) != 1 || got[0] != "h-1" {
+		t.Errorf("source got %v; want h-1 alone (g's order kept)", got)
+	}
+
+	dlq2 := newQueue(t, false, nil)
+	policy2, _ := json.Marshal(map[string]any{"deadLetterTargetArn": queueArn(t, dlq2), "maxReceiveCount": 1})
+	source2 := newQueue(t, false, map[string]string{"RedrivePolicy": string(policy2)})
+	sendAll(t, dlq2, []msg{{body: "a"}, {body: "b"}, {body: "c"}, {body: "d"}})
+	res, err = testRedriver(client).Move(context.Background(), dlq2, source2, 1)
+	if err != nil || res.Moved != 1 || res.Left != 3 {
+		t.Fatalf("Move with limit 1 = %+v, %v; want 1 moved and 3 left", res, err)
+	}
+	if s := res.String(); !strings.Contains(s, "the DLQ still reports about 3 more") {
+		t.Errorf("summary %q; want it to say about 3 more are still in the DLQ", s)
+	}
+}

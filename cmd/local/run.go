@@ -854,7 +854,7 @@ func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work, w
 	since := time.Now().Add(-time.Second)
 	const task, missing = 31, 99
 	fmt.Fprintf(w, "▸ %s needs the result of %s (data.after), which nobody sent: SQS does not order the queue, so it waits through its receives, 6 minutes apart\n", local.TaskID(task), local.TaskID(missing))
-	fmt.Fprintln(w, "  (shown here on its last receive, the 5th, handed to the worker directly rather than half an hour later)")
+	fmt.Fprintln(w, "  (shown here on its last receive, the 5th, handed to the worker directly rather than 24 minutes later: four visibility timeouts)")
 	if _, err := stack.DeliverOnLastReceive(ctx, work, task, missing); err != nil {
 		return err
 	}
@@ -867,7 +867,10 @@ func demoDeadLetter(ctx context.Context, stack *local.Stack, work *local.Work, w
 		return err
 	}
 	for _, line := range strings.Split(strings.TrimRight(listing.String(), "\n"), "\n") {
-		fmt.Fprintf(w, "    %s\n", truncate(line, 220))
+		if !strings.HasPrefix(strings.TrimSpace(line), "reason:") { // the reason whole: its remedy is at its end
+			line = truncate(line, 220)
+		}
+		fmt.Fprintf(w, "    %s\n", line)
 	}
 	if err := printDLQDepth(ctx, stack, work, since, 1, w); err != nil {
 		return err

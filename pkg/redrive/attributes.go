@@ -25,6 +25,11 @@ const (
 	AttrFunction = AttrPrefix + "Function"
 )
 
+// ReasonLimit is the most bytes of AttrReason a dry run prints: what
+// package worker writes (its reasons are cut there), so a reason is shown
+// whole, with the remedy at its end.
+const ReasonLimit = 1024
+
 // withoutDeadLetterAttributes returns attrs without the AttrPrefix ones,
 // or attrs itself when it has none.
 func withoutDeadLetterAttributes(attrs map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {

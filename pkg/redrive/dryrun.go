@@ -108,7 +108,7 @@ func (r *Redriver) DryRun(ctx context.Context, dlqURL string, limit int, w io.Wr
 
 func (r *Redriver) printMessage(w io.Writer, m types.Message) {
 	a := m.Attributes
-	fmt.Fprintf(w, "message %s  receives=%s  sent=%s", aws.ToString(m.MessageId),
+	fmt.Fprintf(w, "message %s  dlqReceives=%s  sent=%s", aws.ToString(m.MessageId),
 		a[string(types.MessageSystemAttributeNameApproximateReceiveCount)],
 		formatMillis(a[string(types.MessageSystemAttributeNameSentTimestamp)]))
 	if g := a[string(types.MessageSystemAttributeNameMessageGroupId)]; g != "" {
@@ -117,7 +117,7 @@ func (r *Redriver) printMessage(w io.Writer, m types.Message) {
 	fmt.Fprintln(w)
 	if reason := m.MessageAttributes[AttrReason].StringValue; reason != nil {
 		// Dead-lettered by a consumer that said why (package worker).
-		fmt.Fprintf(w, "  reason: %s\n", printable(truncate(aws.ToString(reason), r.BodyLimit)))
+		fmt.Fprintf(w, "  reason: %s\n", printable(truncate(aws.ToString(reason), max(r.BodyLimit, ReasonLimit))))
 	} else {
 		fmt.Fprintln(w, "  reason: not recorded (SQS moved it after maxReceiveCount receives; see the function's logs)")
 	}

@@ -65,7 +65,8 @@ type Redriver struct {
 	// VisibilityTimeout is how long received messages stay hidden while a
 	// batch is moved, or while a dry run lists the queue.
 	VisibilityTimeout time.Duration
-	// BodyLimit is how many bytes of a body a dry run prints.
+	// BodyLimit is how many bytes of a body a dry run prints (a reason:
+	// ReasonLimit, if more).
 	BodyLimit int
 	// AfterBatch, if set, is called after each batch is moved.
 	AfterBatch func(Result)

@@ -475,7 +475,7 @@ func TestDryRunPrintsAndLeavesTheDLQ(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{
-		"receives=2", // ApproximateReceiveCount: the failed receive, then the dry run's own
+		"dlqReceives=2", // ApproximateReceiveCount: the failed receive, then the dry run's own
 		"sent=" + time.Now().UTC().Format("2006-01-02"), // SentTimestamp as a date
 		`attribute orderId (String) = "order-5"`,
 		"attribute checksum (Binary) = <3 bytes>",

@@ -320,6 +320,7 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 	progress := time.NewTicker(o.Progress)
 	defer progress.Stop()
 	arrived := map[string]time.Time{} // the last record read of each shard
+	saidBehind := false               // a progress line was printed since the last catching up
 	for {
 		if !o.Follow && len(pending) == 0 {
 			return sum, nil
@@ -343,6 +344,11 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 			}
 			if ev.caughtUp {
 				delete(pending, ev.shard)
+				if saidBehind && len(pending) == 0 && o.Follow {
+					// The progress lines said it was behind: say it is not.
+					fmt.Fprintf(o.Status, "tail: caught up on every shard after %d record(s) read, %d printed; following\n", sum.Read, sum.Printed)
+					saidBehind = false
+				}
 				continue
 			}
 			sum.Read++
@@ -360,6 +366,7 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 		case <-progress.C:
 			if len(pending) > 0 {
 				fmt.Fprintln(o.Status, progressLine(sum, pending, arrived))
+				saidBehind = true
 			}
 		case <-tick.C:
 			if !o.Follow || o.Shard != "" {

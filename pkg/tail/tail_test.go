@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -253,6 +254,51 @@ func TestProgressWhileCatchingUp(t *testing.T) {
 	if !strings.Contains(last, "record(s) read, 0 printed") || !strings.Contains(last, "1 of 1 shard(s)") || !strings.Contains(last, "arrived") {
 		t.Errorf("progress line %q does not say what was read and printed, which shards are behind and where", last)
 	}
+}
+
+// A following tail that said it was catching up says when it has caught
+// up and is following: without it the last word was "still catching up".
+func TestFollowSaysWhenCaughtUp(t *testing.T) {
+	kin := kinesis.NewFromConfig(awsCfg)
+	stream := newStream(t, kin, 1)
+	put(t, kin, stream, event{ID: "e1", Key: "user-1"}, event{ID: "e2", Key: "user-1"}, event{ID: "e3", Key: "user-1"})
+	var status syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil && !strings.Contains(status.String(), "caught up on every shard") {
+			time.Sleep(50 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := tail.Run(ctx, oneAtATime{kin}, tail.Options{Stream: stream, From: tail.Position{Type: types.ShardIteratorTypeTrimHorizon}, Follow: true,
+		PollOnly: true, Filter: tail.Filter{Key: "nobody"}, Progress: 300 * time.Millisecond, Status: &status}, func(*tail.Record) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := status.String()
+	caught := strings.Index(out, "tail: caught up on every shard after 3 record(s) read, 0 printed; following")
+	if !strings.Contains(out, "tail: still catching up:") || caught < 0 || strings.LastIndex(out, "still catching up") > caught {
+		t.Errorf("status:\n%s\nwant progress lines, then one saying it caught up after the 3 records", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer read while a tail writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // splitStream is a stream whose one shard was split: the closed parent

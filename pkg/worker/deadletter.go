@@ -31,8 +31,8 @@ var _ deadLetterAPI = (*sqs.Client)(nil)
 // maxMessageAttributes is SQS's limit on message attributes per message.
 const maxMessageAttributes = 10
 
-// maxReasonBytes bounds the reason attribute.
-const maxReasonBytes = 1024
+// maxReasonBytes bounds the reason attribute: what a dry run shows whole.
+const maxReasonBytes = redrive.ReasonLimit
 
 // ErrNoDeadLetterQueue is returned by DeadLetters.Send when the message's
 // source queue has no redrive policy.

@@ -117,7 +117,7 @@ type DependencyError struct {
 
 func (e *DependencyError) Error() string {
 	if e.MaxReceives > 0 {
-		return fmt.Sprintf("message %s: task %s: field data.after: task %s has no result in table %s on receive %d of %d (the queue's maxReceiveCount); run it, then redrive this message",
+		return fmt.Sprintf("message %s: task %s: field data.after: task %s has no result in table %s on receive %d of %d, the queue's last; run it, then redrive this message",
 			e.MessageID, e.TaskID, e.Missing, e.Table, e.Receive, e.MaxReceives)
 	}
 	return fmt.Sprintf("message %s: task %s: field data.after: task %s has no result in table %s; run it, then redrive this message",

@@ -130,6 +130,9 @@ func (p *Processor) Invoke(ctx context.Context, payload []byte) ([]byte, error) 
 	if err := b.Decode(payload); err != nil {
 		return nil, fmt.Errorf("aggregate: %w", err)
 	}
+	if err := stream.CheckKinesisBatch(b, payload); err != nil {
+		return nil, fmt.Errorf("aggregate: %w", err)
+	}
 	if err := checkRecords(b.Records); err != nil {
 		return nil, fmt.Errorf("aggregate: kinesis event: %w", err)
 	}
@@ -470,6 +473,9 @@ const deadlineMargin = 500 * time.Millisecond
 
 // HandleBatch is the per-batch path: one conditional write per (key, window).
 func (p *Processor) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	if err := stream.CheckKinesisEvent(&ev); err != nil {
+		return events.KinesisEventResponse{}, fmt.Errorf("aggregate: %w", err)
+	}
 	return p.handleBatch(ctx, records(ev.Records))
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -38,6 +39,9 @@ func NewArchiver(client objectPutter, bucket string) *Archiver {
 // harmless (its name is a function of its records; the reader keeps each
 // sequence number once where a retried batch overlaps a written one).
 func (a *Archiver) Handle(ctx context.Context, ev events.KinesisEvent) error {
+	if err := stream.CheckKinesisEvent(&ev); err != nil {
+		return fmt.Errorf("archive: %w", err)
+	}
 	groups, err := group(ev)
 	if err != nil {
 		return err

@@ -153,6 +153,9 @@ type pending struct {
 // Kinesis failed, throttled or not; or the first it could not set aside) as
 // the batch item failure, so Lambda redelivers it and the records after it.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	if err := stream.CheckDynamoDBEvent(&ev); err != nil {
+		return events.DynamoDBEventResponse{}, fmt.Errorf("cdc: %w", err)
+	}
 	var failures batch.StreamFailures
 	recs := ev.Records
 	ready := make([]pending, 0, len(recs))

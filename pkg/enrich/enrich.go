@@ -3,6 +3,7 @@ package enrich
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // recordPutter is the Kinesis call the handler makes.
@@ -259,6 +261,9 @@ func (s Stats) sub(o Stats) Stats {
 // whose key item would outgrow its budget ends the batch there (reported,
 // so Lambda resumes from it with a history cut down to what it needs).
 func (h *Handler) Handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	if err := stream.CheckKinesisEvent(&ev); err != nil {
+		return events.KinesisEventResponse{}, fmt.Errorf("enrich: %w", err)
+	}
 	before := h.Stats()
 	dups, conflicts := h.dups.Load(), h.conflicts.Load()
 	var failures batch.StreamFailures

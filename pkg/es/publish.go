@@ -160,6 +160,9 @@ var erasureAttrs = []string{AttrPersonal, AttrErasedAt, AttrErasure}
 // publish (Kinesis failed or throttled it, or it could not be set aside) so
 // Lambda redelivers from there; consumers skip what they already applied.
 func (p *Publisher) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	if err := stream.CheckDynamoDBEvent(&ev); err != nil {
+		return events.DynamoDBEventResponse{}, fmt.Errorf("publish: %w", err)
+	}
 	var failures batch.StreamFailures
 	recs := ev.Records
 	type ready struct {

@@ -200,6 +200,9 @@ func permanent(err error) bool {
 
 // Handle runs the batch's tasks: each message's envelope once per event id.
 func (t *Tasks) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	if err := stream.CheckSQSEvent(&ev); err != nil {
+		return events.SQSEventResponse{}, fmt.Errorf("%s: %w", t.name, err)
+	}
 	ctx, cancel := batch.Reserve(ctx, 500*time.Millisecond)
 	defer cancel()
 	var ran, dup, aside int

@@ -207,6 +207,9 @@ func (r *Runner[V]) Invoke(ctx context.Context, payload []byte) ([]byte, error) 
 	if err := b.Decode(payload); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.set.Name, err)
 	}
+	if err := stream.CheckKinesisBatch(b, payload); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.set.Name, err)
+	}
 	resp, err := r.handleBatch(ctx, b.Records)
 	if err != nil {
 		return nil, err
@@ -228,6 +231,9 @@ func isScheduled(payload []byte) bool {
 
 // HandleBatch handles one Kinesis batch given as aws-lambda-go's event.
 func (r *Runner[V]) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	if err := stream.CheckKinesisEvent(&ev); err != nil {
+		return events.KinesisEventResponse{}, fmt.Errorf("%s: %w", r.set.Name, err)
+	}
 	recs := make([]stream.KinesisRecord, len(ev.Records))
 	for i := range ev.Records {
 		recs[i] = stream.RecordFromEvent(&ev.Records[i])

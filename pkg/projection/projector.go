@@ -25,6 +25,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // AttrVersion is the version attribute of every view item: the aggregate
@@ -222,6 +223,9 @@ func (p *Projector) HandleBatch(ctx context.Context, ev events.KinesisEvent) (ev
 // of the first aggregate it could not apply (throttling, a timeout), so
 // Lambda redelivers from there.
 func (p *Projector) Handle(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	if err := stream.CheckKinesisEvent(&ev); err != nil {
+		return events.KinesisEventResponse{}, fmt.Errorf("project: %w", err)
+	}
 	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
 	defer cancel()
 	table := p.table.Current(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // Retention is how long a quarantined record is kept (the TTL in expiresAt).
@@ -91,6 +92,9 @@ type Item = setaside.Item
 // (throttling, timeouts) is reported as a batch item failure by message id
 // and comes back after its visibility timeout.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	if err := stream.CheckSQSEvent(&ev); err != nil {
+		return events.SQSEventResponse{}, fmt.Errorf("quarantine: %w", err)
+	}
 	defer func() {
 		if err := h.metrics.Flush(); err != nil {
 			h.log.Error("metrics flush", "err", err)

@@ -27,4 +27,10 @@
 // and field. AppendKinesisEventResponse and
 // AppendKinesisTimeWindowEventResponse write the responses as the runtime
 // would. CompareSequence orders sequence numbers without parsing them.
+//
+// aws-lambda-go decodes any JSON object into any event type, so every
+// consumer's entry point checks the event is its own kind first
+// (CheckKinesisEvent, CheckKinesisBatch, CheckDynamoDBEvent, CheckSQSEvent):
+// an SQS batch sent to a Kinesis consumer from the console's Test tab, or
+// {}, fails the invocation with an *EventShapeError naming the field.
 package stream

@@ -21,6 +21,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -181,6 +182,9 @@ func New(db store, t Tables, opts ...Option) *Handler {
 // deadline and reports the record it was on, rather than be cut off and
 // have the whole batch redelivered.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	if err := stream.CheckDynamoDBEvent(&ev); err != nil {
+		return events.DynamoDBEventResponse{}, fmt.Errorf("timeline: %w", err)
+	}
 	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
 	defer cancel()
 	h.metrics.Add("TweetsIn", metrics.Count, 0)

@@ -225,6 +225,9 @@ const (
 // dead-letter queue with their reason when the handler has WithDeadLetters,
 // and are reported failed otherwise.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	if err := stream.CheckSQSEvent(&ev); err != nil {
+		return events.SQSEventResponse{}, fmt.Errorf("worker: %w", err)
+	}
 	defer func() {
 		if err := h.metrics.Flush(); err != nil {
 			h.log.Error("metrics flush", "err", err)

@@ -1,0 +1,114 @@
+package stream
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
+)
+
+// The eventSource Lambda's event source mappings put on every record.
+const (
+	SourceKinesis  = "aws:kinesis"
+	SourceDynamoDB = "aws:dynamodb"
+	SourceSQS      = "aws:sqs"
+)
+
+// EventShapeError is an invocation whose event is not a batch of the kind
+// the function consumes: an SQS event sent to a Kinesis consumer from the
+// console's Test tab, a scheduled event sent to a stream consumer, a
+// record without the sequence number or message id Lambda always sends.
+// aws-lambda-go decodes any JSON object into any event type, so without
+// this check such an event would be an empty batch ("succeeded", nothing
+// done) or records without data set aside as malformed. Lambda never
+// sends one; the function fails the invocation naming the field.
+type EventShapeError struct {
+	// Want is the event the function reads ("a Kinesis event").
+	Want string
+	// Record is the index in Records of the record at fault, -1 for the
+	// event itself.
+	Record int
+	// Field is the JSON path at fault ("Records", "eventSource",
+	// "kinesis.sequenceNumber").
+	Field  string
+	Reason string
+}
+
+func (e *EventShapeError) Error() string {
+	where := e.Field
+	if e.Record >= 0 {
+		where = "Records[" + strconv.Itoa(e.Record) + "]." + e.Field
+	}
+	return "not " + e.Want + ": " + where + ": " + e.Reason
+}
+
+// maxSourceEcho bounds what an EventShapeError repeats of an eventSource.
+const maxSourceEcho = 64
+
+// checkShape checks n records, each with source and id (the member Lambda
+// always sends; idField is its path), for want: records present (present:
+// the event had a Records member), each of source wantSource or without
+// one, each with an id.
+func checkShape(want, wantSource, idField string, present bool, n int, at func(i int) (source, id string)) error {
+	if !present {
+		return &EventShapeError{Want: want, Record: -1, Field: "Records",
+			Reason: "is missing: Lambda sends this function {\"Records\": [...]} from its " + wantSource + " event source mapping"}
+	}
+	for i := range n {
+		source, id := at(i)
+		if source != "" && source != wantSource {
+			return &EventShapeError{Want: want, Record: i, Field: "eventSource",
+				Reason: strictjson.QuoteCut(source, maxSourceEcho) + " is not " + strconv.Quote(wantSource) + ": this function reads " + want + "s"}
+		}
+		if id == "" {
+			return &EventShapeError{Want: want, Record: i, Field: idField,
+				Reason: "is missing: Lambda sends every record's"}
+		}
+	}
+	return nil
+}
+
+// CheckKinesisEvent refuses an event that is not a Kinesis batch (see
+// EventShapeError): no Records member, a record whose eventSource is not
+// aws:kinesis, or one without kinesis.sequenceNumber. An empty Records
+// array (a tumbling window's last invocation) is a batch.
+func CheckKinesisEvent(ev *events.KinesisEvent) error {
+	return checkShape("a Kinesis event", SourceKinesis, "kinesis.sequenceNumber", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
+		return ev.Records[i].EventSource, ev.Records[i].Kinesis.SequenceNumber
+	})
+}
+
+// CheckDynamoDBEvent is CheckKinesisEvent for a DynamoDB stream's batch:
+// eventSource aws:dynamodb, dynamodb.SequenceNumber.
+func CheckDynamoDBEvent(ev *events.DynamoDBEvent) error {
+	return checkShape("a DynamoDB stream event", SourceDynamoDB, "dynamodb.SequenceNumber", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
+		return ev.Records[i].EventSource, ev.Records[i].Change.SequenceNumber
+	})
+}
+
+// CheckSQSEvent is CheckKinesisEvent for an SQS batch: eventSource
+// aws:sqs, messageId.
+func CheckSQSEvent(ev *events.SQSEvent) error {
+	return checkShape("an SQS event", SourceSQS, "messageId", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
+		return ev.Records[i].EventSource, ev.Records[i].MessageId
+	})
+}
+
+// CheckKinesisBatch is CheckKinesisEvent for a batch Decode read from raw
+// (raw is read again only when the batch has no records, to tell an empty
+// Records array from none). A tumbling window's event is a batch whatever
+// its Records: its window says where it came from.
+func CheckKinesisBatch(b *KinesisBatch, raw []byte) error {
+	present := len(b.Records) > 0 || b.TimeWindow
+	if !present {
+		var probe struct {
+			Records json.RawMessage
+		}
+		present = json.Unmarshal(raw, &probe) == nil && len(probe.Records) > 0 && string(probe.Records) != "null"
+	}
+	return checkShape("a Kinesis event", SourceKinesis, "kinesis.sequenceNumber", present, len(b.Records), func(i int) (string, string) {
+		return b.Records[i].EventSource, b.Records[i].SequenceNumber
+	})
+}

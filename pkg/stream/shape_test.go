@@ -1,0 +1,104 @@
+package stream_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/stream/streamtest"
+)
+
+// A consumer's check passes its own source's batch and an empty Records
+// array, and refuses every other event a user may send it by hand,
+// naming the field — decoded as aws-lambda-go decodes it (encoding/json).
+func TestEventShapeChecks(t *testing.T) {
+	checks := []struct {
+		source string
+		check  func(raw []byte) error
+	}{
+		{stream.SourceKinesis, func(raw []byte) error {
+			var ev events.KinesisEvent
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return err
+			}
+			return stream.CheckKinesisEvent(&ev)
+		}},
+		{"aws:kinesis (raw batch)", func(raw []byte) error {
+			var b stream.KinesisBatch
+			if err := b.Decode(raw); err != nil {
+				return err
+			}
+			return stream.CheckKinesisBatch(&b, raw)
+		}},
+		{stream.SourceDynamoDB, func(raw []byte) error {
+			var ev events.DynamoDBEvent
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return err
+			}
+			return stream.CheckDynamoDBEvent(&ev)
+		}},
+		{stream.SourceSQS, func(raw []byte) error {
+			var ev events.SQSEvent
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return err
+			}
+			return stream.CheckSQSEvent(&ev)
+		}},
+	}
+	for _, c := range checks {
+		source, _, _ := strings.Cut(c.source, " ")
+		t.Run(c.source, func(t *testing.T) {
+			if err := c.check(streamtest.SampleEvent(source)); err != nil {
+				t.Errorf("its own batch: %v", err)
+			}
+			if err := c.check([]byte(`{"Records":[]}`)); err != nil {
+				t.Errorf("an empty Records array: %v", err)
+			}
+			for name, raw := range streamtest.ForeignEvents(source) {
+				err := c.check(raw)
+				var se *stream.EventShapeError
+				switch {
+				case !errors.As(err, &se):
+					t.Errorf("%s: %v, want an *EventShapeError", name, err)
+				case name == "scheduled" || name == "empty object":
+					if se.Field != "Records" || !strings.Contains(err.Error(), "Records: is missing") {
+						t.Errorf("%s: %q, want Records is missing", name, err)
+					}
+				case se.Record != 0 || se.Field != "eventSource" || !strings.Contains(err.Error(), `"`+name+`" is not "`+source+`"`):
+					t.Errorf("%s: %q, want Records[0].eventSource naming both sources", name, err)
+				}
+			}
+		})
+	}
+}
+
+// A record without its source's id (a hand-made event) is refused naming
+// the member; a long eventSource is repeated cut.
+func TestEventShapeNamesTheField(t *testing.T) {
+	err := stream.CheckKinesisEvent(&events.KinesisEvent{Records: []events.KinesisEventRecord{{EventSource: "aws:kinesis"}}})
+	if err == nil || err.Error() != "not a Kinesis event: Records[0].kinesis.sequenceNumber: is missing: Lambda sends every record's" {
+		t.Errorf("no sequence number: %v", err)
+	}
+	err = stream.CheckSQSEvent(&events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", EventSource: strings.Repeat("x", 5000)}}})
+	if err == nil || len(err.Error()) > 300 {
+		t.Errorf("a 5,000-byte eventSource: %d bytes of error", len(err.Error()))
+	}
+}
+
+// A tumbling window's invocation without records (its last, or one for an
+// idle window) is a batch even with no Records member.
+func TestEventShapeTumblingWindowWithoutRecords(t *testing.T) {
+	raw := []byte(`{"window":{"start":"2026-11-29T10:40:00Z","end":"2026-11-29T10:42:00Z"},"state":{},"shardId":"shardId-000000000000",` +
+		`"eventSourceARN":"` + streamtest.StreamARN + `","isFinalInvokeForWindow":true,"isWindowTerminatedEarly":false}`)
+	var b stream.KinesisBatch
+	if err := b.Decode(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.CheckKinesisBatch(&b, raw); err != nil {
+		t.Errorf("a window's final invocation without Records: %v", err)
+	}
+}

@@ -421,8 +421,8 @@ func refreshInterval(lookup func(string) (string, bool)) (time.Duration, error) 
 		return aggregate.DefaultViewsRefresh, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 || n > 3600 {
-		return 0, &cli.UsageError{Msg: fmt.Sprintf("environment variable %s=%q: want the functions' refresh interval, 1 to 3600 seconds", aggregate.EnvViewsRefresh, s)}
+	if err != nil || n <= 0 || n > int(aggregate.MaxViewsRefresh/time.Second) {
+		return 0, &cli.UsageError{Msg: fmt.Sprintf("environment variable %s=%q: want the functions' refresh interval, 1 to %d seconds", aggregate.EnvViewsRefresh, s, int(aggregate.MaxViewsRefresh/time.Second))}
 	}
 	return time.Duration(n) * time.Second, nil
 }

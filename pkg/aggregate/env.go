@@ -19,6 +19,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Environment variables the aggregate and ticker functions read.
@@ -29,7 +30,7 @@ const (
 	// swaps); it takes precedence over EnvViewsTable.
 	EnvViewsParameter = "VIEWS_PARAMETER_NAME"
 	// EnvViewsRefresh is how many seconds a resolved parameter value is
-	// used before it is read again (default 30).
+	// used before it is read again (default 30, at most 3600).
 	EnvViewsRefresh = "VIEWS_REFRESH_SECONDS"
 	EnvOutputStream = "OUTPUT_STREAM_NAME" // optional
 	// EnvQuarantineTable names the table records that can never be
@@ -40,6 +41,11 @@ const (
 // DefaultViewsRefresh is how long a warm instance keeps the views table it
 // read from the parameter before reading it again.
 const DefaultViewsRefresh = 30 * time.Second
+
+// MaxViewsRefresh bounds EnvViewsRefresh: a replay's swap reaches every
+// warm instance within it (cmd/replay follows the old table that long), so
+// a longer one would leave instances writing to the old table for hours.
+const MaxViewsRefresh = time.Hour
 
 // MetricDimensionPipeline is the EMF dimension naming the pipeline: the
 // aggregate and ticker functions' metrics carry the dimension sets
@@ -135,8 +141,9 @@ func ViewsTableFromEnv(ctx context.Context, awsCfg aws.Config, lookup func(strin
 	refresh := DefaultViewsRefresh
 	if s, ok := lookup(EnvViewsRefresh); ok && s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("environment variable %s: %q is not a positive whole number of seconds", EnvViewsRefresh, s)
+		if err != nil || n <= 0 || n > int(MaxViewsRefresh/time.Second) {
+			return nil, fmt.Errorf("environment variable %s: %q is not a whole number of seconds from 1 to %d (default %d)",
+				EnvViewsRefresh, strictjson.Cut(s, 64), int(MaxViewsRefresh/time.Second), int(DefaultViewsRefresh/time.Second))
 		}
 		refresh = time.Duration(n) * time.Second
 	}

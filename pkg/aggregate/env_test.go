@@ -25,6 +25,11 @@ func TestViewsTableFromEnv(t *testing.T) {
 		{"empty table", map[string]string{aggregate.EnvViewsTable: ""}, "", aggregate.EnvViewsTable},
 		{"refresh not a number", map[string]string{aggregate.EnvViewsParameter: "/p", aggregate.EnvViewsRefresh: "soon"}, "", aggregate.EnvViewsRefresh},
 		{"refresh zero", map[string]string{aggregate.EnvViewsParameter: "/p", aggregate.EnvViewsRefresh: "0"}, "", aggregate.EnvViewsRefresh},
+		// A warm instance would never see a replay's swap (cmd/replay
+		// refuses the same values); 10^10 s overflowed to the default.
+		{"refresh over an hour", map[string]string{aggregate.EnvViewsParameter: "/p", aggregate.EnvViewsRefresh: "3601"}, "", aggregate.EnvViewsRefresh + `: "3601" is not a whole number of seconds from 1 to 3600`},
+		{"refresh 10^9", map[string]string{aggregate.EnvViewsParameter: "/p", aggregate.EnvViewsRefresh: "1000000000"}, "", aggregate.EnvViewsRefresh},
+		{"refresh overflowing", map[string]string{aggregate.EnvViewsParameter: "/p", aggregate.EnvViewsRefresh: "10000000000"}, "", aggregate.EnvViewsRefresh},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			lookup := func(k string) (string, bool) { v, ok := c.env[k]; return v, ok }

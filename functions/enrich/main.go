@@ -3,15 +3,15 @@
 // (the stream–table join): it writes one enriched record per activity event
 // to the Kinesis stream named by ENRICHED_STREAM_NAME and keeps the join's
 // copy of the profiles in the DynamoDB table named by JOIN_TABLE_NAME
-// (partition key "pk", a string). Records that can never be joined are set
-// aside in the quarantine table (QUARANTINE_TABLE_NAME). The logic is in
-// package enrich.
+// (partition key "pk", a string); an activity event's id suppresses its
+// producer's copies for DEDUPE_HORIZON (default 1h, at most 168h; 0s: off).
+// Records that can never be joined are set aside in the quarantine table
+// (QUARANTINE_TABLE_NAME). The logic is in package enrich.
 package main
 
 import (
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,13 +28,9 @@ func main() {
 	out := m.RequireEnv("ENRICHED_STREAM_NAME", "the Kinesis stream enriched records are written to")
 	table := m.RequireEnv("JOIN_TABLE_NAME", "the DynamoDB table (partition key pk, a string) holding the join's copy of the profiles")
 	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be joined are set aside in")
-	horizon := time.Hour
-	if v := os.Getenv("DEDUPE_HORIZON"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			m.Fail("environment variable DEDUPE_HORIZON: %q is not a duration such as 1h (0s turns suppression of copies off)", v)
-		}
-		horizon = d
+	horizon, err := enrich.DedupeHorizonFromEnv(os.LookupEnv)
+	if err != nil {
+		m.Fail("%v", err)
 	}
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))

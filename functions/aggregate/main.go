@@ -19,7 +19,7 @@ import (
 
 func main() {
 	m := lambdamain.Main{Function: "aggregate"}
-	m.RequireEnv(aggregate.EnvQuarantineTable, "the DynamoDB table records that can never be applied are set aside in")
+	m.RequireTable(aggregate.EnvQuarantineTable, "the DynamoDB table records that can never be applied are set aside in")
 	p, err := aggregate.FromEnv(m.AWSConfig(), os.LookupEnv, "aggregate", os.Stdout, os.Stderr)
 	if err != nil {
 		m.Fail("%v", err)

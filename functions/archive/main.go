@@ -19,7 +19,7 @@ const EnvBucket = "ARCHIVE_BUCKET_NAME"
 
 func main() {
 	m := lambdamain.Main{Function: "archive"}
-	bucket := m.RequireEnv(EnvBucket, "the S3 bucket the events stream is archived to")
+	bucket := m.RequireBucket(EnvBucket, "the S3 bucket the events stream is archived to")
 	cfg := m.AWSConfig()
 	lambda.Start(archive.NewArchiver(archive.NewS3Client(cfg), bucket).Handle)
 }

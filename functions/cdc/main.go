@@ -22,8 +22,8 @@ import (
 
 func main() {
 	m := lambdamain.Main{Function: "cdc"}
-	streamName := m.RequireEnv("EVENTS_STREAM_NAME", "the Kinesis stream changelog records are written to")
-	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table changes that can never be written are set aside in")
+	streamName := m.RequireStream("EVENTS_STREAM_NAME", "the Kinesis stream changelog records are written to")
+	quarantine := m.RequireTable("QUARANTINE_TABLE_NAME", "the DynamoDB table changes that can never be written are set aside in")
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	mt := metrics.New(os.Stdout, "cdc")

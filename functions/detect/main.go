@@ -32,10 +32,10 @@ func main() {
 	if err != nil {
 		m.Fail("%v", err)
 	}
-	table := m.RequireEnv("CEP_STATE_TABLE_NAME", "the DynamoDB table (keys pk/sk, index open) holding partial matches")
-	rules := m.RequireEnv("RULES_TABLE_NAME", "the DynamoDB table (key id) holding the rules")
-	out := m.RequireEnv("MATCHES_STREAM_NAME", "the Kinesis stream matches are written to")
-	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be matched are set aside in")
+	table := m.RequireTable("CEP_STATE_TABLE_NAME", "the DynamoDB table (keys pk/sk, index open) holding partial matches")
+	rules := m.RequireTable("RULES_TABLE_NAME", "the DynamoDB table (key id) holding the rules")
+	out := m.RequireStream("MATCHES_STREAM_NAME", "the Kinesis stream matches are written to")
+	quarantine := m.RequireTable("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be matched are set aside in")
 	awsCfg := m.AWSConfig()
 	db := dynamodb.NewFromConfig(awsCfg)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))

@@ -25,9 +25,9 @@ import (
 
 func main() {
 	m := lambdamain.Main{Function: "enrich"}
-	out := m.RequireEnv("ENRICHED_STREAM_NAME", "the Kinesis stream enriched records are written to")
-	table := m.RequireEnv("JOIN_TABLE_NAME", "the DynamoDB table (partition key pk, a string) holding the join's copy of the profiles")
-	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be joined are set aside in")
+	out := m.RequireStream("ENRICHED_STREAM_NAME", "the Kinesis stream enriched records are written to")
+	table := m.RequireTable("JOIN_TABLE_NAME", "the DynamoDB table (partition key pk, a string) holding the join's copy of the profiles")
+	quarantine := m.RequireTable("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be joined are set aside in")
 	horizon, err := enrich.DedupeHorizonFromEnv(os.LookupEnv)
 	if err != nil {
 		m.Fail("%v", err)

@@ -24,7 +24,7 @@ import (
 
 func main() {
 	m := lambdamain.Main{Function: "ingest"}
-	streamName := m.RequireEnv("EVENTS_STREAM_NAME", "the Kinesis stream events are written to")
+	streamName := m.RequireStream("EVENTS_STREAM_NAME", "the Kinesis stream events are written to")
 	cfg := m.AWSConfig()
 	opts, err := ingest.EnvOptions(context.Background(), os.Getenv, ingest.Clients{
 		DynamoDB:       dynamodb.NewFromConfig(cfg),

@@ -31,9 +31,9 @@ func main() {
 	if err != nil {
 		m.Fail("%v", err)
 	}
-	table := m.RequireEnv("JOIN_STATE_TABLE_NAME", "the DynamoDB table (keys pk/sk, index open) holding the join's state")
-	out := m.RequireEnv("JOINS_STREAM_NAME", "the Kinesis stream joined records are written to")
-	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be joined are set aside in")
+	table := m.RequireTable("JOIN_STATE_TABLE_NAME", "the DynamoDB table (keys pk/sk, index open) holding the join's state")
+	out := m.RequireStream("JOINS_STREAM_NAME", "the Kinesis stream joined records are written to")
+	quarantine := m.RequireTable("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be joined are set aside in")
 	awsCfg := m.AWSConfig()
 	db := dynamodb.NewFromConfig(awsCfg)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))

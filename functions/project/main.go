@@ -31,7 +31,7 @@ func main() {
 	if err != nil {
 		m.Fail("%v", err)
 	}
-	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be applied are set aside in")
+	quarantine := m.RequireTable("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be applied are set aside in")
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	views, err := aggregate.ViewsTableFromEnv(context.Background(), cfg, os.LookupEnv, log)

@@ -22,8 +22,8 @@ import (
 
 func main() {
 	m := lambdamain.Main{Function: "publish"}
-	streamName := m.RequireEnv(es.EnvStreamName, "the Kinesis stream events are published on")
-	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be published are set aside in")
+	streamName := m.RequireStream(es.EnvStreamName, "the Kinesis stream events are published on")
+	quarantine := m.RequireTable("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be published are set aside in")
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	mt := metrics.New(os.Stdout, "publish")

@@ -21,7 +21,7 @@ import (
 
 func main() {
 	m := lambdamain.Main{Function: "quarantine"}
-	table := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table failed records are kept in")
+	table := m.RequireTable("QUARANTINE_TABLE_NAME", "the DynamoDB table failed records are kept in")
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	h := quarantine.New(kinesis.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), table,

@@ -18,7 +18,7 @@ import (
 
 func main() {
 	m := lambdamain.Main{Function: "rules"}
-	table := m.RequireEnv("RULES_TABLE_NAME", "the DynamoDB table (key id) holding the rules")
+	table := m.RequireTable("RULES_TABLE_NAME", "the DynamoDB table (key id) holding the rules")
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	store := cep.NewStore(dynamodb.NewFromConfig(m.AWSConfig()), table, nil).WithLogger(log)
 	lambda.Start(cep.NewAdmin(store, nil, log).Handle)

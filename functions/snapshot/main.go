@@ -24,11 +24,15 @@ import (
 
 func main() {
 	m := lambdamain.Main{Function: "snapshot"}
-	streamName := m.RequireEnv("EVENTS_STREAM_NAME", "the Kinesis stream snapshot records are written to")
+	streamName := m.RequireStream("EVENTS_STREAM_NAME", "the Kinesis stream snapshot records are written to")
+	profiles := "" // optional: an invocation may name the table
+	if os.Getenv("PROFILES_TABLE_NAME") != "" {
+		profiles = m.RequireTable("PROFILES_TABLE_NAME", "the table snapshotted when an invocation names none")
+	}
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	s := replay.NewSnapshotter(dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg), streamName,
-		replay.WithDefaultTable(os.Getenv("PROFILES_TABLE_NAME")),
+		replay.WithDefaultTable(profiles),
 		replay.WithCDCOptions(cdc.EnvOptions(os.Getenv)...),
 		replay.WithProgress(func(published, total int) {
 			log.Info("snapshot progress", "published", published, "approxTotal", total)

@@ -23,13 +23,13 @@ import (
 func main() {
 	m := lambdamain.Main{Function: "timeline"}
 	tables := timeline.Tables{
-		Tweets:    m.RequireEnv("TWEETS_TABLE_NAME", "the DynamoDB table of tweets (authorId, tweetId)"),
-		Follows:   m.RequireEnv("FOLLOWS_TABLE_NAME", "the DynamoDB table of follows (followerId, followeeId)"),
-		Followers: m.RequireEnv("FOLLOWERS_INDEX_NAME", "the index of the follows table by followeeId"),
-		Timelines: m.RequireEnv("TIMELINES_TABLE_NAME", "the DynamoDB table of timelines (userId, sk)"),
-		FanOut:    m.RequireEnv("TIMELINE_FANOUT_TABLE_NAME", "the DynamoDB table of tweet and follow records' progress (tweet, sequenceNumber)"),
+		Tweets:    m.RequireTable("TWEETS_TABLE_NAME", "the DynamoDB table of tweets (authorId, tweetId)"),
+		Follows:   m.RequireTable("FOLLOWS_TABLE_NAME", "the DynamoDB table of follows (followerId, followeeId)"),
+		Followers: m.RequireIndex("FOLLOWERS_INDEX_NAME", "the index of the follows table by followeeId"),
+		Timelines: m.RequireTable("TIMELINES_TABLE_NAME", "the DynamoDB table of timelines (userId, sk)"),
+		FanOut:    m.RequireTable("TIMELINE_FANOUT_TABLE_NAME", "the DynamoDB table of tweet and follow records' progress (tweet, sequenceNumber)"),
 	}
-	quarantine := m.RequireEnv("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be applied are set aside in")
+	quarantine := m.RequireTable("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be applied are set aside in")
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	db := dynamodb.NewFromConfig(cfg)

@@ -21,8 +21,8 @@ import (
 
 func main() {
 	m := lambdamain.Main{Function: "worker"}
-	idemTable := m.RequireEnv("IDEMPOTENCY_TABLE_NAME", "the DynamoDB table of idempotency records")
-	results := m.RequireEnv("RESULTS_TABLE_NAME", "the DynamoDB table task results are written to")
+	idemTable := m.RequireTable("IDEMPOTENCY_TABLE_NAME", "the DynamoDB table of idempotency records")
+	results := m.RequireTable("RESULTS_TABLE_NAME", "the DynamoDB table task results are written to")
 	// Keys are prefixed with the function's name, as Powertools does.
 	function := os.Getenv("AWS_LAMBDA_FUNCTION_NAME")
 	if function == "" {

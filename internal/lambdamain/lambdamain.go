@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
+	"github.com/tributary-dev/tributary/internal/envvar"
 )
 
 // IdleConnsPerHost is how many idle connections a function keeps to each
@@ -90,12 +92,29 @@ func Config(lookup func(string) (string, bool)) (aws.Config, error) {
 	return cfg, nil
 }
 
-// RequireEnv returns the variable's value, or stops the function naming it
-// and what it is for.
-func (m Main) RequireEnv(name, what string) string {
-	v := os.Getenv(name)
-	if v == "" {
-		m.Fail("environment variable %s is not set (%s)", name, what)
+// RequireTable returns the variable's value, a DynamoDB table's name (or
+// ARN), or stops the function naming the variable and what it is for: unset,
+// empty, or a value DynamoDB would refuse (a space after it, another
+// service's ARN; package envvar).
+func (m Main) RequireTable(name, what string) string { return m.requireName(name, what, envvar.Table) }
+
+// RequireIndex is RequireTable for a DynamoDB index's name.
+func (m Main) RequireIndex(name, what string) string { return m.requireName(name, what, envvar.Index) }
+
+// RequireStream is RequireTable for a Kinesis stream's name (not its ARN).
+func (m Main) RequireStream(name, what string) string {
+	return m.requireName(name, what, envvar.Stream)
+}
+
+// RequireBucket is RequireTable for an S3 bucket's name.
+func (m Main) RequireBucket(name, what string) string {
+	return m.requireName(name, what, envvar.Bucket)
+}
+
+func (m Main) requireName(name, what string, kind envvar.Kind) string {
+	v, err := envvar.Name(os.LookupEnv, name, what, kind)
+	if err != nil {
+		m.Fail("%v", err)
 	}
 	return v
 }

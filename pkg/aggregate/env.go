@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/tributary-dev/tributary/internal/envvar"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
@@ -72,9 +73,17 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 	streamName, _ := lookup(EnvOutputStream)
 	var out RecordPutter
 	if streamName != "" {
+		if err := envvar.Check(streamName, envvar.Stream); err != nil {
+			return nil, fmt.Errorf("environment variable %s: %w", EnvOutputStream, err)
+		}
 		out = kinesis.NewFromConfig(awsCfg)
 	}
 	quarantine, _ := lookup(EnvQuarantineTable) // the ticker reads no records
+	if quarantine != "" {
+		if err := envvar.Check(quarantine, envvar.Table); err != nil {
+			return nil, fmt.Errorf("environment variable %s: %w", EnvQuarantineTable, err)
+		}
+	}
 	client := dynamodb.NewFromConfig(awsCfg)
 	db := RoutedStore(client, table)
 	current := table.Current(context.Background())
@@ -132,9 +141,12 @@ func NewViewsTable(client ParameterReader, parameter string, refresh time.Durati
 func ViewsTableFromEnv(ctx context.Context, awsCfg aws.Config, lookup func(string) (string, bool), log *slog.Logger) (*ViewsTable, error) {
 	param, _ := lookup(EnvViewsParameter)
 	if param == "" {
-		table, ok := lookup(EnvViewsTable)
-		if !ok || table == "" {
+		if table, _ := lookup(EnvViewsTable); table == "" {
 			return nil, fmt.Errorf("environment variable %s (or %s) is not set (the DynamoDB table window results are kept in)", EnvViewsTable, EnvViewsParameter)
+		}
+		table, err := envvar.Name(lookup, EnvViewsTable, "the DynamoDB table window results are kept in", envvar.Table)
+		if err != nil {
+			return nil, err
 		}
 		return FixedViewsTable(table), nil
 	}

@@ -23,6 +23,7 @@ func TestViewsTableFromEnv(t *testing.T) {
 		{"fixed table", map[string]string{aggregate.EnvViewsTable: "views"}, "views", ""},
 		{"neither", map[string]string{}, "", aggregate.EnvViewsTable},
 		{"empty table", map[string]string{aggregate.EnvViewsTable: ""}, "", aggregate.EnvViewsTable},
+		{"a space after the table", map[string]string{aggregate.EnvViewsTable: "views "}, "", aggregate.EnvViewsTable + `: "views " is not a DynamoDB table name`},
 		{"refresh not a number", map[string]string{aggregate.EnvViewsParameter: "/p", aggregate.EnvViewsRefresh: "soon"}, "", aggregate.EnvViewsRefresh},
 		{"refresh zero", map[string]string{aggregate.EnvViewsParameter: "/p", aggregate.EnvViewsRefresh: "0"}, "", aggregate.EnvViewsRefresh},
 		// A warm instance would never see a replay's swap (cmd/replay

@@ -3,6 +3,8 @@ package es
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/tributary-dev/tributary/internal/envvar"
 )
 
 // Environment variables of the event-sourcing functions (set by the stack,
@@ -16,14 +18,14 @@ const (
 )
 
 // TablesFromEnv reads the tables' names: the events table always, the
-// snapshots and commands tables when required. Errors name the variable.
+// snapshots and commands tables when required. Errors name the variable:
+// unset when required, or not a name DynamoDB takes.
 func TablesFromEnv(lookup func(string) (string, bool), snapshots, commands bool) (Tables, error) {
 	get := func(name, what string, required bool) (string, error) {
-		v, _ := lookup(name)
-		if v == "" && required {
-			return "", fmt.Errorf("environment variable %s is not set (%s)", name, what)
+		if v, _ := lookup(name); v == "" && !required {
+			return "", nil
 		}
-		return v, nil
+		return envvar.Name(lookup, name, what, envvar.Table)
 	}
 	var t Tables
 	var err error

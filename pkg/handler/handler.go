@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/tributary-dev/tributary/internal/envvar"
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/emit"
@@ -78,7 +79,8 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 // FromEnv is the Config of a handler named name running on Lambda (or under
 // the local runner): the AWS clients from the function's environment and
 // the tables and stream from STATE_TABLE_NAME, OUTPUT_STREAM_NAME and
-// QUARANTINE_TABLE_NAME. The error names every variable that is missing.
+// QUARANTINE_TABLE_NAME. The error names every variable that is missing or
+// not a name the service takes.
 func FromEnv(name string) (Config, error) {
 	return configFrom(name, os.LookupEnv)
 }
@@ -86,13 +88,16 @@ func FromEnv(name string) (Config, error) {
 func configFrom(name string, lookup func(string) (string, bool)) (Config, error) {
 	get := func(k string) string { v, _ := lookup(k); return v }
 	var errs []error
-	for _, v := range []struct{ name, what string }{
-		{EnvStateTable, "the DynamoDB table (keys pk/sk, index open, TTL expiresAt) holding the handler's state"},
-		{EnvOutputStream, "the Kinesis stream final results are put on"},
-		{EnvQuarantineTable, "the DynamoDB table records that can never be added are set aside in"},
+	for _, v := range []struct {
+		name, what string
+		kind       envvar.Kind
+	}{
+		{EnvStateTable, "the DynamoDB table (keys pk/sk, index open, TTL expiresAt) holding the handler's state", envvar.Table},
+		{EnvOutputStream, "the Kinesis stream final results are put on", envvar.Stream},
+		{EnvQuarantineTable, "the DynamoDB table records that can never be added are set aside in", envvar.Table},
 	} {
-		if get(v.name) == "" {
-			errs = append(errs, fmt.Errorf("environment variable %s is not set (%s)", v.name, v.what))
+		if _, err := envvar.Name(lookup, v.name, v.what, v.kind); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	aws, err := lambdamain.Config(lookup)

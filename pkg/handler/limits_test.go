@@ -258,9 +258,9 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		t.Fatalf("FromEnv: %v; want STATE_TABLE_NAME and QUARANTINE_TABLE_NAME named, not OUTPUT_STREAM_NAME", err)
 	}
 	t.Setenv(handler.EnvStateTable, "state")
-	t.Setenv(handler.EnvQuarantineTable, "q")
+	t.Setenv(handler.EnvQuarantineTable, "quarantine")
 	cfg, err := handler.FromEnv("statuscodes")
-	if err != nil || cfg.StateTable != "state" || cfg.OutputStream != "out" || cfg.QuarantineTable != "q" {
+	if err != nil || cfg.StateTable != "state" || cfg.OutputStream != "out" || cfg.QuarantineTable != "quarantine" {
 		t.Fatalf("FromEnv: %+v %v", cfg, err)
 	}
 	for _, c := range []struct {

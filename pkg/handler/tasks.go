@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/tributary-dev/tributary/internal/envvar"
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/idempotency"
@@ -171,12 +172,13 @@ func (o *options) windowedOnly() []string {
 }
 
 // TasksFromEnv is NewTasks with the clients from the function's environment
-// and the table from IDEMPOTENCY_TABLE_NAME; the error names what is missing.
+// and the table from IDEMPOTENCY_TABLE_NAME; the error names what is missing
+// or not a name DynamoDB takes.
 func TasksFromEnv(name string, fn TaskFunc, opts ...Option) (*Tasks, error) {
 	var errs []error
-	table := os.Getenv(EnvIdempotencyTable)
-	if table == "" {
-		errs = append(errs, fmt.Errorf("environment variable %s is not set (the DynamoDB table of the idempotency records, partition key id)", EnvIdempotencyTable))
+	table, err := envvar.Name(os.LookupEnv, EnvIdempotencyTable, "the DynamoDB table of the idempotency records, partition key id", envvar.Table)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	aws, err := lambdamain.Config(os.LookupEnv)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tributary-dev/tributary/internal/envvar"
 )
 
 // Environment variables EnvOptions reads; all are optional, except that
@@ -82,6 +84,9 @@ func EnvOptions(ctx context.Context, getenv func(string) string, c Clients) ([]O
 		opts = append(opts, WithMaxEventAge(d))
 	}
 	if table := strings.TrimSpace(getenv(EnvIdempotencyTable)); table != "" {
+		if err := envvar.Check(table, envvar.Table); err != nil {
+			return nil, fmt.Errorf("environment variable %s: %w", EnvIdempotencyTable, err)
+		}
 		expiry := DefaultIdempotencyExpiry
 		if v := strings.TrimSpace(getenv(EnvIdempotencyExpiry)); v != "" {
 			d, err := envDuration(EnvIdempotencyExpiry, v, time.Minute, 7*24*time.Hour)

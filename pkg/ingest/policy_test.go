@@ -317,6 +317,7 @@ func TestEnvOptions(t *testing.T) {
 		{name: "event age not a duration", env: map[string]string{EnvMaxEventAge: "1 day"}, wantErr: `INGEST_MAX_EVENT_AGE: "1 day" is not a duration between 1m0s and 8760h0m0s`},
 		{name: "expiry over a week", env: map[string]string{EnvIdempotencyTable: "requests", EnvIdempotencyExpiry: "200h"}, wantErr: `INGEST_IDEMPOTENCY_EXPIRY: "200h" is not a duration between 1m0s and 168h0m0s`},
 		{name: "the old NONE", env: map[string]string{EnvAuth: "NONE"}, wantErr: `INGEST_AUTH: "NONE" is not AWS_IAM or HMAC`},
+		{name: "idempotency table ARN of a stream", env: map[string]string{EnvIdempotencyTable: "arn:aws:kinesis:us-east-1:123456789012:stream/requests"}, wantErr: `INGEST_IDEMPOTENCY_TABLE: "arn:aws:kinesis:us-east-1:123456789012:stream/requests" is not a DynamoDB table name`},
 		{name: "HMAC without a secret", env: map[string]string{EnvAuth: AuthHMAC}, wantErr: "environment variable INGEST_SECRET_ARN is not set: INGEST_AUTH=HMAC checks signatures with that secret"},
 	}
 	clients := Clients{DynamoDB: dynamodb.New(dynamodb.Options{Region: "us-east-1"})} // no call is made

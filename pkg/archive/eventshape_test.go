@@ -2,16 +2,13 @@ package archive_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/pkg/archive"
 	"github.com/tributary-dev/tributary/pkg/stream"
-	"github.com/tributary-dev/tributary/pkg/stream/streamtest"
+	"github.com/tributary-dev/tributary/pkg/stream/shapetest"
 )
 
 // An event its mapping never sends (another source's batch from the
@@ -20,23 +17,7 @@ import (
 // without data aside as malformed.
 func TestHandleRefusesAnEventOfAnotherShape(t *testing.T) {
 	h := archive.NewArchiver(nil, "bucket")
-	for name, raw := range streamtest.ForeignEvents(stream.SourceKinesis) {
-		var ev events.KinesisEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		err := func() (err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					err = fmt.Errorf("panic: %v", r)
-				}
-			}()
-			err = h.Handle(context.Background(), ev)
-			return err
-		}()
-		var se *stream.EventShapeError
-		if !errors.As(err, &se) {
-			t.Errorf("%s: %v, want it refused (*stream.EventShapeError)", name, err)
-		}
-	}
+	shapetest.RefusesForeignEvents(t, stream.SourceKinesis, func(ctx context.Context, ev events.KinesisEvent) error {
+		return h.Handle(ctx, ev)
+	})
 }

@@ -2,15 +2,12 @@ package timeline
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/pkg/stream"
-	"github.com/tributary-dev/tributary/pkg/stream/streamtest"
+	"github.com/tributary-dev/tributary/pkg/stream/shapetest"
 )
 
 // An event its mapping never sends (another source's batch from the
@@ -19,23 +16,8 @@ import (
 // without data aside as malformed.
 func TestHandleRefusesAnEventOfAnotherShape(t *testing.T) {
 	h := New(nil, Tables{Tweets: "tweets", Follows: "follows", Followers: "followers", Timelines: "timelines", FanOut: "fanout"})
-	for name, raw := range streamtest.ForeignEvents(stream.SourceDynamoDB) {
-		var ev events.DynamoDBEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		err := func() (err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					err = fmt.Errorf("panic: %v", r)
-				}
-			}()
-			_, err = h.Handle(context.Background(), ev)
-			return err
-		}()
-		var se *stream.EventShapeError
-		if !errors.As(err, &se) {
-			t.Errorf("%s: %v, want it refused (*stream.EventShapeError)", name, err)
-		}
-	}
+	shapetest.RefusesForeignEvents(t, stream.SourceDynamoDB, func(ctx context.Context, ev events.DynamoDBEvent) error {
+		_, err := h.Handle(ctx, ev)
+		return err
+	})
 }

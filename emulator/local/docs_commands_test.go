@@ -210,6 +210,7 @@ var documented = []howChecked{
 	{file: "docs/results.md", prefix: "go run ./cmd/results -pipeline pageviews -follow -stream <WindowResultsStreamName>", account: true},
 	// docs/set-aside.md
 	{file: "docs/set-aside.md", prefix: "aws dynamodb query --table-name <QuarantineTableName>", account: true},
+	{file: "docs/set-aside.md", prefix: "aws dynamodb scan --table-name <QuarantineTableName>", account: true},
 }
 
 // checkFor returns the entry covering c: the longest prefix of its file.

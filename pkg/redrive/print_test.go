@@ -12,7 +12,8 @@ import (
 // TestDryRunQuotesWhatDoesNotPrint: a message body and a reason are a
 // producer's text; an escape sequence in either (a title change, a screen
 // clear, a carriage return over the line) is shown quoted, not sent to the
-// operator's terminal, and the reason is cut as the body is.
+// operator's terminal, and the reason is cut (at ReasonLimit, the most a
+// consumer writes) as the body is.
 func TestDryRunQuotesWhatDoesNotPrint(t *testing.T) {
 	r := New(nil)
 	var b bytes.Buffer
@@ -27,8 +28,8 @@ func TestDryRunQuotesWhatDoesNotPrint(t *testing.T) {
 	if !strings.Contains(out, `\x1b]0;pwned`) || !strings.Contains(out, `\x1b[31mfake OK`) {
 		t.Errorf("the body or the reason is not shown quoted: %q", out)
 	}
-	if len(out) > 2*r.BodyLimit+500 {
-		t.Errorf("%d bytes printed: the reason was not cut at %d", len(out), r.BodyLimit)
+	if len(out) > r.BodyLimit+ReasonLimit+500 {
+		t.Errorf("%d bytes printed: the reason was not cut at %d", len(out), ReasonLimit)
 	}
 	// Printable text is shown as it is.
 	b.Reset()

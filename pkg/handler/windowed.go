@@ -15,6 +15,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/keyed"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -34,6 +35,13 @@ const (
 	// is the result it retracts; Result is null.
 	RetractionType = "retraction"
 )
+
+// maxLoggedError bounds the bytes a log line repeats of a user's error or
+// panic, which may echo a whole record (up to 1 MB on Kinesis, 1 MiB on
+// SQS): each log byte is billed, and the line comes again on every retry.
+// The set-aside item and the dead-letter message keep the reason (bounded
+// there too).
+const maxLoggedError = 1024
 
 // MaxKeyChars bounds a key a Selector returns, in Unicode characters: it
 // is its results' partition key on the output stream, which Kinesis bounds
@@ -137,7 +145,8 @@ var _ keyed.Operator[value[*nopAgg]] = (*windowed[nopAgg, int, *nopAgg])(nil)
 func (o *windowed[T, V, A]) Select(_ *stream.KinesisRecord, env *stream.Envelope) (key string, r value[A], sel keyed.Selection, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			o.log.Error("the Selector or the aggregate panicked: the record is set aside", "handler", o.name, "id", env.ID, "panic", fmt.Sprint(p))
+			o.log.Error("the Selector or the aggregate panicked: the record is set aside", "handler", o.name, "id", env.ID,
+				"panic", strictjson.Cut(fmt.Sprint(p), maxLoggedError))
 			key, r, sel = "", value[A]{}, keyed.Ignore
 			err = &keyed.RecordError{Field: "data", Kind: setaside.KindInvalid, Reason: fmt.Sprintf("the Selector or the aggregate panicked on this record: %v", p)}
 		}

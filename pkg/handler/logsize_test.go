@@ -2,13 +2,23 @@ package handler_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/tributary-dev/tributary/pkg/handler"
+	"github.com/tributary-dev/tributary/pkg/idempotency"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // maxLogLine is the most bytes a test accepts of one log line, whatever
@@ -75,4 +85,67 @@ func TestSelectorPanicLogLineIsBounded(t *testing.T) {
 		t.Fatalf("no line names the panic: %.500q", got)
 	}
 	checkLines(t, got)
+}
+
+// TestTaskErrorLogLinesAreBounded: a TaskFunc whose error or panic echoes
+// the message's data — retried (logged on every receive until the DLQ),
+// refused (logged as it goes to the dead-letter queue) or with no queue to
+// set it aside on — logs a line of bounded size, not the message (up to
+// 1 MiB on SQS).
+func TestTaskErrorLogLinesAreBounded(t *testing.T) {
+	ctx := context.Background()
+	sq := sqs.NewFromConfig(awsCfg)
+	table := name("idem")
+	if err := idempotency.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	dlq, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name("tasks-dlq"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlqARN := queueAttr(t, sq, aws.ToString(dlq.QueueUrl), sqstypes.QueueAttributeNameQueueArn)
+	src, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name("tasks")),
+		Attributes: map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcARN := queueAttr(t, sq, aws.ToString(src.QueueUrl), sqstypes.QueueAttributeNameQueueArn)
+	fn := func(ctx context.Context, ev *handler.Event) ([]byte, error) {
+		switch ev.ID {
+		case "transient":
+			return nil, fmt.Errorf("charging %s: %w", ev.Data, errors.New("timed out"))
+		case "refused":
+			return nil, handler.Refuse("data.note", "%s is not a note", ev.Data)
+		default:
+			panic(fmt.Sprintf("cannot read %s", ev.Data))
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		sqs  handler.DeadLetterSender
+	}{{"with a dead-letter queue", sq}, {"without one", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, lines := logLines()
+			h, err := handler.NewTasks(handler.TasksConfig{Name: "orders", IdempotencyTable: table, DynamoDB: db, SQS: tc.sqs}, fn,
+				handler.WithLogger(log), handler.WithMetrics(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var batch []events.SQSMessage
+			for i, id := range []string{"transient", "refused", "panics"} {
+				body, _ := json.Marshal(stream.Envelope{ID: id, Type: "order", Key: "k", OccurredAt: base, SentAt: base, ReceivedAt: base,
+					Data: json.RawMessage(bigData)})
+				batch = append(batch, events.SQSMessage{MessageId: fmt.Sprint("m", i+1), Body: string(body), EventSource: "aws:sqs",
+					EventSourceARN: srcARN, Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+			}
+			if _, err := h.Handle(ctx, events.SQSEvent{Records: batch}); err != nil {
+				t.Fatal(err)
+			}
+			got := lines()
+			if len(got) < 3 {
+				t.Fatalf("%d log lines, want one per message: %.500q", len(got), got)
+			}
+			checkLines(t, got)
+		})
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/worker"
 )
 
@@ -212,10 +213,11 @@ func (t *Tasks) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEvent
 		executed, err := t.run(ctx, msg)
 		if err != nil && permanent(err) && t.dead != nil {
 			if _, derr := t.dead.Send(ctx, msg, err); derr != nil {
-				t.log.ErrorContext(ctx, "could not set a message aside on its dead-letter queue: reported failed", "messageId", msg.MessageId, "reason", err.Error(), "error", derr.Error())
+				t.log.ErrorContext(ctx, "could not set a message aside on its dead-letter queue: reported failed", "messageId", msg.MessageId,
+					"reason", strictjson.Cut(err.Error(), maxLoggedError), "error", derr.Error())
 				return err
 			}
-			t.log.WarnContext(ctx, "message set aside on its dead-letter queue", "messageId", msg.MessageId, "reason", err.Error())
+			t.log.WarnContext(ctx, "message set aside on its dead-letter queue", "messageId", msg.MessageId, "reason", strictjson.Cut(err.Error(), maxLoggedError))
 			aside++
 			return nil
 		}
@@ -230,7 +232,7 @@ func (t *Tasks) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEvent
 		return nil
 	})
 	for _, e := range errs {
-		t.log.ErrorContext(ctx, "message failed: SQS delivers it again", "messageId", e.MessageID, "error", e.Err.Error())
+		t.log.ErrorContext(ctx, "message failed: SQS delivers it again", "messageId", e.MessageID, "error", strictjson.Cut(e.Err.Error(), maxLoggedError))
 	}
 	t.mu.Lock()
 	t.stats.Messages += len(ev.Records)

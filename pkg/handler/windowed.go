@@ -39,8 +39,8 @@ const (
 // maxLoggedError bounds the bytes a log line repeats of a user's error or
 // panic, which may echo a whole record (up to 1 MB on Kinesis, 1 MiB on
 // SQS): each log byte is billed, and the line comes again on every retry.
-// The set-aside item and the dead-letter message keep the reason (bounded
-// there too).
+// A set-aside item or a dead-letter message keeps its own reason, bounded
+// there.
 const maxLoggedError = 1024
 
 // MaxKeyChars bounds a key a Selector returns, in Unicode characters: it

@@ -218,7 +218,8 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 		switch {
 		case errors.As(err, &ae):
 			h.metrics.Add("AuthFailures", metrics.Count, 1)
-			h.log.Info("request refused: signature", "reason", ae.Error(), "path", path)
+			// Before routing: the path is anyone's, cut as the 404 cuts it.
+			h.log.Info("request refused: signature", "reason", ae.Error(), "path", cutText(path, 128))
 			return problem(http.StatusUnauthorized, "%s", ae.Error())
 		case err != nil:
 			h.log.Error("signing secret unavailable", "err", err)

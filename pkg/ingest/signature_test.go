@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -107,6 +108,28 @@ func TestSignatureRefusals(t *testing.T) {
 	h := New(p, "events", WithRoutes(testRoutes), WithClock(func() time.Time { return serverNow }), WithSignedRequests(staticSecrets{[]byte(secret)}))
 	if r, _ := h.Handle(context.Background(), signed(secret, serverNow.Add(-4*time.Minute), "/", "", body)); r.StatusCode != 202 || len(p.calls) != 1 {
 		t.Errorf("a request signed 4 minutes ago: %d %s, want 202", r.StatusCode, r.Body)
+	}
+}
+
+// TestSignatureRefusalLogsABoundedPath: a refused signature is logged
+// before the path is matched to a route, so the path is whatever anyone
+// sent, unauthenticated: the line repeats at most the first 128 bytes of
+// it, as the 404 answer does, and a long path costs no more log bytes.
+func TestSignatureRefusalLogsABoundedPath(t *testing.T) {
+	var buf bytes.Buffer
+	h := New(refusingPutter{t}, "events", WithRoutes(testRoutes), WithClock(func() time.Time { return serverNow }),
+		WithSignedRequests(staticSecrets{[]byte("s3cret")}), WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	path := "/" + strings.Repeat("p", 8<<10)
+	req := postTo(path, batchOf("a"))
+	if r, _ := h.Handle(context.Background(), req); r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("%d %s, want 401", r.StatusCode, r.Body)
+	}
+	line := strings.TrimSpace(buf.String())
+	if !strings.Contains(line, "request refused: signature") || !strings.Contains(line, `"path":"/ppp`) {
+		t.Fatalf("log %q; want the refusal with the start of the path", line)
+	}
+	if len(line) > 1024 {
+		t.Errorf("the refusal's log line is %d bytes for a path of %d; want at most 1024: %.300s…", len(line), len(path), line)
 	}
 }
 

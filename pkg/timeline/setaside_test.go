@@ -1,8 +1,10 @@
 package timeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -234,5 +236,34 @@ func TestFollowLeavesOutAStoredTweetWhoseTimeHoldsAHash(t *testing.T) {
 	it, err := setaside.Load(ctx, db, "quarantine", follows, "100")
 	if err != nil || it == nil || it.Field != AttrCreatedAt || it.Category != setaside.KindInvalid || !strings.Contains(it.Reason, "holds '#'") || !strings.Contains(it.Reason, "carl's (tweet dan/t2)") {
 		t.Errorf("the follow set aside as %+v (%v); want field createdAt, invalid, naming carl's entry of dan/t2", it, err)
+	}
+}
+
+// TestRecordNotSetAsideLogsABoundedReason: a tweet whose createdAt holds
+// '#' can never be applied; when it cannot be set aside either (no
+// quarantine table, or its writes throttled) it is reported failed and
+// logged on every redelivery. The line names the record and the field but
+// repeats only the start of createdAt, however long the image's value.
+func TestRecordNotSetAsideLogsABoundedReason(t *testing.T) {
+	var buf bytes.Buffer
+	h := New(nil, Tables{Tweets: "tweets", Follows: "follows", Followers: "followers", Timelines: "timelines"},
+		WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	createdAt := "2026-11-01T00:00:01Z#" + strings.Repeat("x", 100<<10)
+	rec := tweetRecord("350", "ann", "b", map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr("ann"), AttrCreatedAt: sattr(createdAt)})
+	resp, err := h.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+	if err != nil || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("Handle = %v, %v; want record 350 reported failed (nowhere to set it aside)", resp.BatchItemFailures, err)
+	}
+	var line string
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, "record not applied") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "dynamodb.NewImage.createdAt") || !strings.Contains(line, "holds '#'") {
+		t.Fatalf("log %.500q; want a line naming createdAt and the '#'", buf.String())
+	}
+	if len(line) > 2048 {
+		t.Errorf("the line is %d bytes for a createdAt of %d; want at most 2048: %.300s…", len(line), len(createdAt), line)
 	}
 }

@@ -276,7 +276,7 @@ func (h *Handler) tweet(ctx context.Context, rec *events.DynamoDBEventRecord, au
 	}
 	if strings.Contains(c.String(), "#") {
 		return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: "dynamodb." + imgName + "." + AttrCreatedAt, Kind: setaside.KindInvalid,
-			Reason: fmt.Sprintf("tweet %s/%s: %q holds '#', which ends createdAt in the timeline's sort key; a time has none", author, id, c.String())}
+			Reason: fmt.Sprintf("tweet %s/%s: %s holds '#', which ends createdAt in the timeline's sort key; a time has none", author, id, strictjson.QuoteCut(c.String(), 64))}
 	}
 	return h.fanOut(ctx, rec, author, id, c.String(), "dynamodb."+imgName+".")
 }

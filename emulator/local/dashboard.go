@@ -96,11 +96,7 @@ type keyList struct {
 	at        time.Time
 }
 
-func newDashboardServer(s *Stack, addr string) (*dashboardServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("local: dashboard on %s: %w (choose another port with -dashboard-port, or 0 for any free port)", addr, err)
-	}
+func newDashboardServer(s *Stack, ln net.Listener) *dashboardServer {
 	cfg := s.cfg
 	d := &dashboardServer{
 		stackName: s.deployment.StackName(),
@@ -121,7 +117,7 @@ func newDashboardServer(s *Stack, addr string) (*dashboardServer, error) {
 		d.pipelines = ws
 	}
 	d.serve(ln)
-	return d, nil
+	return d
 }
 
 // serve serves the page on ln.

@@ -32,15 +32,11 @@ type functionURL struct {
 	ln       net.Listener
 }
 
-func newFunctionURL(function string, inv invoker, addr string) (*functionURL, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("local: function URL for %s on %s: %w", function, addr, err)
-	}
+func newFunctionURL(function string, inv invoker, ln net.Listener) *functionURL {
 	u := &functionURL{function: function, inv: inv, ln: ln}
 	u.srv = &http.Server{Handler: u, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = u.srv.Serve(ln) }()
-	return u, nil
+	return u
 }
 
 // URL is the base URL of the function URL, for example http://127.0.0.1:9001/.

@@ -62,11 +62,7 @@ type resourceAlias struct {
 	arn      string
 }
 
-func newInvokeServer(s *Stack, addr string, progress io.Writer) (*invokeServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("local: Lambda Invoke API on %s: %w (choose another port with -lambda-port, or 0 for any free port)", addr, err)
-	}
+func newInvokeServer(s *Stack, ln net.Listener, progress io.Writer) *invokeServer {
 	v := &invokeServer{stack: s, ln: ln, names: map[string]string{}, several: map[string][]string{}, progress: progress}
 	for _, f := range s.specs {
 		name := s.names[f.LogicalID]
@@ -92,7 +88,7 @@ func newInvokeServer(s *Stack, addr string, progress io.Writer) (*invokeServer, 
 	})
 	v.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = v.srv.Serve(ln) }()
-	return v, nil
+	return v
 }
 
 // URL is the endpoint to give a Lambda client (--endpoint-url).

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -107,6 +105,13 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: %w (run `make synth` to produce it)", err)
 	}
+	// The ports first: one in use fails here, before a stack is deployed
+	// onto a stand-in (perhaps another make local-up's) and functions start.
+	lns, err := reservePorts(tpl, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer lns.close()
 	runCtx, cancel := context.WithCancel(context.Background())
 	s := &Stack{
 		cfg:       cfg,
@@ -318,14 +323,11 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 			return nil, fmt.Errorf("local: function URL targets %s, which the template does not define", u.FunctionLogicalID)
 		}
 		binary := s.names[u.FunctionLogicalID]
-		addr := "127.0.0.1:0"
-		if opts.URLPort != 0 {
-			addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.URLPort+i))
+		ln, lnErr := lns.url(i)
+		if lnErr != nil {
+			return nil, lnErr
 		}
-		fu, urlErr := newFunctionURL(binary, fn, addr)
-		if urlErr != nil {
-			return nil, urlErr
-		}
+		fu := newFunctionURL(binary, fn, ln)
 		s.urls[binary] = fu
 		if err := s.deployment.SetAttribute(u.LogicalID, "FunctionUrl", fu.URL()); err != nil {
 			return nil, err
@@ -336,18 +338,12 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		fmt.Fprintf(progress, "    function URL of %s: %s%s\n", binary, fu.URL(), note)
 	}
-	if opts.LambdaPort >= 0 {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.LambdaPort))
-		if s.invokeAPI, err = newInvokeServer(s, addr, progress); err != nil {
-			return nil, err
-		}
+	if lns.lambda != nil {
+		s.invokeAPI, lns.lambda = newInvokeServer(s, lns.lambda, progress), nil
 		fmt.Fprintf(progress, "    Lambda Invoke API: %s (aws lambda invoke --endpoint-url %s --function-name <function> …)\n", s.invokeAPI.URL(), s.invokeAPI.URL())
 	}
-	if opts.DashboardPort >= 0 {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.DashboardPort))
-		if s.dashboard, err = newDashboardServer(s, addr); err != nil {
-			return nil, err
-		}
+	if lns.dashboard != nil {
+		s.dashboard, lns.dashboard = newDashboardServer(s, lns.dashboard), nil
 		names := s.Dashboards()
 		what := "dashboards " + strings.Join(names, ", ")
 		if len(names) == 0 {

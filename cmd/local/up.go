@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/tributary-dev/tributary/emulator/local"
@@ -49,10 +50,10 @@ Send an event:
   curl -s -X POST %s -H 'content-type: application/json' \
     -d '{"id":"e1","type":"page_view","key":"user-1","occurredAt":"'$(date -u +%%FT%%TZ)'","sentAt":"'$(date -u +%%FT%%TZ)'","data":{"page":"/","ms":420}}'
 Send a console test event (another terminal):
-  make invoke FN=ingest EVENT=events/ingest/function-url-post.json
+  %s
 Logs and metrics (another terminal):
-  make logs
-`, topo.ingestURL)
+  %s
+`, topo.ingestURL, invokeCommand(stack.InvokeURL()), res.Make("logs"))
 	if e, err := stack.FindEventSourcing(); err == nil {
 		fmt.Printf(`
 Event sourcing (seat reservations; commands URL %s):
@@ -69,6 +70,16 @@ Event sourcing (seat reservations; commands URL %s):
 	case err := <-stack.Errors():
 		return err
 	}
+}
+
+// invokeCommand is the make invoke line that reaches the Lambda API at
+// invokeURL: make invoke asks port 3001 unless LAMBDA_PORT is given.
+func invokeCommand(invokeURL string) string {
+	line := "make invoke FN=ingest EVENT=events/ingest/function-url-post.json"
+	if _, port, ok := strings.Cut(strings.TrimPrefix(invokeURL, "http://"), ":"); ok && port != strconv.Itoa(defaultLambdaPort) {
+		line += " LAMBDA_PORT=" + port
+	}
+	return line
 }
 
 // pipelineNames lists the deployed pipelines' names, comma-separated.

@@ -15,6 +15,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
@@ -46,6 +47,10 @@ type Resources struct {
 	// ArchiveBucket is the archive function's ARCHIVE_BUCKET_NAME ("" when
 	// the stack has none).
 	ArchiveBucket string
+	// Endpoint is the stand-in's URL (http://127.0.0.1:4566): the make
+	// commands the banner gives carry TRIBUTARY_STANDIN_ADDR when it is on
+	// another address (see Make).
+	Endpoint string
 }
 
 // Named is a resource: a label (its logical id without CDK's hash) and its
@@ -68,7 +73,7 @@ func label(logicalID string) string { return cdkHash.ReplaceAllString(logicalID,
 // FindResources reads the deployment and, from the stand-in at cfg, each
 // queue's redrive policy and the views parameter's value.
 func FindResources(ctx context.Context, cfg aws.Config, d *template.Deployment) (*Resources, error) {
-	r := &Resources{Stack: d.StackName()}
+	r := &Resources{Stack: d.StackName(), Endpoint: aws.ToString(cfg.BaseEndpoint)}
 	for _, s := range d.Streams() {
 		r.Streams = append(r.Streams, Named{label(s.LogicalID), s.Name})
 	}
@@ -207,10 +212,10 @@ func (r *Resources) Print(w io.Writer) {
 			which = "; PIPELINE= one of " + strings.Join(ps, ", ")
 		}
 		fmt.Fprintln(w, "\nResults (in another terminal; make results needs no exports):")
-		fmt.Fprintf(w, "  a key's windows, open and final (count, sum, mean, min, max, quantiles, revision; FROM=2h TO=now%s):\n    make results %sKEY=user-1%s\n", which, pl, stack)
+		fmt.Fprintf(w, "  a key's windows, open and final (count, sum, mean, min, max, quantiles, revision; FROM=2h TO=now%s):\n    %s\n", which, r.Make("results "+pl+"KEY=user-1"+stack))
 		fmt.Fprintf(w, "    go run ./cmd/results %s-parameter %s -key user-1 -from 1h   (with the AWS_* variables above; -json, -window)\n", plFlag, r.ViewsParameter)
 		if r.ResultsStream != "" {
-			fmt.Fprintf(w, "  each final result, correction and retraction as it arrives (Ctrl-C stops):\n    make results %sFOLLOW=1%s   (KEY=user-1 for one key)\n", pl, stack)
+			fmt.Fprintf(w, "  each final result, correction and retraction as it arrives (Ctrl-C stops):\n    %s   (KEY=user-1 for one key)\n", r.Make("results "+pl+"FOLLOW=1"+stack))
 			fmt.Fprintf(w, "    go run ./cmd/results %s-follow -stream %s\n", plFlag, r.ResultsStream)
 		}
 	}
@@ -221,7 +226,7 @@ func (r *Resources) Print(w io.Writer) {
 		if r.Stack != "Tributary" {
 			stack = " STACK=" + r.Stack
 		}
-		fmt.Fprintf(w, "  print a stream's records as they arrive, through a consumer of its own (STREAM=results, joins, matches, enriched, show-events; Ctrl-C stops; make tail needs no exports):\n    make tail STREAM=events KEY=user-1%s\n", stack)
+		fmt.Fprintf(w, "  print a stream's records as they arrive, through a consumer of its own (STREAM=results, joins, matches, enriched, show-events; Ctrl-C stops; make tail needs no exports):\n    %s\n", r.Make("tail STREAM=events KEY=user-1"+stack))
 	}
 	if r.ViewsParameter != "" && r.EventsStream != "" {
 		p := fmt.Sprintf("-stream %s -parameter %s", r.EventsStream, r.ViewsParameter)
@@ -250,6 +255,18 @@ func (r *Resources) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  publish a snapshot of the CDC table for a new consumer:\n    go run ./cmd/snapshot -table %s -stream %s%s\n", r.SnapshotTable, r.EventsStream, key)
 	}
+}
+
+// Make is the command line of make with args that reaches this stand-in
+// from another terminal: the make targets that read it (results, tail,
+// logs) ask TRIBUTARY_STANDIN_ADDR, default 127.0.0.1:4566, so on another
+// address the line sets it.
+func (r *Resources) Make(args string) string {
+	addr := strings.TrimPrefix(r.Endpoint, "http://")
+	if addr == "" || addr == standin.DefaultAddr {
+		return "make " + args
+	}
+	return "TRIBUTARY_STANDIN_ADDR=" + addr + " make " + args
 }
 
 func (r *Resources) all() []Named {

@@ -109,3 +109,37 @@ func TestResourcesNameAPipelineWhenSeveralRun(t *testing.T) {
 		}
 	}
 }
+
+// The make commands the banner gives (results, tail, logs) reach the
+// stand-in at TRIBUTARY_STANDIN_ADDR, default 127.0.0.1:4566: on another
+// address (TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make local-up, or a stand-in
+// of its own on a free port) each carries it, or, pasted into another
+// terminal, it would ask whatever answers on 4566 — nothing, or LocalStack
+// with a stack of the same name.
+func TestBannerCommandsCarryTheStandInAddress(t *testing.T) {
+	tests := []struct {
+		endpoint string
+		prefix   string
+	}{
+		{"http://127.0.0.1:4566", ""},
+		{"http://127.0.0.1:4567", "TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 "},
+	}
+	for _, tc := range tests {
+		r := &local.Resources{Stack: "Tributary", ViewsParameter: "/tributary/views", CurrentViews: "Tributary-Views", ResultsStream: "Tributary-WindowResults",
+			Pipelines: []string{"pageviews"}, EventsStream: "Tributary-Events", Endpoint: tc.endpoint}
+		var b bytes.Buffer
+		r.Print(&b)
+		out := strings.Join(strings.Fields(b.String()), " ")
+		for _, want := range []string{"make results KEY=user-1", "make results FOLLOW=1", "make tail STREAM=events KEY=user-1"} {
+			if !strings.Contains(out, " "+tc.prefix+want) {
+				t.Errorf("endpoint %s: the banner lacks %q:\n%s", tc.endpoint, tc.prefix+want, b.String())
+			}
+		}
+		if tc.prefix == "" && strings.Contains(out, "TRIBUTARY_STANDIN_ADDR") {
+			t.Errorf("endpoint %s (the default): the banner names TRIBUTARY_STANDIN_ADDR:\n%s", tc.endpoint, b.String())
+		}
+		if got, want := r.Make("logs"), tc.prefix+"make logs"; got != want {
+			t.Errorf("endpoint %s: Make(logs) = %q, want %q", tc.endpoint, got, want)
+		}
+	}
+}

@@ -146,6 +146,17 @@ local-up: local-banner deps-local functions-local synth-local $(RUNNER) ## keep 
 logs: $(RUNNER) ## print the functions' logs (by execution environment) and metrics from the running local stand-in
 	@$(RUNNER) logs
 
+# make invoke's FN= and EVENT= are checked before its prerequisites build
+# (minutes on a fresh machine); the runner checks the event itself.
+ifneq ($(filter invoke,$(MAKECMDGOALS)),)
+ifeq ($(and $(strip $(FN)),$(strip $(EVENT))),)
+$(error make invoke needs FN= and EVENT=, for example: make invoke FN=ingest EVENT=events/ingest/function-url-post.json)
+endif
+ifeq ($(wildcard $(EVENT)),)
+$(error make invoke: EVENT=$(EVENT): no such file (a path from $(CURDIR), for example events/ingest/function-url-post.json))
+endif
+endif
+
 .PHONY: invoke
 invoke: deps-local functions-local synth-local $(RUNNER) ## send one event to a function as the console's Test tab does: make invoke FN=ingest EVENT=events/ingest/function-url-post.json
 	@$(RUNNER) invoke -fn '$(FN)' -event '$(EVENT)' $(if $(LAMBDA_PORT),-lambda-port '$(LAMBDA_PORT)')

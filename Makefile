@@ -50,7 +50,8 @@ NO_DOWNLOAD_LINES = 2> >(grep -v '^go: downloading ' >&2)
 # pipelines/.
 SYNTH_LINES = 2> >(grep -v -e '^go: downloading ' -e '^exit status [0-9]*$$' -e 'Subprocess exited with error [0-9]*$$' | sed -u 's|^tributary infra: \.\./pipelines/|tributary infra: pipelines/|' >&2)
 # $(call timed,<phase>) starts a recipe line whose start and end are recorded under <phase>.
-timed = t0=$$(date +%s%3N); trap 'if [ -n "$$TRIBUTARY_MAKE_STARTED" ]; then mkdir -p $(ROOT)/.build/timings; echo "$(1) $$t0 $$(date +%s%3N)" >> $(ROOT)/.build/timings/$$TRIBUTARY_MAKE_STARTED; fi' EXIT;
+# A line that sets scratch=<directory> has it removed when it ends, Ctrl-C included.
+timed = scratch=; t0=$$(date +%s%3N); trap 'if [ -n "$$TRIBUTARY_MAKE_STARTED" ]; then mkdir -p $(ROOT)/.build/timings; echo "$(1) $$t0 $$(date +%s%3N)" >> $(ROOT)/.build/timings/$$TRIBUTARY_MAKE_STARTED; fi; if [ -n "$$scratch" ]; then rm -rf "$$scratch"; fi' EXIT;
 
 .PHONY: help
 help: ## list the targets
@@ -282,7 +283,7 @@ functions: .build/lambda/.built ## build every function for AWS (linux/arm64 boo
 
 .build/lambda/.built: $(GO_SOURCES)
 	@$(call timed,builds) echo "▸ go build: $(words $(ALL_FUNCTIONS)) functions for AWS (linux/arm64) → .build/lambda/<name>/bootstrap" && \
-	mkdir -p .build && out=$$(mktemp -d .build/lambda-XXXXXX) && \
+	mkdir -p .build && out=$$(mktemp -d .build/lambda-XXXXXX) && scratch=$$out && \
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o $$out/ $(FUNCTION_PKGS) $(NO_DOWNLOAD_LINES) && \
 	for f in $(ALL_FUNCTIONS); do mkdir -p .build/lambda/$$f && mv -f $$out/$$f .build/lambda/$$f/bootstrap; done && rm -rf $$out && touch $@
 
@@ -294,7 +295,7 @@ functions-local: .build/local/.built ## build every function for this machine (r
 # cold build cache the two took 2m15s and 2m7s one after the other.
 .build/local/.built: $(GO_SOURCES)
 	@$(call timed,builds) echo "▸ go build: $(words $(ALL_FUNCTIONS)) functions for this machine → .build/local/<name>/bootstrap (and the CDK app's packages beside them)" && \
-	mkdir -p .build && out=$$(mktemp -d .build/local-XXXXXX) && \
+	mkdir -p .build && out=$$(mktemp -d .build/local-XXXXXX) && scratch=$$out && \
 	{ (cd infra && $(GO) build ./tributary/ >/dev/null 2>&1) & cdkapp=$$!; \
 	  CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $$out/ $(FUNCTION_PKGS) $(NO_DOWNLOAD_LINES); s=$$?; wait $$cdkapp; test $$s = 0; } && \
 	for f in $(ALL_FUNCTIONS); do mkdir -p .build/local/$$f && mv -f $$out/$$f .build/local/$$f/bootstrap; done && rm -rf $$out && touch $@

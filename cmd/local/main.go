@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -73,7 +74,8 @@ func main() {
 			fmt.Fprintln(os.Stderr, "local: interrupted")
 			os.Exit(130)
 		}
-		fmt.Fprintf(os.Stderr, "local: %v\n", err)
+		// Errors of package local name it already: one prefix, not two.
+		fmt.Fprintf(os.Stderr, "local: %s\n", strings.TrimPrefix(err.Error(), "local: "))
 		var ue usageError
 		if errors.As(err, &ue) {
 			os.Exit(2)

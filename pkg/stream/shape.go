@@ -60,7 +60,7 @@ func checkShape(want, wantSource, idField string, present bool, n int, at func(i
 		source, id := at(i)
 		if source != "" && source != wantSource {
 			return &EventShapeError{Want: want, Record: i, Field: "eventSource",
-				Reason: strictjson.QuoteCut(source, maxSourceEcho) + " is not " + strconv.Quote(wantSource) + ": this function reads " + want + "s"}
+				Reason: strictjson.QuoteCut(source, maxSourceEcho) + " is not " + strconv.Quote(wantSource) + ": this function takes " + want}
 		}
 		if id == "" {
 			return &EventShapeError{Want: want, Record: i, Field: idField,

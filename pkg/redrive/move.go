@@ -164,18 +164,9 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 // left is about how many messages queueURL holds, visible and in flight
 // (-1 if it cannot be read).
 func (r *Redriver) left(ctx context.Context, queueURL string) int {
-	out, err := r.Client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	n, err := r.count(ctx, queueURL, types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)
 	if err != nil {
 		return -1
-	}
-	n := 0
-	for _, a := range []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible} {
-		v, err := strconv.Atoi(out.Attributes[string(a)])
-		if err != nil {
-			return -1
-		}
-		n += v
 	}
 	return n
 }

@@ -165,18 +165,24 @@ func (r *Redriver) SourceQueue(ctx context.Context, dlqURL string) (string, erro
 
 // ApproximateCount returns the queue's ApproximateNumberOfMessages (visible messages).
 func (r *Redriver) ApproximateCount(ctx context.Context, queueURL string) (int, error) {
-	out, err := r.Client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl:       aws.String(queueURL),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages},
-	})
+	return r.count(ctx, queueURL, types.QueueAttributeNameApproximateNumberOfMessages)
+}
+
+// count returns the sum of the queue's approximate counts names.
+func (r *Redriver) count(ctx context.Context, queueURL string, names ...types.QueueAttributeName) (int, error) {
+	out, err := r.Client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queueURL), AttributeNames: names})
 	if err != nil {
-		return 0, fmt.Errorf("reading ApproximateNumberOfMessages of %s: %w", queueURL, err)
+		return 0, fmt.Errorf("reading %v of %s: %w", names, queueURL, err)
 	}
-	n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
-	if err != nil {
-		return 0, fmt.Errorf("ApproximateNumberOfMessages of %s: %w", queueURL, err)
+	total := 0
+	for _, name := range names {
+		n, err := strconv.Atoi(out.Attributes[string(name)])
+		if err != nil {
+			return 0, fmt.Errorf("%s of %s: %w", name, queueURL, err)
+		}
+		total += n
 	}
-	return n, nil
+	return total, nil
 }
 
 func (r *Redriver) receive(ctx context.Context, queueURL string, n int) ([]types.Message, error) {

@@ -135,27 +135,25 @@ func (s *Stack) DeliverOnLastReceive(ctx context.Context, w *Work, n, after int)
 	if err != nil {
 		return "", err
 	}
-	out, err := sqs.NewFromConfig(s.cfg).GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.QueueURL),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn, sqstypes.QueueAttributeNameRedrivePolicy}})
+	client := sqs.NewFromConfig(s.cfg)
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.QueueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", w.QueueURL, err)
 	}
-	var policy struct {
-		MaxReceiveCount json.RawMessage `json:"maxReceiveCount"`
+	arn := out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	// The last receive as the worker itself reads it (its RedrivePolicy).
+	max, err := worker.NewDeadLetters(client, "").MaxReceiveCount(ctx, arn)
+	if err != nil {
+		return "", err
 	}
-	if err := json.Unmarshal([]byte(out.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]), &policy); err != nil {
-		return "", fmt.Errorf("queue %s: RedrivePolicy: %w", w.QueueURL, err)
-	}
-	last := strings.Trim(string(policy.MaxReceiveCount), `"`)
-	if _, err := strconv.Atoi(last); err != nil {
-		return "", fmt.Errorf("queue %s: RedrivePolicy has no maxReceiveCount", w.QueueURL)
-	}
+	last := strconv.Itoa(max)
 	ms := strconv.FormatInt(now.UnixMilli(), 10)
 	ev := events.SQSEvent{Records: []events.SQSMessage{{
 		MessageId: fmt.Sprintf("last-receive-%s-%d", t.TaskID, now.UnixNano()), Body: body,
 		Attributes:        map[string]string{"ApproximateReceiveCount": last, "SentTimestamp": ms, "ApproximateFirstReceiveTimestamp": ms},
 		MessageAttributes: map[string]events.SQSMessageAttribute{},
-		EventSource:       "aws:sqs", EventSourceARN: out.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], AWSRegion: s.cfg.Region,
+		EventSource:       "aws:sqs", EventSourceARN: arn, AWSRegion: s.cfg.Region,
 	}}}
 	payload, err := json.Marshal(ev)
 	if err != nil {

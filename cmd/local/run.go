@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -76,32 +74,11 @@ func findTopology(s *local.Stack) (topology, error) {
 // ports are the ports a command serves on (0: any free port).
 type ports struct{ url, lambda, dashboard int }
 
-// portsFree fails, naming the port, when a fixed port of p (not 0, any
-// free one; not -1, none) is taken: checked before the stand-in step, so a
-// second make local-up beside a running one stops there, before saying it
-// would deploy onto the first one's stand-in. local.Up binds them for good.
-func portsFree(p ports) error {
-	for _, c := range []struct {
-		port       int
-		what, flag string
-	}{{p.url, "the first function URL", "-url-port"}, {p.lambda, "the Lambda Invoke API", "-lambda-port"}, {p.dashboard, "the dashboard", "-dashboard-port"}} {
-		if c.port <= 0 {
-			continue
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port))
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("%s for %s is in use (%w): is another make local-up running? Stop it (Ctrl-C), or give this one other ports: "+
-				"go run ./cmd/local up -url-port 0 -lambda-port 0 -dashboard-port 0 (0 = any free port; %s moves this one)", addr, c.what, err, c.flag)
-		}
-		ln.Close()
-	}
-	return nil
-}
-
 // startStack starts (or reuses) the stand-in and brings the topology up on it.
 func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin.Server, *local.Stack, error) {
-	if err := portsFree(p); err != nil {
+	// Before the stand-in step: a second make local-up beside a running one
+	// stops here, not after saying it would deploy onto the first's stand-in.
+	if err := local.PortsFree(p.url, p.lambda, p.dashboard); err != nil {
 		return nil, nil, err
 	}
 	began := time.Now()

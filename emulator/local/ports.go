@@ -18,6 +18,40 @@ type listeners struct {
 	dashboard net.Listener   // the dashboard page (nil: none served)
 }
 
+// bind listens on 127.0.0.1:port; a port in use is an error naming it, what
+// it is for and the flag that moves it.
+func bind(port int, what, flag string) (net.Listener, error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("local: %s for %s is in use (%w): is another make local-up running? Stop it (Ctrl-C), or give this one other ports: "+
+			"go run ./cmd/local up -url-port 0 -lambda-port 0 -dashboard-port 0 (0 = any free port; %s moves this one)", addr, what, err, flag)
+	}
+	return ln, nil
+}
+
+// PortsFree fails as Up would, naming the port, when a fixed one it is
+// given is taken: urlPort (the first function URL's), lambdaPort,
+// dashboardPort, each skipped when 0 (any free port) or -1 (none). A
+// caller checks it before finding a stand-in, so a second make local-up
+// beside a running one stops there; Up binds them for good.
+func PortsFree(urlPort, lambdaPort, dashboardPort int) error {
+	for _, c := range []struct {
+		port       int
+		what, flag string
+	}{{urlPort, "the first function URL", "-url-port"}, {lambdaPort, "the Lambda Invoke API", "-lambda-port"}, {dashboardPort, "the dashboard", "-dashboard-port"}} {
+		if c.port <= 0 {
+			continue
+		}
+		ln, err := bind(c.port, c.what, c.flag)
+		if err != nil {
+			return err
+		}
+		ln.Close()
+	}
+	return nil
+}
+
 // reservePorts binds what opts asks for on 127.0.0.1: a port from URLPort
 // on for each function URL of tpl (when URLPort is not 0), LambdaPort and
 // DashboardPort (when not -1; 0 is any free port). A port in use is an
@@ -29,15 +63,6 @@ func reservePorts(tpl *template.Template, opts Options) (_ *listeners, err error
 			l.close()
 		}
 	}()
-	bind := func(port int, what, flag string) (net.Listener, error) {
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("local: %s for %s is in use (%w): is another make local-up running? Stop it (Ctrl-C), or give this one other ports: "+
-				"go run ./cmd/local up -url-port 0 -lambda-port 0 -dashboard-port 0 (0 = any free port; %s moves this one)", addr, what, err, flag)
-		}
-		return ln, nil
-	}
 	if opts.URLPort != 0 {
 		n := 0
 		for _, r := range tpl.Resources {

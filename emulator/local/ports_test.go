@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -99,4 +100,23 @@ func templateWithFunctionURL(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// A second make local-up beside a running one stops before the stand-in
+// step, naming the taken port and the flag that moves it: it used to say it
+// would deploy onto the first one's stand-in, then fail on the port.
+func TestPortsFreeNamesATakenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().(*net.TCPAddr).Port
+	if err := local.PortsFree(0, -1, 0); err != nil {
+		t.Errorf("any free port and none: %v, want no error", err)
+	}
+	err = local.PortsFree(0, taken, -1)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d for the Lambda Invoke API is in use", taken)) || !strings.Contains(err.Error(), "-lambda-port moves this one") {
+		t.Errorf("a taken Lambda port: %v, want it named with the flag that moves it", err)
+	}
 }

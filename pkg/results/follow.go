@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/internal/shardorder"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
@@ -173,13 +174,11 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 	errs := make(chan error, 1)
 	ended := make(chan string) // a shard read to its end
 	var wg sync.WaitGroup
-	// Each shard is seen once; one to read waits in waiting until none of
-	// its parents is waiting or being read (reading).
+	// Each shard is seen once; one to read waits in order until the shards
+	// it came from are read to their end.
 	seen := map[string]bool{}
-	waiting := map[string]waitingShard{}
-	reading := map[string]bool{}
+	order := shardorder.New[*kinesis.GetShardIteratorInput]()
 	start := func(shard, it string) {
-		reading[shard] = true
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -202,34 +201,20 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 	}
 	// startReady starts every waiting shard whose parents are done.
 	startReady := func() error {
-		for {
-			var ready []string
-			busy := func(id string) bool { _, w := waiting[id]; return w || reading[id] }
-			for id, w := range waiting {
-				if !busy(w.parent) && !busy(w.adjacent) {
-					ready = append(ready, id)
+		for _, sh := range order.Ready() {
+			out, err := f.kin.GetShardIterator(ctx, sh.Value)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
 				}
+				return fmt.Errorf("opening shard %s of %s: %w", sh.ID, f.stream, err)
 			}
-			if len(ready) == 0 {
-				return nil
-			}
-			sort.Strings(ready)
-			for _, id := range ready {
-				in := waiting[id].in
-				delete(waiting, id)
-				out, err := f.kin.GetShardIterator(ctx, in)
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					return fmt.Errorf("opening shard %s of %s: %w", id, f.stream, err)
-				}
-				start(id, aws.ToString(out.ShardIterator))
-			}
+			start(sh.ID, aws.ToString(out.ShardIterator))
 		}
+		return nil
 	}
 	wait := func(s types.Shard, in *kinesis.GetShardIteratorInput) {
-		waiting[aws.ToString(s.ShardId)] = waitingShard{in: in, parent: aws.ToString(s.ParentShardId), adjacent: aws.ToString(s.AdjacentParentShardId)}
+		order.Wait(aws.ToString(s.ShardId), aws.ToString(s.ParentShardId), aws.ToString(s.AdjacentParentShardId), in)
 	}
 	for _, s := range shards {
 		seen[aws.ToString(s.ShardId)] = true
@@ -243,7 +228,7 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 		}
 		wait(s, in)
 	}
-	opened := len(waiting)
+	opened := order.Waiting()
 	// Shards are added only from here, so waiting for them only when
 	// leaving is safe.
 	defer func() { cancel(); wg.Wait() }()
@@ -287,7 +272,7 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 				return err
 			}
 		case id := <-ended:
-			delete(reading, id)
+			order.Done(id)
 			if err := startReady(); err != nil {
 				return err
 			}
@@ -314,12 +299,6 @@ func (f *Follower) Follow(ctx context.Context, from time.Time, fn func(Record) e
 			}
 		}
 	}
-}
-
-// waitingShard is a shard to read once its parents are read to their end.
-type waitingShard struct {
-	in               *kinesis.GetShardIteratorInput
-	parent, adjacent string
 }
 
 // listShards lists every shard of the stream (all pages).

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/tributary-dev/tributary/internal/shardorder"
 )
 
 // KinesisAPI is what a tail needs of Kinesis: reads, and the registration
@@ -169,12 +171,6 @@ type shardEvent struct {
 	caughtUp, done bool
 }
 
-// waitingShard is a shard to read from `from` once its parents are done.
-type waitingShard struct {
-	from             Position
-	parent, adjacent string
-}
-
 // Run reads the stream as o says and calls fn with each record the filter
 // passes, from one goroutine, records of a shard in order; a shard is read
 // once the shards it was split or merged from are read to their end, so a
@@ -267,35 +263,18 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 	for _, s := range shards {
 		byID[aws.ToString(s.ShardId)] = s
 	}
-	waiting := map[string]waitingShard{}
-	reading := map[string]bool{}
+	order := shardorder.New[Position]()
 	wait := func(s types.Shard, from Position) {
-		waiting[aws.ToString(s.ShardId)] = waitingShard{from: from, parent: aws.ToString(s.ParentShardId), adjacent: aws.ToString(s.AdjacentParentShardId)}
+		order.Wait(aws.ToString(s.ShardId), aws.ToString(s.ParentShardId), aws.ToString(s.AdjacentParentShardId), from)
 	}
 	startReady := func() {
-		busy := func(id string) bool { _, w := waiting[id]; return w || reading[id] }
-		for {
-			var ready []string
-			for id, w := range waiting {
-				if !busy(w.parent) && !busy(w.adjacent) {
-					ready = append(ready, id)
-				}
+		for _, sh := range order.Ready() {
+			var first EventStream
+			if len(read) > 0 && sh.ID == read[0] {
+				first, probe = probe, nil
 			}
-			if len(ready) == 0 {
-				return
-			}
-			sort.Strings(ready)
-			for _, id := range ready {
-				from := waiting[id].from
-				delete(waiting, id)
-				reading[id] = true
-				var first EventStream
-				if len(read) > 0 && id == read[0] {
-					first, probe = probe, nil
-				}
-				wg.Add(1)
-				go func() { defer wg.Done(); r.run(ctx, id, from, first) }()
-			}
+			wg.Add(1)
+			go func() { defer wg.Done(); r.run(ctx, sh.ID, sh.Value, first) }()
 		}
 	}
 	started := map[string]bool{}
@@ -338,7 +317,7 @@ func Run(ctx context.Context, kin KinesisAPI, o Options, fn func(*Record) error)
 			return sum, nil
 		case ev := <-r.events:
 			if ev.done {
-				delete(reading, ev.shard)
+				order.Done(ev.shard)
 				startReady()
 				continue
 			}

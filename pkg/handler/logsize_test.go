@@ -12,12 +12,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/tributary-dev/tributary/pkg/handler"
-	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -95,21 +92,7 @@ func TestSelectorPanicLogLineIsBounded(t *testing.T) {
 func TestTaskErrorLogLinesAreBounded(t *testing.T) {
 	ctx := context.Background()
 	sq := sqs.NewFromConfig(awsCfg)
-	table := name("idem")
-	if err := idempotency.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	dlq, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name("tasks-dlq"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dlqARN := queueAttr(t, sq, aws.ToString(dlq.QueueUrl), sqstypes.QueueAttributeNameQueueArn)
-	src, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name("tasks")),
-		Attributes: map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srcARN := queueAttr(t, sq, aws.ToString(src.QueueUrl), sqstypes.QueueAttributeNameQueueArn)
+	table, _, srcARN := taskQueues(t, sq)
 	fn := func(ctx context.Context, ev *handler.Event) ([]byte, error) {
 		switch ev.ID {
 		case "transient":

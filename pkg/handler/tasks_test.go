@@ -32,21 +32,7 @@ import (
 func TestTasksRunOncePerEventAndSetAsidePoison(t *testing.T) {
 	ctx := context.Background()
 	sq := sqs.NewFromConfig(awsCfg)
-	table := name("idem")
-	if err := idempotency.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	dlq, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name("tasks-dlq"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dlqARN := queueAttr(t, sq, aws.ToString(dlq.QueueUrl), sqstypes.QueueAttributeNameQueueArn)
-	src, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name("tasks")),
-		Attributes: map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srcARN := queueAttr(t, sq, aws.ToString(src.QueueUrl), sqstypes.QueueAttributeNameQueueArn)
+	table, dlqURL, srcARN := taskQueues(t, sq)
 
 	runs := map[string]*atomic.Int64{}
 	for _, id := range []string{"t1", "t2", "t3", "t4", "t5"} {
@@ -114,7 +100,7 @@ func TestTasksRunOncePerEventAndSetAsidePoison(t *testing.T) {
 	// source once reported processed, so in AWS there is no second).
 	reasons := map[string]string{}
 	for range 5 {
-		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: dlq.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlqURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 			MessageAttributeNames: []string{"All"}})
 		if err != nil {
 			t.Fatal(err)
@@ -140,6 +126,29 @@ func TestTasksRunOncePerEventAndSetAsidePoison(t *testing.T) {
 	if st.Ran != 2 || st.Duplicates != 4 || st.SetAside != 6 || st.Failures != 2 {
 		t.Errorf("stats %+v: want 2 ran, 4 duplicates, 6 set aside (3 per delivery), 2 failures (m5 per delivery)", st)
 	}
+}
+
+// taskQueues creates an idempotency table and a tasks queue whose
+// RedrivePolicy (maxReceiveCount 5) names a dead-letter queue of its own,
+// and returns the table, the DLQ's URL and the queue's ARN.
+func taskQueues(t *testing.T, sq *sqs.Client) (table, dlqURL, srcARN string) {
+	t.Helper()
+	ctx := context.Background()
+	table = name("idem")
+	if err := idempotency.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	dlq, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name("tasks-dlq"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlqARN := queueAttr(t, sq, aws.ToString(dlq.QueueUrl), sqstypes.QueueAttributeNameQueueArn)
+	src, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name("tasks")),
+		Attributes: map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"5"}`, dlqARN)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table, aws.ToString(dlq.QueueUrl), queueAttr(t, sq, aws.ToString(src.QueueUrl), sqstypes.QueueAttributeNameQueueArn)
 }
 
 func queueAttr(t *testing.T, sq *sqs.Client, url string, attr sqstypes.QueueAttributeName) string {

@@ -232,8 +232,14 @@ func (f *Filter) Match(r *Record) bool {
 }
 
 // decodeJSON decodes b keeping numbers as written; ok is false when b is
-// not one JSON value.
+// not one JSON value the consumers read: the one strict reader refuses a
+// key twice (encoding/json would take the last), a key in another case, text
+// that is not UTF-8, so a filter never matches a record the consumers set
+// aside as something it is not.
 func decodeJSON(b []byte) (any, bool) {
+	if strictjson.Check(b, strictjson.Options{MaxBytes: MaxRecordBytes, Name: "record"}) != nil {
+		return nil, false
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any

@@ -317,7 +317,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		fmt.Fprintf(stdout, "%s (parameter %s version %d)\n", t, *param, v)
 		return cli.ExitOK
 	case "versions":
-		vs, err := r.Versions(ctx, *streamName)
+		vs, err := r.Versions(ctx, replay.VersionsOptions{Stream: *streamName, Progress: stderr, InPlace: isTerminal(stderr)})
 		if err != nil {
 			return c.fail(err)
 		}

@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -436,12 +437,21 @@ func TestVersionsListsCountsPositionsAndCurrent(t *testing.T) {
 			last[shard] = aws.ToString(out.Records[n-1].SequenceNumber)
 		}
 	}
-	vs, err := f.replayer(nil).Versions(ctx, f.stream)
+	var shown bytes.Buffer
+	vs, err := f.replayer(nil).Versions(ctx, replay.VersionsOptions{Stream: f.stream, Progress: &shown})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(vs) != 2 || vs[0].Table != f.table || vs[1].Table != f.table+"-v2" {
 		t.Fatalf("versions %+v: want %s and %s-v2", vs, f.table, f.table)
+	}
+	// Reading every item of each version takes minutes for millions:
+	// the user is told which table is being read.
+	for i, table := range []string{f.table, f.table + "-v2"} {
+		want := fmt.Sprintf("reading the items of %s (version %d of 2)", table, i+1)
+		if !strings.Contains(shown.String(), want) {
+			t.Errorf("progress %q: want a line %q", shown.String(), want)
+		}
 	}
 	for _, v := range vs {
 		out, err := f.db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(v.Table)})

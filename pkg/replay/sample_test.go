@@ -17,6 +17,7 @@ import (
 	"github.com/tributary-dev/tributary/emulator/local"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/replay"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
@@ -79,7 +80,7 @@ func TestVersionsLeaveOutMakeInvokeSamples(t *testing.T) {
 			last[shard] = aws.ToString(out.Records[n-1].SequenceNumber)
 		}
 	}
-	vs, err := f.replayer(nil).Versions(ctx, f.stream)
+	vs, err := f.replayer(nil).Versions(ctx, replay.VersionsOptions{Stream: f.stream})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
 	"strconv"
@@ -300,11 +301,35 @@ type VersionInfo struct {
 	Samples bool
 }
 
+// VersionsOptions say what Versions reads and where it shows how far it got.
+type VersionsOptions struct {
+	// Stream, when given, is the events stream each position's arrival
+	// time is read from.
+	Stream string
+	// Progress receives a line as each version's items are read (every item
+	// of a table: minutes for millions), then the count so far every
+	// ProgressEvery (default 1 s); nil: none.
+	Progress io.Writer
+	// InPlace rewrites the progress line in place (a terminal).
+	InPlace       bool
+	ProgressEvery time.Duration
+}
+
 // Versions lists the versions of the views the registry names: the tables
 // the parameter named (its history) and the tables rebuild created for it,
 // each with its item count and the position it reached on every shard.
-// With stream, each position also gets its arrival time (or Gone).
-func (r *Replayer) Versions(ctx context.Context, stream string) ([]VersionInfo, error) {
+// With a stream, each position also gets its arrival time (or Gone).
+func (r *Replayer) Versions(ctx context.Context, vo VersionsOptions) ([]VersionInfo, error) {
+	if vo.ProgressEvery < 0 {
+		return nil, fmt.Errorf("VersionsOptions.ProgressEvery %s: must not be negative", vo.ProgressEvery)
+	}
+	opts := Options{ProgressEvery: vo.ProgressEvery}
+	if opts.ProgressEvery == 0 {
+		opts.ProgressEvery = time.Second
+	}
+	prog := newProgress(vo.Progress, "", vo.InPlace)
+	defer prog.end()
+	stream := vo.Stream
 	current, _, err := r.reg.Current(ctx)
 	if err != nil {
 		return nil, err
@@ -336,7 +361,12 @@ func (r *Replayer) Versions(ctx context.Context, stream string) ([]VersionInfo, 
 		arn = aws.ToString(sum.StreamDescriptionSummary.StreamARN)
 	}
 	var out []VersionInfo
+	ordered := make([]string, 0, len(names))
 	for name := range names {
+		ordered = append(ordered, name)
+	}
+	sort.Strings(ordered)
+	for n, name := range ordered {
 		id, err := identify(ctx, r.db, r.reg.Name(), base, name, hist)
 		if err != nil {
 			return nil, err
@@ -347,14 +377,21 @@ func (r *Replayer) Versions(ctx context.Context, stream string) ([]VersionInfo, 
 		v := VersionInfo{Table: name, Number: id.Number, Current: name == current, Rebuilt: id.Rebuilt, Deleted: !id.Exists,
 			From: id.From, CaughtUpAt: id.CaughtUpAt, Spans: id.Spans}
 		if id.Exists {
-			items, fences, samples, err := scanVersion(ctx, r.db, name, nil)
+			why := fmt.Sprintf("(version %d of %d) to count them and find where each shard got to", n+1, len(ordered))
+			prog.status(fmt.Sprintf("reading the items of %s %s", name, why), "")
+			items, fences, samples, err := scanVersion(ctx, r.db, name, reading(opts, prog, name, why))
 			if err != nil {
 				return nil, err
 			}
 			v.Items, v.Positions, v.Samples = items, positionsOf(fences), samples
+			shown := time.Now()
 			for i := range v.Positions {
 				if arn == "" {
 					break
+				}
+				if time.Since(shown) >= opts.ProgressEvery {
+					shown = time.Now()
+					prog.status(fmt.Sprintf("reading when the last record %s holds of each shard arrived: %d of %d shards", name, i, len(v.Positions)), "")
 				}
 				p := &v.Positions[i]
 				at, ok, err := arrivalOf(ctx, r.kin, arn, p.Shard, p.Sequence)

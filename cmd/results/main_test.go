@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -35,32 +34,13 @@ const pipelineJSON = `{"name":"pv","key":"key","value":"data.ms","distinct":"dat
   "aggregates":["count","sum","mean","min","max","quantiles","distinct"],"quantiles":[0.5,0.99],
   "outOfOrderness":"0s","latePolicy":"correct","allowedLateness":"1h","partitionKeyIsGroupingKey":true}`
 
-// syncBuffer is a bytes.Buffer safe for the follower's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type result struct {
 	code           int
 	stdout, stderr string
 }
 
 func cmd(ctx context.Context, env map[string]string, now time.Time, args ...string) result {
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	code := run(ctx, args, lookup, func() time.Time { return now }, &out, &errb)
 	return result{code, out.String(), errb.String()}
@@ -396,7 +376,7 @@ func output(kind, key string, rev int, count uint64, prev *agg.Result) aggregate
 }
 
 // waitFor polls buf until it holds want or the deadline passes.
-func waitFor(t *testing.T, buf *syncBuffer, want string, within time.Duration) {
+func waitFor(t *testing.T, buf *syncbuf.Buffer, want string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !strings.Contains(buf.String(), want) {
@@ -425,8 +405,8 @@ func TestFollow(t *testing.T) {
 	// Before the follow: seen only with -from.
 	putOutputs(t, kin, "results", output("final", "early", 1, 1, nil))
 
-	runFollow := func(ctx context.Context, args ...string) (*syncBuffer, *syncBuffer, chan int) {
-		var out, errb syncBuffer
+	runFollow := func(ctx context.Context, args ...string) (*syncbuf.Buffer, *syncbuf.Buffer, chan int) {
+		var out, errb syncbuf.Buffer
 		done := make(chan int, 1)
 		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 		go func() { done <- run(ctx, append([]string{"-follow"}, args...), lookup, time.Now, &out, &errb) }()
@@ -643,7 +623,7 @@ func TestFollowReadsRecordsStrictly(t *testing.T) {
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var out, errb syncBuffer
+	var out, errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(fctx, []string{"-follow", "-key", "user-1", "-json"}, lookup, time.Now, &out, &errb)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/rie"
 	"github.com/tributary-dev/tributary/emulator/template"
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 )
 
 // A tick that runs past its function timeout is reported as a slow tick,
@@ -32,7 +33,7 @@ func TestSlowTickIsReportedAsSlow(t *testing.T) {
 				Targets: []template.ScheduleTarget{{ID: "T", FunctionLogicalID: "Ticker"}},
 			}
 			fns := map[string]*fakeFunction{"Ticker": {res: tc.res}}
-			var progress syncBuffer
+			var progress syncbuf.Buffer
 			stop := startSchedules(context.Background(), []template.ScheduleSpec{spec}, invokeByLogicalID(context.Background(), fns), shorten, &progress)
 			deadline := time.Now().Add(5 * time.Second)
 			for !strings.Contains(progress.String(), "Ticker") || strings.Count(progress.String(), "\n") < 2 {

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,27 +14,10 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/rie"
 	"github.com/tributary-dev/tributary/emulator/template"
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 )
 
 const tickRuleARN = "arn:aws:events:eu-west-1:111122223333:rule/Tributary-TickerSchedule"
-
-// syncBuffer is a progress writer safe to read while schedules write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type call struct {
 	fn      string
@@ -107,7 +89,7 @@ func TestSchedulesInvokeTargetsWithTheScheduledEvent(t *testing.T) {
 		},
 	}
 	rec := &recorder{}
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 	start := time.Now()
 	stop := startSchedules(context.Background(), specs, rec.invoke, shorten, &progress)
 	defer stop()
@@ -186,7 +168,7 @@ func TestScheduleFailuresAreReportedAndTicksDoNotOverlap(t *testing.T) {
 		done.Add(1)
 		return errors.New("Unhandled error (request r-1): tick failed")
 	}
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 	stop := startSchedules(context.Background(), []template.ScheduleSpec{spec}, invoke, shorten, &progress)
 	deadline := time.Now().Add(5 * time.Second)
 	for done.Load() < 2 && time.Now().Before(deadline) {

@@ -19,6 +19,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/archive"
 	"github.com/tributary-dev/tributary/pkg/replay"
@@ -113,7 +114,7 @@ func (a *archived) handler(table string) (replay.BatchHandler, error) {
 		aggregate.WithDedupe(aggregate.NewLedger(a.db, table, a.cfg))), nil
 }
 
-func (a *archived) opts(from time.Time, progress *syncBuffer) replay.Options {
+func (a *archived) opts(from time.Time, progress *syncbuf.Buffer) replay.Options {
 	return replay.Options{Stream: a.stream, From: from, Handover: 200 * time.Millisecond, Poll: 50 * time.Millisecond,
 		ProgressEvery: time.Hour, Progress: progress, BatchSize: 7}
 }
@@ -153,7 +154,7 @@ func TestRebuildFromArchiveAndStreamEqualsStreamAlone(t *testing.T) {
 	a.archive(ctx, 9, nil)
 	r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
 
-	progress := &syncBuffer{}
+	progress := &syncbuf.Buffer{}
 	alone, err := r.Run(ctx, a.opts(from, progress), a.handler)
 	if err != nil || !alone.Swapped {
 		t.Fatalf("rebuild from the stream alone: %+v %v\n%s", alone, err, progress)
@@ -201,12 +202,12 @@ func TestRebuildOlderThanRetentionReadsTheArchive(t *testing.T) {
 	r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
 	later := func() time.Time { return time.Now().Add(25 * time.Hour) } // the stand-in keeps 24h
 
-	opts := a.opts(from, &syncBuffer{})
+	opts := a.opts(from, &syncbuf.Buffer{})
 	opts.Now = later
 	if _, err := r.Run(ctx, opts, a.handler); !errors.Is(err, replay.ErrRefused) || !strings.Contains(err.Error(), "-archive-bucket") {
 		t.Fatalf("rebuild beyond the retention without an archive: %v, want a refusal pointing at -archive-bucket", err)
 	}
-	progress := &syncBuffer{}
+	progress := &syncbuf.Buffer{}
 	opts = a.opts(from, progress)
 	opts.Now, opts.Archive = later, archive.NewReader(a.s3, a.bucket)
 	res, err := r.Run(ctx, opts, a.handler)
@@ -276,7 +277,7 @@ func TestSeamGapOrOverlapIsRefused(t *testing.T) {
 				kin = atSeam{a.kin}
 			}
 			r := replay.New(kin, a.db, replay.NewRegistry(a.ps, a.param))
-			opts := a.opts(from, &syncBuffer{})
+			opts := a.opts(from, &syncbuf.Buffer{})
 			opts.Archive, opts.ArchiveUntil = archive.NewReader(a.s3, a.bucket), seam
 			res, err := r.Run(ctx, opts, a.handler)
 			if !errors.Is(err, replay.ErrRefused) || !strings.Contains(err.Error(), tc.want) {
@@ -390,7 +391,7 @@ func TestArchiveObjectCorruptOrMissingIsNamed(t *testing.T) {
 			}
 			key := keys[1] // before the seam, read only by the replay
 			r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
-			opts := a.opts(from, &syncBuffer{})
+			opts := a.opts(from, &syncbuf.Buffer{})
 			opts.Archive, opts.ArchiveUntil = &damaging{Reader: archive.NewReader(a.s3, a.bucket), key: key, damage: func() { tc.damage(a, key) }}, seam
 			res, err := r.Run(ctx, opts, a.handler)
 			var oe *archive.ObjectError
@@ -439,7 +440,7 @@ func TestArchiveObjectsBeforeFromAreNotRead(t *testing.T) {
 	old := archive.Key(a.stream, []archive.Record{{Shard: "shardId-000000000000", Seq: "1", Arrival: time.Now().Add(-30 * 24 * time.Hour)}})
 	a.put(old, []byte("not gzip"), "")
 	r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
-	progress := &syncBuffer{}
+	progress := &syncbuf.Buffer{}
 	opts := a.opts(from, progress)
 	opts.Archive, opts.ArchiveUntil = archive.NewReader(a.s3, a.bucket), seam
 	res, err := r.Run(ctx, opts, a.handler)
@@ -464,7 +465,7 @@ func TestArchiveObjectsAfterTheSeamAreNotRead(t *testing.T) {
 	later := archive.Key(a.stream, []archive.Record{{Shard: "shardId-000000000000", Seq: "9" + strings.Repeat("0", 60), Arrival: seam.Add(time.Hour)}})
 	a.put(later, []byte("not gzip"), "")
 	r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
-	progress := &syncBuffer{}
+	progress := &syncbuf.Buffer{}
 	opts := a.opts(from, progress)
 	opts.Archive, opts.ArchiveUntil = archive.NewReader(a.s3, a.bucket), seam
 	res, err := r.Run(ctx, opts, a.handler)

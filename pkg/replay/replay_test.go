@@ -9,7 +9,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/replay"
@@ -227,24 +227,6 @@ func diff(got, want map[string]string) string {
 	return b.String()
 }
 
-// syncBuffer is a progress writer the test reads while the replay writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestReplayFromTimestampSwapsAfterCatchUp: events written before a
 // timestamp are left out of the new version, those after it are in it once
 // each; the parameter names the new version only when it already holds
@@ -269,7 +251,7 @@ func TestReplayFromTimestampSwapsAfterCatchUp(t *testing.T) {
 	}
 
 	target := f.table + "-v2"
-	progress := &syncBuffer{}
+	progress := &syncbuf.Buffer{}
 	// Watch the parameter: the moment it names the new version, that version
 	// must already hold every record written since the timestamp.
 	atSwap := make(chan map[string]string, 1)

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/replay"
 )
 
@@ -150,7 +151,7 @@ func (f *failing) HandleBatch(ctx context.Context, ev events.KinesisEvent) (even
 func TestReplayRetriesThenSkipsFailedRecords(t *testing.T) {
 	f := newFixture(t, 1)
 	h := &failing{always: map[string]bool{"101": true}, once: map[string]bool{"200": true}}
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 	r := replay.New(newResharded(), f.db, replay.NewRegistry(f.ps, f.param))
 	res, err := r.Run(context.Background(), replay.Options{Stream: "resharded", From: time.Now().Add(-time.Hour), Handover: 50 * time.Millisecond,
 		Poll: 10 * time.Millisecond, MaxAttempts: 3, Progress: &progress},

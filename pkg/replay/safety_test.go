@@ -19,6 +19,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/replay"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -38,7 +39,7 @@ func (f *fixture) replayer(kin replay.StreamReader) *replay.Replayer {
 
 // quick are options for a replay on the stand-in: short polls and handover
 // (the live processor re-reads the parameter every second).
-func (f *fixture) quick(progress *syncBuffer) replay.Options {
+func (f *fixture) quick(progress *syncbuf.Buffer) replay.Options {
 	o := replay.Options{Stream: f.stream, Handover: 1200 * time.Millisecond, Poll: 20 * time.Millisecond, ProgressEvery: 50 * time.Millisecond}
 	if progress != nil {
 		o.Progress = progress
@@ -271,7 +272,7 @@ func TestRollbackRestoresTheReaders(t *testing.T) {
 		t.Fatalf("a refused rollback moved the parameter to %s", v)
 	}
 
-	progress := &syncBuffer{}
+	progress := &syncbuf.Buffer{}
 	o = f.quick(progress)
 	o.Margin = time.Millisecond
 	res, err := f.replayer(nil).Rollback(ctx, o, f.handler)
@@ -523,7 +524,7 @@ func TestProgressSaysWhatWasRead(t *testing.T) {
 	ctx := context.Background()
 	from := time.Now().Add(-time.Second)
 	f.send("a", 20, 0)
-	progress := &syncBuffer{}
+	progress := &syncbuf.Buffer{}
 	o := f.quick(progress)
 	o.From, o.ProgressEvery, o.Handover = from, 10*time.Millisecond, 500*time.Millisecond
 	if _, err := f.replayer(slowStart{f.kin, 150 * time.Millisecond}).Run(ctx, o, f.handler); err != nil {
@@ -552,7 +553,7 @@ func TestProgressSaysWhatWasRead(t *testing.T) {
 	}
 
 	// On a terminal: rewritten in place, with the countdown.
-	tty := &syncBuffer{}
+	tty := &syncbuf.Buffer{}
 	o = f.quick(tty)
 	o.From, o.ProgressEvery, o.Handover, o.InPlace = from, 20*time.Millisecond, 300*time.Millisecond, true
 	if _, err := f.replayer(nil).Run(ctx, o, f.handler); err != nil {
@@ -574,7 +575,7 @@ func TestProgressLineIsBoundedByShardCount(t *testing.T) {
 	ctx := context.Background()
 	from := time.Now().Add(-time.Second)
 	f.send("e", 80, 0)
-	progress := &syncBuffer{}
+	progress := &syncbuf.Buffer{}
 	o := f.quick(progress)
 	o.From, o.ProgressEvery, o.Handover = from, 10*time.Millisecond, 200*time.Millisecond
 	if _, err := f.replayer(nil).Run(ctx, o, f.handler); err != nil {
@@ -622,7 +623,7 @@ func TestReadingAVersionShowsProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	progress := &syncBuffer{}
+	progress := &syncbuf.Buffer{}
 	o := f.quick(progress)
 	o.Target, o.ProgressEvery, o.Handover = f.table, time.Nanosecond, 100*time.Millisecond
 	if res, err := f.replayer(nil).UseVersion(ctx, o, f.handler); err != nil || !res.Swapped {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/tail"
 )
 
@@ -262,7 +262,7 @@ func TestFollowSaysWhenCaughtUp(t *testing.T) {
 	kin := kinesis.NewFromConfig(awsCfg)
 	stream := newStream(t, kin, 1)
 	put(t, kin, stream, event{ID: "e1", Key: "user-1"}, event{ID: "e2", Key: "user-1"}, event{ID: "e3", Key: "user-1"})
-	var status syncBuffer
+	var status syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	go func() {
@@ -281,24 +281,6 @@ func TestFollowSaysWhenCaughtUp(t *testing.T) {
 	if !strings.Contains(out, "tail: still catching up:") || caught < 0 || strings.LastIndex(out, "still catching up") > caught {
 		t.Errorf("status:\n%s\nwant progress lines, then one saying it caught up after the 3 records", out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer read while a tail writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // splitStream is a stream whose one shard was split: the closed parent

@@ -1,7 +1,6 @@
 package timeline
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -19,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 )
 
@@ -191,23 +191,6 @@ func view(t *testing.T, db *dynamodb.Client, table string) []string {
 	return out
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestRandomHistoriesConverge changes the tables at random while the
 // handler consumes the two streams in random interleavings (each stream in
 // order, batches of random size, some batches redelivered, processing
@@ -222,7 +205,7 @@ func TestRandomHistoriesConverge(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0x7133))
 			h := &history{t: t, db: db, tb: tb, rng: rng, users: []string{"ann", "bob", "cat", "dan"},
 				tweets: map[[2]string]bool{}, follows: map[[2]string]bool{}}
-			var out lockedBuffer // the two streams' handlers flush concurrently
+			var out syncbuf.Buffer // the two streams' handlers flush concurrently
 			handler := New(db, tb, WithMetrics(metrics.New(&out, "timeline")))
 			var cursor [2]int
 			redelivered, raced := 0, 0

@@ -24,12 +24,16 @@ func main() {
 	m := lambdamain.Main{Function: "cdc"}
 	streamName := m.RequireStream("EVENTS_STREAM_NAME", "the Kinesis stream changelog records are written to")
 	quarantine := m.RequireTable("QUARANTINE_TABLE_NAME", "the DynamoDB table changes that can never be written are set aside in")
+	opts, err := cdc.EnvOptions(os.Getenv)
+	if err != nil {
+		m.Fail("%v", err)
+	}
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	mt := metrics.New(os.Stdout, "cdc")
 	sink := setaside.New(dynamodb.NewFromConfig(cfg), quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")),
 		setaside.WithMetrics(mt), setaside.WithLogger(log))
-	opts := append(cdc.EnvOptions(os.Getenv), cdc.WithMetrics(mt), cdc.WithLogger(log), cdc.WithSetAside(sink))
+	opts = append(opts, cdc.WithMetrics(mt), cdc.WithLogger(log), cdc.WithSetAside(sink))
 	h := cdc.New(kinesis.NewFromConfig(cfg), streamName, opts...)
 	lambda.Start(h.Handle)
 }

@@ -29,11 +29,15 @@ func main() {
 	if os.Getenv("PROFILES_TABLE_NAME") != "" {
 		profiles = m.RequireTable("PROFILES_TABLE_NAME", "the table snapshotted when an invocation names none")
 	}
+	keyOpts, err := cdc.EnvOptions(os.Getenv)
+	if err != nil {
+		m.Fail("%v", err)
+	}
 	cfg := m.AWSConfig()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	s := replay.NewSnapshotter(dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg), streamName,
 		replay.WithDefaultTable(profiles),
-		replay.WithCDCOptions(cdc.EnvOptions(os.Getenv)...),
+		replay.WithCDCOptions(keyOpts...),
 		replay.WithProgress(func(published, total int) {
 			log.Info("snapshot progress", "published", published, "approxTotal", total)
 		}))

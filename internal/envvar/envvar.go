@@ -3,6 +3,9 @@ package envvar
 import (
 	"fmt"
 	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -24,6 +27,12 @@ const (
 	// Bucket is an S3 bucket's name: 3 to 63 of [a-z0-9.-], starting and
 	// ending with a letter or digit.
 	Bucket
+	// Attribute is the name of a table's key attribute: 1 to 255
+	// characters of UTF-8 (DynamoDB's KeySchemaElement.AttributeName),
+	// with no space or control character at either end and no control
+	// character inside, which in a variable are a slip of the editor, not
+	// a key anyone named.
+	Attribute
 )
 
 // tableARN is a DynamoDB table's ARN, which DynamoDB's item operations
@@ -40,6 +49,22 @@ var kinds = [...]struct {
 	Index:  {"index", regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`), "a DynamoDB index name (3 to 255 letters, digits, '_', '-' and '.')"},
 	Stream: {"stream", regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`), "a Kinesis stream name (1 to 128 letters, digits, '_', '-' and '.'; its name, not its ARN)"},
 	Bucket: {"bucket", regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`), "an S3 bucket name (3 to 63 lower-case letters, digits, '-' and '.'; its name, not its ARN)"},
+	Attribute: {"attribute", keyAttributeName{},
+		"a DynamoDB key attribute name (1 to 255 characters of UTF-8, no space at either end, no control character)"},
+}
+
+// maxKeyAttributeName is DynamoDB's limit on a key attribute's name, in
+// characters.
+const maxKeyAttributeName = 255
+
+// keyAttributeName matches the names Attribute takes.
+type keyAttributeName struct{}
+
+func (keyAttributeName) MatchString(s string) bool {
+	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxKeyAttributeName || strings.TrimSpace(s) != s {
+		return false
+	}
+	return !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 func (k Kind) String() string { return kinds[k].name }

@@ -37,6 +37,15 @@ func TestName(t *testing.T) {
 		{Bucket, "tributary-archive-123456789012", true, ""},
 		{Bucket, "Tributary-Archive", true, "is not an S3 bucket name"},
 		{Bucket, "arn:aws:s3:::tributary-archive", true, "is not an S3 bucket name"},
+		{Attribute, "userId", true, ""},
+		{Attribute, "user id", true, ""},
+		{Attribute, "é" + strings.Repeat("k", 254), true, ""}, // 255 characters, 256 bytes
+		{Attribute, "userId ", true, `"userId " is not a DynamoDB key attribute name`},
+		{Attribute, " userId", true, "is not a DynamoDB key attribute name"},
+		{Attribute, "   ", true, "is not a DynamoDB key attribute name"},
+		{Attribute, "user\nId", true, "is not a DynamoDB key attribute name"},
+		{Attribute, "user\xffId", true, "is not a DynamoDB key attribute name"},
+		{Attribute, strings.Repeat("k", 256), true, "is not a DynamoDB key attribute name (1 to 255 characters"},
 	} {
 		lookup := func(k string) (string, bool) {
 			if k == "VAR" && c.set {

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/internal/envvar"
 	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
@@ -103,12 +104,25 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 // batch item failure, as a transient error is, and nothing is lost.
 func WithSetAside(s *setaside.Sink) Option { return func(h *Handler) { h.sink = s } }
 
-// EnvOptions reads ENTITY_KEY_ATTRIBUTE (optional; DefaultEntityKeyAttribute).
-func EnvOptions(getenv func(string) string) []Option {
-	if v := getenv("ENTITY_KEY_ATTRIBUTE"); v != "" {
-		return []Option{WithEntityKeyAttribute(v)}
+// EnvEntityKeyAttribute is the environment variable naming the entity key
+// attribute (optional; DefaultEntityKeyAttribute).
+const EnvEntityKeyAttribute = "ENTITY_KEY_ATTRIBUTE"
+
+// EnvOptions reads EnvEntityKeyAttribute with getenv (os.Getenv in main).
+// Unset or empty keeps DefaultEntityKeyAttribute; a value no table key can
+// be named (blank, a space at an end, a control character, over 255
+// characters) is an error naming the variable, for the function's init to
+// stop on: running with it, every change would be set aside for a key
+// attribute no item has.
+func EnvOptions(getenv func(string) string) ([]Option, error) {
+	v := getenv(EnvEntityKeyAttribute)
+	if v == "" {
+		return nil, nil
 	}
-	return nil
+	if err := envvar.Check(v, envvar.Attribute); err != nil {
+		return nil, fmt.Errorf("environment variable %s: %w (the item attribute holding the entity key)", EnvEntityKeyAttribute, err)
+	}
+	return []Option{WithEntityKeyAttribute(v)}, nil
 }
 
 // New returns a Handler writing to the Kinesis stream named streamName.

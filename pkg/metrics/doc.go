@@ -10,4 +10,11 @@
 // per pipeline adds WithDimension("Pipeline", name): its documents then carry
 // the dimension sets ["Function"] and ["Function", "Pipeline"], one series
 // for the function-wide alarms and one per pipeline.
+//
+// CloudWatch drops, without a word, a document that breaks one of its
+// limits, so Flush keeps within them: it splits what it collected into
+// documents of at most 100 metrics, 100 values a metric and 256 KB (one
+// log event), and refuses, with an error naming it, a metric name, value
+// or dimension CloudWatch would not take (WithDimension leaves such a
+// dimension out and writes the metrics under Function alone).
 package metrics

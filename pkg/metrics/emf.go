@@ -3,10 +3,12 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -26,11 +28,27 @@ const (
 	None         Unit = "None"
 )
 
-// EMF limits: a directive holds at most 100 metrics and a metric at most 100
-// values.
+// EMF's and CloudWatch's limits. A document that breaks one is dropped
+// by CloudWatch without a word, so Flush keeps within them: a directive
+// holds at most 100 metrics and a metric at most 100 values (EMF), a
+// dimension set at most 30 dimensions, and one document is one log event,
+// which CloudWatch Logs takes up to 256 KB (a longer one is truncated and
+// is no longer JSON). Names and values follow CloudWatch's Dimension and
+// Metric rules (checkName).
 const (
-	maxMetrics = 100
-	maxValues  = 100
+	maxMetrics       = 100
+	maxValues        = 100
+	maxDimensions    = 30
+	maxDocumentBytes = 256 << 10
+	// maxMetricName and maxDimensionName are CloudWatch's longest metric
+	// and dimension names, maxDimensionValue its longest dimension value.
+	maxMetricName     = 255
+	maxDimensionName  = 255
+	maxDimensionValue = 1024
+	// minMagnitude and maxMagnitude bound the values CloudWatch takes
+	// (besides 0): it refuses one outside them.
+	minMagnitude = 8.515920e-109
+	maxMagnitude = 1.174271e+108
 )
 
 type metric struct {
@@ -48,6 +66,7 @@ type Logger struct {
 	w        io.Writer
 	function string
 	dims     []dimension // beyond Function, in order
+	dimErrs  []error     // the dimensions left out, said on every Flush
 	now      func() time.Time
 	metrics  []*metric
 }
@@ -69,14 +88,59 @@ type Option func(*Logger)
 // pipeline when several functions run the same binary). Several
 // WithDimension options make one set ["Function", name1, name2, …]. A name
 // already used (Function, "_aws", an earlier dimension) or empty is
-// ignored, as is a metric of that name on Flush.
+// ignored, as is a metric of that name on Flush. A name or value
+// CloudWatch refuses (not ASCII, a control character, blank, a name over
+// 255 characters or starting with ':', a value over 1,024) and a
+// dimension past EMF's 30 are left out, and every Flush returns an error
+// naming them: the metrics are still written, under Function.
 func WithDimension(name, value string) Option {
 	return func(l *Logger) {
 		if name == "" || name == "Function" || name == "_aws" || l.isDimension(name) {
 			return
 		}
+		if err := checkName("dimension", name, maxDimensionName); err != nil || strings.HasPrefix(name, ":") {
+			if err == nil {
+				err = fmt.Errorf("dimension %q: CloudWatch refuses a name starting with ':'", name)
+			}
+			l.dimErrs = append(l.dimErrs, fmt.Errorf("metrics: %w; the dimension is left out", err))
+			return
+		}
+		if err := checkName("dimension "+name+": value", value, maxDimensionValue); err != nil {
+			l.dimErrs = append(l.dimErrs, fmt.Errorf("metrics: %w; the dimension is left out", err))
+			return
+		}
+		if 1+len(l.dims) >= maxDimensions {
+			l.dimErrs = append(l.dimErrs, fmt.Errorf("metrics: dimension %s: EMF takes at most %d dimensions in a set (Function and %d more); the dimension is left out",
+				name, maxDimensions, maxDimensions-1))
+			return
+		}
 		l.dims = append(l.dims, dimension{name, value})
 	}
+}
+
+// maxEcho bounds what an error repeats of a name or value.
+const maxEcho = 64
+
+// checkName reports whether s is a name (or dimension value) CloudWatch
+// takes: 1 to max characters of printable ASCII, not all spaces. what
+// names it in the error.
+func checkName(what, s string, max int) error {
+	echo := s
+	if len(echo) > maxEcho {
+		echo = echo[:maxEcho] + "…"
+	}
+	switch {
+	case len(s) > max:
+		return fmt.Errorf("%s %q is %d characters; CloudWatch takes at most %d", what, echo, len(s), max)
+	case strings.TrimSpace(s) == "":
+		return fmt.Errorf("%s %q: CloudWatch refuses an empty or blank one", what, echo)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return fmt.Errorf("%s %q: CloudWatch takes printable ASCII only", what, echo)
+		}
+	}
+	return nil
 }
 
 func (l *Logger) isDimension(name string) bool {
@@ -145,10 +209,14 @@ func (l *Logger) Observe(name string, unit Unit, v float64) {
 }
 
 // Flush writes what was collected as EMF, one line per document, and starts
-// afresh. It writes one document unless a metric observed more than 100
-// values (EMF's limit), then as many as needed. It writes nothing when
-// nothing was collected. A metric with a NaN or infinite value (not JSON) is
-// an error and is not written; the rest is.
+// afresh. It writes one document unless that would break an EMF or log
+// event limit (more than 100 metrics, a metric with more than 100 values,
+// over 256 KB), then as many as needed, each value once. It writes nothing
+// when nothing was collected. A metric CloudWatch would refuse (a value
+// that is NaN, infinite or out of CloudWatch's range; a name that is not
+// 1 to 255 characters of printable ASCII) is an error naming it and is not
+// written; the rest is. A dimension WithDimension left out is an error on
+// every Flush.
 func (l *Logger) Flush() error {
 	if l == nil {
 		return nil
@@ -161,20 +229,29 @@ func (l *Logger) Flush() error {
 	if len(ms) == 0 {
 		return nil
 	}
-	if len(ms) > maxMetrics {
-		return fmt.Errorf("metrics: %d metrics in one flush; EMF allows at most %d", len(ms), maxMetrics)
+	errs := append([]error(nil), l.dimErrs...)
+	if err := checkName("function (dimension Function)", l.function, maxDimensionValue); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("metrics: %w; no metric written", err))...)
 	}
-	var bad error
 	kept := ms[:0]
 	for _, m := range ms {
-		if m.name == "" || m.name == "Function" || m.name == "_aws" || l.isDimension(m.name) {
-			bad = fmt.Errorf("metrics: metric name %q is not allowed", m.name)
+		if m.name == "Function" || m.name == "_aws" || l.isDimension(m.name) {
+			errs = append(errs, fmt.Errorf("metrics: metric name %q is not allowed", m.name))
+			continue
+		}
+		if err := checkName("metric name", m.name, maxMetricName); err != nil {
+			errs = append(errs, fmt.Errorf("metrics: %w; not written", err))
 			continue
 		}
 		ok := true
 		for _, v := range m.values {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				bad = fmt.Errorf("metrics: metric %s has value %v, which EMF cannot carry", m.name, v)
+				errs = append(errs, fmt.Errorf("metrics: metric %s has value %v, which EMF cannot carry", m.name, v))
+				ok = false
+				break
+			}
+			if a := math.Abs(v); a != 0 && (a < minMagnitude || a > maxMagnitude) {
+				errs = append(errs, fmt.Errorf("metrics: metric %s has value %v, outside what CloudWatch takes (%g to %g either side of 0)", m.name, v, minMagnitude, maxMagnitude))
 				ok = false
 				break
 			}
@@ -184,28 +261,77 @@ func (l *Logger) Flush() error {
 		}
 	}
 	var buf bytes.Buffer
-	for part := 0; ; part++ {
-		var in []*metric
-		for _, m := range kept {
-			if len(m.values) > part*maxValues {
-				in = append(in, m)
-			}
-		}
-		if len(in) == 0 {
-			break
-		}
-		l.document(&buf, now, in, part)
+	for _, doc := range l.pack(kept) {
+		l.document(&buf, now, doc)
 	}
 	if buf.Len() > 0 {
 		if _, err := l.w.Write(buf.Bytes()); err != nil {
-			return fmt.Errorf("metrics: write: %w", err)
+			errs = append(errs, fmt.Errorf("metrics: write: %w", err))
 		}
 	}
-	return bad
+	return errors.Join(errs...)
 }
 
-// document appends one EMF line with the values part*100..part*100+99 of ms.
-func (l *Logger) document(buf *bytes.Buffer, now time.Time, ms []*metric, part int) {
+// part is up to maxValues values of one metric, in one document.
+type part struct {
+	m      *metric
+	values []float64
+}
+
+// pack splits ms into documents: first the first 100 values of every
+// metric, then the next 100 of those that have more, and so on, a new
+// document whenever one would pass 100 metrics, hold a metric twice or pass
+// maxDocumentBytes. One part always fits: 100 values of at most 24 bytes,
+// a name of at most 255 and the dimensions' 30 KB at most.
+func (l *Logger) pack(ms []*metric) [][]part {
+	fixed := l.fixedBytes()
+	var docs [][]part
+	var cur []part
+	size := fixed
+	in := map[*metric]bool{}
+	for n := 0; ; n++ {
+		more := false
+		for _, m := range ms {
+			if len(m.values) <= n*maxValues {
+				continue
+			}
+			more = true
+			p := part{m: m, values: m.values[n*maxValues : min(len(m.values), (n+1)*maxValues)]}
+			ps := partBytes(p)
+			if len(cur) > 0 && (len(cur) == maxMetrics || in[m] || size+ps > maxDocumentBytes) {
+				docs, cur, size, in = append(docs, cur), nil, fixed, map[*metric]bool{}
+			}
+			cur, size, in[m] = append(cur, p), size+ps, true
+		}
+		if !more {
+			break
+		}
+	}
+	if len(cur) > 0 {
+		docs = append(docs, cur)
+	}
+	return docs
+}
+
+// fixedBytes is the size of a document with no metric in it: the
+// directive, the dimensions and the line's end.
+func (l *Logger) fixedBytes() int {
+	var buf bytes.Buffer
+	l.document(&buf, time.UnixMilli(math.MaxInt64/2), nil)
+	return buf.Len()
+}
+
+// partBytes is what p adds to a document: its definition, its member and
+// the two commas.
+func partBytes(p part) int {
+	var buf bytes.Buffer
+	writeDefinition(&buf, p.m)
+	writeMember(&buf, p)
+	return buf.Len() + 2
+}
+
+// document appends one EMF line with the parts ps.
+func (l *Logger) document(buf *bytes.Buffer, now time.Time, ps []part) {
 	buf.WriteString(`{"_aws":{"Timestamp":`)
 	buf.WriteString(strconv.FormatInt(now.UnixMilli(), 10))
 	buf.WriteString(`,"CloudWatchMetrics":[{"Namespace":`)
@@ -220,15 +346,11 @@ func (l *Logger) document(buf *bytes.Buffer, now time.Time, ms []*metric, part i
 		buf.WriteByte(']')
 	}
 	buf.WriteString(`],"Metrics":[`)
-	for i, m := range ms {
+	for i, p := range ps {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.WriteString(`{"Name":`)
-		writeString(buf, m.name)
-		buf.WriteString(`,"Unit":`)
-		writeString(buf, string(m.unit))
-		buf.WriteByte('}')
+		writeDefinition(buf, p.m)
 	}
 	buf.WriteString(`]}]},"Function":`)
 	writeString(buf, l.function)
@@ -238,25 +360,36 @@ func (l *Logger) document(buf *bytes.Buffer, now time.Time, ms []*metric, part i
 		buf.WriteByte(':')
 		writeString(buf, d.value)
 	}
-	for _, m := range ms {
+	for _, p := range ps {
 		buf.WriteByte(',')
-		writeString(buf, m.name)
-		buf.WriteByte(':')
-		vs := m.values[part*maxValues : min(len(m.values), (part+1)*maxValues)]
-		if m.sum || len(vs) == 1 {
-			writeNumber(buf, vs[0])
-			continue
-		}
-		buf.WriteByte('[')
-		for i, v := range vs {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			writeNumber(buf, v)
-		}
-		buf.WriteByte(']')
+		writeMember(buf, p)
 	}
 	buf.WriteString("}\n")
+}
+
+func writeDefinition(buf *bytes.Buffer, m *metric) {
+	buf.WriteString(`{"Name":`)
+	writeString(buf, m.name)
+	buf.WriteString(`,"Unit":`)
+	writeString(buf, string(m.unit))
+	buf.WriteByte('}')
+}
+
+func writeMember(buf *bytes.Buffer, p part) {
+	writeString(buf, p.m.name)
+	buf.WriteByte(':')
+	if p.m.sum || len(p.values) == 1 {
+		writeNumber(buf, p.values[0])
+		return
+	}
+	buf.WriteByte('[')
+	for i, v := range p.values {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeNumber(buf, v)
+	}
+	buf.WriteByte(']')
 }
 
 func writeString(buf *bytes.Buffer, s string) {

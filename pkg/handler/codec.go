@@ -33,8 +33,9 @@ func (s *keyState[T, V, A]) Encode(dst []byte) []byte {
 		b, err := p.agg.MarshalBinary()
 		if err != nil {
 			// A bug of the aggregate: an oversized blob is never written
-			// (keyed.Settings.MaxStateBytes), so the key's records are
-			// retried and its state is kept, not lost.
+			// (keyed.Settings.MaxStateBytes), so the key's records are set
+			// aside (state-budget; this log line says why) and its stored
+			// state is kept, not lost.
 			s.o.log.Error("an aggregate failed to encode: the key's state is not written", "handler", s.o.name, "key", s.key, "error", err.Error())
 			return make([]byte, keyed.DefaultMaxStateBytes+1)
 		}

@@ -49,5 +49,9 @@
 // a tick; a fold
 // that makes a key's state reach Settings.FoldBytes ends early and reports
 // the key's next record, so Lambda resumes there (counted in
-// FoldCheckpoints); a blob over Settings.MaxStateBytes is never written.
+// FoldCheckpoints); a blob over Settings.MaxStateBytes is never written:
+// no retry would write it either (the same state, records and watermark
+// make the same blob), so a fold's records are set aside (kind
+// state-budget, field key) and a close that makes one sets a copy of the
+// stored state aside and unlists the key, as for an unreadable state.
 package keyed

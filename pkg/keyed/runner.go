@@ -466,6 +466,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		st.Compact()
 		var (
 			aside       []setaside.Record
+			asideAt     = map[int]bool{}
 			last        string
 			first, stop = -1, len(its)
 			late        int
@@ -490,6 +491,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 					rerr = &RecordError{Kind: setaside.KindStateBudget, Reason: "the key's state is full"}
 				}
 				aside = append(aside, asideOf(it.rec, rerr.Field, rerr.Kind, rerr.Reason))
+				asideAt[i] = true
 			}
 			last = it.seq
 		}
@@ -509,8 +511,24 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		}
 		blob := st.Encode(nil)
 		if len(blob) > r.set.MaxStateBytes {
-			r.log.ErrorContext(ctx, "a key's state outgrew its item: not written, its records will be retried", "shard", shard, "key", key, "bytes", len(blob), "max", r.set.MaxStateBytes)
-			return first
+			// The same state, records and watermark make the same blob on
+			// every retry: set the records aside, leave the state as it is.
+			reason := outgrownReason(ref, len(blob), st.Outbox(), r.set.MaxStateBytes)
+			r.log.ErrorContext(ctx, "a key's state outgrew its item: not written, its records are set aside", "shard", shard, "key", key, "bytes", len(blob), "max", r.set.MaxStateBytes)
+			var rest []setaside.Record
+			for i := first; i < stop; i++ {
+				if asideAt[i] || (c.fence != "" && stream.CompareSequence(its[i].seq, c.fence) <= 0) {
+					continue
+				}
+				rest = append(rest, asideOf(its[i].rec, "key", setaside.KindStateBudget, reason))
+			}
+			if err := r.setAside(ctx, rest); err != nil {
+				return first
+			}
+			if stop < len(its) {
+				return stop
+			}
+			return -1
 		}
 		n, err := r.views.SaveKeyed(ctx, ref, shard, state.KeyedState{Blob: blob, Version: c.version}, last, r.openIn(shard), window.Window{End: dueAt(st)})
 		r.stats.stateWrites.Add(int64(n))
@@ -579,30 +597,38 @@ func (r *Runner[V]) unreadable(ctx context.Context, shard string, ref state.Keye
 	return -1
 }
 
-// parkUnreadable deals with a listed key whose stored state does not decode,
-// found by a close: no retry can decode it, and failing the close would
-// fail every batch that moves the shard's watermark (and every tick) while
-// the key stays listed. A copy of the item's state is set aside (source the
-// item's partition key, sequence its sort key and version; kind
-// state-unreadable), so it is counted and alarmed, and the item is written
-// back as it is, unlisted: it waits for a person, and the key's records are
-// set aside as they come (unreadable). It returns ErrKeyedConflict when
-// the item changed since it was read.
-func (r *Runner[V]) parkUnreadable(ctx context.Context, shard string, ref state.KeyedRef, ks state.KeyedState, decodeErr error) (int, error) {
+// park deals with a listed key that a close can never write: its stored
+// state does not decode (kind state-unreadable), or what the close adds to
+// it outgrows its item (state-budget). Failing the close would fail every
+// batch that moves the shard's watermark (and every tick) while the key
+// stays listed. A copy of the item's state is set aside (source the item's
+// partition key, sequence its sort key and version; field state), so it is
+// counted and alarmed, and the item is written back as it is, unlisted: it
+// waits for a person, and the key's records are set aside as they come. It
+// returns ErrKeyedConflict when the item changed since it was read.
+func (r *Runner[V]) park(ctx context.Context, shard string, ref state.KeyedRef, ks state.KeyedState, kind, reason string) (int, error) {
 	pk, sk := ref.ItemKey()
-	reason := unreadableReason(ref, decodeErr)
-	r.log.ErrorContext(ctx, "a listed key's stored state cannot be decoded: set aside and unlisted", "shard", shard, "key", ref.Key, "error", decodeErr.Error())
 	if err := r.setAside(ctx, []setaside.Record{{Source: pk, Sequence: sk + "@" + strconv.Itoa(ks.Version), PartitionKey: ref.Key,
-		Data: ks.Blob, Field: "state", Kind: setaside.KindStateUnreadable, Reason: reason}}); err != nil {
-		return 0, fmt.Errorf("%s: setting aside the unreadable state of key %q: %w", r.set.Name, ref.Key, err)
+		Data: ks.Blob, Field: "state", Kind: kind, Reason: reason}}); err != nil {
+		return 0, fmt.Errorf("%s: setting aside the state of key %q (%s): %w", r.set.Name, ref.Key, kind, err)
 	}
 	n, err := r.views.SaveKeyed(ctx, ref, shard, state.KeyedState{Blob: ks.Blob, Version: ks.Version}, "", "", window.Window{})
 	r.stats.stateWrites.Add(int64(n))
 	r.metric("WriteRequests", float64(n))
 	if err != nil && !errors.Is(err, state.ErrKeyedConflict) {
-		return n, fmt.Errorf("%s: unlisting the unreadable state of key %q: %w", r.set.Name, ref.Key, err)
+		return n, fmt.Errorf("%s: unlisting the state of key %q (%s): %w", r.set.Name, ref.Key, kind, err)
 	}
 	return n, err
+}
+
+// outgrownReason says why a key's records, or its state, are set aside
+// when closing its windows makes a state its item cannot hold: the results
+// wait in the item until they are on the stream.
+func outgrownReason(ref state.KeyedRef, bytes, outputs, max int) string {
+	pk, sk := ref.ItemKey()
+	return fmt.Sprintf("the state of key %q (state table item pk %q, sk %q) would be %d bytes with the %d results it closes, over the %d its item holds: "+
+		"lower the limits or the results' size (a hopping window merges size/advance panes), delete the item, then redrive",
+		ref.Key, pk, sk, bytes, outputs, max)
 }
 
 // unreadableReason says why a key's records, or its state, are set aside
@@ -819,7 +845,8 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 		}
 		st, err := r.op.NewState(kref.Key, ks.Blob)
 		if err != nil {
-			n, err := r.parkUnreadable(ctx, shard, kref, ks, err)
+			r.log.ErrorContext(ctx, "a listed key's stored state cannot be decoded: set aside and unlisted", "shard", shard, "key", kref.Key, "error", err.Error())
+			n, err := r.park(ctx, shard, kref, ks, setaside.KindStateUnreadable, unreadableReason(kref, err))
 			if errors.Is(err, state.ErrKeyedConflict) {
 				r.forget(kref, shard)
 				continue
@@ -836,6 +863,18 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 		st.Compact()
 		st.Advance(wm)
 		blob := st.Encode(nil)
+		if len(blob) > r.set.MaxStateBytes {
+			// What it closes would not fit the item on any retry: failing
+			// here would fail every batch that moves the shard's watermark,
+			// and every tick, for good.
+			r.log.ErrorContext(ctx, "a listed key's state outgrew its item when closing: set aside and unlisted", "shard", shard, "key", kref.Key, "bytes", len(blob), "max", r.set.MaxStateBytes)
+			n, err := r.park(ctx, shard, kref, ks, setaside.KindStateBudget, outgrownReason(kref, len(blob), st.Outbox(), r.set.MaxStateBytes))
+			if errors.Is(err, state.ErrKeyedConflict) {
+				r.forget(kref, shard)
+				continue
+			}
+			return n, err
+		}
 		n, err := r.views.SaveKeyed(ctx, kref, shard, state.KeyedState{Blob: blob, Version: ks.Version}, "", r.openIn(shard), window.Window{End: dueAt(st)})
 		r.stats.stateWrites.Add(int64(n))
 		r.metric("WriteRequests", float64(n))

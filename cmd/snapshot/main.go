@@ -8,7 +8,8 @@
 // The endpoint comes from AWS_ENDPOINT_URL when set (the local stand-in:
 // also export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test); the region
 // from AWS_REGION or a profile, and without one the command refuses to run.
-// Progress ("published 1200/≈5000") goes to stderr, the result (stream
+// Progress (a line per open shard of the table's stream read to take the
+// position, then "published 1200/≈5000") goes to stderr, the result (stream
 // position, count, startAt) to stdout as JSON. Running it again is safe:
 // consumers apply by version. Exit status: 0 done, 1 error, 2 usage, 3
 // refused (the stream does not exist; nothing published), 130 interrupted.
@@ -21,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
@@ -105,7 +107,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		sofar int // published before an interruption, for its message
 	)
 	s := replay.NewSnapshotter(dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kin, *streamName,
-		replay.WithCDCOptions(cdc.WithEntityKeyAttribute(*keyAttr)), replay.WithClockSkew(*skew),
+		replay.WithCDCOptions(cdc.WithEntityKeyAttribute(*keyAttr), cdc.WithLogger(slog.New(slog.NewTextHandler(stderr, nil)))), replay.WithClockSkew(*skew),
 		replay.WithProgress(func(published, total int) {
 			mu.Lock()
 			defer mu.Unlock()

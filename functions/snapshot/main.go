@@ -5,6 +5,8 @@
 // snapshot record tied to the table's stream position (keyed by
 // ENTITY_KEY_ATTRIBUTE, default userId), and returns the position, the
 // number published and where a new consumer starts (AT_TIMESTAMP startAt).
+// It logs its progress: each open shard of the table's stream it reads to
+// take the position, then the records published.
 // The logic is in package replay; the snapshot itself in package cdc.
 package main
 
@@ -37,7 +39,7 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	s := replay.NewSnapshotter(dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg), streamName,
 		replay.WithDefaultTable(profiles),
-		replay.WithCDCOptions(keyOpts...),
+		replay.WithCDCOptions(append(keyOpts, cdc.WithLogger(log))...),
 		replay.WithProgress(func(published, total int) {
 			log.Info("snapshot progress", "published", published, "approxTotal", total)
 		}))

@@ -53,7 +53,9 @@ const putAttempts = 5
 //
 // The position is taken before the scan: for each shard of the table's
 // stream, the sequence number of its last record (closed shards: their
-// ending sequence number; open shards: read from TRIM_HORIZON to the tip).
+// ending sequence number; open shards: read from TRIM_HORIZON to the tip,
+// logged as it goes; with a deadline it gives up, publishing nothing,
+// once it has used half the time left, see position).
 // Changes after the position are those the cdc function writes after the
 // snapshot's records' versions; a consumer applies the snapshot, then a
 // change only if its version is higher than the version it holds for the
@@ -81,7 +83,7 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 	if arn == "" {
 		return nil, counts, fmt.Errorf("table %s: the table has no stream: enable NEW_AND_OLD_IMAGES", table)
 	}
-	pos, err := position(ctx, streams, arn)
+	pos, err := h.position(ctx, streams, arn)
 	if err != nil {
 		return nil, counts, fmt.Errorf("table %s: %w", table, err)
 	}
@@ -266,10 +268,27 @@ func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.Attribute
 	return kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(key)}, nil
 }
 
-// position is the last sequence number of every shard of the stream.
-func position(ctx context.Context, streams StreamReader, arn string) (*Position, error) {
+// positionProgressPages is how many GetRecords pages of one open shard
+// pass between progress lines while the position is taken.
+const positionProgressPages = 50
+
+// position is the last sequence number of every shard of the stream. An
+// open shard is read from its oldest record to its tip (no call gives its
+// last sequence number), which on a busy table is minutes of GetRecords:
+// it logs each shard read, and a line every positionProgressPages pages.
+// With a deadline (a Lambda invocation's), it stops once it has used half
+// the time left when it began, rather than run until Lambda kills the
+// invocation with nothing published: the scan and the publishing need the
+// rest.
+func (h *Handler) position(ctx context.Context, streams StreamReader, arn string) (*Position, error) {
+	start := time.Now()
+	var stopAt time.Time
+	if d, ok := ctx.Deadline(); ok {
+		stopAt = start.Add(d.Sub(start) / 2)
+	}
 	pos := &Position{StreamArn: arn, Shards: map[string]string{}}
 	var after *string
+	read := 0
 	for {
 		d, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn), ExclusiveStartShardId: after})
 		if err != nil {
@@ -281,39 +300,56 @@ func position(ctx context.Context, streams StreamReader, arn string) (*Position,
 				pos.Shards[id] = aws.ToString(r.EndingSequenceNumber)
 				continue
 			}
-			last, err := lastSequenceNumber(ctx, streams, arn, id)
+			last, n, err := h.lastSequenceNumber(ctx, streams, arn, id, start, stopAt)
 			if err != nil {
 				return nil, err
 			}
 			pos.Shards[id] = last
+			read += n
 		}
 		after = d.StreamDescription.LastEvaluatedShardId
 		if after == nil {
+			h.log.InfoContext(ctx, "stream position taken", "stream", arn, "shards", len(pos.Shards), "recordsRead", read,
+				"took", time.Since(start).Round(time.Millisecond).String())
 			return pos, nil
 		}
 	}
 }
 
 // lastSequenceNumber reads an open shard to its tip; "" if it is empty.
-func lastSequenceNumber(ctx context.Context, streams StreamReader, arn, shard string) (string, error) {
+// It also returns how many records it read.
+func (h *Handler) lastSequenceNumber(ctx context.Context, streams StreamReader, arn, shard string, start, stopAt time.Time) (string, int, error) {
 	it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: aws.String(shard),
 		ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
 	if err != nil {
-		return "", fmt.Errorf("stream %s shard %s: %w", arn, shard, err)
+		return "", 0, fmt.Errorf("stream %s shard %s: %w", arn, shard, err)
 	}
-	last, empty := "", 0
-	for iter := it.ShardIterator; iter != nil && empty < maxEmptyReads; {
+	last, empty, records := "", 0, 0
+	for pages, iter := 0, it.ShardIterator; iter != nil && empty < maxEmptyReads; pages++ {
+		if !stopAt.IsZero() && time.Now().After(stopAt) {
+			return "", records, fmt.Errorf("stream %s shard %s: taking the stream position, still reading the open shard to its tip after %d records (%s), "+
+				"half the invocation's time: the scan and the publishing would not fit in the rest; nothing was published. "+
+				"Run go run ./cmd/snapshot, which has no time limit, or raise the function's timeout",
+				arn, shard, records, time.Since(start).Round(time.Millisecond))
+		}
 		out, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
 		if err != nil {
-			return "", fmt.Errorf("stream %s shard %s: reading to the tip: %w", arn, shard, err)
+			return "", records, fmt.Errorf("stream %s shard %s: reading to the tip after %d records: %w", arn, shard, records, err)
 		}
 		if len(out.Records) == 0 {
 			empty++
 		} else {
 			empty = 0
+			records += len(out.Records)
 			last = aws.ToString(out.Records[len(out.Records)-1].Dynamodb.SequenceNumber)
 		}
 		iter = out.NextShardIterator
+		if pages > 0 && pages%positionProgressPages == 0 {
+			h.log.InfoContext(ctx, "taking the stream position: reading an open shard to its tip", "stream", arn, "shard", shard,
+				"records", records, "took", time.Since(start).Round(time.Millisecond).String())
+		}
 	}
-	return last, nil
+	h.log.InfoContext(ctx, "stream position: read an open shard to its tip", "stream", arn, "shard", shard, "records", records,
+		"last", last, "took", time.Since(start).Round(time.Millisecond).String())
+	return last, records, nil
 }

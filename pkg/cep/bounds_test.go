@@ -129,6 +129,70 @@ func TestSumOverflowIsSetAsideNamingTheField(t *testing.T) {
 	}
 }
 
+// TestSumRefusalLeavesOtherRulesReading sends a payment whose amount no sum
+// can hold to a key read by a sum rule, a sequence and a count: only the
+// sum rule skips it. The record is set aside once, naming data.amount and
+// the sum rule; the sequence and the count still match it, as they would
+// any payment, and the sum rule still matches the payments after it.
+func TestSumRefusalLeavesOtherRulesReading(t *testing.T) {
+	ctx := context.Background()
+	rules := []*Rule{
+		rule(t, `{"id":"spend","pattern":[{"begin":"p","type":"payment","sum":"data.amount","atLeast":1000}],"within":"1h"}`),
+		rule(t, `{"id":"fail-then-pay","pattern":[{"begin":"f","type":"payment_failed"},{"followedBy":"p","type":"payment"}],"within":"1h"}`),
+		rule(t, `{"id":"pays","pattern":[{"begin":"p","type":"payment","timesOrMore":2}],"within":"1h"}`),
+	}
+	table, quarantine := name("cep-sum"), name("quarantine")
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	out := &memStream{}
+	cfg := &Config{Name: "sum", OutOfOrderness: time.Second, IdleTimeout: 10 * time.Second}
+	h := NewHandler(cfg, state.NewViews(db, table, nil), out, "matches", newStaticRules(rules), func() time.Time { return base },
+		keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)))
+	krecs := kinesisRecords([]shardRecord{
+		{shard: "shardId-000000000000", seq: 100, env: ev("fail-1", "payment_failed", "acct-1", 0, "")},
+		{shard: "shardId-000000000000", seq: 101, env: ev("pay-1", "payment", "acct-1", 1, `{"amount":1e308}`)},
+		{shard: "shardId-000000000000", seq: 102, env: ev("pay-2", "payment", "acct-1", 2, `{"amount":600}`)},
+		{shard: "shardId-000000000000", seq: 103, env: ev("pay-3", "payment", "acct-1", 3, `{"amount":500}`)},
+	})
+	for _, b := range append(chunks(krecs, 1), krecs) {
+		resp, err := h.HandleBatch(ctx, events.KinesisEvent{Records: b})
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("batch at %s: %+v %v; want every record reported processed", b[0].Kinesis.SequenceNumber, resp, err)
+		}
+	}
+	for _, at := range []time.Time{base.Add(24 * time.Hour), base.Add(25 * time.Hour)} {
+		if _, err := h.Tick(ctx, at); err != nil {
+			t.Fatalf("tick: %v", err)
+		}
+	}
+	want := "fail-then-pay:acct-1:fail-1,pay-1 pays:acct-1:pay-1,pay-2 spend:acct-1:pay-2,pay-3"
+	if got := strings.Join(describeMatches(t, out.records()), " "); got != want {
+		t.Errorf("matches %q, want %q", got, want)
+	}
+	for i, r := range krecs {
+		it, err := setaside.Load(ctx, db, quarantine, r.EventSourceArn+"/shardId-000000000000", r.Kinesis.SequenceNumber)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case i != 1 && it != nil:
+			t.Errorf("record %s set aside (%s: %s); only pay-1 should be", r.Kinesis.SequenceNumber, it.Field, it.Reason)
+		case i == 1 && it == nil:
+			t.Errorf("pay-1, whose amount the sum rule cannot add, is not set aside")
+		case i == 1 && (it.Field != "data.amount" || it.Category != setaside.KindOverflow || !strings.Contains(it.Reason, `"spend"`) || !strings.Contains(it.Reason, "pay-1")):
+			t.Errorf("pay-1 set aside as field %q kind %q reason %q; want data.amount, %s, a reason naming the record and the rule \"spend\"",
+				it.Field, it.Category, it.Reason, setaside.KindOverflow)
+		}
+	}
+	if s := h.Stats(); s.SetAside != 1 {
+		t.Errorf("%d records counted set aside; want 1 (pay-1, once, though its batch came twice)", s.SetAside)
+	}
+}
+
 // TestStoredInfiniteSumStillRenders loads a key's state whose outbox holds
 // a sum match made before values past ±2^53 were set aside (its sum +Inf):
 // the match renders, without the sum, so the key is not held back.

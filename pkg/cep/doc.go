@@ -32,10 +32,13 @@
 //	    end of that time;
 //	  - count (timesOrMore n) and sum (sum of a data field, atLeast x)
 //	    thresholds within a sliding time; counting starts again after a match.
-//	    A sum skips events whose field is missing or not a number and sets
-//	    aside one whose value is past ±pipeline.MaxValue (2^53) or not a
-//	    finite float64, naming the field, as aggregate does (SumError): no
-//	    sum becomes infinite;
+//	    A sum skips events whose field is missing or not a number, and one
+//	    whose value is past ±pipeline.MaxValue (2^53) or not a finite
+//	    float64 (SumError): no sum becomes infinite. Such an event is set
+//	    aside once, naming the field and the sum rules that skip it, as
+//	    aggregate sets aside such a value; the other rules still read and
+//	    match it (a set-aside record here is one some rule could not read,
+//	    not always one no rule read: its reason says which);
 //	  - where: comparisons of key, type, id or data.<field> with ==, !=, >,
 //	    >=, <, <=, in (...), not in (...), exists(...), combined with &&, ||,
 //	    not and parentheses (expr.go). A missing field compares false, a

@@ -172,11 +172,11 @@ func (o *Offline) Add(env *stream.Envelope, arrival time.Time) error {
 		o.keys[key] = ks
 		o.order = append(o.order, key)
 	}
-	fate, _ := ks.Add(ev, time.UnixMilli(wm))
-	switch fate {
-	case keyed.Late:
+	fate, rerr := ks.Add(ev, time.UnixMilli(wm))
+	if fate == keyed.Late {
 		o.Late++
-	case keyed.Aside:
+	}
+	if fate == keyed.Aside || rerr != nil {
 		o.Aside++
 	}
 	return o.collect(ks)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,12 +27,14 @@ import (
 const StateKind = "cep"
 
 // Event is what CEP folds of an event: its time, id, type and what each
-// rule made of it when it arrived (Operator.Select makes it).
+// rule made of it when it arrived (Operator.Select makes it); refused, when
+// not nil, is the set-aside of the sum rules that skip it (sumRecordError).
 type Event struct {
-	t    int64
-	id   string
-	typ  string
-	hits []hit
+	t       int64
+	id      string
+	typ     string
+	hits    []hit
+	refused *keyed.RecordError
 }
 
 // Operator is CEP as a keyed.Operator: it folds, under their key, the
@@ -88,7 +91,10 @@ func (o *Operator) Rules() *RuleSet { return o.rules.Load() }
 // looking rules up in the index: the baseline of make bench.
 func (o *Operator) Naive(on bool) { o.naive = on }
 
-// Select folds an event some rule active at its arrival can read.
+// Select folds an event some rule active at its arrival can read. A sum
+// rule that cannot add the event's value skips it: the event is folded for
+// the other rules and set aside, naming the field and the sum rules, when
+// Add takes it; read by no other rule, it is set aside at once.
 func (o *Operator) Select(rec *stream.KinesisRecord, env *stream.Envelope) (string, Event, keyed.Selection, error) {
 	rs := o.rules.Load()
 	arrival := rec.ApproximateArrivalTimestamp
@@ -97,33 +103,52 @@ func (o *Operator) Select(rec *stream.KinesisRecord, env *stream.Envelope) (stri
 	}
 	buf := o.scratch.Get().(*[]hit)
 	defer o.scratch.Put(buf)
-	var err error
+	var refused []*SumError
 	if o.naive {
-		*buf, err = rs.naiveHits(*buf, env, env.Key, arrival)
+		*buf, refused = rs.naiveHits(*buf, env, env.Key, arrival)
 	} else {
-		*buf, err = rs.hits(*buf, env, env.Key, arrival)
-	}
-	if err != nil {
-		return "", Event{}, keyed.Ignore, sumRecordError(err)
+		*buf, refused = rs.hits(*buf, env, env.Key, arrival)
 	}
 	if len(*buf) == 0 {
+		if len(refused) > 0 {
+			return "", Event{}, keyed.Ignore, sumRecordError(refused, false)
+		}
 		return "", Event{}, keyed.Observe, nil
 	}
 	e := Event{t: env.EventTime().UnixMilli(), id: strings.Clone(env.ID), typ: strings.Clone(env.Type), hits: append([]hit(nil), *buf...)}
+	if len(refused) > 0 {
+		e.refused = sumRecordError(refused, true)
+	}
 	return strings.Clone(env.Key), e, keyed.Fold, nil
 }
 
-// sumRecordError is the set-aside of an event whose value a sum rule
-// cannot add: kind overflow for a number past ±pipeline.MaxValue (as
-// aggregate's), invalid for one no float64 holds, naming the field.
-func sumRecordError(err error) *keyed.RecordError {
-	re := &keyed.RecordError{Kind: setaside.KindInvalid, Reason: err.Error()}
+// sumRecordError is the set-aside of an event whose value the sum rules
+// refused (sorted by rule id) cannot add: kind overflow for a number past
+// ±pipeline.MaxValue (as aggregate's), invalid for one no float64 holds,
+// naming the field and the rules; others says other rules still read it.
+func sumRecordError(refused []*SumError, others bool) *keyed.RecordError {
+	first := refused[0]
+	re := &keyed.RecordError{Kind: setaside.KindInvalid}
 	var pe *stream.PoisonRecordError
-	if errors.As(err, &pe) {
+	if errors.As(first.Err, &pe) {
 		re.Field = pe.Field
 	}
-	if pipeline.Overflows(err) {
+	if pipeline.Overflows(first.Err) {
 		re.Kind = setaside.KindOverflow
+	}
+	ids := make([]string, len(refused))
+	for i, r := range refused {
+		ids[i] = strconv.Quote(r.Rule)
+	}
+	rules := "sum rule " + ids[0]
+	if len(ids) > 1 {
+		rules = "sum rules " + strings.Join(ids, ", ")
+	}
+	re.Reason = fmt.Sprintf("%v (%s cannot add it and skip this event", first.Err, rules)
+	if others {
+		re.Reason += "; the other rules that read it still match it)"
+	} else {
+		re.Reason += "; no other rule reads it)"
 	}
 	return re
 }
@@ -331,22 +356,28 @@ func (s *keyState) Add(v Event, wm time.Time) (keyed.Fate, *keyed.RecordError) {
 	w := wm.UnixMilli()
 	s.st.process(s, w)
 	if v.t < w {
-		return keyed.Late, nil
+		return keyed.Late, v.refused
 	}
 	e := pendingEv{t: v.t, id: v.id, typ: v.typ, hits: v.hits}
 	if n := s.stateBytes(&e); n > s.o.maxBytes {
+		var re *keyed.RecordError
 		clear(s.open) // e alone, with no partial match open
 		if own := s.charge(&e); own > s.o.maxBytes {
-			return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
+			re = &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
 				Reason: fmt.Sprintf("this event of key %q hits %d CEP rules, whose matches and partial matches may take %d bytes: more than the key's %d-byte budget (one DynamoDB item) holds, so it can never be matched",
 					s.key, len(v.hits), own, s.o.maxBytes)}
+		} else {
+			re = &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
+				Reason: fmt.Sprintf("the CEP state of key %q would count %d bytes with this event (buffered events at the most their matching can add, and partial matches): past its %d-byte budget (one DynamoDB item): the key takes events again as its buffered events are matched and its matches complete or time out",
+					s.key, n, s.o.maxBytes)}
 		}
-		return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
-			Reason: fmt.Sprintf("the CEP state of key %q would count %d bytes with this event (buffered events at the most their matching can add, and partial matches): past its %d-byte budget (one DynamoDB item): the key takes events again as its buffered events are matched and its matches complete or time out",
-				s.key, n, s.o.maxBytes)}
+		if v.refused != nil { // one set-aside per record: say both
+			re.Reason += "; besides, " + v.refused.Field + ": " + v.refused.Reason
+		}
+		return keyed.Aside, re
 	}
 	s.st.buffer(e)
-	return keyed.Added, nil
+	return keyed.Added, v.refused
 }
 
 func (s *keyState) Advance(wm time.Time) { s.st.process(s, wm.UnixMilli()) }

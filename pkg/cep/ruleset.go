@@ -165,32 +165,31 @@ func (rs *RuleSet) Active(t time.Time) int {
 }
 
 // hits evaluates the rules an event of key, arrived at arrival, can match,
-// through the index; dst is reused. Hits are sorted by rule id. The error
-// is a value a sum rule reading the event cannot add (*SumError).
-func (rs *RuleSet) hits(dst []hit, ev *stream.Envelope, key string, arrival time.Time) ([]hit, error) {
+// through the index; dst is reused. Hits are sorted by rule id. refused
+// are the sum rules reading the event that cannot add its value
+// (*SumError), sorted by rule id: those rules skip the event, and have no
+// hit; the other rules still read it.
+func (rs *RuleSet) hits(dst []hit, ev *stream.Envelope, key string, arrival time.Time) ([]hit, []*SumError) {
 	dst = dst[:0]
-	var err error
+	var refused []*SumError
 	visit := func(b *bucket) {
 		if b == nil {
 			return
 		}
 		for _, s := range b.all {
-			dst, err = s.hit(dst, ev, arrival, err)
+			dst, refused = s.hit(dst, refused, ev, arrival)
 		}
 		for _, s := range b.byKey[key] {
-			dst, err = s.hit(dst, ev, arrival, err)
+			dst, refused = s.hit(dst, refused, ev, arrival)
 		}
 		for _, s := range b.prefixed {
 			if strings.HasPrefix(key, s.Rule.KeyPrefix) {
-				dst, err = s.hit(dst, ev, arrival, err)
+				dst, refused = s.hit(dst, refused, ev, arrival)
 			}
 		}
 	}
 	visit(rs.byType[ev.Type])
 	visit(rs.anyType)
-	if err != nil {
-		return dst[:0], err
-	}
 	if len(dst) > 1 {
 		sort.Slice(dst, func(i, j int) bool { return dst[i].rule < dst[j].rule })
 		// A rule with steps of this type and of any type is in two buckets.
@@ -202,45 +201,58 @@ func (rs *RuleSet) hits(dst []hit, ev *stream.Envelope, key string, arrival time
 		}
 		dst = out
 	}
-	return dst, nil
+	return dst, sortRefused(refused)
 }
 
 // naiveHits is hits without the index: every rule is evaluated on every
 // event (the baseline make bench measures the index against).
-func (rs *RuleSet) naiveHits(dst []hit, ev *stream.Envelope, key string, arrival time.Time) ([]hit, error) {
+func (rs *RuleSet) naiveHits(dst []hit, ev *stream.Envelope, key string, arrival time.Time) ([]hit, []*SumError) {
 	dst = dst[:0]
-	var err error
+	var refused []*SumError
 	for _, s := range rs.indexed {
 		if s.Rule.appliesToKey(key) {
-			dst, err = s.hit(dst, ev, arrival, err)
+			dst, refused = s.hit(dst, refused, ev, arrival)
 		}
 	}
-	if err != nil {
-		return dst[:0], err
+	return dst, sortRefused(refused)
+}
+
+// sortRefused sorts refusals by rule id, each rule once (a rule can be in
+// two buckets).
+func sortRefused(refused []*SumError) []*SumError {
+	if len(refused) < 2 {
+		return refused
 	}
-	return dst, nil
+	sort.Slice(refused, func(i, j int) bool { return refused[i].Rule < refused[j].Rule })
+	out := refused[:1]
+	for _, r := range refused[1:] {
+		if r.Rule != out[len(out)-1].Rule {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // SumError is an event a sum rule reads whose value no sum can hold (past
-// ±pipeline.MaxValue, or not a finite number): the record is set aside,
-// as aggregate sets aside such a value, rather than make the rule's sum
-// infinite.
+// ±pipeline.MaxValue, or not a finite number): that rule skips the event,
+// rather than make its sum infinite, and the record is set aside naming
+// the field and the rule, as aggregate sets aside such a value; the other
+// rules still read the event.
 type SumError struct {
 	Rule string
 	// Err is the *stream.PoisonRecordError naming the field.
 	Err error
 }
 
-func (e *SumError) Error() string { return fmt.Sprintf("%v (sum rule %q adds it)", e.Err, e.Rule) }
+func (e *SumError) Error() string {
+	return fmt.Sprintf("%v (sum rule %q cannot add it)", e.Err, e.Rule)
+}
 
 func (e *SumError) Unwrap() error { return e.Err }
 
-// hit appends the rule's hit for an event, if it has one; err is the
-// first *SumError of the event so far (the rule is then not evaluated).
-func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time, err error) ([]hit, error) {
-	if err != nil {
-		return dst, err
-	}
+// hit appends the rule's hit for an event, if it has one, or, for a sum
+// rule that cannot add the event's value, its refusal.
+func (s *StoredRule) hit(dst []hit, refused []*SumError, ev *stream.Envelope, arrival time.Time) ([]hit, []*SumError) {
 	r := s.Rule
 	h := hit{rule: r.ID}
 	relevant := false
@@ -251,7 +263,7 @@ func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time, err 
 		}
 		if !relevant {
 			if !s.ActiveAt(arrival) {
-				return dst, nil
+				return dst, refused
 			}
 			relevant = true
 		}
@@ -261,7 +273,9 @@ func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time, err 
 		if !st.SumOf.IsZero() {
 			v, counted, err := sumValue(ev, st.SumOf)
 			if err != nil {
-				return dst, &SumError{Rule: r.ID, Err: err}
+				// A sum rule has one step and no strict contiguity: it
+				// has no hit at all.
+				return dst, append(refused, &SumError{Rule: r.ID, Err: err})
 			}
 			if !counted {
 				continue
@@ -273,7 +287,7 @@ func (s *StoredRule) hit(dst []hit, ev *stream.Envelope, arrival time.Time, err 
 	if h.mask != 0 || (relevant && r.strict) {
 		dst = append(dst, h)
 	}
-	return dst, nil
+	return dst, refused
 }
 
 // sumValue reads a sum rule's value as aggregate reads a window's

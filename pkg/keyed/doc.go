@@ -41,6 +41,11 @@
 // Tick, run on a schedule, advances idle shards' watermarks by processing
 // time and closes what they pass, as the ticker does for windows.
 //
+// A record the Operator folds can still be set aside for a part of it that
+// skips the record (a CEP sum rule that cannot add its value, while the
+// other rules read it): State.Add returns its fate with a RecordError, and
+// the fold writes the set-aside before the state, once per record.
+//
 // Bounds: an Operator keeps a key's state within its own limits (records
 // past them are set aside, kind state-budget, deterministically); a key
 // whose stored state does not decode has its records set aside (kind

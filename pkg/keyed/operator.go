@@ -87,7 +87,9 @@ type Operator[V any] interface {
 	// Select decides what becomes of a decoded record and, for Fold, its
 	// state key and the value folded. rec and env share the batch's
 	// buffers: v must not keep their memory (clone strings and bytes). An
-	// error is a *RecordError: the record is set aside.
+	// error is a *RecordError: the record is set aside, and not folded (a
+	// record folded but skipped by a part of the operator is set aside by
+	// State.Add instead).
 	Select(rec *stream.KinesisRecord, env *stream.Envelope) (key string, v V, sel Selection, err error)
 	// NewState decodes a key's state item (an empty blob is a new key).
 	NewState(key string, blob []byte) (State[V], error)
@@ -101,7 +103,11 @@ type State[V any] interface {
 	Compact()
 	// Add folds v in; wm is the shard's watermark just before the record.
 	// It closes first what wm has passed (as Advance), then decides the
-	// record's fate; outputs go to the outbox.
+	// record's fate; outputs go to the outbox. With Aside the RecordError
+	// says why; with another fate, a RecordError sets the record aside too,
+	// for a part of the operator that skips it (a CEP sum rule that cannot
+	// add its value), while the fate holds for the rest: one set-aside per
+	// record, written with the fold.
 	Add(v V, wm time.Time) (Fate, *RecordError)
 	// Advance closes what the watermark wm has passed, adding the outputs
 	// (unmatched records, timed-out patterns) to the outbox.

@@ -490,6 +490,8 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 				if rerr == nil {
 					rerr = &RecordError{Kind: setaside.KindStateBudget, Reason: "the key's state is full"}
 				}
+			}
+			if rerr != nil { // with another fate: a part of the operator skips it
 				aside = append(aside, asideOf(it.rec, rerr.Field, rerr.Kind, rerr.Reason))
 				asideAt[i] = true
 			}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 // TestRulesAPIRefusesAmbiguousRequests sends the rules API what it used to
@@ -66,7 +68,7 @@ func TestCEPConfigRefusesDuplicatesAndUnknownFields(t *testing.T) {
 		{`{"name":"detect","idleTimeout":60}`, "idleTimeout", "must be a JSON string, not a number"},
 	} {
 		_, err := ParseConfig([]byte(tc.doc))
-		ce, ok := err.(*ConfigError)
+		ce, ok := err.(*pipeline.ConfigError)
 		if !ok || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.text) {
 			t.Errorf("%s: %v, want field %q with %q", tc.doc, err, tc.field, tc.text)
 		}

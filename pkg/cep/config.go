@@ -60,25 +60,6 @@ type configJSON struct {
 	DedupeHorizon  *string `json:"dedupeHorizon"`
 }
 
-// ConfigError names the config field at fault.
-type ConfigError struct{ Field, Reason string }
-
-// Error repeats the field and the reason bounded (CutMiddle keeps what
-// was written and what is wanted): a CEP file may hold 64 KB in a value.
-func (e *ConfigError) Error() string {
-	reason := strictjson.CutMiddle(e.Reason, maxReasonEcho)
-	if e.Field == "" {
-		return reason
-	}
-	return strictjson.Cut(e.Field, maxFieldEcho) + ": " + reason
-}
-
-// Bounds on what a ConfigError repeats of the document.
-const (
-	maxFieldEcho  = 256
-	maxReasonEcho = 1 << 10
-)
-
 var configName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // LoadConfig reads CEP_CONFIG.
@@ -110,15 +91,15 @@ func ParseConfig(doc []byte) (*Config, error) {
 	if err := strictjson.Decode(doc, &raw, strictjson.Options{Name: "config"}); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) {
-			return nil, &ConfigError{se.Path, se.Reason}
+			return nil, pipeline.NewConfigError(se.Path, se.Reason)
 		}
-		return nil, &ConfigError{"", err.Error()}
+		return nil, pipeline.NewConfigError("", err.Error())
 	}
 	if raw.Kind != "" && raw.Kind != string(pipeline.KindCEP) {
-		return nil, &ConfigError{"kind", fmt.Sprintf("%q: a CEP file has kind %q", raw.Kind, pipeline.KindCEP)}
+		return nil, pipeline.NewConfigError("kind", fmt.Sprintf("%q: a CEP file has kind %q", raw.Kind, pipeline.KindCEP))
 	}
 	if !configName.MatchString(raw.Name) {
-		return nil, &ConfigError{"name", fmt.Sprintf("%q must be 1 to 64 letters, digits, '-' or '_'", raw.Name)}
+		return nil, pipeline.NewConfigError("name", fmt.Sprintf("%q must be 1 to 64 letters, digits, '-' or '_'", raw.Name))
 	}
 	c := &Config{Name: raw.Name, IdleTimeout: time.Minute, DedupeHorizon: time.Hour}
 	dur := func(field, s string, def, maxD time.Duration) (time.Duration, error) {
@@ -127,7 +108,7 @@ func ParseConfig(doc []byte) (*Config, error) {
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 || d > maxD || d%time.Millisecond != 0 {
-			return 0, &ConfigError{field, fmt.Sprintf("%q: want a whole number of milliseconds from 0s to %s, such as \"5s\"", s, maxD)}
+			return 0, pipeline.NewConfigError(field, fmt.Sprintf("%q: want a whole number of milliseconds from 0s to %s, such as \"5s\"", s, maxD))
 		}
 		return d, nil
 	}
@@ -139,14 +120,14 @@ func ParseConfig(doc []byte) (*Config, error) {
 		return nil, err
 	}
 	if c.IdleTimeout == 0 {
-		return nil, &ConfigError{"idleTimeout", "must be above zero"}
+		return nil, pipeline.NewConfigError("idleTimeout", "must be above zero")
 	}
 	if raw.DedupeHorizon != nil {
 		if c.DedupeHorizon, err = dur("dedupeHorizon", *raw.DedupeHorizon, 0, 7*24*time.Hour); err != nil {
 			return nil, err
 		}
 		if *raw.DedupeHorizon == "" || c.DedupeHorizon%time.Second != 0 {
-			return nil, &ConfigError{"dedupeHorizon", "want a whole number of seconds such as \"1h\", or \"0s\" to turn suppression of copies off"}
+			return nil, pipeline.NewConfigError("dedupeHorizon", "want a whole number of seconds such as \"1h\", or \"0s\" to turn suppression of copies off")
 		}
 	}
 	return c, nil

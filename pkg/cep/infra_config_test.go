@@ -55,7 +55,7 @@ func TestParseConfigRefusesNamingTheField(t *testing.T) {
 		`{"kind":"join","name":"d"}`: "kind",
 	} {
 		_, err := ParseConfig([]byte(doc))
-		ce, ok := err.(*ConfigError)
+		ce, ok := err.(*pipeline.ConfigError)
 		if !ok || ce.Field != field {
 			t.Errorf("%s: %v, want field %s", doc, err, field)
 		}

@@ -92,31 +92,9 @@ type Config struct {
 	DedupeHorizon time.Duration
 }
 
-// ConfigError is a config Parse refuses; Field is the offending field's
-// name ("" for the whole document).
-type ConfigError struct {
-	Field  string
-	Reason string
-}
-
-// Error repeats the field and the reason bounded (CutMiddle keeps what
-// was written and what is wanted): a join file may hold 64 KB in a value.
-func (e *ConfigError) Error() string {
-	reason := strictjson.CutMiddle(e.Reason, maxReasonEcho)
-	if e.Field == "" {
-		return reason
-	}
-	return strictjson.Cut(e.Field, maxFieldEcho) + ": " + reason
-}
-
-// Bounds on what a ConfigError repeats of the document.
-const (
-	maxFieldEcho  = 256
-	maxReasonEcho = 1 << 10
-)
-
+// cfgErr is a *pipeline.ConfigError naming field, bounded.
 func cfgErr(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return pipeline.NewConfigError(field, fmt.Sprintf(format, args...))
 }
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -177,7 +155,7 @@ func FromEnv(lookup func(string) (string, bool)) (*Config, error) {
 // The document is read by package strictjson: text that is not UTF-8, a key
 // twice, unknown fields (with a did-you-mean) and values of the wrong type
 // are refused; a top-level "$schema" string is accepted and ignored. Errors
-// are *ConfigError naming the field.
+// are *pipeline.ConfigError naming the field.
 func Parse(doc []byte) (*Config, error) {
 	var raw rawConfig
 	if err := strictjson.Decode(doc, &raw, strictjson.Options{Name: "config"}); err != nil {
@@ -312,12 +290,12 @@ func duration(field, s string) (time.Duration, error) {
 	return d, nil
 }
 
-// jsonError turns a strictjson refusal into a *ConfigError naming the
+// jsonError turns a strictjson refusal into a *pipeline.ConfigError naming the
 // field.
 func jsonError(err error) error {
 	var se *strictjson.Error
 	if errors.As(err, &se) {
-		return &ConfigError{Field: se.Path, Reason: se.Reason}
+		return pipeline.NewConfigError(se.Path, se.Reason)
 	}
 	return cfgErr("", "%v", err)
 }

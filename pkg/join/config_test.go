@@ -51,7 +51,7 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		{`{"name":"j","left":"s","right":"c","within":"1m"} {}`, "", "must hold exactly one value"},
 	} {
 		_, err := Parse([]byte(tc.doc))
-		var ce *ConfigError
+		var ce *pipeline.ConfigError
 		if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.reason) {
 			t.Errorf("%s: got %v, want field %q with %q", tc.doc, err, tc.field, tc.reason)
 		}

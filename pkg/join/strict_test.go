@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
 // TestParseIsStrict: a join config with a key twice (the function would run
@@ -19,7 +21,7 @@ func TestParseIsStrict(t *testing.T) {
 		{`{"name":"j","left":"s","right":"c","within":"1m","partitionKeyIsJoinKey":"yes"}`, "partitionKeyIsJoinKey", "must be a JSON boolean, not a string"},
 	} {
 		_, err := Parse([]byte(tc.doc))
-		var ce *ConfigError
+		var ce *pipeline.ConfigError
 		if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(ce.Reason, tc.reason) {
 			t.Errorf("%s: got %v, want field %q with %q", tc.doc, err, tc.field, tc.reason)
 		}

@@ -234,8 +234,10 @@ func (c *Config) Extract(env *stream.Envelope) (key string, value float64, disti
 	return key, value, distinct, nil
 }
 
-// ConfigError is a config Parse refuses: Field is the path of the offending
-// field ("windows[1].advance"; "" for the whole document).
+// ConfigError is a config file of pipelines/ that its parser refuses (an
+// aggregate's Parse, join.Parse, cep.ParseConfig): Field is the path of the
+// offending field ("windows[1].advance"; "" for the whole document). Build
+// one with NewConfigError, which bounds what it repeats of the document.
 type ConfigError struct {
 	Field  string
 	Reason string
@@ -249,7 +251,7 @@ func (e *ConfigError) Error() string {
 }
 
 func cfgErr(field, format string, args ...any) error {
-	return boundedErr(field, fmt.Sprintf(format, args...))
+	return NewConfigError(field, fmt.Sprintf(format, args...))
 }
 
 // Bounds on a ConfigError, which echoes what the document holds (a name,
@@ -259,10 +261,11 @@ const (
 	maxReasonEcho = 1 << 10
 )
 
-// boundedErr is a ConfigError with field cut to maxFieldEcho bytes and the
-// middle of a reason past maxReasonEcho bytes left out, so that the start
-// (what was written) and the end (what is wanted) stay.
-func boundedErr(field, reason string) *ConfigError {
+// NewConfigError is a ConfigError with field cut to 256 bytes and the
+// middle of a reason past 1 KiB left out, so that the start (what was
+// written) and the end (what is wanted) stay: a config file may hold 64 KB
+// in one value.
+func NewConfigError(field, reason string) *ConfigError {
 	return &ConfigError{Field: strictjson.Cut(field, maxFieldEcho), Reason: strictjson.CutMiddle(reason, maxReasonEcho)}
 }
 
@@ -446,7 +449,7 @@ func Parse(doc []byte) (*Config, error) {
 	if err != nil {
 		// agg names the field: "aggregates[2]: ..." or "quantiles[0]: ...".
 		f, reason, _ := strings.Cut(err.Error(), ": ")
-		return nil, boundedErr(f, reason)
+		return nil, NewConfigError(f, reason)
 	}
 	if n := spec.MaxEncodedBytes(); n > MaxStateBytes {
 		field := "aggregates"

@@ -187,6 +187,13 @@ var (
 // ParseRule parses and checks a rule definition (JSON). Errors are
 // *RuleError naming the part of the rule.
 func ParseRule(doc []byte) (*Rule, error) {
+	return parseRule(doc, false)
+}
+
+// parseRule is ParseRule; stored (a rule read from the rules table) still
+// takes control characters in types and keys (noControl), as rules added
+// before that check were, so that such a rule can be listed and deleted.
+func parseRule(doc []byte, stored bool) (*Rule, error) {
 	if len(doc) > MaxRuleBytes {
 		return nil, ruleErr("", "the definition is %d bytes; at most %d", len(doc), MaxRuleBytes)
 	}
@@ -217,13 +224,19 @@ func ParseRule(doc []byte) (*Rule, error) {
 		if k == "" || utf8.RuneCountInString(k) > stream.MaxKeyLength {
 			return nil, ruleErr(fmt.Sprintf("keys[%d]", i), "a key is 1 to %d characters", stream.MaxKeyLength)
 		}
+		if err := noControl(stored, fmt.Sprintf("keys[%d]", i), "key", k); err != nil {
+			return nil, err
+		}
 	}
 	if utf8.RuneCountInString(raw.KeyPrefix) > stream.MaxKeyLength {
 		return nil, ruleErr("keyPrefix", "at most %d characters, as a key", stream.MaxKeyLength)
 	}
+	if err := noControl(stored, "keyPrefix", "key", raw.KeyPrefix); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	for i := range raw.Pattern {
-		s, err := parseStep(i, &raw.Pattern[i], len(raw.Pattern))
+		s, err := parseStep(i, &raw.Pattern[i], len(raw.Pattern), stored)
 		if err != nil {
 			return nil, err
 		}
@@ -293,7 +306,7 @@ func ParseRule(doc []byte) (*Rule, error) {
 	return r, nil
 }
 
-func parseStep(i int, s *stepJSON, n int) (Step, error) {
+func parseStep(i int, s *stepJSON, n int, stored bool) (Step, error) {
 	part := fmt.Sprintf("pattern[%d]", i)
 	var st Step
 	set := 0
@@ -321,6 +334,9 @@ func parseStep(i int, s *stepJSON, n int) (Step, error) {
 		return st, ruleErr(part+".notFollowedBy", "an absence must be the last step")
 	case utf8.RuneCountInString(s.Type) > stream.MaxTypeLength:
 		return st, ruleErr(part+".type", "at most %d characters, as an event's type", stream.MaxTypeLength)
+	}
+	if err := noControl(stored, part+".type", "type", s.Type); err != nil {
+		return st, err
 	}
 	st.Type = s.Type
 	if s.Where != "" {
@@ -356,6 +372,17 @@ func parseStep(i int, s *stepJSON, n int) (Step, error) {
 		st.SumOf, st.AtLeast = p, *s.AtLeast
 	}
 	return st, nil
+}
+
+// noControl refuses a control character in what a rule matches an event's
+// type or key (what) against: ingest refuses them there
+// (stream.CheckControls), so the rule could never match. A rule stored
+// before this check still loads, so it can be listed and deleted.
+func noControl(stored bool, part, what, v string) error {
+	if r, at, found := stream.FirstControl(v); found && !stored {
+		return ruleErr(part, "holds control character U+%04X at byte %d: no event's %s can (ingest refuses it), so the rule could never match", r, at, what)
+	}
+	return nil
 }
 
 // ruleJSONError is a strictjson refusal as a *RuleError naming the part

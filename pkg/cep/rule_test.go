@@ -41,6 +41,11 @@ func TestParseRuleRefusesNamingThePart(t *testing.T) {
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":["a"],"keyPrefix":"b"}`, "keyPrefix", "one or the other"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x","when":"x"}]}`, "pattern[0].when", `unknown field; did you mean "where"? (known: begin, next, followedBy, notFollowedBy, type, where, timesOrMore, sum, atLeast)`},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":"3"}],"within":"1m"}`, "pattern[0].timesOrMore", "must be a JSON number"},
+		// Ingest refuses control characters in an event's type and key:
+		// a rule naming one could never match.
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"payment\t"}],"within":"1m"}`, "pattern[1].type", "control character U+0009"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":["acct-1","acct\n2"]}`, "keys[1]", "control character U+000A"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keyPrefix":"vip\u001b"}`, "keyPrefix", "control character U+001B"},
 	} {
 		_, err := ParseRule([]byte(tc.doc))
 		var re *RuleError

@@ -444,7 +444,9 @@ func fromItem(it map[string]types.AttributeValue) (*StoredRule, error) {
 		return ""
 	}
 	id := str(attrID)
-	r, err := ParseRule([]byte(str(attrDefinition)))
+	// A rule added before ParseRule refused control characters in its
+	// types and keys still loads, so it can be listed and deleted.
+	r, err := parseRule([]byte(str(attrDefinition)), true)
 	if err != nil {
 		return nil, fmt.Errorf("rule %q: %w", id, err)
 	}

@@ -503,3 +503,41 @@ func TestAddCannotPassTheLimitUnderARace(t *testing.T) {
 		t.Fatalf("%d rules (%v), want 5", len(rules), err)
 	}
 }
+
+// TestStoredRuleWithControlCharacterStillLoads: ParseRule now refuses a
+// type or key holding a control character (such a rule never matched), but
+// a rule an older version stored with one is still read, so a person can
+// list it and delete it rather than find it gone from the list.
+func TestStoredRuleWithControlCharacterStillLoads(t *testing.T) {
+	ctx := context.Background()
+	table := newRulesTable(t)
+	s := NewStore(db, table, (&clock{t: base}).now)
+	if _, err := ParseRule([]byte(`{"id":"r","pattern":[{"begin":"a","type":"pay\tment"}]}`)); err == nil {
+		t.Fatal("ParseRule took a type with a tab")
+	}
+	if _, err := s.Add(ctx, rule(t, `{"id":"r","pattern":[{"begin":"a","type":"payment"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	sr, err := s.Get(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	item, err := itemOf(sr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item[attrDefinition] = &types.AttributeValueMemberS{Value: `{"id":"r","pattern":[{"begin":"a","type":"pay\tment"}]}`}
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) != 1 || rules[0].Rule.Steps[0].Type != "pay\tment" {
+		t.Fatalf("listed %+v: want the stored rule with its tab", rules)
+	}
+	if _, err := s.Delete(ctx, "r"); err != nil {
+		t.Errorf("delete: %v", err)
+	}
+}

@@ -46,6 +46,10 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		{`{"name":"j","left":"s","right":"c","within":"1m","idleTimeout":"2562047h"}`, "idleTimeout", "at most 24h"},
 		{`{"name":"j","left":"` + strings.Repeat("s", 257) + `","right":"c","within":"1m"}`, "left", "256 characters"},
 		{`{"name":"j","left":"s","right":"` + strings.Repeat("ü", 257) + `","within":"1m"}`, "right", "256 characters"},
+		// Ingest refuses control characters in an event's type: such a
+		// side could never be read.
+		{`{"name":"j","left":"search\n","right":"c","within":"1m"}`, "left", "control character U+000A"},
+		{`{"name":"j","left":"s","right":"c\u0085","within":"1m"}`, "right", "control character U+0085"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","grace":"1s"}`, "grace", "unknown field (known: $schema, kind, name, left, right"},
 		{`{"name":"j","left":3,"right":"c","within":"1m"}`, "left", "must be a JSON string, not a number"},
 		{`{"name":"j","left":"s","right":"c","within":"1m"} {}`, "", "must hold exactly one value"},

@@ -137,13 +137,23 @@ func checkTimeRange(field string, t time.Time) error {
 // there breaks logs, consoles and the views' key layout.
 func (e *Envelope) CheckControls() error {
 	for _, f := range []struct{ name, v string }{{"id", e.ID}, {"type", e.Type}, {"key", e.Key}} {
-		for i, r := range f.v {
-			if unicode.IsControl(r) {
-				return &FieldError{Field: f.name, Reason: fmt.Sprintf("holds control character U+%04X at byte %d; identifiers are printable text", r, i)}
-			}
+		if r, i, found := FirstControl(f.v); found {
+			return &FieldError{Field: f.name, Reason: fmt.Sprintf("holds control character U+%04X at byte %d; identifiers are printable text", r, i)}
 		}
 	}
 	return nil
+}
+
+// FirstControl is the first control character in s (Unicode category Cc,
+// what CheckControls refuses) and its byte offset: for a rule or config
+// naming an event type or key, which no event ingest takes can hold.
+func FirstControl(s string) (r rune, at int, found bool) {
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return r, i, true
+		}
+	}
+	return 0, 0, false
 }
 
 func checkString(field, v string, max int) error {

@@ -265,6 +265,50 @@ func TestMultiEventCommandIsAtomic(t *testing.T) {
 	}
 }
 
+// TestCommandPastATransactionIsRefused: a command whose events (with its
+// record) are more than one TransactWriteItems holds — more than 100
+// actions, or more than 4 MB in all, each item under 400 KB — can never be
+// appended. It is a 400 naming data, not a 503 its sender would retry for
+// ever, and nothing of it is written.
+func TestCommandPastATransactionIsRefused(t *testing.T) {
+	ctx := context.Background()
+	_, store := newStore(t)
+	x := es.NewExecutor[account](store, ledger{})
+	owner := strings.Repeat("o", 50_000) // 90 events of 50 KB: about 4.5 MB
+	for _, tt := range []struct{ name, id, extra, reason string }{
+		{"100 events", "c-many", `,"split":100`, "101 items"}, // with the record; the snapshot left out
+		{"90 events of 50 KB each", "c-big", `,"split":90,"Owner":"` + owner + `"`, "91 items of 45"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := x.Execute(ctx, cmd(tt.id, "Deposit", "a1", 1, tt.extra))
+			if err != nil {
+				t.Fatalf("answered as a failure to retry (503): %v", err)
+			}
+			if res.HTTPStatus != 400 || !strings.Contains(string(res.Body), `"field":"data"`) ||
+				!strings.Contains(string(res.Body), tt.reason) || !strings.Contains(string(res.Body), "one DynamoDB transaction") {
+				t.Fatalf("%d %.400s, want 400 naming data and the transaction's limit", res.HTTPStatus, res.Body)
+			}
+			if len(res.Body) > 1024 {
+				t.Errorf("the answer is %d bytes", len(res.Body))
+			}
+		})
+	}
+	if _, v, err := x.Load(ctx, "a1"); err != nil || v != 0 {
+		t.Fatalf("a1 at version %d (%v) after the refusals, want nothing appended", v, err)
+	}
+	// 99 events and the record fill a transaction: the snapshot due at
+	// version 99 is left out rather than the command refused.
+	if ok := run(t, x, cmd("c-ok", "Deposit", "a1", 1, `,"split":99`)); ok.HTTPStatus != 200 || ok.Version != 99 {
+		t.Fatalf("99 events: %d %.300s, want accepted at version 99", ok.HTTPStatus, ok.Body)
+	}
+	if snap, err := store.Snapshot(ctx, "a1"); err != nil || snap != nil {
+		t.Fatalf("snapshot %+v (%v), want none: it did not fit in the transaction", snap, err)
+	}
+	if s, v, err := x.Load(ctx, "a1"); err != nil || v != 99 || s.Balance != 99 {
+		t.Fatalf("a1: balance %d at version %d (%v), want 99 at 99", s.Balance, v, err)
+	}
+}
+
 // TestPersonalDataNeedsItsSubject: an event holding personal data without
 // a subject is not appended: erasure finds personal data by its subject,
 // so it would never be erased.

@@ -117,7 +117,8 @@ func WithClock[S any](now func() time.Time) ExecutorOption[S] {
 // WithMetrics counts CommandsAccepted, CommandsRefused, CommandsInvalid,
 // CommandConflicts (answered 409), AppendsLost (appends another command
 // beat, decided again or answered 409), CommandsReplayed and
-// SnapshotsSkipped (a state over DynamoDB's item limit, not snapshotted).
+// SnapshotsSkipped (a state over DynamoDB's item limit, or a snapshot that
+// did not fit in the command's transaction, not taken).
 // The caller flushes.
 func WithMetrics[S any](m *metrics.Logger) ExecutorOption[S] {
 	return func(x *Executor[S]) { x.metrics = m }
@@ -293,6 +294,16 @@ func (x *Executor[S]) Run(ctx context.Context, cmd Command) (Result, error) {
 			}
 		}
 		err = x.store.Append(ctx, app)
+		var txTooLarge *TransactionTooLargeError
+		if errors.As(err, &txTooLarge) && app.Snapshot != nil {
+			// The snapshot is what does not fit (or some of it): the events
+			// go without it, and loads read on from the last snapshot.
+			x.count("SnapshotsSkipped")
+			x.log.WarnContext(ctx, "append too large for one transaction with its snapshot; appending without it", "aggregate", cmd.AggregateID,
+				"version", newVersion, "error", err)
+			app.Snapshot = nil
+			err = x.store.Append(ctx, app)
+		}
 		var dup *DuplicateCommandError
 		var conflict *ConflictError
 		var tooLarge *TooLargeError
@@ -303,7 +314,9 @@ func (x *Executor[S]) Run(ctx context.Context, cmd Command) (Result, error) {
 				Version: newVersion, Events: evs, Attempts: attempt}, nil
 		case errors.As(err, &dup):
 			return x.replay(cmd, fp, dup.Record)
-		case errors.As(err, &tooLarge):
+		case errors.As(err, &tooLarge), errors.As(err, &txTooLarge):
+			// No retry can write it: a 503 would have the sender retry for
+			// ever.
 			return x.invalid(cmd, &InvalidError{Field: "data", Reason: err.Error()}), nil
 		case errors.As(err, &conflict), errors.Is(err, ErrContended):
 			x.count("AppendsLost")

@@ -88,6 +88,42 @@ type TooLargeError struct {
 
 func (e *TooLargeError) Error() string { return fmt.Sprintf("%s: %v", e.Item, e.Err) }
 
+// TransactionTooLargeError is an append one TransactWriteItems cannot
+// hold: more than limits.DynamoDBTransactionItems items (events, record,
+// views and snapshot), or more than limits.DynamoDBTransactionBytes in
+// all. No retry can write it: the command must ask for fewer or smaller
+// events.
+type TransactionTooLargeError struct {
+	AggregateID string
+	Items       int
+	Bytes       int
+}
+
+func (e *TransactionTooLargeError) Error() string {
+	return fmt.Sprintf("the append to %s is %d items of %d bytes in all; one DynamoDB transaction holds at most %d items and %d bytes",
+		e.AggregateID, e.Items, e.Bytes, limits.DynamoDBTransactionItems, limits.DynamoDBTransactionBytes)
+}
+
+// transactionBytes is the size DynamoDB counts against
+// limits.DynamoDBTransactionBytes: each Put's item, and the key of each
+// other action.
+func transactionBytes(items []types.TransactWriteItem) int {
+	n := 0
+	for _, it := range items {
+		switch {
+		case it.Put != nil:
+			n += limits.ItemSize(it.Put.Item)
+		case it.Update != nil:
+			n += limits.ItemSize(it.Update.Key)
+		case it.Delete != nil:
+			n += limits.ItemSize(it.Delete.Key)
+		case it.ConditionCheck != nil:
+			n += limits.ItemSize(it.ConditionCheck.Key)
+		}
+	}
+	return n
+}
+
 // Load reads an aggregate for a command: its snapshot, when there is one of
 // this schema, and every event after it, with consistent reads (a command
 // decides on the latest state). snap is nil without a usable snapshot.
@@ -203,16 +239,14 @@ type Append struct {
 	Snapshot *Snapshot
 }
 
-// maxTransactItems is DynamoDB's limit on the actions of one transaction.
-const maxTransactItems = 100
-
 // Append writes a's events, record, views and snapshot in one
 // TransactWriteItems: all or nothing. Each event is put only if its
 // version is not taken, so of two appends decided on the same version one
 // fails with a *ConflictError naming the current version. A command id
 // already recorded fails it with a *DuplicateCommandError carrying the
-// first answer. ErrContended (retry on a fresh read), *TooLargeError, and
-// other errors wrapped.
+// first answer. ErrContended (retry on a fresh read), *TooLargeError (an
+// item over DynamoDB's limit), *TransactionTooLargeError (more than one
+// transaction holds), and other errors wrapped.
 func (s *Store) Append(ctx context.Context, a Append) error {
 	if len(a.Events) == 0 {
 		return errors.New("es: an append needs at least one event")
@@ -270,8 +304,8 @@ func (s *Store) Append(ctx context.Context, a Append) error {
 			ExpressionAttributeNames:  map[string]string{"#v": AttrVersion},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(a.Snapshot.Version, 10)}}}})
 	}
-	if len(items) > maxTransactItems {
-		return fmt.Errorf("es: an append of %d items is more than a transaction holds (%d)", len(items), maxTransactItems)
+	if size := transactionBytes(items); len(items) > limits.DynamoDBTransactionItems || size > limits.DynamoDBTransactionBytes {
+		return &TransactionTooLargeError{AggregateID: a.AggregateID, Items: len(items), Bytes: size}
 	}
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {

@@ -16,6 +16,13 @@ const (
 	// DynamoDBItemBytes is the largest DynamoDB item: 400 KB, counted as
 	// ItemSize counts (attribute names included).
 	DynamoDBItemBytes = 400 << 10
+	// DynamoDBTransactionItems is the most actions one TransactWriteItems
+	// carries.
+	DynamoDBTransactionItems = 100
+	// DynamoDBTransactionBytes is the most one TransactWriteItems writes:
+	// 4 MB in all, counted as ItemSize counts each item (a Put's item, the
+	// key of an Update, Delete or ConditionCheck).
+	DynamoDBTransactionBytes = 4 << 20
 	// KinesisRecordBytes is the largest Kinesis record Tributary writes:
 	// 1 MiB of data plus partition key, the limit of a stream's default
 	// configuration (PutRecords refuses the whole call for one bigger

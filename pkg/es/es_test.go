@@ -227,6 +227,28 @@ func TestInvalidCommandsNameTheField(t *testing.T) {
 	}
 }
 
+// TestInvalidIDNamesTheCharacterSent: an id with a character outside the
+// allowed ones is refused naming that character as sent ('ö'), not the
+// first byte of its UTF-8 read as another character ('Ã').
+func TestInvalidIDNamesTheCharacterSent(t *testing.T) {
+	_, store := newStore(t)
+	x := es.NewExecutor[account](store, ledger{})
+	for _, tt := range []struct{ id, char string }{
+		{"shöw", `'ö'`},
+		{"show-😀", `'😀'`},
+		{"a\u00a0b", `'\u00a0'`}, // a no-break space, invisible when printed
+	} {
+		res := run(t, x, []byte(`{"id":"c1","type":"Deposit","accountId":"`+tt.id+`","data":{"amount":1}}`))
+		var got struct{ Error string }
+		if err := json.Unmarshal(res.Body, &got); err != nil || res.HTTPStatus != 400 || !strings.Contains(got.Error, "character "+tt.char+" is not allowed") {
+			t.Errorf("%s: %d %s, want 400 naming the character %s", tt.id, res.HTTPStatus, res.Body, tt.char)
+		}
+	}
+	if err := es.CheckAggregateID("a\xffb"); err == nil || !strings.Contains(err.Error(), "byte 0xff") {
+		t.Errorf("an id with byte 0xff: %v, want it named as a byte (not UTF-8)", err)
+	}
+}
+
 // TestInvalidAnswersAreBounded: a 400 repeats at most a few hundred bytes
 // of what it was sent, however long the unknown field name or the value it
 // refuses (a command may be 64 KiB).

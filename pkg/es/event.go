@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -184,9 +185,15 @@ func checkName(s string, max int) error {
 	if len(s) > max {
 		return fmt.Errorf("is %d characters, more than %d", len(s), max)
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+	for i, c := range s {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			// The character as sent: 'ö', not the first byte of its UTF-8
+			// ('Ã'); a byte that is not UTF-8 as a byte.
+			if c == utf8.RuneError && len(s[i:]) > 0 {
+				if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+					return fmt.Errorf("%q: byte %#x is not allowed (not UTF-8; letters, digits, - _ . : only)", s, s[i])
+				}
+			}
 			return fmt.Errorf("%q: character %q is not allowed (letters, digits, - _ . : only)", s, c)
 		}
 	}

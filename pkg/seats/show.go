@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/es"
@@ -415,4 +416,7 @@ func seatList(raw json.RawMessage) ([]string, error) {
 	return seats, nil
 }
 
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+// isControl is a control character (Unicode Cc): C0, DEL and C1 (NEL,
+// CSI, ...), which break lines and start terminal escapes where a title or
+// name is shown.
+func isControl(r rune) bool { return unicode.IsControl(r) }

@@ -73,6 +73,11 @@ func TestDecide(t *testing.T) {
 		{name: "schedule a title of 201 characters", state: Decider{}.Initial(), typ: CmdScheduleShow, data: `{"title":"` + strings.Repeat("a", 201) + `","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}`, invalid: "data.title"},
 		{name: "reserve for a holder named in 150 characters", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1"],"holder":{"name":"` + strings.Repeat("名", 150) + `"}}`, events: []string{EvSeatsReserved}},
 		{name: "reserve for a holder named in 201 characters", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1"],"holder":{"name":"` + strings.Repeat("a", 201) + `"}}`, invalid: "data.holder.name"},
+		// "No control characters" is every one (Unicode Cc), not only
+		// those below 0x20: NEL breaks a line, CSI starts a terminal escape.
+		{name: "schedule a title with a next line (U+0085)", state: Decider{}.Initial(), typ: CmdScheduleShow, data: `{"title":"Ham\u0085let","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}`, invalid: "data.title"},
+		{name: "reserve for a holder named with a CSI (U+009B)", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1"],"holder":{"name":"Ada\u009b2J"}}`, invalid: "data.holder.name"},
+		{name: "reserve for a holder with a C1 control in the email", state: show, typ: CmdReserveSeats, data: `{"reservationId":"r2","customerId":"bob","seats":["B1"],"holder":{"email":"ada\u0080@example.com"}}`, invalid: "data.holder.email"},
 		{name: "unknown command", state: show, typ: "BuyPopcorn", data: `{}`, invalid: "type"},
 	}
 	for _, tt := range tests {

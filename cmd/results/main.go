@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -218,6 +219,11 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 	}
 	if len(f.key) > maxKeyLength {
 		return nil, cli.Usagef("key", "is %d bytes long; keys are at most %d", len(f.key), maxKeyLength)
+	}
+	if !utf8.ValidString(f.key) {
+		// Ingest refuses events that are not UTF-8: no such key has windows
+		// or results, and DynamoDB would be asked for another key.
+		return nil, cli.Usagef("key", "%s is not valid UTF-8; keys are UTF-8 text", strictjson.QuoteCut(f.key, cli.MaxEcho))
 	}
 	q.kinds = results.Kinds(q.cfg)
 	if f.window != "" {

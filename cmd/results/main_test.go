@@ -88,6 +88,9 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"-key", "k", "-table", "a b"}, nil, `-table "a b": a DynamoDB table name`},
 		{[]string{"-key", "k", "-parameter", "bad name!"}, nil, `-parameter "bad name!"`},
 		{[]string{"-key", strings.Repeat("k", 1025), "-parameter", "/p"}, nil, "-key is 1025 bytes long"},
+		// No key that is not UTF-8 has windows: ingest refuses such events.
+		{[]string{"-key", "user-\xff", "-parameter", "/p"}, nil, `-key "user-\xff" is not valid UTF-8`},
+		{follow("-key", "user-\xff"), nil, `-key "user-\xff" is not valid UTF-8`},
 		{withParam("-from", "soon"), nil, `-from "soon" is neither an RFC 3339 time`},
 		{withParam("-from", "-1h"), nil, "-from -1h: a duration ago must be positive"},
 		{withParam("-to", "0s"), nil, "-to 0s: a duration ago must be positive"},

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
@@ -240,15 +241,16 @@ func values(r agg.Result) string {
 	return strings.Join(parts, " ")
 }
 
-// QuoteKey writes a key as is when it is plain (printable, no space, quote
-// or '='), quoted otherwise, so a key can never forge a line's fields or
-// reach the terminal as a control sequence.
+// QuoteKey writes a key as is when it is plain (printable UTF-8, no space,
+// quote or '='), quoted otherwise, so a key can never forge a line's
+// fields or reach the terminal as a control sequence, and a byte that is
+// not UTF-8 shows as itself (\xff), not as the U+FFFD of another key.
 func QuoteKey(k string) string {
 	if k == "" {
 		return `""`
 	}
 	for _, r := range k {
-		if !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '"' || r == '=' || r == '\\' {
+		if r == utf8.RuneError || !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '"' || r == '=' || r == '\\' {
 			return strconv.Quote(k)
 		}
 	}

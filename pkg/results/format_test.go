@@ -30,6 +30,9 @@ func TestQuoteKey(t *testing.T) {
 	for in, want := range map[string]string{
 		"user-1": "user-1", "ünïcode": "ünïcode", "": `""`, "a b": `"a b"`, "k=v": `"k=v"`,
 		"\x1b[31mred": `"\x1b[31mred"`, "line\nbreak": `"line\nbreak"`, `q"`: `"q\""`,
+		// A byte that is not UTF-8 is shown as the byte it is, not as the
+		// U+FFFD a terminal draws for it (another key).
+		"a\xffb": `"a\xffb"`,
 	} {
 		if got := results.QuoteKey(in); got != want {
 			t.Errorf("QuoteKey(%q) = %s, want %s", in, got, want)

@@ -19,6 +19,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,7 @@ import (
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/internal/sdkparam"
+	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/results"
@@ -146,6 +148,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 // query is what the flags ask for, checked.
 type query struct {
 	cfg              *pipeline.Config
+	cfgFrom          string // where cfg was read, for errors
 	key              string
 	kinds            []string // the window kinds shown; every one of the pipeline when -window is not given
 	from, to         time.Time
@@ -200,19 +203,23 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 	var err error
 	switch {
 	case fromFile != nil:
-		q.cfg = fromFile
+		q.cfg, q.cfgFrom = fromFile, "the file "+f.pipeline
 	case local.pipeline != "":
+		q.cfgFrom = "the template's " + pipeline.EnvVar
 		if q.cfg, err = pipeline.Parse([]byte(local.pipeline)); err != nil {
 			err = cli.Usagef("template", "%s: the aggregate function's %s: %v", f.template, pipeline.EnvVar, err)
 		}
 	case f.set["pipeline"]:
 		q.cfg, err = pipelineNamed(defaultDir, f.pipeline)
+		q.cfgFrom = "its file in " + defaultDir + "/"
 	case env(pipeline.EnvVar) != "":
+		q.cfgFrom = "$" + pipeline.EnvVar
 		if q.cfg, err = pipeline.FromEnv(lookup); err != nil {
 			err = cli.Usagef("pipeline", "not given, and %v", err)
 		}
 	default:
 		q.cfg, err = pipelineNamed(defaultDir, "")
+		q.cfgFrom = "the only file in " + defaultDir + "/"
 	}
 	if err != nil {
 		return nil, err
@@ -382,6 +389,12 @@ func show(ctx context.Context, db windowStore, params *ssm.Client, q *query, std
 		var nf *ddbtypes.ResourceNotFoundException
 		if errors.As(err, &nf) {
 			return fmt.Errorf("views table %s%s does not exist: %w", table, via, err)
+		}
+		if errors.Is(err, agg.ErrSpecMismatch) {
+			// The stored results decode only with the aggregates that wrote
+			// them: the file read is not the function's (edited since, or
+			// another pipeline's).
+			return fmt.Errorf("%w; -pipeline must be the pipeline the aggregate function runs, with the aggregates it ran with when these windows were written (read from %s)", err, cmp.Or(q.cfgFrom, "the configuration given"))
 		}
 		return err
 	}

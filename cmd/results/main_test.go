@@ -353,6 +353,16 @@ func TestShowsWindowsReadBack(t *testing.T) {
 	if r := cmd(ctx, env, now, "-table", "nothing", "-key", "user-1"); r.code != 1 || !strings.Contains(r.stderr, "views table nothing does not exist") {
 		t.Errorf("missing table: %+v", r)
 	}
+	// A pipeline file other than the one the function ran (aggregates
+	// changed since, or another pipeline's file): the stored results do not
+	// decode with it, and the error says which flag to fix.
+	edited := strings.NewReplacer(`"distinct":"data.user",`, "", `,"quantiles":[0.5,0.99]`, "",
+		`["count","sum","mean","min","max","quantiles","distinct"]`, `["count","sum"]`).Replace(pipelineJSON)
+	r = cmd(ctx, map[string]string{"PIPELINE_CONFIG": edited}, now, "-table", "views", "-key", "user-1", "-from", "5m")
+	if r.code != 1 || !strings.Contains(r.stderr, "-pipeline") || !strings.Contains(r.stderr, "the pipeline the aggregate function runs") ||
+		!strings.Contains(r.stderr, "count+sum") {
+		t.Errorf("read with other aggregates: %+v, want exit 1 naming -pipeline and the aggregates", r)
+	}
 }
 
 // putOutputs puts window results on the stream, partitioned by key.

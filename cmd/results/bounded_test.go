@@ -105,3 +105,57 @@ func TestLimitBoundsTheRead(t *testing.T) {
 		t.Errorf("-json -limit 3: read %d window items, want at most 4", items)
 	}
 }
+
+// slowStore answers each Query after a delay: a read of many pages against
+// a far region or a throttled table, which the stand-in cannot show.
+type slowStore struct {
+	windowStore
+	delay time.Duration
+}
+
+func (s slowStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	time.Sleep(s.delay)
+	return s.windowStore.Query(ctx, in, opts...)
+}
+
+// TestLongReadShowsProgress: a table read that goes on (here every page
+// slowed) says on stderr how far it got, while stdout stays the table
+// alone; a quick one says nothing.
+func TestLongReadShowsProgress(t *testing.T) {
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(awsCfg)
+	if err := state.CreateTable(ctx, db, "slow"); err != nil {
+		t.Fatal(err)
+	}
+	pcfg, err := pipeline.Parse([]byte(pipelineJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := aggregate.New(pcfg, state.NewViews(db, "slow", pcfg.Aggregates), nil, "", aggregate.WithLogger(slog.New(slog.DiscardHandler)))
+	seq := 0
+	apply(t, p, &seq, ev{"k", 0, 1, "u0"}, ev{"k", time.Minute, 2, "u0"}, ev{"k", 2 * time.Minute, 3, "u0"})
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 20 * time.Millisecond
+	q := &query{cfg: pcfg, key: "k", kinds: results.Kinds(pcfg), from: base.Add(-time.Hour), to: base.Add(time.Hour), limit: 1000, table: "slow"}
+
+	var out, errb strings.Builder
+	if err := show(ctx, slowStore{db, 50 * time.Millisecond}, nil, q, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errb.String(), "results: still reading the views table: ") || !strings.Contains(errb.String(), "window item(s) in") {
+		t.Errorf("a slow read said nothing on stderr: %q", errb.String())
+	}
+	if strings.Contains(out.String(), "still reading") || len(tableRows(out.String())) == 0 {
+		t.Errorf("stdout is not the table alone:\n%s", out.String())
+	}
+
+	progressEvery = time.Minute
+	out.Reset()
+	errb.Reset()
+	if err := show(ctx, db, nil, q, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if errb.Len() != 0 {
+		t.Errorf("a quick read wrote to stderr: %q", errb.String())
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -383,8 +384,13 @@ func show(ctx context.Context, db windowStore, params *ssm.Client, q *query, std
 		}
 		table, via = vt.Current(ctx), " (named by "+q.parameter+")"
 	}
-	r := results.NewReader(q.cfg, db, table)
+	// A long read (up to 100,000 windows, page by page) says how far it
+	// got: nothing else is printed until it ends.
+	counted := &countingStore{windowStore: db}
+	stopProgress := counted.report(stderr, progressEvery)
+	r := results.NewReader(q.cfg, counted, table)
 	views, more, err := r.Windows(ctx, q.key, q.kinds, q.from, q.to, q.limit)
+	stopProgress()
 	if err != nil {
 		var nf *ddbtypes.ResourceNotFoundException
 		if errors.As(err, &nf) {
@@ -423,6 +429,46 @@ func show(ctx context.Context, db windowStore, params *ssm.Client, q *query, std
 		fmt.Fprintf(stdout, "\n%s\n", moreNote)
 	}
 	return nil
+}
+
+// progressEvery is how often a table read still going says how far it got.
+var progressEvery = 10 * time.Second
+
+// countingStore counts the window items and pages its Query calls return.
+type countingStore struct {
+	windowStore
+	items, pages atomic.Int64
+}
+
+func (c *countingStore) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := c.windowStore.Query(ctx, in, opts...)
+	if err == nil {
+		c.items.Add(int64(len(out.Items)))
+		c.pages.Add(1)
+	}
+	return out, err
+}
+
+// report writes a line to w every `every` until the returned stop is
+// called (which waits for the writer to be done with w).
+func (c *countingStore) report(w io.Writer, every time.Duration) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "results: still reading the views table: %d window item(s) in %d page(s) after %s\n",
+					c.items.Load(), c.pages.Load(), time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
 }
 
 func typesOf(cfg *pipeline.Config) any {

@@ -140,10 +140,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		o.Filter.Where = append(o.Filter.Where, c)
 	}
-	longType := ""
+	longType, controlType := "", ""
 	for _, t := range o.Filter.Types {
 		if len(t) > envelope.MaxTypeLength {
 			longType = t
+		}
+		if _, _, found := envelope.FirstControl(t); found {
+			controlType = t
 		}
 	}
 	switch {
@@ -153,6 +156,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		err = cli.Usagef("type", "has %d types; at most %d", len(o.Filter.Types), tail.MaxTypes)
 	case longType != "":
 		err = cli.Usagef("type", "%s is %d bytes long; an event's type is at most %d", strictjson.QuoteCut(longType, 64), len(longType), envelope.MaxTypeLength)
+	case controlType != "":
+		r, at, _ := envelope.FirstControl(controlType)
+		err = cli.Usagef("type", "%s holds control character %U at byte %d: no event's type can (ingest refuses it), so it would match nothing", strictjson.QuoteCut(controlType, 64), r, at)
 	case len(types) > 0 && len(o.Filter.Types) == 0:
 		err = cli.Usagef("type", "%s names no type", strictjson.QuoteCut(types, cli.MaxEcho))
 	case len(where) > tail.MaxConditions:

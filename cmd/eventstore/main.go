@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		var invalid *es.InvalidError
 		switch {
 		case errors.As(err, &usage), errors.Is(err, cli.ErrNoRegion):
-			fmt.Fprintf(stderr, "eventstore %s: %v; see eventstore %s -h\n", name, err, name)
+			fmt.Fprintf(stderr, "eventstore %s: %v; see go run ./cmd/eventstore %s -h\n", name, err, name)
 			return cli.ExitUsage
 		case errors.As(err, &invalid):
 			fmt.Fprintf(stderr, "eventstore %s: -%v\n", name, err)

@@ -27,7 +27,7 @@ func TestRun(t *testing.T) {
 	}{
 		{name: "-o a path", args: []string{"-o", "mine.json"}, wantOutput: "mine.json"},
 		{name: "-o -", args: []string{"-o", "-"}, stdout: `"$schema"`},
-		{name: "a path without -o", args: []string{"other.json"}, code: 2, stderr: `pipelineschema: unexpected argument "other.json" (every value is given with a flag); see pipelineschema -h`},
+		{name: "a path without -o", args: []string{"other.json"}, code: 2, stderr: `pipelineschema: unexpected argument "other.json" (every value is given with a flag); see go run ./cmd/pipelineschema -h`},
 		{name: "an unknown flag", args: []string{"-out", "x.json"}, code: 2, stderr: "flag provided but not defined: -out"},
 		{name: "-h", args: []string{"-h"}, stdout: "usage: pipelineschema"},
 		{name: "no such directory", args: []string{"-o", "nope/x.json"}, code: 1, stderr: "pipelineschema: open nope/x.json"},

@@ -173,7 +173,7 @@ func fail(stderr io.Writer, err error) int {
 	case err == nil:
 		return cli.ExitOK
 	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "redrive: %v; see redrive -h\n", err)
+		fmt.Fprintf(stderr, "redrive: %v; see go run ./cmd/redrive -h\n", err)
 		return cli.ExitUsage
 	case errors.Is(err, cli.ErrNoRegion):
 		fmt.Fprintf(stderr, "redrive: %v\n", err)

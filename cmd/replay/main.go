@@ -104,7 +104,7 @@ func (c *command) fail(err error) int {
 	var refused *replay.RefusedError
 	switch {
 	case errors.As(err, &usage):
-		fmt.Fprintf(c.stderr, "replay %s: %v; see replay %s -h\n", c.name, err, c.name)
+		fmt.Fprintf(c.stderr, "replay %s: %v; see go run ./cmd/replay %s -h\n", c.name, err, c.name)
 		return cli.ExitUsage
 	case errors.Is(err, cli.ErrNoRegion):
 		fmt.Fprintf(c.stderr, "replay %s: %v\n", c.name, err)

@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		var refused *refusedError
 		switch {
 		case errors.As(err, &usage), errors.Is(err, cli.ErrNoRegion):
-			fmt.Fprintf(stderr, "rules %s: %v; see rules %s -h\n", name, err, name)
+			fmt.Fprintf(stderr, "rules %s: %v; see go run ./cmd/rules %s -h\n", name, err, name)
 			return cli.ExitUsage
 		case errors.As(err, &refused):
 			fmt.Fprintf(stderr, "rules %s: refused: %v\n", name, err)

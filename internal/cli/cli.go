@@ -221,14 +221,15 @@ func LoadAWS(ctx context.Context) (aws.Config, error) {
 
 // Fail prints err on stderr in one line that starts with the command's
 // name and returns the command's exit status: a usage error (pointing at
-// -h) and a missing region ExitUsage, Ctrl-C or SIGTERM ExitInterrupted
+// go run ./cmd/<name> -h, which works from the repository, where make's
+// targets run them) and a missing region ExitUsage, Ctrl-C or SIGTERM ExitInterrupted
 // (the line says interrupted, then afterInterrupt when set: what a rerun
 // does), anything else ExitError.
 func Fail(stderr io.Writer, name string, err error, afterInterrupt string) int {
 	var usage *UsageError
 	switch {
 	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "%s: %v; see %s -h\n", name, usage, name)
+		fmt.Fprintf(stderr, "%s: %v; see go run ./cmd/%s -h\n", name, usage, name)
 		return ExitUsage
 	case errors.Is(err, ErrNoRegion):
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)

@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
+	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -379,6 +381,11 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 	if err != nil {
 		return nil, h.changeError(rec, "dynamodb.NewImage", setaside.KindInvalid, "encoding the image as JSON: %v", err)
 	}
+	if events.DynamoDBOperationType(rec.EventName) == events.DynamoDBOperationTypeModify {
+		if err := h.checkBump(rec, version, image); err != nil {
+			return nil, err
+		}
+	}
 	at := ch.ApproximateCreationDateTime.Time.UTC()
 	if at.IsZero() {
 		return nil, h.changeError(rec, "dynamodb.ApproximateCreationDateTime", setaside.KindInvalid, "is missing")
@@ -466,6 +473,88 @@ func (h *Handler) recordVersion(rec *events.DynamoDBEventRecord) (json.Number, e
 		return "", h.changeError(rec, "dynamodb.SequenceNumber", setaside.KindInvalid, "is missing and the item has no %s attribute", VersionAttribute)
 	}
 	return json.Number(ch.SequenceNumber), nil
+}
+
+// checkBump refuses a MODIFY whose version is below its old image's, or
+// equal to it with a changed image (what the changelog carries: the
+// personal attribute left out). Consumers apply a change only above the
+// version they hold, so they would skip it for good and keep serving the
+// previous profile while the table holds another.
+func (h *Handler) checkBump(rec *events.DynamoDBEventRecord, version json.Number, image map[string]any) error {
+	av, ok := rec.Change.OldImage[VersionAttribute]
+	if !ok {
+		return nil // never versioned: the sequence number orders it
+	}
+	old, err := itemVersion(av)
+	if err != nil {
+		return nil // an old image no consumer applied cannot outrank it
+	}
+	cur, ok := new(big.Int).SetString(version.String(), 10)
+	if !ok {
+		return nil
+	}
+	switch cur.Cmp(old) {
+	case -1:
+		return h.changeError(rec, "dynamodb.NewImage."+VersionAttribute, setaside.KindInvalid,
+			"%s is below the item's previous %s %s (dynamodb.OldImage): consumers hold %s already and would never apply this change; every write must raise the %s",
+			version, VersionAttribute, old, old, VersionAttribute)
+	case 0:
+		oldImage, err := ImageJSON(rec.Change.OldImage)
+		if err != nil || sameValue(oldImage, image) {
+			return nil // only the personal attribute changed (an erasure): a copy consumers skip
+		}
+		return h.changeError(rec, "dynamodb.NewImage."+VersionAttribute, setaside.KindInvalid,
+			"%s is the item's previous %s (dynamodb.OldImage) but the item changed: consumers take an equal version for a copy and would keep the previous profile; every write must raise the %s",
+			version, VersionAttribute, VersionAttribute)
+	}
+	return nil
+}
+
+// sameValue reports whether two ImageJSON values are equal, sets (which
+// DynamoDB does not order) compared whatever their order.
+func sameValue(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, v := range a {
+			w, ok := b[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !sameValue(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case []string:
+		b, ok := b.([]string)
+		return ok && slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+	case []json.Number:
+		b, ok := b.([]json.Number)
+		return ok && slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+	case [][]byte:
+		b, ok := b.([][]byte)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		as, bs := make([]string, len(a)), make([]string, len(b))
+		for i := range a {
+			as[i], bs[i] = string(a[i]), string(b[i])
+		}
+		return sameValue(as, bs)
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 var errVersion = errors.New("must be an N attribute holding a non-negative integer")

@@ -368,6 +368,25 @@ func TestChangelogRecords(t *testing.T) {
 		{"modify dropping the version", record("MODIFY", "NEW_AND_OLD_IMAGES", unversioned, profile), "", "", "dynamodb.NewImage.version"},
 		{"modify of an item that never had one", record("MODIFY", "NEW_AND_OLD_IMAGES", unversioned, unversioned), cdc.TypeChanged,
 			"100000000000000000000002", ""},
+		// A write that took the version back (a restore, a reset) or
+		// changed the profile without bumping it: the join holds the old
+		// version and would skip this one for good, serving the old
+		// profile while the table holds another.
+		{"modify taking the version back", record("MODIFY", "NEW_AND_OLD_IMAGES", with(profile, "version", events.NewNumberAttribute("3")), profile),
+			"", "", "dynamodb.NewImage.version"},
+		{"modify changing the profile without a bump", record("MODIFY", "NEW_AND_OLD_IMAGES", profile, with(profile, "plan", events.NewStringAttribute("free"))),
+			"", "", "dynamodb.NewImage.version"},
+		// An erasure of the personal attribute alone changes nothing the
+		// changelog carries: published, a duplicate the join skips.
+		{"modify erasing personal data without a bump", record("MODIFY", "NEW_AND_OLD_IMAGES", profile, with(profile, "personal",
+			events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"name": events.NewStringAttribute("Someone Else")}))), cdc.TypeChanged, "5", ""},
+		// DynamoDB does not order a set: the same set in another order is
+		// no change.
+		{"modify erasing personal data, a set in another order", record("MODIFY", "NEW_AND_OLD_IMAGES",
+			with(profile, "tags", events.NewStringSetAttribute([]string{"a", "b"})),
+			with(with(profile, "tags", events.NewStringSetAttribute([]string{"b", "a"})), "personal", events.NewNullAttribute())), cdc.TypeChanged, "5", ""},
+		{"modify bumping the version", record("MODIFY", "NEW_AND_OLD_IMAGES", profile, with(with(profile, "plan", events.NewStringAttribute("free")), "version", events.NewNumberAttribute("4"))),
+			cdc.TypeChanged, "5", ""},
 		// Hand-made records (the console's Test tab) with a number that is
 		// not one, set aside naming where it is.
 		{"insert with a bad number in a map", record("INSERT", "NEW_AND_OLD_IMAGES", with(profile, "address",

@@ -24,7 +24,12 @@
 // number (increasing per item, as the stream orders changes per item); a
 // MODIFY whose old image has a version and whose new image has none (a
 // write that dropped it) is refused, as the sequence number would outrank
-// every later version of the item.
+// every later version of the item. So is a MODIFY whose version is below
+// its old image's, or equal to it while the image (without the personal
+// attribute) changed: consumers apply only a higher version than they
+// hold, and would keep serving the previous image for good. An erasure of
+// the personal attribute alone is no change to the changelog and needs no
+// bump.
 //
 // Records are JSON without HTML escaping: a '<' in an attribute stays one
 // byte (encoding/json's default would make it six, "\u003c", and a 390 KB

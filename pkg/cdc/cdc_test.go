@@ -395,6 +395,12 @@ func TestChangelogRecords(t *testing.T) {
 		{"modify with an empty number in a list", record("MODIFY", "NEW_AND_OLD_IMAGES", with(profile, "tags",
 			events.NewListAttribute([]events.DynamoDBAttributeValue{events.NewStringAttribute("a"), events.NewNumberAttribute("")})), profile),
 			"", "", "dynamodb.NewImage.tags[1]"},
+		// The personal attribute never reaches the changelog: a bad number
+		// there is no reason to set the change aside, and a reason quoting
+		// it would keep personal data in the quarantine table.
+		{"insert with a bad number in the personal attribute", record("INSERT", "NEW_AND_OLD_IMAGES", with(profile, "personal",
+			events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"phone": events.NewNumberAttribute("+64 21 555 0199")})), nil),
+			cdc.TypeChanged, "5", ""},
 		{"insert with a bad number in a set", record("INSERT", "NEW_AND_OLD_IMAGES", with(profile, "scores",
 			events.NewNumberSetAttribute([]string{"1", "NaN"})), nil), "", "", "dynamodb.NewImage.scores[1]"},
 	}

@@ -3,6 +3,7 @@ package cdc
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,14 +23,18 @@ import (
 // events stream, its archive and enrich's table, where erasure does not
 // reach, so personal data stays in the item alone.
 func ImageJSON(img map[string]events.DynamoDBAttributeValue) (map[string]any, error) {
+	if _, ok := img[setaside.PersonalAttribute]; ok {
+		// Not read at all: a value there refused would be quoted in the
+		// reason, and the reason is kept where erasure does not reach.
+		img = maps.Clone(img)
+		delete(img, setaside.PersonalAttribute)
+	}
 	for name, av := range img {
 		if err := checkNumbers(name, av); err != nil {
 			return nil, err
 		}
 	}
-	out, err := stream.ImageJSON(img)
-	delete(out, setaside.PersonalAttribute)
-	return out, err
+	return stream.ImageJSON(img)
 }
 
 // NumberError is an image's N or NS value that is not a JSON number. Path

@@ -318,7 +318,7 @@ var (
 //
 //	kind                       "aggregate" or absent (the other kinds: NewFile)
 //	name                       required; letters, digits, - and _, at most 64
-//	eventTypes                 event types read; empty or absent: all
+//	eventTypes                 event types read; empty or absent: all; no control characters
 //	key                        grouping key path: "key" (default), "type" or "data.<field>..."
 //	value                      "data.<field>...", a number; required by sum, min, max, mean, quantiles
 //	distinct                   path of what distinct counts; required by distinct
@@ -429,6 +429,11 @@ func Parse(doc []byte) (*Config, error) {
 		}
 		if utf8.RuneCountInString(t) > stream.MaxTypeLength {
 			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "is longer than an event type can be (%d characters): no event would match it", stream.MaxTypeLength)
+		}
+		if r, at, found := stream.FirstControl(t); found {
+			// Ingest refuses such a type (stream.CheckControls): the
+			// pipeline would read nothing of it, silently.
+			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "holds control character U+%04X at byte %d: no event's type can (ingest refuses it), so the pipeline would never read it", r, at)
 		}
 		if slices.Contains(raw.eventTypes[:i], t) {
 			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "%q is listed twice", t)

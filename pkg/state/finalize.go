@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -285,18 +286,30 @@ func (v *Views) queryItems(ctx context.Context, kc expression.KeyConditionBuilde
 	return nil
 }
 
+// itemTime reads a window item's time attribute (windowStart, windowEnd);
+// an error names the item and quotes what it holds, bounded.
+func itemTime(item map[string]types.AttributeValue, name string) (time.Time, error) {
+	s := stringAttr(item, name)
+	t, err := time.Parse(TimeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("state: item %s: %s %s is not a time as %s", itemName(item), name, strictjson.QuoteCut(s, 64), TimeLayout)
+	}
+	return t, nil
+}
+
+// view reads a window item; an error names the item (itemName).
 func (v *Views) view(item map[string]types.AttributeValue) (View, error) {
 	merged, err := v.merged(item)
 	if err != nil {
 		return View{}, err
 	}
-	start, err := time.Parse(TimeLayout, stringAttr(item, attrStart))
+	start, err := itemTime(item, attrStart)
 	if err != nil {
-		return View{}, fmt.Errorf("state: item %s %s: windowStart: %w", stringAttr(item, attrPK), stringAttr(item, attrSK), err)
+		return View{}, err
 	}
-	end, err := time.Parse(TimeLayout, stringAttr(item, attrEnd))
+	end, err := itemTime(item, attrEnd)
 	if err != nil {
-		return View{}, fmt.Errorf("state: item %s %s: windowEnd: %w", stringAttr(item, attrPK), stringAttr(item, attrSK), err)
+		return View{}, err
 	}
 	final := stringAttr(item, attrStatus) == statusFinal
 	view := View{
@@ -314,7 +327,7 @@ func (v *Views) view(item map[string]types.AttributeValue) (View, error) {
 	if b, ok := item[attrPrevious].(*types.AttributeValueMemberB); ok {
 		prev, err := v.spec.Decode(b.Value)
 		if err != nil {
-			return View{}, fmt.Errorf("state: item %s %s: previous: %w", view.Ref.PK, view.Ref.SK, err)
+			return View{}, fmt.Errorf("state: item %s: previous: %w", itemName(item), err)
 		}
 		r := prev.Result()
 		view.Previous = &r

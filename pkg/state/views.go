@@ -15,6 +15,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/limits"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -713,7 +714,19 @@ func (v *Views) compactNow(ctx context.Context, key map[string]types.AttributeVa
 	return v.forceCompact(ctx, key, out.Item), nil
 }
 
-// merged merges an item's parts.
+// maxItemKeyEcho bounds each of pk and sk an error quotes: more than the
+// longest pk a pipeline and key make (64 + 1 + 4×256 bytes), so the item
+// can be looked up, and less than a key DynamoDB takes (2048 bytes).
+const maxItemKeyEcho = 1100
+
+// itemName names an item by its keys, quoted and bounded, for an error an
+// operator follows to the item: `pk "orders#eu" sk "tumbling:1m0s|..."`.
+func itemName(item map[string]types.AttributeValue) string {
+	return "pk " + strictjson.QuoteCut(stringAttr(item, attrPK), maxItemKeyEcho) +
+		" sk " + strictjson.QuoteCut(stringAttr(item, attrSK), maxItemKeyEcho)
+}
+
+// merged merges an item's parts; an error names the item (itemName).
 func (v *Views) merged(item map[string]types.AttributeValue) (*agg.State, error) {
 	st := v.spec.New()
 	list, _ := item[attrParts].(*types.AttributeValueMemberL)
@@ -729,13 +742,13 @@ func (v *Views) merged(item map[string]types.AttributeValue) (*agg.State, error)
 	for i, p := range list.Value {
 		b, ok := p.(*types.AttributeValueMemberB)
 		if !ok {
-			return nil, fmt.Errorf("state: item part %d is not binary", i)
+			return nil, fmt.Errorf("state: item %s: part %d is not binary", itemName(item), i)
 		}
 		if err := part.SetBinary(b.Value); err != nil {
-			return nil, fmt.Errorf("state: item part %d: %w", i, err)
+			return nil, fmt.Errorf("state: item %s: part %d: %w", itemName(item), i, err)
 		}
 		if err := st.Merge(part); err != nil {
-			return nil, fmt.Errorf("state: item part %d: %w", i, err)
+			return nil, fmt.Errorf("state: item %s: part %d: %w", itemName(item), i, err)
 		}
 	}
 	return st, nil

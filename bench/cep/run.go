@@ -223,7 +223,9 @@ func throughput(payloads [][]byte, rules []*cep.StoredRule, naive bool) (float64
 				_ = json.Unmarshal(r.Data, &e)
 				ids = append(ids, e.ID)
 			}
-			states[key] = st.Encode(nil)
+			if states[key], err = st.Encode(nil); err != nil {
+				return 0, "", err
+			}
 		}
 	}
 	elapsed := time.Since(start)

@@ -377,7 +377,7 @@ func TestBatchingDoesNotChangeMatches(t *testing.T) {
 			}
 			for key, s := range states {
 				s.Advance(time.UnixMilli(wm))
-				if n, size := len(s.Encode(nil)), s.Size(); n > size {
+				if n, size := len(encoded(t, s)), s.Size(); n > size {
 					t.Fatalf("seed %d: key %s encodes in %d bytes, past its Size %d: the fold checkpoint would not bound the item", seed, key, n, size)
 				}
 				recs, err := s.Render()
@@ -390,7 +390,7 @@ func TestBatchingDoesNotChangeMatches(t *testing.T) {
 					got = append(got, env.ID)
 				}
 				s.Compact()
-				blobs[key] = s.Encode(nil)
+				blobs[key] = encoded(t, s)
 			}
 		}
 		for key := range blobs {

@@ -395,7 +395,7 @@ func (s *keyState) NextDue() time.Time {
 // to be sent (what the runner's fold checkpoint measures).
 func (s *keyState) Size() int { return s.stateBytes(nil) + s.outboxBytes() }
 
-func (s *keyState) Encode(dst []byte) []byte { return encodeCEP(dst, s.st) }
+func (s *keyState) Encode(dst []byte) ([]byte, error) { return encodeCEP(dst, s.st), nil }
 
 func (s *keyState) Render() ([]emit.Record, error) {
 	out := make([]emit.Record, 0, len(s.st.out))

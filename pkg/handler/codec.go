@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
-	"github.com/tributary-dev/tributary/pkg/keyed"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -22,8 +22,10 @@ const (
 // aggregate length, aggregate); the final windows within the allowed
 // lateness (start, end − start, revision, records, aggregate); the outbox
 // (type, start, end − start, revision, records, aggregate and retracted
-// aggregate, each with its length, 0 for none).
-func (s *keyState[T, V, A]) Encode(dst []byte) []byte {
+// aggregate, each with its length, 0 for none). An aggregate that fails to
+// encode (a bug of the aggregate) is the error: the runner writes nothing,
+// so the stored state is kept, and sets the key's records aside saying so.
+func (s *keyState[T, V, A]) Encode(dst []byte) ([]byte, error) {
 	dst = append(dst, stateVersion)
 	dst = binary.AppendVarint(dst, s.frozen)
 	dst = binary.AppendVarint(dst, s.at)
@@ -32,12 +34,8 @@ func (s *keyState[T, V, A]) Encode(dst []byte) []byte {
 		p := &s.parts[i]
 		b, err := p.agg.MarshalBinary()
 		if err != nil {
-			// A bug of the aggregate: an oversized blob is never written
-			// (keyed.Settings.MaxStateBytes), so the key's records are set
-			// aside (state-budget; this log line says why) and its stored
-			// state is kept, not lost.
 			s.o.log.Error("an aggregate failed to encode: the key's state is not written", "handler", s.o.name, "key", s.key, "error", err.Error())
-			return make([]byte, keyed.DefaultMaxStateBytes+1)
+			return dst, fmt.Errorf("the aggregate of the window part at %s failed to encode (MarshalBinary): %w", time.UnixMilli(p.t).UTC().Format(time.RFC3339Nano), err)
 		}
 		dst = binary.AppendVarint(dst, p.t)
 		dst = binary.AppendUvarint(dst, uint64(p.n))
@@ -71,7 +69,7 @@ func (s *keyState[T, V, A]) Encode(dst []byte) []byte {
 		dst = appendBytes(dst, r.blob)
 		dst = appendBytes(dst, r.prev)
 	}
-	return dst
+	return dst, nil
 }
 
 func appendSpan(dst []byte, w span) []byte {

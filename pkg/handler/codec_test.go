@@ -112,12 +112,15 @@ func TestStateEncodingReadsBack(t *testing.T) {
 				st.Advance(start.Add(65 * time.Second))
 			}
 		}
-		blob := st.Encode(nil)
+		blob, err := st.Encode(nil)
+		if err != nil {
+			t.Fatalf("%s: %v", o.win.kind, err)
+		}
 		back, err := op.NewState("/a", blob)
 		if err != nil {
 			t.Fatalf("%s: %v", o.win.kind, err)
 		}
-		if again := back.Encode(nil); !bytes.Equal(again, blob) {
+		if again, err := back.Encode(nil); err != nil || !bytes.Equal(again, blob) {
 			t.Errorf("%s: %x read back as %x", o.win.kind, blob, again)
 		}
 		if st.Outbox() == 0 {

@@ -349,12 +349,12 @@ func (s *keyState[T, V, A]) addToPane(r value[A], wm time.Time, th int64) (keyed
 	// Near the bound: measure the merged pane exactly, on a copy.
 	m, err := clone[T, V, A](p.agg)
 	if err != nil {
-		return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget, Reason: err.Error()}
+		return keyed.Aside, s.unencodable(err)
 	}
 	m.Merge(r.single)
 	b, err := m.MarshalBinary()
 	if err != nil {
-		return keyed.Aside, &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget, Reason: err.Error()}
+		return keyed.Aside, s.unencodable(err)
 	}
 	if len(b) > s.o.lim.MaxAggregateBytes {
 		return keyed.Aside, s.tooBig(ps, pe, len(b))
@@ -521,6 +521,15 @@ func (s *keyState[T, V, A]) freeze(closed int64) {
 		}
 	}
 	s.judge = nil // replayed from the parts kept when next needed
+}
+
+// unencodable sets a record aside whose window's aggregate fails to encode
+// (or to read back) once the record is merged: a bug of the aggregate,
+// which no retry mends.
+func (s *keyState[T, V, A]) unencodable(err error) *keyed.RecordError {
+	return &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
+		Reason: fmt.Sprintf("the aggregate of key %q failed to encode (MarshalBinary, UnmarshalBinary) with this record merged: %s",
+			strictjson.Cut(s.key, 256), strictjson.Cut(err.Error(), maxLoggedError))}
 }
 
 // encode is an aggregate's encoding; an aggregate that fails to encode is

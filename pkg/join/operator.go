@@ -172,4 +172,4 @@ func (s *stateOfKey) Size() int {
 	return n
 }
 
-func (s *stateOfKey) Encode(dst []byte) []byte { return encodeState(dst, s.st) }
+func (s *stateOfKey) Encode(dst []byte) ([]byte, error) { return encodeState(dst, s.st), nil }

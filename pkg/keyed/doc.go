@@ -58,5 +58,7 @@
 // no retry would write it either (the same state, records and watermark
 // make the same blob), so a fold's records are set aside (kind
 // state-budget, field key) and a close that makes one sets a copy of the
-// stored state aside and unlists the key, as for an unreadable state.
+// stored state aside and unlists the key, as for an unreadable state. A
+// state whose Encode fails (a user's aggregate that does not encode) is
+// treated the same, its reason quoting the encoding error, not a size.
 package keyed

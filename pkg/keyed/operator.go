@@ -123,6 +123,9 @@ type State[V any] interface {
 	NextDue() time.Time
 	// Size is the state's encoded size (an upper bound is fine).
 	Size() int
-	// Encode appends the state's encoding to dst.
-	Encode(dst []byte) []byte
+	// Encode appends the state's encoding to dst; an error when some of it
+	// cannot be encoded (a user's aggregate failing to): the runner then
+	// writes nothing and sets the key's records aside, the error in the
+	// reason.
+	Encode(dst []byte) ([]byte, error)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -511,12 +512,19 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 				return first
 			}
 		}
-		blob := st.Encode(nil)
-		if len(blob) > r.set.MaxStateBytes {
-			// The same state, records and watermark make the same blob on
-			// every retry: set the records aside, leave the state as it is.
-			reason := outgrownReason(ref, len(blob), st.Outbox(), r.set.MaxStateBytes)
-			r.log.ErrorContext(ctx, "a key's state outgrew its item: not written, its records are set aside", "shard", shard, "key", key, "bytes", len(blob), "max", r.set.MaxStateBytes)
+		blob, encErr := st.Encode(nil)
+		if encErr != nil || len(blob) > r.set.MaxStateBytes {
+			// The same state, records and watermark make the same blob (or
+			// encoding error) on every retry: set the records aside, leave
+			// the state as it is.
+			var reason string
+			if encErr != nil {
+				reason = unencodableReason(ref, encErr)
+				r.log.ErrorContext(ctx, "a key's state cannot be encoded: not written, its records are set aside", "shard", shard, "key", key, "error", encErr.Error())
+			} else {
+				reason = outgrownReason(ref, len(blob), st.Outbox(), r.set.MaxStateBytes)
+				r.log.ErrorContext(ctx, "a key's state outgrew its item: not written, its records are set aside", "shard", shard, "key", key, "bytes", len(blob), "max", r.set.MaxStateBytes)
+			}
 			var rest []setaside.Record
 			for i := first; i < stop; i++ {
 				if asideAt[i] || (c.fence != "" && stream.CompareSequence(its[i].seq, c.fence) <= 0) {
@@ -631,6 +639,19 @@ func outgrownReason(ref state.KeyedRef, bytes, outputs, max int) string {
 	return fmt.Sprintf("the state of key %q (state table item pk %q, sk %q) would be %d bytes with the %d results it closes, over the %d its item holds: "+
 		"lower the limits or the results' size (a hopping window merges size/advance panes), delete the item, then redrive",
 		ref.Key, pk, sk, bytes, outputs, max)
+}
+
+// maxEncodeErrorEcho bounds the encoding error a reason repeats: a user's
+// aggregate writes it.
+const maxEncodeErrorEcho = 512
+
+// unencodableReason says why a key's records, or its state, are set aside
+// when the state fails to encode (a bug of the operator's aggregate, as
+// its error says): the stored state is kept, nothing is written.
+func unencodableReason(ref state.KeyedRef, encodeErr error) string {
+	pk, sk := ref.ItemKey()
+	return fmt.Sprintf("the state of key %q (state table item pk %q, sk %q) cannot be written: %s; the stored state is kept: fix what fails to encode, deploy, then redrive",
+		ref.Key, pk, sk, strictjson.CutMiddle(encodeErr.Error(), maxEncodeErrorEcho))
 }
 
 // unreadableReason says why a key's records, or its state, are set aside
@@ -864,13 +885,20 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 		}
 		st.Compact()
 		st.Advance(wm)
-		blob := st.Encode(nil)
-		if len(blob) > r.set.MaxStateBytes {
-			// What it closes would not fit the item on any retry: failing
-			// here would fail every batch that moves the shard's watermark,
-			// and every tick, for good.
-			r.log.ErrorContext(ctx, "a listed key's state outgrew its item when closing: set aside and unlisted", "shard", shard, "key", kref.Key, "bytes", len(blob), "max", r.set.MaxStateBytes)
-			n, err := r.park(ctx, shard, kref, ks, setaside.KindStateBudget, outgrownReason(kref, len(blob), st.Outbox(), r.set.MaxStateBytes))
+		blob, encErr := st.Encode(nil)
+		if encErr != nil || len(blob) > r.set.MaxStateBytes {
+			// What it closes would not fit the item (or encode) on any
+			// retry: failing here would fail every batch that moves the
+			// shard's watermark, and every tick, for good.
+			var reason string
+			if encErr != nil {
+				reason = unencodableReason(kref, encErr)
+				r.log.ErrorContext(ctx, "a listed key's state cannot be encoded when closing: set aside and unlisted", "shard", shard, "key", kref.Key, "error", encErr.Error())
+			} else {
+				reason = outgrownReason(kref, len(blob), st.Outbox(), r.set.MaxStateBytes)
+				r.log.ErrorContext(ctx, "a listed key's state outgrew its item when closing: set aside and unlisted", "shard", shard, "key", kref.Key, "bytes", len(blob), "max", r.set.MaxStateBytes)
+			}
+			n, err := r.park(ctx, shard, kref, ks, setaside.KindStateBudget, reason)
 			if errors.Is(err, state.ErrKeyedConflict) {
 				r.forget(kref, shard)
 				continue

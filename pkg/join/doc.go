@@ -42,7 +42,12 @@
 // naming the field — a rule on the record and the key's history only, so
 // replays decide the same. A fold ends early once the key's state and its
 // outputs reach 192 KiB, so that the outputs put in one go fit what one
-// shard of the joins stream takes.
+// shard of the joins stream takes. A close is not bounded so: the
+// unmatched records of a key's open records come out at once and are
+// bigger on the stream than in the state (a session of small records under
+// a long key can close into several MB on one shard); they are put in calls
+// of at most 500 records, throttled entries retried (emit.Put), and a call
+// that still fails fails the batch or tick, which puts them all again.
 //
 // Output ids are stable: "<join>:" and 32 hex digits of a hash of the kind,
 // the key and the records' ids (or the rate window's start), so every

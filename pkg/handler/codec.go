@@ -23,9 +23,13 @@ const (
 // lateness (start, end − start, revision, records, aggregate); the outbox
 // (type, start, end − start, revision, records, aggregate and retracted
 // aggregate, each with its length, 0 for none). An aggregate that fails to
-// encode (a bug of the aggregate) is the error: the runner writes nothing,
-// so the stored state is kept, and sets the key's records aside saying so.
+// encode (a bug of the aggregate) is the error, whether a part's or a
+// closing window's (see encode): the runner writes nothing, so the stored
+// state is kept, and sets the key's records aside saying so.
 func (s *keyState[T, V, A]) Encode(dst []byte) ([]byte, error) {
+	if s.encErr != nil {
+		return dst, s.encErr
+	}
 	dst = append(dst, stateVersion)
 	dst = binary.AppendVarint(dst, s.frozen)
 	dst = binary.AppendVarint(dst, s.at)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,102 @@ func TestAggregateThatFailsToEncodeIsNamedInTheSetAsideReason(t *testing.T) {
 			}
 			if strings.Contains(a.Reason, "bytes") || a.Category != setaside.KindStateBudget || a.Field != "key" {
 				t.Errorf("set aside as %s field %q: %q; want %s, field key, with no size as its cause", a.Category, a.Field, a.Reason, setaside.KindStateBudget)
+			}
+		})
+	}
+}
+
+// Solo is an aggregate with a codec bug that only a merge shows: it
+// encodes one value, and fails for a window merging more (a session of two
+// records), while each record, held alone, encodes.
+type Solo struct{ N int64 }
+
+func (s *Solo) Add(int64)     { s.N++ }
+func (s *Solo) Merge(o *Solo) { s.N += o.N }
+
+func (s *Solo) MarshalBinary() ([]byte, error) {
+	if s.N > 1 {
+		return nil, fmt.Errorf("solo: cannot encode %d values", s.N)
+	}
+	return binary.AppendVarint(nil, s.N), nil
+}
+
+func (s *Solo) UnmarshalBinary(p []byte) error {
+	v, n := binary.Varint(p)
+	if n <= 0 {
+		return errors.New("solo: truncated")
+	}
+	s.N = v
+	return nil
+}
+
+func (s *Solo) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf(`{"N":%d}`, s.N)), nil }
+
+// TestWindowThatFailsToEncodeWhenClosedIsSetAside: /k's session merges two
+// records, and its aggregate fails to encode when the session closes. The
+// close comes in a batch holding another /k record (the fold) or only
+// /ok's (the close). Before, the session's result was only logged: the
+// state was written without it, its records were pruned, nothing was set
+// aside or counted, and no alarm fired. Now the state is not written (it
+// still holds the session's records), the fold's /k record is set aside,
+// a copy of /k's state is set aside once (field state), each reason naming
+// the session's window and the aggregate's error; /ok's results come out.
+func TestWindowThatFailsToEncodeWhenClosedIsSetAside(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		jump []rec // the batch whose watermark passes /k's session
+		want []string
+	}{
+		{name: "fold", jump: []rec{{seq: 200, env: request("j0", "/k", 3600, `{"ms":1}`)}, {seq: 201, env: request("j1", "/ok", 3601, `{"ms":1}`)}},
+			want: []string{"key 200", "state"}},
+		{name: "close", jump: []rec{{seq: 200, env: request("j0", "/ok", 3600, `{"ms":1}`)}},
+			want: []string{"state"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := setup(t)
+			h, err := handler.NewWindowed[Solo](cfg, selectLatency, handler.WithSession(time.Minute), handler.WithOutOfOrderness(time.Second),
+				handler.WithLogger(quiet), handler.WithMetrics(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustBatch(t, h, kinesisRecords([]rec{
+				{seq: 100, env: request("e0", "/k", 1, `{"ms":1}`)},
+				{seq: 101, env: request("e1", "/k", 2, `{"ms":1}`)},
+				{seq: 102, env: request("e2", "/ok", 1, `{"ms":1}`)},
+			}))
+			mustBatch(t, h, kinesisRecords(c.jump))
+			for _, at := range []time.Time{base.Add(3 * time.Hour), base.Add(4 * time.Hour)} {
+				if _, err := h.Tick(ctx, at); err != nil {
+					t.Fatalf("tick at %s: %v; want /k set aside, not a failure", at.Format("15:04"), err)
+				}
+			}
+			var got []string
+			for _, a := range asideOfTable(t, cfg.QuarantineTable) {
+				for _, want := range []string{`key "/k"`, "2026-11-29T10:00:01.000Z/2026-11-29T10:01:02.000Z", "solo: cannot encode 2 values"} {
+					if !strings.Contains(a.Reason, want) {
+						t.Errorf("set aside %s field %q: reason %q\n  does not say %q", a.SequenceNumber, a.Field, a.Reason, want)
+					}
+				}
+				if a.Category != setaside.KindStateBudget || len(a.Data) == 0 {
+					t.Errorf("set aside %s field %q as %s with %d bytes of data; want %s with its data", a.SequenceNumber, a.Field, a.Category, len(a.Data), setaside.KindStateBudget)
+				}
+				if a.Field == "key" {
+					got = append(got, "key "+a.SequenceNumber)
+				} else {
+					got = append(got, a.Field)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("set aside %v; want %v", got, c.want)
+			}
+			if s := h.Stats(); s.SetAside != int64(len(c.want)) {
+				t.Errorf("SetAside %d; want %d", s.SetAside, len(c.want))
+			}
+			byID, _ := results(t, cfg.OutputStream)
+			if d := strings.Join(describe(byID), "\n"); !strings.Contains(d, "/ok 10:00:01") || strings.Contains(d, "/k ") {
+				t.Errorf("results\n%s\nwant /ok's first session, none of /k's", d)
 			}
 		})
 	}

@@ -264,6 +264,9 @@ type keyState[T any, V any, A interface {
 	// before the close time reaches it, closing changes nothing. Not
 	// stored: a decoded state closes once to learn it.
 	wake int64
+	// encErr is the first closing window whose aggregate failed to
+	// encode: Encode returns it. Not stored: the state is not written.
+	encErr error
 }
 
 func (s *keyState[T, V, A]) Compact() { s.out = nil }
@@ -466,7 +469,7 @@ func (s *keyState[T, V, A]) close(wm int64, all bool) {
 		e, seen := s.emitted[cw.w]
 		switch {
 		case !seen:
-			blob, ok := s.encode(cw.value())
+			blob, ok := s.encode(cw)
 			if !ok {
 				continue
 			}
@@ -475,7 +478,7 @@ func (s *keyState[T, V, A]) close(wm int64, all bool) {
 		case e.n != cw.n:
 			// Records are only ever added to a window that is not frozen:
 			// its count says whether it changed.
-			blob, ok := s.encode(cw.value())
+			blob, ok := s.encode(cw)
 			if !ok {
 				continue
 			}
@@ -532,13 +535,18 @@ func (s *keyState[T, V, A]) unencodable(err error) *keyed.RecordError {
 			strictjson.Cut(s.key, 256), strictjson.Cut(err.Error(), maxLoggedError))}
 }
 
-// encode is an aggregate's encoding; an aggregate that fails to encode is
-// a bug of the aggregate: logged, and its window is not emitted (the state
-// is still written, so the shard moves on).
-func (s *keyState[T, V, A]) encode(a A) ([]byte, bool) {
-	b, err := a.MarshalBinary()
+// encode is the encoding of a closing window's aggregate. One that fails
+// to encode is a bug of the aggregate, which no retry mends: the error is
+// kept (the first), and Encode returns it, so the state is not written
+// (it still holds the window's records) and the runner sets the key's
+// records, and a copy of its state, aside with the error as the reason.
+func (s *keyState[T, V, A]) encode(cw currentWindow[A]) ([]byte, bool) {
+	b, err := cw.value().MarshalBinary()
 	if err != nil {
-		s.o.log.Error("an aggregate failed to encode: its window's result is not emitted", "handler", s.o.name, "key", s.key, "error", err.Error())
+		if s.encErr == nil {
+			s.encErr = fmt.Errorf("the aggregate of window %s (%d records) failed to encode when the window closed (MarshalBinary): %w",
+				cw.w.window().ID(), cw.n, err)
+		}
 		return nil, false
 	}
 	return b, true

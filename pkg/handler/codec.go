@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -38,7 +39,7 @@ func (s *keyState[T, V, A]) Encode(dst []byte) ([]byte, error) {
 		p := &s.parts[i]
 		b, err := p.agg.MarshalBinary()
 		if err != nil {
-			s.o.log.Error("an aggregate failed to encode: the key's state is not written", "handler", s.o.name, "key", s.key, "error", err.Error())
+			s.o.log.Error("an aggregate failed to encode: the key's state is not written", "handler", s.o.name, "key", s.key, "error", strictjson.Cut(err.Error(), maxLoggedError))
 			return dst, fmt.Errorf("the aggregate of the window part at %s failed to encode (MarshalBinary): %w", time.UnixMilli(p.t).UTC().Format(time.RFC3339Nano), err)
 		}
 		dst = binary.AppendVarint(dst, p.t)

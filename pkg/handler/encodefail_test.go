@@ -1,12 +1,15 @@
 package handler_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,4 +197,94 @@ func TestWindowThatFailsToEncodeWhenClosedIsSetAside(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Wordy reads no state it did not write, and its error quotes the whole
+// encoding it was given, as an aggregate whose type changed may.
+type Wordy struct{ N int64 }
+
+func (w *Wordy) Add(int64)      { w.N++ }
+func (w *Wordy) Merge(o *Wordy) { w.N += o.N }
+
+func (w *Wordy) MarshalBinary() ([]byte, error) {
+	return binary.AppendVarint([]byte("wordy"), w.N), nil
+}
+
+func (w *Wordy) UnmarshalBinary(p []byte) error {
+	if !bytes.HasPrefix(p, []byte("wordy")) {
+		return fmt.Errorf("wordy: not a Wordy: %x", p)
+	}
+	v, n := binary.Varint(p[5:])
+	if n <= 0 {
+		return errors.New("wordy: truncated")
+	}
+	w.N = v
+	return nil
+}
+
+func (w *Wordy) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf(`{"N":%d}`, w.N)), nil }
+
+// TestUnreadableStateReasonIsBounded: /bad's state was written by a Bulk
+// (15 KB), and the handler now aggregates Wordy, whose decoding error
+// quotes the 15 KB in hex. Before, the set-aside reasons repeated all 30 KB,
+// so the quarantine table cut them at 4 KB, dropping what to do about it,
+// and every batch and tick that met the key logged 30 KB. Now the error is
+// cut in the middle, as an encoding error is: the reason keeps the key,
+// the error's start and the advice, and no log line repeats it whole.
+func TestUnreadableStateReasonIsBounded(t *testing.T) {
+	ctx := context.Background()
+	cfg := setup(t)
+	h, err := handler.NewWindowed[Bulk](cfg, selectLatency, handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustBatch(t, h, kinesisRecords([]rec{{seq: 100, env: request("e0", "/bad", 1, `{"ms":1}`)}}))
+	var logs syncBuffer
+	if h, err = handler.NewWindowed[Wordy](cfg, selectLatency, handler.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), handler.WithMetrics(nil)); err != nil {
+		t.Fatal(err)
+	}
+	mustBatch(t, h, kinesisRecords([]rec{
+		{seq: 101, env: request("e1", "/bad", 2, `{"ms":2}`)},
+		{seq: 102, env: request("e2", "/good", 200, `{"ms":3}`)},
+	}))
+	if _, err := h.Tick(ctx, base.Add(time.Hour)); err != nil {
+		t.Fatalf("tick: %v", err)
+	}
+	aside := asideOfTable(t, cfg.QuarantineTable)
+	if len(aside) != 2 {
+		t.Fatalf("set aside %d items; want /bad's record and its state", len(aside))
+	}
+	for _, a := range aside {
+		for _, want := range []string{`key "/bad"`, "wordy: not a Wordy: ", "deploy code that reads it or delete the item, then redrive"} {
+			if !strings.Contains(a.Reason, want) {
+				t.Errorf("set aside %s field %q: reason (%d bytes) %q\n  does not say %q", a.SequenceNumber, a.Field, len(a.Reason), a.Reason, want)
+			}
+		}
+		if len(a.Reason) > 1024 {
+			t.Errorf("set aside %s field %q: reason is %d bytes; want at most 1 KiB", a.SequenceNumber, a.Field, len(a.Reason))
+		}
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if len(line) > 2048 {
+			t.Errorf("a log line of %d bytes: %.200s…", len(line), line)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger shared by goroutines writes to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -520,7 +520,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 			var reason string
 			if encErr != nil {
 				reason = unencodableReason(ref, encErr)
-				r.log.ErrorContext(ctx, "a key's state cannot be encoded: not written, its records are set aside", "shard", shard, "key", key, "error", encErr.Error())
+				r.log.ErrorContext(ctx, "a key's state cannot be encoded: not written, its records are set aside", "shard", shard, "key", key, "error", echo(encErr))
 			} else {
 				reason = outgrownReason(ref, len(blob), st.Outbox(), r.set.MaxStateBytes)
 				r.log.ErrorContext(ctx, "a key's state outgrew its item: not written, its records are set aside", "shard", shard, "key", key, "bytes", len(blob), "max", r.set.MaxStateBytes)
@@ -593,7 +593,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 // not set aside again.
 func (r *Runner[V]) unreadable(ctx context.Context, shard string, ref state.KeyedRef, fence string, its []*item[V], decodeErr error) int {
 	reason := unreadableReason(ref, decodeErr)
-	r.log.ErrorContext(ctx, "a key's stored state cannot be decoded: its records are set aside", "shard", shard, "key", ref.Key, "error", decodeErr.Error())
+	r.log.ErrorContext(ctx, "a key's stored state cannot be decoded: its records are set aside", "shard", shard, "key", ref.Key, "error", echo(decodeErr))
 	aside := make([]setaside.Record, 0, len(its))
 	for _, it := range its {
 		if fence != "" && stream.CompareSequence(it.seq, fence) <= 0 {
@@ -641,9 +641,16 @@ func outgrownReason(ref state.KeyedRef, bytes, outputs, max int) string {
 		ref.Key, pk, sk, bytes, outputs, max)
 }
 
-// maxEncodeErrorEcho bounds the encoding error a reason repeats: a user's
-// aggregate writes it.
-const maxEncodeErrorEcho = 512
+// maxErrorEcho bounds the encoding or decoding error of a state that a
+// reason or a log line repeats: a user's aggregate writes it, and it may
+// quote the whole state (360,000 bytes), which the quarantine table would
+// cut at its end, with what to do about it, and every batch and tick that
+// meets the key would log again.
+const maxErrorEcho = 512
+
+// echo is err's message as a reason or a log line repeats it: cut in the
+// middle to maxErrorEcho bytes, so its start and end remain.
+func echo(err error) string { return strictjson.CutMiddle(err.Error(), maxErrorEcho) }
 
 // unencodableReason says why a key's records, or its state, are set aside
 // when the state fails to encode (a bug of the operator's aggregate, as
@@ -651,15 +658,15 @@ const maxEncodeErrorEcho = 512
 func unencodableReason(ref state.KeyedRef, encodeErr error) string {
 	pk, sk := ref.ItemKey()
 	return fmt.Sprintf("the state of key %q (state table item pk %q, sk %q) cannot be written: %s; the stored state is kept: fix what fails to encode, deploy, then redrive",
-		ref.Key, pk, sk, strictjson.CutMiddle(encodeErr.Error(), maxEncodeErrorEcho))
+		ref.Key, pk, sk, echo(encodeErr))
 }
 
 // unreadableReason says why a key's records, or its state, are set aside
 // when the state does not decode, and what a person does about it.
 func unreadableReason(ref state.KeyedRef, decodeErr error) string {
 	pk, sk := ref.ItemKey()
-	return fmt.Sprintf("the stored state of key %q (state table item pk %q, sk %q) does not decode: %v; deploy code that reads it or delete the item, then redrive",
-		ref.Key, pk, sk, decodeErr)
+	return fmt.Sprintf("the stored state of key %q (state table item pk %q, sk %q) does not decode: %s; deploy code that reads it or delete the item, then redrive",
+		ref.Key, pk, sk, echo(decodeErr))
 }
 
 // dueAt is when a state written now is next due: at once while it holds
@@ -868,7 +875,7 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 		}
 		st, err := r.op.NewState(kref.Key, ks.Blob)
 		if err != nil {
-			r.log.ErrorContext(ctx, "a listed key's stored state cannot be decoded: set aside and unlisted", "shard", shard, "key", kref.Key, "error", err.Error())
+			r.log.ErrorContext(ctx, "a listed key's stored state cannot be decoded: set aside and unlisted", "shard", shard, "key", kref.Key, "error", echo(err))
 			n, err := r.park(ctx, shard, kref, ks, setaside.KindStateUnreadable, unreadableReason(kref, err))
 			if errors.Is(err, state.ErrKeyedConflict) {
 				r.forget(kref, shard)
@@ -893,7 +900,7 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 			var reason string
 			if encErr != nil {
 				reason = unencodableReason(kref, encErr)
-				r.log.ErrorContext(ctx, "a listed key's state cannot be encoded when closing: set aside and unlisted", "shard", shard, "key", kref.Key, "error", encErr.Error())
+				r.log.ErrorContext(ctx, "a listed key's state cannot be encoded when closing: set aside and unlisted", "shard", shard, "key", kref.Key, "error", echo(encErr))
 			} else {
 				reason = outgrownReason(kref, len(blob), st.Outbox(), r.set.MaxStateBytes)
 				r.log.ErrorContext(ctx, "a listed key's state outgrew its item when closing: set aside and unlisted", "shard", shard, "key", kref.Key, "bytes", len(blob), "max", r.set.MaxStateBytes)

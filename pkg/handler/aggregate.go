@@ -65,7 +65,11 @@ type Event struct {
 // A Selector must be a pure function of the event; one that panics
 // on an event (or an Add or MarshalBinary that panics on its value) would
 // panic on every retry, so the record is set aside naming data, with the
-// panic as the reason.
+// panic as the reason. A Merge, MarshalBinary or UnmarshalBinary that
+// panics later, folding or closing a key's windows, is handled as an
+// aggregate that fails to encode (the key's records and a copy of its
+// state are set aside), a MarshalJSON that panics as a result that fails
+// to render (set aside naming result): neither ends the process.
 type Selector[V any] func(ev *Event) (key string, v V, err error)
 
 // ErrSkip is what a Selector returns for an event that is not its own: it

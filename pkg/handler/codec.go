@@ -27,7 +27,12 @@ const (
 // encode (a bug of the aggregate) is the error, whether a part's or a
 // closing window's (see encode): the runner writes nothing, so the stored
 // state is kept, and sets the key's records aside saying so.
-func (s *keyState[T, V, A]) Encode(dst []byte) ([]byte, error) {
+func (s *keyState[T, V, A]) Encode(dst []byte) (_ []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("encoding the state of key %q: %w", s.key, panicked(p))
+		}
+	}()
 	if s.encErr != nil {
 		return dst, s.encErr
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -184,7 +185,12 @@ func (o *windowed[T, V, A]) Select(_ *stream.KinesisRecord, env *stream.Envelope
 }
 
 // NewState decodes a key's state.
-func (o *windowed[T, V, A]) NewState(key string, blob []byte) (keyed.State[value[A]], error) {
+func (o *windowed[T, V, A]) NewState(key string, blob []byte) (_ keyed.State[value[A]], err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: state of key %q: %w", o.name, key, panicked(p))
+		}
+	}()
 	s := &keyState[T, V, A]{o: o, key: key, frozen: window.NoThreshold, at: window.NoThreshold, wake: window.NoThreshold, emitted: map[span]*emitted{}}
 	if len(blob) == 0 {
 		return s, nil
@@ -277,7 +283,15 @@ func (s *keyState[T, V, A]) Compact() { s.out = nil }
 // record is late, and whether it is set aside for the key's limits, depend
 // only on the records added before (never on how the batches were cut), so
 // every retry decides alike.
-func (s *keyState[T, V, A]) Add(r value[A], wm time.Time) (keyed.Fate, *keyed.RecordError) {
+func (s *keyState[T, V, A]) Add(r value[A], wm time.Time) (fate keyed.Fate, rerr *keyed.RecordError) {
+	defer func() {
+		if p := recover(); p != nil {
+			err := panicked(p)
+			s.fail(fmt.Errorf("when a record came to key %q: %w", s.key, err))
+			fate, rerr = keyed.Aside, &keyed.RecordError{Field: "data", Kind: setaside.KindInvalid,
+				Reason: fmt.Sprintf("the aggregate of key %q, with this record, %v", strictjson.Cut(s.key, 256), err)}
+		}
+	}()
 	closeAt := window.NoThreshold
 	if !wm.IsZero() {
 		s.close(wm.UnixMilli(), false)
@@ -432,6 +446,11 @@ func (s *keyState[T, V, A]) Advance(wm time.Time) {
 	if wm.IsZero() {
 		return
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.fail(fmt.Errorf("closing windows of key %q: %w", s.key, panicked(p)))
+		}
+	}()
 	s.close(wm.UnixMilli(), true)
 }
 
@@ -543,13 +562,46 @@ func (s *keyState[T, V, A]) unencodable(err error) *keyed.RecordError {
 func (s *keyState[T, V, A]) encode(cw currentWindow[A]) ([]byte, bool) {
 	b, err := cw.value().MarshalBinary()
 	if err != nil {
-		if s.encErr == nil {
-			s.encErr = fmt.Errorf("the aggregate of window %s (%d records) failed to encode when the window closed (MarshalBinary): %w",
-				cw.w.window().ID(), cw.n, err)
-		}
+		s.fail(fmt.Errorf("the aggregate of window %s (%d records) failed to encode when the window closed (MarshalBinary): %w",
+			cw.w.window().ID(), cw.n, err))
 		return nil, false
 	}
 	return b, true
+}
+
+// fail keeps the first error that makes the state unwritable: Encode
+// returns it.
+func (s *keyState[T, V, A]) fail(err error) {
+	if s.encErr == nil {
+		s.encErr = err
+	}
+}
+
+// panicked is a panic of the user's aggregate (Merge, MarshalBinary,
+// UnmarshalBinary, MarshalJSON) as an error naming the function that
+// panicked: the same state and records panic alike on every retry, so it
+// is handled as an aggregate that fails to encode, not left to end the
+// process (every retry of the batch would crash, holding the shard and
+// every key in it). The panic's message is cut to maxLoggedError.
+func panicked(p any) error {
+	var pcs [64]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
+	// The first function past the last panic (a recover that panics again,
+	// as encoding/json's does, makes two), not in package runtime.
+	where, past := "the aggregate", false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			past = true
+		case past && !strings.HasPrefix(f.Function, "runtime."):
+			where, past = f.Function, false
+		}
+		if !more {
+			break
+		}
+	}
+	return fmt.Errorf("panicked in %s: %s", where, strictjson.Cut(fmt.Sprint(p), maxLoggedError))
 }
 
 // currentWindow is one window of the key that ends after frozen.
@@ -664,7 +716,12 @@ func (s *keyState[T, V, A]) unrendered(i int, res Result, r *result, field strin
 }
 
 // render is the JSON of an encoded aggregate.
-func (s *keyState[T, V, A]) render(blob []byte) (json.RawMessage, error) {
+func (s *keyState[T, V, A]) render(blob []byte) (_ json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: rendering key %q's result: %w", s.o.name, s.key, panicked(p))
+		}
+	}()
 	a := A(new(T))
 	if err := a.UnmarshalBinary(blob); err != nil {
 		return nil, fmt.Errorf("%s: key %q: decoding a window's aggregate: %w", s.o.name, s.key, err)

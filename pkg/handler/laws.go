@@ -12,7 +12,8 @@ import (
 // aggregates in any grouping and order encodes to the same bytes as one
 // built by adding them in order (associative, commutative, with the zero
 // value as identity, canonical encoding); the encoding reads back; merging
-// leaves its argument as it was; a merge's encoding is no longer than its
+// leaves its argument as it was, then and after later merges into the
+// result (Merge keeps no reference to it); a merge's encoding is no longer than its
 // operands' together; and the aggregate of all the values, and of each
 // part merged, renders as JSON (a result that does not — a NaN, a
 // MarshalJSON that fails — is set aside rather than put on the stream).
@@ -84,6 +85,8 @@ func CheckMergeLaws[T any, V any, A interface {
 			for i := range parts {
 				parts[i] = A(new(T))
 			}
+			var ones []A // each one-value aggregate merged, to find one a later merge changed
+			var onesEnc [][]byte
 			for _, i := range order {
 				one := A(new(T))
 				call = "Add"
@@ -96,6 +99,7 @@ func CheckMergeLaws[T any, V any, A interface {
 					failure = fmt.Errorf("round %d: Merge changed its argument", round)
 					return
 				}
+				ones, onesEnc = append(ones, one), append(onesEnc, oneBefore)
 				if n := len(enc(p)); n > len(before)+len(oneBefore) {
 					failure = fmt.Errorf("round %d: merging a %d-byte and a %d-byte aggregate gave %d bytes, more than both together", round, len(before), len(oneBefore), n)
 					return
@@ -113,6 +117,12 @@ func CheckMergeLaws[T any, V any, A interface {
 				call = "Merge"
 				a.Merge(b)
 				parts = append(parts[:i], append([]A{a}, parts[i+2:]...)...)
+			}
+			for j, one := range ones {
+				if !bytes.Equal(enc(one), onesEnc[j]) {
+					failure = fmt.Errorf("round %d: a merge changed an aggregate merged before (Merge keeps a reference to its argument)", round)
+					return
+				}
 			}
 			if got := enc(parts[0]); !bytes.Equal(got, want) {
 				failure = fmt.Errorf("round %d: merging the values in another grouping and order gave %x, adding them in order %x (Merge is not associative and commutative, or the encoding is not canonical)", round, got, want)

@@ -285,3 +285,25 @@ func TestAggregatePanicInMarshalJSONSetsResultAside(t *testing.T) {
 		t.Fatalf("set aside %+v; want ann's result, naming result and the panicking MarshalJSON, with its aggregate", aside)
 	}
 }
+
+// sharingTop3 is Top3 whose Merge takes its argument's map when it has
+// none: a later merge into it changes the argument, which the handler
+// shares between the windows and the retries of a record.
+type sharingTop3 struct{ Top3 }
+
+func (t *sharingTop3) Add(page string) { t.Top3.Add(page) }
+func (t *sharingTop3) Merge(o *sharingTop3) {
+	if t.Views == nil {
+		t.Views = o.Views
+		return
+	}
+	t.Top3.Merge(&o.Top3)
+}
+
+// TestCheckMergeLawsFindsAMergeThatKeepsItsArgument: before, it passed.
+func TestCheckMergeLawsFindsAMergeThatKeepsItsArgument(t *testing.T) {
+	err := handler.CheckMergeLaws[sharingTop3]([]string{"/a", "/b", "/a", "/c"}, 20, 1)
+	if err == nil || !strings.Contains(err.Error(), "keeps a reference to its argument") {
+		t.Errorf("CheckMergeLaws: %v; want Merge named as keeping a reference to its argument", err)
+	}
+}

@@ -334,6 +334,9 @@ func NewOperations(stack awscdk.Stack, props OperationsProps) (*Operations, erro
 	if err := checkIteratorAgeThreshold(stack, settings.Alarms); err != nil {
 		return nil, err
 	}
+	if err := checkErrorsThreshold(stack, settings.Alarms); err != nil {
+		return nil, err
+	}
 	ops.Topic, ops.TopicKey = NewAlarmTopic(stack, "AlarmTopic", settings.AlarmEmail)
 	SendAlarmsTo(stack, ops.Topic)
 	ops.Alarms = NewAlarms(stack, settings.Alarms)
@@ -367,6 +370,31 @@ func checkIteratorAgeThreshold(stack awscdk.Stack, specs map[AlarmKind]AlarmSpec
 	if lowest > 0 && threshold >= lowest {
 		return fmt.Errorf("context %s%s.threshold: %s ms is not below the MaximumRecordAge of %s's stream mapping (%v, %d ms): Lambda sends it no older record, so its iterator age could never reach the threshold and the alarm never fire; want below %d",
 			ContextAlarmPrefix, AlarmIteratorAge, strconv.FormatFloat(spec.Threshold, 'f', -1, 64), name, lowest, lowest.Milliseconds(), lowest.Milliseconds())
+	}
+	return nil
+}
+
+// checkErrorsThreshold fails when the errors alarm's threshold is above
+// what a function that only its schedule invokes (a pipeline's ticker) can
+// count in one period (maxScheduledErrors): every function's errors alarm
+// has that threshold, so that function's alarm could never fire, however
+// often its ticks fail. The error names the function with the lowest such
+// bound. Other functions' errors follow their traffic, which nothing in
+// the stack bounds.
+func checkErrorsThreshold(stack awscdk.Stack, specs map[AlarmKind]AlarmSpec) error {
+	spec, ok := specs[AlarmErrors]
+	if !ok {
+		spec = alarmKindInfo(AlarmErrors).Default
+	}
+	lowest, name, why := math.Inf(1), "", ""
+	for _, fn := range stackFunctions(stack) {
+		if max, reason, ok := maxScheduledErrors(stack, fn, spec.Period); ok && max < lowest {
+			lowest, name, why = max, fn.label(), reason
+		}
+	}
+	if spec.Threshold > lowest {
+		return fmt.Errorf("context %s%s.threshold: %s is above %v, the most errors %s can count in a period of %v (%s): its errors alarm could never fire; want at most %v, or a longer %s%s.periodSeconds",
+			ContextAlarmPrefix, AlarmErrors, strconv.FormatFloat(spec.Threshold, 'g', -1, 64), lowest, name, spec.Period, why, lowest, ContextAlarmPrefix, AlarmErrors)
 	}
 	return nil
 }

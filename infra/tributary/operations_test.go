@@ -578,6 +578,44 @@ func TestOpsSettingsRejects(t *testing.T) {
 	}
 }
 
+// TestErrorsThresholdWithinTheTickersReach: a pipeline's ticker runs only
+// on its schedule, every minute, each tick tried at most 3 times (once and
+// 2 retries) and run up to 10 minutes late, so one period of P seconds
+// sees at most 3 x ((P+600)/60 + 1) of its errors: 48 in 5 minutes, 36 in
+// one. An errors threshold above that would leave every ticker's errors
+// alarm unable to fire, so synth stops naming the key and the ticker; a
+// threshold at the bound synthesizes.
+func TestErrorsThresholdWithinTheTickersReach(t *testing.T) {
+	assets := t.TempDir()
+	writeDummyAssets(assets)
+	tests := []struct {
+		name      string
+		threshold any
+		period    float64
+		want      string // "" if synth succeeds
+	}{
+		{"at the bound of 5 minutes", 48.0, 300, ""},
+		{"one above it", 49.0, 300, "context tributary:alarm.errors.threshold: 49 is above 48, the most errors ticker["},
+		{"far above it, as a string", "1e308", 300, "context tributary:alarm.errors.threshold: 1e+308 is above 48"},
+		{"at the bound of a minute", 36.0, 60, ""},
+		{"a fraction above it", 36.5, 60, "36.5 is above 36, the most errors ticker["},
+		{"a day's period allows more", 4353.0, 86400, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := map[string]any{ContextAssetDir: assets,
+				"tributary:alarm.errors.threshold": tt.threshold, "tributary:alarm.errors.periodSeconds": tt.period}
+			_, err := NewTributaryStack(newTestApp(t.TempDir(), ctx), StackID, nil)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("NewTributaryStack: %v, want success", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("NewTributaryStack error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestEveryContextKeyIsKnown: each context key the package declares (a
 // Context... constant of the package's source) is one unknownContextKeys
 // accepts, so that a new setting cannot stop synth as a misspelt key, and

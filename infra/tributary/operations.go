@@ -81,6 +81,16 @@ var (
 	}
 )
 
+// alarmLookBack is how far back CloudWatch lets an alarm with periods of
+// period look (Period x EvaluationPeriods): a day for periods under an
+// hour, 7 days for longer ones; what says it, and the rule, in words.
+func alarmLookBack(period time.Duration) (max time.Duration, what string) {
+	if period < time.Hour {
+		return 24 * time.Hour, "a day, which CloudWatch refuses for periods under an hour"
+	}
+	return 7 * 24 * time.Hour, "7 days, which CloudWatch refuses"
+}
+
 // OpsSettings are the operational settings of the stack, read from context
 // by OpsSettingsFromContext.
 type OpsSettings struct {
@@ -144,9 +154,9 @@ func OpsSettingsFromContext(node constructs.Node) (OpsSettings, error) {
 			return s, err
 		}
 		spec.EvaluationPeriods = int(evals)
-		if spec.Period*time.Duration(spec.EvaluationPeriods) > 24*time.Hour {
-			return s, fmt.Errorf("context %s*: %d periods of %v look back more than a day, which CloudWatch refuses",
-				prefix, spec.EvaluationPeriods, spec.Period)
+		if max, what := alarmLookBack(spec.Period); spec.Period*time.Duration(spec.EvaluationPeriods) > max {
+			return s, fmt.Errorf("context %s*: %d periods of %v look back more than %s",
+				prefix, spec.EvaluationPeriods, spec.Period, what)
 		}
 		s.Alarms[kind.Kind] = spec
 	}

@@ -551,8 +551,10 @@ func TestOpsSettingsRejects(t *testing.T) {
 			"is not below the MaximumRecordAge of"},
 		{"period off the metrics' minute", map[string]any{"tributary:alarm.errors.periodSeconds": 90.0},
 			"context tributary:alarm.errors.periodSeconds: 90 is not a multiple of 60"},
-		{"looking back more than a day", map[string]any{"tributary:alarm.errors.periodSeconds": 3600.0, "tributary:alarm.errors.evaluationPeriods": 25.0},
-			"25 periods of 1h0m0s look back more than a day"},
+		{"looking back more than a day in periods under an hour", map[string]any{"tributary:alarm.errors.periodSeconds": 1800.0, "tributary:alarm.errors.evaluationPeriods": 49.0},
+			"context tributary:alarm.errors.*: 49 periods of 30m0s look back more than a day, which CloudWatch refuses for periods under an hour"},
+		{"looking back more than a week in hourly periods", map[string]any{"tributary:alarm.errors.periodSeconds": 3600.0, "tributary:alarm.errors.evaluationPeriods": 169.0},
+			"context tributary:alarm.errors.*: 169 periods of 1h0m0s look back more than 7 days, which CloudWatch refuses"},
 		{"unknown alarm kind", map[string]any{"tributary:alarm.eror.threshold": 1.0},
 			"context tributary:alarm.eror.threshold: unknown key"},
 		{"unknown alarm setting", map[string]any{"tributary:alarm.errors.limit": 1.0},
@@ -611,6 +613,33 @@ func TestErrorsThresholdWithinTheTickersReach(t *testing.T) {
 				t.Errorf("NewTributaryStack: %v, want success", err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 				t.Errorf("NewTributaryStack error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestAlarmsLookBackAsFarAsCloudWatchAllows: CloudWatch lets an alarm
+// look back a day over periods under an hour and 7 days over hourly or
+// longer ones; a range within that synthesizes, with the alarms' period
+// and evaluation count as asked.
+func TestAlarmsLookBackAsFarAsCloudWatchAllows(t *testing.T) {
+	tests := []struct{ period, evals float64 }{
+		{1800, 48},  // a day of half hours
+		{3600, 48},  // two days of hours
+		{3600, 168}, // a week of hours
+		{86400, 7},  // a week of days
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%v x %v s", tt.evals, tt.period), func(t *testing.T) {
+			app := newTestApp(t.TempDir(), map[string]any{
+				"tributary:alarm.throttles.periodSeconds": tt.period, "tributary:alarm.throttles.evaluationPeriods": tt.evals})
+			s, err := OpsSettingsFromContext(app.Node())
+			if err != nil {
+				t.Fatalf("OpsSettingsFromContext: %v", err)
+			}
+			got := s.Alarms[AlarmThrottles]
+			if got.Period.Seconds() != tt.period || float64(got.EvaluationPeriods) != tt.evals {
+				t.Errorf("throttles alarm: %v x %d, want %v x %v s", got.Period, got.EvaluationPeriods, tt.evals, tt.period)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package tributary
 import (
 	"fmt"
 	"math"
+	"os"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -209,6 +210,9 @@ func LoadPipelines(scope constructs.Construct, props PipelinesProps) ([]pipeline
 		var err error
 		if dir, err = contextString(constructs.Node_Of(scope), ContextPipelinesDir, DefaultPipelinesDir); err != nil {
 			return nil, err
+		}
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			return nil, fmt.Errorf("context %s: %s is not a directory of pipeline files (relative to infra/; default %s)", ContextPipelinesDir, dir, DefaultPipelinesDir)
 		}
 	}
 	return pipeline.LoadDir(dir)

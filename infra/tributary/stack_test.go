@@ -992,6 +992,10 @@ func TestNewTributaryStackRejects(t *testing.T) {
 			`context tributary:viewsReadCapacity: "lots" is not a number`},
 		{"views write capacity past the table quota", map[string]any{ContextViewsWriteCapacity: 40001.0, ContextAssetDir: complete}, nil,
 			"context tributary:viewsWriteCapacity: 40001 is not a whole number between 0 and 40000"},
+		{"pipelines dir that does not exist", map[string]any{ContextPipelinesDir: filepath.Join(complete, "pipeline"), ContextAssetDir: complete}, nil,
+			"context tributary:pipelinesDir: " + filepath.Join(complete, "pipeline") + " is not a directory of pipeline files"},
+		{"pipelines dir that is a file", map[string]any{ContextPipelinesDir: filepath.Join(complete, FunctionIngest, "bootstrap"), ContextAssetDir: complete}, nil,
+			"context tributary:pipelinesDir: " + filepath.Join(complete, FunctionIngest, "bootstrap") + " is not a directory of pipeline files"},
 		{"pipeline without windows", nil, &TributaryStackProps{AssetDir: complete, Pipelines: []pipeline.File{{Path: "p.json", JSON: []byte(`{"name": "p"}`)}}},
 			"p.json: windows: at least one window is required"},
 	}

@@ -9,12 +9,12 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/handler"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 )
@@ -239,7 +239,7 @@ func TestUnreadableStateReasonIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustBatch(t, h, kinesisRecords([]rec{{seq: 100, env: request("e0", "/bad", 1, `{"ms":1}`)}}))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	if h, err = handler.NewWindowed[Wordy](cfg, selectLatency, handler.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), handler.WithMetrics(nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -269,22 +269,4 @@ func TestUnreadableStateReasonIsBounded(t *testing.T) {
 			t.Errorf("a log line of %d bytes: %.200s…", len(line), line)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer a logger shared by goroutines writes to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -54,8 +55,9 @@ const putAttempts = 5
 // The position is taken before the scan: for each shard of the table's
 // stream, the sequence number of its last record (closed shards: their
 // ending sequence number; open shards: read from TRIM_HORIZON to the tip,
-// logged as it goes; with a deadline it gives up, publishing nothing,
-// once it has used half the time left, see position).
+// positionReaders shards at once, logged as it goes; with a deadline it
+// gives up, publishing nothing, once it has used half the time left, see
+// position).
 // Changes after the position are those the cdc function writes after the
 // snapshot's records' versions; a consumer applies the snapshot, then a
 // change only if its version is higher than the version it holds for the
@@ -272,14 +274,26 @@ func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.Attribute
 // pass between progress lines while the position is taken.
 const positionProgressPages = 50
 
+// positionReaders bounds the open shards read at once while the position is
+// taken. A busy table's stream has an open shard per partition, and read one
+// after another the position took the sum of their reads. Each reader reads
+// one shard, one GetRecords after another: DynamoDB Streams throttles more
+// than two readers of the same shard (the cdc function's event source
+// mapping is the other one) and states no limit across a stream's shards;
+// the bound keeps a table of hundreds of partitions from opening hundreds of
+// connections at once.
+const positionReaders = 8
+
 // position is the last sequence number of every shard of the stream. An
 // open shard is read from its oldest record to its tip (no call gives its
 // last sequence number), which on a busy table is minutes of GetRecords:
-// it logs each shard read, and a line every positionProgressPages pages.
-// With a deadline (a Lambda invocation's), it stops once it has used half
-// the time left when it began, rather than run until Lambda kills the
+// it reads positionReaders open shards at once, logs each shard read, and
+// a line every positionProgressPages pages of a shard. With a deadline (a
+// Lambda invocation's), it stops every reader once it has used half the
+// time left when it began, rather than run until Lambda kills the
 // invocation with nothing published: the scan and the publishing need the
-// rest.
+// rest. The first shard that fails, or finds the time used, stops the
+// others, and its error is the one returned.
 func (h *Handler) position(ctx context.Context, streams StreamReader, arn string) (*Position, error) {
 	start := time.Now()
 	var stopAt time.Time
@@ -287,9 +301,8 @@ func (h *Handler) position(ctx context.Context, streams StreamReader, arn string
 		stopAt = start.Add(d.Sub(start) / 2)
 	}
 	pos := &Position{StreamArn: arn, Shards: map[string]string{}}
-	var after *string
-	read := 0
-	for {
+	var open []string
+	for after := (*string)(nil); ; {
 		d, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn), ExclusiveStartShardId: after})
 		if err != nil {
 			return nil, fmt.Errorf("describing stream %s: %w", arn, err)
@@ -300,20 +313,74 @@ func (h *Handler) position(ctx context.Context, streams StreamReader, arn string
 				pos.Shards[id] = aws.ToString(r.EndingSequenceNumber)
 				continue
 			}
-			last, n, err := h.lastSequenceNumber(ctx, streams, arn, id, start, stopAt)
-			if err != nil {
-				return nil, err
-			}
-			pos.Shards[id] = last
-			read += n
+			open = append(open, id)
 		}
-		after = d.StreamDescription.LastEvaluatedShardId
-		if after == nil {
-			h.log.InfoContext(ctx, "stream position taken", "stream", arn, "shards", len(pos.Shards), "recordsRead", read,
-				"took", time.Since(start).Round(time.Millisecond).String())
-			return pos, nil
+		if after = d.StreamDescription.LastEvaluatedShardId; after == nil {
+			break
 		}
 	}
+	if len(open) > 0 {
+		h.log.InfoContext(ctx, "taking the stream position: reading the open shards to their tips", "stream", arn,
+			"openShards", len(open), "atOnce", min(len(open), positionReaders))
+	}
+	lasts, read, err := h.readOpenShards(ctx, streams, arn, open, start, stopAt)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range open {
+		pos.Shards[id] = lasts[i]
+	}
+	h.log.InfoContext(ctx, "stream position taken", "stream", arn, "shards", len(pos.Shards), "recordsRead", read,
+		"took", time.Since(start).Round(time.Millisecond).String())
+	return pos, nil
+}
+
+// readOpenShards reads shards to their tips, positionReaders at once, and
+// returns each one's last sequence number (in shards' order) and the records
+// read. The first error cancels the other readers and is the one returned.
+func (h *Handler) readOpenShards(ctx context.Context, streams StreamReader, arn string, shards []string, start, stopAt time.Time) ([]string, int, error) {
+	readCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lasts := make([]string, len(shards))
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		read  int
+	)
+	next := make(chan int)
+	for range min(len(shards), positionReaders) {
+		wg.Go(func() {
+			for i := range next {
+				last, n, err := h.lastSequenceNumber(readCtx, streams, arn, shards[i], start, stopAt)
+				lasts[i] = last
+				mu.Lock()
+				read += n
+				if err != nil && first == nil {
+					first = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for i := range shards {
+		select {
+		case next <- i:
+		case <-readCtx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return nil, read, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, read, fmt.Errorf("stream %s: taking the position after %d records: %w", arn, read, err)
+	}
+	return lasts, read, nil
 }
 
 // lastSequenceNumber reads an open shard to its tip; "" if it is empty.

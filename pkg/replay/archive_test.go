@@ -427,50 +427,45 @@ func (a *archived) put(key string, body []byte, class s3types.StorageClass) {
 	}
 }
 
-// TestArchiveObjectsBeforeFromAreNotRead: an object of the archive from
-// long before -from (damaged, or moved to a storage class that needs a
-// restore) is outside the rebuild: it neither stops it nor is read to find
-// where the archive begins.
-func TestArchiveObjectsBeforeFromAreNotRead(t *testing.T) {
-	a := newArchived(t, 1)
-	ctx := context.Background()
-	from := time.Now().Add(-time.Second)
-	seam, _ := a.sendAcrossSeam()
-	a.archive(ctx, 10, nil)
-	old := archive.Key(a.stream, []archive.Record{{Shard: "shardId-000000000000", Seq: "1", Arrival: time.Now().Add(-30 * 24 * time.Hour)}})
-	a.put(old, []byte("not gzip"), "")
-	r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
-	progress := &syncbuf.Buffer{}
-	opts := a.opts(from, progress)
-	opts.Archive, opts.ArchiveUntil = archive.NewReader(a.s3, a.bucket), seam
-	res, err := r.Run(ctx, opts, a.handler)
-	if err != nil || !res.Swapped || res.Archived != 40 {
-		t.Fatalf("rebuild from %s with a damaged object of last month (%s) in the archive: %+v %v, want it swapped with the 40 records before the seam from the archive\n%s",
-			from, old, res, err, progress)
-	}
-}
-
-// TestArchiveObjectsAfterTheSeamAreNotRead: to place the seam the rebuild
-// looks for the last archived record that arrived before it; an object
-// filed under a later hour holds only records that arrived after the seam,
-// so it is listed (its first sequence number bounds the archive's part)
-// but not read: it costs no GET, and a damaged one does not stop the
-// rebuild.
-func TestArchiveObjectsAfterTheSeamAreNotRead(t *testing.T) {
-	a := newArchived(t, 1)
-	ctx := context.Background()
-	from := time.Now().Add(-time.Second)
-	seam, _ := a.sendAcrossSeam()
-	a.archive(ctx, 10, nil)
-	later := archive.Key(a.stream, []archive.Record{{Shard: "shardId-000000000000", Seq: "9" + strings.Repeat("0", 60), Arrival: seam.Add(time.Hour)}})
-	a.put(later, []byte("not gzip"), "")
-	r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
-	progress := &syncbuf.Buffer{}
-	opts := a.opts(from, progress)
-	opts.Archive, opts.ArchiveUntil = archive.NewReader(a.s3, a.bucket), seam
-	res, err := r.Run(ctx, opts, a.handler)
-	if err != nil || !res.Swapped || res.Archived != 40 {
-		t.Fatalf("rebuild with a damaged object of the hour after the seam (%s): %+v %v, want it swapped with the 40 records before the seam from the archive\n%s",
-			later, res, err, progress)
+// TestDamagedArchiveObjectsOutsideTheRebuildAreNotRead: an object of the
+// archive outside what a rebuild reads is not read, so a damaged one (or one
+// moved to a storage class that needs a restore) does not stop it:
+//   - one from long before -from is neither read nor used to find where
+//     the archive begins;
+//   - one filed under an hour after the seam holds only records that
+//     arrived after it: to place the seam the rebuild looks for the last
+//     archived record that arrived before it, so such an object is listed
+//     (its first sequence number bounds the archive's part) but costs no
+//     GET.
+func TestDamagedArchiveObjectsOutsideTheRebuildAreNotRead(t *testing.T) {
+	for _, tc := range []struct {
+		name, where string
+		record      func(seam time.Time) archive.Record
+	}{
+		{"before from", "of last month", func(time.Time) archive.Record {
+			return archive.Record{Shard: "shardId-000000000000", Seq: "1", Arrival: time.Now().Add(-30 * 24 * time.Hour)}
+		}},
+		{"after the seam", "of the hour after the seam", func(seam time.Time) archive.Record {
+			return archive.Record{Shard: "shardId-000000000000", Seq: "9" + strings.Repeat("0", 60), Arrival: seam.Add(time.Hour)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newArchived(t, 1)
+			ctx := context.Background()
+			from := time.Now().Add(-time.Second)
+			seam, _ := a.sendAcrossSeam()
+			a.archive(ctx, 10, nil)
+			damaged := archive.Key(a.stream, []archive.Record{tc.record(seam)})
+			a.put(damaged, []byte("not gzip"), "")
+			r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
+			progress := &syncbuf.Buffer{}
+			opts := a.opts(from, progress)
+			opts.Archive, opts.ArchiveUntil = archive.NewReader(a.s3, a.bucket), seam
+			res, err := r.Run(ctx, opts, a.handler)
+			if err != nil || !res.Swapped || res.Archived != 40 {
+				t.Fatalf("rebuild from %s with a damaged object %s (%s) in the archive: %+v %v, want it swapped with the 40 records before the seam from the archive\n%s",
+					from, tc.where, damaged, res, err, progress)
+			}
+		})
 	}
 }

@@ -4,8 +4,11 @@
 // windows every watermark has passed in the DynamoDB table named by
 // VIEWS_TABLE_NAME (or by the SSM parameter VIEWS_PARAMETER_NAME, as for
 // aggregate), and emits their results to the Kinesis stream named by
-// OUTPUT_STREAM_NAME (optional). It reads the same configuration as the
-// aggregate function; the logic is in package aggregate.
+// OUTPUT_STREAM_NAME (optional). With EVENTS_STREAM_NAME (the stream the
+// aggregate reads) it first checks that an idle-looking shard holds no
+// record the aggregate has not processed (package backlog). It reads the
+// same configuration as the aggregate function; the logic is in package
+// aggregate.
 package main
 
 import (

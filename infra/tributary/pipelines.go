@@ -386,6 +386,15 @@ func (p *Pipelines) newPipeline(scope constructs.Construct, f pipeline.File, pro
 		MemoryMB:    functionMemoryMB,
 	})
 	p.grantWindows(x.Ticker, cfg)
+	// Before it advances an idle shard by the clock, the ticker reads the
+	// events stream after the last record the aggregate processed
+	// (package backlog): a shard whose records wait for a failing or
+	// throttled aggregate is not idle.
+	x.Ticker.Function.AddEnvironment(jsii.String(EnvEventsStreamName), props.Events.StreamName(), nil)
+	props.Events.Grant(x.Ticker.Role, jsii.String("kinesis:GetShardIterator"), jsii.String("kinesis:GetRecords"))
+	if key := props.Events.EncryptionKey(); key != nil {
+		key.GrantDecrypt(x.Ticker.Role)
+	}
 	for _, fn := range []*GoFunction{x.Aggregate.GoFunction, x.Ticker} {
 		fn.Function.Node().DefaultChild().(awslambda.CfnFunction).AddMetadata(jsii.String(PipelineMetadataKey), jsii.String(cfg.Name))
 	}

@@ -141,6 +141,26 @@ func TestPipelinesFromFiles(t *testing.T) {
 					}
 					distinct("function", fn.id, name)
 				}
+				// The ticker reads the events stream after the aggregate's
+				// last record before it takes a shard for idle; the
+				// aggregate has its mapping and needs neither.
+				events := logicalID(s.Stack, s.Events)
+				for _, fn := range []struct {
+					id    string
+					r     cfnResource
+					reads bool
+				}{{aggID, agg, false}, {tickID, tick, true}} {
+					vars := fn.r.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+					if got, ok := vars[EnvEventsStreamName]; ok != fn.reads || (ok && !reflect.DeepEqual(got, ref(events))) {
+						t.Errorf("%s: %s = %v (set %v), want the events stream only on the ticker", fn.id, EnvEventsStreamName, got, ok)
+					}
+				}
+				grants := tmpl.grants(logicalID(s.Stack, s.Pipelines.Pipeline(name).Ticker.Role))
+				for _, g := range []string{"kinesis:GetShardIterator " + events + ".Arn", "kinesis:GetRecords " + events + ".Arn"} {
+					if !grants[g] {
+						t.Errorf("ticker role lacks %s; it has %v", g, grants)
+					}
+				}
 				m := tmpl.mappingOf(t, aggID)
 				distinct("mapping source", resourceName(m.Properties["EventSourceArn"]), name)
 				distinct("mapping", resourceName(m.Properties["FunctionName"])+"/mapping", name)

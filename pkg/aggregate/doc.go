@@ -37,7 +37,13 @@
 // advance stops there until the flush clears the hold (or for at most
 // holdFor), and records Lambda carries are not closed out of their windows
 // (a late record's window, closed by the ticker first, would get a result
-// without it and then its correction, where a batch's first result has it). Late
+// without it and then its correction, where a batch's first result has it).
+// The watermark is stored with the last record whose effects it commits
+// (state.Views.CommitWatermark); with WithBacklog the ticker reads the
+// stream after that record before it advances a shard as idle, and a
+// record found there (a function failing or throttled for longer than
+// idleTimeout) bounds the advance by its arrival (idleHold), so the
+// records a stuck function has yet to process are not made late. Late
 // records are dropped (counted) or, under the correct policy, applied to the
 // final window as a correction that carries the previous value.
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/tributary-dev/tributary/internal/envvar"
+	"github.com/tributary-dev/tributary/pkg/backlog"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
@@ -34,6 +35,11 @@ const (
 	// used before it is read again (default 30, at most 3600).
 	EnvViewsRefresh = "VIEWS_REFRESH_SECONDS"
 	EnvOutputStream = "OUTPUT_STREAM_NAME" // optional
+	// EnvEventsStream names the stream the aggregate function reads: the
+	// ticker asks it whether a shard that looks idle still holds records
+	// the function has not processed (WithBacklog). Optional: without it
+	// the ticker advances idle shards by the clock alone.
+	EnvEventsStream = "EVENTS_STREAM_NAME"
 	// EnvQuarantineTable names the table records that can never be
 	// applied are set aside in (package setaside).
 	EnvQuarantineTable = "QUARANTINE_TABLE_NAME"
@@ -78,6 +84,13 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 		}
 		out = kinesis.NewFromConfig(awsCfg)
 	}
+	var opts []Option
+	if events, _ := lookup(EnvEventsStream); events != "" {
+		if err := envvar.Check(events, envvar.Stream); err != nil {
+			return nil, fmt.Errorf("environment variable %s: %w", EnvEventsStream, err)
+		}
+		opts = append(opts, WithBacklog(backlog.New(kinesis.NewFromConfig(awsCfg), events)))
+	}
 	quarantine, _ := lookup(EnvQuarantineTable) // the ticker reads no records
 	if quarantine != "" {
 		if err := envvar.Check(quarantine, envvar.Table); err != nil {
@@ -91,11 +104,12 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 	// Per-pipeline series next to the function-wide ones: several
 	// functions run this binary, one per pipeline.
 	m := metrics.New(stdout, function, metrics.WithDimension(MetricDimensionPipeline, cfg.Name))
-	return New(cfg, views, out, streamName,
+	opts = append(opts,
 		WithMetrics(m),
 		WithLogger(log),
 		WithDedupe(NewLedger(RoutedLedgerStore(client, table), current, cfg)),
-		WithSetAside(newSink(client, quarantine, function, m, log))), nil
+		WithSetAside(newSink(client, quarantine, function, m, log)))
+	return New(cfg, views, out, streamName, opts...), nil
 }
 
 // ViewsTable is the name of the views table a function uses: fixed, or the

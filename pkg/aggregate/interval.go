@@ -285,7 +285,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		return events.KinesisTimeWindowEventResponse{}, err // Lambda retries the final invocation with the same state
 	}
 	if c.failures.Len() == 0 {
-		if err := p.commit(ctx, shard, &wm, true, published); err != nil {
+		if err := p.commit(ctx, shard, &wm, accumulated, true, published); err != nil {
 			return events.KinesisTimeWindowEventResponse{}, err
 		}
 	}

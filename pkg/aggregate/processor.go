@@ -41,16 +41,20 @@ type Processor struct {
 	// its runs are held as their aggregates (sessionfold.go).
 	sessionFoldBytes int
 
-	mu     sync.Mutex
-	marks  map[string]*window.Watermark // per shard: the last fully processed batch's watermark
-	loaded bool
-	keyed  map[keyedCacheRef]state.KeyedState // warm copies of keyed window states (rememberKeyed)
+	mu    sync.Mutex
+	marks map[string]*window.Watermark // per shard: the last fully processed batch's watermark
+	// through is, per shard, the last record whose effects this process
+	// committed with the watermark (state.Views.CommitWatermark).
+	through map[string]string
+	loaded  bool
+	keyed   map[keyedCacheRef]state.KeyedState // warm copies of keyed window states (rememberKeyed)
 	// unfinalized marks shards whose last finalize failed: the next batch
 	// finalizes again even if its watermark does not move.
 	unfinalized map[string]bool
 
-	ledger *dedupe.Ledger // claims of event ids; nil: no suppression by id
-	sink   *setaside.Sink // where records that can never be applied go
+	ledger  *dedupe.Ledger // claims of event ids; nil: no suppression by id
+	backlog Backlog        // the ticker's view of records not yet processed; nil: none
+	sink    *setaside.Sink // where records that can never be applied go
 
 	batches sync.Pool // *stream.KinesisBatch, reused across invocations
 	kinds   []string  // cfg.Windows[i].ID(), made once: routing needs it per record
@@ -72,6 +76,21 @@ func WithClock(now func() time.Time) Option { return func(p *Processor) { p.now 
 // package dedupe); without it only Lambda's redeliveries are deduplicated.
 // NewLedger builds the ledger a pipeline keeps in its views table.
 func WithDedupe(ledger *dedupe.Ledger) Option { return func(p *Processor) { p.ledger = ledger } }
+
+// Backlog tells the ticker whether a shard has records the aggregate
+// function has not processed yet (package backlog reads the events
+// stream): the first record after seq on shard, and when it arrived.
+type Backlog interface {
+	FirstAfter(ctx context.Context, shard, seq string) (arrived time.Time, found bool, err error)
+}
+
+// WithBacklog has the ticker ask b, before it advances an idle shard by
+// processing time, whether the shard still holds records the function has
+// not processed (a function failing, throttled or redeploying for longer
+// than idleTimeout): the advance then stops idleTimeout + outOfOrderness
+// before the first such record arrived, so those records are not late when
+// they are applied. Without it the ticker advances by the clock alone.
+func WithBacklog(b Backlog) Option { return func(p *Processor) { p.backlog = b } }
 
 // DefaultConcurrency is how many DynamoDB requests a processor has in
 // flight at once unless WithConcurrency says otherwise. A flush or a batch
@@ -99,6 +118,7 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 		log: slog.Default(), now: time.Now, concurrency: DefaultConcurrency,
 		sessionFoldBytes: DefaultSessionFoldBytes,
 		marks:            map[string]*window.Watermark{},
+		through:          map[string]string{},
 		keyed:            map[keyedCacheRef]state.KeyedState{},
 
 		unfinalized: map[string]bool{},
@@ -523,10 +543,27 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 		// watermark, and the ticker never closed the windows it wrote.
 		wm = c.settled(*committed, c.failures.Lowest())
 	}
-	if err := p.commit(ctx, shard, &wm, len(c.keyed) > 0, nil); err != nil {
+	if err := p.commit(ctx, shard, &wm, processedThrough(recs, &c.failures), len(c.keyed) > 0, nil); err != nil {
 		return events.KinesisEventResponse{}, err
 	}
 	return c.failures.Kinesis(), nil
+}
+
+// processedThrough is the last record of recs whose effects a batch has
+// had: its last, or the last before its lowest failed record (Lambda
+// resumes there); "" when that is the first.
+func processedThrough(recs []stream.KinesisRecord, failures *batch.StreamFailures) string {
+	if failures.Len() == 0 {
+		return recs[len(recs)-1].SequenceNumber
+	}
+	lowest, through := failures.Lowest(), ""
+	for i := range recs {
+		if stream.CompareSequence(recs[i].SequenceNumber, lowest) >= 0 {
+			break
+		}
+		through = recs[i].SequenceNumber
+	}
+	return through
 }
 
 // settled is committed raised by the event times of the records that
@@ -700,18 +737,26 @@ func (p *Processor) watermark(ctx context.Context, shard string) (*window.Waterm
 // it makes final (also when it did not move but keyed states changed: a late
 // record may correct a final session or sliding window), but for those
 // published, which the batch's own writes made final and published.
-func (p *Processor) commit(ctx context.Context, shard string, wm *window.Watermark, keyedChanged bool, published map[state.Ref]bool) error {
+func (p *Processor) commit(ctx context.Context, shard string, wm *window.Watermark, through string, keyedChanged bool, published map[state.Ref]bool) error {
 	p.mu.Lock()
 	prev := *p.marks[shard]
+	moved := through != "" && through != p.through[shard]
 	p.mu.Unlock()
-	if wm.Current().After(prev.Current()) || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
+	if shard == state.SampleShard {
+		through, moved = "", false // no stream holds its records
+	}
+	if moved || wm.Current().After(prev.Current()) || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
 		// The ticker (or a duplicate invocation) may have stored a later
-		// one: wm takes it.
-		if err := p.views.AdvanceWatermark(ctx, p.cfg.Name, shard, wm); err != nil {
+		// one: wm takes it. The position goes with it, so the ticker
+		// knows which of the shard's records are still to be processed.
+		if err := p.views.CommitWatermark(ctx, p.cfg.Name, shard, wm, through); err != nil {
 			return err
 		}
 		p.mu.Lock()
 		p.marks[shard] = wm
+		if through != "" {
+			p.through[shard] = strings.Clone(through) // the batch's strings are reused
+		}
 		p.mu.Unlock()
 	}
 	if !wm.Current().IsZero() {
@@ -825,9 +870,24 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 	if err != nil {
 		return res, err
 	}
+	// The last record each shard's function processed: records after it
+	// are still to come, whatever the clock says.
+	var positions map[string]string
+	if p.backlog != nil {
+		if positions, err = p.views.Positions(ctx, p.cfg.Name); err != nil {
+			return res, err
+		}
+	}
+	var unread []error
 	for shard, wm := range marks {
 		res.Shards++
-		moved := wm.AdvanceIdleHeld(now, p.cfg.IdleTimeout, holds[shard])
+		hold, err := p.idleHold(ctx, shard, wm, holds[shard], positions[shard], now)
+		if err != nil {
+			// Not known to be idle: no advance, and the tick fails once
+			// the other shards are done, so its alarm says why.
+			unread = append(unread, err)
+		}
+		moved := wm.AdvanceIdleHeld(now, p.cfg.IdleTimeout, hold)
 		// Save the idle clock even when the value did not move yet.
 		if _, err := p.views.SaveWatermark(ctx, p.cfg.Name, shard, wm); err != nil {
 			return res, err
@@ -846,7 +906,39 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 			res.Finalized += len(refs)
 		}
 	}
-	return res, nil
+	return res, errors.Join(unread...)
+}
+
+// idleHold is how far the ticker may advance shard's watermark by
+// processing time: no further than hold (the records a per-interval
+// invocation carries), and, when the stream holds records after through
+// (the last one the function processed), no further than idleTimeout +
+// outOfOrderness before the first of them arrived. The idle advance
+// assumes a record reaches the stream within idleTimeout of happening; a
+// function failing or throttled for longer leaves its records on the
+// stream, and the clock alone would close their windows before they are
+// applied. When the stream cannot be read the watermark stays where it is.
+func (p *Processor) idleHold(ctx context.Context, shard string, wm *window.Watermark, hold time.Time, through string, now time.Time) (time.Time, error) {
+	if p.backlog == nil || through == "" {
+		return hold, nil // no position stored yet (or no stream to ask): the clock decides
+	}
+	if trial := *wm; !trial.AdvanceIdleHeld(now, p.cfg.IdleTimeout, hold) {
+		return hold, nil // it would not move: nothing to ask
+	}
+	arrived, found, err := p.backlog.FirstAfter(ctx, shard, through)
+	if err != nil {
+		return wm.Current(), fmt.Errorf("aggregate: shard %s not advanced as idle: %w", shard, err)
+	}
+	if !found {
+		return hold, nil
+	}
+	bound := arrived.Add(-p.cfg.IdleTimeout - wm.OutOfOrderness)
+	if hold.IsZero() || bound.Before(hold) {
+		hold = bound
+	}
+	p.log.Info("idle advance waits for records not processed yet", "shard", shard, "after", through,
+		"arrived", arrived.UTC().Format(time.RFC3339Nano), "watermarkAtMost", hold.UTC().Format(time.RFC3339Nano))
+	return hold, nil
 }
 
 func (p *Processor) flushMetrics() {

@@ -402,3 +402,57 @@ func TestBigSketchesCompactBySize(t *testing.T) {
 		t.Fatalf("windows %+v, want one holding %d", vs, total)
 	}
 }
+
+// TestCommitWatermarkKeepsTheLaterPosition: the position a function
+// commits with its watermark (the last record it processed) never moves
+// back, and neither does the watermark, whichever of the two a write finds
+// later stored: a duplicate invocation of an earlier batch that commits
+// last must not make the ticker think the shard's later records unread,
+// nor hide them.
+func TestCommitWatermarkKeepsTheLaterPosition(t *testing.T) {
+	at := func(d time.Duration) *window.Watermark {
+		wm := window.NewWatermark(10 * time.Second)
+		wm.Observe(minute.End.Add(d))
+		return wm
+	}
+	type commit struct {
+		wm  *window.Watermark
+		seq string
+	}
+	for _, tt := range []struct {
+		name    string
+		commits []commit
+		wantSeq string
+		wantWM  time.Duration
+	}{
+		{"in order", []commit{{at(0), "9"}, {at(time.Minute), "10"}}, "10", time.Minute},
+		{"an earlier batch commits last", []commit{{at(time.Minute), "10"}, {at(0), "9"}}, "10", time.Minute},
+		{"a later position under an earlier watermark", []commit{{at(time.Minute), "10"}, {at(0), "11"}}, "11", time.Minute},
+		{"a later watermark under an earlier position", []commit{{at(0), "11"}, {at(time.Minute), "10"}}, "11", time.Minute},
+		{"a watermark without a position keeps the position", []commit{{at(0), "9"}, {at(time.Minute), ""}}, "9", time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newViews(t)
+			ctx := context.Background()
+			for _, c := range tt.commits {
+				if err := f.views.CommitWatermark(ctx, "p", "shard-0", c.wm, c.seq); err != nil {
+					t.Fatal(err)
+				}
+			}
+			pos, err := f.views.Positions(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pos["shard-0"] != tt.wantSeq {
+				t.Errorf("position %q, want %q", pos["shard-0"], tt.wantSeq)
+			}
+			marks, err := f.views.Watermarks(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := at(tt.wantWM).Current(); !marks["shard-0"].Current().Equal(want) {
+				t.Errorf("watermark %v, want %v", marks["shard-0"].Current(), want)
+			}
+		})
+	}
+}

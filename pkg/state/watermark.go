@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,6 +21,11 @@ const (
 	// attrCounted is the fence of the last record of the last interval
 	// whose flush counted records it made no write for (FirstToCount).
 	attrCounted = "counted"
+	// attrThrough is the fence of the last record of the shard whose
+	// effects the function committed with the watermark (CommitWatermark):
+	// records after it are still to be processed, so the ticker does not
+	// take the shard for idle while the stream holds one (Positions).
+	attrThrough = "through"
 )
 
 func watermarkPK(pipeline string) string { return "watermark#" + pipeline }
@@ -78,6 +84,62 @@ func (v *Views) AdvanceWatermark(ctx context.Context, pipeline, shard string, wm
 		return fmt.Errorf("state: saving watermark of %s %s: %w", pipeline, shard, err)
 	}
 	return nil
+}
+
+// CommitWatermark is AdvanceWatermark for a function that has processed
+// shard's records through the record at seq: it stores seq with the
+// watermark in the same write, so the ticker can tell a shard with nothing
+// left to read (idle) from one whose records wait for a function that is
+// failing or throttled (Positions). Neither moves back: when a later
+// watermark or a later seq is stored already, each is stored on its own,
+// only if it is the later one (two writes, on that rare path only).
+func (v *Views) CommitWatermark(ctx context.Context, pipeline, shard string, wm *window.Watermark, seq string) error {
+	if seq == "" {
+		return v.AdvanceWatermark(ctx, pipeline, shard, wm)
+	}
+	f, err := Fence(seq)
+	if err != nil {
+		return fmt.Errorf("state: saving watermark of %s %s: %w", pipeline, shard, err)
+	}
+	blob, err := wm.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	slots := [3]types.AttributeValue{avB(blob), avS(timeText(wm.Current())), avS(f)}
+	stored, err := v.updateShardItem(ctx, pipeline, shard, &committedShape, slots[:])
+	if err != nil {
+		return fmt.Errorf("state: saving watermark of %s %s: %w", pipeline, shard, err)
+	}
+	if stored {
+		return nil
+	}
+	if err := v.AdvanceWatermark(ctx, pipeline, shard, wm); err != nil {
+		return err
+	}
+	// Not applied: a later record is stored (a duplicate invocation of an
+	// earlier batch ran last).
+	if _, err := v.updateShardItem(ctx, pipeline, shard, &throughShape, slots[2:]); err != nil {
+		return fmt.Errorf("state: saving the position of %s %s: %w", pipeline, shard, err)
+	}
+	return nil
+}
+
+// Positions loads, for each of pipeline's shards whose function committed
+// one (CommitWatermark), the sequence number of the last record it
+// processed there.
+func (v *Views) Positions(ctx context.Context, pipeline string) (map[string]string, error) {
+	out := map[string]string{}
+	err := v.eachShardItem(ctx, pipeline, "shard positions", func(shard string, it map[string]types.AttributeValue) error {
+		if f := stringAttr(it, attrThrough); f != "" {
+			seq := strings.TrimLeft(f, "0")
+			if seq == "" {
+				seq = "0"
+			}
+			out[shard] = seq
+		}
+		return nil
+	})
+	return out, err
 }
 
 // updateShardItem makes one conditional write of shape to pipeline's item
@@ -179,6 +241,26 @@ var watermarkShape = shapeSet{build: func(uint) expression.Builder {
 	return expression.NewBuilder().
 		WithUpdate(expression.Set(expression.Name(attrWatermark), slot(0)).Set(name, slot(1))).
 		WithCondition(expression.AttributeNotExists(name).Or(expression.LessThanEqual(name, slot(1))))
+}}
+
+// committedShape is CommitWatermark's write: the watermark (slots 0 and 1,
+// as watermarkShape) and the position (slot 2), unless a later watermark
+// or a later position is stored.
+var committedShape = shapeSet{build: func(uint) expression.Builder {
+	name, through := expression.Name(attrWMValue), expression.Name(attrThrough)
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name(attrWatermark), slot(0)).Set(name, slot(1)).Set(through, slot(2))).
+		WithCondition(expression.AttributeNotExists(name).Or(expression.LessThanEqual(name, slot(1))).
+			And(expression.AttributeNotExists(through).Or(expression.LessThanEqual(through, slot(2)))))
+}}
+
+// throughShape is CommitWatermark's write of the position alone (slot 0),
+// unless a later one is stored.
+var throughShape = shapeSet{build: func(uint) expression.Builder {
+	name := expression.Name(attrThrough)
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(name, slot(0))).
+		WithCondition(expression.AttributeNotExists(name).Or(expression.LessThan(name, slot(0))))
 }}
 
 // watermarksShape is Watermarks' key condition (slot 0: the partition).

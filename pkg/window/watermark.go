@@ -58,7 +58,10 @@ func (w *Watermark) Observe(eventTime time.Time) bool {
 // event time now − idleTimeout had arrived: to now − idleTimeout −
 // OutOfOrderness. That assumes a record still to come did not happen more
 // than idleTimeout before it is processed. A shard that is busy, even with a
-// backlog far behind now, keeps moving MaxEventTime and is not idle.
+// backlog far behind now, keeps moving MaxEventTime and is not idle; one
+// whose function is stuck does not, and the caller bounds the advance with
+// hold (the aggregate's ticker: by the arrival of the first record the
+// function has not processed, package backlog).
 // AdvanceIdle reports whether the watermark moved.
 func (w *Watermark) AdvanceIdle(now time.Time, idleTimeout time.Duration) bool {
 	return w.AdvanceIdleHeld(now, idleTimeout, time.Time{})

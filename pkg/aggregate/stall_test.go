@@ -1,0 +1,174 @@
+package aggregate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/backlog"
+	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// A function that fails, is throttled or is being redeployed for longer
+// than idleTimeout stops moving its shard's watermark, although records
+// wait on the stream. The ticker took the shard for idle and closed the
+// windows those records belong to by the clock: when the function came
+// back they were late, dropped (or, under correct, corrections of results
+// that had left them out). The ticker now asks the events stream
+// (package backlog) and advances no further than the first unprocessed
+// record's arrival allows; a shard that has nothing left still advances.
+func TestTickerWaitsForRecordsAStalledFunctionHasNotProcessed(t *testing.T) {
+	for _, path := range []string{perBatch, perInterval} {
+		t.Run(path, func(t *testing.T) {
+			ctx := context.Background()
+			name := fmt.Sprintf("stall-%d", tableSeq.Add(1))
+			keyedtest.CreateStream(t, kin, name, 1)
+			// Event times are the records' real arrival, as a live
+			// producer's are: the ticker compares them with the stream's.
+			base := time.Now().UTC().Truncate(time.Minute)
+			now := base
+			clock := func() time.Time { return now }
+			p, out := pipelineOn(t, `{"name":"stall","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+			  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
+				func(cfg *pipeline.Config, table string) *state.Views {
+					return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
+				}, aggregate.WithClock(clock), aggregate.WithBacklog(backlog.New(kin, name)))
+			first := putEnvelope(t, name, "a", 1, time.Now())
+			second := putEnvelope(t, name, "a", 2, time.Now())
+			deliver := func(r events.KinesisEventRecord) {
+				t.Helper()
+				ev := events.KinesisEvent{Records: []events.KinesisEventRecord{r}}
+				if path == perBatch {
+					if resp, err := p.HandleBatch(ctx, ev); err != nil || len(resp.BatchItemFailures) > 0 {
+						t.Fatalf("batch: %v %v", resp, err)
+					}
+					return
+				}
+				tw := events.KinesisTimeWindowEvent{KinesisEvent: ev, TimeWindowProperties: events.TimeWindowProperties{ShardID: "shardId-000000000000"}}
+				resp, err := p.HandleInterval(ctx, tw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				flush := events.KinesisTimeWindowEvent{TimeWindowProperties: events.TimeWindowProperties{ShardID: "shardId-000000000000", State: resp.State, IsFinalInvokeForWindow: true}}
+				if _, err := p.HandleInterval(ctx, flush); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tick := func(at time.Duration) {
+				t.Helper()
+				now = base.Add(at)
+				if _, err := p.Tick(ctx, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deliver(first)
+			// The function is stuck on the second record for minutes.
+			for _, at := range []time.Duration{2 * time.Minute, 3 * time.Minute, 4 * time.Minute} {
+				tick(at)
+				if got := out.of("a", base); len(got) > 0 {
+					t.Fatalf("tick at %v with a record not processed: the window closed without it\n%s", at, strings.Join(got, "\n"))
+				}
+			}
+			deliver(second)
+			tick(5 * time.Minute)
+			tick(6 * time.Minute)
+			if got, want := strings.Join(out.of("a", base), "\n"), "final [0s,1m0s) r1 count 2 sum 3"; got != want {
+				t.Errorf("results of key a:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// putEnvelope puts an event of key with value v that happened at when on
+// the stream and returns it as Lambda hands it over, sequence number and
+// arrival as Kinesis gave them.
+func putEnvelope(t *testing.T, name, key string, v int, when time.Time) events.KinesisEventRecord {
+	t.Helper()
+	ctx := context.Background()
+	data, err := json.Marshal(stream.Envelope{ID: fmt.Sprint(v), Type: "v", Key: key, OccurredAt: when, SentAt: when, ReceivedAt: when,
+		Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, v))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(name), PartitionKey: aws.String(key), Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(name), ShardId: put.ShardId,
+		ShardIteratorType: kintypes.ShardIteratorTypeAtSequenceNumber, StartingSequenceNumber: put.SequenceNumber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
+	if err != nil || len(got.Records) != 1 {
+		t.Fatalf("reading back %s: %v %v", aws.ToString(put.SequenceNumber), got, err)
+	}
+	r := got.Records[0]
+	seq := aws.ToString(r.SequenceNumber)
+	return events.KinesisEventRecord{
+		EventID: aws.ToString(put.ShardId) + ":" + seq, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
+		EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/" + name,
+		Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: key, Data: r.Data,
+			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: aws.ToTime(r.ApproximateArrivalTimestamp)}},
+	}
+}
+
+// A stream the ticker cannot read (throttled, or a permission missing)
+// does not make a shard idle: its watermark stays, the tick fails naming
+// the shard (the ticker's alarm), and the windows close once it can read.
+func TestTickerThatCannotReadTheStreamDoesNotAdvance(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	now := base
+	clock := func() time.Time { return now }
+	unread := &unreadable{err: fmt.Errorf("ProvisionedThroughputExceededException: rate exceeded")}
+	p, out := pipelineOn(t, `{"name":"unread","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
+		func(cfg *pipeline.Config, table string) *state.Views {
+			return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
+		}, aggregate.WithClock(clock), aggregate.WithBacklog(unread))
+	f := &feed{t: t, p: p, base: base, clock: &now}
+	f.batch(at{"a", 1, 1})
+	for _, at := range []time.Duration{2 * time.Minute, 3 * time.Minute} {
+		now = base.Add(at)
+		_, err := p.Tick(ctx, now)
+		if at == 2*time.Minute {
+			continue // the first tick starts the idle clock
+		}
+		if err == nil || !strings.Contains(err.Error(), feedShard) || !strings.Contains(err.Error(), "rate exceeded") {
+			t.Fatalf("tick at %v: error %v; want one naming the shard and the cause", at, err)
+		}
+	}
+	if got := out.of("a", base); len(got) > 0 {
+		t.Fatalf("the window closed although the stream could not be read:\n%s", strings.Join(got, "\n"))
+	}
+	unread.err = nil
+	for _, at := range []time.Duration{4 * time.Minute, 5 * time.Minute} {
+		now = base.Add(at)
+		if _, err := p.Tick(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := strings.Join(out.of("a", base), "\n"), "final [0s,1m0s) r1 count 1 sum 1"; got != want {
+		t.Errorf("results of key a:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// unreadable is a Backlog whose reads fail with err (nil: nothing unread).
+type unreadable struct{ err error }
+
+func (u *unreadable) FirstAfter(context.Context, string, string) (time.Time, bool, error) {
+	return time.Time{}, false, u.err
+}

@@ -1,0 +1,14 @@
+// Package backlog tells the tickers whether a shard has records its
+// function has not processed yet: the first record after the last one the
+// function committed, and when it arrived on the stream.
+//
+// A ticker advances an idle shard's watermark by processing time, on the
+// assumption that a record still to come did not happen more than the
+// pipeline's idleTimeout before it reached the stream. A shard is idle when
+// its stream has nothing more for it, not when its function stopped moving:
+// a function failing, throttled or redeploying for longer than idleTimeout
+// leaves records on the stream whose windows an advance by the clock alone
+// would close before they are applied, making them late (dropped, or
+// corrections of results that were right). With the backlog known, the
+// advance stops where the first unprocessed record's arrival puts it.
+package backlog

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	types "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/pkg/handler"
 	"github.com/tributary-dev/tributary/pkg/setaside"
@@ -126,6 +128,139 @@ func TestResultsThatOutgrowTheItemAreSetAside(t *testing.T) {
 			slices.Sort(got)
 			if !slices.Equal(got, c.wantField) {
 				t.Errorf("set aside %v; want %v", got, c.wantField)
+			}
+			byID, _ := results(t, cfg.OutputStream)
+			if d := strings.Join(describe(byID), "\n"); !strings.Contains(d, "/small") {
+				t.Errorf("results\n%s\nwant /small's", d)
+			}
+		})
+	}
+}
+
+// parkFaults is DynamoDB (moto) with one fault aimed at what a close does
+// with a key it parks: the set-aside of its state copy, the write that
+// unlists it, or the open index read after it.
+type parkFaults struct {
+	handler.DynamoDB
+	key   string // the parked key, as its item's pk ends
+	fault string
+	armed atomic.Bool
+	stale map[string]types.AttributeValue // the key's index entry before the unlist
+}
+
+var errInjectedThrottle = &types.ProvisionedThroughputExceededException{Message: aws.String("injected throttle")}
+
+func (p *parkFaults) ofKey(key map[string]types.AttributeValue) bool {
+	pk, ok := key["pk"].(*types.AttributeValueMemberS)
+	return ok && strings.HasSuffix(pk.Value, p.key)
+}
+
+func (p *parkFaults) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	if p.fault == "set-aside throttled" && p.armed.CompareAndSwap(true, false) {
+		return nil, errInjectedThrottle
+	}
+	return p.DynamoDB.BatchWriteItem(ctx, in, opts...)
+}
+
+func (p *parkFaults) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if !p.ofKey(in.Key) || !p.armed.Load() {
+		return p.DynamoDB.UpdateItem(ctx, in, opts...)
+	}
+	switch p.fault {
+	case "unlist throttled":
+		p.armed.Store(false)
+		return nil, errInjectedThrottle
+	case "unlist made, its answer lost, the SDK's retry refused":
+		p.armed.Store(false)
+		if _, err := p.DynamoDB.UpdateItem(ctx, in, opts...); err != nil {
+			return nil, err
+		}
+		return p.DynamoDB.UpdateItem(ctx, in, opts...) // the condition fails now
+	case "open index behind the unlist":
+		out, err := p.DynamoDB.UpdateItem(ctx, in, opts...)
+		if err == nil {
+			p.armed.Store(false)
+		}
+		return out, err
+	}
+	return p.DynamoDB.UpdateItem(ctx, in, opts...)
+}
+
+// Query answers open index reads made after the unlist as the index did
+// before it, still listing the parked key: a global secondary index is
+// eventually consistent.
+func (p *parkFaults) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := p.DynamoDB.Query(ctx, in, opts...)
+	if p.fault != "open index behind the unlist" || err != nil || aws.ToString(in.IndexName) == "" {
+		return out, err
+	}
+	listed := false
+	for _, it := range out.Items {
+		if p.ofKey(it) {
+			p.stale, listed = it, true
+		}
+	}
+	if !p.armed.Load() && p.stale != nil && !listed {
+		out.Items = append(out.Items, p.stale)
+	}
+	return out, err
+}
+
+// TestOutgrownStateParkedOnceUnderFaults: the close that parks /big (its
+// results outgrow its item: a copy of the state set aside, the key
+// unlisted) meets a throttled set-aside, a throttled unlist, an unlist
+// made whose answer was lost (the SDK's retry of it then refused by its
+// condition), or an open index that still lists /big after the unlist.
+// Retried (the batch again, the ticks), it ends where a clean run does:
+// the state set aside once, /big unlisted, batches and ticks succeeding
+// and /small's results out. Before, the last two set the state aside a
+// second time under the next version (a close that found the key parked
+// already parked it again), counted and alarmed twice.
+func TestOutgrownStateParkedOnceUnderFaults(t *testing.T) {
+	for _, fault := range []string{"set-aside throttled", "unlist throttled",
+		"unlist made, its answer lost, the SDK's retry refused", "open index behind the unlist"} {
+		t.Run(fault, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := setup(t)
+			faults := &parkFaults{DynamoDB: cfg.DynamoDB, key: "/big", fault: fault}
+			cfg.DynamoDB = faults
+			h, err := handler.NewWindowed[Bulk](cfg, selectLatency, handler.WithHopping(8*time.Minute, time.Minute),
+				handler.WithOutOfOrderness(10*time.Minute), handler.WithLogger(quiet), handler.WithMetrics(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var recs []rec
+			for i := range 8 {
+				recs = append(recs, rec{seq: 100 + i, env: request(fmt.Sprint("e", i), "/big", float64(60*i+1), `{"ms":1}`)})
+			}
+			mustBatch(t, h, kinesisRecords(recs))
+			faults.armed.Store(true)
+			jump := kinesisRecords([]rec{{seq: 200, env: request("j0", "/small", 3600, `{"ms":1}`)}})
+			for try := 0; ; try++ {
+				resp, err := h.HandleBatch(ctx, events.KinesisEvent{Records: jump})
+				if err == nil && len(resp.BatchItemFailures) == 0 {
+					break
+				}
+				if try == 3 {
+					t.Fatalf("the batch that closes /big's windows still fails after %d tries: %+v %v", try+1, resp, err)
+				}
+			}
+			for _, at := range []time.Time{base.Add(3 * time.Hour), base.Add(4 * time.Hour), base.Add(5 * time.Hour)} {
+				if _, err := h.Tick(ctx, at); err != nil && at.After(base.Add(3*time.Hour)) {
+					t.Fatalf("tick at %s: %v; want /big parked by then", at.Format("15:04"), err)
+				}
+			}
+			if faults.armed.Load() {
+				t.Fatal("the fault was never injected: the test proves nothing")
+			}
+			var states []string
+			for _, a := range asideOfTable(t, cfg.QuarantineTable) {
+				if a.Field == "state" {
+					states = append(states, a.SequenceNumber)
+				}
+			}
+			if len(states) != 1 {
+				t.Errorf("/big's state set aside as %v; want once, as a clean run does", states)
 			}
 			byID, _ := results(t, cfg.OutputStream)
 			if d := strings.Join(describe(byID), "\n"); !strings.Contains(d, "/small") {

@@ -61,4 +61,8 @@
 // stored state aside and unlists the key, as for an unreadable state. A
 // state whose Encode fails (a user's aggregate that does not encode) is
 // treated the same, its reason quoting the encoding error, not a size.
+// A close loads each key the open index lists and leaves alone one no
+// longer listed as due under its shard by then (another close got there
+// first, its own unlisting write whose answer was lost, or the index,
+// eventually consistent, lagging): a parked state is set aside once.
 package keyed

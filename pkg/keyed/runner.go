@@ -873,6 +873,14 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 		if ks.Version == 0 {
 			return 0, nil // gone (expired)
 		}
+		if ks.ListedIn != r.openIn(shard) || ks.ListedUntil.After(wm) {
+			// Nothing of it is due here: another close (a duplicate
+			// invocation, the tick, this one's own write whose answer was
+			// lost) got to it first, or the open index, which is
+			// eventually consistent, still listed it. Closing it again
+			// would set a parked key's state aside a second time.
+			return 0, nil
+		}
 		st, err := r.op.NewState(kref.Key, ks.Blob)
 		if err != nil {
 			r.log.ErrorContext(ctx, "a listed key's stored state cannot be decoded: set aside and unlisted", "shard", shard, "key", kref.Key, "error", echo(err))

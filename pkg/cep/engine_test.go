@@ -3,6 +3,7 @@ package cep
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -190,12 +192,14 @@ func reference(r *Rule, key string, evs []refEvent) []string {
 			}
 			v, ok := 0.0, true
 			if r.Kind == Sum {
+				// A value no sum holds is skipped by the sum rule (set
+				// aside), as a missing one is.
 				v, ok = number(e, r.Steps[0].SumOf)
+				ok = ok && math.Abs(v) <= pipeline.MaxValue
 			}
 			if !ok {
 				continue
 			}
-			_ = v
 			k := 0
 			for k < len(win) && evs[win[k]].t+within <= evs[i].t {
 				k++

@@ -3,6 +3,7 @@ package es_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -11,7 +12,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/es"
@@ -237,4 +244,76 @@ func commandScenario(t *testing.T, backend string, seed uint64) {
 		t.Fatalf("no command was accepted: the scenario proved nothing (%v)", statuses)
 	}
 	t.Logf("answers %v", statuses)
+}
+
+// throttledTransactions is moto's DynamoDB whose TransactWriteItems fails
+// with err while left > 0: DynamoDB throttling the transaction, as the SDK
+// reports it once its own retries are spent.
+type throttledTransactions struct {
+	*dynamodb.Client
+	err  error
+	left atomic.Int64
+}
+
+func (d *throttledTransactions) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if d.left.Add(-1) >= 0 {
+		return nil, d.err
+	}
+	return d.Client.TransactWriteItems(ctx, in, opts...)
+}
+
+// TestThrottledAppendIsRetryable: a command whose transaction DynamoDB
+// throttles — ProvisionedThroughputExceededException, ThrottlingException,
+// or the transaction cancelled with ThrottlingError or
+// ProvisionedThroughputExceeded as its reasons — is an error the commands
+// API answers 503 (send it again with the same id), never the 400 of a
+// command that can never fit one transaction, nor the 500 of views ahead
+// of the log; also for a command whose due snapshot is left out for not
+// fitting. Nothing is appended, and the command sent again once the
+// throttling stops is accepted at the version a clean run gives.
+func TestThrottledAppendIsRetryable(t *testing.T) {
+	cancelled := func(code string) error {
+		return &ddbtypes.TransactionCanceledException{Message: aws.String("Transaction cancelled"),
+			CancellationReasons: []ddbtypes.CancellationReason{{Code: aws.String("None")}, {Code: aws.String(code), Message: aws.String("throttled")}}}
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"ProvisionedThroughputExceededException", &ddbtypes.ProvisionedThroughputExceededException{Message: aws.String("throughput exceeded")}},
+		{"ThrottlingException", &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate of requests exceeds the allowed throughput."}},
+		{"cancelled, ThrottlingError", cancelled("ThrottlingError")},
+		{"cancelled, ProvisionedThroughputExceeded", cancelled("ProvisionedThroughputExceeded")},
+	} {
+		for _, c := range []struct {
+			name, extra string
+			version     int64
+		}{
+			{"one event", "", 1},
+			{"99 events, the due snapshot left out", `,"split":99`, 99},
+		} {
+			t.Run(tc.name+"/"+c.name, func(t *testing.T) {
+				ctx := context.Background()
+				db, store := newStore(t)
+				fdb := &throttledTransactions{Client: db, err: tc.err}
+				x := es.NewExecutor[account](es.NewStore(fdb, store.Tables()), ledger{})
+				body := cmd("c-1", "Deposit", "a1", 1, c.extra)
+				fdb.left.Store(2) // with its snapshot, then without it
+				res, err := x.Execute(ctx, body)
+				if err == nil {
+					t.Fatalf("answered %d %.300s; want an error the API answers 503, to be sent again", res.HTTPStatus, res.Body)
+				}
+				if errors.Is(err, es.ErrAheadOfLog) {
+					t.Fatalf("err = %v; the API answers it 500, never to be retried", err)
+				}
+				if _, v, err := x.Load(ctx, "a1"); err != nil || v != 0 {
+					t.Fatalf("a1 at version %d (%v) after the throttled command; want nothing appended", v, err)
+				}
+				fdb.left.Store(0)
+				if res := run(t, x, body); res.HTTPStatus != 200 || res.Version != c.version || res.Replayed {
+					t.Fatalf("sent again: %d at version %d (replayed %v) %.300s; want accepted at %d", res.HTTPStatus, res.Version, res.Replayed, res.Body, c.version)
+				}
+			})
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tributary-dev/tributary/pkg/backlog"
 	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/metrics"
@@ -53,7 +54,7 @@ type Processor struct {
 	unfinalized map[string]bool
 
 	ledger  *dedupe.Ledger // claims of event ids; nil: no suppression by id
-	backlog Backlog        // the ticker's view of records not yet processed; nil: none
+	backlog backlog.Reader // the ticker's view of records not yet processed; nil: none
 	sink    *setaside.Sink // where records that can never be applied go
 
 	batches sync.Pool // *stream.KinesisBatch, reused across invocations
@@ -77,20 +78,13 @@ func WithClock(now func() time.Time) Option { return func(p *Processor) { p.now 
 // NewLedger builds the ledger a pipeline keeps in its views table.
 func WithDedupe(ledger *dedupe.Ledger) Option { return func(p *Processor) { p.ledger = ledger } }
 
-// Backlog tells the ticker whether a shard has records the aggregate
-// function has not processed yet (package backlog reads the events
-// stream): the first record after seq on shard, and when it arrived.
-type Backlog interface {
-	FirstAfter(ctx context.Context, shard, seq string) (arrived time.Time, found bool, err error)
-}
-
 // WithBacklog has the ticker ask b, before it advances an idle shard by
 // processing time, whether the shard still holds records the function has
 // not processed (a function failing, throttled or redeploying for longer
 // than idleTimeout): the advance then stops idleTimeout + outOfOrderness
 // before the first such record arrived, so those records are not late when
 // they are applied. Without it the ticker advances by the clock alone.
-func WithBacklog(b Backlog) Option { return func(p *Processor) { p.backlog = b } }
+func WithBacklog(b backlog.Reader) Option { return func(p *Processor) { p.backlog = b } }
 
 // DefaultConcurrency is how many DynamoDB requests a processor has in
 // flight at once unless WithConcurrency says otherwise. A flush or a batch
@@ -911,34 +905,18 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 
 // idleHold is how far the ticker may advance shard's watermark by
 // processing time: no further than hold (the records a per-interval
-// invocation carries), and, when the stream holds records after through
-// (the last one the function processed), no further than idleTimeout +
-// outOfOrderness before the first of them arrived. The idle advance
-// assumes a record reaches the stream within idleTimeout of happening; a
-// function failing or throttled for longer leaves its records on the
-// stream, and the clock alone would close their windows before they are
-// applied. When the stream cannot be read the watermark stays where it is.
+// invocation carries), nor than the first record the function has not
+// processed allows (backlog.IdleHold).
 func (p *Processor) idleHold(ctx context.Context, shard string, wm *window.Watermark, hold time.Time, through string, now time.Time) (time.Time, error) {
-	if p.backlog == nil || through == "" {
-		return hold, nil // no position stored yet (or no stream to ask): the clock decides
-	}
-	if trial := *wm; !trial.AdvanceIdleHeld(now, p.cfg.IdleTimeout, hold) {
-		return hold, nil // it would not move: nothing to ask
-	}
-	arrived, found, err := p.backlog.FirstAfter(ctx, shard, through)
+	bound, waiting, err := backlog.IdleHold(ctx, p.backlog, shard, through, wm, p.cfg.IdleTimeout, hold, now)
 	if err != nil {
-		return wm.Current(), fmt.Errorf("aggregate: shard %s not advanced as idle: %w", shard, err)
+		return bound, fmt.Errorf("aggregate: %w", err)
 	}
-	if !found {
-		return hold, nil
+	if waiting {
+		p.log.Info("idle advance waits for records not processed yet", "shard", shard, "after", through,
+			"watermarkAtMost", bound.UTC().Format(time.RFC3339Nano))
 	}
-	bound := arrived.Add(-p.cfg.IdleTimeout - wm.OutOfOrderness)
-	if hold.IsZero() || bound.Before(hold) {
-		hold = bound
-	}
-	p.log.Info("idle advance waits for records not processed yet", "shard", shard, "after", through,
-		"arrived", arrived.UTC().Format(time.RFC3339Nano), "watermarkAtMost", hold.UTC().Format(time.RFC3339Nano))
-	return hold, nil
+	return bound, nil
 }
 
 func (p *Processor) flushMetrics() {

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/window"
 )
 
 // ShardReader is the part of the Kinesis client a Stream reads with.
@@ -84,4 +86,40 @@ func (s *Stream) FirstAfter(ctx context.Context, shard, seq string) (arrived tim
 		return s.now().Add(-time.Duration(behind) * time.Millisecond), true, nil
 	}
 	return time.Time{}, false, nil // a closed shard read to its end
+}
+
+// Reader is what IdleHold asks: a *Stream, or a stand-in in tests.
+type Reader interface {
+	FirstAfter(ctx context.Context, shard, seq string) (arrived time.Time, found bool, err error)
+}
+
+// IdleHold is how far a ticker may advance shard's watermark wm as idle at
+// now: no further than hold (zero: no bound of the caller's), and, when
+// the stream holds records after through (the last record the function
+// committed with the watermark), no further than idleTimeout +
+// outOfOrderness before the first of them arrived — the advance assumes a
+// record reaches the stream within idleTimeout of happening, and those
+// records have yet to be applied. waiting reports that such a record
+// bounds it. It reads the stream only when the advance would move wm, and
+// not at all without r or through. When the stream cannot be read it
+// returns wm's current value (no advance) and the error, naming the shard.
+func IdleHold(ctx context.Context, r Reader, shard, through string, wm *window.Watermark, idleTimeout time.Duration, hold, now time.Time) (bound time.Time, waiting bool, err error) {
+	if r == nil || through == "" {
+		return hold, false, nil // no position stored yet: the clock decides
+	}
+	if trial := *wm; !trial.AdvanceIdleHeld(now, idleTimeout, hold) {
+		return hold, false, nil // it would not move: nothing to ask
+	}
+	arrived, found, err := r.FirstAfter(ctx, shard, through)
+	if err != nil {
+		return wm.Current(), false, fmt.Errorf("shard %s not advanced as idle: %w", shard, err)
+	}
+	if !found {
+		return hold, false, nil
+	}
+	bound = arrived.Add(-idleTimeout - wm.OutOfOrderness)
+	if hold.IsZero() || bound.Before(hold) {
+		return bound, true, nil
+	}
+	return hold, true, nil
 }

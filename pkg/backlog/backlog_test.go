@@ -15,6 +15,7 @@ import (
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/backlog"
 	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
+	"github.com/tributary-dev/tributary/pkg/window"
 )
 
 var kin *kinesis.Client
@@ -95,4 +96,67 @@ func (failing) GetShardIterator(context.Context, *kinesis.GetShardIteratorInput,
 
 func (failing) GetRecords(context.Context, *kinesis.GetRecordsInput, ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
 	return nil, errors.New("not reached")
+}
+
+// fixed is a Reader that answers every shard the same way, counting reads.
+type fixed struct {
+	arrived time.Time
+	found   bool
+	err     error
+	reads   int
+}
+
+func (f *fixed) FirstAfter(context.Context, string, string) (time.Time, bool, error) {
+	f.reads++
+	return f.arrived, f.found, f.err
+}
+
+// IdleHold bounds an idle advance by the first unprocessed record's
+// arrival, keeps a caller's lower hold, asks nothing when the advance
+// would not move or no position is known, and stops the advance when the
+// stream cannot be read.
+func TestIdleHold(t *testing.T) {
+	base := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	const idle = 30 * time.Second
+	// A watermark whose event time stopped at base, its idle clock
+	// started then: at base+5m an advance would take it to base+4m25s.
+	wm := func() *window.Watermark {
+		w := window.NewWatermark(5 * time.Second)
+		w.Observe(base)
+		w.AdvanceIdle(base, idle)
+		return w
+	}
+	now := base.Add(5 * time.Minute)
+	for _, tt := range []struct {
+		name        string
+		r           *fixed
+		through     string
+		hold        time.Time
+		wantBound   time.Time
+		wantWaiting bool
+		wantErr     bool
+		wantReads   int
+	}{
+		{"nothing unread: the caller's hold", &fixed{}, "7", time.Time{}, time.Time{}, false, false, 1},
+		{"a record waits: idle + out-of-orderness before it arrived", &fixed{arrived: base.Add(time.Minute), found: true}, "7", time.Time{},
+			base.Add(time.Minute - 35*time.Second), true, false, 1},
+		{"a lower hold of the caller stays", &fixed{arrived: base.Add(time.Minute), found: true}, "7", base.Add(10 * time.Second),
+			base.Add(10 * time.Second), true, false, 1},
+		{"no position stored: no read", &fixed{found: true}, "", time.Time{}, time.Time{}, false, false, 0},
+		{"the stream cannot be read: no advance", &fixed{err: errors.New("throttled")}, "7", time.Time{}, base.Add(-5 * time.Second), false, true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bound, waiting, err := backlog.IdleHold(context.Background(), tt.r, "shardId-000000000000", tt.through, wm(), idle, tt.hold, now)
+			if (err != nil) != tt.wantErr || !bound.Equal(tt.wantBound) || waiting != tt.wantWaiting || tt.r.reads != tt.wantReads {
+				t.Errorf("bound %v waiting %v error %v after %d reads; want %v %v error %v after %d",
+					bound, waiting, err, tt.r.reads, tt.wantBound, tt.wantWaiting, tt.wantErr, tt.wantReads)
+			}
+		})
+	}
+	t.Run("an advance that would not move asks nothing", func(t *testing.T) {
+		r := &fixed{found: true}
+		if _, _, err := backlog.IdleHold(context.Background(), r, "shardId-000000000000", "7", wm(), idle, time.Time{}, base.Add(10*time.Second)); err != nil || r.reads != 0 {
+			t.Errorf("%d reads, error %v; want none", r.reads, err)
+		}
+	})
 }

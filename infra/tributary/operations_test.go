@@ -290,7 +290,10 @@ func TestLeastPrivilege(t *testing.T) {
 			// Two pipelines: each aggregate reads through its own consumer.
 			on(logicalID(s.Stack, pageviews(s).Aggregate.Consumer)+".ConsumerARN", "kinesis:DescribeStreamConsumer", "kinesis:SubscribeToShard"),
 			on(views, "dynamodb:BatchGetItem", "dynamodb:PutItem"), on(views+"-v*", "dynamodb:BatchGetItem", "dynamodb:PutItem"))},
-		{FunctionTicker, pageviews(s).Ticker, join(windows, sendTo(logicalID(s.Stack, pageviews(s).TickerFailures)+".Arn"))},
+		// The ticker reads the events stream after the aggregate's last
+		// record before it advances a shard as idle (package backlog).
+		{FunctionTicker, pageviews(s).Ticker, join(windows, sendTo(logicalID(s.Stack, pageviews(s).TickerFailures)+".Arn"),
+			on(events, "kinesis:GetShardIterator", "kinesis:GetRecords"))},
 		{FunctionQuarantine, s.Quarantine.Function.GoFunction, join(
 			sqsMapping(failures),
 			on(arn(s.Quarantine.Table), "dynamodb:PutItem", "dynamodb:BatchWriteItem"),

@@ -342,7 +342,7 @@ func TestFunctions(t *testing.T) {
 		{FunctionIngest, s.Ingest.Function, 10, ingestEnv(s)},
 		{FunctionAggregate, pageviews(s).Aggregate.GoFunction, 30, withQuarantine(s, windowEnv(s))},
 		{FunctionQuarantine, s.Quarantine.Function.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine.Table))}},
-		{FunctionTicker, pageviews(s).Ticker, 50, windowEnv(s)},
+		{FunctionTicker, pageviews(s).Ticker, 50, withEvents(s, windowEnv(s))},
 		{FunctionWorker, s.Work.Worker.GoFunction, 60, map[string]any{
 			EnvIdempotencyTableName: ref(logicalID(s.Stack, s.Work.Idempotency)),
 			EnvResultsTableName:     ref(logicalID(s.Stack, s.Work.Results)),
@@ -665,11 +665,14 @@ func TestGrants(t *testing.T) {
 			},
 		},
 		{
-			// The ticker finalizes windows and emits them; it reads no
-			// stream and has no failure queue.
+			// The ticker finalizes windows and emits them; it reads the
+			// events stream only to know a shard has nothing left to
+			// process, and has no failure queue.
 			name: FunctionTicker,
 			fn:   pageviews(s).Ticker,
 			allow: []string{
+				"kinesis:GetShardIterator " + events,
+				"kinesis:GetRecords " + events,
 				"dynamodb:GetItem " + views,
 				"dynamodb:UpdateItem " + views,
 				"dynamodb:Query " + views,
@@ -678,7 +681,6 @@ func TestGrants(t *testing.T) {
 				"kinesis:PutRecords " + results,
 			},
 			forbid: []string{
-				"kinesis:GetRecords " + events,
 				"kinesis:PutRecords " + events,
 				"sqs:SendMessage " + failures,
 				"dynamodb:PutItem " + quarantine,
@@ -1016,6 +1018,12 @@ func cdcEnv(s *TributaryStack) map[string]any {
 
 // withQuarantine is env plus the quarantine table's name, which the
 // functions that set records aside get.
+// withEvents adds the events stream a ticker reads its shards' backlog on.
+func withEvents(s *TributaryStack, env map[string]any) map[string]any {
+	env[EnvEventsStreamName] = ref(logicalID(s.Stack, s.Events))
+	return env
+}
+
 func withQuarantine(s *TributaryStack, env map[string]any) map[string]any {
 	env[EnvQuarantineTableName] = ref(logicalID(s.Stack, s.Quarantine.Table))
 	return env

@@ -25,7 +25,10 @@
 //     minus the allowed out-of-orderness) closes windows; late records are
 //     dropped and counted (LateDropped), or, with WithLatePolicy(Correct),
 //     applied to their final windows within WithAllowedLateness, judged as
-//     Kafka Streams judges them; the scheduled tick advances idle shards;
+//     Kafka Streams judges them; the scheduled tick advances idle shards,
+//     and, with Config.Backlog (FromEnv: EVENTS_STREAM_NAME), not one whose
+//     records wait on the stream for a handler that is failing or
+//     throttled (see package keyed);
 //   - results: one final Result per key and window on the output stream,
 //     and under Correct a correction (revision + 1, carrying the result it
 //     retracts) when late records changed a final window, once per batch,

@@ -27,6 +27,22 @@ func TestFromEnvRefusesNamesTheServiceCannotTake(t *testing.T) {
 			t.Errorf("FromEnv: %v; want %q", err, c.want)
 		}
 	}
+	// The stream the tick reads before it takes a shard for idle.
+	t.Setenv(handler.EnvStateTable, "state")
+	t.Setenv(handler.EnvOutputStream, "out")
+	t.Setenv(handler.EnvQuarantineTable, "quarantine")
+	t.Setenv(handler.EnvEventsStream, "events ")
+	if _, err := handler.FromEnv("statuscodes"); err == nil || !strings.Contains(err.Error(), `EVENTS_STREAM_NAME: "events " is not a Kinesis stream name`) {
+		t.Errorf("FromEnv with a mistyped EVENTS_STREAM_NAME: %v", err)
+	}
+	t.Setenv(handler.EnvEventsStream, "events")
+	if cfg, err := handler.FromEnv("statuscodes"); err != nil || cfg.Backlog == nil {
+		t.Errorf("FromEnv with EVENTS_STREAM_NAME: backlog %v, %v; want the stream's", cfg.Backlog, err)
+	}
+	t.Setenv(handler.EnvEventsStream, "")
+	if cfg, err := handler.FromEnv("statuscodes"); err != nil || cfg.Backlog != nil {
+		t.Errorf("FromEnv without EVENTS_STREAM_NAME: backlog %v, %v; want none (the clock alone)", cfg.Backlog, err)
+	}
 	t.Setenv(handler.EnvIdempotencyTable, "idempotency\n")
 	_, err := handler.TasksFromEnv("orders", func(context.Context, *handler.Event) ([]byte, error) { return nil, nil })
 	if want := `IDEMPOTENCY_TABLE_NAME: "idempotency\n" is not a DynamoDB table name`; err == nil || !strings.Contains(err.Error(), want) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/envvar"
 	"github.com/tributary-dev/tributary/internal/lambdamain"
+	"github.com/tributary-dev/tributary/pkg/backlog"
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/emit"
 	"github.com/tributary-dev/tributary/pkg/keyed"
@@ -31,6 +32,9 @@ const (
 	EnvStateTable      = "STATE_TABLE_NAME"
 	EnvOutputStream    = "OUTPUT_STREAM_NAME"
 	EnvQuarantineTable = "QUARANTINE_TABLE_NAME"
+	// EnvEventsStream names the stream the handler reads (optional): the
+	// tick reads it before it takes a shard for idle (Config.Backlog).
+	EnvEventsStream = "EVENTS_STREAM_NAME"
 )
 
 // DynamoDB is what a handler needs of DynamoDB: its state and watermarks
@@ -69,6 +73,11 @@ type Config struct {
 	QuarantineTable string
 	DynamoDB        DynamoDB
 	Kinesis         emit.Putter
+	// Backlog is what the tick asks, before it advances an idle-looking
+	// shard's watermark by the clock, whether the stream the handler
+	// reads still holds records it has not processed (FromEnv:
+	// backlog.New on EVENTS_STREAM_NAME). nil: the clock alone decides.
+	Backlog backlog.Reader
 	// Function is the Lambda function's name recorded with each record set
 	// aside (FromEnv: AWS_LAMBDA_FUNCTION_NAME).
 	Function string
@@ -79,8 +88,9 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 // FromEnv is the Config of a handler named name running on Lambda (or under
 // the local runner): the AWS clients from the function's environment and
 // the tables and stream from STATE_TABLE_NAME, OUTPUT_STREAM_NAME and
-// QUARANTINE_TABLE_NAME. The error names every variable that is missing or
-// not a name the service takes.
+// QUARANTINE_TABLE_NAME, and, when EVENTS_STREAM_NAME is set, the Backlog
+// on that stream. The error names every variable that is missing or not a
+// name the service takes.
 func FromEnv(name string) (Config, error) {
 	return configFrom(name, os.LookupEnv)
 }
@@ -100,6 +110,12 @@ func configFrom(name string, lookup func(string) (string, bool)) (Config, error)
 			errs = append(errs, err)
 		}
 	}
+	events := get(EnvEventsStream)
+	if events != "" {
+		if err := envvar.Check(events, envvar.Stream); err != nil {
+			errs = append(errs, fmt.Errorf("environment variable %s: %w", EnvEventsStream, err))
+		}
+	}
 	aws, err := lambdamain.Config(lookup)
 	if err != nil {
 		errs = append(errs, err)
@@ -107,8 +123,13 @@ func configFrom(name string, lookup func(string) (string, bool)) (Config, error)
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return Config{Name: name, StateTable: get(EnvStateTable), OutputStream: get(EnvOutputStream), QuarantineTable: get(EnvQuarantineTable),
-		DynamoDB: dynamodb.NewFromConfig(aws), Kinesis: kinesis.NewFromConfig(aws), Function: get("AWS_LAMBDA_FUNCTION_NAME")}, nil
+	kin := kinesis.NewFromConfig(aws)
+	cfg := Config{Name: name, StateTable: get(EnvStateTable), OutputStream: get(EnvOutputStream), QuarantineTable: get(EnvQuarantineTable),
+		DynamoDB: dynamodb.NewFromConfig(aws), Kinesis: kin, Function: get("AWS_LAMBDA_FUNCTION_NAME")}
+	if events != "" {
+		cfg.Backlog = backlog.New(kin, events)
+	}
+	return cfg, nil
 }
 
 // Option configures a handler.
@@ -309,6 +330,9 @@ func NewWindowed[T any, V any, A interface {
 	}
 	if l := keyed.NewLedger(cfg.DynamoDB, cfg.StateTable, cfg.Name, o.horizon); l != nil {
 		kopts = append(kopts, keyed.WithDedupe(l))
+	}
+	if cfg.Backlog != nil {
+		kopts = append(kopts, keyed.WithBacklog(cfg.Backlog))
 	}
 	views := state.NewViews(keyedOnly{cfg.DynamoDB}, cfg.StateTable, nil, state.WithKeyedExpiry(keyed.StateExpiry))
 	var kin emit.Putter

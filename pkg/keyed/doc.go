@@ -39,7 +39,17 @@
 //     window closes) are advanced and their outputs emitted.
 //
 // Tick, run on a schedule, advances idle shards' watermarks by processing
-// time and closes what they pass, as the ticker does for windows.
+// time and closes what they pass, as the ticker does for windows. A shard
+// whose function is stuck (failing, throttled, redeploying for longer than
+// IdleTimeout) stops moving its watermark too, while its records wait on
+// the stream: with WithBacklog each batch stores the last record whose
+// effects it committed with the watermark (state.Views.CommitWatermark,
+// also when only that moved), and Tick reads the stream after it before
+// an idle advance (backlog.IdleHold), which then stops IdleTimeout +
+// OutOfOrderness before the first waiting record arrived. A stream Tick
+// cannot read advances nothing and fails the tick, naming the shard.
+// Records of state.SampleShard come from no stream: no position is stored
+// for them.
 //
 // A record the Operator folds can still be set aside for a part of it that
 // skips the record (a CEP sum rule that cannot add its value, while the

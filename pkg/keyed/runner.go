@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/tributary-dev/tributary/pkg/backlog"
 	"github.com/tributary-dev/tributary/pkg/batch"
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/emit"
@@ -63,6 +64,7 @@ type Runner[V any] struct {
 	stream       string
 	ledger       *dedupe.Ledger
 	sink         *setaside.Sink
+	backlog      backlog.Reader // the tick's view of records not yet processed; nil: none
 	metrics      *metrics.Logger
 	log          *slog.Logger
 	now          func() time.Time
@@ -71,10 +73,13 @@ type Runner[V any] struct {
 	maxCacheKeys int
 	onEmit       func(ctx context.Context, recs []emit.Record, resent bool)
 
-	mu     sync.Mutex
-	marks  map[string]*window.Watermark
-	loaded bool
-	cache  map[string]cached
+	mu    sync.Mutex
+	marks map[string]*window.Watermark
+	// through is, per shard, the last record whose effects this process
+	// committed with the watermark (state.Views.CommitWatermark).
+	through map[string]string
+	loaded  bool
+	cache   map[string]cached
 
 	batches sync.Pool
 	stats   counters
@@ -96,6 +101,7 @@ type Option func(*options)
 type options struct {
 	ledger       *dedupe.Ledger
 	sink         *setaside.Sink
+	backlog      backlog.Reader
 	metrics      *metrics.Logger
 	log          *slog.Logger
 	now          func() time.Time
@@ -119,6 +125,19 @@ func WithDedupe(l *dedupe.Ledger) Option { return func(o *options) { o.ledger = 
 // WithSetAside is where records that can never be folded go; without it
 // they are reported as failures, as a transient error is.
 func WithSetAside(s *setaside.Sink) Option { return func(o *options) { o.sink = s } }
+
+// WithBacklog has the tick ask b (backlog.New on the stream the runner
+// reads), before it advances an idle-looking shard's watermark by
+// processing time, whether the shard still holds records the runner has
+// not processed — a function failing, throttled or redeploying for longer
+// than IdleTimeout stops moving its watermark while its records wait. The
+// advance then stops IdleTimeout + OutOfOrderness before the first such
+// record arrived (backlog.IdleHold), so those records are not late when
+// they are folded; a stream the tick cannot read advances nothing and
+// fails the tick, naming the shard. Each batch stores the last record it
+// committed with the watermark for this. Without it the tick advances by
+// the clock alone.
+func WithBacklog(b backlog.Reader) Option { return func(o *options) { o.backlog = b } }
 
 // WithMetrics emits EMF metrics after each batch and tick.
 func WithMetrics(m *metrics.Logger) Option { return func(o *options) { o.metrics = m } }
@@ -163,9 +182,9 @@ func New[V any](set Settings, op Operator[V], views *state.Views, kin emit.Putte
 		set.FoldBytes = set.MaxStateBytes / 2
 	}
 	r := &Runner[V]{set: set, op: op, views: views, kin: kin, stream: out,
-		ledger: o.ledger, sink: o.sink, metrics: o.metrics, log: o.log, now: o.now,
+		ledger: o.ledger, sink: o.sink, backlog: o.backlog, metrics: o.metrics, log: o.log, now: o.now,
 		concurrency: o.concurrency, backoff: o.backoff, maxCacheKeys: o.maxCacheKeys, onEmit: o.onEmit,
-		marks: map[string]*window.Watermark{}, cache: map[string]cached{}}
+		marks: map[string]*window.Watermark{}, through: map[string]string{}, cache: map[string]cached{}}
 	r.batches.New = func() any { return new(stream.KinesisBatch) }
 	return r
 }
@@ -398,18 +417,21 @@ func (r *Runner[V]) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 	wg.Wait()
 
 	// Commit the watermark as of Lambda's checkpoint: everything before the
-	// lowest failed record is done.
-	commit := end
+	// lowest failed record is done, through the record before it.
+	commit, through := end, recs[len(recs)-1].SequenceNumber
 	if failures.Len() > 0 {
 		lowest := failures.Lowest()
 		for i := range recs {
 			if recs[i].SequenceNumber == lowest {
-				commit = before[i]
+				commit, through = before[i], ""
+				if i > 0 {
+					through = recs[i-1].SequenceNumber
+				}
 				break
 			}
 		}
 	}
-	if err := r.commit(ctx, shard, committed, &commit); err != nil {
+	if err := r.commit(ctx, shard, committed, &commit, through); err != nil {
 		return events.KinesisEventResponse{}, err
 	}
 	return failures.Kinesis(), nil
@@ -807,17 +829,29 @@ func (r *Runner[V]) watermark(ctx context.Context, shard string) (*window.Waterm
 }
 
 // commit stores the batch's watermark as of its checkpoint and closes the
-// other keys' windows it passed.
-func (r *Runner[V]) commit(ctx context.Context, shard string, prev, wm *window.Watermark) error {
+// other keys' windows it passed. With a backlog it stores through, the
+// last record whose effects the batch committed ("": none), with it, also
+// when only that moved: the tick reads the stream after it.
+func (r *Runner[V]) commit(ctx context.Context, shard string, prev, wm *window.Watermark, through string) error {
+	if r.backlog == nil || shard == state.SampleShard {
+		through = "" // no tick reads it, or no stream holds the shard's records
+	}
+	r.mu.Lock()
+	ahead := through != "" && through != r.through[shard]
+	r.mu.Unlock()
 	moved := wm.Current().After(prev.Current())
-	if moved || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
+	if moved || ahead || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
 		// The tick (or a duplicate invocation) may have stored a later
-		// one: wm takes it.
-		if err := r.views.AdvanceWatermark(ctx, r.set.Name, shard, wm); err != nil {
+		// one: wm takes it. The position goes with it, so the tick knows
+		// which of the shard's records are still to be processed.
+		if err := r.views.CommitWatermark(ctx, r.set.Name, shard, wm, through); err != nil {
 			return err
 		}
 		r.mu.Lock()
 		r.marks[shard] = wm
+		if through != "" {
+			r.through[shard] = strings.Clone(through) // the batch's strings are reused
+		}
 		r.mu.Unlock()
 	}
 	if !wm.Current().IsZero() {
@@ -971,8 +1005,10 @@ type TickResult struct {
 }
 
 // Tick advances idle shards' watermarks by processing time (after
-// IdleTimeout without a newer event time) and closes what every shard's
-// watermark has passed.
+// IdleTimeout without a newer event time; with WithBacklog, no further
+// than the records still waiting on the stream allow) and closes what
+// every shard's watermark has passed. A shard whose stream it cannot read
+// is not advanced, and the tick fails naming it once every shard is done.
 func (r *Runner[V]) Tick(ctx context.Context, now time.Time) (TickResult, error) {
 	defer r.flushMetrics()
 	var res TickResult
@@ -980,11 +1016,31 @@ func (r *Runner[V]) Tick(ctx context.Context, now time.Time) (TickResult, error)
 	if err != nil {
 		return res, err
 	}
+	// The last record each shard's batches committed: records after it
+	// are still to come, whatever the clock says.
+	var positions map[string]string
+	if r.backlog != nil {
+		if positions, err = r.views.Positions(ctx, r.set.Name); err != nil {
+			return res, err
+		}
+	}
 	var errs []error
 	for shard, wm := range marks {
 		res.Shards++
-		if wm.AdvanceIdle(now, r.set.IdleTimeout) {
-			res.Advanced++
+		hold, waiting, err := backlog.IdleHold(ctx, r.backlog, shard, positions[shard], wm, r.set.IdleTimeout, time.Time{}, now)
+		switch {
+		case err != nil:
+			// Not known to be idle: no advance (hold may be zero, no
+			// bound, for a watermark not set yet).
+			errs = append(errs, fmt.Errorf("%s: %w", r.set.Name, err))
+		default:
+			if waiting {
+				r.log.InfoContext(ctx, "idle advance waits for records not processed yet", "shard", shard, "after", positions[shard],
+					"watermarkAtMost", hold.UTC().Format(time.RFC3339Nano))
+			}
+			if wm.AdvanceIdleHeld(now, r.set.IdleTimeout, hold) {
+				res.Advanced++
+			}
 		}
 		if _, err := r.views.SaveWatermark(ctx, r.set.Name, shard, wm); err != nil {
 			return res, err

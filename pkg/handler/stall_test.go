@@ -1,0 +1,160 @@
+package handler_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/backlog"
+	"github.com/tributary-dev/tributary/pkg/handler"
+	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// A handler that fails, is throttled or is being redeployed for longer
+// than its idle timeout stops moving its shard's watermark although
+// records wait on the stream. Its tick took the shard for idle and closed
+// the windows those records belong to by the clock: when the function
+// came back they were late, dropped (or corrections of results that had
+// left them out). The tick now reads the stream after the last record the
+// handler committed and advances no further than the first waiting
+// record's arrival allows. A shard with nothing left, even when its last
+// batch moved no watermark (another type's record), still closes.
+func TestTickWaitsForRecordsAStalledHandlerHasNotProcessed(t *testing.T) {
+	ctx := context.Background()
+	cfg := setup(t)
+	input := name("events")
+	keyedtest.CreateStream(t, kin, input, 1)
+	cfg.Backlog = backlog.New(kin, input)
+	// The records arrive now (the stream stamps them); their event times
+	// are early in this minute's window, whenever in it the test runs.
+	start := time.Now().UTC().Truncate(time.Minute)
+	now := start
+	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithWindow(time.Minute), handler.WithOutOfOrderness(5*time.Second),
+		handler.WithIdleTimeout(30*time.Second), handler.WithClock(func() time.Time { return now }), handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(id string, sec int, data string) stream.Envelope {
+		e := request(id, "/a", 0, data)
+		e.OccurredAt = start.Add(time.Duration(sec) * time.Second)
+		e.SentAt, e.ReceivedAt = e.OccurredAt, e.OccurredAt
+		return e
+	}
+	first := putRecord(t, input, at("r1", 10, `{"ms":10}`))
+	second := putRecord(t, input, at("r2", 20, `{"ms":20}`))
+	click := at("c1", 25, `{}`)
+	click.Type = "click" // not the handler's: it moves no watermark
+	other := putRecord(t, input, click)
+	tick := func(after time.Duration) {
+		t.Helper()
+		now = start.Add(after)
+		if _, err := h.Tick(ctx, now); err != nil {
+			t.Fatalf("tick at +%v: %v", after, err)
+		}
+	}
+
+	mustBatch(t, h, []events.KinesisEventRecord{first})
+	// The handler is stuck on the second record for minutes.
+	for _, after := range []time.Duration{2 * time.Minute, 3 * time.Minute, 4 * time.Minute} {
+		tick(after)
+		if byID, _ := results(t, cfg.OutputStream); len(byID) > 0 {
+			t.Fatalf("tick at +%v with a record not processed: the window closed without it: %v", after, describe(byID))
+		}
+	}
+	mustBatch(t, h, []events.KinesisEventRecord{second})
+	mustBatch(t, h, []events.KinesisEventRecord{other})
+	tick(5 * time.Minute)
+	tick(6 * time.Minute)
+	byID, n := results(t, cfg.OutputStream)
+	got := strings.Join(describe(byID), "\n")
+	if want := `/a ` + start.Format("15:04:05") + ` 2 {"N":2,"Sum":30,"Max":20,"Distinct":2}`; got != want || n != 1 {
+		t.Errorf("results (%d records):\n%s\nwant, once:\n%s", n, got, want)
+	}
+}
+
+// A stream the tick cannot read (throttled, a permission missing) does not
+// make a shard idle: its watermark stays, the tick fails naming the shard
+// and the cause (the tick's alarm), and the window closes once it can read.
+func TestTickThatCannotReadTheStreamDoesNotAdvance(t *testing.T) {
+	ctx := context.Background()
+	cfg := setup(t)
+	unread := &unreadable{err: errors.New("ProvisionedThroughputExceededException: rate exceeded")}
+	cfg.Backlog = unread
+	now := base
+	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithWindow(time.Minute), handler.WithOutOfOrderness(5*time.Second),
+		handler.WithIdleTimeout(30*time.Second), handler.WithClock(func() time.Time { return now }), handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustBatch(t, h, kinesisRecords([]rec{{1, request("r1", "/a", 10, `{"ms":10}`)}}))
+	for _, after := range []time.Duration{2 * time.Minute, 3 * time.Minute} {
+		now = base.Add(after)
+		_, err := h.Tick(ctx, now)
+		if after == 2*time.Minute {
+			continue // the first tick starts the idle clock
+		}
+		if err == nil || !strings.Contains(err.Error(), "shardId-000000000000") || !strings.Contains(err.Error(), "rate exceeded") {
+			t.Fatalf("tick at +%v: error %v; want one naming the shard and the cause", after, err)
+		}
+	}
+	if byID, _ := results(t, cfg.OutputStream); len(byID) > 0 {
+		t.Fatalf("the window closed although the stream could not be read: %v", describe(byID))
+	}
+	unread.err = nil
+	now = base.Add(4 * time.Minute)
+	if _, err := h.Tick(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if byID, _ := results(t, cfg.OutputStream); len(byID) != 1 {
+		t.Errorf("results once the stream reads: %v; want the window's", describe(byID))
+	}
+}
+
+// unreadable is a backlog.Reader whose reads fail with err (nil: nothing
+// waits).
+type unreadable struct{ err error }
+
+func (u *unreadable) FirstAfter(context.Context, string, string) (time.Time, bool, error) {
+	return time.Time{}, false, u.err
+}
+
+// putRecord puts env on the stream called name and returns it as Lambda
+// hands it over: sequence number and arrival as Kinesis gave them.
+func putRecord(t *testing.T, name string, env stream.Envelope) events.KinesisEventRecord {
+	t.Helper()
+	ctx := context.Background()
+	data, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(name), PartitionKey: aws.String(env.Key), Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(name), ShardId: put.ShardId,
+		ShardIteratorType: kintypes.ShardIteratorTypeAtSequenceNumber, StartingSequenceNumber: put.SequenceNumber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
+	if err != nil || len(got.Records) != 1 {
+		t.Fatalf("reading back %s: %v %v", aws.ToString(put.SequenceNumber), got, err)
+	}
+	r := got.Records[0]
+	seq := aws.ToString(r.SequenceNumber)
+	return events.KinesisEventRecord{
+		EventID: aws.ToString(put.ShardId) + ":" + seq, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
+		EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/" + name,
+		Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: env.Key, Data: r.Data,
+			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: aws.ToTime(r.ApproximateArrivalTimestamp)}},
+	}
+}

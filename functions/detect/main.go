@@ -6,8 +6,10 @@
 // the dedupe ledger are in CEP_STATE_TABLE_NAME; CEP_CONFIG (a CEP file of
 // pipelines/, as the stack passes it) declares the watermark; records that
 // can never be matched are set aside in QUARANTINE_TABLE_NAME. An
-// EventBridge schedule event runs its tick. The logic is in packages cep
-// and keyed.
+// EventBridge schedule event runs its tick; with EVENTS_STREAM_NAME (the
+// stream it reads) the tick first checks that an idle-looking shard holds
+// no record detect has not processed. The logic is in packages cep and
+// keyed.
 package main
 
 import (
@@ -37,6 +39,12 @@ func main() {
 	out := m.RequireStream("MATCHES_STREAM_NAME", "the Kinesis stream matches are written to")
 	quarantine := m.RequireTable("QUARANTINE_TABLE_NAME", "the DynamoDB table records that can never be matched are set aside in")
 	awsCfg := m.AWSConfig()
+	kin := kinesis.NewFromConfig(awsCfg)
+	// The tick reads the events stream before it takes a shard for idle.
+	withBacklog, err := keyed.BacklogFromEnv(os.LookupEnv, kin)
+	if err != nil {
+		m.Fail("%v", err)
+	}
 	db := dynamodb.NewFromConfig(awsCfg)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// Per CEP file too ({Function, Pipeline}): its alarms and dashboard read
@@ -45,8 +53,8 @@ func main() {
 	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")), setaside.WithMetrics(mt), setaside.WithLogger(log))
 	store := cep.NewStore(db, rules, nil).WithLogger(log)
 	views := state.NewViews(db, table, nil, state.WithKeyedExpiry(keyed.StateExpiry))
-	h := cep.NewHandler(cfg, views, kinesis.NewFromConfig(awsCfg), out, store, nil,
+	h := cep.NewHandler(cfg, views, kin, out, store, nil,
 		keyed.WithMetrics(mt), keyed.WithLogger(log), keyed.WithSetAside(sink), keyed.WithEmitHook(cep.LogMatches(log)),
-		keyed.WithDedupe(keyed.NewLedger(db, table, cfg.Name, cfg.DedupeHorizon)))
+		keyed.WithDedupe(keyed.NewLedger(db, table, cfg.Name, cfg.DedupeHorizon)), withBacklog)
 	lambda.Start(h)
 }

@@ -79,7 +79,8 @@ type DetectionProps struct {
 // Detection is complex event processing with rules added at runtime: the
 // Rules table, the detect function reading every event through its own
 // enhanced fan-out consumer with its partial matches in State and its
-// matches on Matches, and the rules function behind an IAM-authenticated
+// matches on Matches (its tick reads the events stream too,
+// grantBacklogRead), and the rules function behind an IAM-authenticated
 // URL (RulesURL) that manages the table. It is declared in a CEP file; its
 // functions carry the file's name as their PipelineMetadataKey, so they get
 // alarms of their own, and the stack gives it a dashboard
@@ -141,6 +142,7 @@ func NewDetection(scope constructs.Construct, id string, props DetectionProps) (
 		EnhancedFanOut: true,
 	})
 	grantKeyedState(d.Detect.GoFunction, d.State)
+	grantBacklogRead(d.Detect.GoFunction, props.Events)
 	d.Matches.Grant(d.Detect.Role, jsii.String("kinesis:PutRecords"))
 	d.Detect.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings(detectRulesActions...),

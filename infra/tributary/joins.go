@@ -96,8 +96,8 @@ type StreamJoinProps struct {
 // StreamJoin is one stream–stream join, declared in a join file: the join
 // function reads the two event types of the events stream (a mapping filter
 // passes only those), keeps both sides' buffered records in State, and
-// writes joined, unmatched and rate records to Joins; a schedule ticks it.
-// The function carries the file's name as its PipelineMetadataKey, so it
+// writes joined, unmatched and rate records to Joins; a schedule ticks it
+// (the tick reads the events stream too, grantBacklogRead). The function carries the file's name as its PipelineMetadataKey, so it
 // gets alarms of its own, and the stack gives it a dashboard
 // (NewOperatorDashboard).
 type StreamJoin struct {
@@ -124,6 +124,23 @@ func grantKeyedState(fn *GoFunction, table awsdynamodb.Table) {
 		Actions:   jsii.Strings(keyedIndexActions...),
 		Resources: &[]*string{awscdk.Fn_Join(jsii.String(""), &[]*string{table.TableArn(), jsii.String("/index/" + ViewsOpenIndex)})},
 	}))
+}
+
+// grantBacklogRead gives fn, a keyed operator's function, the stream it
+// reads for its tick (package keyed's WithBacklog): before it advances an
+// idle-looking shard by the clock, the tick reads the stream after the
+// last record the function committed, so a shard whose records wait for a
+// failing or throttled function is not taken for idle. fn gets the
+// stream's name as EVENTS_STREAM_NAME and exactly GetShardIterator and
+// GetRecords on it (and decrypt with its key, if it has one of its own):
+// the mapping's grants serve the batches, and an enhanced fan-out
+// consumer's are for SubscribeToShard.
+func grantBacklogRead(fn *GoFunction, stream awskinesis.IStream) {
+	fn.Function.AddEnvironment(jsii.String(EnvEventsStreamName), stream.StreamName(), nil)
+	stream.Grant(fn.Role, jsii.String("kinesis:GetShardIterator"), jsii.String("kinesis:GetRecords"))
+	if key := stream.EncryptionKey(); key != nil {
+		key.GrantDecrypt(fn.Role)
+	}
 }
 
 // addTick schedules fn's tick: the function tells the scheduled event from
@@ -185,6 +202,7 @@ func NewStreamJoin(scope constructs.Construct, id string, props StreamJoinProps)
 	})
 	j.Function.Function.Node().DefaultChild().(awslambda.CfnFunction).AddMetadata(jsii.String(PipelineMetadataKey), jsii.String(cfg.Name))
 	grantKeyedState(j.Function.GoFunction, j.State)
+	grantBacklogRead(j.Function.GoFunction, props.Events)
 	j.Joins.Grant(j.Function.Role, jsii.String("kinesis:PutRecords"))
 	j.Schedule = addTick(c, "Tick", j.Function.GoFunction, props.TickFailures, "Ticks the join: idle shards' watermarks advance, unmatched records are emitted")
 	return j, nil

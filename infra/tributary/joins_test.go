@@ -58,6 +58,22 @@ func assertTick(t *testing.T, tmpl cfnTemplate, fnID, failuresID string) {
 	t.Errorf("no schedule ticks %s", fnID)
 }
 
+// assertBacklogRead checks that a keyed operator's function, whose
+// environment is env and grants grants, is given the stream it reads
+// (eventsID) for its tick: EVENTS_STREAM_NAME and the two calls package
+// backlog makes on it.
+func assertBacklogRead(t *testing.T, env map[string]any, grants map[string]bool, eventsID string) {
+	t.Helper()
+	if got := env[EnvEventsStreamName]; !reflect.DeepEqual(got, ref(eventsID)) {
+		t.Errorf("%s = %v, want the stream the function reads, %s: its tick reads it before it takes a shard for idle", EnvEventsStreamName, got, eventsID)
+	}
+	for _, g := range []string{"kinesis:GetShardIterator " + eventsID + ".Arn", "kinesis:GetRecords " + eventsID + ".Arn"} {
+		if !grants[g] {
+			t.Errorf("role lacks %s, which the tick's read of the stream needs; it has %v", g, grants)
+		}
+	}
+}
+
 func assertNoWildcards(t *testing.T, grants map[string]bool) {
 	t.Helper()
 	for g := range grants {
@@ -137,6 +153,7 @@ func TestStreamJoin(t *testing.T) {
 		}
 	}
 	assertSetAsideGrant(t, grants, logicalID(stack, quarantine))
+	assertBacklogRead(t, env, grants, logicalID(stack, events))
 	assertNoWildcards(t, grants)
 	assertTick(t, tmpl, fnID, logicalID(stack, ticks))
 
@@ -209,6 +226,7 @@ func TestDetection(t *testing.T) {
 		}
 	}
 	assertSetAsideGrant(t, grants, logicalID(stack, quarantine))
+	assertBacklogRead(t, env, grants, logicalID(stack, events))
 	assertNoWildcards(t, grants)
 	assertTick(t, tmpl, fnID, logicalID(stack, ticks))
 

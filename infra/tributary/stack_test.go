@@ -365,17 +365,17 @@ func TestFunctions(t *testing.T) {
 			"PROFILES_TABLE_NAME":  ref(logicalID(s.Stack, s.Profiles.Table)),
 			"ENTITY_KEY_ATTRIBUTE": ProfilesPartitionKey,
 		}},
-		{FunctionJoin, s.Joins[0].Function.GoFunction, 30, withQuarantine(s, map[string]any{
+		{FunctionJoin, s.Joins[0].Function.GoFunction, 30, withEvents(s, withQuarantine(s, map[string]any{
 			EnvJoinConfig:         compactFile("../../pipelines/search-click.json"),
 			EnvJoinStateTableName: ref(logicalID(s.Stack, s.Joins[0].State)),
 			EnvJoinsStreamName:    ref(logicalID(s.Stack, s.Joins[0].Joins)),
-		})},
-		{FunctionDetect, s.Detections[0].Detect.GoFunction, 30, withQuarantine(s, map[string]any{
+		}))},
+		{FunctionDetect, s.Detections[0].Detect.GoFunction, 30, withEvents(s, withQuarantine(s, map[string]any{
 			EnvCEPConfig:         compactFile("../../pipelines/detect.json"),
 			EnvCEPStateTableName: ref(logicalID(s.Stack, s.Detections[0].State)),
 			EnvRulesTableName:    ref(logicalID(s.Stack, s.Detections[0].Rules)),
 			EnvMatchesStreamName: ref(logicalID(s.Stack, s.Detections[0].Matches)),
-		})},
+		}))},
 		{FunctionRules, s.Detections[0].Admin, 30, map[string]any{EnvRulesTableName: ref(logicalID(s.Stack, s.Detections[0].Rules))}},
 		{FunctionCommands, s.EventSourcing.CommandsFn, 10, map[string]any{
 			EnvESEventsTable:      ref(logicalID(s.Stack, s.EventSourcing.Events)),
@@ -388,10 +388,10 @@ func TestFunctions(t *testing.T) {
 		{FunctionPublish, s.EventSourcing.Publish.GoFunction, 30, withQuarantine(s, map[string]any{
 			EnvESStreamName: ref(logicalID(s.Stack, s.EventSourcing.Stream)),
 		})},
-		{FunctionStatusCodes, s.StatusCodes.Function.GoFunction, 30, withQuarantine(s, map[string]any{
+		{FunctionStatusCodes, s.StatusCodes.Function.GoFunction, 30, withEvents(s, withQuarantine(s, map[string]any{
 			EnvStateTableName:   ref(logicalID(s.Stack, s.StatusCodes.State)),
 			EnvOutputStreamName: ref(logicalID(s.Stack, s.StatusCodes.Output)),
-		})},
+		}))},
 		{FunctionArchive, s.Archive.Function.GoFunction, 60, map[string]any{EnvArchiveBucketName: ref(logicalID(s.Stack, s.Archive.Bucket))}},
 		{FunctionProject, s.EventSourcing.Project.GoFunction, 30, withQuarantine(s, map[string]any{
 			EnvESEventsTable:      ref(logicalID(s.Stack, s.EventSourcing.Events)),

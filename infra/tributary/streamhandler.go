@@ -20,7 +20,9 @@ const FunctionStatusCodes = "statuscodes"
 
 // Environment variables of a stream function built on package handler
 // (handler.FromEnv reads them); QUARANTINE_TABLE_NAME is
-// EnvQuarantineTableName and OUTPUT_STREAM_NAME EnvOutputStreamName.
+// EnvQuarantineTableName, OUTPUT_STREAM_NAME EnvOutputStreamName and
+// EVENTS_STREAM_NAME (the stream the tick reads before it takes a shard
+// for idle) EnvEventsStreamName.
 const EnvStateTableName = "STATE_TABLE_NAME"
 
 // StreamHandlerProps configures NewStreamHandler.
@@ -33,7 +35,9 @@ type StreamHandlerProps struct {
 	AssetDir string
 	// Description is the Lambda function's description.
 	Description string
-	// Events is the stream of envelopes the function reads. Required.
+	// Events is the stream of envelopes the function reads
+	// (EVENTS_STREAM_NAME too: its tick reads it, after the last record
+	// the function committed, before it takes a shard for idle). Required.
 	Events awskinesis.IStream
 	// EventTypes, if set, are the only event types the mapping passes to
 	// the function (a filter on the envelope's type); the function skips
@@ -126,6 +130,7 @@ func NewStreamHandler(scope constructs.Construct, id string, props StreamHandler
 		Filters:   filters,
 	})
 	grantKeyedState(h.Function.GoFunction, h.State)
+	grantBacklogRead(h.Function.GoFunction, props.Events)
 	h.Output.Grant(h.Function.Role, jsii.String("kinesis:PutRecords"))
 	tickFailures := props.TickFailures
 	if tickFailures == nil {

@@ -76,6 +76,7 @@ func TestStreamHandler(t *testing.T) {
 		}
 	}
 	assertSetAsideGrant(t, grants, logicalID(stack, quarantine))
+	assertBacklogRead(t, env, grants, logicalID(stack, events))
 	assertNoWildcards(t, grants)
 	assertTick(t, tmpl, fnID, logicalID(stack, ticks))
 

@@ -16,6 +16,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/backlog"
 	"github.com/tributary-dev/tributary/pkg/handler"
 	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
+	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -156,5 +157,33 @@ func putRecord(t *testing.T, name string, env stream.Envelope) events.KinesisEve
 		EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/" + name,
 		Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: env.Key, Data: r.Data,
 			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: aws.ToTime(r.ApproximateArrivalTimestamp)}},
+	}
+}
+
+// The samples `make invoke` sends a running local stack come from no
+// stream (shard state.SampleShard): the tick has nothing to read for
+// them, so their shard closes by the clock even when the stream cannot be
+// read, rather than failing every tick.
+func TestTickClosesTheSampleShardWithoutReadingTheStream(t *testing.T) {
+	ctx := context.Background()
+	cfg := setup(t)
+	cfg.Backlog = &unreadable{err: errors.New("ResourceNotFoundException: no such shard")}
+	now := base
+	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithWindow(time.Minute), handler.WithOutOfOrderness(5*time.Second),
+		handler.WithIdleTimeout(30*time.Second), handler.WithClock(func() time.Time { return now }), handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := kinesisRecords([]rec{{1, request("r1", "/a", 10, `{"ms":10}`)}})
+	sample[0].EventID = state.SampleShard + ":1"
+	mustBatch(t, h, sample)
+	for _, after := range []time.Duration{2 * time.Minute, 3 * time.Minute} {
+		now = base.Add(after)
+		if _, err := h.Tick(ctx, now); err != nil {
+			t.Fatalf("tick at +%v: %v", after, err)
+		}
+	}
+	if byID, _ := results(t, cfg.OutputStream); len(byID) != 1 {
+		t.Errorf("results of the sample's window: %v; want it closed by the clock", describe(byID))
 	}
 }

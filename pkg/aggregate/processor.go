@@ -875,13 +875,15 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 	var unread []error
 	for shard, wm := range marks {
 		res.Shards++
-		hold, err := p.idleHold(ctx, shard, wm, holds[shard], positions[shard], now)
-		if err != nil {
-			// Not known to be idle: no advance, and the tick fails once
-			// the other shards are done, so its alarm says why.
+		moved := false
+		if hold, err := p.idleHold(ctx, shard, wm, holds[shard], positions[shard], now); err != nil {
+			// Not known to be idle: no advance (whatever the watermark,
+			// a fresh one's zero included), and the tick fails once the
+			// other shards are done, so its alarm says why.
 			unread = append(unread, err)
+		} else {
+			moved = wm.AdvanceIdleHeld(now, p.cfg.IdleTimeout, hold)
 		}
-		moved := wm.AdvanceIdleHeld(now, p.cfg.IdleTimeout, hold)
 		// Save the idle clock even when the value did not move yet.
 		if _, err := p.views.SaveWatermark(ctx, p.cfg.Name, shard, wm); err != nil {
 			return res, err

@@ -17,6 +17,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/backlog"
 	"github.com/tributary-dev/tributary/pkg/keyed/keyedtest"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -158,6 +159,62 @@ func TestTickerThatCannotReadTheStreamDoesNotAdvance(t *testing.T) {
 	for _, at := range []time.Duration{4 * time.Minute, 5 * time.Minute} {
 		now = base.Add(at)
 		if _, err := p.Tick(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := strings.Join(out.of("a", base), "\n"), "final [0s,1m0s) r1 count 1 sum 1"; got != want {
+		t.Errorf("results of key a:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A shard whose first batch applied nothing (a record no pipeline can
+// read) has a position but a watermark still at zero; a tick that cannot
+// read the stream must not take zero for "no bound" and advance it by the
+// clock, making the records that wait late.
+func TestTickerThatCannotReadTheStreamLeavesAFreshWatermark(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	now := base
+	clock := func() time.Time { return now }
+	unread := &unreadable{err: fmt.Errorf("rate exceeded")}
+	var views *state.Views
+	var cfg *pipeline.Config
+	ticker, out := pipelineOn(t, `{"name":"fresh","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
+		func(c *pipeline.Config, table string) *state.Views {
+			cfg, views = c, state.NewViews(db, table, c.Aggregates, state.WithClock(clock))
+			return views
+		}, aggregate.WithClock(clock), aggregate.WithBacklog(unread))
+	// The aggregate function: a process of its own, as in Lambda, which
+	// reads the watermark the ticker stored.
+	quarantine := fmt.Sprintf("quarantine-%d", tableSeq.Add(1))
+	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	p := aggregate.New(cfg, views, out, "results", aggregate.WithLogger(quiet), aggregate.WithClock(clock),
+		aggregate.WithSetAside(setaside.New(db, quarantine, setaside.WithFunction("aggregate"))))
+	poison := kinesisEvent([]record{{shard: feedShard, seq: 1, env: stream.Envelope{ID: "1", Type: "v", Key: "a", OccurredAt: base, SentAt: base, ReceivedAt: base}}})
+	poison.Records[0].Kinesis.Data = []byte("not an envelope")
+	if resp, err := p.HandleBatch(ctx, poison); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("the record no pipeline can read was not set aside: %v %v", resp, err)
+	}
+	if pos, err := views.Positions(ctx, "fresh"); err != nil || pos[feedShard] != "1" {
+		t.Fatalf("position %v (%v) after the set-aside record, want 1", pos, err)
+	}
+	for _, at := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute} {
+		now = base.Add(at)
+		_, _ = ticker.Tick(ctx, now) // fails from the second on: the stream cannot be read
+	}
+	// The record that waited, from the first second, is on time, also
+	// for an instance that starts now and reads the stored watermark.
+	p = aggregate.New(cfg, views, out, "results", aggregate.WithLogger(quiet), aggregate.WithClock(clock),
+		aggregate.WithSetAside(setaside.New(db, quarantine, setaside.WithFunction("aggregate"))))
+	f := &feed{t: t, p: p, base: base, seq: 1}
+	f.batch(at{"a", 1, 1})
+	unread.err = nil
+	for _, at := range []time.Duration{4 * time.Minute, 5 * time.Minute} {
+		now = base.Add(at)
+		if _, err := ticker.Tick(ctx, now); err != nil {
 			t.Fatal(err)
 		}
 	}

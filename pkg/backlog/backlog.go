@@ -102,7 +102,10 @@ type Reader interface {
 // records have yet to be applied. waiting reports that such a record
 // bounds it. It reads the stream only when the advance would move wm, and
 // not at all without r or through. When the stream cannot be read it
-// returns wm's current value (no advance) and the error, naming the shard.
+// returns the error, naming the shard, and the caller must not advance the
+// shard at all: the bound it returns then, wm's current value, is zero for
+// a watermark that has seen no event time, which AdvanceIdleHeld takes for
+// no bound.
 func IdleHold(ctx context.Context, r Reader, shard, through string, wm *window.Watermark, idleTimeout time.Duration, hold, now time.Time) (bound time.Time, waiting bool, err error) {
 	if r == nil || through == "" {
 		return hold, false, nil // no position stored yet: the clock decides

@@ -876,7 +876,7 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 	for shard, wm := range marks {
 		res.Shards++
 		moved := false
-		if hold, err := p.idleHold(ctx, shard, wm, holds[shard], positions[shard], now); err != nil {
+		if hold, err := p.idleHold(ctx, shard, wm, holds[shard], backlog.Stored(positions, marks), now); err != nil {
 			// Not known to be idle: no advance (whatever the watermark,
 			// a fresh one's zero included), and the tick fails once the
 			// other shards are done, so its alarm says why.
@@ -908,13 +908,15 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 // idleHold is how far the ticker may advance shard's watermark by
 // processing time: no further than hold (the records a per-interval
 // invocation carries), nor than the first record the function has not
-// processed allows (backlog.IdleHold).
-func (p *Processor) idleHold(ctx context.Context, shard string, wm *window.Watermark, hold time.Time, through string, now time.Time) (time.Time, error) {
-	bound, waiting, err := backlog.IdleHold(ctx, p.backlog, shard, through, wm, p.cfg.IdleTimeout, hold, now)
+// processed allows, on the shard or, after a reshard, on the shards that
+// took its keys (backlog.IdleHold).
+func (p *Processor) idleHold(ctx context.Context, shard string, wm *window.Watermark, hold time.Time, positions backlog.Positions, now time.Time) (time.Time, error) {
+	bound, waiting, err := backlog.IdleHold(ctx, p.backlog, shard, positions, wm, p.cfg.IdleTimeout, hold, now)
 	if err != nil {
 		return bound, fmt.Errorf("aggregate: %w", err)
 	}
 	if waiting {
+		through, _ := positions(shard)
 		p.log.Info("idle advance waits for records not processed yet", "shard", shard, "after", through,
 			"watermarkAtMost", bound.UTC().Format(time.RFC3339Nano))
 	}

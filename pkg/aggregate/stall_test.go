@@ -226,6 +226,72 @@ func TestTickerThatCannotReadTheStreamLeavesAFreshWatermark(t *testing.T) {
 // unreadable is a Backlog whose reads fail with err (nil: nothing unread).
 type unreadable struct{ err error }
 
-func (u *unreadable) FirstAfter(context.Context, string, string) (time.Time, bool, error) {
-	return time.Time{}, false, u.err
+func (u *unreadable) FirstAfter(context.Context, string, string) (backlog.Next, error) {
+	return backlog.Next{}, u.err
+}
+
+// After a reshard a key's records go to a child shard, which Lambda reads
+// only once the parent is done. The parent, closed and read to its end,
+// had nothing left, so the ticker advanced it by the clock and closed its
+// windows while a child still catching up (a consumer behind when the
+// stream was resharded, as it is when a team reshards for more capacity)
+// held records of them: late when applied. The parent's advance now waits
+// for its children's records too.
+func TestTickerWaitsForTheChildrenOfAClosedShard(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	now := base
+	clock := func() time.Time { return now }
+	const parent, child = "shardId-000000000000", "shardId-000000000002"
+	shards := &resharded{next: map[string]backlog.Next{
+		parent: {Children: []string{"shardId-000000000001", child}},
+		child:  {Found: true, Arrived: base.Add(2 * time.Second)},
+	}}
+	p, out := pipelineOn(t, `{"name":"reshard","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
+		func(cfg *pipeline.Config, table string) *state.Views {
+			return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
+		}, aggregate.WithClock(clock), aggregate.WithBacklog(shards))
+	deliver := func(shard string, seq int, seconds int) {
+		t.Helper()
+		when := base.Add(time.Duration(seconds) * time.Second)
+		ev := kinesisEvent([]record{{shard: shard, seq: seq, env: envelopeAt(seq, "a", when, 1)}})
+		if resp, err := p.HandleBatch(ctx, ev); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("batch on %s: %v %v", shard, resp, err)
+		}
+	}
+	deliver(parent, 1, 1)
+	for _, at := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute} {
+		now = base.Add(at)
+		if _, err := p.Tick(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.of("a", base); len(got) > 0 {
+			t.Fatalf("tick at %v, the child's record not processed: the window closed without it\n%s", at, strings.Join(got, "\n"))
+		}
+	}
+	deliver(child, 2, 2)
+	shards.next[child] = backlog.Next{}
+	for _, at := range []time.Duration{4 * time.Minute, 5 * time.Minute} {
+		now = base.Add(at)
+		if _, err := p.Tick(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := strings.Join(out.of("a", base), "\n"), "final [0s,1m0s) r1 count 2 sum 2"; got != want {
+		t.Errorf("results of key a:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// resharded is a Backlog that answers per shard (Kinesis' ChildShards,
+// which moto does not return, for a closed one).
+type resharded struct{ next map[string]backlog.Next }
+
+func (r *resharded) FirstAfter(_ context.Context, shard, _ string) (backlog.Next, error) {
+	return r.next[shard], nil
+}
+
+func envelopeAt(id int, key string, when time.Time, v int) stream.Envelope {
+	return stream.Envelope{ID: fmt.Sprint(id), Type: "v", Key: key, OccurredAt: when, SentAt: when, ReceivedAt: when,
+		Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, v))}
 }

@@ -36,84 +36,124 @@ func New(client ShardReader, name string) *Stream {
 // above 0): it can, past a stretch with none.
 const emptyPages = 3
 
-// FirstAfter returns when the first record after seq on shard arrived on
-// the stream (ApproximateArrivalTimestamp), and found false when there is
-// none: the function has processed everything the shard holds. A shard
-// the stream no longer has (closed and past its retention) has none. When
+// Next is what a shard holds after a record.
+type Next struct {
+	// Found: a record is there, which reached the stream at Arrived
+	// (ApproximateArrivalTimestamp).
+	Found   bool
+	Arrived time.Time
+	// Children, of a shard closed by a reshard and read to its end, are
+	// the shards that took its keys (Kinesis' ChildShards): their records
+	// may belong to windows the shard's own records are in.
+	Children []string
+}
+
+// FirstAfter says what shard holds after the record at seq ("": from its
+// oldest record): the first record and when it arrived, or nothing when
+// the function has processed everything the shard holds. A shard the
+// stream no longer has (closed and past its retention) holds nothing. When
 // seq is no longer on the stream (past its retention too), the shard's
 // oldest record is the first after it. When Kinesis keeps answering with
 // empty pages although the shard has more, the first record is taken to
 // have arrived as long ago as the last page says it is behind the tip.
-func (s *Stream) FirstAfter(ctx context.Context, shard, seq string) (arrived time.Time, found bool, err error) {
+func (s *Stream) FirstAfter(ctx context.Context, shard, seq string) (Next, error) {
 	in := &kinesis.GetShardIteratorInput{StreamName: aws.String(s.name), ShardId: aws.String(shard),
 		ShardIteratorType: types.ShardIteratorTypeAfterSequenceNumber, StartingSequenceNumber: aws.String(seq)}
+	if seq == "" {
+		in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeTrimHorizon, nil
+	}
 	it, err := s.client.GetShardIterator(ctx, in)
 	var invalid *types.InvalidArgumentException
-	if errors.As(err, &invalid) {
+	if errors.As(err, &invalid) && seq != "" {
 		in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeTrimHorizon, nil
 		it, err = s.client.GetShardIterator(ctx, in)
 	}
 	var notFound *types.ResourceNotFoundException
 	if errors.As(err, &notFound) {
-		return time.Time{}, false, nil
+		return Next{}, nil
 	}
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("backlog: reading %s %s after %s: %w", s.name, shard, seq, err)
+		return Next{}, fmt.Errorf("backlog: reading %s %s after %q: %w", s.name, shard, seq, err)
 	}
 	iter := it.ShardIterator
 	var behind int64
 	for page := 0; page < emptyPages && iter != nil; page++ {
 		out, err := s.client.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1)})
 		if errors.As(err, &notFound) {
-			return time.Time{}, false, nil
+			return Next{}, nil
 		}
 		if err != nil {
-			return time.Time{}, false, fmt.Errorf("backlog: reading %s %s after %s: %w", s.name, shard, seq, err)
+			return Next{}, fmt.Errorf("backlog: reading %s %s after %q: %w", s.name, shard, seq, err)
 		}
 		if len(out.Records) > 0 {
 			if t := out.Records[0].ApproximateArrivalTimestamp; t != nil {
-				return *t, true, nil
+				return Next{Found: true, Arrived: *t}, nil
 			}
-			return s.now(), true, nil
+			return Next{Found: true, Arrived: s.now()}, nil
+		}
+		if len(out.ChildShards) > 0 || out.NextShardIterator == nil {
+			// Closed, and read to its end.
+			var next Next
+			for _, c := range out.ChildShards {
+				next.Children = append(next.Children, aws.ToString(c.ShardId))
+			}
+			return next, nil
 		}
 		behind = aws.ToInt64(out.MillisBehindLatest)
 		if behind == 0 {
-			return time.Time{}, false, nil
+			return Next{}, nil
 		}
 		iter = out.NextShardIterator
 	}
 	if behind > 0 {
-		return s.now().Add(-time.Duration(behind) * time.Millisecond), true, nil
+		return Next{Found: true, Arrived: s.now().Add(-time.Duration(behind) * time.Millisecond)}, nil
 	}
-	return time.Time{}, false, nil // a closed shard read to its end
+	return Next{}, nil
 }
 
 // Reader is what IdleHold asks: a *Stream, or a stand-in in tests.
 type Reader interface {
-	FirstAfter(ctx context.Context, shard, seq string) (arrived time.Time, found bool, err error)
+	FirstAfter(ctx context.Context, shard, seq string) (Next, error)
 }
+
+// Positions tells IdleHold, for a shard, the last record its function
+// committed ("": none) and whether the function stored a watermark for it
+// at all (one stored before positions were has a watermark and no
+// position: nothing is known of what it processed).
+type Positions func(shard string) (through string, known bool)
+
+// maxGenerations bounds how many reshards below a closed shard IdleHold
+// looks for records its keys may still bring.
+const maxGenerations = 4
 
 // IdleHold is how far a ticker may advance shard's watermark wm as idle at
 // now: no further than hold (zero: no bound of the caller's), and, when
-// the stream holds records after through (the last record the function
-// committed with the watermark), no further than idleTimeout +
-// outOfOrderness before the first of them arrived — the advance assumes a
-// record reaches the stream within idleTimeout of happening, and those
-// records have yet to be applied. waiting reports that such a record
-// bounds it. It reads the stream only when the advance would move wm, and
-// not at all without r or through. When the stream cannot be read it
+// records are still to be processed that may belong to the shard's
+// windows, no further than idleTimeout + outOfOrderness before the first
+// of them arrived — the advance assumes a record reaches the stream within
+// idleTimeout of happening, and those have yet to be applied. Such
+// records are the shard's own after its position (the last record the
+// function committed with the watermark: a function failing, throttled or
+// redeploying), and, for a shard a reshard closed and that was read to its
+// end, its children's not yet processed (their position, or all of them
+// for a child the function has not committed on yet): the keys moved
+// there, and a child still catching up holds records of windows the
+// parent's advance would close. waiting reports that such a record bounds
+// it. It reads the stream only when the advance would move wm, and not at
+// all without r or a position for shard. When the stream cannot be read it
 // returns the error, naming the shard, and the caller must not advance the
 // shard at all: the bound it returns then, wm's current value, is zero for
 // a watermark that has seen no event time, which AdvanceIdleHeld takes for
 // no bound.
-func IdleHold(ctx context.Context, r Reader, shard, through string, wm *window.Watermark, idleTimeout time.Duration, hold, now time.Time) (bound time.Time, waiting bool, err error) {
+func IdleHold(ctx context.Context, r Reader, shard string, positions Positions, wm *window.Watermark, idleTimeout time.Duration, hold, now time.Time) (bound time.Time, waiting bool, err error) {
+	through, _ := positions(shard)
 	if r == nil || through == "" {
 		return hold, false, nil // no position stored yet: the clock decides
 	}
 	if trial := *wm; !trial.AdvanceIdleHeld(now, idleTimeout, hold) {
 		return hold, false, nil // it would not move: nothing to ask
 	}
-	arrived, found, err := r.FirstAfter(ctx, shard, through)
+	arrived, found, err := firstUnprocessed(ctx, r, shard, through, positions, 0)
 	if err != nil {
 		return wm.Current(), false, fmt.Errorf("shard %s not advanced as idle: %w", shard, err)
 	}
@@ -125,4 +165,43 @@ func IdleHold(ctx context.Context, r Reader, shard, through string, wm *window.W
 		return bound, true, nil
 	}
 	return hold, true, nil
+}
+
+// firstUnprocessed is the earliest arrival of a record not processed yet
+// on shard after through, or, shard being closed and read, on the shards
+// that took its keys.
+func firstUnprocessed(ctx context.Context, r Reader, shard, through string, positions Positions, generation int) (time.Time, bool, error) {
+	next, err := r.FirstAfter(ctx, shard, through)
+	if err != nil || next.Found {
+		return next.Arrived, next.Found, err
+	}
+	var first time.Time
+	found := false
+	if generation == maxGenerations {
+		return first, false, nil
+	}
+	for _, child := range next.Children {
+		ct, known := positions(child)
+		if known && ct == "" {
+			continue // a watermark stored before positions were: nothing known
+		}
+		at, ok, err := firstUnprocessed(ctx, r, child, ct, positions, generation+1)
+		if err != nil {
+			return first, false, err
+		}
+		if ok && (!found || at.Before(first)) {
+			first, found = at, true
+		}
+	}
+	return first, found, nil
+}
+
+// Stored is the Positions a ticker has loaded: positions as
+// state.Views.Positions returns them, and the shards marks (Watermarks)
+// holds a watermark for.
+func Stored(positions map[string]string, marks map[string]*window.Watermark) Positions {
+	return func(shard string) (string, bool) {
+		_, known := marks[shard]
+		return positions[shard], known
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,18 +56,19 @@ func TestFirstAfterFindsTheRecordsAFunctionHasNotProcessed(t *testing.T) {
 		{"records after the first", "shardId-000000000000", seqs[0], true},
 		{"one record after the second", "shardId-000000000000", seqs[1], true},
 		{"nothing after the last", "shardId-000000000000", seqs[2], false},
+		{"from the oldest record, for a shard not processed yet", "shardId-000000000000", "", true},
 		{"a shard the stream does not have", "shardId-000000000009", seqs[0], false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			arrived, found, err := b.FirstAfter(ctx, tt.shard, tt.after)
+			next, err := b.FirstAfter(ctx, tt.shard, tt.after)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if found != tt.found {
-				t.Fatalf("found %v, want %v", found, tt.found)
+			if next.Found != tt.found {
+				t.Fatalf("found %v, want %v", next.Found, tt.found)
 			}
-			if found && (arrived.Before(before) || arrived.After(time.Now().Add(time.Minute))) {
-				t.Errorf("arrived %v, want the record's arrival, about now", arrived)
+			if next.Found && (next.Arrived.Before(before) || next.Arrived.After(time.Now().Add(time.Minute))) {
+				t.Errorf("arrived %v, want the record's arrival, about now", next.Arrived)
 			}
 		})
 	}
@@ -76,9 +78,9 @@ func TestFirstAfterFindsTheRecordsAFunctionHasNotProcessed(t *testing.T) {
 // not "nothing to read": the ticker must not take the shard for idle.
 func TestFirstAfterSaysWhatItCouldNotRead(t *testing.T) {
 	b := backlog.New(failing{}, "events")
-	_, found, err := b.FirstAfter(context.Background(), "shardId-000000000001", "49")
-	if err == nil || found {
-		t.Fatalf("found %v, error %v; want an error", found, err)
+	next, err := b.FirstAfter(context.Background(), "shardId-000000000001", "49")
+	if err == nil || next.Found {
+		t.Fatalf("found %v, error %v; want an error", next.Found, err)
 	}
 	for _, want := range []string{"events", "shardId-000000000001", "throttled"} {
 		if !strings.Contains(err.Error(), want) {
@@ -98,23 +100,24 @@ func (failing) GetRecords(context.Context, *kinesis.GetRecordsInput, ...func(*ki
 	return nil, errors.New("not reached")
 }
 
-// fixed is a Reader that answers every shard the same way, counting reads.
-type fixed struct {
-	arrived time.Time
-	found   bool
-	err     error
-	reads   int
+// shards is a Reader answering per shard (a shard it does not name holds
+// nothing), counting reads; err fails every read.
+type shards struct {
+	next  map[string]backlog.Next
+	err   error
+	reads []string
 }
 
-func (f *fixed) FirstAfter(context.Context, string, string) (time.Time, bool, error) {
-	f.reads++
-	return f.arrived, f.found, f.err
+func (f *shards) FirstAfter(_ context.Context, shard, seq string) (backlog.Next, error) {
+	f.reads = append(f.reads, shard+"@"+seq)
+	return f.next[shard], f.err
 }
 
 // IdleHold bounds an idle advance by the first unprocessed record's
-// arrival, keeps a caller's lower hold, asks nothing when the advance
-// would not move or no position is known, and stops the advance when the
-// stream cannot be read.
+// arrival — on the shard, or, the shard closed by a reshard and read to
+// its end, on the shards that took its keys — keeps a caller's lower
+// hold, asks nothing when the advance would not move or no position is
+// known, and stops the advance when the stream cannot be read.
 func TestIdleHold(t *testing.T) {
 	base := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	const idle = 30 * time.Second
@@ -126,37 +129,77 @@ func TestIdleHold(t *testing.T) {
 		w.AdvanceIdle(base, idle)
 		return w
 	}
+	const parent, c1, c2 = "shardId-000000000000", "shardId-000000000001", "shardId-000000000002"
 	now := base.Add(5 * time.Minute)
+	waits := func(d time.Duration) backlog.Next { return backlog.Next{Found: true, Arrived: base.Add(d)} }
+	split := backlog.Next{Children: []string{c1, c2}}
 	for _, tt := range []struct {
 		name        string
-		r           *fixed
-		through     string
+		r           *shards
+		positions   map[string]string // shards with a watermark, and their positions ("": none stored)
 		hold        time.Time
 		wantBound   time.Time
 		wantWaiting bool
 		wantErr     bool
-		wantReads   int
+		wantReads   []string
 	}{
-		{"nothing unread: the caller's hold", &fixed{}, "7", time.Time{}, time.Time{}, false, false, 1},
-		{"a record waits: idle + out-of-orderness before it arrived", &fixed{arrived: base.Add(time.Minute), found: true}, "7", time.Time{},
-			base.Add(time.Minute - 35*time.Second), true, false, 1},
-		{"a lower hold of the caller stays", &fixed{arrived: base.Add(time.Minute), found: true}, "7", base.Add(10 * time.Second),
-			base.Add(10 * time.Second), true, false, 1},
-		{"no position stored: no read", &fixed{found: true}, "", time.Time{}, time.Time{}, false, false, 0},
-		{"the stream cannot be read: no advance", &fixed{err: errors.New("throttled")}, "7", time.Time{}, base.Add(-5 * time.Second), false, true, 1},
+		{"nothing unread: the caller's hold", &shards{}, map[string]string{parent: "7"}, time.Time{}, time.Time{}, false, false, []string{parent + "@7"}},
+		{"a record waits: idle + out-of-orderness before it arrived", &shards{next: map[string]backlog.Next{parent: waits(time.Minute)}},
+			map[string]string{parent: "7"}, time.Time{}, base.Add(time.Minute - 35*time.Second), true, false, []string{parent + "@7"}},
+		{"a lower hold of the caller stays", &shards{next: map[string]backlog.Next{parent: waits(time.Minute)}},
+			map[string]string{parent: "7"}, base.Add(10 * time.Second), base.Add(10 * time.Second), true, false, []string{parent + "@7"}},
+		{"no position stored: no read", &shards{next: map[string]backlog.Next{parent: waits(0)}}, map[string]string{parent: ""}, time.Time{}, time.Time{}, false, false, nil},
+		{"the stream cannot be read: no advance", &shards{err: errors.New("throttled")}, map[string]string{parent: "7"}, time.Time{}, base.Add(-5 * time.Second), false, true, []string{parent + "@7"}},
+		{"resharded: a child not processed yet holds the parent back from its oldest record",
+			&shards{next: map[string]backlog.Next{parent: split, c1: waits(2 * time.Minute)}},
+			map[string]string{parent: "7"}, time.Time{}, base.Add(2*time.Minute - 35*time.Second), true, false, []string{parent + "@7", c1 + "@", c2 + "@"}},
+		{"resharded: the earliest of the children's waiting records",
+			&shards{next: map[string]backlog.Next{parent: split, c1: waits(3 * time.Minute), c2: waits(2 * time.Minute)}},
+			map[string]string{parent: "7", c1: "9", c2: "11"}, time.Time{}, base.Add(2*time.Minute - 35*time.Second), true, false,
+			[]string{parent + "@7", c1 + "@9", c2 + "@11"}},
+		{"resharded, the children caught up: the clock decides", &shards{next: map[string]backlog.Next{parent: split}},
+			map[string]string{parent: "7", c1: "9", c2: "11"}, time.Time{}, time.Time{}, false, false, []string{parent + "@7", c1 + "@9", c2 + "@11"}},
+		{"resharded, a child's watermark stored before positions were: not read", &shards{next: map[string]backlog.Next{parent: split, c1: waits(0)}},
+			map[string]string{parent: "7", c1: "", c2: "11"}, time.Time{}, time.Time{}, false, false, []string{parent + "@7", c2 + "@11"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			bound, waiting, err := backlog.IdleHold(context.Background(), tt.r, "shardId-000000000000", tt.through, wm(), idle, tt.hold, now)
-			if (err != nil) != tt.wantErr || !bound.Equal(tt.wantBound) || waiting != tt.wantWaiting || tt.r.reads != tt.wantReads {
-				t.Errorf("bound %v waiting %v error %v after %d reads; want %v %v error %v after %d",
+			marks := map[string]*window.Watermark{}
+			for s := range tt.positions {
+				marks[s] = wm()
+			}
+			bound, waiting, err := backlog.IdleHold(context.Background(), tt.r, parent, backlog.Stored(tt.positions, marks), wm(), idle, tt.hold, now)
+			if (err != nil) != tt.wantErr || !bound.Equal(tt.wantBound) || waiting != tt.wantWaiting || !slices.Equal(tt.r.reads, tt.wantReads) {
+				t.Errorf("bound %v waiting %v error %v after reads %v; want %v %v error %v after %v",
 					bound, waiting, err, tt.r.reads, tt.wantBound, tt.wantWaiting, tt.wantErr, tt.wantReads)
 			}
 		})
 	}
 	t.Run("an advance that would not move asks nothing", func(t *testing.T) {
-		r := &fixed{found: true}
-		if _, _, err := backlog.IdleHold(context.Background(), r, "shardId-000000000000", "7", wm(), idle, time.Time{}, base.Add(10*time.Second)); err != nil || r.reads != 0 {
-			t.Errorf("%d reads, error %v; want none", r.reads, err)
+		r := &shards{next: map[string]backlog.Next{parent: waits(0)}}
+		if _, _, err := backlog.IdleHold(context.Background(), r, parent, backlog.Stored(map[string]string{parent: "7"}, nil), wm(), idle, time.Time{}, base.Add(10*time.Second)); err != nil || len(r.reads) != 0 {
+			t.Errorf("reads %v, error %v; want none", r.reads, err)
 		}
 	})
+}
+
+// A shard a reshard closed, read to its end, names the shards that took
+// its keys (Kinesis' ChildShards, which moto does not return).
+func TestFirstAfterNamesAClosedShardsChildren(t *testing.T) {
+	b := backlog.New(closed{}, "events")
+	next, err := b.FirstAfter(context.Background(), "shardId-000000000000", "49")
+	if err != nil || next.Found || !slices.Equal(next.Children, []string{"shardId-000000000001", "shardId-000000000002"}) {
+		t.Fatalf("%+v %v; want the two children, no record", next, err)
+	}
+}
+
+// closed answers as Kinesis does at the end of a closed shard.
+type closed struct{}
+
+func (closed) GetShardIterator(context.Context, *kinesis.GetShardIteratorInput, ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
+	return &kinesis.GetShardIteratorOutput{ShardIterator: aws.String("it")}, nil
+}
+
+func (closed) GetRecords(context.Context, *kinesis.GetRecordsInput, ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	return &kinesis.GetRecordsOutput{MillisBehindLatest: aws.Int64(0), ChildShards: []types.ChildShard{
+		{ShardId: aws.String("shardId-000000000001")}, {ShardId: aws.String("shardId-000000000002")}}}, nil
 }

@@ -10,5 +10,9 @@
 // leaves records on the stream whose windows an advance by the clock alone
 // would close before they are applied, making them late (dropped, or
 // corrections of results that were right). With the backlog known, the
-// advance stops where the first unprocessed record's arrival puts it.
+// advance stops where the first unprocessed record's arrival puts it: on
+// the shard itself, or, for a shard a reshard closed and that was read to
+// its end, on the children that took its keys (Lambda reads them only
+// after it, so a consumer behind at the reshard still has their records
+// to process when the parent looks idle).
 package backlog

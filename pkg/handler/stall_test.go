@@ -124,8 +124,8 @@ func TestTickThatCannotReadTheStreamDoesNotAdvance(t *testing.T) {
 // waits).
 type unreadable struct{ err error }
 
-func (u *unreadable) FirstAfter(context.Context, string, string) (time.Time, bool, error) {
-	return time.Time{}, false, u.err
+func (u *unreadable) FirstAfter(context.Context, string, string) (backlog.Next, error) {
+	return backlog.Next{}, u.err
 }
 
 // putRecord puts env on the stream called name and returns it as Lambda

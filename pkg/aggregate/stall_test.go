@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/backlog"
@@ -46,8 +43,8 @@ func TestTickerWaitsForRecordsAStalledFunctionHasNotProcessed(t *testing.T) {
 				func(cfg *pipeline.Config, table string) *state.Views {
 					return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
 				}, aggregate.WithClock(clock), aggregate.WithBacklog(backlog.New(kin, name)))
-			first := putEnvelope(t, name, "a", 1, time.Now())
-			second := putEnvelope(t, name, "a", 2, time.Now())
+			first := keyedtest.PutEnvelope(t, kin, name, envelopeAt(1, "a", time.Now(), 1))
+			second := keyedtest.PutEnvelope(t, kin, name, envelopeAt(2, "a", time.Now(), 2))
 			deliver := func(r events.KinesisEventRecord) {
 				t.Helper()
 				ev := events.KinesisEvent{Records: []events.KinesisEventRecord{r}}
@@ -89,40 +86,6 @@ func TestTickerWaitsForRecordsAStalledFunctionHasNotProcessed(t *testing.T) {
 				t.Errorf("results of key a:\n%s\nwant:\n%s", got, want)
 			}
 		})
-	}
-}
-
-// putEnvelope puts an event of key with value v that happened at when on
-// the stream and returns it as Lambda hands it over, sequence number and
-// arrival as Kinesis gave them.
-func putEnvelope(t *testing.T, name, key string, v int, when time.Time) events.KinesisEventRecord {
-	t.Helper()
-	ctx := context.Background()
-	data, err := json.Marshal(stream.Envelope{ID: fmt.Sprint(v), Type: "v", Key: key, OccurredAt: when, SentAt: when, ReceivedAt: when,
-		Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, v))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	put, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(name), PartitionKey: aws.String(key), Data: data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(name), ShardId: put.ShardId,
-		ShardIteratorType: kintypes.ShardIteratorTypeAtSequenceNumber, StartingSequenceNumber: put.SequenceNumber})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
-	if err != nil || len(got.Records) != 1 {
-		t.Fatalf("reading back %s: %v %v", aws.ToString(put.SequenceNumber), got, err)
-	}
-	r := got.Records[0]
-	seq := aws.ToString(r.SequenceNumber)
-	return events.KinesisEventRecord{
-		EventID: aws.ToString(put.ShardId) + ":" + seq, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
-		EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/" + name,
-		Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: key, Data: r.Data,
-			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: aws.ToTime(r.ApproximateArrivalTimestamp)}},
 	}
 }
 

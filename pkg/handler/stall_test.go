@@ -2,16 +2,12 @@ package handler_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/backlog"
 	"github.com/tributary-dev/tributary/pkg/handler"
@@ -50,11 +46,11 @@ func TestTickWaitsForRecordsAStalledHandlerHasNotProcessed(t *testing.T) {
 		e.SentAt, e.ReceivedAt = e.OccurredAt, e.OccurredAt
 		return e
 	}
-	first := putRecord(t, input, at("r1", 10, `{"ms":10}`))
-	second := putRecord(t, input, at("r2", 20, `{"ms":20}`))
+	first := keyedtest.PutEnvelope(t, kin, input, at("r1", 10, `{"ms":10}`))
+	second := keyedtest.PutEnvelope(t, kin, input, at("r2", 20, `{"ms":20}`))
 	click := at("c1", 25, `{}`)
 	click.Type = "click" // not the handler's: it moves no watermark
-	other := putRecord(t, input, click)
+	other := keyedtest.PutEnvelope(t, kin, input, click)
 	tick := func(after time.Duration) {
 		t.Helper()
 		now = start.Add(after)
@@ -126,38 +122,6 @@ type unreadable struct{ err error }
 
 func (u *unreadable) FirstAfter(context.Context, string, string) (backlog.Next, error) {
 	return backlog.Next{}, u.err
-}
-
-// putRecord puts env on the stream called name and returns it as Lambda
-// hands it over: sequence number and arrival as Kinesis gave them.
-func putRecord(t *testing.T, name string, env stream.Envelope) events.KinesisEventRecord {
-	t.Helper()
-	ctx := context.Background()
-	data, err := json.Marshal(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	put, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(name), PartitionKey: aws.String(env.Key), Data: data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(name), ShardId: put.ShardId,
-		ShardIteratorType: kintypes.ShardIteratorTypeAtSequenceNumber, StartingSequenceNumber: put.SequenceNumber})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
-	if err != nil || len(got.Records) != 1 {
-		t.Fatalf("reading back %s: %v %v", aws.ToString(put.SequenceNumber), got, err)
-	}
-	r := got.Records[0]
-	seq := aws.ToString(r.SequenceNumber)
-	return events.KinesisEventRecord{
-		EventID: aws.ToString(put.ShardId) + ":" + seq, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
-		EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/" + name,
-		Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: env.Key, Data: r.Data,
-			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: aws.ToTime(r.ApproximateArrivalTimestamp)}},
-	}
 }
 
 // The samples `make invoke` sends a running local stack come from no

@@ -11,6 +11,7 @@ package keyedtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/emit"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // ErrCrash is the error an armed fault injects.
@@ -329,6 +331,40 @@ func CreateStream(t testing.TB, kin *kinesis.Client, name string, n int) {
 	w := kinesis.NewStreamExistsWaiter(kin, func(o *kinesis.StreamExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond })
 	if err := w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(name)}, 20*time.Second); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// PutEnvelope puts env on the stream called name (partition key: its key)
+// and returns it as Lambda hands it over: sequence number and arrival as
+// Kinesis gave them, so a test can deliver it and a reader of the stream
+// (package backlog) finds it there.
+func PutEnvelope(t testing.TB, kin *kinesis.Client, name string, env stream.Envelope) events.KinesisEventRecord {
+	t.Helper()
+	ctx := context.Background()
+	data, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(name), PartitionKey: aws.String(env.Key), Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(name), ShardId: put.ShardId,
+		ShardIteratorType: kintypes.ShardIteratorTypeAtSequenceNumber, StartingSequenceNumber: put.SequenceNumber})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
+	if err != nil || len(got.Records) != 1 {
+		t.Fatalf("reading back %s: %v %v", aws.ToString(put.SequenceNumber), got, err)
+	}
+	r := got.Records[0]
+	seq := aws.ToString(r.SequenceNumber)
+	return events.KinesisEventRecord{
+		EventID: aws.ToString(put.ShardId) + ":" + seq, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
+		EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/" + name,
+		Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: env.Key, Data: r.Data,
+			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: aws.ToTime(r.ApproximateArrivalTimestamp)}},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/backlog"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
@@ -73,5 +74,47 @@ func TestTickerWaitsForRecordsTheIntervalCarries(t *testing.T) {
 				t.Errorf("results of key a:\n%s\nwant:\n%s", got, tt.want)
 			}
 		})
+	}
+}
+
+// A flush that never comes (a mapping disabled mid-interval) holds the
+// shard for half an hour by its hold alone; with the stream read, the
+// record the interval carried is still on it, after the shard's position,
+// so the shard waits for it as long as it is there (it is processed when
+// the mapping comes back), and closes by the clock once it is not.
+func TestTickerWaitsPastTheHoldWhileTheCarriedRecordIsOnTheStream(t *testing.T) {
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	now := base
+	clock := func() time.Time { return now }
+	waiting := &resharded{next: map[string]backlog.Next{}}
+	p, out := pipelineOn(t, `{"name":"kh","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"10s"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
+		func(cfg *pipeline.Config, table string) *state.Views {
+			return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
+		}, aggregate.WithClock(clock), aggregate.WithBacklog(waiting))
+	ctx := context.Background()
+	f := &feed{t: t, p: p, base: base, clock: &now}
+	tick := func(at time.Duration) {
+		t.Helper()
+		now = base.Add(at)
+		if _, err := p.Tick(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.carry(at{"a", 0, 1})
+	f.flush()
+	f.carry(at{"a", 5, 1}) // carried; its flush never comes
+	waiting.next[feedShard] = backlog.Next{Found: true, Arrived: base.Add(5 * time.Second)}
+	for _, at := range []time.Duration{15 * time.Second, 50 * time.Second, 31 * time.Minute, 2 * time.Hour, 2*time.Hour + time.Minute} {
+		tick(at)
+		if got := out.of("a", base); len(got) > 0 {
+			t.Fatalf("tick at %v, a@5s still on the stream: results already\n%s", at, strings.Join(got, "\n"))
+		}
+	}
+	waiting.next[feedShard] = backlog.Next{} // gone (past the stream's retention)
+	tick(3 * time.Hour)
+	tick(3*time.Hour + time.Minute)
+	if got, want := strings.Join(out.of("a", base), "\n"), "final [0s,10s) r1 count 1 sum 1"; got != want {
+		t.Errorf("results of key a:\n%s\nwant:\n%s", got, want)
 	}
 }

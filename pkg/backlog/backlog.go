@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -51,7 +52,8 @@ type Next struct {
 // FirstAfter says what shard holds after the record at seq ("": from its
 // oldest record): the first record and when it arrived, or nothing when
 // the function has processed everything the shard holds. A shard the
-// stream no longer has (closed and past its retention) holds nothing. When
+// stream no longer has (closed and past its retention) holds nothing; a
+// stream that is not there is an error naming it. When
 // seq is no longer on the stream (past its retention too), the shard's
 // oldest record is the first after it. When Kinesis keeps answering with
 // empty pages although the shard has more, the first record is taken to
@@ -68,8 +70,7 @@ func (s *Stream) FirstAfter(ctx context.Context, shard, seq string) (Next, error
 		in.ShardIteratorType, in.StartingSequenceNumber = types.ShardIteratorTypeTrimHorizon, nil
 		it, err = s.client.GetShardIterator(ctx, in)
 	}
-	var notFound *types.ResourceNotFoundException
-	if errors.As(err, &notFound) {
+	if s.shardGone(err) {
 		return Next{}, nil
 	}
 	if err != nil {
@@ -79,7 +80,7 @@ func (s *Stream) FirstAfter(ctx context.Context, shard, seq string) (Next, error
 	var behind int64
 	for page := 0; page < emptyPages && iter != nil; page++ {
 		out, err := s.client.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1)})
-		if errors.As(err, &notFound) {
+		if s.shardGone(err) {
 			return Next{}, nil
 		}
 		if err != nil {
@@ -109,6 +110,20 @@ func (s *Stream) FirstAfter(ctx context.Context, shard, seq string) (Next, error
 		return Next{Found: true, Arrived: s.now().Add(-time.Duration(behind) * time.Millisecond)}, nil
 	}
 	return Next{}, nil
+}
+
+// shardGone reports an error that says the shard is not on the stream
+// (closed and past the stream's retention: it holds nothing), as against
+// the stream itself not being there ("Stream <name> under account <id>
+// not found": a wrong name, which must not pass for a shard with nothing
+// to read). Kinesis says which in the message only.
+func (s *Stream) shardGone(err error) bool {
+	var notFound *types.ResourceNotFoundException
+	if !errors.As(err, &notFound) {
+		return false
+	}
+	msg := strings.ToLower(strings.ReplaceAll(notFound.ErrorMessage(), s.name, ""))
+	return strings.Contains(msg, "shard")
 }
 
 // Reader is what IdleHold asks: a *Stream, or a stand-in in tests.

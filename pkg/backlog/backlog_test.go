@@ -74,6 +74,17 @@ func TestFirstAfterFindsTheRecordsAFunctionHasNotProcessed(t *testing.T) {
 	}
 }
 
+// A stream that is not there (a wrong EVENTS_STREAM_NAME) is an error
+// naming it, not a shard with nothing to read: the ticker would advance
+// every shard by the clock without a word.
+func TestFirstAfterOnAStreamThatIsNotThereIsAnError(t *testing.T) {
+	b := backlog.New(kin, "no-such-stream")
+	next, err := b.FirstAfter(context.Background(), "shardId-000000000000", "49")
+	if err == nil || next.Found || !strings.Contains(err.Error(), "no-such-stream") {
+		t.Fatalf("%+v, error %v; want an error naming the stream", next, err)
+	}
+}
+
 // A stream that cannot be read is an error naming the stream and shard,
 // not "nothing to read": the ticker must not take the shard for idle.
 func TestFirstAfterSaysWhatItCouldNotRead(t *testing.T) {

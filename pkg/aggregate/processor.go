@@ -734,12 +734,12 @@ func (p *Processor) watermark(ctx context.Context, shard string) (*window.Waterm
 func (p *Processor) commit(ctx context.Context, shard string, wm *window.Watermark, through string, keyedChanged bool, published map[state.Ref]bool) error {
 	p.mu.Lock()
 	prev := *p.marks[shard]
-	moved := through != "" && through != p.through[shard]
+	ahead := through != "" && through != p.through[shard]
 	p.mu.Unlock()
 	if shard == state.SampleShard {
-		through, moved = "", false // no stream holds its records
+		through, ahead = "", false // no stream holds its records
 	}
-	if moved || wm.Current().After(prev.Current()) || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
+	if ahead || wm.Current().After(prev.Current()) || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
 		// The ticker (or a duplicate invocation) may have stored a later
 		// one: wm takes it. The position goes with it, so the ticker
 		// knows which of the shard's records are still to be processed.

@@ -81,17 +81,7 @@ func TestSumOverflowIsSetAsideNamingTheField(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			table, quarantine := name("cep-sum"), name("quarantine")
-			if err := state.CreateTable(ctx, db, table); err != nil {
-				t.Fatal(err)
-			}
-			if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
-				t.Fatal(err)
-			}
-			out := &memStream{}
-			cfg := &Config{Name: "sum", OutOfOrderness: time.Second, IdleTimeout: 10 * time.Second}
-			h := NewHandler(cfg, state.NewViews(db, table, nil), out, "matches", newStaticRules(rules), func() time.Time { return base },
-				keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)))
+			h, out, quarantine := sumHandler(t, rules)
 			var recs []shardRecord
 			for i, a := range append(c.amounts, "600", "500") {
 				recs = append(recs, shardRecord{shard: "shardId-000000000000", seq: 100 + i,
@@ -141,17 +131,7 @@ func TestSumRefusalLeavesOtherRulesReading(t *testing.T) {
 		rule(t, `{"id":"fail-then-pay","pattern":[{"begin":"f","type":"payment_failed"},{"followedBy":"p","type":"payment"}],"within":"1h"}`),
 		rule(t, `{"id":"pays","pattern":[{"begin":"p","type":"payment","timesOrMore":2}],"within":"1h"}`),
 	}
-	table, quarantine := name("cep-sum"), name("quarantine")
-	if err := state.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
-		t.Fatal(err)
-	}
-	out := &memStream{}
-	cfg := &Config{Name: "sum", OutOfOrderness: time.Second, IdleTimeout: 10 * time.Second}
-	h := NewHandler(cfg, state.NewViews(db, table, nil), out, "matches", newStaticRules(rules), func() time.Time { return base },
-		keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)))
+	h, out, quarantine := sumHandler(t, rules)
 	krecs := kinesisRecords([]shardRecord{
 		{shard: "shardId-000000000000", seq: 100, env: ev("fail-1", "payment_failed", "acct-1", 0, "")},
 		{shard: "shardId-000000000000", seq: 101, env: ev("pay-1", "payment", "acct-1", 1, `{"amount":1e308}`)},
@@ -354,4 +334,23 @@ func TestTestStopsInTimeToAnswer(t *testing.T) {
 			t.Errorf("%s left: %d matches, want %d", c.left, len(ans.Matches), want)
 		}
 	}
+}
+
+// sumHandler is a detect handler running rules on tables of its own on
+// the stand-in, setting records aside in the quarantine table it names.
+func sumHandler(t *testing.T, rules []*Rule) (*Handler, *memStream, string) {
+	t.Helper()
+	ctx := context.Background()
+	table, quarantine := name("cep-sum"), name("quarantine")
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	out := &memStream{}
+	cfg := &Config{Name: "sum", OutOfOrderness: time.Second, IdleTimeout: 10 * time.Second}
+	h := NewHandler(cfg, state.NewViews(db, table, nil), out, "matches", newStaticRules(rules), func() time.Time { return base },
+		keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine)))
+	return h, out, quarantine
 }

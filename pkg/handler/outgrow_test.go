@@ -95,16 +95,7 @@ func TestResultsThatOutgrowTheItemAreSetAside(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			cfg := setup(t)
-			h, err := handler.NewWindowed[Bulk](cfg, selectLatency, handler.WithHopping(8*time.Minute, time.Minute),
-				handler.WithOutOfOrderness(10*time.Minute), handler.WithLogger(quiet), handler.WithMetrics(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var recs []rec
-			for i := range 8 {
-				recs = append(recs, rec{seq: 100 + i, env: request(fmt.Sprint("e", i), "/big", float64(60*i+1), `{"ms":1}`)})
-			}
-			mustBatch(t, h, kinesisRecords(recs))
+			h := bigKey(t, cfg)
 			resp, err := h.HandleBatch(ctx, events.KinesisEvent{Records: kinesisRecords(c.jump)})
 			if err != nil || len(resp.BatchItemFailures) > 0 {
 				t.Fatalf("the batch that closes /big's windows: %+v %v; want no failure: no retry can write them", resp, err)
@@ -206,6 +197,24 @@ func (p *parkFaults) Query(ctx context.Context, in *dynamodb.QueryInput, opts ..
 	return out, err
 }
 
+// bigKey is a handler of 8-minute hopping windows whose key /big has one
+// record in each of 8 minutes: the results its windows close at once (a
+// merge of all of them each) outgrow the key's state item.
+func bigKey(t *testing.T, cfg handler.Config) *handler.Handler {
+	t.Helper()
+	h, err := handler.NewWindowed[Bulk](cfg, selectLatency, handler.WithHopping(8*time.Minute, time.Minute),
+		handler.WithOutOfOrderness(10*time.Minute), handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []rec
+	for i := range 8 {
+		recs = append(recs, rec{seq: 100 + i, env: request(fmt.Sprint("e", i), "/big", float64(60*i+1), `{"ms":1}`)})
+	}
+	mustBatch(t, h, kinesisRecords(recs))
+	return h
+}
+
 // TestOutgrownStateParkedOnceUnderFaults: the close that parks /big (its
 // results outgrow its item: a copy of the state set aside, the key
 // unlisted) meets a throttled set-aside, a throttled unlist, an unlist
@@ -224,16 +233,7 @@ func TestOutgrownStateParkedOnceUnderFaults(t *testing.T) {
 			cfg := setup(t)
 			faults := &parkFaults{DynamoDB: cfg.DynamoDB, key: "/big", fault: fault}
 			cfg.DynamoDB = faults
-			h, err := handler.NewWindowed[Bulk](cfg, selectLatency, handler.WithHopping(8*time.Minute, time.Minute),
-				handler.WithOutOfOrderness(10*time.Minute), handler.WithLogger(quiet), handler.WithMetrics(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var recs []rec
-			for i := range 8 {
-				recs = append(recs, rec{seq: 100 + i, env: request(fmt.Sprint("e", i), "/big", float64(60*i+1), `{"ms":1}`)})
-			}
-			mustBatch(t, h, kinesisRecords(recs))
+			h := bigKey(t, cfg)
 			faults.armed.Store(true)
 			jump := kinesisRecords([]rec{{seq: 200, env: request("j0", "/small", 3600, `{"ms":1}`)}})
 			for try := 0; ; try++ {

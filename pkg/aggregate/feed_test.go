@@ -51,6 +51,14 @@ func inProcessViews(cfg *pipeline.Config, table string) *state.Views {
 	return state.NewViews(memdb.New(map[string]memdb.Schema{table: memdb.ViewsTable}), table, cfg.Aggregates)
 }
 
+// viewsAt is a views argument of pipelineOn whose processing time is
+// clock's, as the processor's (aggregate.WithClock) in tests that tick.
+func viewsAt(clock func() time.Time) func(cfg *pipeline.Config, table string) *state.Views {
+	return func(cfg *pipeline.Config, table string) *state.Views {
+		return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
+	}
+}
+
 // feed plays one shard's mapping into a processor: records at offsets from
 // base, numbered in order, as a plain batch or as invocations of a
 // tumbling window whose state it carries.

@@ -8,8 +8,6 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/backlog"
-	"github.com/tributary-dev/tributary/pkg/pipeline"
-	"github.com/tributary-dev/tributary/pkg/state"
 )
 
 // On the per-interval path a record waits in Lambda's tumbling window state
@@ -41,9 +39,7 @@ func TestTickerWaitsForRecordsTheIntervalCarries(t *testing.T) {
 			clock := func() time.Time { return now }
 			p, out := pipelineOn(t, `{"name":"kh","key":"key","value":"data.v","windows":[`+tt.window+`],
 			  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
-				func(cfg *pipeline.Config, table string) *state.Views {
-					return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
-				}, aggregate.WithClock(clock))
+				viewsAt(clock), aggregate.WithClock(clock))
 			ctx := context.Background()
 			f := &feed{t: t, p: p, base: base, clock: &now}
 			tick := func(at time.Duration) {
@@ -89,9 +85,7 @@ func TestTickerWaitsPastTheHoldWhileTheCarriedRecordIsOnTheStream(t *testing.T) 
 	waiting := &resharded{next: map[string]backlog.Next{}}
 	p, out := pipelineOn(t, `{"name":"kh","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"10s"}],
 	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
-		func(cfg *pipeline.Config, table string) *state.Views {
-			return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
-		}, aggregate.WithClock(clock), aggregate.WithBacklog(waiting))
+		viewsAt(clock), aggregate.WithClock(clock), aggregate.WithBacklog(waiting))
 	ctx := context.Background()
 	f := &feed{t: t, p: p, base: base, clock: &now}
 	tick := func(at time.Duration) {

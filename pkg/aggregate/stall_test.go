@@ -40,9 +40,7 @@ func TestTickerWaitsForRecordsAStalledFunctionHasNotProcessed(t *testing.T) {
 			clock := func() time.Time { return now }
 			p, out := pipelineOn(t, `{"name":"stall","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
 			  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
-				func(cfg *pipeline.Config, table string) *state.Views {
-					return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
-				}, aggregate.WithClock(clock), aggregate.WithBacklog(backlog.New(kin, name)))
+				viewsAt(clock), aggregate.WithClock(clock), aggregate.WithBacklog(backlog.New(kin, name)))
 			first := keyedtest.PutEnvelope(t, kin, name, envelopeAt(1, "a", time.Now(), 1))
 			second := keyedtest.PutEnvelope(t, kin, name, envelopeAt(2, "a", time.Now(), 2))
 			deliver := func(r events.KinesisEventRecord) {
@@ -100,9 +98,7 @@ func TestTickerThatCannotReadTheStreamDoesNotAdvance(t *testing.T) {
 	unread := &unreadable{err: fmt.Errorf("ProvisionedThroughputExceededException: rate exceeded")}
 	p, out := pipelineOn(t, `{"name":"unread","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
 	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
-		func(cfg *pipeline.Config, table string) *state.Views {
-			return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
-		}, aggregate.WithClock(clock), aggregate.WithBacklog(unread))
+		viewsAt(clock), aggregate.WithClock(clock), aggregate.WithBacklog(unread))
 	f := &feed{t: t, p: p, base: base, clock: &now}
 	f.batch(at{"a", 1, 1})
 	for _, at := range []time.Duration{2 * time.Minute, 3 * time.Minute} {
@@ -212,9 +208,7 @@ func TestTickerWaitsForTheChildrenOfAClosedShard(t *testing.T) {
 	}}
 	p, out := pipelineOn(t, `{"name":"reshard","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
 	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
-		func(cfg *pipeline.Config, table string) *state.Views {
-			return state.NewViews(db, table, cfg.Aggregates, state.WithClock(clock))
-		}, aggregate.WithClock(clock), aggregate.WithBacklog(shards))
+		viewsAt(clock), aggregate.WithClock(clock), aggregate.WithBacklog(shards))
 	deliver := func(shard string, seq int, seconds int) {
 		t.Helper()
 		when := base.Add(time.Duration(seconds) * time.Second)

@@ -39,7 +39,7 @@ const (
 	// ticker asks it whether a shard that looks idle still holds records
 	// the function has not processed (WithBacklog). Optional: without it
 	// the ticker advances idle shards by the clock alone.
-	EnvEventsStream = "EVENTS_STREAM_NAME"
+	EnvEventsStream = backlog.EnvStream
 	// EnvQuarantineTable names the table records that can never be
 	// applied are set aside in (package setaside).
 	EnvQuarantineTable = "QUARANTINE_TABLE_NAME"
@@ -85,10 +85,11 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 		out = kinesis.NewFromConfig(awsCfg)
 	}
 	var opts []Option
-	if events, _ := lookup(EnvEventsStream); events != "" {
-		if err := envvar.Check(events, envvar.Stream); err != nil {
-			return nil, fmt.Errorf("environment variable %s: %w", EnvEventsStream, err)
-		}
+	events, err := backlog.StreamFromEnv(lookup)
+	if err != nil {
+		return nil, err
+	}
+	if events != "" {
 		opts = append(opts, WithBacklog(backlog.New(kinesis.NewFromConfig(awsCfg), events)))
 	}
 	quarantine, _ := lookup(EnvQuarantineTable) // the ticker reads no records

@@ -2,6 +2,7 @@ package aggregate_test
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -48,5 +49,23 @@ func TestViewsTableFromEnv(t *testing.T) {
 				t.Errorf("table %q, want %q", got, c.table)
 			}
 		})
+	}
+}
+
+// The ticker's EVENTS_STREAM_NAME is optional; a mistyped one stops the
+// function at cold start naming it, rather than fail every tick.
+func TestFromEnvChecksTheEventsStream(t *testing.T) {
+	const cfg = `{"name":"p","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"]}`
+	for _, c := range []struct{ events, wantErr string }{
+		{"", ""},
+		{"events", ""},
+		{"events ", aggregate.EnvEventsStream + `: "events " is not a Kinesis stream name`},
+	} {
+		env := map[string]string{"PIPELINE_CONFIG": cfg, aggregate.EnvViewsTable: "views", aggregate.EnvEventsStream: c.events}
+		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+		_, err := aggregate.FromEnv(aws.Config{Region: "us-east-1"}, lookup, "ticker", io.Discard, io.Discard)
+		if (c.wantErr == "" && err != nil) || (c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr))) {
+			t.Errorf("EVENTS_STREAM_NAME %q: %v; want %q", c.events, err, c.wantErr)
+		}
 	}
 }

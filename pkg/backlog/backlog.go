@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/internal/envvar"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -219,4 +220,24 @@ func Stored(positions map[string]string, marks map[string]*window.Watermark) Pos
 		_, known := marks[shard]
 		return positions[shard], known
 	}
+}
+
+// EnvStream names the stream a function reads, for its tick to read the
+// backlog on (optional): the aggregate's ticker, a stream handler, detect
+// and the join take it.
+const EnvStream = "EVENTS_STREAM_NAME"
+
+// StreamFromEnv is the stream EnvStream names ("" when it is unset: the
+// tick goes by the clock alone), or an error naming the variable when the
+// value is not a stream's name, so a mistyped one stops the function at
+// cold start rather than fail every tick.
+func StreamFromEnv(lookup func(string) (string, bool)) (string, error) {
+	name, _ := lookup(EnvStream)
+	if name == "" {
+		return "", nil
+	}
+	if err := envvar.Check(name, envvar.Stream); err != nil {
+		return "", fmt.Errorf("environment variable %s: %w (the stream the function reads)", EnvStream, err)
+	}
+	return name, nil
 }

@@ -34,7 +34,7 @@ const (
 	EnvQuarantineTable = "QUARANTINE_TABLE_NAME"
 	// EnvEventsStream names the stream the handler reads (optional): the
 	// tick reads it before it takes a shard for idle (Config.Backlog).
-	EnvEventsStream = "EVENTS_STREAM_NAME"
+	EnvEventsStream = backlog.EnvStream
 )
 
 // DynamoDB is what a handler needs of DynamoDB: its state and watermarks
@@ -110,11 +110,9 @@ func configFrom(name string, lookup func(string) (string, bool)) (Config, error)
 			errs = append(errs, err)
 		}
 	}
-	events := get(EnvEventsStream)
-	if events != "" {
-		if err := envvar.Check(events, envvar.Stream); err != nil {
-			errs = append(errs, fmt.Errorf("environment variable %s: %w", EnvEventsStream, err))
-		}
+	events, err := backlog.StreamFromEnv(lookup)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	aws, err := lambdamain.Config(lookup)
 	if err != nil {

@@ -854,24 +854,16 @@ type TickResult struct {
 func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error) {
 	defer p.flushMetrics()
 	var res TickResult
-	marks, err := p.views.Watermarks(ctx, p.cfg.Name)
+	// The shards' watermarks; their holds (shards whose records a
+	// per-interval invocation carries to its flush are not idle up to the
+	// earliest window those records open); and their positions (the last
+	// record each shard's function processed: records after it are still
+	// to come, whatever the clock says).
+	shards, err := p.views.Shards(ctx, p.cfg.Name, now)
 	if err != nil {
 		return res, err
 	}
-	// Shards whose records a per-interval invocation carries to its flush
-	// are not idle up to the earliest window those records open.
-	holds, err := p.views.Holds(ctx, p.cfg.Name, now)
-	if err != nil {
-		return res, err
-	}
-	// The last record each shard's function processed: records after it
-	// are still to come, whatever the clock says.
-	var positions map[string]string
-	if p.backlog != nil {
-		if positions, err = p.views.Positions(ctx, p.cfg.Name); err != nil {
-			return res, err
-		}
-	}
+	marks, holds, positions := shards.Watermarks, shards.Holds, shards.Positions
 	var unread []error
 	for shard, wm := range marks {
 		res.Shards++

@@ -157,8 +157,8 @@ func TestTickerThatCannotReadTheStreamLeavesAFreshWatermark(t *testing.T) {
 	if resp, err := p.HandleBatch(ctx, poison); err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("the record no pipeline can read was not set aside: %v %v", resp, err)
 	}
-	if pos, err := views.Positions(ctx, "fresh"); err != nil || pos[feedShard] != "1" {
-		t.Fatalf("position %v (%v) after the set-aside record, want 1", pos, err)
+	if sh, err := views.Shards(ctx, "fresh", now); err != nil || sh.Positions[feedShard] != "1" {
+		t.Fatalf("position %v (%v) after the set-aside record, want 1", sh.Positions, err)
 	}
 	for _, at := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute} {
 		now = base.Add(at)

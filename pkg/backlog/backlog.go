@@ -213,7 +213,7 @@ func firstUnprocessed(ctx context.Context, r Reader, shard, through string, posi
 }
 
 // Stored is the Positions a ticker has loaded: positions as
-// state.Views.Positions returns them, and the shards marks (Watermarks)
+// state.Views.Shards returns them, and the shards marks (Watermarks)
 // holds a watermark for.
 func Stored(positions map[string]string, marks map[string]*window.Watermark) Positions {
 	return func(shard string) (string, bool) {

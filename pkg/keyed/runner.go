@@ -1012,18 +1012,14 @@ type TickResult struct {
 func (r *Runner[V]) Tick(ctx context.Context, now time.Time) (TickResult, error) {
 	defer r.flushMetrics()
 	var res TickResult
-	marks, err := r.views.Watermarks(ctx, r.set.Name)
+	// The shards' watermarks, and the last record each shard's batches
+	// committed: records after it are still to come, whatever the clock
+	// says.
+	shards, err := r.views.Shards(ctx, r.set.Name, now)
 	if err != nil {
 		return res, err
 	}
-	// The last record each shard's batches committed: records after it
-	// are still to come, whatever the clock says.
-	var positions map[string]string
-	if r.backlog != nil {
-		if positions, err = r.views.Positions(ctx, r.set.Name); err != nil {
-			return res, err
-		}
-	}
+	marks, positions := shards.Watermarks, shards.Positions
 	var errs []error
 	for shard, wm := range marks {
 		res.Shards++

@@ -439,12 +439,12 @@ func TestCommitWatermarkKeepsTheLaterPosition(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			pos, err := f.views.Positions(ctx, "p")
+			shards, err := f.views.Shards(ctx, "p", time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if pos["shard-0"] != tt.wantSeq {
-				t.Errorf("position %q, want %q", pos["shard-0"], tt.wantSeq)
+			if pos := shards.Positions["shard-0"]; pos != tt.wantSeq {
+				t.Errorf("position %q, want %q", pos, tt.wantSeq)
 			}
 			marks, err := f.views.Watermarks(ctx, "p")
 			if err != nil {

@@ -24,7 +24,7 @@ const (
 	// attrThrough is the fence of the last record of the shard whose
 	// effects the function committed with the watermark (CommitWatermark):
 	// records after it are still to be processed, so the ticker does not
-	// take the shard for idle while the stream holds one (Positions).
+	// take the shard for idle while the stream holds one (Shards).
 	attrThrough = "through"
 )
 
@@ -90,7 +90,7 @@ func (v *Views) AdvanceWatermark(ctx context.Context, pipeline, shard string, wm
 // shard's records through the record at seq: it stores seq with the
 // watermark in the same write, so the ticker can tell a shard with nothing
 // left to read (idle) from one whose records wait for a function that is
-// failing or throttled (Positions). Neither moves back: when a later
+// failing or throttled (Shards). Neither moves back: when a later
 // watermark or a later seq is stored already, each is stored on its own,
 // only if it is the later one (two writes, on that rare path only).
 func (v *Views) CommitWatermark(ctx context.Context, pipeline, shard string, wm *window.Watermark, seq string) error {
@@ -122,24 +122,6 @@ func (v *Views) CommitWatermark(ctx context.Context, pipeline, shard string, wm 
 		return fmt.Errorf("state: saving the position of %s %s: %w", pipeline, shard, err)
 	}
 	return nil
-}
-
-// Positions loads, for each of pipeline's shards whose function committed
-// one (CommitWatermark), the sequence number of the last record it
-// processed there.
-func (v *Views) Positions(ctx context.Context, pipeline string) (map[string]string, error) {
-	out := map[string]string{}
-	err := v.eachShardItem(ctx, pipeline, "shard positions", func(shard string, it map[string]types.AttributeValue) error {
-		if f := stringAttr(it, attrThrough); f != "" {
-			seq := strings.TrimLeft(f, "0")
-			if seq == "" {
-				seq = "0"
-			}
-			out[shard] = seq
-		}
-		return nil
-	})
-	return out, err
 }
 
 // updateShardItem makes one conditional write of shape to pipeline's item
@@ -191,17 +173,48 @@ var countedShape = shapeSet{build: func(uint) expression.Builder {
 
 // Watermarks loads every shard's watermark of pipeline.
 func (v *Views) Watermarks(ctx context.Context, pipeline string) (map[string]*window.Watermark, error) {
-	out := map[string]*window.Watermark{}
-	err := v.eachShardItem(ctx, pipeline, "watermarks", func(shard string, it map[string]types.AttributeValue) error {
-		b, ok := it[attrWatermark].(*types.AttributeValueMemberB)
-		if !ok {
-			return nil // a hold stored before the shard's first watermark
+	sh, err := v.Shards(ctx, pipeline, time.Time{})
+	return sh.Watermarks, err
+}
+
+// Shards is what pipeline's shard items hold, read at once (a ticker needs
+// all of it each tick).
+type Shards struct {
+	// Watermarks: each shard's watermark (a shard with only a hold has
+	// none).
+	Watermarks map[string]*window.Watermark
+	// Holds: the holds (Hold) that have not expired at the time asked.
+	Holds map[string]time.Time
+	// Positions: the sequence number of the last record the function
+	// processed on each shard whose function committed one
+	// (CommitWatermark).
+	Positions map[string]string
+}
+
+// Shards loads pipeline's shard items: watermarks, the holds not expired
+// at now, and positions, in one strongly consistent read.
+func (v *Views) Shards(ctx context.Context, pipeline string, now time.Time) (Shards, error) {
+	out := Shards{Watermarks: map[string]*window.Watermark{}, Holds: map[string]time.Time{}, Positions: map[string]string{}}
+	err := v.eachShardItem(ctx, pipeline, "shard items", func(shard string, it map[string]types.AttributeValue) error {
+		if b, ok := it[attrWatermark].(*types.AttributeValueMemberB); ok {
+			wm := &window.Watermark{}
+			if err := wm.UnmarshalBinary(b.Value); err != nil {
+				return fmt.Errorf("state: watermark of %s %s: %w", pipeline, shard, err)
+			}
+			out.Watermarks[shard] = wm
 		}
-		wm := &window.Watermark{}
-		if err := wm.UnmarshalBinary(b.Value); err != nil {
-			return fmt.Errorf("state: watermark of %s %s: %w", pipeline, shard, err)
+		at, err1 := time.Parse(TimeLayout, stringAttr(it, attrHold))
+		expires, err2 := time.Parse(TimeLayout, stringAttr(it, attrHoldExpires))
+		if err1 == nil && err2 == nil && now.Before(expires) {
+			out.Holds[shard] = at
 		}
-		out[shard] = wm
+		if f := stringAttr(it, attrThrough); f != "" {
+			seq := strings.TrimLeft(f, "0")
+			if seq == "" {
+				seq = "0"
+			}
+			out.Positions[shard] = seq
+		}
 		return nil
 	})
 	return out, err
@@ -300,20 +313,6 @@ func (v *Views) ClearHold(ctx context.Context, pipeline, shard string, at time.T
 		return fmt.Errorf("state: clearing the watermark hold of %s %s: %w", pipeline, shard, err)
 	}
 	return nil
-}
-
-// Holds loads the holds of pipeline's shards that have not expired at now.
-func (v *Views) Holds(ctx context.Context, pipeline string, now time.Time) (map[string]time.Time, error) {
-	out := map[string]time.Time{}
-	err := v.eachShardItem(ctx, pipeline, "watermark holds", func(shard string, it map[string]types.AttributeValue) error {
-		at, err1 := time.Parse(TimeLayout, stringAttr(it, attrHold))
-		expires, err2 := time.Parse(TimeLayout, stringAttr(it, attrHoldExpires))
-		if err1 == nil && err2 == nil && now.Before(expires) {
-			out[shard] = at
-		}
-		return nil // none, or expired
-	})
-	return out, err
 }
 
 // holdShape is Hold's write: the hold (slot 0) and its expiry (slot 1),

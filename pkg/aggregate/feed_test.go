@@ -113,6 +113,16 @@ func (f *feed) carry(recs ...at) {
 	f.state = resp.State
 }
 
+// tick runs the ticker at the offset at from base, moving the feed's
+// clock there.
+func (f *feed) tick(at time.Duration) {
+	f.t.Helper()
+	*f.clock = f.base.Add(at)
+	if _, err := f.p.Tick(context.Background(), *f.clock); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // flush is the open interval's final invocation.
 func (f *feed) flush() {
 	f.t.Helper()

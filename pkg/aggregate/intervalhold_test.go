@@ -1,7 +1,6 @@
 package aggregate_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -40,15 +39,8 @@ func TestTickerWaitsForRecordsTheIntervalCarries(t *testing.T) {
 			p, out := pipelineOn(t, `{"name":"kh","key":"key","value":"data.v","windows":[`+tt.window+`],
 			  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
 				viewsAt(clock), aggregate.WithClock(clock))
-			ctx := context.Background()
 			f := &feed{t: t, p: p, base: base, clock: &now}
-			tick := func(at time.Duration) {
-				t.Helper()
-				now = base.Add(at)
-				if _, err := p.Tick(ctx, now); err != nil {
-					t.Fatal(err)
-				}
-			}
+			tick := f.tick
 			f.carry(at{"a", 0, 1}) // the first interval: a@0s written
 			f.flush()
 			f.carry(at{"a", 5, 1}) // the second: a@5s carried
@@ -86,15 +78,8 @@ func TestTickerWaitsPastTheHoldWhileTheCarriedRecordIsOnTheStream(t *testing.T) 
 	p, out := pipelineOn(t, `{"name":"kh","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"10s"}],
 	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
 		viewsAt(clock), aggregate.WithClock(clock), aggregate.WithBacklog(waiting))
-	ctx := context.Background()
 	f := &feed{t: t, p: p, base: base, clock: &now}
-	tick := func(at time.Duration) {
-		t.Helper()
-		now = base.Add(at)
-		if _, err := p.Tick(ctx, now); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tick := f.tick
 	f.carry(at{"a", 0, 1})
 	f.flush()
 	f.carry(at{"a", 5, 1}) // carried; its flush never comes

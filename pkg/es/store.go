@@ -73,11 +73,13 @@ func (e *DuplicateCommandError) Error() string {
 // (TransactionConflict): transient, decide again on a fresh read.
 var ErrContended = errors.New("es: another transaction was writing the same items (TransactionConflict)")
 
-// ErrAheadOfLog is an append that a view or snapshot item refused because
-// it records a later version than the log holds: the events table was
-// restored to an earlier point, or items were written by hand. No retry
-// changes it; the views and snapshots must be rebuilt from the log.
-var ErrAheadOfLog = errors.New("es: a view or snapshot item is ahead of the event log (the events table restored to an earlier point?): no retry succeeds until the views are rebuilt from the log (eventstore rebuild) and the aggregate's snapshots past its last version are deleted")
+// ErrAheadOfLog is a load or an append that a snapshot or view item
+// refused because it records a later version than the log holds: the
+// events table was restored to an earlier point, or items were written by
+// hand. No retry changes it; the snapshots past the log must be deleted
+// (a rebuild reads the state through them) and the views rebuilt from the
+// log.
+var ErrAheadOfLog = errors.New("es: a view or snapshot item is ahead of the event log (the events table restored to an earlier point?): no retry succeeds until the aggregate's snapshots past its last version are deleted and the views are rebuilt from the log (eventstore rebuild)")
 
 // TooLargeError is an item of an append over DynamoDB's item limit. Item
 // says which ("event 3 (SeatsReserved)", "the snapshot", ...).
@@ -127,6 +129,12 @@ func transactionBytes(items []types.TransactWriteItem) int {
 // Load reads an aggregate for a command: its snapshot, when there is one of
 // this schema, and every event after it, with consistent reads (a command
 // decides on the latest state). snap is nil without a usable snapshot.
+//
+// The query starts at the snapshot's own version, so the same request
+// checks that the log holds it: a snapshot past the log's end (the events
+// table restored to an earlier point) is ErrAheadOfLog. Deciding on it
+// would append after versions the log no longer has, a gap no load,
+// projection or rebuild could cross.
 func (s *Store) Load(ctx context.Context, aggregateID, schema string) (snap *Snapshot, tail []Event, err error) {
 	snap, err = s.Snapshot(ctx, aggregateID)
 	if err != nil {
@@ -135,15 +143,26 @@ func (s *Store) Load(ctx context.Context, aggregateID, schema string) (snap *Sna
 	if snap != nil && snap.Schema != schema {
 		snap = nil // another encoding of the state: read the whole log
 	}
-	after := int64(0)
-	if snap != nil {
-		after = snap.Version
+	if snap == nil {
+		tail, err = s.Events(ctx, aggregateID, 0, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, tail, nil
 	}
-	tail, err = s.Events(ctx, aggregateID, after, 0)
+	tail, err = s.Events(ctx, aggregateID, snap.Version-1, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	return snap, tail, nil
+	if len(tail) == 0 {
+		top, err := s.Version(ctx, aggregateID)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("the snapshot of %s is at version %d, but its log ends at version %d (delete the snapshot): %w",
+			aggregateID, snap.Version, top, ErrAheadOfLog)
+	}
+	return snap, tail[1:], nil
 }
 
 // Events reads aggregateID's events with versions after `after` up to upTo

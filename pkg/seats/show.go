@@ -243,6 +243,12 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 		if err != nil {
 			return nil, es.Invalid("data.startsAt", "%s is not an RFC 3339 time", strictjson.QuoteCut(*d.StartsAt, maxEchoBytes))
 		}
+		// The event keeps it in UTC: an offset can carry 9999-12-31 into
+		// year 10000 (or 0000-01-01 into year -1), which is no RFC 3339
+		// time and no day the byDay index can be asked for.
+		if y := at.UTC().Year(); y < 0 || y > 9999 {
+			return nil, es.Invalid("data.startsAt", "%s is year %d in UTC: a start time is within years 0000 to 9999 in UTC", strictjson.QuoteCut(*d.StartsAt, maxEchoBytes), y)
+		}
 		if s.Scheduled {
 			return nil, es.Refuse(aggregateField, "show %s is already scheduled (%q at %s, version %d)", cmd.AggregateID, s.Title, s.StartsAt, version)
 		}

@@ -39,6 +39,8 @@ func TestCommandsRefuseWhatTheyCannotKeep(t *testing.T) {
 		{"holder with a field of the wrong type", reserve("h4", `{"name":["Ada"]}`), "data.holder.name", "must be a JSON string, not an array"},
 		{"holder 5,000 levels deep", reserve("h5", `{"name":"Ada","email":"ada@example.com","notes":`+deep+`}`), "data.holder.notes" + strings.Repeat(".a", 61), "deeper than 64"},
 		{"holder with a key twice", reserve("h6", `{"name":"Ada","name":"Bob"}`), "data.holder.name", "duplicate object key"},
+		{"a start time past year 9999 in UTC", `{"id":"y1","type":"ScheduleShow","showId":"show-y1","data":{"title":"Hamlet","startsAt":"9999-12-31T23:30:00-01:00","rows":2,"seatsPerRow":5}}`, "data.startsAt", "years 0000 to 9999"},
+		{"a start time before year 0000 in UTC", `{"id":"y2","type":"ScheduleShow","showId":"show-y2","data":{"title":"Hamlet","startsAt":"0000-01-01T00:30:00+01:00","rows":2,"seatsPerRow":5}}`, "data.startsAt", "years 0000 to 9999"},
 		{"a start time of 60,000 bytes", `{"id":"l1","type":"ScheduleShow","showId":"show-l1","data":{"title":"Hamlet","startsAt":"` + long + `","rows":2,"seatsPerRow":5}}`, "data.startsAt", "not an RFC 3339 time"},
 		{"a reservation id of 60,000 bytes", reserveWith("l2", `"reservationId":"`+long+`","customerId":"ada","seats":["A1"]`), "data.reservationId", "1 to 64 letters"},
 		{"a customer id of 60,000 bytes", reserveWith("l3", `"reservationId":"r-l3","customerId":"`+long+`","seats":["A1"]`), "data.customerId", "1 to 64 letters"},
@@ -67,7 +69,7 @@ func TestCommandsRefuseWhatTheyCannotKeep(t *testing.T) {
 	if sm.status != 200 || version(t, sm.body) != 1 || strings.Contains(sm.body, `"A1":"r-`) {
 		t.Fatalf("seat map after the refusals: %+v", sm)
 	}
-	for _, id := range []string{"t1", "t2", "t3"} {
+	for _, id := range []string{"t1", "t2", "t3", "y1", "y2"} {
 		if a := f.do(t, "GET", "/shows/show-"+id, nil, ""); a.status != 404 {
 			t.Errorf("show-%s: %d %s, want 404", id, a.status, a.body)
 		}

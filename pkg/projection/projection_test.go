@@ -547,3 +547,44 @@ func TestCompareListsWhatDiffers(t *testing.T) {
 		t.Errorf("diff %+v; want x only in a, w only in b, y differing (old, new), z alike whatever its fence", d)
 	}
 }
+
+// TestCompareAnswerIsBounded: versions whose items differ in large
+// attributes (seat maps of full houses, up to 400 KB each) are compared
+// in an answer of a few KB that names the attributes that differ, not
+// every listed item twice in full: after a rebuild on a busy stack, the
+// previous version differs in every show booked since, and its diff was
+// megabytes on the operator's terminal.
+func TestCompareAnswerIsBounded(t *testing.T) {
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(awsCfg)
+	n := seq.Add(1)
+	a, b := fmt.Sprintf("cmpa%d", n), fmt.Sprintf("cmpb%d", n)
+	for _, name := range []string{a, b} {
+		if err := seats.CreateViewsTable(ctx, db, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := strings.Repeat("x", 100_000)
+	for i := range 12 {
+		for _, tb := range []struct{ table, free, seats string }{{a, "3", big + "a"}, {b, "2", big + "b"}} {
+			item := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("show#s%02d", i)}, "sk": &types.AttributeValueMemberS{Value: "seatmap"},
+				"title": &types.AttributeValueMemberS{Value: big}, "free": &types.AttributeValueMemberN{Value: tb.free},
+				"seats": &types.AttributeValueMemberS{Value: tb.seats}}
+			if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tb.table), Item: item}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	d, err := projection.Compare(ctx, db, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := d.String()
+	if d.NDiffer != 12 || len(d.Differ) != 10 || !strings.Contains(d.Differ[0], `"free":3`) || !strings.Contains(d.Differ[0], `"free":2`) ||
+		!strings.Contains(d.Differ[0], `"seats":`) || strings.Contains(d.Differ[0], `"title"`) {
+		t.Errorf("diff: %d differ, %d listed, first %.600s; want 12, 10 listed, each naming free and seats (which differ), not title (alike)", d.NDiffer, len(d.Differ), d.Differ[0])
+	}
+	if len(out) > 16<<10 {
+		t.Errorf("the diff is %d bytes; want it bounded (16 KB)", len(out))
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/replay"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // scanner reads a whole table.
@@ -121,7 +124,9 @@ func CatchUp(p *Projector) func(table string) (replay.BatchHandler, error) {
 type Diff struct {
 	A, B           string
 	ItemsA, ItemsB int
-	// OnlyA, OnlyB and Differ list items by key (at most maxListed each).
+	// OnlyA, OnlyB and Differ list items by key (at most maxListed each);
+	// Differ with the attributes that differ and their values on each
+	// side, cut around where they part (attrDiff).
 	OnlyA, OnlyB, Differ []string
 	// Counts of each (the lists may be cut).
 	NOnlyA, NOnlyB, NDiffer int
@@ -151,7 +156,9 @@ type tableReader interface {
 // where each writer got in the stream, not what the view holds). It keeps
 // a's keys with a hash of each item's attributes, not the items, and reads
 // b against them, so its memory follows a's item count, not both tables'
-// bytes; the values of the differing items it lists are read again.
+// bytes; the values of the differing items it lists are read again, and
+// listed by the attributes that differ, cut: the diff stays a few KB
+// whatever the items' size.
 func Compare(ctx context.Context, db tableReader, a, b string) (*Diff, error) {
 	ha := map[string][sha256.Size]byte{}
 	err := scanCanonical(ctx, db, a, func(k, v string) {
@@ -190,9 +197,87 @@ func Compare(ctx context.Context, db tableReader, a, b string) (*Diff, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.Differ[i] = fmt.Sprintf("%s: %s ≠ %s", k, va, differB[k])
+		d.Differ[i] = k + ": " + attrDiff(va, differB[k])
 	}
 	return d, nil
+}
+
+// Bounds of a differing item as Diff lists it: an item is up to 400 KB,
+// and a diff is read on a terminal.
+const (
+	maxAttrsListed = 8   // attributes that differ, listed per item
+	maxValueShown  = 120 // bytes of each side's value, around where they part
+)
+
+// attrDiff is how two items (canonical JSON objects) differ: the
+// attributes that differ, as {"name":value,…} ≠ {"name":value,…}, each
+// value shown around the first byte where the two part, at most
+// maxValueShown bytes of it.
+func attrDiff(a, b string) string {
+	var ma, mb map[string]json.RawMessage
+	if json.Unmarshal([]byte(a), &ma) != nil || json.Unmarshal([]byte(b), &mb) != nil {
+		return strictjson.Cut(a, maxValueShown) + " ≠ " + strictjson.Cut(b, maxValueShown)
+	}
+	names := map[string]bool{}
+	for k, v := range ma {
+		if string(mb[k]) != string(v) {
+			names[k] = true
+		}
+	}
+	for k, v := range mb {
+		if string(ma[k]) != string(v) {
+			names[k] = true
+		}
+	}
+	sorted := slices.Sorted(maps.Keys(names))
+	more := ""
+	if len(sorted) > maxAttrsListed {
+		more = fmt.Sprintf(",… %d more", len(sorted)-maxAttrsListed)
+		sorted = sorted[:maxAttrsListed]
+	}
+	var sa, sb strings.Builder
+	for i, k := range sorted {
+		if i > 0 {
+			sa.WriteByte(',')
+			sb.WriteByte(',')
+		}
+		va, vb := excerpts(string(ma[k]), string(mb[k]))
+		name, _ := json.Marshal(k)
+		fmt.Fprintf(&sa, "%s:%s", name, va)
+		fmt.Fprintf(&sb, "%s:%s", name, vb)
+	}
+	return "{" + sa.String() + more + "} ≠ {" + sb.String() + more + "}"
+}
+
+// excerpts are a and b cut to maxValueShown bytes around the first byte
+// where they differ ("absent" for a value one item lacks).
+func excerpts(a, b string) (string, string) {
+	if a == "" {
+		a = "absent"
+	}
+	if b == "" {
+		b = "absent"
+	}
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	from := max(p-maxValueShown/3, 0)
+	cut := func(s string) string {
+		if len(s) <= maxValueShown {
+			return s
+		}
+		start := from
+		for start > 0 && !utf8.RuneStart(s[start]) {
+			start--
+		}
+		out := strictjson.Cut(s[start:], maxValueShown)
+		if start > 0 {
+			out = "…" + out
+		}
+		return out
+	}
+	return cut(a), cut(b)
 }
 
 // keepFirst adds k to keys, which holds the first maxListed keys in

@@ -60,8 +60,11 @@ var _ viewsReader = (*dynamodb.Client)(nil)
 //	POST /commands                                 a command (see package es): 200 accepted, 422 refused, 409 conflict, 400 invalid
 //	GET  /shows/{showId}[?minVersion=N&wait=2s]    the seat map (written with each command: never behind its answer)
 //	GET  /shows/{showId}/availability[?minVersion] free seats (from the stream: waits up to wait for minVersion)
-//	GET  /days/{yyyy-mm-dd}/availability           free seats of every show that day (eventually consistent)
-//	GET  /customers/{customerId}/bookings[?show=S&minVersion=N]  the customer's bookings (from the stream)
+//	GET  /days/{yyyy-mm-dd}/availability[?after=A] free seats of every show that day (eventually consistent)
+//	GET  /customers/{customerId}/bookings[?show=S&minVersion=N&after=A]  the customer's bookings (from the stream)
+//
+// A listing answers at most 200 items and "more"; when there are more,
+// "next" is what after takes to list the ones after them.
 //
 // A read with minVersion answers once its view holds that version of the
 // show (or a later one), waiting up to wait (default 2 s, at most 5 s); a
@@ -131,7 +134,7 @@ func (a *API) route(ctx context.Context, req events.LambdaFunctionURLRequest) ev
 		if !get() {
 			return notAllowed(http.MethodGet)
 		}
-		return a.day(ctx, parts[1])
+		return a.day(ctx, req, parts[1])
 	case len(parts) == 3 && parts[0] == "customers" && parts[2] == "bookings":
 		if !get() {
 			return notAllowed(http.MethodGet)
@@ -318,9 +321,21 @@ func behind(view, showID string, version int64, f freshness, waited time.Duratio
 	return r
 }
 
-func (a *API) day(ctx context.Context, day string) events.LambdaFunctionURLResponse {
+func (a *API) day(ctx context.Context, req events.LambdaFunctionURLRequest, day string) events.LambdaFunctionURLResponse {
 	if _, err := time.Parse("2006-01-02", day); err != nil {
 		return errorAnswer(http.StatusBadRequest, "day", fmt.Sprintf("day: %q is not a date (yyyy-mm-dd)", strictjson.Cut(day, maxEchoBytes)))
+	}
+	var start map[string]types.AttributeValue
+	if after, ok := req.QueryStringParameters["after"]; ok {
+		// The "next" of the answer before: "<startsAt>#<showId>", the
+		// index's sort key of the last show it listed.
+		at, show, found := strings.Cut(after, "#")
+		if _, err := time.Parse(time.RFC3339, at); err != nil || !found || es.CheckAggregateID(show) != nil || len(show) > maxIDLength {
+			return errorAnswer(http.StatusBadRequest, "after", fmt.Sprintf("after: %q is not the \"next\" of a day's answer (<startsAt>#<showId>)", strictjson.Cut(after, maxEchoBytes)))
+		}
+		start = AvailabilityKey(show)
+		start[AttrDay] = &types.AttributeValueMemberS{Value: day}
+		start[AttrAt] = &types.AttributeValueMemberS{Value: after}
 	}
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrDay).Equal(expression.Value(day))).Build()
 	if err != nil {
@@ -328,7 +343,7 @@ func (a *API) day(ctx context.Context, day string) events.LambdaFunctionURLRespo
 	}
 	out, err := a.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(a.table.Current(ctx)), IndexName: aws.String(DayIndex),
 		KeyConditionExpression: e.KeyCondition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
-		Limit: aws.Int32(maxDayShows)})
+		ExclusiveStartKey: start, Limit: aws.Int32(maxDayShows)})
 	if err != nil {
 		return a.unavailable(ctx, err)
 	}
@@ -336,7 +351,18 @@ func (a *API) day(ctx context.Context, day string) events.LambdaFunctionURLRespo
 	if err := attributevalue.UnmarshalListOfMaps(out.Items, &list); err != nil {
 		return a.unavailable(ctx, err)
 	}
-	return jsonAnswer(http.StatusOK, map[string]any{"day": day, "shows": list, "more": out.LastEvaluatedKey != nil})
+	return jsonAnswer(http.StatusOK, withNext(map[string]any{"day": day, "shows": list}, out.LastEvaluatedKey, AttrAt))
+}
+
+// withNext adds to a listing's answer "more" and, when there is more,
+// "next": the sort key (attr) of the last item listed, which the next
+// read passes as after to list the items after it.
+func withNext(answer map[string]any, last map[string]types.AttributeValue, attr string) map[string]any {
+	answer["more"] = last != nil
+	if s, ok := last[attr].(*types.AttributeValueMemberS); ok {
+		answer["next"] = s.Value
+	}
+	return answer
 }
 
 // Booking is a booking as the API answers it.
@@ -363,6 +389,17 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 	if f.min > 0 && show == "" {
 		return errorAnswer(http.StatusBadRequest, "show", "show: minVersion is a version of one show: name it (show=<showId>)")
 	}
+	var from map[string]types.AttributeValue
+	after, paged := req.QueryStringParameters["after"]
+	if paged {
+		// The "next" of the answer before: "<showId>#<reservationId>",
+		// the sort key of the last booking it listed.
+		s, r, found := strings.Cut(after, "#")
+		if !found || es.CheckAggregateID(s) != nil || len(s) > maxIDLength || es.CheckAggregateID(r) != nil || len(r) > maxIDLength {
+			return errorAnswer(http.StatusBadRequest, "after", fmt.Sprintf("after: %q is not the \"next\" of a bookings answer (<showId>#<reservationId>)", strictjson.Cut(after, maxEchoBytes)))
+		}
+		from = BookingKey(customerID, s, r)
+	}
 	ctx, cancel := reserve(ctx)
 	defer cancel()
 	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(AttrPK).Equal(expression.Value(customerPrefix + customerID))).Build()
@@ -373,7 +410,8 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 	for {
 		waited := time.Since(start)
 		out, err := a.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(a.table.Current(ctx)), KeyConditionExpression: e.KeyCondition(),
-			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true), Limit: aws.Int32(maxBookings)})
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(), ConsistentRead: aws.Bool(true),
+			ExclusiveStartKey: from, Limit: aws.Int32(maxBookings)})
 		if err != nil {
 			return a.unavailable(ctx, err)
 		}
@@ -388,15 +426,15 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 				version = max(version, b.Version)
 			}
 		}
-		if version < f.min && out.LastEvaluatedKey != nil {
-			// The answer lists the first maxBookings across shows; the
-			// show's may come after them.
+		if version < f.min && (out.LastEvaluatedKey != nil || paged) {
+			// The answer lists maxBookings across shows; the show's may
+			// come before or after them.
 			if version, err = a.showBookingsVersion(ctx, customerID, show); err != nil {
 				return a.unavailable(ctx, err)
 			}
 		}
 		if version >= f.min {
-			r := jsonAnswer(http.StatusOK, map[string]any{"customerId": customerID, "bookings": list, "more": out.LastEvaluatedKey != nil})
+			r := jsonAnswer(http.StatusOK, withNext(map[string]any{"customerId": customerID, "bookings": list}, out.LastEvaluatedKey, AttrSK))
 			r.Headers[HeaderWaited] = strconv.FormatInt(waited.Milliseconds(), 10)
 			return r
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -315,5 +316,122 @@ func TestBookingsReadWaitsPastTheFirstPage(t *testing.T) {
 	// Still behind for a version the view does not hold.
 	if b := f.do(t, "GET", "/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": "3", "wait": "100ms"}, ""); b.status != 503 || !strings.Contains(b.body, "is at version 2, behind the 3") {
 		t.Errorf("minVersion 3: %d %.400s; want 503 naming version 2", b.status, b.body)
+	}
+}
+
+// TestListingsPageOnWithNext: a customer's bookings and a day's shows past
+// the 200 one answer lists are reached by passing the answer's "next" as
+// after; each page is bounded, the pages together list every item once,
+// and an after that is not a "next" is a 400 naming it.
+func TestListingsPageOnWithNext(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	put := func(items []map[string]types.AttributeValue) {
+		t.Helper()
+		var reqs []types.WriteRequest
+		for _, item := range items {
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+		}
+		for len(reqs) > 0 {
+			n := min(25, len(reqs))
+			out, err := f.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{f.views: reqs[:n]}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reqs = append(reqs[n:], out.UnprocessedItems[f.views]...)
+		}
+	}
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	var bookings, shows []map[string]types.AttributeValue
+	for i := range 250 {
+		show := fmt.Sprintf("show-%03d", i)
+		b := seats.BookingKey("ada", show, "r")
+		b["showId"], b["reservationId"], b["status"] = s(show), s("r"), s(seats.StatusReserved)
+		b["seats"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{s("A1")}}
+		b[projection.AttrVersion] = &types.AttributeValueMemberN{Value: "2"}
+		bookings = append(bookings, b)
+		a := seats.AvailabilityKey(show)
+		startsAt := fmt.Sprintf("2026-12-24T%02d:%02d:00Z", i/60, i%60)
+		a["showId"], a["title"], a["startsAt"], a["day"], a["at"] = s(show), s("Hamlet"), s(startsAt), s("2026-12-24"), s(startsAt+"#"+show)
+		a[projection.AttrVersion] = &types.AttributeValueMemberN{Value: "1"}
+		shows = append(shows, a)
+	}
+	put(append(bookings, shows...))
+
+	type page struct {
+		Bookings []seats.Booking      `json:"bookings"`
+		Shows    []seats.Availability `json:"shows"`
+		More     bool                 `json:"more"`
+		Next     *string              `json:"next"`
+	}
+	for _, tc := range []struct {
+		name, path string
+		query      map[string]string
+		ids        func(p page) []string
+	}{
+		{"bookings", "/customers/ada/bookings", map[string]string{}, func(p page) (ids []string) {
+			for _, b := range p.Bookings {
+				ids = append(ids, b.ShowID)
+			}
+			return ids
+		}},
+		{"day", "/days/2026-12-24/availability", map[string]string{}, func(p page) (ids []string) {
+			for _, a := range p.Shows {
+				ids = append(ids, a.ShowID)
+			}
+			return ids
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var all []string
+			query := tc.query
+			for pages := 1; ; pages++ {
+				a := f.do(t, "GET", tc.path, query, "")
+				var p page
+				if a.status != 200 || json.Unmarshal([]byte(a.body), &p) != nil {
+					t.Fatalf("page %d: %d %.300s", pages, a.status, a.body)
+				}
+				ids := tc.ids(p)
+				if len(ids) > 200 || len(a.body) > 64<<10 {
+					t.Fatalf("page %d lists %d items in %d bytes", pages, len(ids), len(a.body))
+				}
+				all = append(all, ids...)
+				if p.More != (p.Next != nil) {
+					t.Fatalf("page %d: more %v with next %v", pages, p.More, p.Next)
+				}
+				if !p.More {
+					if pages != 2 {
+						t.Errorf("%d pages, want 2 (250 items, 200 a page)", pages)
+					}
+					break
+				}
+				if pages == 5 {
+					t.Fatal("still more after 5 pages")
+				}
+				query = map[string]string{"after": *p.Next}
+			}
+			if len(all) != 250 || len(slices.Compact(slices.Sorted(slices.Values(all)))) != 250 {
+				t.Errorf("the pages listed %d items, %d distinct; want the 250 once each", len(all), len(slices.Compact(slices.Sorted(slices.Values(all)))))
+			}
+		})
+	}
+
+	// minVersion is checked against the show's bookings also on a later page.
+	b := f.do(t, "GET", "/customers/ada/bookings", map[string]string{"show": "show-010", "minVersion": "2", "after": "show-200#r", "wait": "0s"}, "")
+	if b.status != 200 {
+		t.Errorf("minVersion 2 of show-010 on the page after show-200: %d %.300s; want 200", b.status, b.body)
+	}
+	for _, bad := range []struct{ path, after string }{
+		{"/customers/ada/bookings", "show-1"},
+		{"/customers/ada/bookings", "show 1#r"},
+		{"/customers/ada/bookings", strings.Repeat("s", 65) + "#r"},
+		{"/days/2026-12-24/availability", "show-1"},
+		{"/days/2026-12-24/availability", "yesterday#show-1"},
+		{"/days/2026-12-24/availability", "2026-12-24T00:00:00Z#" + strings.Repeat("s", 5000)},
+	} {
+		a := f.do(t, "GET", bad.path, map[string]string{"after": bad.after}, "")
+		if a.status != 400 || !strings.Contains(a.body, `"field":"after"`) || len(a.body) > 2048 {
+			t.Errorf("%s after=%.40q: %d %.300s; want a bounded 400 naming after", bad.path, bad.after, a.status, a.body)
+		}
 	}
 }

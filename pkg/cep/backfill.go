@@ -183,12 +183,15 @@ func readShard(ctx context.Context, kin backfillKinesis, streamName, shard strin
 			if !arrival.Before(stopAt) {
 				return n, true, nil
 			}
+			// Decoded as the detect function decodes it (keyed), so what it
+			// sets aside — a receivedAt far past the arrival too, which
+			// would move the watermark hours ahead — moves no watermark
+			// here either; an envelope without receivedAt gets the arrival.
+			kr := stream.KinesisRecord{SequenceNumber: aws.ToString(r.SequenceNumber), PartitionKey: aws.ToString(r.PartitionKey),
+				ApproximateArrivalTimestamp: arrival, Data: r.Data}
 			var env stream.Envelope
-			if stream.Unmarshal(r.Data, &env) != nil || stream.CheckStrict(r.Data) != nil || env.Validate() != nil {
+			if kr.DecodeEnvelope(&env) != nil {
 				continue // not an event: the function sets it aside
-			}
-			if env.ReceivedAt.IsZero() {
-				env.ReceivedAt = arrival
 			}
 			if err := off.Add(&env, arrival); err != nil {
 				return n, false, err

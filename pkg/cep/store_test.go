@@ -257,6 +257,45 @@ func TestBackfillRunsARuleOverThePast(t *testing.T) {
 	}
 }
 
+// TestBackfillSkipsWhatDetectSetsAside puts on the events stream, written
+// straight to it as a producer may, an order, an event whose receivedAt is
+// two hours after Kinesis took it, and the order's payment. detect sets the
+// middle one aside (stream.MaxReceivedLead): it moves no watermark, and the
+// payment cancels the "unpaid" absence. The backfill must decide the same,
+// not take the record, jump the watermark two hours and fire a false
+// "unpaid" alert for a paid order.
+func TestBackfillSkipsWhatDetectSetsAside(t *testing.T) {
+	ctx := context.Background()
+	evStream, matches := name("events"), name("matches")
+	keyedtest.CreateStream(t, kin, evStream, 1)
+	keyedtest.CreateStream(t, kin, matches, 1)
+	start := time.Now().UTC()
+	var entries []kintypes.PutRecordsRequestEntry
+	for _, e := range []stream.Envelope{ev("o1", "order", "a", 0, ""), ev("x1", "page_view", "b", 0, ""), ev("p1", "payment", "a", 0, "")} {
+		at := time.Now().UTC()
+		e.OccurredAt, e.SentAt, e.ReceivedAt = at, at, time.Time{}
+		if e.ID == "x1" {
+			e.ReceivedAt = at.Add(2 * time.Hour)
+		}
+		b, _ := json.Marshal(e)
+		entries = append(entries, kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(e.Key)})
+	}
+	if _, err := kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(evStream), Records: entries}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	r := rule(t, `{"id":"unpaid","pattern":[{"begin":"o","type":"order"},{"notFollowedBy":"p","type":"payment"}],"within":"1m"}`)
+	sr := &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: time.Now().UTC()}}}
+	res, err := Backfill(ctx, kin, sr, BackfillOptions{Stream: evStream, Matches: matches, From: start.Add(-time.Minute), IdleTimeout: time.Minute,
+		Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describeMatches(t, keyedtest.ReadAll(t, kin, matches)); len(got) != 0 || res.Records != 2 {
+		t.Fatalf("backfill: matches %v, %d records read; want none (o1 was paid), 2 records (x1 is set aside by detect)", got, res.Records)
+	}
+}
+
 // countingSource counts the reads a handler makes of its rules.
 type countingSource struct {
 	RuleSource

@@ -314,7 +314,7 @@ func backfill(ctx context.Context, kin *kinesis.Client, sr *cep.StoredRule, from
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "backfill of rule %s: %d records on %d shards, %d matches put on %s\n", sr.Rule.ID, res.Records, res.Shards, len(res.Matches), matches)
+	fmt.Fprintf(stdout, "backfill of rule %s: %d records on %d shards, %d matches put on %s\n", sr.Rule.ID, res.Records, res.Shards, res.Matches, matches)
 	if res.Open > 0 {
 		fmt.Fprintf(stdout, "  %d keys still had partial matches open at the end of the stream: run it again once the rule's %s have passed (same ids, no duplicates downstream)\n", res.Open, sr.Rule.Within)
 	}

@@ -30,6 +30,10 @@ import (
 //     before come again with their ids;
 //   - a count or sum threshold counts events arriving before activeFrom
 //     only, so a window straddling that moment is seen by neither;
+//   - matches are put as each page of records is read, and keys with
+//     nothing open are forgotten, so memory follows the partial matches
+//     open, not the length of the stream; a backfill that fails partway
+//     has put what it matched so far (a rerun puts it again, same ids);
 //   - each shard is read on its own (its watermark as the function keeps
 //     it); a child shard after a resharding starts without its parent's
 //     partial matches.
@@ -56,7 +60,7 @@ var _ backfillKinesis = (*kinesis.Client)(nil)
 type BackfillOptions struct {
 	// Stream is the events stream.
 	Stream string
-	// Matches is the matches stream; "" only reports the matches.
+	// Matches is the matches stream; "" only counts the matches.
 	Matches string
 	// From is the arrival time to start at.
 	From time.Time
@@ -74,7 +78,10 @@ type BackfillOptions struct {
 // BackfillResult is what a backfill did.
 type BackfillResult struct {
 	Shards, Records int
-	Matches         []OfflineMatch
+	// Matches counts the matches made (and put on the matches stream,
+	// when one is given): they are put as each page of a shard is read,
+	// not held, so a backfill's memory follows a page, not the matches.
+	Matches int
 	// Open counts keys whose partial matches were still open at the end
 	// of the stream: run again after the rule's time has passed.
 	Open int
@@ -111,15 +118,39 @@ func Backfill(ctx context.Context, kin backfillKinesis, sr *StoredRule, opts Bac
 		return nil, fmt.Errorf("cep: listing the shards of %s: %w", opts.Stream, err)
 	}
 	res := &BackfillResult{}
+	// flush puts the matches off made so far and forgets them, and the
+	// keys left with nothing open: what a shard's backfill holds is its
+	// open partial matches and a page, however long the stream.
+	reported := 0
+	flush := func(off *Offline, read int) error {
+		if len(off.matches) > 0 && opts.Matches != "" {
+			recs := make([]emit.Record, len(off.matches))
+			for i, m := range off.matches {
+				recs[i] = emit.Record{Data: m.Record, PartitionKey: m.Key}
+			}
+			if err := emit.Put(ctx, kin, opts.Matches, recs, nil); err != nil {
+				return fmt.Errorf("cep: putting backfill matches on %s: %w", opts.Matches, err)
+			}
+		}
+		res.Matches += len(off.matches)
+		off.matches = nil
+		off.forgetIdle()
+		if read-reported >= backfillProgressEvery {
+			reported = read
+			fmt.Fprintf(progress, "  ... %d records read, %d matches so far\n", res.Records+read, res.Matches)
+		}
+		return nil
+	}
 	for _, sh := range shards.Shards {
 		off := NewOfflineStored([]*StoredRule{past}, opts.OutOfOrderness, now())
 		off.beginBefore = activeFrom
-		n, complete, err := readShard(ctx, kin, opts.Stream, aws.ToString(sh.ShardId), opts.From, stopAt, off)
+		reported = 0
+		n, complete, err := readShard(ctx, kin, opts.Stream, aws.ToString(sh.ShardId), opts.From, stopAt, off, flush)
+		res.Records += n
 		if err != nil {
-			return nil, err
+			return res, err
 		}
 		res.Shards++
-		res.Records += n
 		// Past the rule's time everything is known; short of it, close only
 		// what the watermark (moved on as for an idle shard) passed: a match
 		// still open may yet complete.
@@ -140,24 +171,23 @@ func Backfill(ctx context.Context, kin backfillKinesis, sr *StoredRule, opts Bac
 				res.Open++
 			}
 		}
-		fmt.Fprintf(progress, "  %s: %d records, %d matches so far\n", aws.ToString(sh.ShardId), n, len(res.Matches)+len(off.matches))
-		res.Matches = append(res.Matches, off.matches...)
-	}
-	if opts.Matches != "" && len(res.Matches) > 0 {
-		recs := make([]emit.Record, len(res.Matches))
-		for i, m := range res.Matches {
-			recs[i] = emit.Record{Data: m.Record, PartitionKey: m.Key}
-		}
-		if err := emit.Put(ctx, kin, opts.Matches, recs, nil); err != nil {
+		if err := flush(off, 0); err != nil {
 			return res, err
 		}
+		fmt.Fprintf(progress, "  %s: %d records, %d matches so far\n", aws.ToString(sh.ShardId), n, res.Matches)
 	}
 	return res, nil
 }
 
+// backfillProgressEvery is how many records of a shard a backfill reads
+// between two progress lines.
+const backfillProgressEvery = 100_000
+
 // readShard feeds one shard's records from from (arrival) to stopAt (or
-// the end of the stream) to off; complete reports that it reached stopAt.
-func readShard(ctx context.Context, kin backfillKinesis, streamName, shard string, from, stopAt time.Time, off *Offline) (n int, complete bool, err error) {
+// the end of the stream) to off, calling flush after each page read
+// with the records read so far;
+// complete reports that it reached stopAt.
+func readShard(ctx context.Context, kin backfillKinesis, streamName, shard string, from, stopAt time.Time, off *Offline, flush func(off *Offline, read int) error) (n int, complete bool, err error) {
 	it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(streamName), ShardId: aws.String(shard),
 		ShardIteratorType: kintypes.ShardIteratorTypeAtTimestamp, Timestamp: aws.Time(from)})
 	if err != nil {
@@ -181,7 +211,7 @@ func readShard(ctx context.Context, kin backfillKinesis, streamName, shard strin
 		for _, r := range page.Records {
 			arrival := aws.ToTime(r.ApproximateArrivalTimestamp)
 			if !arrival.Before(stopAt) {
-				return n, true, nil
+				return n, true, flush(off, n)
 			}
 			// Decoded as the detect function decodes it (keyed), so what it
 			// sets aside — a receivedAt far past the arrival too, which
@@ -197,6 +227,9 @@ func readShard(ctx context.Context, kin backfillKinesis, streamName, shard strin
 				return n, false, err
 			}
 			n++
+		}
+		if err := flush(off, n); err != nil {
+			return n, false, err
 		}
 		if len(page.Records) == 0 && aws.ToInt64(page.MillisBehindLatest) == 0 {
 			return n, false, nil

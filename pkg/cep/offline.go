@@ -195,6 +195,23 @@ func (o *Offline) Finish() ([]OfflineMatch, error) {
 	return o.matches, nil
 }
 
+// forgetIdle drops the keys with nothing open — no buffered event, no
+// partial match, no match waiting — as a key met again starts from such
+// a state. Backfill calls it as it reads, so that what it holds follows
+// the keys with something open, not every key of the stream.
+func (o *Offline) forgetIdle() {
+	kept := o.order[:0]
+	for _, k := range o.order {
+		if st := o.keys[k].st; len(st.pending) == 0 && len(st.partials) == 0 && len(st.out) == 0 {
+			delete(o.keys, k)
+			continue
+		}
+		kept = append(kept, k)
+	}
+	clear(o.order[len(kept):])
+	o.order = kept
+}
+
 func (o *Offline) collect(ks *keyState) error {
 	o.Found += ks.Outbox() + ks.st.discarded
 	ks.st.discarded = 0

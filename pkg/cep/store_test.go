@@ -296,6 +296,66 @@ func TestBackfillSkipsWhatDetectSetsAside(t *testing.T) {
 	}
 }
 
+// pagedKinesis reads the events stream a few records a page and fails
+// the read after failAt pages (0: never): a backfill that meets expired
+// credentials or a deleted stream partway.
+type pagedKinesis struct {
+	*kinesis.Client
+	pages, failAt int
+}
+
+func (p *pagedKinesis) GetRecords(ctx context.Context, in *kinesis.GetRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.GetRecordsOutput, error) {
+	if p.pages++; p.failAt > 0 && p.pages > p.failAt {
+		return nil, errors.New("the security token included in the request is expired")
+	}
+	in.Limit = aws.Int32(2)
+	return p.Client.GetRecords(ctx, in, opts...)
+}
+
+// TestBackfillPutsMatchesAsItReads runs a filter rule over ten payments
+// read two a page, the read failing after three pages: the matches of
+// those pages are on the matches stream already, as the result counts
+// them, rather than held until the whole stream is read (a long backfill
+// held every match in memory, and one failing late put none). Run again,
+// it puts all ten, each once.
+func TestBackfillPutsMatchesAsItReads(t *testing.T) {
+	ctx := context.Background()
+	evStream, matches := name("events"), name("matches")
+	keyedtest.CreateStream(t, kin, evStream, 1)
+	keyedtest.CreateStream(t, kin, matches, 1)
+	start := time.Now().UTC()
+	for i := range 10 {
+		e := ev(fmt.Sprintf("p%d", i), "payment", fmt.Sprintf("k%d", i%3), 0, "")
+		at := start.Add(time.Duration(i) * time.Millisecond)
+		e.OccurredAt, e.SentAt, e.ReceivedAt = at, at, time.Time{}
+		b, _ := json.Marshal(e)
+		if _, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(evStream), Data: b, PartitionKey: aws.String(e.Key)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond)
+	r := rule(t, `{"id":"pay","pattern":[{"begin":"p","type":"payment"}]}`)
+	sr := &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: time.Now().UTC()}}}
+	opts := BackfillOptions{Stream: evStream, Matches: matches, From: start.Add(-time.Minute), IdleTimeout: time.Minute,
+		Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	res, err := Backfill(ctx, &pagedKinesis{Client: kin, failAt: 3}, sr, opts)
+	if err == nil || res == nil {
+		t.Fatalf("backfill with the read failing after 3 pages: %+v, %v; want the error and what was done", res, err)
+	}
+	got := describeMatches(t, keyedtest.ReadAll(t, kin, matches))
+	if len(got) == 0 || len(got) != res.Matches || res.Records != 6 {
+		t.Fatalf("after 3 pages of 2: %d matches on the stream %v, %d counted, %d records read; want the matches the pages made put and counted, 6 records",
+			len(got), got, res.Matches, res.Records)
+	}
+	res, err = Backfill(ctx, &pagedKinesis{Client: kin}, sr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describeMatches(t, keyedtest.ReadAll(t, kin, matches)); len(got) != 10 || res.Matches != 10 {
+		t.Fatalf("run again: %d distinct matches on the stream, %d counted; want each of the 10 payments", len(got), res.Matches)
+	}
+}
+
 // countingSource counts the reads a handler makes of its rules.
 type countingSource struct {
 	RuleSource

@@ -45,8 +45,17 @@ var (
 // an open shard (a page can come back empty before the tip).
 const maxEmptyReads = 3
 
-// putAttempts bounds the retries of snapshot records Kinesis failed.
-const putAttempts = 5
+// putStalls is how many PutRecords attempts in a row that get none of
+// the snapshot's records in make it give up; the waits between them double
+// from putBackoff (about 3 s of a stream taking nothing). An attempt that
+// gets some in starts the count again: an events stream at its write limit
+// (ingest and cdc write to it too) takes part of each call, and a snapshot
+// of a table bigger than a few seconds of the stream's capacity needs many
+// attempts to go through.
+const putStalls = 6
+
+// putBackoff is the wait before the first retry of failed snapshot records.
+const putBackoff = 100 * time.Millisecond
 
 // Snapshot publishes every item of table to the handler's stream as a
 // TypeSnapshot changelog record tied to the stream position it returns, and
@@ -75,6 +84,10 @@ const putAttempts = 5
 // (the first MaxSkippedListed) in the counts, and the others are published:
 // the item stays in the table, and the next snapshot takes it once it is
 // mended. Before, the first such item stopped every snapshot of the table.
+//
+// Records Kinesis fails (the events stream at its write limit) are retried
+// while each attempt gets some in (putAll); the counts include the records
+// published before an error.
 func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamReader, table string) (*Position, SnapshotCounts, error) {
 	var counts SnapshotCounts
 	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
@@ -114,10 +127,11 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 		}
 		for len(entries) > 0 {
 			n := putCallSize(entries)
-			if err := h.putAll(ctx, entries[:n]); err != nil {
+			written, err := h.putAll(ctx, entries[:n])
+			counts.Published += written
+			if err != nil {
 				return pos, counts, fmt.Errorf("table %s: %w", table, err)
 			}
-			counts.Published += n
 			entries = entries[n:]
 		}
 		if len(page.LastEvaluatedKey) == 0 {
@@ -186,16 +200,20 @@ func putCallSize(entries []kintypes.PutRecordsRequestEntry) int {
 	return len(entries)
 }
 
-// putAll writes entries, retrying the ones Kinesis failed: snapshot records
-// of different keys need no order among themselves.
-func (h *Handler) putAll(ctx context.Context, entries []kintypes.PutRecordsRequestEntry) error {
+// putAll writes entries, retrying the ones Kinesis failed (throttling or
+// an internal error, both transient) for as long as attempts get some of
+// them in, and gives up after putStalls attempts in a row that got none in.
+// Snapshot records of different keys need no order among themselves. It
+// returns how many it wrote.
+func (h *Handler) putAll(ctx context.Context, entries []kintypes.PutRecordsRequestEntry) (int, error) {
+	written, stalls := 0, 0
 	for attempt := 1; ; attempt++ {
 		out, err := h.kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String(h.stream), Records: entries})
 		if err != nil {
-			return fmt.Errorf("putting %d snapshot records on stream %s: %w", len(entries), h.stream, err)
+			return written, fmt.Errorf("putting %d snapshot records on stream %s: %w", len(entries), h.stream, err)
 		}
 		if aws.ToInt32(out.FailedRecordCount) == 0 {
-			return nil
+			return written + len(entries), nil
 		}
 		var failed []kintypes.PutRecordsRequestEntry
 		lastErr := ""
@@ -205,15 +223,24 @@ func (h *Handler) putAll(ctx context.Context, entries []kintypes.PutRecordsReque
 				lastErr = aws.ToString(r.ErrorCode) + ": " + aws.ToString(r.ErrorMessage)
 			}
 		}
-		if attempt == putAttempts {
-			return fmt.Errorf("stream %s: %d snapshot records still failed after %d attempts (last error %s)",
-				h.stream, len(failed), attempt, lastErr)
+		if len(failed) == 0 {
+			return written, fmt.Errorf("stream %s: PutRecords reported %d failed records but none carries an error code", h.stream, aws.ToInt32(out.FailedRecordCount))
+		}
+		if len(failed) < len(entries) {
+			stalls = 0
+		} else {
+			stalls++
+		}
+		written += len(entries) - len(failed)
+		if stalls == putStalls {
+			return written, fmt.Errorf("stream %s: %d snapshot records still failed after %d attempts, the last %d taking none of them in (last error %s)",
+				h.stream, len(failed), attempt, stalls, lastErr)
 		}
 		entries = failed
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+			return written, ctx.Err()
+		case <-time.After(putBackoff << max(stalls-1, 0)):
 		}
 	}
 }

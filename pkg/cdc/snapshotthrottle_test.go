@@ -1,0 +1,111 @@
+package cdc_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/cdc"
+)
+
+// busyStream is an events stream at its write limit (the ingest and cdc
+// functions write to it too): each PutRecords call gets at most accept of
+// its records in, the others fail with ProvisionedThroughputExceeded, as
+// Kinesis fails the records over a shard's 1 MiB or 1,000 records a second.
+type busyStream struct {
+	kin    *kinesis.Client
+	accept int
+	mu     sync.Mutex
+	calls  int
+}
+
+func (b *busyStream) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, optFns ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
+	b.mu.Lock()
+	b.calls++
+	b.mu.Unlock()
+	n := min(b.accept, len(in.Records))
+	out := &kinesis.PutRecordsOutput{}
+	if n > 0 {
+		part := *in
+		part.Records = in.Records[:n]
+		o, err := b.kin.PutRecords(ctx, &part, optFns...)
+		if err != nil {
+			return nil, err
+		}
+		out.Records = append(out.Records, o.Records...)
+		out.FailedRecordCount = o.FailedRecordCount
+	}
+	for range in.Records[n:] {
+		out.Records = append(out.Records, kintypes.PutRecordsResultEntry{ErrorCode: aws.String("ProvisionedThroughputExceededException"),
+			ErrorMessage: aws.String("Rate exceeded for shard shardId-000000000000 in stream events")})
+	}
+	out.FailedRecordCount = aws.Int32(aws.ToInt32(out.FailedRecordCount) + int32(len(in.Records)-n))
+	return out, nil
+}
+
+// TestSnapshotOfABusyStream: a snapshot into an events stream that takes
+// only part of each call (throttled) goes on retrying the rest while
+// records get in, and publishes every item once; only a stream that takes
+// nothing at all for several attempts in a row stops it, with an error
+// naming the stream and Kinesis' error.
+func TestSnapshotOfABusyStream(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	createProfiles(t, db, "profiles")
+	createKinesis(t, kin, "events", 1)
+	const items = 24
+	for i := range items {
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("profiles"), Item: map[string]ddbtypes.AttributeValue{
+			"userId": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("u-%02d", i)}, "version": &ddbtypes.AttributeValueMemberN{Value: "1"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Three records a call: eight calls' worth, more than a fixed number
+	// of attempts would allow.
+	busy := &busyStream{kin: kin, accept: 3}
+	_, counts, err := cdc.New(busy, "events").Snapshot(ctx, db, streams, "profiles")
+	if err != nil {
+		t.Fatalf("Snapshot into a throttled stream: %v (published %d of %d)", err, counts.Published, items)
+	}
+	if counts.Published != items {
+		t.Errorf("published %d, want %d", counts.Published, items)
+	}
+	seen := map[string]int{}
+	for _, c := range readKinesis(t, kin, "events") {
+		seen[c.env.ID]++
+	}
+	if len(seen) != items {
+		t.Errorf("%d distinct snapshot records on the stream, want %d", len(seen), items)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s on the stream %d times, want once", id, n)
+		}
+	}
+
+	// A stream that takes nothing: the snapshot stops, saying why.
+	stuck := &busyStream{kin: kin, accept: 0}
+	_, counts, err = cdc.New(stuck, "events").Snapshot(ctx, db, streams, "profiles")
+	if err == nil || !strings.Contains(err.Error(), "stream events") || !strings.Contains(err.Error(), "ProvisionedThroughputExceededException") {
+		t.Fatalf("Snapshot into a stream that takes nothing: err %v, want one naming the stream and Kinesis' error", err)
+	}
+	if counts.Published != 0 {
+		t.Errorf("published %d into a stream that took nothing", counts.Published)
+	}
+	if stuck.calls < 3 {
+		t.Errorf("gave up after %d calls: a throttle is retried", stuck.calls)
+	}
+}

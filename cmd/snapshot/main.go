@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			fmt.Fprintf(stderr, "  %s: %s\n", sk.Item, sk.Reason)
 		}
 		if more := res.Skipped - len(res.SkippedItems); more > 0 {
-			fmt.Fprintf(stderr, "  and %d more\n", more)
+			fmt.Fprintf(stderr, "  and %d more (each is logged above: \"snapshot: item skipped\")\n", more)
 		}
 		return cli.ExitError
 	}

@@ -81,7 +81,8 @@ const putBackoff = 100 * time.Millisecond
 //
 // An item no snapshot record can be made of (no entity key, a version that
 // is not one, a record over Kinesis' limit) is skipped, counted and named
-// (the first MaxSkippedListed) in the counts, and the others are published:
+// (the first MaxSkippedListed) in the counts, each logged with its reason
+// (WithLogger), and the others are published:
 // the item stays in the table, and the next snapshot takes it once it is
 // mended. Before, the first such item stopped every snapshot of the table.
 //
@@ -120,7 +121,12 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 		for _, item := range page.Items {
 			e, err := h.snapshotEntry(table, item, pos, fallback, now)
 			if err != nil {
-				counts.skip(tableKeyText(item, d.Table.KeySchema), err)
+				// Every one logged: the counts name only the first
+				// MaxSkippedListed, and an operator mends them all.
+				name := tableKeyText(item, d.Table.KeySchema)
+				counts.skip(name, err)
+				h.log.WarnContext(ctx, "snapshot: item skipped, no changelog record can be made of it", "table", table, "item", name,
+					"reason", strictjson.Cut(err.Error(), 512))
 				continue
 			}
 			entries = append(entries, e)

@@ -1,0 +1,65 @@
+package cdc_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/cdc"
+)
+
+// TestSnapshotNamesEverySkippedItem: a table with more items no record can
+// be made of than the result lists (cdc.MaxSkippedListed) has each of them
+// named in the log, with the attribute at fault, so an operator can mend
+// them all before the next run rather than twenty a run; the others are
+// published.
+func TestSnapshotNamesEverySkippedItem(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	createProfiles(t, db, "profiles")
+	createKinesis(t, kin, "events", 1)
+	bad := cdc.MaxSkippedListed + 5
+	for i := range bad + 3 {
+		version := ddbtypes.AttributeValue(&ddbtypes.AttributeValueMemberN{Value: "1"})
+		if i < bad {
+			version = &ddbtypes.AttributeValueMemberS{Value: "one"}
+		}
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("profiles"), Item: map[string]ddbtypes.AttributeValue{
+			"userId": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("u-%02d", i)}, "version": version}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs bytes.Buffer
+	h := cdc.New(kin, "events", cdc.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	_, counts, err := h.Snapshot(ctx, db, streams, "profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.Published != 3 || counts.Skipped != bad || len(counts.SkippedItems) != cdc.MaxSkippedListed {
+		t.Errorf("counts %+v: want 3 published, %d skipped, %d listed", counts, bad, cdc.MaxSkippedListed)
+	}
+	for i := range bad {
+		item := fmt.Sprintf("userId=u-%02d", i)
+		found := false
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, item) && strings.Contains(line, "version: must be an N attribute") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("skipped item %s is not named in the log with its attribute", item)
+		}
+	}
+}

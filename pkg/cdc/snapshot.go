@@ -3,6 +3,7 @@ package cdc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/setaside"
@@ -87,7 +89,8 @@ const putBackoff = 100 * time.Millisecond
 // mended. Before, the first such item stopped every snapshot of the table.
 //
 // Records Kinesis fails (the events stream at its write limit) are retried
-// while each attempt gets some in (putAll); the counts include the records
+// while each attempt gets some in (putAll), and a scan page the table
+// throttles is read again (scanPage); the counts include the records
 // published before an error.
 func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamReader, table string) (*Position, SnapshotCounts, error) {
 	var counts SnapshotCounts
@@ -113,7 +116,7 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 	now := time.Now().UTC()
 	var start map[string]ddbtypes.AttributeValue
 	for {
-		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
+		page, err := h.scanPage(ctx, db, table, start, counts.Published)
 		if err != nil {
 			return pos, counts, fmt.Errorf("table %s: scanning: %w", table, err)
 		}
@@ -145,6 +148,48 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 		}
 		start = page.LastEvaluatedKey
 	}
+}
+
+// Scan throttling: a table scanned faster than its read capacity (a
+// strongly consistent 1 MB page takes 256 read units) refuses pages once
+// the SDK's own retries are spent. The scan waits and asks for the same
+// page again, the wait doubling from scanBackoff up to maxScanBackoff, and
+// gives up after scanThrottles refusals of one page in a row (about a
+// minute of waits).
+const (
+	scanBackoff    = 200 * time.Millisecond
+	maxScanBackoff = 10 * time.Second
+	scanThrottles  = 12
+)
+
+// scanPage reads the page of table starting at start, asking again while
+// DynamoDB throttles it (logged, with the records published so far).
+func (h *Handler) scanPage(ctx context.Context, db TableScanner, table string, start map[string]ddbtypes.AttributeValue, published int) (*dynamodb.ScanOutput, error) {
+	for attempt := 1; ; attempt++ {
+		page, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
+		if err == nil || !isThrottle(err) || attempt == scanThrottles {
+			return page, err
+		}
+		wait := min(scanBackoff<<(attempt-1), maxScanBackoff)
+		h.log.WarnContext(ctx, "snapshot: the table's scan is throttled (its read capacity); reading the page again", "table", table,
+			"attempt", attempt, "wait", wait.String(), "published", published, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// isThrottle reports whether err is DynamoDB refusing a request for
+// throughput: the table's capacity, the account's request limit, or the
+// control plane's rate.
+func isThrottle(err error) bool {
+	var pte *ddbtypes.ProvisionedThroughputExceededException
+	var rle *ddbtypes.RequestLimitExceeded
+	var api smithy.APIError
+	return errors.As(err, &pte) || errors.As(err, &rle) ||
+		(errors.As(err, &api) && (api.ErrorCode() == "ThrottlingException" || api.ErrorCode() == "Throttling"))
 }
 
 // SnapshotCounts is what a snapshot published and skipped.

@@ -109,3 +109,70 @@ func TestSnapshotOfABusyStream(t *testing.T) {
 		t.Errorf("gave up after %d calls: a throttle is retried", stuck.calls)
 	}
 }
+
+// throttledTable throttles every page of a Scan the first throttles times
+// it is asked for, as DynamoDB does a table scanned faster than its
+// provisioned read capacity once the SDK's own retries are spent.
+type throttledTable struct {
+	*dynamodb.Client
+	throttles int
+	mu        sync.Mutex
+	asked     map[string]int // per page (its start key)
+	refused   int
+}
+
+func (tt *throttledTable) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	tt.mu.Lock()
+	page := fmt.Sprint(in.ExclusiveStartKey)
+	tt.asked[page]++
+	throttle := tt.asked[page] <= tt.throttles
+	if throttle {
+		tt.refused++
+	}
+	tt.mu.Unlock()
+	if throttle {
+		return nil, &ddbtypes.ProvisionedThroughputExceededException{Message: aws.String("The level of configured provisioned throughput for the table was exceeded")}
+	}
+	in.Limit = aws.Int32(5) // several pages
+	return tt.Client.Scan(ctx, in, optFns...)
+}
+
+// TestSnapshotOfAThrottledTable: a table scanned faster than its read
+// capacity throttles pages; the snapshot waits and reads the page again,
+// and publishes every item once, rather than stop partway (and stop there
+// again on every rerun, which starts over).
+func TestSnapshotOfAThrottledTable(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	createProfiles(t, db, "profiles")
+	createKinesis(t, kin, "events", 1)
+	const items = 12
+	for i := range items {
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("profiles"), Item: map[string]ddbtypes.AttributeValue{
+			"userId": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("u-%02d", i)}, "version": &ddbtypes.AttributeValueMemberN{Value: "1"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tt := &throttledTable{Client: db, throttles: 2, asked: map[string]int{}}
+	_, counts, err := cdc.New(kin, "events").Snapshot(ctx, tt, streams, "profiles")
+	if err != nil {
+		t.Fatalf("Snapshot of a throttled table: %v (published %d of %d)", err, counts.Published, items)
+	}
+	if counts.Published != items || tt.refused < 2*3 {
+		t.Errorf("published %d of %d, %d scans throttled", counts.Published, items, tt.refused)
+	}
+	seen := map[string]int{}
+	for _, c := range readKinesis(t, kin, "events") {
+		seen[c.env.ID]++
+	}
+	if len(seen) != items {
+		t.Errorf("%d distinct snapshot records on the stream, want %d", len(seen), items)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s on the stream %d times, want once", id, n)
+		}
+	}
+}

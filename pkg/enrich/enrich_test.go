@@ -3,6 +3,7 @@ package enrich_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -228,8 +229,10 @@ func synthetic(docs ...[]byte) []events.KinesisEventRecord {
 	var recs []events.KinesisEventRecord
 	for i, d := range docs {
 		seq := fmt.Sprintf("4960118965842235937883629852%028d", i+1)
+		var env struct{ Key string }
+		_ = json.Unmarshal(d, &env) // the partition key ingest would have put it with
 		recs = append(recs, events.KinesisEventRecord{EventID: "shardId-000000000000:" + seq, EventSourceArn: syntheticStream,
-			Kinesis: events.KinesisRecord{Data: d, SequenceNumber: seq, PartitionKey: "p"}})
+			Kinesis: events.KinesisRecord{Data: d, SequenceNumber: seq, PartitionKey: env.Key}})
 	}
 	return recs
 }

@@ -12,7 +12,10 @@
 //
 // Errors a producer can cause are *FieldError (which field and why); a record
 // that cannot be decoded is a *PoisonRecordError naming the record (sequence
-// number, message id or event id) and the field.
+// number, message id or event id) and the field. A Kinesis record put with a
+// partition key other than its envelope's key (a producer writing to the
+// stream itself) is one too, naming key: every consumer takes one key's
+// records to be on one shard, in order, as ingest puts them.
 //
 // Decoding goes through Unmarshal, which fills a caller-owned *Envelope with a
 // single-pass scanner for the envelope's shape (two allocations per record,

@@ -28,6 +28,9 @@ func (r *KinesisRecord) DecodeEnvelope(e *Envelope) error {
 	if err == nil {
 		err = stampArrival(e, r.ApproximateArrivalTimestamp)
 	}
+	if err == nil {
+		err = checkPartitionKey(e, r.PartitionKey)
+	}
 	if err != nil {
 		return poison(r.SequenceNumber, "", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -654,4 +655,50 @@ func randomKinesisEvent(rng *rand.Rand) []byte {
 		}
 		return randomKinesisValue(rng, name)
 	}) + ws(rng))
+}
+
+// TestPartitionKeyIsTheKey: a record put with a partition key other than
+// its envelope's key (a producer writing to the stream itself) is a
+// poison record naming key, on both decoders, with a bounded reason; one
+// without a partition key (a hand-made test event) is taken.
+func TestPartitionKeyIsTheKey(t *testing.T) {
+	env := func(key string) string {
+		return `{"id":"e-1","type":"t","key":"` + key + `","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:08Z"}`
+	}
+	long := strings.Repeat("k", 256)
+	for _, tc := range []struct {
+		name, key, partitionKey string
+		bad                     bool
+	}{
+		{"the key", "user-42", "user-42", false},
+		{"no partition key", "user-42", "", false},
+		{"another key", "user-42", "user-7", true},
+		{"a random partition key", "user-42", "8f14e45fceea167a5a36dedd4bea2543", true},
+		{"long keys", long, long[1:], true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := env(tc.key)
+			in := `{"Records":[{"kinesis":{"partitionKey":` + strconv.Quote(tc.partitionKey) + `,"sequenceNumber":"4960","approximateArrivalTimestamp":1796035268,"data":"` +
+				base64.StdEncoding.EncodeToString([]byte(data)) + `"},"eventID":"shardId-000000000000:4960"}]}`
+			var b KinesisBatch
+			if err := b.Decode([]byte(in)); err != nil {
+				t.Fatal(err)
+			}
+			var e Envelope
+			rec := kinesisRecord("4960", data)
+			rec.Kinesis.PartitionKey = tc.partitionKey
+			for decoder, err := range map[string]error{"DecodeEnvelope": b.Records[0].DecodeEnvelope(&e), "DecodeKinesis": DecodeKinesis(&rec, &e)} {
+				if !tc.bad {
+					if err != nil {
+						t.Errorf("%s: %v", decoder, err)
+					}
+					continue
+				}
+				var pe *PoisonRecordError
+				if !errors.As(err, &pe) || pe.Field != "key" || !strings.Contains(err.Error(), "partition key") || len(err.Error()) > 400 {
+					t.Errorf("%s: %v; want a poison record naming key and the partition key, bounded", decoder, err)
+				}
+			}
+		})
+	}
 }

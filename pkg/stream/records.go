@@ -100,10 +100,34 @@ func stampArrival(e *Envelope, arrival time.Time) error {
 // *PoisonRecordError with RecordID = the sequence number and Field the
 // envelope field ("" for the whole data).
 func DecodeKinesis(rec *events.KinesisEventRecord, e *Envelope) error {
-	if err := decodeValid(rec.Kinesis.Data, rec.Kinesis.ApproximateArrivalTimestamp.Time, e); err != nil {
+	err := decodeValid(rec.Kinesis.Data, rec.Kinesis.ApproximateArrivalTimestamp.Time, e)
+	if err == nil {
+		err = checkPartitionKey(e, rec.Kinesis.PartitionKey)
+	}
+	if err != nil {
 		return poison(rec.Kinesis.SequenceNumber, "", err)
 	}
 	return nil
+}
+
+// checkPartitionKey refuses an envelope whose key is not the partition key
+// its record was put with (a producer writing to the stream itself with a
+// key of its own): one key's records would be spread over shards, where
+// every consumer takes a key's records to be on one shard, in order.
+func checkPartitionKey(e *Envelope, partitionKey string) error {
+	if partitionKey == "" || partitionKey == e.Key {
+		return nil
+	}
+	return &FieldError{Field: "key", Reason: fmt.Sprintf("%q is not the record's partition key %q: put each event with its key as the partition key, as ingest does, so that one key's events are on one shard, in order",
+		cutKey(e.Key), cutKey(partitionKey))}
+}
+
+// cutKey bounds a key quoted in a reason (a key is at most 256 characters).
+func cutKey(k string) string {
+	if len(k) > 64 {
+		return k[:64] + "…"
+	}
+	return k
 }
 
 // DecodeSQS decodes and validates the envelope in an SQS message body into e.

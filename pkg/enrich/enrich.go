@@ -470,6 +470,7 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 	// Walk the batch in order.
 	cur := make(map[string]curState, len(keys))
 	added := map[string][]change{}
+	items := map[string]*projectedItem{} // the key items as the batch's changes grow them
 	var tailAdded []tailChange
 	entries := make([]kintypes.PutRecordsRequestEntry, 0, len(ps))
 	entryRec := make([]int, 0, len(ps))
@@ -483,7 +484,12 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 		}
 		if p.isChange {
 			if !st.found || newer(p.ch.version, st.c.version) {
-				if n := keyItemBytes(p.key, first, sc.keys[p.key], added[p.key], p.ch); n > keyItemBudget && i > 0 {
+				item := items[p.key]
+				if item == nil {
+					item = newProjectedItem(p.key, first, sc.keys[p.key])
+					items[p.key] = item
+				}
+				if n := item.with(p.ch); n > keyItemBudget && i > 0 {
 					// The key item cannot hold this change with the ones
 					// before it in the batch: end the batch here. Lambda
 					// resumes from this change, and a batch starting at it
@@ -495,6 +501,7 @@ func (h *Handler) join(ctx context.Context, shard string, ps []parsed) (int, boo
 					break
 				}
 				st = curState{c: p.ch, found: true}
+				item.add(p.ch)
 				added[p.key] = append(added[p.key], p.ch)
 				tailAdded = append(tailAdded, tailChange{key: p.key, change: p.ch})
 				h.stats.ChangesApplied.Add(1)

@@ -2,6 +2,9 @@ package enrich
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,5 +119,48 @@ func TestStoredKeyBytesIsDynamoDBsCount(t *testing.T) {
 	}
 	if got, want := storedKeyBytes("user-42", first, hist), limits.ItemSize(item); got != want {
 		t.Errorf("storedKeyBytes = %d, DynamoDB counts %d", got, want)
+	}
+}
+
+// TestProjectedItemSizeIsTheItemsSize: the size a batch's walk keeps for a
+// key item as it adds the batch's changes one at a time is the size of the
+// stored history with all of them added and pruned at the batch's first
+// record, measured afresh (what the budget check measured for each change
+// before, at a cost quadratic in a key's changes in one batch), also when
+// the batch repeats changes the stored history has (a retry whose key
+// write went through).
+func TestProjectedItemSizeIsTheItemsSize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for round := range 300 {
+		var stored history
+		for range rng.IntN(6) {
+			c := change{seq: fence(strconv.Itoa(10 + rng.IntN(90))), version: strconv.Itoa(1 + rng.IntN(50))}
+			if rng.IntN(4) > 0 {
+				c.image = json.RawMessage(`{"p":"` + strings.Repeat("x", rng.IntN(300)) + `"}`)
+			}
+			stored.add(c)
+		}
+		first := fence(strconv.Itoa(40 + rng.IntN(40)))
+		item := newProjectedItem("user-42", first, stored)
+		var added []change
+		for range rng.IntN(40) {
+			c := change{seq: fence(strconv.Itoa(40 + rng.IntN(200))), version: strconv.Itoa(1 + rng.IntN(99))}
+			if c.seq < first {
+				continue // a batch's changes are at or after its first record
+			}
+			if rng.IntN(5) > 0 {
+				c.image = json.RawMessage(`{"p":"` + strings.Repeat("y", rng.IntN(500)) + `"}`)
+			}
+			want := stored.clone()
+			for _, a := range append(slices.Clone(added), c) {
+				want.add(a)
+			}
+			want.prune(first)
+			if got, want := item.with(c), storedKeyBytes("user-42", first, want); got != want {
+				t.Fatalf("round %d: the item with change %s is %d bytes by the walk, %d measured afresh", round, c.seq, got, want)
+			}
+			item.add(c)
+			added = append(added, c)
+		}
 	}
 }

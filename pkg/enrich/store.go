@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -337,18 +338,37 @@ func (h *Handler) extendTail(t tail, added []tailChange, last string) tail {
 	return out
 }
 
-// keyItemBytes is the size, as DynamoDB counts it, of key's item after a
-// batch starting at first applies its changes added and then c: the key's
-// history hist with them, pruned to what the batch keeps (the changes at or
-// after first and the best one before it).
-func keyItemBytes(key, first string, hist history, added []change, c change) int {
+// projectedItem follows the size, as DynamoDB counts it, of one key's item as a
+// batch adds its changes: the stored history pruned at the batch's first
+// record (first), then each change added. A change of the batch is at or
+// after first, so adding one never changes what the prune keeps: the size
+// grows by the change's entry, and a batch of n changes of one key costs n
+// steps, not n² (a history cloned and measured again for each).
+type projectedItem struct {
+	hist  history
+	bytes int
+}
+
+// newProjectedItem is the key item of hist pruned at first.
+func newProjectedItem(key, first string, hist history) *projectedItem {
 	proj := hist.clone()
-	for _, a := range added {
-		proj.add(a)
-	}
-	proj.add(c)
 	proj.prune(first)
-	return storedKeyBytes(key, first, proj)
+	return &projectedItem{hist: proj, bytes: storedKeyBytes(key, first, proj)}
+}
+
+// with is the item's size once c is added.
+func (k *projectedItem) with(c change) int {
+	if _, found := slices.BinarySearchFunc(k.hist, c.seq, func(e change, s string) int { return strings.Compare(e.seq, s) }); found {
+		return k.bytes
+	}
+	return k.bytes + entryBytes(c)
+}
+
+// add adds c (with reported its size).
+func (k *projectedItem) add(c change) {
+	if k.hist.add(c) {
+		k.bytes += entryBytes(c)
+	}
 }
 
 // storedKeyBytes is the size of the key item holding hist with fence
@@ -357,10 +377,16 @@ func keyItemBytes(key, first string, hist history, added []change, c change) int
 func storedKeyBytes(key, first string, hist history) int {
 	n := len(attrPK) + len(keyPrefix) + len(key) + len(attrFloor) + len(first)
 	for _, c := range hist {
-		n += len(entryPre) + len(c.seq) + 3 + 1 + len("v") + len(c.version)
-		if c.image != nil {
-			n += 1 + len("i") + len(c.image)
-		}
+		n += entryBytes(c)
+	}
+	return n
+}
+
+// entryBytes is one change's entry in a key item.
+func entryBytes(c change) int {
+	n := len(entryPre) + len(c.seq) + 3 + 1 + len("v") + len(c.version)
+	if c.image != nil {
+		n += 1 + len("i") + len(c.image)
 	}
 	return n
 }

@@ -14,7 +14,9 @@
 // from AWS_REGION (or a profile); without one the command refuses to run.
 //
 // Progress ("moved 120/≈340") and the summary ("moved N, failed M") go to
-// stderr; messages the source refused are listed by id and stay in the DLQ.
+// stderr; messages the source refused are listed by id and stay in the DLQ,
+// and so are messages that failed again and came back during the run
+// (FailedAgain: their cause still holds).
 // Moving is at-least-once: nothing is lost if the command is interrupted, but
 // a message sent just before an interruption may be sent again by the next
 // run (Tributary's consumers are idempotent). Ctrl-C stops between batches.

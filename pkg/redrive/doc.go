@@ -13,7 +13,11 @@
 // A message the source refuses (over its MaximumMessageSize, say) stays in
 // the DLQ, named; on a FIFO source the later messages of its group stay
 // behind it (HeldBehindRefused), so the source never gets a group out of
-// order. The summary ends with what the DLQ still reports holding (SQS's
+// order. A message that fails again while the run goes on (its cause not
+// yet fixed: the consumer dead-letters it, or SQS moves it after
+// maxReceiveCount) is back in the DLQ as a new message; the run knows it by
+// its content (body, attributes, group), leaves it there (FailedAgain) and
+// ends, rather than move it round for ever. The summary ends with what the DLQ still reports holding (SQS's
 // approximate count) beyond the messages the run names.
 //
 // The cmd/redrive command is the user-facing tool.

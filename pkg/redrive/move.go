@@ -2,8 +2,11 @@ package redrive
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,7 +28,13 @@ import (
 // accepted are deleted from the DLQ. Entries the source refused are reported
 // in Result.Failed and stay in the DLQ: they stay hidden for VisibilityTimeout
 // so the run does not spin on them, and are made visible again when Move
-// returns. Nothing is lost whenever the run stops; at worst a message that was
+// returns. A message back in the DLQ with the content (body, attributes
+// without the dead-letter ones, group) of one this run moved failed again
+// at the source — its cause still holds — and is not sent again: it is
+// refused, FailedAgain, and stays in the DLQ, so a run alongside a
+// consumer that keeps failing it ends. (A copy of a moved message,
+// identical in body and attributes, is left for the next run the same
+// way.) Nothing is lost whenever the run stops; at worst a message that was
 // sent but not yet deleted is sent again by the next run, which idempotent
 // consumers absorb.
 //
@@ -69,6 +78,10 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 	held := map[string]string{}
 	var refusedOrder []string
 	ordered := map[string]bool{}
+	// What this run moved, by content: a message that is back in the DLQ
+	// while the run goes on failed again (its cause still holds), and
+	// moving it again would never end.
+	moved := map[contentKey]bool{}
 	empty := 0
 	var runErr error
 	for {
@@ -110,7 +123,7 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 				break
 			}
 		}
-		b, err := r.moveBatch(context.WithoutCancel(ctx), dlqURL, sourceURL, src.maxBytes, fifo, held, msgs)
+		b, err := r.moveBatch(context.WithoutCancel(ctx), dlqURL, sourceURL, src.maxBytes, fifo, held, moved, msgs)
 		if again && b.moved == 0 && err == nil {
 			empty++
 		} else {
@@ -189,13 +202,16 @@ type batchResult struct {
 // without being sent. On a FIFO source (fifo), a message whose group has a
 // message refused before it in the run (held, by group: the refused one's
 // id; moveBatch adds to it) is refused too, HeldBehindRefused, so the
-// group reaches the source in order. An error
+// group reaches the source in order. A message with the content of one the
+// run moved before (moved, by contentKey; moveBatch adds to it) is back in
+// the DLQ because it failed again: it is refused, FailedAgain. An error
 // means a call failed as a whole; the messages it covered were not deleted
 // and are made visible again.
-func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxBytes int, fifo bool, held map[string]string, msgs []types.Message) (batchResult, error) {
+func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxBytes int, fifo bool, held map[string]string, moved map[contentKey]bool, msgs []types.Message) (batchResult, error) {
 	var b batchResult
 	entries := make([]types.SendMessageBatchRequestEntry, 0, len(msgs))
 	byEntry := map[string]types.Message{}
+	keys := map[string]contentKey{}
 	for i, m := range msgs {
 		id := "m" + strconv.Itoa(i)
 		e := types.SendMessageBatchRequestEntry{
@@ -236,6 +252,15 @@ func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxB
 			// the deduplication interval is still dropped.
 			e.MessageDeduplicationId = m.MessageId
 		}
+		key := keyOf(e)
+		if moved[key] {
+			b.failed = append(b.failed, refused{
+				failure: Failure{MessageID: aws.ToString(m.MessageId), Code: "FailedAgain",
+					Reason: "moved to the source earlier in this run and back in the DLQ (or a copy of one that was, body and attributes alike): its failure still holds; read its reason (-dry-run), fix the cause, then redrive it"},
+				handle: aws.ToString(m.ReceiptHandle),
+			})
+			continue
+		}
 		if n := entrySize(e); maxBytes > 0 && n > maxBytes {
 			if fifo {
 				held[aws.ToString(e.MessageGroupId)] = aws.ToString(m.MessageId)
@@ -249,6 +274,7 @@ func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxB
 		}
 		entries = append(entries, e)
 		byEntry[id] = m
+		keys[id] = key
 	}
 	var toDelete []types.DeleteMessageBatchRequestEntry
 	var unsent []string // receipt handles of messages whose send failed as a whole
@@ -306,6 +332,7 @@ func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxB
 			}
 			for _, d := range toDelete {
 				if !notDeleted[aws.ToString(d.Id)] {
+					moved[keys[aws.ToString(d.Id)]] = true
 					b.moved++
 					b.movedIDs = append(b.movedIDs, aws.ToString(byEntry[aws.ToString(d.Id)].MessageId))
 				}
@@ -348,4 +375,37 @@ func entrySize(e types.SendMessageBatchRequestEntry) int {
 		n += len(name) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
 	}
 	return n
+}
+
+// contentKey identifies a message by what a consumer sees of it: its body,
+// its message attributes (without the dead-letter ones) and its group
+// (a SHA-256 cut to 16 bytes: a run that moves millions keeps little).
+type contentKey [16]byte
+
+// keyOf is the contentKey of the entry e would send.
+func keyOf(e types.SendMessageBatchRequestEntry) contentKey {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field([]byte(aws.ToString(e.MessageBody)))
+	field([]byte(aws.ToString(e.MessageGroupId)))
+	names := make([]string, 0, len(e.MessageAttributes))
+	for name := range e.MessageAttributes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		a := e.MessageAttributes[name]
+		field([]byte(name))
+		field([]byte(aws.ToString(a.DataType)))
+		field([]byte(aws.ToString(a.StringValue)))
+		field(a.BinaryValue)
+	}
+	var k contentKey
+	copy(k[:], h.Sum(nil))
+	return k
 }

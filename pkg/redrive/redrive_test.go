@@ -877,3 +877,88 @@ func TestMoveKeepsAFIFOGroupBehindARefusedMessage(t *testing.T) {
 		t.Errorf("summary %q; want it to say about 3 more are still in the DLQ", s)
 	}
 }
+
+// failingConsumer consumes source until ctx ends, as a deployed consumer
+// whose fix has not shipped would: a body starting "ok" is processed
+// (deleted), any other fails again. deadLetter says how it reaches the DLQ
+// again: sent there by the consumer itself with a reason (package worker's
+// way), or given back until SQS moves it after maxReceiveCount.
+func failingConsumer(ctx context.Context, t *testing.T, source, dlq string, deadLetter bool) {
+	for ctx.Err() == nil {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(source), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			continue
+		}
+		for _, m := range out.Messages {
+			ok := strings.HasPrefix(aws.ToString(m.Body), "ok")
+			if !ok && !deadLetter {
+				_ = testRedriver(client).release(ctx, source, []string{aws.ToString(m.ReceiptHandle)})
+				continue
+			}
+			if !ok {
+				attrs := map[string]types.MessageAttributeValue{}
+				for k, v := range m.MessageAttributes {
+					attrs[k] = v
+				}
+				attrs[AttrReason] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("field data.rounds: 0, want 1 to 5000000")}
+				if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq), MessageBody: m.Body, MessageAttributes: attrs}); err != nil {
+					continue
+				}
+			}
+			_, _ = client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(source), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+// TestMoveLeavesAMessageThatFailsAgain: a message whose cause is not yet
+// fixed comes back to the DLQ while the run goes on. Moving it again would
+// never end (the consumer sends it straight back, a new message each time)
+// and run the failing work over and over; it is moved once, then left in
+// the DLQ, named, and the run ends.
+func TestMoveLeavesAMessageThatFailsAgain(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		deadLetter bool
+	}{
+		{"dead-lettered by the consumer", true},
+		{"moved by SQS after maxReceiveCount", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			source, dlq := sourceWithDLQ(t, false)
+			poison := msg{body: `{"id":"still-poison"}`, attrs: attrsFor(1)}
+			sendAll(t, dlq, []msg{poison, {body: "ok-1"}, {body: "ok-2"}})
+			consumerCtx, stopConsumer := context.WithCancel(context.Background())
+			consumerDone := make(chan struct{})
+			go func() { defer close(consumerDone); failingConsumer(consumerCtx, t, source, dlq, tc.deadLetter) }()
+
+			r := testRedriver(client)
+			r.WaitTime = 2 * time.Second
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := r.Move(ctx, dlq, source, 0)
+			stopConsumer()
+			<-consumerDone
+			if err != nil {
+				t.Fatalf("Move: %v after moving %d: it kept moving the message that fails again", err, res.Moved)
+			}
+			if res.Moved != 3 {
+				t.Errorf("moved %d, want 3: each message once", res.Moved)
+			}
+			if len(res.Failed) != 1 || res.Failed[0].Code != "FailedAgain" || !strings.Contains(res.Failed[0].Reason, "fix") {
+				t.Errorf("Failed = %+v, want the poison message named once as FailedAgain", res.Failed)
+			}
+			left := drain(t, dlq)
+			if g := bodies(left); len(g) != 1 || g[0] != poison.body {
+				t.Errorf("DLQ holds %v, want the poison message left there once", g)
+			}
+			if len(left) == 1 && res.Failed[0].MessageID != aws.ToString(left[0].MessageId) {
+				t.Errorf("failure names %s, but the DLQ holds %s", res.Failed[0].MessageID, aws.ToString(left[0].MessageId))
+			}
+		})
+	}
+}

@@ -133,7 +133,10 @@
 // sequence number and a reason naming the field, for example
 // "dynamodb.NewImage.text", in the quarantine table, counted in
 // RecordsSetAside), and the batch goes on; a follow that meets such a tweet
-// is set aside naming it, after being applied to the others.
+// is set aside naming it, after being applied to the others (so is a follow
+// that meets a stored tweet whose createdAt is missing, not a string or
+// holds '#': the tweet is left out of the follower's timeline, as its own
+// record left it out of every other).
 //
 // A tweet whose author has more than MaxFanOut followers is set aside too,
 // after being applied to the first MaxFanOut (see Fan-out above).

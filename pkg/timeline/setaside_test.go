@@ -267,3 +267,48 @@ func TestRecordNotSetAsideLogsABoundedReason(t *testing.T) {
 		t.Errorf("the line is %d bytes for a createdAt of %d; want at most 2048: %.300s…", len(line), len(createdAt), line)
 	}
 }
+
+// TestFollowLeavesOutAStoredTweetWithoutATime: a tweet record without a
+// string createdAt is set aside and its tweet is in no timeline, but the
+// tweet stays in its table, and a follow reads the followee's tweets from
+// there. Written with an empty time, the entry would sit at the bottom of
+// the new follower's timeline only, and stay there after the tweet is
+// deleted (its REMOVE, without a time either, is set aside). It is left out
+// and the follow set aside naming createdAt; the other tweets are applied.
+func TestFollowLeavesOutAStoredTweetWithoutATime(t *testing.T) {
+	srv := standintest.Start(t)
+	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	tb := createTables(t, db, "notime")
+	quarantineTable(t, db, "quarantine")
+	ctx := context.Background()
+	at := "2026-11-01T00:00:01Z"
+	for _, it := range []map[string]types.AttributeValue{
+		{AttrAuthorID: s("dan"), AttrTweetID: s("t1"), AttrCreatedAt: s(at), AttrText: s("hello from dan")},
+		{AttrAuthorID: s("dan"), AttrTweetID: s("t2"), AttrText: s("no time")},
+		{AttrAuthorID: s("dan"), AttrTweetID: s("t3"), AttrCreatedAt: &types.AttributeValueMemberN{Value: "1793491201"}, AttrText: s("a number for a time")},
+		{AttrFollowerID: s("carl"), AttrFolloweeID: s("dan")},
+	} {
+		table := tb.Tweets
+		if _, ok := it[AttrFollowerID]; ok {
+			table = tb.Follows
+		}
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("carl"), AttrFolloweeID: sattr("dan")}
+	follows := "arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x"
+	h := New(db, tb, WithSetAside(setaside.New(db, "quarantine")))
+	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: "ev-1", EventName: "INSERT", EventSourceArn: follows,
+		Change: events.DynamoDBStreamRecord{SequenceNumber: "100", Keys: keys, NewImage: keys}}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v; want no failures", resp.BatchItemFailures, err)
+	}
+	if got, want := view(t, db, tb.Timelines), []string{"carl|" + SortKey(at, "dan", "t1")}; !slices.Equal(got, want) {
+		t.Errorf("view %v, want %v", got, want)
+	}
+	it, err := setaside.Load(ctx, db, "quarantine", follows, "100")
+	if err != nil || it == nil || it.Field != AttrCreatedAt || it.Category != setaside.KindInvalid || !strings.Contains(it.Reason, "missing or not a string") {
+		t.Errorf("the follow set aside as %+v (%v); want field createdAt, invalid, missing or not a string", it, err)
+	}
+}

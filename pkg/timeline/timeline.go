@@ -366,12 +366,21 @@ func (h *Handler) wanted(ctx context.Context, user, author, id string) (map[stri
 // the item's size is taken as the same answer) is deleted instead, and the
 // size error returned with a nil error. So is a stored tweet whose
 // createdAt holds '#' (the record's own image is checked, but a follow
-// reads tweets from the table): two tweets could share its sort key.
+// reads tweets from the table): two tweets could share its sort key; and
+// one whose createdAt is missing or not a string, which no timeline can
+// place (its records are set aside).
 func (h *Handler) write(ctx context.Context, user, author, id, createdAt string, tw map[string]types.AttributeValue, want bool) (*leftOut, error) {
 	h.metrics.Add("ViewWrites", metrics.Count, 1)
 	var left *leftOut
 	if want {
 		switch c := str(tw, AttrCreatedAt); {
+		case c == "":
+			// A tweet record without a time is set aside, but a follow
+			// reads the tweet from its table: keyed by an empty time the
+			// entry would sort below every other and outlive the tweet.
+			left = &leftOut{field: AttrCreatedAt, kind: setaside.KindInvalid,
+				reason: "the stored tweet's createdAt is missing or not a string, so it has no place in a timeline"}
+			want = false
 		case strings.Contains(c, "#"):
 			left = &leftOut{field: AttrCreatedAt, kind: setaside.KindInvalid,
 				reason: fmt.Sprintf("the stored tweet's createdAt %s holds '#', which ends createdAt in the timeline's sort key; a time has none", strictjson.QuoteCut(c, 64))}

@@ -65,6 +65,7 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 		return res, err
 	}
 	total := approx
+	printed := -1 // the count the last progress line gave
 	if limit > 0 {
 		total = min(total, limit)
 	}
@@ -151,8 +152,9 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 			runErr = err
 			break
 		}
-		if r.Progress != nil {
+		if r.Progress != nil && progressDue(printed, res.Moved, total) {
 			fmt.Fprintf(r.Progress, "moved %d/≈%d\n", res.Moved, max(total, res.Moved+len(res.Failed)))
+			printed = res.Moved
 		}
 		if r.AfterBatch != nil {
 			r.AfterBatch(res)
@@ -160,6 +162,9 @@ func (r *Redriver) Move(ctx context.Context, dlqURL, sourceURL string, limit int
 		if empty >= r.EmptyReceives {
 			break
 		}
+	}
+	if r.Progress != nil && printed >= 0 && printed != res.Moved {
+		fmt.Fprintf(r.Progress, "moved %d/≈%d\n", res.Moved, max(total, res.Moved+len(res.Failed)))
 	}
 	if len(refusedByID) > 0 {
 		handles := make([]string, 0, len(refusedByID))
@@ -408,4 +413,19 @@ func keyOf(e types.SendMessageBatchRequestEntry) contentKey {
 	var k contentKey
 	copy(k[:], h.Sum(nil))
 	return k
+}
+
+// Progress lines: the first batch's, then one each time the count has
+// grown by a hundredth of the DLQ's approximate size (at least
+// progressEvery messages), and the last: about a hundred lines however many
+// messages a run moves.
+const (
+	progressEvery = 10
+	progressLines = 100
+)
+
+// progressDue reports whether a progress line is due at moved messages of
+// about total, the last line having said printed (-1: none yet).
+func progressDue(printed, moved, total int) bool {
+	return printed < 0 || moved-printed >= max(progressEvery, total/progressLines)
 }

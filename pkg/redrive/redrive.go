@@ -55,7 +55,8 @@ func (e *AmbiguousSourceError) Error() string {
 // New and change the fields before use if the defaults do not fit.
 type Redriver struct {
 	Client Client
-	// Progress receives one line per batch ("moved 120/≈340"); nil for none.
+	// Progress receives progress lines ("moved 120/≈340"), about a
+	// hundred in a run whatever its size, and the last count; nil for none.
 	Progress io.Writer
 	// WaitTime is the long-poll time of each receive (whole seconds, ≤ 20s).
 	WaitTime time.Duration

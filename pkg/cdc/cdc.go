@@ -311,10 +311,14 @@ func (h *Handler) Record(rec *events.DynamoDBEventRecord) (kintypes.PutRecordsRe
 }
 
 // largestAttribute is the image's attribute that is the biggest as JSON,
-// and that size.
+// and that size, among those a changelog record holds (not the personal
+// attribute, which is left out of it).
 func largestAttribute(img map[string]events.DynamoDBAttributeValue) (string, int) {
 	best, size := "", -1
 	for name, av := range img {
+		if name == setaside.PersonalAttribute {
+			continue
+		}
 		v, err := stream.AttributeJSON(av)
 		if err != nil {
 			continue

@@ -191,7 +191,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			c.synopsis = "replay rollback: point the readers back at the table the parameter named before the current one, caught up first from where it got to (one full read of the table); rolling back twice returns"
 		}
 		stream(true)
-		margin = fs.Duration("margin", time.Minute, fmt.Sprintf("start each shard this long before the newest record the version holds of it (records already in it are skipped): from 1s to %s", maxMargin))
+		margin = fs.Duration("margin", time.Minute, fmt.Sprintf("start each shard this long before the last record whose batch the version finished (records already in it are skipped): from 1s to %s", maxMargin))
 		catchUp()
 	case "versions":
 		c.synopsis = "replay versions: list the versions of the views with their item counts, the position each reached on every shard, and which is current (reads every item of each)"

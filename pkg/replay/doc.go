@@ -41,9 +41,13 @@
 // says which table was current before which (Registry.History, Previous).
 // UseVersion and Rollback point the readers back at a version with the same
 // checks: it must be a version (tagged by rebuild for this parameter, or
-// named by the parameter before), it is caught up first — replayed from the
-// highest sequence number its items' fences hold on each shard, less a
-// margin, the fences skipping what it has — and it must hold items when the
+// named by the parameter before), it is caught up first — replayed on each
+// shard from the last record whose batch it finished (the position its
+// watermark items hold: a run cut short in a batch leaves some of the
+// batch's items written and others not, so the highest fence is not where
+// it got to; a table without them, a projection's, from its highest
+// fence), less a margin, the fences skipping what it has — and it must
+// hold items when the
 // current one does. Versions lists them with their item counts and those
 // positions.
 //

@@ -83,8 +83,10 @@ type Options struct {
 	// items while the current one holds some; without it that swap is
 	// refused.
 	AllowEmpty bool
-	// Margin is, for UseVersion, how long before the newest record a version
-	// holds of each shard its catch-up starts (default 1 minute). With a
+	// Margin is, for UseVersion, how long before the last record a version
+	// finished the batch of on each shard (its watermark items' position;
+	// a table without them, the newest record its items hold) its catch-up
+	// starts (default 1 minute). With a
 	// ParallelizationFactor above 1 the live function applies different
 	// keys of a shard concurrently, so records just before that one may not
 	// be in the version; the fences skip the ones that are.
@@ -413,10 +415,11 @@ func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func
 		return nil, err
 	}
 	oldest := now.Add(-st.retention)
-	items, fences, _, err := scanVersion(ctx, r.db, target, reading(opts, prog, target, "for where it got to on each shard"))
+	sc, err := scanVersion(ctx, r.db, target, reading(opts, prog, target, "for where it got to on each shard"))
 	if err != nil {
 		return nil, err
 	}
+	items := sc.items
 	if items == 0 && !opts.AllowEmpty {
 		has, err := hasItems(ctx, r.db, current)
 		if err != nil {
@@ -444,9 +447,20 @@ func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func
 	var from []string
 	for _, sh := range st.shards {
 		shard := aws.ToString(sh.ShardId)
-		seq, ok := fences[shard]
+		// Where the version's batches were committed through, not the
+		// newest record an item holds: a batch cut short leaves items
+		// written past records it did not apply. (A table without
+		// watermark items, a projection's, has only its fences.)
+		seq, ok := sc.committed[shard]
+		if !sc.watermarks {
+			seq, ok = sc.fences[shard]
+		}
 		if !ok {
-			from = append(from, fmt.Sprintf("%s from %s (no record of it in %s yet)", shard, stamp(opts.From), target))
+			why := "no record of it in " + target + " yet"
+			if _, some := sc.fences[shard]; some && sc.watermarks {
+				why = "no batch of it finished in " + target + ": a run was cut short in its first"
+			}
+			from = append(from, fmt.Sprintf("%s from %s (%s)", shard, stamp(opts.From), why))
 			continue
 		}
 		at, ok, err := arrivalOf(ctx, r.kin, st.arn, shard, seq)
@@ -458,7 +472,11 @@ func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func
 				target, seq, shard, st.name, hours(st.retention))
 		}
 		starts[shard] = at.Add(-opts.Margin)
-		from = append(from, fmt.Sprintf("%s from %s (its newest record there arrived %s)", shard, stamp(starts[shard]), stamp(at)))
+		what := "the last record of its last finished batch there"
+		if !sc.watermarks {
+			what = "its newest record there"
+		}
+		from = append(from, fmt.Sprintf("%s from %s (%s arrived %s)", shard, stamp(starts[shard]), what, stamp(at)))
 	}
 	res := &Result{Current: current, Target: target, Parameter: r.reg.Name()}
 	res.Plan = append([]string{fmt.Sprintf("catch %s (%d items) up on stream %s from where it got to; records already in it are skipped by its fences:", target, items, st.name)},
@@ -711,8 +729,9 @@ func (r *Replayer) summarize(ctx context.Context, opts Options, j *job) {
 		what = fmt.Sprintf("summary: caught %s up on stream %s from where it got to: read %d records, handed %d to the processor (those already in it were skipped by its fences), skipped %d (kept failing)", j.target, j.stream.name, res.Read, res.Applied, res.Skipped)
 	}
 	res.Summary = append(res.Summary, what)
-	curItems, _, _, err1 := scanVersion(ctx, r.db, j.current, reading(opts, j.prog, j.current, "to count them"))
-	tgtItems, _, _, err2 := scanVersion(ctx, r.db, j.target, reading(opts, j.prog, j.target, "to count them"))
+	cur, err1 := scanVersion(ctx, r.db, j.current, reading(opts, j.prog, j.current, "to count them"))
+	tgt, err2 := scanVersion(ctx, r.db, j.target, reading(opts, j.prog, j.target, "to count them"))
+	curItems, tgtItems := cur.items, tgt.items
 	if err := errors.Join(err1, err2); err != nil {
 		res.Summary = append(res.Summary, "summary: could not count the items of the two versions: "+err.Error())
 		return

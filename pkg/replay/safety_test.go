@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -639,5 +640,80 @@ func TestReadingAVersionShowsProgress(t *testing.T) {
 	}
 	if i, j := strings.Index(out, first[0]), strings.Index(out, "catch "+f.table); j < 0 || i > j {
 		t.Errorf("the read's progress comes after the plan, or there is no plan:\n%s", out)
+	}
+}
+
+// failOnKey is the views table's client for a rebuild interrupted in the
+// middle of a batch (Ctrl-C, credentials expiring): the writes of one of
+// key's windows fail, while the batch's other items are written.
+type failOnKey struct {
+	*dynamodb.Client
+	pk, window string
+}
+
+func (c *failOnKey) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	pk, _ := in.Key["pk"].(*ddbtypes.AttributeValueMemberS)
+	sk, _ := in.Key["sk"].(*ddbtypes.AttributeValueMemberS)
+	if pk != nil && sk != nil && pk.Value == c.pk && strings.Contains(sk.Value, c.window) {
+		return nil, errors.New("connection reset")
+	}
+	return c.Client.UpdateItem(ctx, in, opts...)
+}
+
+// interruptAfter cancels the run once its first batch has been handled.
+type interruptAfter struct {
+	replay.BatchHandler
+	cancel context.CancelFunc
+}
+
+func (h interruptAfter) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
+	resp, err := h.BatchHandler.HandleBatch(ctx, ev)
+	h.cancel()
+	return resp, err
+}
+
+// TestInterruptedRebuildCaughtUpByUseVersion: a rebuild interrupted in the
+// middle of a batch leaves some keys of the batch written (their fences
+// at the batch's last records) and others not; use-version, which the
+// interrupted rebuild names to go on, must still bring every record in
+// once, not start after the newest record any item holds.
+func TestInterruptedRebuildCaughtUpByUseVersion(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := context.Background()
+	time.Sleep(50 * time.Millisecond)
+	from := time.Now()
+	time.Sleep(50 * time.Millisecond)
+	a := f.send("a", 50, 0)
+	time.Sleep(200 * time.Millisecond) // the batch spans more than the margin
+	b := f.send("b", 50, 3)
+	f.live(ctx, f.liveProcessor())
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	o := f.quick(nil)
+	o.From, o.BatchSize = from, 100
+	res, err := f.replayer(nil).Run(runCtx, o, func(table string) (replay.BatchHandler, error) {
+		// k0's last window of the first records fails; the other keys'
+		// windows of the later records are written.
+		db := &failOnKey{Client: f.db, pk: f.cfg.Name + "#k0", window: "10:02:00"}
+		return interruptAfter{aggregate.New(f.cfg, state.NewViews(db, table, f.cfg.Aggregates), nil, ""), cancel}, nil
+	})
+	if err == nil || res == nil || res.Swapped {
+		t.Fatalf("interrupted rebuild: %+v %v, want an error and no swap", res, err)
+	}
+	v2 := res.Target
+	if got := f.windows(ctx, v2); len(got) == 0 {
+		t.Fatalf("the interrupted rebuild wrote nothing to %s: the test does not interrupt a batch half-way", v2)
+	}
+
+	progress := &syncbuf.Buffer{}
+	o = f.quick(progress)
+	o.Target, o.Margin = v2, time.Millisecond
+	res, err = f.replayer(nil).UseVersion(ctx, o, f.handler)
+	if err != nil || !res.Swapped {
+		t.Fatalf("use-version: %+v %v\n%s", res, err, progress)
+	}
+	if d := diff(f.windows(ctx, v2), f.reference(slices.Concat(a, b))); d != "" {
+		t.Errorf("%s caught up after an interrupted rebuild is not every record once:\n%s\n%s", v2, d, progress)
 	}
 }

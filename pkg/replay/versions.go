@@ -175,26 +175,58 @@ type Position struct {
 // width so that string order is numeric order).
 const fencePrefix = "f_"
 
-// scanVersion counts table's items (windows, per-key state, watermarks; not
-// the dedupe ledger's nor window listings) and finds the highest fence per shard, reading every
-// item once (a consistent Scan). The fences of state.SampleShard (records
-// `make invoke` sent, which no stream holds) are not a position: they are
-// left out, and samples reports whether any item has one. read, if not
-// nil, is called after each page (a megabyte of items) with the items read
-// so far: a table of millions of items takes minutes.
-func scanVersion(ctx context.Context, db itemScanner, table string, read func(items int)) (items int, fences map[string]string, samples bool, err error) {
-	fences = map[string]string{}
+// Attributes of package state's watermark items (one per pipeline and
+// shard: pk watermark#<pipeline>, sk the shard id): through is the fence of
+// the last record whose batch the function finished, every item written
+// (state.CommitWatermark).
+const (
+	watermarkPrefix = "watermark#"
+	throughAttr     = "through"
+)
+
+// scanned is what scanVersion finds in a version.
+type scanned struct {
+	// items counts the items (windows, per-key state, watermarks; not the
+	// dedupe ledger's nor window listings).
+	items int
+	// fences is the highest fence per shard: the newest record any item
+	// holds.
+	fences map[string]string
+	// committed is, per shard, the last record every pipeline of the table
+	// finished the batch of (the lowest of their watermark items'
+	// positions): every record up to it is in the version. A batch cut
+	// short (Ctrl-C, expired credentials) leaves some of its items written,
+	// with fences up to its last record, and others not, so the highest
+	// fence is no such position.
+	committed map[string]string
+	// watermarks: the table has watermark items, so it is a windowed
+	// pipeline's and committed says where its batches finished (a table
+	// without, a projection's, has only fences).
+	watermarks bool
+	// samples: some item holds a fence of state.SampleShard.
+	samples bool
+}
+
+// scanVersion reads every item of table once (a consistent Scan): it
+// counts them and finds the highest fence per shard and the position each
+// shard's batches were committed through. The fences of state.SampleShard
+// (records `make invoke` sent, which no stream holds) are not a position:
+// they are left out, and samples reports whether any item has one. read,
+// if not nil, is called after each page (a megabyte of items) with the
+// items read so far: a table of millions of items takes minutes.
+func scanVersion(ctx context.Context, db itemScanner, table string, read func(items int)) (scanned, error) {
+	sc := scanned{fences: map[string]string{}, committed: map[string]string{}}
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
 	for {
 		out, err := db.Scan(ctx, in)
 		if err != nil {
-			return 0, nil, false, fmt.Errorf("reading the items of %s: %w", table, err)
+			return scanned{}, fmt.Errorf("reading the items of %s: %w", table, err)
 		}
 		for _, it := range out.Items {
 			if state.IsLedgerItem(it) || state.IsListingItem(it) {
 				continue // the dedupe ledger, the finalize's listings: not results
 			}
-			items++
+			sc.items++
 			for name, v := range it {
 				s, ok := v.(*types.AttributeValueMemberS)
 				if !ok || !strings.HasPrefix(name, fencePrefix) {
@@ -202,11 +234,23 @@ func scanVersion(ctx context.Context, db itemScanner, table string, read func(it
 				}
 				shard := strings.TrimPrefix(name, fencePrefix)
 				if shard == state.SampleShard {
-					samples = true
+					sc.samples = true
 					continue
 				}
-				if s.Value > fences[shard] {
-					fences[shard] = s.Value
+				if s.Value > sc.fences[shard] {
+					sc.fences[shard] = s.Value
+				}
+			}
+			pk, _ := it["pk"].(*types.AttributeValueMemberS)
+			sk, _ := it["sk"].(*types.AttributeValueMemberS)
+			through, _ := it[throughAttr].(*types.AttributeValueMemberS)
+			if pk == nil || sk == nil || !strings.HasPrefix(pk.Value, watermarkPrefix) {
+				continue
+			}
+			sc.watermarks = true
+			if through != nil {
+				if c, ok := sc.committed[sk.Value]; !ok || through.Value < c {
+					sc.committed[sk.Value] = through.Value
 				}
 			}
 		}
@@ -214,14 +258,17 @@ func scanVersion(ctx context.Context, db itemScanner, table string, read func(it
 			break
 		}
 		if read != nil {
-			read(items)
+			read(sc.items)
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	for shard, f := range fences {
-		fences[shard] = unpad(f)
+	for shard, f := range sc.fences {
+		sc.fences[shard] = unpad(f)
 	}
-	return items, fences, samples, nil
+	for shard, f := range sc.committed {
+		sc.committed[shard] = unpad(f)
+	}
+	return sc, nil
 }
 
 func unpad(fence string) string {
@@ -379,11 +426,11 @@ func (r *Replayer) Versions(ctx context.Context, vo VersionsOptions) ([]VersionI
 		if id.Exists {
 			why := fmt.Sprintf("(version %d of %d) to count them and find where each shard got to", n+1, len(ordered))
 			prog.status(fmt.Sprintf("reading the items of %s %s", name, why), "")
-			items, fences, samples, err := scanVersion(ctx, r.db, name, reading(opts, prog, name, why))
+			sc, err := scanVersion(ctx, r.db, name, reading(opts, prog, name, why))
 			if err != nil {
 				return nil, err
 			}
-			v.Items, v.Positions, v.Samples = items, positionsOf(fences), samples
+			v.Items, v.Positions, v.Samples = sc.items, positionsOf(sc.fences), sc.samples
 			shown := time.Now()
 			for i := range v.Positions {
 				if arn == "" {

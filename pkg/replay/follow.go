@@ -313,6 +313,11 @@ func (r *run) apply(ctx context.Context, shard string, recs []kintypes.Record) (
 		}
 		applied += lowest
 		pending = pending[lowest:]
+		if err := ctx.Err(); err != nil {
+			// Interrupted: the records left were not applied, and are not
+			// records that kept failing (skipped, one line each).
+			return read, applied, skipped, fmt.Errorf("shard %s: interrupted at record %s: %w", shard, pending[0].Kinesis.SequenceNumber, err)
+		}
 		if lowest > 0 {
 			attempts = 0
 		}

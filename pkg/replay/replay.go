@@ -599,6 +599,9 @@ func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor 
 		<-progressDone
 		close(errc)
 		for e := range errc {
+			if parent.Err() != nil && errors.Is(e, parent.Err()) {
+				continue // a follower interrupted with the run: err says so once
+			}
 			err = errors.Join(err, e)
 		}
 		run.fill(res)

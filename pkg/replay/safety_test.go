@@ -690,7 +690,8 @@ func TestInterruptedRebuildCaughtUpByUseVersion(t *testing.T) {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	o := f.quick(nil)
+	interrupted := &syncbuf.Buffer{}
+	o := f.quick(interrupted)
 	o.From, o.BatchSize = from, 100
 	res, err := f.replayer(nil).Run(runCtx, o, func(table string) (replay.BatchHandler, error) {
 		// k0's last window of the first records fails; the other keys'
@@ -700,6 +701,11 @@ func TestInterruptedRebuildCaughtUpByUseVersion(t *testing.T) {
 	})
 	if err == nil || res == nil || res.Swapped {
 		t.Fatalf("interrupted rebuild: %+v %v, want an error and no swap", res, err)
+	}
+	// Records the interruption kept from being applied were not applied:
+	// they are not "skipped" as records that kept failing are.
+	if res.Skipped != 0 || strings.Contains(interrupted.String(), "skipped") {
+		t.Errorf("the interrupted rebuild skipped %d records as failing:\n%s", res.Skipped, interrupted)
 	}
 	v2 := res.Target
 	if got := f.windows(ctx, v2); len(got) == 0 {

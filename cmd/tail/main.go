@@ -32,6 +32,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
@@ -140,10 +141,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		o.Filter.Where = append(o.Filter.Where, c)
 	}
-	longType, controlType := "", ""
+	longType, controlType, badType := "", "", ""
 	for _, t := range o.Filter.Types {
 		if len(t) > envelope.MaxTypeLength {
 			longType = t
+		}
+		if !utf8.ValidString(t) {
+			badType = t
 		}
 		if _, _, found := envelope.FirstControl(t); found {
 			controlType = t
@@ -152,10 +156,16 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	switch {
 	case len(key) > tail.MaxKeyBytes:
 		err = cli.Usagef("key", "is %d bytes long; a partition key is at most 256 characters", len(key))
+	case !utf8.ValidString(key):
+		// Partition keys are Unicode strings: one typed in another
+		// encoding would silently match nothing.
+		err = cli.Usagef("key", "%s is not valid UTF-8: a partition key is Unicode text, so it would match nothing", strictjson.QuoteCut(key, 64))
 	case len(o.Filter.Types) > tail.MaxTypes:
 		err = cli.Usagef("type", "has %d types; at most %d", len(o.Filter.Types), tail.MaxTypes)
 	case longType != "":
 		err = cli.Usagef("type", "%s is %d bytes long; an event's type is at most %d", strictjson.QuoteCut(longType, 64), len(longType), envelope.MaxTypeLength)
+	case badType != "":
+		err = cli.Usagef("type", "%s is not valid UTF-8: an event's type is JSON text, so it would match nothing", strictjson.QuoteCut(badType, 64))
 	case controlType != "":
 		r, at, _ := envelope.FirstControl(controlType)
 		err = cli.Usagef("type", "%s holds control character %U at byte %d: no event's type can (ingest refuses it), so it would match nothing", strictjson.QuoteCut(controlType, 64), r, at)

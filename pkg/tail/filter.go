@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
@@ -52,6 +53,11 @@ type Step struct {
 func ParseCondition(expr string) (Condition, error) {
 	if len(expr) > MaxConditionBytes {
 		return Condition{}, fmt.Errorf("%q: an expression has at most %d bytes", strictjson.Cut(expr, 40), MaxConditionBytes)
+	}
+	if !utf8.ValidString(expr) {
+		// Records are JSON, which is UTF-8: a path or value typed in
+		// another encoding (Latin-1) would silently match nothing.
+		return Condition{}, fmt.Errorf("%s: not valid UTF-8, so no JSON field or value can match it", strictjson.QuoteCut(expr, 64))
 	}
 	i := strings.IndexByte(expr, '=')
 	if i < 0 {

@@ -71,6 +71,10 @@ func TestParseCondition(t *testing.T) {
 		{in: "a]b=1", wantErr: "an index is written [n]"},
 		{in: strings.Repeat("a.", 40) + "a=1", wantErr: "at most 32 steps"},
 		{in: "a=" + strings.Repeat("x", 1100), wantErr: "at most 1024 bytes"},
+		// A value typed in another encoding (Latin-1) can match no field:
+		// records are JSON, which is UTF-8.
+		{in: "data.city=M\xfcnchen", wantErr: "not valid UTF-8"},
+		{in: "data.st\xe4dt=x", wantErr: "not valid UTF-8"},
 	} {
 		t.Run(tc.in[:min(len(tc.in), 30)], func(t *testing.T) {
 			c, err := tail.ParseCondition(tc.in)

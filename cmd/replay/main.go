@@ -359,6 +359,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	opts := replay.Options{Stream: *streamName, Handover: *handover, Progress: stderr, InPlace: isTerminal(stderr),
 		DryRun: *dryRun, AllowEmpty: *allowEmpty, Now: func() time.Time { return now }}
+	for _, pcfg := range pcfgs {
+		opts.Pipelines = append(opts.Pipelines, pcfg.Name)
+	}
 	if archiveBucket != nil && *archiveBucket != "" {
 		opts.Archive, opts.ArchiveUntil = archive.NewReader(archive.NewS3Client(cfg), *archiveBucket), seam
 	}

@@ -91,6 +91,10 @@ type Options struct {
 	// keys of a shard concurrently, so records just before that one may not
 	// be in the version; the fences skip the ones that are.
 	Margin time.Duration
+	// Pipelines, for UseVersion, names the pipelines the catch-up applies:
+	// their watermark items say where the version got to (none: every
+	// pipeline's that has written the table, a removed one's too).
+	Pipelines []string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 	// Archive, for Run, is the events stream's archive in S3 (package
@@ -443,6 +447,7 @@ func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func
 		return nil, refuse("table", "%s was never current and starts at %s, longer ago than stream %s keeps records (%s): shards it has no record of cannot be read from there; rebuild from a time instead",
 			target, stamp(opts.From), st.name, hours(st.retention))
 	}
+	committed := sc.committedThrough(opts.Pipelines)
 	starts := map[string]time.Time{}
 	var from []string
 	for _, sh := range st.shards {
@@ -451,7 +456,7 @@ func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func
 		// newest record an item holds: a batch cut short leaves items
 		// written past records it did not apply. (A table without
 		// watermark items, a projection's, has only its fences.)
-		seq, ok := sc.committed[shard]
+		seq, ok := committed[shard]
 		if !sc.watermarks {
 			seq, ok = sc.fences[shard]
 		}

@@ -714,7 +714,7 @@ func TestInterruptedRebuildCaughtUpByUseVersion(t *testing.T) {
 
 	progress := &syncbuf.Buffer{}
 	o = f.quick(progress)
-	o.Target, o.Margin = v2, time.Millisecond
+	o.Target, o.Margin, o.Pipelines = v2, time.Millisecond, []string{f.cfg.Name}
 	res, err = f.replayer(nil).UseVersion(ctx, o, f.handler)
 	if err != nil || !res.Swapped {
 		t.Fatalf("use-version: %+v %v\n%s", res, err, progress)

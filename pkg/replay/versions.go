@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // Tags `replay rebuild` puts on every table it creates (in CreateTable, so
@@ -192,19 +194,37 @@ type scanned struct {
 	// fences is the highest fence per shard: the newest record any item
 	// holds.
 	fences map[string]string
-	// committed is, per shard, the last record every pipeline of the table
-	// finished the batch of (the lowest of their watermark items'
-	// positions): every record up to it is in the version. A batch cut
-	// short (Ctrl-C, expired credentials) leaves some of its items written,
-	// with fences up to its last record, and others not, so the highest
-	// fence is no such position.
-	committed map[string]string
+	// committed is, per pipeline and shard, the last record the pipeline
+	// finished the batch of (its watermark item's position): every record
+	// of the pipeline up to it is in the version. A batch cut short
+	// (Ctrl-C, expired credentials) leaves some of its items written, with
+	// fences up to its last record, and others not, so the highest fence
+	// is no such position.
+	committed map[string]map[string]string
 	// watermarks: the table has watermark items, so it is a windowed
 	// pipeline's and committed says where its batches finished (a table
 	// without, a projection's, has only fences).
 	watermarks bool
 	// samples: some item holds a fence of state.SampleShard.
 	samples bool
+}
+
+// committedThrough is, per shard, the lowest position of the pipelines
+// named (every one of the table's when none is): where all of them had
+// finished their batches.
+func (sc scanned) committedThrough(pipelines []string) map[string]string {
+	out := map[string]string{}
+	for p, shards := range sc.committed {
+		if len(pipelines) > 0 && !slices.Contains(pipelines, p) {
+			continue // a pipeline that no longer runs here: its position stays behind
+		}
+		for shard, seq := range shards {
+			if c, ok := out[shard]; !ok || stream.CompareSequence(seq, c) < 0 {
+				out[shard] = seq
+			}
+		}
+	}
+	return out
 }
 
 // scanVersion reads every item of table once (a consistent Scan): it
@@ -215,7 +235,7 @@ type scanned struct {
 // if not nil, is called after each page (a megabyte of items) with the
 // items read so far: a table of millions of items takes minutes.
 func scanVersion(ctx context.Context, db itemScanner, table string, read func(items int)) (scanned, error) {
-	sc := scanned{fences: map[string]string{}, committed: map[string]string{}}
+	sc := scanned{fences: map[string]string{}, committed: map[string]map[string]string{}}
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
 	for {
 		out, err := db.Scan(ctx, in)
@@ -249,9 +269,11 @@ func scanVersion(ctx context.Context, db itemScanner, table string, read func(it
 			}
 			sc.watermarks = true
 			if through != nil {
-				if c, ok := sc.committed[sk.Value]; !ok || through.Value < c {
-					sc.committed[sk.Value] = through.Value
+				p := strings.TrimPrefix(pk.Value, watermarkPrefix)
+				if sc.committed[p] == nil {
+					sc.committed[p] = map[string]string{}
 				}
+				sc.committed[p][sk.Value] = unpad(through.Value)
 			}
 		}
 		if out.LastEvaluatedKey == nil {
@@ -264,9 +286,6 @@ func scanVersion(ctx context.Context, db itemScanner, table string, read func(it
 	}
 	for shard, f := range sc.fences {
 		sc.fences[shard] = unpad(f)
-	}
-	for shard, f := range sc.committed {
-		sc.committed[shard] = unpad(f)
 	}
 	return sc, nil
 }

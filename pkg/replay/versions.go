@@ -177,15 +177,6 @@ type Position struct {
 // width so that string order is numeric order).
 const fencePrefix = "f_"
 
-// Attributes of package state's watermark items (one per pipeline and
-// shard: pk watermark#<pipeline>, sk the shard id): through is the fence of
-// the last record whose batch the function finished, every item written
-// (state.CommitWatermark).
-const (
-	watermarkPrefix = "watermark#"
-	throughAttr     = "through"
-)
-
 // scanned is what scanVersion finds in a version.
 type scanned struct {
 	// items counts the items (windows, per-key state, watermarks; not the
@@ -261,19 +252,16 @@ func scanVersion(ctx context.Context, db itemScanner, table string, read func(it
 					sc.fences[shard] = s.Value
 				}
 			}
-			pk, _ := it["pk"].(*types.AttributeValueMemberS)
-			sk, _ := it["sk"].(*types.AttributeValueMemberS)
-			through, _ := it[throughAttr].(*types.AttributeValueMemberS)
-			if pk == nil || sk == nil || !strings.HasPrefix(pk.Value, watermarkPrefix) {
+			pipeline, shard, through, ok := state.CommittedThrough(it)
+			if !ok {
 				continue
 			}
 			sc.watermarks = true
-			if through != nil {
-				p := strings.TrimPrefix(pk.Value, watermarkPrefix)
-				if sc.committed[p] == nil {
-					sc.committed[p] = map[string]string{}
+			if through != "" {
+				if sc.committed[pipeline] == nil {
+					sc.committed[pipeline] = map[string]string{}
 				}
-				sc.committed[p][sk.Value] = unpad(through.Value)
+				sc.committed[pipeline][shard] = unpad(through)
 			}
 		}
 		if out.LastEvaluatedKey == nil {

@@ -84,5 +84,18 @@ func IsListingItem(item map[string]types.AttributeValue) bool {
 	return strings.HasPrefix(stringAttr(item, attrPK), listingPrefix)
 }
 
+// CommittedThrough reads a shard's watermark item (CommitWatermark): the
+// pipeline and shard it is of, and the fence of the last record whose
+// batch the function finished, every item of it written. ok is false for
+// any other item; through is "" for a watermark item written before
+// positions were kept.
+func CommittedThrough(item map[string]types.AttributeValue) (pipeline, shard, through string, ok bool) {
+	pipeline, ok = strings.CutPrefix(stringAttr(item, attrPK), watermarkPK(""))
+	if !ok {
+		return "", "", "", false
+	}
+	return pipeline, stringAttr(item, attrSK), stringAttr(item, attrThrough), true
+}
+
 // ledgerPrefix starts every ledger item's partition key.
 const ledgerPrefix = "dedupe#"

@@ -277,7 +277,6 @@ func TestSeatMapAheadOfTheLog(t *testing.T) {
 // version, as for any customer; it is not a 503 "behind" however long the
 // projector has been done.
 func TestBookingsReadWaitsPastTheFirstPage(t *testing.T) {
-	ctx := context.Background()
 	f := newFixture(t)
 	if a := f.command(t, schedule); a.status != 200 {
 		t.Fatalf("schedule: %+v", a)
@@ -294,14 +293,7 @@ func TestBookingsReadWaitsPastTheFirstPage(t *testing.T) {
 		item[projection.AttrVersion] = &types.AttributeValueMemberN{Value: "3"}
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
 	}
-	for len(reqs) > 0 {
-		n := min(25, len(reqs))
-		out, err := f.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{f.views: reqs[:n]}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reqs = append(reqs[n:], out.UnprocessedItems[f.views]...)
-	}
+	f.putViews(t, reqs)
 	if a := f.command(t, `{"id":"cmd-2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-ada","customerId":"ada","seats":["A1"]}}`); a.status != 200 || version(t, a.body) != 2 {
 		t.Fatalf("reserve: %+v", a)
 	}
@@ -324,7 +316,6 @@ func TestBookingsReadWaitsPastTheFirstPage(t *testing.T) {
 // after; each page is bounded, the pages together list every item once,
 // and an after that is not a "next" is a 400 naming it.
 func TestListingsPageOnWithNext(t *testing.T) {
-	ctx := context.Background()
 	f := newFixture(t)
 	put := func(items []map[string]types.AttributeValue) {
 		t.Helper()
@@ -332,14 +323,7 @@ func TestListingsPageOnWithNext(t *testing.T) {
 		for _, item := range items {
 			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
 		}
-		for len(reqs) > 0 {
-			n := min(25, len(reqs))
-			out, err := f.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{f.views: reqs[:n]}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			reqs = append(reqs[n:], out.UnprocessedItems[f.views]...)
-		}
+		f.putViews(t, reqs)
 	}
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	var bookings, shows []map[string]types.AttributeValue
@@ -433,5 +417,18 @@ func TestListingsPageOnWithNext(t *testing.T) {
 		if a.status != 400 || !strings.Contains(a.body, `"field":"after"`) || len(a.body) > 2048 {
 			t.Errorf("%s after=%.40q: %d %.300s; want a bounded 400 naming after", bad.path, bad.after, a.status, a.body)
 		}
+	}
+}
+
+// putViews writes items to the views table as a projector would have.
+func (f *fixture) putViews(t *testing.T, reqs []types.WriteRequest) {
+	t.Helper()
+	for len(reqs) > 0 {
+		n := min(25, len(reqs))
+		out, err := f.db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{f.views: reqs[:n]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs[n:], out.UnprocessedItems[f.views]...)
 	}
 }

@@ -203,17 +203,32 @@ func TestThrottledStoreIsRetriedNotSetAside(t *testing.T) {
 // the follow is set aside naming createdAt; the followee's other tweets
 // are applied.
 func TestFollowLeavesOutAStoredTweetWhoseTimeHoldsAHash(t *testing.T) {
+	at := "2026-11-01T00:00:01Z"
+	view, it, err := followOverStoredTweets(t, "hash", at,
+		map[string]types.AttributeValue{AttrAuthorID: s("dan"), AttrTweetID: s("t2"), AttrCreatedAt: s(at + "#3#dan"), AttrText: s("hello from dan")})
+	if want := []string{"carl|" + SortKey(at, "dan", "t1")}; !slices.Equal(view, want) {
+		t.Errorf("view %v, want %v", view, want)
+	}
+	if err != nil || it == nil || it.Field != AttrCreatedAt || it.Category != setaside.KindInvalid || !strings.Contains(it.Reason, "holds '#'") || !strings.Contains(it.Reason, "carl's (tweet dan/t2)") {
+		t.Errorf("the follow set aside as %+v (%v); want field createdAt, invalid, naming carl's entry of dan/t2", it, err)
+	}
+}
+
+// followOverStoredTweets stores dan's tweet t1 (at at) and tweets, has
+// carl follow dan, and returns the timelines view and how the follow was
+// set aside (nil if it was not).
+func followOverStoredTweets(t *testing.T, name, at string, tweets ...map[string]types.AttributeValue) ([]string, *setaside.Item, error) {
+	t.Helper()
 	srv := standintest.Start(t)
 	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
-	tb := createTables(t, db, "hash")
+	tb := createTables(t, db, name)
 	quarantineTable(t, db, "quarantine")
 	ctx := context.Background()
-	at := "2026-11-01T00:00:01Z"
-	for _, it := range []map[string]types.AttributeValue{
+	items := append([]map[string]types.AttributeValue{
 		{AttrAuthorID: s("dan"), AttrTweetID: s("t1"), AttrCreatedAt: s(at), AttrText: s("hello from dan")},
-		{AttrAuthorID: s("dan"), AttrTweetID: s("t2"), AttrCreatedAt: s(at + "#3#dan"), AttrText: s("hello from dan")},
 		{AttrFollowerID: s("carl"), AttrFolloweeID: s("dan")},
-	} {
+	}, tweets...)
+	for _, it := range items {
 		table := tb.Tweets
 		if _, ok := it[AttrFollowerID]; ok {
 			table = tb.Follows
@@ -230,13 +245,8 @@ func TestFollowLeavesOutAStoredTweetWhoseTimeHoldsAHash(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle = %v, %v; want no failures", resp.BatchItemFailures, err)
 	}
-	if got, want := view(t, db, tb.Timelines), []string{"carl|" + SortKey(at, "dan", "t1")}; !slices.Equal(got, want) {
-		t.Errorf("view %v, want %v", got, want)
-	}
 	it, err := setaside.Load(ctx, db, "quarantine", follows, "100")
-	if err != nil || it == nil || it.Field != AttrCreatedAt || it.Category != setaside.KindInvalid || !strings.Contains(it.Reason, "holds '#'") || !strings.Contains(it.Reason, "carl's (tweet dan/t2)") {
-		t.Errorf("the follow set aside as %+v (%v); want field createdAt, invalid, naming carl's entry of dan/t2", it, err)
-	}
+	return view(t, db, tb.Timelines), it, err
 }
 
 // TestRecordNotSetAsideLogsABoundedReason: a tweet whose createdAt holds
@@ -276,38 +286,13 @@ func TestRecordNotSetAsideLogsABoundedReason(t *testing.T) {
 // deleted (its REMOVE, without a time either, is set aside). It is left out
 // and the follow set aside naming createdAt; the other tweets are applied.
 func TestFollowLeavesOutAStoredTweetWithoutATime(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
-	tb := createTables(t, db, "notime")
-	quarantineTable(t, db, "quarantine")
-	ctx := context.Background()
 	at := "2026-11-01T00:00:01Z"
-	for _, it := range []map[string]types.AttributeValue{
-		{AttrAuthorID: s("dan"), AttrTweetID: s("t1"), AttrCreatedAt: s(at), AttrText: s("hello from dan")},
-		{AttrAuthorID: s("dan"), AttrTweetID: s("t2"), AttrText: s("no time")},
-		{AttrAuthorID: s("dan"), AttrTweetID: s("t3"), AttrCreatedAt: &types.AttributeValueMemberN{Value: "1793491201"}, AttrText: s("a number for a time")},
-		{AttrFollowerID: s("carl"), AttrFolloweeID: s("dan")},
-	} {
-		table := tb.Tweets
-		if _, ok := it[AttrFollowerID]; ok {
-			table = tb.Follows
-		}
-		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: it}); err != nil {
-			t.Fatal(err)
-		}
+	view, it, err := followOverStoredTweets(t, "notime", at,
+		map[string]types.AttributeValue{AttrAuthorID: s("dan"), AttrTweetID: s("t2"), AttrText: s("no time")},
+		map[string]types.AttributeValue{AttrAuthorID: s("dan"), AttrTweetID: s("t3"), AttrCreatedAt: &types.AttributeValueMemberN{Value: "1793491201"}, AttrText: s("a number for a time")})
+	if want := []string{"carl|" + SortKey(at, "dan", "t1")}; !slices.Equal(view, want) {
+		t.Errorf("view %v, want %v", view, want)
 	}
-	keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("carl"), AttrFolloweeID: sattr("dan")}
-	follows := "arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x"
-	h := New(db, tb, WithSetAside(setaside.New(db, "quarantine")))
-	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: "ev-1", EventName: "INSERT", EventSourceArn: follows,
-		Change: events.DynamoDBStreamRecord{SequenceNumber: "100", Keys: keys, NewImage: keys}}}})
-	if err != nil || len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("Handle = %v, %v; want no failures", resp.BatchItemFailures, err)
-	}
-	if got, want := view(t, db, tb.Timelines), []string{"carl|" + SortKey(at, "dan", "t1")}; !slices.Equal(got, want) {
-		t.Errorf("view %v, want %v", got, want)
-	}
-	it, err := setaside.Load(ctx, db, "quarantine", follows, "100")
 	if err != nil || it == nil || it.Field != AttrCreatedAt || it.Category != setaside.KindInvalid || !strings.Contains(it.Reason, "missing or not a string") {
 		t.Errorf("the follow set aside as %+v (%v); want field createdAt, invalid, missing or not a string", it, err)
 	}

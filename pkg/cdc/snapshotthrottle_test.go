@@ -59,19 +59,9 @@ func (b *busyStream) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput
 // nothing at all for several attempts in a row stops it, with an error
 // naming the stream and Kinesis' error.
 func TestSnapshotOfABusyStream(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
-	ctx := context.Background()
-	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
-	createProfiles(t, db, "profiles")
-	createKinesis(t, kin, "events", 1)
 	const items = 24
-	for i := range items {
-		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("profiles"), Item: map[string]ddbtypes.AttributeValue{
-			"userId": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("u-%02d", i)}, "version": &ddbtypes.AttributeValueMemberN{Value: "1"}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx := context.Background()
+	db, streams, kin := profilesOf(t, items)
 
 	// Three records a call: eight calls' worth, more than a fixed number
 	// of attempts would allow.
@@ -142,19 +132,9 @@ func (tt *throttledTable) Scan(ctx context.Context, in *dynamodb.ScanInput, optF
 // and publishes every item once, rather than stop partway (and stop there
 // again on every rerun, which starts over).
 func TestSnapshotOfAThrottledTable(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
-	ctx := context.Background()
-	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
-	createProfiles(t, db, "profiles")
-	createKinesis(t, kin, "events", 1)
 	const items = 12
-	for i := range items {
-		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("profiles"), Item: map[string]ddbtypes.AttributeValue{
-			"userId": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("u-%02d", i)}, "version": &ddbtypes.AttributeValueMemberN{Value: "1"}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx := context.Background()
+	db, streams, kin := profilesOf(t, items)
 	tt := &throttledTable{Client: db, throttles: 2, asked: map[string]int{}}
 	_, counts, err := cdc.New(kin, "events").Snapshot(ctx, tt, streams, "profiles")
 	if err != nil {
@@ -175,4 +155,21 @@ func TestSnapshotOfAThrottledTable(t *testing.T) {
 			t.Errorf("%s on the stream %d times, want once", id, n)
 		}
 	}
+}
+
+// profilesOf starts a stand-in with a profiles table of n items at version
+// 1 (u-00, u-01, ...) and an events stream of one shard.
+func profilesOf(t *testing.T, n int) (*dynamodb.Client, *dynamodbstreams.Client, *kinesis.Client) {
+	t.Helper()
+	cfg := standintest.Config(t, standintest.Start(t))
+	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	createProfiles(t, db, "profiles")
+	createKinesis(t, kin, "events", 1)
+	for i := range n {
+		if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String("profiles"), Item: map[string]ddbtypes.AttributeValue{
+			"userId": &ddbtypes.AttributeValueMemberS{Value: fmt.Sprintf("u-%02d", i)}, "version": &ddbtypes.AttributeValueMemberN{Value: "1"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, streams, kin
 }

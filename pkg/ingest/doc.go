@@ -62,8 +62,11 @@
 // that dies holding the key is taken over once its lock (its invoke
 // deadline) has passed: a resume's takeover writes only the indexes the
 // record still lists as pending, so no retry writes what an answer said was
-// on the stream. Keys are remembered DefaultIdempotencyExpiry after the last
-// answer.
+// on the stream. The events a retry writes carry the receivedAt of the
+// request's first try, which the record keeps: the retry's body, sentAt
+// included, is that try's, so the retry's own receivedAt would move their
+// event time late by the time between the tries. Keys are remembered
+// DefaultIdempotencyExpiry after the last answer.
 //
 // # Signed requests
 //

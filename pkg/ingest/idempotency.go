@@ -56,6 +56,7 @@ const (
 	attrHeaders    = "headers"    // M of S: the answer's headers
 	attrPending    = "pending"    // S: indexes not on the stream yet, comma-separated (PARTIAL only)
 	attrLock       = "lock"       // S: the token of the request that holds or last held the key
+	attrReceivedAt = "receivedAt" // N: Unix nanoseconds, the receivedAt the request's events are stamped with
 )
 
 // MaxItemBytes is DynamoDB's item size limit (400 KB: attribute names and
@@ -225,6 +226,10 @@ type claim struct {
 	// lockedUntil is when the holder's lock ends (claimInFlight; zero if
 	// unknown).
 	lockedUntil time.Time
+	// receivedAt is what the request's events are stamped with (claimNew,
+	// claimResume): the time the first try of the request was received,
+	// which a retry keeps, since its body (sentAt included) is that try's.
+	receivedAt time.Time
 }
 
 // Claim claims record id for a request whose body has fingerprint fp,
@@ -235,12 +240,17 @@ type claim struct {
 // wrote; as a resume of the events still pending if the holder was itself a
 // resume, so that the takeover never writes again what an earlier answer
 // says is on the stream.
-func (s *RequestStore) Claim(ctx context.Context, id, fp string, lockUntil time.Time, expires time.Duration) (claim, error) {
+//
+// receivedAt is when this request was received. The record keeps the
+// receivedAt of the request's first try, and a resume or a takeover is
+// given it back (claim.receivedAt) to stamp the events with.
+func (s *RequestStore) Claim(ctx context.Context, id, fp string, receivedAt, lockUntil time.Time, expires time.Duration) (claim, error) {
 	now := s.now()
 	token := s.token()
-	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+	put, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
 		Item: map[string]types.AttributeValue{
+			attrReceivedAt:                       num(receivedAt.UnixNano()),
 			idempotency.AttrID:                   str(id),
 			idempotency.AttrStatus:               str(idempotency.StatusInProgress),
 			idempotency.AttrExpiration:           num(now.Add(expires).Unix()),
@@ -263,10 +273,21 @@ func (s *RequestStore) Claim(ctx context.Context, id, fp string, lockUntil time.
 			":now": num(now.Unix()), ":nowms": num(now.UnixMilli()),
 			":inprogress": str(idempotency.StatusInProgress), ":val": str(fp),
 		},
+		// A takeover learns the receivedAt of the try it takes over from.
+		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
-		return claim{kind: claimNew, id: id, token: token}, nil
+		c := claim{kind: claimNew, id: id, token: token, receivedAt: receivedAt}
+		if old := put.Attributes; getS(old, idempotency.AttrStatus) == idempotency.StatusInProgress &&
+			getS(old, idempotency.AttrValidation) == fp && !expired(old, now) {
+			// A first try that died holding the key: its events, written
+			// or not, were received then.
+			if t, ok := receivedOf(old); ok {
+				c.receivedAt = t
+			}
+		}
+		return c, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
@@ -294,10 +315,10 @@ func (s *RequestStore) Claim(ctx context.Context, id, fp string, lockUntil time.
 	case idempotency.StatusCompleted:
 		return claim{kind: claimReplay, id: id, stored: storedOf(old)}, nil
 	case StatusPartial:
-		return s.resume(ctx, id, fp, getS(old, attrLock), token, lockUntil, expires)
+		return s.resume(ctx, id, fp, getS(old, attrLock), token, receivedAt, lockUntil, expires)
 	case idempotency.StatusInProgress:
 		if holdsPending && ms > 0 && ms < now.UnixMilli() { // a resume died holding the key
-			return s.resume(ctx, id, fp, getS(old, attrLock), token, lockUntil, expires)
+			return s.resume(ctx, id, fp, getS(old, attrLock), token, receivedAt, lockUntil, expires)
 		}
 	}
 	c := claim{kind: claimInFlight, id: id}
@@ -314,7 +335,7 @@ func (s *RequestStore) Claim(ctx context.Context, id, fp string, lockUntil time.
 // first; the pending indexes and the previous answer are read from the item
 // as that write left it, so a holder that stored its answer in between is
 // never resumed from what it had before.
-func (s *RequestStore) resume(ctx context.Context, id, fp, oldToken, token string, lockUntil time.Time, expires time.Duration) (claim, error) {
+func (s *RequestStore) resume(ctx context.Context, id, fp, oldToken, token string, receivedAt, lockUntil time.Time, expires time.Duration) (claim, error) {
 	now := s.now()
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
@@ -348,7 +369,27 @@ func (s *RequestStore) resume(ctx context.Context, id, fp, oldToken, token strin
 	if err != nil {
 		return claim{}, fmt.Errorf("ingest: idempotency record %s: %w", id, err)
 	}
-	return claim{kind: claimResume, id: id, token: token, stored: storedOf(out.Attributes), pending: pending}, nil
+	c := claim{kind: claimResume, id: id, token: token, stored: storedOf(out.Attributes), pending: pending, receivedAt: receivedAt}
+	if t, ok := receivedOf(out.Attributes); ok {
+		c.receivedAt = t
+	}
+	return c, nil
+}
+
+// expired reports whether a record's expiration has passed at now.
+func expired(item map[string]types.AttributeValue, now time.Time) bool {
+	exp, err := strconv.ParseInt(getN(item, idempotency.AttrExpiration), 10, 64)
+	return err != nil || exp < now.Unix()
+}
+
+// receivedOf is the receivedAt a record keeps (none in a record written
+// before it did).
+func receivedOf(item map[string]types.AttributeValue) (time.Time, bool) {
+	ns, err := strconv.ParseInt(getN(item, attrReceivedAt), 10, 64)
+	if err != nil || ns <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns).UTC(), true
 }
 
 // Complete stores the answer of the request holding c: COMPLETED when every
@@ -373,9 +414,12 @@ func (s *RequestStore) Complete(ctx context.Context, c claim, resp storedRespons
 		":exp":        num(s.now().Add(expires).Unix()),
 		":token":      str(c.token),
 		":inprogress": str(idempotency.StatusInProgress),
+		":recv":       num(c.receivedAt.UnixNano()),
 	}
-	update := "SET #status = :status, #code = :code, #headers = :headers, #data = :data, #exp = :exp"
+	// receivedAt too: a takeover's record holds its own until now.
+	update := "SET #status = :status, #code = :code, #headers = :headers, #data = :data, #exp = :exp, #recv = :recv"
 	names := map[string]string{
+		"#recv":   attrReceivedAt,
 		"#status": idempotency.AttrStatus, "#code": attrStatusCode, "#headers": attrHeaders,
 		"#data": idempotency.AttrData, "#exp": idempotency.AttrExpiration,
 		"#ipexp": idempotency.AttrInProgressExpiration, "#lock": attrLock, "#pending": attrPending,
@@ -417,6 +461,7 @@ func recordSize(id, status string, resp storedResponse, pending []int) int {
 		len(idempotency.AttrExpiration) + number +
 		len(idempotency.AttrValidation) + sha256.Size*2 +
 		len(attrLock) + 32 +
+		len(attrReceivedAt) + number +
 		len(attrStatusCode) + number +
 		len(idempotency.AttrData) + len(resp.Body) +
 		len(attrHeaders) + 3

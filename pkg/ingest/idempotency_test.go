@@ -146,6 +146,7 @@ func TestIdempotencyKey(t *testing.T) {
 		{"keys are scoped by route and caller", testKeysAreScoped},
 		{"a crash before the answer is stored: 409 until the lock ends, then written again", testCrashBeforeTheAnswer},
 		{"an expired key is a new request", testExpiredKey},
+		{"a resume and a takeover stamp the first try's receivedAt", testRetryKeepsTheFirstReceivedAt},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -443,6 +444,58 @@ func testExpiredKey(t *testing.T, e idemEnv) {
 	}
 	if got := onStream(t, e); got["x1"] != 2 {
 		t.Errorf("x1 is on the stream %d times, want 2", got["x1"])
+	}
+}
+
+// testRetryKeepsTheFirstReceivedAt: the body of a retry with the same key
+// is the first try's, sentAt included, so its events must carry the first
+// try's receivedAt: stamped with the retry's, an event resent an hour later
+// would have its event time (occurredAt + receivedAt − sentAt) moved an
+// hour late.
+func testRetryKeepsTheFirstReceivedAt(t *testing.T, e idemEnv) {
+	first := time.Now().UTC().Truncate(time.Millisecond)
+	now := first
+	clock := func() time.Time { return now }
+	store := NewRequestStore(e.table, e.name)
+	store.now = clock
+
+	// A resume: two of three events throttled to the end, resent an hour
+	// later with the same key.
+	sent := ids(3, "rt")
+	tp := &throttlingPutter{real: e.kin, throttle: map[string]bool{sent[0]: true, sent[2]: true}, throttleCalls: 4}
+	h := e.handler(tp, WithIdempotency(store, 0), WithClock(clock))
+	req := keyed("/orders", "recv-1", batchOf(sent...))
+	if r, _ := h.Handle(context.Background(), req); r.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("first: %d %s, want 429", r.StatusCode, r.Body)
+	}
+	now = first.Add(time.Hour)
+	if r, _ := h.Handle(context.Background(), req); r.StatusCode != 202 {
+		t.Fatalf("resume: %d %s, want 202", r.StatusCode, r.Body)
+	}
+
+	// A takeover: the first try died after writing, before its answer was
+	// stored; its retry after the lock writes the events again.
+	now = first
+	h = e.handler(nil, WithIdempotency(store, 0), WithClock(clock))
+	req = keyed("/", "recv-2", batchOf("tk1", "tk2"))
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(10*time.Second))
+	defer cancel()
+	e.table.failUpdates = true
+	_, _ = h.Handle(ctx, req)
+	e.table.failUpdates = false
+	now = first.Add(time.Minute)
+	if r, _ := h.Handle(context.Background(), req); r.StatusCode != 202 {
+		t.Fatalf("takeover: %d %s, want 202", r.StatusCode, r.Body)
+	}
+
+	envs := readStream(t, e.kin, e.stream)
+	if len(envs) != 7 {
+		t.Fatalf("%d records on the stream, want 7 (3 + 2 twice)", len(envs))
+	}
+	for _, env := range envs {
+		if !env.ReceivedAt.Equal(first) {
+			t.Errorf("event %s: receivedAt %s, want the first try's %s", env.ID, env.ReceivedAt.Format(time.RFC3339Nano), first.Format(time.RFC3339Nano))
+		}
 	}
 }
 

@@ -268,21 +268,9 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 	}
 
 	receivedAt := h.now().UTC()
-	entries := make([]types.PutRecordsRequestEntry, len(envs))
-	var tooBig []EventError
-	for i := range envs {
-		envs[i].ReceivedAt = receivedAt
-		// Not HTML-escaped: '<', '>' and '&' stay one byte each, so data
-		// full of markup is as big on the stream as it was sent.
-		data, err := marshal(&envs[i])
-		if err != nil { // json.RawMessage data was validated on the way in
-			return problem(http.StatusInternalServerError, "events[%d]: encoding: %v", i, err)
-		}
-		if size := len(data) + len(envs[i].Key); size > MaxRecordBytes {
-			tooBig = append(tooBig, EventError{Index: i, ID: envs[i].ID, Field: "data",
-				Reason: fmt.Sprintf("the record would be %d bytes; a stream record holds at most %d (1 MiB) including the key", size, MaxRecordBytes)})
-		}
-		entries[i] = types.PutRecordsRequestEntry{Data: data, PartitionKey: aws.String(envs[i].Key)}
+	entries, tooBig, err := stamp(envs, receivedAt)
+	if err != nil {
+		return problem(http.StatusInternalServerError, "%v", err)
 	}
 	if len(tooBig) > 0 {
 		h.metrics.Add("EventsRejected", metrics.Count, float64(len(envs)))
@@ -298,7 +286,7 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 		if idemKey == "" {
 			id, expires = recordID("signature", path, signature), 2*MaxClockSkew
 		}
-		got, err := h.requests.Claim(ctx, id, fingerprint(body), h.lockUntil(ctx), expires)
+		got, err := h.requests.Claim(ctx, id, fingerprint(body), receivedAt, h.lockUntil(ctx), expires)
 		if err != nil {
 			h.metrics.Add("IdempotencyStoreErrors", metrics.Count, 1)
 			h.log.Error("idempotency record not claimed", "err", err)
@@ -333,6 +321,17 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 			return problem(http.StatusUnprocessableEntity, "%s %q was used for a request with a different body (its SHA-256 differs); a key belongs to one request: send a new key with a new request. Nothing was written", HeaderIdempotencyKey, cutText(idemKey, 64))
 		}
 		c = &got
+		if !c.receivedAt.Equal(receivedAt) {
+			// A retry of a request an earlier try received: its body, sentAt
+			// included, is that try's, so its events are stamped with that
+			// try's receivedAt. With this one's, an event resent an hour later
+			// would have its event time (occurredAt + receivedAt − sentAt)
+			// moved an hour late. The earlier try checked these records'
+			// sizes with that time.
+			if entries, _, err = stamp(envs, c.receivedAt); err != nil {
+				return problem(http.StatusInternalServerError, "%v", err)
+			}
+		}
 	}
 
 	pending := make([]int, len(entries))
@@ -381,6 +380,29 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 		}
 	}
 	return r
+}
+
+// stamp sets every event's receivedAt and encodes it as a stream record,
+// and returns the records and the events whose record would exceed
+// MaxRecordBytes.
+func stamp(envs []stream.Envelope, receivedAt time.Time) ([]types.PutRecordsRequestEntry, []EventError, error) {
+	entries := make([]types.PutRecordsRequestEntry, len(envs))
+	var tooBig []EventError
+	for i := range envs {
+		envs[i].ReceivedAt = receivedAt
+		// Not HTML-escaped: '<', '>' and '&' stay one byte each, so data
+		// full of markup is as big on the stream as it was sent.
+		data, err := marshal(&envs[i])
+		if err != nil { // json.RawMessage data was validated on the way in
+			return nil, nil, fmt.Errorf("events[%d]: encoding: %w", i, err)
+		}
+		if size := len(data) + len(envs[i].Key); size > MaxRecordBytes {
+			tooBig = append(tooBig, EventError{Index: i, ID: envs[i].ID, Field: "data",
+				Reason: fmt.Sprintf("the record would be %d bytes; a stream record holds at most %d (1 MiB) including the key", size, MaxRecordBytes)})
+		}
+		entries[i] = types.PutRecordsRequestEntry{Data: data, PartitionKey: aws.String(envs[i].Key)}
+	}
+	return entries, tooBig, nil
 }
 
 // completionTimeout bounds storing an answer after the events are written.

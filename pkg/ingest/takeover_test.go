@@ -379,7 +379,7 @@ func TestTakeoverResumesFromTheLastStoredAnswer(t *testing.T) {
 	id, fp := recordID("anonymous", "/orders", "race-1"), fingerprint([]byte(batchOf("e0", "e1", "e2")))
 	const lock = 10 * time.Second
 
-	first, err := store.Claim(ctx, id, fp, now.Add(lock), time.Hour)
+	first, err := store.Claim(ctx, id, fp, now, now.Add(lock), time.Hour)
 	if err != nil || first.kind != claimNew {
 		t.Fatalf("first claim: %+v %v", first, err)
 	}
@@ -387,7 +387,7 @@ func TestTakeoverResumesFromTheLastStoredAnswer(t *testing.T) {
 	if err := store.Complete(ctx, first, partial, []int{1, 2}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	slow, err := store.Claim(ctx, id, fp, now.Add(lock), time.Hour)
+	slow, err := store.Claim(ctx, id, fp, now, now.Add(lock), time.Hour)
 	if err != nil || slow.kind != claimResume || !reflect.DeepEqual(slow.pending, []int{1, 2}) {
 		t.Fatalf("resume: %+v %v, want pending [1 2]", slow, err)
 	}
@@ -399,7 +399,7 @@ func TestTakeoverResumesFromTheLastStoredAnswer(t *testing.T) {
 			t.Errorf("the slow resume's answer: %v", err)
 		}
 	}
-	takeover, err := store.Claim(ctx, id, fp, now.Add(lock), time.Hour)
+	takeover, err := store.Claim(ctx, id, fp, now, now.Add(lock), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -275,6 +275,11 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{handler.WithLimits(handler.Limits{MaxOpenWindows: 100, MaxAggregateBytes: 100_000}), "WithLimits"},
 		{handler.WithHopping(time.Minute, 7*time.Second), "WithHopping"},
 		{handler.WithHopping(time.Minute, 2*time.Minute), "WithHopping"},
+		// Every record in 3.6 million windows (a day's in 1,440): each
+		// fold lists them all, so one batch takes more memory and time
+		// than an invocation has, on every retry.
+		{handler.WithHopping(time.Hour, time.Millisecond), "WithHopping"},
+		{handler.WithHopping(24*time.Hour, time.Minute), "WithHopping"},
 		{handler.WithSliding(0), "WithSliding"},
 		{handler.WithSession(-time.Second), "WithSession"},
 		{handler.WithLatePolicy(handler.Correct), "WithAllowedLateness"},
@@ -297,7 +302,8 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		!strings.Contains(err.Error(), "WithHopping") || !strings.Contains(err.Error(), "WithSession") {
 		t.Errorf("WithHopping and WithSession: %v; want an error naming both", err)
 	}
-	for _, opts := range [][]handler.Option{{handler.WithSession(time.Minute)}, {handler.WithWindow(time.Hour), handler.WithWindow(time.Minute)}} {
+	for _, opts := range [][]handler.Option{{handler.WithSession(time.Minute)}, {handler.WithWindow(time.Hour), handler.WithWindow(time.Minute)},
+		{handler.WithHopping(100*time.Minute, time.Minute)}} {
 		if _, err := handler.NewWindowed[Tally](cfg, selectLatency, opts...); err != nil {
 			t.Errorf("one window kind: %v", err)
 		}

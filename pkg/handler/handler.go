@@ -178,6 +178,20 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // WithConcurrency bounds the keys folded at once (default 16, at least 1).
 func WithConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
 
+// apply applies opts; a nil one (a helper's "no option") is an error
+// naming its place, not a nil-pointer panic.
+func (o *options) apply(opts []Option) []error {
+	var errs []error
+	for i, f := range opts {
+		if f == nil {
+			errs = append(errs, fmt.Errorf("option %d is nil", i+1))
+			continue
+		}
+		f(o)
+	}
+	return errs
+}
+
 func (o *options) check() error {
 	var errs []error
 	errs = append(errs, o.win.check())
@@ -288,10 +302,7 @@ func NewWindowed[T any, V any, A interface {
 	o := options{late: window.LateRule{Policy: Drop}, outOfOrderness: DefaultOutOfOrderness, idle: DefaultIdleTimeout, horizon: DefaultDedupeHorizon,
 		lim: DefaultLimits, log: slog.New(slog.NewJSONHandler(os.Stderr, nil)), metrics: os.Stdout, now: time.Now, concurrency: 16}
 	o.win = windows{kind: "tumbling", tumble: window.Tumbling{Size: DefaultWindow}} // set by no option
-	for _, f := range opts {
-		f(&o)
-	}
-	var errs []error
+	errs := o.apply(opts)
 	if !nameRE.MatchString(cfg.Name) {
 		errs = append(errs, fmt.Errorf("Config.Name: %q is not 1–63 lower-case letters, digits and '-'", cfg.Name))
 	}

@@ -308,6 +308,11 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 			t.Errorf("one window kind: %v", err)
 		}
 	}
+	// A nil Option (a helper's "no option") is an error naming its place,
+	// not a nil-pointer panic in main.
+	if _, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithWindow(time.Minute), nil); err == nil || !strings.Contains(err.Error(), "option 2 is nil") {
+		t.Errorf("a nil option: %v; want an error naming option 2", err)
+	}
 	cfg.Name = "Bad/Name"
 	if _, err := handler.NewWindowed[Tally](cfg, selectLatency); err == nil || !strings.Contains(err.Error(), "Config.Name") {
 		t.Errorf("a bad name: %v", err)

@@ -108,10 +108,7 @@ type TaskStats struct {
 // WithMetrics (a windowed handler's options are an error, naming them).
 func NewTasks(cfg TasksConfig, fn TaskFunc, opts ...Option) (*Tasks, error) {
 	o := options{log: slog.New(slog.NewJSONHandler(os.Stderr, nil)), metrics: os.Stdout}
-	for _, f := range opts {
-		f(&o)
-	}
-	var errs []error
+	errs := o.apply(opts)
 	if !nameRE.MatchString(cfg.Name) {
 		errs = append(errs, fmt.Errorf("TasksConfig.Name: %q is not 1–63 lower-case letters, digits and '-'", cfg.Name))
 	}

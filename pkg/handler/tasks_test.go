@@ -235,6 +235,11 @@ func TestTasksRefuseWindowedOptions(t *testing.T) {
 	if _, err := handler.NewTasks(cfg, fn, handler.WithLogger(quiet), handler.WithMetrics(nil)); err != nil {
 		t.Errorf("WithLogger and WithMetrics: %v", err)
 	}
+	// A nil Option (a helper's "no option") is an error naming its place,
+	// not a nil-pointer panic in main.
+	if _, err := handler.NewTasks(cfg, fn, handler.WithLogger(quiet), nil); err == nil || !strings.Contains(err.Error(), "option 2 is nil") {
+		t.Errorf("a nil option: %v; want an error naming option 2", err)
+	}
 }
 
 // TestTasksRunEventsWithoutData: data is optional in an envelope (a

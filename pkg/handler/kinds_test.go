@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/tributary-dev/tributary/pkg/handler"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 )
@@ -195,4 +197,48 @@ func describeRevisions(t *testing.T, name string, byID map[string]handler.Result
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestHotSlidingKeyFoldsInTime sends 3,000 records of one key, ten a
+// second, to an hour's sliding windows: the key holds them all, and each
+// record closes a window or two. Listing the key's windows counted every
+// window's members on each record (quadratic in the records held, for
+// each record), so the batch took about a minute, past a Lambda timeout,
+// and every retry again; reading only the windows a close closes takes
+// seconds. The bound is loose, for a shared machine.
+func TestHotSlidingKeyFoldsInTime(t *testing.T) {
+	cfg := setup(t)
+	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithSliding(time.Hour), handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []rec
+	for i := range 3000 {
+		recs = append(recs, rec{i + 1, request(fmt.Sprint("e", i), "/hot", float64(i)/10, `{"ms":1}`)})
+	}
+	all := kinesisRecords(recs)
+	start := time.Now()
+	for round := 0; len(all) > 0; round++ {
+		if round == 5 {
+			t.Fatalf("%d records still failed after 5 rounds", len(all))
+		}
+		resp, err := h.HandleBatch(context.Background(), events.KinesisEvent{Records: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.BatchItemFailures) == 0 {
+			break
+		}
+		// A fold checkpoint: Lambda retries from the failed record.
+		i := slices.IndexFunc(all, func(r events.KinesisEventRecord) bool {
+			return r.Kinesis.SequenceNumber == resp.BatchItemFailures[0].ItemIdentifier
+		})
+		all = all[i:]
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("3,000 records of one sliding key took %v; want well under a Lambda timeout", took)
+	}
+	if st := h.Stats(); st.SetAside != 0 || st.Outputs == 0 {
+		t.Errorf("stats %+v: want results and nothing set aside", st)
+	}
 }

@@ -486,23 +486,24 @@ func (s *keyState[T, V, A]) close(wm int64, all bool) {
 			continue
 		}
 		e, seen := s.emitted[cw.w]
+		n := cw.count()
 		switch {
 		case !seen:
 			blob, ok := s.encode(cw)
 			if !ok {
 				continue
 			}
-			s.out = append(s.out, result{typ: ResultType, w: cw.w, rev: 1, n: cw.n, blob: blob})
-			s.emitted[cw.w] = &emitted{rev: 1, n: cw.n, blob: blob}
-		case e.n != cw.n:
+			s.out = append(s.out, result{typ: ResultType, w: cw.w, rev: 1, n: n, blob: blob})
+			s.emitted[cw.w] = &emitted{rev: 1, n: n, blob: blob}
+		case e.n != n:
 			// Records are only ever added to a window that is not frozen:
 			// its count says whether it changed.
 			blob, ok := s.encode(cw)
 			if !ok {
 				continue
 			}
-			s.out = append(s.out, result{typ: CorrectionType, w: cw.w, rev: e.rev + 1, n: cw.n, blob: blob, prev: e.blob})
-			*e = emitted{rev: e.rev + 1, n: cw.n, blob: blob}
+			s.out = append(s.out, result{typ: CorrectionType, w: cw.w, rev: e.rev + 1, n: n, blob: blob, prev: e.blob})
+			*e = emitted{rev: e.rev + 1, n: n, blob: blob}
 		}
 	}
 	var gone []span
@@ -563,7 +564,7 @@ func (s *keyState[T, V, A]) encode(cw currentWindow[A]) ([]byte, bool) {
 	b, err := cw.value().MarshalBinary()
 	if err != nil {
 		s.fail(fmt.Errorf("the aggregate of window %s (%d records) failed to encode when the window closed (MarshalBinary): %w",
-			cw.w.window().ID(), cw.n, err))
+			cw.w.window().ID(), cw.count(), err))
 		return nil, false
 	}
 	return b, true
@@ -604,10 +605,14 @@ func panicked(p any) error {
 	return fmt.Errorf("panicked in %s: %s", where, strictjson.Cut(fmt.Sprint(p), maxLoggedError))
 }
 
-// currentWindow is one window of the key that ends after frozen.
+// currentWindow is one window of the key that ends after frozen. Its
+// record count and value are computed when asked: a close lists every
+// window of the key but reads only those it closes, and counting the
+// members of each (a sliding window's are most of a busy key's held
+// records) on every record made a hot key's batch quadratic in them.
 type currentWindow[A any] struct {
 	w     span
-	n     int64
+	count func() int64
 	value func() A
 }
 
@@ -620,7 +625,10 @@ func (s *keyState[T, V, A]) windows() []currentWindow[A] {
 	if s.o.kind.held() {
 		for _, hw := range window.HeldWindows(s.o.kind.defined(), s.frozen, s.parts) {
 			cw := currentWindow[A]{w: span{hw.Window.Start.UnixMilli(), hw.Window.End.UnixMilli()}}
-			window.Members(&hw, s.parts, func(int) { cw.n++ })
+			cw.count = func() (n int64) {
+				window.Members(&hw, s.parts, func(int) { n++ })
+				return n
+			}
 			cw.value = func() A {
 				v := A(new(T))
 				window.Members(&hw, s.parts, func(i int) { v.Merge(s.parts[i].agg) })
@@ -643,8 +651,11 @@ func (s *keyState[T, V, A]) windows() []currentWindow[A] {
 		lo, _ := slices.BinarySearchFunc(s.parts, w.start, func(p part[A], t int64) int { return cmpInt(p.t, t) })
 		hi, _ := slices.BinarySearchFunc(s.parts, w.end, func(p part[A], t int64) int { return cmpInt(p.t, t) })
 		cw := currentWindow[A]{w: w}
-		for i := lo; i < hi; i++ {
-			cw.n += s.parts[i].n
+		cw.count = func() (n int64) {
+			for i := lo; i < hi; i++ {
+				n += s.parts[i].n
+			}
+			return n
 		}
 		cw.value = func() A {
 			v := A(new(T))

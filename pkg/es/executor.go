@@ -17,6 +17,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Decider is a domain: its state, how a recorded event changes it, and how
@@ -501,12 +502,4 @@ func (x *Executor[S]) answer(cmd Command, status string, version int64, more fun
 
 // marshal is JSON without HTML escaping ('<' stays one byte) and without
 // the trailing newline.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
+func marshal(v any) ([]byte, error) { return strictjson.Marshal(v) }

@@ -1,8 +1,6 @@
 package ingest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -169,15 +167,7 @@ func encodeResponse(r Response, maxBytes int) []byte {
 
 // marshal encodes v as JSON without escaping <, > and & (the answers are not
 // HTML), so that an error text costs what it holds.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+func marshal(v any) ([]byte, error) { return strictjson.Marshal(v) }
 
 func reply(status int, body any) events.LambdaFunctionURLResponse {
 	b, err := marshal(body)

@@ -3,7 +3,6 @@ package seats
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -500,7 +499,7 @@ func errorAnswer(status int, field, msg string) events.LambdaFunctionURLResponse
 }
 
 func jsonAnswer(status int, v any) events.LambdaFunctionURLResponse {
-	b, err := json.Marshal(v)
+	b, err := strictjson.Marshal(v) // an error text's <showId> reads as written
 	if err != nil {
 		b = []byte(`{"error":"encoding the answer failed"}`)
 		status = http.StatusInternalServerError

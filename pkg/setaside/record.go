@@ -2,13 +2,14 @@ package setaside
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Kinds of record set aside: short categories for logs, queries and
@@ -119,13 +120,11 @@ func FromSQS(msg *events.SQSMessage) Record {
 // library's DynamoDB attribute values call json.Marshal) are unescaped too.
 // There is no trailing newline.
 func MarshalJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b, err := strictjson.Marshal(v)
+	if err != nil {
 		return nil, err
 	}
-	return UnescapeHTML(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+	return UnescapeHTML(b), nil
 }
 
 // UnescapeHTML replaces the escapes \u003c, \u003e and \u0026 in valid

@@ -109,7 +109,9 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 		WithMetrics(m),
 		WithLogger(log),
 		WithDedupe(NewLedger(RoutedLedgerStore(client, table), current, cfg)),
-		WithSetAside(newSink(client, quarantine, function, m, log)))
+		// The item names the pipeline too: one binary runs each pipeline's
+		// function, and an operator looks for the one that set it aside.
+		WithSetAside(newSink(client, quarantine, function+"["+cfg.Name+"]", m, log)))
 	return New(cfg, views, out, streamName, opts...), nil
 }
 

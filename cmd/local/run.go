@@ -434,7 +434,13 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	for _, r := range recs {
 		if r.SequenceNumber == seq {
 			if r.Kind == "set-aside" {
-				fmt.Printf("    quarantined seq %s set aside by %s: field %s: %s data=%q\n", r.SequenceNumber, r.Function, r.Field, truncate(r.Reason, 60), truncate(string(r.Data), 60))
+				// The reason names the record and field itself ("record N:
+				// field F: ..."): shown once, after the item's own field.
+				reason := r.Reason
+				if i := strings.Index(reason, "field "+r.Field+": "); i >= 0 {
+					reason = reason[i+len("field "+r.Field+": "):]
+				}
+				fmt.Printf("    quarantined seq %s set aside by %s: field %s: %s data=%q\n", r.SequenceNumber, r.Function, r.Field, truncate(reason, 60), truncate(string(r.Data), 60))
 			} else {
 				fmt.Printf("    quarantined seq %s condition=%s data=%q\n", r.SequenceNumber, r.Condition, truncate(string(r.Data), 60))
 			}

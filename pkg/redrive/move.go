@@ -260,7 +260,7 @@ func (r *Redriver) moveBatch(ctx context.Context, dlqURL, sourceURL string, maxB
 		key := keyOf(e)
 		if moved[key] {
 			b.failed = append(b.failed, refused{
-				failure: Failure{MessageID: aws.ToString(m.MessageId), Code: "FailedAgain",
+				failure: Failure{MessageID: aws.ToString(m.MessageId), Code: codeFailedAgain,
 					Reason: "moved to the source earlier in this run and back in the DLQ (or a copy of one that was, body and attributes alike): its failure still holds; read its reason (-dry-run), fix the cause, then redrive it"},
 				handle: aws.ToString(m.ReceiptHandle),
 			})
@@ -429,3 +429,7 @@ const (
 func progressDue(printed, moved, total int) bool {
 	return printed < 0 || moved-printed >= max(progressEvery, total/progressLines)
 }
+
+// codeFailedAgain is the Failure code of a message the run moved that came
+// back to the DLQ failing again.
+const codeFailedAgain = "FailedAgain"

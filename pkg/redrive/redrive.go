@@ -113,6 +113,15 @@ type Result struct {
 // the DLQ past the messages the run names.
 func (r Result) String() string {
 	s := fmt.Sprintf("moved %d, failed %d", r.Moved, len(r.Failed))
+	again := 0
+	for _, f := range r.Failed {
+		if f.Code == codeFailedAgain {
+			again++
+		}
+	}
+	if again > 0 {
+		s += fmt.Sprintf(" (%d of the failed were moved and came back failing again: counted in both)", again)
+	}
 	if len(r.NotDeleted) > 0 {
 		s += fmt.Sprintf(", %d sent but still in the DLQ (will be sent again)", len(r.NotDeleted))
 	}

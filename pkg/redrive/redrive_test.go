@@ -952,6 +952,9 @@ func TestMoveLeavesAMessageThatFailsAgain(t *testing.T) {
 			if len(res.Failed) != 1 || res.Failed[0].Code != "FailedAgain" || !strings.Contains(res.Failed[0].Reason, "fix") {
 				t.Errorf("Failed = %+v, want the poison message named once as FailedAgain", res.Failed)
 			}
+			if s := res.String(); !strings.Contains(s, "1 of the failed were moved and came back failing again") {
+				t.Errorf("summary %q does not say the failed message was moved too", s)
+			}
 			left := drain(t, dlq)
 			if g := bodies(left); len(g) != 1 || g[0] != poison.body {
 				t.Errorf("DLQ holds %v, want the poison message left there once", g)

@@ -20,7 +20,10 @@
 // would otherwise outlive its erasure here; the copy keeps the keys that
 // find the item, and its reason and redacted attribute say what was
 // removed. An item a function set aside (kind "set-aside") is never
-// replaced by such a copy: its reason is the precise one.
+// replaced by such a copy: its reason is the precise one. So that the two
+// meet, a copy has the source a function gives the record: the stream ARN
+// alone for DynamoDB Streams (whose Lambda events name no shard; the
+// "missing" marker's reason names it), "<stream ARN>/<shard>" for Kinesis.
 //
 // Nothing is lost without a trace: if some or all records are already gone
 // (trimmed, stream deleted), one marker item (kind "missing") says so, with

@@ -146,7 +146,7 @@ func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) err
 	if err != nil {
 		return fmt.Errorf("message %s: reading %s: %w", msg.MessageId, info.Source(), err)
 	}
-	items := h.items(rec, info, res)
+	items := h.items(rec, kind, info, res)
 	if err := h.sink.Keep(ctx, items); err != nil {
 		// Parse bounds every field, so the items always fit (no
 		// setaside.ErrUnwritable): what is left is transient.
@@ -165,9 +165,20 @@ func (h *Handler) handleMessage(ctx context.Context, msg *events.SQSMessage) err
 	return nil
 }
 
-func (h *Handler) items(rec *OnFailureRecord, info *BatchInfo, res fetchResult) []Item {
+// items are the quarantine items of a failed batch: its records, and a
+// marker when some could not be copied. Their source is the one a function
+// setting the record aside gives it, so that a record set aside keeps its
+// own item (Keep never replaces it) and a query finds both in one place:
+// "<stream ARN>/<shard>" for Kinesis, the stream ARN alone for DynamoDB
+// Streams (whose Lambda events name no shard; its sequence numbers are
+// unique in the stream), the marker's reason naming the shard.
+func (h *Handler) items(rec *OnFailureRecord, kind Kind, info *BatchInfo, res fetchResult) []Item {
+	source := info.Source()
+	if kind == DynamoDBStreams {
+		source = info.StreamArn
+	}
 	base := Item{
-		Source:        info.Source(),
+		Source:        source,
 		Condition:     rec.RequestContext.Condition,
 		FunctionError: rec.ResponseContext.FunctionError,
 		FunctionArn:   rec.RequestContext.FunctionArn,
@@ -194,6 +205,9 @@ func (h *Handler) items(rec *OnFailureRecord, info *BatchInfo, res fetchResult) 
 		it.Kind = setaside.ItemMissing
 		it.SequenceNumber = info.StartSequenceNumber + "-" + info.EndSequenceNumber
 		it.Reason = res.missing
+		if kind == DynamoDBStreams {
+			it.Reason = "shard " + info.ShardID + ": " + res.missing
+		}
 		it.StartSequenceNumber, it.EndSequenceNumber = info.StartSequenceNumber, info.EndSequenceNumber
 		it.BatchSize, it.RecordsFound = info.BatchSize, &found
 		it.ApproximateArrivalOfFirstRecord = info.ApproximateArrivalOfFirstRecord

@@ -23,6 +23,7 @@ import (
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 var now = time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
@@ -56,6 +57,7 @@ func TestAgainstStandIn(t *testing.T) {
 		{"BoundsTheBytesOneMessageCopies", testBoundsTheBytesOneMessageCopies},
 		{"LeavesRecordsSetAsideByTheirFunction", testLeavesRecordsSetAside},
 		{"SetsAsideHostileMessages", testSetsAsideHostileMessages},
+		{"LeavesDynamoDBRecordsSetAsideByTheirFunction", testLeavesDynamoDBRecordsSetAside},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -347,7 +349,7 @@ func testQuarantinesDynamoDBStreamRecords(t *testing.T, e env) {
 			t.Fatalf("data is not a Lambda DynamoDB stream record: %v: %s", err, it.Data)
 		}
 		if it.Kind != "record" || it.EventName != "INSERT" || rec.EventName != "INSERT" || rec.Change.SequenceNumber != it.SequenceNumber ||
-			rec.Change.NewImage["plan"].String() != "pro" || rec.Change.Keys["id"].String() == "" || it.Source != streamArn+"/"+aws.ToString(sh.ShardId) {
+			rec.Change.NewImage["plan"].String() != "pro" || rec.Change.Keys["id"].String() == "" || it.Source != streamArn {
 			t.Errorf("item %+v, record %+v", it, rec)
 		}
 	}
@@ -681,5 +683,74 @@ func TestThrottledTableIsRetried(t *testing.T) {
 	}
 	if got := failedIDs(resp); fmt.Sprint(got) != "[m-junk]" {
 		t.Errorf("failures %v, want [m-junk]: a message that could not be set aside comes back, it is not dropped", got)
+	}
+}
+
+// testLeavesDynamoDBRecordsSetAside: a DynamoDB stream record its function
+// set aside (source: the stream ARN, as the Lambda event names no shard)
+// that is also in a range Lambda gave up on stays one item, the function's,
+// and the range's other records are found where the set-aside ones are, by
+// the stream ARN. Before, quarantine wrote its copies under
+// "<stream ARN>/<shard>": the set-aside record was kept a second time with
+// a reason saying it was not found bad, and a query by the stream ARN (as
+// docs/set-aside.md says) found none of the copies.
+func testLeavesDynamoDBRecordsSetAside(t *testing.T, e env) {
+	ctx := context.Background()
+	tbl := createTable(t, e.db, e.prefix+"profiles", "id", "", &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages})
+	streamArn := aws.ToString(tbl.TableDescription.LatestStreamArn)
+	for i := range 3 {
+		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.prefix + "profiles"), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: fmt.Sprintf("user-%d", i)}, "plan": &types.AttributeValueMemberS{Value: "pro"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := e.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamArn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := d.StreamDescription.Shards[0]
+	it, err := e.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(streamArn), ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+	if err != nil || len(recs.Records) != 3 {
+		t.Fatalf("stream records %d, %v", len(recs.Records), err)
+	}
+	var seqs []string
+	for _, r := range recs.Records {
+		seqs = append(seqs, aws.ToString(r.Dynamodb.SequenceNumber))
+	}
+	bad := stream.FromStreamsRecord(&recs.Records[1], streamArn)
+	rec := setaside.FromDynamoDB(&bad)
+	rec.Function, rec.Field, rec.Kind, rec.Reason = "cdc", "dynamodb.NewImage.plan", setaside.KindInvalid, "plan: not a known plan"
+	if err := setaside.New(e.db, e.table).SetAside(ctx, []setaside.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	h := New(e.kin, e.db, e.table, WithDynamoDBStreams(e.streams))
+	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-ddb",
+		Body: onFailure("DDBStreamBatchInfo", streamArn, aws.ToString(sh.ShardId), seqs[0], seqs[2], 3)}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("Handle = %v, %v", resp, err)
+	}
+	items := scan(t, e)
+	if len(items) != 3 {
+		for _, it := range items {
+			t.Logf("%s %s %s", it.Kind, it.Source, it.SequenceNumber)
+		}
+		t.Fatalf("%d items, want 3 (the set-aside record kept once)", len(items))
+	}
+	for i, it := range items {
+		wantKind := "record"
+		if i == 1 {
+			wantKind = "set-aside"
+		}
+		if it.Kind != wantKind || it.SequenceNumber != seqs[i] || it.Source != streamArn {
+			t.Errorf("item %d: kind %s source %s seq %s, want %s %s %s", i, it.Kind, it.Source, it.SequenceNumber, wantKind, streamArn, seqs[i])
+		}
+	}
+	if items[1].Reason != rec.Reason || items[1].Field != rec.Field || items[1].Condition != "" {
+		t.Errorf("the set-aside item was replaced: %+v", items[1])
 	}
 }

@@ -31,7 +31,9 @@
 //
 // Writing is idempotent: the same record gives the same items, so a retried
 // batch or a redelivered message does no harm. A DynamoDB Streams record
-// has no shard in the Lambda event, so its source is the stream ARN alone.
+// has no shard in the Lambda event, so its source is the stream ARN alone;
+// quarantine's copies of such records use the same source, so that a
+// record set aside is never kept a second time as a copy.
 //
 // # Personal data
 //

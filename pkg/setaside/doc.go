@@ -55,7 +55,10 @@
 // (dataChunks says how many items hold it, dataBytes its full size), the
 // rest in chunk items under the same source, sort keys "<sequence>#001",
 // "<sequence>#002", .... Chunks are written before the record's item, so a
-// record item is never there without its chunks. Load reassembles a record.
+// record item is never there without its chunks. A chunk says whose it is
+// (chunkOf: set-aside or record), so a copy of a record Keep writes never
+// replaces the chunks of that record set aside, whose data need not be the
+// same bytes. Load reassembles a record.
 // ChunkBytes leaves room for the item's other attributes and for stand-ins
 // that count binary data by its base64 length (moto); every other attribute
 // is bounded whoever filled it (text cut and marked "…(truncated)", the

@@ -79,6 +79,10 @@ type Item struct {
 	// DataChunks is how many items hold the data (this one and
 	// DataChunks-1 chunk items), when more than one.
 	DataChunks int `dynamodbav:"dataChunks,omitempty"`
+	// ChunkOf is a chunk item's record's kind (ItemSetAside, ItemRecord),
+	// so that a copy of a record never replaces the chunks of one set
+	// aside (Keep); absent on chunks written before it was kept.
+	ChunkOf string `dynamodbav:"chunkOf,omitempty"`
 	// DataTruncated is set when the data was over MaxDataBytes (or, in
 	// items written before chunking, over 350 KB) and only its start kept.
 	DataTruncated      bool   `dynamodbav:"dataTruncated,omitempty"`
@@ -143,7 +147,7 @@ func split(it Item) (Item, []Item) {
 	it.Data, it.DataChunks = data[:ChunkBytes], n
 	chunks := make([]Item, 0, n-1)
 	for i := 1; i < n; i++ {
-		chunks = append(chunks, Item{Source: it.Source, SequenceNumber: ChunkKey(it.SequenceNumber, i), Kind: ItemChunk,
+		chunks = append(chunks, Item{Source: it.Source, SequenceNumber: ChunkKey(it.SequenceNumber, i), Kind: ItemChunk, ChunkOf: it.Kind,
 			Data: data[i*ChunkBytes : min((i+1)*ChunkBytes, len(data))], ExpiresAt: it.ExpiresAt})
 	}
 	return it, chunks
@@ -173,7 +177,7 @@ func (it *Item) bound() error {
 		}
 	}
 	it.Reason = truncate(it.Reason, maxReasonBytes)
-	for _, s := range []*string{&it.Kind, &it.Field, &it.Function, &it.Category, &it.PartitionKey, &it.EventID, &it.EventName,
+	for _, s := range []*string{&it.Kind, &it.ChunkOf, &it.Field, &it.Function, &it.Category, &it.PartitionKey, &it.EventID, &it.EventName,
 		&it.Condition, &it.FunctionError, &it.FunctionArn, &it.RequestID} {
 		*s = truncate(*s, maxTextBytes)
 	}

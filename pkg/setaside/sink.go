@@ -165,25 +165,32 @@ func (s *Sink) Keep(ctx context.Context, items []Item) error {
 		heads = append(heads, head)
 		chunks = append(chunks, cs...)
 	}
-	if err := s.batchWrite(ctx, chunks); err != nil {
+	// Chunks first, as for SetAside, each on the condition that it is
+	// not a chunk of a record set aside: the copy's data need not be the
+	// same bytes (a DynamoDB stream record as GetRecords returns it).
+	if err := s.putAll(ctx, chunks); err != nil {
 		return err
 	}
 	return s.putAll(ctx, heads)
 }
 
-// notSetAside is the condition of Keep's record items.
-var notSetAside = func() expression.Expression {
-	cond := expression.Or(expression.AttributeNotExists(expression.Name("kind")),
-		expression.Name("kind").NotEqual(expression.Value(ItemSetAside)))
+// notSetAside is the condition of Keep's record items, and notSetAsideChunk
+// of their chunk items.
+var notSetAside, notSetAsideChunk = notOf("kind"), notOf("chunkOf")
+
+// notOf is the condition that attribute name is absent or not ItemSetAside.
+func notOf(name string) expression.Expression {
+	cond := expression.Or(expression.AttributeNotExists(expression.Name(name)),
+		expression.Name(name).NotEqual(expression.Value(ItemSetAside)))
 	e, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
 		panic(err) // a constant expression: fails in every test if wrong
 	}
 	return e
-}()
+}
 
-// putAll puts items concurrently, record items on the condition that they
-// do not replace a set-aside item.
+// putAll puts items concurrently, record items (and their chunks) on the
+// condition that they do not replace a set-aside item (or its chunks).
 func (s *Sink) putAll(ctx context.Context, items []Item) error {
 	var (
 		wg       sync.WaitGroup
@@ -197,10 +204,17 @@ func (s *Sink) putAll(ctx context.Context, items []Item) error {
 			return err
 		}
 		in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: av}
-		if items[i].Kind == ItemRecord {
-			in.ConditionExpression = notSetAside.Condition()
-			in.ExpressionAttributeNames = notSetAside.Names()
-			in.ExpressionAttributeValues = notSetAside.Values()
+		var cond *expression.Expression
+		switch {
+		case items[i].Kind == ItemRecord:
+			cond = &notSetAside
+		case items[i].Kind == ItemChunk && items[i].ChunkOf == ItemRecord:
+			cond = &notSetAsideChunk
+		}
+		if cond != nil {
+			in.ConditionExpression = cond.Condition()
+			in.ExpressionAttributeNames = cond.Names()
+			in.ExpressionAttributeValues = cond.Values()
 		}
 		wg.Add(1)
 		sem <- struct{}{}
@@ -209,6 +223,9 @@ func (s *Sink) putAll(ctx context.Context, items []Item) error {
 			_, err := s.db.PutItem(ctx, in)
 			var ccf *types.ConditionalCheckFailedException
 			if errors.As(err, &ccf) {
+				if items[i].Kind == ItemChunk {
+					return // its record's item says it below
+				}
 				s.log.InfoContext(ctx, "record already set aside by its function; kept as it is",
 					"source", items[i].Source, "sequenceNumber", items[i].SequenceNumber)
 				return

@@ -29,7 +29,8 @@
 // (trimmed, stream deleted), one marker item (kind "missing") says so, with
 // the batch's coordinates. A range can hold many MB (a filtered batch's
 // holds every record between its first and last), so one message copies at
-// most MaxCopyBytes of it in at most 50 GetRecords calls; past either, the
+// most MaxCopyBytes of it in at most 50 GetRecords calls; past either (or
+// after 3 empty answers short of a Kinesis shard's tip), the
 // marker names the records not copied by their sequence numbers (they may
 // still be in the stream), and RecordsMissing counts them (at least 1, which
 // its alarm sees). A message is read as every JSON entry point is

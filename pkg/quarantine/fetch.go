@@ -102,6 +102,10 @@ type collector struct {
 	maxBytes, bytes int
 	full            bool
 	next            string
+	// stalled is set when the read stopped on empty answers short of the
+	// shard's tip (Kinesis's MillisBehindLatest above 0): the rest may
+	// still be there.
+	stalled bool
 }
 
 func (c *collector) add(f fetched) {
@@ -211,8 +215,14 @@ func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResul
 		}
 		if len(out.Records) == 0 {
 			c.empty++
-			if aws.ToInt64(out.MillisBehindLatest) == 0 || c.empty >= maxEmptyReads {
+			if aws.ToInt64(out.MillisBehindLatest) == 0 {
 				break // at the tip of the shard: the rest is not there
+			}
+			if c.empty >= maxEmptyReads {
+				// Kinesis may answer nothing for a while before a part of
+				// the shard that holds records: not gone, not read.
+				c.stalled = true
+				break
 			}
 		} else {
 			c.empty = 0
@@ -310,12 +320,16 @@ func (h *Handler) cutShort(calls int, c *collector) error {
 		return fmt.Errorf("%w at %d bytes, the most one message copies (%d): the records from sequence number %s to %s were not copied and may still be in the stream",
 			errCutShort, c.bytes, c.maxBytes, c.next, c.info.EndSequenceNumber)
 	}
-	if c.done || calls < h.maxReads {
+	if c.done || (calls < h.maxReads && !c.stalled) {
 		return nil
 	}
 	left := "from sequence number " + c.info.StartSequenceNumber
 	if last := c.last(); last != "" {
 		left = "after sequence number " + last
 	}
-	return fmt.Errorf("%w after %d GetRecords calls: the records %s to %s were not copied and may still be in the stream", errCutShort, calls, left, c.info.EndSequenceNumber)
+	after := fmt.Sprintf("after %d GetRecords calls", calls)
+	if c.stalled {
+		after = fmt.Sprintf("after %d empty GetRecords answers short of the shard's tip", c.empty)
+	}
+	return fmt.Errorf("%w %s: the records %s to %s were not copied and may still be in the stream", errCutShort, after, left, c.info.EndSequenceNumber)
 }

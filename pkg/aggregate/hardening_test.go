@@ -222,7 +222,9 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 // empty or longer than an envelope's key may be (256 characters) can never
 // key a window item; it is set aside naming the field, and the shard moves
 // on, where a 3,000-character key used to fail the batch at DynamoDB's key
-// limit on every retry.
+// limit on every retry. One holding a control character, which ingest
+// refuses in an envelope's key, is set aside too, where it used to key
+// window items, result ids and log lines.
 func TestGroupingKeysFromDataAreBounded(t *testing.T) {
 	const config = `{"name":"hardkey","key":"data.user","value":"data.ms","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"]}`
 	h := newHardened(t, config, "")
@@ -236,6 +238,11 @@ func TestGroupingKeysFromDataAreBounded(t *testing.T) {
 		{"empty", `""`, true},
 		{"257 characters", `"` + strings.Repeat("é", 257) + `"`, true},
 		{"3,000 characters", `"` + strings.Repeat("u", 3000) + `"`, true},
+		// Ingest refuses a control character in an envelope's key; one in
+		// data would have keyed items and result ids all the same.
+		{"a newline", `"u-1\nforged log line"`, true},
+		{"a NUL", `"u\u0000"`, true},
+		{"DEL", `"u\u007f"`, true},
 	}
 	ev := events.KinesisEvent{}
 	for i, tt := range tests {

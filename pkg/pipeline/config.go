@@ -207,7 +207,9 @@ func (c *Config) NewWatermark() *window.Watermark { return window.NewWatermark(c
 // example "record evt-42: field data.amount: must be a number, not a string".
 // A grouping key read from data has 1 to stream.MaxKeyLength characters, as
 // an envelope's key has: it keys the pipeline's items in DynamoDB, whose
-// keys are bounded, and the results reader asks for it by name.
+// keys are bounded, and the results reader asks for it by name. No grouping
+// key holds a control character (stream.FirstControl), as ingest requires
+// of an envelope's key.
 func (c *Config) Extract(env *stream.Envelope) (key string, value float64, distinct []byte, err error) {
 	if key, err = c.Key.str(env); err != nil {
 		return "", 0, nil, err
@@ -220,6 +222,13 @@ func (c *Config) Extract(env *stream.Envelope) (key string, value float64, disti
 		if n, ok := stream.KeyLength(key); !ok {
 			return "", 0, nil, fieldError(env, c.Key, fmt.Sprintf("is %d characters long; a grouping key has at most %d", n, stream.MaxKeyLength))
 		}
+	}
+	// Ingest refuses control characters in an envelope's key and type
+	// (stream.CheckControls); a key read from data, or a record put on the
+	// stream past ingest, is held to the same, as it keys the pipeline's
+	// items, its results' ids and log lines.
+	if r, at, found := stream.FirstControl(key); found {
+		return "", 0, nil, fieldError(env, c.Key, fmt.Sprintf("holds control character U+%04X at byte %d; a grouping key is printable text, as ingest requires of an envelope's key", r, at))
 	}
 	if !c.Value.IsZero() {
 		if value, err = c.Value.number(env); err != nil {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -227,6 +228,23 @@ func BenchmarkParse(b *testing.B) {
 	for b.Loop() {
 		if _, err := Parse(doc); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestExtractNegativeZeroIsZero: a producer's -0 (Python's -0.0, or a
+// value too small for a float64, -1e-400) is aggregated as 0, so a window's
+// min, max and quantiles read 0, where they used to read -0 in the results
+// table, on the stream and on the dashboard.
+func TestExtractNegativeZeroIsZero(t *testing.T) {
+	c := mustParse(t, `{"name": "p", "value": "data.ms", "aggregates": ["min"], "windows": [{"kind": "tumbling", "size": "1m"}]}`)
+	for _, v := range []string{"-0", "-0.0", "-0e5", "-1e-400"} {
+		_, value, _, err := c.Extract(envelope(`{"ms": ` + v + `}`))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if value != 0 || math.Signbit(value) {
+			t.Errorf("%s read as %v (sign bit %v), want 0", v, value, math.Signbit(value))
 		}
 	}
 }

@@ -122,7 +122,7 @@ func (p Path) str(env *stream.Envelope) (string, error) {
 	return "", fieldError(env, p, "must be a string or a number, not "+kind(v))
 }
 
-// number reads p as a finite number.
+// number reads p as a finite number; -0 reads as 0.
 func (p Path) number(env *stream.Envelope) (float64, error) {
 	v, err := p.raw(env)
 	if err != nil {
@@ -139,6 +139,11 @@ func (p Path) number(env *stream.Envelope) (float64, error) {
 	}
 	if f > MaxValue || f < -MaxValue {
 		return 0, fieldError(env, p, fmt.Sprintf("%.40s is outside ±%g, %s", v, MaxValue, overflowReason))
+	}
+	if f == 0 {
+		// -0 (written so, or a negative value too small for a float64) is
+		// 0: a window's min, max or quantile would read "-0".
+		return 0, nil
 	}
 	return f, nil
 }

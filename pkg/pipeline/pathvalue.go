@@ -36,8 +36,8 @@ func (p Path) IsData() bool { return p.src == fromData }
 // Number reads p from env as a number a sum holds without overflow, as an
 // aggregate's value is read: finite and within ±MaxValue. The error is a
 // *stream.PoisonRecordError naming the path (missing, not a number, not
-// finite, or past ±MaxValue: Overflows tells the last apart). CEP's sum
-// rules read their values with it.
+// finite, or past ±MaxValue: Overflows tells the last apart); -0 reads as
+// 0. CEP's sum rules read their values with it.
 func (p Path) Number(env *stream.Envelope) (float64, error) { return p.number(env) }
 
 // Overflows reports whether err refused a number for its magnitude: past

@@ -342,14 +342,17 @@ var (
 //	idleTimeout                default 1m, at most 24h
 //	latePolicy                 "drop" (default) or "correct"
 //	allowedLateness            required with "correct", refused with "drop"; at most 8736h
+//	                             (8760h less what retention keeps past it, below)
 //	outputs                    {table, stream}; default {table: true}; at least one true
 //	partitionKeyIsGroupingKey  producers set key to the grouping key; default false
 //	parallelizationFactor      1 (default) to 10
 //	dedupeHorizon              how long an event id suppresses copies (same key and id); default 1h,
 //	                             at most 168h; "0s" turns suppression by id off
 //	retention                  how long a window item is kept after its window ends; default 168h
-//	                             (allowedLateness + 24h if longer), at least 24h and allowedLateness
-//	                             + 24h, at most 8760h
+//	                             (the least below if longer), at least 24h, allowedLateness + 24h and
+//	                             outOfOrderness + idleTimeout + allowedLateness + 12h (a window is
+//	                             final outOfOrderness + idleTimeout after its end at the latest), at
+//	                             most 8760h
 //
 // A top-level "$schema" string (the JSON Schema an editor checks the file
 // against) is accepted and ignored. The document is read by package
@@ -526,10 +529,11 @@ func Parse(doc []byte) (*Config, error) {
 		if c.Late.AllowedLateness, err = duration("allowedLateness", raw.lateness, 0, false); err != nil {
 			return nil, err
 		}
-		// A window is kept a day past its allowed lateness, for at most
+		// A window is kept a day past its allowed lateness (and half a
+		// day past the latest it can change, retentionFloor), for at most
 		// MaxRetention.
-		if hi := MaxRetention - MinRetention; c.Late.AllowedLateness > hi {
-			return nil, cfgErr("allowedLateness", "%s is longer than %s: a window is kept %s past its allowed lateness, and at most %s (retention)", raw.lateness, hi, MinRetention, MaxRetention)
+		if past, why := c.keptPastLateness(); c.Late.AllowedLateness > MaxRetention-past {
+			return nil, cfgErr("allowedLateness", "%s is longer than %s: a window is kept %s past its allowed lateness%s, and at most %s (retention)", raw.lateness, MaxRetention-past, past, why, MaxRetention)
 		}
 	}
 
@@ -554,9 +558,9 @@ func Parse(doc []byte) (*Config, error) {
 			return nil, err
 		}
 	}
-	// Without retention, a window is kept a week, or a day past the
-	// allowed lateness when that is longer.
-	c.Retention = max(DefaultRetention, c.Late.AllowedLateness+MinRetention)
+	// Without retention, a window is kept a week, or as long as
+	// retentionFloor asks when that is longer.
+	c.Retention = max(DefaultRetention, c.retentionFloor())
 	if raw.retention != nil {
 		if c.Retention, err = setting("retention", *raw.retention, `"168h"`, MinRetention, "the least a window is kept after it ends", MaxRetention); err != nil {
 			return nil, err
@@ -565,7 +569,37 @@ func Parse(doc []byte) (*Config, error) {
 	if c.Retention < c.Late.AllowedLateness+MinRetention {
 		return nil, cfgErr("retention", "%s is shorter than allowedLateness (%s) + %s: a correction could find its window expired", c.Retention, c.Late.AllowedLateness, MinRetention)
 	}
+	if c.Retention < c.retentionFloor() {
+		return nil, cfgErr("retention", "%s is shorter than outOfOrderness (%s) + idleTimeout (%s) + allowedLateness (%s) + %s: a window could still be open, or take a correction, after its item expired, and its result would never be emitted",
+			c.Retention, c.OutOfOrderness, c.IdleTimeout, c.Late.AllowedLateness, changeMargin)
+	}
 	return c, nil
+}
+
+// changeMargin is how long a window's item is kept, at the least, past the
+// latest the window can change: its watermark may pass its end
+// outOfOrderness + idleTimeout after it (an idle shard's, advanced by the
+// ticker), and a correction come allowedLateness after that. The margin
+// is for a function behind its shard (a backlog, a failing batch).
+const changeMargin = 12 * time.Hour
+
+// retentionFloor is the shortest retention of c: a day past its allowed
+// lateness, and changeMargin past the latest a window can change. A window
+// item that expired before it was final is never finalized, and its result
+// never emitted.
+func (c *Config) retentionFloor() time.Duration {
+	past, _ := c.keptPastLateness()
+	return c.Late.AllowedLateness + past
+}
+
+// keptPastLateness is how long a window is kept past its allowed lateness
+// at the least, and, when its outOfOrderness and idleTimeout make that
+// longer than MinRetention, a note saying why.
+func (c *Config) keptPastLateness() (time.Duration, string) {
+	if d := c.OutOfOrderness + c.IdleTimeout + changeMargin; d > MinRetention {
+		return d, " (outOfOrderness + idleTimeout + " + changeMargin.String() + ")"
+	}
+	return MinRetention, ""
 }
 
 // setting reads a duration setting given as s: not empty (example says

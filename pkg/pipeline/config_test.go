@@ -132,6 +132,10 @@ func TestParseDefaults(t *testing.T) {
 		// Without retention, a day past an allowed lateness longer than the default.
 		`{"name": "n", "latePolicy": "correct", "allowedLateness": "150h", "windows": [{"kind": "tumbling", "size": "1m"}]}`:  174 * time.Hour,
 		`{"name": "n", "latePolicy": "correct", "allowedLateness": "8736h", "windows": [{"kind": "tumbling", "size": "1m"}]}`: MaxRetention,
+		// Without retention, half a day past the latest a window can change
+		// when that is longer.
+		`{"name": "n", "outOfOrderness": "24h", "idleTimeout": "24h", "latePolicy": "correct", "allowedLateness": "120h", "windows": [{"kind": "tumbling", "size": "1m"}]}`: 180 * time.Hour,
+		`{"name": "n", "outOfOrderness": "24h", "retention": "37h", "windows": [{"kind": "tumbling", "size": "1m"}]}`:                                                       37 * time.Hour,
 	} {
 		if c, err := Parse([]byte(doc)); err != nil || c.Retention != want {
 			t.Errorf("%s: %v, error %v; want retention %s", doc, c, err, want)
@@ -278,6 +282,14 @@ func TestParseErrors(t *testing.T) {
 		{"retention fraction of a second", with(w{"retention": "86400500ms"}), "retention: 86400500ms is not a whole number of seconds"},
 		{"retention within allowedLateness", with(w{"retention": "48h", "latePolicy": "correct", "allowedLateness": "25h"}),
 			"retention: 48h0m0s is shorter than allowedLateness (25h0m0s) + 24h0m0s: a correction could find its window expired"},
+		// A window is final outOfOrderness + idleTimeout after its end at
+		// the latest; an item that expired before is never finalized.
+		{"retention within outOfOrderness", with(w{"retention": "24h", "latePolicy": nil, "allowedLateness": nil, "outOfOrderness": "24h"}),
+			"retention: 24h0m0s is shorter than outOfOrderness (24h0m0s) + idleTimeout (30s) + allowedLateness (0s) + 12h0m0s: a window could still be open, or take a correction, after its item expired, and its result would never be emitted"},
+		{"retention within idleTimeout and allowedLateness", with(w{"retention": "72h", "outOfOrderness": "0s", "idleTimeout": "24h", "allowedLateness": "48h"}),
+			"retention: 72h0m0s is shorter than outOfOrderness (0s) + idleTimeout (24h0m0s) + allowedLateness (48h0m0s) + 12h0m0s: a window could still be open, or take a correction, after its item expired, and its result would never be emitted"},
+		{"allowedLateness past the longest retention with a long outOfOrderness", with(w{"allowedLateness": "8736h", "outOfOrderness": "24h", "idleTimeout": "24h"}),
+			"allowedLateness: 8736h is longer than 8700h0m0s: a window is kept 60h0m0s past its allowed lateness (outOfOrderness + idleTimeout + 12h0m0s), and at most 8760h0m0s (retention)"},
 
 		{"grouping by type", with(w{"key": "type", "parallelizationFactor": 2}), "key: grouping by type with parallelizationFactor 2 needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1"},
 	}

@@ -169,7 +169,7 @@ var topSpecFields = []fieldSpec{
 	{name: "latePolicy", typ: tString, enum: []string{"drop", "correct"}, def: "drop",
 		doc: "What a record for a final window does: \"drop\" (counted as LateDropped) or \"correct\" (applied as a correction: revision + 1, the previous value emitted). Default drop."},
 	{name: "allowedLateness", typ: tString, duration: true,
-		doc: "With latePolicy \"correct\": how long after a window is final a correction is still accepted, at most 8736h (a window is kept a day past it). Required with \"correct\", refused with \"drop\"."},
+		doc: "With latePolicy \"correct\": how long after a window is final a correction is still accepted, at most 8760h less what retention keeps past it: a day (so 8736h), or outOfOrderness + idleTimeout + 12h when longer. Required with \"correct\", refused with \"drop\"."},
 	{name: "outputs", typ: tObject, fields: outputSpecFields, anyOf: oneOutputOn, def: map[string]any{"table": true},
 		doc: "Where window results go; at least one of table and stream is true. Default {\"table\": true}."},
 	{name: "partitionKeyIsGroupingKey", typ: tBool, def: false,
@@ -179,7 +179,7 @@ var topSpecFields = []fieldSpec{
 	{name: "dedupeHorizon", typ: tString, duration: true, def: "1h",
 		doc: "How long an accepted event id suppresses copies of the event (same key and id), at most 168h; \"0s\" turns suppression by id off. Default 1h."},
 	{name: "retention", typ: tString, duration: true, def: "168h", examples: []any{"168h", "720h"},
-		doc: "How long a window's item (its value, result and revision) stays in the views table after the window ends, for the results reader, the dashboard and corrections; DynamoDB's TTL deletes it after. At least 24h and allowedLateness + 24h, at most 8760h. Storage is most of what keeping results costs. Default 168h (7 days), or allowedLateness + 24h when longer."},
+		doc: "How long a window's item (its value, result and revision) stays in the views table after the window ends, for the results reader, the dashboard and corrections; DynamoDB's TTL deletes it after. At least 24h, allowedLateness + 24h and outOfOrderness + idleTimeout + allowedLateness + 12h (a window is final outOfOrderness + idleTimeout after its end at the latest; an item expired before is never finalized), at most 8760h. Storage is most of what keeping results costs. Default 168h (7 days), or the least allowed when longer."},
 }
 
 // joinSpecFields are a join file's fields (kind "join"); package join

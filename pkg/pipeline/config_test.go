@@ -280,6 +280,12 @@ func TestParseErrors(t *testing.T) {
 		{"retention too short", with(w{"retention": "23h"}), "retention: 23h is shorter than 24h0m0s, the least a window is kept after it ends"},
 		{"retention too long", with(w{"retention": "8761h"}), "retention: 8761h is longer than 8760h0m0s"},
 		{"retention fraction of a second", with(w{"retention": "86400500ms"}), "retention: 86400500ms is not a whole number of seconds"},
+		// A path names object fields; "items[0]" used to be taken as a
+		// field's name, and every record set aside as missing it.
+		{"value into an array", with(w{"value": "data.items[0].price"}),
+			`value: "data.items[0].price" addresses an array element (items[0]): a path names object fields only, and array elements cannot be read`},
+		{"key into an array", with(w{"key": "data.tags[*]"}),
+			`key: "data.tags[*]" addresses an array element (tags[*]): a path names object fields only, and array elements cannot be read`},
 		{"retention within allowedLateness", with(w{"retention": "48h", "latePolicy": "correct", "allowedLateness": "25h"}),
 			"retention: 48h0m0s is shorter than allowedLateness (25h0m0s) + 24h0m0s: a correction could find its window expired"},
 		// A window is final outOfOrderness + idleTimeout after its end at

@@ -25,7 +25,8 @@ const (
 
 // Path points into an envelope: "key", "type", "id", or "data" followed by
 // object field names separated by dots ("data.order.total"). Field names
-// with a dot in them, and array elements, cannot be addressed.
+// with a dot in them, and array elements, cannot be addressed; ParsePath
+// refuses a field written as an element ("items[0]", "tags[*]").
 type Path struct {
 	text   string
 	src    source
@@ -55,8 +56,23 @@ func ParsePath(s string) (Path, error) {
 		if f == "" {
 			return Path{}, fmt.Errorf("%q has an empty field name", s)
 		}
+		if isElement(f) {
+			return Path{}, fmt.Errorf("%q addresses an array element (%s): a path names object fields only, and array elements cannot be read", s, f)
+		}
 	}
 	return Path{text: s, src: fromData, fields: fields}, nil
+}
+
+// isElement reports whether a path's field is written as an array element,
+// "items[0]" or "tags[*]": taken as a field's name, it would match no
+// record's data.
+func isElement(f string) bool {
+	open := strings.LastIndexByte(f, '[')
+	if open <= 0 || !strings.HasSuffix(f, "]") {
+		return false
+	}
+	idx := f[open+1 : len(f)-1]
+	return idx == "*" || (idx != "" && strings.Trim(idx, "0123456789") == "")
 }
 
 // String is the path as written.

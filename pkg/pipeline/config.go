@@ -142,8 +142,12 @@ func (w WindowSpec) ID() string {
 
 // aligned is w with its offset normalised to [0, period), the period being
 // the size of a tumbling window and the advance of a hopping one: offsets
-// that differ by whole periods give the same windows.
+// that differ by whole periods give the same windows. A hopping window
+// advancing by its size is the tumbling window of that size.
 func (w WindowSpec) aligned() WindowSpec {
+	if w.Kind == Hopping && w.Advance == w.Size {
+		w.Kind, w.Advance = Tumbling, 0
+	}
 	period := w.Size
 	if w.Kind == Hopping {
 		period = w.Advance

@@ -243,6 +243,8 @@ func TestParseErrors(t *testing.T) {
 		{"same window by a whole size of offset", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m"}, w{"kind": "tumbling", "size": "1m", "offset": "1m"})}), "windows[1]: is the same window as windows[0]"},
 		{"same window by a negative offset", with(w{"windows": windows(w{"kind": "tumbling", "size": "24h", "offset": "-5h"}, w{"kind": "tumbling", "size": "24h", "offset": "19h"})}), "windows[1]: is the same window as windows[0]"},
 		{"same hopping window by a whole advance of offset", with(w{"windows": windows(w{"kind": "hopping", "size": "5m", "advance": "1m", "offset": "2m"}, w{"kind": "hopping", "size": "5m", "advance": "1m"})}), "windows[1]: is the same window as windows[0]"},
+		{"hopping by its size is the tumbling window", with(w{"windows": windows(w{"kind": "tumbling", "size": "5m"}, w{"kind": "hopping", "size": "5m", "advance": "5m"})}), "windows[1]: is the same window as windows[0]"},
+		{"tumbling is the hopping window by its size", with(w{"windows": windows(w{"kind": "hopping", "size": "1h", "advance": "1h", "offset": "30m"}, w{"kind": "tumbling", "size": "60m", "offset": "-30m"})}), "windows[1]: is the same window as windows[0]"},
 		{"size past a year", with(w{"windows": windows(w{"kind": "tumbling", "size": "100000h"})}), "windows[0].size: 100000h is longer than 8760h0m0s, the longest a window may be"},
 		{"gap past a year", with(w{"windows": windows(w{"kind": "session", "gap": "8761h"})}), "windows[0].gap: 8761h is longer than 8760h0m0s, the longest a window may be"},
 		{"difference past a year", with(w{"windows": windows(w{"kind": "sliding", "difference": "2562047h"})}), "windows[0].difference: 2562047h is longer than 8760h0m0s, the longest a window may be"},

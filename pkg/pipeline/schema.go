@@ -155,7 +155,7 @@ var topSpecFields = []fieldSpec{
 	{name: "distinct", typ: tString, pattern: anyPathPattern,
 		doc: "What the distinct aggregate counts: \"key\", \"type\", \"id\" or \"data.<field>...\"; required by distinct, refused otherwise."},
 	{name: "windows", typ: tArray, required: true, minItems: 1, uniqueItems: true, items: &fieldSpec{typ: tObject, fields: windowSpecFields, allOf: windowRules},
-		doc: "The windows, at least one, each different: [{\"kind\": \"tumbling\", \"size\": \"1m\"}]."},
+		doc: "The windows, at least one, each different (offsets a whole period apart give the same windows, and a hopping window advancing by its size is the tumbling window of that size): [{\"kind\": \"tumbling\", \"size\": \"1m\"}]."},
 	{name: "aggregates", typ: tArray, uniqueItems: true, items: &fieldSpec{typ: tString, enum: agg.Names()}, def: []any{"count"},
 		doc: "The aggregates computed per key and window (all mergeable): count, sum, min, max, mean, distinct (HyperLogLog), quantiles (DDSketch). Default [\"count\"]."},
 	{name: "quantiles", typ: tArray, uniqueItems: true, items: &fieldSpec{typ: tNumber, min: num(0), max: num(1), exclusiveMinMax: true},

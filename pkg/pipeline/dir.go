@@ -44,8 +44,8 @@ type File struct {
 // kind ("kind": aggregate when absent, join or cep; an aggregation with
 // Parse and CheckKeyedWindows, a join or CEP file against its table in
 // schema.go), and checks
-// that its name is the file's base name ("checkouts.json" declares "name":
-// "checkouts") and that its compacted JSON fits in MaxConfigBytes. Errors
+// that its name holds a letter or digit and is the file's base name
+// ("checkouts.json" declares "name": "checkouts") and that its compacted JSON fits in MaxConfigBytes. Errors
 // start with path and name the field, for example
 //
 //	pipelines/checkouts.json: windows[0].size: "1x" is not a duration such as "90s", "5m" or "1h30m"
@@ -69,6 +69,12 @@ func NewFile(path string, doc []byte) (File, error) {
 	}
 	if err != nil {
 		return File{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if strings.Trim(f.Name, "-_") == "" {
+		// The stack names the file's constructs and outputs by the
+		// name's letters and digits ("Pageviews", "PageviewsDashboardName").
+		return File{}, fmt.Errorf("%s: %w", path, &ConfigError{Field: "name",
+			Reason: fmt.Sprintf("%q has no letter or digit: the stack names the pipeline's resources and outputs by them", f.Name)})
 	}
 	base := strings.TrimSuffix(filepath.Base(path), ".json")
 	if f.Name != base {

@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -223,6 +224,32 @@ func TestLoadDirConfigError(t *testing.T) {
 	var ce *pipeline.ConfigError
 	if !errors.As(err, &ce) || ce.Field != "windows" {
 		t.Errorf("LoadDir = %v, want a *ConfigError on windows", err)
+	}
+}
+
+// TestNewFileRefusesNamesOfSeparatorsOnly: the stack names a pipeline's
+// constructs and outputs by its name's letters and digits; a name of '-'
+// and '_' only left none, and cdk synth failed deep in the construct tree
+// without naming the file. It is refused naming the file and the field.
+func TestNewFileRefusesNamesOfSeparatorsOnly(t *testing.T) {
+	for _, doc := range []string{
+		`{"name": "_", "windows": [{"kind": "tumbling", "size": "1m"}]}`,
+		`{"kind": "join", "name": "--", "left": "search", "right": "click", "within": "30s"}`,
+		`{"kind": "cep", "name": "_-_"}`,
+	} {
+		var m struct{ Name string }
+		if err := json.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("pipelines", m.Name+".json")
+		_, err := pipeline.NewFile(path, []byte(doc))
+		var ce *pipeline.ConfigError
+		if !errors.As(err, &ce) || ce.Field != "name" || !strings.HasPrefix(err.Error(), path+": name: ") || !strings.Contains(err.Error(), "letter or digit") {
+			t.Errorf("NewFile(%s) = %v, want an error naming %s and its name", doc, err, path)
+		}
+	}
+	if _, err := pipeline.NewFile("pipelines/_a-1.json", []byte(`{"name": "_a-1", "windows": [{"kind": "tumbling", "size": "1m"}]}`)); err != nil {
+		t.Errorf("a name with a letter: %v", err)
 	}
 }
 

@@ -145,7 +145,7 @@ var topSpecFields = []fieldSpec{
 	{name: "kind", typ: tString, enum: []string{string(KindAggregate)}, def: string(KindAggregate),
 		doc: "\"aggregate\" (the default): this file declares a windowed aggregation."},
 	{name: "name", typ: tString, required: true, pattern: namePattern.String(),
-		doc: "The pipeline's name: 1 to 64 letters, digits, '-' or '_'. It keys the pipeline's items in the shared views table, names its functions and dashboard, and equals the file's base name."},
+		doc: "The pipeline's name: 1 to 64 letters, digits, '-' or '_', at least one a letter or digit. It keys the pipeline's items in the shared views table, names its functions and dashboard, and equals the file's base name."},
 	{name: "eventTypes", typ: tArray, uniqueItems: true, items: &fieldSpec{typ: tString, minLength: 1},
 		doc: "The event types the pipeline reads (the envelope's type); empty or absent: every type."},
 	{name: "key", typ: tString, pattern: keyPathPattern, def: "key", examples: []any{"key", "data.region"},
@@ -187,7 +187,7 @@ var topSpecFields = []fieldSpec{
 var joinSpecFields = []fieldSpec{
 	operatorKind(KindJoin),
 	{name: "name", typ: tString, required: true, pattern: namePattern.String(), patternReason: "must be 1 to 64 letters, digits, '-' or '_'",
-		doc: "The join's name: 1 to 64 letters, digits, '-' or '_'. It keys the join's state and its output records' ids, names its functions and dashboard, and equals the file's base name."},
+		doc: "The join's name: 1 to 64 letters, digits, '-' or '_', at least one a letter or digit. It keys the join's state and its output records' ids, names its functions and dashboard, and equals the file's base name."},
 	{name: "left", typ: tString, required: true, minLength: 1, examples: []any{"search"},
 		doc: "The event type of the left side (the envelope's type)."},
 	{name: "right", typ: tString, required: true, minLength: 1, examples: []any{"click"},
@@ -217,7 +217,7 @@ var joinSpecFields = []fieldSpec{
 var cepSpecFields = []fieldSpec{
 	operatorKind(KindCEP),
 	{name: "name", typ: tString, required: true, pattern: namePattern.String(), patternReason: "must be 1 to 64 letters, digits, '-' or '_'",
-		doc: "The detection's name: 1 to 64 letters, digits, '-' or '_'. It keys its partial matches and watermarks, names its functions, rules table and dashboard, and equals the file's base name."},
+		doc: "The detection's name: 1 to 64 letters, digits, '-' or '_', at least one a letter or digit. It keys its partial matches and watermarks, names its functions, rules table and dashboard, and equals the file's base name."},
 	{name: "outOfOrderness", typ: tString, duration: true, def: "0s",
 		doc: "The watermark's allowance, at most 1h: events are matched in event-time order once the newest event time of their shard minus this has passed them. Default 0s."},
 	{name: "idleTimeout", typ: tString, duration: true, def: "1m",

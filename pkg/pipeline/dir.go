@@ -54,6 +54,12 @@ func NewFile(path string, doc []byte) (File, error) {
 	if len(doc) > MaxFileBytes {
 		return File{}, fmt.Errorf("%s: %d bytes, more than %d: a pipeline file is a small JSON object", path, len(doc), MaxFileBytes)
 	}
+	if bytes.HasPrefix(doc, []byte("\xef\xbb\xbf")) {
+		// Some editors save UTF-8 so; the JSON reader would report an
+		// "invalid character 'ï'" the file does not seem to hold.
+		return File{}, fmt.Errorf("%s: %w", path, &ConfigError{
+			Reason: "starts with a UTF-8 byte order mark (EF BB BF): save it as UTF-8 without one"})
+	}
 	kind, err := fileKind(doc)
 	if err != nil {
 		return File{}, fmt.Errorf("%s: %w", path, err)

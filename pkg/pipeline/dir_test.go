@@ -253,6 +253,17 @@ func TestNewFileRefusesNamesOfSeparatorsOnly(t *testing.T) {
 	}
 }
 
+// TestNewFileNamesAByteOrderMark: a file saved by an editor that starts
+// UTF-8 with a byte order mark used to be refused as "invalid character
+// 'ï'" at column 1, a character the file does not seem to hold.
+func TestNewFileNamesAByteOrderMark(t *testing.T) {
+	bom := "\xef\xbb\xbf" + doc("p")
+	_, err := pipeline.NewFile("pipelines/p.json", []byte(bom))
+	if err == nil || !strings.HasPrefix(err.Error(), "pipelines/p.json: ") || !strings.Contains(err.Error(), "byte order mark") {
+		t.Errorf("NewFile = %v, want an error naming the file and its byte order mark", err)
+	}
+}
+
 // The pipelines the repository ships (what the stack deploys; links in
 // testdata/shipped-pipelines, so that a pipeline you add does not change
 // what this test expects) load, and every aggregation is a config the

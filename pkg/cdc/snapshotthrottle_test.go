@@ -73,18 +73,7 @@ func TestSnapshotOfABusyStream(t *testing.T) {
 	if counts.Published != items {
 		t.Errorf("published %d, want %d", counts.Published, items)
 	}
-	seen := map[string]int{}
-	for _, c := range readKinesis(t, kin, "events") {
-		seen[c.env.ID]++
-	}
-	if len(seen) != items {
-		t.Errorf("%d distinct snapshot records on the stream, want %d", len(seen), items)
-	}
-	for id, n := range seen {
-		if n != 1 {
-			t.Errorf("%s on the stream %d times, want once", id, n)
-		}
-	}
+	publishedOnce(t, kin, items)
 
 	// A stream that takes nothing: the snapshot stops, saying why.
 	stuck := &busyStream{kin: kin, accept: 0}
@@ -143,18 +132,7 @@ func TestSnapshotOfAThrottledTable(t *testing.T) {
 	if counts.Published != items || tt.refused < 2*3 {
 		t.Errorf("published %d of %d, %d scans throttled", counts.Published, items, tt.refused)
 	}
-	seen := map[string]int{}
-	for _, c := range readKinesis(t, kin, "events") {
-		seen[c.env.ID]++
-	}
-	if len(seen) != items {
-		t.Errorf("%d distinct snapshot records on the stream, want %d", len(seen), items)
-	}
-	for id, n := range seen {
-		if n != 1 {
-			t.Errorf("%s on the stream %d times, want once", id, n)
-		}
-	}
+	publishedOnce(t, kin, items)
 }
 
 // profilesOf starts a stand-in with a profiles table of n items at version
@@ -172,4 +150,22 @@ func profilesOf(t *testing.T, n int) (*dynamodb.Client, *dynamodbstreams.Client,
 		}
 	}
 	return db, streams, kin
+}
+
+// publishedOnce checks the events stream holds n snapshot records, each
+// once.
+func publishedOnce(t *testing.T, kin *kinesis.Client, n int) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, c := range readKinesis(t, kin, "events") {
+		seen[c.env.ID]++
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct snapshot records on the stream, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("%s on the stream %d times, want once", id, k)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kinesistypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
@@ -310,28 +311,7 @@ func testNotesMissingRecords(t *testing.T, e env) {
 
 func testQuarantinesDynamoDBStreamRecords(t *testing.T, e env) {
 	ctx := context.Background()
-	tbl := createTable(t, e.db, e.prefix+"profiles", "id", "", &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages})
-	streamArn := aws.ToString(tbl.TableDescription.LatestStreamArn)
-	for i := range 3 {
-		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.prefix + "profiles"), Item: map[string]types.AttributeValue{
-			"id": &types.AttributeValueMemberS{Value: fmt.Sprintf("user-%d", i)}, "plan": &types.AttributeValueMemberS{Value: "pro"},
-		}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d, err := e.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamArn)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh := d.StreamDescription.Shards[0]
-	it, err := e.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(streamArn), ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := e.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
-	if err != nil || len(recs.Records) != 3 {
-		t.Fatalf("stream records %d, %v", len(recs.Records), err)
-	}
+	streamArn, sh, recs := profileChanges(t, e)
 	first, last := aws.ToString(recs.Records[0].Dynamodb.SequenceNumber), aws.ToString(recs.Records[2].Dynamodb.SequenceNumber)
 
 	h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams))
@@ -696,28 +676,7 @@ func TestThrottledTableIsRetried(t *testing.T) {
 // docs/set-aside.md says) found none of the copies.
 func testLeavesDynamoDBRecordsSetAside(t *testing.T, e env) {
 	ctx := context.Background()
-	tbl := createTable(t, e.db, e.prefix+"profiles", "id", "", &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages})
-	streamArn := aws.ToString(tbl.TableDescription.LatestStreamArn)
-	for i := range 3 {
-		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.prefix + "profiles"), Item: map[string]types.AttributeValue{
-			"id": &types.AttributeValueMemberS{Value: fmt.Sprintf("user-%d", i)}, "plan": &types.AttributeValueMemberS{Value: "pro"},
-		}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d, err := e.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamArn)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh := d.StreamDescription.Shards[0]
-	it, err := e.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(streamArn), ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := e.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
-	if err != nil || len(recs.Records) != 3 {
-		t.Fatalf("stream records %d, %v", len(recs.Records), err)
-	}
+	streamArn, sh, recs := profileChanges(t, e)
 	var seqs []string
 	for _, r := range recs.Records {
 		seqs = append(seqs, aws.ToString(r.Dynamodb.SequenceNumber))
@@ -753,4 +712,35 @@ func testLeavesDynamoDBRecordsSetAside(t *testing.T, e env) {
 	if items[1].Reason != rec.Reason || items[1].Field != rec.Field || items[1].Condition != "" {
 		t.Errorf("the set-aside item was replaced: %+v", items[1])
 	}
+}
+
+// profileChanges writes three items to a profiles table with a stream and
+// reads back their stream records: the stream's ARN, its shard and the
+// records.
+func profileChanges(t *testing.T, e env) (string, streamtypes.Shard, *dynamodbstreams.GetRecordsOutput) {
+	t.Helper()
+	ctx := context.Background()
+	tbl := createTable(t, e.db, e.prefix+"profiles", "id", "", &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages})
+	streamArn := aws.ToString(tbl.TableDescription.LatestStreamArn)
+	for i := range 3 {
+		if _, err := e.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.prefix + "profiles"), Item: map[string]types.AttributeValue{
+			"id": &types.AttributeValueMemberS{Value: fmt.Sprintf("user-%d", i)}, "plan": &types.AttributeValueMemberS{Value: "pro"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := e.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamArn)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := d.StreamDescription.Shards[0]
+	it, err := e.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(streamArn), ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := e.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
+	if err != nil || len(recs.Records) != 3 {
+		t.Fatalf("stream records %d, %v", len(recs.Records), err)
+	}
+	return streamArn, sh, recs
 }

@@ -354,19 +354,7 @@ func testCopiesNoPersonalData(t *testing.T, e env) {
 	if _, err := e.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(name), Key: key, UpdateExpression: aws.String("REMOVE personal")}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := e.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamArn)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh := d.StreamDescription.Shards[0]
-	it, err := e.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(streamArn), ShardId: sh.ShardId, ShardIteratorType: "TRIM_HORIZON"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := e.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
-	if err != nil || len(recs.Records) != 2 {
-		t.Fatalf("stream records %d, %v", len(recs.Records), err)
-	}
+	sh, recs := streamRecords(t, e, streamArn, 2)
 	first, last := aws.ToString(recs.Records[0].Dynamodb.SequenceNumber), aws.ToString(recs.Records[1].Dynamodb.SequenceNumber)
 	h := New(e.kin, e.db, e.table, WithClock(func() time.Time { return now }), WithDynamoDBStreams(e.streams))
 	resp, err := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-ddb", Body: onFailure("DDBStreamBatchInfo", streamArn, aws.ToString(sh.ShardId), first, last, 2)}}})
@@ -729,6 +717,15 @@ func profileChanges(t *testing.T, e env) (string, streamtypes.Shard, *dynamodbst
 			t.Fatal(err)
 		}
 	}
+	sh, recs := streamRecords(t, e, streamArn, 3)
+	return streamArn, sh, recs
+}
+
+// streamRecords reads the n records of a table's stream from its first
+// shard's start: the shard and the records.
+func streamRecords(t *testing.T, e env, streamArn string, n int) (streamtypes.Shard, *dynamodbstreams.GetRecordsOutput) {
+	t.Helper()
+	ctx := context.Background()
 	d, err := e.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamArn)})
 	if err != nil {
 		t.Fatal(err)
@@ -739,8 +736,8 @@ func profileChanges(t *testing.T, e env) (string, streamtypes.Shard, *dynamodbst
 		t.Fatal(err)
 	}
 	recs, err := e.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator})
-	if err != nil || len(recs.Records) != 3 {
-		t.Fatalf("stream records %d, %v", len(recs.Records), err)
+	if err != nil || len(recs.Records) != n {
+		t.Fatalf("stream records %d, want %d (%v)", len(recs.Records), n, err)
 	}
-	return streamArn, sh, recs
+	return sh, recs
 }

@@ -516,13 +516,7 @@ func TestMetricsCountEventsInAndApplied(t *testing.T) {
 func TestCompareListsWhatDiffers(t *testing.T) {
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(awsCfg)
-	n := seq.Add(1)
-	a, b := fmt.Sprintf("cmpa%d", n), fmt.Sprintf("cmpb%d", n)
-	for _, name := range []string{a, b} {
-		if err := seats.CreateViewsTable(ctx, db, name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := twoVersions(t, db)
 	put := func(table, pk, sk, v, fence string) {
 		t.Helper()
 		item := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk},
@@ -557,13 +551,7 @@ func TestCompareListsWhatDiffers(t *testing.T) {
 func TestCompareAnswerIsBounded(t *testing.T) {
 	ctx := context.Background()
 	db := dynamodb.NewFromConfig(awsCfg)
-	n := seq.Add(1)
-	a, b := fmt.Sprintf("cmpa%d", n), fmt.Sprintf("cmpb%d", n)
-	for _, name := range []string{a, b} {
-		if err := seats.CreateViewsTable(ctx, db, name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b := twoVersions(t, db)
 	big := strings.Repeat("x", 100_000)
 	for i := range 12 {
 		for _, tb := range []struct{ table, free, seats string }{{a, "3", big + "a"}, {b, "2", big + "b"}} {
@@ -587,4 +575,17 @@ func TestCompareAnswerIsBounded(t *testing.T) {
 	if len(out) > 16<<10 {
 		t.Errorf("the diff is %d bytes; want it bounded (16 KB)", len(out))
 	}
+}
+
+// twoVersions creates two views tables to compare, named for this test.
+func twoVersions(t *testing.T, db *dynamodb.Client) (a, b string) {
+	t.Helper()
+	n := seq.Add(1)
+	a, b = fmt.Sprintf("cmpa%d", n), fmt.Sprintf("cmpb%d", n)
+	for _, name := range []string{a, b} {
+		if err := seats.CreateViewsTable(context.Background(), db, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, b
 }

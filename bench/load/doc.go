@@ -60,7 +60,8 @@
 //	BENCH load_detail ... (invocations, CPU per record, billed ms per invocation, requests per event, units, log bytes per event, custom metrics, storage, wall seconds)
 //	BENCH load_powertools events_per_s=<n> keys=<n> wcu_per_event=<x> lambda_usd=<x> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_usd=<x> flink_ratio=<x>
 //	BENCH load_kinesis events_per_s=<n> keys=<n> events_stream_usd=<x> results_stream_usd=<x>
-//	BENCH load_writes events_per_s=<n> keys=<n> path=<...> items=<table:class> wcu_per_event=<x> writes_per_event=<x> index_wcu_per_event=<x>
+//	BENCH load_writes events_per_s=<n> keys=<n> path=<...> items=<table:class> wcu_per_event=<x> writes_per_event=<x> kb_per_event=<x> index_wcu_per_event=<x>
+//	BENCH load_packed events_per_s=<n> keys=<n> path=<...> wcu_per_event=<x> packed_wcu_per_event=<x>
 //	BENCH load_cloudwatch events_per_s=<n> keys=<n> path=<...> results_logs_usd=<x> emf_logs_usd=<x> platform_logs_usd=<x> other_logs_usd=<x> metrics_usd=<x> alarms_usd=<x> result_lines_per_event=<x> bytes_per_result_line=<n>
 //	BENCH load_flush events_per_s=100 keys=1000 flush_s=<n> wcu_per_event=<x> total_usd=<x> flink_ratio=<x> windows_ended_early=<n>
 //	BENCH load_provisioned events_per_s=<n> keys=<n> path=<...> wcu=<n> rcu=<n> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_ratio=<x> largest_burst_wu=<n> burst_credit_wu=<n> throttled_wu_per_event=<x>
@@ -80,7 +81,12 @@
 // load_writes splits the write units by what the items are (a window kind,
 // keyed states, the ledger's head and segments, the listings, the shards'
 // watermarks); wcu_per_event over writes_per_event above 1 says those
-// items are over 1 KB. load_flush prices the README's load at each of
+// items are over 1 KB, and kb_per_event is the bytes they were billed on
+// (before each write is rounded up to a whole KB). load_packed sums those
+// bytes: packed_wcu_per_event is what the same writes of the same items
+// would cost if no write paid for the rest of its last KB — the floor of
+// packing today's items together without making them smaller or writing
+// them less often. load_flush prices the README's load at each of
 // -flushes, the intervals other than the stack's (-flush).
 //
 // load_detail's cpu_ms_per_record includes sdk_ms_per_record, the SDK's

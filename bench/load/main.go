@@ -248,10 +248,15 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 				classes = append(classes, c)
 			}
 			sort.Strings(classes)
+			packedBytes := 0
 			for _, c := range classes {
-				fmt.Fprintf(out, "BENCH load_writes events_per_s=%d keys=%d path=%s items=%s wcu_per_event=%.3f writes_per_event=%.3f index_wcu_per_event=%.3f\n",
-					rate, keys, p, c, float64(t.db.WriteUnitsBy[c])/float64(t.events), float64(t.db.WritesBy[c])/float64(t.events), float64(t.db.IndexUnitsBy[c])/float64(t.events))
+				packedBytes += t.db.WriteBytesBy[c]
+				fmt.Fprintf(out, "BENCH load_writes events_per_s=%d keys=%d path=%s items=%s wcu_per_event=%.3f writes_per_event=%.3f kb_per_event=%.3f index_wcu_per_event=%.3f\n",
+					rate, keys, p, c, float64(t.db.WriteUnitsBy[c])/float64(t.events), float64(t.db.WritesBy[c])/float64(t.events),
+					float64(t.db.WriteBytesBy[c])/1024/float64(t.events), float64(t.db.IndexUnitsBy[c])/float64(t.events))
 			}
+			fmt.Fprintf(out, "BENCH load_packed events_per_s=%d keys=%d path=%s wcu_per_event=%.3f packed_wcu_per_event=%.3f\n",
+				rate, keys, p, float64(t.db.WRU())/float64(t.events), (float64(packedBytes)/1024+float64(t.db.IndexUnits))/float64(t.events))
 			if p == pathBatch || invocations == 0 {
 				invocations = float64(t.aggInvokes) * f
 			}

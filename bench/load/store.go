@@ -29,7 +29,12 @@ type usage struct {
 	// WritesBy counts the item writes of each itemClass (a refused
 	// conditional write too): with WriteUnitsBy, how large the written
 	// items are.
-	WritesBy      map[string]int
+	WritesBy map[string]int
+	// WriteBytesBy is the bytes those writes were billed on (the larger
+	// of the item before and after, before rounding up to whole KB): what
+	// the same items would cost packed with others, with no write paying
+	// for the rest of its last KB.
+	WriteBytesBy  map[string]int
 	IndexUnitsBy  map[string]int // IndexUnits by itemClass
 	IndexUnits    int            // global secondary index writes
 	ReadHalfUnits int
@@ -40,7 +45,7 @@ type usage struct {
 }
 
 func newUsage() usage {
-	return usage{Requests: map[string]int{}, WriteUnitsBy: map[string]int{}, WritesBy: map[string]int{}, IndexUnitsBy: map[string]int{}}
+	return usage{Requests: map[string]int{}, WriteUnitsBy: map[string]int{}, WritesBy: map[string]int{}, WriteBytesBy: map[string]int{}, IndexUnitsBy: map[string]int{}}
 }
 
 // ReadUnits is ReadHalfUnits in read request units.
@@ -70,6 +75,9 @@ func (u *usage) subtract(o usage) {
 	for k, v := range o.WritesBy {
 		u.WritesBy[k] -= v
 	}
+	for k, v := range o.WriteBytesBy {
+		u.WriteBytesBy[k] -= v
+	}
 	for k, v := range o.IndexUnitsBy {
 		u.IndexUnitsBy[k] -= v
 	}
@@ -88,6 +96,9 @@ func (u *usage) add(o usage) {
 	}
 	for k, v := range o.WritesBy {
 		u.WritesBy[k] += v
+	}
+	for k, v := range o.WriteBytesBy {
+		u.WriteBytesBy[k] += v
 	}
 	for k, v := range o.IndexUnitsBy {
 		u.IndexUnitsBy[k] += v
@@ -189,6 +200,7 @@ func (s *store) billWrite(table string, old, next map[string]types.AttributeValu
 	class := itemClass(table, old, next)
 	s.u.WriteUnitsBy[class] += units(size, 1024) * mult
 	s.u.WritesBy[class]++
+	s.u.WriteBytesBy[class] += size * mult
 	if failed {
 		return
 	}

@@ -29,6 +29,10 @@
 //     and, with Config.Backlog (FromEnv: EVENTS_STREAM_NAME), not one whose
 //     records wait on the stream for a handler that is failing or
 //     throttled (see package keyed);
+//   - a record whose value alone makes the aggregate a NaN or an infinity
+//     (its one-value aggregate does not render as JSON) is set aside,
+//     naming data and the value; its windows' results come from the
+//     other records;
 //   - results: one final Result per key and window on the output stream,
 //     and under Correct a correction (revision + 1, carrying the result it
 //     retracts) when late records changed a final window, once per batch,

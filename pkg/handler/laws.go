@@ -16,7 +16,9 @@ import (
 // result (Merge keeps no reference to it); a merge's encoding is no longer than its
 // operands' together; and the aggregate of all the values, and of each
 // part merged, renders as JSON (a result that does not — a NaN, a
-// MarshalJSON that fails — is set aside rather than put on the stream).
+// MarshalJSON that fails — is set aside rather than put on the stream; a
+// record whose one-value aggregate alone holds a NaN or an infinity is set
+// aside in its place).
 // It tries rounds random splits and orders (seeded by seed) and returns the
 // first violation found, naming it; a panic is reported naming the call
 // that panicked. Call it from a test of your aggregate.

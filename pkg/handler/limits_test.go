@@ -568,7 +568,8 @@ func (m *Mean) MarshalJSON() ([]byte, error) {
 }
 
 // TestResultThatCannotRenderIsSetAside: a window whose aggregate cannot be
-// rendered (json.Marshal refuses +Inf) fails alike on every try. Its
+// rendered (json.Marshal refuses +Inf) fails alike on every try. When no
+// one record makes it so (each renders alone; their sum overflows), its
 // result is set aside (naming result, with the aggregate's encoding) and
 // the other keys' results go out; the batch and the ticks succeed rather
 // than hold the shard, and later windows of the key still close.
@@ -580,8 +581,8 @@ func TestResultThatCannotRenderIsSetAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustBatch(t, h, kinesisRecords([]rec{
-		{100, request("e0", "/inf", 1, `{"ms":60000}`)},
-		{101, request("e1", "/inf", 2, `{"ms":60000}`)}, // the sum is +Inf
+		{100, request("e0", "/inf", 1, `{"ms":10000}`)}, // 1e308
+		{101, request("e1", "/inf", 2, `{"ms":10000}`)}, // the sum is +Inf
 		{102, request("e2", "/ok", 3, `{"ms":2}`)},
 		{103, request("e3", "/inf", 70, `{"ms":4}`)},
 		{104, request("e4", "/ok", 200, `{"ms":1}`)}, // closes the first two minutes
@@ -607,6 +608,47 @@ func TestResultThatCannotRenderIsSetAside(t *testing.T) {
 	if item.Field != "result" || item.Category != setaside.KindInvalid || !strings.Contains(item.Reason, "+Inf") ||
 		!strings.Contains(string(item.Data), `"key":"/inf"`) || !strings.Contains(string(item.Data), `"aggregate":`) {
 		t.Errorf("set aside %+v; want /inf's result naming result, +Inf in its reason, the aggregate in its data", item)
+	}
+}
+
+// TestRecordWhoseValueIsNotFiniteIsSetAside: a record whose value alone
+// makes the aggregate's result a NaN or an infinity (here a latency so
+// large that its scaled sum is +Inf) would make every window it is in
+// unrenderable, and its window's result was set aside whole, naming no
+// record. The record is set aside instead, naming data, its value and
+// what the result became, counted as set aside, and its window's result
+// comes out from the other records.
+func TestRecordWhoseValueIsNotFiniteIsSetAside(t *testing.T) {
+	ctx := context.Background()
+	cfg := setup(t)
+	h, err := handler.NewWindowed[Mean](cfg, selectLatency, handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustBatch(t, h, kinesisRecords([]rec{
+		{100, request("e0", "/r", 1, `{"ms":1}`)},
+		{101, request("e1", "/r", 2, `{"ms":60000}`)}, // 6e308: +Inf alone
+		{102, request("e2", "/r", 3, `{"ms":3}`)},
+		{103, request("e3", "/r", 200, `{"ms":1}`)}, // closes the first window
+	}))
+	byID, _ := results(t, cfg.OutputStream)
+	if got, want := describe(byID), []string{`/r 10:00:00 2 {"Mean":2e+304}`}; !slices.Equal(got, want) {
+		t.Errorf("results %q; want %q: the first window from its two other records", got, want)
+	}
+	scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.QuarantineTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var item setaside.Item
+	if len(scan.Items) != 1 || attributevalue.UnmarshalMap(scan.Items[0], &item) != nil {
+		t.Fatalf("set aside %v; want record 101 alone", scan.Items)
+	}
+	if item.SequenceNumber != "101" || item.Field != "data" || item.Category != setaside.KindInvalid ||
+		!strings.Contains(item.Reason, "60000") || !strings.Contains(item.Reason, "+Inf") || !strings.Contains(string(item.Data), `"ms":60000`) {
+		t.Errorf("set aside %+v; want record 101 naming data, its value 60000 and +Inf in the reason, its data kept", item)
+	}
+	if st := h.Stats(); st.SetAside != 1 {
+		t.Errorf("stats %+v; want the record counted as set aside", st)
 	}
 }
 

@@ -179,9 +179,33 @@ func (o *windowed[T, V, A]) Select(_ *stream.KinesisRecord, env *stream.Envelope
 	if err != nil {
 		return "", r, keyed.Ignore, &keyed.RecordError{Field: "data", Kind: setaside.KindInvalid, Reason: "the aggregate cannot encode this value: " + err.Error()}
 	}
+	if err := notFinite(r.single); err != nil {
+		return "", r, keyed.Ignore, &keyed.RecordError{Field: "data", Kind: setaside.KindInvalid,
+			Reason: fmt.Sprintf("the Selector's value for this record (%s) makes the aggregate's result not render as JSON (%v): every window with it would have no result, so the record is set aside and its windows' results come from the other records",
+				strictjson.Cut(fmt.Sprint(v), 256), err)}
+	}
 	r.size = len(b)
 	r.t = env.EventTime().UnixMilli()
 	return strings.Clone(key), r, keyed.Fold, nil
+}
+
+// notFinite is the error of rendering a one-value aggregate if it holds a
+// value JSON has no number for (a NaN, an infinity): that record alone
+// would make every window it is in unrenderable, so it is set aside, not
+// its windows' results (which, once merged, name no record). Other render
+// failures (a MarshalJSON that fails or panics on every aggregate) are
+// left to the window's result, which sets it aside naming result.
+func notFinite(a any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = nil
+		}
+	}()
+	_, err = json.Marshal(a)
+	if unsupported := (*json.UnsupportedValueError)(nil); errors.As(err, &unsupported) {
+		return err
+	}
+	return nil
 }
 
 // NewState decodes a key's state.

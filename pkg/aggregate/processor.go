@@ -814,7 +814,8 @@ func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Ti
 		}
 		view, already, err := p.views.Finalize(ctx, ref)
 		if isNoWindow(err) {
-			return // a listing outlived its window's retention
+			p.windowExpired(shard, ref)
+			return
 		}
 		// Not published if already published and unlisted since the
 		// index was read.
@@ -840,6 +841,19 @@ func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Ti
 	p.metrics.Add("WindowsFinalized", metrics.Count, float64(len(refs)))
 	// Every window the listings name is published: they are done with.
 	return p.dropListings(ctx, listings)
+}
+
+// windowExpired reports a listed window whose item is gone before it was
+// made final: the table's TTL deleted it, the pipeline's retention after
+// the window's end, while the shard's watermark was still short of it (a
+// shard that lagged or stood still longer than the retention). Its result
+// is lost; it is logged, naming the pipeline, key and window, and counted
+// in WindowsExpired, never skipped without a word.
+func (p *Processor) windowExpired(shard string, ref state.Ref) {
+	key, _ := strings.CutPrefix(ref.PK, p.cfg.Name+"#")
+	p.log.Error("a listed window's item expired before the window was final: its result is lost; is the retention shorter than the shard's lag?",
+		"pipeline", p.cfg.Name, "key", key, "window", ref.SK, "shard", shard, "retention", p.cfg.Retention.String())
+	p.metrics.Add("WindowsExpired", metrics.Count, 1)
 }
 
 // TickResult is what one tick did.

@@ -498,3 +498,33 @@ func TestDeadLettersAMessageRedrivenWithItsAttributes(t *testing.T) {
 		t.Errorf("%d attributes, want 7 (3 of its own, 4 dead-letter ones)", n)
 	}
 }
+
+// TestFIFOPoisonDeadLetteredItsGroupGoesOn: a poison message of a FIFO
+// group is sent to the dead-letter queue with its reason and reported
+// processed, so the later messages of its group run in the same invocation:
+// none reaches the dead-letter queue for being behind it.
+func TestFIFOPoisonDeadLetteredItsGroupGoesOn(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	db, client := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	f := newFixture(t, db)
+	f.h.deadLetters = NewDeadLetters(client, "worker-test")
+	q := newQueuePair(t, client, fmt.Sprintf("poison%d", tableSeq.Add(1)), true)
+	send(t, client, q.src, `{"id":"evt-p","type":"nope","key":"k","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:01Z","data":{}}`, "g1")
+	send(t, client, q.src, body("t-51", "y", 1), "g1")
+	msgs := receiveN(t, client, q, `{"id":"evt-p","type":"nope","key":"k","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:01Z","data":{}}`, 2, 1)
+	if failed := f.handle(t, msgs...); len(failed) != 0 {
+		t.Fatalf("failures %v; want the poison dead-lettered and t-51 run", failed)
+	}
+	if n := f.executions(t, "t-51"); n != 1 {
+		t.Errorf("t-51 ran %d times; want once, behind the dead-lettered poison", n)
+	}
+	out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.dlq), MaxNumberOfMessages: 10,
+		WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 1 || !strings.Contains(attr(out.Messages[0], redrive.AttrReason), "field type") {
+		t.Fatalf("DLQ holds %d messages %v; want the poison alone, its reason naming field type", len(out.Messages), out.Messages)
+	}
+}

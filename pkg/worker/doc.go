@@ -26,5 +26,12 @@
 // FIFO queue a failure, a waiting task's too, also fails the later
 // messages of its message group (batch.SQS), so a group's order holds: a
 // dependency sent in the same group after the task that needs it runs
-// only once that task has been dead-lettered.
+// only once that task has been dead-lettered. A poison message the worker
+// dead-letters is reported processed, so its group goes on at once; one it
+// cannot (no DeadLetters, or the send refused) fails on every receive, and
+// SQS moves it and the later messages of its group received with it to the
+// dead-letter queue with no reason: each held message's log line names its
+// group and the message it was held behind (blockedBy). The worker does
+// not send the held ones there itself: they would land ahead of the
+// message SQS moves later, out of their group's order on redrive.
 package worker

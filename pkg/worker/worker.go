@@ -267,6 +267,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 		return nil
 	})
+	held := heldBehind(ev.Records, errs)
 	for _, e := range errs {
 		h.metrics.Add("Failures", metrics.Count, 1)
 		var de *DependencyError
@@ -281,12 +282,55 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			h.metrics.Add("InProgress", metrics.Count, 1)
 			h.log.Warn("task in progress in another invocation: redelivered later", "messageId", e.MessageID)
 		case errors.Is(e.Err, batch.ErrGroupBlocked):
-			h.log.Warn("message not processed: an earlier message of its group failed", "messageId", e.MessageID)
+			h.log.Warn("message not processed: an earlier message of its group failed; if that one fails on every receive, SQS moves both to the dead-letter queue, this one for no fault of its own",
+				"messageId", e.MessageID, "group", held[e.MessageID].group, "blockedBy", held[e.MessageID].by)
 		default:
 			h.log.Error("task failed; it will be retried", "messageId", e.MessageID, "err", e.Err.Error())
 		}
 	}
 	return resp, nil
+}
+
+// blocker is the FIFO message group of a message failed unprocessed and
+// the message of that group whose failure held it back.
+type blocker struct{ group, by string }
+
+// heldBehind maps each message batch.SQS failed unprocessed
+// (ErrGroupBlocked) to the earlier message of its group that failed, so
+// its log line names the message to fix: SQS moves the held messages to
+// the dead-letter queue with it, without a reason, should it fail on every
+// receive. (The worker cannot give them one: sending them there itself
+// would put them ahead of the message SQS moves later, out of their
+// group's order.)
+func heldBehind(msgs []events.SQSMessage, errs []batch.MessageError) map[string]blocker {
+	var held map[string]blocker
+	if len(errs) == 0 {
+		return held
+	}
+	group := make(map[string]string, len(msgs)) // message id -> its group (FIFO)
+	for i := range msgs {
+		if g := msgs[i].Attributes["MessageGroupId"]; g != "" {
+			group[msgs[i].MessageId] = g
+		}
+	}
+	first := map[string]string{} // group -> its first failed message
+	for _, e := range errs {
+		g := group[e.MessageID]
+		if g == "" {
+			continue
+		}
+		if !errors.Is(e.Err, batch.ErrGroupBlocked) {
+			if _, ok := first[g]; !ok {
+				first[g] = e.MessageID
+			}
+			continue
+		}
+		if held == nil {
+			held = map[string]blocker{}
+		}
+		held[e.MessageID] = blocker{group: g, by: first[g]}
+	}
+	return held
 }
 
 // awaitDependency decides what becomes of msg, whose task's dependency has

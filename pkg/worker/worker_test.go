@@ -268,6 +268,19 @@ func testFIFO(t *testing.T, f *fixture) {
 			t.Errorf("%s ran %d times, want %d", task, got, want)
 		}
 	}
+	// a3 comes back with a2 until SQS moves both to the dead-letter queue,
+	// a3 with no fault of its own: its line names the message it waits on.
+	var held map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(f.logs.String()), "\n") {
+		if strings.Contains(line, `"messageId":"a3"`) {
+			if err := json.Unmarshal([]byte(line), &held); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if held["blockedBy"] != "a2" || held["group"] != "A" {
+		t.Errorf("a3's log line %v; want it to name the message it is held behind (blockedBy a2) and its group A", held)
+	}
 }
 
 func TestDecodeTask(t *testing.T) {

@@ -53,7 +53,7 @@
 // and read units and storage (what the tables grow by over the span, kept
 // for the window items' 30-day retention, with point-in-time recovery),
 // CloudWatch Logs ingestion and storage (two weeks), the custom metrics
-// and the pipeline's 9 alarm metrics. Prices
+// and the pipeline's 11 alarm metrics. Prices
 // are in prices.go, with their region and date. Lines:
 //
 //	BENCH load events_per_s=<n> keys=<n> path=<per-batch|per-interval> wcu_per_event=<x> lambda_usd=<x> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_usd=<x> flink_ratio=<x>

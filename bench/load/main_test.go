@@ -242,8 +242,8 @@ func TestPriceArithmetic(t *testing.T) {
 	// 7,200 WRU × 730 × $0.625/M + 3,600 RRU × 730 × $0.125/M.
 	dynamo := 7200*730*0.625/1e6 + 3600*730*0.125/1e6
 	// 0.73 GB of logs: ingestion $0.50/GB, kept 14 of 30.4167 days at $0.03;
-	// 10 metrics × $0.30; 9 alarm metrics × $0.10.
-	cw := 0.73*0.50 + 0.73*14/(730/24.0)*0.03 + 10*0.30 + 9*0.10
+	// 10 metrics × $0.30; 11 alarm metrics × $0.10.
+	cw := 0.73*0.50 + 0.73*14/(730/24.0)*0.03 + 10*0.30 + 11*0.10
 	for _, c := range []struct {
 		name      string
 		got, want float64

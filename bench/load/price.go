@@ -11,8 +11,8 @@ import (
 // counted in metrics evaluated: the aggregate's errors, throttles,
 // iterator age and set-aside alarms and its late-dropped percentage (two
 // metrics: LateDropped over RecordsIn), the ticker's errors and throttles,
-// and the depth of its failure queue.
-const pipelineAlarmMetrics = 4 + 2 + 2 + 1
+// the depth of its failure queue, and each one's expired windows.
+const pipelineAlarmMetrics = 4 + 2 + 2 + 1 + 2
 
 // Alarms a Powertools-style function would carry, the same way: errors,
 // throttles and iterator age.

@@ -59,6 +59,10 @@ const (
 	// dropped as late, 100 x LateDropped / RecordsIn per period, one alarm
 	// per pipeline (dimensions Function and Pipeline).
 	AlarmLateDropped AlarmKind = "lateDroppedPercent"
+	// AlarmWindowsExpired: Tributary WindowsExpired (sum) of each
+	// pipeline's aggregate and ticker: windows whose item the table's TTL
+	// deleted before a watermark made them final, whose results are lost.
+	AlarmWindowsExpired AlarmKind = "windowsExpired"
 	// AlarmIngestThrottles: Tributary Throttles (sum) of ingest: records
 	// Kinesis refused for lack of shard capacity.
 	AlarmIngestThrottles AlarmKind = "ingestThrottles"
@@ -107,6 +111,8 @@ var AlarmKinds = []AlarmKindInfo{
 		"quarantine could not read failed records back: they left the stream's retention and are lost"},
 	{AlarmLateDropped, AlarmSpec{1, 5 * time.Minute, 1},
 		"the share (%) of aggregate's records dropped as late: producers' clocks or the allowed lateness are off"},
+	{AlarmWindowsExpired, AlarmSpec{1, 5 * time.Minute, 1},
+		"a window's item expired before a watermark made it final, and its result is lost: the pipeline's retention is shorter than a shard's lag (or a shard stood still); the log line names the key and window"},
 	{AlarmIngestThrottles, AlarmSpec{1, time.Minute, 3},
 		"Kinesis throttled ingest's PutRecords for 3 minutes in a row: the events stream needs more shards"},
 	{AlarmIngestDropped, AlarmSpec{1, 5 * time.Minute, 1},
@@ -246,6 +252,9 @@ func NewAlarms(stack awscdk.Stack, specs map[AlarmKind]AlarmSpec) []awscloudwatc
 		a.add(id+"ThrottlesAlarm", AlarmThrottles, fn.label(), fn.fn.MetricThrottles(a.opts(AlarmThrottles, "Sum")))
 		if fn.name == FunctionAggregate && fn.pipeline != "" {
 			a.lateDropped(id, fn)
+		}
+		if (fn.name == FunctionAggregate || fn.name == FunctionTicker) && fn.pipeline != "" {
+			a.add(id+"WindowsExpiredAlarm", AlarmWindowsExpired, fn.label(), a.own("WindowsExpired", fn, AlarmWindowsExpired))
 		}
 		if !hasStreamMapping(stack, fn) {
 			continue

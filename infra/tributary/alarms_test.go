@@ -146,6 +146,11 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 				wantAlarm{"AWS/Lambda Errors " + dim, AlarmErrors, "Sum"},
 				wantAlarm{"AWS/Lambda Throttles " + dim, AlarmThrottles, "Sum"})
 		}
+		// A window whose result is lost (its item expired first) is
+		// counted by whichever of the two finalized it.
+		for _, f := range []string{FunctionAggregate, FunctionTicker} {
+			want = append(want, wantAlarm{"Tributary WindowsExpired Function=" + f + ",Pipeline=" + x.Name, AlarmWindowsExpired, "Sum"})
+		}
 		want = append(want,
 			wantAlarm{"AWS/Lambda IteratorAge FunctionName=" + logicalID(s.Stack, x.Aggregate.Function), AlarmIteratorAge, "Maximum"},
 			wantAlarm{"Tributary RecordsSetAside Function=aggregate,Pipeline=" + x.Name, AlarmSetAside, "Sum"},

@@ -597,18 +597,26 @@ func TestResultThatCannotRenderIsSetAside(t *testing.T) {
 	if got := describe(byID); !slices.Equal(got, want) {
 		t.Errorf("results %q; want %q", got, want)
 	}
-	scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.QuarantineTable)})
+	item := soleSetAside(t, cfg.QuarantineTable, "/inf's first result, once")
+	if item.Field != "result" || item.Category != setaside.KindInvalid || !strings.Contains(item.Reason, "+Inf") ||
+		!strings.Contains(string(item.Data), `"key":"/inf"`) || !strings.Contains(string(item.Data), `"aggregate":`) {
+		t.Errorf("set aside %+v; want /inf's result naming result, +Inf in its reason, the aggregate in its data", item)
+	}
+}
+
+// soleSetAside is the one item of the quarantine table, failing the test
+// (saying it wanted want) if there is not exactly one.
+func soleSetAside(t *testing.T, table, want string) setaside.Item {
+	t.Helper()
+	scan, err := db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var item setaside.Item
 	if len(scan.Items) != 1 || attributevalue.UnmarshalMap(scan.Items[0], &item) != nil {
-		t.Fatalf("set aside %v; want /inf's first result, once", scan.Items)
+		t.Fatalf("set aside %v; want %s", scan.Items, want)
 	}
-	if item.Field != "result" || item.Category != setaside.KindInvalid || !strings.Contains(item.Reason, "+Inf") ||
-		!strings.Contains(string(item.Data), `"key":"/inf"`) || !strings.Contains(string(item.Data), `"aggregate":`) {
-		t.Errorf("set aside %+v; want /inf's result naming result, +Inf in its reason, the aggregate in its data", item)
-	}
+	return item
 }
 
 // TestRecordWhoseValueIsNotFiniteIsSetAside: a record whose value alone
@@ -619,7 +627,6 @@ func TestResultThatCannotRenderIsSetAside(t *testing.T) {
 // what the result became, counted as set aside, and its window's result
 // comes out from the other records.
 func TestRecordWhoseValueIsNotFiniteIsSetAside(t *testing.T) {
-	ctx := context.Background()
 	cfg := setup(t)
 	h, err := handler.NewWindowed[Mean](cfg, selectLatency, handler.WithLogger(quiet), handler.WithMetrics(nil))
 	if err != nil {
@@ -635,14 +642,7 @@ func TestRecordWhoseValueIsNotFiniteIsSetAside(t *testing.T) {
 	if got, want := describe(byID), []string{`/r 10:00:00 2 {"Mean":2e+304}`}; !slices.Equal(got, want) {
 		t.Errorf("results %q; want %q: the first window from its two other records", got, want)
 	}
-	scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(cfg.QuarantineTable)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var item setaside.Item
-	if len(scan.Items) != 1 || attributevalue.UnmarshalMap(scan.Items[0], &item) != nil {
-		t.Fatalf("set aside %v; want record 101 alone", scan.Items)
-	}
+	item := soleSetAside(t, cfg.QuarantineTable, "record 101 alone")
 	if item.SequenceNumber != "101" || item.Field != "data" || item.Category != setaside.KindInvalid ||
 		!strings.Contains(item.Reason, "60000") || !strings.Contains(item.Reason, "+Inf") || !strings.Contains(string(item.Data), `"ms":60000`) {
 		t.Errorf("set aside %+v; want record 101 naming data, its value 60000 and +Inf in the reason, its data kept", item)

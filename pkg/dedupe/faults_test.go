@@ -189,8 +189,8 @@ func (c *consumer) HandleBatch(ctx context.Context, ev events.KinesisEvent) (eve
 // between the ledger's write and the effect, bisected and checkpointed
 // retries, cold starts), two warm environments whose caches go stale,
 // throttled reads and writes, writes whose answer is lost, a small head
-// (sealed segments), a small cache (evictions) and a horizon some copies
-// outlive. Every event must be applied by exactly one record (its first,
+// (sealed segments, merged when more than two or three are live), a small
+// cache (evictions) and a horizon some copies outlive. Every event must be applied by exactly one record (its first,
 // or its first after the horizon), never by a copy; every record must get
 // the verdict the model gives it. The scenarios run on memdb, and the
 // first -fault.moto on moto too, so that memdb cannot drift from it.
@@ -218,10 +218,12 @@ func faultScenario(t *testing.T, backend string, seed uint64) {
 		m := &keyedtest.Mapping{T: t, Rng: rng, Budgets: []*keyedtest.Budget{budget}, MaxBatch: 12,
 			New: func() keyedtest.Handler {
 				c := &consumer{rng: rand.New(rand.NewPCG(rng.Uint64(), 1)), out: out}
-				for i := range c.ledgers {
-					c.ledgers[i] = dedupe.NewLedger(fdb, table, itemKey, dedupe.WithHorizon(faultHorizon*time.Second),
-						dedupe.WithHeadEntries(4), dedupe.WithSegmentEntries(5), dedupe.WithCacheEntries(12))
-				}
+				// The first environment seals segments a merge seldom
+				// fits; the second merges them at nearly every seal.
+				c.ledgers[0] = dedupe.NewLedger(fdb, table, itemKey, dedupe.WithHorizon(faultHorizon*time.Second),
+					dedupe.WithHeadEntries(4), dedupe.WithSegmentEntries(5), dedupe.WithMaxSegments(3), dedupe.WithCacheEntries(12))
+				c.ledgers[1] = dedupe.NewLedger(fdb, table, itemKey, dedupe.WithHorizon(faultHorizon*time.Second),
+					dedupe.WithHeadEntries(3), dedupe.WithSegmentEntries(8), dedupe.WithMaxSegments(2), dedupe.WithCacheEntries(12))
 				return c
 			}}
 		mappings = append(mappings, m)

@@ -46,9 +46,16 @@ const (
 	attrNext    = "sn" // head: the number the next sealed segment gets
 	// attrSalts is the head's salt of each live sealed segment, first to
 	// next−1, uvarints: a segment sealed with salt s is the item of
-	// segment number n<<saltBits | s (segmentItem), 0 meaning n itself (a
-	// segment sealed in a transaction, before salts).
+	// segment number n<<saltBits | s (itemOf), 0 meaning n itself (a
+	// segment sealed in a transaction, before salts). A head whose live
+	// segments are not first to next−1 (some were merged) has attrList
+	// instead of attrFirst and attrSalts.
 	attrSalts = "ss"
+	// attrList is the head's live segments, oldest first, when they are
+	// not first to next−1: per segment its number, zigzag uvarint of the
+	// difference from the one before (from 0 for the first), and its salt,
+	// a uvarint.
+	attrList = "sl"
 )
 
 // saltBits is how many low bits of a sealed segment's item number are its
@@ -72,10 +79,14 @@ const saltTries = 8
 
 // Defaults. A head of 24 entries is under 1 KB, so rewriting it costs one
 // write unit; a segment of 8,000 entries is 288 KB, well within an item.
+// A head names at most 128 live segments (about 640 bytes) while merging
+// adjacent ones can keep it there (see plan).
 const (
 	DefaultHorizon   = time.Hour
 	defaultHeadMax   = 24
 	defaultSegMax    = 8000
+	defaultMaxSegs   = 128
+	mergeRun         = 4       // segments a merge takes when they fit one segment
 	defaultCacheMax  = 1 << 20 // entries kept in memory across keys
 	ttlSlack         = time.Hour
 	maxBatchGet      = 100
@@ -92,6 +103,7 @@ type Ledger struct {
 	ttlAttr  string
 	headMax  int
 	segMax   int
+	maxSegs  int
 	cacheMax int
 
 	mu      sync.Mutex
@@ -121,6 +133,10 @@ func WithHeadEntries(n int) Option { return func(l *Ledger) { l.headMax = max(1,
 
 // WithSegmentEntries bounds a sealed segment (default 8,000 entries, 288 KB).
 func WithSegmentEntries(n int) Option { return func(l *Ledger) { l.segMax = max(1, n) } }
+
+// WithMaxSegments is how many live sealed segments a key's head names
+// before adjacent ones are merged (default 128, at least 2).
+func WithMaxSegments(n int) Option { return func(l *Ledger) { l.maxSegs = max(2, n) } }
 
 // WithCacheEntries bounds the in-memory copy (default: CacheEntriesFor the
 // Lambda function's memory, AWS_LAMBDA_FUNCTION_MEMORY_SIZE, else 1,048,576
@@ -155,7 +171,7 @@ func defaultCacheEntries() int {
 // NewLedger returns the ledger kept in table under the keys itemKey gives.
 func NewLedger(db Store, table string, itemKey ItemKey, opts ...Option) *Ledger {
 	l := &Ledger{db: db, table: table, itemKey: itemKey, horizon: DefaultHorizon,
-		headMax: defaultHeadMax, segMax: defaultSegMax, cacheMax: defaultCacheEntries(),
+		headMax: defaultHeadMax, segMax: defaultSegMax, maxSegs: defaultMaxSegs, cacheMax: defaultCacheEntries(),
 		cache: map[string]*keyLedger{}}
 	for _, o := range opts {
 		o(l)
@@ -178,12 +194,13 @@ func (l *Ledger) Stats() Stats {
 
 // keyLedger is one key's claims as last seen in the table.
 type keyLedger struct {
-	version     int64
-	head        []Entry
-	first, next int64
-	segs        map[int64][]Entry  // made by setSeg at the first segment
-	salts       map[int64]uint32   // segment number → its salt (none: 0); made by setSalt
-	byID        map[Identity]Entry // each identity's newest claim
+	version int64
+	head    []Entry
+	next    int64 // the number the next sealed (or merged) segment gets
+	// live is each live sealed segment, oldest first.
+	live []segRef
+	segs map[int64][]Entry  // by item number; made by setSeg at the first segment
+	byID map[Identity]Entry // each identity's newest claim
 	// earlier holds the older claims of identities claimed again after
 	// the horizon, kept until they expire: a record of the batch that made
 	// the older claim, redelivered, must still find its own claim.
@@ -196,34 +213,51 @@ type keyLedger struct {
 	lastUse uint64
 }
 
-// setSeg records segment n's claims. A key's ledger has no segment until
-// its head first fills up, so the map is made then, not with every key
-// read.
-func (k *keyLedger) setSeg(n int64, es []Entry) {
+// setSeg records the claims of the segment at item. A key's ledger has no
+// segment until its head first fills up, so the map is made then, not
+// with every key read.
+func (k *keyLedger) setSeg(item int64, es []Entry) {
 	if k.segs == nil {
 		k.segs = map[int64][]Entry{}
 	}
-	k.segs[n] = es
+	k.segs[item] = es
 }
 
-// keepSegments takes the segments prev holds that k names too (sealed
-// segments never change): those of k's live numbers that k names by the
-// same item. A number alone is not enough: a ledger begun again after its
-// head expired numbers its segments from 0 again.
+// keepSegments takes the segments prev holds that k names too: sealed
+// segments never change, and an item number holds one segment's claims
+// while it lives (a segment is put only where no item is or the same
+// claims are; its salt is a hash of them).
 func (k *keyLedger) keepSegments(prev *keyLedger) {
-	for n, seg := range prev.segs {
-		if n >= k.first && n < k.next && prev.segmentItem(n) == k.segmentItem(n) {
-			k.setSeg(n, seg)
+	for _, r := range k.live {
+		if seg, ok := prev.segs[r.item()]; ok {
+			k.setSeg(r.item(), seg)
 		}
 	}
 }
 
-// setSalt records segment n's salt (0 is none, and needs no entry).
-func (k *keyLedger) setSalt(n int64, salt uint32) {
-	if k.salts == nil {
-		k.salts = map[int64]uint32{}
+// segRef names a sealed segment: its number and salt.
+type segRef struct {
+	n    int64
+	salt uint32 // 0: none (sealed before salts)
+}
+
+// item is the segment's item number (ItemKey's segment): n<<saltBits|salt,
+// or n when it has no salt.
+func (r segRef) item() int64 {
+	if r.salt == 0 {
+		return r.n
 	}
-	k.salts[n] = salt
+	return r.n<<saltBits | int64(r.salt)
+}
+
+// complete reports whether k holds the claims of every live segment.
+func (k *keyLedger) complete() bool {
+	for _, r := range k.live {
+		if _, ok := k.segs[r.item()]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (k *keyLedger) size() int {
@@ -252,15 +286,8 @@ func (k *keyLedger) index() {
 			}
 		}
 	}
-	if len(k.segs) > 0 {
-		nums := make([]int64, 0, len(k.segs))
-		for n := range k.segs {
-			nums = append(nums, n)
-		}
-		slices.Sort(nums)
-		for _, n := range nums {
-			add(k.segs[n])
-		}
+	for _, r := range k.live {
+		add(k.segs[r.item()])
 	}
 	add(k.head)
 }
@@ -701,14 +728,27 @@ func (s *Session) oldest(sk *sessionKey) uint32 {
 
 // writePlan is one key's next write.
 type writePlan struct {
-	key      string
-	version  int64 // the head's version it expects
-	after    *keyLedger
-	segments map[int64][]Entry // new sealed segments
+	key     string
+	version int64 // the head's version it expects
+	after   *keyLedger
+	// segs is after's live segments, oldest first: those kept (item set)
+	// and those to seal, new or merged (fresh), whose items write sets.
+	segs []planSegment
+}
+
+// planSegment is one live segment of a plan.
+type planSegment struct {
+	ref   segRef  // its name; of a fresh one, the number (write picks the salt)
+	es    []Entry // its claims
+	fresh bool    // to be put before the head
+	// unread: its claims are not held (never so for a ledger judged on),
+	// so it is never merged.
+	unread bool
 }
 
 // plan computes key's ledger after adding pending: claims past the horizon
-// dropped, the head sealed into segments when it would outgrow its budget.
+// dropped, the head sealed into segments when it would outgrow its budget,
+// and adjacent segments merged while more than maxSegs are live (merge).
 // The horizon is counted back from oldest, the arrival of the session's
 // oldest record of the key (when not 0), not from the newest claim: a batch
 // whose arrivals span more than the horizon is redelivered whole, and its
@@ -730,40 +770,93 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 		}
 	}
 	head = append(head, pending...)
-	after := &keyLedger{version: kl.version + 1, first: kl.first, next: kl.next}
+	after := &keyLedger{version: kl.version + 1, next: kl.next}
 	if kl.version == 0 {
 		after.version = firstVersion(maxArrival(pending))
 	}
-	for n, seg := range kl.segs {
-		after.setSeg(n, seg)
-	}
-	for n, s := range kl.salts {
-		after.setSalt(n, s)
-	}
 	p := &writePlan{key: key, version: kl.version, after: after}
+	// Segments whose newest claim is past the horizon are no longer named
+	// (a segment not loaded is never taken for an expired one).
+	for _, r := range kl.live {
+		seg, ok := kl.segs[r.item()]
+		if ok && maxArrival(seg) < cutoff {
+			continue
+		}
+		p.segs = append(p.segs, planSegment{ref: r, es: seg, unread: !ok})
+	}
 	if len(head) > l.headMax {
-		p.segments = map[int64][]Entry{}
 		for start := 0; start < len(head); start += l.segMax {
-			seg := head[start:min(start+l.segMax, len(head))]
-			p.segments[after.next] = seg
-			after.setSeg(after.next, seg)
+			p.segs = append(p.segs, planSegment{ref: segRef{n: after.next}, es: head[start:min(start+l.segMax, len(head))], fresh: true})
 			after.next++
 		}
 		head = nil
 	}
 	after.head = head
-	// Segments whose newest claim is past the horizon are no longer read
-	// (a segment not loaded is never taken for an expired one).
-	for after.first < after.next {
-		seg, ok := after.segs[after.first]
-		if !ok || maxArrival(seg) >= cutoff {
-			break
-		}
-		delete(after.segs, after.first)
-		delete(after.salts, after.first)
-		after.first++
-	}
+	l.merge(p, cutoff)
 	return p
+}
+
+// merge merges adjacent segments of p while more than maxSegs are live, so
+// a hot key's head names a bounded number of them whatever the horizon:
+// each time mergeRun adjacent segments of one tier (or fewer, down to two,
+// when no such run is there), the lowest tier first and of those the
+// newest, if they fit one segment, into a fresh segment in their place;
+// claims past cutoff are left out. A segment's tier is how many times
+// mergeRun a sealed head (headMax+1 claims) it holds, so a claim is
+// merged again only into a segment about mergeRun times its own: about
+// log₄(segMax/(headMax+1)) + 1 times, five with the defaults, up to
+// segments of 6,400 to 8,000 claims. A key whose claims fill more segments than maxSegs at
+// that size (a hot key over a long horizon: about 5 bytes a segment) has
+// a head of about 5 bytes a 6,400 claims.
+func (l *Ledger) merge(p *writePlan, cutoff uint32) {
+	tier := func(s planSegment) int {
+		if s.unread {
+			return -1 // never merged
+		}
+		t := 0
+		for n := len(s.es) / (l.headMax + 1); n >= mergeRun; n /= mergeRun {
+			t++
+		}
+		return t
+	}
+	for len(p.segs) > l.maxSegs {
+		tiers := make([]int, len(p.segs))
+		for i := range p.segs {
+			tiers[i] = tier(p.segs[i])
+		}
+		best, bestLen, bestTier := -1, 0, 0
+		for run := min(mergeRun, len(p.segs)); run >= 2 && best < 0; run-- {
+			for i := 0; i+run <= len(p.segs); i++ {
+				t, total := tiers[i], 0
+				for j := i; j < i+run; j++ {
+					total += len(p.segs[j].es) // claims past cutoff count too: they are left out once merged
+					if tiers[j] != t {
+						t = -1
+					}
+				}
+				if t < 0 || total > l.segMax {
+					continue
+				}
+				if best < 0 || t <= bestTier { // ties: the newest run, which lives longest
+					best, bestLen, bestTier = i, run, t
+				}
+			}
+		}
+		if best < 0 {
+			return
+		}
+		var es []Entry
+		for _, s := range p.segs[best : best+bestLen] {
+			for _, e := range s.es {
+				if e.Arrival >= cutoff {
+					es = append(es, e)
+				}
+			}
+		}
+		merged := planSegment{ref: segRef{n: p.after.next}, es: es, fresh: true}
+		p.after.next++
+		p.segs = slices.Replace(p.segs, best, best+bestLen, merged)
+	}
 }
 
 var errHeadChanged = errors.New("dedupe: head changed")
@@ -780,25 +873,34 @@ var errHeadChanged = errors.New("dedupe: head changed")
 // runs on the stand-in and in memory write the same items.
 func firstVersion(arrival uint32) int64 { return int64(arrival)<<20 + 1 }
 
-// write makes a plan's writes: the new segments, if any, each a PutItem of
-// an item of its own (segmentItem: its number and a salt from its claims),
-// then the head with a conditional PutItem. The head is the commit: a
-// segment no head names is never read, and expires (its TTL); a process
-// that dies between the two, or a head condition that fails, leaves only
-// such a segment. A segment is put only where no item is or the same bytes
-// are, so even two sets of claims whose salts meet never overwrite one
-// another: the later takes the next salt (saltOf's try). Two plain writes
-// cost half the transaction's write units. On errHeadChanged it returns
-// the head as it is in the table.
+// write makes a plan's writes: the fresh segments (sealed or merged), if
+// any, each a PutItem of an item of its own (itemOf: its number and a salt
+// from its claims), then the head with a conditional PutItem. The head is
+// the commit: a segment no head names is never read, and expires (its
+// TTL); a process that dies between the two, or a head condition that
+// fails, leaves only such a segment. Segments a merge replaced stay until
+// they expire, for a process still holding the head that named them. A
+// segment is put only where no item is or the same bytes are, so even two
+// sets of claims whose salts meet never overwrite one another: the later
+// takes the next salt (saltOf's try). Two plain writes cost half the
+// transaction's write units. On errHeadChanged it returns the head as it
+// is in the table.
 func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.AttributeValue, error) {
-	nums := make([]int64, 0, len(p.segments))
-	for n := range p.segments {
-		nums = append(nums, n)
-	}
-	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
-	for _, n := range nums {
-		if err := l.putSegment(ctx, p, n); err != nil {
-			return nil, err
+	sealed := false
+	p.after.live = make([]segRef, 0, len(p.segs))
+	p.after.segs = nil
+	for i := range p.segs {
+		s := &p.segs[i]
+		if s.fresh {
+			salt, err := l.putSegment(ctx, p.key, s.ref.n, s.es)
+			if err != nil {
+				return nil, err
+			}
+			s.ref.salt, sealed = salt, true
+		}
+		p.after.live = append(p.after.live, s.ref)
+		if !s.unread {
+			p.after.setSeg(s.ref.item(), s.es)
 		}
 	}
 	head, err := l.headItem(p.key, p.after)
@@ -808,7 +910,7 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 	cond, names, values := versionCondition(p.version)
 	l.count(func(s *Stats) {
 		s.Writes++
-		if len(nums) > 0 {
+		if sealed {
 			s.Seals++
 		}
 	})
@@ -827,20 +929,19 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 	return nil, nil
 }
 
-// putSegment puts plan p's new segment n where no item is, or an item with
-// the same claims (a retry of this seal): under its first salt, or, when
-// another set of claims holds that item, the next (saltTries at most). It
-// records the salt used in p.after, whose head names the segment.
-func (l *Ledger) putSegment(ctx context.Context, p *writePlan, n int64) error {
-	seg := p.segments[n]
+// putSegment puts key's new segment n, claims seg, where no item is, or an
+// item with the same claims (a retry of this seal): under its first salt,
+// or, when another set of claims holds that item, the next (saltTries at
+// most). It returns the salt used, which the head names.
+func (l *Ledger) putSegment(ctx context.Context, key string, n int64, seg []Entry) (uint32, error) {
 	entries := appendEntries(make([]byte, 0, len(seg)*entrySize), seg)
 	for try := 0; try < saltTries; try++ {
-		p.after.setSalt(n, saltOf(entries, try))
-		item := l.itemKey(p.key, p.after.segmentItem(n))
+		ref := segRef{n: n, salt: saltOf(entries, try)}
+		item := l.itemKey(key, ref.item())
 		item[attrEntries] = &types.AttributeValueMemberB{Value: entries}
 		l.setTTL(item, maxArrival(seg))
 		if err := limits.CheckItem(item); err != nil {
-			return fmt.Errorf("dedupe ledger segment %d of key %q: %w", n, p.key, err)
+			return 0, fmt.Errorf("dedupe ledger segment %d of key %q: %w", n, key, err)
 		}
 		l.count(func(s *Stats) { s.Writes++ })
 		_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.table), Item: item,
@@ -852,11 +953,11 @@ func (l *Ledger) putSegment(ctx context.Context, p *writePlan, n int64) error {
 			continue // another segment's claims hold this salt's item
 		}
 		if err != nil {
-			return fmt.Errorf("sealing the ledger head: segment %d: %w", n, err)
+			return 0, fmt.Errorf("sealing the ledger head: segment %d: %w", n, err)
 		}
-		return nil
+		return ref.salt, nil
 	}
-	return fmt.Errorf("sealing the ledger head: segment %d of key %q: %d salts all hold other claims", n, p.key, saltTries)
+	return 0, fmt.Errorf("sealing the ledger head: segment %d of key %q: %d salts all hold other claims", n, key, saltTries)
 }
 
 // A segment is put where no item is, or the same claims are.
@@ -884,10 +985,14 @@ func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.Attribute
 	item := l.itemKey(key, Head)
 	item[attrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kl.version, 10)}
 	item[attrEntries] = &types.AttributeValueMemberB{Value: appendEntries(make([]byte, 0, len(kl.head)*entrySize), kl.head)}
-	item[attrFirst] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kl.first, 10)}
 	item[attrNext] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kl.next, 10)}
-	if salts := appendSalts(nil, kl); salts != nil {
-		item[attrSalts] = &types.AttributeValueMemberB{Value: salts}
+	if first, salts, ok := contiguous(kl); ok {
+		item[attrFirst] = &types.AttributeValueMemberN{Value: strconv.FormatInt(first, 10)}
+		if salts != nil {
+			item[attrSalts] = &types.AttributeValueMemberB{Value: salts}
+		}
+	} else {
+		item[attrList] = &types.AttributeValueMemberB{Value: appendList(nil, kl.live)}
 	}
 	newest := maxArrival(kl.head)
 	for _, seg := range kl.segs {
@@ -988,8 +1093,7 @@ func (l *Ledger) loadHeads(ctx context.Context, keys []string, tag string) error
 func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 	type ref struct {
 		key  string
-		n    int64
-		item int64 // its item number (segmentItem), read with the head
+		item int64 // its item number (segRef.item), read with the head
 	}
 	l.mu.Lock()
 	var refs []ref
@@ -999,9 +1103,9 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 			continue
 		}
 		missing := false
-		for n := kl.first; n < kl.next; n++ {
-			if _, ok := kl.segs[n]; !ok {
-				refs = append(refs, ref{k, n, kl.segmentItem(n)})
+		for _, r := range kl.live {
+			if _, ok := kl.segs[r.item()]; !ok {
+				refs = append(refs, ref{k, r.item()})
 				missing = true
 			}
 		}
@@ -1016,7 +1120,7 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 	names := make([]string, len(refs))
 	byName := map[string]ref{}
 	for i, r := range refs {
-		names[i] = r.key + "\x00" + strconv.FormatInt(r.n, 10)
+		names[i] = r.key + "\x00" + strconv.FormatInt(r.item, 10)
 		byName[names[i]] = r
 	}
 	got, err := l.batchGet(ctx, names, func(name string) map[string]types.AttributeValue {
@@ -1031,10 +1135,10 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 	touched := map[string]bool{}
 	for name, r := range byName {
 		kl := l.cache[r.key]
-		if kl == nil || kl.segmentItem(r.n) != r.item {
-			// Dropped, or a head read meanwhile names another item for
-			// segment r.n (a ledger begun again after its head expired):
-			// this read is not that segment.
+		if kl == nil || !slices.ContainsFunc(kl.live, func(s segRef) bool { return s.item() == r.item }) {
+			// Dropped, or a head read meanwhile no longer names the item
+			// (expired, merged, or a ledger begun again after its head
+			// expired): this read is no segment of it.
 			continue
 		}
 		var es []Entry
@@ -1042,12 +1146,12 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 			b, _ := item[attrEntries].(*types.AttributeValueMemberB)
 			if b != nil {
 				if es, err = decodeEntries(nil, b.Value); err != nil {
-					return fmt.Errorf("dedupe ledger segment %d of key %q: %w", r.n, r.key, err)
+					return fmt.Errorf("dedupe ledger segment item %d of key %q: %w", r.item, r.key, err)
 				}
 			}
 		}
 		// A segment gone (expired by TTL) holds nothing live.
-		kl.setSeg(r.n, es)
+		kl.setSeg(r.item, es)
 		l.entries += len(es)
 		touched[r.key] = true
 	}
@@ -1060,13 +1164,7 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 			// elsewhere: the copy cached now may be a newer head (read by
 			// another session meanwhile) naming segments this read did
 			// not ask for.
-			complete := true
-			for n := kl.first; n < kl.next; n++ {
-				if _, ok := kl.segs[n]; !ok {
-					complete = false
-				}
-			}
-			kl.loading = !complete
+			kl.loading = !kl.complete()
 		}
 	}
 	return nil
@@ -1160,9 +1258,6 @@ func (l *Ledger) fromHead(item map[string]types.AttributeValue) (*keyLedger, err
 	if kl.version, err = numAttr(item, attrVersion); err != nil {
 		return nil, err
 	}
-	if kl.first, err = numAttr(item, attrFirst); err != nil {
-		return nil, err
-	}
 	if kl.next, err = numAttr(item, attrNext); err != nil {
 		return nil, err
 	}
@@ -1171,42 +1266,115 @@ func (l *Ledger) fromHead(item map[string]types.AttributeValue) (*keyLedger, err
 			return nil, err
 		}
 	}
-	if b, ok := item[attrSalts].(*types.AttributeValueMemberB); ok {
-		if kl.salts, err = decodeSalts(b.Value, kl.first, kl.next); err != nil {
+	if b, ok := item[attrList].(*types.AttributeValueMemberB); ok {
+		if kl.live, err = decodeList(b.Value, kl.next); err != nil {
 			return nil, err
 		}
+		return kl, nil
+	}
+	first, err := numAttr(item, attrFirst)
+	if err != nil {
+		return nil, err
+	}
+	var salts []byte
+	if b, ok := item[attrSalts].(*types.AttributeValueMemberB); ok {
+		salts = b.Value
+	}
+	if kl.live, err = decodeSalts(salts, first, kl.next); err != nil {
+		return nil, err
 	}
 	return kl, nil
 }
 
-// appendSalts appends kl's salts of segments first to next−1, a uvarint
-// each, or returns nil when none has one (segments sealed before salts).
-func appendSalts(dst []byte, kl *keyLedger) []byte {
-	if len(kl.salts) == 0 {
-		return nil
+// contiguous reports whether kl's live segments are first to next−1 in
+// order, as a head without merges names them (attrFirst and attrSalts),
+// and returns first and the salts: a uvarint each, or nil when none has
+// one (segments sealed before salts).
+func contiguous(kl *keyLedger) (int64, []byte, bool) {
+	first := kl.next - int64(len(kl.live))
+	salted := false
+	for i, r := range kl.live {
+		if r.n != first+int64(i) {
+			return 0, nil, false
+		}
+		salted = salted || r.salt != 0
 	}
-	for n := kl.first; n < kl.next; n++ {
-		dst = binary.AppendUvarint(dst, uint64(kl.salts[n]))
+	if !salted {
+		return first, nil, true
+	}
+	salts := make([]byte, 0, 3*len(kl.live))
+	for _, r := range kl.live {
+		salts = binary.AppendUvarint(salts, uint64(r.salt))
+	}
+	return first, salts, true
+}
+
+// decodeSalts reads a head without merges: exactly one salt below
+// 1<<saltBits per segment first to next−1 (no attribute: every salt 0).
+func decodeSalts(b []byte, first, next int64) ([]segRef, error) {
+	if first < 0 || first > next {
+		return nil, fmt.Errorf("attribute %s: %d is not within 0–%d", attrFirst, first, next)
+	}
+	if next-first > limits.DynamoDBItemBytes {
+		return nil, fmt.Errorf("attributes %s and %s: %d segments cannot be named in one item", attrFirst, attrNext, next-first)
+	}
+	out := make([]segRef, 0, next-first)
+	for n := first; n < next; n++ {
+		var v uint64
+		if b != nil {
+			var k int
+			v, k = binary.Uvarint(b)
+			if k <= 0 || v >= 1<<saltBits {
+				return nil, fmt.Errorf("attribute %s: segment %d's salt is malformed", attrSalts, n)
+			}
+			b = b[k:]
+		}
+		out = append(out, segRef{n: n, salt: uint32(v)})
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("attribute %s: %d bytes past segment %d's salt", attrSalts, len(b), next-1)
+	}
+	return out, nil
+}
+
+// appendList appends the head's list of live segments (attrList).
+func appendList(dst []byte, live []segRef) []byte {
+	var prev int64
+	for _, r := range live {
+		dst = binary.AppendVarint(dst, r.n-prev)
+		dst = binary.AppendUvarint(dst, uint64(r.salt))
+		prev = r.n
 	}
 	return dst
 }
 
-// decodeSalts is appendSalts' inverse: exactly one salt below 1<<saltBits
-// per segment first to next−1.
-func decodeSalts(b []byte, first, next int64) (map[int64]uint32, error) {
-	out := map[int64]uint32{}
-	for n := first; n < next; n++ {
-		v, k := binary.Uvarint(b)
-		if k <= 0 || v >= 1<<saltBits {
-			return nil, fmt.Errorf("attribute %s: segment %d's salt is malformed", attrSalts, n)
+// decodeList is appendList's inverse: each segment's number within 0 to
+// next−1, named once, and its salt below 1<<saltBits.
+func decodeList(b []byte, next int64) ([]segRef, error) {
+	var out []segRef
+	var prev int64
+	seen := map[int64]bool{}
+	for len(b) > 0 {
+		d, k := binary.Varint(b)
+		if k <= 0 {
+			return nil, fmt.Errorf("attribute %s: segment %d's number is malformed", attrList, len(out))
 		}
 		b = b[k:]
-		if v != 0 {
-			out[n] = uint32(v)
+		salt, k := binary.Uvarint(b)
+		if k <= 0 || salt >= 1<<saltBits {
+			return nil, fmt.Errorf("attribute %s: segment %d's salt is malformed", attrList, len(out))
 		}
-	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("attribute %s: %d bytes past segment %d's salt", attrSalts, len(b), next-1)
+		b = b[k:]
+		n := prev + d
+		if n < 0 || n >= next {
+			return nil, fmt.Errorf("attribute %s: segment number %d is not within 0–%d", attrList, n, next-1)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("attribute %s: segment %d is named twice", attrList, n)
+		}
+		seen[n] = true
+		out = append(out, segRef{n: n, salt: uint32(salt)})
+		prev = n
 	}
 	return out, nil
 }
@@ -1263,12 +1431,3 @@ func (l *Ledger) evict() {
 
 // Table is the table the ledger lives in.
 func (l *Ledger) Table() string { return l.table }
-
-// segmentItem is the item number (ItemKey's segment) of key's sealed
-// segment n.
-func (k *keyLedger) segmentItem(n int64) int64 {
-	if s := k.salts[n]; s != 0 {
-		return n<<saltBits | int64(s)
-	}
-	return n
-}

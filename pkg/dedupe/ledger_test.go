@@ -440,3 +440,74 @@ func TestConflictKeepsSealedClaims(t *testing.T) {
 		t.Fatalf("verdicts %v, want %v: a sealed claim was lost in the retry", got, want)
 	}
 }
+
+// TestAHotKeysHeadStaysSmall: a key that seals a segment at every commit,
+// hundreds of times within the horizon, keeps a head of under 1 KB (one
+// write unit, far from DynamoDB's 400 KB item), and every claim of the
+// horizon, the first one too, still holds back its copies, in a warm
+// process and a cold one.
+func TestAHotKeysHeadStaysSmall(t *testing.T) {
+	table := newTable(t)
+	const seals = 600
+	l := dedupe.NewLedger(db, table, itemKey, dedupe.WithHeadEntries(1))
+	for i := 0; i < seals; i++ {
+		got := judge(t, l, cand("hot", fmt.Sprint("a", i), 2*i+1, i, 1), cand("hot", fmt.Sprint("b", i), 2*i+2, i, 1))
+		if want := verdicts(dedupe.New, dedupe.New); fmt.Sprint(got) != want {
+			t.Fatalf("commit %d: %v, want %v", i, got, want)
+		}
+	}
+	if st := l.Stats(); st.Seals < seals/2 {
+		t.Fatalf("%d seals in %d commits: the key did not seal at its commits", st.Seals, seals)
+	}
+	out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), Key: itemKey("hot", dedupe.Head), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sz := limits.ItemSize(out.Item); sz > 1024 {
+		t.Fatalf("after %d seals the head is %d bytes, want at most 1,024: it grows with every segment", seals, sz)
+	}
+	at := seals + 1
+	check := func(name string, l *dedupe.Ledger) {
+		t.Helper()
+		var cs []dedupe.Candidate
+		for i := 0; i < seals; i += 37 {
+			cs = append(cs, cand("hot", fmt.Sprint("a", i), 10000+i, at, 1), cand("hot", fmt.Sprint("b", i), 20000+i, at, 1))
+		}
+		cs = append(cs, cand("hot", "a0", 30000, at, 1), cand("hot", fmt.Sprint("fresh-", name), 30001, at, 1))
+		got := judge(t, l, cs...)
+		for i, v := range got[:len(got)-1] {
+			if v != dedupe.Duplicate {
+				t.Fatalf("%s process: copy %d (%v): %v, want duplicate", name, i, cs[i].ID, v)
+			}
+		}
+		if v := got[len(got)-1]; v != dedupe.New {
+			t.Fatalf("%s process: a fresh id: %v, want new", name, v)
+		}
+		at++
+	}
+	check("warm", l)
+	check("cold", dedupe.NewLedger(db, table, itemKey, dedupe.WithHeadEntries(1)))
+	items := scanAll(t, table)
+	for _, it := range items {
+		if sz := limits.ItemSize(it); sz > limits.DynamoDBItemBytes {
+			t.Errorf("item %v is %d bytes", it["sk"], sz)
+		}
+	}
+}
+
+// scanAll reads every item of table.
+func scanAll(t *testing.T, table string) []map[string]types.AttributeValue {
+	t.Helper()
+	var items []map[string]types.AttributeValue
+	var start map[string]types.AttributeValue
+	for {
+		out, err := db.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		items = append(items, out.Items...)
+		if start = out.LastEvaluatedKey; start == nil {
+			return items
+		}
+	}
+}

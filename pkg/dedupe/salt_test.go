@@ -63,7 +63,7 @@ func TestASealWhoseSaltIsTakenTakesTheNext(t *testing.T) {
 	}
 	head := mem.Item("t", itemKey("k", Head))
 	salts, err := decodeSalts(head[attrSalts].(*types.AttributeValueMemberB).Value, 0, 1)
-	if err != nil || salts[0] != saltOf(entries, 1) {
+	if err != nil || salts[0].salt != saltOf(entries, 1) {
 		t.Fatalf("the head names segment 0 by salt %v (%v), want the second, %d", salts, err, saltOf(entries, 1))
 	}
 	fresh := NewLedger(mem, "t", itemKey, WithHeadEntries(2), WithSegmentEntries(8))

@@ -199,8 +199,12 @@ type keyLedger struct {
 	next    int64 // the number the next sealed (or merged) segment gets
 	// live is each live sealed segment, oldest first.
 	live []segRef
-	segs map[int64][]Entry  // by item number; made by setSeg at the first segment
-	byID map[Identity]Entry // each identity's newest claim
+	segs map[int64][]Entry // by item number; made by setSeg at the first segment
+	// newest is each segment's newest arrival, by item number, set with
+	// segs: a hot key over a long horizon holds millions of claims, which
+	// each commit would otherwise scan to find the horizon.
+	newest map[int64]uint32
+	byID   map[Identity]Entry // each identity's newest claim
 	// earlier holds the older claims of identities claimed again after
 	// the horizon, kept until they expire: a record of the batch that made
 	// the older claim, redelivered, must still find its own claim.
@@ -218,9 +222,19 @@ type keyLedger struct {
 // with every key read.
 func (k *keyLedger) setSeg(item int64, es []Entry) {
 	if k.segs == nil {
-		k.segs = map[int64][]Entry{}
+		k.segs, k.newest = map[int64][]Entry{}, map[int64]uint32{}
 	}
 	k.segs[item] = es
+	k.newest[item] = maxArrival(es)
+}
+
+// newestInSegments is the newest arrival of k's segments' claims.
+func (k *keyLedger) newestInSegments() uint32 {
+	var n uint32
+	for _, a := range k.newest {
+		n = max(n, a)
+	}
+	return n
 }
 
 // keepSegments takes the segments prev holds that k names too: sealed
@@ -755,10 +769,7 @@ type planSegment struct {
 // first records must still find the claims they were judged against.
 // l.mu held.
 func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32) *writePlan {
-	newest := max(maxArrival(kl.head), maxArrival(pending))
-	for _, seg := range kl.segs {
-		newest = max(newest, maxArrival(seg))
-	}
+	newest := max(maxArrival(kl.head), maxArrival(pending), kl.newestInSegments())
 	if oldest != 0 {
 		newest = min(newest, oldest)
 	}
@@ -779,7 +790,7 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 	// (a segment not loaded is never taken for an expired one).
 	for _, r := range kl.live {
 		seg, ok := kl.segs[r.item()]
-		if ok && maxArrival(seg) < cutoff {
+		if ok && kl.newest[r.item()] < cutoff {
 			continue
 		}
 		p.segs = append(p.segs, planSegment{ref: r, es: seg, unread: !ok})
@@ -888,7 +899,7 @@ func firstVersion(arrival uint32) int64 { return int64(arrival)<<20 + 1 }
 func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.AttributeValue, error) {
 	sealed := false
 	p.after.live = make([]segRef, 0, len(p.segs))
-	p.after.segs = nil
+	p.after.segs, p.after.newest = nil, nil
 	for i := range p.segs {
 		s := &p.segs[i]
 		if s.fresh {
@@ -994,11 +1005,7 @@ func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.Attribute
 	} else {
 		item[attrList] = &types.AttributeValueMemberB{Value: appendList(nil, kl.live)}
 	}
-	newest := maxArrival(kl.head)
-	for _, seg := range kl.segs {
-		newest = max(newest, maxArrival(seg))
-	}
-	l.setTTL(item, newest)
+	l.setTTL(item, max(maxArrival(kl.head), kl.newestInSegments()))
 	if err := limits.CheckItem(item); err != nil {
 		return nil, fmt.Errorf("dedupe ledger head of key %q: %w", key, err)
 	}

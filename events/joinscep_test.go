@@ -185,7 +185,7 @@ func detectBatch(t *testing.T, e env, raw []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Add(ctx, r); err != nil {
+	if _, _, err := store.Add(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	raw0, _ := os.ReadFile(filepath.Join("..", "pipelines", "detect.json"))

@@ -15,6 +15,9 @@
 // applies to the events that reach the stream from 10 s after it was added
 // (or enabled) on; disabling or deleting it takes effect as long after. A
 // bad rule is refused naming the part at fault ("pattern[1].where: ...").
+// add run again for a rule stored and active with the same definition is
+// done already (exit 0, nothing changes); another definition under that id
+// is refused naming what differs.
 // test reads no AWS at all.
 //
 // Exit status: 0 done, 1 error, 2 usage, 3 refused (a bad rule, an id in
@@ -246,11 +249,15 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	switch name {
 	case "add":
-		sr, err := store.Add(ctx, r)
+		sr, added, err := store.Add(ctx, r)
 		if err != nil {
 			return fail(refuse(err))
 		}
-		fmt.Fprintf(stdout, "added rule %s: it applies to events reaching the stream from %s on\n", r.ID, sr.Intervals[0].From.Format(time.RFC3339))
+		if added {
+			fmt.Fprintf(stdout, "added rule %s: it applies to events reaching the stream from %s on\n", r.ID, sr.Intervals[0].From.Format(time.RFC3339))
+		} else {
+			fmt.Fprintf(stdout, "rule %s was already added with this definition (nothing changed): it applies to events reaching the stream from %s on\n", r.ID, sr.Intervals[0].From.Format(time.RFC3339))
+		}
 		if from != nil && *from != "" {
 			return fail(backfill(ctx, kinesis.NewFromConfig(cfg), sr, start, *streamName, *matches, *ooo, *idle, stdout, stderr))
 		}

@@ -75,7 +75,8 @@ func TestOfflineAndBadCommandLines(t *testing.T) {
 }
 
 // TestCommands manages rules in a table on the stand-in as an operator
-// would: add, add again (refused), list, disable twice (the second
+// would: add, add again (done already), the same id with another
+// definition (refused), list, disable twice (the second
 // refused), enable, delete, an unknown id (refused).
 func TestCommands(t *testing.T) {
 	srv := standintest.Start(t)
@@ -93,7 +94,9 @@ func TestCommands(t *testing.T) {
 		out, err string
 	}{
 		{[]string{"add", "-file", "testdata/unpaid.json"}, 0, "added rule unpaid: it applies to events reaching the stream from 2026-11-29T12:00:10Z on", ""},
-		{[]string{"add", "-file", "testdata/unpaid.json"}, 3, "", "refused: cep: a rule with this id exists"},
+		// Run again (after a timeout, say): what it asks for is stored.
+		{[]string{"add", "-file", "testdata/unpaid.json"}, 0, "rule unpaid was already added with this definition (nothing changed): it applies to events reaching the stream from 2026-11-29T12:00:10Z on", ""},
+		{[]string{"add", "-file", "testdata/unpaid-longer.json"}, 3, "", "refused: cep: a rule with this id exists: \"unpaid\", with another definition: its within differs"},
 		{[]string{"list"}, 0, "unpaid                   active, applies from 2026-11-29T12:00:10Z", ""},
 		{[]string{"disable", "-id", "unpaid"}, 0, "disabled rule unpaid: it reads no event reaching the stream from 2026-11-29T12:00:10Z on", ""},
 		{[]string{"disable", "-id", "unpaid"}, 3, "", `rule "unpaid" is disabled: cannot disable it`},

@@ -25,7 +25,10 @@ import (
 //	                           a page of at most MaxListAnswerBytes: "next" names the last
 //	                           rule listed when more follow; GET /rules?after=<next> lists them
 //	GET    /rules/<id>         one rule
-//	POST   /rules              add the rule in the body
+//	POST   /rules              add the rule in the body: 201; 200 with "alreadyAdded" when
+//	                           that rule is stored and active already (a retry: nothing
+//	                           changes); 409 when its id is another rule's, a disabled or
+//	                           a deleted one's
 //	POST   /rules/<id>/disable stop it
 //	POST   /rules/<id>/enable  start it again
 //	DELETE /rules/<id>         delete it
@@ -150,13 +153,19 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 		if err != nil {
 			return a.fail(ctx, err), nil
 		}
-		sr, err := a.store.Add(ctx, r)
+		sr, added, err := a.store.Add(ctx, r)
 		if err != nil {
 			return a.fail(ctx, err), nil
 		}
-		a.log.InfoContext(ctx, "rule added", "rule", r.ID, "appliesFrom", sr.Intervals[0].From)
-		return respond(http.StatusCreated, map[string]any{"rule": sr.View(a.now()), "appliesFrom": sr.Intervals[0].From,
-			"note": fmt.Sprintf("the rule reads events that reach the stream from %s on (%s after it was added)", sr.Intervals[0].From.Format(time.RFC3339), ActivationDelay)}), nil
+		from := sr.Intervals[0].From
+		if !added {
+			// A retry of an add that went through: what it asks for is stored.
+			return respond(http.StatusOK, map[string]any{"rule": sr.View(a.now()), "appliesFrom": from, "alreadyAdded": true,
+				"note": fmt.Sprintf("the rule was already added with this definition (nothing changed); it reads events that reach the stream from %s on", from.Format(time.RFC3339))}), nil
+		}
+		a.log.InfoContext(ctx, "rule added", "rule", r.ID, "appliesFrom", from)
+		return respond(http.StatusCreated, map[string]any{"rule": sr.View(a.now()), "appliesFrom": from,
+			"note": fmt.Sprintf("the rule reads events that reach the stream from %s on (%s after it was added)", from.Format(time.RFC3339), ActivationDelay)}), nil
 	case len(parts) == 2 && parts[0] == "rules" && method == http.MethodGet:
 		sr, err := a.store.Get(ctx, parts[1])
 		if err != nil {

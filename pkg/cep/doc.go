@@ -92,7 +92,9 @@
 // retry carries unchanged; disabled or deleted, it reads no event arriving
 // ActivationDelay after that. Events it read are still matched; its
 // absences stop firing once it no longer runs. Deleted rules stay as
-// tombstones for TombstoneTTL. The index (RuleSet) finds an event's rules
+// tombstones for TombstoneTTL. Adding again an active rule with the same
+// definition (compared parsed) is done already and writes nothing, so a
+// retried add is safe; another definition under its id is refused. The index (RuleSet) finds an event's rules
 // by type and key, so the cost of an event follows the rules that can
 // match it, not all rules.
 //

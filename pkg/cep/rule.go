@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -410,4 +411,64 @@ func (r *Rule) appliesToKey(key string) bool {
 		return containsString(r.Keys, key)
 	}
 	return strings.HasPrefix(key, r.KeyPrefix)
+}
+
+// differs names the first part of the rule whose meaning differs from o's
+// ("description", "pattern[1].where", "within"), "" when the two are the
+// same rule however written: the definitions are compared parsed, so
+// whitespace, the order of a definition's keys or of its keys list, a
+// where clause's spacing and a default spelled out make no difference.
+func (r *Rule) differs(o *Rule) string {
+	switch {
+	case r.ID != o.ID:
+		return "id"
+	case r.Description != o.Description:
+		return "description"
+	case len(r.Steps) != len(o.Steps):
+		return "pattern"
+	}
+	for i := range r.Steps {
+		s, t := &r.Steps[i], &o.Steps[i]
+		part := fmt.Sprintf("pattern[%d]", i)
+		switch {
+		case s.Name != t.Name || s.Contiguity != t.Contiguity:
+			return part
+		case s.Type != t.Type:
+			return part + ".type"
+		case !reflect.DeepEqual(s.where, t.where):
+			return part + ".where"
+		case s.TimesOrMore != t.TimesOrMore:
+			return part + ".timesOrMore"
+		case s.SumOf.String() != t.SumOf.String():
+			return part + ".sum"
+		case s.AtLeast != t.AtLeast:
+			return part + ".atLeast"
+		}
+	}
+	switch {
+	case r.Within != o.Within:
+		return "within"
+	case !sameSet(r.Keys, o.Keys):
+		return "keys"
+	case r.KeyPrefix != o.KeyPrefix:
+		return "keyPrefix"
+	case r.AfterMatch != o.AfterMatch:
+		return "afterMatch"
+	}
+	return ""
+}
+
+// sameSet reports whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	for _, s := range a {
+		if !containsString(b, s) {
+			return false
+		}
+	}
+	for _, s := range b {
+		if !containsString(a, s) {
+			return false
+		}
+	}
+	return true
 }

@@ -145,34 +145,49 @@ const addAttempts = 8
 // ActivationDelay on. The rules are counted against MaxRules at the version
 // the write is conditioned on, so two adds at once cannot both take the
 // last place: the one whose count another change overtook counts again.
-func (s *Store) Add(ctx context.Context, r *Rule) (*StoredRule, error) {
+//
+// Adding again what is stored (a client retrying after a timeout, a
+// command run twice) is done already: an active rule of that id whose
+// definition means the same (Rule.differs: parsed, not byte for byte) is
+// answered with added false and nothing written, so neither the rules'
+// version nor when the rule applies moves. Any other rule of that id
+// (another definition, disabled, deleted and kept as a tombstone) is
+// ErrExists saying which.
+func (s *Store) Add(ctx context.Context, r *Rule) (sr *StoredRule, added bool, err error) {
 	for attempt := 1; ; attempt++ {
-		sr, err := s.add(ctx, r)
+		sr, added, err := s.add(ctx, r)
 		if !errors.Is(err, errVersionMoved) {
-			return sr, err
+			return sr, added, err
 		}
 		if attempt == addAttempts {
-			return nil, fmt.Errorf("cep: adding rule %q: the rules changed under each of %d attempts to count them; try again", r.ID, attempt)
+			return nil, false, fmt.Errorf("cep: adding rule %q: the rules changed under each of %d attempts to count them; try again", r.ID, attempt)
 		}
 	}
 }
 
-func (s *Store) add(ctx context.Context, r *Rule) (*StoredRule, error) {
+func (s *Store) add(ctx context.Context, r *Rule) (*StoredRule, bool, error) {
 	// The version first: a change after it moves it, and the write below
 	// is conditioned on it; every change before it is in the (consistent)
 	// scan.
 	version, err := s.Version(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// Every rule item counts, one that no longer parses too: past
 	// MaxRules items List, and so detect, would refuse the table.
-	_, items, err := s.list(ctx)
+	rules, items, err := s.list(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	// A rule of this id first: adding again what is stored is done
+	// already, even in a full table.
+	for _, sr := range rules {
+		if sr.Rule.ID == r.ID {
+			return stored(sr, r)
+		}
 	}
 	if items >= s.maxRules {
-		return nil, ErrTooMany
+		return nil, false, ErrTooMany
 	}
 	if s.counted != nil {
 		s.counted()
@@ -181,21 +196,40 @@ func (s *Store) add(ctx context.Context, r *Rule) (*StoredRule, error) {
 	sr := &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: now.Add(ActivationDelay)}}, Version: 1, CreatedAt: now, UpdatedAt: now}
 	item, err := itemOf(sr)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	cond, err := expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(attrID))).Build()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	err = s.writeAt(ctx, &types.Put{TableName: aws.String(s.table), Item: item,
 		ConditionExpression: cond.Condition(), ExpressionAttributeNames: cond.Names()}, &version)
 	if errors.Is(err, errCondition) {
-		return nil, fmt.Errorf("%w: %q (a deleted rule's id is kept for %s)", ErrExists, r.ID, TombstoneTTL)
+		// Added meanwhile (the same command's first attempt still
+		// running, say), or an item that no longer parses.
+		if sr, gerr := s.Get(ctx, r.ID); gerr == nil {
+			return stored(sr, r)
+		}
+		return nil, false, fmt.Errorf("%w: %q (a deleted rule's id is kept for %s)", ErrExists, r.ID, TombstoneTTL)
 	}
 	if err != nil && !errors.Is(err, errVersionMoved) {
-		return nil, fmt.Errorf("cep: adding rule %q: %w", r.ID, err)
+		return nil, false, fmt.Errorf("cep: adding rule %q: %w", r.ID, err)
 	}
-	return sr, err
+	return sr, err == nil, err
+}
+
+// stored answers adding r when sr holds its id: sr when it is r, active;
+// ErrExists saying why not otherwise.
+func stored(sr *StoredRule, r *Rule) (*StoredRule, bool, error) {
+	switch part := sr.Rule.differs(r); {
+	case sr.Status == StatusDeleted:
+		return nil, false, fmt.Errorf("%w: %q, deleted (a deleted rule's id is kept for %s): add it under another id", ErrExists, r.ID, TombstoneTTL)
+	case part != "":
+		return nil, false, fmt.Errorf("%w: %q, with another definition: its %s differs (delete it and add this one under another id)", ErrExists, r.ID, part)
+	case sr.Status != StatusActive:
+		return nil, false, fmt.Errorf("%w: %q, with this definition, %s: enable it instead", ErrExists, r.ID, sr.Status)
+	}
+	return sr, false, nil
 }
 
 // errCondition is a transaction refused by the rule item's condition, and

@@ -48,15 +48,15 @@ func TestRulesLifecycle(t *testing.T) {
 	c := &clock{t: base}
 	s := NewStore(db, newRulesTable(t), c.now)
 	r := rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"}]}`)
-	sr, err := s.Add(ctx, r)
+	sr, _, err := s.Add(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if from := sr.Intervals[0].From; !from.Equal(base.Add(ActivationDelay)) {
 		t.Fatalf("applies from %s, want %s", from, base.Add(ActivationDelay))
 	}
-	if _, err := s.Add(ctx, r); !errors.Is(err, ErrExists) {
-		t.Fatalf("adding it twice: %v", err)
+	if again, added, err := s.Add(ctx, r); err != nil || added || again.Version != 1 {
+		t.Fatalf("adding it twice: %+v, added %v, %v; want the stored rule, done already", again, added, err)
 	}
 	c.add(time.Minute)
 	if sr, err = s.Disable(ctx, "big"); err != nil || sr.Status != StatusDisabled || !sr.Intervals[0].Until.Equal(c.now().Add(ActivationDelay)) {
@@ -126,7 +126,7 @@ func TestRuleAddedAndRemovedAtRuntime(t *testing.T) {
 		}
 	}
 	send("before", 1000) // no rules yet
-	if _, err := store.Add(ctx, rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"}]}`)); err != nil {
+	if _, _, err := store.Add(ctx, rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	c.add(ActivationDelay - time.Second)
@@ -396,7 +396,7 @@ func TestRefreshScansOnlyWhenTheRulesChanged(t *testing.T) {
 	step(time.Second, 1, 1)     // within RefreshInterval: nothing read
 	step(RefreshInterval, 2, 1) // unchanged: the version only
 	step(RefreshInterval, 3, 1) // still unchanged
-	if _, err := store.Add(ctx, rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment"}]}`)); err != nil {
+	if _, _, err := store.Add(ctx, rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	step(time.Second, 3, 1)     // not yet due
@@ -460,7 +460,7 @@ func TestEnablingIsBounded(t *testing.T) {
 	c := &clock{t: base}
 	table := newRulesTable(t)
 	s := NewStore(db, table, c.now)
-	if _, err := s.Add(ctx, rule(t, `{"id":"r","pattern":[{"begin":"a","type":"x"}]}`)); err != nil {
+	if _, _, err := s.Add(ctx, rule(t, `{"id":"r","pattern":[{"begin":"a","type":"x"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	// The intervals MaxIntervals-1 disable/enable rounds would leave,
@@ -504,7 +504,7 @@ func TestListReadsNoMoreThanARulesTableHolds(t *testing.T) {
 	s := NewStore(db, table, nil)
 	s.maxRules = 3
 	for _, id := range []string{"r1", "r2", "r3"} {
-		if _, err := s.Add(ctx, rule(t, `{"id":"`+id+`","pattern":[{"begin":"a","type":"x"}]}`)); err != nil {
+		if _, _, err := s.Add(ctx, rule(t, `{"id":"`+id+`","pattern":[{"begin":"a","type":"x"}]}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -531,7 +531,7 @@ func TestAddCountsItemsThatNoLongerParse(t *testing.T) {
 	s := NewStore(db, table, nil)
 	s.maxRules = 3
 	for _, id := range []string{"r1", "r2"} {
-		if _, err := s.Add(ctx, rule(t, `{"id":"`+id+`","pattern":[{"begin":"a","type":"x"}]}`)); err != nil {
+		if _, _, err := s.Add(ctx, rule(t, `{"id":"`+id+`","pattern":[{"begin":"a","type":"x"}]}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -539,7 +539,7 @@ func TestAddCountsItemsThatNoLongerParse(t *testing.T) {
 		attrID: &types.AttributeValueMemberS{Value: "broken"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Add(ctx, rule(t, `{"id":"r3","pattern":[{"begin":"a","type":"x"}]}`)); !errors.Is(err, ErrTooMany) {
+	if _, _, err := s.Add(ctx, rule(t, `{"id":"r3","pattern":[{"begin":"a","type":"x"}]}`)); !errors.Is(err, ErrTooMany) {
 		t.Errorf("adding a third rule beside two and an item that no longer parses: %v, want ErrTooMany", err)
 	}
 	if rules, err := s.List(ctx); err != nil || len(rules) != 2 {
@@ -560,7 +560,7 @@ func TestAddCannotPassTheLimitUnderARace(t *testing.T) {
 	s, other := NewStore(db, table, c.now), NewStore(db, table, c.now)
 	s.maxRules, other.maxRules = 3, 3
 	add := func(s *Store, id string) error {
-		_, err := s.Add(ctx, rule(t, `{"id":"`+id+`","pattern":[{"begin":"a","type":"x"}]}`))
+		_, _, err := s.Add(ctx, rule(t, `{"id":"`+id+`","pattern":[{"begin":"a","type":"x"}]}`))
 		return err
 	}
 	for _, id := range []string{"r1", "r2"} {
@@ -614,7 +614,7 @@ func TestStoredRuleWithControlCharacterStillLoads(t *testing.T) {
 	if _, err := ParseRule([]byte(`{"id":"r","pattern":[{"begin":"a","type":"pay\tment"}]}`)); err == nil {
 		t.Fatal("ParseRule took a type with a tab")
 	}
-	if _, err := s.Add(ctx, rule(t, `{"id":"r","pattern":[{"begin":"a","type":"payment"}]}`)); err != nil {
+	if _, _, err := s.Add(ctx, rule(t, `{"id":"r","pattern":[{"begin":"a","type":"payment"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	sr, err := s.Get(ctx, "r")
@@ -638,5 +638,124 @@ func TestStoredRuleWithControlCharacterStillLoads(t *testing.T) {
 	}
 	if _, err := s.Delete(ctx, "r"); err != nil {
 		t.Errorf("delete: %v", err)
+	}
+}
+
+// TestAddingTheSameRuleAgain: a client retrying POST /rules after a
+// timeout, or a person rerunning `rules add`, asks for what is already
+// stored: the answer is the stored rule (200, alreadyAdded), nothing is
+// written (the rules' version and appliesFrom stay), whatever the
+// whitespace, key order or spelling of a default. The same id with another
+// definition, a disabled rule and a deleted rule's id are still refused,
+// the first naming the part that differs.
+func TestAddingTheSameRuleAgain(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	s := NewStore(db, newRulesTable(t), c.now)
+	a := NewAdmin(s, c.now, quiet)
+	post := func(body string) (int, map[string]any) {
+		t.Helper()
+		resp, err := a.Handle(ctx, urlRequest("POST", "/rules", body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(resp.Body), &v); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, v
+	}
+	const def = `{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`
+	if code, v := post(def); code != http.StatusCreated {
+		t.Fatalf("first add: %d %v", code, v)
+	}
+	version, err := s.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applies := base.Add(ActivationDelay).Format(time.RFC3339)
+	c.add(time.Minute)
+	for _, again := range []string{
+		def,
+		// The same rule written otherwise: spaces, key order, the where
+		// clause spaced differently, the default afterMatch spelled out,
+		// the keys in another order.
+		`{ "within": "10m0s", "id": "big", "keys": ["b", "a"], "afterMatch": "skipPastLastEvent", "description": "big payments",
+		   "pattern": [{"type": "payment", "begin": "p", "where": "data.amount>100.0"}, {"followedBy": "q", "type": "refund"}] }`,
+	} {
+		code, v := post(again)
+		if code != http.StatusOK || v["alreadyAdded"] != true || v["appliesFrom"] != applies {
+			t.Errorf("adding it again as %.60s…: %d %v; want 200, alreadyAdded, appliesFrom %s", again, code, v, applies)
+		}
+		if rule, _ := v["rule"].(map[string]any); rule == nil || rule["version"] != float64(1) {
+			t.Errorf("adding it again: rule %v; want the stored rule at version 1", v["rule"])
+		}
+	}
+	if now, err := s.Version(ctx); err != nil || now != version {
+		t.Errorf("the rules' version after adding the same rule again: %d (%v), want %d (nothing changed)", now, err, version)
+	}
+	for _, c := range []struct{ body, part string }{
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 200"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "pattern[0].where"},
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"},{"followedBy":"q","type":"refund"}],"within":"11m","keys":["a","b"]}`, "within"},
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a"]}`, "keys"},
+		{`{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "description"},
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"},{"next":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "pattern[1]"},
+	} {
+		code, v := post(c.body)
+		if msg, _ := v["error"].(string); code != http.StatusConflict || !strings.Contains(msg, "another definition") || !strings.Contains(msg, c.part+" differs") {
+			t.Errorf("the same id with another %s: %d %v; want 409 naming %s", c.part, code, v, c.part)
+		}
+	}
+	if _, err := s.Disable(ctx, "big"); err != nil {
+		t.Fatal(err)
+	}
+	if code, v := post(def); code != http.StatusConflict || !strings.Contains(fmt.Sprint(v["error"]), "disabled") {
+		t.Errorf("adding a disabled rule again: %d %v; want 409 saying it is disabled", code, v)
+	}
+	if _, err := s.Delete(ctx, "big"); err != nil {
+		t.Fatal(err)
+	}
+	if code, v := post(def); code != http.StatusConflict || !strings.Contains(fmt.Sprint(v["error"]), "deleted") {
+		t.Errorf("adding a deleted rule's id again: %d %v; want 409 saying it was deleted", code, v)
+	}
+}
+
+// TestAddingAgainRacesAndFillsNoPlace: the same add twice at once (a
+// client's retry while its first request still runs) is done already for
+// the second, whose write meets the first's item; and adding again a rule
+// of a full table is done already, not refused as one too many.
+func TestAddingAgainRacesAndFillsNoPlace(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	table := newRulesTable(t)
+	s, other := NewStore(db, table, c.now), NewStore(db, table, c.now)
+	s.maxRules, other.maxRules = 2, 2
+	const def = `{"id":"r1","pattern":[{"begin":"a","type":"x"}]}`
+	s.counted = func() {
+		s.counted = nil
+		if _, added, err := other.Add(ctx, rule(t, def)); err != nil || !added {
+			t.Fatalf("the racing add: added %v, %v", added, err)
+		}
+		c.add(time.Minute) // the held add, were it written, would apply a minute later
+	}
+	sr, added, err := s.Add(ctx, rule(t, def))
+	if err != nil || added || !sr.Intervals[0].From.Equal(base.Add(ActivationDelay)) {
+		t.Fatalf("the held add: %+v, added %v, %v; want the racing add's rule, done already", sr, added, err)
+	}
+	if _, _, err := s.Add(ctx, rule(t, `{"id":"r2","pattern":[{"begin":"a","type":"x"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	version, err := s.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, added, err := s.Add(ctx, rule(t, def)); err != nil || added {
+		t.Errorf("adding again a rule of a full table: added %v, %v; want done already", added, err)
+	}
+	if _, _, err := s.Add(ctx, rule(t, `{"id":"r3","pattern":[{"begin":"a","type":"x"}]}`)); !errors.Is(err, ErrTooMany) {
+		t.Errorf("a new rule in a full table: %v, want ErrTooMany", err)
+	}
+	if now, err := s.Version(ctx); err != nil || now != version {
+		t.Errorf("the rules' version: %d (%v), want %d", now, err, version)
 	}
 }

@@ -43,12 +43,13 @@
 // checks: it must be a version (tagged by rebuild for this parameter, or
 // named by the parameter before), it is caught up first — replayed on each
 // shard from the last record whose batch it finished (the position its
-// watermark items hold: a run cut short in a batch leaves some of the
-// batch's items written and others not, so the highest fence is not where
-// it got to; a table without them, a projection's, from its highest
-// fence), less a margin, the fences skipping what it has — and it must
-// hold items when the
-// current one does. Versions lists them with their item counts and those
+// watermark items hold, the lowest of the pipelines it runs: a run cut
+// short in a batch leaves some of the batch's items written and others
+// not, so the highest fence is not where it got to; a shard where one of
+// them finished no batch, from the version's start; a table of no
+// pipeline, a projection's, from its highest fence), less a margin, the
+// fences skipping what it has — and it must hold items when the current
+// one does. Versions lists them with their item counts and those
 // positions.
 //
 // The old version is left as it was; DeleteVersion removes it when the user

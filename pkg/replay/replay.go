@@ -93,7 +93,10 @@ type Options struct {
 	Margin time.Duration
 	// Pipelines, for UseVersion, names the pipelines the catch-up applies:
 	// their watermark items say where the version got to (none: every
-	// pipeline's that has written the table, a removed one's too).
+	// pipeline's that has written the table, a removed one's too); a
+	// shard none of them finished a batch of is read from the version's
+	// start. Only with none named, and no watermark item in the version
+	// (a projection's table), are its fences where it got to.
 	Pipelines []string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
@@ -375,11 +378,12 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 // the checks a rebuild's swap has: the version must be one (tagged by
 // rebuild for this parameter, or named by the parameter before), it is
 // first caught up — the stream is replayed into it from where it got to on
-// each shard (its fences; see Margin), so the records the live functions
-// applied while it was not current are in it — and it must hold items if
-// the current one does (unless AllowEmpty). It refuses a version whose gap
-// the stream no longer holds (it stopped being current, or its newest
-// record arrived, longer ago than the stream's retention).
+// each shard (where its batches finished, see Pipelines; less Margin), so
+// the records the live functions applied while it was not current are in
+// it — and it must hold items if the current one does (unless
+// AllowEmpty). It refuses a version whose gap the stream no longer holds
+// (it stopped being current, or its newest record arrived, longer ago
+// than the stream's retention).
 func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func(table string) (BatchHandler, error)) (*Result, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
@@ -448,22 +452,30 @@ func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func
 			target, stamp(opts.From), st.name, hours(st.retention))
 	}
 	committed := sc.committedThrough(opts.Pipelines)
+	// A table without watermark items, a projection's, has only its
+	// fences. A windowed pipeline's (pipelines named) has one per shard
+	// once a batch of it finished: without any, every shard's run was cut
+	// short in its first batch, and its fences are past records it never
+	// applied.
+	byFences := !sc.watermarks && len(opts.Pipelines) == 0
 	starts := map[string]time.Time{}
 	var from []string
 	for _, sh := range st.shards {
 		shard := aws.ToString(sh.ShardId)
 		// Where the version's batches were committed through, not the
 		// newest record an item holds: a batch cut short leaves items
-		// written past records it did not apply. (A table without
-		// watermark items, a projection's, has only its fences.)
+		// written past records it did not apply.
 		seq, ok := committed[shard]
-		if !sc.watermarks {
+		if byFences {
 			seq, ok = sc.fences[shard]
 		}
 		if !ok {
 			why := "no record of it in " + target + " yet"
-			if _, some := sc.fences[shard]; some && sc.watermarks {
+			if _, some := sc.fences[shard]; some && !byFences {
 				why = "no batch of it finished in " + target + ": a run was cut short in its first"
+				if behind := sc.unfinished(opts.Pipelines, shard); len(behind) < len(opts.Pipelines) {
+					why = "pipeline " + strings.Join(behind, ", ") + " finished no batch of it in " + target + ": a run was cut short in its first, or the pipeline is new to it"
+				}
 			}
 			from = append(from, fmt.Sprintf("%s from %s (%s)", shard, stamp(opts.From), why))
 			continue
@@ -478,7 +490,7 @@ func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func
 		}
 		starts[shard] = at.Add(-opts.Margin)
 		what := "the last record of its last finished batch there"
-		if !sc.watermarks {
+		if byFences {
 			what = "its newest record there"
 		}
 		from = append(from, fmt.Sprintf("%s from %s (%s arrived %s)", shard, stamp(starts[shard]), what, stamp(at)))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/replay"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -676,50 +677,124 @@ func (h interruptAfter) HandleBatch(ctx context.Context, ev events.KinesisEvent)
 // middle of a batch leaves some keys of the batch written (their fences
 // at the batch's last records) and others not; use-version, which the
 // interrupted rebuild names to go on, must still bring every record in
-// once, not start after the newest record any item holds.
+// once, not start after the newest record any item holds. When the
+// failing write is of the batch's first record, no batch of the shard
+// finished and the table holds no watermark item at all: it must not be
+// taken for a table without watermarks (a projection's) whose fences say
+// where it got to, but read from the rebuild's start.
 func TestInterruptedRebuildCaughtUpByUseVersion(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// window is k0's window whose writes fail: 10:02 is after some
+		// of the batch's records, 10:00 holds its first.
+		window, plan string
+	}{
+		{"after some records", "10:02:00", "the last record of its last finished batch there"},
+		{"at the first record", "10:00:00", "no batch of it finished"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, 1)
+			ctx := context.Background()
+			time.Sleep(50 * time.Millisecond)
+			from := time.Now()
+			time.Sleep(50 * time.Millisecond)
+			a := f.send("a", 50, 0)
+			time.Sleep(200 * time.Millisecond) // the batch spans more than the margin
+			b := f.send("b", 50, 3)
+			f.live(ctx, f.liveProcessor())
+
+			runCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			interrupted := &syncbuf.Buffer{}
+			o := f.quick(interrupted)
+			o.From, o.BatchSize = from, 100
+			res, err := f.replayer(nil).Run(runCtx, o, func(table string) (replay.BatchHandler, error) {
+				// One of k0's windows fails; the other keys' windows of
+				// the later records are written.
+				db := &failOnKey{Client: f.db, pk: f.cfg.Name + "#k0", window: c.window}
+				return interruptAfter{aggregate.New(f.cfg, state.NewViews(db, table, f.cfg.Aggregates), nil, ""), cancel}, nil
+			})
+			if err == nil || res == nil || res.Swapped {
+				t.Fatalf("interrupted rebuild: %+v %v, want an error and no swap", res, err)
+			}
+			// Records the interruption kept from being applied were not applied:
+			// they are not "skipped" as records that kept failing are.
+			if res.Skipped != 0 || strings.Contains(interrupted.String(), "skipped") {
+				t.Errorf("the interrupted rebuild skipped %d records as failing:\n%s", res.Skipped, interrupted)
+			}
+			v2 := res.Target
+			if got := f.windows(ctx, v2); len(got) == 0 {
+				t.Fatalf("the interrupted rebuild wrote nothing to %s: the test does not interrupt a batch half-way", v2)
+			}
+
+			progress := &syncbuf.Buffer{}
+			o = f.quick(progress)
+			o.Target, o.Margin, o.Pipelines = v2, time.Millisecond, []string{f.cfg.Name}
+			res, err = f.replayer(nil).UseVersion(ctx, o, f.handler)
+			if err != nil || !res.Swapped {
+				t.Fatalf("use-version: %+v %v\n%s", res, err, progress)
+			}
+			if d := diff(f.windows(ctx, v2), f.reference(slices.Concat(a, b))); d != "" {
+				t.Errorf("%s caught up after an interrupted rebuild is not every record once:\n%s\n%s", v2, d, progress)
+			}
+			if !strings.Contains(strings.Join(res.Plan, "\n"), c.plan) {
+				t.Errorf("the plan does not say %q:\n%s", c.plan, strings.Join(res.Plan, "\n"))
+			}
+		})
+	}
+}
+
+// TestInterruptedRebuildOfTwoPipelinesCaughtUpByUseVersion: of two
+// pipelines rebuilt into one version, the first finished the interrupted
+// batch (its watermark item holds the batch's last record) and the second
+// failed at the batch's first record (no watermark item of it): the shard
+// is where the second got to, its start, not where the first did.
+func TestInterruptedRebuildOfTwoPipelinesCaughtUpByUseVersion(t *testing.T) {
 	f := newFixture(t, 1)
 	ctx := context.Background()
+	other := *f
+	cfg, err := pipeline.Parse([]byte(strings.Replace(pipelineJSON, `"name":"clicks"`, `"name":"clicks2"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.cfg = cfg
+	both := func(db *failOnKey, table string) replay.Fanout {
+		return replay.Fanout{aggregate.New(f.cfg, state.NewViews(f.db, table, f.cfg.Aggregates), nil, ""),
+			aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), nil, "")}
+	}
 	time.Sleep(50 * time.Millisecond)
 	from := time.Now()
 	time.Sleep(50 * time.Millisecond)
 	a := f.send("a", 50, 0)
 	time.Sleep(200 * time.Millisecond) // the batch spans more than the margin
 	b := f.send("b", 50, 3)
-	f.live(ctx, f.liveProcessor())
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	interrupted := &syncbuf.Buffer{}
-	o := f.quick(interrupted)
+	o := f.quick(&syncbuf.Buffer{})
 	o.From, o.BatchSize = from, 100
 	res, err := f.replayer(nil).Run(runCtx, o, func(table string) (replay.BatchHandler, error) {
-		// k0's last window of the first records fails; the other keys'
-		// windows of the later records are written.
-		db := &failOnKey{Client: f.db, pk: f.cfg.Name + "#k0", window: "10:02:00"}
-		return interruptAfter{aggregate.New(f.cfg, state.NewViews(db, table, f.cfg.Aggregates), nil, ""), cancel}, nil
+		return interruptAfter{both(&failOnKey{Client: f.db, pk: cfg.Name + "#k0", window: "10:00:00"}, table), cancel}, nil
 	})
 	if err == nil || res == nil || res.Swapped {
 		t.Fatalf("interrupted rebuild: %+v %v, want an error and no swap", res, err)
 	}
-	// Records the interruption kept from being applied were not applied:
-	// they are not "skipped" as records that kept failing are.
-	if res.Skipped != 0 || strings.Contains(interrupted.String(), "skipped") {
-		t.Errorf("the interrupted rebuild skipped %d records as failing:\n%s", res.Skipped, interrupted)
-	}
 	v2 := res.Target
-	if got := f.windows(ctx, v2); len(got) == 0 {
-		t.Fatalf("the interrupted rebuild wrote nothing to %s: the test does not interrupt a batch half-way", v2)
-	}
 
 	progress := &syncbuf.Buffer{}
 	o = f.quick(progress)
-	o.Target, o.Margin, o.Pipelines = v2, time.Millisecond, []string{f.cfg.Name}
-	res, err = f.replayer(nil).UseVersion(ctx, o, f.handler)
+	o.Target, o.Margin, o.Pipelines = v2, time.Millisecond, []string{f.cfg.Name, cfg.Name}
+	res, err = f.replayer(nil).UseVersion(ctx, o, func(table string) (replay.BatchHandler, error) { return both(&failOnKey{Client: f.db}, table), nil }) // fails nothing
 	if err != nil || !res.Swapped {
 		t.Fatalf("use-version: %+v %v\n%s", res, err, progress)
 	}
-	if d := diff(f.windows(ctx, v2), f.reference(slices.Concat(a, b))); d != "" {
-		t.Errorf("%s caught up after an interrupted rebuild is not every record once:\n%s\n%s", v2, d, progress)
+	if plan := strings.Join(res.Plan, "\n"); !strings.Contains(plan, "pipeline clicks2 finished no batch of it") {
+		t.Errorf("the plan does not name the pipeline that finished no batch:\n%s", plan)
+	}
+	want := f.reference(slices.Concat(a, b))
+	for _, p := range []*fixture{f, &other} {
+		if d := diff(p.windows(ctx, v2), want); d != "" {
+			t.Errorf("pipeline %s of %s caught up after an interrupted rebuild is not every record once:\n%s\n%s", p.cfg.Name, v2, d, progress)
+		}
 	}
 }

@@ -202,7 +202,9 @@ type scanned struct {
 
 // committedThrough is, per shard, the lowest position of the pipelines
 // named (every one of the table's when none is): where all of them had
-// finished their batches.
+// finished their batches. A shard where a named pipeline finished no batch
+// (a run cut short in its first, a pipeline new to the table) has none:
+// the others' positions are past records that pipeline never applied.
 func (sc scanned) committedThrough(pipelines []string) map[string]string {
 	out := map[string]string{}
 	for p, shards := range sc.committed {
@@ -213,6 +215,25 @@ func (sc scanned) committedThrough(pipelines []string) map[string]string {
 			if c, ok := out[shard]; !ok || stream.CompareSequence(seq, c) < 0 {
 				out[shard] = seq
 			}
+		}
+	}
+	for _, p := range pipelines {
+		for shard := range out {
+			if _, ok := sc.committed[p][shard]; !ok {
+				delete(out, shard)
+			}
+		}
+	}
+	return out
+}
+
+// unfinished is the pipelines of those named that finished no batch of
+// shard.
+func (sc scanned) unfinished(pipelines []string, shard string) []string {
+	var out []string
+	for _, p := range pipelines {
+		if _, ok := sc.committed[p][shard]; !ok {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -166,6 +166,11 @@ func (p *Processor) countDedupe(c *collector, before dedupe.Stats, raced []dedup
 	p.metrics.Add("LedgerWrites", metrics.Count, float64(after.Writes-before.Writes))
 	p.metrics.Add("LedgerReads", metrics.Count, float64(after.Reads-before.Reads))
 	p.metrics.Add("WriteRequests", metrics.Count, float64(after.Writes-before.Writes))
+	if n := after.DroppedEarly - before.DroppedEarly; n > 0 {
+		p.metrics.Add("DedupeDroppedEarly", metrics.Count, float64(n))
+		p.log.Warn("a key's dedupe claims passed the ledger's segment limit: its oldest were let go before the horizon, and copies of those events are no longer suppressed",
+			"shard", c.shard, "claims", n, "horizon", p.cfg.DedupeHorizon.String())
+	}
 	if len(raced) > 0 {
 		p.metrics.Add("DedupeRaces", metrics.Count, float64(len(raced)))
 		p.log.Error("claims carried through an interval were made first by another record: their events may be counted twice",

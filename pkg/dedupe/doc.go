@@ -72,7 +72,13 @@
 // segments of several thousand claims (about 820,000 within the horizon)
 // the head grows by about 5 bytes for every 6,400 claims more: 16.5 KB for a key
 // with 35 million live claims (57 a second for a week), more than a
-// Lambda function's cache holds.
+// Lambda function's cache holds. The head names at most 4,096 segments
+// (WithSegmentLimit: about 20 KB, some 32 million claims merged): a key
+// whose claims within the horizon need more lets its oldest segments go
+// early, counted in Stats.DroppedEarly (the functions' DedupeDroppedEarly
+// metric and a warning), and copies of those events count again — rather
+// than a head that reaches the item limit and fails every commit of the
+// key, holding its shard.
 //
 // A head whose segments are first to next−1 in order (no merge yet) is
 // written as before merges: first, next and a salt each; a merged one as

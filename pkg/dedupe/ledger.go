@@ -86,6 +86,7 @@ const (
 	defaultHeadMax   = 24
 	defaultSegMax    = 8000
 	defaultMaxSegs   = 128
+	defaultSegLimit  = 4096
 	mergeRun         = 4       // segments a merge takes when they fit one segment
 	defaultCacheMax  = 1 << 20 // entries kept in memory across keys
 	ttlSlack         = time.Hour
@@ -104,6 +105,7 @@ type Ledger struct {
 	headMax  int
 	segMax   int
 	maxSegs  int
+	segLimit int
 	cacheMax int
 
 	mu      sync.Mutex
@@ -116,6 +118,10 @@ type Ledger struct {
 // Stats counts a Ledger's requests, for metrics and benchmarks.
 type Stats struct {
 	Reads, Writes, Conflicts, Seals int
+	// DroppedEarly counts claims a head let go of before the horizon:
+	// a key so hot that even merged its segments pass WithSegmentLimit
+	// (see plan). Copies of those events are no longer suppressed.
+	DroppedEarly int
 }
 
 // Option configures a Ledger.
@@ -137,6 +143,14 @@ func WithSegmentEntries(n int) Option { return func(l *Ledger) { l.segMax = max(
 // WithMaxSegments is how many live sealed segments a key's head names
 // before adjacent ones are merged (default 128, at least 2).
 func WithMaxSegments(n int) Option { return func(l *Ledger) { l.maxSegs = max(2, n) } }
+
+// WithSegmentLimit is the most live sealed segments a key's head names at
+// all (default 4,096: a head of about 20 KB, some 32 million claims in
+// merged segments). A key whose claims within the horizon need more has
+// its oldest segments let go of early, counted in Stats.DroppedEarly,
+// rather than a head that grows to DynamoDB's item limit and then fails
+// every commit of the key, holding its shard.
+func WithSegmentLimit(n int) Option { return func(l *Ledger) { l.segLimit = max(1, n) } }
 
 // WithCacheEntries bounds the in-memory copy (default: CacheEntriesFor the
 // Lambda function's memory, AWS_LAMBDA_FUNCTION_MEMORY_SIZE, else 1,048,576
@@ -171,7 +185,7 @@ func defaultCacheEntries() int {
 // NewLedger returns the ledger kept in table under the keys itemKey gives.
 func NewLedger(db Store, table string, itemKey ItemKey, opts ...Option) *Ledger {
 	l := &Ledger{db: db, table: table, itemKey: itemKey, horizon: DefaultHorizon,
-		headMax: defaultHeadMax, segMax: defaultSegMax, maxSegs: defaultMaxSegs, cacheMax: defaultCacheEntries(),
+		headMax: defaultHeadMax, segMax: defaultSegMax, maxSegs: defaultMaxSegs, segLimit: defaultSegLimit, cacheMax: defaultCacheEntries(),
 		cache: map[string]*keyLedger{}}
 	for _, o := range opts {
 		o(l)
@@ -748,6 +762,9 @@ type writePlan struct {
 	// segs is after's live segments, oldest first: those kept (item set)
 	// and those to seal, new or merged (fresh), whose items write sets.
 	segs []planSegment
+	// droppedEarly is how many claims within the horizon the plan lets
+	// go of: its oldest segments, past the segment limit.
+	droppedEarly int
 }
 
 // planSegment is one live segment of a plan.
@@ -804,6 +821,12 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 	}
 	after.head = head
 	l.merge(p, cutoff)
+	if over := len(p.segs) - l.segLimit; over > 0 {
+		for _, s := range p.segs[:over] {
+			p.droppedEarly += len(s.es)
+		}
+		p.segs = slices.Delete(p.segs, 0, over)
+	}
 	return p
 }
 
@@ -936,6 +959,9 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("writing the ledger head: %w", err)
+	}
+	if p.droppedEarly > 0 {
+		l.count(func(s *Stats) { s.DroppedEarly += p.droppedEarly })
 	}
 	return nil, nil
 }

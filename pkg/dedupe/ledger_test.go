@@ -511,3 +511,33 @@ func scanAll(t *testing.T, table string) []map[string]types.AttributeValue {
 		}
 	}
 }
+
+// TestAKeyPastTheSegmentLimitLetsItsOldestClaimsGo: a key whose claims
+// within the horizon fill more segments than merging can bring under the
+// limit (here segments of two claims that never fit one merged segment)
+// lets its oldest segments go, counted in DroppedEarly, so its head never
+// grows to DynamoDB's item limit and fails every commit of the key — which
+// would hold its shard. The newest claims still suppress copies; copies of
+// the claims let go are new again, the cost of a key that hot.
+func TestAKeyPastTheSegmentLimitLetsItsOldestClaimsGo(t *testing.T) {
+	table := newTable(t)
+	const commits, limit = 20, 6
+	opts := []dedupe.Option{dedupe.WithHeadEntries(1), dedupe.WithSegmentEntries(2), dedupe.WithMaxSegments(2), dedupe.WithSegmentLimit(limit)}
+	l := dedupe.NewLedger(db, table, itemKey, opts...)
+	for i := 0; i < commits; i++ {
+		if got, want := fmt.Sprint(judge(t, l, cand("hot", fmt.Sprint("a", i), 2*i+1, i, 1), cand("hot", fmt.Sprint("b", i), 2*i+2, i, 1))), verdicts(dedupe.New, dedupe.New); got != want {
+			t.Fatalf("commit %d: %v, want %v", i, got, want)
+		}
+	}
+	st := l.Stats()
+	if st.DroppedEarly == 0 || st.DroppedEarly > 2*(commits-limit) {
+		t.Fatalf("DroppedEarly %d; want some claims let go, at most the %d of the segments past the limit", st.DroppedEarly, 2*(commits-limit))
+	}
+	for i, l := range []*dedupe.Ledger{l, dedupe.NewLedger(db, table, itemKey, opts...)} {
+		name, last, at := []string{"warm", "cold"}[i], commits-1, commits+i
+		got := judge(t, l, cand("hot", fmt.Sprint("a", last), 1000+10*i, at, 1), cand("hot", fmt.Sprint("b", last), 1001+10*i, at, 1), cand("hot", fmt.Sprint("a", i), 1002+10*i, at, 1))
+		if want := verdicts(dedupe.Duplicate, dedupe.Duplicate, dedupe.New); fmt.Sprint(got) != want {
+			t.Errorf("%s process: the newest claims' copies and the oldest's: %v, want %v", name, got, want)
+		}
+	}
+}

@@ -449,6 +449,11 @@ func (r *Runner[V]) judge(ctx context.Context, shard string, cands []dedupe.Cand
 	after := r.ledger.Stats()
 	r.metric("LedgerWrites", float64(after.Writes-before.Writes))
 	r.metric("WriteRequests", float64(after.Writes-before.Writes))
+	if n := after.DroppedEarly - before.DroppedEarly; n > 0 {
+		r.metric("DedupeDroppedEarly", float64(n))
+		r.log.WarnContext(ctx, "a key's dedupe claims passed the ledger's segment limit: its oldest were let go before the horizon, and copies of those events are no longer suppressed",
+			"shard", shard, "claims", n)
+	}
 	keys := map[string]bool{}
 	for _, f := range failed {
 		keys[f.Key] = true

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -11,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -390,42 +388,18 @@ func (h *cepHistory) flink() flinkHistory {
 
 // flinkOracle is one running JVM of the oracle for every history of the
 // test: a history in, its result out.
-type flinkOracle struct {
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
-	enc    *json.Encoder
-	out    *bufio.Scanner
-}
+type flinkOracle struct{ *lineOracle }
 
 func startFlinkOracle(t *testing.T) *flinkOracle {
 	t.Helper()
-	o := &flinkOracle{}
-	var stdin io.WriteCloser
-	var stdout io.Reader
-	o.cmd, stdin, stdout = startJar(t, "the Flink CEP oracle", flinkJar, &o.stderr)
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = o.cmd.Wait()
-	})
-	o.enc = json.NewEncoder(stdin)
-	o.out = bufio.NewScanner(stdout)
-	o.out.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	return o
+	return &flinkOracle{startLineOracle(t, "the Flink CEP oracle", flinkJar, "")}
 }
 
 // run sends h to Flink and returns what it matched.
 func (o *flinkOracle) run(t *testing.T, h flinkHistory) cepOutcome {
 	t.Helper()
-	if err := o.enc.Encode(&h); err != nil {
-		t.Fatalf("writing history %s to the Flink CEP oracle: %v; its stderr:\n%s", h.ID, err, o.stderr.String())
-	}
-	if !o.out.Scan() {
-		t.Fatalf("the Flink CEP oracle ended before answering for %s (%v); its stderr:\n%s", h.ID, o.out.Err(), o.stderr.String())
-	}
 	var r flinkResult
-	if err := json.Unmarshal(o.out.Bytes(), &r); err != nil {
-		t.Fatalf("the Flink CEP oracle wrote a line that is not a result: %.200q: %v", o.out.Text(), err)
-	}
+	o.ask(t, h.ID, &h, &r)
 	if r.ID != h.ID {
 		t.Fatalf("the Flink CEP oracle answered for %q, not %q", r.ID, h.ID)
 	}

@@ -149,12 +149,17 @@ type oracle struct {
 	readErr error
 }
 
-// startJar starts java on jar, what in messages, its stderr into stderr,
-// and returns its pipes: a JVM tuned to start fast (the oracles live for
-// one test).
-func startJar(t *testing.T, what, jar string, stderr *bytes.Buffer) (*exec.Cmd, io.WriteCloser, io.Reader) {
+// startJar starts java on jar (its main class mainClass, or the manifest's
+// when ""), what in messages, its stderr into stderr, and returns its
+// pipes: a JVM tuned to start fast (the oracles live for one test).
+func startJar(t *testing.T, what, jar, mainClass string, stderr *bytes.Buffer) (*exec.Cmd, io.WriteCloser, io.Reader) {
 	t.Helper()
-	cmd := exec.Command("java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", jar)
+	args := []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-jar", jar}
+	if mainClass != "" {
+		// The manifest's Class-Path (lib/) applies to a jar on -cp too.
+		args = []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", jar, mainClass}
+	}
+	cmd := exec.Command("java", args...)
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -176,7 +181,7 @@ func startOracle(t *testing.T) *oracle {
 	o := &oracle{in: make(chan kafkaHistory), results: map[string]chan kafkaResult{}, done: make(chan struct{})}
 	var stdin io.WriteCloser
 	var stdout io.Reader
-	o.cmd, stdin, stdout = startJar(t, "the Kafka Streams oracle", oracleJar, &o.stderr)
+	o.cmd, stdin, stdout = startJar(t, "the Kafka Streams oracle", oracleJar, "", &o.stderr)
 	t.Cleanup(func() {
 		close(o.in)
 		_ = o.cmd.Wait()
@@ -247,4 +252,47 @@ func (o *oracle) result(t *testing.T, id string) kafkaResult {
 		t.Fatalf("the Kafka Streams oracle ended before answering for %s (read error: %v); its stderr:\n%s", id, o.readErr, o.stderr.String())
 	}
 	return kafkaResult{}
+}
+
+// lineOracle is one running JVM of an oracle that answers each history
+// (a JSON line on its stdin) with one JSON line on its stdout, in order:
+// the Flink CEP oracle and the Kafka Streams join oracle.
+type lineOracle struct {
+	what   string
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	enc    *json.Encoder
+	out    *bufio.Scanner
+}
+
+// startLineOracle starts what (for messages): jar's main class mainClass
+// ("" for the manifest's). It stops when the test ends.
+func startLineOracle(t *testing.T, what, jar, mainClass string) *lineOracle {
+	t.Helper()
+	o := &lineOracle{what: what}
+	var stdin io.WriteCloser
+	var stdout io.Reader
+	o.cmd, stdin, stdout = startJar(t, what, jar, mainClass, &o.stderr)
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = o.cmd.Wait()
+	})
+	o.enc = json.NewEncoder(stdin)
+	o.out = bufio.NewScanner(stdout)
+	o.out.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	return o
+}
+
+// ask sends history id (in) and decodes the oracle's answer into out.
+func (o *lineOracle) ask(t *testing.T, id string, in, out any) {
+	t.Helper()
+	if err := o.enc.Encode(in); err != nil {
+		t.Fatalf("writing history %s to %s: %v; its stderr:\n%s", id, o.what, err, o.stderr.String())
+	}
+	if !o.out.Scan() {
+		t.Fatalf("%s ended before answering for %s (%v); its stderr:\n%s", o.what, id, o.out.Err(), o.stderr.String())
+	}
+	if err := json.Unmarshal(o.out.Bytes(), out); err != nil {
+		t.Fatalf("%s wrote a line that is not a result: %.200q: %v", o.what, o.out.Text(), err)
+	}
 }

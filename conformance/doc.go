@@ -1,7 +1,8 @@
 // Package conformance checks the declared windowed aggregation (package
 // aggregate, the aggregate and ticker functions) and a handler of your own
-// (package handler) against a real stream processor: Apache Kafka
-// Streams, run in process by its TopologyTestDriver; and complex event
+// (package handler), and the stream–stream join (package join, the join
+// function), against a real stream processor: Apache Kafka Streams, run in
+// process by its TopologyTestDriver; and complex event
 // processing (package cep, the detect function) against Flink CEP, run in
 // process by Flink's operator test harness.
 //
@@ -32,6 +33,19 @@
 // definition instead and counted as explained (sliding_test.go). Anything
 // else is a mismatch and fails the test.
 //
+// join_test.go generates seeded histories of searches and clicks for every
+// join type (inner, left, outer) and three windows (before 0 and above,
+// allowedLateness 0, shorter and longer than within), out of order, some
+// late, runs each through the join function's Lambda entry point
+// (join.New over internal/memdb, raw Kinesis event bytes, random batch
+// cuts, redelivered batches, producer copies, ticks) and through Kafka
+// Streams' KStream–KStream join (JoinWindows.ofTimeDifferenceAndGrace,
+// in-memory stores, the second main class of kstreams/, JoinOracle), and
+// compares the joined pairs, the unmatched records and the records dropped
+// as late. docs/stream-joins.md ("Kafka Streams") lists the differences
+// the test aligns: the two this join keeps on purpose, and two defects of
+// Kafka Streams' own it does not copy; each is counted apart.
+//
 // flinkcep_test.go generates seeded histories of every CEP pattern form
 // with a Flink equivalent (a filter, followedBy, next, a last
 // notFollowedBy, timesOrMore, skipPastLastEvent and noSkip, late events),
@@ -42,6 +56,6 @@
 // in order — and the events dropped as late. docs/cep.md ("Conformance
 // with Flink CEP") lists the differences the test aligns.
 //
-//	go test ./conformance                          # 3 seeds per kind and policy, and per CEP form
+//	go test ./conformance                          # 3 seeds per kind and policy, per join type and window, and per CEP form
 //	go test ./conformance -args -conformance.seeds=200   # make soak
 package conformance

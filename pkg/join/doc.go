@@ -19,7 +19,9 @@
 // + before (right), and a record arriving after its own window closed is
 // late: dropped and counted. Non-matches are emitted only after the window
 // closed, never eagerly. engine_test.go replays the table of Kafka
-// Streams' documentation row by row (its records come in time order). Two
+// Streams' documentation row by row (its records come in time order), and
+// conformance/join_test.go checks the join function against Kafka Streams'
+// own join (docs/stream-joins.md, "Kafka Streams"). Two
 // differences, for records more than allowedLateness out of order: a
 // record whose window has closed is out of the join for good (Kafka
 // Streams keeps every record in its window store for before + within +

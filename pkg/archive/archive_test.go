@@ -19,6 +19,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/archive"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 var (
@@ -203,4 +204,54 @@ func must(n archive.ObjectName, ok bool) archive.ObjectName {
 		panic("not a key")
 	}
 	return n
+}
+
+// TestArchiverObjectsOfAShardNeverInterleave: Kinesis does not promise
+// that arrival times increase along a shard, so a batch can go 09:59:59,
+// 10:00:00, 09:59:59. Each object is a run of consecutive records of one
+// hour, so a shard's objects never interleave: a rebuild reads them in
+// sequence order and skips an object whose records end before what it has
+// read (a retried batch's), which would have skipped record 2 had it been
+// filed apart from the run 1, 3 around it.
+func TestArchiverObjectsOfAShardNeverInterleave(t *testing.T) {
+	ctx := context.Background()
+	client := archive.NewS3Client(awsCfg)
+	bucket := fmt.Sprintf("archive-test-%d", buckets.Add(1))
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	h := time.Date(2026, 11, 30, 9, 59, 59, 0, time.UTC)
+	shard := "shardId-000000000000"
+	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
+		record(shard, "1", h, `{"id":"a"}`),
+		record(shard, "2", h.Add(time.Second), `{"id":"b"}`),
+		record(shard, "3", h.Add(999*time.Millisecond), `{"id":"c"}`),
+		record(shard, "4", h.Add(2*time.Second), `{"id":"d"}`),
+	}}
+	if err := archive.NewArchiver(client, bucket).Handle(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	r := archive.NewReader(client, bucket)
+	idx, err := r.List(ctx, "events", h, h.Add(time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []string
+	prev := ""
+	for _, o := range idx.Shards[shard] {
+		if prev != "" && stream.CompareSequence(o.First, prev) <= 0 {
+			t.Errorf("object %s begins at or before %s, the previous object's last record", o.Key, prev)
+		}
+		prev = o.Last
+		recs, err := r.Records(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			seqs = append(seqs, rec.Seq)
+		}
+	}
+	if want := []string{"1", "2", "3", "4"}; !reflect.DeepEqual(seqs, want) {
+		t.Errorf("records read object after object: %v, want %v", seqs, want)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -63,15 +64,19 @@ func (a *Archiver) Handle(ctx context.Context, ev events.KinesisEvent) error {
 }
 
 type objectGroup struct {
-	key  string
-	recs []Record
+	stream, key string
+	recs        []Record
 }
 
-// group splits a batch into objects: one per shard and arrival hour, in
-// the batch's order.
+// group splits a batch into objects: one per run of consecutive records of
+// a shard that arrived in the same hour, in the batch's order. Arrival
+// times need not increase along a shard (Kinesis does not promise it), so
+// a shard's batch can go back to an hour it left: that is a new run, so a
+// shard's objects never interleave (the reader reads them in sequence
+// order and skips an object whose records end before what it has read).
 func group(ev events.KinesisEvent) ([]objectGroup, error) {
 	var out []objectGroup
-	at := map[string]int{}
+	at := map[string]int{} // shard → its current run in out
 	for i, r := range ev.Records {
 		shard, ok := shardOf(r.EventID)
 		if !ok {
@@ -91,17 +96,17 @@ func group(ev events.KinesisEvent) ([]objectGroup, error) {
 		}
 		rec := Record{Shard: shard, Seq: r.Kinesis.SequenceNumber, Arrival: r.Kinesis.ApproximateArrivalTimestamp.UTC(),
 			Key: r.Kinesis.PartitionKey, Data: r.Kinesis.Data}
-		g := name + "\x00" + HourPrefix(name, rec.Arrival) + shard
+		g := name + "\x00" + shard
 		j, ok := at[g]
-		if !ok {
+		if !ok || !out[j].recs[0].Arrival.Truncate(time.Hour).Equal(rec.Arrival.Truncate(time.Hour)) {
 			j = len(out)
 			at[g] = j
-			out = append(out, objectGroup{key: name})
+			out = append(out, objectGroup{stream: name})
 		}
 		out[j].recs = append(out[j].recs, rec)
 	}
 	for i := range out {
-		out[i].key = Key(out[i].key, out[i].recs)
+		out[i].key = Key(out[i].stream, out[i].recs)
 	}
 	return out, nil
 }

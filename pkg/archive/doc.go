@@ -3,7 +3,9 @@
 //
 // The archiver (Archiver, run by functions/archive on its own event source
 // mapping of the events stream) writes every batch Lambda hands it as
-// gzip'd JSON lines, one object per shard and arrival hour:
+// gzip'd JSON lines, one object per shard and arrival hour (per run of
+// consecutive records of the same hour, so that a shard's objects never
+// interleave where arrival times go back across an hour):
 //
 //	archive/<stream>/dt=YYYY-MM-DD/hh=HH/<shard>-<firstSeq>-<lastSeq>.jsonl.gz
 //

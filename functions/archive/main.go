@@ -2,9 +2,10 @@
 // event source mapping of the stream it writes every batch into the S3
 // bucket ARCHIVE_BUCKET_NAME as gzip'd JSON lines, one object per shard and
 // arrival hour, each record with its shard, sequence number, arrival time,
-// partition key and data, so that cmd/replay rebuild can read the archive
-// up to a sequence number and the stream after it. The logic is in package
-// archive.
+// partition key and data, each object linked to the record before it on
+// its shard (a chain head per shard under chain/), so that cmd/replay
+// rebuild can read the archive up to a sequence number and the stream after
+// it, and refuse a hole. The logic is in package archive.
 package main
 
 import (

@@ -45,6 +45,7 @@ const (
 	DefaultArchiveBatching         = time.Minute
 	minInfrequentAccess            = 30 * 24 * time.Hour
 	archivePrefix                  = "archive/"
+	chainPrefix                    = "chain/" // package archive's ChainPrefix
 	// archiveRetryAttempts: the archive must not skip a batch, so the
 	// archiver retries for as long as a record is in the stream (its
 	// MaxRecordAge is the stream's retention).
@@ -150,17 +151,30 @@ func NewArchive(scope constructs.Construct, id string, props ArchiveProps) (*Arc
 		MaxRecordAge:      min(streamRetention(props.Events), maxStreamMaxRecordAge),
 		EnhancedFanOut:    true,
 	})
-	// Only PutObject, only under the prefix: it never reads, lists or
-	// deletes.
+	// PutObject under archive/ (it never reads or deletes the archive);
+	// under chain/ it reads and writes each shard's chain head
+	// (package archive: it links each object to the record before it, so
+	// a rebuild sees a hole). ListBucket only so that reading a shard's
+	// first head answers "no such key" (404) rather than access denied
+	// (403), which S3 answers a reader without it.
 	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("s3:PutObject"),
 		Resources: &[]*string{bucket.ArnForObjects(jsii.String(archivePrefix + "*"))},
 	}))
+	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:GetObject", "s3:PutObject"),
+		Resources: &[]*string{bucket.ArnForObjects(jsii.String(chainPrefix + "*"))},
+	}))
+	fn.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("s3:ListBucket"),
+		Resources: &[]*string{bucket.BucketArn()},
+	}))
 	cdknag.NagSuppressions_AddResourceSuppressions(fn.Role, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-IAM5"),
 		Reason: jsii.String("The archiver names each object by stream, arrival hour, shard and sequence numbers " +
-			"(archive/<stream>/dt=…/hh=…/<shard>-<first>-<last>.jsonl.gz), so it may put any object under archive/ and nothing else."),
-		AppliesTo: &[]any{cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::<[A-Za-z0-9]+\.Arn>\/archive\/\*$/`)}},
+			"(archive/<stream>/dt=…/hh=…/<shard>-<first>-<last>[.after-<hour>-<seq>].jsonl.gz) and each shard's chain head " +
+			"chain/<stream>/<shard>.json, so it may put any object under archive/, and read and put any under chain/, and nothing else."),
+		AppliesTo: &[]any{cdknag.RegexAppliesTo{Regex: jsii.String(`/^Resource::<[A-Za-z0-9]+\.Arn>\/(archive|chain)\/\*$/`)}},
 	}}, jsii.Bool(true))
 
 	stack := awscdk.Stack_Of(c)

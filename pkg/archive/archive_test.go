@@ -81,7 +81,9 @@ func TestArchiverWritesEachShardAndHourApart(t *testing.T) {
 	}
 	want := []string{
 		"archive/events/dt=2026-11-30/hh=09/shardId-000000000000-100-250.jsonl.gz",
-		"archive/events/dt=2026-11-30/hh=10/shardId-000000000000-1000000000000000000000000-1000000000000000000000000.jsonl.gz",
+		// Linked to the record before it on the shard: the first object
+		// of a chain has no link.
+		"archive/events/dt=2026-11-30/hh=10/shardId-000000000000-1000000000000000000000000-1000000000000000000000000.after-2026-11-30T09-250.jsonl.gz",
 		"archive/events/dt=2026-11-30/hh=09/shardId-000000000001-7-7.jsonl.gz",
 	}
 	if !reflect.DeepEqual(keys, want) || idx.Objects != 3 {

@@ -16,29 +16,34 @@ import (
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
-// objectPutter is the S3 call the archiver makes.
-type objectPutter interface {
+// objectStore is what the archiver needs of S3: its objects and its chain
+// heads.
+type objectStore interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 }
 
-var _ objectPutter = (*s3.Client)(nil)
+var _ objectStore = (*s3.Client)(nil)
 
 // Archiver writes the batches of its event source mapping into Bucket.
 type Archiver struct {
-	s3     objectPutter
+	s3     objectStore
 	bucket string
 }
 
 // NewArchiver returns an Archiver writing into bucket with client.
-func NewArchiver(client objectPutter, bucket string) *Archiver {
+func NewArchiver(client objectStore, bucket string) *Archiver {
 	return &Archiver{s3: client, bucket: bucket}
 }
 
-// Handle writes ev's records, one object per shard and arrival hour. Any
-// failure fails the whole batch, which Lambda retries from its first record:
-// the archive must not skip a record, and writing an object again is
-// harmless (its name is a function of its records; the reader keeps each
-// sequence number once where a retried batch overlaps a written one).
+// Handle writes ev's records, one object per shard and arrival hour, each
+// linked to the record before it on its shard (ChainedKey), after writing
+// the shard's chain head (chainHead: one GET and one PUT per shard and
+// batch). Any failure fails the whole batch, which Lambda retries from its
+// first record: the archive must not skip a record, and writing an object
+// again is harmless (its name is a function of its records and its link;
+// the reader keeps each sequence number once where a retried batch
+// overlaps a written one).
 func (a *Archiver) Handle(ctx context.Context, ev events.KinesisEvent) error {
 	if err := stream.CheckKinesisEvent(&ev); err != nil {
 		return fmt.Errorf("archive: %w", err)
@@ -47,25 +52,65 @@ func (a *Archiver) Handle(ctx context.Context, ev events.KinesisEvent) error {
 	if err != nil {
 		return err
 	}
-	for _, g := range groups {
+	// Lambda hands a batch of one shard; a hand-made event may hold more.
+	for len(groups) > 0 {
+		shard := groups[0].recs[0].Shard
+		var runs, rest []objectGroup
+		for _, g := range groups {
+			if g.recs[0].Shard == shard && g.stream == groups[0].stream {
+				runs = append(runs, g)
+			} else {
+				rest = append(rest, g)
+			}
+		}
+		if err := a.write(ctx, runs); err != nil {
+			return err
+		}
+		groups = rest
+	}
+	return nil
+}
+
+// write writes one shard's runs: the chain head first, then the objects,
+// each linked to the one before.
+func (a *Archiver) write(ctx context.Context, runs []objectGroup) error {
+	streamName, shard := runs[0].stream, runs[0].recs[0].Shard
+	head, err := a.readHead(ctx, streamName, shard)
+	if err != nil {
+		return err
+	}
+	first := runs[0].recs[0]
+	lastRun := runs[len(runs)-1].recs
+	last := linkOf(lastRun[len(lastRun)-1])
+	link := linkFor(head, first.Seq)
+	next := chainHead{First: first.Seq, After: link.Seq, Last: last.Seq, LastHour: last.Hour.Format(hourLayout)}
+	if link.Seq != "" {
+		next.AfterHour = link.Hour.Format(hourLayout)
+	}
+	if err := a.writeHead(ctx, streamName, shard, next); err != nil {
+		return err
+	}
+	for _, g := range runs {
+		key := ChainedKey(streamName, g.recs, link)
 		body, err := Encode(g.recs)
 		if err != nil {
 			return err
 		}
 		if _, err := a.s3.PutObject(ctx, &s3.PutObjectInput{
-			Bucket: aws.String(a.bucket), Key: aws.String(g.key), Body: bytes.NewReader(body),
+			Bucket: aws.String(a.bucket), Key: aws.String(key), Body: bytes.NewReader(body),
 			ContentType: aws.String("application/x-ndjson"), ContentEncoding: aws.String("gzip"),
 			ServerSideEncryption: s3types.ServerSideEncryptionAes256,
 		}); err != nil {
-			return fmt.Errorf("writing %s (%d records) to bucket %s: %w", g.key, len(g.recs), a.bucket, err)
+			return fmt.Errorf("writing %s (%d records) to bucket %s: %w", key, len(g.recs), a.bucket, err)
 		}
+		link = linkOf(g.recs[len(g.recs)-1])
 	}
 	return nil
 }
 
 type objectGroup struct {
-	stream, key string
-	recs        []Record
+	stream string
+	recs   []Record
 }
 
 // group splits a batch into objects: one per run of consecutive records of
@@ -104,9 +149,6 @@ func group(ev events.KinesisEvent) ([]objectGroup, error) {
 			out = append(out, objectGroup{stream: name})
 		}
 		out[j].recs = append(out[j].recs, rec)
-	}
-	for i := range out {
-		out[i].key = Key(out[i].stream, out[i].recs)
 	}
 	return out, nil
 }

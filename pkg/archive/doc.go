@@ -7,14 +7,22 @@
 // consecutive records of the same hour, so that a shard's objects never
 // interleave where arrival times go back across an hour):
 //
-//	archive/<stream>/dt=YYYY-MM-DD/hh=HH/<shard>-<firstSeq>-<lastSeq>.jsonl.gz
+//	archive/<stream>/dt=YYYY-MM-DD/hh=HH/<shard>-<firstSeq>-<lastSeq>.after-<hour>-<prevSeq>.jsonl.gz
 //
 // Each line is one Kinesis record as it was on the stream: its shard,
 // sequence number, approximate arrival time, partition key and data
-// (Record). The name is a function of the records, so a retried batch
-// writes the same object again, and a retry that starts at the same record
-// with more records after it writes an object that overlaps the first: the
-// reader keeps each sequence number once.
+// (Record). The name links the object to the record the archiver was
+// handed before its first one on the shard (Link: its sequence number and
+// arrival hour), taken from the shard's chain head, chain/<stream>/<shard>.json,
+// which the archiver reads and writes before each batch's objects (one GET
+// and one PUT per shard and batch). So a deleted object, or a batch the
+// archiver gave up on, leaves a link naming a record no object holds, which
+// CheckChain reports as a *HoleError. A retry starts at the batch's first
+// record and takes the head's link again, so it writes the same object
+// again, or, with more records after, one that overlaps the first: the
+// reader keeps each sequence number once, and an overlap is no hole.
+// Objects written before the chain, and the first of each shard's chain,
+// have no link: unknown, taken as following.
 //
 // Amazon Data Firehose is not used: its records lose the shard and sequence
 // number, which a replay needs to join the archive to the stream without a
@@ -27,4 +35,5 @@
 // cannot be read (missing, archived to a class that needs a restore) or is
 // corrupt (not gzip, a line that is not a record, a record of another shard
 // or outside the name's range, out of order) is an *ObjectError naming it.
+// CheckChain checks a shard's listed objects against their links.
 package archive

@@ -51,10 +51,41 @@ func HourPrefix(streamName string, t time.Time) string {
 }
 
 // Key is the name of the object holding recs (of one shard, in order, the
-// first one's arrival hour naming the partition).
+// first one's arrival hour naming the partition), with no link: what the
+// archiver wrote before it kept a chain, and writes for the first object
+// of a shard's chain.
 func Key(streamName string, recs []Record) string {
+	return ChainedKey(streamName, recs, Link{})
+}
+
+// Link is what an object's name says of the record the archiver was handed
+// just before the object's first one, on the same shard: its sequence
+// number and the hour it arrived in (which names the object holding it:
+// the archiver files each record under its own arrival hour). The zero
+// Link is unknown: an object written before the archiver kept a chain, or
+// the first of a shard's chain (a new shard, or its chain head was lost).
+type Link struct {
+	Seq  string
+	Hour time.Time
+}
+
+// linkOf is the link to rec.
+func linkOf(rec Record) Link { return Link{Seq: rec.Seq, Hour: rec.Arrival.UTC().Truncate(time.Hour)} }
+
+// hourLayout is how a link's hour is written in a key.
+const hourLayout = "2006-01-02T15"
+
+// ChainedKey is the name of the object holding recs whose link is after:
+// <shard>-<first>-<last>.after-<hour>-<seq>.jsonl.gz, or Key's name if
+// after is unknown. A retried batch writes the same name again (its link
+// is the same: the archiver's chain head remembers it).
+func ChainedKey(streamName string, recs []Record, after Link) string {
 	first, last := recs[0], recs[len(recs)-1]
-	return HourPrefix(streamName, first.Arrival) + first.Shard + "-" + first.Seq + "-" + last.Seq + ".jsonl.gz"
+	link := ""
+	if after.Seq != "" {
+		link = ".after-" + after.Hour.UTC().Format(hourLayout) + "-" + after.Seq
+	}
+	return HourPrefix(streamName, first.Arrival) + first.Shard + "-" + first.Seq + "-" + last.Seq + link + ".jsonl.gz"
 }
 
 // ObjectName is what a key says about its object.
@@ -63,9 +94,11 @@ type ObjectName struct {
 	Hour        time.Time
 	Shard       string
 	First, Last string
+	// After links the object to the record before First (zero: unknown).
+	After Link
 }
 
-var keyRE = regexp.MustCompile(`/dt=(\d{4}-\d{2}-\d{2})/hh=(\d{2})/(shardId-[0-9A-Za-z_.-]+?)-(\d{1,128})-(\d{1,128})\.jsonl\.gz$`)
+var keyRE = regexp.MustCompile(`/dt=(\d{4}-\d{2}-\d{2})/hh=(\d{2})/(shardId-[0-9A-Za-z_.-]+?)-(\d{1,128})-(\d{1,128})(?:\.after-(\d{4}-\d{2}-\d{2}T\d{2})-(\d{1,128}))?\.jsonl\.gz$`)
 
 // ParseKey reads an object's key; false if it is not an archive object's.
 func ParseKey(key string) (ObjectName, bool) {
@@ -77,7 +110,15 @@ func ParseKey(key string) (ObjectName, bool) {
 	if err != nil || stream.CompareSequence(m[4], m[5]) > 0 {
 		return ObjectName{}, false
 	}
-	return ObjectName{Key: key, Hour: hour, Shard: m[3], First: m[4], Last: m[5]}, true
+	n := ObjectName{Key: key, Hour: hour, Shard: m[3], First: m[4], Last: m[5]}
+	if m[7] != "" {
+		at, err := time.Parse(hourLayout, m[6])
+		if err != nil || stream.CompareSequence(m[7], m[4]) >= 0 {
+			return ObjectName{}, false
+		}
+		n.After = Link{Seq: m[7], Hour: at}
+	}
+	return n, true
 }
 
 // Encode writes recs as one gzip'd JSON-lines object.

@@ -191,3 +191,59 @@ func (r *Reader) Records(ctx context.Context, n ObjectName) ([]Record, error) {
 	defer out.Body.Close()
 	return Decode(n, out.Body)
 }
+
+// HoleError is a break in a shard's chain of objects: Next's link names a
+// record the archiver was handed before Next's first one, and no object
+// listed holds it. The records after Held.Last (or, if no object is
+// listed before Next, those of the link's hour) up to and including the
+// link's are missing: an object deleted, or a batch the archiver gave up
+// on after its retries.
+type HoleError struct {
+	Shard string
+	// Held is the object holding the last record the archive has before
+	// the hole (zero if none is listed).
+	Held ObjectName
+	// Next is the object whose link names the missing record.
+	Next ObjectName
+}
+
+func (e *HoleError) Error() string {
+	s := fmt.Sprintf("hole in the archive of shard %s: object %s (sequence numbers %s-%s) follows sequence number %s (arrived in hour %s), which no object holds",
+		e.Shard, e.Next.Key, e.Next.First, e.Next.Last, e.Next.After.Seq, e.Next.After.Hour.Format("2006-01-02 15:00"))
+	if e.Held.Key == "" {
+		return s + ": the object before it, filed under that hour, is missing"
+	}
+	return s + fmt.Sprintf("; before it the archive holds up to sequence number %s (object %s), so the records after %s up to and including %s are missing",
+		e.Held.Last, e.Held.Key, e.Held.Last, e.Next.After.Seq)
+}
+
+// CheckChain checks that objs, one shard's objects in sequence order (as
+// List gives them) listed from the hour of from on, leave no hole: each
+// object that does not overlap what the ones before it hold must follow
+// the last record they hold, as its link says. An object whose link is
+// unknown (written before the archiver kept a chain, or the first of a
+// shard's chain) is taken as following; so is the first one listed when
+// its link names a record that arrived before from's hour (its object is
+// not listed). A link naming a record before the last one held (a
+// duplicate invocation of an earlier batch wrote the chain head last) is
+// no hole: the archive holds more than the link says. A break is a
+// *HoleError.
+func CheckChain(objs []ObjectName, from time.Time) error {
+	listedFrom := from.UTC().Truncate(time.Hour)
+	var held ObjectName
+	for _, o := range objs {
+		if held.Key != "" && stream.CompareSequence(o.First, held.Last) <= 0 {
+			// Overlaps what is held (a retried batch's object).
+			if stream.CompareSequence(o.Last, held.Last) > 0 {
+				held = o
+			}
+			continue
+		}
+		if o.After.Seq != "" && !o.After.Hour.Before(listedFrom) &&
+			(held.Key == "" || stream.CompareSequence(o.After.Seq, held.Last) > 0) {
+			return &HoleError{Shard: o.Shard, Held: held, Next: o}
+		}
+		held = o
+	}
+	return nil
+}

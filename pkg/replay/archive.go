@@ -123,6 +123,9 @@ func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, s
 		}
 		plan.shards[shard] = s
 	}
+	if err := plan.checkChains(st.name, opts.From); err != nil {
+		return nil, err
+	}
 	for _, sh := range st.shards {
 		shard := aws.ToString(sh.ShardId)
 		s := plan.shards[shard]
@@ -147,6 +150,40 @@ func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, s
 		}
 	}
 	return plan, nil
+}
+
+// checkChains refuses a hole in the archive part of any shard: the objects
+// a rebuild reads (up to the seam) must follow each other as their links
+// say (archive.CheckChain), or records between them are missing.
+func (p *seamPlan) checkChains(streamName string, from time.Time) error {
+	shards := make([]string, 0, len(p.shards))
+	for shard := range p.shards {
+		shards = append(shards, shard)
+	}
+	sort.Strings(shards)
+	for _, shard := range shards {
+		s := p.shards[shard]
+		if s.last == "" {
+			continue
+		}
+		read := s.objects
+		for i, o := range s.objects {
+			if stream.CompareSequence(o.First, s.last) > 0 {
+				read = s.objects[:i]
+				break
+			}
+		}
+		err := archive.CheckChain(read, from)
+		var hole *archive.HoleError
+		if errors.As(err, &hole) {
+			return &RefusedError{Err: err, Reason: fmt.Sprintf("%v (stream %s, bucket %s): a rebuild would silently miss them. Put the missing object back (from a backup or an earlier version of it), or give a -from of %s or later, after the hole",
+				err, streamName, p.bucket, stamp(hole.Next.After.Hour.Add(time.Hour)))}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // place finds the seam on the shard: the last archived record that arrived

@@ -469,3 +469,47 @@ func TestDamagedArchiveObjectsOutsideTheRebuildAreNotRead(t *testing.T) {
 		})
 	}
 }
+
+// TestHoleInTheArchiveIsRefused: an object deleted from the middle of a
+// shard's archive (by hand, or a batch the archiver gave up on) leaves a
+// hole that sequence numbers alone cannot show. The objects' chain does:
+// the rebuild refuses before creating anything, naming the shard, the
+// objects on either side and the sequence numbers the archive lacks,
+// rather than swap in views missing those records.
+func TestHoleInTheArchiveIsRefused(t *testing.T) {
+	a := newArchived(t, 1)
+	ctx := context.Background()
+	from := time.Now().Add(-time.Second)
+	seam, _ := a.sendAcrossSeam()
+	a.archive(ctx, 10, nil)
+	shard := "shardId-000000000000"
+	keys := a.keys(ctx, shard)
+	if len(keys) < 4 {
+		t.Fatalf("archive holds %d objects, want several: %v", len(keys), keys)
+	}
+	if _, err := a.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(a.bucket), Key: aws.String(keys[1])}); err != nil {
+		t.Fatal(err)
+	}
+	gone, _ := archive.ParseKey(keys[1])
+	r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
+	progress := &syncbuf.Buffer{}
+	opts := a.opts(from, progress)
+	opts.Archive, opts.ArchiveUntil = archive.NewReader(a.s3, a.bucket), seam
+	res, err := r.Run(ctx, opts, a.handler)
+	if res != nil && res.Swapped {
+		t.Errorf("swapped to %s, which lacks the records of %s (%d read)", res.Target, keys[1], res.Read)
+	}
+	if !errors.Is(err, replay.ErrRefused) {
+		t.Fatalf("got %v, want a refusal naming the hole\n%s", err, progress)
+	}
+	for _, want := range []string{"hole in the archive", shard, keys[0], keys[2], "sequence number " + gone.Last} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not name %q", err, want)
+		}
+	}
+	t.Logf("refused: %v", err)
+	a.currentIs(ctx, a.table)
+	if _, derr := a.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(a.table + "-v2")}); derr == nil {
+		t.Errorf("%s-v2 was created: the hole is found before anything is", a.table)
+	}
+}

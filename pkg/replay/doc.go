@@ -18,7 +18,8 @@
 //     (AT_TIMESTAMP; a closed parent shard before its children) — or, with
 //     an Archive (package archive), each shard's archived records up to a
 //     seam and the stream AFTER_SEQUENCE_NUMBER of the last of them,
-//     refusing a gap or an overlap there (see planSeam) — turns each
+//     refusing a gap or an overlap there, or a hole in the archive part
+//     (archive.CheckChain; see planSeam) — turns each
 //     GetRecords page into a Lambda-shaped KinesisEvent and hands it to the
 //     same aggregate Processor the function runs, writing to the new
 //     version, retrying from the lowest failed record as Lambda does;

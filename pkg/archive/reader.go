@@ -207,6 +207,17 @@ type HoleError struct {
 	Next ObjectName
 }
 
+// Before is an hour no later than the first missing record's arrival: the
+// hour of the object holding the record before the hole, else the hour of
+// the record the link names. A rebuild whose archive part ends there
+// (-archive-until) reads what follows from the stream.
+func (e *HoleError) Before() time.Time {
+	if e.Held.Key != "" {
+		return e.Held.Hour
+	}
+	return e.Next.After.Hour
+}
+
 func (e *HoleError) Error() string {
 	s := fmt.Sprintf("hole in the archive of shard %s: object %s (sequence numbers %s-%s) follows sequence number %s (arrived in hour %s), which no object holds",
 		e.Shard, e.Next.Key, e.Next.First, e.Next.Last, e.Next.After.Seq, e.Next.After.Hour.Format("2006-01-02 15:00"))

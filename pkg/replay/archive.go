@@ -176,8 +176,8 @@ func (p *seamPlan) checkChains(streamName string, from time.Time) error {
 		err := archive.CheckChain(read, from)
 		var hole *archive.HoleError
 		if errors.As(err, &hole) {
-			return &RefusedError{Err: err, Reason: fmt.Sprintf("%v (stream %s, bucket %s): a rebuild would silently miss them. Put the missing object back (from a backup or an earlier version of it), or give a -from of %s or later, after the hole",
-				err, streamName, p.bucket, stamp(hole.Next.After.Hour.Add(time.Hour)))}
+			return &RefusedError{Err: err, Reason: fmt.Sprintf("%v (stream %s, bucket %s): a rebuild would silently miss them. If the stream still holds them, give an -archive-until of %s or earlier, so the stream supplies them; else put the deleted object back under its key (the bucket keeps no earlier versions), or give a -from of %s or later, after the hole (docs/archive.md, \"hole in the archive\")",
+				err, streamName, p.bucket, stamp(hole.Before()), stamp(hole.Next.After.Hour.Add(time.Hour)))}
 		}
 		if err != nil {
 			return err

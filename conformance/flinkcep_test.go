@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -276,19 +275,9 @@ func runDetect(t *testing.T, h *cepHistory, rules []*cep.Rule) cepOutcome {
 		}
 	}
 	var o cepOutcome
-	byID := map[string][]byte{}
-	for _, b := range out.Records() {
-		var env stream.Envelope
-		if err := stream.Unmarshal(b, &env); err != nil {
-			t.Fatalf("match record %s: %v", b, err)
-		}
-		if prev, ok := byID[env.ID]; ok {
-			if !bytes.Equal(prev, b) {
-				o.problems = append(o.problems, fmt.Sprintf("match id %s emitted as %s and as %s", env.ID, prev, b))
-			}
-			continue
-		}
-		byID[env.ID] = b
+	outs, problems := distinctOutputs(t, out.Records(), "match")
+	o.problems = append(o.problems, problems...)
+	for _, env := range outs {
 		var m cep.MatchData
 		if err := json.Unmarshal(env.Data, &m); err != nil {
 			t.Fatal(err)

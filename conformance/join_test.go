@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -283,22 +282,12 @@ func runJoin(t *testing.T, h *joinHistory) joinOutcome {
 	}
 
 	o := newJoinOutcome()
-	byID := map[string][]byte{}
-	for _, b := range out.Records() {
-		var env stream.Envelope
-		if err := stream.Unmarshal(b, &env); err != nil {
-			t.Fatalf("output %s: %v", b, err)
-		}
-		if prev, ok := byID[env.ID]; ok {
-			if !bytes.Equal(prev, b) {
-				o.problems = append(o.problems, fmt.Sprintf("output id %s emitted as %s and as %s", env.ID, prev, b))
-			}
-			continue
-		}
-		byID[env.ID] = b
+	outs, problems := distinctOutputs(t, out.Records(), "output")
+	o.problems = append(o.problems, problems...)
+	for _, env := range outs {
 		var d join.Data
 		if err := json.Unmarshal(env.Data, &d); err != nil {
-			t.Fatalf("output %s: %v", b, err)
+			t.Fatalf("output %s: %v", env.Data, err)
 		}
 		var l, r string
 		if d.Left != nil {

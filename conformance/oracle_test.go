@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // The Kafka Streams oracle: a Maven project in kstreams/ whose jar reads
@@ -295,4 +297,28 @@ func (o *lineOracle) ask(t *testing.T, id string, in, out any) {
 	if err := json.Unmarshal(o.out.Bytes(), out); err != nil {
 		t.Fatalf("%s wrote a line that is not a result: %.200q: %v", o.what, o.out.Text(), err)
 	}
+}
+
+// distinctOutputs decodes an output stream's records (what names them in
+// messages: "output", "match") and keeps one of each id, in order: emission
+// is at least once, so a copy is expected, but a copy whose bytes differ
+// from the first is a problem, returned naming both.
+func distinctOutputs(t *testing.T, records [][]byte, what string) (envs []stream.Envelope, problems []string) {
+	t.Helper()
+	byID := map[string][]byte{}
+	for _, b := range records {
+		var env stream.Envelope
+		if err := stream.Unmarshal(b, &env); err != nil {
+			t.Fatalf("%s record %s: %v", what, b, err)
+		}
+		if prev, ok := byID[env.ID]; ok {
+			if !bytes.Equal(prev, b) {
+				problems = append(problems, fmt.Sprintf("%s id %s emitted as %s and as %s", what, env.ID, prev, b))
+			}
+			continue
+		}
+		byID[env.ID] = b
+		envs = append(envs, env)
+	}
+	return envs, problems
 }

@@ -1,21 +1,11 @@
 package dev.tributary.conformance;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.BufferedReader;
-import java.io.BufferedWriter;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
-import org.apache.kafka.common.Metric;
-import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -31,7 +21,6 @@ import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.ValueJoiner;
-import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 
 /**
  * Runs histories of two streams through Kafka Streams' KStream–KStream join, one TopologyTestDriver (no broker)
@@ -73,25 +62,7 @@ public final class JoinOracle {
     static final String FLUSH_KEY = "\u0000flush";
 
     public static void main(final String[] args) throws Exception {
-        final ObjectMapper json = new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, true);
-        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        final BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
-        for (String line; (line = in.readLine()) != null; ) {
-            if (line.isBlank()) {
-                continue;
-            }
-            History h = null;
-            Result r;
-            try {
-                h = json.readValue(line, History.class);
-                r = run(h);
-            } catch (final Exception e) {
-                r = new Result(h == null ? null : h.id(), null, null, e.toString());
-            }
-            out.write(json.writeValueAsString(r));
-            out.newLine();
-            out.flush();
-        }
+        Drivers.serve(History.class, JoinOracle::run, (h, e) -> new Result(h == null ? null : h.id(), null, null, e.toString()));
     }
 
     /** Pipes h's records, one at a time, through the join of h's type. */
@@ -113,11 +84,7 @@ public final class JoinOracle {
         };
         result.to("out", Produced.with(Serdes.String(), Serdes.String()));
 
-        final Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, "join-conformance");
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:9");
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
-        props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers.class);
+        final Properties props = Drivers.props("join-conformance");
         props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX, 0L);
 
         final List<Out> outputs = new ArrayList<>();
@@ -156,7 +123,7 @@ public final class JoinOracle {
                     final String r = kv.value.substring(bar + 1);
                     outputs.add(new Out(i, l.isEmpty() ? null : l, r.isEmpty() ? null : r));
                 }
-                final double droppedNow = droppedRecords(driver);
+                final double droppedNow = Drivers.droppedRecords(driver);
                 if (droppedNow > droppedBefore && i < n) {
                     dropped.add(i);
                 }
@@ -166,14 +133,4 @@ public final class JoinOracle {
         return new Result(h.id(), outputs, dropped, null);
     }
 
-    /** The task's dropped-records-total metric. */
-    private static double droppedRecords(final TopologyTestDriver driver) {
-        double total = 0;
-        for (final Map.Entry<MetricName, ? extends Metric> e : driver.metrics().entrySet()) {
-            if (e.getKey().name().equals("dropped-records-total")) {
-                total += ((Number) e.getValue().metricValue()).doubleValue();
-            }
-        }
-        return total;
-    }
 }

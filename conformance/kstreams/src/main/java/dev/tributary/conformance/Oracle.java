@@ -1,22 +1,12 @@
 package dev.tributary.conformance;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.BufferedReader;
-import java.io.BufferedWriter;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Properties;
-import org.apache.kafka.common.Metric;
-import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.LongSerializer;
 import org.apache.kafka.common.serialization.Serde;
@@ -27,7 +17,6 @@ import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
-import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
@@ -40,7 +29,6 @@ import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.Windowed;
-import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
 
@@ -111,25 +99,7 @@ public final class Oracle {
         });
 
     public static void main(final String[] args) throws Exception {
-        final ObjectMapper json = new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, true);
-        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        final BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
-        for (String line; (line = in.readLine()) != null; ) {
-            if (line.isBlank()) {
-                continue;
-            }
-            History h = null;
-            Result r;
-            try {
-                h = json.readValue(line, History.class);
-                r = run(h);
-            } catch (final Exception e) {
-                r = new Result(h == null ? null : h.id(), null, null, e.toString());
-            }
-            out.write(json.writeValueAsString(r));
-            out.newLine();
-            out.flush();
-        }
+        Drivers.serve(History.class, Oracle::run, (h, e) -> new Result(h == null ? null : h.id(), null, null, e.toString()));
     }
 
     /** Pipes h's records, one at a time, through the aggregation of h's window kind. */
@@ -161,11 +131,7 @@ public final class Oracle {
                 + (a == null ? "" : " " + a.count + " " + a.sum + " " + a.min + " " + a.max)))
             .to("out", Produced.with(Serdes.String(), Serdes.String()));
 
-        final Properties props = new Properties();
-        props.put(StreamsConfig.APPLICATION_ID_CONFIG, "conformance");
-        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:9");
-        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
-        props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers.class);
+        final Properties props = Drivers.props("conformance");
 
         final List<Update> updates = new ArrayList<>();
         final List<Integer> dropped = new ArrayList<>();
@@ -181,7 +147,7 @@ public final class Oracle {
                 for (final KeyValue<String, String> kv : output.readKeyValuesToList()) {
                     updates.add(parse(i, kv.key, kv.value));
                 }
-                final double droppedNow = droppedRecords(driver);
+                final double droppedNow = Drivers.droppedRecords(driver);
                 if (droppedNow > droppedBefore) {
                     dropped.add(i);
                 }
@@ -219,14 +185,4 @@ public final class Oracle {
             Long.parseLong(f[2]), Long.parseLong(f[3]), Long.parseLong(f[4]), Long.parseLong(f[5]));
     }
 
-    /** The task's dropped-records-total metric (records skipped for an expired window). */
-    private static double droppedRecords(final TopologyTestDriver driver) {
-        double total = 0;
-        for (final Map.Entry<MetricName, ? extends Metric> e : driver.metrics().entrySet()) {
-            if (e.getKey().name().equals("dropped-records-total")) {
-                total += ((Number) e.getValue().metricValue()).doubleValue();
-            }
-        }
-        return total;
-    }
 }

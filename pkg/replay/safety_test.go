@@ -695,12 +695,7 @@ func TestInterruptedRebuildCaughtUpByUseVersion(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, 1)
 			ctx := context.Background()
-			time.Sleep(50 * time.Millisecond)
-			from := time.Now()
-			time.Sleep(50 * time.Millisecond)
-			a := f.send("a", 50, 0)
-			time.Sleep(200 * time.Millisecond) // the batch spans more than the margin
-			b := f.send("b", 50, 3)
+			from, a, b := f.sendAcrossTheMargin()
 			f.live(ctx, f.liveProcessor())
 
 			runCtx, cancel := context.WithCancel(ctx)
@@ -762,12 +757,7 @@ func TestInterruptedRebuildOfTwoPipelinesCaughtUpByUseVersion(t *testing.T) {
 		return replay.Fanout{aggregate.New(f.cfg, state.NewViews(f.db, table, f.cfg.Aggregates), nil, ""),
 			aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), nil, "")}
 	}
-	time.Sleep(50 * time.Millisecond)
-	from := time.Now()
-	time.Sleep(50 * time.Millisecond)
-	a := f.send("a", 50, 0)
-	time.Sleep(200 * time.Millisecond) // the batch spans more than the margin
-	b := f.send("b", 50, 3)
+	from, a, b := f.sendAcrossTheMargin()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -797,4 +787,17 @@ func TestInterruptedRebuildOfTwoPipelinesCaughtUpByUseVersion(t *testing.T) {
 			t.Errorf("pipeline %s of %s caught up after an interrupted rebuild is not every record once:\n%s\n%s", p.cfg.Name, v2, d, progress)
 		}
 	}
+}
+
+// sendAcrossTheMargin sends 50 events of minute 0 and, more than the
+// catch-up's margin later, 50 of minute 3, so that one batch spans more
+// than the margin; from is a time just before the first.
+func (f *fixture) sendAcrossTheMargin() (from time.Time, a, b []stream.Envelope) {
+	time.Sleep(50 * time.Millisecond)
+	from = time.Now()
+	time.Sleep(50 * time.Millisecond)
+	a = f.send("a", 50, 0)
+	time.Sleep(200 * time.Millisecond) // the batch spans more than the margin
+	b = f.send("b", 50, 3)
+	return from, a, b
 }

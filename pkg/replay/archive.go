@@ -118,8 +118,11 @@ func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, s
 		if err := s.place(ctx, src, seam); err != nil {
 			return nil, err
 		}
-		if s.archiveOnly && s.last == "" {
-			continue // only records after the seam, of a shard gone from the stream: nothing to read
+		if s.last == "" {
+			// Only records after the seam: nothing to read from the
+			// archive. A shard the stream lists is read from it alone,
+			// from -from; one gone from the stream has nothing to read.
+			continue
 		}
 		plan.shards[shard] = s
 	}

@@ -515,3 +515,62 @@ func TestHoleInTheArchiveIsRefused(t *testing.T) {
 		t.Errorf("%s-v2 was created: the hole is found before anything is", a.table)
 	}
 }
+
+// TestFollowingTheHoleRefusalRebuilds: the refusal of a hole says what to
+// do while the stream still holds the missing records; doing it — an
+// -archive-until at the hour the refusal names, or, when -from is within
+// the stream's retention, no archive at all — gives a rebuild with every
+// record once.
+func TestFollowingTheHoleRefusalRebuilds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// ago is how long before the records -from is.
+		ago time.Duration
+	}{
+		{name: "-from hours before the hole: end the archive part before it", ago: 2 * time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newArchived(t, 1)
+			ctx := context.Background()
+			from := time.Now().Add(-tc.ago)
+			seam, distinct := a.sendAcrossSeam()
+			a.archive(ctx, 10, nil)
+			keys := a.keys(ctx, "shardId-000000000000")
+			if len(keys) < 4 {
+				t.Fatalf("archive holds %d objects, want several: %v", len(keys), keys)
+			}
+			if _, err := a.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(a.bucket), Key: aws.String(keys[1])}); err != nil {
+				t.Fatal(err)
+			}
+			r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
+			progress := &syncbuf.Buffer{}
+			opts := a.opts(from, progress)
+			opts.Archive, opts.ArchiveUntil = archive.NewReader(a.s3, a.bucket), seam
+			_, err := r.Run(ctx, opts, a.handler)
+			var hole *archive.HoleError
+			if !errors.Is(err, replay.ErrRefused) || !errors.As(err, &hole) {
+				t.Fatalf("got %v, want a refusal of the hole\n%s", err, progress)
+			}
+			// Step 1 of the refusal, as a user reads it.
+			if hole.Before().After(from) {
+				want := "-archive-until of " + hole.Before().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+				if !strings.Contains(err.Error(), want) {
+					t.Fatalf("refusal %q does not say %q", err, want)
+				}
+				opts.ArchiveUntil = hole.Before()
+			} else {
+				if !strings.Contains(err.Error(), "without -archive-bucket") {
+					t.Fatalf("refusal %q: -from is within the stream's retention, but it does not say to rebuild without the archive", err)
+				}
+				opts.Archive, opts.ArchiveUntil = nil, time.Time{}
+			}
+			res, err := r.Run(ctx, opts, a.handler)
+			if err != nil || !res.Swapped {
+				t.Fatalf("rebuild as the refusal says: %+v %v\n%s", res, err, progress)
+			}
+			if d := diff(a.windows(ctx, res.Target), a.reference(distinct)); d != "" {
+				t.Errorf("%s differs from each distinct event once:\n%s", res.Target, d)
+			}
+		})
+	}
+}

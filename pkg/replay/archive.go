@@ -126,7 +126,7 @@ func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, s
 		}
 		plan.shards[shard] = s
 	}
-	if err := plan.checkChains(st.name, opts.From); err != nil {
+	if err := plan.checkChains(st.name, opts.From, time.Now().Add(-st.retention)); err != nil {
 		return nil, err
 	}
 	for _, sh := range st.shards {
@@ -157,8 +157,12 @@ func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, s
 
 // checkChains refuses a hole in the archive part of any shard: the objects
 // a rebuild reads (up to the seam) must follow each other as their links
-// say (archive.CheckChain), or records between them are missing.
-func (p *seamPlan) checkChains(streamName string, from time.Time) error {
+// say (archive.CheckChain), or records between them are missing. The
+// refusal says what to do first: with the stream holding records since
+// oldest, an -archive-until at or before the hole when that is after
+// -from, else no archive at all when -from is within the stream's
+// retention.
+func (p *seamPlan) checkChains(streamName string, from, oldest time.Time) error {
 	shards := make([]string, 0, len(p.shards))
 	for shard := range p.shards {
 		shards = append(shards, shard)
@@ -179,8 +183,17 @@ func (p *seamPlan) checkChains(streamName string, from time.Time) error {
 		err := archive.CheckChain(read, from)
 		var hole *archive.HoleError
 		if errors.As(err, &hole) {
-			return &RefusedError{Err: err, Reason: fmt.Sprintf("%v (stream %s, bucket %s): a rebuild would silently miss them. If the stream still holds them, give an -archive-until of %s or earlier, so the stream supplies them; else put the deleted object back under its key (the bucket keeps no earlier versions), or give a -from of %s or later, after the hole (docs/archive.md, \"hole in the archive\")",
-				err, streamName, p.bucket, stamp(hole.Before()), stamp(hole.Next.After.Hour.Add(time.Hour)))}
+			var first string
+			switch {
+			case hole.Before().After(from):
+				first = fmt.Sprintf("If the stream still holds them, give an -archive-until of %s or earlier, so the stream supplies them", stamp(hole.Before()))
+			case !from.Before(oldest):
+				first = fmt.Sprintf("The stream holds every record since -from %s (it keeps them since %s): rebuild without -archive-bucket and -archive-until", stamp(from), stamp(oldest))
+			default:
+				first = fmt.Sprintf("The hole is in -from's hour, which the stream no longer holds (it keeps records since %s)", stamp(oldest))
+			}
+			return &RefusedError{Err: err, Reason: fmt.Sprintf("%v (stream %s, bucket %s): a rebuild would silently miss them. %s; else put the deleted object back under its key (the bucket keeps no earlier versions), or give a -from of %s or later, after the hole (docs/archive.md, \"hole in the archive\")",
+				err, streamName, p.bucket, first, stamp(hole.Next.After.Hour.Add(time.Hour)))}
 		}
 		if err != nil {
 			return err

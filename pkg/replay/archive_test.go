@@ -528,6 +528,7 @@ func TestFollowingTheHoleRefusalRebuilds(t *testing.T) {
 		ago time.Duration
 	}{
 		{name: "-from hours before the hole: end the archive part before it", ago: 2 * time.Hour},
+		{name: "-from in the hole's hour: the stream alone holds it all", ago: time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newArchived(t, 1)

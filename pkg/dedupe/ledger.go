@@ -141,7 +141,8 @@ func WithHeadEntries(n int) Option { return func(l *Ledger) { l.headMax = max(1,
 func WithSegmentEntries(n int) Option { return func(l *Ledger) { l.segMax = max(1, n) } }
 
 // WithMaxSegments is how many live sealed segments a key's head names
-// before adjacent ones are merged (default 128, at least 2).
+// before adjacent ones are merged (default 128, at least 2; a
+// WithSegmentLimit below it is merged toward instead).
 func WithMaxSegments(n int) Option { return func(l *Ledger) { l.maxSegs = max(2, n) } }
 
 // WithSegmentLimit is the most live sealed segments a key's head names at
@@ -853,7 +854,9 @@ func (l *Ledger) merge(p *writePlan, cutoff uint32) {
 		}
 		return t
 	}
-	for len(p.segs) > l.maxSegs {
+	// A segment limit set below maxSegs is merged toward too: past it
+	// claims are let go (plan), which a merge keeps.
+	for len(p.segs) > min(l.maxSegs, l.segLimit) {
 		tiers := make([]int, len(p.segs))
 		for i := range p.segs {
 			tiers[i] = tier(p.segs[i])

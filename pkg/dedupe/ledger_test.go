@@ -541,3 +541,30 @@ func TestAKeyPastTheSegmentLimitLetsItsOldestClaimsGo(t *testing.T) {
 		}
 	}
 }
+
+// TestASegmentLimitBelowMaxSegmentsMergesFirst: a ledger whose segment
+// limit is set below WithMaxSegments (the default 128) merges its small
+// segments to stay within the limit, as it does past WithMaxSegments,
+// instead of letting claims go that one merged segment holds easily: a
+// copy of the key's first event, well within the horizon, is still held
+// back, and nothing is counted as dropped early.
+func TestASegmentLimitBelowMaxSegmentsMergesFirst(t *testing.T) {
+	table := newTable(t)
+	const commits = 8
+	opts := []dedupe.Option{dedupe.WithHeadEntries(1), dedupe.WithSegmentEntries(100), dedupe.WithSegmentLimit(3)}
+	l := dedupe.NewLedger(db, table, itemKey, opts...)
+	for i := 0; i < commits; i++ {
+		if got, want := fmt.Sprint(judge(t, l, cand("hot", fmt.Sprint("a", i), 2*i+1, i, 1), cand("hot", fmt.Sprint("b", i), 2*i+2, i, 1))), verdicts(dedupe.New, dedupe.New); got != want {
+			t.Fatalf("commit %d: %v, want %v", i, got, want)
+		}
+	}
+	if st := l.Stats(); st.DroppedEarly != 0 {
+		t.Errorf("DroppedEarly %d; want 0: %d claims fit one segment of 100", st.DroppedEarly, 2*commits)
+	}
+	for i, l := range []*dedupe.Ledger{l, dedupe.NewLedger(db, table, itemKey, opts...)} {
+		name, at := []string{"warm", "cold"}[i], commits+i
+		if got, want := fmt.Sprint(judge(t, l, cand("hot", "a0", 1000+10*i, at, 1))), verdicts(dedupe.Duplicate); got != want {
+			t.Errorf("%s process: a copy of the first event: %v, want %v", name, got, want)
+		}
+	}
+}

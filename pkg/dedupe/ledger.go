@@ -824,7 +824,11 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 	l.merge(p, cutoff)
 	if over := len(p.segs) - l.segLimit; over > 0 {
 		for _, s := range p.segs[:over] {
-			p.droppedEarly += len(s.es)
+			for _, e := range s.es {
+				if e.Arrival >= cutoff { // those past it were let go anyway
+					p.droppedEarly++
+				}
+			}
 		}
 		p.segs = slices.Delete(p.segs, 0, over)
 	}

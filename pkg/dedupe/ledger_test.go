@@ -568,3 +568,25 @@ func TestASegmentLimitBelowMaxSegmentsMergesFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestDroppedEarlyCountsOnlyClaimsWithinTheHorizon: a segment let go at
+// the segment limit may hold claims already past the horizon beside live
+// ones; DroppedEarly (the functions' DedupeDroppedEarly metric and the
+// warning's claims) counts the live ones only, the copies that now count
+// again, not every claim the segment held.
+func TestDroppedEarlyCountsOnlyClaimsWithinTheHorizon(t *testing.T) {
+	const commits = 6
+	// Each commit seals a segment of two claims 9 s apart; with a 5 s
+	// horizon the segment before holds one claim past it and one within,
+	// and no two segments fit one merged one.
+	l := dedupe.NewLedger(db, newTable(t), itemKey, dedupe.WithHorizon(5*time.Second), dedupe.WithHeadEntries(1),
+		dedupe.WithSegmentEntries(2), dedupe.WithMaxSegments(2), dedupe.WithSegmentLimit(1))
+	for i := 0; i < commits; i++ {
+		if got, want := fmt.Sprint(judge(t, l, cand("hot", fmt.Sprint("a", i), 2*i+1, 10*i, 1), cand("hot", fmt.Sprint("b", i), 2*i+2, 10*i+9, 1))), verdicts(dedupe.New, dedupe.New); got != want {
+			t.Fatalf("commit %d: %v, want %v", i, got, want)
+		}
+	}
+	if got, want := l.Stats().DroppedEarly, commits-1; got != want {
+		t.Errorf("DroppedEarly %d; want %d: each commit let go of one claim within the horizon (its segment's other was past it)", got, want)
+	}
+}

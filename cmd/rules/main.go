@@ -256,7 +256,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		if added {
 			fmt.Fprintf(stdout, "added rule %s: it applies to events reaching the stream from %s on\n", r.ID, sr.Intervals[0].From.Format(time.RFC3339))
 		} else {
-			fmt.Fprintf(stdout, "rule %s was already added with this definition (nothing changed): it applies to events reaching the stream from %s on\n", r.ID, sr.Intervals[0].From.Format(time.RFC3339))
+			fmt.Fprintf(stdout, "rule %s was already added with this definition (nothing changed): it applies to events reaching the stream from %s on\n", r.ID, sr.Intervals[len(sr.Intervals)-1].From.Format(time.RFC3339))
 		}
 		if from != nil && *from != "" {
 			return fail(backfill(ctx, kinesis.NewFromConfig(cfg), sr, start, *streamName, *matches, *ooo, *idle, stdout, stderr))

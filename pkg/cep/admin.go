@@ -159,7 +159,10 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 		}
 		from := sr.Intervals[0].From
 		if !added {
-			// A retry of an add that went through: what it asks for is stored.
+			// A retry of an add that went through: what it asks for is
+			// stored. It reads events from its current interval on (a
+			// rule disabled and enabled again read none in between).
+			from = sr.Intervals[len(sr.Intervals)-1].From
 			return respond(http.StatusOK, map[string]any{"rule": sr.View(a.now()), "appliesFrom": from, "alreadyAdded": true,
 				"note": fmt.Sprintf("the rule was already added with this definition (nothing changed); it reads events that reach the stream from %s on", from.Format(time.RFC3339))}), nil
 		}

@@ -759,3 +759,43 @@ func TestAddingAgainRacesAndFillsNoPlace(t *testing.T) {
 		t.Errorf("the rules' version: %d (%v), want %d", now, err, version)
 	}
 }
+
+// TestAddingAgainARuleEnabledAgain: a rule disabled and enabled again
+// reads events from when it was enabled again, not from when it was first
+// added (it read none in between): adding it again answers that time as
+// appliesFrom, as the rule's list and status say, not its first.
+func TestAddingAgainARuleEnabledAgain(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	s := NewStore(db, newRulesTable(t), c.now)
+	a := NewAdmin(s, c.now, quiet)
+	const def = `{"id":"again","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"}]}`
+	if resp, err := a.Handle(ctx, urlRequest("POST", "/rules", def)); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("first add: %v %v", resp, err)
+	}
+	c.add(time.Hour)
+	if _, err := s.Disable(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Hour)
+	if _, err := s.Enable(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	enabledFrom := c.now().Add(ActivationDelay)
+	c.add(time.Minute)
+	resp, err := a.Handle(ctx, urlRequest("POST", "/rules", def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		AlreadyAdded bool      `json:"alreadyAdded"`
+		AppliesFrom  time.Time `json:"appliesFrom"`
+		Note         string    `json:"note"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !v.AlreadyAdded || !v.AppliesFrom.Equal(enabledFrom) || !strings.Contains(v.Note, enabledFrom.UTC().Format(time.RFC3339)) {
+		t.Errorf("adding again a rule enabled again: %d %s; want 200, alreadyAdded, appliesFrom %s (when it was enabled again) in the answer and its note", resp.StatusCode, resp.Body, enabledFrom.UTC().Format(time.RFC3339))
+	}
+}

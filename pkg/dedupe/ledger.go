@@ -74,6 +74,11 @@ func saltOf(entries []byte, try int) uint32 {
 	return uint32(h.Sum64()%(1<<saltBits-1)) + 1
 }
 
+// maxRefBytes is the most a segment takes in the head's list (attrList):
+// its number's difference, a varint, and its salt, a uvarint below
+// 1<<saltBits.
+const maxRefBytes = binary.MaxVarintLen64 + (saltBits+6)/7
+
 // saltTries bounds the salts a seal tries for its segment's item.
 const saltTries = 8
 
@@ -147,7 +152,8 @@ func WithMaxSegments(n int) Option { return func(l *Ledger) { l.maxSegs = max(2,
 
 // WithSegmentLimit is the most live sealed segments a key's head names at
 // all (default 4,096: a head of about 20 KB, some 32 million claims in
-// merged segments). A key whose claims within the horizon need more has
+// merged segments; at most what a head can name within DynamoDB's item
+// limit, about 31,000). A key whose claims within the horizon need more has
 // its oldest segments let go of early, counted in Stats.DroppedEarly,
 // rather than a head that grows to DynamoDB's item limit and then fails
 // every commit of the key, holding its shard.
@@ -193,6 +199,11 @@ func NewLedger(db Store, table string, itemKey ItemKey, opts ...Option) *Ledger 
 	}
 	if l.segMax*entrySize > limits.DynamoDBItemBytes-4096 {
 		l.segMax = (limits.DynamoDBItemBytes - 4096) / entrySize
+	}
+	// The head must name every segment the limit lets live, whatever
+	// their numbers, beside its own claims.
+	if fit := (limits.DynamoDBItemBytes - 4096 - l.headMax*entrySize) / maxRefBytes; l.segLimit > fit {
+		l.segLimit = max(1, fit)
 	}
 	return l
 }

@@ -94,6 +94,19 @@ func (a *archived) archive(ctx context.Context, n int32, drop func(kintypes.Reco
 }
 
 // keys lists the archive's objects of shard, in sequence order.
+// archiveInObjects archives what was sent in batches of 10 and returns
+// shard's object keys, failing unless there are several (a test deletes or
+// damages one in the middle).
+func (a *archived) archiveInObjects(ctx context.Context, shard string) []string {
+	a.t.Helper()
+	a.archive(ctx, 10, nil)
+	keys := a.keys(ctx, shard)
+	if len(keys) < 4 {
+		a.t.Fatalf("archive holds %d objects, want several: %v", len(keys), keys)
+	}
+	return keys
+}
+
 func (a *archived) keys(ctx context.Context, shard string) []string {
 	a.t.Helper()
 	idx, err := archive.NewReader(a.s3, a.bucket).List(ctx, a.stream, time.Now().Add(-48*time.Hour), time.Now().Add(time.Hour), nil)
@@ -384,11 +397,7 @@ func TestArchiveObjectCorruptOrMissingIsNamed(t *testing.T) {
 			ctx := context.Background()
 			from := time.Now().Add(-time.Second)
 			seam, _ := a.sendAcrossSeam()
-			a.archive(ctx, 10, nil)
-			keys := a.keys(ctx, "shardId-000000000000")
-			if len(keys) < 4 {
-				t.Fatalf("archive holds %d objects, want several: %v", len(keys), keys)
-			}
+			keys := a.archiveInObjects(ctx, "shardId-000000000000")
 			key := keys[1] // before the seam, read only by the replay
 			r := replay.New(a.kin, a.db, replay.NewRegistry(a.ps, a.param))
 			opts := a.opts(from, &syncbuf.Buffer{})
@@ -481,12 +490,8 @@ func TestHoleInTheArchiveIsRefused(t *testing.T) {
 	ctx := context.Background()
 	from := time.Now().Add(-time.Second)
 	seam, _ := a.sendAcrossSeam()
-	a.archive(ctx, 10, nil)
 	shard := "shardId-000000000000"
-	keys := a.keys(ctx, shard)
-	if len(keys) < 4 {
-		t.Fatalf("archive holds %d objects, want several: %v", len(keys), keys)
-	}
+	keys := a.archiveInObjects(ctx, shard)
 	if _, err := a.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(a.bucket), Key: aws.String(keys[1])}); err != nil {
 		t.Fatal(err)
 	}
@@ -535,11 +540,7 @@ func TestFollowingTheHoleRefusalRebuilds(t *testing.T) {
 			ctx := context.Background()
 			from := time.Now().Add(-tc.ago)
 			seam, distinct := a.sendAcrossSeam()
-			a.archive(ctx, 10, nil)
-			keys := a.keys(ctx, "shardId-000000000000")
-			if len(keys) < 4 {
-				t.Fatalf("archive holds %d objects, want several: %v", len(keys), keys)
-			}
+			keys := a.archiveInObjects(ctx, "shardId-000000000000")
 			if _, err := a.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(a.bucket), Key: aws.String(keys[1])}); err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -163,12 +165,7 @@ func (r *Replayer) planSeam(ctx context.Context, opts Options, st *streamInfo, s
 // -from, else no archive at all when -from is within the stream's
 // retention.
 func (p *seamPlan) checkChains(streamName string, from, oldest time.Time) error {
-	shards := make([]string, 0, len(p.shards))
-	for shard := range p.shards {
-		shards = append(shards, shard)
-	}
-	sort.Strings(shards)
-	for _, shard := range shards {
+	for _, shard := range slices.Sorted(maps.Keys(p.shards)) {
 		s := p.shards[shard]
 		if s.last == "" {
 			continue

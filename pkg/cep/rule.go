@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -266,7 +267,7 @@ func parseRule(doc []byte, stored bool) (*Rule, error) {
 		if s.Contiguity == Next {
 			r.strict = true
 		}
-		if !containsString(r.types, s.Type) {
+		if !slices.Contains(r.types, s.Type) {
 			r.types = append(r.types, s.Type)
 		}
 	}
@@ -396,19 +397,10 @@ func ruleJSONError(err error) error {
 	return ruleErr("", "%v", err)
 }
 
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // appliesToKey reports whether the rule reads events of key.
 func (r *Rule) appliesToKey(key string) bool {
 	if len(r.Keys) > 0 {
-		return containsString(r.Keys, key)
+		return slices.Contains(r.Keys, key)
 	}
 	return strings.HasPrefix(key, r.KeyPrefix)
 }
@@ -461,12 +453,12 @@ func (r *Rule) differs(o *Rule) string {
 // sameSet reports whether a and b hold the same strings, in any order.
 func sameSet(a, b []string) bool {
 	for _, s := range a {
-		if !containsString(b, s) {
+		if !slices.Contains(b, s) {
 			return false
 		}
 	}
 	for _, s := range b {
-		if !containsString(a, s) {
+		if !slices.Contains(a, s) {
 			return false
 		}
 	}

@@ -107,7 +107,7 @@ func TestTweetOfManyFollowersCompletesOverRedeliveries(t *testing.T) {
 	// to finish. The stand-in cannot do 600 entries (3,000 calls) in that.
 	h.fanOutStop = 2 * time.Second
 	batch := []events.DynamoDBEventRecord{rec, after}
-	done, deliveries := 0, 0
+	done, deliveries, stalled := 0, 0, 0
 	for ; deliveries < 200 && len(batch) > 0; deliveries++ {
 		ictx, cancel := context.WithTimeout(ctx, 4*time.Second)
 		resp, err := h.Handle(ictx, events.DynamoDBEvent{Records: batch})
@@ -139,8 +139,17 @@ func TestTweetOfManyFollowersCompletesOverRedeliveries(t *testing.T) {
 			continue
 		}
 		if !p.started || p.done <= done {
-			t.Fatalf("delivery %d made no progress: %d followers done before it, %d after (started %v)", deliveries+1, done, p.done, p.started)
+			// A stand-in that stalls for a whole invocation on a machine
+			// busy with other tests leaves one delivery without progress,
+			// as a slow DynamoDB would; Lambda redelivers. Two in a row
+			// is a fan-out that does not resume.
+			if stalled++; stalled == 2 {
+				t.Fatalf("deliveries %d and %d made no progress: %d followers done before them, %d after (started %v)", deliveries, deliveries+1, done, p.done, p.started)
+			}
+			t.Logf("delivery %d made no progress (%d followers done): redelivered", deliveries+1, p.done)
+			continue
 		}
+		stalled = 0
 		t.Logf("delivery %d: %d followers done, cursor after %q", deliveries+1, p.done, p.after)
 		done = p.done
 	}

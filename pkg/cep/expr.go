@@ -2,10 +2,12 @@ package cep
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -530,6 +532,26 @@ func (p *parser) literal() (value, error) {
 	return value{}, p.errf("expected a value (a number, 'string', true, false or null), found %s", t)
 }
 
+// setOf orders an in list's values and drops the ones given twice: in
+// asks only whether a value is among them, so a rule whose list is written
+// in another order is the same rule (adding it again is done already).
+func setOf(vs []value) []value {
+	slices.SortFunc(vs, func(a, b value) int {
+		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.num, b.num), strings.Compare(a.str, b.str), cmpBool(a.b, b.b))
+	})
+	return slices.CompactFunc(vs, equal)
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
 // maxInList bounds an in list.
 const maxInList = 256
 
@@ -550,7 +572,7 @@ func (p *parser) list() ([]value, error) {
 		}
 		if p.tok.kind == tRParen {
 			p.next()
-			return out, nil
+			return setOf(out), nil
 		}
 		if p.tok.kind != tComma {
 			return nil, p.errf("expected \",\" or \")\" in the list, found %s", p.tok)

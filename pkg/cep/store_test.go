@@ -665,7 +665,7 @@ func TestAddingTheSameRuleAgain(t *testing.T) {
 		}
 		return resp.StatusCode, v
 	}
-	const def = `{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`
+	const def = `{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100 && data.tier in ('gold', 'platinum')"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`
 	if code, v := post(def); code != http.StatusCreated {
 		t.Fatalf("first add: %d %v", code, v)
 	}
@@ -679,9 +679,10 @@ func TestAddingTheSameRuleAgain(t *testing.T) {
 		def,
 		// The same rule written otherwise: spaces, key order, the where
 		// clause spaced differently, the default afterMatch spelled out,
-		// the keys in another order.
+		// the keys and the in list in another order, a value of the list
+		// given twice.
 		`{ "within": "10m0s", "id": "big", "keys": ["b", "a"], "afterMatch": "skipPastLastEvent", "description": "big payments",
-		   "pattern": [{"type": "payment", "begin": "p", "where": "data.amount>100.0"}, {"followedBy": "q", "type": "refund"}] }`,
+		   "pattern": [{"type": "payment", "begin": "p", "where": "data.amount>100.0 && data.tier in (\"platinum\",'gold', 'platinum')"}, {"followedBy": "q", "type": "refund"}] }`,
 	} {
 		code, v := post(again)
 		if code != http.StatusOK || v["alreadyAdded"] != true || v["appliesFrom"] != applies {
@@ -695,11 +696,14 @@ func TestAddingTheSameRuleAgain(t *testing.T) {
 		t.Errorf("the rules' version after adding the same rule again: %d (%v), want %d (nothing changed)", now, err, version)
 	}
 	for _, c := range []struct{ body, part string }{
-		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 200"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "pattern[0].where"},
-		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"},{"followedBy":"q","type":"refund"}],"within":"11m","keys":["a","b"]}`, "within"},
-		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a"]}`, "keys"},
-		{`{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "description"},
-		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"},{"next":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "pattern[1]"},
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 200 && data.tier in ('gold', 'platinum')"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "pattern[0].where"},
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100 && data.tier in ('gold', 'silver')"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "pattern[0].where"},
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100 && data.tier in ('gold')"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "pattern[0].where"},
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100 && data.tier not in ('gold', 'platinum')"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "pattern[0].where"},
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100 && data.tier in ('gold', 'platinum')"},{"followedBy":"q","type":"refund"}],"within":"11m","keys":["a","b"]}`, "within"},
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100 && data.tier in ('gold', 'platinum')"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a"]}`, "keys"},
+		{`{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100 && data.tier in ('gold', 'platinum')"},{"followedBy":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "description"},
+		{`{"id":"big","description":"big payments","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100 && data.tier in ('gold', 'platinum')"},{"next":"q","type":"refund"}],"within":"10m","keys":["a","b"]}`, "pattern[1]"},
 	} {
 		code, v := post(c.body)
 		if msg, _ := v["error"].(string); code != http.StatusConflict || !strings.Contains(msg, "another definition") || !strings.Contains(msg, c.part+" differs") {

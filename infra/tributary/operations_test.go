@@ -589,33 +589,48 @@ func TestOpsSettingsRejects(t *testing.T) {
 // sees at most 3 x ((P+600)/60 + 1) of its errors: 48 in 5 minutes, 36 in
 // one. An errors threshold above that would leave every ticker's errors
 // alarm unable to fire, so synth stops naming the key and the ticker; a
-// threshold at the bound synthesizes.
+// threshold at the bound synthesizes. Two cases build a whole stack (synth
+// stops, synth goes on); the others check the settings the context gives
+// against the shared fixture's tickers, as synth does, without building
+// a stack each (seconds of jsii apiece).
 func TestErrorsThresholdWithinTheTickersReach(t *testing.T) {
-	assets := t.TempDir()
-	writeDummyAssets(assets)
 	tests := []struct {
 		name      string
 		threshold any
 		period    float64
 		want      string // "" if synth succeeds
+		synth     bool   // build a whole stack with it
 	}{
-		{"at the bound of 5 minutes", 48.0, 300, ""},
-		{"one above it", 49.0, 300, "context tributary:alarm.errors.threshold: 49 is above 48, the most errors ticker["},
-		{"far above it, as a string", "1e308", 300, "context tributary:alarm.errors.threshold: 1e+308 is above 48"},
-		{"at the bound of a minute", 36.0, 60, ""},
-		{"a fraction above it", 36.5, 60, "36.5 is above 36, the most errors ticker["},
-		{"a day's period allows more", 4353.0, 86400, ""},
+		{"at the bound of 5 minutes", 48.0, 300, "", true},
+		{"one above it", 49.0, 300, "context tributary:alarm.errors.threshold: 49 is above 48, the most errors ticker[", true},
+		{"far above it, as a string", "1e308", 300, "context tributary:alarm.errors.threshold: 1e+308 is above 48", false},
+		{"at the bound of a minute", 36.0, 60, "", false},
+		{"a fraction above it", 36.5, 60, "36.5 is above 36, the most errors ticker[", false},
+		{"a day's period allows more", 4353.0, 86400, "", false},
+		{"a day's period, one above", 4354.0, 86400, "4354 is above 4353, the most errors ticker[", false},
 	}
+	assets := t.TempDir()
+	writeDummyAssets(assets)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := map[string]any{ContextAssetDir: assets,
 				"tributary:alarm.errors.threshold": tt.threshold, "tributary:alarm.errors.periodSeconds": tt.period}
-			_, err := NewTributaryStack(newTestApp(t.TempDir(), ctx), StackID, nil)
+			app := newTestApp(t.TempDir(), ctx)
+			var err error
+			if tt.synth {
+				_, err = NewTributaryStack(app, StackID, nil)
+			} else {
+				settings, serr := OpsSettingsFromContext(app.Node())
+				if serr != nil {
+					t.Fatalf("OpsSettingsFromContext: %v", serr)
+				}
+				err = checkErrorsThreshold(fx.stack.Stack, settings.Alarms)
+			}
 			switch {
 			case tt.want == "" && err != nil:
-				t.Errorf("NewTributaryStack: %v, want success", err)
+				t.Errorf("threshold %v over %v s: %v, want it to synthesize", tt.threshold, tt.period, err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Errorf("NewTributaryStack error = %v, want one containing %q", err, tt.want)
+				t.Errorf("threshold %v over %v s: %v, want synth stopped with an error containing %q", tt.threshold, tt.period, err, tt.want)
 			}
 		})
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/dedupe"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -53,7 +54,9 @@ func play(t *testing.T, db store) (views, quarantine []map[string]types.Attribut
 		}
 		views := state.NewViews(db, "views", cfg.Aggregates, state.WithRetention(cfg.Retention), state.WithClock(clock))
 		procs[name] = aggregate.New(cfg, views, nil, "", aggregate.WithLogger(log), aggregate.WithClock(clock),
-			aggregate.WithDedupe(aggregate.NewLedger(db, "views", cfg)),
+			// The ledger's TTL is floored at the clock (the records
+			// arrived days before it): the same clock on both stores.
+			aggregate.WithDedupe(aggregate.NewLedger(db, "views", cfg, dedupe.WithClock(clock))),
 			aggregate.WithSetAside(setaside.New(db, "quarantine", setaside.WithClock(clock))))
 	}
 	invoke := func(p *aggregate.Processor, raw []byte) map[string]string {

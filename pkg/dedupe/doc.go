@@ -86,4 +86,20 @@
 //
 // Claims older than the horizon (by the claiming record's arrival time) are
 // dropped; a copy that arrives later than that counts again.
+//
+// # Expiry
+//
+// With WithTTLAttribute, DynamoDB deletes a key's items once they can hold
+// no live claim: each expires the horizon and an hour (ttlSlack) after the
+// newest arrival of its claims — but never sooner than the horizon and an
+// hour after it is written (WithClock). Records read again long after they
+// arrived (cmd/replay rebuild from the archive, a replay from the stream's
+// retention, a consumer catching up on a backlog older than the horizon)
+// would otherwise write items whose time to live has already passed, which
+// DynamoDB may delete at any moment while the rebuild still needs them: a
+// process starting cold, or a batch retried after a crash, would read the
+// ledger back without those claims and count a copy again. The floor keeps
+// a rebuild's claims while it reads each horizon's worth of records within
+// the horizon and an hour of wall-clock time; live records, arriving now,
+// keep arrival + horizon + an hour.
 package dedupe

@@ -61,8 +61,8 @@ const (
 // saltBits is how many low bits of a sealed segment's item number are its
 // salt (saltOf): two writers sealing segment n of one key at once, with
 // other claims, write two items, and the loser's, never named by a head,
-// cannot overwrite the winner's; the same claims make the same item, bytes
-// and all.
+// cannot overwrite the winner's; the same claims make the same item, the
+// same bytes of claims (its TTL follows the clock of its write: setTTL).
 const saltBits = 20
 
 // saltOf is a segment's salt at try: a hash of its encoded claims and try,
@@ -112,6 +112,9 @@ type Ledger struct {
 	maxSegs  int
 	segLimit int
 	cacheMax int
+	// now is the wall clock, which floors the TTL of what is written
+	// (setTTL).
+	now func() time.Time
 
 	mu      sync.Mutex
 	cache   map[string]*keyLedger
@@ -138,6 +141,12 @@ func WithHorizon(d time.Duration) Option { return func(l *Ledger) { l.horizon = 
 // WithTTLAttribute names the table's TTL attribute, so expired ledger items
 // are deleted by DynamoDB ("" writes none).
 func WithTTLAttribute(name string) Option { return func(l *Ledger) { l.ttlAttr = name } }
+
+// WithClock sets the wall clock (default time.Now). An item written now
+// lives at least the horizon and an hour from now, whatever the arrival
+// times of its claims (setTTL); tests fix it so that the items they
+// compare are the same from run to run.
+func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
 
 // WithHeadEntries bounds the head item (default 24 entries, under 1 KB).
 func WithHeadEntries(n int) Option { return func(l *Ledger) { l.headMax = max(1, n) } }
@@ -193,7 +202,7 @@ func defaultCacheEntries() int {
 func NewLedger(db Store, table string, itemKey ItemKey, opts ...Option) *Ledger {
 	l := &Ledger{db: db, table: table, itemKey: itemKey, horizon: DefaultHorizon,
 		headMax: defaultHeadMax, segMax: defaultSegMax, maxSegs: defaultMaxSegs, segLimit: defaultSegLimit, cacheMax: defaultCacheEntries(),
-		cache: map[string]*keyLedger{}}
+		now: time.Now, cache: map[string]*keyLedger{}}
 	for _, o := range opts {
 		o(l)
 	}
@@ -919,10 +928,18 @@ var errHeadChanged = errors.New("dedupe: head changed")
 // ledger begins again; a process still caching the old ledger must not
 // find its version in the new head, or its write, conditioned on that
 // version, would replace the new ledger's claims with the old one's. The
-// new ledger's claims arrived a horizon after the old one's began, and a
+// old head expires no sooner than a horizon after its newest claim arrived
+// and after it was last written (setTTL's floor), so live claims that
+// begin the new ledger arrived a horizon after the old one's began, and a
 // ledger is written far less than 2^20 times a second, so its versions
-// stay below the new one's. The same claims give the same version, so
-// runs on the stand-in and in memory write the same items.
+// stay below the new one's. Records read again (a backlog, a replay) may
+// begin it with claims that arrived before the old one's; the new versions
+// are then below the old ones, by 2^20 a second of arrival, which serves
+// as well. Only claims of about the old ledger's first second — the same
+// records read twice into one ledger, while a process caching the first
+// pass still writes — could meet its versions; cmd/replay rebuild writes a
+// ledger of its own. The same claims give the same version, so runs on the
+// stand-in and in memory write the same items.
 func firstVersion(arrival uint32) int64 { return int64(arrival)<<20 + 1 }
 
 // write makes a plan's writes: the fresh segments (sealed or merged), if
@@ -932,9 +949,9 @@ func firstVersion(arrival uint32) int64 { return int64(arrival)<<20 + 1 }
 // TTL); a process that dies between the two, or a head condition that
 // fails, leaves only such a segment. Segments a merge replaced stay until
 // they expire, for a process still holding the head that named them. A
-// segment is put only where no item is or the same bytes are, so even two
-// sets of claims whose salts meet never overwrite one another: the later
-// takes the next salt (saltOf's try). Two plain writes cost half the
+// segment is put only where no item is or the same claims' bytes are, so
+// even two sets of claims whose salts meet never overwrite one another:
+// the later takes the next salt (saltOf's try). Two plain writes cost half the
 // transaction's write units. On errHeadChanged it returns the head as it
 // is in the table.
 func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.AttributeValue, error) {
@@ -1056,11 +1073,21 @@ func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.Attribute
 	return item, nil
 }
 
+// setTTL sets item's expiry: a horizon and ttlSlack after the newest
+// arrival of its claims (Unix seconds), and never less than that from now.
+// Records read again long after they arrived (a rebuild from the archive,
+// a replay from the stream's retention, a backlog past the horizon) would
+// otherwise write items whose TTL has passed, which DynamoDB may delete at
+// any time while the rebuild still needs them: a cold process, or a batch
+// retried after a crash, would then find the claims gone and count a copy
+// again. Floored at the write, an item outlives a rebuild that reads each
+// horizon's worth of records within the horizon and ttlSlack of wall-clock
+// time (at least half as fast as the stream ran, at the default horizon).
 func (l *Ledger) setTTL(item map[string]types.AttributeValue, newest uint32) {
 	if l.ttlAttr == "" || newest == 0 {
 		return
 	}
-	exp := int64(newest) + int64((l.horizon+ttlSlack)/time.Second)
+	exp := max(int64(newest), l.now().Unix()) + int64((l.horizon+ttlSlack)/time.Second)
 	item[l.ttlAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(exp, 10)}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -275,6 +276,84 @@ func TestClaimsExpireAfterTheHorizon(t *testing.T) {
 	}
 	if got := judge(t, cold, cand("k", "b", 7, 2*3600+2, 1)); got[0] != dedupe.Duplicate {
 		t.Fatalf("cold, the renewed claim: %v", got[0])
+	}
+}
+
+// ttlOf reads the TTL attribute of every ledger item of key in table, by
+// sort key ("head", "seg#…").
+func ttlOf(t *testing.T, table, key string) map[string]int64 {
+	t.Helper()
+	out, err := db.Query(context.Background(), &dynamodb.QueryInput{
+		TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": itemKey(key, dedupe.Head)["pk"]},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttls := map[string]int64{}
+	for _, it := range out.Items {
+		sk := it["sk"].(*types.AttributeValueMemberS).Value
+		n, ok := it["expiresAt"].(*types.AttributeValueMemberN)
+		if !ok {
+			t.Fatalf("item %s of key %s has no expiresAt", sk, key)
+		}
+		v, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttls[sk] = v
+	}
+	return ttls
+}
+
+// Records read again long after they arrived (a rebuild from the archive, a
+// replay from the stream's retention, a backlog past the horizon) claim ids
+// with arrival times days old. Their items must still live a horizon (and
+// the slack) from when they are written, or DynamoDB's TTL sweeper may
+// delete them while the rebuild still needs them, and a cold process would
+// count a copy again. Live records keep a TTL of arrival + horizon + slack.
+func TestTTLIsFlooredAtWriteTime(t *testing.T) {
+	const horizon, slack = time.Hour, time.Hour
+	now := time.Unix(int64(base), 0).Add(4 * 24 * time.Hour) // four days after the records arrived
+	table := newTable(t)
+	l := dedupe.NewLedger(db, table, itemKey, dedupe.WithHorizon(horizon), dedupe.WithHeadEntries(2), dedupe.WithSegmentEntries(2),
+		dedupe.WithTTLAttribute("expiresAt"), dedupe.WithClock(func() time.Time { return now }))
+
+	// Old records: a head that fills up and seals a segment, then a head.
+	judge(t, l, cand("old", "a", 1, 0, 1), cand("old", "b", 2, 10, 1), cand("old", "c", 3, 20, 1))
+	judge(t, l, cand("old", "d", 4, 30, 1))
+	floor := now.Add(horizon).Unix()
+	ttls := ttlOf(t, table, "old")
+	if len(ttls) < 2 {
+		t.Fatalf("old key: items %v, want a head and a sealed segment", ttls)
+	}
+	for sk, exp := range ttls {
+		if exp < floor || exp > now.Add(horizon+slack).Unix() {
+			t.Errorf("old key, item %s: expires at %s, want from now + horizon (%s) to now + horizon + slack: a TTL in the past is swept while a rebuild still needs the item",
+				sk, time.Unix(exp, 0).UTC(), time.Unix(floor, 0).UTC())
+		}
+	}
+
+	// Live records (arriving now, or a little later by the stream's clock
+	// than by the function's) expire a horizon and the slack after they
+	// arrived, not later: the floor is not added on top.
+	live := int(now.Unix()) - int(base)
+	for _, c := range []struct {
+		key   string
+		ahead int // seconds the arrivals are past now
+	}{{"live", 0}, {"ahead", 30}} {
+		judge(t, l, cand(c.key, "a", 11, live+c.ahead, 1), cand(c.key, "b", 12, live+c.ahead, 1), cand(c.key, "c", 13, live+c.ahead, 1))
+		ttls := ttlOf(t, table, c.key)
+		if len(ttls) < 2 {
+			t.Fatalf("%s key: items %v, want a head and sealed segments", c.key, ttls)
+		}
+		want := now.Add(time.Duration(c.ahead)*time.Second + horizon + slack).Unix()
+		for sk, exp := range ttls {
+			if exp != want {
+				t.Errorf("%s key, item %s: expires at %s, want %s (arrival + horizon + slack)", c.key, sk, time.Unix(exp, 0).UTC(), time.Unix(want, 0).UTC())
+			}
+		}
 	}
 }
 

@@ -29,7 +29,7 @@ func TestReadAtLeastReadsAgainWhileBehind(t *testing.T) {
 			_, _ = w.Write([]byte(`{"showId":"s1","version":30,"free":6}`))
 		}))
 		e := &EventSourcing{URL: srv.URL, http: srv.Client()}
-		a, err := e.readAtLeast(context.Background(), "availability of s1", "/shows/s1/availability", map[string][]string{"show": {"s1"}}, 30, time.Minute)
+		a, err := e.readAtLeast(context.Background(), "ada's bookings on s1", "/customers/ada/bookings", map[string][]string{"show": {"s1"}}, 30, time.Minute)
 		srv.Close()
 		if err != nil || a.Status != http.StatusOK || a.Version != 30 {
 			t.Fatalf("view behind for %d reads: %d %s, %v; want 200 at version 30", behind, a.Status, a.Body, err)

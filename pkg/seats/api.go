@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +64,9 @@ var _ viewsReader = (*dynamodb.Client)(nil)
 //	GET  /days/{yyyy-mm-dd}/availability[?after=A] free seats of every show that day (eventually consistent)
 //	GET  /customers/{customerId}/bookings[?show=S&minVersion=N&after=A]  the customer's bookings (from the stream)
 //
+// A query parameter a read does not take (minversion for minVersion) is a
+// 400 naming it, not ignored.
+//
 // A listing answers at most 200 items and "more"; when there are more,
 // "next" is what after takes to list the ones after them.
 //
@@ -113,6 +118,15 @@ func (a *API) route(ctx context.Context, req events.LambdaFunctionURLRequest) ev
 	method := req.RequestContext.HTTP.Method
 	parts := strings.Split(strings.Trim(req.RawPath, "/"), "/")
 	get := func() bool { return method == http.MethodGet }
+	read := func(known []string, serve func() events.LambdaFunctionURLResponse) events.LambdaFunctionURLResponse {
+		if !get() {
+			return notAllowed(http.MethodGet)
+		}
+		if bad := unknownParameter(req.QueryStringParameters, known); bad != nil {
+			return *bad
+		}
+		return serve()
+	}
 	switch {
 	case len(parts) == 1 && parts[0] == "commands":
 		if method != http.MethodPost {
@@ -120,25 +134,13 @@ func (a *API) route(ctx context.Context, req events.LambdaFunctionURLRequest) ev
 		}
 		return a.command(ctx, req)
 	case len(parts) == 2 && parts[0] == "shows":
-		if !get() {
-			return notAllowed(http.MethodGet)
-		}
-		return a.seatMap(ctx, req, parts[1])
+		return read(freshnessParameters, func() events.LambdaFunctionURLResponse { return a.seatMap(ctx, req, parts[1]) })
 	case len(parts) == 3 && parts[0] == "shows" && parts[2] == "availability":
-		if !get() {
-			return notAllowed(http.MethodGet)
-		}
-		return a.availability(ctx, req, parts[1])
+		return read(freshnessParameters, func() events.LambdaFunctionURLResponse { return a.availability(ctx, req, parts[1]) })
 	case len(parts) == 3 && parts[0] == "days" && parts[2] == "availability":
-		if !get() {
-			return notAllowed(http.MethodGet)
-		}
-		return a.day(ctx, req, parts[1])
+		return read(dayParameters, func() events.LambdaFunctionURLResponse { return a.day(ctx, req, parts[1]) })
 	case len(parts) == 3 && parts[0] == "customers" && parts[2] == "bookings":
-		if !get() {
-			return notAllowed(http.MethodGet)
-		}
-		return a.bookings(ctx, req, parts[1])
+		return read(bookingsParameters, func() events.LambdaFunctionURLResponse { return a.bookings(ctx, req, parts[1]) })
 	}
 	// The path is echoed cut: an answer is bounded whatever was asked.
 	return errorAnswer(http.StatusNotFound, "", fmt.Sprintf("%q is not a route (%s)", strictjson.Cut(req.RawPath, maxEchoBytes), routes))
@@ -184,6 +186,32 @@ func reserve(ctx context.Context) (context.Context, context.CancelFunc) {
 		return context.WithDeadline(ctx, d.Add(-answerMargin))
 	}
 	return context.WithCancel(ctx)
+}
+
+// The query parameters each read takes.
+var (
+	freshnessParameters = []string{"minVersion", "wait"}
+	dayParameters       = []string{"after"}
+	bookingsParameters  = []string{"show", "minVersion", "wait", "after"}
+)
+
+// unknownParameter is the 400 of a query parameter a read does not take,
+// naming it and the one it is nearest: ignored, a misspelt minVersion would
+// answer at whatever version the view holds, as if it were fresh enough.
+func unknownParameter(query map[string]string, known []string) *events.LambdaFunctionURLResponse {
+	for _, name := range slices.Sorted(maps.Keys(query)) {
+		if slices.Contains(known, name) {
+			continue
+		}
+		field := strictjson.Cut(name, maxEchoBytes)
+		msg := field + ": is not a parameter of this read"
+		if near := strictjson.Nearest(field, known); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+		r := errorAnswer(http.StatusBadRequest, field, msg+" (known: "+strings.Join(known, ", ")+")")
+		return &r
+	}
+	return nil
 }
 
 // freshness is a read's minVersion and wait.

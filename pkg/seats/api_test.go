@@ -201,6 +201,38 @@ func TestAPI(t *testing.T) {
 	}
 }
 
+// TestUnknownQueryParameterRefused: a read whose query names a parameter
+// its route does not take is a 400 naming it (and the one meant), not an
+// answer that silently ignored it: minversion=9 answered 200 at version 4
+// reads as the read-your-writes a caller asked for.
+func TestUnknownQueryParameterRefused(t *testing.T) {
+	f := newFixture(t)
+	if a := f.command(t, schedule); a.status != 200 {
+		t.Fatalf("schedule: %+v", a)
+	}
+	for _, tt := range []struct {
+		path  string
+		query map[string]string
+		want  string
+	}{
+		{"/shows/show-1", map[string]string{"minversion": "9"}, `"field":"minversion"`},
+		{"/shows/show-1", map[string]string{"minversion": "9"}, `did you mean \"minVersion\"?`},
+		{"/shows/show-1/availability", map[string]string{"minVersion": "1", "wiat": "1s"}, `"field":"wiat"`},
+		{"/days/2026-12-05/availability", map[string]string{"minVersion": "1"}, `(known: after)`},
+		{"/customers/ada/bookings", map[string]string{"shows": "show-1"}, `did you mean \"show\"?`},
+		{"/shows/show-1", map[string]string{strings.Repeat("x", 100<<10): "1"}, `"field":"xxx`},
+	} {
+		got := f.do(t, "GET", tt.path, tt.query, "")
+		if got.status != 400 || !strings.Contains(got.body, tt.want) || len(got.body) > 1<<10 {
+			t.Errorf("GET %s %.40v: %d %.300s; want 400 under 1 KB with %s", tt.path, tt.query, got.status, got.body, tt.want)
+		}
+	}
+	// The parameters a route takes still work.
+	if got := f.do(t, "GET", "/shows/show-1", map[string]string{"minVersion": "1", "wait": "0s"}, ""); got.status != 200 {
+		t.Errorf("seat map with minVersion and wait: %d %s", got.status, got.body)
+	}
+}
+
 // TestProjectedReadWaitsForItsVersion: a read with minVersion that starts
 // before the projector has run waits (bounded) and answers once the view
 // holds the version, saying it waited; it is not refused.

@@ -176,7 +176,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		flag string
 		v    *string
 		what string
-	}{{"subject", subject, "whose personal data (a customer id)"}, {"reason", reason, "why: the audit event keeps it"}, {"by", by, "who erases: the audit event names them"}} {
+	}{{"subject", subject, "whose personal data (a customer id)"}, {"reason", reason, "why: the audit event keeps it"}, {"by", by, "who erases, named in the audit event (default $" + envOperator + ", which is not set)"}} {
 		if f.v != nil {
 			errs = append(errs, cli.Required(f.flag, *f.v, f.what))
 		}

@@ -49,6 +49,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"use-version", "-parameter", "/p", "-stream", "s", "-events-table", "events"}, "-table is required"},
 		{[]string{"compare", "-a", "x"}, `-a "x": a DynamoDB table name is 3 to 255`},
 		{[]string{"erase", "-events-table", "events", "-subject", "ada"}, "-reason is required"},
+		// -by defaults to $USER, which a container or CI job often lacks:
+		// the error says so, or the usage's [-by <who>] reads as optional.
+		{[]string{"erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17"}, "-by is required: who erases, named in the audit event (default $USER, which is not set)"},
 		{[]string{"rebuild", "extra"}, `unexpected argument "extra"`},
 		{[]string{strings.Repeat("e", 100_000)}, `unknown command "` + strings.Repeat("e", 256) + `"…`},
 	} {

@@ -245,10 +245,10 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		res, err = projection.Rebuild(ctx, r, p, db, *events, opts)
 	case "use-version":
 		opts.Target, opts.Margin = *table, *margin
-		res, err = r.UseVersion(ctx, opts, projection.CatchUp(p))
+		res, err = projection.UseVersion(ctx, r, p, opts)
 	case "rollback":
 		opts.Margin = *margin
-		res, err = r.Rollback(ctx, opts, projection.CatchUp(p))
+		res, err = projection.Rollback(ctx, r, p, opts)
 	}
 	if err != nil && res != nil && res.Swapped && errors.Is(err, context.Canceled) {
 		// pkg/replay's error names replay's use-version; the event-sourced

@@ -153,6 +153,26 @@ func TestEraseListsABoundedNumberOfIDs(t *testing.T) {
 // handover, after the swap, says that the swap was made and how to catch
 // the new version up, not only "interrupted".
 func TestInterruptedHandoverSaysWhatWasDone(t *testing.T) {
+	ctx := context.Background()
+	newESStack(t)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stderr := &clitest.CancelOn{Marker: "swapped: parameter /es/views now names views-v2", Cancel: cancel}
+	var stdout bytes.Buffer
+	code := run(rctx, []string{"rebuild", "-parameter", "/es/views", "-stream", "published", "-events-table", "events", "-handover", "30s"},
+		func(string) (string, bool) { return "", false }, time.Now, &stdout, stderr)
+	last := strings.TrimSpace(stderr.String())
+	last = last[strings.LastIndex(last, "\n")+1:]
+	if code != 130 || !strings.Contains(last, "interrupted") || !strings.Contains(last, "parameter /es/views names views-v2 (was views), but the handover was cut short") || !strings.Contains(last, "(eventstore use-version -table views-v2 catches it up)") {
+		t.Errorf("Ctrl-C in the handover: exit %d, last line %q; want 130 saying the swap was made and how to catch up\n%s", code, last, stderr.String())
+	}
+}
+
+// newESStack gives the test a stand-in (its AWS_* variables set) with the
+// events, snapshots, commands and views tables, the parameter /es/views
+// naming views, and the published stream.
+func newESStack(t *testing.T) {
+	t.Helper()
 	srv := standintest.Start(t)
 	for k, v := range map[string]string{"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
 		t.Setenv(k, v)
@@ -173,15 +193,34 @@ func TestInterruptedHandoverSaysWhatWasDone(t *testing.T) {
 	if _, err := kinesis.NewFromConfig(cfg).CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("published"), ShardCount: aws.Int32(1)}); err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stderr := &clitest.CancelOn{Marker: "swapped: parameter /es/views now names views-v2", Cancel: cancel}
-	var stdout bytes.Buffer
-	code := run(rctx, []string{"rebuild", "-parameter", "/es/views", "-stream", "published", "-events-table", "events", "-handover", "30s"},
-		func(string) (string, bool) { return "", false }, time.Now, &stdout, stderr)
-	last := strings.TrimSpace(stderr.String())
-	last = last[strings.LastIndex(last, "\n")+1:]
-	if code != 130 || !strings.Contains(last, "interrupted") || !strings.Contains(last, "parameter /es/views names views-v2 (was views), but the handover was cut short") || !strings.Contains(last, "(eventstore use-version -table views-v2 catches it up)") {
-		t.Errorf("Ctrl-C in the handover: exit %d, last line %q; want 130 saying the swap was made and how to catch up\n%s", code, last, stderr.String())
+}
+
+// TestRollbackSaysNothingOfWindows: rollback and use-version of the
+// event-sourced views print no notes about windowed views (sessions, late
+// records, revisions), which a seat map has none of, and still say how to
+// point the readers back.
+func TestRollbackSaysNothingOfWindows(t *testing.T) {
+	newESStack(t)
+	esFlags := []string{"-parameter", "/es/views", "-stream", "published", "-events-table", "events", "-handover", "1s"}
+	noEnv := func(string) (string, bool) { return "", false }
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), append([]string{"rebuild"}, esFlags...), noEnv, time.Now, &out, &errb); code != 0 {
+		t.Fatalf("rebuild: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	for _, args := range [][]string{{"rollback"}, {"use-version", "-table", "views-v2"}} {
+		out.Reset()
+		errb.Reset()
+		if code := run(context.Background(), append(args, esFlags...), noEnv, time.Now, &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", args[0], code, out.String(), errb.String())
+		}
+		all := out.String() + errb.String()
+		for _, windowed := range []string{"window", "session", "revision"} {
+			if strings.Contains(all, windowed) {
+				t.Errorf("%s of the event-sourced views speaks of %ss:\n%s", args[0], windowed, all)
+			}
+		}
+		if !strings.Contains(all, "is unchanged and no longer current") {
+			t.Errorf("%s no longer says how to point the readers back:\n%s", args[0], all)
+		}
 	}
 }

@@ -98,12 +98,15 @@ func closingHint(res *replay.Result) string {
 type viewsOnly struct {
 	w        io.Writer
 	dropping bool
+	// keepClosing keeps replay's closing line (UseVersion and Rollback
+	// have no other).
+	keepClosing bool
 }
 
 func (v *viewsOnly) Write(b []byte) (int, error) {
 	line := string(b)
 	switch {
-	case strings.HasPrefix(line, "summary: why they can differ"), strings.Contains(line, "is unchanged and no longer current"):
+	case strings.HasPrefix(line, "summary: why they can differ"), !v.keepClosing && strings.Contains(line, "is unchanged and no longer current"):
 		v.dropping = true
 		return len(b), nil
 	case v.dropping && strings.HasPrefix(line, "  "):
@@ -118,6 +121,31 @@ func (v *viewsOnly) Write(b []byte) (int, error) {
 // StateViews included, to that table.
 func CatchUp(p *Projector) func(table string) (replay.BatchHandler, error) {
 	return func(table string) (replay.BatchHandler, error) { return p.For(table), nil }
+}
+
+// UseVersion is replay.Replayer.UseVersion with p catching the version up,
+// its progress without replay's notes about windowed views.
+func UseVersion(ctx context.Context, r *replay.Replayer, p *Projector, opts replay.Options) (*replay.Result, error) {
+	opts.Progress = withoutWindowNotes(opts.Progress)
+	return r.UseVersion(ctx, opts, CatchUp(p))
+}
+
+// Rollback is replay.Replayer.Rollback with p catching the previous version
+// up, its progress without replay's notes about windowed views.
+func Rollback(ctx context.Context, r *replay.Replayer, p *Projector, opts replay.Options) (*replay.Result, error) {
+	opts.Progress = withoutWindowNotes(opts.Progress)
+	return r.Rollback(ctx, opts, CatchUp(p))
+}
+
+// withoutWindowNotes passes w replay's progress but its explanation of why
+// two versions of windowed views differ (sessions, late records): the
+// event-sourced views have none of those. Its closing line (how to point
+// the readers back) is kept.
+func withoutWindowNotes(w io.Writer) io.Writer {
+	if w == nil {
+		return nil
+	}
+	return &viewsOnly{w: w, keepClosing: true}
 }
 
 // Diff is how two versions of a views table differ.

@@ -176,7 +176,7 @@ $(RUNNER): $(RUNNER_SOURCES)
 results: .build/bin/results ## a key's windows from the running make local-up: make results [PIPELINE=pageviews] KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
 	@AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
 	  .build/bin/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
-	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(FOLLOW),-follow)
+	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(filter-out 0,$(FOLLOW)),-follow)
 
 # Built, not `go run`, for the same reason as results (its exit status).
 .build/bin/tail: $(GO_SOURCES) $(wildcard cmd/tail/*.go internal/*/*.go emulator/*/*.go)

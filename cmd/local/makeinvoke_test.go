@@ -42,3 +42,41 @@ func TestMakeInvokeChecksItsArgumentsBeforeBuilding(t *testing.T) {
 		})
 	}
 }
+
+// FOLLOW=0 means "do not follow" to make results as it does to make tail
+// (where it is the documented way to stop at the end): make results took any
+// value, 0 included, as -follow, and a user who wrote FOLLOW=0 to see a
+// key's windows got a tail of the stream that waits for Ctrl-C.
+func TestMakeFollowZeroDoesNotFollow(t *testing.T) {
+	testtools.Need(t, "the Makefile is run by make", "make")
+	root, err := standin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		target, follow, flag string
+		want                 bool
+	}{
+		{"results", "0", "-follow", false},
+		{"results", "1", "-follow", true},
+		{"results", "", "-follow", false},
+		{"tail", "0", "-f", false},
+		{"tail", "1", "-f", true},
+		{"tail", "", "-f", true},
+	} {
+		cmd := exec.Command("make", "-n", "-C", root, tc.target, "KEY=user-1", "STREAM=events", "FOLLOW="+tc.follow)
+		cmd.Env = append(cmd.Environ(), "FOLLOW=")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n %s FOLLOW=%s: %v\n%s", tc.target, tc.follow, err, out)
+		}
+		// The recipe's flags, as a word: -follow, -f.
+		got := false
+		for _, w := range strings.Fields(string(out)) {
+			got = got || w == tc.flag
+		}
+		if got != tc.want {
+			t.Errorf("make %s FOLLOW=%q passes %s: %v, want %v\n%s", tc.target, tc.follow, tc.flag, got, tc.want, out)
+		}
+	}
+}

@@ -236,7 +236,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	sum, err := tail.Run(ctx, kinesis.NewFromConfig(awsCfg), o, p.Print)
 	var fe *tail.FlagError
 	if errors.As(err, &fe) {
-		return fail(stderr, cli.Usagef(fe.Flag, "%s", fe.Msg))
+		msg := fe.Msg
+		if fe.Flag == "stream" && tmpl == "" && isAlias(stream) {
+			msg += fmt.Sprintf("; %s names a stream only with -template infra/cdk.out/Tributary.template.json (as make tail passes it), else give the stream's name", stream)
+		}
+		return fail(stderr, cli.Usagef(fe.Flag, "%s", msg))
 	}
 	end := fmt.Sprintf("tail: %d record(s) printed of %d read from %d shard(s)", sum.Printed, sum.Read, sum.Shards)
 	if p.Truncated > 0 {

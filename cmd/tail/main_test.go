@@ -135,6 +135,12 @@ func TestTailLocal(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	t.Setenv("AWS_PROFILE", "")
+	// An alias without -template (go run ./cmd/tail -stream events, as make
+	// tail is written) is no stream's name: the error says how to name it.
+	if r := cmd(ctx, env, "-stream", "events", "-n", "1"); r.code != cli.ExitUsage || !strings.Contains(r.stderr, `-stream "events": no such stream`) ||
+		!strings.Contains(r.stderr, "events names a stream only with -template infra/cdk.out/Tributary.template.json (as make tail passes it)") {
+		t.Errorf("-stream events without -template: exit %d, stderr %q; want 2 saying an alias needs -template", r.code, r.stderr)
+	}
 	r := cmd(ctx, env, "-template", streamsTemplate, "-stream", "events", "-from", "trim_horizon", "-key", "user-1", "-json")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)

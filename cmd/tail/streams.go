@@ -92,6 +92,16 @@ func resolveStream(v string, streams []stackStream) (string, error) {
 	return "", cli.Usagef("stream", "%s is not a stream of the stack: give one of %s, or a label or name of %s", strictjson.QuoteCut(v, cli.MaxEcho), strings.Join(names, ", "), list(streams))
 }
 
+// isAlias reports whether v is one of the aliases (events, results, …).
+func isAlias(v string) bool {
+	for _, a := range aliases {
+		if strings.EqualFold(v, a.alias) {
+			return true
+		}
+	}
+	return false
+}
+
 // aliasHelp says the aliases in -stream's help.
 func aliasHelp() string {
 	names := make([]string, len(aliases))

@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs := flag.NewFlagSet("results", flag.ContinueOnError)
 	var f flags
 	fs.StringVar(&f.key, "key", "", "the key whose windows to show (required, except with -follow, where it filters)")
-	fs.StringVar(&f.window, "window", "", "one window kind: its id (tumbling:1m0s) or its kind (tumbling); default every window of the pipeline")
+	fs.StringVar(&f.window, "window", "", "one window kind: its id (tumbling:1m0s, or tumbling:1m) or its kind (tumbling); default every window of the pipeline")
 	fs.StringVar(&f.from, "from", "", "windows starting at or after this (default 1h ago); with -follow, where to start reading the stream (default now: LATEST)")
 	fs.StringVar(&f.to, "to", "", "windows starting before this, or now (default now); not with -follow")
 	fs.BoolVar(&f.follow, "follow", false, "tail the WindowResults stream: print each final result, correction and retraction as it arrives, until Ctrl-C")

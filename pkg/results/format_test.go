@@ -42,7 +42,7 @@ func TestQuoteKey(t *testing.T) {
 
 func TestKind(t *testing.T) {
 	cfg, err := pipeline.Parse([]byte(`{"name":"p","key":"key","windows":[{"kind":"tumbling","size":"1m"},{"kind":"tumbling","size":"1h"},
-	  {"kind":"session","gap":"30s"}],"partitionKeyIsGroupingKey":true}`))
+	  {"kind":"session","gap":"30s"},{"kind":"hopping","size":"5m","advance":"1m"}],"partitionKeyIsGroupingKey":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,17 @@ func TestKind(t *testing.T) {
 		{"tumbling:1h0m0s", "tumbling:1h0m0s", ""},
 		{"session", "session:30s", ""},
 		{"tumbling", "", "pipeline p has 2 tumbling windows, name one: tumbling:1m0s, tumbling:1h0m0s"},
-		{"sliding", "", "pipeline p has no such window; its windows: tumbling:1m0s, tumbling:1h0m0s, session:30s"},
+		{"sliding", "", "pipeline p has no such window; its windows: tumbling:1m0s, tumbling:1h0m0s, session:30s, hopping:5m0s:1m0s"},
+		// A duration written as the pipeline file writes it, or otherwise
+		// (60s is 1m0s), names the same window.
+		{"tumbling:1m", "tumbling:1m0s", ""},
+		{"tumbling:60s", "tumbling:1m0s", ""},
+		{"tumbling:60m", "tumbling:1h0m0s", ""},
+		{"hopping:5m:1m", "hopping:5m0s:1m0s", ""},
+		{"hopping:300s:60s", "hopping:5m0s:1m0s", ""},
+		{"tumbling:2m", "", "pipeline p has no such window; its windows: tumbling:1m0s"},
+		{"tumbling:1x", "", `"tumbling:1x": pipeline p has no such window`},
+		{"hopping:1m:5m", "", "has no such window"},
 	} {
 		got, err := results.Kind(cfg, c.in)
 		if got != c.want || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {

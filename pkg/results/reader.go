@@ -72,13 +72,15 @@ func Kinds(cfg *pipeline.Config) []string {
 }
 
 // Kind resolves what a person names one of cfg's window kinds by: its id
-// (tumbling:1m0s), or its kind alone (tumbling) when the pipeline has one
+// (tumbling:1m0s, or with its durations as a pipeline file writes them:
+// tumbling:1m, 60s), or its kind alone (tumbling) when the pipeline has one
 // window of that kind. The error lists the pipeline's kinds.
 func Kind(cfg *pipeline.Config, name string) (string, error) {
 	var matches []string
+	canonical := canonicalID(name)
 	for _, w := range cfg.Windows {
 		id := w.ID()
-		if id == name {
+		if id == canonical {
 			return id, nil
 		}
 		if w.Kind.String() == name {
@@ -92,6 +94,32 @@ func Kind(cfg *pipeline.Config, name string) (string, error) {
 		return "", fmt.Errorf("%q: pipeline %s has %d %s windows, name one: %s", name, cfg.Name, len(matches), name, strings.Join(matches, ", "))
 	}
 	return "", fmt.Errorf("%s: pipeline %s has no such window; its windows: %s", strictjson.QuoteCut(name, maxNameEcho), cfg.Name, strings.Join(Kinds(cfg), ", "))
+}
+
+// canonicalID writes the durations of a window id as WindowSpec.ID does
+// (1m as 1m0s, 60s as 1m0s), or returns name as it is when a part after
+// the kind is not a duration.
+func canonicalID(name string) string {
+	kind, rest, ok := strings.Cut(name, ":")
+	if !ok || len(name) > maxNameEcho {
+		return name
+	}
+	var b strings.Builder
+	b.WriteString(kind)
+	for _, part := range strings.Split(rest, ":") {
+		b.WriteByte(':')
+		for i, d := range strings.Split(part, "+") {
+			dur, err := time.ParseDuration(d)
+			if err != nil {
+				return name
+			}
+			if i > 0 {
+				b.WriteByte('+')
+			}
+			b.WriteString(dur.String())
+		}
+	}
+	return b.String()
 }
 
 // maxNameEcho bounds how much of a name Kind's error repeats: a window id

@@ -109,9 +109,7 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 		WithMetrics(m),
 		WithLogger(log),
 		WithDedupe(NewLedger(RoutedLedgerStore(client, table), current, cfg)),
-		// The item names the pipeline too: one binary runs each pipeline's
-		// function, and an operator looks for the one that set it aside.
-		WithSetAside(newSink(client, quarantine, function+"["+cfg.Name+"]", m, log)))
+		WithSetAside(newSink(client, quarantine, setAsideFunction(lookup, function, cfg.Name), m, log)))
 	return New(cfg, views, out, streamName, opts...), nil
 }
 
@@ -341,6 +339,18 @@ func (r *routedStore) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInp
 		in = &c
 	}
 	return r.db.DeleteItem(ctx, in, opts...)
+}
+
+// setAsideFunction is what the items a function sets aside name it by:
+// its Lambda function's name (AWS_LAMBDA_FUNCTION_NAME), as every other
+// consumer's items do, which is the log group /aws/lambda/<name> its
+// "record set aside" line is in; outside Lambda, function[pipeline] (one
+// binary runs each pipeline's function).
+func setAsideFunction(lookup func(string) (string, bool), function, pipeline string) string {
+	if name, ok := lookup("AWS_LAMBDA_FUNCTION_NAME"); ok && name != "" {
+		return name
+	}
+	return function + "[" + pipeline + "]"
 }
 
 // newSink is the set-aside sink of table, or nil when there is none (the

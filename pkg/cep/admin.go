@@ -141,6 +141,15 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 	method := req.RequestContext.HTTP.Method
 	path := strings.Trim(req.RawPath, "/")
 	parts := strings.Split(path, "/")
+	// Only the list is paged (after); a parameter no route takes is
+	// refused before anything is done, never ignored.
+	var known []string
+	if path == "rules" && method == http.MethodGet {
+		known = []string{"after"}
+	}
+	if name, msg := strictjson.UnknownParameter(req.QueryStringParameters, "this route", known...); name != "" {
+		return respond(http.StatusBadRequest, apiError{Error: msg, Part: name}), nil
+	}
 	switch {
 	case path == "rules" && method == http.MethodGet:
 		rules, err := a.store.List(ctx)

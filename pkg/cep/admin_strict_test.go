@@ -137,3 +137,56 @@ func TestRulesAPIAnswersAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesAPIRefusesUnknownQueryParameters: a query parameter no route
+// takes is a 400 naming it, before anything is done, where it was ignored:
+// DELETE /rules/big?dryRun=true deleted the rule, and GET /rules?afer=x
+// answered the first page as if it were the next.
+func TestRulesAPIRefusesUnknownQueryParameters(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	a := NewAdmin(NewStore(db, newRulesTable(t), c.now), c.now, quiet)
+	if resp, err := a.Handle(ctx, urlRequest("POST", "/rules", `{"id":"big","pattern":[{"begin":"p","type":"payment"}]}`)); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("adding the rule: %v %+v", err, resp)
+	}
+	for _, tc := range []struct {
+		method, path string
+		query        map[string]string
+		part, text   string
+	}{
+		{"DELETE", "/rules/big", map[string]string{"dryRun": "true"}, "dryRun", "takes no query parameters"},
+		{"POST", "/rules/big/disable", map[string]string{"at": "2026-12-01T00:00:00Z"}, "at", "takes no query parameters"},
+		{"POST", "/rules", map[string]string{"after": "x"}, "after", "takes no query parameters"},
+		{"GET", "/rules", map[string]string{"afer": "big"}, "afer", `did you mean "after"?`},
+		{"GET", "/rules/big", map[string]string{"version": "1"}, "version", "takes no query parameters"},
+		{"POST", "/test", map[string]string{"verbose": "1"}, "verbose", "takes no query parameters"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			req := urlRequest(tc.method, tc.path, `{"id":"other","pattern":[{"begin":"p","type":"payment"}]}`)
+			req.QueryStringParameters = tc.query
+			resp, err := a.Handle(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got apiError
+			if err := json.Unmarshal([]byte(resp.Body), &got); err != nil {
+				t.Fatalf("%d %q: %v", resp.StatusCode, resp.Body, err)
+			}
+			if resp.StatusCode != http.StatusBadRequest || got.Part != tc.part || !strings.Contains(got.Error, tc.text) {
+				t.Fatalf("%d %s\nwant 400 with part %q and %q", resp.StatusCode, resp.Body, tc.part, tc.text)
+			}
+		})
+	}
+	// Nothing was done: the rule is still there, active, and no other
+	// was added.
+	resp, err := a.Handle(ctx, urlRequest("GET", "/rules", ""))
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `"id":"big"`) || strings.Contains(resp.Body, `"other"`) || !strings.Contains(resp.Body, `"status":"active"`) {
+		t.Fatalf("rules after the refusals: %v %d %s, want big alone, active", err, resp.StatusCode, resp.Body)
+	}
+	// The parameter a route does take still works.
+	req := urlRequest("GET", "/rules", "")
+	req.QueryStringParameters = map[string]string{"after": "big"}
+	if resp, err := a.Handle(ctx, req); err != nil || resp.StatusCode != http.StatusOK || strings.Contains(resp.Body, `"id":"big"`) {
+		t.Fatalf("GET /rules?after=big: %v %d %s, want 200 without big", err, resp.StatusCode, resp.Body)
+	}
+}

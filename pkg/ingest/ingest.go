@@ -23,6 +23,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Kinesis limits the handler respects.
@@ -237,6 +238,13 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 		r := problem(http.StatusMethodNotAllowed, "method %s: only POST is accepted", cutText(m, 16))
 		r.Headers["Allow"] = http.MethodPost
 		return r
+	}
+	// No route takes a query parameter: one sent (?dryRun=true) is
+	// refused before anything is written, never ignored.
+	if name, msg := strictjson.UnknownParameter(req.QueryStringParameters, "POST "+path); name != "" {
+		h.metrics.Add("EventsRejected", metrics.Count, 1)
+		h.log.Info("request refused", "status", http.StatusBadRequest, "field", name, "reason", cutText(msg, MaxErrorTextBytes))
+		return problem(http.StatusBadRequest, "%s", msg)
 	}
 	var idemKey string
 	if hasKey {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -344,5 +346,27 @@ func TestEnvOptions(t *testing.T) {
 				t.Error("requests are checked for signatures without INGEST_AUTH=HMAC")
 			}
 		})
+	}
+}
+
+// TestQueryParametersRefused: ingest takes no query parameters, so one sent
+// (a producer trying ?dryRun=true, ?stream=other) is a 400 naming it and
+// nothing is written, where it was ignored and every event put.
+func TestQueryParametersRefused(t *testing.T) {
+	for _, q := range []map[string]string{{"dryRun": "true"}, {"stream": "other", "a": "1"}} {
+		p := &scriptedPutter{}
+		h := New(p, "events")
+		req := postTo("/", batchOf("a"))
+		req.QueryStringParameters = q
+		resp, _ := h.Handle(context.Background(), req)
+		var er ErrorResponse
+		_ = json.Unmarshal([]byte(resp.Body), &er)
+		first := slices.Sorted(maps.Keys(q))[0]
+		if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(er.Error, first+": POST / takes no query parameters") {
+			t.Errorf("POST /?%v: %d %s; want 400 naming %s", q, resp.StatusCode, resp.Body, first)
+		}
+		if len(p.calls) != 0 {
+			t.Errorf("POST /?%v: %d puts; want nothing written", q, len(p.calls))
+		}
 	}
 }

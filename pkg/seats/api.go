@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,6 +130,9 @@ func (a *API) route(ctx context.Context, req events.LambdaFunctionURLRequest) ev
 		if method != http.MethodPost {
 			return notAllowed(http.MethodPost)
 		}
+		if name, msg := strictjson.UnknownParameter(req.QueryStringParameters, "POST /commands"); name != "" {
+			return errorAnswer(http.StatusBadRequest, name, msg)
+		}
 		return a.command(ctx, req)
 	case len(parts) == 2 && parts[0] == "shows":
 		return read(freshnessParameters, func() events.LambdaFunctionURLResponse { return a.seatMap(ctx, req, parts[1]) })
@@ -199,19 +200,12 @@ var (
 // naming it and the one it is nearest: ignored, a misspelt minVersion would
 // answer at whatever version the view holds, as if it were fresh enough.
 func unknownParameter(query map[string]string, known []string) *events.LambdaFunctionURLResponse {
-	for _, name := range slices.Sorted(maps.Keys(query)) {
-		if slices.Contains(known, name) {
-			continue
-		}
-		field := strictjson.Cut(name, maxEchoBytes)
-		msg := field + ": is not a parameter of this read"
-		if near := strictjson.Nearest(field, known); near != "" {
-			msg += fmt.Sprintf("; did you mean %q?", near)
-		}
-		r := errorAnswer(http.StatusBadRequest, field, msg+" (known: "+strings.Join(known, ", ")+")")
-		return &r
+	name, msg := strictjson.UnknownParameter(query, "this read", known...)
+	if name == "" {
+		return nil
 	}
-	return nil
+	r := errorAnswer(http.StatusBadRequest, name, msg)
+	return &r
 }
 
 // freshness is a read's minVersion and wait.

@@ -231,6 +231,15 @@ func TestUnknownQueryParameterRefused(t *testing.T) {
 	if got := f.do(t, "GET", "/shows/show-1", map[string]string{"minVersion": "1", "wait": "0s"}, ""); got.status != 200 {
 		t.Errorf("seat map with minVersion and wait: %d %s", got.status, got.body)
 	}
+	// A command takes none: POST /commands?dryRun=true is refused, not
+	// executed as if it were a trial.
+	reserve := `{"id":"cmd-q","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-q","customerId":"ada","seats":["A1"]}}`
+	if got := f.do(t, "POST", "/commands", map[string]string{"dryRun": "true"}, reserve); got.status != 400 || !strings.Contains(got.body, `"field":"dryRun"`) || !strings.Contains(got.body, "takes no query parameters") {
+		t.Errorf("POST /commands?dryRun=true: %d %.300s; want 400 naming dryRun", got.status, got.body)
+	}
+	if got := f.do(t, "GET", "/shows/show-1", nil, ""); got.status != 200 || strings.Contains(got.body, "r-q") {
+		t.Errorf("seat map after the refused command: %d %.300s; want no reservation r-q", got.status, got.body)
+	}
 }
 
 // TestProjectedReadWaitsForItsVersion: a read with minVersion that starts

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -230,8 +229,10 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 			return nil, err
 		}
 		switch {
-		case d.Title == nil || *d.Title == "" || utf8.RuneCountInString(*d.Title) > maxTitleLength || strings.ContainsFunc(*d.Title, isControl):
+		case d.Title == nil || *d.Title == "":
 			return nil, es.Invalid("data.title", "is required: 1 to %d characters, no control characters", maxTitleLength)
+		case textProblem(*d.Title, maxTitleLength) != "":
+			return nil, es.Invalid("data.title", "%s", textProblem(*d.Title, maxTitleLength))
 		case d.StartsAt == nil:
 			return nil, es.Invalid("data.startsAt", "is required (RFC 3339, for example 2026-12-05T19:30:00Z)")
 		case d.Rows == nil || *d.Rows < 1 || *d.Rows > MaxRows:
@@ -279,10 +280,10 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 		}
 		if d.Holder != nil {
 			switch {
-			case utf8.RuneCountInString(d.Holder.Name) > maxHolderName || strings.ContainsFunc(d.Holder.Name, isControl):
-				return nil, es.Invalid("data.holder.name", "at most %d characters, no control characters", maxHolderName)
-			case utf8.RuneCountInString(d.Holder.Email) > maxHolderEmail || strings.ContainsFunc(d.Holder.Email, isControl):
-				return nil, es.Invalid("data.holder.email", "at most %d characters, no control characters", maxHolderEmail)
+			case textProblem(d.Holder.Name, maxHolderName) != "":
+				return nil, es.Invalid("data.holder.name", "%s", textProblem(d.Holder.Name, maxHolderName))
+			case textProblem(d.Holder.Email, maxHolderEmail) != "":
+				return nil, es.Invalid("data.holder.email", "%s", textProblem(d.Holder.Email, maxHolderEmail))
 			}
 		}
 		if err := scheduled(s, cmd); err != nil {
@@ -420,6 +421,23 @@ func seatList(raw json.RawMessage) ([]string, error) {
 		}
 	}
 	return seats, nil
+}
+
+// textProblem says what is wrong with a title or holder field: more than
+// max characters, or a control character (which, and where); "" when
+// nothing is.
+func textProblem(s string, max int) string {
+	if n := utf8.RuneCountInString(s); n > max {
+		return fmt.Sprintf("is %d characters; at most %d, no control characters", n, max)
+	}
+	i := 0
+	for _, r := range s {
+		i++
+		if isControl(r) {
+			return fmt.Sprintf("holds control character %U (character %d); at most %d characters, no control characters", r, i, max)
+		}
+	}
+	return ""
 }
 
 // isControl is a control character (Unicode Cc): C0, DEL and C1 (NEL,

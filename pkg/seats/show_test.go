@@ -143,3 +143,35 @@ func TestMoveKeepsTheCustomer(t *testing.T) {
 		t.Fatalf("after the move: %+v, free %d", show, show.Free())
 	}
 }
+
+// TestTextFieldErrorsSayWhatIsWrong: a title or holder field that is
+// present but refused says what is wrong with it (its length, the control
+// character and where), not "is required", which reads as if it were
+// missing.
+func TestTextFieldErrorsSayWhatIsWrong(t *testing.T) {
+	show := Decider{}.Initial()
+	scheduled, _ := scheduledShow(t, 2, 5, nil)
+	for _, tt := range []struct {
+		name  string
+		state Show
+		typ   string
+		data  string
+		field string
+		want  string
+	}{
+		{"no title", show, CmdScheduleShow, `{"startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}`, "data.title", "is required: 1 to 200 characters"},
+		{"an empty title", show, CmdScheduleShow, `{"title":"","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}`, "data.title", "is required: 1 to 200 characters"},
+		{"a title of 60,000 characters", show, CmdScheduleShow, `{"title":"` + strings.Repeat("a", 60000) + `","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}`, "data.title", "is 60000 characters; at most 200"},
+		{"a title with a next line", show, CmdScheduleShow, `{"title":"Ham\u0085let","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}`, "data.title", "holds control character U+0085 (character 4)"},
+		{"a holder name of 201 characters", scheduled, CmdReserveSeats, `{"reservationId":"r2","customerId":"bob","seats":["B1"],"holder":{"name":"` + strings.Repeat("名", 201) + `"}}`, "data.holder.name", "is 201 characters; at most 200"},
+		{"a holder email with a tab", scheduled, CmdReserveSeats, `{"reservationId":"r2","customerId":"bob","seats":["B1"],"holder":{"email":"ada@example.com\t"}}`, "data.holder.email", "holds control character U+0009 (character 16)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decider{}.Decide(tt.state, 1, es.Command{ID: "c", Type: tt.typ, AggregateID: "show-1", Data: json.RawMessage(tt.data)})
+			var ie *es.InvalidError
+			if !errors.As(err, &ie) || ie.Field != tt.field || !strings.Contains(err.Error(), tt.want) || len(err.Error()) > 300 {
+				t.Fatalf("got %.300v; want %s refused with %q", err, tt.field, tt.want)
+			}
+		})
+	}
+}

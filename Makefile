@@ -345,15 +345,22 @@ $(MOTO):
 	echo $(MOTO_VERSION) > .venv/.moto-$(MOTO_VERSION)
 
 # npm's output goes to a log, shown only when it fails.
+# An npm install's stamp holds the hash of the package files it installed:
+# a checkout that only touched them (a fresh clone, a branch switch and
+# back) re-stamps instead of running npm ci again, which would empty
+# node_modules first (through a symlink too) and take a minute.
+# $(call npm_install,<dir>,<what>,<log name>)
+npm_install = want=$$(cat $(1)/package.json $(1)/package-lock.json | sha256sum | cut -d' ' -f1); \
+	if [ -d $(1)/node_modules/.bin ] && [ "$$(cat $@ 2>/dev/null)" = "$$want" ]; then touch $@; exit 0; fi; \
+	$(call timed,installs) echo "▸ installing $(2) into $(1)/node_modules (npm ci)" && mkdir -p .build && \
+	(cd $(1) && npm ci --no-audit --no-fund --loglevel=error) > .build/$(3).log 2>&1 || { cat .build/$(3).log; exit 1; }; \
+	echo "$$want" > $@
+
 infra/node_modules/.installed: infra/package.json infra/package-lock.json
-	@$(call timed,installs) echo "▸ installing the CDK CLI into infra/node_modules (npm ci)" && mkdir -p .build && \
-	(cd infra && npm ci --no-audit --no-fund --loglevel=error) > .build/npm-infra.log 2>&1 || { cat .build/npm-infra.log; exit 1; }
-	@touch $@
+	@$(call npm_install,infra,the CDK CLI,npm-infra)
 
 scripts/bench/powertools/node_modules/.installed: scripts/bench/powertools/package.json scripts/bench/powertools/package-lock.json
-	@$(call timed,installs) echo "▸ installing the benchmarks' Powertools peer into scripts/bench/powertools (npm ci)" && mkdir -p .build && \
-	(cd scripts/bench/powertools && npm ci --no-audit --no-fund --loglevel=error) > .build/npm-powertools.log 2>&1 || { cat .build/npm-powertools.log; exit 1; }
-	@touch $@
+	@$(call npm_install,scripts/bench/powertools,the benchmarks' Powertools peer,npm-powertools)
 
 .PHONY: clean
 clean: ## remove build outputs (keeps the installed tools)

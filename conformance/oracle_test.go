@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tributary-dev/tributary/internal/testtools"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
@@ -72,11 +73,14 @@ type kafkaUpdate struct {
 }
 
 // buildOracle builds the Kafka Streams oracle's jar when it is missing or
-// older than its sources (buildJar).
+// older than its sources (buildJar). Without Java (or Maven, when the jar
+// must be built) it skips t saying what to install, as the join and Flink
+// CEP conformance tests do, or fails it under testtools.RequireEnv.
 func buildOracle(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Fatalf("java is not on PATH: the Kafka Streams conformance oracle (conformance/%s) needs a JDK 17 or later (apt-get install openjdk-17-jdk-headless)", oracleDir)
+	testtools.Need(t, "the Kafka Streams conformance oracle (conformance/"+oracleDir+") runs on a JDK 17 or later (apt-get install openjdk-17-jdk-headless)", "java")
+	if stale, why := jarStale(oracleDir, oracleJar); stale {
+		testtools.Need(t, "the Kafka Streams conformance test builds its oracle (conformance/"+oracleDir+": "+why+") with Maven (apt-get install maven)", "mvn")
 	}
 	buildJar(t, "Kafka Streams", oracleDir, oracleJar)
 }

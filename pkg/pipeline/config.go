@@ -689,6 +689,55 @@ func parseWindows(top map[string]json.RawMessage) ([]WindowSpec, error) {
 	return specs, nil
 }
 
+// dividingAdvances suggests the advances nearest advance, one below and one
+// above, that divide size into at most MaxWindowsPerRecord windows (whole
+// seconds when size is), as "; use 40s or 1m0s", or "" when none does.
+func dividingAdvances(size, advance time.Duration) string {
+	unit := window.Resolution
+	if size%time.Second == 0 {
+		unit = time.Second
+	}
+	n := int64(size / unit)
+	// below and above are the nearest that divide into few enough windows;
+	// tooManyBelow the nearest below that divides into too many, and
+	// tooManyAbove whether one above does (it is nearer than above).
+	var below, above, tooManyBelow time.Duration
+	tooManyAbove := false
+	for i := int64(1); i*i <= n; i++ {
+		if n%i != 0 {
+			continue
+		}
+		for _, q := range [2]int64{i, n / i} {
+			d := time.Duration(q) * unit
+			switch {
+			case d >= size:
+			case n/q > MaxWindowsPerRecord && d < advance:
+				tooManyBelow = max(tooManyBelow, d)
+			case n/q > MaxWindowsPerRecord:
+				tooManyAbove = true
+			case d < advance:
+				below = max(below, d)
+			case above == 0 || d < above:
+				above = d
+			}
+		}
+	}
+	var use []string
+	for _, d := range []time.Duration{below, above} {
+		if d > 0 {
+			use = append(use, d.String())
+		}
+	}
+	if len(use) == 0 {
+		return ""
+	}
+	s := "; use " + strings.Join(use, " or ")
+	if tooManyBelow > below || tooManyAbove {
+		s += fmt.Sprintf(" (at most %d windows a record)", MaxWindowsPerRecord)
+	}
+	return s
+}
+
 // MaxWindowsPerRecord bounds the windows one record falls in, over all of a
 // pipeline's windows (a hopping window counts size/advance, a tumbling
 // window one, a session or sliding kind one: its key's state): the function
@@ -760,7 +809,7 @@ func parseWindow(path string, doc []byte) (WindowSpec, error) {
 		case w.Advance > w.Size:
 			return w, cfgErr(path+".advance", "%s is longer than size %s: records between windows would be in none", raw["advance"], raw["size"])
 		case w.Size%w.Advance != 0:
-			return w, cfgErr(path+".advance", "%s does not divide size %s", raw["advance"], raw["size"])
+			return w, cfgErr(path+".advance", "%s does not divide size %s: size must be a whole number of advances%s", raw["advance"], raw["size"], dividingAdvances(w.Size, w.Advance))
 		}
 	}
 	// The window package's own checks, in case they are stricter.

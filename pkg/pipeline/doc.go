@@ -8,7 +8,7 @@
 // Parse refuses a config it cannot honour with an error naming the field
 // path, for example
 //
-//	windows[1].advance: 45s does not divide size 2m
+//	windows[1].advance: 45s does not divide size 2m: size must be a whole number of advances; use 40s or 1m0s
 //	value: required when aggregates include "sum"
 //
 // including a grouping key that is not the stream's partition key while

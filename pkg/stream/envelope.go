@@ -230,7 +230,11 @@ func jsonFieldError(err error) error {
 		if te.Field == "" {
 			return &FieldError{Reason: fmt.Sprintf("must be a JSON object, not %s", te.Value)}
 		}
-		return &FieldError{Field: te.Field, Reason: fmt.Sprintf("must be a %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)}
+		kind := jsonKind(te.Type.Kind().String())
+		if te.Field == "occurredAt" || te.Field == "sentAt" || te.Field == "receivedAt" {
+			kind += ", an RFC 3339 time such as 2026-11-29T10:41:07.250Z" // as a string that does not parse is told
+		}
+		return &FieldError{Field: te.Field, Reason: fmt.Sprintf("must be a %s, not %s", kind, te.Value)}
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {

@@ -31,7 +31,8 @@ func TestUnmarshalAndValidate(t *testing.T) {
 		{name: "key of 256 multibyte runes", in: `{"id":"e","type":"t","key":"` + strings.Repeat("é", 256) + `","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`},
 		{name: "occurredAt missing", in: `{"id":"e","type":"t","key":"k","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt", reason: "required"},
 		{name: "occurredAt not RFC 3339", in: `{"id":"e","type":"t","key":"k","occurredAt":"29/11/2026 10:41","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt", reason: "RFC 3339"},
-		{name: "occurredAt a number", in: `{"id":"e","type":"t","key":"k","occurredAt":1764412867,"sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt", reason: "must be a string"},
+		{name: "occurredAt a number", in: `{"id":"e","type":"t","key":"k","occurredAt":1764412867,"sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt", reason: "must be a string, an RFC 3339 time such as 2026-11-29T10:41:07.250Z, not number"},
+		{name: "sentAt an object", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":{"s":1}}`, wantErr: true, wantField: "sentAt", reason: "RFC 3339 time such as"},
 		{name: "sentAt missing", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "sentAt"},
 		{name: "sentAt before occurredAt", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:06Z"}`, wantErr: true, wantField: "sentAt", reason: "before occurredAt"},
 		// A clock reset to the epoch is still corrected; years its

@@ -223,6 +223,11 @@ func unknownContextKeys(node constructs.Node) error {
 	var hints []string
 	for _, key := range unknown {
 		if near := strictjson.Nearest(key, names); near != "" {
+			if len(unknown) == 1 {
+				// The message names it already.
+				hints = append(hints, fmt.Sprintf("did you mean %s?", near))
+				continue
+			}
 			hints = append(hints, fmt.Sprintf("%s: did you mean %s?", key, near))
 		}
 	}

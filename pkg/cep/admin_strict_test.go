@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 )
 
@@ -39,17 +41,7 @@ func TestRulesAPIRefusesAmbiguousRequests(t *testing.T) {
 		{"a test request's event with a key twice", "/test", `{"rules":[{"id":"r","pattern":[{"begin":"a","type":"x"}]}],"events":[{"id":"1","id":"2","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]}`, "events[0].id", "duplicate object key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := a.Handle(ctx, urlRequest("POST", tc.path, tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got apiError
-			if err := json.Unmarshal([]byte(resp.Body), &got); err != nil {
-				t.Fatalf("%d %q: %v", resp.StatusCode, resp.Body, err)
-			}
-			if resp.StatusCode != http.StatusBadRequest || got.Part != tc.part || !strings.Contains(got.Error, tc.text) {
-				t.Fatalf("%d %s\nwant 400 with part %q and %q", resp.StatusCode, resp.Body, tc.part, tc.text)
-			}
+			wantRefused(t, a, urlRequest("POST", tc.path, tc.body), tc.part, tc.text)
 		})
 	}
 	resp, err := a.Handle(ctx, urlRequest("GET", "/rules", ""))
@@ -164,17 +156,7 @@ func TestRulesAPIRefusesUnknownQueryParameters(t *testing.T) {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			req := urlRequest(tc.method, tc.path, `{"id":"other","pattern":[{"begin":"p","type":"payment"}]}`)
 			req.QueryStringParameters = tc.query
-			resp, err := a.Handle(ctx, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got apiError
-			if err := json.Unmarshal([]byte(resp.Body), &got); err != nil {
-				t.Fatalf("%d %q: %v", resp.StatusCode, resp.Body, err)
-			}
-			if resp.StatusCode != http.StatusBadRequest || got.Part != tc.part || !strings.Contains(got.Error, tc.text) {
-				t.Fatalf("%d %s\nwant 400 with part %q and %q", resp.StatusCode, resp.Body, tc.part, tc.text)
-			}
+			wantRefused(t, a, req, tc.part, tc.text)
 		})
 	}
 	// Nothing was done: the rule is still there, active, and no other
@@ -188,5 +170,22 @@ func TestRulesAPIRefusesUnknownQueryParameters(t *testing.T) {
 	req.QueryStringParameters = map[string]string{"after": "big"}
 	if resp, err := a.Handle(ctx, req); err != nil || resp.StatusCode != http.StatusOK || strings.Contains(resp.Body, `"id":"big"`) {
 		t.Fatalf("GET /rules?after=big: %v %d %s, want 200 without big", err, resp.StatusCode, resp.Body)
+	}
+}
+
+// wantRefused sends req and fails t unless the answer is a 400 naming part
+// with text in its error.
+func wantRefused(t *testing.T, a *Admin, req events.LambdaFunctionURLRequest, part, text string) {
+	t.Helper()
+	resp, err := a.Handle(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got apiError
+	if err := json.Unmarshal([]byte(resp.Body), &got); err != nil {
+		t.Fatalf("%d %q: %v", resp.StatusCode, resp.Body, err)
+	}
+	if resp.StatusCode != http.StatusBadRequest || got.Part != part || !strings.Contains(got.Error, text) {
+		t.Fatalf("%d %s\nwant 400 with part %q and %q", resp.StatusCode, resp.Body, part, text)
 	}
 }

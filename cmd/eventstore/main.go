@@ -218,9 +218,20 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			return fail(err)
 		}
 		switch {
+		case !*yes && len(res.Erased) == 0 && len(res.Completed) == 0:
+			fmt.Fprintf(stdout, "dry run: no event of %s holds personal data (%d erased before, each audited): nothing to erase\n", *subject, res.AlreadyErased)
 		case !*yes:
-			fmt.Fprintf(stdout, "dry run: %d events of %s hold personal data: %s\nto erase it: eventstore erase -events-table %s -subject %s -reason %s -by %s -yes\n",
-				len(res.Erased), *subject, listIDs(res.Erased), *events, *subject, shellQuote(*reason), shellQuote(*by))
+			if len(res.Erased) > 0 {
+				fmt.Fprintf(stdout, "dry run: %d events of %s hold personal data: %s\n", len(res.Erased), *subject, listIDs(res.Erased))
+			} else {
+				fmt.Fprintf(stdout, "dry run: no event of %s holds personal data\n", *subject)
+			}
+			if len(res.Completed) > 0 {
+				fmt.Fprintf(stdout, "an earlier erasure stopped before its audit event: %d events erased without one (%s), which this run would audit\n",
+					len(res.Completed), listIDs(res.Completed))
+			}
+			fmt.Fprintf(stdout, "to erase it: eventstore erase -events-table %s -subject %s -reason %s -by %s -yes\n",
+				*events, *subject, shellQuote(*reason), shellQuote(*by))
 		case res.Audit == nil:
 			fmt.Fprintf(stdout, "nothing to erase: %d events of %s were erased before\n", res.AlreadyErased, *subject)
 		default:

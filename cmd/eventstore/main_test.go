@@ -119,6 +119,11 @@ func TestEraseAndCompare(t *testing.T) {
 	if again := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-yes"); again.code != 0 || !strings.Contains(again.stdout, "nothing to erase") {
 		t.Fatalf("erase again: %+v", again)
 	}
+	// A dry run with nothing left says so, and suggests no -yes.
+	if dry := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17"); dry.code != 0 ||
+		!strings.Contains(dry.stdout, "dry run: no event of ada holds personal data (1 erased before, each audited): nothing to erase") || strings.Contains(dry.stdout, "-yes") {
+		t.Fatalf("dry run once erased: %+v", dry)
+	}
 
 	if r := cmd(nil, "compare", "-a", "views", "-b", "views-v2"); r.code != 1 || !strings.Contains(r.stdout, "1 only in views") {
 		t.Fatalf("compare with an empty version: %+v", r)

@@ -131,7 +131,10 @@ func misplacedAudit(e *Event, aggregateType string) bool {
 // itself. Running it again erases what a crashed run left and appends a new
 // audit event only if it erased something or finds events an earlier run
 // erased without its audit event (it stopped in between): those it lists
-// too, so no erasure goes unaudited. With dryRun it only lists.
+// too, so no erasure goes unaudited. With dryRun it only lists, changing
+// nothing: the events still holding personal data (Erased) and those an
+// earlier run erased without its audit event (Completed), which the run
+// would audit.
 //
 // It is the one path in this package that changes an event. The stack
 // grants it to no function: an operator runs it (cmd/eventstore erase).
@@ -159,15 +162,20 @@ func Erase(ctx context.Context, db eraseAPI, t Tables, er Erasure, now time.Time
 		name := k.id + "/" + k.version
 		if dryRun {
 			// The index keeps an erased event (its subject stays): list
-			// only what still holds personal data.
-			holds, err := holdsPersonal(ctx, db, t.Events, k)
+			// only what still holds personal data, and which erasure
+			// erased the rest (one that stopped before its audit event
+			// is audited by the run the dry run stands for).
+			holds, by, err := personalState(ctx, db, t.Events, k)
 			if err != nil {
 				return nil, fmt.Errorf("es: reading event %s: %w", name, err)
 			}
 			if holds {
 				res.Erased = append(res.Erased, name)
-			} else {
-				res.AlreadyErased++
+				continue
+			}
+			res.AlreadyErased++
+			if by != "" {
+				earlier[by] = append(earlier[by], name)
 			}
 			continue
 		}
@@ -201,9 +209,6 @@ func Erase(ctx context.Context, db eraseAPI, t Tables, er Erasure, now time.Time
 			res.Erased = append(res.Erased, name)
 		}
 	}
-	if dryRun {
-		return res, nil
-	}
 	store := NewStore(db, t)
 	if len(earlier) > 0 {
 		// An earlier run that stopped before its audit event: its events
@@ -228,7 +233,7 @@ func Erase(ctx context.Context, db eraseAPI, t Tables, er Erasure, now time.Time
 			res.Completed = append(res.Completed, earlier[id]...)
 		}
 	}
-	if len(res.Erased) == 0 && len(res.Completed) == 0 {
+	if dryRun || (len(res.Erased) == 0 && len(res.Completed) == 0) {
 		return res, nil
 	}
 	listed := append(slices.Clone(res.Erased), res.Completed...)
@@ -284,18 +289,24 @@ func erasedBy(ctx context.Context, db storeAPI, table string, key, item map[stri
 	return "", nil
 }
 
-// holdsPersonal reports whether the event at k still holds personal data
-// (a consistent read of that attribute alone).
-func holdsPersonal(ctx context.Context, db storeAPI, table string, k eventKey) (bool, error) {
+// personalState reports whether the event at k still holds personal data
+// and, if not, which erasure erased it ("" when none is recorded): a
+// consistent read of those two attributes alone.
+func personalState(ctx context.Context, db storeAPI, table string, k eventKey) (holds bool, erasedBy string, err error) {
 	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{AttrAggregateID: &types.AttributeValueMemberS{Value: k.id},
 			AttrVersion: &types.AttributeValueMemberN{Value: k.version}},
-		ProjectionExpression: aws.String("#p"), ExpressionAttributeNames: map[string]string{"#p": AttrPersonal}})
+		ProjectionExpression: aws.String("#p, #e"), ExpressionAttributeNames: map[string]string{"#p": AttrPersonal, "#e": AttrErasure}})
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
-	_, ok := out.Item[AttrPersonal]
-	return ok, nil
+	if _, ok := out.Item[AttrPersonal]; ok {
+		return true, "", nil
+	}
+	if s, ok := out.Item[AttrErasure].(*types.AttributeValueMemberS); ok {
+		erasedBy = s.Value
+	}
+	return false, erasedBy, nil
 }
 
 type eventKey struct{ id, version string }

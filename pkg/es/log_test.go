@@ -342,6 +342,12 @@ func TestErasureStoppedBeforeItsAuditIsAuditedWhenRunAgain(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "run it again to append it") || len(first.Erased) != 2 {
 		t.Fatalf("erasure without its audit event: %+v %v, want 2 events erased and an error saying to run it again", first, err)
 	}
+	// A dry run now lists no event holding personal data, and says the
+	// two an earlier run erased without its audit event: -yes appends it.
+	dry, err := es.Erase(ctx, db, tables, er, time.Now().Add(time.Second), true)
+	if err != nil || len(dry.Erased) != 0 || !reflect.DeepEqual(dry.Completed, []string{"a1/1", "a1/2"}) || !reflect.DeepEqual(dry.Completes, []string{first.ID}) {
+		t.Fatalf("dry run after the erasure that stopped: %+v %v, want none to erase and a1/1, a1/2 to audit (completing %s)", dry, err, first.ID)
+	}
 	again, err := es.Erase(ctx, db, tables, er, time.Now().Add(time.Second), false)
 	if err != nil || again.Audit == nil {
 		t.Fatalf("erasure run again: %+v %v, want the missing audit event appended", again, err)
@@ -361,6 +367,9 @@ func TestErasureStoppedBeforeItsAuditIsAuditedWhenRunAgain(t *testing.T) {
 	}
 	if third, err := es.Erase(ctx, db, tables, er, time.Now().Add(2*time.Second), false); err != nil || third.Audit != nil {
 		t.Errorf("erasure run a third time: %+v %v, want nothing to do: the erasure is audited", third, err)
+	}
+	if dry, err := es.Erase(ctx, db, tables, er, time.Now().Add(3*time.Second), true); err != nil || len(dry.Erased) != 0 || len(dry.Completed) != 0 || dry.AlreadyErased != 2 {
+		t.Errorf("dry run once audited: %+v %v, want nothing to erase or audit, 2 erased before", dry, err)
 	}
 }
 

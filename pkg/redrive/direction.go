@@ -54,13 +54,21 @@ func queueName(urlOrARN string) string {
 // Is makes errors.Is(err, ErrRefused) hold.
 func (e *DirectionError) Is(target error) bool { return target == ErrRefused }
 
-// NotADLQError is DryRun's refusal of a queue no queue names as its DLQ but
-// that has a redrive policy of its own: a dry run's receive would count
-// towards each message's maxReceiveCount there.
-type NotADLQError struct{ Queue, Names string }
+// NotADLQError is the refusal of a queue given as the DLQ that no queue
+// names as its DLQ but that has a redrive policy of its own: a source queue
+// given by mistake. For DryRun (Listing), a receive there would count
+// towards each message's maxReceiveCount.
+type NotADLQError struct {
+	Queue, Names string
+	Listing      bool
+}
 
 func (e *NotADLQError) Error() string {
-	return fmt.Sprintf("%s is no queue's dead-letter queue but a source with a redrive policy (to %s): listing it would count as a receive of each message, towards its maxReceiveCount; give its DLQ, %s", queueName(e.Queue), queueName(e.Names), queueName(e.Names))
+	why := "its messages are to be moved back to it, not from it"
+	if e.Listing {
+		why = "listing it would count as a receive of each message, towards its maxReceiveCount"
+	}
+	return fmt.Sprintf("%s is no queue's dead-letter queue but a source with a redrive policy (to %s): %s; give its DLQ, %s", queueName(e.Queue), queueName(e.Names), why, queueName(e.Names))
 }
 
 // Is makes errors.Is(err, ErrRefused) hold.
@@ -133,5 +141,5 @@ func (r *Redriver) checkListable(ctx context.Context, queueURL string) error {
 	if len(out.QueueUrls) > 0 {
 		return nil // a DLQ with a redrive policy of its own: chained DLQs
 	}
-	return &NotADLQError{Queue: queueURL, Names: qi.dlq}
+	return &NotADLQError{Queue: queueURL, Names: qi.dlq, Listing: true}
 }

@@ -151,7 +151,8 @@ func (r *Redriver) QueueURL(ctx context.Context, nameOrURL string) (string, erro
 }
 
 // SourceQueue returns the URL of the one queue whose redrive policy names
-// dlqURL. It returns ErrNoSourceQueue if there is none and an
+// dlqURL. It returns ErrNoSourceQueue if there is none (a *NotADLQError
+// naming its DLQ when dlqURL is itself a source queue) and an
 // *AmbiguousSourceError naming them if there are several.
 func (r *Redriver) SourceQueue(ctx context.Context, dlqURL string) (string, error) {
 	var sources []string
@@ -165,6 +166,13 @@ func (r *Redriver) SourceQueue(ctx context.Context, dlqURL string) (string, erro
 	}
 	switch len(sources) {
 	case 0:
+		qi, err := r.queueInfo(ctx, dlqURL)
+		if err != nil {
+			return "", err
+		}
+		if qi.dlq != "" {
+			return "", &NotADLQError{Queue: dlqURL, Names: qi.dlq}
+		}
 		return "", fmt.Errorf("%s: %w; give the source with -to", dlqURL, ErrNoSourceQueue)
 	case 1:
 		return sources[0], nil

@@ -547,10 +547,15 @@ func TestSourceQueue(t *testing.T) {
 		want       string
 		candidates []string
 		wantErr    error
+		wantMsg    string
 	}{
 		{name: "one source", dlq: oneDLQ, want: oneSource},
 		{name: "two sources", dlq: sharedDLQ, candidates: []string{a, b}},
 		{name: "no source", dlq: orphan, wantErr: ErrNoSourceQueue},
+		// A source queue given as -dlq (the queue a user wants to redrive
+		// "into"): the answer names its DLQ, not -to, which cannot help.
+		{name: "a source given as the DLQ", dlq: oneSource, wantErr: ErrRefused,
+			wantMsg: "give its DLQ, " + oneDLQ[strings.LastIndex(oneDLQ, "/")+1:]},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -574,6 +579,9 @@ func TestSourceQueue(t *testing.T) {
 			case tt.wantErr != nil:
 				if !errors.Is(err, tt.wantErr) {
 					t.Errorf("SourceQueue = %q, %v; want %v", got, err, tt.wantErr)
+				}
+				if err != nil && !strings.Contains(err.Error(), tt.wantMsg) {
+					t.Errorf("SourceQueue error %q does not say %q", err, tt.wantMsg)
 				}
 			default:
 				if err != nil || got != tt.want {

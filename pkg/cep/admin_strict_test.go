@@ -75,10 +75,13 @@ func TestReadEventsIsStrict(t *testing.T) {
 		{e0 + "\n\n" + `{"id":"2","id":"3","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, `events[1] (line 3).id: duplicate object key "id"`},
 		{`[` + e0 + `,{"id":"2","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"n":"\udc00"}}]`, "events[1].data.n: invalid UTF-8"},
 		{`[` + e0 + `,` + e0 + `,` + e0 + `]`, "events: more than 2 events"},
-		{e0 + "\n" + `{"id":"2","TYPE":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, `events[1].TYPE: unknown field; did you mean "type"?`},
+		{e0 + "\n" + `{"id":"2","TYPE":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, `events[1] (line 2).TYPE: unknown field; did you mean "type"?`},
+		// A field error names the line too, as a syntax error does: with a
+		// blank line before it, events[1] is on line 3 of the file.
+		{e0 + "\n\n" + `{"id":"2","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z"}`, "events[1] (line 3).sentAt: is required"},
 		{`[{"id":"2","type":"x","tpyo":1,"key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]`, `events[0].tpyo: unknown field`},
 		// As ingest refuses them: cmd/rules test printed the key raw.
-		{e0 + "\n" + `{"id":"2","type":"x","key":"a\u001b[2J","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, "events[1].key: holds control character U+001B"},
+		{e0 + "\n" + `{"id":"2","type":"x","key":"a\u001b[2J","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}`, "events[1] (line 2).key: holds control character U+001B"},
 		{`[{"id":"2\u0085","type":"x","key":"a","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z"}]`, "events[0].id: holds control character U+0085"},
 		// A line past the bound is named, not "token too long".
 		{e0 + "\n" + strings.Repeat(" ", maxEventLine+1) + e0, "events[1] (line 2): longer than 2097152 bytes"},

@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/dedupe"
@@ -263,6 +264,7 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 	// Read as ingest reads a request (package strictjson): valid UTF-8, no
 	// key twice, bounded nesting.
 	var raws [][]byte
+	var lines []int // JSON Lines: the line of raws[i], for errors
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
 		var serr *strictjson.Error
 		if raws, serr = strictjson.Split(t, max, "events"); serr != nil {
@@ -289,6 +291,7 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 					return nil, fmt.Errorf("events[%d] (line %d)%s", len(raws), n, pathErr(serr))
 				}
 				raws = append(raws, append([]byte(nil), line...))
+				lines = append(lines, n)
 			}
 		}
 		if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
@@ -303,7 +306,12 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 	out := make([]stream.Envelope, len(raws))
 	for i, raw := range raws {
 		if _, err := decodeEvent(i, raw, &out[i]); err != nil {
-			return nil, err
+			if lines == nil {
+				return nil, err
+			}
+			// As a syntax error does: events[i] (line n).field: reason.
+			prefix := fmt.Sprintf("events[%d]", i)
+			return nil, fmt.Errorf("%s (line %d)%s", prefix, lines[i], strings.TrimPrefix(err.Error(), prefix))
 		}
 	}
 	return out, nil

@@ -116,6 +116,10 @@ type DependencyError struct {
 }
 
 func (e *DependencyError) Error() string {
+	if e.MaxReceives > 0 && e.Receive > 0 && e.Receive < e.MaxReceives {
+		return fmt.Sprintf("message %s: task %s: field data.after: task %s has no result in table %s on receive %d of %d: redelivered after the visibility timeout; still missing on receive %d, it goes to the dead-letter queue",
+			e.MessageID, e.TaskID, e.Missing, e.Table, e.Receive, e.MaxReceives, e.MaxReceives)
+	}
 	if e.MaxReceives > 0 {
 		return fmt.Sprintf("message %s: task %s: field data.after: task %s has no result in table %s on receive %d of %d, the queue's last; run it, then redrive this message",
 			e.MessageID, e.TaskID, e.Missing, e.Table, e.Receive, e.MaxReceives)

@@ -311,3 +311,27 @@ func TestDecodeTask(t *testing.T) {
 		})
 	}
 }
+
+// TestDependencyErrorSaysWhatHappensNext: the reason logged on each receive
+// of a task waiting for its dependency says the queue's last receive only on
+// that receive; before it, that the message comes back (a user told "the
+// queue's last; redrive this message" on receive 1 of 5 looked for it in
+// the DLQ, where it was not).
+func TestDependencyErrorSaysWhatHappensNext(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		receive, max  int
+		want, notWant string
+	}{
+		{"first of five", 1, 5, "on receive 1 of 5: redelivered after the visibility timeout; still missing on receive 5, it goes to the dead-letter queue", "the queue's last"},
+		{"last of five", 5, 5, "on receive 5 of 5, the queue's last; run it, then redrive this message", "redelivered"},
+		{"maxReceiveCount unknown", 2, 0, "has no result in table results; run it, then redrive this message", "receive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := &DependencyError{MessageID: "m1", TaskID: "t2", Missing: "t1", Table: "results", Receive: tc.receive, MaxReceives: tc.max}
+			if got := err.Error(); !strings.Contains(got, tc.want) || strings.Contains(got, tc.notWant) {
+				t.Errorf("Error() = %q\nwant it to say %q and not %q", got, tc.want, tc.notWant)
+			}
+		})
+	}
+}

@@ -8,8 +8,8 @@
 //	go run ./cmd/rules disable  -table <rules> -id big-payment
 //	go run ./cmd/rules enable   -table <rules> -id big-payment
 //	go run ./cmd/rules delete   -table <rules> -id big-payment
-//	go run ./cmd/rules test     -rule rule.json -events events.json [-out-of-orderness 5s]
-//	go run ./cmd/rules backfill -table <rules> -id big-payment -from 2h -stream <events> -matches <matches>
+//	go run ./cmd/rules test     -rule rule.json -events events.json [-config pipelines/detect.json]
+//	go run ./cmd/rules backfill -table <rules> -id big-payment -from 2h -stream <events> -matches <matches> -config pipelines/detect.json
 //
 // -table defaults to $RULES_TABLE_NAME (make local-up prints it). A rule
 // applies to the events that reach the stream from 10 s after it was added
@@ -57,13 +57,13 @@ const commands = `rules manages the CEP rules the detect function runs (a Dynamo
 and tests rules offline against a file of events.
 
 usage:
-  rules add      -table <rules> -file rule.json [-from <time|duration ago> -stream <events> -matches <matches>]
+  rules add      -table <rules> -file rule.json [-from <time|duration ago> -stream <events> -matches <matches> -config <cep file>]
   rules list     -table <rules> [-json]
   rules disable  -table <rules> -id <rule>
   rules enable   -table <rules> -id <rule>
   rules delete   -table <rules> -id <rule>
-  rules test     -rule rule.json [-rule more.json ...] -events events.jsonl [-out-of-orderness 0s]
-  rules backfill -table <rules> -id <rule> -from <time|duration ago> -stream <events> -matches <matches> [-out-of-orderness 0s]
+  rules test     -rule rule.json [-rule more.json ...] -events events.jsonl [-config <cep file>] [-out-of-orderness 0s]
+  rules backfill -table <rules> -id <rule> -from <time|duration ago> -stream <events> -matches <matches> [-config <cep file>] [-out-of-orderness 0s] [-idle-timeout 1m]
 rules <command> -h describes a command and its flags.`
 
 const footer = `Exit status: 0 done, 1 error, 2 usage, 3 refused (nothing changed), 130 interrupted.
@@ -116,12 +116,16 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	var (
 		table, file, id, eventsFile, from, streamName, matches *string
 		ooo, idle                                              *time.Duration
+		configFile                                             *string
 		asJSON                                                 *bool
 		ruleFiles                                              files
 		synopsis                                               string
 	)
 	tableFlag := func() {
 		table = fs.String("table", env("RULES_TABLE_NAME"), "the rules DynamoDB table (default $RULES_TABLE_NAME)")
+	}
+	configFlag := func() {
+		configFile = fs.String("config", "", "the detect function's CEP file (pipelines/detect.json): its outOfOrderness and idleTimeout, so that the past is matched as detect matches it")
 	}
 	pastFlags := func(required bool) {
 		what := "run the rule over the past from here: an RFC 3339 time or a duration ago (2h)"
@@ -131,8 +135,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		from = fs.String("from", "", what)
 		streamName = fs.String("stream", env("EVENTS_STREAM_NAME"), "the events Kinesis stream, to read the past from (default $EVENTS_STREAM_NAME)")
 		matches = fs.String("matches", env("MATCHES_STREAM_NAME"), "the matches Kinesis stream (default $MATCHES_STREAM_NAME)")
-		ooo = fs.Duration("out-of-orderness", 0, "the detect function's outOfOrderness (its CEP_CONFIG)")
-		idle = fs.Duration("idle-timeout", time.Minute, "the detect function's idleTimeout (its CEP_CONFIG)")
+		ooo = fs.Duration("out-of-orderness", 0, "the detect function's outOfOrderness (its CEP_CONFIG); overrides -config's")
+		idle = fs.Duration("idle-timeout", time.Minute, "the detect function's idleTimeout (its CEP_CONFIG); overrides -config's")
+		configFlag()
 	}
 	switch name {
 	case "add":
@@ -152,7 +157,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		synopsis = "rules test: run rules over a file of events offline, as the detect function would on one shard, and print the matches (no AWS)"
 		fs.Var(&ruleFiles, "rule", "a rule's JSON file, at most 8 KiB (repeat for more)")
 		eventsFile = fs.String("events", "", "a file of events: a JSON array of envelopes or one per line, in arrival order (receivedAt, if absent, is sentAt)")
-		ooo = fs.Duration("out-of-orderness", 0, "the watermark's allowance, as in the detect function's CEP_CONFIG")
+		ooo = fs.Duration("out-of-orderness", 0, "the watermark's allowance, as in the detect function's CEP_CONFIG; overrides -config's")
+		configFlag()
 	case "backfill":
 		synopsis = "rules backfill: run a rule over the events stream from a time up to when it began to apply, matches to the matches stream (rerunning is harmless: same ids)"
 		tableFlag()
@@ -165,6 +171,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if err := cli.Parse(fs, args[1:], stdout, synopsis+"\n\n"+commands, footer); errors.Is(err, flag.ErrHelp) {
 		return cli.ExitOK
 	} else if err != nil {
+		return fail(err)
+	}
+	if err := applyConfig(fs, configFile, ooo, idle, stderr); err != nil {
 		return fail(err)
 	}
 	var errs []error
@@ -375,6 +384,41 @@ func test(ruleFiles []string, eventsFile string, ooo time.Duration, stdout io.Wr
 
 func readFile(flag, name string) ([]byte, error) {
 	return cli.ReadFile(flag, name, cep.MaxRuleBytes, "a rule is a small JSON object")
+}
+
+// maxConfigBytes bounds a CEP file read by -config: a handful of fields.
+const maxConfigBytes = 4 << 10
+
+// applyConfig sets ooo and idle (idle nil for test) from the CEP file
+// -config names, but for a flag given on the command line, and says on
+// stderr what it took. Without -config the flags' values stand.
+func applyConfig(fs *flag.FlagSet, configFile *string, ooo, idle *time.Duration, stderr io.Writer) error {
+	if configFile == nil || *configFile == "" {
+		return nil
+	}
+	doc, err := cli.ReadFile("config", *configFile, maxConfigBytes, "a CEP file is a small JSON object, such as pipelines/detect.json")
+	if err != nil {
+		return err
+	}
+	c, err := cep.ParseConfig(doc)
+	if err != nil {
+		return cli.Usagef("config", "%s: %v", strictjson.Cut(*configFile, cli.MaxEcho), err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var took []string
+	if !given["out-of-orderness"] {
+		*ooo = c.OutOfOrderness
+		took = append(took, "outOfOrderness "+c.OutOfOrderness.String())
+	}
+	if idle != nil && !given["idle-timeout"] {
+		*idle = c.IdleTimeout
+		took = append(took, "idleTimeout "+c.IdleTimeout.String())
+	}
+	if len(took) > 0 {
+		fmt.Fprintf(stderr, "rules: %s from %s\n", strings.Join(took, " and "), strictjson.Cut(*configFile, cli.MaxEcho))
+	}
+	return nil
 }
 
 // parseFrom reads an RFC 3339 time or a duration ago.

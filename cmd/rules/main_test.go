@@ -66,6 +66,16 @@ func TestOfflineAndBadCommandLines(t *testing.T) {
 		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", big}, 2, "", `-from "` + big[:256] + `"…: want`},
 		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", "-" + strings.Repeat("1s", 50_000)}, 2, "", "-from -1s1s1s"},
 		{[]string{}, 2, "", "a command is required"},
+		// The detect function's config decides what is late, as it does
+		// for detect: the payment 2 s behind the watermark is late with
+		// the flag's 0s, in time with the file's 5s; a flag given
+		// overrides the file.
+		{[]string{"test", "-rule", "testdata/unpaid.json", "-events", "testdata/late.jsonl"}, 0, "3 events, 1 matches, 1 late", ""},
+		{[]string{"test", "-rule", "testdata/unpaid.json", "-events", "testdata/late.jsonl", "-config", "testdata/detect.json"}, 0, "3 events, 0 matches, 0 late", "rules: outOfOrderness 5s from testdata/detect.json"},
+		{[]string{"test", "-rule", "testdata/unpaid.json", "-events", "testdata/late.jsonl", "-config", "testdata/detect.json", "-out-of-orderness", "0s"}, 0, "3 events, 1 matches, 1 late", ""},
+		{[]string{"test", "-rule", "testdata/unpaid.json", "-events", "testdata/late.jsonl", "-config", "testdata/detect-bad.json"}, 2, "", `-config testdata/detect-bad.json: outOfOrderness: "5 seconds"`},
+		{[]string{"test", "-rule", "testdata/unpaid.json", "-events", "testdata/late.jsonl", "-config", "testdata/none.json"}, 2, "", "-config open testdata/none.json: no such file"},
+		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "m", "-from", "1h", "-config", "testdata/detect-bad.json"}, 2, "", `-config testdata/detect-bad.json: outOfOrderness: "5 seconds"`},
 	} {
 		r := cmd(ctx, now, nil, c.args...)
 		if r.code != c.code || !strings.Contains(r.stdout, c.out) || !strings.Contains(r.stderr, c.err) || len(r.stderr) > 2000 {

@@ -491,13 +491,13 @@ func Parse(doc []byte) (*Config, error) {
 	if c.Key.src == fromID {
 		return nil, cfgErr("key", "grouping by id puts every event in a group of its own; group by key, type or a data field")
 	}
-	if c.Value, err = optionalPath("value", raw.value, raw.aggregates, spec.Aggregates.NeedsValue(), isValueAggregate); err != nil {
+	if c.Value, err = optionalPath("value", raw.value, raw.aggregates, spec.Aggregates.NeedsValue(), isValueAggregate, strings.Join((agg.Sum|agg.Min|agg.Max|agg.Mean|agg.Quantiles).Names(), ", ")); err != nil {
 		return nil, err
 	}
 	if !c.Value.IsZero() && c.Value.src != fromData {
 		return nil, cfgErr("value", "%q is not in data: want \"data.<field>\", a number", raw.value)
 	}
-	if c.Distinct, err = optionalPath("distinct", raw.distinct, raw.aggregates, spec.Aggregates.Has(agg.Distinct), func(n string) bool { return n == "distinct" }); err != nil {
+	if c.Distinct, err = optionalPath("distinct", raw.distinct, raw.aggregates, spec.Aggregates.Has(agg.Distinct), func(n string) bool { return n == "distinct" }, "distinct"); err != nil {
 		return nil, err
 	}
 
@@ -634,11 +634,11 @@ func isValueAggregate(n string) bool {
 }
 
 // optionalPath parses a path that is required when an aggregate needs it and
-// refused otherwise.
-func optionalPath(name, s string, aggregates []string, needed bool, needs func(string) bool) (Path, error) {
+// refused otherwise; readers names the aggregates that read it.
+func optionalPath(name, s string, aggregates []string, needed bool, needs func(string) bool, readers string) (Path, error) {
 	if !needed {
 		if s != "" {
-			return Path{}, cfgErr(name, "set but no aggregate uses it")
+			return Path{}, cfgErr(name, "set but no aggregate uses it: remove it, or add an aggregate that reads it (%s)", readers)
 		}
 		return Path{}, nil
 	}

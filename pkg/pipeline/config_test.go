@@ -206,9 +206,9 @@ func TestParseErrors(t *testing.T) {
 		{"value required by sum", with(w{"value": nil}), `value: required when aggregates include "sum"`},
 		{"value required by the first that needs it", with(w{"value": nil, "aggregates": []any{"count", "max", "mean"}, "distinct": nil}), `value: required when aggregates include "max"`},
 		{"value not in data", with(w{"value": "key"}), `value: "key" is not in data: want "data.<field>", a number`},
-		{"value unused", with(w{"aggregates": []any{"count", "distinct"}}), "value: set but no aggregate uses it"},
+		{"value unused", with(w{"aggregates": []any{"count", "distinct"}}), "value: set but no aggregate uses it: remove it, or add an aggregate that reads it (sum, min, max, mean, quantiles)"},
 		{"distinct required", with(w{"distinct": nil}), `distinct: required when aggregates include "distinct"`},
-		{"distinct unused", with(w{"aggregates": []any{"sum"}}), "distinct: set but no aggregate uses it"},
+		{"distinct unused", with(w{"aggregates": []any{"sum"}}), "distinct: set but no aggregate uses it: remove it, or add an aggregate that reads it (distinct)"},
 		{"distinct not a path", with(w{"distinct": "customer"}), `distinct: "customer" is not a path: want "key", "type", "id" or "data.<field>"`},
 		// windows
 		{"windows missing", with(w{"windows": nil}), `windows: at least one window is required, for example [{"kind": "tumbling", "size": "1m"}]`},

@@ -210,7 +210,7 @@ func (s *Store) add(ctx context.Context, r *Rule) (*StoredRule, bool, error) {
 		if sr, gerr := s.Get(ctx, r.ID); gerr == nil {
 			return stored(sr, r)
 		}
-		return nil, false, fmt.Errorf("%w: %q (a deleted rule's id is kept for %s)", ErrExists, r.ID, TombstoneTTL)
+		return nil, false, fmt.Errorf("%w: %q (a deleted rule's id is kept for %d days)", ErrExists, r.ID, TombstoneTTL/(24*time.Hour))
 	}
 	if err != nil && !errors.Is(err, errVersionMoved) {
 		return nil, false, fmt.Errorf("cep: adding rule %q: %w", r.ID, err)
@@ -223,7 +223,7 @@ func (s *Store) add(ctx context.Context, r *Rule) (*StoredRule, bool, error) {
 func stored(sr *StoredRule, r *Rule) (*StoredRule, bool, error) {
 	switch part := sr.Rule.differs(r); {
 	case sr.Status == StatusDeleted:
-		return nil, false, fmt.Errorf("%w: %q, deleted (a deleted rule's id is kept for %s): add it under another id", ErrExists, r.ID, TombstoneTTL)
+		return nil, false, fmt.Errorf("%w: %q, deleted (a deleted rule's id is kept for %d days): add it under another id", ErrExists, r.ID, TombstoneTTL/(24*time.Hour))
 	case part != "":
 		return nil, false, fmt.Errorf("%w: %q, with another definition: its %s differs (delete it and add this one under another id)", ErrExists, r.ID, part)
 	case sr.Status != StatusActive:

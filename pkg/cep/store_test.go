@@ -719,7 +719,7 @@ func TestAddingTheSameRuleAgain(t *testing.T) {
 	if _, err := s.Delete(ctx, "big"); err != nil {
 		t.Fatal(err)
 	}
-	if code, v := post(def); code != http.StatusConflict || !strings.Contains(fmt.Sprint(v["error"]), "deleted") {
+	if code, v := post(def); code != http.StatusConflict || !strings.Contains(fmt.Sprint(v["error"]), "deleted (a deleted rule's id is kept for 8 days)") {
 		t.Errorf("adding a deleted rule's id again: %d %v; want 409 saying it was deleted", code, v)
 	}
 }

@@ -1,11 +1,3 @@
-// Package deployed builds the aggregate and ticker functions of a pipeline
-// as aggregate.FromEnv builds them in functions/aggregate and
-// functions/ticker — the routed views store, the dedupe ledger, the
-// set-aside sink, metrics with the Pipeline dimension, a JSON logger at its
-// default level — over an in-process DynamoDB (internal/memdb, or anything
-// with its methods) and an in-process Kinesis output stream instead of the
-// SDK's clients, for benchmarks that measure the handler's own work
-// (bench/throughput, bench/load).
 package deployed
 
 import (

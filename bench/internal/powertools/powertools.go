@@ -1,9 +1,3 @@
-// Package powertools runs the benchmarks' Powertools peer
-// (scripts/bench/powertools/run.mjs: a per-minute count per key done the
-// way a team using Powertools for AWS Lambda would, one idempotency record
-// per event around the aggregate update) against a counting stand-in
-// (emulator/standin), and says what it cost in DynamoDB requests and
-// capacity units, in total and per table. bench/cost and bench/load use it.
 package powertools
 
 import (

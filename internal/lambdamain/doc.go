@@ -1,0 +1,4 @@
+// Package lambdamain is what every function's thin main needs before
+// lambda.Start: the AWS configuration, and configuration errors that stop
+// the function at init naming the variable, as Lambda reports an init failure.
+package lambdamain

@@ -187,7 +187,10 @@ func check(doc []byte, o Options) *Error {
 	}
 	s.ws()
 	if s.i < len(s.b) {
-		return s.syntax("after the JSON value: the " + s.name + " must hold exactly one value")
+		// A file of one value per line (JSON Lines) is the usual cause:
+		// say where the second begins.
+		line := 1 + bytes.Count(s.b[:s.i], []byte{'\n'})
+		return s.syntax(fmt.Sprintf("after the JSON value: the %s must hold exactly one value; another begins on line %d", s.name, line))
 	}
 	return nil
 }

@@ -37,6 +37,8 @@ func TestCheck(t *testing.T) {
 		{name: "a surrogate in a key", doc: `{"\udfff":1}`, kind: Encoding, path: "", text: "lone low surrogate"},
 		{name: "a raw control character", doc: "{\"a\":\"x\x01\"}", kind: Encoding, path: "a", text: "control character 0x01"},
 
+		{name: "two values on two lines", doc: "{\"id\":\"a\"}\n{\"id\":\"b\"}\n", kind: Syntax, text: "must hold exactly one value; another begins on line 2"},
+		{name: "two values on one line", doc: `{"id":"a"} {"id":"b"}`, kind: Syntax, text: "must hold exactly one value; another begins on line 1"},
 		{name: "a key twice", doc: `{"id":"one","id":"two"}`, kind: Duplicate, path: "id", text: `duplicate object key "id"`},
 		{name: "a key twice at depth", doc: `{"a":[{"b":{"c":1,"d":2,"c":3}}]}`, kind: Duplicate, path: "a[0].b.c", text: `duplicate object key "c"`},
 		{name: "a key twice, once escaped", doc: `{"within":"1m","wit\u0068in":"24h"}`, kind: Duplicate, path: "within", text: "duplicate"},

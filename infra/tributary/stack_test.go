@@ -977,7 +977,7 @@ func TestNewTributaryStackRejects(t *testing.T) {
 		// A misspelt key is named beside the missing binaries, not hidden
 		// behind them (a synth before the functions are built).
 		{"misspelt key with a missing bootstrap", map[string]any{"tributary:flushIntervalSecond": 60.0}, &TributaryStackProps{AssetDir: assets},
-			"context tributary:flushIntervalSecond: unknown key; tributary:flushIntervalSecond: did you mean tributary:flushIntervalSeconds?"},
+			"context tributary:flushIntervalSecond: unknown key; did you mean tributary:flushIntervalSeconds?"},
 		{"unknown auth type", map[string]any{ContextIngestAuth: "COGNITO", ContextAssetDir: complete}, nil,
 			`tributary:ingestAuth "COGNITO": want AWS_IAM or HMAC`},
 		{"non-string context", map[string]any{ContextAssetDir: 42.0}, nil,

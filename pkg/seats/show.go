@@ -228,11 +228,13 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 		if err := decode(cmd.Data, &d); err != nil {
 			return nil, err
 		}
-		switch {
-		case d.Title == nil || *d.Title == "":
+		if d.Title == nil || *d.Title == "" {
 			return nil, es.Invalid("data.title", "is required: 1 to %d characters, no control characters", maxTitleLength)
-		case textProblem(*d.Title, maxTitleLength) != "":
-			return nil, es.Invalid("data.title", "%s", textProblem(*d.Title, maxTitleLength))
+		}
+		if err := checkText("data.title", *d.Title, maxTitleLength); err != nil {
+			return nil, err
+		}
+		switch {
 		case d.StartsAt == nil:
 			return nil, es.Invalid("data.startsAt", "is required (RFC 3339, for example 2026-12-05T19:30:00Z)")
 		case d.Rows == nil || *d.Rows < 1 || *d.Rows > MaxRows:
@@ -279,11 +281,11 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 			return nil, err
 		}
 		if d.Holder != nil {
-			switch {
-			case textProblem(d.Holder.Name, maxHolderName) != "":
-				return nil, es.Invalid("data.holder.name", "%s", textProblem(d.Holder.Name, maxHolderName))
-			case textProblem(d.Holder.Email, maxHolderEmail) != "":
-				return nil, es.Invalid("data.holder.email", "%s", textProblem(d.Holder.Email, maxHolderEmail))
+			if err := checkText("data.holder.name", d.Holder.Name, maxHolderName); err != nil {
+				return nil, err
+			}
+			if err := checkText("data.holder.email", d.Holder.Email, maxHolderEmail); err != nil {
+				return nil, err
 			}
 		}
 		if err := scheduled(s, cmd); err != nil {
@@ -423,21 +425,20 @@ func seatList(raw json.RawMessage) ([]string, error) {
 	return seats, nil
 }
 
-// textProblem says what is wrong with a title or holder field: more than
-// max characters, or a control character (which, and where); "" when
-// nothing is.
-func textProblem(s string, max int) string {
+// checkText refuses a title or holder field, naming it, that is more than
+// max characters or holds a control character (which, and where).
+func checkText(field, s string, max int) error {
 	if n := utf8.RuneCountInString(s); n > max {
-		return fmt.Sprintf("is %d characters; at most %d, no control characters", n, max)
+		return es.Invalid(field, "is %d characters; at most %d, no control characters", n, max)
 	}
 	i := 0
 	for _, r := range s {
 		i++
 		if isControl(r) {
-			return fmt.Sprintf("holds control character %U (character %d); at most %d characters, no control characters", r, i, max)
+			return es.Invalid(field, "holds control character %U (character %d); at most %d characters, no control characters", r, i, max)
 		}
 	}
-	return ""
+	return nil
 }
 
 // isControl is a control character (Unicode Cc): C0, DEL and C1 (NEL,

@@ -57,7 +57,7 @@ func Rebuild(ctx context.Context, r *replay.Replayer, p *Projector, db scanner, 
 	if out == nil {
 		out = io.Discard
 	}
-	opts.Progress = &viewsOnly{w: out}
+	opts = unwindowed(opts)
 	res, err := r.Run(ctx, opts, func(table string) (replay.BatchHandler, error) {
 		start := time.Now()
 		aggregates := 0
@@ -72,48 +72,7 @@ func Rebuild(ctx context.Context, r *replay.Replayer, p *Projector, db scanner, 
 			table, eventsTable, n, aggregates, time.Since(start).Round(time.Millisecond), opts.Stream, opts.From.UTC().Format(time.RFC3339))
 		return p.For(table), nil
 	})
-	if err == nil && res != nil && res.Swapped {
-		fmt.Fprintln(out, closingHint(res))
-	}
 	return res, err
-}
-
-// closingHint is Rebuild's last line after a swap: how to point the
-// readers back at the previous table and, only when replay delete-version
-// would accept it (a version rebuild created), how to delete it; the
-// stack's own views table is never offered for deletion (delete-version
-// refuses it: the stack owns it).
-func closingHint(res *replay.Result) string {
-	if res.CurrentRebuilt {
-		return fmt.Sprintf("%s is unchanged and no longer current: `eventstore rollback` points the readers back at it; `replay delete-version -parameter %s -table %s` deletes it (checks only; add -yes)",
-			res.Current, res.Parameter, res.Current)
-	}
-	return fmt.Sprintf("%s is unchanged and no longer current: `eventstore rollback` points the readers back at it (it is not a version replay rebuild created, so delete-version leaves it: the stack that owns it removes it)",
-		res.Current)
-}
-
-// viewsOnly passes replay's progress through, without its closing notes
-// about windowed views (why counts of windows differ, and its own rollback
-// command, which runs the windowed pipeline): Rebuild says its own.
-type viewsOnly struct {
-	w        io.Writer
-	dropping bool
-	// keepClosing keeps replay's closing line (UseVersion and Rollback
-	// have no other).
-	keepClosing bool
-}
-
-func (v *viewsOnly) Write(b []byte) (int, error) {
-	line := string(b)
-	switch {
-	case strings.HasPrefix(line, "summary: why they can differ"), !v.keepClosing && strings.Contains(line, "is unchanged and no longer current"):
-		v.dropping = true
-		return len(b), nil
-	case v.dropping && strings.HasPrefix(line, "  "):
-		return len(b), nil
-	}
-	v.dropping = false
-	return v.w.Write(b)
 }
 
 // CatchUp is the handler replay.Replayer's UseVersion and Rollback feed
@@ -123,29 +82,26 @@ func CatchUp(p *Projector) func(table string) (replay.BatchHandler, error) {
 	return func(table string) (replay.BatchHandler, error) { return p.For(table), nil }
 }
 
-// UseVersion is replay.Replayer.UseVersion with p catching the version up,
-// its progress without replay's notes about windowed views.
+// UseVersion is replay.Replayer.UseVersion with p catching the version up.
 func UseVersion(ctx context.Context, r *replay.Replayer, p *Projector, opts replay.Options) (*replay.Result, error) {
-	opts.Progress = withoutWindowNotes(opts.Progress)
-	return r.UseVersion(ctx, opts, CatchUp(p))
+	return r.UseVersion(ctx, unwindowed(opts), CatchUp(p))
 }
 
 // Rollback is replay.Replayer.Rollback with p catching the previous version
-// up, its progress without replay's notes about windowed views.
+// up.
 func Rollback(ctx context.Context, r *replay.Replayer, p *Projector, opts replay.Options) (*replay.Result, error) {
-	opts.Progress = withoutWindowNotes(opts.Progress)
-	return r.Rollback(ctx, opts, CatchUp(p))
+	return r.Rollback(ctx, unwindowed(opts), CatchUp(p))
 }
 
-// withoutWindowNotes passes w replay's progress but its explanation of why
-// two versions of windowed views differ (sessions, late records): the
-// event-sourced views have none of those. Its closing line (how to point
-// the readers back) is kept.
-func withoutWindowNotes(w io.Writer) io.Writer {
-	if w == nil {
-		return nil
+// unwindowed is opts for a version of the event-sourced views: replay's
+// summary says nothing of windows, sessions or late revisions, which they
+// have none of, and its messages name eventstore's commands.
+func unwindowed(opts replay.Options) replay.Options {
+	opts.Unwindowed = true
+	if opts.Tool == "" {
+		opts.Tool = "eventstore"
 	}
-	return &viewsOnly{w: w, keepClosing: true}
+	return opts
 }
 
 // Diff is how two versions of a views table differ.

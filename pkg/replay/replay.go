@@ -47,6 +47,10 @@ type Options struct {
 	// Tool is the command a message names for what to run next
 	// ("eventstore"); "replay" when empty.
 	Tool string
+	// Unwindowed says the views hold no windows (the event-sourced views
+	// of package projection): the summary leaves out why windowed
+	// versions differ (sessions, windows, late revisions).
+	Unwindowed bool
 	// Stream is the events stream's name. Required.
 	Stream string
 	// From is where every shard is read from (AT_TIMESTAMP). Required by
@@ -758,7 +762,11 @@ func (r *Replayer) summarize(ctx context.Context, opts Options, j *job) {
 	}
 	res.CurrentItems, res.TargetItems = curItems, tgtItems
 	res.Summary = append(res.Summary,
-		fmt.Sprintf("summary: compared the item counts of the two versions, each read in full: %s (previous) %d items, %s (current now) %d items", j.current, curItems, j.target, tgtItems),
+		fmt.Sprintf("summary: compared the item counts of the two versions, each read in full: %s (previous) %d items, %s (current now) %d items", j.current, curItems, j.target, tgtItems))
+	if opts.Unwindowed {
+		return
+	}
+	res.Summary = append(res.Summary,
 		"summary: why they can differ: each holds one item per (key, window) it saw, per-key state for session and sliding windows and one watermark item per shard;")
 	if j.kind == "rebuild" {
 		res.Summary = append(res.Summary, fmt.Sprintf("  %s has only windows of records since %s, %s also older ones until their time to live removes them;", j.target, stamp(opts.From), j.current))

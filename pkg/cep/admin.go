@@ -272,7 +272,7 @@ func (a *Admin) test(ctx context.Context, body []byte) events.LambdaFunctionURLR
 	evs := make([]stream.Envelope, len(req.Events))
 	for i, raw := range req.Events {
 		// As ingest reads them, so a test runs on what ingest accepts.
-		if part, err := decodeEvent(i, raw, &evs[i]); err != nil {
+		if part, err := decodeEvent(fmt.Sprintf("events[%d]", i), raw, &evs[i]); err != nil {
 			return respond(http.StatusBadRequest, apiError{Error: err.Error(), Part: part})
 		}
 	}

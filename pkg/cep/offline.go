@@ -10,7 +10,6 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/dedupe"
@@ -305,13 +304,13 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 	}
 	out := make([]stream.Envelope, len(raws))
 	for i, raw := range raws {
-		if _, err := decodeEvent(i, raw, &out[i]); err != nil {
-			if lines == nil {
-				return nil, err
-			}
-			// As a syntax error does: events[i] (line n).field: reason.
-			prefix := fmt.Sprintf("events[%d]", i)
-			return nil, fmt.Errorf("%s (line %d)%s", prefix, lines[i], strings.TrimPrefix(err.Error(), prefix))
+		// In JSON Lines, as a syntax error does: events[i] (line n).field.
+		name := fmt.Sprintf("events[%d]", i)
+		if lines != nil {
+			name += fmt.Sprintf(" (line %d)", lines[i])
+		}
+		if _, err := decodeEvent(name, raw, &out[i]); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -323,8 +322,8 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 // its sentAt. A refusal names the event and the field:
 // "events[i].field: reason", with part "events[i].field" ("events[i]" when
 // no field is at fault).
-func decodeEvent(i int, raw []byte, e *stream.Envelope) (part string, err error) {
-	part = fmt.Sprintf("events[%d]", i)
+func decodeEvent(name string, raw []byte, e *stream.Envelope) (part string, err error) {
+	part = name
 	if err := stream.UnmarshalExact(raw, e); err != nil {
 		if fe, ok := errors.AsType[*stream.FieldError](err); ok && fe.Field != "" {
 			return part + "." + fe.Field, fmt.Errorf("%s.%w", part, err)
@@ -338,7 +337,7 @@ func decodeEvent(i int, raw []byte, e *stream.Envelope) (part string, err error)
 		if fe, ok := errors.AsType[*stream.FieldError](err); ok {
 			part += "." + fe.Field
 		}
-		return part, fmt.Errorf("events[%d].%w", i, err)
+		return part, fmt.Errorf("%s.%w", name, err)
 	}
 	if e.ReceivedAt.IsZero() {
 		e.ReceivedAt = e.SentAt

@@ -124,6 +124,11 @@ type Item struct {
 	RecordsFound                    *int   `dynamodbav:"recordsFound,omitempty"`
 	ApproximateArrivalOfFirstRecord string `dynamodbav:"approximateArrivalOfFirstRecord,omitempty"`
 	ApproximateArrivalOfLastRecord  string `dynamodbav:"approximateArrivalOfLastRecord,omitempty"`
+
+	// Set by package putback when it puts the record back on its stream:
+	// when (RFC 3339) and the sequence number the stream gave the copy.
+	PutBackAt       string `dynamodbav:"putBackAt,omitempty"`
+	PutBackSequence string `dynamodbav:"putBackSequence,omitempty"`
 }
 
 // ChunkKey is the sort key of the i-th chunk item (1-based) of the record
@@ -181,10 +186,10 @@ func (it *Item) bound() error {
 		&it.Condition, &it.FunctionError, &it.FunctionArn, &it.RequestID} {
 		*s = truncate(*s, maxTextBytes)
 	}
-	for _, s := range []*string{&it.StartSequenceNumber, &it.EndSequenceNumber} {
+	for _, s := range []*string{&it.StartSequenceNumber, &it.EndSequenceNumber, &it.PutBackSequence} {
 		*s = truncate(*s, maxSequenceBytes)
 	}
-	for _, s := range []*string{&it.ApproximateArrival, &it.SetAsideAt, &it.FailedAt,
+	for _, s := range []*string{&it.ApproximateArrival, &it.SetAsideAt, &it.FailedAt, &it.PutBackAt,
 		&it.ApproximateArrivalOfFirstRecord, &it.ApproximateArrivalOfLastRecord} {
 		*s = truncate(*s, maxTimeBytes)
 	}

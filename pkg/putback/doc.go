@@ -1,0 +1,41 @@
+// Package putback finds the records the quarantine table holds (package
+// setaside's items) and puts one back on the Kinesis stream it came from,
+// once its cause is fixed: the work behind cmd/setaside.
+//
+// List scans the table for the records a function set aside (kind
+// set-aside), those of a range Lambda gave up on (record) and the notes of
+// records that could not be read (missing), filtered by function,
+// category, source and time, newest first, at most a given number; it
+// never reads their data.
+//
+// Putter.Prepare reads one record whole (its chunks too) and decides what
+// a put-back would do, or refuses it with a *Refusal naming why:
+//
+//   - only a Kinesis record goes back: a DynamoDB stream record is replayed
+//     by writing its item again, an SQS body has no stream, an output a
+//     function could not write was never on one, and a missing note holds
+//     no record;
+//   - a record whose data was cut when it was kept is refused;
+//   - a duplicate-conflict or state-budget record is refused: its
+//     function took the record's event id before it set it aside, so a
+//     copy is dropped as a producer's copy within its dedupe horizon and
+//     applied again by the other consumers after it; no put-back reaches
+//     that function alone;
+//   - a record that first arrived longer ago than the consumers' dedupe
+//     horizon (Horizon, 1 h by default as dedupeHorizon is) is refused
+//     unless PastHorizon: the consumers that applied it the first time no
+//     longer know its id and would apply it again;
+//   - the data (or the fixed data given in its place) must be an envelope
+//     every consumer reads (stream.CheckStrict and stream.DecodeKinesis,
+//     as they do), else it would only be set aside again: the refusal
+//     names the field.
+//
+// The record goes back with its partition key (the envelope's key when it
+// was set aside for a partition key that was not its key) and, unless
+// ArriveNow, with receivedAt set to its first arrival when the envelope
+// has none, so it keeps its event time. Putter.Put puts it and then marks
+// the item (putBackAt, putBackSequence). Putting back is at-least-once: a
+// run stopped between the two puts the record again next time, which its
+// consumers drop as a copy within their horizon. A marked item is not put
+// back again unless Again.
+package putback

@@ -1,0 +1,137 @@
+package putback
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/setaside"
+)
+
+// Scanner is what List needs of DynamoDB.
+type Scanner interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+var _ Scanner = (*dynamodb.Client)(nil)
+
+// MaxList bounds how many items one List returns.
+const MaxList = 1000
+
+// Filter selects the items List returns; an empty field selects all.
+type Filter struct {
+	// Function is the function that set the record aside, exactly as the
+	// item names it.
+	Function string
+	// Category is the record's category (setaside.KindInvalid, ...).
+	Category string
+	// Source is the start of the item's source: a stream's ARN, or a
+	// shard's "<stream ARN>/<shard>".
+	Source string
+	// Since keeps the items set aside (or failed) at or after it.
+	Since time.Time
+}
+
+// Listing is what List found.
+type Listing struct {
+	// Items are the newest matching items, newest first, without data.
+	Items []setaside.Item
+	// Matched is how many items matched, Scanned how many were read.
+	Matched, Scanned int
+}
+
+// listed are the kinds List returns: not the chunks, which are parts of
+// another item's data.
+var listed = []string{setaside.ItemSetAside, setaside.ItemRecord, setaside.ItemMissing}
+
+// projection is every attribute List reads: all but data.
+var projection = []string{"source", "sequenceNumber", "kind", "dataBytes", "dataChunks", "dataTruncated", "partitionKey",
+	"eventID", "eventName", "approximateArrival", "function", "field", "category", "setAsideAt", "condition",
+	"functionError", "functionArn", "requestId", "failedAt", "expiresAt", "reason", "redacted", "startSequenceNumber",
+	"endSequenceNumber", "batchSize", "recordsFound", "approximateArrivalOfFirstRecord",
+	"approximateArrivalOfLastRecord", "putBackAt", "putBackSequence"}
+
+// List scans the quarantine table for the items f selects and returns the
+// newest limit of them (1 to MaxList). It reads the whole table (a scan, read
+// units by its size), one page at a time, calling progress, when not nil,
+// after each page.
+func List(ctx context.Context, db Scanner, table string, f Filter, limit int, progress func(scanned, matched int)) (Listing, error) {
+	if limit < 1 || limit > MaxList {
+		return Listing{}, fmt.Errorf("putback: list at most 1 to %d items, not %d", MaxList, limit)
+	}
+	kinds := make([]expression.OperandBuilder, len(listed))
+	for i, k := range listed {
+		kinds[i] = expression.Value(k)
+	}
+	cond := expression.Name("kind").In(kinds[0], kinds[1:]...)
+	if f.Function != "" {
+		cond = cond.And(expression.Name("function").Equal(expression.Value(f.Function)))
+	}
+	if f.Category != "" {
+		cond = cond.And(expression.Name("category").Equal(expression.Value(f.Category)))
+	}
+	if f.Source != "" {
+		cond = cond.And(expression.Name("source").BeginsWith(f.Source))
+	}
+	names := make([]expression.NameBuilder, len(projection))
+	for i, n := range projection {
+		names[i] = expression.Name(n)
+	}
+	expr, err := expression.NewBuilder().WithFilter(cond).
+		WithProjection(expression.NamesList(names[0], names[1:]...)).Build()
+	if err != nil {
+		return Listing{}, fmt.Errorf("putback: building the scan of %s: %w", table, err)
+	}
+	var l Listing
+	var start map[string]types.AttributeValue
+	for {
+		out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), FilterExpression: expr.Filter(),
+			ProjectionExpression: expr.Projection(), ExpressionAttributeNames: expr.Names(),
+			ExpressionAttributeValues: expr.Values(), ExclusiveStartKey: start})
+		if err != nil {
+			return l, fmt.Errorf("putback: scanning %s: %w", table, err)
+		}
+		var items []setaside.Item
+		if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
+			return l, fmt.Errorf("putback: decoding the items of %s: %w", table, err)
+		}
+		l.Scanned += int(out.ScannedCount)
+		for _, it := range items {
+			if !f.Since.IsZero() && When(&it).Before(f.Since) {
+				continue
+			}
+			l.Matched++
+			l.Items = append(l.Items, it)
+		}
+		// Keep the newest limit: the table may hold many more.
+		sort.SliceStable(l.Items, func(i, j int) bool { return When(&l.Items[i]).After(When(&l.Items[j])) })
+		if len(l.Items) > limit {
+			l.Items = l.Items[:limit]
+		}
+		if progress != nil {
+			progress(l.Scanned, l.Matched)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return l, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+// When is the time an item was written: when its function set it aside,
+// or when Lambda gave up on its range (zero when it says neither).
+func When(it *setaside.Item) time.Time {
+	for _, s := range []string{it.SetAsideAt, it.FailedAt} {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}

@@ -1,0 +1,313 @@
+package putback
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
+)
+
+// Store is what a Putter needs of DynamoDB: reading an item whole
+// (setaside.Load) and marking it put back.
+type Store interface {
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// Streams is what a Putter needs of Kinesis.
+type Streams interface {
+	PutRecord(ctx context.Context, in *kinesis.PutRecordInput, optFns ...func(*kinesis.Options)) (*kinesis.PutRecordOutput, error)
+}
+
+var (
+	_ Store   = (*dynamodb.Client)(nil)
+	_ Streams = (*kinesis.Client)(nil)
+)
+
+// DefaultHorizon is the consumers' default dedupe horizon (a pipeline's
+// dedupeHorizon): a record put back within it of its first arrival is
+// dropped as a copy by the consumers that applied it.
+const DefaultHorizon = time.Hour
+
+// MaxRecordBytes is the most a Kinesis record holds, its partition key
+// included (1 MiB).
+const MaxRecordBytes = 1 << 20
+
+// ErrNotFound is returned for a record the table does not hold (never set
+// aside, or gone after setaside.Retention).
+var ErrNotFound = errors.New("not in the quarantine table")
+
+// Refusal is a record Prepare will not put back: Reason says why, Flag
+// names the option that would change that ("" when none would).
+type Refusal struct {
+	Source, Sequence string
+	Reason           string
+	Flag             string
+}
+
+func (r *Refusal) Error() string {
+	return fmt.Sprintf("%s %s: not put back: %s", r.Source, r.Sequence, r.Reason)
+}
+
+// AlreadyPutBack is the Refusal of an item marked put back before.
+func (r *Refusal) AlreadyPutBack() bool { return r.Flag == "again" }
+
+// Putter puts records of the quarantine table back on their streams.
+type Putter struct {
+	DB      Store
+	Streams Streams
+	Table   string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Horizon is the consumers' dedupe horizon (DefaultHorizon when 0).
+	Horizon time.Duration
+	// PastHorizon puts back a record that first arrived longer ago than
+	// Horizon: the consumers that applied it then apply it again.
+	PastHorizon bool
+	// ArriveNow leaves receivedAt out when the envelope has none, so the
+	// record takes the time it arrives again.
+	ArriveNow bool
+	// Again puts back a record marked put back before.
+	Again bool
+}
+
+// Plan is what putting a record back does.
+type Plan struct {
+	// Item is the record's quarantine item, its data whole.
+	Item *setaside.Item
+	// Stream is the stream's name, Shard the one it was read from.
+	Stream, Shard string
+	// PartitionKey is the key it is put with.
+	PartitionKey string
+	// Data is what is put: the item's data or the fixed data given, with
+	// ReceivedAt added when it is not "".
+	Data       []byte
+	ReceivedAt string
+	// Fixed is set when Data comes from the fixed data given.
+	Fixed bool
+}
+
+// Result is a record put back: its plan and where the stream put it.
+type Result struct {
+	Plan
+	Sequence, ShardID string
+	// Unmarked is set when the item was gone before it could be marked
+	// (its TTL passed): the record is on the stream all the same.
+	Unmarked bool
+}
+
+// Prepare reads the record (source, sequence) whole and returns what
+// putting it back does, or a *Refusal saying why it will not be put back,
+// ErrNotFound, or a read error. fixed, when not nil, is put in place of
+// the kept data (the record once its producer's mistake is corrected).
+func (p *Putter) Prepare(ctx context.Context, source, sequence string, fixed []byte) (*Plan, error) {
+	it, err := setaside.Load(ctx, p.DB, p.Table, source, sequence)
+	if err != nil {
+		return nil, fmt.Errorf("putback: %w", err)
+	}
+	if it == nil {
+		return nil, fmt.Errorf("putback: %s %s: %w (list them: setaside list)", source, sequence, ErrNotFound)
+	}
+	refuse := func(flag, format string, args ...any) (*Plan, error) {
+		return nil, &Refusal{Source: source, Sequence: sequence, Reason: fmt.Sprintf(format, args...), Flag: flag}
+	}
+	if it.PutBackAt != "" && !p.Again {
+		return refuse("again", "put back at %s already (as sequence number %s); -again puts it back once more", it.PutBackAt, it.PutBackSequence)
+	}
+	streamName, shard, why := kinesisSource(it)
+	if why != "" {
+		return refuse("", "%s", why)
+	}
+	switch it.Category {
+	case setaside.KindDuplicateConflict, setaside.KindStateBudget:
+		return refuse("", "%s: %s took the record's event id before it set the record aside, so a copy is dropped as a producer's copy by it within its dedupe horizon, and applied a second time by the other consumers after it; no put-back reaches that function alone (docs/set-aside.md)",
+			it.Category, orUnknown(it.Function))
+	}
+	if it.DataTruncated {
+		return refuse("", "only the start of its data was kept (%d bytes of %d): put the whole record on the stream yourself", len(it.Data), it.DataBytes)
+	}
+	arrived, _ := time.Parse(time.RFC3339Nano, it.ApproximateArrival)
+	horizon := p.Horizon
+	if horizon <= 0 {
+		horizon = DefaultHorizon
+	}
+	if age := p.now().Sub(arrived); !arrived.IsZero() && age > horizon && !p.PastHorizon {
+		return refuse("past-horizon", "it first arrived %s ago (%s), past the consumers' dedupe horizon of %s: those that applied it then no longer know its id and would apply it a second time; -horizon says a longer dedupeHorizon the consumers use, -past-horizon puts it back anyway",
+			age.Round(time.Second), it.ApproximateArrival, horizon)
+	}
+	plan := &Plan{Item: it, Stream: streamName, Shard: shard, PartitionKey: it.PartitionKey, Data: it.Data}
+	if fixed != nil {
+		plan.Data, plan.Fixed = fixed, true
+	}
+	if err := plan.check(p.now(), !p.ArriveNow); err != nil {
+		what := "its data"
+		if plan.Fixed {
+			what = "the fixed data"
+		}
+		return refuse("data", "%s would be set aside again: %v; correct it and give the whole record with -data", what, err)
+	}
+	return plan, nil
+}
+
+// check holds the plan's data to what every consumer of the stream reads,
+// takes the partition key from the envelope when the record was set aside
+// for one that was not its key, and adds receivedAt (its first arrival)
+// when keep and the envelope has none.
+func (pl *Plan) check(now time.Time, keep bool) error {
+	if err := stream.CheckStrict(pl.Data); err != nil {
+		return err
+	}
+	var env stream.Envelope
+	rec := events.KinesisEventRecord{Kinesis: events.KinesisRecord{Data: pl.Data, SequenceNumber: pl.Item.SequenceNumber,
+		ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: now}}}
+	if err := stream.DecodeKinesis(&rec, &env); err != nil {
+		var pe *stream.PoisonRecordError
+		if errors.As(err, &pe) {
+			return unwrapPoison(pe)
+		}
+		return err
+	}
+	if pl.Item.Field == "key" || pl.PartitionKey == "" {
+		pl.PartitionKey = env.Key
+	}
+	if pl.PartitionKey != env.Key {
+		return fmt.Errorf("field key: %s is not the partition key %s the record was put with", strictjson.QuoteCut(env.Key, 64), strictjson.QuoteCut(pl.PartitionKey, 64))
+	}
+	if keep && pl.Item.ApproximateArrival != "" && !hasReceivedAt(pl.Data) {
+		at, err := time.Parse(time.RFC3339Nano, pl.Item.ApproximateArrival)
+		if err == nil {
+			// Kinesis keeps arrival times to the millisecond.
+			pl.ReceivedAt = at.UTC().Round(time.Millisecond).Format(time.RFC3339Nano)
+			pl.Data = withReceivedAt(pl.Data, pl.ReceivedAt)
+		}
+	}
+	if n := len(pl.Data) + len(pl.PartitionKey); n > MaxRecordBytes {
+		return fmt.Errorf("%d bytes with its partition key, over Kinesis's %d", n, MaxRecordBytes)
+	}
+	return nil
+}
+
+// unwrapPoison is the field error of a record that does not decode,
+// without the record's id (the caller names the record).
+func unwrapPoison(pe *stream.PoisonRecordError) error {
+	var fe *stream.FieldError
+	if errors.As(pe.Err, &fe) && fe.Field != "" {
+		return fmt.Errorf("field %s: %s", fe.Field, fe.Reason)
+	}
+	if pe.Field != "" {
+		return fmt.Errorf("field %s: %v", pe.Field, pe.Err)
+	}
+	return pe.Err
+}
+
+// hasReceivedAt reports whether the envelope (an object that decodes)
+// names receivedAt.
+func hasReceivedAt(data []byte) bool {
+	var env stream.Envelope
+	return stream.Unmarshal(data, &env) == nil && !env.ReceivedAt.IsZero()
+}
+
+// withReceivedAt is the envelope object data with "receivedAt" as its
+// first field.
+func withReceivedAt(data []byte, at string) []byte {
+	body := bytes.TrimSpace(data)
+	rest := bytes.TrimSpace(body[1:])
+	out := make([]byte, 0, len(body)+len(at)+20)
+	out = append(out, `{"receivedAt":"`...)
+	out = append(out, at...)
+	out = append(out, '"')
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
+// Put puts the plan's record on its stream, then marks its item put back.
+func (p *Putter) Put(ctx context.Context, plan *Plan) (Result, error) {
+	it := plan.Item
+	out, err := p.Streams.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(plan.Stream),
+		PartitionKey: aws.String(plan.PartitionKey), Data: plan.Data})
+	if err != nil {
+		return Result{Plan: *plan}, fmt.Errorf("putback: putting %s %s on %s: %w", it.Source, it.SequenceNumber, plan.Stream, err)
+	}
+	res := Result{Plan: *plan, Sequence: aws.ToString(out.SequenceNumber), ShardID: aws.ToString(out.ShardId)}
+	upd := expression.Set(expression.Name("putBackAt"), expression.Value(p.now().UTC().Format(time.RFC3339Nano))).
+		Set(expression.Name("putBackSequence"), expression.Value(res.Sequence))
+	expr, err := expression.NewBuilder().WithUpdate(upd).
+		WithCondition(expression.AttributeExists(expression.Name("sequenceNumber"))).Build()
+	if err != nil {
+		return res, fmt.Errorf("putback: building the mark of %s %s: %w", it.Source, it.SequenceNumber, err)
+	}
+	_, err = p.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(p.Table),
+		Key: map[string]types.AttributeValue{
+			"source":         &types.AttributeValueMemberS{Value: it.Source},
+			"sequenceNumber": &types.AttributeValueMemberS{Value: it.SequenceNumber},
+		},
+		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values()})
+	var gone *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &gone):
+		res.Unmarked = true
+	case err != nil:
+		return res, fmt.Errorf("putback: %s %s is on %s as %s, but marking its item failed (a run again puts it back a second time, which its consumers drop as a copy within their horizon): %w",
+			it.Source, it.SequenceNumber, plan.Stream, res.Sequence, err)
+	}
+	return res, nil
+}
+
+func (p *Putter) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// kinesisSource is the stream and shard an item's record was read from, or
+// why it has none to go back to.
+func kinesisSource(it *setaside.Item) (streamName, shard, why string) {
+	if it.Kind == setaside.ItemMissing {
+		return "", "", "a note of records that could no longer be read: it holds no record (its reason names their sequence numbers, which may still be in the stream)"
+	}
+	a, err := arn.Parse(it.Source)
+	if err != nil {
+		if it.Category == setaside.KindOutputTooLarge {
+			return "", "", "an output its function could not write (output-too-large): it was never on a stream, and its input was applied"
+		}
+		return "", "", fmt.Sprintf("its source %s is not a stream's ARN", strictjson.QuoteCut(it.Source, 128))
+	}
+	switch a.Service {
+	case "kinesis":
+		parts := strings.Split(a.Resource, "/")
+		if len(parts) == 3 && parts[0] == "stream" && parts[1] != "" && parts[2] != "" {
+			return parts[1], parts[2], ""
+		}
+		return "", "", fmt.Sprintf("its source %s does not name a stream and shard", strictjson.QuoteCut(it.Source, 128))
+	case "dynamodb":
+		return "", "", "a DynamoDB stream record: replay its change by writing its item again to the table its source names"
+	case "sqs":
+		return "", "", "an SQS message that was no on-failure record of Lambda's: it has no stream to go back to (its body is its data)"
+	}
+	return "", "", fmt.Sprintf("its source is a %s ARN, not a Kinesis stream's", a.Service)
+}
+
+func orUnknown(function string) string {
+	if function == "" {
+		return "the function that set it aside"
+	}
+	return function
+}

@@ -189,6 +189,29 @@ tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C st
 	  $(if $(KEY),-key '$(KEY)') $(if $(TYPE),-type '$(TYPE)') $(if $(WHERE),-where '$(WHERE)') $(if $(FROM),-from '$(FROM)') \
 	  $(if $(filter 0,$(FOLLOW)),,-f) $(if $(JSON),-json) $(if $(RAW),-raw)
 
+# Built, not `go run`, for the same reason as results (its exit status).
+.build/bin/setaside: $(GO_SOURCES) $(wildcard cmd/setaside/*.go internal/*/*.go emulator/*/*.go)
+	@$(GO) build -o $@ ./cmd/setaside
+
+SETASIDE_ENV = AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE=
+SETASIDE_LOCAL = -template $(CDK_OUT) -stack $(or $(STACK),Tributary)
+
+.PHONY: setaside
+setaside: .build/bin/setaside ## the records the running make local-up set aside, newest first: make setaside [FUNCTION=name] [CATEGORY=invalid] [SINCE=1h] [N=20] [JSON=1]
+	@$(SETASIDE_ENV) .build/bin/setaside list $(SETASIDE_LOCAL) \
+	  $(if $(FUNCTION),-function '$(FUNCTION)') $(if $(CATEGORY),-category '$(CATEGORY)') $(if $(SINCE),-since '$(SINCE)') $(if $(N),-n '$(N)') $(if $(JSON),-json)
+
+.PHONY: setaside-show
+setaside-show: .build/bin/setaside ## one set-aside record with its data: make setaside-show SOURCE=... SEQUENCE=... [DATA_ONLY=1] (make setaside prints both)
+	@$(SETASIDE_ENV) .build/bin/setaside show $(SETASIDE_LOCAL) -source '$(SOURCE)' -sequence '$(SEQUENCE)' $(if $(DATA_ONLY),-data-only)
+
+.PHONY: putback
+putback: .build/bin/setaside ## put a set-aside record back on its stream: make putback SOURCE=... SEQUENCE=... [DATA=fixed.json] [DRY_RUN=1], or FUNCTION=/CATEGORY=/SINCE= for several [PAST_HORIZON=1] [AGAIN=1] [ARRIVE_NOW=1]
+	@$(SETASIDE_ENV) .build/bin/setaside putback $(SETASIDE_LOCAL) \
+	  $(if $(SOURCE),-source '$(SOURCE)') $(if $(SEQUENCE),-sequence '$(SEQUENCE)') $(if $(DATA),-data '$(DATA)') \
+	  $(if $(FUNCTION),-function '$(FUNCTION)') $(if $(CATEGORY),-category '$(CATEGORY)') $(if $(SINCE),-since '$(SINCE)') $(if $(N),-n '$(N)') \
+	  $(if $(DRY_RUN),-dry-run) $(if $(PAST_HORIZON),-past-horizon) $(if $(AGAIN),-again) $(if $(ARRIVE_NOW),-arrive-now)
+
 .PHONY: localstack-check
 localstack-check: deps-local ## run against a real LocalStack without Docker: install it (PyPI localstack-core, pinned, host mode) and cdklocal, start it on a free port, make local on it, cdklocal bootstrap + deploy + destroy, stop it; prints each step's time
 	@scripts/localstack-check.sh

@@ -25,6 +25,11 @@ type docEnv struct {
 	root  string
 	stack *local.Stack
 	addr  string
+	// setAside: the records docs/set-aside.md's commands run on
+	// (docs_setaside_test.go), made by the first of them; tmp: a directory
+	// that outlives each command's subtest.
+	setAside *setAsideDoc
+	tmp      string
 }
 
 // bash runs script under bash -euo pipefail in dir with env (nil: this
@@ -206,7 +211,7 @@ func TestDocumentedCommandsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &docEnv{root: root, stack: stack, addr: u.Host}
+	env := &docEnv{root: root, stack: stack, addr: u.Host, tmp: t.TempDir()}
 	seen := map[string]bool{}
 	for _, c := range documentedCommands(t, root) {
 		h, ok := checkFor(c)

@@ -211,6 +211,9 @@ var documented = []howChecked{
 	// docs/set-aside.md
 	{file: "docs/set-aside.md", prefix: "aws dynamodb query --table-name <QuarantineTableName>", account: true},
 	{file: "docs/set-aside.md", prefix: "aws dynamodb scan --table-name <QuarantineTableName>", account: true},
+	{file: "docs/set-aside.md", prefix: "make setaside", runBy: runsHere},
+	{file: "docs/set-aside.md", prefix: "make setaside-show", runBy: runsHere},
+	{file: "docs/set-aside.md", prefix: "make putback", runBy: runsHere},
 }
 
 // checkFor returns the entry covering c: the longest prefix of its file.

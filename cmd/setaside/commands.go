@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/pkg/putback"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
+)
+
+// commands runs the three commands on the parsed options.
+type commands struct {
+	o              options
+	db             *dynamodb.Client
+	putter         *putback.Putter
+	stdout, stderr io.Writer
+}
+
+// list prints the newest items the filter selects.
+func (c *commands) list(ctx context.Context) error {
+	l, err := putback.List(ctx, c.db, c.o.table, c.o.filter, c.o.limit, c.progress())
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(c.stdout)
+	for i := range l.Items {
+		if c.o.asJSON {
+			if err := enc.Encode(jsonItem(&l.Items[i])); err != nil {
+				return err
+			}
+			continue
+		}
+		printItem(c.stdout, &l.Items[i])
+	}
+	fmt.Fprintf(c.stderr, "setaside: %d record(s) listed, newest first, of %d matching (%d items of %s read)\n",
+		len(l.Items), l.Matched, l.Scanned, c.o.table)
+	if len(l.Items) > 0 && !c.o.asJSON {
+		it := &l.Items[0]
+		fmt.Fprintf(c.stderr, "show one with its data: %s\nput one back once its cause is fixed: %s\n",
+			c.hint("show", it), c.hint("putback", it))
+	}
+	return nil
+}
+
+// progress prints how far a scan got, from its second page on (a table of
+// one page is read at once).
+func (c *commands) progress() func(scanned, matched int) {
+	pages := 0
+	return func(scanned, matched int) {
+		if pages++; pages > 1 {
+			fmt.Fprintf(c.stderr, "setaside: %d items read, %d matching so far\n", scanned, matched)
+		}
+	}
+}
+
+// hint is the command line that shows or puts back it: make's form for
+// the local deployment, go run's otherwise.
+func (c *commands) hint(command string, it *setaside.Item) string {
+	if c.o.tmpl != "" {
+		target := map[string]string{"show": "setaside-show", "putback": "putback"}[command]
+		return fmt.Sprintf("make %s SOURCE='%s' SEQUENCE=%s", target, it.Source, it.SequenceNumber)
+	}
+	return fmt.Sprintf("go run ./cmd/setaside %s -table %s -source '%s' -sequence %s", command, c.o.table, it.Source, it.SequenceNumber)
+}
+
+// printItem prints an item's attributes, a few lines each.
+func printItem(w io.Writer, it *setaside.Item) {
+	what := it.Category
+	if what == "" {
+		what = it.Kind
+	}
+	head := []string{putback.When(it).UTC().Format("2006-01-02T15:04:05.000Z"), what}
+	if it.Field != "" {
+		head = append(head, it.Field)
+	}
+	if it.Function != "" {
+		head = append(head, "by "+it.Function)
+	}
+	fmt.Fprintln(w, strings.Join(head, "  "))
+	fmt.Fprintf(w, "  source    %s\n", it.Source)
+	line := "  sequence  " + it.SequenceNumber
+	if it.PartitionKey != "" {
+		line += "  partition key " + strictjson.QuoteCut(it.PartitionKey, 64)
+	}
+	if it.DataBytes > 0 {
+		line += fmt.Sprintf("  %d bytes", it.DataBytes)
+	}
+	if it.DataTruncated {
+		line += " (only their start kept)"
+	}
+	fmt.Fprintln(w, line)
+	fmt.Fprintf(w, "  reason    %s\n", oneLine(it.Reason, 300))
+	if it.PutBackAt != "" {
+		fmt.Fprintf(w, "  put back  %s as %s\n", it.PutBackAt, it.PutBackSequence)
+	}
+}
+
+// oneLine is s cut to n bytes with its line breaks shown as spaces.
+func oneLine(s string, n int) string {
+	return strictjson.Cut(strings.Join(strings.Fields(s), " "), n)
+}
+
+// show prints one item and its data.
+func (c *commands) show(ctx context.Context) error {
+	it, err := setaside.Load(ctx, c.db, c.o.table, c.o.source, c.o.sequence)
+	if err != nil {
+		return err
+	}
+	if it == nil {
+		return fmt.Errorf("%s %s: %w (setaside list names the records it holds)", c.o.source, c.o.sequence, putback.ErrNotFound)
+	}
+	if c.o.dataOnly {
+		_, err := c.stdout.Write(it.Data)
+		return err
+	}
+	printItem(c.stdout, it)
+	if len(it.Redacted) > 0 {
+		fmt.Fprintf(c.stdout, "  redacted  %s\n", strings.Join(it.Redacted, ", "))
+	}
+	fmt.Fprintf(c.stdout, "  data      %d bytes:\n", len(it.Data))
+	printData(c.stdout, it.Data)
+	show, put := c.hint("show", it)+" -data-only", c.hint("putback", it)+" -data record.json"
+	if c.o.tmpl != "" {
+		show, put = c.hint("show", it)+" DATA_ONLY=1", c.hint("putback", it)+" DATA=record.json"
+	}
+	fmt.Fprintf(c.stderr, "to correct it: %s > record.json, edit record.json, then: %s\n", show, put)
+	return nil
+}
+
+// printData prints data indented, at most maxShown bytes of it.
+func printData(w io.Writer, data []byte) {
+	shown := data
+	if len(shown) > maxShown {
+		shown = strictjson.TruncateUTF8(shown, maxShown)
+	}
+	for _, l := range strings.Split(string(shown), "\n") {
+		fmt.Fprintf(w, "    %s\n", l)
+	}
+	if len(shown) < len(data) {
+		fmt.Fprintf(w, "    …(%d more bytes; -data-only prints them all)\n", len(data)-len(shown))
+	}
+}
+
+// putBack puts back the one record named, or those the filter selects.
+func (c *commands) putBack(ctx context.Context) error {
+	if c.o.sequence != "" {
+		var fixed []byte
+		if c.o.dataFile != "" {
+			var err error
+			if fixed, err = cli.ReadFile("data", c.o.dataFile, putback.MaxRecordBytes, "a Kinesis record holds at most 1 MiB"); err != nil {
+				return err
+			}
+		}
+		ok, err := c.putOne(ctx, c.o.source, c.o.sequence, fixed)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: nothing was put back", errRefused)
+		}
+		return err
+	}
+	l, err := putback.List(ctx, c.db, c.o.table, c.o.filter, c.o.limit, c.progress())
+	if err != nil {
+		return err
+	}
+	if l.Matched > len(l.Items) {
+		fmt.Fprintf(c.stderr, "setaside: %d records match; the newest %d are taken (-n)\n", l.Matched, len(l.Items))
+	}
+	// A record put back before is skipped, not refused: a run that
+	// stopped goes on where it was.
+	var put, skipped, refused int
+	for i := range l.Items {
+		it := &l.Items[i]
+		if it.PutBackAt != "" && !c.o.again {
+			skipped++
+			continue
+		}
+		ok, err := c.putOne(ctx, it.Source, it.SequenceNumber, nil)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "setaside: %d of %d put back before this error\n", put, len(l.Items))
+			return err
+		}
+		if ok {
+			put++
+		} else {
+			refused++
+		}
+		if n := i + 1; n%10 == 0 && n < len(l.Items) {
+			fmt.Fprintf(c.stderr, "setaside: %d/%d done (%d put back, %d refused)\n", n, len(l.Items), put, refused)
+		}
+	}
+	verb := "put back"
+	if c.o.dryRun {
+		verb = "would be put back"
+	}
+	fmt.Fprintf(c.stderr, "setaside: %d %s, %d refused, %d skipped (put back before; -again puts them back once more), of %d selected\n",
+		put, verb, refused, skipped, len(l.Items))
+	if refused > 0 {
+		return fmt.Errorf("%w: %d record(s), each named above with why", errRefused, refused)
+	}
+	return nil
+}
+
+// putOne puts back one record (or, -dry-run, says what would be put):
+// false when it is refused, which it prints.
+func (c *commands) putOne(ctx context.Context, source, sequence string, fixed []byte) (bool, error) {
+	plan, err := c.putter.Prepare(ctx, source, sequence, fixed)
+	var r *putback.Refusal
+	if errors.As(err, &r) {
+		fmt.Fprintf(c.stderr, "refused  %s %s: %s\n", source, sequence, r.Reason)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	desc := fmt.Sprintf("%s %s → stream %s, partition key %s, %d bytes", source, sequence, plan.Stream,
+		strictjson.QuoteCut(plan.PartitionKey, 64), len(plan.Data))
+	if plan.Fixed {
+		desc += ", the fixed data"
+	}
+	if plan.ReceivedAt != "" {
+		desc += ", receivedAt " + plan.ReceivedAt + " (its first arrival) added"
+	}
+	if c.o.dryRun {
+		fmt.Fprintf(c.stdout, "would put back  %s:\n", desc)
+		printData(c.stdout, plan.Data)
+		return true, nil
+	}
+	res, err := c.putter.Put(ctx, plan)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(c.stdout, "put back  %s: sequence number %s on %s\n", desc, res.Sequence, res.ShardID)
+	if res.Unmarked {
+		fmt.Fprintf(c.stdout, "  (its item expired before it could be marked put back)\n")
+	}
+	return true, nil
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/pkg/setaside"
+)
+
+const tmpl = "testdata/local.template.json"
+
+// result is one run of the command.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// TestRun drives the command as a user of make local-up would: list what
+// was set aside, show one, put it back corrected (a dry run first), and
+// meet the refusals, each with its exit status.
+func TestRun(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	db, kin := dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	ctx := context.Background()
+	none := filepath.Join(t.TempDir(), "none")
+	env := map[string]string{
+		"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	cmd := func(args ...string) result {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+		code := run(ctx, args, lookup, func() time.Time { return now }, &stdout, &stderr)
+		return result{code, stdout.String(), stderr.String()}
+	}
+
+	table, err := templateTable(tmpl, defaultStack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setaside.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("events")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := aws.ToString(d.StreamDescriptionSummary.StreamARN)
+	const shard = "shardId-000000000000"
+	source := arn + "/" + shard
+	bad := `{"id":"evt-7","type":"page_view","key":"user-7","occurredAt":"2026-12-05T09:54:00Z","sentAt":"2026-12-05T09:54:01Z","data":{"ms":"slow"}}`
+	sink := setaside.New(db, table, setaside.WithFunction("Tributary-AggregatePageviews"), setaside.WithClock(func() time.Time { return now.Add(-time.Minute) }))
+	if err := sink.SetAside(ctx, []setaside.Record{
+		{Source: arn, Shard: shard, Sequence: "49650001", PartitionKey: "user-7", ArrivedAt: now.Add(-5 * time.Minute), Data: []byte(bad),
+			Field: "data.ms", Kind: setaside.KindInvalid, Reason: `"slow" is not a number`},
+		{Source: arn, Shard: shard, Sequence: "49650002", PartitionKey: "user-8", ArrivedAt: now.Add(-4 * time.Minute), Data: []byte(bad),
+			Field: "key", Kind: setaside.KindStateBudget, Reason: "the key's state is full"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	onStream := func() []kintypes.Record {
+		t.Helper()
+		it, err := kin.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String("events"), ShardId: aws.String(shard),
+			ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := kin.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it.ShardIterator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Records
+	}
+
+	r := cmd("list", "-template", tmpl)
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, `"slow" is not a number`) || !strings.Contains(r.stdout, "the key's state is full") ||
+		!strings.Contains(r.stderr, "2 record(s) listed") || !strings.Contains(r.stderr, "make putback SOURCE='"+source+"' SEQUENCE=4965000") {
+		t.Fatalf("list: %+v", r)
+	}
+	r = cmd("list", "-table", table, "-json", "-category", "invalid")
+	var item map[string]any
+	if r.code != cli.ExitOK || json.Unmarshal([]byte(r.stdout), &item) != nil || item["sequenceNumber"] != "49650001" || item["data"] != nil || item["field"] != "data.ms" {
+		t.Fatalf("list -json -category invalid: %+v", r)
+	}
+
+	r = cmd("show", "-template", tmpl, "-source", source, "-sequence", "49650001")
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, `"ms":"slow"`) || !strings.Contains(r.stderr, "SEQUENCE=49650001 DATA_ONLY=1 > record.json") || !strings.Contains(r.stderr, "SEQUENCE=49650001 DATA=record.json") {
+		t.Fatalf("show: %+v", r)
+	}
+	if r = cmd("show", "-template", tmpl, "-source", source, "-sequence", "49650001", "-data-only"); r.stdout != bad {
+		t.Fatalf("show -data-only: %+v, want the data as kept", r)
+	}
+	if r = cmd("show", "-template", tmpl, "-source", source, "-sequence", "4965"); r.code != cli.ExitError || !strings.Contains(r.stderr, "not in the quarantine table") {
+		t.Fatalf("show of a record not kept: %+v", r)
+	}
+
+	fixed := filepath.Join(t.TempDir(), "record.json")
+	if err := os.WriteFile(fixed, []byte(strings.Replace(bad, `"slow"`, "120", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = cmd("putback", "-template", tmpl, "-source", source, "-sequence", "49650001", "-data", fixed, "-dry-run")
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "would put back") || !strings.Contains(r.stdout, `"receivedAt":"2026-12-05T09:55:00Z"`) || len(onStream()) != 0 {
+		t.Fatalf("putback -dry-run: %+v, and the stream holds %d records", r, len(onStream()))
+	}
+	r = cmd("putback", "-template", tmpl, "-source", source, "-sequence", "49650001", "-data", fixed)
+	recs := onStream()
+	if r.code != cli.ExitOK || len(recs) != 1 || !strings.Contains(string(recs[0].Data), `"ms":120`) || !strings.Contains(r.stdout, "put back") {
+		t.Fatalf("putback -data: %+v, stream %d records", r, len(recs))
+	}
+	if r = cmd("list", "-template", tmpl, "-category", "invalid"); !strings.Contains(r.stdout, "put back  ") {
+		t.Errorf("list after the put-back does not say it was put back: %+v", r)
+	}
+	if r = cmd("putback", "-template", tmpl, "-source", source, "-sequence", "49650001", "-data", fixed); r.code != cli.ExitRefused || !strings.Contains(r.stderr, "-again puts it back once more") {
+		t.Errorf("putback a second time: %+v", r)
+	}
+	if r = cmd("putback", "-template", tmpl, "-function", "Tributary-AggregatePageviews"); r.code != cli.ExitRefused ||
+		!strings.Contains(r.stderr, "0 put back, 1 refused, 1 skipped (put back before; -again puts them back once more), of 2 selected") || !strings.Contains(r.stderr, "took the record's event id") {
+		t.Errorf("putback by function: %+v", r)
+	}
+	if n := len(onStream()); n != 1 {
+		t.Errorf("after refusals the stream holds %d records, want 1", n)
+	}
+
+	// Every wrong command line is one line naming the flag, exit 2,
+	// before anything is read.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "give a command first"},
+		{[]string{"lst"}, "did you mean list?"},
+		{[]string{"list"}, "-table is required"},
+		{[]string{"list", "-table", "q"}, "-table \"q\""},
+		{[]string{"list", "-table", "quarantine", "-template", tmpl}, "and -template both name the table"},
+		{[]string{"list", "-table", "quarantine", "-n", "5000"}, "-n"},
+		{[]string{"list", "-table", "quarantine", "-since", "yesterday"}, "want a duration ago"},
+		{[]string{"list", "-table", "quarantine", "-data", "x"}, "-data"},
+		{[]string{"show", "-table", "quarantine", "-source", source}, "-sequence is required"},
+		{[]string{"putback", "-table", "quarantine"}, "putback does not put back every record"},
+		{[]string{"show", "-table", "quarantine", "-source", strings.Repeat("s", 1<<20), "-sequence", "1"}, "-source \"sss"},
+		{[]string{"list", "-table", "quarantine", "-function", strings.Repeat("f", 2000)}, "is 2000 bytes; the quarantine table keeps at most 1024"},
+		{[]string{"putback", "-table", "quarantine", "-sequence", "1"}, "-sequence needs -source"},
+		{[]string{"putback", "-table", "quarantine", "-function", "f", "-data", fixed}, "-data puts back one record"},
+		{[]string{"putback", "-table", "quarantine", "-source", source, "-sequence", "1", "-n", "3"}, "-sequence names one record"},
+	} {
+		if r := cmd(tc.args...); r.code != cli.ExitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%q: %+v, want exit 2 naming %q in one line", tc.args, r, tc.want)
+		}
+	}
+	delete(env, "AWS_ENDPOINT_URL")
+	if r := cmd("list", "-template", tmpl); r.code != cli.ExitUsage || !strings.Contains(r.stderr, "QuarantineTableName") {
+		t.Errorf("-template without the stand-in: %+v", r)
+	}
+	if r := cmd("-h"); r.code != cli.ExitOK || !strings.Contains(r.stdout, "putback") || !strings.Contains(r.stdout, "past-horizon") {
+		t.Errorf("-h: %+v", r)
+	}
+}

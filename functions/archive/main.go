@@ -5,14 +5,19 @@
 // partition key and data, each object linked to the record before it on
 // its shard (a chain head per shard under chain/), so that cmd/replay
 // rebuild can read the archive up to a sequence number and the stream after
-// it, and refuse a hole. The logic is in package archive.
+// it, and refuse a hole. It writes its metrics (records, objects and
+// bytes written, chain heads it could not read or had to restart) as EMF
+// on stdout, dimension Function=archive. The logic is in package archive.
 package main
 
 import (
+	"os"
+
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/archive"
+	"github.com/tributary-dev/tributary/pkg/metrics"
 )
 
 // EnvBucket names the archive bucket.
@@ -22,5 +27,6 @@ func main() {
 	m := lambdamain.Main{Function: "archive"}
 	bucket := m.RequireBucket(EnvBucket, "the S3 bucket the events stream is archived to")
 	cfg := m.AWSConfig()
-	lambda.Start(archive.NewArchiver(archive.NewS3Client(cfg), bucket).Handle)
+	a := archive.NewArchiver(archive.NewS3Client(cfg), bucket, archive.WithMetrics(metrics.New(os.Stdout, "archive")))
+	lambda.Start(a.Handle)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
@@ -27,13 +29,76 @@ var _ objectStore = (*s3.Client)(nil)
 
 // Archiver writes the batches of its event source mapping into Bucket.
 type Archiver struct {
-	s3     objectStore
-	bucket string
+	s3      objectStore
+	bucket  string
+	metrics *metrics.Logger
 }
 
+// Option configures an Archiver.
+type Option func(*Archiver)
+
+// WithMetrics makes the archiver write its metrics (MetricRecordsArchived
+// and the others) to m after each invocation; without it, it writes none.
+func WithMetrics(m *metrics.Logger) Option { return func(a *Archiver) { a.metrics = m } }
+
 // NewArchiver returns an Archiver writing into bucket with client.
-func NewArchiver(client objectStore, bucket string) *Archiver {
-	return &Archiver{s3: client, bucket: bucket}
+func NewArchiver(client objectStore, bucket string, opts ...Option) *Archiver {
+	a := &Archiver{s3: client, bucket: bucket}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// The archiver's metrics, written once per invocation (namespace
+// Tributary, dimension Function=archive in functions/archive), every one
+// of them each time, 0 when nothing happened, so that an alarm on one
+// sees a data point whenever the archiver runs. They count what the
+// invocation did, a failed one included: a retried batch is written, and
+// counted, again.
+const (
+	// MetricRecordsArchived counts the records of the archive objects
+	// written.
+	MetricRecordsArchived = "RecordsArchived"
+	// MetricObjectsWritten counts the archive objects written (chain heads
+	// not included: one GET and one PUT more per shard and batch).
+	MetricObjectsWritten = "ObjectsWritten"
+	// MetricBytesWritten is the size of the archive objects written, as
+	// stored (gzip'd), in bytes.
+	MetricBytesWritten = "BytesWritten"
+	// MetricChainHeadsUnreadable counts the shards' chain heads that were
+	// not what the archiver writes (changed by hand, corrupt, a link that
+	// goes backwards): each was taken as none, so the batch's first
+	// object has an unknown link, and a hole just before it is not seen.
+	MetricChainHeadsUnreadable = "ChainHeadsUnreadable"
+	// MetricChainRestarts counts the batches that began inside their
+	// shard's last batch but not at its first record, so that the head
+	// gave no link (a late duplicate invocation of an earlier batch, a
+	// head moved by hand, a stream made again under the same name): the
+	// chain starts again there with an unknown link, as after an
+	// unreadable head.
+	MetricChainRestarts = "ChainRestarts"
+)
+
+// tally is what one invocation did, for its metrics.
+type tally struct {
+	records, objects, bytes int
+	unreadable, restarts    int
+}
+
+// emit writes t as the invocation's metrics.
+func (a *Archiver) emit(ctx context.Context, t *tally) {
+	if a.metrics == nil {
+		return
+	}
+	a.metrics.Add(MetricRecordsArchived, metrics.Count, float64(t.records))
+	a.metrics.Add(MetricObjectsWritten, metrics.Count, float64(t.objects))
+	a.metrics.Add(MetricBytesWritten, metrics.Bytes, float64(t.bytes))
+	a.metrics.Add(MetricChainHeadsUnreadable, metrics.Count, float64(t.unreadable))
+	a.metrics.Add(MetricChainRestarts, metrics.Count, float64(t.restarts))
+	if err := a.metrics.Flush(); err != nil {
+		slog.WarnContext(ctx, "archive: writing metrics", "err", err.Error())
+	}
 }
 
 // Handle writes ev's records, one object per shard and arrival hour, each
@@ -43,8 +108,11 @@ func NewArchiver(client objectStore, bucket string) *Archiver {
 // first record: the archive must not skip a record, and writing an object
 // again is harmless (its name is a function of its records and its link;
 // the reader keeps each sequence number once where a retried batch
-// overlaps a written one).
+// overlaps a written one). With WithMetrics it writes its metrics when
+// it returns, failed or not.
 func (a *Archiver) Handle(ctx context.Context, ev events.KinesisEvent) error {
+	var t tally
+	defer a.emit(ctx, &t)
 	if err := stream.CheckKinesisEvent(&ev); err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
@@ -63,7 +131,7 @@ func (a *Archiver) Handle(ctx context.Context, ev events.KinesisEvent) error {
 				rest = append(rest, g)
 			}
 		}
-		if err := a.write(ctx, runs); err != nil {
+		if err := a.write(ctx, runs, &t); err != nil {
 			return err
 		}
 		groups = rest
@@ -72,17 +140,22 @@ func (a *Archiver) Handle(ctx context.Context, ev events.KinesisEvent) error {
 }
 
 // write writes one shard's runs: the chain head first, then the objects,
-// each linked to the one before.
-func (a *Archiver) write(ctx context.Context, runs []objectGroup) error {
+// each linked to the one before; t counts what it wrote and met.
+func (a *Archiver) write(ctx context.Context, runs []objectGroup, t *tally) error {
 	streamName, shard := runs[0].stream, runs[0].recs[0].Shard
-	head, err := a.readHead(ctx, streamName, shard)
+	head, err := a.readHead(ctx, streamName, shard, t)
 	if err != nil {
 		return err
 	}
 	first := runs[0].recs[0]
 	lastRun := runs[len(runs)-1].recs
 	last := linkOf(lastRun[len(lastRun)-1])
-	link := linkFor(head, first.Seq)
+	link, restart := linkFor(head, first.Seq)
+	if restart {
+		t.restarts++
+		slog.WarnContext(ctx, "archive: the batch begins inside the chain head's last batch, not at its first record; the chain starts again and the next object's link is unknown",
+			"bucket", a.bucket, "key", ChainKey(streamName, shard), "shard", shard, "first", first.Seq, "headFirst", head.First, "headLast", head.Last)
+	}
 	next := chainHead{First: first.Seq, After: link.Seq, Last: last.Seq, LastHour: last.Hour.Format(hourLayout)}
 	if link.Seq != "" {
 		next.AfterHour = link.Hour.Format(hourLayout)
@@ -103,6 +176,9 @@ func (a *Archiver) write(ctx context.Context, runs []objectGroup) error {
 		}); err != nil {
 			return fmt.Errorf("writing %s (%d records) to bucket %s: %w", key, len(g.recs), a.bucket, err)
 		}
+		t.records += len(g.recs)
+		t.objects++
+		t.bytes += len(body)
 		link = linkOf(g.recs[len(g.recs)-1])
 	}
 	return nil

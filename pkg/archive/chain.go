@@ -79,29 +79,32 @@ func (h *chainHead) check() error {
 }
 
 // linkFor is the link of a batch whose first record is first, given the
-// shard's head (nil: none).
-func linkFor(head *chainHead, first string) Link {
+// shard's head (nil: none); restart is true when the head gave no link
+// for it (MetricChainRestarts).
+func linkFor(head *chainHead, first string) (link Link, restart bool) {
 	switch {
 	case head == nil:
-		return Link{} // a new chain: a new shard, or the first batch since the chain began
+		return Link{}, false // a new chain: a new shard, or the first batch since the chain began
 	case stream.CompareSequence(head.Last, first) < 0:
-		return head.last() // the next batch
+		return head.last(), false // the next batch
 	case head.First == first:
-		return head.after() // a retry of the last batch, maybe with more or fewer records
+		return head.after(), false // a retry of the last batch, maybe with more or fewer records
 	}
-	// Begins inside the last batch but not at its start: not something
-	// Lambda sends (it retries from a batch's first record); a stream
-	// deleted and made again under the same name numbers its records
-	// anew. The link is unknown rather than wrong.
-	return Link{}
+	// Begins inside the last batch but not at its start, or before it:
+	// not something Lambda sends in order (it retries from a batch's
+	// first record), but a late duplicate invocation of an earlier batch
+	// does, and a stream deleted and made again under the same name
+	// numbers its records anew. The link is unknown rather than wrong.
+	return Link{}, true
 }
 
 // readHead reads shard's chain head; nil if there is none. A head that is
-// not what the archiver writes (changed by hand) is logged and taken as
-// none: the batch's first object is written with an unknown link and the
-// head written anew, rather than failing every batch of the shard until
-// Lambda gives up on them.
-func (a *Archiver) readHead(ctx context.Context, streamName, shard string) (*chainHead, error) {
+// not what the archiver writes (changed by hand) is logged, counted in t
+// (MetricChainHeadsUnreadable) and taken as none: the batch's first
+// object is written with an unknown link and the head written anew,
+// rather than failing every batch of the shard until Lambda gives up on
+// them.
+func (a *Archiver) readHead(ctx context.Context, streamName, shard string, t *tally) (*chainHead, error) {
 	key := ChainKey(streamName, shard)
 	out, err := a.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.bucket), Key: aws.String(key)})
 	var nsk *s3types.NoSuchKey
@@ -122,6 +125,7 @@ func (a *Archiver) readHead(ctx context.Context, streamName, shard string) (*cha
 		err = h.check()
 	}
 	if err != nil {
+		t.unreadable++
 		slog.WarnContext(ctx, "archive: the chain head is not what the archiver writes; the next object's link is unknown",
 			"bucket", a.bucket, "key", key, "err", err.Error())
 		return nil, nil

@@ -24,6 +24,13 @@
 // Objects written before the chain, and the first of each shard's chain,
 // have no link: unknown, taken as following.
 //
+// With WithMetrics the archiver writes, once per invocation, the records,
+// objects and (gzip'd) bytes it wrote, and the chain problems it met: a
+// chain head that is not what it writes (ChainHeadsUnreadable) and a
+// batch that begins inside its head's last batch (ChainRestarts); each
+// leaves the batch's first object with an unknown link, and is logged
+// with the head's key.
+//
 // Amazon Data Firehose is not used: its records lose the shard and sequence
 // number, which a replay needs to join the archive to the stream without a
 // gap or a double count (package replay's seam) and which the views' fences

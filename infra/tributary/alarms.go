@@ -69,6 +69,10 @@ const (
 	// AlarmIngestDropped: Tributary Dropped (sum) of ingest: events a
 	// drop route discarded under throttling.
 	AlarmIngestDropped AlarmKind = "ingestDropped"
+	// AlarmArchiveChain: Tributary ChainHeadsUnreadable + ChainRestarts
+	// (sums) of archive: chain heads it could not read, or that gave a
+	// batch no link, so an archive object has an unknown link.
+	AlarmArchiveChain AlarmKind = "archiveChain"
 )
 
 // AlarmSpec is when an alarm of one kind fires.
@@ -117,6 +121,8 @@ var AlarmKinds = []AlarmKindInfo{
 		"Kinesis throttled ingest's PutRecords for 3 minutes in a row: the events stream needs more shards"},
 	{AlarmIngestDropped, AlarmSpec{1, 5 * time.Minute, 1},
 		"ingest dropped events of a drop route under throttling (by policy, but lost)"},
+	{AlarmArchiveChain, AlarmSpec{1, 5 * time.Minute, 1},
+		"the archiver met a shard's chain head it could not read (changed by hand, corrupt) or that gave its batch no link (a late duplicate invocation, a head moved by hand), so an object has an unknown link and a hole just before it goes unseen by a rebuild; its log line names the head's key and the shard, docs/archive.md says what to check"},
 }
 
 // alarmKindInfo returns kind's entry of AlarmKinds.
@@ -233,7 +239,7 @@ func SendAlarmsTo(stack awscdk.Stack, topic awssns.ITopic) {
 // iterator age and records set aside of every function with a stream
 // mapping; the depth of every failure queue; quarantine's quarantined,
 // missing and set-aside records; each pipeline's late share; ingest's throttles and
-// drops. A pipeline's functions (PipelineMetadataKey) get alarms of their
+// drops; the archive's chain problems. A pipeline's functions (PipelineMetadataKey) get alarms of their
 // own, ids "Aggregate<Pipeline>ErrorsAlarm" and so on, and their own
 // metrics are read per pipeline ({Function, Pipeline}); errors, throttles
 // and iterator age are Lambda's, per function and so per pipeline too.
@@ -279,6 +285,9 @@ func NewAlarms(stack awscdk.Stack, specs map[AlarmKind]AlarmSpec) []awscloudwatc
 	if fn, ok := byName[FunctionIngest]; ok {
 		a.add("IngestKinesisThrottlesAlarm", AlarmIngestThrottles, FunctionIngest, a.own("Throttles", fn, AlarmIngestThrottles))
 		a.add("IngestDroppedEventsAlarm", AlarmIngestDropped, FunctionIngest, a.own("Dropped", fn, AlarmIngestDropped))
+	}
+	if fn, ok := byName[FunctionArchive]; ok {
+		a.archiveChain(fn)
 	}
 	sort.Slice(a.added, func(i, j int) bool { return *a.added[i].Node().Id() < *a.added[j].Node().Id() })
 	return a.added
@@ -332,6 +341,30 @@ func (a *alarmMaker) lateDropped(id string, fn stackFunction) {
 			"lateDropped": a.own("LateDropped", fn, AlarmLateDropped),
 		},
 		Label:  jsii.String(fn.label() + ": % of records dropped as late"),
+		Period: awscdk.Duration_Seconds(jsii.Number(spec.Period.Seconds())),
+	}))
+}
+
+// Package archive's chain-problem metrics (MetricChainHeadsUnreadable,
+// MetricChainRestarts).
+const (
+	metricChainHeadsUnreadable = "ChainHeadsUnreadable"
+	metricChainRestarts        = "ChainRestarts"
+)
+
+// archiveChain adds the alarm on the archive's chain problems: either
+// leaves an object with an unknown link, so one alarm on their sum.
+func (a *alarmMaker) archiveChain(fn stackFunction) {
+	spec := a.spec(AlarmArchiveChain)
+	a.add("ArchiveChainAlarm", AlarmArchiveChain, fn.label(), awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		// The archiver writes both each invocation; FILL keeps the sum
+		// whole should one be missing from a period.
+		Expression: jsii.String("FILL(unreadable, 0) + FILL(restarts, 0)"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"unreadable": a.own(metricChainHeadsUnreadable, fn, AlarmArchiveChain),
+			"restarts":   a.own(metricChainRestarts, fn, AlarmArchiveChain),
+		},
+		Label:  jsii.String(fn.label() + ": chain heads unreadable or restarted"),
 		Period: awscdk.Duration_Seconds(jsii.Number(spec.Period.Seconds())),
 	}))
 }

@@ -167,6 +167,8 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 		wantAlarm{"Tributary RecordsSetAside Function=quarantine", AlarmSetAside, "Sum"},
 		wantAlarm{"Tributary Throttles Function=ingest", AlarmIngestThrottles, "Sum"},
 		wantAlarm{"Tributary Dropped Function=ingest", AlarmIngestDropped, "Sum"},
+		// the archiver's chain heads it could not read or had to restart
+		wantAlarm{"math FILL(unreadable, 0) + FILL(restarts, 0) Function=archive", AlarmArchiveChain, ""},
 	)
 }
 
@@ -174,7 +176,7 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 // throttles of every function, iterator age and records set aside of every
 // stream consumer, the depth of every failure queue and DLQ (the ticker's
 // included), quarantined and missing records, ingest's throttles and drops,
-// aggregate's late share — each on the metric and dimensions the emitter
+// aggregate's late share, the archive's chain problems — each on the metric and dimensions the emitter
 // uses, with the default threshold, period and evaluation count, and the
 // topic as alarm and OK action. No other alarm exists.
 func TestStackAlarms(t *testing.T) {
@@ -240,6 +242,47 @@ func TestLateDroppedIsAShare(t *testing.T) {
 	want := map[string]any{"recordsIn": metric("RecordsIn"), "lateDropped": metric("LateDropped")}
 	if !reflect.DeepEqual(stats, want) {
 		t.Errorf("metrics %v, want %v", stats, want)
+	}
+}
+
+// TestArchiveChainAlarm: the archive's chain alarm adds the archiver's
+// ChainHeadsUnreadable and ChainRestarts (package archive's metrics, by
+// Function=archive), each summed over the alarm's period, and fires on
+// one in a period, to the topic, a period without invocations not
+// breaching.
+func TestArchiveChainAlarm(t *testing.T) {
+	const key = "math FILL(unreadable, 0) + FILL(restarts, 0) Function=archive"
+	p := alarmsByKey(t, fx.tmpl)[key]
+	if p == nil {
+		t.Fatal("no alarm on the archive's chain problems")
+	}
+	topic := []any{ref(logicalID(fx.stack.Stack, fx.stack.Ops.Topic))}
+	assertProps(t, key, p, map[string]any{"Threshold": 1.0, "EvaluationPeriods": 1.0, "DatapointsToAlarm": 1.0,
+		"ComparisonOperator": "GreaterThanOrEqualToThreshold", "TreatMissingData": "notBreaching",
+		"AlarmActions": topic, "OKActions": topic})
+	stats := map[string]any{}
+	for _, m := range asList(p["Metrics"]) {
+		m := m.(map[string]any)
+		if ms, ok := m["MetricStat"].(map[string]any); ok {
+			stats[m["Id"].(string)] = ms
+			if m["ReturnData"] != false {
+				t.Errorf("metric %s returns data; only the expression may", m["Id"])
+			}
+		}
+	}
+	metric := func(name string) any {
+		return map[string]any{
+			"Metric": map[string]any{"Namespace": "Tributary", "MetricName": name,
+				"Dimensions": []any{map[string]any{"Name": "Function", "Value": "archive"}}},
+			"Period": 300.0, "Stat": "Sum",
+		}
+	}
+	want := map[string]any{"unreadable": metric("ChainHeadsUnreadable"), "restarts": metric("ChainRestarts")}
+	if !reflect.DeepEqual(stats, want) {
+		t.Errorf("metrics %v, want %v", stats, want)
+	}
+	if d, _ := p["AlarmDescription"].(string); !strings.Contains(d, "docs/archive.md") {
+		t.Errorf("description %q does not say where to read what to do", d)
 	}
 }
 

@@ -45,7 +45,12 @@ var FunctionFlows = map[string]FunctionFlow{
 	FunctionCommands:   {Out: []string{"CommandsAccepted", "CommandsRefused", "CommandsInvalid", "CommandConflicts", "CommandsReplayed"}},
 	FunctionPublish:    {In: []string{"EventsIn"}, Out: []string{"EventsPublished", "Erasures"}},
 	FunctionProject:    {In: []string{"EventsIn"}, Out: []string{"EventsApplied"}},
+	FunctionArchive:    {In: []string{"RecordsArchived"}, Out: []string{"ObjectsWritten"}},
 }
+
+// metricArchiveBytes is the bytes the archive function wrote to S3
+// (package archive's MetricBytesWritten), gzip'd.
+const metricArchiveBytes = "BytesWritten"
 
 // Pipeline metrics of the functions that run a pipeline (package
 // aggregate), shown per pipeline.
@@ -99,13 +104,14 @@ type Dashboard struct {
 // out, errors, throttles and duration p50/p99; per stream mapping, the
 // iterator age; the pipeline's watermark lag, late records and
 // corrections, duplicates suppressed (its own functions' metrics, by
-// {Function, Pipeline}); records set aside and quarantined; the depth of
-// every failure queue; the consumed capacity of every table; and the
-// window results from the logs. It adds the saved queries (a folder
-// Tributary/<pipeline>), the top-keys rule, and the stack outputs
-// <Pipeline>DashboardName and <Pipeline>DashboardUrl. It fails when the
-// pipeline's functions are not in scope's stack or a function has no log
-// group of its own (the queries name log groups).
+// {Function, Pipeline}); records set aside and quarantined, and the
+// archive's chain heads unreadable or restarted; the depth of every
+// failure queue; the consumed capacity of every table and the bytes the
+// archive wrote; and the window results from the logs. It adds the
+// saved queries (a folder Tributary/<pipeline>), the top-keys rule, and
+// the stack outputs <Pipeline>DashboardName and <Pipeline>DashboardUrl.
+// It fails when the pipeline's functions are not in scope's stack or a
+// function has no log group of its own (the queries name log groups).
 func NewDashboard(scope constructs.Construct, id string, props DashboardProps) (*Dashboard, error) {
 	x := props.Pipeline
 	if x == nil {
@@ -297,8 +303,8 @@ func (w *widgets) pipeline() []awscloudwatch.IWidget {
 	}
 }
 
-// failures: records set aside and quarantined, failure queue depths,
-// errors and throttles.
+// failures: records set aside and quarantined, the archive's chain
+// problems, failure queue depths, errors and throttles.
 func (w *widgets) failures() []awscloudwatch.IWidget {
 	var aside, errs, throttles []awscloudwatch.IMetric
 	for _, fn := range w.fns {
@@ -308,6 +314,9 @@ func (w *widgets) failures() []awscloudwatch.IWidget {
 		if fn.name == FunctionQuarantine {
 			aside = append(aside, own(metricQuarantined, fn, "Sum"), own(metricMissing, fn, "Sum"))
 		}
+		if fn.name == FunctionArchive {
+			aside = append(aside, own(metricChainHeadsUnreadable, fn, "Sum"), own(metricChainRestarts, fn, "Sum"))
+		}
 		errs = append(errs, fn.fn.MetricErrors(opts("Sum", fn.label())))
 		throttles = append(throttles, fn.fn.MetricThrottles(opts("Sum", fn.label())))
 	}
@@ -316,7 +325,7 @@ func (w *widgets) failures() []awscloudwatch.IWidget {
 		depth = append(depth, q.MetricApproximateNumberOfMessagesVisible(opts("Maximum", constructLabel(w.stack, q))))
 	}
 	return []awscloudwatch.IWidget{
-		graph("records set aside (never processable) and quarantined", 6, aside),
+		graph("records set aside (never processable) and quarantined; archive chain heads unreadable or restarted", 6, aside),
 		graph("failure queue and DLQ depth (messages)", 6, depth),
 		graph("errors (failed invocations)", 6, errs),
 		graph("throttles (invocations refused)", 6, throttles),
@@ -354,17 +363,30 @@ func (w *widgets) latency() []awscloudwatch.IWidget {
 	}
 }
 
-// capacity: read and write units every table consumed.
+// capacity: read and write units every table consumed, and the bytes the
+// archive function wrote to S3 if the stack has one.
 func (w *widgets) capacity() []awscloudwatch.IWidget {
-	var reads, writes []awscloudwatch.IMetric
+	var reads, writes, archived []awscloudwatch.IMetric
 	for _, t := range stackTables(w.stack) {
 		label := constructLabel(w.stack, t)
 		reads = append(reads, t.MetricConsumedReadCapacityUnits(opts("Sum", label)))
 		writes = append(writes, t.MetricConsumedWriteCapacityUnits(opts("Sum", label)))
 	}
+	for _, fn := range w.fns {
+		if fn.name == FunctionArchive {
+			archived = append(archived, own(metricArchiveBytes, fn, "Sum"))
+		}
+	}
+	if len(archived) == 0 {
+		return []awscloudwatch.IWidget{
+			graph("DynamoDB read units consumed (per minute)", 12, reads),
+			graph("DynamoDB write units consumed (per minute)", 12, writes),
+		}
+	}
 	return []awscloudwatch.IWidget{
-		graph("DynamoDB read units consumed (per minute)", 12, reads),
-		graph("DynamoDB write units consumed (per minute)", 12, writes),
+		graph("DynamoDB read units consumed (per minute)", 8, reads),
+		graph("DynamoDB write units consumed (per minute)", 8, writes),
+		graph("archive: bytes written to S3 (gzip'd, per minute)", 8, archived),
 	}
 }
 

@@ -193,6 +193,11 @@ func TestPipelineDashboard(t *testing.T) {
 		want = append(want, "Tributary "+m+" Function=aggregate"+pv+" Sum")
 	}
 	want = append(want, "Tributary RecordsQuarantined Function=quarantine Sum", "Tributary RecordsMissing Function=quarantine Sum")
+	// The archive's chain problems beside the records set aside, and the
+	// bytes it wrote beside the tables' capacity (its records and objects
+	// are its flow, above).
+	want = append(want, "Tributary ChainHeadsUnreadable Function=archive Sum", "Tributary ChainRestarts Function=archive Sum",
+		"Tributary BytesWritten Function=archive Sum")
 	for _, q := range []string{logicalID(s.Stack, s.Quarantine.Failures), logicalID(s.Stack, s.Quarantine.FailuresDLQ), logicalID(s.Stack, s.Work.TasksDLQ),
 		logicalID(s.Stack, s.Work.TasksFifoDLQ), logicalID(s.Stack, s.TickerFailures),
 		logicalID(s.Stack, pageviews(s).TickerFailures), logicalID(s.Stack, s.Pipelines.Pipeline("checkouts").TickerFailures)} {

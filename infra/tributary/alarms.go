@@ -266,7 +266,12 @@ func NewAlarms(stack awscdk.Stack, specs map[AlarmKind]AlarmSpec) []awscloudwatc
 			continue
 		}
 		a.add(id+"IteratorAgeAlarm", AlarmIteratorAge, fn.label(), fn.fn.Metric(jsii.String("IteratorAge"), a.opts(AlarmIteratorAge, "Maximum")))
-		a.add(id+"SetAsideAlarm", AlarmSetAside, fn.label(), a.own("RecordsSetAside", fn, AlarmSetAside))
+		// The archiver keeps every record as it is and sets none aside:
+		// an alarm on its RecordsSetAside could never fire (its own
+		// archiveChain alarm watches what can go wrong there).
+		if fn.name != FunctionArchive {
+			a.add(id+"SetAsideAlarm", AlarmSetAside, fn.label(), a.own("RecordsSetAside", fn, AlarmSetAside))
+		}
 	}
 	for _, q := range FailureQueues(stack) {
 		path := *q.Node().Path()

@@ -106,8 +106,12 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 	// passes it to metrics.New).
 	for _, name := range []string{FunctionEnrich, FunctionCDC, FunctionTimeline, FunctionPublish, FunctionProject, FunctionStatusCodes, FunctionArchive} {
 		want = append(want,
-			wantAlarm{"AWS/Lambda IteratorAge FunctionName=" + logicalID(s.Stack, fns[name].Function), AlarmIteratorAge, "Maximum"},
-			wantAlarm{"Tributary RecordsSetAside Function=" + name, AlarmSetAside, "Sum"})
+			wantAlarm{"AWS/Lambda IteratorAge FunctionName=" + logicalID(s.Stack, fns[name].Function), AlarmIteratorAge, "Maximum"})
+		// The archiver keeps every record as it is and sets none aside:
+		// an alarm on its RecordsSetAside could never fire.
+		if name != FunctionArchive {
+			want = append(want, wantAlarm{"Tributary RecordsSetAside Function=" + name, AlarmSetAside, "Sum"})
+		}
 	}
 	// Each join's and detection's functions (one per file, as a
 	// pipeline's): errors and throttles, and the stream function's

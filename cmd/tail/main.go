@@ -202,12 +202,15 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		if env("AWS_ENDPOINT_URL") == "" {
 			return fail(stderr, cli.Usagef("template", "names streams as the local runner deploys them, but AWS_ENDPOINT_URL is not set; against AWS give -stream the name (the stack outputs EventsStreamName, WindowResultsStreamName, <join>JoinsStreamName and <detector>MatchesStreamName (a join or CEP file's outputs carry its name), EnrichedStreamName, EsStreamName)"))
 		}
-		streams, err := templateStreams(tmpl, stack)
+		st, err := templateStreams(tmpl, stack)
 		if err == nil {
-			stream, err = resolveStream(stream, streams)
+			stream, err = resolveStream(stream, st)
 		}
 		if err != nil {
 			return fail(stderr, err)
+		}
+		if hint := st.resultsHint(stream); hint != "" {
+			fmt.Fprintf(stderr, "tail: %s\n", hint)
 		}
 	case set["stack"]:
 		return fail(stderr, cli.Usagef("stack", "is only read with -template"))

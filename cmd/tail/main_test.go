@@ -111,6 +111,37 @@ func TestResolveStream(t *testing.T) {
 	}
 }
 
+// TestTableOnlyPipelines: a pipeline whose file leaves its results off
+// the stream (the default: outputs {"table": true}) is named, with make
+// results, where make tail STREAM=results would print nothing of it —
+// beside the stream when others write to it, in the refusal when none does.
+func TestTableOnlyPipelines(t *testing.T) {
+	st, err := templateStreams("testdata/table-only.template.json", "Tributary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := resolveStream("results", st)
+	if err != nil || name != "Tributary-WindowResults0D7FBD53" {
+		t.Fatalf("results: %q, %v", name, err)
+	}
+	hint := st.resultsHint(name)
+	if !strings.Contains(hint, "signups writes its windows only to the views table") || !strings.Contains(hint, "make results PIPELINE=signups") || strings.Contains(hint, "pageviews") {
+		t.Errorf("hint %q, want signups named with make results, and not pageviews", hint)
+	}
+	if hint := st.resultsHint("Tributary-EventsD32975C2"); hint != "" {
+		t.Errorf("hint on the events stream: %q", hint)
+	}
+
+	st, err = templateStreams("testdata/no-results.template.json", "Tributary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = resolveStream("results", st)
+	if err == nil || !strings.Contains(err.Error(), "the stack has no results stream") || !strings.Contains(err.Error(), "make results PIPELINE=signups") {
+		t.Errorf("results with no pipeline writing to a stream: %v, want the refusal to name make results PIPELINE=signups", err)
+	}
+}
+
 // TestTailLocal runs the command as make tail does, against a stand-in
 // with the template's events stream: -stream events names it, -json lines
 // parse one by one, -key filters, and the first line on stderr says how it

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -22,38 +24,91 @@ var aliases = []struct {
 	exact        bool
 }{
 	{"events", "Events", true},
-	{"results", "WindowResults", true},
+	{"results", resultsLabel, true},
 	{"joins", "Joins", false},
 	{"matches", "Matches", false},
 	{"enriched", "Enriched", false},
 	{"show-events", "ShowEvents", false},
 }
 
+// resultsLabel is the window results stream's label.
+const resultsLabel = "WindowResults"
+
 var cdkHash = regexp.MustCompile(`[0-9A-F]{8}$`)
 
-// templateStreams lists the streams the template deploys, named as the
-// local runner deploys them under stack.
-func templateStreams(path, stack string) ([]stackStream, error) {
+// localStack is what the local runner deploys from a template: its
+// streams, and the pipelines whose results go only to the views table
+// (their files leave outputs.stream false), which make tail STREAM=results
+// never shows.
+type localStack struct {
+	streams   []stackStream
+	tableOnly []string
+}
+
+// templateStreams reads the streams the template deploys, named as the
+// local runner deploys them under stack, and its table-only pipelines.
+func templateStreams(path, stack string) (localStack, error) {
 	t, err := template.Load(path)
 	if err != nil {
-		return nil, cli.Usagef("template", "%v (make synth-local writes it)", err)
+		return localStack{}, cli.Usagef("template", "%v (make synth-local writes it)", err)
 	}
 	d, err := template.Plan(t, template.ProvisionOptions{Stack: stack})
 	if err != nil {
-		return nil, cli.Usagef("stack", "%v", err)
+		return localStack{}, cli.Usagef("stack", "%v", err)
 	}
-	var out []stackStream
+	var st localStack
 	for _, s := range d.Streams() {
-		out = append(out, stackStream{label: cdkHash.ReplaceAllString(s.LogicalID, ""), name: s.Name})
+		st.streams = append(st.streams, stackStream{label: cdkHash.ReplaceAllString(s.LogicalID, ""), name: s.Name})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].label < out[j].label })
-	return out, nil
+	sort.Slice(st.streams, func(i, j int) bool { return st.streams[i].label < st.streams[j].label })
+	fns, err := d.Functions()
+	if err != nil {
+		return localStack{}, cli.Usagef("template", "%s: %v", path, err)
+	}
+	for _, f := range fns {
+		if f.Binary != "aggregate" || f.Env[pipeline.EnvVar] == "" {
+			continue
+		}
+		// A file the stack was synthesized from parses; one that does not
+		// is the results tool's concern, not this hint's.
+		if cfg, err := pipeline.Parse([]byte(f.Env[pipeline.EnvVar])); err == nil && !cfg.Outputs.Stream {
+			st.tableOnly = append(st.tableOnly, cfg.Name)
+		}
+	}
+	sort.Strings(st.tableOnly)
+	return st, nil
+}
+
+// resultsHint says which pipelines stream does not carry the windows of
+// when it is the window results stream: "" otherwise, or when every
+// pipeline writes to it.
+func (st localStack) resultsHint(stream string) string {
+	if len(st.tableOnly) == 0 {
+		return ""
+	}
+	for _, s := range st.streams {
+		if s.name == stream && s.label == resultsLabel {
+			return st.tableOnlyNote()
+		}
+	}
+	return ""
+}
+
+// tableOnlyNote names the table-only pipelines and how to read them.
+func (st localStack) tableOnlyNote() string {
+	verb := "writes its windows"
+	if len(st.tableOnly) > 1 {
+		verb = "write their windows"
+	}
+	return fmt.Sprintf("pipeline %s %s only to the views table (no \"outputs\": {\"stream\": true} in the file): make results PIPELINE=%s KEY=<key> reads them",
+		strings.Join(st.tableOnly, ", "), verb, st.tableOnly[0])
 }
 
 // resolveStream finds -stream's value among the stack's streams: an alias
 // (events, results, joins, matches, enriched, show-events), a label
 // (StatusCodesResults) or a name.
-func resolveStream(v string, streams []stackStream) (string, error) {
+func resolveStream(v string, st localStack) (string, error) {
+	streams := st.streams
 	list := func(ss []stackStream) string {
 		parts := make([]string, len(ss))
 		for i, s := range ss {
@@ -75,7 +130,11 @@ func resolveStream(v string, streams []stackStream) (string, error) {
 		case 1:
 			return found[0].name, nil
 		case 0:
-			return "", cli.Usagef("stream", "%s: the stack has no %s stream; its streams: %s", strictjson.Cut(v, cli.MaxEcho), a.alias, list(streams))
+			msg := fmt.Sprintf("%s: the stack has no %s stream; its streams: %s", strictjson.Cut(v, cli.MaxEcho), a.alias, list(streams))
+			if a.label == resultsLabel && len(st.tableOnly) > 0 {
+				msg += "; " + st.tableOnlyNote()
+			}
+			return "", cli.Usagef("stream", "%s", msg)
 		default:
 			return "", cli.Usagef("stream", "%s: the stack has %d such streams, give one by label: %s", strictjson.Cut(v, cli.MaxEcho), len(found), list(found))
 		}

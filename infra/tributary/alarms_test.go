@@ -226,16 +226,7 @@ func TestLateDroppedIsAShare(t *testing.T) {
 	if p == nil {
 		t.Fatal("no late-dropped alarm")
 	}
-	stats := map[string]any{}
-	for _, m := range asList(p["Metrics"]) {
-		m := m.(map[string]any)
-		if ms, ok := m["MetricStat"].(map[string]any); ok {
-			stats[m["Id"].(string)] = ms
-			if m["ReturnData"] != false {
-				t.Errorf("metric %s returns data; only the expression may", m["Id"])
-			}
-		}
-	}
+	stats := mathMetrics(t, p)
 	metric := func(name string) any {
 		return map[string]any{
 			"Metric": map[string]any{"Namespace": "Tributary", "MetricName": name,
@@ -247,6 +238,23 @@ func TestLateDroppedIsAShare(t *testing.T) {
 	if !reflect.DeepEqual(stats, want) {
 		t.Errorf("metrics %v, want %v", stats, want)
 	}
+}
+
+// mathMetrics are a metric-math alarm's metrics by id, each checked to
+// return no data (only the expression may).
+func mathMetrics(t *testing.T, p map[string]any) map[string]any {
+	t.Helper()
+	stats := map[string]any{}
+	for _, m := range asList(p["Metrics"]) {
+		m := m.(map[string]any)
+		if ms, ok := m["MetricStat"].(map[string]any); ok {
+			stats[m["Id"].(string)] = ms
+			if m["ReturnData"] != false {
+				t.Errorf("metric %s returns data; only the expression may", m["Id"])
+			}
+		}
+	}
+	return stats
 }
 
 // TestArchiveChainAlarm: the archive's chain alarm adds the archiver's
@@ -264,16 +272,7 @@ func TestArchiveChainAlarm(t *testing.T) {
 	assertProps(t, key, p, map[string]any{"Threshold": 1.0, "EvaluationPeriods": 1.0, "DatapointsToAlarm": 1.0,
 		"ComparisonOperator": "GreaterThanOrEqualToThreshold", "TreatMissingData": "notBreaching",
 		"AlarmActions": topic, "OKActions": topic})
-	stats := map[string]any{}
-	for _, m := range asList(p["Metrics"]) {
-		m := m.(map[string]any)
-		if ms, ok := m["MetricStat"].(map[string]any); ok {
-			stats[m["Id"].(string)] = ms
-			if m["ReturnData"] != false {
-				t.Errorf("metric %s returns data; only the expression may", m["Id"])
-			}
-		}
-	}
+	stats := mathMetrics(t, p)
 	metric := func(name string) any {
 		return map[string]any{
 			"Metric": map[string]any{"Namespace": "Tributary", "MetricName": name,

@@ -39,6 +39,18 @@ func record(shard, seq string, at time.Time, data string) events.KinesisEventRec
 			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: at}}}
 }
 
+// newBucket is an S3 client on the stand-in and a bucket of the test's
+// own.
+func newBucket(t *testing.T) (*s3.Client, string) {
+	t.Helper()
+	client := archive.NewS3Client(awsCfg)
+	bucket := fmt.Sprintf("archive-test-%d", buckets.Add(1))
+	if _, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	return client, bucket
+}
+
 // TestArchiverWritesEachShardAndHourApart: a batch of two shards that
 // crosses an hour is written as one object per shard and hour, named by its
 // first and last sequence numbers under the stream's prefix; the reader
@@ -46,11 +58,7 @@ func record(shard, seq string, at time.Time, data string) events.KinesisEventRec
 // objects again.
 func TestArchiverWritesEachShardAndHourApart(t *testing.T) {
 	ctx := context.Background()
-	client := archive.NewS3Client(awsCfg)
-	bucket := fmt.Sprintf("archive-test-%d", buckets.Add(1))
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
+	client, bucket := newBucket(t)
 	h := time.Date(2026, 11, 30, 9, 59, 58, 0, time.UTC)
 	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
 		record("shardId-000000000000", "100", h, `{"id":"a"}`),
@@ -217,11 +225,7 @@ func must(n archive.ObjectName, ok bool) archive.ObjectName {
 // filed apart from the run 1, 3 around it.
 func TestArchiverObjectsOfAShardNeverInterleave(t *testing.T) {
 	ctx := context.Background()
-	client := archive.NewS3Client(awsCfg)
-	bucket := fmt.Sprintf("archive-test-%d", buckets.Add(1))
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
+	client, bucket := newBucket(t)
 	h := time.Date(2026, 11, 30, 9, 59, 59, 0, time.UTC)
 	shard := "shardId-000000000000"
 	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{

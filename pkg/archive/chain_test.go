@@ -100,11 +100,7 @@ func TestChainShowsHolesAndOnlyHoles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			client := archive.NewS3Client(awsCfg)
-			bucket := fmt.Sprintf("archive-test-%d", buckets.Add(1))
-			if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-				t.Fatal(err)
-			}
+			client, bucket := newBucket(t)
 			last := 0
 			for _, o := range tc.old {
 				var recs []archive.Record

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -104,11 +103,7 @@ func TestArchiverMetrics(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			client := archive.NewS3Client(awsCfg)
-			bucket := fmt.Sprintf("archive-test-%d", buckets.Add(1))
-			if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-				t.Fatal(err)
-			}
+			client, bucket := newBucket(t)
 			var out bytes.Buffer
 			fs := &faultyS3{Client: client}
 			a := archive.NewArchiver(fs, bucket, archive.WithMetrics(metrics.New(&out, "archive")))

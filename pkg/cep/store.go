@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary-dev/tributary/internal/ddbtable"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -122,17 +123,9 @@ const TTLAttribute = attrExpiresAt
 
 // CreateRulesTable creates a rules table (for tests and tools; the stack
 // declares it).
-func CreateRulesTable(ctx context.Context, db interface {
-	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
-}, name string) error {
-	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		BillingMode:          types.BillingModePayPerRequest,
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrID), KeyType: types.KeyTypeHash}},
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrID), AttributeType: types.ScalarAttributeTypeS}},
-	})
-	if err != nil {
-		return fmt.Errorf("cep: creating rules table %s: %w", name, err)
+func CreateRulesTable(ctx context.Context, db ddbtable.Creator, name string) error {
+	if err := ddbtable.Create(ctx, db, name, attrID, ""); err != nil {
+		return fmt.Errorf("cep: rules table: %w", err)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -251,6 +250,8 @@ func (c *Config) Extract(env *stream.Envelope) (key string, value float64, disti
 // aggregate's Parse, join.Parse, cep.ParseConfig): Field is the path of the
 // offending field ("windows[1].advance"; "" for the whole document). Build
 // one with NewConfigError, which bounds what it repeats of the document.
+// Parse and NewFile report each of a file's mistakes as one, joined (see
+// Parse).
 type ConfigError struct {
 	Field  string
 	Reason string
@@ -364,7 +365,17 @@ var (
 // included), an object with a key twice, nesting deeper than
 // strictjson.MaxDepth or more than MaxFileBytes are refused naming the
 // field. Unknown fields are refused, with the known field within two edits
-// as a hint. Errors are *ConfigError.
+// as a hint.
+//
+// Errors are *ConfigError. A document with several independent mistakes
+// is refused with all of them at once, so that its author fixes them in
+// one go: in the document's order (a mistake about an absent field last),
+// at most 20 ("… and 5 more"), its Error "3 mistakes:" and one indented
+// line each naming its field; errors.As finds the first, and Unwrap()
+// []error gives each. A mistake that only follows from another is left
+// out (a misspelt "nmae" is not also a missing name; an advance is not
+// checked against a size that did not parse). A document that is not a
+// JSON object, that strictjson refuses or of another kind is one mistake.
 func Parse(doc []byte) (*Config, error) {
 	if err := strictjson.Check(doc, strictjson.Options{MaxBytes: MaxFileBytes, Name: "config"}); err != nil {
 		var se *strictjson.Error
@@ -374,20 +385,19 @@ func Parse(doc []byte) (*Config, error) {
 		if se.Kind == strictjson.Syntax {
 			// Malformed JSON is placed by line and column, as object
 			// words it.
-			if _, oerr := object("", doc, topFields, schemaField); oerr != nil {
+			if _, oerr := object(newMistakes(nil), "", "", doc, topFields, schemaField); oerr != nil {
 				return nil, oerr
 			}
 		}
 		return nil, cfgErr(se.Path, "%s", se.Reason)
 	}
-	top, err := object("", doc, topFields, schemaField)
+	m := newMistakes(doc)
+	top, err := object(m, "", "", doc, topFields, schemaField)
 	if err != nil {
 		return nil, err
 	}
-	var schema string // for editors; ignored
-	if err := field(top, schemaField, schemaField, &schema); err != nil {
-		return nil, err
-	}
+	// A document of another kind is that one mistake: its other fields
+	// are that kind's.
 	var kind string
 	if err := field(top, "kind", "kind", &kind); err != nil {
 		return nil, err
@@ -395,6 +405,8 @@ func Parse(doc []byte) (*Config, error) {
 	if kind != "" && Kind(kind) != KindAggregate {
 		return nil, cfgErr("kind", "%q: this config declares a windowed aggregation, kind %q (pipeline.NewFile reads files of every kind)", kind, KindAggregate)
 	}
+	var schema string // for editors; ignored
+	m.add(field(top, schemaField, schemaField, &schema))
 	c := &Config{}
 	var raw struct {
 		name, key, value, distinct, ooo, idle, late, lateness string
@@ -402,7 +414,6 @@ func Parse(doc []byte) (*Config, error) {
 		eventTypes, aggregates                                []string
 		quantiles                                             []float64
 		precision                                             *int
-		outputs                                               map[string]json.RawMessage
 		pkIsGroupingKey                                       bool
 		pf                                                    *int
 	}
@@ -416,166 +427,182 @@ func Parse(doc []byte) (*Config, error) {
 		{"partitionKeyIsGroupingKey", &raw.pkIsGroupingKey}, {"parallelizationFactor", &raw.pf},
 		{"dedupeHorizon", &raw.dedupe}, {"retention", &raw.retention},
 	} {
-		if err := field(top, f.name, f.name, f.dst); err != nil {
-			return nil, err
+		m.add(field(top, f.name, f.name, f.dst))
+	}
+	raw.eventTypes = list[string](m, top, "eventTypes")
+	raw.aggregates = list[string](m, top, "aggregates")
+	raw.quantiles = list[float64](m, top, "quantiles")
+
+	if m.ok("name") {
+		switch {
+		case raw.name == "":
+			m.add(cfgErr("name", "required"))
+		case !namePattern.MatchString(raw.name):
+			m.add(cfgErr("name", "%q must be 1 to 64 letters, digits, '-' or '_'", raw.name))
 		}
-	}
-
-	if raw.eventTypes, err = list[string](top, "eventTypes"); err != nil {
-		return nil, err
-	}
-	if raw.aggregates, err = list[string](top, "aggregates"); err != nil {
-		return nil, err
-	}
-	if raw.quantiles, err = list[float64](top, "quantiles"); err != nil {
-		return nil, err
-	}
-
-	switch {
-	case raw.name == "":
-		return nil, cfgErr("name", "required")
-	case !namePattern.MatchString(raw.name):
-		return nil, cfgErr("name", "%q must be 1 to 64 letters, digits, '-' or '_'", raw.name)
 	}
 	c.Name = raw.name
 
 	for i, t := range raw.eventTypes {
-		if t == "" {
-			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "is empty")
+		at := fmt.Sprintf("eventTypes[%d]", i)
+		if !m.ok(at) {
+			continue
 		}
-		if utf8.RuneCountInString(t) > stream.MaxTypeLength {
-			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "is longer than an event type can be (%d characters): no event would match it", stream.MaxTypeLength)
-		}
-		if r, at, found := stream.FirstControl(t); found {
+		switch r, pos, control := stream.FirstControl(t); {
+		case t == "":
+			m.add(cfgErr(at, "is empty"))
+		case utf8.RuneCountInString(t) > stream.MaxTypeLength:
+			m.add(cfgErr(at, "is longer than an event type can be (%d characters): no event would match it", stream.MaxTypeLength))
+		case control:
 			// Ingest refuses such a type (stream.CheckControls): the
 			// pipeline would read nothing of it, silently.
-			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "holds control character U+%04X at byte %d: no event's type can (ingest refuses it), so the pipeline would never read it", r, at)
-		}
-		if slices.Contains(raw.eventTypes[:i], t) {
-			return nil, cfgErr(fmt.Sprintf("eventTypes[%d]", i), "%q is listed twice", t)
+			m.add(cfgErr(at, "holds control character U+%04X at byte %d: no event's type can (ingest refuses it), so the pipeline would never read it", r, pos))
+		case slices.Contains(raw.eventTypes[:i], t):
+			m.add(cfgErr(at, "%q is listed twice", t))
 		}
 	}
 	c.EventTypes = raw.eventTypes
 
-	spec, err := agg.NewSpec(raw.aggregates, raw.quantiles)
-	if raw.precision != nil && err == nil {
-		if *raw.precision < 4 || *raw.precision > 18 {
-			return nil, cfgErr("distinctPrecision", "%d is not between 4 and 18", *raw.precision)
+	// The aggregates decide which of value and distinct are needed; when
+	// they did not parse, neither is said to be needed or unused.
+	var spec *agg.Spec
+	if m.ok("aggregates", "quantiles") {
+		s, err := agg.NewSpec(raw.aggregates, raw.quantiles)
+		if err != nil {
+			// agg names the field: "aggregates[2]: ..." or "quantiles[0]: ...".
+			f, reason, _ := strings.Cut(err.Error(), ": ")
+			m.add(NewConfigError(f, reason))
+		} else {
+			spec = s
 		}
-		if !spec.Aggregates.Has(agg.Distinct) {
-			return nil, cfgErr("distinctPrecision", "set but the distinct aggregate is off")
-		}
-		spec.DistinctPrecision = uint8(*raw.precision)
 	}
-	if err != nil {
-		// agg names the field: "aggregates[2]: ..." or "quantiles[0]: ...".
-		f, reason, _ := strings.Cut(err.Error(), ": ")
-		return nil, NewConfigError(f, reason)
-	}
-	if n := spec.MaxEncodedBytes(); n > MaxStateBytes {
-		field := "aggregates"
-		if spec.Aggregates.Has(agg.Distinct) {
-			field = "distinctPrecision"
+	if raw.precision != nil && m.ok("distinctPrecision") {
+		switch {
+		case *raw.precision < 4 || *raw.precision > 18:
+			m.add(cfgErr("distinctPrecision", "%d is not between 4 and 18", *raw.precision))
+		case spec == nil:
+		case !spec.Aggregates.Has(agg.Distinct):
+			m.add(cfgErr("distinctPrecision", "set but the distinct aggregate is off"))
+		default:
+			spec.DistinctPrecision = uint8(*raw.precision)
 		}
-		return nil, cfgErr(field, "a window's aggregates would take up to %d bytes (distinct precision %d%s); a window item holds its merged state and one batch's part in an item, so at most %d: lower distinctPrecision",
-			n, spec.DistinctPrecision, map[bool]string{true: ", quantiles on", false: ""}[spec.Aggregates.Has(agg.Quantiles)], MaxStateBytes)
+	}
+	if spec != nil && m.ok("distinctPrecision") {
+		if n := spec.MaxEncodedBytes(); n > MaxStateBytes {
+			field := "aggregates"
+			if spec.Aggregates.Has(agg.Distinct) {
+				field = "distinctPrecision"
+			}
+			m.add(cfgErr(field, "a window's aggregates would take up to %d bytes (distinct precision %d%s); a window item holds its merged state and one batch's part in an item, so at most %d: lower distinctPrecision",
+				n, spec.DistinctPrecision, map[bool]string{true: ", quantiles on", false: ""}[spec.Aggregates.Has(agg.Quantiles)], MaxStateBytes))
+		}
 	}
 	c.Aggregates = spec
 
 	if raw.key == "" {
 		raw.key = "key"
 	}
-	if c.Key, err = ParsePath(raw.key); err != nil {
-		return nil, cfgErr("key", "%v", err)
+	if m.ok("key") {
+		if c.Key, err = ParsePath(raw.key); err != nil {
+			m.add(cfgErr("key", "%v", err))
+		} else if c.Key.src == fromID {
+			m.add(cfgErr("key", "grouping by id puts every event in a group of its own; group by key, type or a data field"))
+		}
 	}
-	if c.Key.src == fromID {
-		return nil, cfgErr("key", "grouping by id puts every event in a group of its own; group by key, type or a data field")
+	if m.ok("value") {
+		var needed *bool
+		if spec != nil {
+			needed = new(spec.Aggregates.NeedsValue())
+		}
+		c.Value = optionalPath(m, "value", raw.value, raw.aggregates, needed, isValueAggregate, strings.Join((agg.Sum|agg.Min|agg.Max|agg.Mean|agg.Quantiles).Names(), ", "))
+		if m.ok("value") && !c.Value.IsZero() && c.Value.src != fromData {
+			m.add(cfgErr("value", "%q is not in data: want \"data.<field>\", a number", raw.value))
+		}
 	}
-	if c.Value, err = optionalPath("value", raw.value, raw.aggregates, spec.Aggregates.NeedsValue(), isValueAggregate, strings.Join((agg.Sum|agg.Min|agg.Max|agg.Mean|agg.Quantiles).Names(), ", ")); err != nil {
-		return nil, err
-	}
-	if !c.Value.IsZero() && c.Value.src != fromData {
-		return nil, cfgErr("value", "%q is not in data: want \"data.<field>\", a number", raw.value)
-	}
-	if c.Distinct, err = optionalPath("distinct", raw.distinct, raw.aggregates, spec.Aggregates.Has(agg.Distinct), func(n string) bool { return n == "distinct" }, "distinct"); err != nil {
-		return nil, err
+	if m.ok("distinct") {
+		var needed *bool
+		if spec != nil {
+			needed = new(spec.Aggregates.Has(agg.Distinct))
+		}
+		c.Distinct = optionalPath(m, "distinct", raw.distinct, raw.aggregates, needed, func(n string) bool { return n == "distinct" }, "distinct")
 	}
 
-	if c.Windows, err = parseWindows(top); err != nil {
-		return nil, err
-	}
+	c.Windows = parseWindows(m, top)
 
-	if c.OutOfOrderness, err = duration("outOfOrderness", raw.ooo, 0, true); err != nil {
-		return nil, err
+	if m.ok("outOfOrderness") {
+		if c.OutOfOrderness, err = duration("outOfOrderness", raw.ooo, 0, true); !m.add(err) && c.OutOfOrderness > MaxOutOfOrderness {
+			m.add(cfgErr("outOfOrderness", "%s is longer than %s: every window would wait that long to be final (for later records, latePolicy \"correct\" with allowedLateness)", raw.ooo, MaxOutOfOrderness))
+		}
 	}
-	if c.OutOfOrderness > MaxOutOfOrderness {
-		return nil, cfgErr("outOfOrderness", "%s is longer than %s: every window would wait that long to be final (for later records, latePolicy \"correct\" with allowedLateness)", raw.ooo, MaxOutOfOrderness)
-	}
-	if c.IdleTimeout, err = duration("idleTimeout", raw.idle, DefaultIdleTimeout, false); err != nil {
-		return nil, err
-	}
-	if c.IdleTimeout > MaxIdleTimeout {
-		return nil, cfgErr("idleTimeout", "%s is longer than %s: an idle shard's windows would wait that long to be final", raw.idle, MaxIdleTimeout)
+	if m.ok("idleTimeout") {
+		if c.IdleTimeout, err = duration("idleTimeout", raw.idle, DefaultIdleTimeout, false); !m.add(err) && c.IdleTimeout > MaxIdleTimeout {
+			m.add(cfgErr("idleTimeout", "%s is longer than %s: an idle shard's windows would wait that long to be final", raw.idle, MaxIdleTimeout))
+		}
 	}
 
 	if raw.late == "" {
 		raw.late = "drop"
 	}
-	if c.Late.Policy, err = window.ParseLatePolicy(raw.late); err != nil {
-		return nil, cfgErr("latePolicy", "%v", err)
-	}
-	switch {
-	case c.Late.Policy == window.Drop && raw.lateness != "":
-		return nil, cfgErr("allowedLateness", "only applies to latePolicy \"correct\"; late records are dropped under \"drop\"")
-	case c.Late.Policy == window.Correct && raw.lateness == "":
-		return nil, cfgErr("allowedLateness", "required when latePolicy is \"correct\": how long after a window is final a correction is still accepted")
-	case c.Late.Policy == window.Correct:
-		if c.Late.AllowedLateness, err = duration("allowedLateness", raw.lateness, 0, false); err != nil {
-			return nil, err
+	if m.ok("latePolicy") {
+		if c.Late.Policy, err = window.ParseLatePolicy(raw.late); err != nil {
+			m.add(cfgErr("latePolicy", "%v", err))
 		}
-		// A window is kept a day past its allowed lateness (and half a
-		// day past the latest it can change, retentionFloor), for at most
-		// MaxRetention.
-		if past, why := c.keptPastLateness(); c.Late.AllowedLateness > MaxRetention-past {
-			return nil, cfgErr("allowedLateness", "%s is longer than %s: a window is kept %s past its allowed lateness%s, and at most %s (retention)", raw.lateness, MaxRetention-past, past, why, MaxRetention)
+	}
+	if m.ok("latePolicy", "allowedLateness") {
+		switch {
+		case c.Late.Policy == window.Drop && raw.lateness != "":
+			m.add(cfgErr("allowedLateness", "only applies to latePolicy \"correct\"; late records are dropped under \"drop\""))
+		case c.Late.Policy == window.Correct && raw.lateness == "":
+			m.add(cfgErr("allowedLateness", "required when latePolicy is \"correct\": how long after a window is final a correction is still accepted"))
+		case c.Late.Policy == window.Correct:
+			if c.Late.AllowedLateness, err = duration("allowedLateness", raw.lateness, 0, false); m.add(err) {
+				break
+			}
+			// A window is kept a day past its allowed lateness (and half a
+			// day past the latest it can change, retentionFloor), for at most
+			// MaxRetention.
+			if past, why := c.keptPastLateness(); c.Late.AllowedLateness > MaxRetention-past && m.ok("outOfOrderness", "idleTimeout") {
+				m.add(cfgErr("allowedLateness", "%s is longer than %s: a window is kept %s past its allowed lateness%s, and at most %s (retention)", raw.lateness, MaxRetention-past, past, why, MaxRetention))
+			}
 		}
 	}
 
-	if c.Outputs, err = parseOutputs(top); err != nil {
-		return nil, err
-	}
+	c.Outputs = parseOutputs(m, top)
 
 	c.PartitionKeyIsGroupingKey = raw.pkIsGroupingKey
 	c.ParallelizationFactor = 1
 	if raw.pf != nil {
 		c.ParallelizationFactor = *raw.pf
 	}
-	if c.ParallelizationFactor < 1 || c.ParallelizationFactor > MaxParallelizationFactor {
-		return nil, cfgErr("parallelizationFactor", "%d is not between 1 and %d", c.ParallelizationFactor, MaxParallelizationFactor)
+	if m.ok("parallelizationFactor") && (c.ParallelizationFactor < 1 || c.ParallelizationFactor > MaxParallelizationFactor) {
+		m.add(cfgErr("parallelizationFactor", "%d is not between 1 and %d", c.ParallelizationFactor, MaxParallelizationFactor))
 	}
-	if c.ParallelizationFactor > 1 && !c.Key.IsPartitionKey() && !c.PartitionKeyIsGroupingKey {
-		return nil, cfgErr("key", "grouping by %s with parallelizationFactor %d needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1", c.Key, c.ParallelizationFactor)
+	if m.ok("key", "parallelizationFactor", "partitionKeyIsGroupingKey") && c.ParallelizationFactor > 1 && !c.Key.IsPartitionKey() && !c.PartitionKeyIsGroupingKey {
+		m.add(cfgErr("key", "grouping by %s with parallelizationFactor %d needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1", c.Key, c.ParallelizationFactor))
 	}
 	c.DedupeHorizon = DefaultDedupeHorizon
-	if raw.dedupe != nil {
-		if c.DedupeHorizon, err = setting("dedupeHorizon", *raw.dedupe, `"1h", or "0s" to turn suppression by event id off`, 0, "", MaxDedupeHorizon); err != nil {
-			return nil, err
-		}
+	if raw.dedupe != nil && m.ok("dedupeHorizon") {
+		c.DedupeHorizon, err = setting("dedupeHorizon", *raw.dedupe, `"1h", or "0s" to turn suppression by event id off`, 0, "", MaxDedupeHorizon)
+		m.add(err)
 	}
 	// Without retention, a window is kept a week, or as long as
 	// retentionFloor asks when that is longer.
 	c.Retention = max(DefaultRetention, c.retentionFloor())
-	if raw.retention != nil {
-		if c.Retention, err = setting("retention", *raw.retention, `"168h"`, MinRetention, "the least a window is kept after it ends", MaxRetention); err != nil {
-			return nil, err
-		}
+	if raw.retention != nil && m.ok("retention") {
+		c.Retention, err = setting("retention", *raw.retention, `"168h"`, MinRetention, "the least a window is kept after it ends", MaxRetention)
+		m.add(err)
 	}
-	if c.Retention < c.Late.AllowedLateness+MinRetention {
-		return nil, cfgErr("retention", "%s is shorter than allowedLateness (%s) + %s: a correction could find its window expired", c.Retention, c.Late.AllowedLateness, MinRetention)
+	// The retention's floor is checked against the durations it is made
+	// of only when they and it were read.
+	if m.ok("retention", "latePolicy", "allowedLateness") && c.Retention < c.Late.AllowedLateness+MinRetention {
+		m.add(cfgErr("retention", "%s is shorter than allowedLateness (%s) + %s: a correction could find its window expired", c.Retention, c.Late.AllowedLateness, MinRetention))
 	}
-	if c.Retention < c.retentionFloor() {
-		return nil, cfgErr("retention", "%s is shorter than outOfOrderness (%s) + idleTimeout (%s) + allowedLateness (%s) + %s: a window could still be open, or take a correction, after its item expired, and its result would never be emitted",
-			c.Retention, c.OutOfOrderness, c.IdleTimeout, c.Late.AllowedLateness, changeMargin)
+	if m.ok("retention", "latePolicy", "allowedLateness", "outOfOrderness", "idleTimeout") && c.Retention < c.retentionFloor() {
+		m.add(cfgErr("retention", "%s is shorter than outOfOrderness (%s) + idleTimeout (%s) + allowedLateness (%s) + %s: a window could still be open, or take a correction, after its item expired, and its result would never be emitted",
+			c.Retention, c.OutOfOrderness, c.IdleTimeout, c.Late.AllowedLateness, changeMargin))
+	}
+	if err := m.err(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -634,59 +661,75 @@ func isValueAggregate(n string) bool {
 }
 
 // optionalPath parses a path that is required when an aggregate needs it and
-// refused otherwise; readers names the aggregates that read it.
-func optionalPath(name, s string, aggregates []string, needed bool, needs func(string) bool, readers string) (Path, error) {
-	if !needed {
-		if s != "" {
-			return Path{}, cfgErr(name, "set but no aggregate uses it: remove it, or add an aggregate that reads it (%s)", readers)
-		}
-		return Path{}, nil
-	}
-	if s == "" {
+// refused otherwise; readers names the aggregates that read it. needed is
+// nil when the aggregates did not parse: the path is then only parsed.
+func optionalPath(m *mistakes, name, s string, aggregates []string, needed *bool, needs func(string) bool, readers string) Path {
+	switch {
+	case needed != nil && !*needed && s != "":
+		m.add(cfgErr(name, "set but no aggregate uses it: remove it, or add an aggregate that reads it (%s)", readers))
+		return Path{}
+	case needed != nil && *needed && s == "":
 		i := slices.IndexFunc(aggregates, needs)
-		return Path{}, cfgErr(name, "required when aggregates include %q", aggregates[i])
+		m.add(cfgErr(name, "required when aggregates include %q", aggregates[i]))
+		return Path{}
+	case s == "":
+		return Path{}
 	}
 	p, err := ParsePath(s)
 	if err != nil {
-		return Path{}, cfgErr(name, "%v", err)
+		m.add(cfgErr(name, "%v", err))
 	}
-	return p, nil
+	return p
 }
 
-func parseWindows(top map[string]json.RawMessage) ([]WindowSpec, error) {
+// parseWindows reads the windows, each of whose mistakes is m's; the
+// windows checked against each other (a duplicate, the windows a record
+// falls in) are those read without a mistake.
+func parseWindows(m *mistakes, top map[string]json.RawMessage) []WindowSpec {
+	if !m.ok("windows") { // a misspelt "windows"
+		return nil
+	}
 	var raws []json.RawMessage
-	if err := field(top, "windows", "windows", &raws); err != nil {
-		return nil, err
+	if m.add(field(top, "windows", "windows", &raws)) {
+		return nil
 	}
 	if len(raws) == 0 {
-		return nil, cfgErr("windows", "at least one window is required, for example [{\"kind\": \"tumbling\", \"size\": \"1m\"}]")
+		m.add(cfgErr("windows", "at least one window is required, for example [{\"kind\": \"tumbling\", \"size\": \"1m\"}]"))
+		return nil
 	}
 	specs := make([]WindowSpec, 0, len(raws))
+	var paths []string
 	var perRecord int64
 	for i, r := range raws {
 		path := fmt.Sprintf("windows[%d]", i)
-		w, err := parseWindow(path, r)
-		if err != nil {
-			return nil, err
+		w, ok := parseWindow(m, path, r)
+		if !ok {
+			continue
 		}
 		if j := slices.IndexFunc(specs, func(v WindowSpec) bool { return v.aligned() == w.aligned() }); j >= 0 {
-			return nil, cfgErr(path, "is the same window as windows[%d]", j)
+			m.add(cfgErr(path, "is the same window as %s", paths[j]))
+			continue
 		}
 		n := int64(1) // a tumbling window; a session or sliding kind's key state
 		if w.Kind == Hopping {
 			n = int64(w.Size / w.Advance)
 		}
-		if perRecord += n; perRecord > MaxWindowsPerRecord {
-			field, what := path, "its windows"
-			if w.Kind == Hopping {
-				field, what = path+".advance", fmt.Sprintf("%d windows (size %s / advance %s)", n, w.Size, w.Advance)
+		// Past the bound once, every later window would be too: that
+		// is one mistake.
+		if perRecord <= MaxWindowsPerRecord {
+			if perRecord += n; perRecord > MaxWindowsPerRecord {
+				field, what := path, "its windows"
+				if w.Kind == Hopping {
+					field, what = path+".advance", fmt.Sprintf("%d windows (size %s / advance %s)", n, w.Size, w.Advance)
+				}
+				m.add(cfgErr(field, "a record would fall in %s, %d with the windows before it: at most %d, since each is one conditional write per key and batch; use a longer advance or fewer windows",
+					what, perRecord, MaxWindowsPerRecord))
 			}
-			return nil, cfgErr(field, "a record would fall in %s, %d with the windows before it: at most %d, since each is one conditional write per key and batch; use a longer advance or fewer windows",
-				what, perRecord, MaxWindowsPerRecord)
 		}
 		specs = append(specs, w)
+		paths = append(paths, path)
 	}
-	return specs, nil
+	return specs
 }
 
 // dividingAdvances suggests the advances nearest advance, one below and one
@@ -746,22 +789,26 @@ func dividingAdvances(size, advance time.Duration) string {
 // million of them for each record, more than an invocation can make.
 const MaxWindowsPerRecord = 100
 
-func parseWindow(path string, doc []byte) (WindowSpec, error) {
-	m, err := object(path, doc, windowFields)
+// parseWindow reads the window at path, each of whose mistakes is m's, and
+// reports whether it was read without one.
+func parseWindow(m *mistakes, path string, doc []byte) (WindowSpec, bool) {
+	var w WindowSpec
+	fields, err := object(m, "windows", path, doc, windowFields)
 	if err != nil {
-		return WindowSpec{}, err
+		m.add(err)
+		return w, false
 	}
-	var kind string
 	raw := map[string]string{}
 	for _, name := range windowFields {
 		var s string
-		if err := field(m, name, path+"."+name, &s); err != nil {
-			return WindowSpec{}, err
+		if !m.add(field(fields, name, path+"."+name, &s)) {
+			raw[name] = s
 		}
-		raw[name] = s
 	}
-	kind = raw["kind"]
-	var w WindowSpec
+	if !m.ok(path + ".kind") {
+		return w, false
+	}
+	kind := raw["kind"]
 	var uses []string
 	for _, k := range windowKinds {
 		if k.kind.String() == kind {
@@ -770,47 +817,54 @@ func parseWindow(path string, doc []byte) (WindowSpec, error) {
 	}
 	switch {
 	case kind == "":
-		return w, cfgErr(path+".kind", "required: %s", joinOr(windowKindNames()))
+		m.add(cfgErr(path+".kind", "required: %s", joinOr(windowKindNames())))
+		return w, false
 	case w.Kind == 0:
-		return w, cfgErr(path+".kind", "%q is not a window kind: want %s", kind, joinOr(windowKindNames()))
+		m.add(cfgErr(path+".kind", "%q is not a window kind: want %s", kind, joinOr(windowKindNames())))
+		return w, false
 	}
 	for _, name := range windowFields[1:] {
 		if raw[name] != "" && !slices.Contains(uses, name) {
-			return w, cfgErr(path+"."+name, "a %s window has no %s (it takes %s)", kind, name, joinOr(uses))
+			m.add(cfgErr(path+"."+name, "a %s window has no %s (it takes %s)", kind, name, joinOr(uses)))
 		}
 	}
 	dst := map[string]*time.Duration{"size": &w.Size, "advance": &w.Advance, "difference": &w.Difference, "gap": &w.Gap}
 	for _, name := range uses {
-		if name == "offset" {
+		if name == "offset" || !m.ok(path+"."+name) {
 			continue
 		}
 		if raw[name] == "" {
-			return w, cfgErr(path+"."+name, "required for a %s window", kind)
+			m.add(cfgErr(path+"."+name, "required for a %s window", kind))
+			continue
 		}
-		if *dst[name], err = duration(path+"."+name, raw[name], 0, false); err != nil {
-			return w, err
+		if *dst[name], err = duration(path+"."+name, raw[name], 0, false); m.add(err) {
+			continue
 		}
 		if *dst[name] > MaxWindowDuration {
-			return w, cfgErr(path+"."+name, "%s is longer than %s, the longest a window may be", raw[name], MaxWindowDuration)
+			m.add(cfgErr(path+"."+name, "%s is longer than %s, the longest a window may be", raw[name], MaxWindowDuration))
 		}
 	}
-	if raw["offset"] != "" {
+	if raw["offset"] != "" && m.ok(path+".offset") {
 		d, err := time.ParseDuration(raw["offset"])
-		if err != nil {
-			return w, cfgErr(path+".offset", "%q is not a duration such as \"90s\", \"5m\" or \"-5h\"", raw["offset"])
+		switch {
+		case err != nil:
+			m.add(cfgErr(path+".offset", "%q is not a duration such as \"90s\", \"5m\" or \"-5h\"", raw["offset"]))
+		case d%window.Resolution != 0:
+			m.add(cfgErr(path+".offset", "%s is not a whole number of milliseconds", raw["offset"]))
+		default:
+			w.Offset = d
 		}
-		if d%window.Resolution != 0 {
-			return w, cfgErr(path+".offset", "%s is not a whole number of milliseconds", raw["offset"])
-		}
-		w.Offset = d
 	}
-	if w.Kind == Hopping {
+	if w.Kind == Hopping && m.ok(path+".size", path+".advance") {
 		switch {
 		case w.Advance > w.Size:
-			return w, cfgErr(path+".advance", "%s is longer than size %s: records between windows would be in none", raw["advance"], raw["size"])
+			m.add(cfgErr(path+".advance", "%s is longer than size %s: records between windows would be in none", raw["advance"], raw["size"]))
 		case w.Size%w.Advance != 0:
-			return w, cfgErr(path+".advance", "%s does not divide size %s: size must be a whole number of advances%s", raw["advance"], raw["size"], dividingAdvances(w.Size, w.Advance))
+			m.add(cfgErr(path+".advance", "%s does not divide size %s: size must be a whole number of advances%s", raw["advance"], raw["size"], dividingAdvances(w.Size, w.Advance)))
 		}
+	}
+	if !m.ok(path) {
+		return w, false
 	}
 	// The window package's own checks, in case they are stricter.
 	var verr error
@@ -825,34 +879,33 @@ func parseWindow(path string, doc []byte) (WindowSpec, error) {
 		verr = w.Session().Validate()
 	}
 	if verr != nil {
-		return w, cfgErr(path, "%v", verr)
+		m.add(cfgErr(path, "%v", verr))
+		return w, false
 	}
-	return w, nil
+	return w, true
 }
 
-func parseOutputs(top map[string]json.RawMessage) (Outputs, error) {
-	if _, ok := top["outputs"]; !ok {
-		return Outputs{Table: true}, nil
+// parseOutputs reads outputs, each of whose mistakes is m's.
+func parseOutputs(m *mistakes, top map[string]json.RawMessage) Outputs {
+	if _, ok := top["outputs"]; !ok || !m.ok("outputs") {
+		return Outputs{Table: true}
 	}
 	var doc json.RawMessage
-	if err := field(top, "outputs", "outputs", &doc); err != nil {
-		return Outputs{}, err
+	if m.add(field(top, "outputs", "outputs", &doc)) {
+		return Outputs{}
 	}
-	m, err := object("outputs", doc, outputFields)
+	fields, err := object(m, "outputs", "outputs", doc, outputFields)
 	if err != nil {
-		return Outputs{}, err
+		m.add(err)
+		return Outputs{}
 	}
 	var o Outputs
-	if err := field(m, "table", "outputs.table", &o.Table); err != nil {
-		return o, err
+	m.add(field(fields, "table", "outputs.table", &o.Table))
+	m.add(field(fields, "stream", "outputs.stream", &o.Stream))
+	if !o.Table && !o.Stream && m.ok("outputs") {
+		m.add(cfgErr("outputs", "at least one of table and stream must be true"))
 	}
-	if err := field(m, "stream", "outputs.stream", &o.Stream); err != nil {
-		return o, err
-	}
-	if !o.Table && !o.Stream {
-		return o, cfgErr("outputs", "at least one of table and stream must be true")
-	}
-	return o, nil
+	return o
 }
 
 // duration parses a Go duration that must be positive (or, with zeroOK,
@@ -874,11 +927,17 @@ func duration(path, s string, def time.Duration, zeroOK bool) (time.Duration, er
 	return d, nil
 }
 
-// object decodes a JSON object and refuses fields not in known or quiet
-// (accepted, but not listed in the error's known fields).
-func object(path string, doc []byte, known []string, quiet ...string) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
+// object decodes the JSON object doc, the field at path under top-level
+// field root ("" for the document itself). When doc is no object it
+// returns nil and the error; else its members, with each field not in
+// known or quiet (accepted, but not listed in the error's known fields) a
+// mistake of m, in the order written, at most maxMistakes of them (the
+// rest counted). An unknown field within two edits of a known one the
+// object lacks is named as its misspelling, and the known one left
+// unchecked (m.unset): "nmae" is the mistake, not a missing "name".
+func object(m *mistakes, root, path string, doc []byte, known []string, quiet ...string) (map[string]json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &fields); err != nil || fields == nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			line, col := lineCol(doc, se.Offset)
@@ -886,27 +945,42 @@ func object(path string, doc []byte, known []string, quiet ...string) (map[strin
 		}
 		return nil, cfgErr(path, "must be a JSON object, not %s", kind(bytes.TrimSpace(doc)))
 	}
-	var unknown []string
-	for k := range m {
-		if !slices.Contains(known, k) && !slices.Contains(quiet, k) {
-			unknown = append(unknown, k)
+	under := func(name string) string {
+		if path == "" {
+			return name
 		}
+		return path + "." + name
 	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		p := unknown[0]
+	kept := 0
+	for _, k := range keysInOrder(doc) {
+		if slices.Contains(known, k) || slices.Contains(quiet, k) {
+			continue
+		}
+		if kept == maxMistakes {
+			m.more++
+			continue
+		}
+		kept++
+		p := k
 		if p == "" {
 			p = `""` // a field with an empty name: name it as written
 		}
-		if path != "" {
-			p = path + "." + p
+		r := root
+		if r == "" {
+			r = k
 		}
-		if near := strictjson.Nearest(unknown[0], known); near != "" {
-			return nil, cfgErr(p, "unknown field; did you mean %q? (known: %s)", near, joinAnd(known))
+		near := strictjson.Nearest(k, known)
+		if near == "" {
+			m.unknown(r, NewConfigError(under(p), "unknown field (known: "+joinAnd(known)+")"), "")
+			continue
 		}
-		return nil, cfgErr(p, "unknown field (known: %s)", joinAnd(known))
+		unset := ""
+		if _, ok := fields[near]; !ok {
+			unset = under(near)
+		}
+		m.unknown(r, NewConfigError(under(p), fmt.Sprintf("unknown field; did you mean %q? (known: %s)", near, joinAnd(known))), unset)
 	}
-	return m, nil
+	return fields, nil
 }
 
 // lineCol is the 1-based line and column of byte offset off in doc.
@@ -920,20 +994,19 @@ func lineCol(doc []byte, off int64) (line, col int) {
 	return line, col
 }
 
-// list decodes the array m[name] element by element, so an error names the
-// element ("eventTypes[2]").
-func list[T any](m map[string]json.RawMessage, name string) ([]T, error) {
+// list decodes the array top[name] element by element, each element's
+// mistake m's, naming the element ("eventTypes[2]"); an element that is
+// not a T is left its zero value.
+func list[T any](m *mistakes, top map[string]json.RawMessage, name string) []T {
 	var raws []json.RawMessage
-	if err := field(m, name, name, &raws); err != nil {
-		return nil, err
+	if !m.ok(name) || m.add(field(top, name, name, &raws)) {
+		return nil
 	}
 	out := make([]T, len(raws))
 	for i, r := range raws {
-		if err := field(map[string]json.RawMessage{"": r}, "", fmt.Sprintf("%s[%d]", name, i), &out[i]); err != nil {
-			return nil, err
-		}
+		m.add(field(map[string]json.RawMessage{"": r}, "", fmt.Sprintf("%s[%d]", name, i), &out[i]))
 	}
-	return out, nil
+	return out
 }
 
 // field decodes m[name] into dst if present and not null.

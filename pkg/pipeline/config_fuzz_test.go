@@ -71,19 +71,46 @@ func FuzzParse(f *testing.F) {
 // checkConfigError says what is wrong with err as Parse's error for doc
 // ("" if nothing): it must be a *ConfigError with a reason, naming a field
 // of the config (or a field the document has that the config does not),
-// and naming none only when the document is not a JSON object.
+// and naming none only when the document is not a JSON object; or, for
+// several mistakes, a list of such errors, one a line under a count, at
+// most maxMistakes of them, the first the one errors.As finds.
 func checkConfigError(doc []byte, err error) string {
-	var ce *ConfigError
-	if !errors.As(err, &ce) {
+	var first *ConfigError
+	if !errors.As(err, &first) {
 		return fmt.Sprintf("is %T, not a *ConfigError", err)
 	}
+	errs := mistakesOf(err)
+	if len(errs) == 0 || errs[0] != first {
+		return "errors.As does not find its first mistake"
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(errs) == 1 {
+		if _, many := err.(*configErrors); many {
+			return "lists one mistake"
+		}
+		lines = []string{"  " + lines[0]}
+	} else if len(errs) > maxMistakes || !strings.HasSuffix(lines[0], " mistakes:") || len(lines) < len(errs)+1 {
+		return "is not a count and a line for each mistake"
+	} else {
+		lines = lines[1:]
+	}
+	for i, ce := range errs {
+		if msg := checkMistake(doc, ce, lines[i], len(errs) > 1); msg != "" {
+			return fmt.Sprintf("mistake %d: %s", i, msg)
+		}
+	}
+	return ""
+}
+
+// checkMistake is checkConfigError for one mistake, ce, written as line.
+func checkMistake(doc []byte, ce *ConfigError, line string, many bool) string {
 	if ce.Reason == "" {
 		return "has no reason"
 	}
 	var top map[string]json.RawMessage
 	isObject := json.Unmarshal(doc, &top) == nil && top != nil
 	if ce.Field == "" {
-		if isObject {
+		if isObject || many {
 			return "names no field, but the document is an object"
 		}
 		return ""
@@ -91,7 +118,7 @@ func checkConfigError(doc []byte, err error) string {
 	if !isObject {
 		return fmt.Sprintf("names field %q, but the document is not an object", ce.Field)
 	}
-	if err.Error() != ce.Field+": "+ce.Reason {
+	if line != "  "+ce.Field+": "+ce.Reason {
 		return "does not start with its field"
 	}
 	for k := range top { // an unknown field, named as written or quoted

@@ -50,6 +50,13 @@ type File struct {
 //
 //	pipelines/checkouts.json: windows[0].size: "1x" is not a duration such as "90s", "5m" or "1h30m"
 //	pipelines/orders-payments.json: within: required: How long after a left record ...
+//
+// and, for a file with several mistakes (of its parse, or of its kind's
+// table), every one, under the file's name, as Parse lists them:
+//
+//	pipelines/checkouts.json: 2 mistakes:
+//	  windows[0].size: "1x" is not a duration such as "90s", "5m" or "1h30m"
+//	  outOfOrderness: "5x" is not a duration such as "90s", "5m" or "1h30m"
 func NewFile(path string, doc []byte) (File, error) {
 	if len(doc) > MaxFileBytes {
 		return File{}, fmt.Errorf("%s: %d bytes, more than %d: a pipeline file is a small JSON object", path, len(doc), MaxFileBytes)

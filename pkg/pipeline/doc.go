@@ -21,6 +21,15 @@
 // unknown field is named with the known one within two edits as a hint
 // ("dedupHorizon: unknown field; did you mean \"dedupeHorizon\"?").
 //
+// A document with several independent mistakes is refused with all of
+// them at once, in its order, one line each (at most 20), leaving out a
+// mistake that only follows from another (a misspelt "nmae" is not also a
+// missing name):
+//
+//	2 mistakes:
+//	  windows[1].advance: 45s does not divide size 2m: size must be a whole number of advances; use 40s or 1m0s
+//	  outOfOrderness: "5x" is not a duration such as "90s", "5m" or "1h30m"
+//
 // Config.Extract reads a record's grouping key, value and distinct value
 // from its envelope without decoding the whole payload.
 //

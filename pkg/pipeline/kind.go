@@ -67,7 +67,8 @@ func fileKind(doc []byte) (Kind, error) {
 
 // checkOperator checks a join or CEP file against its kind's table: no
 // unknown field, each of the declared type, durations that parse, values
-// of an enum among it, the required fields present. It returns the name.
+// of an enum among it, the required fields present. It returns the name,
+// and every mistake at once, as Parse does.
 // What the table cannot say (a join's left and right differ, its bound is
 // at most a day) is join.Parse's and cep.ParseConfig's to refuse; the
 // stack runs them too.
@@ -80,52 +81,52 @@ func checkOperator(k Kind, doc []byte) (string, error) {
 		return "", cfgErr("", "%v", err)
 	}
 	specs := kindFields[k]
-	top, err := object("", doc, fieldNames(specs), schemaField)
+	m := newMistakes(doc)
+	top, err := object(m, "", "", doc, fieldNames(specs), schemaField)
 	if err != nil {
 		return "", err
 	}
 	var schema string // for editors; ignored
-	if err := field(top, schemaField, schemaField, &schema); err != nil {
-		return "", err
-	}
+	m.add(field(top, schemaField, schemaField, &schema))
 	var name string
 	for _, f := range specs {
+		if !m.ok(f.name) { // misspelt: the unknown field is the mistake
+			continue
+		}
 		if v, ok := top[f.name]; !ok || string(v) == "null" {
 			if f.required {
-				return "", cfgErr(f.name, "required: %s", f.doc)
+				m.add(cfgErr(f.name, "required: %s", f.doc))
 			}
 			continue
 		}
 		switch f.typ {
 		case tBool:
 			var b bool
-			if err := field(top, f.name, f.name, &b); err != nil {
-				return "", err
-			}
+			m.add(field(top, f.name, f.name, &b))
 			continue
 		case tString:
 		default:
 			return "", fmt.Errorf("pipeline: field %s of kind %s has type %s, which checkOperator does not read", f.name, k, f.typ)
 		}
 		var s string
-		if err := field(top, f.name, f.name, &s); err != nil {
-			return "", err
+		if m.add(field(top, f.name, f.name, &s)) {
+			continue
 		}
 		switch {
 		case s == "" && (f.required || f.minLength > 0):
-			return "", cfgErr(f.name, "is empty: %s", f.doc)
+			m.add(cfgErr(f.name, "is empty: %s", f.doc))
 		case f.enum != nil && !slices.Contains(f.enum, s):
-			return "", cfgErr(f.name, "%q: want %s", s, joinOr(f.enum))
+			m.add(cfgErr(f.name, "%q: want %s", s, joinOr(f.enum)))
 		case f.pattern != "" && !regexp.MustCompile(f.pattern).MatchString(s):
-			return "", cfgErr(f.name, "%q %s", s, f.patternReason)
+			m.add(cfgErr(f.name, "%q %s", s, f.patternReason))
 		case f.duration:
 			if _, err := duration(f.name, s, 0, true); err != nil {
-				return "", err
+				m.add(err)
 			}
 		}
 		if f.name == "name" {
 			name = s
 		}
 	}
-	return name, nil
+	return name, m.err()
 }

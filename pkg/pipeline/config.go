@@ -289,12 +289,24 @@ func NewConfigError(field, reason string) *ConfigError {
 // record of a key on one shard, so they need PartitionKeyIsGroupingKey.
 // NewFile checks it, so that such a file fails synth naming the window.
 func (c *Config) CheckKeyedWindows() error {
+	m := newMistakes(nil)
+	c.checkKeyedWindows(m)
+	return m.err()
+}
+
+// checkKeyedWindows is CheckKeyedWindows, its mistake m's: the first such
+// window only, as one setting fixes them all. It reads a config parse may
+// have left part read: a window that did not parse is of no kind.
+func (c *Config) checkKeyedWindows(m *mistakes) {
+	if !m.ok("partitionKeyIsGroupingKey") || c.PartitionKeyIsGroupingKey {
+		return
+	}
 	for i, w := range c.Windows {
-		if (w.Kind == Session || w.Kind == Sliding) && !c.PartitionKeyIsGroupingKey {
-			return cfgErr(fmt.Sprintf("windows[%d].kind", i), "%s windows need each key's records on one shard: set partitionKeyIsGroupingKey (producers put the grouping key in the envelope key)", w.Kind)
+		if w.Kind == Session || w.Kind == Sliding {
+			m.add(cfgErr(fmt.Sprintf("windows[%d].kind", i), "%s windows need each key's records on one shard: set partitionKeyIsGroupingKey (producers put the grouping key in the envelope key)", w.Kind))
+			return
 		}
 	}
-	return nil
 }
 
 // Load reads and parses the config in the PIPELINE_CONFIG environment
@@ -377,33 +389,47 @@ var (
 // checked against a size that did not parse). A document that is not a
 // JSON object, that strictjson refuses or of another kind is one mistake.
 func Parse(doc []byte) (*Config, error) {
+	c, m, err := parse(doc)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parse is Parse: the config as far as it was read and its mistakes, or,
+// for a document that is not one object of the kind, that one error.
+// NewFile adds its own checks to the mistakes.
+func parse(doc []byte) (*Config, *mistakes, error) {
 	if err := strictjson.Check(doc, strictjson.Options{MaxBytes: MaxFileBytes, Name: "config"}); err != nil {
 		var se *strictjson.Error
 		if !errors.As(err, &se) {
-			return nil, cfgErr("", "%v", err)
+			return nil, nil, cfgErr("", "%v", err)
 		}
 		if se.Kind == strictjson.Syntax {
 			// Malformed JSON is placed by line and column, as object
 			// words it.
 			if _, oerr := object(newMistakes(nil), "", "", doc, topFields, schemaField); oerr != nil {
-				return nil, oerr
+				return nil, nil, oerr
 			}
 		}
-		return nil, cfgErr(se.Path, "%s", se.Reason)
+		return nil, nil, cfgErr(se.Path, "%s", se.Reason)
 	}
 	m := newMistakes(doc)
 	top, err := object(m, "", "", doc, topFields, schemaField)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A document of another kind is that one mistake: its other fields
 	// are that kind's.
 	var kind string
 	if err := field(top, "kind", "kind", &kind); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if kind != "" && Kind(kind) != KindAggregate {
-		return nil, cfgErr("kind", "%q: this config declares a windowed aggregation, kind %q (pipeline.NewFile reads files of every kind)", kind, KindAggregate)
+		return nil, nil, cfgErr("kind", "%q: this config declares a windowed aggregation, kind %q (pipeline.NewFile reads files of every kind)", kind, KindAggregate)
 	}
 	var schema string // for editors; ignored
 	m.add(field(top, schemaField, schemaField, &schema))
@@ -601,10 +627,7 @@ func Parse(doc []byte) (*Config, error) {
 		m.add(cfgErr("retention", "%s is shorter than outOfOrderness (%s) + idleTimeout (%s) + allowedLateness (%s) + %s: a window could still be open, or take a correction, after its item expired, and its result would never be emitted",
 			c.Retention, c.OutOfOrderness, c.IdleTimeout, c.Late.AllowedLateness, changeMargin))
 	}
-	if err := m.err(); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c, m, nil
 }
 
 // changeMargin is how long a window's item is kept, at the least, past the
@@ -697,8 +720,9 @@ func parseWindows(m *mistakes, top map[string]json.RawMessage) []WindowSpec {
 		m.add(cfgErr("windows", "at least one window is required, for example [{\"kind\": \"tumbling\", \"size\": \"1m\"}]"))
 		return nil
 	}
-	specs := make([]WindowSpec, 0, len(raws))
-	var paths []string
+	// A window with a mistake is left of no kind, so that the others keep
+	// their index (checkKeyedWindows names them by it).
+	specs := make([]WindowSpec, len(raws))
 	var perRecord int64
 	for i, r := range raws {
 		path := fmt.Sprintf("windows[%d]", i)
@@ -706,8 +730,8 @@ func parseWindows(m *mistakes, top map[string]json.RawMessage) []WindowSpec {
 		if !ok {
 			continue
 		}
-		if j := slices.IndexFunc(specs, func(v WindowSpec) bool { return v.aligned() == w.aligned() }); j >= 0 {
-			m.add(cfgErr(path, "is the same window as %s", paths[j]))
+		if j := slices.IndexFunc(specs[:i], func(v WindowSpec) bool { return v.Kind != 0 && v.aligned() == w.aligned() }); j >= 0 {
+			m.add(cfgErr(path, "is the same window as windows[%d]", j))
 			continue
 		}
 		n := int64(1) // a tumbling window; a session or sliding kind's key state
@@ -726,8 +750,7 @@ func parseWindows(m *mistakes, top map[string]json.RawMessage) []WindowSpec {
 					what, perRecord, MaxWindowsPerRecord))
 			}
 		}
-		specs = append(specs, w)
-		paths = append(paths, path)
+		specs[i] = w
 	}
 	return specs
 }

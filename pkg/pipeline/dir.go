@@ -51,12 +51,13 @@ type File struct {
 //	pipelines/checkouts.json: windows[0].size: "1x" is not a duration such as "90s", "5m" or "1h30m"
 //	pipelines/orders-payments.json: within: required: How long after a left record ...
 //
-// and, for a file with several mistakes (of its parse, or of its kind's
-// table), every one, under the file's name, as Parse lists them:
+// and, for a file with several mistakes (of its parse or its kind's table,
+// and of these checks), every one, under the file's name, as Parse lists
+// them:
 //
 //	pipelines/checkouts.json: 2 mistakes:
+//	  name: "checkout" is not the file's name: want "checkouts", or rename the file to checkout.json
 //	  windows[0].size: "1x" is not a duration such as "90s", "5m" or "1h30m"
-//	  outOfOrderness: "5x" is not a duration such as "90s", "5m" or "1h30m"
 func NewFile(path string, doc []byte) (File, error) {
 	if len(doc) > MaxFileBytes {
 		return File{}, fmt.Errorf("%s: %d bytes, more than %d: a pipeline file is a small JSON object", path, len(doc), MaxFileBytes)
@@ -72,36 +73,43 @@ func NewFile(path string, doc []byte) (File, error) {
 		return File{}, fmt.Errorf("%s: %w", path, err)
 	}
 	f := File{Path: path, Kind: kind}
+	// The file's mistakes, its parse's and those below, are reported
+	// together.
+	var m *mistakes
 	if kind == KindAggregate {
-		if f.Config, err = Parse(doc); err == nil {
+		if f.Config, m, err = parse(doc); err == nil {
 			f.Name = f.Config.Name
-			err = f.Config.CheckKeyedWindows()
+			f.Config.checkKeyedWindows(m)
 		}
 	} else {
-		f.Name, err = checkOperator(kind, doc)
+		f.Name, m, err = checkOperator(kind, doc)
 	}
 	if err != nil {
 		return File{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if strings.Trim(f.Name, "-_") == "" {
+	base := strings.TrimSuffix(filepath.Base(path), ".json")
+	switch {
+	case !m.ok("name"):
+	case strings.Trim(f.Name, "-_") == "":
 		// The stack names the file's constructs and outputs by the
 		// name's letters and digits ("Pageviews", "PageviewsDashboardName").
-		return File{}, fmt.Errorf("%s: %w", path, &ConfigError{Field: "name",
+		m.add(&ConfigError{Field: "name",
 			Reason: fmt.Sprintf("%q has no letter or digit: the stack names the pipeline's resources and outputs by them", f.Name)})
-	}
-	base := strings.TrimSuffix(filepath.Base(path), ".json")
-	if f.Name != base {
-		return File{}, fmt.Errorf("%s: %w", path, &ConfigError{Field: "name",
+	case f.Name != base:
+		m.add(&ConfigError{Field: "name",
 			Reason: fmt.Sprintf("%q is not the file's name: want %q, or rename the file to %s.json", f.Name, base, f.Name)})
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, doc); err != nil {
-		// The parse accepted it, so it is valid JSON; keep the error anyway.
+		// strictjson accepted it, so it is valid JSON; keep the error anyway.
 		return File{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if compact.Len() > MaxConfigBytes {
-		return File{}, fmt.Errorf("%s: %w", path, &ConfigError{
+		m.add(&ConfigError{
 			Reason: fmt.Sprintf("%d bytes compacted, more than %d: the functions receive it in an environment variable, and Lambda allows 4 KB for all of them", compact.Len(), MaxConfigBytes)})
+	}
+	if err := m.err(); err != nil {
+		return File{}, fmt.Errorf("%s: %w", path, err)
 	}
 	f.JSON = compact.Bytes()
 	return f, nil

@@ -67,24 +67,25 @@ func fileKind(doc []byte) (Kind, error) {
 
 // checkOperator checks a join or CEP file against its kind's table: no
 // unknown field, each of the declared type, durations that parse, values
-// of an enum among it, the required fields present. It returns the name,
-// and every mistake at once, as Parse does.
+// of an enum among it, the required fields present. It returns the name
+// and the file's mistakes, as parse does (NewFile adds its own), or, for a
+// document that is not one object, that one error.
 // What the table cannot say (a join's left and right differ, its bound is
 // at most a day) is join.Parse's and cep.ParseConfig's to refuse; the
 // stack runs them too.
-func checkOperator(k Kind, doc []byte) (string, error) {
+func checkOperator(k Kind, doc []byte) (string, *mistakes, error) {
 	if err := strictjson.Check(doc, strictjson.Options{MaxBytes: MaxFileBytes, Name: "config"}); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) {
-			return "", cfgErr(se.Path, "%s", se.Reason)
+			return "", nil, cfgErr(se.Path, "%s", se.Reason)
 		}
-		return "", cfgErr("", "%v", err)
+		return "", nil, cfgErr("", "%v", err)
 	}
 	specs := kindFields[k]
 	m := newMistakes(doc)
 	top, err := object(m, "", "", doc, fieldNames(specs), schemaField)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	var schema string // for editors; ignored
 	m.add(field(top, schemaField, schemaField, &schema))
@@ -106,7 +107,7 @@ func checkOperator(k Kind, doc []byte) (string, error) {
 			continue
 		case tString:
 		default:
-			return "", fmt.Errorf("pipeline: field %s of kind %s has type %s, which checkOperator does not read", f.name, k, f.typ)
+			return "", nil, fmt.Errorf("pipeline: field %s of kind %s has type %s, which checkOperator does not read", f.name, k, f.typ)
 		}
 		var s string
 		if m.add(field(top, f.name, f.name, &s)) {
@@ -128,5 +129,5 @@ func checkOperator(k Kind, doc []byte) (string, error) {
 			name = s
 		}
 	}
-	return name, m.err()
+	return name, m, nil
 }

@@ -152,7 +152,10 @@ func TestParseBoundsItsMistakes(t *testing.T) {
 // TestFileReportsEveryMistake: NewFile names the file once, above the
 // mistakes, so that each reads under it wherever the error is printed
 // (cdk synth's "tributary infra: pipelines/orders.json: 3 mistakes:"), and
-// a join or CEP file's mistakes are all reported as an aggregation's are.
+// a join or CEP file's mistakes are all reported as an aggregation's are,
+// with what NewFile checks past the parse: a name that is not the file's,
+// a session window without partitionKeyIsGroupingKey, used to be reported
+// only once every other mistake was fixed.
 func TestFileReportsEveryMistake(t *testing.T) {
 	tests := []struct {
 		path, doc string
@@ -164,6 +167,12 @@ func TestFileReportsEveryMistake(t *testing.T) {
 			[]string{"left", "rigth", "within"}},
 		{"pipelines/detect.json", `{"kind": "cep", "name": "detect", "outOfOrderness": 5, "idleTimeout": "1x"}`,
 			[]string{"outOfOrderness", "idleTimeout"}},
+		// What NewFile checks past the parse (the name is the file's, a
+		// session window's records on one shard) is listed with it.
+		{"pipelines/orders.json", `{"name": "order", "windows": [{"kind": "tumbling", "size": "1x"}, {"kind": "session", "gap": "30m"}], "outOfOrderness": "5x"}`,
+			[]string{"name", "windows[0].size", "windows[1].kind", "outOfOrderness"}},
+		{"pipelines/sc.json", `{"kind": "join", "name": "search-click", "left": "search", "right": "click", "within": "30x"}`,
+			[]string{"name", "within"}},
 	}
 	for _, tt := range tests {
 		_, err := NewFile(tt.path, []byte(tt.doc))

@@ -157,7 +157,10 @@ func parseAny(doc []byte) error {
 	case k == KindAggregate:
 		_, err = Parse(doc)
 	default:
-		_, err = checkOperator(k, doc)
+		var m *mistakes
+		if _, m, err = checkOperator(k, doc); err == nil {
+			err = m.err()
+		}
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -131,13 +132,15 @@ func OfKind(files []File, k Kind) []File {
 // of their names, each parsed with NewFile. It refuses a directory with no
 // pipeline file and two files whose names differ only in case (they would collide on a file system
 // that ignores case, and in the names the stack derives from them). Every
-// error names the file and, where one is at fault, the field.
+// bad file is named in one error (at most maxBadFiles), with its mistakes'
+// fields; errors.As finds the first file's *ConfigError.
 func LoadDir(dir string) ([]File, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("pipelines directory: %w", err)
 	}
 	var files []File
+	var bad []error
 	seen := map[string]string{} // lower-case name -> path
 	for _, e := range entries {
 		name := e.Name()
@@ -147,24 +150,46 @@ func LoadDir(dir string) ([]File, error) {
 		path := filepath.Join(dir, name)
 		doc, err := readBounded(path)
 		if err != nil {
-			return nil, err
+			bad = append(bad, err)
+			continue
 		}
 		f, err := NewFile(path, doc)
 		if err != nil {
-			return nil, err
+			bad = append(bad, err)
+			continue
 		}
 		key := strings.ToLower(f.Name)
 		if other, ok := seen[key]; ok {
-			return nil, fmt.Errorf("%s: %w", path, &ConfigError{Field: "name",
-				Reason: fmt.Sprintf("%q is also the pipeline of %s (names must differ in more than case)", f.Name, other)})
+			bad = append(bad, fmt.Errorf("%s: %w", path, &ConfigError{Field: "name",
+				Reason: fmt.Sprintf("%q is also the pipeline of %s (names must differ in more than case)", f.Name, other)}))
+			continue
 		}
 		seen[key] = path
 		files = append(files, f)
+	}
+	if len(bad) > 0 {
+		return nil, badFiles(bad)
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s: no pipeline files: want one <name>.json per pipeline", dir)
 	}
 	return files, nil
+}
+
+// maxBadFiles bounds the files one LoadDir error names.
+const maxBadFiles = 20
+
+// badFiles is the error of a directory whose files in bad failed, each
+// named with its mistakes, in the files' order: at most maxBadFiles, then
+// how many more. errors.As finds the first file's.
+func badFiles(bad []error) error {
+	if len(bad) == 1 {
+		return bad[0]
+	}
+	if len(bad) > maxBadFiles {
+		bad = append(bad[:maxBadFiles:maxBadFiles], fmt.Errorf("… and %d more files", len(bad)-maxBadFiles))
+	}
+	return errors.Join(bad...)
 }
 
 // readBounded reads the file at path, refusing one larger than

@@ -227,6 +227,36 @@ func TestLoadDirConfigError(t *testing.T) {
 	}
 }
 
+// TestLoadDirNamesEveryBadFile: a directory with two bad files and a good
+// one names both bad files with their fields in one error, in the files'
+// order, so a user fixes them in one round; the first file's
+// *ConfigError is still found.
+func TestLoadDirNamesEveryBadFile(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"a.json": `{"name": "a", "windows": []}`,
+		"b.json": doc("b"),
+		"c.json": `{"name": "c", "windows": [{"kind": "tumbling", "size": "1m"}], "outOfOrderness": "5x"}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := pipeline.LoadDir(dir)
+	if err == nil {
+		t.Fatal("LoadDir of two bad files: no error")
+	}
+	msg := err.Error()
+	a, c := strings.Index(msg, "a.json: windows"), strings.Index(msg, "c.json: outOfOrderness")
+	if a < 0 || c < 0 || a > c || strings.Contains(msg, "b.json") {
+		t.Errorf("LoadDir = %q, want a.json's windows then c.json's outOfOrderness named, and not b.json", msg)
+	}
+	var ce *pipeline.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "windows" {
+		t.Errorf("LoadDir = %v, want the first file's *ConfigError on windows", err)
+	}
+}
+
 // TestNewFileRefusesNamesOfSeparatorsOnly: the stack names a pipeline's
 // constructs and outputs by its name's letters and digits; a name of '-'
 // and '_' only left none, and cdk synth failed deep in the construct tree

@@ -225,7 +225,13 @@ func Fail(stderr io.Writer, name string, err error, afterInterrupt string) int {
 	var usage *UsageError
 	switch {
 	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "%s: %v; see go run ./cmd/%s -h\n", name, usage, name)
+		// A message of several lines (a pipeline file's mistakes, one a
+		// line) keeps them; the pointer to -h gets a line of its own.
+		sep := "; "
+		if strings.Contains(usage.Error(), "\n") {
+			sep = "\n"
+		}
+		fmt.Fprintf(stderr, "%s: %v%ssee go run ./cmd/%s -h\n", name, usage, sep, name)
 		return ExitUsage
 	case errors.Is(err, ErrNoRegion):
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)

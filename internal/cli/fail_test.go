@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestFailUsage: a usage error is one line ending in where -h is; one
+// whose message spans lines (a pipeline file's mistakes, one a line) keeps
+// its lines as they are and says where -h is on a line of its own, not at
+// the end of its last mistake.
+func TestFailUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"one line", Usagef("n", "5000: want 1 to 1000"), "replay: -n 5000: want 1 to 1000; see go run ./cmd/replay -h\n"},
+		{"several lines", Usagef("pipeline", "p.json: 2 mistakes:\n  windows: required\n  name: required"),
+			"replay: -pipeline p.json: 2 mistakes:\n  windows: required\n  name: required\nsee go run ./cmd/replay -h\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if code := Fail(&b, "replay", tc.err, ""); code != ExitUsage || b.String() != tc.want {
+				t.Errorf("Fail = %d %q, want %d %q", code, b.String(), ExitUsage, tc.want)
+			}
+		})
+	}
+	var b bytes.Buffer
+	if code := Fail(&b, "replay", errors.New("boom"), ""); code != ExitError || strings.Count(b.String(), "\n") != 1 {
+		t.Errorf("Fail(boom) = %d %q", code, b.String())
+	}
+}

@@ -206,11 +206,12 @@ setaside-show: .build/bin/setaside ## one set-aside record with its data: make s
 	@$(SETASIDE_ENV) .build/bin/setaside show $(SETASIDE_LOCAL) -source '$(SOURCE)' -sequence '$(SEQUENCE)' $(if $(DATA_ONLY),-data-only)
 
 .PHONY: putback
-putback: .build/bin/setaside ## put a set-aside record back on its stream: make putback SOURCE=... SEQUENCE=... [DATA=fixed.json] [DRY_RUN=1], or FUNCTION=/CATEGORY=/SINCE= for several [PAST_HORIZON=1] [AGAIN=1] [ARRIVE_NOW=1]
+putback: .build/bin/setaside ## put a set-aside record back on its stream: make putback SOURCE=... SEQUENCE=... [DATA=record.json] [DRY_RUN=1], or FUNCTION=/CATEGORY=/SINCE= for several [UNCHANGED=1] [HORIZON=1h] [PAST_HORIZON=1] [AGAIN=1] [ARRIVE_NOW=1]
 	@$(SETASIDE_ENV) .build/bin/setaside putback $(SETASIDE_LOCAL) \
 	  $(if $(SOURCE),-source '$(SOURCE)') $(if $(SEQUENCE),-sequence '$(SEQUENCE)') $(if $(DATA),-data '$(DATA)') \
 	  $(if $(FUNCTION),-function '$(FUNCTION)') $(if $(CATEGORY),-category '$(CATEGORY)') $(if $(SINCE),-since '$(SINCE)') $(if $(N),-n '$(N)') \
-	  $(if $(DRY_RUN),-dry-run) $(if $(PAST_HORIZON),-past-horizon) $(if $(AGAIN),-again) $(if $(ARRIVE_NOW),-arrive-now)
+	  $(if $(DRY_RUN),-dry-run) $(if $(UNCHANGED),-unchanged) $(if $(HORIZON),-horizon '$(HORIZON)') $(if $(PAST_HORIZON),-past-horizon) \
+	  $(if $(AGAIN),-again) $(if $(ARRIVE_NOW),-arrive-now)
 
 .PHONY: localstack-check
 localstack-check: deps-local ## run against a real LocalStack without Docker: install it (PyPI localstack-core, pinned, host mode) and cdklocal, start it on a free port, make local on it, cdklocal bootstrap + deploy + destroy, stop it; prints each step's time

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -42,12 +43,93 @@ func (c *commands) list(ctx context.Context) error {
 	}
 	fmt.Fprintf(c.stderr, "setaside: %d record(s) listed, newest first, of %d matching (%d items of %s read)\n",
 		len(l.Items), l.Matched, l.Scanned, c.o.table)
-	if len(l.Items) > 0 && !c.o.asJSON {
-		it := &l.Items[0]
-		fmt.Fprintf(c.stderr, "show one with its data: %s\nput one back once its cause is fixed: %s\n",
-			c.hint("show", it), c.hint("putback", it))
+	c.noSuchFunction(l)
+	if len(l.Items) == 0 || c.o.asJSON {
+		return nil
 	}
+	fmt.Fprintf(c.stderr, "show one with its data: %s\n", c.hint("show", &l.Items[0]))
+	for i := range l.Items {
+		if it := &l.Items[i]; it.PutBackAt == "" && putback.Hopeless(it) == "" {
+			fmt.Fprintf(c.stderr, "put one back once its cause is fixed: %s\n", c.hint("putback", it))
+			return nil
+		}
+	}
+	fmt.Fprintln(c.stderr, "none of these can be put back as they are (each one's category or source says why: docs/set-aside.md)")
 	return nil
+}
+
+// noSuchFunction says, when -function matched nothing, which functions
+// have records: the name a user knows (aggregate-pageviews) is not always
+// the function's (Tributary-PipelinesPageviewsAggregateFunction…).
+func (c *commands) noSuchFunction(l putback.Listing) {
+	if c.o.filter.Function == "" || l.Matched > 0 {
+		return
+	}
+	names := make([]string, 0, len(l.Functions))
+	for n := range l.Functions {
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		return
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return l.Functions[names[i]] > l.Functions[names[j]] || l.Functions[names[i]] == l.Functions[names[j]] && names[i] < names[j]
+	})
+	const most = 10
+	var parts []string
+	for i, n := range names {
+		if i == most {
+			parts = append(parts, fmt.Sprintf("… and %d more", len(names)-most))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d)", orNone(n), l.Functions[n]))
+	}
+	fmt.Fprintf(c.stderr, "setaside: no record set aside by a function named %s (its name, or words of it: aggregate pageviews); functions with records: %s\n",
+		strictjson.QuoteCut(c.o.filter.Function, cli.MaxEcho), strings.Join(parts, ", "))
+}
+
+func orNone(function string) string {
+	if function == "" {
+		return "(none named: records Lambda gave up on)"
+	}
+	return function
+}
+
+// listCommand is how the user lists the records.
+func (c *commands) listCommand() string {
+	if c.o.tmpl != "" {
+		return "make setaside"
+	}
+	return "go run ./cmd/setaside list -table " + c.o.table
+}
+
+// refusalHint is what changes a refusal, spelt as the user runs the
+// command: make's variables or the command's flags.
+func (c *commands) refusalHint(r *putback.Refusal) string {
+	local := c.o.tmpl != ""
+	switch r.Flag {
+	case putback.FlagAgain:
+		if local {
+			return "AGAIN=1 puts it back once more"
+		}
+		return "-again puts it back once more"
+	case putback.FlagData:
+		if local {
+			return "correct it: make setaside-show SOURCE=… SEQUENCE=… DATA_ONLY=1 > record.json, edit record.json, then DATA=record.json"
+		}
+		return "correct it: show -data-only > record.json, edit record.json, then -data record.json"
+	case putback.FlagUnchanged:
+		if local {
+			return "correct it (DATA=record.json), or, when its cause was elsewhere (the pipeline file or a limit changed), UNCHANGED=1 puts it back as it is"
+		}
+		return "correct it (-data record.json), or, when its cause was elsewhere (the pipeline file or a limit changed), -unchanged puts it back as it is"
+	case putback.FlagPastHorizon:
+		if local {
+			return "HORIZON=<their dedupeHorizon> when the consumers keep ids longer; PAST_HORIZON=1 puts it back anyway"
+		}
+		return "-horizon <their dedupeHorizon> when the consumers keep ids longer; -past-horizon puts it back anyway"
+	}
+	return ""
 }
 
 // progress prints how far a scan got, from its second page on (a table of
@@ -110,12 +192,12 @@ func oneLine(s string, n int) string {
 
 // show prints one item and its data.
 func (c *commands) show(ctx context.Context) error {
-	it, err := setaside.Load(ctx, c.db, c.o.table, c.o.source, c.o.sequence)
+	it, err := putback.Load(ctx, c.db, c.o.table, c.o.source, c.o.sequence)
 	if err != nil {
 		return err
 	}
 	if it == nil {
-		return fmt.Errorf("%s %s: %w (setaside list names the records it holds)", c.o.source, c.o.sequence, putback.ErrNotFound)
+		return fmt.Errorf("%s %s: %w (%s names the records it holds)", c.o.source, c.o.sequence, putback.ErrNotFound, c.listCommand())
 	}
 	if c.o.dataOnly {
 		_, err := c.stdout.Write(it.Data)
@@ -172,6 +254,7 @@ func (c *commands) putBack(ctx context.Context) error {
 	if l.Matched > len(l.Items) {
 		fmt.Fprintf(c.stderr, "setaside: %d records match; the newest %d are taken (-n)\n", l.Matched, len(l.Items))
 	}
+	c.noSuchFunction(l)
 	// A record put back before is skipped, not refused: a run that
 	// stopped goes on where it was.
 	var put, skipped, refused int
@@ -199,8 +282,12 @@ func (c *commands) putBack(ctx context.Context) error {
 	if c.o.dryRun {
 		verb = "would be put back"
 	}
-	fmt.Fprintf(c.stderr, "setaside: %d %s, %d refused, %d skipped (put back before; -again puts them back once more), of %d selected\n",
-		put, verb, refused, skipped, len(l.Items))
+	again := "-again"
+	if c.o.tmpl != "" {
+		again = "AGAIN=1"
+	}
+	fmt.Fprintf(c.stderr, "setaside: %d %s, %d refused, %d skipped (put back before; %s puts them back once more), of %d selected\n",
+		put, verb, refused, skipped, again, len(l.Items))
 	if refused > 0 {
 		return fmt.Errorf("%w: %d record(s), each named above with why", errRefused, refused)
 	}
@@ -213,7 +300,11 @@ func (c *commands) putOne(ctx context.Context, source, sequence string, fixed []
 	plan, err := c.putter.Prepare(ctx, source, sequence, fixed)
 	var r *putback.Refusal
 	if errors.As(err, &r) {
-		fmt.Fprintf(c.stderr, "refused  %s %s: %s\n", source, sequence, r.Reason)
+		msg := r.Reason
+		if hint := c.refusalHint(r); hint != "" {
+			msg += "; " + hint
+		}
+		fmt.Fprintf(c.stderr, "refused  %s %s: %s\n", source, sequence, msg)
 		return false, nil
 	}
 	if err != nil {
@@ -222,7 +313,7 @@ func (c *commands) putOne(ctx context.Context, source, sequence string, fixed []
 	desc := fmt.Sprintf("%s %s → stream %s, partition key %s, %d bytes", source, sequence, plan.Stream,
 		strictjson.QuoteCut(plan.PartitionKey, 64), len(plan.Data))
 	if plan.Fixed {
-		desc += ", the fixed data"
+		desc += ", the corrected record"
 	}
 	if plan.ReceivedAt != "" {
 		desc += ", receivedAt " + plan.ReceivedAt + " (its first arrival) added"

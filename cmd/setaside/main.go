@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -58,13 +59,14 @@ const usage = `usage:
 Lists the records the stack's functions set aside, shows one with its data, and puts records back on
 the stream they came from once their cause is fixed.`
 
-const footer = `Putting back: only a Kinesis record, whose data (or the fixed data given with -data) every consumer
+const footer = `Putting back: only a Kinesis record, whose data (or the corrected record given with -data) every consumer
 reads; with its partition key, and with receivedAt set to its first arrival when it has none, so it keeps
 its event time (-arrive-now: it takes the time it arrives again). Refused: a DynamoDB stream record, an
 SQS body, an output never written, a state-budget or duplicate-conflict record (its function took the
 event id: a copy reaches only the other consumers), one that first arrived past the consumers' dedupe
 horizon (-horizon, 1h; -past-horizon puts it back anyway: consumers that applied it apply it again), one
-put back before (-again). It goes to every consumer of the stream: those that applied it drop it as a
+put back before (-again), one whose field at fault still holds what it held (correct it with -data, or
+-unchanged when its cause was elsewhere). It goes to every consumer of the stream: those that applied it drop it as a
 copy within their horizon (docs/set-aside.md).
 Exit status: 0 done, 1 error, 2 usage, 3 a record refused (nothing put for it), 130 interrupted.
 ` + cli.RegionHelp
@@ -93,6 +95,7 @@ type options struct {
 	limit                         int
 	asJSON, dataOnly, dryRun      bool
 	arriveNow, pastHorizon, again bool
+	unchanged                     bool
 	horizon                       time.Duration
 }
 
@@ -125,7 +128,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	db := dynamodb.NewFromConfig(awsCfg)
 	c := &commands{o: o, db: db, stdout: stdout, stderr: stderr,
 		putter: &putback.Putter{DB: db, Streams: kinesis.NewFromConfig(awsCfg), Table: o.table, Now: now,
-			Horizon: o.horizon, PastHorizon: o.pastHorizon, ArriveNow: o.arriveNow, Again: o.again}}
+			Horizon: o.horizon, PastHorizon: o.pastHorizon, ArriveNow: o.arriveNow, Again: o.again, Unchanged: o.unchanged}}
 	switch o.command {
 	case "list":
 		err = c.list(ctx)
@@ -145,6 +148,7 @@ func parse(args []string, now time.Time, help io.Writer) (options, error) {
 	}
 	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprintln(help, usage)
+		fmt.Fprintln(help, "setaside <command> -h lists the command's flags.")
 		fmt.Fprint(help, footer)
 		return o, flag.ErrHelp
 	}
@@ -180,13 +184,14 @@ func parse(args []string, now time.Time, help io.Writer) (options, error) {
 		fs.StringVar(&o.source, "source", "", "the record's source (the item's source: <stream ARN>/<shard>)")
 		fs.BoolVar(&o.dataOnly, "data-only", false, "print only the record's data, whole, as it is (to correct it and give it to putback -data)")
 	case "putback":
-		fs.StringVar(&o.source, "source", "", "the record's source (<stream ARN>/<shard>); with -sequence, that one record; alone, a filter like list's")
+		fs.StringVar(&o.source, "source", "", "the record's source (<stream ARN>/<shard>), with -sequence")
 		fs.StringVar(&o.dataFile, "data", "", "with -source and -sequence: put back this file's content (the whole record, corrected) in place of the data kept")
 		fs.BoolVar(&o.dryRun, "dry-run", false, "say what would be put back, and put nothing")
 		fs.BoolVar(&o.arriveNow, "arrive-now", false, "do not add receivedAt: a record without one takes the time it arrives again")
 		fs.DurationVar(&o.horizon, "horizon", putback.DefaultHorizon, "the consumers' dedupe horizon (their dedupeHorizon): a record that first arrived longer ago is refused")
 		fs.BoolVar(&o.pastHorizon, "past-horizon", false, "put back a record past -horizon all the same (the consumers that applied it apply it again)")
 		fs.BoolVar(&o.again, "again", false, "put back a record marked put back before")
+		fs.BoolVar(&o.unchanged, "unchanged", false, "put back a record whose field at fault still holds what it held (its cause was elsewhere: the pipeline file or a limit changed)")
 	}
 	if err := cli.Parse(fs, args[1:], help, usage, footer); err != nil {
 		return o, err
@@ -220,6 +225,13 @@ func (o *options) check(fs *flag.FlagSet, since string, now time.Time) error {
 			return cli.Usagef(b.flag, "%s is %d bytes; the quarantine table keeps at most %d", strictjson.QuoteCut(b.v, cli.MaxEcho), len(b.v), b.max)
 		}
 	}
+	if c := o.filter.Category; c != "" && !slices.Contains(setaside.Categories, c) {
+		hint := ""
+		if n := strictjson.Nearest(c, setaside.Categories); n != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", n)
+		}
+		return cli.Usagef("category", "%s is no category%s: %s", strictjson.QuoteCut(c, cli.MaxEcho), hint, strings.Join(setaside.Categories, ", "))
+	}
 	if since != "" {
 		t, err := parseSince(since, now)
 		if err != nil {
@@ -238,17 +250,16 @@ func (o *options) check(fs *flag.FlagSet, since string, now time.Time) error {
 		switch {
 		case o.sequence != "" && o.source == "":
 			return cli.Usagef("sequence", "needs -source: a sequence number names a record only within its source")
+		case o.source != "" && o.sequence == "":
+			return cli.Usagef("source", "needs -sequence: putback puts back one record by its source and sequence number, or those -function, -category and -since select, never a whole shard")
 		case o.dataFile != "" && !one:
 			return cli.Usagef("data", "puts back one record: give its -source and -sequence too")
 		case one && (o.filter.Function != "" || o.filter.Category != "" || since != "" || set["n"]):
 			return cli.Usagef("sequence", "names one record; -function, -category, -since and -n select several: give one or the other")
-		case !one && o.source == "" && o.filter.Function == "" && o.filter.Category == "" && since == "":
-			return cli.Usagef("source", "or -sequence, or a filter (-function, -category, -since) is required: putback does not put back every record of the table at once")
+		case !one && o.filter.Function == "" && o.filter.Category == "" && since == "":
+			return cli.Usagef("source", "and -sequence, or a filter (-function, -category, -since), is required: putback does not put back every record of the table at once")
 		case o.horizon <= 0:
 			return cli.Usagef("horizon", "%s: must be above zero", o.horizon)
-		}
-		if !one {
-			o.filter.Source, o.source = o.source, ""
 		}
 	}
 	if o.limit == 0 {
@@ -300,6 +311,10 @@ func templateTable(path, stack string) (string, error) {
 // fail prints err in one line and returns the exit status: a refusal is
 // ExitRefused, the rest as cli.Fail.
 func fail(stderr io.Writer, err error) int {
+	if errors.Is(err, putback.ErrNoTable) {
+		fmt.Fprintf(stderr, "setaside: %v\n", err)
+		return cli.ExitError
+	}
 	if errors.Is(err, errRefused) {
 		fmt.Fprintf(stderr, "setaside: %v\n", err)
 		return cli.ExitRefused

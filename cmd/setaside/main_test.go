@@ -133,15 +133,40 @@ func TestRun(t *testing.T) {
 	if r = cmd("list", "-template", tmpl, "-category", "invalid"); !strings.Contains(r.stdout, "put back  ") {
 		t.Errorf("list after the put-back does not say it was put back: %+v", r)
 	}
-	if r = cmd("putback", "-template", tmpl, "-source", source, "-sequence", "49650001", "-data", fixed); r.code != cli.ExitRefused || !strings.Contains(r.stderr, "-again puts it back once more") {
+	if r = cmd("putback", "-template", tmpl, "-source", source, "-sequence", "49650001", "-data", fixed); r.code != cli.ExitRefused || !strings.Contains(r.stderr, "AGAIN=1 puts it back once more") {
 		t.Errorf("putback a second time: %+v", r)
 	}
 	if r = cmd("putback", "-template", tmpl, "-function", "Tributary-AggregatePageviews"); r.code != cli.ExitRefused ||
-		!strings.Contains(r.stderr, "0 put back, 1 refused, 1 skipped (put back before; -again puts them back once more), of 2 selected") || !strings.Contains(r.stderr, "took the record's event id") {
+		!strings.Contains(r.stderr, "0 put back, 1 refused, 1 skipped (put back before; AGAIN=1 puts them back once more), of 2 selected") || !strings.Contains(r.stderr, "took the record's event id") {
 		t.Errorf("putback by function: %+v", r)
+	}
+	// The user's name for a function matches by its words; one that
+	// matches nothing lists the functions that have records.
+	if r = cmd("list", "-template", tmpl, "-function", "aggregate pageviews"); r.code != cli.ExitOK || !strings.Contains(r.stderr, "2 record(s) listed") {
+		t.Errorf("list -function by words: %+v", r)
+	}
+	if r = cmd("list", "-template", tmpl, "-function", "enrich"); r.code != cli.ExitOK ||
+		!strings.Contains(r.stderr, `no record set aside by a function named "enrich"`) || !strings.Contains(r.stderr, "Tributary-AggregatePageviews (2)") {
+		t.Errorf("list -function matching nothing: %+v", r)
+	}
+	// Unchanged data at the field at fault would be set aside again: the
+	// refusal says how to correct it, as the user runs the command.
+	if err := sink.SetAside(ctx, []setaside.Record{{Source: arn, Shard: shard, Sequence: "49650003", PartitionKey: "user-7",
+		ArrivedAt: now.Add(-time.Minute), Data: []byte(bad), Field: "data.ms", Kind: setaside.KindInvalid, Reason: "not a number"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r = cmd("putback", "-table", table, "-source", source, "-sequence", "49650003"); r.code != cli.ExitRefused ||
+		!strings.Contains(r.stderr, "holds the data.ms it held") || !strings.Contains(r.stderr, "-unchanged puts it back as it is") {
+		t.Errorf("putback of unchanged data: %+v", r)
+	}
+	if r = cmd("putback", "-table", table, "-source", source, "-sequence", "49650003", "-unchanged", "-dry-run"); r.code != cli.ExitOK {
+		t.Errorf("putback -unchanged -dry-run: %+v", r)
 	}
 	if n := len(onStream()); n != 1 {
 		t.Errorf("after refusals the stream holds %d records, want 1", n)
+	}
+	if r = cmd("list", "-table", "no-such-table"); r.code != cli.ExitError || !strings.Contains(r.stderr, "no such table") || !strings.Contains(r.stderr, "QuarantineTableName") {
+		t.Errorf("list of a missing table: %+v", r)
 	}
 
 	// Every wrong command line is one line naming the flag, exit 2,
@@ -163,6 +188,8 @@ func TestRun(t *testing.T) {
 		{[]string{"show", "-table", "quarantine", "-source", strings.Repeat("s", 1<<20), "-sequence", "1"}, "-source \"sss"},
 		{[]string{"list", "-table", "quarantine", "-function", strings.Repeat("f", 2000)}, "is 2000 bytes; the quarantine table keeps at most 1024"},
 		{[]string{"putback", "-table", "quarantine", "-sequence", "1"}, "-sequence needs -source"},
+		{[]string{"putback", "-table", "quarantine", "-source", source}, "-source needs -sequence"},
+		{[]string{"list", "-table", "quarantine", "-category", "Invalid"}, "(did you mean invalid?)"},
 		{[]string{"putback", "-table", "quarantine", "-function", "f", "-data", fixed}, "-data puts back one record"},
 		{[]string{"putback", "-table", "quarantine", "-source", source, "-sequence", "1", "-n", "3"}, "-sequence names one record"},
 	} {

@@ -19,7 +19,8 @@ import (
 // setAsideDoc is what docs/set-aside.md's commands run on: two records
 // the running topology set aside, one whose occurredAt no consumer reads
 // (corrected in record.json and put back) and one whose data.ms the page
-// views pipeline cannot add (put back with the several-records form).
+// views pipeline cannot add (put back unchanged with the several-records
+// form, as after a change to the pipeline file).
 type setAsideDoc struct {
 	source, seq, function string
 	dir                   string
@@ -73,6 +74,9 @@ func (env *docEnv) setAsideRecords(t *testing.T) *setAsideDoc {
 				t.Fatalf("the record with data.ms \"slow\" was set aside as %s by %s (%s), want invalid", it.Category, it.Function, it.Reason)
 			}
 			d.function = it.Function
+			if fn := strings.ToLower(it.Function); !strings.Contains(fn, "aggregate") || !strings.Contains(fn, "pageviews") {
+				t.Fatalf("the record with data.ms \"slow\" was set aside by %s, not by the page views pipeline's aggregate function docs/set-aside.md names", it.Function)
+			}
 		}
 	}
 	if d.source == "" || d.function == "" {
@@ -96,7 +100,7 @@ func dynamoOf(env *docEnv) *dynamodb.Client { return dynamodb.NewFromConfig(env.
 func runSetAside(t *testing.T, env *docEnv, c docCommand) (*setAsideDoc, string) {
 	t.Helper()
 	d := env.setAsideRecords(t)
-	text := strings.NewReplacer("<source>", d.source, "<n>", d.seq, "<function>", d.function,
+	text := strings.NewReplacer("<source>", d.source, "<n>", d.seq,
 		"record.json", filepath.Join(d.dir, "record.json")).Replace(c.text)
 	command, redirect, _ := strings.Cut(text, " >")
 	script := underMakeLock(env.root, command)
@@ -152,7 +156,7 @@ var setAsideRuns = map[string]docRun{
 				t.Errorf("%s:\n%s\nwant the data.ms record put back", c, out)
 			}
 		default:
-			if !strings.Contains(out, "put back  ") || !strings.Contains(out, "the fixed data") || !strings.Contains(out, "sequence number") {
+			if !strings.Contains(out, "put back  ") || !strings.Contains(out, "the corrected record") || !strings.Contains(out, "sequence number") {
 				t.Errorf("%s:\n%s\nwant the corrected record put back", c, out)
 			}
 		}

@@ -227,6 +227,8 @@ func (r *Resources) Print(w io.Writer) {
 			stack = " STACK=" + r.Stack
 		}
 		fmt.Fprintf(w, "  print a stream's records as they arrive, through a consumer of its own (STREAM=results, joins, matches, enriched, show-events; Ctrl-C stops; make tail needs no exports):\n    %s\n", r.Make("tail STREAM=events KEY=user-1"+stack))
+		fmt.Fprintf(w, "  list the records the functions set aside, then put one back once its cause is fixed (docs/set-aside.md; no exports):\n    %s\n    %s\n",
+			r.Make("setaside"+stack), r.Make("putback SOURCE='<source>' SEQUENCE=<n> DATA=record.json DRY_RUN=1"+stack))
 	}
 	if r.ViewsParameter != "" && r.EventsStream != "" {
 		p := fmt.Sprintf("-stream %s -parameter %s", r.EventsStream, r.ViewsParameter)

@@ -80,6 +80,8 @@ func TestResourcesNameWhatEachToolNeeds(t *testing.T) {
 		"go run ./cmd/redrive -dlq " + failuresDLQ + " -dry-run",
 		"go run ./cmd/snapshot -table " + profiles + " -stream " + events + " -key-attribute userId",
 		"make tail STREAM=events KEY=user-1",
+		"make setaside",
+		"make putback SOURCE=",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the banner lacks %q:\n%s", want, b.String())

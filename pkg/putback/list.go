@@ -2,9 +2,12 @@ package putback
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -22,13 +25,19 @@ type Scanner interface {
 
 var _ Scanner = (*dynamodb.Client)(nil)
 
+// ErrNoTable is returned for a table that does not exist.
+var ErrNoTable = errors.New("no such table (the stack output QuarantineTableName names the quarantine table)")
+
 // MaxList bounds how many items one List returns.
 const MaxList = 1000
 
 // Filter selects the items List returns; an empty field selects all.
 type Filter struct {
-	// Function is the function that set the record aside, exactly as the
-	// item names it.
+	// Function is the function that set the record aside: its name as the
+	// item names it, or words of it — every run of letters and digits in
+	// Function appears in the name, case aside, so "aggregate pageviews"
+	// (or aggregate-pageviews) matches
+	// Tributary-PipelinesPageviewsAggregateFunction….
 	Function string
 	// Category is the record's category (setaside.KindInvalid, ...).
 	Category string
@@ -45,6 +54,10 @@ type Listing struct {
 	Items []setaside.Item
 	// Matched is how many items matched, Scanned how many were read.
 	Matched, Scanned int
+	// Functions counts, by function, the items that matched all but
+	// Filter.Function, when it was given: what a name that matched
+	// nothing could have been.
+	Functions map[string]int
 }
 
 // listed are the kinds List returns: not the chunks, which are parts of
@@ -71,9 +84,6 @@ func List(ctx context.Context, db Scanner, table string, f Filter, limit int, pr
 		kinds[i] = expression.Value(k)
 	}
 	cond := expression.Name("kind").In(kinds[0], kinds[1:]...)
-	if f.Function != "" {
-		cond = cond.And(expression.Name("function").Equal(expression.Value(f.Function)))
-	}
 	if f.Category != "" {
 		cond = cond.And(expression.Name("category").Equal(expression.Value(f.Category)))
 	}
@@ -90,13 +100,21 @@ func List(ctx context.Context, db Scanner, table string, f Filter, limit int, pr
 		return Listing{}, fmt.Errorf("putback: building the scan of %s: %w", table, err)
 	}
 	var l Listing
+	words := functionWords(f.Function)
+	if f.Function != "" {
+		l.Functions = map[string]int{}
+	}
 	var start map[string]types.AttributeValue
 	for {
 		out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), FilterExpression: expr.Filter(),
 			ProjectionExpression: expr.Projection(), ExpressionAttributeNames: expr.Names(),
 			ExpressionAttributeValues: expr.Values(), ExclusiveStartKey: start})
+		var missing *types.ResourceNotFoundException
+		if errors.As(err, &missing) {
+			return l, fmt.Errorf("%w: %s", ErrNoTable, table)
+		}
 		if err != nil {
-			return l, fmt.Errorf("putback: scanning %s: %w", table, err)
+			return l, fmt.Errorf("scanning %s: %w", table, err)
 		}
 		var items []setaside.Item
 		if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
@@ -106,6 +124,12 @@ func List(ctx context.Context, db Scanner, table string, f Filter, limit int, pr
 		for _, it := range items {
 			if !f.Since.IsZero() && When(&it).Before(f.Since) {
 				continue
+			}
+			if f.Function != "" {
+				l.Functions[it.Function]++
+				if it.Function != f.Function && !hasWords(it.Function, words) {
+					continue
+				}
 			}
 			l.Matched++
 			l.Items = append(l.Items, it)
@@ -123,6 +147,26 @@ func List(ctx context.Context, db Scanner, table string, f Filter, limit int, pr
 		}
 		start = out.LastEvaluatedKey
 	}
+}
+
+// functionWords are the runs of letters and digits of a function filter,
+// lower case.
+func functionWords(f string) []string {
+	return strings.FieldsFunc(strings.ToLower(f), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// hasWords reports whether every word appears in name, case aside.
+func hasWords(name string, words []string) bool {
+	if len(words) == 0 {
+		return false
+	}
+	name = strings.ToLower(name)
+	for _, w := range words {
+		if !strings.Contains(name, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // When is the time an item was written: when its function set it aside,

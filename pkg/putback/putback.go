@@ -3,8 +3,10 @@ package putback
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
+	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -52,19 +55,29 @@ const MaxRecordBytes = 1 << 20
 var ErrNotFound = errors.New("not in the quarantine table")
 
 // Refusal is a record Prepare will not put back: Reason says why, Flag
-// names the option that would change that ("" when none would).
+// names the option that would change that ("" when none would: FlagAgain,
+// FlagData, FlagPastHorizon, FlagUnchanged), which a tool spells its own
+// way.
 type Refusal struct {
 	Source, Sequence string
 	Reason           string
 	Flag             string
 }
 
+// The options a Refusal can name.
+const (
+	FlagAgain       = "again"        // Putter.Again
+	FlagData        = "data"         // give the corrected record
+	FlagPastHorizon = "past-horizon" // Putter.Horizon or Putter.PastHorizon
+	FlagUnchanged   = "unchanged"    // Putter.Unchanged, or the corrected record
+)
+
 func (r *Refusal) Error() string {
 	return fmt.Sprintf("%s %s: not put back: %s", r.Source, r.Sequence, r.Reason)
 }
 
 // AlreadyPutBack is the Refusal of an item marked put back before.
-func (r *Refusal) AlreadyPutBack() bool { return r.Flag == "again" }
+func (r *Refusal) AlreadyPutBack() bool { return r.Flag == FlagAgain }
 
 // Putter puts records of the quarantine table back on their streams.
 type Putter struct {
@@ -83,6 +96,10 @@ type Putter struct {
 	ArriveNow bool
 	// Again puts back a record marked put back before.
 	Again bool
+	// Unchanged puts back a record whose field at fault holds what it held
+	// when it was set aside (its cause was elsewhere: a pipeline file or a
+	// limit changed).
+	Unchanged bool
 }
 
 // Plan is what putting a record back does.
@@ -115,52 +132,82 @@ type Result struct {
 // ErrNotFound, or a read error. fixed, when not nil, is put in place of
 // the kept data (the record once its producer's mistake is corrected).
 func (p *Putter) Prepare(ctx context.Context, source, sequence string, fixed []byte) (*Plan, error) {
-	it, err := setaside.Load(ctx, p.DB, p.Table, source, sequence)
+	it, err := Load(ctx, p.DB, p.Table, source, sequence)
 	if err != nil {
-		return nil, fmt.Errorf("putback: %w", err)
+		return nil, err
 	}
 	if it == nil {
-		return nil, fmt.Errorf("putback: %s %s: %w (list them: setaside list)", source, sequence, ErrNotFound)
+		return nil, fmt.Errorf("putback: %s %s: %w", source, sequence, ErrNotFound)
 	}
 	refuse := func(flag, format string, args ...any) (*Plan, error) {
 		return nil, &Refusal{Source: source, Sequence: sequence, Reason: fmt.Sprintf(format, args...), Flag: flag}
 	}
 	if it.PutBackAt != "" && !p.Again {
-		return refuse("again", "put back at %s already (as sequence number %s); -again puts it back once more", it.PutBackAt, it.PutBackSequence)
+		return refuse(FlagAgain, "put back at %s already (as sequence number %s)", it.PutBackAt, it.PutBackSequence)
 	}
-	streamName, shard, why := kinesisSource(it)
-	if why != "" {
+	if why := Hopeless(it); why != "" {
 		return refuse("", "%s", why)
 	}
-	switch it.Category {
-	case setaside.KindDuplicateConflict, setaside.KindStateBudget:
-		return refuse("", "%s: %s took the record's event id before it set the record aside, so a copy is dropped as a producer's copy by it within its dedupe horizon, and applied a second time by the other consumers after it; no put-back reaches that function alone (docs/set-aside.md)",
-			it.Category, orUnknown(it.Function))
-	}
-	if it.DataTruncated {
-		return refuse("", "only the start of its data was kept (%d bytes of %d): put the whole record on the stream yourself", len(it.Data), it.DataBytes)
-	}
+	streamName, shard, _ := kinesisSource(it)
 	arrived, _ := time.Parse(time.RFC3339Nano, it.ApproximateArrival)
 	horizon := p.Horizon
 	if horizon <= 0 {
 		horizon = DefaultHorizon
 	}
 	if age := p.now().Sub(arrived); !arrived.IsZero() && age > horizon && !p.PastHorizon {
-		return refuse("past-horizon", "it first arrived %s ago (%s), past the consumers' dedupe horizon of %s: those that applied it then no longer know its id and would apply it a second time; -horizon says a longer dedupeHorizon the consumers use, -past-horizon puts it back anyway",
+		return refuse(FlagPastHorizon, "it first arrived %s ago (%s), past the consumers' dedupe horizon of %s: those that applied it then no longer know its id and would apply it a second time",
 			age.Round(time.Second), it.ApproximateArrival, horizon)
 	}
 	plan := &Plan{Item: it, Stream: streamName, Shard: shard, PartitionKey: it.PartitionKey, Data: it.Data}
 	if fixed != nil {
 		plan.Data, plan.Fixed = fixed, true
 	}
+	what := "its data"
+	if plan.Fixed {
+		what = "the corrected record"
+	}
 	if err := plan.check(p.now(), !p.ArriveNow); err != nil {
-		what := "its data"
-		if plan.Fixed {
-			what = "the fixed data"
+		var fe *stream.FieldError
+		if errors.As(err, &fe) && fe.Field != "" {
+			err = fmt.Errorf("field %s: %s", fe.Field, fe.Reason)
 		}
-		return refuse("data", "%s would be set aside again: %v; correct it and give the whole record with -data", what, err)
+		return refuse(FlagData, "%s would be set aside again: %v", what, err)
+	}
+	if !p.Unchanged {
+		if same, field := plan.unchangedAtFault(); same {
+			return refuse(FlagUnchanged, "%s holds the %s it held when %s set the record aside (%s), so it would be set aside again",
+				what, field, orUnknown(it.Function), strictjson.Cut(it.Reason, 200))
+		}
 	}
 	return plan, nil
+}
+
+// Load is setaside.Load, with ErrNoTable for a table that does not exist.
+func Load(ctx context.Context, db Store, table, source, sequence string) (*setaside.Item, error) {
+	it, err := setaside.Load(ctx, db, table, source, sequence)
+	var missing *types.ResourceNotFoundException
+	if errors.As(err, &missing) {
+		return nil, fmt.Errorf("%w: %s", ErrNoTable, table)
+	}
+	return it, err
+}
+
+// Hopeless says why a record can never be put back, whatever is done to
+// it ("" when it can be): read from its item alone, without its data.
+func Hopeless(it *setaside.Item) string {
+	if _, _, why := kinesisSource(it); why != "" {
+		return why
+	}
+	switch it.Category {
+	case setaside.KindDuplicateConflict:
+		return "duplicate-conflict: " + orUnknown(it.Function) + " took the record's event id before it set the record aside (an id it had applied with other data), so a copy is dropped as a producer's copy by it and applied a second time by the other consumers; no put-back reaches that function alone. One such item appears from each consumer that had applied a record you then put back corrected: expected, nothing to do (docs/set-aside.md)"
+	case setaside.KindStateBudget:
+		return "state-budget: " + orUnknown(it.Function) + " took the record's event id before it set the record aside, so a copy is dropped as a producer's copy by it within its dedupe horizon, and applied a second time by the other consumers after it; no put-back reaches that function alone (docs/set-aside.md)"
+	}
+	if it.DataTruncated {
+		return fmt.Sprintf("only the start of its data was kept (%d bytes of %d): put the whole record on the stream yourself", len(it.Data), it.DataBytes)
+	}
+	return ""
 }
 
 // check holds the plan's data to what every consumer of the stream reads,
@@ -181,6 +228,12 @@ func (pl *Plan) check(now time.Time, keep bool) error {
 		}
 		return err
 	}
+	if err := env.CheckControls(); err != nil {
+		return err
+	}
+	if pl.Fixed && cdc.IsChangelogType(env.Type) {
+		return fmt.Errorf("field type: %q is a change data capture record type, which only cdc writes from the profiles table (enrich would take it as the profile's new version): change the profile item instead", env.Type)
+	}
 	if pl.Item.Field == "key" || pl.PartitionKey == "" {
 		pl.PartitionKey = env.Key
 	}
@@ -199,6 +252,62 @@ func (pl *Plan) check(now time.Time, keep bool) error {
 		return fmt.Errorf("%d bytes with its partition key, over Kinesis's %d", n, MaxRecordBytes)
 	}
 	return nil
+}
+
+// unchangedAtFault reports whether the field the record was set aside
+// for (a field of its data that the envelope check cannot judge:
+// data.ms) holds the same JSON value in the data put as in the data kept,
+// or is missing from both; field is the field. A record set aside for no
+// field, for an envelope field, or for a reason that is not its data (a
+// state, a limit), or whose field's path cannot be followed, is not judged.
+func (pl *Plan) unchangedAtFault() (same bool, field string) {
+	it := pl.Item
+	switch it.Category {
+	case setaside.KindInvalid, setaside.KindOverflow, setaside.KindUnparseable:
+	default:
+		return false, ""
+	}
+	path, ok := strings.CutPrefix(it.Field, "data.")
+	if !ok || path == "" || strings.ContainsAny(path, "[]$") {
+		return false, ""
+	}
+	kept, okKept := valueAt(it.Data, path)
+	put, okPut := valueAt(pl.Data, path)
+	if !okKept || !okPut {
+		return false, ""
+	}
+	return reflect.DeepEqual(kept, put), it.Field
+}
+
+// valueAt is the value at the dotted path under an envelope's data (nil
+// when it is missing), or false when data is not an envelope whose path
+// can be followed.
+func valueAt(data []byte, path string) (any, bool) {
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(data, &env) != nil {
+		return nil, false
+	}
+	var v any
+	if len(env.Data) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(env.Data))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil {
+			return nil, false
+		}
+	}
+	for _, name := range strings.Split(path, ".") {
+		if v == nil {
+			return nil, true
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		v = obj[name]
+	}
+	return v, true
 }
 
 // unwrapPoison is the field error of a record that does not decode,

@@ -194,7 +194,7 @@ func TestPutBackRefuses(t *testing.T) {
 			want: "state-budget: Tributary-AggregatePageviews took the record's event id"},
 		{name: "a duplicate conflict",
 			rec:  setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "id", Kind: setaside.KindDuplicateConflict, Reason: "reused"},
-			want: "no put-back reaches that function alone"},
+			want: "expected, nothing to do"},
 		{name: "a DynamoDB stream record",
 			rec: setaside.Record{Source: "arn:aws:dynamodb:us-east-1:123456789012:table/profiles/stream/2026-12-01T00:00:00.000",
 				Data: []byte(`{"eventName":"INSERT"}`), Field: "dynamodb.NewImage.bio", Kind: setaside.KindInvalid, Reason: "too long"},
@@ -211,13 +211,31 @@ func TestPutBackRefuses(t *testing.T) {
 		{name: "fixed data with a key twice",
 			rec:   setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "data.ms", Kind: setaside.KindInvalid, Reason: "not a number"},
 			fixed: []byte(`{"id":"evt-7","type":"page_view","key":"user-7","key":"user-8","occurredAt":"2026-12-05T09:54:00Z","sentAt":"2026-12-05T09:54:01Z","data":{}}`),
-			want:  "the fixed data would be set aside again", flag: "data"},
+			want:  "the corrected record would be set aside again", flag: "data"},
 		{name: "fixed data under another key than its partition key",
 			rec:   setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "data.ms", Kind: setaside.KindInvalid, Reason: "not a number"},
 			fixed: []byte(strings.Replace(envelope, `"key":"user-7"`, `"key":"user-9"`, 1)),
 			want:  `field key: "user-9" is not the partition key "user-7"`, flag: "data"},
+		{name: "data whose field at fault is unchanged",
+			rec:  setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "data.ms", Kind: setaside.KindInvalid, Reason: `"slow" is not a number`},
+			want: `its data holds the data.ms it held when Tributary-AggregatePageviews set the record aside ("slow" is not a number)`, flag: "unchanged"},
+		{name: "a corrected record whose field at fault is unchanged",
+			rec:   setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "data.ms", Kind: setaside.KindInvalid, Reason: "not a number"},
+			fixed: []byte(strings.Replace(envelope, `"page_view"`, `"click"`, 1)),
+			want:  "the corrected record holds the data.ms it held", flag: "unchanged"},
+		{name: "a field at fault that is missing from both",
+			rec:  setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "data.amount", Kind: setaside.KindInvalid, Reason: "is required"},
+			want: "holds the data.amount it held", flag: "unchanged"},
+		{name: "a corrected record made a change data capture record",
+			rec:   setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "data.ms", Kind: setaside.KindInvalid, Reason: "not a number"},
+			fixed: []byte(strings.Replace(envelope, `"page_view"`, `"profile_changed"`, 1)),
+			want:  `field type: "profile_changed" is a change data capture record type`, flag: "data"},
+		{name: "a corrected record with a control character in its id",
+			rec:   setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "data.ms", Kind: setaside.KindInvalid, Reason: "not a number"},
+			fixed: []byte(strings.Replace(envelope, `"evt-7"`, `"evt\u00077"`, 1)),
+			want:  "field id: holds control character U+0007", flag: "data"},
 		{name: "a record past the dedupe horizon",
-			rec:  setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), ArrivedAt: now.Add(-2 * time.Hour), Field: "data.ms", Kind: setaside.KindInvalid, Reason: "not a number"},
+			rec:  setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), ArrivedAt: now.Add(-2 * time.Hour), Field: "key", Kind: setaside.KindStateUnreadable, Reason: "x"},
 			want: "first arrived 2h0m0s ago", flag: "past-horizon"},
 		{name: "data kept cut",
 			rec:  setaside.Record{PartitionKey: "user-7", Data: big, Kind: setaside.KindUnparseable, Reason: "not JSON"},
@@ -243,12 +261,20 @@ func TestPutBackRefuses(t *testing.T) {
 	// The same record past the horizon goes back with -past-horizon, or
 	// when the consumers' horizon is longer.
 	source, seq := f.setAside(setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), ArrivedAt: now.Add(-2 * time.Hour),
-		Field: "data.ms", Kind: setaside.KindInvalid, Reason: "not a number"})
+		Field: "key", Kind: setaside.KindStateUnreadable, Reason: "the key's state does not decode"})
 	for _, p := range []putback.Putter{{PastHorizon: true}, {Horizon: 3 * time.Hour}} {
 		p.DB, p.Streams, p.Table, p.Now = db, kin, f.table, f.putter.Now
 		if _, err := p.Prepare(ctx, source, seq, nil); err != nil {
 			t.Errorf("Prepare with %+v: %v", p, err)
 		}
+	}
+	// A record whose cause was elsewhere (the pipeline file changed) goes
+	// back unchanged with Unchanged.
+	source, seq = f.setAside(setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "data.ms", Kind: setaside.KindInvalid, Reason: "not a number"})
+	unchanged := *f.putter
+	unchanged.Unchanged = true
+	if _, err := unchanged.Prepare(ctx, source, seq, nil); err != nil {
+		t.Errorf("Prepare with Unchanged: %v", err)
 	}
 	if _, err := f.putter.Prepare(ctx, f.arn+"/"+shard, "4965000", nil); !errors.Is(err, putback.ErrNotFound) {
 		t.Errorf("Prepare of a record never set aside: %v, want ErrNotFound", err)
@@ -287,14 +313,14 @@ func TestPutBackKeyArrivalAndChunks(t *testing.T) {
 
 	now := *f.putter
 	now.ArriveNow = true
-	source, seq = f.setAside(setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Kind: setaside.KindInvalid, Field: "data.ms", Reason: "x"})
+	source, seq = f.setAside(setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Kind: setaside.KindStateUnreadable, Field: "key", Reason: "x"})
 	if data := put(&now, source, seq); string(data) != envelope {
 		t.Errorf("with ArriveNow put back %s, want the data as kept", data)
 	}
 
 	pad := strings.Repeat("p", 2*setaside.ChunkBytes)
 	long := strings.Replace(envelope, `"ms":"slow"`, `"ms":1,"pad":"`+pad+`"`, 1)
-	source, seq = f.setAside(setaside.Record{PartitionKey: "user-7", Data: []byte(long), Kind: setaside.KindInvalid, Field: "data.pad", Reason: "x"})
+	source, seq = f.setAside(setaside.Record{PartitionKey: "user-7", Data: []byte(long), Kind: setaside.KindStateUnreadable, Field: "key", Reason: "x"})
 	if data := put(&now, source, seq); string(data) != long {
 		t.Errorf("a chunked record went back as %d bytes, want its %d", len(data), len(long))
 	}
@@ -348,6 +374,8 @@ func TestList(t *testing.T) {
 		{"at most two", putback.Filter{}, 2, "newest,newer", 4},
 		{"by category", putback.Filter{Category: setaside.KindInvalid}, 10, "newest,newer", 2},
 		{"by function", putback.Filter{Function: "Tributary-Enrich"}, 10, "newest,newer,old", 3},
+		{"by words of the function's name", putback.Filter{Function: "enrich tributary"}, 10, "newest,newer,old", 3},
+		{"by a name no function has", putback.Filter{Function: "aggregate-pageviews"}, 10, "", 0},
 		{"by source", putback.Filter{Source: f.arn}, 10, "newest,newer,retries ran out,old", 4},
 		{"by another source", putback.Filter{Source: "arn:aws:kinesis:us-east-1:123456789012:stream/other"}, 10, "", 0},
 		{"since an hour ago", putback.Filter{Since: now.Add(-time.Hour)}, 10, "newest,newer,retries ran out", 3},
@@ -365,6 +393,13 @@ func TestList(t *testing.T) {
 				t.Errorf("scanned %d items in %d pages, want every item of the table (chunk included) reported", l.Scanned, pages)
 			}
 		})
+	}
+	l, err := putback.List(ctx, db, f.table, putback.Filter{Function: "aggregate-pageviews"}, 10, nil)
+	if err != nil || l.Functions["Tributary-Enrich"] != 3 {
+		t.Errorf("List by a name no function has: %v, functions %v, want Tributary-Enrich's 3 counted", err, l.Functions)
+	}
+	if _, err := putback.List(ctx, db, "no-such-table", putback.Filter{}, 10, nil); !errors.Is(err, putback.ErrNoTable) {
+		t.Errorf("List of a missing table: %v, want ErrNoTable", err)
 	}
 	if _, err := putback.List(ctx, db, f.table, putback.Filter{}, putback.MaxList+1, nil); err == nil {
 		t.Error("List past MaxList: no error")

@@ -25,6 +25,10 @@ const (
 	KindFanOutLimit       = "fan-out-limit"      // an input would touch more items than the function's documented bound
 )
 
+// Categories are the kinds above, for a tool that checks one it is given.
+var Categories = []string{KindUnparseable, KindInvalid, KindOverflow, KindStateBudget, KindStateUnreadable,
+	KindOutputTooLarge, KindDuplicateConflict, KindFanOutLimit}
+
 // Record is one input record a function gives up on because it can never
 // succeed.
 type Record struct {

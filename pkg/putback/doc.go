@@ -4,9 +4,9 @@
 //
 // List scans the table for the records a function set aside (kind
 // set-aside), those of a range Lambda gave up on (record) and the notes of
-// records that could not be read (missing), filtered by function,
-// category, source and time, newest first, at most a given number; it
-// never reads their data.
+// records that could not be read (missing), filtered by function (its name
+// or words of it), category, source and time, newest first, at most a
+// given number; it never reads their data.
 //
 // Putter.Prepare reads one record whole (its chunks too) and decides what
 // a put-back would do, or refuses it with a *Refusal naming why:
@@ -25,10 +25,21 @@
 //     horizon (Horizon, 1 h by default as dedupeHorizon is) is refused
 //     unless PastHorizon: the consumers that applied it the first time no
 //     longer know its id and would apply it again;
-//   - the data (or the fixed data given in its place) must be an envelope
-//     every consumer reads (stream.CheckStrict and stream.DecodeKinesis,
-//     as they do), else it would only be set aside again: the refusal
-//     names the field.
+//   - the data (or the corrected record given in its place) must be an
+//     envelope every consumer reads (stream.CheckStrict and
+//     stream.DecodeKinesis, as they do) and ingest would take from a
+//     producer (no control characters in id, type or key; a corrected
+//     record is no change data capture type), else it would only be set
+//     aside again: the refusal names the field;
+//   - a record set aside for a field of its data (data.ms) that still
+//     holds what it held is refused unless Unchanged (its cause was
+//     elsewhere: the pipeline file or a limit changed), since its function
+//     would set it aside again.
+//
+// Hopeless tells, from an item alone, the records that can never go back,
+// so that a listing offers a put-back only for one that can. A Refusal
+// names the option that would change it (Flag), which each tool spells its
+// own way.
 //
 // The record goes back with its partition key (the envelope's key when it
 // was set aside for a partition key that was not its key) and, unless

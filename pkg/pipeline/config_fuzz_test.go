@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -107,6 +108,21 @@ func checkMistake(doc []byte, ce *ConfigError, line string, many bool) string {
 	if ce.Reason == "" {
 		return "has no reason"
 	}
+	// The strict reader scans in order and names the first place it
+	// refuses (a key twice, at any depth, as a path such as [""][0][""];
+	// text that is not UTF-8, as no field), even in a document cut off
+	// after it.
+	var se *strictjson.Error
+	if err := strictjson.Check(doc, strictjson.Options{MaxBytes: MaxFileBytes}); errors.As(err, &se) && strictjson.Cut(se.Path, maxFieldEcho) == ce.Field {
+		want := "  " + ce.Reason
+		if ce.Field != "" {
+			want = "  " + ce.Field + ": " + ce.Reason
+		}
+		if line != want {
+			return "does not start with its field"
+		}
+		return ""
+	}
 	var top map[string]json.RawMessage
 	isObject := json.Unmarshal(doc, &top) == nil && top != nil
 	if ce.Field == "" {
@@ -121,9 +137,11 @@ func checkMistake(doc []byte, ce *ConfigError, line string, many bool) string {
 	if line != "  "+ce.Field+": "+ce.Reason {
 		return "does not start with its field"
 	}
-	for k := range top { // an unknown field, named as written or quoted
-		if ce.Field == k || ce.Field == strconv.Quote(k) {
-			return ""
+	for k := range top { // an unknown field, named as written or quoted, cut when long
+		for _, name := range []string{k, strconv.Quote(k)} {
+			if ce.Field == name || ce.Field == strictjson.Cut(name, maxFieldEcho) {
+				return ""
+			}
 		}
 	}
 	root := ce.Field

@@ -54,7 +54,7 @@ func (c *commands) list(ctx context.Context) error {
 			return nil
 		}
 	}
-	fmt.Fprintln(c.stderr, "none of these can be put back as they are (each one's category or source says why: docs/set-aside.md)")
+	fmt.Fprintln(c.stderr, "none of these can be put back: each was put back before, or its category or source says why (docs/set-aside.md)")
 	return nil
 }
 

@@ -286,12 +286,7 @@ func referenceOfShards(rs *RuleSet, rules []*Rule, shards map[string][]shardReco
 func kinesisRecords(recs []shardRecord) []events.KinesisEventRecord {
 	out := make([]events.KinesisEventRecord, len(recs))
 	for i, r := range recs {
-		data, _ := json.Marshal(r.env)
-		seq := strconv.Itoa(r.seq)
-		out[i] = events.KinesisEventRecord{EventID: r.shard + ":" + seq, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
-			EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/events",
-			Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: r.env.Key, Data: data,
-				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: r.env.ReceivedAt}}}
+		out[i] = keyedtest.EventRecord(r.shard, r.seq, r.env)
 	}
 	return out
 }
@@ -300,20 +295,7 @@ func kinesisRecords(recs []shardRecord) []events.KinesisEventRecord {
 // failing the test if one id comes with two contents.
 func describeMatches(t *testing.T, recs [][]byte) []string {
 	t.Helper()
-	byID := map[string]string{}
-	var out []string
-	for _, b := range recs {
-		var env stream.Envelope
-		if err := stream.Unmarshal(b, &env); err != nil {
-			t.Fatalf("match record %s: %v", b, err)
-		}
-		if prev, ok := byID[env.ID]; ok {
-			if prev != string(b) {
-				t.Errorf("match id %s emitted with two contents:\n%s\n%s", env.ID, prev, b)
-			}
-			continue
-		}
-		byID[env.ID] = string(b)
+	return keyedtest.Distinct(t, recs, func(env *stream.Envelope, _ []byte) string {
 		var d MatchData
 		if err := json.Unmarshal(env.Data, &d); err != nil {
 			t.Fatal(err)
@@ -322,10 +304,8 @@ func describeMatches(t *testing.T, recs [][]byte) []string {
 		for _, e := range d.Events {
 			ids = append(ids, e.ID)
 		}
-		out = append(out, fmt.Sprintf("%s:%s:%s", d.Rule, env.Key, strings.Join(ids, ",")))
-	}
-	sort.Strings(out)
-	return out
+		return fmt.Sprintf("%s:%s:%s", d.Rule, env.Key, strings.Join(ids, ","))
+	})
 }
 
 func diff(got, want []string) string {

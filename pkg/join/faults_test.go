@@ -216,12 +216,7 @@ func reference(c *join.Config, shards map[string][]record) []string {
 func kinesisRecords(recs []record) []events.KinesisEventRecord {
 	out := make([]events.KinesisEventRecord, len(recs))
 	for i, r := range recs {
-		data, _ := json.Marshal(r.env)
-		seq := strconv.Itoa(r.seq)
-		out[i] = events.KinesisEventRecord{EventID: r.shard + ":" + seq, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
-			EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/events",
-			Kinesis: events.KinesisRecord{SequenceNumber: seq, PartitionKey: r.env.Key, Data: data,
-				ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: r.env.ReceivedAt}}}
+		out[i] = keyedtest.EventRecord(r.shard, r.seq, r.env)
 	}
 	return out
 }
@@ -230,20 +225,7 @@ func kinesisRecords(recs []record) []events.KinesisEventRecord {
 // fails the test if two records with one id differ.
 func describe(t *testing.T, recs [][]byte) []string {
 	t.Helper()
-	byID := map[string]string{}
-	var out []string
-	for _, b := range recs {
-		var env stream.Envelope
-		if err := stream.Unmarshal(b, &env); err != nil {
-			t.Fatalf("output %s: %v", b, err)
-		}
-		if prev, ok := byID[env.ID]; ok {
-			if prev != string(b) {
-				t.Errorf("output id %s emitted with two contents:\n%s\n%s", env.ID, prev, b)
-			}
-			continue
-		}
-		byID[env.ID] = string(b)
+	return keyedtest.Distinct(t, recs, func(env *stream.Envelope, raw []byte) string {
 		switch env.Type {
 		case join.TypeJoined, join.TypeUnmatched:
 			var d join.Data
@@ -257,19 +239,17 @@ func describe(t *testing.T, recs [][]byte) []string {
 			if d.Right != nil {
 				r = d.Right.ID
 			}
-			out = append(out, fmt.Sprintf("%s [%s, %s]", env.Key, l, r))
+			return fmt.Sprintf("%s [%s, %s]", env.Key, l, r)
 		case join.TypeRate:
 			var d join.RateData
 			if err := json.Unmarshal(env.Data, &d); err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, fmt.Sprintf("%s rate(%s %d/%d)", env.Key, d.Start.Format("15:04:05"), d.Matched, d.Left))
-		default:
-			t.Errorf("output of type %q: %s", env.Type, b)
+			return fmt.Sprintf("%s rate(%s %d/%d)", env.Key, d.Start.Format("15:04:05"), d.Matched, d.Left)
 		}
-	}
-	sort.Strings(out)
-	return out
+		t.Errorf("output of type %q: %s", env.Type, raw)
+		return "unexpected " + env.Type
+	})
 }
 
 // faultBackend is where a scenario's state and quarantine tables and its

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -454,4 +456,41 @@ func (s Seeds) Run(t *testing.T, run func(t *testing.T, backend string, seed int
 			}
 		})
 	}
+}
+
+// EventRecord is the Kinesis event record Lambda would hand a consumer of
+// the events stream for env, put with its key at sequence number seq of
+// shard.
+func EventRecord(shard string, seq int, env stream.Envelope) events.KinesisEventRecord {
+	data, _ := json.Marshal(env)
+	n := strconv.Itoa(seq)
+	return events.KinesisEventRecord{EventID: shard + ":" + n, EventSource: "aws:kinesis", EventName: "aws:kinesis:record",
+		EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/events",
+		Kinesis: events.KinesisRecord{SequenceNumber: n, PartitionKey: env.Key, Data: data,
+			ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: env.ReceivedAt}}}
+}
+
+// Distinct describes the distinct outputs on a stream, one line each
+// (describe's), sorted, failing t when one id comes with two contents:
+// an output emitted again must be the same bytes.
+func Distinct(t testing.TB, recs [][]byte, describe func(env *stream.Envelope, raw []byte) string) []string {
+	t.Helper()
+	byID := map[string]string{}
+	var out []string
+	for _, b := range recs {
+		var env stream.Envelope
+		if err := stream.Unmarshal(b, &env); err != nil {
+			t.Fatalf("output %s: %v", b, err)
+		}
+		if prev, ok := byID[env.ID]; ok {
+			if prev != string(b) {
+				t.Errorf("output id %s emitted with two contents:\n%s\n%s", env.ID, prev, b)
+			}
+			continue
+		}
+		byID[env.ID] = string(b)
+		out = append(out, describe(&env, b))
+	}
+	sort.Strings(out)
+	return out
 }

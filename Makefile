@@ -47,8 +47,8 @@ NO_DOWNLOAD_LINES = 2> >(grep -v '^go: downloading ' >&2)
 # app's own error (a pipeline file and its field) is the line to read, and
 # make still fails. The app runs in infra/, so it names the default pipelines
 # directory ../pipelines; from the repository root, where make runs, that is
-# pipelines/.
-SYNTH_LINES = 2> >(grep -v -e '^go: downloading ' -e '^exit status [0-9]*$$' -e 'Subprocess exited with error [0-9]*$$' | sed -u 's|^tributary infra: \.\./pipelines/|tributary infra: pipelines/|' >&2)
+# pipelines/ (on the first line, and on the line of each further bad file).
+SYNTH_LINES = 2> >(grep -v -e '^go: downloading ' -e '^exit status [0-9]*$$' -e 'Subprocess exited with error [0-9]*$$' | sed -u -e 's|^tributary infra: \.\./pipelines/|tributary infra: pipelines/|' -e 's|^\.\./pipelines/|pipelines/|' >&2)
 # $(call timed,<phase>) starts a recipe line whose start and end are recorded under <phase>.
 # A line that sets scratch=<directory> has it removed when it ends, Ctrl-C included.
 timed = scratch=; t0=$$(date +%s%3N); trap 'if [ -n "$$TRIBUTARY_MAKE_STARTED" ]; then mkdir -p $(ROOT)/.build/timings; echo "$(1) $$t0 $$(date +%s%3N)" >> $(ROOT)/.build/timings/$$TRIBUTARY_MAKE_STARTED; fi; if [ -n "$$scratch" ]; then rm -rf "$$scratch"; fi' EXIT;
@@ -175,6 +175,7 @@ $(RUNNER): $(RUNNER_SOURCES)
 .PHONY: results
 results: .build/bin/results ## a key's windows from the running make local-up: make results [PIPELINE=pageviews] KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
 	@AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
+	  TRIBUTARY_MAKE_VARS='pipeline:PIPELINE= key:KEY= from:FROM= to:TO= follow:FOLLOW=1 stack:STACK=' \
 	  .build/bin/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
 	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(filter-out 0,$(FOLLOW)),-follow)
 
@@ -185,6 +186,7 @@ results: .build/bin/results ## a key's windows from the running make local-up: m
 .PHONY: tail
 tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C stops): make tail STREAM=events|results|joins|matches|enriched|show-events [KEY=user-1] [TYPE=page_view] [WHERE=data.page=/] [FROM=10m] [FOLLOW=0] [JSON=1|RAW=1]
 	@AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
+	  TRIBUTARY_MAKE_VARS='stream:STREAM= key:KEY= type:TYPE= where:WHERE= from:FROM= f:FOLLOW json:JSON=1 raw:RAW=1 stack:STACK=' \
 	  .build/bin/tail -template $(CDK_OUT) -stack $(or $(STACK),Tributary) -stream '$(STREAM)' \
 	  $(if $(KEY),-key '$(KEY)') $(if $(TYPE),-type '$(TYPE)') $(if $(WHERE),-where '$(WHERE)') $(if $(FROM),-from '$(FROM)') \
 	  $(if $(filter 0,$(FOLLOW)),,-f) $(if $(JSON),-json) $(if $(RAW),-raw)
@@ -193,7 +195,8 @@ tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C st
 .build/bin/setaside: $(GO_SOURCES) $(wildcard cmd/setaside/*.go internal/*/*.go emulator/*/*.go)
 	@$(GO) build -o $@ ./cmd/setaside
 
-SETASIDE_ENV = AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE=
+SETASIDE_ENV = AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
+  TRIBUTARY_MAKE_VARS='function:FUNCTION= category:CATEGORY= since:SINCE= n:N= json:JSON=1 source:SOURCE= sequence:SEQUENCE= data-only:DATA_ONLY=1 data:DATA= dry-run:DRY_RUN=1 unchanged:UNCHANGED=1 horizon:HORIZON= past-horizon:PAST_HORIZON=1 again:AGAIN=1 arrive-now:ARRIVE_NOW=1 stack:STACK='
 SETASIDE_LOCAL = -template $(CDK_OUT) -stack $(or $(STACK),Tributary)
 
 .PHONY: setaside

@@ -106,7 +106,8 @@ func TestBadCommandLines(t *testing.T) {
 		{withParam("-template", huge), map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, "-template template: " + huge + ": more than 1048576 bytes"},
 		{withParam("-nope"), nil, "flag provided but not defined: -nope"},
 		{withParam("stray"), nil, `unexpected argument "stray"`},
-		{[]string{"-follow"}, nil, "-stream is required"},
+		{[]string{"-follow"}, nil, "-follow reads the window results stream, and pipeline pv writes its windows only to the views table"},
+		{[]string{"-follow"}, map[string]string{"PIPELINE_CONFIG": strings.Replace(pipelineJSON, `"name":"pv",`, `"name":"pv","outputs":{"stream":true},`, 1)}, "-stream is required"},
 		{follow("-to", "now"), nil, "-to is not read with -follow"},
 		{follow("-from", "2030-01-01T00:00:00Z"), nil, "-from 2030-01-01T00:00:00Z is in the future"},
 		{follow("-from", "9000h"), nil, "-from 9000h is more than"},
@@ -545,6 +546,17 @@ func TestTemplate(t *testing.T) {
 	// Another prefix names other resources, which do not exist.
 	if r := cmd(ctx, env, base.Add(time.Minute), "-template", "testdata/local.template.json", "-stack", "Tributary-1", "-key", "user-1"); r.code != 1 || !strings.Contains(r.stderr, "Tributary-1-ViewsRegistryCurrentViews5E6F7A8B") {
 		t.Errorf("-stack Tributary-1: %+v", r)
+	}
+}
+
+// TestFollowTableOnlyPipeline: a pipeline whose file keeps its results off
+// the stream (the default) has no stream to follow; -follow says so and
+// how to read its windows, where it asked for a -stream no pipeline has.
+func TestFollowTableOnlyPipeline(t *testing.T) {
+	env := map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
+	r := cmd(context.Background(), env, base, "-template", "testdata/table-only.template.json", "-follow")
+	if r.code != 2 || !strings.Contains(r.stderr, "pipeline local writes its windows only to the views table") || !strings.Contains(r.stderr, "-key") {
+		t.Errorf("-follow of a table-only pipeline: %+v", r)
 	}
 }
 

@@ -49,10 +49,17 @@ func (c *commands) list(ctx context.Context) error {
 	}
 	fmt.Fprintf(c.stderr, "show one with its data: %s\n", c.hint("show", &l.Items[0]))
 	for i := range l.Items {
-		if it := &l.Items[i]; it.PutBackAt == "" && putback.Hopeless(it) == "" {
+		it := &l.Items[i]
+		if it.PutBackAt != "" || putback.Hopeless(it) != "" {
+			continue
+		}
+		if !dataAtFault(it) {
 			fmt.Fprintf(c.stderr, "put one back once its cause is fixed: %s\n", c.hint("putback", it))
 			return nil
 		}
+		show, put := c.correction(it, "record.json")
+		fmt.Fprintf(c.stderr, "correct one and put it back: %s > record.json, edit record.json, then: %s\n", show, put)
+		return nil
 	}
 	fmt.Fprintln(c.stderr, "none of these can be put back: each was put back before, or its category or source says why (docs/set-aside.md)")
 	return nil
@@ -95,6 +102,25 @@ func orNone(function string) string {
 	return function
 }
 
+// correction is the pair of commands that save it's data for editing and
+// put the edited file back.
+func (c *commands) correction(it *setaside.Item, file string) (show, put string) {
+	if c.o.tmpl != "" {
+		return c.hint("show", it) + " DATA_ONLY=1", c.hint("putback", it) + " DATA=" + file
+	}
+	return c.hint("show", it) + " -data-only", c.hint("putback", it) + " -data " + file
+}
+
+// dataAtFault reports whether it was set aside for its data (a field of
+// it, or the whole record unreadable): it goes back corrected.
+func dataAtFault(it *setaside.Item) bool {
+	switch it.Category {
+	case setaside.KindInvalid, setaside.KindUnparseable, setaside.KindOverflow:
+		return true
+	}
+	return false
+}
+
 // listCommand is how the user lists the records.
 func (c *commands) listCommand() string {
 	if c.o.tmpl != "" {
@@ -107,6 +133,19 @@ func (c *commands) listCommand() string {
 // command: make's variables or the command's flags.
 func (c *commands) refusalHint(r *putback.Refusal) string {
 	local := c.o.tmpl != ""
+	if c.o.sequence == "" && (r.Flag == putback.FlagData || r.Flag == putback.FlagUnchanged) {
+		// Several records: each is corrected on its own.
+		if local {
+			return "correct it on its own (make setaside-show SOURCE=… SEQUENCE=… DATA_ONLY=1 > record.json, edit, make putback SOURCE=… SEQUENCE=… DATA=record.json), or, when the cause was elsewhere (the pipeline file or a limit changed), UNCHANGED=1 puts such records back as they are"
+		}
+		return "correct it on its own (show -data-only > record.json, edit, putback -source … -sequence … -data record.json), or, when the cause was elsewhere (the pipeline file or a limit changed), -unchanged puts such records back as they are"
+	}
+	if c.o.dataFile != "" && (r.Flag == putback.FlagData || r.Flag == putback.FlagUnchanged) {
+		if local {
+			return "correct " + c.o.dataFile + " and run it again (or UNCHANGED=1 when the cause was elsewhere: the pipeline file or a limit changed)"
+		}
+		return "correct " + c.o.dataFile + " and run it again (or -unchanged when the cause was elsewhere: the pipeline file or a limit changed)"
+	}
 	switch r.Flag {
 	case putback.FlagAgain:
 		if local {
@@ -209,10 +248,7 @@ func (c *commands) show(ctx context.Context) error {
 	}
 	fmt.Fprintf(c.stdout, "  data      %d bytes:\n", len(it.Data))
 	printData(c.stdout, it.Data)
-	show, put := c.hint("show", it)+" -data-only", c.hint("putback", it)+" -data record.json"
-	if c.o.tmpl != "" {
-		show, put = c.hint("show", it)+" DATA_ONLY=1", c.hint("putback", it)+" DATA=record.json"
-	}
+	show, put := c.correction(it, "record.json")
 	fmt.Fprintf(c.stderr, "to correct it: %s > record.json, edit record.json, then: %s\n", show, put)
 	return nil
 }
@@ -313,7 +349,7 @@ func (c *commands) putOne(ctx context.Context, source, sequence string, fixed []
 	desc := fmt.Sprintf("%s %s → stream %s, partition key %s, %d bytes", source, sequence, plan.Stream,
 		strictjson.QuoteCut(plan.PartitionKey, 64), len(plan.Data))
 	if plan.Fixed {
-		desc += ", the corrected record"
+		desc += ", the record in " + c.o.dataFile
 	}
 	if plan.ReceivedAt != "" {
 		desc += ", receivedAt " + plan.ReceivedAt + " (its first arrival) added"

@@ -225,6 +225,7 @@ func (o *options) check(fs *flag.FlagSet, since string, now time.Time) error {
 			return cli.Usagef(b.flag, "%s is %d bytes; the quarantine table keeps at most %d", strictjson.QuoteCut(b.v, cli.MaxEcho), len(b.v), b.max)
 		}
 	}
+	o.filter.Category = strings.ToLower(o.filter.Category)
 	if c := o.filter.Category; c != "" && !slices.Contains(setaside.Categories, c) {
 		hint := ""
 		if n := strictjson.Nearest(c, setaside.Categories); n != "" {

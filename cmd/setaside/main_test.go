@@ -97,7 +97,8 @@ func TestRun(t *testing.T) {
 
 	r := cmd("list", "-template", tmpl)
 	if r.code != cli.ExitOK || !strings.Contains(r.stdout, `"slow" is not a number`) || !strings.Contains(r.stdout, "the key's state is full") ||
-		!strings.Contains(r.stderr, "2 record(s) listed") || !strings.Contains(r.stderr, "make putback SOURCE='"+source+"' SEQUENCE=4965000") {
+		!strings.Contains(r.stderr, "2 record(s) listed") || !strings.Contains(r.stderr, "correct one and put it back: make setaside-show SOURCE='"+source+"' SEQUENCE=49650001 DATA_ONLY=1 > record.json") ||
+		!strings.Contains(r.stderr, "make putback SOURCE='"+source+"' SEQUENCE=49650001 DATA=record.json") {
 		t.Fatalf("list: %+v", r)
 	}
 	r = cmd("list", "-table", table, "-json", "-category", "invalid")
@@ -189,7 +190,7 @@ func TestRun(t *testing.T) {
 		{[]string{"list", "-table", "quarantine", "-function", strings.Repeat("f", 2000)}, "is 2000 bytes; the quarantine table keeps at most 1024"},
 		{[]string{"putback", "-table", "quarantine", "-sequence", "1"}, "-sequence needs -source"},
 		{[]string{"putback", "-table", "quarantine", "-source", source}, "-source needs -sequence"},
-		{[]string{"list", "-table", "quarantine", "-category", "Invalid"}, "(did you mean invalid?)"},
+		{[]string{"list", "-table", "quarantine", "-category", "invlaid"}, "(did you mean invalid?)"},
 		{[]string{"putback", "-table", "quarantine", "-function", "f", "-data", fixed}, "-data puts back one record"},
 		{[]string{"putback", "-table", "quarantine", "-source", source, "-sequence", "1", "-n", "3"}, "-sequence names one record"},
 	} {

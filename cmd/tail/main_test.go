@@ -128,6 +128,12 @@ func TestTableOnlyPipelines(t *testing.T) {
 	if !strings.Contains(hint, "signups writes its windows only to the views table") || !strings.Contains(hint, "make results PIPELINE=signups") || strings.Contains(hint, "pageviews") {
 		t.Errorf("hint %q, want signups named with make results, and not pageviews", hint)
 	}
+	if _, err := resolveStream("signups", st); err == nil || !strings.Contains(err.Error(), "signups is a pipeline that writes its windows only to the views table: make results PIPELINE=signups") {
+		t.Errorf("-stream signups: %v, want it named as a table-only pipeline", err)
+	}
+	if _, err := resolveStream("pageviews", st); err == nil || !strings.Contains(err.Error(), "its results are on the results stream (STREAM=results)") {
+		t.Errorf("-stream pageviews: %v, want it pointed at STREAM=results", err)
+	}
 	if hint := st.resultsHint("Tributary-EventsD32975C2"); hint != "" {
 		t.Errorf("hint on the events stream: %q", hint)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,6 +44,8 @@ var cdkHash = regexp.MustCompile(`[0-9A-F]{8}$`)
 type localStack struct {
 	streams   []stackStream
 	tableOnly []string
+	// pipelines are every aggregation pipeline's name.
+	pipelines []string
 }
 
 // templateStreams reads the streams the template deploys, named as the
@@ -71,7 +74,12 @@ func templateStreams(path, stack string) (localStack, error) {
 		}
 		// A file the stack was synthesized from parses; one that does not
 		// is the results tool's concern, not this hint's.
-		if cfg, err := pipeline.Parse([]byte(f.Env[pipeline.EnvVar])); err == nil && !cfg.Outputs.Stream {
+		cfg, err := pipeline.Parse([]byte(f.Env[pipeline.EnvVar]))
+		if err != nil {
+			continue
+		}
+		st.pipelines = append(st.pipelines, cfg.Name)
+		if !cfg.Outputs.Stream {
 			st.tableOnly = append(st.tableOnly, cfg.Name)
 		}
 	}
@@ -148,7 +156,18 @@ func resolveStream(v string, st localStack) (string, error) {
 	for i, a := range aliases {
 		names[i] = a.alias
 	}
-	return "", cli.Usagef("stream", "%s is not a stream of the stack: give one of %s, or a label or name of %s", strictjson.QuoteCut(v, cli.MaxEcho), strings.Join(names, ", "), list(streams))
+	msg := fmt.Sprintf("%s is not a stream of the stack: give one of %s, or a label or name of %s", strictjson.QuoteCut(v, cli.MaxEcho), strings.Join(names, ", "), list(streams))
+	for _, p := range st.pipelines {
+		if !strings.EqualFold(v, p) {
+			continue
+		}
+		if slices.Contains(st.tableOnly, p) {
+			msg += fmt.Sprintf("; %s is a pipeline that writes its windows only to the views table: make results PIPELINE=%s KEY=<key> reads them", p, p)
+		} else {
+			msg += fmt.Sprintf("; %s is a pipeline: its results are on the results stream (STREAM=results), and make results PIPELINE=%s KEY=<key> reads its windows", p, p)
+		}
+	}
+	return "", cli.Usagef("stream", "%s", msg)
 }
 
 // isAlias reports whether v is one of the aliases (events, results, …).

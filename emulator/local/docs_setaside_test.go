@@ -156,7 +156,7 @@ var setAsideRuns = map[string]docRun{
 				t.Errorf("%s:\n%s\nwant the data.ms record put back", c, out)
 			}
 		default:
-			if !strings.Contains(out, "put back  ") || !strings.Contains(out, "the corrected record") || !strings.Contains(out, "sequence number") {
+			if !strings.Contains(out, "put back  ") || !strings.Contains(out, "the record in ") || !strings.Contains(out, "sequence number") {
 				t.Errorf("%s:\n%s\nwant the corrected record put back", c, out)
 			}
 		}

@@ -227,11 +227,15 @@ func Fail(stderr io.Writer, name string, err error, afterInterrupt string) int {
 	case errors.As(err, &usage):
 		// A message of several lines (a pipeline file's mistakes, one a
 		// line) keeps them; the pointer to -h gets a line of its own.
+		msg, help := usage.Error(), "see go run ./cmd/"+name+" -h"
+		if vars := makeVars(os.Getenv(EnvMakeVars)); len(vars) > 0 {
+			msg, help = respell(msg, vars), "see make help"
+		}
 		sep := "; "
-		if strings.Contains(usage.Error(), "\n") {
+		if strings.Contains(msg, "\n") {
 			sep = "\n"
 		}
-		fmt.Fprintf(stderr, "%s: %v%ssee go run ./cmd/%s -h\n", name, usage, sep, name)
+		fmt.Fprintf(stderr, "%s: %s%s%s\n", name, msg, sep, help)
 		return ExitUsage
 	case errors.Is(err, ErrNoRegion):
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -247,4 +251,37 @@ func Fail(stderr io.Writer, name string, err error, afterInterrupt string) int {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return ExitError
 	}
+}
+
+// EnvMakeVars is set by the Makefile's targets that run a command, to the
+// make variable that sets each flag ("key:KEY= follow:FOLLOW=1"), so that
+// a usage error names what the user typed: "KEY= is required", not "-key
+// is required".
+const EnvMakeVars = "TRIBUTARY_MAKE_VARS"
+
+// makeVars reads EnvMakeVars' value: flag name → make variable.
+func makeVars(v string) map[string]string {
+	out := map[string]string{}
+	for _, f := range strings.Fields(v) {
+		if flag, variable, ok := strings.Cut(f, ":"); ok && flag != "" && variable != "" {
+			out[flag] = variable
+		}
+	}
+	return out
+}
+
+// flagMention is a flag named in a message: -name after the start, a
+// space, a parenthesis, a slash or a quote.
+var flagMention = regexp.MustCompile(`(^|[\s(/"'])-([a-z][a-z0-9-]*)`)
+
+// respell names each flag of msg that a make variable sets by that
+// variable.
+func respell(msg string, vars map[string]string) string {
+	return flagMention.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := flagMention.FindStringSubmatch(m)
+		if v, ok := vars[sub[2]]; ok {
+			return sub[1] + v
+		}
+		return m
+	})
 }

@@ -33,3 +33,17 @@ func TestFailUsage(t *testing.T) {
 		t.Errorf("Fail(boom) = %d %q", code, b.String())
 	}
 }
+
+// TestFailUnderMake: run by a make target (EnvMakeVars set), a usage
+// error names the make variables the user typed, not the flags they set,
+// and points at make help; a flag no variable sets keeps its name, and a
+// word with a hyphen inside is left alone.
+func TestFailUnderMake(t *testing.T) {
+	t.Setenv(EnvMakeVars, "key:KEY= follow:FOLLOW=1 category:CATEGORY=")
+	var b bytes.Buffer
+	code := Fail(&b, "results", Usagef("key", "is required (or -follow to tail the stream; -template reads a non-empty file)"), "")
+	want := "results: KEY= is required (or FOLLOW=1 to tail the stream; -template reads a non-empty file); see make help\n"
+	if code != ExitUsage || b.String() != want {
+		t.Errorf("Fail = %d %q, want %q", code, b.String(), want)
+	}
+}

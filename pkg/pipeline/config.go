@@ -964,7 +964,7 @@ func object(m *mistakes, root, path string, doc []byte, known []string, quiet ..
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			line, col := lineCol(doc, se.Offset)
-			return nil, cfgErr(path, "not valid JSON at line %d, column %d: %v", line, col, se)
+			return nil, cfgErr(path, "not valid JSON at line %d, column %d: %v%s", line, col, se, trailingComma(doc, se.Offset))
 		}
 		return nil, cfgErr(path, "must be a JSON object, not %s", kind(bytes.TrimSpace(doc)))
 	}
@@ -1007,6 +1007,21 @@ func object(m *mistakes, root, path string, doc []byte, known []string, quiet ..
 }
 
 // lineCol is the 1-based line and column of byte offset off in doc.
+// trailingComma is a hint when the syntax error at off (one past the byte
+// refused) is a closing bracket or brace right after a comma, the
+// mistake JSON's readers word least clearly.
+func trailingComma(doc []byte, off int64) string {
+	i := int(off) - 1
+	if i <= 0 || i >= len(doc) || doc[i] != '}' && doc[i] != ']' {
+		return ""
+	}
+	before := bytes.TrimRight(doc[:i], " \t\r\n")
+	if len(before) == 0 || before[len(before)-1] != ',' {
+		return ""
+	}
+	return " (a comma before it with nothing after: JSON takes no trailing comma)"
+}
+
 func lineCol(doc []byte, off int64) (line, col int) {
 	if off > int64(len(doc)) {
 		off = int64(len(doc))

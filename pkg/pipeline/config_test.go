@@ -172,6 +172,8 @@ func TestParseErrors(t *testing.T) {
 	}{
 		// The document.
 		{"not JSON", []byte(`{"name":`), "not valid JSON at line 1, column 8: unexpected end of JSON input"},
+		{"a trailing comma in an object", []byte("{\"name\": \"a\",\n}"), "not valid JSON at line 2, column 1: invalid character '}' looking for beginning of object key string (a comma before it with nothing after: JSON takes no trailing comma)"},
+		{"a trailing comma in a list", []byte(`{"name": "a", "aggregates": ["count", ]}`), "not valid JSON at line 1, column 39: invalid character ']' looking for beginning of value (a comma before it with nothing after: JSON takes no trailing comma)"},
 		{"not an object", []byte(`[]`), "must be a JSON object, not an array"},
 		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field; did you mean \"aggregates\"? (known: kind, name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor, dedupeHorizon, retention)"},
 		// name
@@ -317,7 +319,7 @@ func TestParseErrors(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("error is %T, want *ConfigError", err)
 			}
-			documentLevel := tt.name == "not JSON" || tt.name == "not an object"
+			documentLevel := tt.name == "not JSON" || tt.name == "not an object" || strings.HasPrefix(tt.name, "a trailing comma")
 			if documentLevel != (ce.Field == "") || (ce.Field != "" && !strings.HasPrefix(tt.want, ce.Field+": ")) {
 				t.Fatalf("Field = %q for %q", ce.Field, tt.want)
 			}

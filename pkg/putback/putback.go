@@ -164,7 +164,7 @@ func (p *Putter) Prepare(ctx context.Context, source, sequence string, fixed []b
 	}
 	what := "its data"
 	if plan.Fixed {
-		what = "the corrected record"
+		what = "the record given in its place"
 	}
 	if err := plan.check(p.now(), !p.ArriveNow); err != nil {
 		var fe *stream.FieldError
@@ -200,7 +200,7 @@ func Hopeless(it *setaside.Item) string {
 	}
 	switch it.Category {
 	case setaside.KindDuplicateConflict:
-		return "duplicate-conflict: " + orUnknown(it.Function) + " took the record's event id before it set the record aside (an id it had applied with other data), so a copy is dropped as a producer's copy by it and applied a second time by the other consumers; no put-back reaches that function alone. One such item appears from each consumer that had applied a record you then put back corrected: expected, nothing to do (docs/set-aside.md)"
+		return "duplicate-conflict: " + orUnknown(it.Function) + " took the record's event id before it set the record aside (an id it had applied with other data), so a copy is dropped as a producer's copy by it and applied a second time by the other consumers; no put-back reaches that function alone. Such an item appears for a record you put back corrected, from the consumers that had applied its first version: expected, nothing to do (docs/set-aside.md)"
 	case setaside.KindStateBudget:
 		return "state-budget: " + orUnknown(it.Function) + " took the record's event id before it set the record aside, so a copy is dropped as a producer's copy by it within its dedupe horizon, and applied a second time by the other consumers after it; no put-back reaches that function alone (docs/set-aside.md)"
 	}

@@ -42,3 +42,17 @@ func TestRunMetricsFailsWhenTheSectionWouldBeEmpty(t *testing.T) {
 		})
 	}
 }
+
+// TestSeriesCount: the line under the metrics section counts every series
+// the run published, of every function, which is what CloudWatch bills
+// (docs/cost.md quotes it), by function, most first.
+func TestSeriesCount(t *testing.T) {
+	s := func(fn, name string) cloudwatchlocal.MetricSummary {
+		return cloudwatchlocal.MetricSummary{Namespace: "Tributary", Name: name, Dimensions: map[string]string{"Function": fn}, Sum: 1, SampleCount: 1}
+	}
+	got := seriesCount([]cloudwatchlocal.MetricSummary{s("archive", "RecordsArchived"), s("archive", "ObjectsWritten"), s("aggregate", "RecordsIn"), s("ingest", "Events")})
+	want := "4 metric series in all (archive 2, aggregate 1, ingest 1)"
+	if !strings.Contains(got, want) {
+		t.Errorf("seriesCount = %q, want it to say %q", got, want)
+	}
+}

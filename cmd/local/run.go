@@ -550,7 +550,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	// The section lists aggregate's, worker's and enrich's series: read
 	// again (an endpoint may show data points late) until it holds some, or
 	// fail at the check's deadline saying what it holds.
-	var shown []cloudwatchlocal.MetricSummary
+	var shown, all []cloudwatchlocal.MetricSummary
 	if err := c.check(ctx, os.Stdout, "CloudWatch metrics read back", func(ctx context.Context) error {
 		if err := stack.FlushLogs(ctx); err != nil {
 			return err
@@ -560,6 +560,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 			if err != nil {
 				return err
 			}
+			all = ms
 			var missing error
 			if shown, missing = runMetrics(ms, len(topo.pipelines) > 1); missing == nil {
 				return nil
@@ -582,6 +583,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 		}
 		fmt.Printf("    %s%s\n", m, note)
 	}
+	fmt.Printf("  %s\n", seriesCount(all))
 	if bad > 0 {
 		return fmt.Errorf("pipeline %s: %d windows differ from what was sent", w.Pipeline.Name, bad)
 	}
@@ -617,6 +619,26 @@ func runMetrics(ms []cloudwatchlocal.MetricSummary, byPipeline bool) ([]cloudwat
 			len(ms), strings.Join(names, ", "))
 	}
 	return shown, nil
+}
+
+// seriesCount says how many metric series (metric and dimension pairs)
+// the run published in all, every function's, by function: what
+// CloudWatch bills as custom metrics.
+func seriesCount(ms []cloudwatchlocal.MetricSummary) string {
+	by := map[string]int{}
+	for _, m := range ms {
+		by[m.Dimensions["Function"]]++
+	}
+	fns := make([]string, 0, len(by))
+	for f := range by {
+		fns = append(fns, f)
+	}
+	sort.Slice(fns, func(i, j int) bool { return by[fns[i]] > by[fns[j]] || by[fns[i]] == by[fns[j]] && fns[i] < fns[j] })
+	parts := make([]string, len(fns))
+	for i, f := range fns {
+		parts[i] = fmt.Sprintf("%s %d", f, by[f])
+	}
+	return fmt.Sprintf("%d metric series in all (%s): CloudWatch bills each as a custom metric (docs/cost.md)", len(ms), strings.Join(parts, ", "))
 }
 
 // clearOfMinuteEnd is the time to stamp the Idempotency-Key demo's events,

@@ -108,12 +108,48 @@ func Parse(fs *flag.FlagSet, args []string, help io.Writer, usage, footer string
 		return flag.ErrHelp
 	}
 	if err != nil {
-		return &UsageError{Msg: cutArgs(err.Error(), args)}
+		return &UsageError{Msg: cutArgs(withWant(fs, err.Error()), args)}
 	}
 	if fs.NArg() > 0 {
 		return &UsageError{Msg: fmt.Sprintf("unexpected argument %s (every value is given with a flag)", strictjson.QuoteCut(fs.Arg(0), MaxEcho))}
 	}
 	return nil
+}
+
+// badValue is the flag package's error for a value that does not parse.
+var badValue = regexp.MustCompile(`for (?:flag )?-([A-Za-z0-9_.-]+): (parse error|value out of range)$`)
+
+// withWant is msg, the flag package's error, saying what the flag takes
+// where it says only "parse error" or "value out of range".
+func withWant(fs *flag.FlagSet, msg string) string {
+	m := badValue.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	f := fs.Lookup(m[1])
+	if f == nil {
+		return msg
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return msg
+	}
+	var want string
+	switch g.Get().(type) {
+	case time.Duration:
+		want = "a duration such as 90s, 5m or 1h30m (at most 2562047h)"
+	case int, int64:
+		want = "a whole number"
+	case uint, uint64:
+		want = "a whole number, 0 or more"
+	case float64:
+		want = "a number"
+	case bool:
+		want = "true or false (or the flag alone)"
+	default:
+		return msg
+	}
+	return strings.TrimSuffix(msg, m[2]) + m[2] + ": want " + want
 }
 
 // MaxEcho bounds how much of a value a usage error repeats.

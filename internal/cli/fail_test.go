@@ -3,8 +3,11 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"flag"
+	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestFailUsage: a usage error is one line ending in where -h is; one
@@ -45,5 +48,28 @@ func TestFailUnderMake(t *testing.T) {
 	want := "results: KEY= is required (or FOLLOW=1 to tail the stream; -template reads a non-empty file); see make help\n"
 	if code != ExitUsage || b.String() != want {
 		t.Errorf("Fail = %d %q, want %q", code, b.String(), want)
+	}
+}
+
+// TestParseSaysWhatAFlagTakes: a value the flag package cannot parse is
+// answered with what the flag takes, not a bare "parse error".
+func TestParseSaysWhatAFlagTakes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-horizon", "999999999h"}, `invalid value "999999999h" for flag -horizon: parse error: want a duration such as 90s, 5m or 1h30m (at most 2562047h)`},
+		{[]string{"-n", "ten"}, `invalid value "ten" for flag -n: parse error: want a whole number`},
+		{[]string{"-n", "99999999999999999999"}, `for flag -n: value out of range: want a whole number`},
+		{[]string{"-dry-run=maybe"}, `for -dry-run: parse error: want true or false (or the flag alone)`},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.Duration("horizon", time.Hour, "")
+		fs.Int("n", 0, "")
+		fs.Bool("dry-run", false, "")
+		err := Parse(fs, tc.args, io.Discard, "", "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }

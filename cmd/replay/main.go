@@ -47,7 +47,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -365,6 +367,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if archiveBucket != nil && *archiveBucket != "" {
 		opts.Archive, opts.ArchiveUntil = archive.NewReader(archive.NewS3Client(cfg), *archiveBucket), seam
 	}
+	// A rebuild writes, and a rollback or use-version catches up, only the
+	// pipelines given: every pipeline the views table holds must be one.
+	if err := checkSharing(ctx, db, reg, pipelineFiles, pcfgs); err != nil {
+		return c.fail(err)
+	}
 	if c.name == "rebuild" {
 		for _, pcfg := range pcfgs {
 			if kept := now.Add(-pcfg.Retention); start.Before(kept) {
@@ -400,6 +407,64 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			res.Target, res.Current, res.Read, from, res.Applied, res.Skipped, res.CaughtUp.Round(time.Millisecond), res.Current, res.CurrentItems, res.Target, res.TargetItems)
 	}
 	return cli.ExitOK
+}
+
+// checkSharing refuses a rebuild (or a rollback or use-version, which
+// catch a version up) that leaves out a pipeline whose windows the
+// current views table holds: the version made current would hold, or be
+// caught up with, only the pipelines given, and the others' readers would
+// miss their windows. The pipelines
+// it looks for are the other aggregation files beside the files given
+// (pipelines/), each found in the table by its watermark items: one query
+// each, where a scan would read the whole table.
+func checkSharing(ctx context.Context, db *dynamodb.Client, reg *replay.Registry, files []string, given []*pipeline.Config) error {
+	names := map[string]bool{}
+	for _, c := range given {
+		names[c.Name] = true
+	}
+	dirs := map[string]bool{}
+	for _, f := range files {
+		if f != "" {
+			dirs[filepath.Dir(f)] = true
+		}
+	}
+	var others []pipeline.File
+	for dir := range dirs {
+		fs, err := pipeline.LoadDir(dir)
+		if err != nil {
+			continue // a directory that does not load names no pipeline to look for
+		}
+		for _, f := range pipeline.OfKind(fs, pipeline.KindAggregate) {
+			if !names[f.Name] {
+				names[f.Name] = true
+				others = append(others, f)
+			}
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	table, _, err := reg.Current(ctx)
+	if err != nil {
+		return err
+	}
+	views := state.NewViews(db, table, nil)
+	var sharing []string
+	for _, f := range others {
+		wms, err := views.Watermarks(ctx, f.Name)
+		if err != nil {
+			return err
+		}
+		if len(wms) > 0 {
+			sharing = append(sharing, fmt.Sprintf("%s (%s)", f.Name, f.Path))
+		}
+	}
+	if len(sharing) == 0 {
+		return nil
+	}
+	sort.Strings(sharing)
+	return cli.Usagef("pipeline", "leaves out %s, whose windows the current views table %s holds: the version made current would hold (or be caught up with) only the pipelines given, and their readers would miss the others' windows. Give -pipeline once for each (-pipeline %s takes every file of the directory); nothing was replayed",
+		strings.Join(sharing, ", "), table, filepath.Dir(files[0])+"/")
 }
 
 // envArchiveBucket names the archive bucket, as the archive function's

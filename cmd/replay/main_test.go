@@ -170,6 +170,50 @@ func setAWS(t *testing.T, endpoint, region string) {
 	}
 }
 
+// TestRebuildRefusesToLeaveOutASharingPipeline: rebuild -pipeline
+// pipelines/a.json, while the current views table also holds pipeline b's
+// windows (its watermark items) and b's file sits beside a's, is refused
+// before anything is replayed: the new version would hold a's windows
+// alone, and b's readers would find none. Given both (or the directory),
+// the check passes.
+func TestRebuildRefusesToLeaveOutASharingPipeline(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(cfg)
+	if err := state.CreateTable(ctx, db, "views"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/t/views"), Value: aws.String("views"), Type: ssmtypes.ParameterTypeString}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"a", "b"} {
+		doc := strings.Replace(pipelineJSON, `"name":"p"`, `"name":"`+name+`"`, 1)
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := pipeline.Parse([]byte(strings.Replace(pipelineJSON, `"name":"p"`, `"name":"b"`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := state.NewViews(db, "views", b.Aggregates).SaveWatermark(ctx, "b", "shardId-000000000000", b.NewWatermark()); err != nil {
+		t.Fatal(err)
+	}
+	setAWS(t, srv.Endpoint(), "us-east-1")
+	env := map[string]string{"VIEWS_PARAMETER_NAME": "/t/views", "EVENTS_STREAM_NAME": "events"}
+	r := cmd(ctx, env, "rebuild", "-from", "1h", "-pipeline", filepath.Join(dir, "a.json"), "-dry-run")
+	if r.code != 2 || !strings.Contains(r.stderr, "-pipeline leaves out b ("+filepath.Join(dir, "b.json")+"), whose windows the current views table views holds") ||
+		!strings.Contains(r.stderr, "-pipeline "+dir+"/ takes every file") {
+		t.Errorf("rebuild of a alone: %+v", r)
+	}
+	r = cmd(ctx, env, "rebuild", "-from", "1h", "-pipeline", dir+"/", "-dry-run")
+	if strings.Contains(r.stderr, "leaves out") {
+		t.Errorf("rebuild of the directory: %+v", r)
+	}
+}
+
 // TestCommands drives the tools as an operator would against the stand-in:
 // no region is refused; delete-version of tables that are not versions is
 // refused (exit 3) and deletes nothing; a rebuild from before the stream's

@@ -232,17 +232,23 @@ func (r *Resources) Print(w io.Writer) {
 	}
 	if r.ViewsParameter != "" && r.EventsStream != "" {
 		p := fmt.Sprintf("-stream %s -parameter %s", r.EventsStream, r.ViewsParameter)
-		fmt.Fprintf(w, "  rebuild the views from 10 minutes ago into a new version and point readers at it:\n    go run ./cmd/replay rebuild -pipeline pipelines/pageviews.json %s -from 10m\n", p)
-		if r.ArchiveBucket != "" && len(r.Pipelines) > 0 {
-			var all []string
+		// Every pipeline that shares the views table: a version made of
+		// one would hold none of the others' windows (replay refuses it).
+		all := "-pipeline pipelines/" // every aggregation file of the directory
+		if len(r.Pipelines) > 0 {
+			var each []string
 			for _, name := range r.Pipelines {
-				all = append(all, "-pipeline pipelines/"+name+".json")
+				each = append(each, "-pipeline pipelines/"+name+".json")
 			}
+			all = strings.Join(each, " ")
+		}
+		fmt.Fprintf(w, "  rebuild every pipeline's views from 10 minutes ago into a new version and point readers at it:\n    go run ./cmd/replay rebuild %s %s -from 10m\n", all, p)
+		if r.ArchiveBucket != "" && len(r.Pipelines) > 0 {
 			fmt.Fprintf(w, "  rebuild every pipeline's views reading the archive (S3 %s) up to 5 minutes ago, the stream after (docs/archive.md):\n    go run ./cmd/replay rebuild %s %s -from 30m -archive-bucket %s -archive-until 5m\n",
-				r.ArchiveBucket, strings.Join(all, " "), p, r.ArchiveBucket)
+				r.ArchiveBucket, all, p, r.ArchiveBucket)
 		}
 		fmt.Fprintf(w, "  list the versions (items, position reached, which is current):\n    go run ./cmd/replay versions %s\n", p)
-		fmt.Fprintf(w, "  point readers back at the previous version (caught up first):\n    go run ./cmd/replay rollback -pipeline pipelines/pageviews.json %s\n", p)
+		fmt.Fprintf(w, "  point readers back at the previous version (caught up first):\n    go run ./cmd/replay rollback %s %s\n", all, p)
 		fmt.Fprintf(w, "  check (then, with -yes, delete) a version rebuild made:\n    go run ./cmd/replay delete-version -parameter %s -table <version>\n", r.ViewsParameter)
 	}
 	for _, q := range r.Queues {

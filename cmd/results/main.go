@@ -251,7 +251,7 @@ func (f *flags) checkFollow(q *query, now time.Time) error {
 	if f.set["to"] {
 		return cli.Usagef("to", "is not read with -follow, which reads until Ctrl-C (or -limit records)")
 	}
-	if q.stream == "" && q.cfg != nil && !q.cfg.Outputs.Stream {
+	if q.cfg != nil && !q.cfg.Outputs.Stream {
 		return cli.Usagef("follow", "reads the window results stream, and pipeline %s writes its windows only to the views table (its file has no \"outputs\": {\"table\": true, \"stream\": true}): read them with -key <key>",
 			q.cfg.Name)
 	}

@@ -29,7 +29,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
-const pipelineJSON = `{"name":"pv","key":"key","value":"data.ms","distinct":"data.user",
+const pipelineJSON = `{"name":"pv","outputs":{"table":true,"stream":true},"key":"key","value":"data.ms","distinct":"data.user",
   "windows":[{"kind":"tumbling","size":"1m"},{"kind":"hopping","size":"2m","advance":"1m"},{"kind":"session","gap":"30s"}],
   "aggregates":["count","sum","mean","min","max","quantiles","distinct"],"quantiles":[0.5,0.99],
   "outOfOrderness":"0s","latePolicy":"correct","allowedLateness":"1h","partitionKeyIsGroupingKey":true}`
@@ -70,6 +70,7 @@ func TestBadCommandLines(t *testing.T) {
 		return append([]string{"-parameter", "/t/views", "-key", "k"}, extra...)
 	}
 	follow := func(extra ...string) []string { return append([]string{"-follow", "-stream", "results"}, extra...) }
+	tableOnly := strings.Replace(pipelineJSON, `"outputs":{"table":true,"stream":true},`, "", 1)
 	big := strings.Repeat("w", 100_000) // a value pasted by mistake
 	// A file far larger than any template (a -template /dev/zero, a log):
 	// refused at the bound, not read whole.
@@ -106,8 +107,11 @@ func TestBadCommandLines(t *testing.T) {
 		{withParam("-template", huge), map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, "-template template: " + huge + ": more than 1048576 bytes"},
 		{withParam("-nope"), nil, "flag provided but not defined: -nope"},
 		{withParam("stray"), nil, `unexpected argument "stray"`},
-		{[]string{"-follow"}, nil, "-follow reads the window results stream, and pipeline pv writes its windows only to the views table"},
-		{[]string{"-follow"}, map[string]string{"PIPELINE_CONFIG": strings.Replace(pipelineJSON, `"name":"pv",`, `"name":"pv","outputs":{"stream":true},`, 1)}, "-stream is required"},
+		{[]string{"-follow"}, nil, "-stream is required"},
+		// A pipeline that writes only to the views table has nothing on
+		// any stream to follow, a -stream given or not.
+		{[]string{"-follow"}, map[string]string{"PIPELINE_CONFIG": tableOnly}, "-follow reads the window results stream, and pipeline pv writes its windows only to the views table"},
+		{follow(), map[string]string{"PIPELINE_CONFIG": tableOnly}, "pipeline pv writes its windows only to the views table"},
 		{follow("-to", "now"), nil, "-to is not read with -follow"},
 		{follow("-from", "2030-01-01T00:00:00Z"), nil, "-from 2030-01-01T00:00:00Z is in the future"},
 		{follow("-from", "9000h"), nil, "-from 9000h is more than"},

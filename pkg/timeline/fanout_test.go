@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 
@@ -83,8 +82,7 @@ func celebrity(t *testing.T, db *dynamodb.Client, tb Tables, author, id, at stri
 // once over all deliveries, and the record after the tweet in the batch is
 // applied once the tweet is.
 func TestTweetOfManyFollowersCompletesOverRedeliveries(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	tb := createTables(t, db, "celeb")
 	ctx := context.Background()
 	at := "2026-12-10T00:00:00Z"
@@ -193,15 +191,14 @@ func TestTweetOfManyFollowersCompletesOverRedeliveries(t *testing.T) {
 // maxFanOut followers', then set aside naming dynamodb.Keys.authorId, and
 // the shard moves on; a redelivery sets it aside again without writing.
 func TestTweetPastMaxFanOutIsSetAside(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	tb := createTables(t, db, "capped")
-	quarantineTable(t, db, "quarantine")
+	quarantine := quarantineTable(t, db)
 	ctx := context.Background()
 	at := "2026-12-10T00:00:00Z"
 	rec, fs := celebrity(t, db, tb, "ann", "t1", at, 130)
 	store := &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}
-	h := New(store, tb, WithSetAside(setaside.New(db, "quarantine")), WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
+	h := New(store, tb, WithSetAside(setaside.New(db, quarantine)), WithLogger(slog.New(slog.NewTextHandler(t.Output(), nil))))
 	h.maxFanOut = 70 // within the first page (fanOutPage = 100): the bound cuts a page
 	for range 2 {
 		if resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}}); err != nil || len(resp.BatchItemFailures) > 0 {
@@ -219,7 +216,7 @@ func TestTweetPastMaxFanOutIsSetAside(t *testing.T) {
 	if n := store.total(); n != 71 {
 		t.Errorf("%d timeline writes over two deliveries, want 71: the redelivery writes nothing", n)
 	}
-	it, err := setaside.Load(ctx, db, "quarantine", tweetsStream, "100")
+	it, err := setaside.Load(ctx, db, quarantine, tweetsStream, "100")
 	if err != nil || it == nil {
 		t.Fatalf("record not set aside: %v", err)
 	}

@@ -13,8 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 // slowStore answers every call after latency, as DynamoDB does over the
@@ -228,8 +226,7 @@ func (s *throttlingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateIte
 // timeline entries of ann's and carl's ("bob|<sort key>").
 func longTimeline(t *testing.T, n int, event string, follows bool) (db *dynamodb.Client, tb Tables, rec events.DynamoDBEventRecord, annEntries, carlEntries []string) {
 	t.Helper()
-	srv := standintest.Start(t)
-	db = dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db = sharedDB
 	tb = createTables(t, db, "long")
 	ctx := context.Background()
 	var tweets, entries []map[string]types.AttributeValue

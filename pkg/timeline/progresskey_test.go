@@ -10,8 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 // TestFollowOfLongIDsSavesItsProgress follows, from a user id of 1,024
@@ -22,8 +20,7 @@ import (
 // still be one DynamoDB takes, or the save fails on every delivery and the
 // record holds its shard for good.
 func TestFollowOfLongIDsSavesItsProgress(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	tb := createTables(t, db, "longids")
 	ctx := context.Background()
 	follower, followee := strings.Repeat("f", 1024), strings.Repeat("a", 1020)

@@ -14,27 +14,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 
 const tweetsStream = "arn:aws:dynamodb:us-east-1:123456789012:table/tweets/stream/2026-11-01T00:00:00.000"
 
-func quarantineTable(t *testing.T, db *dynamodb.Client, name string) {
+func quarantineTable(t *testing.T, db *dynamodb.Client) string {
 	t.Helper()
-	_, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
-		TableName: aws.String(name),
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("source"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String("sequenceNumber"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String("source"), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String("sequenceNumber"), KeyType: types.KeyTypeRange}},
-		BillingMode: types.BillingModePayPerRequest,
-	})
-	if err != nil {
+	name := uniqueName("quarantine")
+	if err := setaside.CreateTable(context.Background(), db, name); err != nil {
 		t.Fatal(err)
 	}
+	return name
 }
 
 func tweetRecord(seq, author, id string, img map[string]events.DynamoDBAttributeValue) events.DynamoDBEventRecord {
@@ -52,10 +43,9 @@ func tweetRecord(seq, author, id string, img map[string]events.DynamoDBAttribute
 // is reported failed, so the shard moves on. A follow is applied to every
 // tweet that fits and set aside naming the one that does not.
 func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	tb := createTables(t, db, "aside")
-	quarantineTable(t, db, "quarantine")
+	quarantine := quarantineTable(t, db)
 	ctx := context.Background()
 	at := "2026-11-01T00:00:01Z"
 	// 404,940 bytes of text: the tweet fits the stand-in's item limit
@@ -101,7 +91,7 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 			Change: events.DynamoDBStreamRecord{SequenceNumber: "600", Keys: followKeys, NewImage: followKeys}},
 		tweetRecord("700", "ann", "t2", img("t2")),
 	}
-	h := New(db, tb, WithSetAside(setaside.New(db, "quarantine")))
+	h := New(db, tb, WithSetAside(setaside.New(db, quarantine)))
 	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: recs})
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle = %v, %v; want no failures: the shard moves on", resp.BatchItemFailures, err)
@@ -120,7 +110,7 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 		{tweetsStream, "500", "dynamodb.NewImage.text", setaside.KindOutputTooLarge, "the timeline item would be 410"},
 		{"arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x", "600", "text", setaside.KindOutputTooLarge, "bob's (tweet ann/t-big)"},
 	} {
-		it, err := setaside.Load(ctx, db, "quarantine", w.source, w.seq)
+		it, err := setaside.Load(ctx, db, quarantine, w.source, w.seq)
 		if err != nil || it == nil {
 			t.Errorf("record %s not quarantined: %v", w.seq, err)
 			continue
@@ -133,7 +123,7 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 			t.Errorf("record %s: data is not its stream record: %v", w.seq, err)
 		}
 	}
-	if it, _ := setaside.Load(ctx, db, "quarantine", "arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x", "600"); it != nil &&
+	if it, _ := setaside.Load(ctx, db, quarantine, "arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x", "600"); it != nil &&
 		!strings.Contains(it.Reason, "bob's (tweet ann/t-list)") {
 		t.Errorf("the follow's reason %q does not name both tweets left out", it.Reason)
 	}
@@ -157,10 +147,9 @@ func (c *throttledTimelines) PutItem(ctx context.Context, in *dynamodb.PutItemIn
 // the record is the batch item failure (Lambda retries it), the records
 // before it are applied, and nothing is set aside.
 func TestThrottledStoreIsRetriedNotSetAside(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	tb := createTables(t, db, "throttle")
-	quarantineTable(t, db, "quarantine")
+	quarantine := quarantineTable(t, db)
 	ctx := context.Background()
 	at := "2026-11-01T00:00:01Z"
 	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &tb.Tweets, Item: map[string]types.AttributeValue{
@@ -174,12 +163,12 @@ func TestThrottledStoreIsRetriedNotSetAside(t *testing.T) {
 		tweetRecord("200", "ann", "t1", img), // throttled: retried
 		tweetRecord("300", "ann", "t1", img),
 	}
-	h := New(&throttledTimelines{Client: db, table: tb.Timelines}, tb, WithSetAside(setaside.New(db, "quarantine")))
+	h := New(&throttledTimelines{Client: db, table: tb.Timelines}, tb, WithSetAside(setaside.New(db, quarantine)))
 	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: recs})
 	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "200" {
 		t.Fatalf("Handle = %v, %v; want record 200 reported for a retry", resp.BatchItemFailures, err)
 	}
-	out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("quarantine")})
+	out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(quarantine)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +176,7 @@ func TestThrottledStoreIsRetriedNotSetAside(t *testing.T) {
 		t.Errorf("quarantine holds %d items; want only record 100, never the throttled one", len(out.Items))
 	}
 	// The throttle lifts: the redelivered batch from 200 applies.
-	h = New(db, tb, WithSetAside(setaside.New(db, "quarantine")))
+	h = New(db, tb, WithSetAside(setaside.New(db, quarantine)))
 	if resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: recs[1:]}); err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("retry: %v, %v", resp.BatchItemFailures, err)
 	}
@@ -219,10 +208,9 @@ func TestFollowLeavesOutAStoredTweetWhoseTimeHoldsAHash(t *testing.T) {
 // set aside (nil if it was not).
 func followOverStoredTweets(t *testing.T, name, at string, tweets ...map[string]types.AttributeValue) ([]string, *setaside.Item, error) {
 	t.Helper()
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	tb := createTables(t, db, name)
-	quarantineTable(t, db, "quarantine")
+	quarantine := quarantineTable(t, db)
 	ctx := context.Background()
 	items := append([]map[string]types.AttributeValue{
 		{AttrAuthorID: s("dan"), AttrTweetID: s("t1"), AttrCreatedAt: s(at), AttrText: s("hello from dan")},
@@ -239,13 +227,13 @@ func followOverStoredTweets(t *testing.T, name, at string, tweets ...map[string]
 	}
 	keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("carl"), AttrFolloweeID: sattr("dan")}
 	follows := "arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x"
-	h := New(db, tb, WithSetAside(setaside.New(db, "quarantine")))
+	h := New(db, tb, WithSetAside(setaside.New(db, quarantine)))
 	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventID: "ev-1", EventName: "INSERT", EventSourceArn: follows,
 		Change: events.DynamoDBStreamRecord{SequenceNumber: "100", Keys: keys, NewImage: keys}}}})
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle = %v, %v; want no failures", resp.BatchItemFailures, err)
 	}
-	it, err := setaside.Load(ctx, db, "quarantine", follows, "100")
+	it, err := setaside.Load(ctx, db, quarantine, follows, "100")
 	return view(t, db, tb.Timelines), it, err
 }
 

@@ -8,8 +8,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 )
 
 // TestTweetsOfOneIdByTwoAuthorsAreTwoEntries: a tweet id is unique only
@@ -84,8 +82,7 @@ func TestLegacyEntriesAreReplaced(t *testing.T) {
 // writes an item to one of them.
 func sortKeyTables(t *testing.T, prefix string) (*dynamodb.Client, Tables, func(string, map[string]types.AttributeValue)) {
 	t.Helper()
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	tb := createTables(t, db, prefix)
 	put := func(table string, item map[string]types.AttributeValue) {
 		t.Helper()

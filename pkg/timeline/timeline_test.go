@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 )
@@ -26,6 +25,7 @@ import (
 // named after prefix.
 func createTables(t *testing.T, db *dynamodb.Client, prefix string) Tables {
 	t.Helper()
+	prefix = uniqueName(prefix)
 	tb := Tables{Tweets: prefix + "-tweets", Follows: prefix + "-follows", Followers: "followers", Timelines: prefix + "-timelines", FanOut: prefix + "-fanout"}
 	mk := func(name, hash, rng string, gsi []types.GlobalSecondaryIndex) {
 		in := &dynamodb.CreateTableInput{
@@ -197,8 +197,7 @@ func view(t *testing.T, db *dynamodb.Client, table string) []string {
 // racing the changes), then checks the view against the join of the final
 // tables.
 func TestRandomHistoriesConverge(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	for seed := range uint64(6) {
 		t.Run("seed"+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			tb := createTables(t, db, "hist"+strconv.FormatUint(seed, 10))
@@ -286,8 +285,7 @@ func TestRandomHistoriesConverge(t *testing.T) {
 // cannot apply fail at their own sequence number, after the ones before them
 // were applied.
 func TestBadRecordsAreReportedBySequenceNumber(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	tb := createTables(t, db, "bad")
 	if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &tb.Tweets, Item: map[string]types.AttributeValue{
 		AttrAuthorID: s("ann"), AttrTweetID: s("t1"), AttrCreatedAt: s("2026-11-01T00:00:01Z"), AttrText: s("hello from ann")}}); err != nil {
@@ -353,8 +351,7 @@ func (r *raceOnPut) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts
 // nothing to remove yet); then the fan-out's write lands. The tweet must not
 // stay in bob's timeline.
 func TestStaleWriteIsUndone(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	tb := createTables(t, db, "race")
 	ctx := context.Background()
 	tweet := map[string]types.AttributeValue{AttrAuthorID: s("ann"), AttrTweetID: s("ann-t1"), AttrCreatedAt: s("2026-11-01T00:00:01Z"), AttrText: s("hello from ann")}
@@ -395,8 +392,7 @@ func TestStaleWriteIsUndone(t *testing.T) {
 // is applied and the first record is reported, so Lambda redelivers the
 // batch from it instead of timing the invocation out.
 func TestStopsBeforeTheDeadline(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	db := sharedDB
 	tb := createTables(t, db, "deadline")
 	keys := map[string]events.DynamoDBAttributeValue{AttrFollowerID: sattr("bob"), AttrFolloweeID: sattr("ann")}
 	recs := []events.DynamoDBEventRecord{

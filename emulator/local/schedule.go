@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -218,5 +219,11 @@ func invokeByLogicalID[F functionInvoker](ctx context.Context, fns map[string]F)
 type invocationError struct{ res rie.Result }
 
 func (e *invocationError) Error() string {
-	return fmt.Sprintf("%s error (request %s): %s", e.res.FunctionError, e.res.RequestID, e.res.Payload)
+	msg := fmt.Sprintf("%s error (request %s): %s", e.res.FunctionError, e.res.RequestID, e.res.Payload)
+	if bytes.Contains(e.res.Payload, []byte("Runtime.ExitError")) {
+		// The runtime exited, at init or later: why is in the function's
+		// log, not in the answer.
+		msg += " (make logs prints the function's log, where its runtime said why it exited)"
+	}
+	return msg
 }

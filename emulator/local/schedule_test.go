@@ -270,3 +270,18 @@ func TestInvokeByLogicalID(t *testing.T) {
 		t.Errorf("function got %s, want the payload", fns["Ok"].got)
 	}
 }
+
+// A scheduled invocation whose runtime exited (an init that failed: a
+// handler's option refused at start) says where its reason is, since the
+// answer holds none.
+func TestInvocationErrorOfAnExitedRuntimeNamesMakeLogs(t *testing.T) {
+	exited := &invocationError{rie.Result{FunctionError: rie.Unhandled, RequestID: "r1",
+		Payload: []byte(`{"errorType":"Runtime.ExitError","errorMessage":"RequestId: r1 Error: Runtime exited without providing a reason (init failed; see the function's log)"}`)}}
+	if !strings.Contains(exited.Error(), "make logs prints the function's log") {
+		t.Errorf("%q does not name make logs", exited.Error())
+	}
+	failed := &invocationError{rie.Result{FunctionError: rie.Unhandled, RequestID: "r2", Payload: []byte(`{"errorType":"errorString","errorMessage":"boom"}`)}}
+	if strings.Contains(failed.Error(), "make logs") {
+		t.Errorf("a handler's own error %q points at make logs", failed.Error())
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -320,4 +322,14 @@ func respell(msg string, vars map[string]string) string {
 		}
 		return m
 	})
+}
+
+// Main runs an operator command's run with a context that Ctrl-C or
+// SIGTERM cancels, and exits with the status run returns: every command's
+// main is this one line.
+func Main(run func(ctx context.Context) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx)
+	stop()
+	os.Exit(code)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -64,12 +65,19 @@ type Listing struct {
 // another item's data.
 var listed = []string{setaside.ItemSetAside, setaside.ItemRecord, setaside.ItemMissing}
 
-// projection is every attribute List reads: all but data.
-var projection = []string{"source", "sequenceNumber", "kind", "dataBytes", "dataChunks", "dataTruncated", "partitionKey",
-	"eventID", "eventName", "approximateArrival", "function", "field", "category", "setAsideAt", "condition",
-	"functionError", "functionArn", "requestId", "failedAt", "expiresAt", "reason", "redacted", "startSequenceNumber",
-	"endSequenceNumber", "batchSize", "recordsFound", "approximateArrivalOfFirstRecord",
-	"approximateArrivalOfLastRecord", "putBackAt", "putBackSequence"}
+// projection is every attribute List reads: each of setaside.Item's but
+// data, read from its tags so that an attribute added there is listed too.
+var projection = func() []string {
+	var names []string
+	t := reflect.TypeFor[setaside.Item]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("dynamodbav"), ",")
+		if name != "" && name != "-" && name != "data" {
+			names = append(names, name)
+		}
+	}
+	return names
+}()
 
 // List scans the quarantine table for the items f selects and returns the
 // newest limit of them (1 to MaxList). It reads the whole table (a scan, read

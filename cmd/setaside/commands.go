@@ -53,7 +53,7 @@ func (c *commands) list(ctx context.Context) error {
 		if it.PutBackAt != "" || putback.Hopeless(it) != "" {
 			continue
 		}
-		if !dataAtFault(it) {
+		if !putback.DataAtFault(it) {
 			fmt.Fprintf(c.stderr, "put one back once its cause is fixed: %s\n", c.hint("putback", it))
 			return nil
 		}
@@ -109,16 +109,6 @@ func (c *commands) correction(it *setaside.Item, file string) (show, put string)
 		return c.hint("show", it) + " DATA_ONLY=1", c.hint("putback", it) + " DATA=" + file
 	}
 	return c.hint("show", it) + " -data-only", c.hint("putback", it) + " -data " + file
-}
-
-// dataAtFault reports whether it was set aside for its data (a field of
-// it, or the whole record unreadable): it goes back corrected.
-func dataAtFault(it *setaside.Item) bool {
-	switch it.Category {
-	case setaside.KindInvalid, setaside.KindUnparseable, setaside.KindOverflow:
-		return true
-	}
-	return false
 }
 
 // listCommand is how the user lists the records.

@@ -254,6 +254,17 @@ func (pl *Plan) check(now time.Time, keep bool) error {
 	return nil
 }
 
+// DataAtFault reports whether it was set aside for its data (a field of
+// it, or the whole record unreadable, not a state or a limit): it goes
+// back corrected.
+func DataAtFault(it *setaside.Item) bool {
+	switch it.Category {
+	case setaside.KindInvalid, setaside.KindOverflow, setaside.KindUnparseable:
+		return true
+	}
+	return false
+}
+
 // unchangedAtFault reports whether the field the record was set aside
 // for (a field of its data that the envelope check cannot judge:
 // data.ms) holds the same JSON value in the data put as in the data kept,
@@ -262,9 +273,7 @@ func (pl *Plan) check(now time.Time, keep bool) error {
 // state, a limit), or whose field's path cannot be followed, is not judged.
 func (pl *Plan) unchangedAtFault() (same bool, field string) {
 	it := pl.Item
-	switch it.Category {
-	case setaside.KindInvalid, setaside.KindOverflow, setaside.KindUnparseable:
-	default:
+	if !DataAtFault(it) {
 		return false, ""
 	}
 	path, ok := strings.CutPrefix(it.Field, "data.")

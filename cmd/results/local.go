@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/internal/localdeploy"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -25,36 +25,20 @@ type localNames struct {
 // named name — or, with name "", of the only pipeline the template runs;
 // several are a usage error listing them.
 func readLocalNames(path, stack, name string) (localNames, error) {
-	t, err := template.Load(path)
+	d, err := localdeploy.Plan(path, stack)
 	if err != nil {
-		return localNames{}, cli.Usagef("template", "%v (make synth writes it)", err)
+		return localNames{}, err
 	}
-	d, err := template.Plan(t, template.ProvisionOptions{Stack: stack})
+	pipelines, err := localdeploy.Pipelines(path, d)
 	if err != nil {
-		return localNames{}, cli.Usagef("stack", "%v", err)
-	}
-	fns, err := d.Functions()
-	if err != nil {
-		return localNames{}, cli.Usagef("template", "%s: %v", path, err)
+		return localNames{}, err
 	}
 	byName := map[string]template.FunctionSpec{}
-	for _, f := range fns {
-		// The aggregate function runs the pipeline (the ticker reads the
-		// same configuration); one per pipeline file.
-		if f.Env[pipeline.EnvVar] == "" || f.Binary != "aggregate" {
-			continue
-		}
-		cfg, err := pipeline.Parse([]byte(f.Env[pipeline.EnvVar]))
-		if err != nil {
-			return localNames{}, cli.Usagef("template", "%s: %s's %s: %v", path, f.LogicalID, pipeline.EnvVar, err)
-		}
-		byName[cfg.Name] = f
+	names := make([]string, 0, len(pipelines))
+	for _, p := range pipelines {
+		byName[p.Config.Name] = p.Function
+		names = append(names, p.Config.Name)
 	}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var found template.FunctionSpec
 	switch {
 	case len(byName) == 0:

@@ -34,8 +34,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
 	"github.com/tributary-dev/tributary/emulator/standin"
-	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/internal/localdeploy"
 	"github.com/tributary-dev/tributary/pkg/putback"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -287,13 +287,9 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // templateTable is the quarantine table's name as the local runner deploys
 // the template under stack.
 func templateTable(path, stack string) (string, error) {
-	t, err := template.Load(path)
+	d, err := localdeploy.Plan(path, stack)
 	if err != nil {
-		return "", cli.Usagef("template", "%v (make synth-local writes it)", err)
-	}
-	d, err := template.Plan(t, template.ProvisionOptions{Stack: stack})
-	if err != nil {
-		return "", cli.Usagef("stack", "%v", err)
+		return "", err
 	}
 	outs, err := d.Outputs()
 	if err != nil {

@@ -7,9 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/internal/cli"
-	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/internal/localdeploy"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -51,36 +50,22 @@ type localStack struct {
 // templateStreams reads the streams the template deploys, named as the
 // local runner deploys them under stack, and its table-only pipelines.
 func templateStreams(path, stack string) (localStack, error) {
-	t, err := template.Load(path)
+	d, err := localdeploy.Plan(path, stack)
 	if err != nil {
-		return localStack{}, cli.Usagef("template", "%v (make synth-local writes it)", err)
-	}
-	d, err := template.Plan(t, template.ProvisionOptions{Stack: stack})
-	if err != nil {
-		return localStack{}, cli.Usagef("stack", "%v", err)
+		return localStack{}, err
 	}
 	var st localStack
 	for _, s := range d.Streams() {
 		st.streams = append(st.streams, stackStream{label: cdkHash.ReplaceAllString(s.LogicalID, ""), name: s.Name})
 	}
 	sort.Slice(st.streams, func(i, j int) bool { return st.streams[i].label < st.streams[j].label })
-	fns, err := d.Functions()
-	if err != nil {
-		return localStack{}, cli.Usagef("template", "%s: %v", path, err)
-	}
-	for _, f := range fns {
-		if f.Binary != "aggregate" || f.Env[pipeline.EnvVar] == "" {
-			continue
-		}
-		// A file the stack was synthesized from parses; one that does not
-		// is the results tool's concern, not this hint's.
-		cfg, err := pipeline.Parse([]byte(f.Env[pipeline.EnvVar]))
-		if err != nil {
-			continue
-		}
-		st.pipelines = append(st.pipelines, cfg.Name)
-		if !cfg.Outputs.Stream {
-			st.tableOnly = append(st.tableOnly, cfg.Name)
+	// A file the stack was synthesized from parses; one that does not is
+	// the results tool's concern, not this hint's.
+	pipelines, _ := localdeploy.Pipelines(path, d)
+	for _, p := range pipelines {
+		st.pipelines = append(st.pipelines, p.Config.Name)
+		if !p.Config.Outputs.Stream {
+			st.tableOnly = append(st.tableOnly, p.Config.Name)
 		}
 	}
 	sort.Strings(st.tableOnly)

@@ -156,12 +156,93 @@ func (c *collector) result(readErr error) fetchResult {
 	return r
 }
 
-// fetchKinesis reads the batch's records from its Kinesis shard. It returns
-// an error only for failures worth retrying (throttling, network); a stream,
-// shard or position that no longer exists is a fetchResult with missing set.
-func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResult, error) {
+// page is one GetRecords answer, in the terms readRange needs.
+type page struct {
+	records []fetched
+	next    *string // nil: the shard is closed
+	// atTip: the answer says nothing more is in the shard (Kinesis's
+	// MillisBehindLatest 0).
+	atTip bool
+}
+
+// errExpired marks a read whose shard iterator expired: readRange asks for
+// another where the read stopped.
+var errExpired = errors.New("shard iterator expired")
+
+// shardSource is one service's shard as readRange reads it.
+type shardSource struct {
+	// iterator asks for an iterator at seq, or just after it.
+	iterator func(ctx context.Context, after bool, seq string) (*string, error)
+	// read makes one GetRecords call (errExpired for an expired iterator).
+	read func(ctx context.Context, it *string) (page, error)
+	// emptyMayHideMore: empty answers short of the tip do not mean the
+	// shard holds nothing further (Kinesis may answer nothing for a while
+	// before a part of the shard that holds records).
+	emptyMayHideMore bool
+}
+
+// readRange reads the batch's range from src. It returns an error only for
+// failures worth retrying (throttling, network); a stream, shard or
+// position that no longer exists is a fetchResult with missing set.
+func (h *Handler) readRange(ctx context.Context, info *BatchInfo, src shardSource) (fetchResult, error) {
 	c := &collector{info: info, maxBytes: h.maxBytes}
-	iterator := func(typ kinesistypes.ShardIteratorType, seq string) (*string, error) {
+	it, err := src.iterator(ctx, false, info.StartSequenceNumber)
+	if errors.Is(err, errGone) {
+		return c.result(err), nil
+	} else if err != nil {
+		return fetchResult{}, err
+	}
+	calls := 0
+	for ; it != nil && !c.done && calls < h.maxReads; calls++ {
+		p, err := src.read(ctx, it)
+		if errors.Is(err, errExpired) {
+			if last := c.last(); last != "" {
+				it, err = src.iterator(ctx, true, last)
+			} else {
+				it, err = src.iterator(ctx, false, info.StartSequenceNumber)
+			}
+			if err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			err = goneError(err)
+			if errors.Is(err, errGone) {
+				return c.result(err), nil
+			}
+			return fetchResult{}, fmt.Errorf("GetRecords: %w", err)
+		}
+		for _, f := range p.records {
+			c.add(f)
+			if c.done {
+				break
+			}
+		}
+		if len(p.records) == 0 {
+			c.empty++
+			if p.atTip {
+				break // the rest is not there
+			}
+			if c.empty >= maxEmptyReads {
+				// Not gone, not read, where the service may still hold it.
+				c.stalled = src.emptyMayHideMore
+				break
+			}
+		} else {
+			c.empty = 0
+		}
+		it = p.next // nil: the shard is closed
+	}
+	return c.result(h.cutShort(calls, c)), nil
+}
+
+// fetchKinesis reads the batch's records from its Kinesis shard.
+func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResult, error) {
+	iterator := func(ctx context.Context, after bool, seq string) (*string, error) {
+		typ := kinesistypes.ShardIteratorTypeAtSequenceNumber
+		if after {
+			typ = kinesistypes.ShardIteratorTypeAfterSequenceNumber
+		}
 		out, err := h.kinesis.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{
 			StreamARN:              aws.String(info.StreamArn),
 			ShardId:                aws.String(info.ShardID),
@@ -173,63 +254,30 @@ func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResul
 		}
 		return out.ShardIterator, nil
 	}
-	it, err := iterator(kinesistypes.ShardIteratorTypeAtSequenceNumber, info.StartSequenceNumber)
-	if errors.Is(err, errGone) {
-		return c.result(err), nil
-	} else if err != nil {
-		return fetchResult{}, err
-	}
-	// Each read asks for the most GetRecords returns, not batchSize: a
-	// mapping with filter criteria delivers only the records that match,
-	// so the batch's range in the shard may hold many more records than
-	// the batch did. Those past the end are dropped (collector).
-	limit := int32(maxKinesisRecordsPerRead)
-	calls := 0
-	for ; it != nil && !c.done && calls < h.maxReads; calls++ {
-		// StreamARN is optional here for Kinesis, but moto needs it when the
-		// iterator was asked for by ARN.
-		out, err := h.kinesis.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(limit), StreamARN: aws.String(info.StreamArn)})
-		var expired *kinesistypes.ExpiredIteratorException
-		if errors.As(err, &expired) {
-			if last := c.last(); last != "" {
-				it, err = iterator(kinesistypes.ShardIteratorTypeAfterSequenceNumber, last)
-			} else {
-				it, err = iterator(kinesistypes.ShardIteratorTypeAtSequenceNumber, info.StartSequenceNumber)
-			}
-			if err == nil {
-				continue
-			}
-		}
+	read := func(ctx context.Context, it *string) (page, error) {
+		// Each read asks for the most GetRecords returns, not batchSize: a
+		// mapping with filter criteria delivers only the records that
+		// match, so the batch's range in the shard may hold many more
+		// records than the batch did. Those past the end are dropped
+		// (collector). StreamARN is optional here for Kinesis, but moto
+		// needs it when the iterator was asked for by ARN.
+		out, err := h.kinesis.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: it,
+			Limit: aws.Int32(maxKinesisRecordsPerRead), StreamARN: aws.String(info.StreamArn)})
 		if err != nil {
-			err = goneError(err)
-			if errors.Is(err, errGone) {
-				return c.result(err), nil
+			var expired *kinesistypes.ExpiredIteratorException
+			if errors.As(err, &expired) {
+				return page{}, fmt.Errorf("%w: %w", errExpired, err)
 			}
-			return fetchResult{}, fmt.Errorf("GetRecords: %w", err)
+			return page{}, err
 		}
+		p := page{next: out.NextShardIterator, atTip: aws.ToInt64(out.MillisBehindLatest) == 0}
 		for _, r := range out.Records {
-			c.add(fetched{seq: aws.ToString(r.SequenceNumber), data: r.Data, partitionKey: aws.ToString(r.PartitionKey), arrival: aws.ToTime(r.ApproximateArrivalTimestamp)})
-			if c.done {
-				break
-			}
+			p.records = append(p.records, fetched{seq: aws.ToString(r.SequenceNumber), data: r.Data,
+				partitionKey: aws.ToString(r.PartitionKey), arrival: aws.ToTime(r.ApproximateArrivalTimestamp)})
 		}
-		if len(out.Records) == 0 {
-			c.empty++
-			if aws.ToInt64(out.MillisBehindLatest) == 0 {
-				break // at the tip of the shard: the rest is not there
-			}
-			if c.empty >= maxEmptyReads {
-				// Kinesis may answer nothing for a while before a part of
-				// the shard that holds records: not gone, not read.
-				c.stalled = true
-				break
-			}
-		} else {
-			c.empty = 0
-		}
-		it = out.NextShardIterator // nil: the shard is closed
+		return p, nil
 	}
-	return c.result(h.cutShort(calls, c)), nil
+	return h.readRange(ctx, info, shardSource{iterator: iterator, read: read, emptyMayHideMore: true})
 }
 
 // fetchDynamoDB reads the batch's records from its DynamoDB stream shard.
@@ -238,11 +286,14 @@ func (h *Handler) fetchKinesis(ctx context.Context, info *BatchInfo) (fetchResul
 // without personal data (setaside.DynamoDBData: the images lose the
 // attribute setaside.PersonalAttribute).
 func (h *Handler) fetchDynamoDB(ctx context.Context, info *BatchInfo) (fetchResult, error) {
-	c := &collector{info: info, maxBytes: h.maxBytes}
 	if h.streams == nil {
 		return fetchResult{missing: "records not fetched: the function has no DynamoDB Streams client"}, nil
 	}
-	iterator := func(typ streamtypes.ShardIteratorType, seq string) (*string, error) {
+	iterator := func(ctx context.Context, after bool, seq string) (*string, error) {
+		typ := streamtypes.ShardIteratorTypeAtSequenceNumber
+		if after {
+			typ = streamtypes.ShardIteratorTypeAfterSequenceNumber
+		}
 		out, err := h.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
 			StreamArn:         aws.String(info.StreamArn),
 			ShardId:           aws.String(info.ShardID),
@@ -254,34 +305,17 @@ func (h *Handler) fetchDynamoDB(ctx context.Context, info *BatchInfo) (fetchResu
 		}
 		return out.ShardIterator, nil
 	}
-	it, err := iterator(streamtypes.ShardIteratorTypeAtSequenceNumber, info.StartSequenceNumber)
-	if errors.Is(err, errGone) {
-		return c.result(err), nil
-	} else if err != nil {
-		return fetchResult{}, err
-	}
-	limit := int32(maxStreamsRecordsPerRead) // as for Kinesis: not batchSize
-	calls := 0
-	for ; it != nil && !c.done && calls < h.maxReads; calls++ {
-		out, err := h.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it, Limit: aws.Int32(limit)})
-		var expired *streamtypes.ExpiredIteratorException
-		if errors.As(err, &expired) {
-			if last := c.last(); last != "" {
-				it, err = iterator(streamtypes.ShardIteratorTypeAfterSequenceNumber, last)
-			} else {
-				it, err = iterator(streamtypes.ShardIteratorTypeAtSequenceNumber, info.StartSequenceNumber)
-			}
-			if err == nil {
-				continue
-			}
-		}
+	read := func(ctx context.Context, it *string) (page, error) {
+		out, err := h.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it,
+			Limit: aws.Int32(maxStreamsRecordsPerRead)}) // as for Kinesis: not batchSize
 		if err != nil {
-			err = goneError(err)
-			if errors.Is(err, errGone) {
-				return c.result(err), nil
+			var expired *streamtypes.ExpiredIteratorException
+			if errors.As(err, &expired) {
+				return page{}, fmt.Errorf("%w: %w", errExpired, err)
 			}
-			return fetchResult{}, fmt.Errorf("GetRecords: %w", err)
+			return page{}, err
 		}
+		p := page{next: out.NextShardIterator}
 		for _, r := range out.Records {
 			if r.Dynamodb == nil {
 				continue
@@ -289,25 +323,14 @@ func (h *Handler) fetchDynamoDB(ctx context.Context, info *BatchInfo) (fetchResu
 			rec := stream.FromStreamsRecord(&r, info.StreamArn)
 			data, redacted, err := setaside.DynamoDBData(&rec)
 			if err != nil {
-				return fetchResult{}, fmt.Errorf("encoding stream record %s: %w", aws.ToString(r.EventID), err)
+				return page{}, fmt.Errorf("encoding stream record %s: %w", aws.ToString(r.EventID), err)
 			}
-			c.add(fetched{seq: aws.ToString(r.Dynamodb.SequenceNumber), data: data, eventID: aws.ToString(r.EventID),
+			p.records = append(p.records, fetched{seq: aws.ToString(r.Dynamodb.SequenceNumber), data: data, eventID: aws.ToString(r.EventID),
 				eventName: string(r.EventName), redacted: redacted, arrival: aws.ToTime(r.Dynamodb.ApproximateCreationDateTime)})
-			if c.done {
-				break
-			}
 		}
-		if len(out.Records) == 0 {
-			c.empty++
-			if c.empty >= maxEmptyReads {
-				break
-			}
-		} else {
-			c.empty = 0
-		}
-		it = out.NextShardIterator
+		return p, nil
 	}
-	return c.result(h.cutShort(calls, c)), nil
+	return h.readRange(ctx, info, shardSource{iterator: iterator, read: read})
 }
 
 // cutShort is why a read that made calls GetRecords calls stopped before

@@ -86,25 +86,17 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	env := func(k string) string { v, _ := lookup(k); return v }
 	fs := flag.NewFlagSet("eventstore "+name, flag.ContinueOnError)
 	fail := func(err error) int {
-		var usage *cli.UsageError
 		var refused *replay.RefusedError
 		var invalid *es.InvalidError
 		switch {
-		case errors.As(err, &usage), errors.Is(err, cli.ErrNoRegion):
-			fmt.Fprintf(stderr, "eventstore %s: %v; see go run ./cmd/eventstore %s -h\n", name, err, name)
-			return cli.ExitUsage
 		case errors.As(err, &invalid):
 			fmt.Fprintf(stderr, "eventstore %s: -%v\n", name, err)
 			return cli.ExitUsage
 		case errors.As(err, &refused):
 			fmt.Fprintf(stderr, "eventstore %s: %v\n", name, err)
 			return cli.ExitRefused
-		case errors.Is(err, context.Canceled):
-			fmt.Fprintf(stderr, "eventstore %s: interrupted\n", name)
-			return cli.ExitInterrupted
 		}
-		fmt.Fprintf(stderr, "eventstore %s: %v\n", name, err)
-		return cli.ExitError
+		return cli.Fail(stderr, "eventstore "+name, err, "")
 	}
 	var (
 		param, streamName, events, table, toTable, a, b, subject, reason, by *string

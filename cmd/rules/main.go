@@ -92,21 +92,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		if err == nil {
 			return cli.ExitOK
 		}
-		var usage *cli.UsageError
 		var refused *refusedError
-		switch {
-		case errors.As(err, &usage), errors.Is(err, cli.ErrNoRegion):
-			fmt.Fprintf(stderr, "rules %s: %v; see go run ./cmd/rules %s -h\n", name, err, name)
-			return cli.ExitUsage
-		case errors.As(err, &refused):
+		if errors.As(err, &refused) {
 			fmt.Fprintf(stderr, "rules %s: refused: %v\n", name, err)
 			return cli.ExitRefused
-		case errors.Is(err, context.Canceled):
-			fmt.Fprintf(stderr, "rules %s: interrupted\n", name)
-			return cli.ExitInterrupted
 		}
-		fmt.Fprintf(stderr, "rules %s: %v\n", name, err)
-		return cli.ExitError
+		return cli.Fail(stderr, "rules "+name, err, "")
 	}
 	env := func(k string) string { v, _ := lookup(k); return v }
 	fs := flag.NewFlagSet("rules "+name, flag.ContinueOnError)

@@ -40,7 +40,7 @@ type fixture struct {
 	proj  *projection.Projector
 }
 
-func newFixture(t *testing.T, opts ...es.ExecutorOption[seats.Show]) *fixture {
+func newFixture(t testing.TB, opts ...es.ExecutorOption[seats.Show]) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	n := seq.Add(1)
@@ -66,7 +66,7 @@ type answer struct {
 	headers map[string]string
 }
 
-func (f *fixture) do(t *testing.T, method, path string, query map[string]string, body string) answer {
+func (f *fixture) do(t testing.TB, method, path string, query map[string]string, body string) answer {
 	t.Helper()
 	req := events.LambdaFunctionURLRequest{RawPath: path, QueryStringParameters: query, Body: body}
 	req.RequestContext.HTTP.Method = method
@@ -77,7 +77,7 @@ func (f *fixture) do(t *testing.T, method, path string, query map[string]string,
 	return answer{resp.StatusCode, resp.Body, resp.Headers}
 }
 
-func (f *fixture) command(t *testing.T, body string) answer {
+func (f *fixture) command(t testing.TB, body string) answer {
 	return f.do(t, "POST", "/commands", nil, body)
 }
 

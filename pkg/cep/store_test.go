@@ -34,7 +34,7 @@ type clock struct {
 func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
-func newRulesTable(t *testing.T) string {
+func newRulesTable(t testing.TB) string {
 	t.Helper()
 	n := name("rules")
 	if err := CreateRulesTable(context.Background(), db, n); err != nil {

@@ -30,9 +30,14 @@
 //     without knowing them sent — a cold start, a retry, the tick — sends
 //     them again; a state write that fails (maybe made, its answer lost)
 //     with outputs in it is followed by one that lists the key as due at
-//     once, so the next batch or tick loads it and sends them. Emission is
-//     at least once, each output with a stable id; an output never exists
-//     without the state change that made it;
+//     once, so the next batch or tick loads it and sends them. Once they
+//     are on the stream, one more conditional write clears them from the
+//     state and lists the key at its own next due time: without it a tick
+//     in another execution environment, which cannot know from memory that
+//     they were sent, sent every output a second time. Emission is at
+//     least once (a crash or a failed clearing write sends again), each
+//     output with a stable id; an output never exists without the state
+//     change that made it;
 //  6. the watermark is committed as of Lambda's checkpoint (before the
 //     lowest failed record), and the states of other keys that it made
 //     due (listed in the views table's open index by the time their next

@@ -598,6 +598,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 			r.stats.outputs.Add(int64(n))
 			r.metric("Outputs", float64(n))
 			r.markSent(ref, shard, c.version+1)
+			r.settle(ctx, ref, shard, st, c.version+1, last)
 		}
 		if stop < len(its) {
 			r.stats.foldCheckpoints.Add(1)
@@ -997,6 +998,7 @@ func (r *Runner[V]) closeKey(ctx context.Context, shard string, ref state.Ref, w
 		r.stats.outputs.Add(int64(n))
 		r.metric("Outputs", float64(n))
 		r.markSent(kref, shard, ks.Version+1)
+		r.settle(ctx, kref, shard, st, ks.Version+1, ks.Fence)
 		return n, nil
 	}
 	return 0, state.ErrConflict
@@ -1086,6 +1088,35 @@ func (r *Runner[V]) forget(ref state.KeyedRef, shard string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.cache, cacheKey(ref, shard))
+}
+
+// settle writes back st, at version and with its outbox now on the stream,
+// without the outbox and listed at its own next due time. The write that
+// stored the outbox listed the key as due at once, so that outputs a crash
+// kept from the stream are sent by the next batch or tick; left so, a tick
+// in another execution environment — which cannot know from memory that
+// they were sent — would send them all again. It costs one conditional
+// write for each key that had outputs; when it fails (another writer got
+// there first, a timeout) the outbox may be sent again, at least once, as
+// it would have been without it. fence is the shard's fence the state
+// holds, kept in the cache.
+func (r *Runner[V]) settle(ctx context.Context, ref state.KeyedRef, shard string, st State[V], version int, fence string) {
+	st.Compact()
+	blob, err := st.Encode(nil)
+	if err != nil || len(blob) > r.set.MaxStateBytes {
+		return // it encoded with the outbox; left as it is, it is only resent
+	}
+	n, err := r.views.SaveKeyed(ctx, ref, shard, state.KeyedState{Blob: blob, Version: version}, "", r.openIn(shard), window.Window{End: st.NextDue()})
+	r.stats.stateWrites.Add(int64(n))
+	r.metric("WriteRequests", float64(n))
+	if err != nil {
+		r.forget(ref, shard)
+		if !errors.Is(err, state.ErrKeyedConflict) {
+			r.log.WarnContext(ctx, "clearing a key's sent outputs from its state failed: they may be sent again", "shard", shard, "key", ref.Key, "error", err.Error())
+		}
+		return
+	}
+	r.remember(ref, shard, cached{version: version + 1, fence: fence, blob: blob, sent: true})
 }
 
 // markSent notes that the cached version's outbox is on the stream.

@@ -631,3 +631,57 @@ func TestTimesOutOfRangeAreSetAsideAndLeaveTheWatermark(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupingKeyFromDataMustBeThePartitionKey: a pipeline that groups by a
+// data field and says producers use it as the partition key
+// (partitionKeyIsGroupingKey) sets aside a record whose field is not its
+// partition key, naming the field and both keys, as the join does. Before,
+// a new user's record with key "other-key" and data.shop "shop-1" was
+// counted in shop-1's session and tumbling windows from another shard than
+// shop-1's other records, each shard closing them by its own watermark.
+// Without the declaration nothing is checked: the file then says producers
+// make no such promise.
+func TestGroupingKeyFromDataMustBeThePartitionKey(t *testing.T) {
+	const declared = `{"name":"shops","key":"data.shop","value":"data.ms","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"],"partitionKeyIsGroupingKey":true}`
+	const undeclared = `{"name":"shops2","key":"data.shop","value":"data.ms","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"]}`
+	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	for _, tc := range []struct {
+		name, config string
+		aside        bool
+	}{
+		{"declared", declared, true},
+		{"not declared", undeclared, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHardened(t, tc.config, "")
+			ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
+				rawRecord(1, "shop-1", view("e1", "shop-1", at, `{"ms":5,"shop":"shop-1"}`), at),
+				rawRecord(2, "other-key", view("e2", "other-key", at, `{"ms":7,"shop":"shop-1"}`), at),
+			}}
+			resp, err := h.proc.HandleBatch(context.Background(), ev)
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("HandleBatch = %v, %v", resp, err)
+			}
+			got := h.quarantined(t)
+			it, aside := got["2"]
+			if aside != tc.aside || len(got) > 1 {
+				t.Fatalf("set aside %v, want record 2 set aside: %v", got, tc.aside)
+			}
+			if aside && (it.Field != "data.shop" || it.Category != setaside.KindInvalid || !strings.Contains(it.Reason, `"shop-1"`) ||
+				!strings.Contains(it.Reason, `"other-key"`) || !strings.Contains(it.Reason, "partitionKeyIsGroupingKey")) {
+				t.Errorf("set aside as field %q kind %q reason %q; want data.shop, invalid, naming both keys and the setting", it.Field, it.Category, it.Reason)
+			}
+			if _, err := h.proc.Tick(context.Background(), at.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			want := uint64(2)
+			if tc.aside {
+				want = 1
+			}
+			vs := h.window(t, "shop-1", h.cfg.Windows[0].ID(), at.Add(-time.Hour), at.Add(time.Hour))
+			if len(vs) != 1 || vs[0].Result.Count != want {
+				t.Fatalf("shop-1's windows %+v, want one of %d records", vs, want)
+			}
+		})
+	}
+}

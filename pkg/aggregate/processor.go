@@ -335,6 +335,9 @@ func (c *collector) decode(rec *stream.KinesisRecord) {
 		return
 	}
 	key, value, distinct, err := c.p.cfg.Extract(&c.env)
+	if err == nil {
+		err = c.p.cfg.CheckPartition(&c.env, key, rec.PartitionKey)
+	}
 	if err != nil {
 		c.poisoned(rec, err)
 		return

@@ -203,6 +203,26 @@ func (c *Config) Matches(t string) bool {
 // out-of-orderness.
 func (c *Config) NewWatermark() *window.Watermark { return window.NewWatermark(c.OutOfOrderness) }
 
+// CheckPartition refuses a record whose grouping key, read from its data
+// (key, as Extract returned it), is not its Kinesis partition key, when the
+// file says producers make them one (PartitionKeyIsGroupingKey): read from
+// two shards, a key's records would be closed by two watermarks, and a
+// window made final on one while the other still held some of them. The
+// error is a *stream.PoisonRecordError naming the field and both keys.
+// Without the declaration, or with the envelope's key as the grouping key,
+// there is nothing to check.
+func (c *Config) CheckPartition(env *stream.Envelope, key, partitionKey string) error {
+	if !c.PartitionKeyIsGroupingKey || c.Key.src != fromData || key == partitionKey {
+		return nil
+	}
+	return fieldError(env, c.Key, fmt.Sprintf("is %s, but the record's partition key is %s: partitionKeyIsGroupingKey says producers use the grouping key as the partition key (the envelope's key), so that each key's records are on one shard",
+		strictjson.QuoteCut(key, maxEchoKey), strictjson.QuoteCut(partitionKey, maxEchoKey)))
+}
+
+// maxEchoKey bounds a key a reason quotes (an envelope's key has at most
+// stream.MaxKeyLength characters; a partition key up to 256 bytes).
+const maxEchoKey = 300
+
 // Extract reads a record's grouping key, value (0 when the pipeline needs
 // none) and distinct value (nil when it needs none; it may share memory
 // with env and must not be modified). An error is a

@@ -173,7 +173,7 @@ var topSpecFields = []fieldSpec{
 	{name: "outputs", typ: tObject, fields: outputSpecFields, anyOf: oneOutputOn, def: map[string]any{"table": true},
 		doc: "Where window results go; at least one of table and stream is true. Default {\"table\": true}."},
 	{name: "partitionKeyIsGroupingKey", typ: tBool, def: false,
-		doc: "Producers put the grouping key in the envelope's key (the Kinesis partition key), so one group's records share a shard and arrive in order; session and sliding windows need it. Default false."},
+		doc: "Producers put the grouping key in the envelope's key (the Kinesis partition key), so one group's records share a shard and arrive in order; session and sliding windows need it. With a grouping key from data, a record whose field is not its partition key is set aside (category invalid, naming the field). Default false."},
 	{name: "parallelizationFactor", typ: tInteger, min: num(1), max: num(MaxParallelizationFactor), def: 1,
 		doc: "Concurrent batches per shard (Lambda's ParallelizationFactor), 1 to 10; above 1 the grouping key must be the partition key. Default 1."},
 	{name: "dedupeHorizon", typ: tString, duration: true, def: "1h",

@@ -198,6 +198,9 @@ func (x *Executor[S]) evolve(state S, version int64, events []Event) (S, int64, 
 	return state, version, nil
 }
 
+// Store is the event store x appends to.
+func (x *Executor[S]) Store() *Store { return x.store }
+
 // Load is an aggregate's current state and version, from its snapshot and
 // the events after it.
 func (x *Executor[S]) Load(ctx context.Context, aggregateID string) (S, int64, error) {

@@ -70,7 +70,10 @@ var _ viewsReader = (*dynamodb.Client)(nil)
 //
 // A read with minVersion answers once its view holds that version of the
 // show (or a later one), waiting up to wait (default 2 s, at most 5 s); a
-// view still behind then is a 503 naming the version it holds.
+// view still behind then is a 503 naming the version it holds. A bookings
+// read waits for the customer's last event of the show up to minVersion
+// (read from the log, at most maxLookback versions back; further is a 400
+// naming minVersion): a customer's bookings carry only their own versions.
 type API struct {
 	x       *es.Executor[Show]
 	db      viewsReader
@@ -428,6 +431,9 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 		return a.unavailable(ctx, err)
 	}
 	start, poll := time.Now(), pollFirst
+	// target is the version of the show the customer's bookings of it
+	// must reach: minVersion until the log says otherwise (known).
+	target, known := f.min, false
 	for {
 		waited := time.Since(start)
 		out, err := a.db.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(a.table.Current(ctx)), KeyConditionExpression: e.KeyCondition(),
@@ -447,19 +453,36 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 				version = max(version, b.Version)
 			}
 		}
-		if version < f.min && (out.LastEvaluatedKey != nil || paged) {
+		if version < target && (out.LastEvaluatedKey != nil || paged) {
 			// The answer lists maxBookings across shows; the show's may
 			// come before or after them.
 			if version, err = a.showBookingsVersion(ctx, customerID, show); err != nil {
 				return a.unavailable(ctx, err)
 			}
 		}
-		if version >= f.min {
+		if version < target && !known {
+			// The versions of the show after the customer's bookings
+			// may all be other customers' commands: the read waits for
+			// the customer's last event up to minVersion, not for
+			// minVersion itself, which no booking of theirs may carry.
+			var refused *events.LambdaFunctionURLResponse
+			if target, refused, err = a.customerNeeds(ctx, customerID, show, version, f.min); err != nil {
+				return a.unavailable(ctx, err)
+			}
+			if refused != nil {
+				return *refused
+			}
+			known = true
+		}
+		if version >= target {
 			r := jsonAnswer(http.StatusOK, withNext(map[string]any{"customerId": customerID, "bookings": list}, out.LastEvaluatedKey, AttrSK))
 			r.Headers[HeaderWaited] = strconv.FormatInt(waited.Milliseconds(), 10)
 			return r
 		}
 		if time.Since(start)+poll > f.wait || ctx.Err() != nil {
+			if target < f.min {
+				return bookingsBehind(customerID, show, version, target, f, time.Since(start))
+			}
 			return behind(ViewBookings, show, version, f, time.Since(start))
 		}
 		a.metrics.Add("ViewWaits", metrics.Count, 1)
@@ -469,6 +492,60 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 		}
 		poll = min(2*poll, pollMax)
 	}
+}
+
+// maxLookback bounds the versions of a show a bookings read reads back
+// from minVersion to find the customer's last event of the show.
+const maxLookback = 1000
+
+// customerNeeds is the version of show that customerID's bookings of it
+// must hold for a read with minVersion upTo, given that they hold version
+// held: the customer's last event of the show up to upTo (held when the
+// events after held are all other customers'), or upTo when the show's log
+// has not reached it. It reads the log back from upTo, consistently, at
+// most maxLookback versions; further back than that is a 400 naming
+// minVersion, since no read could ever tell.
+func (a *API) customerNeeds(ctx context.Context, customerID, show string, held, upTo int64) (int64, *events.LambdaFunctionURLResponse, error) {
+	from := max(held, upTo-maxLookback)
+	evs, err := a.x.Store().Events(ctx, show, from, upTo)
+	if err != nil {
+		return 0, nil, err
+	}
+	a.metrics.Add("ViewReads", metrics.Count, 1)
+	if len(evs) == 0 || evs[len(evs)-1].Version < upTo {
+		return upTo, nil, nil // not appended yet: behind, as any view
+	}
+	pk := customerPrefix + customerID
+	for i := len(evs) - 1; i >= 0; i-- {
+		items, err := bookingsView{}.Entities(evs[i])
+		if err != nil {
+			continue // set aside by the projector: no booking waits for it
+		}
+		for _, it := range items {
+			if s, ok := it[AttrPK].(*types.AttributeValueMemberS); ok && s.Value == pk {
+				return evs[i].Version, nil, nil
+			}
+		}
+	}
+	if from > held {
+		r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf(
+			"minVersion: %s's bookings of show %s are at version %d, and versions %d to %d of the show are none of %s's: a read looks back at most %d versions; pass the version %s's own command answered",
+			customerID, show, held, from+1, upTo, customerID, maxLookback, customerID))
+		return 0, &r, nil
+	}
+	return held, nil, nil
+}
+
+// bookingsBehind is the 503 of a customer's bookings that did not reach
+// their last event of the show up to minVersion in time.
+func bookingsBehind(customerID, show string, version, need int64, f freshness, waited time.Duration) events.LambdaFunctionURLResponse {
+	r := jsonAnswer(http.StatusServiceUnavailable, map[string]any{
+		"error": fmt.Sprintf("the bookings view of show %s holds %s's bookings at version %d, behind version %d, %s's last event of the show up to the %d asked for (minVersion), after waiting %s; read again",
+			show, customerID, version, need, customerID, f.min, waited.Round(time.Millisecond)),
+		"view": ViewBookings, "showId": show, "version": version, "minVersion": f.min, "customerVersion": need})
+	r.Headers["Retry-After"] = "1"
+	r.Headers[HeaderWaited] = strconv.FormatInt(waited.Milliseconds(), 10)
+	return r
 }
 
 // showBookingsVersion is the latest version of show among customerID's

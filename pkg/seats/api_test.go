@@ -473,3 +473,85 @@ func (f *fixture) putViews(t *testing.T, reqs []types.WriteRequest) {
 		reqs = append(reqs[n:], out.UnprocessedItems[f.views]...)
 	}
 }
+
+// TestBookingsReadOfAVersionAnotherCustomerMade: a client reads a
+// customer's bookings of a show at a version of the show that was another
+// customer's command (the seat map's version, say). The customer's
+// bookings are current for it once the view holds the customer's own last
+// event of the show up to that version: the read answers 200, where it
+// answered 503 "read again" for ever, the customer's own bookings being at
+// an earlier version. Until the projector has applied the customer's
+// event the read is behind and names the version it waits for.
+func TestBookingsReadOfAVersionAnotherCustomerMade(t *testing.T) {
+	f := newFixture(t)
+	if a := f.command(t, schedule); a.status != 200 {
+		t.Fatalf("schedule: %+v", a)
+	}
+	if a := f.command(t, `{"id":"cmd-2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-ada","customerId":"ada","seats":["A1"]}}`); a.status != 200 || version(t, a.body) != 2 {
+		t.Fatalf("ada's reservation: %+v", a)
+	}
+	for i, seat := range []string{"B1", "B2"} {
+		cmd := fmt.Sprintf(`{"id":"cmd-bob-%d","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-bob-%d","customerId":"bob","seats":[%q]}}`, i, i, seat)
+		if a := f.command(t, cmd); a.status != 200 || version(t, a.body) != int64(3+i) {
+			t.Fatalf("bob's reservation: %+v", a)
+		}
+	}
+	read := func(minVersion string) answer {
+		return f.do(t, "GET", "/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": minVersion, "wait": "100ms"}, "")
+	}
+	// Not projected: ada's event (version 2) is what the read waits for.
+	if b := read("4"); b.status != 503 || !strings.Contains(b.body, "version 2") || b.headers["Retry-After"] != "1" {
+		t.Errorf("before the projector ran: %d %.400s; want 503 naming ada's version 2", b.status, b.body)
+	}
+	f.project(t)
+	for _, v := range []string{"2", "3", "4"} {
+		b := read(v)
+		if b.status != 200 || !strings.Contains(b.body, `"reservationId":"r-ada","seats":["A1"],"status":"reserved","version":2`) || strings.Contains(b.body, "r-bob") {
+			t.Errorf("minVersion %s, ada's bookings projected at version 2, bob's at 3 and 4: %d %.400s; want 200 with ada's booking alone", v, b.status, b.body)
+		}
+	}
+}
+
+// TestBookingsReadLooksBackABoundedWay: a bookings read looks back from
+// minVersion at most 1,000 versions of the show for the customer's last
+// event; a minVersion further past the customer's bookings than that is a
+// 400 naming minVersion and saying what to pass, never a 503 "read again"
+// and never an unbounded read of the log.
+func TestBookingsReadLooksBackABoundedWay(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var evs []types.WriteRequest
+	for v := int64(1); v <= 1002; v++ {
+		customer := "bob"
+		if v == 1 {
+			customer = "ada"
+		}
+		e := es.Event{AggregateType: seats.AggregateType, AggregateID: "show-1", Version: v, Type: seats.EvSeatsReserved, CommandID: fmt.Sprintf("cmd-%d", v),
+			Data: json.RawMessage(fmt.Sprintf(`{"reservationId":"r-%d","customerId":%q,"seats":["A1"]}`, v, customer)), RecordedAt: time.Now()}
+		evs = append(evs, types.WriteRequest{PutRequest: &types.PutRequest{Item: e.Item()}})
+	}
+	table := f.store.Tables().Events
+	for len(evs) > 0 {
+		n := min(25, len(evs))
+		out, err := f.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: evs[:n]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs[n:], out.UnprocessedItems[table]...)
+	}
+	booking := seats.BookingKey("ada", "show-1", "r-1")
+	booking["showId"], booking["reservationId"], booking["status"] = &types.AttributeValueMemberS{Value: "show-1"}, &types.AttributeValueMemberS{Value: "r-1"}, &types.AttributeValueMemberS{Value: seats.StatusReserved}
+	booking["seats"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "A1"}}}
+	booking[projection.AttrVersion] = &types.AttributeValueMemberN{Value: "1"}
+	f.putViews(t, []types.WriteRequest{{PutRequest: &types.PutRequest{Item: booking}}})
+
+	read := func(minVersion string) answer {
+		return f.do(t, "GET", "/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": minVersion, "wait": "0s"}, "")
+	}
+	if b := read("1001"); b.status != 200 || !strings.Contains(b.body, `"reservationId":"r-1"`) {
+		t.Errorf("minVersion 1001, 1,000 versions past ada's 1: %d %.400s; want 200", b.status, b.body)
+	}
+	if b := read("1002"); b.status != 400 || !strings.Contains(b.body, `"field":"minVersion"`) || !strings.Contains(b.body, "at most 1000 versions") || b.headers["Retry-After"] != "" {
+		t.Errorf("minVersion 1002, 1,001 versions past ada's 1: %d %.400s; want a 400 naming minVersion", b.status, b.body)
+	}
+}

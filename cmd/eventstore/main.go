@@ -8,14 +8,16 @@
 //	go run ./cmd/eventstore rollback    -parameter <views param> -stream <published stream> -events-table <events> [-handover 1m] [-margin 1m]
 //	go run ./cmd/eventstore use-version -parameter <views param> -stream <published stream> -events-table <events> -table <views>-vN
 //	go run ./cmd/eventstore compare     -a <table> -b <table>
-//	go run ./cmd/eventstore erase       -events-table <events> -subject <customerId> -reason <why> -by <who> [-yes]
+//	go run ./cmd/eventstore erase       -events-table <events> -subject <customerId> -reason <why> [-by <who>] [-yes | -dry-run]
 //
 // rebuild is package projection's Rebuild: replay's versioning (the next
 // <views>-vN, tagged), filled from a consistent scan of the whole events
 // table, caught up from the published stream from a minute before the scan,
 // swapped, followed for the handover; then it compares the new version with
 // the previous one. `replay versions` and `replay delete-version` work on
-// the same parameter. erase without -yes lists what it would erase.
+// the same parameter. erase without -yes (or with -dry-run) lists what it
+// would erase, changing nothing and recording nothing: only -yes needs -by
+// (default $USER), whom the audit event names.
 //
 // Exit status: 0 done, 1 error, 2 usage (nothing was read or changed), 3
 // refused (checked, nothing changed), 130 interrupted; for compare, 1 when
@@ -61,7 +63,7 @@ const commands = `usage:
   eventstore rollback    -parameter <views param> -stream <published stream> -events-table <events> [-handover 1m] [-margin 1m]
   eventstore use-version -parameter <views param> -stream <published stream> -events-table <events> -table <views>-vN [-handover 1m] [-margin 1m]
   eventstore compare     -a <table> -b <table>
-  eventstore erase       -events-table <events> -subject <customerId> -reason <why> [-by <who>] [-yes]
+  eventstore erase       -events-table <events> -subject <customerId> -reason <why> [-by <who>] [-yes | -dry-run]
 eventstore <command> -h describes a command and its flags.`
 
 const footer = `Exit status: 0 done, 1 error (compare: the versions differ), 2 usage, 3 refused (nothing changed), 130 interrupted.
@@ -133,8 +135,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		events = fs.String("events-table", env(es.EnvEventsTable), "the events table (default $"+es.EnvEventsTable+")")
 		subject = fs.String("subject", "", "whose personal data (a customer id)")
 		reason = fs.String("reason", "", "why (a request's reference); kept in the audit event, so not itself personal data")
-		by = fs.String("by", env(envOperator), "who erases (default $"+envOperator+")")
+		by = fs.String("by", env(envOperator), "who erases, named in the audit event: required with -yes (default $"+envOperator+")")
 		yes = fs.Bool("yes", false, "erase (without it: list what would be erased)")
+		dryRun = fs.Bool("dry-run", false, "list what would be erased, change nothing (the default without -yes; needs no -by)")
 	default:
 		fmt.Fprintf(stderr, "eventstore: unknown command %s\n%s\n", strictjson.QuoteCut(name, cli.MaxEcho), commands)
 		return cli.ExitUsage
@@ -165,9 +168,19 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		flag string
 		v    *string
 		what string
-	}{{"subject", subject, "whose personal data (a customer id)"}, {"reason", reason, "why: the audit event keeps it"}, {"by", by, "who erases, named in the audit event (default $" + envOperator + ", which is not set)"}} {
+	}{{"subject", subject, "whose personal data (a customer id)"}, {"reason", reason, "why: the audit event keeps it"}} {
 		if f.v != nil {
 			errs = append(errs, cli.Required(f.flag, *f.v, f.what))
+		}
+	}
+	if name == "erase" {
+		// A dry run changes nothing and appends no audit event: who
+		// would erase is asked for only when someone does.
+		switch {
+		case *yes && *dryRun:
+			errs = append(errs, cli.Usagef("dry-run", "-dry-run and -yes: give one (-yes erases, -dry-run lists)"))
+		case *yes && strings.TrimSpace(*by) == "":
+			errs = append(errs, cli.Usagef("by", "is required with -yes: who erases, named in the audit event (default $%s, which is not set)", envOperator))
 		}
 	}
 	if toTable != nil && *toTable != "" {
@@ -219,8 +232,14 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 				fmt.Fprintf(stdout, "an earlier erasure stopped before its audit event: %d events erased without one (%s), which this run would audit\n",
 					len(res.Completed), listIDs(res.Completed))
 			}
+			// Without -by (no $USER) the suggestion asks for one: the
+			// shell refuses <who> rather than run an erase naming nobody.
+			who := "<who>"
+			if strings.TrimSpace(*by) != "" {
+				who = shellQuote(*by)
+			}
 			fmt.Fprintf(stdout, "to erase it: eventstore erase -events-table %s -subject %s -reason %s -by %s -yes\n",
-				*events, *subject, shellQuote(*reason), shellQuote(*by))
+				*events, *subject, shellQuote(*reason), who)
 		case res.Audit == nil:
 			fmt.Fprintf(stdout, "nothing to erase: %d events of %s were erased before\n", res.AlreadyErased, *subject)
 		default:

@@ -51,7 +51,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"erase", "-events-table", "events", "-subject", "ada"}, "-reason is required"},
 		// -by defaults to $USER, which a container or CI job often lacks:
 		// the error says so, or the usage's [-by <who>] reads as optional.
-		{[]string{"erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17"}, "-by is required: who erases, named in the audit event (default $USER, which is not set)"},
+		{[]string{"erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-yes"}, "-by is required with -yes: who erases, named in the audit event (default $USER, which is not set)"},
+		{[]string{"erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-by", "ops", "-dry-run", "-yes"}, "-dry-run and -yes: give one"},
 		{[]string{"rebuild", "extra"}, `unexpected argument "extra"`},
 		{[]string{strings.Repeat("e", 100_000)}, `unknown command "` + strings.Repeat("e", 256) + `"…`},
 	} {
@@ -98,6 +99,19 @@ func TestEraseAndCompare(t *testing.T) {
 	dry := cmd(env, "erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17")
 	if dry.code != 0 || !strings.Contains(dry.stdout, "dry run: 1 events of ada hold personal data: show-1/2") {
 		t.Fatalf("dry run: %+v", dry)
+	}
+	// A dry run changes nothing and records no audit event: it needs no
+	// -by, so no $USER (a container, a CI job), and -dry-run says so as
+	// rebuild's does. What it suggests asks for -by, not an empty one.
+	for _, args := range [][]string{
+		{"erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17"},
+		{"erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-dry-run"},
+	} {
+		r := cmd(nil, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "dry run: 1 events of ada hold personal data: show-1/2") ||
+			!strings.Contains(r.stdout, "-reason 'ticket 17' -by <who> -yes") {
+			t.Errorf("%q without $USER: %+v; want the dry run's listing, suggesting -by <who>", args, r)
+		}
 	}
 	// The command the dry run suggests, pasted into a shell, passes -reason
 	// and -by as given, $ and quotes included.

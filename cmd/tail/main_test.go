@@ -5,9 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,5 +209,94 @@ func TestTailLocal(t *testing.T) {
 	}
 	if n != 2 || !strings.Contains(r.stderr, "tail: 2 record(s) printed of 3 read from 1 shard(s)") {
 		t.Errorf("%d lines; stderr %q", n, r.stderr)
+	}
+}
+
+// TestInterruptedMidAnswerSaysNothingOfTheSDK: Ctrl-C while a GetRecords
+// answer is still arriving (a large batch, a loaded stand-in) ends the
+// tail without the SDK's warning "failed to discard remaining HTTP
+// response body", which a user read as something gone wrong. A proxy in
+// front of the stand-in holds the first GetRecords answer with records
+// half sent, as no endpoint does on demand.
+func TestInterruptedMidAnswerSaysNothingOfTheSDK(t *testing.T) {
+	srv := standintest.Start(t)
+	kin := kinesis.NewFromConfig(standintest.Config(t, srv))
+	ctx := context.Background()
+	name := "Tributary-EventsD32975C2"
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(name), PartitionKey: aws.String("user-1"),
+		Data: []byte(`{"id":"e","type":"page_view","key":"user-1","data":{"page":"/"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	backend, err := url.Parse(srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled := make(chan struct{})
+	var once sync.Once
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, backend.JoinPath(r.URL.Path).String(), bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(resp.Body)
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		if r.Header.Get("X-Amz-Target") != "Kinesis_20131202.GetRecords" || !bytes.Contains(answer, []byte("SequenceNumber")) {
+			w.WriteHeader(resp.StatusCode)
+			_, _ = w.Write(answer)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(answer[:len(answer)/2])
+		w.(http.Flusher).Flush()
+		once.Do(func() { close(stalled) })
+		<-r.Context().Done()
+	}))
+	defer proxy.Close()
+
+	env := map[string]string{"AWS_ENDPOINT_URL": proxy.URL, "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	t.Setenv("AWS_PROFILE", "")
+	// The SDK's logger writes to the process's stderr, not run's.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdkOut := make(chan string)
+	go func() { b, _ := io.ReadAll(pr); sdkOut <- string(b) }()
+	stderr := os.Stderr
+	os.Stderr = pw
+	cctx, interrupt := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-stalled:
+		case <-time.After(20 * time.Second):
+		}
+		time.Sleep(100 * time.Millisecond) // the SDK is reading the answer
+		interrupt()
+	}()
+	r := cmd(cctx, env, "-template", streamsTemplate, "-stream", "events", "-from", "trim_horizon", "-f", "-poll")
+	os.Stderr = stderr
+	pw.Close()
+	sdk := <-sdkOut
+	select {
+	case <-stalled:
+	default:
+		t.Fatalf("no GetRecords answer was held (exit %d, stderr %q)", r.code, r.stderr)
+	}
+	if sdk != "" || strings.Contains(r.stderr, "HTTP response body") {
+		t.Errorf("interrupted mid-answer, the process's stderr holds %q (tail's own: %q); want nothing from the SDK", sdk, r.stderr)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -242,8 +243,9 @@ var ErrNoRegion = errors.New("no AWS region is set: set AWS_REGION (or AWS_DEFAU
 // LoadAWS loads the default AWS configuration and refuses one without a
 // region (ErrNoRegion) instead of falling back to a default: an operator
 // tool that picks us-east-1 on its own can act on the wrong deployment.
+// The SDK's log goes to stderr as by default, less sdkNoise.
 func LoadAWS(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithLogger(quietLogger{logging.NewStandardLogger(os.Stderr)}))
 	if err != nil {
 		return cfg, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
@@ -332,4 +334,25 @@ func Main(run func(ctx context.Context) int) {
 	code := run(ctx)
 	stop()
 	os.Exit(code)
+}
+
+// sdkNoise starts the SDK's log lines that tell a command's user nothing.
+// "failed to discard remaining HTTP response body" is the SDK draining an
+// answer whose call had already ended: the command was interrupted (Ctrl-C,
+// a tail's -n reached, a session's end) while the answer was arriving, so
+// the connection was closed under it, or the answer came cut short, which
+// the call itself reports as its error. Either way the connection it warns
+// about is not reused, and a user read the line as something gone wrong.
+var sdkNoise = []string{"failed to discard remaining HTTP response body"}
+
+// quietLogger is the SDK's logger less the lines sdkNoise starts.
+type quietLogger struct{ next logging.Logger }
+
+func (l quietLogger) Logf(c logging.Classification, format string, v ...any) {
+	for _, n := range sdkNoise {
+		if strings.HasPrefix(format, n) {
+			return
+		}
+	}
+	l.next.Logf(c, format, v...)
 }

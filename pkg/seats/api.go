@@ -320,7 +320,7 @@ func (a *API) perShow(ctx context.Context, req events.LambdaFunctionURLRequest, 
 		return a.unavailable(ctx, err)
 	}
 	if version < f.min {
-		return behind(view, showID, version, f, time.Since(start))
+		return a.behind(ctx, view, showID, version, f, time.Since(start))
 	}
 	if len(item) == 0 {
 		return errorAnswer(http.StatusNotFound, "showId", fmt.Sprintf("the %s view has no show %s (not scheduled, or not yet projected: read with minVersion)", view, showID))
@@ -334,8 +334,24 @@ func (a *API) perShow(ctx context.Context, req events.LambdaFunctionURLRequest, 
 	return r
 }
 
-// behind is the 503 of a view that did not reach minVersion in time.
-func behind(view, showID string, version int64, f freshness, waited time.Duration) events.LambdaFunctionURLResponse {
+// behind answers a read whose view did not reach minVersion in time: a
+// 503 to read again, unless the show's log (one consistent read) has not
+// reached minVersion either — no command made that version, so no read
+// ever would see it: a 400 naming minVersion and the log's version.
+func (a *API) behind(ctx context.Context, view, showID string, version int64, f freshness, waited time.Duration) events.LambdaFunctionURLResponse {
+	latest, err := a.x.Store().Version(ctx, showID)
+	if err == nil && latest < f.min {
+		return errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf(
+			"minVersion: show %s is at version %d in its log; no command has made version %d (pass the version a command's answer named)", showID, latest, f.min))
+	}
+	if err != nil {
+		a.log.WarnContext(ctx, "reading the show's version for a read behind minVersion", "show", showID, "error", err.Error())
+	}
+	return behindAnswer(view, showID, version, f, waited)
+}
+
+// behindAnswer is the 503 of a view that did not reach minVersion in time.
+func behindAnswer(view, showID string, version int64, f freshness, waited time.Duration) events.LambdaFunctionURLResponse {
 	r := jsonAnswer(http.StatusServiceUnavailable, map[string]any{
 		"error": fmt.Sprintf("the %s view of show %s is at version %d, behind the %d asked for (minVersion), after waiting %s; read again",
 			view, showID, version, f.min, waited.Round(time.Millisecond)),
@@ -483,7 +499,7 @@ func (a *API) bookings(ctx context.Context, req events.LambdaFunctionURLRequest,
 			if target < f.min {
 				return bookingsBehind(customerID, show, version, target, f, time.Since(start))
 			}
-			return behind(ViewBookings, show, version, f, time.Since(start))
+			return a.behind(ctx, ViewBookings, show, version, f, time.Since(start))
 		}
 		a.metrics.Add("ViewWaits", metrics.Count, 1)
 		select {

@@ -346,7 +346,10 @@ func TestBookingsReadWaitsPastTheFirstPage(t *testing.T) {
 	if len(b.body) > 64<<10 {
 		t.Errorf("the answer is %d bytes", len(b.body))
 	}
-	// Still behind for a version the view does not hold.
+	// Still behind for a version of ada's the view does not hold yet.
+	if a := f.command(t, `{"id":"cmd-3","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-ada2","customerId":"ada","seats":["A2"]}}`); a.status != 200 || version(t, a.body) != 3 {
+		t.Fatalf("reserve: %+v", a)
+	}
 	if b := f.do(t, "GET", "/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": "3", "wait": "100ms"}, ""); b.status != 503 || !strings.Contains(b.body, "is at version 2, behind the 3") {
 		t.Errorf("minVersion 3: %d %.400s; want 503 naming version 2", b.status, b.body)
 	}
@@ -553,5 +556,37 @@ func TestBookingsReadLooksBackABoundedWay(t *testing.T) {
 	}
 	if b := read("1002"); b.status != 400 || !strings.Contains(b.body, `"field":"minVersion"`) || !strings.Contains(b.body, "at most 1000 versions") || b.headers["Retry-After"] != "" {
 		t.Errorf("minVersion 1002, 1,001 versions past ada's 1: %d %.400s; want a 400 naming minVersion", b.status, b.body)
+	}
+}
+
+// TestReadOfAVersionNoCommandMadeIsRefused: a read with a minVersion the
+// show's log has not reached — a client's mistake, or a version of another
+// show — is a 400 naming minVersion and the version the log is at, not a
+// 503 "read again" that no retry could ever satisfy. A version the log
+// holds but the view has not reached yet is still a 503.
+func TestReadOfAVersionNoCommandMadeIsRefused(t *testing.T) {
+	f := newFixture(t)
+	if a := f.command(t, schedule); a.status != 200 {
+		t.Fatalf("schedule: %+v", a)
+	}
+	for _, tc := range []struct {
+		path  string
+		query map[string]string
+	}{
+		{"/shows/show-1", map[string]string{"minVersion": "9", "wait": "0s"}},
+		{"/shows/show-1/availability", map[string]string{"minVersion": "9", "wait": "0s"}},
+		{"/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": "9", "wait": "0s"}},
+	} {
+		a := f.do(t, "GET", tc.path, tc.query, "")
+		var got struct{ Field, Error string }
+		_ = json.Unmarshal([]byte(a.body), &got)
+		if a.status != 400 || got.Field != "minVersion" || !strings.Contains(got.Error, "at version 1") {
+			t.Errorf("%s: %d %s, want a 400 naming minVersion and the log's version 1", tc.path, a.status, a.body)
+		}
+	}
+	// The availability view is projected from the stream: not yet, so
+	// version 1 is behind, and worth reading again.
+	if a := f.do(t, "GET", "/shows/show-1/availability", map[string]string{"minVersion": "1", "wait": "0s"}, ""); a.status != 503 {
+		t.Errorf("availability at a version the log holds, not yet projected: %d %s, want 503", a.status, a.body)
 	}
 }

@@ -165,8 +165,12 @@ var docRuns = map[string]docRun{
 	"go run ./cmd/rules test -rule rule.json -events events.jsonl": func(t *testing.T, env *docEnv, c docCommand) {
 		dir := t.TempDir()
 		rule := `{"id": "big-payment", "pattern": [{"begin": "p", "type": "payment", "where": "data.amount > 100"}]}` + "\n"
-		events := `{"id":"e1","type":"payment","key":"u1","occurredAt":"2026-12-01T10:00:00Z","sentAt":"2026-12-01T10:00:00Z","data":{"amount":150}}` + "\n" +
-			`{"id":"e2","type":"payment","key":"u1","occurredAt":"2026-12-01T10:00:01Z","sentAt":"2026-12-01T10:00:01Z","data":{"amount":50}}` + "\n"
+		// e3, of another key, is a second behind e1: within detect's
+		// outOfOrderness, so matched, not late, when the command runs as
+		// detect does (with 0s, on the one shard of the file, it is late).
+		events := `{"id":"e1","type":"payment","key":"u1","occurredAt":"2026-12-01T10:00:01Z","sentAt":"2026-12-01T10:00:01Z","data":{"amount":150}}` + "\n" +
+			`{"id":"e2","type":"payment","key":"u2","occurredAt":"2026-12-01T10:00:00Z","sentAt":"2026-12-01T10:00:00Z","data":{"amount":50}}` + "\n" +
+			`{"id":"e3","type":"payment","key":"u2","occurredAt":"2026-12-01T10:00:00Z","sentAt":"2026-12-01T10:00:00Z","data":{"amount":200}}` + "\n"
 		for name, body := range map[string]string{"rule.json": rule, "events.jsonl": events} {
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 				t.Fatal(err)
@@ -174,8 +178,11 @@ var docRuns = map[string]docRun{
 		}
 		script := strings.NewReplacer(" rule.json", " "+filepath.Join(dir, "rule.json"), " events.jsonl", " "+filepath.Join(dir, "events.jsonl")).Replace(c.text)
 		out := bash(t, env.root, nil, script)
-		if !strings.Contains(out, "e1") || strings.Contains(out, "e2") {
-			t.Errorf("%s:\n%s\nwant big-payment's match of e1 alone", c, out)
+		if !strings.Contains(out, "p=e1@") || !strings.Contains(out, "p=e3@") || strings.Contains(out, "e2") {
+			t.Errorf("%s:\n%s\nwant big-payment's matches of e1 and e3 alone", c, out)
+		}
+		if !strings.Contains(out, " 0 late ") {
+			t.Errorf("%s:\n%s\nwant no event late: e3 is within detect's outOfOrderness (pipelines/detect.json)", c, out)
 		}
 	},
 

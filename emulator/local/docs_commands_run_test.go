@@ -66,7 +66,11 @@ func dryRun(t *testing.T, env *docEnv, c docCommand) {
 }
 
 // docRuns says how TestDocumentedCommandsRun runs each command registered
-// with runBy runsHere, by the entry's prefix.
+// with runBy runsHere, by the entry's prefix. Pages' own files add theirs:
+// docs_setaside_test.go docs/set-aside.md's; docs_tryit_test.go the
+// "Try it locally" commands of docs/event-sourcing.md, docs/stream-joins.md
+// (whose make tail STREAM=joins runs as docs/tail.md's do) and
+// docs/changes.md.
 var docRuns = map[string]docRun{
 	// README.md's two commands and deploy step, docs/localstack.md's make
 	// local, docs/performance.md's make bench.

@@ -173,9 +173,16 @@ var documented = []howChecked{
 	{file: "docs/cep.md", prefix: "go run ./cmd/rules test -rule rule.json -events events.jsonl", runBy: "emulator/local TestDocumentedCommandsRun"},
 	{file: "docs/cep.md", prefix: `curl --aws-sigv4 "aws:amz:$AWS_REGION:lambda"`, account: true},
 	{file: "docs/cep.md", prefix: "curl -s -X POST http://127.0.0.1:9002/test", runBy: "emulator/local TestDocumentedCommandsRun"},
+	// docs/changes.md: the table–table join, tried with the AWS CLI
+	{file: "docs/changes.md", prefix: "export AWS_ENDPOINT_URL=", runBy: runsHere},
+	{file: "docs/changes.md", prefix: "aws dynamodb ", runBy: runsHere},
 	// docs/deploy.md
 	{file: "docs/deploy.md", prefix: `URL=$(aws cloudformation describe-stacks --stack-name Tributary`, account: true},
 	{file: "docs/deploy.md", prefix: `curl -sS "$URL" --aws-sigv4`, runBy: "emulator/local TestReadmeSigV4"},
+	// docs/event-sourcing.md: the commands URL of make local-up
+	{file: "docs/event-sourcing.md", prefix: "curl -s -X POST http://127.0.0.1:9001/commands", runBy: runsHere},
+	{file: "docs/event-sourcing.md", prefix: "curl -s http://127.0.0.1:9001/shows/show-1", runBy: runsHere},
+	{file: "docs/event-sourcing.md", prefix: "curl -s 'http://127.0.0.1:9001/shows/show-1/availability?minVersion=2'", runBy: runsHere},
 	// docs/events.md
 	{file: "docs/events.md", prefix: "curl -sS http://127.0.0.1:9000/", runBy: "emulator/local TestReadmeLocalCurl"},
 	{file: "docs/events.md", prefix: `URL=$(aws cloudformation describe-stacks --stack-name Tributary`, account: true},
@@ -200,6 +207,9 @@ var documented = []howChecked{
 	// docs/archive.md
 	{file: "docs/archive.md", prefix: "go run ./cmd/replay rebuild -pipeline pipelines/pageviews.json -pipeline pipelines/checkouts.json", account: true},
 	{file: "docs/archive.md", prefix: "go run ./cmd/replay rebuild -pipeline pipelines/ ", account: true},
+	// docs/stream-joins.md: a search and its click through ingest, the joins stream
+	{file: "docs/stream-joins.md", prefix: `curl -sS http://127.0.0.1:9000/ -H 'content-type: application/json' --data-binary '[ {"id":"s1","type":"search"`, runBy: runsHere},
+	{file: "docs/stream-joins.md", prefix: "make tail STREAM=", runBy: runsHere},
 	// docs/tail.md
 	{file: "docs/tail.md", prefix: "make tail STREAM=", runBy: "emulator/local TestDocumentedCommandsRun"},
 	{file: "docs/tail.md", prefix: "aws cloudformation describe-stacks --stack-name Tributary --query", account: true},

@@ -15,7 +15,9 @@
 //     producer's copy has no effect, an id reused with other content is set
 //     aside;
 //  3. the shard's watermark just before each record is computed from the
-//     records before it — the committed watermark, then each record's
+//     records before it — the committed watermark (read from the store for
+//     every batch: a tick in another execution environment may have moved
+//     an idle shard's), then each record's
 //     event time in shard order — so every decision (late or not, what is
 //     open when a record arrives, whether a key's state has room) depends
 //     only on the shard's records, never on how Lambda cut the batches;

@@ -78,7 +78,6 @@ type Runner[V any] struct {
 	// through is, per shard, the last record whose effects this process
 	// committed with the watermark (state.Views.CommitWatermark).
 	through map[string]string
-	loaded  bool
 	cache   map[string]cached
 
 	batches sync.Pool
@@ -810,25 +809,27 @@ func (r *Runner[V]) setAside(ctx context.Context, recs []setaside.Record) error 
 	return err
 }
 
-// watermark returns shard's committed watermark (a copy), loading every
-// shard's on first use.
+// watermark returns shard's committed watermark (a copy), read from the
+// store for every batch and merged with this environment's copy: the tick —
+// in any of the function's execution environments — stores its advance of
+// an idle shard and tells no other. Judged against an older copy, a record
+// the stored watermark makes late was taken in by a warm environment and
+// dropped by a cold one: whether a record is late would depend on where
+// Lambda ran its batch. One consistent read per batch.
 func (r *Runner[V]) watermark(ctx context.Context, shard string) (*window.Watermark, error) {
+	stored, err := r.views.Watermark(ctx, r.set.Name, shard)
+	if err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.loaded {
-		marks, err := r.views.Watermarks(ctx, r.set.Name)
-		if err != nil {
-			return nil, err
-		}
-		for s, wm := range marks {
-			r.marks[s] = wm
-		}
-		r.loaded = true
-	}
 	wm, ok := r.marks[shard]
 	if !ok {
 		wm = window.NewWatermark(r.set.OutOfOrderness)
 		r.marks[shard] = wm
+	}
+	if stored != nil {
+		wm.Merge(stored)
 	}
 	c := *wm
 	return &c, nil

@@ -177,6 +177,26 @@ func (v *Views) Watermarks(ctx context.Context, pipeline string) (map[string]*wi
 	return sh.Watermarks, err
 }
 
+// Watermark is shard's stored watermark for pipeline (nil: none stored),
+// read consistently: the ticker's idle advance is stored, never told to the
+// functions that keep a copy.
+func (v *Views) Watermark(ctx context.Context, pipeline, shard string) (*window.Watermark, error) {
+	out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: v.tableName, Key: itemKey(watermarkPK(pipeline), shard),
+		ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("#w"), ExpressionAttributeNames: map[string]string{"#w": attrWatermark}})
+	if err != nil {
+		return nil, fmt.Errorf("state: reading the watermark of %s %s: %w", pipeline, shard, err)
+	}
+	b, ok := out.Item[attrWatermark].(*types.AttributeValueMemberB)
+	if !ok {
+		return nil, nil
+	}
+	wm := &window.Watermark{}
+	if err := wm.UnmarshalBinary(b.Value); err != nil {
+		return nil, fmt.Errorf("state: watermark of %s %s: %w", pipeline, shard, err)
+	}
+	return wm, nil
+}
+
 // Shards is what pipeline's shard items hold, read at once (a ticker needs
 // all of it each tick).
 type Shards struct {

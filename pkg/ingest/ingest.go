@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -490,18 +491,39 @@ func countDropped(outs []outcome, idxs []int) int {
 }
 
 // peekID finds the id of an event that did not decode, so the error can
-// still name it.
-func peekID(raw []byte) string {
-	var v struct {
-		ID any `json:"id"`
+// still name it: the string value of the top-level key spelt exactly "id".
+// A key in another case ("ID") is never taken for it (that is the mix-up the
+// refusal is about); ambiguous is set when "id" is there more than once
+// with different values (strictjson.Split refuses a duplicate key before
+// this runs, so only a caller without that check sees it), and id is then "".
+func peekID(raw []byte) (id string, ambiguous bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
 	}
-	if json.Unmarshal(raw, &v) != nil {
-		return ""
+	found := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			break
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		if k, _ := t.(string); k != "id" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			s = "" // not a string: no id to name
+		}
+		if found && s != id {
+			return "", true
+		}
+		id, found = s, true
 	}
-	if s, ok := v.ID.(string); ok {
-		return s
-	}
-	return ""
+	return id, false
 }
 
 // failure is an entry that did not get onto the stream (yet).

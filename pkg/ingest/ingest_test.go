@@ -132,6 +132,15 @@ func TestHandleRefusesInvalidRequests(t *testing.T) {
 			status: 400, wantIndex: 2, wantID: "c", wantField: "occurredAt", wantText: `events[2].occurredAt: "yesterday" is not an RFC 3339 time`},
 		{name: "id of the wrong type", req: post(`[` + envelopeJSON("a", "k") + `,{"id":12,"type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}]`),
 			status: 400, wantIndex: 1, wantField: "id", wantText: "events[1].id: must be a string"},
+		// docs/events.md's example: the event is named by its exactly
+		// spelt id, never by the value of a key in another case, whichever
+		// comes last.
+		{name: "id and ID", req: post(`{"id":"a","ID":"b","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`),
+			status: 400, wantIndex: 0, wantID: "a", wantField: "ID", wantText: `events[0].ID: unknown field; did you mean "id"? (names are case-sensitive; known: id, type, key, occurredAt, sentAt, receivedAt, data) (event id "a")`},
+		{name: "ID before id", req: post(`{"ID":"b","id":"a","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`),
+			status: 400, wantIndex: 0, wantID: "a", wantField: "ID", wantText: `(event id "a")`},
+		{name: "only a differently spelt id", req: post(`{"Id":"b","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`),
+			status: 400, wantIndex: 0, wantID: "", wantField: "Id", wantText: `events[0].Id: unknown field; did you mean "id"?`},
 		{name: "not JSON", req: post(`{"id":`), status: 400, wantIndex: 0, wantField: "id", wantText: "events[0].id: not valid JSON: the body ends at byte 6"},
 		{name: "empty body", req: post(" "), status: 400, wantText: "empty"},
 		{name: "empty array", req: post("[]"), status: 400, wantText: "empty"},
@@ -357,5 +366,34 @@ func TestChunksRespectPutRecordsLimits(t *testing.T) {
 	}
 	if total != len(entries) {
 		t.Errorf("chunks hold %d entries, want %d", total, len(entries))
+	}
+}
+
+// TestPeekIDTakesOnlyTheExactlySpeltID: an event that did not decode is
+// named by its "id" alone; a key in another case is not an id, and an "id"
+// given twice with different values names no event.
+func TestPeekIDTakesOnlyTheExactlySpeltID(t *testing.T) {
+	tests := []struct {
+		raw       string
+		id        string
+		ambiguous bool
+	}{
+		{`{"id":"a","ID":"b"}`, "a", false},
+		{`{"ID":"b","id":"a"}`, "a", false},
+		{`{"Id":"b","iD":"c"}`, "", false},
+		{`{"\u0069d":"a","ID":"b"}`, "a", false},
+		{`{"data":{"id":"inner"},"id":"a"}`, "a", false},
+		{`{"data":{"id":"inner"}}`, "", false},
+		{`{"id":12}`, "", false},
+		{`{"id":"a","id":"b"}`, "", true},
+		{`{"id":"a","id":"a"}`, "a", false},
+		{`[{"id":"a"}]`, "", false},
+		{`{"id":`, "", false},
+	}
+	for _, tt := range tests {
+		id, ambiguous := peekID([]byte(tt.raw))
+		if id != tt.id || ambiguous != tt.ambiguous {
+			t.Errorf("peekID(%s) = %q, %v; want %q, %v", tt.raw, id, ambiguous, tt.id, tt.ambiguous)
+		}
 	}
 }

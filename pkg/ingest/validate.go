@@ -75,7 +75,10 @@ func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []Even
 				ee.Field, ee.Reason = fe.Field, fe.Reason
 			}
 			if ee.ID == "" {
-				ee.ID = peekID(raw)
+				var ambiguous bool
+				if ee.ID, ambiguous = peekID(raw); ambiguous {
+					ee.Reason += `; the event's "id" is given more than once with different values, so it is not named`
+				}
 			}
 			errs = append(errs, ee)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -375,7 +376,7 @@ var (
 //	aggregates                 count, sum, min, max, mean, distinct, quantiles; default [count]
 //	quantiles                  e.g. [0.5, 0.99]; default [0.5, 0.9, 0.99] with the quantiles aggregate
 //	distinctPrecision          HyperLogLog precision 4–18; default 12
-//	outOfOrderness             watermark allowance; default 0, at most 24h
+//	outOfOrderness             watermark allowance, 0 or more; default 0, at most 24h
 //	idleTimeout                default 1m, at most 24h
 //	latePolicy                 "drop" (default) or "correct"
 //	allowedLateness            required with "correct", refused with "drop"; at most 8736h
@@ -391,9 +392,10 @@ var (
 //	                             final outOfOrderness + idleTimeout after its end at the latest), at
 //	                             most 8760h
 //
-// A top-level "$schema" string (the JSON Schema an editor checks the file
-// against) is accepted and ignored. The document is read by package
-// strictjson first: text that is not UTF-8 (a lone surrogate escape
+// A field left out takes its default; null, or "" for a string, is refused
+// naming the field. A top-level "$schema" string (the JSON Schema an
+// editor checks the file against) is accepted and ignored. The document is
+// read by package strictjson first: text that is not UTF-8 (a lone surrogate escape
 // included), an object with a key twice, nesting deeper than
 // strictjson.MaxDepth or more than MaxFileBytes are refused naming the
 // field. Unknown fields are refused, with the known field within two edits
@@ -628,14 +630,14 @@ func parse(doc []byte) (*Config, *mistakes, error) {
 	}
 	c.DedupeHorizon = DefaultDedupeHorizon
 	if raw.dedupe != nil && m.ok("dedupeHorizon") {
-		c.DedupeHorizon, err = setting("dedupeHorizon", *raw.dedupe, `"1h", or "0s" to turn suppression by event id off`, 0, "", MaxDedupeHorizon)
+		c.DedupeHorizon, err = setting("dedupeHorizon", *raw.dedupe, 0, "", MaxDedupeHorizon)
 		m.add(err)
 	}
 	// Without retention, a window is kept a week, or as long as
 	// retentionFloor asks when that is longer.
 	c.Retention = max(DefaultRetention, c.retentionFloor())
 	if raw.retention != nil && m.ok("retention") {
-		c.Retention, err = setting("retention", *raw.retention, `"168h"`, MinRetention, "the least a window is kept after it ends", MaxRetention)
+		c.Retention, err = setting("retention", *raw.retention, MinRetention, "the least a window is kept after it ends", MaxRetention)
 		m.add(err)
 	}
 	// The retention's floor is checked against the durations it is made
@@ -676,13 +678,10 @@ func (c *Config) keptPastLateness() (time.Duration, string) {
 	return MinRetention, ""
 }
 
-// setting reads a duration setting given as s: not empty (example says
-// what to write), a whole number of seconds from lo (why: what the lower
-// bound is; lo 0 takes "0s") to hi.
-func setting(field, s, example string, lo time.Duration, why string, hi time.Duration) (time.Duration, error) {
-	if s == "" {
-		return 0, cfgErr(field, "is empty: want a duration such as %s", example)
-	}
+// setting reads a duration setting given as s (not empty: field refuses
+// ""): a whole number of seconds from lo (why: what the lower bound is; lo
+// 0 takes "0s") to hi.
+func setting(field, s string, lo time.Duration, why string, hi time.Duration) (time.Duration, error) {
 	d, err := duration(field, s, 0, lo == 0)
 	if err != nil {
 		return 0, err
@@ -952,7 +951,8 @@ func parseOutputs(m *mistakes, top map[string]json.RawMessage) Outputs {
 }
 
 // duration parses a Go duration that must be positive (or, with zeroOK,
-// not negative) and a whole number of milliseconds; "" gives def.
+// 0 or more) and a whole number of milliseconds; "" (the field left out:
+// field refuses a "" given) gives def.
 func duration(path, s string, def time.Duration, zeroOK bool) (time.Duration, error) {
 	if s == "" {
 		return def, nil
@@ -962,6 +962,8 @@ func duration(path, s string, def time.Duration, zeroOK bool) (time.Duration, er
 		return 0, cfgErr(path, "%q is not a duration such as \"90s\", \"5m\" or \"1h30m\"", s)
 	}
 	switch {
+	case d < 0 && zeroOK:
+		return 0, cfgErr(path, "%s must be 0 or more", s)
 	case d < 0 || (d == 0 && !zeroOK):
 		return 0, cfgErr(path, "%s must be positive", s)
 	case d%window.Resolution != 0:
@@ -1067,19 +1069,49 @@ func list[T any](m *mistakes, top map[string]json.RawMessage, name string) []T {
 	return out
 }
 
-// field decodes m[name] into dst if present and not null.
+// field decodes m[name] into dst if present. A field is either left out
+// (its default, where it has one) or given a value: null, and "" for a
+// string ($schema aside), are refused naming the field, as the JSON Schema
+// refuses them, rather than read as the default — one file, one meaning,
+// in the editor and in the stack.
 func field(m map[string]json.RawMessage, name, path string, dst any) error {
 	v, ok := m[name]
-	if !ok || string(v) == "null" {
+	if !ok {
 		return nil
+	}
+	want := func(t reflect.Type) string {
+		if slices.Contains(durationFields, name) {
+			return "a duration string such as \"90s\" or \"5m\""
+		}
+		return goKind(t.String())
+	}
+	t := reflect.TypeOf(dst).Elem()
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	// refuse words the refusal of a value that is no value; an array's
+	// element (name "") cannot be left out.
+	refuse := func(reason, what string) error {
+		if name == "" {
+			return cfgErr(path, "%s", reason)
+		}
+		return cfgErr(path, "%s, or leave the field out (a field left out takes its default, where it has one; %s is not read as it)", reason, what)
+	}
+	switch string(bytes.TrimSpace(v)) {
+	case "null":
+		return refuse("is null: give "+want(t), "null")
+	case `""`:
+		if t.Kind() == reflect.String && name != schemaField {
+			if name == "" {
+				return cfgErr(path, "is empty")
+			}
+			return refuse("is empty: give "+want(t), `""`)
+		}
 	}
 	if err := json.Unmarshal(v, dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			want := goKind(te.Type.String())
-			if slices.Contains(durationFields, name) {
-				want = "a duration string such as \"90s\" or \"5m\""
-			}
+			want := want(te.Type)
 			got := kind(bytes.TrimSpace(v))
 			switch {
 			case got == "a number" && want == "a number":

@@ -257,7 +257,10 @@ func TestParseErrors(t *testing.T) {
 		{"idleTimeout past a day", with(w{"idleTimeout": "25h"}), "idleTimeout: 25h is longer than 24h0m0s: an idle shard's windows would wait that long to be final"},
 		{"same window twice", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m"}, w{"kind": "tumbling", "size": "60s"})}), "windows[1]: is the same window as windows[0]"},
 		// durations
-		{"outOfOrderness negative", with(w{"outOfOrderness": "-5s"}), "outOfOrderness: -5s must be positive"},
+		{"outOfOrderness negative", with(w{"outOfOrderness": "-5s"}), "outOfOrderness: -5s must be 0 or more"},
+		{"outOfOrderness empty", with(w{"outOfOrderness": ""}), "outOfOrderness: is empty: give a duration string such as \"90s\" or \"5m\", or leave the field out (a field left out takes its default, where it has one; \"\" is not read as it)"},
+		{"outOfOrderness null", []byte(strings.Replace(string(with(w{"outOfOrderness": nil})), "{", `{"outOfOrderness":null,`, 1)),
+			"outOfOrderness: is null: give a duration string such as \"90s\" or \"5m\", or leave the field out (a field left out takes its default, where it has one; null is not read as it)"},
 		{"outOfOrderness a number", with(w{"outOfOrderness": 5}), `outOfOrderness: must be a duration string such as "90s" or "5m", not a number`},
 		{"idleTimeout zero", with(w{"idleTimeout": "0s"}), "idleTimeout: 0s must be positive"},
 		// late policy
@@ -278,12 +281,12 @@ func TestParseErrors(t *testing.T) {
 		{"partitionKeyIsGroupingKey not bool", with(w{"partitionKeyIsGroupingKey": "yes"}), "partitionKeyIsGroupingKey: must be true or false, not a string"},
 		{"grouping key is not the partition key", with(w{"parallelizationFactor": 4}), "key: grouping by data.region with parallelizationFactor 4 needs repartitioning: set partitionKeyIsGroupingKey or parallelizationFactor 1"},
 		// dedupe horizon
-		{"dedupeHorizon empty", with(w{"dedupeHorizon": ""}), `dedupeHorizon: is empty: want a duration such as "1h", or "0s" to turn suppression by event id off`},
-		{"dedupeHorizon negative", with(w{"dedupeHorizon": "-1h"}), "dedupeHorizon: -1h must be positive"},
+		{"dedupeHorizon empty", with(w{"dedupeHorizon": ""}), "dedupeHorizon: is empty: give a duration string such as \"90s\" or \"5m\", or leave the field out (a field left out takes its default, where it has one; \"\" is not read as it)"},
+		{"dedupeHorizon negative", with(w{"dedupeHorizon": "-1h"}), "dedupeHorizon: -1h must be 0 or more"},
 		{"dedupeHorizon too long", with(w{"dedupeHorizon": "169h"}), "dedupeHorizon: 169h is longer than 168h0m0s"},
 		{"dedupeHorizon fraction of a second", with(w{"dedupeHorizon": "1500ms"}), "dedupeHorizon: 1500ms is not a whole number of seconds"},
 		{"dedupeHorizon a number", with(w{"dedupeHorizon": 3600}), `dedupeHorizon: must be a duration string such as "90s" or "5m", not a number`},
-		{"retention empty", with(w{"retention": ""}), `retention: is empty: want a duration such as "168h"`},
+		{"retention empty", with(w{"retention": ""}), "retention: is empty: give a duration string such as \"90s\" or \"5m\", or leave the field out (a field left out takes its default, where it has one; \"\" is not read as it)"},
 		{"retention too short", with(w{"retention": "23h"}), "retention: 23h is shorter than 24h0m0s, the least a window is kept after it ends"},
 		{"retention too long", with(w{"retention": "8761h"}), "retention: 8761h is longer than 8760h0m0s"},
 		{"retention fraction of a second", with(w{"retention": "86400500ms"}), "retention: 86400500ms is not a whole number of seconds"},

@@ -19,7 +19,10 @@
 // document is read by package strictjson first (a key twice, text that is
 // not UTF-8, nesting past strictjson.MaxDepth are refused by path), and an
 // unknown field is named with the known one within two edits as a hint
-// ("dedupHorizon: unknown field; did you mean \"dedupeHorizon\"?").
+// ("dedupHorizon: unknown field; did you mean \"dedupeHorizon\"?"). A
+// field takes its default only when it is left out: null, and "" for a
+// string ($schema aside), are refused naming the field, as the JSON Schema
+// refuses them, so an editor and the stack read a file the same way.
 //
 // A document with several independent mistakes is refused with all of
 // them at once, in its order, one line each (at most 20), leaving out a

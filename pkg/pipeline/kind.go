@@ -94,7 +94,7 @@ func checkOperator(k Kind, doc []byte) (string, *mistakes, error) {
 		if !m.ok(f.name) { // misspelt: the unknown field is the mistake
 			continue
 		}
-		if v, ok := top[f.name]; !ok || string(v) == "null" {
+		if _, ok := top[f.name]; !ok {
 			if f.required {
 				m.add(cfgErr(f.name, "required: %s", f.doc))
 			}
@@ -114,8 +114,6 @@ func checkOperator(k Kind, doc []byte) (string, *mistakes, error) {
 			continue
 		}
 		switch {
-		case s == "" && (f.required || f.minLength > 0):
-			m.add(cfgErr(f.name, "is empty: %s", f.doc))
 		case f.enum != nil && !slices.Contains(f.enum, s):
 			m.add(cfgErr(f.name, "%q: want %s", s, joinOr(f.enum)))
 		case f.pattern != "" && !regexp.MustCompile(f.pattern).MatchString(s):

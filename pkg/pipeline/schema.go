@@ -33,8 +33,8 @@ const (
 // it means (the schema's description) and the structural constraints the
 // schema states. Parse checks more than the schema can (a duration's
 // sign, that a hopping window's advance divides its size); the schema
-// never refuses what Parse accepts, except null, which Parse reads as an
-// absent field.
+// never refuses what Parse accepts. Both refuse null, and "" for a string
+// ($schema aside): a field takes its default only when left out.
 type fieldSpec struct {
 	name     string
 	typ      jsonType

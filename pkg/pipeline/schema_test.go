@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -329,4 +330,83 @@ func refusedAt(e *jsonschema.ValidationError, where string) bool {
 		}
 	}
 	return false
+}
+
+// TestNullAndEmptyAreNotDefaults: a field given as null, or a string field
+// given as "", is refused by Parse naming it, as the schema refuses it.
+// Neither is read as the field's default: a file is read one way, and an
+// editor that marks "outOfOrderness": "" wrong must not see it deployed.
+// ($schema, which the schema takes as any string, may be "".)
+func TestNullAndEmptyAreNotDefaults(t *testing.T) {
+	s := compiled(t)
+	docs := []struct {
+		doc    string
+		fields []fieldSpec
+		under  string // the object the fields are members of: "", "windows[0]", "outputs"
+	}{
+		{string(with(nil)), topSpecFields, ""},
+		{string(with(w{"windows": windows(w{"kind": "hopping", "size": "5m", "advance": "1m", "offset": "1m"})})), windowSpecFields, "windows[0]"},
+		{string(with(nil)), outputSpecFields, "outputs"},
+		{`{"kind": "join", "name": "j", "left": "search", "right": "click", "within": "30s"}`, joinSpecFields, ""},
+		{`{"kind": "cep", "name": "detect"}`, cepSpecFields, ""},
+	}
+	n := 0
+	for _, d := range docs {
+		if err := parseAny([]byte(d.doc)); err != nil {
+			t.Fatalf("base %s: %v", d.doc, err)
+		}
+		fields := d.fields
+		if d.under == "" {
+			fields = append(slices.Clone(fields), fieldSpec{name: schemaField, typ: tString})
+		}
+		for _, f := range fields {
+			for _, v := range []string{`null`, `""`} {
+				if v == `""` && (f.typ != tString || f.name == schemaField) {
+					continue
+				}
+				doc := setMember(t, []byte(d.doc), d.under, f.name, v)
+				path := f.name
+				if d.under != "" {
+					path = d.under + "." + f.name
+				}
+				n++
+				t.Run(path+"="+v, func(t *testing.T) {
+					err := parseAny(doc)
+					if err == nil || !strings.Contains(err.Error(), path+": is ") {
+						t.Errorf("Parse(%s) = %v, want it refused naming %s", doc, err, path)
+					}
+					if validate(s, doc) == nil {
+						t.Errorf("the schema accepts %s", doc)
+					}
+				})
+			}
+		}
+	}
+	if n < 60 {
+		t.Errorf("only %d cases: the spec tables were not walked", n)
+	}
+}
+
+// setMember sets the member name of the object at under ("" the document,
+// "windows[0]", "outputs") to the JSON text raw.
+func setMember(t *testing.T, doc []byte, under, name, raw string) []byte {
+	t.Helper()
+	var top map[string]any
+	if err := json.Unmarshal(doc, &top); err != nil {
+		t.Fatal(err)
+	}
+	obj := top
+	switch under {
+	case "":
+	case "windows[0]":
+		obj = top["windows"].([]any)[0].(map[string]any)
+	default:
+		obj = top[under].(map[string]any)
+	}
+	obj[name] = json.RawMessage(raw)
+	b, err := json.Marshal(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -20,7 +20,8 @@
 //     one pass by package strictjson, the reader every JSON entry point
 //     shares); an envelope
 //     that does not decode or validate (package stream); a control
-//     character in id, type or key; an id used twice in the request; an
+//     character in id, type or key, or one of them blank (only white
+//     space); an id used twice in the request; an
 //     event older, when sent, than the events stream keeps records
 //     (DefaultMaxEventAge, INGEST_MAX_EVENT_AGE).
 //

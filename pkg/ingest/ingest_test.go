@@ -47,7 +47,9 @@ func TestHandleWritesToTheStream(t *testing.T) {
 	}
 	h := New(client, name, WithClock(func() time.Time { return serverNow }))
 
-	body := "[" + envelopeJSON("e-1", "user-1") + "," + envelopeJSON("e-2", "user-2") + "," + envelopeJSON("e-3", "user-1") + "]"
+	// White space inside an id or key, even at its ends, is the producer's
+	// to choose (only a blank one is refused): they are taken as sent.
+	body := "[" + envelopeJSON("e-1", "user-1") + "," + envelopeJSON(" order 42 ", "user 2") + "," + envelopeJSON("e-3", "user-1") + "]"
 	resp, err := h.Handle(ctx, post(body))
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +104,8 @@ func TestHandleWritesToTheStream(t *testing.T) {
 			seen[e.ID] = true
 		}
 	}
-	if found != 3 {
-		t.Errorf("found %d records on the stream, want 3", found)
+	if found != 3 || !seen["e-1"] || !seen[" order 42 "] || !seen["e-3"] {
+		t.Errorf("found %d records on the stream, ids %v; want 3: e-1, \" order 42 \", e-3", found, seen)
 	}
 }
 

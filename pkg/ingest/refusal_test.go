@@ -53,6 +53,16 @@ var refusalCases = []struct {
 		400, 0, "data", `events[0].data: invalid UTF-8: \ud83d at byte`},
 	{"lone low surrogate escape", arr(ev("a", "k", `,"data":"x\udc00"`)),
 		400, 0, "data", "lone low surrogate"},
+	// An id of only white space is no id: `make setaside` would list the
+	// event as "record  :", and a log search cannot find it.
+	{"blank id", arr(ev("a", "k", ""), ev("  ", "k", "")),
+		400, 1, "id", `events[1].id: is blank (only white space): the event's id is required`},
+	{"blank id of other white space", arr(ev("\u00a0\u2003", "k", "")),
+		400, 0, "id", `events[0].id: is blank (only white space)`},
+	{"blank key", arr(ev("a", " ", "")),
+		400, 0, "key", `events[0].key: is blank (only white space)`},
+	{"blank type", `{"id":"a","type":"   ","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`,
+		400, 0, "type", `events[0].type: is blank (only white space)`},
 	{"control character in key", arr(ev("a", "k", ""), `{"id":"b","type":"t","key":"user\u0007","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`),
 		400, 1, "key", "events[1].key: holds control character U+0007"},
 	{"escaped newline in key", arr(ev("a", `user`+"\n"+`42`, "")),

@@ -63,6 +63,8 @@ var refusalCases = []struct {
 		400, 0, "key", `events[0].key: is blank (only white space)`},
 	{"blank type", `{"id":"a","type":"   ","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`,
 		400, 0, "type", `events[0].type: is blank (only white space)`},
+	{"leap second", arr(ev("a", "k", ""), `{"id":"b","type":"t","key":"k","occurredAt":"2016-12-31T23:59:60Z","sentAt":"2016-12-31T23:59:60.5Z"}`),
+		400, 1, "occurredAt", `events[1].occurredAt: "2016-12-31T23:59:60Z" is a leap second (second 60), which is not accepted`},
 	{"control character in key", arr(ev("a", "k", ""), `{"id":"b","type":"t","key":"user\u0007","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`),
 		400, 1, "key", "events[1].key: holds control character U+0007"},
 	{"escaped newline in key", arr(ev("a", `user`+"\n"+`42`, "")),

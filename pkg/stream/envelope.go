@@ -32,7 +32,8 @@ func KeyLength(key string) (chars int, ok bool) {
 }
 
 // Envelope is one event as producers send it and every stage passes it on.
-// Times are RFC 3339 with an optional fraction; ReceivedAt is stamped by
+// Times are RFC 3339 with an optional fraction ("t" and "z" in either
+// case; a leap second, second 60, is refused); ReceivedAt is stamped by
 // ingest from the server's clock (producers' values are overwritten).
 type Envelope struct {
 	// ID is the producer's idempotency key.
@@ -213,15 +214,64 @@ func Unmarshal(data []byte, e *Envelope) error {
 // UnmarshalJSON makes Envelope usable with encoding/json; see Unmarshal.
 func (e *Envelope) UnmarshalJSON(data []byte) error { return Unmarshal(data, e) }
 
+// parseTime parses an RFC 3339 time. RFC 3339 (section 5.6) allows "t"
+// and "z" in lower case, which time.Parse does not: they are read as "T"
+// and "Z". It also allows second 60, a leap second, which a time.Time
+// cannot hold: that is refused saying so, and what to send instead.
 func parseTime(field string, s *string) (time.Time, error) {
 	if s == nil || *s == "" {
 		return time.Time{}, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, *s)
+	v := upperTZ(*s)
+	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
+		if before, ok := beforeLeapSecond(v); ok {
+			return time.Time{}, &FieldError{Field: field, Reason: fmt.Sprintf(
+				"%q is a leap second (second 60), which is not accepted (a Go time cannot hold one): send %q, the last millisecond before it, or the next second", *s, before)}
+		}
 		return time.Time{}, &FieldError{Field: field, Reason: fmt.Sprintf("%q is not an RFC 3339 time such as 2026-11-29T10:41:07.250Z", *s)}
 	}
 	return t, nil
+}
+
+// upperTZ is s with a lowercase date-time separator "t" (at byte 10 of an
+// RFC 3339 time) and zone designator "z" (its last byte) in upper case.
+func upperTZ(s string) string {
+	sep := len(s) > 10 && s[10] == 't'
+	zone := len(s) > 10 && s[len(s)-1] == 'z'
+	if !sep && !zone {
+		return s
+	}
+	b := []byte(s)
+	if sep {
+		b[10] = 'T'
+	}
+	if zone {
+		b[len(b)-1] = 'Z'
+	}
+	return string(b)
+}
+
+// beforeLeapSecond reports whether s is an RFC 3339 time whose second is
+// 60 and that is otherwise valid, and if so gives the last millisecond
+// before it in the same form ("2016-12-31T23:59:59.999Z").
+func beforeLeapSecond(s string) (string, bool) {
+	if len(s) < len("2006-01-02T15:04:60Z") || s[16] != ':' || s[17:19] != "60" {
+		return "", false
+	}
+	zone := s[19:]
+	if len(zone) > 1 && zone[0] == '.' {
+		i := 1
+		for i < len(zone) && '0' <= zone[i] && zone[i] <= '9' {
+			i++
+		}
+		zone = zone[i:]
+	}
+	before := s[:17] + "59.999" + zone
+	if _, err := time.Parse(time.RFC3339Nano, before); err != nil {
+		return "", false
+	}
+	return before, true
 }
 
 func jsonFieldError(err error) error {

@@ -43,6 +43,15 @@ func TestUnmarshalAndValidate(t *testing.T) {
 		{name: "sentAt from 2200", in: `{"id":"e","type":"t","key":"k","occurredAt":"2199-12-31T23:59:59Z","sentAt":"2200-01-01T00:00:00Z"}`, wantErr: true, wantField: "sentAt", reason: "outside"},
 		{name: "occurredAt before 1970", in: `{"id":"e","type":"t","key":"k","occurredAt":"1969-12-31T23:59:59Z","sentAt":"1970-01-01T00:00:00Z"}`, wantErr: true, wantField: "occurredAt", reason: "outside"},
 		{name: "receivedAt in the year 9999", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z","receivedAt":"9999-12-31T23:59:30Z"}`, wantErr: true, wantField: "receivedAt", reason: "outside"},
+		// RFC 3339 (section 5.6) allows "t" and "z" in lower case.
+		{name: "lowercase t and z", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29t10:41:07.250z","sentAt":"2026-11-29t12:41:08+02:00"}`},
+		// It allows second 60 (a leap second), which a Go time cannot hold:
+		// refused saying so, and what to send, not "not an RFC 3339 time".
+		{name: "leap second", in: `{"id":"e","type":"t","key":"k","occurredAt":"2016-12-31T23:59:60Z","sentAt":"2017-01-01T00:00:01Z"}`, wantErr: true, wantField: "occurredAt",
+			reason: `"2016-12-31T23:59:60Z" is a leap second (second 60), which is not accepted (a Go time cannot hold one): send "2016-12-31T23:59:59.999Z", the last millisecond before it, or the next second`},
+		{name: "leap second with a fraction and an offset", in: `{"id":"e","type":"t","key":"k","occurredAt":"2016-12-31T18:59:60.5-05:00","sentAt":"2017-01-01T00:00:01Z"}`, wantErr: true, wantField: "occurredAt",
+			reason: `send "2016-12-31T18:59:59.999-05:00"`},
+		{name: "second 61", in: `{"id":"e","type":"t","key":"k","occurredAt":"2016-12-31T23:59:61Z","sentAt":"2017-01-01T00:00:01Z"}`, wantErr: true, wantField: "occurredAt", reason: "is not an RFC 3339 time"},
 		{name: "receivedAt bad", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z","receivedAt":"yesterday"}`, wantErr: true, wantField: "receivedAt"},
 	}
 	for _, tt := range tests {
@@ -69,6 +78,39 @@ func TestUnmarshalAndValidate(t *testing.T) {
 				t.Errorf("reason %q does not mention %q", fe.Reason, tt.reason)
 			}
 		})
+	}
+}
+
+// TestUnmarshalLowercaseTimes: a time with a lowercase "t" or "z" is the
+// same instant, in the same zone, as with the uppercase letters.
+func TestUnmarshalLowercaseTimes(t *testing.T) {
+	for _, tc := range []struct{ lower, upper string }{
+		{"2026-11-29t10:41:07.250z", "2026-11-29T10:41:07.250Z"},
+		{"2026-11-29t10:41:07Z", "2026-11-29T10:41:07Z"},
+		{"2026-11-29T10:41:07z", "2026-11-29T10:41:07Z"},
+		{"2026-11-29t12:41:07+02:00", "2026-11-29T12:41:07+02:00"},
+	} {
+		doc := func(at string) string {
+			return `{"id":"e","type":"t","key":"k","occurredAt":"` + at + `","sentAt":"2026-11-29T23:00:00Z","receivedAt":"` + at + `"}`
+		}
+		var lower, upper Envelope
+		if err := Unmarshal([]byte(doc(tc.lower)), &lower); err != nil {
+			t.Errorf("%s: %v", tc.lower, err)
+			continue
+		}
+		if err := UnmarshalExact([]byte(doc(tc.lower)), &lower); err != nil {
+			t.Errorf("%s (exact): %v", tc.lower, err)
+			continue
+		}
+		if err := Unmarshal([]byte(doc(tc.upper)), &upper); err != nil {
+			t.Fatal(err)
+		}
+		if d := timeDiff(lower.OccurredAt, upper.OccurredAt); d != "" {
+			t.Errorf("%s: %s", tc.lower, d)
+		}
+		if d := timeDiff(lower.ReceivedAt, upper.ReceivedAt); d != "" {
+			t.Errorf("%s: receivedAt %s", tc.lower, d)
+		}
 	}
 }
 

@@ -16,6 +16,9 @@ const MaxDepth = strictjson.MaxDepth
 // (RFC 8259) has none.
 var utf8BOM = []byte("\xef\xbb\xbf")
 
+// gzipMagic starts every gzip stream (RFC 1952).
+var gzipMagic = []byte{0x1f, 0x8b}
+
 // bodyError is a request body the scanner refuses: elem is the index of the
 // event it is in (-1: the body itself, outside any event), field the JSON
 // path inside that event ("" for the event as a whole).
@@ -36,6 +39,10 @@ func splitBody(body []byte, maxEvents int) ([][]byte, *bodyError) {
 	raws, err := strictjson.Split(body, maxEvents, "events")
 	if err == nil {
 		return raws, nil
+	}
+	if bytes.HasPrefix(body, gzipMagic) {
+		// Sent without Content-Encoding (which is refused on its own).
+		return nil, &bodyError{status: 400, elem: -1, reason: "starts with the gzip magic bytes (1F 8B): the body must be sent uncompressed; send the JSON itself"}
 	}
 	be := &bodyError{status: 400, elem: err.Index, field: err.Path, reason: err.Reason}
 	switch err.Kind {

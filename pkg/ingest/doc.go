@@ -14,7 +14,11 @@
 //   - 413: over Lambda's 6 MB invocation limit (MaxRequestBytes, checked by
 //     the handler so that local runs answer as AWS does), more than
 //     MaxEvents events, or an event whose stream record would exceed 1 MiB;
-//   - 400: a body that is not well-formed JSON, has invalid UTF-8 anywhere
+//   - 415: a Content-Encoding header naming a coding other than identity
+//     (the body is taken uncompressed; the answer carries
+//     Accept-Encoding: identity);
+//   - 400: a body that is not well-formed JSON (one that starts with
+//     gzip's magic bytes is told so), has invalid UTF-8 anywhere
 //     (a lone surrogate escape included), an object with the same key twice
 //     (anywhere, data included), nesting deeper than MaxDepth (checked in
 //     one pass by package strictjson, the reader every JSON entry point

@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -396,6 +398,66 @@ func TestPeekIDTakesOnlyTheExactlySpeltID(t *testing.T) {
 		id, ambiguous := peekID([]byte(tt.raw))
 		if id != tt.id || ambiguous != tt.ambiguous {
 			t.Errorf("peekID(%s) = %q, %v; want %q, %v", tt.raw, id, ambiguous, tt.id, tt.ambiguous)
+		}
+	}
+}
+
+// TestHandleRefusesCompressedBodies: the API takes the body uncompressed.
+// A request with a Content-Encoding it does not take is a 415 naming the
+// header (RFC 9110 section 15.5.16, with Accept-Encoding: identity), and a
+// gzip body sent without the header is a 400 saying it is gzip, where both
+// used to get "must be one envelope…" with no hint why.
+func TestHandleRefusesCompressedBodies(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write([]byte(envelopeJSON("a", "k"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	gzipped := func(headers map[string]string) events.LambdaFunctionURLRequest {
+		r := post(base64.StdEncoding.EncodeToString(gz.Bytes()))
+		r.IsBase64Encoded = true
+		r.Headers = headers
+		return r
+	}
+	tests := []struct {
+		name     string
+		req      events.LambdaFunctionURLRequest
+		status   int
+		wantText string
+	}{
+		{"gzip with its header", gzipped(map[string]string{"content-encoding": "gzip"}), http.StatusUnsupportedMediaType,
+			"Content-Encoding: gzip: the body must be sent uncompressed (identity); send it without Content-Encoding"},
+		{"header spelt in capitals", gzipped(map[string]string{"Content-Encoding": "GZIP"}), http.StatusUnsupportedMediaType, "Content-Encoding: GZIP:"},
+		{"a list of codings", gzipped(map[string]string{"content-encoding": "identity, br"}), http.StatusUnsupportedMediaType, "Content-Encoding: identity, br:"},
+		{"gzip without the header", gzipped(nil), http.StatusBadRequest,
+			"body: starts with the gzip magic bytes (1F 8B): the body must be sent uncompressed; send the JSON itself"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := New(refusingPutter{t}, "events")
+			resp, err := h.Handle(context.Background(), tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tt.status || !strings.Contains(resp.Body, tt.wantText) {
+				t.Errorf("status %d %s, want %d with %q", resp.StatusCode, resp.Body, tt.status, tt.wantText)
+			}
+			if tt.status == http.StatusUnsupportedMediaType && resp.Headers["Accept-Encoding"] != "identity" {
+				t.Errorf("Accept-Encoding %q, want identity (the codings the API takes)", resp.Headers["Accept-Encoding"])
+			}
+		})
+	}
+	// identity is no coding at all: the request is taken.
+	for _, enc := range []string{"identity", "Identity", ""} {
+		p := &scriptedPutter{}
+		h := New(p, "events", WithClock(func() time.Time { return serverNow }))
+		r := post(envelopeJSON("a", "k"))
+		r.Headers = map[string]string{"content-encoding": enc}
+		if resp, _ := h.Handle(context.Background(), r); resp.StatusCode != http.StatusAccepted {
+			t.Errorf("Content-Encoding %q: status %d %s, want 202", enc, resp.StatusCode, resp.Body)
 		}
 	}
 }

@@ -43,6 +43,10 @@ func main() {
 	opts.cmd = cmd
 	_ = fs.Parse(os.Args[2:])
 	opts.parsed(fs)
+	if err := opts.check(); err != nil {
+		fmt.Fprintf(os.Stderr, "local: %s\n", err)
+		os.Exit(2)
+	}
 	if cmd == "run" || cmd == "up" {
 		// Under make, Ctrl-C would reach make too, which then reports the
 		// recipe as interrupted whatever this process does; taking the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -81,6 +82,34 @@ func bindOptions(fs *flag.FlagSet) *options {
 // parsed records which flags fs saw.
 func (o *options) parsed(fs *flag.FlagSet) {
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+}
+
+// check refuses flag values no command can use, naming the flag (or the
+// variable) and what is allowed: a port outside 0 to 65535 (-lambda-port
+// -1 used to turn the Invoke API off while the banner still printed its
+// command; 70000 was reported as a port in use), and a stand-in address
+// that is not 127.0.0.1:<port> or localhost:<port> (127.0.0.1:99999 was
+// reported in use, 127.0.0.1: silently took any free port).
+func (o *options) check() error {
+	for _, p := range []struct {
+		flag  string
+		value int
+	}{{"url-port", o.urlPort}, {"lambda-port", o.lambdaPort}, {"dashboard-port", o.dashboardPort}} {
+		if p.value < 0 || p.value > 65535 {
+			return usageError{fmt.Sprintf("-%s %d: want a port from 1 to 65535, or 0 for any free port", p.flag, p.value)}
+		}
+	}
+	if err := standin.CheckAddr(o.addr); err != nil {
+		name := "TRIBUTARY_STANDIN_ADDR"
+		switch {
+		case o.set["addr"]:
+			name = "-addr"
+		case o.set["standin"]:
+			name = "-standin"
+		}
+		return usageError{fmt.Sprintf("%s %v", name, err)}
+	}
+	return nil
 }
 
 // port is the port to use for flag name: the flag's value for `up` and when

@@ -78,7 +78,11 @@ type ports struct{ url, lambda, dashboard int }
 func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin.Server, *local.Stack, error) {
 	// Before the stand-in step: a second make local-up beside a running one
 	// stops here, not after saying it would deploy onto the first's stand-in.
-	if err := local.PortsFree(p.url, p.lambda, p.dashboard); err != nil {
+	if err := local.PortsFree(o.template, p.url, p.lambda, p.dashboard); err != nil {
+		var pe *local.PortsError
+		if errors.As(err, &pe) {
+			return nil, nil, usageError{pe.Msg}
+		}
 		return nil, nil, err
 	}
 	began := time.Now()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -76,7 +77,12 @@ func TestTakenPortStopsUpBeforeItDeploys(t *testing.T) {
 
 // templateWithFunctionURL is testdata/operators.template.json with a
 // function URL for its ingest function, as the real stack has.
-func templateWithFunctionURL(t *testing.T) string {
+func templateWithFunctionURL(t *testing.T) string { return templateWithFunctionURLs(t, 1) }
+
+// templateWithFunctionURLs is testdata/operators.template.json with n
+// function URLs for its ingest function (the real stack has ingest's,
+// commands' and rules').
+func templateWithFunctionURLs(t *testing.T, n int) string {
 	t.Helper()
 	b, err := os.ReadFile("testdata/operators.template.json")
 	if err != nil {
@@ -86,10 +92,12 @@ func templateWithFunctionURL(t *testing.T) string {
 	if err := json.Unmarshal(b, &tpl); err != nil {
 		t.Fatal(err)
 	}
-	tpl["Resources"].(map[string]any)["IngestFnFunctionUrl"] = map[string]any{
-		"Type": "AWS::Lambda::Url",
-		"Properties": map[string]any{"AuthType": "NONE",
-			"TargetFunctionArn": map[string]any{"Fn::GetAtt": []any{"IngestFnFunction49C815F8", "Arn"}}},
+	for i := 0; i < n; i++ {
+		tpl["Resources"].(map[string]any)["IngestFnFunctionUrl"+strconv.Itoa(i)] = map[string]any{
+			"Type": "AWS::Lambda::Url",
+			"Properties": map[string]any{"AuthType": "NONE",
+				"TargetFunctionArn": map[string]any{"Fn::GetAtt": []any{"IngestFnFunction49C815F8", "Arn"}}},
+		}
 	}
 	out, err := json.Marshal(tpl)
 	if err != nil {
@@ -112,11 +120,69 @@ func TestPortsFreeNamesATakenPort(t *testing.T) {
 	}
 	defer ln.Close()
 	taken := ln.Addr().(*net.TCPAddr).Port
-	if err := local.PortsFree(0, -1, 0); err != nil {
+	tpl := templateWithFunctionURLs(t, 2)
+	if err := local.PortsFree(tpl, 0, -1, 0); err != nil {
 		t.Errorf("any free port and none: %v, want no error", err)
 	}
-	err = local.PortsFree(0, taken, -1)
+	err = local.PortsFree(tpl, 0, taken, -1)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d for the Lambda Invoke API is in use", taken)) || !strings.Contains(err.Error(), "-lambda-port moves this one") {
 		t.Errorf("a taken Lambda port: %v, want it named with the flag that moves it", err)
+	}
+}
+
+// Ports that no run could serve are the user's mistake, named by the
+// flags that asked for them, not "in use": -lambda-port on the second
+// function URL's port (-url-port 9100 serves 9100 and 9101) was reported
+// as held by another make local-up, and a port past 65535 as in use. Up
+// refuses them before it binds or deploys anything, and so does PortsFree,
+// which the runner calls before the stand-in step.
+func TestPortSettingsThatCannotBeServedAreNamed(t *testing.T) {
+	t.Parallel()
+	tpl := templateWithFunctionURLs(t, 2)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := held.Addr().(*net.TCPAddr).Port
+	held.Close()
+	cases := []struct {
+		name                   string
+		url, lambda, dashboard int
+		want                   []string
+	}{
+		{"Lambda API on the second function URL", p, p + 1, -1, []string{"-lambda-port " + strconv.Itoa(p+1), "-url-port " + strconv.Itoa(p), "the same port", "function URL 2's"}},
+		{"dashboard on the first function URL", p, -1, p, []string{"-dashboard-port " + strconv.Itoa(p), "-url-port " + strconv.Itoa(p), "the same port"}},
+		{"Lambda API and dashboard on one port", 0, p, p, []string{"-lambda-port " + strconv.Itoa(p), "-dashboard-port " + strconv.Itoa(p), "the same port"}},
+		{"function URL past 65535", 70000, -1, -1, []string{"-url-port 70000", "65535"}},
+		{"second function URL past 65535", 65535, -1, -1, []string{"-url-port 65535", "65535", "2 function URLs"}},
+		{"Lambda API past 65535", 0, 70000, -1, []string{"-lambda-port 70000", "1 to 65535"}},
+		{"dashboard below -1", 0, -1, -2, []string{"-dashboard-port -2", "1 to 65535"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			check := func(how string, err error) {
+				t.Helper()
+				var pe *local.PortsError
+				if err == nil || !errors.As(err, &pe) {
+					t.Fatalf("%s: %v, want a *local.PortsError", how, err)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("%s: %v\nwant it to say %q", how, err, w)
+					}
+				}
+				if strings.Contains(err.Error(), "in use") {
+					t.Errorf("%s: %v: says a port is in use; none is", how, err)
+				}
+			}
+			check("PortsFree", local.PortsFree(tpl, tc.url, tc.lambda, tc.dashboard))
+			var progress bytes.Buffer
+			stack, err := local.Up(context.Background(), local.Options{Template: tpl, Functions: t.TempDir(), Endpoint: "http://127.0.0.1:1",
+				Stack: "Ports", URLPort: tc.url, LambdaPort: tc.lambda, DashboardPort: tc.dashboard, Progress: &progress})
+			if err == nil {
+				_ = stack.Close()
+			}
+			check("Up", err)
+		})
 	}
 }

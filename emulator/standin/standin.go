@@ -15,6 +15,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -100,6 +102,28 @@ func (s *Server) Reused() bool { return s.reused }
 // Found is what Start found answering at Addr, for a reused endpoint.
 func (s *Server) Found() Found { return s.found }
 
+// CheckAddr checks that addr is an address the stand-in can be on:
+// 127.0.0.1:<port> or localhost:<port>, the port a number from 0 to 65535
+// (0: any free port). Its error quotes addr and says what is allowed, for
+// the caller to prefix with the flag or variable addr came from: a port
+// past 65535 would otherwise be reported as in use, and an empty one
+// ("127.0.0.1:") silently taken as any free port.
+func CheckAddr(addr string) error {
+	const want = "want 127.0.0.1:<port> or localhost:<port>, the port 1 to 65535 (0: any free port), for example " + DefaultAddr
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %s", addr, want)
+	}
+	if host != "127.0.0.1" && host != "localhost" {
+		return fmt.Errorf("%q: only 127.0.0.1 or localhost is allowed: %s", addr, want)
+	}
+	n, err := strconv.Atoi(port)
+	if port == "" || strings.TrimLeft(port, "0123456789") != "" || err != nil || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a port number: %s", addr, port, want)
+	}
+	return nil
+}
+
 // Start installs moto if needed, starts it and waits until it answers.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	return startWrapped(ctx, opts, nil)
@@ -111,13 +135,10 @@ func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) htt
 	if opts.Addr == "" {
 		opts.Addr = DefaultAddr
 	}
-	host, port, err := net.SplitHostPort(opts.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("standin: address %q: %w", opts.Addr, err)
+	if err := CheckAddr(opts.Addr); err != nil {
+		return nil, fmt.Errorf("standin: address %w", err)
 	}
-	if host != "127.0.0.1" && host != "localhost" {
-		return nil, fmt.Errorf("standin: address %q: only 127.0.0.1 or localhost is allowed", opts.Addr)
-	}
+	host, port, _ := net.SplitHostPort(opts.Addr)
 	if port != "0" {
 		// Whatever listens at Addr is asked as AWS, patiently: moto is
 		// never started on a port that is in use.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +70,17 @@ func TestAnswersWaitsForABusyStandIn(t *testing.T) {
 	}
 	if standin.Answers(context.Background(), fmt.Sprintf("http://127.0.0.1:%d", free)) {
 		t.Errorf("a port nothing listens on answers")
+	}
+}
+
+// An address with no port, or a port past 65535, is refused as what it is:
+// "127.0.0.1:" used to start moto on any free port, and 127.0.0.1:99999 was
+// reported as in use.
+func TestStartRefusesAnAddressThatIsNoPort(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:", "127.0.0.1:99999", "127.0.0.1:http", "bogus"} {
+		_, err := standin.Start(context.Background(), standin.Options{Addr: addr})
+		if err == nil || strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), "1 to 65535") {
+			t.Errorf("Start at %q: %v, want it refused as no address the stand-in can be on", addr, err)
+		}
 	}
 }

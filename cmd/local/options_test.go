@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// parseFor parses args as the runner's command cmd does, with the
+// TRIBUTARY_STANDIN_ADDR of env ("" for unset), and checks them.
+func parseFor(t *testing.T, cmd, env string, args ...string) (*options, error) {
+	t.Helper()
+	t.Setenv("TRIBUTARY_STANDIN_ADDR", env)
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o := bindOptions(fs)
+	o.cmd = cmd
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	o.parsed(fs)
+	return o, o.check()
+}
+
+// A port or a stand-in address no command can use is a usage error naming
+// the flag or the variable and what is allowed: -lambda-port -1 turned the
+// Invoke API off (and the banner printed its command with an empty
+// --endpoint-url), 127.0.0.1:99999 and -url-port 70000 were reported as in
+// use, 127.0.0.1: silently took any free port.
+func TestFlagsNoCommandCanUseAreUsageErrors(t *testing.T) {
+	tests := []struct {
+		name, env string
+		args      []string
+		want      []string // nil: accepted
+	}{
+		{"defaults", "", nil, nil},
+		{"any free ports", "", []string{"-url-port", "0", "-lambda-port", "0", "-dashboard-port", "0", "-addr", "127.0.0.1:0"}, nil},
+		{"other ports", "localhost:4567", []string{"-url-port", "9100", "-lambda-port", "9200", "-dashboard-port", "9300"}, nil},
+		{"negative Lambda port", "", []string{"-lambda-port", "-1"}, []string{"-lambda-port -1", "1 to 65535", "0 for any free port"}},
+		{"URL port past 65535", "", []string{"-url-port", "70000"}, []string{"-url-port 70000", "1 to 65535"}},
+		{"dashboard port past 65535", "", []string{"-dashboard-port", "65536"}, []string{"-dashboard-port 65536", "1 to 65535"}},
+		{"variable's port past 65535", "127.0.0.1:99999", nil, []string{"TRIBUTARY_STANDIN_ADDR", `"127.0.0.1:99999"`, "1 to 65535"}},
+		{"variable with no port", "127.0.0.1:", nil, []string{"TRIBUTARY_STANDIN_ADDR", `"127.0.0.1:"`, "1 to 65535"}},
+		{"variable not host:port", "bogus", nil, []string{"TRIBUTARY_STANDIN_ADDR", `"bogus"`, "host:port"}},
+		{"flag with no port", "127.0.0.1:4567", []string{"-addr", "127.0.0.1:"}, []string{"-addr", `"127.0.0.1:"`}},
+		{"flag not on this machine", "", []string{"-standin", "10.0.0.1:4566"}, []string{"-standin", "127.0.0.1 or localhost"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseFor(t, "up", tc.env, tc.args...)
+			if tc.want == nil {
+				if err != nil {
+					t.Errorf("%v (TRIBUTARY_STANDIN_ADDR=%q): %v, want it accepted", tc.args, tc.env, err)
+				}
+				return
+			}
+			var ue usageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("%v (TRIBUTARY_STANDIN_ADDR=%q): %v, want a usage error", tc.args, tc.env, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%v (TRIBUTARY_STANDIN_ADDR=%q): %v\nwant it to say %q", tc.args, tc.env, err, w)
+				}
+			}
+		})
+	}
+}
+
+// -lambda-port on the port of the stack's second function URL (-url-port
+// 9100 serves ingest on 9100 and commands on 9101) is a usage error naming
+// the two settings, before the stand-in step; it was reported as a port in
+// use, asking whether another make local-up was running.
+func TestLambdaPortOnAFunctionURLsPortNamesBoth(t *testing.T) {
+	tpl := filepath.Join(t.TempDir(), "Tributary.template.json")
+	doc := `{"Resources":{"IngestUrl":{"Type":"AWS::Lambda::Url","Properties":{}},"CommandsUrl":{"Type":"AWS::Lambda::Url","Properties":{}}}}`
+	if err := os.WriteFile(tpl, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	o, err := parseFor(t, "up", "127.0.0.1:1", "-template", tpl, "-url-port", strconv.Itoa(p), "-lambda-port", strconv.Itoa(p+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := loadTimings(t.TempDir())
+	defer tm.done()
+	_, _, err = startStack(context.Background(), o, tm, ports{o.urlPort, o.lambdaPort, o.dashboardPort})
+	var ue usageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("startStack: %v, want a usage error", err)
+	}
+	for _, w := range []string{"-lambda-port " + strconv.Itoa(p+1), "-url-port " + strconv.Itoa(p), "the same port"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("startStack: %v\nwant it to say %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), "in use") {
+		t.Errorf("startStack: %v: says a port is in use; none is", err)
+	}
+}

@@ -142,8 +142,8 @@ example-app: infra/node_modules/.installed functions-local ## check the example 
 ## ---- more ------------------------------------------------------------------
 
 .PHONY: local-up
-local-up: local-banner deps-local functions-local synth-local $(RUNNER) ## keep the local topology running until Ctrl-C (exits 0), for exploring
-	@$(RUNNER) up
+local-up: local-banner deps-local functions-local synth-local $(RUNNER) ## keep the local topology running until Ctrl-C (exits 0), for exploring: make local-up [LOCAL_FLAGS='-url-port 9100 -lambda-port 3101 -dashboard-port 8190']
+	@$(RUNNER) up $(LOCAL_FLAGS)
 
 .PHONY: logs
 logs: $(RUNNER) ## print the functions' logs (by execution environment) and metrics from the running local stand-in

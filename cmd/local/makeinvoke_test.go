@@ -80,3 +80,24 @@ func TestMakeFollowZeroDoesNotFollow(t *testing.T) {
 		}
 	}
 }
+
+// make local-up passes LOCAL_FLAGS to the runner, as make local does: it
+// ignored them, and a user who asked for other ports (LOCAL_FLAGS="-url-port
+// 9100 …") got 9000, 3001 and 8090 without a word, or turned to go run
+// ./cmd/local up, which skips the synth and ran an older template.
+func TestMakeLocalUpPassesLocalFlags(t *testing.T) {
+	testtools.Need(t, "the Makefile is run by make", "make")
+	root, err := standin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", "-n", "-C", root, "local-up", "LOCAL_FLAGS=-url-port 9100 -lambda-port 3101 -dashboard-port 8190")
+	cmd.Env = append(cmd.Environ(), "LOCAL_FLAGS=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n local-up: %v\n%.2000s", err, out)
+	}
+	if !strings.Contains(string(out), "tributary-local up -url-port 9100 -lambda-port 3101 -dashboard-port 8190") {
+		t.Errorf("make -n local-up LOCAL_FLAGS=...: the runner is not given the flags:\n%.3000s", out)
+	}
+}

@@ -85,6 +85,7 @@ func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin
 		}
 		return nil, nil, err
 	}
+	warnStaleTemplate(o, os.Stdout)
 	began := time.Now()
 	stackName := "Tributary"
 	srv, err := standinFor(ctx, o, began, os.Stdout)

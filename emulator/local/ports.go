@@ -19,13 +19,15 @@ type listeners struct {
 }
 
 // bind listens on 127.0.0.1:port; a port in use is an error naming it, what
-// it is for and the flag that moves it.
+// it is for and the flag that moves it, passed through make local-up: make
+// builds and synthesizes what changed first, where go run ./cmd/local up
+// runs whatever template was synthesized last.
 func bind(port int, what, flag string) (net.Listener, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("local: %s for %s is in use (%w): is another make local-up running? Stop it (Ctrl-C), or give this one other ports: "+
-			"go run ./cmd/local up -url-port 0 -lambda-port 0 -dashboard-port 0 (0 = any free port; %s moves this one)", addr, what, err, flag)
+			"make local-up LOCAL_FLAGS='-url-port 0 -lambda-port 0 -dashboard-port 0' (0 = any free port; %s moves this one)", addr, what, err, flag)
 	}
 	return ln, nil
 }

@@ -59,6 +59,11 @@ func TestTakenPortStopsUpBeforeItDeploys(t *testing.T) {
 			if !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), tc.flag) || !strings.Contains(err.Error(), "make local-up") {
 				t.Errorf("Up: %v\nwant an error naming %s, the flag %s and that another make local-up may hold it", err, addr, tc.flag)
 			}
+			// The way to other ports that builds and synthesizes first:
+			// go run ./cmd/local up ran the template of the last synth.
+			if !strings.Contains(err.Error(), "make local-up LOCAL_FLAGS='-url-port 0 -lambda-port 0 -dashboard-port 0'") || strings.Contains(err.Error(), "go run") {
+				t.Errorf("Up: %v\nwant it to give the make local-up LOCAL_FLAGS=... command, not go run", err)
+			}
 			if strings.Contains(progress.String(), "deploying") {
 				t.Errorf("it deployed before finding the port taken:\n%s", progress.String())
 			}

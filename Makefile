@@ -295,6 +295,18 @@ synth-local: .build/synth.local ## synthesize infra/cdk.out for the local runner
 # LOCAL_FLUSH_SECONDS=120 LOCAL_FLAGS=-timeout=15m runs the deployed path
 # locally. The stamp .build/local-flush.<n> makes a change of it synthesize again.
 LOCAL_FLUSH_SECONDS ?= 0
+# Checked here, naming the variable, before anything builds: cdk synth would
+# refuse it naming only the context key it is passed as (tributary:flushIntervalSeconds).
+LOCAL_FLUSH_WANT := want whole seconds from 0 (aggregates write once per batch, the local default) to 900 (Lambda's tumbling window limit), for example LOCAL_FLUSH_SECONDS=120
+ifneq ($(words $(LOCAL_FLUSH_SECONDS))$(strip $(subst 9,,$(subst 8,,$(subst 7,,$(subst 6,,$(subst 5,,$(subst 4,,$(subst 3,,$(subst 2,,$(subst 1,,$(subst 0,,$(LOCAL_FLUSH_SECONDS)))))))))))),1)
+$(error LOCAL_FLUSH_SECONDS='$(LOCAL_FLUSH_SECONDS)': $(LOCAL_FLUSH_WANT))
+endif
+ifneq ($(filter 0%,$(LOCAL_FLUSH_SECONDS)),$(filter 0,$(LOCAL_FLUSH_SECONDS)))
+$(error LOCAL_FLUSH_SECONDS=$(LOCAL_FLUSH_SECONDS): a leading 0; $(LOCAL_FLUSH_WANT))
+endif
+ifneq ($(shell [ "$$(expr $(LOCAL_FLUSH_SECONDS) + 0 2>/dev/null)" -le 900 ] 2>/dev/null && echo ok),ok)
+$(error LOCAL_FLUSH_SECONDS=$(LOCAL_FLUSH_SECONDS): more than 900 seconds; $(LOCAL_FLUSH_WANT))
+endif
 .build/local-flush.$(LOCAL_FLUSH_SECONDS):
 	@mkdir -p .build && rm -f .build/local-flush.* && touch $@
 

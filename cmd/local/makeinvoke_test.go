@@ -101,3 +101,39 @@ func TestMakeLocalUpPassesLocalFlags(t *testing.T) {
 		t.Errorf("make -n local-up LOCAL_FLAGS=...: the runner is not given the flags:\n%.3000s", out)
 	}
 }
+
+// A LOCAL_FLUSH_SECONDS the stack cannot take stops make before anything
+// builds, naming the variable the user set: cdk synth refused it after
+// the builds, naming only the context key make passes it as
+// (tributary:flushIntervalSeconds).
+func TestMakeNamesABadLocalFlushSeconds(t *testing.T) {
+	testtools.Need(t, "the Makefile is run by make", "make")
+	root, err := standin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{
+		{"abc", false}, {"", false}, {"-5", false}, {"1.5", false}, {"2m", false}, {"901", false}, {"0120", false},
+		{"0", true}, {"120", true}, {"900", true},
+	} {
+		// -B: the synth recipe is printed even when .build/synth.local is up to date.
+		cmd := exec.Command("make", "-n", "-B", "-C", root, "synth-local", "LOCAL_FLUSH_SECONDS="+tc.value)
+		out, err := cmd.CombinedOutput()
+		if tc.ok {
+			if err != nil || !strings.Contains(string(out), "flush interval "+tc.value+" s") {
+				t.Errorf("make -n synth-local LOCAL_FLUSH_SECONDS=%s: %v, want it to synthesize with it\n%.2000s", tc.value, err, out)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(string(out), "LOCAL_FLUSH_SECONDS=") || !strings.Contains(string(out), "0 (aggregates write once per batch") ||
+			strings.Contains(string(out), "tributary:flushIntervalSeconds") {
+			t.Errorf("make -n synth-local LOCAL_FLUSH_SECONDS=%s: %v, want it refused naming LOCAL_FLUSH_SECONDS and what it takes, before any recipe\n%.2000s", tc.value, err, out)
+		}
+		if strings.Contains(string(out), "go build") || strings.Contains(string(out), "cdk synth") {
+			t.Errorf("make -n synth-local LOCAL_FLUSH_SECONDS=%s would build first:\n%.2000s", tc.value, out)
+		}
+	}
+}

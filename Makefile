@@ -167,6 +167,24 @@ invoke: deps-local functions-local synth-local $(RUNNER) ## send one event to a 
 $(RUNNER): $(RUNNER_SOURCES)
 	@$(call timed,builds) echo "▸ go build ./cmd/local → $@" && $(GO) build -o $@ ./cmd/local $(NO_DOWNLOAD_LINES)
 
+# The stand-in's address for the commands that read a running make local-up
+# (results, tail, setaside, setaside-show, putback), read and checked here
+# once: a malformed one (TRIBUTARY_STANDIN_ADDR=bogus) is named as such,
+# before the tool reports that nothing answers at http://bogus. (The local
+# runner, under make local, local-up, invoke and logs, checks it itself.)
+STANDIN_ADDR := $(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566)
+# $(call digits,x) is x when x is a run of decimal digits, else empty.
+digits = $(if $(strip $(1)),$(if $(strip $(subst 9,,$(subst 8,,$(subst 7,,$(subst 6,,$(subst 5,,$(subst 4,,$(subst 3,,$(subst 2,,$(subst 1,,$(subst 0,,$(1)))))))))))),,$(1)))
+ifneq ($(filter results tail setaside setaside-show putback,$(MAKECMDGOALS)),)
+STANDIN_PORT := $(call digits,$(lastword $(subst :, ,$(STANDIN_ADDR))))
+ifneq ($(words $(STANDIN_ADDR)) $(words $(subst :, ,$(STANDIN_ADDR))) $(if $(STANDIN_PORT),port),1 2 port)
+$(error TRIBUTARY_STANDIN_ADDR='$(TRIBUTARY_STANDIN_ADDR)': not host:port; want the running make local-up's stand-in, such as 127.0.0.1:4566 (unset: 127.0.0.1:4566; its banner names another))
+endif
+ifneq ($(shell [ "$$(expr $(STANDIN_PORT) + 0 2>/dev/null)" -ge 1 ] 2>/dev/null && [ "$$(expr $(STANDIN_PORT) + 0 2>/dev/null)" -le 65535 ] 2>/dev/null && echo ok),ok)
+$(error TRIBUTARY_STANDIN_ADDR=$(TRIBUTARY_STANDIN_ADDR): port $(STANDIN_PORT) is not 1 to 65535; want the running make local-up's stand-in, such as 127.0.0.1:4566)
+endif
+endif
+
 # Built, not `go run`: go run turns the tool's exit status (0 on Ctrl-C of
 # -follow, 2 for a usage error) into 1.
 .build/bin/results: $(GO_SOURCES) $(wildcard cmd/results/*.go internal/*/*.go emulator/*/*.go)
@@ -174,7 +192,7 @@ $(RUNNER): $(RUNNER_SOURCES)
 
 .PHONY: results
 results: .build/bin/results ## a key's windows from the running make local-up: make results [PIPELINE=pageviews] KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
-	@AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
+	@AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
 	  TRIBUTARY_MAKE_VARS='pipeline:PIPELINE= key:KEY= from:FROM= to:TO= follow:FOLLOW=1 stack:STACK=' \
 	  .build/bin/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
 	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(filter-out 0,$(FOLLOW)),-follow)
@@ -185,7 +203,7 @@ results: .build/bin/results ## a key's windows from the running make local-up: m
 
 .PHONY: tail
 tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C stops): make tail STREAM=events|results|joins|matches|enriched|show-events [KEY=user-1] [TYPE=page_view] [WHERE=data.page=/] [FROM=10m] [FOLLOW=0] [JSON=1|RAW=1]
-	@AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
+	@AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
 	  TRIBUTARY_MAKE_VARS='stream:STREAM= key:KEY= type:TYPE= where:WHERE= from:FROM= f:FOLLOW json:JSON=1 raw:RAW=1 stack:STACK=' \
 	  .build/bin/tail -template $(CDK_OUT) -stack $(or $(STACK),Tributary) -stream '$(STREAM)' \
 	  $(if $(KEY),-key '$(KEY)') $(if $(TYPE),-type '$(TYPE)') $(if $(WHERE),-where '$(WHERE)') $(if $(FROM),-from '$(FROM)') \
@@ -195,7 +213,7 @@ tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C st
 .build/bin/setaside: $(GO_SOURCES) $(wildcard cmd/setaside/*.go internal/*/*.go emulator/*/*.go)
 	@$(GO) build -o $@ ./cmd/setaside
 
-SETASIDE_ENV = AWS_ENDPOINT_URL=http://$(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
+SETASIDE_ENV = AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
   TRIBUTARY_MAKE_VARS='function:FUNCTION= category:CATEGORY= since:SINCE= n:N= json:JSON=1 source:SOURCE= sequence:SEQUENCE= data-only:DATA_ONLY=1 data:DATA= dry-run:DRY_RUN=1 unchanged:UNCHANGED=1 horizon:HORIZON= past-horizon:PAST_HORIZON=1 again:AGAIN=1 arrive-now:ARRIVE_NOW=1 stack:STACK='
 SETASIDE_LOCAL = -template $(CDK_OUT) -stack $(or $(STACK),Tributary)
 

@@ -137,3 +137,41 @@ func TestMakeNamesABadLocalFlushSeconds(t *testing.T) {
 		}
 	}
 }
+
+// The commands that read a running make local-up take its stand-in's
+// address from TRIBUTARY_STANDIN_ADDR; a malformed one is named as such
+// before they start: make results said "nothing answers at http://bogus",
+// as if the address were right and the stack down.
+func TestMakeNamesAMalformedStandinAddr(t *testing.T) {
+	testtools.Need(t, "the Makefile is run by make", "make")
+	root, err := standin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		addr, want string // want "": accepted, AWS_ENDPOINT_URL=http://<addr>
+	}{
+		{"bogus", "not host:port"},
+		{"127.0.0.1:", "not host:port"},
+		{":4566", "not host:port"},
+		{"127.0.0.1:45x6", "not host:port"},
+		{"127.0.0.1:99999", "port 99999 is not 1 to 65535"},
+		{"127.0.0.1:4567", ""},
+		{"localhost:4566", ""},
+	} {
+		for _, target := range []string{"results", "tail", "setaside", "putback"} {
+			cmd := exec.Command("make", "-n", "-C", root, target, "KEY=user-1", "STREAM=events", "SOURCE=s", "SEQUENCE=1")
+			cmd.Env = append(cmd.Environ(), "TRIBUTARY_STANDIN_ADDR="+tc.addr)
+			out, err := cmd.CombinedOutput()
+			if tc.want == "" {
+				if err != nil || !strings.Contains(string(out), "AWS_ENDPOINT_URL=http://"+tc.addr+" ") {
+					t.Errorf("make -n %s TRIBUTARY_STANDIN_ADDR=%s: %v, want it to reach http://%s\n%.2000s", target, tc.addr, err, tc.addr, out)
+				}
+				continue
+			}
+			if err == nil || !strings.Contains(string(out), "TRIBUTARY_STANDIN_ADDR") || !strings.Contains(string(out), tc.want) {
+				t.Errorf("make -n %s TRIBUTARY_STANDIN_ADDR=%s: %v, want it refused naming the variable and %q\n%.2000s", target, tc.addr, err, tc.want, out)
+			}
+		}
+	}
+}

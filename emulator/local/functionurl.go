@@ -44,8 +44,16 @@ func (u *functionURL) URL() string { return "http://" + u.ln.Addr().String() + "
 
 func (u *functionURL) close(ctx context.Context) error { return u.srv.Shutdown(ctx) }
 
-// maxRequestBytes is the function URL request payload limit (6 MB).
+// maxRequestBytes is Lambda's limit on a synchronous invocation's payload
+// (6 MB), which a function URL applies to the event it builds from the
+// request: the body (base64 text when binary), the headers and the request
+// context.
 const maxRequestBytes = 6 << 20
+
+// tooLargeBody is what a function URL answers, with 413, for a request
+// whose invocation payload would pass maxRequestBytes, before the
+// function runs (Lambda's RequestEntityTooLargeException message).
+const tooLargeBody = `{"Message":"Request must be smaller than 6291456 bytes for the InvokeFunction operation"}`
 
 func (u *functionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
@@ -54,12 +62,21 @@ func (u *functionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(body) > maxRequestBytes {
-		http.Error(w, `{"Message":"Request must be smaller than 6291456 bytes for the InvokeFunction operation"}`, http.StatusRequestEntityTooLarge)
+		writeTooLarge(w)
 		return
 	}
 	payload, err := json.Marshal(toURLRequest(r, body, time.Now()))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	// The body fits, but the event does not (a body within about 500
+	// bytes of the limit, plus its headers and request context; a binary
+	// one past about 4.5 MB, as base64): Lambda refuses the invocation, and
+	// the URL answers 413 as for a body over the limit. Handed to the
+	// runtime, it failed there and was answered as a function error (502).
+	if len(payload) > maxRequestBytes {
+		writeTooLarge(w)
 		return
 	}
 	res, err := u.inv.Invoke(r.Context(), payload)
@@ -75,6 +92,13 @@ func (u *functionURL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeURLResponse(w, res.Payload)
+}
+
+// writeTooLarge answers a request over Lambda's invocation payload limit.
+func writeTooLarge(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = w.Write([]byte(tooLargeBody))
 }
 
 func toURLRequest(r *http.Request, body []byte, now time.Time) events.LambdaFunctionURLRequest {

@@ -3,9 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -40,8 +38,8 @@ const (
 // parseEvents validates the events split from a body: each holds only the
 // envelope's fields, spelt exactly, and decodes as an envelope
 // (stream.UnmarshalExact, then Validate), its id, type and key hold no
-// control characters (CheckControls) and none of them is blank
-// (checkBlank), its id is not the id of an earlier event of the same
+// control characters (CheckControls) — none of them blank either
+// (Validate) —, its id is not the id of an earlier event of the same
 // request, and it is at most maxAge old when sent. It returns every
 // refused event, in request order.
 func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []EventError) {
@@ -56,9 +54,6 @@ func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []Even
 		}
 		if err == nil {
 			err = e.CheckControls()
-		}
-		if err == nil {
-			err = checkBlank(e)
 		}
 		if err == nil && cdc.IsChangelogType(e.Type) {
 			err = &stream.FieldError{Field: "type", Reason: fmt.Sprintf(
@@ -90,21 +85,6 @@ func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []Even
 		}
 	}
 	return envs, errs
-}
-
-// checkBlank refuses an id, type or key of only white space (Unicode
-// White_Space: " ", U+00A0, U+2003, …). Each is required, and a blank one
-// is there in name only: no log search, listing (`make setaside` would
-// show "record  :") or config can tell it apart. White space inside one,
-// at its ends included, is the producer's to choose and is kept as sent:
-// ids and keys are compared byte for byte, so nothing is ambiguous.
-func checkBlank(e *stream.Envelope) error {
-	for _, f := range [...]struct{ name, v string }{{"id", e.ID}, {"type", e.Type}, {"key", e.Key}} {
-		if strings.TrimFunc(f.v, unicode.IsSpace) == "" {
-			return &stream.FieldError{Field: f.name, Reason: fmt.Sprintf("is blank (only white space): the event's %s is required, and must hold a character other than white space", f.name)}
-		}
-	}
-	return nil
 }
 
 // checkAge refuses an event older than maxAge when it was sent. Both times

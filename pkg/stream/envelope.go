@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -161,6 +162,11 @@ func checkString(field, v string, max int) error {
 	switch {
 	case v == "":
 		return &FieldError{Field: field, Reason: "is required"}
+	case strings.TrimFunc(v, unicode.IsSpace) == "":
+		// There in name only: no log search, listing or config tells it
+		// apart. White space inside one, at its ends included, is the
+		// producer's to choose: ids and keys are compared byte for byte.
+		return &FieldError{Field: field, Reason: fmt.Sprintf("is blank (only white space): the event's %s is required, and must hold a character other than white space", field)}
 	case !utf8.ValidString(v):
 		return &FieldError{Field: field, Reason: "is not valid UTF-8"}
 	case utf8.RuneCountInString(v) > max:

@@ -27,6 +27,13 @@ func TestUnmarshalAndValidate(t *testing.T) {
 		{name: "id a number", in: `{"id":7,"type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "id", reason: "must be a string"},
 		{name: "type missing", in: `{"id":"e","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "type"},
 		{name: "key missing", in: `{"id":"e","type":"t","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "key"},
+		// A blank id, type or key is there in name only: a producer writing
+		// to the stream past ingest gets the refusal ingest gives, so every
+		// consumer sets the record aside naming the field.
+		{name: "id blank", in: `{"id":"  ","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "id", reason: "is blank (only white space)"},
+		{name: "key of other white space", in: `{"id":"e","type":"t","key":"\u00a0\u2003","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "key", reason: "is blank"},
+		{name: "type blank", in: `{"id":"e","type":" ","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "type", reason: "is blank"},
+		{name: "white space around an id", in: `{"id":" order 42 ","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`},
 		{name: "key too long", in: `{"id":"e","type":"t","key":"` + strings.Repeat("k", 257) + `","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "key", reason: "at most 256"},
 		{name: "key of 256 multibyte runes", in: `{"id":"e","type":"t","key":"` + strings.Repeat("é", 256) + `","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`},
 		{name: "occurredAt missing", in: `{"id":"e","type":"t","key":"k","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt", reason: "required"},

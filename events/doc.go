@@ -37,7 +37,11 @@
 //	                                   user-42: count 2, sum 2000 ms; user-7: count 1, sum 300 ms (open: the watermark is
 //	                                   not past 10:42). user-42's device clock is three hours behind: event time corrects it
 //	aggregate/kinesis-poison.json      the second record is poison (occurredAt "yesterday")
-//	                                   → exactly its sequenceNumber ...4722 as the failure; only the first record counted
+//	                                   → the deployed function (it has a quarantine table) sets it aside there, kind
+//	                                   set-aside naming occurredAt, with its data, and answers batchItemFailures: [] (as
+//	                                   make invoke shows); the bare handler events_test.go runs, with no quarantine table,
+//	                                   reports exactly its sequenceNumber ...4722 as the failure instead. Only the first
+//	                                   record is counted
 //	aggregate/kinesis-tumbling-window.json  the same three records in a tumbling-window invocation (per-interval path)
 //	                                   → no writes yet; the returned state carries the partial aggregates and the watermark
 //	ticker/eventbridge-scheduled.json  the ticker rule's Scheduled Event (10:50) → after aggregate/kinesis-batch.json, a tick

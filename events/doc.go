@@ -98,6 +98,11 @@
 //	rules/function-url-add-invalid.json  a where clause with "=>" → 400, part "pattern[0].where"
 //	rules/function-url-test.json       POST /test: the rule over three events offline → 200, one match
 //
+// Two of the stack's functions have no samples: archive (the events
+// stream's S3 archiver) and statuscodes (the example function of
+// examples/functions). Both read the events stream: send events to ingest
+// (make local does, and shows the statuscodes results).
+//
 // Kinesis record data in the samples is base64, as Lambda delivers it; decode
 // it to read the envelopes.
 package events

@@ -185,6 +185,16 @@ $(error TRIBUTARY_STANDIN_ADDR=$(TRIBUTARY_STANDIN_ADDR): port $(STANDIN_PORT) i
 endif
 endif
 
+# The template the running make local-up deployed: the runner keeps a copy
+# under .build/up/<host>-<port>/<stack>.template.json while it runs (the
+# file is gone when it stops). results, tail, setaside, setaside-show and
+# putback read that copy while it is there, else infra/cdk.out: a synth
+# while local-up runs (make invoke, a changed pipeline file) rewrites
+# infra/cdk.out, and they then named resources and aggregates the running
+# stack was not deployed with.
+RUNNING_TEMPLATE_COPY = .build/up/$(subst :,-,$(subst localhost:,127.0.0.1:,$(STANDIN_ADDR)))/$(or $(STACK),Tributary).template.json
+RUNNING_TEMPLATE = $(or $(wildcard $(RUNNING_TEMPLATE_COPY)),$(CDK_OUT))
+
 # Built, not `go run`: go run turns the tool's exit status (0 on Ctrl-C of
 # -follow, 2 for a usage error) into 1.
 .build/bin/results: $(GO_SOURCES) $(wildcard cmd/results/*.go internal/*/*.go emulator/*/*.go)
@@ -194,7 +204,7 @@ endif
 results: .build/bin/results ## a key's windows from the running make local-up: make results [PIPELINE=pageviews] KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
 	@AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
 	  TRIBUTARY_MAKE_VARS='pipeline:PIPELINE= key:KEY= from:FROM= to:TO= follow:FOLLOW=1 stack:STACK=' \
-	  .build/bin/results -template $(CDK_OUT) -stack $(or $(STACK),Tributary) \
+	  .build/bin/results -template $(RUNNING_TEMPLATE) -stack $(or $(STACK),Tributary) \
 	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(filter-out 0,$(FOLLOW)),-follow)
 
 # Built, not `go run`, for the same reason as results (its exit status).
@@ -205,7 +215,7 @@ results: .build/bin/results ## a key's windows from the running make local-up: m
 tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C stops): make tail STREAM=events|results|joins|matches|enriched|show-events [KEY=user-1] [TYPE=page_view] [WHERE=data.page=/] [FROM=10m] [FOLLOW=0] [JSON=1|RAW=1]
 	@AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
 	  TRIBUTARY_MAKE_VARS='stream:STREAM= key:KEY= type:TYPE= where:WHERE= from:FROM= f:FOLLOW json:JSON=1 raw:RAW=1 stack:STACK=' \
-	  .build/bin/tail -template $(CDK_OUT) -stack $(or $(STACK),Tributary) -stream '$(STREAM)' \
+	  .build/bin/tail -template $(RUNNING_TEMPLATE) -stack $(or $(STACK),Tributary) -stream '$(STREAM)' \
 	  $(if $(KEY),-key '$(KEY)') $(if $(TYPE),-type '$(TYPE)') $(if $(WHERE),-where '$(WHERE)') $(if $(FROM),-from '$(FROM)') \
 	  $(if $(filter 0,$(FOLLOW)),,-f) $(if $(JSON),-json) $(if $(RAW),-raw)
 
@@ -215,7 +225,7 @@ tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C st
 
 SETASIDE_ENV = AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
   TRIBUTARY_MAKE_VARS='function:FUNCTION= category:CATEGORY= since:SINCE= n:N= json:JSON=1 source:SOURCE= sequence:SEQUENCE= data-only:DATA_ONLY=1 data:DATA= dry-run:DRY_RUN=1 unchanged:UNCHANGED=1 horizon:HORIZON= past-horizon:PAST_HORIZON=1 again:AGAIN=1 arrive-now:ARRIVE_NOW=1 stack:STACK='
-SETASIDE_LOCAL = -template $(CDK_OUT) -stack $(or $(STACK),Tributary)
+SETASIDE_LOCAL = -template $(RUNNING_TEMPLATE) -stack $(or $(STACK),Tributary)
 
 .PHONY: setaside
 setaside: .build/bin/setaside ## the records the running make local-up set aside, newest first: make setaside [FUNCTION=name] [CATEGORY=invalid] [SINCE=1h] [N=20] [JSON=1]

@@ -14,6 +14,12 @@ import (
 func up(ctx context.Context, o *options) (err error) {
 	tm := loadTimings(o.root)
 	defer tm.done()
+	// The template as deployed, read before the deploy: a synth while
+	// this runs (make invoke, a changed pipeline file) rewrites the file.
+	deployed, err := os.ReadFile(o.template)
+	if err != nil {
+		return fmt.Errorf("reading the template: %w (make synth-local writes it)", err)
+	}
 	srv, stack, err := startStack(ctx, o, tm, ports{o.urlPort, o.lambdaPort, o.dashboardPort})
 	if err != nil {
 		return err
@@ -25,6 +31,11 @@ func up(ctx context.Context, o *options) (err error) {
 			fmt.Println("✓ stopped: nothing of this run is left running")
 		}
 	}()
+	removeCopy, err := keepDeployedTemplate(deployed, deployedTemplatePath(o.root, srv.Endpoint(), stack.Deployment().StackName()))
+	if err != nil {
+		return err
+	}
+	defer removeCopy()
 	topo, err := findTopology(stack)
 	if err != nil {
 		return err

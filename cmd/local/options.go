@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -31,6 +32,10 @@ type options struct {
 	fn            string
 	event         string
 	screenshot    string
+
+	// progress is where the running stack's own lines go (its
+	// schedules, CloudWatch forwarding, Invoke API); nil: standard output.
+	progress io.Writer
 
 	scheduleEvery time.Duration
 	batchWindow   time.Duration

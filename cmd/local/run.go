@@ -100,6 +100,10 @@ func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin
 	if o.verbose {
 		logf = func(fn, line string) { fmt.Printf("    [%s] %s\n", fn, line) }
 	}
+	var progress io.Writer = os.Stdout
+	if o.progress != nil {
+		progress = o.progress
+	}
 	began = time.Now()
 	stack, err := local.Up(ctx, local.Options{
 		Template:      o.template,
@@ -109,7 +113,7 @@ func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin
 		URLPort:       p.url,
 		LambdaPort:    p.lambda,
 		DashboardPort: p.dashboard,
-		Progress:      os.Stdout,
+		Progress:      progress,
 		Verbose:       o.verbose,
 		Logs:          logf,
 		ScheduleEvery: o.scheduleEvery,

@@ -20,13 +20,24 @@ func up(ctx context.Context, o *options) (err error) {
 	if err != nil {
 		return fmt.Errorf("reading the template: %w (make synth-local writes it)", err)
 	}
+	// The stack's own lines are held while its stand-in does not answer,
+	// and dropped once it is taken as gone: one line says why instead.
+	gate := newHeldWriter(os.Stdout)
+	o.progress = gate
 	srv, stack, err := startStack(ctx, o, tm, ports{o.urlPort, o.lambdaPort, o.dashboardPort})
 	if err != nil {
 		return err
 	}
+	standinStopped := false
 	defer func() {
 		fmt.Println("\n▸ stopping functions, mappings and the stand-in")
-		if err = errors.Join(err, stack.Close(), srv.Stop()); err == nil || errors.Is(err, context.Canceled) {
+		closeErr := errors.Join(stack.Close(), srv.Stop())
+		if standinStopped {
+			// Flushing the last logs to a stand-in that is gone fails:
+			// the error that says why is err.
+			closeErr = nil
+		}
+		if err = errors.Join(err, closeErr); err == nil || errors.Is(err, context.Canceled) {
 			// Ctrl-C is how up ends: say that everything is down.
 			fmt.Println("✓ stopped: nothing of this run is left running")
 		}
@@ -75,9 +86,13 @@ Event sourcing (seat reservations; commands URL %s):
   go run ./cmd/eventstore rebuild -handover 30s        (rollback, use-version, compare, erase: go run ./cmd/eventstore -h)
 `, e.URL, e.URL, e.URL, e.URL, e.ViewsParameter, e.Stream, e.Events)
 	}
+	gone := watchStandin(ctx, srv.Endpoint(), standinProbeEvery, standinMisses, gate)
 	select {
 	case <-ctx.Done():
 		return nil
+	case <-gone:
+		standinStopped = true
+		return standinGone(strings.TrimPrefix(srv.Endpoint(), "http://"), srv.Reused(), srv.Found())
 	case err := <-stack.Errors():
 		return err
 	}

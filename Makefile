@@ -146,8 +146,8 @@ local-up: local-banner deps-local functions-local synth-local $(RUNNER) ## keep 
 	@$(RUNNER) up $(LOCAL_FLAGS)
 
 .PHONY: logs
-logs: $(RUNNER) ## print the functions' logs (by execution environment) and metrics from the running local stand-in
-	@$(RUNNER) logs
+logs: $(RUNNER) ## print the functions' logs (by execution environment) and metrics from the running local stand-in: make logs [STACK=Tributary-<time>, as a second make local-up prints it]
+	@$(RUNNER) logs -template $(RUNNING_TEMPLATE) -stack '$(or $(STACK),Tributary)'
 
 # make invoke's FN= and EVENT= are checked before its prerequisites build
 # (minutes on a fresh machine); the runner checks the event itself.
@@ -187,8 +187,8 @@ endif
 
 # The template the running make local-up deployed: the runner keeps a copy
 # under .build/up/<host>-<port>/<stack>.template.json while it runs (the
-# file is gone when it stops). results, tail, setaside, setaside-show and
-# putback read that copy while it is there, else infra/cdk.out: a synth
+# file is gone when it stops). results, tail, setaside, setaside-show,
+# putback and logs read that copy while it is there, else infra/cdk.out: a synth
 # while local-up runs (make invoke, a changed pipeline file) rewrites
 # infra/cdk.out, and they then named resources and aggregates the running
 # stack was not deployed with.

@@ -10,7 +10,7 @@ import (
 // deployedDir is where a running make local-up keeps a copy of the
 // template it deployed, one file per stand-in address and stack:
 // .build/up/<host>-<port>/<stack>.template.json. make results, tail,
-// setaside, setaside-show and putback read it while it is there (the
+// setaside, setaside-show, putback and logs read it while it is there (the
 // Makefile's RUNNING_TEMPLATE), so that a synth while local-up runs (make
 // invoke, a changed pipeline file) does not make them read a template
 // the running stack was not deployed from.

@@ -31,7 +31,7 @@ func TestMakeTargetsReadTheRunningLocalUpsTemplate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	targets := []string{"results", "tail", "setaside", "setaside-show", "putback"}
+	targets := []string{"results", "tail", "setaside", "setaside-show", "putback", "logs"}
 	makeN := func(t *testing.T, target, addr, stack string) string {
 		t.Helper()
 		cmd := exec.Command("make", "-n", "-f", filepath.Join(root, "Makefile"), "-C", dir, target,

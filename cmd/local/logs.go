@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,14 +18,22 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/cloudwatchlocal"
 	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/internal/localdeploy"
 )
 
-// logs prints every function log group and the Tributary metrics from the
-// stand-in a `make local-up` is running against: per log group, per log
-// stream (one per execution environment), one line per invocation (REPORT:
-// request id, duration, peak memory) with the function's own lines, and EMF
-// documents as "metrics: name=value …". -raw prints the events as stored.
-func logs(ctx context.Context, o *options) error {
+// logs prints the log groups of the stack's functions and the Tributary
+// metrics from the stand-in a `make local-up` is running against: per log
+// group, per log stream (one per execution environment), one line per
+// invocation (REPORT: request id, duration, peak memory) with the
+// function's own lines, and EMF documents as "metrics: name=value …". -raw
+// prints the events as stored.
+func logs(ctx context.Context, o *options) error { return logsTo(ctx, o, os.Stdout) }
+
+// logsTo is logs writing to w. The log groups are those of the functions
+// -template deploys as -stack (a second make local-up beside the first
+// deploys Tributary-<time> onto the same stand-in, under the same function
+// names); without a template it can read, every function's group.
+func logsTo(ctx context.Context, o *options, w io.Writer) error {
 	endpoint := "http://" + o.addr
 	if !standin.Answers(ctx, endpoint) {
 		return fmt.Errorf("nothing answers at %s: start the topology with `make local-up` first (or pass -addr)", endpoint)
@@ -37,13 +47,18 @@ func logs(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	if own, err := stackLogGroups(o.template, o.stack); err != nil {
+		fmt.Fprintf(w, "! every stack's log groups on %s: %v\n", endpoint, err)
+	} else {
+		groups = slices.DeleteFunc(groups, func(g string) bool { return !own[g] })
+	}
 	if len(groups) == 0 {
-		fmt.Println("no /aws/lambda/* log groups yet: send some events first")
+		fmt.Fprintf(w, "no log groups of stack %s yet: send some events first\n", o.stack)
 	}
 	for _, g := range groups {
 		if o.raw {
-			fmt.Printf("── %s\n", g)
-			if err := cloudwatchlocal.Tail(ctx, cfg, g, since, os.Stdout); err != nil && !errors.Is(err, cloudwatchlocal.ErrNoLogGroup) {
+			fmt.Fprintf(w, "── %s\n", g)
+			if err := cloudwatchlocal.Tail(ctx, cfg, g, since, w); err != nil && !errors.Is(err, cloudwatchlocal.ErrNoLogGroup) {
 				return err
 			}
 			continue
@@ -55,24 +70,44 @@ func logs(ctx context.Context, o *options) error {
 		if err != nil {
 			return err
 		}
-		printGroup(g, events)
+		printGroup(w, g, events)
 	}
 	metrics, err := cloudwatchlocal.Metrics(ctx, cfg, "Tributary", since)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("── metrics (namespace Tributary, since %s; sum over the span, count = data points)\n", since.Format("15:04:05"))
+	// EMF metrics carry no stack: with two stacks on one stand-in they are
+	// the sum of both.
+	fmt.Fprintf(w, "── metrics (namespace Tributary, since %s, of every stack on this stand-in; sum over the span, count = data points)\n", since.Format("15:04:05"))
 	sort.Slice(metrics, func(i, j int) bool { return metrics[i].String() < metrics[j].String() })
 	for _, m := range metrics {
-		fmt.Println("  " + m.String())
+		fmt.Fprintln(w, "  "+m.String())
 	}
 	return nil
+}
+
+// stackLogGroups are the log groups of the functions the template at path
+// deploys as stack.
+func stackLogGroups(path, stack string) (map[string]bool, error) {
+	d, err := localdeploy.Plan(path, stack)
+	if err != nil {
+		return nil, err
+	}
+	fns, err := d.Functions()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	own := make(map[string]bool, len(fns))
+	for _, f := range fns {
+		own[f.LogGroup] = true
+	}
+	return own, nil
 }
 
 var reportLine = regexp.MustCompile(`^REPORT RequestId: (\S+)\s+Duration: ([0-9.]+ ms).*?(Max Memory Used: [^\t]+)`)
 
 // printGroup prints one log group compactly, by log stream.
-func printGroup(group string, events []cloudwatchlocal.LogEvent) {
+func printGroup(w io.Writer, group string, events []cloudwatchlocal.LogEvent) {
 	by := map[string][]cloudwatchlocal.LogEvent{}
 	var streams []string
 	invocations := 0
@@ -85,13 +120,13 @@ func printGroup(group string, events []cloudwatchlocal.LogEvent) {
 			invocations++
 		}
 	}
-	fmt.Printf("── %s: %d invocations in %d execution environments (log streams)\n", group, invocations, len(streams))
+	fmt.Fprintf(w, "── %s: %d invocations in %d execution environments (log streams)\n", group, invocations, len(streams))
 	for _, s := range streams {
-		fmt.Printf("   %s\n", s)
+		fmt.Fprintf(w, "   %s\n", s)
 		for _, e := range by[s] {
 			line, keep := compact(e.Message)
 			if keep {
-				fmt.Printf("     %s %s\n", e.Time.Format("15:04:05.000"), line)
+				fmt.Fprintf(w, "     %s %s\n", e.Time.Format("15:04:05.000"), line)
 			}
 		}
 	}

@@ -28,6 +28,7 @@ type options struct {
 	checkTimeout  time.Duration
 	verbose       bool
 	since         time.Duration
+	stack         string
 	raw           bool
 	fn            string
 	event         string
@@ -75,6 +76,7 @@ func bindOptions(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.checkTimeout, "check-timeout", 3*time.Minute, "run: give up on one check (windows applied, a join, the tasks run, …) after this long, naming what did not arrive")
 	fs.BoolVar(&o.verbose, "v", false, "list every resource, function and mapping, and echo every function log line")
 	fs.DurationVar(&o.since, "since", time.Hour, "logs: how far back to print")
+	fs.StringVar(&o.stack, "stack", "Tributary", "logs: the stack whose functions' logs to print, as -template deploys it (a second make local-up prints STACK= for its own)")
 	fs.BoolVar(&o.raw, "raw", false, "logs: print every log event as stored (START, END, EMF documents) instead of the summary")
 	fs.StringVar(&o.fn, "fn", "", "invoke: the function (ingest, aggregate, … or a logical id, physical name or ARN)")
 	fs.StringVar(&o.event, "event", "", "invoke: the JSON event file (for example events/ingest/function-url-post.json)")

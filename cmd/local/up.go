@@ -75,7 +75,7 @@ Send a console test event (another terminal):
   %s
 Logs and metrics (another terminal):
   %s
-`, topo.ingestURL, invokeCommand(stack.InvokeURL()), res.Make("logs"))
+`, topo.ingestURL, invokeCommand(stack.InvokeURL()), res.Make(logsArgs(res.Stack)))
 	if e, err := stack.FindEventSourcing(); err == nil {
 		fmt.Printf(`
 Event sourcing (seat reservations; commands URL %s):
@@ -106,6 +106,16 @@ func invokeCommand(invokeURL string) string {
 		line += " LAMBDA_PORT=" + port
 	}
 	return line
+}
+
+// logsArgs are make logs' arguments for the stack deployed as stack: a
+// second make local-up on the first's stand-in deploys Tributary-<time>,
+// and make logs shows Tributary's unless told.
+func logsArgs(stack string) string {
+	if stack == "Tributary" {
+		return "logs"
+	}
+	return "logs STACK=" + stack
 }
 
 // pipelineNames lists the deployed pipelines' names, comma-separated.

@@ -17,3 +17,17 @@ func TestBannerInvokeNamesTheLambdaPort(t *testing.T) {
 		}
 	}
 }
+
+// The banner's make logs of a second make local-up (stack Tributary-<time>
+// on the first's stand-in) names its stack: make logs shows Tributary's
+// functions unless told.
+func TestBannerLogsNamesTheStack(t *testing.T) {
+	for _, tc := range []struct{ stack, want string }{
+		{"Tributary", "logs"},
+		{"Tributary-1765000000", "logs STACK=Tributary-1765000000"},
+	} {
+		if got := logsArgs(tc.stack); got != tc.want {
+			t.Errorf("logsArgs(%s) = %q, want %q", tc.stack, got, tc.want)
+		}
+	}
+}

@@ -52,7 +52,7 @@ func invoke(ctx context.Context, o *options) (err error) {
 		return fmt.Errorf("event file %s: %w (the Invoke API takes one JSON document)", o.event, err)
 	}
 	endpoint := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))
-	running := listening(net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort)))
+	running := listening(net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort)), 500*time.Millisecond)
 	if missing := local.VersionlessChanges(payload); running && len(missing) > 0 && strings.Contains(strings.ToLower(o.fn), "cdc") {
 		return fmt.Errorf("event file %s: %s is missing, refused against the stack running on %s: cdc would take the record's sequence number as the item's version, "+
 			"and no number make invoke could give it is safe on a stack holding data (above the stack's own it hides the key's later real changes from the enrichment, below them it is hidden by them); "+
@@ -140,9 +140,10 @@ func freshen(w io.Writer, name string, payload []byte, now time.Time) ([]byte, e
 	return fresh, nil
 }
 
-// listening reports whether something accepts connections on addr.
-func listening(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+// listening reports whether something accepts connections on addr within
+// patience.
+func listening(addr string, patience time.Duration) bool {
+	c, err := net.DialTimeout("tcp", addr, patience)
 	if err != nil {
 		return false
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -44,9 +43,7 @@ func watchStandin(ctx context.Context, endpoint string, every time.Duration, mis
 				return
 			case <-t.C:
 			}
-			c, err := net.DialTimeout("tcp", host, every)
-			if err == nil {
-				c.Close()
+			if listening(host, every) {
 				missed = 0
 				gate.release()
 				continue

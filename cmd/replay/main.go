@@ -349,7 +349,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		for _, pcfg := range pcfgs {
 			views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(pcfg.Retention))
 			hs = append(hs, aggregate.New(pcfg, views, out, outName, aggregate.WithLogger(log),
-				aggregate.WithDedupe(aggregate.NewLedger(db, table, pcfg))))
+				aggregate.WithDedupe(aggregate.NewLedger(db, table, pcfg)),
+				aggregate.WithHandover(db, aggregate.FixedViewsTable(table).Current)))
 		}
 		if len(hs) == 1 {
 			return hs[0], nil

@@ -67,6 +67,7 @@ func (a ArchiveRebuild) Run(ctx context.Context, s *Stack, want Counts, from, to
 			// Quiet: its result log lines (one a window, as the deployed
 			// function writes them for CloudWatch) would fill the demo.
 			f = append(f, aggregate.New(p.Pipeline, views, nil, "", aggregate.WithDedupe(aggregate.NewLedger(db, table, p.Pipeline)),
+				aggregate.WithHandover(db, aggregate.FixedViewsTable(table).Current),
 				aggregate.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
 		}
 		return f, nil

@@ -64,6 +64,14 @@
 // normal path pays one more write per correction (the mark); final results
 // cost what they did.
 //
+// A replay (package replay) fills a new version of the views table with
+// this processor and moves the readers to it mid-stream. Publishers on such
+// a version (WithHandover) ask the version before it first, so a result it
+// sent is only marked, and the replay's own processor, which sends
+// nothing, leaves listed (or, for session and sliding windows, pending) a
+// result it cannot tell was sent, for the live function to send once it
+// has moved (handover.go).
+//
 // The LateDropped metric counts records, like RecordsIn, so 100 ×
 // LateDropped / RecordsIn (the lateDroppedPercent alarm) is a share: a
 // record dropped from at least one of its windows counts once, also when it

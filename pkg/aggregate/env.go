@@ -110,6 +110,9 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 		WithLogger(log),
 		WithDedupe(NewLedger(RoutedLedgerStore(client, table), current, cfg)),
 		WithSetAside(newSink(client, quarantine, setAsideFunction(lookup, function, cfg.Name), m, log)))
+	if table.parameter != "" { // a replay can move the readers to another version
+		opts = append(opts, WithHandover(client, table.Current))
+	}
 	return New(cfg, views, out, streamName, opts...), nil
 }
 

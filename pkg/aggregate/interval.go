@@ -480,13 +480,16 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 	// unpublished, on a retry of the final invocation) go on the output
 	// stream; if that fails, the final invocation fails and its retry,
 	// finding them applied, publishes them, or the ticker does.
-	if err := p.publish(ctx, pubs); err != nil {
+	held, err := p.publish(ctx, pubs)
+	if err != nil {
 		return nil, err
 	}
 	p.metrics.Add("WindowsFinalized", metrics.Count, float64(closed))
 	published := make(map[state.Ref]bool, len(pubs))
 	for i := range pubs {
-		published[pubs[i].Ref] = true
+		if !held[listedWindow{pubs[i].Kind, pubs[i].Window}] {
+			published[pubs[i].Ref] = true
+		}
 	}
 	return published, nil
 }

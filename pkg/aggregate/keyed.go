@@ -373,11 +373,20 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 			}
 			outs = append(outs, o)
 		}
-		if err := p.emit(ctx, outs); err != nil {
+		// On a version a replay filled, what the version before it sent is
+		// not sent again, and a replay holds what it cannot tell was sent
+		// (handover.go): those stay pending, and listed.
+		send, done, err := p.judgeKeyed(ctx, kref, kind, buf.Pending, outs)
+		if err != nil {
 			return false, err
 		}
-		for _, o := range outs {
+		if err := p.emit(ctx, send); err != nil {
+			return false, err
+		}
+		for _, o := range outs[:done] {
 			published[o.ID] = true
+		}
+		for _, o := range send {
 			switch o.Kind {
 			case "correction":
 				p.metrics.Add("Corrections", metrics.Count, 1)
@@ -386,7 +395,7 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 			}
 		}
 		hadPending := len(buf.Pending) > 0
-		buf.Pending = nil
+		buf.Pending = buf.Pending[done:]
 		points, emitted := len(buf.Points), len(buf.Emitted)
 		pruneKeyed(ws, p.cfg.Late, buf, wm, unrecorded)
 		if recorded == 0 && !hadPending && len(buf.Points) == points && len(buf.Emitted) == emitted && listedBy(ks, p.openIn(shard), next) {
@@ -397,7 +406,7 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 			return false, nil
 		}
 		ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
-		_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), keepListing(ks, p.openIn(shard), next))
+		_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), keepListing(ks, p.openIn(shard), pendingUntil(buf, next)))
 		if errors.Is(err, state.ErrKeyedConflict) {
 			p.forgetKeyed(kref, shard)
 			continue

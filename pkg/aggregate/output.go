@@ -65,9 +65,59 @@ func outputOf(v state.View) Output {
 // each published (state.Views.UnlistRevision) and logs the ones this call
 // marked, so each revision is logged once however many publishers race or
 // retry. A window whose mark fails stays listed: the next batch that meets
-// it, or the ticker, publishes it again under the same id.
-func (p *Processor) publish(ctx context.Context, views []state.View) error {
+// it, or the ticker, publishes it again under the same id. On a version of
+// the views table a replay filled, the results the version before it
+// published are only marked, and a replay's processor leaves listed those
+// it cannot tell are on the stream (handover.go): it returns how many,
+// and their windows (held), whose listings the caller keeps.
+func (p *Processor) publish(ctx context.Context, views []state.View) (held map[listedWindow]bool, err error) {
 	if len(views) == 0 {
+		return nil, nil
+	}
+	all := views
+	var onStream []state.View
+	if p.handover != nil {
+		views, onStream, err = p.handover.sort(ctx, p, views, p.out == nil)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(views)+len(onStream) < len(all) {
+		held = make(map[listedWindow]bool)
+		sent := make(map[state.Ref]bool, len(views)+len(onStream))
+		for _, v := range views {
+			sent[v.Ref] = true
+		}
+		for _, v := range onStream {
+			sent[v.Ref] = true
+		}
+		for _, v := range all {
+			if !sent[v.Ref] {
+				held[listedWindow{v.Kind, v.Window}] = true
+			}
+		}
+	}
+	return held, p.publishSorted(ctx, views, onStream)
+}
+
+// publishAll is publish for a result that must be marked published now,
+// from a replay too (as it was before handovers were asked): a
+// correction's previous revision, marked before the correction applies.
+func (p *Processor) publishAll(ctx context.Context, views []state.View) error {
+	var onStream []state.View
+	if p.handover != nil {
+		var err error
+		if views, onStream, err = p.handover.sort(ctx, p, views, false); err != nil {
+			return err
+		}
+	}
+	return p.publishSorted(ctx, views, onStream)
+}
+
+// publishSorted sends views and marks them and onStream (already on the
+// stream) published.
+func (p *Processor) publishSorted(ctx context.Context, views, onStream []state.View) error {
+	if len(views)+len(onStream) == 0 {
 		return nil
 	}
 	outs := make([]Output, len(views))
@@ -81,18 +131,27 @@ func (p *Processor) publish(ctx context.Context, views []state.View) error {
 		mu   sync.Mutex
 		errs []error
 	)
-	parallel(len(views), p.concurrency, func(i int) {
-		first, err := p.views.UnlistRevision(ctx, views[i].Ref, views[i].Revision)
+	parallel(len(views)+len(onStream), p.concurrency, func(i int) {
+		v := (*state.View)(nil)
+		if i < len(views) {
+			v = &views[i]
+		} else {
+			v = &onStream[i-len(views)]
+		}
+		first, err := p.views.UnlistRevision(ctx, v.Ref, v.Revision)
 		if err != nil {
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
 			return
 		}
-		if first {
+		if first && i < len(views) { // the version before logged the others
 			p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&outs[i])...)
 		}
 	})
+	if len(onStream) > 0 {
+		p.log.Info("window results the previous version of the views table published: marked published here, not sent again", "results", len(onStream))
+	}
 	return errors.Join(errs...)
 }
 

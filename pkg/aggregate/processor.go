@@ -58,7 +58,10 @@ type Processor struct {
 	sink    *setaside.Sink // where records that can never be applied go
 
 	batches sync.Pool // *stream.KinesisBatch, reused across invocations
-	kinds   []string  // cfg.Windows[i].ID(), made once: routing needs it per record
+	// handover: the version of the views table before this one, asked
+	// before publishing (WithHandover; nil: not asked).
+	handover *handover
+	kinds    []string // cfg.Windows[i].ID(), made once: routing needs it per record
 }
 
 // Option configures a Processor.
@@ -639,7 +642,7 @@ func (p *Processor) applyAll(ctx context.Context, c *collector) []int {
 			}
 		}
 	}
-	if err := p.publish(ctx, pubs); err != nil {
+	if _, err := p.publish(ctx, pubs); err != nil {
 		// The corrections are applied and stay listed until published: the
 		// retry (which finds them applied) or the ticker publishes them
 		// under the same ids. Fail the batch's first records to get the retry.
@@ -690,7 +693,10 @@ func (p *Processor) apply(ctx context.Context, shard string, u *state.Update) (s
 		if !errors.Is(err, state.ErrUnpublished) || attempt == 3 {
 			return res, err
 		}
-		if err := p.publish(ctx, []state.View{*res.Publish}); err != nil {
+		// The previous revision goes out before the correction, even from
+		// a replay, which otherwise leaves what it cannot tell is on the
+		// stream listed: the correction cannot wait for it.
+		if err := p.publishAll(ctx, []state.View{*res.Publish}); err != nil {
 			return res, err
 		}
 		writes = res.Writes
@@ -838,11 +844,17 @@ func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Ti
 	// revision logs it, so the ticker racing the handler, or a retry after
 	// a failed unlist, does not log a result twice (the saved queries sum
 	// countDelta over these lines).
-	if err := p.publish(ctx, pubs); err != nil {
+	held, err := p.publish(ctx, pubs)
+	if err != nil {
 		return err
 	}
 	p.metrics.Add("WindowsFinalized", metrics.Count, float64(len(refs)))
-	// Every window the listings name is published: they are done with.
+	// Every window the listings name is published (but those a replay
+	// held, whose listings the live function finds once it is on this
+	// version): they are done with.
+	if len(held) > 0 {
+		listings = slices.DeleteFunc(listings, func(l state.Listing) bool { return held[listedWindow{l.Kind, l.Window}] })
+	}
 	return p.dropListings(ctx, listings)
 }
 

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/state"
 )
 
 // ErrRefused is what every refusal wraps: the operation checked what it
@@ -73,8 +75,10 @@ func hasItems(ctx context.Context, db itemScanner, table string) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("reading an item of %s: %w", table, err)
 		}
-		if len(out.Items) > 0 {
-			return true, nil
+		for _, it := range out.Items {
+			if !state.IsHandoverItem(it) { // a replay's bookkeeping, not a result
+				return true, nil
+			}
 		}
 		if out.LastEvaluatedKey == nil {
 			return false, nil

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/state"
 )
 
 // StreamReader is what a replay needs of Kinesis.
@@ -540,6 +542,13 @@ func prefixed(p string, lines []string) []string {
 // checks the result is plausible, swaps and follows for the handover.
 func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor func(table string) (BatchHandler, error)) (*Result, error) {
 	res, prog := j.res, j.prog
+	// Publishers on the target ask the current version which results it
+	// already put on the output stream (package aggregate, handover.go):
+	// the replay's own processor from its first batch, the live functions
+	// once they have moved.
+	if err := state.NewViews(r.db, j.target, nil).SetHandover(ctx, j.current, opts.Now()); err != nil {
+		return res, err
+	}
 	h, err := handlerFor(j.target)
 	if err != nil {
 		return res, err

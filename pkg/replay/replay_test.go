@@ -56,17 +56,24 @@ type fixture struct {
 	cfg        *pipeline.Config
 	sent       []stream.Envelope
 	base       time.Time
+	pipeline   string // the pipeline file the live function runs (pipelineJSON)
 	liveIters  map[string]*string
 	liveShards []string
 }
 
 func newFixture(t *testing.T, shards int32) *fixture {
 	t.Helper()
+	return newFixtureOf(t, shards, pipelineJSON)
+}
+
+// newFixtureOf is newFixture for another pipeline file (one tumbling window).
+func newFixtureOf(t *testing.T, shards int32, pipelineFile string) *fixture {
+	t.Helper()
 	n := seq.Add(1)
-	f := &fixture{t: t, kin: kinesis.NewFromConfig(awsCfg), db: dynamodb.NewFromConfig(awsCfg), ps: ssm.NewFromConfig(awsCfg),
+	f := &fixture{t: t, pipeline: pipelineFile, kin: kinesis.NewFromConfig(awsCfg), db: dynamodb.NewFromConfig(awsCfg), ps: ssm.NewFromConfig(awsCfg),
 		stream: fmt.Sprintf("events-%d", n), table: fmt.Sprintf("views-%d", n), param: fmt.Sprintf("/tributary/test%d/current-views", n),
 		base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), liveIters: map[string]*string{}}
-	cfg, err := pipeline.Parse([]byte(pipelineJSON))
+	cfg, err := pipeline.Parse([]byte(pipelineFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,9 +166,12 @@ func (f *fixture) live(ctx context.Context, p *aggregate.Processor) int {
 
 // liveProcessor is the aggregate function as deployed: FromEnv with the
 // views parameter, re-read every second.
-func (f *fixture) liveProcessor() *aggregate.Processor {
+func (f *fixture) liveProcessor(more ...string) *aggregate.Processor {
 	f.t.Helper()
-	env := map[string]string{pipeline.EnvVar: pipelineJSON, aggregate.EnvViewsParameter: f.param, aggregate.EnvViewsRefresh: "1"}
+	env := map[string]string{pipeline.EnvVar: f.pipeline, aggregate.EnvViewsParameter: f.param, aggregate.EnvViewsRefresh: "1"}
+	for i := 0; i+1 < len(more); i += 2 {
+		env[more[i]] = more[i+1]
+	}
 	p, err := aggregate.FromEnv(awsCfg, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, "aggregate", &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil {
 		f.t.Fatal(err)

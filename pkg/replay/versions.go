@@ -255,8 +255,8 @@ func scanVersion(ctx context.Context, db itemScanner, table string, read func(it
 			return scanned{}, fmt.Errorf("reading the items of %s: %w", table, err)
 		}
 		for _, it := range out.Items {
-			if state.IsLedgerItem(it) || state.IsListingItem(it) {
-				continue // the dedupe ledger, the finalize's listings: not results
+			if state.IsLedgerItem(it) || state.IsListingItem(it) || state.IsHandoverItem(it) {
+				continue // the dedupe ledger, the finalize's listings, a replay's handover: not results
 			}
 			sc.items++
 			for name, v := range it {

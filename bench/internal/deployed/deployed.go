@@ -81,6 +81,10 @@ func New(cfg *pipeline.Config, db Store, out aggregate.RecordPutter, f Function)
 	if f.Now != nil {
 		opts = append(opts, aggregate.WithClock(f.Now))
 	}
+	// The deployed functions find their table through the views parameter,
+	// so they ask a replay's handover before publishing (one read of the
+	// table's handover item every few seconds; none is there).
+	opts = append(opts, aggregate.WithHandover(db, table.Current))
 	var streamName string
 	if out != nil {
 		streamName = ResultsStream

@@ -149,6 +149,35 @@ local-up: local-banner deps-local functions-local synth-local $(RUNNER) ## keep 
 logs: $(RUNNER) ## print the functions' logs (by execution environment) and metrics from the running local stand-in: make logs [STACK=Tributary-<time>, as a second make local-up prints it]
 	@$(RUNNER) logs -template $(RUNNING_TEMPLATE) -stack '$(or $(STACK),Tributary)'
 
+# The operator targets' variables, each target's own. A variable given on
+# the command line that the target does not take (a misspelt KYE=, FOLOW=,
+# or LIMIT= for make results) stops make before anything runs, naming it
+# and listing the ones the target takes: make ignored it, and make tail
+# KYE=user-1 printed every record unfiltered. Only command-line variables
+# are checked ($(origin) "command line"), and only when every goal is an
+# operator target (another goal may take any variable); the environment
+# is the user's own.
+OPERATOR_VARS_results       := PIPELINE KEY FROM TO FOLLOW STACK
+OPERATOR_VARS_tail          := STREAM KEY TYPE WHERE FROM FOLLOW JSON RAW STACK
+OPERATOR_VARS_setaside      := FUNCTION CATEGORY SINCE N JSON STACK
+OPERATOR_VARS_setaside-show := SOURCE SEQUENCE DATA_ONLY STACK
+OPERATOR_VARS_putback       := SOURCE SEQUENCE DATA FUNCTION CATEGORY SINCE N DRY_RUN UNCHANGED HORIZON PAST_HORIZON AGAIN ARRIVE_NOW STACK
+OPERATOR_VARS_logs          := STACK
+OPERATOR_VARS_invoke        := FN EVENT LAMBDA_PORT LOCAL_FLUSH_SECONDS
+# Every one of them also takes the stand-in's address and the go command.
+OPERATOR_VARS_ALL           := TRIBUTARY_STANDIN_ADDR GO
+OPERATOR_TARGETS := results tail setaside setaside-show putback logs invoke
+OPERATOR_GOALS   := $(filter $(OPERATOR_TARGETS),$(MAKECMDGOALS))
+ifneq ($(OPERATOR_GOALS),)
+ifeq ($(filter-out $(OPERATOR_TARGETS),$(MAKECMDGOALS)),)
+OPERATOR_KNOWN := $(if $(word 2,$(sort $(OPERATOR_GOALS))),$(sort $(foreach g,$(OPERATOR_GOALS),$(OPERATOR_VARS_$(g)))),$(OPERATOR_VARS_$(OPERATOR_GOALS)))
+OPERATOR_UNKNOWN := $(filter-out $(OPERATOR_KNOWN) $(OPERATOR_VARS_ALL),$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
+ifneq ($(OPERATOR_UNKNOWN),)
+$(error make $(OPERATOR_GOALS) takes no $(OPERATOR_UNKNOWN:%=%=) (misspelt?): it takes $(OPERATOR_KNOWN:%=%=), and TRIBUTARY_STANDIN_ADDR= (see make help))
+endif
+endif
+endif
+
 # make invoke's FN= and EVENT= are checked before its prerequisites build
 # (minutes on a fresh machine); the runner checks the event itself.
 ifneq ($(filter invoke,$(MAKECMDGOALS)),)

@@ -34,8 +34,8 @@ func TestMakeTargetsReadTheRunningLocalUpsTemplate(t *testing.T) {
 	targets := []string{"results", "tail", "setaside", "setaside-show", "putback", "logs"}
 	makeN := func(t *testing.T, target, addr, stack string) string {
 		t.Helper()
-		cmd := exec.Command("make", "-n", "-f", filepath.Join(root, "Makefile"), "-C", dir, target,
-			"KEY=user-1", "STREAM=events", "SOURCE=s", "SEQUENCE=1", "STACK="+stack)
+		args := append([]string{"-n", "-f", filepath.Join(root, "Makefile"), "-C", dir, target}, operatorArgs[target]...)
+		cmd := exec.Command("make", append(args, "STACK="+stack)...)
 		cmd.Env = append(os.Environ(), "TRIBUTARY_STANDIN_ADDR="+addr, "TRIBUTARY_ROOT="+dir)
 		out, err := cmd.CombinedOutput()
 		if err != nil {

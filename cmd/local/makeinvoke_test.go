@@ -64,7 +64,7 @@ func TestMakeFollowZeroDoesNotFollow(t *testing.T) {
 		{"tail", "1", "-f", true},
 		{"tail", "", "-f", true},
 	} {
-		cmd := exec.Command("make", "-n", "-C", root, tc.target, "KEY=user-1", "STREAM=events", "FOLLOW="+tc.follow)
+		cmd := exec.Command("make", append(append([]string{"-n", "-C", root, tc.target}, operatorArgs[tc.target]...), "FOLLOW="+tc.follow)...)
 		cmd.Env = append(cmd.Environ(), "FOLLOW=")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -160,7 +160,7 @@ func TestMakeNamesAMalformedStandinAddr(t *testing.T) {
 		{"localhost:4566", ""},
 	} {
 		for _, target := range []string{"results", "tail", "setaside", "putback"} {
-			cmd := exec.Command("make", "-n", "-C", root, target, "KEY=user-1", "STREAM=events", "SOURCE=s", "SEQUENCE=1")
+			cmd := exec.Command("make", append([]string{"-n", "-C", root, target}, operatorArgs[target]...)...)
 			cmd.Env = append(cmd.Environ(), "TRIBUTARY_STANDIN_ADDR="+tc.addr)
 			out, err := cmd.CombinedOutput()
 			if tc.want == "" {

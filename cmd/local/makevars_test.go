@@ -1,0 +1,104 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/internal/testtools"
+)
+
+// operatorArgs are the variables each operator target needs to get as far
+// as its recipe under make -n.
+var operatorArgs = map[string][]string{
+	"results":       {"KEY=user-1"},
+	"tail":          {"STREAM=events"},
+	"setaside":      nil,
+	"setaside-show": {"SOURCE=s", "SEQUENCE=1"},
+	"putback":       {"SOURCE=s", "SEQUENCE=1"},
+	"logs":          nil,
+	"invoke":        {"FN=ingest", "EVENT=events/ingest/function-url-post.json"},
+}
+
+// makeN runs make -n in the repository with args, the variables the
+// operator targets read cleared from the environment (a user's own
+// KEY= or JSON= would change what the tests see).
+func makeN(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	testtools.Need(t, "the Makefile is run by make", "make")
+	root, err := standin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("make", append([]string{"-n", "-C", root}, args...)...)
+	cmd.Env = cmd.Environ()
+	for _, v := range []string{"KEY", "STREAM", "FOLLOW", "JSON", "RAW", "FROM", "TO", "TYPE", "WHERE", "PIPELINE", "STACK", "FN", "EVENT", "SOURCE", "SEQUENCE"} {
+		cmd.Env = append(cmd.Env, v+"=")
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// A variable an operator target does not take is refused before anything
+// runs, naming it and the ones the target takes: make ignored a misspelt
+// one, and make tail STREAM=events KYE=user-1 printed every record of the
+// stream unfiltered, FOLOW=0 followed until Ctrl-C, make results LIMIT=1
+// printed every window.
+func TestMakeOperatorTargetsRefuseAnUnknownVariable(t *testing.T) {
+	for _, tc := range []struct {
+		target, unknown, takes string
+	}{
+		{"tail", "KYE=user-1", "KEY="},
+		{"tail", "FOLOW=0", "FOLLOW="},
+		{"results", "LIMIT=1", "PIPELINE="},
+		{"results", "STREAM=events", "FOLLOW="},
+		{"setaside", "CATEGRY=invalid", "CATEGORY="},
+		{"setaside-show", "DATAONLY=1", "DATA_ONLY="},
+		{"putback", "DRYRUN=1", "DRY_RUN="},
+		{"logs", "STAKC=Tributary-1", "STACK="},
+		{"invoke", "LAMBDA_PROT=3101", "LAMBDA_PORT="},
+	} {
+		t.Run(tc.target+" "+tc.unknown, func(t *testing.T) {
+			args := append([]string{tc.target}, operatorArgs[tc.target]...)
+			out, err := makeN(t, append(args, tc.unknown)...)
+			name, _, _ := strings.Cut(tc.unknown, "=")
+			if err == nil || !strings.Contains(out, "make "+tc.target+" takes no "+name+"=") || !strings.Contains(out, tc.takes) {
+				t.Errorf("make -n %s: %v, want it refused naming %s= and listing %s\n%.2000s", strings.Join(args, " ")+" "+tc.unknown, err, name, tc.takes, out)
+			}
+			if strings.Contains(out, "go build") || strings.Contains(out, ".build/bin/") {
+				t.Errorf("make -n %s %s would run something first:\n%.2000s", tc.target, tc.unknown, out)
+			}
+		})
+	}
+}
+
+// Every variable the docs, the README and make help show for an operator
+// target is still taken, and so are the ones every target takes (the
+// stand-in's address, the go command); a goal that is not an operator
+// target is not checked (make local-up LOCAL_FLAGS=..., make fuzz
+// FUZZTIME=...).
+func TestMakeOperatorTargetsTakeTheirDocumentedVariables(t *testing.T) {
+	common := []string{"TRIBUTARY_STANDIN_ADDR=127.0.0.1:4566", "GO=go"}
+	for _, tc := range []struct {
+		target string
+		vars   []string
+	}{
+		{"results", []string{"PIPELINE=pageviews", "KEY=user-1", "FROM=2h", "TO=now", "FOLLOW=1", "STACK=Tributary"}},
+		{"tail", []string{"STREAM=events", "KEY=user-1", "TYPE=page_view", "WHERE=data.page=/", "FROM=10m", "FOLLOW=0", "JSON=1", "STACK=Tributary"}},
+		{"tail", []string{"STREAM=events", "RAW=1"}},
+		{"setaside", []string{"FUNCTION=aggregate-pageviews", "CATEGORY=invalid", "SINCE=1h", "N=20", "JSON=1", "STACK=Tributary"}},
+		{"setaside-show", []string{"SOURCE=s", "SEQUENCE=1", "DATA_ONLY=1", "STACK=Tributary"}},
+		{"putback", []string{"SOURCE=s", "SEQUENCE=1", "DATA=record.json", "DRY_RUN=1", "AGAIN=1", "ARRIVE_NOW=1", "STACK=Tributary"}},
+		{"putback", []string{"FUNCTION=aggregate-pageviews", "CATEGORY=invalid", "SINCE=1h", "N=5", "UNCHANGED=1", "HORIZON=1h", "PAST_HORIZON=1"}},
+		{"logs", []string{"STACK=Tributary-1765000000"}},
+		{"invoke", []string{"FN=ingest", "EVENT=events/ingest/function-url-post.json", "LAMBDA_PORT=40123", "LOCAL_FLUSH_SECONDS=0"}},
+		{"local-up", []string{"LOCAL_FLAGS=-url-port 9100"}},
+		{"fuzz", []string{"FUZZTIME=1s", "FUZZFLAGS=-v"}},
+	} {
+		args := append(append([]string{tc.target}, tc.vars...), common...)
+		if out, err := makeN(t, args...); err != nil {
+			t.Errorf("make -n %s: %v, want it taken\n%.2000s", strings.Join(args, " "), err, out)
+		}
+	}
+}

@@ -168,9 +168,22 @@ OPERATOR_VARS_invoke        := FN EVENT LAMBDA_PORT LOCAL_FLUSH_SECONDS
 OPERATOR_VARS_ALL           := TRIBUTARY_STANDIN_ADDR GO
 OPERATOR_TARGETS := results tail setaside setaside-show putback logs invoke
 OPERATOR_GOALS   := $(filter $(OPERATOR_TARGETS),$(MAKECMDGOALS))
+# The yes/no variables take 1 or 0 (true/false, yes/no); empty is the
+# target's default. Anything else is refused naming the variable: make
+# only asked whether one was set, and JSON=0 turned JSON on.
+YESNO_VARS := FOLLOW JSON RAW DATA_ONLY DRY_RUN UNCHANGED PAST_HORIZON AGAIN ARRIVE_NOW
+YES_WORDS  := 1 true yes
+NO_WORDS   := 0 false no
+# $(call yes,V) is non-empty when V says yes; $(call no,V) when it says no.
+yes = $(if $(word 2,$(value $(1))),,$(filter $(YES_WORDS),$(value $(1))))
+no  = $(if $(word 2,$(value $(1))),,$(filter $(NO_WORDS),$(value $(1))))
 ifneq ($(OPERATOR_GOALS),)
-ifeq ($(filter-out $(OPERATOR_TARGETS),$(MAKECMDGOALS)),)
 OPERATOR_KNOWN := $(if $(word 2,$(sort $(OPERATOR_GOALS))),$(sort $(foreach g,$(OPERATOR_GOALS),$(OPERATOR_VARS_$(g)))),$(OPERATOR_VARS_$(OPERATOR_GOALS)))
+OPERATOR_NOT_YESNO := $(strip $(foreach v,$(filter $(YESNO_VARS),$(OPERATOR_KNOWN)),$(if $(value $(v)),$(if $(call yes,$(v))$(call no,$(v)),,$(v)))))
+ifneq ($(OPERATOR_NOT_YESNO),)
+$(error make $(OPERATOR_GOALS): $(firstword $(OPERATOR_NOT_YESNO))=$(value $(firstword $(OPERATOR_NOT_YESNO))) is not yes or no: want 1 or 0 (or true/false, yes/no), or leave it out)
+endif
+ifeq ($(filter-out $(OPERATOR_TARGETS),$(MAKECMDGOALS)),)
 OPERATOR_UNKNOWN := $(filter-out $(OPERATOR_KNOWN) $(OPERATOR_VARS_ALL),$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 ifneq ($(OPERATOR_UNKNOWN),)
 $(error make $(OPERATOR_GOALS) takes no $(OPERATOR_UNKNOWN:%=%=) (misspelt?): it takes $(OPERATOR_KNOWN:%=%=), and TRIBUTARY_STANDIN_ADDR= (see make help))
@@ -234,7 +247,7 @@ results: .build/bin/results ## a key's windows from the running make local-up: m
 	@AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
 	  TRIBUTARY_MAKE_VARS='pipeline:PIPELINE= key:KEY= from:FROM= to:TO= follow:FOLLOW=1 stack:STACK=' \
 	  .build/bin/results -template $(RUNNING_TEMPLATE) -stack $(or $(STACK),Tributary) \
-	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(filter-out 0,$(FOLLOW)),-follow)
+	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(call yes,FOLLOW),-follow)
 
 # Built, not `go run`, for the same reason as results (its exit status).
 .build/bin/tail: $(GO_SOURCES) $(wildcard cmd/tail/*.go internal/*/*.go emulator/*/*.go)
@@ -246,7 +259,7 @@ tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C st
 	  TRIBUTARY_MAKE_VARS='stream:STREAM= key:KEY= type:TYPE= where:WHERE= from:FROM= f:FOLLOW json:JSON=1 raw:RAW=1 stack:STACK=' \
 	  .build/bin/tail -template $(RUNNING_TEMPLATE) -stack $(or $(STACK),Tributary) -stream '$(STREAM)' \
 	  $(if $(KEY),-key '$(KEY)') $(if $(TYPE),-type '$(TYPE)') $(if $(WHERE),-where '$(WHERE)') $(if $(FROM),-from '$(FROM)') \
-	  $(if $(filter 0,$(FOLLOW)),,-f) $(if $(JSON),-json) $(if $(RAW),-raw)
+	  $(if $(call no,FOLLOW),,-f) $(if $(call yes,JSON),-json) $(if $(call yes,RAW),-raw)
 
 # Built, not `go run`, for the same reason as results (its exit status).
 .build/bin/setaside: $(GO_SOURCES) $(wildcard cmd/setaside/*.go internal/*/*.go emulator/*/*.go)
@@ -259,19 +272,19 @@ SETASIDE_LOCAL = -template $(RUNNING_TEMPLATE) -stack $(or $(STACK),Tributary)
 .PHONY: setaside
 setaside: .build/bin/setaside ## the records the running make local-up set aside, newest first: make setaside [FUNCTION=name] [CATEGORY=invalid] [SINCE=1h] [N=20] [JSON=1]
 	@$(SETASIDE_ENV) .build/bin/setaside list $(SETASIDE_LOCAL) \
-	  $(if $(FUNCTION),-function '$(FUNCTION)') $(if $(CATEGORY),-category '$(CATEGORY)') $(if $(SINCE),-since '$(SINCE)') $(if $(N),-n '$(N)') $(if $(JSON),-json)
+	  $(if $(FUNCTION),-function '$(FUNCTION)') $(if $(CATEGORY),-category '$(CATEGORY)') $(if $(SINCE),-since '$(SINCE)') $(if $(N),-n '$(N)') $(if $(call yes,JSON),-json)
 
 .PHONY: setaside-show
 setaside-show: .build/bin/setaside ## one set-aside record with its data: make setaside-show SOURCE=... SEQUENCE=... [DATA_ONLY=1] (make setaside prints both)
-	@$(SETASIDE_ENV) .build/bin/setaside show $(SETASIDE_LOCAL) -source '$(SOURCE)' -sequence '$(SEQUENCE)' $(if $(DATA_ONLY),-data-only)
+	@$(SETASIDE_ENV) .build/bin/setaside show $(SETASIDE_LOCAL) -source '$(SOURCE)' -sequence '$(SEQUENCE)' $(if $(call yes,DATA_ONLY),-data-only)
 
 .PHONY: putback
 putback: .build/bin/setaside ## put a set-aside record back on its stream: make putback SOURCE=... SEQUENCE=... [DATA=record.json] [DRY_RUN=1], or FUNCTION=/CATEGORY=/SINCE= for several [UNCHANGED=1] [HORIZON=1h] [PAST_HORIZON=1] [AGAIN=1] [ARRIVE_NOW=1]
 	@$(SETASIDE_ENV) .build/bin/setaside putback $(SETASIDE_LOCAL) \
 	  $(if $(SOURCE),-source '$(SOURCE)') $(if $(SEQUENCE),-sequence '$(SEQUENCE)') $(if $(DATA),-data '$(DATA)') \
 	  $(if $(FUNCTION),-function '$(FUNCTION)') $(if $(CATEGORY),-category '$(CATEGORY)') $(if $(SINCE),-since '$(SINCE)') $(if $(N),-n '$(N)') \
-	  $(if $(DRY_RUN),-dry-run) $(if $(UNCHANGED),-unchanged) $(if $(HORIZON),-horizon '$(HORIZON)') $(if $(PAST_HORIZON),-past-horizon) \
-	  $(if $(AGAIN),-again) $(if $(ARRIVE_NOW),-arrive-now)
+	  $(if $(call yes,DRY_RUN),-dry-run) $(if $(call yes,UNCHANGED),-unchanged) $(if $(HORIZON),-horizon '$(HORIZON)') $(if $(call yes,PAST_HORIZON),-past-horizon) \
+	  $(if $(call yes,AGAIN),-again) $(if $(call yes,ARRIVE_NOW),-arrive-now)
 
 .PHONY: localstack-check
 localstack-check: deps-local ## run against a real LocalStack without Docker: install it (PyPI localstack-core, pinned, host mode) and cdklocal, start it on a free port, make local on it, cdklocal bootstrap + deploy + destroy, stop it; prints each step's time

@@ -102,3 +102,55 @@ func TestMakeOperatorTargetsTakeTheirDocumentedVariables(t *testing.T) {
 		}
 	}
 }
+
+// A yes/no variable takes 1 or 0 (true/false, yes/no) and refuses anything
+// else naming itself: make only asked whether it was set, and JSON=0 turned
+// JSON on, RAW=0 raw output, DRY_RUN=0 a dry run.
+func TestMakeYesNoVariables(t *testing.T) {
+	for _, tc := range []struct {
+		target, variable, flag string
+		deflt                  bool // the flag's presence with the variable left out
+	}{
+		{"results", "FOLLOW", "-follow", false},
+		{"tail", "FOLLOW", "-f", true},
+		{"tail", "JSON", "-json", false},
+		{"tail", "RAW", "-raw", false},
+		{"setaside", "JSON", "-json", false},
+		{"setaside-show", "DATA_ONLY", "-data-only", false},
+		{"putback", "DRY_RUN", "-dry-run", false},
+		{"putback", "UNCHANGED", "-unchanged", false},
+		{"putback", "PAST_HORIZON", "-past-horizon", false},
+		{"putback", "AGAIN", "-again", false},
+		{"putback", "ARRIVE_NOW", "-arrive-now", false},
+	} {
+		for _, v := range []struct {
+			value string
+			want  bool
+		}{
+			{"1", true}, {"true", true}, {"yes", true},
+			{"0", false}, {"false", false}, {"no", false},
+			{"", tc.deflt},
+		} {
+			args := append(append([]string{tc.target}, operatorArgs[tc.target]...), tc.variable+"="+v.value)
+			out, err := makeN(t, args...)
+			if err != nil {
+				t.Errorf("make -n %s: %v\n%.2000s", strings.Join(args, " "), err, out)
+				continue
+			}
+			got := false
+			for _, w := range strings.Fields(out) {
+				got = got || w == tc.flag
+			}
+			if got != v.want {
+				t.Errorf("make %s %s=%s passes %s: %v, want %v\n%.2000s", tc.target, tc.variable, v.value, tc.flag, got, v.want, out)
+			}
+		}
+		for _, bad := range []string{"2", "on", "maybe", "1 0"} {
+			args := append(append([]string{tc.target}, operatorArgs[tc.target]...), tc.variable+"="+bad)
+			out, err := makeN(t, args...)
+			if err == nil || !strings.Contains(out, tc.variable+"="+bad+" is not yes or no: want 1 or 0") {
+				t.Errorf("make -n %s: %v, want it refused naming %s\n%.2000s", strings.Join(args, " "), err, tc.variable, out)
+			}
+		}
+	}
+}

@@ -147,7 +147,7 @@ local-up: local-banner deps-local functions-local synth-local $(RUNNER) ## keep 
 
 .PHONY: logs
 logs: $(RUNNER) ## print the functions' logs (by execution environment) and metrics from the running local stand-in: make logs [STACK=Tributary-<time>, as a second make local-up prints it]
-	@$(RUNNER) logs -template $(RUNNING_TEMPLATE) -stack '$(or $(STACK),Tributary)'
+	@$(RUNNER) logs -template $(RUNNING_TEMPLATE) $(STACK_ARG)
 
 # The operator targets' variables, each target's own. A variable given on
 # the command line that the target does not take (a misspelt KYE=, FOLOW=,
@@ -191,20 +191,36 @@ endif
 endif
 endif
 
+# Each value reaches the tool as the user typed it, whatever its bytes
+# (quotes, spaces, $, backticks): through the environment, as
+# TRIBUTARY_ARG_<VAR> set to the variable's unexpanded value, and "$$…"
+# in the recipe; never written into the recipe's shell text, where
+# KEY=it's ended the shell with "unexpected EOF while looking for matching".
+$(foreach t,$(OPERATOR_TARGETS),$(foreach v,$(filter-out $(YESNO_VARS),$(OPERATOR_VARS_$(t))),$(eval $(t): export TRIBUTARY_ARG_$(v) := $$(value $(v)))))
+# (Make would also export them under their own names, expanded: a $(shell …)
+# in a value would run.)
+ifneq ($(OPERATOR_GOALS),)
+unexport $(filter-out $(OPERATOR_VARS_ALL) LOCAL_FLUSH_SECONDS,$(OPERATOR_KNOWN))
+endif
+# $(call arg,-flag,VAR): -flag "$TRIBUTARY_ARG_VAR" when VAR is given.
+arg = $(if $(value $(2)),$(1) "$$TRIBUTARY_ARG_$(2)")
+# The stack the operator targets read, Tributary unless STACK= names another.
+STACK_ARG = -stack "$${TRIBUTARY_ARG_STACK:-Tributary}"
+
 # make invoke's FN= and EVENT= are checked before its prerequisites build
 # (minutes on a fresh machine); the runner checks the event itself.
 ifneq ($(filter invoke,$(MAKECMDGOALS)),)
-ifeq ($(and $(strip $(FN)),$(strip $(EVENT))),)
+ifeq ($(and $(strip $(value FN)),$(strip $(value EVENT))),)
 $(error make invoke needs FN= and EVENT=, for example: make invoke FN=ingest EVENT=events/ingest/function-url-post.json)
 endif
-ifeq ($(wildcard $(EVENT)),)
-$(error make invoke: EVENT=$(EVENT): no such file (a path from $(CURDIR), for example events/ingest/function-url-post.json))
+ifeq ($(wildcard $(value EVENT)),)
+$(error make invoke: EVENT=$(value EVENT): no such file (a path from $(CURDIR), for example events/ingest/function-url-post.json))
 endif
 endif
 
 .PHONY: invoke
 invoke: deps-local functions-local synth-local $(RUNNER) ## send one event to a function as the console's Test tab does: make invoke FN=ingest EVENT=events/ingest/function-url-post.json
-	@$(RUNNER) invoke -fn '$(FN)' -event '$(EVENT)' $(if $(LAMBDA_PORT),-lambda-port '$(LAMBDA_PORT)')
+	@$(RUNNER) invoke -fn "$$TRIBUTARY_ARG_FN" -event "$$TRIBUTARY_ARG_EVENT" $(call arg,-lambda-port,LAMBDA_PORT)
 
 $(RUNNER): $(RUNNER_SOURCES)
 	@$(call timed,builds) echo "▸ go build ./cmd/local → $@" && $(GO) build -o $@ ./cmd/local $(NO_DOWNLOAD_LINES)
@@ -234,8 +250,9 @@ endif
 # while local-up runs (make invoke, a changed pipeline file) rewrites
 # infra/cdk.out, and they then named resources and aggregates the running
 # stack was not deployed with.
-RUNNING_TEMPLATE_COPY = .build/up/$(subst :,-,$(subst localhost:,127.0.0.1:,$(STANDIN_ADDR)))/$(or $(STACK),Tributary).template.json
-RUNNING_TEMPLATE = $(or $(wildcard $(RUNNING_TEMPLATE_COPY)),$(CDK_OUT))
+# (Its path is one the runner wrote, or infra/cdk.out's: safe in a recipe.)
+RUNNING_TEMPLATE_COPY = .build/up/$(subst :,-,$(subst localhost:,127.0.0.1:,$(STANDIN_ADDR)))/$(or $(value STACK),Tributary).template.json
+RUNNING_TEMPLATE = $(or $(firstword $(wildcard $(RUNNING_TEMPLATE_COPY))),$(CDK_OUT))
 
 # Built, not `go run`: go run turns the tool's exit status (0 on Ctrl-C of
 # -follow, 2 for a usage error) into 1.
@@ -246,8 +263,8 @@ RUNNING_TEMPLATE = $(or $(wildcard $(RUNNING_TEMPLATE_COPY)),$(CDK_OUT))
 results: .build/bin/results ## a key's windows from the running make local-up: make results [PIPELINE=pageviews] KEY=user-1 [FROM=2h] [TO=now] [FOLLOW=1]
 	@AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
 	  TRIBUTARY_MAKE_VARS='pipeline:PIPELINE= key:KEY= from:FROM= to:TO= follow:FOLLOW=1 stack:STACK=' \
-	  .build/bin/results -template $(RUNNING_TEMPLATE) -stack $(or $(STACK),Tributary) \
-	  $(if $(PIPELINE),-pipeline '$(PIPELINE)') $(if $(KEY),-key '$(KEY)') $(if $(FROM),-from '$(FROM)') $(if $(TO),-to '$(TO)') $(if $(call yes,FOLLOW),-follow)
+	  .build/bin/results -template $(RUNNING_TEMPLATE) $(STACK_ARG) \
+	  $(call arg,-pipeline,PIPELINE) $(call arg,-key,KEY) $(call arg,-from,FROM) $(call arg,-to,TO) $(if $(call yes,FOLLOW),-follow)
 
 # Built, not `go run`, for the same reason as results (its exit status).
 .build/bin/tail: $(GO_SOURCES) $(wildcard cmd/tail/*.go internal/*/*.go emulator/*/*.go)
@@ -257,8 +274,8 @@ results: .build/bin/results ## a key's windows from the running make local-up: m
 tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C stops): make tail STREAM=events|results|joins|matches|enriched|show-events [KEY=user-1] [TYPE=page_view] [WHERE=data.page=/] [FROM=10m] [FOLLOW=0] [JSON=1|RAW=1]
 	@AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
 	  TRIBUTARY_MAKE_VARS='stream:STREAM= key:KEY= type:TYPE= where:WHERE= from:FROM= f:FOLLOW json:JSON=1 raw:RAW=1 stack:STACK=' \
-	  .build/bin/tail -template $(RUNNING_TEMPLATE) -stack $(or $(STACK),Tributary) -stream '$(STREAM)' \
-	  $(if $(KEY),-key '$(KEY)') $(if $(TYPE),-type '$(TYPE)') $(if $(WHERE),-where '$(WHERE)') $(if $(FROM),-from '$(FROM)') \
+	  .build/bin/tail -template $(RUNNING_TEMPLATE) $(STACK_ARG) -stream "$$TRIBUTARY_ARG_STREAM" \
+	  $(call arg,-key,KEY) $(call arg,-type,TYPE) $(call arg,-where,WHERE) $(call arg,-from,FROM) \
 	  $(if $(call no,FOLLOW),,-f) $(if $(call yes,JSON),-json) $(if $(call yes,RAW),-raw)
 
 # Built, not `go run`, for the same reason as results (its exit status).
@@ -267,23 +284,23 @@ tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C st
 
 SETASIDE_ENV = AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
   TRIBUTARY_MAKE_VARS='function:FUNCTION= category:CATEGORY= since:SINCE= n:N= json:JSON=1 source:SOURCE= sequence:SEQUENCE= data-only:DATA_ONLY=1 data:DATA= dry-run:DRY_RUN=1 unchanged:UNCHANGED=1 horizon:HORIZON= past-horizon:PAST_HORIZON=1 again:AGAIN=1 arrive-now:ARRIVE_NOW=1 stack:STACK='
-SETASIDE_LOCAL = -template $(RUNNING_TEMPLATE) -stack $(or $(STACK),Tributary)
+SETASIDE_LOCAL = -template $(RUNNING_TEMPLATE) $(STACK_ARG)
 
 .PHONY: setaside
 setaside: .build/bin/setaside ## the records the running make local-up set aside, newest first: make setaside [FUNCTION=name] [CATEGORY=invalid] [SINCE=1h] [N=20] [JSON=1]
 	@$(SETASIDE_ENV) .build/bin/setaside list $(SETASIDE_LOCAL) \
-	  $(if $(FUNCTION),-function '$(FUNCTION)') $(if $(CATEGORY),-category '$(CATEGORY)') $(if $(SINCE),-since '$(SINCE)') $(if $(N),-n '$(N)') $(if $(call yes,JSON),-json)
+	  $(call arg,-function,FUNCTION) $(call arg,-category,CATEGORY) $(call arg,-since,SINCE) $(call arg,-n,N) $(if $(call yes,JSON),-json)
 
 .PHONY: setaside-show
 setaside-show: .build/bin/setaside ## one set-aside record with its data: make setaside-show SOURCE=... SEQUENCE=... [DATA_ONLY=1] (make setaside prints both)
-	@$(SETASIDE_ENV) .build/bin/setaside show $(SETASIDE_LOCAL) -source '$(SOURCE)' -sequence '$(SEQUENCE)' $(if $(call yes,DATA_ONLY),-data-only)
+	@$(SETASIDE_ENV) .build/bin/setaside show $(SETASIDE_LOCAL) -source "$$TRIBUTARY_ARG_SOURCE" -sequence "$$TRIBUTARY_ARG_SEQUENCE" $(if $(call yes,DATA_ONLY),-data-only)
 
 .PHONY: putback
 putback: .build/bin/setaside ## put a set-aside record back on its stream: make putback SOURCE=... SEQUENCE=... [DATA=record.json] [DRY_RUN=1], or FUNCTION=/CATEGORY=/SINCE= for several [UNCHANGED=1] [HORIZON=1h] [PAST_HORIZON=1] [AGAIN=1] [ARRIVE_NOW=1]
 	@$(SETASIDE_ENV) .build/bin/setaside putback $(SETASIDE_LOCAL) \
-	  $(if $(SOURCE),-source '$(SOURCE)') $(if $(SEQUENCE),-sequence '$(SEQUENCE)') $(if $(DATA),-data '$(DATA)') \
-	  $(if $(FUNCTION),-function '$(FUNCTION)') $(if $(CATEGORY),-category '$(CATEGORY)') $(if $(SINCE),-since '$(SINCE)') $(if $(N),-n '$(N)') \
-	  $(if $(call yes,DRY_RUN),-dry-run) $(if $(call yes,UNCHANGED),-unchanged) $(if $(HORIZON),-horizon '$(HORIZON)') $(if $(call yes,PAST_HORIZON),-past-horizon) \
+	  $(call arg,-source,SOURCE) $(call arg,-sequence,SEQUENCE) $(call arg,-data,DATA) \
+	  $(call arg,-function,FUNCTION) $(call arg,-category,CATEGORY) $(call arg,-since,SINCE) $(call arg,-n,N) \
+	  $(if $(call yes,DRY_RUN),-dry-run) $(if $(call yes,UNCHANGED),-unchanged) $(call arg,-horizon,HORIZON) $(if $(call yes,PAST_HORIZON),-past-horizon) \
 	  $(if $(call yes,AGAIN),-again) $(if $(call yes,ARRIVE_NOW),-arrive-now)
 
 .PHONY: localstack-check

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/testtools"
@@ -152,5 +155,68 @@ func TestMakeYesNoVariables(t *testing.T) {
 				t.Errorf("make -n %s: %v, want it refused naming %s\n%.2000s", strings.Join(args, " "), err, tc.variable, out)
 			}
 		}
+	}
+}
+
+// A value reaches the tool as the user typed it, whatever its bytes: make
+// wrote each into the recipe's shell text between single quotes, and make
+// tail STREAM=events "KEY=it's" ended in "unexpected EOF while looking for
+// matching `”" (a $(shell …) in a value ran). A checkout whose tools are
+// scripts printing their arguments stands in for the repository.
+func TestMakePassesValuesAsTyped(t *testing.T) {
+	testtools.Need(t, "the Makefile is run by make", "make", "bash")
+	root, err := standin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Built after go.mod: make takes them as up to date.
+	old := time.Now().Add(-time.Hour)
+	for _, f := range []string{"go.mod", "go.sum"} {
+		if err := os.Chtimes(filepath.Join(dir, f), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".build", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"results", "tail", "setaside", "tributary-local"} {
+		if err := os.WriteFile(filepath.Join(dir, ".build", "bin", tool), []byte("#!/bin/sh\nfor a in \"$@\"; do printf '<%s>\\n' \"$a\"; done\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	value := "it's \"q\" $HOME `id` a  b é $(shell touch pwned) #c"
+	for _, tc := range []struct {
+		target string
+		args   []string
+		flags  []string // each given value
+	}{
+		{"tail", []string{"STREAM=" + value, "KEY=" + value, "TYPE=" + value, "WHERE=" + value, "FROM=" + value, "STACK=" + value}, []string{"-stream", "-key", "-type", "-where", "-from", "-stack"}},
+		{"results", []string{"PIPELINE=" + value, "KEY=" + value, "FROM=" + value, "TO=" + value}, []string{"-pipeline", "-key", "-from", "-to"}},
+		{"setaside", []string{"FUNCTION=" + value, "CATEGORY=" + value, "SINCE=" + value, "N=" + value}, []string{"-function", "-category", "-since", "-n"}},
+		{"setaside-show", []string{"SOURCE=" + value, "SEQUENCE=" + value}, []string{"-source", "-sequence"}},
+		{"putback", []string{"SOURCE=" + value, "SEQUENCE=" + value, "DATA=" + value, "HORIZON=" + value}, []string{"-source", "-sequence", "-data", "-horizon"}},
+		{"logs", []string{"STACK=" + value}, []string{"-stack"}},
+	} {
+		cmd := exec.Command("make", append([]string{"-s", "-f", filepath.Join(root, "Makefile"), "-C", dir, tc.target}, tc.args...)...)
+		cmd.Env = append(os.Environ(), "TRIBUTARY_ROOT="+dir, "TRIBUTARY_STANDIN_ADDR=")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("make %s with %q: %v\n%.2000s", tc.target, value, err, out)
+			continue
+		}
+		for _, f := range tc.flags {
+			if !strings.Contains(string(out), "<"+f+">\n<"+value+">\n") {
+				t.Errorf("make %s: %s is not given %q as typed; the tool was run with:\n%s", tc.target, f, value, out)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Errorf("a value's $(shell …) ran")
 	}
 }

@@ -88,7 +88,7 @@ func TestMakeOperatorTargetsTakeTheirDocumentedVariables(t *testing.T) {
 		vars   []string
 	}{
 		{"results", []string{"PIPELINE=pageviews", "KEY=user-1", "FROM=2h", "TO=now", "FOLLOW=1", "STACK=Tributary"}},
-		{"tail", []string{"STREAM=events", "KEY=user-1", "TYPE=page_view", "WHERE=data.page=/", "FROM=10m", "FOLLOW=0", "JSON=1", "STACK=Tributary"}},
+		{"tail", []string{"STREAM=events", "SHARD=shardId-000000000001", "KEY=user-1", "TYPE=page_view", "WHERE=data.page=/", "FROM=10m", "FOLLOW=0", "JSON=1", "STACK=Tributary"}},
 		{"tail", []string{"STREAM=events", "RAW=1"}},
 		{"setaside", []string{"FUNCTION=aggregate-pageviews", "CATEGORY=invalid", "SINCE=1h", "N=20", "JSON=1", "STACK=Tributary"}},
 		{"setaside-show", []string{"SOURCE=s", "SEQUENCE=1", "DATA_ONLY=1", "STACK=Tributary"}},
@@ -196,7 +196,7 @@ func TestMakePassesValuesAsTyped(t *testing.T) {
 		args   []string
 		flags  []string // each given value
 	}{
-		{"tail", []string{"STREAM=" + value, "KEY=" + value, "TYPE=" + value, "WHERE=" + value, "FROM=" + value, "STACK=" + value}, []string{"-stream", "-key", "-type", "-where", "-from", "-stack"}},
+		{"tail", []string{"STREAM=" + value, "SHARD=" + value, "KEY=" + value, "TYPE=" + value, "WHERE=" + value, "FROM=" + value, "STACK=" + value}, []string{"-stream", "-shard", "-key", "-type", "-where", "-from", "-stack"}},
 		{"results", []string{"PIPELINE=" + value, "KEY=" + value, "FROM=" + value, "TO=" + value}, []string{"-pipeline", "-key", "-from", "-to"}},
 		{"setaside", []string{"FUNCTION=" + value, "CATEGORY=" + value, "SINCE=" + value, "N=" + value}, []string{"-function", "-category", "-since", "-n"}},
 		{"setaside-show", []string{"SOURCE=" + value, "SEQUENCE=" + value}, []string{"-source", "-sequence"}},
@@ -218,5 +218,56 @@ func TestMakePassesValuesAsTyped(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
 		t.Errorf("a value's $(shell …) ran")
+	}
+}
+
+// make tail takes SHARD= (its -shard), which FROM=<sequence number> needs
+// on a stream of several shards: the tool refused FROM=<n> on the events
+// stream with "-shard is required", a flag make tail had no variable
+// for. Every flag an operator target gives its tool has the variable
+// that sets it in TRIBUTARY_MAKE_VARS, so that the tool's usage errors
+// name the variable (SHARD=), not the flag.
+func TestMakeOperatorFlagsHaveTheirVariables(t *testing.T) {
+	for _, tc := range []struct {
+		target string
+		args   []string
+	}{
+		{"tail", []string{"STREAM=events", "SHARD=shardId-000000000001", "FROM=49650001", "KEY=k", "TYPE=t", "WHERE=a=b", "FOLLOW=1", "JSON=1", "RAW=1", "STACK=s"}},
+		{"results", []string{"PIPELINE=p", "KEY=k", "FROM=1h", "TO=now", "FOLLOW=1", "STACK=s"}},
+		{"setaside", []string{"FUNCTION=f", "CATEGORY=c", "SINCE=1h", "N=2", "JSON=1", "STACK=s"}},
+		{"setaside-show", []string{"SOURCE=s", "SEQUENCE=1", "DATA_ONLY=1", "STACK=s"}},
+		{"putback", []string{"SOURCE=s", "SEQUENCE=1", "DATA=d", "FUNCTION=f", "CATEGORY=c", "SINCE=1h", "N=2", "DRY_RUN=1", "UNCHANGED=1", "HORIZON=1h", "PAST_HORIZON=1", "AGAIN=1", "ARRIVE_NOW=1", "STACK=s"}},
+	} {
+		out, err := makeN(t, append([]string{tc.target}, tc.args...)...)
+		if err != nil {
+			t.Errorf("make -n %s: %v\n%.2000s", tc.target, err, out)
+			continue
+		}
+		_, vars, ok := strings.Cut(out, "TRIBUTARY_MAKE_VARS='")
+		vars, _, _ = strings.Cut(vars, "'")
+		if !ok {
+			t.Errorf("make -n %s: no TRIBUTARY_MAKE_VARS\n%.2000s", tc.target, out)
+			continue
+		}
+		_, recipe, _ := strings.Cut(out, ".build/bin/")
+		given := map[string]bool{}
+		for _, w := range strings.Fields(recipe) {
+			if strings.HasPrefix(w, "-") && w != "-template" {
+				given[strings.TrimPrefix(w, "-")] = true
+			}
+		}
+		for _, a := range tc.args {
+			variable, _, _ := strings.Cut(a, "=")
+			found := false
+			for _, m := range strings.Fields(vars) {
+				flag, v, _ := strings.Cut(m, ":")
+				if strings.HasPrefix(v, variable+"=") || v == variable {
+					found = found || given[flag]
+				}
+			}
+			if !found {
+				t.Errorf("make %s %s: no flag of the tool's is given and mapped to %s= (TRIBUTARY_MAKE_VARS=%q)\n%.2000s", tc.target, a, variable, vars, out)
+			}
+		}
 	}
 }

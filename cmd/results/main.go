@@ -265,7 +265,7 @@ func (f *flags) checkFollow(q *query, now time.Time) error {
 		q.limit = f.limit
 	}
 	if f.from != "" {
-		t, err := parseTime("from", f.from, now)
+		t, err := parseTime("from", f.from, now, maxFollowFrom, "the longest a Kinesis stream keeps records")
 		if err != nil {
 			return err
 		}
@@ -315,32 +315,44 @@ func (f *flags) checkTable(q *query, now time.Time) error {
 		to = "now"
 	}
 	var err error
-	if q.from, err = parseTime("from", from, now); err != nil {
+	kept := fmt.Sprintf("windows are kept at most %s after they end, a pipeline's retention", pipeline.MaxRetention)
+	if q.from, err = parseTime("from", from, now, maxRange, kept); err != nil {
 		return err
 	}
 	if to == "now" {
 		// Windows start in [from, to): one that starts this second is
 		// shown too.
 		q.to = now.Add(time.Second)
-	} else if q.to, err = parseTime("to", to, now); err != nil {
+	} else if q.to, err = parseTime("to", to, now, maxRange, kept); err != nil {
 		return err
 	}
 	if !q.from.Before(q.to) {
 		return cli.Usagef("from", "%s is not before -to %s", q.from.UTC().Format(time.RFC3339Nano), q.to.UTC().Format(time.RFC3339Nano))
 	}
-	if q.to.Sub(q.from) > maxRange {
-		return cli.Usagef("from", "the range %s to %s is longer than %s; windows are kept at most %s after they end (a pipeline's retention)",
-			q.from.UTC().Format(time.RFC3339), q.to.UTC().Format(time.RFC3339), maxRange, pipeline.MaxRetention)
+	if span := q.to.Sub(q.from); span > maxRange {
+		until := q.to.UTC().Format(time.RFC3339)
+		if to == "now" {
+			span -= time.Second // the second added above
+			until = "now (" + now.UTC().Format(time.RFC3339) + ")"
+		}
+		return cli.Usagef("from", "%s is %s before -to %s; a range spans at most %s (%s)",
+			strictjson.Cut(from, cli.MaxEcho), span.Truncate(time.Second), until, maxRange, kept)
 	}
 	return nil
 }
 
-// parseTime reads an RFC 3339 time or a positive duration before now.
-func parseTime(flagName, s string, now time.Time) (time.Time, error) {
+// parseTime reads an RFC 3339 time or a positive duration before now, of
+// at most max (why says why).
+func parseTime(flagName, s string, now time.Time, max time.Duration, why string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
 	d, err := time.ParseDuration(s)
+	if err != nil && cli.IsDuration(s) || err == nil && d > max {
+		// (A duration past what time.Duration holds, about 2562047h,
+		// does not parse, and is one all the same.)
+		return time.Time{}, cli.Usagef(flagName, "%s: at most %s ago (%s)", strictjson.Cut(s, cli.MaxEcho), max, why)
+	}
 	if err != nil {
 		return time.Time{}, cli.Usagef(flagName, "%s is neither an RFC 3339 time (2026-11-29T10:00:00Z) nor a duration ago (90m)", strictjson.QuoteCut(s, cli.MaxEcho))
 	}

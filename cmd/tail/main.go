@@ -33,6 +33,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/cli"
@@ -124,11 +125,22 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return fail(stderr, cli.Usagef("from", "%v", err))
 	}
 	o.From = pos
+	emptyType := 0 // the place of an empty type in a list that names some
 	if types != "" {
-		for _, t := range strings.Split(types, ",") {
+		list := strings.Split(types, ",")
+		for i, t := range list {
 			if t = strings.TrimSpace(t); t != "" {
 				o.Filter.Types = append(o.Filter.Types, t)
+			} else if emptyType == 0 {
+				emptyType = i + 1
 			}
+		}
+		if len(o.Filter.Types) == 0 {
+			emptyType = 0 // said as "names no type"
+		}
+		if emptyType > 0 {
+			return fail(stderr, cli.Usagef("type", "%s: type %d of %d is empty; give the types comma-separated (page_view,click)",
+				strictjson.QuoteCut(types, cli.MaxEcho), emptyType, len(list)))
 		}
 	}
 	for _, w := range where {
@@ -245,6 +257,15 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	end := fmt.Sprintf("tail: %d record(s) printed of %d read from %d shard(s)", sum.Printed, sum.Read, sum.Shards)
 	if p.Truncated > 0 {
 		end += fmt.Sprintf("; %d cut at -max-bytes %d", p.Truncated, maxBytes)
+	}
+	if err == nil && sum.Read == 0 && o.From.Type == ktypes.ShardIteratorTypeAtSequenceNumber {
+		// Kinesis refuses a number that did not come from the shard; one
+		// it takes with no record at or after it reads as nothing.
+		on := "the stream's one shard"
+		if shard != "" {
+			on = "shard " + shard
+		}
+		end += fmt.Sprintf("; nothing is at or after sequence number %s on %s (a record's header gives one)", o.From.Sequence, on)
 	}
 	if sum.SessionEnded {
 		end += fmt.Sprintf("; the session reached -max-session %s (run tail again to go on)", session)

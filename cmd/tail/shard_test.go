@@ -62,3 +62,33 @@ func TestMakeTailFromASequenceNumberNamesSHARD(t *testing.T) {
 		t.Errorf("FROM=%s SHARD=%s: exit %d, stdout %q, stderr %q; want the record", seq, aws.ToString(put.ShardId), r.code, r.stdout, r.stderr)
 	}
 }
+
+// A sequence number the stand-in takes (moto answers any number) and
+// nothing is at or after: the tail said only "0 record(s) printed of 0
+// read" and exited 0, as if a filter had dropped them; it says that
+// nothing is at or after the position.
+func TestTailFromASequenceNumberWithNothingAfter(t *testing.T) {
+	srv := standintest.Start(t)
+	kin := kinesis.NewFromConfig(standintest.Config(t, srv))
+	ctx := context.Background()
+	name := "Tributary-EventsD32975C2"
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(2)}); err != nil {
+		t.Fatal(err)
+	}
+	put, err := kin.PutRecord(ctx, &kinesis.PutRecordInput{StreamName: aws.String(name), PartitionKey: aws.String("user-1"), Data: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	t.Setenv("AWS_PROFILE", "")
+	huge := "99999999999999999999999999999999999999999999999999999999"
+	shard := aws.ToString(put.ShardId)
+	r := cmd(ctx, env, "-template", streamsTemplate, "-stream", "events", "-from", huge, "-shard", shard, "-poll")
+	want := "nothing is at or after sequence number " + huge + " on shard " + shard
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, want) {
+		t.Errorf("-from %s -shard %s: exit %d, stdout %q, stderr %q; want 0 records and %q", huge, shard, r.code, r.stdout, r.stderr, want)
+	}
+}

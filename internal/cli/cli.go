@@ -197,6 +197,15 @@ func DurationIn(flag string, d, lo, hi time.Duration, why string) error {
 	return nil
 }
 
+// durationSyntax is time.ParseDuration's syntax, whatever the size.
+var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// IsDuration reports whether s is written as a Go duration (90m, 1h30m),
+// also one too large for time.Duration (99999999h), which
+// time.ParseDuration refuses as invalid: a flag can then say it is too
+// long rather than no duration.
+func IsDuration(s string) bool { return durationSyntax.MatchString(s) }
+
 // IntIn is a *UsageError when n is outside [lo, hi].
 func IntIn(flag string, n, lo, hi int, why string) error {
 	if n < lo || n > hi {

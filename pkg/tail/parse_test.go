@@ -28,6 +28,9 @@ func TestParsePosition(t *testing.T) {
 		{in: "", wantErr: "is empty"},
 		{in: "-5m", wantErr: "must be positive"},
 		{in: "9000h", wantErr: "at most 8760h0m0s ago"},
+		// A duration too large for Go's time (past 2562047h) is a duration all the same.
+		{in: "99999999h", wantErr: "99999999h: at most 8760h0m0s ago"},
+		{in: "1e3h", wantErr: `"1e3h" is none of`},
 		{in: "2026-12-02T11:00:00Z", wantErr: "in the future"},
 		{in: "2020-01-01T00:00:00Z", wantErr: "at most 8760h0m0s ago"},
 		{in: "yesterday", wantErr: `"yesterday" is none of latest, trim_horizon`},

@@ -2,6 +2,7 @@ package tail
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -19,6 +20,9 @@ const MaxAgo = 8760 * time.Hour
 // maxSequenceDigits bounds a sequence number: Kinesis' are decimal
 // numbers of up to 128 digits.
 const maxSequenceDigits = 128
+
+// durationSyntax is time.ParseDuration's syntax, whatever the size.
+var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // Position is where a shard's reading starts.
 type Position struct {
@@ -60,6 +64,11 @@ func ParsePosition(s string, now time.Time) (Position, error) {
 		}
 	} else {
 		d, err := time.ParseDuration(v)
+		if err != nil && durationSyntax.MatchString(v) {
+			// Written as a duration, only past what time.Duration holds
+			// (about 2562047h).
+			return Position{}, fmt.Errorf("%s: at most %s ago (the longest a stream keeps records)", strictjson.Cut(v, 64), MaxAgo)
+		}
 		if err != nil {
 			return Position{}, fmt.Errorf("%q is none of latest, trim_horizon, a duration ago (10m), an RFC 3339 time (2026-11-29T10:00:00Z) or a sequence number", strictjson.Cut(v, 64))
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/tributary-dev/tributary/internal/shardorder"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // KinesisAPI is what a tail needs of Kinesis: reads, and the registration
@@ -491,9 +493,12 @@ func chooseShards(shards []types.Shard, o Options) ([]string, error) {
 		return strings.Join(ids, ", ")
 	}
 	if o.Shard != "" {
-		for _, id := range ids {
-			if id == o.Shard {
-				return []string{id}, nil
+		for _, s := range shards {
+			if aws.ToString(s.ShardId) == o.Shard {
+				if err := pastEnd(s, o.From); err != nil {
+					return nil, err
+				}
+				return []string{o.Shard}, nil
 			}
 		}
 		return nil, &FlagError{Flag: "shard", Msg: fmt.Sprintf("%q is not a shard of %s; its shards: %s", o.Shard, o.Stream, list())}
@@ -501,6 +506,9 @@ func chooseShards(shards []types.Shard, o Options) ([]string, error) {
 	if o.From.Type == types.ShardIteratorTypeAtSequenceNumber {
 		if len(ids) != 1 {
 			return nil, &FlagError{Flag: "shard", Msg: fmt.Sprintf("is required with -from <sequence number>: a sequence number is a position on one shard, and %s has %d: %s", o.Stream, len(ids), list())}
+		}
+		if err := pastEnd(shards[0], o.From); err != nil {
+			return nil, err
 		}
 		return ids, nil
 	}
@@ -514,6 +522,33 @@ func chooseShards(shards []types.Shard, o Options) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// pastEnd refuses a sequence number past the end of a closed shard:
+// nothing is at or after it, and a tail from it would print nothing.
+func pastEnd(s types.Shard, from Position) error {
+	if from.Type != types.ShardIteratorTypeAtSequenceNumber || s.SequenceNumberRange == nil || s.SequenceNumberRange.EndingSequenceNumber == nil {
+		return nil
+	}
+	end, ok := new(big.Int).SetString(aws.ToString(s.SequenceNumberRange.EndingSequenceNumber), 10)
+	at, ok2 := new(big.Int).SetString(from.Sequence, 10)
+	if !ok || !ok2 || at.Cmp(end) <= 0 {
+		return nil
+	}
+	return &FlagError{Flag: "from", Msg: fmt.Sprintf("sequence number %s is past the end of shard %s (its last is %s): nothing is at or after it",
+		from.Sequence, aws.ToString(s.ShardId), end)}
+}
+
+// refusedSequence is the -from error for a sequence number Kinesis refuses
+// on shard (one that did not come from it, InvalidArgumentException), nil
+// for any other error.
+func refusedSequence(err error, p Position, shard string) error {
+	var inv *types.InvalidArgumentException
+	if p.Type != types.ShardIteratorTypeAtSequenceNumber || !errors.As(err, &inv) {
+		return nil
+	}
+	return &FlagError{Flag: "from", Msg: fmt.Sprintf("sequence number %s: Kinesis refuses it on shard %s (%s); give one from a record's header of that shard",
+		p.Sequence, shard, strictjson.Cut(inv.ErrorMessage(), 300))}
 }
 
 // reader reads shards and hands their records to the tail.
@@ -579,6 +614,9 @@ func (r *reader) deliver(ctx context.Context, shard string, recs []types.Record)
 func (r *reader) poll(ctx context.Context, shard string, from Position) error {
 	open := func(p Position) (*string, error) {
 		out, err := r.kin.GetShardIterator(ctx, p.iteratorInput(r.o.Stream, shard))
+		if refused := refusedSequence(err, p, shard); refused != nil {
+			return nil, refused
+		}
 		if err != nil {
 			return nil, fmt.Errorf("opening shard %s of %s at %s: %w", shard, r.o.Stream, p, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -355,5 +356,45 @@ func TestParentBeforeChildren(t *testing.T) {
 	}
 	if fmt.Sprint(order) != "[k-first k-second]" || sum.Read != 1202 {
 		t.Errorf("printed %v of %d read, want [k-first k-second] of 1202: the child's record before the parent's", order, sum.Read)
+	}
+}
+
+// refusingStream is splitStream whose GetShardIterator refuses every
+// sequence number, as Kinesis refuses one that did not come from the
+// shard (the stand-in takes any number).
+type refusingStream struct{ splitStream }
+
+func (s *refusingStream) GetShardIterator(ctx context.Context, in *kinesis.GetShardIteratorInput, opts ...func(*kinesis.Options)) (*kinesis.GetShardIteratorOutput, error) {
+	return nil, &types.InvalidArgumentException{Message: aws.String("StartingSequenceNumber " + aws.ToString(in.StartingSequenceNumber) +
+		" used in GetShardIterator on shard " + aws.ToString(in.ShardId) + " in stream split under account 000000000000 is invalid because it did not come from this stream.")}
+}
+
+// A -from sequence number the shard cannot hold is refused naming -from:
+// past a closed shard's end, or refused by Kinesis (one that did not come
+// from the shard). The tail printed nothing and exited 0, as if the
+// shard held no record there.
+func TestSequenceNumberTheShardCannotHold(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kin   tail.KinesisAPI
+		shard string
+		want  string
+	}{
+		{"past a closed shard's end", &splitStream{}, "shardId-000000000000", "sequence number 99999999999999999999999999 is past the end of shard shardId-000000000000 (its last is 1000): nothing is at or after it"},
+		{"refused by Kinesis", &refusingStream{}, "shardId-000000000001", "sequence number 99999999999999999999999999: Kinesis refuses it on shard shardId-000000000001 (StartingSequenceNumber 99999999999999999999999999 used in GetShardIterator on shard shardId-000000000001 in stream split under account 000000000000 is invalid because it did not come from this stream.)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tail.Options{Stream: "split", Shard: tc.shard, PollOnly: true, Limit: 10,
+				From: tail.Position{Type: types.ShardIteratorTypeAtSequenceNumber, Sequence: "99999999999999999999999999"}}
+			printed := 0
+			_, err := tail.Run(context.Background(), tc.kin, o, func(*tail.Record) error { printed++; return nil })
+			var fe *tail.FlagError
+			if !errors.As(err, &fe) || fe.Flag != "from" || !strings.Contains(fe.Msg, tc.want) {
+				t.Errorf("err %v, want a -from error saying %q", err, tc.want)
+			}
+			if printed != 0 {
+				t.Errorf("%d record(s) printed", printed)
+			}
+		})
 	}
 }

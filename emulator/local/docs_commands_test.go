@@ -49,27 +49,35 @@ func documentedCommands(t *testing.T, root string) []docCommand {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines := strings.Split(string(raw), "\n")
-		for i := 0; i < len(lines); i++ {
-			fence := strings.TrimSpace(lines[i])
-			if !strings.HasPrefix(fence, "```") {
-				continue
-			}
-			start := i + 1
-			end := start
-			for end < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[end]), "```") {
-				end++
-			}
-			body := lines[start:end]
-			i = end
-			switch {
-			case shellBlock.MatchString(fence):
-				out = append(out, splitCommands(f, start+1, body)...)
-			case fence == "```":
-				for k, l := range body {
-					if looksLikeCommand.MatchString(l) {
-						t.Errorf("%s:%d: %q is a shell command in a block not marked ```sh: mark the block so that the command is checked", f, start+1+k, strings.TrimSpace(l))
-					}
+		out = append(out, documentedCommandsOf(t, f, string(raw))...)
+	}
+	return out
+}
+
+// documentedCommandsOf reads the ```sh blocks of page f, whose text is raw.
+func documentedCommandsOf(t *testing.T, f, raw string) []docCommand {
+	t.Helper()
+	var out []docCommand
+	lines := strings.Split(raw, "\n")
+	for i := 0; i < len(lines); i++ {
+		fence := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(fence, "```") {
+			continue
+		}
+		start := i + 1
+		end := start
+		for end < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[end]), "```") {
+			end++
+		}
+		body := lines[start:end]
+		i = end
+		switch {
+		case shellBlock.MatchString(fence):
+			out = append(out, splitCommands(f, start+1, body)...)
+		case fence == "```":
+			for k, l := range body {
+				if looksLikeCommand.MatchString(l) {
+					t.Errorf("%s:%d: %q is a shell command in a block not marked ```sh: mark the block so that the command is checked", f, start+1+k, strings.TrimSpace(l))
 				}
 			}
 		}
@@ -207,6 +215,8 @@ var documented = []howChecked{
 	// docs/archive.md
 	{file: "docs/archive.md", prefix: "go run ./cmd/replay rebuild -pipeline pipelines/pageviews.json -pipeline pipelines/checkouts.json", account: true},
 	{file: "docs/archive.md", prefix: "go run ./cmd/replay rebuild -pipeline pipelines/ ", account: true},
+	// docs/windows.md: a late event, its times computed when pasted
+	{file: "docs/windows.md", prefix: docLatePrefix, runBy: "emulator/local TestLateExampleIsLateWhenPasted"},
 	// docs/stream-joins.md: a search and its click through ingest, the joins stream
 	{file: "docs/stream-joins.md", prefix: `curl -sS http://127.0.0.1:9000/ -H 'content-type: application/json' --data-binary '[ {"id":"s1","type":"search"`, runBy: runsHere},
 	{file: "docs/stream-joins.md", prefix: "make tail STREAM=", runBy: runsHere},

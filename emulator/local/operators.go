@@ -244,7 +244,7 @@ func (r *Resources) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  rebuild every pipeline's views from 10 minutes ago into a new version and point readers at it:\n    go run ./cmd/replay rebuild %s %s -from 10m\n", all, p)
 		if r.ArchiveBucket != "" && len(r.Pipelines) > 0 {
-			fmt.Fprintf(w, "  rebuild every pipeline's views reading the archive (S3 %s) up to 5 minutes ago, the stream after (docs/archive.md):\n    go run ./cmd/replay rebuild %s %s -from 30m -archive-bucket %s -archive-until 5m\n",
+			fmt.Fprintf(w, "  rebuild every pipeline's views reading the archive (S3 %s) up to 5 minutes ago, the stream after (docs/archive.md; once this has run over 5 minutes: before, the archive holds nothing that old and the rebuild reads the stream alone):\n    go run ./cmd/replay rebuild %s %s -from 30m -archive-bucket %s -archive-until 5m\n",
 				r.ArchiveBucket, all, p, r.ArchiveBucket)
 		}
 		fmt.Fprintf(w, "  list the versions (items, position reached, which is current):\n    go run ./cmd/replay versions %s\n", p)

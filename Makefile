@@ -158,7 +158,7 @@ logs: $(RUNNER) ## print the functions' logs (by execution environment) and metr
 # operator target (another goal may take any variable); the environment
 # is the user's own.
 OPERATOR_VARS_results       := PIPELINE KEY FROM TO FOLLOW STACK
-OPERATOR_VARS_tail          := STREAM SHARD KEY TYPE WHERE FROM FOLLOW JSON RAW STACK
+OPERATOR_VARS_tail          := STREAM SHARD KEY TYPE WHERE FROM N FOLLOW JSON RAW STACK
 OPERATOR_VARS_setaside      := FUNCTION CATEGORY SINCE N JSON STACK
 OPERATOR_VARS_setaside-show := SOURCE SEQUENCE DATA_ONLY STACK
 OPERATOR_VARS_putback       := SOURCE SEQUENCE DATA FUNCTION CATEGORY SINCE N DRY_RUN UNCHANGED HORIZON PAST_HORIZON AGAIN ARRIVE_NOW STACK
@@ -271,11 +271,11 @@ results: .build/bin/results ## a key's windows from the running make local-up: m
 	@$(GO) build -o $@ ./cmd/tail
 
 .PHONY: tail
-tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C stops): make tail STREAM=events|results|joins|matches|enriched|show-events [KEY=user-1] [TYPE=page_view] [WHERE=data.page=/] [FROM=10m|<sequence number> SHARD=<shard id>] [FOLLOW=0] [JSON=1|RAW=1]
+tail: .build/bin/tail ## follow a stream of the running make local-up (Ctrl-C stops): make tail STREAM=events|results|joins|matches|enriched|show-events [KEY=user-1] [TYPE=page_view] [WHERE=data.page=/] [FROM=10m|<sequence number> SHARD=<shard id>] [N=100, with FOLLOW=0] [FOLLOW=0] [JSON=1|RAW=1]
 	@AWS_ENDPOINT_URL=http://$(STANDIN_ADDR) AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_PROFILE= \
-	  TRIBUTARY_MAKE_VARS='stream:STREAM= shard:SHARD= key:KEY= type:TYPE= where:WHERE= from:FROM= f:FOLLOW json:JSON=1 raw:RAW=1 stack:STACK=' \
+	  TRIBUTARY_MAKE_VARS='stream:STREAM= shard:SHARD= key:KEY= type:TYPE= where:WHERE= from:FROM= n:N= f:FOLLOW json:JSON=1 raw:RAW=1 stack:STACK=' \
 	  .build/bin/tail -template $(RUNNING_TEMPLATE) $(STACK_ARG) -stream "$$TRIBUTARY_ARG_STREAM" \
-	  $(call arg,-shard,SHARD) $(call arg,-key,KEY) $(call arg,-type,TYPE) $(call arg,-where,WHERE) $(call arg,-from,FROM) \
+	  $(call arg,-shard,SHARD) $(call arg,-key,KEY) $(call arg,-type,TYPE) $(call arg,-where,WHERE) $(call arg,-from,FROM) $(call arg,-n,N) \
 	  $(if $(call no,FOLLOW),,-f) $(if $(call yes,JSON),-json) $(if $(call yes,RAW),-raw)
 
 # Built, not `go run`, for the same reason as results (its exit status).

@@ -258,6 +258,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if p.Truncated > 0 {
 		end += fmt.Sprintf("; %d cut at -max-bytes %d", p.Truncated, maxBytes)
 	}
+	if o.Limit > 0 && sum.Printed >= o.Limit {
+		end += fmt.Sprintf("; stopped at -n %d, its limit: more may follow (-n; N= with make tail)", o.Limit)
+	}
 	if err == nil && sum.Read == 0 && o.From.Type == ktypes.ShardIteratorTypeAtSequenceNumber {
 		// Kinesis refuses a number that did not come from the shard; one
 		// it takes with no record at or after it reads as nothing.

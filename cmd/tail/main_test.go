@@ -213,6 +213,17 @@ func TestTailLocal(t *testing.T) {
 	if n != 2 || !strings.Contains(r.stderr, "tail: 2 record(s) printed of 3 read from 1 shard(s)") {
 		t.Errorf("%d lines; stderr %q", n, r.stderr)
 	}
+	if strings.Contains(r.stderr, "stopped at") {
+		t.Errorf("a tail that read to the end says it stopped at its limit: %q", r.stderr)
+	}
+	// A tail that stops at its limit says so, and how to read more: make
+	// tail printed 100 of a stream's 363 records and ended as if it had
+	// read them all.
+	r = cmd(ctx, env, "-template", streamsTemplate, "-stream", "events", "-from", "trim_horizon", "-n", "2")
+	if r.code != 0 || !strings.Contains(r.stderr, "tail: 2 record(s) printed of") ||
+		!strings.Contains(r.stderr, "; stopped at -n 2, its limit: more may follow (-n; N= with make tail)") {
+		t.Errorf("-n 2 over 3 records: exit %d, stderr %q; want it to say it stopped at its limit", r.code, r.stderr)
+	}
 }
 
 // TestInterruptedMidAnswerSaysNothingOfTheSDK: Ctrl-C while a GetRecords

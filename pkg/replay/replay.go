@@ -666,8 +666,8 @@ func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor 
 	run.mu.Lock()
 	run.handoverEnd = time.Now().Add(opts.Handover)
 	run.mu.Unlock()
-	prog.printf("swapped: parameter %s now names %s (was %s); following for %s so the records the live functions still wrote to %s reach %s too",
-		r.reg.Name(), j.target, j.current, opts.Handover, j.current, j.target)
+	prog.printf("swapped: parameter %s now names %s (was %s) at %s; following for %s so the records the live functions still wrote to %s reach %s too",
+		r.reg.Name(), j.target, j.current, time.Now().UTC().Format(time.RFC3339), opts.Handover, j.current, j.target)
 	select {
 	case <-ctx.Done():
 	case <-time.After(opts.Handover):

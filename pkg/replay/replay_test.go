@@ -340,6 +340,11 @@ func TestReplayFromTimestampSwapsAfterCatchUp(t *testing.T) {
 			t.Errorf("progress lacks %q:\n%s", want, out)
 		}
 	}
+	// The swap says when it happened: a user matching the results on the
+	// stream to it had to guess from the progress lines around it.
+	if !regexp.MustCompile(`swapped: parameter \S+ now names \S+ \(was \S+\) at 20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ;`).MatchString(out) {
+		t.Errorf("progress does not say when it swapped:\n%s", out)
+	}
 	// Each shard's status says where it is: not read yet, behind (by how
 	// much), or caught up. Whether a line with "behind" is printed at all
 	// depends on whether a progress tick falls between a shard's first read

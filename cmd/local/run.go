@@ -163,6 +163,9 @@ func standinFor(ctx context.Context, o *options, began time.Time, w io.Writer) (
 		// say what; the caller gives this run resources of its own so
 		// that earlier data cannot skew its results.
 		fmt.Fprintf(w, "! found %s on %s: this run deploys onto it, as a stack of its own, and leaves its resources there.\n", srv.Found(), o.addr)
+		if owner := srv.Found().Owner; owner != nil {
+			fmt.Fprintf(w, "  It lasts as long as %s: stopping that one (Ctrl-C there) stops its stand-in, and this run with it.\n", owner)
+		}
 		fmt.Fprintf(w, "  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make %s (or -addr 127.0.0.1:4567).\n", o.command())
 	case strings.HasSuffix(o.addr, ":0"): // any free port: say which
 		fmt.Fprintf(w, "▸ started the AWS stand-in, moto %s, on %s in %s\n", standin.MotoVersion, strings.TrimPrefix(srv.Endpoint(), "http://"), roundDuration(time.Since(began)))

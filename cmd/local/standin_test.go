@@ -75,6 +75,10 @@ func TestSecondRunGetsAStandInOfItsOwn(t *testing.T) {
 				t.Fatalf("%s on %s (the stand-in of %s): reused=%v, want %v; it printed:\n%s", tc.secondCmd, addr, tc.first, second.Reused(), tc.reused, out.String())
 			}
 			if tc.reused {
+				// It says it lasts only as long as the run that owns it.
+				if want := "It lasts as long as make local-up (pid 4243): stopping that one (Ctrl-C there) stops its stand-in, and this run with it."; !strings.Contains(out.String(), want) {
+					t.Errorf("it did not say it stops with the run that owns the stand-in (%q); it printed:\n%s", want, out.String())
+				}
 				return
 			}
 			if second.Endpoint() == "http://"+addr {

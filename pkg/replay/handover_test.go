@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
@@ -60,18 +59,7 @@ func testRebuildPublishesOnce(t *testing.T, pipelineFile string) {
 
 	target := f.table + "-v2"
 	swapped := make(chan struct{})
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go func() {
-		for watchCtx.Err() == nil {
-			out, err := f.ps.GetParameter(watchCtx, &ssm.GetParameterInput{Name: aws.String(f.param)})
-			if err == nil && aws.ToString(out.Parameter.Value) == target {
-				close(swapped)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	f.onSwap(t, target, func() { close(swapped) })
 	progress := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {

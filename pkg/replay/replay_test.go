@@ -179,6 +179,23 @@ func (f *fixture) liveProcessor(more ...string) *aggregate.Processor {
 	return p
 }
 
+// onSwap calls fn (once, on a goroutine of its own) as soon as the views
+// parameter names target; the watch ends with the test.
+func (f *fixture) onSwap(t *testing.T, target string, fn func()) {
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go func() {
+		for ctx.Err() == nil {
+			out, err := f.ps.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(f.param)})
+			if err == nil && aws.ToString(out.Parameter.Value) == target {
+				fn()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+}
+
 // reference counts envs once each: "key window-start" → "count N sum S".
 func (f *fixture) reference(envs []stream.Envelope) map[string]string {
 	type cell struct {
@@ -265,18 +282,7 @@ func TestReplayFromTimestampSwapsAfterCatchUp(t *testing.T) {
 	// Watch the parameter: the moment it names the new version, that version
 	// must already hold every record written since the timestamp.
 	atSwap := make(chan map[string]string, 1)
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go func() {
-		for watchCtx.Err() == nil {
-			out, err := f.ps.GetParameter(watchCtx, &ssm.GetParameterInput{Name: aws.String(f.param)})
-			if err == nil && aws.ToString(out.Parameter.Value) == target {
-				atSwap <- f.windows(ctx, target)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	f.onSwap(t, target, func() { atSwap <- f.windows(ctx, target) })
 
 	r := replay.New(f.kin, f.db, replay.NewRegistry(f.ps, f.param))
 	type outcome struct {

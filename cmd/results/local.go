@@ -90,3 +90,21 @@ func pipelineNamed(dir, name string) (*pipeline.Config, error) {
 	}
 	return nil, cli.Usagef("pipeline", "%s is not in %s; its pipelines: %s", strictjson.QuoteCut(name, cli.MaxEcho), dir, strings.Join(names, ", "))
 }
+
+// changedSinceDeploy is the file of dir whose pipeline is named name when
+// its contents are not deployed, the configuration the template gives the
+// functions (both compacted): it was edited after the template was
+// synthesized. "" when it is the same, there is none, or dir does not load
+// (results does not need it).
+func changedSinceDeploy(dir, name, deployed string) string {
+	files, err := pipeline.LoadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, f := range files {
+		if f.Name == name && string(f.JSON) != deployed {
+			return f.Path
+		}
+	}
+	return ""
+}

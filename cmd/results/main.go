@@ -118,6 +118,10 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if err != nil {
 		return fail(stderr, err)
 	}
+	if q.changedFile != "" {
+		fmt.Fprintf(stderr, "results: note: %s has changed since the running make local-up deployed it: these are the windows of the file it deployed; stop make local-up (Ctrl-C) and start it again to run the change\n",
+			q.changedFile)
+	}
 	awsCfg, err := cli.LoadAWS(ctx)
 	if err != nil {
 		return fail(stderr, err)
@@ -147,6 +151,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 type query struct {
 	cfg              *pipeline.Config
 	cfgFrom          string // where cfg was read, for errors
+	// changedFile: the pipeline file of cfg's name, with -template, when it
+	// is not the one the template deploys (edited since make local-up).
+	changedFile string
 	key              string
 	kinds            []string // the window kinds shown; every one of the pipeline when -window is not given
 	from, to         time.Time
@@ -206,6 +213,8 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 		q.cfgFrom = "the template's " + pipeline.EnvVar
 		if q.cfg, err = pipeline.Parse([]byte(local.pipeline)); err != nil {
 			err = cli.Usagef("template", "%s: the aggregate function's %s: %v", f.template, pipeline.EnvVar, err)
+		} else {
+			q.changedFile = changedSinceDeploy(defaultDir, q.cfg.Name, local.pipeline)
 		}
 	case f.set["pipeline"]:
 		q.cfg, err = pipelineNamed(defaultDir, f.pipeline)

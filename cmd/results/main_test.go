@@ -701,3 +701,43 @@ func TestFollowReadsRecordsStrictly(t *testing.T) {
 		t.Errorf("stderr does not say the skipped record names its key twice:\n%s", errb.String())
 	}
 }
+
+// TestTemplateSaysThePipelineFileChanged: with -template (make results),
+// the windows are those of the pipeline file the running make local-up
+// deployed; a user who edited pipelines/<name>.json since (an aggregate
+// added) saw the old aggregates without a word. The note names the file;
+// an unchanged file, or none, gives none.
+func TestTemplateSaysThePipelineFileChanged(t *testing.T) {
+	tpl, err := filepath.Abs("testdata/local.template.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deployed = `{"name":"local","key":"key","value":"data.ms","windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"],"outOfOrderness":"0s","partitionKeyIsGroupingKey":true}`
+	env := map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
+	for _, tc := range []struct {
+		name, file string // file: pipelines/local.json's contents ("": none)
+		note       bool
+	}{
+		{"edited", strings.Replace(deployed, `"count","sum"`, `"count","sum","max"`, 1), true},
+		{"as deployed, written out", strings.ReplaceAll(deployed, ",", ",\n  "), false},
+		{"no file", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.file != "" {
+				if err := os.MkdirAll(filepath.Join(dir, "pipelines"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "pipelines", "local.json"), []byte(tc.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Chdir(dir)
+			r := cmd(context.Background(), env, base, "-template", tpl, "-key", "user-1")
+			const note = "pipelines/local.json has changed since the running make local-up deployed it"
+			if got := strings.Contains(r.stderr, note); got != tc.note {
+				t.Errorf("stderr %q: note %q given: %v, want %v", r.stderr, note, got, tc.note)
+			}
+		})
+	}
+}

@@ -130,7 +130,13 @@ func (c *commands) refusalHint(r *putback.Refusal) string {
 		}
 		return "correct it on its own (show -data-only > record.json, edit, putback -source … -sequence … -data record.json), or, when the cause was elsewhere (the pipeline file or a limit changed), -unchanged puts such records back as they are"
 	}
-	if c.o.dataFile != "" && (r.Flag == putback.FlagData || r.Flag == putback.FlagUnchanged) {
+	if c.o.dataFile != "" && r.Flag == putback.FlagData {
+		// The file itself would be set aside again (a field missing or
+		// malformed): only correcting it helps; UNCHANGED=1 skips just
+		// the check of the field at fault.
+		return "correct " + c.o.dataFile + " and run it again"
+	}
+	if c.o.dataFile != "" && r.Flag == putback.FlagUnchanged {
 		if local {
 			return "correct " + c.o.dataFile + " and run it again (or UNCHANGED=1 when the cause was elsewhere: the pipeline file or a limit changed)"
 		}

@@ -160,6 +160,35 @@ func TestRun(t *testing.T) {
 		!strings.Contains(r.stderr, "holds the data.ms it held") || !strings.Contains(r.stderr, "-unchanged puts it back as it is") {
 		t.Errorf("putback of unchanged data: %+v", r)
 	}
+	// A corrected file the strict reader refuses (sentAt left out) is
+	// refused naming the field; only correcting the file helps, so the
+	// refusal says that and nothing of UNCHANGED=1, which puts back the
+	// data kept, not the file.
+	noSentAt := filepath.Join(t.TempDir(), "record.json")
+	if err := os.WriteFile(noSentAt, []byte(strings.Replace(strings.Replace(bad, `"slow"`, "120", 1), `,"sentAt":"2026-12-05T09:54:01Z"`, "", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ args []string }{
+		{[]string{"-template", tmpl}},
+		{[]string{"-table", table}},
+	} {
+		args := append([]string{"putback"}, tc.args...)
+		r = cmd(append(args, "-source", source, "-sequence", "49650003", "-data", noSentAt)...)
+		if r.code != cli.ExitRefused || !strings.Contains(r.stderr, "field sentAt") || !strings.Contains(r.stderr, "correct "+noSentAt+" and run it again") ||
+			strings.Contains(strings.ToLower(r.stderr), "unchanged") {
+			t.Errorf("putback %q of a file without sentAt: %+v; want refused naming sentAt, saying to correct the file, and nothing of UNCHANGED", tc.args, r)
+		}
+	}
+	// A corrected file that still holds the value at fault: putting the
+	// data back unchanged may be what was meant.
+	same := filepath.Join(t.TempDir(), "record.json")
+	if err := os.WriteFile(same, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r = cmd("putback", "-template", tmpl, "-source", source, "-sequence", "49650003", "-data", same); r.code != cli.ExitRefused ||
+		!strings.Contains(r.stderr, "holds the data.ms it held") || !strings.Contains(r.stderr, "UNCHANGED=1") {
+		t.Errorf("putback of a file holding the value at fault: %+v; want refused, offering UNCHANGED=1", r)
+	}
 	if r = cmd("putback", "-table", table, "-source", source, "-sequence", "49650003", "-unchanged", "-dry-run"); r.code != cli.ExitOK {
 		t.Errorf("putback -unchanged -dry-run: %+v", r)
 	}

@@ -146,8 +146,8 @@ local-up: local-banner deps-local functions-local synth-local $(RUNNER) ## keep 
 	@$(RUNNER) up $(LOCAL_FLAGS)
 
 .PHONY: logs
-logs: $(RUNNER) ## print the functions' logs (by execution environment) and metrics from the running local stand-in: make logs [STACK=Tributary-<time>, as a second make local-up prints it]
-	@$(RUNNER) logs -template $(RUNNING_TEMPLATE) $(STACK_ARG)
+logs: $(RUNNER) ## print the functions' logs (by execution environment) and the metrics they give, from the running local stand-in: make logs [SINCE=10m (default 1h)] [STACK=Tributary-<time>, as a second make local-up prints it]
+	@$(RUNNER) logs -template $(RUNNING_TEMPLATE) $(STACK_ARG) $(call arg,-since,SINCE)
 
 # The operator targets' variables, each target's own. A variable given on
 # the command line that the target does not take (a misspelt KYE=, FOLOW=,
@@ -162,7 +162,7 @@ OPERATOR_VARS_tail          := STREAM SHARD KEY TYPE WHERE FROM N FOLLOW JSON RA
 OPERATOR_VARS_setaside      := FUNCTION CATEGORY SINCE N JSON STACK
 OPERATOR_VARS_setaside-show := SOURCE SEQUENCE DATA_ONLY STACK
 OPERATOR_VARS_putback       := SOURCE SEQUENCE DATA FUNCTION CATEGORY SINCE N DRY_RUN UNCHANGED HORIZON PAST_HORIZON AGAIN ARRIVE_NOW STACK
-OPERATOR_VARS_logs          := STACK
+OPERATOR_VARS_logs          := SINCE STACK
 OPERATOR_VARS_invoke        := FN EVENT LAMBDA_PORT LOCAL_FLUSH_SECONDS
 # Every one of them also takes the stand-in's address and the go command.
 OPERATOR_VARS_ALL           := TRIBUTARY_STANDIN_ADDR GO

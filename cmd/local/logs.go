@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,21 +20,48 @@ import (
 	"github.com/tributary-dev/tributary/emulator/cloudwatchlocal"
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/localdeploy"
+	"github.com/tributary-dev/tributary/pkg/metrics"
 )
 
 // logs prints the log groups of the stack's functions and the Tributary
-// metrics from the stand-in a `make local-up` is running against: per log
-// group, per log stream (one per execution environment), one line per
-// invocation (REPORT: request id, duration, peak memory) with the
-// function's own lines, and EMF documents as "metrics: name=value …". -raw
-// prints the events as stored.
-func logs(ctx context.Context, o *options) error { return logsTo(ctx, o, os.Stdout) }
+// metrics their EMF documents give, from the stand-in a `make local-up` is
+// running against: per log group, per log stream (one per execution
+// environment), one line per invocation (REPORT: request id, duration, peak
+// memory) with the function's own lines, and EMF documents as "metrics:
+// name=value …". -raw prints the events as stored.
+func logs(ctx context.Context, o *options) error {
+	return logsTo(ctx, o, os.Stdout, os.Stderr)
+}
 
-// logsTo is logs writing to w. The log groups are those of the functions
-// -template deploys as -stack (a second make local-up beside the first
-// deploys Tributary-<time> onto the same stand-in, under the same function
-// names); without a template it can read, every function's group.
-func logsTo(ctx context.Context, o *options, w io.Writer) error {
+// Bounds of make logs' reading.
+const (
+	// logReaders is how many log groups are read at once: one
+	// FilterLogEvents page holds up to 10,000 events, so a group is one
+	// or two requests; reading a few at once keeps the stand-in busy
+	// while the groups before are printed.
+	logReaders = 4
+	// logsProgressAfter is how long make logs works silently: past it,
+	// stderr says how far it got, every logsProgressAfter.
+	logsProgressAfter = 2 * time.Second
+	// maxLogsSince is the longest -since (SINCE=) taken: the stack's log
+	// groups keep their events 7 days (RetentionInDays).
+	maxLogsSince = 7 * 24 * time.Hour
+)
+
+// groupRead is one log group as read.
+type groupRead struct {
+	events []cloudwatchlocal.LogEvent
+	err    error
+}
+
+// logsTo is logs writing to w, and its progress to progress. The log
+// groups are those of the functions -template deploys as -stack (a second
+// make local-up beside the first deploys Tributary-<time> onto the same
+// stand-in, under the same function names); without a template it can
+// read, every function's group. They are read a few at once (each in as
+// few FilterLogEvents pages as the API allows) and printed in order as
+// each is read; the metrics are summed from the EMF documents read.
+func logsTo(ctx context.Context, o *options, w, progress io.Writer) error {
 	endpoint := "http://" + o.addr
 	if !standin.Answers(ctx, endpoint) {
 		return fmt.Errorf("nothing answers at %s: start the topology with `make local-up` first (or pass -addr)", endpoint)
@@ -55,32 +83,75 @@ func logsTo(ctx context.Context, o *options, w io.Writer) error {
 	if len(groups) == 0 {
 		fmt.Fprintf(w, "no log groups of stack %s yet: send some events first\n", o.stack)
 	}
-	for _, g := range groups {
+
+	// (The readers end before logsTo returns: cancel runs first.)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reads := make([]chan groupRead, len(groups))
+	for i := range reads {
+		reads[i] = make(chan groupRead, 1)
+	}
+	next := make(chan int)
+	for range min(logReaders, len(groups)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				events, err := cloudwatchlocal.ReadEvents(ctx, cfg, groups[i], since)
+				reads[i] <- groupRead{events, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for i := range groups {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	started := time.Now()
+	tick := time.NewTicker(o.progressEvery())
+	defer tick.Stop()
+	sums := cloudwatchlocal.NewEMFSums(metrics.Namespace)
+	events := 0
+	for i, g := range groups {
+		var r groupRead
+	wait:
+		for {
+			select {
+			case r = <-reads[i]:
+				break wait
+			case <-tick.C:
+				fmt.Fprintf(progress, "logs: %d of %d log groups read (%d events), reading %s (%s so far)\n", i, len(groups), events, g, time.Since(started).Round(time.Second))
+			}
+		}
+		if errors.Is(r.err, cloudwatchlocal.ErrNoLogGroup) {
+			continue
+		}
+		if r.err != nil {
+			return r.err
+		}
+		events += len(r.events)
+		sums.Add(r.events)
 		if o.raw {
 			fmt.Fprintf(w, "── %s\n", g)
-			if err := cloudwatchlocal.Tail(ctx, cfg, g, since, w); err != nil && !errors.Is(err, cloudwatchlocal.ErrNoLogGroup) {
+			if err := cloudwatchlocal.WriteEvents(w, r.events); err != nil {
 				return err
 			}
 			continue
 		}
-		events, err := cloudwatchlocal.ReadEvents(ctx, cfg, g, since)
-		if errors.Is(err, cloudwatchlocal.ErrNoLogGroup) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		printGroup(w, g, events)
+		printGroup(w, g, r.events)
 	}
-	metrics, err := cloudwatchlocal.Metrics(ctx, cfg, "Tributary", since)
-	if err != nil {
-		return err
-	}
-	// EMF metrics carry no stack: with two stacks on one stand-in they are
-	// the sum of both.
-	fmt.Fprintf(w, "── metrics (namespace Tributary, since %s, of every stack on this stand-in; sum over the span, count = data points)\n", since.Format("15:04:05"))
-	sort.Slice(metrics, func(i, j int) bool { return metrics[i].String() < metrics[j].String() })
-	for _, m := range metrics {
+	// The metrics are those the EMF documents above give, as CloudWatch
+	// extracts them: this stack's functions' only.
+	fmt.Fprintf(w, "── metrics (namespace %s, from the EMF documents of the log groups above since %s; sum over the span, count = values)\n", metrics.Namespace, since.Format("15:04:05"))
+	for _, m := range sums.Summaries() {
 		fmt.Fprintln(w, "  "+m.String())
 	}
 	return nil

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +40,7 @@ func TestLogsShowOnlyTheirOwnStack(t *testing.T) {
 	}
 	stacks := []string{"Tributary", "Tributary-1765000000"}
 	client := cloudwatchlogs.NewFromConfig(cfg)
-	for _, stack := range stacks {
+	for i, stack := range stacks {
 		d, err := localdeploy.Plan(tmpl, stack)
 		if err != nil {
 			t.Fatal(err)
@@ -54,8 +56,16 @@ func TestLogsShowOnlyTheirOwnStack(t *testing.T) {
 		if _, err := client.CreateLogStream(ctx, &cloudwatchlogs.CreateLogStreamInput{LogGroupName: aws.String(group), LogStreamName: aws.String("env-1")}); err != nil {
 			t.Fatal(err)
 		}
+		now := time.Now().UnixMilli()
+		emf := func(n int) *string {
+			return aws.String(fmt.Sprintf(`{"_aws":{"Timestamp":%d,"CloudWatchMetrics":[{"Namespace":"Tributary","Dimensions":[["Function"]],"Metrics":[{"Name":"RecordsIn"}]}]},"Function":"ingest","RecordsIn":%d}`, now, n))
+		}
 		if _, err := client.PutLogEvents(ctx, &cloudwatchlogs.PutLogEventsInput{LogGroupName: aws.String(group), LogStreamName: aws.String("env-1"),
-			LogEvents: []cwltypes.InputLogEvent{{Timestamp: aws.Int64(time.Now().UnixMilli()), Message: aws.String("a line of " + stack)}}}); err != nil {
+			LogEvents: []cwltypes.InputLogEvent{
+				{Timestamp: aws.Int64(now), Message: aws.String("a line of " + stack)},
+				{Timestamp: aws.Int64(now), Message: emf(i + 1)},
+				{Timestamp: aws.Int64(now), Message: emf(2 * (i + 1))},
+			}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,11 +73,17 @@ func TestLogsShowOnlyTheirOwnStack(t *testing.T) {
 		other := stacks[1-i]
 		var out strings.Builder
 		o := &options{cmd: "logs", addr: strings.TrimPrefix(srv.Endpoint(), "http://"), template: tmpl, stack: stack, since: time.Hour}
-		if err := logsTo(ctx, o, &out); err != nil {
+		if err := logsTo(ctx, o, &out, io.Discard); err != nil {
 			t.Fatalf("logs -stack %s: %v", stack, err)
 		}
 		if !strings.Contains(out.String(), "a line of "+stack+"\n") || strings.Contains(out.String(), "a line of "+other+"\n") {
 			t.Errorf("logs -stack %s: want its own line and not %s's; it printed:\n%s", stack, other, out.String())
+		}
+		// The metrics are its own functions' too: they summed every
+		// stack's on the stand-in (and took minutes to read there).
+		want := fmt.Sprintf("  RecordsIn{Function=ingest} sum=%d count=2 min=%d max=%d\n", 3*(i+1), i+1, 2*(i+1))
+		if !strings.Contains(out.String(), want) || strings.Count(out.String(), "RecordsIn{") != 1 {
+			t.Errorf("logs -stack %s: want its own metrics, %q; it printed:\n%s", stack, want, out.String())
 		}
 	}
 }

@@ -94,7 +94,7 @@ func TestMakeOperatorTargetsTakeTheirDocumentedVariables(t *testing.T) {
 		{"setaside-show", []string{"SOURCE=s", "SEQUENCE=1", "DATA_ONLY=1", "STACK=Tributary"}},
 		{"putback", []string{"SOURCE=s", "SEQUENCE=1", "DATA=record.json", "DRY_RUN=1", "AGAIN=1", "ARRIVE_NOW=1", "STACK=Tributary"}},
 		{"putback", []string{"FUNCTION=aggregate-pageviews", "CATEGORY=invalid", "SINCE=1h", "N=5", "UNCHANGED=1", "HORIZON=1h", "PAST_HORIZON=1"}},
-		{"logs", []string{"STACK=Tributary-1765000000"}},
+		{"logs", []string{"STACK=Tributary-1765000000", "SINCE=10m"}},
 		{"invoke", []string{"FN=ingest", "EVENT=events/ingest/function-url-post.json", "LAMBDA_PORT=40123", "LOCAL_FLUSH_SECONDS=0"}},
 		{"local-up", []string{"LOCAL_FLAGS=-url-port 9100"}},
 		{"fuzz", []string{"FUZZTIME=1s", "FUZZFLAGS=-v"}},
@@ -208,7 +208,7 @@ func TestMakePassesValuesAsTyped(t *testing.T) {
 		{"setaside", []string{"FUNCTION=" + value, "CATEGORY=" + value, "SINCE=" + value, "N=" + value}, []string{"-function", "-category", "-since", "-n"}},
 		{"setaside-show", []string{"SOURCE=" + value, "SEQUENCE=" + value}, []string{"-source", "-sequence"}},
 		{"putback", []string{"SOURCE=" + value, "SEQUENCE=" + value, "DATA=" + value, "HORIZON=" + value}, []string{"-source", "-sequence", "-data", "-horizon"}},
-		{"logs", []string{"STACK=" + value}, []string{"-stack"}},
+		{"logs", []string{"STACK=" + value, "SINCE=" + value}, []string{"-stack", "-since"}},
 	} {
 		cmd := exec.Command("make", append([]string{"-s", "-f", filepath.Join(root, "Makefile"), "-C", dir, tc.target}, tc.args...)...)
 		cmd.Env = append(os.Environ(), "TRIBUTARY_ROOT="+dir, "TRIBUTARY_STANDIN_ADDR=")

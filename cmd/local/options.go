@@ -34,6 +34,9 @@ type options struct {
 	event         string
 	screenshot    string
 
+	// progressAfter is how long logs works before it says how far it
+	// got (0: logsProgressAfter).
+	progressAfter time.Duration
 	// progress is where the running stack's own lines go (its
 	// schedules, CloudWatch forwarding, Invoke API); nil: standard output.
 	progress io.Writer
@@ -75,7 +78,7 @@ func bindOptions(fs *flag.FlagSet) *options {
 	fs.DurationVar(&o.timeout, "timeout", 6*time.Minute, "run: give up waiting for results after this long (the demo takes 1–3 min on 2 busy cores)")
 	fs.DurationVar(&o.checkTimeout, "check-timeout", 3*time.Minute, "run: give up on one check (windows applied, a join, the tasks run, …) after this long, naming what did not arrive")
 	fs.BoolVar(&o.verbose, "v", false, "list every resource, function and mapping, and echo every function log line")
-	fs.DurationVar(&o.since, "since", time.Hour, "logs: how far back to print")
+	fs.DurationVar(&o.since, "since", time.Hour, "logs: how far back to print (make logs SINCE=), at most 168h")
 	fs.StringVar(&o.stack, "stack", "Tributary", "logs: the stack whose functions' logs to print, as -template deploys it (a second make local-up prints STACK= for its own)")
 	fs.BoolVar(&o.raw, "raw", false, "logs: print every log event as stored (START, END, EMF documents) instead of the summary")
 	fs.StringVar(&o.fn, "fn", "", "invoke: the function (ingest, aggregate, … or a logical id, physical name or ARN)")
@@ -106,6 +109,9 @@ func (o *options) check() error {
 			return usageError{fmt.Sprintf("-%s %d: want a port from 1 to 65535, or 0 for any free port", p.flag, p.value)}
 		}
 	}
+	if o.cmd == "logs" && (o.since <= 0 || o.since > maxLogsSince) {
+		return usageError{fmt.Sprintf("-since %s (make logs SINCE=): want how far back to read, above 0 and at most %s (the log groups keep 7 days), such as 10m or 2h", o.since, maxLogsSince)}
+	}
 	if err := standin.CheckAddr(o.addr); err != nil {
 		name := "TRIBUTARY_STANDIN_ADDR"
 		switch {
@@ -134,4 +140,13 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// progressEvery is how long logs works before it says how far it got, and
+// then how often.
+func (o *options) progressEvery() time.Duration {
+	if o.progressAfter > 0 {
+		return o.progressAfter
+	}
+	return logsProgressAfter
 }

@@ -74,6 +74,27 @@ func TestFlagsNoCommandCanUseAreUsageErrors(t *testing.T) {
 	}
 }
 
+// make logs SINCE= (-since) is how far back to read: a span of nothing or
+// less, or longer than the log groups keep events, is refused naming
+// SINCE=; 0 read nothing and printed no log groups as if none had logged.
+func TestLogsSinceIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		since string
+		ok    bool
+	}{
+		{"10m", true}, {"168h", true}, {"0s", false}, {"-5m", false}, {"169h", false},
+	} {
+		_, err := parseFor(t, "logs", "", "-since", tc.since)
+		var ue usageError
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("-since %s: %v, want it taken", tc.since, err)
+		case !tc.ok && (!errors.As(err, &ue) || !strings.Contains(err.Error(), "SINCE=") || !strings.Contains(err.Error(), "168h")):
+			t.Errorf("-since %s: %v, want a usage error naming SINCE= and the longest span", tc.since, err)
+		}
+	}
+}
+
 // -lambda-port on the port of the stack's second function URL (-url-port
 // 9100 serves ingest on 9100 and commands on 9101) is a usage error naming
 // the two settings, before the stand-in step; it was reported as a port in

@@ -10,5 +10,6 @@
 // AWS/Lambda ones), and the sink keeps what it put (Own, Samples) so that a
 // reader can tell its run's data from another's and compute percentiles
 // moto does not. Tail, Metrics, MetricsBetween and LatestQueueMetric read
-// them back for a script, a test or the dashboard.
+// them back for a script, a test or the dashboard; EMFSums sums the metrics
+// of log events already read (make logs), asking CloudWatch nothing.
 package cloudwatchlocal

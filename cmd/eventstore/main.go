@@ -14,7 +14,9 @@
 // <views>-vN, tagged), filled from a consistent scan of the whole events
 // table, caught up from the published stream from a minute before the scan,
 // swapped, followed for the handover; then it compares the new version with
-// the previous one. `replay versions` and `replay delete-version` work on
+// the previous one and says which differences the swap explains (what
+// commands created or updated after it is in the new version alone), a
+// few items of each kind named as (pk, sk). `replay versions` and `replay delete-version` work on
 // the same parameter. erase without -yes (or with -dry-run) lists what it
 // would erase, changing nothing and recording nothing: only -yes needs -by
 // (default $USER), whom the audit event names.
@@ -284,8 +286,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	fmt.Fprintf(stdout, "%s is current (was %s): read %d records from the stream, caught up after %s\n",
 		res.Target, res.Current, res.Read, res.CaughtUp.Round(time.Millisecond))
+	// Commands served during the rebuild leave the versions different:
+	// the summary says which differences the swap explains.
 	if d, err := projection.Compare(ctx, db, res.Current, res.Target); err == nil {
-		fmt.Fprintln(stdout, d)
+		fmt.Fprintln(stdout, d.AfterSwap())
+	} else {
+		fmt.Fprintf(stdout, "could not compare %s with %s: %v (eventstore compare -a %s -b %s does it again)\n", res.Current, res.Target, err, res.Current, res.Target)
 	}
 	return cli.ExitOK
 }

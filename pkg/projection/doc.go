@@ -59,5 +59,7 @@
 // published stream from just before the scan began until it has caught up,
 // swaps the parameter and keeps following for the handover. A record both
 // the scan and the stream bring is applied once (the fences). Compare
-// checks that two versions hold the same items.
+// checks that two versions hold the same items; after a rebuild,
+// Diff.AfterSwap says which of their differences the swap explains (what
+// commands created or updated after it is only in the new version).
 package projection

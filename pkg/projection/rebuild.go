@@ -110,23 +110,104 @@ type Diff struct {
 	ItemsA, ItemsB int
 	// OnlyA, OnlyB and Differ list items by key (at most maxListed each);
 	// Differ with the attributes that differ and their values on each
-	// side, cut around where they part (attrDiff).
+	// side, cut around where they part (attrDiff). A key is the item's pk
+	// and sk run together after pk's length ("6:show-1x"); ItemName
+	// prints it.
 	OnlyA, OnlyB, Differ []string
 	// Counts of each (the lists may be cut).
 	NOnlyA, NOnlyB, NDiffer int
+	// NewerB counts the differing items whose version (AttrVersion) is
+	// higher in B: B applied events of theirs that A did not.
+	NewerB int
+	// notNewerB lists the keys of the other differing items (at most
+	// maxListed).
+	notNewerB []string
 }
 
-const maxListed = 10
+const (
+	maxListed = 10
+	// maxShown is how many of a list String prints: the rest are
+	// counted ("and 54 more").
+	maxShown = 5
+)
 
 // Equal reports whether the two versions hold the same items.
 func (d *Diff) Equal() bool { return d.NOnlyA == 0 && d.NOnlyB == 0 && d.NDiffer == 0 }
 
+// String says how the versions differ, a line for each kind of
+// difference, naming at most maxShown items of each.
 func (d *Diff) String() string {
 	if d.Equal() {
 		return fmt.Sprintf("%s and %s hold the same %d items", d.A, d.B, d.ItemsA)
 	}
-	return fmt.Sprintf("%s (%d items) and %s (%d items) differ: %d only in %s %v, %d only in %s %v, %d differ %v",
-		d.A, d.ItemsA, d.B, d.ItemsB, d.NOnlyA, d.A, d.OnlyA, d.NOnlyB, d.B, d.OnlyB, d.NDiffer, d.Differ)
+	return fmt.Sprintf("%s (%d items) and %s (%d items) differ:\n%s", d.A, d.ItemsA, d.B, d.ItemsB, strings.Join(d.lines(), "\n"))
+}
+
+// lines are String's lines after the first.
+func (d *Diff) lines() []string {
+	return []string{
+		fmt.Sprintf("  %d only in %s%s", d.NOnlyA, d.A, listed(d.OnlyA, d.NOnlyA)),
+		fmt.Sprintf("  %d only in %s%s", d.NOnlyB, d.B, listed(d.OnlyB, d.NOnlyB)),
+		fmt.Sprintf("  %d in both differ (%d of them with a higher version in %s)%s", d.NDiffer, d.NewerB, d.B, listed(d.Differ, d.NDiffer)),
+	}
+}
+
+// AfterSwap says how the versions differ after a rebuild swapped the
+// readers from A to B while commands came in, and why they can: from the
+// swap on the live functions write to B alone (once each has re-read the
+// parameter, within its refresh interval), so items created since are only
+// in B and items updated since hold a higher version there. Differences
+// the swap does not explain (items only in A, or not newer in B) are named
+// as such.
+func (d *Diff) AfterSwap() string {
+	if d.Equal() {
+		return fmt.Sprintf("%s (previous) and %s (current now) hold the same %d items", d.A, d.B, d.ItemsA)
+	}
+	lines := []string{fmt.Sprintf("%s (previous, %d items) and %s (current now, %d items) differ; from the swap on the live functions write only to %s (each once it has re-read the parameter, within its refresh interval), so what changed after it is only there:",
+		d.A, d.ItemsA, d.B, d.ItemsB, d.B)}
+	lines = append(lines,
+		fmt.Sprintf("  %d only in %s: created after the swap (by commands since)%s", d.NOnlyB, d.B, listed(d.OnlyB, d.NOnlyB)),
+		fmt.Sprintf("  %d with a higher version in %s: updated after the swap", d.NewerB, d.B))
+	if other := d.NDiffer - d.NewerB; d.NOnlyA > 0 || other > 0 {
+		lines = append(lines, fmt.Sprintf("  not explained by the swap — %d only in %s%s; %d differing without a higher version in %s%s (eventstore compare -a %s -b %s shows how)",
+			d.NOnlyA, d.A, listed(d.OnlyA, d.NOnlyA), other, d.B, listed(d.notNewerB, other), d.A, d.B))
+	} else {
+		lines = append(lines, fmt.Sprintf("  nothing only in %s, nothing older in %s: every difference is one the swap explains", d.A, d.B))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// listed is ": " and the first maxShown of keys (ItemName's), then how
+// many of n more there are; "" when n is 0.
+func listed(keys []string, n int) string {
+	if n == 0 {
+		return ""
+	}
+	shown := keys[:min(len(keys), maxShown)]
+	names := make([]string, len(shown))
+	for i, k := range shown {
+		names[i] = ItemName(k)
+	}
+	out := ": " + strings.Join(names, "; ")
+	if more := n - len(shown); more > 0 {
+		out += fmt.Sprintf("; and %d more", more)
+	}
+	return out
+}
+
+// ItemName prints an item key of Diff's lists as (pk, sk), and what
+// follows the key (a differing item's attributes) after it.
+func ItemName(k string) string {
+	n, rest, _ := strings.Cut(k, ":")
+	size, err := strconv.Atoi(n)
+	if err != nil || size < 0 || size > len(rest) {
+		return k
+	}
+	pk, sk, tail := rest[:size], rest[size:], ""
+	if i := strings.Index(sk, ": "); i >= 0 {
+		sk, tail = sk[:i], sk[i:]
+	}
+	return "(" + pk + ", " + sk + ")" + tail
 }
 
 // tableReader is what Compare reads a table with.
@@ -144,24 +225,33 @@ type tableReader interface {
 // listed by the attributes that differ, cut: the diff stays a few KB
 // whatever the items' size.
 func Compare(ctx context.Context, db tableReader, a, b string) (*Diff, error) {
-	ha := map[string][sha256.Size]byte{}
-	err := scanCanonical(ctx, db, a, func(k, v string) {
-		ha[k] = sha256.Sum256([]byte(v))
+	type itemA struct {
+		hash    [sha256.Size]byte
+		version int64
+	}
+	ha := map[string]itemA{}
+	err := scanCanonical(ctx, db, a, func(k, v string, version int64) {
+		ha[k] = itemA{sha256.Sum256([]byte(v)), version}
 	})
 	if err != nil {
 		return nil, err
 	}
 	d := &Diff{A: a, B: b, ItemsA: len(ha)}
 	differB := map[string]string{} // b's value of each differing key listed
-	err = scanCanonical(ctx, db, b, func(k, v string) {
+	err = scanCanonical(ctx, db, b, func(k, v string, version int64) {
 		d.ItemsB++
-		h, ok := ha[k]
+		ia, ok := ha[k]
 		switch {
 		case !ok:
 			d.NOnlyB++
 			d.OnlyB = keepFirst(d.OnlyB, k)
-		case h != sha256.Sum256([]byte(v)):
+		case ia.hash != sha256.Sum256([]byte(v)):
 			d.NDiffer++
+			if version > ia.version {
+				d.NewerB++
+			} else {
+				d.notNewerB = keepFirst(d.notNewerB, k)
+			}
 			if kept := keepFirst(d.Differ, k); slices.Contains(kept, k) {
 				d.Differ = kept
 				differB[k] = v
@@ -275,9 +365,10 @@ func keepFirst(keys []string, k string) []string {
 	return keys[:min(len(keys), maxListed)]
 }
 
-// scanCanonical calls each with every item's "pk sk" key and its
-// attributes as canonical JSON (map keys sorted), fences left out.
-func scanCanonical(ctx context.Context, db scanner, table string, each func(k, v string)) error {
+// scanCanonical calls each with every item's "pk sk" key, its
+// attributes as canonical JSON (map keys sorted), fences left out, and its
+// version (AttrVersion; 0 without one).
+func scanCanonical(ctx context.Context, db scanner, table string, each func(k, v string, version int64)) error {
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
 	for {
 		page, err := db.Scan(ctx, in)
@@ -289,7 +380,11 @@ func scanCanonical(ctx context.Context, db scanner, table string, each func(k, v
 			if err != nil {
 				return fmt.Errorf("%s: %w", table, err)
 			}
-			each(k, v)
+			var version int64
+			if n, ok := it[AttrVersion].(*types.AttributeValueMemberN); ok {
+				version, _ = strconv.ParseInt(n.Value, 10, 64)
+			}
+			each(k, v, version)
 		}
 		if page.LastEvaluatedKey == nil {
 			return nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/replay"
+	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -367,7 +368,10 @@ func keepFirst(keys []string, k string) []string {
 
 // scanCanonical calls each with every item's "pk sk" key, its
 // attributes as canonical JSON (map keys sorted), fences left out, and its
-// version (AttrVersion; 0 without one).
+// version (AttrVersion; 0 without one). The handover item a rebuild writes
+// into the version it fills (state.SetHandover: which version the readers
+// used before) is bookkeeping, not a view, and is passed over, as replay's
+// item counts pass it over.
 func scanCanonical(ctx context.Context, db scanner, table string, each func(k, v string, version int64)) error {
 	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
 	for {
@@ -376,6 +380,9 @@ func scanCanonical(ctx context.Context, db scanner, table string, each func(k, v
 			return fmt.Errorf("reading %s: %w", table, err)
 		}
 		for _, it := range page.Items {
+			if state.IsHandoverItem(it) {
+				continue
+			}
 			k, v, err := canonical(it)
 			if err != nil {
 				return fmt.Errorf("%s: %w", table, err)

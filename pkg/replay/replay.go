@@ -545,9 +545,11 @@ func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor 
 	// Publishers on the target ask the current version which results it
 	// already put on the output stream (package aggregate, handover.go):
 	// the replay's own processor from its first batch, the live functions
-	// once they have moved.
-	if err := state.NewViews(r.db, j.target, nil).SetHandover(ctx, j.current, opts.Now()); err != nil {
-		return res, err
+	// once they have moved. Views without windows publish nothing.
+	if !opts.Unwindowed {
+		if err := state.NewViews(r.db, j.target, nil).SetHandover(ctx, j.current, opts.Now()); err != nil {
+			return res, err
+		}
 	}
 	h, err := handlerFor(j.target)
 	if err != nil {

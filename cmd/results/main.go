@@ -149,11 +149,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 
 // query is what the flags ask for, checked.
 type query struct {
-	cfg              *pipeline.Config
-	cfgFrom          string // where cfg was read, for errors
+	cfg     *pipeline.Config
+	cfgFrom string // where cfg was read, for errors
 	// changedFile: the pipeline file of cfg's name, with -template, when it
 	// is not the one the template deploys (edited since make local-up).
-	changedFile string
+	changedFile      string
 	key              string
 	kinds            []string // the window kinds shown; every one of the pipeline when -window is not given
 	from, to         time.Time

@@ -422,3 +422,50 @@ func encoded(t testing.TB, s interface{ Encode([]byte) ([]byte, error) }) []byte
 	}
 	return b
 }
+
+// TestStateBudgetNamesTheRuleThatFillsIt: a careless rule (eight steps
+// of one type, noSkip, within a day) fills a busy key's budget with its
+// partial matches, and the key's events are then set aside for every
+// rule, a plain filter's too. The set-aside reason names the rule that
+// holds the most of the key's state, so the operator knows which to
+// change or delete; without it, it named only the key and the budget.
+func TestStateBudgetNamesTheRuleThatFillsIt(t *testing.T) {
+	steps := `{"begin":"s0","type":"page_view"}`
+	for i := 1; i < 8; i++ {
+		steps += fmt.Sprintf(`,{"followedBy":"s%d","type":"page_view"}`, i)
+	}
+	heavy := rule(t, `{"id":"careless","pattern":[`+steps+`],"within":"24h","afterMatch":"noSkip"}`)
+	light := rule(t, `{"id":"every-view","pattern":[{"begin":"v","type":"page_view"}]}`)
+	var stored []*StoredRule
+	for _, r := range []*Rule{heavy, light} {
+		stored = append(stored, &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: time.Unix(0, 0)}}})
+	}
+	op := NewOperator(NewRuleSet(stored, base), func() time.Time { return base })
+	st, err := op.NewState("user-ns", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+	for i := range 300 {
+		env := stream.Envelope{ID: fmt.Sprintf("v%03d", i), Type: "page_view", Key: "user-ns", OccurredAt: at(i), ReceivedAt: base}
+		_, v, sel, err := op.Select(&stream.KinesisRecord{ApproximateArrivalTimestamp: base}, &env)
+		if err != nil || sel != keyed.Fold {
+			t.Fatalf("select %d: %v %v", i, sel, err)
+		}
+		// A burst within outOfOrderness: the watermark stays behind it, so
+		// each buffered event counts at the most its matching can add.
+		f, rerr := st.Add(v, at(-1))
+		if f != keyed.Aside {
+			continue
+		}
+		if rerr == nil || rerr.Kind != setaside.KindStateBudget || !strings.Contains(rerr.Reason, `rule "careless" holds the most of it`) {
+			t.Fatalf("event %d set aside with %+v; want the reason to name rule careless as the one holding the most", i, rerr)
+		}
+		if strings.Contains(rerr.Reason, `"every-view" holds`) {
+			t.Errorf("the reason names the filter as holding the most: %s", rerr.Reason)
+		}
+		t.Logf("set aside: %s", rerr.Reason)
+		return
+	}
+	t.Fatal("no event was set aside: the rule did not fill the budget")
+}

@@ -291,6 +291,61 @@ func (s *keyState) charge(e *pendingEv) int {
 	return max(c.own, grow)
 }
 
+// heaviest is the rule that holds the most of the key's budget, and how
+// many bytes of it: its partial matches, and for each buffered event
+// (extra last), what matching it can add for that rule — a new match or
+// partial match where it begins one, itself in each of the rule's partial
+// matches it can extend, as charge counts them. It names the rule in a
+// state-budget set-aside: one careless rule (many noSkip steps of one
+// type over a day) fills a busy key's budget, and then the key's events
+// are set aside for every rule.
+func (s *keyState) heaviest(extra *pendingEv) (string, int) {
+	by := map[string]int{}
+	ids := make([]string, len(s.seqs))
+	for id, j := range s.seqs {
+		ids[j] = id
+	}
+	open := make([]int, len(s.seqs))
+	for i := range s.st.partials {
+		p := &s.st.partials[i]
+		r, _ := s.lookup(p.rule)
+		by[p.rule] += headBytes(p.rule, r) + refsBytes(p.events)
+		if r != nil && r.Kind == Sequence && int(p.next) < r.positives {
+			if j, ok := s.seqs[p.rule]; ok {
+				open[j]++
+			}
+		}
+	}
+	add := func(e *pendingEv) {
+		for _, h := range e.hits {
+			if r, ok := s.lookup(h.rule); ok && h.mask&1 != 0 {
+				by[h.rule] += headBytes(r.ID, r) + e.plan.ref
+			}
+		}
+		for _, h := range e.plan.seq {
+			if h.extends {
+				by[ids[h.rule]] += min(open[h.rule], maxPartialsPerRule) * e.plan.ref
+			}
+			if h.opens {
+				open[h.rule]++
+			}
+		}
+	}
+	for i := range s.st.pending {
+		add(&s.st.pending[i])
+	}
+	if extra != nil {
+		add(extra)
+	}
+	rule, most := "", 0
+	for id, n := range by {
+		if n > most || n == most && id < rule {
+			rule, most = id, n
+		}
+	}
+	return rule, most
+}
+
 // chargePlan is what charge needs of a buffered event, worked out once
 // per fold: its own size, what it adds whatever the partial matches (each
 // filter's and threshold's match or event, each sequence's new partial
@@ -370,6 +425,9 @@ func (s *keyState) Add(v Event, wm time.Time) (keyed.Fate, *keyed.RecordError) {
 			re = &keyed.RecordError{Field: "key", Kind: setaside.KindStateBudget,
 				Reason: fmt.Sprintf("the CEP state of key %q would count %d bytes with this event (buffered events at the most their matching can add, and partial matches): past its %d-byte budget (one DynamoDB item): the key takes events again as its buffered events are matched and its matches complete or time out",
 					s.key, n, s.o.maxBytes)}
+		}
+		if rule, n := s.heaviest(&e); rule != "" {
+			re.Reason += fmt.Sprintf("; rule %q holds the most of it (%d bytes): change or delete it if the key's other rules should go on reading its events (POST /test shows what a rule does to a key's state)", rule, n)
 		}
 		if v.refused != nil { // one set-aside per record: say both
 			re.Reason += "; besides, " + v.refused.Field + ": " + v.refused.Reason

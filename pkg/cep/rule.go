@@ -143,15 +143,16 @@ type ruleJSON struct {
 }
 
 type stepJSON struct {
-	Begin         *string  `json:"begin,omitempty"`
-	Next          *string  `json:"next,omitempty"`
-	FollowedBy    *string  `json:"followedBy,omitempty"`
-	NotFollowedBy *string  `json:"notFollowedBy,omitempty"`
-	Type          string   `json:"type,omitempty"`
-	Where         string   `json:"where,omitempty"`
-	TimesOrMore   int      `json:"timesOrMore,omitempty"`
-	Sum           string   `json:"sum,omitempty"`
-	AtLeast       *float64 `json:"atLeast,omitempty"`
+	Begin         *string         `json:"begin,omitempty"`
+	Next          *string         `json:"next,omitempty"`
+	FollowedBy    *string         `json:"followedBy,omitempty"`
+	NotFollowedBy *string         `json:"notFollowedBy,omitempty"`
+	Type          string          `json:"type,omitempty"`
+	Where         string          `json:"where,omitempty"`
+	TimesOrMore   json.RawMessage `json:"timesOrMore,omitempty"` // read by timesOrMore, in its range
+
+	Sum     string   `json:"sum,omitempty"`
+	AtLeast *float64 `json:"atLeast,omitempty"`
 }
 
 // RuleError is a rule that cannot be used: Part names the part of the rule
@@ -351,21 +352,23 @@ func parseStep(i int, s *stepJSON, n int, stored bool) (Step, error) {
 	if s.Type == "" && s.Where == "" && st.Contiguity != NotFollowedBy {
 		return st, ruleErr(part, "matches every event: give a type, a where clause or both")
 	}
-	quantified := s.TimesOrMore != 0 || s.Sum != "" || s.AtLeast != nil
+	times, err := timesOrMore(s.TimesOrMore, stored)
+	if err != nil {
+		return st, ruleErr(part+".timesOrMore", "%s", err)
+	}
+	quantified := times != 0 || s.Sum != "" || s.AtLeast != nil
 	if quantified && n != 1 {
 		return st, ruleErr(part, "timesOrMore and sum are allowed on a pattern of one step only")
 	}
 	switch {
-	case s.TimesOrMore != 0 && (s.Sum != "" || s.AtLeast != nil):
+	case times != 0 && (s.Sum != "" || s.AtLeast != nil):
 		return st, ruleErr(part, "give timesOrMore or sum with atLeast, not both")
-	case s.TimesOrMore < 0 || s.TimesOrMore == 1 || s.TimesOrMore > MaxTimesOrMore:
-		return st, ruleErr(part+".timesOrMore", "%d: must be from 2 to %d", s.TimesOrMore, MaxTimesOrMore)
 	case s.Sum != "" && s.AtLeast == nil:
 		return st, ruleErr(part+".atLeast", "required with sum: the threshold the values must reach")
 	case s.Sum == "" && s.AtLeast != nil:
 		return st, ruleErr(part+".sum", "required with atLeast: the data field to add up, for example \"data.amount\"")
 	}
-	st.TimesOrMore = s.TimesOrMore
+	st.TimesOrMore = times
 	if s.Sum != "" {
 		p, err := pipeline.ParsePath(s.Sum)
 		if err != nil || !p.IsData() || s.Sum == "data" {
@@ -374,6 +377,25 @@ func parseStep(i int, s *stepJSON, n int, stored bool) (Step, error) {
 		st.SumOf, st.AtLeast = p, *s.AtLeast
 	}
 	return st, nil
+}
+
+// timesOrMore reads a step's timesOrMore: 0 when it is left out (or
+// null), else a whole number from 2 to MaxTimesOrMore. One given as 0 is
+// refused like any other value outside that range, not read as left out
+// (the step would be a filter, and the rule's within blamed); a rule stored
+// before that was refused (stored) still loads as the filter it ran as.
+func timesOrMore(raw json.RawMessage, stored bool) (int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	n, reason := strictjson.WholeNumber(raw, 2, MaxTimesOrMore)
+	if reason != "" {
+		if stored && (string(raw) == "0" || string(raw) == "-0") {
+			return 0, nil
+		}
+		return 0, errors.New(reason)
+	}
+	return int(n), nil
 }
 
 // noControl refuses a control character in what a rule matches an event's

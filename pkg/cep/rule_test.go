@@ -40,7 +40,7 @@ func TestParseRuleRefusesNamingThePart(t *testing.T) {
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"afterMatch":"skipToNext"}`, "afterMatch", "want"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":["a"],"keyPrefix":"b"}`, "keyPrefix", "one or the other"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x","when":"x"}]}`, "pattern[0].when", `unknown field; did you mean "where"? (known: begin, next, followedBy, notFollowedBy, type, where, timesOrMore, sum, atLeast)`},
-		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":"3"}],"within":"1m"}`, "pattern[0].timesOrMore", "must be a JSON number"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":"3"}],"within":"1m"}`, "pattern[0].timesOrMore", "must be a whole number from 2 to 1000, not a string"},
 		// Ingest refuses control characters in an event's type and key:
 		// a rule naming one could never match.
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"payment\t"}],"within":"1m"}`, "pattern[1].type", "control character U+0009"},
@@ -233,5 +233,70 @@ func TestRuleErrorsQuoteValuesCut(t *testing.T) {
 		if n := len(err.Error()); n > maxEchoBytes+200 || !strings.Contains(err.Error(), "…") {
 			t.Errorf("%s: an error of %d bytes: %.300s", tc.part, n, err)
 		}
+	}
+}
+
+// TestParseRuleHoldsEveryNumberToItsRange: a number in a rule is refused
+// by the part that holds it, quoting that part's own range, whatever is
+// wrong with it — zero (which used to read as "left out", so that
+// timesOrMore 0 made a filter, and its within was blamed), negative, a
+// fraction, past what a float64 holds, or a hostile number of digits.
+func TestParseRuleHoldsEveryNumberToItsRange(t *testing.T) {
+	count := func(n string, within bool) string {
+		doc := `{"id":"r","pattern":[{"begin":"a","type":"page_view","timesOrMore":` + n + `}]`
+		if within {
+			doc += `,"within":"1m"`
+		}
+		return doc + "}"
+	}
+	sum := func(n string) string {
+		return `{"id":"r","pattern":[{"begin":"a","type":"payment","sum":"data.amount","atLeast":` + n + `}],"within":"1m"}`
+	}
+	const inRange = "must be a whole number from 2 to 1000, not "
+	for _, tc := range []struct{ doc, part, reason string }{
+		{count("0", false), "pattern[0].timesOrMore", inRange + "0"},
+		{count("0", true), "pattern[0].timesOrMore", inRange + "0"},
+		{count("1", true), "pattern[0].timesOrMore", inRange + "1"},
+		{count("-3", true), "pattern[0].timesOrMore", inRange + "-3"},
+		{count("1001", true), "pattern[0].timesOrMore", inRange + "1001"},
+		{count("2.5", true), "pattern[0].timesOrMore", inRange + "2.5"},
+		// JSON has no integer type, but the strict reader takes a whole
+		// number in one spelling only, as it does for every int field.
+		{count("2.0", true), "pattern[0].timesOrMore", inRange + "2.0"},
+		{count("1e400", true), "pattern[0].timesOrMore", inRange + "1e400"},
+		{count("-0", true), "pattern[0].timesOrMore", inRange + "-0"},
+		{count(`"3"`, true), "pattern[0].timesOrMore", inRange + "a string"},
+		{count("true", true), "pattern[0].timesOrMore", inRange + "a boolean"},
+		{count(strings.Repeat("1", 5_000), true), "pattern[0].timesOrMore", inRange + strings.Repeat("1", 40) + "…"},
+		{sum("1e400"), "pattern[0].atLeast", "1e400 is out of range of a number"},
+		{sum(`"5"`), "pattern[0].atLeast", "must be a JSON number, not a string"},
+	} {
+		_, err := ParseRule([]byte(tc.doc))
+		var re *RuleError
+		if !errors.As(err, &re) || re.Part != tc.part || !strings.Contains(re.Reason, tc.reason) {
+			t.Errorf("%.120s:\n got %.300v\nwant part %q with %q", tc.doc, err, tc.part, tc.reason)
+		}
+	}
+	// A count within range, and a timesOrMore of null (left out), still
+	// parse as before.
+	for doc, kind := range map[string]Kind{
+		count("2", true):     Count,
+		count("1000", true):  Count,
+		count("null", false): Filter,
+	} {
+		r, err := ParseRule([]byte(doc))
+		if err != nil || r.Kind != kind {
+			t.Errorf("%s: got %v, %v; want kind %v", doc, r, err, kind)
+		}
+	}
+}
+
+// TestStoredRuleWithTimesOrMoreZeroStillLoads: rules added before 0 was
+// refused were stored as sent and ran as filters; the table keeps them,
+// and they must still load, as filters, to be listed and deleted.
+func TestStoredRuleWithTimesOrMoreZeroStillLoads(t *testing.T) {
+	r, err := parseRule([]byte(`{"id":"hr-all","pattern":[{"begin":"a","type":"page_view","timesOrMore":0}]}`), true)
+	if err != nil || r.Kind != Filter {
+		t.Fatalf("stored rule: got %v, %v; want a filter", r, err)
 	}
 }

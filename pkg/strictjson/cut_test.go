@@ -43,3 +43,28 @@ func TestCutMiddle(t *testing.T) {
 		}
 	}
 }
+
+func TestWholeNumberQuotesTheFieldsRange(t *testing.T) {
+	for _, tc := range []struct {
+		raw    string
+		n      int64
+		reason string
+	}{
+		{"26", 26, ""},
+		{"1", 1, ""},
+		{"0", 0, "must be a whole number from 1 to 26, not 0"},
+		{"27", 0, "must be a whole number from 1 to 26, not 27"},
+		{"2.5", 0, "must be a whole number from 1 to 26, not 2.5"},
+		{"1.0", 0, "must be a whole number from 1 to 26, not 1.0"},
+		{"1e400", 0, "must be a whole number from 1 to 26, not 1e400"},
+		{"99999999999999999999", 0, "must be a whole number from 1 to 26, not 99999999999999999999"},
+		{"1111111111111111111111111111111111111111111", 0, "must be a whole number from 1 to 26, not 1111111111111111111111111111111111111111…"},
+		{`"3"`, 0, "must be a whole number from 1 to 26, not a string"},
+		{"null", 0, "must be a whole number from 1 to 26, not null"},
+	} {
+		n, reason := WholeNumber([]byte(tc.raw), 1, 26)
+		if n != tc.n || reason != tc.reason {
+			t.Errorf("WholeNumber(%s) = %d, %q; want %d, %q", tc.raw, n, reason, tc.n, tc.reason)
+		}
+	}
+}

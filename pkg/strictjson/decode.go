@@ -430,3 +430,25 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// WholeNumber reads raw, one JSON value that Check accepted, as a whole
+// number from lo to hi, for a field whose bounds are its own rather than
+// its Go type's. When it is not one, reason says so quoting that range and
+// what was sent (cut, the cut marked): "must be a whole number from 1 to
+// 26, not 2.5". JSON has no integer type, but a whole number is read in
+// one spelling, digits with no fraction or exponent, as Decode reads one
+// for an int field: 2.0 and 2e0 are refused, not taken as 2.
+func WholeNumber(raw []byte, lo, hi int64) (n int64, reason string) {
+	lit := strings.TrimSpace(string(raw))
+	n, err := strconv.ParseInt(lit, 10, 64)
+	if err == nil && n >= lo && n <= hi {
+		return n, ""
+	}
+	got := Cut(lit, 40)
+	if lit == "" {
+		got = "nothing"
+	} else if c := lit[0]; c != '-' && (c < '0' || c > '9') {
+		got = jsonTypeAt(c)
+	}
+	return 0, fmt.Sprintf("must be a whole number from %d to %d, not %s", lo, hi, got)
+}

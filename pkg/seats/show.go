@@ -220,10 +220,11 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 	switch cmd.Type {
 	case CmdScheduleShow:
 		var d struct {
-			Title       *string `json:"title"`
-			StartsAt    *string `json:"startsAt"`
-			Rows        *int    `json:"rows"`
-			SeatsPerRow *int    `json:"seatsPerRow"`
+			Title    *string `json:"title"`
+			StartsAt *string `json:"startsAt"`
+			// Kept raw, read by wholeNumber in their own ranges.
+			Rows        json.RawMessage `json:"rows"`
+			SeatsPerRow json.RawMessage `json:"seatsPerRow"`
 		}
 		if err := decode(cmd.Data, &d); err != nil {
 			return nil, err
@@ -234,13 +235,16 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 		if err := checkText("data.title", *d.Title, maxTitleLength); err != nil {
 			return nil, err
 		}
-		switch {
-		case d.StartsAt == nil:
+		if d.StartsAt == nil {
 			return nil, es.Invalid("data.startsAt", "is required (RFC 3339, for example 2026-12-05T19:30:00Z)")
-		case d.Rows == nil || *d.Rows < 1 || *d.Rows > MaxRows:
-			return nil, es.Invalid("data.rows", "must be a whole number from 1 to %d (rows A to Z)", MaxRows)
-		case d.SeatsPerRow == nil || *d.SeatsPerRow < 1 || *d.SeatsPerRow > MaxSeatsPerRow:
-			return nil, es.Invalid("data.seatsPerRow", "must be a whole number from 1 to %d", MaxSeatsPerRow)
+		}
+		rows, err := wholeNumber("data.rows", d.Rows, MaxRows, " (rows A to Z)")
+		if err != nil {
+			return nil, err
+		}
+		seatsPerRow, err := wholeNumber("data.seatsPerRow", d.SeatsPerRow, MaxSeatsPerRow, "")
+		if err != nil {
+			return nil, err
 		}
 		at, err := time.Parse(time.RFC3339, *d.StartsAt)
 		if err != nil {
@@ -256,7 +260,7 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 			return nil, es.Refuse(aggregateField, "show %s is already scheduled (%q at %s, version %d)", cmd.AggregateID, s.Title, s.StartsAt, version)
 		}
 		return []es.NewEvent{{Type: EvShowScheduled, Data: ShowScheduled{Title: *d.Title, StartsAt: at.UTC().Format(timeLayoutStartAt),
-			Rows: *d.Rows, SeatsPerRow: *d.SeatsPerRow}}}, nil
+			Rows: rows, SeatsPerRow: seatsPerRow}}}, nil
 
 	case CmdReserveSeats:
 		var d struct {
@@ -390,6 +394,20 @@ func free(s Show, seats []string, own string) error {
 // not have, at any depth (a misspelt holder field included), or a value of
 // the wrong type is refused naming it.
 func decode(data json.RawMessage, v any) error { return es.DecodeData(data, v) }
+
+// wholeNumber reads a required count from 1 to max, refusing any other
+// value (a fraction, 1.0, 1e400, a string) quoting that range and what was
+// sent; why says what the range is ("rows A to Z").
+func wholeNumber(field string, raw json.RawMessage, max int, why string) (int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, es.Invalid(field, "is required: must be a whole number from 1 to %d%s", max, why)
+	}
+	n, reason := strictjson.WholeNumber(raw, 1, int64(max))
+	if reason != "" {
+		return 0, es.Invalid(field, "%s%s", reason, why)
+	}
+	return int(n), nil
+}
 
 // id reads a required reservation or customer id.
 func id(field string, v *string) (string, error) {

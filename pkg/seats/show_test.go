@@ -175,3 +175,43 @@ func TestTextFieldErrorsSayWhatIsWrong(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleQuotesEachNumbersOwnRange: rows and seatsPerRow refused for
+// any reason — out of range, a fraction, 1.0, past an int64, a string —
+// quote their own range (1 to 26, 1 to 40), not an int64's, and the value
+// sent, cut with its cut marked.
+func TestScheduleQuotesEachNumbersOwnRange(t *testing.T) {
+	schedule := func(rows, perRow string) string {
+		return `{"title":"Hamlet","startsAt":"2026-12-05T19:30:00Z","rows":` + rows + `,"seatsPerRow":` + perRow + `}`
+	}
+	const rowsRange, perRowRange = "must be a whole number from 1 to 26", "must be a whole number from 1 to 40"
+	for _, tt := range []struct {
+		name, data, field, want string
+	}{
+		{"rows 27", schedule("27", "5"), "data.rows", rowsRange + ", not 27 (rows A to Z)"},
+		{"rows 0", schedule("0", "5"), "data.rows", rowsRange + ", not 0 (rows A to Z)"},
+		{"rows -1", schedule("-1", "5"), "data.rows", rowsRange + ", not -1 (rows A to Z)"},
+		{"rows 2.5", schedule("2.5", "5"), "data.rows", rowsRange + ", not 2.5 (rows A to Z)"},
+		// The strict reader takes a whole number in one spelling, for
+		// every field: 1.0 is refused, as Decode refuses it for an int.
+		{"rows 1.0", schedule("1.0", "5"), "data.rows", rowsRange + ", not 1.0 (rows A to Z)"},
+		{"rows 1e400", schedule("1e400", "5"), "data.rows", rowsRange + ", not 1e400 (rows A to Z)"},
+		{"rows 1e1", schedule("1e1", "5"), "data.rows", rowsRange + ", not 1e1 (rows A to Z)"},
+		{"rows as a string", schedule(`"2"`, "5"), "data.rows", rowsRange + ", not a string (rows A to Z)"},
+		{"rows of 1,000 digits", schedule(strings.Repeat("9", 1000), "5"), "data.rows", rowsRange + ", not " + strings.Repeat("9", 40) + "… (rows A to Z)"},
+		{"rows left out", `{"title":"Hamlet","startsAt":"2026-12-05T19:30:00Z","seatsPerRow":5}`, "data.rows", "is required: " + rowsRange + " (rows A to Z)"},
+		{"rows null", schedule("null", "5"), "data.rows", "is required: " + rowsRange + " (rows A to Z)"},
+		{"seatsPerRow 41", schedule("2", "41"), "data.seatsPerRow", perRowRange + ", not 41"},
+		{"seatsPerRow 1e400", schedule("2", "1e400"), "data.seatsPerRow", perRowRange + ", not 1e400"},
+		{"seatsPerRow 2.5", schedule("2", "2.5"), "data.seatsPerRow", perRowRange + ", not 2.5"},
+		{"seatsPerRow -9223372036854775809", schedule("2", "-9223372036854775809"), "data.seatsPerRow", perRowRange + ", not -9223372036854775809"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decider{}.Decide(Decider{}.Initial(), 0, es.Command{ID: "c", Type: CmdScheduleShow, AggregateID: "show-1", Data: json.RawMessage(tt.data)})
+			var ie *es.InvalidError
+			if !errors.As(err, &ie) || ie.Field != tt.field || !strings.Contains(ie.Reason, tt.want) {
+				t.Fatalf("got %.300v; want %s refused with %q", err, tt.field, tt.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package seats
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -246,9 +248,15 @@ func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, err
 		if err != nil {
 			return nil, err
 		}
-		at, err := time.Parse(time.RFC3339, *d.StartsAt)
+		// Read as ingest reads an event's times ("t" and "z" in lower
+		// case are RFC 3339 too; a leap second is refused saying so).
+		at, err := stream.ParseTime("data.startsAt", *d.StartsAt)
 		if err != nil {
-			return nil, es.Invalid("data.startsAt", "%s is not an RFC 3339 time", strictjson.QuoteCut(*d.StartsAt, maxEchoBytes))
+			var fe *stream.FieldError
+			if errors.As(err, &fe) {
+				return nil, es.Invalid(fe.Field, "%s", fe.Reason)
+			}
+			return nil, es.Invalid("data.startsAt", "%v", err)
 		}
 		// The event keeps it in UTC: an offset can carry 9999-12-31 into
 		// year 10000 (or 0000-01-01 into year -1), which is no RFC 3339

@@ -215,3 +215,35 @@ func TestScheduleQuotesEachNumbersOwnRange(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleReadsStartsAtAsIngestReadsTimes: RFC 3339 allows "t" and
+// "z" in lower case; ingest takes them (package stream), and so does a
+// command's startsAt, keeping the time in its one UTC spelling.
+func TestScheduleReadsStartsAtAsIngestReadsTimes(t *testing.T) {
+	for _, tt := range []struct{ startsAt, stored, invalid string }{
+		{startsAt: "2026-12-05T19:30:00Z", stored: "2026-12-05T19:30:00Z"},
+		{startsAt: "2026-12-05t19:30:00z", stored: "2026-12-05T19:30:00Z"},
+		{startsAt: "2026-12-05t20:30:00+01:00", stored: "2026-12-05T19:30:00Z"},
+		{startsAt: "2026-12-05T19:30:00.250z", stored: "2026-12-05T19:30:00Z"},
+		{startsAt: "2026-12-05T23:59:60Z", invalid: "leap second"},
+		{startsAt: "tonight", invalid: `"tonight" is not an RFC 3339 time`},
+	} {
+		t.Run(tt.startsAt, func(t *testing.T) {
+			evs, err := Decider{}.Decide(Decider{}.Initial(), 0, es.Command{ID: "c", Type: CmdScheduleShow, AggregateID: "show-1",
+				Data: json.RawMessage(`{"title":"Hamlet","startsAt":"` + tt.startsAt + `","rows":2,"seatsPerRow":5}`)})
+			if tt.invalid != "" {
+				var ie *es.InvalidError
+				if !errors.As(err, &ie) || ie.Field != "data.startsAt" || !strings.Contains(ie.Reason, tt.invalid) {
+					t.Fatalf("got %v; want data.startsAt refused with %q", err, tt.invalid)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := evs[0].Data.(ShowScheduled).StartsAt; got != tt.stored {
+				t.Fatalf("stored startsAt %q, want %q", got, tt.stored)
+			}
+		})
+	}
+}

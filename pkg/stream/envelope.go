@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Limits on envelope fields. MaxKeyLength is Kinesis' partition key limit:
@@ -220,25 +222,38 @@ func Unmarshal(data []byte, e *Envelope) error {
 // UnmarshalJSON makes Envelope usable with encoding/json; see Unmarshal.
 func (e *Envelope) UnmarshalJSON(data []byte) error { return Unmarshal(data, e) }
 
-// parseTime parses an RFC 3339 time. RFC 3339 (section 5.6) allows "t"
-// and "z" in lower case, which time.Parse does not: they are read as "T"
-// and "Z". It also allows second 60, a leap second, which a time.Time
-// cannot hold: that is refused saying so, and what to send instead.
+// parseTime is ParseTime for an envelope's optional time: nil or ""
+// (left out) is the zero time.
 func parseTime(field string, s *string) (time.Time, error) {
 	if s == nil || *s == "" {
 		return time.Time{}, nil
 	}
-	v := upperTZ(*s)
+	return ParseTime(field, *s)
+}
+
+// ParseTime parses an RFC 3339 time as ingest reads an envelope's times,
+// for every other reader of a time from outside (a command's startsAt) to
+// take the same ones. RFC 3339 (section 5.6) allows "t" and "z" in lower
+// case, which time.Parse does not: they are read as "T" and "Z". It also
+// allows second 60, a leap second, which a time.Time cannot hold: that is
+// refused saying so, and what to send instead. Its error is a *FieldError
+// naming field.
+func ParseTime(field, s string) (time.Time, error) {
+	v := upperTZ(s)
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
 		if before, ok := beforeLeapSecond(v); ok {
 			return time.Time{}, &FieldError{Field: field, Reason: fmt.Sprintf(
-				"%q is a leap second (second 60), which is not accepted (a Go time cannot hold one): send %q, the last millisecond before it, or the next second", *s, before)}
+				"%s is a leap second (second 60), which is not accepted (a Go time cannot hold one): send %q, the last millisecond before it, or the next second", strictjson.QuoteCut(s, maxTimeShown), before)}
 		}
-		return time.Time{}, &FieldError{Field: field, Reason: fmt.Sprintf("%q is not an RFC 3339 time such as 2026-11-29T10:41:07.250Z", *s)}
+		return time.Time{}, &FieldError{Field: field, Reason: fmt.Sprintf("%s is not an RFC 3339 time such as 2026-11-29T10:41:07.250Z", strictjson.QuoteCut(s, maxTimeShown))}
 	}
 	return t, nil
 }
+
+// maxTimeShown bounds what a reason repeats of a time that is not one
+// (ingest bounds the request, a command's data is up to 64 KiB).
+const maxTimeShown = 64
 
 // upperTZ is s with a lowercase date-time separator "t" (at byte 10 of an
 // RFC 3339 time) and zone designator "z" (its last byte) in upper case.

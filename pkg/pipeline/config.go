@@ -1116,9 +1116,9 @@ func field(m map[string]json.RawMessage, name, path string, dst any) error {
 			switch {
 			case got == "a number" && want == "a number":
 				// A number past what a float64 holds ("1e400").
-				return cfgErr(path, "%.40s is out of range", bytes.TrimSpace(v))
+				return cfgErr(path, "%s is out of range", strictjson.Cut(string(bytes.TrimSpace(v)), maxNumberShown))
 			case got == "a number" && want == "a whole number":
-				return cfgErr(path, "%.40s is not a whole number", bytes.TrimSpace(v))
+				return cfgErr(path, "%s is not a whole number", strictjson.Cut(string(bytes.TrimSpace(v)), maxNumberShown))
 			}
 			return cfgErr(path, "must be %s, not %s", want, got)
 		}

@@ -86,6 +86,10 @@ func TestExtractErrors(t *testing.T) {
 		{"value overflows", `{"region": "eu", "order": {"total": 1e400}}`, "data.order.total", "record evt-42: field data.order.total: 1e400 is not a finite 64-bit number"},
 		{"value would overflow a sum", `{"region": "eu", "order": {"total": 1.7e308}}`, "data.order.total", "record evt-42: field data.order.total: 1.7e308 is outside ±9.007199254740992e+15, the range a window aggregates without overflow"},
 		{"value just past 2^53", `{"region": "eu", "order": {"total": -9007199254740994}}`, "data.order.total", "record evt-42: field data.order.total: -9007199254740994 is outside ±9.007199254740992e+15, the range a window aggregates without overflow"},
+		// A value cut for the reason says so: 40 digits of 1 alone read as
+		// a finite number.
+		{"value of 100,000 digits", `{"region": "eu", "order": {"total": ` + strings.Repeat("1", 100_000) + `}}`, "data.order.total", "record evt-42: field data.order.total: " + strings.Repeat("1", 40) + "… is not a finite 64-bit number"},
+		{"value of 60 digits", `{"region": "eu", "order": {"total": 1` + strings.Repeat("0", 59) + `}}`, "data.order.total", "record evt-42: field data.order.total: 1" + strings.Repeat("0", 39) + "… is outside ±9.007199254740992e+15, the range a window aggregates without overflow"},
 		{"distinct missing", `{"region": "eu", "order": {"total": 1}}`, "data.customer", "record evt-42: field data.customer: is missing"},
 		{"distinct is an array", `{"region": "eu", "order": {"total": 1}, "customer": [1]}`, "data.customer", "record evt-42: field data.customer: must be a string, number or boolean, not an array"},
 		{"truncated JSON", `{"region": "eu", "order": {"total": "1`, "data.order.total", "record evt-42: field data.order.total: cannot be read: malformed JSON"},

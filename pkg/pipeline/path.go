@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // source is the envelope field a Path starts at.
@@ -138,6 +139,11 @@ func (p Path) str(env *stream.Envelope) (string, error) {
 	return "", fieldError(env, p, "must be a string or a number, not "+kind(v))
 }
 
+// maxNumberShown bounds what a reason repeats of a number it refuses; the
+// cut is marked "…", so that a number of 100,000 digits cut to its first
+// 40 does not read as a finite one.
+const maxNumberShown = 40
+
 // number reads p as a finite number; -0 reads as 0.
 func (p Path) number(env *stream.Envelope) (float64, error) {
 	v, err := p.raw(env)
@@ -151,10 +157,10 @@ func (p Path) number(env *stream.Envelope) (float64, error) {
 	}
 	f, err := strconv.ParseFloat(unsafe.String(&v[0], len(v)), 64)
 	if err != nil || math.IsInf(f, 0) {
-		return 0, fieldError(env, p, fmt.Sprintf("%.40s is not a finite 64-bit number", v))
+		return 0, fieldError(env, p, fmt.Sprintf("%s is not a finite 64-bit number", strictjson.Cut(string(v), maxNumberShown)))
 	}
 	if f > MaxValue || f < -MaxValue {
-		return 0, fieldError(env, p, fmt.Sprintf("%.40s is outside ±%g, %s", v, MaxValue, overflowReason))
+		return 0, fieldError(env, p, fmt.Sprintf("%s is outside ±%g, %s", strictjson.Cut(string(v), maxNumberShown), MaxValue, overflowReason))
 	}
 	if f == 0 {
 		// -0 (written so, or a negative value too small for a float64) is

@@ -23,6 +23,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -189,10 +190,10 @@ func checkRecords(recs []stream.KinesisRecord) error {
 		case seq == "":
 			return fmt.Errorf("Records[%d].kinesis.sequenceNumber: is missing: Lambda sends every record's (1 to %d decimal digits)", i, maxSeqDigits)
 		case !ok:
-			return fmt.Errorf("Records[%d].kinesis.sequenceNumber: %.80q is not a Kinesis sequence number (1 to %d decimal digits)", i, seq, maxSeqDigits)
+			return fmt.Errorf("Records[%d].kinesis.sequenceNumber: %s is not a Kinesis sequence number (1 to %d decimal digits)", i, strictjson.QuoteCut(seq, 80), maxSeqDigits)
 		}
 		if shard, _, found := strings.Cut(r.EventID, ":"); !found || shard == "" {
-			return fmt.Errorf("Records[%d].eventID: %.80q does not name the shard: want \"<shard id>:<sequence number>\", as Lambda sends it", i, r.EventID)
+			return fmt.Errorf("Records[%d].eventID: %s does not name the shard: want \"<shard id>:<sequence number>\", as Lambda sends it", i, strictjson.QuoteCut(r.EventID, 80))
 		}
 	}
 	return nil

@@ -144,7 +144,7 @@ func (s *Snapshotter) Invoke(ctx context.Context, payload []byte) ([]byte, error
 		}
 	}
 	if req.Table != "" && !limits.DynamoDBTableName.MatchString(req.Table) {
-		return nil, &InputError{Reason: fmt.Sprintf("table: %.80q is not a DynamoDB table name (%s)", req.Table, limits.DynamoDBTableNameRule)}
+		return nil, &InputError{Reason: fmt.Sprintf("table: %s is not a DynamoDB table name (%s)", strictjson.QuoteCut(req.Table, 80), limits.DynamoDBTableNameRule)}
 	}
 	res, err := s.Snapshot(ctx, req.Table)
 	if err != nil {

@@ -269,6 +269,7 @@ func TestSnapshotInputIsReadStrictly(t *testing.T) {
 		{`{"table":"a","table":"orders"}`, `duplicate object key "table"`},
 		{`{"table":7}`, `table: must be a JSON string`},
 		{`{"table":"no spaces allowed"}`, `is not a DynamoDB table name`},
+		{`{"table":"` + strings.Repeat("t", 90) + ` x"}`, `table: "` + strings.Repeat("t", 80) + `"… is not a DynamoDB table name`},
 		{`{"table":"` + strings.Repeat("t", 5000) + `"}`, `input`},
 		{`[]`, `must be`},
 	} {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Item kinds (the kind attribute of the quarantine table).
@@ -167,7 +169,7 @@ func (it *Item) bound() error {
 		return fmt.Errorf("%w: the record has no source (event source ARN)", ErrUnwritable)
 	}
 	if it.SequenceNumber == "" {
-		return fmt.Errorf("%w: record of %.64q has no sequence number", ErrUnwritable, it.Source)
+		return fmt.Errorf("%w: record of %s has no sequence number", ErrUnwritable, strictjson.QuoteCut(it.Source, 64))
 	}
 	if len(it.Source) > maxSourceBytes {
 		return fmt.Errorf("%w: source %.64q... is %d bytes, over %d", ErrUnwritable, it.Source, len(it.Source), maxSourceBytes)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Metric is the count of records set aside (namespace Tributary, dimension
@@ -252,7 +253,7 @@ func (s *Sink) marshal(it *Item) (map[string]types.AttributeValue, error) {
 	if err := limits.CheckItem(av); err != nil {
 		// Bounded attributes make this unreachable; if it is reached the
 		// write could never succeed, and the caller must hear of it.
-		return nil, fmt.Errorf("%w: item %.64s/%.64s: %w", ErrUnwritable, it.Source, it.SequenceNumber, err)
+		return nil, fmt.Errorf("%w: item %s/%s: %w", ErrUnwritable, strictjson.Cut(it.Source, 64), strictjson.Cut(it.SequenceNumber, 64), err)
 	}
 	return av, nil
 }

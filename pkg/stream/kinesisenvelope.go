@@ -18,7 +18,7 @@ import (
 // shares r.Data's bytes, so it too is valid until the batch's next Decode.
 // For records the single pass decoded, that makes it allocation-free.
 func (r *KinesisRecord) DecodeEnvelope(e *Envelope) error {
-	err := r.decodeShared(e)
+	err := notUTF8(r.Data, r.decodeShared(e))
 	if err == nil {
 		err = checkJSON(r.Data)
 	}

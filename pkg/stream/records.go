@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -57,7 +58,7 @@ func joinField(prefix, field string) string {
 // receivedAt against arrival (stampArrival).
 func decodeValid(data []byte, arrival time.Time, e *Envelope) error {
 	if err := UnmarshalExact(data, e); err != nil {
-		return err
+		return notUTF8(data, err)
 	}
 	if err := checkJSON(data); err != nil {
 		return err
@@ -66,6 +67,20 @@ func decodeValid(data []byte, arrival time.Time, e *Envelope) error {
 		return err
 	}
 	return stampArrival(e, arrival)
+}
+
+// notUTF8 is err, a refusal of data by a decoder, unless data is not
+// UTF-8: then it is the strict reader's refusal, which calls that by its
+// name at its byte ("invalid UTF-8 at byte 0 of the record (byte 0xff)")
+// where encoding/json says "invalid character 'ÿ'". Only a refused record
+// pays for the look.
+func notUTF8(data []byte, err error) error {
+	if err != nil && !utf8.Valid(data) {
+		if serr := checkJSON(data); serr != nil {
+			return serr
+		}
+	}
+	return err
 }
 
 // MaxReceivedLead is how far an envelope's receivedAt may be after the time
@@ -143,9 +158,14 @@ func DecodeSQS(msg *events.SQSMessage, e *Envelope) error {
 // DecodeSQSExact is DecodeSQS for a body from outside, which the caller
 // holds as bytes (msg.Body's, read once for its own checks too): a key that
 // is not one of the envelope's fields spelt exactly is refused
-// (UnmarshalExact), in the one pass that decodes a well-formed envelope.
+// (UnmarshalExact), in the one pass that decodes a well-formed envelope,
+// and what DecodeSQS refuses (the strict reader: a key twice, text that is
+// not UTF-8, named at its place) is refused too.
 func DecodeSQSExact(msg *events.SQSMessage, body []byte, e *Envelope) error {
-	err := UnmarshalExact(body, e)
+	err := notUTF8(body, UnmarshalExact(body, e))
+	if err == nil {
+		err = checkJSON(body)
+	}
 	if err == nil {
 		err = e.Validate()
 	}

@@ -251,6 +251,10 @@ func Split(body []byte, max int, elemName string) ([][]byte, *Error) {
 		out = append(out, s.b[start:s.i])
 		s.elem = -1
 	default:
+		if r, size := utf8.DecodeRune(s.b[s.i:]); r == utf8.RuneError && size <= 1 {
+			s.fail(Encoding, s.invalidUTF8())
+			return nil, s.err
+		}
 		return nil, &Error{Kind: NotContainer, Index: -1, Offset: s.i}
 	}
 	s.ws()
@@ -280,7 +284,16 @@ func (s *scanner) ws() {
 
 // fail records the first error and returns false, so callers can
 // `return s.fail(...)`.
+//
+// A syntax error at a byte that is not UTF-8 (a document in Latin-1 or
+// UTF-16, bytes FF FE) is that: it is called invalid UTF-8, at its byte,
+// as inside a string, rather than an unexpected character.
 func (s *scanner) fail(kind Kind, reason string) bool {
+	if kind == Syntax && s.i < len(s.b) && s.b[s.i] >= utf8.RuneSelf {
+		if r, size := utf8.DecodeRune(s.b[s.i:]); r == utf8.RuneError && size <= 1 {
+			kind, reason = Encoding, s.invalidUTF8()
+		}
+	}
 	if s.err == nil {
 		s.err = &Error{Kind: kind, Index: s.elem, Path: formatPath(s.path), Reason: reason, Offset: s.i}
 	}
@@ -570,7 +583,7 @@ func (s *scanner) str(decode bool) ([]byte, bool) {
 		default:
 			r, size := utf8.DecodeRune(s.b[s.i:])
 			if r == utf8.RuneError && size <= 1 {
-				return nil, s.fail(Encoding, fmt.Sprintf("invalid UTF-8 at byte %d of the %s (byte 0x%02x); the %s must be UTF-8", s.i, s.name, c, s.name))
+				return nil, s.fail(Encoding, s.invalidUTF8())
 			}
 			if buf != nil {
 				buf = append(buf, s.b[s.i:s.i+size]...)
@@ -578,6 +591,16 @@ func (s *scanner) str(decode bool) ([]byte, bool) {
 			s.i += size
 		}
 	}
+}
+
+// invalidUTF8 is the reason for the byte at s.i, which starts no UTF-8
+// character.
+func (s *scanner) invalidUTF8() string {
+	hint := ""
+	if s.i == 0 && (bytes.HasPrefix(s.b, []byte{0xff, 0xfe}) || bytes.HasPrefix(s.b, []byte{0xfe, 0xff})) {
+		hint = " (FF FE or FE FF: a UTF-16 byte order mark)"
+	}
+	return fmt.Sprintf("invalid UTF-8 at byte %d of the %s (byte 0x%02x)%s; the %s must be UTF-8", s.i, s.name, s.b[s.i], hint, s.name)
 }
 
 // escape scans one backslash escape at s.i and returns the rune it stands

@@ -242,6 +242,12 @@ func TestSplit(t *testing.T) {
 		{`[{"a":"` + "\xff" + `"}]`, Encoding, 0, "a", "invalid UTF-8 at byte 7 of the body"},
 		{`[{"a":` + strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth) + `}]`, Depth, 0, "a" + strings.Repeat("[0]", MaxDepth-2), "deeper than 64"},
 		{`{"a":1} x`, Syntax, -1, "", "exactly one value"},
+		// Bytes that are not UTF-8 outside a string are called that too,
+		// not an unexpected character.
+		{"\xff\xfe[\x00]\x00", Encoding, -1, "", "invalid UTF-8 at byte 0 of the body (byte 0xff) (FF FE or FE FF: a UTF-16 byte order mark); the body must be UTF-8"},
+		{"\xe9t\xe9", Encoding, -1, "", "invalid UTF-8 at byte 0 of the body (byte 0xe9); the body must be UTF-8"},
+		{`[{"a":1},` + "\xc3" + `]`, Encoding, 1, "", "invalid UTF-8 at byte 9 of the body (byte 0xc3)"},
+		{`[{"a":1` + "\xff" + `}]`, Encoding, 0, "", "invalid UTF-8 at byte 7 of the body (byte 0xff)"},
 	} {
 		_, e := Split([]byte(tc.doc), 2, "events")
 		if e == nil || e.Kind != tc.kind || e.Index != tc.index || e.Path != tc.path || !strings.Contains(e.Reason, tc.text) {

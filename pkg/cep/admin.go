@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ import (
 //	                           ran out before the last (the matches made by then are answered)
 //
 // A refused rule is a 400 naming the part: {"error": "...", "part": "pattern[1].where"}.
+// A path is a route exactly (no trailing slash, no empty segment) or a 404
+// naming it; a query parameter no route takes, or one given twice, is a
+// 400 naming it.
 type Admin struct {
 	store *Store
 	now   func() time.Time
@@ -139,8 +143,14 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 		return respond(http.StatusRequestEntityTooLarge, apiError{Error: fmt.Sprintf("the body is %d bytes; at most %d", len(body), maxAdminBody)}), nil
 	}
 	method := req.RequestContext.HTTP.Method
-	path := strings.Trim(req.RawPath, "/")
+	// The path is a route exactly or none: "/rules/hr-all/" or
+	// "/rules//hr-all" is not "/rules/hr-all" (trimmed, the first deleted
+	// hr-all).
+	path, rooted := strings.CutPrefix(req.RawPath, "/")
 	parts := strings.Split(path, "/")
+	if !rooted || slices.Contains(parts, "") {
+		return a.notARoute(method, req.RawPath), nil
+	}
 	// Only the list is paged (after); a parameter no route takes is
 	// refused before anything is done, never ignored.
 	var known []string
@@ -150,13 +160,23 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 	if name, msg := strictjson.UnknownParameter(req.QueryStringParameters, "this route", known...); name != "" {
 		return respond(http.StatusBadRequest, apiError{Error: msg, Part: name}), nil
 	}
+	// A parameter given twice reaches us joined by a comma: refused, as
+	// any value nobody sent.
+	if name, msg := strictjson.RepeatedParameter(req.RawQueryString); name != "" {
+		return respond(http.StatusBadRequest, apiError{Error: msg, Part: name}), nil
+	}
 	switch {
 	case path == "rules" && method == http.MethodGet:
+		after, paged := req.QueryStringParameters["after"]
+		if paged && !idPattern.MatchString(after) {
+			return respond(http.StatusBadRequest, apiError{Part: "after", Error: fmt.Sprintf(
+				"after: %s is not a rule id (the \"next\" of the answer before); given twice, a parameter arrives joined by a comma: give it once", strictjson.QuoteCut(after, maxEchoBytes))}), nil
+		}
 		rules, err := a.store.List(ctx)
 		if err != nil {
 			return a.fail(ctx, err), nil
 		}
-		return a.list(rules, req.QueryStringParameters["after"]), nil
+		return a.list(rules, after), nil
 	case path == "rules" && method == http.MethodPost:
 		r, err := ParseRule(body)
 		if err != nil {
@@ -193,7 +213,13 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 	case path == "test" && method == http.MethodPost:
 		return a.test(ctx, body), nil
 	}
-	return respond(http.StatusNotFound, apiError{Error: fmt.Sprintf("%s %s: not a route (GET /rules, GET /rules/<id>, POST /rules, POST /rules/<id>/disable, POST /rules/<id>/enable, DELETE /rules/<id>, POST /test)", strictjson.QuoteCut(method, maxEchoBytes), strictjson.QuoteCut("/"+path, maxEchoBytes))}), nil
+	return a.notARoute(method, req.RawPath), nil
+}
+
+// notARoute is the 404 of a request whose method and path, as sent, are
+// no route.
+func (a *Admin) notARoute(method, path string) events.LambdaFunctionURLResponse {
+	return respond(http.StatusNotFound, apiError{Error: fmt.Sprintf("%s %s: not a route (GET /rules, GET /rules/<id>, POST /rules, POST /rules/<id>/disable, POST /rules/<id>/enable, DELETE /rules/<id>, POST /test)", strictjson.QuoteCut(method, maxEchoBytes), strictjson.QuoteCut(path, maxEchoBytes))})
 }
 
 func (a *Admin) changed(ctx context.Context, what, id string, f func(context.Context, string) (*StoredRule, error)) (events.LambdaFunctionURLResponse, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -190,5 +191,75 @@ func wantRefused(t *testing.T, a *Admin, req events.LambdaFunctionURLRequest, pa
 	}
 	if resp.StatusCode != http.StatusBadRequest || got.Part != part || !strings.Contains(got.Error, text) {
 		t.Fatalf("%d %s\nwant 400 with part %q and %q", resp.StatusCode, resp.Body, part, text)
+	}
+}
+
+// TestRulesAPIRoutesExactPaths: a path that is not exactly a route — a
+// trailing slash, an empty segment — is a 404 naming it, as any other
+// path that is no route, where DELETE /rules/hr-all/ deleted hr-all (the
+// slashes were trimmed). Nothing is done.
+func TestRulesAPIRoutesExactPaths(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	a := NewAdmin(NewStore(db, newRulesTable(t), c.now), c.now, quiet)
+	if resp, err := a.Handle(ctx, urlRequest("POST", "/rules", `{"id":"hr-all","pattern":[{"begin":"p","type":"payment"}]}`)); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("adding the rule: %v %+v", err, resp)
+	}
+	for _, tc := range []struct{ method, path string }{
+		{"DELETE", "/rules/hr-all/"},
+		{"DELETE", "/rules//hr-all"},
+		{"POST", "/rules/hr-all/disable/"},
+		{"POST", "/rules/hr-all//disable"},
+		{"GET", "/rules/hr-all/"},
+		{"GET", "/rules/"},
+		{"GET", "//rules"},
+		{"POST", "/rules/"},
+		{"POST", "/test/"},
+		{"DELETE", "rules/hr-all"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			resp, err := a.Handle(ctx, urlRequest(tc.method, tc.path, `{"id":"other","pattern":[{"begin":"p","type":"payment"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			quoted, _ := json.Marshal(strconv.Quote(tc.path))
+			if resp.StatusCode != http.StatusNotFound || !strings.Contains(resp.Body, "not a route") || !strings.Contains(resp.Body, strings.Trim(string(quoted), `"`)) {
+				t.Fatalf("%d %s\nwant 404 naming %q as not a route", resp.StatusCode, resp.Body, tc.path)
+			}
+		})
+	}
+	resp, err := a.Handle(ctx, urlRequest("GET", "/rules/hr-all", ""))
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `"status":"active"`) {
+		t.Fatalf("hr-all after the refusals: %v %d %s, want it active", err, resp.StatusCode, resp.Body)
+	}
+	if resp, err := a.Handle(ctx, urlRequest("GET", "/rules", "")); err != nil || strings.Contains(resp.Body, `"other"`) {
+		t.Fatalf("rules after the refusals: %v %s, want no rule other", err, resp.Body)
+	}
+}
+
+// TestRulesAPIRefusesARepeatedParameter: ?after=a&after=b (which a
+// function URL hands over joined, "a,b") is a 400 naming after, as the
+// commands API refuses a repeated minVersion, where it listed the rules
+// after "a,b" as if one had been asked for.
+func TestRulesAPIRefusesARepeatedParameter(t *testing.T) {
+	c := &clock{t: base}
+	a := NewAdmin(NewStore(db, newRulesTable(t), c.now), c.now, quiet)
+	for _, tc := range []struct {
+		name, raw  string
+		query      map[string]string
+		part, text string
+	}{
+		{"after twice", "after=a&after=b", map[string]string{"after": "a,b"}, "after", "after: given 2 times"},
+		{"after twice, escaped", "after=a&%61fter=b", map[string]string{"after": "a,b"}, "after", "after: given 2 times"},
+		// An event made by hand, without the raw query: the joined value
+		// is no rule id.
+		{"after joined, no raw query", "", map[string]string{"after": "a,b"}, "after", `"a,b" is not a rule id`},
+		{"after not an id", "after=a%20b", map[string]string{"after": "a b"}, "after", `"a b" is not a rule id`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := urlRequest("GET", "/rules", "")
+			req.RawQueryString, req.QueryStringParameters = tc.raw, tc.query
+			wantRefused(t, a, req, tc.part, tc.text)
+		})
 	}
 }

@@ -25,7 +25,9 @@
 // value; Split validates a request body of one object or an array of them
 // and returns the elements without copying, with errors naming the element
 // by its index (ingest's hot path: one pass, no allocation per value).
-// WholeNumber reads a value kept raw as a whole number in a field's own
+// UnknownParameter and RepeatedParameter hold a request's query
+// parameters to the same rule: one not taken, or given twice, is refused
+// by name. WholeNumber reads a value kept raw as a whole number in a field's own
 // range, refusing it quoting that range. Nearest is the did-you-mean hint, shared with the readers that keep their
 // own field tables (package pipeline).
 package strictjson

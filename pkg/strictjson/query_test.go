@@ -31,3 +31,19 @@ func TestUnknownParameter(t *testing.T) {
 		})
 	}
 }
+
+func TestRepeatedParameter(t *testing.T) {
+	for _, tc := range []struct{ raw, name, message string }{
+		{"", "", ""},
+		{"after=a", "", ""},
+		{"after=a&wait=1s", "", ""},
+		{"after=a&after=b", "after", "after: given 2 times; give it once"},
+		{"wait=1&after=a&%61fter=b&after=c", "after", "after: given 3 times; give it once"},
+		{"a&a", "a", "a: given 2 times; give it once"},
+	} {
+		name, message := strictjson.RepeatedParameter(tc.raw)
+		if name != tc.name || message != tc.message {
+			t.Errorf("RepeatedParameter(%q) = %q, %q; want %q, %q", tc.raw, name, message, tc.name, tc.message)
+		}
+	}
+}

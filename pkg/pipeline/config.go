@@ -1118,7 +1118,7 @@ func field(m map[string]json.RawMessage, name, path string, dst any) error {
 				// A number past what a float64 holds ("1e400").
 				return cfgErr(path, "%s is out of range", strictjson.Cut(string(bytes.TrimSpace(v)), maxNumberShown))
 			case got == "a number" && want == "a whole number":
-				return cfgErr(path, "%s is not a whole number", strictjson.Cut(string(bytes.TrimSpace(v)), maxNumberShown))
+				return cfgErr(path, "%s is not a whole number%s", strictjson.Cut(string(bytes.TrimSpace(v)), maxNumberShown), wholeRange(path))
 			}
 			return cfgErr(path, "must be %s, not %s", want, got)
 		}
@@ -1163,4 +1163,18 @@ func joinComma(xs []string) string {
 		b = append(b, x...)
 	}
 	return string(b)
+}
+
+// wholeRange is " from <min> to <max>" for a top-level whole-number field
+// whose range the schema gives (parallelizationFactor: from 1 to 10), so
+// a fraction or 1e400 is told the range as 0 or 11 is; "" otherwise.
+func wholeRange(path string) string {
+	for _, fields := range kindFields {
+		for _, f := range fields {
+			if f.name == path && f.typ == tInteger && f.min != nil && f.max != nil {
+				return fmt.Sprintf(" from %d to %d", int64(*f.min), int64(*f.max))
+			}
+		}
+	}
+	return ""
 }

@@ -195,12 +195,13 @@ func TestParseErrors(t *testing.T) {
 		{"quantile out of range", with(w{"quantiles": []any{0.5, 99}}), `quantiles[1]: 99 is not between 0 and 1 (exclusive); use min and max for the ends`},
 		{"quantiles without the aggregate", with(w{"aggregates": []any{"count"}, "value": nil, "distinct": nil, "quantiles": []any{0.5}}), `quantiles: listed but the quantiles aggregate is off`},
 		{"distinctPrecision out of range", with(w{"distinctPrecision": 20}), "distinctPrecision: 20 is not between 4 and 18"},
-		{"distinctPrecision not whole", with(w{"distinctPrecision": 12.5}), "distinctPrecision: 12.5 is not a whole number"},
-		{"parallelizationFactor out of range", []byte(`{"name": "n", "windows": [{"kind": "tumbling", "size": "1m"}], "parallelizationFactor": 1e400}`), "parallelizationFactor: 1e400 is not a whole number"},
+		{"distinctPrecision not whole", with(w{"distinctPrecision": 12.5}), "distinctPrecision: 12.5 is not a whole number from 4 to 18"},
+		{"parallelizationFactor out of range", []byte(`{"name": "n", "windows": [{"kind": "tumbling", "size": "1m"}], "parallelizationFactor": 1e400}`), "parallelizationFactor: 1e400 is not a whole number from 1 to 10"},
 		{"quantile out of range", []byte(`{"name": "n", "windows": [{"kind": "tumbling", "size": "1m"}], "aggregates": ["quantiles"], "value": "data.ms", "quantiles": [0.5, 1e400]}`), "quantiles[1]: 1e400 is out of range"},
 		// A value cut for the message says so: 40 digits alone would read
 		// as a number that fits.
-		{"parallelizationFactor of 50 digits", []byte(`{"name": "n", "windows": [{"kind": "tumbling", "size": "1m"}], "parallelizationFactor": ` + strings.Repeat("1", 50) + `}`), "parallelizationFactor: " + strings.Repeat("1", 40) + "… is not a whole number"},
+		{"parallelizationFactor of 50 digits", []byte(`{"name": "n", "windows": [{"kind": "tumbling", "size": "1m"}], "parallelizationFactor": ` + strings.Repeat("1", 50) + `}`), "parallelizationFactor: " + strings.Repeat("1", 40) + "… is not a whole number from 1 to 10"},
+		{"parallelizationFactor a fraction", []byte(`{"name": "n", "windows": [{"kind": "tumbling", "size": "1m"}], "parallelizationFactor": 2.5}`), "parallelizationFactor: 2.5 is not a whole number from 1 to 10"},
 		{"quantile of 500 digits", []byte(`{"name": "n", "windows": [{"kind": "tumbling", "size": "1m"}], "aggregates": ["quantiles"], "value": "data.ms", "quantiles": [0.5, 1` + strings.Repeat("0", 499) + `]}`), "quantiles[1]: 1" + strings.Repeat("0", 39) + "… is out of range"},
 		{"distinctPrecision too large for an item", with(w{"distinctPrecision": 18}), "distinctPrecision: a window's aggregates would take up to 360768 bytes (distinct precision 18, quantiles on); a window item holds its merged state and one batch's part in an item, so at most 195584: lower distinctPrecision"},
 		{"distinctPrecision 17 with quantiles", with(w{"distinctPrecision": 17}), "distinctPrecision: a window's aggregates would take up to 229696 bytes (distinct precision 17, quantiles on); a window item holds its merged state and one batch's part in an item, so at most 195584: lower distinctPrecision"},

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -38,14 +39,9 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
-	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
-	opts := bindOptions(fs)
-	opts.cmd = cmd
-	_ = fs.Parse(os.Args[2:])
-	opts.parsed(fs)
-	if err := opts.check(); err != nil {
-		fmt.Fprintf(os.Stderr, "local: %s\n", err)
-		os.Exit(2)
+	opts, code := parseArgs(cmd, os.Args[2:], os.Stderr)
+	if opts == nil {
+		os.Exit(code)
 	}
 	if cmd == "run" || cmd == "up" {
 		// Under make, Ctrl-C would reach make too, which then reports the
@@ -95,4 +91,30 @@ func (e usageError) Error() string { return e.msg }
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: local run|up|logs|invoke [flags]   (see `go run ./cmd/local run -h`)")
+}
+
+// parseArgs reads cmd's flags from args. A flag it cannot read is one line
+// naming it and its value, and how to list the flags (the usage of every
+// flag of every command, which make logs SINCE=abc printed, buried it);
+// -h lists them. nil options: exit with code.
+func parseArgs(cmd string, args []string, stderr io.Writer) (*options, int) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	opts := bindOptions(fs)
+	opts.cmd = cmd
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.Usage()
+			return nil, 0
+		}
+		fmt.Fprintf(stderr, "local %s: %v (go run ./cmd/local %s -h lists the flags; under make, -since is SINCE=, -lambda-port LAMBDA_PORT=)\n", cmd, err, cmd)
+		return nil, 2
+	}
+	opts.parsed(fs)
+	if err := opts.check(); err != nil {
+		fmt.Fprintf(stderr, "local: %s\n", err)
+		return nil, 2
+	}
+	return opts, 0
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // parseFor parses args as the runner's command cmd does, with the
@@ -129,5 +130,23 @@ func TestLambdaPortOnAFunctionURLsPortNamesBoth(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "in use") {
 		t.Errorf("startStack: %v: says a port is in use; none is", err)
+	}
+}
+
+// TestAFlagItCannotReadIsOneLine: make logs SINCE=abc printed Go's
+// "invalid value" line and then the usage of every flag of every command;
+// the line naming the flag is now all, with how to list the flags.
+func TestAFlagItCannotReadIsOneLine(t *testing.T) {
+	var stderr strings.Builder
+	opts, code := parseArgs("logs", []string{"-since", "abc"}, &stderr)
+	if opts != nil || code != 2 {
+		t.Fatalf("parseArgs: %v, exit %d; want exit 2", opts, code)
+	}
+	got := stderr.String()
+	if strings.Count(got, "\n") != 1 || !strings.Contains(got, `invalid value "abc" for flag -since`) || !strings.Contains(got, "-since is SINCE=") {
+		t.Errorf("stderr %q: want one line naming -since, its value and SINCE=", got)
+	}
+	if opts, code := parseArgs("logs", []string{"-since", "10m"}, &stderr); opts == nil || code != 0 || opts.since != 10*time.Minute {
+		t.Errorf("-since 10m: %+v, exit %d", opts, code)
 	}
 }

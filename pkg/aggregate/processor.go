@@ -805,21 +805,27 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time,
 		// but drop their listings with the others'.
 		refs = slices.DeleteFunc(refs, func(r state.Ref) bool { return published[r] })
 	}
-	return p.finalizeDue(ctx, shard, until, refs, listings)
+	_, err = p.finalizeDue(ctx, shard, until, refs, listings)
+	return err
 }
 
-// finalizeDue is finalize of what p.due read: refs, found in listings.
-func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Time, refs []state.Ref, listings []state.Listing) error {
+// finalizeDue is finalize of what p.due read: refs, found in listings. It
+// returns how many windows it made final (a session's or sliding window's
+// results it published), not how many it looked at: a listed state whose
+// session is still growing, or a window another finalize made final, is
+// looked at on every tick and made final once.
+func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Time, refs []state.Ref, listings []state.Listing) (int, error) {
 	type finalized struct {
 		view state.View
 		pub  bool
+		made int
 		err  error
 	}
 	done := make([]finalized, len(refs))
 	parallel(len(refs), p.concurrency, func(i int) {
 		ref, f := refs[i], &done[i]
 		if _, ok := state.IsKeyed(ref); ok {
-			_, f.err = p.finalizeKeyed(ctx, shard, ref, until)
+			f.made, f.err = p.finalizeKeyed(ctx, shard, ref, until)
 			return
 		}
 		view, already, err := p.views.Finalize(ctx, ref)
@@ -827,15 +833,20 @@ func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Ti
 			p.windowExpired(shard, ref)
 			return
 		}
+		if err == nil && !already {
+			f.made = 1
+		}
 		// Not published if already published and unlisted since the
 		// index was read.
 		f.view, f.pub, f.err = view, err == nil && (!already || view.Pending), err
 	})
 	var pubs []state.View
+	made := 0
 	for i := range done {
 		if done[i].err != nil {
-			return done[i].err
+			return 0, done[i].err
 		}
+		made += done[i].made
 		if done[i].pub {
 			pubs = append(pubs, done[i].view)
 		}
@@ -847,16 +858,16 @@ func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Ti
 	// countDelta over these lines).
 	held, err := p.publish(ctx, pubs)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	p.metrics.Add("WindowsFinalized", metrics.Count, float64(len(refs)))
+	p.metrics.Add("WindowsFinalized", metrics.Count, float64(made))
 	// Every window the listings name is published (but those a replay
 	// held, whose listings the live function finds once it is on this
 	// version): they are done with.
 	if len(held) > 0 {
 		listings = slices.DeleteFunc(listings, func(l state.Listing) bool { return held[listedWindow{l.Kind, l.Window}] })
 	}
-	return p.dropListings(ctx, listings)
+	return made, p.dropListings(ctx, listings)
 }
 
 // windowExpired reports a listed window whose item is gone before it was
@@ -918,10 +929,11 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 			return res, err
 		}
 		if len(refs) > 0 {
-			if err := p.finalizeDue(ctx, shard, wm.Current(), refs, listings); err != nil {
+			made, err := p.finalizeDue(ctx, shard, wm.Current(), refs, listings)
+			if err != nil {
 				return res, err
 			}
-			res.Finalized += len(refs)
+			res.Finalized += made
 		}
 	}
 	return res, errors.Join(unread...)

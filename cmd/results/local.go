@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -94,17 +96,21 @@ func pipelineNamed(dir, name string) (*pipeline.Config, error) {
 // changedSinceDeploy is the file of dir whose pipeline is named name when
 // its contents are not deployed, the configuration the template gives the
 // functions (both compacted): it was edited after the template was
-// synthesized. "" when it is the same, there is none, or dir does not load
-// (results does not need it).
-func changedSinceDeploy(dir, name, deployed string) string {
+// synthesized. A directory that does not load (a file edited into one
+// that no longer parses) is that error; one that does not exist is no
+// change (results does not need it).
+func changedSinceDeploy(dir, name, deployed string) (string, error) {
 	files, err := pipeline.LoadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
 	if err != nil {
-		return ""
+		return "", err
 	}
 	for _, f := range files {
 		if f.Name == name && string(f.JSON) != deployed {
-			return f.Path
+			return f.Path, nil
 		}
 	}
-	return ""
+	return "", nil
 }

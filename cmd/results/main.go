@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -118,6 +119,10 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	if err != nil {
 		return fail(stderr, err)
 	}
+	if q.filesUnread != nil {
+		first, _, _ := strings.Cut(q.filesUnread.Error(), "\n")
+		fmt.Fprintf(stderr, "results: note: the pipeline files do not load (%s): the running make local-up runs the files it deployed, and these are their windows\n", strictjson.Cut(first, 300))
+	}
 	if q.changedFile != "" {
 		fmt.Fprintf(stderr, "results: note: %s has changed since the running make local-up deployed it: these are the windows of the file it deployed; stop make local-up (Ctrl-C) and start it again to run the change\n",
 			q.changedFile)
@@ -154,6 +159,7 @@ type query struct {
 	// changedFile: the pipeline file of cfg's name, with -template, when it
 	// is not the one the template deploys (edited since make local-up).
 	changedFile      string
+	filesUnread      error // the pipeline files do not load (with -template)
 	key              string
 	kinds            []string // the window kinds shown; every one of the pipeline when -window is not given
 	from, to         time.Time
@@ -214,7 +220,7 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 		if q.cfg, err = pipeline.Parse([]byte(local.pipeline)); err != nil {
 			err = cli.Usagef("template", "%s: the aggregate function's %s: %v", f.template, pipeline.EnvVar, err)
 		} else {
-			q.changedFile = changedSinceDeploy(defaultDir, q.cfg.Name, local.pipeline)
+			q.changedFile, q.filesUnread = changedSinceDeploy(defaultDir, q.cfg.Name, local.pipeline)
 		}
 	case f.set["pipeline"]:
 		q.cfg, err = pipelineNamed(defaultDir, f.pipeline)

@@ -721,6 +721,7 @@ func TestTemplateSaysThePipelineFileChanged(t *testing.T) {
 		{"edited", strings.Replace(deployed, `"count","sum"`, `"count","sum","max"`, 1), true},
 		{"as deployed, written out", strings.ReplaceAll(deployed, ",", ",\n  "), false},
 		{"no file", "", false},
+		{"edited into one that does not parse", strings.Replace(deployed, `"count","sum"`, `"count","sum","distinct"`, 1), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -737,6 +738,12 @@ func TestTemplateSaysThePipelineFileChanged(t *testing.T) {
 			const note = "pipelines/local.json has changed since the running make local-up deployed it"
 			if got := strings.Contains(r.stderr, note); got != tc.note {
 				t.Errorf("stderr %q: note %q given: %v, want %v", r.stderr, note, got, tc.note)
+			}
+			// A file that no longer parses is said too: the stack runs the
+			// one it deployed.
+			const unread = "results: note: the pipeline files do not load ("
+			if got, want := strings.Contains(r.stderr, unread), strings.Contains(tc.name, "does not parse"); got != want {
+				t.Errorf("stderr %q: note %q given: %v, want %v", r.stderr, unread, got, want)
 			}
 		})
 	}

@@ -68,8 +68,8 @@ func outputOf(v state.View) Output {
 // it, or the ticker, publishes it again under the same id. On a version of
 // the views table a replay filled, the results the version before it
 // published are only marked, and a replay's processor leaves listed those
-// it cannot tell are on the stream (handover.go): it returns how many,
-// and their windows (held), whose listings the caller keeps.
+// it cannot tell are on the stream (handover.go): it returns their windows
+// (held), whose listings the caller keeps.
 func (p *Processor) publish(ctx context.Context, views []state.View) (held map[listedWindow]bool, err error) {
 	if len(views) == 0 {
 		return nil, nil

@@ -337,6 +337,10 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 				left = append(left, r)
 			}
 		}
+		// Results this call sent that a concurrent save (a replay's, which
+		// held them) put back as pending: the state must be saved without
+		// them, or the next finalize sends them again.
+		sentBefore := len(left) < len(buf.Pending)
 		buf.Pending = left
 		recorded, next, unrecorded, err := p.recordFinalKeyed(ws, kind, buf, wm)
 		if err != nil {
@@ -394,7 +398,7 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 				p.metrics.Add("Retractions", metrics.Count, 1)
 			}
 		}
-		hadPending := len(buf.Pending) > 0
+		hadPending := len(buf.Pending) > 0 || sentBefore
 		buf.Pending = buf.Pending[done:]
 		points, emitted := len(buf.Points), len(buf.Emitted)
 		pruneKeyed(ws, p.cfg.Late, buf, wm, unrecorded)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/testtools"
 )
 
@@ -21,16 +20,7 @@ import (
 // infra/cdk.out again.
 func TestMakeTargetsReadTheRunningLocalUpsTemplate(t *testing.T) {
 	testtools.Need(t, "the Makefile is run by make", "make")
-	root, err := standin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root, dir := emptyCheckout(t)
 	targets := []string{"results", "tail", "setaside", "setaside-show", "putback", "logs"}
 	makeN := func(t *testing.T, target, addr, stack string) string {
 		t.Helper()

@@ -172,23 +172,7 @@ func TestMakeYesNoVariables(t *testing.T) {
 // scripts printing their arguments stands in for the repository.
 func TestMakePassesValuesAsTyped(t *testing.T) {
 	testtools.Need(t, "the Makefile is run by make", "make", "bash")
-	root, err := standin.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Built after go.mod: make takes them as up to date.
-	old := time.Now().Add(-time.Hour)
-	for _, f := range []string{"go.mod", "go.sum"} {
-		if err := os.Chtimes(filepath.Join(dir, f), old, old); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root, dir := emptyCheckout(t)
 	if err := os.MkdirAll(filepath.Join(dir, ".build", "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -277,4 +261,28 @@ func TestMakeOperatorFlagsHaveTheirVariables(t *testing.T) {
 			}
 		}
 	}
+}
+
+// emptyCheckout is the repository's root (whose Makefile a test runs with
+// -f) and an empty directory to run it in (-C, TRIBUTARY_ROOT): a go.mod
+// and go.sum from an hour ago, so what make builds after them is up to
+// date.
+func emptyCheckout(t *testing.T) (root, dir string) {
+	t.Helper()
+	root, err := standin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	for _, f := range []string{"go.mod", "go.sum"} {
+		path := filepath.Join(dir, f)
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, dir
 }

@@ -159,12 +159,12 @@ func (h *handover) judge(ctx context.Context, p *Processor, views []state.View, 
 	return verdicts, nil
 }
 
-// sort splits views into those to send and those the previous version
-// already published, leaving out those to hold (judge).
-func (h *handover) sort(ctx context.Context, p *Processor, views []state.View, hold bool) (send, sent []state.View, err error) {
+// sort splits views into those to send, those the previous version
+// already published, and those to hold (judge).
+func (h *handover) sort(ctx context.Context, p *Processor, views []state.View, hold bool) (send, sent, held []state.View, err error) {
 	verdicts, err := h.judge(ctx, p, views, hold)
 	if err != nil || verdicts == nil {
-		return views, nil, err
+		return views, nil, nil, err
 	}
 	for i, v := range verdicts {
 		switch v {
@@ -172,9 +172,11 @@ func (h *handover) sort(ctx context.Context, p *Processor, views []state.View, h
 			send = append(send, views[i])
 		case onStream:
 			sent = append(sent, views[i])
+		case toHold:
+			held = append(held, views[i])
 		}
 	}
-	return send, sent, nil
+	return send, sent, held, nil
 }
 
 // judgeKeyed is judge for a keyed state's pending results (outs[i] is

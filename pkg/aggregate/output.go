@@ -74,27 +74,16 @@ func (p *Processor) publish(ctx context.Context, views []state.View) (held map[l
 	if len(views) == 0 {
 		return nil, nil
 	}
-	all := views
-	var onStream []state.View
+	var onStream, hold []state.View
 	if p.handover != nil {
-		views, onStream, err = p.handover.sort(ctx, p, views, p.out == nil)
-		if err != nil {
+		if views, onStream, hold, err = p.handover.sort(ctx, p, views, p.out == nil); err != nil {
 			return nil, err
 		}
 	}
-	if len(views)+len(onStream) < len(all) {
-		held = make(map[listedWindow]bool)
-		sent := make(map[state.Ref]bool, len(views)+len(onStream))
-		for _, v := range views {
-			sent[v.Ref] = true
-		}
-		for _, v := range onStream {
-			sent[v.Ref] = true
-		}
-		for _, v := range all {
-			if !sent[v.Ref] {
-				held[listedWindow{v.Kind, v.Window}] = true
-			}
+	if len(hold) > 0 {
+		held = make(map[listedWindow]bool, len(hold))
+		for _, v := range hold {
+			held[listedWindow{v.Kind, v.Window}] = true
 		}
 	}
 	return held, p.publishSorted(ctx, views, onStream)
@@ -107,7 +96,7 @@ func (p *Processor) publishAll(ctx context.Context, views []state.View) error {
 	var onStream []state.View
 	if p.handover != nil {
 		var err error
-		if views, onStream, err = p.handover.sort(ctx, p, views, false); err != nil {
+		if views, onStream, _, err = p.handover.sort(ctx, p, views, false); err != nil {
 			return err
 		}
 	}
@@ -132,7 +121,7 @@ func (p *Processor) publishSorted(ctx context.Context, views, onStream []state.V
 		errs []error
 	)
 	parallel(len(views)+len(onStream), p.concurrency, func(i int) {
-		v := (*state.View)(nil)
+		var v *state.View
 		if i < len(views) {
 			v = &views[i]
 		} else {

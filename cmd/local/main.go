@@ -22,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tributary-dev/tributary/internal/cli"
 )
 
 // started is when this process started, for the wall time of a run.
@@ -99,13 +101,10 @@ func usage() {
 // -h lists them. nil options: exit with code.
 func parseArgs(cmd string, args []string, stderr io.Writer) (*options, int) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	opts := bindOptions(fs)
 	opts.cmd = cmd
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, stderr, "usage: go run ./cmd/local "+cmd+" [flags]", ""); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.Usage()
 			return nil, 0
 		}
 		fmt.Fprintf(stderr, "local %s: %v (go run ./cmd/local %s -h lists the flags; under make, -since is SINCE=, -lambda-port LAMBDA_PORT=)\n", cmd, err, cmd)

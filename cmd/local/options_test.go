@@ -135,7 +135,8 @@ func TestLambdaPortOnAFunctionURLsPortNamesBoth(t *testing.T) {
 
 // TestAFlagItCannotReadIsOneLine: make logs SINCE=abc printed Go's
 // "invalid value" line and then the usage of every flag of every command;
-// the line naming the flag is now all, with how to list the flags.
+// the line naming the flag is now all, with how to list the flags and what
+// the flag takes (it said only "parse error").
 func TestAFlagItCannotReadIsOneLine(t *testing.T) {
 	var stderr strings.Builder
 	opts, code := parseArgs("logs", []string{"-since", "abc"}, &stderr)
@@ -143,8 +144,8 @@ func TestAFlagItCannotReadIsOneLine(t *testing.T) {
 		t.Fatalf("parseArgs: %v, exit %d; want exit 2", opts, code)
 	}
 	got := stderr.String()
-	if strings.Count(got, "\n") != 1 || !strings.Contains(got, `invalid value "abc" for flag -since`) || !strings.Contains(got, "-since is SINCE=") {
-		t.Errorf("stderr %q: want one line naming -since, its value and SINCE=", got)
+	if strings.Count(got, "\n") != 1 || !strings.Contains(got, `invalid value "abc" for flag -since`) || !strings.Contains(got, "-since is SINCE=") || !strings.Contains(got, "want a duration such as") {
+		t.Errorf("stderr %q: want one line naming -since, its value, what it takes and SINCE=", got)
 	}
 	if opts, code := parseArgs("logs", []string{"-since", "10m"}, &stderr); opts == nil || code != 0 || opts.since != 10*time.Minute {
 		t.Errorf("-since 10m: %+v, exit %d", opts, code)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -78,7 +79,11 @@ func logsTo(ctx context.Context, o *options, w, progress io.Writer) error {
 	if own, err := stackLogGroups(o.template, o.stack); err != nil {
 		fmt.Fprintf(w, "! every stack's log groups on %s: %v\n", endpoint, err)
 	} else {
-		groups = slices.DeleteFunc(groups, func(g string) bool { return !own[g] })
+		all := groups
+		groups = slices.DeleteFunc(slices.Clone(groups), func(g string) bool { return !own[g] })
+		if others := stacksWithLogs(o.template, all); len(groups) == 0 && len(others) > 0 {
+			return usageError{fmt.Sprintf("-stack %s (make logs STACK=%[1]s): no function of that stack has logs on %s; the stacks that have: %s (a make local-up prints its STACK=)", o.stack, endpoint, strings.Join(others, ", "))}
+		}
 	}
 	if len(groups) == 0 {
 		fmt.Fprintf(w, "no log groups of stack %s yet: send some events first\n", o.stack)
@@ -173,6 +178,36 @@ func stackLogGroups(path, stack string) (map[string]bool, error) {
 		own[f.LogGroup] = true
 	}
 	return own, nil
+}
+
+// stacksWithLogs are the stacks, sorted, whose functions' log groups as the
+// template at path names them are among groups: a log group's name is
+// the stack's name between the same prefix and suffix for every stack
+// (<Stack>-<LogicalID>, generated), so planning the template under a
+// marker name gives them.
+func stacksWithLogs(path string, groups []string) []string {
+	const marker = "Zstackmarker0"
+	d, err := localdeploy.Plan(path, marker)
+	if err != nil {
+		return nil
+	}
+	fns, err := d.Functions()
+	if err != nil {
+		return nil
+	}
+	found := map[string]bool{}
+	for _, f := range fns {
+		pre, suf, ok := strings.Cut(f.LogGroup, marker)
+		if !ok {
+			continue
+		}
+		for _, g := range groups {
+			if len(g) > len(pre)+len(suf) && strings.HasPrefix(g, pre) && strings.HasSuffix(g, suf) {
+				found[g[len(pre):len(g)-len(suf)]] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(found))
 }
 
 var reportLine = regexp.MustCompile(`^REPORT RequestId: (\S+)\s+Duration: ([0-9.]+ ms).*?(Max Memory Used: [^\t]+)`)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -85,5 +86,15 @@ func TestLogsShowOnlyTheirOwnStack(t *testing.T) {
 		if !strings.Contains(out.String(), want) || strings.Count(out.String(), "RecordsIn{") != 1 {
 			t.Errorf("logs -stack %s: want its own metrics, %q; it printed:\n%s", stack, want, out.String())
 		}
+	}
+	// A stack with no logs on the stand-in while others have some is a
+	// mistyped STACK=: it said "no log groups of stack nope yet" and exited
+	// 0, as if that stack ran and had not been sent events.
+	var out strings.Builder
+	o := &options{cmd: "logs", addr: strings.TrimPrefix(srv.Endpoint(), "http://"), template: tmpl, stack: "nope", since: time.Hour}
+	err := logsTo(ctx, o, &out, io.Discard)
+	var ue usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "STACK=nope") || !strings.Contains(err.Error(), strings.Join(stacks, ", ")) {
+		t.Errorf("logs -stack nope: %v (printed %q); want a usage error naming STACK=nope and the stacks with logs, %s", err, out.String(), strings.Join(stacks, ", "))
 	}
 }

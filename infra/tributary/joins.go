@@ -31,8 +31,8 @@ const (
 )
 
 // JoinConfig is a join file of the pipelines directory (kind "join") as
-// the stack reads it: its name and the two event types, which the mapping's
-// filter lets through, and the file, which the function receives whole
+// the stack reads it: its name and the two event types (its dashboard names
+// them), and the file, which the function receives whole
 // (JOIN_CONFIG, compacted).
 type JoinConfig struct {
 	Name  string
@@ -94,8 +94,9 @@ type StreamJoinProps struct {
 }
 
 // StreamJoin is one stream–stream join, declared in a join file: the join
-// function reads the two event types of the events stream (a mapping filter
-// passes only those), keeps both sides' buffered records in State, and
+// function reads the two event types of the events stream (handed every
+// record, so that its tick sees the shard's progress, it ignores the
+// others), keeps both sides' buffered records in State, and
 // writes joined, unmatched and rate records to Joins; a schedule ticks it
 // (the tick reads the events stream too, grantBacklogRead). The function carries the file's name as its PipelineMetadataKey, so it
 // gets alarms of its own, and the stack gives it a dashboard
@@ -196,9 +197,13 @@ func NewStreamJoin(scope constructs.Construct, id string, props StreamJoinProps)
 		OnFailure: props.OnFailure,
 		SetAside:  props.Quarantine,
 		BatchSize: 100,
-		// Only the two sides reach the function: the others would be
-		// ignored by it anyway (and move no watermark).
-		Filters: []map[string]any{{"data": map[string]any{"type": []any{cfg.Left, cfg.Right}}}},
+		// Every record reaches the function, not only the two sides: it
+		// ignores the others (they move no watermark) but commits its
+		// position past them, and its tick reads the shard after that
+		// position to tell an idle shard from one still to be processed.
+		// Behind a mapping filter the position stopped at the last search
+		// or click, so any other event after it held the shard's watermark
+		// (and the unmatched searches) until the next search or click.
 	})
 	j.Function.Function.Node().DefaultChild().(awslambda.CfnFunction).AddMetadata(jsii.String(PipelineMetadataKey), jsii.String(cfg.Name))
 	grantKeyedState(j.Function.GoFunction, j.State)

@@ -97,7 +97,11 @@ type StreamFunctionProps struct {
 	// of this length (TumblingWindowInSeconds, up to 15 minutes); unset if zero.
 	TumblingWindow time.Duration
 	// Filters are event filter patterns (FilterCriteria); a record is sent
-	// if it matches any of them.
+	// if it matches any of them. Not for a function whose tick reads the
+	// stream after the position it committed (EVENTS_STREAM_NAME): the
+	// records a filter drops never reach it, so its position stops at the
+	// last one that passed and the tick takes the rest for records still to
+	// process, holding the shard's watermark.
 	Filters []map[string]any
 
 	// EnhancedFanOut makes the function read Stream through its own

@@ -39,9 +39,13 @@ type StreamHandlerProps struct {
 	// (EVENTS_STREAM_NAME too: its tick reads it, after the last record
 	// the function committed, before it takes a shard for idle). Required.
 	Events awskinesis.IStream
-	// EventTypes, if set, are the only event types the mapping passes to
-	// the function (a filter on the envelope's type); the function skips
-	// the others anyway, but never pays for them.
+	// EventTypes are the event types the function's Selector reads, for
+	// its dashboard. The mapping hands the function every record all the
+	// same (no filter): its Selector skips the others (handler.ErrSkip) and
+	// it commits its position past them, which its tick needs to tell an
+	// idle shard from one with records still to process — behind a filter
+	// the position stopped at the last record of these types, and any
+	// other event after it held the shard's windows open until the next.
 	EventTypes []string
 	// Quarantine is where records that can never be added are set aside
 	// (QUARANTINE_TABLE_NAME). Required.
@@ -105,14 +109,6 @@ func NewStreamHandler(scope constructs.Construct, id string, props StreamHandler
 	if desc == "" {
 		desc = fmt.Sprintf("Stream handler %s (package handler): windows per key into its state table, final results onto its output stream", props.Name)
 	}
-	var filters []map[string]any
-	if len(props.EventTypes) > 0 {
-		types := make([]any, len(props.EventTypes))
-		for i, t := range props.EventTypes {
-			types[i] = t
-		}
-		filters = []map[string]any{{"data": map[string]any{"type": types}}}
-	}
 	h.Function = NewStreamFunction(c, "Function", StreamFunctionProps{
 		Function: GoFunctionProps{
 			Name:        props.Name,
@@ -127,7 +123,6 @@ func NewStreamHandler(scope constructs.Construct, id string, props StreamHandler
 		OnFailure: props.OnFailure,
 		SetAside:  props.Quarantine,
 		BatchSize: props.BatchSize,
-		Filters:   filters,
 	})
 	grantKeyedState(h.Function.GoFunction, h.State)
 	grantBacklogRead(h.Function.GoFunction, props.Events)

@@ -20,8 +20,7 @@
 // make invoke sends a fresh copy of the file (local.FreshSample): times
 // moved to now, Kinesis records on shard shardId-make-invoke, new sequence
 // numbers and ids, so that a sample never moves a running stack's real
-// shards (a cdc change without a version attribute it refuses against a
-// running stack), and event ids with a suffix new at each invocation, so
+// shards, and event ids with a suffix new at each invocation, so
 // that each invocation is counted, not set aside as an id reused with other
 // content. The outcomes below are the file's own, at its fixed times and ids.
 //

@@ -53,11 +53,6 @@ func invoke(ctx context.Context, o *options) (err error) {
 	}
 	endpoint := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))
 	running := listening(net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort)), 500*time.Millisecond)
-	if missing := local.VersionlessChanges(payload); running && len(missing) > 0 && strings.Contains(strings.ToLower(o.fn), "cdc") {
-		return fmt.Errorf("event file %s: %s is missing, refused against the stack running on %s: cdc would take the record's sequence number as the item's version, "+
-			"and no number make invoke could give it is safe on a stack holding data (above the stack's own it hides the key's later real changes from the enrichment, below them it is hidden by them); "+
-			"give the sample's images a version attribute, or send it with no make local-up running (make invoke then brings up a private stack for it)", o.event, strings.Join(missing, ", "), endpoint)
-	}
 	// The samples' fixed times and positions would become a real shard's
 	// fence and a watermark days behind: send a fresh copy (the file stays
 	// as the console takes it).

@@ -22,8 +22,7 @@
 // read its data. FreshSample (freshsample.go) is what `make
 // invoke` sends instead of a sample file: its times moved to now and its
 // positions to SampleShard and new sequence numbers and ids, so that a
-// sample never becomes a real shard's position or watermark;
-// VersionlessChanges finds the cdc changes no rewrite makes safe.
+// sample never becomes a real shard's position or watermark.
 //
 // One topology, defined once in infra/, runs in AWS and here.
 package local

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -776,36 +775,4 @@ func marshalSample(doc any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// VersionlessChanges lists the records of a DynamoDB Streams sample whose
-// image (NewImage, or OldImage for a REMOVE) has no version attribute
-// (cdc.VersionAttribute), by JSON path; nil for any other sample. The cdc
-// function takes such a change's stream sequence number as the item's
-// version, and no sequence number FreshSample could give it is safe on a
-// stack holding data: above the stack's own (moto's are 22 digits) it
-// would hide the item's later real changes from the enrichment, below them
-// be hidden by them.
-func VersionlessChanges(payload []byte) []string {
-	var root map[string]any
-	if json.Unmarshal(payload, &root) != nil {
-		return nil
-	}
-	var out []string
-	for i, r := range recordsOf(root, "aws:dynamodb") {
-		rec, _ := r.(map[string]any)
-		d, _ := rec["dynamodb"].(map[string]any)
-		if d == nil {
-			continue
-		}
-		image := "NewImage"
-		if rec["eventName"] == "REMOVE" {
-			image = "OldImage"
-		}
-		img, _ := d[image].(map[string]any)
-		if _, ok := img[cdc.VersionAttribute]; !ok {
-			out = append(out, fmt.Sprintf("Records[%d].dynamodb.%s.%s", i, image, cdc.VersionAttribute))
-		}
-	}
-	return out
 }

@@ -466,17 +466,19 @@ func (h *Handler) recordVersion(rec *events.DynamoDBEventRecord) (json.Number, e
 		}
 		return json.Number(v.String()), nil
 	}
-	if _, had := ch.OldImage[VersionAttribute]; had && !bump {
-		// A write that dropped the attribute: the sequence number would
-		// outrank every later version of the item, and consumers would
-		// never apply them.
+	// No version: nothing orders the change against the item's others.
+	// (The stream's sequence number did once, and outranked every version
+	// the item was given later: consumers never applied it again.)
+	if bump {
+		return "", h.changeError(rec, "dynamodb.OldImage."+VersionAttribute, setaside.KindInvalid,
+			"is missing: the deleted item had no %[1]s, so its tombstone has none to follow; every item of the table carries a number attribute %[1]s, bumped on every write", VersionAttribute)
+	}
+	if _, had := ch.OldImage[VersionAttribute]; had {
 		return "", h.changeError(rec, "dynamodb.NewImage."+VersionAttribute, setaside.KindInvalid,
 			"is missing, but the item's previous image (dynamodb.OldImage) has one: every write of a versioned item must carry its %s", VersionAttribute)
 	}
-	if ch.SequenceNumber == "" {
-		return "", h.changeError(rec, "dynamodb.SequenceNumber", setaside.KindInvalid, "is missing and the item has no %s attribute", VersionAttribute)
-	}
-	return json.Number(ch.SequenceNumber), nil
+	return "", h.changeError(rec, "dynamodb.NewImage."+VersionAttribute, setaside.KindInvalid,
+		"is missing: every item of the table carries a number attribute %[1]s, bumped on every write (a conditional write on the previous one); write the item again with one", VersionAttribute)
 }
 
 // checkBump refuses a MODIFY whose version is below its old image's, or
@@ -487,7 +489,7 @@ func (h *Handler) recordVersion(rec *events.DynamoDBEventRecord) (json.Number, e
 func (h *Handler) checkBump(rec *events.DynamoDBEventRecord, version json.Number, image map[string]any) error {
 	av, ok := rec.Change.OldImage[VersionAttribute]
 	if !ok {
-		return nil // never versioned: the sequence number orders it
+		return nil // the item's first version: its change without one was set aside
 	}
 	old, err := itemVersion(av)
 	if err != nil {

@@ -94,7 +94,7 @@ func TestHandleWritesChangelogInOrder(t *testing.T) {
 	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
 	n := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberN{Value: v} }
 	put(map[string]ddbtypes.AttributeValue{"userId": s("u-1"), "version": n("1"), "plan": s("free")})
-	put(map[string]ddbtypes.AttributeValue{"userId": s("u-2"), "plan": s("pro"), "seats": n("3")}) // no version attribute
+	put(map[string]ddbtypes.AttributeValue{"userId": s("u-2"), "version": n("7"), "plan": s("pro"), "seats": n("3")})
 	put(map[string]ddbtypes.AttributeValue{"userId": s("u-1"), "version": n("2"), "plan": s("pro")})
 	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("profiles"), Key: map[string]ddbtypes.AttributeValue{"userId": s("u-1")}}); err != nil {
 		t.Fatal(err)
@@ -158,10 +158,8 @@ func TestHandleWritesChangelogInOrder(t *testing.T) {
 			t.Errorf("u-1 record %d times %v %v %v, want all the change's time", i, c.env.OccurredAt, c.env.SentAt, c.env.ReceivedAt)
 		}
 	}
-	// Without a version attribute the version is the stream sequence number.
-	seq := ev.Records[1].Change.SequenceNumber
-	if u2.data.Version.String() != seq || u2.env.ID != "profiles/u-2/"+seq {
-		t.Errorf("u-2 version %s id %s, want the sequence number %s", u2.data.Version, u2.env.ID, seq)
+	if u2.data.Version.String() != "7" || u2.env.ID != "profiles/u-2/7" {
+		t.Errorf("u-2 version %s id %s, want its version 7", u2.data.Version, u2.env.ID)
 	}
 	if u2.data.Image["seats"] != json.Number("3") {
 		t.Errorf("u-2 image %v: seats should be the number 3", u2.data.Image)
@@ -366,8 +364,16 @@ func TestChangelogRecords(t *testing.T) {
 		// the stream's sequence number, above every later version of the
 		// key, which the join would then never apply.
 		{"modify dropping the version", record("MODIFY", "NEW_AND_OLD_IMAGES", unversioned, profile), "", "", "dynamodb.NewImage.version"},
-		{"modify of an item that never had one", record("MODIFY", "NEW_AND_OLD_IMAGES", unversioned, unversioned), cdc.TypeChanged,
-			"100000000000000000000002", ""},
+		// Every item carries its version: one without took the stream's
+		// sequence number as its version, which outranked the version the
+		// item was given next (2 < a 22-digit number), so the join never
+		// applied the item again. A change without one is set aside
+		// naming the attribute; the first write that gives the item one
+		// is applied.
+		{"insert without a version", record("INSERT", "NEW_AND_OLD_IMAGES", unversioned, nil), "", "", "dynamodb.NewImage.version"},
+		{"modify of an item that never had one", record("MODIFY", "NEW_AND_OLD_IMAGES", unversioned, unversioned), "", "", "dynamodb.NewImage.version"},
+		{"remove of an item that never had one", record("REMOVE", "NEW_AND_OLD_IMAGES", nil, unversioned), "", "", "dynamodb.OldImage.version"},
+		{"modify giving an item its first version", record("MODIFY", "NEW_AND_OLD_IMAGES", profile, unversioned), cdc.TypeChanged, "5", ""},
 		// A write that took the version back (a restore, a reset) or
 		// changed the profile without bumping it: the join holds the old
 		// version and would skip this one for good, serving the old

@@ -20,11 +20,12 @@
 // version). A change's version is its NewImage's version; a deletion (a
 // tombstone, image null) has the deleted item's version + 1, so it sorts after
 // the last image; an item re-created after deletion must continue from there.
-// Without a version attribute the version is the DynamoDB stream sequence
-// number (increasing per item, as the stream orders changes per item); a
-// MODIFY whose old image has a version and whose new image has none (a
-// write that dropped it) is refused, as the sequence number would outrank
-// every later version of the item. So is a MODIFY whose version is below
+// A change without a version attribute (a deletion: its old image without
+// one) is refused naming it: nothing orders it against the item's other
+// changes (the DynamoDB stream's sequence number, once taken for its
+// version, outranked every version the item was given later, and consumers
+// never applied the item again), and so is a snapshot's item without one;
+// the first write that gives an item its version is applied. So is refused a MODIFY whose version is below
 // its old image's, or equal to it while the image (without the personal
 // attribute) changed: consumers apply only a higher version than they
 // hold, and would keep serving the previous image for good. An erasure of

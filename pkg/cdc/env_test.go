@@ -46,7 +46,7 @@ func TestEnvOptions(t *testing.T) {
 				Change: events.DynamoDBStreamRecord{SequenceNumber: "100", StreamViewType: "NEW_AND_OLD_IMAGES",
 					ApproximateCreationDateTime: events.SecondsEpochTime{Time: time.Unix(1_700_000_000, 0)},
 					Keys:                        map[string]events.DynamoDBAttributeValue{c.wantKey: events.NewStringAttribute("u1")},
-					NewImage:                    map[string]events.DynamoDBAttributeValue{c.wantKey: events.NewStringAttribute("u1")}}}
+					NewImage:                    map[string]events.DynamoDBAttributeValue{c.wantKey: events.NewStringAttribute("u1"), cdc.VersionAttribute: events.NewNumberAttribute("1")}}}
 			env, err := h.Envelope(&rec)
 			if err != nil || env.Key != "u1" {
 				t.Fatalf("a change keyed by %s: %v, %v; want key u1", c.wantKey, env, err)

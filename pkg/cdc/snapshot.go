@@ -77,12 +77,8 @@ const putBackoff = 100 * time.Millisecond
 // harmless (the change of that version is skipped, later ones applied), so
 // there is no gap and nothing is applied twice.
 //
-// An item without a version attribute gets the highest sequence number of
-// the position as its version (a change after the position has a higher
-// one), or 0 when the stream held no record.
-//
-// An item no snapshot record can be made of (no entity key, a version that
-// is not one, a record over Kinesis' limit) is skipped, counted and named
+// An item no snapshot record can be made of (no entity key, no version
+// attribute or one that is not a version, a record over Kinesis' limit) is skipped, counted and named
 // (the first MaxSkippedListed) in the counts, each logged with its reason
 // (WithLogger), and the others are published:
 // the item stays in the table, and the next snapshot takes it once it is
@@ -106,13 +102,6 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 	if err != nil {
 		return nil, counts, fmt.Errorf("table %s: %w", table, err)
 	}
-	fallback := json.Number("0")
-	for _, seq := range pos.Shards {
-		if seq != "" && (fallback == "0" || stream.CompareSequence(seq, fallback.String()) > 0) {
-			fallback = json.Number(seq)
-		}
-	}
-
 	now := time.Now().UTC()
 	var start map[string]ddbtypes.AttributeValue
 	for {
@@ -122,7 +111,7 @@ func (h *Handler) Snapshot(ctx context.Context, db TableScanner, streams StreamR
 		}
 		entries := make([]kintypes.PutRecordsRequestEntry, 0, len(page.Items))
 		for _, item := range page.Items {
-			e, err := h.snapshotEntry(table, item, pos, fallback, now)
+			e, err := h.snapshotEntry(table, item, pos, now)
 			if err != nil {
 				// Every one logged: the counts name only the first
 				// MaxSkippedListed, and an operator mends them all.
@@ -296,7 +285,7 @@ func (h *Handler) putAll(ctx context.Context, entries []kintypes.PutRecordsReque
 	}
 }
 
-func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.AttributeValue, pos *Position, fallback json.Number, now time.Time) (kintypes.PutRecordsRequestEntry, error) {
+func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.AttributeValue, pos *Position, now time.Time) (kintypes.PutRecordsRequestEntry, error) {
 	img := stream.FromItem(item)
 	var key string
 	switch av, ok := img[h.keyAttr]; {
@@ -307,14 +296,17 @@ func (h *Handler) snapshotEntry(table string, item map[string]ddbtypes.Attribute
 	default:
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("an item has no S or N entity key attribute %q (ENTITY_KEY_ATTRIBUTE)", h.keyAttr)
 	}
-	version := fallback
-	if av, ok := img[VersionAttribute]; ok {
-		v, err := itemVersion(av)
-		if err != nil {
-			return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %s: %w", key, VersionAttribute, err)
-		}
-		version = json.Number(v.String())
+	av, ok := img[VersionAttribute]
+	if !ok {
+		// As a change without one is set aside: a made-up version would
+		// outrank (or hide behind) the versions the item is given next.
+		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %s: is missing: every item of the table carries a number attribute %[2]s, bumped on every write", key, VersionAttribute)
 	}
+	v, err := itemVersion(av)
+	if err != nil {
+		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %s: %w", key, VersionAttribute, err)
+	}
+	version := json.Number(v.String())
 	image, err := ImageJSON(img)
 	if err != nil {
 		return kintypes.PutRecordsRequestEntry{}, fmt.Errorf("item %s: %w", key, err)

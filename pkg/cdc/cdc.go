@@ -501,9 +501,12 @@ func (h *Handler) checkBump(rec *events.DynamoDBEventRecord, version json.Number
 	}
 	switch cur.Cmp(old) {
 	case -1:
+		// A deletion of the item as it now is would go out at version
+		// cur + 1, at most old: skipped too, and the item would live on
+		// in the join after the table lost it.
 		return h.changeError(rec, "dynamodb.NewImage."+VersionAttribute, setaside.KindInvalid,
-			"%s is below the item's previous %s %s (dynamodb.OldImage): consumers hold %s already and would never apply this change; every write must raise the %s",
-			version, VersionAttribute, old, old, VersionAttribute)
+			"%s is below the item's previous %s %s (dynamodb.OldImage): consumers hold %s already and would never apply this change; write the item again at a %s above %s before anything else — deleted now, its tombstone would go out at %s %s, which consumers skip as well",
+			version, VersionAttribute, old, old, VersionAttribute, old, VersionAttribute, new(big.Int).Add(cur, big.NewInt(1)))
 	case 0:
 		oldImage, err := ImageJSON(rec.Change.OldImage)
 		if err != nil || sameValue(oldImage, image) {

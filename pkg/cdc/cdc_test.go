@@ -411,6 +411,12 @@ func TestChangelogRecords(t *testing.T) {
 			events.NewNumberSetAttribute([]string{"1", "NaN"})), nil), "", "", "dynamodb.NewImage.scores[1]"},
 	}
 	h := cdc.New(nil, "events")
+	// A write that took the version back says what mends it: a deletion
+	// right after it went out at a version the join held and was lost.
+	if _, err := h.Envelope(record("MODIFY", "NEW_AND_OLD_IMAGES", with(profile, "version", events.NewNumberAttribute("3")), profile)); err == nil ||
+		!strings.Contains(err.Error(), "write the item again at a version above 5") || !strings.Contains(err.Error(), "tombstone would go out at version 4") {
+		t.Errorf("a version taken back: %v; want it to say to write the item above 5, and that a deletion would go out at 4", err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, err := h.Envelope(tt.rec)

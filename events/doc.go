@@ -55,7 +55,8 @@
 //	                                   the deployed worker instead sends it to the Tasks DLQ with the reason (on an earlier
 //	                                   receive it is reported failed to wait for its dependency, in both)
 //	cdc/dynamodb-insert.json           INSERT of user-42 (version 1) → one profile_changed record, partition key user-42,
-//	                                   id profiles/user-42/1, image = the item
+//	                                   id profiles/user-42/1, image = the item (the id's first part is the table's name
+//	                                   from eventSourceARN: under make invoke the local table's, Tributary-ProfilesCDC…/user-42/1)
 //	cdc/dynamodb-modify.json           MODIFY to version 2 → profile_changed, id profiles/user-42/2, image = the new image
 //	cdc/dynamodb-remove.json           REMOVE of version 2 → profile_deleted tombstone, id profiles/user-42/3, image null
 //	enrich/kinesis-profile-change.json activity, profile_changed user-42 v2 (pro), activity → evt-0100 gets no profile

@@ -26,6 +26,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Changelog record types.
@@ -385,6 +386,18 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 	if err != nil {
 		return nil, h.changeError(rec, "dynamodb.NewImage", setaside.KindInvalid, "encoding the image as JSON: %v", err)
 	}
+	// As every consumer reads it (the strict reader: an image nested
+	// deeper than it takes was set aside by each of them, downstream).
+	if err := strictjson.Check(data, strictjson.Options{MaxBytes: len(data), Name: "changelog data"}); err != nil {
+		field := "dynamodb.NewImage"
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			if rest, ok := strings.CutPrefix(se.Path, "image."); ok {
+				field += "." + rest
+			}
+		}
+		return nil, h.changeError(rec, field, setaside.KindInvalid, "as the changelog record's data: %v", err)
+	}
 	if events.DynamoDBOperationType(rec.EventName) == events.DynamoDBOperationTypeModify {
 		if err := h.checkBump(rec, version, image); err != nil {
 			return nil, err
@@ -396,7 +409,11 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 	}
 	env := &stream.Envelope{ID: changeID(tableName(rec.EventSourceArn), key, version.String()), Type: typ, Key: key,
 		OccurredAt: at, SentAt: at, ReceivedAt: at, Data: data}
-	if err := env.Validate(); err != nil {
+	err = env.Validate()
+	if err == nil {
+		err = env.CheckControls() // as ingest: the key is every view's key
+	}
+	if err != nil {
 		field := keyField // the id and the key are made of the entity key
 		var fe *stream.FieldError
 		if errors.As(err, &fe) && fe.Field != "id" && fe.Field != "key" {

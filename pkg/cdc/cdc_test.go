@@ -486,3 +486,39 @@ func TestLongKeysGetAChangelog(t *testing.T) {
 		t.Errorf("ids %v: a short key's id is <table>/<key>/<version>", ids)
 	}
 }
+
+// TestChangesEveryConsumerWouldRefuseAreSetAsideHere: a key holding a
+// control character and an image nested deeper than the strict reader
+// takes went onto the events stream, where ingest refuses both, and every
+// consumer set the record aside again (or keyed views by a NUL). cdc sets
+// the change aside itself, naming the attribute.
+func TestChangesEveryConsumerWouldRefuseAreSetAsideHere(t *testing.T) {
+	at := events.SecondsEpochTime{Time: time.Date(2026, 11, 29, 10, 41, 0, 0, time.UTC)}
+	deep := events.NewStringAttribute("bottom")
+	for range 80 {
+		deep = events.NewMapAttribute(map[string]events.DynamoDBAttributeValue{"a": deep})
+	}
+	record := func(key string, extra map[string]events.DynamoDBAttributeValue) *events.DynamoDBEventRecord {
+		img := map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute(key), "version": events.NewNumberAttribute("1")}
+		maps.Copy(img, extra)
+		return &events.DynamoDBEventRecord{EventID: "e", EventName: "INSERT",
+			EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/profiles/stream/2026-11-29T00:00:00.000",
+			Change: events.DynamoDBStreamRecord{SequenceNumber: "100000000000000000000002", ApproximateCreationDateTime: at, StreamViewType: "NEW_AND_OLD_IMAGES",
+				Keys: map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute(key)}, NewImage: img}}
+	}
+	h := cdc.New(nil, "events")
+	for _, tc := range []struct {
+		name        string
+		rec         *events.DynamoDBEventRecord
+		field, says string
+	}{
+		{"a NUL in the key", record("u\x001", nil), "dynamodb.Keys.userId", "control character U+0000"},
+		{"an image nested 80 deep", record("u1", map[string]events.DynamoDBAttributeValue{"deep": deep}), "dynamodb.NewImage.deep.a", "deep"},
+	} {
+		_, _, err := h.Record(tc.rec)
+		var ce *cdc.ChangeError
+		if !errors.As(err, &ce) || !strings.HasPrefix(ce.Field, tc.field) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v; want a ChangeError naming %s… and saying %q", tc.name, err, tc.field, tc.says)
+		}
+	}
+}

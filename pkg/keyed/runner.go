@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -470,6 +471,10 @@ const maxFoldAttempts = 8
 // record that must come again (-1 when all are done).
 func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V], wmEnd time.Time) int {
 	ref := state.KeyedRef{Pipeline: r.set.Name, Key: key, Kind: r.set.Kind}
+	// setAside are the records an attempt set aside: decided, a later
+	// attempt (the state changed under the write) neither sets them aside
+	// again (counted and logged twice) nor folds them.
+	setAside := map[int]bool{}
 	for attempt := 0; attempt < maxFoldAttempts; attempt++ {
 		c, err := r.load(ctx, ref, shard)
 		if err != nil {
@@ -509,6 +514,10 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 			if first < 0 {
 				first = i
 			}
+			if setAside[i] {
+				last = it.seq
+				continue
+			}
 			fate, rerr := st.Add(it.v, it.wm)
 			switch fate {
 			case Late, AddedLate:
@@ -537,6 +546,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 			if err := r.setAside(ctx, aside); err != nil {
 				return first
 			}
+			maps.Copy(setAside, asideAt)
 		}
 		blob, encErr := st.Encode(nil)
 		if encErr != nil || len(blob) > r.set.MaxStateBytes {
@@ -553,7 +563,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 			}
 			var rest []setaside.Record
 			for i := first; i < stop; i++ {
-				if asideAt[i] || (c.fence != "" && stream.CompareSequence(its[i].seq, c.fence) <= 0) {
+				if asideAt[i] || setAside[i] || (c.fence != "" && stream.CompareSequence(its[i].seq, c.fence) <= 0) {
 					continue
 				}
 				rest = append(rest, asideOf(its[i].rec, "key", setaside.KindStateBudget, reason))

@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -78,10 +77,8 @@ type changelog struct {
 }
 
 func TestHandleWritesChangelogInOrder(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
 	ctx := context.Background()
-	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	db, streams, kin := standIn(t)
 	streamArn := createProfiles(t, db, "profiles")
 	createKinesis(t, kin, "events", 2)
 

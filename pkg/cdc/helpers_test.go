@@ -10,11 +10,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -68,4 +71,12 @@ func rawKinesis(t *testing.T, kin *kinesis.Client, name string) map[string][]byt
 		}
 	}
 	return out
+}
+
+// standIn starts a moto of the test's own and returns its DynamoDB,
+// DynamoDB Streams and Kinesis clients.
+func standIn(t *testing.T) (*dynamodb.Client, *dynamodbstreams.Client, *kinesis.Client) {
+	t.Helper()
+	cfg := standintest.Config(t, standintest.Start(t))
+	return dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
 }

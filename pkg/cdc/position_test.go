@@ -39,10 +39,8 @@ func writeChanges(t *testing.T, db *dynamodb.Client, table string, n int) {
 // said nothing meanwhile. It now logs each open shard it read, with the
 // records read, so a person sees where the time went.
 func TestPositionShowsProgress(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
 	ctx := context.Background()
-	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	db, streams, kin := standIn(t)
 	createProfiles(t, db, "profiles")
 	createKinesis(t, kin, "events", 1)
 	writeChanges(t, db, "profiles", 60)

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
@@ -76,10 +75,8 @@ func quarantined(t *testing.T, db *dynamodb.Client, table string) []setaside.Ite
 // failed, so the shard moves on. A 390 KB attribute full of '<' — 2.4 MB
 // with encoding/json's HTML escaping — is written as about 390 KB.
 func TestHandleSetsAsideWhatCanNeverBeWritten(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
 	ctx := context.Background()
-	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	db, streams, kin := standIn(t)
 	streamArn := createProfiles(t, db, "profiles")
 	createKinesis(t, kin, "events", 1)
 	quarantineTable(t, db, "quarantine")

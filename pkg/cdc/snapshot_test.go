@@ -7,10 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -19,10 +16,8 @@ import (
 // the changelog by version ends with the table's contents, applying every
 // (key, version) once and missing no change made after the snapshot.
 func TestSnapshotThenChanges(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
 	ctx := context.Background()
-	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	db, streams, kin := standIn(t)
 	streamArn := createProfiles(t, db, "profiles")
 	createKinesis(t, kin, "events", 2)
 

@@ -9,10 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/cdc"
 )
 
@@ -22,10 +19,8 @@ import (
 // publish too, and an item too big for a record is skipped by name while
 // the others are published.
 func TestSnapshotRecordSizes(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
 	ctx := context.Background()
-	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	db, streams, kin := standIn(t)
 	tests := []struct {
 		name     string
 		items    int

@@ -11,10 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/cdc"
 )
 
@@ -24,10 +21,8 @@ import (
 // them all before the next run rather than twenty a run; the others are
 // published.
 func TestSnapshotNamesEverySkippedItem(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
 	ctx := context.Background()
-	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	db, streams, kin := standIn(t)
 	createProfiles(t, db, "profiles")
 	createKinesis(t, kin, "events", 1)
 	bad := cdc.MaxSkippedListed + 5
@@ -70,10 +65,8 @@ func TestSnapshotNamesEverySkippedItem(t *testing.T) {
 // serving the snapshot's image after the item's version 2. It is skipped
 // and named now, as a change without one is set aside.
 func TestSnapshotSkipsAnItemWithoutAVersion(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
 	ctx := context.Background()
-	db, streams, kin := dynamodb.NewFromConfig(cfg), dynamodbstreams.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
+	db, streams, kin := standIn(t)
 	createProfiles(t, db, "profiles")
 	createKinesis(t, kin, "events", 1)
 	for _, item := range []map[string]ddbtypes.AttributeValue{

@@ -145,9 +145,10 @@ func NewExecutor[S any](store *Store, d Decider[S], opts ...ExecutorOption[S]) *
 	return x
 }
 
-// Execute parses body as a command and runs it. Only transient failures
-// (throttling, timeouts) are errors; everything a sender can cause is a
-// Result with its status.
+// Execute parses body as a command and runs it. Everything a sender can
+// cause is a Result with its status; errors are transient failures
+// (throttling, timeouts) or what only an operator can repair
+// (ErrAheadOfLog, *DamagedLogError).
 func (x *Executor[S]) Execute(ctx context.Context, body []byte) (Result, error) {
 	cmd, err := ParseCommand(body, x.d.AggregateField())
 	if err != nil {
@@ -177,10 +178,14 @@ func (x *Executor[S]) Fold(snap *Snapshot, events []Event) (S, int64, error) {
 	return x.evolve(state, version, events)
 }
 
+// evolve applies events to state, at version. Its error is a
+// *DamagedLogError naming the event that does not follow or that the state
+// cannot take.
 func (x *Executor[S]) evolve(state S, version int64, events []Event) (S, int64, error) {
 	for _, e := range events {
 		if e.Version != version+1 {
-			return state, version, fmt.Errorf("es: aggregate %s: event version %d follows %d", e.AggregateID, e.Version, version)
+			return state, version, &DamagedLogError{AggregateID: e.AggregateID, Version: version + 1,
+				Err: fmt.Errorf("version %d is missing: event %d follows %d", version+1, e.Version, version)}
 		}
 		if misplacedAudit(&e, x.d.AggregateType()) {
 			// Not the aggregate's own: an erasure audit event appended here
@@ -191,7 +196,8 @@ func (x *Executor[S]) evolve(state S, version int64, events []Event) (S, int64, 
 		}
 		next, err := x.d.Evolve(state, e)
 		if err != nil {
-			return state, version, fmt.Errorf("es: aggregate %s cannot take its event %d (%s): %w", e.AggregateID, e.Version, e.Type, err)
+			return state, version, &DamagedLogError{AggregateID: e.AggregateID, Version: e.Version,
+				Err: fmt.Errorf("the %s state cannot take its event %d (%s): %w", x.d.AggregateType(), e.Version, e.Type, err)}
 		}
 		state, version = next, e.Version
 	}
@@ -382,6 +388,10 @@ func (x *Executor[S]) record(cmd Command, decided []NewEvent, state S, version i
 	}
 	next, _, err := x.evolve(state, version, evs)
 	if err != nil {
+		// Not the log's: the decider's own events, never written.
+		if d := (*DamagedLogError)(nil); errors.As(err, &d) {
+			err = d.Err
+		}
 		return nil, state, fmt.Errorf("es: command %s decided events its own state refuses: %w", cmd.ID, err)
 	}
 	return evs, next, nil

@@ -81,6 +81,58 @@ var ErrContended = errors.New("es: another transaction was writing the same item
 // log.
 var ErrAheadOfLog = errors.New("es: a view or snapshot item is ahead of the event log (the events table restored to an earlier point?): no retry succeeds until the aggregate's snapshots past its last version are deleted and the views are rebuilt from the log (eventstore rebuild)")
 
+// DamagedLogError is an aggregate's event log holding what no command
+// writes: an item that is not an event as this package writes them (Field
+// names its attribute), a version missing between two events, or an event
+// the domain's state cannot take. Commands write only events they decided
+// and no function may change one, so it came from a hand outside the code;
+// no retry changes it. Its Error says what an operator does.
+type DamagedLogError struct {
+	AggregateID string
+	// Version is the damaged event's version (0: the item's version
+	// itself is unreadable; Field is then AttrVersion).
+	Version int64
+	// Field is the item's attribute at fault ("data"), or "" when the
+	// item reads as an event but the log cannot hold it there.
+	Field string
+	Err   error
+}
+
+func (e *DamagedLogError) Error() string {
+	at := "at an item whose version cannot be read"
+	if e.Version > 0 {
+		at = fmt.Sprintf("at version %d", e.Version)
+	}
+	what := e.Err.Error()
+	if e.Field != "" {
+		var ie *ItemError
+		if errors.As(e.Err, &ie) {
+			what = ie.Reason
+		}
+		what = "attribute " + e.Field + ": " + what
+	}
+	return fmt.Sprintf("es: the event log of %s is damaged %s (%s): no command writes that, so no retry succeeds. "+
+		"An operator repairs the item with their own credentials (no function may change an event): put it back as it was "+
+		"from the events table's point-in-time recovery (restore the table as of before the damage into a new table, copy the item), "+
+		"or delete it if no command ever wrote that version; then send the command again", e.AggregateID, at, what)
+}
+
+func (e *DamagedLogError) Unwrap() error { return e.Err }
+
+// damagedItem is the *DamagedLogError of item, one of aggregateID's, that
+// EventFromItem refused with err.
+func damagedItem(aggregateID string, item map[string]types.AttributeValue, err error) error {
+	d := &DamagedLogError{AggregateID: aggregateID, Err: err}
+	if v, verr := numberAttr(item, AttrVersion); verr == nil && v > 0 {
+		d.Version = v
+	}
+	var ie *ItemError
+	if errors.As(err, &ie) {
+		d.Field = ie.Attr
+	}
+	return d
+}
+
 // TooLargeError is an item of an append over DynamoDB's item limit. Item
 // says which ("event 3 (SeatsReserved)", "the snapshot", ...).
 type TooLargeError struct {
@@ -190,7 +242,7 @@ func (s *Store) Events(ctx context.Context, aggregateID string, after, upTo int6
 		for _, it := range page.Items {
 			ev, err := EventFromItem(it)
 			if err != nil {
-				return nil, fmt.Errorf("es: aggregate %s: %w", aggregateID, err)
+				return nil, damagedItem(aggregateID, it, err)
 			}
 			out = append(out, ev)
 		}
@@ -202,7 +254,8 @@ func (s *Store) Events(ctx context.Context, aggregateID string, after, upTo int6
 	want := after + 1
 	for _, ev := range out {
 		if ev.Version != want {
-			return nil, fmt.Errorf("es: aggregate %s: the log jumps from version %d to %d", aggregateID, want-1, ev.Version)
+			return nil, &DamagedLogError{AggregateID: aggregateID, Version: want,
+				Err: fmt.Errorf("version %d is missing: the log jumps from version %d to %d", want, want-1, ev.Version)}
 		}
 		want++
 	}

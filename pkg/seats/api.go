@@ -86,7 +86,7 @@ type API struct {
 type APIOption func(*API)
 
 // APIWithMetrics flushes the executor's metrics (give it the same logger)
-// after each request, with ViewReads and ViewWaits.
+// after each request, with ViewReads, ViewWaits and EventLogDamaged.
 func APIWithMetrics(m *metrics.Logger) APIOption { return func(a *API) { a.metrics = m } }
 
 // APIWithLogger sets the logger (default: discard).
@@ -169,6 +169,9 @@ func (a *API) command(ctx context.Context, req events.LambdaFunctionURLRequest) 
 		// Permanent: a 503 would have the sender retry for ever.
 		a.log.ErrorContext(ctx, "command failed: the show's views are ahead of its log", "error", err)
 		return errorAnswer(http.StatusInternalServerError, "", strictjson.Cut(err.Error(), 600))
+	}
+	if r, ok := a.damaged(ctx, err); ok {
+		return r
 	}
 	if err != nil {
 		a.log.ErrorContext(ctx, "command failed; the sender may retry it with the same id", "error", err)
@@ -593,10 +596,28 @@ func (a *API) showBookingsVersion(ctx context.Context, customerID, show string) 
 }
 
 func (a *API) unavailable(ctx context.Context, err error) events.LambdaFunctionURLResponse {
+	if r, ok := a.damaged(ctx, err); ok {
+		return r
+	}
 	a.log.ErrorContext(ctx, "reading a view failed", "error", err)
 	r := errorAnswer(http.StatusServiceUnavailable, "", "the view could not be read now: "+strictjson.Cut(err.Error(), 300))
 	r.Headers["Retry-After"] = "1"
 	return r
+}
+
+// damaged is the 500 of err when it is a show's damaged event log
+// (*es.DamagedLogError): permanent, so not a 503 that would have the
+// sender retry for ever. It is logged and counted (EventLogDamaged) for
+// an alarm: only an operator can repair the log.
+func (a *API) damaged(ctx context.Context, err error) (events.LambdaFunctionURLResponse, bool) {
+	var d *es.DamagedLogError
+	if !errors.As(err, &d) {
+		return events.LambdaFunctionURLResponse{}, false
+	}
+	a.metrics.Add("EventLogDamaged", metrics.Count, 1)
+	a.log.ErrorContext(ctx, "the show's event log is damaged; no retry succeeds until an operator repairs it", "show", d.AggregateID,
+		"version", d.Version, "attribute", d.Field, "error", err)
+	return errorAnswer(http.StatusInternalServerError, "", strictjson.Cut(err.Error(), 1000)), true
 }
 
 func notAllowed(allow string) events.LambdaFunctionURLResponse {

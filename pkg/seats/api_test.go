@@ -19,6 +19,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/projection"
 	"github.com/tributary-dev/tributary/pkg/seats"
 )
@@ -588,5 +589,84 @@ func TestReadOfAVersionNoCommandMadeIsRefused(t *testing.T) {
 	// version 1 is behind, and worth reading again.
 	if a := f.do(t, "GET", "/shows/show-1/availability", map[string]string{"minVersion": "1", "wait": "0s"}, ""); a.status != 503 {
 		t.Errorf("availability at a version the log holds, not yet projected: %d %s, want 503", a.status, a.body)
+	}
+}
+
+// TestDamagedEventLog: an item of a show's log that no command wrote
+// (data that is not JSON, a time that is not one, a version missing, an
+// event the show's state cannot take) fails every command on the show and
+// every read that needs its log. The answer is a 500 naming the version
+// and the attribute, saying no retry helps and how an operator repairs it
+// (point-in-time recovery) — not a 503 "retry", which would have the
+// sender retry for ever — and EventLogDamaged is counted for the alarm.
+func TestDamagedEventLog(t *testing.T) {
+	reserve := `{"id":"cmd-3","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-bob","customerId":"bob","seats":["B1"]}}`
+	for _, tc := range []struct {
+		name    string
+		version string // the hand-written item's
+		change  func(item map[string]types.AttributeValue)
+		want    []string
+		// read: a bookings read fails too (it reads the items, and
+		// evolves no state).
+		read bool
+	}{
+		{"data not JSON", "3", func(it map[string]types.AttributeValue) {
+			it[es.AttrData] = &types.AttributeValueMemberS{Value: "not json"}
+		}, []string{"damaged at version 3", "attribute data: is not JSON"}, true},
+		{"recordedAt not a time", "3", func(it map[string]types.AttributeValue) {
+			it[es.AttrRecordedAt] = &types.AttributeValueMemberS{Value: "yesterday"}
+		}, []string{"damaged at version 3", "attribute recordedAt:"}, true},
+		{"a version missing", "4", func(map[string]types.AttributeValue) {},
+			[]string{"damaged at version 3", "version 3 is missing"}, true},
+		{"an event the state cannot take", "3", func(it map[string]types.AttributeValue) {
+			it[es.AttrData] = &types.AttributeValueMemberS{Value: `{"reservationId":"r-eve","customerId":"eve","seats":["Z99"]}`}
+		}, []string{"damaged at version 3", "seat Z99 does not exist"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			var emf strings.Builder
+			mt := metrics.New(&emf, "commands")
+			f := newFixture(t, es.WithMetrics[seats.Show](mt))
+			f.api = seats.NewAPI(f.x, f.db, projection.FixedTable(f.views), seats.APIWithMetrics(mt))
+			if a := f.command(t, schedule); a.status != 200 {
+				t.Fatalf("schedule: %+v", a)
+			}
+			if a := f.command(t, `{"id":"cmd-2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-ada","customerId":"ada","seats":["A1"]}}`); a.status != 200 {
+				t.Fatalf("reserve: %+v", a)
+			}
+			evs, err := f.store.Events(ctx, "show-1", 1, 2)
+			if err != nil || len(evs) != 1 {
+				t.Fatalf("version 2: %v %v", evs, err)
+			}
+			item := evs[0].Item()
+			item[es.AttrVersion] = &types.AttributeValueMemberN{Value: tc.version}
+			item[es.AttrCommandID] = &types.AttributeValueMemberS{Value: "by-hand"}
+			tc.change(item)
+			if _, err := f.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.store.Tables().Events), Item: item}); err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, a answer) {
+				t.Helper()
+				if a.status != 500 || a.headers["Retry-After"] != "" {
+					t.Errorf("%s: %d (Retry-After %q) %s; want 500 without Retry-After", what, a.status, a.headers["Retry-After"], a.body)
+				}
+				for _, w := range append([]string{"event log of show-1", "no retry succeeds", "point-in-time recovery"}, tc.want...) {
+					if !strings.Contains(a.body, w) {
+						t.Errorf("%s: %s; want it to say %q", what, a.body, w)
+					}
+				}
+			}
+			for i := range 2 { // the same answer sent again: no retry helps
+				check(fmt.Sprintf("command, try %d", i+1), f.command(t, reserve))
+			}
+			answers := 2
+			if tc.read {
+				check("bookings read", f.do(t, "GET", "/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": tc.version, "wait": "0"}, ""))
+				answers++
+			}
+			if n := strings.Count(emf.String(), `"EventLogDamaged":1`); n != answers {
+				t.Errorf("EventLogDamaged counted in %d of %d answers; metrics: %s", n, answers, emf.String())
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -137,9 +138,9 @@ func ParseCommand(body []byte, aggregateField string) (Command, error) {
 		return Command{}, err
 	}
 	if v, ok := raw["expectedVersion"]; ok && string(v) != "null" {
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		if err != nil || n < 0 {
-			return Command{}, Invalid("expectedVersion", "must be a whole number from 0 (0: the aggregate does not exist yet), got %s", strictjson.Cut(string(v), maxEchoBytes))
+		n, reason := strictjson.WholeNumber(v, 0, math.MaxInt64)
+		if reason != "" {
+			return Command{}, Invalid("expectedVersion", "%s (0: the aggregate does not exist yet)", reason)
 		}
 		c.ExpectedVersion = &n
 	}

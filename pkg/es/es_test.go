@@ -227,6 +227,27 @@ func TestInvalidCommandsNameTheField(t *testing.T) {
 	}
 }
 
+// TestExpectedVersionIsAWholeNumber: expectedVersion is read as every
+// whole number of a command is (strictjson.WholeNumber): digits only, in
+// its own range. -0, 1.0 or 1e400 is a 400 naming it and quoting what was
+// sent, not read as 0 (a command on a new aggregate) or refused with
+// another range.
+func TestExpectedVersionIsAWholeNumber(t *testing.T) {
+	_, store := newStore(t)
+	x := es.NewExecutor[account](store, ledger{})
+	for _, v := range []string{"-0", "0.0", "1.0", "1e400", "-1", `"0"`, "99999999999999999999"} {
+		res := run(t, x, []byte(`{"id":"c1","type":"Deposit","accountId":"a1","expectedVersion":`+v+`,"data":{"amount":1}}`))
+		var got struct{ Field, Error string }
+		if err := json.Unmarshal(res.Body, &got); err != nil || res.HTTPStatus != 400 || got.Field != "expectedVersion" ||
+			!strings.Contains(got.Error, "must be a whole number from 0 to 9223372036854775807") {
+			t.Errorf("expectedVersion %s: %d %s, want 400 naming expectedVersion and its range", v, res.HTTPStatus, res.Body)
+		}
+	}
+	if res := run(t, x, []byte(`{"id":"c1","type":"Deposit","accountId":"a1","expectedVersion":0,"data":{"amount":1}}`)); res.HTTPStatus != 200 || res.Version != 1 {
+		t.Errorf("expectedVersion 0 on a new aggregate: %d %s, want accepted at version 1", res.HTTPStatus, res.Body)
+	}
+}
+
 // TestInvalidIDNamesTheCharacterSent: an id with a character outside the
 // allowed ones is refused naming that character as sent ('ö'), not the
 // first byte of its UTF-8 read as another character ('Ã').

@@ -68,3 +68,24 @@ func TestWholeNumberQuotesTheFieldsRange(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeNumberTakesOneSpelling: in a range that holds 0, -0 is refused
+// as 1.0 is, not read as 0: a whole number is digits, without a sign on 0.
+func TestWholeNumberTakesOneSpelling(t *testing.T) {
+	for _, tc := range []struct {
+		raw    string
+		n      int64
+		reason string
+	}{
+		{"0", 0, ""},
+		{"-3", -3, ""},
+		{"-0", 0, "must be a whole number from -5 to 5, not -0"},
+		{"0.0", 0, "must be a whole number from -5 to 5, not 0.0"},
+		{"-0e0", 0, "must be a whole number from -5 to 5, not -0e0"},
+	} {
+		n, reason := WholeNumber([]byte(tc.raw), -5, 5)
+		if n != tc.n || reason != tc.reason {
+			t.Errorf("WholeNumber(%s) = %d, %q; want %d, %q", tc.raw, n, reason, tc.n, tc.reason)
+		}
+	}
+}

@@ -172,7 +172,7 @@ func (w *walker) number(t reflect.Type, lit string) *Error {
 		}
 		return nil
 	}
-	if _, err = strconv.ParseInt(lit, 10, t.Bits()); err != nil {
+	if _, err = strconv.ParseInt(lit, 10, t.Bits()); err != nil || lit == negativeZero {
 		lo := int64(-1) << (t.Bits() - 1)
 		return w.fail(Type, fmt.Sprintf("must be a whole number from %d to %d, not %s", lo, -(lo+1), Cut(lit, 40)))
 	}
@@ -431,17 +431,22 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// negativeZero is 0 in the one other spelling of a whole number that JSON
+// and strconv.ParseInt both take: refused, so a whole number has one.
+const negativeZero = "-0"
+
 // WholeNumber reads raw, one JSON value that Check accepted, as a whole
 // number from lo to hi, for a field whose bounds are its own rather than
 // its Go type's. When it is not one, reason says so quoting that range and
 // what was sent (cut, the cut marked): "must be a whole number from 1 to
 // 26, not 2.5". JSON has no integer type, but a whole number is read in
 // one spelling, digits with no fraction or exponent, as Decode reads one
-// for an int field: 2.0 and 2e0 are refused, not taken as 2.
+// for an int field: 2.0 and 2e0 are refused, not taken as 2, and -0 is
+// refused, not taken as 0.
 func WholeNumber(raw []byte, lo, hi int64) (n int64, reason string) {
 	lit := strings.TrimSpace(string(raw))
 	n, err := strconv.ParseInt(lit, 10, 64)
-	if err == nil && n >= lo && n <= hi {
+	if err == nil && n >= lo && n <= hi && lit != negativeZero {
 		return n, ""
 	}
 	got := Cut(lit, 40)

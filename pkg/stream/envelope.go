@@ -141,9 +141,19 @@ func checkTimeRange(field string, t time.Time) error {
 // there breaks logs, consoles and the views' key layout.
 func (e *Envelope) CheckControls() error {
 	for _, f := range []struct{ name, v string }{{"id", e.ID}, {"type", e.Type}, {"key", e.Key}} {
-		if r, i, found := FirstControl(f.v); found {
-			return &FieldError{Field: f.name, Reason: fmt.Sprintf("holds control character U+%04X at byte %d; identifiers are printable text", r, i)}
+		if err := CheckIdentifierControls(f.name, f.v); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// CheckIdentifierControls is CheckControls' refusal of one identifier v
+// (field names it in the *FieldError), for an id carried elsewhere than an
+// envelope's id, type or key (a worker's task id) that is used as one.
+func CheckIdentifierControls(field, v string) error {
+	if r, i, found := FirstControl(v); found {
+		return &FieldError{Field: field, Reason: fmt.Sprintf("holds control character U+%04X at byte %d; identifiers are printable text", r, i)}
 	}
 	return nil
 }

@@ -51,7 +51,9 @@ const (
 type Task struct {
 	TaskID string `json:"taskId"`
 	Input  string `json:"input"`
-	Rounds int    `json:"rounds"`
+	// Rounds is 1 to MaxRounds. TaskID and After hold no control
+	// character (stream.CheckIdentifierControls).
+	Rounds int `json:"rounds"`
 	// After, if set, is the id of a task whose result must exist before
 	// this one runs (this task builds on it). SQS does not order a
 	// standard queue, nor a FIFO queue across message groups, so while it
@@ -447,6 +449,16 @@ func checkBody(messageID string, body []byte) error {
 	return nil
 }
 
+// taskWire is Task as read: rounds kept as sent, so that one outside its
+// range is refused quoting that range (strictjson.WholeNumber), not an
+// int's. Its fields and tags are Task's.
+type taskWire struct {
+	TaskID string          `json:"taskId"`
+	Input  string          `json:"input"`
+	Rounds json.RawMessage `json:"rounds"`
+	After  string          `json:"after,omitempty"`
+}
+
 // DecodeTask checks that env is a task and decodes its data with the strict
 // reader (a field spelt otherwise than its json tag, or unknown, is
 // refused); errors are *TaskError naming the message and the field.
@@ -458,20 +470,37 @@ func DecodeTask(messageID string, env *stream.Envelope) (Task, error) {
 	if len(env.Data) == 0 {
 		return t, &TaskError{MessageID: messageID, Field: "data", Reason: "missing"}
 	}
-	if err := strictjson.Decode(env.Data, &t, strictjson.Options{Name: "data"}); err != nil {
+	var w taskWire
+	if err := strictjson.Decode(env.Data, &w, strictjson.Options{Name: "data"}); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) {
 			return t, &TaskError{MessageID: messageID, Field: strictjson.JoinPath("data", se.Path), Reason: se.Reason}
 		}
 		return t, &TaskError{MessageID: messageID, Field: "data", Reason: err.Error()}
 	}
+	t = Task{TaskID: w.TaskID, Input: w.Input, After: w.After}
+	if len(w.Rounds) == 0 || string(w.Rounds) == "null" {
+		return t, &TaskError{MessageID: messageID, Field: "data.rounds", Reason: fmt.Sprintf("is required: must be a whole number from 1 to %d", MaxRounds)}
+	}
+	rounds, reason := strictjson.WholeNumber(w.Rounds, 1, MaxRounds)
+	if reason != "" {
+		return t, &TaskError{MessageID: messageID, Field: "data.rounds", Reason: reason}
+	}
+	t.Rounds = int(rounds)
+	for _, id := range []struct{ field, v string }{{"taskId", t.TaskID}, {"after", t.After}} {
+		// The task id is the idempotency key, the results table's key and
+		// what logs and the dead-letter reason name: printable, as ingest
+		// holds an event's id, type and key.
+		var fe *stream.FieldError
+		if err := stream.CheckIdentifierControls(id.field, id.v); errors.As(err, &fe) {
+			return t, &TaskError{MessageID: messageID, Field: "data." + fe.Field, Reason: fe.Reason}
+		}
+	}
 	switch {
 	case t.TaskID == "":
 		return t, &TaskError{MessageID: messageID, Field: "data.taskId", Reason: "missing or empty"}
 	case len(t.TaskID) > 256:
 		return t, &TaskError{MessageID: messageID, Field: "data.taskId", Reason: "longer than 256 bytes"}
-	case t.Rounds < 1 || t.Rounds > MaxRounds:
-		return t, &TaskError{MessageID: messageID, Field: "data.rounds", Reason: fmt.Sprintf("%d, want 1 to %d", t.Rounds, MaxRounds)}
 	case len(t.After) > 256:
 		return t, &TaskError{MessageID: messageID, Field: "data.after", Reason: "longer than 256 bytes"}
 	case t.After != "" && t.After == t.TaskID:

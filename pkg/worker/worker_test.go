@@ -186,12 +186,18 @@ func testPoison(t *testing.T, f *fixture) {
 		message("two-spellings", strings.Replace(body("t-8", "a", 1), `"taskId":"t-8"`, `"taskId":"t-8","TASKID":"t-9"`, 1), ""),
 		message("other-case", strings.Replace(body("t-9", "a", 1), `"taskId"`, `"TaskID"`, 1), ""),
 		message("id-twice", strings.Replace(body("t-9", "a", 1), `"id":"evt-t-9"`, `"id":"evt-t-9","ID":"evt-other"`, 1), ""),
+		// A task id ingest would refuse as an event's id or key.
+		message("nul-id", strings.Replace(body("t-10", "a", 1), `"taskId":"t-10"`, `"taskId":"t-10\u0000"`, 1), ""),
 	)
-	if want := []string{"bad-json", "bad-type", "bad-rounds", "two-spellings", "other-case", "id-twice"}; !slices.Equal(fails, want) {
+	if want := []string{"bad-json", "bad-type", "bad-rounds", "two-spellings", "other-case", "id-twice", "nul-id"}; !slices.Equal(fails, want) {
 		t.Fatalf("failures %v, want %v", fails, want)
 	}
+	if n := f.executions(t, "t-10\x00"); n != 0 {
+		t.Errorf("the task whose id holds a NUL ran %d times; want it refused", n)
+	}
 	logs := f.logs.String()
-	for _, want := range []string{`"messageId":"bad-json"`, `field type`, `field data.rounds`, `field data.TASKID: unknown field`, `field data.TaskID: unknown field`, `field ID: unknown field`} {
+	for _, want := range []string{`"messageId":"bad-json"`, `field type`, `field data.rounds: must be a whole number from 1 to 5000000, not 0`, `field data.TASKID: unknown field`, `field data.TaskID: unknown field`, `field ID: unknown field`,
+		`field data.taskId: holds control character U+0000 at byte 4`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs do not mention %s:\n%s", want, logs)
 		}
@@ -199,8 +205,8 @@ func testPoison(t *testing.T, f *fixture) {
 	if f.executions(t, "t-5") != 1 || f.executions(t, "t-3") != 0 || f.executions(t, "t-8") != 0 || f.executions(t, "t-9") != 0 {
 		t.Error("the good message did not run once, or a poison one ran")
 	}
-	if got := f.metric(t, "Failures"); got != 6 {
-		t.Errorf("Failures = %v, want 6", got)
+	if got := f.metric(t, "Failures"); got != 7 {
+		t.Errorf("Failures = %v, want 7", got)
 	}
 }
 
@@ -309,6 +315,44 @@ func TestDecodeTask(t *testing.T) {
 				t.Errorf("err %v, want a TaskError for field %s of message m-9", err, tt.field)
 			}
 		})
+	}
+}
+
+// TestDecodeTaskSaysWhy: a refused task names the field and says what it
+// takes — rounds quote their own range (1 to MaxRounds), not an int's, and
+// a task id (or the id it waits for) holding a control character is
+// refused as ingest refuses one in an event's id, type or key.
+func TestDecodeTaskSaysWhy(t *testing.T) {
+	const rounds = "must be a whole number from 1 to 5000000, not "
+	for _, tt := range []struct {
+		name, data, field, reason string
+	}{
+		{"a fraction", `{"taskId":"t","rounds":1.5}`, "data.rounds", rounds + "1.5"},
+		{"past a float64", `{"taskId":"t","rounds":1e400}`, "data.rounds", rounds + "1e400"},
+		{"past an int64", `{"taskId":"t","rounds":99999999999999999999}`, "data.rounds", rounds + "99999999999999999999"},
+		{"1.0", `{"taskId":"t","rounds":1.0}`, "data.rounds", rounds + "1.0"},
+		{"-0", `{"taskId":"t","rounds":-0}`, "data.rounds", rounds + "-0"},
+		{"0", `{"taskId":"t","rounds":0}`, "data.rounds", rounds + "0"},
+		{"too many", `{"taskId":"t","rounds":5000001}`, "data.rounds", rounds + "5000001"},
+		{"a string", `{"taskId":"t","rounds":"3"}`, "data.rounds", rounds + "a string"},
+		{"missing", `{"taskId":"t"}`, "data.rounds", "is required: must be a whole number from 1 to 5000000"},
+		{"a NUL in the task id", `{"taskId":"t\u0000x","rounds":3}`, "data.taskId", "holds control character U+0000 at byte 1; identifiers are printable text"},
+		{"a DEL in the task waited for", `{"taskId":"t","rounds":3,"after":"a\u007f"}`, "data.after", "holds control character U+007F at byte 1; identifiers are printable text"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := stream.Envelope{Type: TaskType, Data: json.RawMessage(tt.data)}
+			_, err := DecodeTask("m-9", &env)
+			var te *TaskError
+			if !errors.As(err, &te) || te.Field != tt.field || te.Reason != tt.reason {
+				t.Errorf("err %v; want a TaskError for field %s: %s", err, tt.field, tt.reason)
+			}
+		})
+	}
+	// The bounds themselves are tasks.
+	for _, data := range []string{`{"taskId":"t","rounds":1}`, `{"taskId":"t","rounds":5000000}`} {
+		if task, err := DecodeTask("m-9", &stream.Envelope{Type: TaskType, Data: json.RawMessage(data)}); err != nil || task.Rounds < 1 {
+			t.Errorf("%s: %+v, %v; want a task", data, task, err)
+		}
 	}
 }
 

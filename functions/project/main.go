@@ -23,6 +23,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/projection"
 	"github.com/tributary-dev/tributary/pkg/seats"
 	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 func main() {
@@ -45,5 +46,5 @@ func main() {
 	store := es.NewStore(db, tables)
 	p := projection.New(db, store, views, seats.Views(es.NewExecutor[seats.Show](store, seats.Decider{})), projection.WithoutStateViews(),
 		projection.WithSetAside(sink), projection.WithMetrics(mt), projection.WithLogger(log))
-	lambda.Start(p.Handle)
+	lambda.Start(lambdamain.Typed(stream.EventKinesis, p.Handle))
 }

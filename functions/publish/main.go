@@ -18,6 +18,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 func main() {
@@ -30,5 +31,5 @@ func main() {
 	sink := setaside.New(dynamodb.NewFromConfig(cfg), quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")),
 		setaside.WithMetrics(mt), setaside.WithLogger(log))
 	p := es.NewPublisher(kinesis.NewFromConfig(cfg), streamName, es.PublishWithSetAside(sink), es.PublishWithMetrics(mt), es.PublishWithLogger(log))
-	lambda.Start(p.Handle)
+	lambda.Start(lambdamain.Typed(stream.EventDynamoDB, p.Handle))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/quarantine"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 func main() {
@@ -29,5 +30,5 @@ func main() {
 		quarantine.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")),
 		quarantine.WithMetrics(metrics.New(os.Stdout, "quarantine")),
 		quarantine.WithLogger(log))
-	lambda.Start(h.Handle)
+	lambda.Start(lambdamain.Typed(stream.EventSQS, h.Handle))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/timeline"
 )
 
@@ -37,5 +38,5 @@ func main() {
 	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")),
 		setaside.WithMetrics(mt), setaside.WithLogger(log))
 	h := timeline.New(db, tables, timeline.WithMetrics(mt), timeline.WithLogger(log), timeline.WithSetAside(sink))
-	lambda.Start(h.Handle)
+	lambda.Start(lambdamain.Typed(stream.EventDynamoDB, h.Handle))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/idempotency"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/worker"
 )
 
@@ -42,5 +43,5 @@ func main() {
 		worker.WithDeadLetters(worker.NewDeadLetters(sqs.NewFromConfig(cfg), function)),
 		// One log stream per execution environment, as Lambda names them.
 		worker.WithEnvironment(os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME")))
-	lambda.Start(h.Handle)
+	lambda.Start(lambdamain.Typed(stream.EventSQS, h.Handle))
 }

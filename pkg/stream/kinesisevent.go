@@ -96,7 +96,8 @@ func (e *KinesisEventError) Unwrap() error { return e.Err }
 // result is what encoding/json gives decoding raw into
 // events.KinesisTimeWindowEvent when raw has a window that is not null and
 // into events.KinesisEvent otherwise, and raw fails exactly when that does;
-// the error is a *KinesisEventError naming the record and field.
+// the error is a *KinesisEventError naming the record and field, or an
+// *EventShapeError when raw is not a JSON object (CheckEventObject).
 //
 // Decode reads raw once, in a single pass for events shaped as Lambda
 // sends them (escapes, unusual keys and nulls included); what that pass is
@@ -105,6 +106,9 @@ func (e *KinesisEventError) Unwrap() error { return e.Err }
 // raw is not kept.
 func (b *KinesisBatch) Decode(raw []byte) error {
 	b.reset()
+	if err := CheckEventObject(raw, EventKinesis); err != nil {
+		return err
+	}
 	// The strings and data of an event take less room than its JSON (but
 	// for invalid UTF-8, which may grow; text then moves, harmlessly).
 	if cap(b.text) < len(raw) {

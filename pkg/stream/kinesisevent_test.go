@@ -47,7 +47,10 @@ func compareKinesis(b *KinesisBatch, in []byte) string {
 		return fmt.Sprintf("error %v, encoding/json %v", gotErr, wantErr)
 	case gotErr != nil:
 		var ke *KinesisEventError
-		if !errors.As(gotErr, &ke) {
+		var se *EventShapeError
+		if notObject := CheckEventObject(in, EventKinesis) != nil; notObject && !errors.As(gotErr, &se) {
+			return fmt.Sprintf("error %T %v, want an *EventShapeError (the event is not a JSON object)", gotErr, gotErr)
+		} else if !notObject && !errors.As(gotErr, &ke) {
 			return fmt.Sprintf("error %T %v, want a *KinesisEventError", gotErr, gotErr)
 		}
 		if len(b.Records) != 0 || b.TimeWindow {
@@ -340,7 +343,8 @@ func TestKinesisBatchErrors(t *testing.T) {
 		{"state value", `{"window":{},"state":{"a":1}}`, -1, "state", "state: json"},
 		{"final", `{"window":{},"isFinalInvokeForWindow":1}`, -1, "isFinalInvokeForWindow", "isFinalInvokeForWindow: json"},
 		{"not json", `{"Records":[}`, 0, "", "invalid character"},
-		{"not an object", `[1]`, -1, "", "kinesis event: json: cannot unmarshal array"},
+		// An event that is not an object is an *EventShapeError saying
+		// what it is (TestNonObjectEventIsRefusedSayingWhatItIs).
 	}
 	var b KinesisBatch
 	for _, tt := range tests {

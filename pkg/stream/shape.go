@@ -16,6 +16,14 @@ const (
 	SourceSQS      = "aws:sqs"
 )
 
+// What each kind of event source mapping sends, as an EventShapeError's
+// Want names it.
+const (
+	EventKinesis  = "a Kinesis event"
+	EventDynamoDB = "a DynamoDB stream event"
+	EventSQS      = "an SQS event"
+)
+
 // EventShapeError is an invocation whose event is not a batch of the kind
 // the function consumes: an SQS event sent to a Kinesis consumer from the
 // console's Test tab, a scheduled event sent to a stream consumer, a
@@ -41,7 +49,24 @@ func (e *EventShapeError) Error() string {
 	if e.Record >= 0 {
 		where = "Records[" + strconv.Itoa(e.Record) + "]." + e.Field
 	}
+	if where == "" {
+		return "not " + e.Want + ": " + e.Reason
+	}
 	return "not " + e.Want + ": " + where + ": " + e.Reason
+}
+
+// CheckEventObject refuses a payload that is not a JSON object (an array,
+// a string, a number, nothing), which no event source mapping sends,
+// saying what it is and what the function takes (want: EventKinesis, ...),
+// where decoding it would fail with encoding/json's words about the Go
+// type it was decoded into. Field is "". null, which encoding/json decodes
+// as an empty event, is left to the event's own check (no Records).
+func CheckEventObject(raw []byte, want string) error {
+	if got := strictjson.TypeOf(raw); got != "an object" && got != "null" {
+		return &EventShapeError{Want: want, Record: -1,
+			Reason: "the event is " + got + ", not a JSON object: Lambda sends this function {\"Records\": [...]} from its event source mapping"}
+	}
+	return nil
 }
 
 // maxSourceEcho bounds what an EventShapeError repeats of an eventSource.
@@ -75,7 +100,7 @@ func checkShape(want, wantSource, idField string, present bool, n int, at func(i
 // aws:kinesis, or one without kinesis.sequenceNumber. An empty Records
 // array (a tumbling window's last invocation) is a batch.
 func CheckKinesisEvent(ev *events.KinesisEvent) error {
-	return checkShape("a Kinesis event", SourceKinesis, "kinesis.sequenceNumber", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
+	return checkShape(EventKinesis, SourceKinesis, "kinesis.sequenceNumber", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
 		return ev.Records[i].EventSource, ev.Records[i].Kinesis.SequenceNumber
 	})
 }
@@ -83,7 +108,7 @@ func CheckKinesisEvent(ev *events.KinesisEvent) error {
 // CheckDynamoDBEvent is CheckKinesisEvent for a DynamoDB stream's batch:
 // eventSource aws:dynamodb, dynamodb.SequenceNumber.
 func CheckDynamoDBEvent(ev *events.DynamoDBEvent) error {
-	return checkShape("a DynamoDB stream event", SourceDynamoDB, "dynamodb.SequenceNumber", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
+	return checkShape(EventDynamoDB, SourceDynamoDB, "dynamodb.SequenceNumber", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
 		return ev.Records[i].EventSource, ev.Records[i].Change.SequenceNumber
 	})
 }
@@ -91,7 +116,7 @@ func CheckDynamoDBEvent(ev *events.DynamoDBEvent) error {
 // CheckSQSEvent is CheckKinesisEvent for an SQS batch: eventSource
 // aws:sqs, messageId.
 func CheckSQSEvent(ev *events.SQSEvent) error {
-	return checkShape("an SQS event", SourceSQS, "messageId", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
+	return checkShape(EventSQS, SourceSQS, "messageId", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
 		return ev.Records[i].EventSource, ev.Records[i].MessageId
 	})
 }
@@ -108,7 +133,7 @@ func CheckKinesisBatch(b *KinesisBatch, raw []byte) error {
 		}
 		present = json.Unmarshal(raw, &probe) == nil && len(probe.Records) > 0 && string(probe.Records) != "null"
 	}
-	return checkShape("a Kinesis event", SourceKinesis, "kinesis.sequenceNumber", present, len(b.Records), func(i int) (string, string) {
+	return checkShape(EventKinesis, SourceKinesis, "kinesis.sequenceNumber", present, len(b.Records), func(i int) (string, string) {
 		return b.Records[i].EventSource, b.Records[i].SequenceNumber
 	})
 }

@@ -102,3 +102,40 @@ func TestEventShapeTumblingWindowWithoutRecords(t *testing.T) {
 		t.Errorf("a window's final invocation without Records: %v", err)
 	}
 }
+
+// An event that is not a JSON object (an array, a string, a number, a
+// boolean, nothing) is refused saying what it is and what the function
+// takes, not with encoding/json's words about the Go type it was decoded
+// into ("cannot unmarshal array into Go value of type struct { Window
+// json.RawMessage …"). null decodes as an empty event, as encoding/json
+// decodes it, and is refused for its missing Records.
+func TestNonObjectEventIsRefusedSayingWhatItIs(t *testing.T) {
+	for _, tc := range []struct{ raw, is string }{
+		{`[1]`, "an array"},
+		{` ["Records"]`, "an array"},
+		{`"{\"Records\":[]}"`, "a string"},
+		{`1`, "a number"},
+		{`true`, "a boolean"},
+		{``, "nothing"},
+	} {
+		want := "not a Kinesis event: the event is " + tc.is + `, not a JSON object: Lambda sends this function {"Records": [...]} from its event source mapping`
+		var b stream.KinesisBatch
+		err := b.Decode([]byte(tc.raw))
+		var se *stream.EventShapeError
+		if !errors.As(err, &se) || err.Error() != want {
+			t.Errorf("Decode(%s): %v; want an *EventShapeError %q", tc.raw, err, want)
+		}
+		if err := stream.CheckEventObject([]byte(tc.raw), stream.EventSQS); err == nil || !strings.HasPrefix(err.Error(), "not an SQS event: the event is "+tc.is+", not a JSON object") {
+			t.Errorf("CheckEventObject(%s, SQS): %v; want it to name the SQS event and %s", tc.raw, err, tc.is)
+		}
+	}
+	var b stream.KinesisBatch
+	err := b.Decode([]byte(`null`))
+	if err == nil {
+		err = stream.CheckKinesisBatch(&b, []byte(`null`))
+	}
+	var se *stream.EventShapeError
+	if !errors.As(err, &se) || se.Field != "Records" {
+		t.Errorf("null: %v; want Records is missing", err)
+	}
+}

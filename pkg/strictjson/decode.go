@@ -297,6 +297,20 @@ func (w *walker) skip() *Error {
 }
 
 // jsonTypeAt names the JSON type of the value starting with c.
+// TypeOf names the JSON type of doc's value by its first byte past white
+// space ("an array", "a string", "null", ...; "nothing" when there is
+// none), for an error that says what was sent in place of what.
+func TypeOf(doc []byte) string {
+	for _, c := range doc {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return jsonTypeAt(c)
+	}
+	return "nothing"
+}
+
 func jsonTypeAt(c byte) string {
 	switch c {
 	case '{':

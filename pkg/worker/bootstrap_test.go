@@ -20,8 +20,9 @@ import (
 
 // TestBootstrapUnderRIE runs the real functions/worker binary under
 // aws-lambda-rie against the stand-in: the sample batch with a duplicate task
-// id, delivered twice, runs the task's side effect once; without its
-// configuration the function fails at init naming the variable.
+// id, delivered twice, runs the task's side effect once; a payload that is
+// not an event object ([1]) fails saying so; without its configuration the
+// function fails at init naming the variable.
 func TestBootstrapUnderRIE(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -83,6 +84,15 @@ func TestBootstrapUnderRIE(t *testing.T) {
 			t.Fatalf("delivery %d: response %s, want batchItemFailures []", delivery, res.Payload)
 		}
 	}
+	// A payload that is not an SQS event object fails saying so, not with
+	// encoding/json's words about events.SQSEvent.
+	res, err := fn.Invoke(ctx, []byte(`[1]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FunctionError == "" || !strings.Contains(string(res.Payload), "not an SQS event: the event is an array, not a JSON object") {
+		t.Errorf("[1]: function error %q, %s; want it refused naming an array and the SQS event", res.FunctionError, res.Payload)
+	}
 	f := &fixture{db: db, results: "e2e-results"}
 	if n := f.executions(t, "task-1001"); n != 1 {
 		t.Errorf("task-1001's side effect ran %d times over two deliveries of two copies, want 1", n)
@@ -96,7 +106,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 
 	delete(env, "RESULTS_TABLE_NAME")
 	broken := start("worker-unconfigured", env)
-	res, err := broken.Invoke(ctx, sample)
+	res, err = broken.Invoke(ctx, sample)
 	if err != nil {
 		t.Fatal(err)
 	}

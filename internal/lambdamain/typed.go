@@ -1,0 +1,49 @@
+package lambdamain
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// Typed is f as lambda.Start runs a handler of an event type E, but a
+// payload that is not a JSON object (an array, a string: nothing an event
+// source mapping sends) fails naming what it is and what the function
+// takes (want: stream.EventSQS, ...; a *stream.EventShapeError), where
+// aws-lambda-go's decode fails with encoding/json's words about the Go
+// type ("cannot unmarshal array into Go value of type events.SQSEvent").
+// Anything else is decoded and answered as aws-lambda-go does: encoding/json
+// into E, the response without HTML escaping or a trailing newline.
+func Typed[E, R any](want string, f func(context.Context, E) (R, error)) lambda.Handler {
+	return typed[E, R]{want: want, f: f}
+}
+
+type typed[E, R any] struct {
+	want string
+	f    func(context.Context, E) (R, error)
+}
+
+func (t typed[E, R]) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	if err := stream.CheckEventObject(payload, t.want); err != nil {
+		return nil, err
+	}
+	var ev E
+	if err := json.NewDecoder(bytes.NewReader(payload)).Decode(&ev); err != nil {
+		return nil, err
+	}
+	resp, err := t.f(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(resp); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}

@@ -73,6 +73,10 @@ const (
 	// (sums) of archive: chain heads it could not read, or that gave a
 	// batch no link, so an archive object has an unknown link.
 	AlarmArchiveChain AlarmKind = "archiveChain"
+	// AlarmEventLogDamaged: Tributary EventLogDamaged (sum) of commands:
+	// requests answered 500 because a show's event log holds an item no
+	// command can read (docs/event-sourcing.md says how to repair it).
+	AlarmEventLogDamaged AlarmKind = "eventLogDamaged"
 )
 
 // AlarmSpec is when an alarm of one kind fires.
@@ -123,6 +127,8 @@ var AlarmKinds = []AlarmKindInfo{
 		"ingest dropped events of a drop route under throttling (by policy, but lost)"},
 	{AlarmArchiveChain, AlarmSpec{1, 5 * time.Minute, 1},
 		"the archiver met a shard's chain head it could not read (changed by hand, corrupt) or that gave its batch no link (a late duplicate invocation, a head moved by hand), so an object has an unknown link and a hole just before it goes unseen by a rebuild; its log line names the head's key and the shard, docs/archive.md says what to check"},
+	{AlarmEventLogDamaged, AlarmSpec{1, 5 * time.Minute, 1},
+		"commands answered 500 to a request on a show whose event log holds an item no command can read (an item written by hand, a version missing); the log line names the show, version and attribute, docs/event-sourcing.md says how to repair it"},
 }
 
 // alarmKindInfo returns kind's entry of AlarmKinds.
@@ -293,6 +299,9 @@ func NewAlarms(stack awscdk.Stack, specs map[AlarmKind]AlarmSpec) []awscloudwatc
 	}
 	if fn, ok := byName[FunctionArchive]; ok {
 		a.archiveChain(fn)
+	}
+	if fn, ok := byName[FunctionCommands]; ok {
+		a.add("CommandsEventLogDamagedAlarm", AlarmEventLogDamaged, FunctionCommands, a.own("EventLogDamaged", fn, AlarmEventLogDamaged))
 	}
 	sort.Slice(a.added, func(i, j int) bool { return *a.added[i].Node().Id() < *a.added[j].Node().Id() })
 	return a.added

@@ -173,6 +173,9 @@ func stackAlarms(s *TributaryStack) []wantAlarm {
 		wantAlarm{"Tributary Dropped Function=ingest", AlarmIngestDropped, "Sum"},
 		// the archiver's chain heads it could not read or had to restart
 		wantAlarm{"math FILL(unreadable, 0) + FILL(restarts, 0) Function=archive", AlarmArchiveChain, ""},
+		// a show's event log no command can read (answered 500): only an
+		// operator repairs it
+		wantAlarm{"Tributary EventLogDamaged Function=commands", AlarmEventLogDamaged, "Sum"},
 	)
 }
 

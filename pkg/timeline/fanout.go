@@ -395,7 +395,10 @@ func boolInt(b bool) int {
 type entry struct{ user, author, id, createdAt string }
 
 // convergeAll converges entries, at most fanOutConcurrency at a time,
-// starting none once the deadline is fanOutStop away. It returns how many
+// starting none once the deadline is fanOutStop away, nor one that, judged
+// by the slowest entry so far, would not finish by then (a slow store —
+// a latency spike, a loaded stand-in — ran the last ones past the
+// deadline, and the progress they made could not be saved). It returns how many
 // entries from the start are done (the contiguous prefix: the progress
 // cursor may pass only those), the entries among them left out for their
 // size, and the first error.
@@ -408,28 +411,29 @@ func (h *Handler) convergeAll(ctx context.Context, entries []entry) (int, []*ent
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failed error
+	var slowest time.Duration
 	for i, e := range entries {
 		sem <- struct{}{}
 		mu.Lock()
-		stop := failed != nil
+		stop, took := failed != nil, slowest
 		mu.Unlock()
-		if stop || (hasDeadline && !time.Now().Before(stopAt)) || ctx.Err() != nil {
+		if stop || (hasDeadline && !time.Now().Add(took).Before(stopAt)) || ctx.Err() != nil {
 			<-sem
 			break
 		}
 		ran[i] = true
 		wg.Go(func() {
 			defer func() { <-sem }()
+			started := time.Now()
 			err := h.converge(ctx, e.user, e.author, e.id, e.createdAt)
 			errs[i] = err
 			var tl *entryTooLarge
-			if err != nil && !errors.As(err, &tl) {
-				mu.Lock()
-				if failed == nil {
-					failed = err
-				}
-				mu.Unlock()
+			mu.Lock()
+			slowest = max(slowest, time.Since(started))
+			if err != nil && !errors.As(err, &tl) && failed == nil {
+				failed = err
 			}
+			mu.Unlock()
 		})
 	}
 	wg.Wait()

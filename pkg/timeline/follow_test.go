@@ -343,3 +343,40 @@ func TestFollowSavesItsLatestTweetsDoneAfterAPartlyDoneDelivery(t *testing.T) {
 		t.Errorf("view has %d entries, want %d", len(got), len(want))
 	}
 }
+
+// TestConvergeStartsNoEntryItCannotFinish: a fan-out started entries until
+// fanOutStop before its deadline whatever they took, so on a store slow
+// enough (a loaded stand-in, a latency spike) the last ones ran past the
+// deadline, the delivery's progress could not be saved and the next
+// delivery redid the same work (make test saw three deliveries in a row
+// make none). Judging by the slowest entry so far, it starts none it does
+// not expect to finish before its stop: the entries it ran are done, and
+// no error is left for the progress save to inherit.
+func TestConvergeStartsNoEntryItCannotFinish(t *testing.T) {
+	const n = 2 * fanOutConcurrency
+	db, tb, _, annEntries, _ := longTimeline(t, n, "INSERT", true)
+	// Five store calls an entry (two reads, a write, two reads) at 300 ms:
+	// about 1.5 s an entry, so a second wave started at 1.5 s would end at
+	// 3 s, past the 2.5 s deadline, and the stop (2.2 s) lets it start. A
+	// loaded stand-in adding up to 200 ms a call still ends the first wave
+	// in time.
+	h := New(&slowStore{countingStore: &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}, latency: 300 * time.Millisecond}, tb)
+	h.fanOutStop = 300 * time.Millisecond
+	var entries []entry
+	for i := range n {
+		id, at := fmt.Sprintf("ann%05d", i), fmt.Sprintf("2026-12-10T00:%02d:%02dZ", i/60, i%60)
+		entries = append(entries, entry{user: "bob", author: "ann", id: id, createdAt: at})
+	}
+	if len(annEntries) != n {
+		t.Fatalf("%d of ann's entries, want %d", len(annEntries), n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	done, _, err := h.convergeAll(ctx, entries)
+	if err != nil {
+		t.Fatalf("converged %d entries, then %v: an entry started that could not finish before the deadline", done, err)
+	}
+	if done == 0 || done == n {
+		t.Errorf("converged %d of %d entries: want the first wave only", done, n)
+	}
+}

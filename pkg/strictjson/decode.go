@@ -296,7 +296,6 @@ func (w *walker) skip() *Error {
 	return nil
 }
 
-// jsonTypeAt names the JSON type of the value starting with c.
 // TypeOf names the JSON type of doc's value by its first byte past white
 // space ("an array", "a string", "null", ...; "nothing" when there is
 // none), for an error that says what was sent in place of what.
@@ -311,6 +310,7 @@ func TypeOf(doc []byte) string {
 	return "nothing"
 }
 
+// jsonTypeAt names the JSON type of the value starting with c.
 func jsonTypeAt(c byte) string {
 	switch c {
 	case '{':

@@ -749,11 +749,20 @@ func (p *Processor) commit(ctx context.Context, shard string, wm *window.Waterma
 	if shard == state.SampleShard {
 		through, ahead = "", false // no stream holds its records
 	}
-	if ahead || wm.Current().After(prev.Current()) || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
+	moved := wm.Current().After(prev.Current()) || !wm.MaxEventTime.Equal(prev.MaxEventTime)
+	if ahead || moved {
 		// The ticker (or a duplicate invocation) may have stored a later
 		// one: wm takes it. The position goes with it, so the ticker
-		// knows which of the shard's records are still to be processed.
-		if err := p.views.CommitWatermark(ctx, p.cfg.Name, shard, wm, through); err != nil {
+		// knows which of the shard's records are still to be processed;
+		// alone when the watermark did not move (records of other types),
+		// so that the ticker's idle clock stored with it stays.
+		commit := p.views.CommitWatermark
+		if !moved {
+			commit = func(ctx context.Context, pipeline, shard string, wm *window.Watermark, seq string) error {
+				return p.views.CommitPosition(ctx, pipeline, shard, seq, wm)
+			}
+		}
+		if err := commit(ctx, p.cfg.Name, shard, wm, through); err != nil {
 			return err
 		}
 		p.mu.Lock()

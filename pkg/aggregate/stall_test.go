@@ -252,3 +252,44 @@ func envelopeAt(id int, key string, when time.Time, v int) stream.Envelope {
 	return stream.Envelope{ID: fmt.Sprint(id), Type: "v", Key: key, OccurredAt: when, SentAt: when, ReceivedAt: when,
 		Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, v))}
 }
+
+// TestTickerAdvancesAShardWhileOtherTypesFlow: a pipeline reads one event
+// type; records of others keep arriving on its shard, and each batch of
+// them commits the function's position with its copy of the watermark.
+// That copy had no idle clock, and storing it erased the ticker's, so the
+// ticker started the clock again at every tick and the shard never
+// advanced as idle while the other traffic lasted: the pipeline's windows
+// stayed open. A batch that moves no event time stores its position alone.
+func TestTickerAdvancesAShardWhileOtherTypesFlow(t *testing.T) {
+	ctx := context.Background()
+	name := fmt.Sprintf("othertypes-%d", tableSeq.Add(1))
+	keyedtest.CreateStream(t, kin, name, 1)
+	base := time.Now().UTC().Truncate(time.Minute)
+	now := base
+	clock := func() time.Time { return now }
+	p, out := pipelineOn(t, `{"name":"othertypes","eventTypes":["v"],"key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop"}`,
+		viewsAt(clock), aggregate.WithClock(clock), aggregate.WithBacklog(backlog.New(kin, name)))
+	deliver := func(e stream.Envelope) {
+		t.Helper()
+		r := keyedtest.PutEnvelope(t, kin, name, e)
+		if resp, err := p.HandleBatch(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{r}}); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("batch: %v %v", resp, err)
+		}
+	}
+	deliver(envelopeAt(1, "a", time.Now(), 1))
+	for i, at := range []time.Duration{60 * time.Second, 80 * time.Second, 100 * time.Second, 120 * time.Second, 140 * time.Second} {
+		now = base.Add(at)
+		if _, err := p.Tick(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		other := envelopeAt(100+i, "b", time.Now(), 1)
+		other.Type = "other" // not the pipeline's: it moves no event time
+		deliver(other)
+	}
+	// The clock started at the tick at 60 s; 30 s later the shard is idle,
+	// and the tick at 140 s takes the watermark to 105 s, past the minute.
+	if got, want := strings.Join(out.of("a", base), "\n"), "final [0s,1m0s) r1 count 1 sum 1"; got != want {
+		t.Errorf("results of key a while other types flowed:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package handler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,49 @@ func TestTickClosesTheSampleShardWithoutReadingTheStream(t *testing.T) {
 	}
 	if byID, _ := results(t, cfg.OutputStream); len(byID) != 1 {
 		t.Errorf("results of the sample's window: %v; want it closed by the clock", describe(byID))
+	}
+}
+
+// TestTickAdvancesWhileOtherTypesFlow: records of types the handler skips
+// keep arriving on the shard after its last own record. Each batch of them
+// stored the handler's copy of the watermark with its position, and that
+// copy had no idle clock: the tick's was erased, started again at every
+// tick, and the shard never advanced as idle while the other traffic
+// lasted (a join's unmatched searches waited for it to stop). Such a batch
+// stores its position alone.
+func TestTickAdvancesWhileOtherTypesFlow(t *testing.T) {
+	ctx := context.Background()
+	cfg := setup(t)
+	input := name("events")
+	keyedtest.CreateStream(t, kin, input, 1)
+	cfg.Backlog = backlog.New(kin, input)
+	start := time.Now().UTC().Truncate(time.Minute)
+	now := start
+	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithWindow(time.Minute), handler.WithOutOfOrderness(5*time.Second),
+		handler.WithIdleTimeout(30*time.Second), handler.WithClock(func() time.Time { return now }), handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(id string, sec int) stream.Envelope {
+		e := request(id, "/a", 0, `{"ms":10}`)
+		e.OccurredAt = start.Add(time.Duration(sec) * time.Second)
+		e.SentAt, e.ReceivedAt = e.OccurredAt, e.OccurredAt
+		return e
+	}
+	mustBatch(t, h, []events.KinesisEventRecord{keyedtest.PutEnvelope(t, kin, input, at("r1", 10))})
+	for i, after := range []time.Duration{60 * time.Second, 80 * time.Second, 100 * time.Second, 120 * time.Second, 140 * time.Second} {
+		now = start.Add(after)
+		if _, err := h.Tick(ctx, now); err != nil {
+			t.Fatalf("tick at +%v: %v", after, err)
+		}
+		click := at(fmt.Sprintf("c%d", i), 10)
+		click.Type = "click" // not the handler's: it moves no watermark
+		mustBatch(t, h, []events.KinesisEventRecord{keyedtest.PutEnvelope(t, kin, input, click)})
+	}
+	// The clock started at +60 s; from +90 s the shard is idle, and the
+	// tick at +140 s takes the watermark to +105 s, past the minute.
+	byID, n := results(t, cfg.OutputStream)
+	if got, want := strings.Join(describe(byID), "\n"), `/a `+start.Format("15:04:05")+` 1 {"N":1,"Sum":10,"Max":10,"Distinct":1}`; got != want || n != 1 {
+		t.Errorf("results while other types flowed (%d records):\n%s\nwant, once:\n%s", n, got, want)
 	}
 }

@@ -857,11 +857,20 @@ func (r *Runner[V]) commit(ctx context.Context, shard string, prev, wm *window.W
 	ahead := through != "" && through != r.through[shard]
 	r.mu.Unlock()
 	moved := wm.Current().After(prev.Current())
-	if moved || ahead || !wm.MaxEventTime.Equal(prev.MaxEventTime) {
+	observed := moved || !wm.MaxEventTime.Equal(prev.MaxEventTime)
+	if observed || ahead {
 		// The tick (or a duplicate invocation) may have stored a later
 		// one: wm takes it. The position goes with it, so the tick knows
-		// which of the shard's records are still to be processed.
-		if err := r.views.CommitWatermark(ctx, r.set.Name, shard, wm, through); err != nil {
+		// which of the shard's records are still to be processed; alone
+		// when the batch moved no event time (records the operator
+		// ignores), so that the tick's idle clock stored with it stays.
+		var err error
+		if observed {
+			err = r.views.CommitWatermark(ctx, r.set.Name, shard, wm, through)
+		} else {
+			err = r.views.CommitPosition(ctx, r.set.Name, shard, through, wm)
+		}
+		if err != nil {
 			return err
 		}
 		r.mu.Lock()

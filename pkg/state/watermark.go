@@ -124,6 +124,50 @@ func (v *Views) CommitWatermark(ctx context.Context, pipeline, shard string, wm 
 	return nil
 }
 
+// CommitPosition stores seq as the last record a function processed on
+// shard, unless a later one is stored, and leaves the stored watermark as
+// it is: for a batch whose records moved no event time (a type its
+// function skips). Storing the batch's copy of the watermark with it, as
+// CommitWatermark does, erased the ticker's idle clock, and the shard
+// never advanced as idle while such records kept coming. The stored
+// watermark comes back with the write (applied or not) and is merged into
+// wm, as AdvanceWatermark merges a later one.
+func (v *Views) CommitPosition(ctx context.Context, pipeline, shard, seq string, wm *window.Watermark) error {
+	f, err := Fence(seq)
+	if err != nil {
+		return fmt.Errorf("state: saving the position of %s %s: %w", pipeline, shard, err)
+	}
+	s, err := throughShape.get(0)
+	if err != nil {
+		return err
+	}
+	out, err := v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: v.tableName, Key: itemKey(watermarkPK(pipeline), shard),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor([]types.AttributeValue{avS(f)}),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	item := map[string]types.AttributeValue(nil)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		item = ccf.Item // a later position is stored: a duplicate of an earlier batch ran last
+	case err != nil:
+		return fmt.Errorf("state: saving the position of %s %s: %w", pipeline, shard, err)
+	default:
+		item = out.Attributes
+	}
+	if b, ok := item[attrWatermark].(*types.AttributeValueMemberB); ok {
+		stored := &window.Watermark{}
+		if err := stored.UnmarshalBinary(b.Value); err != nil {
+			return fmt.Errorf("state: watermark of %s %s: %w", pipeline, shard, err)
+		}
+		wm.Merge(stored)
+	}
+	return nil
+}
+
 // updateShardItem makes one conditional write of shape to pipeline's item
 // of shard; applied is false when its condition did not hold.
 func (v *Views) updateShardItem(ctx context.Context, pipeline, shard string, shape *shapeSet, slots []types.AttributeValue) (applied bool, err error) {

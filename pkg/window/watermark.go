@@ -98,12 +98,25 @@ func (w *Watermark) raise(v time.Time) bool {
 
 // Merge raises w to everything o has seen (the larger of each field), for
 // combining two copies of one shard's watermark, as after a concurrent
-// duplicate invocation. It never lowers w.
+// duplicate invocation. It never lowers w. The idle clock (IdleMax,
+// IdleSince) is kept while it is of the merged newest event time, the
+// earlier one when both copies have one: a batch whose records move no
+// event time (a type its function skips) stores its copy merged with the
+// tick's, and dropping the tick's clock restarted it at every such batch,
+// so a shard with steady traffic of other types never advanced as idle.
 func (w *Watermark) Merge(o *Watermark) {
 	if o.MaxEventTime.After(w.MaxEventTime) {
 		w.MaxEventTime = o.MaxEventTime
 	}
 	w.raise(o.Value)
+	mine := !w.IdleSince.IsZero() && w.IdleMax.Equal(w.MaxEventTime)
+	theirs := !o.IdleSince.IsZero() && o.IdleMax.Equal(w.MaxEventTime)
+	switch {
+	case theirs && (!mine || o.IdleSince.Before(w.IdleSince)):
+		w.IdleMax, w.IdleSince = o.IdleMax, o.IdleSince
+	case !mine:
+		w.IdleMax, w.IdleSince = time.Time{}, time.Time{}
+	}
 }
 
 // Final reports whether win is complete: the watermark has reached its end,

@@ -747,3 +747,47 @@ func TestAppendIDTimeMatchesLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeKeepsTheIdleClock: a batch of records that move no event time
+// (another type's, which a join or stream handler skips) stores its copy
+// of the shard's watermark, merged with the stored one. The merge dropped
+// the tick's idle memory (IdleMax, IdleSince), so each such batch
+// restarted the idle clock and, while other traffic kept arriving, the
+// shard never advanced as idle (a search waited for minutes to come out
+// unmatched). The memory is kept while it is of the merged newest event
+// time, the earlier clock when both copies have one; a copy whose event
+// time moved has no idle memory to keep.
+func TestMergeKeepsTheIdleClock(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	idle := 20 * time.Second
+	stored := NewWatermark(5 * time.Second)
+	stored.Observe(t0)
+	stored.AdvanceIdle(t0.Add(10*time.Second), idle) // the tick starts the clock
+
+	batch := NewWatermark(5 * time.Second) // a batch's copy: the same event time, no clock
+	batch.Observe(t0)
+	batch.Merge(stored)
+	if !batch.IdleSince.Equal(t0.Add(10*time.Second)) || !batch.IdleMax.Equal(t0) {
+		t.Fatalf("merged idle memory %v since %v: want the tick's, %v since %v", batch.IdleMax, batch.IdleSince, t0, t0.Add(10*time.Second))
+	}
+	if !batch.AdvanceIdle(t0.Add(31*time.Second), idle) {
+		t.Error("the merged copy did not advance 21 s after the tick started the idle clock")
+	}
+
+	// Both with a clock on the same event time: the earlier.
+	a, b := *stored, *stored
+	b.IdleSince = t0.Add(15 * time.Second)
+	b.Merge(&a)
+	if !b.IdleSince.Equal(t0.Add(10 * time.Second)) {
+		t.Errorf("merged clock %v, want the earlier %v", b.IdleSince, t0.Add(10*time.Second))
+	}
+
+	// A copy that saw a newer event time: the clock of the older time is
+	// not kept (the shard was not idle).
+	moved := NewWatermark(5 * time.Second)
+	moved.Observe(t0.Add(time.Second))
+	moved.Merge(stored)
+	if !moved.IdleSince.IsZero() {
+		t.Errorf("a copy whose event time moved kept the idle clock of the older one (since %v)", moved.IdleSince)
+	}
+}

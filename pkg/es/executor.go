@@ -184,7 +184,7 @@ func (x *Executor[S]) Fold(snap *Snapshot, events []Event) (S, int64, error) {
 func (x *Executor[S]) evolve(state S, version int64, events []Event) (S, int64, error) {
 	for _, e := range events {
 		if e.Version != version+1 {
-			return state, version, &DamagedLogError{AggregateID: e.AggregateID, Version: version + 1,
+			return state, version, &DamagedLogError{AggregateID: e.AggregateID, Version: version + 1, Follows: e.Version,
 				Err: fmt.Errorf("version %d is missing: event %d follows %d", version+1, e.Version, version)}
 		}
 		if misplacedAudit(&e, x.d.AggregateType()) {

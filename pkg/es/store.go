@@ -95,7 +95,10 @@ type DamagedLogError struct {
 	// Field is the item's attribute at fault ("data"), or "" when the
 	// item reads as an event but the log cannot hold it there.
 	Field string
-	Err   error
+	// Follows is, for a version missing, the version of the event found
+	// after the gap: the item to take away if no command wrote it.
+	Follows int64
+	Err     error
 }
 
 func (e *DamagedLogError) Error() string {
@@ -111,10 +114,15 @@ func (e *DamagedLogError) Error() string {
 		}
 		what = "attribute " + e.Field + ": " + what
 	}
+	fix := "put it back as it was from the events table's point-in-time recovery (restore the table as of before the damage into a new table, copy the item), " +
+		"or delete it if no command ever wrote that version"
+	if e.Follows > 0 {
+		fix = fmt.Sprintf("put version %d back from the events table's point-in-time recovery (restore the table as of before the damage into a new table, copy the item), "+
+			"or, if no command ever wrote version %d, delete the item at version %d, which follows the gap", e.Version, e.Follows, e.Follows)
+	}
 	return fmt.Sprintf("es: the event log of %s is damaged %s (%s): no command writes that, so no retry succeeds. "+
-		"An operator repairs the item with their own credentials (no function may change an event): put it back as it was "+
-		"from the events table's point-in-time recovery (restore the table as of before the damage into a new table, copy the item), "+
-		"or delete it if no command ever wrote that version; then send the command again", e.AggregateID, at, what)
+		"An operator repairs the log with their own credentials (no function may change an event): %s; then send the command again. "+
+		"publish sets the deletion aside as a change to an immutable event (make setaside lists it): expected after this repair", e.AggregateID, at, what, fix)
 }
 
 func (e *DamagedLogError) Unwrap() error { return e.Err }
@@ -254,7 +262,7 @@ func (s *Store) Events(ctx context.Context, aggregateID string, after, upTo int6
 	want := after + 1
 	for _, ev := range out {
 		if ev.Version != want {
-			return nil, &DamagedLogError{AggregateID: aggregateID, Version: want,
+			return nil, &DamagedLogError{AggregateID: aggregateID, Version: want, Follows: ev.Version,
 				Err: fmt.Errorf("version %d is missing: the log jumps from version %d to %d", want, want-1, ev.Version)}
 		}
 		want++

@@ -20,6 +20,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/seats"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 func main() {
@@ -43,5 +44,5 @@ func main() {
 	x := es.NewExecutor[seats.Show](es.NewStore(db, tables), seats.Decider{}, es.WithSyncView(seats.SyncView(views)),
 		es.WithSnapshotEvery[seats.Show](every), es.WithMetrics[seats.Show](mt), es.WithLogger[seats.Show](log))
 	api := seats.NewAPI(x, db, views, seats.APIWithMetrics(mt), seats.APIWithLogger(log))
-	lambda.Start(api.Handle)
+	lambda.Start(lambdamain.Typed(stream.EventFunctionURL, api.Handle))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/ingest"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 func main() {
@@ -36,5 +37,5 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	h := ingest.New(kinesis.NewFromConfig(cfg), streamName,
 		append(opts, ingest.WithMetrics(metrics.New(os.Stdout, "ingest")), ingest.WithLogger(log))...)
-	lambda.Start(h.Handle)
+	lambda.Start(lambdamain.Typed(stream.EventFunctionURL, h.Handle))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/cep"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 func main() {
@@ -21,5 +22,5 @@ func main() {
 	table := m.RequireTable("RULES_TABLE_NAME", "the DynamoDB table (key id) holding the rules")
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	store := cep.NewStore(dynamodb.NewFromConfig(m.AWSConfig()), table, nil).WithLogger(log)
-	lambda.Start(cep.NewAdmin(store, nil, log).Handle)
+	lambda.Start(lambdamain.Typed(stream.EventFunctionURL, cep.NewAdmin(store, nil, log).Handle))
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -34,7 +35,7 @@ func main() {
 		m.Fail("%v", err)
 	}
 	t := &ticker{tick: p.Tick, now: time.Now, log: slog.New(slog.NewJSONHandler(os.Stderr, nil))}
-	lambda.Start(t.Handle)
+	lambda.Start(lambdamain.Typed(stream.EventSchedule, t.Handle))
 }
 
 // ticker handles EventBridge's scheduled events.

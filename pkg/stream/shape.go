@@ -22,7 +22,22 @@ const (
 	EventKinesis  = "a Kinesis event"
 	EventDynamoDB = "a DynamoDB stream event"
 	EventSQS      = "an SQS event"
+	// Not a batch: what a function URL and an EventBridge schedule send.
+	EventFunctionURL = "a function URL request"
+	EventSchedule    = "an EventBridge scheduled event"
 )
+
+// sentBy is what Lambda sends a function that takes want, for an error
+// about an event that is not a JSON object.
+func sentBy(want string) string {
+	switch want {
+	case EventFunctionURL:
+		return `{"version": "2.0", "rawPath": ..., "headers": ..., "body": ...} for each request to its URL`
+	case EventSchedule:
+		return `{"source": "aws.events", "detail-type": "Scheduled Event", ...} at each tick of its schedule`
+	}
+	return `{"Records": [...]} from its event source mapping`
+}
 
 // EventShapeError is an invocation whose event is not a batch of the kind
 // the function consumes: an SQS event sent to a Kinesis consumer from the
@@ -64,7 +79,7 @@ func (e *EventShapeError) Error() string {
 func CheckEventObject(raw []byte, want string) error {
 	if got := strictjson.TypeOf(raw); got != "an object" && got != "null" {
 		return &EventShapeError{Want: want, Record: -1,
-			Reason: "the event is " + got + ", not a JSON object: Lambda sends this function {\"Records\": [...]} from its event source mapping"}
+			Reason: "the event is " + got + ", not a JSON object: Lambda sends this function " + sentBy(want)}
 	}
 	return nil
 }

@@ -128,6 +128,14 @@ func TestNonObjectEventIsRefusedSayingWhatItIs(t *testing.T) {
 		if err := stream.CheckEventObject([]byte(tc.raw), stream.EventSQS); err == nil || !strings.HasPrefix(err.Error(), "not an SQS event: the event is "+tc.is+", not a JSON object") {
 			t.Errorf("CheckEventObject(%s, SQS): %v; want it to name the SQS event and %s", tc.raw, err, tc.is)
 		}
+		// A function URL and a schedule are told what they are sent, not
+		// a batch's Records.
+		for want, says := range map[string]string{stream.EventFunctionURL: `"rawPath"`, stream.EventSchedule: `"detail-type"`} {
+			if err := stream.CheckEventObject([]byte(tc.raw), want); err == nil || !strings.HasPrefix(err.Error(), "not "+want+": the event is "+tc.is) ||
+				!strings.Contains(err.Error(), says) || strings.Contains(err.Error(), "Records") {
+				t.Errorf("CheckEventObject(%s, %s): %v; want it to name %s and say it is sent %s", tc.raw, want, err, want, says)
+			}
+		}
 	}
 	var b stream.KinesisBatch
 	err := b.Decode([]byte(`null`))

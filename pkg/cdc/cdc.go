@@ -586,12 +586,17 @@ func sameValue(a, b any) bool {
 var errVersion = errors.New("must be an N attribute holding a non-negative integer")
 
 func itemVersion(av events.DynamoDBAttributeValue) (*big.Int, error) {
+	fix := "write the item again with its " + VersionAttribute + " a whole number (N), above the one before"
 	if av.DataType() != events.DataTypeNumber {
-		return nil, errVersion
+		got := "another type of attribute"
+		if av.DataType() == events.DataTypeString {
+			got = "an S attribute (" + strictjson.QuoteCut(av.String(), 40) + ")"
+		}
+		return nil, fmt.Errorf("%w, not %s: %s", errVersion, got, fix)
 	}
 	v, ok := new(big.Int).SetString(av.Number(), 10)
 	if !ok || v.Sign() < 0 {
-		return nil, fmt.Errorf("%w (got %s)", errVersion, av.Number())
+		return nil, fmt.Errorf("%w, not %s: %s", errVersion, strictjson.Cut(av.Number(), 40), fix)
 	}
 	return v, nil
 }

@@ -519,3 +519,29 @@ func TestChangesEveryConsumerWouldRefuseAreSetAsideHere(t *testing.T) {
 		}
 	}
 }
+
+// TestAVersionThatIsNotOneSaysWhatToWrite: a version that is not a whole
+// number was set aside as "must be an N attribute holding a non-negative
+// integer (got 2.5)", and one written as a string without quoting it; the
+// reason quotes what was written and says what to write instead.
+func TestAVersionThatIsNotOneSaysWhatToWrite(t *testing.T) {
+	at := events.SecondsEpochTime{Time: time.Date(2026, 11, 29, 10, 41, 0, 0, time.UTC)}
+	h := cdc.New(nil, "events")
+	for _, tc := range []struct {
+		version events.DynamoDBAttributeValue
+		says    string
+	}{
+		{events.NewNumberAttribute("2.5"), "not 2.5"},
+		{events.NewNumberAttribute("-5"), "not -5"},
+		{events.NewStringAttribute("3"), `not an S attribute ("3")`},
+	} {
+		img := map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute("u1"), "version": tc.version}
+		rec := &events.DynamoDBEventRecord{EventID: "e", EventName: "INSERT", EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/profiles/stream/x",
+			Change: events.DynamoDBStreamRecord{SequenceNumber: "1", ApproximateCreationDateTime: at, StreamViewType: "NEW_AND_OLD_IMAGES",
+				Keys: map[string]events.DynamoDBAttributeValue{"userId": events.NewStringAttribute("u1")}, NewImage: img}}
+		_, err := h.Envelope(rec)
+		if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "write the item again with") {
+			t.Errorf("version %v: %v; want it to say %q and what to write", tc.version, err, tc.says)
+		}
+	}
+}

@@ -85,9 +85,9 @@ func TestFollowOverALongTimelineCompletesOverRedeliveries(t *testing.T) {
 		// make test's parts grew, a loaded machine (its parts on 2 cores,
 		// the stand-in's calls taking hundreds of ms) made no progress in
 		// three deliveries in a row: a page read and its save did not fit.
-		// 20 ms a call makes 400 entries more than one delivery's work
+		// 10 ms a call makes 400 entries more than one delivery's work
 		// with half the stand-in's requests 700 at 5 ms made.
-		{"deadline", func(c *countingStore) store { return &slowStore{countingStore: c, latency: 20 * time.Millisecond} }, 10 * time.Second},
+		{"deadline", func(c *countingStore) store { return &slowStore{countingStore: c, latency: 10 * time.Millisecond} }, 10 * time.Second},
 		{"throttled", func(c *countingStore) store { return &throttlingStore{countingStore: c, every: 97} }, 0},
 	} {
 		for _, tc := range []struct {

@@ -426,3 +426,37 @@ func TestDryRunListsOnlyWhatHoldsPersonalData(t *testing.T) {
 		t.Fatalf("dry run after: %+v %v, want a1/2 listed and a1/1 counted as erased", dry, err)
 	}
 }
+
+// TestInsertNoCommandWroteSaysWhatToDo: an event item written by hand (its
+// data not JSON, its version not a number) is set aside naming the
+// attribute, and the reason says what an operator does about it: the item
+// is still in the log, where the next command meets it.
+func TestInsertNoCommandWroteSaysWhatToDo(t *testing.T) {
+	p := es.NewPublisher(nil, "published")
+	s := func(v string) events.DynamoDBAttributeValue { return events.NewStringAttribute(v) }
+	event := func(version, data string) map[string]events.DynamoDBAttributeValue {
+		return map[string]events.DynamoDBAttributeValue{es.AttrAggregateID: s("a1"), es.AttrVersion: events.NewNumberAttribute(version),
+			es.AttrAggregateType: s("account"), es.AttrType: s("Deposited"), es.AttrData: s(data), es.AttrRecordedAt: s("2026-12-04T00:00:00Z")}
+	}
+	for _, tc := range []struct {
+		name, version, data, field string
+	}{
+		{"data not JSON", "3", `{"amount":`, "dynamodb.NewImage.data"},
+		{"version not whole", "1.5", `{"amount":5}`, "dynamodb.NewImage.version"},
+	} {
+		img := event(tc.version, tc.data)
+		rec := events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{
+			Keys:     map[string]events.DynamoDBAttributeValue{es.AttrAggregateID: s("a1"), es.AttrVersion: img[es.AttrVersion]},
+			NewImage: img, StreamViewType: "NEW_AND_OLD_IMAGES", SequenceNumber: "100"}}
+		_, _, err := p.Record(&rec)
+		var re *es.RecordError
+		if !errors.As(err, &re) || re.Field != tc.field {
+			t.Fatalf("%s: %v, want a RecordError naming %s", tc.name, err, tc.field)
+		}
+		for _, want := range []string{"no command writes", "a1", "point-in-time recovery", "do not put it back"} {
+			if !strings.Contains(re.Reason, want) {
+				t.Errorf("%s: reason %q does not say %q", tc.name, re.Reason, want)
+			}
+		}
+	}
+}

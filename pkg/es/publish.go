@@ -314,7 +314,10 @@ func (p *Publisher) Record(rec *events.DynamoDBEventRecord) (entry kintypes.PutR
 	if err != nil {
 		var ie *ItemError
 		if errors.As(err, &ie) {
-			return entry, false, &RecordError{Field: "dynamodb.NewImage." + ie.Attr, Reason: ie.Reason}
+			return entry, false, &RecordError{Field: "dynamodb.NewImage." + ie.Attr, Reason: fmt.Sprintf(
+				"%s: no command writes that, so event %s was written by hand; it stays in the log, where the next command to its aggregate fails naming the repair "+
+					"(put the item back as it was from the events table's point-in-time recovery, or delete it); do not put it back (make putback): it would be set aside again",
+				ie.Reason, eventName(ch.Keys))}
 		}
 		return entry, false, err
 	}

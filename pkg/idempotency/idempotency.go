@@ -76,10 +76,24 @@ type PayloadMismatchError struct {
 	Key string
 	// Path is Config.ValidationPath.
 	Path string
+	// KeyPath is Config.KeyPath: what the sender changes to send other work.
+	KeyPath string
+	// Until is when the stored record expires (zero: not known), after
+	// which the key may name other work.
+	Until time.Time
 }
 
 func (e *PayloadMismatchError) Error() string {
-	return fmt.Sprintf("idempotency: key %s: payload field %s differs from the one its stored result was computed for", e.Key, e.Path)
+	what := "the key"
+	if e.KeyPath != "" {
+		what = "payload field " + e.KeyPath
+	}
+	until := ""
+	if !e.Until.IsZero() {
+		until = " until " + e.Until.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("idempotency: key %s: payload field %s differs from the one its stored result was computed for: %s names one piece of work%s; "+
+		"send other work under a new value of %s, and a retry with the same %s as the first", e.Key, e.Path, what, until, what, e.Path)
 }
 
 // PersistenceError is a failed request to the idempotency table.
@@ -317,7 +331,13 @@ func (s *Store) Do(ctx context.Context, payload []byte, fn func(ctx context.Cont
 func (s *Store) existing(key, validation string, old map[string]types.AttributeValue) ([]byte, error) {
 	if validation != "" {
 		if v, ok := old[AttrValidation].(*types.AttributeValueMemberS); ok && v.Value != validation {
-			return nil, &PayloadMismatchError{Key: key, Path: s.cfg.ValidationPath}
+			pm := &PayloadMismatchError{Key: key, Path: s.cfg.ValidationPath, KeyPath: s.cfg.KeyPath}
+			if n, ok := old[AttrExpiration].(*types.AttributeValueMemberN); ok {
+				if sec, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+					pm.Until = time.Unix(sec, 0)
+				}
+			}
+			return nil, pm
 		}
 	}
 	status, _ := old[AttrStatus].(*types.AttributeValueMemberS)

@@ -262,6 +262,11 @@ func testPayloadMismatch(t *testing.T, db *dynamodb.Client, table string) {
 	if pm.Key != key || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), "data.amount") {
 		t.Errorf("error %q should name key %s and the field", err, key)
 	}
+	// ... and say what to do: other work under a new data.orderId, after
+	// which this one may be reused.
+	if !strings.Contains(err.Error(), "new value of payload field data.orderId") || pm.Until.IsZero() || !strings.Contains(err.Error(), pm.Until.UTC().Format(time.RFC3339)) {
+		t.Errorf("error %q should say to send other work under a new data.orderId, and until when the key is taken", err)
+	}
 	// The same amount is a plain duplicate.
 	if r, err := s.Do(ctx, []byte(`{"data":{"orderId":"o-1","amount":10}}`), c.fn); err != nil || string(r) != `{"run":1}` {
 		t.Errorf("duplicate: %s, %v", r, err)

@@ -20,6 +20,10 @@ import (
 type slowStore struct {
 	*countingStore
 	latency time.Duration
+	// writeSlot, when set (a channel of one), makes writes wait their
+	// latency one at a time, as a hot partition takes them: n writes then
+	// take n × latency whatever the machine's speed.
+	writeSlot chan struct{}
 }
 
 func (s *slowStore) wait(ctx context.Context) error {
@@ -31,6 +35,20 @@ func (s *slowStore) wait(ctx context.Context) error {
 	}
 }
 
+// waitWrite is wait for a write.
+func (s *slowStore) waitWrite(ctx context.Context) error {
+	if s.writeSlot == nil {
+		return s.wait(ctx)
+	}
+	select {
+	case s.writeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writeSlot }()
+	return s.wait(ctx)
+}
+
 func (s *slowStore) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	if err := s.wait(ctx); err != nil {
 		return nil, err
@@ -39,14 +57,14 @@ func (s *slowStore) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts
 }
 
 func (s *slowStore) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if err := s.wait(ctx); err != nil {
+	if err := s.waitWrite(ctx); err != nil {
 		return nil, err
 	}
 	return s.countingStore.PutItem(ctx, in, opts...)
 }
 
 func (s *slowStore) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	if err := s.wait(ctx); err != nil {
+	if err := s.waitWrite(ctx); err != nil {
 		return nil, err
 	}
 	return s.countingStore.DeleteItem(ctx, in, opts...)
@@ -85,9 +103,13 @@ func TestFollowOverALongTimelineCompletesOverRedeliveries(t *testing.T) {
 		// make test's parts grew, a loaded machine (its parts on 2 cores,
 		// the stand-in's calls taking hundreds of ms) made no progress in
 		// three deliveries in a row: a page read and its save did not fit.
-		// 10 ms a call makes 400 entries more than one delivery's work
-		// with half the stand-in's requests 700 at 5 ms made.
-		{"deadline", func(c *countingStore) store { return &slowStore{countingStore: c, latency: 10 * time.Millisecond} }, 10 * time.Second},
+		// Writes one at a time at 20 ms: each of the 400 entries is a
+		// write, 8 s of them, so no machine is fast enough to apply the
+		// record in one delivery (at 10 ms a call, in parallel, a faster
+		// stand-in did).
+		{"deadline", func(c *countingStore) store {
+			return &slowStore{countingStore: c, latency: 20 * time.Millisecond, writeSlot: make(chan struct{}, 1)}
+		}, 10 * time.Second},
 		{"throttled", func(c *countingStore) store { return &throttlingStore{countingStore: c, every: 97} }, 0},
 	} {
 		for _, tc := range []struct {

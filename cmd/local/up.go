@@ -92,7 +92,7 @@ Event sourcing (seat reservations; commands URL %s):
 		return nil
 	case <-gone:
 		standinStopped = true
-		return standinGone(strings.TrimPrefix(srv.Endpoint(), "http://"), srv.Reused(), srv.Found())
+		return standinGone(strings.TrimPrefix(srv.Endpoint(), "http://"), srv.Reused(), srv.Found(), srv.ExitReason())
 	case err := <-stack.Errors():
 		return err
 	}

@@ -61,11 +61,14 @@ func watchStandin(ctx context.Context, endpoint string, every time.Duration, mis
 }
 
 // standinGone is the error up ends with when the stand-in at addr
-// stopped answering: whose it was, that what this run deployed went with
-// it, and what to do.
-func standinGone(addr string, reused bool, found standin.Found) error {
+// stopped answering: whose it was (with how its moto ended, exit, when
+// this run started it), that what this run deployed went with it, and
+// what to do.
+func standinGone(addr string, reused bool, found standin.Found, exit string) error {
 	var whose string
 	switch {
+	case !reused && exit != "":
+		whose = "the stand-in this make local-up started: " + exit
 	case !reused:
 		whose = "the stand-in this make local-up started (its moto process ended)"
 	case found.Owner != nil:

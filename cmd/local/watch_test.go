@@ -61,15 +61,18 @@ func TestUpNoticesItsStandInStopped(t *testing.T) {
 		name   string
 		reused bool
 		found  standin.Found
+		exit   string
 		want   []string
 	}{
-		{"another make local-up's", true, standin.Found{Kind: "moto", Owner: &standin.Owner{Command: "make local-up", PID: 4243}},
+		{"another make local-up's", true, standin.Found{Kind: "moto", Owner: &standin.Owner{Command: "make local-up", PID: 4243}}, "",
 			[]string{addr, "stopped answering", "make local-up (pid 4243)", "did not start", "cannot go on", "TRIBUTARY_STANDIN_ADDR="}},
-		{"LocalStack", true, standin.Found{Kind: "LocalStack 2026.3.0 (community)"},
+		{"LocalStack", true, standin.Found{Kind: "LocalStack 2026.3.0 (community)"}, "",
 			[]string{addr, "LocalStack 2026.3.0 (community), which this make local-up did not start", "cannot go on"}},
-		{"its own", false, standin.Found{}, []string{addr, "the stand-in this make local-up started", "cannot go on"}},
+		{"its own", false, standin.Found{}, "", []string{addr, "the stand-in this make local-up started", "cannot go on"}},
+		{"its own, ended", false, standin.Found{}, "moto (pid 77) ended: signal: killed; its last output: \"MemoryError\"",
+			[]string{addr, "the stand-in this make local-up started: moto (pid 77) ended: signal: killed", "MemoryError", "cannot go on"}},
 	} {
-		msg := standinGone(addr, tc.reused, tc.found).Error()
+		msg := standinGone(addr, tc.reused, tc.found, tc.exit).Error()
 		for _, w := range tc.want {
 			if !strings.Contains(msg, w) {
 				t.Errorf("%s: %q does not say %q", tc.name, msg, w)

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -91,6 +92,33 @@ type Server struct {
 	reused   bool
 	found    Found
 	front    *http.Server // the serializer clients talk to
+
+	// exited is closed when moto's process ends, exitErr and tail then
+	// say how; stopping is set by Stop, so an end it asked for is not
+	// taken for one it did not.
+	exited   chan struct{}
+	pid      int
+	exitErr  error
+	tail     *lastBytes
+	stopping atomic.Bool
+}
+
+// Exited is closed when the moto this Server started ends, whether Stop
+// ended it or not (nil, never closed, for a reused stand-in). A moto that
+// ends on its own takes the serializer in front of it down with it, so
+// that clients, and other runs deployed onto it, find nothing listening
+// rather than an answer that is an error page.
+func (s *Server) Exited() <-chan struct{} { return s.exited }
+
+// ExitReason says how the moto this Server started ended: its exit
+// status and its last output. Empty while it runs.
+func (s *Server) ExitReason() string {
+	select {
+	case <-s.exited:
+	default:
+		return ""
+	}
+	return fmt.Sprintf("moto (pid %d) ended: %v; its last output: %q", s.pid, s.exitErr, s.tail.String())
 }
 
 // Endpoint is the base URL clients use, for example http://127.0.0.1:4566.
@@ -183,6 +211,12 @@ func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) htt
 		_ = s.Stop()
 		return nil, err
 	}
+	go func(front *http.Server) {
+		<-s.exited
+		if !s.stopping.Load() {
+			_ = front.Close()
+		}
+	}(s.front)
 	return s, nil
 }
 
@@ -210,8 +244,13 @@ func launchMoto(ctx context.Context, bin, launcher string, out io.Writer, endpoi
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("standin: start %s: %w", bin, err)
 	}
-	s := &Server{endpoint: endpoint, cmd: cmd, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait() }()
+	s := &Server{endpoint: endpoint, cmd: cmd, done: make(chan error, 1), exited: make(chan struct{}), pid: cmd.Process.Pid, tail: tail}
+	go func() {
+		err := cmd.Wait()
+		s.exitErr = err
+		close(s.exited)
+		s.done <- err
+	}()
 	deadline := time.After(motoPatience)
 	backend := ""
 	for backend == "" || !Answers(ctx, backend) {
@@ -300,6 +339,7 @@ func (s *Server) Stop() error {
 	if s == nil {
 		return nil
 	}
+	s.stopping.Store(true)
 	if s.front != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = s.front.Shutdown(ctx)

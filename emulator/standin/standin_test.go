@@ -3,6 +3,7 @@ package standin_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -82,5 +83,39 @@ func TestStartRefusesAnAddressThatIsNoPort(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), "1 to 65535") {
 			t.Errorf("Start at %q: %v, want it refused as no address the stand-in can be on", addr, err)
 		}
+	}
+}
+
+// TestMotoThatEndsTakesItsEndpointDown: a moto that ends on its own (killed,
+// crashed) leaves nothing listening at the stand-in's address, so a run
+// watching it (make local-up) and clients see it gone rather than an error
+// page for every request, and the Server says how moto ended.
+func TestMotoThatEndsTakesItsEndpointDown(t *testing.T) {
+	srv := standintest.Start(t)
+	if srv.ExitReason() != "" {
+		t.Fatalf("ExitReason of a running moto: %q, want empty", srv.ExitReason())
+	}
+	if err := standin.KillMoto(srv); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-srv.Exited():
+	case <-time.After(30 * time.Second):
+		t.Fatal("Exited not closed 30 s after moto was killed")
+	}
+	if r := srv.ExitReason(); !strings.Contains(r, "moto (pid") || !strings.Contains(r, "killed") {
+		t.Errorf("ExitReason %q, want moto's pid and how it ended", r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", strings.TrimPrefix(srv.Endpoint(), "http://"), time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still accepts connections 10 s after its moto ended", srv.Endpoint())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -177,9 +177,10 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 	q := &query{key: f.key, follow: f.follow, asJSON: f.asJSON}
 	local := localNames{}
 	var fromFile *pipeline.Config // -pipeline <file>
+	var fileJSON []byte           // fromFile compacted, to compare with the deployed copy
 	if f.set["pipeline"] && isPipelineFile(f.pipeline) {
 		var err error
-		if fromFile, err = pipelineFile(f.pipeline); err != nil {
+		if fromFile, fileJSON, err = pipelineFile(f.pipeline); err != nil {
 			return nil, err
 		}
 	}
@@ -213,15 +214,21 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 
 	var err error
 	switch {
-	case fromFile != nil:
-		q.cfg, q.cfgFrom = fromFile, "the file "+f.pipeline
 	case local.pipeline != "":
+		// The running stack's windows are those of the copy it deployed,
+		// whatever file is given: a file edited since is said.
 		q.cfgFrom = "the template's " + pipeline.EnvVar
 		if q.cfg, err = pipeline.Parse([]byte(local.pipeline)); err != nil {
 			err = cli.Usagef("template", "%s: the aggregate function's %s: %v", f.template, pipeline.EnvVar, err)
+		} else if fromFile != nil {
+			if string(fileJSON) != local.pipeline {
+				q.changedFile = f.pipeline
+			}
 		} else {
 			q.changedFile, q.filesUnread = changedSinceDeploy(defaultDir, q.cfg.Name, local.pipeline)
 		}
+	case fromFile != nil:
+		q.cfg, q.cfgFrom = fromFile, "the file "+f.pipeline
 	case f.set["pipeline"]:
 		q.cfg, err = pipelineNamed(defaultDir, f.pipeline)
 		q.cfgFrom = "its file in " + defaultDir + "/"
@@ -378,16 +385,20 @@ func parseTime(flagName, s string, now time.Time, max time.Duration, why string)
 }
 
 // pipelineFile is the pipeline in file, read at most to its bound.
-func pipelineFile(file string) (*pipeline.Config, error) {
+func pipelineFile(file string) (*pipeline.Config, []byte, error) {
 	b, err := cli.ReadFile("pipeline", file, pipeline.MaxFileBytes, "a pipeline file is a small JSON object")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := pipeline.Parse(b)
 	if err != nil {
-		return nil, cli.Usagef("pipeline", "%s: %v", file, err)
+		return nil, nil, cli.Usagef("pipeline", "%s: %v", file, err)
 	}
-	return cfg, nil
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, b); err != nil { // Parse took it: cannot fail
+		return nil, nil, cli.Usagef("pipeline", "%s: %v", file, err)
+	}
+	return cfg, compact.Bytes(), nil
 }
 
 // windowStore is what show needs of DynamoDB: the reader's reads.

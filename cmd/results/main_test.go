@@ -635,7 +635,7 @@ func TestPipelineFileIsBounded(t *testing.T) {
 	if err := os.WriteFile(big, make([]byte, pipeline.MaxFileBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := pipelineFile(big)
+	_, _, err := pipelineFile(big)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("-pipeline %s: more than %d bytes", big, pipeline.MaxFileBytes)) {
 		t.Errorf("-pipeline of %d bytes: %v; want a usage error saying the bound", pipeline.MaxFileBytes+1, err)
 	}
@@ -738,6 +738,16 @@ func TestTemplateSaysThePipelineFileChanged(t *testing.T) {
 			const note = "pipelines/local.json has changed since the running make local-up deployed it"
 			if got := strings.Contains(r.stderr, note); got != tc.note {
 				t.Errorf("stderr %q: note %q given: %v, want %v", r.stderr, note, got, tc.note)
+			}
+			// The file given by its path (PIPELINE=pipelines/local.json):
+			// the same note, and the windows are still the deployed ones
+			// (a trial saw an edited file's windows, the deployed tumbling
+			// window missing, without a word).
+			if tc.file != "" && !strings.Contains(tc.name, "does not parse") {
+				r := cmd(context.Background(), env, base, "-template", tpl, "-key", "user-1", "-pipeline", "pipelines/local.json")
+				if got := strings.Contains(r.stderr, note); got != tc.note {
+					t.Errorf("-pipeline pipelines/local.json: stderr %q: note %q given: %v, want %v", r.stderr, note, got, tc.note)
+				}
 			}
 			// A file that no longer parses is said too: the stack runs the
 			// one it deployed.

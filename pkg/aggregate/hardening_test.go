@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -686,5 +687,36 @@ func TestGroupingKeyFromDataMustBeThePartitionKey(t *testing.T) {
 				t.Fatalf("shop-1's windows %+v, want one of %d records", vs, want)
 			}
 		})
+	}
+}
+
+// TestWithoutASinkTheReasonIsLogged: a processor without a set-aside sink
+// (replay's rebuild) reports a record that can never be applied failed, and
+// logs why, naming the record and the field: a rebuild skipped such records
+// saying only "see the processor's log for why", and the log said nothing.
+func TestWithoutASinkTheReasonIsLogged(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(sumConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable})
+	var logged strings.Builder
+	p := aggregate.New(cfg, state.NewViews(mem, "views", cfg.Aggregates), nil, "",
+		aggregate.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))), aggregate.WithDedupe(aggregate.NewLedger(mem, "views", cfg)))
+	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	resp, err := p.HandleBatch(context.Background(), events.KinesisEvent{Records: []events.KinesisEventRecord{
+		rawRecord(1, "k", view("e1", "k", at, `{"ms":1}`), at),
+		rawRecord(2, "k", view("e2", "k", at, `{"ms":true}`), at),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "2" {
+		t.Fatalf("failures %v, want record 2", resp.BatchItemFailures)
+	}
+	for _, want := range []string{"sequenceNumber=2", "field=data.ms", "must be a number", "no set-aside table"} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("log does not say %q:\n%s", want, logged.String())
+		}
 	}
 }

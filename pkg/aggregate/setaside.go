@@ -61,7 +61,15 @@ func (p *Processor) flushAside(ctx context.Context, c *collector) {
 	if err == nil {
 		return
 	}
-	if !errors.Is(err, setaside.ErrNoSink) {
+	if errors.Is(err, setaside.ErrNoSink) {
+		// Replay's rebuild runs without one: the record is skipped there
+		// after its attempts, and this line is the only word of why.
+		for i := range c.aside {
+			r := &c.aside[i]
+			p.log.Warn("record cannot be applied, and there is no set-aside table to put it in: reported failed", "shard", c.shard,
+				"sequenceNumber", r.Sequence, "field", r.Field, "kind", r.Kind, "reason", r.Reason)
+		}
+	} else {
 		p.log.Error("setting records aside failed: they will be retried", "shard", c.shard, "records", len(c.aside), "error", err.Error())
 	}
 	for i := range c.aside {

@@ -323,7 +323,7 @@ func (r *run) apply(ctx context.Context, shard string, recs []kintypes.Record) (
 		}
 		attempts++
 		if attempts >= r.opts.MaxAttempts {
-			r.progress.printf("shard %s: record %s still failed after %d attempts: skipped (see the processor's log for why)", shard, pending[0].Kinesis.SequenceNumber, attempts)
+			r.progress.printf("shard %s: record %s still failed after %d attempts: skipped (the processor's lines above about it say why; the live function sets such a record aside, and make setaside lists it there)", shard, pending[0].Kinesis.SequenceNumber, attempts)
 			skipped++
 			pending = pending[1:]
 			attempts = 0

@@ -379,12 +379,13 @@ func TestFollowSavesItsLatestTweetsDoneAfterAPartlyDoneDelivery(t *testing.T) {
 func TestConvergeStartsNoEntryItCannotFinish(t *testing.T) {
 	const n = 2 * fanOutConcurrency
 	db, tb, _, annEntries, _ := longTimeline(t, n, "INSERT", true)
-	// Five store calls an entry (two reads, a write, two reads) at 300 ms:
-	// about 1.5 s an entry, so a second wave started at 1.5 s would end at
-	// 3 s, past the 2.5 s deadline, and the stop (2.2 s) lets it start. A
-	// loaded stand-in adding up to 200 ms a call still ends the first wave
-	// in time.
-	h := New(&slowStore{countingStore: &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}, latency: 300 * time.Millisecond}, tb)
+	// Five store calls an entry (two reads, a write, two reads) at 500 ms:
+	// about 2.5 s an entry, so a second wave started at 2.5 s would end at
+	// 5 s, past the 4 s deadline, and the stop (3.7 s) lets it start. A
+	// loaded stand-in adding up to 300 ms a call still ends the first wave
+	// in time (at 300 ms a call and a 2.5 s deadline, a make test run with
+	// more than its own load on the cores did not).
+	h := New(&slowStore{countingStore: &countingStore{Client: db, table: tb.Timelines, puts: map[string]int{}}, latency: 500 * time.Millisecond}, tb)
 	h.fanOutStop = 300 * time.Millisecond
 	var entries []entry
 	for i := range n {
@@ -394,7 +395,7 @@ func TestConvergeStartsNoEntryItCannotFinish(t *testing.T) {
 	if len(annEntries) != n {
 		t.Fatalf("%d of ann's entries, want %d", len(annEntries), n)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	done, _, err := h.convergeAll(ctx, entries)
 	if err != nil {

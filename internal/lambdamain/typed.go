@@ -1,9 +1,7 @@
 package lambdamain
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -17,8 +15,12 @@ import (
 // takes (want: stream.EventSQS, ...; a *stream.EventShapeError), where
 // aws-lambda-go's decode fails with encoding/json's words about the Go
 // type ("cannot unmarshal array into Go value of type events.SQSEvent").
-// Anything else is decoded and answered as aws-lambda-go does: encoding/json
-// into E, the response without HTML escaping or a trailing newline.
+// A member of the wrong type fails naming its path and what it must be
+// (stream.DecodeEvent: "not a Kinesis event: Records: must be a JSON array,
+// not a string"; "not a function URL request: body: must be a JSON string,
+// not a number"). Anything else is decoded and answered as aws-lambda-go
+// does: encoding/json into E, the response without HTML escaping or a
+// trailing newline.
 func Typed[E, R any](want string, f func(context.Context, E) (R, error)) lambda.Handler {
 	return typed[E, R]{want: want, f: f}
 }
@@ -33,7 +35,7 @@ func (t typed[E, R]) Invoke(ctx context.Context, payload []byte) ([]byte, error)
 		return nil, err
 	}
 	var ev E
-	if err := json.NewDecoder(bytes.NewReader(payload)).Decode(&ev); err != nil {
+	if err := stream.DecodeEvent(payload, &ev, t.want); err != nil {
 		return nil, err
 	}
 	resp, err := t.f(ctx, ev)

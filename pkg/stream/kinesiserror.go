@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // locateError names where a Kinesis event that encoding/json refused goes
@@ -19,8 +21,23 @@ func locateError(raw []byte, window bool, err error) error {
 	if l.err != nil {
 		e.Err = l.err
 	}
+	if reason, ok := strictjson.TypeReason(e.Err); ok {
+		e.Err = &wrongTypeError{reason: reason, err: e.Err}
+	}
 	return e
 }
+
+// wrongTypeError is encoding/json's refusal of a value of the wrong type
+// said in JSON's words ("must be a JSON array, not a string"), where its
+// own names the Go type ("[]events.KinesisEventRecord"), which tells the
+// sender of a test event nothing.
+type wrongTypeError struct {
+	reason string
+	err    error
+}
+
+func (e *wrongTypeError) Error() string { return e.reason }
+func (e *wrongTypeError) Unwrap() error { return e.err }
 
 // locator walks an event the way decodeFast does, decoding each value with
 // encoding/json into its field's type, until one fails or the JSON breaks.

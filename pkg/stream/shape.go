@@ -1,7 +1,10 @@
 package stream
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"reflect"
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -82,6 +85,34 @@ func CheckEventObject(raw []byte, want string) error {
 			Reason: "the event is " + got + ", not a JSON object: Lambda sends this function " + sentBy(want)}
 	}
 	return nil
+}
+
+// DecodeEvent decodes the event in raw into v (a non-nil pointer) as
+// aws-lambda-go does (encoding/json, the first value), but a value of the
+// wrong type fails as an *EventShapeError naming its path and what it must
+// be ("not a Kinesis event: Records: must be a JSON array, not a string";
+// want: EventKinesis, ...), where encoding/json names the Go type it was
+// decoded into ("cannot unmarshal string into Go value of type
+// []events.KinesisEventRecord"). Other errors (broken JSON) are
+// encoding/json's.
+func DecodeEvent(raw []byte, v any, want string) error {
+	err := json.NewDecoder(bytes.NewReader(raw)).Decode(v)
+	reason, ok := strictjson.TypeReason(err)
+	if !ok {
+		return err
+	}
+	var te *json.UnmarshalTypeError
+	errors.As(err, &te)
+	field := te.Field // without array indexes: "Records.kinesis.data"
+	// Only on failure: the strict walk names the path with its indexes
+	// ("Records[2].kinesis.data"). It refuses more than encoding/json (a
+	// key twice, invalid UTF-8), so only its type error is taken.
+	var se *strictjson.Error
+	if errors.As(strictjson.Decode(raw, reflect.New(reflect.TypeOf(v).Elem()).Interface(),
+		strictjson.Options{Name: "event", MaxBytes: len(raw) + 1, AllowUnknown: true}), &se) && se.Kind == strictjson.Type {
+		field, reason = se.Path, se.Reason
+	}
+	return &EventShapeError{Want: want, Record: -1, Field: field, Reason: reason}
 }
 
 // maxSourceEcho bounds what an EventShapeError repeats of an eventSource.

@@ -36,13 +36,48 @@ func Decode(doc []byte, v any, o Options) error {
 		// The walk saw the types encoding/json needs; what is left is a
 		// custom UnmarshalJSON's own refusal.
 		e := &Error{Kind: Type, Index: -1, Offset: -1, Reason: err.Error()}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			e.Path, e.Reason = te.Field, fmt.Sprintf("must be %s, not %s", jsonTypeOf(te.Type), te.Value)
+		if reason, ok := TypeReason(err); ok {
+			var te *json.UnmarshalTypeError
+			errors.As(err, &te)
+			e.Path, e.Reason = te.Field, reason
 		}
 		return e
 	}
 	return nil
+}
+
+// TypeReason says what an encoding/json *json.UnmarshalTypeError in err
+// means for the sender, in Decode's words ("must be a JSON array, not a
+// string"), where encoding/json names the Go type the value was decoded
+// into ("cannot unmarshal string into Go value of type
+// []events.KinesisEventRecord"); ok is false when err holds none. The
+// error's Field (encoding/json's path, without array indexes) is not in
+// it: the caller names the place.
+func TypeReason(err error) (reason string, ok bool) {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Type == nil {
+		return "", false
+	}
+	return fmt.Sprintf("must be %s, not %s", jsonTypeOf(te.Type), sentType(te.Value)), true
+}
+
+// sentType names the JSON type encoding/json's UnmarshalTypeError.Value
+// gives ("string", "number 1.5", "bool") as TypeOf does.
+func sentType(v string) string {
+	word, _, _ := strings.Cut(v, " ")
+	switch word {
+	case "string":
+		return "a string"
+	case "number":
+		return "a number"
+	case "bool":
+		return "a boolean"
+	case "array":
+		return "an array"
+	case "object":
+		return "an object"
+	}
+	return v
 }
 
 var (

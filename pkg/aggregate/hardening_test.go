@@ -176,6 +176,9 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 		// means two things (a field twice, a name in another case).
 		rawRecord(8, "k", view("e8", "k", at, `{"ms":100,"ms":900000}`), at),
 		rawRecord(9, "k", []byte(`{"id":"e9","type":"view","Key":"k","occurredAt":"2026-12-01T09:00:10Z","sentAt":"2026-12-01T09:00:10Z","data":{"ms":9}}`), at),
+		// JSON, but no envelope: unparseable as an array is, not one
+		// missing its id.
+		rawRecord(10, "k", []byte(`null`), at),
 	}}
 	resp, err := h.proc.HandleBatch(ctx, ev)
 	if err != nil {
@@ -190,6 +193,7 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 		"4": {"data.ms", setaside.KindInvalid}, "5": {"data.ms", setaside.KindOverflow},
 		"6": {"id", setaside.KindDuplicateConflict},
 		"8": {"data.ms", setaside.KindInvalid}, "9": {"Key", setaside.KindInvalid},
+		"10": {"", setaside.KindUnparseable},
 	}
 	for seq, w := range want {
 		it, ok := got[seq]
@@ -202,6 +206,9 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d records set aside, want %d", len(got), len(want))
+	}
+	if !strings.Contains(got["10"].Reason, "must be a JSON object, not null") {
+		t.Errorf("record 10 (null) set aside saying %q; want it to say the record must be a JSON object", got["10"].Reason)
 	}
 	if !strings.Contains(got["2"].Reason, "data.ms") || !strings.Contains(got["6"].Reason, `"e1"`) {
 		t.Errorf("reasons do not name the field: %q, %q", got["2"].Reason, got["6"].Reason)

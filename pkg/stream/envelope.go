@@ -212,6 +212,11 @@ func Unmarshal(data []byte, e *Envelope) error {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return jsonFieldError(err)
 	}
+	if got := strictjson.TypeOf(data); got != "an object" {
+		// null, which encoding/json decodes as no field at all: no
+		// envelope, not one missing its id.
+		return &FieldError{Reason: notAnObject(got)}
+	}
 	*e = Envelope{ID: w.ID, Type: w.Type, Key: w.Key}
 	var err error
 	if e.OccurredAt, err = parseTime("occurredAt", w.OccurredAt); err != nil {
@@ -305,11 +310,22 @@ func beforeLeapSecond(s string) (string, bool) {
 	return before, true
 }
 
+// notAnObject is the reason a record that is JSON but no object (null, an
+// array: got as strictjson.TypeOf names it, or encoding/json's
+// UnmarshalTypeError.Value) is unparseable.
+func notAnObject(got string) string {
+	word, _, _ := strings.Cut(got, " ")
+	if a, ok := map[string]string{"array": "an array", "string": "a string", "number": "a number", "bool": "a boolean"}[word]; ok {
+		got = a
+	}
+	return "the record must be a JSON object, not " + got
+}
+
 func jsonFieldError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field == "" {
-			return &FieldError{Reason: fmt.Sprintf("must be a JSON object, not %s", te.Value)}
+			return &FieldError{Reason: notAnObject(te.Value)}
 		}
 		kind := jsonKind(te.Type.Kind().String())
 		if te.Field == "occurredAt" || te.Field == "sentAt" || te.Field == "receivedAt" {

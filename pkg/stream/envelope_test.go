@@ -22,7 +22,12 @@ func TestUnmarshalAndValidate(t *testing.T) {
 		{name: "valid without data", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`},
 		{name: "offset times", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T12:41:07+02:00","sentAt":"2026-11-29T10:41:07Z"}`},
 		{name: "not json", in: `{"id":`, wantErr: true, reason: "not valid JSON"},
-		{name: "array", in: `[]`, wantErr: true, reason: "JSON object"},
+		{name: "array", in: `[]`, wantErr: true, reason: "the record must be a JSON object, not an array"},
+		// null decodes into no field at all: it is no envelope (unparseable,
+		// no field at fault), not one missing its id.
+		{name: "null", in: `null`, wantErr: true, reason: "the record must be a JSON object, not null"},
+		{name: "null in white space", in: " null\n", wantErr: true, reason: "the record must be a JSON object, not null"},
+		{name: "a number", in: `7`, wantErr: true, reason: "the record must be a JSON object, not a number"},
 		{name: "id missing", in: `{"type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "id", reason: "required"},
 		{name: "id a number", in: `{"id":7,"type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "id", reason: "must be a string"},
 		{name: "type missing", in: `{"id":"e","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "type"},

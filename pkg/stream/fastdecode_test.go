@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	_ "time/tzdata" // Europe/Berlin for the local-zone test, whatever the machine has
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // decodeStd is the encoding/json path of Unmarshal, the fast path's
@@ -20,6 +22,9 @@ func decodeStd(data []byte, e *Envelope) error {
 	var w wire
 	if err := json.Unmarshal(data, &w); err != nil {
 		return jsonFieldError(err)
+	}
+	if got := strictjson.TypeOf(data); got != "an object" {
+		return &FieldError{Reason: notAnObject(got)}
 	}
 	*e = Envelope{ID: w.ID, Type: w.Type, Key: w.Key}
 	var err error

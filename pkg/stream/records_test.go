@@ -31,6 +31,9 @@ func TestDecodeKinesis(t *testing.T) {
 		{name: "through ingest", data: withReceived, wantEvent: time.Date(2026, 11, 29, 10, 41, 8, 0, time.UTC)},
 		{name: "straight to the stream: arrival time is receivedAt", data: withoutReceived, wantEvent: time.Date(2026, 11, 29, 10, 41, 29, 0, time.UTC)},
 		{name: "not JSON", data: "\x00\x01binary", wantErr: true, wantField: ""},
+		// null is no object: unparseable (no field), not an envelope
+		// missing its id (invalid, field id).
+		{name: "null", data: `null`, wantErr: true, wantField: ""},
 		{name: "bad occurredAt", data: `{"id":"e","type":"t","key":"k","occurredAt":"soon","sentAt":"2026-11-29T07:41:08Z"}`, wantErr: true, wantField: "occurredAt"},
 		{name: "missing key", data: `{"id":"e","type":"t","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`, wantErr: true, wantField: "key"},
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/cloudwatchlocal"
 	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/internal/localdeploy"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 )
@@ -181,33 +181,16 @@ func stackLogGroups(path, stack string) (map[string]bool, error) {
 }
 
 // stacksWithLogs are the stacks, sorted, whose functions' log groups as the
-// template at path names them are among groups: a log group's name is
-// the stack's name between the same prefix and suffix for every stack
-// (<Stack>-<LogicalID>, generated), so planning the template under a
-// marker name gives them.
+// template at path names them are among groups (localdeploy.StacksAmong).
 func stacksWithLogs(path string, groups []string) []string {
-	const marker = "Zstackmarker0"
-	d, err := localdeploy.Plan(path, marker)
-	if err != nil {
-		return nil
-	}
-	fns, err := d.Functions()
-	if err != nil {
-		return nil
-	}
-	found := map[string]bool{}
-	for _, f := range fns {
-		pre, suf, ok := strings.Cut(f.LogGroup, marker)
-		if !ok {
-			continue
+	return localdeploy.StacksAmong(path, groups, func(d *template.Deployment) ([]string, error) {
+		fns, err := d.Functions()
+		names := make([]string, len(fns))
+		for i, f := range fns {
+			names[i] = f.LogGroup
 		}
-		for _, g := range groups {
-			if len(g) > len(pre)+len(suf) && strings.HasPrefix(g, pre) && strings.HasSuffix(g, suf) {
-				found[g[len(pre):len(g)-len(suf)]] = true
-			}
-		}
-	}
-	return slices.Sorted(maps.Keys(found))
+		return names, err
+	})
 }
 
 var reportLine = regexp.MustCompile(`^REPORT RequestId: (\S+)\s+Duration: ([0-9.]+ ms).*?(Max Memory Used: [^\t]+)`)

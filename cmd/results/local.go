@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/internal/cli"
@@ -113,4 +119,54 @@ func changedSinceDeploy(dir, name, deployed string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// maxListPages bounds each listing stackNotRunning reads (100 names or
+// fewer a page).
+const maxListPages = 20
+
+// stackNotRunning is, with -template, a usage error naming -stack when the
+// endpoint runs the template under no stack of that name (make results
+// STACK=nope printed SSM's ParameterNotFound), listing the stacks it does
+// run: those whose views parameters, views tables or results streams are
+// there. nil otherwise, or when they cannot be listed (the caller's error
+// stands). Read after a failure only.
+func stackNotRunning(ctx context.Context, cfg aws.Config, f *flags) error {
+	if f.template == "" {
+		return nil
+	}
+	var found []string
+	params := ssm.NewDescribeParametersPaginator(ssm.NewFromConfig(cfg), &ssm.DescribeParametersInput{})
+	for i := 0; params.HasMorePages() && i < maxListPages; i++ {
+		out, err := params.NextPage(ctx)
+		if err != nil {
+			return nil
+		}
+		for _, p := range out.Parameters {
+			found = append(found, aws.ToString(p.Name))
+		}
+	}
+	tables := dynamodb.NewListTablesPaginator(dynamodb.NewFromConfig(cfg), &dynamodb.ListTablesInput{})
+	for i := 0; tables.HasMorePages() && i < maxListPages; i++ {
+		out, err := tables.NextPage(ctx)
+		if err != nil {
+			return nil
+		}
+		found = append(found, out.TableNames...)
+	}
+	streams, err := localdeploy.StreamsOn(ctx, kinesis.NewFromConfig(cfg))
+	if err != nil {
+		return nil
+	}
+	found = append(found, streams...)
+	running := localdeploy.StacksAmong(f.template, found, func(d *template.Deployment) ([]string, error) {
+		pipelines, _ := localdeploy.Pipelines(f.template, d)
+		var names []string
+		for _, p := range pipelines {
+			env := p.Function.Env
+			names = append(names, env[aggregate.EnvViewsParameter], env[aggregate.EnvViewsTable], env[aggregate.EnvOutputStream])
+		}
+		return names, nil
+	})
+	return localdeploy.CheckStack(f.stack, running)
 }

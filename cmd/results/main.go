@@ -142,12 +142,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			return cli.ExitOK // Ctrl-C is how a follow ends
 		}
 		if err != nil {
-			return fail(stderr, err)
+			return fail(stderr, cmp.Or(stackNotRunning(ctx, awsCfg, &f), err))
 		}
 		return cli.ExitOK
 	}
 	if err := show(ctx, dynamodb.NewFromConfig(awsCfg), ssm.NewFromConfig(awsCfg), q, stdout, stderr); err != nil {
-		return fail(stderr, err)
+		return fail(stderr, cmp.Or(stackNotRunning(ctx, awsCfg, &f), err))
 	}
 	return cli.ExitOK
 }

@@ -553,8 +553,11 @@ func TestTemplate(t *testing.T) {
 	if r := cmd(ctx, map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, base, "-template", "testdata/local.template.json", "-key", "user-1"); r.code != 1 || !strings.Contains(r.stderr, "nothing answers at http://127.0.0.1:1: start the topology with make local-up first") {
 		t.Errorf("-template without a stand-in: %+v", r)
 	}
-	// Another prefix names other resources, which do not exist.
-	if r := cmd(ctx, env, base.Add(time.Minute), "-template", "testdata/local.template.json", "-stack", "Tributary-1", "-key", "user-1"); r.code != 1 || !strings.Contains(r.stderr, "Tributary-1-ViewsRegistryCurrentViews5E6F7A8B") {
+	// Another prefix names other resources, which do not exist: -stack is
+	// named, with the stacks that run (make results STACK=nope printed
+	// SSM's ParameterNotFound), as make logs and make tail name it.
+	if r := cmd(ctx, env, base.Add(time.Minute), "-template", "testdata/local.template.json", "-stack", "Tributary-1", "-key", "user-1"); r.code != 2 ||
+		!strings.Contains(r.stderr, `-stack "Tributary-1" (STACK=): no stack of that name in the running topology; stacks: Tributary (give one`) || strings.Contains(r.stderr, "ParameterNotFound") {
 		t.Errorf("-stack Tributary-1: %+v", r)
 	}
 }

@@ -37,6 +37,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/internal/localdeploy"
 	envelope "github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/tail"
@@ -245,9 +246,20 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	case raw:
 		p.Format = tail.Raw
 	}
-	sum, err := tail.Run(ctx, kinesis.NewFromConfig(awsCfg), o, p.Print)
+	kin := kinesis.NewFromConfig(awsCfg)
+	sum, err := tail.Run(ctx, kin, o, p.Print)
 	var fe *tail.FlagError
 	if errors.As(err, &fe) {
+		if fe.Flag == "stream" && tmpl != "" {
+			// The stream the template names under -stack is not there:
+			// most likely -stack is not the running stack's (make tail
+			// STACK=nope said STREAM= "nope-Events…": no such stream).
+			if names, lerr := localdeploy.StreamsOn(ctx, kin); lerr == nil {
+				if err := localdeploy.CheckStack(stack, localdeploy.StacksAmong(tmpl, names, localdeploy.StreamNames)); err != nil {
+					return fail(stderr, err)
+				}
+			}
+		}
 		msg := fe.Msg
 		if fe.Flag == "stream" && tmpl == "" && isAlias(stream) {
 			msg += fmt.Sprintf("; %s names a stream only with -template infra/cdk.out/Tributary.template.json (as make tail passes it), else give the stream's name", stream)

@@ -85,7 +85,7 @@ func invoke(ctx context.Context, o *options) (err error) {
 	fmt.Printf("▸ invoking %s with %s through %s\n", o.fn, o.event, endpoint)
 	out, err := client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(o.fn), Payload: payload, LogType: lambdatypes.LogTypeTail})
 	if err != nil {
-		return err
+		return noFunction(o.fn, err)
 	}
 	if tail, err := base64.StdEncoding.DecodeString(aws.ToString(out.LogResult)); err == nil && len(tail) > 0 {
 		fmt.Println("  log (the last 4 KB):")
@@ -112,6 +112,34 @@ func invoke(ctx context.Context, o *options) (err error) {
 	}
 	return nil
 }
+
+// noFunction is err, the Invoke API's, but a ResourceNotFoundException (make
+// invoke FN=nope) becomes a usage error naming -fn and FN= with the local
+// API's message, which lists the running functions, where the SDK's
+// "operation error Lambda: Invoke, https response error StatusCode: 404,
+// RequestID: , ResourceNotFoundException: …" named neither.
+func noFunction(fn string, err error) error {
+	var nf *lambdatypes.ResourceNotFoundException
+	if !errors.As(err, &nf) {
+		return err
+	}
+	msg := nf.ErrorMessage()
+	// "Function not found: <name>: no function <name> in the running
+	// topology; the functions are: …": the name once is enough.
+	if i := strings.Index(msg, "no function "); i >= 0 {
+		msg = msg[i:]
+	} else if _, rest, ok := strings.Cut(msg, strictjson.QuoteCut(fn, maxFnEcho)+": "); ok {
+		msg = rest // "2 functions run aggregate here, one per pipeline: …"
+	}
+	return usageError{fmt.Sprintf("-fn %s (make invoke FN=): %s", strictjson.QuoteCut(fn, maxFnEcho), strictjson.Cut(msg, maxAPIMessage))}
+}
+
+// Bounds of what noFunction repeats: of -fn, and of the API's message (a
+// list of some twenty functions' names).
+const (
+	maxFnEcho     = 100
+	maxAPIMessage = 2000
+)
 
 // freshen rewrites a sample's times to now and its positions to a
 // namespace no real one has (local.FreshSample), and prints one line per

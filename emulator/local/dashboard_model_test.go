@@ -265,8 +265,12 @@ func TestInvokeNames(t *testing.T) {
 	if _, err := v.binaryFor("ingest", "prod"); err == nil || !strings.Contains(err.Error(), "$LATEST") {
 		t.Errorf("an alias: %v, want only $LATEST", err)
 	}
-	if _, err := v.binaryFor("nope", ""); err == nil || !strings.Contains(err.Error(), "ingest") {
+	if _, err := v.binaryFor("nope", ""); err == nil || !strings.HasPrefix(err.Error(), `no function "nope" in the running topology; the functions are: ingest (or their`) {
 		t.Errorf("unknown: %v, want the local functions listed", err)
+	}
+	// A name pasted by mistake is repeated bounded, control characters escaped.
+	if _, err := v.binaryFor("\x1b[2J"+strings.Repeat("n", 10_000), ""); err == nil || len(err.Error()) > 300 || !strings.Contains(err.Error(), `"\x1b[2Jnnn`) {
+		t.Errorf("a long name: %d bytes, %.120q; want it cut and escaped", len(err.Error()), err)
 	}
 	// A binary run by one function per pipeline: the error names them.
 	v.several = map[string][]string{"aggregate": {"aggregate-checkouts", "aggregate-pageviews"}}

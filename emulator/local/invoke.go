@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/emulator/template"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Limits of Lambda's Invoke API on the request payload.
@@ -27,6 +28,8 @@ const (
 	// maxLogTail is how much of an invocation's log X-Amz-Log-Result carries
 	// (the last 4 KB, as Lambda returns with LogType Tail).
 	maxLogTail = 4096
+	// maxNameEcho bounds what an error repeats of a FunctionName.
+	maxNameEcho = 100
 )
 
 // invokeServer serves Lambda's Invoke API (POST
@@ -115,7 +118,7 @@ func (v *invokeServer) binaryFor(name, qualifier string) (string, error) {
 		}
 	}
 	if qualifier != "" && qualifier != "$LATEST" {
-		return "", fmt.Errorf("version or alias %q: only $LATEST runs locally", qualifier)
+		return "", fmt.Errorf("version or alias %s: only $LATEST runs locally", strictjson.QuoteCut(qualifier, maxNameEcho))
 	}
 	if b, ok := v.names[n]; ok {
 		return b, nil
@@ -123,14 +126,14 @@ func (v *invokeServer) binaryFor(name, qualifier string) (string, error) {
 	if fns := v.several[n]; len(fns) > 1 {
 		return "", fmt.Errorf("%d functions run %s here, one per pipeline: name one of %s", len(fns), n, strings.Join(fns, ", "))
 	}
-	return "", fmt.Errorf("no function %q here (the local functions are %s, or their logical ids, physical names or ARNs)", n, strings.Join(v.known, ", "))
+	return "", fmt.Errorf("no function %s in the running topology; the functions are: %s (or their logical ids, physical names or ARNs)", strictjson.QuoteCut(n, maxNameEcho), strings.Join(v.known, ", "))
 }
 
 func (v *invokeServer) invoke(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	binary, err := v.binaryFor(name, r.URL.Query().Get("Qualifier"))
 	if err != nil {
-		apiError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name+": "+err.Error())
+		apiError(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+strictjson.QuoteCut(name, maxNameEcho)+": "+err.Error())
 		return
 	}
 	typ := r.Header.Get("X-Amz-Invocation-Type")

@@ -318,7 +318,7 @@ func notAnObject(got string) string {
 	if a, ok := map[string]string{"array": "an array", "string": "a string", "number": "a number", "bool": "a boolean"}[word]; ok {
 		got = a
 	}
-	return "the record must be a JSON object, not " + got
+	return "must be a JSON object, not " + got
 }
 
 func jsonFieldError(err error) error {

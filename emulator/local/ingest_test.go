@@ -37,6 +37,7 @@ func TestIngestIdempotencyKeyEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	url := stack.URL("ingest")
+	t.Run("bad envelopes are refused naming the field", func(t *testing.T) { ingestRejectsBadEnvelopesNamingTheField(t, url) })
 	streamName := env(t, stack, "ingest", "EVENTS_STREAM_NAME")
 	if env(t, stack, "ingest", "INGEST_IDEMPOTENCY_TABLE") == "" {
 		t.Fatal("ingest has no INGEST_IDEMPOTENCY_TABLE")
@@ -175,6 +176,7 @@ func TestSignedIngestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), e2eWait)
 	defer cancel()
 	url := stack.URL("ingest")
+	t.Run("bad envelopes are refused naming the field", func(t *testing.T) { ingestRejectsBadEnvelopesNamingTheField(t, url) })
 	streamName := env(t, stack, "ingest", "EVENTS_STREAM_NAME")
 	got, err := secretsmanager.NewFromConfig(stack.Config()).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{
 		SecretId: aws.String(env(t, stack, "ingest", "INGEST_SECRET_ARN")),

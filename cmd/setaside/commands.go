@@ -20,6 +20,7 @@ import (
 // commands runs the three commands on the parsed options.
 type commands struct {
 	o              options
+	makePrefix     string // TRIBUTARY_STANDIN_ADDR=… for a stand-in not on the default address
 	db             *dynamodb.Client
 	putter         *putback.Putter
 	stdout, stderr io.Writer
@@ -114,7 +115,7 @@ func (c *commands) correction(it *setaside.Item, file string) (show, put string)
 // listCommand is how the user lists the records.
 func (c *commands) listCommand() string {
 	if c.o.tmpl != "" {
-		return "make setaside"
+		return c.makePrefix + "make setaside"
 	}
 	return "go run ./cmd/setaside list -table " + c.o.table
 }
@@ -126,7 +127,7 @@ func (c *commands) refusalHint(r *putback.Refusal) string {
 	if c.o.sequence == "" && (r.Flag == putback.FlagData || r.Flag == putback.FlagUnchanged) {
 		// Several records: each is corrected on its own.
 		if local {
-			return "correct it on its own (make setaside-show SOURCE=… SEQUENCE=… DATA_ONLY=1 > record.json, edit, make putback SOURCE=… SEQUENCE=… DATA=record.json), or, when the cause was elsewhere (the pipeline file or a limit changed), UNCHANGED=1 puts such records back as they are"
+			return "correct it on its own (" + c.makePrefix + "make setaside-show SOURCE=… SEQUENCE=… DATA_ONLY=1 > record.json, edit, " + c.makePrefix + "make putback SOURCE=… SEQUENCE=… DATA=record.json), or, when the cause was elsewhere (the pipeline file or a limit changed), UNCHANGED=1 puts such records back as they are"
 		}
 		return "correct it on its own (show -data-only > record.json, edit, putback -source … -sequence … -data record.json), or, when the cause was elsewhere (the pipeline file or a limit changed), -unchanged puts such records back as they are"
 	}
@@ -150,7 +151,7 @@ func (c *commands) refusalHint(r *putback.Refusal) string {
 		return "-again puts it back once more"
 	case putback.FlagData:
 		if local {
-			return "correct it: make setaside-show SOURCE=… SEQUENCE=… DATA_ONLY=1 > record.json, edit record.json, then DATA=record.json"
+			return "correct it: " + c.makePrefix + "make setaside-show SOURCE=… SEQUENCE=… DATA_ONLY=1 > record.json, edit record.json, then DATA=record.json"
 		}
 		return "correct it: show -data-only > record.json, edit record.json, then -data record.json"
 	case putback.FlagUnchanged:
@@ -183,7 +184,7 @@ func (c *commands) progress() func(scanned, matched int) {
 func (c *commands) hint(command string, it *setaside.Item) string {
 	if c.o.tmpl != "" {
 		target := map[string]string{"show": "setaside-show", "putback": "putback"}[command]
-		return fmt.Sprintf("make %s SOURCE='%s' SEQUENCE=%s", target, it.Source, it.SequenceNumber)
+		return fmt.Sprintf("%smake %s SOURCE='%s' SEQUENCE=%s", c.makePrefix, target, it.Source, it.SequenceNumber)
 	}
 	return fmt.Sprintf("go run ./cmd/setaside %s -table %s -source '%s' -sequence %s", command, c.o.table, it.Source, it.SequenceNumber)
 }

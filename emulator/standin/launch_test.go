@@ -92,3 +92,19 @@ s.serve_forever()
 		})
 	}
 }
+
+// TestLastWordsLeaveOutTheBanner: how moto ended quotes what it said
+// before it ended, without werkzeug's colour codes or its start-up banner
+// (which names moto's private port, not the stand-in's address).
+func TestLastWordsLeaveOutTheBanner(t *testing.T) {
+	banner := "\x1b[31m\x1b[1mWARNING: This is a development server. Do not use it in a production deployment. Use a production WSGI server instead.\x1b[0m\n" +
+		" * Running on http://127.0.0.1:46597\n\x1b[33mPress CTRL+C to quit\x1b[0m\n"
+	for _, tc := range []struct{ out, want string }{
+		{banner, ""},
+		{banner + "Traceback (most recent call last):\nMemoryError\n", "Traceback (most recent call last):\nMemoryError"},
+	} {
+		if got := lastWords(tc.out); got != tc.want {
+			t.Errorf("lastWords(%q) = %q, want %q", tc.out, got, tc.want)
+		}
+	}
+}

@@ -118,7 +118,20 @@ func (s *Server) ExitReason() string {
 	default:
 		return ""
 	}
-	return fmt.Sprintf("moto (pid %d) ended: %v; its last output: %q", s.pid, s.exitErr, s.tail.String())
+	return fmt.Sprintf("moto (pid %d) ended: %v; its last output: %q", s.pid, s.exitErr, lastWords(s.tail.String()))
+}
+
+// terminalCodes are the colour codes werkzeug writes around its banner.
+var terminalCodes = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// serverBanner is werkzeug's start-up banner, which names moto's private
+// port (not the stand-in's address) and says nothing of an end.
+var serverBanner = regexp.MustCompile(`(?m)^(WARNING: This is a development server.*|.*Running on http://.*|Press CTRL\+C to quit)\n?`)
+
+// lastWords is moto's last output without colour codes or the start-up
+// banner: what it said before it ended, or "" when it said nothing else.
+func lastWords(out string) string {
+	return strings.TrimSpace(serverBanner.ReplaceAllString(terminalCodes.ReplaceAllString(out, ""), ""))
 }
 
 // Endpoint is the base URL clients use, for example http://127.0.0.1:4566.

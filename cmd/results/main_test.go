@@ -557,7 +557,7 @@ func TestTemplate(t *testing.T) {
 	// named, with the stacks that run (make results STACK=nope printed
 	// SSM's ParameterNotFound), as make logs and make tail name it.
 	if r := cmd(ctx, env, base.Add(time.Minute), "-template", "testdata/local.template.json", "-stack", "Tributary-1", "-key", "user-1"); r.code != 2 ||
-		!strings.Contains(r.stderr, `-stack "Tributary-1" (STACK=): no stack of that name in the running topology; stacks: Tributary (give one`) || strings.Contains(r.stderr, "ParameterNotFound") {
+		!strings.Contains(r.stderr, `-stack "Tributary-1": no stack of that name in the running topology; stacks: Tributary (give one`) || strings.Contains(r.stderr, "ParameterNotFound") {
 		t.Errorf("-stack Tributary-1: %+v", r)
 	}
 }

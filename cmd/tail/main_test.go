@@ -190,7 +190,7 @@ func TestTailLocal(t *testing.T) {
 	// A -stack that is not running (make tail STREAM=events STACK=nope)
 	// is named, with the stacks that are, where it blamed STREAM=.
 	if r := cmd(ctx, env, "-template", streamsTemplate, "-stack", "nope", "-stream", "events", "-n", "1"); r.code != cli.ExitUsage ||
-		!strings.Contains(r.stderr, `-stack "nope" (STACK=): no stack of that name in the running topology; stacks: Tributary (give one`) || strings.Contains(r.stderr, "-stream") {
+		!strings.Contains(r.stderr, `-stack "nope": no stack of that name in the running topology; stacks: Tributary (give one`) || strings.Contains(r.stderr, "-stream") {
 		t.Errorf("-stack nope: exit %d, stderr %q; want 2 naming -stack and the running stack Tributary", r.code, r.stderr)
 	}
 	r := cmd(ctx, env, "-template", streamsTemplate, "-stream", "events", "-from", "trim_horizon", "-key", "user-1", "-json")

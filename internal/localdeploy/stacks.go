@@ -100,9 +100,9 @@ const maxStackEcho = 100
 func NoStack(stack string, running []string) error {
 	q := strictjson.QuoteCut(stack, maxStackEcho)
 	if len(running) == 0 {
-		return cli.Usagef("stack", "%s (STACK=): no stack of that name in the running topology, nor any other: start one with make local-up", q)
+		return cli.Usagef("stack", "%s: no stack of that name in the running topology, nor any other: start one with make local-up", q)
 	}
-	return cli.Usagef("stack", "%s (STACK=): no stack of that name in the running topology; stacks: %s (give one, as make local-up prints it)", q, strings.Join(running, ", "))
+	return cli.Usagef("stack", "%s: no stack of that name in the running topology; stacks: %s (give one, as make local-up prints it)", q, strings.Join(running, ", "))
 }
 
 // CheckStack is NoStack when stack is not among running (StacksAmong

@@ -16,9 +16,9 @@ func TestNoStackNamesTheFlagAndTheRunningStacks(t *testing.T) {
 		running     []string
 		want        string
 	}{
-		{"among others", "nope", []string{"Tributary", "Tributary-1765000000"}, `-stack "nope" (STACK=): no stack of that name in the running topology; stacks: Tributary, Tributary-1765000000 (give one, as make local-up prints it)`},
-		{"none running", "nope", nil, `-stack "nope" (STACK=): no stack of that name in the running topology, nor any other: start one with make local-up`},
-		{"control characters", "a\x1b[2Jb", []string{"Tributary"}, `-stack "a\x1b[2Jb" (STACK=)`},
+		{"among others", "nope", []string{"Tributary", "Tributary-1765000000"}, `-stack "nope": no stack of that name in the running topology; stacks: Tributary, Tributary-1765000000 (give one, as make local-up prints it)`},
+		{"none running", "nope", nil, `-stack "nope": no stack of that name in the running topology, nor any other: start one with make local-up`},
+		{"control characters", "a\x1b[2Jb", []string{"Tributary"}, `-stack "a\x1b[2Jb": no stack`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := localdeploy.CheckStack(tc.stack, tc.running)

@@ -29,24 +29,10 @@ import (
 func TestTickWaitsForRecordsAStalledHandlerHasNotProcessed(t *testing.T) {
 	ctx := context.Background()
 	cfg := setup(t)
-	input := name("events")
-	keyedtest.CreateStream(t, kin, input, 1)
-	cfg.Backlog = backlog.New(kin, input)
-	// The records arrive now (the stream stamps them); their event times
-	// are early in this minute's window, whenever in it the test runs.
-	start := time.Now().UTC().Truncate(time.Minute)
+	input, start := stalledStream(t, &cfg)
 	now := start
-	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithWindow(time.Minute), handler.WithOutOfOrderness(5*time.Second),
-		handler.WithIdleTimeout(30*time.Second), handler.WithClock(func() time.Time { return now }), handler.WithLogger(quiet), handler.WithMetrics(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := func(id string, sec int, data string) stream.Envelope {
-		e := request(id, "/a", 0, data)
-		e.OccurredAt = start.Add(time.Duration(sec) * time.Second)
-		e.SentAt, e.ReceivedAt = e.OccurredAt, e.OccurredAt
-		return e
-	}
+	h := idleClockHandler(t, cfg, &now)
+	at := func(id string, sec int, data string) stream.Envelope { return requestAt(start, id, sec, data) }
 	first := keyedtest.PutEnvelope(t, kin, input, at("r1", 10, `{"ms":10}`))
 	second := keyedtest.PutEnvelope(t, kin, input, at("r2", 20, `{"ms":20}`))
 	click := at("c1", 25, `{}`)
@@ -88,11 +74,7 @@ func TestTickThatCannotReadTheStreamDoesNotAdvance(t *testing.T) {
 	unread := &unreadable{err: errors.New("ProvisionedThroughputExceededException: rate exceeded")}
 	cfg.Backlog = unread
 	now := base
-	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithWindow(time.Minute), handler.WithOutOfOrderness(5*time.Second),
-		handler.WithIdleTimeout(30*time.Second), handler.WithClock(func() time.Time { return now }), handler.WithLogger(quiet), handler.WithMetrics(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := idleClockHandler(t, cfg, &now)
 	mustBatch(t, h, kinesisRecords([]rec{{1, request("r1", "/a", 10, `{"ms":10}`)}}))
 	for _, after := range []time.Duration{2 * time.Minute, 3 * time.Minute} {
 		now = base.Add(after)
@@ -134,11 +116,7 @@ func TestTickClosesTheSampleShardWithoutReadingTheStream(t *testing.T) {
 	cfg := setup(t)
 	cfg.Backlog = &unreadable{err: errors.New("ResourceNotFoundException: no such shard")}
 	now := base
-	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithWindow(time.Minute), handler.WithOutOfOrderness(5*time.Second),
-		handler.WithIdleTimeout(30*time.Second), handler.WithClock(func() time.Time { return now }), handler.WithLogger(quiet), handler.WithMetrics(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := idleClockHandler(t, cfg, &now)
 	sample := kinesisRecords([]rec{{1, request("r1", "/a", 10, `{"ms":10}`)}})
 	sample[0].EventID = state.SampleShard + ":1"
 	mustBatch(t, h, sample)
@@ -163,22 +141,10 @@ func TestTickClosesTheSampleShardWithoutReadingTheStream(t *testing.T) {
 func TestTickAdvancesWhileOtherTypesFlow(t *testing.T) {
 	ctx := context.Background()
 	cfg := setup(t)
-	input := name("events")
-	keyedtest.CreateStream(t, kin, input, 1)
-	cfg.Backlog = backlog.New(kin, input)
-	start := time.Now().UTC().Truncate(time.Minute)
+	input, start := stalledStream(t, &cfg)
 	now := start
-	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithWindow(time.Minute), handler.WithOutOfOrderness(5*time.Second),
-		handler.WithIdleTimeout(30*time.Second), handler.WithClock(func() time.Time { return now }), handler.WithLogger(quiet), handler.WithMetrics(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := func(id string, sec int) stream.Envelope {
-		e := request(id, "/a", 0, `{"ms":10}`)
-		e.OccurredAt = start.Add(time.Duration(sec) * time.Second)
-		e.SentAt, e.ReceivedAt = e.OccurredAt, e.OccurredAt
-		return e
-	}
+	h := idleClockHandler(t, cfg, &now)
+	at := func(id string, sec int) stream.Envelope { return requestAt(start, id, sec, `{"ms":10}`) }
 	mustBatch(t, h, []events.KinesisEventRecord{keyedtest.PutEnvelope(t, kin, input, at("r1", 10))})
 	for i, after := range []time.Duration{60 * time.Second, 80 * time.Second, 100 * time.Second, 120 * time.Second, 140 * time.Second} {
 		now = start.Add(after)
@@ -195,4 +161,36 @@ func TestTickAdvancesWhileOtherTypesFlow(t *testing.T) {
 	if got, want := strings.Join(describe(byID), "\n"), `/a `+start.Format("15:04:05")+` 1 {"N":1,"Sum":10,"Max":10,"Distinct":1}`; got != want || n != 1 {
 		t.Errorf("results while other types flowed (%d records):\n%s\nwant, once:\n%s", n, got, want)
 	}
+}
+
+// idleClockHandler is the stall tests' handler: one-minute windows, 5 s
+// out of order, idle after 30 s, on the clock *now.
+func idleClockHandler(t *testing.T, cfg handler.Config, now *time.Time) *handler.Handler {
+	t.Helper()
+	h, err := handler.NewWindowed[Tally](cfg, selectLatency, handler.WithWindow(time.Minute), handler.WithOutOfOrderness(5*time.Second),
+		handler.WithIdleTimeout(30*time.Second), handler.WithClock(func() time.Time { return *now }), handler.WithLogger(quiet), handler.WithMetrics(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// stalledStream gives cfg an input stream of one shard as its backlog and
+// returns it with the start of this minute: records put on it arrive now
+// (the stream stamps them), their event times early in this minute's
+// window, whenever in it the test runs.
+func stalledStream(t *testing.T, cfg *handler.Config) (string, time.Time) {
+	t.Helper()
+	input := name("events")
+	keyedtest.CreateStream(t, kin, input, 1)
+	cfg.Backlog = backlog.New(kin, input)
+	return input, time.Now().UTC().Truncate(time.Minute)
+}
+
+// requestAt is a request to /a with data, sec seconds after start.
+func requestAt(start time.Time, id string, sec int, data string) stream.Envelope {
+	e := request(id, "/a", 0, data)
+	e.OccurredAt = start.Add(time.Duration(sec) * time.Second)
+	e.SentAt, e.ReceivedAt = e.OccurredAt, e.OccurredAt
+	return e
 }

@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 	}
 	db := dynamodb.NewFromConfig(awsCfg)
-	c := &commands{o: o, db: db, stdout: stdout, stderr: stderr, makePrefix: standinPrefix(env("AWS_ENDPOINT_URL")),
+	c := &commands{o: o, db: db, stdout: stdout, stderr: stderr, makePrefix: standin.MakePrefix(env("AWS_ENDPOINT_URL")),
 		putter: &putback.Putter{DB: db, Streams: kinesis.NewFromConfig(awsCfg), Table: o.table, Now: now,
 			Horizon: o.horizon, PastHorizon: o.pastHorizon, ArriveNow: o.arriveNow, Again: o.again, Unchanged: o.unchanged}}
 	switch o.command {
@@ -347,16 +347,4 @@ func jsonItem(it *setaside.Item) map[string]any {
 		m["redacted"] = it.Redacted
 	}
 	return m
-}
-
-// standinPrefix is what the make commands the tool suggests start with to
-// reach the stand-in at endpoint: TRIBUTARY_STANDIN_ADDR=<its address> when
-// it is not the default, which a make target run without it would ask (and
-// there read, or put back into, another run's stand-in).
-func standinPrefix(endpoint string) string {
-	addr := strings.TrimPrefix(endpoint, "http://")
-	if addr == "" || addr == standin.DefaultAddr {
-		return ""
-	}
-	return "TRIBUTARY_STANDIN_ADDR=" + addr + " "
 }

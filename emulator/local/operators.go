@@ -269,13 +269,7 @@ func (r *Resources) Print(w io.Writer) {
 // from another terminal: the make targets that read it (results, tail,
 // logs) ask TRIBUTARY_STANDIN_ADDR, default 127.0.0.1:4566, so on another
 // address the line sets it.
-func (r *Resources) Make(args string) string {
-	addr := strings.TrimPrefix(r.Endpoint, "http://")
-	if addr == "" || addr == standin.DefaultAddr {
-		return "make " + args
-	}
-	return "TRIBUTARY_STANDIN_ADDR=" + addr + " make " + args
-}
+func (r *Resources) Make(args string) string { return standin.MakePrefix(r.Endpoint) + "make " + args }
 
 func (r *Resources) all() []Named {
 	out := append(append([]Named{}, r.Streams...), r.Tables...)

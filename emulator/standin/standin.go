@@ -34,6 +34,18 @@ const MotoVersion = "5.2.5"
 // DefaultAddr is LocalStack's edge port, used by `make local`.
 const DefaultAddr = "127.0.0.1:4566"
 
+// MakePrefix is what a make command line reaching the stand-in at endpoint
+// starts with: TRIBUTARY_STANDIN_ADDR=<its address> and a space when it is
+// not DefaultAddr, which the make targets that read it (results, tail,
+// logs, setaside, putback) ask otherwise; "" when it is.
+func MakePrefix(endpoint string) string {
+	addr := strings.TrimPrefix(endpoint, "http://")
+	if addr == "" || addr == DefaultAddr {
+		return ""
+	}
+	return "TRIBUTARY_STANDIN_ADDR=" + addr + " "
+}
+
 // Region is the region every local client uses.
 const Region = "us-east-1"
 

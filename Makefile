@@ -74,9 +74,18 @@ local-banner:
 
 .PHONY: test
 test: deps-local deps-bench deps-browser functions-local synth-local ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions), its parts at once
-	@t0=$$(date +%s); rm -f .build/test-*.failed; $(MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
+	@t0=$$(date +%s); rm -f .build/test-*.failed; zygote=$(or $(TMPDIR),/tmp)/tributary-moto-$$$$; trap "rm -f $$zygote.*" EXIT INT TERM; \
+	  TRIBUTARY_MOTO_ZYGOTE=$$zygote $(MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
 	  cat .build/test-*.failed 2>/dev/null; \
 	  echo "make test: $$(if [ $$s = 0 ]; then echo passed; else echo FAILED; fi) in $$(( $$(date +%s) - t0 )) s (each part's time is on its last line)"; exit $$s
+
+# The tests' stand-ins are forked from one warm moto process, the zygote
+# (emulator/standin's ZygoteEnv: each moto started cold spends about 2 s of
+# CPU before it has answered each service once, and make test starts some 45).
+# Its socket is named for the run (the shell's pid), under the temporary
+# directory (a Unix socket's path is at most 107 bytes), and removed when
+# the run ends, which ends the zygote: the run's line is executed even by
+# make -n (it calls $(MAKE)), so it must not touch another run's zygote.
 
 # make test's parts run at once: most of their time is spent waiting on moto,
 # aws-lambda-rie, jsii or cdk synth, not on Go's CPU. Each line a part prints

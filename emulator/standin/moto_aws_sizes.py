@@ -259,7 +259,211 @@ serving.WSGIRequestHandler.run_wsgi = run_wsgi
 serving.WSGIRequestHandler.send_header = send_header
 serving.WSGIRequestHandler.setup = setup
 
+# The zygote. Each moto spends about 2 s of CPU before it has answered its
+# first request of each service the tests use: importing moto's server (0.5
+# s), then each service's backend and botocore model on its first request
+# (SSM's imports all of EC2: 1.1 s). make test starts some 45 stand-ins on 2
+# cores. `--zygote PATH` does that work once, answering a request of each
+# service in process, then listens on the Unix socket PATH; a client sends
+# "start" with one file descriptor, and the zygote forks a moto that writes
+# its output to that descriptor, serves on a port of the kernel's choosing
+# (as `-p 0` does) and so starts warm. The client is told "pid N" and, when
+# that moto ends, "exit N" (its wait status); a client that closes the
+# connection first has its moto ended. The zygote ends, and with it every
+# moto it forked, when PATH is removed or replaced, or once it has had no
+# client for ZYGOTE_IDLE seconds. Nothing a moto holds is shared: each is a
+# process of its own, forked before any request of a client was served.
+ZYGOTE_IDLE = 30
+
+
+def _warm(app):
+    from werkzeug.test import Client
+
+    client = Client(app)
+
+    def auth(service):
+        return {"Authorization": "AWS4-HMAC-SHA256 Credential=tributary/20260101/us-east-1/%s/aws4_request, SignedHeaders=host, Signature=0" % service}
+
+    for target, service, kind in (
+        ("DynamoDB_20120810.ListTables", "dynamodb", "1.0"),
+        ("DynamoDBStreams_20120810.ListStreams", "dynamodb", "1.0"),
+        ("Kinesis_20131202.ListStreams", "kinesis", "1.1"),
+        ("AmazonSQS.ListQueues", "sqs", "1.0"),
+        ("AmazonSSM.DescribeParameters", "ssm", "1.1"),
+        ("secretsmanager.ListSecrets", "secretsmanager", "1.1"),
+        ("Logs_20140328.DescribeLogGroups", "logs", "1.1"),
+        ("GraniteServiceVersion20100801.ListMetrics", "monitoring", "1.0"),
+    ):
+        headers = dict(auth(service), **{"X-Amz-Target": target, "Content-Type": "application/x-amz-json-" + kind})
+        client.post("/", data="{}", headers=headers)
+    client.post("/", data="Action=ListTopics&Version=2010-03-31", headers=dict(auth("sns"), **{"Content-Type": "application/x-www-form-urlencoded"}))
+    client.post("/", data="Action=GetCallerIdentity&Version=2011-06-15", headers=dict(auth("sts"), **{"Content-Type": "application/x-www-form-urlencoded"}))
+    client.get("/2015-03-31/functions/", headers=auth("lambda"))
+    client.get("/", headers=auth("s3"))
+
+
+def _serve_forked(app, out):
+    # In the forked moto: its own process group (the client ends it and
+    # anything it starts with one signal), ended if the zygote ends, its
+    # output on the client's descriptor, fresh random state.
+    import ctypes
+    import random
+    import signal
+
+    from moto.moto_api._internal import mock_random
+    from moto.server import MotoRequestHandler, signal_handler
+    from werkzeug.serving import run_simple
+
+    os.setpgid(0, 0)
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    random.seed()
+    mock_random.seed()
+    signal.signal(signal.SIGINT, signal_handler)
+    signal.signal(signal.SIGTERM, signal_handler)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.environ["MOTO_PORT"] = "0"
+    run_simple("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+
+
+def zygote(path):
+    import select
+    import signal
+    import time
+
+    from moto.server import DomainDispatcherApplication, create_backend_app
+
+    app = DomainDispatcherApplication(create_backend_app)
+    app.debug = True
+    _warm(app)
+
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    ident = os.stat(path).st_ino
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    clients = {}  # connection -> pid of its moto (None before it started)
+    idle_since = time.monotonic()
+    try:
+        while True:
+            ready, _, _ = select.select([listener, wake_r] + list(clients), [], [], 1.0)
+            for conn in ready:
+                if conn is listener:
+                    client, _ = listener.accept()
+                    clients[client] = None
+                elif conn == wake_r:
+                    os.read(wake_r, 512)
+                else:
+                    try:
+                        _from_client(conn, clients, app, listener, wake_r, wake_w)
+                    except Exception:  # that client's start failed; the others go on
+                        __import__("traceback").print_exc()
+                        pid = clients.pop(conn, None)
+                        conn.close()
+                        if pid:
+                            _end(pid)
+            _reap(clients)
+            if clients:
+                idle_since = time.monotonic()
+            try:
+                gone = os.stat(path).st_ino != ident
+            except FileNotFoundError:
+                gone = True
+            if gone or time.monotonic() - idle_since > ZYGOTE_IDLE:
+                print("zygote: ending (%s)" % ("its socket was removed" if gone else "no client for %d s" % ZYGOTE_IDLE), file=sys.stderr, flush=True)
+                return
+    finally:
+        for pid in clients.values():
+            if pid:
+                _end(pid)
+        listener.close()
+
+
+def _from_client(conn, clients, app, listener, wake_r, wake_w):
+    try:
+        msg, fds, _, _ = socket.recv_fds(conn, 64, 1)
+    except OSError:
+        msg, fds = b"", []
+    pid = clients.get(conn)
+    if pid is None and msg.strip() == b"start" and len(fds) == 1:
+        child = os.fork()
+        if child == 0:
+            for c in clients:
+                c.close()
+            listener.close()
+            os.close(wake_r)
+            os.close(wake_w)
+            __import__("signal").set_wakeup_fd(-1)
+            code = 1
+            try:
+                _serve_forked(app, fds[0])
+                code = 0
+            except SystemExit as end:
+                code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
+            except BaseException:
+                __import__("traceback").print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        os.close(fds[0])
+        clients[conn] = child
+        conn.sendall(b"pid %d\n" % child)
+        return
+    for fd in fds:
+        os.close(fd)
+    if msg:
+        return  # anything else a client says is ignored
+    # The client went away: its moto ends with it.
+    del clients[conn]
+    conn.close()
+    if pid:
+        _end(pid)
+
+
+def _end(pid):
+    import signal
+
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+def _reap(clients):
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        for conn, child in list(clients.items()):
+            if child == pid:
+                del clients[conn]
+                try:
+                    conn.sendall(b"exit %d\n" % status)
+                except OSError:
+                    pass
+                conn.close()
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--zygote":
+        sys.exit(zygote(sys.argv[2]))
     from moto.server import main
 
     sys.exit(main(sys.argv[1:]))

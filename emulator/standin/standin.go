@@ -99,11 +99,15 @@ func (o Owner) String() string {
 // Server is a running (or reused) stand-in.
 type Server struct {
 	endpoint string
-	cmd      *exec.Cmd
-	done     chan error
-	reused   bool
-	found    Found
-	front    *http.Server // the serializer clients talk to
+	// group is moto's process group, signalled by Stop (0: nothing to
+	// stop); release lets go of what else holds it (the zygote's
+	// connection; nil for a moto this process started itself).
+	group   int
+	release func()
+	done    chan error
+	reused  bool
+	found   Found
+	front   *http.Server // the serializer clients talk to
 
 	// exited is closed when moto's process ends, exitErr and tail then
 	// say how; stopping is set by Stop, so an end it asked for is not
@@ -262,20 +266,23 @@ var errMotoExited = errors.New("moto exited before answering")
 func launchMoto(ctx context.Context, bin, launcher string, out io.Writer, endpoint string) (*Server, string, error) {
 	tail := &lastBytes{max: 2048}
 	port := &portWatch{port: make(chan string, 1)}
-	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "python3"), launcher, "-H", "127.0.0.1", "-p", "0")
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(out, tail, port), io.MultiWriter(out, tail, port)
-	// Own process group so Stop also ends werkzeug's workers.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("standin: start %s: %w", bin, err)
+	output := io.MultiWriter(out, tail, port)
+	s := &Server{endpoint: endpoint, done: make(chan error, 1), exited: make(chan struct{}), tail: tail}
+	python := filepath.Join(filepath.Dir(bin), "python3")
+	forked := false
+	if sock := zygoteSocket(launcher); sock != "" {
+		err := s.forkFromZygote(ctx, python, launcher, sock, output)
+		if err == nil {
+			forked = true
+		} else {
+			fmt.Fprintf(out, "standin: %v; starting moto on its own\n", err)
+		}
 	}
-	s := &Server{endpoint: endpoint, cmd: cmd, done: make(chan error, 1), exited: make(chan struct{}), pid: cmd.Process.Pid, tail: tail}
-	go func() {
-		err := cmd.Wait()
-		s.exitErr = err
-		close(s.exited)
-		s.done <- err
-	}()
+	if !forked {
+		if err := s.startProcess(python, launcher, output); err != nil {
+			return nil, "", err
+		}
+	}
 	deadline := time.After(motoPatience)
 	backend := ""
 	for backend == "" || !Answers(ctx, backend) {
@@ -284,7 +291,8 @@ func launchMoto(ctx context.Context, bin, launcher string, out io.Writer, endpoi
 			backend = "http://" + net.JoinHostPort("127.0.0.1", p)
 			continue
 		case err := <-s.done:
-			s.cmd = nil
+			s.group = 0
+			s.letGo()
 			return nil, "", fmt.Errorf("standin: %w (%v); its last output: %q", errMotoExited, err, tail.String())
 		case <-ctx.Done():
 			_ = s.Stop()
@@ -296,6 +304,36 @@ func launchMoto(ctx context.Context, bin, launcher string, out io.Writer, endpoi
 		}
 	}
 	return s, backend, nil
+}
+
+// startProcess starts moto as a process of its own on a port the kernel
+// chooses, its output to output.
+func (s *Server) startProcess(python, launcher string, output io.Writer) error {
+	cmd := exec.Command(python, launcher, "-H", "127.0.0.1", "-p", "0")
+	cmd.Stdout, cmd.Stderr = output, output
+	// Own process group so Stop also ends werkzeug's workers.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("standin: start %s: %w", python, err)
+	}
+	s.pid, s.group = cmd.Process.Pid, cmd.Process.Pid
+	go func() { s.ended(cmd.Wait()) }()
+	return nil
+}
+
+// ended records how moto ended, err nil for exit status 0.
+func (s *Server) ended(err error) {
+	s.exitErr = err
+	close(s.exited)
+	s.done <- err
+}
+
+// letGo releases what holds a moto that has ended or been stopped.
+func (s *Server) letGo() {
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
 }
 
 // portWatch finds the port in werkzeug's " * Running on http://127.0.0.1:<port>"
@@ -371,17 +409,18 @@ func (s *Server) Stop() error {
 		cancel()
 		s.front = nil
 	}
-	if s.cmd == nil || s.cmd.Process == nil {
+	if s.group == 0 {
 		return nil
 	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	_ = syscall.Kill(-s.group, syscall.SIGTERM)
 	select {
 	case <-s.done:
 	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-s.group, syscall.SIGKILL)
 		<-s.done
 	}
-	s.cmd = nil
+	s.group = 0
+	s.letGo()
 	return nil
 }
 

@@ -6,9 +6,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
@@ -89,33 +96,138 @@ func TestStartRefusesAnAddressThatIsNoPort(t *testing.T) {
 // TestMotoThatEndsTakesItsEndpointDown: a moto that ends on its own (killed,
 // crashed) leaves nothing listening at the stand-in's address, so a run
 // watching it (make local-up) and clients see it gone rather than an error
-// page for every request, and the Server says how moto ended.
+// page for every request, and the Server says how moto ended; whether it
+// was started on its own or forked from the zygote.
 func TestMotoThatEndsTakesItsEndpointDown(t *testing.T) {
-	srv := standintest.Start(t)
-	if srv.ExitReason() != "" {
-		t.Fatalf("ExitReason of a running moto: %q, want empty", srv.ExitReason())
+	for _, mode := range []struct{ name, zygote string }{
+		{"started on its own", ""},
+		{"forked from the zygote", filepath.Join(t.TempDir(), "z")},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Setenv(standin.ZygoteEnv, mode.zygote)
+			srv := standintest.Start(t)
+			if srv.ExitReason() != "" {
+				t.Fatalf("ExitReason of a running moto: %q, want empty", srv.ExitReason())
+			}
+			if err := standin.KillMoto(srv); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-srv.Exited():
+			case <-time.After(30 * time.Second):
+				t.Fatal("Exited not closed 30 s after moto was killed")
+			}
+			if r := srv.ExitReason(); !strings.Contains(r, "moto (pid") || !strings.Contains(r, "killed") {
+				t.Errorf("ExitReason %q, want moto's pid and how it ended", r)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				c, err := net.DialTimeout("tcp", strings.TrimPrefix(srv.Endpoint(), "http://"), time.Second)
+				if err != nil {
+					break
+				}
+				c.Close()
+				if time.Now().After(deadline) {
+					t.Fatalf("%s still accepts connections 10 s after its moto ended", srv.Endpoint())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
 	}
-	if err := standin.KillMoto(srv); err != nil {
+}
+
+// TestZygoteForksStandInsThatShareNothing: with the zygote (make test's
+// way), stand-ins are forked from one process that did moto's start-up
+// work once, each its own moto: a table one creates is not in another's,
+// Stop ends only its own, and the zygote, with any moto it still has, ends
+// once its socket is removed (as make test does when its run ends).
+func TestZygoteForksStandInsThatShareNothing(t *testing.T) {
+	prefix := filepath.Join(t.TempDir(), "z")
+	t.Setenv(standin.ZygoteEnv, prefix)
+	ctx := context.Background()
+	a, b, c := standintest.Start(t), standintest.Start(t), standintest.Start(t)
+	zygote := parentOf(t, standin.MotoPID(a))
+	if zygote == os.Getpid() || parentOf(t, standin.MotoPID(b)) != zygote {
+		t.Fatalf("stand-ins' parents: %d and %d (this test: %d), want one zygote", zygote, parentOf(t, standin.MotoPID(b)), os.Getpid())
+	}
+	// It serves every test process of a run, so it must outlive the
+	// process group of the one that started it (a test ending a command
+	// it ran ends that command's group: make test's stand-ins all ended).
+	if group := statField(t, zygote, 2); group != zygote {
+		t.Errorf("zygote %d is in process group %d, want one of its own", zygote, group)
+	}
+	if _, err := dynamodb.NewFromConfig(standintest.Config(t, a)).CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String("only-in-a"),
+		BillingMode:          types.BillingModePayPerRequest,
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("k"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("k"), AttributeType: types.ScalarAttributeTypeS}},
+	}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-srv.Exited():
-	case <-time.After(30 * time.Second):
-		t.Fatal("Exited not closed 30 s after moto was killed")
-	}
-	if r := srv.ExitReason(); !strings.Contains(r, "moto (pid") || !strings.Contains(r, "killed") {
-		t.Errorf("ExitReason %q, want moto's pid and how it ended", r)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", strings.TrimPrefix(srv.Endpoint(), "http://"), time.Second)
+	for srv, want := range map[*standin.Server][]string{a: {"only-in-a"}, b: nil} {
+		out, err := dynamodb.NewFromConfig(standintest.Config(t, srv)).ListTables(ctx, &dynamodb.ListTablesInput{})
 		if err != nil {
-			break
+			t.Fatal(err)
 		}
-		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still accepts connections 10 s after its moto ended", srv.Endpoint())
+		if fmt.Sprint(out.TableNames) != fmt.Sprint(want) {
+			t.Errorf("tables at %s: %v, want %v", srv.Endpoint(), out.TableNames, want)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if standin.Answers(ctx, a.Endpoint()) || !standin.Answers(ctx, b.Endpoint()) {
+		t.Fatalf("after stopping %s: it answers %v, %s answers %v; want only the second",
+			a.Endpoint(), standin.Answers(ctx, a.Endpoint()), b.Endpoint(), standin.Answers(ctx, b.Endpoint()))
+	}
+	socks, _ := filepath.Glob(prefix + ".*.sock")
+	if len(socks) != 1 {
+		t.Fatalf("zygote sockets %v, want one", socks)
+	}
+	if err := os.Remove(socks[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, srv := range []*standin.Server{b, c} {
+		select {
+		case <-srv.Exited():
+		case <-time.After(15 * time.Second):
+			t.Fatalf("moto at %s still runs 15 s after its zygote's socket was removed", srv.Endpoint())
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for processRuns(zygote) {
+		if time.Now().After(deadline) {
+			t.Fatalf("zygote %d still runs 15 s after its socket was removed", zygote)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// parentOf is pid's parent process id, from /proc.
+func parentOf(t *testing.T, pid int) int { return statField(t, pid, 1) }
+
+// statField is the nth number after the command in /proc/<pid>/stat (1:
+// the parent's id, 2: the process group).
+func statField(t *testing.T, pid, n int) int {
+	t.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	v, err := strconv.Atoi(fields[n])
+	if err != nil {
+		t.Fatalf("/proc/%d/stat: %v", pid, err)
+	}
+	return v
+}
+
+// processRuns is whether pid is a live process (not gone, not a zombie).
+func processRuns(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }

@@ -74,8 +74,8 @@ local-banner:
 
 .PHONY: test
 test: deps-local deps-bench deps-browser functions-local synth-local ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions), its parts at once
-	@t0=$$(date +%s); rm -f .build/test-*.failed; zygote=$(or $(TMPDIR),/tmp)/tributary-moto-$$$$; trap "rm -f $$zygote.*" EXIT INT TERM; \
-	  TRIBUTARY_MOTO_ZYGOTE=$$zygote $(MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
+	@t0=$$(date +%s); rm -f .build/test-*.failed; zygote="$(or $(TMPDIR),/tmp)/tributary-moto-$$$$"; trap 'rm -f "$$zygote".*' EXIT INT TERM; \
+	  TRIBUTARY_MOTO_ZYGOTE="$$zygote" $(MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
 	  cat .build/test-*.failed 2>/dev/null; \
 	  echo "make test: $$(if [ $$s = 0 ]; then echo passed; else echo FAILED; fi) in $$(( $$(date +%s) - t0 )) s (each part's time is on its last line)"; exit $$s
 

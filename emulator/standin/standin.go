@@ -126,6 +126,14 @@ type Server struct {
 // rather than an answer that is an error page.
 func (s *Server) Exited() <-chan struct{} { return s.exited }
 
+// PID is the process id of the moto this Server started (0 for a reused
+// stand-in).
+func (s *Server) PID() int { return s.pid }
+
+// Stopped reports whether Stop was called: an end that follows was asked
+// for.
+func (s *Server) Stopped() bool { return s.stopping.Load() }
+
 // ExitReason says how the moto this Server started ended: its exit
 // status and its last output. Empty while it runs.
 func (s *Server) ExitReason() string {

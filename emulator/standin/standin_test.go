@@ -105,7 +105,7 @@ func TestMotoThatEndsTakesItsEndpointDown(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Setenv(standin.ZygoteEnv, mode.zygote)
-			srv := standintest.Start(t)
+			srv := startEnding(t)
 			if srv.ExitReason() != "" {
 				t.Fatalf("ExitReason of a running moto: %q, want empty", srv.ExitReason())
 			}
@@ -145,10 +145,10 @@ func TestZygoteForksStandInsThatShareNothing(t *testing.T) {
 	prefix := filepath.Join(t.TempDir(), "z")
 	t.Setenv(standin.ZygoteEnv, prefix)
 	ctx := context.Background()
-	a, b, c := standintest.Start(t), standintest.Start(t), standintest.Start(t)
-	zygote := parentOf(t, standin.MotoPID(a))
-	if zygote == os.Getpid() || parentOf(t, standin.MotoPID(b)) != zygote {
-		t.Fatalf("stand-ins' parents: %d and %d (this test: %d), want one zygote", zygote, parentOf(t, standin.MotoPID(b)), os.Getpid())
+	a, b, c := startEnding(t), startEnding(t), startEnding(t)
+	zygote := parentOf(t, a.PID())
+	if zygote == os.Getpid() || parentOf(t, b.PID()) != zygote {
+		t.Fatalf("stand-ins' parents: %d and %d (this test: %d), want one zygote", zygote, parentOf(t, b.PID()), os.Getpid())
 	}
 	// It serves every test process of a run, so it must outlive the
 	// process group of the one that started it (a test ending a command
@@ -201,6 +201,18 @@ func TestZygoteForksStandInsThatShareNothing(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// startEnding starts a stand-in for a test that ends it other than by
+// Stop (standintest.Start fails a test whose stand-in ends so).
+func startEnding(t *testing.T) *standin.Server {
+	t.Helper()
+	srv, err := standin.Start(context.Background(), standin.Options{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	return srv
 }
 
 // parentOf is pid's parent process id, from /proc.

@@ -34,8 +34,23 @@ func Start(t testing.TB) *standin.Server {
 	if err != nil {
 		t.Fatalf("standintest: %v", err)
 	}
+	watchForAnEnd(srv, func(reason string) {
+		t.Errorf("standintest: the stand-in at %s ended during the test: %s", srv.Endpoint(), reason)
+	})
 	t.Cleanup(func() { _ = srv.Stop() })
 	return srv
+}
+
+// watchForAnEnd calls ended with the stand-in's exit reason if it ends
+// without being stopped, so that a test whose stand-in died says so,
+// rather than only that nothing answers.
+func watchForAnEnd(srv *standin.Server, ended func(reason string)) {
+	go func() {
+		<-srv.Exited()
+		if !srv.Stopped() {
+			ended(srv.ExitReason())
+		}
+	}()
 }
 
 // Config returns an aws.Config pointed at srv.
@@ -63,6 +78,12 @@ func Main(m *testing.M, setup func(aws.Config)) int {
 		fmt.Fprintf(os.Stderr, "standintest: %v\n", err)
 		return 1
 	}
+	// Every test of the package uses this one: once it has ended, the
+	// rest can only fail slowly, each retrying a refused connection.
+	watchForAnEnd(srv, func(reason string) {
+		fmt.Fprintf(os.Stderr, "standintest: the stand-in every test of this package uses ended: %s\n", reason)
+		os.Exit(1)
+	})
 	defer srv.Stop()
 	cfg, err := standin.Config(ctx, srv.Endpoint())
 	if err != nil {

@@ -439,8 +439,11 @@ def _end(pid):
 
     try:
         os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
+    except ProcessLookupError:  # forked a moment ago: not yet in its own group
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
 
 
 def _reap(clients):

@@ -420,16 +420,31 @@ func (s *Server) Stop() error {
 	if s.group == 0 {
 		return nil
 	}
-	_ = syscall.Kill(-s.group, syscall.SIGTERM)
+	s.signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
 	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-s.group, syscall.SIGKILL)
-		<-s.done
+		s.signal(syscall.SIGKILL)
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+			// A zygote that does not say its moto ended: letting go of
+			// it ends the wait (and has it end that moto).
+			s.letGo()
+			<-s.done
+		}
 	}
 	s.group = 0
 	s.letGo()
 	return nil
+}
+
+// signal sends sig to moto's process group, or to moto alone when it has
+// no group yet (a forked moto makes its own as it starts).
+func (s *Server) signal(sig syscall.Signal) {
+	if err := syscall.Kill(-s.group, sig); errors.Is(err, syscall.ESRCH) {
+		_ = syscall.Kill(s.group, sig)
+	}
 }
 
 // Answers reports whether an AWS stand-in (moto or LocalStack) answers at

@@ -62,6 +62,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/archive"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/replay"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
@@ -344,13 +345,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		out, outName = kin, *outStream
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	handler := func(table string) (replay.BatchHandler, error) {
+	handler := func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 		var hs replay.Fanout
 		for _, pcfg := range pcfgs {
 			views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(pcfg.Retention))
 			hs = append(hs, aggregate.New(pcfg, views, out, outName, aggregate.WithLogger(log),
 				aggregate.WithDedupe(aggregate.NewLedger(db, table, pcfg)),
-				aggregate.WithHandover(db, aggregate.FixedViewsTable(table).Current)))
+				aggregate.WithHandover(db, aggregate.FixedViewsTable(table).Current), aggregate.WithSetAside(aside)))
 		}
 		if len(hs) == 1 {
 			return hs[0], nil

@@ -15,6 +15,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/archive"
 	"github.com/tributary-dev/tributary/pkg/replay"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
@@ -60,14 +61,14 @@ func (a ArchiveRebuild) Run(ctx context.Context, s *Stack, want Counts, from, to
 	db := dynamodb.NewFromConfig(s.cfg)
 	r := replay.New(kinesis.NewFromConfig(s.cfg), db, replay.NewRegistry(ssm.NewFromConfig(s.cfg), a.Parameter))
 	var progress bytes.Buffer
-	handler := func(table string) (replay.BatchHandler, error) {
+	handler := func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 		var f replay.Fanout
 		for _, p := range a.Pipelines {
 			views := state.NewViews(db, table, p.Pipeline.Aggregates, state.WithRetention(p.Pipeline.Retention))
 			// Quiet: its result log lines (one a window, as the deployed
 			// function writes them for CloudWatch) would fill the demo.
 			f = append(f, aggregate.New(p.Pipeline, views, nil, "", aggregate.WithDedupe(aggregate.NewLedger(db, table, p.Pipeline)),
-				aggregate.WithHandover(db, aggregate.FixedViewsTable(table).Current),
+				aggregate.WithHandover(db, aggregate.FixedViewsTable(table).Current), aggregate.WithSetAside(aside),
 				aggregate.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))))
 		}
 		return f, nil

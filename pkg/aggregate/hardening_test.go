@@ -698,7 +698,7 @@ func TestGroupingKeyFromDataMustBeThePartitionKey(t *testing.T) {
 }
 
 // TestWithoutASinkTheReasonIsLogged: a processor without a set-aside sink
-// (replay's rebuild) reports a record that can never be applied failed, and
+// (a tool's; replay's rebuild once ran so) reports a record that can never be applied failed, and
 // logs why, naming the record and the field: a rebuild skipped such records
 // saying only "see the processor's log for why", and the log said nothing.
 func TestWithoutASinkTheReasonIsLogged(t *testing.T) {

@@ -62,8 +62,9 @@ func (p *Processor) flushAside(ctx context.Context, c *collector) {
 		return
 	}
 	if errors.Is(err, setaside.ErrNoSink) {
-		// Replay's rebuild runs without one: the record is skipped there
-		// after its attempts, and this line is the only word of why.
+		// A processor built without one (a tool's; replay gives its own,
+		// which reports): the record comes again until its caller gives
+		// up, and this line is the only word of why.
 		for i := range c.aside {
 			r := &c.aside[i]
 			p.log.Warn("record cannot be applied, and there is no set-aside table to put it in: reported failed", "shard", c.shard,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/replay"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
@@ -59,7 +60,7 @@ func Rebuild(ctx context.Context, r *replay.Replayer, p *Projector, db scanner, 
 		out = io.Discard
 	}
 	opts = unwindowed(opts)
-	res, err := r.Run(ctx, opts, func(table string) (replay.BatchHandler, error) {
+	res, err := r.Run(ctx, opts, func(table string, _ *setaside.Sink) (replay.BatchHandler, error) {
 		start := time.Now()
 		aggregates := 0
 		n, err := es.ScanLog(ctx, db, eventsTable, func(run []es.Event) error {
@@ -79,8 +80,8 @@ func Rebuild(ctx context.Context, r *replay.Replayer, p *Projector, db scanner, 
 // CatchUp is the handler replay.Replayer's UseVersion and Rollback feed
 // when the readers go back to an existing version: p writing every view,
 // StateViews included, to that table.
-func CatchUp(p *Projector) func(table string) (replay.BatchHandler, error) {
-	return func(table string) (replay.BatchHandler, error) { return p.For(table), nil }
+func CatchUp(p *Projector) func(table string, _ *setaside.Sink) (replay.BatchHandler, error) {
+	return func(table string, _ *setaside.Sink) (replay.BatchHandler, error) { return p.For(table), nil }
 }
 
 // UseVersion is replay.Replayer.UseVersion with p catching the version up.

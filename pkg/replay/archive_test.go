@@ -23,6 +23,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/archive"
 	"github.com/tributary-dev/tributary/pkg/replay"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -122,7 +123,7 @@ func (a *archived) keys(ctx context.Context, shard string) []string {
 
 // handler is the aggregate function as cmd/replay builds it, with its
 // dedupe ledger: a producer's copy counts once.
-func (a *archived) handler(table string) (replay.BatchHandler, error) {
+func (a *archived) handler(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 	return aggregate.New(a.cfg, state.NewViews(a.db, table, a.cfg.Aggregates, state.WithRetention(a.cfg.Retention)), nil, "",
 		aggregate.WithDedupe(aggregate.NewLedger(a.db, table, a.cfg))), nil
 }

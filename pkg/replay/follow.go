@@ -14,7 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // run is one replay's followers.
@@ -23,6 +25,7 @@ type run struct {
 	kin     StreamReader
 	archive ArchiveSource
 	h       BatchHandler
+	asides  *asides // what h set aside, for apply to report
 	arn     string
 	region  string
 	// starts are where each shard is read from (AT_TIMESTAMP); a shard
@@ -158,12 +161,10 @@ func (r *run) follow(ctx context.Context, s *shardRun) error {
 			started = len(recs) > 0
 		}
 		if len(recs) > 0 {
-			read, applied, skipped, err := r.apply(ctx, s.id, recs)
+			c, err := r.apply(ctx, s.id, recs)
 			arrival := aws.ToTime(recs[len(recs)-1].ApproximateArrivalTimestamp)
 			r.update(s, func(st *ShardStats) {
-				st.Read += read
-				st.Applied += applied
-				st.Skipped += skipped
+				st.add(c)
 				st.LastArrival = arrival
 			})
 			if err != nil {
@@ -260,14 +261,12 @@ func (r *run) applyArchive(ctx context.Context, s *shardRun) (started bool, err 
 		}
 		for len(page) > 0 {
 			n := min(len(page), int(r.opts.BatchSize))
-			read, applied, skipped, err := r.apply(ctx, s.id, page[:n])
+			c, err := r.apply(ctx, s.id, page[:n])
 			arrival := aws.ToTime(page[n-1].ApproximateArrivalTimestamp)
 			r.update(s, func(st *ShardStats) {
 				st.Started = true
-				st.Read += read
-				st.Archived += read
-				st.Applied += applied
-				st.Skipped += skipped
+				st.add(c)
+				st.Archived += c.read
 				st.LastArrival = arrival
 			})
 			if err != nil {
@@ -279,26 +278,42 @@ func (r *run) applyArchive(ctx context.Context, s *shardRun) (started bool, err 
 	return started, nil
 }
 
+// batchCounts is what one apply did with a page.
+type batchCounts struct {
+	read, applied, skipped int
+	setAside               int // of applied
+}
+
+func (st *ShardStats) add(c batchCounts) {
+	st.Read += c.read
+	st.Applied += c.applied
+	st.Skipped += c.skipped
+	st.SetAside += c.setAside
+}
+
 // apply hands a page to the handler as Lambda would: retried from the
 // lowest failed record; a record still failing after MaxAttempts is skipped
 // (and counted), as Lambda's retry limit would send it to the on-failure
-// destination.
-func (r *run) apply(ctx context.Context, shard string, recs []kintypes.Record) (read, applied, skipped int, err error) {
-	read = len(recs)
+// destination. A record the handler set aside (it can never apply it) is
+// printed with its field and reason and counted, once.
+func (r *run) apply(ctx context.Context, shard string, recs []kintypes.Record) (c batchCounts, err error) {
+	c.read = len(recs)
 	pending := r.event(shard, recs)
 	attempts := 0
 	for len(pending) > 0 {
 		resp, err := r.h.HandleBatch(ctx, events.KinesisEvent{Records: pending})
+		c.setAside += r.reportAsides(shard)
 		if err != nil {
 			attempts++
 			if attempts >= r.opts.MaxAttempts || ctx.Err() != nil {
-				return read, applied, skipped, fmt.Errorf("shard %s: batch from %s failed %d times: %w", shard, pending[0].Kinesis.SequenceNumber, attempts, err)
+				return c, fmt.Errorf("shard %s: batch from %s failed %d times: %w", shard, pending[0].Kinesis.SequenceNumber, attempts, err)
 			}
 			r.backoff(ctx, attempts)
 			continue
 		}
 		if len(resp.BatchItemFailures) == 0 {
-			return read, applied + len(pending), skipped, nil
+			c.applied += len(pending)
+			return c, nil
 		}
 		failed := map[string]bool{}
 		for _, f := range resp.BatchItemFailures {
@@ -311,12 +326,12 @@ func (r *run) apply(ctx context.Context, shard string, recs []kintypes.Record) (
 				break
 			}
 		}
-		applied += lowest
+		c.applied += lowest
 		pending = pending[lowest:]
 		if err := ctx.Err(); err != nil {
 			// Interrupted: the records left were not applied, and are not
 			// records that kept failing (skipped, one line each).
-			return read, applied, skipped, fmt.Errorf("shard %s: interrupted at record %s: %w", shard, pending[0].Kinesis.SequenceNumber, err)
+			return c, fmt.Errorf("shard %s: interrupted at record %s: %w", shard, pending[0].Kinesis.SequenceNumber, err)
 		}
 		if lowest > 0 {
 			attempts = 0
@@ -324,14 +339,79 @@ func (r *run) apply(ctx context.Context, shard string, recs []kintypes.Record) (
 		attempts++
 		if attempts >= r.opts.MaxAttempts {
 			r.progress.printf("shard %s: record %s still failed after %d attempts: skipped (the processor's lines above about it say why; the live function sets such a record aside, and make setaside lists it there)", shard, pending[0].Kinesis.SequenceNumber, attempts)
-			skipped++
+			c.skipped++
 			pending = pending[1:]
 			attempts = 0
 			continue
 		}
 		r.backoff(ctx, attempts)
 	}
-	return read, applied, skipped, nil
+	return c, nil
+}
+
+// asides collects, by shard, the records a replay's handler set aside
+// (setaside.Reporting calls add, from within HandleBatch).
+type asides struct {
+	mu      sync.Mutex
+	byShard map[string][]setaside.Record
+	// last is the highest sequence number reported of each shard: a
+	// Fanout's pipelines may each set one record aside, and a batch
+	// handed again (after an error) sets its records aside again.
+	last map[string]string
+}
+
+func (a *asides) add(rec setaside.Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.byShard[rec.Shard] = append(a.byShard[rec.Shard], rec)
+}
+
+// take returns shard's records set aside since the last take, in sequence
+// order, each once.
+func (a *asides) take(shard string) []setaside.Record {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	recs := a.byShard[shard]
+	delete(a.byShard, shard)
+	sort.SliceStable(recs, func(i, j int) bool { return sequenceBefore(recs[i].Sequence, recs[j].Sequence) })
+	if a.last == nil {
+		a.last = map[string]string{}
+	}
+	out := recs[:0]
+	for _, rec := range recs {
+		if last, ok := a.last[shard]; !ok || sequenceBefore(last, rec.Sequence) {
+			a.last[shard] = rec.Sequence
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// sequenceBefore orders Kinesis sequence numbers (decimal digits, up to
+// 128 of them) as numbers.
+func sequenceBefore(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// reportAsides prints shard's records the handler set aside since the last
+// call, with their field and reason, and returns how many.
+func (r *run) reportAsides(shard string) int {
+	if r.asides == nil {
+		return 0
+	}
+	recs := r.asides.take(shard)
+	for _, rec := range recs {
+		field := rec.Field
+		if field == "" {
+			field = "the whole record"
+		}
+		r.progress.printf("shard %s: record %s can never be applied (%s, %s: %s): not in this version; the live function set it aside (make setaside lists it)",
+			shard, rec.Sequence, rec.Kind, field, strictjson.Cut(rec.Reason, 300))
+	}
+	return len(recs)
 }
 
 func (r *run) backoff(ctx context.Context, attempt int) {
@@ -451,13 +531,14 @@ func shardState(s ShardStats) string {
 func (r *run) fill(res *Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res.Shards, res.Read, res.Applied, res.Skipped, res.Archived = nil, 0, 0, 0, 0
+	res.Shards, res.Read, res.Applied, res.Skipped, res.SetAside, res.Archived = nil, 0, 0, 0, 0, 0
 	for _, s := range r.shards {
 		res.Shards = append(res.Shards, s.stats)
 		res.Read += s.stats.Read
 		res.Archived += s.stats.Archived
 		res.Applied += s.stats.Applied
 		res.Skipped += s.stats.Skipped
+		res.SetAside += s.stats.SetAside
 	}
 	sort.Slice(res.Shards, func(i, j int) bool { return res.Shards[i].Shard < res.Shards[j].Shard })
 }

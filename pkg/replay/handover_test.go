@@ -16,6 +16,7 @@ import (
 	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/replay"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
@@ -72,7 +73,7 @@ func testRebuildPublishesOnce(t *testing.T, pipelineFile string) {
 		_, err := replay.New(f.kin, f.db, replay.NewRegistry(f.ps, f.param)).Run(ctx,
 			replay.Options{Stream: f.stream, From: from, Handover: 3 * time.Second, Poll: 50 * time.Millisecond,
 				ProgressEvery: time.Second, Progress: progress, BatchSize: 25},
-			func(table string) (replay.BatchHandler, error) {
+			func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 				return aggregate.New(f.cfg, state.NewViews(f.db, table, f.cfg.Aggregates), nil, "",
 					aggregate.WithHandover(f.db, aggregate.FixedViewsTable(table).Current)), nil
 			})

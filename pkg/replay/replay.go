@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
@@ -28,6 +29,12 @@ type StreamReader interface {
 }
 
 var _ StreamReader = (*kinesis.Client)(nil)
+
+// HandlerFor builds the consumer a replay feeds into table. Records it
+// cannot apply it gives to aside (a setaside.Reporting sink: the live
+// function set them aside already), and the replay counts them and prints
+// each with its field and reason.
+type HandlerFor func(table string, aside *setaside.Sink) (BatchHandler, error)
 
 // BatchHandler is the consumer a replay feeds: the aggregate Processor (its
 // HandleBatch), given Lambda-shaped Kinesis events of one shard in order.
@@ -129,6 +136,9 @@ type Result struct {
 	Shards          []ShardStats
 	Read, Applied   int
 	Skipped         int // records the handler kept failing, skipped after MaxAttempts
+	// SetAside counts the records of Applied the handler could never
+	// apply and set aside (each printed with its field and reason).
+	SetAside int
 	// Archived counts the records of Read that came from the archive.
 	Archived int
 	// Seam is where the archive part ended (zero: the archive was not read).
@@ -152,6 +162,7 @@ type ShardStats struct {
 	Read, Applied      int
 	Archived           int // of Read, from the archive
 	Skipped            int
+	SetAside           int   // of Applied, set aside by the handler
 	MillisBehindLatest int64 // of the last page read; meaningful once Started
 	Started            bool  // a page was read
 	LastArrival        time.Time
@@ -284,7 +295,7 @@ type job struct {
 // table, exists, or is not named <base>-vN; and, after catching up, a swap
 // to a version that holds no items while the current one holds some
 // (unless AllowEmpty): the version is then left in place, not current.
-func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table string) (BatchHandler, error)) (*Result, error) {
+func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor HandlerFor) (*Result, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -390,7 +401,7 @@ func (r *Replayer) Run(ctx context.Context, opts Options, handlerFor func(table 
 // AllowEmpty). It refuses a version whose gap the stream no longer holds
 // (it stopped being current, or its newest record arrived, longer ago
 // than the stream's retention).
-func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func(table string) (BatchHandler, error)) (*Result, error) {
+func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor HandlerFor) (*Result, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -521,7 +532,7 @@ func (r *Replayer) UseVersion(ctx context.Context, opts Options, handlerFor func
 
 // Rollback points the readers back at the table the parameter named before
 // the current one (Registry.Previous), with UseVersion's checks.
-func (r *Replayer) Rollback(ctx context.Context, opts Options, handlerFor func(table string) (BatchHandler, error)) (*Result, error) {
+func (r *Replayer) Rollback(ctx context.Context, opts Options, handlerFor HandlerFor) (*Result, error) {
 	prev, err := r.reg.Previous(ctx)
 	if err != nil {
 		return nil, err
@@ -540,7 +551,7 @@ func prefixed(p string, lines []string) []string {
 
 // follow replays the stream into j.target until every shard is caught up,
 // checks the result is plausible, swaps and follows for the handover.
-func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor func(table string) (BatchHandler, error)) (*Result, error) {
+func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor HandlerFor) (*Result, error) {
 	res, prog := j.res, j.prog
 	// Publishers on the target ask the current version which results it
 	// already put on the output stream (package aggregate, handover.go):
@@ -551,11 +562,12 @@ func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor 
 			return res, err
 		}
 	}
-	h, err := handlerFor(j.target)
+	aside := &asides{byShard: map[string][]setaside.Record{}}
+	h, err := handlerFor(j.target, setaside.Reporting(aside.add))
 	if err != nil {
 		return res, err
 	}
-	run := &run{opts: opts, kin: r.kin, archive: opts.Archive, seam: j.seam, stream: j.stream.name, h: h, arn: j.stream.arn, region: regionOf(j.stream.arn), starts: j.starts, progress: prog,
+	run := &run{opts: opts, kin: r.kin, archive: opts.Archive, seam: j.seam, stream: j.stream.name, h: h, asides: aside, arn: j.stream.arn, region: regionOf(j.stream.arn), starts: j.starts, progress: prog,
 		stop: make(chan struct{}), caughtUp: make(chan struct{})}
 	// Shards the stream no longer lists are read from the archive first,
 	// one after the other, oldest first; then the stream's shards.
@@ -757,11 +769,14 @@ func (r *Replayer) checkNotEmpty(ctx context.Context, opts Options, j *job) erro
 func (r *Replayer) summarize(ctx context.Context, opts Options, j *job) {
 	res := j.res
 	what := fmt.Sprintf("summary: replayed stream %s from %s into %s: read %d records, handed %d to the processor, skipped %d (kept failing)", j.stream.name, stamp(opts.From), j.target, res.Read, res.Applied, res.Skipped)
+	if j.kind == "use-version" {
+		what = fmt.Sprintf("summary: caught %s up on stream %s from where it got to: read %d records, handed %d to the processor (those already in it were skipped by its fences), skipped %d (kept failing)", j.target, j.stream.name, res.Read, res.Applied, res.Skipped)
+	}
 	if j.seam != nil {
 		what += fmt.Sprintf("; %d of them from the archive in bucket %s (arrived before the seam at %s), %d from the stream after it", res.Archived, j.seam.bucket, stamp(j.seam.at), res.Read-res.Archived)
 	}
-	if j.kind == "use-version" {
-		what = fmt.Sprintf("summary: caught %s up on stream %s from where it got to: read %d records, handed %d to the processor (those already in it were skipped by its fences), skipped %d (kept failing)", j.target, j.stream.name, res.Read, res.Applied, res.Skipped)
+	if res.SetAside > 0 {
+		what += fmt.Sprintf("; %d of those handed could never be applied (each named above with its field and reason; the live function set them aside)", res.SetAside)
 	}
 	res.Summary = append(res.Summary, what)
 	cur, err1 := scanVersion(ctx, r.db, j.current, reading(opts, j.prog, j.current, "to count them"))

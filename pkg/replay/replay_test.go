@@ -27,6 +27,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/replay"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -293,7 +294,7 @@ func TestReplayFromTimestampSwapsAfterCatchUp(t *testing.T) {
 	go func() {
 		res, err := r.Run(ctx, replay.Options{Stream: f.stream, From: from, Handover: 2500 * time.Millisecond,
 			Poll: 50 * time.Millisecond, ProgressEvery: 300 * time.Millisecond, Progress: progress, BatchSize: 25},
-			func(table string) (replay.BatchHandler, error) {
+			func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 				return aggregate.New(f.cfg, state.NewViews(f.db, table, f.cfg.Aggregates), nil, ""), nil
 			})
 		done <- outcome{res, err}
@@ -407,7 +408,7 @@ func TestReplayFromStartEqualsLiveTable(t *testing.T) {
 	if len(v1) == 0 {
 		t.Fatal("the live function wrote no windows")
 	}
-	handler := func(table string) (replay.BatchHandler, error) {
+	handler := func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 		return aggregate.New(f.cfg, state.NewViews(f.db, table, f.cfg.Aggregates), nil, ""), nil
 	}
 	r := replay.New(f.kin, f.db, replay.NewRegistry(f.ps, f.param))

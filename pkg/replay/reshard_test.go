@@ -16,6 +16,7 @@ import (
 
 	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/replay"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 )
 
 // reshardedStream is a Kinesis stream after a split, as AWS serves it: the
@@ -99,7 +100,7 @@ func TestReplayReadsClosedParentsFirst(t *testing.T) {
 	rec := &recorder{}
 	r := replay.New(newResharded(), f.db, replay.NewRegistry(f.ps, f.param))
 	res, err := r.Run(context.Background(), replay.Options{Stream: "resharded", From: time.Now().Add(-time.Hour), Handover: 50 * time.Millisecond, Poll: 10 * time.Millisecond},
-		func(string) (replay.BatchHandler, error) { return rec, nil })
+		func(string, *setaside.Sink) (replay.BatchHandler, error) { return rec, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestReplayRetriesThenSkipsFailedRecords(t *testing.T) {
 	r := replay.New(newResharded(), f.db, replay.NewRegistry(f.ps, f.param))
 	res, err := r.Run(context.Background(), replay.Options{Stream: "resharded", From: time.Now().Add(-time.Hour), Handover: 50 * time.Millisecond,
 		Poll: 10 * time.Millisecond, MaxAttempts: 3, Progress: &progress},
-		func(string) (replay.BatchHandler, error) { return h, nil })
+		func(string, *setaside.Sink) (replay.BatchHandler, error) { return h, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestReplayStopsWithoutSwapWhenTheHandlerFails(t *testing.T) {
 	f := newFixture(t, 1)
 	reg := replay.NewRegistry(f.ps, f.param)
 	res, err := replay.New(newResharded(), f.db, reg).Run(context.Background(), replay.Options{Stream: "resharded", From: time.Now().Add(-time.Hour), MaxAttempts: 2, Poll: 10 * time.Millisecond},
-		func(string) (replay.BatchHandler, error) { return broken{}, nil })
+		func(string, *setaside.Sink) (replay.BatchHandler, error) { return broken{}, nil })
 	if err == nil || !strings.Contains(err.Error(), "table unreachable") || errors.Is(err, context.Canceled) {
 		t.Errorf("err %v: want the handler's error, not an interruption", err)
 	}

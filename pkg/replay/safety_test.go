@@ -24,12 +24,15 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/replay"
+	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
-func (f *fixture) handler(table string) (replay.BatchHandler, error) {
-	return aggregate.New(f.cfg, state.NewViews(f.db, table, f.cfg.Aggregates), nil, ""), nil
+// handler is the aggregate processor as replay rebuild builds it, records
+// it can never apply given to replay's aside.
+func (f *fixture) handler(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
+	return aggregate.New(f.cfg, state.NewViews(f.db, table, f.cfg.Aggregates), nil, "", aggregate.WithSetAside(aside)), nil
 }
 
 func (f *fixture) replayer(kin replay.StreamReader) *replay.Replayer {
@@ -703,7 +706,7 @@ func TestInterruptedRebuildCaughtUpByUseVersion(t *testing.T) {
 			interrupted := &syncbuf.Buffer{}
 			o := f.quick(interrupted)
 			o.From, o.BatchSize = from, 100
-			res, err := f.replayer(nil).Run(runCtx, o, func(table string) (replay.BatchHandler, error) {
+			res, err := f.replayer(nil).Run(runCtx, o, func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 				// One of k0's windows fails; the other keys' windows of
 				// the later records are written.
 				db := &failOnKey{Client: f.db, pk: f.cfg.Name + "#k0", window: c.window}
@@ -763,7 +766,7 @@ func TestInterruptedRebuildOfTwoPipelinesCaughtUpByUseVersion(t *testing.T) {
 	defer cancel()
 	o := f.quick(&syncbuf.Buffer{})
 	o.From, o.BatchSize = from, 100
-	res, err := f.replayer(nil).Run(runCtx, o, func(table string) (replay.BatchHandler, error) {
+	res, err := f.replayer(nil).Run(runCtx, o, func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 		return interruptAfter{both(&failOnKey{Client: f.db, pk: cfg.Name + "#k0", window: "10:00:00"}, table), cancel}, nil
 	})
 	if err == nil || res == nil || res.Swapped {
@@ -774,7 +777,9 @@ func TestInterruptedRebuildOfTwoPipelinesCaughtUpByUseVersion(t *testing.T) {
 	progress := &syncbuf.Buffer{}
 	o = f.quick(progress)
 	o.Target, o.Margin, o.Pipelines = v2, time.Millisecond, []string{f.cfg.Name, cfg.Name}
-	res, err = f.replayer(nil).UseVersion(ctx, o, func(table string) (replay.BatchHandler, error) { return both(&failOnKey{Client: f.db}, table), nil }) // fails nothing
+	res, err = f.replayer(nil).UseVersion(ctx, o, func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
+		return both(&failOnKey{Client: f.db}, table), nil
+	}) // fails nothing
 	if err != nil || !res.Swapped {
 		t.Fatalf("use-version: %+v %v\n%s", res, err, progress)
 	}

@@ -57,6 +57,9 @@ type Sink struct {
 	log      *slog.Logger
 	now      func() time.Time
 	backoff  func(attempt int) time.Duration
+	// report, when set, is handed each record SetAside is given, and
+	// nothing is written (Reporting).
+	report func(Record)
 }
 
 // Option configures a Sink.
@@ -91,6 +94,12 @@ func New(db writer, table string, opts ...Option) *Sink {
 	return s
 }
 
+// Reporting returns a Sink that writes nothing: SetAside hands each record
+// to report and succeeds, so the handler goes on as if it had been set
+// aside. For replay's rebuild, whose records the live function set aside
+// already when it first read them.
+func Reporting(report func(Record)) *Sink { return &Sink{report: report} }
+
 // Table is the name of the table the sink writes to.
 func (s *Sink) Table() string {
 	if s == nil {
@@ -112,6 +121,12 @@ func (s *Sink) SetAside(ctx context.Context, recs []Record) error {
 	}
 	if s == nil {
 		return ErrNoSink
+	}
+	if s.report != nil {
+		for i := range recs {
+			s.report(recs[i])
+		}
+		return nil
 	}
 	now := s.now()
 	heads := make([]Item, 0, len(recs))
@@ -153,7 +168,7 @@ func (s *Sink) Keep(ctx context.Context, items []Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	if s == nil {
+	if s == nil || s.report != nil {
 		return ErrNoSink
 	}
 	heads := make([]Item, 0, len(items))

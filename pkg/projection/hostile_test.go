@@ -34,24 +34,38 @@ func (noteView) Entities(e es.Event) ([]map[string]types.AttributeValue, error) 
 	return []map[string]types.AttributeValue{{"pk": s(d.PK), "sk": s(d.SK), "note": s(d.Note)}}, nil
 }
 
-// appendedLog is an event log that holds every version of every aggregate
-// up to its bound. The events it returns carry their versions alone: it
-// says what was appended (what a projector of entity views asks) and is
-// no log to fill a fold's gap from.
-type appendedLog struct{ upTo int64 }
+// heldLog is an event log holding the events appended to it, by
+// aggregate, in version order.
+type heldLog map[string][]es.Event
 
-func (l appendedLog) Events(_ context.Context, agg string, after, upTo int64) ([]es.Event, error) {
+func (l heldLog) Events(_ context.Context, agg string, after, upTo int64) ([]es.Event, error) {
 	var evs []es.Event
-	for v := after + 1; v <= min(upTo, l.upTo); v++ {
-		evs = append(evs, es.Event{AggregateType: "thing", AggregateID: agg, Version: v})
+	for _, e := range l[agg] {
+		if e.Version > after && e.Version <= upTo {
+			evs = append(evs, e)
+		}
 	}
 	return evs, nil
 }
 
-// publishedThing is the stream record of version v of thing agg.
-func publishedThing(t *testing.T, agg string, v int64, data string) events.KinesisEventRecord {
+// appended is version v of thing agg as the log holds it, with data.
+func (l heldLog) appended(agg string, v int64, data string) es.Event {
+	e := es.Event{AggregateType: "thing", AggregateID: agg, Version: v, Type: "Noted", CommandID: fmt.Sprintf("c-%s-%d", agg, v),
+		Data: json.RawMessage(data), RecordedAt: time.Date(2026, 12, 6, 9, 0, int(v), 0, time.UTC)}
+	l[agg] = append(l[agg], e)
+	return e
+}
+
+// publishedThing is the stream record of version v of thing agg, appended
+// to log.
+func publishedThing(t *testing.T, log heldLog, agg string, v int64, data string) events.KinesisEventRecord {
 	t.Helper()
-	e := es.Event{AggregateType: "thing", AggregateID: agg, Version: v, Type: "Noted", Data: json.RawMessage(data), RecordedAt: time.Now()}
+	return published(t, log.appended(agg, v, data))
+}
+
+// published is e's stream record as publish puts it.
+func published(t *testing.T, e es.Event) events.KinesisEventRecord {
+	t.Helper()
 	env, err := es.Envelope(&e, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -61,9 +75,9 @@ func publishedThing(t *testing.T, agg string, v int64, data string) events.Kines
 		t.Fatal(err)
 	}
 	var r events.KinesisEventRecord
-	r.EventID = fmt.Sprintf("shardId-000000000000:%d", v)
+	r.EventID = fmt.Sprintf("shardId-000000000000:%d", e.Version)
 	r.EventSourceArn = "arn:aws:kinesis:us-east-1:123456789012:stream/ShowEvents"
-	r.Kinesis.SequenceNumber, r.Kinesis.PartitionKey, r.Kinesis.Data = fmt.Sprint(v), agg, b
+	r.Kinesis.SequenceNumber, r.Kinesis.PartitionKey, r.Kinesis.Data = fmt.Sprint(e.Version), e.AggregateID, b
 	return r
 }
 
@@ -74,12 +88,13 @@ func publishedThing(t *testing.T, agg string, v int64, data string) events.Kines
 // ("a b"+"c", "a"+"b c") are two items.
 func TestEntityItemsThatCannotBeWritten(t *testing.T) {
 	ctx := context.Background()
-	mem, p := inProcess(projection.Views{Entities: []projection.EntityView{noteView{}}})
+	log := heldLog{}
+	mem, p := inProcess(projection.Views{Entities: []projection.EntityView{noteView{}}}, log)
 	resp, err := p.Handle(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{
-		publishedThing(t, "t1", 1, `{"PK":"a b","SK":"c","Note":"first"}`),
-		publishedThing(t, "t1", 2, `{"PK":"a","SK":"b c","Note":"second"}`),
-		publishedThing(t, "t1", 3, `{"PK":"big","SK":"x","Note":"`+strings.Repeat("x", 420_000)+`"}`),
-		publishedThing(t, "t1", 4, `{"PK":"after","SK":"x","Note":"fourth"}`),
+		publishedThing(t, log, "t1", 1, `{"PK":"a b","SK":"c","Note":"first"}`),
+		publishedThing(t, log, "t1", 2, `{"PK":"a","SK":"b c","Note":"second"}`),
+		publishedThing(t, log, "t1", 3, `{"PK":"big","SK":"x","Note":"`+strings.Repeat("x", 420_000)+`"}`),
+		publishedThing(t, log, "t1", 4, `{"PK":"after","SK":"x","Note":"fourth"}`),
 	}})
 	if err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("Handle: failures %v, %v; want none: the shard moves on", resp.BatchItemFailures, err)
@@ -100,11 +115,11 @@ func TestEntityItemsThatCannotBeWritten(t *testing.T) {
 	}
 }
 
-// inProcess is a projector of views on the in-process store, its views in
-// table "views" and what it sets aside in "quarantine".
-func inProcess(views projection.Views) (*memdb.DB, *projection.Projector) {
+// inProcess is a projector of views on the in-process store reading log,
+// its views in table "views" and what it sets aside in "quarantine".
+func inProcess(views projection.Views, log heldLog) (*memdb.DB, *projection.Projector) {
 	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable, "quarantine": memdb.QuarantineTable})
-	return mem, projection.New(mem, appendedLog{upTo: 4}, projection.FixedTable("views"), views, projection.WithSetAside(setaside.New(mem, "quarantine")))
+	return mem, projection.New(mem, log, projection.FixedTable("views"), views, projection.WithSetAside(setaside.New(mem, "quarantine")))
 }
 
 // setAsideIn reads back what was set aside in mem's quarantine table.
@@ -158,11 +173,12 @@ func (notesFold) Fold(after int64, evs []es.Event) (expression.UpdateBuilder, er
 // every delivery.
 func TestFoldItemThatWouldPassTheLimit(t *testing.T) {
 	ctx := context.Background()
-	mem, p := inProcess(projection.Views{Folds: []projection.FoldView{notesFold{}}})
+	log := heldLog{}
+	mem, p := inProcess(projection.Views{Folds: []projection.FoldView{notesFold{}}}, log)
 	resp, err := p.Handle(ctx, events.KinesisEvent{Records: []events.KinesisEventRecord{
-		publishedThing(t, "t1", 1, `{"Note":"small"}`),
-		publishedThing(t, "t1", 2, `{"Note":"`+strings.Repeat("x", 300_000)+`"}`),
-		publishedThing(t, "t1", 3, `{"Note":"`+strings.Repeat("y", 200_000)+`"}`),
+		publishedThing(t, log, "t1", 1, `{"Note":"small"}`),
+		publishedThing(t, log, "t1", 2, `{"Note":"`+strings.Repeat("x", 300_000)+`"}`),
+		publishedThing(t, log, "t1", 3, `{"Note":"`+strings.Repeat("y", 200_000)+`"}`),
 	}})
 	if err != nil || len(resp.BatchItemFailures) > 0 {
 		t.Fatalf("Handle: failures %v, %v; want none: the shard moves on", resp.BatchItemFailures, err)
@@ -177,5 +193,82 @@ func TestFoldItemThatWouldPassTheLimit(t *testing.T) {
 	}
 	if strings.Join(aside, ",") != "3 "+setaside.KindOutputTooLarge {
 		t.Errorf("set aside %v, want record 3 alone, %s", aside, setaside.KindOutputTooLarge)
+	}
+}
+
+// TestRecordsNotPublishedFromTheLogAreSetAside: a record put on the
+// published stream by hand is held to the event store, whatever its
+// version: one with the next version (which the fold applied, its fence
+// then keeping the real event out), one with a version the store holds as
+// another event, one past the store's last version in a batch where a view
+// refuses an earlier event (its reason was the other event's, and the
+// entity view applied it), and one put with another partition key are set
+// aside naming their field; the stored events are applied.
+func TestRecordsNotPublishedFromTheLogAreSetAside(t *testing.T) {
+	ctx := context.Background()
+	log := heldLog{}
+	mem, p := inProcess(projection.Views{Folds: []projection.FoldView{notesFold{}}, Entities: []projection.EntityView{noteView{}}}, log)
+	forged := func(v int64, seq, data string) events.KinesisEventRecord {
+		r := published(t, es.Event{AggregateType: "thing", AggregateID: "t1", Version: v, Type: "Noted", CommandID: "forger",
+			Data: json.RawMessage(data), RecordedAt: time.Date(2026, 12, 6, 9, 30, 0, 0, time.UTC)})
+		r.Kinesis.SequenceNumber = seq
+		return r
+	}
+	real := func(seq string, e es.Event) events.KinesisEventRecord {
+		r := published(t, e)
+		r.Kinesis.SequenceNumber = seq
+		return r
+	}
+	handle := func(recs ...events.KinesisEventRecord) {
+		t.Helper()
+		resp, err := p.Handle(ctx, events.KinesisEvent{Records: recs})
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("Handle: failures %v, %v; want none", resp.BatchItemFailures, err)
+		}
+	}
+	handle(real("10", log.appended("t1", 1, `{"PK":"p1","SK":"s","Note":"first"}`)))
+	// Version 2 before the store has it, then the store's version 2.
+	handle(forged(2, "20", `{"PK":"forged2","SK":"s","Note":"forged"}`))
+	handle(real("21", log.appended("t1", 2, `{"PK":"p2","SK":"s","Note":"second"}`)))
+	// Version 3 as another event than the store's, ahead of the store's.
+	third := log.appended("t1", 3, `{"PK":"p3","SK":"s","Note":"third"}`)
+	handle(forged(3, "30", `{"PK":"forged3","SK":"s","Note":"forged"}`), real("31", third))
+	// Version 99 (past the store's 4) beside version 4, which the views refuse.
+	handle(real("40", log.appended("t1", 4, `{"PK":"p4","SK":"s","Note":4}`)), forged(99, "99", `{"PK":"forged99","SK":"s","Note":"forged"}`))
+	// Another partition key.
+	other := real("50", log.appended("t1", 5, `{"PK":"p5","SK":"s","Note":"fifth"}`))
+	other.Kinesis.PartitionKey = "zzz"
+	handle(other)
+
+	item := mem.Item("views", notesFold{}.Key("t1"))
+	var folded []string
+	if l, ok := item["notes"].(*types.AttributeValueMemberL); ok {
+		for _, v := range l.Value {
+			folded = append(folded, v.(*types.AttributeValueMemberS).Value)
+		}
+	}
+	if strings.Join(folded, ",") != "first,second,third" {
+		t.Errorf("the fold holds %v, want the store's first, second and third", folded)
+	}
+	var notes []string
+	for _, it := range mem.Items("views") {
+		if pk, ok := it["pk"].(*types.AttributeValueMemberS); ok && !strings.HasPrefix(pk.Value, "allnotes#") {
+			notes = append(notes, pk.Value)
+		}
+	}
+	slices.Sort(notes)
+	if strings.Join(notes, ",") != "p1,p2,p3" {
+		t.Errorf("entity items %v, want p1, p2 and p3 (the store's events the view applies)", notes)
+	}
+	want := map[string]string{"20": "data.version", "30": "data.commandId", "40": "data", "99": "data.version", "50": "key"}
+	got := map[string]string{}
+	for _, it := range setAsideIn(t, mem) {
+		got[it.SequenceNumber] = it.Field
+		if it.SequenceNumber == "99" && !strings.Contains(it.Reason, "no such event was appended") {
+			t.Errorf("record 99 set aside for %q, want that the store never had it", it.Reason)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("set aside (sequence: field) %v, want %v", got, want)
 	}
 }

@@ -1,12 +1,15 @@
 package projection
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +29,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // AttrVersion is the version attribute of every view item: the aggregate
@@ -87,12 +91,19 @@ type ApplyError struct {
 	// Kind is the set-aside kind (setaside.KindInvalid when empty;
 	// setaside.KindOutputTooLarge for an item over DynamoDB's limit).
 	Kind string
-	// pastLog: the event and those after it were never appended to the
-	// log, so no view applies them.
+	// pastLog: the event is not the log's (its version was never
+	// appended, or the log holds another event at it), so no view applies
+	// it.
 	pastLog bool
+	// logged is the log's event at Version when the record is another
+	// (nil otherwise): a record equal to it is the real one, and applied.
+	logged *es.Event
 }
 
 func (e *ApplyError) Error() string {
+	if e.View == "" {
+		return fmt.Sprintf("no view applies event %s: %s: %s", e.Event, e.Field, e.Reason)
+	}
 	return fmt.Sprintf("view %s cannot apply event %s: %s: %s", e.View, e.Event, e.Field, e.Reason)
 }
 
@@ -246,6 +257,17 @@ func (p *Projector) Handle(ctx context.Context, ev events.KinesisEvent) (events.
 			aside = append(aside, sr)
 			continue
 		}
+		if r.Kinesis.PartitionKey != e.AggregateID {
+			// publish puts each event with its aggregate as the partition
+			// key, so that one aggregate's events are on one shard, in
+			// order: this record was put by hand.
+			sr := setaside.FromKinesis(r)
+			sr.Kind, sr.Field = setaside.KindInvalid, "key"
+			sr.Reason = fmt.Sprintf("%s is not the record's partition key %s: publish puts every event with its aggregate id as the partition key, so this record was not published from the event store",
+				strictjson.QuoteCut(e.AggregateID, 64), strictjson.QuoteCut(r.Kinesis.PartitionKey, 64))
+			aside = append(aside, sr)
+			continue
+		}
 		if _, ok := groups[e.AggregateID]; !ok {
 			order = append(order, e.AggregateID)
 		}
@@ -268,14 +290,14 @@ func (p *Projector) Handle(ctx context.Context, ev events.KinesisEvent) (events.
 		for i := range g {
 			evs[i] = g[i].event
 		}
-		stuck, err := p.apply(ctx, table, evs, fence)
+		stuck, err := p.apply(ctx, table, evs, fence, false)
 		if err != nil {
 			failures.Add(g[0].rec.Kinesis.SequenceNumber)
 			p.logger.ErrorContext(ctx, "events not applied to the views; Lambda redelivers them", "aggregate", agg, "error", err)
 			continue
 		}
 		for _, r := range g {
-			if ae, ok := stuck[r.event.Version]; ok {
+			if ae, ok := stuck[r.event.Version]; ok && (ae.logged == nil || !sameEvent(&r.event, ae.logged)) {
 				sr := setaside.FromKinesis(r.rec)
 				sr.Kind, sr.Field, sr.Reason = cmp.Or(ae.Kind, setaside.KindInvalid), ae.Field, ae.Error()
 				aside = append(aside, sr)
@@ -337,7 +359,7 @@ func fenceOf(r *events.KinesisEventRecord) ([2]string, error) {
 // first pass. Events a view can never apply are returned as errors, not
 // set aside (they are not records of the stream).
 func (p *Projector) ApplyLog(ctx context.Context, table string, run []es.Event) error {
-	stuck, err := p.apply(ctx, table, run, [2]string{})
+	stuck, err := p.apply(ctx, table, run, [2]string{}, true)
 	if err != nil {
 		return err
 	}
@@ -360,42 +382,46 @@ func mapsKeys(m map[int64]*ApplyError) func(func(int64) bool) {
 
 // apply applies evs, events of one aggregate in the order received, to
 // every view. stuck maps the versions some view could never apply to why.
-func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fence [2]string) (stuck map[int64]*ApplyError, err error) {
+// Events from the stream are first held to the log (trusted); fromLog
+// says they were read from it (a rebuild).
+func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fence [2]string, fromLog bool) (stuck map[int64]*ApplyError, err error) {
 	stuck = map[int64]*ApplyError{}
 	evs = ordered(evs)
 	typ := evs[0].AggregateType
-	folded := false
+	if !fromLog && p.keepsViewsOf(typ) {
+		if evs, err = p.trusted(ctx, evs, stuck); err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 {
+			return stuck, nil
+		}
+	}
+	// A view's own refusal marks the event and those after it; an event
+	// not the log's keeps that reason.
+	mark := func(ae *ApplyError) {
+		for _, e := range evs {
+			if e.Version >= ae.Version && stuck[e.Version] == nil {
+				stuck[e.Version] = ae
+			}
+		}
+	}
 	for _, v := range p.views.Folds {
 		if v.AggregateType() != typ {
 			continue
 		}
-		folded = true
 		ae, err := p.fold(ctx, table, v, evs, fence)
 		if err != nil {
 			return nil, fmt.Errorf("view %s: %w", v.Name(), err)
 		}
 		if ae != nil {
-			for _, e := range evs {
-				if e.Version >= ae.Version {
-					stuck[e.Version] = ae
-				}
-			}
+			mark(ae)
 		}
 	}
-	// An entity item put from an event the log never had would keep
-	// every later event of its key out (its version is newer). A fold
-	// finds such events; without one, the log is asked.
-	if i := slices.IndexFunc(p.views.Entities, func(v EntityView) bool { return v.AggregateType() == typ }); !folded && i >= 0 {
-		if err := p.inLog(ctx, p.views.Entities[i].Name(), evs, stuck); err != nil {
-			return nil, err
-		}
-	}
-	entityEvs := slices.DeleteFunc(slices.Clone(evs), func(e es.Event) bool { return stuck[e.Version] != nil && stuck[e.Version].pastLog })
 	for _, v := range p.views.Entities {
-		if v.AggregateType() != typ || len(entityEvs) == 0 {
+		if v.AggregateType() != typ {
 			continue
 		}
-		if err := p.entities(ctx, table, v, entityEvs, fence, stuck); err != nil {
+		if err := p.entities(ctx, table, v, evs, fence, stuck); err != nil {
 			return nil, fmt.Errorf("view %s: %w", v.Name(), err)
 		}
 	}
@@ -407,11 +433,7 @@ func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fen
 			err := p.state(ctx, table, v, evs[0].AggregateID, evs[len(evs)-1].Version, fence)
 			var ae *ApplyError
 			if errors.As(err, &ae) {
-				for _, e := range evs {
-					if e.Version >= ae.Version {
-						stuck[e.Version] = ae
-					}
-				}
+				mark(ae)
 				continue
 			}
 			if err != nil {
@@ -572,32 +594,95 @@ func (p *Projector) missing(ctx context.Context, agg string, after, before int64
 	return evs, nil
 }
 
-// inLog marks stuck (pastLog) the events of evs (one aggregate, ordered)
-// that the log does not hold, naming view: one consistent read of their
-// versions. The
-// log appends an aggregate's versions without gaps, so those past the
-// highest it holds are the ones it never had, and when it holds the last
-// of evs it holds them all: one read of one event on the normal path.
-func (p *Projector) inLog(ctx context.Context, view string, evs []es.Event, stuck map[int64]*ApplyError) error {
+// keepsViewsOf reports whether a fold or entity view reads aggregates of
+// type typ (state views read the log themselves).
+func (p *Projector) keepsViewsOf(typ string) bool {
+	return slices.ContainsFunc(p.views.Folds, func(v FoldView) bool { return v.AggregateType() == typ }) ||
+		slices.ContainsFunc(p.views.Entities, func(v EntityView) bool { return v.AggregateType() == typ })
+}
+
+// trusted holds evs (one aggregate, ordered) to the log with one
+// consistent read of their versions, and returns the events the views may
+// apply. An event whose version the log never had (hand-made, or of an
+// events table since replaced) is left out; one the log holds as another
+// event (a record made by hand with the next version, which the fold
+// would apply and its fence then keep the real one out) is replaced by
+// the log's. Each is marked stuck (pastLog), for its record to be set
+// aside naming the field.
+func (p *Projector) trusted(ctx context.Context, evs []es.Event, stuck map[int64]*ApplyError) ([]es.Event, error) {
 	agg, first, last := evs[0].AggregateID, evs[0].Version, evs[len(evs)-1].Version
-	held, err := p.log.Events(ctx, agg, last-1, last)
-	if err == nil && len(held) == 0 && last > first {
-		held, err = p.log.Events(ctx, agg, first-1, last-1)
-	}
+	held, err := p.log.Events(ctx, agg, first-1, last)
 	if err != nil {
-		return fmt.Errorf("reading %s's versions %d to %d back: %w", agg, first, last, err)
+		return nil, fmt.Errorf("reading %s's versions %d to %d back: %w", agg, first, last, err)
 	}
+	logged := make(map[int64]*es.Event, len(held))
 	top := first - 1
-	if len(held) > 0 {
-		top = held[len(held)-1].Version
+	for i := range held {
+		logged[held[i].Version] = &held[i]
+		top = max(top, held[i].Version)
 	}
+	out := make([]es.Event, 0, len(evs))
 	for _, e := range evs {
-		if e.Version > top && stuck[e.Version] == nil {
-			stuck[e.Version] = &ApplyError{View: view, Event: e.ID(), Version: e.Version, Field: "data.version", pastLog: true,
+		h := logged[e.Version]
+		if h == nil {
+			stuck[e.Version] = &ApplyError{Event: e.ID(), Version: e.Version, Field: "data.version", pastLog: true,
 				Reason: fmt.Sprintf("the event store holds %s up to version %d: no such event was appended", agg, top)}
+			continue
 		}
+		if field := differs(&e, h); field != "" {
+			stuck[e.Version] = &ApplyError{Event: e.ID(), Version: e.Version, Field: field, pastLog: true, logged: h,
+				Reason: fmt.Sprintf("is not what the event store holds at version %d (command %q), so this record was not published from it: the views apply the stored event", e.Version, h.CommandID)}
+			e = published(h)
+		}
+		out = append(out, e)
 	}
-	return nil
+	return out, nil
+}
+
+// differs names the first field where e, read from a published record,
+// is not the log's event h ("" when it is the same event): the data
+// compared as JSON values (publishing compacts it).
+func differs(e, h *es.Event) string {
+	switch {
+	case e.Type != h.Type:
+		return "type"
+	case e.AggregateType != h.AggregateType:
+		return "data.aggregateType"
+	case e.CommandID != h.CommandID:
+		return "data.commandId"
+	case !e.RecordedAt.Equal(h.RecordedAt):
+		return "data.recordedAt"
+	case !sameJSON(e.Data, h.Data):
+		return "data.data"
+	}
+	return ""
+}
+
+// sameEvent reports whether e, read from a published record, is the log's
+// event h.
+func sameEvent(e, h *es.Event) bool { return differs(e, h) == "" }
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
+	da.UseNumber()
+	db.UseNumber()
+	if da.Decode(&va) != nil || db.Decode(&vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// published is the log's event h as its published record carries it:
+// without its personal data, which the views never hold.
+func published(h *es.Event) es.Event {
+	e := *h
+	e.Personal, e.Subject, e.ErasedAt = nil, "", time.Time{}
+	return e
 }
 
 // entities puts each item v sets, the last event's version of each, whole,

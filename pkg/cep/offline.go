@@ -317,8 +317,8 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 }
 
 // decodeEvent reads events[i] as ingest reads an event (names spelt
-// exactly, unknown ones refused, Validate, no control characters in id,
-// type or key), its receivedAt, when absent,
+// exactly, unknown ones refused, Validate: no control characters in id,
+// type or key among its checks), its receivedAt, when absent,
 // its sentAt. A refusal names the event and the field:
 // "events[i].field: reason", with part "events[i].field" ("events[i]" when
 // no field is at fault).
@@ -330,11 +330,8 @@ func decodeEvent(name string, raw []byte, e *stream.Envelope) (part string, err 
 		}
 		return part, fmt.Errorf("%s: %w", part, err)
 	}
-	if err := e.Validate(); err != nil {
-		return part, fmt.Errorf("%s.%w", part, err)
-	}
-	if err := e.CheckControls(); err != nil {
-		if fe, ok := errors.AsType[*stream.FieldError](err); ok {
+	if err := e.Validate(); err != nil { // control characters in id, type or key included
+		if fe, ok := errors.AsType[*stream.FieldError](err); ok && fe.Field != "" {
 			part += "." + fe.Field
 		}
 		return part, fmt.Errorf("%s.%w", name, err)

@@ -184,7 +184,9 @@ func checkString(field, v string, max int) error {
 	case utf8.RuneCountInString(v) > max:
 		return &FieldError{Field: field, Reason: fmt.Sprintf("is %d characters long; at most %d are allowed", utf8.RuneCountInString(v), max)}
 	}
-	return nil
+	// As ingest refuses them (CheckControls), so does every consumer: a
+	// record written straight to the stream past ingest.
+	return CheckIdentifierControls(field, v)
 }
 
 // wire is the JSON shape with times as text, so a bad time names its field.

@@ -95,7 +95,8 @@ const MaxReceivedLead = time.Minute
 // time (an event written straight to the stream or queue, not through
 // ingest: the service's arrival time is then the closest server clock
 // reading there is), and refuses a receivedAt more than MaxReceivedLead
-// after it. A zero arrival (a hand-made event) checks nothing.
+// after it. A zero arrival (a hand-made event) checks nothing. The event
+// time the times then give is held to the envelope's range (checkEventTime).
 func stampArrival(e *Envelope, arrival time.Time) error {
 	switch {
 	case arrival.IsZero():
@@ -106,7 +107,24 @@ func stampArrival(e *Envelope, arrival time.Time) error {
 			"%s is %s after the record reached the service (%s); receivedAt is a server's clock reading, at most %s after it",
 			e.ReceivedAt.Format(time.RFC3339Nano), e.ReceivedAt.Sub(arrival).Round(time.Second), arrival.UTC().Format(time.RFC3339Nano), MaxReceivedLead)}
 	}
-	return nil
+	return checkEventTime(e)
+}
+
+// checkEventTime refuses an envelope whose event time (occurredAt
+// corrected by receivedAt − sentAt) is outside [EarliestTime, LatestTime):
+// each time in range, a sentAt centuries after occurredAt still gives one
+// out of it, which no window holds (ingest refuses such an event by its
+// age; one written straight to the stream was dropped as late, not set
+// aside). sentAt is named: it is what moves the event time.
+func checkEventTime(e *Envelope) error {
+	t := e.EventTime()
+	if !t.Before(EarliestTime) && t.Before(LatestTime) {
+		return nil
+	}
+	return &FieldError{Field: "sentAt", Reason: fmt.Sprintf(
+		"%s is %s after occurredAt %s, which with receivedAt %s makes the event time %s, outside %s to %s: the producer's clock, or the record, is wrong",
+		e.SentAt.Format(time.RFC3339Nano), e.SentAt.Sub(e.OccurredAt).Round(time.Second), e.OccurredAt.Format(time.RFC3339Nano),
+		e.ReceivedAt.Format(time.RFC3339Nano), t.Format(time.RFC3339Nano), EarliestTime.Format(time.RFC3339), LatestTime.Format(time.RFC3339))}
 }
 
 // DecodeKinesis decodes and validates the envelope in a Kinesis record (whose

@@ -27,6 +27,8 @@ func TestDecodeKinesis(t *testing.T) {
 		wantField string
 		wantErr   bool
 		wantEvent time.Time
+		// partitionKey is the record's ("": not checked).
+		partitionKey string
 	}{
 		{name: "through ingest", data: withReceived, wantEvent: time.Date(2026, 11, 29, 10, 41, 8, 0, time.UTC)},
 		{name: "straight to the stream: arrival time is receivedAt", data: withoutReceived, wantEvent: time.Date(2026, 11, 29, 10, 41, 29, 0, time.UTC)},
@@ -36,10 +38,17 @@ func TestDecodeKinesis(t *testing.T) {
 		{name: "null", data: `null`, wantErr: true, wantField: ""},
 		{name: "bad occurredAt", data: `{"id":"e","type":"t","key":"k","occurredAt":"soon","sentAt":"2026-11-29T07:41:08Z"}`, wantErr: true, wantField: "occurredAt"},
 		{name: "missing key", data: `{"id":"e","type":"t","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`, wantErr: true, wantField: "key"},
+		// Refused by ingest, so by every consumer of a record put past it
+		// (its partition key the same).
+		{name: "control character in the key", data: `{"id":"e","type":"t","key":"a\u0001b","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`, partitionKey: "a\x01b", wantErr: true, wantField: "key"},
+		{name: "control character in the type", data: `{"id":"e","type":"t\u007f","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`, wantErr: true, wantField: "type"},
+		// Each time in range, but the event time they give is 1741.
+		{name: "sentAt centuries after occurredAt", data: `{"id":"e","type":"t","key":"k","occurredAt":"1970-01-01T00:00:00Z","sentAt":"2199-01-01T00:00:00Z","receivedAt":"1970-01-01T00:00:00Z"}`, wantErr: true, wantField: "sentAt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := kinesisRecord("49601189658422359378836298521827638475320189012309704722", tt.data)
+			rec.Kinesis.PartitionKey = tt.partitionKey
 			var e Envelope
 			err := DecodeKinesis(&rec, &e)
 			if !tt.wantErr {

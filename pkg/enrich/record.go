@@ -95,8 +95,8 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 		return p, nil
 	}
 	bad := func(field, format string, args ...any) error {
-		return &RecordError{SequenceNumber: seq, Field: field, Reason: fmt.Sprintf("%s record: ", p.env.Type) + fmt.Sprintf(format, args...),
-			Kind: setaside.KindInvalid}
+		return &RecordError{SequenceNumber: seq, Field: field, Kind: setaside.KindInvalid,
+			Reason: fmt.Sprintf("%s record (a type only cdc writes, from the profiles table; a producer cannot send it): %s ", p.env.Type, field) + fmt.Sprintf(format, args...)}
 	}
 	var d changelogData
 	// The strict reader: "Version" beside "version", which encoding/json
@@ -107,7 +107,7 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 		if errors.As(err, &se) {
 			field, reason = strictjson.JoinPath("data", se.Path), se.Reason
 		}
-		return parsed{}, bad(field, "not a changelog data object: %s", strictjson.Cut(reason, maxEcho))
+		return parsed{}, bad(field, "does not read as a changelog record's data: %s", strictjson.Cut(reason, maxEcho))
 	}
 	switch {
 	case d.Key == nil || *d.Key == "":

@@ -53,6 +53,14 @@ func invoke(ctx context.Context, o *options) (err error) {
 	}
 	endpoint := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort))
 	running := listening(net.JoinHostPort("127.0.0.1", strconv.Itoa(o.lambdaPort)), 500*time.Millisecond)
+	if !running {
+		// The topology comes up from o.template for this one invocation
+		// (a stand-in, the deploy, every function: seconds): a name none
+		// of its functions has is refused now, not after all that.
+		if err := checkFunction(o); err != nil {
+			return err
+		}
+	}
 	// The samples' fixed times and positions would become a real shard's
 	// fence and a watermark days behind: send a fresh copy (the file stays
 	// as the console takes it).
@@ -132,6 +140,18 @@ func noFunction(fn string, err error) error {
 		msg = rest // "2 functions run aggregate here, one per pipeline: …"
 	}
 	return usageError{fmt.Sprintf("-fn %s (make invoke FN=): %s", strictjson.QuoteCut(fn, maxFnEcho), strictjson.Cut(msg, maxAPIMessage))}
+}
+
+// checkFunction refuses an -fn that no function of o.template answers to
+// once it runs, as the Invoke API would refuse it, naming the template's
+// functions. It reads the template only.
+func checkFunction(o *options) error {
+	err := local.CheckFunction(o.template, freshStack, o.fn)
+	var nf *local.NoFunctionError
+	if errors.As(err, &nf) {
+		return usageError{fmt.Sprintf("-fn %s (make invoke FN=): %s", strictjson.QuoteCut(o.fn, maxFnEcho), strictjson.Cut(nf.Error(), maxAPIMessage))}
+	}
+	return err
 }
 
 // Bounds of what noFunction repeats: of -fn, and of the API's message (a

@@ -43,3 +43,30 @@ func TestInvokeOfNoSuchFunctionNamesFNAndTheFunctions(t *testing.T) {
 		t.Errorf("make invoke FN=nope: %T %v;\nwant a usage error %q…", err, err, want)
 	}
 }
+
+// TestInvokeOfNoSuchFunctionRefusedBeforeTheTopologyStarts: with no make
+// local-up answering, make invoke FN=nope brings the topology up for one
+// invocation (a stand-in, the deploy, every function: seconds) only to
+// hear that no function has that name. The template it would deploy says
+// so at once: the name is refused, with the template's functions, before
+// anything starts (here nothing could: -functions names no bootstraps).
+func TestInvokeOfNoSuchFunctionRefusedBeforeTheTopologyStarts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing answers there: no make local-up
+	event := filepath.Join(t.TempDir(), "event.json")
+	if err := os.WriteFile(event, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := filepath.Join("..", "..", "emulator", "template", "testdata", "Tributary.template.json")
+	o := &options{root: filepath.Join("..", ".."), template: tmpl, bin: t.TempDir(), addr: "127.0.0.1:0",
+		fn: "nope", event: event, lambdaPort: port, urlPort: 0, dashboardPort: -1, set: map[string]bool{}}
+	err = invoke(context.Background(), o)
+	want := `-fn "nope" (make invoke FN=): no function "nope" in ` + tmpl + `; the functions are: aggregate, ingest, quarantine (or their`
+	if _, usage := err.(usageError); !usage || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("make invoke FN=nope with nothing running: %T %v;\nwant a usage error %q…", err, err, want)
+	}
+}

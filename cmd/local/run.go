@@ -87,7 +87,7 @@ func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin
 	}
 	warnStaleTemplate(o, os.Stdout)
 	began := time.Now()
-	stackName := "Tributary"
+	stackName := freshStack
 	srv, err := standinFor(ctx, o, began, os.Stdout)
 	if err != nil {
 		return nil, nil, err
@@ -131,6 +131,10 @@ func startStack(ctx context.Context, o *options, tm *timings, p ports) (*standin
 	}
 	return srv, stack, nil
 }
+
+// freshStack is the stack name of a deployment onto a stand-in of its own
+// (one that was reused gets a name of its own: startStack).
+const freshStack = "Tributary"
 
 // standinFor starts the stand-in at o.addr, or reuses what answers there
 // (LocalStack, a make local-up), saying which. Another make local's

@@ -254,8 +254,8 @@ func TestLocalizeNames(t *testing.T) {
 }
 
 func TestInvokeNames(t *testing.T) {
-	v := &invokeServer{names: map[string]string{"ingest": "ingest", "IngestFn1": "ingest", "Tributary-IngestFn1": "ingest",
-		"arn:aws:lambda:us-east-1:123456789012:function:Tributary-IngestFn1": "ingest"}, known: []string{"ingest"}}
+	v := &invokeServer{functionIndex: functionIndex{names: map[string]string{"ingest": "ingest", "IngestFn1": "ingest", "Tributary-IngestFn1": "ingest",
+		"arn:aws:lambda:us-east-1:123456789012:function:Tributary-IngestFn1": "ingest"}, known: []string{"ingest"}, where: "the running topology"}}
 	for _, n := range []string{"ingest", "IngestFn1", "Tributary-IngestFn1", "arn:aws:lambda:us-east-1:123456789012:function:Tributary-IngestFn1",
 		"123456789012:function:Tributary-IngestFn1", "ingest:$LATEST", "arn:aws:lambda:us-east-1:123456789012:function:Tributary-IngestFn1:$LATEST"} {
 		if b, err := v.binaryFor(n, ""); err != nil || b != "ingest" {

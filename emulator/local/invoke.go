@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/emulator/template"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
@@ -41,14 +42,7 @@ type invokeServer struct {
 	stack *Stack
 	srv   *http.Server
 	ln    net.Listener
-	// names maps every accepted function name to a binary: the binary name
-	// (ingest), the template's logical id, the physical name and its ARN.
-	names map[string]string
-	// known lists the functions' names, for errors.
-	known []string
-	// several lists, for a binary several functions run (one per
-	// pipeline), their names, for the error naming them.
-	several map[string][]string
+	functionIndex
 	// aliases maps a local resource's friendly or logical name, as a sample
 	// event may give it, to its physical name (see localizeNames).
 	aliases  map[string]resourceAlias
@@ -66,23 +60,13 @@ type resourceAlias struct {
 }
 
 func newInvokeServer(s *Stack, ln net.Listener, progress io.Writer) *invokeServer {
-	v := &invokeServer{stack: s, ln: ln, names: map[string]string{}, several: map[string][]string{}, progress: progress}
+	var running []template.FunctionSpec
 	for _, f := range s.specs {
-		name := s.names[f.LogicalID]
-		if _, running := s.functions[name]; !running {
-			continue
-		}
-		for _, n := range []string{name, f.LogicalID, f.FunctionName, f.ARN} {
-			if n != "" {
-				v.names[n] = name
-			}
-		}
-		v.known = append(v.known, name)
-		if name != f.Binary {
-			v.several[f.Binary] = append(v.several[f.Binary], name)
+		if _, ok := s.functions[s.names[f.LogicalID]]; ok {
+			running = append(running, f)
 		}
 	}
-	sort.Strings(v.known)
+	v := &invokeServer{stack: s, ln: ln, functionIndex: newFunctionIndex(running, s.names, "the running topology"), progress: progress}
 	v.aliases = resourceAliases(s.deployment)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /2015-03-31/functions/{name}/invocations", v.invoke)
@@ -103,10 +87,76 @@ func (v *invokeServer) close(ctx context.Context) error {
 	return err
 }
 
+// functionIndex is what the Invoke API resolves a FunctionName against:
+// the functions of a stack, by every name it accepts for them.
+type functionIndex struct {
+	// names maps every accepted function name to the runner's name of the
+	// function: that name (ingest, aggregate-pageviews), the template's
+	// logical id, the physical name and its ARN.
+	names map[string]string
+	// known lists the functions' names, for errors.
+	known []string
+	// several lists, for a binary several functions run (one per
+	// pipeline), their names, for the error naming them.
+	several map[string][]string
+	// where names the functions' topology in errors: "the running
+	// topology", or the template they are read from.
+	where string
+}
+
+// newFunctionIndex indexes specs by the runner's names of them (names, by
+// logical id: functionNames).
+func newFunctionIndex(specs []template.FunctionSpec, names map[string]string, where string) functionIndex {
+	x := functionIndex{names: map[string]string{}, several: map[string][]string{}, where: where}
+	for _, f := range specs {
+		name := names[f.LogicalID]
+		for _, n := range []string{name, f.LogicalID, f.FunctionName, f.ARN} {
+			if n != "" {
+				x.names[n] = name
+			}
+		}
+		x.known = append(x.known, name)
+		if name != f.Binary {
+			x.several[f.Binary] = append(x.several[f.Binary], name)
+		}
+	}
+	sort.Strings(x.known)
+	return x
+}
+
+// CheckFunction returns nil when fn is a FunctionName the Invoke API would
+// accept once the template at path runs as stack (Up), and otherwise the
+// error the API would answer with, naming the template and listing its
+// functions. It reads the template only: nothing is deployed or started,
+// so a caller can refuse a wrong name before anything slow runs.
+func CheckFunction(path, stack, fn string) error {
+	t, err := template.Load(path)
+	if err != nil {
+		return err
+	}
+	d, err := template.Plan(t, template.ProvisionOptions{Stack: stack, Region: standin.Region})
+	if err != nil {
+		return err
+	}
+	specs := d.FunctionNames()
+	x := newFunctionIndex(specs, functionNames(specs), path)
+	if _, err := x.binaryFor(fn, ""); err != nil {
+		return &NoFunctionError{msg: err.Error()}
+	}
+	return nil
+}
+
+// NoFunctionError is CheckFunction's error for a name that no function of
+// the template answers to, told apart from a template it cannot read; its
+// message is the one the Invoke API would give.
+type NoFunctionError struct{ msg string }
+
+func (e *NoFunctionError) Error() string { return e.msg }
+
 // binaryFor resolves a FunctionName as the Invoke API accepts it: a name, a
 // logical id, an ARN or partial ARN (account:function:name), each optionally
 // with the qualifier $LATEST (the only version that runs locally).
-func (v *invokeServer) binaryFor(name, qualifier string) (string, error) {
+func (v *functionIndex) binaryFor(name, qualifier string) (string, error) {
 	n := name
 	if i := strings.Index(n, ":function:"); i >= 0 {
 		n = n[i+len(":function:"):]
@@ -126,7 +176,7 @@ func (v *invokeServer) binaryFor(name, qualifier string) (string, error) {
 	if fns := v.several[n]; len(fns) > 1 {
 		return "", fmt.Errorf("%d functions run %s here, one per pipeline: name one of %s", len(fns), n, strings.Join(fns, ", "))
 	}
-	return "", fmt.Errorf("no function %s in the running topology; the functions are: %s (or their logical ids, physical names or ARNs)", strictjson.QuoteCut(n, maxNameEcho), strings.Join(v.known, ", "))
+	return "", fmt.Errorf("no function %s in %s; the functions are: %s (or their logical ids, physical names or ARNs)", strictjson.QuoteCut(n, maxNameEcho), v.where, strings.Join(v.known, ", "))
 }
 
 func (v *invokeServer) invoke(w http.ResponseWriter, r *http.Request) {

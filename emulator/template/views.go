@@ -54,25 +54,12 @@ type FunctionSpec struct {
 func (d *Deployment) Functions() ([]FunctionSpec, error) {
 	var out []FunctionSpec
 	for _, id := range d.idsOfType("AWS::Lambda::Function") {
-		r := d.t.Resources[id]
 		pr, err := d.resolvedProps(id)
 		if err != nil {
 			return nil, err
 		}
-		d.mu.Lock()
-		ph := d.res[id]
-		f := FunctionSpec{LogicalID: id, FunctionName: ph.name, Env: map[string]string{}, Architecture: "x86_64"}
-		f.ARN = ph.attrs["Arn"]
-		d.mu.Unlock()
-		if b, ok := r.Metadata[FunctionMetadataKey].(string); ok {
-			f.Binary = b
-		}
-		if p, ok := r.Metadata[PipelineMetadataKey].(string); ok {
-			f.Pipeline = p
-		}
-		if a, ok := r.Metadata["aws:asset:path"].(string); ok {
-			f.AssetPath = a
-		}
+		f := d.functionNamed(id)
+		f.Env, f.Architecture = map[string]string{}, "x86_64"
 		env, err := pr.obj("Environment")
 		if err != nil {
 			return nil, err
@@ -187,6 +174,38 @@ type MappingSpec struct {
 	// MaximumConcurrency is the SQS ScalingConfig limit; 0 when unset.
 	MaximumConcurrency int
 	Enabled            bool
+}
+
+// FunctionNames returns the template's Lambda functions in logical id
+// order with only what names them filled in (LogicalID, Binary, Pipeline,
+// FunctionName, ARN, AssetPath). Unlike Functions it resolves no property,
+// so it answers on a deployment only planned (Plan), before the resources
+// its environment refers to exist.
+func (d *Deployment) FunctionNames() []FunctionSpec {
+	var out []FunctionSpec
+	for _, id := range d.idsOfType("AWS::Lambda::Function") {
+		out = append(out, d.functionNamed(id))
+	}
+	return out
+}
+
+// functionNamed is function id's spec with what names it filled in.
+func (d *Deployment) functionNamed(id string) FunctionSpec {
+	r := d.t.Resources[id]
+	d.mu.Lock()
+	ph := d.res[id]
+	f := FunctionSpec{LogicalID: id, FunctionName: ph.name, ARN: ph.attrs["Arn"]}
+	d.mu.Unlock()
+	if b, ok := r.Metadata[FunctionMetadataKey].(string); ok {
+		f.Binary = b
+	}
+	if p, ok := r.Metadata[PipelineMetadataKey].(string); ok {
+		f.Pipeline = p
+	}
+	if a, ok := r.Metadata["aws:asset:path"].(string); ok {
+		f.AssetPath = a
+	}
+	return f
 }
 
 // Mappings returns the template's event source mappings in logical id order.

@@ -242,8 +242,31 @@ $(error make invoke: EVENT=$(value EVENT): no such file (a path from $(CURDIR), 
 endif
 endif
 
+# Then it checks FN= (and the event) with the runner before it installs,
+# builds or synthesizes anything (minutes on a fresh machine, a synth after
+# any change to a pipeline file), against the last synthesized template,
+# when that template is the one the synth would write again: written by
+# make's synth (not newer than its stamp, as after a cdk synth by hand with
+# other settings) and newer than everything the synth reads. After a change
+# to any of that (a pipeline file added adds a function) the synth comes
+# first, for correctness, and the runner checks FN against what it wrote
+# before it brings anything up. (A running make local-up is left to answer
+# for its own functions.)
+ifneq ($(filter invoke,$(MAKECMDGOALS)),)
+INVOKE_TEMPLATE_CURRENT := $(if $(wildcard $(CDK_OUT)),$(shell \
+  for s in .build/synth.local .build/synth.lambda; do [ -e $$s ] && [ ! $(CDK_OUT) -nt $$s ] && current=1; done; \
+  [ -n "$$current" ] && [ -z "$$(find $(INFRA_SOURCES) -newer $(CDK_OUT) -print -quit 2>/dev/null)" ] && echo yes))
+endif
+.PHONY: invoke-check
+invoke-check: $(RUNNER)
+	@$(RUNNER) invoke -check -fn "$$TRIBUTARY_ARG_FN" -event "$$TRIBUTARY_ARG_EVENT" $(call arg,-lambda-port,LAMBDA_PORT)
+ifneq ($(INVOKE_TEMPLATE_CURRENT),)
+# Under -j too: nothing slow starts before the check.
+$(RIE) $(MOTO) infra/node_modules/.installed .build/local/.built .build/synth.local: | invoke-check
+endif
+
 .PHONY: invoke
-invoke: deps-local functions-local synth-local $(RUNNER) ## send one event to a function as the console's Test tab does: make invoke FN=ingest EVENT=events/ingest/function-url-post.json
+invoke: $(if $(INVOKE_TEMPLATE_CURRENT),invoke-check) deps-local functions-local synth-local $(RUNNER) ## send one event to a function as the console's Test tab does: make invoke FN=ingest EVENT=events/ingest/function-url-post.json
 	@$(RUNNER) invoke -fn "$$TRIBUTARY_ARG_FN" -event "$$TRIBUTARY_ARG_EVENT" $(call arg,-lambda-port,LAMBDA_PORT)
 
 $(RUNNER): $(RUNNER_SOURCES)

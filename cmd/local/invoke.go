@@ -31,7 +31,8 @@ const maxEventBytes = 6 << 20
 // as the console's Test tab does, and prints the function's log and answer.
 // It talks to a running `make local-up` (its Lambda API on -lambda-port);
 // when none answers there, it brings the topology up on a private stand-in
-// for this one invocation and stops it after.
+// for this one invocation and stops it after. With -check it stops after
+// checking the event file and the function's name.
 func invoke(ctx context.Context, o *options) (err error) {
 	if o.fn == "" || o.event == "" {
 		return usageError{"invoke needs a function and an event file: make invoke FN=ingest EVENT=events/ingest/function-url-post.json (or -fn and -event)"}
@@ -60,6 +61,9 @@ func invoke(ctx context.Context, o *options) (err error) {
 		if err := checkFunction(o); err != nil {
 			return err
 		}
+	}
+	if o.checkOnly {
+		return nil
 	}
 	// The samples' fixed times and positions would become a real shard's
 	// fence and a watermark days behind: send a fresh copy (the file stays

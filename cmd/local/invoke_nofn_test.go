@@ -50,6 +50,7 @@ func TestInvokeOfNoSuchFunctionNamesFNAndTheFunctions(t *testing.T) {
 // hear that no function has that name. The template it would deploy says
 // so at once: the name is refused, with the template's functions, before
 // anything starts (here nothing could: -functions names no bootstraps).
+// -check (make invoke's, before it builds) stops there, a name taken too.
 func TestInvokeOfNoSuchFunctionRefusedBeforeTheTopologyStarts(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -62,11 +63,21 @@ func TestInvokeOfNoSuchFunctionRefusedBeforeTheTopologyStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmpl := filepath.Join("..", "..", "emulator", "template", "testdata", "Tributary.template.json")
-	o := &options{root: filepath.Join("..", ".."), template: tmpl, bin: t.TempDir(), addr: "127.0.0.1:0",
-		fn: "nope", event: event, lambdaPort: port, urlPort: 0, dashboardPort: -1, set: map[string]bool{}}
-	err = invoke(context.Background(), o)
-	want := `-fn "nope" (make invoke FN=): no function "nope" in ` + tmpl + `; the functions are: aggregate, ingest, quarantine (or their`
-	if _, usage := err.(usageError); !usage || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("make invoke FN=nope with nothing running: %T %v;\nwant a usage error %q…", err, err, want)
+	refused := `-fn "nope" (make invoke FN=): no function "nope" in ` + tmpl + `; the functions are: aggregate, ingest, quarantine (or their`
+	for _, tc := range []struct {
+		fn    string
+		check bool
+		want  string // the usage error's start; "" for none
+	}{
+		{"nope", false, refused},
+		{"nope", true, refused},
+		{"ingest", true, ""},
+	} {
+		o := &options{root: filepath.Join("..", ".."), template: tmpl, bin: t.TempDir(), addr: "127.0.0.1:0",
+			fn: tc.fn, event: event, checkOnly: tc.check, lambdaPort: port, urlPort: 0, dashboardPort: -1, set: map[string]bool{}}
+		err := invoke(context.Background(), o)
+		if _, usage := err.(usageError); tc.want != "" && (!usage || !strings.HasPrefix(err.Error(), tc.want)) || tc.want == "" && err != nil {
+			t.Errorf("invoke -fn %s (-check %v) with nothing running: %T %v;\nwant %q…", tc.fn, tc.check, err, err, tc.want)
+		}
 	}
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/internal/testtools"
@@ -173,5 +176,103 @@ func TestMakeNamesAMalformedStandinAddr(t *testing.T) {
 				t.Errorf("make -n %s TRIBUTARY_STANDIN_ADDR=%s: %v, want it refused naming the variable and %q\n%.2000s", target, tc.addr, err, tc.want, out)
 			}
 		}
+	}
+}
+
+// make invoke FN=nope checks FN against the last synthesized template
+// before it installs, builds or synthesizes anything, when that template
+// is the one the synth would write again; after a change to what the
+// synth reads (a pipeline file added can add a function) the synth comes
+// first, and the runner checks FN against what it wrote. make -n, run on
+// the Makefile in a directory that holds only what each case needs, shows
+// the order of the recipes.
+func TestMakeInvokeChecksFNBeforeBuilding(t *testing.T) {
+	testtools.Need(t, "the Makefile is run by make", "make")
+	root, err := standin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, now := time.Now().Add(-time.Hour), time.Now()
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		check bool // FN is checked before the functions build and the synth
+	}{
+		{"template current", func(t *testing.T, dir string) {
+			touch(t, dir, "pipelines/pageviews.json", old)
+			touch(t, dir, "infra/cdk.out/Tributary.template.json", now)
+			touch(t, dir, ".build/synth.local", now)
+		}, true},
+		{"template of the deploy synth", func(t *testing.T, dir string) {
+			touch(t, dir, "pipelines/pageviews.json", old)
+			touch(t, dir, "infra/cdk.out/Tributary.template.json", now)
+			touch(t, dir, ".build/synth.lambda", now)
+		}, true},
+		{"no template yet", func(t *testing.T, dir string) {
+			touch(t, dir, "pipelines/pageviews.json", old)
+		}, false},
+		{"a pipeline file added since", func(t *testing.T, dir string) {
+			touch(t, dir, "infra/cdk.out/Tributary.template.json", old)
+			touch(t, dir, ".build/synth.local", old)
+			touch(t, dir, "pipelines/pageviews.json", now)
+		}, false},
+		{"template synthesized by hand since", func(t *testing.T, dir string) {
+			touch(t, dir, "pipelines/pageviews.json", old)
+			touch(t, dir, ".build/synth.local", old.Add(time.Minute))
+			touch(t, dir, "infra/cdk.out/Tributary.template.json", now)
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range []string{"go.mod", "go.sum", "infra/go.mod", "infra/go.sum", "infra/cdk.json", "infra/package.json", "infra/package-lock.json", "event.json"} {
+				touch(t, dir, f, old.Add(-time.Hour))
+			}
+			tc.setup(t, dir)
+			// The directory's own mtime follows its newest entry, as
+			// adding a file there would set it.
+			newest := old
+			if fi, err := os.Stat(filepath.Join(dir, "pipelines", "pageviews.json")); err == nil {
+				newest = fi.ModTime()
+			}
+			if err := os.Chtimes(filepath.Join(dir, "pipelines"), newest, newest); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("make", "-n", "-f", filepath.Join(root, "Makefile"), "-C", dir, "invoke", "FN=nope", "EVENT=event.json")
+			cmd.Env = nil
+			for _, kv := range cmd.Environ() {
+				if k, _, _ := strings.Cut(kv, "="); k != "FN" && k != "EVENT" && k != "LOCAL_FLUSH_SECONDS" && k != "MAKEFLAGS" {
+					cmd.Env = append(cmd.Env, kv)
+				}
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("make -n invoke: %v\n%s", err, out)
+			}
+			s := string(out)
+			checkAt := strings.Index(s, "invoke -check")
+			build, synth := strings.Index(s, "functions for this machine"), strings.Index(s, "cdk synth")
+			if build < 0 || synth < 0 {
+				t.Fatalf("make -n invoke would not build the functions or synthesize:\n%s", s)
+			}
+			if got := checkAt >= 0 && checkAt < build && checkAt < synth; got != tc.check {
+				t.Errorf("FN checked before the functions build and the synth: %v, want %v\n%s", got, tc.check, s)
+			}
+		})
+	}
+}
+
+// touch creates dir/name (and its directories), with modification time at.
+func touch(t *testing.T, dir, name string, at time.Time) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -32,6 +32,7 @@ type options struct {
 	raw           bool
 	fn            string
 	event         string
+	checkOnly     bool
 	screenshot    string
 
 	// progressAfter is how long logs works before it says how far it
@@ -83,6 +84,7 @@ func bindOptions(fs *flag.FlagSet) *options {
 	fs.BoolVar(&o.raw, "raw", false, "logs: print every log event as stored (START, END, EMF documents) instead of the summary")
 	fs.StringVar(&o.fn, "fn", "", "invoke: the function (ingest, aggregate, … or a logical id, physical name or ARN)")
 	fs.StringVar(&o.event, "event", "", "invoke: the JSON event file (for example events/ingest/function-url-post.json)")
+	fs.BoolVar(&o.checkOnly, "check", false, "invoke: check -event, and -fn against -template unless a make local-up answers on -lambda-port, and invoke nothing (make invoke does, before it builds)")
 	fs.StringVar(&o.screenshot, "screenshot", filepath.Join(root, ".build", "local-dashboard.png"), "run: save a PNG of the dashboard page here at the end (\"\" = none; needs chromium)")
 	fs.DurationVar(&o.scheduleEvery, "schedule-every", 5*time.Second, "fire EventBridge schedules this often instead of their rate (0 = their rate)")
 	fs.DurationVar(&o.batchWindow, "batching-window", time.Second, "run: shorten mappings' MaximumBatchingWindow to at most this (0 = the template's; up always uses the template's)")

@@ -170,7 +170,8 @@ func standinFor(ctx context.Context, o *options, began time.Time, w io.Writer) (
 		if owner := srv.Found().Owner; owner != nil {
 			fmt.Fprintf(w, "  It lasts as long as %s: stopping that one (Ctrl-C there) stops its stand-in, and this run with it.\n", owner)
 		}
-		fmt.Fprintf(w, "  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make %s (or -addr 127.0.0.1:4567).\n", o.command())
+		other := standin.OtherAddr(o.addr)
+		fmt.Fprintf(w, "  For a stand-in of its own, pick a free address: TRIBUTARY_STANDIN_ADDR=%s make %s (or -addr %[1]s).\n", other, o.command())
 	case strings.HasSuffix(o.addr, ":0"): // any free port: say which
 		fmt.Fprintf(w, "▸ started the AWS stand-in, moto %s, on %s in %s\n", standin.MotoVersion, strings.TrimPrefix(srv.Endpoint(), "http://"), roundDuration(time.Since(began)))
 	default:

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +80,14 @@ func TestSecondRunGetsAStandInOfItsOwn(t *testing.T) {
 				// It says it lasts only as long as the run that owns it.
 				if want := "It lasts as long as make local-up (pid 4243): stopping that one (Ctrl-C there) stops its stand-in, and this run with it."; !strings.Contains(out.String(), want) {
 					t.Errorf("it did not say it stops with the run that owns the stand-in (%q); it printed:\n%s", want, out.String())
+				}
+				// The address it offers for a stand-in of its own is
+				// not the one in use (it offered 127.0.0.1:4567 to a
+				// run already on 127.0.0.1:4567): the next port.
+				host, port, _ := net.SplitHostPort(addr)
+				n, _ := strconv.Atoi(port)
+				if want := "pick a free address: TRIBUTARY_STANDIN_ADDR=" + net.JoinHostPort(host, strconv.Itoa(n+1)) + " make local"; !strings.Contains(out.String(), want) {
+					t.Errorf("on %s it did not offer the next port (%q); it printed:\n%s", addr, want, out.String())
 				}
 				return
 			}

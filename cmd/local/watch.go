@@ -77,7 +77,7 @@ func standinGone(addr string, reused bool, found standin.Found, exit string) err
 		whose = fmt.Sprintf("%s, which this make local-up did not start and deployed onto as a stack of its own", found.Kind)
 	}
 	return fmt.Errorf("the AWS stand-in at %s stopped answering: %s. The streams, tables and queues this run deployed were in it, so this run cannot go on and has stopped; "+
-		"make local-up again deploys onto a stand-in that answers (TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make local-up gives it one of its own)", addr, whose)
+		"make local-up again deploys onto a stand-in that answers (TRIBUTARY_STANDIN_ADDR=%s make local-up gives it one of its own)", addr, whose, standin.OtherAddr(addr))
 }
 
 // heldWriter passes writes to w, except while held: then it keeps up to

@@ -79,6 +79,16 @@ func TestUpNoticesItsStandInStopped(t *testing.T) {
 			}
 		}
 	}
+	// The address it offers for a stand-in of its own is not the one that
+	// went: it offered 127.0.0.1:4567 to a make local-up on 127.0.0.1:4567.
+	for _, tc := range []struct{ addr, want string }{
+		{"127.0.0.1:4566", "TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567 make local-up"},
+		{"127.0.0.1:4567", "TRIBUTARY_STANDIN_ADDR=127.0.0.1:4568 make local-up"},
+	} {
+		if msg := standinGone(tc.addr, true, standin.Found{Kind: "moto"}, "").Error(); !strings.Contains(msg, tc.want) {
+			t.Errorf("the stand-in at %s gone: %q, want it to offer %q", tc.addr, msg, tc.want)
+		}
+	}
 }
 
 // A stand-in slow for a moment (moto on busy cores) loses nothing: the

@@ -74,8 +74,8 @@ type BusyError struct {
 }
 
 func (e *BusyError) Error() string {
-	return fmt.Sprintf("standin: %s is in use by something that is not an AWS endpoint (%s): stop it, or pick a free address (TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567, or -addr)",
-		e.Addr, e.Reason)
+	return fmt.Sprintf("standin: %s is in use by something that is not an AWS endpoint (%s): stop it, or pick a free address (TRIBUTARY_STANDIN_ADDR=%s, or -addr)",
+		e.Addr, e.Reason, OtherAddr(e.Addr))
 }
 
 // Probe says what answers at addr (host:port on this machine). Nothing

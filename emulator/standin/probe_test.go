@@ -89,3 +89,38 @@ func TestStartReusedSaysWhatItFound(t *testing.T) {
 		t.Fatalf("Found() = %q, want %q… (moto, who started it, its account and wait)", s, want)
 	}
 }
+
+// TestBusySuggestsAnotherAddress: the address a busy one's error offers
+// is not the busy one: it offered TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567
+// also to a user who had picked 127.0.0.1:4567 already.
+func TestBusySuggestsAnotherAddress(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"127.0.0.1:4566", "TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567,"},
+		{"127.0.0.1:4567", "TRIBUTARY_STANDIN_ADDR=127.0.0.1:4568,"},
+		{"localhost:4567", "TRIBUTARY_STANDIN_ADDR=localhost:4568,"},
+		{"127.0.0.1:65535", "TRIBUTARY_STANDIN_ADDR=127.0.0.1:0,"},
+	} {
+		msg := (&standin.BusyError{Addr: tc.addr, Reason: "its answer is not an AWS one"}).Error()
+		if !strings.Contains(msg, tc.want) || strings.Contains(msg, "TRIBUTARY_STANDIN_ADDR="+tc.addr+",") {
+			t.Errorf("%s busy: %q, want it to offer %q and not %s", tc.addr, msg, tc.want, tc.addr)
+		}
+	}
+}
+
+// TestOtherAddr: the address offered in place of one in use is never that
+// one, and always one CheckAddr takes.
+func TestOtherAddr(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{standin.DefaultAddr, "127.0.0.1:4567"},
+		{"127.0.0.1:4567", "127.0.0.1:4568"},
+		{"localhost:9", "localhost:10"},
+		{"127.0.0.1:65535", "127.0.0.1:0"},
+		{"127.0.0.1:0", "127.0.0.1:0"},
+		{"bogus", "127.0.0.1:0"},
+	} {
+		got := standin.OtherAddr(tc.addr)
+		if got != tc.want || standin.CheckAddr(got) != nil {
+			t.Errorf("OtherAddr(%q) = %q, want %q (an address CheckAddr takes)", tc.addr, got, tc.want)
+		}
+	}
+}

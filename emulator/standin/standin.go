@@ -189,6 +189,24 @@ func CheckAddr(addr string) error {
 	return nil
 }
 
+// OtherAddr is the address to offer in place of addr, which is in use:
+// the next port on its host (127.0.0.1:4567 for the default
+// 127.0.0.1:4566), never addr itself, which a user who had picked
+// 127.0.0.1:4567 was offered again; <host>:0, any free port (CheckAddr
+// takes it), past the last port, and 127.0.0.1:0 for an address CheckAddr
+// refuses.
+func OtherAddr(addr string) string {
+	if CheckAddr(addr) != nil {
+		return "127.0.0.1:0"
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	if n == 0 || n >= 65535 {
+		return net.JoinHostPort(host, "0")
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n+1))
+}
+
 // Start installs moto if needed, starts it and waits until it answers.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	return startWrapped(ctx, opts, nil)
@@ -222,7 +240,7 @@ func startWrapped(ctx context.Context, opts Options, wrap func(http.Handler) htt
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		// Taken between the probe and now, or bound without listening.
-		return nil, fmt.Errorf("standin: %s is in use (listen: %w): stop what holds it, or pick a free address (TRIBUTARY_STANDIN_ADDR=127.0.0.1:4567, or -addr)", opts.Addr, err)
+		return nil, fmt.Errorf("standin: %s is in use (listen: %w): stop what holds it, or pick a free address (TRIBUTARY_STANDIN_ADDR=%s, or -addr)", opts.Addr, err, OtherAddr(opts.Addr))
 	}
 	bin, err := Install(ctx, opts.VenvDir, opts.Log)
 	if err != nil {

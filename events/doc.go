@@ -79,8 +79,10 @@
 //	                                   without the holder's name and email
 //	publish/dynamodb-modify-tampered.json a MODIFY that changed an event's data → nothing published; set aside naming
 //	                                   dynamodb.NewImage.data ("events are immutable")
-//	project/kinesis-events.json        show-1's ShowScheduled and SeatsReserved → availability 8 free at version 2, ada's booking
-//	                                   r-ada reserved at version 2; delivered twice, the same views
+//	project/kinesis-events.json        show-1's ShowScheduled and SeatsReserved, held to the event store: against one without
+//	                                   them, both set aside naming data.version (no such event was appended); once the store
+//	                                   holds them, availability 8 free at version 2, ada's booking r-ada reserved at version 2;
+//	                                   delivered twice, the same views
 //	quarantine/sqs-on-failure.json     Lambda's on-failure record for a Kinesis batch
 //	                                   → no failure; against an empty stand-in the records are not in any stream, so
 //	                                     one "missing" item with the batch's coordinates is written

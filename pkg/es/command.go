@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -178,18 +179,92 @@ func invalidJSON(prefix string, err error) error {
 	return Invalid(prefix, "%v", err)
 }
 
-// Fingerprint is the SHA-256 of what the command asks for — type,
-// aggregate, expected version and data (compacted) — in hex: a command id
-// sent again with another fingerprint is another command under a reused id.
-func (c *Command) Fingerprint() string {
+// Fingerprint is the SHA-256, in hex, of what the command asks for: its
+// type, aggregate, expected version and data, the data read as a JSON
+// value, so that a retry is the same command however it spells it. Object
+// keys may come in any order, white space and string escapes do not count;
+// each of timeFields (top-level fields of the data that the command's type
+// reads as RFC 3339 times: TimedCommands) counts as the instant it names,
+// so "z" for "Z" or an offset for UTC is the same time; a number counts as
+// written, as a decider reads it (a whole number has one spelling: 2.0 and
+// 2e0 are refused, not read as 2). A command id sent again with another
+// fingerprint is another command under a reused id. Data strict JSON does
+// not accept (a Command built without ParseCommand) is hashed as it is.
+func (c *Command) Fingerprint(timeFields ...string) string {
+	data, ok := valueSpelling(c.Data, timeFields)
+	if !ok {
+		data = c.Data
+	}
+	return c.hash(data)
+}
+
+// SpellingFingerprint is the fingerprint command records were given before
+// Fingerprint read the data as a JSON value: the same fields hashed the
+// same way, the data as ParseCommand keeps it (compacted), so that key
+// order and spelling count. A record that holds it still matches a retry
+// of its command sent the same way (RecordedAs). For data already in the
+// one spelling Fingerprint hashes it is Fingerprint.
+func (c *Command) SpellingFingerprint() string { return c.hash(c.Data) }
+
+// RecordedAs reports whether a command record's fingerprint, stored, is
+// this command's, fp being c.Fingerprint(its time fields...): stored is fp,
+// or it is SpellingFingerprint, what records written before the change to
+// Fingerprint hold. Either way the data are equal as values: both hash
+// the same fields around the data, and Fingerprint's spelling of the data
+// is its own spelling again, so a spelling hash that equals a value hash
+// was a value's one spelling.
+func (c *Command) RecordedAs(stored, fp string) bool {
+	return stored == fp || stored == c.SpellingFingerprint()
+}
+
+// hash is the SHA-256, in hex, of the command's type, aggregate and
+// expected version ("-": none), a line each, followed by data.
+func (c *Command) hash(data []byte) string {
 	h := sha256.New()
 	expected := "-"
 	if c.ExpectedVersion != nil {
 		expected = strconv.FormatInt(*c.ExpectedVersion, 10)
 	}
 	fmt.Fprintf(h, "%s\n%s\n%s\n", c.Type, c.AggregateID, expected)
-	h.Write(c.Data)
+	h.Write(data)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// valueSpelling is data, a JSON value strictjson accepts, in one spelling
+// of its value: no white space, object keys sorted, strings escaped as
+// strictjson.Marshal escapes them, numbers as written, and each of
+// timeFields (a top-level field of an object) that is an RFC 3339 time as
+// stream.ParseTime reads one written in UTC to the nanosecond
+// (time.RFC3339Nano: no trailing zeros); a time field that is no time is
+// kept as written. The result is its own spelling again. ok is false when
+// strictjson refuses data.
+func valueSpelling(data json.RawMessage, timeFields []string) (spelling []byte, ok bool) {
+	if strictjson.Check(data, strictjson.Options{MaxBytes: MaxCommandBytes, Name: "command"}) != nil {
+		return nil, false
+	}
+	// Checked: one value, valid UTF-8, no key twice (which copy a decoder
+	// keeps is then no question), nested a bounded depth.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // a number as written: json.Number keeps its text
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	if obj, isObject := v.(map[string]any); isObject {
+		for _, f := range timeFields {
+			if s, isString := obj[f].(string); isString {
+				if t, err := stream.ParseTime(f, s); err == nil {
+					obj[f] = t.UTC().Format(time.RFC3339Nano)
+				}
+			}
+		}
+	}
+	// encoding/json writes a map's keys sorted.
+	b, err := strictjson.Marshal(v)
+	if err != nil {
+		return nil, false
+	}
+	return b, true
 }
 
 // Attributes of a command record (the commands table: partition key

@@ -58,6 +58,14 @@
 //   - a snapshot of the state every SnapshotEvery versions, so a load reads
 //     at most that many events after it.
 //
+// A retry is the same command when its type, aggregate, expectedVersion
+// and data are equal as JSON values (Command.Fingerprint: key order, white
+// space and escapes do not count, numbers count as written, the times a
+// TimedCommands decider names count as instants); the same id with
+// another command is refused naming the id. Records written before
+// fingerprints read data as a value still match a retry sent as before
+// (Command.RecordedAs).
+//
 // A refusal is recorded too (one conditional Put), so its retry is refused
 // the same way; malformed commands (400) and version conflicts (409, which
 // a retry would meet again anyway) are not. Without expectedVersion the

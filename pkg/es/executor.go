@@ -43,6 +43,15 @@ type Decider[S any] interface {
 	Decide(s S, version int64, cmd Command) ([]NewEvent, error)
 }
 
+// TimedCommands is a Decider whose commands carry times. TimeFields names
+// the top-level fields of a command type's data that Decide reads as RFC
+// 3339 times (as stream.ParseTime reads them): a retry that writes one
+// another way ("z" for "Z", an offset for UTC, ".000") is the same command,
+// its fingerprint comparing the instants (Command.Fingerprint).
+type TimedCommands interface {
+	TimeFields(commandType string) []string
+}
+
 // NewEvent is an event Decide wants appended.
 type NewEvent struct {
 	Type string
@@ -227,7 +236,7 @@ func (x *Executor[S]) Run(ctx context.Context, cmd Command) (Result, error) {
 		// erasure trail).
 		return x.invalid(cmd, &InvalidError{Field: x.d.AggregateField(), Reason: err.Error()}), nil
 	}
-	fp := cmd.Fingerprint()
+	fp := x.fingerprint(cmd)
 	state, version, err := x.Load(ctx, cmd.AggregateID)
 	if err != nil {
 		return Result{}, err
@@ -446,10 +455,21 @@ func (x *Executor[S]) refuse(ctx context.Context, cmd Command, fp string, versio
 	return Result{Status: StatusRefused, HTTPStatus: http.StatusUnprocessableEntity, Body: body, AggregateID: cmd.AggregateID, Version: version, Attempts: attempts}, nil
 }
 
+// fingerprint is cmd's fingerprint, its times read as the decider reads
+// them (TimedCommands).
+func (x *Executor[S]) fingerprint(cmd Command) string {
+	var times []string
+	if tc, ok := any(x.d).(TimedCommands); ok {
+		times = tc.TimeFields(cmd.Type)
+	}
+	return cmd.Fingerprint(times...)
+}
+
 // replay answers with a command's first answer, or 422 if the id was used
-// for another command.
+// for another command. fp is cmd's fingerprint; a record written before
+// fingerprints read data as a value holds its spelling's (RecordedAs).
 func (x *Executor[S]) replay(cmd Command, fp string, rec *CommandRecord) (Result, error) {
-	if rec.Fingerprint != fp {
+	if !cmd.RecordedAs(rec.Fingerprint, fp) {
 		return x.invalidStatus(cmd, &InvalidError{Field: "id", Reason: fmt.Sprintf(
 			"%s was used for another command (%s on %s %s, %s at version %d): a command id names one command; use a new id",
 			cmd.ID, rec.Status, x.d.AggregateField(), rec.AggregateID, rec.RecordedAt.Format(time.RFC3339), rec.Version)}, http.StatusUnprocessableEntity), nil

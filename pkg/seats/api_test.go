@@ -205,6 +205,53 @@ func TestAPI(t *testing.T) {
 // TestUnknownQueryParameterRefused: a read whose query names a parameter
 // its route does not take is a 400 naming it (and the one meant), not an
 // answer that silently ignored it: minversion=9 answered 200 at version 4
+
+// TestRetrySpelledAnotherWay: POST /commands with a command sent again
+// that writes its data another way — keys in another order (as a client
+// that rebuilds its request may), startsAt with a "z" or at an offset, the
+// holder's fields swapped — is answered with the first answer, marked
+// Idempotency-Replayed, and appends nothing; the same id with another
+// title, another time or other seats is refused naming the id.
+func TestRetrySpelledAnotherWay(t *testing.T) {
+	f := newFixture(t)
+	first := f.command(t, `{"id":"c1","type":"ScheduleShow","showId":"show-1","data":{"title":"Hamlet","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}}`)
+	if first.status != 200 {
+		t.Fatalf("schedule: %+v", first)
+	}
+	reserve := f.command(t, `{"id":"c2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r1","customerId":"ada","seats":["A1","A2"],"holder":{"name":"Ada","email":"ada@example.com"}}}`)
+	if reserve.status != 200 {
+		t.Fatalf("reserve: %+v", reserve)
+	}
+	for _, tt := range []struct {
+		name, body string
+		want       answer // status and body; a zero body: refused naming the id
+	}{
+		{"schedule, data keys in another order", `{"type":"ScheduleShow","id":"c1","showId":"show-1","data":{"rows":2,"title":"Hamlet","seatsPerRow":5,"startsAt":"2026-12-05T19:30:00Z"}}`, first},
+		{"schedule, startsAt with a lower-case z", `{"id":"c1","type":"ScheduleShow","showId":"show-1","data":{"title":"Hamlet","startsAt":"2026-12-05T19:30:00z","rows":2,"seatsPerRow":5}}`, first},
+		{"schedule, startsAt at an offset", `{"id":"c1","type":"ScheduleShow","showId":"show-1","data":{"title":"Hamlet","startsAt":"2026-12-05T20:30:00+01:00","rows":2,"seatsPerRow":5}}`, first},
+		{"reserve, holder's fields swapped", `{"id":"c2","type":"ReserveSeats","showId":"show-1","data":{"holder":{"email":"ada@example.com","name":"Ada"},"seats":["A1","A2"],"customerId":"ada","reservationId":"r1"}}`, reserve},
+		{"schedule, another title", `{"id":"c1","type":"ScheduleShow","showId":"show-1","data":{"title":"Lear","startsAt":"2026-12-05T19:30:00Z","rows":2,"seatsPerRow":5}}`, answer{status: 422}},
+		{"schedule, another time", `{"id":"c1","type":"ScheduleShow","showId":"show-1","data":{"title":"Hamlet","startsAt":"2026-12-05T19:30:00+01:00","rows":2,"seatsPerRow":5}}`, answer{status: 422}},
+		{"reserve, other seats", `{"id":"c2","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r1","customerId":"ada","seats":["A2","A3"],"holder":{"name":"Ada","email":"ada@example.com"}}}`, answer{status: 422}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := f.command(t, tt.body)
+			if tt.want.body == "" {
+				if got.status != 422 || !strings.Contains(got.body, `"field":"id"`) || !strings.Contains(got.body, "was used for another command") {
+					t.Errorf("%d %s, want 422: the id was used for another command", got.status, got.body)
+				}
+				return
+			}
+			if got.status != tt.want.status || got.body != tt.want.body || got.headers[seats.HeaderReplayed] != "true" {
+				t.Errorf("%d %s %v, want the first answer replayed: %d %s", got.status, got.body, got.headers, tt.want.status, tt.want.body)
+			}
+		})
+	}
+	if _, v, err := f.x.Load(context.Background(), "show-1"); err != nil || v != 2 {
+		t.Errorf("show-1 at version %d (%v), want 2: no retry appended", v, err)
+	}
+}
+
 // reads as the read-your-writes a caller asked for.
 func TestUnknownQueryParameterRefused(t *testing.T) {
 	f := newFixture(t)

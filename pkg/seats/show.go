@@ -217,6 +217,18 @@ func SeatLabels(rows, seatsPerRow int) []string {
 	return out
 }
 
+// TimeFields implements es.TimedCommands: ScheduleShow's startsAt is read
+// as a time, so a retry writing it another way ("z" for "Z", the same
+// instant at an offset) is the same command, answered from its record.
+func (Decider) TimeFields(commandType string) []string {
+	if commandType == CmdScheduleShow {
+		return []string{"startsAt"}
+	}
+	return nil
+}
+
+var _ es.TimedCommands = Decider{}
+
 // Decide implements es.Decider: it validates cmd against the show.
 func (Decider) Decide(s Show, version int64, cmd es.Command) ([]es.NewEvent, error) {
 	switch cmd.Type {

@@ -263,3 +263,32 @@ func TestRulesAPIRefusesARepeatedParameter(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesAPIRefusesLooseRequests sends the rules API requests it took
+// and read otherwise than the sender could mean, as a hostile trial found
+// them: each is a 400 naming the part, and nothing is done (the rule big
+// stays active, and no other rule is stored).
+func TestRulesAPIRefusesLooseRequests(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	a := NewAdmin(NewStore(db, newRulesTable(t), c.now), c.now, quiet)
+	if resp, err := a.Handle(ctx, urlRequest("POST", "/rules", `{"id":"big","pattern":[{"begin":"p","type":"payment"}]}`)); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("adding the rule: %v %+v", err, resp)
+	}
+	const event = `{"id":"e1","type":"payment","key":"u1","occurredAt":"2026-12-01T10:00:00Z","sentAt":"2026-12-01T10:00:00Z"}`
+	for _, tc := range []struct {
+		name, method, path, body, part, text string
+	}{
+		// An empty keys list read every key (it matched u1).
+		{"keys empty", "POST", "/rules", `{"id":"other","pattern":[{"begin":"p","type":"payment"}],"keys":[]}`, "keys", "leave keys out to read every key"},
+		{"a test rule's keys empty", "POST", "/test", `{"rules":[{"id":"other","pattern":[{"begin":"p","type":"payment"}],"keys":[]}],"events":[` + event + `]}`, "rules[0].keys", "leave keys out to read every key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantRefused(t, a, urlRequest(tc.method, tc.path, tc.body), tc.part, tc.text)
+		})
+	}
+	resp, err := a.Handle(ctx, urlRequest("GET", "/rules", ""))
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `"id":"big"`) || strings.Contains(resp.Body, `"other"`) || !strings.Contains(resp.Body, `"status":"active"`) {
+		t.Fatalf("rules after the refusals: %v %d %s, want big alone, active", err, resp.StatusCode, resp.Body)
+	}
+}

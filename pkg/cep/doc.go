@@ -43,7 +43,9 @@
 //	    >=, <, <=, in (...), not in (...), exists(...), combined with &&, ||,
 //	    not and parentheses (expr.go). A missing field compares false, a
 //	    number past what a float64 holds (1e400) as ±infinity;
-//	  - keys or keyPrefix limit a rule to some keys; afterMatch is
+//	  - keys (1 to 100) or keyPrefix limit a rule to some keys; with
+//	    neither it reads every key (an empty keys list is refused: it
+//	    would read every key while naming none); afterMatch is
 //	    skipPastLastEvent (default: partial matches that began at or before
 //	    the match's last event are dropped, one alert per occurrence) or
 //	    noSkip (every combination).

@@ -216,6 +216,11 @@ func parseRule(doc []byte, stored bool) (*Rule, error) {
 		return nil, ruleErr("pattern", "required: a list of steps, [{\"begin\": \"a\", \"type\": \"...\"}, {\"followedBy\": \"b\", ...}]")
 	case len(raw.Pattern) > MaxSteps:
 		return nil, ruleErr("pattern", "%d steps; at most %d", len(raw.Pattern), MaxSteps)
+	case raw.Keys != nil && len(raw.Keys) == 0 && !stored:
+		// [] would read every key, the opposite of what it says; a rule
+		// stored with it before this check still loads, reading every key
+		// as it did.
+		return nil, ruleErr("keys", "is empty: give 1 to %d keys, or leave keys out to read every key", maxKeys)
 	case len(raw.Keys) > maxKeys:
 		return nil, ruleErr("keys", "%d keys; at most %d (use keyPrefix)", len(raw.Keys), maxKeys)
 	case len(raw.Keys) > 0 && raw.KeyPrefix != "":

@@ -39,6 +39,9 @@ func TestParseRuleRefusesNamingThePart(t *testing.T) {
 		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":3}],"within":"1m","afterMatch":"noSkip"}`, "afterMatch", "threshold"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"afterMatch":"skipToNext"}`, "afterMatch", "want"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":["a"],"keyPrefix":"b"}`, "keyPrefix", "one or the other"},
+		// An empty list would read every key, the opposite of what it
+		// says: leaving keys out is how a rule reads every key.
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":[]}`, "keys", "leave keys out to read every key"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x","when":"x"}]}`, "pattern[0].when", `unknown field; did you mean "where"? (known: begin, next, followedBy, notFollowedBy, type, where, timesOrMore, sum, atLeast)`},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x","timesOrMore":"3"}],"within":"1m"}`, "pattern[0].timesOrMore", "must be a whole number from 2 to 1000, not a string"},
 		// Ingest refuses control characters in an event's type and key:
@@ -298,5 +301,16 @@ func TestStoredRuleWithTimesOrMoreZeroStillLoads(t *testing.T) {
 	r, err := parseRule([]byte(`{"id":"hr-all","pattern":[{"begin":"a","type":"page_view","timesOrMore":0}]}`), true)
 	if err != nil || r.Kind != Filter {
 		t.Fatalf("stored rule: got %v, %v; want a filter", r, err)
+	}
+}
+
+// TestStoredRuleWithEmptyKeysStillLoads: rules added before an empty keys
+// list was refused were stored as sent and read every key; the table keeps
+// them, and they must still load, reading every key, to be listed and
+// deleted.
+func TestStoredRuleWithEmptyKeysStillLoads(t *testing.T) {
+	r, err := parseRule([]byte(`{"id":"all","pattern":[{"begin":"a","type":"x"}],"keys":[]}`), true)
+	if err != nil || !r.appliesToKey("u1") {
+		t.Fatalf("stored rule: got %+v, %v; want it loaded, reading key u1", r, err)
 	}
 }

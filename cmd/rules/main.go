@@ -327,6 +327,9 @@ func backfill(ctx context.Context, kin *kinesis.Client, sr *cep.StoredRule, from
 
 func test(ruleFiles []string, eventsFile string, ooo time.Duration, stdout io.Writer) error {
 	var rules []*cep.Rule
+	// A match is named by its rule's id: two rules of one id would make
+	// matches that cannot be told apart.
+	files := map[string]string{}
 	for _, f := range ruleFiles {
 		doc, err := readFile("rule", f)
 		if err != nil {
@@ -336,6 +339,11 @@ func test(ruleFiles []string, eventsFile string, ooo time.Duration, stdout io.Wr
 		if err != nil {
 			return &refusedError{fmt.Errorf("%s: %w", f, err)}
 		}
+		if earlier, ok := files[r.ID]; ok {
+			return &refusedError{fmt.Errorf("%s: %w", f, &cep.RuleError{Part: "id",
+				Reason: fmt.Sprintf("%q is the id of %s too: give each rule its own id (a match is named by its rule's id)", r.ID, earlier)})}
+		}
+		files[r.ID] = f
 		rules = append(rules, r)
 	}
 	fh, err := os.Open(eventsFile)

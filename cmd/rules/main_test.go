@@ -50,6 +50,8 @@ func TestOfflineAndBadCommandLines(t *testing.T) {
 			"rule unpaid key cust-2: order=o2@10:06:00.000 (no paid within the rule's time)\n4 events, 1 matches, 0 late", ""},
 		{[]string{"test", "-rule", "testdata/bad.json", "-events", "testdata/events.jsonl"}, 3, "", `refused: testdata/bad.json: rule: pattern[0].where: at column 14: expected a value`},
 		{[]string{"test", "-events", "testdata/events.jsonl"}, 2, "", "-rule is required"},
+		// Two rules of one id would make matches that cannot be told apart.
+		{[]string{"test", "-rule", "testdata/unpaid.json", "-rule", "testdata/unpaid.json", "-events", "testdata/events.jsonl"}, 3, "", `refused: testdata/unpaid.json: rule: id: "unpaid" is the id of testdata/unpaid.json too`},
 		{[]string{"add", "-file", "testdata/unpaid.json"}, 2, "", "-table is required"},
 		{[]string{"disable", "-table", "rules"}, 2, "", "-id is required"},
 		{[]string{"backfill", "-table", "rules", "-id", "x", "-stream", "ev", "-matches", "ev", "-from", "1h"}, 2, "", "-matches ev is the events stream"},

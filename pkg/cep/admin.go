@@ -282,8 +282,16 @@ func (a *Admin) test(ctx context.Context, body []byte) events.LambdaFunctionURLR
 		ooo = d
 	}
 	var rules []*Rule
+	// A match is named by its rule's id: two rules of one id would make
+	// matches that cannot be told apart.
+	places := map[string]int{}
 	for i, raw := range req.Rules {
 		r, err := ParseRule(raw)
+		if err == nil {
+			if j, ok := places[r.ID]; ok {
+				err = ruleErr("id", "%s is the id of rules[%d] too: give each rule its own id (a match is named by its rule's id)", strictjson.QuoteCut(r.ID, maxEchoBytes), j)
+			}
+		}
 		if err != nil {
 			var re *RuleError
 			errors.As(err, &re)
@@ -293,6 +301,7 @@ func (a *Admin) test(ctx context.Context, body []byte) events.LambdaFunctionURLR
 			}
 			return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("rules[%d]: %v", i, err), Part: part})
 		}
+		places[r.ID] = i
 		rules = append(rules, r)
 	}
 	evs := make([]stream.Envelope, len(req.Events))

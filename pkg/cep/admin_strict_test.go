@@ -281,6 +281,9 @@ func TestRulesAPIRefusesLooseRequests(t *testing.T) {
 	}{
 		// An empty keys list read every key (it matched u1).
 		{"keys empty", "POST", "/rules", `{"id":"other","pattern":[{"begin":"p","type":"payment"}],"keys":[]}`, "keys", "leave keys out to read every key"},
+		// Two rules of one id ran, their matches named alike.
+		{"a test rule's id twice", "POST", "/test", `{"rules":[{"id":"other","pattern":[{"begin":"p","type":"payment"}]},{"id":"b","pattern":[{"begin":"p","type":"refund"}]},{"id":"other","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"}]}],"events":[` + event + `]}`, "rules[2].id", `"other" is the id of rules[0] too`},
+		{"a test rule given twice", "POST", "/test", `{"rules":[{"id":"other","pattern":[{"begin":"p","type":"payment"}]},{"id":"other","pattern":[{"begin":"p","type":"payment"}]}],"events":[` + event + `]}`, "rules[1].id", `"other" is the id of rules[0] too`},
 		{"a test rule's keys empty", "POST", "/test", `{"rules":[{"id":"other","pattern":[{"begin":"p","type":"payment"}],"keys":[]}],"events":[` + event + `]}`, "rules[0].keys", "leave keys out to read every key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

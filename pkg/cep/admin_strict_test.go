@@ -279,6 +279,10 @@ func TestRulesAPIRefusesLooseRequests(t *testing.T) {
 	for _, tc := range []struct {
 		name, method, path, body, part, text string
 	}{
+		// null was read as an object with no field ("id: required").
+		{"a rule of null", "POST", "/rules", ` null `, "", "rule: must be a JSON object, not null"},
+		{"a test request of null", "POST", "/test", `null`, "", "not a test request: must be a JSON object, not null"},
+		{"a test rule of null", "POST", "/test", `{"rules":[null],"events":[` + event + `]}`, "rules[0]", "rules[0]: rule: must be a JSON object, not null"},
 		// An empty keys list read every key (it matched u1).
 		{"keys empty", "POST", "/rules", `{"id":"other","pattern":[{"begin":"p","type":"payment"}],"keys":[]}`, "keys", "leave keys out to read every key"},
 		// Two rules of one id ran, their matches named alike.

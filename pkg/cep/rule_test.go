@@ -13,6 +13,8 @@ import (
 func TestParseRuleRefusesNamingThePart(t *testing.T) {
 	for _, tc := range []struct{ doc, part, reason string }{
 		{`{"pattern":[{"begin":"a","type":"x"}]}`, "id", "required"},
+		// null is no rule without an id: it is no rule at all.
+		{`null`, "", "must be a JSON object, not null"},
 		{`{"id":"bad id","pattern":[{"begin":"a","type":"x"}]}`, "id", "letters"},
 		{`{"id":"r"}`, "pattern", "required"},
 		{`{"id":"r","pattern":[{"type":"x"}]}`, "pattern[0]", "names no step"},

@@ -25,6 +25,8 @@ import (
 //	GET    /rules              list (deleted rules too, until their tombstone expires), by id,
 //	                           a page of at most MaxListAnswerBytes: "next" names the last
 //	                           rule listed when more follow; GET /rules?after=<next> lists them
+//	                           (after is a place in the order of ids: a well-formed id
+//	                           of no rule, one gone since, lists the rules after it)
 //	GET    /rules/<id>         one rule
 //	POST   /rules              add the rule in the body: 201; 200 with "alreadyAdded" when
 //	                           that rule is stored and active already (a retry: nothing

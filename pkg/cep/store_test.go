@@ -451,6 +451,44 @@ func TestListIsPaged(t *testing.T) {
 	}
 }
 
+// TestListAfterAnIdOfNoRule: after names a place in the order of ids, not
+// a rule that must still be there. A client paging the list names the last
+// rule of the page before, which may be gone by the next request (its
+// tombstone expired); refusing it would leave the client no way on but to
+// start again. A well-formed id of no rule lists the rules sorting after
+// it; one that is no id's form is refused (TestRulesAPIRefusesARepeatedParameter).
+func TestListAfterAnIdOfNoRule(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	a := NewAdmin(NewStore(db, newRulesTable(t), c.now), c.now, quiet)
+	for _, id := range []string{"a", "c"} {
+		if resp, err := a.Handle(ctx, urlRequest("POST", "/rules", `{"id":"`+id+`","pattern":[{"begin":"p","type":"payment"}]}`)); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("adding %s: %v %+v", id, err, resp)
+		}
+	}
+	for after, want := range map[string][]string{"b": {"c"}, "a0": {"c"}, "x999": {}, "0": {"a", "c"}} {
+		req := urlRequest("GET", "/rules", "")
+		req.QueryStringParameters, req.RawQueryString = map[string]string{"after": after}, "after="+after
+		resp, err := a.Handle(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Rules []RuleView `json:"rules"`
+		}
+		if err := json.Unmarshal([]byte(resp.Body), &page); err != nil {
+			t.Fatalf("after=%s: %d %s: %v", after, resp.StatusCode, resp.Body, err)
+		}
+		got := []string{}
+		for _, r := range page.Rules {
+			got = append(got, r.ID)
+		}
+		if resp.StatusCode != http.StatusOK || !slices.Equal(got, want) {
+			t.Errorf("GET /rules?after=%s: %d %v, want 200 %v", after, resp.StatusCode, got, want)
+		}
+	}
+}
+
 // TestEnablingIsBounded: a rule keeps each stretch of time it was enabled,
 // one more at each enable; past MaxIntervals enabling it again is refused
 // naming intervals, and it can still be disabled and deleted (its item

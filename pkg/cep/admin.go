@@ -1,6 +1,7 @@
 package cep
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -45,7 +46,8 @@ import (
 // A refused rule is a 400 naming the part: {"error": "...", "part": "pattern[1].where"}.
 // A path is a route exactly (no trailing slash, no empty segment) or a 404
 // naming it; a query parameter no route takes, or one given twice, is a
-// 400 naming it.
+// 400 naming it, as is a body sent to a route that takes none (any but
+// POST /rules and POST /test).
 type Admin struct {
 	store *Store
 	now   func() time.Time
@@ -167,6 +169,14 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 	if name, msg := strictjson.RepeatedParameter(req.RawQueryString); name != "" {
 		return respond(http.StatusBadRequest, apiError{Error: msg, Part: name}), nil
 	}
+	// Only POST /rules and POST /test read a body; one sent to another
+	// route is refused before anything is done, never ignored (POST
+	// /rules/big/disable {"at": ...} disabled big now).
+	if route := bodylessRoute(method, parts); route != "" && len(bytes.Trim(body, jsonSpace)) > 0 {
+		part := firstField(body)
+		return respond(http.StatusBadRequest, apiError{Part: part, Error: fmt.Sprintf("%s: %s takes no body; send none (this one is %s)",
+			part, route, strictjson.QuoteCut(string(body), maxEchoBytes))}), nil
+	}
 	switch {
 	case path == "rules" && method == http.MethodGet:
 		after, paged := req.QueryStringParameters["after"]
@@ -216,6 +226,43 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 		return a.test(ctx, body), nil
 	}
 	return a.notARoute(method, req.RawPath), nil
+}
+
+// bodylessRoute is the route, as the 404 lists it, of a request to a route
+// that takes no body; "" for POST /rules, POST /test and what is no route.
+func bodylessRoute(method string, parts []string) string {
+	switch {
+	case len(parts) == 1 && parts[0] == "rules" && method == http.MethodGet:
+		return "GET /rules"
+	case len(parts) == 2 && parts[0] == "rules" && (method == http.MethodGet || method == http.MethodDelete):
+		return method + " /rules/<id>"
+	case len(parts) == 3 && parts[0] == "rules" && (parts[2] == "disable" || parts[2] == "enable") && method == http.MethodPost:
+		return "POST /rules/<id>/" + parts[2]
+	}
+	return ""
+}
+
+// jsonSpace is the white space JSON allows around a value: a body of only
+// it says nothing.
+const jsonSpace = " \t\r\n"
+
+// firstField names what a refused body holds: its first key when it is a
+// well-formed JSON object with one (cut, as a query parameter's name is),
+// else "body".
+func firstField(body []byte) string {
+	if strictjson.Check(body, strictjson.Options{MaxBytes: maxAdminBody, Name: "body"}) != nil {
+		return "body"
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return "body"
+	}
+	if t, err := d.Token(); err == nil {
+		if k, ok := t.(string); ok {
+			return strictjson.Cut(k, maxEchoBytes)
+		}
+	}
+	return "body"
 }
 
 // notARoute is the 404 of a request whose method and path, as sent, are

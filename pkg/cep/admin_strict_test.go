@@ -283,6 +283,13 @@ func TestRulesAPIRefusesLooseRequests(t *testing.T) {
 		{"a rule of null", "POST", "/rules", ` null `, "", "rule: must be a JSON object, not null"},
 		{"a test request of null", "POST", "/test", `null`, "", "not a test request: must be a JSON object, not null"},
 		{"a test rule of null", "POST", "/test", `{"rules":[null],"events":[` + event + `]}`, "rules[0]", "rules[0]: rule: must be a JSON object, not null"},
+		// A body sent to a route that takes none was ignored: the rule was
+		// disabled, or deleted, as if it had not been sent.
+		{"disable with a body", "POST", "/rules/big/disable", `{"junk":1}`, "junk", "POST /rules/<id>/disable takes no body"},
+		{"enable with a body", "POST", "/rules/big/enable", `{"at":"2026-12-01T00:00:00Z"}`, "at", "POST /rules/<id>/enable takes no body"},
+		{"delete with a body", "DELETE", "/rules/big", `{"dryRun":true}`, "dryRun", "DELETE /rules/<id> takes no body"},
+		{"get with a body", "GET", "/rules/big", `x`, "body", `GET /rules/<id> takes no body; send none (this one is "x")`},
+		{"list with a body", "GET", "/rules", `[{"after":"big"}]`, "body", "GET /rules takes no body"},
 		// An empty keys list read every key (it matched u1).
 		{"keys empty", "POST", "/rules", `{"id":"other","pattern":[{"begin":"p","type":"payment"}],"keys":[]}`, "keys", "leave keys out to read every key"},
 		// Two rules of one id ran, their matches named alike.

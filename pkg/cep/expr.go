@@ -193,21 +193,27 @@ func number(ev *stream.Envelope, p pipeline.Path) (float64, bool) {
 }
 
 // ExprError is a where clause that does not parse; Col is the 1-based
-// column of the problem.
+// column of the problem, 0 when it is at no place (the clause is too
+// long).
 type ExprError struct {
 	Col    int
 	Reason string
 }
 
-func (e *ExprError) Error() string { return fmt.Sprintf("at column %d: %s", e.Col, e.Reason) }
+func (e *ExprError) Error() string {
+	if e.Col == 0 {
+		return e.Reason
+	}
+	return fmt.Sprintf("at column %d: %s", e.Col, e.Reason)
+}
 
-// maxExprLength bounds a where clause: one line.
+// maxExprLength bounds a where clause, in bytes: one line.
 const maxExprLength = 1024
 
 // parseExpr compiles a where clause.
 func parseExpr(src string) (expr, error) {
 	if len(src) > maxExprLength {
-		return nil, &ExprError{Col: maxExprLength, Reason: fmt.Sprintf("is %d characters long; at most %d", len(src), maxExprLength)}
+		return nil, &ExprError{Reason: fmt.Sprintf("is %d bytes long; a where clause is at most %d bytes", len(src), maxExprLength)}
 	}
 	if strings.ContainsAny(src, "\n\r") {
 		return nil, &ExprError{Col: strings.IndexAny(src, "\n\r") + 1, Reason: "a where clause is one line"}

@@ -316,3 +316,25 @@ func TestStoredRuleWithEmptyKeysStillLoads(t *testing.T) {
 		t.Fatalf("stored rule: got %+v, %v; want it loaded, reading key u1", r, err)
 	}
 }
+
+// TestLongWhereIsRefusedNamingTheLimit: a where clause past its bound is
+// refused naming the field, its length and the bound, with no column: the
+// clause is not wrong at a place, it is too long (it was "at column 1024:
+// is 8010 characters long", a column where nothing is wrong).
+func TestLongWhereIsRefusedNamingTheLimit(t *testing.T) {
+	for _, tc := range []struct {
+		where, want string
+	}{
+		{"data.a == '" + strings.Repeat("x", 1014) + "'", "is 1026 bytes long; a where clause is at most 1024 bytes"},
+		{strings.Repeat("data.a == 1 && ", 534) + "true", "is 8014 bytes long; a where clause is at most 1024 bytes"},
+		// Bytes, not characters: 600 'ü' are 1,200 bytes.
+		{"data.a == '" + strings.Repeat("ü", 600) + "'", "is 1212 bytes long; a where clause is at most 1024 bytes"},
+	} {
+		doc := `{"id":"r","pattern":[{"begin":"a","type":"x","where":"` + tc.where + `"}]}`
+		_, err := ParseRule([]byte(doc))
+		var re *RuleError
+		if !errors.As(err, &re) || re.Part != "pattern[0].where" || re.Reason != tc.want {
+			t.Errorf("a where of %d bytes: got %v\nwant part pattern[0].where with %q", len(tc.where), err, tc.want)
+		}
+	}
+}

@@ -727,3 +727,62 @@ func TestWithoutASinkTheReasonIsLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestSetAsideValueKeepsItsRule: a record set aside for its value field
+// keeps, on its item, the rule that field broke — a finite number within
+// ±2^53 — so that a record put back corrected is held to it (a string "5"
+// or 1e400 in place of an object would only be set aside again). The rule
+// is the processor's own: each value it holds the processor applies, and
+// each it refuses the processor sets aside. A record set aside for
+// another reason keeps none.
+func TestSetAsideValueKeepsItsRule(t *testing.T) {
+	h := newHardened(t, sumConfig, "")
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	first := events.KinesisEvent{Records: []events.KinesisEventRecord{
+		rawRecord(1, "k", view("e1", "k", at, `{"ms":{"v":5}}`), at),
+		rawRecord(2, "k", view("e2", "k", at, `{"ms":1.7e308}`), at),
+		rawRecord(3, "k", view("e3", "k", at, `{}`), at),
+		rawRecord(4, "k", []byte(`{"id":"e4","type":`), at),
+	}}
+	if _, err := h.proc.HandleBatch(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	got := h.quarantined(t)
+	for _, seq := range []string{"1", "2", "3"} {
+		if r := got[seq].Rule; r == nil || *r != *setaside.NumberRule(pipeline.MaxValue) {
+			t.Fatalf("record %s set aside for %s (%s) keeps the rule %+v, want a number within ±2^53", seq, got[seq].Field, got[seq].Reason, r)
+		}
+	}
+	if r := got["4"].Rule; r != nil {
+		t.Errorf("an unparseable record keeps the rule %+v, want none", r)
+	}
+
+	// The processor is the oracle: it applies each value the rule holds
+	// and sets aside each it does not.
+	rule := got["1"].Rule
+	values := []string{`5`, `0.5`, `-0`, `1e-400`, `9007199254740992`, `-9007199254740993`, `-1.7e308`, `9007199254740994`,
+		`9223372036854775808`, `1e400`, `"5"`, `null`, `true`, `{}`, `[1]`, ``}
+	second := events.KinesisEvent{}
+	for i, v := range values {
+		data := `{"ms":` + v + `}`
+		if v == "" {
+			data = `{"other":1}`
+		}
+		second.Records = append(second.Records, rawRecord(100+i, "k", view(fmt.Sprint("v", i), "k", at, data), at))
+	}
+	if _, err := h.proc.HandleBatch(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	got = h.quarantined(t)
+	for i, v := range values {
+		it, aside := got[strconv.Itoa(100+i)]
+		var raw []byte
+		if v != "" {
+			raw = []byte(v)
+		}
+		if err := rule.Check(raw); (err != nil) != aside || aside && it.Field != "data.ms" {
+			t.Errorf("value %q: the rule says %v; the processor set it aside: %v (%s)", v, err, aside, it.Reason)
+		}
+	}
+}

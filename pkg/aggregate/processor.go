@@ -474,11 +474,14 @@ func (c *collector) candIndex(i int) int {
 	return -1
 }
 
-// poisoned sets aside a record that is not an envelope the pipeline can read.
+// poisoned sets aside a record that is not an envelope the pipeline can
+// read. One set aside for its value field keeps the rule that field
+// broke, so that a record put back corrected is held to it.
 func (c *collector) poisoned(rec *stream.KinesisRecord, err error) {
 	c.poison++
 	field, kind := poisonKind(err)
 	c.setAside(rec, field, kind, err.Error())
+	c.aside[len(c.aside)-1].Rule = ruleOf(c.p.cfg, field)
 }
 
 func (p *Processor) openIn(shard string) string { return p.cfg.Name + "#" + shard }

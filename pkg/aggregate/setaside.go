@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
@@ -49,6 +50,18 @@ func poisonKind(err error) (field, kind string) {
 		return field, setaside.KindOverflow
 	}
 	return field, setaside.KindInvalid
+}
+
+// ruleOf is what field must hold for the pipeline to read a record (nil
+// when it keeps no rule for it): its value field, a finite number within
+// ±pipeline.MaxValue, the range a window aggregates without overflow. A
+// field that is the value field and also the grouping key or the distinct
+// field must be such a number all the same.
+func ruleOf(cfg *pipeline.Config, field string) *setaside.Rule {
+	if field == "" || cfg.Value.IsZero() || field != cfg.Value.String() {
+		return nil
+	}
+	return setaside.NumberRule(pipeline.MaxValue)
 }
 
 // flushAside writes the batch's records aside; if that fails they are

@@ -99,6 +99,12 @@ type Item struct {
 	Field string `dynamodbav:"field,omitempty"`
 	// Category is the record's Kind (KindUnparseable, ...).
 	Category string `dynamodbav:"category,omitempty"`
+	// Rule is what Field must hold for Function to read the record (see
+	// Rule), when the function says.
+	Rule *Rule `dynamodbav:"rule,omitempty"`
+	// IDTaken is set when Function took the record's event id in its
+	// dedupe ledger before it set the record aside (see Record.IDTaken).
+	IDTaken bool `dynamodbav:"idTaken,omitempty"`
 	// SetAsideAt is when the function set it aside (RFC 3339).
 	SetAsideAt string `dynamodbav:"setAsideAt,omitempty"`
 
@@ -184,6 +190,15 @@ func (it *Item) bound() error {
 		}
 	}
 	it.Reason = truncate(it.Reason, maxReasonBytes)
+	if it.Rule != nil {
+		if !it.Rule.storable() {
+			it.Rule = nil // an aid to putting the record back, never a reason to lose it
+		} else {
+			rule := *it.Rule // the caller's is not changed
+			rule.Holds = truncate(rule.Holds, maxTextBytes)
+			it.Rule = &rule
+		}
+	}
 	for _, s := range []*string{&it.Kind, &it.ChunkOf, &it.Field, &it.Function, &it.Category, &it.PartitionKey, &it.EventID, &it.EventName,
 		&it.Condition, &it.FunctionError, &it.FunctionArn, &it.RequestID} {
 		*s = truncate(*s, maxTextBytes)
@@ -232,7 +247,7 @@ func truncate(s string, n int) string {
 func (r *Record) item(function string, now time.Time) Item {
 	it := Item{Source: r.source(), SequenceNumber: r.Sequence, Kind: ItemSetAside, Data: r.Data,
 		PartitionKey: r.PartitionKey, EventID: r.EventID, EventName: r.EventName,
-		Function: r.Function, Field: r.Field, Category: r.Kind, Reason: r.Reason, Redacted: r.Redacted,
+		Function: r.Function, Field: r.Field, Category: r.Kind, Rule: r.Rule, IDTaken: r.IDTaken, Reason: r.Reason, Redacted: r.Redacted,
 		SetAsideAt: now.UTC().Format(time.RFC3339Nano), ExpiresAt: now.Add(Retention).Unix()}
 	if it.Function == "" {
 		it.Function = function

@@ -3,6 +3,7 @@ package setaside
 import (
 	"encoding/base64"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -42,6 +43,7 @@ func hostileItem(kind string) Item {
 	it.ExpiresAt = 1<<62 - 1
 	found := 1 << 30
 	it.RecordsFound, it.BatchSize, it.DataBytes, it.DataChunks = &found, 1<<30, 1<<30, 1<<30
+	it.Rule, it.IDTaken = &Rule{Holds: big, Within: maxRuleBound}, true
 	return it
 }
 
@@ -84,7 +86,30 @@ func TestBoundedItemFits(t *testing.T) {
 			if !strings.HasSuffix(head.FailedAt, "…(truncated)") || len(head.FailedAt) > maxTimeBytes {
 				t.Errorf("failedAt %q: want it cut to %d bytes, marked", head.FailedAt, maxTimeBytes)
 			}
+			if head.Rule == nil || len(head.Rule.Holds) > maxTextBytes {
+				t.Errorf("rule %.40v: want it kept, its kind cut to %d bytes", head.Rule, maxTextBytes)
+			}
 		})
+	}
+}
+
+// TestBoundDropsARuleDynamoDBCannotStore: a rule whose bound is no number
+// DynamoDB stores (NaN, ±Inf, past 1e125, below 1e-130, negative) would
+// make every write of the record fail, and the record come again for
+// good: the rule goes, the record is set aside without it.
+func TestBoundDropsARuleDynamoDBCannotStore(t *testing.T) {
+	for _, within := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.MaxFloat64, 1e126, 1e-200, -1} {
+		it := Item{Source: "s", SequenceNumber: "1", Kind: ItemSetAside, Rule: NumberRule(within)}
+		if err := it.bound(); err != nil {
+			t.Fatal(err)
+		}
+		if it.Rule != nil {
+			t.Errorf("a rule within ±%g was kept", within)
+		}
+	}
+	it := Item{Source: "s", SequenceNumber: "1", Kind: ItemSetAside, Rule: NumberRule(1 << 53)}
+	if err := it.bound(); err != nil || it.Rule == nil || *it.Rule != *NumberRule(1 << 53) {
+		t.Errorf("a rule within ±2^53: %v, kept as %+v; want it kept as it is", err, it.Rule)
 	}
 }
 

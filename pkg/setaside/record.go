@@ -61,6 +61,17 @@ type Record struct {
 	Reason string
 	// Kind is a short category (KindUnparseable, KindOverflow, ...).
 	Kind string
+	// Rule, when not nil, is what Field must hold for the function to
+	// read the record (a pipeline's value: a finite number within
+	// ±pipeline.MaxValue): a record put back corrected is held to it.
+	Rule *Rule
+	// IDTaken says the function took the record's event id in its dedupe
+	// ledger before it set the record aside (CEP folded it for the rules
+	// that read it, and set it aside for a sum rule that could not add
+	// its value): a copy put back is dropped by the function as a
+	// producer's copy, or set aside as duplicate-conflict when it was
+	// changed, so no put-back reaches it (package putback refuses it).
+	IDTaken bool
 	// Redacted lists the fields removed from Data because they hold
 	// personal data (FromDynamoDB sets it; see PersonalAttribute).
 	Redacted []string

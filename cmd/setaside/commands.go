@@ -216,9 +216,20 @@ func printItem(w io.Writer, it *setaside.Item) {
 	}
 	fmt.Fprintln(w, line)
 	fmt.Fprintf(w, "  reason    %s\n", oneLine(it.Reason, 300))
+	if it.Rule != nil {
+		fmt.Fprintf(w, "  rule      %s must hold %s\n", orWhole(it.Field), it.Rule)
+	}
 	if it.PutBackAt != "" {
 		fmt.Fprintf(w, "  put back  %s as %s\n", it.PutBackAt, it.PutBackSequence)
 	}
+}
+
+// orWhole is the field a rule holds, or the whole record.
+func orWhole(field string) string {
+	if field == "" {
+		return "the record"
+	}
+	return field
 }
 
 // oneLine is s cut to n bytes with its line breaks shown as spaces.

@@ -62,8 +62,9 @@ its event time (-arrive-now: it takes the time it arrives again). Refused: a Dyn
 SQS body, an output never written, a state-budget or duplicate-conflict record (its function took the
 event id: a copy reaches only the other consumers), one that first arrived past the consumers' dedupe
 horizon (-horizon, 1h; -past-horizon puts it back anyway: consumers that applied it apply it again), one
-put back before (-again), one whose field at fault still holds what it held (correct it with -data, or
--unchanged when its cause was elsewhere). It goes to every consumer of the stream: those that applied it drop it as a
+put back before (-again), one whose field at fault still holds what it held or breaks the rule its item
+keeps (a pipeline's value: a number within ±2^53) (correct it with -data, or -unchanged when its cause
+was elsewhere). It goes to every consumer of the stream: those that applied it drop it as a
 copy within their horizon (docs/set-aside.md).
 Exit status: 0 done, 1 error, 2 usage, 3 a record refused (nothing put for it), 130 interrupted.
 ` + cli.RegionHelp
@@ -345,6 +346,9 @@ func jsonItem(it *setaside.Item) map[string]any {
 	}
 	if len(it.Redacted) > 0 {
 		m["redacted"] = it.Redacted
+	}
+	if it.Rule != nil {
+		m["rule"] = it.Rule
 	}
 	return m
 }

@@ -196,6 +196,31 @@ func TestRun(t *testing.T) {
 	if r = cmd("putback", "-table", table, "-source", source, "-sequence", "49650003", "-unchanged", "-dry-run"); r.code != cli.ExitOK {
 		t.Errorf("putback -unchanged -dry-run: %+v", r)
 	}
+	// A record whose item keeps the rule its field broke (a pipeline's
+	// value: a finite number within ±2^53): show says it, and a corrected
+	// file with a new mistake in that field is refused, naming the field
+	// and what it must hold, where it used to be put back and set aside
+	// again at once.
+	if err := sink.SetAside(ctx, []setaside.Record{{Source: arn, Shard: shard, Sequence: "49650004", PartitionKey: "user-7",
+		ArrivedAt: now.Add(-time.Minute), Data: []byte(strings.Replace(bad, `"slow"`, `{"v":1}`, 1)), Field: "data.ms", Kind: setaside.KindInvalid,
+		Reason: "record evt-7: field data.ms: must be a number, not an object", Rule: setaside.NumberRule(1 << 53)}}); err != nil {
+		t.Fatal(err)
+	}
+	if r = cmd("show", "-template", tmpl, "-source", source, "-sequence", "49650004"); r.code != cli.ExitOK ||
+		!strings.Contains(r.stdout, "rule      data.ms must hold a JSON number within ±9007199254740992") {
+		t.Errorf("show of a record keeping its rule: %+v", r)
+	}
+	for _, v := range []string{`"120"`, `1e400`, `9223372036854775808`} {
+		wrong := filepath.Join(t.TempDir(), "record.json")
+		if err := os.WriteFile(wrong, []byte(strings.Replace(bad, `"slow"`, v, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if r = cmd("putback", "-template", tmpl, "-source", source, "-sequence", "49650004", "-data", wrong); r.code != cli.ExitRefused ||
+			!strings.Contains(r.stderr, "would be set aside again: field data.ms: ") || !strings.Contains(r.stderr, "takes only a JSON number within ±9007199254740992 there") ||
+			!strings.Contains(r.stderr, "correct "+wrong+" and run it again") {
+			t.Errorf("putback of a file whose data.ms is %s: %+v; want refused naming data.ms and what it must hold", v, r)
+		}
+	}
 	if n := len(onStream()); n != 1 {
 		t.Errorf("after refusals the stream holds %d records, want 1", n)
 	}

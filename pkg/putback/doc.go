@@ -34,7 +34,10 @@
 //   - a record set aside for a field of its data (data.ms) that still
 //     holds what it held is refused unless Unchanged (its cause was
 //     elsewhere: the pipeline file or a limit changed), since its function
-//     would set it aside again.
+//     would set it aside again; so is one whose field breaks the rule its
+//     item keeps (setaside.Rule: a pipeline's value is a finite number
+//     within ±2^53), naming the field and what it must hold. An item kept
+//     without a rule is judged by the first check alone.
 //
 // Hopeless tells, from an item alone, the records that can never go back,
 // so that a listing offers a put-back only for one that can. A Refusal

@@ -97,8 +97,8 @@ type Putter struct {
 	// Again puts back a record marked put back before.
 	Again bool
 	// Unchanged puts back a record whose field at fault holds what it held
-	// when it was set aside (its cause was elsewhere: a pipeline file or a
-	// limit changed).
+	// when it was set aside, or breaks the rule its item keeps (its cause
+	// was elsewhere: a pipeline file or a limit changed).
 	Unchanged bool
 }
 
@@ -177,6 +177,10 @@ func (p *Putter) Prepare(ctx context.Context, source, sequence string, fixed []b
 		if same, field := plan.unchangedAtFault(); same {
 			return refuse(FlagUnchanged, "%s holds the %s it held when %s set the record aside (%s), so it would be set aside again",
 				what, field, orUnknown(it.Function), strictjson.Cut(it.Reason, 200))
+		}
+		if err := plan.breaksRule(); err != nil {
+			return refuse(FlagUnchanged, "%s would be set aside again: field %s: %v; %s takes only %s there (the rule the field broke when it set the record aside)",
+				what, it.Field, err, orUnknown(it.Function), it.Rule)
 		}
 	}
 	return plan, nil
@@ -286,6 +290,60 @@ func (pl *Plan) unchangedAtFault() (same bool, field string) {
 		return false, ""
 	}
 	return reflect.DeepEqual(kept, put), it.Field
+}
+
+// breaksRule says why the field the record was set aside for does not
+// hold, in the data put, what the item's rule says it must (the rule that
+// field broke, kept by the function that set it aside: a pipeline's value
+// is a finite number within ±2^53); nil when it holds, when the item
+// keeps no rule (set aside before rules were kept), or when the field is
+// no data field whose path can be followed.
+func (pl *Plan) breaksRule() error {
+	it := pl.Item
+	if it.Rule == nil {
+		return nil
+	}
+	raw, ok := rawAt(pl.Data, it.Field)
+	if !ok {
+		return nil
+	}
+	return it.Rule.Check(raw)
+}
+
+// rawAt is the JSON text at field ("data" or "data.<field>...") of an
+// envelope (nil when it is missing, or under a value that is not an
+// object, as a pipeline reads it), or false when field is no path that
+// can be followed or data is not an envelope.
+func rawAt(data []byte, field string) ([]byte, bool) {
+	var path []string
+	if field != "data" {
+		rest, ok := strings.CutPrefix(field, "data.")
+		if !ok || rest == "" || strings.ContainsAny(rest, "[]$") {
+			return nil, false
+		}
+		path = strings.Split(rest, ".")
+	}
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(data, &env) != nil {
+		return nil, false
+	}
+	v := bytes.TrimSpace(env.Data)
+	for _, name := range path {
+		if len(v) == 0 || v[0] != '{' {
+			return nil, true
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) != nil {
+			return nil, false
+		}
+		v = bytes.TrimSpace(obj[name])
+	}
+	if len(v) == 0 {
+		return nil, true
+	}
+	return v, true
 }
 
 // valueAt is the value at the dotted path under an envelope's data (nil

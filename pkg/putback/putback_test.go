@@ -281,6 +281,75 @@ func TestPutBackRefuses(t *testing.T) {
 	}
 }
 
+const checkout = `{"id":"evt-9","type":"checkout","key":"user-9","occurredAt":"2026-12-05T09:54:00Z","sentAt":"2026-12-05T09:54:01Z","data":{"amount":{"value":5},"currency":"EUR"}}`
+
+// A corrected record is held to the rule its field broke, when the item
+// keeps one: a pipeline's value set aside as an object and put back as a
+// string, 1e400, 2^63 or not at all would only be set aside again, so it
+// is refused naming the field and what it must hold; a number the
+// pipeline reads goes back. An item set aside before rules were kept is
+// judged as before, and Unchanged (the pipeline file changed) skips the
+// rule as it skips the check of an unchanged value.
+func TestPutBackHoldsTheFieldToItsRule(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	rule := setaside.NumberRule(1 << 53)
+	invalid := setaside.Record{PartitionKey: "user-9", Data: []byte(checkout), Field: "data.amount", Kind: setaside.KindInvalid,
+		Reason: "record evt-9: field data.amount: must be a number, not an object", Rule: rule}
+	overflow := setaside.Record{PartitionKey: "user-9", Data: []byte(strings.Replace(checkout, `{"value":5}`, `1e300`, 1)), Field: "data.amount",
+		Kind: setaside.KindOverflow, Reason: "record evt-9: field data.amount: 1e300 is outside ±9.007199254740992e+15, the range a window aggregates without overflow", Rule: rule}
+	withAmount := func(v string) []byte {
+		if v == "" {
+			return []byte(strings.Replace(checkout, `"amount":{"value":5},`, ``, 1))
+		}
+		return []byte(strings.Replace(checkout, `{"value":5}`, v, 1))
+	}
+	for _, tc := range []struct {
+		name      string
+		rec       setaside.Record
+		amount    string // "" removes it
+		unchanged bool
+		want      string // "" when it goes back
+	}{
+		{name: "a string", rec: invalid, amount: `"5"`, want: "field data.amount: is a string, not a number"},
+		{name: "past a float64", rec: invalid, amount: `1e400`, want: "field data.amount: 1e400 is not a finite 64-bit number"},
+		{name: "2^63", rec: invalid, amount: `9223372036854775808`, want: "field data.amount: 9223372036854775808 is outside ±9007199254740992"},
+		{name: "removed", rec: invalid, amount: ``, want: "field data.amount: is missing"},
+		{name: "an overflow removed", rec: overflow, amount: ``, want: "field data.amount: is missing"},
+		{name: "an overflow made an array", rec: overflow, amount: `[5]`, want: "field data.amount: is an array, not a number"},
+		{name: "a number", rec: invalid, amount: `12.5`},
+		{name: "-2^53-1, which the pipeline reads as -2^53", rec: overflow, amount: `-9007199254740993`},
+		{name: "an item kept without a rule", rec: setaside.Record{PartitionKey: "user-9", Data: []byte(checkout), Field: "data.amount",
+			Kind: setaside.KindInvalid, Reason: "must be a number, not an object"}, amount: `"5"`},
+		{name: "unchanged: the pipeline file changed", rec: invalid, amount: `"5"`, unchanged: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			source, seq := f.setAside(tc.rec)
+			p := *f.putter
+			p.Unchanged = tc.unchanged
+			plan, err := p.Prepare(ctx, source, seq, withAmount(tc.amount))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Prepare: %v, want it put back", err)
+				}
+				if !strings.Contains(string(plan.Data), `"amount":`+tc.amount) {
+					t.Errorf("the plan puts %s, want the corrected record", plan.Data)
+				}
+				return
+			}
+			var r *putback.Refusal
+			if !errors.As(err, &r) || r.Flag != putback.FlagUnchanged || !strings.Contains(r.Reason, "the record given in its place would be set aside again: "+tc.want) ||
+				!strings.Contains(r.Reason, "Tributary-AggregatePageviews takes only a JSON number within ±9007199254740992 there") {
+				t.Fatalf("Prepare: %v, want a refusal naming the field, %q and what it must hold", err, tc.want)
+			}
+		})
+	}
+	if n := len(f.onStream()); n != 0 {
+		t.Errorf("the stream holds %d records after plans and refusals only", n)
+	}
+}
+
 // A record set aside because its partition key was not its key goes back
 // under its key; one without an arrival, or with ArriveNow, keeps no
 // receivedAt; one whose data spans chunk items goes back whole.

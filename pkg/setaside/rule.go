@@ -19,10 +19,10 @@ import (
 type Rule struct {
 	// Holds is what the field must be: RuleNumber. A kind this version
 	// does not know checks nothing.
-	Holds string `dynamodbav:"holds"`
+	Holds string `dynamodbav:"holds" json:"holds"`
 	// Within bounds a number's magnitude (RuleNumber): at most Within
 	// either side of 0; 0 for no bound beyond a float64's.
-	Within float64 `dynamodbav:"within,omitempty"`
+	Within float64 `dynamodbav:"within,omitempty" json:"within,omitempty"`
 }
 
 // RuleNumber is a field that must be a JSON number a float64 holds (not

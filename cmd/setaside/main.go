@@ -9,8 +9,8 @@
 //	make setaside / make setaside-show / make putback    (the running make local-up)
 //
 // Package putback does the work and says what is refused and why (a
-// DynamoDB stream record, a state-budget or duplicate-conflict record, a
-// record past the consumers' dedupe horizon, data that would be set aside
+// DynamoDB stream record, a state-budget or duplicate-conflict record or
+// one detect's dedupe ledger took the id of (idTaken), a record past the consumers' dedupe horizon, data that would be set aside
 // again). Putting back is at-least-once: the record is put, then its item
 // marked; a run stopped between the two puts it again next time, which its
 // consumers drop as a copy within their horizon.
@@ -59,8 +59,9 @@ the stream they came from once their cause is fixed.`
 const footer = `Putting back: only a Kinesis record, whose data (or the corrected record given with -data) every consumer
 reads; with its partition key, and with receivedAt set to its first arrival when it has none, so it keeps
 its event time (-arrive-now: it takes the time it arrives again). Refused: a DynamoDB stream record, an
-SQS body, an output never written, a state-budget or duplicate-conflict record (its function took the
-event id: a copy reaches only the other consumers), one that first arrived past the consumers' dedupe
+SQS body, an output never written, a state-budget or duplicate-conflict record, or one detect set aside
+after its other rules read it (idTaken) (its function took the event id: a copy reaches only the other
+consumers), one that first arrived past the consumers' dedupe
 horizon (-horizon, 1h; -past-horizon puts it back anyway: consumers that applied it apply it again), one
 put back before (-again), one whose field at fault still holds what it held or breaks the rule its item
 keeps (a pipeline's value: a number within ±2^53) (correct it with -data, or -unchanged when its cause
@@ -349,6 +350,9 @@ func jsonItem(it *setaside.Item) map[string]any {
 	}
 	if it.Rule != nil {
 		m["rule"] = it.Rule
+	}
+	if it.IDTaken {
+		m["idTaken"] = true
 	}
 	return m
 }

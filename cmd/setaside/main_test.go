@@ -224,6 +224,25 @@ func TestRun(t *testing.T) {
 	if n := len(onStream()); n != 1 {
 		t.Errorf("after refusals the stream holds %d records, want 1", n)
 	}
+	// A record detect set aside for a sum rule after its other rules read
+	// it (its ledger took the id) can never reach that rule: no put-back
+	// command is offered, and putback refuses it saying what to do instead.
+	if err := sink.SetAside(ctx, []setaside.Record{{Source: arn, Shard: shard, Sequence: "49650005", PartitionKey: "user-7",
+		ArrivedAt: now.Add(-time.Minute), Data: []byte(strings.Replace(bad, `"slow"`, `1e400`, 1)), Field: "data.ms", Kind: setaside.KindOverflow, IDTaken: true,
+		Reason: `record evt-7: field data.ms: 1e400 is not a finite 64-bit number (sum rule "x3" cannot add it and skip this event; the other rules that read it still match it)`}}); err != nil {
+		t.Fatal(err)
+	}
+	if r = cmd("list", "-template", tmpl, "-category", "overflow"); r.code != cli.ExitOK || !strings.Contains(r.stderr, "1 record(s) listed") ||
+		strings.Contains(r.stderr, "make putback") || !strings.Contains(r.stderr, "none of these can be put back") {
+		t.Errorf("list of a record detect's ledger took the id of: %+v; want no put-back offered", r)
+	}
+	if r = cmd("list", "-table", table, "-json", "-category", "overflow"); !strings.Contains(r.stdout, `"idTaken":true`) {
+		t.Errorf("list -json of a record detect's ledger took the id of: %+v; want idTaken", r)
+	}
+	if r = cmd("putback", "-template", tmpl, "-source", source, "-sequence", "49650005", "-data", fixed); r.code != cli.ExitRefused ||
+		!strings.Contains(r.stderr, "no put-back reaches only the part that skipped it") || !strings.Contains(r.stderr, "with a new id") {
+		t.Errorf("putback of a record detect's ledger took the id of: %+v", r)
+	}
 	if r = cmd("list", "-table", "no-such-table"); r.code != cli.ExitError || !strings.Contains(r.stderr, "no such table") || !strings.Contains(r.stderr, "QuarantineTableName") {
 		t.Errorf("list of a missing table: %+v", r)
 	}

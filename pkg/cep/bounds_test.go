@@ -18,6 +18,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/putback"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -170,6 +171,79 @@ func TestSumRefusalLeavesOtherRulesReading(t *testing.T) {
 	}
 	if s := h.Stats(); s.SetAside != 1 {
 		t.Errorf("%d records counted set aside; want 1 (pay-1, once, though its batch came twice)", s.SetAside)
+	}
+}
+
+// TestSumRefusalReadByOtherRulesCannotBePutBack: an event set aside for a
+// sum rule that cannot add its value, while other rules read it, had its
+// event id taken by detect's dedupe ledger; its item says so (IDTaken),
+// and putback refuses it, since the corrected copy a put-back sends
+// would only come back as duplicate-conflict (as a trial saw). One no
+// other rule reads took no id: it is offered, and its corrected copy is
+// folded.
+func TestSumRefusalReadByOtherRulesCannotBePutBack(t *testing.T) {
+	ctx := context.Background()
+	rules := []*Rule{
+		rule(t, `{"id":"spend","pattern":[{"begin":"p","type":"payment","sum":"data.amount","atLeast":1000}],"within":"1h"}`),
+		rule(t, `{"id":"pays","pattern":[{"begin":"p","type":"payment","timesOrMore":2}],"within":"1h"}`),
+		rule(t, `{"id":"refunds","pattern":[{"begin":"r","type":"refund","sum":"data.amount","atLeast":1000}],"within":"1h"}`),
+	}
+	table, quarantine := name("cep-sum"), name("quarantine")
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	if err := setaside.CreateTable(ctx, db, quarantine); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Name: "sum", OutOfOrderness: time.Second, IdleTimeout: 10 * time.Second, DedupeHorizon: time.Hour}
+	h := NewHandler(cfg, state.NewViews(db, table, nil), &memStream{}, "matches", newStaticRules(rules), func() time.Time { return base },
+		keyed.WithLogger(quiet), keyed.WithSetAside(setaside.New(db, quarantine, setaside.WithFunction("Tributary-Detect"))),
+		keyed.WithDedupe(keyed.NewLedger(db, table, cfg.Name, cfg.DedupeHorizon)))
+	const shard = "shardId-000000000000"
+	handle := func(recs ...shardRecord) []events.KinesisEventRecord {
+		t.Helper()
+		krecs := kinesisRecords(recs)
+		if resp, err := h.HandleBatch(ctx, events.KinesisEvent{Records: krecs}); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("batch: %+v %v; want every record reported processed", resp, err)
+		}
+		return krecs
+	}
+	load := func(r events.KinesisEventRecord) *setaside.Item {
+		t.Helper()
+		it, err := setaside.Load(ctx, db, quarantine, r.EventSourceArn+"/"+shard, r.Kinesis.SequenceNumber)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}
+	first := handle(
+		shardRecord{shard: shard, seq: 100, env: ev("pay-1", "payment", "acct-1", 1, `{"amount":1e400}`)},
+		shardRecord{shard: shard, seq: 101, env: ev("ref-1", "refund", "acct-1", 2, `{"amount":1e400}`)},
+	)
+	pay, ref := load(first[0]), load(first[1])
+	if pay == nil || ref == nil {
+		t.Fatalf("set aside: pay-1 %v, ref-1 %v; want both", pay, ref)
+	}
+	if why := putback.Hopeless(pay); !pay.IDTaken || !strings.Contains(why, "took its event id in its dedupe ledger") ||
+		!strings.Contains(why, "no put-back reaches only the part that skipped it") || !strings.Contains(why, "with a new id") ||
+		!strings.Contains(why, `sum rule "spend"`) {
+		t.Errorf("pay-1 (read by the rule pays too): idTaken %v, putback says %q; want it marked and refused, naming the rule and what to do instead", pay.IDTaken, why)
+	}
+	if why := putback.Hopeless(ref); ref.IDTaken || why != "" {
+		t.Errorf("ref-1 (no other rule reads it): idTaken %v, putback says %q; want it offered", ref.IDTaken, why)
+	}
+
+	// What the refusal spares the user: pay-1 corrected comes back as a
+	// duplicate-conflict; ref-1 corrected is folded.
+	again := handle(
+		shardRecord{shard: shard, seq: 200, env: ev("pay-1", "payment", "acct-1", 1, `{"amount":5}`)},
+		shardRecord{shard: shard, seq: 201, env: ev("ref-1", "refund", "acct-1", 2, `{"amount":5}`)},
+	)
+	if it := load(again[0]); it == nil || it.Category != setaside.KindDuplicateConflict {
+		t.Errorf("pay-1 corrected and sent again: set aside as %+v, want duplicate-conflict", it)
+	}
+	if it := load(again[1]); it != nil {
+		t.Errorf("ref-1 corrected and sent again: set aside as %s (%s), want it folded", it.Category, it.Reason)
 	}
 }
 

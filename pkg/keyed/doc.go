@@ -61,7 +61,10 @@
 // A record the Operator folds can still be set aside for a part of it that
 // skips the record (a CEP sum rule that cannot add its value, while the
 // other rules read it): State.Add returns its fate with a RecordError, and
-// the fold writes the set-aside before the state, once per record.
+// the fold writes the set-aside before the state, once per record. With a
+// dedupe ledger, such a set-aside says the ledger took the record's id
+// (setaside.Record.IDTaken): a copy put back would be dropped, so package
+// putback refuses it.
 //
 // Bounds: an Operator keeps a key's state within its own limits (records
 // past them are set aside, kind state-budget, deterministically); a key

@@ -528,7 +528,11 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 				}
 			}
 			if rerr != nil { // with another fate: a part of the operator skips it
-				aside = append(aside, asideOf(it.rec, rerr.Field, rerr.Kind, rerr.Reason))
+				rec := asideOf(it.rec, rerr.Field, rerr.Kind, rerr.Reason)
+				// The ledger took its id when it judged the batch: a copy
+				// put back would be dropped, or refused as a conflict.
+				rec.IDTaken = it.cand >= 0
+				aside = append(aside, rec)
 				asideAt[i] = true
 			}
 			last = it.seq

@@ -20,7 +20,10 @@
 //     function took the record's event id before it set it aside, so a
 //     copy is dropped as a producer's copy within its dedupe horizon and
 //     applied again by the other consumers after it; no put-back reaches
-//     that function alone;
+//     that function alone. So is a record whose item says its function's
+//     ledger took the id (IDTaken: detect set it aside for a sum rule
+//     after its other rules read it), whose copy only comes back as a
+//     duplicate-conflict;
 //   - a record that first arrived longer ago than the consumers' dedupe
 //     horizon (Horizon, 1 h by default as dedupeHorizon is) is refused
 //     unless PastHorizon: the consumers that applied it the first time no

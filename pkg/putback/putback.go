@@ -208,6 +208,14 @@ func Hopeless(it *setaside.Item) string {
 	case setaside.KindStateBudget:
 		return "state-budget: " + orUnknown(it.Function) + " took the record's event id before it set the record aside, so a copy is dropped as a producer's copy by it within its dedupe horizon, and applied a second time by the other consumers after it; no put-back reaches that function alone (docs/set-aside.md)"
 	}
+	if it.IDTaken {
+		field := it.Field
+		if field == "" {
+			field = "it"
+		}
+		return fmt.Sprintf("%s %s: %s read the record and took its event id in its dedupe ledger before it set it aside for the part of it that could not read %s (%s). A copy put back is dropped by it as a producer's copy within its dedupe horizon, or set aside as duplicate-conflict when corrected, and past that horizon the parts that read it would read it a second time: no put-back reaches only the part that skipped it. That part goes without this event; to have a corrected value counted there, send it as a new event, with a new id (through ingest), which every consumer takes as another event, that function's other parts included (docs/set-aside.md)",
+			it.Category, field, orUnknown(it.Function), field, strictjson.Cut(it.Reason, 300))
+	}
 	if it.DataTruncated {
 		return fmt.Sprintf("only the start of its data was kept (%d bytes of %d): put the whole record on the stream yourself", len(it.Data), it.DataBytes)
 	}

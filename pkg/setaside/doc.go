@@ -23,7 +23,9 @@
 // source = "<stream ARN>/<shard>", sort key sequenceNumber; TTL expiresAt,
 // 14 days), told apart by kind:
 //
-//	set-aside  a record a function gave up on: function, field, category, reason
+//	set-aside  a record a function gave up on: function, field, category, reason;
+//	           rule (what the field must hold, when the function says: Rule) and
+//	           idTaken (its dedupe ledger took the record's id: Record.IDTaken)
 //	record     a record of a range Lambda gave up on (on-failure destination),
 //	           written by quarantine: condition, functionError, reason
 //	missing    a note that records of such a range could no longer be read

@@ -144,11 +144,14 @@ func sumRecordError(refused []*SumError, others bool) *keyed.RecordError {
 	if len(ids) > 1 {
 		rules = "sum rules " + strings.Join(ids, ", ")
 	}
-	re.Reason = fmt.Sprintf("%v (%s cannot add it and skip this event", first.Err, rules)
+	re.Reason = fmt.Sprintf("%v: %s cannot add it, so they skip this event", first.Err, rules)
+	if len(ids) == 1 {
+		re.Reason = fmt.Sprintf("%v: %s cannot add it, so it skips this event", first.Err, rules)
+	}
 	if others {
-		re.Reason += "; the other rules that read it still match it)"
+		re.Reason += "; the other rules that read it still match it"
 	} else {
-		re.Reason += "; no other rule reads it)"
+		re.Reason += "; no other rule reads it"
 	}
 	return re
 }

@@ -988,7 +988,7 @@ func object(m *mistakes, root, path string, doc []byte, known []string, quiet ..
 			line, col := lineCol(doc, se.Offset)
 			return nil, cfgErr(path, "not valid JSON at line %d, column %d: %v%s", line, col, se, trailingComma(doc, se.Offset))
 		}
-		return nil, cfgErr(path, "must be a JSON object, not %s", kind(bytes.TrimSpace(doc)))
+		return nil, cfgErr(path, "must be a JSON object, not %s", strictjson.TypeOf(bytes.TrimSpace(doc)))
 	}
 	under := func(name string) string {
 		if path == "" {
@@ -1112,7 +1112,7 @@ func field(m map[string]json.RawMessage, name, path string, dst any) error {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			want := want(te.Type)
-			got := kind(bytes.TrimSpace(v))
+			got := strictjson.TypeOf(bytes.TrimSpace(v))
 			switch {
 			case got == "a number" && want == "a number":
 				// A number past what a float64 holds ("1e400").

@@ -98,7 +98,7 @@ func (p Path) raw(env *stream.Envelope) ([]byte, error) {
 		var ne *notObjectError
 		if errors.As(err, &ne) {
 			at := strings.Join(append([]string{"data"}, p.fields[:ne.depth]...), ".")
-			return nil, fieldError(env, p, fmt.Sprintf("is missing: %s is %s, not an object", at, kind(ne.raw)))
+			return nil, fieldError(env, p, fmt.Sprintf("is missing: %s is %s, not an object", at, strictjson.TypeOf(ne.raw)))
 		}
 		if errors.Is(err, errMissing) {
 			return nil, fieldError(env, p, "is missing")
@@ -136,7 +136,7 @@ func (p Path) str(env *stream.Envelope) (string, error) {
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return string(v), nil
 	}
-	return "", fieldError(env, p, "must be a string or a number, not "+kind(v))
+	return "", fieldError(env, p, "must be a string or a number, not "+strictjson.TypeOf(v))
 }
 
 // maxNumberShown bounds what a reason repeats of a number it refuses; the
@@ -153,7 +153,7 @@ func (p Path) number(env *stream.Envelope) (float64, error) {
 	switch v[0] {
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 	default:
-		return 0, fieldError(env, p, "must be a number, not "+kind(v))
+		return 0, fieldError(env, p, "must be a number, not "+strictjson.TypeOf(v))
 	}
 	f, err := strconv.ParseFloat(unsafe.String(&v[0], len(v)), 64)
 	if err != nil || math.IsInf(f, 0) {
@@ -208,7 +208,7 @@ func (p Path) bytes(env *stream.Envelope) ([]byte, error) {
 		}
 		return []byte(s), nil
 	case '{', '[', 'n':
-		return nil, fieldError(env, p, "must be a string, number or boolean, not "+kind(v))
+		return nil, fieldError(env, p, "must be a string, number or boolean, not "+strictjson.TypeOf(v))
 	}
 	return v, nil
 }
@@ -222,26 +222,6 @@ func plainString(v []byte) ([]byte, bool) {
 		}
 	}
 	return body, true
-}
-
-// kind names a JSON value's type for error messages.
-func kind(v []byte) string {
-	if len(v) == 0 {
-		return "empty"
-	}
-	switch v[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "a number"
 }
 
 var errMissing = errors.New("missing")

@@ -79,7 +79,7 @@ func (r *Rule) Check(v []byte) error {
 	switch v[0] {
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 	default:
-		return fmt.Errorf("is %s, not a number", jsonKind(v))
+		return fmt.Errorf("is %s, not a number", strictjson.TypeOf(v))
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
 	if err != nil || math.IsInf(f, 0) {
@@ -89,21 +89,4 @@ func (r *Rule) Check(v []byte) error {
 		return fmt.Errorf("%s is outside ±%s", strictjson.Cut(string(v), maxValueShown), strconv.FormatFloat(r.Within, 'f', -1, 64))
 	}
 	return nil
-}
-
-// jsonKind names the type of the JSON value v.
-func jsonKind(v []byte) string {
-	switch v[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	}
-	return "not JSON"
 }

@@ -95,9 +95,6 @@ type ApplyError struct {
 	// appended, or the log holds another event at it), so no view applies
 	// it.
 	pastLog bool
-	// logged is the log's event at Version when the record is another
-	// (nil otherwise): a record equal to it is the real one, and applied.
-	logged *es.Event
 }
 
 func (e *ApplyError) Error() string {
@@ -290,14 +287,14 @@ func (p *Projector) Handle(ctx context.Context, ev events.KinesisEvent) (events.
 		for i := range g {
 			evs[i] = g[i].event
 		}
-		stuck, err := p.apply(ctx, table, evs, fence, false)
+		stuck, logged, err := p.apply(ctx, table, evs, fence, false)
 		if err != nil {
 			failures.Add(g[0].rec.Kinesis.SequenceNumber)
 			p.logger.ErrorContext(ctx, "events not applied to the views; Lambda redelivers them", "aggregate", agg, "error", err)
 			continue
 		}
 		for _, r := range g {
-			if ae, ok := stuck[r.event.Version]; ok && (ae.logged == nil || !sameEvent(&r.event, ae.logged)) {
+			if ae := verdict(&r.event, stuck, logged); ae != nil {
 				sr := setaside.FromKinesis(r.rec)
 				sr.Kind, sr.Field, sr.Reason = cmp.Or(ae.Kind, setaside.KindInvalid), ae.Field, ae.Error()
 				aside = append(aside, sr)
@@ -359,7 +356,7 @@ func fenceOf(r *events.KinesisEventRecord) ([2]string, error) {
 // first pass. Events a view can never apply are returned as errors, not
 // set aside (they are not records of the stream).
 func (p *Projector) ApplyLog(ctx context.Context, table string, run []es.Event) error {
-	stuck, err := p.apply(ctx, table, run, [2]string{}, true)
+	stuck, _, err := p.apply(ctx, table, run, [2]string{}, true)
 	if err != nil {
 		return err
 	}
@@ -382,20 +379,23 @@ func mapsKeys(m map[int64]*ApplyError) func(func(int64) bool) {
 
 // apply applies evs, events of one aggregate in the order received, to
 // every view. stuck maps the versions some view could never apply to why.
-// Events from the stream are first held to the log (trusted); fromLog
-// says they were read from it (a rebuild).
-func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fence [2]string, fromLog bool) (stuck map[int64]*ApplyError, err error) {
+// Events from the stream are first held to the log, and the views apply
+// the log's events (trusted): logged holds those read, for each record to
+// be judged against (verdict). fromLog says evs were read from it (a
+// rebuild).
+func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fence [2]string, fromLog bool) (stuck map[int64]*ApplyError, logged map[int64]*es.Event, err error) {
 	stuck = map[int64]*ApplyError{}
 	evs = ordered(evs)
-	typ := evs[0].AggregateType
-	if !fromLog && p.keepsViewsOf(typ) {
-		if evs, err = p.trusted(ctx, evs, stuck); err != nil {
-			return nil, err
+	if !fromLog && len(p.views.Folds)+len(p.views.Entities) > 0 {
+		if evs, logged, err = p.trusted(ctx, evs, stuck); err != nil {
+			return nil, nil, err
 		}
 		if len(evs) == 0 {
-			return stuck, nil
+			return stuck, logged, nil
 		}
 	}
+	// The log's type: a record's own aggregateType is the producer's word.
+	typ := evs[0].AggregateType
 	// A view's own refusal marks the event and those after it; an event
 	// not the log's keeps that reason.
 	mark := func(ae *ApplyError) {
@@ -411,7 +411,7 @@ func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fen
 		}
 		ae, err := p.fold(ctx, table, v, evs, fence)
 		if err != nil {
-			return nil, fmt.Errorf("view %s: %w", v.Name(), err)
+			return nil, nil, fmt.Errorf("view %s: %w", v.Name(), err)
 		}
 		if ae != nil {
 			mark(ae)
@@ -422,7 +422,7 @@ func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fen
 			continue
 		}
 		if err := p.entities(ctx, table, v, evs, fence, stuck); err != nil {
-			return nil, fmt.Errorf("view %s: %w", v.Name(), err)
+			return nil, nil, fmt.Errorf("view %s: %w", v.Name(), err)
 		}
 	}
 	if !p.noStates {
@@ -437,11 +437,11 @@ func (p *Projector) apply(ctx context.Context, table string, evs []es.Event, fen
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("view %s: %w", v.Name(), err)
+				return nil, nil, fmt.Errorf("view %s: %w", v.Name(), err)
 			}
 		}
 	}
-	return stuck, nil
+	return stuck, logged, nil
 }
 
 // ordered sorts one aggregate's events by version and drops repeats (a
@@ -594,26 +594,20 @@ func (p *Projector) missing(ctx context.Context, agg string, after, before int64
 	return evs, nil
 }
 
-// keepsViewsOf reports whether a fold or entity view reads aggregates of
-// type typ (state views read the log themselves).
-func (p *Projector) keepsViewsOf(typ string) bool {
-	return slices.ContainsFunc(p.views.Folds, func(v FoldView) bool { return v.AggregateType() == typ }) ||
-		slices.ContainsFunc(p.views.Entities, func(v EntityView) bool { return v.AggregateType() == typ })
-}
-
 // trusted holds evs (one aggregate, ordered) to the log with one
-// consistent read of their versions, and returns the events the views may
-// apply. An event whose version the log never had (hand-made, or of an
-// events table since replaced) is left out; one the log holds as another
-// event (a record made by hand with the next version, which the fold
-// would apply and its fence then keep the real one out) is replaced by
-// the log's. Each is marked stuck (pastLog), for its record to be set
-// aside naming the field.
-func (p *Projector) trusted(ctx context.Context, evs []es.Event, stuck map[int64]*ApplyError) ([]es.Event, error) {
+// consistent read of their versions, and returns the log's events for the
+// views to apply, as their published records carry them, and the log's
+// events read, by version. A version the log never had (a record made by
+// hand, or of an events table since replaced) is marked stuck (pastLog)
+// and left out. The records themselves are judged by verdict: one the log
+// holds as another event (made by hand with the next version, which the
+// fold would apply and its fence then keep the real one out) is set aside
+// while the log's is applied.
+func (p *Projector) trusted(ctx context.Context, evs []es.Event, stuck map[int64]*ApplyError) ([]es.Event, map[int64]*es.Event, error) {
 	agg, first, last := evs[0].AggregateID, evs[0].Version, evs[len(evs)-1].Version
 	held, err := p.log.Events(ctx, agg, first-1, last)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s's versions %d to %d back: %w", agg, first, last, err)
+		return nil, nil, fmt.Errorf("reading %s's versions %d to %d back: %w", agg, first, last, err)
 	}
 	logged := make(map[int64]*es.Event, len(held))
 	top := first - 1
@@ -629,14 +623,23 @@ func (p *Projector) trusted(ctx context.Context, evs []es.Event, stuck map[int64
 				Reason: fmt.Sprintf("the event store holds %s up to version %d: no such event was appended", agg, top)}
 			continue
 		}
-		if field := differs(&e, h); field != "" {
-			stuck[e.Version] = &ApplyError{Event: e.ID(), Version: e.Version, Field: field, pastLog: true, logged: h,
-				Reason: fmt.Sprintf("is not what the event store holds at version %d (command %q), so this record was not published from it: the views apply the stored event", e.Version, h.CommandID)}
-			e = published(h)
-		}
-		out = append(out, e)
+		out = append(out, published(h))
 	}
-	return out, nil
+	return out, logged, nil
+}
+
+// verdict is why the record of e is set aside (nil: it is applied): it
+// is not the log's event at its version (logged, when the log was read),
+// or its version is stuck. Each record is judged, two of one version
+// included (ordered keeps one of them for the views).
+func verdict(e *es.Event, stuck map[int64]*ApplyError, logged map[int64]*es.Event) *ApplyError {
+	if h := logged[e.Version]; h != nil {
+		if field := differs(e, h); field != "" {
+			return &ApplyError{Event: e.ID(), Version: e.Version, Field: field, pastLog: true,
+				Reason: fmt.Sprintf("is not what the event store holds at version %d (command %q), so this record was not published from it: the views apply the stored event", e.Version, h.CommandID)}
+		}
+	}
+	return stuck[e.Version]
 }
 
 // differs names the first field where e, read from a published record,
@@ -657,10 +660,6 @@ func differs(e, h *es.Event) string {
 	}
 	return ""
 }
-
-// sameEvent reports whether e, read from a published record, is the log's
-// event h.
-func sameEvent(e, h *es.Event) bool { return differs(e, h) == "" }
 
 // sameJSON reports whether a and b are the same JSON value.
 func sameJSON(a, b json.RawMessage) bool {

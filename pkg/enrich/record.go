@@ -76,19 +76,13 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 		pe, ok := err.(*stream.PoisonRecordError)
 		// As the other consumers file it: unparseable when no field is
 		// at fault (not JSON, not an object), else invalid, naming it.
-		field, reason, kind := "data", err.Error(), setaside.KindUnparseable
-		if ok {
-			if pe.Field != "" {
-				field, kind = pe.Field, setaside.KindInvalid
-			}
-			var fe *stream.FieldError
-			if fe, ok = pe.Err.(*stream.FieldError); ok {
-				reason = fe.Reason
-			} else {
-				reason = pe.Err.Error()
-			}
+		// The reason is the whole error, naming the record and the field
+		// as theirs do ("record 7: field key: holds control character …").
+		field, kind := "data", setaside.KindUnparseable
+		if ok && pe.Field != "" {
+			field, kind = pe.Field, setaside.KindInvalid
 		}
-		return parsed{}, &RecordError{SequenceNumber: seq, Field: field, Reason: reason, Kind: kind}
+		return parsed{}, &RecordError{SequenceNumber: seq, Field: field, Reason: err.Error(), Kind: kind}
 	}
 	p.key = p.env.Key
 	if !isChangelog(p.env.Type) {

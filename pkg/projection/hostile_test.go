@@ -205,7 +205,6 @@ func TestFoldItemThatWouldPassTheLimit(t *testing.T) {
 // entity view applied it), and one put with another partition key are set
 // aside naming their field; the stored events are applied.
 func TestRecordsNotPublishedFromTheLogAreSetAside(t *testing.T) {
-	ctx := context.Background()
 	log := heldLog{}
 	mem, p := inProcess(projection.Views{Folds: []projection.FoldView{notesFold{}}, Entities: []projection.EntityView{noteView{}}}, log)
 	forged := func(v int64, seq, data string) events.KinesisEventRecord {
@@ -219,13 +218,7 @@ func TestRecordsNotPublishedFromTheLogAreSetAside(t *testing.T) {
 		r.Kinesis.SequenceNumber = seq
 		return r
 	}
-	handle := func(recs ...events.KinesisEventRecord) {
-		t.Helper()
-		resp, err := p.Handle(ctx, events.KinesisEvent{Records: recs})
-		if err != nil || len(resp.BatchItemFailures) > 0 {
-			t.Fatalf("Handle: failures %v, %v; want none", resp.BatchItemFailures, err)
-		}
-	}
+	handle := func(recs ...events.KinesisEventRecord) { handleAll(t, p, recs...) }
 	handle(real("10", log.appended("t1", 1, `{"PK":"p1","SK":"s","Note":"first"}`)))
 	// Version 2 before the store has it, then the store's version 2.
 	handle(forged(2, "20", `{"PK":"forged2","SK":"s","Note":"forged"}`))
@@ -240,24 +233,10 @@ func TestRecordsNotPublishedFromTheLogAreSetAside(t *testing.T) {
 	other.Kinesis.PartitionKey = "zzz"
 	handle(other)
 
-	item := mem.Item("views", notesFold{}.Key("t1"))
-	var folded []string
-	if l, ok := item["notes"].(*types.AttributeValueMemberL); ok {
-		for _, v := range l.Value {
-			folded = append(folded, v.(*types.AttributeValueMemberS).Value)
-		}
-	}
-	if strings.Join(folded, ",") != "first,second,third" {
+	if folded := foldedNotes(mem, "t1"); strings.Join(folded, ",") != "first,second,third" {
 		t.Errorf("the fold holds %v, want the store's first, second and third", folded)
 	}
-	var notes []string
-	for _, it := range mem.Items("views") {
-		if pk, ok := it["pk"].(*types.AttributeValueMemberS); ok && !strings.HasPrefix(pk.Value, "allnotes#") {
-			notes = append(notes, pk.Value)
-		}
-	}
-	slices.Sort(notes)
-	if strings.Join(notes, ",") != "p1,p2,p3" {
+	if notes := entityKeys(mem); strings.Join(notes, ",") != "p1,p2,p3" {
 		t.Errorf("entity items %v, want p1, p2 and p3 (the store's events the view applies)", notes)
 	}
 	want := map[string]string{"20": "data.version", "30": "data.commandId", "40": "data", "99": "data.version", "50": "key"}
@@ -281,7 +260,6 @@ func TestRecordsNotPublishedFromTheLogAreSetAside(t *testing.T) {
 // one batch was neither applied nor set aside; a record of a type no view
 // keeps, at a version the log never had, was counted applied.
 func TestEveryRecordIsJudgedAgainstTheLog(t *testing.T) {
-	ctx := context.Background()
 	log := heldLog{}
 	mem, p := inProcess(projection.Views{Folds: []projection.FoldView{notesFold{}}, Entities: []projection.EntityView{noteView{}}}, log)
 	record := func(seq string, e es.Event) events.KinesisEventRecord {
@@ -289,13 +267,7 @@ func TestEveryRecordIsJudgedAgainstTheLog(t *testing.T) {
 		r.Kinesis.SequenceNumber = seq
 		return r
 	}
-	handle := func(recs ...events.KinesisEventRecord) {
-		t.Helper()
-		resp, err := p.Handle(ctx, events.KinesisEvent{Records: recs})
-		if err != nil || len(resp.BatchItemFailures) > 0 {
-			t.Fatalf("Handle: failures %v, %v; want none", resp.BatchItemFailures, err)
-		}
-	}
+	handle := func(recs ...events.KinesisEventRecord) { handleAll(t, p, recs...) }
 	first := log.appended("t2", 1, `{"PK":"q1","SK":"s","Note":"first"}`)
 	handle(record("1", first))
 	// Another aggregate type at version 1, ahead of the real version 2.
@@ -312,24 +284,10 @@ func TestEveryRecordIsJudgedAgainstTheLog(t *testing.T) {
 	stray.Version = 9
 	handle(record("6", stray))
 
-	item := mem.Item("views", notesFold{}.Key("t2"))
-	var folded []string
-	if l, ok := item["notes"].(*types.AttributeValueMemberL); ok {
-		for _, v := range l.Value {
-			folded = append(folded, v.(*types.AttributeValueMemberS).Value)
-		}
-	}
-	if strings.Join(folded, ",") != "first,second,third" {
+	if folded := foldedNotes(mem, "t2"); strings.Join(folded, ",") != "first,second,third" {
 		t.Errorf("the fold holds %v, want the log's first, second and third", folded)
 	}
-	var notes []string
-	for _, it := range mem.Items("views") {
-		if pk, ok := it["pk"].(*types.AttributeValueMemberS); ok && !strings.HasPrefix(pk.Value, "allnotes#") {
-			notes = append(notes, pk.Value)
-		}
-	}
-	slices.Sort(notes)
-	if strings.Join(notes, ",") != "q1,q2,q3" {
+	if notes := entityKeys(mem); strings.Join(notes, ",") != "q1,q2,q3" {
 		t.Errorf("entity items %v, want q1, q2 and q3", notes)
 	}
 	got := map[string]string{}
@@ -342,4 +300,37 @@ func TestEveryRecordIsJudgedAgainstTheLog(t *testing.T) {
 	if s := p.Stats(); s.SetAside != 3 || s.EventsApplied != 3 {
 		t.Errorf("counted %d applied and %d set aside, want 3 and 3", s.EventsApplied, s.SetAside)
 	}
+}
+
+// handleAll hands recs to p as one batch and fails t unless it reports no
+// failure: what cannot be applied is set aside, and the shard moves on.
+func handleAll(t *testing.T, p *projection.Projector, recs ...events.KinesisEventRecord) {
+	t.Helper()
+	resp, err := p.Handle(context.Background(), events.KinesisEvent{Records: recs})
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("Handle: failures %v, %v; want none", resp.BatchItemFailures, err)
+	}
+}
+
+// foldedNotes is the notes notesFold's item of agg holds, in order.
+func foldedNotes(mem *memdb.DB, agg string) []string {
+	var notes []string
+	if l, ok := mem.Item("views", notesFold{}.Key(agg))["notes"].(*types.AttributeValueMemberL); ok {
+		for _, v := range l.Value {
+			notes = append(notes, v.(*types.AttributeValueMemberS).Value)
+		}
+	}
+	return notes
+}
+
+// entityKeys is the sorted pk of every noteView item.
+func entityKeys(mem *memdb.DB) []string {
+	var keys []string
+	for _, it := range mem.Items("views") {
+		if pk, ok := it["pk"].(*types.AttributeValueMemberS); ok && !strings.HasPrefix(pk.Value, "allnotes#") {
+			keys = append(keys, pk.Value)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -410,7 +410,7 @@ func timesOrMore(raw json.RawMessage, stored bool) (int, error) {
 
 // noControl refuses a control character in what a rule matches an event's
 // type or key (what) against: ingest refuses them there
-// (stream.CheckControls), so the rule could never match. A rule stored
+// (stream.Envelope.Validate), so the rule could never match. A rule stored
 // before this check still loads, so it can be listed and deleted.
 func noControl(stored bool, part, what, v string) error {
 	if r, at, found := stream.FirstControl(v); found && !stored {

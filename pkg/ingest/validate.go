@@ -38,7 +38,7 @@ const (
 // parseEvents validates the events split from a body: each holds only the
 // envelope's fields, spelt exactly, and decodes as an envelope
 // (stream.UnmarshalExact, then Validate), its id, type and key hold no
-// control characters (CheckControls) — none of them blank either
+// control characters (Validate) — none of them blank either
 // (Validate) —, its id is not the id of an earlier event of the same
 // request, and it is at most maxAge old when sent. It returns every
 // refused event, in request order.
@@ -51,9 +51,6 @@ func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []Even
 		err := stream.UnmarshalExact(raw, e)
 		if err == nil {
 			err = e.Validate()
-		}
-		if err == nil {
-			err = e.CheckControls()
 		}
 		if err == nil && cdc.IsChangelogType(e.Type) {
 			err = &stream.FieldError{Field: "type", Reason: fmt.Sprintf(

@@ -248,7 +248,7 @@ func (c *Config) Extract(env *stream.Envelope) (key string, value float64, disti
 		}
 	}
 	// Ingest refuses control characters in an envelope's key and type
-	// (stream.CheckControls); a key read from data, or a record put on the
+	// (stream.Envelope.Validate); a key read from data, or a record put on the
 	// stream past ingest, is held to the same, as it keys the pipeline's
 	// items, its results' ids and log lines.
 	if r, at, found := stream.FirstControl(key); found {
@@ -502,7 +502,7 @@ func parse(doc []byte) (*Config, *mistakes, error) {
 		case utf8.RuneCountInString(t) > stream.MaxTypeLength:
 			m.add(cfgErr(at, "is longer than an event type can be (%d characters): no event would match it", stream.MaxTypeLength))
 		case control:
-			// Ingest refuses such a type (stream.CheckControls): the
+			// Ingest refuses such a type (stream.Envelope.Validate): the
 			// pipeline would read nothing of it, silently.
 			m.add(cfgErr(at, "holds control character U+%04X at byte %d: no event's type can (ingest refuses it), so the pipeline would never read it", r, pos))
 		case slices.Contains(raw.eventTypes[:i], t):

@@ -240,9 +240,6 @@ func (pl *Plan) check(now time.Time, keep bool) error {
 		}
 		return err
 	}
-	if err := env.CheckControls(); err != nil {
-		return err
-	}
 	if pl.Fixed && cdc.IsChangelogType(env.Type) {
 		return fmt.Errorf("field type: %q is a change data capture record type, which only cdc writes from the profiles table (enrich would take it as the profile's new version): change the profile item instead", env.Type)
 	}

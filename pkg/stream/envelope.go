@@ -135,22 +135,10 @@ func checkTimeRange(field string, t time.Time) error {
 		t.Format(time.RFC3339Nano), EarliestTime.Format(time.RFC3339), LatestTime.Format(time.RFC3339))}
 }
 
-// CheckControls refuses control characters (Unicode category Cc: C0, DEL,
-// C1) in the identifiers of an event, as ingest does. The key becomes the
-// Kinesis partition key and part of every view's key; a control character
-// there breaks logs, consoles and the views' key layout.
-func (e *Envelope) CheckControls() error {
-	for _, f := range []struct{ name, v string }{{"id", e.ID}, {"type", e.Type}, {"key", e.Key}} {
-		if err := CheckIdentifierControls(f.name, f.v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// CheckIdentifierControls is CheckControls' refusal of one identifier v
-// (field names it in the *FieldError), for an id carried elsewhere than an
-// envelope's id, type or key (a worker's task id) that is used as one.
+// CheckIdentifierControls is Validate's refusal of a control character in
+// one identifier v (field names it in the *FieldError), also for an id
+// carried elsewhere than an envelope's id, type or key (a worker's task
+// id) that is used as one.
 func CheckIdentifierControls(field, v string) error {
 	if r, i, found := FirstControl(v); found {
 		return &FieldError{Field: field, Reason: fmt.Sprintf("holds control character U+%04X at byte %d; identifiers are printable text", r, i)}
@@ -159,8 +147,8 @@ func CheckIdentifierControls(field, v string) error {
 }
 
 // FirstControl is the first control character in s (Unicode category Cc,
-// what CheckControls refuses) and its byte offset: for a rule or config
-// naming an event type or key, which no event ingest takes can hold.
+// what Validate refuses in an identifier) and its byte offset: for a rule
+// or config naming an event type or key, which no event ingest takes can hold.
 func FirstControl(s string) (r rune, at int, found bool) {
 	for i, r := range s {
 		if unicode.IsControl(r) {
@@ -184,7 +172,9 @@ func checkString(field, v string, max int) error {
 	case utf8.RuneCountInString(v) > max:
 		return &FieldError{Field: field, Reason: fmt.Sprintf("is %d characters long; at most %d are allowed", utf8.RuneCountInString(v), max)}
 	}
-	// As ingest refuses them (CheckControls), so does every consumer: a
+	// Control characters (Unicode category Cc: C0, DEL, C1) break logs,
+	// consoles and the views' key layout; ingest and every consumer refuse
+	// them here, a record written straight to the stream past ingest too: a
 	// record written straight to the stream past ingest.
 	return CheckIdentifierControls(field, v)
 }

@@ -316,11 +316,6 @@ func (a *Admin) test(ctx context.Context, body []byte) events.LambdaFunctionURLR
 		}
 		return respond(http.StatusBadRequest, apiError{Error: "not a test request: " + err.Error(), Part: part})
 	}
-	// Decoded, null is a request with no field: refused as what it is,
-	// as an array is, not as one without rules.
-	if strictjson.TypeOf(body) == "null" {
-		return respond(http.StatusBadRequest, apiError{Error: "not a test request: must be a JSON object, not null"})
-	}
 	if len(req.Rules) == 0 || len(req.Rules) > maxTestRules {
 		return respond(http.StatusBadRequest, apiError{Error: fmt.Sprintf("rules: give 1 to %d rules", maxTestRules), Part: "rules"})
 	}

@@ -204,11 +204,6 @@ func parseRule(doc []byte, stored bool) (*Rule, error) {
 	if err := strictjson.Decode(doc, &raw, strictjson.Options{MaxBytes: MaxRuleBytes, Name: "rule"}); err != nil {
 		return nil, ruleJSONError(err)
 	}
-	// Decoded, null is an object with no field: refused as what it is,
-	// as an array or a string is, not as a rule without an id.
-	if strictjson.TypeOf(doc) == "null" {
-		return nil, ruleErr("", "must be a JSON object, not null")
-	}
 	r := &Rule{ID: raw.ID, Description: raw.Description, Keys: raw.Keys, KeyPrefix: raw.KeyPrefix, absence: -1}
 	switch {
 	case raw.ID == "":

@@ -18,7 +18,10 @@ import (
 // encoding/json would also take "Name" for "name") and every value whose
 // JSON type the field cannot hold (a string for a number, 1.5 or 1e40 for an
 // int). A json.RawMessage, an interface or a type with its own UnmarshalJSON
-// or UnmarshalText takes any (valid) value. Its error is an *Error.
+// or UnmarshalText takes any (valid) value. A document that is null where v
+// is a struct or a map is refused as any other type is ("must be a JSON
+// object, not null"): encoding/json would leave v as it was, and every field
+// would read as not sent. Its error is an *Error.
 func Decode(doc []byte, v any, o Options) error {
 	if err := check(doc, o); err != nil {
 		return err
@@ -29,6 +32,9 @@ func Decode(doc []byte, v any, o Options) error {
 	}
 	w := walker{b: doc, allowUnknown: o.AllowUnknown}
 	w.ws()
+	if err := w.nullDocument(rv.Type().Elem()); err != nil {
+		return err
+	}
 	if err := w.value(rv.Type().Elem()); err != nil {
 		return err
 	}
@@ -110,6 +116,25 @@ func (w *walker) ws() {
 
 func (w *walker) fail(kind Kind, reason string) *Error {
 	return &Error{Kind: kind, Index: -1, Path: formatPath(w.path), Reason: reason, Offset: -1}
+}
+
+// nullDocument refuses a document that is null when t, read from an object,
+// is a struct or a map (a null inside a document still leaves its field as
+// it is: a field sent as null reads as not sent, which its checks name).
+func (w *walker) nullDocument(t reflect.Type) *Error {
+	if w.b[w.i] != 'n' {
+		return nil
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return nil
+	}
+	if t.Kind() == reflect.Struct || t.Kind() == reflect.Map {
+		return w.wrongType(t)
+	}
+	return nil
 }
 
 // value walks the value at w.i as t receives it.

@@ -187,6 +187,9 @@ func TestDecode(t *testing.T) {
 		{name: "a number for a boolean", doc: `{"ok":1}`, kind: Type, path: "ok", text: "must be a JSON boolean, not a number"},
 		{name: "a number for bytes", doc: `{"blob":1}`, kind: Type, path: "blob", text: "base64"},
 		{name: "an array at the top", doc: `[]`, kind: Type, path: "", text: "must be a JSON object, not an array"},
+		// encoding/json leaves the struct as it was: every field would read
+		// as not sent ("id: required" for a body of null).
+		{name: "null at the top", doc: ` null `, kind: Type, path: "", text: "must be a JSON object, not null"},
 		{name: "a custom decoder's refusal", doc: `{"at":"tomorrow"}`, kind: Type, text: "tomorrow"},
 		{name: "invalid UTF-8 before decoding", doc: `{"holder":{"name":"` + "\xff" + `"}}`, kind: Encoding, path: "holder.name"},
 		{name: "a lone surrogate before decoding", doc: `{"holder":{"email":"\ud800"}}`, kind: Encoding, path: "holder.email"},

@@ -232,6 +232,11 @@ func parseRule(doc []byte, stored bool) (*Rule, error) {
 		if k == "" || utf8.RuneCountInString(k) > stream.MaxKeyLength {
 			return nil, ruleErr(fmt.Sprintf("keys[%d]", i), "a key is 1 to %d characters", stream.MaxKeyLength)
 		}
+		// A key twice is most likely another key misspelt as this one; a
+		// rule stored with one before this check still loads.
+		if j := slices.Index(raw.Keys[:i], k); j >= 0 && !stored {
+			return nil, ruleErr(fmt.Sprintf("keys[%d]", i), "%s is keys[%d] again: give each key once", strictjson.QuoteCut(k, maxEchoBytes), j)
+		}
 		if err := noControl(stored, fmt.Sprintf("keys[%d]", i), "key", k); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,8 @@ func TestParseRuleRefusesNamingThePart(t *testing.T) {
 		{`null`, "", "must be a JSON object, not null"},
 		{`{"id":"bad id","pattern":[{"begin":"a","type":"x"}]}`, "id", "letters"},
 		{`{"id":"r"}`, "pattern", "required"},
+		// A key twice is most likely another key misspelt as it.
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":["k1","k2","k1"]}`, "keys[2]", `"k1" is keys[0] again`},
 		{`{"id":"r","pattern":[{"type":"x"}]}`, "pattern[0]", "names no step"},
 		{`{"id":"r","pattern":[{"followedBy":"a","type":"x"}]}`, "pattern[0]", "first step must be"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"begin":"b","type":"y"}],"within":"1m"}`, "pattern[1].begin", "only the first step"},

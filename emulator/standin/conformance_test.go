@@ -483,6 +483,40 @@ func TestDynamoDBConformance(t *testing.T) {
 		}
 	})
 
+	// The stand-in walks an update expression's checks that read only the
+	// expression, its names and the table's keys once per (expression,
+	// names): a key attribute updated, or two paths that overlap, are
+	// refused every time, also after the same expression passed with other
+	// names.
+	t.Run("UpdateItem checks its expression every time", func(t *testing.T) {
+		update := func(names map[string]string) error {
+			_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key("checked", w0),
+				UpdateExpression: aws.String("SET #a = :v, #b = :v"), ExpressionAttributeNames: names,
+				ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": s("x")}})
+			return err
+		}
+		for i, tc := range []struct {
+			names  map[string]string
+			refuse string
+		}{
+			{map[string]string{"#a": "window", "#b": "note"}, "window"},
+			{map[string]string{"#a": "note", "#b": "other"}, ""},
+			{map[string]string{"#a": "note", "#b": "other"}, ""},
+			{map[string]string{"#a": "window", "#b": "note"}, "window"},
+			{map[string]string{"#a": "note", "#b": "note"}, "overlap"},
+			{map[string]string{"#a": "note", "#b": "note"}, "overlap"},
+		} {
+			err := update(tc.names)
+			var api interface{ ErrorMessage() string }
+			switch {
+			case tc.refuse == "" && err != nil:
+				t.Fatalf("update %d %v refused: %v", i, tc.names, err)
+			case tc.refuse != "" && (!errors.As(err, &api) || !strings.Contains(strings.ToLower(api.ErrorMessage()), tc.refuse)):
+				t.Fatalf("update %d %v: %v, want a refusal naming %q", i, tc.names, err, tc.refuse)
+			}
+		}
+	})
+
 	t.Run("UpdateItem ADD creates and increments", func(t *testing.T) {
 		var last string
 		for _, inc := range []string{"3", "4", "-2"} {

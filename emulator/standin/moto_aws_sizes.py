@@ -132,6 +132,70 @@ def lex_condition_expression(self):
 
 ConditionExpressionParser._lex_condition_expression = lex_condition_expression
 
+# moto checks an UpdateItem by walking its expression's tree once per check
+# (ten walks), and at every node of every walk builds that check's map of
+# node types to handlers anew, twice (DepthFirstTraverser's
+# nodes_to_be_processed and process): a check's map is the same at every
+# node, so it is built once per check.
+from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
+
+
+def _handlers(self):
+    handlers = self.__dict__.get("_tributary_handlers")
+    if handlers is None:
+        by_type = self._processing_map()
+        handlers = self.__dict__["_tributary_handlers"] = (by_type, tuple(by_type))
+    return handlers
+
+
+def process(self, node):
+    for node_type, handler in _handlers(self)[0].items():
+        if isinstance(node, node_type):
+            return handler(node)
+
+
+DepthFirstTraverser.nodes_to_be_processed = lambda self: _handlers(self)[1]
+DepthFirstTraverser.process = process
+
+# Its first three checks (one SET, ADD and REMOVE clause each, no two paths
+# overlapping, no key attribute updated) read only the expression's tree
+# (the parsed tree above is one object per expression text), its attribute
+# names and the table's key attributes, and change nothing: once they have
+# passed for those, they are not walked again.
+from moto.dynamodb.parsing import validators as update_validators
+
+_pure_checks = (
+    update_validators.ActionCountValidator,
+    update_validators.OverlappingPathsValidator,
+    update_validators.UpdateHashRangeKeyValidator,
+)
+_passed = {}  # (id(tree), names, key attributes) -> tree (holding it keeps its id its own)
+_validator_init = update_validators.UpdateExpressionValidator.__init__
+
+
+def validator_init(self, expression, expression_attribute_names, expression_attribute_values, item, table):
+    _validator_init(self, expression, expression_attribute_names, expression_attribute_values, item, table)
+    names = tuple(sorted((expression_attribute_names or {}).items()))
+    self._tributary_checks = key = (id(expression), names, tuple(table.table_key_attrs))
+    self._tributary_tree = expression
+    if _passed.get(key) is expression:
+        self.processors = [p for p in self.processors if not isinstance(p, _pure_checks)]
+
+
+def validate(self):
+    node = self.node_to_validate
+    for processor in self.processors:
+        node = processor.traverse(node)
+        if type(processor) is _pure_checks[-1]:
+            if len(_passed) >= 8192:
+                _passed.clear()
+            _passed[self._tributary_checks] = self._tributary_tree
+    return node
+
+
+update_validators.UpdateExpressionValidator.__init__ = validator_init
+update_validators.UpdateExpressionValidator.validate = validate
+
 # moto lists a response class's methods (inspect.getmembers) on every request
 # to find the action's handler; a class's methods do not change while it runs.
 from moto.core import responses as core_responses

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -131,9 +132,11 @@ func ruleSet(n int) []*cep.StoredRule {
 		case i%6 == 5:
 			doc += `,"keyPrefix":"vip-"`
 		case i%3 == 2:
-			var keys []string
-			for k := 0; k < 5; k++ {
-				keys = append(keys, fmt.Sprintf("%q", fmt.Sprintf("acct-%04d", rng.IntN(numAccounts))))
+			var keys []string // five accounts, each once (a rule refuses a key twice)
+			for len(keys) < 5 {
+				if k := fmt.Sprintf("%q", fmt.Sprintf("acct-%04d", rng.IntN(numAccounts))); !slices.Contains(keys, k) {
+					keys = append(keys, k)
+				}
 			}
 			doc += `,"keys":[` + strings.Join(keys, ",") + `]`
 		}

@@ -89,12 +89,11 @@ type ApplyError struct {
 	Reason  string
 	Version int64
 	// Kind is the set-aside kind (setaside.KindInvalid when empty;
-	// setaside.KindOutputTooLarge for an item over DynamoDB's limit).
+	// setaside.KindOutputTooLarge for an item over DynamoDB's limit;
+	// setaside.KindNotInLog when the event is not the log's: its version
+	// was never appended, or the log holds another event at it, so no view
+	// applies it and a copy put back would be set aside again).
 	Kind string
-	// pastLog: the event is not the log's (its version was never
-	// appended, or the log holds another event at it), so no view applies
-	// it.
-	pastLog bool
 }
 
 func (e *ApplyError) Error() string {
@@ -588,7 +587,7 @@ func (p *Projector) missing(ctx context.Context, agg string, after, before int64
 	p.add(func(s *Stats) { s.GapFills++ })
 	p.metrics.Add("GapFills", metrics.Count, 1)
 	if int64(len(evs)) != before-1-after {
-		return nil, &ApplyError{Event: fmt.Sprintf("%s/%d", agg, before), Version: before, Field: "data.version", pastLog: true,
+		return nil, &ApplyError{Event: fmt.Sprintf("%s/%d", agg, before), Version: before, Field: "data.version", Kind: setaside.KindNotInLog,
 			Reason: fmt.Sprintf("the event store holds %d of %s's versions %d to %d, which come before it: no such event was appended", len(evs), agg, after+1, before-1)}
 	}
 	return evs, nil
@@ -598,7 +597,7 @@ func (p *Projector) missing(ctx context.Context, agg string, after, before int64
 // consistent read of their versions, and returns the log's events for the
 // views to apply, as their published records carry them, and the log's
 // events read, by version. A version the log never had (a record made by
-// hand, or of an events table since replaced) is marked stuck (pastLog)
+// hand, or of an events table since replaced) is marked stuck (setaside.KindNotInLog)
 // and left out. The records themselves are judged by verdict: one the log
 // holds as another event (made by hand with the next version, which the
 // fold would apply and its fence then keep the real one out) is set aside
@@ -619,7 +618,7 @@ func (p *Projector) trusted(ctx context.Context, evs []es.Event, stuck map[int64
 	for _, e := range evs {
 		h := logged[e.Version]
 		if h == nil {
-			stuck[e.Version] = &ApplyError{Event: e.ID(), Version: e.Version, Field: "data.version", pastLog: true,
+			stuck[e.Version] = &ApplyError{Event: e.ID(), Version: e.Version, Field: "data.version", Kind: setaside.KindNotInLog,
 				Reason: fmt.Sprintf("the event store holds %s up to version %d: no such event was appended", agg, top)}
 			continue
 		}
@@ -635,7 +634,7 @@ func (p *Projector) trusted(ctx context.Context, evs []es.Event, stuck map[int64
 func verdict(e *es.Event, stuck map[int64]*ApplyError, logged map[int64]*es.Event) *ApplyError {
 	if h := logged[e.Version]; h != nil {
 		if field := differs(e, h); field != "" {
-			return &ApplyError{Event: e.ID(), Version: e.Version, Field: field, pastLog: true,
+			return &ApplyError{Event: e.ID(), Version: e.Version, Field: field, Kind: setaside.KindNotInLog,
 				Reason: fmt.Sprintf("is not what the event store holds at version %d (command %q), so this record was not published from it: the views apply the stored event", e.Version, h.CommandID)}
 		}
 	}
@@ -759,7 +758,7 @@ func (p *Projector) state(ctx context.Context, table string, v StateView, agg st
 	// version and they are an *ApplyError from the first of them.
 	var past *ApplyError
 	if version < atLeast {
-		past = &ApplyError{View: v.Name(), Event: fmt.Sprintf("%s/%d", agg, atLeast), Version: version + 1, Field: "data.version", pastLog: true,
+		past = &ApplyError{View: v.Name(), Event: fmt.Sprintf("%s/%d", agg, atLeast), Version: version + 1, Field: "data.version", Kind: setaside.KindNotInLog,
 			Reason: fmt.Sprintf("the event store has %s at version %d: no event after it was appended", agg, version)}
 	}
 	if fence[0] != "" {

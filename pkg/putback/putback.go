@@ -205,6 +205,8 @@ func Hopeless(it *setaside.Item) string {
 	switch it.Category {
 	case setaside.KindDuplicateConflict:
 		return "duplicate-conflict: " + orUnknown(it.Function) + " took the record's event id before it set the record aside (an id it had applied with other data), so a copy is dropped as a producer's copy by it and applied a second time by the other consumers; no put-back reaches that function alone. Such an item appears for a record you put back corrected, from the consumers that had applied its first version: expected, nothing to do (docs/set-aside.md)"
+	case setaside.KindNotInLog:
+		return "not-in-log: " + orUnknown(it.Function) + " applies the events the event store holds, and this record is not one of them (" + strictjson.Cut(it.Reason, 300) + "): a copy put back is set aside again. To change a show, send a command to the commands URL, which appends the event and publishes it (docs/event-sourcing.md)"
 	case setaside.KindStateBudget:
 		return "state-budget: " + orUnknown(it.Function) + " took the record's event id before it set the record aside, so a copy is dropped as a producer's copy by it within its dedupe horizon, and applied a second time by the other consumers after it; no put-back reaches that function alone (docs/set-aside.md)"
 	}

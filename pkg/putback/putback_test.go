@@ -192,6 +192,12 @@ func TestPutBackRefuses(t *testing.T) {
 		{name: "a state-budget record its function took the id of",
 			rec:  setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "key", Kind: setaside.KindStateBudget, Reason: "full"},
 			want: "state-budget: Tributary-AggregatePageviews took the record's event id"},
+		// The projector applies the event store's events: a published
+		// record the store does not hold is set aside again.
+		{name: "a published event the event store does not hold",
+			rec: setaside.Record{PartitionKey: "show-1", Data: []byte(envelope), Field: "data.commandId", Kind: setaside.KindNotInLog,
+				Reason: "is not what the event store holds at version 3"},
+			want: "not-in-log: Tributary-AggregatePageviews applies the events the event store holds, and this record is not one of them (is not what the event store holds at version 3): a copy put back is set aside again"},
 		{name: "a duplicate conflict",
 			rec:  setaside.Record{PartitionKey: "user-7", Data: []byte(envelope), Field: "id", Kind: setaside.KindDuplicateConflict, Reason: "reused"},
 			want: "expected, nothing to do"},

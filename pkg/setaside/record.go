@@ -23,11 +23,12 @@ const (
 	KindOutputTooLarge    = "output-too-large"   // an output would exceed a service limit (Kinesis 1 MiB, DynamoDB 400 KB)
 	KindDuplicateConflict = "duplicate-conflict" // an id reused with other data
 	KindFanOutLimit       = "fan-out-limit"      // an input would touch more items than the function's documented bound
+	KindNotInLog          = "not-in-log"         // a published event the event store does not hold: the views apply the store's
 )
 
 // Categories are the kinds above, for a tool that checks one it is given.
 var Categories = []string{KindUnparseable, KindInvalid, KindOverflow, KindStateBudget, KindStateUnreadable,
-	KindOutputTooLarge, KindDuplicateConflict, KindFanOutLimit}
+	KindOutputTooLarge, KindDuplicateConflict, KindFanOutLimit, KindNotInLog}
 
 // Record is one input record a function gives up on because it can never
 // succeed.

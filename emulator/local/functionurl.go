@@ -120,7 +120,7 @@ func toURLRequest(r *http.Request, body []byte, now time.Time) events.LambdaFunc
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
 	req := events.LambdaFunctionURLRequest{
 		Version:               "2.0",
-		RawPath:               r.URL.Path,
+		RawPath:               r.URL.EscapedPath(), // percent-encoded, as a function URL hands it over
 		RawQueryString:        r.URL.RawQuery,
 		Cookies:               cookies,
 		Headers:               headers,

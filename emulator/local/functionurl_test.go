@@ -2,11 +2,14 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/tributary-dev/tributary/emulator/rie"
 )
@@ -81,5 +84,34 @@ func TestFunctionURLAnswersTooLargeAsAWSDoes(t *testing.T) {
 				t.Errorf("the function was invoked with a %d-byte event", len(inv.payloads[0]))
 			}
 		})
+	}
+}
+
+// The event's rawPath is the path as it was sent, percent-encoded, as a
+// function URL hands it over: a decoded rawPath made POST
+// /rules/kd%2Fdisable reach rule kd's disable locally, where on AWS it is
+// the path of no route.
+func TestFunctionURLRawPathKeepsItsEncoding(t *testing.T) {
+	inv := &recordingInvoker{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := newFunctionURL("rules", inv, ln)
+	defer u.close(context.Background())
+	for _, path := range []string{"rules/kd%2Fdisable", "customers/a%20b/bookings", "rules/plain"} {
+		inv.payloads = nil
+		res, err := http.Post(u.URL()+path, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		var ev events.LambdaFunctionURLRequest
+		if len(inv.payloads) != 1 || json.Unmarshal(inv.payloads[0], &ev) != nil {
+			t.Fatalf("%s: %d invocations", path, len(inv.payloads))
+		}
+		if ev.RawPath != "/"+path {
+			t.Errorf("rawPath %q, want /%s as sent", ev.RawPath, path)
+		}
 	}
 }

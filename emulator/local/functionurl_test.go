@@ -23,6 +23,19 @@ func (r *recordingInvoker) Invoke(_ context.Context, payload []byte) (rie.Result
 	return rie.Result{Payload: []byte(`{"statusCode":202,"body":"{\"accepted\":1}"}`)}, nil
 }
 
+// startFunctionURL serves function's URL on a free port of 127.0.0.1,
+// invoking inv, until the test ends.
+func startFunctionURL(t *testing.T, function string, inv invoker) *functionURL {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := newFunctionURL(function, inv, ln)
+	t.Cleanup(func() { _ = u.close(context.Background()) })
+	return u
+}
+
 // A request whose invocation payload (the event the URL builds: body,
 // headers, request context) would pass Lambda's 6 MB limit is answered as
 // AWS answers it, 413 with Lambda's message, and never reaches the
@@ -32,12 +45,7 @@ func (r *recordingInvoker) Invoke(_ context.Context, payload []byte) (rie.Result
 // local run answers as AWS does.
 func TestFunctionURLAnswersTooLargeAsAWSDoes(t *testing.T) {
 	inv := &recordingInvoker{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := newFunctionURL("ingest", inv, ln)
-	defer u.close(context.Background())
+	u := startFunctionURL(t, "ingest", inv)
 
 	post := func(body, contentType string) (int, string, string) {
 		t.Helper()
@@ -93,12 +101,7 @@ func TestFunctionURLAnswersTooLargeAsAWSDoes(t *testing.T) {
 // the path of no route.
 func TestFunctionURLRawPathKeepsItsEncoding(t *testing.T) {
 	inv := &recordingInvoker{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := newFunctionURL("rules", inv, ln)
-	defer u.close(context.Background())
+	u := startFunctionURL(t, "rules", inv)
 	for _, path := range []string{"rules/kd%2Fdisable", "customers/a%20b/bookings", "rules/plain"} {
 		inv.payloads = nil
 		res, err := http.Post(u.URL()+path, "application/json", strings.NewReader(`{}`))

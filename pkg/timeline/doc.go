@@ -116,8 +116,11 @@
 // missing from it for the index's propagation delay (usually well under a
 // second); and a follow back-fills only A's latest MaxFanIn tweets (by
 // tweetId, descending), so older tweets do not enter a new follower's
-// timeline. A tweet's createdAt is taken as immutable (it is part of the
-// view's sort key): a MODIFY that changes it leaves the old entry behind.
+// timeline. A tweet's createdAt is part of the view's sort key, so a MODIFY
+// that changes it moves the entry: its fan-out deletes, in each timeline it
+// converges, the entry keyed by the OldImage's time (unless the tweet holds
+// that time again by then), and the entry at the new time converges as any
+// other. A follower a capped fan-out leaves out keeps the old entry.
 //
 // # Records that can never be applied
 //

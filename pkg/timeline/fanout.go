@@ -278,7 +278,7 @@ func (p progress) outcome(rec *events.DynamoDBEventRecord) error {
 // saves its progress after each page and when it stops for the deadline,
 // so every delivery of the record makes progress and none repeats more
 // than the entries of one page.
-func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, author, id, createdAt, prefix string) error {
+func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, author, id, createdAt, replaced, prefix string) error {
 	seq, key := rec.Change.SequenceNumber, fanOutTweetKey(author, id)
 	p, err := h.loadProgress(ctx, key, seq)
 	if err != nil {
@@ -315,7 +315,7 @@ func (h *Handler) fanOut(ctx context.Context, rec *events.DynamoDBEventRecord, a
 		}
 		entries := make([]entry, len(users))
 		for i, u := range users {
-			entries[i] = entry{user: u, author: author, id: id, createdAt: createdAt}
+			entries[i] = entry{user: u, author: author, id: id, createdAt: createdAt, replaced: replaced}
 		}
 		n, pageLeft, err := h.convergeAll(ctx, entries)
 		left = append(left, pageLeft...)
@@ -392,7 +392,12 @@ func boolInt(b bool) int {
 
 // entry is one timeline entry a record touches: tweet id by author in
 // user's timeline.
-type entry struct{ user, author, id, createdAt string }
+type entry struct {
+	user, author, id, createdAt string
+	// replaced is the tweet's createdAt before the change being fanned
+	// out, when it changed ("" otherwise): its entry leaves the timeline.
+	replaced string
+}
 
 // convergeAll converges entries, at most fanOutConcurrency at a time,
 // starting none once the deadline is fanOutStop away, nor one that, judged
@@ -425,7 +430,7 @@ func (h *Handler) convergeAll(ctx context.Context, entries []entry) (int, []*ent
 		wg.Go(func() {
 			defer func() { <-sem }()
 			started := time.Now()
-			err := h.converge(ctx, e.user, e.author, e.id, e.createdAt)
+			err := h.converge(ctx, e)
 			errs[i] = err
 			var tl *entryTooLarge
 			mu.Lock()

@@ -278,7 +278,23 @@ func (h *Handler) tweet(ctx context.Context, rec *events.DynamoDBEventRecord, au
 		return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: "dynamodb." + imgName + "." + AttrCreatedAt, Kind: setaside.KindInvalid,
 			Reason: fmt.Sprintf("tweet %s/%s: %s holds '#', which ends createdAt in the timeline's sort key; a time has none", author, id, strictjson.QuoteCut(c.String(), 64))}
 	}
-	return h.fanOut(ctx, rec, author, id, c.String(), "dynamodb."+imgName+".")
+	return h.fanOut(ctx, rec, author, id, c.String(), replacedCreatedAt(rec, c.String()), "dynamodb."+imgName+".")
+}
+
+// replacedCreatedAt is the createdAt a MODIFY record's tweet had before it
+// ("" when it had none it could be keyed by, or the same): createdAt is in
+// the timeline's sort key, so a changed one is another entry, and the one
+// keyed by the old time must leave every timeline (left, a later delete or
+// unfollow, keyed by the new time, never removed it).
+func replacedCreatedAt(rec *events.DynamoDBEventRecord, createdAt string) string {
+	if rec.EventName != string(events.DynamoDBOperationTypeModify) {
+		return ""
+	}
+	old, ok := rec.Change.OldImage[AttrCreatedAt]
+	if !ok || old.DataType() != events.DataTypeString || old.String() == "" || old.String() == createdAt || strings.Contains(old.String(), "#") {
+		return ""
+	}
+	return old.String()
 }
 
 // tooLargeError is the RecordError of a record some of whose timeline
@@ -306,10 +322,18 @@ func tooLargeError(rec *events.DynamoDBEventRecord, prefix string, left []*entry
 // item would exceed DynamoDB's limit is kept out of the timeline (deleted)
 // and reported as *entryTooLarge: the view is the join of the tweets that
 // fit, which is still a function of the sources, so the argument holds.
-func (h *Handler) converge(ctx context.Context, user, author, id, createdAt string) error {
+// An entry whose tweet's createdAt changed (e.replaced) also has the entry
+// keyed by the old time deleted, unless the tweet holds that time again.
+func (h *Handler) converge(ctx context.Context, e entry) error {
+	user, author, id, createdAt := e.user, e.author, e.id, e.createdAt
 	tw, want, err := h.wanted(ctx, user, author, id)
 	if err != nil {
 		return err
+	}
+	if e.replaced != "" && str(tw, AttrCreatedAt) != e.replaced {
+		if _, err := h.write(ctx, user, author, id, e.replaced, nil, false); err != nil {
+			return err
+		}
 	}
 	for range maxRounds {
 		tooLarge, err := h.write(ctx, user, author, id, createdAt, tw, want)

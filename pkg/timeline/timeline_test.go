@@ -406,3 +406,52 @@ func TestStopsBeforeTheDeadline(t *testing.T) {
 		t.Errorf("Handle = %v, %v; want the first record, 300, reported", resp, err)
 	}
 }
+
+// TestChangedCreatedAtMovesTheEntry: a tweet whose createdAt changes moves
+// in every timeline that has it (the time is in the sort key): the entry
+// keyed by the old time left behind outlived the tweet's deletion and the
+// follower's unfollow, and nothing was set aside.
+func TestChangedCreatedAtMovesTheEntry(t *testing.T) {
+	db := sharedDB
+	tb := createTables(t, db, "moved")
+	ctx := context.Background()
+	const before, after = "2026-12-06T07:00:00Z", "2026-12-06T07:30:00Z"
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &tb.Follows,
+		Item: map[string]types.AttributeValue{AttrFollowerID: s("bob"), AttrFolloweeID: s("ann")}}); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr("ann"), AttrTweetID: sattr("t1")}
+	image := func(at string) map[string]events.DynamoDBAttributeValue {
+		return map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr("ann"), AttrTweetID: sattr("t1"), AttrCreatedAt: sattr(at), AttrText: sattr("hello from ann")}
+	}
+	h := New(db, tb)
+	apply := func(seq, name string, old, new map[string]events.DynamoDBAttributeValue) {
+		t.Helper()
+		switch {
+		case new == nil:
+			if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &tb.Tweets,
+				Key: map[string]types.AttributeValue{AttrAuthorID: s("ann"), AttrTweetID: s("t1")}}); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &tb.Tweets, Item: map[string]types.AttributeValue{
+				AttrAuthorID: s("ann"), AttrTweetID: s("t1"), AttrCreatedAt: s(new[AttrCreatedAt].String()), AttrText: s("hello from ann")}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec := events.DynamoDBEventRecord{EventName: name, Change: events.DynamoDBStreamRecord{SequenceNumber: seq, Keys: keys, OldImage: old, NewImage: new}}
+		if resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}}); err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("%s: %v %v", name, resp, err)
+		}
+	}
+	apply("100", "INSERT", nil, image(before))
+	apply("200", "MODIFY", image(before), image(after))
+	want := []string{"ann|" + SortKey(after, "ann", "t1"), "bob|" + SortKey(after, "ann", "t1")}
+	if got := view(t, db, tb.Timelines); !slices.Equal(got, want) {
+		t.Errorf("after the change of createdAt: view %v, want %v", got, want)
+	}
+	apply("300", "REMOVE", image(after), nil)
+	if got := view(t, db, tb.Timelines); len(got) != 0 {
+		t.Errorf("after the tweet's deletion: view %v, want every entry gone", got)
+	}
+}

@@ -58,11 +58,13 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 	for range 10_000 {
 		letters = append(letters, s(strings.Repeat("a", 40)))
 	}
+	longID := strings.Repeat("t", 1000)
 	tweets := []map[string]types.AttributeValue{
 		{AttrAuthorID: s("ann"), AttrTweetID: s("t1"), AttrCreatedAt: s(at), AttrText: s("hello from ann")},
 		{AttrAuthorID: s("ann"), AttrTweetID: s("t-big"), AttrCreatedAt: s(at), AttrText: s(nearLimit)},
 		{AttrAuthorID: s("ann"), AttrTweetID: s("t-list"), AttrCreatedAt: s(at), AttrText: &types.AttributeValueMemberL{Value: letters}},
 		{AttrAuthorID: s("ann"), AttrTweetID: s("t2"), AttrCreatedAt: s(at), AttrText: s("hello from ann")},
+		{AttrAuthorID: s("cy"), AttrTweetID: s(longID), AttrCreatedAt: s(at), AttrText: s("hello from cy")},
 	}
 	for _, it := range tweets {
 		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &tb.Tweets, Item: it}); err != nil {
@@ -90,6 +92,10 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 		{EventID: "ev-600", EventName: "INSERT", EventSourceArn: "arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x",
 			Change: events.DynamoDBStreamRecord{SequenceNumber: "600", Keys: followKeys, NewImage: followKeys}},
 		tweetRecord("700", "ann", "t2", img("t2")),
+		// A tweetId that fits the Tweets table's key, but with the time
+		// and author not the timeline's sort key: the field to shorten is
+		// tweetId, not createdAt.
+		tweetRecord("800", "cy", longID, map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr("cy"), AttrTweetID: sattr(longID), AttrCreatedAt: sattr(at)}),
 	}
 	h := New(db, tb, WithSetAside(setaside.New(db, quarantine)))
 	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: recs})
@@ -109,6 +115,7 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 		{tweetsStream, "400", "dynamodb.NewImage.text", setaside.KindOutputTooLarge, "refused by DynamoDB"},
 		{tweetsStream, "500", "dynamodb.NewImage.text", setaside.KindOutputTooLarge, "the timeline item would be 410"},
 		{"arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x", "600", "text", setaside.KindOutputTooLarge, "bob's (tweet ann/t-big)"},
+		{tweetsStream, "800", "dynamodb.NewImage.tweetId", setaside.KindOutputTooLarge, "so the tweet is left out of cy's (tweet cy/tttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt…)"},
 	} {
 		it, err := setaside.Load(ctx, db, quarantine, w.source, w.seq)
 		if err != nil || it == nil {

@@ -93,11 +93,18 @@ func (e *entryTooLarge) Error() string {
 // at fault, the set-aside kind and the reason.
 type leftOut struct{ field, kind, reason string }
 
-// tooLargeLeftOut is the leftOut of an item over DynamoDB's limits.
-func tooLargeLeftOut(err *limits.TooLargeError) *leftOut {
+// tooLargeLeftOut is the leftOut of an item over DynamoDB's limits. The
+// sort key is made of the tweet's createdAt, authorId and tweetId: the
+// largest of them is named, the one to shorten.
+func tooLargeLeftOut(err *limits.TooLargeError, createdAt, author, id string) *leftOut {
 	field := err.Field
 	if field == AttrSortKey {
-		field = AttrCreatedAt // the sort key starts with createdAt
+		field = AttrCreatedAt
+		if len(author) > len(createdAt) && len(author) >= len(id) {
+			field = AttrAuthorID
+		} else if len(id) > len(createdAt) && len(id) > len(author) {
+			field = AttrTweetID
+		}
 	}
 	return &leftOut{field: field, kind: setaside.KindOutputTooLarge, reason: err.Error()}
 }
@@ -305,7 +312,7 @@ func tooLargeError(rec *events.DynamoDBEventRecord, prefix string, left []*entry
 	first := left[0]
 	users := make([]string, 0, min(len(left), 5))
 	for _, l := range left[:min(len(left), 5)] {
-		users = append(users, l.user+"'s (tweet "+l.author+"/"+l.id+")")
+		users = append(users, strictjson.Cut(l.user, 64)+"'s (tweet "+strictjson.Cut(l.author, 64)+"/"+strictjson.Cut(l.id, 64)+")")
 	}
 	more := ""
 	if len(left) > 5 {
@@ -417,7 +424,7 @@ func (h *Handler) write(ctx context.Context, user, author, id, createdAt string,
 		// No such entry can exist, so there is nothing to delete either.
 		if want {
 			left = tooLargeLeftOut(&limits.TooLargeError{What: "the sort key " + AttrSortKey + " (<createdAt>#<len(authorId)>#<authorId>#<tweetId>)", Field: AttrSortKey,
-				Bytes: len(sk), Limit: maxSortKeyBytes, FieldBytes: len(sk)})
+				Bytes: len(sk), Limit: maxSortKeyBytes, FieldBytes: len(sk)}, createdAt, author, id)
 		}
 		return left, nil
 	}
@@ -447,7 +454,7 @@ func (h *Handler) write(ctx context.Context, user, author, id, createdAt string,
 				return nil, fmt.Errorf("adding tweet %s to the timeline of %s: %w", id, user, err)
 			}
 		}
-		left = tooLargeLeftOut(tooLarge)
+		left = tooLargeLeftOut(tooLarge, createdAt, author, id)
 	}
 	_, err := h.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: &h.t.Timelines,

@@ -147,8 +147,10 @@ func (c *collector) result(readErr error) fetchResult {
 		if errors.Is(readErr, errCutShort) {
 			rest = "the others were not read"
 		}
-		r.missing = fmt.Sprintf("found %d of the batch's %d records between sequence numbers %s and %s; %s",
-			len(c.out), c.info.BatchSize, c.info.StartSequenceNumber, c.info.EndSequenceNumber, rest)
+		// The range can hold more records than the batch: with filter
+		// criteria the mapping delivered only those that matched.
+		r.missing = fmt.Sprintf("copied %d records of the range from sequence number %s to %s (that of a batch of %d; with filter criteria the range holds more records than the batch); %s",
+			len(c.out), c.info.StartSequenceNumber, c.info.EndSequenceNumber, c.info.BatchSize, rest)
 		if readErr != nil {
 			r.missing += " (" + readErr.Error() + ")"
 		}

@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.Var(&where, "where", "only records whose JSON field equals a value: path=value or path!=value (data.page=/home); repeat for several, all must hold")
 	fs.BoolVar(&follow, "f", false, "keep following the stream until Ctrl-C")
 	fs.BoolVar(&asJSON, "json", false, "one JSON object a line: shard, sequenceNumber, partitionKey, arrived, bytes, data (or dataBase64)")
-	fs.BoolVar(&raw, "raw", false, "the records' bytes as they are, one record a line")
+	fs.BoolVar(&raw, "raw", false, "the records' bytes as they are, each followed by a newline (for a pipe or a file: newlines and control characters in a record are printed as they are)")
 	fs.IntVar(&limit, "n", 0, fmt.Sprintf("stop after printing this many records, 1 to %d (default %d; with -f, no limit)", tail.MaxRecords, defaultLimit))
 	fs.IntVar(&maxBytes, "max-bytes", tail.DefaultMaxBytes, fmt.Sprintf("print at most this many bytes of a record's data, %d to %d; longer records are cut, and say so", minMaxBytes, tail.MaxRecordBytes))
 	fs.BoolVar(&poll, "poll", false, "poll with GetRecords instead of registering an enhanced fan-out consumer")

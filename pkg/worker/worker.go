@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -456,7 +458,7 @@ type taskWire struct {
 	TaskID string          `json:"taskId"`
 	Input  string          `json:"input"`
 	Rounds json.RawMessage `json:"rounds"`
-	After  string          `json:"after,omitempty"`
+	After  *string         `json:"after,omitempty"` // nil: not sent; "" sent is refused
 }
 
 // DecodeTask checks that env is a task and decodes its data with the strict
@@ -478,7 +480,13 @@ func DecodeTask(messageID string, env *stream.Envelope) (Task, error) {
 		}
 		return t, &TaskError{MessageID: messageID, Field: "data", Reason: err.Error()}
 	}
-	t = Task{TaskID: w.TaskID, Input: w.Input, After: w.After}
+	t = Task{TaskID: w.TaskID, Input: w.Input}
+	if w.After != nil {
+		if *w.After == "" {
+			return t, &TaskError{MessageID: messageID, Field: "data.after", Reason: "is empty: name the task whose result this one waits for, or leave after out"}
+		}
+		t.After = *w.After
+	}
 	if len(w.Rounds) == 0 || string(w.Rounds) == "null" {
 		return t, &TaskError{MessageID: messageID, Field: "data.rounds", Reason: fmt.Sprintf("is required: must be a whole number from 1 to %d", MaxRounds)}
 	}
@@ -499,6 +507,12 @@ func DecodeTask(messageID string, env *stream.Envelope) (Task, error) {
 	switch {
 	case t.TaskID == "":
 		return t, &TaskError{MessageID: messageID, Field: "data.taskId", Reason: "missing or empty"}
+	case strings.TrimFunc(t.TaskID, unicode.IsSpace) == "":
+		// There in name only, as an event id of white space is for ingest:
+		// no log search or listing tells it apart.
+		return t, &TaskError{MessageID: messageID, Field: "data.taskId", Reason: "is blank (only white space): a task id must hold a character other than white space"}
+	case strings.TrimFunc(t.After, unicode.IsSpace) == "" && t.After != "":
+		return t, &TaskError{MessageID: messageID, Field: "data.after", Reason: "is blank (only white space): name the task whose result this one waits for, or leave after out"}
 	case len(t.TaskID) > 256:
 		return t, &TaskError{MessageID: messageID, Field: "data.taskId", Reason: "longer than 256 bytes"}
 	case len(t.After) > 256:

@@ -338,6 +338,10 @@ func TestDecodeTaskSaysWhy(t *testing.T) {
 		{"missing", `{"taskId":"t"}`, "data.rounds", "is required: must be a whole number from 1 to 5000000"},
 		{"a NUL in the task id", `{"taskId":"t\u0000x","rounds":3}`, "data.taskId", "holds control character U+0000 at byte 1; identifiers are printable text"},
 		{"a DEL in the task waited for", `{"taskId":"t","rounds":3,"after":"a\u007f"}`, "data.after", "holds control character U+007F at byte 1; identifiers are printable text"},
+		// Sent empty, after read as naming no task: the task ran at once.
+		{"after empty", `{"taskId":"t","rounds":3,"after":""}`, "data.after", "is empty: name the task whose result this one waits for, or leave after out"},
+		{"a task id of white space", `{"taskId":"   ","rounds":3}`, "data.taskId", "is blank (only white space): a task id must hold a character other than white space"},
+		{"after of white space", `{"taskId":"t","rounds":3,"after":" "}`, "data.after", "is blank (only white space): name the task whose result this one waits for, or leave after out"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env := stream.Envelope{Type: TaskType, Data: json.RawMessage(tt.data)}

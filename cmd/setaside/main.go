@@ -262,7 +262,7 @@ func (o *options) check(fs *flag.FlagSet, since string, now time.Time) error {
 			return cli.Usagef("horizon", "%s: must be above zero", o.horizon)
 		}
 	}
-	if o.limit == 0 {
+	if o.limit == 0 && !set["n"] { // -n 0 given is refused below, as -n -5 is
 		o.limit = defaultList
 		if o.command == "putback" {
 			o.limit = defaultPutBack

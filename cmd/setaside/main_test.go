@@ -259,6 +259,8 @@ func TestRun(t *testing.T) {
 		{[]string{"list", "-table", "q"}, "-table \"q\""},
 		{[]string{"list", "-table", "quarantine", "-template", tmpl}, "and -template both name the table"},
 		{[]string{"list", "-table", "quarantine", "-n", "5000"}, "-n"},
+		// Given, 0 is out of range as -5 is (it listed the default 20).
+		{[]string{"list", "-table", "quarantine", "-n", "0"}, "-n"},
 		{[]string{"list", "-table", "quarantine", "-since", "yesterday"}, "want a duration ago"},
 		{[]string{"list", "-table", "quarantine", "-data", "x"}, "-data"},
 		{[]string{"show", "-table", "quarantine", "-source", source}, "-sequence is required"},

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/tributary-dev/tributary/emulator/cloudwatchlocal"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // metricDataReader is what the dashboard needs of CloudWatch.
@@ -145,8 +147,19 @@ type view struct {
 	query    url.Values
 }
 
+// maxQueryValue bounds a query value the page reads: a key is at most
+// stream.MaxKeyLength characters, of at most 4 bytes each. A longer value
+// names nothing the page shows, and is read as not given: the page repeats
+// the key it shows (it repeated a 100,000-character key four times).
+const maxQueryValue = 4 * stream.MaxKeyLength
+
 func (d *dashboardServer) viewOf(r *http.Request) view {
 	q := r.URL.Query()
+	for name, vs := range q {
+		if slices.ContainsFunc(vs, func(v string) bool { return len(v) > maxQueryValue }) {
+			delete(q, name)
+		}
+	}
 	rng := defaultRange
 	if v, err := time.ParseDuration(q.Get("range")); err == nil && v >= time.Minute && v <= maxRange {
 		rng = v

@@ -3,6 +3,8 @@ package local
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -120,5 +122,23 @@ func TestResultsViewReadsTheLatestWindows(t *testing.T) {
 				t.Fatalf("key %s: bar %d starts at %s, want %s (the latest windows, in start order)", tt.key, i, g, want)
 			}
 		}
+	}
+}
+
+// TestDashboardReadsNoQueryValueLongerThanAKey: a query value longer than
+// any key can be is read as not given, so the page never repeats it (a
+// 100,000-character key= was repeated four times into a 1.9 MB page).
+func TestDashboardReadsNoQueryValueLongerThanAKey(t *testing.T) {
+	d := &dashboardServer{now: time.Now}
+	long := strings.Repeat("k", 100_000)
+	r := httptest.NewRequest(http.MethodGet, "/?key="+long+"&kind=tumbling&range="+long, nil)
+	q := d.viewOf(r).query
+	if q.Has("key") || q.Has("range") || q.Get("kind") != "tumbling" {
+		t.Errorf("query read as %d key bytes, %d range bytes, kind %q; want no key, no range, kind tumbling",
+			len(q.Get("key")), len(q.Get("range")), q.Get("kind"))
+	}
+	longest := strings.Repeat("é", 256) // a key of stream.MaxKeyLength characters, two bytes each
+	if got := d.viewOf(httptest.NewRequest(http.MethodGet, "/?key="+url.QueryEscape(longest), nil)).query.Get("key"); got != longest {
+		t.Errorf("a key of 256 characters read as %d bytes, want it whole", len(got))
 	}
 }

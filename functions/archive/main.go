@@ -11,13 +11,16 @@
 package main
 
 import (
+	"context"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/tributary-dev/tributary/internal/lambdamain"
 	"github.com/tributary-dev/tributary/pkg/archive"
 	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // EnvBucket names the archive bucket.
@@ -28,5 +31,8 @@ func main() {
 	bucket := m.RequireBucket(EnvBucket, "the S3 bucket the events stream is archived to")
 	cfg := m.AWSConfig()
 	a := archive.NewArchiver(archive.NewS3Client(cfg), bucket, archive.WithMetrics(metrics.New(os.Stdout, "archive")))
-	lambda.Start(a.Handle)
+	// A handler of no answer: its response is null, as lambda.Start's.
+	lambda.Start(lambdamain.Typed(stream.EventKinesis, func(ctx context.Context, ev events.KinesisEvent) (any, error) {
+		return nil, a.Handle(ctx, ev)
+	}))
 }

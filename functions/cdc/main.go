@@ -18,6 +18,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/cdc"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 func main() {
@@ -35,5 +36,5 @@ func main() {
 		setaside.WithMetrics(mt), setaside.WithLogger(log))
 	opts = append(opts, cdc.WithMetrics(mt), cdc.WithLogger(log), cdc.WithSetAside(sink))
 	h := cdc.New(kinesis.NewFromConfig(cfg), streamName, opts...)
-	lambda.Start(h.Handle)
+	lambda.Start(lambdamain.Typed(stream.EventDynamoDB, h.Handle))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/enrich"
 	"github.com/tributary-dev/tributary/pkg/metrics"
 	"github.com/tributary-dev/tributary/pkg/setaside"
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 func main() {
@@ -41,5 +42,5 @@ func main() {
 	h := enrich.New(db, kinesis.NewFromConfig(cfg), table, out,
 		enrich.WithMetrics(mt), enrich.WithLogger(log), enrich.WithSetAside(sink),
 		enrich.WithDedupe(enrich.NewLedger(db, table, horizon)))
-	lambda.Start(h.Handle)
+	lambda.Start(lambdamain.Typed(stream.EventKinesis, h.Handle))
 }

@@ -243,8 +243,11 @@ func readFreshness(req events.LambdaFunctionURLRequest) (freshness, *events.Lamb
 }
 
 // waitFor reads the item at key (consistently) until its version is at
-// least f.min or f.wait has passed.
-func (a *API) waitFor(ctx context.Context, key map[string]types.AttributeValue, f freshness) (map[string]types.AttributeValue, int64, time.Duration, error) {
+// least f.min or f.wait has passed. When the first read finds the view
+// behind and there is time to wait, it reads the show's log once: a
+// minVersion no command made is refused at once (notMade), where waiting
+// could never bring it.
+func (a *API) waitFor(ctx context.Context, key map[string]types.AttributeValue, showID string, f freshness) (map[string]types.AttributeValue, int64, time.Duration, *events.LambdaFunctionURLResponse, error) {
 	start := time.Now()
 	poll := pollFirst
 	for {
@@ -253,17 +256,22 @@ func (a *API) waitFor(ctx context.Context, key map[string]types.AttributeValue, 
 		waited := time.Since(start)
 		out, err := a.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(a.table.Current(ctx)), Key: key, ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return nil, 0, waited, err
+			return nil, 0, waited, nil, err
 		}
 		a.metrics.Add("ViewReads", metrics.Count, 1)
 		v := itemVersion(out.Item)
 		if v >= f.min || time.Since(start)+poll > f.wait {
-			return out.Item, v, waited, nil
+			return out.Item, v, waited, nil, nil
+		}
+		if poll == pollFirst {
+			if r := a.notMade(ctx, showID, f.min); r != nil {
+				return nil, v, waited, r, nil
+			}
 		}
 		a.metrics.Add("ViewWaits", metrics.Count, 1)
 		select {
 		case <-ctx.Done():
-			return out.Item, v, time.Since(start), nil
+			return out.Item, v, time.Since(start), nil, nil
 		case <-time.After(poll):
 		}
 		poll = min(2*poll, pollMax)
@@ -318,9 +326,12 @@ func (a *API) perShow(ctx context.Context, req events.LambdaFunctionURLRequest, 
 	ctx, cancel := reserve(ctx)
 	defer cancel()
 	start := time.Now()
-	item, version, waited, err := a.waitFor(ctx, key, f)
+	item, version, waited, refused, err := a.waitFor(ctx, key, showID, f)
 	if err != nil {
 		return a.unavailable(ctx, err)
+	}
+	if refused != nil {
+		return *refused
 	}
 	if version < f.min {
 		return a.behind(ctx, view, showID, version, f, time.Since(start))
@@ -338,19 +349,32 @@ func (a *API) perShow(ctx context.Context, req events.LambdaFunctionURLRequest, 
 }
 
 // behind answers a read whose view did not reach minVersion in time: a
-// 503 to read again, unless the show's log (one consistent read) has not
-// reached minVersion either — no command made that version, so no read
-// ever would see it: a 400 naming minVersion and the log's version.
+// 503 to read again, unless the show's log has not reached minVersion
+// either (notMade).
 func (a *API) behind(ctx context.Context, view, showID string, version int64, f freshness, waited time.Duration) events.LambdaFunctionURLResponse {
-	latest, err := a.x.Store().Version(ctx, showID)
-	if err == nil && latest < f.min {
-		return errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf(
-			"minVersion: show %s is at version %d in its log; no command has made version %d (pass the version a command's answer named)", showID, latest, f.min))
-	}
-	if err != nil {
-		a.log.WarnContext(ctx, "reading the show's version for a read behind minVersion", "show", showID, "error", err.Error())
+	if r := a.notMade(ctx, showID, f.min); r != nil {
+		return *r
 	}
 	return behindAnswer(view, showID, version, f, waited)
+}
+
+// notMade is the answer to a read whose minVersion the show's log (one
+// consistent read) has not reached: no command made that version, so no
+// read ever would see it — a 400 naming minVersion and the log's version.
+// It is nil when the log holds that version, or cannot be read (logged:
+// the read is then answered as behind).
+func (a *API) notMade(ctx context.Context, showID string, minVersion int64) *events.LambdaFunctionURLResponse {
+	latest, err := a.x.Store().Version(ctx, showID)
+	if err != nil {
+		a.log.WarnContext(ctx, "reading the show's version for a read behind minVersion", "show", showID, "error", err.Error())
+		return nil
+	}
+	if latest >= minVersion {
+		return nil
+	}
+	r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf(
+		"minVersion: show %s is at version %d in its log; no command has made version %d (pass the version a command's answer named)", showID, latest, minVersion))
+	return &r
 }
 
 // behindAnswer is the 503 of a view that did not reach minVersion in time.
@@ -520,10 +544,10 @@ const maxLookback = 1000
 // customerNeeds is the version of show that customerID's bookings of it
 // must hold for a read with minVersion upTo, given that they hold version
 // held: the customer's last event of the show up to upTo (held when the
-// events after held are all other customers'), or upTo when the show's log
-// has not reached it. It reads the log back from upTo, consistently, at
-// most maxLookback versions; further back than that is a 400 naming
-// minVersion, since no read could ever tell.
+// events after held are all other customers'). It reads the log back from
+// upTo, consistently, at most maxLookback versions; further back than that
+// is a 400 naming minVersion, since no read could ever tell, and so is an
+// upTo the log has not reached (notMade).
 func (a *API) customerNeeds(ctx context.Context, customerID, show string, held, upTo int64) (int64, *events.LambdaFunctionURLResponse, error) {
 	from := max(held, upTo-maxLookback)
 	evs, err := a.x.Store().Events(ctx, show, from, upTo)
@@ -532,7 +556,9 @@ func (a *API) customerNeeds(ctx context.Context, customerID, show string, held, 
 	}
 	a.metrics.Add("ViewReads", metrics.Count, 1)
 	if len(evs) == 0 || evs[len(evs)-1].Version < upTo {
-		return upTo, nil, nil // not appended yet: behind, as any view
+		// No command has made upTo: refused at once, not after the wait.
+		// (nil: the log holds it now, or could not be read: behind.)
+		return upTo, a.notMade(ctx, show, upTo), nil
 	}
 	pk := customerPrefix + customerID
 	for i := len(evs) - 1; i >= 0; i-- {

@@ -617,19 +617,29 @@ func TestReadOfAVersionNoCommandMadeIsRefused(t *testing.T) {
 	if a := f.command(t, schedule); a.status != 200 {
 		t.Fatalf("schedule: %+v", a)
 	}
-	for _, tc := range []struct {
-		path  string
-		query map[string]string
-	}{
-		{"/shows/show-1", map[string]string{"minVersion": "9", "wait": "0s"}},
-		{"/shows/show-1/availability", map[string]string{"minVersion": "9", "wait": "0s"}},
-		{"/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": "9", "wait": "0s"}},
-	} {
-		a := f.do(t, "GET", tc.path, tc.query, "")
-		var got struct{ Field, Error string }
-		_ = json.Unmarshal([]byte(a.body), &got)
-		if a.status != 400 || got.Field != "minVersion" || !strings.Contains(got.Error, "at version 1") {
-			t.Errorf("%s: %d %s, want a 400 naming minVersion and the log's version 1", tc.path, a.status, a.body)
+	// With no wait, and with the longest wait: the log is read when the
+	// view is first found behind, so the refusal does not wait for a
+	// version no wait would bring (a trial saw 5 s pass before the 400).
+	for _, wait := range []string{"0s", "5s"} {
+		for _, tc := range []struct {
+			path  string
+			query map[string]string
+		}{
+			{"/shows/show-1", map[string]string{"minVersion": "9", "wait": wait}},
+			{"/shows/show-1/availability", map[string]string{"minVersion": "9", "wait": wait}},
+			{"/customers/ada/bookings", map[string]string{"show": "show-1", "minVersion": "9", "wait": wait}},
+		} {
+			start := time.Now()
+			a := f.do(t, "GET", tc.path, tc.query, "")
+			took := time.Since(start)
+			var got struct{ Field, Error string }
+			_ = json.Unmarshal([]byte(a.body), &got)
+			if a.status != 400 || got.Field != "minVersion" || !strings.Contains(got.Error, "at version 1") {
+				t.Errorf("%s wait %s: %d %s, want a 400 naming minVersion and the log's version 1", tc.path, wait, a.status, a.body)
+			}
+			if wait == "5s" && took >= 4*time.Second {
+				t.Errorf("%s wait %s: the 400 came after %v: it waited for a version no command made", tc.path, wait, took.Round(time.Millisecond))
+			}
 		}
 	}
 	// The availability view is projected from the stream: not yet, so

@@ -136,7 +136,9 @@
 // sequence number and a reason naming the field, for example
 // "dynamodb.NewImage.text", in the quarantine table, counted in
 // RecordsSetAside), and the batch goes on; a follow that meets such a tweet
-// is set aside naming it, after being applied to the others (so is a follow
+// is set aside after being applied to the others, with the field
+// "dynamodb.NewImage.followeeId" (the follow holds none of the tweet's) and
+// a reason naming the tweet and its field (so is a follow
 // that meets a stored tweet whose createdAt is missing, not a string or
 // holds '#': the tweet is left out of the follower's timeline, as its own
 // record left it out of every other).

@@ -307,9 +307,16 @@ func replacedCreatedAt(rec *events.DynamoDBEventRecord, createdAt string) string
 // tooLargeError is the RecordError of a record some of whose timeline
 // entries were left out for their size. prefix is the record's image
 // ("dynamodb.NewImage.") when the entries are the record's own tweet, ""
-// when they are other tweets (a follow).
+// when they are other tweets (a follow): the follow holds no field of
+// theirs, so it is named by its followeeId, and the reason names the
+// tweet's field.
 func tooLargeError(rec *events.DynamoDBEventRecord, prefix string, left []*entryTooLarge) *RecordError {
 	first := left[0]
+	field, reason := prefix+first.err.field, first.err.reason
+	if prefix == "" {
+		field = "dynamodb.NewImage." + AttrFolloweeID
+		reason = fmt.Sprintf("a stored tweet of the followee, by its %s: %s", first.err.field, reason)
+	}
 	users := make([]string, 0, min(len(left), 5))
 	for _, l := range left[:min(len(left), 5)] {
 		users = append(users, strictjson.Cut(l.user, 64)+"'s (tweet "+strictjson.Cut(l.author, 64)+"/"+strictjson.Cut(l.id, 64)+")")
@@ -318,9 +325,9 @@ func tooLargeError(rec *events.DynamoDBEventRecord, prefix string, left []*entry
 	if len(left) > 5 {
 		more = fmt.Sprintf(" and %d more", len(left)-5)
 	}
-	return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: prefix + first.err.field, Kind: first.err.kind,
+	return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: field, Kind: first.err.kind,
 		Reason: fmt.Sprintf("%s, so the tweet is left out of %s%s timeline; the record was applied to every timeline it fits",
-			first.err.reason, strings.Join(users, ", "), more)}
+			reason, strings.Join(users, ", "), more)}
 }
 
 // converge makes the entry (user, tweet id by author) agree with the

@@ -94,7 +94,8 @@ func Usagef(flag, format string, args ...any) error {
 // Parse parses args into fs without printing anything. On -h or -help it
 // writes usage (a synopsis), the flags and footer to help and returns
 // flag.ErrHelp; an unknown flag, a value that does not parse or a positional
-// argument comes back as a one-line *UsageError naming it.
+// argument comes back as a one-line *UsageError naming it, saying what the
+// flag takes (for a duration given as a bare number, that it needs a unit).
 func Parse(fs *flag.FlagSet, args []string, help io.Writer, usage, footer string) error {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -111,6 +112,9 @@ func Parse(fs *flag.FlagSet, args []string, help io.Writer, usage, footer string
 		return flag.ErrHelp
 	}
 	if err != nil {
+		if u := unitless(fs, err.Error()); u != nil {
+			return u
+		}
 		return &UsageError{Msg: cutArgs(withWant(fs, err.Error()), args)}
 	}
 	if fs.NArg() > 0 {
@@ -153,6 +157,46 @@ func withWant(fs *flag.FlagSet, msg string) string {
 		return msg
 	}
 	return strings.TrimSuffix(msg, m[2]) + m[2] + ": want " + want
+}
+
+// notParsed is the flag package's error for a value it cannot parse:
+// the value, quoted, and the flag's name.
+var notParsed = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -([A-Za-z0-9_.-]+): parse error$`)
+
+// bareNumber is a number written without a unit (21, 1.5, -5): what a
+// user who means seconds types, and what time.ParseDuration refuses.
+var bareNumber = regexp.MustCompile(`^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)$`)
+
+// unitless is a *UsageError saying that a duration flag's value, msg
+// being the flag package's error for it, is a number without a unit, and
+// showing the number with one ("-wait 21: a duration needs a unit, such as
+// 21s"): the general answer's examples (90s) may lie outside the flag's
+// range and do not say what was missing. nil when msg is about something
+// else.
+func unitless(fs *flag.FlagSet, msg string) *UsageError {
+	m := notParsed.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	f := fs.Lookup(m[2])
+	if f == nil {
+		return nil
+	}
+	if g, ok := f.Value.(flag.Getter); !ok {
+		return nil
+	} else if _, ok := g.Get().(time.Duration); !ok {
+		return nil
+	}
+	v, err := strconv.Unquote(m[1])
+	if err != nil || !bareNumber.MatchString(v) {
+		return nil
+	}
+	if _, err := time.ParseDuration(v + "s"); err != nil || len(v) > MaxEcho {
+		// Too many seconds for time.Duration: no unit makes it one a
+		// flag takes, so none is suggested.
+		return &UsageError{Flag: f.Name, Msg: strictjson.Cut(v, MaxEcho) + ": a duration needs a unit (h, m, s, ms, us or ns)"}
+	}
+	return &UsageError{Flag: f.Name, Msg: v + ": a duration needs a unit, such as " + v + "s"}
 }
 
 // MaxEcho bounds how much of a value a usage error repeats.

@@ -52,13 +52,23 @@ func TestFailUnderMake(t *testing.T) {
 }
 
 // TestParseSaysWhatAFlagTakes: a value the flag package cannot parse is
-// answered with what the flag takes, not a bare "parse error".
+// answered with what the flag takes, not a bare "parse error"; a duration
+// given as a bare number is told it lacks a unit and shown the number with
+// one (it was shown "90s", which for -wait is out of range, and not told
+// what was wrong), its number cut to MaxEcho however long.
 func TestParseSaysWhatAFlagTakes(t *testing.T) {
+	huge := strings.Repeat("9", 100_000)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"-horizon", "999999999h"}, `invalid value "999999999h" for flag -horizon: parse error: want a duration such as 90s, 5m or 1h30m (at most 2562047h)`},
+		{[]string{"-horizon", "abc"}, `invalid value "abc" for flag -horizon: parse error: want a duration such as 90s, 5m or 1h30m (at most 2562047h)`},
+		{[]string{"-horizon", "21"}, `-horizon 21: a duration needs a unit, such as 21s`},
+		{[]string{"-horizon=1.5"}, `-horizon 1.5: a duration needs a unit, such as 1.5s`},
+		{[]string{"-horizon", "-5"}, `-horizon -5: a duration needs a unit, such as -5s`},
+		{[]string{"-horizon", "99999999999"}, `-horizon 99999999999: a duration needs a unit (h, m, s, ms, us or ns)`},
+		{[]string{"-horizon", huge}, `-horizon ` + huge[:MaxEcho] + `…: a duration needs a unit (h, m, s, ms, us or ns)`},
 		{[]string{"-n", "ten"}, `invalid value "ten" for flag -n: parse error: want a whole number`},
 		{[]string{"-n", "99999999999999999999"}, `for flag -n: value out of range: want a whole number`},
 		{[]string{"-dry-run=maybe"}, `for -dry-run: parse error: want true or false (or the flag alone)`},
@@ -69,7 +79,10 @@ func TestParseSaysWhatAFlagTakes(t *testing.T) {
 		fs.Bool("dry-run", false, "")
 		err := Parse(fs, tc.args, io.Discard, "", "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Parse(%q) = %v, want %q", tc.args, err, tc.want)
+			t.Errorf("Parse(%.300q) = %.600v, want %.600q", tc.args, err, tc.want)
+		}
+		if err != nil && len(err.Error()) > 2*MaxEcho {
+			t.Errorf("Parse(%.300q): %d bytes: a value repeated whole", tc.args, len(err.Error()))
 		}
 	}
 }

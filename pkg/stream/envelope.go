@@ -90,7 +90,7 @@ func (e *Envelope) Validate() error {
 	if err := checkString("type", e.Type, MaxTypeLength); err != nil {
 		return err
 	}
-	if err := checkString("key", e.Key, MaxKeyLength); err != nil {
+	if err := CheckKey(e.Key); err != nil {
 		return err
 	}
 	if e.OccurredAt.IsZero() {
@@ -134,6 +134,13 @@ func checkTimeRange(field string, t time.Time) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf("%s is outside %s to %s, the times an envelope may hold: a clock that far off cannot be corrected",
 		t.Format(time.RFC3339Nano), EarliestTime.Format(time.RFC3339), LatestTime.Format(time.RFC3339))}
 }
+
+// CheckKey is Validate's check of an envelope's key, which ingest and
+// every consumer apply: a key it refuses is one no event can have, so a
+// tool taking a key from its user (cmd/results -key) can say there is
+// nothing to look for, and why, rather than look. The error is a
+// *FieldError for field "key".
+func CheckKey(key string) error { return checkString("key", key, MaxKeyLength) }
 
 // CheckIdentifierControls is Validate's refusal of a control character in
 // one identifier v (field names it in the *FieldError), also for an id

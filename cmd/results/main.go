@@ -30,7 +30,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -44,6 +43,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/results"
+	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -76,7 +76,7 @@ const (
 	maxFollowFrom  = 8760 * time.Hour // Kinesis's longest retention
 	defaultDir     = "pipelines"
 	defaultStack   = "Tributary"
-	maxKeyLength   = 1024 // larger than any key ingest accepts
+	maxKeyEcho     = 64 // how much of a refused -key its error quotes: enough to recognise it
 	resolveTimeout = 30 * time.Second
 )
 
@@ -93,7 +93,7 @@ type flags struct {
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), now func() time.Time, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("results", flag.ContinueOnError)
 	var f flags
-	fs.StringVar(&f.key, "key", "", "the key whose windows to show (required, except with -follow, where it filters)")
+	fs.StringVar(&f.key, "key", "", fmt.Sprintf("the key whose windows to show (required, except with -follow, where it filters); one ingest would refuse as an event's key (over %d characters, a control character) is refused: no window can have it", stream.MaxKeyLength))
 	fs.StringVar(&f.window, "window", "", "one window kind: its id (tumbling:1m0s, or tumbling:1m) or its kind (tumbling); default every window of the pipeline")
 	fs.StringVar(&f.from, "from", "", "windows starting at or after this (default 1h ago); with -follow, where to start reading the stream (default now: LATEST)")
 	fs.StringVar(&f.to, "to", "", "windows starting before this, or now (default now); not with -follow")
@@ -244,13 +244,8 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 	if err != nil {
 		return nil, err
 	}
-	if len(f.key) > maxKeyLength {
-		return nil, cli.Usagef("key", "is %d bytes long; keys are at most %d", len(f.key), maxKeyLength)
-	}
-	if !utf8.ValidString(f.key) {
-		// Ingest refuses events that are not UTF-8: no such key has windows
-		// or results, and DynamoDB would be asked for another key.
-		return nil, cli.Usagef("key", "%s is not valid UTF-8; keys are UTF-8 text", strictjson.QuoteCut(f.key, cli.MaxEcho))
+	if err := checkKey(f.key); err != nil {
+		return nil, err
 	}
 	q.kinds = results.Kinds(q.cfg)
 	if f.window != "" {
@@ -264,6 +259,25 @@ func (f *flags) check(lookup func(string) (string, bool), now time.Time) (*query
 		return q, f.checkFollow(q, now)
 	}
 	return q, f.checkTable(q, now)
+}
+
+// checkKey is a *cli.UsageError for a -key that ingest's key check
+// refuses (too long, a control character, not UTF-8): no event can have
+// it, nor can a grouping key read from data (pipeline.Config.Extract holds
+// one to the same limits), so it has no windows or results, and looking it
+// up would answer as if it were a typo of a real key. A blank key is left
+// to -key's own checks: required for the table, and a grouping key read
+// from data may be white space.
+func checkKey(key string) error {
+	if strings.TrimSpace(key) == "" {
+		return nil
+	}
+	var refused *stream.FieldError // CheckKey's only error
+	if !errors.As(stream.CheckKey(key), &refused) {
+		return nil
+	}
+	return cli.Usagef("key", "%s can never be an event's key, so it has no windows: ingest refuses a key that %s",
+		strictjson.QuoteCut(key, maxKeyEcho), refused.Reason)
 }
 
 func (f *flags) checkFollow(q *query, now time.Time) error {

@@ -88,10 +88,10 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"-key", "k", "-parameter", "/p", "-table", "views"}, nil, "-table and -parameter both given"},
 		{[]string{"-key", "k", "-table", "a b"}, nil, `-table "a b": a DynamoDB table name`},
 		{[]string{"-key", "k", "-parameter", "bad name!"}, nil, `-parameter "bad name!"`},
-		{[]string{"-key", strings.Repeat("k", 1025), "-parameter", "/p"}, nil, "-key is 1025 bytes long"},
-		// No key that is not UTF-8 has windows: ingest refuses such events.
-		{[]string{"-key", "user-\xff", "-parameter", "/p"}, nil, `-key "user-\xff" is not valid UTF-8`},
-		{follow("-key", "user-\xff"), nil, `-key "user-\xff" is not valid UTF-8`},
+		// No key ingest refuses has windows (TestKeyNoEventCanHave).
+		{[]string{"-key", strings.Repeat("k", 1025), "-parameter", "/p"}, nil, "can never be an event's key, so it has no windows: ingest refuses a key that is 1025 characters long"},
+		{[]string{"-key", "user-\xff", "-parameter", "/p"}, nil, `-key "user-\xff" can never be an event's key, so it has no windows: ingest refuses a key that is not valid UTF-8`},
+		{follow("-key", "user-\xff"), nil, `-key "user-\xff" can never be an event's key`},
 		{withParam("-from", "soon"), nil, `-from "soon" is neither an RFC 3339 time`},
 		{withParam("-from", "-1h"), nil, "-from -1h: a duration ago must be positive"},
 		{withParam("-to", "0s"), nil, "-to 0s: a duration ago must be positive"},
@@ -154,6 +154,60 @@ func TestBadCommandLines(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "AWS_REGION") || !strings.Contains(r.stdout, "-follow") || !strings.Contains(r.stdout, "-parameter") {
 			t.Errorf("results %s: exit %d, stdout %q; want 0 and the flags with where the region comes from", h, r.code, r.stdout)
 		}
+	}
+}
+
+// TestKeyNoEventCanHave: a -key that ingest's key check (stream.CheckKey)
+// refuses — too long, a control character, not UTF-8 — is one no event
+// can have. It was looked up and answered "no windows of key … start in
+// that range", as if a typo of a real key; it is refused with exit 2 and
+// the reason, the key quoted cut however long, and nothing read. A key
+// ingest takes (256 characters, of two bytes each) is still looked up.
+func TestKeyNoEventCanHave(t *testing.T) {
+	ctx := context.Background()
+	if err := state.CreateTable(ctx, dynamodb.NewFromConfig(awsCfg), "views-keys"); err != nil {
+		t.Fatal(err)
+	}
+	setAWS(t, endpoint, "us-east-1")
+	env := map[string]string{"PIPELINE_CONFIG": pipelineJSON}
+	now := base.Add(3 * time.Minute)
+	long := strings.Repeat("k", 100_000) // a value pasted by mistake
+	for _, c := range []struct {
+		name, key string
+		follow    bool
+		wantCode  int
+		want      string // on stderr when refused, else on stdout
+	}{
+		{"one character too long", strings.Repeat("k", 257), false, 2,
+			`-key "` + strings.Repeat("k", 64) + `"… can never be an event's key, so it has no windows: ingest refuses a key that is 257 characters long; at most 256 are allowed; see go run ./cmd/results -h`},
+		{"pasted by mistake", long, false, 2, `-key "` + long[:64] + `"… can never be an event's key, so it has no windows: ingest refuses a key that is 100000 characters long; at most 256 are allowed`},
+		{"a tab", "user\t1", false, 2, `-key "user\t1" can never be an event's key, so it has no windows: ingest refuses a key that holds control character U+0009 at byte 4; identifiers are printable text`},
+		{"a trailing newline", "user-1\n", false, 2, `-key "user-1\n" can never be an event's key, so it has no windows: ingest refuses a key that holds control character U+000A at byte 6`},
+		{"a C1 control", "user\u00851", false, 2, `-key "user\u00851" can never be an event's key, so it has no windows: ingest refuses a key that holds control character U+0085 at byte 4`},
+		{"a tab, following", "user\t1", true, 2, `-key "user\t1" can never be an event's key, so it has no windows: ingest refuses a key that holds control character U+0009`},
+		{"256 characters ingest takes", strings.Repeat("é", 256), false, 0, "no windows of key " + strings.Repeat("é", 256) + " start in that range"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"-table", "views-keys", "-key", c.key}
+			if c.follow {
+				args = []string{"-follow", "-stream", "no-such-stream", "-key", c.key}
+			}
+			r := cmd(ctx, env, now, args...)
+			if r.code != c.wantCode {
+				t.Errorf("exit %d, want %d; stdout %.300q, stderr %.300q", r.code, c.wantCode, r.stdout, r.stderr)
+			}
+			if got := map[bool]string{true: r.stderr, false: r.stdout}[c.wantCode != 0]; !strings.Contains(got, c.want) {
+				t.Errorf("got %.600q, want it to say %.600q", got, c.want)
+			}
+			if c.wantCode != 0 {
+				if r.stdout != "" {
+					t.Errorf("stdout %.300q: want nothing, the key refused before any read", r.stdout)
+				}
+				if len(r.stderr) > 500 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+					t.Errorf("stderr of %d bytes: want one line, the key cut: %.600q", len(r.stderr), r.stderr)
+				}
+			}
+		})
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -42,8 +43,8 @@ func (c *commands) list(ctx context.Context) error {
 		}
 		printItem(c.stdout, &l.Items[i])
 	}
-	fmt.Fprintf(c.stderr, "setaside: %d record(s) listed, newest first, of %d matching (%d items of %s read)\n",
-		len(l.Items), l.Matched, l.Scanned, c.o.table)
+	fmt.Fprintf(c.stderr, "setaside: %d record(s) listed, newest first, of %d matching (%d items of %s read)%s\n",
+		len(l.Items), l.Matched, l.Scanned, c.o.table, c.olderLeftOut(l))
 	c.noSuchFunction(l)
 	if len(l.Items) == 0 || c.o.asJSON {
 		return nil
@@ -64,6 +65,23 @@ func (c *commands) list(ctx context.Context) error {
 	}
 	fmt.Fprintln(c.stderr, "none of these can be put back: each was put back before, or its category or source says why (docs/set-aside.md)")
 	return nil
+}
+
+// olderLeftOut is what the listing's summary adds when -since left out
+// records the other filters select ("; 4 older record(s) left out by
+// -since 1h (set aside before …)"), "" when it left none out: without it
+// a listing of few or none read as all there is. The scan reads those
+// records anyway, so counting them costs nothing more.
+func (c *commands) olderLeftOut(l putback.Listing) string {
+	if l.Older == 0 {
+		return ""
+	}
+	since := strictjson.Cut(c.o.since, cli.MaxEcho) // a duration may be written long: 1s1s1s…
+	by := "-since " + since
+	if c.o.tmpl != "" {
+		by = "SINCE=" + since
+	}
+	return fmt.Sprintf("; %d older record(s) left out by %s (set aside before %s)", l.Older, by, c.o.filter.Since.UTC().Format(time.RFC3339))
 }
 
 // noSuchFunction says, when -function matched nothing, which functions

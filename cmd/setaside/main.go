@@ -90,6 +90,7 @@ type options struct {
 	command                       string
 	table, tmpl, stack            string
 	filter                        putback.Filter
+	since                         string // -since as given, for the listing to repeat
 	source, sequence, dataFile    string
 	limit                         int
 	asJSON, dataOnly, dryRun      bool
@@ -165,11 +166,10 @@ func parse(args []string, now time.Time, help io.Writer) (options, error) {
 	fs.StringVar(&o.table, "table", "", "the quarantine table (the stack output QuarantineTableName)")
 	fs.StringVar(&o.tmpl, "template", "", "name the table as the local runner deploys this synthesized template (only with AWS_ENDPOINT_URL: the local stand-in)")
 	fs.StringVar(&o.stack, "stack", defaultStack, "with -template: the prefix the local runner gave the names (make local-up prints it)")
-	var since string
 	if o.command != "show" {
 		fs.StringVar(&o.filter.Function, "function", "", "only records this function set aside (its name, as the item's function says)")
 		fs.StringVar(&o.filter.Category, "category", "", "only records of this category (invalid, unparseable, output-too-large, ...)")
-		fs.StringVar(&since, "since", "", "only records set aside since: a duration ago (24h) or an RFC 3339 time")
+		fs.StringVar(&o.since, "since", "", "only records set aside since: a duration ago (24h) or an RFC 3339 time (list says how many older ones it left out)")
 		fs.IntVar(&o.limit, "n", 0, fmt.Sprintf("at most this many records, newest first, 1 to %d (default %d; putback %d)", putback.MaxList, defaultList, defaultPutBack))
 	}
 	if o.command != "list" {
@@ -195,11 +195,11 @@ func parse(args []string, now time.Time, help io.Writer) (options, error) {
 	if err := cli.Parse(fs, args[1:], help, usage, footer); err != nil {
 		return o, err
 	}
-	return o, o.check(fs, since, now)
+	return o, o.check(fs, now)
 }
 
 // check holds the options to their bounds and to each other.
-func (o *options) check(fs *flag.FlagSet, since string, now time.Time) error {
+func (o *options) check(fs *flag.FlagSet, now time.Time) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
@@ -232,8 +232,8 @@ func (o *options) check(fs *flag.FlagSet, since string, now time.Time) error {
 		}
 		return cli.Usagef("category", "%s is no category%s: %s", strictjson.QuoteCut(c, cli.MaxEcho), hint, strings.Join(setaside.Categories, ", "))
 	}
-	if since != "" {
-		t, err := parseSince(since, now)
+	if o.since != "" {
+		t, err := parseSince(o.since, now)
 		if err != nil {
 			return err
 		}
@@ -254,9 +254,9 @@ func (o *options) check(fs *flag.FlagSet, since string, now time.Time) error {
 			return cli.Usagef("source", "needs -sequence: putback puts back one record by its source and sequence number, or those -function, -category and -since select, never a whole shard")
 		case o.dataFile != "" && !one:
 			return cli.Usagef("data", "puts back one record: give its -source and -sequence too")
-		case one && (o.filter.Function != "" || o.filter.Category != "" || since != "" || set["n"]):
+		case one && (o.filter.Function != "" || o.filter.Category != "" || o.since != "" || set["n"]):
 			return cli.Usagef("sequence", "names one record; -function, -category, -since and -n select several: give one or the other")
-		case !one && o.filter.Function == "" && o.filter.Category == "" && since == "":
+		case !one && o.filter.Function == "" && o.filter.Category == "" && o.since == "":
 			return cli.Usagef("source", "and -sequence, or a filter (-function, -category, -since), is required: putback does not put back every record of the table at once")
 		case o.horizon <= 0:
 			return cli.Usagef("horizon", "%s: must be above zero", o.horizon)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,5 +284,98 @@ func TestRun(t *testing.T) {
 	}
 	if r := cmd("-h"); r.code != cli.ExitOK || !strings.Contains(r.stdout, "putback") || !strings.Contains(r.stdout, "past-horizon") {
 		t.Errorf("-h: %+v", r)
+	}
+}
+
+// TestListSaysWhatSinceLeftOut: list -since leaves out records set aside
+// before it; the listing said nothing of them, so a user took "0 record(s)
+// listed" for an empty table. It reads them anyway (a scan of the whole
+// table), so it says how many the other filters select that -since left
+// out, and from when — as make's SINCE= under make — and nothing when
+// -since left none out.
+func TestListSaysWhatSinceLeftOut(t *testing.T) {
+	srv := standintest.Start(t)
+	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	ctx := context.Background()
+	none := filepath.Join(t.TempDir(), "none")
+	env := map[string]string{
+		"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	table, err := templateTable(tmpl, defaultStack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setaside.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	// Set aside 10 minutes ago: one by each function; 2 hours ago: three
+	// by aggregate; 30 hours ago: one by aggregate.
+	seq := 0
+	setAside := func(function string, ago time.Duration, kind string, n int) {
+		t.Helper()
+		sink := setaside.New(db, table, setaside.WithFunction(function), setaside.WithClock(func() time.Time { return now.Add(-ago) }))
+		var recs []setaside.Record
+		for range n {
+			seq++
+			recs = append(recs, setaside.Record{Source: "arn:aws:kinesis:us-east-1:123456789012:stream/events", Shard: "shardId-000000000000",
+				Sequence: fmt.Sprint(49650000 + seq), PartitionKey: "user-7", ArrivedAt: now.Add(-ago - time.Minute), Data: []byte(`{"id":"e"}`),
+				Field: "data.ms", Kind: kind, Reason: "not a number"})
+		}
+		if err := sink.SetAside(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setAside("Tributary-AggregatePageviews", 10*time.Minute, setaside.KindInvalid, 1)
+	setAside("Tributary-Enrich", 10*time.Minute, setaside.KindStateBudget, 1)
+	setAside("Tributary-AggregatePageviews", 2*time.Hour, setaside.KindInvalid, 3)
+	setAside("Tributary-AggregatePageviews", 30*time.Hour, setaside.KindInvalid, 1)
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // the summary line on stderr
+	}{
+		{"no -since", []string{"-table", table},
+			"setaside: 6 record(s) listed, newest first, of 6 matching (6 items of " + table + " read)\n"},
+		{"-since 1h", []string{"-table", table, "-since", "1h"},
+			"setaside: 2 record(s) listed, newest first, of 2 matching (6 items of " + table + " read); 4 older record(s) left out by -since 1h (set aside before 2026-12-05T09:00:00Z)\n"},
+		{"-since 3h", []string{"-table", table, "-since", "3h"},
+			"setaside: 5 record(s) listed, newest first, of 5 matching (6 items of " + table + " read); 1 older record(s) left out by -since 3h (set aside before 2026-12-05T07:00:00Z)\n"},
+		{"-since a time", []string{"-table", table, "-since", "2026-12-05T09:30:00Z"},
+			"; 4 older record(s) left out by -since 2026-12-05T09:30:00Z (set aside before 2026-12-05T09:30:00Z)\n"},
+		{"-since leaving none out", []string{"-table", table, "-since", "48h"},
+			"setaside: 6 record(s) listed, newest first, of 6 matching (6 items of " + table + " read)\n"},
+		{"with -function", []string{"-table", table, "-since", "1h", "-function", "aggregate pageviews"},
+			"setaside: 1 record(s) listed, newest first, of 1 matching (6 items of " + table + " read); 4 older record(s) left out by -since 1h (set aside before 2026-12-05T09:00:00Z)\n"},
+		{"with -function none of whose are older", []string{"-table", table, "-since", "1h", "-function", "enrich"},
+			"setaside: 1 record(s) listed, newest first, of 1 matching (6 items of " + table + " read)\n"},
+		{"with -category none of whose are older", []string{"-table", table, "-since", "1h", "-category", "state-budget"},
+			"setaside: 1 record(s) listed, newest first, of 1 matching (6 items of " + table + " read)\n"},
+		{"with -n", []string{"-table", table, "-since", "3h", "-n", "2"},
+			"setaside: 2 record(s) listed, newest first, of 5 matching (6 items of " + table + " read); 1 older record(s) left out by -since 3h (set aside before 2026-12-05T07:00:00Z)\n"},
+		{"-json", []string{"-table", table, "-since", "1h", "-json"},
+			"; 4 older record(s) left out by -since 1h (set aside before 2026-12-05T09:00:00Z)\n"},
+		{"under make", []string{"-template", tmpl, "-since", "1h"},
+			"; 4 older record(s) left out by SINCE=1h (set aside before 2026-12-05T09:00:00Z)\n"},
+		{"under make, every one left out", []string{"-template", tmpl, "-since", "1m"},
+			"setaside: 0 record(s) listed, newest first, of 0 matching (6 items of " + table + " read); 6 older record(s) left out by SINCE=1m (set aside before 2026-12-05T09:59:00Z)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+			code := run(ctx, append([]string{"list"}, tc.args...), lookup, func() time.Time { return now }, &stdout, &stderr)
+			if code != cli.ExitOK || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 0 and it to say %q", code, stderr.String(), tc.want)
+			}
+			if !strings.Contains(tc.want, "left out") && strings.Contains(stderr.String(), "left out") {
+				t.Errorf("stderr:\n%s\nsays something was left out; -since left none out", stderr.String())
+			}
+		})
 	}
 }

@@ -55,6 +55,11 @@ type Listing struct {
 	Items []setaside.Item
 	// Matched is how many items matched, Scanned how many were read.
 	Matched, Scanned int
+	// Older is how many items Filter.Since alone left out: they match the
+	// rest of the filter but were written before it. Counted from the
+	// items the scan reads anyway, so that a listing can say there are
+	// older ones rather than look empty.
+	Older int
 	// Functions counts, by function, the items that matched all but
 	// Filter.Function, when it was given: what a name that matched
 	// nothing could have been.
@@ -130,14 +135,18 @@ func List(ctx context.Context, db Scanner, table string, f Filter, limit int, pr
 		}
 		l.Scanned += int(out.ScannedCount)
 		for _, it := range items {
-			if !f.Since.IsZero() && When(&it).Before(f.Since) {
-				continue
-			}
+			older := !f.Since.IsZero() && When(&it).Before(f.Since)
 			if f.Function != "" {
-				l.Functions[it.Function]++
+				if !older {
+					l.Functions[it.Function]++
+				}
 				if it.Function != f.Function && !hasWords(it.Function, words) {
 					continue
 				}
+			}
+			if older {
+				l.Older++
+				continue
 			}
 			l.Matched++
 			l.Items = append(l.Items, it)

@@ -181,8 +181,8 @@ func checkString(field, v string, max int) error {
 	}
 	// Control characters (Unicode category Cc: C0, DEL, C1) break logs,
 	// consoles and the views' key layout; ingest and every consumer refuse
-	// them here, a record written straight to the stream past ingest too: a
-	// record written straight to the stream past ingest.
+	// them here, so a record written straight to the stream past ingest is
+	// refused too.
 	return CheckIdentifierControls(field, v)
 }
 

@@ -409,7 +409,7 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 	}
 	env := &stream.Envelope{ID: changeID(tableName(rec.EventSourceArn), key, version.String()), Type: typ, Key: key,
 		OccurredAt: at, SentAt: at, ReceivedAt: at, Data: data}
-	err = env.Validate() // control characters included, as ingest: the key is every view's key
+	err = env.Validate() // unprintable characters included, as ingest: the key is every view's key
 	if err != nil {
 		field := keyField // the id and the key are made of the entity key
 		var fe *stream.FieldError

@@ -317,9 +317,9 @@ func ReadEvents(r io.Reader, max int) ([]stream.Envelope, error) {
 }
 
 // decodeEvent reads events[i] as ingest reads an event (names spelt
-// exactly, unknown ones refused, Validate: no control characters in id,
-// type or key among its checks), its receivedAt, when absent,
-// its sentAt. A refusal names the event and the field:
+// exactly, unknown ones refused, Validate: no control, line-breaking or
+// invisible characters in id, type or key among its checks), its
+// receivedAt, when absent, its sentAt. A refusal names the event and the field:
 // "events[i].field: reason", with part "events[i].field" ("events[i]" when
 // no field is at fault).
 func decodeEvent(name string, raw []byte, e *stream.Envelope) (part string, err error) {
@@ -330,7 +330,7 @@ func decodeEvent(name string, raw []byte, e *stream.Envelope) (part string, err 
 		}
 		return part, fmt.Errorf("%s: %w", part, err)
 	}
-	if err := e.Validate(); err != nil { // control characters in id, type or key included
+	if err := e.Validate(); err != nil { // unprintable characters in id, type or key included
 		if fe, ok := errors.AsType[*stream.FieldError](err); ok && fe.Field != "" {
 			part += "." + fe.Field
 		}

@@ -71,6 +71,12 @@ var refusalCases = []struct {
 		400, 0, "key", "holds control character U+000A"},
 	{"C1 control in key", arr(ev("a", "user\u0085", "")),
 		400, 0, "key", "holds control character U+0085"},
+	// "\ufeffuser-1" and "user-1" look the same in every log and listing
+	// but would be two keys; U+2028 ends a line in log viewers.
+	{"byte order mark in key", arr(ev("a", "user-1", ""), ev("b", "\ufeffuser-1", "")),
+		400, 1, "key", "events[1].key: holds invisible character U+FEFF at byte 0; identifiers are printable text"},
+	{"raw line separator in id", `[{"id":"a` + "\u2028" + `b","type":"t","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}]`,
+		400, 0, "id", "events[0].id: holds line separator U+2028 at byte 1"},
 	{"control character in type", `{"id":"a","type":"page\u0000view","key":"k","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`,
 		400, 0, "type", "events[0].type: holds control character U+0000"},
 	{"raw control character in a string", "[" + ev("a", "k", `,"data":"a`+"\x01"+`b"`) + "]",

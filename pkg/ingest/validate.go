@@ -38,10 +38,10 @@ const (
 // parseEvents validates the events split from a body: each holds only the
 // envelope's fields, spelt exactly, and decodes as an envelope
 // (stream.UnmarshalExact, then Validate), its id, type and key hold no
-// control characters (Validate) — none of them blank either
-// (Validate) —, its id is not the id of an earlier event of the same
-// request, and it is at most maxAge old when sent. It returns every
-// refused event, in request order.
+// control, line-breaking or invisible characters (Validate) — none of
+// them blank either (Validate) —, its id is not the id of an earlier
+// event of the same request, and it is at most maxAge old when sent. It
+// returns every refused event, in request order.
 func parseEvents(raws [][]byte, maxAge time.Duration) ([]stream.Envelope, []EventError) {
 	envs := make([]stream.Envelope, len(raws))
 	var errs []EventError

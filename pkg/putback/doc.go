@@ -31,9 +31,9 @@
 //   - the data (or the corrected record given in its place) must be an
 //     envelope every consumer reads (stream.CheckStrict and
 //     stream.DecodeKinesis, as they do) and ingest would take from a
-//     producer (no control characters in id, type or key; a corrected
-//     record is no change data capture type), else it would only be set
-//     aside again: the refusal names the field;
+//     producer (no control, line-breaking or invisible characters in id,
+//     type or key; a corrected record is no change data capture type),
+//     else it would only be set aside again: the refusal names the field;
 //   - a record set aside for a field of its data (data.ms) that still
 //     holds what it held is refused unless Unchanged (its cause was
 //     elsewhere: the pipeline file or a limit changed), since its function

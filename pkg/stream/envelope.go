@@ -142,20 +142,109 @@ func checkTimeRange(field string, t time.Time) error {
 // *FieldError for field "key".
 func CheckKey(key string) error { return checkString("key", key, MaxKeyLength) }
 
-// CheckIdentifierControls is Validate's refusal of a control character in
-// one identifier v (field names it in the *FieldError), also for an id
-// carried elsewhere than an envelope's id, type or key (a worker's task
-// id) that is used as one.
-func CheckIdentifierControls(field, v string) error {
-	if r, i, found := FirstControl(v); found {
-		return &FieldError{Field: field, Reason: fmt.Sprintf("holds control character U+%04X at byte %d; identifiers are printable text", r, i)}
+// CheckIdentifierPrintable is Validate's refusal of a character an
+// identifier may not hold (FirstUnprintable) in one identifier v (field
+// names it in the *FieldError), also for an id carried elsewhere than an
+// envelope's id, type or key (a worker's task id) that is used as one.
+func CheckIdentifierPrintable(field, v string) error {
+	if u, found := FirstUnprintable(v); found {
+		return &FieldError{Field: field, Reason: "holds " + u.String() + "; identifiers are printable text"}
 	}
 	return nil
 }
 
-// FirstControl is the first control character in s (Unicode category Cc,
-// what Validate refuses in an identifier) and its byte offset: for a rule
-// or config naming an event type or key, which no event ingest takes can hold.
+// Unprintable is a character an identifier may not hold and where it is,
+// as a refusal names it.
+type Unprintable struct {
+	Rune rune
+	At   int    // byte offset in the identifier
+	Kind string // what it is: "control character", "line separator", "paragraph separator", "invisible character" or "bidirectional control"
+}
+
+// String is the phrase a refusal holds: "control character U+0007 at byte 3".
+func (u Unprintable) String() string {
+	return fmt.Sprintf("%s U+%04X at byte %d", u.Kind, u.Rune, u.At)
+}
+
+// FirstUnprintable is the first character in s that Validate refuses in
+// an identifier: for a rule or config naming an event type or key, which
+// no event ingest takes can hold. Refused are what would make two
+// identifiers look the same, or make one look like other text, in a log,
+// console or listing:
+//   - control characters (Unicode category Cc: C0, DEL, C1), which break
+//     logs, consoles and the views' key layout;
+//   - the line and paragraph separators (Zl, Zp: U+2028, U+2029), which end
+//     the line in log viewers and in JavaScript;
+//   - the format characters (Cf) that show as nothing and that no script
+//     needs in a name: the soft hyphen U+00AD, zero-width space U+200B,
+//     word joiner and invisible operators U+2060–U+2064, the deprecated
+//     U+206A–U+206F, the byte order mark U+FEFF (a name copied from a
+//     file a Windows tool wrote can start with one) and the interlinear
+//     annotation marks U+FFF9–U+FFFB;
+//   - the bidirectional controls (U+061C, U+200E, U+200F, U+202A–U+202E,
+//     U+2066–U+2069), which reorder the text shown around them ("Trojan
+//     Source").
+//
+// The rest of Cf is not refused, as much of it is part of how text is
+// written: the zero-width non-joiner and joiner (U+200C, U+200D) spell
+// Persian and Indic words and emoji sequences; the tag characters
+// U+E0020–U+E007F spell subdivision flags (England's); the Arabic number
+// signs (U+0600–U+0605) show, with the digits they stand before; the
+// Mongolian vowel separator and the Egyptian hieroglyph and shorthand
+// format controls lay out their scripts. The list is fixed here rather than
+// read from the unicode package's tables, so a Go release with a newer
+// Unicode cannot start refusing identifiers that were taken before.
+func FirstUnprintable(s string) (Unprintable, bool) {
+	for i, r := range s {
+		if r < utf8.RuneSelf {
+			// ASCII, most of what ids and keys hold: decided here, as
+			// a call per character would cost more than the check.
+			if r < 0x20 || r == 0x7F {
+				return Unprintable{Rune: r, At: i, Kind: "control character"}, true
+			}
+			continue
+		}
+		if kind := unprintableKind(r); kind != "" {
+			return Unprintable{Rune: r, At: i, Kind: kind}, true
+		}
+	}
+	return Unprintable{}, false
+}
+
+// unprintableKind is what r, not ASCII, is if FirstUnprintable refuses
+// it, else "". It runs for every such character of every record's id, type
+// and key, so the common cases (the letters of most scripts, CJK, emoji)
+// take a comparison or two.
+func unprintableKind(r rune) string {
+	switch {
+	case r > 0x206F && r < 0xFEFF, r > 0xFFFB:
+		// CJK, emoji and the letters of most scripts: nothing refused.
+	case r < 0x0100:
+		switch {
+		case unicode.IsControl(r):
+			return "control character"
+		case r == 0x00AD:
+			return "invisible character"
+		}
+	case r < 0x2000:
+		if r == 0x061C {
+			return "bidirectional control"
+		}
+	case r == 0x2028:
+		return "line separator"
+	case r == 0x2029:
+		return "paragraph separator"
+	case r == 0x200E, r == 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return "bidirectional control"
+	case r == 0x200B, r >= 0x2060 && r <= 0x2064, r >= 0x206A && r <= 0x206F, r == 0xFEFF, r >= 0xFFF9 && r <= 0xFFFB:
+		return "invisible character"
+	}
+	return ""
+}
+
+// FirstControl is the first control character in s (Unicode category Cc)
+// and its byte offset: the part of what Validate refuses in an identifier
+// (FirstUnprintable) that the config checks still look for.
 func FirstControl(s string) (r rune, at int, found bool) {
 	for i, r := range s {
 		if unicode.IsControl(r) {
@@ -179,11 +268,12 @@ func checkString(field, v string, max int) error {
 	case utf8.RuneCountInString(v) > max:
 		return &FieldError{Field: field, Reason: fmt.Sprintf("is %d characters long; at most %d are allowed", utf8.RuneCountInString(v), max)}
 	}
-	// Control characters (Unicode category Cc: C0, DEL, C1) break logs,
-	// consoles and the views' key layout; ingest and every consumer refuse
-	// them here, so a record written straight to the stream past ingest is
-	// refused too.
-	return CheckIdentifierControls(field, v)
+	// Control characters, line separators and characters that show as
+	// nothing or reorder the text (FirstUnprintable) break logs, consoles
+	// and the views' key layout, or make two ids or keys look the same;
+	// ingest and every consumer refuse them here, so a record written
+	// straight to the stream past ingest is refused too.
+	return CheckIdentifierPrintable(field, v)
 }
 
 // wire is the JSON shape with times as text, so a bad time names its field.

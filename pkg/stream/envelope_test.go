@@ -221,3 +221,76 @@ func TestEventTime(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateRefusesUnseenCharacters: an id, type or key holding a
+// character that shows as nothing, or that breaks or reorders the line it
+// is printed on, is refused naming the field, the code point and its byte
+// offset: "\ufeffuser-1" and "user-1" look the same in every log, console
+// and listing but are two keys. The joiners that scripts and emoji
+// sequences need are kept.
+func TestValidateRefusesUnseenCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		field string // the field that holds v
+		v     string
+		want  string // the whole error; "" means accepted
+	}{
+		// Category Cc keeps its message.
+		{"NUL", "key", "a\x00b", "key: holds control character U+0000 at byte 1; identifiers are printable text"},
+		{"DEL", "type", "t\x7f", "type: holds control character U+007F at byte 1; identifiers are printable text"},
+		{"C1 next line", "id", "e\u0085", "id: holds control character U+0085 at byte 1; identifiers are printable text"},
+		// Zl, Zp: they end the line in log viewers and in JavaScript.
+		{"line separator", "key", "user\u20281", "key: holds line separator U+2028 at byte 4; identifiers are printable text"},
+		{"paragraph separator", "id", "\u2029e", "id: holds paragraph separator U+2029 at byte 0; identifiers are printable text"},
+		// Shown as nothing.
+		{"byte order mark", "key", "\ufeffuser-1", "key: holds invisible character U+FEFF at byte 0; identifiers are printable text"},
+		{"zero-width space", "key", "user\u200b-1", "key: holds invisible character U+200B at byte 4; identifiers are printable text"},
+		{"word joiner", "type", "page\u2060view", "type: holds invisible character U+2060 at byte 4; identifiers are printable text"},
+		{"invisible times", "key", "a\u2062b", "key: holds invisible character U+2062 at byte 1; identifiers are printable text"},
+		{"soft hyphen", "key", "user\u00ad1", "key: holds invisible character U+00AD at byte 4; identifiers are printable text"},
+		{"deprecated inhibit symmetric swapping", "key", "k\u206a", "key: holds invisible character U+206A at byte 1; identifiers are printable text"},
+		{"interlinear annotation anchor", "key", "k\ufff9", "key: holds invisible character U+FFF9 at byte 1; identifiers are printable text"},
+		// Bidirectional controls reorder what is shown ("Trojan Source").
+		{"left-to-right mark", "key", "k\u200e", "key: holds bidirectional control U+200E at byte 1; identifiers are printable text"},
+		{"right-to-left mark", "key", "k\u200f", "key: holds bidirectional control U+200F at byte 1; identifiers are printable text"},
+		{"Arabic letter mark", "key", "k\u061c", "key: holds bidirectional control U+061C at byte 1; identifiers are printable text"},
+		{"left-to-right embedding", "key", "k\u202a", "key: holds bidirectional control U+202A at byte 1; identifiers are printable text"},
+		{"right-to-left override", "id", "order-\u202e1-tfel", "id: holds bidirectional control U+202E at byte 6; identifiers are printable text"},
+		{"left-to-right isolate", "key", "k\u2066", "key: holds bidirectional control U+2066 at byte 1; identifiers are printable text"},
+		{"pop directional isolate", "key", "k\u2069", "key: holds bidirectional control U+2069 at byte 1; identifiers are printable text"},
+		{"the first of two is named", "key", "\u00e9\u200b\ufeff", "key: holds invisible character U+200B at byte 2; identifiers are printable text"},
+		// Kept: what text in other scripts, and emoji, need.
+		{"Persian with a zero-width non-joiner", "key", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645", ""},
+		{"Devanagari with a zero-width joiner", "key", "\u0915\u094d\u200d\u0937", ""},
+		{"emoji family joined by ZWJ", "key", "\U0001F468\u200d\U0001F469\u200d\U0001F467", ""},
+		{"flag of England (tag characters)", "key", "\U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F", ""},
+		{"Arabic number sign before digits", "key", "\u0600\u0661\u0662", ""},
+		{"no-break space inside", "id", "order\u00a042", ""},
+		{"combining accent", "key", "e\u0301", ""},
+		{"CJK", "type", "\u6ce8\u6587", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := Envelope{ID: "e-1", Type: "page_view", Key: "user-1", OccurredAt: time.Date(2026, 11, 29, 10, 41, 7, 0, time.UTC)}
+			e.SentAt = e.OccurredAt
+			switch tc.field {
+			case "id":
+				e.ID = tc.v
+			case "type":
+				e.Type = tc.v
+			case "key":
+				e.Key = tc.v
+			}
+			err := e.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("%s %q refused: %v", tc.field, tc.v, err)
+				}
+				return
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || err.Error() != tc.want {
+				t.Fatalf("%s %q: error %v; want *FieldError %q", tc.field, tc.v, err, tc.want)
+			}
+		})
+	}
+}

@@ -53,8 +53,8 @@ const (
 type Task struct {
 	TaskID string `json:"taskId"`
 	Input  string `json:"input"`
-	// Rounds is 1 to MaxRounds. TaskID and After hold no control
-	// character (stream.CheckIdentifierControls).
+	// Rounds is 1 to MaxRounds. TaskID and After hold no control,
+	// invisible or line-breaking character (stream.CheckIdentifierPrintable).
 	Rounds int `json:"rounds"`
 	// After, if set, is the id of a task whose result must exist before
 	// this one runs (this task builds on it). SQS does not order a
@@ -500,7 +500,7 @@ func DecodeTask(messageID string, env *stream.Envelope) (Task, error) {
 		// what logs and the dead-letter reason name: printable, as ingest
 		// holds an event's id, type and key.
 		var fe *stream.FieldError
-		if err := stream.CheckIdentifierControls(id.field, id.v); errors.As(err, &fe) {
+		if err := stream.CheckIdentifierPrintable(id.field, id.v); errors.As(err, &fe) {
 			return t, &TaskError{MessageID: messageID, Field: "data." + fe.Field, Reason: fe.Reason}
 		}
 	}

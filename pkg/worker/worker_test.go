@@ -188,16 +188,22 @@ func testPoison(t *testing.T, f *fixture) {
 		message("id-twice", strings.Replace(body("t-9", "a", 1), `"id":"evt-t-9"`, `"id":"evt-t-9","ID":"evt-other"`, 1), ""),
 		// A task id ingest would refuse as an event's id or key.
 		message("nul-id", strings.Replace(body("t-10", "a", 1), `"taskId":"t-10"`, `"taskId":"t-10\u0000"`, 1), ""),
+		// A task id that shows as "t-5" in every log and listing, but
+		// would be a second task beside it.
+		message("bom-id", strings.Replace(body("t-11", "a", 1), `"taskId":"t-11"`, `"taskId":"\ufefft-5"`, 1), ""),
 	)
-	if want := []string{"bad-json", "bad-type", "bad-rounds", "two-spellings", "other-case", "id-twice", "nul-id"}; !slices.Equal(fails, want) {
+	if want := []string{"bad-json", "bad-type", "bad-rounds", "two-spellings", "other-case", "id-twice", "nul-id", "bom-id"}; !slices.Equal(fails, want) {
 		t.Fatalf("failures %v, want %v", fails, want)
 	}
 	if n := f.executions(t, "t-10\x00"); n != 0 {
 		t.Errorf("the task whose id holds a NUL ran %d times; want it refused", n)
 	}
+	if n := f.executions(t, "\ufefft-5"); n != 0 {
+		t.Errorf("the task whose id starts with a byte order mark ran %d times; want it refused", n)
+	}
 	logs := f.logs.String()
 	for _, want := range []string{`"messageId":"bad-json"`, `field type`, `field data.rounds: must be a whole number from 1 to 5000000, not 0`, `field data.TASKID: unknown field`, `field data.TaskID: unknown field`, `field ID: unknown field`,
-		`field data.taskId: holds control character U+0000 at byte 4`} {
+		`field data.taskId: holds control character U+0000 at byte 4`, `field data.taskId: holds invisible character U+FEFF at byte 0`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs do not mention %s:\n%s", want, logs)
 		}
@@ -205,8 +211,8 @@ func testPoison(t *testing.T, f *fixture) {
 	if f.executions(t, "t-5") != 1 || f.executions(t, "t-3") != 0 || f.executions(t, "t-8") != 0 || f.executions(t, "t-9") != 0 {
 		t.Error("the good message did not run once, or a poison one ran")
 	}
-	if got := f.metric(t, "Failures"); got != 7 {
-		t.Errorf("Failures = %v, want 7", got)
+	if got := f.metric(t, "Failures"); got != 8 {
+		t.Errorf("Failures = %v, want 8", got)
 	}
 }
 
@@ -338,6 +344,11 @@ func TestDecodeTaskSaysWhy(t *testing.T) {
 		{"missing", `{"taskId":"t"}`, "data.rounds", "is required: must be a whole number from 1 to 5000000"},
 		{"a NUL in the task id", `{"taskId":"t\u0000x","rounds":3}`, "data.taskId", "holds control character U+0000 at byte 1; identifiers are printable text"},
 		{"a DEL in the task waited for", `{"taskId":"t","rounds":3,"after":"a\u007f"}`, "data.after", "holds control character U+007F at byte 1; identifiers are printable text"},
+		// Shown as nothing or breaking the line: two task ids that look
+		// the same in every log, or a log line cut in two.
+		{"a byte order mark in the task id", `{"taskId":"\ufefft-1","rounds":3}`, "data.taskId", "holds invisible character U+FEFF at byte 0; identifiers are printable text"},
+		{"a line separator in the task waited for", `{"taskId":"t","rounds":3,"after":"t-1\u2028"}`, "data.after", "holds line separator U+2028 at byte 3; identifiers are printable text"},
+		{"a right-to-left override in the task id", `{"taskId":"t-\u202e1","rounds":3}`, "data.taskId", "holds bidirectional control U+202E at byte 2; identifiers are printable text"},
 		// Sent empty, after read as naming no task: the task ran at once.
 		{"after empty", `{"taskId":"t","rounds":3,"after":""}`, "data.after", "is empty: name the task whose result this one waits for, or leave after out"},
 		{"a task id of white space", `{"taskId":"   ","rounds":3}`, "data.taskId", "is blank (only white space): a task id must hold a character other than white space"},

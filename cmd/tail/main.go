@@ -151,7 +151,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		o.Filter.Where = append(o.Filter.Where, c)
 	}
-	longType, controlType, badType := "", "", ""
+	longType, unprintableType, badType := "", "", ""
 	for _, t := range o.Filter.Types {
 		if len(t) > envelope.MaxTypeLength {
 			longType = t
@@ -159,8 +159,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		if !utf8.ValidString(t) {
 			badType = t
 		}
-		if _, _, found := envelope.FirstControl(t); found {
-			controlType = t
+		if _, found := envelope.FirstUnprintable(t); found {
+			unprintableType = t
 		}
 	}
 	switch {
@@ -176,9 +176,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		err = cli.Usagef("type", "%s is %d bytes long; an event's type is at most %d", strictjson.QuoteCut(longType, 64), len(longType), envelope.MaxTypeLength)
 	case badType != "":
 		err = cli.Usagef("type", "%s is not valid UTF-8: an event's type is JSON text, so it would match nothing", strictjson.QuoteCut(badType, 64))
-	case controlType != "":
-		r, at, _ := envelope.FirstControl(controlType)
-		err = cli.Usagef("type", "%s holds control character %U at byte %d: no event's type can (ingest refuses it), so it would match nothing", strictjson.QuoteCut(controlType, 64), r, at)
+	case unprintableType != "":
+		u, _ := envelope.FirstUnprintable(unprintableType)
+		err = cli.Usagef("type", "%s holds %v: no event's type can (ingest refuses it), so it would match nothing", strictjson.QuoteCut(unprintableType, 64), u)
 	case len(types) > 0 && len(o.Filter.Types) == 0:
 		err = cli.Usagef("type", "%s names no type", strictjson.QuoteCut(types, cli.MaxEcho))
 	case len(where) > tail.MaxConditions:

@@ -84,6 +84,7 @@ func TestUsage(t *testing.T) {
 		// A value pasted by mistake is refused, and repeated cut.
 		{name: "a type longer than any", args: []string{"-stream", "s", "-type", "page_view," + big}, want: `-type "` + big[:64] + `"… is 100000 bytes long; an event's type is at most 256`},
 		{name: "a type with a control character", args: []string{"-stream", "s", "-type", "page_view,sign\tup"}, want: `-type "sign\tup" holds control character U+0009 at byte 4: no event's type can (ingest refuses it), so it would match nothing`},
+		{name: "a type with a zero-width space", args: []string{"-stream", "s", "-type", "page\u200bview"}, want: `-type "page\u200bview" holds invisible character U+200B at byte 4: no event's type can (ingest refuses it), so it would match nothing`},
 		{name: "a huge type list that names none", args: []string{"-stream", "s", "-type", strings.Repeat(",", 100_000)}, want: `-type "` + strings.Repeat(",", 256) + `"… names no type`},
 		{name: "a huge stream not of the stack", env: local, args: []string{"-stream", big, "-template", streamsTemplate}, want: `-stream "` + big[:256] + `"… is not a stream of the stack`},
 	} {

@@ -194,8 +194,9 @@ func ParseRule(doc []byte) (*Rule, error) {
 }
 
 // parseRule is ParseRule; stored (a rule read from the rules table) still
-// takes control characters in types and keys (noControl), as rules added
-// before that check were, so that such a rule can be listed and deleted.
+// takes control, line-breaking and invisible characters in types and keys
+// (noUnprintable), as rules added before that check were, so that such a
+// rule can be listed and deleted.
 func parseRule(doc []byte, stored bool) (*Rule, error) {
 	if len(doc) > MaxRuleBytes {
 		return nil, ruleErr("", "the definition is %d bytes; at most %d", len(doc), MaxRuleBytes)
@@ -237,14 +238,14 @@ func parseRule(doc []byte, stored bool) (*Rule, error) {
 		if j := slices.Index(raw.Keys[:i], k); j >= 0 && !stored {
 			return nil, ruleErr(fmt.Sprintf("keys[%d]", i), "%s is keys[%d] again: give each key once", strictjson.QuoteCut(k, maxEchoBytes), j)
 		}
-		if err := noControl(stored, fmt.Sprintf("keys[%d]", i), "key", k); err != nil {
+		if err := noUnprintable(stored, fmt.Sprintf("keys[%d]", i), "key", k); err != nil {
 			return nil, err
 		}
 	}
 	if utf8.RuneCountInString(raw.KeyPrefix) > stream.MaxKeyLength {
 		return nil, ruleErr("keyPrefix", "at most %d characters, as a key", stream.MaxKeyLength)
 	}
-	if err := noControl(stored, "keyPrefix", "key", raw.KeyPrefix); err != nil {
+	if err := noUnprintable(stored, "keyPrefix", "key", raw.KeyPrefix); err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
@@ -348,7 +349,7 @@ func parseStep(i int, s *stepJSON, n int, stored bool) (Step, error) {
 	case utf8.RuneCountInString(s.Type) > stream.MaxTypeLength:
 		return st, ruleErr(part+".type", "at most %d characters, as an event's type", stream.MaxTypeLength)
 	}
-	if err := noControl(stored, part+".type", "type", s.Type); err != nil {
+	if err := noUnprintable(stored, part+".type", "type", s.Type); err != nil {
 		return st, err
 	}
 	st.Type = s.Type
@@ -408,13 +409,14 @@ func timesOrMore(raw json.RawMessage, stored bool) (int, error) {
 	return int(n), nil
 }
 
-// noControl refuses a control character in what a rule matches an event's
-// type or key (what) against: ingest refuses them there
-// (stream.Envelope.Validate), so the rule could never match. A rule stored
-// before this check still loads, so it can be listed and deleted.
-func noControl(stored bool, part, what, v string) error {
-	if r, at, found := stream.FirstControl(v); found && !stored {
-		return ruleErr(part, "holds control character U+%04X at byte %d: no event's %s can (ingest refuses it), so the rule could never match", r, at, what)
+// noUnprintable refuses a control, line-breaking or invisible character
+// (stream.FirstUnprintable) in what a rule matches an event's type or key
+// (what) against: ingest refuses them there (stream.Envelope.Validate), so
+// the rule could never match. A rule stored before this check still loads,
+// so it can be listed and deleted.
+func noUnprintable(stored bool, part, what, v string) error {
+	if u, found := stream.FirstUnprintable(v); found && !stored {
+		return ruleErr(part, "holds %v: no event's %s can (ingest refuses it), so the rule could never match", u, what)
 	}
 	return nil
 }

@@ -53,6 +53,10 @@ func TestParseRuleRefusesNamingThePart(t *testing.T) {
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"payment\t"}],"within":"1m"}`, "pattern[1].type", "control character U+0009"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":["acct-1","acct\n2"]}`, "keys[1]", "control character U+000A"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keyPrefix":"vip\u001b"}`, "keyPrefix", "control character U+001B"},
+		// So are characters that show as nothing or break the line.
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"\ufeffpayment"}],"within":"1m"}`, "pattern[1].type", "holds invisible character U+FEFF at byte 0: no event's type can (ingest refuses it), so the rule could never match"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keys":["acct-1","acct\u20282"]}`, "keys[1]", "line separator U+2028 at byte 4"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"keyPrefix":"vip\u202e"}`, "keyPrefix", "bidirectional control U+202E at byte 3"},
 	} {
 		_, err := ParseRule([]byte(tc.doc))
 		var re *RuleError

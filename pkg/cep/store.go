@@ -471,8 +471,9 @@ func fromItem(it map[string]types.AttributeValue) (*StoredRule, error) {
 		return ""
 	}
 	id := str(attrID)
-	// A rule added before ParseRule refused control characters in its
-	// types and keys still loads, so it can be listed and deleted.
+	// A rule added before ParseRule refused control, line-breaking and
+	// invisible characters in its types and keys still loads, so it can be
+	// listed and deleted.
 	r, err := parseRule([]byte(str(attrDefinition)), true)
 	if err != nil {
 		return nil, fmt.Errorf("rule %q: %w", id, err)

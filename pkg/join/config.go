@@ -181,8 +181,8 @@ func Parse(doc []byte) (*Config, error) {
 		return nil, cfgErr("right", "is longer than an event type can be (%d characters)", stream.MaxTypeLength)
 	}
 	for _, side := range []struct{ field, typ string }{{"left", raw.Left}, {"right", raw.Right}} {
-		if r, at, found := stream.FirstControl(side.typ); found {
-			return nil, cfgErr(side.field, "holds control character U+%04X at byte %d: no event's type can (ingest refuses it), so this side would never be read", r, at)
+		if u, found := stream.FirstUnprintable(side.typ); found {
+			return nil, cfgErr(side.field, "holds %v: no event's type can (ingest refuses it), so this side would never be read", u)
 		}
 	}
 	if raw.Key == "" {

@@ -50,6 +50,8 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		// side could never be read.
 		{`{"name":"j","left":"search\n","right":"c","within":"1m"}`, "left", "control character U+000A"},
 		{`{"name":"j","left":"s","right":"c\u0085","within":"1m"}`, "right", "control character U+0085"},
+		{`{"name":"j","left":"search\u200e","right":"c","within":"1m"}`, "left", "holds bidirectional control U+200E at byte 6: no event's type can (ingest refuses it), so this side would never be read"},
+		{`{"name":"j","left":"s","right":"\ufeffclick","within":"1m"}`, "right", "holds invisible character U+FEFF at byte 0"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","grace":"1s"}`, "grace", "unknown field (known: $schema, kind, name, left, right"},
 		{`{"name":"j","left":3,"right":"c","within":"1m"}`, "left", "must be a JSON string, not a number"},
 		{`{"name":"j","left":"s","right":"c","within":"1m"} {}`, "", "must hold exactly one value"},

@@ -232,8 +232,8 @@ const maxEchoKey = 300
 // A grouping key read from data has 1 to stream.MaxKeyLength characters, as
 // an envelope's key has: it keys the pipeline's items in DynamoDB, whose
 // keys are bounded, and the results reader asks for it by name. No grouping
-// key holds a control character (stream.FirstControl), as ingest requires
-// of an envelope's key.
+// key holds a control, line-breaking or invisible character
+// (stream.FirstUnprintable), as ingest requires of an envelope's key.
 func (c *Config) Extract(env *stream.Envelope) (key string, value float64, distinct []byte, err error) {
 	if key, err = c.Key.str(env); err != nil {
 		return "", 0, nil, err
@@ -247,12 +247,12 @@ func (c *Config) Extract(env *stream.Envelope) (key string, value float64, disti
 			return "", 0, nil, fieldError(env, c.Key, fmt.Sprintf("is %d characters long; a grouping key has at most %d", n, stream.MaxKeyLength))
 		}
 	}
-	// Ingest refuses control characters in an envelope's key and type
-	// (stream.Envelope.Validate); a key read from data, or a record put on the
-	// stream past ingest, is held to the same, as it keys the pipeline's
-	// items, its results' ids and log lines.
-	if r, at, found := stream.FirstControl(key); found {
-		return "", 0, nil, fieldError(env, c.Key, fmt.Sprintf("holds control character U+%04X at byte %d; a grouping key is printable text, as ingest requires of an envelope's key", r, at))
+	// Ingest refuses control, line-breaking and invisible characters in an
+	// envelope's key and type (stream.Envelope.Validate); a key read from
+	// data, or a record put on the stream past ingest, is held to the same,
+	// as it keys the pipeline's items, its results' ids and log lines.
+	if u, found := stream.FirstUnprintable(key); found {
+		return "", 0, nil, fieldError(env, c.Key, "holds "+u.String()+"; a grouping key is printable text, as ingest requires of an envelope's key")
 	}
 	if !c.Value.IsZero() {
 		if value, err = c.Value.number(env); err != nil {
@@ -365,7 +365,7 @@ var (
 //
 //	kind                       "aggregate" or absent (the other kinds: NewFile)
 //	name                       required; letters, digits, - and _, at most 64
-//	eventTypes                 event types read; empty or absent: all; no control characters
+//	eventTypes                 event types read; empty or absent: all; no control, line-breaking or invisible characters
 //	key                        grouping key path: "key" (default), "type" or "data.<field>..."
 //	value                      "data.<field>...", a number; required by sum, min, max, mean, quantiles
 //	distinct                   path of what distinct counts; required by distinct
@@ -496,15 +496,15 @@ func parse(doc []byte) (*Config, *mistakes, error) {
 		if !m.ok(at) {
 			continue
 		}
-		switch r, pos, control := stream.FirstControl(t); {
+		switch u, unprintable := stream.FirstUnprintable(t); {
 		case t == "":
 			m.add(cfgErr(at, "is empty"))
 		case utf8.RuneCountInString(t) > stream.MaxTypeLength:
 			m.add(cfgErr(at, "is longer than an event type can be (%d characters): no event would match it", stream.MaxTypeLength))
-		case control:
+		case unprintable:
 			// Ingest refuses such a type (stream.Envelope.Validate): the
 			// pipeline would read nothing of it, silently.
-			m.add(cfgErr(at, "holds control character U+%04X at byte %d: no event's type can (ingest refuses it), so the pipeline would never read it", r, pos))
+			m.add(cfgErr(at, "holds %v: no event's type can (ingest refuses it), so the pipeline would never read it", u))
 		case slices.Contains(raw.eventTypes[:i], t):
 			m.add(cfgErr(at, "%q is listed twice", t))
 		}

@@ -188,6 +188,7 @@ func TestParseErrors(t *testing.T) {
 		{"eventTypes duplicate", with(w{"eventTypes": []any{"a", "a"}}), `eventTypes[1]: "a" is listed twice`},
 		{"eventTypes element with a tab", with(w{"eventTypes": []any{"a", "page_view\t"}}), "eventTypes[1]: holds control character U+0009 at byte 9: no event's type can (ingest refuses it), so the pipeline would never read it"},
 		{"eventTypes element with a C1 control", with(w{"eventTypes": []any{"pa\u0085ge"}}), "eventTypes[0]: holds control character U+0085 at byte 2: no event's type can (ingest refuses it), so the pipeline would never read it"},
+		{"eventTypes element with a byte order mark", with(w{"eventTypes": []any{"\ufeffpage_view"}}), "eventTypes[0]: holds invisible character U+FEFF at byte 0: no event's type can (ingest refuses it), so the pipeline would never read it"},
 		// aggregates and quantiles
 		{"unknown aggregate", with(w{"aggregates": []any{"count", "median"}}), `aggregates[1]: "median" is not an aggregate: want one of count, sum, min, max, mean, distinct, quantiles`},
 		{"aggregate twice", with(w{"aggregates": []any{"sum", "sum"}}), `aggregates[1]: "sum" is listed twice`},

@@ -77,6 +77,10 @@ func TestExtractErrors(t *testing.T) {
 		{"key is past 256 characters", `{"region": "` + strings.Repeat("é", 257) + `"}`, "data.region", "record evt-42: field data.region: is 257 characters long; a grouping key has at most 256"},
 		{"key holds a newline", `{"region": "eu\nwest"}`, "data.region", "record evt-42: field data.region: holds control character U+000A at byte 2; a grouping key is printable text, as ingest requires of an envelope's key"},
 		{"key holds a C1 control", `{"region": "eu\u0085"}`, "data.region", "record evt-42: field data.region: holds control character U+0085 at byte 2; a grouping key is printable text, as ingest requires of an envelope's key"},
+		// It would group apart from "eu" while every result and log line
+		// shows the two alike.
+		{"key starts with a byte order mark", `{"region": "\ufeffeu"}`, "data.region", "record evt-42: field data.region: holds invisible character U+FEFF at byte 0; a grouping key is printable text, as ingest requires of an envelope's key"},
+		{"key holds a line separator", `{"region": "eu\u2028west"}`, "data.region", "record evt-42: field data.region: holds line separator U+2028 at byte 2; a grouping key is printable text, as ingest requires of an envelope's key"},
 		{"data is not an object", `[1, 2]`, "data.region", "record evt-42: field data.region: is missing: data is an array, not an object"},
 		{"value missing", `{"region": "eu", "customer": "c", "order": {}}`, "data.order.total", "record evt-42: field data.order.total: is missing"},
 		{"value parent missing", `{"region": "eu", "customer": "c"}`, "data.order.total", "record evt-42: field data.order.total: is missing"},

@@ -242,18 +242,6 @@ func unprintableKind(r rune) string {
 	return ""
 }
 
-// FirstControl is the first control character in s (Unicode category Cc)
-// and its byte offset: the part of what Validate refuses in an identifier
-// (FirstUnprintable) that the config checks still look for.
-func FirstControl(s string) (r rune, at int, found bool) {
-	for i, r := range s {
-		if unicode.IsControl(r) {
-			return r, i, true
-		}
-	}
-	return 0, 0, false
-}
-
 func checkString(field, v string, max int) error {
 	switch {
 	case v == "":

@@ -150,6 +150,11 @@ func (s *Spec) Validate() error {
 			return fmt.Errorf("quantiles[%d]: %v is not between 0 and 1 (exclusive); use min and max for the ends", i, q)
 		}
 		name := QuantileName(q)
+		if name == "p0" || name == "p100" {
+			// Named to 1e-9 of a percent: q would be labelled as min or max
+			// while the sketch answers something else.
+			return fmt.Errorf("quantiles[%d]: %v is named %s, which reads as min or max; give a quantile at least 1e-11 from 0 and 1, or use min and max", i, q, name)
+		}
 		if seen[name] {
 			return fmt.Errorf("quantiles[%d]: %v is listed twice", i, q)
 		}

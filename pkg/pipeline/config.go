@@ -480,6 +480,19 @@ func parse(doc []byte) (*Config, *mistakes, error) {
 	raw.eventTypes = list[string](m, top, "eventTypes")
 	raw.aggregates = list[string](m, top, "aggregates")
 	raw.quantiles = list[float64](m, top, "quantiles")
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"aggregates", len(raw.aggregates)}, {"quantiles", len(raw.quantiles)}} {
+		name, n := f.name, f.n
+		// Given empty, each would take its default ([count], the default
+		// quantiles), which the file does not say: a field takes its
+		// default only when it is left out (eventTypes' empty list means
+		// every type, as documented).
+		if _, given := top[name]; given && n == 0 && m.ok(name) {
+			m.add(cfgErr(name, "is an empty list: list at least one, or leave the field out for its default"))
+		}
+	}
 
 	if m.ok("name") {
 		switch {
@@ -1140,6 +1153,8 @@ func goKind(t string) string {
 	case "[]json.RawMessage":
 		return "an array"
 	case "map[string]json.RawMessage":
+		return "an object"
+	case "json.RawMessage": // a field read as a whole (outputs)
 		return "an object"
 	}
 	return t

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 func mustParse(t testing.TB, doc string) *Config {
@@ -254,5 +255,37 @@ func TestExtractNegativeZeroIsZero(t *testing.T) {
 		if value != 0 || math.Signbit(value) {
 			t.Errorf("%s read as %v (sign bit %v), want 0", v, value, math.Signbit(value))
 		}
+	}
+}
+
+// TestDeepestPathAnyRecordHolds: a value path may name as many nested
+// fields as a record can hold (the envelope and data are the first two of
+// strictjson.MaxDepth objects), and reads the value from such a record;
+// one field more is refused when the file is read, since no record the
+// strict reader takes could ever hold it.
+func TestDeepestPathAnyRecordHolds(t *testing.T) {
+	nested := func(n int) (path, data string) {
+		fields := make([]string, n)
+		for i := range fields {
+			fields[i] = "a"
+		}
+		return "data." + strings.Join(fields, "."), strings.Repeat(`{"a":`, n) + "7" + strings.Repeat("}", n)
+	}
+	path, data := nested(strictjson.MaxDepth - 1)
+	p, err := ParsePath(path)
+	if err != nil {
+		t.Fatalf("ParsePath of %d fields: %v", strictjson.MaxDepth-1, err)
+	}
+	var env stream.Envelope
+	doc := `{"id":"e1","type":"t","key":"k","occurredAt":"2026-01-01T00:00:00Z","data":` + data + `}`
+	if err := stream.Unmarshal([]byte(doc), &env); err != nil {
+		t.Fatalf("a record %d objects deep: %v", strictjson.MaxDepth, err)
+	}
+	if v, err := p.Text(&env); err != nil || v != "7" {
+		t.Errorf("value at %d fields = %q, %v; want 7", strictjson.MaxDepth-1, v, err)
+	}
+	deeper, _ := nested(strictjson.MaxDepth)
+	if _, err := ParsePath(deeper); err == nil || !strings.Contains(err.Error(), "so no record holds it") {
+		t.Errorf("ParsePath of %d fields = %v; want it refused: no record holds it", strictjson.MaxDepth, err)
 	}
 }

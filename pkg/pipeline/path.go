@@ -53,6 +53,12 @@ func ParsePath(s string) (Path, error) {
 		return Path{}, fmt.Errorf("%q is not a path: want \"key\", \"type\", \"id\" or \"data.<field>\"", s)
 	}
 	fields := strings.Split(rest, ".")
+	if len(fields) > maxPathFields {
+		// The envelope is the outermost object and data the second: a
+		// field n deep sits in an object 1+n deep, which strictjson
+		// refuses past MaxDepth, so no record could hold it.
+		return Path{}, fmt.Errorf("%q names %d nested fields; a record nests at most %d objects deep (the envelope, data and %d below it), so no record holds it", strictjson.Cut(s, 128), len(fields), strictjson.MaxDepth, maxPathFields-1)
+	}
 	for _, f := range fields {
 		if f == "" {
 			return Path{}, fmt.Errorf("%q has an empty field name", s)
@@ -63,6 +69,10 @@ func ParsePath(s string) (Path, error) {
 	}
 	return Path{text: s, src: fromData, fields: fields}, nil
 }
+
+// maxPathFields is the most fields a data path can name that a record
+// can hold (see ParsePath).
+const maxPathFields = strictjson.MaxDepth - 1
 
 // isElement reports whether a path's field is written as an array element,
 // "items[0]" or "tags[*]": taken as a field's name, it would match no

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -140,5 +141,81 @@ func TestDashboardReadsNoQueryValueLongerThanAKey(t *testing.T) {
 	longest := strings.Repeat("é", 256) // a key of stream.MaxKeyLength characters, two bytes each
 	if got := d.viewOf(httptest.NewRequest(http.MethodGet, "/?key="+url.QueryEscape(longest), nil)).query.Get("key"); got != longest {
 		t.Errorf("a key of 256 characters read as %d bytes, want it whole", len(got))
+	}
+}
+
+// TestResultsViewSaysWhatItReplaced: a pipeline, key, window kind or
+// measure the page cannot show is replaced by one it can, and a note says
+// so, quoting what was asked (cut); before, the page showed another key's
+// windows under the heading without a word. A key missing from the key
+// list, which holds the keys of the first items scanned only, is still
+// shown when it has windows.
+func TestResultsViewSaysWhatItReplaced(t *testing.T) {
+	cfg := standintest.Config(t, standintest.Start(t))
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(cfg)
+	if err := state.CreateTable(ctx, db, "views"); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := pipeline.Parse([]byte(`{"name":"shop","key":"key","windows":[{"kind":"tumbling","size":"10s"}],"aggregates":["count"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := pc.Windows[0].ID()
+	now := time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC)
+	views := state.NewViews(db, "views", pc.Aggregates)
+	s := pc.Aggregates.New()
+	s.Add(1, nil)
+	blob, err := s.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"ada", "bob"} {
+		w := window.Window{Start: now.Add(-time.Minute), End: now.Add(-50 * time.Second)}
+		if err := views.PutWindow(ctx, state.KeyedRef{Pipeline: pc.Name, Key: key, Kind: kind}, w, blob, 1, 1, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &dashboardServer{
+		db:        db,
+		pipelines: []*Windows{{Pipeline: pc, Function: "aggregate", Table: "views", views: views}},
+		now:       func() time.Time { return now },
+		// The key list as a scan of the first items made it: bob's
+		// items came later.
+		keys: map[string]keyList{pc.Name: {keys: []string{"ada"}, truncated: true, at: now}},
+	}
+	long := strings.Repeat("z", 200)
+	for _, tt := range []struct {
+		name    string
+		query   url.Values
+		showing string // data-key
+		notes   []string
+	}{
+		{"a key with windows", url.Values{"key": {"ada"}}, "ada", nil},
+		{"a key past the listed ones", url.Values{"key": {"bob"}}, "bob", nil},
+		{"a key with no windows", url.Values{"key": {"Ada"}}, "ada",
+			[]string{`No ` + kind + ` windows of key "Ada" in pipeline shop in the last 3 hours (keys are case-sensitive): showing key ada.`}},
+		{"a long key", url.Values{"key": {long}}, "ada", []string{`key "` + strings.Repeat("z", 64) + `"…`}},
+		{"an unknown pipeline", url.Values{"pipeline": {"nope"}, "key": {"ada"}}, "ada", []string{`No pipeline "nope": showing shop.`}},
+		{"an unknown kind and measure", url.Values{"kind": {"rolling"}, "measure": {"median"}}, "ada",
+			[]string{`Pipeline shop has no window kind "rolling": showing ` + kind + `.`, `Pipeline shop computes no "median": showing`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			page := html.UnescapeString(d.renderResults(ctx, view{query: tt.query}))
+			if want := `data-key="` + tt.showing + `"`; !strings.Contains(page, want) {
+				t.Errorf("the section does not say %s:\n%.800s", want, page)
+			}
+			for _, n := range tt.notes {
+				if !strings.Contains(page, n) {
+					t.Errorf("no note %q:\n%.1500s", n, page)
+				}
+			}
+			if len(tt.notes) == 0 && strings.Contains(page, `class="note replaced"`) {
+				t.Errorf("a note of a replaced value, where nothing was replaced:\n%.1500s", page)
+			}
+			if strings.Contains(page, strings.Repeat("z", 65)) {
+				t.Errorf("the page repeats more than 64 bytes of the key asked for")
+			}
+		})
 	}
 }

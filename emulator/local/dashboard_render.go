@@ -8,13 +8,19 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
+
+// maxEchoed bounds what a note repeats of a query value the page could
+// not show.
+const maxEchoed = 64
 
 // palette is CloudWatch's default line colours.
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
@@ -472,21 +478,30 @@ func (d *dashboardServer) renderResults(ctx context.Context, v view) string {
 	if err != nil {
 		return "<section id=\"results\"><h2>Results</h2>" + errorNote(err.Error()) + "</section>"
 	}
-	key := v.query.Get("key")
-	if (key == "" || !contains(keys, key)) && len(keys) > 0 {
-		key = keys[0] // another pipeline's key, after switching pipelines
-	}
 	kinds := make([]string, len(pl.Pipeline.Windows))
 	for i, w := range pl.Pipeline.Windows {
 		kinds[i] = w.ID()
 	}
+	// A value the page cannot show is replaced, and a note says so: the
+	// page must not show another pipeline's or key's windows under the
+	// name asked for without a word.
+	var notes []string
+	if asked := v.query.Get("pipeline"); asked != "" && asked != pl.Pipeline.Name {
+		notes = append(notes, fmt.Sprintf("No pipeline %s: showing %s.", strictjson.QuoteCut(asked, maxEchoed), pl.Pipeline.Name))
+	}
 	kind := v.query.Get("kind")
-	if kind == "" || !contains(kinds, kind) {
+	if !contains(kinds, kind) {
+		if kind != "" {
+			notes = append(notes, fmt.Sprintf("Pipeline %s has no window kind %s: showing %s.", pl.Pipeline.Name, strictjson.QuoteCut(kind, maxEchoed), kinds[0]))
+		}
 		kind = kinds[0]
 	}
 	offered := measuresOf(computed(pl))
 	measure := v.query.Get("measure")
 	if !contains(offered, measure) {
+		if measure != "" {
+			notes = append(notes, fmt.Sprintf("Pipeline %s computes no %s: showing %s.", pl.Pipeline.Name, strictjson.QuoteCut(measure, maxEchoed), offered[0]))
+		}
 		measure = offered[0]
 	}
 	hours := defaultResultsHr
@@ -496,7 +511,28 @@ func (d *dashboardServer) renderResults(ctx context.Context, v view) string {
 		vs   []state.View
 		more bool
 	)
-	if key != "" {
+	key := v.query.Get("key")
+	if key != "" && !contains(keys, key) {
+		// The list holds the keys of the first maxKeysScanned items
+		// only: the key asked for may have windows all the same.
+		if vs, more, err = d.windowsOf(ctx, pl, key, kind, from, to); err != nil {
+			return "<section id=\"results\"><h2>Results</h2>" + errorNote(err.Error()) + "</section>"
+		}
+		if len(vs) > 0 {
+			keys = append(slices.Clone(keys), key)
+		} else {
+			note := fmt.Sprintf("No %s windows of key %s in pipeline %s in the last %d hours (keys are case-sensitive)", kind, strictjson.QuoteCut(key, maxEchoed), pl.Pipeline.Name, hours)
+			key = ""
+			if len(keys) > 0 {
+				key = keys[0] // the first key, as after switching pipelines
+				note += ": showing key " + key
+			}
+			notes = append(notes, note+".")
+		}
+	} else if key == "" && len(keys) > 0 {
+		key = keys[0]
+	}
+	if key != "" && len(vs) == 0 {
 		if vs, more, err = d.windowsOf(ctx, pl, key, kind, from, to); err != nil {
 			return "<section id=\"results\"><h2>Results</h2>" + errorNote(err.Error()) + "</section>"
 		}
@@ -517,6 +553,9 @@ func (d *dashboardServer) renderResults(ctx context.Context, v view) string {
 		fmt.Fprintf(&b, "<span class=\"note\">keys from the first %d items of the table</span>", maxKeysScanned)
 	}
 	b.WriteString("</form>")
+	for _, n := range notes {
+		b.WriteString("<p class=\"note replaced\">" + html.EscapeString(n) + "</p>")
+	}
 	if key == "" {
 		b.WriteString("<p class=\"note\">No windows yet: send events to ingest.</p></section>")
 		return b.String()

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sort"
 	"strings"
@@ -307,9 +308,10 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 	if !ok {
 		return 0, fmt.Errorf("aggregate: no window %s in the pipeline", kind)
 	}
-	published := map[string]bool{} // ids this call has written and emitted
+	published := map[string]bool{}   // ids this call has written and emitted
+	unlogged := map[string]*Output{} // sent by this call, logged once its save clears them
 	for {
-		more, err := p.finalizeKeyedRound(ctx, shard, ref, kind, ws, wm, published)
+		more, err := p.finalizeKeyedRound(ctx, shard, ref, kind, ws, wm, published, unlogged)
 		if err != nil || !more {
 			return len(published), err
 		}
@@ -321,7 +323,15 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 // It reports whether windows were left for want of room that another
 // round can now record (the prune made room): a busy sliding window makes
 // a final window a record, more than one write of the state holds.
-func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref state.Ref, kind string, ws pipeline.WindowSpec, wm time.Time, published map[string]bool) (bool, error) {
+//
+// Each result is logged (ResultLogMessage) once, by the finalize whose save
+// takes it out of the state's pending results, after it is on the stream:
+// two finalizers racing on one state (the ticker and a batch) may both send
+// it, under one id, but only the save of one of them removes it, and the
+// other, conflicting, reloads a state without it. A process that dies
+// between that save and the log line loses the line (the stream has the
+// result), as a tumbling window's unlist does.
+func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref state.Ref, kind string, ws pipeline.WindowSpec, wm time.Time, published map[string]bool, unlogged map[string]*Output) (bool, error) {
 	for attempt := 0; attempt < 8; attempt++ {
 		ks, kref, err := p.views.LoadKeyedRef(ctx, ref, shard)
 		if err != nil {
@@ -331,9 +341,14 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 		if err != nil {
 			return false, err
 		}
+		// clears: the ids this round's save would take out of the
+		// pending results of the version loaded.
+		var clears []string
 		left := buf.Pending[:0]
 		for _, r := range buf.Pending {
-			if !published[r.id(kref, kind)] {
+			if id := r.id(kref, kind); published[id] {
+				clears = append(clears, id)
+			} else {
 				left = append(left, r)
 			}
 		}
@@ -384,11 +399,15 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 		if err != nil {
 			return false, err
 		}
-		if err := p.emit(ctx, send); err != nil {
+		if err := p.put(ctx, send); err != nil {
 			return false, err
+		}
+		for i := range send {
+			unlogged[send[i].ID] = &send[i]
 		}
 		for _, o := range outs[:done] {
 			published[o.ID] = true
+			clears = append(clears, o.ID)
 		}
 		for _, o := range send {
 			switch o.Kind {
@@ -417,6 +436,12 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 		}
 		if err != nil {
 			return false, err
+		}
+		for _, id := range clears {
+			if o, ok := unlogged[id]; ok {
+				p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(o)...)
+				delete(unlogged, id)
+			}
 		}
 		p.forgetKeyed(kref, shard) // the next fold reloads the version just written
 		return recorded > 0 && unrecorded != math.MaxInt64, nil

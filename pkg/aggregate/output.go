@@ -144,28 +144,6 @@ func (p *Processor) publishSorted(ctx context.Context, views, onStream []state.V
 	return errors.Join(errs...)
 }
 
-// emit puts outs on the output stream, retrying entries the stream refused,
-// and logs each as one ResultLogMessage line once it is on the stream (or at
-// once, without a stream). A failed emission is retried by the caller, so a
-// result may be emitted more than once: its id tells the copies apart.
-// Session and sliding windows' results go out here (keyed.go); final
-// results and corrections of tumbling and hopping windows go out through
-// publish, which logs each once.
-func (p *Processor) emit(ctx context.Context, outs []Output) error {
-	if len(outs) == 0 {
-		return nil
-	}
-	if p.out != nil {
-		if err := p.put(ctx, outs); err != nil {
-			return err
-		}
-	}
-	for i := range outs {
-		p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&outs[i])...)
-	}
-	return nil
-}
-
 // put writes outs to the output stream (nothing without one).
 func (p *Processor) put(ctx context.Context, outs []Output) error {
 	if p.out == nil || len(outs) == 0 {
@@ -227,9 +205,11 @@ func (p *Processor) put(ctx context.Context, outs []Output) error {
 // hopping window by the publisher that takes the window off the
 // open-windows index at that revision (state.Views.UnlistRevision), after
 // the result is on the stream, not again by the ticker racing the handler
-// or by a retry; a session or sliding window's result once its emission
-// succeeded. A process that dies between the unlist and the log write loses
-// that line (the output stream still has the result).
+// or by a retry; a session or sliding window's result by the finalize
+// whose save takes it out of the keyed state's pending results, after it
+// is on the stream (finalizeKeyedRound), not again by a finalizer racing
+// it. A process that dies between the unlist (or the save) and the log
+// write loses that line (the output stream still has the result).
 const ResultLogMessage = "window result"
 
 // resultAttrs are the fields of o's ResultLogMessage line.

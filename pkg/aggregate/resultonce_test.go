@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -122,5 +123,107 @@ func TestWindowLifecycleLogsEachResultOnce(t *testing.T) {
 	}
 	if sum != 3 {
 		t.Errorf("countDelta over k's result lines sums to %v, want 3 (k's events): %v", sum, lines)
+	}
+}
+
+// beforeSessionClear runs hook once, just before the first write of a
+// keyed state after a session window item was written: the moment a
+// finalizer has written and sent a session's final result and not yet
+// taken it out of the state's pending results.
+type beforeSessionClear struct {
+	*dynamodb.Client
+	mu    sync.Mutex
+	wrote bool
+	once  sync.Once
+	hook  func()
+}
+
+func (b *beforeSessionClear) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	sk := ""
+	if v, ok := in.Key["sk"].(*types.AttributeValueMemberS); ok {
+		sk = v.Value
+	}
+	b.mu.Lock()
+	fire := strings.HasSuffix(sk, "|~state") && b.wrote
+	if strings.HasPrefix(sk, "session") && !strings.HasSuffix(sk, "|~state") {
+		b.wrote = true
+	}
+	b.mu.Unlock()
+	if fire {
+		b.once.Do(b.hook)
+	}
+	return b.Client.UpdateItem(ctx, in, opts...)
+}
+
+// A session's final result is logged once although two finalizers race on
+// its key's state: the ticker writes and sends it, and before its save
+// takes it out of the state's pending results, the handler's next batch
+// finalizes the same state, finds it pending, sends it again (the same id)
+// and clears it. The ticker's save then conflicts and reloads a state
+// without it: it does not log it a second time, so summing countDelta
+// counts the session's events once. Before, each finalizer logged what it
+// sent.
+func TestSessionFinalLoggedOnceWhenFinalizersRace(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"sonce","key":"key","windows":[{"kind":"session","gap":"30s"}],
+	  "aggregates":["count"],"outOfOrderness":"0s","idleTimeout":"30s","latePolicy":"correct","allowedLateness":"1h","partitionKeyIsGroupingKey":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	table := fmt.Sprintf("sessiononce-%d", tableSeq.Add(1))
+	if err := state.CreateTable(ctx, db, table); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	logger := aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))
+	p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), nil, "", logger)
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	rec := func(seq int, key string, offset time.Duration) record {
+		at := base.Add(offset)
+		return record{shard: "shardId-000000000000", seq: seq, env: stream.Envelope{ID: fmt.Sprint(seq), Type: "v", Key: key,
+			OccurredAt: at, SentAt: at, ReceivedAt: at, Data: json.RawMessage(`{}`)}}
+	}
+	send := func(recs ...record) {
+		t.Helper()
+		resp, err := p.HandleBatch(ctx, kinesisEvent(recs))
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Errorf("batch: %+v %v", resp, err)
+		}
+	}
+	send(rec(1, "k", 10*time.Second), rec(2, "k", 20*time.Second))
+
+	raced := false
+	ticker := aggregate.New(cfg, state.NewViews(&beforeSessionClear{Client: db, hook: func() {
+		raced = true
+		send(rec(3, "z", 5*time.Minute)) // its watermark closes k's session too
+	}}, table, cfg.Aggregates), nil, "", logger)
+	for _, at := range []time.Time{base.Add(time.Hour), base.Add(time.Hour + time.Minute)} {
+		if _, err := ticker.Tick(ctx, at); err != nil {
+			t.Fatalf("tick: %v", err)
+		}
+	}
+	if !raced {
+		t.Fatal("the ticker wrote no session window before a state save: no race was set up")
+	}
+	seen := map[string]int{}
+	var sum float64
+	var lines []map[string]any
+	for _, l := range logs.resultLines(t) {
+		if l["key"] == "k" {
+			lines = append(lines, l)
+			seen[l["id"].(string)]++
+			sum += l["countDelta"].(float64)
+		}
+	}
+	if len(seen) != 1 {
+		t.Fatalf("k's result lines by id %v, want one session: %v", seen, lines)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("k's session %s logged %d times, want once: %v", id, n, lines)
+		}
+	}
+	if sum != 2 {
+		t.Errorf("countDelta over k's result lines sums to %v, want 2 (k's events): %v", sum, lines)
 	}
 }

@@ -176,7 +176,7 @@ func IdleHold(ctx context.Context, r Reader, shard string, positions Positions, 
 	if !found {
 		return hold, false, nil
 	}
-	bound = arrived.Add(-idleTimeout - wm.OutOfOrderness)
+	bound = wm.IdleBound(arrived, idleTimeout)
 	if hold.IsZero() || bound.Before(hold) {
 		return bound, true, nil
 	}

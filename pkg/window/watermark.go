@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -48,7 +49,7 @@ func (w *Watermark) Observe(eventTime time.Time) bool {
 		return false
 	}
 	w.MaxEventTime = eventTime
-	return w.raise(eventTime.Add(-w.OutOfOrderness))
+	return w.raise(before(eventTime, w.OutOfOrderness))
 }
 
 // AdvanceIdle moves the watermark of a shard that has been idle: when the
@@ -81,11 +82,30 @@ func (w *Watermark) AdvanceIdleHeld(now time.Time, idleTimeout time.Duration, ho
 	if now.Sub(w.IdleSince) < idleTimeout {
 		return false
 	}
-	to := now.Add(-idleTimeout - w.OutOfOrderness)
+	to := w.IdleBound(now, idleTimeout)
 	if !hold.IsZero() && to.After(hold) {
 		to = hold
 	}
 	return w.raise(to)
+}
+
+// IdleBound is where an idle advance at processing time t moves the
+// watermark: t − idleTimeout − OutOfOrderness. Each is subtracted from t
+// in turn, never summed first: a sum past the largest duration wrapped
+// round to a time far after t, which closed every window at once. A time
+// saturates at its range instead (package time), so the bound is never
+// after t for durations that are not negative.
+func (w *Watermark) IdleBound(t time.Time, idleTimeout time.Duration) time.Time {
+	return before(before(t, idleTimeout), w.OutOfOrderness)
+}
+
+// before is t − d, for every d: −d of the most negative duration is
+// itself, so that one is added in two steps.
+func before(t time.Time, d time.Duration) time.Time {
+	if d == math.MinInt64 {
+		return t.Add(math.MaxInt64).Add(1)
+	}
+	return t.Add(-d)
 }
 
 func (w *Watermark) raise(v time.Time) bool {

@@ -3,6 +3,7 @@ package window
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -589,6 +590,39 @@ func TestWatermarkAdvanceIdleHeld(t *testing.T) {
 			}
 			if tt.hold != "" && !ts(tt.hold).Before(ts(tt.want)) && wm.Final(win(tt.hold, "2026-11-29T10:01:00Z")) {
 				t.Error("the window holding the held records closed")
+			}
+		})
+	}
+}
+
+// An idle advance subtracts the idle timeout and the out-of-orderness
+// from processing time one after the other: their sum, for a caller that
+// set them past what any check allows, wrapped round to a time far ahead
+// of now, so two ticks after one record closed its window and the next
+// record for it was dropped as late. Past the range a time can hold, the
+// advance stops at the earliest time, not a wrapped one.
+func TestWatermarkIdleAdvanceDoesNotWrap(t *testing.T) {
+	const huge = time.Duration(math.MaxInt64)
+	record := ts("2026-11-29T10:00:00Z")
+	for _, tt := range []struct {
+		name                 string
+		outOfOrderness, idle time.Duration
+	}{
+		{"out-of-orderness the largest duration", huge, time.Minute},
+		{"the two together just past the largest duration", huge - 30*time.Second, time.Minute},
+		{"idle timeout the largest duration", time.Second, huge},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			wm := NewWatermark(tt.outOfOrderness)
+			wm.Observe(record)
+			now := record.Add(time.Minute)
+			wm.AdvanceIdle(now, tt.idle)
+			wm.AdvanceIdle(now.Add(time.Minute), tt.idle)
+			if w := win("2026-11-29T10:00:00Z", "2026-11-29T10:01:00Z"); wm.Final(w) {
+				t.Errorf("watermark %v closed the record's window %v", wm.Current(), w)
+			}
+			if wm.Current().After(record) {
+				t.Errorf("watermark %v is past the only record, at %v", wm.Current(), record)
 			}
 		})
 	}

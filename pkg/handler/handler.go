@@ -130,6 +130,29 @@ func configFrom(name string, lookup func(string) (string, bool)) (Config, error)
 	return cfg, nil
 }
 
+// checkNames checks the tables' and stream's names given as FromEnv
+// checks its variables: a name the service cannot take fails here, naming
+// the field, not every batch with a ValidationException.
+func (c Config) checkNames() error {
+	var errs []error
+	for _, n := range []struct {
+		field, name string
+		kind        envvar.Kind
+	}{
+		{"Config.StateTable", c.StateTable, envvar.Table},
+		{"Config.OutputStream", c.OutputStream, envvar.Stream},
+		{"Config.QuarantineTable", c.QuarantineTable, envvar.Table},
+	} {
+		if n.name == "" {
+			continue // required or not: said apart
+		}
+		if err := envvar.Check(n.name, n.kind); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", n.field, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Option configures a handler.
 type Option func(*options)
 
@@ -175,8 +198,15 @@ func WithMetrics(w io.Writer) Option { return func(o *options) { o.metrics = w }
 // WithClock sets processing time (the tick's idle advance).
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
-// WithConcurrency bounds the keys folded at once (default 16, at least 1).
+// WithConcurrency bounds the keys folded at once (default 16, from 1 to
+// MaxConcurrency).
 func WithConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
+
+// MaxConcurrency bounds WithConcurrency: the most records a Kinesis batch
+// holds (Lambda's BatchSize for a stream), so no batch has more keys to
+// fold at once, and what the goroutines and DynamoDB requests in flight
+// can be.
+const MaxConcurrency = 10_000
 
 // apply applies opts; a nil one (a helper's "no option") is an error
 // naming its place, not a nil-pointer panic.
@@ -198,8 +228,8 @@ func (o *options) check() error {
 	if o.otherKind != "" {
 		errs = append(errs, fmt.Errorf("%s: a handler has one window kind, and %s was given too", o.win.option, o.otherKind))
 	}
-	if o.concurrency < 1 {
-		errs = append(errs, fmt.Errorf("WithConcurrency: %d is below 1", o.concurrency))
+	if o.concurrency < 1 || o.concurrency > MaxConcurrency {
+		errs = append(errs, fmt.Errorf("WithConcurrency: %d is outside 1–%d", o.concurrency, MaxConcurrency))
 	}
 	if o.log == nil {
 		errs = append(errs, errors.New("WithLogger: the logger is nil"))
@@ -212,14 +242,16 @@ func (o *options) check() error {
 		errs = append(errs, fmt.Errorf("WithLatePolicy: %v is not Drop or Correct", o.late.Policy))
 	case o.late.Policy == Correct && (o.late.AllowedLateness <= 0 || o.late.AllowedLateness%time.Millisecond != 0):
 		errs = append(errs, fmt.Errorf("WithAllowedLateness: %v is not a positive whole number of milliseconds, as the Correct policy needs", o.late.AllowedLateness))
+	case o.late.Policy == Correct && o.late.AllowedLateness > MaxAllowedLateness:
+		errs = append(errs, fmt.Errorf("WithAllowedLateness: %v is longer than %v, the longest a declared pipeline keeps a window for corrections", o.late.AllowedLateness, MaxAllowedLateness))
 	case o.late.Policy == Drop && o.late.AllowedLateness != 0:
 		errs = append(errs, fmt.Errorf("WithAllowedLateness: %v only applies with WithLatePolicy(Correct)", o.late.AllowedLateness))
 	}
-	if o.outOfOrderness < 0 {
-		errs = append(errs, fmt.Errorf("WithOutOfOrderness: %v is negative", o.outOfOrderness))
+	if o.outOfOrderness < 0 || o.outOfOrderness > MaxOutOfOrderness {
+		errs = append(errs, fmt.Errorf("WithOutOfOrderness: %v is outside 0–%v: every window would wait that long to be final (for later records, WithLatePolicy(Correct) with WithAllowedLateness)", o.outOfOrderness, MaxOutOfOrderness))
 	}
-	if o.idle <= 0 {
-		errs = append(errs, fmt.Errorf("WithIdleTimeout: %v is not positive", o.idle))
+	if o.idle <= 0 || o.idle > MaxIdleTimeout {
+		errs = append(errs, fmt.Errorf("WithIdleTimeout: %v is not positive and at most %v: an idle shard's windows would wait that long to be final", o.idle, MaxIdleTimeout))
 	}
 	if o.horizon < 0 || o.horizon > MaxDedupeHorizon {
 		errs = append(errs, fmt.Errorf("WithDedupeHorizon: %v is outside 0–%v", o.horizon, MaxDedupeHorizon))
@@ -309,6 +341,7 @@ func NewWindowed[T any, V any, A interface {
 	if cfg.StateTable == "" {
 		errs = append(errs, errors.New("Config.StateTable is empty"))
 	}
+	errs = append(errs, cfg.checkNames())
 	if cfg.DynamoDB == nil {
 		errs = append(errs, errors.New("Config.DynamoDB is nil"))
 	}

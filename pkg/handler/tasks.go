@@ -114,6 +114,8 @@ func NewTasks(cfg TasksConfig, fn TaskFunc, opts ...Option) (*Tasks, error) {
 	}
 	if cfg.IdempotencyTable == "" || cfg.DynamoDB == nil {
 		errs = append(errs, errors.New("TasksConfig.IdempotencyTable and DynamoDB are required"))
+	} else if err := envvar.Check(cfg.IdempotencyTable, envvar.Table); err != nil {
+		errs = append(errs, fmt.Errorf("TasksConfig.IdempotencyTable: %w", err))
 	}
 	if fn == nil {
 		errs = append(errs, errors.New("the TaskFunc is nil"))

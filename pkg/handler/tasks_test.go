@@ -235,6 +235,15 @@ func TestTasksRefuseWindowedOptions(t *testing.T) {
 	if _, err := handler.NewTasks(cfg, fn, handler.WithLogger(quiet), handler.WithMetrics(nil)); err != nil {
 		t.Errorf("WithLogger and WithMetrics: %v", err)
 	}
+	// A table name given in code is checked as TasksFromEnv checks the
+	// variable's: one DynamoDB cannot take fails here, not every message.
+	for _, table := range []string{"not a table!!", "id", "idem "} {
+		bad := cfg
+		bad.IdempotencyTable = table
+		if _, err := handler.NewTasks(bad, fn, handler.WithLogger(quiet), handler.WithMetrics(nil)); err == nil || !strings.Contains(err.Error(), "TasksConfig.IdempotencyTable") {
+			t.Errorf("IdempotencyTable %q: %v; want an error naming TasksConfig.IdempotencyTable", table, err)
+		}
+	}
 	// A nil Option (a helper's "no option") is an error naming its place,
 	// not a nil-pointer panic in main.
 	if _, err := handler.NewTasks(cfg, fn, handler.WithLogger(quiet), nil); err == nil || !strings.Contains(err.Error(), "option 2 is nil") {

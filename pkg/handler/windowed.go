@@ -14,6 +14,7 @@ import (
 
 	"github.com/tributary-dev/tributary/pkg/emit"
 	"github.com/tributary-dev/tributary/pkg/keyed"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -111,8 +112,26 @@ const (
 	DefaultOutOfOrderness = 5 * time.Second
 	DefaultIdleTimeout    = 30 * time.Second
 	DefaultDedupeHorizon  = time.Hour
+)
+
+// The bounds of the options' durations: a declared pipeline's, so that a
+// handler takes what a pipeline file may say and no more (package
+// pipeline says why each is what it is). Past them a sum of durations
+// could wrap round, closing windows at once.
+const (
 	// MaxDedupeHorizon is the events stream's longest retention.
-	MaxDedupeHorizon = 7 * 24 * time.Hour
+	MaxDedupeHorizon = pipeline.MaxDedupeHorizon
+	// MaxWindow bounds WithWindow's and WithHopping's size and advance,
+	// WithSliding's difference and WithSession's gap: a year.
+	MaxWindow = pipeline.MaxWindowDuration
+	// MaxOutOfOrderness bounds WithOutOfOrderness, which delays every
+	// window's result: a day (later records are for WithAllowedLateness).
+	MaxOutOfOrderness = pipeline.MaxOutOfOrderness
+	// MaxIdleTimeout bounds WithIdleTimeout: a day.
+	MaxIdleTimeout = pipeline.MaxIdleTimeout
+	// MaxAllowedLateness bounds WithAllowedLateness: a year, the longest a
+	// declared pipeline keeps a window's item.
+	MaxAllowedLateness = pipeline.MaxRetention
 )
 
 // value is one selected record: its event time and its value lifted into a

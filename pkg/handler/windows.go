@@ -126,6 +126,14 @@ func (w windows) check() error {
 	default:
 		err = errors.New("no window kind")
 	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"size", w.tumble.Size}, {"size", w.hop.Size}, {"advance", w.hop.Advance}, {"difference", w.def.Difference}, {"gap", w.def.Gap}} {
+		if err == nil && d.d > MaxWindow {
+			err = fmt.Errorf("%s %s is longer than %s, the longest a window may be", d.name, d.d, MaxWindow)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.option, err)
 	}

@@ -269,6 +269,20 @@ func (o *options) check() error {
 	return errors.Join(errs...)
 }
 
+// stateExpiry is how long after its last write a key's state item is kept
+// (its TTL): until the window that write touched can have closed — the
+// window's span after the record, then the out-of-orderness and the idle
+// timeout an idle shard's watermark takes to pass its end — and taken its
+// last correction (the allowed lateness), and then keyed.StateExpiry more:
+// the events stream's retention, through which a stuck handler or a replay
+// may still bring the key's records and need its fences, and a day. A
+// fixed keyed.StateExpiry deleted a 30-day window's state while the window
+// was open, and its result was never put. The bounds of check keep the sum
+// to about two years.
+func (o *options) stateExpiry() time.Duration {
+	return keyed.StateExpiry + o.win.span() + o.outOfOrderness + o.idle + o.late.AllowedLateness
+}
+
 // Stats are a handler's counters since it was built: records in (those
 // folded into a key: not those set aside or found to be copies), late
 // (dropped), set aside, producer duplicates, results put, state writes.
@@ -376,7 +390,7 @@ func NewWindowed[T any, V any, A interface {
 	if cfg.Backlog != nil {
 		kopts = append(kopts, keyed.WithBacklog(cfg.Backlog))
 	}
-	views := state.NewViews(keyedOnly{cfg.DynamoDB}, cfg.StateTable, nil, state.WithKeyedExpiry(keyed.StateExpiry))
+	views := state.NewViews(keyedOnly{cfg.DynamoDB}, cfg.StateTable, nil, state.WithKeyedExpiry(o.stateExpiry()))
 	var kin emit.Putter
 	if cfg.OutputStream != "" {
 		kin = cfg.Kinesis

@@ -140,6 +140,21 @@ func (w windows) check() error {
 	return nil
 }
 
+// span is the longest a window stays open after a record in it: a
+// tumbling or hopping window's size, a sliding window's difference, a
+// session's gap.
+func (w windows) span() time.Duration {
+	switch w.kind {
+	case "tumbling":
+		return w.tumble.Size
+	case "hopping":
+		return w.hop.Size
+	case "sliding":
+		return w.def.Difference
+	}
+	return w.def.Gap
+}
+
 // held reports whether the records define the windows (session, sliding):
 // the key holds records, not panes.
 func (w windows) held() bool { return w.kind == "sliding" || w.kind == "session" }

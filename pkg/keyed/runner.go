@@ -1235,5 +1235,6 @@ func poisonKind(err error) (field, kind string) {
 // StateExpiry is the TTL the functions give keyed state items
 // (state.WithKeyedExpiry): the events stream's longest default retention
 // (7 days, through which a replay may still need a key's fences) and a
-// day.
+// day. A windowed handler (package handler) keeps its keys' state this
+// long past the latest their windows can close or be corrected.
 const StateExpiry = 8 * 24 * time.Hour

@@ -6,8 +6,8 @@
 //	go run ./cmd/replay rebuild -stream events -parameter /tributary/current-views -from 2h
 //	go run ./cmd/replay rebuild -stream events -parameter /tributary/current-views -from 720h -archive-bucket <bucket>
 //	go run ./cmd/replay versions -parameter /tributary/current-views -stream events
-//	go run ./cmd/replay rollback -stream events -parameter /tributary/current-views
-//	go run ./cmd/replay use-version -stream events -parameter /tributary/current-views -table views-v2
+//	go run ./cmd/replay rollback -pipeline pipelines/ -stream events -parameter /tributary/current-views
+//	go run ./cmd/replay use-version -pipeline pipelines/ -stream events -parameter /tributary/current-views -table views-v2
 //	go run ./cmd/replay current -parameter /tributary/current-views
 //	go run ./cmd/replay delete-version -parameter /tributary/current-views -table views-v2 [-yes]
 //
@@ -28,7 +28,8 @@
 // swap is a new version of the parameter, so its history records which
 // table was current before: rollback points the readers back at it,
 // use-version at any version, each first catching that version up from
-// where it got to on every shard. delete-version only checks (a dry run)
+// where it got to on every shard, with every pipeline given (-pipeline
+// once for each that shares the views table, as for rebuild). delete-version only checks (a dry run)
 // unless given -yes, and deletes only tables rebuild created for this
 // parameter, never the current one.
 //
@@ -75,8 +76,8 @@ func main() {
 
 const commands = `usage:
   replay rebuild        -stream <events> -parameter <param> -from <time|duration ago> [-pipeline file]... [-archive-bucket b [-archive-until <time|duration ago>]] [-to-table <views>-vN] [-handover 1m] [-output-stream name] [-allow-empty] [-dry-run]
-  replay use-version    -stream <events> -parameter <param> -table <version> [-pipeline file] [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
-  replay rollback       -stream <events> -parameter <param> [-pipeline file] [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
+  replay use-version    -stream <events> -parameter <param> -table <version> [-pipeline file]... [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
+  replay rollback       -stream <events> -parameter <param> [-pipeline file]... [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
   replay versions       -parameter <param> [-stream <events>]
   replay current        -parameter <param>
   replay delete-version -parameter <param> -table <version> [-yes]
@@ -161,7 +162,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	catchUp := func() {
 		pipelineFlag = true
-		fs.Func("pipeline", "the pipeline's JSON config file, as the aggregate function runs it (default $PIPELINE_CONFIG), or a directory of pipeline files (every aggregation in it; join and CEP files are left out); for rebuild, give it once for each pipeline sharing the views table, a newly added one included: the new version holds the windows of those given", func(v string) error {
+		fs.Func("pipeline", "the pipeline's JSON config file, as the aggregate function runs it (default $PIPELINE_CONFIG), or a directory of pipeline files (every aggregation in it; join and CEP files are left out); give it once for each pipeline sharing the views table (a newly added one included, for rebuild): rebuild's new version holds the windows of those given, and rollback and use-version catch the version up with each", func(v string) error {
 			files, err := aggregationFiles(v)
 			if err != nil {
 				return err
@@ -293,9 +294,6 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			}
 			names[pcfg.Name] = f
 			pcfgs = append(pcfgs, pcfg)
-		}
-		if len(pcfgs) > 1 && c.name != "rebuild" {
-			return c.fail(cli.Usagef("pipeline", "is given %d times: %s catches a version up with the pipeline the live function runs, give one", len(pcfgs), c.name))
 		}
 	}
 

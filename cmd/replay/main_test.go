@@ -517,3 +517,66 @@ func liveViews(ctx context.Context, t *testing.T, cfg aws.Config, db *dynamodb.C
 		t.Fatal(err)
 	}
 }
+
+// TestRollbackCatchesUpEveryPipeline: on the stock pipelines/ directory
+// (two aggregation pipelines sharing the views table), the rollback the
+// make local-up banner and docs/changes.md print, -pipeline once per file
+// or the directory, runs: it catches the previous version up with every
+// pipeline given and points the readers back at it; use-version likewise.
+func TestRollbackCatchesUpEveryPipeline(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(cfg)
+	kin := kinesis.NewFromConfig(cfg)
+	if err := state.CreateTable(ctx, db, "views"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/t/views"), Value: aws.String("views"), Type: ssmtypes.ParameterTypeString}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	var entries []kintypes.PutRecordsRequestEntry
+	for i := range 8 {
+		typ, data := "page_view", `{"ms":12}`
+		if i%2 == 1 {
+			typ, data = "checkout", `{"amount":30}`
+		}
+		e := stream.Envelope{ID: fmt.Sprint("e", i), Type: typ, Key: fmt.Sprint("k", i%3), OccurredAt: now, SentAt: now, ReceivedAt: now, Data: json.RawMessage(data)}
+		b, _ := json.Marshal(&e)
+		entries = append(entries, kintypes.PutRecordsRequestEntry{Data: b, PartitionKey: aws.String(e.Key)})
+	}
+	if _, err := kin.PutRecords(ctx, &kinesis.PutRecordsInput{StreamName: aws.String("events"), Records: entries}); err != nil {
+		t.Fatal(err)
+	}
+	setAWS(t, srv.Endpoint(), "us-east-1")
+	env := map[string]string{"VIEWS_PARAMETER_NAME": "/t/views", "EVENTS_STREAM_NAME": "events", "VIEWS_REFRESH_SECONDS": "1"}
+	const stock = "../../pipelines/"
+	each := []string{"-pipeline", stock + "checkouts.json", "-pipeline", stock + "pageviews.json"}
+	steps := []struct {
+		args     []string
+		out, err string
+	}{
+		{append([]string{"rebuild", "-from", "1h", "-handover", "1s"}, each...), "views-v2 is current (was views)", ""},
+		{[]string{"rollback", "-pipeline", stock, "-handover", "1s", "-allow-empty"}, "views is current (was views-v2)", "catch views (0 items) up"},
+		{append([]string{"use-version", "-table", "views-v2", "-handover", "1s"}, each...), "views-v2 is current (was views)", "catch views-v2"},
+		{append([]string{"rollback", "-handover", "1s", "-allow-empty"}, each...), "views is current (was views-v2)", ""},
+	}
+	for _, s := range steps {
+		r := cmd(ctx, env, s.args...)
+		if r.code != 0 || !strings.Contains(r.stdout, s.out) || !strings.Contains(r.stderr, s.err) {
+			t.Fatalf("replay %s: exit %d, want 0\nstdout %q (want %q)\nstderr %q (want %q)", strings.Join(s.args, " "), r.code, r.stdout, s.out, r.stderr, s.err)
+		}
+	}
+	// Both pipelines' watermark items are in the version rolled back to:
+	// it was caught up with each.
+	for _, p := range []string{"pageviews", "checkouts"} {
+		wms, err := state.NewViews(db, "views", nil).Watermarks(ctx, p)
+		if err != nil || len(wms) == 0 {
+			t.Errorf("views after the rollback holds no watermark of %s (%v): not caught up with it", p, err)
+		}
+	}
+}

@@ -49,7 +49,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,9 +75,9 @@ func main() {
 }
 
 const commands = `usage:
-  replay rebuild        -stream <events> -parameter <param> -from <time|duration ago> [-pipeline file]... [-archive-bucket b [-archive-until <time|duration ago>]] [-to-table <views>-vN] [-handover 1m] [-output-stream name] [-allow-empty] [-dry-run]
-  replay use-version    -stream <events> -parameter <param> -table <version> [-pipeline file]... [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
-  replay rollback       -stream <events> -parameter <param> [-pipeline file]... [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
+  replay rebuild        -stream <events> -parameter <param> -from <time|duration ago> [-pipeline file]... [-leave-out name]... [-archive-bucket b [-archive-until <time|duration ago>]] [-to-table <views>-vN] [-handover 1m] [-output-stream name] [-allow-empty] [-dry-run]
+  replay use-version    -stream <events> -parameter <param> -table <version> [-pipeline file]... [-leave-out name]... [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
+  replay rollback       -stream <events> -parameter <param> [-pipeline file]... [-leave-out name]... [-handover 1m] [-margin 1m] [-allow-empty] [-dry-run]
   replay versions       -parameter <param> [-stream <events>]
   replay current        -parameter <param>
   replay delete-version -parameter <param> -table <version> [-yes]
@@ -147,7 +147,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	var (
 		streamName, from, toTable, outStream, table, archiveBucket *string
 		archiveUntil                                               *string
-		pipelineFiles                                              []string
+		pipelineFiles, leaveOut                                    []string
 		pipelineFlag                                               bool
 		handover, margin                                           *time.Duration
 		dryRun, allowEmpty, yes                                    *bool
@@ -168,6 +168,13 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 				return err
 			}
 			pipelineFiles = append(pipelineFiles, files...)
+			return nil
+		})
+		fs.Func("leave-out", "a pipeline whose windows the current views table holds that no longer runs (its file removed): the version is made, or caught up, without it, and its windows are not in it; once for each (every pipeline the table holds must be given with -pipeline or named here)", func(v string) error {
+			if v == "" {
+				return errors.New("want a pipeline's name")
+			}
+			leaveOut = append(leaveOut, v)
 			return nil
 		})
 		handover = fs.Duration("handover", max(time.Minute, refresh), fmt.Sprintf("how long to keep following after the swap: from the functions' refresh interval (%s: $VIEWS_REFRESH_SECONDS, else the stack's 30s) to %s", refresh, maxHandover))
@@ -293,6 +300,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 				return c.fail(cli.Usagef("pipeline", "%s and %s both declare pipeline %q", other, f, pcfg.Name))
 			}
 			names[pcfg.Name] = f
+			if slices.Contains(leaveOut, pcfg.Name) {
+				return c.fail(cli.Usagef("leave-out", "%s is also given with -pipeline (%s): give it one way", pcfg.Name, f))
+			}
 			pcfgs = append(pcfgs, pcfg)
 		}
 	}
@@ -366,7 +376,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	// A rebuild writes, and a rollback or use-version catches up, only the
 	// pipelines given: every pipeline the views table holds must be one.
-	if err := checkSharing(ctx, db, reg, pipelineFiles, pcfgs); err != nil {
+	if err := checkSharing(ctx, db, reg, pipelineFiles, pcfgs, leaveOut); err != nil {
 		return c.fail(err)
 	}
 	if c.name == "rebuild" {
@@ -408,60 +418,65 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 
 // checkSharing refuses a rebuild (or a rollback or use-version, which
 // catch a version up) that leaves out a pipeline whose windows the
-// current views table holds: the version made current would hold, or be
-// caught up with, only the pipelines given, and the others' readers would
-// miss their windows. The pipelines
-// it looks for are the other aggregation files beside the files given
-// (pipelines/), each found in the table by its watermark items: one query
-// each, where a scan would read the whole table.
-func checkSharing(ctx context.Context, db *dynamodb.Client, reg *replay.Registry, files []string, given []*pipeline.Config) error {
-	names := map[string]bool{}
-	for _, c := range given {
-		names[c.Name] = true
-	}
-	dirs := map[string]bool{}
-	for _, f := range files {
-		if f != "" {
-			dirs[filepath.Dir(f)] = true
-		}
-	}
-	var others []pipeline.File
-	for dir := range dirs {
-		fs, err := pipeline.LoadDir(dir)
-		if err != nil {
-			continue // a directory that does not load names no pipeline to look for
-		}
-		for _, f := range pipeline.OfKind(fs, pipeline.KindAggregate) {
-			if !names[f.Name] {
-				names[f.Name] = true
-				others = append(others, f)
-			}
-		}
-	}
-	if len(others) == 0 {
-		return nil
-	}
+// current views table holds (its watermark items), unless -leave-out
+// names it: the version made current would hold, or be caught up with,
+// only the pipelines given, and the others' readers would miss their
+// windows. What the table holds decides, read in one scan of it, not
+// which files sit beside the files given: those are read only to name
+// each left-out pipeline's file, and one that does not load is named.
+func checkSharing(ctx context.Context, db *dynamodb.Client, reg *replay.Registry, files []string, given []*pipeline.Config, leaveOut []string) error {
 	table, _, err := reg.Current(ctx)
 	if err != nil {
 		return err
 	}
-	views := state.NewViews(db, table, nil)
-	var sharing []string
-	for _, f := range others {
-		wms, err := views.Watermarks(ctx, f.Name)
-		if err != nil {
-			return err
-		}
-		if len(wms) > 0 {
-			sharing = append(sharing, fmt.Sprintf("%s (%s)", f.Name, f.Path))
+	held, err := state.PipelinesHeld(ctx, db, table)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, p := range held {
+		if !slices.ContainsFunc(given, func(c *pipeline.Config) bool { return c.Name == p }) && !slices.Contains(leaveOut, p) {
+			missing = append(missing, p)
 		}
 	}
-	if len(sharing) == 0 {
+	if len(missing) == 0 {
 		return nil
 	}
-	sort.Strings(sharing)
-	return cli.Usagef("pipeline", "leaves out %s, whose windows the current views table %s holds: the version made current would hold (or be caught up with) only the pipelines given, and their readers would miss the others' windows. Give -pipeline once for each (-pipeline %s takes every file of the directory); nothing was replayed",
-		strings.Join(sharing, ", "), table, filepath.Dir(files[0])+"/")
+	var dirs []string
+	for _, f := range files {
+		if d := filepath.Dir(f); f != "" && !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	fileOf := map[string]string{}
+	var unread []string
+	for _, dir := range dirs {
+		fs, err := pipeline.LoadDir(dir)
+		if err != nil {
+			unread = append(unread, strings.ReplaceAll(err.Error(), "\n", "; "))
+			continue
+		}
+		for _, f := range pipeline.OfKind(fs, pipeline.KindAggregate) {
+			fileOf[f.Name] = f.Path
+		}
+	}
+	named := make([]string, len(missing))
+	for i, p := range missing {
+		named[i] = p
+		if f, ok := fileOf[p]; ok {
+			named[i] += " (" + f + ")"
+		}
+	}
+	dir := "pipelines"
+	if len(dirs) > 0 {
+		dir = dirs[0]
+	}
+	msg := fmt.Sprintf("leaves out %s, whose windows the current views table %s holds: the version made current would hold (or be caught up with) only the pipelines given, and their readers would miss the others' windows. Give -pipeline once for each (-pipeline %s/ takes every file of the directory), or -leave-out <name> for a pipeline that no longer runs (its windows are then left out on purpose)",
+		strings.Join(named, ", "), table, dir)
+	if len(unread) > 0 {
+		msg += fmt.Sprintf("; the files beside the -pipeline file were read for theirs, and one does not load (%s)", strings.Join(unread, "; "))
+	}
+	return cli.Usagef("pipeline", "%s; nothing was replayed", msg)
 }
 
 // envArchiveBucket names the archive bucket, as the archive function's

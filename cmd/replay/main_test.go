@@ -429,7 +429,7 @@ func TestRebuildBackfillsFromTheArchive(t *testing.T) {
 	if err := os.WriteFile(short, []byte(strings.Replace(pipelineJSON, `"name":"p"`, `"name":"p","retention":"24h"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := cmd(ctx, env, "rebuild", "-pipeline", short, "-from", "48h", "-dry-run"); !strings.Contains(r.stderr, "note: pipeline p keeps a window 24h0m0s after it ends (its retention)") {
+	if r := cmd(ctx, env, "rebuild", "-pipeline", short, "-pipeline", added, "-from", "48h", "-dry-run"); !strings.Contains(r.stderr, "note: pipeline p keeps a window 24h0m0s after it ends (its retention)") {
 		t.Errorf("a rebuild from 48h ago of a pipeline kept 24h: exit %d, stderr %s; want a note that its older windows expire", r.code, r.stderr)
 	}
 	cfgP, _ := pipeline.Parse([]byte(pipelineJSON))
@@ -578,5 +578,72 @@ func TestRollbackCatchesUpEveryPipeline(t *testing.T) {
 		if err != nil || len(wms) == 0 {
 			t.Errorf("views after the rollback holds no watermark of %s (%v): not caught up with it", p, err)
 		}
+	}
+}
+
+// TestSharingCheckReadsTheTable: which pipelines a rebuild or rollback
+// must be given is what the current views table holds, not which files sit
+// beside the -pipeline file: a file copied elsewhere, or beside a file that
+// does not load, is still refused naming the pipeline left out (and the
+// file that does not load); -leave-out drops a pipeline that no longer
+// runs on purpose.
+func TestSharingCheckReadsTheTable(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(cfg)
+	if err := state.CreateTable(ctx, db, "views"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/t/views"), Value: aws.String("views"), Type: ssmtypes.ParameterTypeString}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		p, err := pipeline.Parse([]byte(strings.Replace(pipelineJSON, `"name":"p"`, `"name":"`+name+`"`, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := state.NewViews(db, "views", p.Aggregates).SaveWatermark(ctx, name, "shardId-000000000000", p.NewWatermark()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alone, broken := t.TempDir(), t.TempDir()
+	a := []byte(strings.Replace(pipelineJSON, `"name":"p"`, `"name":"a"`, 1))
+	for _, f := range []struct{ path, doc string }{
+		{filepath.Join(alone, "a.json"), string(a)},
+		{filepath.Join(broken, "a.json"), string(a)},
+		{filepath.Join(broken, "b.json"), strings.Replace(pipelineJSON, `"name":"p"`, `"name":"b"`, 1)},
+		{filepath.Join(broken, "zz.json"), `{"name":"zz",`},
+	} {
+		if err := os.WriteFile(f.path, []byte(f.doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setAWS(t, srv.Endpoint(), "us-east-1")
+	env := map[string]string{"VIEWS_PARAMETER_NAME": "/t/views", "EVENTS_STREAM_NAME": "events"}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"rebuild", "-from", "1h", "-pipeline", filepath.Join(alone, "a.json")},
+			[]string{"-pipeline leaves out b, whose windows the current views table views holds"}},
+		{[]string{"rollback", "-pipeline", filepath.Join(alone, "a.json")},
+			[]string{"-pipeline leaves out b, whose windows the current views table views holds"}},
+		{[]string{"rebuild", "-from", "1h", "-pipeline", filepath.Join(broken, "a.json")},
+			[]string{"-pipeline leaves out b, whose windows the current views table views holds", filepath.Join(broken, "zz.json") + ": ", "does not load"}},
+	} {
+		r := cmd(ctx, env, append(c.args, "-dry-run")...)
+		if r.code != 2 {
+			t.Errorf("replay %s: exit %d, want 2 (refused); stderr %q", strings.Join(c.args, " "), r.code, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("replay %s: stderr %q, want it to say %q", strings.Join(c.args, " "), r.stderr, w)
+			}
+		}
+	}
+	r := cmd(ctx, env, "rebuild", "-from", "1h", "-pipeline", filepath.Join(alone, "a.json"), "-leave-out", "b", "-dry-run")
+	if strings.Contains(r.stderr, "leaves out") || strings.Contains(r.stderr, "-leave-out") {
+		t.Errorf("rebuild -leave-out b: %+v", r)
 	}
 }

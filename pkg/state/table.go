@@ -3,6 +3,8 @@ package state
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -95,6 +97,43 @@ func CommittedThrough(item map[string]types.AttributeValue) (pipeline, shard, th
 		return "", "", "", false
 	}
 	return pipeline, stringAttr(item, attrSK), stringAttr(item, attrThrough), true
+}
+
+// tableScanner is what PipelinesHeld needs.
+type tableScanner interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// PipelinesHeld names, sorted, the pipelines whose watermark items table
+// holds: every windowed pipeline that has written it, a removed one's too.
+// It is for tools that must not leave a pipeline out of a version (replay):
+// one Scan of the whole table (filtered to the watermark items' keys, so
+// little comes back, but every item is read), as no index lists them.
+func PipelinesHeld(ctx context.Context, db tableScanner, table string) ([]string, error) {
+	in := &dynamodb.ScanInput{
+		TableName:                 aws.String(table),
+		FilterExpression:          aws.String("begins_with(#pk, :wm)"),
+		ProjectionExpression:      aws.String("#pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":wm": avS(watermarkPK(""))},
+	}
+	seen := map[string]bool{}
+	for {
+		out, err := db.Scan(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("state: listing the pipelines views table %s holds: %w", table, err)
+		}
+		for _, it := range out.Items {
+			if p, ok := strings.CutPrefix(stringAttr(it, attrPK), watermarkPK("")); ok {
+				seen[p] = true
+			}
+		}
+		if out.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // ledgerPrefix starts every ledger item's partition key.

@@ -461,18 +461,22 @@ func checkSharing(ctx context.Context, db *dynamodb.Client, reg *replay.Registry
 		}
 	}
 	named := make([]string, len(missing))
+	found := len(dirs) == 1
 	for i, p := range missing {
 		named[i] = p
 		if f, ok := fileOf[p]; ok {
 			named[i] += " (" + f + ")"
+		} else {
+			found = false
 		}
 	}
-	dir := "pipelines"
-	if len(dirs) > 0 {
-		dir = dirs[0]
+	// The directory is offered only when it holds every file left out.
+	each := "with the file its aggregate function runs"
+	if found {
+		each = fmt.Sprintf("(-pipeline %s/ takes every file of the directory)", dirs[0])
 	}
-	msg := fmt.Sprintf("leaves out %s, whose windows the current views table %s holds: the version made current would hold (or be caught up with) only the pipelines given, and their readers would miss the others' windows. Give -pipeline once for each (-pipeline %s/ takes every file of the directory), or -leave-out <name> for a pipeline that no longer runs (its windows are then left out on purpose)",
-		strings.Join(named, ", "), table, dir)
+	msg := fmt.Sprintf("leaves out %s, whose windows the current views table %s holds: the version made current would hold (or be caught up with) only the pipelines given, and their readers would miss the others' windows. Give -pipeline once for each %s, or -leave-out <name> for a pipeline that no longer runs (its windows are then left out on purpose)",
+		strings.Join(named, ", "), table, each)
 	if len(unread) > 0 {
 		msg += fmt.Sprintf("; the files beside the -pipeline file were read for theirs, and one does not load (%s)", strings.Join(unread, "; "))
 	}

@@ -642,6 +642,10 @@ func TestSharingCheckReadsTheTable(t *testing.T) {
 			}
 		}
 	}
+	// A directory without b's file is not offered as the way to give it.
+	if r := cmd(ctx, env, "rebuild", "-from", "1h", "-pipeline", filepath.Join(alone, "a.json"), "-dry-run"); strings.Contains(r.stderr, alone+"/ takes every file") {
+		t.Errorf("the refusal offers %s/, which lacks b's file: %q", alone, r.stderr)
+	}
 	r := cmd(ctx, env, "rebuild", "-from", "1h", "-pipeline", filepath.Join(alone, "a.json"), "-leave-out", "b", "-dry-run")
 	if strings.Contains(r.stderr, "leaves out") || strings.Contains(r.stderr, "-leave-out") {
 		t.Errorf("rebuild -leave-out b: %+v", r)

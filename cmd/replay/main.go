@@ -356,7 +356,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	handler := func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 		var hs replay.Fanout
 		for _, pcfg := range pcfgs {
-			views := state.NewViews(db, table, pcfg.Aggregates, state.WithRetention(pcfg.Retention))
+			views := state.NewViews(db, table, pcfg.Aggregates, aggregate.ViewsOptions(pcfg)...)
 			hs = append(hs, aggregate.New(pcfg, views, out, outName, aggregate.WithLogger(log),
 				aggregate.WithDedupe(aggregate.NewLedger(db, table, pcfg)),
 				aggregate.WithHandover(db, aggregate.FixedViewsTable(table).Current), aggregate.WithSetAside(aside)))

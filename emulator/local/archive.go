@@ -64,7 +64,7 @@ func (a ArchiveRebuild) Run(ctx context.Context, s *Stack, want Counts, from, to
 	handler := func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 		var f replay.Fanout
 		for _, p := range a.Pipelines {
-			views := state.NewViews(db, table, p.Pipeline.Aggregates, state.WithRetention(p.Pipeline.Retention))
+			views := state.NewViews(db, table, p.Pipeline.Aggregates, aggregate.ViewsOptions(p.Pipeline)...)
 			// Quiet: its result log lines (one a window, as the deployed
 			// function writes them for CloudWatch) would fill the demo.
 			f = append(f, aggregate.New(p.Pipeline, views, nil, "", aggregate.WithDedupe(aggregate.NewLedger(db, table, p.Pipeline)),

@@ -101,7 +101,7 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 	client := dynamodb.NewFromConfig(awsCfg)
 	db := RoutedStore(client, table)
 	current := table.Current(context.Background())
-	views := state.NewViews(db, current, cfg.Aggregates, state.WithRetention(cfg.Retention))
+	views := state.NewViews(db, current, cfg.Aggregates, ViewsOptions(cfg)...)
 	// Per-pipeline series next to the function-wide ones: several
 	// functions run this binary, one per pipeline.
 	m := metrics.New(stdout, function, metrics.WithDimension(MetricDimensionPipeline, cfg.Name))

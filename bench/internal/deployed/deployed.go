@@ -65,7 +65,7 @@ func New(cfg *pipeline.Config, db Store, out aggregate.RecordPutter, f Function)
 	if f.Now != nil {
 		m = m.WithClock(f.Now)
 	}
-	views := state.NewViews(aggregate.RoutedStore(db, table), table.Current(context.Background()), cfg.Aggregates, state.WithRetention(cfg.Retention))
+	views := state.NewViews(aggregate.RoutedStore(db, table), table.Current(context.Background()), cfg.Aggregates, aggregate.ViewsOptions(cfg)...)
 	opts := []aggregate.Option{
 		aggregate.WithMetrics(m),
 		aggregate.WithLogger(log),

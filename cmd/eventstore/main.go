@@ -180,7 +180,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		// would erase is asked for only when someone does.
 		switch {
 		case *yes && *dryRun:
-			errs = append(errs, cli.Usagef("dry-run", "-dry-run and -yes: give one (-yes erases, -dry-run lists)"))
+			errs = append(errs, cli.Usagef("dry-run", "and -yes: give one (-yes erases, -dry-run lists)"))
 		case *yes && strings.TrimSpace(*by) == "":
 			errs = append(errs, cli.Usagef("by", "is required with -yes: who erases, named in the audit event (default $%s, which is not set)", envOperator))
 		}

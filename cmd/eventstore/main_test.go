@@ -52,7 +52,8 @@ func TestUsage(t *testing.T) {
 		// -by defaults to $USER, which a container or CI job often lacks:
 		// the error says so, or the usage's [-by <who>] reads as optional.
 		{[]string{"erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-yes"}, "-by is required with -yes: who erases, named in the audit event (default $USER, which is not set)"},
-		{[]string{"erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-by", "ops", "-dry-run", "-yes"}, "-dry-run and -yes: give one"},
+		// The flag is named once: the usage error prefixes it.
+		{[]string{"erase", "-events-table", "events", "-subject", "ada", "-reason", "ticket 17", "-by", "ops", "-dry-run", "-yes"}, "eventstore erase: -dry-run and -yes: give one (-yes erases, -dry-run lists)"},
 		{[]string{"rebuild", "extra"}, `unexpected argument "extra"`},
 		{[]string{strings.Repeat("e", 100_000)}, `unknown command "` + strings.Repeat("e", 256) + `"…`},
 	} {

@@ -41,6 +41,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/es"
 	"github.com/tributary-dev/tributary/pkg/projection"
 	"github.com/tributary-dev/tributary/pkg/replay"
@@ -71,11 +72,11 @@ eventstore <command> -h describes a command and its flags.`
 const footer = `Exit status: 0 done, 1 error (compare: the versions differ), 2 usage, 3 refused (nothing changed), 130 interrupted.
 ` + cli.RegionHelp
 
-// Bounds of the flags.
-const (
-	minHandover = time.Second
-	maxHandover = time.Hour
-)
+// maxHandover bounds -handover. Its lower bound is the functions' refresh
+// interval (aggregate.ViewsRefreshFromEnv: the stack's 30s, or
+// $VIEWS_REFRESH_SECONDS, as replay reads it): until a function re-reads
+// the parameter it goes on writing to the version the swap left.
+const maxHandover = time.Hour
 
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), now func() time.Time, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -89,6 +90,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	name := args[0]
 	env := func(k string) string { v, _ := lookup(k); return v }
 	fs := flag.NewFlagSet("eventstore "+name, flag.ContinueOnError)
+	refresh, refreshErr := aggregate.ViewsRefreshFromEnv(lookup)
 	fail := func(err error) int {
 		var refused *replay.RefusedError
 		var invalid *es.InvalidError
@@ -111,7 +113,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		param = fs.String("parameter", env(envViewsParameter), "the SSM parameter naming the current views table (default $"+envViewsParameter+"; the stack's EsViewsParameterName output)")
 		streamName = fs.String("stream", env(es.EnvStreamName), "the Kinesis stream the events are published on (default $"+es.EnvStreamName+")")
 		events = fs.String("events-table", env(es.EnvEventsTable), "the events table (default $"+es.EnvEventsTable+")")
-		handover = fs.Duration("handover", time.Minute, fmt.Sprintf("how long to keep following after the swap: at least the functions' refresh interval (the stack's 30s), at most %s", maxHandover))
+		handover = fs.Duration("handover", max(time.Minute, refresh), fmt.Sprintf("how long to keep following after the swap: from the functions' refresh interval (%s: $%s, else the stack's 30s) to %s", refresh, aggregate.EnvViewsRefresh, maxHandover))
 	}
 	var synopsis string
 	switch name {
@@ -189,7 +191,11 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		errs = append(errs, cli.TableName.Check("to-table", *toTable))
 	}
 	if handover != nil {
-		errs = append(errs, cli.DurationIn("handover", *handover, minHandover, maxHandover, "the functions re-read the parameter every 30s in the stack: a shorter handover can miss what they still write to the old version"))
+		if refreshErr != nil {
+			errs = append(errs, &cli.UsageError{Msg: refreshErr.Error()})
+		} else {
+			errs = append(errs, cli.DurationIn("handover", *handover, refresh, maxHandover, "the functions re-read the parameter every "+refresh.String()+": a shorter handover can miss what they still write to the old version"))
+		}
 	}
 	if margin != nil {
 		errs = append(errs, cli.DurationIn("margin", *margin, time.Second, time.Hour, ""))

@@ -45,7 +45,7 @@ func TestUsage(t *testing.T) {
 		{nil, "a command is required"},
 		{[]string{"nope"}, `unknown command "nope"`},
 		{[]string{"rebuild", "-parameter", "/p", "-events-table", "events"}, "-stream is required"},
-		{[]string{"rebuild", "-parameter", "/p", "-stream", "s", "-events-table", "events", "-handover", "10ms"}, "-handover 10ms: must be from 1s to 1h0m0s"},
+		{[]string{"rebuild", "-parameter", "/p", "-stream", "s", "-events-table", "events", "-handover", "10ms"}, "-handover 10ms: must be from 30s to 1h0m0s"},
 		{[]string{"use-version", "-parameter", "/p", "-stream", "s", "-events-table", "events"}, "-table is required"},
 		{[]string{"compare", "-a", "x"}, `-a "x": a DynamoDB table name is 3 to 255`},
 		{[]string{"erase", "-events-table", "events", "-subject", "ada"}, "-reason is required"},
@@ -60,6 +60,25 @@ func TestUsage(t *testing.T) {
 		r := cmd(nil, tt.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tt.want) || len(r.stderr) > 2000 {
 			t.Errorf("%.200v: exit %d, stderr %.300q; want 2 and %.300q", tt.args, r.code, r.stderr, tt.want)
+		}
+	}
+	// A handover shorter than the functions' refresh interval (the
+	// stack's 30s, or $VIEWS_REFRESH_SECONDS, as replay reads it) can miss
+	// what a function still writes to the old version: it is refused, as
+	// the flag's own text says.
+	views := []string{"-parameter", "/p", "-stream", "s", "-events-table", "events"}
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{append([]string{"rebuild", "-handover", "1s"}, views...), nil, "-handover 1s: must be from 30s to 1h0m0s (the functions re-read the parameter every 30s"},
+		{append([]string{"rollback", "-handover", "29s"}, views...), nil, "-handover 29s: must be from 30s to 1h0m0s"},
+		{append([]string{"use-version", "-table", "views-v2", "-handover", "5s"}, views...), map[string]string{"VIEWS_REFRESH_SECONDS": "10"}, "-handover 5s: must be from 10s to 1h0m0s (the functions re-read the parameter every 10s"},
+		{append([]string{"rebuild"}, views...), map[string]string{"VIEWS_REFRESH_SECONDS": "soon"}, `environment variable VIEWS_REFRESH_SECONDS: "soon" is not a whole number of seconds from 1 to 3600`},
+	} {
+		if r := cmd(tt.env, tt.args...); r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v with %v: exit %d, stderr %q; want 2 and %q", tt.args, tt.env, r.code, r.stderr, tt.want)
 		}
 	}
 	if r := cmd(nil, "erase", "-h"); r.code != 0 || !strings.Contains(r.stdout, "-subject") {
@@ -222,7 +241,9 @@ func newESStack(t *testing.T) {
 func TestRollbackSaysNothingOfWindows(t *testing.T) {
 	newESStack(t)
 	esFlags := []string{"-parameter", "/es/views", "-stream", "published", "-events-table", "events", "-handover", "1s"}
-	noEnv := func(string) (string, bool) { return "", false }
+	// The stand-in's functions are none: a 1s refresh lets the
+	// handovers be short.
+	noEnv := func(k string) (string, bool) { return "1", k == "VIEWS_REFRESH_SECONDS" }
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), append([]string{"rebuild"}, esFlags...), noEnv, time.Now, &out, &errb); code != 0 {
 		t.Fatalf("rebuild: exit %d\n%s%s", code, out.String(), errb.String())

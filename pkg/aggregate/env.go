@@ -168,14 +168,9 @@ func ViewsTableFromEnv(ctx context.Context, awsCfg aws.Config, lookup func(strin
 		}
 		return FixedViewsTable(table), nil
 	}
-	refresh := DefaultViewsRefresh
-	if s, ok := lookup(EnvViewsRefresh); ok && s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 || n > int(MaxViewsRefresh/time.Second) {
-			return nil, fmt.Errorf("environment variable %s: %q is not a whole number of seconds from 1 to %d (default %d)",
-				EnvViewsRefresh, strictjson.Cut(s, 64), int(MaxViewsRefresh/time.Second), int(DefaultViewsRefresh/time.Second))
-		}
-		refresh = time.Duration(n) * time.Second
+	refresh, err := ViewsRefreshFromEnv(lookup)
+	if err != nil {
+		return nil, err
 	}
 	vt := NewViewsTable(NewSSMParameters(awsCfg), param, refresh, nil, log)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -184,6 +179,25 @@ func ViewsTableFromEnv(ctx context.Context, awsCfg aws.Config, lookup func(strin
 		return nil, fmt.Errorf("environment variable %s: %w", EnvViewsParameter, err)
 	}
 	return vt, nil
+}
+
+// ViewsRefreshFromEnv is how often the functions re-read the views
+// parameter: VIEWS_REFRESH_SECONDS, or DefaultViewsRefresh when it is
+// unset or empty. ViewsTableFromEnv reads it so, and an operator tool that
+// swaps the parameter reads it the same way to know how long the functions
+// may go on writing to the table it named before. The error names the
+// variable.
+func ViewsRefreshFromEnv(lookup func(string) (string, bool)) (time.Duration, error) {
+	s, ok := lookup(EnvViewsRefresh)
+	if !ok || s == "" {
+		return DefaultViewsRefresh, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > int(MaxViewsRefresh/time.Second) {
+		return 0, fmt.Errorf("environment variable %s: %q is not a whole number of seconds from 1 to %d (default %d)",
+			EnvViewsRefresh, strictjson.Cut(s, 64), int(MaxViewsRefresh/time.Second), int(DefaultViewsRefresh/time.Second))
+	}
+	return time.Duration(n) * time.Second, nil
 }
 
 // ErrNoViewsTable is returned when the views parameter holds no table name.

@@ -168,6 +168,9 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	check("table", table, cli.TableName, "the version to use")
 	check("a", a, cli.TableName, "a views table")
 	check("b", b, cli.TableName, "another views table")
+	if a != nil && b != nil && *a != "" && *a == *b {
+		errs = append(errs, cli.Usagef("b", "%s: is the table -a names; give two versions of the views (replay versions lists them)", *b))
+	}
 	for _, f := range []struct {
 		flag string
 		v    *string
@@ -214,6 +217,17 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	switch name {
 	case "compare":
 		d, err := projection.Compare(ctx, db, *a, *b)
+		var bad *projection.TableError
+		if errors.As(err, &bad) {
+			refused := &replay.RefusedError{Field: "a", Reason: bad.Error()}
+			if bad.Table == *b {
+				refused.Field = "b"
+			}
+			if errors.Is(err, projection.ErrNoTable) {
+				refused.Reason += " (replay versions lists the versions of the views)"
+			}
+			return fail(refused)
+		}
 		if err != nil {
 			return fail(err)
 		}

@@ -48,6 +48,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"rebuild", "-parameter", "/p", "-stream", "s", "-events-table", "events", "-handover", "10ms"}, "-handover 10ms: must be from 30s to 1h0m0s"},
 		{[]string{"use-version", "-parameter", "/p", "-stream", "s", "-events-table", "events"}, "-table is required"},
 		{[]string{"compare", "-a", "x"}, `-a "x": a DynamoDB table name is 3 to 255`},
+		// A table compared with itself tells nothing: -b is refused
+		// before anything is read.
+		{[]string{"compare", "-a", "views", "-b", "views"}, "eventstore compare: -b views: is the table -a names; give two versions of the views (replay versions lists them)"},
 		{[]string{"erase", "-events-table", "events", "-subject", "ada"}, "-reason is required"},
 		// -by defaults to $USER, which a container or CI job often lacks:
 		// the error says so, or the usage's [-by <who>] reads as optional.
@@ -169,6 +172,31 @@ func TestEraseAndCompare(t *testing.T) {
 	// views-v2 has availability and bookings besides the seat map.
 	if r := cmd(nil, "compare", "-a", "views", "-b", "views-v2"); r.code != 1 || !strings.Contains(r.stdout, "0 only in views") || !strings.Contains(r.stdout, "2 only in views-v2") {
 		t.Fatalf("compare: %+v", r)
+	}
+}
+
+// TestCompareRefusesWhatItCannotCompare: a table that does not exist, or
+// one that is not a version of the views (the events table, keyed by
+// aggregate and version, not pk and sk), is refused naming its flag and
+// exits 3, not 1 (the versions differ); it was a raw
+// ResourceNotFoundException, and the events table's items, each read as
+// the empty key, differed from one another until a read of that key
+// failed with a ValidationException.
+func TestCompareRefusesWhatItCannotCompare(t *testing.T) {
+	newESStack(t)
+	for _, tt := range []struct {
+		a, b string
+		want string
+	}{
+		{"views-v9", "views", "eventstore compare: refused -a: views-v9 does not exist (replay versions lists the versions of the views)"},
+		{"views", "views-v9", "eventstore compare: refused -b: views-v9 does not exist (replay versions lists the versions of the views)"},
+		{"events", "views", "eventstore compare: refused -a: events is not a version of the views: it is keyed (aggregateId, version), a version of the views (pk, sk), both strings"},
+		{"views", "commands", "eventstore compare: refused -b: commands is not a version of the views: it is keyed (id)"},
+	} {
+		r := cmd(nil, "compare", "-a", tt.a, "-b", tt.b)
+		if r.code != 3 || !strings.Contains(r.stderr, tt.want) || r.stdout != "" {
+			t.Errorf("compare -a %s -b %s: exit %d, stdout %q, stderr %q; want 3 and %q", tt.a, tt.b, r.code, r.stdout, r.stderr, tt.want)
+		}
 	}
 }
 

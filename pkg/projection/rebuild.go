@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -216,6 +217,68 @@ func ItemName(k string) string {
 type tableReader interface {
 	scanner
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+var _ tableReader = (*dynamodb.Client)(nil)
+
+// Why Compare refuses a table (TableError.Err).
+var (
+	// ErrNoTable: the table does not exist.
+	ErrNoTable = errors.New("does not exist")
+	// ErrNotViews: the table is not keyed as a version of the views is,
+	// (pk, sk), both strings. Compare keys every item by those two, so it
+	// would read another table's items (the events table's, keyed
+	// aggregateId and version) all as the one empty key.
+	ErrNotViews = errors.New("is not a version of the views")
+)
+
+// TableError is a table Compare refuses, before reading any item.
+type TableError struct {
+	Table string
+	Err   error  // ErrNoTable or ErrNotViews
+	Why   string // for ErrNotViews, how the table is keyed
+}
+
+func (e *TableError) Error() string {
+	if e.Why == "" {
+		return e.Table + " " + e.Err.Error()
+	}
+	return e.Table + " " + e.Err.Error() + ": " + e.Why
+}
+
+// Unwrap returns Err.
+func (e *TableError) Unwrap() error { return e.Err }
+
+// checkViewsTable is a *TableError when table does not exist or is not
+// keyed (pk, sk), both strings, as a version of the views is.
+func checkViewsTable(ctx context.Context, db tableReader, table string) error {
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	var missing *types.ResourceNotFoundException
+	if errors.As(err, &missing) {
+		return &TableError{Table: table, Err: ErrNoTable}
+	}
+	if err != nil {
+		return fmt.Errorf("describing %s: %w", table, err)
+	}
+	kinds := map[string]types.ScalarAttributeType{}
+	for _, d := range out.Table.AttributeDefinitions {
+		kinds[aws.ToString(d.AttributeName)] = d.AttributeType
+	}
+	var names, typed []string
+	for _, k := range out.Table.KeySchema {
+		n := aws.ToString(k.AttributeName)
+		names = append(names, n)
+		typed = append(typed, n+" "+string(kinds[n]))
+	}
+	if slices.Equal(typed, []string{"pk S", "sk S"}) {
+		return nil
+	}
+	keyed := strings.Join(names, ", ")
+	if slices.Equal(names, []string{"pk", "sk"}) {
+		keyed = strings.Join(typed, ", ")
+	}
+	return &TableError{Table: table, Err: ErrNotViews, Why: "it is keyed (" + keyed + "), a version of the views (pk, sk), both strings"}
 }
 
 // Compare reads two versions of a views table in full (consistently) and
@@ -225,8 +288,15 @@ type tableReader interface {
 // b against them, so its memory follows a's item count, not both tables'
 // bytes; the values of the differing items it lists are read again, and
 // listed by the attributes that differ, cut: the diff stays a few KB
-// whatever the items' size.
+// whatever the items' size. A table that does not exist or is not keyed
+// as a version of the views is refused (a *TableError) before either is
+// read.
 func Compare(ctx context.Context, db tableReader, a, b string) (*Diff, error) {
+	for _, t := range []string{a, b} {
+		if err := checkViewsTable(ctx, db, t); err != nil {
+			return nil, err
+		}
+	}
 	type itemA struct {
 		hash    [sha256.Size]byte
 		version int64

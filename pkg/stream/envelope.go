@@ -126,13 +126,30 @@ var (
 
 // checkTimeRange refuses a time outside [EarliestTime, LatestTime); a zero
 // time is not checked (a missing field has its own error, and ReceivedAt is
-// optional).
+// optional; a zero time sent is refused as it is decoded, sentTime).
 func checkTimeRange(field string, t time.Time) error {
 	if t.IsZero() || (!t.Before(EarliestTime) && t.Before(LatestTime)) {
 		return nil
 	}
+	return outsideRange(field, t)
+}
+
+// outsideRange is the refusal of t, a time of field outside
+// [EarliestTime, LatestTime).
+func outsideRange(field string, t time.Time) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf("%s is outside %s to %s, the times an envelope may hold: a clock that far off cannot be corrected",
 		t.Format(time.RFC3339Nano), EarliestTime.Format(time.RFC3339), LatestTime.Format(time.RFC3339))}
+}
+
+// sentTime is t, a time decoded from field's value: the zero time
+// (0001-01-01T00:00:00Z), which an Envelope holds for a time left out, is
+// refused there as outside the range, so that Validate does not call a
+// time that was sent missing.
+func sentTime(field string, t time.Time) (time.Time, error) {
+	if t.IsZero() {
+		return time.Time{}, outsideRange(field, t)
+	}
+	return t, nil
 }
 
 // CheckKey is Validate's check of an envelope's key, which ingest and
@@ -277,8 +294,9 @@ type wire struct {
 
 // Unmarshal decodes one JSON envelope into e, replacing its contents. Errors
 // are *FieldError naming the field (the JSON is well-formed but a field has
-// the wrong type or a time is not RFC 3339) or the document (not JSON, not an
-// object). Unmarshal does not Validate.
+// the wrong type, a time is not RFC 3339 or is sent as the zero time, which
+// stands for a time left out) or the document (not JSON, not an object).
+// Unmarshal does not Validate.
 func Unmarshal(data []byte, e *Envelope) error {
 	// The fast path (fastdecode.go) decodes well-formed envelopes exactly as
 	// below; it leaves anything else to encoding/json.
@@ -315,12 +333,17 @@ func Unmarshal(data []byte, e *Envelope) error {
 func (e *Envelope) UnmarshalJSON(data []byte) error { return Unmarshal(data, e) }
 
 // parseTime is ParseTime for an envelope's optional time: nil or ""
-// (left out) is the zero time.
+// (left out) is the zero time, and a time sent that is the zero time is
+// refused (sentTime).
 func parseTime(field string, s *string) (time.Time, error) {
 	if s == nil || *s == "" {
 		return time.Time{}, nil
 	}
-	return ParseTime(field, *s)
+	t, err := ParseTime(field, *s)
+	if err != nil {
+		return t, err
+	}
+	return sentTime(field, t)
 }
 
 // ParseTime parses an RFC 3339 time as ingest reads an envelope's times,

@@ -55,6 +55,16 @@ func TestUnmarshalAndValidate(t *testing.T) {
 		{name: "sentAt from 2200", in: `{"id":"e","type":"t","key":"k","occurredAt":"2199-12-31T23:59:59Z","sentAt":"2200-01-01T00:00:00Z"}`, wantErr: true, wantField: "sentAt", reason: "outside"},
 		{name: "occurredAt before 1970", in: `{"id":"e","type":"t","key":"k","occurredAt":"1969-12-31T23:59:59Z","sentAt":"1970-01-01T00:00:00Z"}`, wantErr: true, wantField: "occurredAt", reason: "outside"},
 		{name: "receivedAt in the year 9999", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z","receivedAt":"9999-12-31T23:59:30Z"}`, wantErr: true, wantField: "receivedAt", reason: "outside"},
+		// The zero time is what an absent time decodes to, but sent it is
+		// there: it is outside the range, not missing.
+		{name: "occurredAt the zero time", in: `{"id":"e","type":"t","key":"k","occurredAt":"0001-01-01T00:00:00Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt",
+			reason: "0001-01-01T00:00:00Z is outside 1970-01-01T00:00:00Z to 2200-01-01T00:00:00Z, the times an envelope may hold"},
+		{name: "occurredAt the zero time with an offset", in: `{"id":"e","type":"t","key":"k","occurredAt":"0001-01-01T01:00:00+01:00","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt",
+			reason: "0001-01-01T01:00:00+01:00 is outside"},
+		{name: "occurredAt the zero time with a comma", in: `{"id":"e","type":"t","key":"k","occurredAt":"0001-01-01T00:00:00,000Z","sentAt":"2026-11-29T10:41:07Z"}`, wantErr: true, wantField: "occurredAt",
+			reason: "0001-01-01T00:00:00Z is outside"},
+		{name: "sentAt the zero time", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"0001-01-01T00:00:00Z"}`, wantErr: true, wantField: "sentAt", reason: "0001-01-01T00:00:00Z is outside"},
+		{name: "receivedAt the zero time", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z","receivedAt":"0001-01-01T00:00:00Z"}`, wantErr: true, wantField: "receivedAt", reason: "0001-01-01T00:00:00Z is outside"},
 		// RFC 3339 (section 5.6) allows "t" and "z" in lower case.
 		{name: "lowercase t and z", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29t10:41:07.250z","sentAt":"2026-11-29t12:41:08+02:00"}`},
 		// It allows second 60 (a leap second), which a Go time cannot hold:

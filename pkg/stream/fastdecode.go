@@ -118,7 +118,8 @@ func appendText(b, data []byte, t rawText) []byte {
 }
 
 // decodeTime decodes a time field; an absent, null or empty one is the zero
-// time, as in the encoding/json path.
+// time, and one sent as the zero time is refused, as in the encoding/json
+// path.
 func decodeTime(data []byte, field int, t rawText) (time.Time, error) {
 	if !t.set || t.start == t.end {
 		return time.Time{}, nil
@@ -129,7 +130,7 @@ func decodeTime(data []byte, field int, t rawText) (time.Time, error) {
 		raw = appendUnquoted(scratch[:0], raw)
 	}
 	if tm, ok := parseRFC3339(raw); ok {
-		return tm, nil
+		return sentTime(fieldNames[field], tm)
 	}
 	// Forms time.Parse also accepts (a one-digit hour, a comma before the
 	// fraction, offsets up to 24:60) and errors: the encoding/json path's

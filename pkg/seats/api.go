@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -225,6 +226,12 @@ func readFreshness(req events.LambdaFunctionURLRequest) (freshness, *events.Lamb
 	f := freshness{wait: DefaultWait}
 	if v, ok := q["minVersion"]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)
+		if errors.Is(err, strconv.ErrRange) && n > 0 {
+			// A whole number all the same: past what a version (an
+			// int64) can reach, so no command ever made it.
+			r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf("minVersion: %s is larger than any version can be (at most %d)", strictjson.Cut(v, maxEchoBytes), int64(math.MaxInt64)))
+			return f, &r
+		}
 		if err != nil || n < 0 {
 			r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf("minVersion: %q is not a version (a whole number from 0)", strictjson.Cut(v, maxEchoBytes)))
 			return f, &r

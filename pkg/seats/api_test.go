@@ -252,6 +252,38 @@ func TestRetrySpelledAnotherWay(t *testing.T) {
 	}
 }
 
+// TestMinVersionRefusedSayingWhy: a minVersion that is no whole number is
+// refused as such; one past the largest version there can be (the int64
+// maximum) was refused as "not a version (a whole number from 0)", which
+// it is: the answer says it is too large, and how large a version gets.
+func TestMinVersionRefusedSayingWhy(t *testing.T) {
+	f := newFixture(t)
+	if a := f.command(t, schedule); a.status != 200 {
+		t.Fatalf("schedule: %+v", a)
+	}
+	for _, tt := range []struct {
+		minVersion string
+		want       string
+	}{
+		{"x", `minVersion: \"x\" is not a version (a whole number from 0)`},
+		{"-1", `minVersion: \"-1\" is not a version (a whole number from 0)`},
+		{"1.5", `minVersion: \"1.5\" is not a version (a whole number from 0)`},
+		{"99999999999999999999", `minVersion: 99999999999999999999 is larger than any version can be (at most 9223372036854775807)`},
+		{"9223372036854775808", `minVersion: 9223372036854775808 is larger than any version can be`},
+	} {
+		for _, path := range []string{"/shows/show-1", "/customers/ada/bookings"} {
+			query := map[string]string{"minVersion": tt.minVersion}
+			if path == "/customers/ada/bookings" {
+				query["show"] = "show-1"
+			}
+			got := f.do(t, "GET", path, query, "")
+			if got.status != 400 || !strings.Contains(got.body, tt.want) || !strings.Contains(got.body, `"field":"minVersion"`) {
+				t.Errorf("GET %s?minVersion=%s: %d %.300s; want 400 naming minVersion with %s", path, tt.minVersion, got.status, got.body, tt.want)
+			}
+		}
+	}
+}
+
 // reads as the read-your-writes a caller asked for.
 func TestUnknownQueryParameterRefused(t *testing.T) {
 	f := newFixture(t)

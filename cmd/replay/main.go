@@ -50,7 +50,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -152,7 +151,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		handover, margin                                           *time.Duration
 		dryRun, allowEmpty, yes                                    *bool
 	)
-	refresh, refreshErr := refreshInterval(lookup)
+	refresh, refreshErr := aggregate.ViewsRefreshFromEnv(lookup)
 	stream := func(required bool) {
 		what := "the events Kinesis stream"
 		if !required {
@@ -271,7 +270,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	if handover != nil {
 		if refreshErr != nil {
-			errs = append(errs, refreshErr)
+			errs = append(errs, &cli.UsageError{Msg: refreshErr.Error()})
 		} else {
 			errs = append(errs, cli.DurationIn("handover", *handover, refresh, maxHandover, "the live functions re-read the parameter every "+refresh.String()+", so a shorter handover can miss what they still write to the old version"))
 		}
@@ -495,20 +494,6 @@ func checkBucket(name string) error {
 		return cli.Usagef("archive-bucket", "%s: an S3 bucket name is 3-63 lower-case letters, digits, '.' and '-', beginning and ending with a letter or digit", strictjson.QuoteCut(name, cli.MaxEcho))
 	}
 	return nil
-}
-
-// refreshInterval is the functions' views refresh: $VIEWS_REFRESH_SECONDS
-// when set, else the default the stack deploys.
-func refreshInterval(lookup func(string) (string, bool)) (time.Duration, error) {
-	s, ok := lookup(aggregate.EnvViewsRefresh)
-	if !ok || s == "" {
-		return aggregate.DefaultViewsRefresh, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 || n > int(aggregate.MaxViewsRefresh/time.Second) {
-		return 0, &cli.UsageError{Msg: fmt.Sprintf("environment variable %s=%q: want the functions' refresh interval, 1 to %d seconds", aggregate.EnvViewsRefresh, s, int(aggregate.MaxViewsRefresh/time.Second))}
-	}
-	return time.Duration(n) * time.Second, nil
 }
 
 // parseFrom reads an RFC 3339 time or a positive duration before now; a

@@ -21,6 +21,8 @@
 // Query answers a first page under a Limit, with its LastEvaluatedKey, and
 // projects top-level attributes. Everything else that proves
 // behaviour runs against moto (emulator/standin), and memdb's own tests
-// check it against moto on the same requests (byte-equal items). It does not bill, throttle, paginate (pages are whole) or
-// evaluate nested paths: no caller needs them.
+// check it against moto on the same requests (byte-equal items). Paths into maps (#a.#b: the quarantine table's
+// functions, one entry a function) are read, set and removed; list
+// indexes are not. It does not bill, throttle or paginate (pages are
+// whole): no caller needs them.
 package memdb

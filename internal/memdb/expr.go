@@ -16,7 +16,8 @@ import (
 // condition expressions (comparisons, BETWEEN, begins_with,
 // attribute_exists/attribute_not_exists, AND, OR, NOT, parentheses) and
 // update expressions (SET with if_not_exists, list_append, + and -; ADD;
-// REMOVE), over top-level attribute names. Parsed once per distinct string.
+// REMOVE), over attribute names and paths into maps (a.b, #a.#b; no list
+// indexes). Parsed once per distinct string.
 
 type tokenKind uint8
 
@@ -42,7 +43,8 @@ func tokenize(s string) ([]token, error) {
 			i++
 		case c == '#' || c == ':' || c == '_' || unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c)):
 			j := i + 1
-			for j < len(s) && (s[j] == '_' || s[j] == '.' || unicode.IsLetter(rune(s[j])) || unicode.IsDigit(rune(s[j]))) {
+			// A path goes on through its dots: a.b, #a.#b.
+			for j < len(s) && (s[j] == '_' || s[j] == '.' || s[j] == '#' && s[j-1] == '.' || unicode.IsLetter(rune(s[j])) || unicode.IsDigit(rune(s[j]))) {
 				j++
 			}
 			k := tkIdent
@@ -373,15 +375,73 @@ func (e env) attr(path string) (string, error) {
 	return path, nil
 }
 
+// resolve is a path's names, top-level attribute first, then the keys of
+// the maps it goes through.
+func (e env) resolve(path string) ([]string, error) {
+	parts := strings.Split(path, ".")
+	for i, p := range parts {
+		n, err := e.attr(p)
+		if err != nil {
+			return nil, err
+		}
+		parts[i] = n
+	}
+	return parts, nil
+}
+
+// at is the value at a resolved path of item, nil when it is missing or
+// goes through something that is not a map.
+func at(item map[string]types.AttributeValue, names []string) types.AttributeValue {
+	v := types.AttributeValue(&types.AttributeValueMemberM{Value: item})
+	for _, n := range names {
+		m, ok := v.(*types.AttributeValueMemberM)
+		if !ok {
+			return nil
+		}
+		if v = m.Value[n]; v == nil {
+			return nil
+		}
+	}
+	return v
+}
+
+// setAt sets (v not nil) or removes the value at a resolved path of item,
+// copying the maps it goes through (they may be shared with the item as it
+// was). A path through a map that is missing is DynamoDB's refusal, for a
+// SET; a REMOVE of it does nothing.
+func setAt(item map[string]types.AttributeValue, names []string, v types.AttributeValue) error {
+	if len(names) == 1 {
+		if v == nil {
+			delete(item, names[0])
+		} else {
+			item[names[0]] = v
+		}
+		return nil
+	}
+	m, ok := item[names[0]].(*types.AttributeValueMemberM)
+	if !ok {
+		if v == nil {
+			return nil
+		}
+		return validation("The document path provided in the update expression is invalid for update")
+	}
+	inner := clone(m.Value)
+	if err := setAt(inner, names[1:], v); err != nil {
+		return err
+	}
+	item[names[0]] = &types.AttributeValueMemberM{Value: inner}
+	return nil
+}
+
 // eval evaluates an operand against item; nil means the attribute is missing.
 func (e env) eval(o *operand, item map[string]types.AttributeValue) (types.AttributeValue, error) {
 	switch o.kind {
 	case 'p':
-		n, err := e.attr(o.name)
+		names, err := e.resolve(o.name)
 		if err != nil {
 			return nil, err
 		}
-		return item[n], nil
+		return at(item, names), nil
 	case 'v':
 		v, ok := e.values[o.name]
 		if !ok {
@@ -505,11 +565,11 @@ func (e env) test(c *cond, item map[string]types.AttributeValue) (bool, error) {
 	case "fn":
 		switch c.fn {
 		case "attribute_exists", "attribute_not_exists":
-			n, err := e.attr(c.args[0].name)
+			names, err := e.resolve(c.args[0].name)
 			if err != nil {
 				return false, err
 			}
-			_, ok := item[n]
+			ok := at(item, names) != nil
 			return ok == (c.fn == "attribute_exists"), nil
 		case "begins_with":
 			a, err := e.eval(c.args[0], item)
@@ -610,11 +670,15 @@ func (e env) apply(acts []action, item map[string]types.AttributeValue) ([]strin
 	touched := make([]string, 0, len(acts))
 	for i := range acts {
 		a := &acts[i]
-		n, err := e.attr(a.path)
+		names, err := e.resolve(a.path)
 		if err != nil {
 			return nil, err
 		}
+		n := names[0]
 		touched = append(touched, n)
+		if len(names) > 1 && a.clause != "SET" && a.clause != "REMOVE" {
+			return nil, fmt.Errorf("%s of a path into a map (%s) is not supported", a.clause, a.path)
+		}
 		switch a.clause {
 		case "SET":
 			v, err := e.eval(a.value, old)
@@ -624,9 +688,13 @@ func (e env) apply(acts []action, item map[string]types.AttributeValue) ([]strin
 			if v == nil {
 				return nil, validation("The provided expression refers to an attribute that does not exist in the item")
 			}
-			item[n] = v
+			if err := setAt(item, names, v); err != nil {
+				return nil, err
+			}
 		case "REMOVE":
-			delete(item, n)
+			if err := setAt(item, names, nil); err != nil {
+				return nil, err
+			}
 		case "ADD":
 			v, err := e.eval(a.value, old)
 			if err != nil {

@@ -254,3 +254,51 @@ func TestFailuresAnswerAsDynamoDB(t *testing.T) {
 		t.Errorf("an item past 400 KB: %v, want the item size ValidationException", err)
 	}
 }
+
+// Paths into a map (the quarantine table's functions, an entry a
+// function) are read, set and removed as moto does, and a SET through a
+// map that is missing is refused as DynamoDB refuses it.
+func TestMapPathsAnswerAsOnMoto(t *testing.T) {
+	srv := standintest.Start(t)
+	client := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	ctx := context.Background()
+	if err := setaside.CreateTable(ctx, client, "quarantine"); err != nil {
+		t.Fatal(err)
+	}
+	mem := memdb.New(map[string]memdb.Schema{"quarantine": memdb.QuarantineTable})
+	key := map[string]types.AttributeValue{"source": &types.AttributeValueMemberS{Value: "s"}, "sequenceNumber": &types.AttributeValueMemberS{Value: "1"}}
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	steps := []struct {
+		update, cond string
+		names        map[string]string
+		values       map[string]types.AttributeValue
+		refused      bool
+	}{
+		{"SET #m.#k = :v", "", map[string]string{"#m": "functions", "#k": "a"}, map[string]types.AttributeValue{":v": s("1")}, true},
+		{"SET #m = :v", "attribute_not_exists(#m)", map[string]string{"#m": "functions"},
+			map[string]types.AttributeValue{":v": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"a.b": s("1")}}}, false},
+		{"SET #m.#k = :v", "attribute_exists(#m) AND attribute_not_exists(#m.#k) AND size(#m) < :n", map[string]string{"#m": "functions", "#k": "c"},
+			map[string]types.AttributeValue{":v": s("2"), ":n": &types.AttributeValueMemberN{Value: "2"}}, false},
+		{"SET #m.#k = :v", "size(#m) < :n", map[string]string{"#m": "functions", "#k": "d"},
+			map[string]types.AttributeValue{":v": s("3"), ":n": &types.AttributeValueMemberN{Value: "2"}}, true},
+		{"SET #x = #m.#k REMOVE #m.#j", "attribute_exists(#m.#j)", map[string]string{"#m": "functions", "#k": "c", "#j": "a.b", "#x": "copied"}, nil, false},
+	}
+	for _, db := range []store{client, mem} {
+		for i, st := range steps {
+			_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String("quarantine"), Key: key, UpdateExpression: aws.String(st.update),
+				ConditionExpression: func() *string {
+					if st.cond == "" {
+						return nil
+					}
+					return aws.String(st.cond)
+				}(), ExpressionAttributeNames: st.names, ExpressionAttributeValues: st.values})
+			if (err != nil) != st.refused {
+				t.Errorf("%T step %d (%s): %v, want refused %v", db, i, st.update, err, st.refused)
+			}
+		}
+	}
+	want, got := scan(t, client, "quarantine"), scan(t, mem, "quarantine")
+	if len(want) != 1 || !reflect.DeepEqual(want, got) {
+		t.Errorf("moto:  %v\nmemdb: %v", want, got)
+	}
+}

@@ -75,8 +75,8 @@ func TestProfilesCDC(t *testing.T) {
 		}
 	}
 
-	// Changes that can never be written are set aside: BatchWriteItem on
-	// the quarantine table, nothing more there.
+	// Changes that can never be written are set aside: BatchWriteItem and
+	// UpdateItem on the quarantine table, nothing more there.
 	assertSetAsideGrant(t, grants, logicalID(stack, quarantine))
 
 	// The only wildcard is the event source's ListStreams, which has no

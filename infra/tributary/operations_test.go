@@ -296,7 +296,7 @@ func TestLeastPrivilege(t *testing.T) {
 			on(events, "kinesis:GetShardIterator", "kinesis:GetRecords"))},
 		{FunctionQuarantine, s.Quarantine.Function.GoFunction, join(
 			sqsMapping(failures),
-			on(arn(s.Quarantine.Table), "dynamodb:PutItem", "dynamodb:BatchWriteItem"),
+			on(arn(s.Quarantine.Table), "dynamodb:PutItem", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem"),
 			on(events, "kinesis:GetShardIterator", "kinesis:GetRecords"),
 			on(streamOf(profiles), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),
 			on(streamOf(tweets), "dynamodb:GetShardIterator", "dynamodb:GetRecords"),

@@ -86,9 +86,10 @@ func NewQuarantine(scope constructs.Construct, id string, props QuarantineProps)
 		BatchSize:      10,
 		MaxConcurrency: maxConcurrency,
 	})
-	// quarantine only puts items (package setaside's Sink: BatchWriteItem,
-	// and a conditional PutItem for the records of failed ranges, which
-	// never replaces a record its function set aside); its reads of the
+	// quarantine only writes items (package setaside's Sink: BatchWriteItem
+	// and UpdateItem for the messages it sets aside, and a conditional
+	// PutItem for the records of failed ranges, which never replaces a
+	// record its function set aside); its reads of the
 	// failed ranges are granted last, over every stream that reports to
 	// Failures (GrantFailedRangeReads in NewOperations).
 	q.Function.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{

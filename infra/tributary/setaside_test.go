@@ -54,9 +54,9 @@ func assertSetAsideGrant(t *testing.T, grants map[string]bool, quarantineID stri
 
 // TestQuarantineWriters: in the stack, every stream consumer that sets
 // records aside (aggregate, cdc, timeline, enrich) has the quarantine
-// table's name in QUARANTINE_TABLE_NAME and may call BatchWriteItem on it
-// and nothing else; quarantine may also PutItem (its records of failed
-// ranges) and nothing else; no other function may touch the table. The
+// table's name in QUARANTINE_TABLE_NAME and may call BatchWriteItem and
+// UpdateItem on it and nothing else; quarantine may also PutItem (its
+// records of failed ranges) and nothing else; no other function may touch the table. The
 // quarantine table and the failures queue and its DLQ survive cdk destroy.
 func TestQuarantineWriters(t *testing.T) {
 	s := fx.stack

@@ -117,10 +117,11 @@ var (
 )
 
 // quarantineTableActions are the calls package quarantine makes on the
-// quarantine table through package setaside (BatchWriteItem of put
-// requests, and conditional PutItem of a failed range's records): it never
-// reads, updates or deletes an item.
-var quarantineTableActions = []string{"dynamodb:PutItem", "dynamodb:BatchWriteItem"}
+// quarantine table through package setaside (conditional PutItem of a
+// failed range's records; for a message it sets aside, BatchWriteItem of
+// its chunks and UpdateItem of its item): it never reads or deletes an
+// item.
+var quarantineTableActions = []string{"dynamodb:PutItem", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem"}
 
 // TickerRate is how often a pipeline's ticker runs by default: it advances
 // the watermark of shards that saw no records for the pipeline's

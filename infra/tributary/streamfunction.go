@@ -38,10 +38,12 @@ const (
 const EnvQuarantineTableName = "QUARANTINE_TABLE_NAME"
 
 // setAsideActions are the DynamoDB calls setting a record aside makes on
-// the quarantine table (setaside.Sink.SetAside writes with BatchWriteItem
-// only). Keep them in step with the package: a missing action works
-// locally, where permissions are not enforced, and fails in AWS.
-var setAsideActions = []string{"dynamodb:BatchWriteItem"}
+// the quarantine table (setaside.Sink.SetAside: BatchWriteItem of a big
+// record's chunks, UpdateItem of its item, which adds the function's entry
+// beside those of other functions that set the same record aside). Keep
+// them in step with the package: a missing action works locally, where
+// permissions are not enforced, and fails in AWS.
+var setAsideActions = []string{"dynamodb:BatchWriteItem", "dynamodb:UpdateItem"}
 
 // GrantSetAside gives fn the quarantine table's name in
 // EnvQuarantineTableName and exactly the calls setting a record aside makes
@@ -72,7 +74,7 @@ type StreamFunctionProps struct {
 	// SetAside is the quarantine table the function sets aside the records
 	// that can never succeed in (package setaside), so they never reach
 	// OnFailure: the function gets its name (EnvQuarantineTableName) and may
-	// call BatchWriteItem on it (GrantSetAside). Optional.
+	// call BatchWriteItem and UpdateItem on it (GrantSetAside). Optional.
 	SetAside awsdynamodb.ITable
 
 	// StartingPosition is DefaultStreamStartingPos if empty.

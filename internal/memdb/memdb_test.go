@@ -57,7 +57,7 @@ func play(t *testing.T, db store) (views, quarantine []map[string]types.Attribut
 			// The ledger's TTL is floored at the clock (the records
 			// arrived days before it): the same clock on both stores.
 			aggregate.WithDedupe(aggregate.NewLedger(db, "views", cfg, dedupe.WithClock(clock))),
-			aggregate.WithSetAside(setaside.New(db, "quarantine", setaside.WithClock(clock))))
+			aggregate.WithSetAside(setaside.New(db, "quarantine", setaside.WithClock(clock), setaside.WithFunction("aggregate-"+name))))
 	}
 	invoke := func(p *aggregate.Processor, raw []byte) map[string]string {
 		t.Helper()
@@ -85,6 +85,9 @@ func play(t *testing.T, db store) (views, quarantine []map[string]types.Attribut
 	bad = []byte(strings.Replace(string(bad), `"data":"`, `"data":"bm90IGpzb24=`+`","x":"`, 1)) // "not json"
 	invoke(b, bad)
 	invoke(b, ev(271, 400).JSON())
+	// Both functions consume the stream: the record is one item, with
+	// each one's entry (a path into its functions map).
+	invoke(procs["intervals"], bad)
 
 	in := procs["intervals"]
 	st := map[string]string{}
@@ -172,6 +175,11 @@ func TestAggregateLeavesTheSameItemsAsOnMoto(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %d items compared", c.name, len(keys))
+	}
+	for _, it := range memAside {
+		if fs, ok := it["functions"].(*types.AttributeValueMemberM); !ok || len(fs.Value) != 2 {
+			t.Errorf("quarantine item %s: functions %v, want an entry of each of the two functions", show(it), it["functions"])
+		}
 	}
 }
 

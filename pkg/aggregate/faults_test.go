@@ -177,6 +177,14 @@ func (c *throttlingSink) BatchWriteItem(ctx context.Context, in *dynamodb.BatchW
 	return c.faultStore.BatchWriteItem(ctx, in, opts...)
 }
 
+// UpdateItem writes a record's own item (its chunks go by BatchWriteItem).
+func (c *throttlingSink) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if rand.IntN(c.every) == 0 {
+		return nil, errThrottled
+	}
+	return c.faultStore.UpdateItem(ctx, in, opts...)
+}
+
 var errCrash = errors.New("injected crash between two writes")
 
 func (c *crashingStore) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {

@@ -81,25 +81,19 @@ func (c *conflictOnce) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 }
 
 // asideCount is the quarantine table's client counting the set-aside
-// items written per sequence number.
+// items written per sequence number (each an UpdateItem that succeeds).
 type asideCount struct {
 	memdb.Client
 	mu   sync.Mutex
 	seqs map[string]int
 }
 
-func (a *asideCount) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
-	a.mu.Lock()
-	for _, reqs := range in.RequestItems {
-		for _, r := range reqs {
-			if r.PutRequest == nil {
-				continue
-			}
-			if s, ok := r.PutRequest.Item["sequenceNumber"].(*ddbtypes.AttributeValueMemberS); ok {
-				a.seqs[s.Value]++
-			}
-		}
+func (a *asideCount) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := a.Client.UpdateItem(ctx, in, opts...)
+	if s, ok := in.Key["sequenceNumber"].(*ddbtypes.AttributeValueMemberS); ok && err == nil {
+		a.mu.Lock()
+		a.seqs[s.Value]++
+		a.mu.Unlock()
 	}
-	a.mu.Unlock()
-	return a.Client.BatchWriteItem(ctx, in, opts...)
+	return out, err
 }

@@ -154,6 +154,9 @@ func (p *parkFaults) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWrite
 }
 
 func (p *parkFaults) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if _, quarantine := in.Key["source"]; quarantine && p.fault == "set-aside throttled" && p.armed.CompareAndSwap(true, false) {
+		return nil, errInjectedThrottle // the set-aside item itself (its chunks go by BatchWriteItem)
+	}
 	if !p.ofKey(in.Key) || !p.armed.Load() {
 		return p.DynamoDB.UpdateItem(ctx, in, opts...)
 	}

@@ -6,7 +6,9 @@
 // set-aside), those of a range Lambda gave up on (record) and the notes of
 // records that could not be read (missing), filtered by function (its name
 // or words of it), category, source and time, newest first, at most a
-// given number; it never reads their data.
+// given number; it never reads their data. A record several functions set
+// aside is listed once for each, with that one's field, category and
+// reason.
 //
 // Putter.Prepare reads one record whole (its chunks too) and decides what
 // a put-back would do, or refuses it with a *Refusal naming why:

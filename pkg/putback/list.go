@@ -51,7 +51,10 @@ type Filter struct {
 
 // Listing is what List found.
 type Listing struct {
-	// Items are the newest matching items, newest first, without data.
+	// Items are the newest matching items, newest first, without data:
+	// a record several functions set aside is there once for each
+	// function the filter selects (setaside.Item.SetAsides), with that
+	// one's function, field, category, reason and time.
 	Items []setaside.Item
 	// Matched is how many items matched, Scanned how many were read.
 	Matched, Scanned int
@@ -97,9 +100,8 @@ func List(ctx context.Context, db Scanner, table string, f Filter, limit int, pr
 		kinds[i] = expression.Value(k)
 	}
 	cond := expression.Name("kind").In(kinds[0], kinds[1:]...)
-	if f.Category != "" {
-		cond = cond.And(expression.Name("category").Equal(expression.Value(f.Category)))
-	}
+	// Category is filtered below, not in the scan: a record several
+	// functions set aside has a category for each.
 	if f.Source != "" {
 		cond = cond.And(expression.Name("source").BeginsWith(f.Source))
 	}
@@ -134,22 +136,29 @@ func List(ctx context.Context, db Scanner, table string, f Filter, limit int, pr
 			return l, fmt.Errorf("putback: decoding the items of %s: %w", table, err)
 		}
 		l.Scanned += int(out.ScannedCount)
-		for _, it := range items {
-			older := !f.Since.IsZero() && When(&it).Before(f.Since)
-			if f.Function != "" {
-				if !older {
-					l.Functions[it.Function]++
+		for i := range items {
+			// A record several functions set aside is one item: each
+			// function's is listed, with its own field and reason.
+			for _, it := range items[i].SetAsides() {
+				if f.Category != "" && it.Category != f.Category {
+					continue // the scan's filter read the item's own category, the last function's
 				}
-				if it.Function != f.Function && !hasWords(it.Function, words) {
+				older := !f.Since.IsZero() && When(&it).Before(f.Since)
+				if f.Function != "" {
+					if !older {
+						l.Functions[it.Function]++
+					}
+					if it.Function != f.Function && !hasWords(it.Function, words) {
+						continue
+					}
+				}
+				if older {
+					l.Older++
 					continue
 				}
+				l.Matched++
+				l.Items = append(l.Items, it)
 			}
-			if older {
-				l.Older++
-				continue
-			}
-			l.Matched++
-			l.Items = append(l.Items, it)
 		}
 		// Keep the newest limit: the table may hold many more.
 		sort.SliceStable(l.Items, func(i, j int) bool { return When(&l.Items[i]).After(When(&l.Items[j])) })
@@ -164,6 +173,12 @@ func List(ctx context.Context, db Scanner, table string, f Filter, limit int, pr
 		}
 		start = out.LastEvaluatedKey
 	}
+}
+
+// SelectsFunction reports whether f's Function selects the function
+// named (an empty Function selects every one).
+func (f Filter) SelectsFunction(name string) bool {
+	return f.Function == "" || name == f.Function || hasWords(name, functionWords(f.Function))
 }
 
 // functionWords are the runs of letters and digits of a function filter,

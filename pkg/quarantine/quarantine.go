@@ -20,10 +20,13 @@ import (
 const Retention = setaside.Retention
 
 // itemWriter is what the handler needs of DynamoDB: the quarantine table is
-// written through a setaside.Sink (PutItem and BatchWriteItem only).
+// written through a setaside.Sink (PutItem, BatchWriteItem, and UpdateItem
+// for the messages it sets aside: package setaside keeps each function's
+// entry of a record).
 type itemWriter interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
 var _ itemWriter = (*dynamodb.Client)(nil)

@@ -635,11 +635,16 @@ func testSetsAsideHostileMessages(t *testing.T, e env) {
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
-// throttledWriter fails every BatchWriteItem as DynamoDB does under
-// throttling (after the SDK's own retries).
+// throttledWriter fails every BatchWriteItem and UpdateItem (the writes
+// of a record set aside) as DynamoDB does under throttling (after the
+// SDK's own retries).
 type throttledWriter struct{ *dynamodb.Client }
 
 func (throttledWriter) BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
+}
+
+func (throttledWriter) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	return nil, &types.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
 }
 

@@ -56,6 +56,10 @@ func (w *recordingWriter) BatchWriteItem(context.Context, *dynamodb.BatchWriteIt
 	return &dynamodb.BatchWriteItemOutput{}, nil
 }
 
+func (w *recordingWriter) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
 // A read that stops on empty answers short of the shard's tip says the
 // records it did not copy may still be in the stream, naming them, not
 // that they are gone: before, the marker told the operator the records

@@ -25,14 +25,19 @@
 //
 //	set-aside  a record a function gave up on: function, field, category, reason;
 //	           rule (what the field must hold, when the function says: Rule) and
-//	           idTaken (its dedupe ledger took the record's id: Record.IDTaken)
+//	           idTaken (its dedupe ledger took the record's id: Record.IDTaken);
+//	           functions, the same of each function that set it aside (Entry)
 //	record     a record of a range Lambda gave up on (on-failure destination),
 //	           written by quarantine: condition, functionError, reason
 //	missing    a note that records of such a range could no longer be read
 //	chunk      a continuation of a record's data (sort key "<sequence>#001", ...)
 //
 // Writing is idempotent: the same record gives the same items, so a retried
-// batch or a redelivered message does no harm. A DynamoDB Streams record
+// batch or a redelivered message does no harm. A record several consumers
+// of a stream set aside is one item, its data kept once: each adds its
+// entry to functions with an UpdateItem that sets that entry alone, so
+// none hides another's reason (Item.SetAsides tells each one's), and the
+// item's own function, field, category and reason are the last one's. A DynamoDB Streams record
 // has no shard in the Lambda event, so its source is the stream ARN alone;
 // quarantine's copies of such records use the same source, so that a
 // record set aside is never kept a second time as a copy.
@@ -69,5 +74,5 @@
 // an item without source or sequence number, or with a key over DynamoDB's
 // limit, is ErrUnwritable, which no retry can change. This
 // keeps everything in the table the stack already has: no bucket, no new
-// permission beyond PutItem and BatchWriteItem on that table.
+// permission beyond PutItem, BatchWriteItem and UpdateItem on that table.
 package setaside

@@ -40,7 +40,8 @@ const MaxDataBytes = 64 * ChunkBytes
 
 // Bounds of the other attributes, so that an item always fits: with every
 // attribute at its bound and ChunkBytes of data (349,528 bytes as base64)
-// an item is about 373,000 bytes, under DynamoDB's 400 KB
+// an item is about 373,000 bytes, and about 395,000 with MaxFunctions
+// entries at theirs, under DynamoDB's 400 KB and the stand-in's 405,000
 // (TestBoundedItemFits holds every attribute to one of these).
 const (
 	maxSourceBytes   = 2048 // DynamoDB's partition key limit
@@ -107,6 +108,13 @@ type Item struct {
 	IDTaken bool `dynamodbav:"idTaken,omitempty"`
 	// SetAsideAt is when the function set it aside (RFC 3339).
 	SetAsideAt string `dynamodbav:"setAsideAt,omitempty"`
+	// Functions keeps, by function name, what each function that set the
+	// record aside said of it (Entry): a record of a stream several
+	// functions consume may be set aside by more than one, each for its
+	// own field. The attributes above are the last one's; SetAsides tells
+	// each one's. Absent on items written before it was kept (their one
+	// function is the attributes above) and for a function without a name.
+	Functions map[string]Entry `dynamodbav:"functions,omitempty"`
 
 	// Set on ItemRecord and ItemMissing items, from Lambda's on-failure
 	// record.

@@ -3,6 +3,7 @@ package setaside
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -66,6 +67,17 @@ func TestBoundedItemFits(t *testing.T) {
 			it := hostileItem(kind)
 			if err := it.bound(); err != nil {
 				t.Fatal(err)
+			}
+			// The most functions an item keeps, each entry at its bounds.
+			it.Functions = map[string]Entry{}
+			for i := range MaxFunctions {
+				by := it
+				by.Function = fmt.Sprintf("%03d%s", i, it.Function)
+				name, e := by.entry()
+				if len(name) > maxFunctionNameBytes || len(e.Reason) > maxEntryReasonBytes || len(e.Field) > maxEntryFieldBytes {
+					t.Fatalf("entry %d: name of %d bytes, reason %d, field %d: over their bounds", i, len(name), len(e.Reason), len(e.Field))
+				}
+				it.Functions[name] = e
 			}
 			head, chunks := split(it)
 			for _, x := range append([]Item{head}, chunks...) {

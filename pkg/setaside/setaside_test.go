@@ -93,7 +93,9 @@ func TestSetAsideWritesTheRecordWithItsReason(t *testing.T) {
 	want := setaside.Item{Source: streamArn + "/shardId-000000000001", SequenceNumber: kr.Kinesis.SequenceNumber, Kind: setaside.ItemSetAside,
 		Data: kr.Kinesis.Data, DataBytes: len(kr.Kinesis.Data), PartitionKey: "user-7", ApproximateArrival: "2026-11-29T10:59:00Z",
 		Function: "tributary-aggregate", Field: "data.ms", Category: "overflow", SetAsideAt: "2026-11-29T11:00:00Z",
-		ExpiresAt: now.Add(14 * 24 * time.Hour).Unix(), Reason: "data.ms 1.7e308 would make the window's sum +Inf"}
+		ExpiresAt: now.Add(14 * 24 * time.Hour).Unix(), Reason: "data.ms 1.7e308 would make the window's sum +Inf",
+		Functions: map[string]setaside.Entry{"tributary-aggregate": {Field: "data.ms", Category: "overflow",
+			Reason: "data.ms 1.7e308 would make the window's sum +Inf", SetAsideAt: "2026-11-29T11:00:00Z"}}}
 	if fmt.Sprintf("%+v", *it) != fmt.Sprintf("%+v", want) {
 		t.Errorf("item\n %+v\nwant\n %+v", *it, want)
 	}
@@ -166,8 +168,10 @@ func TestSetAsideKeepsBigRecordsWhole(t *testing.T) {
 	}
 }
 
-// throttled answers the first BatchWriteItem call with part of its items
-// unprocessed (as DynamoDB does under throttling), or fails every call.
+// throttled answers the first BatchWriteItem call (the chunks of big
+// records) with part of its items unprocessed (as DynamoDB does under
+// throttling), or fails every call, UpdateItem's (the records' own items)
+// too.
 type throttled struct {
 	*dynamodb.Client
 	calls     atomic.Int64
@@ -193,14 +197,22 @@ func (c *throttled) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteI
 	return &dynamodb.BatchWriteItemOutput{UnprocessedItems: rest}, nil
 }
 
+func (c *throttled) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if c.failCalls {
+		return nil, &ddbtypes.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
+	}
+	return c.Client.UpdateItem(ctx, in, opts...)
+}
+
 func TestSetAsideRetriesUnprocessedItems(t *testing.T) {
 	t.Parallel()
 	tbl := table(t)
 	c := &throttled{Client: db}
 	sink := setaside.New(c, tbl, setaside.WithBackoff(func(int) time.Duration { return time.Millisecond }))
 	var recs []setaside.Record
+	big := bytes.Repeat([]byte("x"), setaside.ChunkBytes+1) // two items each: the second a chunk
 	for i := range 5 {
-		kr := kinesisRecord(fmt.Sprint(100+i), []byte("x"))
+		kr := kinesisRecord(fmt.Sprint(100+i), big)
 		r := setaside.FromKinesis(&kr)
 		r.Reason = "bad"
 		recs = append(recs, r)
@@ -208,8 +220,13 @@ func TestSetAsideRetriesUnprocessedItems(t *testing.T) {
 	if err := sink.SetAside(context.Background(), recs); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(scan(t, tbl)); n != 5 || c.calls.Load() != 2 {
-		t.Errorf("%d items in %d calls, want 5 in 2 (the unprocessed retried)", n, c.calls.Load())
+	if n := len(scan(t, tbl)); n != 10 || c.calls.Load() != 2 {
+		t.Errorf("%d items, chunks in %d calls, want 10 (5 records and their chunks), chunks in 2 (the unprocessed retried)", n, c.calls.Load())
+	}
+	for i := range 5 {
+		if it, err := setaside.Load(context.Background(), db, tbl, streamArn+"/shardId-000000000001", fmt.Sprint(100+i)); err != nil || it == nil || !bytes.Equal(it.Data, big) {
+			t.Errorf("record %d: %v, want it whole", 100+i, err)
+		}
 	}
 }
 
@@ -334,8 +351,39 @@ func TestKeepNeverReplacesASetAsideRecord(t *testing.T) {
 	if err := sink.SetAside(context.Background(), []setaside.Record{rec}); err != nil {
 		t.Fatal(err)
 	}
-	if it, _ := setaside.Load(context.Background(), db, tbl, src, "301"); it == nil || it.Kind != setaside.ItemSetAside || it.Reason != "precise" {
-		t.Errorf("record 301 = %+v; want set aside", it)
+	if it, _ := setaside.Load(context.Background(), db, tbl, src, "301"); it == nil || it.Kind != setaside.ItemSetAside || it.Reason != "precise" || it.Condition != "" {
+		t.Errorf("record 301 = %+v; want set aside, nothing of the range's copy left", it)
+	}
+}
+
+// A record more than MaxFunctions functions set aside keeps the entries of
+// the first MaxFunctions, and the last one's on the item's own attributes:
+// the item stays within DynamoDB's limit, and no write fails for it.
+func TestSetAsideKeepsAtMostMaxFunctionsEntries(t *testing.T) {
+	t.Parallel()
+	tbl := table(t)
+	kr := kinesisRecord("400", []byte(`{"data":{}}`))
+	n := setaside.MaxFunctions + 2
+	for i := range n {
+		rec := setaside.FromKinesis(&kr)
+		rec.Field, rec.Kind, rec.Reason = fmt.Sprintf("data.f%d", i), setaside.KindInvalid, fmt.Sprintf("reason %d", i)
+		sink := setaside.New(db, tbl, setaside.WithFunction(fmt.Sprintf("consumer-%02d", i)), setaside.WithClock(func() time.Time { return now.Add(time.Duration(i) * time.Second) }))
+		if err := sink.SetAside(context.Background(), []setaside.Record{rec}); err != nil {
+			t.Fatalf("function %d: %v", i, err)
+		}
+	}
+	it, err := setaside.Load(context.Background(), db, tbl, streamArn+"/shardId-000000000001", "400")
+	if err != nil || it == nil {
+		t.Fatalf("Load = %v, %v", it, err)
+	}
+	last := fmt.Sprintf("consumer-%02d", n-1)
+	views := it.SetAsides()
+	if len(it.Functions) != setaside.MaxFunctions || len(views) != setaside.MaxFunctions+1 || views[0].Function != last || views[0].Reason != fmt.Sprintf("reason %d", n-1) {
+		t.Errorf("%d entries, %d set-asides, newest %s %q; want %d entries and the last function's on the item itself",
+			len(it.Functions), len(views), views[0].Function, views[0].Reason, setaside.MaxFunctions)
+	}
+	if v, ok := it.SetAsideBy("consumer-03"); !ok || v.Field != "data.f3" || v.Reason != "reason 3" || v.SetAsideAt != "2026-11-29T11:00:03Z" {
+		t.Errorf("consumer-03's = %+v, %v; want its own field, reason and time", v, ok)
 	}
 }
 

@@ -43,6 +43,7 @@ const attemptsWithoutDeadline = 10
 type writer interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
 var _ writer = (*dynamodb.Client)(nil)
@@ -141,10 +142,11 @@ func (s *Sink) SetAside(ctx context.Context, recs []Record) error {
 		chunks = append(chunks, cs...)
 	}
 	// Chunks first: a record's item is never there without its data.
+	// Every function that sets the record aside writes the same data.
 	if err := s.batchWrite(ctx, chunks); err != nil {
 		return err
 	}
-	if err := s.batchWrite(ctx, heads); err != nil {
+	if err := s.writeHeads(ctx, heads); err != nil {
 		return err
 	}
 	s.metrics.Add(Metric, metrics.Count, float64(len(recs)))
@@ -188,6 +190,39 @@ func (s *Sink) Keep(ctx context.Context, items []Item) error {
 		return err
 	}
 	return s.putAll(ctx, heads)
+}
+
+// writeHeads writes the records' own items concurrently (writeSetAside),
+// each record once.
+func (s *Sink) writeHeads(ctx context.Context, heads []Item) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		sem      = make(chan struct{}, putParallelism)
+		seen     = map[string]bool{}
+	)
+	for i := range heads {
+		k := heads[i].Source + "\x00" + heads[i].SequenceNumber
+		if seen[k] {
+			continue // the same record twice in one batch: the first is kept, as before
+		}
+		seen[k] = true
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := s.writeSetAside(ctx, &heads[i]); err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // notSetAside is the condition of Keep's record items, and notSetAsideChunk

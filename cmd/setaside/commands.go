@@ -199,12 +199,27 @@ func (c *commands) progress() func(scanned, matched int) {
 
 // hint is the command line that shows or puts back it: make's form for
 // the local deployment, go run's otherwise.
+// A put-back of a record several functions set aside names the function
+// whose set-aside it stands for (it.Function), so that it is judged by
+// that one's category and rule.
 func (c *commands) hint(command string, it *setaside.Item) string {
+	function := ""
+	if command == "putback" && len(it.SetAsides()) > 1 {
+		function = it.Function
+	}
 	if c.o.tmpl != "" {
 		target := map[string]string{"show": "setaside-show", "putback": "putback"}[command]
-		return fmt.Sprintf("%smake %s SOURCE='%s' SEQUENCE=%s", c.makePrefix, target, it.Source, it.SequenceNumber)
+		h := fmt.Sprintf("%smake %s SOURCE='%s' SEQUENCE=%s", c.makePrefix, target, it.Source, it.SequenceNumber)
+		if function != "" {
+			h += fmt.Sprintf(" FUNCTION='%s'", function)
+		}
+		return h
 	}
-	return fmt.Sprintf("go run ./cmd/setaside %s -table %s -source '%s' -sequence %s", command, c.o.table, it.Source, it.SequenceNumber)
+	h := fmt.Sprintf("go run ./cmd/setaside %s -table %s -source '%s' -sequence %s", command, c.o.table, it.Source, it.SequenceNumber)
+	if function != "" {
+		h += fmt.Sprintf(" -function '%s'", function)
+	}
+	return h
 }
 
 // printItem prints an item's attributes, a few lines each.
@@ -268,15 +283,33 @@ func (c *commands) show(ctx context.Context) error {
 		_, err := c.stdout.Write(it.Data)
 		return err
 	}
-	printItem(c.stdout, it)
+	views := it.SetAsides()
+	printItem(c.stdout, &views[0])
+	for i := 1; i < len(views); i++ {
+		printAlso(c.stdout, &views[i])
+	}
 	if len(it.Redacted) > 0 {
 		fmt.Fprintf(c.stdout, "  redacted  %s\n", strings.Join(it.Redacted, ", "))
 	}
 	fmt.Fprintf(c.stdout, "  data      %d bytes:\n", len(it.Data))
 	printData(c.stdout, it.Data)
-	show, put := c.correction(it, "record.json")
+	show, put := c.correction(&views[0], "record.json")
 	fmt.Fprintf(c.stderr, "to correct it: %s > record.json, edit record.json, then: %s\n", show, put)
 	return nil
+}
+
+// printAlso prints another function's set-aside of a record printItem
+// printed: when, its category, field and reason.
+func printAlso(w io.Writer, v *setaside.Item) {
+	head := []string{"  also by  " + orNone(v.Function), putback.When(v).UTC().Format("2006-01-02T15:04:05.000Z"), v.Category}
+	if v.Field != "" {
+		head = append(head, v.Field)
+	}
+	fmt.Fprintln(w, strings.Join(head, "  "))
+	fmt.Fprintf(w, "    reason  %s\n", oneLine(v.Reason, 300))
+	if v.Rule != nil {
+		fmt.Fprintf(w, "    rule    %s must hold %s\n", orWhole(v.Field), v.Rule)
+	}
 }
 
 // printData prints data indented, at most maxShown bytes of it.
@@ -303,7 +336,11 @@ func (c *commands) putBack(ctx context.Context) error {
 				return err
 			}
 		}
-		ok, err := c.putOne(ctx, c.o.source, c.o.sequence, fixed)
+		functions, err := c.functionsOf(ctx)
+		if err != nil {
+			return err
+		}
+		ok, err := c.putOne(ctx, c.o.source, c.o.sequence, functions, fixed)
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: nothing was put back", errRefused)
 		}
@@ -317,16 +354,33 @@ func (c *commands) putBack(ctx context.Context) error {
 		fmt.Fprintf(c.stderr, "setaside: %d records match; the newest %d are taken (-n)\n", l.Matched, len(l.Items))
 	}
 	c.noSuchFunction(l)
+	// A record several functions set aside is listed once for each: it
+	// is put back once, judged as the functions -function selected set
+	// it aside (as each of them did, without -function).
+	type record struct{ source, sequence string }
+	selected := map[record][]string{}
+	var items []*setaside.Item
+	for i := range l.Items {
+		it := &l.Items[i]
+		k := record{it.Source, it.SequenceNumber}
+		if _, ok := selected[k]; !ok {
+			items = append(items, it)
+		}
+		if c.o.filter.Function != "" {
+			selected[k] = append(selected[k], it.Function)
+		} else {
+			selected[k] = nil
+		}
+	}
 	// A record put back before is skipped, not refused: a run that
 	// stopped goes on where it was.
 	var put, skipped, refused int
-	for i := range l.Items {
-		it := &l.Items[i]
+	for i, it := range items {
 		if it.PutBackAt != "" && !c.o.again {
 			skipped++
 			continue
 		}
-		ok, err := c.putOne(ctx, it.Source, it.SequenceNumber, nil)
+		ok, err := c.putOne(ctx, it.Source, it.SequenceNumber, selected[record{it.Source, it.SequenceNumber}], nil)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "setaside: %d of %d put back before this error\n", put, len(l.Items))
 			return err
@@ -336,8 +390,8 @@ func (c *commands) putBack(ctx context.Context) error {
 		} else {
 			refused++
 		}
-		if n := i + 1; n%10 == 0 && n < len(l.Items) {
-			fmt.Fprintf(c.stderr, "setaside: %d/%d done (%d put back, %d refused)\n", n, len(l.Items), put, refused)
+		if n := i + 1; n%10 == 0 && n < len(items) {
+			fmt.Fprintf(c.stderr, "setaside: %d/%d done (%d put back, %d refused)\n", n, len(items), put, refused)
 		}
 	}
 	verb := "put back"
@@ -349,17 +403,42 @@ func (c *commands) putBack(ctx context.Context) error {
 		again = "AGAIN=1"
 	}
 	fmt.Fprintf(c.stderr, "setaside: %d %s, %d refused, %d skipped (put back before; %s puts them back once more), of %d selected\n",
-		put, verb, refused, skipped, again, len(l.Items))
+		put, verb, refused, skipped, again, len(items))
 	if refused > 0 {
 		return fmt.Errorf("%w: %d record(s), each named above with why", errRefused, refused)
 	}
 	return nil
 }
 
-// putOne puts back one record (or, -dry-run, says what would be put):
-// false when it is refused, which it prints.
-func (c *commands) putOne(ctx context.Context, source, sequence string, fixed []byte) (bool, error) {
-	plan, err := c.putter.Prepare(ctx, source, sequence, fixed)
+// functionsOf is, for putback -source -sequence -function, the names of
+// the functions -function selects of those that set the record aside
+// (the name given, when none: the refusal names those that did); nil
+// without -function, or for a record that is not there (Prepare says so).
+func (c *commands) functionsOf(ctx context.Context) ([]string, error) {
+	if c.o.filter.Function == "" {
+		return nil, nil
+	}
+	it, err := putback.Load(ctx, c.db, c.o.table, c.o.source, c.o.sequence)
+	if err != nil || it == nil {
+		return nil, err
+	}
+	var names []string
+	for _, v := range it.SetAsides() {
+		if c.o.filter.SelectsFunction(v.Function) {
+			names = append(names, v.Function)
+		}
+	}
+	if len(names) == 0 {
+		names = []string{c.o.filter.Function}
+	}
+	return names, nil
+}
+
+// putOne puts back one record (or, -dry-run, says what would be put),
+// judged as the functions named set it aside (every one that did, when
+// none are named): false when it is refused, which it prints.
+func (c *commands) putOne(ctx context.Context, source, sequence string, functions []string, fixed []byte) (bool, error) {
+	plan, err := c.putter.PrepareFor(ctx, source, sequence, functions, fixed)
 	var r *putback.Refusal
 	if errors.As(err, &r) {
 		msg := r.Reason

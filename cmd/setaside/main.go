@@ -167,7 +167,7 @@ func parse(args []string, now time.Time, help io.Writer) (options, error) {
 	fs.StringVar(&o.tmpl, "template", "", "name the table as the local runner deploys this synthesized template (only with AWS_ENDPOINT_URL: the local stand-in)")
 	fs.StringVar(&o.stack, "stack", defaultStack, "with -template: the prefix the local runner gave the names (make local-up prints it)")
 	if o.command != "show" {
-		fs.StringVar(&o.filter.Function, "function", "", "only records this function set aside (its name, as the item's function says)")
+		fs.StringVar(&o.filter.Function, "function", "", "only records this function set aside (its name, as the item's function says, or words of it); putback judges each as this function set it aside")
 		fs.StringVar(&o.filter.Category, "category", "", "only records of this category (invalid, unparseable, output-too-large, ...)")
 		fs.StringVar(&o.since, "since", "", "only records set aside since: a duration ago (24h) or an RFC 3339 time (list says how many older ones it left out)")
 		fs.IntVar(&o.limit, "n", 0, fmt.Sprintf("at most this many records, newest first, 1 to %d (default %d; putback %d)", putback.MaxList, defaultList, defaultPutBack))
@@ -254,8 +254,8 @@ func (o *options) check(fs *flag.FlagSet, now time.Time) error {
 			return cli.Usagef("source", "needs -sequence: putback puts back one record by its source and sequence number, or those -function, -category and -since select, never a whole shard")
 		case o.dataFile != "" && !one:
 			return cli.Usagef("data", "puts back one record: give its -source and -sequence too")
-		case one && (o.filter.Function != "" || o.filter.Category != "" || o.since != "" || set["n"]):
-			return cli.Usagef("sequence", "names one record; -function, -category, -since and -n select several: give one or the other")
+		case one && (o.filter.Category != "" || o.since != "" || set["n"]):
+			return cli.Usagef("sequence", "names one record; -category, -since and -n select several: give one or the other")
 		case !one && o.filter.Function == "" && o.filter.Category == "" && o.since == "":
 			return cli.Usagef("source", "and -sequence, or a filter (-function, -category, -since), is required: putback does not put back every record of the table at once")
 		case o.horizon <= 0:

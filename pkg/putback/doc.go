@@ -11,7 +11,11 @@
 // reason.
 //
 // Putter.Prepare reads one record whole (its chunks too) and decides what
-// a put-back would do, or refuses it with a *Refusal naming why:
+// a put-back would do, or refuses it with a *Refusal naming why. A record
+// several functions set aside is judged as each of them set it aside (its
+// category, field and rule: the copy reaches them all); Putter.PrepareFor
+// judges it as the functions named did (a put-back of one function's
+// records). It refuses:
 //
 //   - only a Kinesis record goes back: a DynamoDB stream record is replayed
 //     by writing its item again, an SQS body has no stream, an output a

@@ -166,3 +166,50 @@ func TestAnItemOfOneFunctionStillReads(t *testing.T) {
 		t.Errorf("second function's record listed as %s %q, want data.d \"new reason\"", it.Field, it.Reason)
 	}
 }
+
+// A record two functions set aside is judged as each set it aside: by
+// both when no function is named (the copy reaches both), by the one
+// named alone otherwise, with its own field, category and rule.
+func TestPrepareForJudgesAsTheFunctionSetItAside(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	rec := setaside.Record{Source: f.arn, Shard: shard, Sequence: "49650000000000000000000002", PartitionKey: "user-9",
+		ArrivedAt: now.Add(-5 * time.Minute), Data: []byte(twoFields)}
+	tiny, views := rec, rec
+	tiny.Field, tiny.Kind, tiny.Reason, tiny.Rule = "data.v", setaside.KindInvalid, `data.v: "x" is not a number`, setaside.NumberRule(9007199254740992)
+	views.Field, views.Kind, views.Reason = "data.d", setaside.KindStateBudget, "over budget"
+	const tinyFn, viewsFn = "Tributary-PipelinesHostiletinyAggregate", "Tributary-PipelinesPageviewsAggregate"
+	if err := f.sinkOf(tinyFn, now.Add(-2*time.Minute)).SetAside(ctx, []setaside.Record{tiny}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sinkOf(viewsFn, now.Add(-time.Minute)).SetAside(ctx, []setaside.Record{views}); err != nil {
+		t.Fatal(err)
+	}
+	source := f.arn + "/" + shard
+	corrected := []byte(strings.Replace(twoFields, `"v":"x"`, `"v":7`, 1))
+	for _, tc := range []struct {
+		name      string
+		functions []string
+		fixed     []byte
+		refusal   string // "" for a plan
+	}{
+		{"every function: pageviews' state-budget refuses it", nil, corrected, "state-budget: " + viewsFn},
+		{"hostiletiny's, unchanged: its field", []string{tinyFn}, nil, "data.v it held when " + tinyFn},
+		{"hostiletiny's, corrected to what its rule refuses", []string{tinyFn}, []byte(strings.Replace(twoFields, `"v":"x"`, `"v":"7"`, 1)), "field data.v: is a string"},
+		{"hostiletiny's, corrected", []string{tinyFn}, corrected, ""},
+		{"pageviews'", []string{viewsFn}, corrected, "state-budget: " + viewsFn},
+		{"a function that did not set it aside", []string{"Tributary-Enrich"}, corrected, `"Tributary-Enrich" did not set it aside (` + viewsFn + ", " + tinyFn + " did)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := f.putter.PrepareFor(ctx, source, rec.Sequence, tc.functions, tc.fixed)
+			var r *putback.Refusal
+			switch {
+			case tc.refusal == "" && (err != nil || plan == nil || plan.Item.Function != tinyFn):
+				t.Errorf("PrepareFor = %v, %v; want a plan for %s's set-aside", plan, err, tinyFn)
+			case tc.refusal != "" && (!errors.As(err, &r) || !strings.Contains(r.Reason, tc.refusal)):
+				t.Errorf("PrepareFor = %v; want refused saying %q", err, tc.refusal)
+			}
+		})
+	}
+}

@@ -131,7 +131,20 @@ type Result struct {
 // putting it back does, or a *Refusal saying why it will not be put back,
 // ErrNotFound, or a read error. fixed, when not nil, is put in place of
 // the kept data (the record once its producer's mistake is corrected).
+// A record several functions set aside is judged as each of them set it
+// aside (its category, field, reason and rule), since the copy reaches
+// every one of them: the first refusal is the answer.
 func (p *Putter) Prepare(ctx context.Context, source, sequence string, fixed []byte) (*Plan, error) {
+	return p.PrepareFor(ctx, source, sequence, nil, fixed)
+}
+
+// PrepareFor is Prepare judging the record only as the functions named
+// (exactly, as the item names them) set it aside — all of them when
+// functions is empty: a put-back for one function's records (Filter.Function)
+// is held to that function's category and rule, not to another's that set
+// the same record aside for another field. A function that did not set it
+// aside is a *Refusal naming those that did.
+func (p *Putter) PrepareFor(ctx context.Context, source, sequence string, functions []string, fixed []byte) (*Plan, error) {
 	it, err := Load(ctx, p.DB, p.Table, source, sequence)
 	if err != nil {
 		return nil, err
@@ -139,6 +152,41 @@ func (p *Putter) Prepare(ctx context.Context, source, sequence string, fixed []b
 	if it == nil {
 		return nil, fmt.Errorf("putback: %s %s: %w", source, sequence, ErrNotFound)
 	}
+	views := it.SetAsides()
+	if len(functions) > 0 {
+		var by []setaside.Item
+		for _, f := range functions {
+			v, ok := it.SetAsideBy(f)
+			if !ok {
+				return nil, &Refusal{Source: source, Sequence: sequence,
+					Reason: fmt.Sprintf("%s did not set it aside (%s did)", strictjson.QuoteCut(f, 128), setAsideBy(views))}
+			}
+			by = append(by, v)
+		}
+		views = by
+	}
+	var plan *Plan
+	for i := range views {
+		if plan, err = p.prepare(&views[i], fixed); err != nil {
+			return nil, err
+		}
+	}
+	return plan, nil
+}
+
+// setAsideBy names the functions of an item's set-asides.
+func setAsideBy(views []setaside.Item) string {
+	names := make([]string, len(views))
+	for i := range views {
+		names[i] = orUnknown(views[i].Function)
+	}
+	return strings.Join(names, ", ")
+}
+
+// prepare is Prepare of the record as one function set it aside (it, its
+// data whole).
+func (p *Putter) prepare(it *setaside.Item, fixed []byte) (*Plan, error) {
+	source, sequence := it.Source, it.SequenceNumber
 	refuse := func(flag, format string, args ...any) (*Plan, error) {
 		return nil, &Refusal{Source: source, Sequence: sequence, Reason: fmt.Sprintf(format, args...), Flag: flag}
 	}

@@ -4,7 +4,7 @@
 //
 //	go run ./cmd/setaside list -table <QuarantineTableName> [-function f] [-category invalid] [-since 24h] [-n 20] [-json]
 //	go run ./cmd/setaside show -table <QuarantineTableName> -source <source> -sequence <n> [-data-only]
-//	go run ./cmd/setaside putback -table <QuarantineTableName> -source <source> -sequence <n> [-data fixed.json] [-dry-run]
+//	go run ./cmd/setaside putback -table <QuarantineTableName> -source <source> -sequence <n> [-data fixed.json] [-function f] [-dry-run]
 //	go run ./cmd/setaside putback -table <QuarantineTableName> -function f [-category c] [-since 1h] [-n 100] [-dry-run]
 //	make setaside / make setaside-show / make putback    (the running make local-up)
 //
@@ -50,7 +50,7 @@ func main() {
 const usage = `usage:
   setaside list    -table <QuarantineTableName> [-function f] [-category c] [-source s] [-since 24h] [-n 20] [-json]
   setaside show    -table <QuarantineTableName> -source <source> -sequence <sequence number> [-data-only]
-  setaside putback -table <QuarantineTableName> -source <source> -sequence <sequence number> [-data fixed.json] [-dry-run]
+  setaside putback -table <QuarantineTableName> -source <source> -sequence <sequence number> [-data fixed.json] [-function f] [-dry-run]
   setaside putback -table <QuarantineTableName> -function f [-category c] [-source s] [-since 1h] [-n 100] [-dry-run]
   setaside <command> -template infra/cdk.out/Tributary.template.json ...   (the local deployment's table: make setaside)
 Lists the records the stack's functions set aside, shows one with its data, and puts records back on

@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/setaside"
 )
@@ -28,42 +24,9 @@ import (
 // that function's category alone (the other's is state-budget, which no
 // put-back may reach).
 func TestOneRecordSetAsideByTwoFunctions(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
-	db, kin := dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
-	ctx := context.Background()
-	none := filepath.Join(t.TempDir(), "none")
-	env := map[string]string{
-		"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
-		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
-	}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
-	cmd := func(args ...string) result {
-		t.Helper()
-		var stdout, stderr bytes.Buffer
-		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-		code := run(ctx, args, lookup, func() time.Time { return now }, &stdout, &stderr)
-		return result{code, stdout.String(), stderr.String()}
-	}
-	table, err := templateTable(tmpl, defaultStack)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := setaside.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("events")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	arn := aws.ToString(d.StreamDescriptionSummary.StreamARN)
+	st := newCommandStack(t)
+	db, kin, now, table, arn := st.db, st.kin, st.now, st.table, st.arn
+	ctx, cmd := context.Background(), st.cmd
 	const shard = "shardId-000000000000"
 	data := `{"id":"evt-9","type":"page_view","key":"user-9","occurredAt":"2026-12-05T09:54:00Z","sentAt":"2026-12-05T09:54:01Z","data":{"v":"x","d":"y"}}`
 	rec := setaside.Record{Source: arn, Shard: shard, Sequence: "49650009", PartitionKey: "user-9", ArrivedAt: now.Add(-5 * time.Minute), Data: []byte(data)}

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
 	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/setaside"
@@ -29,47 +30,68 @@ type result struct {
 	stdout, stderr string
 }
 
+// commandStack is a stand-in holding the quarantine table the template
+// names and an events stream of one shard, with the AWS variables pointing
+// at it: what a test drives the command against, as a user of make
+// local-up would.
+type commandStack struct {
+	srv        *standin.Server
+	db         *dynamodb.Client
+	kin        *kinesis.Client
+	env        map[string]string // the command's environment: a test may change it
+	now        time.Time
+	table, arn string // the quarantine table's name, the events stream's ARN
+}
+
+func newCommandStack(t *testing.T) *commandStack {
+	t.Helper()
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	none := filepath.Join(t.TempDir(), "none")
+	st := &commandStack{srv: srv, db: dynamodb.NewFromConfig(cfg), kin: kinesis.NewFromConfig(cfg),
+		now: time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC),
+		env: map[string]string{
+			"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+			"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
+			"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
+		}}
+	for k, v := range st.env {
+		t.Setenv(k, v)
+	}
+	var err error
+	if st.table, err = templateTable(tmpl, defaultStack); err != nil {
+		t.Fatal(err)
+	}
+	if err := setaside.CreateTable(ctx, st.db, st.table); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("events")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.arn = aws.ToString(d.StreamDescriptionSummary.StreamARN)
+	return st
+}
+
+// cmd runs the command with the stack's environment and clock.
+func (s *commandStack) cmd(args ...string) result {
+	var stdout, stderr bytes.Buffer
+	lookup := func(k string) (string, bool) { v, ok := s.env[k]; return v, ok }
+	code := run(context.Background(), args, lookup, func() time.Time { return s.now }, &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
 // TestRun drives the command as a user of make local-up would: list what
 // was set aside, show one, put it back corrected (a dry run first), and
 // meet the refusals, each with its exit status.
 func TestRun(t *testing.T) {
-	srv := standintest.Start(t)
-	cfg := standintest.Config(t, srv)
-	db, kin := dynamodb.NewFromConfig(cfg), kinesis.NewFromConfig(cfg)
-	ctx := context.Background()
-	none := filepath.Join(t.TempDir(), "none")
-	env := map[string]string{
-		"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
-		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
-	}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
-	cmd := func(args ...string) result {
-		t.Helper()
-		var stdout, stderr bytes.Buffer
-		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-		code := run(ctx, args, lookup, func() time.Time { return now }, &stdout, &stderr)
-		return result{code, stdout.String(), stderr.String()}
-	}
-
-	table, err := templateTable(tmpl, defaultStack)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := setaside.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String("events"), ShardCount: aws.Int32(1)}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := kin.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String("events")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	arn := aws.ToString(d.StreamDescriptionSummary.StreamARN)
+	st := newCommandStack(t)
+	srv, db, kin, env, now, table, arn := st.srv, st.db, st.kin, st.env, st.now, st.table, st.arn
+	ctx, cmd := context.Background(), st.cmd
 	const shard = "shardId-000000000000"
 	source := arn + "/" + shard
 	bad := `{"id":"evt-7","type":"page_view","key":"user-7","occurredAt":"2026-12-05T09:54:00Z","sentAt":"2026-12-05T09:54:01Z","data":{"ms":"slow"}}`
@@ -294,26 +316,9 @@ func TestRun(t *testing.T) {
 // out, and from when — as make's SINCE= under make — and nothing when
 // -since left none out.
 func TestListSaysWhatSinceLeftOut(t *testing.T) {
-	srv := standintest.Start(t)
-	db := dynamodb.NewFromConfig(standintest.Config(t, srv))
+	st := newCommandStack(t)
+	db, env, table, now := st.db, st.env, st.table, st.now
 	ctx := context.Background()
-	none := filepath.Join(t.TempDir(), "none")
-	env := map[string]string{
-		"AWS_ENDPOINT_URL": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-		"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "", "AWS_PROFILE": "",
-		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none,
-	}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	table, err := templateTable(tmpl, defaultStack)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := setaside.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	// Set aside 10 minutes ago: one by each function; 2 hours ago: three
 	// by aggregate; 30 hours ago: one by aggregate.
 	seq := 0

@@ -42,41 +42,10 @@ func (b *beforeUnlist) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 // after the ticker emitted, before it unlisted); a correction once; and
 // nothing more when Lambda redelivers the batches.
 func TestWindowLifecycleLogsEachResultOnce(t *testing.T) {
-	cfg, err := pipeline.Parse([]byte(`{"name":"once","key":"key","windows":[{"kind":"tumbling","size":"1m"}],
-	  "aggregates":["count"],"outOfOrderness":"0s","idleTimeout":"30s","latePolicy":"correct","allowedLateness":"1h","partitionKeyIsGroupingKey":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	table := fmt.Sprintf("resultonce-%d", tableSeq.Add(1))
-	if err := state.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer // both functions' log groups: the query reads both
-	logger := aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))
-	p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), nil, "", logger)
-	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	rec := func(seq int, key string, offset time.Duration) record {
-		at := base.Add(offset)
-		return record{shard: "shardId-000000000000", seq: seq, env: stream.Envelope{ID: fmt.Sprint(seq), Type: "v", Key: key,
-			OccurredAt: at, SentAt: at, ReceivedAt: at, Data: json.RawMessage(`{}`)}}
-	}
-	send := func(recs ...record) {
-		t.Helper()
-		resp, err := p.HandleBatch(ctx, kinesisEvent(recs))
-		if err != nil || len(resp.BatchItemFailures) > 0 {
-			t.Fatalf("batch: %+v %v", resp, err)
-		}
-	}
-	kLines := func() []map[string]any {
-		var out []map[string]any
-		for _, l := range logs.resultLines(t) {
-			if l["key"] == "k" {
-				out = append(out, l)
-			}
-		}
-		return out
-	}
+	r := newOnceRun(t, "resultonce", `{"name":"once","key":"key","windows":[{"kind":"tumbling","size":"1m"}],
+	  "aggregates":["count"],"outOfOrderness":"0s","idleTimeout":"30s","latePolicy":"correct","allowedLateness":"1h","partitionKeyIsGroupingKey":true}`)
+	ctx, rec, send, base := context.Background(), r.rec, r.send, r.base
+	kLines := func() []map[string]any { lines, _, _ := r.resultsOf("k"); return lines }
 
 	// Open: k's window [10:00, 10:01) holds two events; nothing logged.
 	first := []record{rec(1, "k", 10*time.Second), rec(2, "k", 20*time.Second)}
@@ -89,10 +58,10 @@ func TestWindowLifecycleLogsEachResultOnce(t *testing.T) {
 	// unlists, the handler's next batch finalizes the same window (found
 	// final already) and emits it too.
 	raced := false
-	ticker := aggregate.New(cfg, state.NewViews(&beforeUnlist{Client: db, hook: func() {
+	ticker := r.processor(state.NewViews(&beforeUnlist{Client: db, hook: func() {
 		raced = true
 		send(rec(3, "z", 2*time.Minute))
-	}}, table, cfg.Aggregates), nil, "", logger)
+	}}, r.table, r.cfg.Aggregates))
 	for _, at := range []time.Time{base.Add(time.Hour), base.Add(time.Hour + time.Minute)} {
 		if _, err := ticker.Tick(ctx, at); err != nil {
 			t.Fatalf("tick: %v", err)
@@ -109,13 +78,7 @@ func TestWindowLifecycleLogsEachResultOnce(t *testing.T) {
 	send(first...)
 	send(late)
 
-	lines := kLines()
-	seen := map[string]int{}
-	var sum float64
-	for _, l := range lines {
-		seen[l["id"].(string)]++
-		sum += l["countDelta"].(float64)
-	}
+	lines, seen, sum := r.resultsOf("k")
 	id := "once/k/tumbling:1m0s/2026-11-29T10:00:00.000Z/2026-11-29T10:01:00.000Z/"
 	want := map[string]int{id + "r1": 1, id + "r2": 1}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
@@ -164,39 +127,16 @@ func (b *beforeSessionClear) UpdateItem(ctx context.Context, in *dynamodb.Update
 // counts the session's events once. Before, each finalizer logged what it
 // sent.
 func TestSessionFinalLoggedOnceWhenFinalizersRace(t *testing.T) {
-	cfg, err := pipeline.Parse([]byte(`{"name":"sonce","key":"key","windows":[{"kind":"session","gap":"30s"}],
-	  "aggregates":["count"],"outOfOrderness":"0s","idleTimeout":"30s","latePolicy":"correct","allowedLateness":"1h","partitionKeyIsGroupingKey":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	table := fmt.Sprintf("sessiononce-%d", tableSeq.Add(1))
-	if err := state.CreateTable(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer
-	logger := aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil)))
-	p := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), nil, "", logger)
-	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	rec := func(seq int, key string, offset time.Duration) record {
-		at := base.Add(offset)
-		return record{shard: "shardId-000000000000", seq: seq, env: stream.Envelope{ID: fmt.Sprint(seq), Type: "v", Key: key,
-			OccurredAt: at, SentAt: at, ReceivedAt: at, Data: json.RawMessage(`{}`)}}
-	}
-	send := func(recs ...record) {
-		t.Helper()
-		resp, err := p.HandleBatch(ctx, kinesisEvent(recs))
-		if err != nil || len(resp.BatchItemFailures) > 0 {
-			t.Errorf("batch: %+v %v", resp, err)
-		}
-	}
+	r := newOnceRun(t, "sessiononce", `{"name":"sonce","key":"key","windows":[{"kind":"session","gap":"30s"}],
+	  "aggregates":["count"],"outOfOrderness":"0s","idleTimeout":"30s","latePolicy":"correct","allowedLateness":"1h","partitionKeyIsGroupingKey":true}`)
+	ctx, rec, send, base := context.Background(), r.rec, r.send, r.base
 	send(rec(1, "k", 10*time.Second), rec(2, "k", 20*time.Second))
 
 	raced := false
-	ticker := aggregate.New(cfg, state.NewViews(&beforeSessionClear{Client: db, hook: func() {
+	ticker := r.processor(state.NewViews(&beforeSessionClear{Client: db, hook: func() {
 		raced = true
 		send(rec(3, "z", 5*time.Minute)) // its watermark closes k's session too
-	}}, table, cfg.Aggregates), nil, "", logger)
+	}}, r.table, r.cfg.Aggregates))
 	for _, at := range []time.Time{base.Add(time.Hour), base.Add(time.Hour + time.Minute)} {
 		if _, err := ticker.Tick(ctx, at); err != nil {
 			t.Fatalf("tick: %v", err)
@@ -205,16 +145,7 @@ func TestSessionFinalLoggedOnceWhenFinalizersRace(t *testing.T) {
 	if !raced {
 		t.Fatal("the ticker wrote no session window before a state save: no race was set up")
 	}
-	seen := map[string]int{}
-	var sum float64
-	var lines []map[string]any
-	for _, l := range logs.resultLines(t) {
-		if l["key"] == "k" {
-			lines = append(lines, l)
-			seen[l["id"].(string)]++
-			sum += l["countDelta"].(float64)
-		}
-	}
+	lines, seen, sum := r.resultsOf("k")
 	if len(seen) != 1 {
 		t.Fatalf("k's result lines by id %v, want one session: %v", seen, lines)
 	}
@@ -226,4 +157,65 @@ func TestSessionFinalLoggedOnceWhenFinalizersRace(t *testing.T) {
 	if sum != 2 {
 		t.Errorf("countDelta over k's result lines sums to %v, want 2 (k's events): %v", sum, lines)
 	}
+}
+
+// onceRun is what the log-once tests share: a pipeline's processor on a
+// table of its own, its result lines (both functions' log groups, as the
+// query reads them) in logs, and records of one shard at offsets from base.
+type onceRun struct {
+	t     *testing.T
+	cfg   *pipeline.Config
+	table string
+	logs  lockedBuffer
+	p     *aggregate.Processor
+	base  time.Time
+}
+
+func newOnceRun(t *testing.T, prefix, doc string) *onceRun {
+	t.Helper()
+	cfg, err := pipeline.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &onceRun{t: t, cfg: cfg, table: fmt.Sprintf("%s-%d", prefix, tableSeq.Add(1)), base: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	if err := state.CreateTable(context.Background(), db, r.table); err != nil {
+		t.Fatal(err)
+	}
+	r.p = r.processor(state.NewViews(db, r.table, cfg.Aggregates))
+	return r
+}
+
+// processor is a processor of the run's pipeline on views (the ticker's,
+// its client with a hook), logging to r.logs.
+func (r *onceRun) processor(views *state.Views) *aggregate.Processor {
+	return aggregate.New(r.cfg, views, nil, "", aggregate.WithLogger(slog.New(slog.NewJSONHandler(&r.logs, nil))))
+}
+
+func (r *onceRun) rec(seq int, key string, offset time.Duration) record {
+	at := r.base.Add(offset)
+	return record{shard: "shardId-000000000000", seq: seq, env: stream.Envelope{ID: fmt.Sprint(seq), Type: "v", Key: key,
+		OccurredAt: at, SentAt: at, ReceivedAt: at, Data: json.RawMessage(`{}`)}}
+}
+
+// send hands the run's processor a batch, which must succeed whole.
+func (r *onceRun) send(recs ...record) {
+	r.t.Helper()
+	resp, err := r.p.HandleBatch(context.Background(), kinesisEvent(recs))
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		r.t.Fatalf("batch: %+v %v", resp, err)
+	}
+}
+
+// resultsOf is key's result lines, how many there are of each id, and
+// their countDelta summed.
+func (r *onceRun) resultsOf(key string) (lines []map[string]any, byID map[string]int, countDelta float64) {
+	byID = map[string]int{}
+	for _, l := range r.logs.resultLines(r.t) {
+		if l["key"] == key {
+			lines = append(lines, l)
+			byID[l["id"].(string)]++
+			countDelta += l["countDelta"].(float64)
+		}
+	}
+	return lines, byID, countDelta
 }

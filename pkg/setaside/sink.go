@@ -195,24 +195,33 @@ func (s *Sink) Keep(ctx context.Context, items []Item) error {
 // writeHeads writes the records' own items concurrently (writeSetAside),
 // each record once.
 func (s *Sink) writeHeads(ctx context.Context, heads []Item) error {
+	seen := map[string]bool{}
+	once := heads[:0:0]
+	for i := range heads {
+		k := heads[i].Source + "\x00" + heads[i].SequenceNumber
+		if !seen[k] { // the same record twice in one batch: the first is kept, as before
+			seen[k] = true
+			once = append(once, heads[i])
+		}
+	}
+	return each(len(once), func(i int) error { return s.writeSetAside(ctx, &once[i]) })
+}
+
+// each runs fn(0) … fn(n-1), putParallelism at a time, and returns the
+// first error any returned (all run).
+func each(n int, fn func(i int) error) error {
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
 		sem      = make(chan struct{}, putParallelism)
-		seen     = map[string]bool{}
 	)
-	for i := range heads {
-		k := heads[i].Source + "\x00" + heads[i].SequenceNumber
-		if seen[k] {
-			continue // the same record twice in one batch: the first is kept, as before
-		}
-		seen[k] = true
+	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := s.writeSetAside(ctx, &heads[i]); err != nil {
+			if err := fn(i); err != nil {
 				mu.Lock()
 				if firstErr == nil {
 					firstErr = err
@@ -243,12 +252,7 @@ func notOf(name string) expression.Expression {
 // putAll puts items concurrently, record items (and their chunks) on the
 // condition that they do not replace a set-aside item (or its chunks).
 func (s *Sink) putAll(ctx context.Context, items []Item) error {
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-		sem      = make(chan struct{}, putParallelism)
-	)
+	ins := make([]*dynamodb.PutItemInput, len(items))
 	for i := range items {
 		av, err := s.marshal(&items[i])
 		if err != nil {
@@ -267,31 +271,23 @@ func (s *Sink) putAll(ctx context.Context, items []Item) error {
 			in.ExpressionAttributeNames = cond.Names()
 			in.ExpressionAttributeValues = cond.Values()
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			_, err := s.db.PutItem(ctx, in)
-			var ccf *types.ConditionalCheckFailedException
-			if errors.As(err, &ccf) {
-				if items[i].Kind == ItemChunk {
-					return // its record's item says it below
-				}
+		ins[i] = in
+	}
+	return each(len(items), func(i int) error {
+		_, err := s.db.PutItem(ctx, ins[i])
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			if items[i].Kind != ItemChunk { // a chunk's record item says it below
 				s.log.InfoContext(ctx, "record already set aside by its function; kept as it is",
 					"source", items[i].Source, "sequenceNumber", items[i].SequenceNumber)
-				return
 			}
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = fmt.Errorf("PutItem %s/%s into %s: %w", items[i].Source, items[i].SequenceNumber, s.table, err)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return firstErr
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("PutItem %s/%s into %s: %w", items[i].Source, items[i].SequenceNumber, s.table, err)
+		}
+		return nil
+	})
 }
 
 // marshal encodes an item and checks it against DynamoDB's item size.

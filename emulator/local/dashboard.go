@@ -462,7 +462,7 @@ func (d *dashboardServer) resultKeys(ctx context.Context, pl *Windows) ([]string
 // that start in [from, to), in start order, and whether there are earlier
 // ones; it reads no more than that and one.
 func (d *dashboardServer) windowsOf(ctx context.Context, pl *Windows, key, kind string, from, to time.Time) ([]state.View, bool, error) {
-	return pl.views.QueryBounded(ctx, pl.Pipeline.Name, key, kind, from, to, state.Bound{Limit: maxResultWindows, Latest: true})
+	return pl.recent.WindowsLatest(ctx, key, kind, from, to, maxResultWindows)
 }
 
 // DashboardURL is the address of the local dashboard page, or "" when it is

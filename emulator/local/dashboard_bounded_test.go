@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/tributary-dev/tributary/emulator/standin/standintest"
+	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/window"
@@ -83,10 +85,11 @@ func TestResultsViewReadsTheLatestWindows(t *testing.T) {
 
 	counter := &standintest.QueryCounter{Client: db}
 	d := &dashboardServer{
-		db:        db,
-		pipelines: []*Windows{{Pipeline: pc, Function: "aggregate", Table: "views", views: state.NewViews(counter, "views", pc.Aggregates)}},
-		now:       func() time.Time { return now },
-		keys:      map[string]keyList{},
+		db: db,
+		pipelines: []*Windows{{Pipeline: pc, Function: "aggregate", Table: "views", views: state.NewViews(counter, "views", pc.Aggregates),
+			recent: aggregate.New(pc, state.NewViews(counter, "views", pc.Aggregates), nil, "")}},
+		now:  func() time.Time { return now },
+		keys: map[string]keyList{},
 	}
 	starts := regexp.MustCompile(`<g class="window" data-start="([^"]+)"`)
 	for _, tt := range []struct {
@@ -178,7 +181,7 @@ func TestResultsViewSaysWhatItReplaced(t *testing.T) {
 	}
 	d := &dashboardServer{
 		db:        db,
-		pipelines: []*Windows{{Pipeline: pc, Function: "aggregate", Table: "views", views: views}},
+		pipelines: []*Windows{{Pipeline: pc, Function: "aggregate", Table: "views", views: views, recent: aggregate.New(pc, views, nil, "")}},
 		now:       func() time.Time { return now },
 		// The key list as a scan of the first items made it: bob's
 		// items came later.
@@ -217,5 +220,47 @@ func TestResultsViewSaysWhatItReplaced(t *testing.T) {
 				t.Errorf("the page repeats more than 64 bytes of the key asked for")
 			}
 		})
+	}
+}
+
+// TestResultsViewShowsOpenSessions: a key's session that is still open
+// lives in its keyed state, not in a window item; the results view shows
+// it, open, with its running count, as make results does. Before, the page
+// read window items alone and showed no session until it was final.
+func TestResultsViewShowsOpenSessions(t *testing.T) {
+	cfg := standintest.Config(t, standintest.Start(t))
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(cfg)
+	if err := state.CreateTable(ctx, db, "views"); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := pipeline.Parse([]byte(`{"name":"visits","key":"key","windows":[{"kind":"session","gap":"30s"}],"aggregates":["count"],"partitionKeyIsGroupingKey":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	views := state.NewViews(db, "views", pc.Aggregates)
+	now := time.Now().UTC().Truncate(time.Second)
+	var recs []events.KinesisEventRecord
+	for i, at := range []time.Time{now.Add(-20 * time.Second), now.Add(-10 * time.Second)} {
+		env := fmt.Sprintf(`{"id":"e%d","type":"visit","key":"ada","occurredAt":%q,"sentAt":%q,"data":{}}`, i, at.Format(time.RFC3339), at.Format(time.RFC3339))
+		recs = append(recs, events.KinesisEventRecord{EventID: fmt.Sprintf("shardId-000000000000:%d", i+1), EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/events",
+			Kinesis: events.KinesisRecord{Data: []byte(env), SequenceNumber: fmt.Sprint(i + 1), PartitionKey: "ada", ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: at}}})
+	}
+	proc := aggregate.New(pc, views, nil, "")
+	if resp, err := proc.HandleBatch(ctx, events.KinesisEvent{Records: recs}); err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("batch: %+v %v", resp, err)
+	}
+	d := &dashboardServer{
+		db:        db,
+		pipelines: []*Windows{{Pipeline: pc, Function: "aggregate", Table: "views", views: views, recent: proc}},
+		now:       func() time.Time { return now },
+		keys:      map[string]keyList{},
+	}
+	page := d.renderResults(ctx, view{query: url.Values{"key": {"ada"}}})
+	if !strings.Contains(page, `data-key="ada"`) || !strings.Contains(page, `data-windows="1"`) {
+		t.Fatalf("ada's open session is not shown:\n%.1500s", page)
+	}
+	if !strings.Contains(page, "<td>open</td>") {
+		t.Errorf("ada's session is not shown open:\n%.2500s", page)
 	}
 }

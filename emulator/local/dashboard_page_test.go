@@ -116,6 +116,11 @@ func (f fakeViews) QueryBounded(ctx context.Context, pipeline, key, kind string,
 	return vs[:b.Limit], true, nil
 }
 
+// WindowsLatest is the latest of Query's windows, as the page reads them.
+func (f fakeViews) WindowsLatest(ctx context.Context, key, kind string, from, to time.Time, limit int) ([]state.View, bool, error) {
+	return f.QueryBounded(ctx, "checkouts", key, kind, from, to, state.Bound{Limit: limit, Latest: true})
+}
+
 // fakeKeys lists one key of the pipeline.
 type fakeKeys struct{ pipeline string }
 
@@ -163,7 +168,7 @@ func testDashboard(t *testing.T, cw *fakeCloudWatch, logs *fakeLogs) *dashboardS
 		stackName: "Tributary", endpoint: "http://127.0.0.1:4566",
 		boards: []board{testBoard(t, "CheckoutsDashboard"), testBoard(t, "PageviewsDashboard")},
 		cw:     cw, logs: logs.read, db: fakeKeys{pc.Name},
-		pipelines: []*Windows{{Pipeline: pc, Function: "aggregate", Table: "Views", views: fakeViews{pc.Aggregates}, lambdaName: "Tributary-Aggregate"}},
+		pipelines: []*Windows{{Pipeline: pc, Function: "aggregate", Table: "Views", views: fakeViews{pc.Aggregates}, recent: fakeViews{pc.Aggregates}, lambdaName: "Tributary-Aggregate"}},
 		now:       func() time.Time { return now },
 		every:     5 * time.Second,
 		since:     now.Add(-3 * time.Minute),

@@ -31,7 +31,11 @@ type Windows struct {
 	Table    string
 	Output   string // output stream, "" when none
 	views    viewQuerier
-	cfg      aws.Config
+	// recent reads the dashboard's latest windows of a key, open session
+	// and sliding windows (in the key's keyed state) among them
+	// (aggregate.Processor.WindowsLatest).
+	recent recentReader
+	cfg    aws.Config
 	// lambdaName is the function's physical name, the FunctionName
 	// dimension of its AWS/Lambda metrics.
 	lambdaName string
@@ -46,6 +50,15 @@ type viewQuerier interface {
 }
 
 var _ viewQuerier = (*state.Views)(nil)
+
+// recentReader reads the last limit of a key's windows of a kind that
+// start in [from, to), open ones included, and whether there are earlier
+// ones.
+type recentReader interface {
+	WindowsLatest(ctx context.Context, key, kind string, from, to time.Time, limit int) ([]state.View, bool, error)
+}
+
+var _ recentReader = (*aggregate.Processor)(nil)
 
 // FindPipelines finds every deployed pipeline, sorted by name: each
 // aggregate function (binary "aggregate" with a PIPELINE_CONFIG), its
@@ -79,8 +92,9 @@ func (s *Stack) FindPipelines() ([]*Windows, error) {
 		if table == "" {
 			return nil, fmt.Errorf("%s has no %s in the template", name, aggregate.EnvViewsTable)
 		}
+		views := state.NewViews(dynamodb.NewFromConfig(s.cfg), table, pc.Aggregates)
 		out = append(out, &Windows{Pipeline: pc, Function: name, Table: table, Output: f.Env[aggregate.EnvOutputStream], cfg: s.cfg, lambdaName: f.FunctionName,
-			views: state.NewViews(dynamodb.NewFromConfig(s.cfg), table, pc.Aggregates)})
+			views: views, recent: aggregate.New(pc, views, nil, "")})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("the template has no aggregate function")

@@ -37,47 +37,85 @@ func (p *Processor) WindowsBounded(ctx context.Context, key, kind string, from, 
 	if err != nil {
 		return nil, false, err
 	}
-	ws, ok := p.specOf(kind)
-	if !ok || !isKeyedKind(ws.Kind) || (more && len(views) == 0) {
+	if more && len(views) == 0 {
 		return views, more, nil
 	}
-	ks, err := p.views.LoadKeyed(ctx, state.KeyedRef{Pipeline: p.cfg.Name, Key: key, Kind: kind}, "")
+	// Past the last window read, when there are more stored, an open
+	// window may be one of those not read (stored, so not open), and at
+	// least limit windows come before it anyway.
+	open, err := p.openKeyed(ctx, key, kind, from, to, views, func(w window.Window) bool {
+		return !more || windowBefore(w, views[len(views)-1].Window)
+	})
 	if err != nil {
 		return nil, false, err
 	}
-	buf, err := decodeKeyed(ks.Blob)
-	if err != nil {
-		return nil, false, err
-	}
-	stored := map[string]bool{}
-	for _, v := range views {
-		stored[v.Window.ID()] = true
-	}
-	for _, kw := range keyedWindows(ws, buf) {
-		w := kw.w
-		if stored[w.ID()] || w.Start.Before(from) || !w.Start.Before(to) {
-			continue
-		}
-		if _, emitted := buf.Emitted[w.ID()]; emitted {
-			continue // final, stored (or being written)
-		}
-		// Past the last window read, when there are more stored: such a
-		// window may be one of those not read (stored, so not open), and
-		// at least limit windows come before it anyway.
-		if more && !windowBefore(w, views[len(views)-1].Window) {
-			continue
-		}
-		st, err := kw.value(p.cfg.Aggregates, buf.Points)
-		if err != nil {
-			return nil, false, err
-		}
-		views = append(views, state.View{Pipeline: p.cfg.Name, Key: key, Kind: kind, Window: w, Result: st.Result()})
-	}
+	views = append(views, open...)
 	sort.SliceStable(views, func(i, j int) bool { return windowBefore(views[i].Window, views[j].Window) })
 	if len(views) > limit {
 		views, more = views[:limit], true
 	}
 	return views, more, nil
+}
+
+// WindowsLatest is WindowsBounded for the last limit windows of the range
+// (state.Bound.Latest), in start order, and whether there are earlier
+// ones: what a page showing a key's recent windows reads. Open session and
+// sliding windows, computed from the key's keyed state, are the latest of
+// a key's windows and are among them.
+func (p *Processor) WindowsLatest(ctx context.Context, key, kind string, from, to time.Time, limit int) ([]state.View, bool, error) {
+	views, more, err := p.views.QueryBounded(ctx, p.cfg.Name, key, kind, from, to, state.Bound{Limit: limit, Latest: true})
+	if err != nil {
+		return nil, false, err
+	}
+	open, err := p.openKeyed(ctx, key, kind, from, to, views, func(window.Window) bool { return true })
+	if err != nil {
+		return nil, false, err
+	}
+	views = append(views, open...)
+	sort.SliceStable(views, func(i, j int) bool { return windowBefore(views[i].Window, views[j].Window) })
+	if len(views) > limit {
+		views, more = views[len(views)-limit:], true
+	}
+	return views, more, nil
+}
+
+// openKeyed is key's session or sliding windows of kind that start in
+// [from, to), are not among stored and not emitted (open), and that take
+// says to: each with its running value, computed from the key's keyed
+// state (a read, no write). Other kinds have none.
+func (p *Processor) openKeyed(ctx context.Context, key, kind string, from, to time.Time, stored []state.View, take func(window.Window) bool) ([]state.View, error) {
+	ws, ok := p.specOf(kind)
+	if !ok || !isKeyedKind(ws.Kind) {
+		return nil, nil
+	}
+	ks, err := p.views.LoadKeyed(ctx, state.KeyedRef{Pipeline: p.cfg.Name, Key: key, Kind: kind}, "")
+	if err != nil {
+		return nil, err
+	}
+	buf, err := decodeKeyed(ks.Blob)
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(stored))
+	for _, v := range stored {
+		have[v.Window.ID()] = true
+	}
+	var open []state.View
+	for _, kw := range keyedWindows(ws, buf) {
+		w := kw.w
+		if have[w.ID()] || w.Start.Before(from) || !w.Start.Before(to) || !take(w) {
+			continue
+		}
+		if _, emitted := buf.Emitted[w.ID()]; emitted {
+			continue // final, stored (or being written)
+		}
+		st, err := kw.value(p.cfg.Aggregates, buf.Points)
+		if err != nil {
+			return nil, err
+		}
+		open = append(open, state.View{Pipeline: p.cfg.Name, Key: key, Kind: kind, Window: w, Result: st.Result()})
+	}
+	return open, nil
 }
 
 // windowBefore orders windows by start, then end: the order of their

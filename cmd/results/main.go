@@ -365,12 +365,14 @@ func (f *flags) checkTable(q *query, now time.Time) error {
 	if !q.from.Before(q.to) {
 		return cli.Usagef("from", "%s is not before -to %s", q.from.UTC().Format(time.RFC3339Nano), q.to.UTC().Format(time.RFC3339Nano))
 	}
-	if span := q.to.Sub(q.from); span > maxRange {
-		until := q.to.UTC().Format(time.RFC3339)
-		if to == "now" {
-			span -= time.Second // the second added above
-			until = "now (" + now.UTC().Format(time.RFC3339) + ")"
-		}
+	span, until := q.to.Sub(q.from), q.to.UTC().Format(time.RFC3339)
+	if to == "now" {
+		// The second added above is not the user's: -from 8784h, taken
+		// as at most 8784h ago, spans 8784h to now.
+		span -= time.Second
+		until = "now (" + now.UTC().Format(time.RFC3339) + ")"
+	}
+	if span > maxRange {
 		return cli.Usagef("from", "%s is %s before -to %s; a range spans at most %s (%s)",
 			strictjson.Cut(from, cli.MaxEcho), span.Truncate(time.Second), until, maxRange, kept)
 	}

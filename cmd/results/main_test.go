@@ -818,3 +818,23 @@ func TestTemplateSaysThePipelineFileChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestLongestFromIsARange: the most -from takes (8784h ago) is a range
+// the check takes to now; it was refused as 1s too long, the second that
+// makes a window starting now count, so the limit contradicted itself.
+func TestLongestFromIsARange(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		from string
+		ok   bool
+	}{
+		{maxRange.String(), true},
+		{(maxRange + time.Second).String(), false},
+	} {
+		f := &flags{key: "k", parameter: "/t/views", from: tc.from, set: map[string]bool{}}
+		q := &query{parameter: "/t/views"}
+		if err := f.checkTable(q, now); (err == nil) != tc.ok {
+			t.Errorf("-from %s: %v, want accepted %v", tc.from, err, tc.ok)
+		}
+	}
+}

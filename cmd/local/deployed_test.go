@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tributary-dev/tributary/internal/localdeploy"
 	"github.com/tributary-dev/tributary/internal/testtools"
 )
 
@@ -41,7 +42,7 @@ func TestMakeTargetsReadTheRunningLocalUpsTemplate(t *testing.T) {
 		{"a second one on the first's stand-in", "http://127.0.0.1:4566", "127.0.0.1:4566", "Tributary-1765000000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path := deployedTemplatePath(dir, tc.endpoint, tc.stack)
+			path := localdeploy.DeployedTemplatePath(dir, tc.endpoint, tc.stack)
 			remove, err := keepDeployedTemplate([]byte(`{"Resources":{}}`), path)
 			if err != nil {
 				t.Fatal(err)

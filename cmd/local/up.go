@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tributary-dev/tributary/emulator/local"
+	"github.com/tributary-dev/tributary/internal/localdeploy"
 )
 
 func up(ctx context.Context, o *options) (err error) {
@@ -42,7 +43,7 @@ func up(ctx context.Context, o *options) (err error) {
 			fmt.Println("✓ stopped: nothing of this run is left running")
 		}
 	}()
-	removeCopy, err := keepDeployedTemplate(deployed, deployedTemplatePath(o.root, srv.Endpoint(), stack.Deployment().StackName()))
+	removeCopy, err := keepDeployedTemplate(deployed, localdeploy.DeployedTemplatePath(o.root, srv.Endpoint(), stack.Deployment().StackName()))
 	if err != nil {
 		return err
 	}

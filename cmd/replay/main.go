@@ -31,7 +31,11 @@
 // where it got to on every shard, with every pipeline given (-pipeline
 // once for each that shares the views table, as for rebuild). delete-version only checks (a dry run)
 // unless given -yes, and deletes only tables rebuild created for this
-// parameter, never the current one.
+// parameter, never the current one. rebuild, rollback and use-version
+// refuse a -pipeline file whose aggregates differ from those of the
+// pipeline of its name the running template deploys (the copy a running
+// make local-up keeps, else infra/cdk.out/Tributary.template.json): the
+// live functions could not merge the windows the version would hold.
 //
 // Exit status: 0 done, 1 error, 2 usage (nothing was read or changed), 3
 // refused (checked, nothing changed, except a rebuild refused after its
@@ -58,6 +62,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/tributary-dev/tributary/internal/cli"
+	"github.com/tributary-dev/tributary/internal/localdeploy"
+	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/archive"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
@@ -304,6 +310,15 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			}
 			pcfgs = append(pcfgs, pcfg)
 		}
+		endpoint, _ := lookup("AWS_ENDPOINT_URL")
+		tmpl := localdeploy.RunningTemplate(".", endpoint, localdeploy.DefaultStack)
+		unread, err := checkDeployedAggregates(tmpl, files, pcfgs)
+		if err != nil {
+			return c.fail(err)
+		}
+		if unread != nil {
+			fmt.Fprintf(stderr, "replay %s: note: the -pipeline files' aggregates are not checked against the deployed ones: %s\n", c.name, strictjson.Cut(strings.ReplaceAll(unread.Error(), "\n", "; "), 300))
+		}
 	}
 
 	cfg, err := cli.LoadAWS(ctx)
@@ -480,6 +495,55 @@ func checkSharing(ctx context.Context, db *dynamodb.Client, reg *replay.Registry
 		msg += fmt.Sprintf("; the files beside the -pipeline file were read for theirs, and one does not load (%s)", strings.Join(unread, "; "))
 	}
 	return cli.Usagef("pipeline", "%s; nothing was replayed", msg)
+}
+
+// checkDeployedAggregates refuses, as a usage error, a pipeline given
+// (pcfgs, read from files; "" is $PIPELINE_CONFIG) whose window state
+// differs from that of the pipeline of its name the template at tmpl
+// deploys: its aggregates, or its distinct precision. The live aggregate
+// function and ticker run the deployed file and cannot merge the states a
+// version made from the changed one holds ("states have different
+// aggregates", or HyperLogLog's precisions), so once the readers moved to
+// it they would fail every batch that meets such a window, and the ticker
+// every few seconds, until a rollback. Quantiles are not compared: which
+// ones are reported does not change the sketch a state keeps. A template
+// that cannot be read is unread, and nothing is refused: the caller says
+// so and goes on.
+func checkDeployedAggregates(tmpl string, files []string, pcfgs []*pipeline.Config) (unread, err error) {
+	d, err := localdeploy.Plan(tmpl, localdeploy.DefaultStack)
+	if u := (*cli.UsageError)(nil); errors.As(err, &u) {
+		return errors.New(u.Msg), nil // replay has no -template to name
+	} else if err != nil {
+		return err, nil
+	}
+	deployed, unread := localdeploy.Pipelines(tmpl, d)
+	for i, given := range pcfgs {
+		j := slices.IndexFunc(deployed, func(p localdeploy.Pipeline) bool { return p.Config.Name == given.Name })
+		if j < 0 {
+			continue // a pipeline new to the template: its windows are new items
+		}
+		was := deployed[j].Config.Aggregates
+		if stateShape(given.Aggregates) == stateShape(was) {
+			continue
+		}
+		file := "$" + pipeline.EnvVar
+		if files[i] != "" {
+			file = files[i]
+		}
+		return unread, cli.Usagef("pipeline", "%s: pipeline %s has %s, but the %s the template deploys (%s) has %s: the live aggregate function cannot merge the window states a version made from this file holds (\"states have different aggregates\"), and would fail its batches, and the ticker every few seconds, until a rollback. Give the changed file a new \"name\" (docs/changes.md, \"Changing a pipeline's aggregates\"), or give the file the template deploys; nothing was replayed",
+			file, given.Name, stateShape(given.Aggregates), given.Name, tmpl, stateShape(was))
+	}
+	return unread, nil
+}
+
+// stateShape says what decides whether two window states merge: the
+// aggregates, and the distinct precision when distinct is on.
+func stateShape(s *agg.Spec) string {
+	shape := "aggregates " + strings.Join(s.Aggregates.Names(), ", ")
+	if s.Aggregates.Has(agg.Distinct) {
+		shape += fmt.Sprintf(" (distinct precision %d)", s.DistinctPrecision)
+	}
+	return shape
 }
 
 // envArchiveBucket names the archive bucket, as the archive function's

@@ -651,3 +651,114 @@ func TestSharingCheckReadsTheTable(t *testing.T) {
 		t.Errorf("rebuild -leave-out b: %+v", r)
 	}
 }
+
+// TestRebuildRefusesChangedAggregates: the deployed pageviews pipeline (the
+// template the running stack was deployed from) has six aggregates; a
+// rebuild, rollback or use-version given its file changed in place to
+// "aggregates":["count"] is refused before anything is created or
+// swapped, naming the pipeline, both sets of aggregates and the docs'
+// way to change them — the live function could not merge the version's
+// window states and would fail its batches. The deployed file, or one
+// that only reports other quantiles (the same sketch), is not refused;
+// with no template to read, the command says so in one line and goes on.
+func TestRebuildRefusesChangedAggregates(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	ctx := context.Background()
+	db := dynamodb.NewFromConfig(cfg)
+	liveViews(ctx, t, cfg, db, kinesis.NewFromConfig(cfg))
+	fixture, err := os.ReadFile("testdata/pageviews.template.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployed, err := os.ReadFile("../../pipelines/pageviews.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := t.TempDir()
+	write := func(name string, fromTo ...string) string {
+		t.Helper()
+		doc := string(deployed)
+		for i := 0; i < len(fromTo); i += 2 {
+			if !strings.Contains(doc, fromTo[i]) {
+				t.Fatalf("pipelines/pageviews.json no longer holds %s", fromTo[i])
+			}
+			doc = strings.Replace(doc, fromTo[i], fromTo[i+1], 1)
+		}
+		path := filepath.Join(files, name)
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	same := write("same.json")
+	counted := write("count.json", `"value": "data.ms",`+"\n", "", `"aggregates": ["count", "sum", "min", "max", "mean", "quantiles"],
+  "quantiles": [0.5, 0.99],`, `"aggregates": ["count"],`)
+	requantiled := write("quantiles.json", `"quantiles": [0.5, 0.99]`, `"quantiles": [0.9]`)
+
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "infra", "cdk.out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "infra", "cdk.out", "Tributary.template.json"), fixture, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
+	setAWS(t, srv.Endpoint(), "us-east-1")
+	env := map[string]string{"VIEWS_PARAMETER_NAME": "/t/views", "EVENTS_STREAM_NAME": "events", "VIEWS_REFRESH_SECONDS": "1"}
+	for _, args := range [][]string{
+		{"rebuild", "-from", "1h", "-handover", "1s", "-pipeline", counted},
+		{"rollback", "-handover", "1s", "-pipeline", counted},
+		{"use-version", "-table", "views-v2", "-handover", "1s", "-pipeline", counted},
+	} {
+		r := cmd(ctx, env, args...)
+		want := "-pipeline " + counted + ": pipeline pageviews has aggregates count, but the pageviews the template deploys (infra/cdk.out/Tributary.template.json) has aggregates count, sum, min, max, mean, quantiles"
+		if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, `docs/changes.md, "Changing a pipeline's aggregates"`) ||
+			strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("replay %s: exit %d, stderr %q; want 2 and one line saying %q", strings.Join(args, " "), r.code, r.stderr, want)
+		}
+	}
+	if current, _, err := replay.NewRegistry(ssm.NewFromConfig(cfg), "/t/views").Current(ctx); err != nil || current != "views" {
+		t.Errorf("after the refusals the parameter names %q (%v), want views", current, err)
+	}
+	if _, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String("views-v2")}); err == nil {
+		t.Errorf("a refused rebuild created views-v2")
+	}
+	for _, f := range []string{same, requantiled} {
+		if r := cmd(ctx, env, "rebuild", "-from", "1h", "-pipeline", f, "-dry-run"); r.code != 0 || strings.Contains(r.stderr, "aggregates") {
+			t.Errorf("rebuild -pipeline %s (the deployed aggregates): exit %d, stderr %q; want 0", f, r.code, r.stderr)
+		}
+	}
+	// While a make local-up runs, a synth since (make invoke after the
+	// edit) rewrote infra/cdk.out with the changed file; the copy of the
+	// template the running stack was deployed from decides.
+	synthesized := strings.Replace(string(fixture), `\"aggregates\":[\"count\",\"sum\",\"min\",\"max\",\"mean\",\"quantiles\"],\"quantiles\":[0.5,0.99]`, `\"aggregates\":[\"count\"]`, 1)
+	synthesized = strings.Replace(synthesized, `\"value\":\"data.ms\",`, "", 1)
+	if synthesized == string(fixture) {
+		t.Fatal("the fixture's aggregates were not replaced")
+	}
+	if err := os.WriteFile(filepath.Join(root, "infra", "cdk.out", "Tributary.template.json"), []byte(synthesized), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	running := filepath.Join(root, ".build", "up", strings.ReplaceAll(strings.TrimPrefix(srv.Endpoint(), "http://"), ":", "-"), "Tributary.template.json")
+	if err := os.MkdirAll(filepath.Dir(running), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(running, fixture, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	local := map[string]string{"AWS_ENDPOINT_URL": srv.Endpoint()}
+	for k, v := range env {
+		local[k] = v
+	}
+	if r := cmd(ctx, local, "rebuild", "-from", "1h", "-pipeline", counted, "-dry-run"); r.code != 2 || !strings.Contains(r.stderr, "the pageviews the template deploys ("+filepath.Join(".build", "up")) {
+		t.Errorf("rebuild while make local-up runs the six aggregates and infra/cdk.out has the changed file: exit %d, stderr %q; want 2 naming the running copy", r.code, r.stderr)
+	}
+
+	// No template here: said in one line, and the rebuild goes on.
+	t.Chdir(t.TempDir())
+	r := cmd(ctx, env, "rebuild", "-from", "1h", "-pipeline", counted, "-dry-run")
+	if r.code != 0 || !strings.Contains(r.stderr, "replay rebuild: note: the -pipeline files' aggregates are not checked against the deployed ones: template: open infra/cdk.out/Tributary.template.json: no such file or directory") {
+		t.Errorf("rebuild with no template to read: exit %d, stderr %q; want 0 and a note", r.code, r.stderr)
+	}
+}

@@ -125,7 +125,10 @@ var itemAttributes = func() []string {
 // UpdateItem that sets that entry alone, so that consumers setting the
 // same record aside at once keep every entry. An item without entries (one
 // a version before kept, with its one function on its own attributes)
-// gets that function's entry too.
+// gets that function's entry too. The expressions are written here, not
+// with the SDK's expression package: its names refuse '[' and ']' even
+// through NameNoDotSplit, and a function's name holds them
+// ("aggregate[checkouts]", FromEnv's name of a pipeline's function).
 func (s *Sink) writeSetAside(ctx context.Context, head *Item) error {
 	av, err := s.marshal(head)
 	if err != nil {

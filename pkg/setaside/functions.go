@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -139,41 +139,66 @@ func (s *Sink) writeSetAside(ctx context.Context, head *Item) error {
 	if err != nil {
 		return fmt.Errorf("setaside: encoding the entry of %s/%s: %w", head.Source, head.SequenceNumber, err)
 	}
-	// own sets the item's own attributes (removing those this write has
-	// none of), and extra.
-	own := func(extra func(expression.UpdateBuilder) expression.UpdateBuilder) expression.UpdateBuilder {
-		var u expression.UpdateBuilder
-		for _, attr := range itemAttributes {
-			if kept[attr] {
-				continue
-			}
-			if v, ok := av[attr]; ok {
-				u = u.Set(expression.Name(attr), expression.Value(v))
-			} else {
-				u = u.Remove(expression.Name(attr))
-			}
+	names := map[string]string{"#fs": "functions", "#fn": name}
+	values := map[string]types.AttributeValue{}
+	var set, remove []string
+	for i, attr := range itemAttributes {
+		if kept[attr] {
+			continue
 		}
-		if extra != nil {
-			u = extra(u)
+		n := "#a" + strconv.Itoa(i)
+		if v, ok := av[attr]; ok {
+			names[n], values[":a"+strconv.Itoa(i)] = attr, v
+			set = append(set, n+" = :a"+strconv.Itoa(i))
+		} else {
+			names[n] = attr
+			remove = append(remove, n)
+		}
+	}
+	// update is the expression setting the item's own attributes, and
+	// extra ("" for none).
+	update := func(extra string) string {
+		sets := set
+		if extra != "" {
+			sets = append(append([]string(nil), set...), extra)
+		}
+		u := "SET " + strings.Join(sets, ", ")
+		if len(remove) > 0 {
+			u += " REMOVE " + strings.Join(remove, ", ")
 		}
 		return u
 	}
 	key := map[string]types.AttributeValue{"source": av["source"], "sequenceNumber": av["sequenceNumber"]}
-	call := func(u expression.UpdateBuilder, cond *expression.ConditionBuilder, old bool) (*dynamodb.UpdateItemOutput, error) {
-		b := expression.NewBuilder().WithUpdate(u)
-		if cond != nil {
-			b = b.WithCondition(*cond)
+	call := func(upd, cond string, vals map[string]types.AttributeValue, used map[string]string, old bool) (*dynamodb.UpdateItemOutput, error) {
+		in := &dynamodb.UpdateItemInput{TableName: aws.String(s.table), Key: key, UpdateExpression: aws.String(upd),
+			ExpressionAttributeNames: used, ExpressionAttributeValues: vals}
+		if cond != "" {
+			in.ConditionExpression = aws.String(cond)
 		}
-		x, err := b.Build()
-		if err != nil {
-			return nil, err
-		}
-		in := &dynamodb.UpdateItemInput{TableName: aws.String(s.table), Key: key, UpdateExpression: x.Update(), ConditionExpression: x.Condition(),
-			ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values()}
 		if old {
 			in.ReturnValues = types.ReturnValueAllOld
 		}
 		return s.db.UpdateItem(ctx, in)
+	}
+	with := func(extra map[string]types.AttributeValue) map[string]types.AttributeValue {
+		m := make(map[string]types.AttributeValue, len(values)+len(extra))
+		for k, v := range values {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	without := func(drop ...string) map[string]string {
+		m := make(map[string]string, len(names))
+		for k, v := range names {
+			m[k] = v
+		}
+		for _, k := range drop {
+			delete(m, k)
+		}
+		return m
 	}
 	fail := func(err error) error {
 		return fmt.Errorf("UpdateItem %s/%s into %s: %w", head.Source, head.SequenceNumber, s.table, err)
@@ -181,22 +206,17 @@ func (s *Sink) writeSetAside(ctx context.Context, head *Item) error {
 	if name == "" {
 		// A function without a name has no entry: the item's own
 		// attributes are all there is of it.
-		if _, err := call(own(nil), nil, false); err != nil {
+		if _, err := call(update(""), "", values, without("#fs", "#fn"), false); err != nil {
 			return fail(err)
 		}
 		return nil
 	}
-	functions := expression.Name("functions")
-	mine := functions.AppendName(expression.NameNoDotSplit(name))
 	var ccf *types.ConditionalCheckFailedException
 	for attempt := 0; attempt < 2; attempt++ {
 		// The item has entries: add this function's, unless MaxFunctions
 		// others are there.
-		room := expression.AttributeExists(functions).And(
-			expression.Or(functions.Size().LessThan(expression.Value(MaxFunctions)), expression.AttributeExists(mine)))
-		_, err := call(own(func(u expression.UpdateBuilder) expression.UpdateBuilder {
-			return u.Set(mine, expression.Value(entry))
-		}), &room, false)
+		_, err := call(update("#fs.#fn = :entry"), "attribute_exists(#fs) AND (size(#fs) < :max OR attribute_exists(#fs.#fn))",
+			with(map[string]types.AttributeValue{":entry": entry, ":max": &types.AttributeValueMemberN{Value: strconv.Itoa(MaxFunctions)}}), names, false)
 		if err == nil {
 			return nil
 		}
@@ -207,10 +227,9 @@ func (s *Sink) writeSetAside(ctx context.Context, head *Item) error {
 			break // the entries are there, and full
 		}
 		// No entries yet: this write starts them.
-		first := expression.AttributeNotExists(functions)
-		out, err := call(own(func(u expression.UpdateBuilder) expression.UpdateBuilder {
-			return u.Set(functions, expression.Value(&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{name: entry}}))
-		}), &first, true)
+		out, err := call(update("#fs = :mine"), "attribute_not_exists(#fs)",
+			with(map[string]types.AttributeValue{":mine": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{name: entry}}}),
+			without("#fn"), true)
 		if errors.As(err, &ccf) {
 			continue // another function started them meanwhile
 		}
@@ -221,7 +240,7 @@ func (s *Sink) writeSetAside(ctx context.Context, head *Item) error {
 	}
 	// MaxFunctions entries: this function's reason is on the item's own
 	// attributes only (SetAsides lists it there).
-	if _, err := call(own(nil), nil, false); err != nil {
+	if _, err := call(update(""), "", values, without("#fs", "#fn"), false); err != nil {
 		return fail(err)
 	}
 	return nil

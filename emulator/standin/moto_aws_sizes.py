@@ -271,6 +271,9 @@ def setup(self):
 
 
 def make_environ(self):
+    # The "100 Continue" werkzeug has written for an Expect header is in
+    # the write buffer (below): the client waits for it before its body.
+    self.wfile.flush()
     environ = _make_environ(self)
     self.tributary_keep_alive = False
     if (
@@ -322,6 +325,9 @@ serving.WSGIRequestHandler.make_environ = make_environ
 serving.WSGIRequestHandler.run_wsgi = run_wsgi
 serving.WSGIRequestHandler.send_header = send_header
 serving.WSGIRequestHandler.setup = setup
+# A buffered writer: werkzeug writes a response's head, then its body, then
+# flushes; unbuffered (socketserver's default) each is a send of its own.
+serving.WSGIRequestHandler.wbufsize = 64 * 1024
 
 # The zygote. Each moto spends about 2 s of CPU before it has answered its
 # first request of each service the tests use: importing moto's server (0.5

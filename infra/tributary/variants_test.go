@@ -208,11 +208,14 @@ var onePipelineVariant = &lazyVariant{
 
 // threePipelinesVariant is the stack with the repository's two
 // aggregations and a third, orders, and no join or CEP file
-// (TestPipelinesFromFiles).
+// (TestPipelinesFromFiles), and an errors threshold at the most a ticker
+// can count in 5 minutes, 48 (TestErrorsThresholdWithinTheTickersReach:
+// at the bound, synth goes on).
 var threePipelinesVariant = &lazyVariant{
 	name: "three pipelines",
 	docs: func() (map[string]string, error) {
 		docs, err := repoPipelines(nil)
 		return map[string]string{"pageviews": docs["pageviews"], "checkouts": docs["checkouts"], "orders": ordersDoc}, err
 	},
+	context: map[string]any{"tributary:alarm.errors.threshold": 48.0, "tributary:alarm.errors.periodSeconds": 300.0},
 }

@@ -1,5 +1,10 @@
 # Tributary — the two commands that matter are `make local` and `make test`.
 SHELL := /bin/bash
+# No "Entering directory" lines from the makes this one runs (the tests'
+# `make setaside-show ... > record.json` and `make tail ... | jq` read a
+# command's output as the user would, also when a test part is run as
+# `make test-e2e`).
+MAKEFLAGS += --no-print-directory
 .DEFAULT_GOAL := help
 
 GO        ?= go

@@ -65,7 +65,9 @@ func synthStack(t *testing.T, pipelinesDir string) (map[string]resource, []strin
 		return nil, nil, nil, err
 	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
-	app.Synth(nil)
+	// Annotations_FromStack synthesizes the app (anew each time, so an
+	// app.Synth before it would be a second synthesis) and
+	// Template_FromStack reads that synthesis.
 
 	var findings []string
 	a := assertions.Annotations_FromStack(s.Stack)

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/emulator/cloudwatchlocal"
+	"github.com/tributary-dev/tributary/pkg/agg"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/window"
 )
 
 func TestParseRows(t *testing.T) {
@@ -280,5 +283,35 @@ func TestInvokeNames(t *testing.T) {
 	}
 	if _, err := v.binaryFor("aggregate", ""); err == nil || !strings.Contains(err.Error(), "name one of aggregate-checkouts, aggregate-pageviews") {
 		t.Errorf("a binary of several functions: %v, want them named", err)
+	}
+}
+
+// TestSubSecondWindowsReadApart: hopping windows of 500 ms advancing by
+// 250 ms start four to a second; the results table, the bars' titles and
+// labels and the data-start attributes give each its own time, with the
+// fraction, where they all read 10:30:00 before. Windows on a minute keep
+// their short label.
+func TestSubSecondWindowsReadApart(t *testing.T) {
+	base := time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC)
+	var vs []state.View
+	for i := range 4 {
+		start := base.Add(time.Duration(i) * 250 * time.Millisecond)
+		vs = append(vs, state.View{Window: window.Window{Start: start, End: start.Add(500 * time.Millisecond)}, Revision: 1, Result: agg.Result{Count: uint64(i + 1)}})
+	}
+	table, bars := windowTable(vs, agg.Count), windowBars(vs, "count")
+	for _, want := range []string{
+		`data-start="2026-12-02T10:30:00Z"`, `data-start="2026-12-02T10:30:00.25Z"`, `data-start="2026-12-02T10:30:00.5Z"`, `data-start="2026-12-02T10:30:00.75Z"`,
+		"<td>10:30:00.25–10:30:00.75</td>", "<td>10:30:00.75–10:30:01.25</td>",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("results table lacks %s:\n%s", want, table)
+		}
+	}
+	for _, want := range []string{
+		"<title>10:30:00.5–10:30:01 open count: 3</title>", ">10:30:00.25</text>", ">10:30</text>", `data-start="2026-12-02T10:30:00.75Z"`,
+	} {
+		if !strings.Contains(bars, want) {
+			t.Errorf("bars lack %s:\n%s", want, bars)
+		}
 	}
 }

@@ -617,6 +617,21 @@ func measureOf(v state.View, measure string) float64 {
 	return float64(r.Count)
 }
 
+// windowClock is a window bound's time of day as the results table and
+// the bars' titles show it: to the second, with the fraction when it has
+// one (windows under a second, a session's bounds), so that two windows
+// of one second never read alike.
+func windowClock(t time.Time) string { return t.Format("15:04:05.999999999") }
+
+// barLabel is the time under a bar: to the minute when the window starts
+// on one, else as windowClock.
+func barLabel(t time.Time) string {
+	if t.Second() == 0 && t.Nanosecond() == 0 {
+		return t.Format("15:04")
+	}
+	return windowClock(t)
+}
+
 // windowBars draws one bar per window: open grey, final blue, corrected
 // orange, with the revision above.
 func windowBars(vs []state.View, measure string) string {
@@ -644,11 +659,11 @@ func windowBars(vs []state.View, measure string) string {
 		case v.Final:
 			color, st = "#0073bb", "final"
 		}
-		fmt.Fprintf(&b, "<g class=\"window\" data-start=\"%s\" data-count=\"%d\" data-revision=\"%d\" data-state=\"%s\">", v.Window.Start.UTC().Format(time.RFC3339), v.Result.Count, v.Revision, st)
+		fmt.Fprintf(&b, "<g class=\"window\" data-start=\"%s\" data-count=\"%d\" data-revision=\"%d\" data-state=\"%s\">", v.Window.Start.UTC().Format(time.RFC3339Nano), v.Result.Count, v.Revision, st)
 		fmt.Fprintf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s–%s %s %s: %s</title></rect>",
-			x+2, h-bottom-bh, barW-4, math.Max(bh, 1), color, v.Window.Start.Format("15:04"), v.Window.End.Format("15:04"), st, measure, formatValue(val))
+			x+2, h-bottom-bh, barW-4, math.Max(bh, 1), color, windowClock(v.Window.Start), windowClock(v.Window.End), st, measure, formatValue(val))
 		fmt.Fprintf(&b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">r%d</text>", x+barW/2, h-bottom-bh-3, v.Revision)
-		fmt.Fprintf(&b, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"9\" text-anchor=\"middle\" fill=\"#687078\">%s</text></g>", x+barW/2, h-5, v.Window.Start.Format("15:04"))
+		fmt.Fprintf(&b, "<text x=\"%.1f\" y=\"%.0f\" font-size=\"9\" text-anchor=\"middle\" fill=\"#687078\">%s</text></g>", x+barW/2, h-5, barLabel(v.Window.Start))
 	}
 	b.WriteString("</svg>")
 	return b.String()
@@ -699,7 +714,7 @@ func windowTable(vs []state.View, a agg.Aggregate) string {
 			count = strconv.FormatUint(r.Count, 10)
 		}
 		fmt.Fprintf(&b, "<tr class=\"window\" data-start=\"%s\"><td>%s–%s</td><td>%s</td><td>%d</td><td class=\"count\">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>",
-			v.Window.Start.UTC().Format(time.RFC3339), v.Window.Start.Format("15:04:05"), v.Window.End.Format("15:04:05"), st, v.Revision, count,
+			v.Window.Start.UTC().Format(time.RFC3339Nano), windowClock(v.Window.Start), windowClock(v.Window.End), st, v.Revision, count,
 			cell(a.Has(agg.Sum), r.Sum), cell(a.Has(agg.Mean) && !empty, r.Mean), cell(a.Has(agg.Min) && !empty, r.Min), cell(a.Has(agg.Max) && !empty, r.Max))
 		for _, q := range qs {
 			qv, ok := r.Quantiles[q]

@@ -83,7 +83,7 @@ local-banner:
 # collector's CPU at the default 100 was a fifth of some packages' (pkg/cep,
 # pkg/agg, conformance: 67 s of CPU, 53 at 400; the infra tests 117, 101).
 # No test reads the heap's size other than after a runtime.GC of its own.
-test: deps-local deps-bench deps-browser functions-local synth-local ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions), its parts at once
+test: deps-local deps-bench deps-browser functions-local synth-local test-synths ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions), its parts at once
 	@t0=$$(date +%s); rm -f .build/test-*.failed; zygote="$(or $(TMPDIR),/tmp)/tributary-moto-$$$$"; trap 'rm -f "$$zygote".*' EXIT INT TERM; \
 	  TRIBUTARY_MOTO_ZYGOTE="$$zygote" GOGC="$${GOGC:-400}" $(MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
 	  cat .build/test-*.failed 2>/dev/null; \
@@ -147,17 +147,20 @@ test-go:
 	@$(call test_part,go,$(GO) test -count=1 -p 4 $(TEST_BUILD_FLAGS) -timeout 15m $(SLOW_GO_PKGS) $$($(GO) list ./... | grep -v '/$(E2E_PKG:./%=%)$$' | grep -v -x -F $(foreach p,$(SLOW_GO_PKGS),-e github.com/tributary-dev/tributary/$(p:./%=%))))
 # test-build compiles what make test compiles, without running a test: each
 # Go test binary (into Go's build cache; linked to /dev/null), the race
-# detector's builds, the CDK app's test, and go vet's findings (cached too).
+# detector's builds, the CDK app's test, and go vet's findings (cached too);
+# and makes what make test's prerequisites make: the functions for this
+# machine and the templates the end-to-end tests deploy.
 # .ci/run runs it before make test, so that make test's time there is the
 # tests', as in a working checkout; on a cold cache it is about two minutes
 # of compiling on 2 cores.
 .PHONY: test-build
-test-build: ## compile every test binary into Go's build cache without running one (.ci/run does, before make test)
+test-build: ## compile every test binary into Go's build cache and make the functions and templates the tests deploy, without running a test (.ci/run does, before make test)
 	@echo "▸ go test -c: every package's test binary (build cache), the race builds, the CDK app's tests, go vet"
 	@$(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | xargs -P 2 -n 1 $(GO) test -c $(TEST_BUILD_FLAGS) -o /dev/null
 	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then for p in ./pkg/agg ./pkg/state ./pkg/aggregate; do $(GO) test -race -c -o /dev/null $$p || exit 1; done; fi
 	@cd infra && $(GO) test -c -ldflags=-w -o /dev/null ./tributary
 	@$(GO) vet ./...
+	@$(MAKE) --no-print-directory functions-local synth-local test-synths
 
 test-e2e:
 	@$(call test_part,e2e,$(GO) test -count=1 $(TEST_BUILD_FLAGS) -timeout 15m $(E2E_PKG))
@@ -459,6 +462,31 @@ endif
 	rm -rf infra/cdk.out/asset.* .build/synth.lambda && (cd infra && npx --no-install cdk synth --no-notices --quiet --output cdk.out \
 	  --no-staging -c tributary:assetDir=../.build/local -c tributary:flushIntervalSeconds=$(LOCAL_FLUSH_SECONDS) >/dev/null $(SYNTH_LINES)) && \
 	touch $(CDK_OUT) $@
+
+# The end-to-end tests' two other templates (emulator/local), made as make
+# synth-local makes its own and remade only when what they are made from
+# changes: a cdk synth is about 35 s of CPU (jsii), and make test's parts share
+# 2 cores. test-build makes them, as it compiles the tests.
+#  - synth-hmac: the stack with -c tributary:ingestAuth=HMAC (TestSignedIngestEndToEnd);
+#  - synth-readme: the repository's pipelines and the README's "Your first
+#    pipeline" file, as a user adds it to pipelines/ (TestReadmeFirstPipeline,
+#    which checks that the file made here is the README's block), written
+#    once per batch as make local-up's are.
+TEST_SYNTHS := .build/synth-hmac/Tributary.template.json .build/synth-readme/Tributary.template.json
+.PHONY: test-synths
+test-synths: $(TEST_SYNTHS) ## synthesize the end-to-end tests' two other templates (the signed ingest, the README's first pipeline)
+.build/synth-hmac/Tributary.template.json: $(INFRA_SOURCES) infra/node_modules/.installed | .build/local/.built
+	@$(call timed,synth-hmac) echo "▸ cdk synth -c tributary:ingestAuth=HMAC → .build/synth-hmac (for the end-to-end tests)" && \
+	rm -rf .build/synth-hmac && (cd infra && npx --no-install cdk synth --no-notices --quiet --no-staging \
+	  -c tributary:assetDir=../.build/local -c tributary:ingestAuth=HMAC --output ../.build/synth-hmac >/dev/null $(SYNTH_LINES))
+README_PIPELINE_MARKER := <!-- tested by emulator/local TestReadmeFirstPipeline: it synthesizes
+.build/synth-readme/Tributary.template.json: $(INFRA_SOURCES) README.md infra/node_modules/.installed | .build/local/.built
+	@$(call timed,synth-readme) echo "▸ cdk synth with the README's first pipeline added → .build/synth-readme (for the end-to-end tests)" && \
+	rm -rf .build/synth-readme .build/readme-pipelines && mkdir -p .build/readme-pipelines && cp pipelines/*.json .build/readme-pipelines/ && \
+	awk -v m='$(README_PIPELINE_MARKER)' 'f == 0 && index($$0, m) == 1 { f = 1; next } f == 1 && $$0 == "```json" { f = 2; next } f == 2 && $$0 == "```" { exit } f == 2' README.md > .build/readme-pipelines/.readme && \
+	name=$$(jq -er .name .build/readme-pipelines/.readme) && mv .build/readme-pipelines/.readme ".build/readme-pipelines/$$name.json" && \
+	(cd infra && npx --no-install cdk synth --no-notices --quiet --no-staging --output ../.build/synth-readme \
+	  -c tributary:assetDir=../.build/local -c tributary:flushIntervalSeconds=0 -c tributary:pipelinesDir=$(CURDIR)/.build/readme-pipelines >/dev/null $(SYNTH_LINES))
 
 # Each set of functions is built by one go build (its packages in parallel) into a
 # directory of its own (two makes at once cannot trip on each other), then moved

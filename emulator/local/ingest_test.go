@@ -149,21 +149,15 @@ func readEvents(t *testing.T, ctx context.Context, cfg aws.Config, name string) 
 func TestSignedIngestEndToEnd(t *testing.T) {
 	t.Parallel()
 	testtools.Need(t, "docs/events.md's signing recipe needs it", "bash", "openssl", "curl")
-	root, _, bin := paths(t)
-	out := t.TempDir()
-	// As `make synth-local` does: the bootstraps built for this machine
-	// (make test builds them) as assets, referenced in place.
-	synth := exec.Command("npx", "--no-install", "cdk", "synth", "--no-notices", "--quiet", "--no-staging",
-		"-c", "tributary:assetDir=../.build/local", "-c", "tributary:ingestAuth=HMAC", "--output", out)
-	synth.Dir = filepath.Join(root, "infra")
-	synth.Stdout, synth.Stderr = io.Discard, os.Stderr
-	if err := synth.Run(); err != nil {
-		t.Fatalf("cdk synth -c tributary:ingestAuth=HMAC: %v", err)
-	}
+	// make synth-hmac: cdk synth -c tributary:ingestAuth=HMAC, as make
+	// synth-local synthesizes (the bootstraps built for this machine as
+	// assets, referenced in place), remade when the app changes.
+	const template = ".build/synth-hmac/Tributary.template.json"
+	root, _, bin := paths(t, template)
 	srv := standintest.Start(t)
 	var progress bytes.Buffer
 	stack, err := local.Up(context.Background(), local.Options{
-		Template: filepath.Join(out, "Tributary.template.json"), Functions: bin, Endpoint: srv.Endpoint(), Progress: &progress,
+		Template: filepath.Join(root, template), Functions: bin, Endpoint: srv.Endpoint(), Progress: &progress,
 	})
 	if err != nil {
 		t.Fatalf("local.Up: %v\n%s", err, progress.String())

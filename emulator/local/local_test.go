@@ -22,8 +22,9 @@ import (
 
 // The end-to-end test deploys the real synthesized template (infra/cdk.out)
 // and runs the real function binaries under aws-lambda-rie against moto.
-// `make test` builds both first; run alone, the test asks make for them.
-func paths(t *testing.T) (root, tpl, bin string) {
+// `make test` builds both first; run alone, the test asks make for them,
+// and for the other templates a test names (more: make test-synths's).
+func paths(t *testing.T, more ...string) (root, tpl, bin string) {
 	t.Helper()
 	root, err := standin.RepoRoot()
 	if err != nil {
@@ -35,10 +36,11 @@ func paths(t *testing.T) (root, tpl, bin string) {
 	if err := os.MkdirAll(filepath.Join(root, ".build"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("flock", filepath.Join(root, ".build", "make.lock"), "make", "-s", "-C", root, "deps-local", "functions-local", "synth-local")
+	targets := append([]string{"deps-local", "functions-local", "synth-local"}, more...)
+	cmd := exec.Command("flock", append([]string{filepath.Join(root, ".build", "make.lock"), "make", "-s", "-C", root}, targets...)...)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("make deps-local functions-local synth-local: %v", err)
+		t.Fatalf("make %s: %v", strings.Join(targets, " "), err)
 	}
 	return root, tpl, bin
 }

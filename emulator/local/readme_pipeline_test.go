@@ -26,7 +26,8 @@ import (
 func TestReadmeFirstPipeline(t *testing.T) {
 	t.Parallel()
 	testtools.Need(t, "the README's example needs it", "curl")
-	root, _, bin := paths(t)
+	const template = ".build/synth-readme/Tributary.template.json" // make synth-readme: below
+	root, _, bin := paths(t, template)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -51,53 +52,46 @@ func TestReadmeFirstPipeline(t *testing.T) {
 		t.Fatalf("the README's curl does not post to %s, make local-up's ingest URL:\n%s", documented, curl)
 	}
 
-	// The repository's pipelines and the README's, as a user would have them.
-	dir := t.TempDir()
-	pipelines := filepath.Join(dir, "pipelines")
-	if err := os.Mkdir(pipelines, 0o755); err != nil {
-		t.Fatal(err)
+	// make synth-readme: the repository's pipelines and the README's, as a
+	// user would have them, in .build/readme-pipelines, synthesized as make
+	// local-up synthesizes (make synth-local), since the README posts its
+	// curl to a make local-up: the bootstraps built for this machine as
+	// assets, and aggregates writing once per batch
+	// (LOCAL_FLUSH_SECONDS=0). With cdk.json's deployed default (120 s) the
+	// windows showed only at the end of a 2-minute tumbling window aligned
+	// to the epoch: a wait of 0 to 120 s, taken by chance, with the whole
+	// topology polling moto meanwhile (make local LOCAL_FLUSH_SECONDS=120
+	// runs that path; pkg/aggregate's and emulator/eventsource's tests
+	// test it). Make remakes it when the app, the pipelines or the README
+	// change; the file it added must be the README's block.
+	pipelines := filepath.Join(root, ".build", "readme-pipelines")
+	added, err := os.ReadFile(filepath.Join(pipelines, cfg.Name+".json"))
+	if err != nil {
+		t.Fatalf("make synth-readme added no %s.json: %v", cfg.Name, err)
+	}
+	if string(added) != file {
+		t.Fatalf("make synth-readme added %s.json as\n%s\nthe README's block is\n%s", cfg.Name, added, file)
 	}
 	shipped, err := filepath.Glob(filepath.Join(root, "pipelines", "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range shipped {
-		b, err := os.ReadFile(f)
+		if filepath.Base(f) == cfg.Name+".json" {
+			t.Fatalf("pipelines/ already has %s.json: the README's example must add a pipeline", cfg.Name)
+		}
+		want, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(pipelines, filepath.Base(f)), b, 0o644); err != nil {
-			t.Fatal(err)
+		if got, err := os.ReadFile(filepath.Join(pipelines, filepath.Base(f))); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("make synth-readme's %s is not the repository's (err %v)", filepath.Base(f), err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(pipelines, cfg.Name+".json"), []byte(file), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Synthesized as make local-up synthesizes (make synth-local), since the
-	// README posts its curl to a make local-up: the bootstraps built for
-	// this machine as assets, and aggregates writing once per batch
-	// (LOCAL_FLUSH_SECONDS=0). With cdk.json's deployed default (120 s) the
-	// windows showed only at the end of a 2-minute tumbling window aligned
-	// to the epoch: a wait of 0 to 120 s, taken by chance, with the whole
-	// topology polling moto meanwhile (make local LOCAL_FLUSH_SECONDS=120
-	// runs that path; pkg/aggregate's and emulator/eventsource's tests
-	// test it).
-	out := filepath.Join(dir, "cdk.out")
-	synth := exec.Command("flock", filepath.Join(root, ".build", "make.lock"),
-		"npx", "--no-install", "cdk", "synth", "--no-notices", "--quiet", "--output", out, "--no-staging",
-		"-c", "tributary:assetDir=../.build/local", "-c", "tributary:flushIntervalSeconds=0",
-		"-c", "tributary:pipelinesDir="+pipelines)
-	synth.Dir = filepath.Join(root, "infra")
-	var stderr bytes.Buffer
-	synth.Stdout, synth.Stderr = &stderr, &stderr
-	if err := synth.Run(); err != nil {
-		t.Fatalf("cdk synth with %s added: %v\n%s", cfg.Name+".json", err, stderr.String())
-	}
-
 	srv := standintest.Start(t)
 	var progress bytes.Buffer
 	stack, err := local.Up(context.Background(), local.Options{
-		Template: filepath.Join(out, "Tributary.template.json"), Functions: bin, Endpoint: srv.Endpoint(),
+		Template: filepath.Join(root, template), Functions: bin, Endpoint: srv.Endpoint(),
 		Progress: &progress, LambdaPort: -1, DashboardPort: -1,
 	})
 	if err != nil {

@@ -31,7 +31,12 @@ GO_SOURCES := $(shell find functions examples/functions pkg -name '*.go' -not -n
 INFRA_SOURCES := $(shell find infra -name '*.go' -not -name '*_test.go' -not -path 'infra/node_modules/*' -not -path 'infra/cdk.out/*' 2>/dev/null) $(wildcard infra/tributary/*.json) $(wildcard pipelines/*.json) pipelines infra/go.mod infra/go.sum infra/cdk.json
 export CDK_DISABLE_CLI_TELEMETRY := true
 # jsii prints a banner on Node versions it no longer lists; the app works on them.
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
+# Node's version is asked once, when a recipe first runs (node starting is a
+# tenth of a second of CPU, and the tests run make -n many times), and not
+# again by a make under this one, which has it in its environment.
+ifeq ($(origin JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION),undefined)
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION = $(eval JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null))$(JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION)
+endif
 export TRIBUTARY_ROOT := $(ROOT)
 RUNNER    := .build/bin/tributary-local
 RUNNER_SOURCES := $(GO_SOURCES) $(shell find cmd/local emulator internal -name '*.go' -not -name '*_test.go' 2>/dev/null)
@@ -147,7 +152,8 @@ test-go:
 	@$(call test_part,go,$(GO) test -count=1 -p 4 $(TEST_BUILD_FLAGS) -timeout 15m $(SLOW_GO_PKGS) $$($(GO) list ./... | grep -v '/$(E2E_PKG:./%=%)$$' | grep -v -x -F $(foreach p,$(SLOW_GO_PKGS),-e github.com/tributary-dev/tributary/$(p:./%=%))))
 # test-build compiles what make test compiles, without running a test: each
 # Go test binary (into Go's build cache; linked to /dev/null), the race
-# detector's builds, the CDK app's test, and go vet's findings (cached too);
+# detector's builds, the CDK app's test, the example CDK app (examples/app,
+# a module of its own), and go vet's findings (cached too);
 # and makes what make test's prerequisites make: the functions for this
 # machine and the templates the end-to-end tests deploy.
 # .ci/run runs it before make test, so that make test's time there is the
@@ -159,8 +165,9 @@ test-build: ## compile every test binary into Go's build cache and make the func
 	@$(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | xargs -P 2 -n 1 $(GO) test -c $(TEST_BUILD_FLAGS) -o /dev/null
 	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then for p in ./pkg/agg ./pkg/state ./pkg/aggregate; do $(GO) test -race -c -o /dev/null $$p || exit 1; done; fi
 	@cd infra && $(GO) test -c -ldflags=-w -o /dev/null ./tributary
+	@cd examples/app && $(GO) vet ./... && $(GO) test -c -o /dev/null ./... && $(GO) build -o /dev/null .
 	@$(GO) vet ./...
-	@$(MAKE) --no-print-directory functions-local synth-local test-synths
+	@$(MAKE) -s --no-print-directory functions-local synth-local test-synths
 
 test-e2e:
 	@$(call test_part,e2e,$(GO) test -count=1 $(TEST_BUILD_FLAGS) -timeout 15m $(E2E_PKG))

@@ -482,22 +482,21 @@ endif
 # A synth that fails (cdk-nag's errors fail it after the template is
 # written) leaves no template, so the next make runs it again.
 TEST_SYNTHS := .build/synth-hmac/Tributary.template.json .build/synth-readme/Tributary.template.json
+# $(call test_synth,<output dir>,<cdk synth's other flags>)
+test_synth = (cd infra && npx --no-install cdk synth --no-notices --quiet --no-staging --output ../$(1) \
+	  -c tributary:assetDir=../.build/local $(2) >/dev/null $(SYNTH_LINES)) || { rm -rf $(1); exit 1; }
 .PHONY: test-synths
 test-synths: $(TEST_SYNTHS) ## synthesize the end-to-end tests' two other templates (the signed ingest, the README's first pipeline)
 .build/synth-hmac/Tributary.template.json: $(INFRA_SOURCES) infra/node_modules/.installed | .build/local/.built
 	@$(call timed,synth-hmac) echo "▸ cdk synth -c tributary:ingestAuth=HMAC → .build/synth-hmac (for the end-to-end tests)" && \
-	rm -rf .build/synth-hmac && (cd infra && npx --no-install cdk synth --no-notices --quiet --no-staging \
-	  -c tributary:assetDir=../.build/local -c tributary:ingestAuth=HMAC --output ../.build/synth-hmac >/dev/null $(SYNTH_LINES)) || \
-	  { rm -rf .build/synth-hmac; exit 1; }
+	rm -rf .build/synth-hmac && $(call test_synth,.build/synth-hmac,-c tributary:ingestAuth=HMAC)
 README_PIPELINE_MARKER := <!-- tested by emulator/local TestReadmeFirstPipeline: it synthesizes
 .build/synth-readme/Tributary.template.json: $(INFRA_SOURCES) README.md infra/node_modules/.installed | .build/local/.built
 	@$(call timed,synth-readme) echo "▸ cdk synth with the README's first pipeline added → .build/synth-readme (for the end-to-end tests)" && \
 	rm -rf .build/synth-readme .build/readme-pipelines && mkdir -p .build/readme-pipelines && cp pipelines/*.json .build/readme-pipelines/ && \
 	awk -v m='$(README_PIPELINE_MARKER)' 'f == 0 && index($$0, m) == 1 { f = 1; next } f == 1 && $$0 == "```json" { f = 2; next } f == 2 && $$0 == "```" { exit } f == 2' README.md > .build/readme-pipelines/.readme && \
 	name=$$(jq -er .name .build/readme-pipelines/.readme) && mv .build/readme-pipelines/.readme ".build/readme-pipelines/$$name.json" && \
-	(cd infra && npx --no-install cdk synth --no-notices --quiet --no-staging --output ../.build/synth-readme \
-	  -c tributary:assetDir=../.build/local -c tributary:flushIntervalSeconds=0 -c tributary:pipelinesDir=$(CURDIR)/.build/readme-pipelines >/dev/null $(SYNTH_LINES)) || \
-	  { rm -rf .build/synth-readme; exit 1; }
+	$(call test_synth,.build/synth-readme,-c tributary:flushIntervalSeconds=0 -c tributary:pipelinesDir=$(CURDIR)/.build/readme-pipelines)
 
 # Each set of functions is built by one go build (its packages in parallel) into a
 # directory of its own (two makes at once cannot trip on each other), then moved

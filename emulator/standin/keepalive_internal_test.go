@@ -43,11 +43,7 @@ func TestMotoKeepsConnectionsOpenForRequestsOfKnownLength(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "TableNames") {
-			t.Fatalf("ListTables: %s %s", resp.Status, body)
-		}
+		wantTableList(t, resp, "ListTables")
 		return reused
 	}
 
@@ -112,10 +108,17 @@ func TestMotoAnswersExpectContinueBeforeTheBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wantTableList(t, resp, "ListTables after 100 Continue")
+}
+
+// wantTableList fails the test unless resp, read to its end and closed,
+// is a ListTables answer.
+func wantTableList(t *testing.T, resp *http.Response, what string) {
+	t.Helper()
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "TableNames") {
-		t.Fatalf("ListTables after 100 Continue: %s %s", resp.Status, body)
+		t.Fatalf("%s: %s %s", what, resp.Status, body)
 	}
 }
 

@@ -134,7 +134,7 @@ test-checks:
 	    [ -z "$$TRIBUTARY_REQUIRE_TOOLS" ]; \
 	  else \
 	    echo "the race detector on the aggregate states and the views store and the per-interval flush (it writes the windows of a pane at once)" && \
-	    $(GO) test -race -count=1 ./pkg/agg ./pkg/state && $(GO) test -race -count=1 -run 'Interval' ./pkg/aggregate; \
+	    $(GO) test -race -count=1 -o $(TEST_BIN)/race/ ./pkg/agg ./pkg/state && $(GO) test -race -count=1 -o $(TEST_BIN)/race/ -run 'Interval' ./pkg/aggregate; \
 	  fi)
 # The go part starts its longest packages first (go test runs them in the
 # order given, -p at a time), longest first as a make test run measured them
@@ -147,11 +147,32 @@ test-checks:
 # part's go vet ./..., which covers the same packages with every analyzer:
 # 25 s less CPU on the 2 cores the parts share.
 TEST_BUILD_FLAGS := -vet=off -ldflags=-w
+# The test binaries are kept (go test -o) under $(TEST_BIN), so that go test
+# links a package's binary again only when something it is built from
+# changed: without -o it links each one at every run, 1 to 7 s of CPU a
+# package (pkg/aggregate 1.9 s, the CDK app's 7.2 s), about 80 s of the CPU
+# make test's parts share. go test -o dir/ names a binary after the last
+# element of its package's path, so the packages go in groups where those
+# differ: go (the libraries), go-tools (cmd/ and bench/, whose names repeat
+# pkg/'s), e2e, race, infra and app.
+TEST_BIN := .build/testbin
+# $(call go_test,<group>,<go test flags and packages>)
+go_test = $(GO) test -count=1 $(TEST_BUILD_FLAGS) -o $(TEST_BIN)/$(1)/ $(2)
 SLOW_GO_PKGS := ./pkg/timeline ./pkg/replay ./pkg/aggregate ./cmd/local ./emulator/standin ./pkg/projection ./pkg/cdc ./events ./cmd/replay ./bench/cep ./pkg/handler ./pkg/cep ./pkg/tail ./bench/cost
+TOOL_DIRS := cmd bench
+SLOW_TOOL_PKGS := $(filter $(TOOL_DIRS:%=./%/%),$(SLOW_GO_PKGS))
+# $(call go_pkgs,<slow packages>,grep -v|grep): the slow ones, then the rest
+# of the module's packages with tests outside (-v) or inside cmd/ and bench/,
+# less the end-to-end package.
+go_pkgs = $(1) $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '/$(E2E_PKG:./%=%)$$' | $(2) $(TOOL_DIRS:%=-e /tributary/%/) | grep -v -x -F -e none $(foreach p,$(1),-e github.com/tributary-dev/tributary/$(p:./%=%)))
+# The tools (cmd/ and bench/: 92 s of CPU of the go part's 536, pkg/timeline
+# alone 66) run one package at a time beside the libraries' three.
 test-go:
-	@$(call test_part,go,$(GO) test -count=1 -p 4 $(TEST_BUILD_FLAGS) -timeout 15m $(SLOW_GO_PKGS) $$($(GO) list ./... | grep -v '/$(E2E_PKG:./%=%)$$' | grep -v -x -F $(foreach p,$(SLOW_GO_PKGS),-e github.com/tributary-dev/tributary/$(p:./%=%))))
+	@$(call test_part,go,$(call go_test,go-tools,-p 1 -timeout 15m $(call go_pkgs,$(SLOW_TOOL_PKGS),grep)) & tools=$$!; \
+	  $(call go_test,go,-p 3 -timeout 15m $(call go_pkgs,$(filter-out $(SLOW_TOOL_PKGS),$(SLOW_GO_PKGS)),grep -v)); s=$$?; wait $$tools && exit $$s)
 # test-build compiles what make test compiles, without running a test: each
-# Go test binary (into Go's build cache; linked to /dev/null), the race
+# Go test binary (kept under $(TEST_BIN), where make test's go test finds it
+# up to date), the race
 # detector's builds, the CDK app's test, the example CDK app (examples/app,
 # a module of its own), and go vet's findings (cached too);
 # and makes what make test's prerequisites make: the functions for this
@@ -161,25 +182,26 @@ test-go:
 # of compiling on 2 cores.
 .PHONY: test-build
 test-build: ## compile every test binary into Go's build cache and make the functions and templates the tests deploy, without running a test (.ci/run does, before make test)
-	@echo "▸ go test -c: every package's test binary (build cache), the race builds, the CDK app's tests, go vet"
-	@$(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | xargs -P 2 -n 1 $(GO) test -c $(TEST_BUILD_FLAGS) -o /dev/null
-	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then for p in ./pkg/agg ./pkg/state ./pkg/aggregate; do $(GO) test -race -c -o /dev/null $$p || exit 1; done; fi
-	@cd infra && $(GO) test -c -ldflags=-w -o /dev/null ./tributary
-	@cd examples/app && $(GO) vet ./... && $(GO) test -c -o /dev/null ./... && $(GO) build -o /dev/null .
+	@echo "▸ go test -c: every package's test binary ($(TEST_BIN)), the race builds, the CDK app's tests, go vet"
+	@$(call go_test,go-tools,-c $(call go_pkgs,,grep)) >/dev/null & tools=$$!; $(call go_test,go,-c $(call go_pkgs,,grep -v)) >/dev/null; s=$$?; wait $$tools && exit $$s
+	@$(call go_test,e2e,-c $(E2E_PKG))
+	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then $(GO) test -race -c -o $(TEST_BIN)/race/ ./pkg/agg ./pkg/state ./pkg/aggregate; fi
+	@cd infra && $(GO) test -c -ldflags=-w -o ../$(TEST_BIN)/infra/ ./...
+	@cd examples/app && $(GO) vet ./... && $(GO) test -c -o ../../$(TEST_BIN)/app/ ./... && $(GO) build -o /dev/null .
 	@$(GO) vet ./...
 	@$(MAKE) -s --no-print-directory functions-local synth-local test-synths
 
 test-e2e:
-	@$(call test_part,e2e,$(GO) test -count=1 $(TEST_BUILD_FLAGS) -timeout 15m $(E2E_PKG))
+	@$(call test_part,e2e,$(call go_test,e2e,-timeout 15m $(E2E_PKG)))
 test-infra:
-	@$(call test_part,infra,cd infra && $(GO) test -count=1 -ldflags=-w -timeout 10m ./...)
+	@$(call test_part,infra,cd infra && $(GO) test -count=1 -ldflags=-w -o ../$(TEST_BIN)/infra/ -timeout 10m ./...)
 test-example-app:
 	@$(call test_part,example-app,$(MAKE) --no-print-directory example-app)
 
 .PHONY: example-app
 example-app: infra/node_modules/.installed functions-local ## check the example CDK app (examples/app): tidy, vet, its tests, and a real cdk synth with cdk-nag
 	@echo "▸ examples/app: go mod tidy -diff, go vet, go test, cdk synth (cdk-nag errors fail it)"
-	cd examples/app && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
+	cd examples/app && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) test -count=1 -o ../../$(TEST_BIN)/app/ -timeout 10m ./...
 	cd examples/app && ../../infra/node_modules/.bin/cdk synth --no-notices --quiet --output cdk.out --no-staging \
 	  -c tributary:assetDir=../../.build/local >/dev/null $(NO_DOWNLOAD_LINES)
 

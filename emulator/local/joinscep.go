@@ -153,6 +153,7 @@ func (j *JoinsAndRules) DemoRules(ctx context.Context, ingestURL string, out io.
 	seqRule := `{"id":"fail-then-big-` + run + `","pattern":[{"begin":"fail","type":"payment_failed"},{"followedBy":"big","type":"payment","where":"data.amount > 100"}],"within":"10m"}`
 	bigRule := `{"id":"huge-payment-` + run + `","pattern":[{"begin":"p","type":"payment","where":"data.amount >= 1000"}]}`
 	var applies time.Time
+	posted := time.Now()
 	for _, r := range []string{seqRule, bigRule} {
 		var resp struct {
 			AppliesFrom time.Time `json:"appliesFrom"`
@@ -163,7 +164,8 @@ func (j *JoinsAndRules) DemoRules(ctx context.Context, ingestURL string, out io.
 		applies = resp.AppliesFrom
 	}
 	fmt.Fprintf(out, "    POST %srules: fail-then-big (payment_failed followedBy payment > 100 within 10m) and huge-payment (payment >= 1000)\n", j.RulesURL)
-	fmt.Fprintf(out, "      no deploy: detect re-reads the rules table every %s; they apply to events arriving from %s\n", cep.RefreshInterval, applies.Format("15:04:05"))
+	fmt.Fprintf(out, "      no deploy: detect re-reads the rules table; they apply to events arriving from %s, %s after they were posted (on AWS %s)\n",
+		applies.Format("15:04:05"), applies.Sub(posted).Round(time.Second), cep.ActivationDelay)
 	sleepUntil(ctx, applies.Add(time.Second))
 	acct1 := "acct-1-" + run
 	if err := j.sendPattern(ctx, ingestURL, acct1, 150, run+"a"); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/tributary-dev/tributary/emulator/rie"
 	"github.com/tributary-dev/tributary/emulator/standin"
 	"github.com/tributary-dev/tributary/emulator/template"
+	"github.com/tributary-dev/tributary/pkg/cep"
 )
 
 // Options say what to run and where.
@@ -86,6 +87,12 @@ type Stack struct {
 	errs       chan error
 	progress   io.Writer
 }
+
+// localRulesRefresh is the CEP rules' refresh and clock slack locally
+// (cep.TimingEnvVar, on every function that reads the rules table): a rule
+// change applies 2 s after it is made rather than 10 s. Moto stamps a
+// record's arrival from this machine's clock, with fractions of a second.
+const localRulesRefresh = time.Second
 
 // Up deploys the template onto the stand-in and starts functions, mappings and
 // function URLs. Close stops them all.
@@ -193,6 +200,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	began = time.Now()
 	environments := 0
+	var rulesTimed []string // the functions given localRulesRefresh
 	byLogical := map[string]*meteredFunction{}
 	for _, f := range specs {
 		bootstrap := filepath.Join(opts.Functions, f.Binary, "bootstrap")
@@ -209,6 +217,10 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 		env["AWS_DEFAULT_REGION"] = standin.Region
 		env["AWS_ACCESS_KEY_ID"] = "test"
 		env["AWS_SECRET_ACCESS_KEY"] = "test"
+		if _, ok := env["RULES_TABLE_NAME"]; ok {
+			env[cep.TimingEnvVar] = localRulesRefresh.String()
+			rulesTimed = append(rulesTimed, s.names[f.LogicalID])
+		}
 		fn, startErr := rie.Start(ctx, rie.Config{
 			Name:       f.FunctionName,
 			Bootstrap:  bootstrap,
@@ -238,6 +250,12 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	sort.Strings(binaries)
 	fmt.Fprintf(progress, "▸ started %d functions under aws-lambda-rie in %s (%d execution environments): %s\n",
 		len(specs), time.Since(began).Round(100*time.Millisecond), environments, strings.Join(binaries, ", "))
+	if len(rulesTimed) > 0 {
+		sort.Strings(rulesTimed)
+		t := cep.Timing{Refresh: localRulesRefresh, ClockSlack: localRulesRefresh}
+		fmt.Fprintf(progress, "  not as on AWS: a CEP rule change applies %s after it is made here, where detect re-reads the rules every %s (on AWS %s and %s: the clocks of the writer, Kinesis and Lambda may differ there, here they are one machine's) — %s\n",
+			t.ActivationDelay(), localRulesRefresh, cep.ActivationDelay, cep.RefreshInterval, strings.Join(rulesTimed, ", "))
+	}
 
 	labels := sourceLabels(s.deployment)
 	var sources, capped []string

@@ -34,6 +34,10 @@ func main() {
 	if err != nil {
 		m.Fail("%v", err)
 	}
+	timing, err := cep.TimingFromEnv(os.LookupEnv)
+	if err != nil {
+		m.Fail("%v", err)
+	}
 	table := m.RequireTable("CEP_STATE_TABLE_NAME", "the DynamoDB table (keys pk/sk, index open) holding partial matches")
 	rules := m.RequireTable("RULES_TABLE_NAME", "the DynamoDB table (key id) holding the rules")
 	out := m.RequireStream("MATCHES_STREAM_NAME", "the Kinesis stream matches are written to")
@@ -51,10 +55,10 @@ func main() {
 	// its own series when several detections run.
 	mt := metrics.New(os.Stdout, "detect", metrics.WithDimension(metrics.PipelineDimension, cfg.Name))
 	sink := setaside.New(db, quarantine, setaside.WithFunction(os.Getenv("AWS_LAMBDA_FUNCTION_NAME")), setaside.WithMetrics(mt), setaside.WithLogger(log))
-	store := cep.NewStore(db, rules, nil).WithLogger(log)
+	store := cep.NewStore(db, rules, nil).WithLogger(log).WithTiming(timing)
 	views := state.NewViews(db, table, nil, state.WithKeyedExpiry(keyed.StateExpiry))
 	h := cep.NewHandler(cfg, views, kin, out, store, nil,
 		keyed.WithMetrics(mt), keyed.WithLogger(log), keyed.WithSetAside(sink), keyed.WithEmitHook(cep.LogMatches(log)),
-		keyed.WithDedupe(keyed.NewLedger(db, table, cfg.Name, cfg.DedupeHorizon)), withBacklog)
+		keyed.WithDedupe(keyed.NewLedger(db, table, cfg.Name, cfg.DedupeHorizon)), withBacklog).WithTiming(timing)
 	lambda.Start(h)
 }

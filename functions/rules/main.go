@@ -20,7 +20,11 @@ import (
 func main() {
 	m := lambdamain.Main{Function: "rules"}
 	table := m.RequireTable("RULES_TABLE_NAME", "the DynamoDB table (key id) holding the rules")
+	timing, err := cep.TimingFromEnv(os.LookupEnv)
+	if err != nil {
+		m.Fail("%v", err)
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	store := cep.NewStore(dynamodb.NewFromConfig(m.AWSConfig()), table, nil).WithLogger(log)
+	store := cep.NewStore(dynamodb.NewFromConfig(m.AWSConfig()), table, nil).WithLogger(log).WithTiming(timing)
 	lambda.Start(lambdamain.Typed(stream.EventFunctionURL, cep.NewAdmin(store, nil, log).Handle))
 }

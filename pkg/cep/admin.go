@@ -209,7 +209,7 @@ func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest)
 		}
 		a.log.InfoContext(ctx, "rule added", "rule", r.ID, "appliesFrom", from)
 		return respond(http.StatusCreated, map[string]any{"rule": sr.View(a.now()), "appliesFrom": from,
-			"note": fmt.Sprintf("the rule reads events that reach the stream from %s on (%s after it was added)", from.Format(time.RFC3339), ActivationDelay)}), nil
+			"note": fmt.Sprintf("the rule reads events that reach the stream from %s on (%s after it was added)", from.Format(time.RFC3339), a.store.ActivationDelay())}), nil
 	case len(parts) == 2 && parts[0] == "rules" && method == http.MethodGet:
 		sr, err := a.store.Get(ctx, parts[1])
 		if err != nil {

@@ -32,6 +32,47 @@ const (
 	ActivationDelay = RefreshInterval + ClockSlack
 )
 
+// Timing is when rule changes take effect where detect and rules run:
+// detect re-reads the rules whenever its copy is older than Refresh, and a
+// change made at T applies from T + ActivationDelay (Refresh + ClockSlack).
+// On AWS it is DefaultTiming; the local runner, whose stand-in, functions
+// and clocks are one machine's, shortens it (TimingEnvVar) so that its demo
+// does not wait 10 s for each change.
+type Timing struct {
+	Refresh, ClockSlack time.Duration
+}
+
+// DefaultTiming is RefreshInterval and ClockSlack.
+var DefaultTiming = Timing{Refresh: RefreshInterval, ClockSlack: ClockSlack}
+
+// ActivationDelay is how long after a change it applies.
+func (t Timing) ActivationDelay() time.Duration { return t.Refresh + t.ClockSlack }
+
+// TimingEnvVar is the environment variable TimingFromEnv reads: a Go
+// duration that is both the refresh and the clock slack, from
+// MinRefresh to RefreshInterval. Detect and rules must be given the same
+// (the local runner sets it on both); the stack leaves it unset.
+const TimingEnvVar = "CEP_RULES_REFRESH"
+
+// MinRefresh is the shortest refresh TimingEnvVar may ask for: each
+// refresh is a read of the rules table's version item.
+const MinRefresh = 100 * time.Millisecond
+
+// TimingFromEnv is DefaultTiming, or the timing TimingEnvVar gives; a value
+// that is not a duration from MinRefresh to RefreshInterval is an error
+// naming the variable.
+func TimingFromEnv(lookup func(string) (string, bool)) (Timing, error) {
+	v, ok := lookup(TimingEnvVar)
+	if !ok || v == "" {
+		return DefaultTiming, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < MinRefresh || d > RefreshInterval {
+		return Timing{}, fmt.Errorf("cep: %s=%q: want a duration from %s to %s (the rules' refresh and clock slack)", TimingEnvVar, v, MinRefresh, RefreshInterval)
+	}
+	return Timing{Refresh: d, ClockSlack: d}, nil
+}
+
 // Config is the CEP function's declared config.
 type Config struct {
 	// Name names its state items and watermarks.

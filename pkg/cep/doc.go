@@ -92,7 +92,9 @@
 // events that reach the events stream at or after ActivationDelay (10 s)
 // after it was added or enabled, judged by their arrival time, which every
 // retry carries unchanged; disabled or deleted, it reads no event arriving
-// ActivationDelay after that. Events it read are still matched; its
+// ActivationDelay after that (the local runner shortens both to 1 s and 2 s
+// through TimingEnvVar on detect and rules: its clocks are one machine's).
+// Events it read are still matched; its
 // absences stop firing once it no longer runs. Deleted rules stay as
 // tombstones for TombstoneTTL. Adding again an active rule with the same
 // definition (compared parsed) is done already and writes nothing, so a

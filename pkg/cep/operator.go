@@ -506,6 +506,11 @@ func NewHandler(cfg *Config, views *state.Views, kin emit.Putter, out string, sr
 	return &Handler{Runner: r, op: op, src: src, refresh: RefreshInterval, now: now}
 }
 
+// WithTiming re-reads the rules whenever the copy is older than t.Refresh
+// (RefreshInterval unless set): the rules function's store must stamp
+// changes by the same t (Store.WithTiming).
+func (h *Handler) WithTiming(t Timing) *Handler { h.refresh = t.Refresh; return h }
+
 // Settings are the runner settings of CEP.
 func Settings(cfg *Config) keyed.Settings {
 	return keyed.Settings{Name: cfg.Name, Kind: StateKind, OutOfOrderness: cfg.OutOfOrderness, IdleTimeout: cfg.IdleTimeout, FoldBytes: FoldBytes}

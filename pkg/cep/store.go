@@ -86,6 +86,8 @@ type Store struct {
 	// between counting the rules and writing (tests race it there).
 	maxRules int
 	counted  func()
+
+	timing Timing
 }
 
 // NewStore returns the store of table; now is the clock changes are stamped
@@ -94,8 +96,16 @@ func NewStore(db storeAPI, table string, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, table: table, now: now, log: slog.New(slog.DiscardHandler), maxRules: MaxRules}
+	return &Store{db: db, table: table, now: now, log: slog.New(slog.DiscardHandler), maxRules: MaxRules, timing: DefaultTiming}
 }
+
+// WithTiming stamps changes to apply t.ActivationDelay() after they are
+// made (DefaultTiming unless set): the detect functions reading the table
+// must refresh by the same t.
+func (s *Store) WithTiming(t Timing) *Store { s.timing = t; return s }
+
+// ActivationDelay is how long after a change it applies.
+func (s *Store) ActivationDelay() time.Duration { return s.timing.ActivationDelay() }
 
 // WithLogger logs rules that cannot be loaded.
 func (s *Store) WithLogger(l *slog.Logger) *Store { s.log = l; return s }
@@ -186,7 +196,7 @@ func (s *Store) add(ctx context.Context, r *Rule) (*StoredRule, bool, error) {
 		s.counted()
 	}
 	now := s.now().UTC()
-	sr := &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: now.Add(ActivationDelay)}}, Version: 1, CreatedAt: now, UpdatedAt: now}
+	sr := &StoredRule{Rule: r, Status: StatusActive, Intervals: []Interval{{From: now.Add(s.timing.ActivationDelay())}}, Version: 1, CreatedAt: now, UpdatedAt: now}
 	item, err := itemOf(sr)
 	if err != nil {
 		return nil, false, err
@@ -358,7 +368,7 @@ func (s *Store) Disable(ctx context.Context, id string) (*StoredRule, error) {
 			return &StateError{ID: id, Status: sr.Status, Want: "disable"}
 		}
 		sr.Status = StatusDisabled
-		closeInterval(sr, now)
+		closeInterval(sr, now.Add(s.timing.ActivationDelay()))
 		return nil
 	})
 }
@@ -375,7 +385,7 @@ func (s *Store) Enable(ctx context.Context, id string) (*StoredRule, error) {
 				"rule %q has been enabled %d times, the most its item keeps (each stretch of time it read events is kept, so a replay runs it where it ran); add it again under a new id", id, len(sr.Intervals))}
 		}
 		sr.Status = StatusActive
-		from := now.Add(ActivationDelay)
+		from := now.Add(s.timing.ActivationDelay())
 		if n := len(sr.Intervals); n > 0 && sr.Intervals[n-1].Until.After(from) {
 			from = sr.Intervals[n-1].Until
 		}
@@ -392,17 +402,18 @@ func (s *Store) Delete(ctx context.Context, id string) (*StoredRule, error) {
 			return &StateError{ID: id, Status: sr.Status, Want: "delete"}
 		}
 		sr.Status = StatusDeleted
-		closeInterval(sr, now)
+		closeInterval(sr, now.Add(s.timing.ActivationDelay()))
 		return nil
 	})
 }
 
-func closeInterval(sr *StoredRule, now time.Time) {
+// closeInterval ends sr's open interval at until (a change's time plus the
+// activation delay).
+func closeInterval(sr *StoredRule, until time.Time) {
 	n := len(sr.Intervals)
 	if n == 0 || !sr.Intervals[n-1].Until.IsZero() {
 		return
 	}
-	until := now.Add(ActivationDelay)
 	if until.Before(sr.Intervals[n-1].From) {
 		until = sr.Intervals[n-1].From // disabled before it began: an empty interval
 	}

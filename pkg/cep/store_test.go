@@ -43,23 +43,73 @@ func newRulesTable(t testing.TB) string {
 	return n
 }
 
+// timings are the rules' timing on AWS and the local runner's (one
+// machine's clocks: a change applies 2 s after it is made).
+var timings = []struct {
+	name string
+	tm   Timing
+}{
+	{"aws", DefaultTiming},
+	{"local", Timing{Refresh: time.Second, ClockSlack: time.Second}},
+}
+
+// TestTimingFromEnv: unset, the timing is AWS's; the local runner's value
+// is both the refresh and the clock slack; anything else names the
+// variable rather than judging rules by a timing detect and rules may not
+// share.
+func TestTimingFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		want    Timing
+		wantErr bool
+	}{
+		{env: nil, want: DefaultTiming},
+		{env: map[string]string{TimingEnvVar: ""}, want: DefaultTiming},
+		{env: map[string]string{TimingEnvVar: "1s"}, want: Timing{Refresh: time.Second, ClockSlack: time.Second}},
+		{env: map[string]string{TimingEnvVar: "100ms"}, want: Timing{Refresh: MinRefresh, ClockSlack: MinRefresh}},
+		{env: map[string]string{TimingEnvVar: "5s"}, want: DefaultTiming},
+		{env: map[string]string{TimingEnvVar: "99ms"}, wantErr: true},
+		{env: map[string]string{TimingEnvVar: "6s"}, wantErr: true},
+		{env: map[string]string{TimingEnvVar: "-1s"}, wantErr: true},
+		{env: map[string]string{TimingEnvVar: "soon"}, wantErr: true},
+	} {
+		got, err := TimingFromEnv(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+		if tc.wantErr {
+			if err == nil || !strings.Contains(err.Error(), TimingEnvVar) {
+				t.Errorf("%v: %+v, %v; want an error naming %s", tc.env, got, err, TimingEnvVar)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%v: %+v, %v; want %+v", tc.env, got, err, tc.want)
+		}
+	}
+}
+
 func TestRulesLifecycle(t *testing.T) {
+	for _, tt := range timings {
+		t.Run(tt.name, func(t *testing.T) { testRulesLifecycle(t, tt.tm) })
+	}
+}
+
+func testRulesLifecycle(t *testing.T, tm Timing) {
 	ctx := context.Background()
 	c := &clock{t: base}
-	s := NewStore(db, newRulesTable(t), c.now)
+	s := NewStore(db, newRulesTable(t), c.now).WithTiming(tm)
+	delay := tm.ActivationDelay()
 	r := rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"}]}`)
 	sr, _, err := s.Add(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if from := sr.Intervals[0].From; !from.Equal(base.Add(ActivationDelay)) {
-		t.Fatalf("applies from %s, want %s", from, base.Add(ActivationDelay))
+	if from := sr.Intervals[0].From; !from.Equal(base.Add(delay)) {
+		t.Fatalf("applies from %s, want %s", from, base.Add(delay))
 	}
 	if again, added, err := s.Add(ctx, r); err != nil || added || again.Version != 1 {
 		t.Fatalf("adding it twice: %+v, added %v, %v; want the stored rule, done already", again, added, err)
 	}
 	c.add(time.Minute)
-	if sr, err = s.Disable(ctx, "big"); err != nil || sr.Status != StatusDisabled || !sr.Intervals[0].Until.Equal(c.now().Add(ActivationDelay)) {
+	if sr, err = s.Disable(ctx, "big"); err != nil || sr.Status != StatusDisabled || !sr.Intervals[0].Until.Equal(c.now().Add(delay)) {
 		t.Fatalf("disable: %+v %v", sr, err)
 	}
 	var se *StateError
@@ -71,7 +121,7 @@ func TestRulesLifecycle(t *testing.T) {
 		t.Fatalf("enable: %+v %v", sr, err)
 	}
 	at := func(d time.Duration) bool { return sr.ActiveAt(base.Add(d)) }
-	if at(0) || !at(ActivationDelay) || !at(time.Minute) || at(time.Minute+ActivationDelay) || at(2*time.Minute) || !at(2*time.Minute+ActivationDelay) {
+	if at(0) || !at(delay) || !at(time.Minute) || at(time.Minute+delay) || at(2*time.Minute) || !at(2*time.Minute+delay) {
 		t.Fatalf("intervals %+v", sr.Intervals)
 	}
 	if sr, err = s.Delete(ctx, "big"); err != nil || sr.Status != StatusDeleted {
@@ -102,18 +152,26 @@ func TestRulesLifecycle(t *testing.T) {
 // the table: a rule added while it runs is seen by the next batch after
 // RefreshInterval and reads the events that arrive from ActivationDelay
 // after it was added on; deleted, it reads none arriving from
-// ActivationDelay after that.
+// ActivationDelay after that; with the local runner's timing, 2 s after
+// each change (the handler re-reads the rules every second).
 func TestRuleAddedAndRemovedAtRuntime(t *testing.T) {
+	for _, tt := range timings {
+		t.Run(tt.name, func(t *testing.T) { testRuleAddedAndRemovedAtRuntime(t, tt.tm) })
+	}
+}
+
+func testRuleAddedAndRemovedAtRuntime(t *testing.T, tm Timing) {
 	ctx := context.Background()
 	c := &clock{t: base}
-	store := NewStore(db, newRulesTable(t), c.now)
+	store := NewStore(db, newRulesTable(t), c.now).WithTiming(tm)
+	delay := tm.ActivationDelay()
 	table, out := name("cep-state"), name("matches")
 	if err := state.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
 	keyedtest.CreateStream(t, kin, out, 1)
 	cfg := &Config{Name: "runtime", IdleTimeout: time.Minute}
-	h := NewHandler(cfg, state.NewViews(db, table, nil), kin, out, store, c.now, keyed.WithLogger(quiet))
+	h := NewHandler(cfg, state.NewViews(db, table, nil), kin, out, store, c.now, keyed.WithLogger(quiet)).WithTiming(tm)
 	seq := 0
 	send := func(id string, amount int) {
 		t.Helper()
@@ -129,7 +187,7 @@ func TestRuleAddedAndRemovedAtRuntime(t *testing.T) {
 	if _, _, err := store.Add(ctx, rule(t, `{"id":"big","pattern":[{"begin":"p","type":"payment","where":"data.amount > 100"}]}`)); err != nil {
 		t.Fatal(err)
 	}
-	c.add(ActivationDelay - time.Second)
+	c.add(delay - time.Second)
 	send("too-early", 1000) // arrives before the rule applies
 	c.add(time.Second)
 	send("first", 1000) // the handler's copy is older than RefreshInterval: it reads the rule
@@ -137,7 +195,7 @@ func TestRuleAddedAndRemovedAtRuntime(t *testing.T) {
 	if _, err := store.Delete(ctx, "big"); err != nil {
 		t.Fatal(err)
 	}
-	c.add(ActivationDelay - time.Second)
+	c.add(delay - time.Second)
 	send("last", 5000) // still applies
 	c.add(time.Second)
 	send("after", 5000) // arrives once the deletion applies

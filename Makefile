@@ -163,7 +163,8 @@ TOOL_DIRS := cmd bench
 SLOW_TOOL_PKGS := $(filter $(TOOL_DIRS:%=./%/%),$(SLOW_GO_PKGS))
 # $(call go_pkgs,<slow packages>,grep -v|grep): the slow ones, then the rest
 # of the module's packages with tests outside (-v) or inside cmd/ and bench/,
-# less the end-to-end package.
+# less the end-to-end package (-e none: a pattern for grep when no slow
+# packages are given).
 go_pkgs = $(1) $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v '/$(E2E_PKG:./%=%)$$' | $(2) $(TOOL_DIRS:%=-e /tributary/%/) | grep -v -x -F -e none $(foreach p,$(1),-e github.com/tributary-dev/tributary/$(p:./%=%)))
 # The tools (cmd/ and bench/: 92 s of CPU of the go part's 536, pkg/timeline
 # alone 66) run one package at a time beside the libraries' three.
@@ -181,7 +182,7 @@ test-go:
 # tests', as in a working checkout; on a cold cache it is about two minutes
 # of compiling on 2 cores.
 .PHONY: test-build
-test-build: ## compile every test binary into Go's build cache and make the functions and templates the tests deploy, without running a test (.ci/run does, before make test)
+test-build: ## compile and link every test binary (kept under .build/testbin for make test) and make the functions and templates the tests deploy, without running a test (.ci/run does, before make test)
 	@echo "▸ go test -c: every package's test binary ($(TEST_BIN)), the race builds, the CDK app's tests, go vet"
 	@$(call go_test,go-tools,-c $(call go_pkgs,,grep)) >/dev/null & tools=$$!; $(call go_test,go,-c $(call go_pkgs,,grep -v)) >/dev/null; s=$$?; wait $$tools && exit $$s
 	@$(call go_test,e2e,-c $(E2E_PKG))

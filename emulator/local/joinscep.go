@@ -152,9 +152,9 @@ func (j *JoinsAndRules) DemoRules(ctx context.Context, ingestURL string, out io.
 	run := time.Now().UTC().Format("150405")
 	seqRule := `{"id":"fail-then-big-` + run + `","pattern":[{"begin":"fail","type":"payment_failed"},{"followedBy":"big","type":"payment","where":"data.amount > 100"}],"within":"10m"}`
 	bigRule := `{"id":"huge-payment-` + run + `","pattern":[{"begin":"p","type":"payment","where":"data.amount >= 1000"}]}`
-	var applies time.Time
-	posted := time.Now()
+	var applies, posted time.Time // the last rule's: when it applies, when it was posted
 	for _, r := range []string{seqRule, bigRule} {
+		posted = time.Now()
 		var resp struct {
 			AppliesFrom time.Time `json:"appliesFrom"`
 		}

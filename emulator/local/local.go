@@ -253,7 +253,7 @@ func Up(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if len(rulesTimed) > 0 {
 		sort.Strings(rulesTimed)
 		t := cep.Timing{Refresh: localRulesRefresh, ClockSlack: localRulesRefresh}
-		fmt.Fprintf(progress, "  not as on AWS: a CEP rule change applies %s after it is made here, where detect re-reads the rules every %s (on AWS %s and %s: the clocks of the writer, Kinesis and Lambda may differ there, here they are one machine's) — %s\n",
+		fmt.Fprintf(progress, "  not as on AWS: a CEP rule change applies %s after it is made here, where detect re-reads the rules every %s (on AWS %s, re-read every %s: the clocks of the writer, Kinesis and Lambda may differ there, here they are one machine's) — %s\n",
 			t.ActivationDelay(), localRulesRefresh, cep.ActivationDelay, cep.RefreshInterval, strings.Join(rulesTimed, ", "))
 	}
 

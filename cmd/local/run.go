@@ -501,7 +501,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	// receivedAt − sentAt to occurredAt, so a sentAt from the start of the
 	// demo would move them into a later window.
 	if err := c.check(ctx, os.Stdout, "a request under an Idempotency-Key written once", func(ctx context.Context) error {
-		return demoIdempotencyKey(ctx, topo.ingestURL, topo.eventsName, w, stack, clearOfMinuteEnd(), want, from, to)
+		return demoIdempotencyKey(ctx, topo.ingestURL, topo.eventsName, w, stack, time.Now().UTC(), want, from, to)
 	}); err != nil {
 		return err
 	}
@@ -658,30 +658,16 @@ func seriesCount(ms []cloudwatchlocal.MetricSummary) string {
 	return fmt.Sprintf("%d metric series in all (%s): CloudWatch bills each as a custom metric (docs/cost.md)", len(ms), strings.Join(parts, ", "))
 }
 
-// clearOfMinuteEnd is the time to stamp the Idempotency-Key demo's events,
-// stamped a few seconds before it with sentAt = occurredAt, so their event
-// time is when ingest receives them: now if that is 5 to 45 seconds into a
-// minute, else (waiting) 5 seconds into the next, so that neither the
-// stamps nor a slow request cross into a window the run did not expect.
-func clearOfMinuteEnd() time.Time {
-	switch s := time.Now().Second(); {
-	case s < 5:
-		time.Sleep(time.Duration(5-s) * time.Second)
-	case s >= 45:
-		time.Sleep(time.Duration(65-s) * time.Second)
-	}
-	return time.Now().UTC()
-}
-
 // demoIdempotencyKey sends one request twice under the same
 // Idempotency-Key, as a client that timed out waiting for the answer does:
 // the second answer is the first, byte for byte, and nothing is written
-// again.
+// again. The windows its events count in are those of the times the
+// stream carries for them: ingest moves an event's time by its receivedAt −
+// sentAt, so a request sent as a minute ends may put it in the next.
 func demoIdempotencyKey(ctx context.Context, url, eventsStream string, w *local.Windows, stack *local.Stack, now time.Time, want local.Counts, from, to time.Time) error {
 	evs := local.FollowerEvents(now, 3)
 	for i := range evs {
 		evs[i].ID, evs[i].Key = fmt.Sprintf("keyed-%d", i), "user-01"
-		want[local.WindowKey{Key: evs[i].Key, Window: evs[i].OccurredAt.Truncate(time.Minute).Format(time.RFC3339)}]++
 	}
 	const key = "make-local-retry-1"
 	fmt.Printf("▸ a request of %d events sent twice with Idempotency-Key %s (the client timed out and retried)\n", len(evs), key)
@@ -700,24 +686,26 @@ func demoIdempotencyKey(ctx context.Context, url, eventsStream string, w *local.
 		return fmt.Errorf("the retried request got %d %s, the first %d %s: not the same answer", s2, b2, s1, b1)
 	}
 	fmt.Printf("  both answers: %d %s (the second replayed from the request's record)\n", s1, truncate(string(b1), 80))
-	if _, err := w.Wait(ctx, want, from, to, nil, io.Discard); err != nil {
-		return err
-	}
-	// The windows hold the events, so both requests' writes are on the
-	// stream: count the records carrying each event's id there (what a
-	// mapping delivered counts retried batches and other traffic too).
+	// Ingest answers once the events are on the stream: count the records
+	// carrying each event's id there (what a mapping delivered counts
+	// retried batches and other traffic too), and take each event's window
+	// from the time ingest gave it.
 	ids := make([]string, len(evs))
 	for i, e := range evs {
 		ids[i] = e.ID
 	}
-	written, err := local.CountIDs(ctx, stack.Config(), eventsStream, ids)
+	written, err := local.WrittenEvents(ctx, stack.Config(), eventsStream, ids)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if written[id] != 1 {
-			return fmt.Errorf("stream %s carries %d records of event %s for the two requests, want 1: the retry was written again", eventsStream, written[id], id)
+	for _, e := range evs {
+		if n := len(written[e.ID]); n != 1 {
+			return fmt.Errorf("stream %s carries %d records of event %s for the two requests, want 1: the retry was written again, or the first not at all", eventsStream, n, e.ID)
 		}
+		want[local.WindowKey{Key: e.Key, Window: written[e.ID][0].Truncate(time.Minute).Format(time.RFC3339)}]++
+	}
+	if _, err := w.Wait(ctx, want, from, to, nil, io.Discard); err != nil {
+		return err
 	}
 	fmt.Printf("  the stream got %d records, once: each event counted once\n", len(evs))
 	return nil

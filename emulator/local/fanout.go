@@ -166,17 +166,18 @@ func streamRecords(ctx context.Context, c recordReader, stream string) ([]string
 	}
 }
 
-// CountIDs counts, for each of ids, the records on the stream whose JSON
-// data has that "id" (an event envelope's id), reading every shard from its
-// start: how many times each event was written, whatever a function's
-// mapping delivered or retried.
-func CountIDs(ctx context.Context, cfg aws.Config, stream string, ids []string) (map[string]int, error) {
+// WrittenEvents returns, for each of ids, the occurredAt of every record on
+// the stream whose JSON data has that "id" (an event envelope's id),
+// reading every shard from its start: how many times each event was
+// written, whatever a function's mapping delivered or retried, and the time
+// the writer (ingest) gave it.
+func WrittenEvents(ctx context.Context, cfg aws.Config, stream string, ids []string) (map[string][]time.Time, error) {
 	c := kinesis.NewFromConfig(cfg)
 	want := map[string]bool{}
 	for _, id := range ids {
 		want[id] = true
 	}
-	counts := map[string]int{}
+	written := map[string][]time.Time{}
 	shards, err := c.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(stream)})
 	if err != nil {
 		return nil, fmt.Errorf("listing the shards of %s: %w", stream, err)
@@ -193,10 +194,11 @@ func CountIDs(ctx context.Context, cfg aws.Config, stream string, ids []string) 
 			}
 			for _, r := range recs.Records {
 				var ev struct {
-					ID string `json:"id"`
+					ID         string    `json:"id"`
+					OccurredAt time.Time `json:"occurredAt"`
 				}
 				if json.Unmarshal(r.Data, &ev) == nil && want[ev.ID] {
-					counts[ev.ID]++
+					written[ev.ID] = append(written[ev.ID], ev.OccurredAt)
 				}
 			}
 			if len(recs.Records) == 0 || aws.ToInt64(recs.MillisBehindLatest) == 0 && len(recs.Records) < 10000 {
@@ -205,5 +207,5 @@ func CountIDs(ctx context.Context, cfg aws.Config, stream string, ids []string) 
 			iter = recs.NextShardIterator
 		}
 	}
-	return counts, nil
+	return written, nil
 }

@@ -497,11 +497,8 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 	// The Idempotency-Key check counts aggregate's records exactly, so it
 	// runs once the joins (which send through ingest too) are done.
 	keyedBefore := want.Total()
-	// Its events are stamped now, when they are sent: ingest adds
-	// receivedAt − sentAt to occurredAt, so a sentAt from the start of the
-	// demo would move them into a later window.
 	if err := c.check(ctx, os.Stdout, "a request under an Idempotency-Key written once", func(ctx context.Context) error {
-		return demoIdempotencyKey(ctx, topo.ingestURL, topo.eventsName, w, stack, time.Now().UTC(), want, from, to)
+		return demoIdempotencyKey(ctx, topo.ingestURL, topo.eventsName, w, stack, want, from, to)
 	}); err != nil {
 		return err
 	}
@@ -664,8 +661,8 @@ func seriesCount(ms []cloudwatchlocal.MetricSummary) string {
 // again. The windows its events count in are those of the times the
 // stream carries for them: ingest moves an event's time by its receivedAt −
 // sentAt, so a request sent as a minute ends may put it in the next.
-func demoIdempotencyKey(ctx context.Context, url, eventsStream string, w *local.Windows, stack *local.Stack, now time.Time, want local.Counts, from, to time.Time) error {
-	evs := local.FollowerEvents(now, 3)
+func demoIdempotencyKey(ctx context.Context, url, eventsStream string, w *local.Windows, stack *local.Stack, want local.Counts, from, to time.Time) error {
+	evs := local.FollowerEvents(time.Now().UTC(), 3)
 	for i := range evs {
 		evs[i].ID, evs[i].Key = fmt.Sprintf("keyed-%d", i), "user-01"
 	}

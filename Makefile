@@ -93,18 +93,24 @@ local-banner:
 # form that CI's summary reads.
 test: deps-local deps-bench deps-browser functions-local synth-local test-synths ## run every test (Go packages, end-to-end under RIE against moto, CDK assertions), its parts at once
 	@t0=$$(date +%s); rm -f .build/test-*.failed; zygote="$(or $(TMPDIR),/tmp)/tributary-moto-$$$$"; trap 'rm -f "$$zygote".*' EXIT INT TERM; \
-	  TRIBUTARY_MOTO_ZYGOTE="$$zygote" GOGC="$${GOGC:-400}" $(MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
+	  TRIBUTARY_MOTO_ZYGOTE="$$zygote" GOGC="$${GOGC:-400}" $(TEST_PARTS_MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
 	  cat .build/test-*.failed 2>/dev/null; \
 	  echo "make test: $$(if [ $$s = 0 ]; then echo passed; else echo FAILED; fi) in $$(( $$(date +%s) - t0 )) s (each part's time is on its last line)"; \
-	  echo "packages: $$(cat $(TEST_PARTS:test-%=.build/test-%.log) 2>/dev/null | grep -c -E '^\[[a-z-]+\] ok  '$$'\t') passed, $$(cat $(TEST_PARTS:test-%=.build/test-%.log) 2>/dev/null | grep -c -E '^\[[a-z-]+\] FAIL'$$'\t') failed"; exit $$s
+	  echo "packages: $$(cat $(TEST_PARTS:test-%=.build/test-%.log) 2>/dev/null | grep -c -E '^\[[a-z0-9-]+\] ok  '$$'\t') passed, $$(cat $(TEST_PARTS:test-%=.build/test-%.log) 2>/dev/null | grep -c -E '^\[[a-z0-9-]+\] FAIL'$$'\t') failed"; exit $$s
 
+# make runs the parts through $(TEST_PARTS_MAKE), not $(MAKE) itself: make
+# executes a recipe line that names $(MAKE) even under make -n, and the
+# documented-commands test's make -n test, which runs inside make test,
+# removed the parts' failure lists (.build/test-*.failed) and overwrote the
+# example-app part's log with its dry run. Named through a variable, the
+# line is printed by make -n, not run.
+TEST_PARTS_MAKE = $(MAKE)
 # The tests' stand-ins are forked from one warm moto process, the zygote
 # (emulator/standin's ZygoteEnv: each moto started cold spends about 2 s of
 # CPU before it has answered each service once, and make test starts some 45).
 # Its socket is named for the run (the shell's pid), under the temporary
 # directory (a Unix socket's path is at most 107 bytes), and removed when
-# the run ends, which ends the zygote: the run's line is executed even by
-# make -n (it calls $(MAKE)), so it must not touch another run's zygote.
+# the run ends, which ends the zygote.
 
 # make test's parts run at once: most of their time is spent waiting on moto,
 # aws-lambda-rie, jsii or cdk synth, not on Go's CPU. Each line a part prints

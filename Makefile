@@ -96,7 +96,10 @@ test: deps-local deps-bench deps-browser functions-local synth-local test-synths
 	  TRIBUTARY_MOTO_ZYGOTE="$$zygote" GOGC="$${GOGC:-400}" $(TEST_PARTS_MAKE) --no-print-directory -k -j$(words $(TEST_PARTS)) $(TEST_PARTS); s=$$?; \
 	  cat .build/test-*.failed 2>/dev/null; \
 	  echo "make test: $$(if [ $$s = 0 ]; then echo passed; else echo FAILED; fi) in $$(( $$(date +%s) - t0 )) s (each part's time is on its last line)"; \
-	  echo "packages: $$(cat $(TEST_PARTS:test-%=.build/test-%.log) 2>/dev/null | grep -c -E '^\[[a-z0-9-]+\] ok  '$$'\t') passed, $$(cat $(TEST_PARTS:test-%=.build/test-%.log) 2>/dev/null | grep -c -E '^\[[a-z0-9-]+\] FAIL'$$'\t') failed"; exit $$s
+	  echo "packages: $(call test_lines,ok  ) passed, $(call test_lines,FAIL) failed"; exit $$s
+# $(call test_lines,<go test's word>): how many of go test's package lines
+# that start with it ("ok  " or "FAIL", then a tab) the parts' logs hold.
+test_lines = $$(cat $(TEST_PARTS:test-%=.build/test-%.log) 2>/dev/null | grep -c -E '^\[[a-z0-9-]+\] $(1)'$$'\t')
 
 # make runs the parts through $(TEST_PARTS_MAKE), not $(MAKE) itself: make
 # executes a recipe line that names $(MAKE) even under make -n, and the

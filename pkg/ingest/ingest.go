@@ -289,7 +289,7 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 	receivedAt := h.now().UTC()
 	entries, tooBig, err := stamp(envs, receivedAt)
 	if err != nil {
-		return problem(http.StatusInternalServerError, "%v", err)
+		return h.notStamped(err)
 	}
 	if len(tooBig) > 0 {
 		h.metrics.Add("EventsRejected", metrics.Count, float64(len(envs)))
@@ -348,7 +348,7 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 			// moved an hour late. The earlier try checked these records'
 			// sizes with that time.
 			if entries, _, err = stamp(envs, c.receivedAt); err != nil {
-				return problem(http.StatusInternalServerError, "%v", err)
+				return h.notStamped(err)
 			}
 		}
 	}
@@ -399,6 +399,14 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 		}
 	}
 	return r
+}
+
+// notStamped is the answer when a validated event does not encode again
+// (stamp's error): a fault of ingest's own, not of the request, so it is
+// logged as one and answered 500, nothing written.
+func (h *Handler) notStamped(err error) events.LambdaFunctionURLResponse {
+	h.log.Error("events not encoded for the stream: nothing written", "err", err)
+	return problem(http.StatusInternalServerError, "%v", err)
 }
 
 // stamp sets every event's receivedAt and encodes it as a stream record,

@@ -65,6 +65,10 @@ var refusalCases = []struct {
 		400, 0, "type", `events[0].type: is blank (only white space)`},
 	{"leap second", arr(ev("a", "k", ""), `{"id":"b","type":"t","key":"k","occurredAt":"2016-12-31T23:59:60Z","sentAt":"2016-12-31T23:59:60.5Z"}`),
 		400, 1, "occurredAt", `events[1].occurredAt: "2016-12-31T23:59:60Z" is a leap second (second 60), which is not accepted`},
+	// time.Parse takes +24:00, which time.Time cannot encode: the
+	// envelope's stamp failed, and ingest answered 500 for the request.
+	{"offset of 24 hours", arr(ev("a", "k", ""), `{"id":"b","type":"t","key":"k","occurredAt":"2026-12-07T10:00:00+24:00","sentAt":"2026-12-07T10:00:00+24:00"}`),
+		400, 1, "occurredAt", `events[1].occurredAt: "2026-12-07T10:00:00+24:00" has the offset +24:00: RFC 3339 allows hours 00 to 23 and minutes 00 to 59`},
 	{"control character in key", arr(ev("a", "k", ""), `{"id":"b","type":"t","key":"user\u0007","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z"}`),
 		400, 1, "key", "events[1].key: holds control character U+0007"},
 	{"escaped newline in key", arr(ev("a", `user`+"\n"+`42`, "")),

@@ -226,6 +226,7 @@ func TestScheduleReadsStartsAtAsIngestReadsTimes(t *testing.T) {
 		{startsAt: "2026-12-05t20:30:00+01:00", stored: "2026-12-05T19:30:00Z"},
 		{startsAt: "2026-12-05T19:30:00.250z", stored: "2026-12-05T19:30:00Z"},
 		{startsAt: "2026-12-05T23:59:60Z", invalid: "leap second"},
+		{startsAt: "2026-12-05T19:30:00+23:60", invalid: "has the offset +23:60"},
 		{startsAt: "tonight", invalid: `"tonight" is not an RFC 3339 time`},
 	} {
 		t.Run(tt.startsAt, func(t *testing.T) {

@@ -363,7 +363,27 @@ func ParseTime(field, s string) (time.Time, error) {
 		}
 		return time.Time{}, &FieldError{Field: field, Reason: fmt.Sprintf("%s is not an RFC 3339 time such as 2026-11-29T10:41:07.250Z", strictjson.QuoteCut(s, maxTimeShown))}
 	}
+	if zone, ok := offsetOutOfRange(v); ok {
+		return time.Time{}, &FieldError{Field: field, Reason: fmt.Sprintf(
+			"%s has the offset %s: RFC 3339 allows hours 00 to 23 and minutes 00 to 59 in an offset (a Go time cannot be written back with one of 24 hours)", strictjson.QuoteCut(s, maxTimeShown), zone)}
+	}
 	return t, nil
+}
+
+// offsetOutOfRange reports whether s, a time time.Parse read as RFC 3339,
+// ends in an offset ±hh:mm whose hour is past 23 or minute past 59, which
+// time.Parse takes (+23:60 as 24 hours) and RFC 3339 does not; such a time
+// also fails to encode again (time.Time's MarshalJSON refuses an offset of
+// 24 hours), so ingest, which writes the envelope back, must refuse it.
+func offsetOutOfRange(s string) (zone string, ok bool) {
+	if len(s) < len("+00:00") {
+		return "", false
+	}
+	zone = s[len(s)-len("+00:00"):]
+	if (zone[0] != '+' && zone[0] != '-') || zone[3] != ':' {
+		return "", false
+	}
+	return zone, zone[1:3] > "23" || zone[4:6] > "59"
 }
 
 // maxTimeShown bounds what a reason repeats of a time that is not one

@@ -73,6 +73,14 @@ func TestUnmarshalAndValidate(t *testing.T) {
 			reason: `"2016-12-31T23:59:60Z" is a leap second (second 60), which is not accepted (a Go time cannot hold one): send "2016-12-31T23:59:59.999Z", the last millisecond before it, or the next second`},
 		{name: "leap second with a fraction and an offset", in: `{"id":"e","type":"t","key":"k","occurredAt":"2016-12-31T18:59:60.5-05:00","sentAt":"2017-01-01T00:00:01Z"}`, wantErr: true, wantField: "occurredAt",
 			reason: `send "2016-12-31T18:59:59.999-05:00"`},
+		// time.Parse takes offsets up to 99:99 (+23:60 as 24 hours), which
+		// RFC 3339 does not and time.Time cannot encode: ingest answered 500.
+		{name: "offset +24:00", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-12-07T10:00:00+24:00","sentAt":"2026-12-07T10:00:00Z"}`, wantErr: true, wantField: "occurredAt",
+			reason: `"2026-12-07T10:00:00+24:00" has the offset +24:00: RFC 3339 allows hours 00 to 23 and minutes 00 to 59 in an offset`},
+		{name: "offset -24:00", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-12-07T10:00:00Z","sentAt":"2026-12-07T10:00:00-24:00"}`, wantErr: true, wantField: "sentAt", reason: "has the offset -24:00"},
+		{name: "offset +23:60", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-12-07T10:00:00.5+23:60","sentAt":"2026-12-07T10:00:00Z"}`, wantErr: true, wantField: "occurredAt", reason: "has the offset +23:60"},
+		{name: "offset minute 60", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-12-07T10:00:00+05:60","sentAt":"2026-12-07T10:00:00Z"}`, wantErr: true, wantField: "occurredAt", reason: "has the offset +05:60"},
+		{name: "offset +23:59", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-12-07T10:00:00+23:59","sentAt":"2026-12-07T10:00:00-23:59"}`},
 		{name: "second 61", in: `{"id":"e","type":"t","key":"k","occurredAt":"2016-12-31T23:59:61Z","sentAt":"2017-01-01T00:00:01Z"}`, wantErr: true, wantField: "occurredAt", reason: "is not an RFC 3339 time"},
 		{name: "receivedAt bad", in: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:07Z","receivedAt":"yesterday"}`, wantErr: true, wantField: "receivedAt"},
 	}

@@ -133,8 +133,8 @@ func decodeTime(data []byte, field int, t rawText) (time.Time, error) {
 		return sentTime(fieldNames[field], tm)
 	}
 	// Forms time.Parse also accepts (a one-digit hour, a comma before the
-	// fraction, offsets up to 24:60) and errors: the encoding/json path's
-	// own function.
+	// fraction) and errors, offsets past 23:59 among them: the
+	// encoding/json path's own function.
 	s := string(raw)
 	return parseTime(fieldNames[field], &s)
 }

@@ -127,6 +127,11 @@ func (a *API) route(ctx context.Context, req events.LambdaFunctionURLRequest) ev
 		if bad := unknownParameter(req.QueryStringParameters, known); bad != nil {
 			return *bad
 		}
+		// A function URL joins a repeated parameter's values with commas:
+		// ?minVersion=2&minVersion=2 read as "2,2", "not a version".
+		if name, msg := strictjson.RepeatedParameter(req.RawQueryString); name != "" {
+			return errorAnswer(http.StatusBadRequest, name, msg)
+		}
 		return serve()
 	}
 	switch {
@@ -232,7 +237,9 @@ func readFreshness(req events.LambdaFunctionURLRequest) (freshness, *events.Lamb
 			r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf("minVersion: %s is larger than any version can be (at most %d)", strictjson.Cut(v, maxEchoBytes), int64(math.MaxInt64)))
 			return f, &r
 		}
-		if err != nil || n < 0 {
+		// Digits only, as a command's expectedVersion: ParseInt also takes
+		// a sign, "-0" and "+4".
+		if err != nil || n < 0 || v[0] == '-' || v[0] == '+' {
 			r := errorAnswer(http.StatusBadRequest, "minVersion", fmt.Sprintf("minVersion: %q is not a version (a whole number from 0)", strictjson.Cut(v, maxEchoBytes)))
 			return f, &r
 		}

@@ -268,6 +268,8 @@ func TestMinVersionRefusedSayingWhy(t *testing.T) {
 		{"x", `minVersion: \"x\" is not a version (a whole number from 0)`},
 		{"-1", `minVersion: \"-1\" is not a version (a whole number from 0)`},
 		{"1.5", `minVersion: \"1.5\" is not a version (a whole number from 0)`},
+		{"-0", `minVersion: \"-0\" is not a version (a whole number from 0)`},
+		{"+4", `minVersion: \"+4\" is not a version (a whole number from 0)`},
 		{"99999999999999999999", `minVersion: 99999999999999999999 is larger than any version can be (at most 9223372036854775807)`},
 		{"9223372036854775808", `minVersion: 9223372036854775808 is larger than any version can be`},
 	} {
@@ -306,6 +308,15 @@ func TestUnknownQueryParameterRefused(t *testing.T) {
 		if got.status != 400 || !strings.Contains(got.body, tt.want) || len(got.body) > 1<<10 {
 			t.Errorf("GET %s %.40v: %d %.300s; want 400 under 1 KB with %s", tt.path, tt.query, got.status, got.body, tt.want)
 		}
+	}
+	// A parameter given twice arrives joined by a comma ("2,2"): refused
+	// as given twice, not as "not a version".
+	req := events.LambdaFunctionURLRequest{RawPath: "/shows/show-1", RawQueryString: "minVersion=1&minVersion=1",
+		QueryStringParameters: map[string]string{"minVersion": "1,1"}}
+	req.RequestContext.HTTP.Method = "GET"
+	if resp, err := f.api.Handle(context.Background(), req); err != nil || resp.StatusCode != 400 ||
+		!strings.Contains(resp.Body, `"field":"minVersion"`) || !strings.Contains(resp.Body, "given 2 times; give it once") {
+		t.Errorf("GET /shows/show-1?minVersion=1&minVersion=1: %d %.300s (%v); want 400: given 2 times", resp.StatusCode, resp.Body, err)
 	}
 	// The parameters a route takes still work.
 	if got := f.do(t, "GET", "/shows/show-1", map[string]string{"minVersion": "1", "wait": "0s"}, ""); got.status != 200 {

@@ -135,6 +135,11 @@ func respond(status int, v any) events.LambdaFunctionURLResponse {
 
 // Handle serves one function URL request.
 func (a *Admin) Handle(ctx context.Context, req events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+	if msg, compressed := strictjson.CompressedBody(req.Headers); compressed {
+		r := respond(http.StatusUnsupportedMediaType, apiError{Error: msg, Part: "Content-Encoding"})
+		r.Headers["Accept-Encoding"] = "identity"
+		return r, nil
+	}
 	body := []byte(req.Body)
 	if req.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(req.Body)

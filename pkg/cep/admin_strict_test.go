@@ -51,6 +51,26 @@ func TestRulesAPIRefusesAmbiguousRequests(t *testing.T) {
 	}
 }
 
+// TestRulesAPIRefusesACompressedBody: a body sent with a Content-Encoding
+// other than identity is a 415 naming the header, as at ingest; the rules
+// API read a gzip body as JSON ("unexpected byte 0x1f") and took a plain
+// one labelled gzip. No rule is stored.
+func TestRulesAPIRefusesACompressedBody(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: base}
+	a := NewAdmin(NewStore(db, newRulesTable(t), c.now), c.now, quiet)
+	req := urlRequest("POST", "/rules", `{"id":"r","pattern":[{"begin":"a","type":"x"}]}`)
+	req.Headers = map[string]string{"content-encoding": "gzip"}
+	resp, err := a.Handle(ctx, req)
+	if err != nil || resp.StatusCode != http.StatusUnsupportedMediaType || resp.Headers["Accept-Encoding"] != "identity" ||
+		!strings.Contains(resp.Body, `"part":"Content-Encoding"`) || !strings.Contains(resp.Body, "Content-Encoding: gzip: the body must be sent uncompressed") {
+		t.Fatalf("POST /rules with Content-Encoding gzip: %v %d %v %s; want 415 naming Content-Encoding", err, resp.StatusCode, resp.Headers, resp.Body)
+	}
+	if resp, err := a.Handle(ctx, urlRequest("GET", "/rules", "")); err != nil || resp.Body != `{"rules":[]}` {
+		t.Fatalf("rules after the refusal: %v %s, want none", err, resp.Body)
+	}
+}
+
 // TestCEPConfigRefusesDuplicatesAndUnknownFields: the detect function's
 // config (CEP_CONFIG) is read as strictly as the APIs.
 func TestCEPConfigRefusesDuplicatesAndUnknownFields(t *testing.T) {

@@ -250,10 +250,10 @@ func (h *Handler) handle(ctx context.Context, req events.LambdaFunctionURLReques
 	// The body is taken as sent: a compressed one is refused naming the
 	// header (415, RFC 9110 section 15.5.16), before it would be read as
 	// JSON and refused as "not one envelope".
-	if enc, ok := header(req.Headers, "Content-Encoding"); ok && !isIdentity(enc) {
+	if msg, compressed := strictjson.CompressedBody(req.Headers); compressed {
 		h.metrics.Add("EventsRejected", metrics.Count, 1)
-		h.log.Info("request refused", "status", http.StatusUnsupportedMediaType, "field", "Content-Encoding", "reason", cutText(enc, 64))
-		r := problem(http.StatusUnsupportedMediaType, "Content-Encoding: %s: the body must be sent uncompressed (identity); send it without Content-Encoding", cutText(enc, 64))
+		h.log.Info("request refused", "status", http.StatusUnsupportedMediaType, "field", "Content-Encoding", "reason", msg)
+		r := problem(http.StatusUnsupportedMediaType, "%s", msg)
 		r.Headers["Accept-Encoding"] = "identity"
 		return r
 	}
@@ -457,17 +457,6 @@ func callerOf(req events.LambdaFunctionURLRequest, signed bool) string {
 		return "signed"
 	}
 	return "anonymous"
-}
-
-// isIdentity reports whether a Content-Encoding header value names no
-// coding but identity (each of its comma-separated codings, in any case).
-func isIdentity(enc string) bool {
-	for c := range strings.SplitSeq(enc, ",") {
-		if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
-			return false
-		}
-	}
-	return true
 }
 
 // invocationSize is how much of Lambda's invocation payload limit a request

@@ -157,6 +157,11 @@ func (a *API) route(ctx context.Context, req events.LambdaFunctionURLRequest) ev
 }
 
 func (a *API) command(ctx context.Context, req events.LambdaFunctionURLRequest) events.LambdaFunctionURLResponse {
+	if msg, compressed := strictjson.CompressedBody(req.Headers); compressed {
+		r := errorAnswer(http.StatusUnsupportedMediaType, "Content-Encoding", msg)
+		r.Headers["Accept-Encoding"] = "identity"
+		return r
+	}
 	body := []byte(req.Body)
 	if req.IsBase64Encoded {
 		b, err := base64.StdEncoding.DecodeString(req.Body)

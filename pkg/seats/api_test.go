@@ -318,6 +318,18 @@ func TestUnknownQueryParameterRefused(t *testing.T) {
 		!strings.Contains(resp.Body, `"field":"minVersion"`) || !strings.Contains(resp.Body, "given 2 times; give it once") {
 		t.Errorf("GET /shows/show-1?minVersion=1&minVersion=1: %d %.300s (%v); want 400: given 2 times", resp.StatusCode, resp.Body, err)
 	}
+	// A command sent with a Content-Encoding other than identity is a 415
+	// naming the header, as at ingest, and is not executed.
+	gz := events.LambdaFunctionURLRequest{RawPath: "/commands", Headers: map[string]string{"Content-Encoding": "gzip"},
+		Body: `{"id":"cmd-gz","type":"ReserveSeats","showId":"show-1","data":{"reservationId":"r-gz","customerId":"ada","seats":["A2"]}}`}
+	gz.RequestContext.HTTP.Method = "POST"
+	if resp, err := f.api.Handle(context.Background(), gz); err != nil || resp.StatusCode != 415 || resp.Headers["Accept-Encoding"] != "identity" ||
+		!strings.Contains(resp.Body, `"field":"Content-Encoding"`) || !strings.Contains(resp.Body, "the body must be sent uncompressed") {
+		t.Errorf("POST /commands with Content-Encoding gzip: %d %v %.300s (%v); want 415 naming Content-Encoding", resp.StatusCode, resp.Headers, resp.Body, err)
+	}
+	if got := f.do(t, "GET", "/shows/show-1", nil, ""); strings.Contains(got.body, "r-gz") {
+		t.Errorf("seat map after the refused command: %.300s; want no reservation r-gz", got.body)
+	}
 	// The parameters a route takes still work.
 	if got := f.do(t, "GET", "/shows/show-1", map[string]string{"minVersion": "1", "wait": "0s"}, ""); got.status != 200 {
 		t.Errorf("seat map with minVersion and wait: %d %s", got.status, got.body)

@@ -27,7 +27,8 @@
 // by its index (ingest's hot path: one pass, no allocation per value).
 // UnknownParameter and RepeatedParameter hold a request's query
 // parameters to the same rule: one not taken, or given twice, is refused
-// by name. WholeNumber reads a value kept raw as a whole number in a field's own
+// by name, and CompressedBody refuses a body labelled with a
+// Content-Encoding (it is read as sent). WholeNumber reads a value kept raw as a whole number in a field's own
 // range, refusing it quoting that range. Nearest is the did-you-mean hint, shared with the readers that keep their
 // own field tables (package pipeline).
 package strictjson

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -312,14 +313,22 @@ func printAlso(w io.Writer, v *setaside.Item) {
 	}
 }
 
-// printData prints data indented, at most maxShown bytes of it.
+// printData prints data indented, at most maxShown bytes of it. Data that
+// is not UTF-8 text, or holds a character a terminal would act on (an
+// escape sequence a producer put in the record), is shown quoted (or in
+// base64), as make tail shows it, never written as it is: -data-only
+// writes the bytes themselves, for a file.
 func printData(w io.Writer, data []byte) {
 	shown := data
 	if len(shown) > maxShown {
 		shown = strictjson.TruncateUTF8(shown, maxShown)
 	}
-	for _, l := range strings.Split(string(shown), "\n") {
-		fmt.Fprintf(w, "    %s\n", l)
+	if !utf8.Valid(shown) || cli.HasControl(shown) {
+		fmt.Fprintf(w, "    (quoted) %s\n", cli.QuoteData(shown))
+	} else {
+		for _, l := range strings.Split(string(shown), "\n") {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
 	}
 	if len(shown) < len(data) {
 		fmt.Fprintf(w, "    …(%d more bytes; -data-only prints them all)\n", len(data)-len(shown))

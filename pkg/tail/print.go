@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tributary-dev/tributary/internal/cli"
 )
 
 // Record is one record read from a shard.
@@ -132,7 +134,7 @@ func (p *Printer) Print(r *Record) error {
 		fmt.Fprintf(&b, "── %s  %s  key %s  arrived %s  %d bytes\n", r.Shard, r.SequenceNumber, quoteIfNeeded(r.PartitionKey),
 			r.Arrived.UTC().Format("2006-01-02T15:04:05.000Z07:00"), len(r.Data))
 		switch {
-		case long && hasControl(r.Data[:limit]):
+		case long && cli.HasControl(r.Data[:limit]):
 			// Whoever put the record chose its bytes: what a terminal
 			// would take as a control sequence is quoted, as it is in a
 			// short record, never written as it is.
@@ -153,7 +155,7 @@ func (p *Printer) Print(r *Record) error {
 					return err
 				}
 			} else {
-				d.WriteString("(not JSON) " + quoteData(r.Data))
+				d.WriteString("(not JSON) " + cli.QuoteData(r.Data))
 			}
 			if d.Len() > limit {
 				p.Truncated++
@@ -182,27 +184,6 @@ func quoteIfNeeded(s string) string {
 		return `""`
 	}
 	return s
-}
-
-// quoteData shows data that is not JSON: quoted text when it is UTF-8,
-// else base64.
-func quoteData(b []byte) string {
-	if utf8.Valid(b) {
-		return strconv.Quote(string(b))
-	}
-	return "base64 " + base64.StdEncoding.EncodeToString(b)
-}
-
-// hasControl reports whether b holds a character a terminal may act on
-// rather than show: a C0 control other than newline and tab (carriage
-// return too, which would write over the line), DEL, or a C1 control.
-func hasControl(b []byte) bool {
-	for _, c := range string(b) {
-		if c < ' ' && c != '\n' && c != '\t' || c >= 0x7f && c < 0xa0 {
-			return true
-		}
-	}
-	return false
 }
 
 // quotePrefix quotes as much of b from its start as fits in limit bytes

@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"encoding/base64"
+	"strconv"
+	"unicode/utf8"
+)
+
+// HasControl reports whether b holds a character a terminal may act on
+// rather than show: a C0 control other than newline and tab (carriage
+// return too, which would write over the line), DEL, or a C1 control.
+// A record's bytes are whoever put it's choice: the commands that print
+// one quote it when this holds, so an escape sequence never reaches the
+// terminal.
+func HasControl(b []byte) bool {
+	for _, c := range string(b) {
+		if c < ' ' && c != '\n' && c != '\t' || c >= 0x7f && c < 0xa0 {
+			return true
+		}
+	}
+	return false
+}
+
+// QuoteData shows data that is not to be printed as it is: quoted text
+// when it is UTF-8, else "base64 " and its base64.
+func QuoteData(b []byte) string {
+	if utf8.Valid(b) {
+		return strconv.Quote(string(b))
+	}
+	return "base64 " + base64.StdEncoding.EncodeToString(b)
+}

@@ -336,12 +336,25 @@ $(RUNNER): $(RUNNER_SOURCES)
 # once: a malformed one (TRIBUTARY_STANDIN_ADDR=bogus) is named as such,
 # before the tool reports that nothing answers at http://bogus. (The local
 # runner, under make local, local-up, invoke and logs, checks it itself.)
+# The value is taken as text, never expanded by make: a variable given on
+# the command line or in the environment is expanded where it is used (and
+# when make exports it to a recipe), so TRIBUTARY_STANDIN_ADDR='$(shell
+# touch x)127.0.0.1:4566' ran its command under every target; and only a
+# host name's and a port's characters are taken, since the address is
+# written into the commands' recipes (a backquote in it ran under make
+# setaside).
+ifneq ($(origin TRIBUTARY_STANDIN_ADDR),undefined)
+override TRIBUTARY_STANDIN_ADDR := $(value TRIBUTARY_STANDIN_ADDR)
+endif
 STANDIN_ADDR := $(or $(TRIBUTARY_STANDIN_ADDR),127.0.0.1:4566)
 # $(call digits,x) is x when x is a run of decimal digits, else empty.
 digits = $(if $(strip $(1)),$(if $(strip $(subst 9,,$(subst 8,,$(subst 7,,$(subst 6,,$(subst 5,,$(subst 4,,$(subst 3,,$(subst 2,,$(subst 1,,$(subst 0,,$(1)))))))))))),,$(1)))
+# $(call without,text,chars): text less every one of chars (a list).
+without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,$(words $(2)),$(2))),$(1))
+HOST_CHARS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W X Y Z 0 1 2 3 4 5 6 7 8 9 . - :
 ifneq ($(filter results tail setaside setaside-show putback,$(MAKECMDGOALS)),)
 STANDIN_PORT := $(call digits,$(lastword $(subst :, ,$(STANDIN_ADDR))))
-ifneq ($(words $(STANDIN_ADDR)) $(words $(subst :, ,$(STANDIN_ADDR))) $(if $(STANDIN_PORT),port),1 2 port)
+ifneq ($(words $(STANDIN_ADDR)) $(words $(subst :, ,$(STANDIN_ADDR))) $(if $(STANDIN_PORT),port) $(if $(call without,$(STANDIN_ADDR),$(HOST_CHARS)),other),1 2 port )
 $(error TRIBUTARY_STANDIN_ADDR='$(TRIBUTARY_STANDIN_ADDR)': not host:port; want the running make local-up's stand-in, such as 127.0.0.1:4566 (unset: 127.0.0.1:4566; its banner names another))
 endif
 ifneq ($(shell [ "$$(expr $(STANDIN_PORT) + 0 2>/dev/null)" -ge 1 ] 2>/dev/null && [ "$$(expr $(STANDIN_PORT) + 0 2>/dev/null)" -le 65535 ] 2>/dev/null && echo ok),ok)

@@ -151,6 +151,12 @@ func TestMakeNamesAMalformedStandinAddr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pwned := filepath.Join(t.TempDir(), "pwned")
+	defer func() {
+		if _, err := os.Stat(pwned); err == nil {
+			t.Errorf("a TRIBUTARY_STANDIN_ADDR ran a command (it made %s)", pwned)
+		}
+	}()
 	for _, tc := range []struct {
 		addr, want string // want "": accepted, AWS_ENDPOINT_URL=http://<addr>
 	}{
@@ -159,6 +165,11 @@ func TestMakeNamesAMalformedStandinAddr(t *testing.T) {
 		{":4566", "not host:port"},
 		{"127.0.0.1:45x6", "not host:port"},
 		{"127.0.0.1:99999", "port 99999 is not 1 to 65535"},
+		// Written into the commands' recipes: a backquote ran its command,
+		// and make expanded $(shell ...) under every target.
+		{"`touch " + pwned + "`:4566", "not host:port"},
+		{"$(shell touch " + pwned + ")127.0.0.1:4566", "not host:port"},
+		{"a;touch " + pwned + ":4566", "not host:port"},
 		{"127.0.0.1:4567", ""},
 		{"localhost:4566", ""},
 	} {

@@ -435,6 +435,23 @@ func changeID(table, key, version string) string {
 	return "cdc:" + hex.EncodeToString(sum[:20]) + "/" + version
 }
 
+// IsChangeID reports whether id is the id cdc (or the snapshot) gives the
+// changelog record of version of key (changeID's, for some table). It is
+// how enrich tells a changelog record in cdc's shape from one a producer
+// wrote to the events stream itself with a changelog type (ingest refuses
+// those types; a principal with PutRecords on the stream is not stopped by
+// IAM from writing one): such a record would set the profile's version.
+// It is a check of shape, not of origin: who may write to the events
+// stream is who may change a profile's version.
+func IsChangeID(id, key, version string) bool {
+	if hashed, ok := strings.CutPrefix(id, "cdc:"); ok {
+		sum, v, ok := strings.Cut(hashed, "/")
+		return ok && v == version && len(sum) == 40 && strings.Trim(sum, "0123456789abcdef") == ""
+	}
+	table, ok := strings.CutSuffix(id, "/"+key+"/"+version)
+	return ok && table != "" && !strings.Contains(table, "/")
+}
+
 // key is the entity key — the key attribute from Keys, else from an image —
 // and the field it came from.
 func (h *Handler) key(rec *events.DynamoDBEventRecord) (string, string, error) {

@@ -98,6 +98,11 @@ func TestBadInput(t *testing.T) {
 		// encoding/json takes "Version" for version, case-blind, the last
 		// one winning: a second version beside the first.
 		{"changelog version twice, cased apart", "data.Version", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","version":9,"Version":99,"image":{}}}`)},
+		// A changelog type a producer wrote to the stream itself (ingest
+		// refuses these types): enrich took it as the profile's version 99
+		// and then skipped every real change below it.
+		{"changelog id not cdc's", "id", setaside.KindInvalid, []byte(`{"id":"r1-c1","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","version":99,"image":{"userId":"u-1","plan":"EVIL"}}}`)},
+		{"changelog id of another version", "id", setaside.KindInvalid, []byte(`{"id":"profiles/u-1/2","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","version":99,"image":{"userId":"u-1","plan":"EVIL"}}}`)},
 		{"changelog version not a number", "data.version", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","version":"` + strings.Repeat("v", 300_000) + `","image":{}}}`)},
 	}
 	for _, tc := range tests {

@@ -51,11 +51,6 @@ type parsed struct {
 	ch       change
 }
 
-// isChangelog reports whether an envelope type is a cdc changelog record.
-func isChangelog(typ string) bool {
-	return typ == cdc.TypeChanged || typ == cdc.TypeDeleted || typ == cdc.TypeSnapshot
-}
-
 // changelogData is the part of cdc.Data the join reads; the image stays raw
 // so the enriched record carries it byte for byte (compacted).
 type changelogData struct {
@@ -85,7 +80,7 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 		return parsed{}, &RecordError{SequenceNumber: seq, Field: field, Reason: err.Error(), Kind: kind}
 	}
 	p.key = p.env.Key
-	if !isChangelog(p.env.Type) {
+	if !cdc.IsChangelogType(p.env.Type) {
 		return p, nil
 	}
 	bad := func(field, format string, args ...any) error {
@@ -112,6 +107,10 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 	version, err := parseVersion(d.Version)
 	if err != nil {
 		return parsed{}, bad("data.version", "%v", err)
+	}
+	if !cdc.IsChangeID(p.env.ID, p.env.Key, version) {
+		return parsed{}, bad("id", "%s is not the id cdc gives version %s of key %q (<table>/<key>/<version>): a record of this type written to the stream by anything but cdc would set the profile's version",
+			strictjson.QuoteCut(p.env.ID, maxEcho), version, strictjson.Cut(p.env.Key, maxEcho))
 	}
 	var image json.RawMessage
 	if t := bytes.TrimSpace(d.Image); len(t) > 0 && !bytes.Equal(t, []byte("null")) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/emulator/template"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 type options struct {
@@ -110,6 +112,11 @@ func (o *options) check() error {
 		if p.value < 0 || p.value > 65535 {
 			return usageError{fmt.Sprintf("-%s %d: want a port from 1 to 65535, or 0 for any free port", p.flag, p.value)}
 		}
+	}
+	// A malformed STACK= is refused, not read as "every stack's logs" (the
+	// template's plan refuses the name, which logs took as no template).
+	if o.cmd == "logs" && !template.ValidStackName(o.stack) {
+		return usageError{fmt.Sprintf("-stack %s (make logs STACK=): a stack name starts with a letter and has only letters, digits and hyphens (at most 128), such as the Tributary-<time> a second make local-up prints", strictjson.QuoteCut(o.stack, 64))}
 	}
 	if o.cmd == "logs" && (o.since <= 0 || o.since > maxLogsSince) {
 		return usageError{fmt.Sprintf("-since %s (make logs SINCE=): want how far back to read, above 0 and at most %s (the log groups keep 7 days), such as 10m or 2h", o.since, maxLogsSince)}

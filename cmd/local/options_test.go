@@ -96,6 +96,26 @@ func TestLogsSinceIsBounded(t *testing.T) {
 	}
 }
 
+// make logs STACK= that is no stack name is refused naming STACK=: it was
+// taken as no template, and every stack's logs were printed, exit 0.
+func TestLogsStackIsAName(t *testing.T) {
+	for _, tc := range []struct {
+		stack string
+		ok    bool
+	}{
+		{"Tributary", true}, {"Tributary-1765000000", true}, {"`x`", false}, {"a b", false}, {"1abc", false}, {"", false}, {strings.Repeat("a", 129), false},
+	} {
+		_, err := parseFor(t, "logs", "", "-stack", tc.stack)
+		var ue usageError
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("-stack %q: %v, want it taken", tc.stack, err)
+		case !tc.ok && (!errors.As(err, &ue) || !strings.Contains(err.Error(), "STACK=") || len(err.Error()) > 400):
+			t.Errorf("-stack %.40q: %v, want a bounded usage error naming STACK=", tc.stack, err)
+		}
+	}
+}
+
 // -lambda-port on the port of the stack's second function URL (-url-port
 // 9100 serves ingest on 9100 and commands on 9101) is a usage error naming
 // the two settings, before the stand-in step; it was reported as a port in

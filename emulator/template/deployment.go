@@ -123,6 +123,10 @@ func (d *Deployment) report(msg string) {
 
 var stackNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,127}$`)
 
+// ValidStackName reports whether stack is a name Plan takes: a letter,
+// then letters, digits and hyphens, at most 128 in all.
+func ValidStackName(stack string) bool { return stackNameRE.MatchString(stack) }
+
 // Plan binds t to physical names without touching any endpoint: names,
 // ARNs and the references between resources are known, but attributes only
 // the endpoint can give (a DynamoDB StreamArn, a queue's URL on the
@@ -135,7 +139,7 @@ func Plan(t *Template, opts ProvisionOptions) (*Deployment, error) {
 	if stack == "" {
 		stack = "local"
 	}
-	if !stackNameRE.MatchString(stack) {
+	if !ValidStackName(stack) {
 		return nil, fmt.Errorf("template: ProvisionOptions.Stack %q: a stack name starts with a letter and has only letters, digits and hyphens (at most 128)", stack)
 	}
 	d := &Deployment{

@@ -79,8 +79,11 @@ func celebrity(t *testing.T, db *dynamodb.Client, tb Tables, author, id, at stri
 // with its progress saved; each redelivery, as Lambda makes it from the
 // failed record, resumes where the one before stopped and gets further,
 // until the record is applied. Every follower's timeline is written exactly
-// once over all deliveries, and the record after the tweet in the batch is
-// applied once the tweet is.
+// once over all deliveries — but for the page of a delivery the stand-in
+// stalled past its deadline, whose writes it may have applied after their
+// answers were given up (the progress cannot record them, so the
+// redelivery writes them again, to the same values: at most twice) — and
+// the record after the tweet in the batch is applied once the tweet is.
 func TestTweetOfManyFollowersCompletesOverRedeliveries(t *testing.T) {
 	db := sharedDB
 	tb := createTables(t, db, "celeb")
@@ -106,6 +109,12 @@ func TestTweetOfManyFollowersCompletesOverRedeliveries(t *testing.T) {
 	h.fanOutStop = 2 * time.Second
 	batch := []events.DynamoDBEventRecord{rec, after}
 	done, deliveries, stalled := 0, 0, 0
+	// again: the followers (by index in fs) of the page a stalled delivery
+	// was writing, from the progress before it to the progress after the
+	// redelivery that resumed it; againAuthor: the stall came before the
+	// author's own entry was recorded.
+	again, againAuthor := map[int]bool{}, false
+	stalledAt := -1
 	for ; deliveries < 200 && len(batch) > 0; deliveries++ {
 		ictx, cancel := context.WithTimeout(ctx, 4*time.Second)
 		resp, err := h.Handle(ictx, events.DynamoDBEvent{Records: batch})
@@ -145,7 +154,14 @@ func TestTweetOfManyFollowersCompletesOverRedeliveries(t *testing.T) {
 				t.Fatalf("deliveries %d and %d made no progress: %d followers done before them, %d after (started %v)", deliveries, deliveries+1, done, p.done, p.started)
 			}
 			t.Logf("delivery %d made no progress (%d followers done): redelivered", deliveries+1, p.done)
+			stalledAt, againAuthor = p.done, againAuthor || !p.started
 			continue
+		}
+		if stalledAt >= 0 {
+			for i := stalledAt; i < p.done; i++ {
+				again[i] = true
+			}
+			stalledAt = -1
 		}
 		stalled = 0
 		t.Logf("delivery %d: %d followers done, cursor after %q", deliveries+1, p.done, p.after)
@@ -154,13 +170,22 @@ func TestTweetOfManyFollowersCompletesOverRedeliveries(t *testing.T) {
 	if len(batch) > 0 {
 		t.Fatalf("the tweet was not applied in %d deliveries", deliveries)
 	}
+	if stalledAt >= 0 { // the delivery after the stall completed the tweet
+		for i := stalledAt; i < followers; i++ {
+			again[i] = true
+		}
+	}
 	if deliveries < 1 {
 		t.Fatalf("the tweet was applied in one invocation: the test shows nothing (raise followers)")
 	}
 	t.Logf("applied in %d deliveries", deliveries+1)
-	for _, u := range append([]string{"ann", "bob"}, fs...) {
-		if n := store.puts[u]; n != 1 {
-			t.Errorf("%s's timeline was written %d times, want exactly once", u, n)
+	for i, u := range append([]string{"ann", "bob"}, fs...) {
+		most := 1
+		if (i == 0 && againAuthor) || again[i-2] {
+			most = 2
+		}
+		if n := store.puts[u]; n < 1 || n > most {
+			t.Errorf("%s's timeline was written %d times, want exactly once (at most twice in the page of a stalled delivery: %v)", u, n, most == 2)
 		}
 	}
 	if len(store.puts) != followers+2 {

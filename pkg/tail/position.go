@@ -2,7 +2,6 @@ package tail
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
+	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
@@ -20,9 +20,6 @@ const MaxAgo = 8760 * time.Hour
 // maxSequenceDigits bounds a sequence number: Kinesis' are decimal
 // numbers of up to 128 digits.
 const maxSequenceDigits = 128
-
-// durationSyntax is time.ParseDuration's syntax, whatever the size.
-var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
 
 // Position is where a shard's reading starts.
 type Position struct {
@@ -64,7 +61,7 @@ func ParsePosition(s string, now time.Time) (Position, error) {
 		}
 	} else {
 		d, err := time.ParseDuration(v)
-		if err != nil && durationSyntax.MatchString(v) {
+		if err != nil && cli.IsDuration(v) {
 			// Written as a duration, only past what time.Duration holds
 			// (about 2562047h).
 			return Position{}, fmt.Errorf("%s: at most %s ago (the longest a stream keeps records)", strictjson.Cut(v, 64), MaxAgo)

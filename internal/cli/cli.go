@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/tributary-dev/tributary/internal/durationtext"
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
@@ -241,14 +242,11 @@ func DurationIn(flag string, d, lo, hi time.Duration, why string) error {
 	return nil
 }
 
-// durationSyntax is time.ParseDuration's syntax, whatever the size.
-var durationSyntax = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
-
 // IsDuration reports whether s is written as a Go duration (90m, 1h30m),
 // also one too large for time.Duration (99999999h), which
 // time.ParseDuration refuses as invalid: a flag can then say it is too
 // long rather than no duration.
-func IsDuration(s string) bool { return durationSyntax.MatchString(s) }
+func IsDuration(s string) bool { return durationtext.IsDuration(s) }
 
 // IntIn is a *UsageError when n is outside [lo, hi].
 func IntIn(flag string, n, lo, hi int, why string) error {

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tributary-dev/tributary/internal/durationtext"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -288,8 +289,10 @@ func parseRule(doc []byte, stored bool) (*Rule, error) {
 			return nil, ruleErr("within", "required: the time the whole pattern must happen in, for example \"10m\" (at most %s)", MaxWithin)
 		}
 	} else {
-		d, err := time.ParseDuration(raw.Within)
+		d, err := durationtext.Parse(raw.Within)
 		switch {
+		case errors.Is(err, durationtext.ErrTooLong):
+			return nil, ruleErr("within", "%s is %v; at most %s", strictjson.Cut(raw.Within, maxEchoBytes), err, MaxWithin)
 		case err != nil:
 			return nil, ruleErr("within", "%s is not a duration such as \"30s\" or \"10m\"", strictjson.QuoteCut(raw.Within, maxEchoBytes))
 		case d <= 0 || d > MaxWithin:

@@ -27,6 +27,7 @@ func TestParseRuleRefusesNamingThePart(t *testing.T) {
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"y"}]}`, "within", "required"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"y"}],"within":"25h"}`, "within", "at most 24h"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"y"}],"within":"ten minutes"}`, "within", "not a duration"},
+		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"followedBy":"b","type":"y"}],"within":"9999999999h"}`, "within", "9999999999h is longer than a duration can be (2562047h47m16.854775807s, about 292 years); at most 24h0m0s"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"}],"within":"1m"}`, "within", "no time to be within"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x"},{"notFollowedBy":"b","type":"y"},{"followedBy":"c","type":"z"}],"within":"1m"}`, "pattern[1].notFollowedBy", "last step"},
 		{`{"id":"r","pattern":[{"begin":"a","type":"x","where":"data.amount >"}]}`, "pattern[0].where", "at column 14: expected a value"},

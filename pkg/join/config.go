@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tributary-dev/tributary/internal/durationtext"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/stream"
 	"github.com/tributary-dev/tributary/pkg/strictjson"
@@ -282,7 +283,10 @@ func duration(field, s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := durationtext.Parse(s)
+	if errors.Is(err, durationtext.ErrTooLong) {
+		return 0, cfgErr(field, "%s is %v", s, err)
+	}
 	if err != nil {
 		return 0, cfgErr(field, "%q is not a duration such as \"90s\" or \"10m\"", s)
 	}

@@ -23,6 +23,7 @@ func TestParseRefusesNamingTheField(t *testing.T) {
 		{`{"name":"j","left":"s","right":"s","within":"1m"}`, "right", "self-join"},
 		{`{"name":"j","left":"s","right":"c"}`, "within", "required"},
 		{`{"name":"j","left":"s","right":"c","within":"10 minutes"}`, "within", "not a duration"},
+		{`{"name":"j","left":"s","right":"c","within":"9999999999h"}`, "within", "9999999999h is longer than a duration can be"},
 		{`{"name":"j","left":"s","right":"c","within":"0s"}`, "within", "above zero"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","before":"-1s"}`, "before", "negative"},
 		{`{"name":"j","left":"s","right":"c","within":"1m","joinType":"cross"}`, "joinType", `"inner", "left" or "outer"`},

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tributary-dev/tributary/internal/durationtext"
 	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/limits"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -900,8 +901,10 @@ func parseWindow(m *mistakes, path string, doc []byte) (WindowSpec, bool) {
 		}
 	}
 	if raw["offset"] != "" && m.ok(path+".offset") {
-		d, err := time.ParseDuration(raw["offset"])
+		d, err := durationtext.Parse(raw["offset"])
 		switch {
+		case errors.Is(err, durationtext.ErrTooLong):
+			m.add(cfgErr(path+".offset", "%s is %v", raw["offset"], err))
 		case err != nil:
 			m.add(cfgErr(path+".offset", "%q is not a duration such as \"90s\", \"5m\" or \"-5h\"", raw["offset"]))
 		case d%window.Resolution != 0:
@@ -970,7 +973,10 @@ func duration(path, s string, def time.Duration, zeroOK bool) (time.Duration, er
 	if s == "" {
 		return def, nil
 	}
-	d, err := time.ParseDuration(s)
+	d, err := durationtext.Parse(s)
+	if errors.Is(err, durationtext.ErrTooLong) {
+		return 0, cfgErr(path, "%s is %v", s, err)
+	}
 	if err != nil {
 		return 0, cfgErr(path, "%q is not a duration such as \"90s\", \"5m\" or \"1h30m\"", s)
 	}

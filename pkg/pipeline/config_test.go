@@ -281,6 +281,8 @@ func TestParseErrors(t *testing.T) {
 		{"allowedLateness past the longest retention", with(w{"allowedLateness": "100000h"}),
 			"allowedLateness: 100000h is longer than 8736h0m0s: a window is kept 24h0m0s past its allowed lateness, and at most 8760h0m0s (retention)"},
 		{"allowedLateness not a duration", with(w{"allowedLateness": "forever"}), `allowedLateness: "forever" is not a duration such as "90s", "5m" or "1h30m"`},
+		{"allowedLateness too long for a duration", with(w{"allowedLateness": "9999999999h"}), `allowedLateness: 9999999999h is longer than a duration can be (2562047h47m16.854775807s, about 292 years)`},
+		{"offset too long for a duration", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m", "offset": "-9999999999h"})}), `windows[0].offset: -9999999999h is longer than a duration can be (2562047h47m16.854775807s, about 292 years)`},
 		// outputs
 		{"outputs none", with(w{"outputs": w{"table": false}}), "outputs: at least one of table and stream must be true"},
 		{"outputs unknown", with(w{"outputs": w{"table": true, "topic": true}}), "outputs.topic: unknown field (known: table, stream)"},
@@ -422,6 +424,7 @@ func TestParseErrorsAreBounded(t *testing.T) {
 		{"window kind", `{"name":"n","windows":[{"kind":"` + big + `","size":"1m"}]}`, "windows[0].kind", "want tumbling, hopping, sliding or session"},
 		{"size", `{"name":"n","windows":[{"kind":"tumbling","size":"` + big + `"}]}`, "windows[0].size", `is not a duration such as "90s", "5m" or "1h30m"`},
 		{"offset", `{"name":"n","windows":[{"kind":"tumbling","size":"1m","offset":"` + big + `"}]}`, "windows[0].offset", `"-5h"`},
+		{"size too long", `{"name":"n","windows":[{"kind":"tumbling","size":"` + strings.Repeat("9", 30000) + `h"}]}`, "windows[0].size", "is longer than a duration can be (2562047h47m16.854775807s, about 292 years)"},
 		{"key", `{"name":"n","key":"` + big + `","windows":[{"kind":"tumbling","size":"1m"}]}`, "key", `"data.<field>"`},
 		{"aggregate", `{"name":"n","aggregates":["` + big + `"],"windows":[{"kind":"tumbling","size":"1m"}]}`, "aggregates[0]", "quantiles"},
 		{"latePolicy", `{"name":"n","latePolicy":"` + big + `","windows":[{"kind":"tumbling","size":"1m"}]}`, "latePolicy", `"correct"`},

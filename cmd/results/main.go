@@ -373,8 +373,13 @@ func (f *flags) checkTable(q *query, now time.Time) error {
 		until = "now (" + now.UTC().Format(time.RFC3339) + ")"
 	}
 	if span > maxRange {
+		spanText := span.Truncate(time.Second).String()
+		if q.from.Add(q.to.Sub(q.from)).Before(q.to) {
+			// Sub saturates at time.Duration's largest value.
+			spanText = "more than 292 years"
+		}
 		return cli.Usagef("from", "%s is %s before -to %s; a range spans at most %s (%s)",
-			strictjson.Cut(from, cli.MaxEcho), span.Truncate(time.Second), until, maxRange, kept)
+			strictjson.Cut(from, cli.MaxEcho), spanText, until, maxRange, kept)
 	}
 	return nil
 }

@@ -101,6 +101,7 @@ func TestBadCommandLines(t *testing.T) {
 		{withParam("-to", "99999999h"), nil, "-to 99999999h: at most 8784h0m0s ago"},
 		{withParam("-from", "2025-11-01T00:00:00Z", "-to", "2026-11-29T00:00:00Z"), nil, "-from 2025-11-01T00:00:00Z is 9432h0m0s before -to 2026-11-29T00:00:00Z; a range spans at most 8784h0m0s (windows are kept at most 8760h0m0s after they end, a pipeline's retention)"},
 		{withParam("-from", "2025-11-01T00:00:00Z"), nil, "-from 2025-11-01T00:00:00Z is 9444h0m0s before -to now (2026-11-29T12:00:00Z); a range spans at most 8784h0m0s"},
+		{withParam("-from", "1700-01-01T00:00:00Z", "-to", "2026-11-29T00:00:00Z"), nil, "-from 1700-01-01T00:00:00Z is more than 292 years before -to 2026-11-29T00:00:00Z; a range spans at most 8784h0m0s"},
 		{withParam("-limit", "0"), nil, "-limit 0: must be from 1 to 100000"},
 		{withParam("-limit", "100001"), nil, "-limit 100001: must be from 1 to 100000"},
 		{withParam("-window", "weekly"), nil, `-window "weekly": pipeline pv has no such window; its windows: tumbling:1m0s, hopping:2m0s:1m0s, session:30s`},

@@ -407,6 +407,11 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 	if at.IsZero() {
 		return nil, h.changeError(rec, "dynamodb.ApproximateCreationDateTime", setaside.KindInvalid, "is missing")
 	}
+	// The key first: the id is made of it too, and a character the key
+	// may not hold is named at its place in the key, not in the id.
+	if err := stream.CheckKey(key); err != nil {
+		return nil, h.changeError(rec, keyField, setaside.KindInvalid, "as the changelog record's %v", err)
+	}
 	env := &stream.Envelope{ID: changeID(tableName(rec.EventSourceArn), key, version.String()), Type: typ, Key: key,
 		OccurredAt: at, SentAt: at, ReceivedAt: at, Data: data}
 	err = env.Validate() // unprintable characters included, as ingest: the key is every view's key

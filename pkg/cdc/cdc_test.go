@@ -509,7 +509,7 @@ func TestChangesEveryConsumerWouldRefuseAreSetAsideHere(t *testing.T) {
 		rec         *events.DynamoDBEventRecord
 		field, says string
 	}{
-		{"a NUL in the key", record("u\x001", nil), "dynamodb.Keys.userId", "control character U+0000"},
+		{"a NUL in the key", record("u\x001", nil), "dynamodb.Keys.userId", "as the changelog record's key: holds control character U+0000 at byte 1;"},
 		{"an image nested 80 deep", record("u1", map[string]events.DynamoDBAttributeValue{"deep": deep}), "dynamodb.NewImage.deep.a", "deep"},
 	} {
 		_, _, err := h.Record(tc.rec)

@@ -123,7 +123,7 @@ func TestThrottledStateIsRetriedNotSetAside(t *testing.T) {
 	if len(scan.Items) != 1 {
 		t.Errorf("%d quarantined items, want 1 (the bad record; never a throttled one)", len(scan.Items))
 	}
-	assertSetAside(t, q, recs[2], "data", setaside.KindUnparseable)
+	assertSetAside(t, q, recs[2], "", setaside.KindUnparseable)
 	store.on = false
 	if f := handle(t, h, recs); f != "" {
 		t.Fatalf("redelivery reported %q", f)

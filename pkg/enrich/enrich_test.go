@@ -89,7 +89,7 @@ func TestBadInput(t *testing.T) {
 		bad               []byte
 	}{
 		{"activity without occurredAt", "occurredAt", setaside.KindInvalid, []byte(`{"id":"x1","type":"page_view","key":"u-1","sentAt":"2026-11-29T10:00:00Z"}`)},
-		{"activity not JSON", "data", setaside.KindUnparseable, []byte(`not json`)},
+		{"activity not JSON", "", setaside.KindUnparseable, []byte(`not json`)},
 		{"changelog without version", "data.version", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_changed","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"key":"u-1","image":{"plan":"pro"}}}`)},
 		{"changelog without key", "data.key", setaside.KindInvalid, []byte(`{"id":"p/u-1/9","type":"profile_deleted","key":"u-1","occurredAt":"2026-11-29T10:00:00Z","sentAt":"2026-11-29T10:00:00Z","data":{"version":9,"image":null}}`)},
 		{"profile image over the join's budget", "data.image", setaside.KindStateBudget, profile("u-1", 2, strings.Repeat("x", enrich.MaxImageBytes))},

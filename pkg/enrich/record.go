@@ -73,7 +73,9 @@ func parse(rec *events.KinesisEventRecord) (parsed, error) {
 		// at fault (not JSON, not an object), else invalid, naming it.
 		// The reason is the whole error, naming the record and the field
 		// as theirs do ("record 7: field key: holds control character …").
-		field, kind := "data", setaside.KindUnparseable
+		// No field for a record that is no envelope: "data" would name
+		// the envelope's data field, which is not at fault.
+		field, kind := "", setaside.KindUnparseable
 		if ok && pe.Field != "" {
 			field, kind = pe.Field, setaside.KindInvalid
 		}

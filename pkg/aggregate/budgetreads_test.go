@@ -155,8 +155,8 @@ func TestAPartlyFailedBatchMovesTheWatermarkByWhatItApplied(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
 	ev := events.KinesisEvent{Records: []events.KinesisEventRecord{
 		rawRecord(1, "a", view("e1", "a", at, `{"ms":1}`), at),
-		rawRecord(2, "a", view("e2", "a", at.Add(20*time.Second), `{"ms":1}`), at),
-		rawRecord(3, "b", view("e3", "b", at.Add(25*time.Second), `{"ms":1}`), at),
+		rawRecord(2, "a", view("e2", "a", at.Add(20*time.Second), `{"ms":1}`), at.Add(20*time.Second)),
+		rawRecord(3, "b", view("e3", "b", at.Add(25*time.Second), `{"ms":1}`), at.Add(25*time.Second)),
 	}}
 	resp, err := p.HandleBatch(context.Background(), ev)
 	if err != nil {

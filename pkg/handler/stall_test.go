@@ -176,15 +176,18 @@ func idleClockHandler(t *testing.T, cfg handler.Config, now *time.Time) *handler
 }
 
 // stalledStream gives cfg an input stream of one shard as its backlog and
-// returns it with the start of this minute: records put on it arrive now
-// (the stream stamps them), their event times early in this minute's
-// window, whenever in it the test runs.
+// returns it with the start of the minute 20 s ago: records put on it
+// arrive now (the stream stamps them), their event times (at most 25 s
+// after that start, in requestAt) early in that minute's window and no
+// more than stream.MaxReceivedLead after their arrival, whenever in the
+// minute the test runs. The idle hold of a record put now (its arrival −
+// idleTimeout − outOfOrderness, 35 s) is then still inside the window.
 func stalledStream(t *testing.T, cfg *handler.Config) (string, time.Time) {
 	t.Helper()
 	input := name("events")
 	keyedtest.CreateStream(t, kin, input, 1)
 	cfg.Backlog = backlog.New(kin, input)
-	return input, time.Now().UTC().Truncate(time.Minute)
+	return input, time.Now().UTC().Add(-20 * time.Second).Truncate(time.Minute)
 }
 
 // requestAt is a request to /a with data, sec seconds after start.

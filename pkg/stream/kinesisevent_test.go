@@ -260,7 +260,7 @@ func TestKinesisBatchRecordFields(t *testing.T) {
 		r.EventSourceARN != "arn:aws:kinesis:us-east-1:123456789012:stream/Tributary-Events" {
 		t.Errorf("record 1: %+v", r)
 	}
-	if want := time.Unix(1795948872, 400000000); r.ApproximateArrivalTimestamp.Sub(want).Abs() > time.Microsecond {
+	if want := time.Unix(1795948901, 250000000); r.ApproximateArrivalTimestamp.Sub(want).Abs() > time.Microsecond {
 		t.Errorf("arrival %s, want %s", r.ApproximateArrivalTimestamp, want)
 	}
 	var e Envelope

@@ -86,10 +86,13 @@ func notUTF8(data []byte, err error) error {
 // MaxReceivedLead is how far an envelope's receivedAt may be after the time
 // the service it came through (Kinesis, SQS, DynamoDB Streams) took the
 // record in. Ingest stamps receivedAt just before it writes the record, so
-// a receivedAt much later than that is a producer writing straight to the
-// stream with its own: taken, it would be an event time from the future,
-// and it would move its shard's watermark past every other key's events.
-const MaxReceivedLead = time.Minute
+// only the skew between two servers' clocks (and DynamoDB Streams' arrival
+// times, cut to the second) puts it after that; a later one is a producer
+// writing straight to the stream with its own. Taken, it would be an event
+// time from the future that moves its shard's watermark past every other
+// key's events, dropping theirs as late under latePolicy "drop": this bound
+// is the most one record can move it ahead of the service's clock.
+const MaxReceivedLead = 5 * time.Second
 
 // stampArrival gives an envelope without receivedAt the record's arrival
 // time (an event written straight to the stream or queue, not through

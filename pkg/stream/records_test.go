@@ -32,6 +32,13 @@ func TestDecodeKinesis(t *testing.T) {
 	}{
 		{name: "through ingest", data: withReceived, wantEvent: time.Date(2026, 11, 29, 10, 41, 8, 0, time.UTC)},
 		{name: "straight to the stream: arrival time is receivedAt", data: withoutReceived, wantEvent: time.Date(2026, 11, 29, 10, 41, 29, 0, time.UTC)},
+		// receivedAt after the arrival (10:41:30): a clock's skew is
+		// taken, up to MaxReceivedLead; more is a producer's own clock
+		// reading, which would move the shard's watermark past every
+		// other key's events.
+		{name: "receivedAt 4s after the arrival", data: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:30Z","sentAt":"2026-11-29T10:41:30Z","receivedAt":"2026-11-29T10:41:34Z"}`, wantEvent: time.Date(2026, 11, 29, 10, 41, 34, 0, time.UTC)},
+		{name: "receivedAt 6s after the arrival", data: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:30Z","sentAt":"2026-11-29T10:41:30Z","receivedAt":"2026-11-29T10:41:36Z"}`, wantErr: true, wantField: "receivedAt"},
+		{name: "receivedAt 50s after the arrival", data: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:30Z","sentAt":"2026-11-29T10:41:30Z","receivedAt":"2026-11-29T10:42:20Z"}`, wantErr: true, wantField: "receivedAt"},
 		{name: "not JSON", data: "\x00\x01binary", wantErr: true, wantField: ""},
 		// null is no object: unparseable (no field), not an envelope
 		// missing its id (invalid, field id).

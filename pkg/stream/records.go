@@ -69,16 +69,21 @@ func decodeValid(data []byte, arrival time.Time, e *Envelope) error {
 	return stampArrival(e, arrival)
 }
 
-// notUTF8 is err, a refusal of data by a decoder, unless data is not
-// UTF-8: then it is the strict reader's refusal, which calls that by its
+// notUTF8 is err, a refusal of data by a decoder, unless the strict reader
+// names the refusal better: data that is not UTF-8, which it calls by its
 // name at its byte ("invalid UTF-8 at byte 0 of the record (byte 0xff)")
-// where encoding/json says "invalid character 'ÿ'". Only a refused record
-// pays for the look.
+// where encoding/json says "invalid character 'ÿ'", and a refusal at a
+// place in the record (nesting 10,000 deep, which encoding/json refuses
+// as "exceeded max depth" before the strict reader's 64 levels could name
+// data.x[0]…). Only a refused record pays for the look.
 func notUTF8(data []byte, err error) error {
-	if err != nil && !utf8.Valid(data) {
-		if serr := checkJSON(data); serr != nil {
-			return serr
-		}
+	if err == nil {
+		return nil
+	}
+	serr := checkJSON(data)
+	var fe *FieldError
+	if serr != nil && (!utf8.Valid(data) || errors.As(serr, &fe) && fe.Field != "") {
+		return serr
 	}
 	return err
 }
@@ -98,17 +103,25 @@ const MaxReceivedLead = 5 * time.Second
 // time (an event written straight to the stream or queue, not through
 // ingest: the service's arrival time is then the closest server clock
 // reading there is), and refuses a receivedAt more than MaxReceivedLead
-// after it. A zero arrival (a hand-made event) checks nothing. The event
-// time the times then give is held to the envelope's range (checkEventTime).
+// after it. A zero arrival (a hand-made event) checks nothing, nor does
+// one outside [EarliestTime, LatestTime), which no service gives (an
+// approximateArrivalTimestamp of 1e20 in a hand-made event): compared with
+// it, receivedAt was said to be 2562047h after an arrival it preceded. The
+// event time the times then give is held to the envelope's range
+// (checkEventTime).
 func stampArrival(e *Envelope, arrival time.Time) error {
 	switch {
-	case arrival.IsZero():
+	case arrival.IsZero() || arrival.Before(EarliestTime) || !arrival.Before(LatestTime):
 	case e.ReceivedAt.IsZero():
 		e.ReceivedAt = arrival.UTC()
 	case e.ReceivedAt.Sub(arrival) > MaxReceivedLead:
+		lead := e.ReceivedAt.Sub(arrival)
+		if shown := lead.Round(time.Millisecond); shown > MaxReceivedLead {
+			lead = shown // "5.4s", never a rounded "5s" past a bound of 5s
+		}
 		return &FieldError{Field: "receivedAt", Reason: fmt.Sprintf(
 			"%s is %s after the record reached the service (%s); receivedAt is a server's clock reading, at most %s after it",
-			e.ReceivedAt.Format(time.RFC3339Nano), e.ReceivedAt.Sub(arrival).Round(time.Second), arrival.UTC().Format(time.RFC3339Nano), MaxReceivedLead)}
+			e.ReceivedAt.Format(time.RFC3339Nano), lead, arrival.UTC().Format(time.RFC3339Nano), MaxReceivedLead)}
 	}
 	return checkEventTime(e)
 }

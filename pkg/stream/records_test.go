@@ -27,6 +27,8 @@ func TestDecodeKinesis(t *testing.T) {
 		wantField string
 		wantErr   bool
 		wantEvent time.Time
+		// wantReason is in the refusal ("": not checked).
+		wantReason string
 		// partitionKey is the record's ("": not checked).
 		partitionKey string
 	}{
@@ -37,9 +39,11 @@ func TestDecodeKinesis(t *testing.T) {
 		// reading, which would move the shard's watermark past every
 		// other key's events.
 		{name: "receivedAt 4s after the arrival", data: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:30Z","sentAt":"2026-11-29T10:41:30Z","receivedAt":"2026-11-29T10:41:34Z"}`, wantEvent: time.Date(2026, 11, 29, 10, 41, 34, 0, time.UTC)},
+		{name: "receivedAt 5.4s after the arrival", data: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:30Z","sentAt":"2026-11-29T10:41:30Z","receivedAt":"2026-11-29T10:41:35.4Z"}`, wantErr: true, wantField: "receivedAt", wantReason: "is 5.4s after the record reached the service"},
 		{name: "receivedAt 6s after the arrival", data: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:30Z","sentAt":"2026-11-29T10:41:30Z","receivedAt":"2026-11-29T10:41:36Z"}`, wantErr: true, wantField: "receivedAt"},
 		{name: "receivedAt 50s after the arrival", data: `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:30Z","sentAt":"2026-11-29T10:41:30Z","receivedAt":"2026-11-29T10:42:20Z"}`, wantErr: true, wantField: "receivedAt"},
 		{name: "not JSON", data: "\x00\x01binary", wantErr: true, wantField: ""},
+
 		// null is no object: unparseable (no field), not an envelope
 		// missing its id (invalid, field id).
 		{name: "null", data: `null`, wantErr: true, wantField: ""},
@@ -76,6 +80,9 @@ func TestDecodeKinesis(t *testing.T) {
 			}
 			if pe.Field != tt.wantField {
 				t.Errorf("Field = %q, want %q (%v)", pe.Field, tt.wantField, err)
+			}
+			if !strings.Contains(err.Error(), tt.wantReason) {
+				t.Errorf("error %v; want it to say %q", err, tt.wantReason)
 			}
 			var fe *FieldError
 			if !errors.As(err, &fe) {
@@ -262,5 +269,54 @@ func TestDecodeDynamoDB(t *testing.T) {
 				t.Errorf("got record %q field %q, want %q %q (%v)", pe.RecordID, pe.Field, rec.EventID, tt.wantField, err)
 			}
 		})
+	}
+}
+
+// TestDeepNestingIsNamedAtItsPlace: data nested 10,000 deep is refused by
+// encoding/json ("exceeded max depth") before the strict reader looks, and
+// the record was set aside as unparseable with no field; the strict reader's
+// refusal names the place, as for nesting 65 deep.
+func TestDeepNestingIsNamedAtItsPlace(t *testing.T) {
+	for _, depth := range []int{65, 10_000, 100_000} {
+		data := `{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:07Z","sentAt":"2026-11-29T10:41:08Z","data":` +
+			strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
+		rec := kinesisRecord("49601189658422359378836298521827638475320189012309704722", data)
+		var e Envelope
+		err := DecodeKinesis(&rec, &e)
+		var pe *PoisonRecordError
+		if !errors.As(err, &pe) || !strings.HasPrefix(pe.Field, "data[0][0]") || !strings.Contains(err.Error(), "64") {
+			t.Errorf("depth %d: %v (field %q); want the place named, data[0][0]…, and the 64 levels", depth, err, fieldOf(pe))
+		}
+	}
+}
+
+func fieldOf(pe *PoisonRecordError) string {
+	if pe == nil {
+		return ""
+	}
+	return pe.Field
+}
+
+// TestArrivalNoServiceGivesChecksNothing: an arrival outside 1970–2200 (a
+// hand-made event's approximateArrivalTimestamp of 1e20) is no service's
+// reading; receivedAt is not compared with it (which said receivedAt was
+// 2562047h after an arrival it preceded) nor stamped from it.
+func TestArrivalNoServiceGivesChecksNothing(t *testing.T) {
+	for _, arrival := range []time.Time{time.Unix(1e11, 0), time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)} {
+		for _, data := range []string{
+			`{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:30Z","sentAt":"2026-11-29T10:41:30Z","receivedAt":"2026-11-29T10:41:31Z"}`,
+			`{"id":"e","type":"t","key":"k","occurredAt":"2026-11-29T10:41:30Z","sentAt":"2026-11-29T10:41:30Z"}`,
+		} {
+			rec := kinesisRecord("4960", data)
+			rec.Kinesis.ApproximateArrivalTimestamp.Time = arrival
+			var e Envelope
+			if err := DecodeKinesis(&rec, &e); err != nil {
+				t.Errorf("arrival %s, %s: %v", arrival, data, err)
+				continue
+			}
+			if e.ReceivedAt.Equal(arrival) {
+				t.Errorf("arrival %s stamped as receivedAt", arrival)
+			}
+		}
 	}
 }

@@ -3,7 +3,7 @@ package quarantine
 import (
 	"errors"
 	"fmt"
-	"strings"
+	"regexp"
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/onfailure"
@@ -118,14 +118,25 @@ func Parse(body []byte) (*OnFailureRecord, Kind, *BatchInfo, error) {
 	default:
 		return nil, 0, nil, &ParseError{Field: "KinesisBatchInfo", Reason: "neither KinesisBatchInfo nor DDBStreamBatchInfo is present"}
 	}
-	if err := check(&r, info, prefix); err != nil {
+	if err := check(&r, info, prefix, kind); err != nil {
 		return nil, 0, nil, err
 	}
 	return &r, kind, info, nil
 }
 
+// streamArnShapes are the ARNs a batch's stream can have, by the batch's
+// kind: anything else (an S3 bucket's ARN) cannot be read as the batch's
+// stream, and was retried to the dead-letter queue rather than set aside.
+var streamArnShapes = map[Kind]struct {
+	re   *regexp.Regexp
+	says string
+}{
+	Kinesis:         {regexp.MustCompile(`^arn:aws[a-z-]*:kinesis:[a-z0-9-]+:[0-9]{12}:stream/[A-Za-z0-9_.-]{1,128}$`), "a Kinesis stream's ARN (arn:aws:kinesis:<region>:<account>:stream/<name>)"},
+	DynamoDBStreams: {regexp.MustCompile(`^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/[A-Za-z0-9_.-]{3,255}/stream/[^/\s]+$`), "a DynamoDB stream's ARN (arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<label>)"},
+}
+
 // check holds r's fields to their bounds, the batch's coordinates first.
-func check(r *OnFailureRecord, info *BatchInfo, prefix string) *ParseError {
+func check(r *OnFailureRecord, info *BatchInfo, prefix string, kind Kind) *ParseError {
 	at := func(name string) string { return prefix + "." + name }
 	for _, f := range []struct {
 		name, v string
@@ -137,8 +148,8 @@ func check(r *OnFailureRecord, info *BatchInfo, prefix string) *ParseError {
 			return err
 		}
 	}
-	if !strings.HasPrefix(info.StreamArn, "arn:") {
-		return &ParseError{Field: at("streamArn"), Reason: strictjson.QuoteCut(info.StreamArn, 40) + " is not an ARN"}
+	if shape := streamArnShapes[kind]; !shape.re.MatchString(info.StreamArn) {
+		return &ParseError{Field: at("streamArn"), Reason: strictjson.QuoteCut(info.StreamArn, 80) + " is not " + shape.says}
 	}
 	if err := sequence(at("startSequenceNumber"), info.StartSequenceNumber); err != nil {
 		return err

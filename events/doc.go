@@ -96,7 +96,8 @@
 //	detect/kinesis-payments.json       with rule fail-then-big (rules/function-url-add.json) in the rules table: acct-1's
 //	                                   failed payment, a page view, a payment of 150 → one match pay-1,pay-2; acct-2's payment
 //	                                   of 500 follows no failure → none; delivered twice, one match
-//	rules/function-url-add.json        POST /rules with fail-then-big → 201, the rule, appliesFrom 10 s later (2 s under make local-up)
+//	rules/function-url-add.json        POST /rules with fail-then-big → 201, the rule, appliesFrom 10 s later (2 s under make local-up);
+//	                                   under make invoke, send detect's payments once the next minute has begun (docs/local.md)
 //	rules/function-url-add-invalid.json  a where clause with "=>" → 400, part "pattern[0].where"
 //	rules/function-url-test.json       POST /test: the rule over three events offline → 200, one match
 //

@@ -401,8 +401,20 @@ func (f *freshener) freshID(obj map[string]any, key, path string) {
 	}
 	obj[key] = fresh
 	f.ids++
-	f.note(path, fmt.Sprintf("<id> → <id>%s, new for this invocation (one suffix: ids the sample repeats stay repeated)", f.idSuffix))
+	// One line a path, its first id as the example: a line an id would
+	// repeat itself for a sample of many.
+	for i := range f.notes {
+		if f.notes[i].Path == path && strings.HasPrefix(f.notes[i].What, idNote) {
+			f.notes[i].Count++
+			return
+		}
+	}
+	f.notes = append(f.notes, Rewrite{Path: path, Count: 1, What: fmt.Sprintf("%s%s (%s → %s), new for this invocation (one suffix: ids the sample repeats stay repeated)",
+		idNote, f.idSuffix, strictjson.QuoteCut(old, 40), strictjson.QuoteCut(fresh, 40+len(f.idSuffix)))})
 }
+
+// idNote begins the rewrite line of a path's ids.
+const idNote = "each id gets the suffix "
 
 // seqAt registers obj[key] as a sequence number (after prefix).
 func (f *freshener) seqAt(obj map[string]any, key, path, prefix string) {
@@ -691,7 +703,7 @@ func (f *freshener) rewrites() []Rewrite {
 		return &out[len(out)-1]
 	}
 	for _, t := range f.times {
-		add(t.path, fmt.Sprintf("moved %s, to now", fmtShift(f.shift)))
+		add(t.path, fmt.Sprintf("moved %s, the latest into the minute before now", fmtShift(f.shift)))
 	}
 	// Sequence numbers: the range each path got.
 	ranges := map[string][2]string{}

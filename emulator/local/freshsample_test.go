@@ -479,6 +479,23 @@ func TestFreshSampleGivesFreshIDs(t *testing.T) {
 				if !said && len(orig) > len(tc.kept) {
 					t.Errorf("rewrites %v: no line says the ids are new", rewrites)
 				}
+				// The line shows an id the sample has and what it became
+				// (it printed "<id> → <id>~…", naming none).
+				for j, id := range orig {
+					if slices.Contains(tc.kept, id) {
+						continue
+					}
+					_, was, _ := strings.Cut(id, "=") // sampleIDs names the place: "id=evt-1"
+					_, now, _ := strings.Cut(fresh[i][j], "=")
+					shown := false
+					for _, r := range rewrites {
+						shown = shown || strings.Contains(r.What, `"`+was+`" → "`+now+`"`)
+					}
+					if !shown {
+						t.Errorf("rewrites %v: no line shows %s becoming %s", rewrites, id, fresh[i][j])
+					}
+					break
+				}
 			}
 			if len(orig) == 0 {
 				t.Fatal("the sample carries no id")

@@ -96,6 +96,15 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 		// and author not the timeline's sort key: the field to shorten is
 		// tweetId, not createdAt.
 		tweetRecord("800", "cy", longID, map[string]events.DynamoDBAttributeValue{AttrAuthorID: sattr("cy"), AttrTweetID: sattr(longID), AttrCreatedAt: sattr(at)}),
+		// No such operation: it was applied as an insert.
+		func() events.DynamoDBEventRecord {
+			r := tweetRecord("900", "ann", "t9", img("t9"))
+			r.EventName = "TRUNCATE"
+			return r
+		}(),
+		// An image of ann's tweet under bob's Keys: it was written to
+		// bob's timeline.
+		tweetRecord("950", "bob", "t1", img("t1")),
 	}
 	h := New(db, tb, WithSetAside(setaside.New(db, quarantine)))
 	resp, err := h.Handle(ctx, events.DynamoDBEvent{Records: recs})
@@ -115,6 +124,8 @@ func TestRecordsThatCanNeverBeAppliedAreSetAside(t *testing.T) {
 		{tweetsStream, "400", "dynamodb.NewImage.text", setaside.KindOutputTooLarge, "refused by DynamoDB"},
 		{tweetsStream, "500", "dynamodb.NewImage.text", setaside.KindOutputTooLarge, "the timeline item would be 410"},
 		{"arn:aws:dynamodb:us-east-1:123456789012:table/follows/stream/x", "600", "dynamodb.NewImage.followeeId", setaside.KindOutputTooLarge, "a stored tweet of the followee, by its text: "},
+		{tweetsStream, "900", "eventName", setaside.KindInvalid, `"TRUNCATE" is not INSERT, MODIFY or REMOVE`},
+		{tweetsStream, "950", "dynamodb.NewImage.authorId", setaside.KindInvalid, "holds another authorId than the record's Keys"},
 		{tweetsStream, "800", "dynamodb.NewImage.tweetId", setaside.KindOutputTooLarge, "so the tweet is left out of cy's (tweet cy/tttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttttt…)"},
 	} {
 		it, err := setaside.Load(ctx, db, quarantine, w.source, w.seq)

@@ -232,7 +232,17 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 // as it can be first (a follow to the followee's tweets that fit, a tweet to
 // the timelines it fits).
 func (h *Handler) Record(ctx context.Context, rec *events.DynamoDBEventRecord) error {
+	switch events.DynamoDBOperationType(rec.EventName) {
+	case events.DynamoDBOperationTypeInsert, events.DynamoDBOperationTypeModify, events.DynamoDBOperationTypeRemove:
+	default:
+		// Anything else was applied as an insert.
+		return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: "eventName", Kind: setaside.KindInvalid,
+			Reason: fmt.Sprintf("event %s: %s is not INSERT, MODIFY or REMOVE", rec.EventID, strictjson.QuoteCut(rec.EventName, 64))}
+	}
 	keys := rec.Change.Keys
+	if err := imageMatchesKeys(rec); err != nil {
+		return err
+	}
 	if a, t, ok := strKeys(keys, AttrAuthorID, AttrTweetID); ok {
 		h.metrics.Add("TweetsIn", metrics.Count, 1)
 		if err := h.tweet(ctx, rec, a, t); err != nil {
@@ -257,6 +267,28 @@ func (h *Handler) Record(ctx context.Context, rec *events.DynamoDBEventRecord) e
 	}
 	return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: "dynamodb.Keys", Kind: setaside.KindInvalid,
 		Reason: fmt.Sprintf("event %s: %v", rec.EventID, ErrUnknownRecord), Err: ErrUnknownRecord}
+}
+
+// imageMatchesKeys refuses a record whose image holds a key attribute
+// other than its Keys do: DynamoDB writes both from one item, so only a
+// hand-made record disagrees, and the timelines followed Keys (writing to
+// bob's timeline for an image of ann's).
+func imageMatchesKeys(rec *events.DynamoDBEventRecord) error {
+	img, imgName := rec.Change.NewImage, "NewImage"
+	if rec.EventName == string(events.DynamoDBOperationTypeRemove) {
+		img, imgName = rec.Change.OldImage, "OldImage"
+	}
+	for name, k := range rec.Change.Keys {
+		v, ok := img[name]
+		if !ok || k.DataType() != events.DataTypeString {
+			continue // a missing image is each case's to name
+		}
+		if v.DataType() != events.DataTypeString || v.String() != k.String() {
+			return &RecordError{SequenceNumber: rec.Change.SequenceNumber, Field: "dynamodb." + imgName + "." + name, Kind: setaside.KindInvalid,
+				Reason: fmt.Sprintf("event %s: the %s holds another %s than the record's Keys (%s): DynamoDB writes both from one item", rec.EventID, imgName, name, strictjson.QuoteCut(k.String(), 64))}
+		}
+	}
+	return nil
 }
 
 func strKeys(keys map[string]events.DynamoDBAttributeValue, a, b string) (string, string, bool) {

@@ -289,13 +289,13 @@ func TestHandMadeEventIsRefusedNamingTheField(t *testing.T) {
 	tests := []struct {
 		name, record, want string
 	}{
-		{"no sequence number", `{"eventID":"shardId-000000000000:2","kinesis":{"data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: is missing`},
-		{"a sequence number not in digits", `{"eventID":"shardId-000000000000:2","kinesis":{"sequenceNumber":"1e5","data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "1e5" is not`},
-		{"a sequence number past 64 digits", `{"eventID":"shardId-000000000000:2","kinesis":{"sequenceNumber":"` + strings.Repeat("9", 65) + `","data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "999`},
-		{"no eventID", `{"kinesis":{"sequenceNumber":"2","data":"` + other + `"}}`, `Records[1].eventID: "" does not name the shard`},
+		{"no sequence number", `{"eventID":"shardId-000000000000:2","eventSourceARN":"arn:aws:kinesis:us-east-1:123456789012:stream/events","kinesis":{"data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: is missing`},
+		{"a sequence number not in digits", `{"eventID":"shardId-000000000000:2","eventSourceARN":"arn:aws:kinesis:us-east-1:123456789012:stream/events","kinesis":{"sequenceNumber":"1e5","data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "1e5" is not`},
+		{"a sequence number past 64 digits", `{"eventID":"shardId-000000000000:2","eventSourceARN":"arn:aws:kinesis:us-east-1:123456789012:stream/events","kinesis":{"sequenceNumber":"` + strings.Repeat("9", 65) + `","data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "999`},
+		{"no eventID", `{"eventSourceARN":"arn:aws:kinesis:us-east-1:123456789012:stream/events","kinesis":{"sequenceNumber":"2","data":"` + other + `"}}`, `Records[1].eventID: "" does not name the shard`},
 		// What a reason repeats of a hostile value is cut, the cut marked.
-		{"a sequence number of 100 bytes not in digits", `{"eventID":"shardId-000000000000:2","kinesis":{"sequenceNumber":"1e` + strings.Repeat("5", 98) + `","data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "1e` + strings.Repeat("5", 78) + `"… is not`},
-		{"an eventID of 100 bytes without a shard", `{"eventID":"` + strings.Repeat("s", 100) + `","kinesis":{"sequenceNumber":"2","data":"` + other + `"}}`, `Records[1].eventID: "` + strings.Repeat("s", 80) + `"… does not name the shard`},
+		{"a sequence number of 100 bytes not in digits", `{"eventID":"shardId-000000000000:2","eventSourceARN":"arn:aws:kinesis:us-east-1:123456789012:stream/events","kinesis":{"sequenceNumber":"1e` + strings.Repeat("5", 98) + `","data":"` + other + `"}}`, `Records[1].kinesis.sequenceNumber: "1e` + strings.Repeat("5", 78) + `"… is not`},
+		{"an eventID of 100 bytes without a shard", `{"eventID":"` + strings.Repeat("s", 100) + `","eventSourceARN":"arn:aws:kinesis:us-east-1:123456789012:stream/events","kinesis":{"sequenceNumber":"2","data":"` + other + `"}}`, `Records[1].eventID: "` + strings.Repeat("s", 80) + `"… does not name the shard`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

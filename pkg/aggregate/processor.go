@@ -173,8 +173,8 @@ func (p *Processor) Invoke(ctx context.Context, payload []byte) ([]byte, error) 
 const maxSeqDigits = 64
 
 // checkRecords refuses an event whose records lack what Lambda always
-// sends and the windows need: an eventID naming the shard
-// ("shardId-000000000000:4959…") and a sequence number of decimal digits.
+// sends and the windows need: a sequence number of decimal digits (the
+// eventID naming the shard is stream.CheckKinesisBatch's).
 // Only a hand-made event (the console's Test tab) lacks them; the error
 // names the record and the field, where the batch used to come back
 // failed from an empty item identifier with the reason only in the log.
@@ -191,9 +191,6 @@ func checkRecords(recs []stream.KinesisRecord) error {
 			return fmt.Errorf("Records[%d].kinesis.sequenceNumber: is missing: Lambda sends every record's (1 to %d decimal digits)", i, maxSeqDigits)
 		case !ok:
 			return fmt.Errorf("Records[%d].kinesis.sequenceNumber: %s is not a Kinesis sequence number (1 to %d decimal digits)", i, strictjson.QuoteCut(seq, 80), maxSeqDigits)
-		}
-		if shard, _, found := strings.Cut(r.EventID, ":"); !found || shard == "" {
-			return fmt.Errorf("Records[%d].eventID: %s does not name the shard: want \"<shard id>:<sequence number>\", as Lambda sends it", i, strictjson.QuoteCut(r.EventID, 80))
 		}
 	}
 	return nil

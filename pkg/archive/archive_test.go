@@ -125,7 +125,7 @@ func TestArchiverRefusesWhatItCannotPlace(t *testing.T) {
 		rec  events.KinesisEventRecord
 		want string
 	}{
-		{func() events.KinesisEventRecord { r := record("x", "1", at, "{}"); r.EventID = "1"; return r }(), `Records[1].eventID "1"`},
+		{func() events.KinesisEventRecord { r := record("x", "1", at, "{}"); r.EventID = "1"; return r }(), `Records[1].eventID: "1" does not name the shard`},
 		{func() events.KinesisEventRecord {
 			r := record("shardId-1", "1", at, "{}")
 			r.EventSourceArn = "arn:aws:sqs:x"
@@ -140,7 +140,7 @@ func TestArchiverRefusesWhatItCannotPlace(t *testing.T) {
 			r := record("shardId-1", "1", at, "{}")
 			r.EventID = strings.Repeat("x", 100_000)
 			return r
-		}(), `Records[1].eventID "xxxx`},
+		}(), `Records[1].eventID: "xxxx`},
 	} {
 		ev := events.KinesisEvent{Records: []events.KinesisEventRecord{record("shardId-1", "1", at, "{}"), tc.rec}}
 		err := archive.NewArchiver(nil, "b").Handle(context.Background(), ev)

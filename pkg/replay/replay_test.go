@@ -153,6 +153,7 @@ func (f *fixture) live(ctx context.Context, p *aggregate.Processor) int {
 		for _, r := range out.Records {
 			s := aws.ToString(r.SequenceNumber)
 			ev.Records = append(ev.Records, events.KinesisEventRecord{EventID: shard + ":" + s, EventSource: "aws:kinesis",
+				EventSourceArn: "arn:aws:kinesis:us-east-1:123456789012:stream/" + f.stream,
 				Kinesis: events.KinesisRecord{SequenceNumber: s, PartitionKey: aws.ToString(r.PartitionKey), Data: r.Data,
 					ApproximateArrivalTimestamp: events.SecondsEpochTime{Time: aws.ToTime(r.ApproximateArrivalTimestamp)}}})
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -72,18 +73,23 @@ func decodeValid(data []byte, arrival time.Time, e *Envelope) error {
 // notUTF8 is err, a refusal of data by a decoder, unless the strict reader
 // names the refusal better: data that is not UTF-8, which it calls by its
 // name at its byte ("invalid UTF-8 at byte 0 of the record (byte 0xff)")
-// where encoding/json says "invalid character 'ÿ'", and a refusal at a
-// place in the record (nesting 10,000 deep, which encoding/json refuses
-// as "exceeded max depth" before the strict reader's 64 levels could name
-// data.x[0]…). Only a refused record pays for the look.
+// where encoding/json says "invalid character 'ÿ'", and nesting 10,000
+// deep, which encoding/json refuses as "exceeded max depth" before the
+// strict reader's 64 levels could name the place (data.x[0]…). Only a
+// refused record pays for the look.
 func notUTF8(data []byte, err error) error {
 	if err == nil {
 		return nil
 	}
-	serr := checkJSON(data)
-	var fe *FieldError
-	if serr != nil && (!utf8.Valid(data) || errors.As(serr, &fe) && fe.Field != "") {
-		return serr
+	if !utf8.Valid(data) {
+		if serr := checkJSON(data); serr != nil {
+			return serr
+		}
+		return err
+	}
+	var se *strictjson.Error
+	if errors.As(strictjson.Check(data, strictjson.Options{MaxBytes: max(len(data), 1), Name: "record"}), &se) && se.Kind == strictjson.Depth {
+		return &FieldError{Field: se.Path, Reason: se.Reason}
 	}
 	return err
 }

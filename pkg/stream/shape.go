@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -97,6 +98,17 @@ func CheckEventObject(raw []byte, want string) error {
 // encoding/json's.
 func DecodeEvent(raw []byte, v any, want string) error {
 	err := json.NewDecoder(bytes.NewReader(raw)).Decode(v)
+	if err != nil && want == EventKinesis {
+		// Only on failure: the raw batch decoder names the record and
+		// member of any refusal ("Records[0].kinesis.data: … base64"),
+		// where a base64 or time member's error came back bare or
+		// without its index.
+		var b KinesisBatch
+		var ke *KinesisEventError
+		if berr := b.Decode(raw); errors.As(berr, &ke) && ke.Record >= 0 && ke.Field != "" {
+			return &EventShapeError{Want: want, Record: ke.Record, Field: ke.Field, Reason: ke.Err.Error()}
+		}
+	}
 	reason, ok := strictjson.TypeReason(err)
 	if !ok {
 		return err
@@ -146,9 +158,28 @@ func checkShape(want, wantSource, idField string, present bool, n int, at func(i
 // aws:kinesis, or one without kinesis.sequenceNumber. An empty Records
 // array (a tumbling window's last invocation) is a batch.
 func CheckKinesisEvent(ev *events.KinesisEvent) error {
-	return checkShape(EventKinesis, SourceKinesis, "kinesis.sequenceNumber", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
+	if err := checkShape(EventKinesis, SourceKinesis, "kinesis.sequenceNumber", ev.Records != nil, len(ev.Records), func(i int) (string, string) {
 		return ev.Records[i].EventSource, ev.Records[i].Kinesis.SequenceNumber
-	})
+	}); err != nil {
+		return err
+	}
+	return checkKinesisPlaces(len(ev.Records), func(i int) string { return ev.Records[i].EventID })
+}
+
+// checkKinesisPlaces refuses a record without an eventID naming its shard
+// ("shardId-000000000000:4959…"), which Lambda always sends: the
+// watermark, fences and positions are the shard's. Only a hand-made event
+// lacks it; each consumer failed its own way (join and detect with a
+// DynamoDB ValidationException for an empty key).
+func checkKinesisPlaces(n int, eventID func(i int) string) error {
+	for i := range n {
+		id := eventID(i)
+		if shard, _, found := strings.Cut(id, ":"); !found || shard == "" {
+			return &EventShapeError{Want: EventKinesis, Record: i, Field: "eventID",
+				Reason: strictjson.QuoteCut(id, 80) + ` does not name the shard: want "<shard id>:<sequence number>", as Lambda sends it`}
+		}
+	}
+	return nil
 }
 
 // CheckDynamoDBEvent is CheckKinesisEvent for a DynamoDB stream's batch:
@@ -179,7 +210,10 @@ func CheckKinesisBatch(b *KinesisBatch, raw []byte) error {
 		}
 		present = json.Unmarshal(raw, &probe) == nil && len(probe.Records) > 0 && string(probe.Records) != "null"
 	}
-	return checkShape(EventKinesis, SourceKinesis, "kinesis.sequenceNumber", present, len(b.Records), func(i int) (string, string) {
+	if err := checkShape(EventKinesis, SourceKinesis, "kinesis.sequenceNumber", present, len(b.Records), func(i int) (string, string) {
 		return b.Records[i].EventSource, b.Records[i].SequenceNumber
-	})
+	}); err != nil {
+		return err
+	}
+	return checkKinesisPlaces(len(b.Records), func(i int) string { return b.Records[i].EventID })
 }

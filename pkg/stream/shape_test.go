@@ -147,3 +147,48 @@ func TestNonObjectEventIsRefusedSayingWhatItIs(t *testing.T) {
 		t.Errorf("null: %v; want Records is missing", err)
 	}
 }
+
+// A Kinesis record without an eventID naming its shard (a hand-made event)
+// is refused naming the member, by both the raw batch's check and
+// aws-lambda-go's event's: join and detect failed with DynamoDB's
+// ValidationException for an empty key.
+func TestKinesisRecordWithoutItsPlaceIsRefused(t *testing.T) {
+	const arn = `"eventSourceARN":"arn:aws:kinesis:us-east-1:123456789012:stream/events"`
+	for _, tc := range []struct{ record, want string }{
+		{`{"eventSource":"aws:kinesis",` + arn + `,"kinesis":{"sequenceNumber":"1"}}`, `Records[0].eventID: "" does not name the shard`},
+		{`{"eventSource":"aws:kinesis","eventID":"4959",` + arn + `,"kinesis":{"sequenceNumber":"1"}}`, `Records[0].eventID: "4959" does not name the shard`},
+		{`{"eventSource":"aws:kinesis","eventID":":1",` + arn + `,"kinesis":{"sequenceNumber":"1"}}`, `Records[0].eventID: ":1" does not name the shard`},
+	} {
+		raw := []byte(`{"Records":[` + tc.record + `]}`)
+		var ev events.KinesisEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		var b stream.KinesisBatch
+		if err := b.Decode(raw); err != nil {
+			t.Fatal(err)
+		}
+		for name, err := range map[string]error{"event": stream.CheckKinesisEvent(&ev), "batch": stream.CheckKinesisBatch(&b, raw)} {
+			var se *stream.EventShapeError
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s %s: %v; want an *EventShapeError saying %s", name, tc.record, err, tc.want)
+			}
+		}
+	}
+}
+
+// A Kinesis event decoded into aws-lambda-go's types (enrich, archive,
+// projection) names the record and member of a bad base64 or time member,
+// as the raw batch decoder does for aggregate, join and detect: it was
+// "illegal base64 data at input byte 3", or a path without its index.
+func TestKinesisEventDecodeNamesTheRecord(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"Records":[{"kinesis":{"data":"AAAA"}},{"kinesis":{"data":"!!!x"}}]}`:  "Records[1].kinesis.data",
+		`{"Records":[{"kinesis":{"approximateArrivalTimestamp":"1795948872"}}]}`: "Records[0].kinesis.approximateArrivalTimestamp",
+	} {
+		var ev events.KinesisEvent
+		if err := stream.DecodeEvent([]byte(raw), &ev, stream.EventKinesis); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want it to name %s", raw, err, want)
+		}
+	}
+}

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // PoisonRecordError is a record that cannot become a valid envelope. It names

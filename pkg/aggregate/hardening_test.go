@@ -786,3 +786,23 @@ func TestSetAsideValueKeepsItsRule(t *testing.T) {
 		}
 	}
 }
+
+// TestIntervalStateSeqMustBeASequenceNumber: a window state's "seq" is the
+// last record it holds, and the records at or below it are skipped as
+// already in the state; one that is no sequence number ("abc", as a
+// hand-made event may carry) skipped them without a word. It fails the
+// invocation naming the state's member, as a corrupt "wm" does.
+func TestIntervalStateSeqMustBeASequenceNumber(t *testing.T) {
+	h := newHardened(t, sumConfig, "")
+	at := time.Date(2026, 12, 1, 9, 0, 10, 0, time.UTC)
+	for _, seq := range []string{"abc", "-1", strings.Repeat("9", 65)} {
+		ev := events.KinesisTimeWindowEvent{
+			KinesisEvent:         events.KinesisEvent{Records: []events.KinesisEventRecord{rawRecord(1, "k", view("e1", "k", at, `{"ms":5}`), at)}},
+			TimeWindowProperties: events.TimeWindowProperties{ShardID: hardShard, State: map[string]string{"seq": seq}},
+		}
+		_, err := h.proc.HandleInterval(context.Background(), ev)
+		if err == nil || !strings.Contains(err.Error(), `window state "seq"`) || !strings.Contains(err.Error(), "is not a Kinesis sequence number") {
+			t.Errorf("seq %.20q: %v; want the invocation failed naming the state's seq", seq, err)
+		}
+	}
+}

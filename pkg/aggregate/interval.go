@@ -18,6 +18,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -126,6 +127,12 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		return events.KinesisTimeWindowEventResponse{}, err
 	}
 	lastSeq := ev.State[stateSeq]
+	if lastSeq != "" && !isSequenceNumber(lastSeq) {
+		// Records at or below it are taken as already in the state: "abc"
+		// or a forged value skipped them without a word.
+		return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: window state %q: %s is not a Kinesis sequence number (1 to %d decimal digits), as the function writes it",
+			stateSeq, strictjson.QuoteCut(lastSeq, 80), maxSeqDigits)
+	}
 
 	c := p.newCollector(shard, &wm, len(recs))
 	c.carriedPerKey, c.carried = keep.perKey(), keep

@@ -182,10 +182,7 @@ func checkRecords(recs []stream.KinesisRecord) error {
 	for i := range recs {
 		r := &recs[i]
 		seq := r.SequenceNumber
-		ok := seq != "" && len(seq) <= maxSeqDigits
-		for j := 0; ok && j < len(seq); j++ {
-			ok = seq[j] >= '0' && seq[j] <= '9'
-		}
+		ok := isSequenceNumber(seq)
 		switch {
 		case seq == "":
 			return fmt.Errorf("Records[%d].kinesis.sequenceNumber: is missing: Lambda sends every record's (1 to %d decimal digits)", i, maxSeqDigits)
@@ -194,6 +191,16 @@ func checkRecords(recs []stream.KinesisRecord) error {
 		}
 	}
 	return nil
+}
+
+// isSequenceNumber reports whether seq is 1 to maxSeqDigits decimal digits,
+// as a Kinesis sequence number is.
+func isSequenceNumber(seq string) bool {
+	ok := seq != "" && len(seq) <= maxSeqDigits
+	for j := 0; ok && j < len(seq); j++ {
+		ok = seq[j] >= '0' && seq[j] <= '9'
+	}
+	return ok
 }
 
 // records converts aws-lambda-go's records for the handlers.

@@ -72,9 +72,12 @@
 // state-unreadable, naming the item) and, when a close finds it due, a copy
 // of its state set aside and the key unlisted, so it never fails a batch or
 // a tick; a fold
-// that makes a key's state reach Settings.FoldBytes ends early and reports
-// the key's next record, so Lambda resumes there (counted in
-// FoldCheckpoints); a blob over Settings.MaxStateBytes is never written:
+// round that makes a key's state reach Settings.FoldBytes ends there,
+// written and its outputs sent, and the next round goes on from the key's
+// next record in the same invocation (counted in FoldCheckpoints); only
+// when the invocation's time is short is that record reported, so Lambda
+// resumes there (each partial failure spends one of the mapping's
+// retries); a blob over Settings.MaxStateBytes is never written:
 // no retry would write it either (the same state, records and watermark
 // make the same blob), so a fold's records are set aside (kind
 // state-budget, field key) and a close that makes one sets a copy of the

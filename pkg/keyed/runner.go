@@ -466,10 +466,50 @@ func (r *Runner[V]) judge(ctx context.Context, shard string, cands []dedupe.Cand
 // under a fold (a concurrent duplicate invocation, the tick).
 const maxFoldAttempts = 8
 
-// fold folds one key's records of the batch into its state item and puts
-// the outputs on the stream. It returns the index in its of the first
-// record that must come again (-1 when all are done).
+// fold folds one key's records of the batch in rounds (foldRound), each
+// ending when the key's state reaches FoldBytes with what it folded
+// written and its outputs sent, and goes on with the next record while the
+// invocation has time for another round. It returns the index in its of
+// the first record that must come again (-1 when all are done). A round
+// that ended early used to end the invocation for the key, reporting the
+// next record: Lambda counts each such partial failure as a retry of the
+// batch, so a key needing more rounds than the mapping's retries (3) had
+// the rest of its batch sent to the on-failure queue as if a transient
+// error had outlasted them.
 func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V], wmEnd time.Time) int {
+	base := 0
+	for {
+		began := time.Now()
+		next, checkpoint := r.foldRound(ctx, shard, key, its[base:], wmEnd)
+		if next < 0 {
+			return -1
+		}
+		if !checkpoint || !timeForAnotherRound(ctx, time.Since(began)) {
+			return base + next
+		}
+		base += next
+	}
+}
+
+// timeForAnotherRound reports whether ctx leaves time for another fold
+// round as long as the last one (took): twice that and a second before its
+// deadline (batch.Reserve's, already short of Lambda's). Without a
+// deadline (a test, a tool) there is always time.
+func timeForAnotherRound(ctx context.Context, took time.Duration) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) > 2*took+time.Second
+}
+
+// foldRound folds one key's records of the batch into its state item and
+// puts the outputs on the stream, until the state reaches FoldBytes. It
+// returns the index in its of the first record that must come again (-1
+// when all are done), and checkpoint when that is because the round
+// ended at FoldBytes with all it folded written and sent, not because
+// something failed.
+func (r *Runner[V]) foldRound(ctx context.Context, shard, key string, its []*item[V], wmEnd time.Time) (next int, checkpoint bool) {
 	ref := state.KeyedRef{Pipeline: r.set.Name, Key: key, Kind: r.set.Kind}
 	// setAside are the records an attempt set aside: decided, a later
 	// attempt (the state changed under the write) neither sets them aside
@@ -479,11 +519,11 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		c, err := r.load(ctx, ref, shard)
 		if err != nil {
 			r.log.ErrorContext(ctx, "loading a key's state failed: its records will be retried", "shard", shard, "key", key, "error", err.Error())
-			return 0
+			return 0, false
 		}
 		st, err := r.op.NewState(key, c.blob)
 		if err != nil {
-			return r.unreadable(ctx, shard, ref, c.fence, its, err)
+			return r.unreadable(ctx, shard, ref, c.fence, its, err), false
 		}
 		if st.Outbox() > 0 && !c.sent {
 			// The last writer may have died before its outputs reached the
@@ -491,7 +531,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 			n, err := r.emit(ctx, st, true, outboxOf(key, c.version))
 			if err != nil {
 				r.log.ErrorContext(ctx, "re-sending a key's outputs failed: its records will be retried", "shard", shard, "key", key, "error", err.Error())
-				return 0
+				return 0, false
 			}
 			r.stats.outputsResent.Add(int64(n))
 		}
@@ -539,7 +579,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		}
 		if first < 0 {
 			r.markSent(ref, shard, c.version)
-			return -1
+			return -1, false
 		}
 		if stop == len(its) {
 			st.Advance(wmEnd)
@@ -548,7 +588,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		}
 		if len(aside) > 0 {
 			if err := r.setAside(ctx, aside); err != nil {
-				return first
+				return first, false
 			}
 			maps.Copy(setAside, asideAt)
 		}
@@ -573,12 +613,12 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 				rest = append(rest, asideOf(its[i].rec, "key", setaside.KindStateBudget, reason))
 			}
 			if err := r.setAside(ctx, rest); err != nil {
-				return first
+				return first, false
 			}
 			if stop < len(its) {
-				return stop
+				return stop, true // decided: the rest is the next round's
 			}
-			return -1
+			return -1, false
 		}
 		n, err := r.views.SaveKeyed(ctx, ref, shard, state.KeyedState{Blob: blob, Version: c.version}, last, r.openIn(shard), window.Window{End: dueAt(st)})
 		r.stats.stateWrites.Add(int64(n))
@@ -597,7 +637,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 				// (see closeKey).
 				_, _ = r.views.SaveKeyed(ctx, ref, shard, state.KeyedState{Blob: blob, Version: c.version + 1}, last, r.openIn(shard), window.Window{End: time.UnixMilli(1)})
 			}
-			return first
+			return first, false
 		}
 		r.stats.late.Add(int64(late))
 		r.metric("LateDropped", float64(late))
@@ -606,7 +646,7 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 			n, err := r.emit(ctx, st, false, outboxOf(key, c.version+1))
 			if err != nil {
 				r.log.ErrorContext(ctx, "putting a key's outputs failed: they are in its state and will be sent again", "shard", shard, "key", key, "error", err.Error())
-				return first
+				return first, false
 			}
 			r.stats.outputs.Add(int64(n))
 			r.metric("Outputs", float64(n))
@@ -616,12 +656,12 @@ func (r *Runner[V]) fold(ctx context.Context, shard, key string, its []*item[V],
 		if stop < len(its) {
 			r.stats.foldCheckpoints.Add(1)
 			r.metric("FoldCheckpoints", 1)
-			return stop
+			return stop, true
 		}
-		return -1
+		return -1, false
 	}
 	r.log.ErrorContext(ctx, "a key's state kept changing under the fold: its records will be retried", "shard", shard, "key", key)
-	return 0
+	return 0, false
 }
 
 // unreadable sets aside the records of a key whose stored state does not

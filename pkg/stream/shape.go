@@ -66,7 +66,10 @@ type EventShapeError struct {
 func (e *EventShapeError) Error() string {
 	where := e.Field
 	if e.Record >= 0 {
-		where = "Records[" + strconv.Itoa(e.Record) + "]." + e.Field
+		where = "Records[" + strconv.Itoa(e.Record) + "]"
+		if e.Field != "" {
+			where += "." + e.Field
+		}
 	}
 	if where == "" {
 		return "not " + e.Want + ": " + e.Reason
@@ -111,6 +114,11 @@ func DecodeEvent(raw []byte, v any, want string) error {
 	}
 	reason, ok := strictjson.TypeReason(err)
 	if !ok {
+		if i := failingRecord(raw, v); i >= 0 {
+			// A member's own decoder refused it ("DynamoDBAttributeValue:
+			// map must contain a single type"): which record, at least.
+			return &EventShapeError{Want: want, Record: i, Reason: err.Error()}
+		}
 		return err
 	}
 	var te *json.UnmarshalTypeError
@@ -125,6 +133,30 @@ func DecodeEvent(raw []byte, v any, want string) error {
 		field, reason = se.Path, se.Reason
 	}
 	return &EventShapeError{Want: want, Record: -1, Field: field, Reason: reason}
+}
+
+// failingRecord is the index of the first record of raw that does not
+// decode alone into an element of v's Records (v: a pointer to an event
+// struct), or -1 (no Records, or each decodes). Only on failure.
+func failingRecord(raw []byte, v any) int {
+	t := reflect.TypeOf(v)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return -1
+	}
+	f, ok := t.Elem().FieldByName("Records")
+	if !ok || f.Type.Kind() != reflect.Slice {
+		return -1
+	}
+	var probe struct{ Records []json.RawMessage }
+	if json.Unmarshal(raw, &probe) != nil {
+		return -1
+	}
+	for i, r := range probe.Records {
+		if json.Unmarshal(r, reflect.New(f.Type.Elem()).Interface()) != nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // maxSourceEcho bounds what an EventShapeError repeats of an eventSource.

@@ -192,3 +192,20 @@ func TestKinesisEventDecodeNamesTheRecord(t *testing.T) {
 		}
 	}
 }
+
+// A record a member's own decoder refuses (aws-lambda-go's attribute
+// values: cdc, timeline, publish; an SQS record) is named by its index, where
+// the error came back bare ("DynamoDBAttributeValue: map must contain a
+// single type").
+func TestEventDecodeNamesTheRecordAMemberRefused(t *testing.T) {
+	raw := []byte(`{"Records":[{"eventSource":"aws:dynamodb","dynamodb":{"Keys":{"k":{"S":"a"}}}},{"eventSource":"aws:dynamodb","dynamodb":{"Keys":{"k":{}}}}]}`)
+	var ev events.DynamoDBEvent
+	err := stream.DecodeEvent(raw, &ev, stream.EventDynamoDB)
+	var se *stream.EventShapeError
+	if !errors.As(err, &se) || se.Record != 1 || !strings.Contains(err.Error(), "Records[1]: ") {
+		t.Errorf("%v; want an *EventShapeError naming Records[1]", err)
+	}
+	if err := stream.DecodeEvent([]byte(`{"Records":[`), &ev, stream.EventDynamoDB); errors.As(err, &se) {
+		t.Errorf("broken JSON: %v; want encoding/json's error", err)
+	}
+}

@@ -370,6 +370,11 @@ func (p *Pipelines) newPipeline(scope constructs.Construct, f pipeline.File, pro
 		EnhancedFanOut:        p.EnhancedFanOut,
 	})
 	p.grantWindows(x.Aggregate.GoFunction, cfg)
+	// A shard's first flush asks Kinesis for the shard's parents, whose
+	// carried windows it takes over after a reshard (package aggregate,
+	// carry.go): the event source grants the stream's reads, ListShards
+	// among them.
+	x.Aggregate.Function.AddEnvironment(jsii.String(EnvEventsStreamName), props.Events.StreamName(), nil)
 	// The dedupe ledger (package dedupe) lives in the views table too.
 	x.Aggregate.Role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions: jsii.Strings(viewsLedgerActions...),

@@ -143,17 +143,21 @@ func TestPipelinesFromFiles(t *testing.T) {
 				}
 				// The ticker reads the events stream after the aggregate's
 				// last record before it takes a shard for idle; the
-				// aggregate has its mapping and needs neither.
+				// aggregate asks it for a new shard's parents, whose
+				// carries it takes over (ListShards, which its mapping
+				// grants).
 				events := logicalID(s.Stack, s.Events)
 				for _, fn := range []struct {
-					id    string
-					r     cfnResource
-					reads bool
-				}{{aggID, agg, false}, {tickID, tick, true}} {
+					id string
+					r  cfnResource
+				}{{aggID, agg}, {tickID, tick}} {
 					vars := fn.r.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
-					if got, ok := vars[EnvEventsStreamName]; ok != fn.reads || (ok && !reflect.DeepEqual(got, ref(events))) {
-						t.Errorf("%s: %s = %v (set %v), want the events stream only on the ticker", fn.id, EnvEventsStreamName, got, ok)
+					if got := vars[EnvEventsStreamName]; !reflect.DeepEqual(got, ref(events)) {
+						t.Errorf("%s: %s = %v, want the events stream", fn.id, EnvEventsStreamName, got)
 					}
+				}
+				if g := "kinesis:ListShards " + events + ".Arn"; !tmpl.grants(logicalID(s.Stack, s.Pipelines.Pipeline(name).Aggregate.Role))[g] {
+					t.Errorf("aggregate role lacks %s", g)
 				}
 				grants := tmpl.grants(logicalID(s.Stack, s.Pipelines.Pipeline(name).Ticker.Role))
 				for _, g := range []string{"kinesis:GetShardIterator " + events + ".Arn", "kinesis:GetRecords " + events + ".Arn"} {

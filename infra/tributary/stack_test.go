@@ -340,7 +340,7 @@ func TestFunctions(t *testing.T) {
 		env     map[string]any
 	}{
 		{FunctionIngest, s.Ingest.Function, 10, ingestEnv(s)},
-		{FunctionAggregate, pageviews(s).Aggregate.GoFunction, 30, withQuarantine(s, windowEnv(s))},
+		{FunctionAggregate, pageviews(s).Aggregate.GoFunction, 30, withEvents(s, withQuarantine(s, windowEnv(s)))},
 		{FunctionQuarantine, s.Quarantine.Function.GoFunction, 30, map[string]any{"QUARANTINE_TABLE_NAME": ref(logicalID(s.Stack, s.Quarantine.Table))}},
 		{FunctionTicker, pageviews(s).Ticker, 50, withEvents(s, windowEnv(s))},
 		{FunctionWorker, s.Work.Worker.GoFunction, 60, map[string]any{

@@ -17,11 +17,12 @@
 //     the event rate. The flush knows the watermark it commits, so a window
 //     that ends by it is made final by that same write and published at
 //     once (state.Update.CloseBy): an update and a finalize in one write.
-//     When the intervals line up with the windows (bench/load cuts them on
-//     multiples of their length, as AWS's examples show), a flush interval
-//     no longer than the windows brings a window's records in the interval
-//     before the one whose watermark passes its end, and this saves
-//     nothing; at longer intervals most windows close this way.
+//     When each key's records stay on one shard (partitionKeyIsGroupingKey)
+//     the flush writes a tumbling or hopping window only when it closes,
+//     once, with the records of every interval it spans, and keeps the
+//     partials of the windows still open in the shard's carry, one item
+//     per shard (carry.go): the ticker closes what an idle shard carries,
+//     and a child shard takes over its parents' after a reshard.
 //
 // A shard's watermark (max event time − allowed out-of-orderness) advances
 // by the records a batch applied: all of them when it succeeds entirely,

@@ -37,8 +37,11 @@ const (
 	EnvOutputStream = "OUTPUT_STREAM_NAME" // optional
 	// EnvEventsStream names the stream the aggregate function reads: the
 	// ticker asks it whether a shard that looks idle still holds records
-	// the function has not processed (WithBacklog). Optional: without it
-	// the ticker advances idle shards by the clock alone.
+	// the function has not processed (WithBacklog), and the aggregate
+	// function, at a new shard's first flush, for the shard's parents,
+	// whose carries it takes over (WithShardLister). Optional: without it
+	// the ticker advances idle shards by the clock alone, and a pipeline
+	// whose flushes keep carries must not be resharded.
 	EnvEventsStream = backlog.EnvStream
 	// EnvQuarantineTable names the table records that can never be
 	// applied are set aside in (package setaside).
@@ -90,7 +93,8 @@ func FromEnv(awsCfg aws.Config, lookup func(string) (string, bool), function str
 		return nil, err
 	}
 	if events != "" {
-		opts = append(opts, WithBacklog(backlog.New(kinesis.NewFromConfig(awsCfg), events)))
+		kin := kinesis.NewFromConfig(awsCfg)
+		opts = append(opts, WithBacklog(backlog.New(kin, events)), WithShardLister(kin, events))
 	}
 	quarantine, _ := lookup(EnvQuarantineTable) // the ticker reads no records
 	if quarantine != "" {

@@ -70,6 +70,14 @@ type feed struct {
 	clock *time.Time // when set, moved to each record's time as it is sent
 	seq   int
 	state map[string]string // the open interval's window state
+	shard string            // the shard the records are on ("": feedShard)
+}
+
+func (f *feed) shardID() string {
+	if f.shard == "" {
+		return feedShard
+	}
+	return f.shard
 }
 
 const feedShard = "shardId-000000000000"
@@ -82,7 +90,7 @@ func (f *feed) records(recs ...at) events.KinesisEvent {
 		if f.clock != nil {
 			*f.clock = when
 		}
-		batch = append(batch, record{shard: feedShard, seq: f.seq, env: stream.Envelope{ID: fmt.Sprint(f.seq), Type: "v", Key: a.key,
+		batch = append(batch, record{shard: f.shardID(), seq: f.seq, env: stream.Envelope{ID: fmt.Sprint(f.seq), Type: "v", Key: a.key,
 			OccurredAt: when, SentAt: when, ReceivedAt: when, Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, a.value))}})
 	}
 	return kinesisEvent(batch)
@@ -105,7 +113,7 @@ func (f *feed) batch(recs ...at) {
 // carry delivers recs as an invocation of the open interval.
 func (f *feed) carry(recs ...at) {
 	f.t.Helper()
-	ev := events.KinesisTimeWindowEvent{KinesisEvent: f.records(recs...), TimeWindowProperties: events.TimeWindowProperties{ShardID: feedShard, State: f.state}}
+	ev := events.KinesisTimeWindowEvent{KinesisEvent: f.records(recs...), TimeWindowProperties: events.TimeWindowProperties{ShardID: f.shardID(), State: f.state}}
 	resp, err := f.p.HandleInterval(context.Background(), ev)
 	if err != nil || len(resp.BatchItemFailures) > 0 {
 		f.t.Fatalf("interval batch: %v %v", resp, err)
@@ -126,7 +134,7 @@ func (f *feed) tick(at time.Duration) {
 // flush is the open interval's final invocation.
 func (f *feed) flush() {
 	f.t.Helper()
-	ev := events.KinesisTimeWindowEvent{TimeWindowProperties: events.TimeWindowProperties{ShardID: feedShard, State: f.state, IsFinalInvokeForWindow: true}}
+	ev := events.KinesisTimeWindowEvent{TimeWindowProperties: events.TimeWindowProperties{ShardID: f.shardID(), State: f.state, IsFinalInvokeForWindow: true}}
 	if _, err := f.p.HandleInterval(context.Background(), ev); err != nil {
 		f.t.Fatalf("interval flush: %v", err)
 	}

@@ -287,7 +287,19 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	// The interval is over: flush one write per (key, window). When every
 	// record is processed the flush knows the watermark it commits, and
 	// its writes make the windows that end by it final.
-	published, err := p.flush(ctx, shard, windowPartials(partials, p.advance), c.closeBy, lateRouted, accumulated)
+	var published map[state.Ref]bool
+	if p.carries() {
+		// The shard's carry (carry.go): windows written when they close.
+		// An interval that could not route every record commits no
+		// watermark and moves no fence: its records come again.
+		through := accumulated
+		if c.closeBy.IsZero() {
+			through = ""
+		}
+		published, err = p.flushCarried(ctx, shard, partials, c.closeBy, lateRouted, through, committed.Current().IsZero())
+	} else {
+		published, err = p.flush(ctx, shard, windowPartials(partials, p.advance), c.closeBy, lateRouted, accumulated)
+	}
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err // Lambda retries the final invocation with the same state
 	}

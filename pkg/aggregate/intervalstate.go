@@ -63,6 +63,13 @@ const (
 // the state's stateSeq, which every sequence number in it is at most and
 // shares most digits with.
 func appendPartials(b []byte, partials map[setKey]*partial, ref string) []byte {
+	return appendPartialsIn(b, partials, nil, ref)
+}
+
+// appendPartialsIn is appendPartials writing the partials in order when it
+// is not nil (their keys, each once), in the map's order otherwise: a
+// carry's are sorted, so a flush sent again writes the same bytes.
+func appendPartialsIn(b []byte, partials map[setKey]*partial, order []setKey, ref string) []byte {
 	// The partials grouped by key, each group a list threaded through
 	// next: a key's tumbling window is compared for a copy only with the
 	// key's hopping panes.
@@ -78,7 +85,7 @@ func appendPartials(b []byte, partials map[setKey]*partial, ref string) []byte {
 	entries := make([]entry, 0, len(partials))
 	var heads, tails []int
 	base := int64(0)
-	for k, pt := range partials {
+	add := func(k setKey, pt *partial) {
 		if _, ok := kinds[k.kind]; !ok {
 			kinds[k.kind] = len(kindIDs)
 			kindIDs = append(kindIDs, k.kind)
@@ -91,10 +98,19 @@ func appendPartials(b []byte, partials map[setKey]*partial, ref string) []byte {
 		i := len(entries) - 1
 		if g, ok := groups[k.key]; ok {
 			entries[tails[g]].next, tails[g] = i, i
-			continue
+			return
 		}
 		groups[k.key] = len(heads)
 		heads, tails = append(heads, i), append(tails, i)
+	}
+	if order != nil {
+		for _, k := range order {
+			add(k, partials[k])
+		}
+	} else {
+		for k, pt := range partials {
+			add(k, pt)
+		}
 	}
 	// The keys follow their count in the head, which is known once they
 	// are written (a key none of whose aggregates encodes is left out):

@@ -63,6 +63,13 @@ type Processor struct {
 	// before publishing (WithHandover; nil: not asked).
 	handover *handover
 	kinds    []string // cfg.Windows[i].ID(), made once: routing needs it per record
+
+	// shards and shardsStream: where a new shard's first flush finds its
+	// parents (WithShardLister); carryBytes bounds a shard's carry
+	// (WithCarryBytes; 0: state.MaxCarryBytes). carry.go.
+	shards       ShardLister
+	shardsStream string
+	carryBytes   int
 }
 
 // Option configures a Processor.
@@ -940,11 +947,22 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 		if moved {
 			res.Advanced++
 		}
+		// The windows the shard's carry holds that its watermark passed
+		// are written and listed first (a shard that went idle has no
+		// flush to close them).
+		published, err := p.closeCarried(ctx, shard, wm.Current())
+		if err != nil {
+			return res, err
+		}
 		refs, listings, err := p.due(ctx, shard, wm.Current())
 		if err != nil {
 			return res, err
 		}
-		if len(refs) > 0 {
+		if len(published) > 0 {
+			res.Finalized += len(published)
+			refs = slices.DeleteFunc(refs, func(r state.Ref) bool { return published[r] })
+		}
+		if len(refs) > 0 || len(listings) > 0 {
 			made, err := p.finalizeDue(ctx, shard, wm.Current(), refs, listings)
 			if err != nil {
 				return res, err

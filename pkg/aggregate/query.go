@@ -43,7 +43,7 @@ func (p *Processor) WindowsBounded(ctx context.Context, key, kind string, from, 
 	// Past the last window read, when there are more stored, an open
 	// window may be one of those not read (stored, so not open), and at
 	// least limit windows come before it anyway.
-	open, err := p.openKeyed(ctx, key, kind, from, to, views, func(w window.Window) bool {
+	open, err := p.open(ctx, key, kind, from, to, views, func(w window.Window) bool {
 		return !more || windowBefore(w, views[len(views)-1].Window)
 	})
 	if err != nil {
@@ -67,7 +67,7 @@ func (p *Processor) WindowsLatest(ctx context.Context, key, kind string, from, t
 	if err != nil {
 		return nil, false, err
 	}
-	open, err := p.openKeyed(ctx, key, kind, from, to, views, func(window.Window) bool { return true })
+	open, err := p.open(ctx, key, kind, from, to, views, func(window.Window) bool { return true })
 	if err != nil {
 		return nil, false, err
 	}
@@ -77,6 +77,63 @@ func (p *Processor) WindowsLatest(ctx context.Context, key, kind string, from, t
 		views, more = views[len(views)-limit:], true
 	}
 	return views, more, nil
+}
+
+// open is key's windows of kind that start in [from, to), are not among
+// stored and that take says to, with their running value: session and
+// sliding windows from the key's keyed state (openKeyed), tumbling and
+// hopping windows from the shards' carries (openCarried).
+func (p *Processor) open(ctx context.Context, key, kind string, from, to time.Time, stored []state.View, take func(window.Window) bool) ([]state.View, error) {
+	open, err := p.openKeyed(ctx, key, kind, from, to, stored, take)
+	if err != nil || len(open) > 0 {
+		return open, err
+	}
+	return p.openCarried(ctx, key, kind, from, to, stored, take)
+}
+
+// openCarried is key's tumbling or hopping windows of kind that start in
+// [from, to), are not among stored and that take says to, which a shard's
+// carry holds (carry.go): open, with the running value of the records
+// flushed so far. A window a flush wrote open (a carry that was full)
+// shows what was written.
+func (p *Processor) openCarried(ctx context.Context, key, kind string, from, to time.Time, stored []state.View, take func(window.Window) bool) ([]state.View, error) {
+	ws, ok := p.specOf(kind)
+	if !ok || isKeyedKind(ws.Kind) || !p.carries() {
+		return nil, nil
+	}
+	carries, err := p.views.Carries(ctx, p.cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(stored))
+	for _, v := range stored {
+		have[v.Window.ID()] = true
+	}
+	var open []state.View
+	for _, stored := range carries {
+		if len(stored.Data) == 0 {
+			continue
+		}
+		c := shardCarry{shard: stored.Shard, sets: map[setKey]*partial{}}
+		if err := p.decodeCarry(stored.Data, &c); err != nil {
+			return nil, fmt.Errorf("aggregate: the carry of %s %s: %w", p.cfg.Name, stored.Shard, err)
+		}
+		mine := map[setKey]*partial{}
+		for k, pt := range c.sets {
+			if k.key == key && k.kind == kind {
+				mine[k] = pt
+			}
+		}
+		for k, pt := range windowPartials(mine, p.advance) {
+			w := k.win
+			if !w.End.After(c.closed) || have[w.ID()] || w.Start.Before(from) || !w.Start.Before(to) || !take(w) {
+				continue
+			}
+			have[w.ID()] = true
+			open = append(open, state.View{Pipeline: p.cfg.Name, Key: key, Kind: kind, Window: w, Result: pt.st.Result()})
+		}
+	}
+	return open, nil
 }
 
 // openKeyed is key's session or sliding windows of kind that start in

@@ -1,0 +1,468 @@
+package aggregate
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+
+	"github.com/tributary-dev/tributary/internal/binenc"
+	"github.com/tributary-dev/tributary/pkg/metrics"
+	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/stream"
+)
+
+// The shard's carry (state.Views.LoadCarry): on the per-interval path of a
+// pipeline whose keys each stay on one shard (partitionKeyIsGroupingKey),
+// the flush writes a tumbling or hopping window once, when the watermark it
+// commits closes it, and keeps the partials of the windows it does not
+// close in one item per shard until a later flush (or the ticker) closes
+// them. Without it each flush wrote every window its partials fall in: a
+// five-minute window hopping by a minute was written at each of the three
+// two-minute flushes it is open for, then made final, then marked
+// published; with it, made final (by one write with all its records) and
+// marked published.
+//
+// The carry holds the partials as the window state holds them (per key and
+// pane, appendPartials), the last record they hold (its fence: a final
+// invocation sent again finds its interval there and writes nothing twice)
+// and the watermark through which its windows are written (closed): a
+// window ending by it has been written whole, so a record of the interval
+// for such a window (a late one) is written to it alone, as a correction
+// or dropped, never added to the carried partial. Every write of it is on
+// the version read: a flush that meets a carry the ticker wrote since, or
+// a window the ticker closed from it, reads it again and plans again, its
+// window writes being fenced (a repeat finds its records applied).
+//
+// Who closes a carried window: the shard's next flush whose watermark
+// passes it; the ticker, when the shard is idle and its watermark moves by
+// the clock (closeCarried, before the finalize reads the listings); and,
+// after a reshard, the child shard's first flush, which writes the
+// parent's carried partials to their windows before its own (spillCarry):
+// Lambda reads a parent shard to its end before its children, so the
+// parent's carry is final by then. A flush whose carry would pass
+// carryBytes writes some keys' windows instead (spilled, as before the
+// carry), and one that could not route every record writes all of them.
+//
+// What it costs: one read and one write of a few hundred KB at most per
+// shard and flush (each write unit a KB), where each key's open windows
+// were a write each; and the results of a window appear in the views table
+// when it closes, not at each flush before.
+
+// carryFormat is the first byte of a carry; carryFence and the closing
+// watermark follow, then the partials (appendPartials), if any.
+const carryFormat byte = 1
+
+// shardCarry is a shard's carry as read.
+type shardCarry struct {
+	shard   string
+	version int64
+	fence   string    // the last record the partials hold ("" none)
+	closed  time.Time // every window ending by it is written
+	sets    map[setKey]*partial
+}
+
+// ShardLister is what the flush of a new shard asks Kinesis: its parents,
+// whose carries it writes out first.
+type ShardLister interface {
+	ListShards(ctx context.Context, in *kinesis.ListShardsInput, opts ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error)
+}
+
+var _ ShardLister = (*kinesis.Client)(nil)
+
+// WithShardLister has the first flush of a shard the processor has no
+// watermark for ask l (on the stream named stream) for the shard's
+// parents, and write out their carries before its own windows: after a
+// reshard the keys' open windows are in the parent's carry. Without it a
+// pipeline keeping carries must not be resharded.
+func WithShardLister(l ShardLister, stream string) Option {
+	return func(p *Processor) { p.shards, p.shardsStream = l, stream }
+}
+
+// WithCarryBytes bounds a shard's carry (default and at most
+// state.MaxCarryBytes).
+func WithCarryBytes(n int) Option {
+	return func(p *Processor) { p.carryBytes = min(max(n, 64), state.MaxCarryBytes) }
+}
+
+// carries reports whether this pipeline's flushes keep a carry: it has
+// tumbling or hopping windows, and each key's records are on one shard, so
+// one shard's flushes write all of a window.
+func (p *Processor) carries() bool {
+	if !p.cfg.PartitionKeyIsGroupingKey {
+		return false
+	}
+	for _, w := range p.cfg.Windows {
+		if !isKeyedKind(w.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Processor) loadCarry(ctx context.Context, shard string) (shardCarry, error) {
+	stored, err := p.views.LoadCarry(ctx, p.cfg.Name, shard)
+	if err != nil {
+		return shardCarry{}, err
+	}
+	c := shardCarry{shard: shard, version: stored.Version, sets: map[setKey]*partial{}}
+	if len(stored.Data) == 0 {
+		return c, nil
+	}
+	if err := p.decodeCarry(stored.Data, &c); err != nil {
+		return shardCarry{}, fmt.Errorf("aggregate: the carry of %s %s: %w", p.cfg.Name, shard, err)
+	}
+	return c, nil
+}
+
+func (p *Processor) decodeCarry(b []byte, c *shardCarry) error {
+	if b[0] != carryFormat {
+		return fmt.Errorf("format %d, want %d", b[0], carryFormat)
+	}
+	r := binenc.NewReader(b[1:], errStateTruncated)
+	fence := r.LenBytes()
+	closed := r.Varint()
+	if r.Err() != nil {
+		return r.Err()
+	}
+	if len(fence) > 0 && !isSequenceNumber(string(fence)) {
+		return fmt.Errorf("fence %q is not a sequence number", fence)
+	}
+	c.fence = string(fence)
+	if closed != 0 {
+		c.closed = time.UnixMilli(closed).UTC()
+	}
+	if r.Len() > 0 {
+		return p.decodePartialsEntry(r.Bytes(r.Len()), c.fence, c.sets)
+	}
+	return nil
+}
+
+func encodeCarry(c *shardCarry) []byte {
+	b := []byte{carryFormat}
+	b = binenc.AppendString(b, c.fence)
+	var closed int64
+	if !c.closed.IsZero() {
+		closed = c.closed.UnixMilli()
+	}
+	b = binary.AppendVarint(b, closed)
+	if len(c.sets) > 0 {
+		order := make([]setKey, 0, len(c.sets))
+		for k := range c.sets {
+			order = append(order, k)
+		}
+		slices.SortFunc(order, compareSetKeys)
+		b = appendPartialsIn(b, c.sets, order, c.fence)
+	}
+	return b
+}
+
+// compareSetKeys orders partials by key, window kind, first window and
+// how many windows.
+func compareSetKeys(a, b setKey) int {
+	if c := strings.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.kind, b.kind); c != 0 {
+		return c
+	}
+	if c := a.win.Start.Compare(b.win.Start); c != 0 {
+		return c
+	}
+	if c := a.win.End.Compare(b.win.End); c != 0 {
+		return c
+	}
+	return a.n - b.n
+}
+
+func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) error {
+	err := p.views.SaveCarry(ctx, p.cfg.Name, state.Carry{Shard: c.shard, Data: data, Version: c.version})
+	p.metrics.Add("WriteRequests", metrics.Count, 1)
+	return err
+}
+
+// carryAttempts bounds how often a flush reads its carry again after the
+// ticker wrote it (or closed one of its windows) meanwhile.
+const carryAttempts = 4
+
+// flushCarried is flush for a pipeline that keeps carries: the interval's
+// partials (sets) with the shard's carry, windows closing by closeBy
+// written whole, the rest carried. lateRouted is counted when this call
+// is the one that stores the interval (lastSeq) in the carry. newShard
+// says the processor has no watermark for the shard: a child of a reshard
+// writes out its parents' carries first.
+func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[setKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, newShard bool) (map[state.Ref]bool, error) {
+	if newShard {
+		if err := p.spillParents(ctx, shard); err != nil {
+			return nil, err
+		}
+	}
+	var lastErr error
+	for range carryAttempts {
+		cur, err := p.loadCarry(ctx, shard)
+		if err != nil {
+			return nil, err
+		}
+		if lastSeq != "" && cur.fence != "" && stream.CompareSequence(cur.fence, lastSeq) >= 0 {
+			// A final invocation sent again: its windows were written,
+			// listed and published before its carry was.
+			return nil, nil
+		}
+		writes, next := p.planCarry(&cur, sets, closeBy)
+		if len(writes) == 0 && len(cur.sets) == 0 && len(next.sets) == 0 {
+			// Nothing carried or to carry: nothing to store, and the
+			// interval's late records are counted as a flush with no
+			// write counts them.
+			return p.flush(ctx, shard, writes, closeBy, lateRouted, lastSeq)
+		}
+		if lastSeq != "" {
+			next.fence = strings.Clone(lastSeq)
+		}
+		data := p.fitCarry(&next, writes)
+		published, err := p.flush(ctx, shard, writes, closeBy, 0, "")
+		if errors.Is(err, state.ErrPartialOverlap) {
+			lastErr = err // the ticker closed a carried window meanwhile
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		err = p.saveCarry(ctx, &next, data)
+		if errors.Is(err, state.ErrCarryChanged) {
+			lastErr = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.metrics.Add("LateDropped", metrics.Count, float64(lateRouted))
+		return published, nil
+	}
+	return nil, fmt.Errorf("aggregate: the carry of %s kept changing while the flush wrote it: %w", shard, lastErr)
+}
+
+// planCarry splits cur's partials and the interval's (sets) into the
+// window writes a flush committing closeBy makes and the carry it keeps:
+//   - the interval's partials of windows cur has written (ending by
+//     cur.closed) are written alone, to be corrected or dropped as late;
+//   - the windows ending after cur.closed and by closeBy get one write each
+//     with every partial of theirs, carried and new, and close;
+//   - the rest stays in the carry, or, when closeBy is zero (a flush that
+//     could not route every record, a reshard's spill), is written open.
+func (p *Processor) planCarry(cur *shardCarry, sets map[setKey]*partial, closeBy time.Time) (map[upKey]*partial, shardCarry) {
+	writes := map[upKey]*partial{}
+	if !cur.closed.IsZero() {
+		for k, pt := range windowPartials(sets, p.advance) {
+			if !k.win.End.After(cur.closed) {
+				writes[k] = pt
+			}
+		}
+	}
+	merged := make(map[setKey]*partial, len(cur.sets)+len(sets))
+	for k, pt := range cur.sets {
+		merged[k] = pt
+	}
+	for k, pt := range sets {
+		have, ok := merged[k]
+		if !ok {
+			merged[k] = pt
+			continue
+		}
+		// have is the carry's, decoded for this call: it may take pt.
+		_ = have.st.Merge(pt.st) // one pipeline's spec: Merge cannot refuse it
+		if stream.CompareSequence(pt.minSeq, have.minSeq) < 0 {
+			have.minSeq = pt.minSeq
+		}
+		if stream.CompareSequence(pt.maxSeq, have.maxSeq) > 0 {
+			have.maxSeq = pt.maxSeq
+		}
+	}
+	next := shardCarry{shard: cur.shard, version: cur.version, fence: cur.fence, closed: cur.closed, sets: map[setKey]*partial{}}
+	if !closeBy.IsZero() && closeBy.After(next.closed) {
+		next.closed = closeBy
+	}
+	for k, pt := range windowPartials(merged, p.advance) {
+		end := k.win.End
+		if !end.After(cur.closed) && !cur.closed.IsZero() {
+			continue // written whole before
+		}
+		if closeBy.IsZero() || !end.After(next.closed) {
+			writes[k] = pt
+		}
+	}
+	if closeBy.IsZero() {
+		return writes, next
+	}
+	for k, pt := range merged {
+		if p.lastEnd(k).After(next.closed) {
+			next.sets[k] = pt
+		}
+	}
+	return writes, next
+}
+
+// lastEnd is the end of the last window of k's.
+func (p *Processor) lastEnd(k setKey) time.Time {
+	return k.win.End.Add(time.Duration(k.n-1) * p.advance(k.kind))
+}
+
+// fitCarry encodes next, first moving the windows of as many keys as it
+// takes into writes (open, as before the carry) to keep it within
+// carryBytes. The keys spilled are the last in order, so a retry spills
+// the same.
+func (p *Processor) fitCarry(next *shardCarry, writes map[upKey]*partial) []byte {
+	data := encodeCarry(next)
+	limit := p.carryBytes
+	if limit == 0 {
+		limit = state.MaxCarryBytes
+	}
+	if len(data) <= limit {
+		return data
+	}
+	keys := make([]string, 0, len(next.sets))
+	for k := range next.sets {
+		keys = append(keys, k.key)
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	for len(data) > limit && len(keys) > 0 {
+		// Spill in proportion to the excess, a quarter more for the
+		// estimate, at least one key.
+		n := max(1, len(keys)*(len(data)-limit)/len(data)*5/4)
+		spill := make(map[string]bool, n)
+		for _, k := range keys[len(keys)-min(n, len(keys)):] {
+			spill[k] = true
+		}
+		keys = keys[:len(keys)-min(n, len(keys))]
+		out := map[setKey]*partial{}
+		for k, pt := range next.sets {
+			if spill[k.key] {
+				out[k] = pt
+				delete(next.sets, k)
+			}
+		}
+		for k, pt := range windowPartials(out, p.advance) {
+			if k.win.End.After(next.closed) {
+				writes[k] = pt
+			}
+		}
+		data = encodeCarry(next)
+	}
+	return data
+}
+
+// spillParents writes out the carries of shard's parents (a reshard's),
+// before shard's first flush writes its own windows: their keys are
+// shard's now, and their open windows are in the parents' carries.
+func (p *Processor) spillParents(ctx context.Context, shard string) error {
+	if p.shards == nil {
+		return nil
+	}
+	parents, err := p.parentsOf(ctx, shard)
+	if err != nil {
+		return err
+	}
+	for _, parent := range parents {
+		if err := p.spillCarry(ctx, parent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parentsOf is shard's parent shards, as Kinesis lists them.
+func (p *Processor) parentsOf(ctx context.Context, shard string) ([]string, error) {
+	in := &kinesis.ListShardsInput{StreamName: aws.String(p.shardsStream)}
+	for {
+		out, err := p.shards.ListShards(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("aggregate: listing the shards of %s for the parents of %s: %w", p.shardsStream, shard, err)
+		}
+		for _, s := range out.Shards {
+			if aws.ToString(s.ShardId) != shard {
+				continue
+			}
+			var parents []string
+			for _, id := range []*string{s.ParentShardId, s.AdjacentParentShardId} {
+				if aws.ToString(id) != "" {
+					parents = append(parents, *id)
+				}
+			}
+			return parents, nil
+		}
+		if aws.ToString(out.NextToken) == "" {
+			return nil, nil
+		}
+		in = &kinesis.ListShardsInput{NextToken: out.NextToken}
+	}
+}
+
+// spillCarry writes out shard's carry: each partial to its windows, open,
+// listed under shard as its flush would have, and the carry emptied.
+func (p *Processor) spillCarry(ctx context.Context, shard string) error {
+	var lastErr error
+	for range carryAttempts {
+		cur, err := p.loadCarry(ctx, shard)
+		if err != nil {
+			return err
+		}
+		if len(cur.sets) == 0 {
+			return nil
+		}
+		writes, next := p.planCarry(&cur, nil, time.Time{})
+		if _, err := p.flush(ctx, shard, writes, time.Time{}, 0, ""); err != nil {
+			return err
+		}
+		err = p.saveCarry(ctx, &next, encodeCarry(&next))
+		if errors.Is(err, state.ErrCarryChanged) {
+			lastErr = err
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		p.log.Info("wrote out the windows a parent shard carried, before the first flush of the shard that took its keys",
+			"pipeline", p.cfg.Name, "parent", shard, "windows", len(writes))
+		return nil
+	}
+	return fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", shard, lastErr)
+}
+
+// closeCarried is the ticker's part: the windows shard's carry holds that
+// end by until (the shard's watermark, moved by the clock when the shard
+// is idle) are written whole and closed, and the carry keeps the rest. It
+// returns the windows it published. A flush of the shard that wrote the
+// carry, or closed one of them, meanwhile leaves them to that flush.
+func (p *Processor) closeCarried(ctx context.Context, shard string, until time.Time) (map[state.Ref]bool, error) {
+	if !p.carries() || until.IsZero() {
+		return nil, nil
+	}
+	cur, err := p.loadCarry(ctx, shard)
+	if err != nil {
+		return nil, err
+	}
+	if len(cur.sets) == 0 || !until.After(cur.closed) {
+		return nil, nil
+	}
+	writes, next := p.planCarry(&cur, nil, until)
+	if len(writes) == 0 {
+		return nil, nil
+	}
+	published, err := p.flush(ctx, shard, writes, until, 0, "")
+	if errors.Is(err, state.ErrPartialOverlap) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := p.saveCarry(ctx, &next, encodeCarry(&next)); err != nil && !errors.Is(err, state.ErrCarryChanged) {
+		return nil, err
+	}
+	return published, nil
+}

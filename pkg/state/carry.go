@@ -1,0 +1,128 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// A shard's carry: what the per-interval flush of a pipeline whose keys
+// each stay on one shard keeps of the tumbling and hopping windows it has
+// not closed yet, so that a window is written once, when it closes, rather
+// than at every flush it is open for (package aggregate, carry.go). One
+// item per (pipeline, shard), pk ~carry#<pipeline>, sk the shard; its
+// contents are the aggregate package's (opaque here), written whole on the
+// version read, so a flush, the ticker and a child shard taking over a
+// parent's carry never both apply one.
+const (
+	carryPrefix = "~carry#" // pipeline names never start with "~"
+	attrCarry   = "carry"   // the carry's contents (B)
+
+	// MaxCarryBytes is the most a carry holds: DynamoDB's item limit is
+	// 400 KB, and a write is billed by the whole item (a KB a unit), so a
+	// flush whose carry would pass it writes some keys' windows instead.
+	MaxCarryBytes = 300 << 10
+
+	// carryExpiry expires a carry no flush, tick or reshard has written
+	// for a week: a shard gone without a child to take it over.
+	carryExpiry = 7 * 24 * time.Hour
+)
+
+// ErrCarryChanged is SaveCarry on a carry written since it was read: read
+// it again.
+var ErrCarryChanged = errors.New("state: the shard's carry was written since it was read")
+
+// Carry is one shard's carry as stored: Version 0 is none.
+type Carry struct {
+	Shard   string
+	Data    []byte
+	Version int64
+}
+
+func carryPK(pipeline string) string { return carryPrefix + pipeline }
+
+// LoadCarry reads shard's carry, consistently (a carry read stale would
+// close windows without the records of its last interval).
+func (v *Views) LoadCarry(ctx context.Context, pipeline, shard string) (Carry, error) {
+	out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: v.tableName, Key: itemKey(carryPK(pipeline), shard), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Carry{}, fmt.Errorf("state: reading the carry of %s %s: %w", pipeline, shard, err)
+	}
+	return carryOf(shard, out.Item), nil
+}
+
+func carryOf(shard string, item map[string]types.AttributeValue) Carry {
+	c := Carry{Shard: shard, Version: int64(intAttr(item, attrVersion))}
+	if b, ok := item[attrCarry].(*types.AttributeValueMemberB); ok {
+		c.Data = b.Value
+	}
+	return c
+}
+
+// SaveCarry writes c.Data as c.Shard's carry on the version c was read at
+// (ErrCarryChanged if another write came first).
+func (v *Views) SaveCarry(ctx context.Context, pipeline string, c Carry) error {
+	if len(c.Data) == 0 || len(c.Data) > MaxCarryBytes {
+		return fmt.Errorf("state: the carry of %s %s is %d bytes, want 1 to %d", pipeline, c.Shard, len(c.Data), MaxCarryBytes)
+	}
+	now := v.now()
+	values := map[string]types.AttributeValue{
+		":d": &types.AttributeValueMemberB{Value: c.Data},
+		":n": avInt(c.Version + 1),
+		":u": avS(now.UTC().Format(TimeLayout)),
+		":x": avInt(now.Add(carryExpiry).Unix()),
+	}
+	cond := "attribute_not_exists(#v)"
+	if c.Version > 0 {
+		cond = "#v = :p"
+		values[":p"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(c.Version, 10)}
+	}
+	_, err := v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: v.tableName, Key: itemKey(carryPK(pipeline), c.Shard),
+		UpdateExpression:          aws.String("SET #c = :d, #v = :n, #u = :u, #x = :x"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#c": attrCarry, "#v": attrVersion, "#u": attrUpdatedAt, "#x": attrExpiresAt},
+		ExpressionAttributeValues: values,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ErrCarryChanged
+	}
+	if err != nil {
+		return fmt.Errorf("state: writing the carry of %s %s: %w", pipeline, c.Shard, err)
+	}
+	return nil
+}
+
+// Carries reads every shard's carry of pipeline, for a reader showing
+// windows still open (eventually consistent: a view, not a write's base).
+func (v *Views) Carries(ctx context.Context, pipeline string) ([]Carry, error) {
+	var out []Carry
+	in := &dynamodb.QueryInput{
+		TableName:                 v.tableName,
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avS(carryPK(pipeline))},
+	}
+	for {
+		page, err := v.db.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("state: reading the carries of %s: %w", pipeline, err)
+		}
+		for _, it := range page.Items {
+			out = append(out, carryOf(stringAttr(it, attrSK), it))
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}

@@ -46,19 +46,27 @@ func writesTo(ww *windowWrites, pk, kind string, from time.Time) int {
 // closed (late ones, corrected) included.
 func TestACarriedWindowIsWrittenOnceWhenItCloses(t *testing.T) {
 	intervals := [][]at{
-		{{"a", 10, 1}, {"a", 70, 2}},
-		{{"a", 130, 3}, {"a", 190, 4}},
-		{{"a", 250, 5}, {"a", 30, 6}}, // 30 s: late, corrects the closed [0s,1m) and [-2m,1m)...
+		{{"a", 10, 1}, {"a", 70, 2}, {"b", 15, 1}, {"c", 20, 1}},
+		{{"a", 130, 3}, {"a", 190, 4}, {"b", 140, 2}, {"c", 150, 2}},
+		{{"a", 250, 5}, {"a", 30, 6}, {"b", 260, 3}}, // 30 s: late, corrects the closed [0s,1m), [-2m,1m), [-1m,2m) and [0s,3m)
 		{{"z", 1000, 1}},
 	}
 	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	results := map[bool]string{}
-	for _, carried := range []bool{false, true} {
-		t.Run(fmt.Sprintf("carried=%t", carried), func(t *testing.T) {
+	results := map[string]string{}
+	writes := map[string]int{} // to window items, all keys
+	// Carried, and carried in a carry so small that most keys' windows
+	// are written open at each flush instead (spilled), as before it.
+	for _, mode := range []string{"not carried", "carried", "spilling"} {
+		carried := mode != "not carried"
+		t.Run(mode, func(t *testing.T) {
 			ww := &windowWrites{Client: db}
+			var opts []aggregate.Option
+			if mode == "spilling" {
+				opts = append(opts, aggregate.WithCarryBytes(120))
+			}
 			p, out := pipelineOn(t, carryConfig("cw", carried), func(cfg *pipeline.Config, table string) *state.Views {
 				return state.NewViews(ww, table, cfg.Aggregates)
-			})
+			}, opts...)
 			r := &feed{t: t, p: p, base: base}
 			hopping := 0
 			for i, recs := range intervals {
@@ -68,18 +76,23 @@ func TestACarriedWindowIsWrittenOnceWhenItCloses(t *testing.T) {
 					hopping = writesTo(ww, "cw#a", "hopping:3m0s:1m0s", base)
 				}
 			}
-			results[carried] = strings.Join(out.of("a", base), "\n")
+			for _, n := range ww.n {
+				writes[mode] += n
+			}
+			for _, k := range []string{"a", "b", "c"} {
+				results[mode] += strings.Join(out.of(k, base), "\n") + "\n"
+			}
 			// [0s,3m) gets records from the first two intervals and is
 			// closed by the second flush (watermark 185 s); a late record
 			// of the third corrects it.
 			want := 3 // flush 1 (open), flush 2 (closes), the mark
-			if carried {
+			if mode == "carried" {
 				want = 2 // flush 2 (closes, with the carried records), the mark
 			}
-			if hopping != want {
+			if mode != "spilling" && hopping != want {
 				t.Errorf("writes to key a's hopping window [0s,3m): %d, want %d", hopping, want)
 			}
-			if carried {
+			if mode == "carried" {
 				// [1m,4m) closes at the third flush: written then, whole.
 				if n := writesTo(ww, "cw#a", "hopping:3m0s:1m0s", base.Add(time.Minute)); n != 2 {
 					t.Errorf("writes to key a's hopping window [1m,4m): %d, want 2", n)
@@ -87,16 +100,21 @@ func TestACarriedWindowIsWrittenOnceWhenItCloses(t *testing.T) {
 			}
 		})
 	}
-	if results[true] != results[false] {
-		t.Errorf("results with the carry:\n%s\nwithout:\n%s", results[true], results[false])
+	if !(writes["carried"] < writes["spilling"] && writes["spilling"] <= writes["not carried"]) {
+		t.Errorf("writes to window items %v: want fewer carried than spilling, and no more spilling than not carried", writes)
+	}
+	for _, mode := range []string{"carried", "spilling"} {
+		if results[mode] != results["not carried"] {
+			t.Errorf("results %s:\n%s\nnot carried:\n%s", mode, results[mode], results["not carried"])
+		}
 	}
 	for _, want := range []string{
 		"final [0s,3m0s) r1 count 3 sum 6",
 		"correction [0s,1m0s) r2 count 2 sum 7",
 		"final [2m0s,5m0s) r1 count 3 sum 12",
 	} {
-		if !strings.Contains(results[true], want) {
-			t.Errorf("results of key a have no %q:\n%s", want, results[true])
+		if !strings.Contains(results["carried"], want) {
+			t.Errorf("results have no %q:\n%s", want, results["carried"])
 		}
 	}
 }

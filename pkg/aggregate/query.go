@@ -105,18 +105,15 @@ func (p *Processor) openCarried(ctx context.Context, key, kind string, from, to 
 	if err != nil {
 		return nil, err
 	}
-	have := make(map[string]bool, len(stored))
-	for _, v := range stored {
-		have[v.Window.ID()] = true
-	}
+	have := windowIDs(stored)
 	var open []state.View
-	for _, stored := range carries {
-		if len(stored.Data) == 0 {
+	for _, sc := range carries {
+		if len(sc.Data) == 0 {
 			continue
 		}
-		c := shardCarry{shard: stored.Shard, sets: map[setKey]*partial{}}
-		if err := p.decodeCarry(stored.Data, &c); err != nil {
-			return nil, fmt.Errorf("aggregate: the carry of %s %s: %w", p.cfg.Name, stored.Shard, err)
+		c := shardCarry{shard: sc.Shard, sets: map[setKey]*partial{}}
+		if err := p.decodeCarry(sc.Data, &c); err != nil {
+			return nil, fmt.Errorf("aggregate: the carry of %s %s: %w", p.cfg.Name, sc.Shard, err)
 		}
 		mine := map[setKey]*partial{}
 		for k, pt := range c.sets {
@@ -153,10 +150,7 @@ func (p *Processor) openKeyed(ctx context.Context, key, kind string, from, to ti
 	if err != nil {
 		return nil, err
 	}
-	have := make(map[string]bool, len(stored))
-	for _, v := range stored {
-		have[v.Window.ID()] = true
-	}
+	have := windowIDs(stored)
 	var open []state.View
 	for _, kw := range keyedWindows(ws, buf) {
 		w := kw.w
@@ -173,6 +167,15 @@ func (p *Processor) openKeyed(ctx context.Context, key, kind string, from, to ti
 		open = append(open, state.View{Pipeline: p.cfg.Name, Key: key, Kind: kind, Window: w, Result: st.Result()})
 	}
 	return open, nil
+}
+
+// windowIDs is the set of stored's window ids.
+func windowIDs(stored []state.View) map[string]bool {
+	have := make(map[string]bool, len(stored))
+	for _, v := range stored {
+		have[v.Window.ID()] = true
+	}
+	return have
 }
 
 // windowBefore orders windows by start, then end: the order of their

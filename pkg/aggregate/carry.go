@@ -42,21 +42,31 @@ import (
 //
 // Who closes a carried window: the shard's next flush whose watermark
 // passes it; the ticker, when the shard is idle and its watermark moves by
-// the clock (closeCarried, before the finalize reads the listings); and,
-// after a reshard, the child shard's first flush, which writes the
-// parent's carried partials to their windows before its own (spillCarry):
-// Lambda reads a parent shard to its end before its children, so the
-// parent's carry is final by then. A flush whose carry would pass
-// carryBytes writes some keys' windows instead (spilled, as before the
-// carry), and one that could not route every record writes all of them.
+// the clock (closeCarried, before the finalize reads the listings), which
+// stores the carry without those windows (holding them as closing) before
+// it writes them, so a flush never adds records to a window it may have
+// written; and, after a reshard, the child shard's first flush, which
+// writes the parent's carried partials to their windows before its own
+// and lists them under itself (spillCarry), so that the child's
+// watermark, not the idle parent's, closes them once its own carried
+// records are in: Lambda reads a parent shard to its end before its
+// children, so the parent's carry is final by then. A flush whose carry
+// would pass carryBytes writes some keys' windows instead (spilled, as
+// before the carry), and one that could not route every record writes all
+// of them. A pipeline that stops keeping carries (the file or the mapping
+// changed) writes each shard's out at its next batch, flush or tick
+// (spillLeftCarry); a window kind changed in place is closed as the kind
+// it was (its size and advance are in its id); a carry is kept until its
+// windows have ended and their retention passed.
 //
 // What it costs: one read and one write of a few hundred KB at most per
 // shard and flush (each write unit a KB), where each key's open windows
 // were a write each; and the results of a window appear in the views table
 // when it closes, not at each flush before.
 
-// carryFormat is the first byte of a carry; carryFence and the closing
-// watermark follow, then the partials (appendPartials), if any.
+// carryFormat is the first byte of a carry; the fence, the closing
+// watermark, the partials (appendPartials; none: no bytes) with their
+// length, then the windows closing (appendPartials), if any, follow.
 const carryFormat byte = 1
 
 // shardCarry is a shard's carry as read.
@@ -64,8 +74,13 @@ type shardCarry struct {
 	shard   string
 	version int64
 	fence   string    // the last record the partials hold ("" none)
-	closed  time.Time // every window ending by it is written
+	closed  time.Time // every window ending by it is written (or in closing)
 	sets    map[setKey]*partial
+	// closing are windows the ticker took out of the carry to close (one
+	// window each, n 1): stored before it writes them, so a flush that
+	// reads the carry meanwhile writes them first and never adds records
+	// to a window the ticker may have written (closeCarried).
+	closing map[setKey]*partial
 }
 
 // ShardLister is what the flush of a new shard asks Kinesis: its parents,
@@ -111,7 +126,7 @@ func (p *Processor) loadCarry(ctx context.Context, shard string) (shardCarry, er
 	if err != nil {
 		return shardCarry{}, err
 	}
-	c := shardCarry{shard: shard, version: stored.Version, sets: map[setKey]*partial{}}
+	c := shardCarry{shard: shard, version: stored.Version, sets: map[setKey]*partial{}, closing: map[setKey]*partial{}}
 	if len(stored.Data) == 0 {
 		return c, nil
 	}
@@ -138,8 +153,19 @@ func (p *Processor) decodeCarry(b []byte, c *shardCarry) error {
 	if closed != 0 {
 		c.closed = time.UnixMilli(closed).UTC()
 	}
+	sets := r.LenBytes()
+	if r.Err() != nil {
+		return r.Err()
+	}
+	if len(sets) > 0 {
+		if err := p.decodePartialsEntry(sets, c.fence, c.sets); err != nil {
+			return err
+		}
+	}
 	if r.Len() > 0 {
-		return p.decodePartialsEntry(r.Bytes(r.Len()), c.fence, c.sets)
+		if err := p.decodePartialsEntry(r.Bytes(r.Len()), c.fence, c.closing); err != nil {
+			return fmt.Errorf("the windows closing: %w", err)
+		}
 	}
 	return nil
 }
@@ -152,15 +178,22 @@ func encodeCarry(c *shardCarry) []byte {
 		closed = c.closed.UnixMilli()
 	}
 	b = binary.AppendVarint(b, closed)
-	if len(c.sets) > 0 {
-		order := make([]setKey, 0, len(c.sets))
-		for k := range c.sets {
-			order = append(order, k)
-		}
-		slices.SortFunc(order, compareSetKeys)
-		b = appendPartialsIn(b, c.sets, order, c.fence)
+	b = binenc.AppendBytes(b, appendSorted(nil, c.sets, c.fence))
+	return appendSorted(b, c.closing, c.fence)
+}
+
+// appendSorted is appendPartials in compareSetKeys order (nothing for no
+// partials).
+func appendSorted(b []byte, sets map[setKey]*partial, ref string) []byte {
+	if len(sets) == 0 {
+		return b
 	}
-	return b
+	order := make([]setKey, 0, len(sets))
+	for k := range sets {
+		order = append(order, k)
+	}
+	slices.SortFunc(order, compareSetKeys)
+	return appendPartialsIn(b, sets, order, ref)
 }
 
 // compareSetKeys orders partials by key, window kind, first window and
@@ -181,9 +214,38 @@ func compareSetKeys(a, b setKey) int {
 	return a.n - b.n
 }
 
+// saveCarry stores c as data on the version it was read at, kept until
+// the last window it holds has ended and the pipeline's retention passed
+// (at least a week after the write), and moves c to the version written.
 func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) error {
-	err := p.views.SaveCarry(ctx, p.cfg.Name, state.Carry{Shard: c.shard, Data: data, Version: c.version})
+	var last time.Time
+	for _, sets := range []map[setKey]*partial{c.sets, c.closing} {
+		for k := range sets {
+			if e := p.lastEnd(k); e.After(last) {
+				last = e
+			}
+		}
+	}
+	keep := time.Time{}
+	if !last.IsZero() {
+		keep = last.Add(max(p.cfg.Retention, time.Hour))
+	}
+	err := p.views.SaveCarry(ctx, p.cfg.Name, state.Carry{Shard: c.shard, Data: data, Version: c.version, KeepUntil: keep})
 	p.metrics.Add("WriteRequests", metrics.Count, 1)
+	if err == nil {
+		c.version++
+	}
+	return err
+}
+
+// writeClosing writes the windows c.closing holds (the ticker's, stored
+// before it wrote them), closed at c.closed, listed under listShard; the
+// carry the caller saves next leaves them out.
+func (p *Processor) writeClosing(ctx context.Context, c *shardCarry, listShard string) error {
+	if len(c.closing) == 0 {
+		return nil
+	}
+	_, err := p.flushListed(ctx, c.shard, listShard, windowPartials(c.closing, p.advance), c.closed, 0, "")
 	return err
 }
 
@@ -214,8 +276,11 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 			// listed and published before its carry was.
 			return nil, nil
 		}
+		if err := p.writeClosing(ctx, &cur, shard); err != nil {
+			return nil, err
+		}
 		writes, next := p.planCarry(&cur, sets, closeBy)
-		if len(writes) == 0 && len(cur.sets) == 0 && len(next.sets) == 0 {
+		if len(writes) == 0 && len(cur.sets) == 0 && len(cur.closing) == 0 && len(next.sets) == 0 {
 			// Nothing carried or to carry: nothing to store, and the
 			// interval's late records are counted as a flush with no
 			// write counts them.
@@ -369,7 +434,9 @@ func (p *Processor) spillParents(ctx context.Context, shard string) error {
 		return err
 	}
 	for _, parent := range parents {
-		if err := p.spillCarry(ctx, parent); err != nil {
+		// Listed under the child: its watermark closes them, and its own
+		// records of them wait in its carry until then.
+		if err := p.spillCarry(ctx, parent, shard); err != nil {
 			return err
 		}
 	}
@@ -404,19 +471,22 @@ func (p *Processor) parentsOf(ctx context.Context, shard string) ([]string, erro
 }
 
 // spillCarry writes out shard's carry: each partial to its windows, open,
-// listed under shard as its flush would have, and the carry emptied.
-func (p *Processor) spillCarry(ctx context.Context, shard string) error {
+// listed under listShard, and the carry emptied.
+func (p *Processor) spillCarry(ctx context.Context, shard, listShard string) error {
 	var lastErr error
 	for range carryAttempts {
 		cur, err := p.loadCarry(ctx, shard)
 		if err != nil {
 			return err
 		}
-		if len(cur.sets) == 0 {
+		if len(cur.sets) == 0 && len(cur.closing) == 0 {
 			return nil
 		}
+		if err := p.writeClosing(ctx, &cur, listShard); err != nil {
+			return err
+		}
 		writes, next := p.planCarry(&cur, nil, time.Time{})
-		if _, err := p.flush(ctx, shard, writes, time.Time{}, 0, ""); err != nil {
+		if _, err := p.flushListed(ctx, shard, listShard, writes, time.Time{}, 0, ""); err != nil {
 			return err
 		}
 		err = p.saveCarry(ctx, &next, encodeCarry(&next))
@@ -434,33 +504,72 @@ func (p *Processor) spillCarry(ctx context.Context, shard string) error {
 	return fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", shard, lastErr)
 }
 
+// spillLeftCarry writes out a carry that shard's flushes no longer keep:
+// one written before the pipeline's file or the stack's mapping changed
+// (partitionKeyIsGroupingKey dropped, its tumbling and hopping windows
+// removed, flushIntervalSeconds 0), whose windows would otherwise never be
+// written. A process looks once per shard.
+func (p *Processor) spillLeftCarry(ctx context.Context, shard string) error {
+	if p.carries() {
+		return nil
+	}
+	p.mu.Lock()
+	done := p.carryless[shard]
+	p.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := p.spillCarry(ctx, shard, shard); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.carryless[shard] = true
+	p.mu.Unlock()
+	return nil
+}
+
 // closeCarried is the ticker's part: the windows shard's carry holds that
 // end by until (the shard's watermark, moved by the clock when the shard
 // is idle) are written whole and closed, and the carry keeps the rest. It
-// returns the windows it published. A flush of the shard that wrote the
-// carry, or closed one of them, meanwhile leaves them to that flush.
+// returns the windows it published. The carry is stored first, without
+// them and with them as closing: a flush that read the carry before
+// fails to store its own and reads it again, so it never adds records to
+// a window this may have written (its own records of such a window are
+// then written alone, late), and one that reads it after writes them
+// first. Once written, the carry is stored again without them.
 func (p *Processor) closeCarried(ctx context.Context, shard string, until time.Time) (map[state.Ref]bool, error) {
-	if !p.carries() || until.IsZero() {
+	if !p.carries() {
+		return nil, p.spillLeftCarry(ctx, shard)
+	}
+	if until.IsZero() {
 		return nil, nil
 	}
 	cur, err := p.loadCarry(ctx, shard)
 	if err != nil {
 		return nil, err
 	}
-	if len(cur.sets) == 0 || !until.After(cur.closed) {
+	if len(cur.closing) == 0 && (len(cur.sets) == 0 || !until.After(cur.closed)) {
 		return nil, nil
 	}
 	writes, next := p.planCarry(&cur, nil, until)
-	if len(writes) == 0 {
+	next.closing = cur.closing
+	for k, pt := range writes {
+		next.closing[setKey{k, 1}] = pt
+	}
+	if len(next.closing) == 0 {
 		return nil, nil
 	}
-	published, err := p.flush(ctx, shard, writes, until, 0, "")
-	if errors.Is(err, state.ErrPartialOverlap) {
-		return nil, nil
-	}
-	if err != nil {
+	if err := p.saveCarry(ctx, &next, encodeCarry(&next)); err != nil {
+		if errors.Is(err, state.ErrCarryChanged) {
+			return nil, nil // a flush stored it meanwhile: the next tick
+		}
 		return nil, err
 	}
+	published, err := p.flush(ctx, shard, windowPartials(next.closing, p.advance), next.closed, 0, "")
+	if err != nil {
+		return nil, err // stored as closing: the shard's next flush or tick writes them
+	}
+	next.closing = nil
 	if err := p.saveCarry(ctx, &next, encodeCarry(&next)); err != nil && !errors.Is(err, state.ErrCarryChanged) {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,7 +299,9 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		}
 		published, err = p.flushCarried(ctx, shard, partials, c.closeBy, lateRouted, through, committed.Current().IsZero())
 	} else {
-		published, err = p.flush(ctx, shard, windowPartials(partials, p.advance), c.closeBy, lateRouted, accumulated)
+		if err = p.spillLeftCarry(ctx, shard); err == nil {
+			published, err = p.flush(ctx, shard, windowPartials(partials, p.advance), c.closeBy, lateRouted, accumulated)
+		}
 	}
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err // Lambda retries the final invocation with the same state
@@ -419,6 +422,14 @@ func heldSince(st map[string]string) (time.Time, error) {
 // returns the windows published, which the finalize after the commit does
 // not finalize again (a conditional write that fails is billed too).
 func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int, lastSeq string) (map[state.Ref]bool, error) {
+	return p.flushListed(ctx, shard, shard, partials, closeBy, lateRouted, lastSeq)
+}
+
+// flushListed is flush listing the windows it writes under listShard's
+// openIn: a child shard writing out its parent's carry has them closed by
+// its own watermark, which its own carried records of them wait for, not
+// by the parent's (carry.go).
+func (p *Processor) flushListed(ctx context.Context, shard, listShard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int, lastSeq string) (map[state.Ref]bool, error) {
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -427,7 +438,7 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 		closed   int
 		applied  bool // a write applied records for the first time
 		keys     = make([]upKey, 0, len(partials))
-		openIn   = p.openIn(shard)
+		openIn   = p.openIn(listShard)
 	)
 	for k := range partials {
 		keys = append(keys, k)
@@ -492,7 +503,7 @@ func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]
 		w := listedWindow{k.kind, k.win}
 		written[w] = append(written[w], k.key)
 	}
-	for w, err := range p.listWindows(ctx, shard, written) {
+	for w, err := range p.listWindows(ctx, listShard, written) {
 		return nil, fmt.Errorf("aggregate: listing window %s|%s: %w", w.kind, w.win.ID(), err)
 	}
 	// The final results and corrections the flush made (or met
@@ -568,6 +579,9 @@ func (p *Processor) advance(kind string) time.Duration {
 			return p.cfg.Windows[i].Hopping().Advance
 		}
 	}
+	if _, advance, ok := hoppingID(kind); ok && !slices.Contains(p.kinds, kind) {
+		return advance
+	}
 	return 0
 }
 
@@ -635,7 +649,32 @@ func (p *Processor) windowsPerRecord(kind string) uint64 {
 			}
 		}
 	}
+	if size, advance, ok := hoppingID(kind); ok && !slices.Contains(p.kinds, kind) {
+		return max(1, uint64(size/advance))
+	}
 	return 1
+}
+
+// hoppingID reads a hopping window kind's size and advance from its ID
+// (pipeline.WindowSpec.ID: hopping:<size>:<advance>[+<offset>]), for the
+// partials of a kind the pipeline no longer has that a shard's carry still
+// holds (its file changed in place): they are written out as that kind's.
+func hoppingID(kind string) (size, advance time.Duration, ok bool) {
+	rest, found := strings.CutPrefix(kind, "hopping:")
+	if !found {
+		return 0, 0, false
+	}
+	rest, _, _ = strings.Cut(rest, "+")
+	s, a, found := strings.Cut(rest, ":")
+	if !found {
+		return 0, 0, false
+	}
+	size, err1 := time.ParseDuration(s)
+	advance, err2 := time.ParseDuration(a)
+	if err1 != nil || err2 != nil || advance <= 0 || size < advance {
+		return 0, 0, false
+	}
+	return size, advance, true
 }
 
 func (p *Processor) decodePartials(st map[string]string) (map[setKey]*partial, error) {

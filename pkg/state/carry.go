@@ -30,7 +30,9 @@ const (
 	MaxCarryBytes = 300 << 10
 
 	// carryExpiry expires a carry no flush, tick or reshard has written
-	// for a week: a shard gone without a child to take it over.
+	// for a week, and whose windows have ended and passed their
+	// retention (Carry.KeepUntil): a shard gone without a child to take it
+	// over.
 	carryExpiry = 7 * 24 * time.Hour
 )
 
@@ -38,11 +40,14 @@ const (
 // it again.
 var ErrCarryChanged = errors.New("state: the shard's carry was written since it was read")
 
-// Carry is one shard's carry as stored: Version 0 is none.
+// Carry is one shard's carry as stored: Version 0 is none. KeepUntil is
+// how long SaveCarry keeps it at least (its windows' end and their
+// retention): it expires a week after its last write, or then if later.
 type Carry struct {
-	Shard   string
-	Data    []byte
-	Version int64
+	Shard     string
+	Data      []byte
+	Version   int64
+	KeepUntil time.Time
 }
 
 func carryPK(pipeline string) string { return carryPrefix + pipeline }
@@ -78,7 +83,7 @@ func (v *Views) SaveCarry(ctx context.Context, pipeline string, c Carry) error {
 		":d": &types.AttributeValueMemberB{Value: c.Data},
 		":n": avInt(c.Version + 1),
 		":u": avS(now.UTC().Format(TimeLayout)),
-		":x": avInt(now.Add(carryExpiry).Unix()),
+		":x": avInt(max(now.Add(carryExpiry).Unix(), c.KeepUntil.Unix())),
 	}
 	cond := "attribute_not_exists(#v)"
 	if c.Version > 0 {

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
@@ -197,32 +194,9 @@ func TestAFinalInvocationSentAgainFindsItsIntervalCarried(t *testing.T) {
 // before its own, so a window spanning the reshard has every record in its
 // first result.
 func TestAChildShardTakesOverItsParentsCarry(t *testing.T) {
-	ctx := context.Background()
-	name := fmt.Sprintf("carry-reshard-%d", tableSeq.Add(1))
-	if _, err := kin.CreateStream(ctx, &kinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(1)}); err != nil {
-		t.Fatal(err)
-	}
-	desc, err := kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(name)})
-	if err != nil || len(desc.Shards) != 1 {
-		t.Fatalf("shards of %s: %v %v", name, desc, err)
-	}
-	parent := aws.ToString(desc.Shards[0].ShardId)
-	if _, err := kin.SplitShard(ctx, &kinesis.SplitShardInput{StreamName: aws.String(name), ShardToSplit: aws.String(parent),
-		NewStartingHashKey: aws.String("170141183460469231731687303715884105728")}); err != nil {
-		t.Fatal(err)
-	}
-	all, err := kin.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(name)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var child string
-	for _, s := range all.Shards {
-		if aws.ToString(s.ParentShardId) == parent {
-			child = aws.ToString(s.ShardId)
-		}
-	}
+	name, parent, child := splitStream(t)
 	if child == "" {
-		t.Fatalf("no child of %s in %v", parent, all.Shards)
+		t.Fatalf("no child of %s", parent)
 	}
 
 	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)

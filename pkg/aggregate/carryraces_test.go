@@ -60,61 +60,84 @@ func finalInvoke(p *aggregate.Processor, r *feed) error {
 }
 
 // The ticker stores the carry without the windows it closes (as closing)
-// before it writes them: when that write fails (throttled), it has
-// written nothing, and the shard's next flush, which adds a record to a
-// window the ticker meant to close, stores it and closes it later with
-// both records. (When the ticker wrote the window first and failed to
-// store the carry after, every later write of that window overlapped the
-// ticker's fence, and every flush failed.)
-func TestATickerThatFailsToStoreTheCarryLeavesNoShardStuck(t *testing.T) {
-	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	clock := base
-	now := func() time.Time { return clock }
-	faults := &carryFaults{Client: db}
-	p, out := pipelineOn(t, tumblingCarryConfig("hw"), func(cfg *pipeline.Config, table string) *state.Views {
-		return state.NewViews(faults, table, cfg.Aggregates, state.WithClock(now))
-	}, aggregate.WithClock(now))
-	ctx := context.Background()
-	r := &feed{t: t, p: p, base: base}
-	clock = base.Add(10 * time.Second)
-	r.carry(at{"a", 10, 1})
-	r.flush() // wm 5 s: [0s,1m) of a carried
-	clock = base.Add(62 * time.Second)
-	r.carry(at{"b", 62, 100}) // next interval: hold at 60 s, its wm 57 s
-	clock = base.Add(70 * time.Second)
-	if _, err := p.Tick(ctx, clock); err != nil {
-		t.Fatal(err)
-	}
-	clock = base.Add(200 * time.Second)
-	faults.mu.Lock()
-	faults.armed = true
-	faults.mu.Unlock()
-	_, err := p.Tick(ctx, clock) // idle advance to the hold (60 s): closes a's [0s,1m), its carry write fails
-	t.Logf("tick with the failed carry write: %v", err)
-	t.Logf("results after that tick: %v", out.of("a", base))
-	r.carry(at{"a", 30, 2}) // open for the interval (wm 57 s)
-	r.flush()
-	clock = base.Add(260 * time.Second)
-	if _, err := p.Tick(ctx, clock); err != nil {
-		t.Logf("tick: %v", err)
-	}
-	r.carry(at{"z", 1000, 1})
-	for i := 0; i < 3; i++ {
-		if err := finalInvoke(p, r); err != nil {
-			t.Errorf("final invocation, attempt %d: %v", i+1, err)
-		} else {
-			break
-		}
-	}
-	got := strings.Join(out.of("a", base), "\n")
-	last := ""
-	for _, l := range out.of("a", base) {
-		if strings.Contains(l, "[0s,1m0s)") {
-			last = l
-		}
-	}
-	if !strings.Contains(last, "count 2 sum 3") {
-		t.Errorf("key a's [0s,1m) ends as %q, want both its records (count 2 sum 3):\n%s", last, got)
+// before it writes them. When that write fails (throttled), or a flush
+// stores the carry first (the interval's last invocations and its flush
+// run just before it), the ticker has written nothing, and the flush,
+// which added a record to a window the ticker meant to close, has it
+// closed later with both records. (When the ticker wrote the window first
+// and its carry write failed or lost the race, every later write of that
+// window overlapped the ticker's fence, and every flush failed.)
+func TestATickerThatLosesItsCarryWriteLeavesNoShardStuck(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// before arranges what happens to the ticker's carry write; r
+		// sends the interval's records of key a.
+		before func(faults *carryFaults, r *feed)
+		after  func(r *feed) // what r sends once the tick is over
+	}{
+		{"it fails", func(faults *carryFaults, _ *feed) {
+			faults.mu.Lock()
+			faults.armed = true
+			faults.mu.Unlock()
+		}, func(r *feed) {
+			r.carry(at{"a", 30, 2}) // open for the interval (wm 57 s)
+			r.flush()
+		}},
+		{"a flush stores the carry first", func(faults *carryFaults, r *feed) {
+			done := false
+			faults.hook = func(*dynamodb.UpdateItemInput) {
+				if !done {
+					done = true
+					r.carry(at{"a", 30, 2})
+					r.flush()
+				}
+			}
+		}, func(*feed) {}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+			clock := base
+			now := func() time.Time { return clock }
+			faults := &carryFaults{Client: db}
+			p, out := pipelineOn(t, tumblingCarryConfig("hw"), func(cfg *pipeline.Config, table string) *state.Views {
+				return state.NewViews(faults, table, cfg.Aggregates, state.WithClock(now))
+			}, aggregate.WithClock(now))
+			ctx := context.Background()
+			r := &feed{t: t, p: p, base: base}
+			clock = base.Add(10 * time.Second)
+			r.carry(at{"a", 10, 1})
+			r.flush() // wm 5 s: [0s,1m) of a carried
+			clock = base.Add(62 * time.Second)
+			r.carry(at{"b", 62, 100}) // next interval: hold at 60 s, its wm 57 s
+			clock = base.Add(70 * time.Second)
+			if _, err := p.Tick(ctx, clock); err != nil {
+				t.Fatal(err)
+			}
+			clock = base.Add(200 * time.Second)
+			tt.before(faults, r)
+			_, err := p.Tick(ctx, clock) // idle advance to the hold (60 s): would close a's [0s,1m)
+			t.Logf("the tick: %v", err)
+			faults.hook = nil
+			tt.after(r)
+			clock = base.Add(260 * time.Second)
+			if _, err := p.Tick(ctx, clock); err != nil {
+				t.Fatalf("the next tick: %v", err)
+			}
+			r.carry(at{"z", 1000, 1})
+			if err := finalInvoke(p, r); err != nil {
+				t.Fatalf("the last final invocation: %v", err)
+			}
+			got := out.of("a", base)
+			last := ""
+			for _, l := range got {
+				if strings.Contains(l, "[0s,1m0s)") {
+					last = l
+				}
+			}
+			if !strings.Contains(last, "count 2 sum 3") {
+				t.Errorf("key a's [0s,1m) ends as %q, want both its records (count 2 sum 3):\n%s", last, strings.Join(got, "\n"))
+			}
+		})
 	}
 }
 
@@ -206,69 +229,6 @@ func TestAParentsCarriedWindowsWaitForTheChildsRecords(t *testing.T) {
 		if results[true] != results[false] {
 			t.Errorf("latePolicy %s: results with the carry:\n%s\nwithout:\n%s", policy, results[true], results[false])
 		}
-	}
-}
-
-// The same without any failure: the interval's last invocations and its
-// flush run just before the ticker stores the carry, so the ticker's
-// write meets the flush's (ErrCarryChanged) and it leaves the window to a
-// later tick, having written nothing.
-func TestATickerRacingAFlushLeavesNoShardStuck(t *testing.T) {
-	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	clock := base
-	now := func() time.Time { return clock }
-	faults := &carryFaults{Client: db}
-	p, out := pipelineOn(t, tumblingCarryConfig("hx"), func(cfg *pipeline.Config, table string) *state.Views {
-		return state.NewViews(faults, table, cfg.Aggregates, state.WithClock(now))
-	}, aggregate.WithClock(now))
-	ctx := context.Background()
-	r := &feed{t: t, p: p, base: base}
-	clock = base.Add(10 * time.Second)
-	r.carry(at{"a", 10, 1})
-	r.flush() // wm 5 s: [0s,1m) of a carried
-	clock = base.Add(62 * time.Second)
-	r.carry(at{"b", 62, 100}) // next interval: hold at 60 s, its wm 57 s
-	clock = base.Add(70 * time.Second)
-	if _, err := p.Tick(ctx, clock); err != nil {
-		t.Fatal(err)
-	}
-	clock = base.Add(200 * time.Second)
-	done := false
-	faults.hook = func(*dynamodb.UpdateItemInput) {
-		if done {
-			return
-		}
-		done = true
-		// The ticker has written a's [0s,1m) closed; before its carry
-		// write, the interval goes on and ends.
-		r.carry(at{"a", 30, 2}) // open for the interval (wm 57 s)
-		r.flush()
-	}
-	if _, err := p.Tick(ctx, clock); err != nil {
-		t.Fatalf("tick: %v", err)
-	}
-	faults.hook = nil
-	clock = base.Add(260 * time.Second)
-	if _, err := p.Tick(ctx, clock); err != nil {
-		t.Logf("tick: %v", err)
-	}
-	r.carry(at{"z", 1000, 1})
-	for i := 0; i < 3; i++ {
-		if err := finalInvoke(p, r); err != nil {
-			t.Errorf("final invocation, attempt %d: %v", i+1, err)
-		} else {
-			break
-		}
-	}
-	got := strings.Join(out.of("a", base), "\n")
-	last := ""
-	for _, l := range out.of("a", base) {
-		if strings.Contains(l, "[0s,1m0s)") {
-			last = l
-		}
-	}
-	if !strings.Contains(last, "count 2 sum 3") {
-		t.Errorf("key a's [0s,1m) ends as %q, want both its records (count 2 sum 3):\n%s", last, got)
 	}
 }
 

@@ -367,6 +367,10 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		out, outName = kin, *outStream
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// A version caught up again has its shards' carries written out first
+	// (replay.CarrySpiller): the aggregate processor is one, and so is a
+	// Fanout of them.
+	var _ replay.CarrySpiller = (*aggregate.Processor)(nil)
 	handler := func(table string, aside *setaside.Sink) (replay.BatchHandler, error) {
 		var hs replay.Fanout
 		for _, pcfg := range pcfgs {

@@ -528,6 +528,30 @@ func (p *Processor) spillLeftCarry(ctx context.Context, shard string) error {
 	return nil
 }
 
+// SpillCarries writes out every shard's carry of the pipeline (each
+// partial to its windows, open, listed under its shard) and empties it:
+// what a replay calls on a version of the views table before it catches
+// that version up from where it got to (package replay). The version is
+// not the current one then, so no flush writes its carries meanwhile; and
+// the records the catch-up applies again (its margin before that point)
+// meet the fences of the windows the carries held, where, left in the
+// carry, they would be applied to the windows and carried as well.
+func (p *Processor) SpillCarries(ctx context.Context) error {
+	if !p.carries() {
+		return nil
+	}
+	carries, err := p.views.Carries(ctx, p.cfg.Name)
+	if err != nil {
+		return err
+	}
+	for _, c := range carries {
+		if err := p.spillCarry(ctx, c.Shard, c.Shard); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // closeCarried is the ticker's part: the windows shard's carry holds that
 // end by until (the shard's watermark, moved by the clock when the shard
 // is idle) are written whole and closed, and the carry keeps the rest. It

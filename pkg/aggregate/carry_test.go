@@ -228,3 +228,49 @@ func TestAChildShardTakesOverItsParentsCarry(t *testing.T) {
 		})
 	}
 }
+
+// A replay that catches a version up again (use-version, rollback) has
+// its carries written out first (SpillCarries): the records it applies
+// again from a little before where the version got to then meet their
+// windows' fences, where, left in the carry, they were applied to the
+// windows and still carried, to be added again when the window closed.
+func TestACatchUpAfterTheCarriesAreWrittenOutCountsEachRecordOnce(t *testing.T) {
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	var table string
+	p, liveOut := pipelineOn(t, carryConfig("hu", true), func(cfg *pipeline.Config, tbl string) *state.Views {
+		table = tbl
+		return state.NewViews(db, tbl, cfg.Aggregates)
+	})
+	live := &feed{t: t, p: p, base: base}
+	live.carry(at{"a", 10, 1}, at{"a", 20, 2})
+	live.flush() // carried: the version's window items do not have them
+	if err := p.SpillCarries(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The replay's processor, per batch, from the first record again.
+	cfg, err := pipeline.Parse([]byte(carryConfig("hu", true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &outputLog{}
+	replayed := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates), out, "results", aggregate.WithLogger(quiet))
+	catchUp := &feed{t: t, p: replayed, base: base, path: perBatch}
+	catchUp.batch(at{"a", 10, 1}, at{"a", 20, 2}, at{"a", 40, 4})
+	catchUp.batch(at{"z", 1000, 1})
+	got := strings.Join(out.of("a", base), "\n")
+	if !strings.Contains(got, "final [0s,1m0s) r1 count 3 sum 7") {
+		t.Errorf("key a's results after the catch-up:\n%s\nwant [0s,1m) with each of its three records once", got)
+	}
+	// The live function comes back to the version: its carry holds
+	// nothing the catch-up applied, so a late record of the window is a
+	// correction of it (left in the carry, the records carried would meet
+	// the window's fence, and every flush fail).
+	live.seq = catchUp.seq
+	live.carry(at{"a", 50, 8})
+	live.flush()
+	live.carry(at{"z", 2000, 1})
+	live.flush()
+	if got := strings.Join(liveOut.of("a", base), "\n"); !strings.Contains(got, "correction [0s,1m0s) r2 count 4 sum 15") {
+		t.Errorf("key a's results from the live function:\n%s\nwant the late record's correction, count 4 sum 15", got)
+	}
+}

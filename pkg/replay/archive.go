@@ -325,6 +325,19 @@ func (p *seamPlan) archiveOnlyOrder() []*shardSeam {
 // their fences.
 type Fanout []BatchHandler
 
+// SpillCarries has every handler that keeps carries write them out
+// (CarrySpiller).
+func (f Fanout) SpillCarries(ctx context.Context) error {
+	for _, h := range f {
+		if c, ok := h.(CarrySpiller); ok {
+			if err := c.SpillCarries(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // HandleBatch hands ev to every handler.
 func (f Fanout) HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error) {
 	var resp events.KinesisEventResponse

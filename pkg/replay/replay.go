@@ -42,6 +42,14 @@ type BatchHandler interface {
 	HandleBatch(ctx context.Context, ev events.KinesisEvent) (events.KinesisEventResponse, error)
 }
 
+// CarrySpiller is a BatchHandler that keeps partials of open windows apart
+// from the table's window items (the aggregate Processor's shard carries):
+// a replay has it write them out before it feeds the version, so that the
+// records it applies again meet their windows' fences.
+type CarrySpiller interface {
+	SpillCarries(ctx context.Context) error
+}
+
 // tool is the command the messages name (Options.Tool).
 func (o *Options) tool() string {
 	if o.Tool == "" {
@@ -566,6 +574,14 @@ func (r *Replayer) follow(ctx context.Context, opts Options, j *job, handlerFor 
 	h, err := handlerFor(j.target, setaside.Reporting(aside.add))
 	if err != nil {
 		return res, err
+	}
+	// A version caught up again (use-version, rollback) may hold carries
+	// its functions wrote before the readers left it: out with them before
+	// any record is applied again.
+	if c, ok := h.(CarrySpiller); ok {
+		if err := c.SpillCarries(ctx); err != nil {
+			return res, fmt.Errorf("writing out the windows %s's shards carried: %w", j.target, err)
+		}
 	}
 	run := &run{opts: opts, kin: r.kin, archive: opts.Archive, seam: j.seam, stream: j.stream.name, h: h, asides: aside, arn: j.stream.arn, region: regionOf(j.stream.arn), starts: j.starts, progress: prog,
 		stop: make(chan struct{}), caughtUp: make(chan struct{})}

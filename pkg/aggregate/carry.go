@@ -81,6 +81,12 @@ type shardCarry struct {
 	// reads the carry meanwhile writes them first and never adds records
 	// to a window the ticker may have written (closeCarried).
 	closing map[setKey]*partial
+	// spilling are partials being written out open (a spill: a reshard's
+	// parent, a carry left behind, a replay's catch-up), listed under
+	// spillTo: stored before they are written, as closing is, so a flush
+	// racing the spill never carries what the spill may have written.
+	spilling map[setKey]*partial
+	spillTo  string
 }
 
 // ShardLister is what the flush of a new shard asks Kinesis: its parents,
@@ -126,7 +132,7 @@ func (p *Processor) loadCarry(ctx context.Context, shard string) (shardCarry, er
 	if err != nil {
 		return shardCarry{}, err
 	}
-	c := shardCarry{shard: shard, version: stored.Version, sets: map[setKey]*partial{}, closing: map[setKey]*partial{}}
+	c := shardCarry{shard: shard, version: stored.Version, sets: map[setKey]*partial{}, closing: map[setKey]*partial{}, spilling: map[setKey]*partial{}}
 	if len(stored.Data) == 0 {
 		return c, nil
 	}
@@ -162,9 +168,20 @@ func (p *Processor) decodeCarry(b []byte, c *shardCarry) error {
 			return err
 		}
 	}
-	if r.Len() > 0 {
-		if err := p.decodePartialsEntry(r.Bytes(r.Len()), c.fence, c.closing); err != nil {
+	closing := r.LenBytes()
+	spillTo := r.LenBytes()
+	if r.Err() != nil {
+		return r.Err()
+	}
+	c.spillTo = string(spillTo)
+	if len(closing) > 0 {
+		if err := p.decodePartialsEntry(closing, c.fence, c.closing); err != nil {
 			return fmt.Errorf("the windows closing: %w", err)
+		}
+	}
+	if r.Len() > 0 {
+		if err := p.decodePartialsEntry(r.Bytes(r.Len()), c.fence, c.spilling); err != nil {
+			return fmt.Errorf("the partials spilling: %w", err)
 		}
 	}
 	return nil
@@ -179,7 +196,9 @@ func encodeCarry(c *shardCarry) []byte {
 	}
 	b = binary.AppendVarint(b, closed)
 	b = binenc.AppendBytes(b, appendSorted(nil, c.sets, c.fence))
-	return appendSorted(b, c.closing, c.fence)
+	b = binenc.AppendBytes(b, appendSorted(nil, c.closing, c.fence))
+	b = binenc.AppendString(b, c.spillTo)
+	return appendSorted(b, c.spilling, c.fence)
 }
 
 // appendSorted is appendPartials in compareSetKeys order (nothing for no
@@ -219,7 +238,7 @@ func compareSetKeys(a, b setKey) int {
 // (at least a week after the write), and moves c to the version written.
 func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) error {
 	var last time.Time
-	for _, sets := range []map[setKey]*partial{c.sets, c.closing} {
+	for _, sets := range []map[setKey]*partial{c.sets, c.closing, c.spilling} {
 		for k := range sets {
 			if e := p.lastEnd(k); e.After(last) {
 				last = e
@@ -238,16 +257,37 @@ func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) e
 	return err
 }
 
-// writeClosing writes the windows c.closing holds (the ticker's, stored
-// before it wrote them), closed at c.closed, listed under listShard; the
-// carry the caller saves next leaves them out.
-func (p *Processor) writeClosing(ctx context.Context, c *shardCarry, listShard string) error {
-	if len(c.closing) == 0 {
-		return nil
+// writePending writes what c holds to be written: the windows closing
+// (the ticker's, stored before it wrote them), closed at c.closed and
+// listed under c's shard, and the partials spilling, open, listed under
+// c.spillTo. Both were stored before their writes, so writing them again
+// finds them applied; the carry the caller saves next leaves them out.
+func (p *Processor) writePending(ctx context.Context, c *shardCarry) error {
+	if len(c.closing) > 0 {
+		if _, err := p.flushListed(ctx, c.shard, c.shard, windowPartials(c.closing, p.advance), c.closed, 0, ""); err != nil {
+			return err
+		}
 	}
-	_, err := p.flushListed(ctx, c.shard, listShard, windowPartials(c.closing, p.advance), c.closed, 0, "")
-	return err
+	if len(c.spilling) > 0 {
+		open := map[upKey]*partial{}
+		for k, pt := range windowPartials(c.spilling, p.advance) {
+			if c.closed.IsZero() || k.win.End.After(c.closed) {
+				open[k] = pt
+			}
+		}
+		to := c.spillTo
+		if to == "" {
+			to = c.shard
+		}
+		if _, err := p.flushListed(ctx, c.shard, to, open, time.Time{}, 0, ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// pending reports whether c holds windows to be written (writePending).
+func (c *shardCarry) pending() bool { return len(c.closing) > 0 || len(c.spilling) > 0 }
 
 // carryAttempts bounds how often a flush reads its carry again after the
 // ticker wrote it (or closed one of its windows) meanwhile.
@@ -266,6 +306,10 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 		}
 	}
 	var lastErr error
+	// Keys whose windows an attempt wrote open to keep the carry small:
+	// an attempt after it, on a carry the ticker made smaller, writes them
+	// open again (finding them applied) rather than carry what is written.
+	spilled := map[string]bool{}
 	for range carryAttempts {
 		cur, err := p.loadCarry(ctx, shard)
 		if err != nil {
@@ -276,11 +320,11 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 			// listed and published before its carry was.
 			return nil, nil
 		}
-		if err := p.writeClosing(ctx, &cur, shard); err != nil {
+		if err := p.writePending(ctx, &cur); err != nil {
 			return nil, err
 		}
 		writes, next := p.planCarry(&cur, sets, closeBy)
-		if len(writes) == 0 && len(cur.sets) == 0 && len(cur.closing) == 0 && len(next.sets) == 0 {
+		if len(writes) == 0 && len(cur.sets) == 0 && !cur.pending() && len(next.sets) == 0 {
 			// Nothing carried or to carry: nothing to store, and the
 			// interval's late records are counted as a flush with no
 			// write counts them.
@@ -289,7 +333,7 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 		if lastSeq != "" {
 			next.fence = strings.Clone(lastSeq)
 		}
-		data := p.fitCarry(&next, writes)
+		data := p.fitCarry(&next, writes, spilled)
 		published, err := p.flush(ctx, shard, writes, closeBy, 0, "")
 		if errors.Is(err, state.ErrPartialOverlap) {
 			lastErr = err // the ticker closed a carried window meanwhile
@@ -381,12 +425,32 @@ func (p *Processor) lastEnd(k setKey) time.Time {
 // takes into writes (open, as before the carry) to keep it within
 // carryBytes. The keys spilled are the last in order, so a retry spills
 // the same.
-func (p *Processor) fitCarry(next *shardCarry, writes map[upKey]*partial) []byte {
-	data := encodeCarry(next)
+func (p *Processor) fitCarry(next *shardCarry, writes map[upKey]*partial, spilled map[string]bool) []byte {
 	limit := p.carryBytes
 	if limit == 0 {
 		limit = state.MaxCarryBytes
 	}
+	spill := func(keys map[string]bool) {
+		out := map[setKey]*partial{}
+		for k, pt := range next.sets {
+			if keys[k.key] {
+				out[k] = pt
+				delete(next.sets, k)
+			}
+		}
+		for k, pt := range windowPartials(out, p.advance) {
+			if k.win.End.After(next.closed) {
+				writes[k] = pt
+			}
+		}
+		for k := range keys {
+			spilled[k] = true
+		}
+	}
+	if len(spilled) > 0 {
+		spill(spilled)
+	}
+	data := encodeCarry(next)
 	if len(data) <= limit {
 		return data
 	}
@@ -400,23 +464,12 @@ func (p *Processor) fitCarry(next *shardCarry, writes map[upKey]*partial) []byte
 		// Spill in proportion to the excess, a quarter more for the
 		// estimate, at least one key.
 		n := max(1, len(keys)*(len(data)-limit)/len(data)*5/4)
-		spill := make(map[string]bool, n)
+		these := make(map[string]bool, n)
 		for _, k := range keys[len(keys)-min(n, len(keys)):] {
-			spill[k] = true
+			these[k] = true
 		}
 		keys = keys[:len(keys)-min(n, len(keys))]
-		out := map[setKey]*partial{}
-		for k, pt := range next.sets {
-			if spill[k.key] {
-				out[k] = pt
-				delete(next.sets, k)
-			}
-		}
-		for k, pt := range windowPartials(out, p.advance) {
-			if k.win.End.After(next.closed) {
-				writes[k] = pt
-			}
-		}
+		spill(these)
 		data = encodeCarry(next)
 	}
 	return data
@@ -471,7 +524,12 @@ func (p *Processor) parentsOf(ctx context.Context, shard string) ([]string, erro
 }
 
 // spillCarry writes out shard's carry: each partial to its windows, open,
-// listed under listShard, and the carry emptied.
+// listed under listShard, and the carry emptied. As the ticker does, it
+// stores the carry first with its partials as spilling, then writes them,
+// then stores it without them: a flush racing it (a deploy's old and new
+// functions at once, a replay on a live version) fails its own store,
+// reads the carry again and writes the spilling partials before its own,
+// so it never carries what the spill may have written.
 func (p *Processor) spillCarry(ctx context.Context, shard, listShard string) error {
 	var lastErr error
 	for range carryAttempts {
@@ -479,40 +537,52 @@ func (p *Processor) spillCarry(ctx context.Context, shard, listShard string) err
 		if err != nil {
 			return err
 		}
-		if len(cur.sets) == 0 && len(cur.closing) == 0 {
+		if len(cur.sets) == 0 && !cur.pending() {
 			return nil
 		}
-		if err := p.writeClosing(ctx, &cur, listShard); err != nil {
+		if err := p.writePending(ctx, &cur); err != nil {
 			return err
 		}
-		writes, next := p.planCarry(&cur, nil, time.Time{})
-		if _, err := p.flushListed(ctx, shard, listShard, writes, time.Time{}, 0, ""); err != nil {
+		next := shardCarry{shard: shard, version: cur.version, fence: cur.fence, closed: cur.closed,
+			sets: map[setKey]*partial{}, spilling: cur.sets, spillTo: listShard}
+		if err := p.saveCarry(ctx, &next, encodeCarry(&next)); err != nil {
+			if errors.Is(err, state.ErrCarryChanged) {
+				lastErr = err
+				continue
+			}
 			return err
 		}
-		err = p.saveCarry(ctx, &next, encodeCarry(&next))
-		if errors.Is(err, state.ErrCarryChanged) {
-			lastErr = err
-			continue
+		if err := p.writePending(ctx, &next); err != nil {
+			return err // stored as spilling: whoever reads the carry next writes them
 		}
-		if err != nil {
+		spilt := len(next.spilling)
+		next.spilling, next.spillTo = nil, ""
+		if err := p.saveCarry(ctx, &next, encodeCarry(&next)); err != nil && !errors.Is(err, state.ErrCarryChanged) {
 			return err
 		}
-		p.log.Info("wrote out the windows a parent shard carried, before the first flush of the shard that took its keys",
-			"pipeline", p.cfg.Name, "parent", shard, "windows", len(writes))
+		p.log.Info("wrote out the windows a shard carried",
+			"pipeline", p.cfg.Name, "shard", shard, "listedUnder", listShard, "partials", spilt)
 		return nil
 	}
 	return fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", shard, lastErr)
 }
 
 // spillLeftCarry writes out a carry that shard's flushes no longer keep:
-// one written before the pipeline's file or the stack's mapping changed
-// (partitionKeyIsGroupingKey dropped, its tumbling and hopping windows
-// removed, flushIntervalSeconds 0), whose windows would otherwise never be
-// written. A process looks once per shard.
+// one written before the pipeline's file changed (partitionKeyIsGroupingKey
+// dropped, its tumbling and hopping windows removed), whose windows would
+// otherwise never be written. A process looks once per shard.
 func (p *Processor) spillLeftCarry(ctx context.Context, shard string) error {
 	if p.carries() {
 		return nil
 	}
+	return p.spillOnce(ctx, shard)
+}
+
+// spillOnce writes out shard's carry the first time this process meets
+// the shard: the per-batch path's (a mapping moved to flushIntervalSeconds
+// 0 keeps the pipeline's file, so carries() cannot tell) and
+// spillLeftCarry's.
+func (p *Processor) spillOnce(ctx context.Context, shard string) error {
 	p.mu.Lock()
 	done := p.carryless[shard]
 	p.mu.Unlock()
@@ -572,11 +642,20 @@ func (p *Processor) closeCarried(ctx context.Context, shard string, until time.T
 	if err != nil {
 		return nil, err
 	}
-	if len(cur.closing) == 0 && (len(cur.sets) == 0 || !until.After(cur.closed)) {
+	if err := p.writePending(ctx, &cur); err != nil {
+		return nil, err
+	}
+	if len(cur.sets) == 0 || !until.After(cur.closed) {
+		if cur.pending() { // written: store the carry without them
+			cur.closing, cur.spilling, cur.spillTo = nil, nil, ""
+			if err := p.saveCarry(ctx, &cur, encodeCarry(&cur)); err != nil && !errors.Is(err, state.ErrCarryChanged) {
+				return nil, err
+			}
+		}
 		return nil, nil
 	}
 	writes, next := p.planCarry(&cur, nil, until)
-	next.closing = cur.closing
+	next.closing = map[setKey]*partial{}
 	for k, pt := range writes {
 		next.closing[setKey{k, 1}] = pt
 	}

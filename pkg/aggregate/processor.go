@@ -535,7 +535,7 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 	}
 	// Before any window of the batch's is written or closed: what a
 	// per-interval mapping carried before this one replaced it.
-	if err := p.spillLeftCarry(ctx, shard); err != nil {
+	if err := p.spillOnce(ctx, shard); err != nil {
 		return events.KinesisEventResponse{}, err
 	}
 	wm := *committed // work on a copy: commit only if the whole batch succeeds

@@ -22,6 +22,26 @@ func carryConfig(name string, carried bool) string {
 	  "partitionKeyIsGroupingKey":%t}`, name, carried)
 }
 
+// carriedOn is pipelineOn of carryConfig(name, true) on the stand-in, with
+// its table's name, for a second processor on the same table.
+func carriedOn(t *testing.T, name string) (*aggregate.Processor, *outputLog, string) {
+	t.Helper()
+	var table string
+	p, out := pipelineOn(t, carryConfig(name, true), func(cfg *pipeline.Config, tbl string) *state.Views {
+		table = tbl
+		return state.NewViews(db, tbl, cfg.Aggregates)
+	})
+	return p, out, table
+}
+
+// carriedAt is pipelineOn of carryConfig(name, true) whose processing
+// time (the processor's and its views') is *clock.
+func carriedAt(t *testing.T, name string, clock *time.Time) (*aggregate.Processor, *outputLog) {
+	t.Helper()
+	now := func() time.Time { return *clock }
+	return pipelineOn(t, carryConfig(name, true), viewsAt(now), aggregate.WithClock(now))
+}
+
 // writesTo is how many writes key's item of window kind starting at from
 // had (ww counts them by "<pk> <sk>").
 func writesTo(ww *windowWrites, pk, kind string, from time.Time) int {
@@ -121,8 +141,7 @@ func TestACarriedWindowIsWrittenOnceWhenItCloses(t *testing.T) {
 func TestTheTickerClosesWhatAnIdleShardCarries(t *testing.T) {
 	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	clock := base
-	now := func() time.Time { return clock }
-	p, out := pipelineOn(t, carryConfig("ct", true), viewsAt(now), aggregate.WithClock(now))
+	p, out := carriedAt(t, "ct", &clock)
 	r := &feed{t: t, p: p, base: base, clock: &clock}
 	r.carry(at{"a", 10, 1}, at{"a", 20, 2})
 	r.flush() // watermark 15 s: nothing closes, all carried
@@ -236,11 +255,7 @@ func TestAChildShardTakesOverItsParentsCarry(t *testing.T) {
 // windows and still carried, to be added again when the window closed.
 func TestACatchUpAfterTheCarriesAreWrittenOutCountsEachRecordOnce(t *testing.T) {
 	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	var table string
-	p, liveOut := pipelineOn(t, carryConfig("hu", true), func(cfg *pipeline.Config, tbl string) *state.Views {
-		table = tbl
-		return state.NewViews(db, tbl, cfg.Aggregates)
-	})
+	p, liveOut, table := carriedOn(t, "hu")
 	live := &feed{t: t, p: p, base: base}
 	live.carry(at{"a", 10, 1}, at{"a", 20, 2})
 	live.flush() // carried: the version's window items do not have them

@@ -21,8 +21,7 @@ import (
 func TestAMappingMovedToPerBatchWritesTheCarryOut(t *testing.T) {
 	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	clock := base
-	now := func() time.Time { return clock }
-	p, out := pipelineOn(t, carryConfig("hb", true), viewsAt(now), aggregate.WithClock(now))
+	p, out := carriedAt(t, "hb", &clock)
 	r := &feed{t: t, p: p, base: base, clock: &clock}
 	r.carry(at{"a", 10, 1}, at{"a", 20, 2})
 	r.flush() // all carried

@@ -317,11 +317,7 @@ func TestACarryOutlivesTheWindowsItHolds(t *testing.T) {
 // and closes, rather than refusing the carry in every flush and tick.
 func TestACarryOfAWindowChangedInPlaceIsWrittenOut(t *testing.T) {
 	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	var table string
-	p, _ := pipelineOn(t, carryConfig("hc", true), func(cfg *pipeline.Config, tbl string) *state.Views {
-		table = tbl
-		return state.NewViews(db, tbl, cfg.Aggregates)
-	})
+	p, _, table := carriedOn(t, "hc")
 	r := &feed{t: t, p: p, base: base}
 	r.carry(at{"a", 10, 1})
 	r.flush()
@@ -347,11 +343,7 @@ func TestACarryLeftBehindIsWrittenOut(t *testing.T) {
 	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	for _, path := range []string{perInterval, perBatch} {
 		t.Run(path, func(t *testing.T) {
-			var table string
-			p, _ := pipelineOn(t, carryConfig("hl", true), func(cfg *pipeline.Config, tbl string) *state.Views {
-				table = tbl
-				return state.NewViews(db, tbl, cfg.Aggregates)
-			})
+			p, _, table := carriedOn(t, "hl")
 			r := &feed{t: t, p: p, base: base}
 			r.carry(at{"a", 10, 1}, at{"a", 20, 2})
 			r.flush() // all carried

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -107,27 +108,16 @@ func (v *Views) SaveCarry(ctx context.Context, pipeline string, c Carry) error {
 	return nil
 }
 
-// Carries reads every shard's carry of pipeline, for a reader showing
-// windows still open (eventually consistent: a view, not a write's base).
+// Carries reads every shard's carry of pipeline, for a reader showing the
+// windows still open and a replay writing them out.
 func (v *Views) Carries(ctx context.Context, pipeline string) ([]Carry, error) {
 	var out []Carry
-	in := &dynamodb.QueryInput{
-		TableName:                 v.tableName,
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avS(carryPK(pipeline))},
+	err := v.queryItems(ctx, expression.Key(attrPK).Equal(expression.Value(carryPK(pipeline))), func(it map[string]types.AttributeValue) error {
+		out = append(out, carryOf(stringAttr(it, attrSK), it))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state: reading the carries of %s: %w", pipeline, err)
 	}
-	for {
-		page, err := v.db.Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("state: reading the carries of %s: %w", pipeline, err)
-		}
-		for _, it := range page.Items {
-			out = append(out, carryOf(stringAttr(it, attrSK), it))
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
-	}
+	return out, nil
 }

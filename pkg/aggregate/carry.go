@@ -65,9 +65,14 @@ import (
 // when it closes, not at each flush before.
 
 // carryFormat is the first byte of a carry; the fence, the closing
-// watermark, the partials (appendPartials; none: no bytes) with their
-// length, then the windows closing (appendPartials), if any, follow.
-const carryFormat byte = 1
+// watermark, the itemsBy bound, the partials (appendPartials; none: no
+// bytes) with their length, the windows closing (appendPartials) with
+// theirs, the shard the spilling partials are listed under and those
+// partials follow. carryFormatNoItemsBy is the format before itemsBy.
+const (
+	carryFormat          byte = 2
+	carryFormatNoItemsBy byte = 1
+)
 
 // shardCarry is a shard's carry as read.
 type shardCarry struct {
@@ -75,6 +80,15 @@ type shardCarry struct {
 	version int64
 	fence   string    // the last record the partials hold ("" none)
 	closed  time.Time // every window ending by it is written (or in closing)
+	// itemsBy bounds the windows that may have an item before they close:
+	// written open by a spill, or by a flush before the shard kept a
+	// carry. One ending by it closes as any window does (written, listed,
+	// marked published); one ending after it, with every record of it in
+	// the carry and the interval, is fresh (state.Update.Fresh), created
+	// by its closing write already published: one write, not two. A
+	// window it misses (a spill that died before its carry was stored)
+	// costs the refused create only.
+	itemsBy time.Time
 	sets    map[setKey]*partial
 	// closing are windows the ticker took out of the carry to close (one
 	// window each, n 1): stored before it writes them, so a flush that
@@ -143,12 +157,16 @@ func (p *Processor) loadCarry(ctx context.Context, shard string) (shardCarry, er
 }
 
 func (p *Processor) decodeCarry(b []byte, c *shardCarry) error {
-	if b[0] != carryFormat {
+	if b[0] != carryFormat && b[0] != carryFormatNoItemsBy {
 		return fmt.Errorf("format %d, want %d", b[0], carryFormat)
 	}
 	r := binenc.NewReader(b[1:], errStateTruncated)
 	fence := r.LenBytes()
 	closed := r.Varint()
+	var itemsBy int64
+	if b[0] == carryFormat {
+		itemsBy = r.Varint()
+	}
 	if r.Err() != nil {
 		return r.Err()
 	}
@@ -156,9 +174,7 @@ func (p *Processor) decodeCarry(b []byte, c *shardCarry) error {
 		return fmt.Errorf("fence %q is not a sequence number", fence)
 	}
 	c.fence = string(fence)
-	if closed != 0 {
-		c.closed = time.UnixMilli(closed).UTC()
-	}
+	c.closed, c.itemsBy = unixMilli(closed), unixMilli(itemsBy)
 	sets := r.LenBytes()
 	if r.Err() != nil {
 		return r.Err()
@@ -184,17 +200,79 @@ func (p *Processor) decodeCarry(b []byte, c *shardCarry) error {
 			return fmt.Errorf("the partials spilling: %w", err)
 		}
 	}
+	if b[0] == carryFormatNoItemsBy {
+		// Written before itemsBy: its windows may have items.
+		c.itemsBy = c.closed
+		for _, sets := range []map[setKey]*partial{c.sets, c.closing, c.spilling} {
+			for k := range sets {
+				c.itemsBy = latest(c.itemsBy, p.lastEnd(k))
+			}
+		}
+	}
 	return nil
+}
+
+// unixMilli is the time of ms milliseconds after the epoch, zero for 0.
+func unixMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// millisOrZero is t in Unix milliseconds, 0 for the zero time.
+func millisOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// longestWindow is the size of the pipeline's longest tumbling or hopping
+// window.
+func (p *Processor) longestWindow() time.Duration {
+	var d time.Duration
+	for _, w := range p.cfg.Windows {
+		if !isKeyedKind(w.Kind) {
+			d = max(d, w.Size)
+		}
+	}
+	return d
+}
+
+// latest is the later of a and b.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// freshAfter is the end after which a window c's flush or tick closes is
+// fresh (shardCarry.itemsBy): past what c has written and what may have
+// items. Zero (none) before the shard's first carry is stored.
+func (c *shardCarry) freshAfter() time.Time {
+	if c.itemsBy.IsZero() {
+		return time.Time{}
+	}
+	return latest(c.closed, c.itemsBy)
+}
+
+// wroteOpen moves c's itemsBy past the windows in writes that are written
+// open (ending after c.closed): they have items before they close.
+func (c *shardCarry) wroteOpen(writes map[upKey]*partial) {
+	for k := range writes {
+		if k.win.End.After(c.closed) {
+			c.itemsBy = latest(c.itemsBy, k.win.End)
+		}
+	}
 }
 
 func encodeCarry(c *shardCarry) []byte {
 	b := []byte{carryFormat}
 	b = binenc.AppendString(b, c.fence)
-	var closed int64
-	if !c.closed.IsZero() {
-		closed = c.closed.UnixMilli()
-	}
-	b = binary.AppendVarint(b, closed)
+	b = binary.AppendVarint(b, millisOrZero(c.closed))
+	b = binary.AppendVarint(b, millisOrZero(c.itemsBy))
 	b = binenc.AppendBytes(b, appendSorted(nil, c.sets, c.fence))
 	b = binenc.AppendBytes(b, appendSorted(nil, c.closing, c.fence))
 	b = binenc.AppendString(b, c.spillTo)
@@ -264,7 +342,7 @@ func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) e
 // finds them applied; the carry the caller saves next leaves them out.
 func (p *Processor) writePending(ctx context.Context, c *shardCarry) error {
 	if len(c.closing) > 0 {
-		if _, err := p.flushListed(ctx, c.shard, c.shard, windowPartials(c.closing, p.advance), c.closed, 0, ""); err != nil {
+		if _, err := p.flushListed(ctx, c.shard, c.shard, windowPartials(c.closing, p.advance), c.closed, 0, "", c.itemsBy); err != nil {
 			return err
 		}
 	}
@@ -279,7 +357,7 @@ func (p *Processor) writePending(ctx context.Context, c *shardCarry) error {
 		if to == "" {
 			to = c.shard
 		}
-		if _, err := p.flushListed(ctx, c.shard, to, open, time.Time{}, 0, ""); err != nil {
+		if _, err := p.flushListed(ctx, c.shard, to, open, time.Time{}, 0, "", time.Time{}); err != nil {
 			return err
 		}
 	}
@@ -300,8 +378,10 @@ const carryAttempts = 4
 // says the processor has no watermark for the shard: a child of a reshard
 // writes out its parents' carries first.
 func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[setKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, newShard bool) (map[state.Ref]bool, error) {
+	var parentsItemsBy time.Time
 	if newShard {
-		if err := p.spillParents(ctx, shard); err != nil {
+		var err error
+		if parentsItemsBy, err = p.spillParents(ctx, shard); err != nil {
 			return nil, err
 		}
 	}
@@ -324,6 +404,11 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 			return nil, err
 		}
 		writes, next := p.planCarry(&cur, sets, closeBy)
+		if cur.version == 0 && newShard {
+			// No flush wrote the shard's windows before; its parents'
+			// windows may have items.
+			next.itemsBy = latest(parentsItemsBy, time.UnixMilli(1))
+		}
 		if len(writes) == 0 && len(cur.sets) == 0 && !cur.pending() && len(next.sets) == 0 {
 			// Nothing carried or to carry: nothing to store, and the
 			// interval's late records are counted as a flush with no
@@ -334,7 +419,7 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 			next.fence = strings.Clone(lastSeq)
 		}
 		data := p.fitCarry(&next, writes, spilled)
-		published, err := p.flush(ctx, shard, writes, closeBy, 0, "")
+		published, err := p.flushListed(ctx, shard, shard, writes, closeBy, 0, "", cur.freshAfter())
 		if errors.Is(err, state.ErrPartialOverlap) {
 			lastErr = err // the ticker closed a carried window meanwhile
 			continue
@@ -392,9 +477,18 @@ func (p *Processor) planCarry(cur *shardCarry, sets map[setKey]*partial, closeBy
 			have.maxSeq = pt.maxSeq
 		}
 	}
-	next := shardCarry{shard: cur.shard, version: cur.version, fence: cur.fence, closed: cur.closed, sets: map[setKey]*partial{}}
+	next := shardCarry{shard: cur.shard, version: cur.version, fence: cur.fence, closed: cur.closed, itemsBy: cur.itemsBy, sets: map[setKey]*partial{}}
 	if !closeBy.IsZero() && closeBy.After(next.closed) {
 		next.closed = closeBy
+	}
+	if cur.version == 0 {
+		// The shard's first carry: a flush before it may have written
+		// any window open then, those of its records and of records up
+		// to the watermark's allowance past it.
+		next.itemsBy = latest(next.itemsBy, next.closed.Add(p.longestWindow()+p.cfg.OutOfOrderness))
+		for k := range merged {
+			next.itemsBy = latest(next.itemsBy, p.lastEnd(k))
+		}
 	}
 	for k, pt := range windowPartials(merged, p.advance) {
 		end := k.win.End
@@ -406,6 +500,7 @@ func (p *Processor) planCarry(cur *shardCarry, sets map[setKey]*partial, closeBy
 		}
 	}
 	if closeBy.IsZero() {
+		next.wroteOpen(writes)
 		return writes, next
 	}
 	for k, pt := range merged {
@@ -438,11 +533,13 @@ func (p *Processor) fitCarry(next *shardCarry, writes map[upKey]*partial, spille
 				delete(next.sets, k)
 			}
 		}
+		open := map[upKey]*partial{}
 		for k, pt := range windowPartials(out, p.advance) {
 			if k.win.End.After(next.closed) {
-				writes[k] = pt
+				writes[k], open[k] = pt, pt
 			}
 		}
+		next.wroteOpen(open)
 		for k := range keys {
 			spilled[k] = true
 		}
@@ -477,23 +574,26 @@ func (p *Processor) fitCarry(next *shardCarry, writes map[upKey]*partial, spille
 
 // spillParents writes out the carries of shard's parents (a reshard's),
 // before shard's first flush writes its own windows: their keys are
-// shard's now, and their open windows are in the parents' carries.
-func (p *Processor) spillParents(ctx context.Context, shard string) error {
+// shard's now, and their open windows are in the parents' carries. It
+// returns the latest of the parents' itemsBy, windows written open since.
+func (p *Processor) spillParents(ctx context.Context, shard string) (itemsBy time.Time, err error) {
 	if p.shards == nil {
-		return nil
+		return time.Time{}, nil
 	}
 	parents, err := p.parentsOf(ctx, shard)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	for _, parent := range parents {
 		// Listed under the child: its watermark closes them, and its own
 		// records of them wait in its carry until then.
-		if err := p.spillCarry(ctx, parent, shard); err != nil {
-			return err
+		by, err := p.spillCarry(ctx, parent, shard)
+		if err != nil {
+			return time.Time{}, err
 		}
+		itemsBy = latest(itemsBy, by)
 	}
-	return nil
+	return itemsBy, nil
 }
 
 // parentsOf is shard's parent shards, as Kinesis lists them.
@@ -529,42 +629,44 @@ func (p *Processor) parentsOf(ctx context.Context, shard string) ([]string, erro
 // then stores it without them: a flush racing it (a deploy's old and new
 // functions at once, a replay on a live version) fails its own store,
 // reads the carry again and writes the spilling partials before its own,
-// so it never carries what the spill may have written.
-func (p *Processor) spillCarry(ctx context.Context, shard, listShard string) error {
+// so it never carries what the spill may have written. It returns the
+// carry's itemsBy, past the windows it wrote.
+func (p *Processor) spillCarry(ctx context.Context, shard, listShard string) (itemsBy time.Time, err error) {
 	var lastErr error
 	for range carryAttempts {
 		cur, err := p.loadCarry(ctx, shard)
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 		if len(cur.sets) == 0 && !cur.pending() {
-			return nil
+			return cur.itemsBy, nil
 		}
 		if err := p.writePending(ctx, &cur); err != nil {
-			return err
+			return time.Time{}, err
 		}
-		next := shardCarry{shard: shard, version: cur.version, fence: cur.fence, closed: cur.closed,
+		next := shardCarry{shard: shard, version: cur.version, fence: cur.fence, closed: cur.closed, itemsBy: cur.itemsBy,
 			sets: map[setKey]*partial{}, spilling: cur.sets, spillTo: listShard}
+		next.wroteOpen(windowPartials(cur.sets, p.advance))
 		if err := p.saveCarry(ctx, &next, encodeCarry(&next)); err != nil {
 			if errors.Is(err, state.ErrCarryChanged) {
 				lastErr = err
 				continue
 			}
-			return err
+			return time.Time{}, err
 		}
 		if err := p.writePending(ctx, &next); err != nil {
-			return err // stored as spilling: whoever reads the carry next writes them
+			return time.Time{}, err // stored as spilling: whoever reads the carry next writes them
 		}
 		spilt := len(next.spilling)
 		next.spilling, next.spillTo = nil, ""
 		if err := p.saveCarry(ctx, &next, encodeCarry(&next)); err != nil && !errors.Is(err, state.ErrCarryChanged) {
-			return err
+			return time.Time{}, err
 		}
 		p.log.Info("wrote out the windows a shard carried",
 			"pipeline", p.cfg.Name, "shard", shard, "listedUnder", listShard, "partials", spilt)
-		return nil
+		return next.itemsBy, nil
 	}
-	return fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", shard, lastErr)
+	return time.Time{}, fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", shard, lastErr)
 }
 
 // spillLeftCarry writes out a carry that shard's flushes no longer keep:
@@ -589,7 +691,7 @@ func (p *Processor) spillOnce(ctx context.Context, shard string) error {
 	if done {
 		return nil
 	}
-	if err := p.spillCarry(ctx, shard, shard); err != nil {
+	if _, err := p.spillCarry(ctx, shard, shard); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -615,7 +717,7 @@ func (p *Processor) SpillCarries(ctx context.Context) error {
 		return err
 	}
 	for _, c := range carries {
-		if err := p.spillCarry(ctx, c.Shard, c.Shard); err != nil {
+		if _, err := p.spillCarry(ctx, c.Shard, c.Shard); err != nil {
 			return err
 		}
 	}
@@ -668,7 +770,7 @@ func (p *Processor) closeCarried(ctx context.Context, shard string, until time.T
 		}
 		return nil, err
 	}
-	published, err := p.flush(ctx, shard, windowPartials(next.closing, p.advance), next.closed, 0, "")
+	published, err := p.flushListed(ctx, shard, shard, windowPartials(next.closing, p.advance), next.closed, 0, "", cur.freshAfter())
 	if err != nil {
 		return nil, err // stored as closing: the shard's next flush or tick writes them
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -422,24 +423,36 @@ func heldSince(st map[string]string) (time.Time, error) {
 // returns the windows published, which the finalize after the commit does
 // not finalize again (a conditional write that fails is billed too).
 func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int, lastSeq string) (map[state.Ref]bool, error) {
-	return p.flushListed(ctx, shard, shard, partials, closeBy, lateRouted, lastSeq)
+	return p.flushListed(ctx, shard, shard, partials, closeBy, lateRouted, lastSeq, time.Time{})
 }
 
 // flushListed is flush listing the windows it writes under listShard's
 // openIn: a child shard writing out its parent's carry has them closed by
 // its own watermark, which its own carried records of them wait for, not
-// by the parent's (carry.go).
-func (p *Processor) flushListed(ctx context.Context, shard, listShard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int, lastSeq string) (map[state.Ref]bool, error) {
+// by the parent's (carry.go). A window it closes that ends after
+// freshAfter (zero: none) is fresh (state.Update.Fresh): every record of
+// it is in partials, it has no item as far as the carry knows, and its
+// write creates it published, unless a replay's version is handing over.
+func (p *Processor) flushListed(ctx context.Context, shard, listShard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, freshAfter time.Time) (map[state.Ref]bool, error) {
 	var (
 		mu       sync.Mutex
 		firstErr error
 		late     lateByKey
 		pubs     []state.View
+		marked   []markedResult
 		closed   int
 		applied  bool // a write applied records for the first time
 		keys     = make([]upKey, 0, len(partials))
 		openIn   = p.openIn(listShard)
 	)
+	if !freshAfter.IsZero() {
+		if ok, err := p.publishesFresh(ctx); err != nil || !ok {
+			freshAfter = time.Time{}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
 	for k := range partials {
 		keys = append(keys, k)
 	}
@@ -451,6 +464,7 @@ func (p *Processor) flushListed(ctx context.Context, shard, listShard string, pa
 			Partial: pt.st, MinSeq: pt.minSeq, MaxSeq: pt.maxSeq,
 			CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
 			CloseBy:        closeBy,
+			Fresh:          !freshAfter.IsZero() && k.win.End.After(freshAfter),
 		})
 		mu.Lock()
 		defer mu.Unlock()
@@ -475,7 +489,15 @@ func (p *Processor) flushListed(ctx context.Context, shard, listShard string, pa
 		case state.Corrected:
 			p.metrics.Add("Corrections", metrics.Count, 1)
 		}
-		if res.Publish != nil {
+		switch {
+		case res.Publish != nil && res.Marked:
+			if res.Closed {
+				// Created: its line now, whatever fails after (sendMarked).
+				o := outputOf(*res.Publish)
+				p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&o)...)
+			}
+			marked = append(marked, markedResult{view: *res.Publish, key: k})
+		case res.Publish != nil:
 			pubs = append(pubs, *res.Publish)
 		}
 	})
@@ -499,7 +521,16 @@ func (p *Processor) flushListed(ctx context.Context, shard, listShard string, pa
 	// List the windows written; a failure fails the final invocation,
 	// whose retry finds them applied and lists them.
 	written := make(map[listedWindow][]string, 8)
+	published := make(map[state.Ref]bool, len(pubs)+len(marked))
+	done := make(map[upKey]bool, len(marked))
+	for i := range marked {
+		done[marked[i].key] = true // published with its write: nothing to list
+		published[marked[i].view.Ref] = true
+	}
 	for _, k := range keys {
+		if done[k] {
+			continue
+		}
 		w := listedWindow{k.kind, k.win}
 		written[w] = append(written[w], k.key)
 	}
@@ -510,12 +541,14 @@ func (p *Processor) flushListed(ctx context.Context, shard, listShard string, pa
 	// unpublished, on a retry of the final invocation) go on the output
 	// stream; if that fails, the final invocation fails and its retry,
 	// finding them applied, publishes them, or the ticker does.
+	if err := p.sendMarked(ctx, marked); err != nil {
+		return nil, err
+	}
 	held, err := p.publish(ctx, pubs)
 	if err != nil {
 		return nil, err
 	}
 	p.metrics.Add("WindowsFinalized", metrics.Count, float64(closed))
-	published := make(map[state.Ref]bool, len(pubs))
 	for i := range pubs {
 		if !held[listedWindow{pubs[i].Kind, pubs[i].Window}] {
 			published[pubs[i].Ref] = true

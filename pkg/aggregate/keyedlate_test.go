@@ -17,15 +17,22 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 )
 
-// outputLog is an output stream that keeps each result once, by id.
+// outputLog is an output stream that keeps each result once, by id, and
+// refuses the next refuse calls whole (a throttle).
 type outputLog struct {
-	mu   sync.Mutex
-	byID map[string]aggregate.Output
+	mu     sync.Mutex
+	byID   map[string]aggregate.Output
+	copies map[string]int // how often each id was put
+	refuse int
 }
 
 func (s *outputLog) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput, opts ...func(*kinesis.Options)) (*kinesis.PutRecordsOutput, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.refuse > 0 {
+		s.refuse--
+		return nil, &kintypes.ProvisionedThroughputExceededException{Message: aws.String("injected: the output stream throttled the call")}
+	}
 	if s.byID == nil {
 		s.byID = map[string]aggregate.Output{}
 	}
@@ -36,6 +43,10 @@ func (s *outputLog) PutRecords(ctx context.Context, in *kinesis.PutRecordsInput,
 			return nil, err
 		}
 		s.byID[o.ID] = o
+		if s.copies == nil {
+			s.copies = map[string]int{}
+		}
+		s.copies[o.ID]++
 		out.Records = append(out.Records, kintypes.PutRecordsResultEntry{SequenceNumber: aws.String("1"), ShardId: aws.String("shardId-000000000000")})
 	}
 	return out, nil

@@ -89,6 +89,41 @@ func (p *Processor) publish(ctx context.Context, views []state.View) (held map[l
 	return held, p.publishSorted(ctx, views, onStream)
 }
 
+// markedResult is a fresh window's result (state.Result.Marked), marked
+// published by the write of key that created it or met it created.
+type markedResult struct {
+	view state.View
+	key  upKey
+}
+
+// sendMarked puts results marked published with their writes on the
+// output stream. Their lines were logged when their writes created them
+// (flushListed): exactly one write creates a window, so each is logged
+// once, and one a write met created is sent again under the same id (its
+// creator may have died before sending it).
+func (p *Processor) sendMarked(ctx context.Context, marked []markedResult) error {
+	if len(marked) == 0 {
+		return nil
+	}
+	outs := make([]Output, len(marked))
+	for i := range marked {
+		outs[i] = outputOf(marked[i].view)
+	}
+	return p.put(ctx, outs)
+}
+
+// publishesFresh reports whether a flush may create fresh windows
+// published (state.Update.Fresh): not on a version a replay filled while
+// the version before it is still asked (handover.go), whose publishers
+// sort each result by what that version published first.
+func (p *Processor) publishesFresh(ctx context.Context) (bool, error) {
+	if p.handover == nil {
+		return true, nil
+	}
+	look, err := p.handover.previous(ctx, p)
+	return err == nil && look.views == nil, err
+}
+
 // publishAll is publish for a result that must be marked published now,
 // from a replay too (as it was before handovers were asked): a
 // correction's previous revision, marked before the correction applies.
@@ -205,7 +240,9 @@ func (p *Processor) put(ctx context.Context, outs []Output) error {
 // hopping window by the publisher that takes the window off the
 // open-windows index at that revision (state.Views.UnlistRevision), after
 // the result is on the stream, not again by the ticker racing the handler
-// or by a retry; a session or sliding window's result by the finalize
+// or by a retry; the final result of a window a shard's carry held to its
+// close by the write that creates its item (state.Update.Fresh), just
+// before it is sent, not again by a retry that sends it again; a session or sliding window's result by the finalize
 // whose save takes it out of the keyed state's pending results, after it
 // is on the stream (finalizeKeyedRound), not again by a finalizer racing
 // it. A process that dies between the unlist (or the save) and the log

@@ -69,3 +69,61 @@ func TestAWriteThatClosesMakesTheWindowFinal(t *testing.T) {
 		})
 	}
 }
+
+// A fresh window (Update.Fresh: a carried window closing, every record of
+// it in the write) is created final and already marked published: one
+// write where there were two, the caller sending its result. A write that
+// finds it there again (a crash between the write and the send) hands the
+// result back to be sent again, and one that finds an item the caller did
+// not know of writes to it as before, listed until published.
+func TestAFreshWindowIsCreatedPublished(t *testing.T) {
+	ctx := context.Background()
+	t.Run("no item", func(t *testing.T) {
+		f := newViews(t)
+		u := update(entries(1, 4))
+		u.CloseBy, u.Fresh = minute.End, true
+		res, err := f.views.Apply(ctx, "shard-0", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Writes != 1 || !res.Closed || !res.Marked || res.Publish == nil || res.Publish.Pending || res.Publish.Result.Count != 4 {
+			t.Fatalf("Apply: %+v (publish %+v), want one write creating the final window of 4 records, marked published", res, res.Publish)
+		}
+		view, already, err := f.views.Finalize(ctx, res.Publish.Ref)
+		if err != nil || !already || view.Pending || view.Revision != 1 {
+			t.Fatalf("Finalize after a fresh write: %+v already=%v %v, want final, revision 1, not pending", view, already, err)
+		}
+		again, err := f.views.Apply(ctx, "shard-0", u)
+		if err != nil || again.Outcome != state.Duplicate || !again.Marked || again.Closed || again.Publish == nil || again.Publish.Result.Count != 4 {
+			t.Fatalf("the write again: %+v %v, want a duplicate handing back the marked result to send again", again, err)
+		}
+		if first, err := f.views.UnlistRevision(ctx, res.Publish.Ref, 1); err != nil || first {
+			t.Fatalf("UnlistRevision of a fresh window: first=%v %v, want nothing to unlist", first, err)
+		}
+		// A late record corrects it as it corrects any final window.
+		late := update(entries(5, 5))
+		late.CorrectIfFinal = true
+		fix, err := f.views.Apply(ctx, "shard-0", late)
+		if err != nil || fix.Outcome != state.Corrected || fix.Marked || fix.Publish == nil || !fix.Publish.Pending || fix.Publish.Result.Count != 5 {
+			t.Fatalf("a late record: %+v %v, want a correction to 5 records, listed until published", fix, err)
+		}
+	})
+	t.Run("an item there", func(t *testing.T) {
+		f := newViews(t)
+		if _, err := f.views.Apply(ctx, "shard-0", update(entries(1, 2))); err != nil {
+			t.Fatal(err)
+		}
+		u := update(entries(3, 4))
+		u.CloseBy, u.Fresh = minute.End, true
+		res, err := f.views.Apply(ctx, "shard-0", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Writes != 2 || !res.Closed || res.Marked || res.Publish == nil || !res.Publish.Pending || res.Publish.Result.Count != 4 {
+			t.Fatalf("Apply: %+v (publish %+v), want the refused create and a write closing all 4 records, listed until published", res, res.Publish)
+		}
+		if first, err := f.views.UnlistRevision(ctx, res.Publish.Ref, 1); err != nil || !first {
+			t.Fatalf("UnlistRevision: first=%v %v", first, err)
+		}
+	})
+}

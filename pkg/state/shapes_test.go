@@ -134,7 +134,7 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 	blob := []byte{1, 2, 3}
 	minF, maxF := mustFence(t, "49600000000000000000000000001"), mustFence(t, "49600000000000000000000000009")
 	for _, retention := range []time.Duration{0, 48 * time.Hour} {
-		for _, openIn := range []string{"", "pageviews#shardId-000000000000", "close"} {
+		for _, openIn := range []string{"", "pageviews#shardId-000000000000", "close", "fresh"} {
 			for _, fc := range []struct {
 				known      bool
 				knownFence string
@@ -142,13 +142,13 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 				name := fmt.Sprintf("retention=%v openIn=%q fenceKnown=%v fence=%q", retention, openIn, fc.known, fc.knownFence)
 				v := shapeViews(&recorder{}, WithRetention(retention))
 				u := &Update{Pipeline: "pageviews", Key: "user-7", Kind: "hopping:5m0s/1m0s", Window: shapeWin, OpenIn: openIn}
-				closes := openIn == "close"
+				closes, fresh := openIn == "close" || openIn == "fresh", openIn == "fresh"
 				if closes {
 					// A flush whose watermark passes the window's end.
 					openIn = "pageviews#shardId-000000000000"
-					u.OpenIn, u.CloseBy = openIn, shapeWin.End
+					u.OpenIn, u.CloseBy, u.Fresh = openIn, shapeWin.End, fresh
 				}
-				in, err := v.updateInput("shardId-000000000000", u, blob, 7, minF, maxF, fc.knownFence, fc.known)
+				in, err := v.updateInput("shardId-000000000000", u, blob, 7, minF, maxF, fc.knownFence, fc.known, fresh)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -172,6 +172,11 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 				}
 				status := expression.Name(attrStatus)
 				cond := fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
+				if fresh {
+					// Created, final and unlisted, or not written at all.
+					cond = expression.AttributeNotExists(status)
+					openIn = ""
+				}
 				if closes {
 					upd = upd.Set(status, expression.Value(statusFinal)).
 						Set(expression.Name(attrRevision), expression.Value(1)).

@@ -147,6 +147,15 @@ type Update struct {
 	// after: one write instead of two. Its result comes back in
 	// Result.Publish, listed (OpenIn is required) until it is published.
 	CloseBy time.Time
+
+	// Fresh says the caller holds every record of the window in this
+	// update and knows of no item for it (a window a shard's carry held,
+	// closing). A write that closes it then creates the item, final and
+	// not listed, its result taken as published: the caller puts it on
+	// the output stream (Result.Publish with Result.Marked) and marks
+	// nothing, one write where there were two. Only if the window has no
+	// item: one there is written to as without Fresh.
+	Fresh bool
 }
 
 // closes reports whether u's write makes its window final (Update.CloseBy).
@@ -207,6 +216,13 @@ type Result struct {
 	// applied, a final result whose emission failed). The caller puts it on
 	// the output stream and then calls UnlistRevision.
 	Publish *View
+	// Marked says Publish is marked published already (Update.Fresh): the
+	// caller puts it on the output stream and calls no UnlistRevision.
+	// With Closed, this write created the window, and its result is
+	// logged once sent; with Duplicate, an earlier write did, and a crash
+	// may have kept its result off the stream: it is sent again, under
+	// the same id, and not logged again.
+	Marked bool
 }
 
 // SortKey is the item's sort key: window kind, then window id, so one key's
@@ -258,6 +274,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		}()
 	}
 	knownFence, fenceKnown := "", false // fence seen on the item (retry path)
+	fresh := u.Fresh && u.closes()      // create the item, unless one is there
 	correction, revision := false, 0
 	var old map[string]types.AttributeValue // the item as the last failed condition returned it
 	for attempt := 0; attempt < v.attempts; attempt++ {
@@ -288,7 +305,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		if correction {
 			in, err = v.correctionInput(shard, u, old, partial, maxF, knownFence, revision)
 		} else {
-			in, err = v.updateInput(shard, u, blob, int(partial.Count()), minF, maxF, knownFence, fenceKnown)
+			in, err = v.updateInput(shard, u, blob, int(partial.Count()), minF, maxF, knownFence, fenceKnown, fresh)
 		}
 		if err != nil {
 			return res, err
@@ -321,7 +338,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 				if err != nil {
 					return res, err
 				}
-				res.Closed, res.Publish = true, &view
+				res.Closed, res.Publish, res.Marked = true, &view, fresh
 			}
 			res.Writes += v.maybeCompact(ctx, in.Key, out.Attributes)
 			return res, nil
@@ -342,10 +359,16 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		}
 		// The retry path: DynamoDB handed back the item as it was.
 		old = ccf.Item
+		fresh = false
 		fence := stringAttr(old, fenceAttr(shard))
 		if fence != "" && fence >= maxF {
 			res.Outcome, res.Skipped = Duplicate, total
 			res.Publish, err = v.unpublished(old)
+			if err == nil && res.Publish == nil && u.Fresh && stringAttr(old, attrStatus) == statusFinal {
+				var view View
+				view, err = v.view(old)
+				res.Publish, res.Marked = &view, err == nil
+			}
 			return res, err
 		}
 		if perInterval && fence != "" && fence >= minF {
@@ -433,6 +456,7 @@ const (
 	variantOpen    = 4  // sets openIn: listed until published
 	variantExpires = 8  // sets the TTL attribute (WithRetention)
 	variantClose   = 16 // makes the window final (Update.CloseBy)
+	variantCreate  = 32 // only if the window has no item (Update.Fresh)
 )
 
 // updateShapes are the forms of updateInput's write.
@@ -457,6 +481,9 @@ var updateShapes = shapeSet{build: func(variant uint) expression.Builder {
 	}
 	status := expression.Name(attrStatus)
 	cond := fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
+	if variant&variantCreate != 0 {
+		cond = expression.AttributeNotExists(status) // every window write sets it
+	}
 	if variant&variantClose != 0 {
 		// Final at once, as Finalize would make it (the condition holds
 		// only for an open window, at revision 0).
@@ -512,7 +539,7 @@ func identityUpdate(expires bool) expression.UpdateBuilder {
 	return upd
 }
 
-func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown bool) (*dynamodb.UpdateItemInput, error) {
+func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown, fresh bool) (*dynamodb.UpdateItemInput, error) {
 	var slots [windowSlots]types.AttributeValue
 	variant := v.identity(slots[:], u, maxF)
 	slots[slotParts] = avList1(blob)
@@ -527,9 +554,12 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 		variant |= fenceEqual
 		slots[slotFenceWas] = avS(knownFence)
 	}
-	if u.OpenIn != "" {
+	if u.OpenIn != "" && !fresh {
 		variant |= variantOpen
 		slots[slotOpenIn] = sharedS(u.OpenIn)
+	}
+	if fresh {
+		variant |= variantCreate
 	}
 	returned := types.ReturnValueUpdatedNew
 	if u.closes() {

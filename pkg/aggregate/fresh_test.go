@@ -216,3 +216,125 @@ func TestAVersionHandedOverCreatesNoFreshWindow(t *testing.T) {
 		t.Errorf("%s is on the stream %d times, want once: the new version sent what the previous one published", id, out.copies[id])
 	}
 }
+
+// A fresh window's item is created final, unlisted and marked published
+// before its result is sent. When the send fails, the final invocation
+// fails and its records come again; when they come to code that no longer
+// keeps the carry (partitionKeyIsGroupingKey dropped: spillLeftCarry; the
+// mapping moved to per-batch: spillOnce), the spill and the writes meet
+// the window final and published, and hand it back to be sent (the item
+// says it was created fresh): nothing lists it, and without that its
+// result never reached the stream, though its line was logged.
+func TestAFreshResultIsSentWhenTheCarryIsOffAtTheRetry(t *testing.T) {
+	for _, change := range []string{"partitionKeyIsGroupingKey dropped", "mapping moved to per-batch"} {
+		t.Run(change, func(t *testing.T) {
+			base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+			clock := base
+			now := func() time.Time { return clock }
+			var table string
+			p, out := pipelineOn(t, carryConfig("fo", true), func(cfg *pipeline.Config, tbl string) *state.Views {
+				table = tbl
+				return state.NewViews(db, tbl, cfg.Aggregates, state.WithClock(now))
+			}, aggregate.WithClock(now))
+			f := &feed{t: t, p: p, base: base, clock: &clock}
+			for m := range 4 {
+				f.minute(m)
+				f.flush()
+			}
+			// Minute 4's flush commits 4m45s: [3m,4m) closes, fresh (past
+			// the first carry's itemsBy, 3m10s). Its send is refused.
+			seq := f.seq
+			f.minute(4)
+			out.refuse = 1
+			if err := finalInvoke(p, f); err == nil {
+				t.Fatal("the flush succeeded with its send refused")
+			}
+			minute4 := []at{{"a", 250, 9}, {"b", 265, 1}, {"a", 280, 10}, {"b", 290, 1}} // f.minute(4)'s records
+			switch change {
+			case "partitionKeyIsGroupingKey dropped":
+				// Lambda sends the final invocation again, to the new code.
+				cfg, err := pipeline.Parse([]byte(carryConfig("fo", false)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p2 := aggregate.New(cfg, state.NewViews(db, table, cfg.Aggregates, state.WithClock(now)), out, "results",
+					aggregate.WithLogger(quiet), aggregate.WithClock(now))
+				if err := finalInvoke(p2, f); err != nil {
+					t.Fatalf("the final invocation sent again: %v", err)
+				}
+				f.p, f.state = p2, nil
+				f.carry(at{"z", 2000, 1})
+				f.flush()
+			case "mapping moved to per-batch":
+				// The same records again, as batches from the checkpoint.
+				r := &feed{t: t, p: p, base: base, seq: seq, path: perBatch, clock: &clock}
+				r.batch(minute4...)
+				r.batch(at{"z", 2000, 1})
+				r.tick(2100 * time.Second)
+			}
+			got := strings.Join(out.of("a", base), "\n")
+			for _, want := range []string{
+				"final [2m0s,3m0s) r1 count 2 sum 11", // closed before, the usual way
+				"final [3m0s,4m0s) r1 count 2 sum 15", // the fresh window
+				"final [1m0s,4m0s) r1 count 6 sum 33", // fresh too (hopping)
+			} {
+				if !strings.Contains(got, want) {
+					t.Errorf("key a's results:\n%s\nwant %q", got, want)
+				}
+			}
+		})
+	}
+}
+
+// A window whose records all came in one interval closes fresh at that
+// interval's flush. When the output stream refuses the send for longer
+// than a hold lasts (holdFor, 30 minutes; no WithBacklog), the ticker
+// advances the idle shard past the window and closes what the carry holds.
+// The final invocation, sent again once the stream is back, then finds the
+// window closed by the carry (ending by its closed) and writes it as a
+// late partial, not fresh: it meets the item with its records applied and
+// sends it again, as nothing else would (the window is not listed).
+func TestAFreshResultIsSentAfterAnOutageLongerThanTheHold(t *testing.T) {
+	base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	clock := base
+	p, out := carriedAt(t, "fho", &clock)
+	f := &feed{t: t, p: p, base: base, clock: &clock}
+	for m := range 4 {
+		f.minute(m)
+		f.flush()
+	}
+	// One interval: minute 4 and a record at 5m10s; its flush commits
+	// 5m05s and closes [4m,5m), every record of it in the interval.
+	f.minute(4)
+	f.carry(at{"a", 310, 1})
+	out.refuse = 1 << 20 // the output stream is down
+	if err := finalInvoke(p, f); err == nil {
+		t.Fatal("the flush succeeded with the output stream down")
+	}
+	// 40 minutes later the hold has expired: the ticker advances the idle
+	// shard and closes the carried windows (their sends fail too).
+	advanced, refused := 0, 0
+	for _, m := range []time.Duration{40, 41, 45} {
+		clock = base.Add(m * time.Minute)
+		res, err := p.Tick(context.Background(), clock)
+		advanced += res.Advanced
+		if err != nil {
+			refused++
+		}
+	}
+	if advanced == 0 || refused == 0 {
+		t.Fatalf("ticks during the outage: %d advanced, %d refused; want the shard advanced and its sends refused", advanced, refused)
+	}
+	out.refuse = 0 // the stream is back
+	if err := finalInvoke(p, f); err != nil {
+		t.Fatalf("the final invocation sent again: %v", err)
+	}
+	f.state = nil
+	for _, at := range []time.Duration{46 * time.Minute, 50 * time.Minute} {
+		f.tick(at)
+	}
+	got := strings.Join(out.of("a", base), "\n")
+	if want := "final [4m0s,5m0s) r1 count 2 sum 19"; !strings.Contains(got, want) {
+		t.Errorf("key a's results:\n%s\nwant %q", got, want)
+	}
+}

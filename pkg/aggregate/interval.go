@@ -439,22 +439,19 @@ func (p *Processor) flushListed(ctx context.Context, shard, listShard string, pa
 		firstErr error
 		late     lateByKey
 		pubs     []state.View
-		marked   []markedResult
+		created  []markedResult // fresh windows these writes created
+		resend   []markedResult // fresh windows they met (state.Result.Resend)
 		closed   int
 		applied  bool // a write applied records for the first time
 		keys     = make([]upKey, 0, len(partials))
 		openIn   = p.openIn(listShard)
 	)
-	if !freshAfter.IsZero() {
-		if ok, err := p.publishesFresh(ctx); err != nil || !ok {
-			freshAfter = time.Time{}
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
 	for k := range partials {
 		keys = append(keys, k)
+	}
+	fresh, err := p.freshWindows(ctx, keys, closeBy, freshAfter)
+	if err != nil {
+		return nil, err
 	}
 	parallel(len(keys), p.concurrency, func(i int) {
 		k := keys[i]
@@ -464,7 +461,7 @@ func (p *Processor) flushListed(ctx context.Context, shard, listShard string, pa
 			Partial: pt.st, MinSeq: pt.minSeq, MaxSeq: pt.maxSeq,
 			CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
 			CloseBy:        closeBy,
-			Fresh:          !freshAfter.IsZero() && k.win.End.After(freshAfter),
+			Fresh:          fresh(k),
 		})
 		mu.Lock()
 		defer mu.Unlock()
@@ -489,18 +486,21 @@ func (p *Processor) flushListed(ctx context.Context, shard, listShard string, pa
 		case state.Corrected:
 			p.metrics.Add("Corrections", metrics.Count, 1)
 		}
+		if res.Resend != nil {
+			resend = append(resend, markedResult{out: outputOf(*res.Resend), ref: res.Resend.Ref, key: k})
+		}
 		switch {
 		case res.Publish != nil && res.Marked:
-			if res.Closed {
-				// Created: its line now, whatever fails after (sendMarked).
-				o := outputOf(*res.Publish)
-				p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&o)...)
-			}
-			marked = append(marked, markedResult{view: *res.Publish, key: k})
+			created = append(created, markedResult{out: outputOf(*res.Publish), ref: res.Publish.Ref, key: k})
 		case res.Publish != nil:
 			pubs = append(pubs, *res.Publish)
 		}
 	})
+	// A created window's line now, whatever fails after: the write that
+	// created it is the one that logs it (sendMarked).
+	for i := range created {
+		p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&created[i].out)...)
+	}
 	p.metrics.Add("LateDropped", metrics.Count, float64(late.records(p.windowsPerRecord)))
 	if firstErr != nil {
 		return nil, firstErr
@@ -521,11 +521,14 @@ func (p *Processor) flushListed(ctx context.Context, shard, listShard string, pa
 	// List the windows written; a failure fails the final invocation,
 	// whose retry finds them applied and lists them.
 	written := make(map[listedWindow][]string, 8)
-	published := make(map[state.Ref]bool, len(pubs)+len(marked))
-	done := make(map[upKey]bool, len(marked))
-	for i := range marked {
-		done[marked[i].key] = true // published with its write: nothing to list
-		published[marked[i].view.Ref] = true
+	published := make(map[state.Ref]bool, len(pubs)+len(created))
+	var done map[upKey]bool // published with their writes: nothing to list
+	for i := range created {
+		if done == nil {
+			done = make(map[upKey]bool, len(created))
+		}
+		done[created[i].key] = true
+		published[created[i].ref] = true
 	}
 	for _, k := range keys {
 		if done[k] {
@@ -541,7 +544,7 @@ func (p *Processor) flushListed(ctx context.Context, shard, listShard string, pa
 	// unpublished, on a retry of the final invocation) go on the output
 	// stream; if that fails, the final invocation fails and its retry,
 	// finding them applied, publishes them, or the ticker does.
-	if err := p.sendMarked(ctx, marked); err != nil {
+	if err := p.sendMarked(ctx, append(resend, created...)); err != nil {
 		return nil, err
 	}
 	held, err := p.publish(ctx, pubs)

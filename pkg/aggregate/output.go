@@ -89,27 +89,48 @@ func (p *Processor) publish(ctx context.Context, views []state.View) (held map[l
 	return held, p.publishSorted(ctx, views, onStream)
 }
 
-// markedResult is a fresh window's result (state.Result.Marked), marked
-// published by the write of key that created it or met it created.
+// markedResult is the result of a fresh window (state.Update.Fresh),
+// marked published by the write of key that created it (Result.Marked) or
+// met it created (Result.Resend).
 type markedResult struct {
-	view state.View
-	key  upKey
+	out Output
+	ref state.Ref
+	key upKey
 }
 
 // sendMarked puts results marked published with their writes on the
-// output stream. Their lines were logged when their writes created them
+// output stream, in order (a window met again before a correction of
+// it). Their lines were logged when their writes created them
 // (flushListed): exactly one write creates a window, so each is logged
-// once, and one a write met created is sent again under the same id (its
-// creator may have died before sending it).
+// once; one a write met created is sent again under the same id, its
+// creator having perhaps died before sending it.
 func (p *Processor) sendMarked(ctx context.Context, marked []markedResult) error {
 	if len(marked) == 0 {
 		return nil
 	}
 	outs := make([]Output, len(marked))
 	for i := range marked {
-		outs[i] = outputOf(marked[i].view)
+		outs[i] = marked[i].out
 	}
 	return p.put(ctx, outs)
+}
+
+// freshWindows says which of keys' windows a flush committing closeBy
+// writes fresh: those it closes that end after freshAfter (zero: none),
+// unless a replay's version is handing over (publishesFresh, asked only
+// when one would be).
+func (p *Processor) freshWindows(ctx context.Context, keys []upKey, closeBy, freshAfter time.Time) (func(upKey) bool, error) {
+	fresh := func(k upKey) bool {
+		return !freshAfter.IsZero() && k.win.End.After(freshAfter) && !k.win.End.After(closeBy)
+	}
+	if !slices.ContainsFunc(keys, fresh) {
+		return fresh, nil
+	}
+	ok, err := p.publishesFresh(ctx)
+	if err != nil || !ok {
+		return func(upKey) bool { return false }, err
+	}
+	return fresh, nil
 }
 
 // publishesFresh reports whether a flush may create fresh windows

@@ -616,6 +616,7 @@ func (p *Processor) applyAll(ctx context.Context, c *collector) []int {
 		mu     sync.Mutex
 		failed []int
 		pubs   []state.View
+		resend []markedResult // windows a carry's flush created fresh, met again
 	)
 	parallel(len(c.ups), p.concurrency, func(i int) {
 		u := &c.ups[i]
@@ -638,6 +639,9 @@ func (p *Processor) applyAll(ctx context.Context, c *collector) []int {
 			}
 		case state.Corrected:
 			p.metrics.Add("Corrections", metrics.Count, 1)
+		}
+		if res.Resend != nil {
+			resend = append(resend, markedResult{out: outputOf(*res.Resend), ref: res.Resend.Ref})
 		}
 		if res.Publish != nil {
 			pubs = append(pubs, *res.Publish)
@@ -666,7 +670,11 @@ func (p *Processor) applyAll(ctx context.Context, c *collector) []int {
 			}
 		}
 	}
-	if _, err := p.publish(ctx, pubs); err != nil {
+	err := p.sendMarked(ctx, resend)
+	if err == nil {
+		_, err = p.publish(ctx, pubs)
+	}
+	if err != nil {
 		// The corrections are applied and stay listed until published: the
 		// retry (which finds them applied) or the ticker publishes them
 		// under the same ids. Fail the batch's first records to get the retry.

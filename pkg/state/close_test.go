@@ -72,10 +72,12 @@ func TestAWriteThatClosesMakesTheWindowFinal(t *testing.T) {
 
 // A fresh window (Update.Fresh: a carried window closing, every record of
 // it in the write) is created final and already marked published: one
-// write where there were two, the caller sending its result. A write that
-// finds it there again (a crash between the write and the send) hands the
-// result back to be sent again, and one that finds an item the caller did
-// not know of writes to it as before, listed until published.
+// write where there were two, the caller sending its result. Any write
+// that meets it with its records applied (a retry after a crash between
+// the write and the send, a spill, a batch) hands the result back to be
+// sent again, and so does a correction, before its own; one that finds an
+// item the caller did not know of writes to it as before, listed until
+// published.
 func TestAFreshWindowIsCreatedPublished(t *testing.T) {
 	ctx := context.Background()
 	t.Run("no item", func(t *testing.T) {
@@ -93,9 +95,13 @@ func TestAFreshWindowIsCreatedPublished(t *testing.T) {
 		if err != nil || !already || view.Pending || view.Revision != 1 {
 			t.Fatalf("Finalize after a fresh write: %+v already=%v %v, want final, revision 1, not pending", view, already, err)
 		}
-		again, err := f.views.Apply(ctx, "shard-0", u)
-		if err != nil || again.Outcome != state.Duplicate || !again.Marked || again.Closed || again.Publish == nil || again.Publish.Result.Count != 4 {
-			t.Fatalf("the write again: %+v %v, want a duplicate handing back the marked result to send again", again, err)
+		for _, fresh := range []bool{true, false} {
+			again := *u
+			again.Fresh = fresh
+			res, err := f.views.Apply(ctx, "shard-0", &again)
+			if err != nil || res.Outcome != state.Duplicate || res.Marked || res.Publish != nil || res.Resend == nil || res.Resend.Result.Count != 4 {
+				t.Fatalf("the write again (fresh %v): %+v %v, want a duplicate handing back the result to send again", fresh, res, err)
+			}
 		}
 		if first, err := f.views.UnlistRevision(ctx, res.Publish.Ref, 1); err != nil || first {
 			t.Fatalf("UnlistRevision of a fresh window: first=%v %v, want nothing to unlist", first, err)
@@ -104,8 +110,15 @@ func TestAFreshWindowIsCreatedPublished(t *testing.T) {
 		late := update(entries(5, 5))
 		late.CorrectIfFinal = true
 		fix, err := f.views.Apply(ctx, "shard-0", late)
-		if err != nil || fix.Outcome != state.Corrected || fix.Marked || fix.Publish == nil || !fix.Publish.Pending || fix.Publish.Result.Count != 5 {
-			t.Fatalf("a late record: %+v %v, want a correction to 5 records, listed until published", fix, err)
+		if err != nil || fix.Outcome != state.Corrected || fix.Marked || fix.Publish == nil || !fix.Publish.Pending || fix.Publish.Result.Count != 5 ||
+			fix.Resend == nil || fix.Resend.Revision != 1 || fix.Resend.Result.Count != 4 {
+			t.Fatalf("a late record: %+v %v, want a correction to 5 records, listed until published, after revision 1 sent again", fix, err)
+		}
+		// Corrected, the window is no longer fresh: revision 2 is
+		// published the usual way, and nothing is sent again.
+		dup, err := f.views.Apply(ctx, "shard-0", late)
+		if err != nil || dup.Outcome != state.Duplicate || dup.Resend != nil || dup.Publish == nil || dup.Publish.Revision != 2 {
+			t.Fatalf("the late record again: %+v %v, want a duplicate handing back revision 2 to publish", dup, err)
 		}
 	})
 	t.Run("an item there", func(t *testing.T) {

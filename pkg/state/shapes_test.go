@@ -173,8 +173,10 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 				status := expression.Name(attrStatus)
 				cond := fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
 				if fresh {
-					// Created, final and unlisted, or not written at all.
+					// Created, final, unlisted and marked fresh, or not
+					// written at all.
 					cond = expression.AttributeNotExists(status)
+					upd = upd.Set(expression.Name(attrFresh), expression.Value(1))
 					openIn = ""
 				}
 				if closes {
@@ -234,6 +236,7 @@ func TestCorrectionShapesEqualTheBuilder(t *testing.T) {
 				Set(expression.Name(attrPrevious), expression.Value(prevBlob)).
 				Set(expression.Name(attrRevision), expression.Value(3)).
 				Set(expression.Name(attrOpenIn), expression.Value(u.OpenIn)).
+				Remove(expression.Name(attrFresh)).
 				Add(expression.Name(attrCount), expression.Value(late.Count())).
 				Add(expression.Name(attrVersion), expression.Value(1))
 			fenceCond := expression.AttributeNotExists(f)

@@ -55,6 +55,12 @@ const (
 	// state the window held before it), kept until the correction is
 	// published (UnlistRevision removes it).
 	attrPrevious = "previous"
+	// attrFresh marks a window created final and marked published by a
+	// fresh write (Update.Fresh), whose result may not be on the stream
+	// yet (its sender may have died): a write that meets it, its records
+	// applied, hands it back to be sent again (Result.Resend). A
+	// correction removes it.
+	attrFresh = "fresh"
 
 	statusOpen  = "open"
 	statusFinal = "final"
@@ -216,13 +222,16 @@ type Result struct {
 	// applied, a final result whose emission failed). The caller puts it on
 	// the output stream and then calls UnlistRevision.
 	Publish *View
-	// Marked says Publish is marked published already (Update.Fresh): the
-	// caller puts it on the output stream and calls no UnlistRevision.
-	// With Closed, this write created the window, and its result is
-	// logged once sent; with Duplicate, an earlier write did, and a crash
-	// may have kept its result off the stream: it is sent again, under
-	// the same id, and not logged again.
+	// Marked says Publish is marked published already: this write created
+	// the window (Update.Fresh, Closed). The caller logs it, puts it on
+	// the output stream and calls no UnlistRevision.
 	Marked bool
+	// Resend is a window a fresh write created, met by this write (a
+	// retry, a spill, a correction, which the item's records came to
+	// again): its result, marked published, may not be on the stream (its
+	// sender may have died), and goes there again under the same id,
+	// before Publish and not logged again.
+	Resend *View
 }
 
 // SortKey is the item's sort key: window kind, then window id, so one key's
@@ -284,7 +293,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 				entries = after(entries, knownFence)
 				if len(entries) == 0 {
 					res.Outcome, res.Skipped = Duplicate, total
-					res.Publish, err = v.unpublished(old)
+					res.Publish, res.Resend, err = v.toSend(old)
 					return res, err
 				}
 				if minF, err = sharedFence(entries[0].Seq); err != nil {
@@ -363,12 +372,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		fence := stringAttr(old, fenceAttr(shard))
 		if fence != "" && fence >= maxF {
 			res.Outcome, res.Skipped = Duplicate, total
-			res.Publish, err = v.unpublished(old)
-			if err == nil && res.Publish == nil && u.Fresh && stringAttr(old, attrStatus) == statusFinal {
-				var view View
-				view, err = v.view(old)
-				res.Publish, res.Marked = &view, err == nil
-			}
+			res.Publish, res.Resend, err = v.toSend(old)
 			return res, err
 		}
 		if perInterval && fence != "" && fence >= minF {
@@ -376,7 +380,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		}
 		knownFence, fenceKnown = fence, true
 		if stringAttr(old, attrStatus) == statusFinal {
-			if res.Publish, err = v.unpublished(old); err != nil {
+			if res.Publish, res.Resend, err = v.toSend(old); err != nil {
 				return res, err
 			}
 			if !u.CorrectIfFinal {
@@ -398,6 +402,24 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		}
 	}
 	return res, ErrConflict
+}
+
+// toSend is what a write that meets the final window old hands back to be
+// sent: its result if not yet known to be on the stream (listed:
+// unpublished), or, for a window a fresh write created and nothing
+// corrected since, that result to send again (resend).
+func (v *Views) toSend(old map[string]types.AttributeValue) (publish, resend *View, err error) {
+	if publish, err = v.unpublished(old); err != nil || publish != nil {
+		return publish, nil, err
+	}
+	if _, fresh := old[attrFresh]; !fresh || stringAttr(old, attrStatus) != statusFinal {
+		return nil, nil, nil
+	}
+	view, err := v.view(old)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, &view, nil
 }
 
 // after returns the entries above fence.
@@ -483,6 +505,7 @@ var updateShapes = shapeSet{build: func(variant uint) expression.Builder {
 	cond := fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
 	if variant&variantCreate != 0 {
 		cond = expression.AttributeNotExists(status) // every window write sets it
+		upd = upd.Set(expression.Name(attrFresh), expression.Value(1))
 	}
 	if variant&variantClose != 0 {
 		// Final at once, as Finalize would make it (the condition holds
@@ -511,6 +534,7 @@ var correctionShapes = shapeSet{build: func(variant uint) expression.Builder {
 		Set(expression.Name(attrPrevious), slot(slotPrevious)).
 		Set(expression.Name(attrRevision), slot(slotRevision)).
 		Set(expression.Name(attrOpenIn), slot(slotOpenIn)).
+		Remove(expression.Name(attrFresh)).
 		Add(expression.Name(attrCount), slot(slotCount)).
 		Add(expression.Name(attrVersion), expression.Value(1))
 	fenceCond := expression.AttributeNotExists(f)

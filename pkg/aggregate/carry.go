@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,15 +70,58 @@ import (
 // watermark, the itemsBy bound, the partials (appendPartials; none: no
 // bytes) with their length, the windows closing (appendPartials) with
 // theirs, the shard the spilling partials are listed under and those
-// partials follow. carryFormatNoItemsBy is the format before itemsBy.
+// partials follow. The formats before: carryFormatWhole, a shard's one
+// carry of every key (read as its chunk 0, whose other keys it writes
+// out), and carryFormatNoItemsBy, that without itemsBy.
 const (
-	carryFormat          byte = 2
+	carryFormat          byte = 3
+	carryFormatWhole     byte = 2
 	carryFormatNoItemsBy byte = 1
 )
 
-// shardCarry is a shard's carry as read.
+// carryChunks is how many items a shard's carry is kept in, each with the
+// keys that hash to it (carryChunk) and each within carryBytes: 300 KB
+// holds the windows of some 1,500 keys of the stack's pipeline, and a
+// shard of 1,000 records a second over 5,000 keys needs several. Each is
+// a carry of its own (its version, fence, closed watermark); a flush
+// reads and stores each, so a chunk costs a read and a write of at least
+// a unit a flush. Changing it moves keys between chunks: a carry written
+// with another count must be written out first (not done: it is fixed).
+const carryChunks = 8
+
+// carryChunk is the chunk of a shard's carry that holds key's windows.
+func carryChunk(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % carryChunks)
+}
+
+// carryID is the sort key of a shard's carry chunk: the shard for chunk 0
+// (the one item of carries before chunks), then <shard>#<chunk>.
+func carryID(shard string, chunk int) string {
+	if chunk == 0 {
+		return shard
+	}
+	return shard + "#" + strconv.Itoa(chunk)
+}
+
+// carryOf is the shard and chunk a carry's sort key names (carryID).
+func carryOf(id string) (shard string, chunk int) {
+	shard, n, ok := strings.Cut(id, "#")
+	if !ok {
+		return id, 0
+	}
+	chunk, err := strconv.Atoi(n)
+	if err != nil {
+		return id, 0
+	}
+	return shard, chunk
+}
+
+// shardCarry is a chunk of a shard's carry as read.
 type shardCarry struct {
 	shard   string
+	id      string // its sort key (carryID)
 	version int64
 	fence   string    // the last record the partials hold ("" none)
 	closed  time.Time // every window ending by it is written (or in closing)
@@ -141,30 +186,44 @@ func (p *Processor) carries() bool {
 	return false
 }
 
-func (p *Processor) loadCarry(ctx context.Context, shard string) (shardCarry, error) {
-	stored, err := p.views.LoadCarry(ctx, p.cfg.Name, shard)
+// loadCarry reads chunk of shard's carry. A whole carry (written before
+// chunks) read as chunk 0 has the partials of the other chunks' keys
+// moved to spilling, for writePending to write out open before the chunk
+// is stored without them.
+func (p *Processor) loadCarry(ctx context.Context, shard string, chunk int) (shardCarry, error) {
+	id := carryID(shard, chunk)
+	stored, err := p.views.LoadCarry(ctx, p.cfg.Name, id)
 	if err != nil {
 		return shardCarry{}, err
 	}
-	c := shardCarry{shard: shard, version: stored.Version, sets: map[setKey]*partial{}, closing: map[setKey]*partial{}, spilling: map[setKey]*partial{}}
+	c := shardCarry{shard: shard, id: id, version: stored.Version, sets: map[setKey]*partial{}, closing: map[setKey]*partial{}, spilling: map[setKey]*partial{}}
 	if len(stored.Data) == 0 {
 		return c, nil
 	}
 	if err := p.decodeCarry(stored.Data, &c); err != nil {
-		return shardCarry{}, fmt.Errorf("aggregate: the carry of %s %s: %w", p.cfg.Name, shard, err)
+		return shardCarry{}, fmt.Errorf("aggregate: the carry of %s %s: %w", p.cfg.Name, id, err)
+	}
+	if stored.Data[0] != carryFormat && c.spillTo == "" {
+		for k, pt := range c.sets {
+			if carryChunk(k.key) != chunk {
+				c.spilling[k] = pt
+				delete(c.sets, k)
+			}
+		}
+		c.wroteOpen(windowPartials(c.spilling, p.advance))
 	}
 	return c, nil
 }
 
 func (p *Processor) decodeCarry(b []byte, c *shardCarry) error {
-	if b[0] != carryFormat && b[0] != carryFormatNoItemsBy {
+	if b[0] != carryFormat && b[0] != carryFormatWhole && b[0] != carryFormatNoItemsBy {
 		return fmt.Errorf("format %d, want %d", b[0], carryFormat)
 	}
 	r := binenc.NewReader(b[1:], errStateTruncated)
 	fence := r.LenBytes()
 	closed := r.Varint()
 	var itemsBy int64
-	if b[0] == carryFormat {
+	if b[0] != carryFormatNoItemsBy {
 		itemsBy = r.Varint()
 	}
 	if r.Err() != nil {
@@ -311,10 +370,23 @@ func compareSetKeys(a, b setKey) int {
 	return a.n - b.n
 }
 
+// carryLimit is the most bytes a chunk of a carry holds (WithCarryBytes).
+func (p *Processor) carryLimit() int {
+	if p.carryBytes == 0 {
+		return state.MaxCarryBytes
+	}
+	return p.carryBytes
+}
+
 // saveCarry stores c as data on the version it was read at, kept until
 // the last window it holds has ended and the pipeline's retention passed
 // (at least a week after the write), and moves c to the version written.
+// Data past carryLimit and the name of the shard a spill lists under
+// (state.CarryListingRoom) is refused.
 func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) error {
+	if most := p.carryLimit() + state.CarryListingRoom; len(data) > most {
+		return fmt.Errorf("aggregate: the carry of %s %s is %d bytes, more than %d", p.cfg.Name, c.id, len(data), most)
+	}
 	var last time.Time
 	for _, sets := range []map[setKey]*partial{c.sets, c.closing, c.spilling} {
 		for k := range sets {
@@ -327,7 +399,7 @@ func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) e
 	if !last.IsZero() {
 		keep = last.Add(max(p.cfg.Retention, time.Hour))
 	}
-	err := p.views.SaveCarry(ctx, p.cfg.Name, state.Carry{Shard: c.shard, Data: data, Version: c.version, KeepUntil: keep})
+	err := p.views.SaveCarry(ctx, p.cfg.Name, state.Carry{Shard: c.id, Data: data, Version: c.version, KeepUntil: keep})
 	p.metrics.Add("WriteRequests", metrics.Count, 1)
 	if err == nil {
 		c.version++
@@ -378,20 +450,51 @@ const carryAttempts = 4
 // says the processor has no watermark for the shard: a child of a reshard
 // writes out its parents' carries first.
 func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[setKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, newShard bool) (map[state.Ref]bool, error) {
-	var parentsItemsBy time.Time
+	var firstItemsBy time.Time // a new shard's first carry's (flushChunk)
 	if newShard {
-		var err error
-		if parentsItemsBy, err = p.spillParents(ctx, shard); err != nil {
+		parents, err := p.spillParents(ctx, shard)
+		if err != nil {
 			return nil, err
 		}
+		// No flush wrote the shard's windows before; its parents' may
+		// have items.
+		firstItemsBy = latest(parents, time.UnixMilli(1))
 	}
+	chunks := make([]map[setKey]*partial, carryChunks)
+	for k, pt := range sets {
+		c := carryChunk(k.key)
+		if chunks[c] == nil {
+			chunks[c] = map[setKey]*partial{}
+		}
+		chunks[c][k] = pt
+	}
+	published := map[state.Ref]bool{}
+	for chunk, sets := range chunks {
+		// Each chunk stored is done: a final invocation sent again after
+		// a chunk failed finds the ones before it stored (their fence).
+		pub, err := p.flushChunk(ctx, shard, chunk, sets, closeBy, lateRouted, lastSeq, firstItemsBy)
+		if err != nil {
+			return nil, err
+		}
+		lateRouted = 0 // counted with chunk 0
+		for r := range pub {
+			published[r] = true
+		}
+	}
+	return published, nil
+}
+
+// flushChunk is flushCarried for one chunk of the shard's carry and the
+// interval's partials of its keys (sets). firstItemsBy, when not zero, is
+// the itemsBy of a chunk stored for the first time.
+func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, sets map[setKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, firstItemsBy time.Time) (map[state.Ref]bool, error) {
 	var lastErr error
 	// Keys whose windows an attempt wrote open to keep the carry small:
 	// an attempt after it, on a carry the ticker made smaller, writes them
 	// open again (finding them applied) rather than carry what is written.
 	spilled := map[string]bool{}
 	for range carryAttempts {
-		cur, err := p.loadCarry(ctx, shard)
+		cur, err := p.loadCarry(ctx, shard, chunk)
 		if err != nil {
 			return nil, err
 		}
@@ -404,10 +507,8 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 			return nil, err
 		}
 		writes, next := p.planCarry(&cur, sets, closeBy)
-		if cur.version == 0 && newShard {
-			// No flush wrote the shard's windows before; its parents'
-			// windows may have items.
-			next.itemsBy = latest(parentsItemsBy, time.UnixMilli(1))
+		if cur.version == 0 && !firstItemsBy.IsZero() {
+			next.itemsBy = firstItemsBy
 		}
 		if len(writes) == 0 && len(cur.sets) == 0 && !cur.pending() && len(next.sets) == 0 {
 			// Nothing carried or to carry: nothing to store, and the
@@ -438,7 +539,7 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 		p.metrics.Add("LateDropped", metrics.Count, float64(lateRouted))
 		return published, nil
 	}
-	return nil, fmt.Errorf("aggregate: the carry of %s kept changing while the flush wrote it: %w", shard, lastErr)
+	return nil, fmt.Errorf("aggregate: the carry of %s kept changing while the flush wrote it: %w", carryID(shard, chunk), lastErr)
 }
 
 // planCarry splits cur's partials and the interval's (sets) into the
@@ -477,7 +578,7 @@ func (p *Processor) planCarry(cur *shardCarry, sets map[setKey]*partial, closeBy
 			have.maxSeq = pt.maxSeq
 		}
 	}
-	next := shardCarry{shard: cur.shard, version: cur.version, fence: cur.fence, closed: cur.closed, itemsBy: cur.itemsBy, sets: map[setKey]*partial{}}
+	next := shardCarry{shard: cur.shard, id: cur.id, version: cur.version, fence: cur.fence, closed: cur.closed, itemsBy: cur.itemsBy, sets: map[setKey]*partial{}}
 	if !closeBy.IsZero() && closeBy.After(next.closed) {
 		next.closed = closeBy
 	}
@@ -521,10 +622,7 @@ func (p *Processor) lastEnd(k setKey) time.Time {
 // carryBytes. The keys spilled are the last in order, so a retry spills
 // the same.
 func (p *Processor) fitCarry(next *shardCarry, writes map[upKey]*partial, spilled map[string]bool) []byte {
-	limit := p.carryBytes
-	if limit == 0 {
-		limit = state.MaxCarryBytes
-	}
+	limit := p.carryLimit()
 	spill := func(keys map[string]bool) {
 		out := map[setKey]*partial{}
 		for k, pt := range next.sets {
@@ -630,11 +728,23 @@ func (p *Processor) parentsOf(ctx context.Context, shard string) ([]string, erro
 // functions at once, a replay on a live version) fails its own store,
 // reads the carry again and writes the spilling partials before its own,
 // so it never carries what the spill may have written. It returns the
-// carry's itemsBy, past the windows it wrote.
+// latest of its chunks' itemsBy, past the windows it wrote.
 func (p *Processor) spillCarry(ctx context.Context, shard, listShard string) (itemsBy time.Time, err error) {
+	for chunk := range carryChunks {
+		by, err := p.spillChunk(ctx, shard, chunk, listShard)
+		if err != nil {
+			return time.Time{}, err
+		}
+		itemsBy = latest(itemsBy, by)
+	}
+	return itemsBy, nil
+}
+
+// spillChunk is spillCarry for one chunk of shard's carry.
+func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, listShard string) (itemsBy time.Time, err error) {
 	var lastErr error
 	for range carryAttempts {
-		cur, err := p.loadCarry(ctx, shard)
+		cur, err := p.loadCarry(ctx, shard, chunk)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -644,7 +754,7 @@ func (p *Processor) spillCarry(ctx context.Context, shard, listShard string) (it
 		if err := p.writePending(ctx, &cur); err != nil {
 			return time.Time{}, err
 		}
-		next := shardCarry{shard: shard, version: cur.version, fence: cur.fence, closed: cur.closed, itemsBy: cur.itemsBy,
+		next := shardCarry{shard: shard, id: cur.id, version: cur.version, fence: cur.fence, closed: cur.closed, itemsBy: cur.itemsBy,
 			sets: map[setKey]*partial{}, spilling: cur.sets, spillTo: listShard}
 		next.wroteOpen(windowPartials(cur.sets, p.advance))
 		if err := p.saveCarry(ctx, &next, encodeCarry(&next)); err != nil {
@@ -663,10 +773,10 @@ func (p *Processor) spillCarry(ctx context.Context, shard, listShard string) (it
 			return time.Time{}, err
 		}
 		p.log.Info("wrote out the windows a shard carried",
-			"pipeline", p.cfg.Name, "shard", shard, "listedUnder", listShard, "partials", spilt)
+			"pipeline", p.cfg.Name, "shard", shard, "chunk", chunk, "listedUnder", listShard, "partials", spilt)
 		return next.itemsBy, nil
 	}
-	return time.Time{}, fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", shard, lastErr)
+	return time.Time{}, fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", carryID(shard, chunk), lastErr)
 }
 
 // spillLeftCarry writes out a carry that shard's flushes no longer keep:
@@ -717,7 +827,8 @@ func (p *Processor) SpillCarries(ctx context.Context) error {
 		return err
 	}
 	for _, c := range carries {
-		if _, err := p.spillCarry(ctx, c.Shard, c.Shard); err != nil {
+		shard, chunk := carryOf(c.Shard)
+		if _, err := p.spillChunk(ctx, shard, chunk, shard); err != nil {
 			return err
 		}
 	}
@@ -740,7 +851,23 @@ func (p *Processor) closeCarried(ctx context.Context, shard string, until time.T
 	if until.IsZero() {
 		return nil, nil
 	}
-	cur, err := p.loadCarry(ctx, shard)
+	published := map[state.Ref]bool{}
+	var errs []error
+	for chunk := range carryChunks {
+		pub, err := p.closeChunk(ctx, shard, chunk, until)
+		if err != nil {
+			errs = append(errs, err) // the other chunks close all the same
+		}
+		for r := range pub {
+			published[r] = true
+		}
+	}
+	return published, errors.Join(errs...)
+}
+
+// closeChunk is closeCarried for one chunk of shard's carry.
+func (p *Processor) closeChunk(ctx context.Context, shard string, chunk int, until time.Time) (map[state.Ref]bool, error) {
+	cur, err := p.loadCarry(ctx, shard, chunk)
 	if err != nil {
 		return nil, err
 	}
@@ -764,7 +891,15 @@ func (p *Processor) closeCarried(ctx context.Context, shard string, until time.T
 	if len(next.closing) == 0 {
 		return nil, nil
 	}
-	if err := p.saveCarry(ctx, &next, encodeCarry(&next)); err != nil {
+	data := encodeCarry(&next)
+	if len(data) > p.carryLimit() {
+		// Its windows closing, each a partial of its own, and the rest
+		// do not fit: the chunk is written out instead, and its windows
+		// close from their listings.
+		_, err := p.spillChunk(ctx, shard, chunk, shard)
+		return nil, err
+	}
+	if err := p.saveCarry(ctx, &next, data); err != nil {
 		if errors.Is(err, state.ErrCarryChanged) {
 			return nil, nil // a flush stored it meanwhile: the next tick
 		}

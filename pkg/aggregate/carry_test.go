@@ -79,7 +79,7 @@ func TestACarriedWindowIsWrittenOnceWhenItCloses(t *testing.T) {
 			ww := &windowWrites{Client: db}
 			var opts []aggregate.Option
 			if mode == "spilling" {
-				opts = append(opts, aggregate.WithCarryBytes(120))
+				opts = append(opts, aggregate.WithCarryBytes(64))
 			}
 			p, out := pipelineOn(t, carryConfig("cw", carried), func(cfg *pipeline.Config, table string) *state.Views {
 				return state.NewViews(ww, table, cfg.Aggregates)

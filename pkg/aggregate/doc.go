@@ -22,7 +22,10 @@
 //     once, with the records of every interval it spans, and keeps the
 //     partials of the windows still open in the shard's carry, one item
 //     per shard (carry.go): the ticker closes what an idle shard carries,
-//     and a child shard takes over its parents' after a reshard.
+//     and a child shard takes over its parents' after a reshard. Such a
+//     window, with no item before it closes, is created by that write
+//     already marked published (state.Update.Fresh): one write, its
+//     result sent and logged after it.
 //
 // A shard's watermark (max event time − allowed out-of-orderness) advances
 // by the records a batch applied: all of them when it succeeds entirely,
@@ -63,7 +66,11 @@
 // window listed. A correction that meets the window's
 // result unpublished publishes it first, so no revision is skipped. The
 // normal path pays one more write per correction (the mark); final results
-// cost what they did.
+// cost what they did. A window the shard's carry held to its close is
+// created final and marked published in one write (state.Update.Fresh),
+// its line logged by that write; the write's retry, or the next flush or
+// tick that meets the window created, sends it again under the same id
+// should its sender have died before sending it.
 //
 // A replay (package replay) fills a new version of the views table with
 // this processor and moves the readers to it mid-stream. Publishers on such

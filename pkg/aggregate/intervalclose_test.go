@@ -16,7 +16,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
-// windowWrites counts the writes to each item but listings (by partition
+// windowWrites counts the writes to each item but listings and carries (by partition
 // and sort key, "<pk> <sk>"), the ones refused by their condition
 // included: DynamoDB bills those too.
 type windowWrites struct {
@@ -27,7 +27,7 @@ type windowWrites struct {
 
 func (w *windowWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	pk, _ := in.Key["pk"].(*types.AttributeValueMemberS)
-	if sk, ok := in.Key["sk"].(*types.AttributeValueMemberS); ok && pk != nil && !strings.HasPrefix(sk.Value, "~") {
+	if sk, ok := in.Key["sk"].(*types.AttributeValueMemberS); ok && pk != nil && !strings.HasPrefix(sk.Value, "~") && !strings.HasPrefix(pk.Value, "~") {
 		w.mu.Lock()
 		if w.n == nil {
 			w.n = map[string]int{}

@@ -30,6 +30,12 @@ const (
 	// flush whose carry would pass it writes some keys' windows instead.
 	MaxCarryBytes = 300 << 10
 
+	// CarryListingRoom is what SaveCarry takes past MaxCarryBytes: a
+	// carry being written out is stored with the shard its partials are
+	// listed under, a Kinesis shard id (at most 128 bytes), on top of
+	// partials that filled it.
+	CarryListingRoom = 130
+
 	// carryExpiry expires a carry no flush, tick or reshard has written
 	// for a week, and whose windows have ended and passed their
 	// retention (Carry.KeepUntil): a shard gone without a child to take it
@@ -76,8 +82,8 @@ func carryOf(shard string, item map[string]types.AttributeValue) Carry {
 // SaveCarry writes c.Data as c.Shard's carry on the version c was read at
 // (ErrCarryChanged if another write came first).
 func (v *Views) SaveCarry(ctx context.Context, pipeline string, c Carry) error {
-	if len(c.Data) == 0 || len(c.Data) > MaxCarryBytes {
-		return fmt.Errorf("state: the carry of %s %s is %d bytes, want 1 to %d", pipeline, c.Shard, len(c.Data), MaxCarryBytes)
+	if len(c.Data) == 0 || len(c.Data) > MaxCarryBytes+CarryListingRoom {
+		return fmt.Errorf("state: the carry of %s %s is %d bytes, want 1 to %d", pipeline, c.Shard, len(c.Data), MaxCarryBytes+CarryListingRoom)
 	}
 	now := v.now()
 	values := map[string]types.AttributeValue{

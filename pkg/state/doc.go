@@ -54,5 +54,8 @@
 // of the windows it has not closed, so that each is written once, when it
 // closes. Its contents are package aggregate's; here it is bytes written
 // whole on the version read (ErrCarryChanged when another write came
-// first), at most MaxCarryBytes.
+// first), at most MaxCarryBytes. Such a window's closing write is fresh
+// (Update.Fresh): conditioned on no item, it creates the window final and
+// unlisted, marked published, and a write that finds an item written
+// before (a spill) writes to it as any closing write does.
 package state

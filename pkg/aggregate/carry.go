@@ -328,6 +328,17 @@ func (c *shardCarry) wroteOpen(writes map[upKey]*partial) {
 }
 
 func encodeCarry(c *shardCarry) []byte {
+	if len(c.sets)+len(c.closing)+len(c.spilling) == 0 && c.spillTo == "" {
+		// Nothing carried: the first format, which every version that
+		// keeps carries reads, so that a pipeline whose carries were
+		// written out (partitionKeyIsGroupingKey dropped) can go back to
+		// code from before chunks. Its itemsBy is lost: a window then
+		// taken for fresh that has an item costs only the refused create.
+		b := []byte{carryFormatNoItemsBy}
+		b = binenc.AppendString(b, c.fence)
+		b = binary.AppendVarint(b, millisOrZero(c.closed))
+		return append(b, 0, 0, 0) // no sets, none closing, no spillTo
+	}
 	b := []byte{carryFormat}
 	b = binenc.AppendString(b, c.fence)
 	b = binary.AppendVarint(b, millisOrZero(c.closed))

@@ -61,10 +61,13 @@ import (
 // it was (its size and advance are in its id); a carry is kept until its
 // windows have ended and their retention passed.
 //
-// What it costs: one read and one write of a few hundred KB at most per
-// shard and flush (each write unit a KB), where each key's open windows
-// were a write each; and the results of a window appear in the views table
-// when it closes, not at each flush before.
+// The carry is kept in carryChunks items per shard, each an independent
+// carry of the keys that hash to it (carryChunk), so a shard of thousands
+// of keys fits. What it costs: a read and a write of each chunk per shard
+// and flush (each write unit a KB; a chunk with nothing carried is read
+// only), where each key's open windows were a write each; and the results
+// of a window appear in the views table when it closes, not at each flush
+// before.
 
 // carryFormat is the first byte of a carry; the fence, the closing
 // watermark, the itemsBy bound, the partials (appendPartials; none: no
@@ -425,7 +428,7 @@ func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) e
 // finds them applied; the carry the caller saves next leaves them out.
 func (p *Processor) writePending(ctx context.Context, c *shardCarry) error {
 	if len(c.closing) > 0 {
-		if _, err := p.flushListed(ctx, c.shard, c.shard, windowPartials(c.closing, p.advance), c.closed, 0, "", c.itemsBy); err != nil {
+		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, partials: windowPartials(c.closing, p.advance), closeBy: c.closed, freshAfter: c.itemsBy}); err != nil {
 			return err
 		}
 	}
@@ -440,7 +443,7 @@ func (p *Processor) writePending(ctx context.Context, c *shardCarry) error {
 		if to == "" {
 			to = c.shard
 		}
-		if _, err := p.flushListed(ctx, c.shard, to, open, time.Time{}, 0, "", time.Time{}); err != nil {
+		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, listShard: to, partials: open}); err != nil {
 			return err
 		}
 	}
@@ -531,7 +534,7 @@ func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, set
 			next.fence = strings.Clone(lastSeq)
 		}
 		data := p.fitCarry(&next, writes, spilled)
-		published, err := p.flushListed(ctx, shard, shard, writes, closeBy, 0, "", cur.freshAfter())
+		published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: writes, closeBy: closeBy, freshAfter: cur.freshAfter()})
 		if errors.Is(err, state.ErrPartialOverlap) {
 			lastErr = err // the ticker closed a carried window meanwhile
 			continue
@@ -916,7 +919,7 @@ func (p *Processor) closeChunk(ctx context.Context, shard string, chunk int, unt
 		}
 		return nil, err
 	}
-	published, err := p.flushListed(ctx, shard, shard, windowPartials(next.closing, p.advance), next.closed, 0, "", cur.freshAfter())
+	published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: windowPartials(next.closing, p.advance), closeBy: next.closed, freshAfter: cur.freshAfter()})
 	if err != nil {
 		return nil, err // stored as closing: the shard's next flush or tick writes them
 	}

@@ -423,17 +423,37 @@ func heldSince(st map[string]string) (time.Time, error) {
 // returns the windows published, which the finalize after the commit does
 // not finalize again (a conditional write that fails is billed too).
 func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int, lastSeq string) (map[state.Ref]bool, error) {
-	return p.flushListed(ctx, shard, shard, partials, closeBy, lateRouted, lastSeq, time.Time{})
+	return p.flushWindows(ctx, windowFlush{shard: shard, partials: partials, closeBy: closeBy, lateRouted: lateRouted, lastSeq: lastSeq})
 }
 
-// flushListed is flush listing the windows it writes under listShard's
-// openIn: a child shard writing out its parent's carry has them closed by
-// its own watermark, which its own carried records of them wait for, not
-// by the parent's (carry.go). A window it closes that ends after
-// freshAfter (zero: none) is fresh (state.Update.Fresh): every record of
-// it is in partials, it has no item as far as the carry knows, and its
-// write creates it published, unless a replay's version is handing over.
-func (p *Processor) flushListed(ctx context.Context, shard, listShard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, freshAfter time.Time) (map[state.Ref]bool, error) {
+// windowFlush is what flushWindows writes: partials to their windows on
+// shard, those ending by closeBy made final; lateRouted, the interval's
+// records routed late, counted once lastSeq's flush applies them.
+type windowFlush struct {
+	shard string
+	// listShard lists the windows written under its openIn ("": shard's):
+	// a child shard writing out its parent's carry has them closed by its
+	// own watermark, which its own carried records of them wait for, not
+	// by the parent's (carry.go).
+	listShard  string
+	partials   map[upKey]*partial
+	closeBy    time.Time
+	lateRouted int
+	lastSeq    string
+	// A window the flush closes that ends after freshAfter (zero: none)
+	// is fresh (state.Update.Fresh): every record of it is in partials,
+	// it has no item as far as the carry knows, and its write creates it
+	// published, unless a replay's version is handing over.
+	freshAfter time.Time
+}
+
+// flushWindows is flush as windowFlush says.
+func (p *Processor) flushWindows(ctx context.Context, f windowFlush) (map[state.Ref]bool, error) {
+	shard, partials, closeBy, lateRouted, lastSeq := f.shard, f.partials, f.closeBy, f.lateRouted, f.lastSeq
+	listShard := f.listShard
+	if listShard == "" {
+		listShard = shard
+	}
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -449,7 +469,7 @@ func (p *Processor) flushListed(ctx context.Context, shard, listShard string, pa
 	for k := range partials {
 		keys = append(keys, k)
 	}
-	fresh, err := p.freshWindows(ctx, keys, closeBy, freshAfter)
+	fresh, err := p.freshWindows(ctx, keys, closeBy, f.freshAfter)
 	if err != nil {
 		return nil, err
 	}

@@ -24,8 +24,8 @@ import (
 // pipeline whose keys each stay on one shard (partitionKeyIsGroupingKey),
 // the flush writes a tumbling or hopping window once, when the watermark it
 // commits closes it, and keeps the partials of the windows it does not
-// close in one item per shard until a later flush (or the ticker) closes
-// them. Without it each flush wrote every window its partials fall in: a
+// close in the shard's carry items (chunks, below) until a later flush
+// (or the ticker) closes them. Without it each flush wrote every window its partials fall in: a
 // five-minute window hopping by a minute was written at each of the three
 // two-minute flushes it is open for, then made final, then marked
 // published; with it, made final (by one write with all its records) and
@@ -123,8 +123,12 @@ func carryOf(id string) (shard string, chunk int) {
 
 // shardCarry is a chunk of a shard's carry as read.
 type shardCarry struct {
-	shard   string
-	id      string // its sort key (carryID)
+	shard  string
+	id     string // its sort key (carryID)
+	format byte   // as stored (0: none)
+	// whole: a carry from before chunks, of every key of the shard (its
+	// fence then says the interval is done for every chunk).
+	whole   bool
 	version int64
 	fence   string    // the last record the partials hold ("" none)
 	closed  time.Time // every window ending by it is written (or in closing)
@@ -168,8 +172,8 @@ func WithShardLister(l ShardLister, stream string) Option {
 	return func(p *Processor) { p.shards, p.shardsStream = l, stream }
 }
 
-// WithCarryBytes bounds a shard's carry (default and at most
-// state.MaxCarryBytes).
+// WithCarryBytes bounds each chunk of a shard's carry (default and at
+// most state.MaxCarryBytes).
 func WithCarryBytes(n int) Option {
 	return func(p *Processor) { p.carryBytes = min(max(n, 64), state.MaxCarryBytes) }
 }
@@ -206,7 +210,9 @@ func (p *Processor) loadCarry(ctx context.Context, shard string, chunk int) (sha
 	if err := p.decodeCarry(stored.Data, &c); err != nil {
 		return shardCarry{}, fmt.Errorf("aggregate: the carry of %s %s: %w", p.cfg.Name, id, err)
 	}
-	if stored.Data[0] != carryFormat && c.spillTo == "" {
+	c.format = stored.Data[0]
+	c.whole = c.format == carryFormatWhole || (c.format == carryFormatNoItemsBy && len(c.sets)+len(c.closing)+len(c.spilling) > 0)
+	if c.format != carryFormat && c.spillTo == "" {
 		for k, pt := range c.sets {
 			if carryChunk(k.key) != chunk {
 				c.spilling[k] = pt
@@ -330,18 +336,20 @@ func (c *shardCarry) wroteOpen(writes map[upKey]*partial) {
 	}
 }
 
+// encodePortable is an empty carry in the first format, which every
+// version that keeps carries reads: what a pipeline that stops carrying
+// stores (spillCarry, portable), chunk 0 last, so that it can go back to
+// code from before chunks. Code from before finds any other format at the
+// shard's sort key unreadable and fails, rather than carry keys a chunk
+// holds: chunk 0 is kept in the current format while the carry is on.
+func encodePortable(c *shardCarry) []byte {
+	b := []byte{carryFormatNoItemsBy}
+	b = binenc.AppendString(b, c.fence)
+	b = binary.AppendVarint(b, millisOrZero(c.closed))
+	return append(b, 0, 0, 0) // no sets, none closing, no spillTo
+}
+
 func encodeCarry(c *shardCarry) []byte {
-	if len(c.sets)+len(c.closing)+len(c.spilling) == 0 && c.spillTo == "" {
-		// Nothing carried: the first format, which every version that
-		// keeps carries reads, so that a pipeline whose carries were
-		// written out (partitionKeyIsGroupingKey dropped) can go back to
-		// code from before chunks. Its itemsBy is lost: a window then
-		// taken for fresh that has an item costs only the refused create.
-		b := []byte{carryFormatNoItemsBy}
-		b = binenc.AppendString(b, c.fence)
-		b = binary.AppendVarint(b, millisOrZero(c.closed))
-		return append(b, 0, 0, 0) // no sets, none closing, no spillTo
-	}
 	b := []byte{carryFormat}
 	b = binenc.AppendString(b, c.fence)
 	b = binary.AppendVarint(b, millisOrZero(c.closed))
@@ -459,8 +467,9 @@ const carryAttempts = 4
 
 // flushCarried is flush for a pipeline that keeps carries: the interval's
 // partials (sets) with the shard's carry, windows closing by closeBy
-// written whole, the rest carried. lateRouted is counted when this call
-// is the one that stores the interval (lastSeq) in the carry. newShard
+// written whole, the rest carried, chunk by chunk (flushChunk). lateRouted
+// is counted when this call is the one that stores the interval (lastSeq)
+// in chunk 0. newShard
 // says the processor has no watermark for the shard: a child of a reshard
 // writes out its parents' carries first.
 func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[setKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, newShard bool) (map[state.Ref]bool, error) {
@@ -473,6 +482,17 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 		// No flush wrote the shard's windows before; its parents' may
 		// have items.
 		firstItemsBy = latest(parents, time.UnixMilli(1))
+	}
+	if lastSeq != "" {
+		// A carry from before chunks whose fence has the interval: code
+		// from before stored it whole, every key's, before it died.
+		c0, err := p.loadCarry(ctx, shard, 0)
+		if err != nil {
+			return nil, err
+		}
+		if c0.whole && c0.fence != "" && stream.CompareSequence(c0.fence, lastSeq) >= 0 {
+			return nil, nil
+		}
 	}
 	chunks := make([]map[setKey]*partial, carryChunks)
 	for k, pt := range sets {
@@ -524,7 +544,11 @@ func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, set
 		if cur.version == 0 && !firstItemsBy.IsZero() {
 			next.itemsBy = firstItemsBy
 		}
-		if len(writes) == 0 && len(cur.sets) == 0 && !cur.pending() && len(next.sets) == 0 {
+		// Chunk 0 is stored in the current format before any other chunk
+		// carries: code from before, reading the shard's one carry there,
+		// then fails rather than carry a key a chunk holds.
+		marked := chunk != 0 || cur.format == carryFormat
+		if marked && len(writes) == 0 && len(cur.sets) == 0 && !cur.pending() && len(next.sets) == 0 {
 			// Nothing carried or to carry: nothing to store, and the
 			// interval's late records are counted as a flush with no
 			// write counts them.
@@ -699,7 +723,7 @@ func (p *Processor) spillParents(ctx context.Context, shard string) (itemsBy tim
 	for _, parent := range parents {
 		// Listed under the child: its watermark closes them, and its own
 		// records of them wait in its carry until then.
-		by, err := p.spillCarry(ctx, parent, shard)
+		by, err := p.spillCarry(ctx, parent, shard, false)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -743,9 +767,13 @@ func (p *Processor) parentsOf(ctx context.Context, shard string) ([]string, erro
 // reads the carry again and writes the spilling partials before its own,
 // so it never carries what the spill may have written. It returns the
 // latest of its chunks' itemsBy, past the windows it wrote.
-func (p *Processor) spillCarry(ctx context.Context, shard, listShard string) (itemsBy time.Time, err error) {
-	for chunk := range carryChunks {
-		by, err := p.spillChunk(ctx, shard, chunk, listShard)
+//
+// With portable (the pipeline no longer carries), the chunks are stored
+// empty in the first format, chunk 0 last (encodePortable).
+func (p *Processor) spillCarry(ctx context.Context, shard, listShard string, portable bool) (itemsBy time.Time, err error) {
+	for i := range carryChunks {
+		chunk := carryChunks - 1 - i
+		by, err := p.spillChunk(ctx, shard, chunk, listShard, portable)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -755,14 +783,19 @@ func (p *Processor) spillCarry(ctx context.Context, shard, listShard string) (it
 }
 
 // spillChunk is spillCarry for one chunk of shard's carry.
-func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, listShard string) (itemsBy time.Time, err error) {
+func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, listShard string, portable bool) (itemsBy time.Time, err error) {
 	var lastErr error
 	for range carryAttempts {
 		cur, err := p.loadCarry(ctx, shard, chunk)
 		if err != nil {
 			return time.Time{}, err
 		}
-		if len(cur.sets) == 0 && !cur.pending() {
+		if cur.spillTo == "" && len(cur.spilling) > 0 {
+			// A whole carry's other keys (loadCarry), listed under the
+			// shard the spill lists under: a reshard's child.
+			cur.spillTo = listShard
+		}
+		if len(cur.sets) == 0 && !cur.pending() && (!portable || cur.version == 0 || cur.format == carryFormatNoItemsBy) {
 			return cur.itemsBy, nil
 		}
 		if err := p.writePending(ctx, &cur); err != nil {
@@ -783,7 +816,11 @@ func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, lis
 		}
 		spilt := len(next.spilling)
 		next.spilling, next.spillTo = nil, ""
-		if err := p.saveCarry(ctx, &next, encodeCarry(&next)); err != nil && !errors.Is(err, state.ErrCarryChanged) {
+		data := encodeCarry(&next)
+		if portable {
+			data = encodePortable(&next)
+		}
+		if err := p.saveCarry(ctx, &next, data); err != nil && !errors.Is(err, state.ErrCarryChanged) {
 			return time.Time{}, err
 		}
 		p.log.Info("wrote out the windows a shard carried",
@@ -815,7 +852,7 @@ func (p *Processor) spillOnce(ctx context.Context, shard string) error {
 	if done {
 		return nil
 	}
-	if _, err := p.spillCarry(ctx, shard, shard); err != nil {
+	if _, err := p.spillCarry(ctx, shard, shard, true); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -842,7 +879,7 @@ func (p *Processor) SpillCarries(ctx context.Context) error {
 	}
 	for _, c := range carries {
 		shard, chunk := carryOf(c.Shard)
-		if _, err := p.spillChunk(ctx, shard, chunk, shard); err != nil {
+		if _, err := p.spillChunk(ctx, shard, chunk, shard, false); err != nil {
 			return err
 		}
 	}
@@ -910,7 +947,7 @@ func (p *Processor) closeChunk(ctx context.Context, shard string, chunk int, unt
 		// Its windows closing, each a partial of its own, and the rest
 		// do not fit: the chunk is written out instead, and its windows
 		// close from their listings.
-		_, err := p.spillChunk(ctx, shard, chunk, shard)
+		_, err := p.spillChunk(ctx, shard, chunk, shard, false)
 		return nil, err
 	}
 	if err := p.saveCarry(ctx, &next, data); err != nil {

@@ -77,13 +77,18 @@ func TestAWholeCarryIsReadAsChunkZero(t *testing.T) {
 	}
 }
 
-// A carry with nothing in it is stored in the first format, the one the
-// code before chunks and itemsBy reads, and reads back as what it was but
-// for itemsBy (then the closed watermark).
+// A pipeline that stops carrying stores its empty carries in the first
+// format (encodePortable), the one the code before chunks and itemsBy
+// reads, and they read back as what they were but for itemsBy (then the
+// closed watermark); while it carries, an empty one keeps the current
+// format.
 func TestAnEmptyCarryIsStoredInTheFirstFormat(t *testing.T) {
 	closed := time.Date(2026, 11, 29, 10, 1, 5, 0, time.UTC)
 	c := shardCarry{fence: "49600000000000000000000000010", closed: closed, itemsBy: closed.Add(time.Hour)}
-	b := encodeCarry(&c)
+	if b := encodeCarry(&c); b[0] != carryFormat {
+		t.Errorf("an empty carry while carrying in format %d, want %d", b[0], carryFormat)
+	}
+	b := encodePortable(&c)
 	if b[0] != carryFormatNoItemsBy {
 		t.Fatalf("an empty carry in format %d, want %d", b[0], carryFormatNoItemsBy)
 	}

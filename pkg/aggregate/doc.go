@@ -20,7 +20,7 @@
 //     When each key's records stay on one shard (partitionKeyIsGroupingKey)
 //     the flush writes a tumbling or hopping window only when it closes,
 //     once, with the records of every interval it spans, and keeps the
-//     partials of the windows still open in the shard's carry, one item
+//     partials of the windows still open in the shard's carry, eight items
 //     per shard (carry.go): the ticker closes what an idle shard carries,
 //     and a child shard takes over its parents' after a reshard. Such a
 //     window, with no item before it closes, is created by that write

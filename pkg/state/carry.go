@@ -16,11 +16,12 @@ import (
 // A shard's carry: what the per-interval flush of a pipeline whose keys
 // each stay on one shard keeps of the tumbling and hopping windows it has
 // not closed yet, so that a window is written once, when it closes, rather
-// than at every flush it is open for (package aggregate, carry.go). One
-// item per (pipeline, shard), pk ~carry#<pipeline>, sk the shard; its
-// contents are the aggregate package's (opaque here), written whole on the
-// version read, so a flush, the ticker and a child shard taking over a
-// parent's carry never both apply one.
+// than at every flush it is open for (package aggregate, carry.go). Items
+// under pk ~carry#<pipeline>, sk the shard or a chunk of it (package
+// aggregate names them); their contents are the aggregate package's
+// (opaque here), each written whole on the version read, so a flush, the
+// ticker and a child shard taking over a parent's carry never both apply
+// one.
 const (
 	carryPrefix = "~carry#" // pipeline names never start with "~"
 	attrCarry   = "carry"   // the carry's contents (B)
@@ -47,7 +48,8 @@ const (
 // it again.
 var ErrCarryChanged = errors.New("state: the shard's carry was written since it was read")
 
-// Carry is one shard's carry as stored: Version 0 is none. KeepUntil is
+// Carry is one carry item as stored (Shard: its sort key, a shard or a
+// chunk of one): Version 0 is none. KeepUntil is
 // how long SaveCarry keeps it at least (its windows' end and their
 // retention): it expires a week after its last write, or then if later.
 type Carry struct {

@@ -133,18 +133,19 @@ func TestDriverMeasuresPowertools(t *testing.T) {
 		case strings.HasPrefix(l, "BENCH dedupe path=per-interval") && strings.Contains(l, "suppression=on"):
 			// The shard's hold while the interval carries partials and
 			// its clearing at the flush, the shard's carry (the 6
-			// windows stay open: keys on one shard), 6 ledger heads, 1
-			// watermark at the flush, then the ticks: the carry stored
-			// with the 6 windows as closing, the 6 windows closed, their
-			// window's listing, 6 unlists, the carry stored without them,
-			// the listing dropped and the watermark saved by each of the
-			// 2 ticks.
-			if w := field(l, "writes"); w != 2+1+6+1+1+6+1+6+1+1+2 {
-				t.Errorf("per-interval writes = %d, want 28: %s", w, l)
+			// windows stay open: keys on one shard; the 6 keys fall in 6
+			// of its 8 chunks, chunk 0 among them: 6 chunks stored), 6
+			// ledger heads, 1 watermark at the flush, then the ticks:
+			// each of the 6 chunks stored with its window as closing, the
+			// 6 windows created final and published (not listed, no
+			// unlist), each chunk stored without its window, and the
+			// watermark saved by each of the 2 ticks.
+			if w := field(l, "writes"); w != 2+6+6+1+6+6+6+2 {
+				t.Errorf("per-interval writes = %d, want 35: %s", w, l)
 			}
 		case strings.HasPrefix(l, "BENCH dedupe path=per-interval"):
-			if w := field(l, "writes"); w != 2+1+1+1+6+1+6+1+1+2 {
-				t.Errorf("per-interval without suppression: writes = %d, want 22: %s", w, l)
+			if w := field(l, "writes"); w != 2+6+1+6+6+6+2 {
+				t.Errorf("per-interval without suppression: writes = %d, want 29: %s", w, l)
 			}
 		case strings.HasPrefix(l, "BENCH dedupe"), strings.HasPrefix(l, "BENCH cost"):
 			if w := field(l, "writes"); w >= 180/2 {

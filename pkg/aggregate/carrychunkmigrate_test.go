@@ -216,3 +216,40 @@ func TestChunkZeroSaysWhetherCodeFromBeforeMayRun(t *testing.T) {
 		t.Errorf("key a's window after the carry is written out: %+v %v, want it written with its record", got, err)
 	}
 }
+
+// A tick closes what a shard's carry holds that its watermark passed
+// whatever moved the watermark: a per-batch function's batches (a mapping
+// moved to flushIntervalSeconds 0 keeps the pipeline's file) leave a late
+// per-interval flush's carried window to it. (A tick that read the carries
+// only when it moved the watermark itself never closed it.)
+func TestATickerClosesWhatABusyShardsWatermarkPassed(t *testing.T) {
+	ctx := context.Background()
+	p, views, base := reviewChunks(t)
+	const shard = "shardId-000000000000"
+	w := window.Window{Start: base.Add(time.Minute), End: base.Add(2 * time.Minute)}
+	wm := window.NewWatermark(5 * time.Second)
+	wm.Observe(base.Add(65 * time.Second))
+	if err := views.CommitWatermark(ctx, "rc", shard, wm, rseq(9)); err != nil {
+		t.Fatal(err)
+	}
+	// The ticker's first tick in its process: reads the (empty) chunks.
+	if _, err := p.Tick(ctx, base.Add(70*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// The late per-interval flush: a at 1m05s carried in chunk 4.
+	if _, err := p.flushCarried(ctx, shard, onePartial(p, "a", w, 5, 10), base.Add(60*time.Second), 0, rseq(10), false); err != nil {
+		t.Fatal(err)
+	}
+	// The per-batch function's batches move the watermark past [1m,2m).
+	for i, s := range []int{130, 190, 250} {
+		wm.Observe(base.Add(time.Duration(s) * time.Second))
+		if err := views.CommitWatermark(ctx, "rc", shard, wm, rseq(20+i)); err != nil {
+			t.Fatal(err)
+		}
+		// A tick a minute, the shard busy (never idle for 30 s).
+		if _, err := p.Tick(ctx, base.Add(time.Duration(s+5)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantWindow(t, views, "a", w, 1, 5)
+}

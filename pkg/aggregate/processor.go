@@ -73,9 +73,6 @@ type Processor struct {
 	// carryless: shards whose carry this process found empty or wrote
 	// out, the pipeline keeping none (spillLeftCarry).
 	carryless map[string]bool
-	// ticked: shards whose carries this process's ticker has looked at
-	// (Tick reads them again only when it moves the shard's watermark).
-	ticked map[string]bool
 }
 
 // Option configures a Processor.
@@ -134,7 +131,6 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 
 		unfinalized: map[string]bool{},
 		carryless:   map[string]bool{},
-		ticked:      map[string]bool{},
 	}
 	p.batches.New = func() any { return new(stream.KinesisBatch) }
 	for _, w := range cfg.Windows {
@@ -970,21 +966,12 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 		}
 		// The windows the shard's carry holds that its watermark passed
 		// are written and listed first (a shard that went idle has no
-		// flush to close them). Only when the tick moved the watermark,
-		// or first in this process: the watermark a flush stored is the
-		// one it closed its carries by, and what a tick that failed left
-		// (windows closing) the next flush or moving tick writes. A busy
-		// shard's carries, up to 2.4 MB, are not read every minute.
-		var published map[state.Ref]bool
-		if moved || !p.carries() || !p.ticked[shard] {
-			var cerr error
-			if published, cerr = p.closeCarried(ctx, shard, wm.Current()); cerr != nil {
-				// The tick fails once the other shards are done, so its
-				// alarm says why; this shard's listed windows still close.
-				unread = append(unread, fmt.Errorf("shard %s: %w", shard, cerr))
-			} else {
-				p.ticked[shard] = true
-			}
+		// flush to close them).
+		published, err := p.closeCarried(ctx, shard, wm.Current())
+		if err != nil {
+			// The tick fails once the other shards are done, so its
+			// alarm says why; this shard's listed windows still close.
+			unread = append(unread, fmt.Errorf("shard %s: %w", shard, err))
 		}
 		refs, listings, err := p.due(ctx, shard, wm.Current())
 		if err != nil {

@@ -87,8 +87,8 @@ const (
 // holds the windows of some 1,500 keys of the stack's pipeline, and a
 // shard of 1,000 records a second over 5,000 keys needs several. Each is
 // a carry of its own (its version, fence, closed watermark); a flush
-// reads and stores each, so a chunk costs a read and a write of at least
-// a unit a flush. Changing it moves keys between chunks: a carry written
+// reads each and stores each that carries (one with nothing carried is
+// read only), so a chunk costs a read and at most a write a flush. Changing it moves keys between chunks: a carry written
 // with another count must be written out first (not done: it is fixed).
 const carryChunks = 8
 
@@ -341,7 +341,9 @@ func (c *shardCarry) wroteOpen(writes map[upKey]*partial) {
 // stores (spillCarry, portable), chunk 0 last, so that it can go back to
 // code from before chunks. Code from before finds any other format at the
 // shard's sort key unreadable and fails, rather than carry keys a chunk
-// holds: chunk 0 is kept in the current format while the carry is on.
+// holds: chunk 0 is kept in the current format while the carry is on (a
+// carrying function racing the pass that turns it off can store a chunk
+// after the pass wrote it out: spillOnce passes until it finds nothing).
 func encodePortable(c *shardCarry) []byte {
 	b := []byte{carryFormatNoItemsBy}
 	b = binenc.AppendString(b, c.fence)
@@ -483,16 +485,18 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 		// have items.
 		firstItemsBy = latest(parents, time.UnixMilli(1))
 	}
+	var c0 *shardCarry // chunk 0 as read here, for its flush's first attempt
 	if lastSeq != "" {
 		// A carry from before chunks whose fence has the interval: code
 		// from before stored it whole, every key's, before it died.
-		c0, err := p.loadCarry(ctx, shard, 0)
+		c, err := p.loadCarry(ctx, shard, 0)
 		if err != nil {
 			return nil, err
 		}
-		if c0.whole && c0.fence != "" && stream.CompareSequence(c0.fence, lastSeq) >= 0 {
+		if c.whole && c.fence != "" && stream.CompareSequence(c.fence, lastSeq) >= 0 {
 			return nil, nil
 		}
+		c0 = &c
 	}
 	chunks := make([]map[setKey]*partial, carryChunks)
 	for k, pt := range sets {
@@ -506,7 +510,11 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 	for chunk, sets := range chunks {
 		// Each chunk stored is done: a final invocation sent again after
 		// a chunk failed finds the ones before it stored (their fence).
-		pub, err := p.flushChunk(ctx, shard, chunk, sets, closeBy, lateRouted, lastSeq, firstItemsBy)
+		var read *shardCarry
+		if chunk == 0 {
+			read = c0
+		}
+		pub, err := p.flushChunk(ctx, shard, chunk, read, sets, closeBy, lateRouted, lastSeq, firstItemsBy)
 		if err != nil {
 			return nil, err
 		}
@@ -519,18 +527,24 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 }
 
 // flushChunk is flushCarried for one chunk of the shard's carry and the
-// interval's partials of its keys (sets). firstItemsBy, when not zero, is
-// the itemsBy of a chunk stored for the first time.
-func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, sets map[setKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, firstItemsBy time.Time) (map[state.Ref]bool, error) {
+// interval's partials of its keys (sets); read, when not nil, is the chunk
+// as just read, for the first attempt. firstItemsBy, when not zero, is the
+// itemsBy of a chunk stored for the first time.
+func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, read *shardCarry, sets map[setKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, firstItemsBy time.Time) (map[state.Ref]bool, error) {
 	var lastErr error
 	// Keys whose windows an attempt wrote open to keep the carry small:
 	// an attempt after it, on a carry the ticker made smaller, writes them
 	// open again (finding them applied) rather than carry what is written.
 	spilled := map[string]bool{}
-	for range carryAttempts {
-		cur, err := p.loadCarry(ctx, shard, chunk)
-		if err != nil {
-			return nil, err
+	for attempt := range carryAttempts {
+		var cur shardCarry
+		if attempt == 0 && read != nil {
+			cur = *read
+		} else {
+			var err error
+			if cur, err = p.loadCarry(ctx, shard, chunk); err != nil {
+				return nil, err
+			}
 		}
 		if lastSeq != "" && cur.fence != "" && stream.CompareSequence(cur.fence, lastSeq) >= 0 {
 			// A final invocation sent again: its windows were written,
@@ -547,8 +561,8 @@ func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, set
 		// Chunk 0 is stored in the current format before any other chunk
 		// carries: code from before, reading the shard's one carry there,
 		// then fails rather than carry a key a chunk holds.
-		marked := chunk != 0 || cur.format == carryFormat
-		if marked && len(writes) == 0 && len(cur.sets) == 0 && !cur.pending() && len(next.sets) == 0 {
+		chunk0Current := chunk != 0 || cur.format == carryFormat
+		if chunk0Current && len(writes) == 0 && len(cur.sets) == 0 && !cur.pending() && len(next.sets) == 0 {
 			// Nothing carried or to carry: nothing to store, and the
 			// interval's late records are counted as a flush with no
 			// write counts them.
@@ -723,7 +737,7 @@ func (p *Processor) spillParents(ctx context.Context, shard string) (itemsBy tim
 	for _, parent := range parents {
 		// Listed under the child: its watermark closes them, and its own
 		// records of them wait in its carry until then.
-		by, err := p.spillCarry(ctx, parent, shard, false)
+		by, _, err := p.spillCarry(ctx, parent, shard, false)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -766,40 +780,44 @@ func (p *Processor) parentsOf(ctx context.Context, shard string) ([]string, erro
 // functions at once, a replay on a live version) fails its own store,
 // reads the carry again and writes the spilling partials before its own,
 // so it never carries what the spill may have written. It returns the
-// latest of its chunks' itemsBy, past the windows it wrote.
+// latest of its chunks' itemsBy, past the windows it wrote, and whether
+// it stored any chunk (wrote).
 //
 // With portable (the pipeline no longer carries), the chunks are stored
 // empty in the first format, chunk 0 last (encodePortable).
-func (p *Processor) spillCarry(ctx context.Context, shard, listShard string, portable bool) (itemsBy time.Time, err error) {
+func (p *Processor) spillCarry(ctx context.Context, shard, listShard string, portable bool) (itemsBy time.Time, wrote bool, err error) {
 	for i := range carryChunks {
 		chunk := carryChunks - 1 - i
-		by, err := p.spillChunk(ctx, shard, chunk, listShard, portable)
+		by, w, err := p.spillChunk(ctx, shard, chunk, listShard, portable)
 		if err != nil {
-			return time.Time{}, err
+			return time.Time{}, false, err
 		}
-		itemsBy = latest(itemsBy, by)
+		itemsBy, wrote = latest(itemsBy, by), wrote || w
 	}
-	return itemsBy, nil
+	return itemsBy, wrote, nil
 }
 
 // spillChunk is spillCarry for one chunk of shard's carry.
-func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, listShard string, portable bool) (itemsBy time.Time, err error) {
+func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, listShard string, portable bool) (itemsBy time.Time, wrote bool, err error) {
 	var lastErr error
 	for range carryAttempts {
 		cur, err := p.loadCarry(ctx, shard, chunk)
 		if err != nil {
-			return time.Time{}, err
+			return time.Time{}, false, err
 		}
 		if cur.spillTo == "" && len(cur.spilling) > 0 {
 			// A whole carry's other keys (loadCarry), listed under the
 			// shard the spill lists under: a reshard's child.
 			cur.spillTo = listShard
 		}
-		if len(cur.sets) == 0 && !cur.pending() && (!portable || cur.version == 0 || cur.format == carryFormatNoItemsBy) {
-			return cur.itemsBy, nil
+		// Nothing to write out, and, for a portable spill, the chunk
+		// absent or stored in the first format already.
+		settled := !portable || cur.version == 0 || cur.format == carryFormatNoItemsBy
+		if len(cur.sets) == 0 && !cur.pending() && settled {
+			return cur.itemsBy, false, nil
 		}
 		if err := p.writePending(ctx, &cur); err != nil {
-			return time.Time{}, err
+			return time.Time{}, false, err
 		}
 		next := shardCarry{shard: shard, id: cur.id, version: cur.version, fence: cur.fence, closed: cur.closed, itemsBy: cur.itemsBy,
 			sets: map[setKey]*partial{}, spilling: cur.sets, spillTo: listShard}
@@ -809,10 +827,10 @@ func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, lis
 				lastErr = err
 				continue
 			}
-			return time.Time{}, err
+			return time.Time{}, false, err
 		}
 		if err := p.writePending(ctx, &next); err != nil {
-			return time.Time{}, err // stored as spilling: whoever reads the carry next writes them
+			return time.Time{}, false, err // stored as spilling: whoever reads the carry next writes them
 		}
 		spilt := len(next.spilling)
 		next.spilling, next.spillTo = nil, ""
@@ -821,19 +839,19 @@ func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, lis
 			data = encodePortable(&next)
 		}
 		if err := p.saveCarry(ctx, &next, data); err != nil && !errors.Is(err, state.ErrCarryChanged) {
-			return time.Time{}, err
+			return time.Time{}, false, err
 		}
 		p.log.Info("wrote out the windows a shard carried",
 			"pipeline", p.cfg.Name, "shard", shard, "chunk", chunk, "listedUnder", listShard, "partials", spilt)
-		return next.itemsBy, nil
+		return next.itemsBy, true, nil
 	}
-	return time.Time{}, fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", carryID(shard, chunk), lastErr)
+	return time.Time{}, false, fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", carryID(shard, chunk), lastErr)
 }
 
 // spillLeftCarry writes out a carry that shard's flushes no longer keep:
 // one written before the pipeline's file changed (partitionKeyIsGroupingKey
 // dropped, its tumbling and hopping windows removed), whose windows would
-// otherwise never be written. A process looks once per shard.
+// otherwise never be written. A process looks until it finds none.
 func (p *Processor) spillLeftCarry(ctx context.Context, shard string) error {
 	if p.carries() {
 		return nil
@@ -841,10 +859,13 @@ func (p *Processor) spillLeftCarry(ctx context.Context, shard string) error {
 	return p.spillOnce(ctx, shard)
 }
 
-// spillOnce writes out shard's carry the first time this process meets
-// the shard: the per-batch path's (a mapping moved to flushIntervalSeconds
-// 0 keeps the pipeline's file, so carries() cannot tell) and
-// spillLeftCarry's.
+// spillOnce writes out shard's carry until this process finds it empty:
+// the per-batch path's (a mapping moved to flushIntervalSeconds 0 keeps
+// the pipeline's file, so carries() cannot tell) and spillLeftCarry's. A
+// pass that wrote anything out is followed by another at the next batch,
+// flush or tick: a carrying function still running beside this one (the
+// deploy that turns the carry off) may have stored a chunk after this
+// pass wrote it out, chunk 0 in the first format already.
 func (p *Processor) spillOnce(ctx context.Context, shard string) error {
 	p.mu.Lock()
 	done := p.carryless[shard]
@@ -852,7 +873,8 @@ func (p *Processor) spillOnce(ctx context.Context, shard string) error {
 	if done {
 		return nil
 	}
-	if _, err := p.spillCarry(ctx, shard, shard, true); err != nil {
+	_, wrote, err := p.spillCarry(ctx, shard, shard, true)
+	if err != nil || wrote {
 		return err
 	}
 	p.mu.Lock()
@@ -879,7 +901,7 @@ func (p *Processor) SpillCarries(ctx context.Context) error {
 	}
 	for _, c := range carries {
 		shard, chunk := carryOf(c.Shard)
-		if _, err := p.spillChunk(ctx, shard, chunk, shard, false); err != nil {
+		if _, _, err := p.spillChunk(ctx, shard, chunk, shard, false); err != nil {
 			return err
 		}
 	}
@@ -947,7 +969,7 @@ func (p *Processor) closeChunk(ctx context.Context, shard string, chunk int, unt
 		// Its windows closing, each a partial of its own, and the rest
 		// do not fit: the chunk is written out instead, and its windows
 		// close from their listings.
-		_, err := p.spillChunk(ctx, shard, chunk, shard, false)
+		_, _, err := p.spillChunk(ctx, shard, chunk, shard, false)
 		return nil, err
 	}
 	if err := p.saveCarry(ctx, &next, data); err != nil {

@@ -199,7 +199,7 @@ func TestChunkZeroSaysWhetherCodeFromBeforeMayRun(t *testing.T) {
 	if c0, err := views.LoadCarry(ctx, "rc", shard); err != nil || len(c0.Data) == 0 || c0.Data[0] != carryFormat {
 		t.Fatalf("chunk 0 after a flush that carries only chunk 4's key: %v %v, want the current format", c0, err)
 	}
-	if _, err := p.spillCarry(ctx, shard, shard, true); err != nil {
+	if _, _, err := p.spillCarry(ctx, shard, shard, true); err != nil {
 		t.Fatal(err)
 	}
 	for chunk := range carryChunks {
@@ -252,4 +252,116 @@ func TestATickerClosesWhatABusyShardsWatermarkPassed(t *testing.T) {
 		}
 	}
 	wantWindow(t, views, "a", w, 1, 5)
+}
+
+// The deploy that turns the carry off runs the carrying function beside
+// the one that writes the carry out (portable, chunks 7..0): a flush that
+// stores chunk 0 before the spill reaches it and chunk 4 after the spill
+// wrote it leaves chunk 4 carrying with chunk 0 in the first format. The
+// spill's next pass (it passes until one finds nothing) writes it out, so
+// the record is in its window and older code finds nothing carried.
+func TestAPortableSpillRacingACarryingFlushLeavesNoChunkBehind(t *testing.T) {
+	ctx := context.Background()
+	p, views, base := reviewChunks(t) // the old function: carry on
+	cfg, err := pipeline.Parse([]byte(`{"name":"rc","key":"key","value":"data.v",
+	  "windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"],
+	  "outOfOrderness":"5s","idleTimeout":"30s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := New(cfg, views, nil, "", WithLogger(p.log)) // the new function: carry off
+	const shard = "shardId-000000000000"
+	w := window.Window{Start: base.Add(time.Minute), End: base.Add(2 * time.Minute)}
+	next := window.Window{Start: w.End, End: w.End.Add(time.Minute)}
+	// Interval 1 on the old function: e (chunk 0) and a (chunk 4) carried.
+	first := onePartial(p, "a", w, 5, 10)
+	for k, v := range onePartial(p, "e", w, 1, 11) {
+		first[k] = v
+	}
+	if _, err := p.flushCarried(ctx, shard, first, base.Add(60*time.Second), 0, rseq(11), false); err != nil {
+		t.Fatal(err)
+	}
+	// The carry-off side's spillOnce: spillCarry(portable) is chunks 7..0
+	// one after the other; the old function's flush of interval 2 (a at
+	// 1m30s, seq 12) runs between its chunk 1 and chunk 0.
+	for chunk := carryChunks - 1; chunk >= 1; chunk-- {
+		if _, _, err := off.spillChunk(ctx, shard, chunk, shard, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.flushCarried(ctx, shard, onePartial(p, "a", w, 7, 12), base.Add(85*time.Second), 0, rseq(12), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := off.spillChunk(ctx, shard, 0, shard, true); err != nil {
+		t.Fatal(err)
+	}
+	// That pass wrote chunks out: the next batch, flush or tick passes
+	// again (spillLeftCarry), writing out what the racing flush carried,
+	// and the one after finds every chunk empty.
+	for range 2 {
+		if err := off.spillLeftCarry(ctx, shard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !off.carryless[shard] {
+		t.Errorf("no pass found the carry empty")
+	}
+	for chunk := range carryChunks {
+		c, err := off.loadCarry(ctx, shard, chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(c.sets) + len(c.closing) + len(c.spilling); n > 0 {
+			t.Errorf("chunk %d still carries %d partials", chunk, n)
+		}
+	}
+	if c0, err := views.LoadCarry(ctx, "rc", shard); err != nil || c0.Data[0] != carryFormatNoItemsBy {
+		t.Errorf("chunk 0: %v %v, want the first format (code from before may run)", c0, err)
+	}
+	if _, err := off.flush(ctx, shard, windowPartials(onePartial(off, "e", next, 1, 13), off.advance), base.Add(125*time.Second), 0, rseq(13)); err != nil {
+		t.Fatal(err)
+	}
+	if err := off.finalize(ctx, shard, base.Add(125*time.Second), nil); err != nil {
+		t.Fatal(err)
+	}
+	wantWindow(t, views, "a", w, 2, 12)
+}
+
+// A mapping moved to flushIntervalSeconds 0 keeps the pipeline's file
+// (carries() stays true): the per-batch function writes the carry out
+// once per process (spillOnce), and a carrying flush after it (the last
+// per-interval invocation of the old mapping, finishing after the switch)
+// leaves key a's partial in chunk 4. Before 32079fb the ticker closed it
+// as soon as the shard's watermark (committed by the per-batch
+// function's batches) passed its window. Now a warm ticker reads a busy
+// shard's chunks only when it moves the watermark itself: the per-batch
+// watermark closed no carry, and the window is never written while the
+// shard stays busy.
+
+// A pass of spillLeftCarry that wrote anything out is not trusted to have
+// left the carry empty (a carrying function may be storing a chunk beside
+// it): only a pass that finds nothing stops the process looking.
+func TestACarryWrittenOutIsLookedAtAgain(t *testing.T) {
+	ctx := context.Background()
+	p, views, base := reviewChunks(t)
+	cfg, err := pipeline.Parse([]byte(`{"name":"rc","key":"key","value":"data.v",
+	  "windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"],
+	  "outOfOrderness":"5s","idleTimeout":"30s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := New(cfg, views, nil, "", WithLogger(p.log))
+	const shard = "shardId-000000000000"
+	w := window.Window{Start: base.Add(time.Minute), End: base.Add(2 * time.Minute)}
+	if _, err := p.flushCarried(ctx, shard, onePartial(p, "a", w, 5, 10), base.Add(60*time.Second), 0, rseq(10), false); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true} {
+		if err := off.spillLeftCarry(ctx, shard); err != nil {
+			t.Fatal(err)
+		}
+		if off.carryless[shard] != want {
+			t.Errorf("after pass %d: carryless %v, want %v", i+1, off.carryless[shard], want)
+		}
+	}
 }

@@ -46,6 +46,29 @@ func onePartial(p *Processor, key string, win window.Window, v float64, seq int)
 	return map[setKey]*partial{{upKey{key: key, kind: "tumbling:1m0s", win: win}, 1}: {st: st, minSeq: rseq(seq), maxSeq: rseq(seq)}}
 }
 
+// carryA is a flush of p carrying key a's record (value 5, sequence
+// number 10) of the minute after base in chunk 4; it returns the window.
+func carryA(t *testing.T, p *Processor, shard string, base time.Time) window.Window {
+	t.Helper()
+	w := window.Window{Start: base.Add(time.Minute), End: base.Add(2 * time.Minute)}
+	if _, err := p.flushCarried(context.Background(), shard, onePartial(p, "a", w, 5, 10), base.Add(60*time.Second), 0, rseq(10), false); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// carryOff is reviewChunks' pipeline with the carry off, on p's views.
+func carryOff(t *testing.T, p *Processor, views *state.Views) *Processor {
+	t.Helper()
+	cfg, err := pipeline.Parse([]byte(`{"name":"rc","key":"key","value":"data.v",
+	  "windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"],
+	  "outOfOrderness":"5s","idleTimeout":"30s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(cfg, views, nil, "", WithLogger(p.log))
+}
+
 // saveWhole stores c as the code before chunks did: format 2, one item
 // at the shard's sort key, on version.
 func saveWhole(t *testing.T, views *state.Views, c *shardCarry, version int64) {
@@ -108,11 +131,7 @@ func TestAMixedDeployCountsEveryRecord(t *testing.T) {
 	ctx := context.Background()
 	p, views, base := reviewChunks(t)
 	const shard = "shardId-000000000000"
-	w := window.Window{Start: base.Add(time.Minute), End: base.Add(2 * time.Minute)}
-	// Interval 1 on the new code: a at 1m05s (seq 10), carried in chunk 4.
-	if _, err := p.flushCarried(ctx, shard, onePartial(p, "a", w, 5, 10), base.Add(60*time.Second), 0, rseq(10), false); err != nil {
-		t.Fatal(err)
-	}
+	w := carryA(t, p, shard, base) // interval 1 on the new code
 	c0, err := views.LoadCarry(ctx, "rc", shard)
 	if err != nil {
 		t.Fatal(err)
@@ -192,10 +211,7 @@ func TestChunkZeroSaysWhetherCodeFromBeforeMayRun(t *testing.T) {
 	ctx := context.Background()
 	p, views, base := reviewChunks(t)
 	const shard = "shardId-000000000000"
-	w := window.Window{Start: base.Add(time.Minute), End: base.Add(2 * time.Minute)}
-	if _, err := p.flushCarried(ctx, shard, onePartial(p, "a", w, 5, 10), base.Add(60*time.Second), 0, rseq(10), false); err != nil {
-		t.Fatal(err)
-	}
+	w := carryA(t, p, shard, base)
 	if c0, err := views.LoadCarry(ctx, "rc", shard); err != nil || len(c0.Data) == 0 || c0.Data[0] != carryFormat {
 		t.Fatalf("chunk 0 after a flush that carries only chunk 4's key: %v %v, want the current format", c0, err)
 	}
@@ -263,13 +279,7 @@ func TestATickerClosesWhatABusyShardsWatermarkPassed(t *testing.T) {
 func TestAPortableSpillRacingACarryingFlushLeavesNoChunkBehind(t *testing.T) {
 	ctx := context.Background()
 	p, views, base := reviewChunks(t) // the old function: carry on
-	cfg, err := pipeline.Parse([]byte(`{"name":"rc","key":"key","value":"data.v",
-	  "windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"],
-	  "outOfOrderness":"5s","idleTimeout":"30s"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	off := New(cfg, views, nil, "", WithLogger(p.log)) // the new function: carry off
+	off := carryOff(t, p, views)      // the new function: carry off
 	const shard = "shardId-000000000000"
 	w := window.Window{Start: base.Add(time.Minute), End: base.Add(2 * time.Minute)}
 	next := window.Window{Start: w.End, End: w.End.Add(time.Minute)}
@@ -344,18 +354,9 @@ func TestAPortableSpillRacingACarryingFlushLeavesNoChunkBehind(t *testing.T) {
 func TestACarryWrittenOutIsLookedAtAgain(t *testing.T) {
 	ctx := context.Background()
 	p, views, base := reviewChunks(t)
-	cfg, err := pipeline.Parse([]byte(`{"name":"rc","key":"key","value":"data.v",
-	  "windows":[{"kind":"tumbling","size":"1m"}],"aggregates":["count","sum"],
-	  "outOfOrderness":"5s","idleTimeout":"30s"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	off := New(cfg, views, nil, "", WithLogger(p.log))
+	off := carryOff(t, p, views)
 	const shard = "shardId-000000000000"
-	w := window.Window{Start: base.Add(time.Minute), End: base.Add(2 * time.Minute)}
-	if _, err := p.flushCarried(ctx, shard, onePartial(p, "a", w, 5, 10), base.Add(60*time.Second), 0, rseq(10), false); err != nil {
-		t.Fatal(err)
-	}
+	carryA(t, p, shard, base)
 	for i, want := range []bool{false, true} {
 		if err := off.spillLeftCarry(ctx, shard); err != nil {
 			t.Fatal(err)

@@ -49,7 +49,7 @@
 // set openIn alone): an index entry costs two write units per key and
 // window, a listing one write of a few KB per window.
 //
-// A shard's carry (carry.go) is one more item per (pipeline, shard): what
+// A shard's carry (carry.go) is eight more items per (pipeline, shard): what
 // the per-interval flush of a pipeline whose keys stay on one shard keeps
 // of the windows it has not closed, so that each is written once, when it
 // closes. Its contents are package aggregate's; here it is bytes written

@@ -49,11 +49,7 @@ func TestASpillRetriedAfterTheTickerLeavesNoShardStuck(t *testing.T) {
 			const limit = 64 // a's carried window fits, a's and i's (one chunk: carryChunk) do not
 			base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 			clock := base
-			now := func() time.Time { return clock }
-			faults := &carryFaults{Client: db}
-			p, out := pipelineOn(t, tumblingCarryConfig("hs"), func(cfg *pipeline.Config, table string) *state.Views {
-				return state.NewViews(faults, table, cfg.Aggregates, state.WithClock(now))
-			}, aggregate.WithClock(now), aggregate.WithCarryBytes(limit))
+			p, out, faults := faultyCarry(t, "hs", &clock, aggregate.WithCarryBytes(limit))
 			ctx := context.Background()
 			r := &feed{t: t, p: p, base: base}
 			clock = base.Add(10 * time.Second)

@@ -53,6 +53,18 @@ func tumblingCarryConfig(name string) string {
 	  "partitionKeyIsGroupingKey":true}`, name)
 }
 
+// faultyCarry is tumblingCarryConfig(name)'s pipeline whose processing
+// time is *clock, writing through carryFaults.
+func faultyCarry(t *testing.T, name string, clock *time.Time, opts ...aggregate.Option) (*aggregate.Processor, *outputLog, *carryFaults) {
+	t.Helper()
+	now := func() time.Time { return *clock }
+	faults := &carryFaults{Client: db}
+	p, out := pipelineOn(t, tumblingCarryConfig(name), func(cfg *pipeline.Config, table string) *state.Views {
+		return state.NewViews(faults, table, cfg.Aggregates, state.WithClock(now))
+	}, append([]aggregate.Option{aggregate.WithClock(now)}, opts...)...)
+	return p, out, faults
+}
+
 func finalInvoke(p *aggregate.Processor, r *feed) error {
 	ev := events.KinesisTimeWindowEvent{TimeWindowProperties: events.TimeWindowProperties{ShardID: r.shardID(), State: r.state, IsFinalInvokeForWindow: true}}
 	_, err := p.HandleInterval(context.Background(), ev)
@@ -97,11 +109,7 @@ func TestATickerThatLosesItsCarryWriteLeavesNoShardStuck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			base := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 			clock := base
-			now := func() time.Time { return clock }
-			faults := &carryFaults{Client: db}
-			p, out := pipelineOn(t, tumblingCarryConfig("hw"), func(cfg *pipeline.Config, table string) *state.Views {
-				return state.NewViews(faults, table, cfg.Aggregates, state.WithClock(now))
-			}, aggregate.WithClock(now))
+			p, out, faults := faultyCarry(t, "hw", &clock)
 			ctx := context.Background()
 			r := &feed{t: t, p: p, base: base}
 			clock = base.Add(10 * time.Second)

@@ -16,20 +16,19 @@ func TestRunMetricsFailsWhenTheSectionWouldBeEmpty(t *testing.T) {
 		return cloudwatchlocal.MetricSummary{Namespace: "Tributary", Name: "RecordsApplied", Dimensions: d, Sum: 1, SampleCount: 1}
 	}
 	cases := []struct {
-		name       string
-		ms         []cloudwatchlocal.MetricSummary
-		byPipeline bool
-		shown      int
-		err        string // part of the error; "" for none
+		name  string
+		ms    []cloudwatchlocal.MetricSummary
+		shown int
+		err   string // part of the error; "" for none
 	}{
 		{name: "no series at all", err: "holds 0 series"},
 		{name: "only other functions' series", ms: []cloudwatchlocal.MetricSummary{series("ingest", ""), series("ticker", "")}, err: `functions: "ingest", "ticker"`},
 		{name: "aggregate, worker and enrich", ms: []cloudwatchlocal.MetricSummary{series("aggregate", ""), series("worker", ""), series("enrich", ""), series("ingest", "")}, shown: 3},
-		{name: "aggregate by pipeline, not their sum", ms: []cloudwatchlocal.MetricSummary{series("aggregate", ""), series("aggregate", "pageviews"), series("aggregate", "checkouts")}, byPipeline: true, shown: 2},
+		{name: "aggregate by pipeline", ms: []cloudwatchlocal.MetricSummary{series("aggregate", "pageviews"), series("aggregate", "checkouts"), series("ticker", "pageviews")}, shown: 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			shown, err := runMetrics(c.ms, c.byPipeline)
+			shown, err := runMetrics(c.ms)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("runMetrics: %v, want an error saying %q", err, c.err)

@@ -576,7 +576,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 			}
 			all = ms
 			var missing error
-			if shown, missing = runMetrics(ms, len(topo.pipelines) > 1); missing == nil {
+			if shown, missing = runMetrics(ms); missing == nil {
 				return nil
 			}
 			select {
@@ -608,17 +608,14 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 }
 
 // runMetrics picks the series the metrics section shows from ms: those of
-// aggregate (by pipeline when there are several), worker and enrich, which
-// every run publishes. It returns an error saying so when there are none.
-func runMetrics(ms []cloudwatchlocal.MetricSummary, byPipeline bool) ([]cloudwatchlocal.MetricSummary, error) {
+// aggregate (a series per pipeline), worker and enrich, which every run
+// publishes. It returns an error saying so when there are none.
+func runMetrics(ms []cloudwatchlocal.MetricSummary) ([]cloudwatchlocal.MetricSummary, error) {
 	var shown []cloudwatchlocal.MetricSummary
 	functions := map[string]bool{}
 	for _, m := range ms {
 		f := m.Dimensions["Function"]
 		functions[f] = true
-		if f == "aggregate" && m.Dimensions["Pipeline"] == "" && byPipeline {
-			continue // the sum of the pipelines' series, shown each
-		}
 		if f == "aggregate" || f == "worker" || f == "enrich" {
 			shown = append(shown, m)
 		}

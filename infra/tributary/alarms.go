@@ -21,7 +21,7 @@ import (
 // metrics are (package metrics: EMF, namespace Tributary, dimension
 // Function whose value is the name each main passes to metrics.New, the
 // same as the function's FunctionMetadataKey; a pipeline's functions
-// publish under {Function, Pipeline} too, MetricsPipelineDimension).
+// publish under {Function, Pipeline} instead, MetricsPipelineDimension).
 const (
 	MetricsNamespace = "Tributary"
 	MetricsDimension = "Function"

@@ -488,8 +488,9 @@ func (f stackFunction) label() string {
 func (f stackFunction) idPrefix() string { return exportedName(f.name) + exportedName(f.pipeline) }
 
 // dimensions of the function's own metrics: {Function} for a function of
-// its own, {Function, Pipeline} for a pipeline's (the EMF records of
-// aggregate and ticker carry both sets: MetricsPipelineDimension).
+// its own, {Function, Pipeline} for a pipeline's (the only set the EMF
+// records of aggregate, ticker, join and detect carry:
+// MetricsPipelineDimension).
 func (f stackFunction) dimensions() map[string]*string {
 	d := map[string]*string{MetricsDimension: jsii.String(f.name)}
 	if f.pipeline != "" {

@@ -41,8 +41,9 @@ const PipelineMetadataKey = "tributary:pipeline"
 
 // MetricsPipelineDimension is the dimension the functions of a pipeline
 // add to their own metrics, next to MetricsDimension (Function): each
-// record is published under {Function} and {Function, Pipeline}, so
-// function-wide alarms and per-pipeline ones read the same data.
+// record is published under {Function, Pipeline} only (a rollup under
+// {Function} would be billed as a metric more), which is what the alarms
+// and dashboards of a pipeline's functions read.
 const MetricsPipelineDimension = "Pipeline"
 
 // FanOut says how the pipelines' aggregate functions read the events

@@ -58,8 +58,8 @@ const DefaultViewsRefresh = 30 * time.Second
 const MaxViewsRefresh = time.Hour
 
 // MetricDimensionPipeline is the EMF dimension naming the pipeline: the
-// aggregate and ticker functions' metrics carry the dimension sets
-// ["Function"] and ["Function", "Pipeline"].
+// aggregate and ticker functions' metrics carry the dimension set
+// ["Function", "Pipeline"].
 const MetricDimensionPipeline = metrics.PipelineDimension
 
 // FromEnv builds the processor a function runs: the pipeline from

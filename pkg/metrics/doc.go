@@ -8,8 +8,9 @@
 // function's logical name, e.g. "aggregate"), so dashboards and alarms do not
 // depend on the deployed function's physical name. A function that runs once
 // per pipeline adds WithDimension("Pipeline", name): its documents then carry
-// the dimension sets ["Function"] and ["Function", "Pipeline"], one series
-// for the function-wide alarms and one per pipeline.
+// the one dimension set ["Function", "Pipeline"], a series per pipeline,
+// which is what the stack's alarms and dashboards read (a rollup under
+// Function alone would be billed as a second custom metric per name).
 //
 // CloudWatch drops, without a word, a document that breaks one of its
 // limits, so Flush keeps within them: it splits what it collected into

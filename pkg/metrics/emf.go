@@ -83,9 +83,13 @@ type dimension struct{ name, value string }
 type Option func(*Logger)
 
 // WithDimension adds the dimension name=value: each document then carries
-// two dimension sets, ["Function"] (what function-wide alarms and widgets
-// use) and ["Function", name] (one series per value, for example per
-// pipeline when several functions run the same binary). Several
+// the one dimension set ["Function", name] (one series per value, for
+// example per pipeline when several functions run the same binary), not
+// ["Function"] as well: CloudWatch bills each set of a metric as a custom
+// metric of its own ($0.30 a month), and the stack's alarms and dashboards
+// read a pipeline's functions by both dimensions, so a rollup under
+// Function alone doubled what such a function's metrics cost for a series
+// nothing read (SEARCH or metric math sums pipelines when wanted). Several
 // WithDimension options make one set ["Function", name1, name2, …]. A name
 // already used (Function, "_aws", an earlier dimension) or empty is
 // ignored, as is a metric of that name on Flush. A name or value
@@ -336,16 +340,12 @@ func (l *Logger) document(buf *bytes.Buffer, now time.Time, ps []part) {
 	buf.WriteString(strconv.FormatInt(now.UnixMilli(), 10))
 	buf.WriteString(`,"CloudWatchMetrics":[{"Namespace":`)
 	writeString(buf, Namespace)
-	buf.WriteString(`,"Dimensions":[["Function"]`)
-	if len(l.dims) > 0 {
-		buf.WriteString(`,["Function"`)
-		for _, d := range l.dims {
-			buf.WriteByte(',')
-			writeString(buf, d.name)
-		}
-		buf.WriteByte(']')
+	buf.WriteString(`,"Dimensions":[["Function"`)
+	for _, d := range l.dims {
+		buf.WriteByte(',')
+		writeString(buf, d.name)
 	}
-	buf.WriteString(`],"Metrics":[`)
+	buf.WriteString(`]],"Metrics":[`)
 	for i, p := range ps {
 		if i > 0 {
 			buf.WriteByte(',')

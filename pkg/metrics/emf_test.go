@@ -92,7 +92,7 @@ func TestNilLoggerIsANoOp(t *testing.T) {
 	}
 }
 
-func TestWithDimensionAddsASecondDimensionSet(t *testing.T) {
+func TestWithDimensionWritesOneSetWithFunction(t *testing.T) {
 	var out bytes.Buffer
 	l := New(&out, "aggregate", WithDimension("Pipeline", "checkouts")).WithClock(func() time.Time { return at })
 	l.Add("RecordsIn", Count, 4)
@@ -101,7 +101,7 @@ func TestWithDimensionAddsASecondDimensionSet(t *testing.T) {
 	if err := l.Flush(); err == nil || !strings.Contains(err.Error(), `"Pipeline"`) {
 		t.Errorf("Flush error = %v, want one refusing the metric named Pipeline", err)
 	}
-	want := `{"_aws":{"Timestamp":1795948867250,"CloudWatchMetrics":[{"Namespace":"Tributary","Dimensions":[["Function"],["Function","Pipeline"]],"Metrics":[{"Name":"RecordsIn","Unit":"Count"},{"Name":"WatermarkLagMs","Unit":"Milliseconds"}]}]},"Function":"aggregate","Pipeline":"checkouts","RecordsIn":4,"WatermarkLagMs":250}` + "\n"
+	want := `{"_aws":{"Timestamp":1795948867250,"CloudWatchMetrics":[{"Namespace":"Tributary","Dimensions":[["Function","Pipeline"]],"Metrics":[{"Name":"RecordsIn","Unit":"Count"},{"Name":"WatermarkLagMs","Unit":"Milliseconds"}]}]},"Function":"aggregate","Pipeline":"checkouts","RecordsIn":4,"WatermarkLagMs":250}` + "\n"
 	if out.String() != want {
 		t.Errorf("got  %s\nwant %s", out.String(), want)
 	}

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -238,16 +240,25 @@ func (p *Processor) foldKeyed(ctx context.Context, shard string, ref state.Keyed
 			return nil, err
 		}
 		p.metrics.Add("DuplicatesSkipped", metrics.Count, float64(len(pts)-len(fresh)))
-		ks2.Version++
-		ks2.Fence = strings.Clone(fresh[len(fresh)-1].Seq)
-		ks2.ListedIn, ks2.ListedUntil = "", time.Time{}
-		if !openUntil.End.IsZero() {
-			ks2.ListedIn, ks2.ListedUntil = openIn, openUntil.End
-		}
-		p.rememberKeyed(ref, shard, ks2)
+		p.rememberKeyed(ref, shard, savedKeyed(ks2, strings.Clone(fresh[len(fresh)-1].Seq), openIn, openUntil))
 		return late, nil
 	}
 	return nil, state.ErrConflict
+}
+
+// savedKeyed is ks as state.Views.SaveKeyed(…, ks, fence, openIn,
+// openUntil) stored it: the next version, fenced at fence (the fence it
+// had when ""), listed at openUntil or not at all.
+func savedKeyed(ks state.KeyedState, fence, openIn string, openUntil window.Window) state.KeyedState {
+	ks.Version++
+	if fence != "" {
+		ks.Fence = fence
+	}
+	ks.ListedIn, ks.ListedUntil = "", time.Time{}
+	if openIn != "" && !openUntil.End.IsZero() {
+		ks.ListedIn, ks.ListedUntil = openIn, openUntil.End
+	}
+	return ks
 }
 
 // keepListing is where a fold lists the state in the open-windows index:
@@ -302,7 +313,12 @@ func keyedOpenUntil(ws pipeline.WindowSpec, buf *keyedBuf, from time.Time) windo
 // before anything else; a later record merging such a session retracts it.
 // A state's pending results are written and published in the order they
 // were recorded, so a retraction lands after the final it retracts.
-func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.Ref, wm time.Time) (int, error) {
+//
+// warm (a handler's finalize, not the ticker's) takes the state from the
+// process's copy when it has one: the one the fold just before wrote, or
+// the last finalize saved. A copy another writer has moved past only costs
+// a refused save, after which the state is read.
+func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.Ref, wm time.Time, warm bool) (int, error) {
 	kind, _ := state.IsKeyed(ref)
 	ws, ok := p.specOf(kind)
 	if !ok {
@@ -311,7 +327,7 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 	published := map[string]bool{}   // ids this call has written and emitted
 	unlogged := map[string]*Output{} // sent by this call, logged once its save clears them
 	for {
-		more, err := p.finalizeKeyedRound(ctx, shard, ref, kind, ws, wm, published, unlogged)
+		more, err := p.finalizeKeyedRound(ctx, shard, ref, kind, ws, wm, warm, published, unlogged)
 		if err != nil || !more {
 			return len(published), err
 		}
@@ -331,13 +347,9 @@ func (p *Processor) finalizeKeyed(ctx context.Context, shard string, ref state.R
 // other, conflicting, reloads a state without it. A process that dies
 // between that save and the log line loses the line (the stream has the
 // result), as a tumbling window's unlist does.
-func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref state.Ref, kind string, ws pipeline.WindowSpec, wm time.Time, published map[string]bool, unlogged map[string]*Output) (bool, error) {
+func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref state.Ref, kind string, ws pipeline.WindowSpec, wm time.Time, warm bool, published map[string]bool, unlogged map[string]*Output) (bool, error) {
 	for attempt := 0; attempt < 8; attempt++ {
-		ks, kref, err := p.views.LoadKeyedRef(ctx, ref, shard)
-		if err != nil {
-			return false, err
-		}
-		buf, err := decodeKeyed(ks.Blob)
+		ks, kref, buf, err := p.loadKeyedRef(ctx, ref, kind, shard, warm)
 		if err != nil {
 			return false, err
 		}
@@ -429,7 +441,8 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 			return false, nil
 		}
 		ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
-		_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), keepListing(ks, p.openIn(shard), pendingUntil(buf, next)))
+		until := keepListing(ks, p.openIn(shard), pendingUntil(buf, next))
+		_, err = p.views.SaveKeyed(ctx, kref, shard, ks, "", p.openIn(shard), until)
 		if errors.Is(err, state.ErrKeyedConflict) {
 			p.forgetKeyed(kref, shard)
 			continue
@@ -443,7 +456,13 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 				delete(unlogged, id)
 			}
 		}
-		p.forgetKeyed(kref, shard) // the next fold reloads the version just written
+		if warm {
+			// The version just written, for the next fold and finalize:
+			// a session's state is read once per key and flush no more.
+			p.rememberKeyed(kref, shard, savedKeyed(ks, "", p.openIn(shard), until))
+		} else {
+			p.forgetKeyed(kref, shard) // the handler's next fold reads the version just written
+		}
 		return recorded > 0 && unrecorded != math.MaxInt64, nil
 	}
 	return false, state.ErrConflict
@@ -652,16 +671,83 @@ func (p *Processor) loadKeyed(ctx context.Context, ref state.KeyedRef, shard str
 	return ks, buf, err
 }
 
+// loadKeyedRef is the keyed state an open-windows ref points at, its ref
+// and its buffer decoded: the process's copy when warm and it has one,
+// else read.
+func (p *Processor) loadKeyedRef(ctx context.Context, ref state.Ref, kind, shard string, warm bool) (state.KeyedState, state.KeyedRef, *keyedBuf, error) {
+	if prefix := state.PartitionKey(p.cfg.Name, ""); warm && strings.HasPrefix(ref.PK, prefix) {
+		kref := state.KeyedRef{Pipeline: p.cfg.Name, Key: ref.PK[len(prefix):], Kind: kind}
+		p.mu.Lock()
+		ks, ok := p.keyed[keyedCacheKey(kref, shard)]
+		p.mu.Unlock()
+		if ok {
+			buf, err := decodeKeyed(ks.Blob) // a copy: the round changes it
+			return ks, kref, buf, err
+		}
+	}
+	ks, kref, err := p.views.LoadKeyedRef(ctx, ref, shard)
+	if err != nil {
+		return ks, kref, nil, err
+	}
+	buf, err := decodeKeyed(ks.Blob)
+	return ks, kref, buf, err
+}
+
 // rememberKeyed keeps ks, as just read or written, for the next fold: its
 // Blob must be the encoding of the buffer the fold would hold.
+//
+// The copies are bounded (keyedCacheMax): past it, arbitrary ones (Go's
+// map order) are let go until a quarter of the room is free again, each
+// read from the table at its next use. A process that meets ever more
+// keys holds a bounded memory, not one state per key it ever saw.
 func (p *Processor) rememberKeyed(ref state.KeyedRef, shard string, ks state.KeyedState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.keyed[keyedCacheKey(ref, shard)] = ks
+	k := keyedCacheKey(ref, shard)
+	if old, ok := p.keyed[k]; ok {
+		p.keyedBytes -= keyedEntryBytes(k, old)
+	}
+	p.keyed[k] = ks
+	p.keyedBytes += keyedEntryBytes(k, ks)
+	if p.keyedBytes <= p.keyedCacheMax {
+		return
+	}
+	for k2, v := range p.keyed {
+		if p.keyedBytes <= p.keyedCacheMax*3/4 {
+			break
+		}
+		delete(p.keyed, k2)
+		p.keyedBytes -= keyedEntryBytes(k2, v)
+	}
 }
 
 func (p *Processor) forgetKeyed(ref state.KeyedRef, shard string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.keyed, keyedCacheKey(ref, shard))
+	k := keyedCacheKey(ref, shard)
+	if old, ok := p.keyed[k]; ok {
+		p.keyedBytes -= keyedEntryBytes(k, old)
+		delete(p.keyed, k)
+	}
+}
+
+// keyedEntryBytes is about what one copy takes in memory: its strings and
+// blob, and a map entry's overhead.
+func keyedEntryBytes(k keyedCacheRef, ks state.KeyedState) int {
+	return len(k.ref.Pipeline) + len(k.ref.Key) + len(k.ref.Kind) + len(k.shard) +
+		len(ks.Blob) + len(ks.Fence) + len(ks.ListedIn) + keyedEntryOverhead
+}
+
+// keyedEntryOverhead is a copy's fixed cost: its key and state structs
+// and the map's slot.
+const keyedEntryOverhead = 192
+
+// defaultKeyedCacheBytes is an eighth of the running Lambda function's
+// memory (the dedupe ledger's copy takes a quarter), or 64 MB outside
+// Lambda.
+func defaultKeyedCacheBytes() int {
+	if mb, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && mb > 0 {
+		return mb << 20 / 8
+	}
+	return 64 << 20
 }

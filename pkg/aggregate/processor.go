@@ -50,6 +50,9 @@ type Processor struct {
 	through map[string]string
 	loaded  bool
 	keyed   map[keyedCacheRef]state.KeyedState // warm copies of keyed window states (rememberKeyed)
+	// keyedBytes is what keyed holds (keyedEntryBytes), at most
+	// keyedCacheMax once rememberKeyed returns.
+	keyedBytes, keyedCacheMax int
 	// unfinalized marks shards whose last finalize failed: the next batch
 	// finalizes again even if its watermark does not move.
 	unfinalized map[string]bool
@@ -112,6 +115,11 @@ const DefaultConcurrency = 64
 // WithConcurrency bounds concurrent DynamoDB requests (default DefaultConcurrency).
 func WithConcurrency(n int) Option { return func(p *Processor) { p.concurrency = max(1, n) } }
 
+// WithKeyedCacheBytes bounds the copies of keyed states (session and
+// sliding windows) a warm process keeps to about n bytes
+// (defaultKeyedCacheBytes when not given).
+func WithKeyedCacheBytes(n int) Option { return func(p *Processor) { p.keyedCacheMax = max(1, n) } }
+
 // CheckSupported refuses what the aggregate function cannot keep exactly
 // once, naming the window: session and sliding windows are computed from
 // each key's buffered records, which needs every record of a key on one
@@ -128,6 +136,7 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 		marks:            map[string]*window.Watermark{},
 		through:          map[string]string{},
 		keyed:            map[keyedCacheRef]state.KeyedState{},
+		keyedCacheMax:    defaultKeyedCacheBytes(),
 
 		unfinalized: map[string]bool{},
 		carryless:   map[string]bool{},
@@ -845,7 +854,7 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time,
 		// but drop their listings with the others'.
 		refs = slices.DeleteFunc(refs, func(r state.Ref) bool { return published[r] })
 	}
-	_, err = p.finalizeDue(ctx, shard, until, refs, listings)
+	_, err = p.finalizeDue(ctx, shard, until, refs, listings, true)
 	return err
 }
 
@@ -853,8 +862,9 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time,
 // returns how many windows it made final (a session's or sliding window's
 // results it published), not how many it looked at: a listed state whose
 // session is still growing, or a window another finalize made final, is
-// looked at on every tick and made final once.
-func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Time, refs []state.Ref, listings []state.Listing) (int, error) {
+// looked at on every tick and made final once. warm says a keyed state may
+// be taken from the process's copy (finalizeKeyedRound).
+func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Time, refs []state.Ref, listings []state.Listing, warm bool) (int, error) {
 	type finalized struct {
 		view state.View
 		pub  bool
@@ -865,7 +875,7 @@ func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Ti
 	parallel(len(refs), p.concurrency, func(i int) {
 		ref, f := refs[i], &done[i]
 		if _, ok := state.IsKeyed(ref); ok {
-			f.made, f.err = p.finalizeKeyed(ctx, shard, ref, until)
+			f.made, f.err = p.finalizeKeyed(ctx, shard, ref, until, warm)
 			return
 		}
 		view, already, err := p.views.Finalize(ctx, ref)
@@ -982,7 +992,10 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 			refs = slices.DeleteFunc(refs, func(r state.Ref) bool { return published[r] })
 		}
 		if len(refs) > 0 || len(listings) > 0 {
-			made, err := p.finalizeDue(ctx, shard, wm.Current(), refs, listings)
+			// The ticker reads each state: a copy it kept could lack
+			// results a flush recorded pending and died before
+			// publishing, which the ticker is there to publish.
+			made, err := p.finalizeDue(ctx, shard, wm.Current(), refs, listings, false)
 			if err != nil {
 				return res, err
 			}

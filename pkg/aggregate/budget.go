@@ -87,10 +87,7 @@ func (p *Processor) overBudget(ctx context.Context, c *collector) (map[string]st
 // keyedSize is the encoded size of a keyed state: from the warm copy, or
 // read (and kept for the fold).
 func (p *Processor) keyedSize(ctx context.Context, ref state.KeyedRef, shard string) (int, error) {
-	p.mu.Lock()
-	c, ok := p.keyed[keyedCacheKey(ref, shard)]
-	p.mu.Unlock()
-	if ok {
+	if c, ok := p.keptKeyed(ref, shard); ok {
 		return len(c.Blob), nil
 	}
 	ks, err := p.views.LoadKeyed(ctx, ref, shard)

@@ -655,10 +655,7 @@ func keyedCacheKey(ref state.KeyedRef, shard string) keyedCacheRef {
 }
 
 func (p *Processor) loadKeyed(ctx context.Context, ref state.KeyedRef, shard string) (state.KeyedState, *keyedBuf, error) {
-	p.mu.Lock()
-	ks, ok := p.keyed[keyedCacheKey(ref, shard)]
-	p.mu.Unlock()
-	if ok {
+	if ks, ok := p.keptKeyed(ref, shard); ok {
 		// A copy: a failed save must not leave the cache changed.
 		buf, err := decodeKeyed(ks.Blob)
 		return ks, buf, err
@@ -677,10 +674,7 @@ func (p *Processor) loadKeyed(ctx context.Context, ref state.KeyedRef, shard str
 func (p *Processor) loadKeyedRef(ctx context.Context, ref state.Ref, kind, shard string, warm bool) (state.KeyedState, state.KeyedRef, *keyedBuf, error) {
 	if prefix := state.PartitionKey(p.cfg.Name, ""); warm && strings.HasPrefix(ref.PK, prefix) {
 		kref := state.KeyedRef{Pipeline: p.cfg.Name, Key: ref.PK[len(prefix):], Kind: kind}
-		p.mu.Lock()
-		ks, ok := p.keyed[keyedCacheKey(kref, shard)]
-		p.mu.Unlock()
-		if ok {
+		if ks, ok := p.keptKeyed(kref, shard); ok {
 			buf, err := decodeKeyed(ks.Blob) // a copy: the round changes it
 			return ks, kref, buf, err
 		}
@@ -691,6 +685,14 @@ func (p *Processor) loadKeyedRef(ctx context.Context, ref state.Ref, kind, shard
 	}
 	buf, err := decodeKeyed(ks.Blob)
 	return ks, kref, buf, err
+}
+
+// keptKeyed is the process's copy of ref's state on shard, if it has one.
+func (p *Processor) keptKeyed(ref state.KeyedRef, shard string) (state.KeyedState, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ks, ok := p.keyed[keyedCacheKey(ref, shard)]
+	return ks, ok
 }
 
 // rememberKeyed keeps ks, as just read or written, for the next fold: its

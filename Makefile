@@ -456,7 +456,7 @@ bench-full: deps-local deps-bench ## the whole cost matrix: 1,000 and 10,000 eve
 	$(GO) run ./bench/es
 
 .PHONY: soak
-soak: deps-local ## every fault-injection harness with many seeds: aggregate (1,500 per write path, every window kind), join (1,000 per kind), CEP (2,000, and 60 bursts), dedupe (2,000), event sourcing (2,000) on memdb, the first 2 of each also on moto; then 200 Kafka Streams conformance histories per window kind, late policy and write path, and the session ones again with every run held as its aggregate, and 200 Flink CEP histories per rule form. Prints a SOAK line per harness and each failing seed's command (scripts/soak.sh; SOAK_<HARNESS>=n to change a count)
+soak: deps-local ## every fault-injection harness with many seeds: aggregate (1,500 per write path, every window kind), two warm handlers and the ticker racing on sessions and sliding windows (400), join (1,000 per kind), CEP (2,000, and 60 bursts), dedupe (2,000), event sourcing (2,000) on memdb, the first 2 of each also on moto; then 200 Kafka Streams conformance histories per window kind, late policy and write path, and the session ones again with every run held as its aggregate, and 200 Flink CEP histories per rule form. Prints a SOAK line per harness and each failing seed's command (scripts/soak.sh; SOAK_<HARNESS>=n to change a count)
 	GO=$(GO) scripts/soak.sh
 
 FUZZTIME  ?= 30s

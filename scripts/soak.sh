@@ -8,6 +8,7 @@
 #
 # Seed counts (override in the environment, e.g. SOAK_ES=100 make soak):
 #   SOAK_AGGREGATE  per write path (per-batch, per-interval); every window kind in each
+#   SOAK_WARMRACE   two warm handlers and the ticker racing on keyed states (sessions, sliding)
 #   SOAK_JOIN       per join kind (inner, left, outer)
 #   SOAK_CEP        CEP histories through every rule form
 #   SOAK_BURSTS     CEP bursts cut three ways (about a second each: fewer)
@@ -25,6 +26,7 @@ LOGS=.build/soak
 mkdir -p "$LOGS"
 
 AGGREGATE=${SOAK_AGGREGATE:-1500}
+WARMRACE=${SOAK_WARMRACE:-400}
 JOIN=${SOAK_JOIN:-1000}
 CEP=${SOAK_CEP:-2000}
 BURSTS=${SOAK_BURSTS:-60}
@@ -37,14 +39,16 @@ summary=()
 repros=()
 failed=0
 
-# harness NAME SEEDS PER PACKAGE TEST: runs TEST of PACKAGE with SEEDS
-# scenarios (PER: what they are counted per, or ""), and notes its line.
+# harness NAME SEEDS PER PACKAGE TEST [FLAG...]: runs TEST of PACKAGE with
+# SEEDS scenarios (PER: what they are counted per, or ""; FLAG: the test's
+# own seed count, where it has one), and notes its line.
 harness() {
 	local name=$1 seeds=$2 per=$3 pkg=$4 test=$5 start end log rc pass fail
+	shift 5
 	log=$LOGS/$name.log
 	start=$(date +%s)
 	echo "== $name: $test in $pkg, seeds 1..$seeds${per:+ per $per} on memdb, the first $MOTO also on moto (log: $log)"
-	$GO test -count=1 -v -timeout 60m -run "^$test\$" "$pkg" -args -fault.seeds="$seeds" -fault.moto="$MOTO" >"$log" 2>&1
+	$GO test -count=1 -v -timeout 60m -run "^$test\$" "$pkg" -args -fault.seeds="$seeds" -fault.moto="$MOTO" "$@" >"$log" 2>&1
 	rc=$?
 	end=$(date +%s)
 	pass=$(grep -cE -- '--- PASS: .*/seed-[0-9]+ ' "$log")
@@ -62,6 +66,7 @@ harness() {
 
 began=$(date +%s)
 harness aggregate "$AGGREGATE" "write path" ./pkg/aggregate TestFaultInjectionViewsEqualReference
+harness warm-race "$WARMRACE" "" ./pkg/aggregate TestWarmHandlersAndTheTickerPublishEachKeyedResultOnce -warmrace.seeds="$WARMRACE"
 harness join "$JOIN" "join kind" ./pkg/join TestFaultInjectionOutputsEqualReference
 harness cep "$CEP" "" ./pkg/cep TestFaultInjectionMatchesEqualReference
 harness cep-bursts "$BURSTS" "" ./pkg/cep TestRandomBurstsNeverWedgeAKey

@@ -60,7 +60,16 @@ func (p *Processor) overBudget(ctx context.Context, c *collector) (map[string]st
 	}
 	parallel(len(checks), p.concurrency, func(i int) {
 		k := &checks[i]
-		k.size, k.err = p.keyedSize(ctx, state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}, c.shard)
+		ref := state.KeyedRef{Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind}
+		k.size, k.err = p.keyedSize(ctx, ref, c.shard)
+		if k.err == nil && k.size+k.n*pointBytesMax > MaxKeyedStateBytes {
+			// Over by the copy: read the state before setting records
+			// aside. The copy may be older than a prune another
+			// writer (the ticker) saved since, and no save of this
+			// batch's would find that out: its records never reach one.
+			p.forgetKeyed(ref, c.shard)
+			k.size, k.err = p.keyedSize(ctx, ref, c.shard)
+		}
 	})
 	var over map[string]string
 	for _, k := range checks {

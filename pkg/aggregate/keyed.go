@@ -705,6 +705,12 @@ func (p *Processor) keptKeyed(ref state.KeyedRef, shard string) (state.KeyedStat
 func (p *Processor) rememberKeyed(ref state.KeyedRef, shard string, ks state.KeyedState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if cap(ks.Blob) > 2*len(ks.Blob)+keyedEntryOverhead {
+		// An encoding into a buffer sized for the state before a prune,
+		// or for points a fold did not keep: a copy of what it holds, so
+		// the bound counts what stays in memory.
+		ks.Blob = bytes.Clone(ks.Blob)
+	}
 	k := keyedCacheKey(ref, shard)
 	if old, ok := p.keyed[k]; ok {
 		p.keyedBytes -= keyedEntryBytes(k, old)
@@ -733,11 +739,11 @@ func (p *Processor) forgetKeyed(ref state.KeyedRef, shard string) {
 	}
 }
 
-// keyedEntryBytes is about what one copy takes in memory: its strings and
-// blob, and a map entry's overhead.
+// keyedEntryBytes is about what one copy takes in memory: its strings,
+// its blob's array and a map entry's overhead.
 func keyedEntryBytes(k keyedCacheRef, ks state.KeyedState) int {
 	return len(k.ref.Pipeline) + len(k.ref.Key) + len(k.ref.Kind) + len(k.shard) +
-		len(ks.Blob) + len(ks.Fence) + len(ks.ListedIn) + keyedEntryOverhead
+		cap(ks.Blob) + len(ks.Fence) + len(ks.ListedIn) + keyedEntryOverhead
 }
 
 // keyedEntryOverhead is a copy's fixed cost: its key and state structs

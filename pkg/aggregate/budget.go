@@ -96,7 +96,7 @@ func (p *Processor) overBudget(ctx context.Context, c *collector) (map[string]st
 // keyedSize is the encoded size of a keyed state: from the warm copy, or
 // read (and kept for the fold).
 func (p *Processor) keyedSize(ctx context.Context, ref state.KeyedRef, shard string) (int, error) {
-	if c, ok := p.keptKeyed(ref, shard); ok {
+	if c, ok := p.keptKeyed(ctx, ref, shard); ok {
 		return len(c.Blob), nil
 	}
 	ks, err := p.views.LoadKeyed(ctx, ref, shard)

@@ -655,7 +655,7 @@ func keyedCacheKey(ref state.KeyedRef, shard string) keyedCacheRef {
 }
 
 func (p *Processor) loadKeyed(ctx context.Context, ref state.KeyedRef, shard string) (state.KeyedState, *keyedBuf, error) {
-	if ks, ok := p.keptKeyed(ref, shard); ok {
+	if ks, ok := p.keptKeyed(ctx, ref, shard); ok {
 		// A copy: a failed save must not leave the cache changed.
 		buf, err := decodeKeyed(ks.Blob)
 		return ks, buf, err
@@ -674,7 +674,7 @@ func (p *Processor) loadKeyed(ctx context.Context, ref state.KeyedRef, shard str
 func (p *Processor) loadKeyedRef(ctx context.Context, ref state.Ref, kind, shard string, warm bool) (state.KeyedState, state.KeyedRef, *keyedBuf, error) {
 	if prefix := state.PartitionKey(p.cfg.Name, ""); warm && strings.HasPrefix(ref.PK, prefix) {
 		kref := state.KeyedRef{Pipeline: p.cfg.Name, Key: ref.PK[len(prefix):], Kind: kind}
-		if ks, ok := p.keptKeyed(kref, shard); ok {
+		if ks, ok := p.keptKeyed(ctx, kref, shard); ok {
 			buf, err := decodeKeyed(ks.Blob) // a copy: the round changes it
 			return ks, kref, buf, err
 		}
@@ -688,9 +688,21 @@ func (p *Processor) loadKeyedRef(ctx context.Context, ref state.Ref, kind, shard
 }
 
 // keptKeyed is the process's copy of ref's state on shard, if it has one.
-func (p *Processor) keptKeyed(ref state.KeyedRef, shard string) (state.KeyedState, bool) {
+// The copies are of the current views table's items: when a replay's
+// version takes over (WithHandover's table changes), they are let go, so
+// no save is conditioned on a version read from the table before, which
+// the new table's item may happen to have too.
+func (p *Processor) keptKeyed(ctx context.Context, ref state.KeyedRef, shard string) (state.KeyedState, bool) {
+	var table string
+	if p.handover != nil {
+		table = p.handover.current(ctx)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if table != p.keyedTable {
+		clear(p.keyed)
+		p.keyedBytes, p.keyedTable = 0, table
+	}
 	ks, ok := p.keyed[keyedCacheKey(ref, shard)]
 	return ks, ok
 }

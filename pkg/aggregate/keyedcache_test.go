@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -47,5 +48,38 @@ func TestKeyedCopiesStayWithinTheirBound(t *testing.T) {
 	}
 	if len(p.keyed) == 0 || p.keyedBytes < bound/2 {
 		t.Errorf("%d copies, %d bytes: the bound let go of more than it had to", len(p.keyed), p.keyedBytes)
+	}
+}
+
+// TestKeyedCopiesAreLetGoWhenTheViewsTableChanges: the copies are of one
+// views table's items; when a replay's version takes over, none is used
+// against the new table, whose item for the same key may happen to be at
+// the same version.
+func TestKeyedCopiesAreLetGoWhenTheViewsTableChanges(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(`{"name":"swap","key":"key","value":"data.ms",
+	 "windows":[{"kind":"session","gap":"30s"}],"aggregates":["count","max"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memdb.New(map[string]memdb.Schema{"views-v1": memdb.ViewsTable})
+	table := "views-v1"
+	p := New(cfg, state.NewViews(mem, table, cfg.Aggregates), nil, "",
+		WithHandover(mem, func(context.Context) string { return table }))
+	ctx := context.Background()
+	ref := state.KeyedRef{Pipeline: "swap", Key: "a", Kind: "session:30s"}
+	const shard = "shardId-000000000000"
+	if _, ok := p.keptKeyed(ctx, ref, shard); ok {
+		t.Fatal("a copy before any was kept")
+	}
+	p.rememberKeyed(ref, shard, state.KeyedState{Blob: []byte{1, 2, 3}, Version: 4})
+	if ks, ok := p.keptKeyed(ctx, ref, shard); !ok || ks.Version != 4 {
+		t.Fatalf("the copy kept: %+v %v", ks, ok)
+	}
+	table = "views-v2"
+	if ks, ok := p.keptKeyed(ctx, ref, shard); ok {
+		t.Errorf("after the swap the copy of the table before is still used: %+v", ks)
+	}
+	if p.keyedBytes != 0 || len(p.keyed) != 0 {
+		t.Errorf("after the swap %d copies, %d bytes counted", len(p.keyed), p.keyedBytes)
 	}
 }

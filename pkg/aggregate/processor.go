@@ -53,6 +53,7 @@ type Processor struct {
 	// keyedBytes is what keyed holds (keyedEntryBytes), at most
 	// keyedCacheMax once rememberKeyed returns.
 	keyedBytes, keyedCacheMax int
+	keyedTable                string // the views table the copies are of (keptKeyed)
 	// unfinalized marks shards whose last finalize failed: the next batch
 	// finalizes again even if its watermark does not move.
 	unfinalized map[string]bool

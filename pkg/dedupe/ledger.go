@@ -82,10 +82,17 @@ const maxRefBytes = binary.MaxVarintLen64 + (saltBits+6)/7
 // saltTries bounds the salts a seal tries for its segment's item.
 const saltTries = 8
 
-// Defaults. A head of 24 entries is under 1 KB, so rewriting it costs one
-// write unit; a segment of 8,000 entries is 288 KB, well within an item.
-// A head names at most 128 live segments (about 640 bytes) while merging
-// adjacent ones can keep it there (see plan).
+// Defaults. A head seals its claims 24 at a time (sealUnit): 864 bytes,
+// and with the names, key and TTL of the views table's items
+// (state.LedgerKey: "dedupe#<pipeline>#<key>", "seg#" and 12 digits; 44
+// bytes beside the pipeline's name and the key) one write unit, 1 KB,
+// while the pipeline's name and the key take 116 bytes or less together.
+// The head holds at most 24 claims, and only as many as fit one write
+// unit beside its key, version and TTL (50 bytes beside the pipeline's
+// name and key) and the names of its live segments (about 3 bytes each, 5
+// once merged): headRoom. A segment of 8,000 entries is 288 KB, well
+// within an item. A head names at most 128 live segments (about 640
+// bytes) while merging adjacent ones can keep it there (see plan).
 const (
 	DefaultHorizon   = time.Hour
 	defaultHeadMax   = 24
@@ -148,7 +155,10 @@ func WithTTLAttribute(name string) Option { return func(l *Ledger) { l.ttlAttr =
 // compare are the same from run to run.
 func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
 
-// WithHeadEntries bounds the head item (default 24 entries, under 1 KB).
+// WithHeadEntries bounds the head item's claims (default 24), which a
+// head that fills up seals that many at a time (default: a segment of one
+// write unit, 1 KB); the head holds fewer while more would take it past
+// the write units the rest of it takes.
 func WithHeadEntries(n int) Option { return func(l *Ledger) { l.headMax = max(1, n) } }
 
 // WithSegmentEntries bounds a sealed segment (default 8,000 entries, 288 KB).
@@ -799,8 +809,10 @@ type planSegment struct {
 }
 
 // plan computes key's ledger after adding pending: claims past the horizon
-// dropped, the head sealed into segments when it would outgrow its budget,
-// and adjacent segments merged while more than maxSegs are live (merge).
+// dropped, the oldest claims sealed into segments of sealUnit when the head
+// would outgrow its budget (all of them, in segments of up to segMax, when
+// pending alone does), and adjacent segments merged while more than
+// maxSegs are live (merge).
 // The horizon is counted back from oldest, the arrival of the session's
 // oldest record of the key (when not 0), not from the newest claim: a batch
 // whose arrivals span more than the horizon is redelivered whole, and its
@@ -833,12 +845,37 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 		}
 		p.segs = append(p.segs, planSegment{ref: r, es: seg, unread: !ok})
 	}
-	if len(head) > l.headMax {
-		for start := 0; start < len(head); start += l.segMax {
-			p.segs = append(p.segs, planSegment{ref: segRef{n: after.next}, es: head[start:min(start+l.segMax, len(head))], fresh: true})
-			after.next++
+	seal := func(es []Entry) {
+		p.segs = append(p.segs, planSegment{ref: segRef{n: after.next}, es: es, fresh: true})
+		after.next++
+	}
+	if len(head) > 0 {
+		switch room := min(l.headMax, l.headRoom(key, after, p.segs, head)); {
+		case len(head) <= room:
+		case len(pending) > l.headMax:
+			// A hot key: its new claims alone outgrow the head. They are
+			// sealed with the head's, in segments as large as they go
+			// (segMax): a segment's write units follow its bytes whatever
+			// its size, and fewer, larger segments are merged less often.
+			for start := 0; start < len(head); start += l.segMax {
+				seal(head[start:min(start+l.segMax, len(head))])
+			}
+			head = nil
+		default:
+			// The oldest claims are sealed sealUnit at a time, segments of
+			// one write unit, until the rest fit the head's room; what is
+			// over it and short of a unit is sealed whole (a smaller
+			// segment, where a head past its write unit would be billed
+			// twice over: at this write and the next). Sealing the whole
+			// head and the new claims, as a head past headMax once was,
+			// wrote 25 to 48 claims, 0.9 to 1.8 KB: mostly two write units.
+			unit := l.sealUnit()
+			for len(head) > room {
+				n := min(unit, len(head))
+				seal(head[:n])
+				head = head[n:]
+			}
 		}
-		head = nil
 	}
 	after.head = head
 	l.merge(p, cutoff)
@@ -855,25 +892,59 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 	return p
 }
 
+// headRoom is how many claims key's head can hold without its item taking
+// more write units than the rest of it does (one, unless it names so many
+// segments that they alone take more): its key, version, the number the
+// next segment gets, its TTL, and the names of segs and of one segment
+// more, the one a seal adds, with the longest salt. Each live segment
+// takes about 3 bytes of the head (5 once merges leave gaps), so a key
+// with many leaves less room for claims than headMax. head is the claims
+// it is to hold, for the TTL.
+func (l *Ledger) headRoom(key string, after *keyLedger, segs []planSegment, head []Entry) int {
+	probe := &keyLedger{version: after.version, next: after.next + 1, live: make([]segRef, 0, len(segs)+1)}
+	for _, s := range segs {
+		probe.live = append(probe.live, s.ref)
+	}
+	probe.live = append(probe.live, segRef{n: after.next, salt: 1<<saltBits - 1})
+	item := l.headAttrs(key, probe)
+	l.setTTL(item, max(1, maxArrival(head)))
+	rest := limits.ItemSize(item)
+	units := max(1, (rest+writeUnitBytes-1)/writeUnitBytes)
+	return (units*writeUnitBytes - rest) / entrySize
+}
+
+// writeUnitBytes is what one DynamoDB write unit writes: an item of up to
+// 1 KB (as limits.ItemSize counts), one unit more for each KB past it.
+const writeUnitBytes = 1 << 10
+
+// sealUnit is how many claims a head that fills up seals at a time
+// (headMax, or segMax when that is smaller): 24 by default, a segment of
+// one write unit (see the defaults), and the merges' smallest tier.
+func (l *Ledger) sealUnit() int { return min(l.headMax, l.segMax) }
+
 // merge merges adjacent segments of p while more than maxSegs are live, so
 // a hot key's head names a bounded number of them whatever the horizon:
 // each time mergeRun adjacent segments of one tier (or fewer, down to two,
 // when no such run is there), the lowest tier first and of those the
 // newest, if they fit one segment, into a fresh segment in their place;
 // claims past cutoff are left out. A segment's tier is how many times
-// mergeRun a sealed head (headMax+1 claims) it holds, so a claim is
+// mergeRun a sealed segment (sealUnit claims) it holds, rounded: from 2,
+// 8, 32 and 128 times (48, 192, 768 and 3,072 claims by default), so
+// that four segments of one tier, even sealed short of sealUnit (a head
+// whose room is less, headRoom), make one of the next, and a claim is
 // merged again only into a segment about mergeRun times its own: about
-// log₄(segMax/(headMax+1)) + 1 times, five with the defaults, up to
-// segments of 6,400 to 8,000 claims. A key whose claims fill more segments than maxSegs at
-// that size (a hot key over a long horizon: about 5 bytes a segment) has
-// a head of about 5 bytes a 6,400 claims.
+// log₄(segMax/sealUnit) times, four with the defaults (24, 96, 384, 1,536,
+// 6,144 claims; more where claims past the horizon leave a merge short),
+// up to segments of 6,144 to 8,000 claims. A key whose claims fill more
+// segments than maxSegs at that size (a hot key over a long horizon: about
+// 5 bytes a segment) has a head of about 5 bytes a 6,144 claims.
 func (l *Ledger) merge(p *writePlan, cutoff uint32) {
 	tier := func(s planSegment) int {
 		if s.unread {
 			return -1 // never merged
 		}
 		t := 0
-		for n := len(s.es) / (l.headMax + 1); n >= mergeRun; n /= mergeRun {
+		for n := 2 * len(s.es) / l.sealUnit(); n >= mergeRun; n /= mergeRun {
 			t++
 		}
 		return t
@@ -1054,6 +1125,16 @@ var (
 )
 
 func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.AttributeValue, error) {
+	item := l.headAttrs(key, kl)
+	l.setTTL(item, max(maxArrival(kl.head), kl.newestInSegments()))
+	if err := limits.CheckItem(item); err != nil {
+		return nil, fmt.Errorf("dedupe ledger head of key %q: %w", key, err)
+	}
+	return item, nil
+}
+
+// headAttrs is kl's head item without its TTL.
+func (l *Ledger) headAttrs(key string, kl *keyLedger) map[string]types.AttributeValue {
 	item := l.itemKey(key, Head)
 	item[attrVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(kl.version, 10)}
 	item[attrEntries] = &types.AttributeValueMemberB{Value: appendEntries(make([]byte, 0, len(kl.head)*entrySize), kl.head)}
@@ -1066,11 +1147,7 @@ func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.Attribute
 	} else {
 		item[attrList] = &types.AttributeValueMemberB{Value: appendList(nil, kl.live)}
 	}
-	l.setTTL(item, max(maxArrival(kl.head), kl.newestInSegments()))
-	if err := limits.CheckItem(item); err != nil {
-		return nil, fmt.Errorf("dedupe ledger head of key %q: %w", key, err)
-	}
-	return item, nil
+	return item
 }
 
 // setTTL sets item's expiry: a horizon and ttlSlack after the newest

@@ -75,22 +75,34 @@
 // adjacent segments of one size tier, four (else three, else two), the
 // smallest first, into a new segment that takes their place in the head.
 // A tier is a factor of four in claims, rounded, from a sealed segment
-// (24) up to a full one (8,000). The merged
-// segment is put like a sealed one, before the head; the segments it
-// replaces stay until they expire, for a process still holding the head
-// that named them. Merging leaves out claims past the horizon and never
-// drops one within it.
+// (24) up to a full one (8,000), so a claim is merged again a few times:
+// four from the smallest tier to the largest, fewer when it expires first,
+// more where claims past the horizon leave merges short and shorter runs
+// are merged (modelled below: 3.2 times at 1h, 8.8 at 24h, 6.6 at 168h;
+// 2.8, 7.5 and 6.0 when a seal took the whole head, 25 claims there). The
+// merged segment is put like a sealed one, before the head; the segments
+// it replaces stay until they expire, for a process still holding the
+// head that named them. Merging leaves out claims past the horizon and
+// never drops one within it.
 //
-// What a hot key costs (25 claims a seal every 4.4 s, modelled): at the
-// default 1h the head is about 0.6 KB and the segment writes 3.4 write
-// units a seal (the head was 2.4 KB, 3 units a rewrite); at 24h, 0.7 KB
-// and 7 units a seal (the head was 58 KB, 58 units a rewrite); at 168h,
-// 2.6 KB and 6.5 units (the head reached the 400 KB limit). Past 128
-// segments of several thousand claims (about 820,000 within the horizon)
-// the head grows by about 5 bytes for every 6,400 claims more: 16.5 KB for a key
-// with 35 million live claims (57 a second for a week), more than a
+// What a hot key costs (TestModelAHotKey: a claim a commit, 24 every
+// 4.4 s, pipeline pageviews and a 10-byte key, measured over a second
+// horizon's commits): at the default 1h the head is 0.8 KB on average and
+// at most 1 KB, one write unit a rewrite, and a seal every 12 commits (the
+// names of 128 segments leave room for about 11 claims) writes 2.35 units
+// of segments, merges included: 1.20 write units a commit in all, where
+// sealing the whole head past 24 made 1.69 (a head of up to 1.5 KB, 1.54
+// units a rewrite, and 3.6 units a seal every 25 commits). At 24h, 0.9 KB,
+// one unit a rewrite and 4.0 a seal every 10 commits: 1.42 a commit (1.95
+// before); the merges leave up to 188 segments, not 128 (179 before),
+// where no adjacent run of one tier fits a segment. At 168h the names of
+// up to 626 segments make a head of 2.9 KB, 3 units a rewrite, and a seal
+// every 12 commits writes 3.7: 3.31 a commit (3.82 before, 3.56 units a
+// rewrite). Past 128 segments of several thousand claims (790,000 to a
+// million within the horizon) the head grows by about 5 bytes for every
+// 5,000 to 8,000 claims more: at 168h, 3.3 million claims, more than a
 // Lambda function's cache holds. The head names at most 4,096 segments
-// (WithSegmentLimit: about 20 KB, some 32 million claims merged): a key
+// (WithSegmentLimit: about 20 KB, some 20 to 32 million claims merged): a key
 // whose claims within the horizon need more lets its oldest segments go
 // early, counted in Stats.DroppedEarly (the functions' DedupeDroppedEarly
 // metric and a warning), and copies of those events count again — rather

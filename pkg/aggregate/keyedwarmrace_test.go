@@ -1,7 +1,6 @@
 package aggregate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/internal/memdb"
+	"github.com/tributary-dev/tributary/internal/syncbuf"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/window"
@@ -53,17 +53,6 @@ func (s *outageStream) PutRecords(ctx context.Context, in *kinesis.PutRecordsInp
 		out.Records = append(out.Records, kintypes.PutRecordsResultEntry{SequenceNumber: aws.String("1"), ShardId: aws.String("shardId-000000000000")})
 	}
 	return out, nil
-}
-
-type lineBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lineBuf) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
 }
 
 // lossyStore applies a keyed state's write and now and then reports it
@@ -126,7 +115,7 @@ func warmRace(t *testing.T, seed uint64) {
 	now := t0
 	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
 	views := state.NewViews(lossy, "views", cfg.Aggregates, state.WithClock(clock))
-	var logs lineBuf
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	var refuseMu sync.Mutex
 	refuseNext := 0
@@ -237,7 +226,7 @@ func warmRace(t *testing.T, seed uint64) {
 	var bad []string
 	// Logs: every id on the stream logged exactly once, none other.
 	logged := map[string]int{}
-	for line := range strings.Lines(logs.b.String()) {
+	for line := range strings.Lines(logs.String()) {
 		var l struct {
 			Msg string `json:"msg"`
 			ID  string `json:"id"`

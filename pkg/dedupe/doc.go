@@ -92,10 +92,13 @@
 // names of 128 segments leave room for about 11 claims) writes 2.35 units
 // of segments, merges included: 1.20 write units a commit in all, where
 // sealing the whole head past 24 made 1.69 (a head of up to 1.5 KB, 1.54
-// units a rewrite, and 3.6 units a seal every 25 commits). At 24h, 0.9 KB,
-// one unit a rewrite and 4.0 a seal every 10 commits: 1.42 a commit (1.95
-// before); the merges leave up to 188 segments, not 128 (179 before),
-// where no adjacent run of one tier fits a segment. At 168h the names of
+// units a rewrite, and 3.6 units a seal every 25 commits). At 24h, 0.8 KB,
+// one unit a rewrite and 3.8 a seal every 9.5 commits: 1.40 a commit (1.95
+// before); at most 128 segments: where no adjacent run of one tier fits a
+// segment (neighbours either side of a tier's bound, as a hot key's
+// commits of 30 and 50 claims seal them), the adjacent pair with the
+// fewest claims is merged (up to 188 were left before it, 179 before the
+// seals of one unit). At 168h the names of
 // up to 626 segments make a head of 2.9 KB, 3 units a rewrite, and a seal
 // every 12 commits writes 3.7: 3.31 a commit (3.82 before, 3.56 units a
 // rewrite). Past 128 segments of several thousand claims (790,000 to a

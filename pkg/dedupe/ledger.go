@@ -926,8 +926,9 @@ func (l *Ledger) sealUnit() int { return min(l.headMax, l.segMax) }
 // a hot key's head names a bounded number of them whatever the horizon:
 // each time mergeRun adjacent segments of one tier (or fewer, down to two,
 // when no such run is there), the lowest tier first and of those the
-// newest, if they fit one segment, into a fresh segment in their place;
-// claims past cutoff are left out. A segment's tier is how many times
+// newest, if they fit one segment, into a fresh segment in their place
+// (and when no run of one tier fits, the adjacent pair with the fewest
+// claims that does); claims past cutoff are left out. A segment's tier is how many times
 // mergeRun a sealed segment (sealUnit claims) it holds, rounded: from 2,
 // 8, 32 and 128 times (48, 192, 768 and 3,072 claims by default), so
 // that four segments of one tier, even sealed short of sealUnit (a head
@@ -971,6 +972,22 @@ func (l *Ledger) merge(p *writePlan, cutoff uint32) {
 				}
 				if best < 0 || t <= bestTier { // ties: the newest run, which lives longest
 					best, bestLen, bestTier = i, run, t
+				}
+			}
+		}
+		if best < 0 {
+			// No run of one tier fits: neighbours whose sizes straddle a
+			// tier's bound (a hot key's commits of 30 and 50 claims)
+			// would never merge, and the live segments would grow until
+			// the segment limit let claims within the horizon go. The
+			// adjacent pair with the fewest claims that fits is merged
+			// instead.
+			for i := 0; i+2 <= len(p.segs); i++ {
+				if tiers[i] < 0 || tiers[i+1] < 0 {
+					continue
+				}
+				if total := len(p.segs[i].es) + len(p.segs[i+1].es); total <= l.segMax && (best < 0 || total <= bestTier) {
+					best, bestLen, bestTier = i, 2, total
 				}
 			}
 		}

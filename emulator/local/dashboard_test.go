@@ -31,7 +31,7 @@ const fixtureBoard = "LocalTestDashboard"
 // more AWS::CloudWatch::Dashboard, whose body is an Fn::Join of strings and
 // references to the stack's own resources, as the CDK writes one: metric
 // widgets on the Tributary namespace (RecordsIn, WriteRequests by
-// Function), on AWS/Lambda (Invocations and p99 Duration by the aggregate
+// Function and Pipeline), on AWS/Lambda (Invocations and p99 Duration by the aggregate
 // function's name), a math expression, a single value of the Tasks DLQ's
 // depth (AWS/SQS), a text widget and a log widget.
 func withFixtureDashboard(t *testing.T, tpl string) string {
@@ -67,9 +67,9 @@ func withFixtureDashboard(t *testing.T, tpl string) string {
 		logGroup = map[string]any{"Fn::Join": []any{"", []any{"/aws/lambda/", aggregate}}}
 	}
 	parts := []any{`{"widgets":[`,
-		`{"type":"metric","x":0,"y":0,"width":12,"height":6,"properties":{"title":"Aggregate: records in and writes","region":"`, map[string]any{"Ref": "AWS::Region"}, `","view":"timeSeries","stat":"Sum","period":60,"metrics":[["Tributary","RecordsIn","Function","aggregate"],[".","WriteRequests",".","."]]}},`,
+		`{"type":"metric","x":0,"y":0,"width":12,"height":6,"properties":{"title":"Aggregate: records in and writes","region":"`, map[string]any{"Ref": "AWS::Region"}, `","view":"timeSeries","stat":"Sum","period":60,"metrics":[["Tributary","RecordsIn","Function","aggregate","Pipeline","pageviews"],[".","WriteRequests",".",".",".","."]]}},`,
 		`{"type":"metric","x":12,"y":0,"width":12,"height":6,"properties":{"title":"Aggregate invocations and p99 duration","view":"timeSeries","period":60,"metrics":[["AWS/Lambda","Invocations","FunctionName","`, aggregate, `",{"stat":"Sum"}],[".","Duration",".",".",{"stat":"p99","label":"Duration p99"}],["...",{"stat":"Maximum","label":"Duration max"}]]}},`,
-		`{"type":"metric","x":0,"y":6,"width":12,"height":6,"properties":{"title":"Writes per 100 records","view":"timeSeries","stat":"Sum","period":60,"metrics":[["Tributary","WriteRequests","Function","aggregate",{"id":"w","visible":false}],[".","RecordsIn",".",".",{"id":"r","visible":false}],[{"expression":"100*w/r","label":"writes per 100 records","id":"e1"}]]}},`,
+		`{"type":"metric","x":0,"y":6,"width":12,"height":6,"properties":{"title":"Writes per 100 records","view":"timeSeries","stat":"Sum","period":60,"metrics":[["Tributary","WriteRequests","Function","aggregate","Pipeline","pageviews",{"id":"w","visible":false}],[".","RecordsIn",".",".",".",".",{"id":"r","visible":false}],[{"expression":"100*w/r","label":"writes per 100 records","id":"e1"}]]}},`,
 		`{"type":"metric","x":12,"y":6,"width":6,"height":6,"properties":{"title":"Tasks DLQ depth","view":"singleValue","stat":"Maximum","period":60,"metrics":[["AWS/SQS","ApproximateNumberOfMessagesVisible","QueueName","`, dlq, `"]]}},`,
 		`{"type":"text","x":18,"y":6,"width":6,"height":6,"properties":{"markdown":"# Tributary locally\nThe **stack's own** dashboard, drawn from the stand-in."}},`,
 		`{"type":"log","x":0,"y":12,"width":24,"height":6,"properties":{"title":"Aggregate reports","view":"table","query":"SOURCE '`, logGroup, `' | fields @timestamp, @message | filter @message like /REPORT/ | sort @timestamp desc | limit 5"}}`,

@@ -655,9 +655,10 @@ func seriesCount(ms []cloudwatchlocal.MetricSummary) string {
 // demoIdempotencyKey sends one request twice under the same
 // Idempotency-Key, as a client that timed out waiting for the answer does:
 // the second answer is the first, byte for byte, and nothing is written
-// again. The windows its events count in are those of the times the
-// stream carries for them: ingest moves an event's time by its receivedAt −
-// sentAt, so a request sent as a minute ends may put it in the next.
+// again. The windows its events count in are those of their event times
+// as the stream carries them: occurredAt moved by receivedAt − sentAt
+// (ingest stamps receivedAt), so a request sent as a minute ends may put
+// them in the next.
 func demoIdempotencyKey(ctx context.Context, url, eventsStream string, w *local.Windows, stack *local.Stack, want local.Counts, from, to time.Time) error {
 	evs := local.FollowerEvents(time.Now().UTC(), 3)
 	for i := range evs {

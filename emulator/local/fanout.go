@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	ktypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/tributary-dev/tributary/pkg/stream"
 )
 
 // FanOut is, for one stream, the records on it and what every event source
@@ -166,39 +168,38 @@ func streamRecords(ctx context.Context, c recordReader, stream string) ([]string
 	}
 }
 
-// WrittenEvents returns, for each of ids, the occurredAt of every record on
-// the stream whose JSON data has that "id" (an event envelope's id),
+// WrittenEvents returns, for each of ids, the event time of every record
+// on the stream whose JSON data has that "id" (an event envelope's id),
 // reading every shard from its start: how many times each event was
 // written, whatever a function's mapping delivered or retried, and the time
-// the writer (ingest) gave it.
-func WrittenEvents(ctx context.Context, cfg aws.Config, stream string, ids []string) (map[string][]time.Time, error) {
+// a pipeline windows it by (stream.Envelope.EventTime: occurredAt moved by
+// receivedAt − sentAt, which ingest stamps; occurredAt alone put an event
+// sent as a minute ended in the minute before the one its window is).
+func WrittenEvents(ctx context.Context, cfg aws.Config, streamName string, ids []string) (map[string][]time.Time, error) {
 	c := kinesis.NewFromConfig(cfg)
 	want := map[string]bool{}
 	for _, id := range ids {
 		want[id] = true
 	}
 	written := map[string][]time.Time{}
-	shards, err := c.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(stream)})
+	shards, err := c.ListShards(ctx, &kinesis.ListShardsInput{StreamName: aws.String(streamName)})
 	if err != nil {
-		return nil, fmt.Errorf("listing the shards of %s: %w", stream, err)
+		return nil, fmt.Errorf("listing the shards of %s: %w", streamName, err)
 	}
 	for _, sh := range shards.Shards {
-		it, err := c.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(stream), ShardId: sh.ShardId, ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon})
+		it, err := c.GetShardIterator(ctx, &kinesis.GetShardIteratorInput{StreamName: aws.String(streamName), ShardId: sh.ShardId, ShardIteratorType: ktypes.ShardIteratorTypeTrimHorizon})
 		if err != nil {
-			return nil, fmt.Errorf("reading shard %s of %s: %w", aws.ToString(sh.ShardId), stream, err)
+			return nil, fmt.Errorf("reading shard %s of %s: %w", aws.ToString(sh.ShardId), streamName, err)
 		}
 		for iter := it.ShardIterator; iter != nil; {
 			recs, err := c.GetRecords(ctx, &kinesis.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(10000)})
 			if err != nil {
-				return nil, fmt.Errorf("reading shard %s of %s: %w", aws.ToString(sh.ShardId), stream, err)
+				return nil, fmt.Errorf("reading shard %s of %s: %w", aws.ToString(sh.ShardId), streamName, err)
 			}
 			for _, r := range recs.Records {
-				var ev struct {
-					ID         string    `json:"id"`
-					OccurredAt time.Time `json:"occurredAt"`
-				}
+				var ev stream.Envelope
 				if json.Unmarshal(r.Data, &ev) == nil && want[ev.ID] {
-					written[ev.ID] = append(written[ev.ID], ev.OccurredAt)
+					written[ev.ID] = append(written[ev.ID], ev.EventTime())
 				}
 			}
 			if len(recs.Records) == 0 || aws.ToInt64(recs.MillisBehindLatest) == 0 && len(recs.Records) < 10000 {

@@ -1010,14 +1010,15 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 // processing time: no further than hold (the records a per-interval
 // invocation carries), nor than the first record the function has not
 // processed allows, on the shard or, after a reshard, on the shards that
-// took its keys (backlog.IdleHold).
-func (p *Processor) idleHold(ctx context.Context, shard string, wm *window.Watermark, hold time.Time, positions backlog.Positions, now time.Time) (time.Time, error) {
-	bound, waiting, err := backlog.IdleHold(ctx, p.backlog, shard, positions, wm, p.cfg.IdleTimeout, hold, now)
+// took its keys, nor, the shard closed by a reshard, than those shards'
+// stored watermarks (backlog.IdleHold).
+func (p *Processor) idleHold(ctx context.Context, shard string, wm *window.Watermark, hold time.Time, known backlog.Known, now time.Time) (time.Time, error) {
+	bound, waiting, err := backlog.IdleHold(ctx, p.backlog, shard, known, wm, p.cfg.IdleTimeout, hold, now)
 	if err != nil {
 		return bound, fmt.Errorf("aggregate: %w", err)
 	}
 	if waiting {
-		through, _ := positions(shard)
+		through, _ := known.Position(shard)
 		p.log.Info("idle advance waits for records not processed yet", "shard", shard, "after", through,
 			"watermarkAtMost", bound.UTC().Format(time.RFC3339Nano))
 	}

@@ -132,11 +132,38 @@ type Reader interface {
 	FirstAfter(ctx context.Context, shard, seq string) (Next, error)
 }
 
-// Positions tells IdleHold, for a shard, the last record its function
-// committed ("": none) and whether the function stored a watermark for it
-// at all (one stored before positions were has a watermark and no
-// position: nothing is known of what it processed).
-type Positions func(shard string) (through string, known bool)
+// Known is what a ticker has loaded of the shards its function stored a
+// watermark for (state.Views.Shards): for each, the last record the
+// function committed with it, and the watermark itself.
+type Known struct {
+	positions map[string]string
+	marks     map[string]*window.Watermark
+}
+
+// Stored is the Known of positions as state.Views.Shards returns them and
+// the shards' watermarks, marks.
+func Stored(positions map[string]string, marks map[string]*window.Watermark) Known {
+	return Known{positions: positions, marks: marks}
+}
+
+// Position is the last record the function committed on shard ("": none)
+// and whether it stored a watermark for shard at all (one stored before
+// positions were has a watermark and no position: nothing is known of
+// what it processed).
+func (k Known) Position(shard string) (through string, known bool) {
+	_, known = k.marks[shard]
+	return k.positions[shard], known
+}
+
+// watermark is shard's stored watermark value, when the function stored
+// one that has seen event time.
+func (k Known) watermark(shard string) (time.Time, bool) {
+	wm, ok := k.marks[shard]
+	if !ok || wm == nil || wm.Current().IsZero() {
+		return time.Time{}, false
+	}
+	return wm.Current(), true
+}
 
 // maxGenerations bounds how many reshards below a closed shard IdleHold
 // looks for records its keys may still bring.
@@ -154,72 +181,92 @@ const maxGenerations = 4
 // end, its children's not yet processed (their position, or all of them
 // for a child the function has not committed on yet): the keys moved
 // there, and a child still catching up holds records of windows the
-// parent's advance would close. waiting reports that such a record bounds
-// it. It reads the stream only when the advance would move wm, and not at
-// all without r or a position for shard. When the stream cannot be read it
-// returns the error, naming the shard, and the caller must not advance the
-// shard at all: the bound it returns then, wm's current value, is zero for
-// a watermark that has seen no event time, which AdvanceIdleHeld takes for
-// no bound.
-func IdleHold(ctx context.Context, r Reader, shard string, positions Positions, wm *window.Watermark, idleTimeout time.Duration, hold, now time.Time) (bound time.Time, waiting bool, err error) {
-	through, _ := positions(shard)
+// parent's advance would close. A closed shard also goes no further than
+// its children's stored watermarks: it is idle for good, its keys' event
+// time goes on in them, and a child may hold records it has processed of
+// a window the parent has written (a shard's carry, package aggregate) —
+// that window closes when the child's watermark passes it, not by the
+// parent's clock before. waiting reports that a record still to be
+// processed bounds it. It reads the stream only when the advance would
+// move wm, and not at all without r or a position for shard. When the
+// stream cannot be read it returns the error, naming the shard, and the
+// caller must not advance the shard at all: the bound it returns then,
+// wm's current value, is zero for a watermark that has seen no event
+// time, which AdvanceIdleHeld takes for no bound.
+func IdleHold(ctx context.Context, r Reader, shard string, known Known, wm *window.Watermark, idleTimeout time.Duration, hold, now time.Time) (bound time.Time, waiting bool, err error) {
+	through, _ := known.Position(shard)
 	if r == nil || through == "" {
 		return hold, false, nil // no position stored yet: the clock decides
 	}
 	if trial := *wm; !trial.AdvanceIdleHeld(now, idleTimeout, hold) {
 		return hold, false, nil // it would not move: nothing to ask
 	}
-	arrived, found, err := firstUnprocessed(ctx, r, shard, through, positions, 0)
+	next, err := firstUnprocessed(ctx, r, shard, through, known, 0)
 	if err != nil {
 		return wm.Current(), false, fmt.Errorf("shard %s not advanced as idle: %w", shard, err)
 	}
-	if !found {
-		return hold, false, nil
+	bound = hold
+	if next.found {
+		bound, waiting = earlier(bound, wm.IdleBound(next.arrived, idleTimeout)), true
 	}
-	bound = wm.IdleBound(arrived, idleTimeout)
-	if hold.IsZero() || bound.Before(hold) {
-		return bound, true, nil
+	if next.childrenKnown {
+		bound = earlier(bound, next.children)
 	}
-	return hold, true, nil
+	return bound, waiting, nil
+}
+
+// earlier is the earlier of two bounds, zero being none.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// unprocessed is what firstUnprocessed found.
+type unprocessed struct {
+	// found: a record not processed yet, which arrived at arrived.
+	found   bool
+	arrived time.Time
+	// childrenKnown: the shard is closed and a shard that took its keys
+	// has a stored watermark that has seen event time; children is the
+	// lowest of those.
+	childrenKnown bool
+	children      time.Time
 }
 
 // firstUnprocessed is the earliest arrival of a record not processed yet
 // on shard after through, or, shard being closed and read, on the shards
-// that took its keys.
-func firstUnprocessed(ctx context.Context, r Reader, shard, through string, positions Positions, generation int) (time.Time, bool, error) {
+// that took its keys, with the lowest of their stored watermarks.
+func firstUnprocessed(ctx context.Context, r Reader, shard, through string, known Known, generation int) (unprocessed, error) {
 	next, err := r.FirstAfter(ctx, shard, through)
 	if err != nil || next.Found {
-		return next.Arrived, next.Found, err
+		return unprocessed{found: next.Found, arrived: next.Arrived}, err
 	}
-	var first time.Time
-	found := false
+	var u unprocessed
 	if generation == maxGenerations {
-		return first, false, nil
+		return u, nil
 	}
 	for _, child := range next.Children {
-		ct, known := positions(child)
-		if known && ct == "" {
+		if at, ok := known.watermark(child); ok && (!u.childrenKnown || at.Before(u.children)) {
+			u.children, u.childrenKnown = at, true
+		}
+		ct, stored := known.Position(child)
+		if stored && ct == "" {
 			continue // a watermark stored before positions were: nothing known
 		}
-		at, ok, err := firstUnprocessed(ctx, r, child, ct, positions, generation+1)
+		c, err := firstUnprocessed(ctx, r, child, ct, known, generation+1)
 		if err != nil {
-			return first, false, err
+			return u, err
 		}
-		if ok && (!found || at.Before(first)) {
-			first, found = at, true
+		if c.found && (!u.found || c.arrived.Before(u.arrived)) {
+			u.arrived, u.found = c.arrived, true
+		}
+		if c.childrenKnown && (!u.childrenKnown || c.children.Before(u.children)) {
+			u.children, u.childrenKnown = c.children, true
 		}
 	}
-	return first, found, nil
-}
-
-// Stored is the Positions a ticker has loaded: positions as
-// state.Views.Shards returns them, and the shards marks (Watermarks)
-// holds a watermark for.
-func Stored(positions map[string]string, marks map[string]*window.Watermark) Positions {
-	return func(shard string) (string, bool) {
-		_, known := marks[shard]
-		return positions[shard], known
-	}
+	return u, nil
 }
 
 // EnvStream names the stream a function reads, for its tick to read the

@@ -126,9 +126,10 @@ func (f *shards) FirstAfter(_ context.Context, shard, seq string) (backlog.Next,
 
 // IdleHold bounds an idle advance by the first unprocessed record's
 // arrival — on the shard, or, the shard closed by a reshard and read to
-// its end, on the shards that took its keys — keeps a caller's lower
-// hold, asks nothing when the advance would not move or no position is
-// known, and stops the advance when the stream cannot be read.
+// its end, on the shards that took its keys — and a closed shard's by
+// those shards' stored watermarks, keeps a caller's lower hold, asks
+// nothing when the advance would not move or no position is known, and
+// stops the advance when the stream cannot be read.
 func TestIdleHold(t *testing.T) {
 	base := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	const idle = 30 * time.Second
@@ -147,36 +148,52 @@ func TestIdleHold(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		r           *shards
-		positions   map[string]string // shards with a watermark, and their positions ("": none stored)
+		positions   map[string]string        // shards with a watermark, and their positions ("": none stored)
+		seen        map[string]time.Duration // a shard's newest event time after base, when not base; -1: none
 		hold        time.Time
 		wantBound   time.Time
 		wantWaiting bool
 		wantErr     bool
 		wantReads   []string
 	}{
-		{"nothing unread: the caller's hold", &shards{}, map[string]string{parent: "7"}, time.Time{}, time.Time{}, false, false, []string{parent + "@7"}},
+		{"nothing unread: the caller's hold", &shards{}, map[string]string{parent: "7"}, nil, time.Time{}, time.Time{}, false, false, []string{parent + "@7"}},
 		{"a record waits: idle + out-of-orderness before it arrived", &shards{next: map[string]backlog.Next{parent: waits(time.Minute)}},
-			map[string]string{parent: "7"}, time.Time{}, base.Add(time.Minute - 35*time.Second), true, false, []string{parent + "@7"}},
+			map[string]string{parent: "7"}, nil, time.Time{}, base.Add(time.Minute - 35*time.Second), true, false, []string{parent + "@7"}},
 		{"a lower hold of the caller stays", &shards{next: map[string]backlog.Next{parent: waits(time.Minute)}},
-			map[string]string{parent: "7"}, base.Add(10 * time.Second), base.Add(10 * time.Second), true, false, []string{parent + "@7"}},
-		{"no position stored: no read", &shards{next: map[string]backlog.Next{parent: waits(0)}}, map[string]string{parent: ""}, time.Time{}, time.Time{}, false, false, nil},
-		{"the stream cannot be read: no advance", &shards{err: errors.New("throttled")}, map[string]string{parent: "7"}, time.Time{}, base.Add(-5 * time.Second), false, true, []string{parent + "@7"}},
+			map[string]string{parent: "7"}, nil, base.Add(10 * time.Second), base.Add(10 * time.Second), true, false, []string{parent + "@7"}},
+		{"no position stored: no read", &shards{next: map[string]backlog.Next{parent: waits(0)}}, map[string]string{parent: ""}, nil, time.Time{}, time.Time{}, false, false, nil},
+		{"the stream cannot be read: no advance", &shards{err: errors.New("throttled")}, map[string]string{parent: "7"}, nil, time.Time{}, base.Add(-5 * time.Second), false, true, []string{parent + "@7"}},
 		{"resharded: a child not processed yet holds the parent back from its oldest record",
 			&shards{next: map[string]backlog.Next{parent: split, c1: waits(2 * time.Minute)}},
-			map[string]string{parent: "7"}, time.Time{}, base.Add(2*time.Minute - 35*time.Second), true, false, []string{parent + "@7", c1 + "@", c2 + "@"}},
+			map[string]string{parent: "7"}, nil, time.Time{}, base.Add(2*time.Minute - 35*time.Second), true, false, []string{parent + "@7", c1 + "@", c2 + "@"}},
 		{"resharded: the earliest of the children's waiting records",
 			&shards{next: map[string]backlog.Next{parent: split, c1: waits(3 * time.Minute), c2: waits(2 * time.Minute)}},
-			map[string]string{parent: "7", c1: "9", c2: "11"}, time.Time{}, base.Add(2*time.Minute - 35*time.Second), true, false,
+			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: 4 * time.Minute, c2: 4 * time.Minute}, time.Time{}, base.Add(2*time.Minute - 35*time.Second), true, false,
 			[]string{parent + "@7", c1 + "@9", c2 + "@11"}},
-		{"resharded, the children caught up: the clock decides", &shards{next: map[string]backlog.Next{parent: split}},
-			map[string]string{parent: "7", c1: "9", c2: "11"}, time.Time{}, time.Time{}, false, false, []string{parent + "@7", c1 + "@9", c2 + "@11"}},
-		{"resharded, a child's watermark stored before positions were: not read", &shards{next: map[string]backlog.Next{parent: split, c1: waits(0)}},
-			map[string]string{parent: "7", c1: "", c2: "11"}, time.Time{}, time.Time{}, false, false, []string{parent + "@7", c2 + "@11"}},
+		{"resharded, the children caught up: no further than the lower of their watermarks", &shards{next: map[string]backlog.Next{parent: split}},
+			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: 3 * time.Minute, c2: 2 * time.Minute}, time.Time{}, base.Add(2*time.Minute - 5*time.Second), false, false,
+			[]string{parent + "@7", c1 + "@9", c2 + "@11"}},
+		{"resharded: a child's watermark below its waiting record's bound bounds the parent", &shards{next: map[string]backlog.Next{parent: split, c1: waits(3 * time.Minute)}},
+			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: time.Minute, c2: 4 * time.Minute}, time.Time{}, base.Add(time.Minute - 5*time.Second), true, false,
+			[]string{parent + "@7", c1 + "@9", c2 + "@11"}},
+		{"resharded, a child with no event time yet bounds nothing", &shards{next: map[string]backlog.Next{parent: split}},
+			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: -1, c2: 4 * time.Minute}, time.Time{}, base.Add(4*time.Minute - 5*time.Second), false, false,
+			[]string{parent + "@7", c1 + "@9", c2 + "@11"}},
+		{"resharded, no child stored a watermark: the clock decides", &shards{next: map[string]backlog.Next{parent: split}},
+			map[string]string{parent: "7"}, nil, time.Time{}, time.Time{}, false, false, []string{parent + "@7", c1 + "@", c2 + "@"}},
+		{"resharded, a child's watermark stored before positions were: not read, its watermark still bounds", &shards{next: map[string]backlog.Next{parent: split, c1: waits(0)}},
+			map[string]string{parent: "7", c1: "", c2: "11"}, map[string]time.Duration{c1: time.Minute, c2: 4 * time.Minute}, time.Time{}, base.Add(time.Minute - 5*time.Second), false, false, []string{parent + "@7", c2 + "@11"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			marks := map[string]*window.Watermark{}
 			for s := range tt.positions {
 				marks[s] = wm()
+				if d, ok := tt.seen[s]; ok {
+					marks[s] = window.NewWatermark(5 * time.Second)
+					if d >= 0 {
+						marks[s].Observe(base.Add(d))
+					}
+				}
 			}
 			bound, waiting, err := backlog.IdleHold(context.Background(), tt.r, parent, backlog.Stored(tt.positions, marks), wm(), idle, tt.hold, now)
 			if (err != nil) != tt.wantErr || !bound.Equal(tt.wantBound) || waiting != tt.wantWaiting || !slices.Equal(tt.r.reads, tt.wantReads) {

@@ -434,7 +434,7 @@ schema: ## regenerate pipelines/pipeline.schema.json (the pipeline files' JSON S
 bench: deps-local deps-bench ## cost, the deployed pipeline's monthly bill at a stated load (and at 1,000 events/s over 100 keys, busy keys whose sessions never close) and one instance's keep-up, throughput, binaries, worker idempotency, ingest and enrichment, CEP and the stream join against their peers, side by side, and event-sourced commands (BENCH lines, about 10 min)
 	$(GO) run ./bench/cost -events 1000 -batches 100,1000
 	$(GO) run ./bench/load -loads 10x100,100x1000
-	$(GO) run ./bench/load -loads 1000x100 -paths per-interval -keepup=false -powertools=false -flushes ""
+	$(GO) run ./bench/load -loads 1000x100 -paths per-interval -keepup=false -powertools=false -flushes "" -nolog=false
 	$(GO) run ./bench/throughput
 	$(GO) run ./bench/binary
 	$(GO) run ./bench/worker

@@ -64,6 +64,7 @@
 //	BENCH load_packed events_per_s=<n> keys=<n> path=<...> wcu_per_event=<x> packed_wcu_per_event=<x>
 //	BENCH load_cloudwatch events_per_s=<n> keys=<n> path=<...> results_logs_usd=<x> emf_logs_usd=<x> platform_logs_usd=<x> other_logs_usd=<x> metrics_usd=<x> alarms_usd=<x> result_lines_per_event=<x> bytes_per_result_line=<n>
 //	BENCH load_flush events_per_s=100 keys=1000 flush_s=<n> wcu_per_event=<x> total_usd=<x> flink_ratio=<x> windows_ended_early=<n>
+//	BENCH load_nolog events_per_s=100 keys=1000 path=per-interval result_lines=<n> cloudwatch_usd=<x> total_usd=<x> flink_ratio=<x> provisioned_total_usd=<x> provisioned_flink_ratio=<x>
 //	BENCH load_provisioned events_per_s=<n> keys=<n> path=<...> wcu=<n> rcu=<n> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_ratio=<x> largest_burst_wu=<n> burst_credit_wu=<n> throttled_wu_per_event=<x>
 //
 // load_provisioned prices the same run with the views table provisioned
@@ -87,7 +88,10 @@
 // would cost if no write paid for the rest of its last KB — the floor of
 // packing today's items together without making them smaller or writing
 // them less often. load_flush prices the README's load at each of
-// -flushes, the intervals other than the stack's (-flush).
+// -flushes, the intervals other than the stack's (-flush). load_nolog
+// runs the README's load again with the pipeline's outputs.log false (no
+// result line logged; -nolog=false skips it), priced on demand and with
+// the views table provisioned: result_lines counts the lines it logged.
 //
 // load_detail's cpu_ms_per_record includes sdk_ms_per_record, the SDK's
 // share.
@@ -152,5 +156,5 @@
 //
 // Run from the repository root:
 //
-//	go run ./bench/load [-loads 10x100,100x1000,1000x10000] [-paths per-batch,per-interval] [-span 10m] [-flush 2m] [-flushes 1m,5m] [-keepup=false] [-powertools=false]
+//	go run ./bench/load [-loads 10x100,100x1000,1000x10000] [-paths per-batch,per-interval] [-span 10m] [-flush 2m] [-flushes 1m,5m] [-keepup=false] [-powertools=false] [-nolog=false]
 package main

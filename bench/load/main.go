@@ -34,6 +34,7 @@ func main() {
 	flag.IntVar(&o.keepupBatches, "keepup-batches", 8, "invocations measured per keepup run (per interval: at least a whole -flush interval's)")
 	flag.IntVar(&o.keepupKeys, "keepup-keys", 1000, "keys on the keepup shard")
 	flag.DurationVar(&o.latency, "latency", 4*time.Millisecond, "how long the store takes to answer a request (keepup; and what the Powertools peer awaits per request)")
+	flag.BoolVar(&o.nolog, "nolog", true, "price the README's load again with the pipeline's outputs.log false (BENCH load_nolog)")
 	flag.BoolVar(&o.powertools, "powertools", true, "run the Powertools peer (node, moto) on a sample and print its BENCH load_powertools lines")
 	flag.IntVar(&o.memoryMB, "memory", deployedStack.memoryMB, "the aggregate and ticker functions' memory in MB (Lambda's vCPU share follows it: 1,769 MB is one vCPU)")
 	flag.IntVar(&o.peerEvents, "peer-events", 300, "events in the Powertools peer's sample")
@@ -76,6 +77,7 @@ type options struct {
 	keepupKeys    int
 	latency       time.Duration
 	powertools    bool
+	nolog         bool
 	peerEvents    int
 	verbose       bool
 }
@@ -291,6 +293,22 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		b := price(t, st)
 		fmt.Fprintf(out, "BENCH load_flush events_per_s=100 keys=1000 flush_s=%.0f wcu_per_event=%.3f total_usd=%.2f flink_ratio=%.2f windows_ended_early=%d\n",
 			fl.Seconds(), b.wruPerEvent, b.total(), b.total()/flink, t.earlyFinals)
+	}
+
+	// The README's load with the pipeline's result lines off
+	// (outputs.log false), on demand and provisioned: what a team that
+	// reads results from the stream or the table pays.
+	if o.nolog && slices.Contains(o.paths, pathInterval) {
+		o.logf(log, "outputs.log false at 100 events/s over 1,000 keys")
+		quiet := *cfg
+		quiet.Outputs.Log = false
+		t, err := steadyLoad(ctx, &quiet, st, load{rate: 100, keys: 1000, path: pathInterval, flush: o.flush, span: o.span, tail: o.tail, waitPerRequest: wait[pathInterval], sdk: sdk})
+		if err != nil {
+			return err
+		}
+		b, pb := price(t, st), priceProvisioned(t, st)
+		fmt.Fprintf(out, "BENCH load_nolog events_per_s=100 keys=1000 path=%s result_lines=%d cloudwatch_usd=%.2f total_usd=%.2f flink_ratio=%.2f provisioned_total_usd=%.2f provisioned_flink_ratio=%.2f\n",
+			pathInterval, t.resultLines, b.cloudwatch, b.total(), b.total()/flink, pb.total(), pb.total()/flink)
 	}
 	return nil
 }

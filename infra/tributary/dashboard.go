@@ -90,7 +90,8 @@ type Dashboard struct {
 	// Queries are the saved Logs Insights queries (logs.go), by
 	// ResultsQuery.
 	Queries map[ResultsQuery]awslogs.CfnQueryDefinition
-	// TopKeys is the Contributor Insights rule over the results' log lines.
+	// TopKeys is the Contributor Insights rule over the results' log lines
+	// (nil when the pipeline's outputs.log is false: no such lines).
 	TopKeys awscloudwatch.CfnInsightRule
 	// ResultLogGroups are the log groups of the pipeline's functions, where
 	// its results are logged; FunctionLogGroups every function's.
@@ -110,6 +111,9 @@ type Dashboard struct {
 // archive wrote; and the window results from the logs. It adds the
 // saved queries (a folder Tributary/<pipeline>), the top-keys rule, and
 // the stack outputs <Pipeline>DashboardName and <Pipeline>DashboardUrl.
+// A pipeline whose outputs.log is false logs no result: its dashboard,
+// queries and rule leave out what reads result lines (the results of a
+// key, top keys, latest results) and keep the rest.
 // It fails when the pipeline's functions are not in scope's stack or a
 // function has no log group of its own (the queries name log groups).
 func NewDashboard(scope constructs.Construct, id string, props DashboardProps) (*Dashboard, error) {
@@ -160,7 +164,9 @@ func NewDashboard(scope constructs.Construct, id string, props DashboardProps) (
 	d.Dashboard.AddWidgets(w.latency()...)
 	d.Dashboard.AddWidgets(w.capacity()...)
 	d.Queries = newResultsQueries(c, cfg, d.ResultLogGroups, d.FunctionLogGroups)
-	d.TopKeys = newTopKeysRule(c, cfg, d.ResultLogGroups)
+	if cfg.Outputs.Log {
+		d.TopKeys = newTopKeysRule(c, cfg, d.ResultLogGroups)
+	}
 	d.Dashboard.AddWidgets(resultsLogWidgets(cfg, d.ResultLogGroups, d.FunctionLogGroups)...)
 
 	exported := exportedName(cfg.Name)
@@ -228,6 +234,14 @@ func (w *widgets) intro() awscloudwatch.IWidget {
 		runBy = append(runBy, fn.name)
 	}
 	q := queryNames(w.pipe.Name)
+	if !w.pipe.Outputs.Log {
+		md := fmt.Sprintf(`# Pipeline %s
+Windows %s over events of types %s, key `+"`%s`"+`, run by %s. Results are not logged (`+"`outputs.log`"+` is false): read them by key with `+"`go run ./cmd/results -parameter <ViewsParameterName> -key <key>`"+`%s.
+**Saved queries** (Logs Insights → Saved queries): *%s*, *%s*.`,
+			w.pipe.Name, strings.Join(kinds, ", "), eventTypesText(w.pipe), w.pipe.Key, strings.Join(runBy, " and "), followText(w.pipe),
+			q[QueryRecordPath], q[QuerySetAside])
+		return awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{Markdown: jsii.String(md), Width: jsii.Number(24), Height: jsii.Number(3)})
+	}
 	md := fmt.Sprintf(`# Pipeline %s
 Windows %s over events of types %s, key `+"`%s`"+`, run by %s. Every final window, correction and retraction is logged by them as one JSON line (`+"`msg = \"%s\"`"+`, key and values as fields).
 **Saved queries** (Logs Insights → Saved queries): *%s*, *%s*, *%s*, *%s*. **Top keys**: Contributor Insights rule *%s-%s-top-keys*.
@@ -235,6 +249,15 @@ From a terminal: `+"`go run ./cmd/results -parameter <ViewsParameterName> -key <
 		w.pipe.Name, strings.Join(kinds, ", "), eventTypesText(w.pipe), w.pipe.Key, strings.Join(runBy, " and "), ResultLogMessage,
 		q[QueryResultsOfKey], q[QueryTopKeys], q[QueryRecordPath], q[QuerySetAside], *w.stack.StackName(), w.pipe.Name)
 	return awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{Markdown: jsii.String(md), Width: jsii.Number(24), Height: jsii.Number(4)})
+}
+
+// followText is how the intro of a pipeline that logs no result says to
+// watch them arrive: from its stream, when it has one.
+func followText(p *pipeline.Config) string {
+	if !p.Outputs.Stream {
+		return ""
+	}
+	return ", and watch them arrive with `go run ./cmd/results -follow -stream <WindowResultsStreamName>`"
 }
 
 func eventTypesText(p *pipeline.Config) string {

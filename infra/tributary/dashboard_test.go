@@ -381,6 +381,7 @@ func TestDashboardPerPipeline(t *testing.T) {
 	files := testPipelineFiles(t, map[string]string{
 		"pageviews": readRepoPipeline(t, "pageviews"),
 		"clicks":    `{"name": "clicks", "windows": [{"kind": "session", "gap": "1m"}, {"kind": "hopping", "size": "2m", "advance": "1m"}], "aggregates": ["sum"], "value": "data.ms", "partitionKeyIsGroupingKey": true}`,
+		"quiet":     `{"name": "quiet", "windows": [{"kind": "tumbling", "size": "1m"}], "outputs": {"table": true, "log": false}}`,
 	})
 	pipes, err := NewPipelines(stack, "Pipelines", PipelinesProps{AssetDir: assets, Files: files, Events: testEventsStream(stack),
 		OnFailure: NewQueueWithDLQ(stack, "Failures", QueueWithDLQProps{ConsumerTimeout: time.Minute})})
@@ -398,8 +399,21 @@ func TestDashboardPerPipeline(t *testing.T) {
 	for id, d := range tmpl.ofType("AWS::CloudWatch::Dashboard") {
 		name := tokenText(t, d.Properties["DashboardName"])
 		names[name] = id
-		keys := metricKeys(t, parseDashboard(t, d))
+		body := parseDashboard(t, d)
+		keys := metricKeys(t, body)
 		pipe := strings.TrimPrefix(name, "Two-")
+		if pipe == "quiet" {
+			// outputs.log false: no widget reads result lines, and the
+			// intro says where the results are instead.
+			for _, w := range body.Widgets {
+				if strings.Contains(w.Properties.Query, "window result") {
+					t.Errorf("dashboard %s reads result lines the pipeline does not write: %q", name, w.Properties.Title)
+				}
+				if w.Type == "text" && (!strings.Contains(w.Properties.Markdown, "Results are not logged") || strings.Contains(w.Properties.Markdown, "top-keys")) {
+					t.Errorf("dashboard %s's intro: %s", name, w.Properties.Markdown)
+				}
+			}
+		}
 		if keys["Tributary Corrections Function=aggregate,Pipeline="+pipe+" Sum"] == nil {
 			t.Errorf("dashboard %s does not show %s's corrections", name, pipe)
 		}
@@ -409,7 +423,7 @@ func TestDashboardPerPipeline(t *testing.T) {
 			}
 		}
 	}
-	if len(names) != 2 || names["Two-pageviews"] == "" || names["Two-clicks"] == "" {
+	if len(names) != 3 || names["Two-pageviews"] == "" || names["Two-clicks"] == "" || names["Two-quiet"] == "" {
 		t.Errorf("dashboards %v, want one per pipeline", names)
 	}
 	queries := tmpl.ofType("AWS::Logs::QueryDefinition")
@@ -417,8 +431,13 @@ func TestDashboardPerPipeline(t *testing.T) {
 	for _, q := range queries {
 		byName[q.Properties["Name"].(string)] = q
 	}
-	if len(byName) != 8 {
-		t.Errorf("%d saved queries, want 4 per pipeline: %v", len(byName), byName)
+	if len(byName) != 10 {
+		t.Errorf("%d saved queries, want 4 per pipeline and 2 for quiet, which logs no result: %v", len(byName), byName)
+	}
+	for _, name := range []string{"Tributary/quiet/a record's path by event id", "Tributary/quiet/records set aside or quarantined, and why"} {
+		if _, ok := byName[name]; !ok {
+			t.Errorf("no saved query %q", name)
+		}
 	}
 	lg := func(x *Pipeline) any {
 		return []any{ref(logicalID(stack, x.Aggregate.LogGroup)), ref(logicalID(stack, x.Ticker.LogGroup))}
@@ -444,7 +463,7 @@ func TestDashboardPerPipeline(t *testing.T) {
 		ruleNames[tokenText(t, r.Properties["RuleName"])] = true
 	}
 	if !ruleNames["Two-pageviews-top-keys"] || !ruleNames["Two-clicks-top-keys"] || len(ruleNames) != 2 {
-		t.Errorf("rules %v, want one per pipeline", ruleNames)
+		t.Errorf("rules %v, want one per pipeline that logs its results", ruleNames)
 	}
 
 	// A function logging to a group the stack does not hold is refused.

@@ -180,6 +180,9 @@ func newResultsQueries(scope constructs.Construct, p *pipeline.Config, results, 
 	names := queryNames(p.Name)
 	out := map[ResultsQuery]awslogs.CfnQueryDefinition{}
 	for _, q := range resultsQueries {
+		if !p.Outputs.Log && readsResults(q) {
+			continue // no result lines to read
+		}
 		groups, params := results, []any(nil)
 		switch q {
 		case QueryResultsOfKey:
@@ -204,6 +207,9 @@ func newResultsQueries(scope constructs.Construct, p *pipeline.Config, results, 
 	}
 	return out
 }
+
+// readsResults says q reads the result lines (outputs.log).
+func readsResults(q ResultsQuery) bool { return q == QueryResultsOfKey || q == QueryTopKeys }
 
 func logGroupNames(groups []awslogs.ILogGroup) *[]any {
 	out := make([]any, len(groups))
@@ -267,6 +273,12 @@ func resultsLogWidgets(p *pipeline.Config, results, all []awslogs.ILogGroup) []a
 		"sort @timestamp desc",
 		"limit 50",
 	}, "\n| ")
+	setAside := awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{Title: jsii.String("records set aside or quarantined, and why"),
+		LogGroupNames: names(all), QueryString: jsii.String(QueryString(p, QuerySetAside)), View: awscloudwatch.LogQueryVisualizationType_TABLE,
+		Width: jsii.Number(24), Height: jsii.Number(6)})
+	if !p.Outputs.Log {
+		return []awscloudwatch.IWidget{setAside}
+	}
 	return []awscloudwatch.IWidget{
 		awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{Title: jsii.String(p.Name + ": top keys by events (" + topKeysWindow(p) + " windows)"),
 			LogGroupNames: names(results), QueryString: jsii.String(QueryString(p, QueryTopKeys)), View: awscloudwatch.LogQueryVisualizationType_TABLE,
@@ -274,8 +286,6 @@ func resultsLogWidgets(p *pipeline.Config, results, all []awslogs.ILogGroup) []a
 		awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{Title: jsii.String(p.Name + ": latest window results (final, corrections, retractions)"),
 			LogGroupNames: names(results), QueryString: jsii.String(latest), View: awscloudwatch.LogQueryVisualizationType_TABLE,
 			Width: jsii.Number(16), Height: jsii.Number(8)}),
-		awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{Title: jsii.String("records set aside or quarantined, and why"),
-			LogGroupNames: names(all), QueryString: jsii.String(QueryString(p, QuerySetAside)), View: awscloudwatch.LogQueryVisualizationType_TABLE,
-			Width: jsii.Number(24), Height: jsii.Number(6)}),
+		setAside,
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -519,7 +518,7 @@ func (p *Processor) flushWindows(ctx context.Context, f windowFlush) (map[state.
 	// A created window's line now, whatever fails after: the write that
 	// created it is the one that logs it (sendMarked).
 	for i := range created {
-		p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&created[i].out)...)
+		p.logResult(ctx, &created[i].out)
 	}
 	p.metrics.Add("LateDropped", metrics.Count, float64(late.records(p.windowsPerRecord)))
 	if firstErr != nil {

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"os"
 	"sort"
@@ -452,7 +451,7 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 		}
 		for _, id := range clears {
 			if o, ok := unlogged[id]; ok {
-				p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(o)...)
+				p.logResult(ctx, o)
 				delete(unlogged, id)
 			}
 		}

@@ -191,7 +191,7 @@ func (p *Processor) publishSorted(ctx context.Context, views, onStream []state.V
 			return
 		}
 		if first && i < len(views) { // the version before logged the others
-			p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(&outs[i])...)
+			p.logResult(ctx, &outs[i])
 		}
 	})
 	if len(onStream) > 0 {
@@ -269,6 +269,14 @@ func (p *Processor) put(ctx context.Context, outs []Output) error {
 // it. A process that dies between the unlist (or the save) and the log
 // write loses that line (the output stream still has the result).
 const ResultLogMessage = "window result"
+
+// logResult writes o's ResultLogMessage line, unless the pipeline's
+// outputs.log is false: then no result is logged, whoever publishes it.
+func (p *Processor) logResult(ctx context.Context, o *Output) {
+	if p.cfg.Outputs.Log {
+		p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(o)...)
+	}
+}
 
 // resultAttrs are the fields of o's ResultLogMessage line.
 func resultAttrs(o *Output) []slog.Attr {

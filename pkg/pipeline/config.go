@@ -163,6 +163,10 @@ func (w WindowSpec) aligned() WindowSpec {
 type Outputs struct {
 	Table  bool // the results table in DynamoDB, queryable
 	Stream bool // the output stream
+	// Log: each final result, correction and retraction is a JSON line in
+	// the function's log (CloudWatch Logs), for Logs Insights, the
+	// dashboard's result widgets and the top-keys rule. Default true.
+	Log bool
 }
 
 // Config is a parsed, validated pipeline.
@@ -382,7 +386,8 @@ var (
 //	latePolicy                 "drop" (default) or "correct"
 //	allowedLateness            required with "correct", refused with "drop"; at most 8736h
 //	                             (8760h less what retention keeps past it, below)
-//	outputs                    {table, stream}; default {table: true}; at least one true
+//	outputs                    {table, stream, log}; default {table: true}; at least one of table and stream true;
+//	                             log (each result a line in the function's log) default true
 //	partitionKeyIsGroupingKey  producers set key to the grouping key; default false
 //	parallelizationFactor      1 (default) to 10
 //	dedupeHorizon              how long an event id suppresses copies (same key and id); default 1h,
@@ -946,7 +951,7 @@ func parseWindow(m *mistakes, path string, doc []byte) (WindowSpec, bool) {
 // parseOutputs reads outputs, each of whose mistakes is m's.
 func parseOutputs(m *mistakes, top map[string]json.RawMessage) Outputs {
 	if _, ok := top["outputs"]; !ok || !m.ok("outputs") {
-		return Outputs{Table: true}
+		return Outputs{Table: true, Log: true}
 	}
 	var doc json.RawMessage
 	if m.add(field(top, "outputs", "outputs", &doc)) {
@@ -957,9 +962,10 @@ func parseOutputs(m *mistakes, top map[string]json.RawMessage) Outputs {
 		m.add(err)
 		return Outputs{}
 	}
-	var o Outputs
+	o := Outputs{Log: true}
 	m.add(field(fields, "table", "outputs.table", &o.Table))
 	m.add(field(fields, "stream", "outputs.stream", &o.Stream))
+	m.add(field(fields, "log", "outputs.log", &o.Log))
 	if !o.Table && !o.Stream && m.ok("outputs") {
 		m.add(cfgErr("outputs", "at least one of table and stream must be true"))
 	}

@@ -87,7 +87,7 @@ func TestParseValid(t *testing.T) {
 	if c.Late != (window.LateRule{Policy: window.Correct, AllowedLateness: 10 * time.Minute}) {
 		t.Errorf("late = %+v", c.Late)
 	}
-	if c.Outputs != (Outputs{Table: true, Stream: true}) || c.ParallelizationFactor != 1 {
+	if c.Outputs != (Outputs{Table: true, Stream: true, Log: true}) || c.ParallelizationFactor != 1 {
 		t.Errorf("outputs %+v, pf %d", c.Outputs, c.ParallelizationFactor)
 	}
 	if !c.Matches("order_placed") || c.Matches("page_view") {
@@ -112,7 +112,7 @@ func TestParseDefaults(t *testing.T) {
 	if c.IdleTimeout != DefaultIdleTimeout || c.OutOfOrderness != 0 {
 		t.Errorf("idle %s, ooo %s", c.IdleTimeout, c.OutOfOrderness)
 	}
-	if c.Late != (window.LateRule{Policy: window.Drop}) || c.Outputs != (Outputs{Table: true}) || c.ParallelizationFactor != 1 {
+	if c.Late != (window.LateRule{Policy: window.Drop}) || c.Outputs != (Outputs{Table: true, Log: true}) || c.ParallelizationFactor != 1 {
 		t.Errorf("late %+v outputs %+v pf %d", c.Late, c.Outputs, c.ParallelizationFactor)
 	}
 	if !c.Matches("anything") {
@@ -285,8 +285,10 @@ func TestParseErrors(t *testing.T) {
 		{"offset too long for a duration", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m", "offset": "-9999999999h"})}), `windows[0].offset: -9999999999h is longer than a duration can be (2562047h47m16.854775807s, about 292 years)`},
 		// outputs
 		{"outputs none", with(w{"outputs": w{"table": false}}), "outputs: at least one of table and stream must be true"},
-		{"outputs unknown", with(w{"outputs": w{"table": true, "topic": true}}), "outputs.topic: unknown field (known: table, stream)"},
+		{"outputs unknown", with(w{"outputs": w{"table": true, "topic": true}}), "outputs.topic: unknown field (known: table, stream, log)"},
 		{"outputs not bool", with(w{"outputs": w{"table": "yes"}}), "outputs.table: must be true or false, not a string"},
+		{"outputs log not bool", with(w{"outputs": w{"table": true, "log": "no"}}), "outputs.log: must be true or false, not a string"},
+		{"outputs log alone", with(w{"outputs": w{"log": true}}), "outputs: at least one of table and stream must be true"},
 		{"outputs not an object", with(w{"outputs": []any{}}), "outputs: must be a JSON object, not an array"},
 		// parallelization
 		{"parallelizationFactor zero", with(w{"parallelizationFactor": 0}), "parallelizationFactor: 0 is not between 1 and 10"},
@@ -429,7 +431,7 @@ func TestParseErrorsAreBounded(t *testing.T) {
 		{"aggregate", `{"name":"n","aggregates":["` + big + `"],"windows":[{"kind":"tumbling","size":"1m"}]}`, "aggregates[0]", "quantiles"},
 		{"latePolicy", `{"name":"n","latePolicy":"` + big + `","windows":[{"kind":"tumbling","size":"1m"}]}`, "latePolicy", `"correct"`},
 		{"dedupeHorizon", `{"name":"n","dedupeHorizon":"` + big + `","windows":[{"kind":"tumbling","size":"1m"}]}`, "dedupeHorizon", `"1h30m"`},
-		{"an output's name", `{"name":"n","outputs":{"` + big + `":true},"windows":[{"kind":"tumbling","size":"1m"}]}`, "outputs.éé", "(known: table, stream)"},
+		{"an output's name", `{"name":"n","outputs":{"` + big + `":true},"windows":[{"kind":"tumbling","size":"1m"}]}`, "outputs.éé", "(known: table, stream, log)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -443,6 +445,35 @@ func TestParseErrorsAreBounded(t *testing.T) {
 			}
 			if !strings.HasPrefix(ce.Field, tt.field) || !strings.HasSuffix(ce.Reason, tt.end) || !utf8.ValidString(err.Error()) {
 				t.Errorf("error %.300q…%.300q: want field %s and a reason ending %q, valid UTF-8", ce.Field, ce.Reason[max(0, len(ce.Reason)-300):], tt.field, tt.end)
+			}
+		})
+	}
+}
+
+// outputs.log says whether each result is a line in the function's log:
+// on unless the file sets it false, and only the value given.
+func TestOutputsLog(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		outputs string // the outputs member, "" for none
+		want    Outputs
+	}{
+		{"outputs left out", "", Outputs{Table: true, Log: true}},
+		{"log left out", `{"stream": true}`, Outputs{Stream: true, Log: true}},
+		{"log off", `{"table": true, "stream": true, "log": false}`, Outputs{Table: true, Stream: true}},
+		{"log on", `{"stream": true, "log": true}`, Outputs{Stream: true, Log: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := `{"name": "n", "windows": [{"kind": "tumbling", "size": "1m"}]`
+			if tt.outputs != "" {
+				doc += `, "outputs": ` + tt.outputs
+			}
+			c, err := Parse([]byte(doc + "}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Outputs != tt.want {
+				t.Errorf("outputs %+v, want %+v", c.Outputs, tt.want)
 			}
 		})
 	}

@@ -124,6 +124,7 @@ var windowSpecFields = []fieldSpec{
 var outputSpecFields = []fieldSpec{
 	{name: "table", typ: tBool, doc: "Write window results to the views table in DynamoDB (queryable by key and time range; cmd/results reads it)."},
 	{name: "stream", typ: tBool, doc: "Emit final results, corrections and retractions to the WindowResults Kinesis stream."},
+	{name: "log", typ: tBool, def: true, doc: "Write each final result, correction and retraction as a JSON line (msg \"window result\") in the function's log in CloudWatch Logs, which the saved Logs Insights queries of results, the dashboard's result widgets and the top-keys Contributor Insights rule read; false writes none of them and deploys none of those (at 100 events/s over 1,000 keys the lines are about $26 of the month's bill, docs/cost.md). Default true."},
 }
 
 // schemaMember is the top-level "$schema" member, which Parse accepts and
@@ -171,7 +172,7 @@ var topSpecFields = []fieldSpec{
 	{name: "allowedLateness", typ: tString, duration: true,
 		doc: "With latePolicy \"correct\": how long after a window is final a correction is still accepted, at most 8760h less what retention keeps past it: a day (so 8736h), or outOfOrderness + idleTimeout + 12h when longer. Required with \"correct\", refused with \"drop\"."},
 	{name: "outputs", typ: tObject, fields: outputSpecFields, anyOf: oneOutputOn, def: map[string]any{"table": true},
-		doc: "Where window results go; at least one of table and stream is true. Default {\"table\": true}."},
+		doc: "Where window results go; at least one of table and stream is true; log (each result a line in the function's log) is true unless set false. Default {\"table\": true}."},
 	{name: "partitionKeyIsGroupingKey", typ: tBool, def: false,
 		doc: "Producers put the grouping key in the envelope's key (the Kinesis partition key), so one group's records share a shard and arrive in order; session and sliding windows need it. With a grouping key from data, a record whose field is not its partition key is set aside (category invalid, naming the field). Default false."},
 	{name: "parallelizationFactor", typ: tInteger, min: num(1), max: num(MaxParallelizationFactor), def: 1,

@@ -960,7 +960,7 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 	for shard, wm := range marks {
 		res.Shards++
 		moved := false
-		if hold, err := p.idleHold(ctx, shard, wm, holds[shard], backlog.Stored(positions, marks), now); err != nil {
+		if hold, err := p.idleHold(ctx, shard, wm, holds[shard], backlog.Stored(positions, marks, holds), now); err != nil {
 			// Not known to be idle: no advance (whatever the watermark,
 			// a fresh one's zero included), and the tick fails once the
 			// other shards are done, so its alarm says why.

@@ -133,17 +133,20 @@ type Reader interface {
 }
 
 // Known is what a ticker has loaded of the shards its function stored a
-// watermark for (state.Views.Shards): for each, the last record the
-// function committed with it, and the watermark itself.
+// watermark or a hold for (state.Views.Shards): for each, the last record
+// the function committed with it, the watermark itself, and its hold.
 type Known struct {
 	positions map[string]string
 	marks     map[string]*window.Watermark
+	holds     map[string]time.Time
 }
 
-// Stored is the Known of positions as state.Views.Shards returns them and
-// the shards' watermarks, marks.
-func Stored(positions map[string]string, marks map[string]*window.Watermark) Known {
-	return Known{positions: positions, marks: marks}
+// Stored is the Known of positions as state.Views.Shards returns them, the
+// shards' watermarks, marks, and their holds (nil: a function that holds
+// no shard; state.Views.Hold: the earliest window start of records a
+// per-interval invocation carries to its flush).
+func Stored(positions map[string]string, marks map[string]*window.Watermark, holds map[string]time.Time) Known {
+	return Known{positions: positions, marks: marks, holds: holds}
 }
 
 // Position is the last record the function committed on shard ("": none)
@@ -155,14 +158,20 @@ func (k Known) Position(shard string) (through string, known bool) {
 	return k.positions[shard], known
 }
 
-// watermark is shard's stored watermark value, when the function stored
-// one that has seen event time.
-func (k Known) watermark(shard string) (time.Time, bool) {
-	wm, ok := k.marks[shard]
-	if !ok || wm == nil || wm.Current().IsZero() {
-		return time.Time{}, false
+// closes is how far shard's stored state lets a watermark go without
+// closing a window shard's records are still to reach: its watermark's
+// value, when it has seen event time, and no further than its hold (the
+// records it carries to its flush, before its first flush too); false
+// when neither is stored.
+func (k Known) closes(shard string) (time.Time, bool) {
+	var at time.Time
+	if wm, ok := k.marks[shard]; ok && wm != nil {
+		at = wm.Current()
 	}
-	return wm.Current(), true
+	if hold, ok := k.holds[shard]; ok && !hold.IsZero() {
+		at = earlier(at, hold)
+	}
+	return at, !at.IsZero()
 }
 
 // maxGenerations bounds how many reshards below a closed shard IdleHold
@@ -182,11 +191,12 @@ const maxGenerations = 4
 // for a child the function has not committed on yet): the keys moved
 // there, and a child still catching up holds records of windows the
 // parent's advance would close. A closed shard also goes no further than
-// its children's stored watermarks: it is idle for good, its keys' event
-// time goes on in them, and a child may hold records it has processed of
-// a window the parent has written (a shard's carry, package aggregate) —
-// that window closes when the child's watermark passes it, not by the
-// parent's clock before. waiting reports that a record still to be
+// its children's stored watermarks and holds: it is idle for good, its
+// keys' event time goes on in them, and a child may hold records it has
+// processed of a window the parent has written (in its carry, package
+// aggregate, or in Lambda's window state until its flush) — that window
+// closes when the child's watermark passes it, not by the parent's clock
+// before. waiting reports that a record still to be
 // processed bounds it. It reads the stream only when the advance would
 // move wm, and not at all without r or a position for shard. When the
 // stream cannot be read it returns the error, naming the shard, and the
@@ -229,8 +239,8 @@ type unprocessed struct {
 	found   bool
 	arrived time.Time
 	// childrenKnown: the shard is closed and a shard that took its keys
-	// has a stored watermark that has seen event time; children is the
-	// lowest of those.
+	// has a stored watermark that has seen event time, or a hold;
+	// children is the lowest of those (Known.closes).
 	childrenKnown bool
 	children      time.Time
 }
@@ -248,7 +258,7 @@ func firstUnprocessed(ctx context.Context, r Reader, shard, through string, know
 		return u, nil
 	}
 	for _, child := range next.Children {
-		if at, ok := known.watermark(child); ok && (!u.childrenKnown || at.Before(u.children)) {
+		if at, ok := known.closes(child); ok && (!u.childrenKnown || at.Before(u.children)) {
 			u.children, u.childrenKnown = at, true
 		}
 		ct, stored := known.Position(child)

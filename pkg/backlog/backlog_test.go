@@ -150,39 +150,46 @@ func TestIdleHold(t *testing.T) {
 		r           *shards
 		positions   map[string]string        // shards with a watermark, and their positions ("": none stored)
 		seen        map[string]time.Duration // a shard's newest event time after base, when not base; -1: none
+		holds       map[string]time.Time     // shards' stored holds
 		hold        time.Time
 		wantBound   time.Time
 		wantWaiting bool
 		wantErr     bool
 		wantReads   []string
 	}{
-		{"nothing unread: the caller's hold", &shards{}, map[string]string{parent: "7"}, nil, time.Time{}, time.Time{}, false, false, []string{parent + "@7"}},
+		{"nothing unread: the caller's hold", &shards{}, map[string]string{parent: "7"}, nil, nil, time.Time{}, time.Time{}, false, false, []string{parent + "@7"}},
 		{"a record waits: idle + out-of-orderness before it arrived", &shards{next: map[string]backlog.Next{parent: waits(time.Minute)}},
-			map[string]string{parent: "7"}, nil, time.Time{}, base.Add(time.Minute - 35*time.Second), true, false, []string{parent + "@7"}},
+			map[string]string{parent: "7"}, nil, nil, time.Time{}, base.Add(time.Minute - 35*time.Second), true, false, []string{parent + "@7"}},
 		{"a lower hold of the caller stays", &shards{next: map[string]backlog.Next{parent: waits(time.Minute)}},
-			map[string]string{parent: "7"}, nil, base.Add(10 * time.Second), base.Add(10 * time.Second), true, false, []string{parent + "@7"}},
-		{"no position stored: no read", &shards{next: map[string]backlog.Next{parent: waits(0)}}, map[string]string{parent: ""}, nil, time.Time{}, time.Time{}, false, false, nil},
-		{"the stream cannot be read: no advance", &shards{err: errors.New("throttled")}, map[string]string{parent: "7"}, nil, time.Time{}, base.Add(-5 * time.Second), false, true, []string{parent + "@7"}},
+			map[string]string{parent: "7"}, nil, nil, base.Add(10 * time.Second), base.Add(10 * time.Second), true, false, []string{parent + "@7"}},
+		{"no position stored: no read", &shards{next: map[string]backlog.Next{parent: waits(0)}}, map[string]string{parent: ""}, nil, nil, time.Time{}, time.Time{}, false, false, nil},
+		{"the stream cannot be read: no advance", &shards{err: errors.New("throttled")}, map[string]string{parent: "7"}, nil, nil, time.Time{}, base.Add(-5 * time.Second), false, true, []string{parent + "@7"}},
 		{"resharded: a child not processed yet holds the parent back from its oldest record",
 			&shards{next: map[string]backlog.Next{parent: split, c1: waits(2 * time.Minute)}},
-			map[string]string{parent: "7"}, nil, time.Time{}, base.Add(2*time.Minute - 35*time.Second), true, false, []string{parent + "@7", c1 + "@", c2 + "@"}},
+			map[string]string{parent: "7"}, nil, nil, time.Time{}, base.Add(2*time.Minute - 35*time.Second), true, false, []string{parent + "@7", c1 + "@", c2 + "@"}},
 		{"resharded: the earliest of the children's waiting records",
 			&shards{next: map[string]backlog.Next{parent: split, c1: waits(3 * time.Minute), c2: waits(2 * time.Minute)}},
-			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: 4 * time.Minute, c2: 4 * time.Minute}, time.Time{}, base.Add(2*time.Minute - 35*time.Second), true, false,
+			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: 4 * time.Minute, c2: 4 * time.Minute}, nil, time.Time{}, base.Add(2*time.Minute - 35*time.Second), true, false,
 			[]string{parent + "@7", c1 + "@9", c2 + "@11"}},
 		{"resharded, the children caught up: no further than the lower of their watermarks", &shards{next: map[string]backlog.Next{parent: split}},
-			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: 3 * time.Minute, c2: 2 * time.Minute}, time.Time{}, base.Add(2*time.Minute - 5*time.Second), false, false,
+			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: 3 * time.Minute, c2: 2 * time.Minute}, nil, time.Time{}, base.Add(2*time.Minute - 5*time.Second), false, false,
 			[]string{parent + "@7", c1 + "@9", c2 + "@11"}},
 		{"resharded: a child's watermark below its waiting record's bound bounds the parent", &shards{next: map[string]backlog.Next{parent: split, c1: waits(3 * time.Minute)}},
-			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: time.Minute, c2: 4 * time.Minute}, time.Time{}, base.Add(time.Minute - 5*time.Second), true, false,
+			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: time.Minute, c2: 4 * time.Minute}, nil, time.Time{}, base.Add(time.Minute - 5*time.Second), true, false,
 			[]string{parent + "@7", c1 + "@9", c2 + "@11"}},
 		{"resharded, a child with no event time yet bounds nothing", &shards{next: map[string]backlog.Next{parent: split}},
-			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: -1, c2: 4 * time.Minute}, time.Time{}, base.Add(4*time.Minute - 5*time.Second), false, false,
+			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: -1, c2: 4 * time.Minute}, nil, time.Time{}, base.Add(4*time.Minute - 5*time.Second), false, false,
 			[]string{parent + "@7", c1 + "@9", c2 + "@11"}},
 		{"resharded, no child stored a watermark: the clock decides", &shards{next: map[string]backlog.Next{parent: split}},
-			map[string]string{parent: "7"}, nil, time.Time{}, time.Time{}, false, false, []string{parent + "@7", c1 + "@", c2 + "@"}},
+			map[string]string{parent: "7"}, nil, nil, time.Time{}, time.Time{}, false, false, []string{parent + "@7", c1 + "@", c2 + "@"}},
 		{"resharded, a child's watermark stored before positions were: not read, its watermark still bounds", &shards{next: map[string]backlog.Next{parent: split, c1: waits(0)}},
-			map[string]string{parent: "7", c1: "", c2: "11"}, map[string]time.Duration{c1: time.Minute, c2: 4 * time.Minute}, time.Time{}, base.Add(time.Minute - 5*time.Second), false, false, []string{parent + "@7", c2 + "@11"}},
+			map[string]string{parent: "7", c1: "", c2: "11"}, map[string]time.Duration{c1: time.Minute, c2: 4 * time.Minute}, nil, time.Time{}, base.Add(time.Minute - 5*time.Second), false, false, []string{parent + "@7", c2 + "@11"}},
+		{"resharded, a child holding records for its flush: no further than its hold", &shards{next: map[string]backlog.Next{parent: split}},
+			map[string]string{parent: "7", c1: "9", c2: "11"}, map[string]time.Duration{c1: 4 * time.Minute, c2: 4 * time.Minute}, map[string]time.Time{c2: base.Add(time.Minute)}, time.Time{}, base.Add(time.Minute), false, false,
+			[]string{parent + "@7", c1 + "@9", c2 + "@11"}},
+		{"resharded, a child with only a hold (before its first flush) bounds the parent", &shards{next: map[string]backlog.Next{parent: split}},
+			map[string]string{parent: "7"}, nil, map[string]time.Time{c1: base.Add(time.Minute)}, time.Time{}, base.Add(time.Minute), false, false,
+			[]string{parent + "@7", c1 + "@", c2 + "@"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			marks := map[string]*window.Watermark{}
@@ -195,7 +202,7 @@ func TestIdleHold(t *testing.T) {
 					}
 				}
 			}
-			bound, waiting, err := backlog.IdleHold(context.Background(), tt.r, parent, backlog.Stored(tt.positions, marks), wm(), idle, tt.hold, now)
+			bound, waiting, err := backlog.IdleHold(context.Background(), tt.r, parent, backlog.Stored(tt.positions, marks, tt.holds), wm(), idle, tt.hold, now)
 			if (err != nil) != tt.wantErr || !bound.Equal(tt.wantBound) || waiting != tt.wantWaiting || !slices.Equal(tt.r.reads, tt.wantReads) {
 				t.Errorf("bound %v waiting %v error %v after reads %v; want %v %v error %v after %v",
 					bound, waiting, err, tt.r.reads, tt.wantBound, tt.wantWaiting, tt.wantErr, tt.wantReads)
@@ -204,7 +211,7 @@ func TestIdleHold(t *testing.T) {
 	}
 	t.Run("an advance that would not move asks nothing", func(t *testing.T) {
 		r := &shards{next: map[string]backlog.Next{parent: waits(0)}}
-		if _, _, err := backlog.IdleHold(context.Background(), r, parent, backlog.Stored(map[string]string{parent: "7"}, nil), wm(), idle, time.Time{}, base.Add(10*time.Second)); err != nil || len(r.reads) != 0 {
+		if _, _, err := backlog.IdleHold(context.Background(), r, parent, backlog.Stored(map[string]string{parent: "7"}, nil, nil), wm(), idle, time.Time{}, base.Add(10*time.Second)); err != nil || len(r.reads) != 0 {
 			t.Errorf("reads %v, error %v; want none", r.reads, err)
 		}
 	})

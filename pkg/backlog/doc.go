@@ -15,7 +15,7 @@
 // its end, on the children that took its keys (Lambda reads them only
 // after it, so a consumer behind at the reshard still has their records
 // to process when the parent looks idle). Such a closed shard also goes no
-// further than its children's stored watermarks (Known): it is idle for
+// further than its children's stored watermarks and holds (Known): it is idle for
 // good, its keys' event time goes on in them, and a child whose records
 // reach the stream later than idleTimeout after they happen is still
 // receiving on-time records of windows the parent's clock would close.

@@ -1094,7 +1094,7 @@ func (r *Runner[V]) Tick(ctx context.Context, now time.Time) (TickResult, error)
 	var errs []error
 	for shard, wm := range marks {
 		res.Shards++
-		hold, waiting, err := backlog.IdleHold(ctx, r.backlog, shard, backlog.Stored(positions, marks), wm, r.set.IdleTimeout, time.Time{}, now)
+		hold, waiting, err := backlog.IdleHold(ctx, r.backlog, shard, backlog.Stored(positions, marks, nil), wm, r.set.IdleTimeout, time.Time{}, now)
 		switch {
 		case err != nil:
 			// Not known to be idle: no advance (hold may be zero, no

@@ -64,7 +64,7 @@
 //	BENCH load_packed events_per_s=<n> keys=<n> path=<...> wcu_per_event=<x> packed_wcu_per_event=<x>
 //	BENCH load_cloudwatch events_per_s=<n> keys=<n> path=<...> results_logs_usd=<x> emf_logs_usd=<x> platform_logs_usd=<x> other_logs_usd=<x> metrics_usd=<x> alarms_usd=<x> result_lines_per_event=<x> bytes_per_result_line=<n>
 //	BENCH load_flush events_per_s=100 keys=1000 flush_s=<n> wcu_per_event=<x> total_usd=<x> flink_ratio=<x> windows_ended_early=<n>
-//	BENCH load_nolog events_per_s=100 keys=1000 path=per-interval result_lines=<n> cloudwatch_usd=<x> total_usd=<x> flink_ratio=<x> provisioned_total_usd=<x> provisioned_flink_ratio=<x>
+//	BENCH load_nolog events_per_s=100 keys=1000 path=per-interval result_lines=<n> wcu_per_event=<x> lambda_usd=<x> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_ratio=<x> provisioned_dynamodb_usd=<x> provisioned_cloudwatch_usd=<x> provisioned_total_usd=<x> provisioned_flink_ratio=<x>
 //	BENCH load_provisioned events_per_s=<n> keys=<n> path=<...> wcu=<n> rcu=<n> dynamodb_usd=<x> cloudwatch_usd=<x> total_usd=<x> flink_ratio=<x> largest_burst_wu=<n> burst_credit_wu=<n> throttled_wu_per_event=<x>
 //
 // load_provisioned prices the same run with the views table provisioned

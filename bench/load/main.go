@@ -307,8 +307,8 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			return err
 		}
 		b, pb := price(t, st), priceProvisioned(t, st)
-		fmt.Fprintf(out, "BENCH load_nolog events_per_s=100 keys=1000 path=%s result_lines=%d cloudwatch_usd=%.2f total_usd=%.2f flink_ratio=%.2f provisioned_total_usd=%.2f provisioned_flink_ratio=%.2f\n",
-			pathInterval, t.resultLines, b.cloudwatch, b.total(), b.total()/flink, pb.total(), pb.total()/flink)
+		fmt.Fprintf(out, "BENCH load_nolog events_per_s=100 keys=1000 path=%s result_lines=%d wcu_per_event=%.3f lambda_usd=%.2f dynamodb_usd=%.2f cloudwatch_usd=%.2f total_usd=%.2f flink_ratio=%.2f provisioned_dynamodb_usd=%.2f provisioned_cloudwatch_usd=%.2f provisioned_total_usd=%.2f provisioned_flink_ratio=%.2f\n",
+			pathInterval, t.resultLines, b.wruPerEvent, b.lambda, b.dynamodb, b.cloudwatch, b.total(), b.total()/flink, pb.dynamodb, pb.cloudwatch, pb.total(), pb.total()/flink)
 	}
 	return nil
 }

@@ -449,32 +449,3 @@ func TestParseErrorsAreBounded(t *testing.T) {
 		})
 	}
 }
-
-// outputs.log says whether each result is a line in the function's log:
-// on unless the file sets it false, and only the value given.
-func TestOutputsLog(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		outputs string // the outputs member, "" for none
-		want    Outputs
-	}{
-		{"outputs left out", "", Outputs{Table: true, Log: true}},
-		{"log left out", `{"stream": true}`, Outputs{Stream: true, Log: true}},
-		{"log off", `{"table": true, "stream": true, "log": false}`, Outputs{Table: true, Stream: true}},
-		{"log on", `{"stream": true, "log": true}`, Outputs{Stream: true, Log: true}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			doc := `{"name": "n", "windows": [{"kind": "tumbling", "size": "1m"}]`
-			if tt.outputs != "" {
-				doc += `, "outputs": ` + tt.outputs
-			}
-			c, err := Parse([]byte(doc + "}"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.Outputs != tt.want {
-				t.Errorf("outputs %+v, want %+v", c.Outputs, tt.want)
-			}
-		})
-	}
-}

@@ -348,14 +348,18 @@ func topRules() []any {
 	}
 }
 
-// oneOutputOn says at least one output is true.
+// oneOutputOn says at least one of the outputs that hold results (table,
+// stream) is true, as Parse does; log, the result lines, is not one.
 func oneOutputOn() []any {
 	var out []any
-	for _, f := range outputSpecFields {
-		out = append(out, obj{{"required", []string{f.name}}, {"properties", obj{{f.name, obj{{"const", true}}}}}})
+	for _, name := range resultOutputs {
+		out = append(out, obj{{"required", []string{name}}, {"properties", obj{{name, obj{{"const", true}}}}}})
 	}
 	return out
 }
+
+// resultOutputs are the outputs of which one must be true.
+var resultOutputs = []string{"table", "stream"}
 
 // windowRules say which durations each window kind takes.
 func windowRules() []any {

@@ -928,7 +928,8 @@ func (l *Ledger) sealUnit() int { return min(l.headMax, l.segMax) }
 // when no such run is there), the lowest tier first and of those the
 // newest, if they fit one segment, into a fresh segment in their place
 // (and when no run of one tier fits, the adjacent pair with the fewest
-// claims that does); claims past cutoff are left out. A segment's tier is how many times
+// claims that does, of sizes within mergeRun times of each other);
+// claims past cutoff are left out. A segment's tier is how many times
 // mergeRun a sealed segment (sealUnit claims) it holds, rounded: from 2,
 // 8, 32 and 128 times (48, 192, 768 and 3,072 claims by default), so
 // that four segments of one tier, even sealed short of sealUnit (a head
@@ -981,12 +982,21 @@ func (l *Ledger) merge(p *writePlan, cutoff uint32) {
 			// would never merge, and the live segments would grow until
 			// the segment limit let claims within the horizon go. The
 			// adjacent pair with the fewest claims that fits is merged
-			// instead.
+			// instead — of sizes within a tier of each other (mergeRun
+			// times), as a run's are: a fresh seal merged into a full
+			// neighbour would rewrite that neighbour at every seal of a
+			// key whose claims fill more than maxSegs full segments (at
+			// 168h a claim was merged 167 times); such a key's head
+			// names more segments instead.
 			for i := 0; i+2 <= len(p.segs); i++ {
 				if tiers[i] < 0 || tiers[i+1] < 0 {
 					continue
 				}
-				if total := len(p.segs[i].es) + len(p.segs[i+1].es); total <= l.segMax && (best < 0 || total <= bestTier) {
+				a, b := len(p.segs[i].es), len(p.segs[i+1].es)
+				if max(a, b) > mergeRun*max(1, min(a, b)) {
+					continue
+				}
+				if total := a + b; total <= l.segMax && (best < 0 || total <= bestTier) {
 					best, bestLen, bestTier = i, 2, total
 				}
 			}

@@ -236,28 +236,31 @@ func (w *widgets) intro() awscloudwatch.IWidget {
 	q := queryNames(w.pipe.Name)
 	if !w.pipe.Outputs.Log {
 		md := fmt.Sprintf(`# Pipeline %s
-Windows %s over events of types %s, key `+"`%s`"+`, run by %s. Results are not logged (`+"`outputs.log`"+` is false): read them by key with `+"`go run ./cmd/results -parameter <ViewsParameterName> -key <key>`"+`%s.
-**Saved queries** (Logs Insights → Saved queries): *%s*, *%s*.`,
-			w.pipe.Name, strings.Join(kinds, ", "), eventTypesText(w.pipe), w.pipe.Key, strings.Join(runBy, " and "), followText(w.pipe),
-			q[QueryRecordPath], q[QuerySetAside])
-		return awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{Markdown: jsii.String(md), Width: jsii.Number(24), Height: jsii.Number(3)})
+Windows %s over events of types %s, key `+"`%s`"+`, run by %s. Results are not logged (`+"`outputs.log`"+` is false).
+**Saved queries** (Logs Insights → Saved queries): *%s*, *%s*.
+%s`,
+			w.pipe.Name, strings.Join(kinds, ", "), eventTypesText(w.pipe), w.pipe.Key, strings.Join(runBy, " and "),
+			q[QueryRecordPath], q[QuerySetAside], terminalText(w.pipe))
+		return awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{Markdown: jsii.String(md), Width: jsii.Number(24), Height: jsii.Number(4)})
 	}
 	md := fmt.Sprintf(`# Pipeline %s
 Windows %s over events of types %s, key `+"`%s`"+`, run by %s. Every final window, correction and retraction is logged by them as one JSON line (`+"`msg = \"%s\"`"+`, key and values as fields).
 **Saved queries** (Logs Insights → Saved queries): *%s*, *%s*, *%s*, *%s*. **Top keys**: Contributor Insights rule *%s-%s-top-keys*.
-From a terminal: `+"`go run ./cmd/results -parameter <ViewsParameterName> -key <key>`"+`, and `+"`go run ./cmd/results -follow -stream <WindowResultsStreamName>`"+` to watch results arrive (the stack outputs name both).`,
+%s`,
 		w.pipe.Name, strings.Join(kinds, ", "), eventTypesText(w.pipe), w.pipe.Key, strings.Join(runBy, " and "), ResultLogMessage,
-		q[QueryResultsOfKey], q[QueryTopKeys], q[QueryRecordPath], q[QuerySetAside], *w.stack.StackName(), w.pipe.Name)
+		q[QueryResultsOfKey], q[QueryTopKeys], q[QueryRecordPath], q[QuerySetAside], *w.stack.StackName(), w.pipe.Name, terminalText(w.pipe))
 	return awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{Markdown: jsii.String(md), Width: jsii.Number(24), Height: jsii.Number(4)})
 }
 
-// followText is how the intro of a pipeline that logs no result says to
-// watch them arrive: from its stream, when it has one.
-func followText(p *pipeline.Config) string {
+// terminalText is how the intro says to read p's results from a terminal
+// (docs/results.md): by key from the views table, and, when p puts them on
+// the WindowResults stream, as they arrive.
+func terminalText(p *pipeline.Config) string {
+	text := "From a terminal: `go run ./cmd/results -pipeline " + p.Name + " -parameter <ViewsParameterName> -key <key>`"
 	if !p.Outputs.Stream {
-		return ""
+		return text + " (the stack output names the parameter)."
 	}
-	return ", and watch them arrive with `go run ./cmd/results -follow -stream <WindowResultsStreamName>`"
+	return text + ", and `go run ./cmd/results -pipeline " + p.Name + " -follow -stream <WindowResultsStreamName>` to watch them arrive (the stack outputs name both)."
 }
 
 func eventTypesText(p *pipeline.Config) string {

@@ -402,6 +402,21 @@ func TestDashboardPerPipeline(t *testing.T) {
 		body := parseDashboard(t, d)
 		keys := metricKeys(t, body)
 		pipe := strings.TrimPrefix(name, "Two-")
+		// The intro's commands run as given: cmd/results needs -pipeline
+		// when the repository has several, and -follow reads only a
+		// pipeline that puts its results on the stream (pageviews).
+		for _, w := range body.Widgets {
+			if w.Type != "text" {
+				continue
+			}
+			md := w.Properties.Markdown
+			if !strings.Contains(md, "go run ./cmd/results -pipeline "+pipe+" -parameter <ViewsParameterName> -key <key>") {
+				t.Errorf("dashboard %s's intro does not say how to read its results by key: %s", name, md)
+			}
+			if follows := strings.Contains(md, "-follow"); follows != (pipe == "pageviews") {
+				t.Errorf("dashboard %s's intro offers -follow: %v, want it only for a pipeline with a stream: %s", name, follows, md)
+			}
+		}
 		if pipe == "quiet" {
 			// outputs.log false: no widget reads result lines, and the
 			// intro says where the results are instead.

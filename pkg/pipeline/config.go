@@ -967,7 +967,7 @@ func parseOutputs(m *mistakes, top map[string]json.RawMessage) Outputs {
 	m.add(field(fields, "stream", "outputs.stream", &o.Stream))
 	m.add(field(fields, "log", "outputs.log", &o.Log))
 	if !o.Table && !o.Stream && m.ok("outputs") {
-		m.add(cfgErr("outputs", "at least one of table and stream must be true"))
+		m.add(cfgErr("outputs", `at least one of table and stream must be true (an outputs member replaces the default {"table": true}: to change log alone, write {"table": true, "log": false})`))
 	}
 	return o
 }

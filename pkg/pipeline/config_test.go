@@ -284,11 +284,11 @@ func TestParseErrors(t *testing.T) {
 		{"allowedLateness too long for a duration", with(w{"allowedLateness": "9999999999h"}), `allowedLateness: 9999999999h is longer than a duration can be (2562047h47m16.854775807s, about 292 years)`},
 		{"offset too long for a duration", with(w{"windows": windows(w{"kind": "tumbling", "size": "1m", "offset": "-9999999999h"})}), `windows[0].offset: -9999999999h is longer than a duration can be (2562047h47m16.854775807s, about 292 years)`},
 		// outputs
-		{"outputs none", with(w{"outputs": w{"table": false}}), "outputs: at least one of table and stream must be true"},
+		{"outputs none", with(w{"outputs": w{"table": false}}), "outputs: at least one of table and stream must be true (an outputs member replaces the default {\"table\": true}: to change log alone, write {\"table\": true, \"log\": false})"},
 		{"outputs unknown", with(w{"outputs": w{"table": true, "topic": true}}), "outputs.topic: unknown field (known: table, stream, log)"},
 		{"outputs not bool", with(w{"outputs": w{"table": "yes"}}), "outputs.table: must be true or false, not a string"},
 		{"outputs log not bool", with(w{"outputs": w{"table": true, "log": "no"}}), "outputs.log: must be true or false, not a string"},
-		{"outputs log alone", with(w{"outputs": w{"log": true}}), "outputs: at least one of table and stream must be true"},
+		{"outputs log alone", with(w{"outputs": w{"log": true}}), "outputs: at least one of table and stream must be true (an outputs member replaces the default {\"table\": true}: to change log alone, write {\"table\": true, \"log\": false})"},
 		{"outputs not an object", with(w{"outputs": []any{}}), "outputs: must be a JSON object, not an array"},
 		// parallelization
 		{"parallelizationFactor zero", with(w{"parallelizationFactor": 0}), "parallelizationFactor: 0 is not between 1 and 10"},

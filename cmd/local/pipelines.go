@@ -31,12 +31,12 @@ func pipelineOf(ps []*local.Windows, t, value string) *local.Windows {
 
 // printPipelines says which pipelines run, each in its own function, and
 // what the demo sends each.
-func printPipelines(ps []*local.Windows, demo map[string]string) {
+func printPipelines(w io.Writer, ps []*local.Windows, demo map[string]string) {
 	names := make([]string, len(ps))
 	for i, p := range ps {
 		names[i] = p.Pipeline.Name
 	}
-	fmt.Printf("▸ %d pipelines from pipelines/*.json, side by side (one aggregate function and ticker each, one views table): %s\n", len(ps), strings.Join(names, ", "))
+	fmt.Fprintf(w, "▸ %d pipelines from pipelines/*.json, side by side (one aggregate function and ticker each, one views table): %s\n", len(ps), strings.Join(names, ", "))
 	for _, p := range ps {
 		what := demo[p.Pipeline.Name]
 		if what == "" {
@@ -50,7 +50,11 @@ func printPipelines(ps []*local.Windows, demo map[string]string) {
 		if value == "" {
 			value = "none"
 		}
-		fmt.Printf("  %-10s %s: %s windows of %s by %s, value %s, late policy %s — %s\n", p.Pipeline.Name, p.Function, p.Kind(), types, p.Pipeline.Key, value, p.Pipeline.Late.Policy, what)
+		logged := ""
+		if !p.Pipeline.Outputs.Log {
+			logged = ", results not logged (outputs.log false)"
+		}
+		fmt.Fprintf(w, "  %-10s %s: %s windows of %s by %s, value %s, late policy %s%s — %s\n", p.Pipeline.Name, p.Function, p.Kind(), types, p.Pipeline.Key, value, p.Pipeline.Late.Policy, logged, what)
 	}
 }
 

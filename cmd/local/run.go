@@ -374,7 +374,7 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 			demoOf[p.Pipeline.Name] = "not checked here: " + why
 		}
 	}
-	printPipelines(topo.pipelines, demoOf)
+	printPipelines(os.Stdout, topo.pipelines, demoOf)
 	fmt.Printf("▸ sending %d events for %d keys over %d event-time minutes to ingest %s\n", len(evs), o.keys, o.minutes, topo.ingestURL)
 	fmt.Printf("  (every 4th key's device clock is 3h behind: occurredAt + (receivedAt − sentAt) puts it back)\n")
 	if err := c.check(ctx, os.Stdout, "sample events accepted by ingest", func(ctx context.Context) error {

@@ -78,8 +78,9 @@
 // (24) up to a full one (8,000), so a claim is merged again a few times:
 // four from the smallest tier to the largest, fewer when it expires first,
 // more where claims past the horizon leave merges short and shorter runs
-// are merged (modelled below: 3.2 times at 1h, 8.8 at 24h, 6.6 at 168h;
-// 2.8, 7.5 and 6.0 when a seal took the whole head, 25 claims there). The
+// are merged (modelled below: 3.2 times at 1h, 8.3 at 24h, 8.1 at 168h;
+// 2.8, 7.5 and 6.0 when a seal took the whole head, 25 claims there;
+// TestModelAHotKey fails past 10). The
 // merged segment is put like a sealed one, before the head; the segments
 // it replaces stay until they expire, for a process still holding the
 // head that named them. Merging leaves out claims past the horizon and
@@ -92,19 +93,22 @@
 // names of 128 segments leave room for about 11 claims) writes 2.35 units
 // of segments, merges included: 1.20 write units a commit in all, where
 // sealing the whole head past 24 made 1.69 (a head of up to 1.5 KB, 1.54
-// units a rewrite, and 3.6 units a seal every 25 commits). At 24h, 0.8 KB,
-// one unit a rewrite and 3.8 a seal every 9.5 commits: 1.40 a commit (1.95
+// units a rewrite, and 3.6 units a seal every 25 commits). At 24h, 0.9 KB,
+// one unit a rewrite and 3.9 a seal every 9.7 commits: 1.40 a commit (1.95
 // before); at most 128 segments: where no adjacent run of one tier fits a
 // segment (neighbours either side of a tier's bound, as a hot key's
 // commits of 30 and 50 claims seal them), the adjacent pair with the
-// fewest claims is merged (up to 188 were left before it, 179 before the
-// seals of one unit). At 168h, before
-// the pairs were merged (a4d2513, not measured again since: the model
-// takes longer than a session), the names of up to 626 segments made a
-// head of 2.9 KB, 3 units a rewrite, and a seal every 12 commits wrote
-// 3.7: 3.31 a commit (3.82 before seals of one unit, 3.56 units a
-// rewrite); with pairs merged it names fewer, though no fewer than the 412
-// that its 3.3 million claims take in segments of 8,000. Past 128 segments of several thousand claims (790,000 to a
+// fewest claims is merged, of sizes within four times of each other (up
+// to 188 were left before it, 179 before the seals of one unit). At 168h
+// (2732281, 7 December) the names of up to 520 segments make a head of
+// 2.7 KB on average and 3.1 KB at most, 3 units a rewrite, and a seal
+// every 19 commits writes 6.6: 3.35 a commit; no fewer than the 412
+// segments of 8,000 that its 3.3 million claims take can be named. Before
+// pairs were merged it was 3.31 (626 segments named, 3.7 units a seal
+// every 12 commits); with any pair merged, whatever its sizes, 8.94: each
+// seal was merged into a full neighbour and rewrote it, a claim merged
+// 167 times and 141 units a seal (TestAHotKeyPastItsSegmentsIsNotMergedAgainAndAgain
+// keeps that from coming back, at a smaller scale). Past 128 segments of several thousand claims (790,000 to a
 // million within the horizon) the head grows by about 5 bytes for every
 // 5,000 to 8,000 claims more: at 168h, 3.3 million claims, more than a
 // Lambda function's cache holds. The head names at most 4,096 segments

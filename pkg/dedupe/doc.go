@@ -93,7 +93,7 @@
 // names of 128 segments leave room for about 11 claims) writes 2.35 units
 // of segments, merges included: 1.20 write units a commit in all, where
 // sealing the whole head past 24 made 1.69 (a head of up to 1.5 KB, 1.54
-// units a rewrite, and 3.6 units a seal every 25 commits). At 24h, 0.9 KB,
+// units a rewrite, and 3.6 units a seal every 25 commits). At 24h, 0.8 KB,
 // one unit a rewrite and 3.9 a seal every 9.7 commits: 1.40 a commit (1.95
 // before); at most 128 segments: where no adjacent run of one tier fits a
 // segment (neighbours either side of a tier's bound, as a hot key's

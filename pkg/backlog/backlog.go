@@ -227,7 +227,7 @@ func IdleHold(ctx context.Context, r Reader, shard string, known Known, wm *wind
 
 // earlier is the earlier of two bounds, zero being none.
 func earlier(a, b time.Time) time.Time {
-	if a.IsZero() || b.Before(a) {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
 		return b
 	}
 	return a

@@ -956,11 +956,12 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 		return res, err
 	}
 	marks, holds, positions := shards.Watermarks, shards.Holds, shards.Positions
+	known := backlog.Stored(positions, marks, holds)
 	var unread []error
 	for shard, wm := range marks {
 		res.Shards++
 		moved := false
-		if hold, err := p.idleHold(ctx, shard, wm, holds[shard], backlog.Stored(positions, marks, holds), now); err != nil {
+		if hold, err := p.idleHold(ctx, shard, wm, holds[shard], known, now); err != nil {
 			// Not known to be idle: no advance (whatever the watermark,
 			// a fresh one's zero included), and the tick fails once the
 			// other shards are done, so its alarm says why.
@@ -1011,7 +1012,7 @@ func (p *Processor) Tick(ctx context.Context, now time.Time) (TickResult, error)
 // invocation carries), nor than the first record the function has not
 // processed allows, on the shard or, after a reshard, on the shards that
 // took its keys, nor, the shard closed by a reshard, than those shards'
-// stored watermarks (backlog.IdleHold).
+// stored watermarks and holds (backlog.IdleHold).
 func (p *Processor) idleHold(ctx context.Context, shard string, wm *window.Watermark, hold time.Time, known backlog.Known, now time.Time) (time.Time, error) {
 	bound, waiting, err := backlog.IdleHold(ctx, p.backlog, shard, known, wm, p.cfg.IdleTimeout, hold, now)
 	if err != nil {

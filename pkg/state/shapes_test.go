@@ -148,7 +148,7 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 					openIn = "pageviews#shardId-000000000000"
 					u.OpenIn, u.CloseBy, u.Fresh = openIn, shapeWin.End, fresh
 				}
-				in, err := v.updateInput("shardId-000000000000", u, blob, 7, minF, maxF, fc.knownFence, fc.known, fresh)
+				in, err := v.updateInput("shardId-000000000000", u, blob, 7, minF, maxF, fc.knownFence, fc.known, fresh, 4242)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -176,7 +176,7 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 					// Created, final, unlisted and marked fresh, or not
 					// written at all.
 					cond = expression.AttributeNotExists(status)
-					upd = upd.Set(expression.Name(attrFresh), expression.Value(1))
+					upd = upd.Set(expression.Name(attrFresh), expression.Value(4242))
 					openIn = ""
 				}
 				if closes {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -59,7 +61,10 @@ const (
 	// fresh write (Update.Fresh), whose result may not be on the stream
 	// yet (its sender may have died): a write that meets it, its records
 	// applied, hands it back to be sent again (Result.Resend). A
-	// correction removes it.
+	// correction removes it. Its value is a number the creating write drew
+	// at random: the write's own request sent again by the SDK (its answer
+	// lost: a connection reset) meets the item it created, and knows it as
+	// its own by that number, so it is still the write that created it.
 	attrFresh = "fresh"
 
 	statusOpen  = "open"
@@ -284,6 +289,10 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 	}
 	knownFence, fenceKnown := "", false // fence seen on the item (retry path)
 	fresh := u.Fresh && u.closes()      // create the item, unless one is there
+	var freshBy int64                   // the create's number (attrFresh)
+	if fresh {
+		freshBy = 1 + rand.Int64N(math.MaxInt64-1) // never 0, what intAttr reads of no number
+	}
 	correction, revision := false, 0
 	var old map[string]types.AttributeValue // the item as the last failed condition returned it
 	for attempt := 0; attempt < v.attempts; attempt++ {
@@ -314,7 +323,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		if correction {
 			in, err = v.correctionInput(shard, u, old, partial, maxF, knownFence, revision)
 		} else {
-			in, err = v.updateInput(shard, u, blob, int(partial.Count()), minF, maxF, knownFence, fenceKnown, fresh)
+			in, err = v.updateInput(shard, u, blob, int(partial.Count()), minF, maxF, knownFence, fenceKnown, fresh, freshBy)
 		}
 		if err != nil {
 			return res, err
@@ -368,6 +377,18 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		}
 		// The retry path: DynamoDB handed back the item as it was.
 		old = ccf.Item
+		if fresh && int64(intAttr(old, attrFresh)) == freshBy && stringAttr(old, attrStatus) == statusFinal {
+			// The item this create made: its answer was lost and the SDK
+			// sent it again. This write created it, so it is the one
+			// that has it logged (Marked), not one that met it.
+			view, err := v.view(old)
+			if err != nil {
+				return res, err
+			}
+			res.Outcome, res.Applied = Applied, total
+			res.Closed, res.Publish, res.Marked = true, &view, true
+			return res, nil
+		}
 		fresh = false
 		fence := stringAttr(old, fenceAttr(shard))
 		if fence != "" && fence >= maxF {
@@ -461,6 +482,7 @@ const (
 	slotRevision
 	slotRevisionWas
 	slotFinalAt
+	slotFreshBy
 	windowSlots
 )
 
@@ -505,7 +527,7 @@ var updateShapes = shapeSet{build: func(variant uint) expression.Builder {
 	cond := fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
 	if variant&variantCreate != 0 {
 		cond = expression.AttributeNotExists(status) // every window write sets it
-		upd = upd.Set(expression.Name(attrFresh), expression.Value(1))
+		upd = upd.Set(expression.Name(attrFresh), slot(slotFreshBy))
 	}
 	if variant&variantClose != 0 {
 		// Final at once, as Finalize would make it (the condition holds
@@ -563,7 +585,7 @@ func identityUpdate(expires bool) expression.UpdateBuilder {
 	return upd
 }
 
-func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown, fresh bool) (*dynamodb.UpdateItemInput, error) {
+func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown, fresh bool, freshBy int64) (*dynamodb.UpdateItemInput, error) {
 	var slots [windowSlots]types.AttributeValue
 	variant := v.identity(slots[:], u, maxF)
 	slots[slotParts] = avList1(blob)
@@ -584,6 +606,7 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 	}
 	if fresh {
 		variant |= variantCreate
+		slots[slotFreshBy] = avInt(freshBy)
 	}
 	returned := types.ReturnValueUpdatedNew
 	if u.closes() {

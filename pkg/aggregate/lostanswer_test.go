@@ -1,0 +1,86 @@
+package aggregate_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tributary-dev/tributary/pkg/aggregate"
+	"github.com/tributary-dev/tributary/pkg/pipeline"
+	"github.com/tributary-dev/tributary/pkg/state"
+)
+
+// resetAfterCreate is an HTTP transport that lets the first request
+// creating a window fresh reach the stand-in and then loses its answer,
+// as a connection reset after DynamoDB applied the write does: the SDK
+// sends the same request again, which meets the item it created.
+type resetAfterCreate struct {
+	mu    sync.Mutex
+	reset int
+}
+
+func (r *resetAfterCreate) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reset == 0 && bytes.Contains(body, []byte(`"fresh"`)) && bytes.Contains(body, []byte("attribute_not_exists")) && resp.StatusCode == http.StatusOK {
+		r.reset++
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return nil, errors.New("read tcp 127.0.0.1:50000->127.0.0.1:4566: read: connection reset by peer")
+	}
+	return resp, nil
+}
+
+// A window the carry held to its close is created by one write, which has
+// its result logged. When that write's answer was lost and the SDK sent it
+// again, the second attempt met the item the first had created, took it
+// for another writer's, and the line was never logged (the stream had the
+// result). The create now knows its own item by the number it wrote in it.
+func TestAFreshWindowWhoseAnswerWasLostIsLoggedOnce(t *testing.T) {
+	var transport resetAfterCreate
+	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: &transport} })
+	base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	clock := base
+	now := func() time.Time { return clock }
+	var logs lockedBuffer
+	p, out := pipelineOn(t, `{"name":"lost","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`,
+		func(cfg *pipeline.Config, table string) *state.Views {
+			return state.NewViews(client, table, cfg.Aggregates, state.WithClock(now))
+		}, aggregate.WithClock(now), aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	f := &feed{t: t, p: p, base: base, path: perInterval, clock: &clock}
+	f.batch(at{"a", 10, 1}, at{"a", 20, 2})
+	f.batch(at{"b", 130, 4}) // the flush's watermark closes [0s,1m): created fresh
+	if transport.reset != 1 {
+		t.Fatalf("%d answers lost, want the fresh create's", transport.reset)
+	}
+	if got := strings.Join(out.of("a", base), "\n"); got != "final [0s,1m0s) r1 count 2 sum 3" {
+		t.Errorf("on the stream:\n%s", got)
+	}
+	var lines []string
+	for _, l := range logs.resultLines(t) {
+		if l["key"] == "a" {
+			lines = append(lines, l["id"].(string))
+		}
+	}
+	if len(lines) != 1 {
+		t.Errorf("key a's result logged %d times (%v), want once", len(lines), lines)
+	}
+}

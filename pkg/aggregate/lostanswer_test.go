@@ -3,6 +3,7 @@ package aggregate_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,16 +19,17 @@ import (
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
-// resetAfterCreate is an HTTP transport that lets the first request
-// creating a window fresh reach the stand-in and then loses its answer,
-// as a connection reset after DynamoDB applied the write does: the SDK
-// sends the same request again, which meets the item it created.
-type resetAfterCreate struct {
+// resetOnce is an HTTP transport that lets the first request whose body
+// match picks reach the stand-in and then loses its answer, as a
+// connection reset after DynamoDB applied the write does: the SDK sends
+// the same request again, which meets the item as the first changed it.
+type resetOnce struct {
+	match func(body []byte) bool
 	mu    sync.Mutex
 	reset int
 }
 
-func (r *resetAfterCreate) RoundTrip(req *http.Request) (*http.Response, error) {
+func (r *resetOnce) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
 		return nil, err
@@ -39,7 +41,7 @@ func (r *resetAfterCreate) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.reset == 0 && bytes.Contains(body, []byte(`"fresh"`)) && bytes.Contains(body, []byte("attribute_not_exists")) && resp.StatusCode == http.StatusOK {
+	if r.reset == 0 && r.match(body) && resp.StatusCode == http.StatusOK {
 		r.reset++
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -48,39 +50,58 @@ func (r *resetAfterCreate) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, nil
 }
 
-// A window the carry held to its close is created by one write, which has
-// its result logged. When that write's answer was lost and the SDK sent it
-// again, the second attempt met the item the first had created, took it
-// for another writer's, and the line was never logged (the stream had the
-// result). The create now knows its own item by the number it wrote in it.
-func TestAFreshWindowWhoseAnswerWasLostIsLoggedOnce(t *testing.T) {
-	var transport resetAfterCreate
-	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: &transport} })
-	base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
-	clock := base
-	now := func() time.Time { return clock }
-	var logs lockedBuffer
-	p, out := pipelineOn(t, `{"name":"lost","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
-	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop","partitionKeyIsGroupingKey":true}`,
-		func(cfg *pipeline.Config, table string) *state.Views {
-			return state.NewViews(client, table, cfg.Aggregates, state.WithClock(now))
-		}, aggregate.WithClock(now), aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
-	f := &feed{t: t, p: p, base: base, path: perInterval, clock: &clock}
-	f.batch(at{"a", 10, 1}, at{"a", 20, 2})
-	f.batch(at{"b", 130, 4}) // the flush's watermark closes [0s,1m): created fresh
-	if transport.reset != 1 {
-		t.Fatalf("%d answers lost, want the fresh create's", transport.reset)
-	}
-	if got := strings.Join(out.of("a", base), "\n"); got != "final [0s,1m0s) r1 count 2 sum 3" {
-		t.Errorf("on the stream:\n%s", got)
-	}
-	var lines []string
-	for _, l := range logs.resultLines(t) {
-		if l["key"] == "a" {
-			lines = append(lines, l["id"].(string))
-		}
-	}
-	if len(lines) != 1 {
-		t.Errorf("key a's result logged %d times (%v), want once", len(lines), lines)
+// A result is logged by the write that creates its window already
+// published (a window the carry held to its close) or by the one that
+// unlists it once it is on the stream (a window listed: no carry). When
+// that write's answer was lost and the SDK sent it again, the second
+// attempt met the item the first had changed, took it for another
+// writer's, and the line was never logged (the stream had the result).
+// Each write now knows its own change by a number it wrote in the item.
+func TestAResultWhoseWriteAnswerWasLostIsLoggedOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		carry bool
+		path  string
+		match func(body []byte) bool
+	}{
+		{"the fresh create", true, perInterval, func(b []byte) bool {
+			return bytes.Contains(b, []byte(`"fresh"`)) && bytes.Contains(b, []byte("attribute_not_exists"))
+		}},
+		{"the unlist", false, perBatch, func(b []byte) bool {
+			// REMOVE openIn, openUntil, previous, if listed (attribute_exists)
+			return bytes.Contains(b, []byte("REMOVE")) && bytes.Contains(b, []byte(`"openUntil"`)) && bytes.Contains(b, []byte("attribute_exists"))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			transport := &resetOnce{match: tt.match}
+			client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: transport} })
+			base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+			clock := base
+			now := func() time.Time { return clock }
+			var logs lockedBuffer
+			p, out := pipelineOn(t, fmt.Sprintf(`{"name":"lost","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+			  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop","partitionKeyIsGroupingKey":%t}`, tt.carry),
+				func(cfg *pipeline.Config, table string) *state.Views {
+					return state.NewViews(client, table, cfg.Aggregates, state.WithClock(now))
+				}, aggregate.WithClock(now), aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+			f := &feed{t: t, p: p, base: base, path: tt.path, clock: &clock}
+			f.batch(at{"a", 10, 1}, at{"a", 20, 2})
+			f.batch(at{"b", 130, 4}) // the watermark closes [0s,1m)
+			if transport.reset != 1 {
+				t.Fatalf("%d answers lost, want one of %s", transport.reset, tt.name)
+			}
+			if got := strings.Join(out.of("a", base), "\n"); got != "final [0s,1m0s) r1 count 2 sum 3" {
+				t.Errorf("on the stream:\n%s", got)
+			}
+			var lines []string
+			for _, l := range logs.resultLines(t) {
+				if l["key"] == "a" {
+					lines = append(lines, l["id"].(string))
+				}
+			}
+			if len(lines) != 1 {
+				t.Errorf("key a's result logged %d times (%v), want once", len(lines), lines)
+			}
+		})
 	}
 }

@@ -263,15 +263,16 @@ func (p *Processor) put(ctx context.Context, outs []Output) error {
 // the result is on the stream, not again by the ticker racing the handler
 // or by a retry; the final result of a window a shard's carry held to its
 // close by the write that creates its item (state.Update.Fresh), just
-// before it is sent, not again by a retry that sends it again — also when
-// that write's answer was lost and the SDK sent it again (the create knows
-// its own item); a session or sliding window's result by the finalize
-// whose save takes it out of the keyed state's pending results, after it
-// is on the stream (finalizeKeyedRound), not again by a finalizer racing
-// it. A process that dies between the unlist (or the save) and the log
-// write loses that line (the output stream still has the result), and so
-// does an unlist or a save whose answer was lost and that the SDK sent
-// again: it meets the item already changed and cannot tell it did so.
+// before it is sent, not again by a retry that sends it again; a session
+// or sliding window's result by the finalize whose save takes it out of
+// the keyed state's pending results, after it is on the stream
+// (finalizeKeyedRound), not again by a finalizer racing it. The create and
+// the unlist each leave a number they drew in the item, so one whose
+// answer was lost, sent again by the SDK, knows the change it meets as its
+// own and still logs the line. A process that dies between the unlist (or
+// the save) and the log write loses that line (the output stream still has
+// the result), and so does a keyed state's save whose answer was lost: its
+// second attempt meets a version it cannot tell it wrote.
 const ResultLogMessage = "window result"
 
 // logResult writes o's ResultLogMessage line, unless the pipeline's

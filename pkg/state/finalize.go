@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -127,7 +128,10 @@ func (v *Views) UnlistOnce(ctx context.Context, ref Ref) (first bool, err error)
 // publishing one result, exactly one is first, the one that logs it. A
 // publisher that finds the window at a later revision (a correction applied
 // after another publisher unlisted this one) unlists nothing, so the newer
-// result stays pending until it is published itself.
+// result stays pending until it is published itself. The write leaves a
+// number it drew in the item (attrUnlistedBy): when its answer is lost and
+// the SDK sends it again, the second attempt meets the window unlisted by
+// that number, and the call is still first.
 func (v *Views) UnlistRevision(ctx context.Context, ref Ref, revision int) (first bool, err error) {
 	if revision < 1 {
 		return false, fmt.Errorf("state: unlist %s %s: revision %d, want 1 or more", ref.PK, ref.SK, revision)
@@ -139,8 +143,10 @@ func (v *Views) UnlistRevision(ctx context.Context, ref Ref, revision int) (firs
 func (v *Views) unlist(ctx context.Context, ref Ref, revision int) (first bool, err error) {
 	var (
 		variant uint
-		slots   [1]types.AttributeValue
+		slots   [2]types.AttributeValue
 	)
+	by := 1 + rand.Int64N(math.MaxInt64-1) // never 0, what intAttr reads of no number
+	slots[1] = avInt(by)
 	if revision > 0 {
 		variant, slots[0] = 1, avInt(int64(revision))
 	}
@@ -156,7 +162,9 @@ func (v *Views) unlist(ctx context.Context, ref Ref, revision int) (first bool, 
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) && stringAttr(ccf.Item, attrStatus) == statusFinal {
-		return false, nil // unlisted before (or, by revision, at a later one)
+		// This call's own write, sent again by the SDK, or another's
+		// before it (or, by revision, a later one).
+		return int64(intAttr(ccf.Item, attrUnlistedBy)) == by && (revision == 0 || intAttr(ccf.Item, attrRevision) == revision), nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("state: unlist %s %s: %w", ref.PK, ref.SK, err)
@@ -366,7 +374,7 @@ var finalizeShape = shapeSet{build: func(uint) expression.Builder {
 }}
 
 // unlistShapes are unlist's write: at any revision (variant 0) or at the
-// one in slot 0 (variant 1).
+// one in slot 0 (variant 1), leaving the number in slot 1.
 var unlistShapes = shapeSet{build: func(variant uint) expression.Builder {
 	cond := expression.Equal(expression.Name(attrStatus), expression.Value(statusFinal)).
 		And(expression.AttributeExists(expression.Name(attrOpenIn)))
@@ -375,6 +383,6 @@ var unlistShapes = shapeSet{build: func(variant uint) expression.Builder {
 	}
 	return expression.NewBuilder().
 		WithUpdate(expression.Remove(expression.Name(attrOpenIn)).Remove(expression.Name(attrOpenUntil)).
-			Remove(expression.Name(attrPrevious))).
+			Remove(expression.Name(attrPrevious)).Set(expression.Name(attrUnlistedBy), slot(1))).
 		WithCondition(cond)
 }}

@@ -360,10 +360,16 @@ func TestOtherWriteShapesEqualTheBuilder(t *testing.T) {
 		if revision > 0 {
 			cond = cond.And(expression.Equal(expression.Name(attrRevision), expression.Value(revision)))
 		}
+		in := r.last(t)
+		// The number the write drew, its last value.
+		by, ok := in.ExpressionAttributeValues[fmt.Sprintf(":%d", len(in.ExpressionAttributeValues)-1)].(*types.AttributeValueMemberN)
+		if !ok {
+			t.Fatalf("unlist revision=%d: no number among %v", revision, in.ExpressionAttributeValues)
+		}
 		sameUpdate(t, fmt.Sprintf("unlist revision=%d", revision), must(t, expression.NewBuilder().
 			WithUpdate(expression.Remove(expression.Name(attrOpenIn)).Remove(expression.Name(attrOpenUntil)).
-				Remove(expression.Name(attrPrevious))).
-			WithCondition(cond)), r.last(t))
+				Remove(expression.Name(attrPrevious)).Set(expression.Name(attrUnlistedBy), expression.Value(by))).
+			WithCondition(cond)), in)
 	}
 
 	part := shapeSpec.New()

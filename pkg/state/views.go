@@ -66,6 +66,9 @@ const (
 	// lost: a connection reset) meets the item it created, and knows it as
 	// its own by that number, so it is still the write that created it.
 	attrFresh = "fresh"
+	// attrUnlistedBy is the number the write that unlisted a window drew
+	// (UnlistRevision).
+	attrUnlistedBy = "unlistedBy"
 
 	statusOpen  = "open"
 	statusFinal = "final"

@@ -2,6 +2,7 @@ package aggregate_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/tributary-dev/tributary/pkg/aggregate"
 	"github.com/tributary-dev/tributary/pkg/pipeline"
 	"github.com/tributary-dev/tributary/pkg/state"
+	"github.com/tributary-dev/tributary/pkg/window"
 )
 
 // resetOnce is an HTTP transport that lets the first request whose body
@@ -24,9 +26,10 @@ import (
 // connection reset after DynamoDB applied the write does: the SDK sends
 // the same request again, which meets the item as the first changed it.
 type resetOnce struct {
-	match func(body []byte) bool
-	mu    sync.Mutex
-	reset int
+	match   func(body []byte) bool
+	between func() // runs after the write applied, before the SDK sends it again
+	mu      sync.Mutex
+	reset   int
 }
 
 func (r *resetOnce) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -45,6 +48,9 @@ func (r *resetOnce) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.reset++
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		if r.between != nil {
+			r.between()
+		}
 		return nil, errors.New("read tcp 127.0.0.1:50000->127.0.0.1:4566: read: connection reset by peer")
 	}
 	return resp, nil
@@ -103,5 +109,62 @@ func TestAResultWhoseWriteAnswerWasLostIsLoggedOnce(t *testing.T) {
 				t.Errorf("key a's result logged %d times (%v), want once", len(lines), lines)
 			}
 		})
+	}
+}
+
+// An unlist whose answer was lost, and a correction from another shard's
+// writer (a late record) landing in the SDK's backoff before it sends the
+// unlist again: the retry meets the window listed again at revision 2 and
+// is refused, with this unlist's number still in the item. It applied (at
+// revision 1), so it logs revision 1's line; before, only revision 2 was
+// logged and the key's countDelta summed to 1 of its 3 records (found by
+// review).
+func TestAnUnlistWhoseAnswerWasLostLogsItsRevisionWhenACorrectionCameFirst(t *testing.T) {
+	unlist := func(b []byte) bool {
+		return bytes.Contains(b, []byte("REMOVE")) && bytes.Contains(b, []byte(`"openUntil"`)) && bytes.Contains(b, []byte("attribute_exists"))
+	}
+	transport := &resetOnce{match: unlist}
+	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: transport} })
+	base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	clock := base
+	now := func() time.Time { return clock }
+	var logs lockedBuffer
+	var other *state.Views // another shard's writer, its answers not lost
+	p, out := pipelineOn(t, `{"name":"lost","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"correct","allowedLateness":"10m"}`,
+		func(cfg *pipeline.Config, table string) *state.Views {
+			other = state.NewViews(db, table, cfg.Aggregates, state.WithClock(now))
+			return state.NewViews(client, table, cfg.Aggregates, state.WithClock(now))
+		}, aggregate.WithClock(now), aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	w := window.Of(base.UnixMilli(), base.Add(time.Minute).UnixMilli())
+	transport.between = func() {
+		ctx, openIn := context.Background(), "lost#"+feedShard
+		res, err := other.Apply(ctx, "shardId-000000000009", &state.Update{Pipeline: "lost", Key: "a", Kind: "tumbling:1m0s", Window: w,
+			OpenIn: openIn, Entries: []state.Entry{{Seq: "900", Value: 100}}, CorrectIfFinal: true})
+		if err != nil || res.Outcome != state.Corrected {
+			t.Errorf("the correction: %v %v", res.Outcome, err)
+		}
+		if _, err := other.ListWindow(ctx, openIn, "tumbling:1m0s", w, []string{"a"}); err != nil {
+			t.Errorf("listing the correction: %v", err)
+		}
+	}
+	f := &feed{t: t, p: p, base: base, path: perBatch, clock: &clock}
+	f.batch(at{"a", 10, 1}, at{"a", 20, 2})
+	f.batch(at{"b", 130, 4}) // the watermark closes [0s,1m): published, its unlist's answer lost
+	if transport.reset != 1 {
+		t.Fatalf("%d answers lost, want the unlist's", transport.reset)
+	}
+	f.tick(10 * time.Minute) // publishes the correction
+	ids, sum := map[string]int{}, 0.0
+	for _, l := range logs.resultLines(t) {
+		if l["key"] == "a" {
+			ids[l["id"].(string)]++
+			sum += l["countDelta"].(float64)
+		}
+	}
+	r1 := "lost/a/tumbling:1m0s/2026-12-07T10:00:00.000Z/2026-12-07T10:01:00.000Z/r1"
+	if ids[r1] != 1 || sum != 3 {
+		t.Errorf("key a's lines %v, countDelta summing to %v; want revision 1 once and 3, its records (on the stream:\n%s)",
+			ids, sum, strings.Join(out.of("a", base), "\n"))
 	}
 }

@@ -271,8 +271,13 @@ func (p *Processor) put(ctx context.Context, outs []Output) error {
 // answer was lost, sent again by the SDK, knows the change it meets as its
 // own and still logs the line. A process that dies between the unlist (or
 // the save) and the log write loses that line (the output stream still has
-// the result), and so does a keyed state's save whose answer was lost: its
-// second attempt meets a version it cannot tell it wrote.
+// the result), and so do: a keyed state's save whose answer was lost (its
+// second attempt meets a version it cannot tell it wrote); a fresh create
+// whose answer was lost and which a correction (a record of the key from
+// another shard: a reshard) met before the SDK sent it again (the
+// correction takes the fresh mark off); and a write whose every attempt
+// lost its answer, the SDK giving up (the batch's retry draws a number of
+// its own).
 const ResultLogMessage = "window result"
 
 // logResult writes o's ResultLogMessage line, unless the pipeline's

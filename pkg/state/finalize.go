@@ -131,7 +131,8 @@ func (v *Views) UnlistOnce(ctx context.Context, ref Ref) (first bool, err error)
 // result stays pending until it is published itself. The write leaves a
 // number it drew in the item (attrUnlistedBy): when its answer is lost and
 // the SDK sends it again, the second attempt meets the window unlisted by
-// that number, and the call is still first.
+// that number — also when a correction has listed it again at the next
+// revision since — and the call is still first.
 func (v *Views) UnlistRevision(ctx context.Context, ref Ref, revision int) (first bool, err error) {
 	if revision < 1 {
 		return false, fmt.Errorf("state: unlist %s %s: revision %d, want 1 or more", ref.PK, ref.SK, revision)
@@ -162,9 +163,10 @@ func (v *Views) unlist(ctx context.Context, ref Ref, revision int) (first bool, 
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) && stringAttr(ccf.Item, attrStatus) == statusFinal {
-		// This call's own write, sent again by the SDK, or another's
-		// before it (or, by revision, a later one).
-		return int64(intAttr(ccf.Item, attrUnlistedBy)) == by && (revision == 0 || intAttr(ccf.Item, attrRevision) == revision), nil
+		// This call's own write, sent again by the SDK (its number: it
+		// applied, at its revision, whatever a correction did since), or
+		// another's before it (or, by revision, a later one).
+		return int64(intAttr(ccf.Item, attrUnlistedBy)) == by, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("state: unlist %s %s: %w", ref.PK, ref.SK, err)

@@ -155,7 +155,7 @@ func TestAggregateLeavesTheSameItemsAsOnMoto(t *testing.T) {
 		{"views", "pk", "sk", motoViews, memViews},
 		{"quarantine", "source", "sequenceNumber", motoAside, memAside},
 	} {
-		want, got := byKey(c.moto, c.pk, c.sk), byKey(c.me, c.pk, c.sk)
+		want, got := byKey(undrawn(c.moto), c.pk, c.sk), byKey(undrawn(c.me), c.pk, c.sk)
 		if len(want) < 2 && c.name == "views" {
 			t.Fatalf("moto's %s table holds %d items: the scenario did nothing", c.name, len(want))
 		}
@@ -181,6 +181,23 @@ func TestAggregateLeavesTheSameItemsAsOnMoto(t *testing.T) {
 			t.Errorf("quarantine item %s: functions %v, want an entry of each of the two functions", show(it), it["functions"])
 		}
 	}
+}
+
+// drawnAttributes are the numbers a write draws at random to know its own
+// change when its answer is lost (package state): the same in moto and
+// memdb only in being there.
+var drawnAttributes = []string{"fresh", "unlistedBy"}
+
+// undrawn is items with each drawn number, where it is one, read as 1.
+func undrawn(items []map[string]types.AttributeValue) []map[string]types.AttributeValue {
+	for _, it := range items {
+		for _, name := range drawnAttributes {
+			if _, ok := it[name].(*types.AttributeValueMemberN); ok {
+				it[name] = &types.AttributeValueMemberN{Value: "1"}
+			}
+		}
+	}
+	return items
 }
 
 func show(item map[string]types.AttributeValue) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -146,7 +145,7 @@ func (v *Views) unlist(ctx context.Context, ref Ref, revision int) (first bool, 
 		variant uint
 		slots   [2]types.AttributeValue
 	)
-	by := 1 + rand.Int64N(math.MaxInt64-1) // never 0, what intAttr reads of no number
+	by := drawMark()
 	slots[1] = avInt(by)
 	if revision > 0 {
 		variant, slots[0] = 1, avInt(int64(revision))
@@ -166,7 +165,7 @@ func (v *Views) unlist(ctx context.Context, ref Ref, revision int) (first bool, 
 		// This call's own write, sent again by the SDK (its number: it
 		// applied, at its revision, whatever a correction did since), or
 		// another's before it (or, by revision, a later one).
-		return int64(intAttr(ccf.Item, attrUnlistedBy)) == by, nil
+		return markedBy(ccf.Item, attrUnlistedBy, by), nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("state: unlist %s %s: %w", ref.PK, ref.SK, err)

@@ -148,7 +148,7 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 					openIn = "pageviews#shardId-000000000000"
 					u.OpenIn, u.CloseBy, u.Fresh = openIn, shapeWin.End, fresh
 				}
-				in, err := v.updateInput("shardId-000000000000", u, blob, 7, minF, maxF, fc.knownFence, fc.known, fresh, 4242)
+				in, err := v.updateInput("shardId-000000000000", u, blob, 7, minF, maxF, fc.knownFence, fc.known, map[bool]int64{true: 4242}[fresh])
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -291,10 +291,9 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		}()
 	}
 	knownFence, fenceKnown := "", false // fence seen on the item (retry path)
-	fresh := u.Fresh && u.closes()      // create the item, unless one is there
-	var freshBy int64                   // the create's number (attrFresh)
-	if fresh {
-		freshBy = 1 + rand.Int64N(math.MaxInt64-1) // never 0, what intAttr reads of no number
+	var freshBy int64                   // a create's number (attrFresh; 0: not a create): the item created, unless one is there
+	if u.Fresh && u.closes() {
+		freshBy = drawMark()
 	}
 	correction, revision := false, 0
 	var old map[string]types.AttributeValue // the item as the last failed condition returned it
@@ -326,7 +325,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		if correction {
 			in, err = v.correctionInput(shard, u, old, partial, maxF, knownFence, revision)
 		} else {
-			in, err = v.updateInput(shard, u, blob, int(partial.Count()), minF, maxF, knownFence, fenceKnown, fresh, freshBy)
+			in, err = v.updateInput(shard, u, blob, int(partial.Count()), minF, maxF, knownFence, fenceKnown, freshBy)
 		}
 		if err != nil {
 			return res, err
@@ -359,7 +358,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 				if err != nil {
 					return res, err
 				}
-				res.Closed, res.Publish, res.Marked = true, &view, fresh
+				res.Closed, res.Publish, res.Marked = true, &view, freshBy != 0
 			}
 			res.Writes += v.maybeCompact(ctx, in.Key, out.Attributes)
 			return res, nil
@@ -380,7 +379,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		}
 		// The retry path: DynamoDB handed back the item as it was.
 		old = ccf.Item
-		if fresh && int64(intAttr(old, attrFresh)) == freshBy && stringAttr(old, attrStatus) == statusFinal {
+		if freshBy != 0 && markedBy(old, attrFresh, freshBy) && stringAttr(old, attrStatus) == statusFinal {
 			// The item this create made: its answer was lost and the SDK
 			// sent it again. This write created it, so it is the one
 			// that has it logged (Marked), not one that met it.
@@ -392,7 +391,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 			res.Closed, res.Publish, res.Marked = true, &view, true
 			return res, nil
 		}
-		fresh = false
+		freshBy = 0
 		fence := stringAttr(old, fenceAttr(shard))
 		if fence != "" && fence >= maxF {
 			res.Outcome, res.Skipped = Duplicate, total
@@ -588,7 +587,8 @@ func identityUpdate(expires bool) expression.UpdateBuilder {
 	return upd
 }
 
-func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown, fresh bool, freshBy int64) (*dynamodb.UpdateItemInput, error) {
+func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, maxF, knownFence string, fenceKnown bool, freshBy int64) (*dynamodb.UpdateItemInput, error) {
+	fresh := freshBy != 0
 	var slots [windowSlots]types.AttributeValue
 	variant := v.identity(slots[:], u, maxF)
 	slots[slotParts] = avList1(blob)
@@ -846,6 +846,17 @@ func stringAttr(item map[string]types.AttributeValue, name string) string {
 		return s.Value
 	}
 	return ""
+}
+
+// drawMark draws the number a write leaves in an item (attrFresh,
+// attrUnlistedBy) to know its own change when the SDK sends it again after
+// its answer was lost: never 0, what intAttr reads of no number.
+func drawMark() int64 { return 1 + rand.Int64N(math.MaxInt64-1) }
+
+// markedBy says item holds the number mark in name: the write that drew it
+// changed the item.
+func markedBy(item map[string]types.AttributeValue, name string, mark int64) bool {
+	return int64(intAttr(item, name)) == mark
 }
 
 func intAttr(item map[string]types.AttributeValue, name string) int {

@@ -56,6 +56,62 @@ func (r *resetOnce) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// lostRig runs a pipeline whose views go through transport (its answers
+// lost as transport says), a feed on one shard, and other, the same table
+// through a client whose answers are not lost (another shard's writer).
+type lostRig struct {
+	f      *feed
+	out    *outputLog
+	logs   lockedBuffer
+	other  *state.Views
+	base   time.Time
+	window window.Window // [0s,1m)
+}
+
+func newLostRig(t *testing.T, transport *resetOnce, path, cfg string) *lostRig {
+	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: transport} })
+	r := &lostRig{base: time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)}
+	r.window = window.Of(r.base.UnixMilli(), r.base.Add(time.Minute).UnixMilli())
+	clock := r.base
+	now := func() time.Time { return clock }
+	p, out := pipelineOn(t, cfg, func(cfg *pipeline.Config, table string) *state.Views {
+		r.other = state.NewViews(db, table, cfg.Aggregates, state.WithClock(now))
+		return state.NewViews(client, table, cfg.Aggregates, state.WithClock(now))
+	}, aggregate.WithClock(now), aggregate.WithLogger(slog.New(slog.NewJSONHandler(&r.logs, nil))))
+	r.out, r.f = out, &feed{t: t, p: p, base: r.base, path: path, clock: &clock}
+	return r
+}
+
+// linesOf is how many times key's results were logged, by id, and what
+// their countDelta sums to.
+func (r *lostRig) linesOf(t *testing.T, key string) (ids map[string]int, countDelta float64) {
+	ids = map[string]int{}
+	for _, l := range r.logs.resultLines(t) {
+		if l["key"] == key {
+			ids[l["id"].(string)]++
+			countDelta += l["countDelta"].(float64)
+		}
+	}
+	return ids, countDelta
+}
+
+const lostConfig = `{"name":"lost","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s",%s}`
+
+// lostR1 is key a's [0s,1m) result at revision 1.
+const lostR1 = "lost/a/tumbling:1m0s/2026-12-07T10:00:00.000Z/2026-12-07T10:01:00.000Z/r1"
+
+// freshCreate and unlistRequest pick the requests of the two writes that
+// log a result: a window created already published, and a listed one
+// taken off its listing (REMOVE openIn, openUntil, previous, if listed).
+func freshCreate(b []byte) bool {
+	return bytes.Contains(b, []byte(`"fresh"`)) && bytes.Contains(b, []byte("attribute_not_exists"))
+}
+
+func unlistRequest(b []byte) bool {
+	return bytes.Contains(b, []byte("REMOVE")) && bytes.Contains(b, []byte(`"openUntil"`)) && bytes.Contains(b, []byte("attribute_exists"))
+}
+
 // A result is logged by the write that creates its window already
 // published (a window the carry held to its close) or by the one that
 // unlists it once it is on the stream (a window listed: no carry). When
@@ -70,43 +126,22 @@ func TestAResultWhoseWriteAnswerWasLostIsLoggedOnce(t *testing.T) {
 		path  string
 		match func(body []byte) bool
 	}{
-		{"the fresh create", true, perInterval, func(b []byte) bool {
-			return bytes.Contains(b, []byte(`"fresh"`)) && bytes.Contains(b, []byte("attribute_not_exists"))
-		}},
-		{"the unlist", false, perBatch, func(b []byte) bool {
-			// REMOVE openIn, openUntil, previous, if listed (attribute_exists)
-			return bytes.Contains(b, []byte("REMOVE")) && bytes.Contains(b, []byte(`"openUntil"`)) && bytes.Contains(b, []byte("attribute_exists"))
-		}},
+		{"the fresh create", true, perInterval, freshCreate},
+		{"the unlist", false, perBatch, unlistRequest},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			transport := &resetOnce{match: tt.match}
-			client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: transport} })
-			base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
-			clock := base
-			now := func() time.Time { return clock }
-			var logs lockedBuffer
-			p, out := pipelineOn(t, fmt.Sprintf(`{"name":"lost","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
-			  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"drop","partitionKeyIsGroupingKey":%t}`, tt.carry),
-				func(cfg *pipeline.Config, table string) *state.Views {
-					return state.NewViews(client, table, cfg.Aggregates, state.WithClock(now))
-				}, aggregate.WithClock(now), aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
-			f := &feed{t: t, p: p, base: base, path: tt.path, clock: &clock}
-			f.batch(at{"a", 10, 1}, at{"a", 20, 2})
-			f.batch(at{"b", 130, 4}) // the watermark closes [0s,1m)
+			r := newLostRig(t, transport, tt.path, fmt.Sprintf(lostConfig, fmt.Sprintf(`"latePolicy":"drop","partitionKeyIsGroupingKey":%t`, tt.carry)))
+			r.f.batch(at{"a", 10, 1}, at{"a", 20, 2})
+			r.f.batch(at{"b", 130, 4}) // the watermark closes [0s,1m)
 			if transport.reset != 1 {
 				t.Fatalf("%d answers lost, want one of %s", transport.reset, tt.name)
 			}
-			if got := strings.Join(out.of("a", base), "\n"); got != "final [0s,1m0s) r1 count 2 sum 3" {
+			if got := strings.Join(r.out.of("a", r.base), "\n"); got != "final [0s,1m0s) r1 count 2 sum 3" {
 				t.Errorf("on the stream:\n%s", got)
 			}
-			var lines []string
-			for _, l := range logs.resultLines(t) {
-				if l["key"] == "a" {
-					lines = append(lines, l["id"].(string))
-				}
-			}
-			if len(lines) != 1 {
-				t.Errorf("key a's result logged %d times (%v), want once", len(lines), lines)
+			if ids, _ := r.linesOf(t, "a"); len(ids) != 1 || ids[lostR1] != 1 {
+				t.Errorf("key a's result lines %v, want %s once", ids, lostR1)
 			}
 		})
 	}
@@ -120,51 +155,27 @@ func TestAResultWhoseWriteAnswerWasLostIsLoggedOnce(t *testing.T) {
 // logged and the key's countDelta summed to 1 of its 3 records (found by
 // review).
 func TestAnUnlistWhoseAnswerWasLostLogsItsRevisionWhenACorrectionCameFirst(t *testing.T) {
-	unlist := func(b []byte) bool {
-		return bytes.Contains(b, []byte("REMOVE")) && bytes.Contains(b, []byte(`"openUntil"`)) && bytes.Contains(b, []byte("attribute_exists"))
-	}
-	transport := &resetOnce{match: unlist}
-	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) { o.HTTPClient = &http.Client{Transport: transport} })
-	base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
-	clock := base
-	now := func() time.Time { return clock }
-	var logs lockedBuffer
-	var other *state.Views // another shard's writer, its answers not lost
-	p, out := pipelineOn(t, `{"name":"lost","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
-	  "aggregates":["count","sum"],"outOfOrderness":"5s","idleTimeout":"30s","latePolicy":"correct","allowedLateness":"10m"}`,
-		func(cfg *pipeline.Config, table string) *state.Views {
-			other = state.NewViews(db, table, cfg.Aggregates, state.WithClock(now))
-			return state.NewViews(client, table, cfg.Aggregates, state.WithClock(now))
-		}, aggregate.WithClock(now), aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
-	w := window.Of(base.UnixMilli(), base.Add(time.Minute).UnixMilli())
+	transport := &resetOnce{match: unlistRequest}
+	r := newLostRig(t, transport, perBatch, fmt.Sprintf(lostConfig, `"latePolicy":"correct","allowedLateness":"10m"`))
 	transport.between = func() {
 		ctx, openIn := context.Background(), "lost#"+feedShard
-		res, err := other.Apply(ctx, "shardId-000000000009", &state.Update{Pipeline: "lost", Key: "a", Kind: "tumbling:1m0s", Window: w,
+		res, err := r.other.Apply(ctx, "shardId-000000000009", &state.Update{Pipeline: "lost", Key: "a", Kind: "tumbling:1m0s", Window: r.window,
 			OpenIn: openIn, Entries: []state.Entry{{Seq: "900", Value: 100}}, CorrectIfFinal: true})
 		if err != nil || res.Outcome != state.Corrected {
 			t.Errorf("the correction: %v %v", res.Outcome, err)
 		}
-		if _, err := other.ListWindow(ctx, openIn, "tumbling:1m0s", w, []string{"a"}); err != nil {
+		if _, err := r.other.ListWindow(ctx, openIn, "tumbling:1m0s", r.window, []string{"a"}); err != nil {
 			t.Errorf("listing the correction: %v", err)
 		}
 	}
-	f := &feed{t: t, p: p, base: base, path: perBatch, clock: &clock}
-	f.batch(at{"a", 10, 1}, at{"a", 20, 2})
-	f.batch(at{"b", 130, 4}) // the watermark closes [0s,1m): published, its unlist's answer lost
+	r.f.batch(at{"a", 10, 1}, at{"a", 20, 2})
+	r.f.batch(at{"b", 130, 4}) // the watermark closes [0s,1m): published, its unlist's answer lost
 	if transport.reset != 1 {
 		t.Fatalf("%d answers lost, want the unlist's", transport.reset)
 	}
-	f.tick(10 * time.Minute) // publishes the correction
-	ids, sum := map[string]int{}, 0.0
-	for _, l := range logs.resultLines(t) {
-		if l["key"] == "a" {
-			ids[l["id"].(string)]++
-			sum += l["countDelta"].(float64)
-		}
-	}
-	r1 := "lost/a/tumbling:1m0s/2026-12-07T10:00:00.000Z/2026-12-07T10:01:00.000Z/r1"
-	if ids[r1] != 1 || sum != 3 {
+	r.f.tick(10 * time.Minute) // publishes the correction
+	if ids, sum := r.linesOf(t, "a"); ids[lostR1] != 1 || sum != 3 {
 		t.Errorf("key a's lines %v, countDelta summing to %v; want revision 1 once and 3, its records (on the stream:\n%s)",
-			ids, sum, strings.Join(out.of("a", base), "\n"))
+			ids, sum, strings.Join(r.out.of("a", r.base), "\n"))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tributary-dev/tributary/bench/internal/sdkcost"
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/limits"
+	"github.com/tributary-dev/tributary/pkg/state"
 )
 
 // usage is what the store billed: requests by operation, write request
@@ -226,8 +227,10 @@ func (s *store) billWrite(table string, old, next map[string]types.AttributeValu
 
 // itemClass names what an item is for the write-unit breakdown: its
 // table, then its sort key up to the first '|' or '#' (a window kind, a
-// keyed state, a ledger, a watermark), or its partition key's when it has
-// no sort key.
+// ledger, a watermark), or its partition key's when it has no sort key. A
+// keyed state (session or sliding) is its kind and ":state", apart from
+// the same kind's window items (the results): the state is rewritten at
+// each flush, a window item written once.
 func itemClass(table string, items ...map[string]types.AttributeValue) string {
 	for _, item := range items {
 		if v, ok := item["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(v.Value, "~") {
@@ -239,6 +242,9 @@ func itemClass(table string, items ...map[string]types.AttributeValue) string {
 		for _, name := range []string{"sk", "SK", "pk", "PK"} {
 			if v, ok := item[name].(*types.AttributeValueMemberS); ok {
 				head := v.Value
+				if kind, ok := state.IsKeyed(state.Ref{SK: head}); ok {
+					return table + ":" + kind + ":state"
+				}
 				if i := strings.IndexAny(head, "|#"); i >= 0 {
 					head = head[:i]
 				}

@@ -432,11 +432,20 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 		buf.Pending = buf.Pending[done:]
 		points, emitted := len(buf.Points), len(buf.Emitted)
 		pruneKeyed(ws, p.cfg.Late, buf, wm, unrecorded)
-		if recorded == 0 && !hadPending && len(buf.Points) == points && len(buf.Emitted) == emitted && listedBy(ks, p.openIn(shard), next) {
-			// Nothing final, nothing forgotten, and listed no later than
-			// its next window: a growing session, found early. Saving
-			// would only move its listing (two index write units) and
-			// its freeze mark, which guards nothing while no point goes.
+		if recorded == 0 && !hadPending && listedBy(ks, p.openIn(shard), next) {
+			// Nothing final and listed no later than its next window: a
+			// growing session, found early. Saving would only move its
+			// listing (two index write units), its freeze mark, and
+			// forget what the prune let go (the points and emitted
+			// values of sessions past the allowed lateness): none of it
+			// changes a result, so it waits for the next save that does
+			// (at the README's load 0.020 writes an event fewer). A warm
+			// handler keeps the pruned copy, which the key's next fold
+			// writes with its records.
+			if warm && (len(buf.Points) != points || len(buf.Emitted) != emitted) {
+				ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
+				p.rememberKeyed(kref, shard, ks)
+			}
 			return false, nil
 		}
 		ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
@@ -707,7 +716,9 @@ func (p *Processor) keptKeyed(ctx context.Context, ref state.KeyedRef, shard str
 }
 
 // rememberKeyed keeps ks, as just read or written, for the next fold: its
-// Blob must be the encoding of the buffer the fold would hold.
+// Blob must be the encoding of the buffer the fold would hold. A finalize
+// that only pruned keeps its pruned buffer at the version it read (what it
+// forgot changes no result), and the fold writes it.
 //
 // The copies are bounded (keyedCacheMax): past it, arbitrary ones (Go's
 // map order) are let go until a quarter of the room is free again, each

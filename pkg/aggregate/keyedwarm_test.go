@@ -143,3 +143,76 @@ func TestAHandlersStaleSessionCopyIsReadAgain(t *testing.T) {
 		t.Errorf("the handler read no session state: its copy of a's, older than the ticker's save, was never found out")
 	}
 }
+
+// stateWrites counts the writes to one key's keyed (session) state.
+type stateWrites struct {
+	memdb.Client
+	key    string
+	writes atomic.Int64
+}
+
+func (s *stateWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	pk, _ := in.Key["pk"].(*types.AttributeValueMemberS)
+	sk, _ := in.Key["sk"].(*types.AttributeValueMemberS)
+	if pk != nil && sk != nil && strings.HasSuffix(pk.Value, "#"+s.key) && strings.HasSuffix(sk.Value, "|~state") {
+		s.writes.Add(1)
+	}
+	return s.Client.UpdateItem(ctx, in, opts...)
+}
+
+// TestAFinalizeThatOnlyPrunesDoesNotWrite: a growing session stays
+// listed at the end it first had, so each finalize after that visits its
+// state early; once the key's closed session is past the allowed lateness
+// such a visit forgets its points and emitted value. A warm handler no
+// longer writes the state for that alone (at the README's load 0.020
+// writes an event): it keeps the pruned copy, which the key's next fold
+// writes with its records. Results are the same: each session is logged
+// once, and a record for the pruned one is dropped as late.
+func TestAFinalizeThatOnlyPrunesDoesNotWrite(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(warmSessions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &stateWrites{Client: memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable}), key: "a"}
+	var logs lockedBuffer
+	p := aggregate.New(cfg, state.NewViews(store, "views", cfg.Aggregates), nil, "", aggregate.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	base := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	seq := 0
+	batch := func(key string, at time.Duration) int64 {
+		t.Helper()
+		seq++
+		before := store.writes.Load()
+		resp, err := p.HandleBatch(ctx, warmBatch([]string{key}, seq, base.Add(at)))
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("%s at %v: %v %v", key, at, err, resp.BatchItemFailures)
+		}
+		return store.writes.Load() - before
+	}
+	batch("a", 0)
+	batch("b", 40*time.Second) // a's first session closes (30 s gap)
+	batch("a", 50*time.Second) // a's second session, listed at its end then
+	batch("a", 70*time.Second) // it grows past that end: found early from now on
+	batch("b", 90*time.Second)
+	// This batch's watermark passes the first session's end plus the
+	// minute of lateness: its fold writes a's state, and the finalize
+	// after it, visiting the state early, only prunes it.
+	if n := batch("a", 95*time.Second); n != 1 {
+		t.Errorf("a's fold and a finalize that only pruned wrote a's state %d times, want once (the fold)", n)
+	}
+	if n := batch("b", 100*time.Second); n != 0 {
+		t.Errorf("a finalize that only visited a's state wrote it %d time(s), want none", n)
+	}
+	// a's next record writes the state once, pruned.
+	if n := batch("a", 110*time.Second); n != 1 {
+		t.Errorf("a's next fold wrote its state %d time(s), want 1", n)
+	}
+	// A record of a's first session, past the lateness, changes nothing;
+	// b's records close a's second session.
+	batch("a", 5*time.Second)
+	batch("b", 200*time.Second)
+	lines := strings.Count(logs.String(), `"key":"a"`)
+	if lines != 2 || !strings.Contains(logs.String(), `"key":"a","window":"session:30s","start":"2026-12-01T09:00:50`) {
+		t.Errorf("key a's results logged %d times, want its two sessions once each:\n%s", lines, logs.String())
+	}
+}

@@ -283,6 +283,7 @@ func run(ctx context.Context, o *options) (err error) {
 		fmt.Printf("  dashboard screenshot (the results view, each pipeline's health charts, then the stack's dashboards, as the page showed them): %s\n", out.screenshot)
 	}
 	fmt.Printf("  %s\n", tm)
+	fmt.Println("  next: `make local-up` keeps all this running for events of your own (README.md, Your first pipeline; docs/local.md); `make test` runs the tests")
 	return nil
 }
 

@@ -51,7 +51,8 @@
 // share of a vCPU, 1,024/1,769, plus the store's wait per request it made
 // as keepup measured it, rounded up to the millisecond), DynamoDB's write
 // and read units and storage (what the tables grow by over the span, kept
-// for the window items' 30-day retention, with point-in-time recovery),
+// for the pipeline's retention, a week by default, with point-in-time
+// recovery),
 // CloudWatch Logs ingestion and storage (two weeks), the custom metrics
 // and the pipeline's 11 alarm metrics. Prices
 // are in prices.go, with their region and date. Lines:
@@ -87,9 +88,9 @@
 // bytes: packed_wcu_per_event is what the same writes of the same items
 // would cost if no write paid for the rest of its last KB — the floor of
 // packing today's items together without making them smaller or writing
-// them less often. load_flush prices the README's load at each of
+// them less often. load_flush prices the reference load at each of
 // -flushes, the intervals other than the stack's (-flush). load_nolog
-// runs the README's load again with the pipeline's outputs.log false (no
+// runs the reference load again with the pipeline's outputs.log false (no
 // result line logged; -nolog=false skips it), priced on demand and with
 // the views table provisioned: result_lines counts the lines it logged.
 //
@@ -120,7 +121,7 @@
 // on each request — serializing the input to DynamoDB's JSON, signing it,
 // its middleware, decoding the answer — would be missing from the CPU
 // time; in Lambda it is the function's, and at some 50 µs a request it is
-// most of it. First a 3-minute run of the README's load (100 events a
+// most of it. First a 3-minute run of the reference load (100 events a
 // second over 1,000 keys) on each path keeps a uniform sample of the
 // requests the handler makes and the store's answers (bench/internal/sdkcost); they are
 // replayed through a real dynamodb.Client whose HTTP client answers at

@@ -34,7 +34,7 @@ func main() {
 	flag.IntVar(&o.keepupBatches, "keepup-batches", 8, "invocations measured per keepup run (per interval: at least a whole -flush interval's)")
 	flag.IntVar(&o.keepupKeys, "keepup-keys", 1000, "keys on the keepup shard")
 	flag.DurationVar(&o.latency, "latency", 4*time.Millisecond, "how long the store takes to answer a request (keepup; and what the Powertools peer awaits per request)")
-	flag.BoolVar(&o.nolog, "nolog", true, "price the README's load again with the pipeline's outputs.log false (BENCH load_nolog)")
+	flag.BoolVar(&o.nolog, "nolog", true, "price the reference load again with the pipeline's outputs.log false (BENCH load_nolog)")
 	flag.BoolVar(&o.powertools, "powertools", true, "run the Powertools peer (node, moto) on a sample and print its BENCH load_powertools lines")
 	flag.IntVar(&o.memoryMB, "memory", deployedStack.memoryMB, "the aggregate and ticker functions' memory in MB (Lambda's vCPU share follows it: 1,769 MB is one vCPU)")
 	flag.IntVar(&o.peerEvents, "peer-events", 300, "events in the Powertools peer's sample")
@@ -68,7 +68,7 @@ type options struct {
 	loads         [][2]int // events a second, keys
 	paths         []string
 	span, flush   time.Duration
-	flushes       []time.Duration // other flush intervals, priced at the README's load
+	flushes       []time.Duration // other flush intervals, priced at the reference load
 	tail          time.Duration
 	pipeline      string
 	keepup        bool
@@ -156,7 +156,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		PricesRegion, PricesDate, st.memoryMB, st.vcpu(), st.shards, st.batchSize, st.batchingWindow.Seconds(), o.flush.Seconds(), flink)
 
 	// The SDK's CPU per request, from the requests a short run at the
-	// README's load makes on each path.
+	// reference load makes on each path.
 	o.logf(log, "sdk cost: sampling requests")
 	samples := map[string][]sdkcost.Sample{}
 	for _, p := range o.paths {
@@ -279,7 +279,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 		fmt.Fprintf(out, "BENCH load_kinesis events_per_s=%d keys=%d events_stream_usd=%.2f results_stream_usd=%.2f\n", rate, keys, ev, res)
 	}
 
-	// What a longer flush interval saves at the README's load, and what it
+	// What a longer flush interval saves at the reference load, and what it
 	// costs: results up to that long after the watermark passes a window.
 	for _, fl := range o.flushes {
 		if !slices.Contains(o.paths, pathInterval) {
@@ -295,7 +295,7 @@ func run(ctx context.Context, o options, out, log io.Writer) error {
 			fl.Seconds(), b.wruPerEvent, b.total(), b.total()/flink, t.earlyFinals)
 	}
 
-	// The README's load with the pipeline's result lines off
+	// The reference load with the pipeline's result lines off
 	// (outputs.log false), on demand and provisioned: what a team that
 	// reads results from the stream or the table pays.
 	if o.nolog && slices.Contains(o.paths, pathInterval) {

@@ -439,7 +439,7 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 			// forget what the prune let go (the points and emitted
 			// values of sessions past the allowed lateness): none of it
 			// changes a result, so it waits for the next save that does
-			// (at the README's load 0.020 writes an event fewer). A warm
+			// (at the reference load 0.020 writes an event fewer). A warm
 			// handler keeps the pruned copy, which the key's next fold
 			// writes with its records.
 			if warm && (len(buf.Points) != points || len(buf.Emitted) != emitted) {

@@ -96,7 +96,7 @@ func TestKeyedEncodingPendingResultsRoundTrip(t *testing.T) {
 	}
 }
 
-// A session state as the README's load keeps it — about 70 points a few
+// A session state as the reference load keeps it — about 70 points a few
 // seconds apart with whole values, no distinct aggregate, 3 emitted
 // windows — is written in version 5 without an empty distinct value a
 // point or the emitted windows' ids: about 220 bytes fewer than version 3

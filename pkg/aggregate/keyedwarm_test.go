@@ -164,7 +164,7 @@ func (s *stateWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInp
 // listed at the end it first had, so each finalize after that visits its
 // state early; once the key's closed session is past the allowed lateness
 // such a visit forgets its points and emitted value. A warm handler no
-// longer writes the state for that alone (at the README's load 0.020
+// longer writes the state for that alone (at the reference load 0.020
 // writes an event): it keeps the pruned copy, which the key's next fold
 // writes with its records. Results are the same: each session is logged
 // once, and a record for the pruned one is dropped as late.

@@ -31,7 +31,7 @@ import (
 // its size too: a busy key's state stays a few KB, not hundreds.
 
 // DefaultSessionFoldBytes is the size of a session state's points past
-// which its runs are folded: a state below it (the README's load keeps
+// which its runs are folded: a state below it (the reference load keeps
 // about 70 points, 1 KB) is written as it was, record by record.
 const DefaultSessionFoldBytes = 8 << 10
 

@@ -35,7 +35,7 @@ func (r *sizeRecorder) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o
 }
 
 // TestSealedSegmentsAndHeadsFitOneWriteUnit: a key whose commits bring no
-// more new claims than a head holds — 12 an interval is the README's load,
+// more new claims than a head holds — 12 an interval is the reference load,
 // 100 events a second over 1,000 keys at a two-minute interval — seals
 // segments of one write unit (1 KB as DynamoDB sizes an item: attribute
 // names and values) and keeps a head of one, in the views table's items

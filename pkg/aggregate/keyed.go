@@ -432,7 +432,7 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 		buf.Pending = buf.Pending[done:]
 		points, emitted := len(buf.Points), len(buf.Emitted)
 		pruneKeyed(ws, p.cfg.Late, buf, wm, unrecorded)
-		if recorded == 0 && !hadPending && listedBy(ks, p.openIn(shard), next) {
+		if recorded == 0 && !hadPending && unrecorded == math.MaxInt64 && listedBy(ks, p.openIn(shard), next) {
 			// Nothing final and listed no later than its next window: a
 			// growing session, found early. Saving would only move its
 			// listing (two index write units), its freeze mark, and
@@ -441,7 +441,10 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 			// changes a result, so it waits for the next save that does
 			// (at the reference load 0.020 writes an event fewer). A warm
 			// handler keeps the pruned copy, which the key's next fold
-			// writes with its records.
+			// writes with its records. Not when final windows were left
+			// unrecorded for want of room: the prune is what makes room
+			// for them, and a ticker that dropped it would find the state
+			// as full at every tick, its windows never published.
 			if warm && (len(buf.Points) != points || len(buf.Emitted) != emitted) {
 				ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
 				p.rememberKeyed(kref, shard, ks)

@@ -432,7 +432,7 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 		buf.Pending = buf.Pending[done:]
 		points, emitted := len(buf.Points), len(buf.Emitted)
 		pruneKeyed(ws, p.cfg.Late, buf, wm, unrecorded)
-		if recorded == 0 && !hadPending && unrecorded == math.MaxInt64 && listedBy(ks, p.openIn(shard), next) {
+		if recorded == 0 && !hadPending && unrecorded == math.MaxInt64 && len(ks.Blob) <= deferPruneBytes && listedBy(ks, p.openIn(shard), next) {
 			// Nothing final and listed no later than its next window: a
 			// growing session, found early. Saving would only move its
 			// listing (two index write units), its freeze mark, and
@@ -444,7 +444,10 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 			// writes with its records. Not when final windows were left
 			// unrecorded for want of room: the prune is what makes room
 			// for them, and a ticker that dropped it would find the state
-			// as full at every tick, its windows never published.
+			// as full at every tick, its windows never published. Nor
+			// for a state past deferPruneBytes: a process without the
+			// copy (a cold container, the ticker) would judge its next
+			// records against the unpruned size, nearer the budget.
 			if warm && (len(buf.Points) != points || len(buf.Emitted) != emitted) {
 				ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
 				p.rememberKeyed(kref, shard, ks)
@@ -619,6 +622,12 @@ func pendingUntil(buf *keyedBuf, next window.Window) window.Window {
 	}
 	return next
 }
+
+// deferPruneBytes is the largest keyed state whose prune alone waits for
+// the next save that changes a result (finalizeKeyedRound): a state this
+// small is far inside its budget (MaxKeyedStateBytes) with its points not
+// yet forgotten. The reference load's session states are about 1 KB.
+const deferPruneBytes = 8 << 10
 
 // pruneKeyed freezes the windows that end at or before wm less the allowed
 // lateness (the close time of every record still to come: no record can

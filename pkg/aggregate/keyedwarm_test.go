@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -214,5 +215,56 @@ func TestAFinalizeThatOnlyPrunesDoesNotWrite(t *testing.T) {
 	lines := strings.Count(logs.String(), `"key":"a"`)
 	if lines != 2 || !strings.Contains(logs.String(), `"key":"a","window":"session:30s","start":"2026-12-01T09:00:50`) {
 		t.Errorf("key a's results logged %d times, want its two sessions once each:\n%s", lines, logs.String())
+	}
+}
+
+// TestALargeStatesPruneIsWrittenAtOnce: the history of
+// TestAFinalizeThatOnlyPrunesDoesNotWrite with a first session of 3,000
+// records, its runs never held as aggregates: the state is past
+// deferPruneBytes, so the finalize that forgets that session's points
+// writes the state at once (a container without the handler's copy would
+// otherwise read the larger state and judge the key's records against its
+// budget with it).
+func TestALargeStatesPruneIsWrittenAtOnce(t *testing.T) {
+	cfg, err := pipeline.Parse([]byte(warmSessions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &stateWrites{Client: memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable}), key: "a"}
+	mem := store.Client.(*memdb.DB)
+	p := aggregate.New(cfg, state.NewViews(store, "views", cfg.Aggregates), nil, "", aggregate.WithSessionFoldBytes(1<<20),
+		aggregate.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	base := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	seq := 0
+	batch := func(key string, at time.Duration, n int) int64 {
+		t.Helper()
+		var ev events.KinesisEvent
+		for i := range n {
+			seq++
+			ts := base.Add(at + time.Duration(i)*5*time.Millisecond)
+			ev.Records = append(ev.Records, rawRecord(seq, key, view(fmt.Sprint("e", seq), key, ts, fmt.Sprintf(`{"ms":%d}`, seq)), ts))
+		}
+		before := store.writes.Load()
+		resp, err := p.HandleBatch(ctx, ev)
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("%s at %v: %v %v", key, at, err, resp.BatchItemFailures)
+		}
+		return store.writes.Load() - before
+	}
+	batch("a", 0, 3000) // 15 s of records: one session
+	batch("b", 50*time.Second, 1)
+	batch("a", 60*time.Second, 1)
+	batch("a", 80*time.Second, 1)
+	batch("b", 100*time.Second, 1)
+	big := keyedStateBytes(t, mem, "a")
+	if big <= 8<<10 {
+		t.Fatalf("a's state is %d bytes: not past the size whose prune may wait", big)
+	}
+	if n := batch("a", 110*time.Second, 1); n != 2 {
+		t.Errorf("a's fold and the finalize that pruned its %d-byte state wrote it %d time(s), want twice", big, n)
+	}
+	if got := keyedStateBytes(t, mem, "a"); got >= big/10 {
+		t.Errorf("a's stored state is %d bytes after its first session was pruned, from %d", got, big)
 	}
 }

@@ -432,14 +432,11 @@ func (p *Processor) finalizeKeyedRound(ctx context.Context, shard string, ref st
 		buf.Pending = buf.Pending[done:]
 		points, emitted := len(buf.Points), len(buf.Emitted)
 		pruneKeyed(ws, p.cfg.Late, buf, wm, unrecorded)
-		if recorded == 0 && !hadPending && pruneCanWait(ks, p.openIn(shard), next, unrecorded) {
-			// Nothing final, nothing published: saving would only move
-			// the listing and save the prune. A warm handler keeps the
-			// pruned copy, which the key's next fold writes.
-			if warm && (len(buf.Points) != points || len(buf.Emitted) != emitted) {
-				ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
-				p.rememberKeyed(kref, shard, ks)
-			}
+		if recorded == 0 && !hadPending && len(buf.Points) == points && len(buf.Emitted) == emitted && listedBy(ks, p.openIn(shard), next) {
+			// Nothing final, nothing forgotten, and listed no later than
+			// its next window: a growing session, found early. Saving
+			// would only move its listing (two index write units) and
+			// its freeze mark, which guards nothing while no point goes.
 			return false, nil
 		}
 		ks.Blob = encodeKeyed(make([]byte, 0, len(ks.Blob)), buf)
@@ -611,27 +608,6 @@ func pendingUntil(buf *keyedBuf, next window.Window) window.Window {
 	return next
 }
 
-// deferPruneBytes is the largest keyed state whose prune alone waits for
-// the next save that changes a result (pruneCanWait): a state this small
-// is far inside its budget (MaxKeyedStateBytes) with its points not yet
-// forgotten. The reference load's session states are about 1 KB.
-const deferPruneBytes = 8 << 10
-
-// pruneCanWait reports whether a finalize that recorded and published
-// nothing may leave ks unsaved, whatever its prune forgot (the points and
-// emitted values of windows past the allowed lateness, which change no
-// result): ks is listed no later than its next window (a growing session,
-// found early; moving the listing costs two index write units), no final
-// window was left unrecorded for want of room (the prune is what makes
-// that room, and a ticker, which keeps no copy, would find the state as
-// full at every tick, those windows never published), and ks is at most
-// deferPruneBytes (a process without the handler's copy, a cold container
-// or the ticker, judges the key's next records against the stored size
-// and its budget). At the reference load it saves 0.020 writes an event.
-func pruneCanWait(ks state.KeyedState, openIn string, next window.Window, unrecorded int64) bool {
-	return unrecorded == math.MaxInt64 && len(ks.Blob) <= deferPruneBytes && listedBy(ks, openIn, next)
-}
-
 // pruneKeyed freezes the windows that end at or before wm less the allowed
 // lateness (the close time of every record still to come: no record can
 // change them) and forgets what only they need: their emitted values, and
@@ -731,9 +707,7 @@ func (p *Processor) keptKeyed(ctx context.Context, ref state.KeyedRef, shard str
 }
 
 // rememberKeyed keeps ks, as just read or written, for the next fold: its
-// Blob must be the encoding of the buffer the fold would hold. A finalize
-// that only pruned keeps its pruned buffer at the version it read (what it
-// forgot changes no result), and the fold writes it.
+// Blob must be the encoding of the buffer the fold would hold.
 //
 // The copies are bounded (keyedCacheMax): past it, arbitrary ones (Go's
 // map order) are let go until a quarter of the room is free again, each

@@ -18,7 +18,7 @@ func TestPerformanceRowsAddUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	money := func(s string) float64 {
-		v, err := strconv.ParseFloat(strings.NewReplacer("$", "", ",", "", "*", "").Replace(strings.TrimSpace(s)), 64)
+		v, err := strconv.ParseFloat(plainNumber(s), 64)
 		if err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
@@ -105,7 +105,6 @@ func TestPerformanceRowsAreTheRunsLines(t *testing.T) {
 	if len(wants) < 10 {
 		t.Fatalf("bench-run.txt has %d priced lines; want the loads of make bench", len(wants))
 	}
-	number := func(s string) string { return strings.NewReplacer("$", "", ",", "", "*", "").Replace(s) }
 	for _, w := range wants {
 		got, ok := rows[[2]string{w.load, w.path}]
 		if !ok {
@@ -116,11 +115,17 @@ func TestPerformanceRowsAreTheRunsLines(t *testing.T) {
 			if c == "" {
 				continue
 			}
-			if number(got[i]) != c {
+			if plainNumber(got[i]) != c {
 				t.Errorf("| %s | %s |: column %d is %q, the run's line says %s", w.load, w.path, i+3, got[i], c)
 			}
 		}
 	}
+}
+
+// plainNumber is a table cell's figure as a BENCH line writes it: no
+// dollar sign, thousands separators or bold.
+func plainNumber(cell string) string {
+	return strings.NewReplacer("$", "", ",", "", "*", "").Replace(strings.TrimSpace(cell))
 }
 
 // benchLine splits a BENCH line into its name and key=value fields.

@@ -696,17 +696,45 @@ func formatPath(path []pathStep) string {
 			b.WriteByte(']')
 			continue
 		}
-		if identifier(p.key) {
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.Write(p.key)
-			continue
-		}
-		b.WriteByte('[')
-		b.WriteString(quoteKey(p.key))
-		b.WriteByte(']')
+		writeKeyStep(&b, p.key)
 	}
+	return b.String()
+}
+
+// writeKeyStep writes the step naming an object key after the path in b:
+// .name (name alone at the start) for a plain identifier, else the key
+// quoted in brackets, cut to maxKeyShown bytes.
+func writeKeyStep(b *strings.Builder, key []byte) {
+	if identifier(key) {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.Write(key)
+		return
+	}
+	b.WriteByte('[')
+	b.WriteString(quoteKey(key))
+	b.WriteByte(']')
+}
+
+// KeyPath is prefix followed by the step that names key, an object key a
+// producer chose, as the reader writes the paths of its errors: a plain
+// identifier after a dot (KeyPath("data", "amount") is data.amount), any
+// other key quoted in brackets, escapes and all, cut to 64 bytes
+// (KeyPath("data", "a.b") is data["a.b"], KeyPath("", "\x1b[2J") is
+// ["\x1b[2J"]). Every field a message or a set-aside record names by a
+// key it was sent is written with it: the key then cannot read as the path
+// of another place (a top-level "data.amount" is not data.amount), nor put
+// a control or bidirectional character into a log line or a terminal. It
+// costs nothing for an identifier at the start of a path (the key itself).
+func KeyPath(prefix, key string) string {
+	if identifier(key) {
+		return JoinPath(prefix, key) // as writeKeyStep writes it, without a copy of key
+	}
+	var b strings.Builder
+	b.Grow(len(prefix) + len(key) + 5)
+	b.WriteString(prefix)
+	writeKeyStep(&b, []byte(key))
 	return b.String()
 }
 
@@ -725,12 +753,12 @@ func JoinPath(prefix, path string) string {
 	return prefix + "." + path
 }
 
-func identifier(k []byte) bool {
+func identifier[T string | []byte](k T) bool {
 	if len(k) == 0 || len(k) > maxKeyShown {
 		return false
 	}
-	for i, c := range k {
-		switch {
+	for i := range len(k) {
+		switch c := k[i]; {
 		case c == '_' || c == '$' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'):
 		case i > 0 && c >= '0' && c <= '9':
 		default:

@@ -277,3 +277,25 @@ func TestJoinPath(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyPathQuotesAKeyThatIsNoIdentifier: a key a producer chose is named
+// as the reader names it in its own errors, so that it reads as no other
+// place and shows no character a terminal acts on.
+func TestKeyPathQuotesAKeyThatIsNoIdentifier(t *testing.T) {
+	for _, tc := range []struct{ name, prefix, key, want string }{
+		{"an identifier at the start", "", "amount", "amount"},
+		{"an identifier after a prefix", "data", "amount", "data.amount"},
+		{"a key that reads as a path", "", "data.amount", `["data.amount"]`},
+		{"a key with a dot after a prefix", "dynamodb.NewImage", "a.b", `dynamodb.NewImage["a.b"]`},
+		{"an escape sequence", "", "\x1b]0;PWNED\a\x1b[2J", `["\x1b]0;PWNED\a\x1b[2J"]`},
+		{"a bidirectional override", "data", "\u202eevil", `data["\u202eevil"]`},
+		{"an empty key", "data", "", `data[""]`},
+		{"a key past 64 bytes", "", strings.Repeat("é", 40), `["` + strings.Repeat("é", 32) + `"…]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := KeyPath(tc.prefix, tc.key); got != tc.want {
+				t.Errorf("KeyPath(%q, %q) = %q, want %q", tc.prefix, tc.key, got, tc.want)
+			}
+		})
+	}
+}

@@ -61,7 +61,9 @@ func checkJSON(data []byte) error {
 // keys it does not know; an entry point that takes envelopes from outside
 // (ingest) checks the names first, so that what a producer sent means one
 // thing. data must already be well-formed JSON (strictjson.Split); the
-// error is a *FieldError naming the key.
+// error is a *FieldError naming the key as a path step
+// (strictjson.KeyPath: ID, or ["data.amount"] for a key that is no
+// identifier).
 func CheckNames(data []byte) error {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
@@ -83,11 +85,11 @@ func CheckNames(data []byte) error {
 			if near := strictjson.Nearest(string(key), fieldNames[:]); near != "" {
 				reason = fmt.Sprintf("unknown field; did you mean %q? (names are case-sensitive; known: %s)", near, strings.Join(fieldNames[:], ", "))
 			}
-			field := string(key)
-			if len(key) > maxNameShown {
-				field = string(strictjson.TruncateUTF8(key, maxNameShown)) + "…"
-			}
-			return &FieldError{Field: field, Reason: reason}
+			// Named as the strict reader names a key in a path: a key
+			// that is no identifier ("data.amount", one holding ESC or
+			// U+202E) quoted in brackets, cut to 64 bytes, so it names
+			// no other place and reaches no log or terminal raw.
+			return &FieldError{Field: strictjson.KeyPath("", string(key)), Reason: reason}
 		}
 		if i = skipSpace(data, i); i >= len(data) || data[i] != ':' {
 			return nil
@@ -101,9 +103,6 @@ func CheckNames(data []byte) error {
 	}
 	return nil
 }
-
-// maxNameShown bounds how much of an unknown key an error repeats.
-const maxNameShown = 64
 
 func isFieldName(k []byte) bool {
 	for _, name := range fieldNames {

@@ -49,11 +49,10 @@ func poison(id, prefix string, err error) error {
 	return pe
 }
 
+// joinField is field, a path as the strict reader writes one (a key that
+// is no identifier a bracketed step: ["a.b"]), under prefix.
 func joinField(prefix, field string) string {
-	if field == "" {
-		return prefix
-	}
-	return prefix + "." + field
+	return strictjson.JoinPath(prefix, field)
 }
 
 // decodeValid unmarshals and validates data, and stamps or checks its

@@ -303,7 +303,8 @@ func (h *Handler) Record(rec *events.DynamoDBEventRecord) (kintypes.PutRecordsRe
 	if n := limits.KinesisRecordSize(b, env.Key); n > limits.KinesisRecordBytes {
 		field, reason := "dynamodb.NewImage", ""
 		if name, size := largestAttribute(rec.Change.NewImage); name != "" {
-			field, reason = "dynamodb.NewImage."+name, fmt.Sprintf("; attribute %s is %d bytes as JSON", name, size)
+			field = strictjson.KeyPath("dynamodb.NewImage", name)
+			reason = fmt.Sprintf("; attribute %s is %d bytes as JSON", strictjson.KeyPath("", name), size)
 		}
 		return kintypes.PutRecordsRequestEntry{}, false, h.changeError(rec, field, setaside.KindOutputTooLarge,
 			"the changelog record would be %d bytes (data and partition key), over Kinesis' limit of %d%s", n, limits.KinesisRecordBytes, reason)
@@ -378,7 +379,7 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 		field := "dynamodb.NewImage"
 		var ne *NumberError
 		if errors.As(err, &ne) {
-			field += "." + ne.Path
+			field = strictjson.JoinPath(field, ne.Path)
 		}
 		return nil, h.changeError(rec, field, setaside.KindInvalid, "%v", err)
 	}
@@ -392,8 +393,10 @@ func (h *Handler) Envelope(rec *events.DynamoDBEventRecord) (*stream.Envelope, e
 		field := "dynamodb.NewImage"
 		var se *strictjson.Error
 		if errors.As(err, &se) {
-			if rest, ok := strings.CutPrefix(se.Path, "image."); ok {
-				field += "." + rest
+			// image.a.b or image["a.b"]: the image's attributes are the
+			// item's, so the path below image is the path below NewImage.
+			if rest, ok := strings.CutPrefix(se.Path, "image"); ok && rest != "" && (rest[0] == '.' || rest[0] == '[') {
+				field += rest
 			}
 		}
 		return nil, h.changeError(rec, field, setaside.KindInvalid, "as the changelog record's data: %v", err)

@@ -30,7 +30,7 @@ func ImageJSON(img map[string]events.DynamoDBAttributeValue) (map[string]any, er
 		delete(img, setaside.PersonalAttribute)
 	}
 	for name, av := range img {
-		if err := checkNumbers(name, av); err != nil {
+		if err := checkNumbers(strictjson.KeyPath("", name), av); err != nil {
 			return nil, err
 		}
 	}
@@ -38,8 +38,10 @@ func ImageJSON(img map[string]events.DynamoDBAttributeValue) (map[string]any, er
 }
 
 // NumberError is an image's N or NS value that is not a JSON number. Path
-// names it from the attribute: .<key> into a map, [<i>] into a list or a
-// number set (plan, prices[2], address.zip).
+// names it from the attribute, as the strict reader writes a path: .<key>
+// into a map, [<i>] into a list or a number set, a name that is no
+// identifier quoted in brackets (plan, prices[2], address.zip,
+// address["zip code"]).
 type NumberError struct {
 	Path, Number string
 }
@@ -73,7 +75,7 @@ func checkNumbers(path string, av events.DynamoDBAttributeValue) error {
 		}
 	case events.DataTypeMap:
 		for k, v := range av.Map() {
-			if err := checkNumbers(path+"."+k, v); err != nil {
+			if err := checkNumbers(strictjson.KeyPath(path, k), v); err != nil {
 				return err
 			}
 		}

@@ -460,3 +460,43 @@ func TestInsertNoCommandWroteSaysWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// TestAnEventAttributeIsNamedAsAPathStep: an event item changed or
+// written by hand is set aside naming the attribute at fault as the strict
+// reader names a key in a path (strictjson.KeyPath): whoever wrote the item
+// chose the name, and written raw "a.b" would read as b of a map a and ESC
+// would reach the set-aside record's field and operators' terminals.
+func TestAnEventAttributeIsNamedAsAPathStep(t *testing.T) {
+	p := es.NewPublisher(nil, "published")
+	s := func(v string) events.DynamoDBAttributeValue { return events.NewStringAttribute(v) }
+	event := func(extra string, v events.DynamoDBAttributeValue) map[string]events.DynamoDBAttributeValue {
+		img := map[string]events.DynamoDBAttributeValue{es.AttrAggregateID: s("a1"), es.AttrVersion: events.NewNumberAttribute("3"),
+			es.AttrAggregateType: s("account"), es.AttrType: s("Deposited"), es.AttrData: s(`{"amount":5}`), es.AttrRecordedAt: s("2026-12-04T00:00:00Z")}
+		if extra != "" {
+			img[extra] = v
+		}
+		return img
+	}
+	for _, tc := range []struct {
+		name, eventName string
+		old, new        map[string]events.DynamoDBAttributeValue
+		field           string
+	}{
+		{"an insert with a map attribute named with a dot", "INSERT", nil, event("note.text", events.NewMapAttribute(nil)), `dynamodb.NewImage["note.text"]`},
+		{"a modify adding an attribute holding ESC", "MODIFY", event("", events.DynamoDBAttributeValue{}), event("\x1b[2J", s("x")), `dynamodb.NewImage["\x1b[2J"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := events.DynamoDBEventRecord{EventName: tc.eventName, Change: events.DynamoDBStreamRecord{
+				Keys:     map[string]events.DynamoDBAttributeValue{es.AttrAggregateID: s("a1"), es.AttrVersion: events.NewNumberAttribute("3")},
+				OldImage: tc.old, NewImage: tc.new, StreamViewType: "NEW_AND_OLD_IMAGES", SequenceNumber: "100"}}
+			_, _, err := p.Record(&rec)
+			var re *es.RecordError
+			if !errors.As(err, &re) || re.Field != tc.field {
+				t.Fatalf("%v, want a RecordError naming %s", err, tc.field)
+			}
+			if strings.ContainsRune(re.Reason, 0x1b) {
+				t.Errorf("reason %q holds ESC", re.Reason)
+			}
+		})
+	}
+}

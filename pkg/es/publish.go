@@ -292,9 +292,9 @@ func (p *Publisher) Record(rec *events.DynamoDBEventRecord) (entry kintypes.PutR
 			}
 		}
 		if attr, erasure := changed(ch.OldImage, ch.NewImage); !erasure {
-			return entry, false, &RecordError{Field: "dynamodb.NewImage." + attr, Reason: fmt.Sprintf(
+			return entry, false, &RecordError{Field: strictjson.KeyPath("dynamodb.NewImage", attr), Reason: fmt.Sprintf(
 				"events are immutable: a MODIFY of event %s changed attribute %s; only an erasure (es.Erase) may change an event, and only its personal data",
-				eventName(ch.Keys), attr)}
+				eventName(ch.Keys), strictjson.KeyPath("", attr))}
 		}
 		return entry, false, nil
 	case events.DynamoDBOperationTypeRemove:
@@ -404,7 +404,7 @@ func sdkItem(img map[string]events.DynamoDBAttributeValue) (map[string]types.Att
 		case events.DataTypeNumber:
 			out[k] = &types.AttributeValueMemberN{Value: v.Number()}
 		default:
-			return nil, &RecordError{Field: "dynamodb.NewImage." + k, Reason: "an event's attributes are strings (S) and numbers (N)"}
+			return nil, &RecordError{Field: strictjson.KeyPath("dynamodb.NewImage", k), Reason: "an event's attributes are strings (S) and numbers (N)"}
 		}
 	}
 	return out, nil

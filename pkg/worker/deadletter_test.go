@@ -528,3 +528,43 @@ func TestFIFOPoisonDeadLetteredItsGroupGoesOn(t *testing.T) {
 		t.Fatalf("DLQ holds %d messages %v; want the poison alone, its reason naming field type", len(out.Messages), out.Messages)
 	}
 }
+
+// TestUnknownKeyIsDeadLetteredNamedAsAPath: a message whose envelope has
+// a top-level key that is no field is dead-lettered with a reason naming
+// the key as the strict reader names a key in a path (["data.amount"]):
+// raw, "data.amount" would name a place inside data, and a key holding
+// ESC would put the producer's escape sequence into the reason, which
+// make redrive and the console show (and which SQS does not take in a
+// message attribute).
+func TestUnknownKeyIsDeadLetteredNamedAsAPath(t *testing.T) {
+	srv := standintest.Start(t)
+	cfg := standintest.Config(t, srv)
+	db, client := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	for _, tc := range []struct {
+		name string
+		key  string // as written in the body's JSON
+		says string
+	}{
+		{"a key that reads as a path into data", `data.amount`, `field ["data.amount"]: unknown field`},
+		{"an escape sequence", `\u001b]0;PWNED\u0007\u001b[2J`, `field ["\x1b]0;PWNED\a\x1b[2J"]: unknown field`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, db)
+			f.h.deadLetters = NewDeadLetters(client, "worker-test")
+			q := newQueuePair(t, client, fmt.Sprintf("names%d", tableSeq.Add(1)), false)
+			send(t, client, q.src, strings.Replace(body("t-61", "a", 1), `"data":`, `"`+tc.key+`":1,"data":`, 1), "")
+			msgs := receive(t, client, q.src, q.srcARN)
+			if failed := f.handle(t, msgs...); len(failed) != 0 {
+				t.Fatalf("failures %v; want the message dead-lettered", failed)
+			}
+			got := receive(t, client, q.dlq, "")
+			if len(got) != 1 {
+				t.Fatalf("%d messages in the dead-letter queue, want 1", len(got))
+			}
+			reason := aws.ToString(got[0].MessageAttributes[redrive.AttrReason].StringValue)
+			if !strings.Contains(reason, tc.says) || strings.ContainsAny(reason, "\x1b\a") {
+				t.Errorf("reason %q, want it to say %s", reason, tc.says)
+			}
+		})
+	}
+}

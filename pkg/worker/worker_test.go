@@ -307,6 +307,8 @@ func TestDecodeTask(t *testing.T) {
 		{"too many rounds", `{"taskId":"t","rounds":9000000}`, "task", "data.rounds"},
 		{"task id in another case", `{"TaskID":"t","rounds":3}`, "task", "data.TaskID"},
 		{"unknown field", `{"taskId":"t","rounds":3,"priority":1}`, "task", "data.priority"},
+		{"unknown field that reads as a path", `{"taskId":"t","rounds":3,"a.b":1}`, "task", `data["a.b"]`},
+		{"unknown field holding ESC", `{"taskId":"t","rounds":3,"\u001b[2J":1}`, "task", `data["\x1b[2J"]`},
 		{"task id twice", `{"taskId":"t","taskId":"u","rounds":3}`, "task", "data.taskId"},
 	}
 	for _, tt := range tests {

@@ -223,15 +223,19 @@ func (c *commands) hint(command string, it *setaside.Item) string {
 	return h
 }
 
-// printItem prints an item's attributes, a few lines each.
+// printItem prints an item's attributes, a few lines each. Its field and
+// reason may repeat what a producer chose (a key of its record; an item
+// written before the functions named such a key as a quoted path step
+// holds it raw), so they are shown as cli.Shown shows a value, as
+// printData shows the record's data: never a character a terminal acts on.
 func printItem(w io.Writer, it *setaside.Item) {
 	what := it.Category
 	if what == "" {
 		what = it.Kind
 	}
-	head := []string{putback.When(it).UTC().Format("2006-01-02T15:04:05.000Z"), what}
+	head := []string{putback.When(it).UTC().Format("2006-01-02T15:04:05.000Z"), cli.Shown(what)}
 	if it.Field != "" {
-		head = append(head, it.Field)
+		head = append(head, cli.Shown(it.Field))
 	}
 	if it.Function != "" {
 		head = append(head, "by "+it.Function)
@@ -258,17 +262,19 @@ func printItem(w io.Writer, it *setaside.Item) {
 	}
 }
 
-// orWhole is the field a rule holds, or the whole record.
+// orWhole is the field a rule holds (as cli.Shown shows it), or the whole
+// record.
 func orWhole(field string) string {
 	if field == "" {
 		return "the record"
 	}
-	return field
+	return cli.Shown(field)
 }
 
-// oneLine is s cut to n bytes with its line breaks shown as spaces.
+// oneLine is s cut to n bytes with its line breaks shown as spaces, quoted
+// (cli.Shown) when it still holds a character a terminal acts on.
 func oneLine(s string, n int) string {
-	return strictjson.Cut(strings.Join(strings.Fields(s), " "), n)
+	return cli.Shown(strictjson.Cut(strings.Join(strings.Fields(s), " "), n))
 }
 
 // show prints one item and its data.
@@ -302,9 +308,9 @@ func (c *commands) show(ctx context.Context) error {
 // printAlso prints another function's set-aside of a record printItem
 // printed: when, its category, field and reason.
 func printAlso(w io.Writer, v *setaside.Item) {
-	head := []string{"  also by  " + orNone(v.Function), putback.When(v).UTC().Format("2006-01-02T15:04:05.000Z"), v.Category}
+	head := []string{"  also by  " + orNone(v.Function), putback.When(v).UTC().Format("2006-01-02T15:04:05.000Z"), cli.Shown(v.Category)}
 	if v.Field != "" {
-		head = append(head, v.Field)
+		head = append(head, cli.Shown(v.Field))
 	}
 	fmt.Fprintln(w, strings.Join(head, "  "))
 	fmt.Fprintf(w, "    reason  %s\n", oneLine(v.Reason, 300))

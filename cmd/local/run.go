@@ -17,6 +17,7 @@ import (
 	"github.com/tributary-dev/tributary/emulator/cloudwatchlocal"
 	"github.com/tributary-dev/tributary/emulator/local"
 	"github.com/tributary-dev/tributary/emulator/standin"
+	"github.com/tributary-dev/tributary/internal/cli"
 	"github.com/tributary-dev/tributary/internal/headless"
 	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
@@ -458,7 +459,9 @@ func demo(ctx context.Context, o *options, stack *local.Stack, out *outcome) err
 				if i := strings.Index(reason, "field "+r.Field+": "); i >= 0 {
 					reason = reason[i+len("field "+r.Field+": "):]
 				}
-				fmt.Printf("    quarantined seq %s set aside by %s: field %s: %s data=%q\n", r.SequenceNumber, r.Function, r.Field, truncate(reason, 60), truncate(string(r.Data), 60))
+				// Field and reason may repeat a key the producer chose:
+				// shown as make setaside shows them (cli.Shown).
+				fmt.Printf("    quarantined seq %s set aside by %s: field %s: %s data=%q\n", r.SequenceNumber, r.Function, cli.Shown(r.Field), cli.Shown(truncate(reason, 60)), truncate(string(r.Data), 60))
 			} else {
 				fmt.Printf("    quarantined seq %s condition=%s data=%q\n", r.SequenceNumber, r.Condition, truncate(string(r.Data), 60))
 			}

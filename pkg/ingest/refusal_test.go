@@ -91,6 +91,12 @@ var refusalCases = []struct {
 		400, 1, "ID", `events[1].ID: unknown field; did you mean "id"? (names are case-sensitive`},
 	{"unknown field", arr(ev("a", "k", `,"bogus":1`)),
 		400, 0, "bogus", `events[0].bogus: unknown field (names are case-sensitive; known: id, type, key, occurredAt, sentAt, receivedAt, data)`},
+	// A name that is no identifier is a quoted path step, as every path
+	// is: a top-level "data.amount" is not data's amount.
+	{"unknown field that reads as a path", arr(ev("a", "k", `,"data.amount":1`)),
+		400, 0, `["data.amount"]`, `events[0]["data.amount"]: unknown field`},
+	{"unknown field holding an escape sequence", arr(ev("a", "k", `,"\u001b[2J":1`)),
+		400, 0, `["\x1b[2J"]`, `events[0]["\x1b[2J"]: unknown field`},
 	{"a change data capture record type", arr(ev("a", "k", ""), `{"id":"forge-1","type":"profile_changed","key":"victim","occurredAt":"2026-11-29T07:41:07Z","sentAt":"2026-11-29T07:41:08Z","data":{"key":"victim","version":"99999999","image":{"userId":"victim","plan":"attacker"}}}`),
 		400, 1, "type", `events[1].type: "profile_changed" is a change data capture record type`},
 	{"event from the year 9999", arr(ev("a", "k", ""), `{"id":"b","type":"t","key":"k","occurredAt":"9999-12-31T23:00:00Z","sentAt":"9999-12-31T23:00:01Z"}`),

@@ -237,7 +237,9 @@ func (c *Command) hash(data []byte) string {
 // stream.ParseTime reads one written in UTC to the nanosecond
 // (time.RFC3339Nano: no trailing zeros); a time field that is no time is
 // kept as written. The result is its own spelling again. ok is false when
-// strictjson refuses data.
+// strictjson refuses data. Without time fields it is
+// strictjson.AppendCanonical's spelling, which the dedupe ledger
+// fingerprints an event's data in (TestFingerprintSpellsDataCanonically).
 func valueSpelling(data json.RawMessage, timeFields []string) (spelling []byte, ok bool) {
 	if strictjson.Check(data, strictjson.Options{MaxBytes: MaxCommandBytes, Name: "command"}) != nil {
 		return nil, false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tributary-dev/tributary/pkg/es"
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // datedLedger is the ledger whose Deposit carries a time, "at", that it
@@ -177,5 +178,30 @@ func TestRecordsOfSpellingFingerprintsStillMatch(t *testing.T) {
 	other := run(t, x, []byte(`{"id":"c-old","type":"Deposit","accountId":"a1","data":{"at":"2026-12-05T19:30:00z","amount":6}}`))
 	if other.HTTPStatus != 422 || !strings.Contains(string(other.Body), "was used for another command") {
 		t.Fatalf("another command under the old record's id: %d %s, want 422", other.HTTPStatus, other.Body)
+	}
+}
+
+// TestFingerprintSpellsDataCanonically: without time fields, Fingerprint
+// hashes the data in strictjson.AppendCanonical's spelling, the one the
+// dedupe ledger fingerprints an event's data in: one canonical form of a
+// JSON value in the project, not two that could drift apart.
+func TestFingerprintSpellsDataCanonically(t *testing.T) {
+	for _, data := range []string{
+		`{}`, `{"b":1,"a":[true,null,{"d":"\u00e9","c":"\/"}]}`, `{"\u0063ity":"Z\u00fcrich","n":-0.50e+3}`,
+		`{"s":"<&>\u2028\u0000\t\"\\😀"}`, `{"z":{"y":{"x":{}}},"a":""}`,
+	} {
+		cmd, err := es.ParseCommand([]byte(`{"id":"c1","type":"T","showId":"s","data":`+data+`}`), "showId")
+		if err != nil {
+			t.Fatal(err)
+		}
+		canonical, ok := strictjson.AppendCanonical(nil, cmd.Data)
+		if !ok {
+			t.Fatalf("AppendCanonical refuses %s", cmd.Data)
+		}
+		spelt := cmd
+		spelt.Data = canonical
+		if got, want := cmd.Fingerprint(), spelt.SpellingFingerprint(); got != want {
+			t.Errorf("data %s: Fingerprint %s, want the hash of its canonical spelling %s (%s)", data, got, want, canonical)
+		}
 	}
 }

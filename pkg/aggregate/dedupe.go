@@ -54,12 +54,13 @@ func candidateOf(shard string, rec *stream.KinesisRecord, env *stream.Envelope) 
 	if arrival.IsZero() {
 		arrival = time.Now()
 	}
+	content, spelling := dedupe.ContentsOf(env.Type, env.OccurredAt, env.Data)
 	return dedupe.Candidate{Key: env.Key, Entry: dedupe.Entry{
 		ID:      dedupe.IdentityOf(env.Key, env.ID),
-		Content: dedupe.ContentOf(env.Type, env.OccurredAt, env.Data),
+		Content: content,
 		Claim:   dedupe.ClaimOf(shard, rec.SequenceNumber),
 		Arrival: uint32(arrival.Unix()),
-	}}
+	}, Spelling: spelling}
 }
 
 // judgeBatch judges a batch's records and commits their claims. Records of

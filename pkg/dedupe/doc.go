@@ -25,6 +25,21 @@
 // same content, a Duplicate; with other content, a Conflict — a different
 // event reusing the id, refused with a reason rather than merged.
 //
+// The content reads data as a JSON value (ContentOf: strictjson's canonical
+// spelling, the one es.Command.Fingerprint hashes), so a producer's retry
+// that re-encodes the same data — keys in another order, white space,
+// "ü" for "ü", "\/" for "/" — is a Duplicate. Claims made before it
+// did hold the data's spelling less its white space (SpellingOf): a
+// candidate carries that form too when it differs (ContentsOf,
+// Candidate.Spelling), and a claim holding either is the same content, so
+// the deploy that changed the fingerprint turns no copy of an event claimed
+// before it into a Conflict. The other way round there is no such help: a
+// version from before, rolled back to within the horizon, compares
+// spellings only, and takes the copy of an event whose data is not spelt
+// canonically (keys out of order), claimed by the newer version, for a
+// Conflict. (A deploy does not meet it: a shard's batches, and so a key's
+// claims, are judged one invocation after another.)
+//
 // # The ledger
 //
 // Each key has one small head item, rewritten with optimistic concurrency

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // Identity is an event's identity: SHA-256 of its key and id, 128 bits.
@@ -65,26 +67,77 @@ func ClaimOf(shard, seq string) Fingerprint {
 }
 
 // ContentOf fingerprints what an event says: its type, when it occurred and
-// its data, with JSON whitespace outside strings ignored (a producer that
-// re-encodes the same data with other spacing sends the same content). The
-// times stamped on the way (sentAt, receivedAt) are not content: a retry
+// its data, the data read as a JSON value (strictjson.AppendCanonical: key
+// order, white space and string escapes do not count, as they do not for
+// es.Command.Fingerprint), so a producer that re-encodes the same data —
+// its keys in another order, "Z\u00fcrich" for "Zürich", "\/" for "/" —
+// sends the same content, and its retry is a Duplicate, not a Conflict.
+// Data the strict reader refuses (a consumer sets such a record aside
+// before it is judged) is fingerprinted as SpellingOf does. The times
+// stamped on the way (sentAt, receivedAt) are not content: a retry
 // changes them.
 func ContentOf(typ string, occurredAt time.Time, data []byte) Fingerprint {
+	content, _ := ContentsOf(typ, occurredAt, data)
+	return content
+}
+
+// ContentsOf is ContentOf, and the fingerprint a claim made before
+// ContentOf read data as a value holds for the same event (SpellingOf),
+// zero when it is content: data spelt canonically already, keys sorted and
+// nothing escaped that need not be, has one fingerprint. A candidate
+// carries both (Candidate.Spelling), so that the copy of an event claimed
+// before the deploy that changed ContentOf is still a Duplicate within the
+// ledger's horizon.
+func ContentsOf(typ string, occurredAt time.Time, data []byte) (content, spelling Fingerprint) {
 	// SHA-256(type ‖ [1 ‖ occurredAt in Unix ns, 8 bytes big endian, or 9
-	// zero bytes] ‖ data without the whitespace outside strings), hashed
-	// from a buffer on the stack when it fits.
+	// zero bytes] ‖ data), data canonical; hashed from a buffer on the
+	// stack when it fits (the canonical form needs up to twice the data's
+	// bytes while an object is sorted).
+	var buf [1024]byte
+	b := buf[:0]
+	if n := len(typ) + 9 + 2*len(data); n > len(buf) {
+		b = make([]byte, 0, n)
+	}
+	b = appendHead(b, typ, occurredAt)
+	head := len(b)
+	b, ok := strictjson.AppendCanonical(b, data)
+	if !ok {
+		b = appendSpelling(b[:head], data)
+		return sum(b), Fingerprint{}
+	}
+	content = sum(b)
+	if sameSpelling(b[head:], data) {
+		return content, Fingerprint{}
+	}
+	return content, sum(appendSpelling(b[:head], data))
+}
+
+// SpellingOf is the content fingerprint ContentOf gave before it read data
+// as a value: the data as written, less the white space outside strings.
+// Claims made by a version before that hold it.
+func SpellingOf(typ string, occurredAt time.Time, data []byte) Fingerprint {
 	var buf [512]byte
 	b := buf[:0]
 	if len(typ)+9+len(data) > len(buf) {
 		b = make([]byte, 0, len(typ)+9+len(data))
 	}
+	return sum(appendSpelling(appendHead(b, typ, occurredAt), data))
+}
+
+// appendHead appends what a content fingerprint hashes before the data:
+// type ‖ [1 ‖ occurredAt in Unix ns, 8 bytes big endian, or 9 zero bytes].
+func appendHead(b []byte, typ string, occurredAt time.Time) []byte {
 	b = append(b, typ...)
 	var t [9]byte
 	if !occurredAt.IsZero() {
 		t[0] = 1
 		binary.BigEndian.PutUint64(t[1:], uint64(occurredAt.UnixNano()))
 	}
-	b = append(b, t[:]...)
+	return append(b, t[:]...)
+}
+
+// appendSpelling appends data without the white space outside strings.
+func appendSpelling(b, data []byte) []byte {
 	inString, escaped := false, false
 	for _, c := range data {
 		switch {
@@ -104,9 +157,41 @@ func ContentOf(typ string, occurredAt time.Time, data []byte) Fingerprint {
 		}
 		b = append(b, c)
 	}
-	sum := sha256.Sum256(b)
+	return b
+}
+
+// sameSpelling reports whether data, less the white space outside strings
+// (appendSpelling), is canonical, without writing it out.
+func sameSpelling(canonical, data []byte) bool {
+	i, inString, escaped := 0, false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		if i == len(canonical) || canonical[i] != c {
+			return false
+		}
+		i++
+	}
+	return i == len(canonical)
+}
+
+func sum(b []byte) Fingerprint {
+	s := sha256.Sum256(b)
 	var fp Fingerprint
-	copy(fp[:], sum[:])
+	copy(fp[:], s[:])
 	return fp
 }
 

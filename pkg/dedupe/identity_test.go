@@ -3,10 +3,13 @@ package dedupe
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tributary-dev/tributary/pkg/strictjson"
 )
 
 // The identities and fingerprints are stored in ledgers and carried in
@@ -34,7 +37,11 @@ func refClaimOf(shard, seq string) Fingerprint {
 	return out
 }
 
-func refContentOf(typ string, occurredAt time.Time, data []byte) Fingerprint {
+// refSpellingOf is ContentOf as first written, SpellingOf now: the data
+// less the white space outside strings. Claims made before ContentOf read
+// data as a value hold it; ContentOf is it over the data's canonical
+// spelling.
+func refSpellingOf(typ string, occurredAt time.Time, data []byte) Fingerprint {
 	h := sha256.New()
 	h.Write([]byte(typ))
 	var t [9]byte
@@ -90,8 +97,39 @@ func TestHashesAreStable(t *testing.T) {
 		if got, want := ClaimOf(key, id), refClaimOf(key, id); got != want {
 			t.Fatalf("ClaimOf(%q, %q) = %x, want %x", key, id, got, want)
 		}
-		if got, want := ContentOf(id, at, []byte(data)), refContentOf(id, at, []byte(data)); got != want {
+		if got, want := SpellingOf(id, at, []byte(data)), refSpellingOf(id, at, []byte(data)); got != want {
+			t.Fatalf("SpellingOf(%q, %v, %q) = %x, want %x", id, at, data, got, want)
+		}
+		// Mostly not JSON: fingerprinted as spelt.
+		want := refSpellingOf(id, at, []byte(data))
+		if canonical, ok := strictjson.AppendCanonical(nil, []byte(data)); ok {
+			want = refSpellingOf(id, at, canonical)
+		}
+		if got := ContentOf(id, at, []byte(data)); got != want {
 			t.Fatalf("ContentOf(%q, %v, %q) = %x, want %x", id, at, data, got, want)
+		}
+	}
+	// JSON, spelt otherwise than canonically.
+	for i := range 2000 {
+		v := map[string]any{str(rng.IntN(8)): str(rng.IntN(30)), str(rng.IntN(8)): []any{float64(i), str(3), nil}}
+		data, err := json.MarshalIndent(v, "", strings.Repeat(" ", i%3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		canonical, ok := strictjson.AppendCanonical(nil, data)
+		if !ok {
+			t.Fatalf("AppendCanonical refuses %s", data)
+		}
+		content, spelling := ContentsOf("t", time.Unix(int64(i), 0), data)
+		if want := refSpellingOf("t", time.Unix(int64(i), 0), canonical); content != want {
+			t.Fatalf("ContentOf(%s) = %x, want %x, the fingerprint of %s", data, content, want, canonical)
+		}
+		wantSpelling := refSpellingOf("t", time.Unix(int64(i), 0), data)
+		if wantSpelling == content {
+			wantSpelling = Fingerprint{}
+		}
+		if spelling != wantSpelling {
+			t.Fatalf("ContentsOf(%s) spelling = %x, want %x", data, spelling, wantSpelling)
 		}
 	}
 }
@@ -103,7 +141,7 @@ func TestHashesDoNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() {
 		_ = IdentityOf("user-0001", "evt-123456")
 		_ = ClaimOf("shardId-000000000000", "49601189658422359378836298521827638475320189010000000001")
-		_ = ContentOf("page_view", at, data)
+		_, _ = ContentsOf("page_view", at, data)
 	}); n != 0 {
 		t.Errorf("%v allocations, want 0", n)
 	}

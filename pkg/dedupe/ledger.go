@@ -425,6 +425,20 @@ func (v Verdict) Applies() bool { return v == New || v == Redelivered }
 type Candidate struct {
 	Key string // the event's key (its partition key)
 	Entry
+	// Spelling is the record's content as a claim made before ContentOf
+	// read data as a JSON value holds it (ContentsOf), zero when that is
+	// Entry.Content: a claim with it is the same content, so a copy
+	// arriving after the deploy of a record claimed before is a Duplicate,
+	// not a Conflict. Such claims are past every ledger's horizon (at most
+	// pipeline.MaxDedupeHorizon, 168h) that long after the deploy; Spelling
+	// may go in a release after that.
+	Spelling Fingerprint
+}
+
+// sameContent reports whether a claim's content is the candidate's, in
+// either of the two forms claims hold (Candidate.Spelling).
+func (c *Candidate) sameContent(claim Fingerprint) bool {
+	return claim == c.Content || c.Spelling != (Fingerprint{}) && claim == c.Spelling
 }
 
 // Session judges the records of one batch, or of one invocation of an
@@ -567,7 +581,7 @@ func (s *Session) judge(kl *keyLedger, sk *sessionKey, c *Candidate) Verdict {
 		switch {
 		case e.Claim == c.Claim:
 			return Redelivered
-		case e.Content == c.Content:
+		case c.sameContent(e.Content):
 			return Duplicate
 		default:
 			return Conflict

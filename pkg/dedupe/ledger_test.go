@@ -117,22 +117,6 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
-func TestWhitespaceIsNotContent(t *testing.T) {
-	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	a := dedupe.ContentOf("view", at, []byte(`{"page": "/a b", "ms": 3}`))
-	b := dedupe.ContentOf("view", at, []byte(`{"page":"/a b","ms":3}`))
-	c := dedupe.ContentOf("view", at, []byte(`{"page":"/ab","ms":3}`))
-	if a != b {
-		t.Error("the same data with other spacing has another fingerprint")
-	}
-	if a == c {
-		t.Error("spaces inside a string were ignored")
-	}
-	if a == dedupe.ContentOf("view", at.Add(time.Millisecond), []byte(`{"page":"/a b","ms":3}`)) {
-		t.Error("occurredAt is not part of the content")
-	}
-}
-
 func TestStaleCacheIsCaughtByTheConditionalWrite(t *testing.T) {
 	table := newTable(t)
 	a := dedupe.NewLedger(db, table, itemKey)

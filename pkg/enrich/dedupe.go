@@ -70,12 +70,13 @@ func (h *Handler) screenCopies(ctx context.Context, shard string, ps []parsed) (
 		if arrival.IsZero() {
 			arrival = ps[i].env.ReceivedAt
 		}
+		content, spelling := dedupe.ContentsOf(ps[i].env.Type, ps[i].env.OccurredAt, ps[i].env.Data)
 		cands = append(cands, dedupe.Candidate{Key: ps[i].key, Entry: dedupe.Entry{
 			ID:      dedupe.IdentityOf(ps[i].key, ps[i].env.ID),
-			Content: dedupe.ContentOf(ps[i].env.Type, ps[i].env.OccurredAt, ps[i].env.Data),
+			Content: content,
 			Claim:   dedupe.ClaimOf(shard, ps[i].rawSeq),
 			Arrival: uint32(arrival.Unix()),
-		}})
+		}, Spelling: spelling})
 		at = append(at, i)
 	}
 	if len(cands) == 0 {

@@ -1234,12 +1234,13 @@ func candidateOf(shard string, rec *stream.KinesisRecord, env *stream.Envelope) 
 	if arrival.IsZero() {
 		arrival = env.ReceivedAt
 	}
+	content, spelling := dedupe.ContentsOf(env.Type, env.OccurredAt, env.Data)
 	return dedupe.Candidate{Key: strings.Clone(env.Key), Entry: dedupe.Entry{
 		ID:      dedupe.IdentityOf(env.Key, env.ID),
-		Content: dedupe.ContentOf(env.Type, env.OccurredAt, env.Data),
+		Content: content,
 		Claim:   dedupe.ClaimOf(shard, rec.SequenceNumber),
 		Arrival: uint32(arrival.Unix()),
-	}}
+	}, Spelling: spelling}
 }
 
 // idOf reads a record's event id for a message (the batch's envelope has

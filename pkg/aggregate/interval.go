@@ -109,15 +109,23 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err
 	}
+	// The interval's watermark: the later of the one its state carries
+	// (the interval's records so far) and the process's copy of the
+	// stored one. The ticker advances the stored one during the interval
+	// (as far as the interval's hold), and the carried one, taken for the
+	// whole, judged records late by the stored one as on time, even in a
+	// cold process.
 	wm := *committed
 	if s, ok := ev.State[stateWatermark]; ok {
+		var carried window.Watermark
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
 			return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: window state %q: %w", stateWatermark, err)
 		}
-		if err := wm.UnmarshalBinary(b); err != nil {
+		if err := carried.UnmarshalBinary(b); err != nil {
 			return events.KinesisTimeWindowEventResponse{}, fmt.Errorf("aggregate: window state %q: %w", stateWatermark, err)
 		}
+		wm.Merge(&carried)
 	}
 	partials, err := p.decodePartials(ev.State)
 	if err != nil {

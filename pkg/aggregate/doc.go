@@ -32,7 +32,12 @@
 // else those before its lowest failed record (Lambda resumes from that
 // record and never delivers the ones before it again), so a retried batch
 // is judged against the watermark its first record saw. Windows that end before it become final; the ticker
-// advances idle shards by processing time so their windows close too. On
+// advances idle shards by processing time so their windows close too.
+// Records are judged against the shard's stored watermark: the ticker's
+// advance, and the batches Lambda ran in another execution environment,
+// are stored and told to no process that keeps a copy, so an invocation
+// with records reads it first (one consistent GetItem; catchUp), and per
+// interval takes the later of it and the one the window state carries. On
 // the per-interval path the shard's stored watermark moves only at the
 // flush, so an invocation that carries partials to it first holds the shard
 // at the earliest window they add to that the stored watermark has not

@@ -105,16 +105,17 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	shard = strings.Clone(shard) // the batch's strings are reused by the next batch
 	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
 	defer cancel()
-	committed, err := p.watermark(ctx, shard)
+	committed, loaded, err := p.watermark(ctx, shard)
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err
 	}
 	// The interval's watermark: the later of the one its state carries
 	// (the interval's records so far) and the process's copy of the
-	// stored one. The ticker advances the stored one during the interval
-	// (as far as the interval's hold), and the carried one, taken for the
-	// whole, judged records late by the stored one as on time, even in a
-	// cold process.
+	// stored one, raised to the stored one itself before any record is
+	// judged (catchUp). The ticker advances the stored one during the
+	// interval (as far as the interval's hold), and the carried one,
+	// taken for the whole, judged records late by the stored one as on
+	// time, even in a cold process.
 	wm := *committed
 	if s, ok := ev.State[stateWatermark]; ok {
 		var carried window.Watermark
@@ -162,7 +163,7 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	// record, as a batch's would; the ticker closing it first would make
 	// the record a correction of a result without it).
 	var held time.Time
-	stored := committed.Current()
+	var stored time.Time // committed's, once caught up (below)
 	var accepted []window.Window
 	c.onWindows = func(key, kind, seq string, value float64, distinct []byte, d *window.Decision) {
 		if len(d.Open) > 0 && (held.IsZero() || d.Open[0].Start.Before(held)) {
@@ -201,6 +202,14 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		c.decode(rec)
 		accumulated = seq
 	}
+	if len(c.decoded) > 0 && !loaded {
+		// A failed read fails the invocation: Lambda sends it again with
+		// the same state.
+		if err := p.catchUp(ctx, shard, committed, &wm); err != nil {
+			return events.KinesisTimeWindowEventResponse{}, err
+		}
+	}
+	stored = committed.Current()
 	budget := carriedBudget(ev.State, len(recs))
 	dedupeState, err := p.judgeInterval(ctx, c, ev.State, ev.IsFinalInvokeForWindow, budget)
 	if err != nil {

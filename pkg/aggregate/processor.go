@@ -539,7 +539,7 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 	// failures (their records come again, fenced) instead of a timeout.
 	ctx, cancel := batch.Reserve(ctx, deadlineMargin)
 	defer cancel()
-	committed, err := p.watermark(ctx, shard)
+	committed, loaded, err := p.watermark(ctx, shard)
 	if err != nil {
 		return events.KinesisEventResponse{}, err
 	}
@@ -552,6 +552,21 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 	c := p.newCollector(shard, &wm, len(recs))
 	for i := range recs {
 		c.decode(&recs[i])
+	}
+	if len(c.decoded) > 0 && !loaded {
+		// The records are judged against the stored watermark, whatever
+		// this process last saw of it; committed with it, as the one the
+		// batch's first record saw (settled).
+		if err := p.catchUp(ctx, shard, committed, &wm); err != nil {
+			// No record can be judged without it: the batch comes again
+			// from its first record, reported as a write cut short by the
+			// deadline is, not as a function error (which the mapping
+			// counts against its retries and may bisect the batch on).
+			p.log.Error("reading the shard's watermark failed: the batch will be retried", "shard", shard, "error", err.Error())
+			var again batch.StreamFailures
+			again.Add(recs[0].SequenceNumber)
+			return again.Kinesis(), nil
+		}
 	}
 	if err := p.judgeBatch(ctx, c); err != nil {
 		return events.KinesisEventResponse{}, err
@@ -754,20 +769,22 @@ func (p *Processor) count(c *collector, late int) {
 	p.metrics.Add("Filtered", metrics.Count, float64(c.filtered))
 }
 
-// watermark returns shard's committed watermark, loading every shard's from
-// the store on first use (a cold start's one read).
-func (p *Processor) watermark(ctx context.Context, shard string) (*window.Watermark, error) {
+// watermark returns this process's copy of shard's committed watermark,
+// loading every shard's from the store on first use (a cold start's one
+// read); loaded says this call read them. The copy may be older than the
+// stored one: an invocation judges records only after catchUp.
+func (p *Processor) watermark(ctx context.Context, shard string) (wm *window.Watermark, loaded bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.loaded {
 		marks, err := p.views.Watermarks(ctx, p.cfg.Name)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for s, wm := range marks {
 			p.marks[s] = wm
 		}
-		p.loaded = true
+		p.loaded, loaded = true, true
 	}
 	wm, ok := p.marks[shard]
 	if !ok {
@@ -775,7 +792,40 @@ func (p *Processor) watermark(ctx context.Context, shard string) (*window.Waterm
 		p.marks[shard] = wm
 	}
 	c := *wm
-	return &c, nil
+	return &c, loaded, nil
+}
+
+// catchUp raises this process's copy of shard's watermark, and each of
+// wms (an invocation's), to the stored one, read consistently: one
+// GetItem. Other functions store a later watermark and tell no process
+// that keeps a copy: the ticker's idle advance, and the shard's batches
+// that Lambda ran in another execution environment (it hands a shard's
+// next batch to any free one; with several shards, routinely). Judged
+// against an older copy, a record the stored watermark makes late was
+// taken in by a warm process (for a key with no window yet, or as a
+// correction past the allowed lateness) and dropped by a cold one, which
+// reads it: whether a record is late depended on which environment ran
+// its batch, and Kafka Streams drops it. An invocation with no record to
+// judge (an interval's final invocation, a batch of other types or bad
+// records) needs no read, nor one that loaded every shard's just now.
+// Nothing cheaper tells a copy is current: the ticker's advance is
+// bounded (idleTimeout; during an interval, its hold), but the other
+// writers are not — another environment's batch, another lane's flush
+// under parallelizationFactor > 1, a replay's version the views table
+// swaps to — and a duplicate of the interval before's flush, holding at
+// the same time, clears the hold.
+func (p *Processor) catchUp(ctx context.Context, shard string, wms ...*window.Watermark) error {
+	stored, err := p.views.Watermark(ctx, p.cfg.Name, shard)
+	if err != nil || stored == nil {
+		return err
+	}
+	p.mu.Lock()
+	p.marks[shard].Merge(stored)
+	p.mu.Unlock()
+	for _, wm := range wms {
+		wm.Merge(stored)
+	}
+	return nil
 }
 
 // commit stores a fully processed batch's watermark and closes the windows

@@ -71,6 +71,8 @@ type history struct {
 	kind   windowKind
 	policy string
 	seed   uint64
+	// name is the id of a history written by hand ("": a seeded one's).
+	name   string
 	events []event
 	// arrivals is the shard, in sequence order.
 	arrivals []arrival
@@ -78,7 +80,28 @@ type history struct {
 	// order: each a run of arrivals (first and last index, inclusive),
 	// with a tick of the ticker after it when tick is set.
 	invocations []invocation
+	// idleTicks, when not nil, are per invocation the processing times
+	// (Unix ms) of the ticks after it, in place of invocation.tick's tick
+	// at the newest event time: ticks idleTimeout apart advance the idle
+	// shard's watermark by the clock (TestKafkaStreamsConformanceAfterAnIdleAdvance).
+	idleTicks [][]int64
+	// advances are, per invocation, Kafka's stream time after the ticks
+	// that follow it advanced the idle shard: the watermark they stored +
+	// outOfOrderness, when past the stream time of the records read
+	// (runProject fills it). Kafka's stream time moves only with records,
+	// so it reads a record of key idleKey there (kafka).
+	advances map[int]int64
+	// flushAfter, when not nil, are the invocations after which the
+	// per-interval path flushes its interval, in place of the seed's.
+	flushAfter map[int]bool
+	// cold has every invocation made by a new process of the function (a
+	// cold start), where one warm process makes them all.
+	cold bool
 }
+
+// idleKey is the key of the records that stand, for Kafka, for the
+// ticker's idle advance (history.advances); no window of it is compared.
+const idleKey = "~"
 
 // delayed is an event (its index) and when it reaches the shard.
 type delayed struct {

@@ -91,7 +91,12 @@ func kafkaConformance(t *testing.T, path string, only ...string) {
 }
 
 // id names a history: its subtest's name.
-func (h *history) id() string { return fmt.Sprintf("%s/%s/seed=%d", h.kind.name, h.policy, h.seed) }
+func (h *history) id() string {
+	if h.name != "" {
+		return h.name
+	}
+	return fmt.Sprintf("%s/%s/seed=%d", h.kind.name, h.policy, h.seed)
+}
 
 // kafka is h in the oracle's terms. The alignments between the two engines
 // (docs/windows.md lists them under "Conformance with Kafka Streams"):
@@ -145,6 +150,10 @@ func (h *history) id() string { return fmt.Sprintf("%s/%s/seed=%d", h.kind.name,
 //     (same id and content, a new record) reach only this project, which
 //     must ignore them: the oracle gets each event once, in the order of its
 //     first arrival.
+//   - The ticker's idle advance moves this project's watermark by the
+//     clock; Kafka's stream time moves only with records. Kafka reads a
+//     record of idleKey at each advance's watermark + outOfOrderness
+//     (history.advances), after the records read before the advance.
 func (h *history) kafka() kafkaHistory {
 	grace := outOfOrderness.Milliseconds()
 	if h.policy == "correct" {
@@ -155,23 +164,31 @@ func (h *history) kafka() kafkaHistory {
 	if h.kind.gapMs > 0 {
 		k.GapMs = h.kind.gapMs - 1 // Kafka's inclusive gap
 	}
-	for _, i := range h.kafkaOrder() {
+	h.kafkaReads(func(i int) {
 		e := h.events[h.arrivals[i].event]
 		k.Records = append(k.Records, kafkaRecord{Key: e.key, T: e.t, V: e.v})
-	}
+	}, func(n int) {
+		if t, ok := h.advances[n]; ok {
+			k.Records = append(k.Records, kafkaRecord{Key: idleKey, T: t})
+		}
+	})
 	return k
 }
 
-// kafkaOrder lists the arrivals Kafka reads, in order: each event's first
-// arrival (no producer copy).
-func (h *history) kafkaOrder() []int {
-	var out []int
-	for i, a := range h.arrivals {
-		if !a.copy {
-			out = append(out, i)
+// kafkaReads walks the records Kafka reads, in order: read(i) for each
+// event's first arrival i (no producer copy), in the order Lambda first
+// delivers it, and after each invocation n ticked(n).
+func (h *history) kafkaReads(read func(i int), ticked func(n int)) {
+	seen := make([]bool, len(h.arrivals))
+	for n, inv := range h.invocations {
+		for i := inv.first; i <= inv.last; i++ {
+			if !seen[i] && !h.arrivals[i].copy {
+				read(i)
+			}
+			seen[i] = true
 		}
+		ticked(n)
 	}
-	return out
 }
 
 // kafkaWindow is the window of a Kafka update in this project's terms:
@@ -265,30 +282,32 @@ func compare(h *history, got projectResult, want kafkaResult) *comparison {
 		}
 	}
 	next, read, newest := 0, 0, int64(math.MinInt64)
-	seen := make([]bool, len(h.arrivals))
-	for _, inv := range h.invocations {
-		for i := inv.first; i <= inv.last; i++ {
-			if !seen[i] {
-				seen[i] = true
-				newest = max(newest, h.events[h.arrivals[i].event].t)
-				if !h.arrivals[i].copy {
-					read++
-				}
-			}
-		}
+	h.kafkaReads(func(i int) {
+		newest = max(newest, h.events[h.arrivals[i].event].t)
+		read++
+	}, func(n int) {
 		for ; next < len(want.Updates) && want.Updates[next].I < read; next++ {
 			u := want.Updates[next]
+			if u.Key == idleKey {
+				continue
+			}
 			if u.Deleted {
 				delete(live, h.kafkaWindow(u))
 			} else {
 				live[h.kafkaWindow(u)] = value{uint64(u.Count), float64(u.Sum), float64(u.Min), float64(u.Max)}
 			}
 		}
+		if t, ok := h.advances[n]; ok {
+			// Kafka's record standing for the advance, read after the
+			// invocation: its stream time (the watermark's) moves to it.
+			read++
+			newest = max(newest, t)
+		}
 		snapshot(newest - ooo)
 		if sliding != nil {
 			sliding.ends = append(sliding.ends, batchEnd{read, newest - ooo})
 		}
-	}
+	})
 	snapshot(math.MaxInt64)
 	if sliding != nil {
 		sliding.ends = append(sliding.ends, batchEnd{read, math.MaxInt64})

@@ -64,6 +64,11 @@ type deployment struct {
 	handler, ticker *aggregate.Processor
 	out             *outputStream
 	emf             bytes.Buffer // the handler's EMF metrics of the current invocation
+	// coldStart replaces the handler with a new process of the aggregate
+	// function, as Lambda's next execution environment.
+	coldStart func()
+	// views is the ticker's, to read the shard's stored watermark.
+	views *state.Views
 }
 
 func deploy(cfg *pipeline.Config) *deployment {
@@ -72,7 +77,7 @@ func deploy(cfg *pipeline.Config) *deployment {
 	table := aggregate.FixedViewsTable(viewsTable)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	d := &deployment{out: &outputStream{ids: map[string][]byte{}}}
-	function := func(name string, m *metrics.Logger) *aggregate.Processor {
+	function := func(name string, m *metrics.Logger) (*aggregate.Processor, *state.Views) {
 		views := state.NewViews(aggregate.RoutedStore(db, table), table.Current(ctx), cfg.Aggregates, state.WithRetention(cfg.Retention))
 		sink := setaside.New(db, quarantine, setaside.WithFunction(name), setaside.WithMetrics(m), setaside.WithLogger(log))
 		opts := []aggregate.Option{
@@ -84,10 +89,11 @@ func deploy(cfg *pipeline.Config) *deployment {
 		if foldEvery {
 			opts = append(opts, aggregate.WithSessionFoldBytes(0))
 		}
-		return aggregate.New(cfg, views, d.out, resultsStream, opts...)
+		return aggregate.New(cfg, views, d.out, resultsStream, opts...), views
 	}
-	d.handler = function("aggregate", metrics.New(&d.emf, "aggregate"))
-	d.ticker = function("ticker", metrics.New(io.Discard, "ticker"))
+	d.coldStart = func() { d.handler, _ = function("aggregate", metrics.New(&d.emf, "aggregate")) }
+	d.coldStart()
+	d.ticker, d.views = function("ticker", metrics.New(io.Discard, "ticker"))
 	return d
 }
 
@@ -156,10 +162,12 @@ const (
 
 // runProject plays h against the aggregate function: each invocation's
 // records as the raw Lambda event bytes, through Processor.Invoke (what
-// lambda.Start calls), the ticker's Tick where h says (at a processing time
-// equal to the newest event time, so the tick finalizes what is due without
-// moving the watermark), then ticks an hour after the last record until
-// every window is final; then reads every key's windows from the views.
+// lambda.Start calls), by one warm process or (h.cold) each by a new one,
+// the ticker's Tick where h says (at a processing time equal to the newest
+// event time, so the tick finalizes what is due without moving the
+// watermark; or at h.idleTicks' times, noting in h.advances where they
+// moved it), then ticks an hour after the last record until every window
+// is final; then reads every key's windows from the views.
 //
 // On the per-interval path h's invocations are cut into intervals of one to
 // three (by the seed) or more, each then flushed by a final invocation with
@@ -175,13 +183,22 @@ func runProject(t *testing.T, h *history, path string) projectResult {
 	var res projectResult
 	var newest int64
 	rng := rand.New(rand.NewPCG(h.seed, 0x1e7))
+	// clock is the latest processing time of h.idleTicks so far;
+	// streamTime is Kafka's stream time, its records' and h.advances'.
+	var clock, streamTime int64
 	var state, sentState map[string]string // the interval's state; the one the last invocation was sent with
 	inInterval := 0                        // invocations of the open interval
+	invoke := func(payload []byte) ([]byte, error) {
+		if h.cold {
+			d.coldStart()
+		}
+		return d.handler.Invoke(ctx, payload)
+	}
 	flush := func(n int) {
 		// One final invocation in five is sent again (its response lost).
 		for range 1 + min(1, rng.IntN(5)/4) {
 			d.emf.Reset()
-			raw, err := d.handler.Invoke(ctx, windowEvent(h, 0, -1, state, true, newest))
+			raw, err := invoke(windowEvent(h, 0, -1, state, true, newest))
 			if err != nil {
 				t.Fatalf("the final invocation of the interval ending with invocation %d: %v", n, err)
 			}
@@ -202,9 +219,9 @@ func runProject(t *testing.T, h *history, path string) projectResult {
 			if !again {
 				sentState = state
 			}
-			raw, err = d.handler.Invoke(ctx, windowEvent(h, inv.first, inv.last, sentState, false, newest))
+			raw, err = invoke(windowEvent(h, inv.first, inv.last, sentState, false, newest))
 		} else {
-			raw, err = d.handler.Invoke(ctx, kinesisEvent(h, inv.first, inv.last))
+			raw, err = invoke(kinesisEvent(h, inv.first, inv.last))
 		}
 		if err != nil {
 			t.Fatalf("invocation %d (arrivals %d..%d): %v", n, inv.first, inv.last, err)
@@ -224,11 +241,33 @@ func runProject(t *testing.T, h *history, path string) projectResult {
 			// back) is sent in this interval: once its final invocation
 			// succeeds, Lambda never sends the interval's records again.
 			again := n+1 < len(h.invocations) && h.invocations[n+1].first <= inv.last
-			if !again && (n == len(h.invocations)-1 || inInterval >= 3 || rng.IntN(2) == 0) {
+			last := n == len(h.invocations)-1
+			if h.flushAfter != nil {
+				if h.flushAfter[n] || last {
+					flush(n)
+				}
+			} else if !again && (last || inInterval >= 3 || rng.IntN(2) == 0) {
 				flush(n)
 			}
 		}
-		if inv.tick {
+		switch {
+		case h.idleTicks != nil:
+			for _, at := range h.idleTicks[n] {
+				if _, err := d.ticker.Tick(ctx, time.UnixMilli(at)); err != nil {
+					t.Fatalf("tick at %s after invocation %d: %v", time.UnixMilli(at).UTC().Format(time.TimeOnly), n, err)
+				}
+				clock = max(clock, at)
+			}
+			if len(h.idleTicks[n]) > 0 {
+				streamTime = max(streamTime, newest)
+				if moved := idleAdvance(t, d, cfg.Name); moved > streamTime {
+					if h.advances == nil {
+						h.advances = map[int]int64{}
+					}
+					h.advances[n], streamTime = moved, moved
+				}
+			}
+		case inv.tick:
 			if _, err := d.ticker.Tick(ctx, time.UnixMilli(newest)); err != nil {
 				t.Fatalf("tick after invocation %d: %v", n, err)
 			}
@@ -237,7 +276,7 @@ func runProject(t *testing.T, h *history, path string) projectResult {
 	// The first tick starts the idle clock; the next, idleTimeout later,
 	// moves the watermark an hour past every record.
 	for i := range 3 {
-		if _, err := d.ticker.Tick(ctx, time.UnixMilli(newest).Add(time.Hour+time.Duration(i)*idleTimeout)); err != nil {
+		if _, err := d.ticker.Tick(ctx, time.UnixMilli(max(newest, clock)).Add(time.Hour+time.Duration(i)*idleTimeout)); err != nil {
 			t.Fatalf("final tick %d: %v", i, err)
 		}
 	}
@@ -251,6 +290,21 @@ func runProject(t *testing.T, h *history, path string) projectResult {
 	}
 	res.outputs, res.conflicts = d.out.results, d.out.conflicts
 	return res
+}
+
+// idleAdvance is where the ticks left the shard's stored watermark of
+// pipeline name, as Kafka's stream time: the watermark + outOfOrderness
+// (0 when none is stored).
+func idleAdvance(t *testing.T, d *deployment, name string) int64 {
+	t.Helper()
+	wm, err := d.views.Watermark(context.Background(), name, shard)
+	if err != nil {
+		t.Fatalf("the shard's watermark: %v", err)
+	}
+	if wm == nil || wm.Current().IsZero() {
+		return 0
+	}
+	return wm.Current().Add(outOfOrderness).UnixMilli()
 }
 
 // kinesisEvent is the event Lambda hands the function for arrivals first

@@ -261,8 +261,8 @@ func (v *Views) QueryBounded(ctx context.Context, pipeline, key, kind string, fr
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
-	if len(views) > b.Limit {
-		views, more = views[:b.Limit], true
+	if views, more, err = v.withPages(ctx, views, pipeline, key, kind, from, to, b); err != nil {
+		return nil, false, err
 	}
 	if b.Latest {
 		slices.Reverse(views)

@@ -101,7 +101,7 @@ func (v *Views) PublishedRevision(ctx context.Context, ref Ref) (revision int, e
 		return 0, false, fmt.Errorf("state: reading %s %s in %s: %w", ref.PK, ref.SK, v.table, err)
 	}
 	if out.Item == nil {
-		return 0, false, nil
+		return v.pagedRevision(ctx, ref)
 	}
 	if st := stringAttr(out.Item, attrStatus); st != statusFinal && st != statusRetracted {
 		return 0, true, nil

@@ -170,6 +170,14 @@ type Update struct {
 	// nothing, one write where there were two. Only if the window has no
 	// item: one there is written to as without Fresh.
 	Fresh bool
+
+	// Paged says the window may be in a result page (ApplyFresh): a
+	// window a shard's carry held, final by this write (a late record's
+	// write). A write that finds no item looks for the key's page entry
+	// and, finding it, makes the item the fresh write would have made
+	// before it goes on, so the page's result is corrected, or the write
+	// dropped as late, as if the item had been there.
+	Paged bool
 }
 
 // closes reports whether u's write makes its window final (Update.CloseBy).
@@ -379,6 +387,20 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		}
 		// The retry path: DynamoDB handed back the item as it was.
 		old = ccf.Item
+		if len(old) == 0 && u.Paged {
+			// No item: the window's result may be in a page.
+			if old, err = v.fromPage(ctx, u); err != nil {
+				return res, err
+			}
+			res.Writes++ // a page entry's item made, or found made
+			if old == nil {
+				unpaged := *u // none: created as any window is
+				unpaged.Paged = false
+				u = &unpaged
+				res.Writes--
+				continue
+			}
+		}
 		if freshBy != 0 && markedBy(old, attrFresh, freshBy) && stringAttr(old, attrStatus) == statusFinal {
 			// The item this create made: its answer was lost and the SDK
 			// sent it again. This write created it, so it is the one
@@ -503,6 +525,7 @@ const (
 	variantExpires = 8  // sets the TTL attribute (WithRetention)
 	variantClose   = 16 // makes the window final (Update.CloseBy)
 	variantCreate  = 32 // only if the window has no item (Update.Fresh)
+	variantPaged   = 64 // only if the window has an item, open (Update.Paged, none seen yet)
 )
 
 // updateShapes are the forms of updateInput's write.
@@ -527,6 +550,10 @@ var updateShapes = shapeSet{build: func(variant uint) expression.Builder {
 	}
 	status := expression.Name(attrStatus)
 	cond := fenceCond.And(expression.AttributeNotExists(status).Or(expression.Equal(status, expression.Value(statusOpen))))
+	if variant&variantPaged != 0 {
+		// No item: refused, to look in the pages first (Update.Paged).
+		cond = fenceCond.And(expression.Equal(status, expression.Value(statusOpen)))
+	}
 	if variant&variantCreate != 0 {
 		cond = expression.AttributeNotExists(status) // every window write sets it
 		upd = upd.Set(expression.Name(attrFresh), slot(slotFreshBy))
@@ -610,6 +637,8 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 	if fresh {
 		variant |= variantCreate
 		slots[slotFreshBy] = avInt(freshBy)
+	} else if u.Paged && !fenceKnown {
+		variant |= variantPaged
 	}
 	returned := types.ReturnValueUpdatedNew
 	if u.closes() {

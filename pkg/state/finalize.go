@@ -74,8 +74,18 @@ type View struct {
 // and reports already=true (with the window as it is: Pending if its result,
 // final or a pending correction, is still to be published), so the ticker
 // and the handler may race.
+//
+// A window a carry's flush wrote open before storing its carry
+// (Update.Spill) is made final only if no result page holds it: if one
+// does (the flush died and the one sent again kept the window in the carry
+// and closed it in a page), the item becomes the page's result, already
+// published, and Finalize reports it already final.
 func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool, err error) {
-	s, err := finalizeShape.get(0)
+	return v.finalize(ctx, ref, 0)
+}
+
+func (v *Views) finalize(ctx context.Context, ref Ref, variant uint) (view View, already bool, err error) {
+	s, err := finalizeShape.get(variant)
 	if err != nil {
 		return View{}, false, err
 	}
@@ -91,6 +101,9 @@ func (v *Views) Finalize(ctx context.Context, ref Ref) (view View, already bool,
 	if errors.As(err, &ccf) {
 		if len(ccf.Item) == 0 {
 			return View{}, false, fmt.Errorf("state: finalize %s %s: %w", ref.PK, ref.SK, ErrNoWindow)
+		}
+		if variant == 0 && stringAttr(ccf.Item, attrStatus) == statusOpen {
+			return v.finalizeSpilled(ctx, ref, ccf.Item)
 		}
 		view, err := v.view(ccf.Item)
 		return view, true, err
@@ -364,15 +377,23 @@ var openWindowsShape = shapeSet{build: func(uint) expression.Builder {
 		And(expression.Key(attrOpenUntil).LessThanEqual(slot(1))))
 }}
 
-// finalizeShape is Finalize's write (slot 0: finalAt).
-var finalizeShape = shapeSet{build: func(uint) expression.Builder {
+// finalizeShape is Finalize's write (slot 0: finalAt): of an open window
+// not marked spilled (variant 0), or of any open window (finalizeAnyOpen).
+var finalizeShape = shapeSet{build: func(variant uint) expression.Builder {
+	cond := expression.Equal(expression.Name(attrStatus), expression.Value(statusOpen))
+	if variant == 0 {
+		cond = cond.And(expression.AttributeNotExists(expression.Name(attrSpill)))
+	}
 	return expression.NewBuilder().
 		WithUpdate(expression.Set(expression.Name(attrStatus), expression.Value(statusFinal)).
 			Set(expression.Name(attrRevision), expression.Value(1)).
 			Set(expression.Name(attrFinalAt), slot(0)).
 			Add(expression.Name(attrVersion), expression.Value(1))).
-		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusOpen)))
+		WithCondition(cond)
 }}
+
+// finalizeAnyOpen is finalizeShape's variant for a window marked spilled.
+const finalizeAnyOpen = 1
 
 // unlistShapes are unlist's write: at any revision (variant 0) or at the
 // one in slot 0 (variant 1), leaving the number in slot 1.

@@ -645,13 +645,20 @@ func (v *Views) withPages(ctx context.Context, views []View, pipeline, key, kind
 		}
 		return views, false, nil
 	}
-	byWindow := make(map[[2]int64]bool, len(views))
-	for _, vw := range views {
-		byWindow[[2]int64{vw.Window.Start.UnixMilli(), vw.Window.End.UnixMilli()}] = true
+	// A window's final item (a correction's) stands over its page entry;
+	// an open one is what a carry's flush that died wrote before it
+	// (Update.Spill), and the page's result stands over it.
+	byWindow := make(map[[2]int64]int, len(views))
+	for i, vw := range views {
+		byWindow[[2]int64{vw.Window.Start.UnixMilli(), vw.Window.End.UnixMilli()}] = i
 	}
 	for _, vw := range pv {
-		if !byWindow[[2]int64{vw.Window.Start.UnixMilli(), vw.Window.End.UnixMilli()}] {
+		i, ok := byWindow[[2]int64{vw.Window.Start.UnixMilli(), vw.Window.End.UnixMilli()}]
+		switch {
+		case !ok:
 			views = append(views, vw)
+		case !views[i].Final:
+			views[i] = vw
 		}
 	}
 	cmp := func(a, b View) int {
@@ -699,4 +706,89 @@ func (v *Views) pagedRevision(ctx context.Context, ref Ref) (revision int, exist
 		return 0, false, err
 	}
 	return 1, true, nil
+}
+
+// finalizeSpilled is Finalize of the open window item (marked spilled, as
+// read): the page's result when a page holds the window (supersede), else
+// the item made final as any is.
+func (v *Views) finalizeSpilled(ctx context.Context, ref Ref, item map[string]types.AttributeValue) (View, bool, error) {
+	pipeline, key, kind := stringAttr(item, attrPipeline), stringAttr(item, attrKey), stringAttr(item, attrKind)
+	start, err := itemTime(item, attrStart)
+	if err != nil {
+		return View{}, false, err
+	}
+	end, err := itemTime(item, attrEnd)
+	if err != nil {
+		return View{}, false, err
+	}
+	w := window.Window{Start: start, End: end}
+	e, found, err := v.findEntry(ctx, pipeline, key, kind, w)
+	if err != nil {
+		return View{}, false, fmt.Errorf("state: finalize %s %s: %w", ref.PK, ref.SK, err)
+	}
+	if !found {
+		return v.finalize(ctx, ref, finalizeAnyOpen)
+	}
+	got, err := v.supersede(ctx, ref, e)
+	if err != nil {
+		return View{}, false, fmt.Errorf("state: finalize %s %s: %w", ref.PK, ref.SK, err)
+	}
+	view, err := v.view(got)
+	return view, true, err
+}
+
+// Slots of supersede's write.
+const (
+	sslotParts = iota
+	sslotCount
+	sslotFence
+	sslotFreshBy
+	sslotFinalAt
+)
+
+// supersedeShape makes an open window item the page entry's result (its
+// state, count and shard's fence), final at revision 1, fresh and
+// unlisted, as the page's write would have made it.
+var supersedeShape = shapeSet{build: func(uint) expression.Builder {
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name(attrParts), slot(sslotParts)).
+			Set(expression.Name(attrNParts), expression.Value(1)).
+			Set(expression.Name(attrCount), slot(sslotCount)).
+			Set(fenceName, slot(sslotFence)).
+			Set(expression.Name(attrFresh), slot(sslotFreshBy)).
+			Set(expression.Name(attrStatus), expression.Value(statusFinal)).
+			Set(expression.Name(attrRevision), expression.Value(1)).
+			Set(expression.Name(attrFinalAt), slot(sslotFinalAt)).
+			Remove(expression.Name(attrOpenIn)).
+			Add(expression.Name(attrVersion), expression.Value(1))).
+		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusOpen)))
+}}
+
+// supersede makes the open item ref the page entry e's result, and returns
+// the item as it is then (another finalize may have come first).
+func (v *Views) supersede(ctx context.Context, ref Ref, e pagedEntry) (map[string]types.AttributeValue, error) {
+	st, err := v.spec.Decode(e.state)
+	if err != nil {
+		return nil, fmt.Errorf("page entry: %w", err)
+	}
+	s, err := supersedeShape.get(0)
+	if err != nil {
+		return nil, err
+	}
+	slots := []types.AttributeValue{avList1(e.state), avUint(st.Count()), avS(e.fence), avInt(drawMark()), timeAV(v.now())}
+	out, err := v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: v.tableName, Key: itemKey(ref.PK, ref.SK),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.namesFor(e.shard), ExpressionAttributeValues: s.valuesFor(slots),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) && len(ccf.Item) > 0 {
+		return ccf.Item, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out.Attributes, nil
 }

@@ -312,3 +312,36 @@ func TestAQueryMergesPagesAndItems(t *testing.T) {
 		}
 	}
 }
+
+func TestAWindowSpilledByAFlushThatDiedYieldsToItsPage(t *testing.T) {
+	ctx := context.Background()
+	f := newViews(t)
+	// A flush wrote k's window open to keep its carry small, and died
+	// before storing the carry; the one sent again kept the window and
+	// closed it in a page, with every record.
+	spill := update(entries(1, 3))
+	spill.Spill = true
+	if _, err := f.views.Apply(ctx, "shard-0", spill); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.views.ApplyFresh(ctx, "shard-0", []*state.Update{freshUpdate("k", minute, 1, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	if v := read(t, f); !v.Final || v.Result.Count != 5 {
+		t.Fatalf("Query: %+v, want the page's final result of 5 records over the open item", v)
+	}
+	ref := state.Ref{PK: state.PartitionKey("p", "k"), SK: state.SortKey("tumbling:1m0s", minute)}
+	view, already, err := f.views.Finalize(ctx, ref)
+	if err != nil || !already || view.Pending || view.Result.Count != 5 || view.Revision != 1 {
+		t.Fatalf("Finalize of the spilled item: %+v already=%v %v, want the page's result, published already", view, already, err)
+	}
+	// A spilled window no page holds is made final as any window is.
+	g := newViews(t)
+	if _, err := g.views.Apply(ctx, "shard-0", spill); err != nil {
+		t.Fatal(err)
+	}
+	view, already, err = g.views.Finalize(ctx, ref)
+	if err != nil || already || !view.Final || view.Result.Count != 3 {
+		t.Fatalf("Finalize of a spilled window no page holds: %+v already=%v %v, want it made final with its 3 records", view, already, err)
+	}
+}

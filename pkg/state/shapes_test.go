@@ -349,7 +349,8 @@ func TestOtherWriteShapesEqualTheBuilder(t *testing.T) {
 			Set(expression.Name(attrRevision), expression.Value(1)).
 			Set(expression.Name(attrFinalAt), expression.Value(fmtTime(v.now()))).
 			Add(expression.Name(attrVersion), expression.Value(1))).
-		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusOpen)))), r.last(t))
+		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusOpen)).
+			And(expression.AttributeNotExists(expression.Name(attrSpill))))), r.last(t))
 
 	for _, revision := range []int{0, 3} {
 		if _, err := v.unlist(ctx, ref, revision); err != nil {

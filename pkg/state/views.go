@@ -69,6 +69,9 @@ const (
 	// attrUnlistedBy is the number the write that unlisted a window drew
 	// (UnlistRevision).
 	attrUnlistedBy = "unlistedBy"
+	// attrSpill marks a window written open by a carry's flush before its
+	// carry was stored (Update.Spill).
+	attrSpill = "carrySpill"
 
 	statusOpen  = "open"
 	statusFinal = "final"
@@ -178,6 +181,14 @@ type Update struct {
 	// before it goes on, so the page's result is corrected, or the write
 	// dropped as late, as if the item had been there.
 	Paged bool
+
+	// Spill says the write is of a window a shard's carry holds, written
+	// open before the carry that says so is stored (a flush keeping its
+	// carry small): a flush that dies after it and is sent again may
+	// keep the window in the carry after all and close it in a page. The
+	// item is marked, and Finalize looks for such a page before it makes
+	// the item final.
+	Spill bool
 }
 
 // closes reports whether u's write makes its window final (Update.CloseBy).
@@ -521,11 +532,12 @@ const (
 
 // Variant bits of the window writes' shapes besides the fence condition.
 const (
-	variantOpen    = 4  // sets openIn: listed until published
-	variantExpires = 8  // sets the TTL attribute (WithRetention)
-	variantClose   = 16 // makes the window final (Update.CloseBy)
-	variantCreate  = 32 // only if the window has no item (Update.Fresh)
-	variantPaged   = 64 // only if the window has an item, open (Update.Paged, none seen yet)
+	variantOpen    = 4   // sets openIn: listed until published
+	variantExpires = 8   // sets the TTL attribute (WithRetention)
+	variantClose   = 16  // makes the window final (Update.CloseBy)
+	variantCreate  = 32  // only if the window has no item (Update.Fresh)
+	variantPaged   = 64  // only if the window has an item, open (Update.Paged, none seen yet)
+	variantSpill   = 128 // marks the item (Update.Spill)
 )
 
 // updateShapes are the forms of updateInput's write.
@@ -553,6 +565,9 @@ var updateShapes = shapeSet{build: func(variant uint) expression.Builder {
 	if variant&variantPaged != 0 {
 		// No item: refused, to look in the pages first (Update.Paged).
 		cond = fenceCond.And(expression.Equal(status, expression.Value(statusOpen)))
+	}
+	if variant&variantSpill != 0 {
+		upd = upd.Set(expression.Name(attrSpill), expression.Value(true))
 	}
 	if variant&variantCreate != 0 {
 		cond = expression.AttributeNotExists(status) // every window write sets it
@@ -639,6 +654,9 @@ func (v *Views) updateInput(shard string, u *Update, blob []byte, n int, minF, m
 		slots[slotFreshBy] = avInt(freshBy)
 	} else if u.Paged && !fenceKnown {
 		variant |= variantPaged
+	}
+	if u.Spill {
+		variant |= variantSpill
 	}
 	returned := types.ReturnValueUpdatedNew
 	if u.closes() {

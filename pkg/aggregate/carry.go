@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,12 +91,14 @@ const (
 // with another count must be written out first (not done: it is fixed).
 const carryChunks = 8
 
-// carryChunk is the chunk of a shard's carry that holds key's windows.
-func carryChunk(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % carryChunks)
-}
+// carryChunk is the chunk of a shard's carry that holds key's windows:
+// its result page bucket (state.PageBucket), so that a chunk's flush
+// writes the pages of one bucket, whose parts no other chunk writes.
+func carryChunk(key string) int { return state.PageBucket(key) }
+
+// A chunk per page bucket.
+var _ [carryChunks - state.PageBuckets]struct{}
+var _ [state.PageBuckets - carryChunks]struct{}
 
 // carryID is the sort key of a shard's carry chunk: the shard for chunk 0
 // (the one item of carries before chunks), then <shard>#<chunk>.
@@ -192,6 +193,14 @@ func (p *Processor) carries() bool {
 	}
 	return false
 }
+
+// pages reports whether the flushes write the windows the carry held to
+// their close in result pages (state.Views.ApplyFresh): when the shard's
+// parents are known (WithShardLister), so that a reshard's child writes
+// the windows its parents may have closed in pages as late ones, looking
+// for them (state.Update.Paged). Without, each is an item of its own,
+// whose conditional create finds a parent's.
+func (p *Processor) pages() bool { return p.shards != nil }
 
 // loadCarry reads chunk of shard's carry. A whole carry (written before
 // chunks) read as chunk 0 has the partials of the other chunks' keys
@@ -438,7 +447,7 @@ func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) e
 // finds them applied; the carry the caller saves next leaves them out.
 func (p *Processor) writePending(ctx context.Context, c *shardCarry) error {
 	if len(c.closing) > 0 {
-		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, partials: windowPartials(c.closing, p.advance), closeBy: c.closed, freshAfter: c.itemsBy}); err != nil {
+		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, partials: windowPartials(c.closing, p.advance), closeBy: c.closed, freshAfter: c.itemsBy, pagedBy: c.itemsBy, carried: true}); err != nil {
 			return err
 		}
 	}
@@ -453,7 +462,7 @@ func (p *Processor) writePending(ctx context.Context, c *shardCarry) error {
 		if to == "" {
 			to = c.shard
 		}
-		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, listShard: to, partials: open}); err != nil {
+		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, listShard: to, partials: open, carried: true}); err != nil {
 			return err
 		}
 	}
@@ -572,7 +581,11 @@ func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, rea
 			next.fence = strings.Clone(lastSeq)
 		}
 		data := p.fitCarry(&next, writes, spilled)
-		published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: writes, closeBy: closeBy, freshAfter: cur.freshAfter()})
+		// Windows ending by what the carry has written, or by what may
+		// have items (a reshard's parents' pages among them), are looked
+		// for in result pages when they have no item.
+		pagedBy := latest(latest(cur.closed, cur.itemsBy), next.itemsBy)
+		published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: writes, closeBy: closeBy, freshAfter: cur.freshAfter(), pagedBy: pagedBy, carried: true})
 		if errors.Is(err, state.ErrPartialOverlap) {
 			lastErr = err // the ticker closed a carried window meanwhile
 			continue
@@ -725,7 +738,9 @@ func (p *Processor) fitCarry(next *shardCarry, writes map[upKey]*partial, spille
 // spillParents writes out the carries of shard's parents (a reshard's),
 // before shard's first flush writes its own windows: their keys are
 // shard's now, and their open windows are in the parents' carries. It
-// returns the latest of the parents' itemsBy, windows written open since.
+// returns the latest of the parents' itemsBy and closed: windows written
+// open since, or closed in result pages, which shard's writes of them look
+// for (state.Update.Paged).
 func (p *Processor) spillParents(ctx context.Context, shard string) (itemsBy time.Time, err error) {
 	if p.shards == nil {
 		return time.Time{}, nil
@@ -797,7 +812,9 @@ func (p *Processor) spillCarry(ctx context.Context, shard, listShard string, por
 	return itemsBy, wrote, nil
 }
 
-// spillChunk is spillCarry for one chunk of shard's carry.
+// spillChunk is spillCarry for one chunk of shard's carry. It returns the
+// end by which the chunk's windows may have items or be in result pages:
+// its itemsBy, or the windows it closed, whichever is later.
 func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, listShard string, portable bool) (itemsBy time.Time, wrote bool, err error) {
 	var lastErr error
 	for range carryAttempts {
@@ -814,7 +831,7 @@ func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, lis
 		// absent or stored in the first format already.
 		settled := !portable || cur.version == 0 || cur.format == carryFormatNoItemsBy
 		if len(cur.sets) == 0 && !cur.pending() && settled {
-			return cur.itemsBy, false, nil
+			return latest(cur.itemsBy, cur.closed), false, nil
 		}
 		if err := p.writePending(ctx, &cur); err != nil {
 			return time.Time{}, false, err
@@ -843,7 +860,7 @@ func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, lis
 		}
 		p.log.Info("wrote out the windows a shard carried",
 			"pipeline", p.cfg.Name, "shard", shard, "chunk", chunk, "listedUnder", listShard, "partials", spilt)
-		return next.itemsBy, true, nil
+		return latest(next.itemsBy, next.closed), true, nil
 	}
 	return time.Time{}, false, fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", carryID(shard, chunk), lastErr)
 }
@@ -978,7 +995,7 @@ func (p *Processor) closeChunk(ctx context.Context, shard string, chunk int, unt
 		}
 		return nil, err
 	}
-	published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: windowPartials(next.closing, p.advance), closeBy: next.closed, freshAfter: cur.freshAfter()})
+	published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: windowPartials(next.closing, p.advance), closeBy: next.closed, freshAfter: cur.freshAfter(), pagedBy: cur.itemsBy, carried: true})
 	if err != nil {
 		return nil, err // stored as closing: the shard's next flush or tick writes them
 	}

@@ -498,6 +498,25 @@ type lambda struct {
 	cfg        *pipeline.Config
 	proc       *aggregate.Processor
 	log        []string
+	// shards lists the scenario's shards and their parents, as Kinesis
+	// does for the function's first flush of a child (WithShardLister).
+	shards aggregate.ShardLister
+}
+
+// scenarioShards is a ListShards of the scenario's shards, each child
+// naming its parent.
+type scenarioShards map[string]string
+
+func (s scenarioShards) ListShards(context.Context, *kinesis.ListShardsInput, ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
+	out := &kinesis.ListShardsOutput{}
+	for _, shard := range []string{"shardId-000000000000", "shardId-000000000001", "shardId-000000000002"} {
+		sh := kintypes.Shard{ShardId: aws.String(shard)}
+		if p, ok := s[shard]; ok {
+			sh.ParentShardId = aws.String(p)
+		}
+		out.Shards = append(out.Shards, sh)
+	}
+	return out, nil
 }
 
 func (l *lambda) coldStart() {
@@ -505,6 +524,7 @@ func (l *lambda) coldStart() {
 	sink := setaside.New(&throttlingSink{faultStore: l.store.faultStore, every: 7}, l.quarantine, setaside.WithBackoff(func(int) time.Duration { return time.Millisecond }))
 	l.proc = aggregate.New(l.cfg, views, l.out, "results", aggregate.WithLogger(quiet),
 		aggregate.WithDedupe(aggregate.NewLedger(l.store, l.table, l.cfg)),
+		aggregate.WithShardLister(l.shards, "events"),
 		aggregate.WithSetAside(sink))
 }
 
@@ -743,7 +763,8 @@ func faultScenario(t *testing.T, mode string, backend faultBackend, seed uint64,
 		// one shard's final invocation never hits another shard's batch.
 		store := &crashingStore{faultStore: base, throttleEvery: 40}
 		store.budget.Store(-1)
-		l := &lambda{t: t, rng: rand.New(rand.NewPCG(seed, uint64(len(shard)+len(recs)))), store: store, out: out, table: table, quarantine: quarantine, cfg: s.cfg}
+		l := &lambda{t: t, rng: rand.New(rand.NewPCG(seed, uint64(len(shard)+len(recs)))), store: store, out: out, table: table, quarantine: quarantine, cfg: s.cfg,
+			shards: scenarioShards(s.parent)}
 		l.coldStart()
 		lambdas[shard] = l
 		wg.Add(1)

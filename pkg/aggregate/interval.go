@@ -459,8 +459,17 @@ type windowFlush struct {
 	// A window the flush closes that ends after freshAfter (zero: none)
 	// is fresh (state.Update.Fresh): every record of it is in partials,
 	// it has no item as far as the carry knows, and its write creates it
-	// published, unless a replay's version is handing over.
+	// published, unless a replay's version is handing over. Fresh windows
+	// are written in result pages (state.Views.ApplyFresh): one write for
+	// the keys of one page bucket.
 	freshAfter time.Time
+	// A window ending by pagedBy (zero: none) may be in a result page: the
+	// carry closed it before (a late record's write, state.Update.Paged).
+	pagedBy time.Time
+	// carried: the partials are a shard's carry's, so those written open
+	// are written before the carry that says so is stored
+	// (state.Update.Spill).
+	carried bool
 }
 
 // flushWindows is flush as windowFlush says.
@@ -489,16 +498,34 @@ func (p *Processor) flushWindows(ctx context.Context, f windowFlush) (map[state.
 	if err != nil {
 		return nil, err
 	}
-	parallel(len(keys), p.concurrency, func(i int) {
-		k := keys[i]
+	update := func(k upKey) *state.Update {
 		pt := partials[k]
-		res, err := p.apply(ctx, shard, &state.Update{
+		return &state.Update{
 			Pipeline: p.cfg.Name, Key: k.key, Kind: k.kind, Window: k.win, OpenIn: openIn,
 			Partial: pt.st, MinSeq: pt.minSeq, MaxSeq: pt.maxSeq,
 			CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
 			CloseBy:        closeBy,
 			Fresh:          fresh(k),
-		})
+			Paged:          p.pages() && !f.pagedBy.IsZero() && !k.win.End.After(f.pagedBy),
+			Spill:          p.pages() && f.carried && (closeBy.IsZero() || k.win.End.After(closeBy)),
+		}
+	}
+	// The fresh windows first, in pages; the others one write each. Pages
+	// need the shard's parents known (WithShardLister): a reshard's child
+	// then writes the windows its parents may have closed in pages as
+	// late, looking for them (Update.Paged). Without, a fresh window is
+	// an item of its own, whose create finds a parent's.
+	var paged []upKey
+	others := keys[:0:0]
+	for _, k := range keys {
+		if fresh(k) && p.pages() {
+			paged = append(paged, k)
+		} else {
+			others = append(others, k)
+		}
+	}
+	record := func(k upKey, res state.Result, err error) {
+		pt := partials[k]
 		mu.Lock()
 		defer mu.Unlock()
 		p.metrics.Add("WriteRequests", metrics.Count, float64(res.Writes))
@@ -531,6 +558,25 @@ func (p *Processor) flushWindows(ctx context.Context, f windowFlush) (map[state.
 		case res.Publish != nil:
 			pubs = append(pubs, *res.Publish)
 		}
+	}
+	if len(paged) > 0 {
+		us := make([]*state.Update, len(paged))
+		for i, k := range paged {
+			us[i] = update(k)
+		}
+		results, err := p.views.ApplyFresh(ctx, shard, us)
+		if err != nil {
+			record(paged[0], state.Result{}, err)
+		} else {
+			for i, k := range paged {
+				record(k, results[i], nil)
+			}
+		}
+	}
+	parallel(len(others), p.concurrency, func(i int) {
+		k := others[i]
+		res, err := p.apply(ctx, shard, update(k))
+		record(k, res, err)
 	})
 	// A created window's line now, whatever fails after: the write that
 	// created it is the one that logs it (sendMarked).

@@ -299,7 +299,20 @@ func (p *Processor) newCollector(shard string, wm *window.Watermark, records int
 	// fence's "applied is a prefix" invariant, and the store applies the
 	// whole update as a correction if it finds the window final.
 	c.onCorrected = c.addEntry
+	if p.carries() && p.pages() {
+		// A final window of a pipeline that keeps carries may be in a
+		// result page (state.Update.Paged), written by the per-interval
+		// path before the mapping moved to per batch.
+		c.onCorrected = c.addPagedEntry
+	}
 	return c
+}
+
+// addPagedEntry is addEntry for a record of a final window that may be in
+// a result page.
+func (c *collector) addPagedEntry(k upKey, seq string, value float64, distinct []byte) {
+	c.addEntry(k, seq, value, distinct)
+	c.ups[c.updates[k]].Paged = true
 }
 
 func (c *collector) addEntry(k upKey, seq string, value float64, distinct []byte) {

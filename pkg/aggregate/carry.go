@@ -194,6 +194,14 @@ func (p *Processor) carries() bool {
 	return false
 }
 
+// hadLeftCarry reports whether this process wrote out a carry of shard a
+// flush that kept carries left (spillOnce).
+func (p *Processor) hadLeftCarry(shard string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leftCarry[shard]
+}
+
 // pages reports whether the flushes write the windows the carry held to
 // their close in result pages (state.Views.ApplyFresh): when the shard's
 // parents are known (WithShardLister), so that a reshard's child writes
@@ -445,9 +453,9 @@ func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) e
 // listed under c's shard, and the partials spilling, open, listed under
 // c.spillTo. Both were stored before their writes, so writing them again
 // finds them applied; the carry the caller saves next leaves them out.
-func (p *Processor) writePending(ctx context.Context, c *shardCarry) error {
+func (p *Processor) writePending(ctx context.Context, c *shardCarry, mark bool) error {
 	if len(c.closing) > 0 {
-		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, partials: windowPartials(c.closing, p.advance), closeBy: c.closed, freshAfter: c.itemsBy, pagedBy: c.itemsBy, carried: true}); err != nil {
+		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, partials: windowPartials(c.closing, p.advance), closeBy: c.closed, freshAfter: c.itemsBy, pagedBy: c.itemsBy}); err != nil {
 			return err
 		}
 	}
@@ -462,7 +470,7 @@ func (p *Processor) writePending(ctx context.Context, c *shardCarry) error {
 		if to == "" {
 			to = c.shard
 		}
-		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, listShard: to, partials: open, carried: true}); err != nil {
+		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, listShard: to, partials: open, markSpills: mark}); err != nil {
 			return err
 		}
 	}
@@ -484,15 +492,16 @@ const carryAttempts = 4
 // says the processor has no watermark for the shard: a child of a reshard
 // writes out its parents' carries first.
 func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[setKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, newShard bool) (map[state.Ref]bool, error) {
-	var firstItemsBy time.Time // a new shard's first carry's (flushChunk)
+	var first spilled // a new shard's first carry's bounds (flushChunk)
 	if newShard {
 		parents, err := p.spillParents(ctx, shard)
 		if err != nil {
 			return nil, err
 		}
+		first.closed = parents.closed
 		// No flush wrote the shard's windows before; its parents' may
 		// have items.
-		firstItemsBy = latest(parents, time.UnixMilli(1))
+		first.itemsBy = latest(parents.itemsBy, time.UnixMilli(1))
 	}
 	var c0 *shardCarry // chunk 0 as read here, for its flush's first attempt
 	if lastSeq != "" {
@@ -523,7 +532,7 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 		if chunk == 0 {
 			read = c0
 		}
-		pub, err := p.flushChunk(ctx, shard, chunk, read, sets, closeBy, lateRouted, lastSeq, firstItemsBy)
+		pub, err := p.flushChunk(ctx, shard, chunk, read, sets, closeBy, lateRouted, lastSeq, first)
 		if err != nil {
 			return nil, err
 		}
@@ -539,7 +548,7 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 // interval's partials of its keys (sets); read, when not nil, is the chunk
 // as just read, for the first attempt. firstItemsBy, when not zero, is the
 // itemsBy of a chunk stored for the first time.
-func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, read *shardCarry, sets map[setKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, firstItemsBy time.Time) (map[state.Ref]bool, error) {
+func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, read *shardCarry, sets map[setKey]*partial, closeBy time.Time, lateRouted int, lastSeq string, first spilled) (map[state.Ref]bool, error) {
 	var lastErr error
 	// Keys whose windows an attempt wrote open to keep the carry small:
 	// an attempt after it, on a carry the ticker made smaller, writes them
@@ -560,12 +569,17 @@ func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, rea
 			// listed and published before its carry was.
 			return nil, nil
 		}
-		if err := p.writePending(ctx, &cur); err != nil {
+		if err := p.writePending(ctx, &cur, true); err != nil {
 			return nil, err
 		}
+		if cur.version == 0 && !first.itemsBy.IsZero() {
+			// A reshard's child: what its parents closed is closed (in
+			// result pages, or items), its own records of it late.
+			cur.closed = latest(cur.closed, first.closed)
+		}
 		writes, next := p.planCarry(&cur, sets, closeBy)
-		if cur.version == 0 && !firstItemsBy.IsZero() {
-			next.itemsBy = firstItemsBy
+		if cur.version == 0 && !first.itemsBy.IsZero() {
+			next.itemsBy = first.itemsBy
 		}
 		// Chunk 0 is stored in the current format before any other chunk
 		// carries: code from before, reading the shard's one carry there,
@@ -581,11 +595,10 @@ func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, rea
 			next.fence = strings.Clone(lastSeq)
 		}
 		data := p.fitCarry(&next, writes, spilled)
-		// Windows ending by what the carry has written, or by what may
-		// have items (a reshard's parents' pages among them), are looked
-		// for in result pages when they have no item.
-		pagedBy := latest(latest(cur.closed, cur.itemsBy), next.itemsBy)
-		published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: writes, closeBy: closeBy, freshAfter: cur.freshAfter(), pagedBy: pagedBy, carried: true})
+		// Windows ending by what the carry (or a reshard's parents')
+		// closed may be in result pages: a write that finds no item of
+		// one looks there.
+		published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: writes, closeBy: closeBy, freshAfter: cur.freshAfter(), pagedBy: cur.closed, markSpills: closeBy.IsZero()})
 		if errors.Is(err, state.ErrPartialOverlap) {
 			lastErr = err // the ticker closed a carried window meanwhile
 			continue
@@ -647,10 +660,12 @@ func (p *Processor) planCarry(cur *shardCarry, sets map[setKey]*partial, closeBy
 	if !closeBy.IsZero() && closeBy.After(next.closed) {
 		next.closed = closeBy
 	}
-	if cur.version == 0 {
-		// The shard's first carry: a flush before it may have written
-		// any window open then, those of its records and of records up
-		// to the watermark's allowance past it.
+	if cur.version == 0 || cur.format == carryFormatNoItemsBy {
+		// The shard's first carry, or the first since a process that
+		// kept none stored it empty (spillOnce, the first format): a
+		// flush before it may have written any window open then, those
+		// of its records and of records up to the watermark's allowance
+		// past it.
 		next.itemsBy = latest(next.itemsBy, next.closed.Add(p.longestWindow()+p.cfg.OutOfOrderness))
 		for k := range merged {
 			next.itemsBy = latest(next.itemsBy, p.lastEnd(k))
@@ -738,27 +753,27 @@ func (p *Processor) fitCarry(next *shardCarry, writes map[upKey]*partial, spille
 // spillParents writes out the carries of shard's parents (a reshard's),
 // before shard's first flush writes its own windows: their keys are
 // shard's now, and their open windows are in the parents' carries. It
-// returns the latest of the parents' itemsBy and closed: windows written
-// open since, or closed in result pages, which shard's writes of them look
-// for (state.Update.Paged).
-func (p *Processor) spillParents(ctx context.Context, shard string) (itemsBy time.Time, err error) {
+// returns the latest of the parents' itemsBy (windows written open since)
+// and of their closed (windows written whole, perhaps in result pages,
+// which shard takes as closed: its records of them are late).
+func (p *Processor) spillParents(ctx context.Context, shard string) (bounds spilled, err error) {
 	if p.shards == nil {
-		return time.Time{}, nil
+		return spilled{}, nil
 	}
 	parents, err := p.parentsOf(ctx, shard)
 	if err != nil {
-		return time.Time{}, err
+		return spilled{}, err
 	}
 	for _, parent := range parents {
 		// Listed under the child: its watermark closes them, and its own
 		// records of them wait in its carry until then.
 		by, _, err := p.spillCarry(ctx, parent, shard, false)
 		if err != nil {
-			return time.Time{}, err
+			return spilled{}, err
 		}
-		itemsBy = latest(itemsBy, by)
+		bounds.itemsBy, bounds.closed = latest(bounds.itemsBy, by.itemsBy), latest(bounds.closed, by.closed)
 	}
-	return itemsBy, nil
+	return bounds, nil
 }
 
 // parentsOf is shard's parent shards, as Kinesis lists them.
@@ -800,27 +815,32 @@ func (p *Processor) parentsOf(ctx context.Context, shard string) ([]string, erro
 //
 // With portable (the pipeline no longer carries), the chunks are stored
 // empty in the first format, chunk 0 last (encodePortable).
-func (p *Processor) spillCarry(ctx context.Context, shard, listShard string, portable bool) (itemsBy time.Time, wrote bool, err error) {
+func (p *Processor) spillCarry(ctx context.Context, shard, listShard string, portable bool) (bounds spilled, wrote bool, err error) {
 	for i := range carryChunks {
 		chunk := carryChunks - 1 - i
-		by, w, err := p.spillChunk(ctx, shard, chunk, listShard, portable)
+		by, w, err := p.spillChunk(ctx, shard, chunk, listShard, portable, portable)
 		if err != nil {
-			return time.Time{}, false, err
+			return spilled{}, false, err
 		}
-		itemsBy, wrote = latest(itemsBy, by), wrote || w
+		bounds.itemsBy, bounds.closed, wrote = latest(bounds.itemsBy, by.itemsBy), latest(bounds.closed, by.closed), wrote || w
 	}
-	return itemsBy, wrote, nil
+	return bounds, wrote, nil
 }
 
-// spillChunk is spillCarry for one chunk of shard's carry. It returns the
-// end by which the chunk's windows may have items or be in result pages:
-// its itemsBy, or the windows it closed, whichever is later.
-func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, listShard string, portable bool) (itemsBy time.Time, wrote bool, err error) {
+// spilled is what a carry written out (spillChunk, spillCarry) leaves
+// known: its itemsBy, windows ending by it perhaps with items (written
+// open), and closed, windows ending by it written whole (perhaps in
+// result pages).
+type spilled struct{ itemsBy, closed time.Time }
+
+// spillChunk is spillCarry for one chunk of shard's carry; mark marks the
+// windows it writes open (windowFlush.markSpills).
+func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, listShard string, portable, mark bool) (bounds spilled, wrote bool, err error) {
 	var lastErr error
 	for range carryAttempts {
 		cur, err := p.loadCarry(ctx, shard, chunk)
 		if err != nil {
-			return time.Time{}, false, err
+			return spilled{}, false, err
 		}
 		if cur.spillTo == "" && len(cur.spilling) > 0 {
 			// A whole carry's other keys (loadCarry), listed under the
@@ -831,10 +851,10 @@ func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, lis
 		// absent or stored in the first format already.
 		settled := !portable || cur.version == 0 || cur.format == carryFormatNoItemsBy
 		if len(cur.sets) == 0 && !cur.pending() && settled {
-			return latest(cur.itemsBy, cur.closed), false, nil
+			return spilled{cur.itemsBy, cur.closed}, false, nil
 		}
-		if err := p.writePending(ctx, &cur); err != nil {
-			return time.Time{}, false, err
+		if err := p.writePending(ctx, &cur, true); err != nil {
+			return spilled{}, false, err
 		}
 		next := shardCarry{shard: shard, id: cur.id, version: cur.version, fence: cur.fence, closed: cur.closed, itemsBy: cur.itemsBy,
 			sets: map[setKey]*partial{}, spilling: cur.sets, spillTo: listShard}
@@ -844,10 +864,10 @@ func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, lis
 				lastErr = err
 				continue
 			}
-			return time.Time{}, false, err
+			return spilled{}, false, err
 		}
-		if err := p.writePending(ctx, &next); err != nil {
-			return time.Time{}, false, err // stored as spilling: whoever reads the carry next writes them
+		if err := p.writePending(ctx, &next, mark); err != nil {
+			return spilled{}, false, err // stored as spilling: whoever reads the carry next writes them
 		}
 		spilt := len(next.spilling)
 		next.spilling, next.spillTo = nil, ""
@@ -856,13 +876,13 @@ func (p *Processor) spillChunk(ctx context.Context, shard string, chunk int, lis
 			data = encodePortable(&next)
 		}
 		if err := p.saveCarry(ctx, &next, data); err != nil && !errors.Is(err, state.ErrCarryChanged) {
-			return time.Time{}, false, err
+			return spilled{}, false, err
 		}
 		p.log.Info("wrote out the windows a shard carried",
 			"pipeline", p.cfg.Name, "shard", shard, "chunk", chunk, "listedUnder", listShard, "partials", spilt)
-		return latest(next.itemsBy, next.closed), true, nil
+		return spilled{next.itemsBy, next.closed}, true, nil
 	}
-	return time.Time{}, false, fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", carryID(shard, chunk), lastErr)
+	return spilled{}, false, fmt.Errorf("aggregate: the carry of %s kept changing while it was written out: %w", carryID(shard, chunk), lastErr)
 }
 
 // spillLeftCarry writes out a carry that shard's flushes no longer keep:
@@ -891,6 +911,11 @@ func (p *Processor) spillOnce(ctx context.Context, shard string) error {
 		return nil
 	}
 	_, wrote, err := p.spillCarry(ctx, shard, shard, true)
+	if wrote {
+		p.mu.Lock()
+		p.leftCarry[shard] = true
+		p.mu.Unlock()
+	}
 	if err != nil || wrote {
 		return err
 	}
@@ -918,7 +943,7 @@ func (p *Processor) SpillCarries(ctx context.Context) error {
 	}
 	for _, c := range carries {
 		shard, chunk := carryOf(c.Shard)
-		if _, _, err := p.spillChunk(ctx, shard, chunk, shard, false); err != nil {
+		if _, _, err := p.spillChunk(ctx, shard, chunk, shard, false, true); err != nil {
 			return err
 		}
 	}
@@ -961,7 +986,7 @@ func (p *Processor) closeChunk(ctx context.Context, shard string, chunk int, unt
 	if err != nil {
 		return nil, err
 	}
-	if err := p.writePending(ctx, &cur); err != nil {
+	if err := p.writePending(ctx, &cur, true); err != nil {
 		return nil, err
 	}
 	if len(cur.sets) == 0 || !until.After(cur.closed) {
@@ -986,7 +1011,7 @@ func (p *Processor) closeChunk(ctx context.Context, shard string, chunk int, unt
 		// Its windows closing, each a partial of its own, and the rest
 		// do not fit: the chunk is written out instead, and its windows
 		// close from their listings.
-		_, _, err := p.spillChunk(ctx, shard, chunk, shard, false)
+		_, _, err := p.spillChunk(ctx, shard, chunk, shard, false, false)
 		return nil, err
 	}
 	if err := p.saveCarry(ctx, &next, data); err != nil {
@@ -995,7 +1020,7 @@ func (p *Processor) closeChunk(ctx context.Context, shard string, chunk int, unt
 		}
 		return nil, err
 	}
-	published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: windowPartials(next.closing, p.advance), closeBy: next.closed, freshAfter: cur.freshAfter(), pagedBy: cur.itemsBy, carried: true})
+	published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: windowPartials(next.closing, p.advance), closeBy: next.closed, freshAfter: cur.freshAfter(), pagedBy: cur.itemsBy})
 	if err != nil {
 		return nil, err // stored as closing: the shard's next flush or tick writes them
 	}

@@ -90,10 +90,13 @@ func TestACarriedWindowIsWrittenOnceWhenItCloses(t *testing.T) {
 				r.carry(recs...)
 				r.flush()
 				if i == 1 {
-					hopping = writesTo(ww, "cw#a", "hopping:3m0s:1m0s", base)
+					hopping = writesTo(ww, "cw#a", "hopping:3m0s:1m0s", base) + pageWritesTo(ww, "cw", "a", "hopping:3m0s:1m0s", base)
 				}
 			}
 			for _, n := range ww.n {
+				writes[mode] += n
+			}
+			for _, n := range ww.pages {
 				writes[mode] += n
 			}
 			for _, k := range []string{"a", "b", "c"} {
@@ -111,7 +114,7 @@ func TestACarriedWindowIsWrittenOnceWhenItCloses(t *testing.T) {
 			}
 			if mode == "carried" {
 				// [1m,4m) closes at the third flush: written then, whole.
-				if n := writesTo(ww, "cw#a", "hopping:3m0s:1m0s", base.Add(time.Minute)); n != 1 {
+				if n := writesTo(ww, "cw#a", "hopping:3m0s:1m0s", base.Add(time.Minute)) + pageWritesTo(ww, "cw", "a", "hopping:3m0s:1m0s", base.Add(time.Minute)); n != 1 {
 					t.Errorf("writes to key a's hopping window [1m,4m): %d, want 1", n)
 				}
 			}

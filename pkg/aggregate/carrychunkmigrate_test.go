@@ -295,14 +295,14 @@ func TestAPortableSpillRacingACarryingFlushLeavesNoChunkBehind(t *testing.T) {
 	// one after the other; the old function's flush of interval 2 (a at
 	// 1m30s, seq 12) runs between its chunk 1 and chunk 0.
 	for chunk := carryChunks - 1; chunk >= 1; chunk-- {
-		if _, _, err := off.spillChunk(ctx, shard, chunk, shard, true); err != nil {
+		if _, _, err := off.spillChunk(ctx, shard, chunk, shard, true, true); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := p.flushCarried(ctx, shard, onePartial(p, "a", w, 7, 12), base.Add(85*time.Second), 0, rseq(12), false); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := off.spillChunk(ctx, shard, 0, shard, true); err != nil {
+	if _, _, err := off.spillChunk(ctx, shard, 0, shard, true, true); err != nil {
 		t.Fatal(err)
 	}
 	// That pass wrote chunks out: the next batch, flush or tick passes

@@ -41,7 +41,11 @@ func pipelineOn(t *testing.T, cfgJSON string, views func(cfg *pipeline.Config, t
 		}
 	}
 	out := &outputLog{}
-	return aggregate.New(cfg, views(cfg, table), out, "results", append([]aggregate.Option{aggregate.WithLogger(quiet)}, opts...)...), out
+	// The shards known, no parent among them, as the deployed function
+	// asks Kinesis: its carried flushes write result pages (a test's own
+	// WithShardLister, of a reshard, comes after and is the one used).
+	base := []aggregate.Option{aggregate.WithLogger(quiet), aggregate.WithShardLister(parentOf{feedShard, feedShard}, "events")}
+	return aggregate.New(cfg, views(cfg, table), out, "results", append(base, opts...)...), out
 }
 
 // inProcessViews is a views argument of pipelineOn for tests of many

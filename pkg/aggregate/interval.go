@@ -439,7 +439,13 @@ func heldSince(st map[string]string) (time.Time, error) {
 // returns the windows published, which the finalize after the commit does
 // not finalize again (a conditional write that fails is billed too).
 func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int, lastSeq string) (map[state.Ref]bool, error) {
-	return p.flushWindows(ctx, windowFlush{shard: shard, partials: partials, closeBy: closeBy, lateRouted: lateRouted, lastSeq: lastSeq})
+	f := windowFlush{shard: shard, partials: partials, closeBy: closeBy, lateRouted: lateRouted, lastSeq: lastSeq}
+	if p.hadLeftCarry(shard) {
+		// The flush that kept the carry this process wrote out may have
+		// closed these windows in pages before it died.
+		f.pagedBy = closeBy
+	}
+	return p.flushWindows(ctx, f)
 }
 
 // windowFlush is what flushWindows writes: partials to their windows on
@@ -466,10 +472,16 @@ type windowFlush struct {
 	// A window ending by pagedBy (zero: none) may be in a result page: the
 	// carry closed it before (a late record's write, state.Update.Paged).
 	pagedBy time.Time
-	// carried: the partials are a shard's carry's, so those written open
-	// are written before the carry that says so is stored
-	// (state.Update.Spill).
-	carried bool
+	// markSpills marks the windows written open (state.Update.Spill): a
+	// carry's windows written out where a flush of the same interval that
+	// died may have closed some in result pages, the carry not knowing
+	// it, and its retry may not come to this code to write them again (a
+	// mapping moved to per batch, a replay's catch-up, an interval whose
+	// records could not all be routed). Lambda retries a failed flush
+	// before any other, and the ticker does not advance a shard with
+	// records to process (WithBacklog), so a flush keeping its carry
+	// small (fitCarry) and a reshard's child need not.
+	markSpills bool
 }
 
 // flushWindows is flush as windowFlush says.
@@ -507,7 +519,7 @@ func (p *Processor) flushWindows(ctx context.Context, f windowFlush) (map[state.
 			CloseBy:        closeBy,
 			Fresh:          fresh(k),
 			Paged:          p.pages() && !f.pagedBy.IsZero() && !k.win.End.After(f.pagedBy),
-			Spill:          p.pages() && f.carried && (closeBy.IsZero() || k.win.End.After(closeBy)),
+			Spill:          p.pages() && f.markSpills && (closeBy.IsZero() || k.win.End.After(closeBy)),
 		}
 	}
 	// The fresh windows first, in pages; the others one write each. Pages

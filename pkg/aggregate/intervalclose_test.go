@@ -2,6 +2,7 @@ package aggregate_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -21,13 +22,23 @@ import (
 // included: DynamoDB bills those too.
 type windowWrites struct {
 	*dynamodb.Client
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	n     map[string]int
+	pages map[string]int // writes to result pages, by "<pk> <sk>"
 }
 
 func (w *windowWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	pk, _ := in.Key["pk"].(*types.AttributeValueMemberS)
-	if sk, ok := in.Key["sk"].(*types.AttributeValueMemberS); ok && pk != nil && !strings.HasPrefix(sk.Value, "~") && !strings.HasPrefix(pk.Value, "~") {
+	sk, ok := in.Key["sk"].(*types.AttributeValueMemberS)
+	switch {
+	case ok && pk != nil && strings.HasPrefix(pk.Value, "~page#"):
+		w.mu.Lock()
+		if w.pages == nil {
+			w.pages = map[string]int{}
+		}
+		w.pages[pk.Value+" "+sk.Value]++
+		w.mu.Unlock()
+	case ok && pk != nil && !strings.HasPrefix(sk.Value, "~") && !strings.HasPrefix(pk.Value, "~"):
 		w.mu.Lock()
 		if w.n == nil {
 			w.n = map[string]int{}
@@ -36,6 +47,22 @@ func (w *windowWrites) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemIn
 		w.mu.Unlock()
 	}
 	return w.Client.UpdateItem(ctx, in, opts...)
+}
+
+// pageWritesTo is how many writes the result page holding key's window of
+// kind starting at from had (its bucket's, every shard's and part's).
+func pageWritesTo(ww *windowWrites, pipeline, key, kind string, from time.Time) int {
+	pk := fmt.Sprintf("~page#%s#%s#%d", pipeline, kind, state.PageBucket(key))
+	prefix := from.UTC().Format("2006-01-02T15:04:05.000Z") + "/"
+	ww.mu.Lock()
+	defer ww.mu.Unlock()
+	n := 0
+	for k, c := range ww.pages {
+		if p, sk, _ := strings.Cut(k, " "); p == pk && strings.HasPrefix(sk, prefix) {
+			n += c
+		}
+	}
+	return n
 }
 
 func (w *windowWrites) of(pk, sk string) int {

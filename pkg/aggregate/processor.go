@@ -77,6 +77,11 @@ type Processor struct {
 	// carryless: shards whose carry this process found empty or wrote
 	// out, the pipeline keeping none (spillLeftCarry).
 	carryless map[string]bool
+	// leftCarry: shards whose carry this process found left by a flush
+	// that kept one (spillOnce wrote it out): that flush may have closed
+	// windows in result pages before it died, so this process's writes of
+	// the shard look for their windows there (state.Update.Paged).
+	leftCarry map[string]bool
 }
 
 // Option configures a Processor.
@@ -141,6 +146,7 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 
 		unfinalized: map[string]bool{},
 		carryless:   map[string]bool{},
+		leftCarry:   map[string]bool{},
 	}
 	p.batches.New = func() any { return new(stream.KinesisBatch) }
 	for _, w := range cfg.Windows {
@@ -299,7 +305,13 @@ func (p *Processor) newCollector(shard string, wm *window.Watermark, records int
 	// fence's "applied is a prefix" invariant, and the store applies the
 	// whole update as a correction if it finds the window final.
 	c.onCorrected = c.addEntry
-	if p.carries() && p.pages() {
+	switch {
+	case p.pages() && p.hadLeftCarry(shard):
+		// The per-interval flush before the mapping moved to per batch
+		// may have closed any of the batch's windows in a page (its
+		// final invocation failing after, and sent here again).
+		c.onOpen, c.onCorrected = c.addPagedEntry, c.addPagedEntry
+	case p.pages() && p.carries():
 		// A final window of a pipeline that keeps carries may be in a
 		// result page (state.Update.Paged), written by the per-interval
 		// path before the mapping moved to per batch.
@@ -930,10 +942,11 @@ func (p *Processor) finalize(ctx context.Context, shard string, until time.Time,
 // be taken from the process's copy (finalizeKeyedRound).
 func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Time, refs []state.Ref, listings []state.Listing, warm bool) (int, error) {
 	type finalized struct {
-		view state.View
-		pub  bool
-		made int
-		err  error
+		view   state.View
+		pub    bool
+		resend bool // a result page's, published by its creator, perhaps not sent (state.View.Fresh)
+		made   int
+		err    error
 	}
 	done := make([]finalized, len(refs))
 	parallel(len(refs), p.concurrency, func(i int) {
@@ -953,8 +966,10 @@ func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Ti
 		// Not published if already published and unlisted since the
 		// index was read.
 		f.view, f.pub, f.err = view, err == nil && (!already || view.Pending), err
+		f.resend = err == nil && already && view.Fresh
 	})
 	var pubs []state.View
+	var resends []Output
 	made := 0
 	for i := range done {
 		if done[i].err != nil {
@@ -964,6 +979,13 @@ func (p *Processor) finalizeDue(ctx context.Context, shard string, until time.Ti
 		if done[i].pub {
 			pubs = append(pubs, done[i].view)
 		}
+		if done[i].resend {
+			resends = append(resends, outputOf(done[i].view))
+		}
+	}
+	// Sent again under their ids, not logged again: their creator did.
+	if err := p.put(ctx, resends); err != nil {
+		return 0, err
 	}
 	// On the stream at least once (consumers dedupe by id); in the log
 	// once: only the publisher that takes the window off the index at its

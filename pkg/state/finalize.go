@@ -64,6 +64,11 @@ type View struct {
 	// Previous is a pending correction's previous value, the one it
 	// retracts (nil for a final result, and once published).
 	Previous *agg.Result
+	// Fresh: the window was created final and marked published, by a fresh
+	// write or in a result page, and nothing changed it since: its
+	// creator logged it, and sent it, unless it died first. A finalize
+	// that meets it sends it again, under the same id, without a line.
+	Fresh bool
 }
 
 // Finalize makes a window final and returns its view: one conditional
@@ -345,6 +350,9 @@ func (v *Views) view(item map[string]types.AttributeValue) (View, error) {
 		UpdatedAt: stringAttr(item, attrUpdatedAt),
 		Ref:       Ref{PK: stringAttr(item, attrPK), SK: stringAttr(item, attrSK)},
 		Pending:   final && stringAttr(item, attrOpenIn) != "",
+	}
+	if _, fresh := item[attrFresh]; fresh && final && !view.Pending {
+		view.Fresh = true
 	}
 	if b, ok := item[attrPrevious].(*types.AttributeValueMemberB); ok {
 		prev, err := v.spec.Decode(b.Value)

@@ -729,12 +729,95 @@ func (v *Views) finalizeSpilled(ctx context.Context, ref Ref, item map[string]ty
 	if !found {
 		return v.finalize(ctx, ref, finalizeAnyOpen)
 	}
-	got, err := v.supersede(ctx, ref, e)
+	var got map[string]types.AttributeValue
+	made := false // this call made it final, as a correction
+	if holdsOnlyUpTo(item, e.shard, e.fence) {
+		// Every record the item holds is in the page: the item becomes
+		// the page's result, published already (View.Fresh).
+		got, err = v.supersede(ctx, ref, e)
+	} else {
+		// Records after the page's (a late one, applied open): final as
+		// a correction of the page's result.
+		got, made, err = v.correctPage(ctx, ref, e)
+	}
 	if err != nil {
 		return View{}, false, fmt.Errorf("state: finalize %s %s: %w", ref.PK, ref.SK, err)
 	}
 	view, err := v.view(got)
-	return view, true, err
+	return view, !made, err
+}
+
+// holdsOnlyUpTo reports whether item's records are all from shard and at
+// or below fence: it holds no record the page fenced there does not.
+func holdsOnlyUpTo(item map[string]types.AttributeValue, shard, fence string) bool {
+	for name, av := range item {
+		if !strings.HasPrefix(name, "f_") {
+			continue
+		}
+		s, ok := av.(*types.AttributeValueMemberS)
+		if !ok || name != fenceAttr(shard) || s.Value > fence {
+			return false
+		}
+	}
+	return true
+}
+
+// correctPageShape makes an open window item final at revision 2, a
+// correction of the page entry's result (slot 0, kept as its previous
+// value; slot 1, finalAt), listed until published as any correction is.
+var correctPageShape = shapeSet{build: func(uint) expression.Builder {
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(expression.Name(attrStatus), expression.Value(statusFinal)).
+			Set(expression.Name(attrRevision), expression.Value(2)).
+			Set(expression.Name(attrPrevious), slot(0)).
+			Set(expression.Name(attrFinalAt), slot(1)).
+			Add(expression.Name(attrVersion), expression.Value(1))).
+		WithCondition(expression.Equal(expression.Name(attrStatus), expression.Value(statusOpen)).
+			And(expression.AttributeExists(expression.Name(attrOpenIn))))
+}}
+
+// correctPage is finalizeSpilled's write for an item holding records past
+// its page's: the item as it is, final at revision 2, correcting the page.
+// made says this call's write did it.
+func (v *Views) correctPage(ctx context.Context, ref Ref, e pagedEntry) (item map[string]types.AttributeValue, made bool, err error) {
+	s, err := correctPageShape.get(0)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: v.tableName, Key: itemKey(ref.PK, ref.SK),
+		UpdateExpression: s.update, ConditionExpression: s.condition,
+		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor([]types.AttributeValue{avB(e.state), timeAV(v.now())}),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) && len(ccf.Item) > 0 {
+		return ccf.Item, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return out.Attributes, true, nil
+}
+
+// closeSpilled ends an Apply whose closing write met a window marked
+// spilled and added its records open (res; item, as written):
+// finalizeSpilled makes it final, or the page's result, which then goes
+// to the stream again (Resend).
+func (v *Views) closeSpilled(ctx context.Context, u *Update, res Result, item map[string]types.AttributeValue) (Result, error) {
+	view, already, err := v.finalizeSpilled(ctx, Ref{PK: PartitionKey(u.Pipeline, u.Key), SK: SortKey(u.Kind, u.Window)}, item)
+	res.Writes++
+	if err != nil {
+		return res, err
+	}
+	switch {
+	case view.Pending:
+		res.Closed, res.Publish = !already, &view
+	case view.Fresh:
+		res.Resend = &view
+	}
+	return res, nil
 }
 
 // Slots of supersede's write.

@@ -179,6 +179,11 @@ func TestWindowUpdateShapesEqualTheBuilder(t *testing.T) {
 					upd = upd.Set(expression.Name(attrFresh), expression.Value(4242))
 					openIn = ""
 				}
+				if closes && !fresh {
+					// A window a carry's flush spilled is Finalize's to
+					// close (it may be in a result page).
+					cond = cond.And(expression.AttributeNotExists(expression.Name(attrSpill)))
+				}
 				if closes {
 					upd = upd.Set(status, expression.Value(statusFinal)).
 						Set(expression.Name(attrRevision), expression.Value(1)).

@@ -315,6 +315,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		freshBy = drawMark()
 	}
 	correction, revision := false, 0
+	closeAfter := false // a spilled window's records added open, then Finalize
 	var old map[string]types.AttributeValue // the item as the last failed condition returned it
 	for attempt := 0; attempt < v.attempts; attempt++ {
 		partial := u.Partial
@@ -349,6 +350,9 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		if err != nil {
 			return res, err
 		}
+		if closeAfter {
+			in.ReturnValues = types.ReturnValueAllNew // the item, for finalizeSpilled
+		}
 		out, err := v.db.UpdateItem(ctx, in)
 		res.Writes++
 		if err == nil {
@@ -380,6 +384,9 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 				res.Closed, res.Publish, res.Marked = true, &view, freshBy != 0
 			}
 			res.Writes += v.maybeCompact(ctx, in.Key, out.Attributes)
+			if closeAfter {
+				return v.closeSpilled(ctx, u, res, out.Attributes)
+			}
 			return res, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
@@ -455,6 +462,14 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 			revision = intAttr(old, attrRevision)
 		} else {
 			correction = false
+			if _, spilled := old[attrSpill]; spilled && u.closes() {
+				// Written open by a carry's flush that may have died
+				// after closing the window in a page: the records are
+				// added open, and Finalize decides (finalizeSpilled).
+				open := *u
+				open.CloseBy = time.Time{}
+				u, closeAfter = &open, true
+			}
 		}
 	}
 	return res, ErrConflict
@@ -572,6 +587,11 @@ var updateShapes = shapeSet{build: func(variant uint) expression.Builder {
 	if variant&variantCreate != 0 {
 		cond = expression.AttributeNotExists(status) // every window write sets it
 		upd = upd.Set(expression.Name(attrFresh), slot(slotFreshBy))
+	}
+	if variant&variantClose != 0 && variant&variantCreate == 0 {
+		// Not a window a carry's flush spilled: whether a page closed
+		// it decides (finalizeSpilled).
+		cond = cond.And(expression.AttributeNotExists(expression.Name(attrSpill)))
 	}
 	if variant&variantClose != 0 {
 		// Final at once, as Finalize would make it (the condition holds

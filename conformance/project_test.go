@@ -85,6 +85,9 @@ func deploy(cfg *pipeline.Config) *deployment {
 			aggregate.WithLogger(log),
 			aggregate.WithDedupe(aggregate.NewLedger(aggregate.RoutedLedgerStore(db, table), table.Current(ctx), cfg)),
 			aggregate.WithSetAside(sink),
+			// The shard's parents known (none), as deployed: carried
+			// flushes write result pages.
+			aggregate.WithShardLister(oneShard{}, "events"),
 		}
 		if foldEvery {
 			opts = append(opts, aggregate.WithSessionFoldBytes(0))
@@ -370,4 +373,12 @@ func emfSum(t *testing.T, buf *bytes.Buffer, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// oneShard is ListShards of the one shard a history is on.
+type oneShard struct{}
+
+func (oneShard) ListShards(context.Context, *kinesis.ListShardsInput, ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
+	id := shard
+	return &kinesis.ListShardsOutput{Shards: []ktypes.Shard{{ShardId: &id}}}, nil
 }

@@ -233,6 +233,14 @@ func (s *store) billWrite(table string, old, next map[string]types.AttributeValu
 // each flush, a window item written once.
 func itemClass(table string, items ...map[string]types.AttributeValue) string {
 	for _, item := range items {
+		if v, ok := item["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(v.Value, "~page#") {
+			// A result page (~page#<pipeline>#<kind>#<bucket>): by its
+			// window kind, as the per-key items it stands for.
+			parts := strings.Split(v.Value, "#")
+			if len(parts) == 4 {
+				return table + ":" + parts[2] + ":page"
+			}
+		}
 		if v, ok := item["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(v.Value, "~") {
 			// A window listing (~open#<pipeline>#<shard>): its sort key
 			// is a time.

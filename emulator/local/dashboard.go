@@ -418,11 +418,12 @@ func (d *dashboardServer) resultKeys(ctx context.Context, pl *Windows) ([]string
 	seen := map[string]bool{}
 	read, truncated := 0, false
 	// The views items carry the pipeline and the key as attributes
-	// (pkg/state's item layout: "pipeline", "key").
+	// (pkg/state's item layout: "pipeline", "key"); a result page, the
+	// keys it holds in its entries (state.PageItemKeys).
 	in := &dynamodb.ScanInput{
 		TableName:                aws.String(pl.Table),
-		ProjectionExpression:     aws.String("#p, #k"),
-		ExpressionAttributeNames: map[string]string{"#p": "pipeline", "#k": "key"},
+		ProjectionExpression:     aws.String("#pk, #p, #k, #e"),
+		ExpressionAttributeNames: map[string]string{"#pk": "pk", "#p": "pipeline", "#k": "key", "#e": "entries"},
 		Limit:                    aws.Int32(500),
 	}
 	for {
@@ -435,6 +436,15 @@ func (d *dashboardServer) resultKeys(ctx context.Context, pl *Windows) ([]string
 			k, _ := it["key"].(*ddbtypes.AttributeValueMemberS)
 			if p != nil && k != nil && p.Value == pl.Pipeline.Name {
 				seen[k.Value] = true
+			}
+			if p != nil && p.Value == pl.Pipeline.Name {
+				keys, err := state.PageItemKeys(it)
+				if err != nil {
+					return nil, false, fmt.Errorf("listing keys in %s: %w", pl.Table, err)
+				}
+				for _, k := range keys {
+					seen[k] = true
+				}
 			}
 		}
 		read += len(out.Items)

@@ -875,3 +875,20 @@ func (v *Views) supersede(ctx context.Context, ref Ref, e pagedEntry) (map[strin
 	}
 	return out.Attributes, nil
 }
+
+// PageItemKeys returns the keys whose results a result page item holds
+// (one read with its entries attribute), or nil for any other item.
+func PageItemKeys(item map[string]types.AttributeValue) ([]string, error) {
+	if !IsPageItem(item) {
+		return nil, nil
+	}
+	es, err := entriesOf(item)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(es))
+	for i, e := range es {
+		keys[i] = e.key
+	}
+	return keys, nil
+}

@@ -85,6 +85,10 @@ func New(cfg *pipeline.Config, db Store, out aggregate.RecordPutter, f Function)
 	// so they ask a replay's handover before publishing (one read of the
 	// table's handover item every few seconds; none is there).
 	opts = append(opts, aggregate.WithHandover(db, table.Current))
+	// As FromEnv with the events stream named: a new shard's first flush
+	// asks for its parents (none here), and carried flushes write their
+	// closing windows in result pages.
+	opts = append(opts, aggregate.WithShardLister(noParents{}, "events"))
 	var streamName string
 	if out != nil {
 		streamName = ResultsStream
@@ -147,4 +151,12 @@ func LoadPipeline(path string) (*pipeline.Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, aggregate.CheckSupported(cfg)
+}
+
+// noParents is a ListShards of a stream none of whose shards was split or
+// merged: it names no shard, so none has parents.
+type noParents struct{}
+
+func (noParents) ListShards(context.Context, *kinesis.ListShardsInput, ...func(*kinesis.Options)) (*kinesis.ListShardsOutput, error) {
+	return &kinesis.ListShardsOutput{}, nil
 }

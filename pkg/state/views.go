@@ -315,7 +315,7 @@ func (v *Views) apply(ctx context.Context, shard string, u *Update) (Result, err
 		freshBy = drawMark()
 	}
 	correction, revision := false, 0
-	closeAfter := false // a spilled window's records added open, then Finalize
+	closeAfter := false                     // a spilled window's records added open, then Finalize
 	var old map[string]types.AttributeValue // the item as the last failed condition returned it
 	for attempt := 0; attempt < v.attempts; attempt++ {
 		partial := u.Partial

@@ -315,7 +315,7 @@ func NewPipelines(scope constructs.Construct, id string, props PipelinesProps) (
 	// Stack outputs (so one NewPipelines per stack): what cmd/results and
 	// cmd/replay take, and each pipeline's failed ticks.
 	stack := awscdk.Stack_Of(c)
-	output(stack, "ViewsTableName", p.Views.TableName(), "DynamoDB table of the pipelines' window results (pk = <pipeline>#<key>)")
+	output(stack, "ViewsTableName", p.Views.TableName(), "DynamoDB table of the pipelines' window results (pk = <pipeline>#<key>, result pages ~page#<pipeline>#<kind>#<bucket>)")
 	output(stack, "ViewsParameterName", p.ViewsRegistry.Parameter.ParameterName(), "SSM parameter naming the current views table (cmd/replay swaps it)")
 	if p.WindowResults != nil {
 		output(stack, "WindowResultsStreamName", p.WindowResults.StreamName(), "Kinesis stream of final window results and corrections")

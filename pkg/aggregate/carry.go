@@ -72,14 +72,22 @@ import (
 // watermark, the itemsBy bound, the partials (appendPartials; none: no
 // bytes) with their length, the windows closing (appendPartials) with
 // theirs, the shard the spilling partials are listed under and those
-// partials follow. The formats before: carryFormatWhole, a shard's one
-// carry of every key (read as its chunk 0, whose other keys it writes
-// out), and carryFormatNoItemsBy, that without itemsBy.
+// partials follow. The formats before: carryFormatNoPages, the same bytes
+// stored by code from before result pages (which fails on the current
+// format, so that while a deploy runs old and new code at once, no old
+// code closes a window a new flush may have paged: a window closed from a
+// carry in that format is written as an item of its own), carryFormatWhole,
+// a shard's one carry of every key (read as its chunk 0, whose other keys
+// it writes out), and carryFormatNoItemsBy, that without itemsBy.
 const (
-	carryFormat          byte = 3
+	carryFormat          byte = 4
+	carryFormatNoPages   byte = 3
 	carryFormatWhole     byte = 2
 	carryFormatNoItemsBy byte = 1
 )
+
+// chunked reports whether a carry stored in format f is one chunk's.
+func chunked(f byte) bool { return f == carryFormat || f == carryFormatNoPages }
 
 // carryChunks is how many items a shard's carry is kept in, each with the
 // keys that hash to it (carryChunk) and each within carryBytes: 300 KB
@@ -229,7 +237,7 @@ func (p *Processor) loadCarry(ctx context.Context, shard string, chunk int) (sha
 	}
 	c.format = stored.Data[0]
 	c.whole = c.format == carryFormatWhole || (c.format == carryFormatNoItemsBy && len(c.sets)+len(c.closing)+len(c.spilling) > 0)
-	if c.format != carryFormat && c.spillTo == "" {
+	if !chunked(c.format) && c.spillTo == "" {
 		for k, pt := range c.sets {
 			if carryChunk(k.key) != chunk {
 				c.spilling[k] = pt
@@ -242,7 +250,7 @@ func (p *Processor) loadCarry(ctx context.Context, shard string, chunk int) (sha
 }
 
 func (p *Processor) decodeCarry(b []byte, c *shardCarry) error {
-	if b[0] != carryFormat && b[0] != carryFormatWhole && b[0] != carryFormatNoItemsBy {
+	if !chunked(b[0]) && b[0] != carryFormatWhole && b[0] != carryFormatNoItemsBy {
 		return fmt.Errorf("format %d, want %d", b[0], carryFormat)
 	}
 	r := binenc.NewReader(b[1:], errStateTruncated)
@@ -455,7 +463,7 @@ func (p *Processor) saveCarry(ctx context.Context, c *shardCarry, data []byte) e
 // finds them applied; the carry the caller saves next leaves them out.
 func (p *Processor) writePending(ctx context.Context, c *shardCarry, mark bool) error {
 	if len(c.closing) > 0 {
-		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, partials: windowPartials(c.closing, p.advance), closeBy: c.closed, freshAfter: c.itemsBy, pagedBy: c.itemsBy}); err != nil {
+		if _, err := p.flushWindows(ctx, windowFlush{shard: c.shard, partials: windowPartials(c.closing, p.advance), closeBy: c.closed, freshAfter: c.itemsBy, pagedBy: c.itemsBy, pages: c.format == carryFormat}); err != nil {
 			return err
 		}
 	}
@@ -585,10 +593,13 @@ func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, rea
 		// carries: code from before, reading the shard's one carry there,
 		// then fails rather than carry a key a chunk holds.
 		chunk0Current := chunk != 0 || cur.format == carryFormat
-		if chunk0Current && len(writes) == 0 && len(cur.sets) == 0 && !cur.pending() && len(next.sets) == 0 {
+		firstOfChild := cur.version == 0 && !first.closed.IsZero()
+		if chunk0Current && len(writes) == 0 && len(cur.sets) == 0 && !cur.pending() && len(next.sets) == 0 && !firstOfChild {
 			// Nothing carried or to carry: nothing to store, and the
 			// interval's late records are counted as a flush with no
-			// write counts them.
+			// write counts them. (A reshard's child stores each chunk
+			// at its first flush all the same: what its parents closed,
+			// which its later flushes take as closed.)
 			return p.flush(ctx, shard, writes, closeBy, lateRouted, lastSeq)
 		}
 		if lastSeq != "" {
@@ -598,7 +609,7 @@ func (p *Processor) flushChunk(ctx context.Context, shard string, chunk int, rea
 		// Windows ending by what the carry (or a reshard's parents')
 		// closed may be in result pages: a write that finds no item of
 		// one looks there.
-		published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: writes, closeBy: closeBy, freshAfter: cur.freshAfter(), pagedBy: cur.closed, markSpills: closeBy.IsZero()})
+		published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: writes, closeBy: closeBy, freshAfter: cur.freshAfter(), pagedBy: cur.closed, markSpills: closeBy.IsZero(), pages: cur.format == carryFormat})
 		if errors.Is(err, state.ErrPartialOverlap) {
 			lastErr = err // the ticker closed a carried window meanwhile
 			continue
@@ -1020,7 +1031,7 @@ func (p *Processor) closeChunk(ctx context.Context, shard string, chunk int, unt
 		}
 		return nil, err
 	}
-	published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: windowPartials(next.closing, p.advance), closeBy: next.closed, freshAfter: cur.freshAfter(), pagedBy: cur.itemsBy})
+	published, err := p.flushWindows(ctx, windowFlush{shard: shard, partials: windowPartials(next.closing, p.advance), closeBy: next.closed, freshAfter: cur.freshAfter(), pagedBy: cur.itemsBy, pages: cur.format == carryFormat})
 	if err != nil {
 		return nil, err // stored as closing: the shard's next flush or tick writes them
 	}

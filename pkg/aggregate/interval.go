@@ -482,6 +482,10 @@ type windowFlush struct {
 	// records to process (WithBacklog), so a flush keeping its carry
 	// small (fitCarry) and a reshard's child need not.
 	markSpills bool
+	// pages: the carry was read in the current format, so no code from
+	// before result pages writes its windows (carryFormat): its fresh
+	// windows may be written in pages.
+	pages bool
 }
 
 // flushWindows is flush as windowFlush says.
@@ -530,7 +534,7 @@ func (p *Processor) flushWindows(ctx context.Context, f windowFlush) (map[state.
 	var paged []upKey
 	others := keys[:0:0]
 	for _, k := range keys {
-		if fresh(k) && p.pages() {
+		if fresh(k) && p.pages() && f.pages {
 			paged = append(paged, k)
 		} else {
 			others = append(others, k)

@@ -809,7 +809,8 @@ func (r *Replayer) summarize(ctx context.Context, opts Options, j *job) {
 		return
 	}
 	res.Summary = append(res.Summary,
-		"summary: why they can differ: each holds one item per (key, window) it saw, per-key state for session and sliding windows and one watermark item per shard;")
+		"summary: why they can differ: each holds one item per (key, window) it saw, or one result page per bucket of keys a flush closed together (the live functions' carried windows; a replay's batches write items),",
+		"  per-key state for session and sliding windows and one watermark item per shard;")
 	if j.kind == "rebuild" {
 		res.Summary = append(res.Summary, fmt.Sprintf("  %s has only windows of records since %s, %s also older ones until their time to live removes them;", j.target, stamp(opts.From), j.current))
 	} else {

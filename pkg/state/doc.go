@@ -1,7 +1,9 @@
 // Package state keeps window results in DynamoDB with exactly-once effects
 // under Lambda's at-least-once delivery.
 //
-// One item per (pipeline, key, window kind, window). A batch adds its
+// One item per (pipeline, key, window kind, window), but for windows a
+// shard's carry held to their close, whose results are kept many keys to
+// an item, in result pages (pages.go). A batch adds its
 // contribution to an item with ONE conditional UpdateItem — ADD count, append
 // the batch's partial aggregate to the item's list of parts — fenced by the
 // shard's sequence numbers: the item remembers, per shard, the highest
@@ -58,4 +60,12 @@
 // (Update.Fresh): conditioned on no item, it creates the window final and
 // unlisted, marked published, and a write that finds an item written
 // before (a spill) writes to it as any closing write does.
+//
+// A page (ApplyFresh) holds the fresh results of the keys of one bucket
+// (PageBucket) that one shard's flush closes in one window: one write for
+// what was an item each. A key's entry is its window's revision 1,
+// published. Whatever changes the window after is the key's own item: a
+// write marked Update.Paged that finds none makes it from the entry
+// first. Query and PublishedRevision read a window's item where there is
+// one and its page entry otherwise.
 package state

@@ -294,6 +294,7 @@ func (v *Views) writePage(ctx context.Context, shard string, us []*Update, g *fr
 	}
 	parts := cutParts(entries)
 	mark := drawMark()
+
 	byKey := make(map[string]int, len(g.idx)) // key → index into us
 	for _, i := range g.idx {
 		byKey[us[i].Key] = i

@@ -1018,6 +1018,12 @@ func (p *Processor) closeChunk(ctx context.Context, shard string, chunk int, unt
 		return nil, nil
 	}
 	data := encodeCarry(&next)
+	if cur.format == carryFormatNoPages {
+		// Stored with its windows closing as it was read: what writes
+		// them after a failure here writes them as this call does, as
+		// items of their own (windowFlush.pages).
+		data[0] = carryFormatNoPages
+	}
 	if len(data) > p.carryLimit() {
 		// Its windows closing, each a partial of its own, and the rest
 		// do not fit: the chunk is written out instead, and its windows

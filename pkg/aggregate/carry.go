@@ -202,12 +202,35 @@ func (p *Processor) carries() bool {
 	return false
 }
 
-// hadLeftCarry reports whether this process wrote out a carry of shard a
-// flush that kept carries left (spillOnce).
-func (p *Processor) hadLeftCarry(shard string) bool {
+// loadPagedThrough reads, once a process, how far a carried flush of
+// shard may have written result pages (state.Views.PagedThrough), for the
+// writes of code that keeps no carry: a batch's, a flush's of a pipeline
+// no longer carrying.
+func (p *Processor) loadPagedThrough(ctx context.Context, shard string) error {
+	if !p.pages() {
+		return nil
+	}
+	p.mu.Lock()
+	_, known := p.pagedThrough[shard]
+	p.mu.Unlock()
+	if known {
+		return nil
+	}
+	f, err := p.views.PagedThrough(ctx, p.cfg.Name, shard)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.pagedThrough[shard] = f
+	p.mu.Unlock()
+	return nil
+}
+
+// knownPagedThrough is what loadPagedThrough read for shard ("": none).
+func (p *Processor) knownPagedThrough(shard string) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.leftCarry[shard]
+	return p.pagedThrough[shard]
 }
 
 // pages reports whether the flushes write the windows the carry held to
@@ -523,6 +546,15 @@ func (p *Processor) flushCarried(ctx context.Context, shard string, sets map[set
 			return nil, nil
 		}
 		c0 = &c
+	}
+	if p.pages() && lastSeq != "" {
+		// Before any page: code of another write path that meets these
+		// records again (the final invocation failing after its pages,
+		// sent again to a mapping moved to per batch) looks for their
+		// windows in pages.
+		if err := p.views.MarkPaged(ctx, p.cfg.Name, shard, lastSeq); err != nil {
+			return nil, err
+		}
 	}
 	chunks := make([]map[setKey]*partial, carryChunks)
 	for k, pt := range sets {
@@ -922,11 +954,6 @@ func (p *Processor) spillOnce(ctx context.Context, shard string) error {
 		return nil
 	}
 	_, wrote, err := p.spillCarry(ctx, shard, shard, true)
-	if wrote {
-		p.mu.Lock()
-		p.leftCarry[shard] = true
-		p.mu.Unlock()
-	}
 	if err != nil || wrote {
 		return err
 	}

@@ -439,13 +439,11 @@ func heldSince(st map[string]string) (time.Time, error) {
 // returns the windows published, which the finalize after the commit does
 // not finalize again (a conditional write that fails is billed too).
 func (p *Processor) flush(ctx context.Context, shard string, partials map[upKey]*partial, closeBy time.Time, lateRouted int, lastSeq string) (map[state.Ref]bool, error) {
-	f := windowFlush{shard: shard, partials: partials, closeBy: closeBy, lateRouted: lateRouted, lastSeq: lastSeq}
-	if p.hadLeftCarry(shard) {
-		// The flush that kept the carry this process wrote out may have
-		// closed these windows in pages before it died.
-		f.pagedBy = closeBy
+	if err := p.loadPagedThrough(ctx, shard); err != nil {
+		return nil, err
 	}
-	return p.flushWindows(ctx, f)
+	return p.flushWindows(ctx, windowFlush{shard: shard, partials: partials, closeBy: closeBy, lateRouted: lateRouted, lastSeq: lastSeq,
+		pagedThrough: p.knownPagedThrough(shard)})
 }
 
 // windowFlush is what flushWindows writes: partials to their windows on
@@ -482,6 +480,10 @@ type windowFlush struct {
 	// records to process (WithBacklog), so a flush keeping its carry
 	// small (fitCarry) and a reshard's child need not.
 	markSpills bool
+	// pagedThrough: a partial with records at or below it may be in a
+	// result page a carried flush wrote before the pipeline stopped
+	// carrying (state.Views.PagedThrough).
+	pagedThrough string
 	// pages: the carry was read in the current format, so no code from
 	// before result pages writes its windows (carryFormat): its fresh
 	// windows may be written in pages.
@@ -522,7 +524,7 @@ func (p *Processor) flushWindows(ctx context.Context, f windowFlush) (map[state.
 			CorrectIfFinal: p.cfg.Late.Policy == window.Correct,
 			CloseBy:        closeBy,
 			Fresh:          fresh(k),
-			Paged:          p.pages() && !f.pagedBy.IsZero() && !k.win.End.After(f.pagedBy),
+			Paged:          p.pages() && (!f.pagedBy.IsZero() && !k.win.End.After(f.pagedBy) || state.SeqAtOrBelow(pt.minSeq, f.pagedThrough)),
 			Spill:          p.pages() && f.markSpills && (closeBy.IsZero() || k.win.End.After(closeBy)),
 		}
 	}
@@ -581,12 +583,13 @@ func (p *Processor) flushWindows(ctx context.Context, f windowFlush) (map[state.
 			us[i] = update(k)
 		}
 		results, err := p.views.ApplyFresh(ctx, shard, us)
+		for i, k := range paged {
+			if results != nil && results[i].Outcome != 0 {
+				record(k, results[i], nil) // written before a later page failed: logged below
+			}
+		}
 		if err != nil {
 			record(paged[0], state.Result{}, err)
-		} else {
-			for i, k := range paged {
-				record(k, results[i], nil)
-			}
 		}
 	}
 	parallel(len(others), p.concurrency, func(i int) {

@@ -77,11 +77,12 @@ type Processor struct {
 	// carryless: shards whose carry this process found empty or wrote
 	// out, the pipeline keeping none (spillLeftCarry).
 	carryless map[string]bool
-	// leftCarry: shards whose carry this process found left by a flush
-	// that kept one (spillOnce wrote it out): that flush may have closed
-	// windows in result pages before it died, so this process's writes of
-	// the shard look for their windows there (state.Update.Paged).
-	leftCarry map[string]bool
+	// pagedThrough: per shard, the last record a carried flush may have
+	// written in result pages (state.Views.PagedThrough, read once a
+	// process), for the writes of code that keeps no carry: a record at
+	// or below it may have its windows in a page a flush wrote before it
+	// died, the carry not saying so (state.Update.Paged).
+	pagedThrough map[string]string
 }
 
 // Option configures a Processor.
@@ -144,9 +145,9 @@ func New(cfg *pipeline.Config, views *state.Views, out RecordPutter, streamName 
 		keyed:            map[keyedCacheRef]state.KeyedState{},
 		keyedCacheMax:    defaultKeyedCacheBytes(),
 
-		unfinalized: map[string]bool{},
-		carryless:   map[string]bool{},
-		leftCarry:   map[string]bool{},
+		unfinalized:  map[string]bool{},
+		carryless:    map[string]bool{},
+		pagedThrough: map[string]string{},
 	}
 	p.batches.New = func() any { return new(stream.KinesisBatch) }
 	for _, w := range cfg.Windows {
@@ -247,25 +248,28 @@ type upKey struct {
 
 // collector sorts a batch's records into per-(key, window) updates.
 type collector struct {
-	p           *Processor
-	shard       string
-	wm          *window.Watermark
-	updates     map[upKey]int  // index into ups
-	ups         []state.Update // one per (key, window), in the order first met
-	entries     []state.Entry  // where ups' first entries are carved from (addEntry)
-	openIn      string         // p.openIn(shard)
-	failures    batch.StreamFailures
-	late        map[string]struct{} // sequence numbers of records dropped as late from at least one window
-	again       map[string]struct{} // sequence numbers of records the ledger knows as redelivered (see dropLate)
-	poison      int
-	filtered    int
-	in          int
-	env         stream.Envelope
-	wins        []window.Window
-	decision    window.Decision
-	maxSeq      string
-	onOpen      func(k upKey, seq string, value float64, distinct []byte)
-	onCorrected func(k upKey, seq string, value float64, distinct []byte)
+	p       *Processor
+	shard   string
+	wm      *window.Watermark
+	updates map[upKey]int  // index into ups
+	ups     []state.Update // one per (key, window), in the order first met
+	entries []state.Entry  // where ups' first entries are carved from (addEntry)
+	openIn  string         // p.openIn(shard)
+	// pagedThrough: records at or below it may have their windows in
+	// result pages (Processor.pagedThrough; "": none).
+	pagedThrough string
+	failures     batch.StreamFailures
+	late         map[string]struct{} // sequence numbers of records dropped as late from at least one window
+	again        map[string]struct{} // sequence numbers of records the ledger knows as redelivered (see dropLate)
+	poison       int
+	filtered     int
+	in           int
+	env          stream.Envelope
+	wins         []window.Window
+	decision     window.Decision
+	maxSeq       string
+	onOpen       func(k upKey, seq string, value float64, distinct []byte)
+	onCorrected  func(k upKey, seq string, value float64, distinct []byte)
 	// onWindows, when set, takes each record's decision for a window kind
 	// at once instead of onOpen and onCorrected per window (the
 	// per-interval path keeps one partial per set of windows).
@@ -305,17 +309,19 @@ func (p *Processor) newCollector(shard string, wm *window.Watermark, records int
 	// fence's "applied is a prefix" invariant, and the store applies the
 	// whole update as a correction if it finds the window final.
 	c.onCorrected = c.addEntry
-	switch {
-	case p.pages() && p.hadLeftCarry(shard):
-		// The per-interval flush before the mapping moved to per batch
-		// may have closed any of the batch's windows in a page (its
-		// final invocation failing after, and sent here again).
-		c.onOpen, c.onCorrected = c.addPagedEntry, c.addPagedEntry
-	case p.pages() && p.carries():
-		// A final window of a pipeline that keeps carries may be in a
-		// result page (state.Update.Paged), written by the per-interval
-		// path before the mapping moved to per batch.
-		c.onCorrected = c.addPagedEntry
+	if p.pages() {
+		// A per-interval flush before the mapping moved to per batch may
+		// have closed the windows of the batch's records up to its
+		// pagedThrough in a page (its final invocation failing after, and
+		// sent here again as batches); and a final window of a pipeline
+		// that keeps carries may be in one (state.Update.Paged).
+		c.pagedThrough = p.knownPagedThrough(shard)
+		if c.pagedThrough != "" {
+			c.onOpen, c.onCorrected = c.addMaybePagedEntry, c.addMaybePagedEntry
+		}
+		if p.carries() {
+			c.onCorrected = c.addPagedEntry
+		}
 	}
 	return c
 }
@@ -325,6 +331,15 @@ func (p *Processor) newCollector(shard string, wm *window.Watermark, records int
 func (c *collector) addPagedEntry(k upKey, seq string, value float64, distinct []byte) {
 	c.addEntry(k, seq, value, distinct)
 	c.ups[c.updates[k]].Paged = true
+}
+
+// addMaybePagedEntry is addEntry for a record whose windows a carried
+// flush may have closed in a result page: one at or below pagedThrough.
+func (c *collector) addMaybePagedEntry(k upKey, seq string, value float64, distinct []byte) {
+	c.addEntry(k, seq, value, distinct)
+	if state.SeqAtOrBelow(seq, c.pagedThrough) {
+		c.ups[c.updates[k]].Paged = true
+	}
 }
 
 func (c *collector) addEntry(k upKey, seq string, value float64, distinct []byte) {
@@ -569,8 +584,12 @@ func (p *Processor) handleBatch(ctx context.Context, recs []stream.KinesisRecord
 		return events.KinesisEventResponse{}, err
 	}
 	// Before any window of the batch's is written or closed: what a
-	// per-interval mapping carried before this one replaced it.
+	// per-interval mapping carried before this one replaced it, and how
+	// far it may have written result pages.
 	if err := p.spillOnce(ctx, shard); err != nil {
+		return events.KinesisEventResponse{}, err
+	}
+	if err := p.loadPagedThrough(ctx, shard); err != nil {
 		return events.KinesisEventResponse{}, err
 	}
 	wm := *committed // work on a copy: commit only if the whole batch succeeds

@@ -227,7 +227,8 @@ type freshGroup struct {
 // Duplicate with Resend for one a page held already (a flush or tick sent
 // again). ErrPartialOverlap says a page there holds some of the records
 // and not all (the ticker closed the window meanwhile): the caller reads
-// its carry again, as for Apply.
+// its carry again, as for Apply. With an error, the results of the pages
+// written before it are filled in (Outcome not zero), the others zero.
 func (v *Views) ApplyFresh(ctx context.Context, shard string, us []*Update) ([]Result, error) {
 	results := make([]Result, len(us))
 	type groupKey struct { // a window by its instants: times from elsewhere may differ in location
@@ -258,7 +259,10 @@ func (v *Views) ApplyFresh(ctx context.Context, shard string, us []*Update) ([]R
 			}
 		}
 		if err := v.writePage(ctx, shard, us, g, results); err != nil {
-			return nil, &WriteError{Pipeline: us[g.idx[0]].Pipeline, Key: pagePK(us[g.idx[0]].Pipeline, g.kind, g.bucket), Window: SortKey(g.kind, g.win), Err: err}
+			// The results of the pages written before come back with
+			// the error: the caller logs those it created (their
+			// lines are this call's to write).
+			return results, &WriteError{Pipeline: us[g.idx[0]].Pipeline, Key: pagePK(us[g.idx[0]].Pipeline, g.kind, g.bucket), Window: SortKey(g.kind, g.win), Err: err}
 		}
 	}
 	return results, nil
@@ -549,8 +553,20 @@ func (v *Views) materialize(ctx context.Context, u *Update, e pagedEntry) (map[s
 
 // MaxQueryPages bounds the pages a query of one key reads (QueryBounded):
 // pages hold many keys' results, and a key absent from a range's windows
-// is looked for in each of its pages.
-const MaxQueryPages = 2048
+// is looked for in each of its pages. A query of Limit windows reads at
+// most pagesPerWindow pages for each (a window has a page a shard and
+// part that wrote it), and says there may be more (Bound's more) when it
+// stops short of the range's end.
+const (
+	MaxQueryPages  = 2048
+	pagesPerWindow = 4
+)
+
+// pagedKind reports whether windows of kind may be in result pages: a
+// tumbling or hopping window's, not a session's or sliding window's.
+func pagedKind(kind string) bool {
+	return strings.HasPrefix(kind, "tumbling:") || strings.HasPrefix(kind, "hopping:")
+}
 
 // pageViews returns key's windows of kind in pages that start in [from,
 // to), in start order (reverse with latest), stopping once it has want of
@@ -635,12 +651,18 @@ func (v *Views) pageView(it map[string]types.AttributeValue, pipeline, key, kind
 // over its page entry. more says the range holds windows past the ones
 // returned (at most limit).
 func (v *Views) withPages(ctx context.Context, views []View, pipeline, key, kind string, from, to time.Time, b Bound) ([]View, bool, error) {
+	if !pagedKind(kind) {
+		if len(views) > b.Limit {
+			return views[:b.Limit], true, nil
+		}
+		return views, false, nil
+	}
 	want := b.Limit + 1
-	pv, cut, err := v.pageViews(ctx, pipeline, key, kind, from, to, b.Latest, want, MaxQueryPages)
+	pv, cut, err := v.pageViews(ctx, pipeline, key, kind, from, to, b.Latest, want, min(MaxQueryPages, pagesPerWindow*want))
 	if err != nil {
 		return nil, false, fmt.Errorf("state: query %s/%s pages: %w", pipeline, key, err)
 	}
-	if len(pv) == 0 {
+	if len(pv) == 0 && cut.IsZero() {
 		if len(views) > b.Limit {
 			return views[:b.Limit], true, nil
 		}
@@ -892,4 +914,56 @@ func PageItemKeys(item map[string]types.AttributeValue) ([]string, error) {
 		keys[i] = e.key
 	}
 	return keys, nil
+}
+
+// attrPagedThrough, on a shard's watermark item, is the fence of the last
+// record a carried flush of the shard may have written in result pages
+// (MarkPaged): stored before the pages, so that code of another write
+// path (a mapping moved to per batch, a carry no longer kept) knows which
+// records' windows to look for in pages (Update.Paged), though the flush
+// died before its carry said what it closed.
+const attrPagedThrough = "pagedThrough"
+
+// pagedThroughShape is MarkPaged's write (slot 0, the fence), unless a
+// later one is stored.
+var pagedThroughShape = shapeSet{build: func(uint) expression.Builder {
+	name := expression.Name(attrPagedThrough)
+	return expression.NewBuilder().
+		WithUpdate(expression.Set(name, slot(0))).
+		WithCondition(expression.AttributeNotExists(name).Or(expression.LessThan(name, slot(0))))
+}}
+
+// MarkPaged records on shard's watermark item that records up to seq may
+// be in result pages: one small conditional write, before a carried flush
+// writes its pages.
+func (v *Views) MarkPaged(ctx context.Context, pipeline, shard, seq string) error {
+	f, err := Fence(seq)
+	if err != nil {
+		return err
+	}
+	if _, err := v.updateShardItem(ctx, pipeline, shard, &pagedThroughShape, []types.AttributeValue{avS(f)}); err != nil {
+		return fmt.Errorf("state: marking %s %s paged through %s: %w", pipeline, shard, seq, err)
+	}
+	return nil
+}
+
+// PagedThrough is the fence MarkPaged stored for shard ("": none): a
+// record at or below it may have its windows in result pages.
+func (v *Views) PagedThrough(ctx context.Context, pipeline, shard string) (string, error) {
+	out, err := v.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: v.tableName, Key: itemKey(watermarkPK(pipeline), shard), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#p"), ExpressionAttributeNames: map[string]string{"#p": attrPagedThrough}})
+	if err != nil {
+		return "", fmt.Errorf("state: reading %s %s's paged bound: %w", pipeline, shard, err)
+	}
+	return stringAttr(out.Item, attrPagedThrough), nil
+}
+
+// SeqAtOrBelow reports whether the sequence number seq is at or below
+// fence (a Fence; "": none is).
+func SeqAtOrBelow(seq, fence string) bool {
+	if fence == "" {
+		return false
+	}
+	f, err := Fence(seq)
+	return err == nil && f <= fence
 }

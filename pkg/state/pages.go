@@ -551,16 +551,13 @@ func (v *Views) materialize(ctx context.Context, u *Update, e pagedEntry) (map[s
 	return nil, err
 }
 
-// MaxQueryPages bounds the pages a query of one key reads (QueryBounded):
-// pages hold many keys' results, and a key absent from a range's windows
-// is looked for in each of its pages. A query of Limit windows reads at
-// most pagesPerWindow pages for each (a window has a page a shard and
-// part that wrote it), and says there may be more (Bound's more) when it
-// stops short of the range's end.
-const (
-	MaxQueryPages  = 2048
-	pagesPerWindow = 4
-)
+// pagesPerWindow bounds the pages a query of one key reads
+// (QueryBounded): pages hold many keys' results, and a key absent from a
+// range's windows is looked for in each of its bucket's pages. A query of
+// Limit windows reads at most pagesPerWindow pages for each (a window has
+// a page for each shard and part that wrote it), and says there may be
+// more (Bound's more) when it stops short of the range's end.
+const pagesPerWindow = 4
 
 // pagedKind reports whether windows of kind may be in result pages: a
 // tumbling or hopping window's, not a session's or sliding window's.
@@ -658,7 +655,7 @@ func (v *Views) withPages(ctx context.Context, views []View, pipeline, key, kind
 		return views, false, nil
 	}
 	want := b.Limit + 1
-	pv, cut, err := v.pageViews(ctx, pipeline, key, kind, from, to, b.Latest, want, min(MaxQueryPages, pagesPerWindow*want))
+	pv, cut, err := v.pageViews(ctx, pipeline, key, kind, from, to, b.Latest, want, pagesPerWindow*want)
 	if err != nil {
 		return nil, false, fmt.Errorf("state: query %s/%s pages: %w", pipeline, key, err)
 	}

@@ -55,14 +55,14 @@ const (
 
 // DefaultFlushInterval is the aggregates' write interval when neither props
 // nor context set one: per interval, the cheaper path at every load bench/load
-// measures (a tenth of the write units of per batch at the reference load),
-// for results up to one interval later. Two minutes, not one: a session
-// state and a key's dedupe claims are written once an interval, so one
-// minute costs about 28 % more write units (0.885 an event against 0.693)
-// for results 30 s sooner on average (60 s at most); five minutes saves
-// about 12 % more (0.613) for results up to three minutes later again, which
-// a team watching one-minute windows would notice (BENCH load_flush,
-// docs/cost.md).
+// measures (a nineteenth of the write units of per batch at the reference
+// load), for results up to one interval later. Two minutes, not one: a
+// session state and a key's dedupe claims are written once an interval, so
+// one minute costs about half as many write units again (0.608 an event
+// against 0.402) for results 30 s sooner on average (60 s at most); five
+// minutes saves about a quarter (0.307) for results up to three minutes
+// later again, which a team watching one-minute windows would notice
+// (BENCH load_flush, docs/cost.md).
 const DefaultFlushInterval = 2 * time.Minute
 
 // FlushPerBatch, as a FlushInterval in props, writes once per batch

@@ -136,26 +136,37 @@ func appendHead(b []byte, typ string, occurredAt time.Time) []byte {
 	return append(b, t[:]...)
 }
 
+// spelling tells, byte by byte, which of a JSON text's bytes its old
+// spelling kept: all but the white space outside strings.
+type spelling struct{ inString, escaped bool }
+
+// keeps reports whether the spelling keeps c, the text's next byte.
+func (s *spelling) keeps(c byte) bool {
+	switch {
+	case s.inString:
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case c == '\\':
+			s.escaped = true
+		case c == '"':
+			s.inString = false
+		}
+	case c == '"':
+		s.inString = true
+	case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		return false
+	}
+	return true
+}
+
 // appendSpelling appends data without the white space outside strings.
 func appendSpelling(b, data []byte) []byte {
-	inString, escaped := false, false
+	var sp spelling
 	for _, c := range data {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			continue
+		if sp.keeps(c) {
+			b = append(b, c)
 		}
-		b = append(b, c)
 	}
 	return b
 }
@@ -163,21 +174,10 @@ func appendSpelling(b, data []byte) []byte {
 // sameSpelling reports whether data, less the white space outside strings
 // (appendSpelling), is canonical, without writing it out.
 func sameSpelling(canonical, data []byte) bool {
-	i, inString, escaped := 0, false, false
+	var sp spelling
+	i := 0
 	for _, c := range data {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		if !sp.keeps(c) {
 			continue
 		}
 		if i == len(canonical) || canonical[i] != c {

@@ -148,6 +148,15 @@ func decodeEntries(b []byte) ([]pageEntry, error) {
 	return out, nil
 }
 
+// entryOf is key's entry among es (sorted by key), if it has one.
+func entryOf(es []pageEntry, key string) (pageEntry, bool) {
+	j, ok := slices.BinarySearchFunc(es, key, func(e pageEntry, k string) int { return strings.Compare(e.key, k) })
+	if !ok {
+		return pageEntry{}, false
+	}
+	return es[j], true
+}
+
 // cutParts cuts entries (sorted by key) into page parts of at most
 // pagePartBytes each (an entry larger than that alone in its part): the
 // same cut for the same entries.
@@ -397,13 +406,7 @@ func (v *Views) resendFromPage(ctx context.Context, shard string, us []*Update, 
 	if err != nil {
 		return err
 	}
-	lookup := func(key string) (pageEntry, bool) {
-		j, ok := slices.BinarySearchFunc(found, key, func(e pageEntry, k string) int { return strings.Compare(e.key, k) })
-		if !ok {
-			return pageEntry{}, false
-		}
-		return found[j], true
-	}
+	lookup := func(key string) (pageEntry, bool) { return entryOf(found, key) }
 	for _, e := range part {
 		if _, ok := lookup(e.key); !ok {
 			// Cut elsewhere (another writer's keys): read the whole page.
@@ -497,7 +500,7 @@ func (v *Views) findEntry(ctx context.Context, pipeline, key, kind string, w win
 		if err != nil {
 			return err
 		}
-		j, ok := slices.BinarySearchFunc(es, key, func(e pageEntry, k string) int { return strings.Compare(e.key, k) })
+		entry, ok := entryOf(es, key)
 		if !ok {
 			return nil
 		}
@@ -505,7 +508,7 @@ func (v *Views) findEntry(ctx context.Context, pipeline, key, kind string, w win
 		if found {
 			return fmt.Errorf("state: key %q of %s %s is in the pages of two shards, %s and %s", key, kind, w.ID(), e.shard, shard)
 		}
-		e, found = pagedEntry{state: es[j].state, shard: shard, fence: stringAttr(it, fenceAttr(shard))}, true
+		e, found = pagedEntry{state: entry.state, shard: shard, fence: stringAttr(it, fenceAttr(shard))}, true
 		return nil
 	})
 	return e, found, err
@@ -540,15 +543,23 @@ func (v *Views) materialize(ctx context.Context, u *Update, e pagedEntry) (map[s
 		return nil, err
 	}
 	in.ReturnValues = types.ReturnValueAllNew
+	item, _, err := v.writeOrMeet(ctx, in)
+	return item, err
+}
+
+// writeOrMeet makes the conditional write in (ReturnValues ALL_NEW, and
+// ALL_OLD on a refusal) and returns the item as it is after: the one it
+// wrote (made), or the one that refused it (another writer came first).
+func (v *Views) writeOrMeet(ctx context.Context, in *dynamodb.UpdateItemInput) (item map[string]types.AttributeValue, made bool, err error) {
 	out, err := v.db.UpdateItem(ctx, in)
 	if err == nil {
-		return out.Attributes, nil
+		return out.Attributes, true, nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) && len(ccf.Item) > 0 {
-		return ccf.Item, nil
+		return ccf.Item, false, nil
 	}
-	return nil, err
+	return nil, false, err
 }
 
 // pagesPerWindow bounds the pages a query of one key reads
@@ -626,7 +637,7 @@ func (v *Views) pageView(it map[string]types.AttributeValue, pipeline, key, kind
 	if err != nil {
 		return View{}, false, err
 	}
-	j, ok := slices.BinarySearchFunc(es, key, func(e pageEntry, k string) int { return strings.Compare(e.key, k) })
+	entry, ok := entryOf(es, key)
 	if !ok {
 		return View{}, false, nil
 	}
@@ -634,7 +645,7 @@ func (v *Views) pageView(it map[string]types.AttributeValue, pipeline, key, kind
 	if err != nil {
 		return View{}, false, err
 	}
-	st, err := v.spec.Decode(es[j].state)
+	st, err := v.spec.Decode(entry.state)
 	if err != nil {
 		return View{}, false, fmt.Errorf("state: page %s entry %q: %w", itemName(it), key, err)
 	}
@@ -804,21 +815,13 @@ func (v *Views) correctPage(ctx context.Context, ref Ref, e pagedEntry) (item ma
 	if err != nil {
 		return nil, false, err
 	}
-	out, err := v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	return v.writeOrMeet(ctx, &dynamodb.UpdateItemInput{
 		TableName: v.tableName, Key: itemKey(ref.PK, ref.SK),
 		UpdateExpression: s.update, ConditionExpression: s.condition,
 		ExpressionAttributeNames: s.names, ExpressionAttributeValues: s.valuesFor([]types.AttributeValue{avB(e.state), timeAV(v.now())}),
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) && len(ccf.Item) > 0 {
-		return ccf.Item, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return out.Attributes, true, nil
 }
 
 // closeSpilled ends an Apply whose closing write met a window marked
@@ -879,21 +882,14 @@ func (v *Views) supersede(ctx context.Context, ref Ref, e pagedEntry) (map[strin
 		return nil, err
 	}
 	slots := []types.AttributeValue{avList1(e.state), avUint(st.Count()), avS(e.fence), avInt(drawMark()), timeAV(v.now())}
-	out, err := v.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	item, _, err := v.writeOrMeet(ctx, &dynamodb.UpdateItemInput{
 		TableName: v.tableName, Key: itemKey(ref.PK, ref.SK),
 		UpdateExpression: s.update, ConditionExpression: s.condition,
 		ExpressionAttributeNames: s.namesFor(e.shard), ExpressionAttributeValues: s.valuesFor(slots),
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) && len(ccf.Item) > 0 {
-		return ccf.Item, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return out.Attributes, nil
+	return item, err
 }
 
 // PageItemKeys returns the keys whose results a result page item holds

@@ -118,8 +118,9 @@ type PipelinesProps struct {
 //     own schedule, retries and failure queue (TickerFailures), both with
 //     PIPELINE_CONFIG set to the pipeline's file, compacted;
 //   - shared: the Views table (package state's schema; items are keyed by
-//     pipeline name, "<pipeline>#<key>", so pipelines never read or write
-//     each other's windows), the SSM parameter naming its current version
+//     pipeline name, "<pipeline>#<key>", result pages
+//     "~page#<pipeline>#…", so pipelines never read or write each other's
+//     windows), the SSM parameter naming its current version
 //     (ViewsRegistry, which cmd/replay swaps), and the WindowResults stream,
 //     if any pipeline's outputs.stream is true (each result names its
 //     pipeline).

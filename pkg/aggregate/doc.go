@@ -25,7 +25,10 @@
 //     and a child shard takes over its parents' after a reshard. Such a
 //     window, with no item before it closes, is created by that write
 //     already marked published (state.Update.Fresh): one write, its
-//     result sent and logged after it.
+//     result sent and logged after it; with the shard's parents known
+//     (WithShardLister, as deployed) the results of the keys of one page
+//     bucket closing in one window are one such write, a result page
+//     (state.Views.ApplyFresh).
 //
 // A shard's watermark (max event time − allowed out-of-orderness) advances
 // by the records a batch applied: all of them when it succeeds entirely,
@@ -72,8 +75,9 @@
 // result unpublished publishes it first, so no revision is skipped. The
 // normal path pays one more write per correction (the mark); final results
 // cost what they did. A window the shard's carry held to its close is
-// created final and marked published in one write (state.Update.Fresh),
-// its line logged by that write; the write's retry, or the next flush or
+// created final and marked published in one write (state.Update.Fresh;
+// with the shard's parents known, in a result page with the other keys of
+// its bucket that close in that window), its line logged by that write; the write's retry, or the next flush or
 // tick that meets the window created, sends it again under the same id
 // should its sender have died before sending it.
 //
@@ -110,7 +114,9 @@
 // for tumbling windows, a lower bound for overlapping hopping windows only
 // partly dropped.
 //
-// Tumbling and hopping windows are window items updated in place. Session
+// Tumbling and hopping windows are window items updated in place, or,
+// closed from a shard's carry, entries of result pages until a late record
+// makes the window an item of its own (state.Update.Paged). Session
 // and sliding windows are defined by the records themselves (a late record
 // can merge two sessions or create sliding windows), so each key's recent
 // records are kept in one keyed state item per window kind, folded in with

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tributary-dev/tributary/pkg/agg"
 	"github.com/tributary-dev/tributary/pkg/window"
 )
 
@@ -320,7 +321,7 @@ func (v *Views) writePage(ctx context.Context, shard string, us []*Update, g *fr
 		if created {
 			for _, e := range part {
 				i := byKey[e.key]
-				view := v.entryView(us[i], e.state)
+				view := pagedView(us[i].Pipeline, us[i].Key, us[i].Kind, us[i].Window, us[i].Partial.Result(), timeText(v.now()))
 				results[i] = Result{Outcome: Applied, Applied: int(e.count), Closed: true, Publish: &view, Marked: true}
 			}
 			continue
@@ -427,7 +428,11 @@ func (v *Views) resendFromPage(ctx context.Context, shard string, us []*Update, 
 			return fmt.Errorf("the page of %s %s on %s holds records up to ours and not key %q", g.kind, g.win.ID(), shard, e.key)
 		}
 		i := byKey[e.key]
-		view := v.entryView(us[i], pe.state)
+		st, err := v.spec.Decode(pe.state)
+		if err != nil {
+			return fmt.Errorf("the page of %s %s on %s, entry %q: %w", g.kind, g.win.ID(), shard, e.key, err)
+		}
+		view := pagedView(us[i].Pipeline, us[i].Key, us[i].Kind, us[i].Window, st.Result(), stringAttr(met, attrUpdatedAt))
 		results[i] = Result{Outcome: Duplicate, Skipped: int(e.count), Resend: &view}
 	}
 	return nil
@@ -469,18 +474,12 @@ func (v *Views) pageParts(ctx context.Context, pipeline, kind string, bucket int
 	return entries, parts > 0 && parts == want, nil
 }
 
-// entryView is the view of u's window as a page entry holds it: final,
-// revision 1, published, named by the per-key item it stands for.
-func (v *Views) entryView(u *Update, state []byte) View {
-	var view View
-	view.Pipeline, view.Key, view.Kind, view.Window = u.Pipeline, u.Key, u.Kind, u.Window
-	view.Final, view.Revision = true, 1
-	view.Ref = Ref{PK: PartitionKey(u.Pipeline, u.Key), SK: SortKey(u.Kind, u.Window)}
-	view.UpdatedAt = timeText(v.now())
-	if st, err := v.spec.Decode(state); err == nil {
-		view.Result = st.Result() // our own bytes, or a page's we decoded
-	}
-	return view
+// pagedView is the view of key's window w of kind as a page entry holds
+// it: final, revision 1, published, named by the per-key item it stands
+// for.
+func pagedView(pipeline, key, kind string, w window.Window, r agg.Result, updatedAt string) View {
+	return View{Pipeline: pipeline, Key: key, Kind: kind, Window: w, Final: true, Revision: 1,
+		Result: r, UpdatedAt: updatedAt, Ref: Ref{PK: PartitionKey(pipeline, key), SK: SortKey(kind, w)}}
 }
 
 // pagedEntry is a key's entry in a page, with what a write needs to stand
@@ -649,9 +648,7 @@ func (v *Views) pageView(it map[string]types.AttributeValue, pipeline, key, kind
 	if err != nil {
 		return View{}, false, fmt.Errorf("state: page %s entry %q: %w", itemName(it), key, err)
 	}
-	w := window.Window{Start: start, End: end}
-	return View{Pipeline: pipeline, Key: key, Kind: kind, Window: w, Final: true, Revision: 1,
-		Result: st.Result(), UpdatedAt: stringAttr(it, attrUpdatedAt), Ref: Ref{PK: PartitionKey(pipeline, key), SK: SortKey(kind, w)}}, true, nil
+	return pagedView(pipeline, key, kind, window.Window{Start: start, End: end}, st.Result(), stringAttr(it, attrUpdatedAt)), true, nil
 }
 
 // withPages merges key's windows in pages into views (its per-key items'

@@ -8,37 +8,59 @@ import (
 )
 
 // EncodePending encodes the claims an interval carries (Session.Pending) for
-// Lambda's window state: per key, its length, the key and its entries,
-// base64. The output is deterministic (keys in order).
+// Lambda's window state: AppendPending's bytes, base64. The output is
+// deterministic (keys in order).
 func EncodePending(p map[string][]Entry) string {
 	if len(p) == 0 {
 		return ""
 	}
+	return base64.StdEncoding.EncodeToString(AppendPending(nil, p))
+}
+
+// AppendPending appends claims to b, per key in key order: its length, the
+// key and its entries. What a window state carries as base64, and what an
+// interval that outgrows the state keeps in a DynamoDB item as bytes.
+func AppendPending(b []byte, p map[string][]Entry) []byte {
 	keys := make([]string, 0, len(p))
 	for k := range p {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var b []byte
 	for _, k := range keys {
 		b = binary.AppendUvarint(b, uint64(len(k)))
 		b = append(b, k...)
 		b = binary.AppendUvarint(b, uint64(len(p[k])))
 		b = appendEntries(b, p[k])
 	}
-	return base64.StdEncoding.EncodeToString(b)
+	return b
+}
+
+// PendingBytes is how many bytes AppendPending takes for key's claims.
+func PendingBytes(key string, claims int) int {
+	return uvarintLen(uint64(len(key))) + len(key) + uvarintLen(uint64(claims)) + claims*entrySize
+}
+
+func uvarintLen(n uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], n)
 }
 
 // DecodePending decodes what EncodePending wrote.
 func DecodePending(s string) (map[string][]Entry, error) {
-	out := map[string][]Entry{}
 	if s == "" {
-		return out, nil
+		return map[string][]Entry{}, nil
 	}
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("dedupe: pending claims: %w", err)
 	}
+	return ReadPending(b)
+}
+
+// ReadPending reads what AppendPending wrote, refusing anything it could
+// not have written.
+func ReadPending(b []byte) (map[string][]Entry, error) {
+	out := map[string][]Entry{}
 	for len(b) > 0 {
 		n, w := binary.Uvarint(b)
 		if w <= 0 || uint64(len(b)-w) < n {

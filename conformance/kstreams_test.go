@@ -51,6 +51,21 @@ func TestKafkaStreamsConformanceHeldRuns(t *testing.T) {
 // fold (TestKafkaStreamsConformanceHeldRuns).
 var foldEvery bool
 
+// TestKafkaStreamsConformanceOverflow is the per-interval histories with a
+// window state that holds a few claims and points only
+// (aggregate.WithCarriedBudget): nearly every invocation writes what it
+// carries as overflow items, which the next read back and each flush
+// folds, the path a shard of thousands of keys takes.
+func TestKafkaStreamsConformanceOverflow(t *testing.T) {
+	carriedBudget = 300
+	defer func() { carriedBudget = 0 }()
+	kafkaConformance(t, perInterval)
+}
+
+// carriedBudget, when not zero, caps the window state the deployments'
+// intervals carry claims and points in (TestKafkaStreamsConformanceOverflow).
+var carriedBudget int
+
 // kafkaConformance compares the histories of every window kind, or of
 // only those named, on path.
 func kafkaConformance(t *testing.T, path string, only ...string) {

@@ -92,6 +92,9 @@ func deploy(cfg *pipeline.Config) *deployment {
 		if foldEvery {
 			opts = append(opts, aggregate.WithSessionFoldBytes(0))
 		}
+		if carriedBudget > 0 {
+			opts = append(opts, aggregate.WithCarriedBudget(carriedBudget))
+		}
 		return aggregate.New(cfg, views, d.out, resultsStream, opts...), views
 	}
 	d.coldStart = func() { d.handler, _ = function("aggregate", metrics.New(&d.emf, "aggregate")) }

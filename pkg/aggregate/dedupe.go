@@ -20,8 +20,9 @@ import (
 // (per-batch path) judges its records against the keys' ledgers and commits
 // their claims, one conditional write per key with new ids, before any
 // window is written; an interval (per-interval path) carries its new claims
-// in Lambda's window state and commits them at the flush, so the ledger
-// costs one write per key per interval, like the windows.
+// in Lambda's window state (past its share of it, in overflow items) and
+// commits them at the flush, so the ledger costs one write per key per
+// interval, like the windows.
 
 // Keys of the tumbling-window state used by dedupe.
 const (
@@ -96,49 +97,73 @@ func (p *Processor) judgeBatch(ctx context.Context, c *collector) error {
 }
 
 // judgeInterval judges one invocation's records of an interval against the
-// ledger and the claims the state carries; the final invocation commits
-// them (an error then fails the invocation: Lambda retries it with the same
-// state). It returns the dedupe entries of the next state; st is not
-// changed (Lambda may send it again).
+// ledger, the claims the state carries and those of the interval's
+// overflow items (ovf: of this invocation's keys; of every key at the
+// flush); the final invocation commits them all (an error then fails
+// the invocation: Lambda retries it with the same state). It returns the
+// dedupe entries of the next state and the names of the overflow items it
+// wrote; st is not changed (Lambda may send it again).
 //
-// The claims an interval carries are bounded by budget (carriedBudget) in
-// the window state Lambda allows 1 MB for: past it they are written early
-// and the interval goes on with a new generation.
-func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[string]string, final bool, budget int) (map[string]string, error) {
+// The claims the state carries are bounded by budget (carriedBudget) in
+// the window state Lambda allows 1 MB for: past it they are written as
+// overflow items (overflow.go), and the state carries their names.
+func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[string]string, final bool, budget int, ovf overflow, at string) (map[string]string, []string, error) {
 	next := map[string]string{}
 	if p.ledger == nil {
-		return next, nil
+		return next, nil, nil
 	}
 	carried, err := dedupe.DecodePending(st[statePending])
 	if err != nil {
-		return nil, fmt.Errorf("aggregate: window state %q: %w", statePending, err)
+		return nil, nil, fmt.Errorf("aggregate: window state %q: %w", statePending, err)
 	}
 	nonce := st[stateInterval]
 	if nonce == "" {
 		nonce = newNonce()
 	}
-	before := p.ledger.Stats()
-	s := p.ledger.Begin(c.shard+"/"+nonce, carried)
-	if err := s.Judge(ctx, c.cands); err != nil {
-		return nil, fmt.Errorf("aggregate: dedupe: %w", err)
+	var keys map[string]bool // the overflow claims to judge against: this batch's keys'
+	if !final {
+		keys = make(map[string]bool, len(c.cands))
+		for i := range c.cands {
+			keys[c.cands[i].Key] = true
+		}
 	}
-	commit := final || dedupe.EncodedPendingSize(s.PendingCount()) > budget
-	if commit {
+	spilled := ovf.claimsOf(keys)
+	judged := withOverflowClaims(carried, spilled)
+	before := p.ledger.Stats()
+	s := p.ledger.Begin(c.shard+"/"+nonce, judged)
+	if err := s.Judge(ctx, c.cands); err != nil {
+		return nil, nil, fmt.Errorf("aggregate: dedupe: %w", err)
+	}
+	var names []string
+	pending := map[string][]dedupe.Entry{}
+	if final {
 		failed := s.Commit(ctx, p.concurrency)
-		if final && len(failed) > 0 {
-			return nil, fmt.Errorf("aggregate: dedupe ledger of key %q: %w (and %d more keys)", failed[0].Key, failed[0].Err, len(failed)-1)
+		if len(failed) > 0 {
+			return nil, nil, fmt.Errorf("aggregate: dedupe ledger of key %q: %w (and %d more keys)", failed[0].Key, failed[0].Err, len(failed)-1)
 		}
 		// Written claims were read afresh by no one else yet: a new
 		// generation makes every process read the ledger again.
 		nonce = newNonce()
+	} else {
+		pending = withoutOverflowClaims(s.Pending(), spilled)
+		n := 0
+		for _, es := range pending {
+			n += len(es)
+		}
+		if dedupe.EncodedPendingSize(n) > budget {
+			if names, err = p.writeOverflowClaims(ctx, c.shard, at, pending); err != nil {
+				return nil, nil, fmt.Errorf("aggregate: dedupe: %w", err)
+			}
+			pending = nil
+		}
 	}
 	c.verdicts = s.Verdicts()
-	if pending := dedupe.EncodePending(s.Pending()); pending != "" {
-		next[statePending] = pending
+	if enc := dedupe.EncodePending(pending); enc != "" {
+		next[statePending] = enc
 	}
 	next[stateInterval] = nonce
 	p.countDedupe(c, before, s.Raced)
-	return next, nil
+	return next, names, nil
 }
 
 func newNonce() string {

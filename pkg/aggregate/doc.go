@@ -133,8 +133,9 @@
 // session. They need each key's records on one shard
 // (partitionKeyIsGroupingKey). On the per-interval path their records ride
 // in Lambda's window state, each with the close time it arrived at, and are
-// folded once per key at the flush (keyedcarry.go), or at once when they
-// outgrow their share of the state; the shard's hold keeps the ticker from
+// folded once per key at the flush (keyedcarry.go); what outgrows its
+// share of the state waits in overflow items of the shard (overflow.go),
+// read back by the flush; the shard's hold keeps the ticker from
 // closing their windows meanwhile. The flush's fold also records the
 // results of the windows that the watermark it commits closes, so the
 // finalize after the commit only writes, publishes and clears them: one

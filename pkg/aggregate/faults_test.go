@@ -501,6 +501,10 @@ type lambda struct {
 	// shards lists the scenario's shards and their parents, as Kinesis
 	// does for the function's first flush of a child (WithShardLister).
 	shards aggregate.ShardLister
+	// carriedBudget, when not zero, caps the window state an interval's
+	// claims and points may take (WithCarriedBudget): the scenario's
+	// intervals outgrow it and write overflow items.
+	carriedBudget int
 }
 
 // scenarioShards is a ListShards of the scenario's shards, each child
@@ -525,7 +529,7 @@ func (l *lambda) coldStart() {
 	l.proc = aggregate.New(l.cfg, views, l.out, "results", aggregate.WithLogger(quiet),
 		aggregate.WithDedupe(aggregate.NewLedger(l.store, l.table, l.cfg)),
 		aggregate.WithShardLister(l.shards, "events"),
-		aggregate.WithSetAside(sink))
+		aggregate.WithSetAside(sink), aggregate.WithCarriedBudget(l.carriedBudget))
 }
 
 // invoke runs one batch, maybe with a crash armed; it returns the index into
@@ -765,6 +769,11 @@ func faultScenario(t *testing.T, mode string, backend faultBackend, seed uint64,
 		store.budget.Store(-1)
 		l := &lambda{t: t, rng: rand.New(rand.NewPCG(seed, uint64(len(shard)+len(recs)))), store: store, out: out, table: table, quarantine: quarantine, cfg: s.cfg,
 			shards: scenarioShards(s.parent)}
+		if seed%2 == 1 {
+			// Half the scenarios: intervals whose claims and points
+			// outgrow the window state after a few records.
+			l.carriedBudget = 200 + int(seed%5)*150
+		}
 		l.coldStart()
 		lambdas[shard] = l
 		wg.Add(1)

@@ -136,6 +136,10 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err
 	}
+	overflowed, err := overflowNames(ev.State)
+	if err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err
+	}
 	lastSeq := ev.State[stateSeq]
 	if lastSeq != "" && !isSequenceNumber(lastSeq) {
 		// Records at or below it are taken as already in the state: "abc"
@@ -144,6 +148,12 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 			stateSeq, strictjson.QuoteCut(lastSeq, 80), maxSeqDigits)
 	}
 
+	// What the interval's overflow items hold (overflow.go): read before
+	// any record is judged, as the state's own claims and points are.
+	ovf, err := p.loadOverflow(ctx, shard, overflowed)
+	if err != nil {
+		return events.KinesisTimeWindowEventResponse{}, err
+	}
 	c := p.newCollector(shard, &wm, len(recs))
 	c.carriedPerKey, c.carried = keep.perKey(), keep
 	begun := newPartials{spec: p.cfg.Aggregates}
@@ -202,6 +212,17 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		c.decode(rec)
 		accumulated = seq
 	}
+	if len(ovf) > 0 && !ev.IsFinalInvokeForWindow {
+		// The points the overflow items hold of this invocation's keys
+		// count against their keyed states' budget (overBudget), as
+		// those the state carries do.
+		keys := make(map[string]bool, len(c.decoded))
+		for i := range c.decoded {
+			keys[c.decoded[i].key] = true
+		}
+		all := withOverflowPoints(keep, ovf.pointsOf(keys))
+		c.carriedPerKey, c.carried = all.perKey(), all
+	}
 	if len(c.decoded) > 0 && !loaded {
 		// A failed read fails the invocation: Lambda sends it again with
 		// the same state.
@@ -210,11 +231,12 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		}
 	}
 	stored = committed.Current()
-	budget := carriedBudget(ev.State, len(recs))
-	dedupeState, err := p.judgeInterval(ctx, c, ev.State, ev.IsFinalInvokeForWindow, budget)
+	budget := p.carriedBudget(ev.State, len(recs))
+	dedupeState, spilled, err := p.judgeInterval(ctx, c, ev.State, ev.IsFinalInvokeForWindow, budget, ovf, accumulated)
 	if err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err
 	}
+	overflowed = append(overflowed, spilled...)
 	if err := p.screen(ctx, c); err != nil {
 		return events.KinesisTimeWindowEventResponse{}, err
 	}
@@ -260,14 +282,22 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		// Every record is routed: the watermark the flush commits.
 		c.closeBy = wm.Current()
 	}
-	if len(keep) > 0 && (ev.IsFinalInvokeForWindow || keep.encode(carriedState, accumulated) > budget) {
-		if err := p.foldCarried(ctx, c, keep); err != nil {
+	if e := keep.earliest(); !e.IsZero() && (held.IsZero() || e.Before(held)) {
+		held = e // carried, in the state or an overflow item, to the flush
+	}
+	switch {
+	case ev.IsFinalInvokeForWindow && (len(keep) > 0 || len(ovf) > 0):
+		if err := p.foldCarried(ctx, c, withOverflowPoints(keep, ovf.pointsOf(nil))); err != nil {
 			return events.KinesisTimeWindowEventResponse{}, err
 		}
 		keep, carriedState = nil, nil
-	}
-	if e := keep.earliest(); !e.IsZero() && (held.IsZero() || e.Before(held)) {
-		held = e
+	case len(keep) > 0 && keep.encode(carriedState, accumulated) > budget:
+		names, err := p.writeOverflowPoints(ctx, shard, accumulated, accumulated, keep)
+		if err != nil {
+			return events.KinesisTimeWindowEventResponse{}, err
+		}
+		overflowed = append(overflowed, names...)
+		keep, carriedState = nil, map[string]string{}
 	}
 	// The folds' late records are counted now: a fold is fenced, so a
 	// redelivery never counts them again.
@@ -295,6 +325,9 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		}
 		if !hold.IsZero() {
 			out[stateHold] = strconv.FormatInt(hold.UnixMilli(), 10)
+		}
+		if len(overflowed) > 0 {
+			out[stateOverflow] = strings.Join(overflowed, ",")
 		}
 		if lateRouted > 0 {
 			out[stateLate] = strconv.Itoa(lateRouted)
@@ -335,14 +368,17 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 			return events.KinesisTimeWindowEventResponse{}, err
 		}
 	}
+	if len(overflowed) > 0 {
+		p.forgetOverflow(shard)
+	}
 	resp := c.failures.Kinesis()
 	return events.KinesisTimeWindowEventResponse{TimeWindowEventResponseProperties: events.TimeWindowEventResponseProperties{State: map[string]string{}}, BatchItemFailures: resp.BatchItemFailures}, nil
 }
 
 // carriedBudget is how many bytes of the window state the claims (dedupe)
 // and the session and sliding points may each take in the state an
-// invocation returns; past it the claims are written, or the points folded,
-// at once. Lambda carries at most 1 MB and ends the interval early past it
+// invocation returns; past it they are written as overflow items
+// (overflow.go). Lambda carries at most 1 MB and ends the interval early past it
 // (a flush of everything): each gets half of what the partials and the
 // rest of the incoming state leave, with room for what this invocation's
 // records add (stateGrowthPerRecord each), and never less than
@@ -350,9 +386,15 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 // a shard has some 100 KB of them) the claims of a whole two-minute
 // interval fit, where a fixed 256 KB wrote them once more each interval.
 // With many (5,000 keys a shard: some 600 KB) they get less than 256 KB:
-// writing the claims or folding the points, a write per key with some, is
-// cheaper than Lambda ending the interval early, a write per key and
-// window.
+// an overflow item, billed by its bytes, is cheaper than Lambda ending
+// the interval early, a write per key and window.
+func (p *Processor) carriedBudget(st map[string]string, records int) int {
+	if p.carriedBudgetMax > 0 {
+		return min(p.carriedBudgetMax, carriedBudget(st, records))
+	}
+	return carriedBudget(st, records)
+}
+
 func carriedBudget(st map[string]string, records int) int {
 	other := limits.WindowStateSize(st)
 	for _, k := range [...]string{statePending, stateCarriedAll} {
@@ -373,8 +415,8 @@ const (
 	stateMargin          = 16 << 10
 )
 
-// foldCarried folds an interval's carried points into their keyed states:
-// at the flush, or earlier when they outgrow carriedBudget.
+// foldCarried folds an interval's carried points (those of its state and
+// of its overflow items) into their keyed states, at the flush.
 func (p *Processor) foldCarried(ctx context.Context, c *collector, keep carried) error {
 	c.keyed = make(map[keyedKey][]point, len(keep))
 	for k, pts := range keep {

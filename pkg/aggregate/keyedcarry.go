@@ -20,8 +20,8 @@ import (
 // at the flush judges it as a fold at its arrival would have: the shard's
 // watermark moves only at the flush, and the ticker's idle advance is held
 // at the earliest carried point (stateHold). Past carriedBudget the points
-// are folded at once, as before, so the state stays far inside Lambda's
-// 1 MB.
+// are written as overflow items (overflow.go), so the state stays far
+// inside Lambda's 1 MB.
 
 // stateCarried prefixes a carried entry's key: c|<kind>|<key> → base64 of
 // the points in arrival order (appendCarriedPoints). An entry under
@@ -62,6 +62,9 @@ func decodeCarried(st map[string]string) (carried, int, error) {
 	out := carried{}
 	size := 0
 	for k, v := range st {
+		if k == stateOverflow {
+			continue // the names of overflow items (overflow.go)
+		}
 		if k == stateCarriedAll {
 			b, err := base64.RawStdEncoding.DecodeString(v)
 			if err == nil {
@@ -113,6 +116,14 @@ func (c carried) encode(st map[string]string, ref string) int {
 	if len(c) == 0 {
 		return 0
 	}
+	v := base64.RawStdEncoding.EncodeToString(c.append(make([]byte, 0, 64*len(c)), ref))
+	st[stateCarriedAll] = v
+	return len(stateCarriedAll) + len(v)
+}
+
+// append appends the carried points' encoding (what a stateCarriedAll
+// entry holds, decodeCarriedAll reads) to b, each key's points against ref.
+func (c carried) append(b []byte, ref string) []byte {
 	kinds := map[string]int{}
 	var kindIDs []string
 	base, first, keys := int64(0), true, 0
@@ -128,7 +139,7 @@ func (c carried) encode(st map[string]string, ref string) int {
 			base, first = pts[0].T, false
 		}
 	}
-	b := appendStateHeader(make([]byte, 0, 64*len(c)), carriedAllVersion, kindIDs, base, keys)
+	b = appendStateHeader(b, carriedAllVersion, kindIDs, base, keys)
 	for k, pts := range c {
 		if len(pts) == 0 {
 			continue
@@ -139,9 +150,7 @@ func (c carried) encode(st map[string]string, ref string) int {
 		b = binary.AppendUvarint(b, uint64(len(pts)))
 		b = appendCarriedPoints(b, pts, ref, base)
 	}
-	v := base64.RawStdEncoding.EncodeToString(b)
-	st[stateCarriedAll] = v
-	return len(stateCarriedAll) + len(v)
+	return b
 }
 
 // decodeCarriedAll reads the stateCarriedAll entry encode wrote into out,

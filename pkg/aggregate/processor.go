@@ -50,6 +50,13 @@ type Processor struct {
 	through map[string]string
 	loaded  bool
 	keyed   map[keyedCacheRef]state.KeyedState // warm copies of keyed window states (rememberKeyed)
+	// overflowKept are copies of the interval overflow items this
+	// process wrote or read (keepOverflow), by shard and name.
+	overflowKept      map[string]overflowPart
+	overflowKeptBytes int
+	// carriedBudgetMax, when not zero, caps carriedBudget
+	// (WithCarriedBudget).
+	carriedBudgetMax int
 	// keyedBytes is what keyed holds (keyedEntryBytes), at most
 	// keyedCacheMax once rememberKeyed returns.
 	keyedBytes, keyedCacheMax int
@@ -126,6 +133,11 @@ func WithConcurrency(n int) Option { return func(p *Processor) { p.concurrency =
 // sliding windows) a warm process keeps to about n bytes
 // (defaultKeyedCacheBytes when not given).
 func WithKeyedCacheBytes(n int) Option { return func(p *Processor) { p.keyedCacheMax = max(1, n) } }
+
+// WithCarriedBudget caps the bytes of window state an interval's claims,
+// and its points, may each take (carriedBudget) before they are written as
+// overflow items: a test's way to make a few records outgrow the state.
+func WithCarriedBudget(n int) Option { return func(p *Processor) { p.carriedBudgetMax = max(0, n) } }
 
 // CheckSupported refuses what the aggregate function cannot keep exactly
 // once, naming the window: session and sliding windows are computed from

@@ -150,11 +150,23 @@ func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[stri
 		for _, es := range pending {
 			n += len(es)
 		}
-		if dedupe.EncodedPendingSize(n) > budget {
+		switch {
+		case dedupe.EncodedPendingSize(n) <= budget:
+		case overflowCheaper(dedupe.PendingBytes("", n), len(pending)):
 			if names, err = p.writeOverflowClaims(ctx, c.shard, at, pending); err != nil {
 				return nil, nil, fmt.Errorf("aggregate: dedupe: %w", err)
 			}
 			pending = nil
+		default:
+			// Few keys with many claims each (busy keys): a write per
+			// key now costs less than their bytes in an overflow item
+			// (and again at the flush). A key whose write fails keeps
+			// its claims pending.
+			s.Commit(ctx, p.concurrency)
+			pending = withoutOverflowClaims(s.Pending(), spilled)
+			// Written claims were read afresh by no one else yet: a
+			// new generation makes every process read the ledger again.
+			nonce = newNonce()
 		}
 	}
 	c.verdicts = s.Verdicts()

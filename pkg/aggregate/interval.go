@@ -282,8 +282,12 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		// Every record is routed: the watermark the flush commits.
 		c.closeBy = wm.Current()
 	}
-	if e := keep.earliest(); !e.IsZero() && (held.IsZero() || e.Before(held)) {
-		held = e // carried, in the state or an overflow item, to the flush
+	// Points carried to the flush, in the state or an overflow item,
+	// hold the ticker (below); points folded now do not.
+	holdAt := func(e time.Time) {
+		if !e.IsZero() && (held.IsZero() || e.Before(held)) {
+			held = e
+		}
 	}
 	switch {
 	case ev.IsFinalInvokeForWindow && (len(keep) > 0 || len(ovf) > 0):
@@ -292,13 +296,23 @@ func (p *Processor) handleInterval(ctx context.Context, recs []stream.KinesisRec
 		}
 		keep, carriedState = nil, nil
 	case len(keep) > 0 && keep.encode(carriedState, accumulated) > budget:
-		names, err := p.writeOverflowPoints(ctx, shard, accumulated, accumulated, keep)
-		if err != nil {
+		if ovf.holdsPoints() || overflowCheaper(len(carriedState[stateCarriedAll])*3/4, len(keep)) {
+			names, err := p.writeOverflowPoints(ctx, shard, accumulated, accumulated, keep)
+			if err != nil {
+				return events.KinesisTimeWindowEventResponse{}, err
+			}
+			overflowed = append(overflowed, names...)
+			holdAt(keep.earliest())
+			keep, carriedState = nil, map[string]string{}
+			break
+		}
+		// Busy keys: folded now, a write per key.
+		if err := p.foldCarried(ctx, c, keep); err != nil {
 			return events.KinesisTimeWindowEventResponse{}, err
 		}
-		overflowed = append(overflowed, names...)
-		keep, carriedState = nil, map[string]string{}
+		keep, carriedState = nil, nil
 	}
+	holdAt(keep.earliest())
 	// The folds' late records are counted now: a fold is fenced, so a
 	// redelivery never counts them again.
 	p.count(c, len(c.late)-routed)

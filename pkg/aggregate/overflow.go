@@ -45,6 +45,14 @@ var overflowPartBytes = 256 << 10
 // most 128 digits), its kind and a hash.
 const maxOverflowName = 160
 
+// overflowCheaper reports whether writing bytes of claims or points of
+// keys keys as overflow costs fewer write units than a write per key now
+// (a ledger head or a keyed state, a unit or more each): true while the
+// keys average under a KB. Busy keys, hundreds of records each, are
+// written per key as before: an overflow item would bill their bytes, and
+// the flush again.
+func overflowCheaper(bytes, keys int) bool { return bytes < keys<<10 }
+
 // overflow is an interval's overflow items, in the order they were
 // written. An invocation looks up its own keys in them (claimsOf,
 // pointsOf); the flush takes them all.
@@ -68,6 +76,19 @@ func (o overflow) claimsOf(keys map[string]bool) map[string][]dedupe.Entry {
 		}
 	}
 	return out
+}
+
+// holdsPoints reports whether the items hold points: the interval writes
+// its points there from then on, never folding them before the flush (a
+// fold moves the key's fence past the points it folds, and the flush's,
+// meeting older points in an item, would take them for redeliveries).
+func (o overflow) holdsPoints() bool {
+	for _, part := range o {
+		if len(part.points) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // pointsOf is the points of the grouping keys keys (every key when keys

@@ -253,3 +253,37 @@ func TestAStateNamingAMissingOverflowItemFailsTheInvocation(t *testing.T) {
 		t.Fatalf("err = %v, want the malformed name refused", err)
 	}
 }
+
+// Busy keys, hundreds of records each, are written per key when they
+// outgrow the state, as before overflow: an item would bill their bytes
+// and the flush again, a write per key a unit or so.
+func TestBusyKeysPastTheBudgetAreWrittenPerKeyNotOverflowed(t *testing.T) {
+	base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	busy := newOverflowRig(t, aggregate.WithCarriedBudget(4<<10))
+	whole := newOverflowRig(t)
+	for i := 0; i < 4; i++ {
+		recs := overflowRecords(1+i*150, 150, 2, base)
+		for j := range recs { // two keys, a record each a second: busy
+			recs[j].env.OccurredAt = base.Add(time.Duration(recs[j].seq) * time.Second / 2)
+		}
+		busy.carry(recs)
+		whole.carry(recs)
+	}
+	if n := busy.overflowItems(); n != 0 {
+		t.Errorf("two busy keys wrote %d overflow items, want none (a write per key is cheaper)", n)
+	}
+	busy.flush()
+	whole.flush()
+	if busy.ledger == 0 {
+		t.Error("the busy keys' claims were not written before the flush: they stayed in a state past its budget")
+	}
+	want, got := whole.results(), busy.results()
+	if len(want) == 0 {
+		t.Fatal("no result: nothing compared")
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: %q written early, %q carried", id, got[id], w)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -174,7 +175,19 @@ func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[stri
 		next[statePending] = enc
 	}
 	next[stateInterval] = nonce
-	p.countDedupe(c, before, s.Raced)
+	raced := s.Raced
+	if !final && len(spilled) > 0 {
+		// A raced claim in an overflow item stays there, and is met
+		// again by each invocation with its key: counted once, at the
+		// flush, which settles every claim.
+		raced = nil
+		for _, r := range s.Raced {
+			if !slices.Contains(spilled[r.Key], r.Entry) {
+				raced = append(raced, r)
+			}
+		}
+	}
+	p.countDedupe(c, before, raced)
 	return next, names, nil
 }
 

@@ -2,9 +2,9 @@ package aggregate
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -43,7 +43,11 @@ var overflowPartBytes = 256 << 10
 
 // maxOverflowName bounds a name read from a state: a sequence number (at
 // most 128 digits), its kind and a hash.
-const maxOverflowName = 160
+const maxOverflowName = 168
+
+// maxKeyBytes bounds a grouping key's bytes in an overflow item (Kinesis
+// partition keys are at most 256 characters of UTF-8).
+const maxKeyBytes = 1024
 
 // overflowCheaper reports whether writing bytes of claims or points of
 // keys keys as overflow costs fewer write units than a write per key now
@@ -192,8 +196,27 @@ func decodeOverflow(b []byte) (overflowPart, error) {
 // writeOverflowClaims writes claims as overflow items of shard and returns
 // their names; at is the last record the invocation accumulated.
 func (p *Processor) writeOverflowClaims(ctx context.Context, shard, at string, claims map[string][]dedupe.Entry) ([]string, error) {
-	keys := slices.Sorted(maps.Keys(claims))
 	var names []string
+	// A key with more claims than a part holds has them cut into parts
+	// of their own, in order (claimsOf joins a key's claims across parts).
+	per := max(1, (overflowPartBytes-1-2*binary.MaxVarintLen64-maxKeyBytes)/dedupe.PendingBytes("", 1))
+	rest := make(map[string][]dedupe.Entry, len(claims))
+	for _, k := range slices.Sorted(maps.Keys(claims)) {
+		es := claims[k]
+		for len(es) > per {
+			part := map[string][]dedupe.Entry{k: es[:per:per]}
+			b := dedupe.AppendPending([]byte{overflowClaims}, part)
+			name, err := p.putOverflow(ctx, shard, at, overflowClaims, b, overflowPart{claims: part, bytes: len(b)})
+			if err != nil {
+				return nil, err
+			}
+			names = append(names, name)
+			es = es[per:]
+		}
+		rest[k] = es
+	}
+	claims = rest
+	keys := slices.Sorted(maps.Keys(claims))
 	for len(keys) > 0 {
 		n, size := 0, 1
 		for n < len(keys) && (n == 0 || size+dedupe.PendingBytes(keys[n], len(claims[keys[n]])) <= overflowPartBytes) {
@@ -224,6 +247,21 @@ func (p *Processor) writeOverflowPoints(ctx context.Context, shard, at, ref stri
 	}
 	b := binary.AppendUvarint([]byte{overflowPoints}, uint64(len(ref)))
 	b = points.append(append(b, ref...), ref)
+	if len(b) > overflowPartBytes && len(points) == 1 {
+		// One key's points past a part: cut in two, in arrival order
+		// (pointsOf joins a key's points across parts in order).
+		for k, pts := range points {
+			if len(pts) > 1 {
+				h := len(pts) / 2
+				first, err := p.writeOverflowPoints(ctx, shard, at, ref, carried{k: pts[:h:h]})
+				if err != nil {
+					return nil, err
+				}
+				second, err := p.writeOverflowPoints(ctx, shard, at, ref, carried{k: pts[h:]})
+				return append(first, second...), err
+			}
+		}
+	}
 	if len(b) > overflowPartBytes && len(points) > 1 {
 		keys := slices.SortedFunc(maps.Keys(points), func(a, b keyedKey) int {
 			return strings.Compare(a.key+"|"+a.kind, b.key+"|"+b.kind)
@@ -257,9 +295,8 @@ func (p *Processor) putOverflow(ctx context.Context, shard, at string, kind byte
 	if len(b) > state.MaxOverflowBytes {
 		return "", fmt.Errorf("aggregate: an overflow item of %d bytes, past %d: one key's share of the window state is larger than an item", len(b), state.MaxOverflowBytes)
 	}
-	h := fnv.New64a()
-	_, _ = h.Write(b)
-	name := fmt.Sprintf("%s.%c.%016x", at, kind, h.Sum64())
+	sum := sha256.Sum256(b)
+	name := fmt.Sprintf("%s.%c.%x", at, kind, sum[:16])
 	if err := p.views.PutOverflow(ctx, p.cfg.Name, shard, name, b); err != nil {
 		return "", err
 	}
@@ -329,13 +366,16 @@ func withoutOverflowClaims(pending, ovf map[string][]dedupe.Entry) map[string][]
 		if !ok {
 			continue
 		}
-		spilled := make(map[dedupe.Identity]bool, len(es))
+		// Whole entries, not ids: a copy past the horizon of a claim in an
+		// item makes a claim of its own, under the same id, that the
+		// state carries.
+		spilled := make(map[dedupe.Entry]bool, len(es))
 		for _, e := range es {
-			spilled[e.ID] = true
+			spilled[e] = true
 		}
 		left := make([]dedupe.Entry, 0, len(have))
 		for _, e := range have {
-			if !spilled[e.ID] {
+			if !spilled[e] {
 				left = append(left, e)
 			}
 		}

@@ -65,6 +65,35 @@ func TestOverflowIsCutIntoItemsAndReadBackWhole(t *testing.T) {
 			t.Errorf("claims read back differ from those written")
 		}
 	}
+	// One key alone past a part: its claims and points cut across
+	// items, read back in order.
+	hot := keyedKey{key: "hot", kind: "session:30s"}
+	hotPoints, hotClaims := carried{}, map[string][]dedupe.Entry{}
+	for i := range 400 {
+		seq++
+		hotPoints[hot] = append(hotPoints[hot], carriedPoint{point: point{T: int64(1_764_410_400_000 + i), V: float64(i) + 0.5, Th: noThreshold, Seq: fmt.Sprint(seq)}})
+		var e dedupe.Entry
+		copy(e.ID[:], fmt.Sprintf("%016d", seq))
+		hotClaims["hot"] = append(hotClaims["hot"], e)
+	}
+	hp, err := w.writeOverflowPoints(ctx, shard, fmt.Sprint(seq), "1000", hotPoints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := w.writeOverflowClaims(ctx, shard, fmt.Sprint(seq), hotClaims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hp) < 2 || len(hc) < 2 {
+		t.Fatalf("one key's 400 points and claims took %d and %d items of 2 KB: not cut", len(hp), len(hc))
+	}
+	got, err := newProc().loadOverflow(ctx, shard, append(hp, hc...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.pointsOf(nil), hotPoints) || !reflect.DeepEqual(got.claimsOf(nil), hotClaims) {
+		t.Error("one key's points or claims, cut across items, read back otherwise")
+	}
 	st := map[string]string{stateOverflow: strings.Join(names, ",")}
 	if read, err := overflowNames(st); err != nil || !reflect.DeepEqual(read, names) {
 		t.Fatalf("overflowNames = %v, %v; want %v", read, err, names)

@@ -61,12 +61,17 @@ func DecodePending(s string) (map[string][]Entry, error) {
 // not have written.
 func ReadPending(b []byte) (map[string][]Entry, error) {
 	out := map[string][]Entry{}
+	prev, first := "", true
 	for len(b) > 0 {
 		n, w := binary.Uvarint(b)
 		if w <= 0 || uint64(len(b)-w) < n {
 			return nil, fmt.Errorf("%w: a key runs past the end", errEntries)
 		}
 		key := string(b[w : w+int(n)])
+		if !first && key <= prev {
+			return nil, fmt.Errorf("%w: key %q after %q (AppendPending writes each key once, in order)", errEntries, key, prev)
+		}
+		prev, first = key, false
 		b = b[w+int(n):]
 		cnt, w := binary.Uvarint(b)
 		if w <= 0 || uint64(len(b)-w)/entrySize < cnt {

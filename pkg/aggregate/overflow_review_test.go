@@ -13,26 +13,8 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/tributary-dev/tributary/pkg/aggregate"
-	"github.com/tributary-dev/tributary/pkg/pipeline"
-	"github.com/tributary-dev/tributary/pkg/state"
 	"github.com/tributary-dev/tributary/pkg/stream"
 )
-
-// newRigOf is newOverflowRig with another pipeline.
-func newRigOf(t *testing.T, spec string, opts ...aggregate.Option) *overflowRig {
-	t.Helper()
-	r := &overflowRig{t: t, opts: opts, out: &outputLog{}, emf: &bytes.Buffer{}, shard: feedShard}
-	var err error
-	if r.cfg, err = pipeline.Parse([]byte(spec)); err != nil {
-		t.Fatal(err)
-	}
-	r.table = fmt.Sprintf("%s-%d", r.cfg.Name, tableSeq.Add(1))
-	if err := state.CreateTable(context.Background(), db, r.table); err != nil {
-		t.Fatal(err)
-	}
-	r.restart()
-	return r
-}
 
 func recordOf(seq int, key, id string, occurred, arrived time.Time, v int) record {
 	return record{shard: feedShard, seq: seq, env: stream.Envelope{ID: id, Type: "v", Key: key,

@@ -45,9 +45,15 @@ type overflowRig struct {
 
 func newOverflowRig(t *testing.T, opts ...aggregate.Option) *overflowRig {
 	t.Helper()
+	return newRigOf(t, overflowPipeline, opts...)
+}
+
+// newRigOf is an overflowRig of the pipeline spec.
+func newRigOf(t *testing.T, spec string, opts ...aggregate.Option) *overflowRig {
+	t.Helper()
 	r := &overflowRig{t: t, opts: opts, out: &outputLog{}, emf: &bytes.Buffer{}, shard: feedShard}
 	var err error
-	if r.cfg, err = pipeline.Parse([]byte(overflowPipeline)); err != nil {
+	if r.cfg, err = pipeline.Parse([]byte(spec)); err != nil {
 		t.Fatal(err)
 	}
 	r.table = fmt.Sprintf("%s-%d", r.cfg.Name, tableSeq.Add(1))

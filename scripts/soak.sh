@@ -76,10 +76,10 @@ harness es "$ES" "" ./pkg/es TestFaultInjectionCommandsExactlyOnce
 if [ "$CONFORMANCE" -eq 0 ]; then
 	:
 else
-echo "== conformance: $CONFORMANCE Kafka Streams histories per window kind, late policy and write path, and the session ones again with every run held as its aggregate (log: $LOGS/conformance.log)"
+echo "== conformance: $CONFORMANCE Kafka Streams histories per window kind, late policy and write path, the session ones again with every run held as its aggregate, and the per-interval ones again with a window state that overflows (log: $LOGS/conformance.log)"
 start=$(date +%s)
-if $GO test -count=1 -v -timeout 60m -run '^TestKafkaStreamsConformance(PerInterval|HeldRuns)?$' ./conformance -args -conformance.seeds="$CONFORMANCE" >"$LOGS/conformance.log" 2>&1; then
-	summary+=("SOAK conformance histories=$((CONFORMANCE * 20)) mismatches=0 seeds=1..$CONFORMANCE per window kind, late policy and write path, sessions again with held runs $(($(date +%s) - start))s")
+if $GO test -count=1 -v -timeout 60m -run '^TestKafkaStreamsConformance(PerInterval|HeldRuns|Overflow)?$' ./conformance -args -conformance.seeds="$CONFORMANCE" >"$LOGS/conformance.log" 2>&1; then
+	summary+=("SOAK conformance histories=$((CONFORMANCE * 28)) mismatches=0 seeds=1..$CONFORMANCE per window kind, late policy and write path, sessions again with held runs, per-interval again overflowing $(($(date +%s) - start))s")
 else
 	failed=1
 	summary+=("SOAK conformance FAILED: see $LOGS/conformance.log (a mismatch prints the command that reruns its seed)")

@@ -121,11 +121,19 @@ func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[stri
 	if nonce == "" {
 		nonce = newNonce()
 	}
-	var keys map[string]bool // the overflow claims to judge against: this batch's keys'
+	// The overflow claims to judge against: those of this batch's keys and
+	// of the keys the state carries claims of (an early commit writes
+	// those, and a key's claims are written together, or a claim in an
+	// item would meet at the flush a later copy's claim committed before
+	// it, and be taken for one another record made first).
+	var keys map[string]bool
 	if !final {
-		keys = make(map[string]bool, len(c.cands))
+		keys = make(map[string]bool, len(c.cands)+len(carried))
 		for i := range c.cands {
 			keys[c.cands[i].Key] = true
+		}
+		for k := range carried {
+			keys[k] = true
 		}
 	}
 	spilled := ovf.claimsOf(keys)

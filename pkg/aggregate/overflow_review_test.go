@@ -152,3 +152,41 @@ func TestARacedOverflowedClaimIsCountedOnce(t *testing.T) {
 		t.Errorf("one raced claim counted %v times with overflow, %v without", withOverflow, without)
 	}
 }
+
+// A claim X in an overflow item, a copy X' past its horizon (a claim of
+// its own, carried in the state), then an invocation without X's key that
+// commits the state's claims early (another key is busy): X is written
+// with X', not settled at the flush against X' as if another record had
+// made it first (a false DedupeRaces and its error log).
+func TestAnEarlyCommitWritesAKeysOverflowedClaimsWithItsCarriedOnes(t *testing.T) {
+	const spec = `{"name":"ovfe","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+  "aggregates":["count","sum"],"outOfOrderness":"5s","dedupeHorizon":"10s"}`
+	base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	small := newRigOf(t, spec, aggregate.WithCarriedBudget(200))
+	whole := newRigOf(t, spec)
+	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	x := recordOf(1, "k", "x", at(0), at(0), 5)
+	first := []record{x}
+	for i := 2; i <= 8; i++ {
+		first = append(first, recordOf(i, "k", fmt.Sprint("f", i), at(i), at(i), 1))
+	}
+	x1 := x
+	x1.seq = 9
+	x1.env.SentAt, x1.env.ReceivedAt = at(20), at(20) // past X's horizon: its own claim
+	var busy []record                                 // 60 claims of one other key: committed early, not overflowed
+	for i := 0; i < 60; i++ {
+		busy = append(busy, recordOf(10+i, "j", fmt.Sprint("j", i), at(21), at(21), 1))
+	}
+	for _, r := range []*overflowRig{small, whole} {
+		r.carry(first)
+		r.carry([]record{x1})
+		r.carry(busy)
+		r.flush()
+	}
+	if small.overflowItems() == 0 {
+		t.Fatal("no overflow item: the test proves nothing")
+	}
+	if g, w := emfSum(t, small.emf, "DedupeRaces"), emfSum(t, whole.emf, "DedupeRaces"); g != w {
+		t.Errorf("DedupeRaces = %v with overflow, %v without: no other record made any claim", g, w)
+	}
+}

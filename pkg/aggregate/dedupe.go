@@ -121,19 +121,34 @@ func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[stri
 	if nonce == "" {
 		nonce = newNonce()
 	}
-	// The overflow claims to judge against: those of this batch's keys and
-	// of the keys the state carries claims of (an early commit writes
-	// those, and a key's claims are written together, or a claim in an
-	// item would meet at the flush a later copy's claim committed before
-	// it, and be taken for one another record made first).
+	// The overflow claims to judge against: those of this batch's keys,
+	// and, when the invocation may commit early (busy keys, below), of the
+	// keys the state carries claims of: an early commit writes those, and
+	// a key's claims are written together, or a claim in an item would
+	// meet at the flush a later copy's claim committed before it, and be
+	// taken for one another record made first. (Settling every carried
+	// key's overflowed claims at each invocation cost 40 % more CPU a
+	// record at 10,000 keys, where no invocation commits early.)
 	var keys map[string]bool
+	early := false
 	if !final {
-		keys = make(map[string]bool, len(c.cands)+len(carried))
+		keys = make(map[string]bool, len(c.cands))
 		for i := range c.cands {
 			keys[c.cands[i].Key] = true
 		}
-		for k := range carried {
-			keys[k] = true
+		n, all := len(c.cands), len(keys)
+		for k, es := range carried {
+			n += len(es)
+			if !keys[k] {
+				all++
+			}
+		}
+		// At most n claims of all keys pending after judging.
+		early = dedupe.EncodedPendingSize(n) > budget && !overflowCheaper(dedupe.PendingBytes("", n), all)
+		if early {
+			for k := range carried {
+				keys[k] = true
+			}
 		}
 	}
 	spilled := ovf.claimsOf(keys)
@@ -161,7 +176,10 @@ func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[stri
 		}
 		switch {
 		case dedupe.EncodedPendingSize(n) <= budget:
-		case overflowCheaper(dedupe.PendingBytes("", n), len(pending)):
+		case !early || overflowCheaper(dedupe.PendingBytes("", n), len(pending)):
+			// An overflow item (always right; the only way when the
+			// carried keys' overflowed claims were not judged with
+			// them, early unforeseen).
 			if names, err = p.writeOverflowClaims(ctx, c.shard, at, pending); err != nil {
 				return nil, nil, fmt.Errorf("aggregate: dedupe: %w", err)
 			}

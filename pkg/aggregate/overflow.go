@@ -65,6 +65,9 @@ type overflow []overflowPart
 // claimsOf is the claims of keys (every key when keys is nil), each key's
 // in the order they were written.
 func (o overflow) claimsOf(keys map[string]bool) map[string][]dedupe.Entry {
+	if len(o) == 0 {
+		return nil
+	}
 	out := map[string][]dedupe.Entry{}
 	for _, part := range o {
 		if keys == nil {

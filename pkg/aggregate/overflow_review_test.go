@@ -21,22 +21,33 @@ func recordOf(seq int, key, id string, occurred, arrived time.Time, v int) recor
 		OccurredAt: occurred, SentAt: arrived, ReceivedAt: arrived, Data: json.RawMessage(fmt.Sprintf(`{"v":%d}`, v))}}
 }
 
+// shortHorizonHistory is a pipeline whose dedupe horizon (10 s) is shorter
+// than its interval, on a rig whose state overflows after a few claims
+// (small) and one whose state holds everything (whole), with event X of
+// key k first and seven more of k after it, a second apart.
+func shortHorizonHistory(t *testing.T, name string) (small, whole *overflowRig, x record, first []record, at func(int) time.Time) {
+	t.Helper()
+	spec := `{"name":"` + name + `","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
+  "aggregates":["count","sum"],"outOfOrderness":"5s","dedupeHorizon":"10s"}`
+	base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	small, whole = newRigOf(t, spec, aggregate.WithCarriedBudget(200)), newRigOf(t, spec)
+	at = func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	x = recordOf(1, "k", "x", at(0), at(0), 5)
+	first = []record{x}
+	for i := 2; i <= 8; i++ {
+		first = append(first, recordOf(i, "k", fmt.Sprint("f", i), at(i), at(i), 1))
+	}
+	return small, whole, x, first, at
+}
+
 // A pipeline whose dedupe horizon is shorter than the interval. X is
 // claimed and its claim goes to an overflow item; a copy X' arriving past
 // the horizon is New (as it must be); a copy X” arriving within the horizon
 // of X' is a Duplicate: X' is a claim of its own, under X's id, that the
 // state carries (it was dropped as X's, and X” counted).
 func TestACopyPastTheHorizonOfAnOverflowedClaimIsItsOwnClaim(t *testing.T) {
-	const spec = `{"name":"ovfh","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
-  "aggregates":["count","sum"],"outOfOrderness":"5s","dedupeHorizon":"10s"}`
-	base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
-	small := newRigOf(t, spec, aggregate.WithCarriedBudget(200))
-	whole := newRigOf(t, spec)
-	x := recordOf(1, "k", "x", base, base, 5)
-	first := []record{x}
-	for i := 2; i <= 8; i++ {
-		first = append(first, recordOf(i, "k", fmt.Sprint("f", i), base.Add(time.Duration(i)*time.Second), base.Add(time.Duration(i)*time.Second), 1))
-	}
+	small, whole, x, first, at := shortHorizonHistory(t, "ovfh")
+	base := at(0)
 	copyAt := func(seq int, arrived time.Time) record {
 		c := x
 		c.seq = seq
@@ -159,17 +170,7 @@ func TestARacedOverflowedClaimIsCountedOnce(t *testing.T) {
 // with X', not settled at the flush against X' as if another record had
 // made it first (a false DedupeRaces and its error log).
 func TestAnEarlyCommitWritesAKeysOverflowedClaimsWithItsCarriedOnes(t *testing.T) {
-	const spec = `{"name":"ovfe","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],
-  "aggregates":["count","sum"],"outOfOrderness":"5s","dedupeHorizon":"10s"}`
-	base := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
-	small := newRigOf(t, spec, aggregate.WithCarriedBudget(200))
-	whole := newRigOf(t, spec)
-	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
-	x := recordOf(1, "k", "x", at(0), at(0), 5)
-	first := []record{x}
-	for i := 2; i <= 8; i++ {
-		first = append(first, recordOf(i, "k", fmt.Sprint("f", i), at(i), at(i), 1))
-	}
+	small, whole, x, first, at := shortHorizonHistory(t, "ovfe")
 	x1 := x
 	x1.seq = 9
 	x1.env.SentAt, x1.env.ReceivedAt = at(20), at(20) // past X's horizon: its own claim

@@ -35,10 +35,10 @@ func TestKafkaStreamsConformancePerInterval(t *testing.T) { kafkaConformance(t, 
 
 // TestKafkaStreamsConformanceHeldRuns is the session histories of both
 // tests with every fold holding the sessions' runs of on-time records as
-// their aggregates (aggregate.WithSessionFoldBytes(0)): the path a key that
-// never pauses takes once its state passes
-// aggregate.DefaultSessionFoldBytes, which the histories' states, a few
-// dozen records a key, never reach.
+// their aggregates (aggregate.WithSessionFoldBytes(0)), also the runs
+// whose aggregate is larger than their records: the tests above run the
+// default, which holds only those it makes smaller
+// (aggregate.DefaultSessionFoldBytes).
 func TestKafkaStreamsConformanceHeldRuns(t *testing.T) {
 	foldEvery = true
 	defer func() { foldEvery = false }()

@@ -142,10 +142,10 @@
 // write of the state fewer.
 //
 // A key that never pauses for its session gap keeps one session open
-// as long as it sends; past DefaultSessionFoldBytes its state holds each
-// run of on-time records as the run's bounds and aggregate
-// (sessionfold.go), which replays to the same sessions, so a session of any
-// length takes a few KB.
+// as long as it sends; its state holds each run of on-time records as the
+// run's bounds and aggregate wherever that is smaller than the records
+// (sessionfold.go, DefaultSessionFoldBytes), which replays to the same
+// sessions, so a session of any length takes a few KB.
 //
 // Their late records are judged as Kafka Streams judges them
 // (keyedwindows.go), with the close time the record arrives at (the

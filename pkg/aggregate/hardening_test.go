@@ -70,26 +70,26 @@ func newHardened(t *testing.T, config string, quarantine string) *hardened {
 	return hardenedOn(cfg, db, table, quarantine)
 }
 
-func hardenedOn(cfg *pipeline.Config, db memdb.Client, table, quarantine string) *hardened {
+func hardenedOn(cfg *pipeline.Config, db memdb.Client, table, quarantine string, opts ...aggregate.Option) *hardened {
 	store := &throttlingStore{Client: db}
 	views := state.NewViews(store, table, cfg.Aggregates)
-	p := aggregate.New(cfg, views, nil, "", aggregate.WithLogger(quiet),
+	p := aggregate.New(cfg, views, nil, "", append([]aggregate.Option{aggregate.WithLogger(quiet),
 		aggregate.WithDedupe(aggregate.NewLedger(db, table, cfg)),
-		aggregate.WithSetAside(setaside.New(db, quarantine, setaside.WithFunction("aggregate"))))
+		aggregate.WithSetAside(setaside.New(db, quarantine, setaside.WithFunction("aggregate")))}, opts...)...)
 	return &hardened{cfg: cfg, views: views, proc: p, quarantine: quarantine, store: store}
 }
 
 // newHardenedInProcess is newHardened on the in-process store (memdb,
 // which answers these requests as moto does; the fault harness checks it
 // against moto), for a test that writes tens of thousands of records.
-func newHardenedInProcess(t *testing.T, config string) *hardened {
+func newHardenedInProcess(t *testing.T, config string, opts ...aggregate.Option) *hardened {
 	t.Helper()
 	cfg, err := pipeline.Parse([]byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable, "quarantine": memdb.QuarantineTable})
-	h := hardenedOn(cfg, mem, "views", "quarantine")
+	h := hardenedOn(cfg, mem, "views", "quarantine", opts...)
 	h.mem = mem
 	return h
 }

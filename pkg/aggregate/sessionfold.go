@@ -24,7 +24,7 @@ import (
 // one point that holds the run's bounds and aggregate. Replaying the
 // points then makes the same sessions, now and with every record still to
 // come, so a record is judged as before and a session's value is the same
-// aggregate. What is not folded: late records (a replay places them by
+// aggregate (up to the order its sum adds its values in). What is not folded: late records (a replay places them by
 // their thresholds), and the runs of a session already emitted or frozen,
 // whose value would be recomputed from other bytes (a sum added in
 // another order) and corrected for nothing. The state's write is billed by
@@ -41,8 +41,14 @@ import (
 // invocation 14,331 → 26,096 on its default 3,000 records; 4,745 → 14,789
 // and 3,801 → 11,204 on 30,000, whose 50 busy keys each keep a longer
 // session; bench/load's reference load wrote 0.180 → 0.147 write units
-// an event to session states. The results are the same (TestSessionRunsAreHeldFromTheFirstFoldAndChangeNoResult,
-// and the Kafka Streams conformance, which runs the default).
+// an event to session states. The sessions are the same — their bounds,
+// revisions, corrections and retractions, the records judged late — and
+// so are their values, but for the last bits of a sum or mean of values
+// that are not whole numbers: a held run adds its records before those
+// around it, as a tumbling window adds each batch's partial, and
+// floating-point addition depends on its order
+// (TestSessionRunsHeldFromTheFirstFoldMakeTheSameSessions; the Kafka
+// Streams conformance runs the default).
 const DefaultSessionFoldBytes = 1
 
 // WithSessionFoldBytes sets the size of a session state's points past

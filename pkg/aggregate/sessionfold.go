@@ -24,8 +24,9 @@ import (
 // one point that holds the run's bounds and aggregate. Replaying the
 // points then makes the same sessions, now and with every record still to
 // come, so a record is judged as before and a session's value is the same
-// aggregate (up to the order its sum adds its values in). What is not folded: late records (a replay places them by
-// their thresholds), and the runs of a session already emitted or frozen,
+// aggregate (up to the order its sum adds its values in). What is not
+// folded: late records (a replay places them by their thresholds), and
+// the runs of a session already emitted or frozen,
 // whose value would be recomputed from other bytes (a sum added in
 // another order) and corrected for nothing. The state's write is billed by
 // its size too: a busy key's state stays a few KB, not hundreds.

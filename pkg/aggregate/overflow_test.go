@@ -177,18 +177,24 @@ func TestAnIntervalPastItsStateBudgetWritesOverflowAndEachKeyOnceAtTheFlush(t *t
 	if got := emfSum(t, small.emf, "LedgerWrites"); got < keys {
 		t.Errorf("the flush wrote %v ledger items, want one a key at least (%d)", got, keys)
 	}
-	want, got := whole.results(), small.results()
+	sameResults(t, whole.results(), small.results(), "with overflow", "without")
+}
+
+// sameResults fails t unless got (the rig named with) emitted the results
+// want (the rig named without) did, no more and no fewer.
+func sameResults(t *testing.T, want, got map[string]string, with, without string) {
+	t.Helper()
 	if len(want) == 0 {
-		t.Fatal("the flush emitted no result: nothing compared")
+		t.Fatal("no result: nothing compared")
 	}
 	for id, w := range want {
 		if got[id] != w {
-			t.Errorf("%s: %q with overflow, %q without", id, got[id], w)
+			t.Errorf("%s: %q %s, %q %s", id, got[id], with, w, without)
 		}
 	}
 	for id, g := range got {
 		if _, ok := want[id]; !ok {
-			t.Errorf("%s: %q with overflow only", id, g)
+			t.Errorf("%s: %q %s only", id, g, with)
 		}
 	}
 }
@@ -283,13 +289,5 @@ func TestBusyKeysPastTheBudgetAreWrittenPerKeyNotOverflowed(t *testing.T) {
 	if busy.ledger == 0 {
 		t.Error("the busy keys' claims were not written before the flush: they stayed in a state past its budget")
 	}
-	want, got := whole.results(), busy.results()
-	if len(want) == 0 {
-		t.Fatal("no result: nothing compared")
-	}
-	for id, w := range want {
-		if got[id] != w {
-			t.Errorf("%s: %q written early, %q carried", id, got[id], w)
-		}
-	}
+	sameResults(t, whole.results(), busy.results(), "written early", "carried")
 }

@@ -18,12 +18,13 @@ import (
 )
 
 // Suppression of producer duplicates by event id (package dedupe): a batch
-// (per-batch path) judges its records against the keys' ledgers and commits
-// their claims, one conditional write per key with new ids, before any
-// window is written; an interval (per-interval path) carries its new claims
-// in Lambda's window state (past its share of it, in overflow items) and
-// commits them at the flush, so the ledger costs one write per key per
-// interval, like the windows.
+// (per-batch path) judges its records against the ledgers of their keys'
+// hash ranges (NewLedger) and commits their claims, a head and a segment
+// per range with new ids, before any window is written; an interval
+// (per-interval path) carries its new claims in Lambda's window state
+// (past its share of it, in overflow items) and commits them at the
+// flush, so the ledger costs a head and a segment of the interval's claims
+// per range, about eight a shard, each interval.
 
 // Keys of the tumbling-window state used by dedupe.
 const (
@@ -39,12 +40,27 @@ type ledgerStore interface {
 
 // NewLedger returns the dedupe ledger of cfg's pipeline, kept in its views
 // table, or nil when the pipeline does not suppress duplicates by id.
+//
+// A pipeline whose shards are each read one batch at a time
+// (parallelizationFactor 1, the default) keeps its claims by hash range
+// (dedupe.WithRanges): a flush writes a head and a segment for each of the
+// shard's ranges, about eight, where a ledger a key wrote a head for every
+// key with records. The ledgers of a key each, where claims made before
+// are, are read while a range's ledger is younger than the horizon
+// (dedupe.WithPredecessor). With batches of a shard side by side, each
+// would meet the others' writes on its ranges' heads; those pipelines keep
+// a ledger a key.
 func NewLedger(db ledgerStore, table string, cfg *pipeline.Config, opts ...dedupe.Option) *dedupe.Ledger {
 	if cfg.DedupeHorizon <= 0 {
 		return nil
 	}
-	return dedupe.NewLedger(db, table, state.LedgerKey(cfg.Name),
-		append([]dedupe.Option{dedupe.WithHorizon(cfg.DedupeHorizon), dedupe.WithTTLAttribute(state.TTLAttribute)}, opts...)...)
+	base := append([]dedupe.Option{dedupe.WithHorizon(cfg.DedupeHorizon), dedupe.WithTTLAttribute(state.TTLAttribute)}, opts...)
+	byKey := dedupe.NewLedger(db, table, state.LedgerKey(cfg.Name), base...)
+	if cfg.ParallelizationFactor > 1 {
+		return byKey
+	}
+	return dedupe.NewLedger(db, table, state.RangeLedgerKey(cfg.Name),
+		append(base, dedupe.WithRanges(), dedupe.WithPredecessor(byKey))...)
 }
 
 // candidateOf is a decoded record's identity for the ledger.
@@ -83,11 +99,11 @@ func (p *Processor) judgeBatch(ctx context.Context, c *collector) error {
 		bad := map[string]bool{}
 		for _, f := range failed {
 			bad[f.Key] = true
-			p.log.Error("dedupe ledger write failed: the key's records will be retried", "shard", c.shard, "key", f.Key, "error", f.Err.Error())
+			p.log.Error("dedupe ledger write failed: its records will be retried", "shard", c.shard, "ledger", dedupe.KeyName(f.Key), "error", f.Err.Error())
 		}
 		for i := range c.decoded {
 			d := &c.decoded[i]
-			if d.cand >= 0 && bad[c.cands[d.cand].Key] {
+			if d.cand >= 0 && bad[p.ledger.KeyOf(c.cands[d.cand].Key)] {
 				c.verdicts[d.cand] = 0 // not judged: neither applied nor suppressed
 				c.failures.Add(d.seq)
 			}
@@ -117,6 +133,8 @@ func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[stri
 	if err != nil {
 		return nil, nil, fmt.Errorf("aggregate: window state %q: %w", statePending, err)
 	}
+	// Claims carried per key by code from before the hash ranges.
+	carried = p.ledger.Regroup(carried)
 	nonce := st[stateInterval]
 	if nonce == "" {
 		nonce = newNonce()
@@ -134,7 +152,7 @@ func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[stri
 	if !final && !early {
 		keys = make(map[string]bool, len(c.cands))
 		for i := range c.cands {
-			keys[c.cands[i].Key] = true
+			keys[p.ledger.KeyOf(c.cands[i].Key)] = true
 		}
 		n, all := len(c.cands), len(keys)
 		for k, es := range carried {

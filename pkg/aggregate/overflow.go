@@ -152,6 +152,10 @@ func (p *Processor) loadOverflow(ctx context.Context, shard string, names []stri
 		if err == nil {
 			parts[i], err = decodeOverflow(b)
 		}
+		if err == nil && p.ledger != nil {
+			// Claims an item of code from before the hash ranges holds per key.
+			parts[i].claims = p.ledger.Regroup(parts[i].claims)
+		}
 		if err != nil {
 			errs[i] = fmt.Errorf("aggregate: overflow %s of %s: %w", names[i], shard, err)
 			return

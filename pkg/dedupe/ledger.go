@@ -122,6 +122,11 @@ type Ledger struct {
 	// now is the wall clock, which floors the TTL of what is written
 	// (setTTL).
 	now func() time.Time
+	// ranges: the claims of the keys of one hash range share a ledger
+	// (WithRanges); prev is the ledger of each key's own that the ranges
+	// took over from (WithPredecessor).
+	ranges bool
+	prev   *Ledger
 
 	mu      sync.Mutex
 	cache   map[string]*keyLedger
@@ -154,6 +159,20 @@ func WithTTLAttribute(name string) Option { return func(l *Ledger) { l.ttlAttr =
 // times of its claims (setTTL); tests fix it so that the items they
 // compare are the same from run to run.
 func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
+
+// WithRanges keeps the claims of every key whose hash falls in one of
+// Ranges equal ranges in one ledger (RangeOf), rather than a ledger a key:
+// a commit writes one head, and one segment of the commit's claims, per
+// range with new claims, where a ledger a key writes a head per key. See
+// the package documentation, "Hash ranges".
+func WithRanges() Option { return func(l *Ledger) { l.ranges = true } }
+
+// WithPredecessor names the ledger of a key each that a ledger of hash
+// ranges (WithRanges) took over from, with claims made before the
+// deploy: while a range's ledger is younger than the horizon (and an hour),
+// the records it would take for new are judged against prev first, read
+// only, and prev's verdict stands when prev holds a claim on the identity.
+func WithPredecessor(prev *Ledger) Option { return func(l *Ledger) { l.prev = prev } }
 
 // WithHeadEntries bounds the head item's claims (default 24), which a
 // head that fills up seals that many at a time (default: a segment of one
@@ -233,8 +252,12 @@ func (l *Ledger) Horizon() time.Duration { return l.horizon }
 // Stats returns the requests made so far.
 func (l *Ledger) Stats() Stats {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.stats
+	st := l.stats
+	l.mu.Unlock()
+	if l.prev != nil {
+		st.Reads += l.prev.Stats().Reads
+	}
+	return st
 }
 
 // keyLedger is one key's claims as last seen in the table.
@@ -448,6 +471,11 @@ type Session struct {
 	tag     string
 	cands   []Candidate
 	verdict []Verdict
+	lkeys   []string // each candidate's ledger key (Ledger.KeyOf)
+	// earlier holds the verdicts the predecessor gave (WithPredecessor),
+	// by candidate: records claimed before the ranges took over, never
+	// judged against a range.
+	earlier map[int]Verdict
 	keys    map[string]*sessionKey
 	// Raced lists claims carried through an interval that another record
 	// made first (see Commit): their effect is already in the interval's
@@ -476,7 +504,7 @@ type sessionKey struct {
 // Within an interval only the interval's own invocations write a key's
 // ledger, so a copy read in it stays good until the interval commits.
 func (l *Ledger) Begin(tag string, carried map[string][]Entry) *Session {
-	s := &Session{l: l, tag: tag, keys: map[string]*sessionKey{}, carried: carried}
+	s := &Session{l: l, tag: tag, keys: map[string]*sessionKey{}, carried: l.Regroup(carried)}
 	return s
 }
 
@@ -513,12 +541,55 @@ func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
 		keys = append(keys, key)
 	}
 	for i := range cands {
-		sk := s.key(cands[i].Key, 0)
+		lk := s.l.KeyOf(cands[i].Key)
+		s.lkeys = append(s.lkeys, lk)
+		sk := s.key(lk, 0)
 		if len(sk.cands) == 0 {
-			keys = append(keys, cands[i].Key)
+			keys = append(keys, lk)
 		}
 		sk.cands = append(sk.cands, base+i)
 	}
+	if err := s.load(ctx, keys); err != nil {
+		return err
+	}
+	if s.l.prev != nil {
+		var young []int
+		for i := base; i < len(s.cands); i++ {
+			if s.l.young(s.l.cache[s.lkeys[i]], s.cands[i].Arrival) {
+				young = append(young, i)
+			}
+		}
+		if len(young) > 0 {
+			s.l.mu.Unlock()
+			if err := s.judgeEarlier(ctx, young); err != nil {
+				return err
+			}
+			if err := s.load(ctx, keys); err != nil {
+				return err
+			}
+		}
+	}
+	defer s.l.mu.Unlock()
+	for key, es := range s.carried {
+		kl, sk := s.l.cache[key], s.key(key, len(es))
+		for _, e := range es {
+			s.settle(kl, sk, Candidate{Key: key, Entry: e})
+		}
+	}
+	s.carried = nil
+	for i := base; i < len(s.cands); i++ {
+		lk := s.lkeys[i]
+		s.verdict[i] = s.judgeAt(i, s.l.cache[lk], s.keys[lk])
+	}
+	for key, sk := range s.keys {
+		sk.basis = s.l.cache[key]
+	}
+	return nil
+}
+
+// load reads what the session needs of keys' ledgers and returns with
+// s.l.mu held and every one of them in the cache.
+func (s *Session) load(ctx context.Context, keys []string) error {
 	for attempt := 0; ; attempt++ {
 		if err := s.l.ensure(ctx, keys, s.tag); err != nil {
 			return err
@@ -531,29 +602,53 @@ func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
 			}
 		}
 		if loaded {
-			break
+			return nil
 		}
 		s.l.mu.Unlock()
 		if attempt == maxWriteAttempts {
 			return ErrConflict
 		}
 	}
-	defer s.l.mu.Unlock()
-	for key, es := range s.carried {
-		kl, sk := s.l.cache[key], s.key(key, len(es))
-		for _, e := range es {
-			s.settle(kl, sk, Candidate{Key: key, Entry: e})
-		}
+}
+
+// judgeEarlier judges the candidates at idx against the claims the
+// predecessor holds (WithPredecessor), read only: those it holds a claim
+// on keep its verdict. Claims among the candidates themselves are the
+// range's to judge (a record of the batch may be claimed in the range by
+// an earlier delivery of another).
+func (s *Session) judgeEarlier(ctx context.Context, idx []int) error {
+	prev := s.l.prev
+	ps := prev.Begin("", nil)
+	keys := make([]string, 0, len(idx))
+	for _, i := range idx {
+		keys = append(keys, prev.KeyOf(s.cands[i].Key))
 	}
-	s.carried = nil
-	for i := base; i < len(s.cands); i++ {
+	if err := ps.load(ctx, keys); err != nil {
+		return fmt.Errorf("the ledgers of keys the hash ranges took over from: %w", err)
+	}
+	defer prev.mu.Unlock()
+	for j, i := range idx {
 		c := &s.cands[i]
-		s.verdict[i] = s.judge(s.l.cache[c.Key], s.keys[c.Key], c)
-	}
-	for key, sk := range s.keys {
-		sk.basis = s.l.cache[key]
+		kl := prev.cache[keys[j]]
+		e, ok := kl.claimAt(c.ID, c.Arrival)
+		if !ok || e.Arrival < prev.cutoff(c.Arrival) {
+			continue
+		}
+		if s.earlier == nil {
+			s.earlier = map[int]Verdict{}
+		}
+		s.earlier[i] = verdictOn(e, c)
 	}
 	return nil
+}
+
+// judgeAt decides candidate i: the predecessor's verdict when it held a
+// claim on it, else judge's. s.l.mu held.
+func (s *Session) judgeAt(i int, kl *keyLedger, sk *sessionKey) Verdict {
+	if v, ok := s.earlier[i]; ok {
+		return v
+	}
+	return s.judge(kl, sk, &s.cands[i])
 }
 
 // settle takes a claim carried from earlier in the interval: still to be
@@ -578,19 +673,24 @@ func (s *Session) judge(kl *keyLedger, sk *sessionKey, c *Candidate) Verdict {
 		e, ok = kl.claimAt(c.ID, c.Arrival)
 	}
 	if ok && e.Arrival >= cutoff {
-		switch {
-		case e.Claim == c.Claim:
-			return Redelivered
-		case c.sameContent(e.Content):
-			return Duplicate
-		default:
-			return Conflict
-		}
+		return verdictOn(e, c)
 	}
 	sk.pending = append(sk.pending, c.Entry)
 	sk.byID[c.ID] = c.Entry
 	sk.dirty = true
 	return New
+}
+
+// verdictOn is the verdict on c of e, a live claim on its identity.
+func verdictOn(e Entry, c *Candidate) Verdict {
+	switch {
+	case e.Claim == c.Claim:
+		return Redelivered
+	case c.sameContent(e.Content):
+		return Duplicate
+	default:
+		return Conflict
+	}
 }
 
 func (l *Ledger) cutoff(arrival uint32) uint32 {
@@ -637,7 +737,9 @@ type KeyError struct {
 	Err error
 }
 
-func (e *KeyError) Error() string { return fmt.Sprintf("dedupe ledger of key %q: %v", e.Key, e.Err) }
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("dedupe ledger of %s: %v", KeyName(e.Key), e.Err)
+}
 func (e *KeyError) Unwrap() error { return e.Err }
 
 // Commit writes the session's new claims, one conditional write per key with
@@ -777,7 +879,7 @@ func (s *Session) rejudge(key string) {
 		s.settle(kl, sk, Candidate{Key: key, Entry: e})
 	}
 	for _, i := range sk.cands {
-		s.verdict[i] = s.judge(kl, sk, &s.cands[i])
+		s.verdict[i] = s.judgeAt(i, kl, sk)
 	}
 }
 
@@ -1125,7 +1227,7 @@ func (l *Ledger) putSegment(ctx context.Context, key string, n int64, seg []Entr
 		item[attrEntries] = &types.AttributeValueMemberB{Value: entries}
 		l.setTTL(item, maxArrival(seg))
 		if err := limits.CheckItem(item); err != nil {
-			return 0, fmt.Errorf("dedupe ledger segment %d of key %q: %w", n, key, err)
+			return 0, fmt.Errorf("dedupe ledger segment %d of %s: %w", n, KeyName(key), err)
 		}
 		l.count(func(s *Stats) { s.Writes++ })
 		_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.table), Item: item,
@@ -1141,7 +1243,7 @@ func (l *Ledger) putSegment(ctx context.Context, key string, n int64, seg []Entr
 		}
 		return ref.salt, nil
 	}
-	return 0, fmt.Errorf("sealing the ledger head: segment %d of key %q: %d salts all hold other claims", n, key, saltTries)
+	return 0, fmt.Errorf("sealing the ledger head: segment %d of %s: %d salts all hold other claims", n, KeyName(key), saltTries)
 }
 
 // A segment is put where no item is, or the same claims are.
@@ -1169,7 +1271,7 @@ func (l *Ledger) headItem(key string, kl *keyLedger) (map[string]types.Attribute
 	item := l.headAttrs(key, kl)
 	l.setTTL(item, max(maxArrival(kl.head), kl.newestInSegments()))
 	if err := limits.CheckItem(item); err != nil {
-		return nil, fmt.Errorf("dedupe ledger head of key %q: %w", key, err)
+		return nil, fmt.Errorf("dedupe ledger head of %s: %w", KeyName(key), err)
 	}
 	return item, nil
 }
@@ -1274,7 +1376,7 @@ func (l *Ledger) loadHeads(ctx context.Context, keys []string, tag string) error
 	for _, k := range keys {
 		kl, err := l.fromHead(got[k])
 		if err != nil {
-			return fmt.Errorf("dedupe ledger head of key %q: %w", k, err)
+			return fmt.Errorf("dedupe ledger head of %s: %w", KeyName(k), err)
 		}
 		if prev := l.cache[k]; prev != nil {
 			kl.keepSegments(prev)
@@ -1342,7 +1444,7 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 			b, _ := item[attrEntries].(*types.AttributeValueMemberB)
 			if b != nil {
 				if es, err = decodeEntries(nil, b.Value); err != nil {
-					return fmt.Errorf("dedupe ledger segment item %d of key %q: %w", r.item, r.key, err)
+					return fmt.Errorf("dedupe ledger segment item %d of %s: %w", r.item, KeyName(r.key), err)
 				}
 			}
 		}

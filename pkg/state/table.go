@@ -74,6 +74,17 @@ func LedgerKey(pipeline string) dedupe.ItemKey {
 	}
 }
 
+// RangeLedgerKey places the ledgers of a pipeline's hash ranges
+// (dedupe.WithRanges) in its views table: partition key
+// "dedupe#~range#<pipeline>#<range>" (one hexadecimal digit), apart from
+// every key's own ledger (LedgerKey), since a pipeline's name has no "~".
+func RangeLedgerKey(pipeline string) dedupe.ItemKey {
+	byKey := LedgerKey("~range#" + pipeline)
+	return func(key string, segment int64) map[string]types.AttributeValue {
+		return byKey(dedupe.RangeName(key), segment)
+	}
+}
+
 // IsLedgerItem reports whether item is a dedupe ledger item (LedgerKey)
 // rather than a window, keyed state or watermark item.
 func IsLedgerItem(item map[string]types.AttributeValue) bool {

@@ -1,0 +1,161 @@
+package dedupe_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tributary-dev/tributary/pkg/dedupe"
+)
+
+// rangeItemKey places range ledgers apart from the keys' own (itemKey), as
+// state.RangeLedgerKey does in the views table.
+func rangeItemKey(key string, seg int64) map[string]types.AttributeValue {
+	return itemKey("~range#"+dedupe.RangeName(key), seg)
+}
+
+// A ledger of hash ranges judges as a ledger a key does, and writes a head
+// per range with new claims, not per key: 200 keys' claims take at most 16
+// heads and a segment each.
+func TestRangesJudgeAsKeysDoAndWriteARangeOnce(t *testing.T) {
+	table := newTable(t)
+	l := dedupe.NewLedger(db, table, rangeItemKey, dedupe.WithRanges())
+	const keys = 200
+	var first []dedupe.Candidate
+	for k := range keys {
+		first = append(first, cand(fmt.Sprintf("user-%d", k), "a", k+1, 0, 1))
+	}
+	before := l.Stats()
+	for i, v := range judge(t, l, first...) {
+		if v != dedupe.New {
+			t.Fatalf("first claim of %s: %v, want new", first[i].Key, v)
+		}
+	}
+	if w := l.Stats().Writes - before.Writes; w > 2*dedupe.Ranges {
+		t.Errorf("200 keys' claims took %d writes, want at most a head and a segment for each of %d ranges", w, dedupe.Ranges)
+	}
+	// A cold process: every copy is a duplicate, other content a
+	// conflict, a redelivery redelivered, another id new, and the same id
+	// under a key never seen (in a range with claims of other keys) new.
+	l2 := dedupe.NewLedger(db, table, rangeItemKey, dedupe.WithRanges())
+	var again []dedupe.Candidate
+	var want []dedupe.Verdict
+	for k := range keys {
+		key := fmt.Sprintf("user-%d", k)
+		switch k % 4 {
+		case 0:
+			again, want = append(again, cand(key, "a", 1000+k, 5, 1)), append(want, dedupe.Duplicate)
+		case 1:
+			again, want = append(again, cand(key, "a", 1000+k, 5, 2)), append(want, dedupe.Conflict)
+		case 2:
+			again, want = append(again, cand(key, "a", k+1, 0, 1)), append(want, dedupe.Redelivered)
+		case 3:
+			again, want = append(again, cand(key, "b", 1000+k, 5, 1)), append(want, dedupe.New)
+		}
+	}
+	again, want = append(again, cand("never-seen", "a", 5000, 5, 1)), append(want, dedupe.New)
+	if got := judge(t, l2, again...); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("second batch:\n got %v\nwant %v", got, want)
+	}
+}
+
+// RangeOf follows Kinesis' hash ranges: the first four bits of the key's
+// MD5. Of a stream's two shards, the first holds the keys of ranges 0 to
+// 7 (hash keys below 2^127), so a shard writes eight ranges, not sixteen.
+func TestRangeOfIsTheTopOfTheKeysMD5(t *testing.T) {
+	for key, want := range map[string]string{
+		"user-1": "d", // md5 d6d7…
+		"a":      "0", // md5 0cc1…
+		"k00":    "e", // md5 e3b5…
+	} {
+		if got := dedupe.RangeName(dedupe.RangeOf(key)); got != want {
+			t.Errorf("RangeOf(%q) = %s, want %s", key, got, want)
+		}
+	}
+	if got := dedupe.KeyName(dedupe.RangeOf("a")); got != "hash range 0 of 16" {
+		t.Errorf("KeyName = %q", got)
+	}
+	if got := dedupe.KeyName("a"); got != `key "a"` {
+		t.Errorf("KeyName = %q", got)
+	}
+}
+
+// A deploy moves a pipeline from a ledger a key to hash ranges: the claims
+// made before it are in the keys' ledgers, which the ranges read while they
+// are younger than the horizon and an hour — a copy of an event claimed
+// before the deploy is a duplicate, its reuse with other content a
+// conflict, its redelivery redelivered — and not after.
+func TestRangesHonourTheClaimsOfTheLedgersBefore(t *testing.T) {
+	table := newTable(t)
+	old := dedupe.NewLedger(db, table, itemKey)
+	judge(t, old, cand("k1", "a", 1, 0, 1), cand("k2", "b", 2, 0, 1), cand("k3", "c", 3, 0, 1))
+
+	byKey := dedupe.NewLedger(db, table, itemKey)
+	l := dedupe.NewLedger(db, table, rangeItemKey, dedupe.WithRanges(), dedupe.WithPredecessor(byKey))
+	got := judge(t, l,
+		cand("k1", "a", 10, 60, 1), // a copy of a
+		cand("k2", "b", 11, 60, 2), // b's id with other content
+		cand("k3", "c", 3, 0, 1),   // record 3 again
+		cand("k4", "d", 12, 60, 1), // a new event
+	)
+	if want := verdicts(dedupe.Duplicate, dedupe.Conflict, dedupe.Redelivered, dedupe.New); fmt.Sprint(got) != want {
+		t.Fatalf("after the deploy: %v, want %v", got, want)
+	}
+	// Two hours on (the horizon and an hour), a range no longer reads the
+	// keys' ledgers, whose claims are past the horizon anyway.
+	reads := byKey.Stats().Reads
+	later := int(2*time.Hour/time.Second) + 60
+	got = judge(t, l, cand("k1", "a", 20, later, 1), cand("k1", "z", 21, later, 1))
+	if want := verdicts(dedupe.New, dedupe.New); fmt.Sprint(got) != want {
+		t.Fatalf("two hours on: %v, want %v", got, want)
+	}
+	if r := byKey.Stats().Reads - reads; r != 0 {
+		t.Errorf("the keys' ledgers were read %d more times two hours after the ranges began", r)
+	}
+}
+
+// The ledgers before judge only the claims they hold: two records of a
+// batch sharing an id are the range's to judge. Record 2 (other content
+// than record 1, same id) was applied by a delivery of its own; the batch
+// of both, delivered again, finds record 2's claim in the range: record 1
+// is the conflict, record 2 redelivered — not the other way round, as
+// judging the batch against the ledgers before (which hold neither) would
+// make it.
+func TestClaimsWithinTheBatchAreTheRangesToJudge(t *testing.T) {
+	table := newTable(t)
+	l := dedupe.NewLedger(db, table, rangeItemKey, dedupe.WithRanges(), dedupe.WithPredecessor(dedupe.NewLedger(db, table, itemKey)))
+	if got := judge(t, l, cand("k1", "a", 2, 1, 2)); fmt.Sprint(got) != verdicts(dedupe.New) {
+		t.Fatalf("record 2 alone: %v", got)
+	}
+	got := judge(t, l, cand("k1", "a", 1, 0, 1), cand("k1", "a", 2, 1, 2))
+	if want := verdicts(dedupe.Conflict, dedupe.Redelivered); fmt.Sprint(got) != want {
+		t.Fatalf("the batch again: %v, want %v", got, want)
+	}
+}
+
+// Claims an interval carried per key (code from before the ranges, in
+// Lambda's window state through a deploy) are settled under their
+// ranges: the flush writes them there, and a later copy is a duplicate.
+func TestCarriedClaimsOfKeysAreTakenUnderTheirRanges(t *testing.T) {
+	table := newTable(t)
+	l := dedupe.NewLedger(db, table, rangeItemKey, dedupe.WithRanges())
+	carried := map[string][]dedupe.Entry{"k1": {cand("k1", "a", 1, 0, 1).Entry}, "k2": {cand("k2", "b", 2, 0, 1).Entry}}
+	s := l.Begin("shardId-000000000000/x", carried)
+	if err := s.Judge(context.Background(), []dedupe.Candidate{cand("k3", "c", 3, 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if failed := s.Commit(context.Background(), 4); len(failed) > 0 {
+		t.Fatal(failed[0])
+	}
+	for key := range s.Pending() {
+		t.Errorf("pending after the commit under %s", dedupe.KeyName(key))
+	}
+	got := judge(t, dedupe.NewLedger(db, table, rangeItemKey, dedupe.WithRanges()),
+		cand("k1", "a", 10, 5, 1), cand("k2", "b", 11, 5, 1), cand("k3", "c", 12, 5, 1))
+	if want := verdicts(dedupe.Duplicate, dedupe.Duplicate, dedupe.Duplicate); fmt.Sprint(got) != want {
+		t.Fatalf("copies after the flush: %v, want %v", got, want)
+	}
+}

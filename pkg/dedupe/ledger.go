@@ -1378,7 +1378,18 @@ func (l *Ledger) loadHeads(ctx context.Context, keys []string, tag string) error
 		if err != nil {
 			return fmt.Errorf("dedupe ledger head of %s: %w", KeyName(k), err)
 		}
-		if prev := l.cache[k]; prev != nil {
+		prev := l.cache[k]
+		if prev != nil && kl.version != 0 && kl.version == prev.version && !prev.loading && prev.complete() {
+			// The head this process last wrote or read, unchanged (a
+			// version is written once): the copy it holds is good for
+			// tag too. A range's holds a shard's claims of the horizon,
+			// which indexing again at each interval would cost.
+			prev.tag = tag
+			l.clock++
+			prev.lastUse = l.clock
+			continue
+		}
+		if prev != nil {
 			kl.keepSegments(prev)
 		}
 		kl.loading = true // until loadSegments has read its segments

@@ -26,6 +26,11 @@ import (
 // flush, so the ledger costs a head and a segment of the interval's claims
 // per range, about eight a shard, each interval.
 
+// maxRangeHorizon is the longest dedupeHorizon kept by hash range
+// (NewLedger): at 24 hours a range's 32 million claims are some 6,000 events
+// a second over the pipeline.
+const maxRangeHorizon = 24 * time.Hour
+
 // Keys of the tumbling-window state used by dedupe.
 const (
 	statePending  = "dd" // claims made in the interval, not yet written
@@ -48,15 +53,17 @@ type ledgerStore interface {
 // key with records. The ledgers of a key each, where claims made before
 // are, are read while a range's ledger is younger than the horizon
 // (dedupe.WithPredecessor). With batches of a shard side by side, each
-// would meet the others' writes on its ranges' heads; those pipelines keep
-// a ledger a key.
+// would meet the others' writes on its ranges' heads; and a range holds at
+// most some 32 million claims of the horizon (dedupe.WithSegmentLimit's),
+// which at a horizon past maxRangeHorizon a pipeline of under a thousand
+// events a second reaches. Those pipelines keep a ledger a key.
 func NewLedger(db ledgerStore, table string, cfg *pipeline.Config, opts ...dedupe.Option) *dedupe.Ledger {
 	if cfg.DedupeHorizon <= 0 {
 		return nil
 	}
 	base := append([]dedupe.Option{dedupe.WithHorizon(cfg.DedupeHorizon), dedupe.WithTTLAttribute(state.TTLAttribute)}, opts...)
 	byKey := dedupe.NewLedger(db, table, state.LedgerKey(cfg.Name), base...)
-	if cfg.ParallelizationFactor > 1 {
+	if cfg.ParallelizationFactor > 1 || cfg.DedupeHorizon > maxRangeHorizon {
 		return byKey
 	}
 	return dedupe.NewLedger(db, table, state.RangeLedgerKey(cfg.Name),

@@ -71,6 +71,7 @@ harness join "$JOIN" "join kind" ./pkg/join TestFaultInjectionOutputsEqualRefere
 harness cep "$CEP" "" ./pkg/cep TestFaultInjectionMatchesEqualReference
 harness cep-bursts "$BURSTS" "" ./pkg/cep TestRandomBurstsNeverWedgeAKey
 harness dedupe "$DEDUPE" "" ./pkg/dedupe TestFaultInjectionClaimsExactlyOnce
+harness dedupe-ranges "$DEDUPE" "" ./pkg/dedupe TestFaultInjectionClaimsExactlyOnceByRange
 harness es "$ES" "" ./pkg/es TestFaultInjectionCommandsExactlyOnce
 
 if [ "$CONFORMANCE" -eq 0 ]; then

@@ -173,7 +173,7 @@ func (c *consumer) HandleBatch(ctx context.Context, ev events.KinesisEvent) (eve
 	}
 	var resp events.KinesisEventResponse
 	for i, v := range s.Verdicts() {
-		if failed[cands[i].Key] {
+		if failed[l.KeyOf(cands[i].Key)] { // a commit fails for a ledger key: the key's, or its range's
 			resp.BatchItemFailures = []events.KinesisBatchItemFailure{{ItemIdentifier: ev.Records[i].Kinesis.SequenceNumber}}
 			break
 		}
@@ -196,10 +196,20 @@ func (c *consumer) HandleBatch(ctx context.Context, ev events.KinesisEvent) (eve
 // first -fault.moto on moto too, so that memdb cannot drift from it.
 func TestFaultInjectionClaimsExactlyOnce(t *testing.T) {
 	keyedtest.Seeds{Test: "TestFaultInjectionClaimsExactlyOnce", Package: "./pkg/dedupe", First: *faultFirstSeed, N: *faultSeeds, Moto: *faultMotoSeeds}.Run(t,
-		func(t *testing.T, backend string, seed int) { faultScenario(t, backend, uint64(seed)) })
+		func(t *testing.T, backend string, seed int) { faultScenario(t, backend, uint64(seed), false) })
 }
 
-func faultScenario(t *testing.T, backend string, seed uint64) {
+// TestFaultInjectionClaimsExactlyOnceByRange is the same scenarios with
+// each environment's ledgers kept by hash range (WithRanges, reading an
+// empty ledger a key before, WithPredecessor): many keys share a range's
+// head, the shards write the ranges they share at once, and the small
+// cache evicts whole ranges.
+func TestFaultInjectionClaimsExactlyOnceByRange(t *testing.T) {
+	keyedtest.Seeds{Test: "TestFaultInjectionClaimsExactlyOnceByRange", Package: "./pkg/dedupe", First: *faultFirstSeed, N: *faultSeeds, Moto: *faultMotoSeeds}.Run(t,
+		func(t *testing.T, backend string, seed int) { faultScenario(t, backend, uint64(seed), true) })
+}
+
+func faultScenario(t *testing.T, backend string, seed uint64, ranges bool) {
 	var store memdb.Client
 	table := "views"
 	if backend == "moto" {
@@ -220,10 +230,16 @@ func faultScenario(t *testing.T, backend string, seed uint64) {
 				c := &consumer{rng: rand.New(rand.NewPCG(rng.Uint64(), 1)), out: out}
 				// The first environment seals segments a merge seldom
 				// fits; the second merges them at nearly every seal.
-				c.ledgers[0] = dedupe.NewLedger(fdb, table, itemKey, dedupe.WithHorizon(faultHorizon*time.Second),
-					dedupe.WithHeadEntries(4), dedupe.WithSegmentEntries(5), dedupe.WithMaxSegments(3), dedupe.WithCacheEntries(12))
-				c.ledgers[1] = dedupe.NewLedger(fdb, table, itemKey, dedupe.WithHorizon(faultHorizon*time.Second),
-					dedupe.WithHeadEntries(3), dedupe.WithSegmentEntries(8), dedupe.WithMaxSegments(2), dedupe.WithCacheEntries(12))
+				newLedger := func(opts ...dedupe.Option) *dedupe.Ledger {
+					opts = append(opts, dedupe.WithHorizon(faultHorizon*time.Second), dedupe.WithCacheEntries(12))
+					if !ranges {
+						return dedupe.NewLedger(fdb, table, itemKey, opts...)
+					}
+					before := dedupe.NewLedger(fdb, table, itemKey, opts...)
+					return dedupe.NewLedger(fdb, table, rangeItemKey, append(opts, dedupe.WithRanges(), dedupe.WithPredecessor(before))...)
+				}
+				c.ledgers[0] = newLedger(dedupe.WithHeadEntries(4), dedupe.WithSegmentEntries(5), dedupe.WithMaxSegments(3))
+				c.ledgers[1] = newLedger(dedupe.WithHeadEntries(3), dedupe.WithSegmentEntries(8), dedupe.WithMaxSegments(2))
 				return c
 			}}
 		mappings = append(mappings, m)

@@ -272,7 +272,11 @@ type keyLedger struct {
 	// segs: a hot key over a long horizon holds millions of claims, which
 	// each commit would otherwise scan to find the horizon.
 	newest map[int64]uint32
-	byID   map[Identity]Entry // each identity's newest claim
+	// expires is each segment's expiry (its TTL, Unix seconds), by item
+	// number, where known: a ledger of hash ranges (WithRanges) lets a
+	// segment go by it, not by its claims' arrival (see plan).
+	expires map[int64]int64
+	byID    map[Identity]Entry // each identity's newest claim
 	// earlier holds the older claims of identities claimed again after
 	// the horizon, kept until they expire: a record of the batch that made
 	// the older claim, redelivered, must still find its own claim.
@@ -296,6 +300,17 @@ func (k *keyLedger) setSeg(item int64, es []Entry) {
 	k.newest[item] = maxArrival(es)
 }
 
+// setExpiry records the expiry of the segment at item (0: not known).
+func (k *keyLedger) setExpiry(item, exp int64) {
+	if exp == 0 {
+		return
+	}
+	if k.expires == nil {
+		k.expires = map[int64]int64{}
+	}
+	k.expires[item] = exp
+}
+
 // newestInSegments is the newest arrival of k's segments' claims.
 func (k *keyLedger) newestInSegments() uint32 {
 	var n uint32
@@ -313,6 +328,7 @@ func (k *keyLedger) keepSegments(prev *keyLedger) {
 	for _, r := range k.live {
 		if seg, ok := prev.segs[r.item()]; ok {
 			k.setSeg(r.item(), seg)
+			k.setExpiry(r.item(), prev.expires[r.item()])
 		}
 	}
 }
@@ -922,6 +938,9 @@ type planSegment struct {
 	// unread: its claims are not held (never so for a ledger judged on),
 	// so it is never merged.
 	unread bool
+	// expires is its expiry where known (keyLedger.expires); of a fresh
+	// one, what its TTL is to be (0: setTTL's).
+	expires int64
 }
 
 // plan computes key's ledger after adding pending: claims past the horizon
@@ -940,6 +959,15 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 		newest = min(newest, oldest)
 	}
 	cutoff := l.cutoff(newest)
+	if l.ranges {
+		// A range's claims come from every shard whose keys fall in it,
+		// and one shard may be hours behind another: counted back from
+		// the newest arrival, the horizon would drop claims the shard
+		// behind still judges copies against. Claims are kept instead
+		// until their segment's TTL, at least the horizon and an hour
+		// after it was written, as a key's items are (setTTL).
+		cutoff = 0
+	}
 	head := make([]Entry, 0, len(kl.head)+len(pending))
 	for _, e := range kl.head {
 		if e.Arrival >= cutoff {
@@ -954,15 +982,17 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 	p := &writePlan{key: key, version: kl.version, after: after}
 	// Segments whose newest claim is past the horizon are no longer named
 	// (a segment not loaded is never taken for an expired one).
+	now := l.now().Unix()
 	for _, r := range kl.live {
 		seg, ok := kl.segs[r.item()]
-		if ok && kl.newest[r.item()] < cutoff {
+		exp := kl.expires[r.item()]
+		if ok && kl.newest[r.item()] < cutoff || l.ranges && exp != 0 && exp < now {
 			continue
 		}
-		p.segs = append(p.segs, planSegment{ref: r, es: seg, unread: !ok})
+		p.segs = append(p.segs, planSegment{ref: r, es: seg, unread: !ok, expires: exp})
 	}
 	seal := func(es []Entry) {
-		p.segs = append(p.segs, planSegment{ref: segRef{n: after.next}, es: es, fresh: true})
+		p.segs = append(p.segs, planSegment{ref: segRef{n: after.next}, es: es, fresh: true, expires: l.expiry(maxArrival(es))})
 		after.next++
 	}
 	if len(head) > 0 {
@@ -1121,14 +1151,23 @@ func (l *Ledger) merge(p *writePlan, cutoff uint32) {
 			return
 		}
 		var es []Entry
+		var exp int64 // the latest of theirs: a merge never keeps a claim longer
 		for _, s := range p.segs[best : best+bestLen] {
 			for _, e := range s.es {
 				if e.Arrival >= cutoff {
 					es = append(es, e)
 				}
 			}
+			if exp >= 0 && s.expires > 0 {
+				exp = max(exp, s.expires)
+			} else {
+				exp = -1 // one not known
+			}
 		}
-		merged := planSegment{ref: segRef{n: p.after.next}, es: es, fresh: true}
+		if !l.ranges {
+			exp = 0 // setTTL's: a key's claims go by their arrival (plan)
+		}
+		merged := planSegment{ref: segRef{n: p.after.next}, es: es, fresh: true, expires: max(exp, 0)}
 		p.after.next++
 		p.segs = slices.Replace(p.segs, best, best+bestLen, merged)
 	}
@@ -1175,7 +1214,7 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 	for i := range p.segs {
 		s := &p.segs[i]
 		if s.fresh {
-			salt, err := l.putSegment(ctx, p.key, s.ref.n, s.es)
+			salt, err := l.putSegment(ctx, p.key, s.ref.n, s.es, s.expires)
 			if err != nil {
 				return nil, err
 			}
@@ -1184,6 +1223,7 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 		p.after.live = append(p.after.live, s.ref)
 		if !s.unread {
 			p.after.setSeg(s.ref.item(), s.es)
+			p.after.setExpiry(s.ref.item(), s.expires)
 		}
 	}
 	head, err := l.headItem(p.key, p.after)
@@ -1219,13 +1259,17 @@ func (l *Ledger) write(ctx context.Context, p *writePlan) (map[string]types.Attr
 // item with the same claims (a retry of this seal): under its first salt,
 // or, when another set of claims holds that item, the next (saltTries at
 // most). It returns the salt used, which the head names.
-func (l *Ledger) putSegment(ctx context.Context, key string, n int64, seg []Entry) (uint32, error) {
+func (l *Ledger) putSegment(ctx context.Context, key string, n int64, seg []Entry, exp int64) (uint32, error) {
 	entries := appendEntries(make([]byte, 0, len(seg)*entrySize), seg)
 	for try := 0; try < saltTries; try++ {
 		ref := segRef{n: n, salt: saltOf(entries, try)}
 		item := l.itemKey(key, ref.item())
 		item[attrEntries] = &types.AttributeValueMemberB{Value: entries}
-		l.setTTL(item, maxArrival(seg))
+		if exp > 0 && l.ttlAttr != "" {
+			item[l.ttlAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(exp, 10)}
+		} else {
+			l.setTTL(item, maxArrival(seg))
+		}
 		if err := limits.CheckItem(item); err != nil {
 			return 0, fmt.Errorf("dedupe ledger segment %d of %s: %w", n, KeyName(key), err)
 		}
@@ -1307,8 +1351,13 @@ func (l *Ledger) setTTL(item map[string]types.AttributeValue, newest uint32) {
 	if l.ttlAttr == "" || newest == 0 {
 		return
 	}
-	exp := max(int64(newest), l.now().Unix()) + int64((l.horizon+ttlSlack)/time.Second)
-	item[l.ttlAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(exp, 10)}
+	item[l.ttlAttr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(l.expiry(newest), 10)}
+}
+
+// expiry is the TTL of an item written now whose newest claim arrived at
+// newest: the horizon and an hour after the later of the two.
+func (l *Ledger) expiry(newest uint32) int64 {
+	return max(int64(newest), l.now().Unix()) + int64((l.horizon+ttlSlack)/time.Second)
 }
 
 func (l *Ledger) count(f func(*Stats)) {
@@ -1461,6 +1510,13 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 		}
 		// A segment gone (expired by TTL) holds nothing live.
 		kl.setSeg(r.item, es)
+		if item := got[name]; item != nil && l.ttlAttr != "" {
+			if n, ok := item[l.ttlAttr].(*types.AttributeValueMemberN); ok {
+				if exp, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+					kl.setExpiry(r.item, exp)
+				}
+			}
+		}
 		l.entries += len(es)
 		touched[r.key] = true
 	}

@@ -159,3 +159,48 @@ func TestCarriedClaimsOfKeysAreTakenUnderTheirRanges(t *testing.T) {
 		t.Fatalf("copies after the flush: %v, want %v", got, want)
 	}
 }
+
+// sameRange returns two keys of one hash range.
+func sameRange(t *testing.T) (string, string) {
+	t.Helper()
+	first := map[string]string{}
+	for i := range 1000 {
+		k := fmt.Sprintf("key-%d", i)
+		if o, ok := first[dedupe.RangeOf(k)]; ok {
+			return o, k
+		}
+		first[dedupe.RangeOf(k)] = k
+	}
+	t.Fatal("no two keys in one range")
+	return "", ""
+}
+
+// Two shards share a range (a stream of three shards, say) and one is
+// hours behind the other: the shard ahead commits claims that arrived two
+// hours after those of the shard behind, which must still find its own
+// claims. Counted back from the range's newest arrival, the horizon let
+// them go, and a copy the shard behind read next counted again.
+func TestAShardBehindKeepsItsClaimsInARangeItShares(t *testing.T) {
+	behind, ahead := sameRange(t)
+	wall := func() time.Time { return time.Unix(int64(base), 0).Add(3 * time.Hour) }
+	hours := int(2 * time.Hour / time.Second)
+	for _, ttl := range []string{"", "expiresAt"} {
+		t.Run("ttl="+ttl, func(t *testing.T) {
+			table := newTable(t)
+			opts := []dedupe.Option{dedupe.WithRanges(), dedupe.WithClock(wall), dedupe.WithTTLAttribute(ttl), dedupe.WithHeadEntries(1)}
+			l := dedupe.NewLedger(db, table, rangeItemKey, opts...)
+			if got := judge(t, l, cand(behind, "x", 1, 0, 1), cand(behind, "w", 5, 0, 1)); fmt.Sprint(got) != verdicts(dedupe.New, dedupe.New) {
+				t.Fatalf("the shard behind's events: %v", got)
+			}
+			if got := judge(t, l, cand(ahead, "y", 2, hours, 1), cand(ahead, "z", 3, hours, 1)); fmt.Sprint(got) != verdicts(dedupe.New, dedupe.New) {
+				t.Fatalf("the shard ahead's events: %v", got)
+			}
+			if got := judge(t, dedupe.NewLedger(db, table, rangeItemKey, opts...), cand(behind, "x", 4, 10, 1)); fmt.Sprint(got) != verdicts(dedupe.Duplicate) {
+				t.Errorf("a cold process: the shard behind's copy, 10 s after its event: %v, want duplicate", got)
+			}
+			if got := judge(t, l, cand(behind, "w", 6, 10, 1)); fmt.Sprint(got) != verdicts(dedupe.Duplicate) {
+				t.Errorf("a warm one: the shard behind's copy, 10 s after its event: %v, want duplicate", got)
+			}
+		})
+	}
+}

@@ -26,11 +26,6 @@ import (
 // flush, so the ledger costs a head and a segment of the interval's claims
 // per range, about eight a shard, each interval.
 
-// maxRangeHorizon is the longest dedupeHorizon kept by hash range
-// (NewLedger): at 24 hours a range's 32 million claims are some 6,000 events
-// a second over the pipeline.
-const maxRangeHorizon = 24 * time.Hour
-
 // Keys of the tumbling-window state used by dedupe.
 const (
 	statePending  = "dd" // claims made in the interval, not yet written
@@ -46,28 +41,30 @@ type ledgerStore interface {
 // NewLedger returns the dedupe ledger of cfg's pipeline, kept in its views
 // table, or nil when the pipeline does not suppress duplicates by id.
 //
-// A pipeline whose shards are each read one batch at a time
-// (parallelizationFactor 1, the default) keeps its claims by hash range
+// With dedupeLedger "range" the claims are kept by hash range
 // (dedupe.WithRanges): a flush writes a head and a segment for each of the
-// shard's ranges, about eight, where a ledger a key wrote a head for every
-// key with records. The ledgers of a key each, where claims made before
-// are, are read while a range's ledger is younger than the horizon
-// (dedupe.WithPredecessor). With batches of a shard side by side, each
-// would meet the others' writes on its ranges' heads; and a range holds at
-// most some 32 million claims of the horizon (dedupe.WithSegmentLimit's),
-// which at a horizon past maxRangeHorizon a pipeline of under a thousand
-// events a second reaches. Those pipelines keep a ledger a key.
+// shard's ranges, about eight, where a ledger a key writes a head for every
+// key with records. Either layout reads the other's ledgers, read only, while
+// its own is younger than the horizon and an hour (dedupe.WithPredecessor),
+// so a deploy that changes dedupeLedger keeps the claims made before it.
 func NewLedger(db ledgerStore, table string, cfg *pipeline.Config, opts ...dedupe.Option) *dedupe.Ledger {
 	if cfg.DedupeHorizon <= 0 {
 		return nil
 	}
 	base := append([]dedupe.Option{dedupe.WithHorizon(cfg.DedupeHorizon), dedupe.WithTTLAttribute(state.TTLAttribute)}, opts...)
-	byKey := dedupe.NewLedger(db, table, state.LedgerKey(cfg.Name), base...)
-	if cfg.ParallelizationFactor > 1 || cfg.DedupeHorizon > maxRangeHorizon {
-		return byKey
+	byKey := func(more ...dedupe.Option) *dedupe.Ledger {
+		return dedupe.NewLedger(db, table, state.LedgerKey(cfg.Name), append(base, more...)...)
 	}
-	return dedupe.NewLedger(db, table, state.RangeLedgerKey(cfg.Name),
-		append(base, dedupe.WithRanges(), dedupe.WithPredecessor(byKey))...)
+	byRange := func(more ...dedupe.Option) *dedupe.Ledger {
+		return dedupe.NewLedger(db, table, state.RangeLedgerKey(cfg.Name), append(append(base, dedupe.WithRanges()), more...)...)
+	}
+	// The layout before is read for a few hours after a change: a cache
+	// of a quarter of the process's share.
+	before := dedupe.WithCacheEntries(dedupe.DefaultCacheEntries() / 4)
+	if cfg.DedupeLedger == pipeline.DedupeLedgerRange {
+		return byRange(dedupe.WithPredecessor(byKey(before)))
+	}
+	return byKey(dedupe.WithPredecessor(byRange(before)))
 }
 
 // candidateOf is a decoded record's identity for the ledger.
@@ -188,7 +185,7 @@ func (p *Processor) judgeInterval(ctx context.Context, c *collector, st map[stri
 	if final {
 		failed := s.Commit(ctx, p.concurrency)
 		if len(failed) > 0 {
-			return nil, nil, fmt.Errorf("aggregate: dedupe ledger of key %q: %w (and %d more keys)", failed[0].Key, failed[0].Err, len(failed)-1)
+			return nil, nil, fmt.Errorf("aggregate: dedupe ledger of %s: %w (and %d more ledgers)", dedupe.KeyName(failed[0].Key), failed[0].Err, len(failed)-1)
 		}
 		// Written claims were read afresh by no one else yet: a new
 		// generation makes every process read the ledger again.
@@ -270,13 +267,13 @@ func (p *Processor) countDedupe(c *collector, before dedupe.Stats, raced []dedup
 	p.metrics.Add("WriteRequests", metrics.Count, float64(after.Writes-before.Writes))
 	if n := after.DroppedEarly - before.DroppedEarly; n > 0 {
 		p.metrics.Add("DedupeDroppedEarly", metrics.Count, float64(n))
-		p.log.Warn("a key's dedupe claims passed the ledger's segment limit: its oldest were let go before the horizon, and copies of those events are no longer suppressed",
+		p.log.Warn("a dedupe ledger's claims (a key's, or a hash range's) passed its segment limit: its oldest were let go before the horizon, and copies of those events are no longer suppressed",
 			"shard", c.shard, "claims", n, "horizon", p.cfg.DedupeHorizon.String())
 	}
 	if len(raced) > 0 {
 		p.metrics.Add("DedupeRaces", metrics.Count, float64(len(raced)))
 		p.log.Error("claims carried through an interval were made first by another record: their events may be counted twice",
-			"shard", c.shard, "claims", len(raced), "firstKey", raced[0].Key)
+			"shard", c.shard, "claims", len(raced), "ledger", dedupe.KeyName(raced[0].Key))
 	}
 }
 

@@ -17,18 +17,19 @@ import (
 	"github.com/tributary-dev/tributary/pkg/state"
 )
 
-// A pipeline keeps its claims by hash range unless its shards are read
-// with batches side by side or its horizon is past a day: the items one
-// commit of 40 keys' claims leaves in the views table say which.
-func TestThePipelinesLedgerIsByRangeWhereThatHolds(t *testing.T) {
+// A pipeline keeps its claims by key unless it says dedupeLedger "range":
+// the items one commit of 40 keys' claims leaves in the views table say
+// which.
+func TestThePipelinesLedgerIsByRangeWhenItSaysSo(t *testing.T) {
 	for _, tt := range []struct {
 		name, extra string
 		byRange     bool
 	}{
-		{"default", ``, true},
-		{"a day's horizon", `,"dedupeHorizon":"24h"`, true},
-		{"a horizon past a day", `,"dedupeHorizon":"25h"`, false},
-		{"batches side by side", `,"parallelizationFactor":2`, false},
+		{"default", ``, false},
+		{"by key", `,"dedupeLedger":"key"`, false},
+		{"by range", `,"dedupeLedger":"range"`, true},
+		{"by range, a day's horizon", `,"dedupeLedger":"range","dedupeHorizon":"24h"`, true},
+		{"by key, batches side by side", `,"parallelizationFactor":2`, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := pipeline.Parse([]byte(`{"name":"lr","key":"key","value":"data.v","windows":[{"kind":"tumbling","size":"1m"}],

@@ -96,22 +96,34 @@
 // ranges, or share the one at their bound. A range shared by two shards,
 // or by batches of one shard read side by side, sees the other's commits
 // as any stale copy does: its conditional write fails, and it judges
-// again on what it is handed back; claims of other keys never change a
-// verdict (the identity holds the key). A warm process keeps each range's
-// claims of the horizon, its shard's, in memory; a cold one reads them all
-// (at 100 events a second, some 3 MB a shard).
+// again on what it is handed back.
 //
-// A deploy that moves a pipeline from a ledger a key to ranges leaves the
-// claims of the horizon before it in the keys' ledgers: WithPredecessor
-// names them, and while a range is younger than the horizon and an hour
-// (its first commit's arrival, which its first version holds:
-// firstVersion), a record the range would take for new is first judged
-// against its key's ledger, read only. Only the claims stored there count:
-// records of one batch sharing an id are the range's to judge. A range
-// with no head yet is young. An interval carried through the deploy holds
-// its claims per key, and they are settled under their ranges (Regroup).
-// A rollback to code before the ranges, within the horizon, does not read
-// them: copies of events claimed since the deploy count again.
+// One of two shards sharing a range may be hours behind the other, so a
+// range does not drop claims by the horizon counted back from the newest
+// arrival it holds (the shard ahead would take the claims the shard behind
+// still judges its copies against): it names a segment until the
+// segment's TTL passes — the horizon and an hour after it was written, or
+// after its newest claim's arrival when later — as long as a key's items
+// live; a merge keeps the latest TTL of the segments it merges. So a range
+// holds its claims of the horizon and an hour of wall-clock time, and a
+// range is judged whole (complete): a process holds every claim of the
+// ranges it judges, about 720,000 at 100 events a second at the default
+// horizon, and past its cache (CacheEntriesFor) reads whole ranges again at
+// each batch, where a ledger a key reads only the keys it misses.
+//
+// WithPredecessor names the ledger of the other layout a deploy moved
+// from, with the claims made before it: while a ledger is younger than the
+// horizon and an hour (firstVersion: its first commit's newest arrival,
+// and for a range not before the wall clock then, so a shard hours behind
+// that writes a range first does not end its young time early), a record
+// it would take for new is first judged against the stored claims of the
+// predecessor, read only. Only the claims stored there count: records of
+// one batch sharing an id are the ledger's own to judge. A ledger with no
+// head yet is young. An interval carried through the deploy holds its
+// claims per key, and they are settled under their ranges (Regroup). A
+// change back within the horizon and an hour, or a rollback to code from
+// before ranges, does not read the ledger it leaves: copies of events
+// claimed in between count again.
 //
 // # Hot keys: merged segments
 //

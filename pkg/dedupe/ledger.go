@@ -218,9 +218,10 @@ const cachedEntryBytes = 136
 // events a second: the stack's two shards at 1,000.
 func CacheEntriesFor(memoryMB int) int { return max(1<<16, memoryMB<<20/4/cachedEntryBytes) }
 
-// defaultCacheEntries is CacheEntriesFor the running Lambda function's
-// memory, or defaultCacheMax outside Lambda.
-func defaultCacheEntries() int {
+// DefaultCacheEntries is CacheEntriesFor the running Lambda function's
+// memory, or 1,048,576 entries outside Lambda: the cache a Ledger keeps
+// without WithCacheEntries.
+func DefaultCacheEntries() int {
 	if mb, err := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")); err == nil && mb > 0 {
 		return CacheEntriesFor(mb)
 	}
@@ -230,7 +231,7 @@ func defaultCacheEntries() int {
 // NewLedger returns the ledger kept in table under the keys itemKey gives.
 func NewLedger(db Store, table string, itemKey ItemKey, opts ...Option) *Ledger {
 	l := &Ledger{db: db, table: table, itemKey: itemKey, horizon: DefaultHorizon,
-		headMax: defaultHeadMax, segMax: defaultSegMax, maxSegs: defaultMaxSegs, segLimit: defaultSegLimit, cacheMax: defaultCacheEntries(),
+		headMax: defaultHeadMax, segMax: defaultSegMax, maxSegs: defaultMaxSegs, segLimit: defaultSegLimit, cacheMax: DefaultCacheEntries(),
 		now: time.Now, cache: map[string]*keyLedger{}}
 	for _, o := range opts {
 		o(l)
@@ -977,7 +978,14 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 	head = append(head, pending...)
 	after := &keyLedger{version: kl.version + 1, next: kl.next}
 	if kl.version == 0 {
-		after.version = firstVersion(maxArrival(pending))
+		begun := maxArrival(pending)
+		if l.ranges {
+			// A range's first version says when it took over (young): not
+			// before now, whatever the arrivals of a shard hours behind
+			// that happens to write it first.
+			begun = max(begun, uint32(l.now().Unix()))
+		}
+		after.version = firstVersion(begun)
 	}
 	p := &writePlan{key: key, version: kl.version, after: after}
 	// Segments whose newest claim is past the horizon are no longer named

@@ -88,9 +88,9 @@ func (l *Ledger) Regroup(claims map[string][]Entry) map[string][]Entry {
 
 // young reports whether a record that arrived at arrival may have been
 // claimed in the predecessor (WithPredecessor) rather than in kl, its
-// range's ledger: kl has no head yet, or its first commit (firstVersion:
-// the newest arrival it held) came less than the horizon and an hour
-// before.
+// ledger: kl has no head yet, or it began (firstVersion: its first
+// commit's newest arrival, and for a range not before the wall clock then)
+// less than the horizon and an hour before.
 func (l *Ledger) young(kl *keyLedger, arrival uint32) bool {
 	if l.prev == nil {
 		return false

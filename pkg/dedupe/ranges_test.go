@@ -204,3 +204,34 @@ func TestAShardBehindKeepsItsClaimsInARangeItShares(t *testing.T) {
 		})
 	}
 }
+
+// The range's young window begins when it takes over, not at the arrivals
+// of a shard hours behind that writes it first: a copy, on the shard that
+// is current, of an event its old code claimed just before the deploy is
+// still a duplicate (a review's finding).
+func TestARangeBegunByAShardBehindIsYoungFromTheDeploy(t *testing.T) {
+	table := newTable(t)
+	behind, current := sameRange(t)
+	wall := func() time.Time { return time.Unix(int64(base), 0).Add(2 * time.Hour) }
+	judge(t, dedupe.NewLedger(db, table, itemKey, dedupe.WithClock(wall)), cand(current, "x", 1, 2*3600, 1)) // the old code, just before the deploy
+	newCode := func() *dedupe.Ledger {
+		return dedupe.NewLedger(db, table, rangeItemKey, dedupe.WithRanges(), dedupe.WithClock(wall),
+			dedupe.WithPredecessor(dedupe.NewLedger(db, table, itemKey, dedupe.WithClock(wall))))
+	}
+	judge(t, newCode(), cand(behind, "a", 2, 0, 1)) // two hours behind, the range's first commit
+	if got := judge(t, newCode(), cand(current, "x", 3, 2*3600+600, 1)); fmt.Sprint(got) != verdicts(dedupe.Duplicate) {
+		t.Errorf("the copy of x: %v, want duplicate", got)
+	}
+}
+
+// A pipeline that moves from ranges back to a ledger a key (dedupeLedger
+// "key" again) reads the ranges while its keys' ledgers are young: a copy
+// of an event claimed in a range just before is a duplicate.
+func TestKeysReadTheRangesTheyTakeOverFrom(t *testing.T) {
+	table := newTable(t)
+	judge(t, dedupe.NewLedger(db, table, rangeItemKey, dedupe.WithRanges()), cand("k1", "a", 1, 0, 1))
+	byKey := dedupe.NewLedger(db, table, itemKey, dedupe.WithPredecessor(dedupe.NewLedger(db, table, rangeItemKey, dedupe.WithRanges())))
+	if got := judge(t, byKey, cand("k1", "a", 2, 60, 1), cand("k1", "b", 3, 60, 1)); fmt.Sprint(got) != verdicts(dedupe.Duplicate, dedupe.New) {
+		t.Errorf("after the move: %v, want [duplicate new]", got)
+	}
+}

@@ -35,6 +35,13 @@ const (
 	DefaultDedupeHorizon = time.Hour
 	// MaxDedupeHorizon bounds it: a week of one key's ids.
 	MaxDedupeHorizon = 7 * 24 * time.Hour
+	// DedupeLedgerKey and DedupeLedgerRange are dedupeLedger's values.
+	DedupeLedgerKey   = "key"
+	DedupeLedgerRange = "range"
+	// MaxRangeDedupeHorizon bounds it with dedupeLedger "range": a range
+	// holds at most some 32 million ids of the horizon, which at 24h is
+	// 6,000 events a second over the pipeline.
+	MaxRangeDedupeHorizon = 24 * time.Hour
 	// MaxParallelizationFactor is Lambda's limit for Kinesis and DynamoDB
 	// Streams event source mappings.
 	MaxParallelizationFactor = 10
@@ -195,6 +202,9 @@ type Config struct {
 	// the event (same key and id); 0 turns suppression by id off, leaving
 	// only Lambda's redeliveries deduplicated (by sequence number).
 	DedupeHorizon time.Duration
+	// DedupeLedger is how the accepted ids are kept: DedupeLedgerKey (a
+	// ledger a key) or DedupeLedgerRange (a ledger a hash range of keys).
+	DedupeLedger string
 	// Retention is how long a window item is kept after its window ends
 	// (DynamoDB's TTL deletes it after).
 	Retention time.Duration
@@ -392,6 +402,8 @@ var (
 //	parallelizationFactor      1 (default) to 10
 //	dedupeHorizon              how long an event id suppresses copies (same key and id); default 1h,
 //	                             at most 168h; "0s" turns suppression by id off
+//	dedupeLedger               "key" (default: a ledger a key) or "range" (a ledger a hash range of
+//	                             keys; parallelizationFactor 1, dedupeHorizon at most 24h)
 //	retention                  how long a window item is kept after its window ends; default 168h
 //	                             (the least below if longer), at least 24h, allowedLateness + 24h and
 //	                             outOfOrderness + idleTimeout + allowedLateness + 12h (a window is
@@ -464,7 +476,7 @@ func parse(doc []byte) (*Config, *mistakes, error) {
 	c := &Config{}
 	var raw struct {
 		name, key, value, distinct, ooo, idle, late, lateness string
-		dedupe, retention                                     *string
+		dedupe, ledger, retention                             *string
 		eventTypes, aggregates                                []string
 		quantiles                                             []float64
 		precision                                             *int
@@ -479,7 +491,7 @@ func parse(doc []byte) (*Config, *mistakes, error) {
 		{"distinct", &raw.distinct}, {"distinctPrecision", &raw.precision}, {"outOfOrderness", &raw.ooo}, {"idleTimeout", &raw.idle},
 		{"latePolicy", &raw.late}, {"allowedLateness", &raw.lateness},
 		{"partitionKeyIsGroupingKey", &raw.pkIsGroupingKey}, {"parallelizationFactor", &raw.pf},
-		{"dedupeHorizon", &raw.dedupe}, {"retention", &raw.retention},
+		{"dedupeHorizon", &raw.dedupe}, {"dedupeLedger", &raw.ledger}, {"retention", &raw.retention},
 	} {
 		m.add(field(top, f.name, f.name, f.dst))
 	}
@@ -651,6 +663,18 @@ func parse(doc []byte) (*Config, *mistakes, error) {
 	if raw.dedupe != nil && m.ok("dedupeHorizon") {
 		c.DedupeHorizon, err = setting("dedupeHorizon", *raw.dedupe, 0, "", MaxDedupeHorizon)
 		m.add(err)
+	}
+	c.DedupeLedger = DedupeLedgerKey
+	if raw.ledger != nil && m.ok("dedupeLedger") {
+		switch c.DedupeLedger = *raw.ledger; {
+		case c.DedupeLedger != DedupeLedgerKey && c.DedupeLedger != DedupeLedgerRange:
+			m.add(cfgErr("dedupeLedger", "%q is neither %q nor %q", c.DedupeLedger, DedupeLedgerKey, DedupeLedgerRange))
+		case c.DedupeLedger != DedupeLedgerRange:
+		case m.ok("parallelizationFactor") && c.ParallelizationFactor > 1:
+			m.add(cfgErr("dedupeLedger", "%q needs parallelizationFactor 1, not %d: batches of one shard read side by side would meet on a range's head at every commit", DedupeLedgerRange, c.ParallelizationFactor))
+		case m.ok("dedupeHorizon") && c.DedupeHorizon > MaxRangeDedupeHorizon:
+			m.add(cfgErr("dedupeLedger", "%q needs a dedupeHorizon of at most %s, not %s: a range holds at most some 32 million ids of the horizon", DedupeLedgerRange, MaxRangeDedupeHorizon, c.DedupeHorizon))
+		}
 	}
 	// Without retention, a window is kept a week, or as long as
 	// retentionFloor asks when that is longer.

@@ -175,7 +175,7 @@ func TestParseErrors(t *testing.T) {
 		{"a trailing comma in an object", []byte("{\"name\": \"a\",\n}"), "not valid JSON at line 2, column 1: invalid character '}' looking for beginning of object key string (a comma before it with nothing after: JSON takes no trailing comma)"},
 		{"a trailing comma in a list", []byte(`{"name": "a", "aggregates": ["count", ]}`), "not valid JSON at line 1, column 39: invalid character ']' looking for beginning of value (a comma before it with nothing after: JSON takes no trailing comma)"},
 		{"not an object", []byte(`[]`), "must be a JSON object, not an array"},
-		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field; did you mean \"aggregates\"? (known: kind, name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor, dedupeHorizon, retention)"},
+		{"unknown field", with(w{"agregates": []any{"sum"}}), "agregates: unknown field; did you mean \"aggregates\"? (known: kind, name, eventTypes, key, value, distinct, windows, aggregates, quantiles, distinctPrecision, outOfOrderness, idleTimeout, latePolicy, allowedLateness, outputs, partitionKeyIsGroupingKey, parallelizationFactor, dedupeHorizon, dedupeLedger, retention)"},
 		// name
 		{"name missing", with(w{"name": nil}), "name: required"},
 		{"name not a string", with(w{"name": 5}), "name: must be a string, not a number"},
@@ -301,6 +301,9 @@ func TestParseErrors(t *testing.T) {
 		{"dedupeHorizon too long", with(w{"dedupeHorizon": "169h"}), "dedupeHorizon: 169h is longer than 168h0m0s"},
 		{"dedupeHorizon fraction of a second", with(w{"dedupeHorizon": "1500ms"}), "dedupeHorizon: 1500ms is not a whole number of seconds"},
 		{"dedupeHorizon a number", with(w{"dedupeHorizon": 3600}), `dedupeHorizon: must be a duration string such as "90s" or "5m", not a number`},
+		{"dedupeLedger unknown", with(w{"dedupeLedger": "shard"}), `dedupeLedger: "shard" is neither "key" nor "range"`},
+		{"dedupeLedger range side by side", with(w{"dedupeLedger": "range", "parallelizationFactor": 2, "partitionKeyIsGroupingKey": true}), `dedupeLedger: "range" needs parallelizationFactor 1, not 2: batches of one shard read side by side would meet on a range's head at every commit`},
+		{"dedupeLedger range past a day", with(w{"dedupeLedger": "range", "dedupeHorizon": "25h"}), `dedupeLedger: "range" needs a dedupeHorizon of at most 24h0m0s, not 25h0m0s: a range holds at most some 32 million ids of the horizon`},
 		{"retention empty", with(w{"retention": ""}), "retention: is empty: give a duration string such as \"90s\" or \"5m\", or leave the field out (a field left out takes its default, where it has one; \"\" is not read as it)"},
 		{"retention too short", with(w{"retention": "23h"}), "retention: 23h is shorter than 24h0m0s, the least a window is kept after it ends"},
 		{"retention too long", with(w{"retention": "8761h"}), "retention: 8761h is longer than 8760h0m0s"},
@@ -422,7 +425,7 @@ func TestParseErrorsAreBounded(t *testing.T) {
 		name, doc, field, end string
 	}{
 		{"name", `{"name":"` + big + `","windows":[{"kind":"tumbling","size":"1m"}]}`, "name", "must be 1 to 64 letters, digits, '-' or '_'"},
-		{"unknown field", `{"name":"n","` + big + `":1,"windows":[{"kind":"tumbling","size":"1m"}]}`, "éé", "dedupeHorizon, retention)"},
+		{"unknown field", `{"name":"n","` + big + `":1,"windows":[{"kind":"tumbling","size":"1m"}]}`, "éé", "dedupeHorizon, dedupeLedger, retention)"},
 		{"window kind", `{"name":"n","windows":[{"kind":"` + big + `","size":"1m"}]}`, "windows[0].kind", "want tumbling, hopping, sliding or session"},
 		{"size", `{"name":"n","windows":[{"kind":"tumbling","size":"` + big + `"}]}`, "windows[0].size", `is not a duration such as "90s", "5m" or "1h30m"`},
 		{"offset", `{"name":"n","windows":[{"kind":"tumbling","size":"1m","offset":"` + big + `"}]}`, "windows[0].offset", `"-5h"`},

@@ -179,6 +179,8 @@ var topSpecFields = []fieldSpec{
 		doc: "Concurrent batches per shard (Lambda's ParallelizationFactor), 1 to 10; above 1 the grouping key must be the partition key. Default 1."},
 	{name: "dedupeHorizon", typ: tString, duration: true, def: "1h",
 		doc: "How long an accepted event id suppresses copies of the event (same key and id), at most 168h; \"0s\" turns suppression by id off. Default 1h."},
+	{name: "dedupeLedger", typ: tString, enum: []string{DedupeLedgerKey, DedupeLedgerRange}, def: DedupeLedgerKey,
+		doc: "How the accepted ids are kept: \"key\", a ledger a key (a head written per key at each flush that brings it records), or \"range\", a ledger per sixteenth of the keys' hash space (a head and a segment per range a flush: at 100 events a second over 1,000 keys 0.04 write units an event rather than 0.125). A range is judged whole, so a function instance holds its ranges' ids of the horizon and an hour in memory: at 1,024 MB and a 1h horizon, up to about 270 events a second through one instance. \"range\" needs parallelizationFactor 1 and a dedupeHorizon of at most 24h. Default key."},
 	{name: "retention", typ: tString, duration: true, def: "168h", examples: []any{"168h", "720h"},
 		doc: "How long a window's item (its value, result and revision) stays in the views table after the window ends, for the results reader, the dashboard and corrections; DynamoDB's TTL deletes it after. At least 24h, allowedLateness + 24h and outOfOrderness + idleTimeout + allowedLateness + 12h (a window is final outOfOrderness + idleTimeout after its end at the latest; an item expired before is never finalized), at most 8760h. Storage is most of what keeping results costs. Default 168h (7 days), or the least allowed when longer."},
 }

@@ -132,8 +132,8 @@ func repoPipelines(replace map[string]string, drop ...string) (map[string]string
 }
 
 // tableOnlyPageviews is the repository's pageviews pipeline writing only
-// to the table (no results stream) and running two batches per shard
-// (TestFlushIntervalAndPipelineShapeTheTopology).
+// to the table (no results stream) and running two batches per shard, its
+// ids kept by key (TestFlushIntervalAndPipelineShapeTheTopology).
 func tableOnlyPageviews() (string, error) {
 	b, err := os.ReadFile(filepath.Join(repoPipelinesDir, "pageviews.json"))
 	if err != nil {
@@ -145,6 +145,7 @@ func tableOnlyPageviews() (string, error) {
 	}
 	doc["outputs"] = map[string]any{"table": true}
 	doc["parallelizationFactor"] = 2
+	doc["dedupeLedger"] = "key" // batches of a shard side by side keep a ledger a key
 	raw, err := json.Marshal(doc)
 	return string(raw), err
 }

@@ -57,10 +57,10 @@ const (
 // nor context set one: per interval, the cheaper path at every load bench/load
 // measures (a twentieth of the write units of per batch at the reference
 // load), for results up to one interval later. Two minutes, not one: a
-// session state and a key's dedupe claims are written once an interval, so
-// one minute costs about half as many write units again (0.575 an event
-// against 0.369) for results 30 s sooner on average (60 s at most); five
-// minutes saves about a quarter (0.269) for results up to three minutes
+// session state and the dedupe claims are written once an interval, so
+// one minute costs about half as many write units again (0.407 an event
+// against 0.281) for results 30 s sooner on average (60 s at most); five
+// minutes saves about a third (0.195) for results up to three minutes
 // later again, which a team watching one-minute windows would notice
 // (BENCH load_flush, docs/cost.md).
 const DefaultFlushInterval = 2 * time.Minute

@@ -123,7 +123,7 @@ type Ledger struct {
 	// (setTTL).
 	now func() time.Time
 	// ranges: the claims of the keys of one hash range share a ledger
-	// (WithRanges); prev is the ledger of each key's own that the ranges
+	// (WithRanges); prev is the ledger of the other layout, which this one
 	// took over from (WithPredecessor).
 	ranges bool
 	prev   *Ledger
@@ -167,11 +167,12 @@ func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = n
 // the package documentation, "Hash ranges".
 func WithRanges() Option { return func(l *Ledger) { l.ranges = true } }
 
-// WithPredecessor names the ledger of a key each that a ledger of hash
-// ranges (WithRanges) took over from, with claims made before the
-// deploy: while a range's ledger is younger than the horizon (and an hour),
-// the records it would take for new are judged against prev first, read
-// only, and prev's verdict stands when prev holds a claim on the identity.
+// WithPredecessor names the ledger of the other layout (by key, or by hash
+// range: WithRanges) that this one took over from, with the claims made
+// before the deploy: while a ledger is younger than the horizon and an hour
+// (young), the records it would take for new are judged against prev's
+// stored claims first, read only, and prev's verdict stands where it holds
+// a claim on the identity.
 func WithPredecessor(prev *Ledger) Option { return func(l *Ledger) { l.prev = prev } }
 
 // WithHeadEntries bounds the head item's claims (default 24), which a
@@ -490,8 +491,8 @@ type Session struct {
 	verdict []Verdict
 	lkeys   []string // each candidate's ledger key (Ledger.KeyOf)
 	// earlier holds the verdicts the predecessor gave (WithPredecessor),
-	// by candidate: records claimed before the ranges took over, never
-	// judged against a range.
+	// by candidate: records claimed in the other layout before this one
+	// took over, never judged against this one.
 	earlier map[int]Verdict
 	keys    map[string]*sessionKey
 	// Raced lists claims carried through an interval that another record
@@ -630,9 +631,9 @@ func (s *Session) load(ctx context.Context, keys []string) error {
 
 // judgeEarlier judges the candidates at idx against the claims the
 // predecessor holds (WithPredecessor), read only: those it holds a claim
-// on keep its verdict. Claims among the candidates themselves are the
-// range's to judge (a record of the batch may be claimed in the range by
-// an earlier delivery of another).
+// on keep its verdict. Claims among the candidates themselves are this
+// ledger's to judge (a record of the batch may be claimed here by an
+// earlier delivery of another).
 func (s *Session) judgeEarlier(ctx context.Context, idx []int) error {
 	prev := s.l.prev
 	ps := prev.Begin("", nil)
@@ -641,7 +642,7 @@ func (s *Session) judgeEarlier(ctx context.Context, idx []int) error {
 		keys = append(keys, prev.KeyOf(s.cands[i].Key))
 	}
 	if err := ps.load(ctx, keys); err != nil {
-		return fmt.Errorf("the ledgers of keys the hash ranges took over from: %w", err)
+		return fmt.Errorf("the dedupe ledgers of the layout before (dedupeLedger): %w", err)
 	}
 	defer prev.mu.Unlock()
 	for j, i := range idx {

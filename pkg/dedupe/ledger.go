@@ -371,25 +371,58 @@ func (k *keyLedger) size() int {
 func (k *keyLedger) index() {
 	k.byID = make(map[Identity]Entry, k.size())
 	k.earlier = nil
-	add := func(es []Entry) {
-		for _, e := range es {
-			old, ok := k.byID[e.ID]
-			switch {
-			case !ok:
-				k.byID[e.ID] = e
-			case old == e:
-			case e.Arrival >= old.Arrival:
-				k.byID[e.ID] = e
-				k.shadow(old)
-			default:
-				k.shadow(e)
-			}
+	for _, r := range k.live {
+		for _, e := range k.segs[r.item()] {
+			k.indexOne(e)
 		}
 	}
-	for _, r := range k.live {
-		add(k.segs[r.item()])
+	for _, e := range k.head {
+		k.indexOne(e)
 	}
-	add(k.head)
+}
+
+// indexOne adds a claim to k's index: its identity's newest claim, the
+// others shadowed (earlier).
+func (k *keyLedger) indexOne(e Entry) {
+	old, ok := k.byID[e.ID]
+	switch {
+	case !ok:
+		k.byID[e.ID] = e
+	case old == e:
+	case e.Arrival >= old.Arrival:
+		k.byID[e.ID] = e
+		k.shadow(old)
+	default:
+		k.shadow(e)
+	}
+}
+
+// unindexOne takes a claim out of k's index, as indexing k without it
+// would leave it: the newest of its identity's other claims takes its
+// place when it was the newest.
+func (k *keyLedger) unindexOne(e Entry) {
+	older := k.earlier[e.ID]
+	if cur, ok := k.byID[e.ID]; ok && cur == e {
+		if len(older) == 0 {
+			delete(k.byID, e.ID)
+			return
+		}
+		newest := 0
+		for i := range older {
+			if older[i].Arrival >= older[newest].Arrival {
+				newest = i
+			}
+		}
+		k.byID[e.ID] = older[newest]
+		older = slices.Delete(older, newest, newest+1)
+	} else if i := slices.Index(older, e); i >= 0 {
+		older = slices.Delete(older, i, i+1)
+	}
+	if len(older) == 0 {
+		delete(k.earlier, e.ID)
+	} else {
+		k.earlier[e.ID] = older
+	}
 }
 
 func (k *keyLedger) shadow(e Entry) {
@@ -834,7 +867,7 @@ func (s *Session) commitKey(ctx context.Context, key string) error {
 		old, err := l.write(ctx, plan)
 		if err == nil {
 			l.mu.Lock()
-			l.install(key, plan.after, s.tag)
+			l.installOver(key, plan, s.tag)
 			sk.dirty = false
 			sk.carried, sk.pending = nil, nil
 			sk.byID = map[Identity]Entry{}
@@ -930,6 +963,13 @@ type writePlan struct {
 	// droppedEarly is how many claims within the horizon the plan lets
 	// go of: its oldest segments, past the segment limit.
 	droppedEarly int
+	// basis is the ledger the plan was made on, added the claims it adds,
+	// and dropped the claims of the segments it lets go (of a range's:
+	// installOver updates basis's index by them rather than indexing every
+	// claim again).
+	basis   *keyLedger
+	added   []Entry
+	dropped [][]Entry
 }
 
 // planSegment is one live segment of a plan.
@@ -988,7 +1028,7 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 		}
 		after.version = firstVersion(begun)
 	}
-	p := &writePlan{key: key, version: kl.version, after: after}
+	p := &writePlan{key: key, version: kl.version, after: after, basis: kl, added: pending}
 	// Segments whose newest claim is past the horizon are no longer named
 	// (a segment not loaded is never taken for an expired one).
 	now := l.now().Unix()
@@ -996,6 +1036,9 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 		seg, ok := kl.segs[r.item()]
 		exp := kl.expires[r.item()]
 		if ok && kl.newest[r.item()] < cutoff || l.ranges && exp != 0 && exp < now {
+			if ok {
+				p.dropped = append(p.dropped, seg)
+			}
 			continue
 		}
 		p.segs = append(p.segs, planSegment{ref: r, es: seg, unread: !ok, expires: exp})
@@ -1036,6 +1079,9 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 	l.merge(p, cutoff)
 	if over := len(p.segs) - l.segLimit; over > 0 {
 		for _, s := range p.segs[:over] {
+			if !s.unread {
+				p.dropped = append(p.dropped, s.es)
+			}
 			for _, e := range s.es {
 				if e.Arrival >= cutoff { // those past it were let go anyway
 					p.droppedEarly++
@@ -1764,10 +1810,43 @@ func numAttr(item map[string]types.AttributeValue, name string) (int64, error) {
 // install caches a ledger just written. l.mu held.
 func (l *Ledger) install(key string, kl *keyLedger, tag string) { l.put(key, kl, tag) }
 
+// installOver caches the ledger a plan wrote. A range's, when the cache
+// still holds the ledger the plan was made on, takes over that ledger's
+// index and updates it by the claims the plan added and let go: a range
+// holds a shard's claims of the horizon, which indexing whole at every
+// commit (each batch, on the per-batch path) would cost. The ledger it
+// replaces is no longer judged on: sessions judge on the cache, and one
+// that read it is judged again at its commit (Session.commitKey). l.mu
+// held.
+func (l *Ledger) installOver(key string, p *writePlan, tag string) {
+	old := l.cache[key]
+	if !l.ranges || old == nil || old != p.basis || old.loading || old.byID == nil {
+		l.install(key, p.after, tag)
+		return
+	}
+	after := p.after
+	after.byID, after.earlier = old.byID, old.earlier
+	old.byID, old.earlier = nil, nil
+	for _, es := range p.dropped {
+		for _, e := range es {
+			after.unindexOne(e)
+		}
+	}
+	for _, e := range p.added {
+		after.indexOne(e)
+	}
+	l.store(key, after, tag)
+}
+
 // put replaces key's cached ledger, indexing its claims (head and every
 // segment it holds). l.mu held.
 func (l *Ledger) put(key string, kl *keyLedger, tag string) {
 	kl.index()
+	l.store(key, kl, tag)
+}
+
+// store replaces key's cached ledger with kl, indexed. l.mu held.
+func (l *Ledger) store(key string, kl *keyLedger, tag string) {
 	if old, ok := l.cache[key]; ok {
 		l.entries -= old.size()
 	}

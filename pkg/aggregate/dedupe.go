@@ -58,13 +58,14 @@ func NewLedger(db ledgerStore, table string, cfg *pipeline.Config, opts ...dedup
 	byRange := func(more ...dedupe.Option) *dedupe.Ledger {
 		return dedupe.NewLedger(db, table, state.RangeLedgerKey(cfg.Name), append(append(base, dedupe.WithRanges()), more...)...)
 	}
-	// The layout before is read for a few hours after a change: a cache
-	// of a quarter of the process's share.
-	before := dedupe.WithCacheEntries(dedupe.DefaultCacheEntries() / 4)
+	// The layout before is read while a ledger is young. Keys' ledgers
+	// read for a range's young ids take a quarter of the process's cache;
+	// ranges read for a key's must be held whole, as they are read
+	// (a range is judged whole), so they take the process's share.
 	if cfg.DedupeLedger == pipeline.DedupeLedgerRange {
-		return byRange(dedupe.WithPredecessor(byKey(before)))
+		return byRange(dedupe.WithPredecessor(byKey(dedupe.WithCacheEntries(dedupe.DefaultCacheEntries() / 4))))
 	}
-	return byKey(dedupe.WithPredecessor(byRange(before)))
+	return byKey(dedupe.WithPredecessor(byRange()))
 }
 
 // candidateOf is a decoded record's identity for the ledger.

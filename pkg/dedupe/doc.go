@@ -120,10 +120,13 @@
 // predecessor, read only. Only the claims stored there count: records of
 // one batch sharing an id are the ledger's own to judge. A ledger with no
 // head yet is young. An interval carried through the deploy holds its
-// claims per key, and they are settled under their ranges (Regroup). A
-// change back within the horizon and an hour, or a rollback to code from
-// before ranges, does not read the ledger it leaves: copies of events
-// claimed in between count again.
+// claims under the other layout's keys: per key into ranges they are
+// settled under their ranges (Regroup); under a range into a ledger a
+// key, they are settled in the range and written there (Session.theirs).
+// A key's ledger older than the change is not young, so it does not read
+// the ranges; nor does a change back within the horizon and an hour, or a
+// rollback to code from before ranges: copies of events claimed in
+// between count again.
 //
 // # Hot keys: merged segments
 //

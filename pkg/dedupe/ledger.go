@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -533,6 +534,11 @@ type Session struct {
 	// partial aggregates and cannot be taken out.
 	Raced   []Candidate
 	carried map[string][]Entry // not yet settled against the ledger
+	// theirs are claims carried under the predecessor's ledger keys (an
+	// interval a range ledger began, a deploy to a ledger a key before its
+	// flush): they are carried on, and committed to the predecessor, where
+	// this ledger looks them up while young.
+	theirs map[string][]Entry
 }
 
 type sessionKey struct {
@@ -556,6 +562,18 @@ type sessionKey struct {
 // ledger, so a copy read in it stays good until the interval commits.
 func (l *Ledger) Begin(tag string, carried map[string][]Entry) *Session {
 	s := &Session{l: l, tag: tag, keys: map[string]*sessionKey{}, carried: l.Regroup(carried)}
+	if !l.ranges && l.prev != nil && l.prev.ranges {
+		for k, es := range s.carried {
+			if IsRange(k) {
+				if s.theirs == nil {
+					s.theirs = map[string][]Entry{}
+					s.carried = maps.Clone(s.carried)
+				}
+				s.theirs[k] = es
+				delete(s.carried, k)
+			}
+		}
+	}
 	return s
 }
 
@@ -767,6 +785,9 @@ func (s *Session) Pending() map[string][]Entry {
 			out[key] = sk.pending
 		}
 	}
+	for key, es := range s.theirs {
+		out[key] = es
+	}
 	return out
 }
 
@@ -777,6 +798,9 @@ func (s *Session) PendingCount() int {
 		if sk.dirty {
 			n += len(sk.pending)
 		}
+	}
+	for _, es := range s.theirs {
+		n += len(es)
 	}
 	return n
 }
@@ -827,6 +851,22 @@ func (s *Session) Commit(ctx context.Context, concurrency int) []*KeyError {
 		}()
 	}
 	wg.Wait()
+	if len(s.theirs) > 0 {
+		// Settled against the predecessor and written there.
+		ps := s.l.prev.Begin(s.tag, s.theirs)
+		err := ps.Judge(ctx, nil)
+		if err == nil {
+			failed = append(failed, ps.Commit(ctx, concurrency)...)
+		} else {
+			for k := range s.theirs {
+				failed = append(failed, &KeyError{Key: k, Err: err})
+			}
+		}
+		s.Raced = append(s.Raced, ps.Raced...)
+		if err == nil && !slices.ContainsFunc(failed, func(f *KeyError) bool { return IsRange(f.Key) }) {
+			s.theirs = nil
+		}
+	}
 	sort.Slice(failed, func(i, j int) bool { return failed[i].Key < failed[j].Key })
 	return failed
 }
@@ -1035,6 +1075,11 @@ func (l *Ledger) plan(key string, kl *keyLedger, pending []Entry, oldest uint32)
 	for _, r := range kl.live {
 		seg, ok := kl.segs[r.item()]
 		exp := kl.expires[r.item()]
+		if l.ranges && exp == 0 && ok && len(seg) > 0 {
+			// No TTL read back (a ledger without WithTTLAttribute): the
+			// horizon and an hour after its newest claim's arrival.
+			exp = int64(kl.newest[r.item()]) + int64((l.horizon+ttlSlack)/time.Second)
+		}
 		if ok && kl.newest[r.item()] < cutoff || l.ranges && exp != 0 && exp < now {
 			if ok {
 				p.dropped = append(p.dropped, seg)
@@ -1218,6 +1263,9 @@ func (l *Ledger) merge(p *writePlan, cutoff uint32) {
 			} else {
 				exp = -1 // one not known
 			}
+		}
+		if exp < 0 {
+			exp = l.expiry(maxArrival(es)) // what putSegment writes then
 		}
 		if !l.ranges {
 			exp = 0 // setTTL's: a key's claims go by their arrival (plan)
@@ -1563,8 +1611,12 @@ func (l *Ledger) loadSegments(ctx context.Context, keys []string) error {
 				}
 			}
 		}
-		// A segment gone (expired by TTL) holds nothing live.
+		// A segment gone (expired by TTL) holds nothing live; a range
+		// lets it go at its next write (reads are strongly consistent).
 		kl.setSeg(r.item, es)
+		if got[name] == nil && l.ranges {
+			kl.setExpiry(r.item, 1)
+		}
 		if item := got[name]; item != nil && l.ttlAttr != "" {
 			if n, ok := item[l.ttlAttr].(*types.AttributeValueMemberN); ok {
 				if exp, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
@@ -1860,8 +1912,12 @@ func (l *Ledger) store(key string, kl *keyLedger, tag string) {
 }
 
 // evict drops least recently used keys while the cache holds too much. l.mu held.
+//
+// Each cached ledger counts as one entry more than its claims, so that the
+// ledgers of keys with none (a predecessor's, looked up for keys it never
+// saw) are bounded too.
 func (l *Ledger) evict() {
-	if l.entries <= l.cacheMax {
+	if l.entries+len(l.cache) <= l.cacheMax {
 		return
 	}
 	type use struct {
@@ -1874,7 +1930,7 @@ func (l *Ledger) evict() {
 	}
 	sort.Slice(uses, func(i, j int) bool { return uses[i].at < uses[j].at })
 	for _, u := range uses {
-		if l.entries <= l.cacheMax*3/4 {
+		if l.entries+len(l.cache) <= l.cacheMax*3/4 {
 			return
 		}
 		l.entries -= l.cache[u.key].size()

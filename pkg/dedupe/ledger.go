@@ -258,7 +258,11 @@ func (l *Ledger) Stats() Stats {
 	st := l.stats
 	l.mu.Unlock()
 	if l.prev != nil {
-		st.Reads += l.prev.Stats().Reads
+		// Its reads while young; its writes, claims carried in under its
+		// keys (Session.theirs).
+		ps := l.prev.Stats()
+		st.Reads += ps.Reads
+		st.Writes += ps.Writes
 	}
 	return st
 }

@@ -1,12 +1,9 @@
 package dedupe
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/internal/memdb"
 )
@@ -29,13 +26,7 @@ func TestAPredecessorsEmptyLedgersAreBoundedByItsCache(t *testing.T) {
 			key := fmt.Sprintf("session-%d-%d", b, i)
 			cs = append(cs, Candidate{Key: key, Entry: Entry{ID: IdentityOf(key, "e"), Claim: ClaimOf("shardId-000000000000", fmt.Sprint(b*per+i)), Arrival: base + uint32(b)}})
 		}
-		s := l.Begin("", nil)
-		if err := s.Judge(context.Background(), cs); err != nil {
-			t.Fatal(err)
-		}
-		if failed := s.Commit(context.Background(), 4); len(failed) > 0 {
-			t.Fatal(failed[0])
-		}
+		judgeAndCommit(t, l, cs)
 	}
 	prev.mu.Lock()
 	n := len(prev.cache)
@@ -43,15 +34,5 @@ func TestAPredecessorsEmptyLedgersAreBoundedByItsCache(t *testing.T) {
 	t.Logf("predecessor: %d keys cached, %d entries, %d reads", n, prev.entries, prev.Stats().Reads)
 	if n > 1000 {
 		t.Errorf("the predecessor (WithCacheEntries(100)) caches %d keys, one per distinct key seen", n)
-	}
-}
-
-func rangeTestKey(prefix string) ItemKey {
-	return func(key string, seg int64) map[string]types.AttributeValue {
-		sk := "head"
-		if seg != Head {
-			sk = fmt.Sprintf("seg#%012d", seg)
-		}
-		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix + RangeName(key)}, "sk": &types.AttributeValueMemberS{Value: sk}}
 	}
 }

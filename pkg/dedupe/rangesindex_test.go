@@ -24,18 +24,8 @@ func TestARangesIndexUpdatedIsTheIndexMadeAgain(t *testing.T) {
 		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			db := memdb.New(map[string]memdb.Schema{"views": memdb.ViewsTable})
-			itemKey := func(key string, seg int64) map[string]types.AttributeValue {
-				sk := "head"
-				if seg != Head {
-					sk = fmt.Sprintf("seg#%012d", seg)
-				}
-				return map[string]types.AttributeValue{
-					"pk": &types.AttributeValueMemberS{Value: "dedupe#t#" + RangeName(key)},
-					"sk": &types.AttributeValueMemberS{Value: sk},
-				}
-			}
 			wall := time.Unix(1_800_000_000, 0)
-			l := NewLedger(db, "views", itemKey, WithRanges(), WithHorizon(time.Minute), WithTTLAttribute("ttl"),
+			l := NewLedger(db, "views", rangeTestKey("dedupe#t#"), WithRanges(), WithHorizon(time.Minute), WithTTLAttribute("ttl"),
 				WithClock(func() time.Time { return wall }), WithHeadEntries(3), WithSegmentEntries(6), WithMaxSegments(3), WithSegmentLimit(4))
 			arrival := uint32(wall.Unix())
 			seq := 0
@@ -49,13 +39,7 @@ func TestARangesIndexUpdatedIsTheIndexMadeAgain(t *testing.T) {
 						Content: ContentOf("t", time.Time{}, []byte(fmt.Sprint(rng.IntN(2)))),
 						Claim:   ClaimOf("shardId-000000000000", fmt.Sprint(seq)), Arrival: arrival}})
 				}
-				s := l.Begin("", nil)
-				if err := s.Judge(context.Background(), cands); err != nil {
-					t.Fatal(err)
-				}
-				if failed := s.Commit(context.Background(), 2); len(failed) > 0 {
-					t.Fatal(failed[0])
-				}
+				judgeAndCommit(t, l, cands)
 				l.mu.Lock()
 				for key, kl := range l.cache {
 					again := &keyLedger{live: kl.live, segs: kl.segs, head: kl.head}
@@ -70,6 +54,30 @@ func TestARangesIndexUpdatedIsTheIndexMadeAgain(t *testing.T) {
 				wall = wall.Add(time.Duration(rng.IntN(400)) * time.Second)
 			}
 		})
+	}
+}
+
+// judgeAndCommit runs one per-batch session of cands on l.
+func judgeAndCommit(t *testing.T, l *Ledger, cands []Candidate) {
+	t.Helper()
+	s := l.Begin("", nil)
+	if err := s.Judge(context.Background(), cands); err != nil {
+		t.Fatal(err)
+	}
+	if failed := s.Commit(context.Background(), 4); len(failed) > 0 {
+		t.Fatal(failed[0])
+	}
+}
+
+// rangeTestKey places a ledger's items under pk prefix and the range's
+// name, as state.RangeLedgerKey does.
+func rangeTestKey(prefix string) ItemKey {
+	return func(key string, seg int64) map[string]types.AttributeValue {
+		sk := "head"
+		if seg != Head {
+			sk = fmt.Sprintf("seg#%012d", seg)
+		}
+		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: prefix + RangeName(key)}, "sk": &types.AttributeValueMemberS{Value: sk}}
 	}
 }
 

@@ -18,13 +18,13 @@ import (
 )
 
 // Suppression of producer duplicates by event id (package dedupe): a batch
-// (per-batch path) judges its records against the ledgers of their keys'
-// hash ranges (NewLedger) and commits their claims, a head and a segment
-// per range with new ids, before any window is written; an interval
-// (per-interval path) carries its new claims in Lambda's window state
-// (past its share of it, in overflow items) and commits them at the
-// flush, so the ledger costs a head and a segment of the interval's claims
-// per range, about eight a shard, each interval.
+// (per-batch path) judges its records against their keys' ledgers (or
+// their hash ranges', with dedupeLedger "range": NewLedger) and commits
+// their claims, one conditional write per ledger with new ids, before any
+// window is written; an interval (per-interval path) carries its new
+// claims in Lambda's window state (past its share of it, in overflow
+// items) and commits them at the flush, so the ledger costs one write per
+// key per interval, or a head and a segment per range.
 
 // Keys of the tumbling-window state used by dedupe.
 const (
@@ -44,19 +44,21 @@ type ledgerStore interface {
 // With dedupeLedger "range" the claims are kept by hash range
 // (dedupe.WithRanges): a flush writes a head and a segment for each of the
 // shard's ranges, about eight, where a ledger a key writes a head for every
-// key with records. Either layout reads the other's ledgers, read only, while
-// its own is younger than the horizon and an hour (dedupe.WithPredecessor),
-// so a deploy that changes dedupeLedger keeps the claims made before it.
+// key with records. Either layout reads the other's stored claims, read
+// only, while its own ledger is younger than the horizon and an hour
+// (dedupe.WithPredecessor): a deploy from "key" to "range" keeps every
+// claim made before it; the other way, only keys whose ledgers begin after
+// it look (docs/windows.md).
 func NewLedger(db ledgerStore, table string, cfg *pipeline.Config, opts ...dedupe.Option) *dedupe.Ledger {
 	if cfg.DedupeHorizon <= 0 {
 		return nil
 	}
 	base := append([]dedupe.Option{dedupe.WithHorizon(cfg.DedupeHorizon), dedupe.WithTTLAttribute(state.TTLAttribute)}, opts...)
 	byKey := func(more ...dedupe.Option) *dedupe.Ledger {
-		return dedupe.NewLedger(db, table, state.LedgerKey(cfg.Name), append(base, more...)...)
+		return dedupe.NewLedger(db, table, state.LedgerKey(cfg.Name), slices.Concat(base, more)...)
 	}
 	byRange := func(more ...dedupe.Option) *dedupe.Ledger {
-		return dedupe.NewLedger(db, table, state.RangeLedgerKey(cfg.Name), append(append(base, dedupe.WithRanges()), more...)...)
+		return dedupe.NewLedger(db, table, state.RangeLedgerKey(cfg.Name), slices.Concat(base, []dedupe.Option{dedupe.WithRanges()}, more)...)
 	}
 	// The layout before is read while a ledger is young. Keys' ledgers
 	// read for a range's young ids take a quarter of the process's cache;

@@ -345,7 +345,7 @@ func TestResultLogFieldsMatchAggregate(t *testing.T) {
 	if !strings.Contains(src, fmt.Sprintf("const ResultLogMessage = %q", ResultLogMessage)) {
 		t.Errorf("package aggregate does not log results as %q", ResultLogMessage)
 	}
-	for _, f := range []string{fieldResultType, fieldPipeline, fieldKey, fieldWindow, fieldCountDelta, "start", "end", "revision", "id"} {
+	for _, f := range []string{fieldResultType, fieldPipeline, fieldKey, fieldWindow, fieldCountDelta, "start", "end", "revision"} {
 		if !strings.Contains(src, fmt.Sprintf("(%q", f)) {
 			t.Errorf("package aggregate's result line has no field %q", f)
 		}

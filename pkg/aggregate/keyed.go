@@ -571,7 +571,7 @@ type pendingResult struct {
 }
 
 func (r pendingResult) id(ref state.KeyedRef, kind string) string {
-	return fmt.Sprintf("%s/%s/%s/%s/r%d", ref.Pipeline, ref.Key, kind, window.Of(r.Start, r.End).ID(), r.Rev)
+	return ResultID(ref.Pipeline, ref.Key, kind, window.Of(r.Start, r.End).ID(), r.Rev)
 }
 
 // output is the result r puts on the output stream, and the count of

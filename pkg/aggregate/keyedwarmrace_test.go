@@ -228,11 +228,12 @@ func warmRace(t *testing.T, seed uint64) {
 	logged := map[string]int{}
 	for line := range strings.Lines(logs.String()) {
 		var l struct {
-			Msg string `json:"msg"`
-			ID  string `json:"id"`
+			Msg                               string
+			Pipeline, Key, Window, Start, End string
+			Revision                          int
 		}
 		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == ResultLogMessage {
-			logged[l.ID]++
+			logged[ResultID(l.Pipeline, l.Key, l.Window, l.Start+"/"+l.End, l.Revision)]++
 		}
 	}
 	for id := range out.copies {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,7 +50,7 @@ type Output struct {
 // retries, the ticker) emits the same record under the same id.
 func outputOf(v state.View) Output {
 	o := Output{
-		ID:   fmt.Sprintf("%s/%s/%s/%s/r%d", v.Pipeline, v.Key, v.Kind, v.Window.ID(), v.Revision),
+		ID:   ResultID(v.Pipeline, v.Key, v.Kind, v.Window.ID(), v.Revision),
 		Kind: "final", Pipeline: v.Pipeline, Key: v.Key, Window: v.Kind,
 		Start: v.Window.Start, End: v.Window.End, Revision: v.Revision, Result: v.Result,
 	}
@@ -57,6 +58,16 @@ func outputOf(v state.View) Output {
 		o.Kind, o.Previous = "correction", v.Previous
 	}
 	return o
+}
+
+// ResultID is the id of one revision of a window's result on the output
+// stream: pipeline/key/window/windowID/r<revision>, windowID being the
+// window's start and end (window.Window.ID), for example
+// pageviews/user-1/tumbling:1m0s/2026-11-29T10:00:00.000Z/2026-11-29T10:01:00.000Z/r1.
+// A result's log line carries the fields it is made of (pipeline, key,
+// window, start, end, revision) rather than the id itself.
+func ResultID(pipeline, key, window, windowID string, revision int) string {
+	return pipeline + "/" + key + "/" + window + "/" + windowID + "/r" + strconv.Itoa(revision)
 }
 
 // publish puts the results of final windows (tumbling and hopping: final
@@ -246,9 +257,10 @@ func (p *Processor) put(ctx context.Context, outs []Output) error {
 // nothing in CloudWatch metrics. The stack's saved Logs Insights queries
 // and its Contributor Insights rule select these lines by it (infra/logs.go).
 //
-// The fields: resultType (final, correction, retraction), id (as on the
-// output stream), pipeline, key, window (the window kind, tumbling:1m0s),
-// start and end (state.TimeLayout: sortable as strings), revision; then the
+// The fields: resultType (final, correction, retraction), pipeline, key,
+// window (the window kind, tumbling:1m0s), start and end (state.TimeLayout:
+// sortable as strings), revision — the output record's id is made of these
+// six (ResultID), so the line does not repeat it; then the
 // pipeline's aggregates, count, sum, min, max, mean, distinct and one field
 // per quantile (p50, p99, p99_9: a dot would read as a nested field in Logs
 // Insights); a correction and a retraction repeat the value they replace
@@ -282,18 +294,23 @@ const ResultLogMessage = "window result"
 
 // logResult writes o's ResultLogMessage line, unless the pipeline's
 // outputs.log is false: then no result is logged, whoever publishes it.
+// The line has no time of its own: CloudWatch Logs stamps every line it
+// takes in (@timestamp in Logs Insights), and results are the most
+// numerous lines a stack logs, billed by the byte (docs/cost.md).
 func (p *Processor) logResult(ctx context.Context, o *Output) {
-	if p.cfg.Outputs.Log {
-		p.log.LogAttrs(ctx, slog.LevelInfo, ResultLogMessage, resultAttrs(o)...)
+	if !p.cfg.Outputs.Log || !p.log.Enabled(ctx, slog.LevelInfo) {
+		return
 	}
+	r := slog.NewRecord(time.Time{}, slog.LevelInfo, ResultLogMessage, 0)
+	r.AddAttrs(resultAttrs(o)...)
+	_ = p.log.Handler().Handle(ctx, r) // like slog.Logger.Log, which drops a handler's error too
 }
 
 // resultAttrs are the fields of o's ResultLogMessage line.
 func resultAttrs(o *Output) []slog.Attr {
 	attrs := make([]slog.Attr, 0, 24)
 	attrs = append(attrs,
-		slog.String("resultType", o.Kind), slog.String("id", o.ID),
-		slog.String("pipeline", o.Pipeline), slog.String("key", o.Key), slog.String("window", o.Window),
+		slog.String("resultType", o.Kind), slog.String("pipeline", o.Pipeline), slog.String("key", o.Key), slog.String("window", o.Window),
 		slog.String("start", o.Start.UTC().Format(state.TimeLayout)), slog.String("end", o.End.UTC().Format(state.TimeLayout)),
 		slog.Int("revision", o.Revision))
 	attrs = appendResult(attrs, "", o.Result)

@@ -35,6 +35,17 @@ func (b *lockedBuffer) resultLines(t *testing.T) []map[string]any {
 			t.Fatalf("log line is not JSON: %q: %v", sc.Text(), err)
 		}
 		if line["msg"] == aggregate.ResultLogMessage {
+			// The line carries the fields the output record's id is made
+			// of, not the id: the tests identify a revision by that id.
+			if id, ok := line["id"]; ok {
+				t.Fatalf("result line repeats the id %v its fields make: %s", id, sc.Text())
+			}
+			if _, ok := line["time"]; ok {
+				t.Fatalf("result line has a time of its own (CloudWatch stamps each line): %s", sc.Text())
+			}
+			str := func(f string) string { s, _ := line[f].(string); return s }
+			rev, _ := line["revision"].(float64)
+			line["id"] = aggregate.ResultID(str("pipeline"), str("key"), str("window"), str("start")+"/"+str("end"), int(rev))
 			out = append(out, line)
 		}
 	}

@@ -45,10 +45,10 @@ type ledgerStore interface {
 // (dedupe.WithRanges): a flush writes a head and a segment for each of the
 // shard's ranges, about eight, where a ledger a key writes a head for every
 // key with records. Either layout reads the other's stored claims, read
-// only, while its own ledger is younger than the horizon and an hour
-// (dedupe.WithPredecessor): a deploy from "key" to "range" keeps every
-// claim made before it; the other way, only keys whose ledgers begin after
-// it look (docs/windows.md).
+// only, while its own ledger is younger than the horizon and an hour, or
+// the pipeline's layout changed less than that before (dedupe.WithPredecessor,
+// dedupe.WithLayoutMarker): a deploy that changes the layout, either way,
+// or rolls a change back, keeps every claim made before it.
 func NewLedger(db ledgerStore, table string, cfg *pipeline.Config, opts ...dedupe.Option) *dedupe.Ledger {
 	if cfg.DedupeHorizon <= 0 {
 		return nil
@@ -64,10 +64,11 @@ func NewLedger(db ledgerStore, table string, cfg *pipeline.Config, opts ...dedup
 	// read for a range's young ids take a quarter of the process's cache;
 	// ranges read for a key's must be held whole, as they are read
 	// (a range is judged whole), so they take the process's share.
+	marker := dedupe.WithLayoutMarker(state.LedgerLayoutKey(cfg.Name))
 	if cfg.DedupeLedger == pipeline.DedupeLedgerRange {
-		return byRange(dedupe.WithPredecessor(byKey(dedupe.WithCacheEntries(dedupe.DefaultCacheEntries() / 4))))
+		return byRange(marker, dedupe.WithPredecessor(byKey(dedupe.WithCacheEntries(dedupe.DefaultCacheEntries()/4))))
 	}
-	return byKey(dedupe.WithPredecessor(byRange()))
+	return byKey(marker, dedupe.WithPredecessor(byRange()))
 }
 
 // candidateOf is a decoded record's identity for the ledger.

@@ -19,7 +19,7 @@ import (
 
 // A pipeline keeps its claims by key unless it says dedupeLedger "range":
 // the items one commit of 40 keys' claims leaves in the views table say
-// which.
+// which, and so does the pipeline's layout marker.
 func TestThePipelinesLedgerIsByRangeWhenItSaysSo(t *testing.T) {
 	for _, tt := range []struct {
 		name, extra string
@@ -62,15 +62,22 @@ func TestThePipelinesLedgerIsByRangeWhenItSaysSo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ranges, keys := 0, 0
+			ranges, keys, layout := 0, 0, ""
 			for _, item := range out.Items {
 				pk := item["pk"].(*types.AttributeValueMemberS).Value
 				switch {
+				case pk == "dedupe#~layout#lr":
+					layout = item["layout"].(*types.AttributeValueMemberS).Value
 				case strings.HasPrefix(pk, "dedupe#~range#lr#"):
 					ranges++
 				case strings.HasPrefix(pk, "dedupe#lr#"):
 					keys++
 				}
+			}
+			// The layout marker names the layout, so that a change of it
+			// either way is known to every ledger (dedupe.WithLayoutMarker).
+			if want := map[bool]string{true: "range", false: "key"}[tt.byRange]; layout != want {
+				t.Errorf("the layout marker says %q, want %q", layout, want)
 			}
 			if tt.byRange && (keys != 0 || ranges == 0 || ranges > 2*dedupe.Ranges) {
 				t.Errorf("%d range items and %d key items, want only range items, at most a head and a segment for each of %d ranges", ranges, keys, dedupe.Ranges)

@@ -123,10 +123,16 @@
 // claims under the other layout's keys: per key into ranges they are
 // settled under their ranges (Regroup); under a range into a ledger a
 // key, they are settled in the range and written there (Session.theirs).
-// A key's ledger older than the change is not young, so it does not read
-// the ranges; nor does a change back within the horizon and an hour, or a
-// rollback to code from before ranges: copies of events claimed in
-// between count again.
+// A ledger's own age cannot say when the layout last changed (a key whose
+// ledger began before a range layout came and went is old), so the
+// pipeline's layout marker says it (WithLayoutMarker, layout.go): one item
+// naming the layout that last took over and since when, read once by each
+// process and rewritten by the first process of the other layout. Every
+// ledger is young for the horizon and an hour from the change, whichever
+// way it went: a change back, or a roll-forward after a rollback, keeps
+// every claim. Only a rollback to code from before the marker (8
+// December) does not look: copies of events claimed in between count
+// again.
 //
 // # Hot keys: merged segments
 //

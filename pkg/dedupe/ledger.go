@@ -128,6 +128,8 @@ type Ledger struct {
 	// took over from (WithPredecessor).
 	ranges bool
 	prev   *Ledger
+	// marker is the pipeline's layout marker (WithLayoutMarker), or nil.
+	marker *layoutMarker
 
 	mu      sync.Mutex
 	cache   map[string]*keyLedger
@@ -606,6 +608,9 @@ func (s *Session) key(key string, n int) *sessionKey {
 // Judge does not read again the keys the first loaded, so what another
 // process committed for them in between is not seen.
 func (s *Session) Judge(ctx context.Context, cands []Candidate) error {
+	if err := s.l.readLayout(ctx); err != nil {
+		return err
+	}
 	base := len(s.cands)
 	s.cands = append(s.cands, cands...)
 	s.verdict = append(s.verdict, make([]Verdict, len(cands))...)

@@ -90,12 +90,13 @@ func (l *Ledger) Regroup(claims map[string][]Entry) map[string][]Entry {
 // claimed in the predecessor (WithPredecessor) rather than in kl, its
 // ledger: kl has no head yet, or it began (firstVersion: its first
 // commit's newest arrival, and for a range not before the wall clock then)
-// less than the horizon and an hour before.
+// less than the horizon and an hour before, or the pipeline's layout
+// changed less than that before (the layout marker, layout.go).
 func (l *Ledger) young(kl *keyLedger, arrival uint32) bool {
 	if l.prev == nil {
 		return false
 	}
-	if kl == nil || kl.version == 0 {
+	if kl == nil || kl.version == 0 || l.switchedBefore(arrival) {
 		return true
 	}
 	start := uint64(kl.version >> 20)

@@ -85,6 +85,14 @@ func RangeLedgerKey(pipeline string) dedupe.ItemKey {
 	}
 }
 
+// LedgerLayoutKey is the key of a pipeline's dedupe layout marker
+// (dedupe.WithLayoutMarker) in its views table: partition key
+// "dedupe#~layout#<pipeline>", apart from every ledger, as RangeLedgerKey's
+// are.
+func LedgerLayoutKey(pipeline string) map[string]types.AttributeValue {
+	return itemKey(ledgerPrefix+"~layout#"+pipeline, "layout")
+}
+
 // IsLedgerItem reports whether item is a dedupe ledger item (LedgerKey)
 // rather than a window, keyed state or watermark item.
 func IsLedgerItem(item map[string]types.AttributeValue) bool {

@@ -502,9 +502,11 @@ func checkSharing(ctx context.Context, db *dynamodb.Client, reg *replay.Registry
 }
 
 // checkDeployedAggregates refuses, as a usage error, a pipeline given
-// (pcfgs, read from files; "" is $PIPELINE_CONFIG) whose window state
-// differs from that of the pipeline of its name the template at tmpl
-// deploys: its aggregates, or its distinct precision. The live aggregate
+// (pcfgs, read from files; "" is $PIPELINE_CONFIG) whose dedupe ledger
+// layout (dedupeLedger) differs from that of the pipeline of its name the
+// template at tmpl deploys — the live function would not find the ids the
+// replay accepted — or whose window state differs: its aggregates, or its
+// distinct precision. The live aggregate
 // function and ticker run the deployed file and cannot merge the states a
 // version made from the changed one holds ("states have different
 // aggregates", or HyperLogLog's precisions), so once the readers moved to
@@ -526,13 +528,17 @@ func checkDeployedAggregates(tmpl string, files []string, pcfgs []*pipeline.Conf
 		if j < 0 {
 			continue // a pipeline new to the template: its windows are new items
 		}
-		was := deployed[j].Config.Aggregates
-		if stateShape(given.Aggregates) == stateShape(was) {
-			continue
-		}
 		file := "$" + pipeline.EnvVar
 		if files[i] != "" {
 			file = files[i]
+		}
+		if live := deployed[j].Config; given.DedupeHorizon > 0 && live.DedupeHorizon > 0 && given.DedupeLedger != live.DedupeLedger {
+			return unread, cli.Usagef("pipeline", "%s: pipeline %s keeps its dedupe ids by %s (dedupeLedger %q), but the %s the template deploys (%s) keeps them by %s (%q): after the handover the live function would look for the ids the replay accepted in the other layout, and copies of replayed events would count again. Give the file the deployed dedupeLedger; nothing was replayed",
+				file, given.Name, given.DedupeLedger, given.DedupeLedger, given.Name, tmpl, live.DedupeLedger, live.DedupeLedger)
+		}
+		was := deployed[j].Config.Aggregates
+		if stateShape(given.Aggregates) == stateShape(was) {
+			continue
 		}
 		return unread, cli.Usagef("pipeline", "%s: pipeline %s has %s, but the %s the template deploys (%s) has %s: the live aggregate function cannot merge the window states a version made from this file holds (\"states have different aggregates\"), and would fail its batches, and the ticker every few seconds, until a rollback. Give the changed file a new \"name\" (docs/changes.md, \"Changing a pipeline's aggregates\"), or give the file the template deploys; nothing was replayed",
 			file, given.Name, stateShape(given.Aggregates), given.Name, tmpl, stateShape(was))

@@ -695,6 +695,7 @@ func TestRebuildRefusesChangedAggregates(t *testing.T) {
 	counted := write("count.json", `"value": "data.ms",`+"\n", "", `"aggregates": ["count", "sum", "min", "max", "mean", "quantiles"],
   "quantiles": [0.5, 0.99],`, `"aggregates": ["count"],`)
 	requantiled := write("quantiles.json", `"quantiles": [0.5, 0.99]`, `"quantiles": [0.9]`)
+	byKey := write("bykey.json", `"dedupeLedger": "range"`, `"dedupeLedger": "key"`)
 
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "infra", "cdk.out"), 0o755); err != nil {
@@ -717,6 +718,13 @@ func TestRebuildRefusesChangedAggregates(t *testing.T) {
 			strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 			t.Errorf("replay %s: exit %d, stderr %q; want 2 and one line saying %q", strings.Join(args, " "), r.code, r.stderr, want)
 		}
+	}
+	// A replay that keeps its dedupe ids in the other layout: after the
+	// handover the live function would look for them in its own, and
+	// copies of replayed events would count again.
+	if r := cmd(ctx, env, "rebuild", "-from", "1h", "-handover", "1s", "-pipeline", byKey); r.code != 2 ||
+		!strings.Contains(r.stderr, "-pipeline "+byKey+`: pipeline pageviews keeps its dedupe ids by key (dedupeLedger "key"), but the pageviews the template deploys (infra/cdk.out/Tributary.template.json) keeps them by range ("range")`) {
+		t.Errorf("replay rebuild -pipeline %s: exit %d, stderr %q; want 2 and the layouts named", byKey, r.code, r.stderr)
 	}
 	if current, _, err := replay.NewRegistry(ssm.NewFromConfig(cfg), "/t/views").Current(ctx); err != nil || current != "views" {
 		t.Errorf("after the refusals the parameter names %q (%v), want views", current, err)

@@ -126,13 +126,16 @@
 // A ledger's own age cannot say when the layout last changed (a key whose
 // ledger began before a range layout came and went is old), so the
 // pipeline's layout marker says it (WithLayoutMarker, layout.go): one item
-// naming the layout that last took over and since when, read once by each
-// process and rewritten by the first process of the other layout. Every
-// ledger is young for the horizon and an hour from the change, whichever
-// way it went: a change back, or a roll-forward after a rollback, keeps
-// every claim. Only a rollback to code from before the marker (8
-// December) does not look: copies of events claimed in between count
-// again.
+// naming the layout that last took over and since when, read by each
+// process at its first Judge (and again each minute) and rewritten by the
+// first process of the other layout. Every ledger is young for the horizon
+// and an hour from the change, whichever way it went: a change back, or a
+// roll-forward after a rollback, keeps every claim; for a few minutes
+// after it the other layout's heads are read again at each Judge, for the
+// instances of the code before that Lambda still runs. Code from before
+// the marker (8 December) neither reads nor writes it: rolling forward
+// after a rollback to it needs the marker deleted first, or copies of
+// events it claimed count again.
 //
 // # Hot keys: merged segments
 //

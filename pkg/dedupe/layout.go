@@ -21,16 +21,35 @@ import (
 // layout last changed: a key whose ledger predates a range layout that
 // came and went began long ago, yet the claims made while the ranges ran
 // are in the ranges. The layout marker says it: one item per pipeline
-// naming the layout that last took over its claims and since when. The
-// first Judge of a process reads it; a process of the other layout writes
-// its own with the wall clock, so every ledger of the pipeline is young
-// (reads the other layout) for the horizon and an hour from the change,
-// whichever way it went and however old the ledger.
+// naming the layout that last took over its claims and since when. A
+// process's first Judge reads it and, when it names the other layout or
+// none, writes its own with the wall clock, so every ledger of the
+// pipeline is young (reads the other layout) for the horizon and an hour
+// from the change, whichever way it went and however old the ledger.
+//
+// A deploy overlaps: for up to a minute Lambda may run a shard's next
+// batch in an instance of the code before it, which read the marker before
+// the change. So each process reads the marker again a minute after its
+// last read (markerRefresh), without writing: a later change, by either
+// layout, makes its ledgers young too. And for markerSettle after a
+// change the other layout's heads are read again at each Judge rather than
+// taken from the cache (predecessorTag): an instance of the other layout
+// may still be claiming ids there.
 
 // Layout attribute names of the marker item.
 const (
 	attrLayout      = "layout"
 	attrLayoutSince = "since"
+)
+
+const (
+	// markerRefresh is how long a process trusts the marker it read.
+	markerRefresh = time.Minute
+	// markerSettle is how long after a change instances of the other
+	// layout may still write claims (Lambda's overlap of a deploy, with
+	// room), and how far ahead of the wall clock a marker's since may be
+	// before it is taken for unreadable.
+	markerSettle = 5 * time.Minute
 )
 
 // WithLayoutMarker names the pipeline's layout marker item (see above).
@@ -39,12 +58,13 @@ func WithLayoutMarker(key map[string]types.AttributeValue) Option {
 	return func(l *Ledger) { l.marker = &layoutMarker{key: key} }
 }
 
-// layoutMarker is what a process knows of the marker: read once.
+// layoutMarker is what a process knows of the marker.
 type layoutMarker struct {
-	key   map[string]types.AttributeValue
-	mu    sync.Mutex // one reading at a time
-	read  atomic.Bool
-	since atomic.Uint32 // when this layout took over, Unix seconds
+	key    map[string]types.AttributeValue
+	mu     sync.Mutex   // one reading at a time
+	readAt atomic.Int64 // the wall clock of the last read, Unix ns; 0 before the first
+	since  atomic.Uint32
+	fresh  atomic.Uint64 // numbers the tags of predecessor reads while settling
 }
 
 // layoutName is the marker's name for l's layout.
@@ -55,19 +75,26 @@ func (l *Ledger) layoutName() string {
 	return "key"
 }
 
-// readLayout reads the layout marker once per process, writing this
-// ledger's layout and the wall clock there when it names the other one or
+// readLayout reads the layout marker at a process's first Judge and again
+// once markerRefresh has passed. The first read writes this ledger's
+// layout and the wall clock there when the marker names the other one or
 // none (a first deploy, or one of code from before the marker: when the
-// layout last changed is not known, so it is taken as now). A marker that
-// changes under the write is read again. Not with s.l.mu held.
+// layout last changed is not known, so it is taken as now); a marker that
+// changes under the write is read again. A later read only takes the
+// marker's since when it is later than the one held. Not with s.l.mu held.
 func (l *Ledger) readLayout(ctx context.Context) error {
 	m := l.marker
-	if m == nil || l.prev == nil || m.read.Load() {
+	if m == nil || l.prev == nil {
+		return nil
+	}
+	now := l.now()
+	if last := m.readAt.Load(); last != 0 && now.Sub(time.Unix(0, last)) < markerRefresh {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.read.Load() {
+	last := m.readAt.Load()
+	if last != 0 && now.Sub(time.Unix(0, last)) < markerRefresh {
 		return nil
 	}
 	mine := l.layoutName()
@@ -76,14 +103,16 @@ func (l *Ledger) readLayout(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("dedupe: reading the ledger layout marker: %w", err)
 		}
-		layout, since := layoutOf(item)
-		if item != nil && layout == mine {
-			m.since.Store(since)
-			m.read.Store(true)
+		layout, since := layoutOf(item, now)
+		if last != 0 || (item != nil && layout == mine) {
+			if since > m.since.Load() {
+				m.since.Store(since)
+			}
+			m.readAt.Store(now.UnixNano())
 			return nil
 		}
-		now := uint32(max(0, l.now().Unix()))
-		in := &dynamodb.PutItemInput{TableName: aws.String(l.table), Item: l.markerItem(mine, now),
+		at := uint32(max(0, now.Unix()))
+		in := &dynamodb.PutItemInput{TableName: aws.String(l.table), Item: l.markerItem(mine, at),
 			ExpressionAttributeNames: map[string]string{"#l": attrLayout}}
 		switch {
 		case item == nil:
@@ -107,11 +136,28 @@ func (l *Ledger) readLayout(ctx context.Context) error {
 			}
 			return fmt.Errorf("dedupe: writing the ledger layout marker: %w", err)
 		}
-		m.since.Store(now)
-		m.read.Store(true)
+		m.since.Store(at)
+		m.readAt.Store(now.UnixNano())
 		return nil
 	}
 	return ErrConflict
+}
+
+// predecessorTag is the tag the predecessor's ledgers are read under for
+// one Judge: while the layout changed less than markerSettle ago, a tag
+// of its own, so their heads are read again (their segments only when a
+// head changed); after that "settled", so each is read once more and then
+// cached.
+func (l *Ledger) predecessorTag() string {
+	m := l.marker
+	if m == nil {
+		return ""
+	}
+	since := m.since.Load()
+	if since == 0 || l.now().After(time.Unix(int64(since), 0).Add(markerSettle)) {
+		return "settled"
+	}
+	return "settling " + strconv.FormatUint(m.fresh.Add(1), 10)
 }
 
 // getMarker reads the marker item (nil when there is none), consistently.
@@ -151,15 +197,17 @@ func (l *Ledger) markerItem(layout string, since uint32) map[string]types.Attrib
 }
 
 // layoutOf reads a marker item: its layout and since ("" and 0 when absent
-// or unreadable, which a write replaces).
-func layoutOf(item map[string]types.AttributeValue) (string, uint32) {
+// or unreadable, which a first read replaces). A since more than
+// markerSettle ahead of now (a clock far ahead, a hand edit) is
+// unreadable: it would keep every ledger young for ever.
+func layoutOf(item map[string]types.AttributeValue, now time.Time) (string, uint32) {
 	s, _ := item[attrLayout].(*types.AttributeValueMemberS)
 	n, _ := item[attrLayoutSince].(*types.AttributeValueMemberN)
-	if s == nil || n == nil {
+	if s == nil || n == nil || (s.Value != "key" && s.Value != "range") {
 		return "", 0
 	}
 	since, err := strconv.ParseUint(n.Value, 10, 32)
-	if err != nil {
+	if err != nil || time.Unix(int64(since), 0).After(now.Add(markerSettle)) {
 		return "", 0
 	}
 	return s.Value, uint32(since)

@@ -1,9 +1,14 @@
 package dedupe_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tributary-dev/tributary/pkg/dedupe"
 )
@@ -67,5 +72,85 @@ func TestALayoutChangeEitherWayReadsTheLayoutBefore(t *testing.T) {
 				t.Errorf("a redeploy of the same layout read the layout before %d times", r)
 			}
 		})
+	}
+}
+
+// clockAt is a wall clock a test moves: base+*at seconds.
+func clockAt(at *int) dedupe.Option {
+	return dedupe.WithClock(func() time.Time { return time.Unix(int64(base)+int64(*at), 0) })
+}
+
+// process is one instance's ledger of a layout (ranges or not) with the
+// marker, as aggregate.NewLedger makes it, on the wall clock at; prev is
+// its ledger of the other layout.
+func process(table string, ranges bool, at *int) (l, prev *dedupe.Ledger) {
+	opts := []dedupe.Option{clockAt(at), dedupe.WithHorizon(time.Hour)}
+	byKey := func(o ...dedupe.Option) *dedupe.Ledger {
+		return dedupe.NewLedger(db, table, itemKey, append(o, opts...)...)
+	}
+	byRange := func(o ...dedupe.Option) *dedupe.Ledger {
+		return dedupe.NewLedger(db, table, rangeItemKey, append(o, append(opts, dedupe.WithRanges())...)...)
+	}
+	marker := dedupe.WithLayoutMarker(itemKey("~layout", dedupe.Head))
+	if ranges {
+		prev = byKey()
+		return byRange(marker, dedupe.WithPredecessor(prev)), prev
+	}
+	prev = byRange()
+	return byKey(marker, dedupe.WithPredecessor(prev)), prev
+}
+
+// A deploy overlaps: for a short while a shard's next batch may run in a
+// warm instance of the code before it, which read the marker before the
+// change, and an instance of the new layout may have cached the old
+// layout's ledger before the old one claimed more there. The old instance
+// reads the marker again after a minute, so it reads the new layout's
+// claims; the new instance reads the old layout's heads again at each
+// judge for a few minutes after the change. Both copies are duplicates
+// (a review's findings: each counted twice before).
+func TestADeploysOverlapSeesBothLayoutsClaims(t *testing.T) {
+	const hour = 3600
+	table := newTable(t)
+	oldAt, newAt := 0, 0
+	old, _ := process(table, true, &oldAt)
+	judge(t, old, cand("k1", "a", 1, 0, 1)) // the ranges' marker, at 0
+	oldAt = 6*hour - 20
+	judge(t, old, cand("k1", "x", 2, 6*hour-20, 1)) // warm; it reads the marker again (ranges)
+	newAt = 6 * hour
+	nu, _ := process(table, false, &newAt)
+	judge(t, nu, cand("k1", "b", 3, 6*hour, 1)) // keys take over at 6h, having read k1's range
+	oldAt = 6*hour + 10
+	judge(t, old, cand("k1", "c", 4, 6*hour+10, 1)) // the old instance, its marker read 30 s ago, claims c in the range
+	newAt = 6*hour + 20
+	if got := judge(t, nu, cand("k1", "c", 5, 6*hour+20, 1)); fmt.Sprint(got) != verdicts(dedupe.Duplicate) {
+		t.Errorf("the new instance, a copy of c the old one claimed after it read the range: %v, want [duplicate]", got)
+	}
+	oldAt = 6*hour + 50 // over a minute on: the old instance reads the marker again
+	if got := judge(t, old, cand("k1", "b", 6, 6*hour+50, 1)); fmt.Sprint(got) != verdicts(dedupe.Duplicate) {
+		t.Errorf("the old instance, a copy of b the new layout claimed: %v, want [duplicate]", got)
+	}
+}
+
+// A marker whose since is far ahead of the wall clock (a writer's clock
+// ahead, a hand edit) would keep every ledger young for ever: it is taken
+// for unreadable and replaced by the first process that reads it, and two
+// hours on nothing reads the other layout.
+func TestAMarkerFromTheFutureIsReplaced(t *testing.T) {
+	const hour = 3600
+	table := newTable(t)
+	item := itemKey("~layout", dedupe.Head)
+	item["layout"] = &types.AttributeValueMemberS{Value: "key"}
+	item["since"] = &types.AttributeValueMemberN{Value: fmt.Sprint(base + 365*24*hour)}
+	if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	at := 0
+	l, _ := process(table, false, &at)
+	judge(t, l, cand("k1", "a", 1, 0, 1))
+	at = 3 * hour
+	later, prev := process(table, false, &at)
+	judge(t, later, cand("k1", "b", 2, 3*hour, 1))
+	if r := prev.Stats().Reads; r != 0 {
+		t.Errorf("three hours after a marker dated a year ahead was met, a process read the other layout %d times", r)
 	}
 }

@@ -696,7 +696,7 @@ func (s *Session) load(ctx context.Context, keys []string) error {
 // earlier delivery of another).
 func (s *Session) judgeEarlier(ctx context.Context, idx []int) error {
 	prev := s.l.prev
-	ps := prev.Begin("", nil)
+	ps := prev.Begin(s.l.predecessorTag(), nil)
 	keys := make([]string, 0, len(idx))
 	for _, i := range idx {
 		keys = append(keys, prev.KeyOf(s.cands[i].Key))

@@ -24,6 +24,13 @@
 //   - the ticker every minute, and for -tail after the last event, so the
 //     windows the events opened close and their finalizing writes count;
 //
+// The month priced is the steady state: the pipeline's dedupe layout
+// marker is written, uncounted, as if its dedupeLedger had been in place
+// for hours (deployed.SettleLayout), so the five minutes after a deploy in
+// which each batch reads the other layout's heads again are not taken for
+// a month of them; the ledgers' own first hours are in the run as they
+// come.
+//
 // each invocation the bytes Lambda hands the runtime (aws-lambda-go's event
 // types, encoded) through aggregate.Processor.Invoke or Tick, built as
 // aggregate.FromEnv builds them (bench/internal/deployed), over the

@@ -55,6 +55,9 @@ func keepup(ctx context.Context, cfg *pipeline.Config, st stack, path string, ke
 	}
 	invs := cut(evs, one, win, start, start) // no ticks
 	db := memdb.New(map[string]memdb.Schema{deployed.ViewsTable: memdb.ViewsTable, deployed.QuarantineTable: memdb.QuarantineTable})
+	if err := deployed.SettleLayout(ctx, db, cfg, start); err != nil {
+		return keepupRun{}, err
+	}
 	s := newStore(db)
 	s.latency = latency
 	now := start

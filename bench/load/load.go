@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -397,6 +398,10 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 	invs := cut(evs, st, flush, start, end.Add(l.tail))
 
 	db := memdb.New(map[string]memdb.Schema{deployed.ViewsTable: memdb.ViewsTable, deployed.QuarantineTable: memdb.QuarantineTable})
+	if err := deployed.SettleLayout(ctx, db, cfg, start); err != nil {
+		return tally{}, err
+	}
+	setup := maps.Clone(db.Requests) // the run's requests are those after
 	s := newStore(db)
 	out := &deployed.Putter{}
 	now := start
@@ -486,7 +491,12 @@ func runLoad(ctx context.Context, cfg *pipeline.Config, st stack, l load) (tally
 	}
 	t.storedBytes = s.storedBytes(deployed.ViewsTable, deployed.QuarantineTable)
 	t.resultsUnits = out.Units
-	t.memdbRequests = db.Requests
+	t.memdbRequests = maps.Clone(db.Requests)
+	for op, n := range setup {
+		if t.memdbRequests[op] -= n; t.memdbRequests[op] == 0 {
+			delete(t.memdbRequests, op)
+		}
+	}
 	t.samples = s.sdk.Samples()
 	return t, nil
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"time"
+
 	"github.com/tributary-dev/tributary/bench/internal/deployed"
 	"github.com/tributary-dev/tributary/internal/memdb"
 	"github.com/tributary-dev/tributary/pkg/aggregate"
@@ -55,6 +58,9 @@ func deploy(cfg *pipeline.Config) *deployment {
 
 func deployOne(cfg *pipeline.Config, allocs bool) *deployment {
 	db := memdb.New(map[string]memdb.Schema{deployed.ViewsTable: memdb.ViewsTable, deployed.QuarantineTable: memdb.QuarantineTable})
+	if err := deployed.SettleLayout(context.Background(), db, cfg, time.Now()); err != nil {
+		panic(err) // memdb refuses no put
+	}
 	store := &meteredStore{db: db, allocs: allocs}
 	out := &deployed.Putter{}
 	p := deployed.New(cfg, store, out, deployed.Function{Name: "aggregate"})

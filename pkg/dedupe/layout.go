@@ -143,6 +143,18 @@ func (l *Ledger) readLayout(ctx context.Context) error {
 	return ErrConflict
 }
 
+// SeedLayout writes the pipeline's layout marker (WithLayoutMarker) as if
+// this ledger's layout had taken over at since, replacing what is there:
+// for a benchmark that prices a pipeline at steady state rather than in
+// the minutes after a deploy, which read the other layout again.
+func (l *Ledger) SeedLayout(ctx context.Context, since time.Time) error {
+	if l.marker == nil {
+		return errors.New("dedupe: SeedLayout of a ledger without a layout marker")
+	}
+	_, err := l.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(l.table), Item: l.markerItem(l.layoutName(), uint32(max(0, since.Unix())))})
+	return err
+}
+
 // predecessorTag is the tag the predecessor's ledgers are read under for
 // one Judge: while the layout changed less than markerSettle ago, a tag
 // of its own, so their heads are read again (their segments only when a

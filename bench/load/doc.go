@@ -24,13 +24,6 @@
 //   - the ticker every minute, and for -tail after the last event, so the
 //     windows the events opened close and their finalizing writes count;
 //
-// The month priced is the steady state: the pipeline's dedupe layout
-// marker is written, uncounted, as if its dedupeLedger had been in place
-// for hours (deployed.SettleLayout), so the five minutes after a deploy in
-// which each batch reads the other layout's heads again are not taken for
-// a month of them; the ledgers' own first hours are in the run as they
-// come.
-//
 // each invocation the bytes Lambda hands the runtime (aws-lambda-go's event
 // types, encoded) through aggregate.Processor.Invoke or Tick, built as
 // aggregate.FromEnv builds them (bench/internal/deployed), over the
@@ -46,6 +39,13 @@
 // metrics, Lambda's START/END/REPORT lines, each log event plus the 26
 // bytes CloudWatch adds) and the distinct EMF metrics (name and dimension
 // values: each is a custom metric a month).
+//
+// The month priced is the steady state: the pipeline's dedupe layout
+// marker is written, uncounted, as if its dedupeLedger had been in place
+// for hours (deployed.SettleLayout), so the five minutes after a deploy in
+// which each batch reads the other layout's heads again are not taken for
+// a month of them; the ledgers' own first hours are in the run as they
+// come.
 //
 // A month is the steady state scaled by 730 hours over -span: a run of
 // 2 × -span less a run of -span (steadyLoad), so what a run does once —

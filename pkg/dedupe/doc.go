@@ -126,16 +126,20 @@
 // A ledger's own age cannot say when the layout last changed (a key whose
 // ledger began before a range layout came and went is old), so the
 // pipeline's layout marker says it (WithLayoutMarker, layout.go): one item
-// naming the layout that last took over and since when, read by each
-// process at its first Judge (and again each minute) and rewritten by the
-// first process of the other layout. Every ledger is young for the horizon
-// and an hour from the change, whichever way it went: a change back, or a
-// roll-forward after a rollback, keeps every claim; for a few minutes
-// after it the other layout's heads are read again at each Judge, for the
-// instances of the code before that Lambda still runs. Code from before
-// the marker (8 December) neither reads nor writes it: rolling forward
-// after a rollback to it needs the marker deleted first, or copies of
-// events it claimed count again.
+// naming the layout that last took over and since when, read at each Judge
+// and rewritten by the first process of the other layout. Every ledger is
+// young for the horizon and an hour from the change, whichever way it
+// went, and claims an interval carried through it under the other
+// layout's keys judge the copies after them (Session.theirsByID): a change
+// back, or a roll-forward after a rollback, keeps every claim. For a few
+// minutes after it the other layout's heads are read again at each Judge
+// (instances of the code before, which Lambda may still run, claim there),
+// then once an interval while young (intervals carried through the change
+// write there at their flush). Code from before the marker (8 December)
+// neither reads nor writes it: a rollback to it finds the newer code's
+// claims in the other layout only for ledgers young by their own age, and
+// rolling forward after it needs the marker deleted first; otherwise
+// copies of events claimed in between count again.
 //
 // # Hot keys: merged segments
 //

@@ -29,12 +29,14 @@ import (
 //
 // A deploy overlaps: for up to a minute Lambda may run a shard's next
 // batch in an instance of the code before it, which read the marker before
-// the change. So each process reads the marker again a minute after its
-// last read (markerRefresh), without writing: a later change, by either
-// layout, makes its ledgers young too. And for markerSettle after a
-// change the other layout's heads are read again at each Judge rather than
-// taken from the cache (predecessorTag): an instance of the other layout
-// may still be claiming ids there.
+// the change. So each Judge reads the marker again (only a process's first
+// read writes it): a change, by either layout, makes every ledger young
+// from its next batch on. And for markerSettle after a change the other
+// layout's heads are read again at each Judge rather than taken from the
+// cache, then once an interval while young (predecessorTag): an instance
+// of the other layout may still be claiming ids there, and an interval
+// carried through the change writes its claims of the other layout there
+// at its flush (Session.theirs).
 
 // Layout attribute names of the marker item.
 const (
@@ -43,8 +45,6 @@ const (
 )
 
 const (
-	// markerRefresh is how long a process trusts the marker it read.
-	markerRefresh = time.Minute
 	// markerSettle is how long after a change instances of the other
 	// layout may still write claims (Lambda's overlap of a deploy, with
 	// room), and how far ahead of the wall clock a marker's since may be
@@ -60,11 +60,11 @@ func WithLayoutMarker(key map[string]types.AttributeValue) Option {
 
 // layoutMarker is what a process knows of the marker.
 type layoutMarker struct {
-	key    map[string]types.AttributeValue
-	mu     sync.Mutex   // one reading at a time
-	readAt atomic.Int64 // the wall clock of the last read, Unix ns; 0 before the first
-	since  atomic.Uint32
-	fresh  atomic.Uint64 // numbers the tags of predecessor reads while settling
+	key   map[string]types.AttributeValue
+	mu    sync.Mutex  // one reading at a time
+	read  atomic.Bool // read (or written) at least once
+	since atomic.Uint32
+	fresh atomic.Uint64 // numbers the tags of predecessor reads while settling
 }
 
 // layoutName is the marker's name for l's layout.
@@ -75,28 +75,25 @@ func (l *Ledger) layoutName() string {
 	return "key"
 }
 
-// readLayout reads the layout marker at a process's first Judge and again
-// once markerRefresh has passed. The first read writes this ledger's
-// layout and the wall clock there when the marker names the other one or
-// none (a first deploy, or one of code from before the marker: when the
-// layout last changed is not known, so it is taken as now); a marker that
-// changes under the write is read again. A later read only takes the
-// marker's since when it is later than the one held. Not with s.l.mu held.
+// readLayout reads the layout marker, strongly consistent, at each Judge:
+// an instance of the code before a deploy may run the next batch of a
+// shard whose last batch an instance of the other layout ran, and reading
+// the marker first it finds the change (one read a batch). A process's
+// first read writes this ledger's layout and the wall clock there when the
+// marker names the other one or none (a first deploy, or one of code from
+// before the marker: when the layout last changed is not known, so it is
+// taken as now); a marker that changes under the write is read again.
+// Later reads only take the marker's since when it is later than the one
+// held. Not with s.l.mu held.
 func (l *Ledger) readLayout(ctx context.Context) error {
 	m := l.marker
 	if m == nil || l.prev == nil {
 		return nil
 	}
 	now := l.now()
-	if last := m.readAt.Load(); last != 0 && now.Sub(time.Unix(0, last)) < markerRefresh {
-		return nil
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	last := m.readAt.Load()
-	if last != 0 && now.Sub(time.Unix(0, last)) < markerRefresh {
-		return nil
-	}
+	first := !m.read.Load()
 	mine := l.layoutName()
 	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
 		item, err := l.getMarker(ctx)
@@ -104,11 +101,11 @@ func (l *Ledger) readLayout(ctx context.Context) error {
 			return fmt.Errorf("dedupe: reading the ledger layout marker: %w", err)
 		}
 		layout, since := layoutOf(item, now)
-		if last != 0 || (item != nil && layout == mine) {
+		if !first || (item != nil && layout == mine) {
 			if since > m.since.Load() {
 				m.since.Store(since)
 			}
-			m.readAt.Store(now.UnixNano())
+			m.read.Store(true)
 			return nil
 		}
 		at := uint32(max(0, now.Unix()))
@@ -137,7 +134,7 @@ func (l *Ledger) readLayout(ctx context.Context) error {
 			return fmt.Errorf("dedupe: writing the ledger layout marker: %w", err)
 		}
 		m.since.Store(at)
-		m.readAt.Store(now.UnixNano())
+		m.read.Store(true)
 		return nil
 	}
 	return ErrConflict
@@ -156,20 +153,27 @@ func (l *Ledger) SeedLayout(ctx context.Context, since time.Time) error {
 }
 
 // predecessorTag is the tag the predecessor's ledgers are read under for
-// one Judge: while the layout changed less than markerSettle ago, a tag
-// of its own, so their heads are read again (their segments only when a
-// head changed); after that "settled", so each is read once more and then
-// cached.
-func (l *Ledger) predecessorTag() string {
+// one Judge of a session tagged tag: while the layout changed less than
+// markerSettle ago, a tag of its own, so their heads are read again
+// (their segments only when a head changed); after that the session's
+// interval's (per interval: once an interval, for the claims an interval
+// carried through the change commits there at its flush, up to the
+// longest tumbling window later), or "settled" on the per-batch path
+// (each read once more, then cached).
+func (l *Ledger) predecessorTag(tag string) string {
 	m := l.marker
 	if m == nil {
 		return ""
 	}
 	since := m.since.Load()
-	if since == 0 || l.now().After(time.Unix(int64(since), 0).Add(markerSettle)) {
+	switch {
+	case since != 0 && !l.now().After(time.Unix(int64(since), 0).Add(markerSettle)):
+		return "settling " + strconv.FormatUint(m.fresh.Add(1), 10)
+	case tag != "":
+		return "interval " + tag
+	default:
 		return "settled"
 	}
-	return "settling " + strconv.FormatUint(m.fresh.Add(1), 10)
 }
 
 // getMarker reads the marker item (nil when there is none), consistently.

@@ -154,3 +154,82 @@ func TestAMarkerFromTheFutureIsReplaced(t *testing.T) {
 		t.Errorf("three hours after a marker dated a year ahead was met, a process read the other layout %d times", r)
 	}
 }
+
+// judgeOnly judges cs in session s (an invocation of an interval that
+// carries its claims on) and returns the verdicts so far.
+func judgeOnly(t *testing.T, s *dedupe.Session, cs ...dedupe.Candidate) []dedupe.Verdict {
+	t.Helper()
+	if err := s.Judge(context.Background(), cs); err != nil {
+		t.Fatal(err)
+	}
+	return s.Verdicts()
+}
+
+// carriedFrom is what an interval's window state carries of s's claims to
+// the interval's next invocation.
+func carriedFrom(t *testing.T, s *dedupe.Session) map[string][]dedupe.Entry {
+	t.Helper()
+	carried, err := dedupe.DecodePending(dedupe.EncodePending(s.Pending()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return carried
+}
+
+// An interval the ranges began and the keys finish (a deploy from "range"
+// to "key" between two of its invocations) carries the range's claims on:
+// a copy later in that interval is judged on them, and once the flush has
+// written them to the range, an instance that read the range before — in
+// the five minutes after the change, or after them — reads it again for
+// its next interval (each counted twice before: a review's findings).
+func TestClaimsCarriedThroughAChangeToKeysJudgeTheCopiesAfterIt(t *testing.T) {
+	table := newTable(t)
+	at := 0
+	r, _ := process(table, true, &at)
+	judge(t, r, cand("k0", "z", 1, 0, 1))
+	const tag = "shardId-000000000000/n1"
+	at = 100
+	first := r.Begin(tag, nil)
+	judgeOnly(t, first, cand("k1", "a", 2, 100, 1))
+	carried := carriedFrom(t, first)
+
+	at1, at2 := 200, 200
+	k1, _ := process(table, false, &at1) // the keys take over at 200
+	k2, _ := process(table, false, &at2)
+	next := k1.Begin(tag, carried)
+	if got := judgeOnly(t, next, cand("k1", "a", 3, 200, 1)); fmt.Sprint(got) != verdicts(dedupe.Duplicate) {
+		t.Errorf("a copy of a in the interval the change cut: %v, want [duplicate]", got)
+	}
+	at2 = 200 + 6*60
+	judge(t, k2, cand("k1", "b", 4, at2, 1)) // another instance reads k1's range, settled
+	at1 = 200 + 10*60
+	flush := k1.Begin(tag, carriedFrom(t, next))
+	judgeOnly(t, flush)
+	if failed := flush.Commit(context.Background(), 2); len(failed) > 0 {
+		t.Fatal(failed[0])
+	}
+	at2 = at1 + 20
+	if got := judgeOnly(t, k2.Begin("shardId-000000000000/n2", nil), cand("k1", "a", 5, at2, 1)); fmt.Sprint(got) != verdicts(dedupe.Duplicate) {
+		t.Errorf("the other instance's next interval, a copy of a the flush wrote to the range: %v, want [duplicate]", got)
+	}
+}
+
+// An instance of the code before a deploy that read the marker just
+// before it reads it again at its next batch: a copy of an event the new
+// layout claimed a second before is a duplicate there too.
+func TestAnOldInstanceReadsTheMarkerAtEachBatch(t *testing.T) {
+	const hour = 3600
+	table := newTable(t)
+	oldAt, newAt := 0, 0
+	old, _ := process(table, true, &oldAt)
+	judge(t, old, cand("k1", "a", 1, 0, 1))
+	oldAt = 6*hour - 5
+	judge(t, old, cand("k1", "x", 2, oldAt, 1))
+	newAt = 6 * hour
+	nu, _ := process(table, false, &newAt)
+	judge(t, nu, cand("k1", "b", 3, newAt, 1))
+	oldAt = 6*hour + 2
+	if got := judge(t, old, cand("k1", "b", 4, oldAt, 1)); fmt.Sprint(got) != verdicts(dedupe.Duplicate) {
+		t.Errorf("the old instance, two seconds after the change, a copy of b: %v, want [duplicate]", got)
+	}
+}

@@ -545,6 +545,9 @@ type Session struct {
 	// flush): they are carried on, and committed to the predecessor, where
 	// this ledger looks them up while young.
 	theirs map[string][]Entry
+	// theirsByID indexes theirs: a copy of one of them later in the
+	// interval is judged on it, as on a claim carried under its own key.
+	theirsByID map[Identity]Entry
 }
 
 type sessionKey struct {
@@ -577,6 +580,16 @@ func (l *Ledger) Begin(tag string, carried map[string][]Entry) *Session {
 				}
 				s.theirs[k] = es
 				delete(s.carried, k)
+			}
+		}
+		for _, es := range s.theirs {
+			if s.theirsByID == nil {
+				s.theirsByID = make(map[Identity]Entry, len(es))
+			}
+			for _, e := range es {
+				if have, ok := s.theirsByID[e.ID]; !ok || e.Arrival > have.Arrival {
+					s.theirsByID[e.ID] = e
+				}
 			}
 		}
 	}
@@ -696,7 +709,7 @@ func (s *Session) load(ctx context.Context, keys []string) error {
 // earlier delivery of another).
 func (s *Session) judgeEarlier(ctx context.Context, idx []int) error {
 	prev := s.l.prev
-	ps := prev.Begin(s.l.predecessorTag(), nil)
+	ps := prev.Begin(s.l.predecessorTag(s.tag), nil)
 	keys := make([]string, 0, len(idx))
 	for _, i := range idx {
 		keys = append(keys, prev.KeyOf(s.cands[i].Key))
@@ -749,6 +762,9 @@ func (s *Session) judge(kl *keyLedger, sk *sessionKey, c *Candidate) Verdict {
 	e, ok := sk.byID[c.ID]
 	if !ok && kl != nil {
 		e, ok = kl.claimAt(c.ID, c.Arrival)
+	}
+	if !ok {
+		e, ok = s.theirsByID[c.ID]
 	}
 	if ok && e.Arrival >= cutoff {
 		return verdictOn(e, c)

@@ -155,21 +155,27 @@ func (l *Ledger) SeedLayout(ctx context.Context, since time.Time) error {
 // predecessorTag is the tag the predecessor's ledgers are read under for
 // one Judge of a session tagged tag: while the layout changed less than
 // markerSettle ago, a tag of its own, so their heads are read again
-// (their segments only when a head changed); after that the session's
-// interval's (per interval: once an interval, for the claims an interval
-// carried through the change commits there at its flush, up to the
-// longest tumbling window later), or "settled" on the per-batch path
-// (each read once more, then cached).
+// (their segments only when a head changed); after that, while the change
+// is younger than the horizon and an hour, the session's interval's (per
+// interval: once an interval, for the claims an interval carried through
+// the change commits there at its flush, up to the longest tumbling
+// window later); else "settled" (each read once more, then cached: a
+// ledger young by its own age, with no change of layout, has a
+// predecessor nobody writes).
 func (l *Ledger) predecessorTag(tag string) string {
 	m := l.marker
 	if m == nil {
 		return ""
 	}
 	since := m.since.Load()
+	if since == 0 {
+		return "settled"
+	}
+	changed, now := time.Unix(int64(since), 0), l.now()
 	switch {
-	case since != 0 && !l.now().After(time.Unix(int64(since), 0).Add(markerSettle)):
+	case !now.After(changed.Add(markerSettle)):
 		return "settling " + strconv.FormatUint(m.fresh.Add(1), 10)
-	case tag != "":
+	case tag != "" && now.Before(changed.Add(l.horizon+ttlSlack)):
 		return "interval " + tag
 	default:
 		return "settled"

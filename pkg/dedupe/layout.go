@@ -61,18 +61,24 @@ func WithLayoutMarker(key map[string]types.AttributeValue) Option {
 // layoutMarker is what a process knows of the marker.
 type layoutMarker struct {
 	key   map[string]types.AttributeValue
-	mu    sync.Mutex  // one reading at a time
-	read  atomic.Bool // read (or written) at least once
+	mu    sync.Mutex // one reading at a time
+	read  bool       // read (or written) at least once; mu held
 	since atomic.Uint32
 	fresh atomic.Uint64 // numbers the tags of predecessor reads while settling
 }
 
+// The marker's names of the layouts (pipeline's dedupeLedger values).
+const (
+	layoutKey   = "key"
+	layoutRange = "range"
+)
+
 // layoutName is the marker's name for l's layout.
 func (l *Ledger) layoutName() string {
 	if l.ranges {
-		return "range"
+		return layoutRange
 	}
-	return "key"
+	return layoutKey
 }
 
 // readLayout reads the layout marker, strongly consistent, at each Judge:
@@ -93,7 +99,7 @@ func (l *Ledger) readLayout(ctx context.Context) error {
 	now := l.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	first := !m.read.Load()
+	first := !m.read
 	mine := l.layoutName()
 	for attempt := 0; attempt < maxWriteAttempts; attempt++ {
 		item, err := l.getMarker(ctx)
@@ -105,7 +111,7 @@ func (l *Ledger) readLayout(ctx context.Context) error {
 			if since > m.since.Load() {
 				m.since.Store(since)
 			}
-			m.read.Store(true)
+			m.read = true
 			return nil
 		}
 		at := uint32(max(0, now.Unix()))
@@ -134,7 +140,7 @@ func (l *Ledger) readLayout(ctx context.Context) error {
 			return fmt.Errorf("dedupe: writing the ledger layout marker: %w", err)
 		}
 		m.since.Store(at)
-		m.read.Store(true)
+		m.read = true
 		return nil
 	}
 	return ErrConflict
@@ -225,7 +231,7 @@ func (l *Ledger) markerItem(layout string, since uint32) map[string]types.Attrib
 func layoutOf(item map[string]types.AttributeValue, now time.Time) (string, uint32) {
 	s, _ := item[attrLayout].(*types.AttributeValueMemberS)
 	n, _ := item[attrLayoutSince].(*types.AttributeValueMemberN)
-	if s == nil || n == nil || (s.Value != "key" && s.Value != "range") {
+	if s == nil || n == nil || (s.Value != layoutKey && s.Value != layoutRange) {
 		return "", 0
 	}
 	since, err := strconv.ParseUint(n.Value, 10, 32)

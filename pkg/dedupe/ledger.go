@@ -582,10 +582,10 @@ func (l *Ledger) Begin(tag string, carried map[string][]Entry) *Session {
 				delete(s.carried, k)
 			}
 		}
+		if len(s.theirs) > 0 {
+			s.theirsByID = map[Identity]Entry{}
+		}
 		for _, es := range s.theirs {
-			if s.theirsByID == nil {
-				s.theirsByID = make(map[Identity]Entry, len(es))
-			}
 			for _, e := range es {
 				if have, ok := s.theirsByID[e.ID]; !ok || e.Arrival > have.Arrival {
 					s.theirsByID[e.ID] = e
